@@ -1,0 +1,1674 @@
+/* obx.h — a transactional outbox for C, over ODBC.               v0.1.0
+ *
+ * A message is written in the same database transaction as the business
+ * change that caused it, then handed to a handler by topic, at least once.
+ * One file holds the whole library, STB style:
+ *
+ *     #define OBX_IMPLEMENTATION      // in exactly one .c file
+ *     #include "obx.h"
+ *
+ * Every other file includes "obx.h" without the define. Link with -lodbc
+ * (unixODBC). Requires C99; compiles as C++ too.
+ *
+ * CONTENTS
+ *   1. Quick start           5. Errors
+ *   2. Compile-time options  6. Databases and ODBC notes
+ *   3. Runtime options       7. Testing with the fake ODBC layer
+ *   4. Threads               8. License (end of file)
+ *
+ * 1. QUICK START ------------------------------------------------------------
+ *
+ *     obx_store_desc desc = {0};
+ *     desc.connection_string = "Driver={SQLite3};Database=app.db;";
+ *     obx_store *store;
+ *     if (obx_store_open(&desc, &store) != OBX_OK) {
+ *         fprintf(stderr, "%s\n", obx_store_last_error(store)->message);
+ *     }
+ *     obx_store_info info;
+ *     obx_store_get_info(store, &info);      // dialect, DBMS name, version
+ *     obx_store_close(store);
+ *
+ *   (The enqueue / claim / dispatch API lands with the outbox issue; this
+ *   version carries the common core: hooks, results, ODBC plumbing,
+ *   dialects, validation, UUIDs, backoff and selection strategies.)
+ *
+ * 2. COMPILE-TIME OPTIONS --------------------------------------------------
+ *   global (must be the same wherever obx.h is included):
+ *     OBX_API            linkage of public functions (default: extern)
+ *     OBX_STATIC         make every public function static (one-TU use)
+ *   implementation-only (matter only where OBX_IMPLEMENTATION is defined):
+ *     OBX_ASSERT(c)      assertion used for internal invariants (assert)
+ *     OBX_NO_POSIX_CLOCK build without clock_gettime()/nanosleep(); you must
+ *                        then pass a clock hook (the fallback has 1 s
+ *                        resolution and does not sleep)
+ *   The implementation needs POSIX (clock_gettime): compile that one file
+ *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
+ *   an #error that says so.
+ *
+ * 3. RUNTIME OPTIONS --------------------------------------------------------
+ *   Descriptions are structs where all-zero means "the default"
+ *   (obx_store_desc). Hooks (obx_hooks): allocator, clock, logger and
+ *   random source, each a struct of function pointers plus a `user`
+ *   pointer; a NULL function pointer means "the default for that member":
+ *     allocator  malloc / realloc / free (give all three or none)
+ *     clock      CLOCK_REALTIME for UTC wall time, CLOCK_MONOTONIC for
+ *                intervals, nanosleep for sleeping
+ *     logger     one line per event to stderr, level INFO and up
+ *     random     splitmix64 seeded from /dev/urandom (else time, address)
+ *   The hook types are laid out identically in ibx.h, so one allocator,
+ *   clock or logger implementation plugs into both headers.
+ *
+ * 4. THREADS ----------------------------------------------------------------
+ *   A store owns one ODBC connection and is used by one thread at a time.
+ *   Give each worker thread its own store. Pure functions (backoff,
+ *   selection, UUID formatting, identifier checks) are thread-safe.
+ *
+ * 5. ERRORS -----------------------------------------------------------------
+ *   Every function returns an obx_result: OBX_OK (0), a small positive
+ *   value for a non-error outcome (OBX_EMPTY), or a negative error.
+ *   obx_result_str() names each. Details of the last error (SQLSTATE,
+ *   native code, driver message, which call or argument) are on the store:
+ *   obx_store_last_error(). Out-parameters are written only on success.
+ *   OBX_ERR_DB_TRANSIENT means retrying later may succeed (deadlock,
+ *   serialization failure, lock timeout, busy database, query timeout,
+ *   lost connection). The library already retries a whole unit of work a
+ *   few times after a deadlock or serialization failure; it never retries
+ *   after a lost connection (the commit's outcome is unknown), it reports
+ *   it and reconnects on the next call.
+ *
+ * 6. DATABASES AND ODBC NOTES ----------------------------------------------
+ *   The dialect is detected from SQLGetInfo(SQL_DBMS_NAME) or forced with
+ *   obx_store_desc.dialect.
+ *     SQLite      driver libsqliteodbc: "Driver={SQLite3};Database=f.db;"
+ *                 Add "JournalMode=WAL;SyncPragma=NORMAL;Timeout=5000;"
+ *                 for speed and a bounded busy wait (the driver waits about
+ *                 twice Timeout). Writers use BEGIN IMMEDIATE.
+ *     PostgreSQL  driver odbc-postgresql: "Driver={PostgreSQL Unicode};
+ *                 Server=h;Port=5432;Database=d;Uid=u;Pwd=p;"
+ *                 The library appends "Protocol=7.4-1;" when the string
+ *                 does not set Protocol: without it psqlODBC wraps every
+ *                 statement in a savepoint (half the speed).
+ *     MariaDB     detected; not supported yet (OBX_ERR_UNSUPPORTED).
+ *     SQL Server  detected; not supported yet (OBX_ERR_UNSUPPORTED).
+ *   Avoid unixODBC connection pooling: it hands out connections with the
+ *   previous user's open transaction.
+ *
+ * 7. TESTING WITH THE FAKE ODBC LAYER --------------------------------------
+ *   tests/fake_odbc.c defines the SQL* functions this file calls; link it
+ *   instead of -lodbc to script results and faults. Nothing in this file
+ *   exists only for tests.
+ */
+#ifndef OBX_H_INCLUDED
+#define OBX_H_INCLUDED
+
+#define OBX_VERSION_MAJOR 0
+#define OBX_VERSION_MINOR 1
+#define OBX_VERSION_PATCH 0
+#define OBX_VERSION_STRING "0.1.0"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef OBX_API
+#ifdef OBX_STATIC
+#define OBX_API static
+#else
+#define OBX_API extern
+#endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* >>common-begin api */
+
+/* Result of every call. Zero is success, positive values are non-error
+ * outcomes, negative values are errors. */
+typedef enum obx_result {
+    OBX_OK = 0,
+    OBX_EMPTY = 1,               /* success, nothing there (no row, no message) */
+    OBX_ERR_INVALID_ARG = -1,    /* NULL, empty or malformed argument (named in the error) */
+    OBX_ERR_OUT_OF_RANGE = -2,   /* a number outside its allowed range */
+    OBX_ERR_NOT_FOUND = -3,      /* the thing asked for does not exist */
+    OBX_ERR_NO_MEMORY = -4,      /* the allocator returned NULL */
+    OBX_ERR_DB = -5,             /* permanent database error: syntax, constraint, permission */
+    OBX_ERR_DB_TRANSIENT = -6,   /* deadlock, serialization, lock/query timeout, busy, lost connection */
+    OBX_ERR_STATE = -7,          /* call not valid now (e.g. store without a connection) */
+    OBX_ERR_UNSUPPORTED = -8     /* dialect or feature not supported (yet) */
+} obx_result;
+
+/* Details of the last error on a handle. Strings are always NUL-terminated. */
+typedef struct obx_error {
+    obx_result result;           /* the code that was returned */
+    char sqlstate[6];            /* ODBC SQLSTATE of the first error record, "" if none */
+    long native;                 /* driver's native error code, 0 if none */
+    int connection_lost;         /* nonzero: the connection is gone (reconnect on next call) */
+    char where[96];              /* the ODBC call or argument, e.g. "obx_store_open: connection_string" */
+    char message[512];           /* human-readable; all diagnostic records joined by " | " */
+} obx_error;
+
+/* Log levels. Zero in obx_logger.min_level means the default, INFO. */
+typedef enum obx_log_level {
+    OBX_LOG_DEBUG = 1,
+    OBX_LOG_INFO = 2,
+    OBX_LOG_WARN = 3,
+    OBX_LOG_ERROR = 4,
+    OBX_LOG_OFF = 5
+} obx_log_level;
+
+/* Memory. Give all three functions or none (then malloc/realloc/free). */
+typedef struct obx_allocator {
+    void *(*alloc)(size_t size, void *user);
+    void *(*realloc)(void *ptr, size_t size, void *user);
+    void (*free)(void *ptr, void *user);
+    void *user;
+} obx_allocator;
+
+/* Time. Each NULL member falls back to its default. Wall time is UTC
+ * milliseconds since the Unix epoch; monotonic time only measures intervals. */
+typedef struct obx_clock {
+    int64_t (*now_utc_ms)(void *user);
+    int64_t (*monotonic_ms)(void *user);
+    void (*sleep_ms)(int64_t ms, void *user);
+    void *user;
+} obx_clock;
+
+/* Logging. `store_id` names the store the line is about (never NULL);
+ * `message` is one line without a newline and never contains payloads. */
+typedef struct obx_logger {
+    void (*log)(obx_log_level level, const char *store_id, const char *message, void *user);
+    void *user;
+    obx_log_level min_level;     /* lines below this level are not formatted at all */
+} obx_logger;
+
+/* Randomness for UUIDs, owner tokens and backoff jitter. */
+typedef struct obx_random {
+    uint64_t (*next_u64)(void *user);
+    void *user;
+} obx_random;
+
+/* All hooks together; all-zero means every default. */
+typedef struct obx_hooks {
+    obx_allocator allocator;
+    obx_clock clock;
+    obx_logger logger;
+    obx_random random;
+} obx_hooks;
+
+/* SQL dialects. AUTO (zero) detects from SQLGetInfo(SQL_DBMS_NAME). */
+typedef enum obx_dialect {
+    OBX_DIALECT_AUTO = 0,
+    OBX_DIALECT_SQLITE = 1,
+    OBX_DIALECT_POSTGRESQL = 2,
+    OBX_DIALECT_MARIADB = 3,
+    OBX_DIALECT_SQLSERVER = 4
+} obx_dialect;
+
+/* Jittered exponential backoff (base/max/jitter, seed 002 §13). All-zero
+ * means the defaults: base 200 ms, max 60 s, jitter factor 0.5 to 1.5. */
+typedef struct obx_backoff_policy {
+    int64_t base_ms;
+    int64_t max_ms;
+    double jitter_min;
+    double jitter_max;
+} obx_backoff_policy;
+
+/* Which store a multi-store dispatcher polls next. */
+typedef enum obx_selection {
+    OBX_SELECT_ROUND_ROBIN = 0,  /* one batch from each store in turn */
+    OBX_SELECT_DRAIN_FIRST = 1   /* stay on a store until it returns nothing */
+} obx_selection;
+
+/* Selection state machine; initialise with obx_selector_init(). */
+typedef struct obx_selector {
+    obx_selection kind;
+    int store_count;
+    int current;                 /* the store obx_selector_next() returns */
+    int empty_streak;            /* consecutive reports of zero messages */
+} obx_selector;
+
+/* Monotonic UUIDv7 generator state; all-zero is a valid start. */
+typedef struct obx_uuid_state {
+    int64_t last_ms;
+    uint64_t counter;
+} obx_uuid_state;
+
+/* ---- Common functions (pure unless said otherwise) ----------------------- */
+
+/* Version of the implementation, e.g. "0.1.0". */
+OBX_API const char *obx_version(void);
+
+/* Name of a result code, e.g. "OBX_ERR_INVALID_ARG"; "OBX_(unknown)" for a
+ * value that is not a result code. Never NULL. */
+OBX_API const char *obx_result_str(obx_result result);
+
+/* Lower-case dialect name: "sqlite", "postgresql", "mariadb", "sqlserver",
+ * "auto"; "unknown" otherwise. Never NULL. */
+OBX_API const char *obx_dialect_name(obx_dialect dialect);
+
+/* The default retry delay: min(2^attempt seconds, 60 seconds), in ms.
+ * attempt < 0 counts as 0 (1 s). Never overflows. */
+OBX_API int64_t obx_backoff_default_ms(int attempt);
+
+/* Jittered delay: min(max, base * 2^(attempt-1)) * jitter, where jitter is
+ * jitter_min + (jitter_max - jitter_min) * u and u in [0,1) is taken from
+ * the top 53 bits of `random_bits`. attempt < 1 counts as 1 (base delay).
+ * policy NULL or all-zero means the defaults. As the seed defines it, the
+ * jitter applies after the cap, so a result may reach 1.5 x max. */
+OBX_API int64_t obx_backoff_jitter_ms(const obx_backoff_policy *policy, int attempt,
+                                      uint64_t random_bits);
+
+/* Start a selector over `store_count` stores at store 0. A count below 0
+ * counts as 0 (then obx_selector_next() returns -1). */
+OBX_API void obx_selector_init(obx_selector *selector, obx_selection kind, int store_count);
+
+/* The store to poll now, 0 .. store_count-1, or -1 when there is none. */
+OBX_API int obx_selector_next(const obx_selector *selector);
+
+/* Tell the selector that `store` returned `claimed` messages. Round-robin
+ * moves to the next store whatever the count; drain-first stays while
+ * claimed > 0 and moves on at 0. A report for a store other than the
+ * current one only updates the empty streak. */
+OBX_API void obx_selector_report(obx_selector *selector, int store, int claimed);
+
+/* Nonzero when every store answered empty since the last message: time for
+ * the idle backoff. */
+OBX_API int obx_selector_all_idle(const obx_selector *selector);
+
+/* Change the number of stores (discovery added or removed some); the
+ * current position is kept when still valid, else wraps to 0. */
+OBX_API void obx_selector_resize(obx_selector *selector, int store_count);
+
+/* Format a time-ordered UUIDv7 (RFC 9562) as 36 lower-case characters plus
+ * NUL into `out`. UUIDs made from one `state` sort strictly ascending, as
+ * text and as bytes, even within one millisecond or when `unix_ms` goes
+ * backwards. `random_a` and `random_b` supply the random bits. */
+OBX_API void obx_uuid_v7(obx_uuid_state *state, int64_t unix_ms, uint64_t random_a,
+                         uint64_t random_b, char out[37]);
+
+/* Nonzero when `text` is a UUID in 8-4-4-4-12 hex form (either case). */
+OBX_API int obx_uuid_is_valid(const char *text);
+
+/* Check a schema or table name: 1 to 63 characters of [A-Za-z0-9_], not
+ * starting with a digit. Returns OBX_OK or OBX_ERR_INVALID_ARG. Names are
+ * also quoted when used, but nothing else ever reaches SQL text. */
+OBX_API obx_result obx_identifier_check(const char *name);
+
+/* >>common-end api */
+
+/* ---- Store ---------------------------------------------------------------- */
+
+typedef struct obx_store obx_store;
+
+/* How to open a store. All-zero fields take the defaults shown. */
+typedef struct obx_store_desc {
+    const char *connection_string; /* ODBC connection string; or: */
+    void *hdbc;                  /* a connected SQLHDBC the caller owns (not closed by us) */
+    obx_dialect dialect;         /* AUTO: detect from the driver */
+    const char *schema;          /* default "dbo" where the dialect has schemas; ignored by SQLite */
+    const char *table;           /* default "Outbox" */
+    const char *store_id;        /* name on every log line; default "outbox" */
+    obx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
+} obx_store_desc;
+
+/* What a store is connected to. */
+typedef struct obx_store_info {
+    obx_dialect dialect;
+    char dbms_name[64];          /* SQL_DBMS_NAME, e.g. "PostgreSQL" */
+    char dbms_version[64];       /* the server's own version (asked by SQL) */
+    char driver_name[64];        /* SQL_DRIVER_NAME, e.g. "psqlodbcw.so" */
+    char store_id[64];
+} obx_store_info;
+
+/* Open a store: connect (or adopt desc->hdbc), detect or force the dialect,
+ * and prepare the session (isolation, autocommit, time zone). Touches the
+ * database. On success *out is the store; on failure *out is still a store
+ * handle when one could be allocated (so obx_store_last_error() explains
+ * the failure; close it) and NULL only on OBX_ERR_NO_MEMORY or a NULL desc.
+ * Returns OBX_OK; OBX_ERR_INVALID_ARG (desc/out NULL, neither or both of
+ * connection_string and hdbc, bad schema/table/store_id); OBX_ERR_DB or
+ * OBX_ERR_DB_TRANSIENT (connect failed); OBX_ERR_UNSUPPORTED (a dialect that
+ * is not implemented yet); OBX_ERR_NO_MEMORY. */
+OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out);
+
+/* Close a store and its connection (a caller's hdbc is left open). A store
+ * with an open unit of work is rolled back first. NULL is a no-op. */
+OBX_API void obx_store_close(obx_store *store);
+
+/* Fill *info. Returns OBX_OK or OBX_ERR_INVALID_ARG (NULL argument).
+ * Does not touch the database. */
+OBX_API obx_result obx_store_get_info(const obx_store *store, obx_store_info *info);
+
+/* The store's last error (result OBX_OK when the last call succeeded).
+ * Valid until the next call on the store. NULL store gives a static
+ * "store is NULL" error. */
+OBX_API const obx_error *obx_store_last_error(const obx_store *store);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OBX_H_INCLUDED */
+
+/* ========================================================================== */
+/*                              IMPLEMENTATION                                */
+/* ========================================================================== */
+#if defined(OBX_IMPLEMENTATION) && !defined(OBX__IMPLEMENTED)
+#define OBX__IMPLEMENTED
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sql.h>
+#include <sqlext.h>
+
+/* >>common-begin core */
+
+#if !defined(OBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)
+#error "obx: the default clock needs POSIX clock_gettime(): compile the implementation file with -D_POSIX_C_SOURCE=200809L (or -std=gnu99), or define OBX_NO_POSIX_CLOCK and pass a clock hook"
+#endif
+
+#ifndef OBX_ASSERT
+#include <assert.h>
+#define OBX_ASSERT(c) assert(c)
+#endif
+
+/* Core functions are static; some are used by only one of the two headers,
+ * so tell the compiler that an unused one is not a mistake. */
+#if defined(__GNUC__) || defined(__clang__)
+#define OBX__PRIVATE static __attribute__((unused))
+#define OBX__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define OBX__PRIVATE static
+#define OBX__PRINTF(f, a)
+#endif
+
+/* A wrong unixodbc.h (copied from another architecture) or
+ * BUILD_LEGACY_64_BIT_MODE silently breaks the driver ABI: stop the build. */
+typedef char obx__check_sqlbigint[(sizeof(SQLBIGINT) == 8) ? 1 : -1];
+typedef char obx__check_sqllen[(sizeof(SQLLEN) == sizeof(void *)) ? 1 : -1];
+
+/* ODBC takes non-const SQLCHAR* even for input strings. */
+#define OBX__SQLTEXT(s) ((SQLCHAR *)(uintptr_t)(const void *)(s))
+
+/* >> hooks ------------------------------------------------------------------ */
+
+/* The resolved hooks of one store: every member set. */
+typedef struct obx__hooks {
+    obx_allocator alloc;
+    obx_clock clock;
+    obx_logger log;
+    obx_random rng;
+    uint64_t rng_state; /* state of the default random source */
+} obx__hooks;
+
+static void *obx__default_alloc(size_t size, void *user) { (void)user; return malloc(size); }
+static void *obx__default_realloc(void *ptr, size_t size, void *user) { (void)user; return realloc(ptr, size); }
+static void obx__default_free(void *ptr, void *user) { (void)user; free(ptr); }
+
+#ifndef OBX_NO_POSIX_CLOCK
+static int64_t obx__clock_ms(clockid_t id) {
+    struct timespec ts;
+    if (clock_gettime(id, &ts) != 0) return 0;
+    return (int64_t)ts.tv_sec * 1000 + (int64_t)(ts.tv_nsec / 1000000);
+}
+static int64_t obx__default_now_utc_ms(void *user) { (void)user; return obx__clock_ms(CLOCK_REALTIME); }
+static int64_t obx__default_monotonic_ms(void *user) { (void)user; return obx__clock_ms(CLOCK_MONOTONIC); }
+static void obx__default_sleep_ms(int64_t ms, void *user) {
+    struct timespec ts;
+    (void)user;
+    if (ms <= 0) return;
+    ts.tv_sec = (time_t)(ms / 1000);
+    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+    while (nanosleep(&ts, &ts) != 0) { /* interrupted by a signal: sleep the rest */ }
+}
+#else
+static int64_t obx__default_now_utc_ms(void *user) { (void)user; return (int64_t)time(NULL) * 1000; }
+static int64_t obx__default_monotonic_ms(void *user) { (void)user; return (int64_t)time(NULL) * 1000; }
+static void obx__default_sleep_ms(int64_t ms, void *user) { (void)ms; (void)user; }
+#endif
+
+static const char *obx__level_name(obx_log_level level) {
+    switch (level) {
+    case OBX_LOG_DEBUG: return "DEBUG";
+    case OBX_LOG_INFO: return "INFO";
+    case OBX_LOG_WARN: return "WARN";
+    case OBX_LOG_ERROR: return "ERROR";
+    case OBX_LOG_OFF: break;
+    }
+    return "?";
+}
+
+static void obx__default_log(obx_log_level level, const char *store_id, const char *message,
+                             void *user) {
+    (void)user;
+    fprintf(stderr, "obx %-5s [%s] %s\n", obx__level_name(level), store_id, message);
+}
+
+/* splitmix64: tiny, fast, and good enough for jitter and UUID randomness. */
+static uint64_t obx__splitmix64(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+static uint64_t obx__default_random(void *user) { return obx__splitmix64((uint64_t *)user); }
+
+static uint64_t obx__random_seed(const void *salt) {
+    uint64_t seed = 0;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f) {
+        if (fread(&seed, sizeof seed, 1, f) != 1) seed = 0;
+        fclose(f);
+    }
+    /* No /dev/urandom (chroot, firmware): mix time and an address, so two
+     * processes started in the same second still differ. */
+    if (seed == 0) seed = (uint64_t)time(NULL) ^ ((uint64_t)(uintptr_t)salt << 16) ^ (uint64_t)clock();
+    return seed;
+}
+
+/* Fill `h` from the caller's hooks (may be NULL), defaulting what is unset.
+ * `h` must not move afterwards: the default random source points into it. */
+OBX__PRIVATE void obx__hooks_resolve(obx__hooks *h, const obx_hooks *given) {
+    obx_hooks none;
+    memset(&none, 0, sizeof none);
+    if (!given) given = &none;
+    if (given->allocator.alloc && given->allocator.realloc && given->allocator.free) {
+        h->alloc = given->allocator;
+    } else {
+        h->alloc.alloc = obx__default_alloc;
+        h->alloc.realloc = obx__default_realloc;
+        h->alloc.free = obx__default_free;
+        h->alloc.user = NULL;
+    }
+    h->clock = given->clock;
+    if (!h->clock.now_utc_ms) h->clock.now_utc_ms = obx__default_now_utc_ms;
+    if (!h->clock.monotonic_ms) h->clock.monotonic_ms = obx__default_monotonic_ms;
+    if (!h->clock.sleep_ms) h->clock.sleep_ms = obx__default_sleep_ms;
+    h->log = given->logger;
+    if (!h->log.log) { h->log.log = obx__default_log; h->log.user = NULL; }
+    if (h->log.min_level == 0) h->log.min_level = OBX_LOG_INFO;
+    h->rng = given->random;
+    if (!h->rng.next_u64) {
+        h->rng_state = obx__random_seed(h);
+        h->rng.next_u64 = obx__default_random;
+        h->rng.user = &h->rng_state;
+    }
+}
+
+OBX__PRIVATE void *obx__alloc(const obx__hooks *h, size_t size) {
+    return h->alloc.alloc(size ? size : 1, h->alloc.user);
+}
+OBX__PRIVATE void *obx__realloc(const obx__hooks *h, void *ptr, size_t size) {
+    return h->alloc.realloc(ptr, size ? size : 1, h->alloc.user);
+}
+OBX__PRIVATE void obx__free(const obx__hooks *h, void *ptr) {
+    if (ptr) h->alloc.free(ptr, h->alloc.user);
+}
+OBX__PRIVATE char *obx__strdup(const obx__hooks *h, const char *s) {
+    size_t n = strlen(s) + 1;
+    char *copy = (char *)obx__alloc(h, n);
+    if (copy) memcpy(copy, s, n);
+    return copy;
+}
+OBX__PRIVATE int64_t obx__now_ms(const obx__hooks *h) { return h->clock.now_utc_ms(h->clock.user); }
+OBX__PRIVATE int64_t obx__mono_ms(const obx__hooks *h) { return h->clock.monotonic_ms(h->clock.user); }
+OBX__PRIVATE void obx__sleep_ms(const obx__hooks *h, int64_t ms) { h->clock.sleep_ms(ms, h->clock.user); }
+OBX__PRIVATE uint64_t obx__random(const obx__hooks *h) { return h->rng.next_u64(h->rng.user); }
+
+OBX__PRIVATE int obx__log_enabled(const obx__hooks *h, obx_log_level level) {
+    return level >= h->log.min_level && h->log.min_level != OBX_LOG_OFF;
+}
+
+OBX__PRINTF(4, 5)
+OBX__PRIVATE void obx__log(const obx__hooks *h, obx_log_level level, const char *store_id,
+                           const char *fmt, ...) {
+    char line[768];
+    va_list ap;
+    if (!obx__log_enabled(h, level)) return;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    h->log.log(level, store_id ? store_id : "-", line, h->log.user);
+}
+
+/* Copy with truncation; always NUL-terminates a non-empty destination. */
+OBX__PRIVATE void obx__copy(char *dst, size_t cap, const char *src) {
+    size_t n;
+    if (cap == 0) return;
+    n = src ? strlen(src) : 0;
+    if (n >= cap) n = cap - 1;
+    if (n) memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* >> results and errors ------------------------------------------------------ */
+
+OBX__PRIVATE const char *obx__result_str(obx_result r) {
+    switch (r) {
+    case OBX_OK: return "OBX_OK";
+    case OBX_EMPTY: return "OBX_EMPTY";
+    case OBX_ERR_INVALID_ARG: return "OBX_ERR_INVALID_ARG";
+    case OBX_ERR_OUT_OF_RANGE: return "OBX_ERR_OUT_OF_RANGE";
+    case OBX_ERR_NOT_FOUND: return "OBX_ERR_NOT_FOUND";
+    case OBX_ERR_NO_MEMORY: return "OBX_ERR_NO_MEMORY";
+    case OBX_ERR_DB: return "OBX_ERR_DB";
+    case OBX_ERR_DB_TRANSIENT: return "OBX_ERR_DB_TRANSIENT";
+    case OBX_ERR_STATE: return "OBX_ERR_STATE";
+    case OBX_ERR_UNSUPPORTED: return "OBX_ERR_UNSUPPORTED";
+    }
+    return "OBX_(unknown)";
+}
+
+OBX__PRIVATE void obx__error_clear(obx_error *e) {
+    memset(e, 0, sizeof *e);
+}
+
+/* Record an error that did not come from the driver; returns `r`. */
+OBX__PRINTF(4, 5)
+OBX__PRIVATE obx_result obx__fail(obx_error *e, obx_result r, const char *where, const char *fmt,
+                                  ...) {
+    va_list ap;
+    obx__error_clear(e);
+    e->result = r;
+    obx__copy(e->where, sizeof e->where, where);
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* >> pure functions: backoff -------------------------------------------------- */
+
+OBX__PRIVATE int64_t obx__backoff_default_ms(int attempt) {
+    if (attempt < 0) attempt = 0;
+    if (attempt >= 6) return 60000; /* 2^6 s already exceeds the 60 s cap */
+    return ((int64_t)1 << attempt) * 1000;
+}
+
+OBX__PRIVATE int64_t obx__backoff_jitter_ms(const obx_backoff_policy *policy, int attempt,
+                                            uint64_t random_bits) {
+    int64_t base = 200, max = 60000, delay;
+    double jmin = 0.5, jmax = 1.5, u, result;
+    int i;
+    if (policy) {
+        if (policy->base_ms > 0) base = policy->base_ms;
+        if (policy->max_ms > 0) max = policy->max_ms;
+        if (policy->jitter_min != 0.0 || policy->jitter_max != 0.0) {
+            jmin = policy->jitter_min;
+            jmax = policy->jitter_max;
+        }
+    }
+    if (attempt < 1) attempt = 1;
+    delay = base < max ? base : max;
+    for (i = 1; i < attempt && delay < max; i++) delay = delay > max / 2 ? max : delay * 2;
+    u = (double)(random_bits >> 11) * (1.0 / 9007199254740992.0); /* 2^-53: u in [0,1) */
+    result = (double)delay * (jmin + (jmax - jmin) * u);
+    if (result < 0.0) return 0;
+    if (result > 9.0e18) return INT64_MAX;
+    return (int64_t)result;
+}
+
+/* >> pure functions: selection ------------------------------------------------ */
+
+OBX__PRIVATE void obx__selector_init(obx_selector *s, obx_selection kind, int store_count) {
+    s->kind = kind;
+    s->store_count = store_count > 0 ? store_count : 0;
+    s->current = 0;
+    s->empty_streak = 0;
+}
+
+OBX__PRIVATE int obx__selector_next(const obx_selector *s) {
+    return s->store_count > 0 ? s->current : -1;
+}
+
+OBX__PRIVATE void obx__selector_report(obx_selector *s, int store, int claimed) {
+    if (s->store_count <= 0) return;
+    if (claimed > 0) s->empty_streak = 0;
+    else if (s->empty_streak < INT_MAX) s->empty_streak++;
+    if (store != s->current) return;
+    if (s->kind == OBX_SELECT_DRAIN_FIRST && claimed > 0) return;
+    s->current = (s->current + 1) % s->store_count;
+}
+
+OBX__PRIVATE int obx__selector_all_idle(const obx_selector *s) {
+    return s->store_count <= 0 || s->empty_streak >= s->store_count;
+}
+
+OBX__PRIVATE void obx__selector_resize(obx_selector *s, int store_count) {
+    s->store_count = store_count > 0 ? store_count : 0;
+    if (s->current >= s->store_count) s->current = 0;
+    s->empty_streak = 0;
+}
+
+/* >> pure functions: UUIDs and identifiers ------------------------------------ */
+
+/* UUIDv7 layout used here (RFC 9562 §6.2 method 1): 48-bit Unix ms, version
+ * 7, a 42-bit counter split over rand_a (12 bits) and the top of rand_b
+ * (30 bits), then 32 random bits. The counter starts at a random value with
+ * its top bit clear (room to count) each new millisecond. */
+OBX__PRIVATE void obx__uuid_v7(obx_uuid_state *st, int64_t unix_ms, uint64_t random_a,
+                               uint64_t random_b, char out[37]) {
+    static const char hex[] = "0123456789abcdef";
+    const uint64_t counter_limit = (uint64_t)1 << 42;
+    unsigned char b[16];
+    uint64_t ms, c;
+    int i, o = 0;
+    if (unix_ms < 0) unix_ms = 0;
+    if (unix_ms > st->last_ms) {
+        st->last_ms = unix_ms;
+        st->counter = random_a & ((counter_limit >> 1) - 1);
+    } else if (++st->counter >= counter_limit) {
+        st->last_ms++; /* counter exhausted: borrow the next millisecond */
+        st->counter = 0;
+    }
+    ms = (uint64_t)st->last_ms & 0xFFFFFFFFFFFFULL;
+    c = st->counter;
+    for (i = 0; i < 6; i++) b[i] = (unsigned char)(ms >> (40 - 8 * i));
+    b[6] = (unsigned char)(0x70 | ((c >> 38) & 0x0F));
+    b[7] = (unsigned char)(c >> 30);
+    b[8] = (unsigned char)(0x80 | ((c >> 24) & 0x3F));
+    b[9] = (unsigned char)(c >> 16);
+    b[10] = (unsigned char)(c >> 8);
+    b[11] = (unsigned char)c;
+    for (i = 0; i < 4; i++) b[12 + i] = (unsigned char)(random_b >> (24 - 8 * i));
+    for (i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
+        out[o++] = hex[b[i] >> 4];
+        out[o++] = hex[b[i] & 15];
+    }
+    out[o] = '\0';
+}
+
+OBX__PRIVATE int obx__is_hex(char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+OBX__PRIVATE int obx__uuid_is_valid(const char *s) {
+    int i;
+    if (!s) return 0;
+    for (i = 0; i < 36; i++) {
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (s[i] != '-') return 0;
+        } else if (!obx__is_hex(s[i])) {
+            return 0;
+        }
+    }
+    return s[36] == '\0';
+}
+
+#define OBX__IDENTIFIER_MAX 63
+
+OBX__PRIVATE obx_result obx__identifier_check(const char *name) {
+    size_t i;
+    if (!name || !name[0]) return OBX_ERR_INVALID_ARG;
+    for (i = 0; name[i]; i++) {
+        char c = name[i];
+        int letter = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+        int digit = c >= '0' && c <= '9';
+        if (i >= OBX__IDENTIFIER_MAX || !(letter || (digit && i > 0))) return OBX_ERR_INVALID_ARG;
+    }
+    return OBX_OK;
+}
+
+/* >> dialects ------------------------------------------------------------------ */
+
+/* How a failure is classified. */
+enum { OBX__FAULT_PERMANENT = 0, OBX__FAULT_TRANSIENT = 1, OBX__FAULT_LOST = 2 };
+
+typedef struct obx__native_fault {
+    long native;
+    int fault;
+} obx__native_fault;
+
+/* Everything that differs between databases outside the statements
+ * themselves. The headers' statement tables are indexed by the same id. */
+typedef struct obx__dialect {
+    obx_dialect id;
+    const char *name;           /* printed in logs and test lines */
+    const char *dbms_match;     /* SQL_DBMS_NAME starts with this (case-insensitive) */
+    const char *dbms_match2;    /* a second accepted name, or NULL */
+    int implemented;            /* 0: detected, but statements are not written yet */
+    int tx_by_sql;              /* autocommit stays on; BEGIN/COMMIT/ROLLBACK issued as SQL */
+    const char *begin_sql;      /* opens a write transaction when tx_by_sql */
+    SQLULEN isolation;          /* set on our own connections; 0 = leave the driver's */
+    int has_schemas;            /* tables are qualified by a schema */
+    char quote_open, quote_close;
+    const char *connect_key;    /* connection-string key the dialect wants set ... */
+    const char *connect_extra;  /* ... and what to append when the caller did not set it */
+    const char *session_sql;    /* run once after connecting (our own connections), or NULL */
+    const char *version_sql;    /* returns the server version as one text column */
+    const obx__native_fault *natives; /* native codes that are not permanent; {0,0} ends */
+} obx__dialect;
+
+static const obx__native_fault obx__sqlite_natives[] = {
+    {5, OBX__FAULT_TRANSIENT}, /* SQLITE_BUSY: another writer holds the lock */
+    {6, OBX__FAULT_TRANSIENT}, /* SQLITE_LOCKED */
+    {0, 0}};
+static const obx__native_fault obx__mariadb_natives[] = {
+    {1205, OBX__FAULT_TRANSIENT}, /* lock wait timeout (SQLSTATE HY000) */
+    {1213, OBX__FAULT_TRANSIENT}, /* deadlock: the whole transaction was rolled back */
+    {1020, OBX__FAULT_TRANSIENT}, /* record changed since last read (snapshot isolation) */
+    {1969, OBX__FAULT_TRANSIENT}, /* max_statement_time exceeded */
+    {2002, OBX__FAULT_TRANSIENT}, /* cannot connect: server not (yet) there */
+    {1927, OBX__FAULT_LOST},      /* connection killed */
+    {2006, OBX__FAULT_LOST},      /* server has gone away */
+    {2013, OBX__FAULT_LOST},      /* lost connection during query */
+    {4031, OBX__FAULT_LOST},      /* disconnected by the server (idle timeout) */
+    {5014, OBX__FAULT_LOST},      /* write error: broken pipe (HY000) */
+    {0, 0}};
+static const obx__native_fault obx__sqlserver_natives[] = {
+    {1205, OBX__FAULT_TRANSIENT},  /* chosen as deadlock victim */
+    {1222, OBX__FAULT_TRANSIENT},  /* lock request time out */
+    {-2, OBX__FAULT_TRANSIENT},    /* client-side query timeout */
+    {233, OBX__FAULT_LOST},        /* no process on the other end of the pipe */
+    {10053, OBX__FAULT_LOST},      /* connection aborted */
+    {10054, OBX__FAULT_LOST},      /* connection reset by peer */
+    {20009, OBX__FAULT_TRANSIENT}, /* FreeTDS: server unavailable */
+    {0, 0}};
+static const obx__native_fault obx__no_natives[] = {{0, 0}};
+
+/* Indexed by obx_dialect. */
+static const obx__dialect obx__dialects[] = {
+    {OBX_DIALECT_AUTO, "auto", "", NULL, 0, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
+     obx__no_natives},
+    {OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
+     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives},
+    /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
+     * the round trips, and a failed statement would not abort the unit.
+     * 7.4-1 rolls the whole transaction back on error, which is what we do
+     * anyway. */
+    {OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 1, 0, NULL,
+     SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
+     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives},
+    /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
+    {OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, 0, NULL, SQL_TXN_READ_COMMITTED, 1,
+     '`', '`', NULL, NULL, "SET time_zone = '+00:00'", "SELECT VERSION()", obx__mariadb_natives},
+    {OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, 0, NULL,
+     SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, NULL,
+     "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives},
+};
+#define OBX__DIALECT_COUNT ((int)(sizeof obx__dialects / sizeof obx__dialects[0]))
+
+OBX__PRIVATE const obx__dialect *obx__dialect_get(obx_dialect id) {
+    int i = (int)id;
+    return (i > 0 && i < OBX__DIALECT_COUNT) ? &obx__dialects[i] : NULL;
+}
+
+OBX__PRIVATE const char *obx__dialect_name(obx_dialect id) {
+    int i = (int)id;
+    return (i >= 0 && i < OBX__DIALECT_COUNT) ? obx__dialects[i].name : "unknown";
+}
+
+OBX__PRIVATE int obx__starts_with_nocase(const char *s, const char *prefix) {
+    for (; *prefix; s++, prefix++) {
+        char a = *s, b = *prefix;
+        if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
+        if (b >= 'A' && b <= 'Z') b = (char)(b - 'A' + 'a');
+        if (a != b) return 0;
+    }
+    return 1;
+}
+
+OBX__PRIVATE int obx__contains_nocase(const char *s, const char *needle) {
+    for (; *s; s++)
+        if (obx__starts_with_nocase(s, needle)) return 1;
+    return 0;
+}
+
+/* The dialect for an SQL_DBMS_NAME, or NULL when none matches. */
+OBX__PRIVATE const obx__dialect *obx__dialect_detect(const char *dbms_name) {
+    int i;
+    for (i = 1; i < OBX__DIALECT_COUNT; i++) {
+        const obx__dialect *d = &obx__dialects[i];
+        if (obx__starts_with_nocase(dbms_name, d->dbms_match) ||
+            (d->dbms_match2 && obx__starts_with_nocase(dbms_name, d->dbms_match2)))
+            return d;
+    }
+    return NULL;
+}
+
+/* Classify a failure. SQLSTATE classes first (portable), then the dialect's
+ * native codes, which matter where drivers report everything as HY000
+ * (SQLite, MariaDB's lock wait timeout and broken pipe). */
+OBX__PRIVATE int obx__classify(const obx__dialect *d, const char *sqlstate, long native) {
+    const obx__native_fault *n;
+    if (strncmp(sqlstate, "08", 2) == 0) return OBX__FAULT_LOST;         /* connection exception */
+    if (strcmp(sqlstate, "57P01") == 0 || strcmp(sqlstate, "57P02") == 0) /* admin shutdown, crash */
+        return OBX__FAULT_LOST;
+    if (strncmp(sqlstate, "40", 2) == 0) return OBX__FAULT_TRANSIENT;    /* 40001, 40P01, 40003 */
+    if (strcmp(sqlstate, "55P03") == 0 || strcmp(sqlstate, "57014") == 0 ||
+        strcmp(sqlstate, "57P03") == 0 || strncmp(sqlstate, "53", 2) == 0 ||
+        strcmp(sqlstate, "HYT00") == 0 || strcmp(sqlstate, "HYT01") == 0)
+        return OBX__FAULT_TRANSIENT; /* lock/statement timeout, cannot connect now, resources */
+    if (d && native != 0)
+        for (n = d->natives; n->native != 0; n++)
+            if (n->native == native) return n->fault;
+    return OBX__FAULT_PERMANENT;
+}
+
+/* Expand a statement template: "{X}" with X in A..Z is replaced by
+ * names[X - 'A'] (already validated and quoted by the caller); any other
+ * text is copied. Returns a new string from the allocator, or NULL. */
+OBX__PRIVATE char *obx__sql_expand(const obx__hooks *h, const char *tmpl,
+                                   const char *const names[26]) {
+    size_t len = 0, o = 0;
+    const char *p;
+    char *out;
+    for (p = tmpl; *p; p++) {
+        if (p[0] == '{' && p[1] >= 'A' && p[1] <= 'Z' && p[2] == '}' && names[p[1] - 'A']) {
+            len += strlen(names[p[1] - 'A']);
+            p += 2;
+        } else {
+            len++;
+        }
+    }
+    out = (char *)obx__alloc(h, len + 1);
+    if (!out) return NULL;
+    for (p = tmpl; *p; p++) {
+        if (p[0] == '{' && p[1] >= 'A' && p[1] <= 'Z' && p[2] == '}' && names[p[1] - 'A']) {
+            size_t n = strlen(names[p[1] - 'A']);
+            memcpy(out + o, names[p[1] - 'A'], n);
+            o += n;
+            p += 2;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* Quote a validated identifier, optionally qualified: "schema"."table". */
+OBX__PRIVATE char *obx__quote_name(const obx__hooks *h, const obx__dialect *d, const char *schema,
+                                   const char *name) {
+    size_t n = strlen(name) + (schema ? strlen(schema) + 3 : 0) + 3;
+    char *out = (char *)obx__alloc(h, n);
+    if (!out) return NULL;
+    if (schema)
+        snprintf(out, n, "%c%s%c.%c%s%c", d->quote_open, schema, d->quote_close, d->quote_open,
+                 name, d->quote_close);
+    else
+        snprintf(out, n, "%c%s%c", d->quote_open, name, d->quote_close);
+    return out;
+}
+
+/* >> odbc: connection state ----------------------------------------------------- */
+
+#define OBX__MAX_STMTS 48
+#define OBX__UNIT_RETRIES 3
+
+/* One ODBC connection with its dialect, prepared statements and the place
+ * its errors go. Owned by a store. */
+typedef struct obx__db {
+    const obx__hooks *hooks;
+    const char *store_id;        /* for log lines */
+    obx_error *err;              /* the owning handle's last error */
+    const obx__dialect *d;
+    SQLHENV env;
+    SQLHDBC dbc;
+    int own_connection;          /* opened from a string: ours to close and reopen */
+    char *connstr;               /* the string actually used, kept for reconnects */
+    obx_dialect forced;          /* dialect the caller forced, or AUTO */
+    int connected;
+    int lost;                    /* the connection died: reopen before the next use */
+    int in_tx;                   /* a unit of work is open */
+    char dbms_name[64];
+    char dbms_version[64];
+    char driver_name[64];
+    SQLHSTMT stmt[OBX__MAX_STMTS]; /* prepared once, reused; freed on close or loss */
+} obx__db;
+
+/* >> odbc: diagnostics ------------------------------------------------------------ */
+
+/* Read every diagnostic record of `handle` into db->err and classify the
+ * failure. SQLGetDiagRec returns SQL_SUCCESS_WITH_INFO for a truncated
+ * message: that is still a record, not the end. Returns the result code. */
+OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handle,
+                                  const char *where) {
+    obx_error *e = db->err;
+    SQLSMALLINT rec;
+    size_t used = 0;
+    int fault = OBX__FAULT_PERMANENT, have_primary = 0;
+    obx__error_clear(e);
+    obx__copy(e->where, sizeof e->where, where);
+    for (rec = 1; rec < 64; rec++) {
+        SQLCHAR state[6], text[SQL_MAX_MESSAGE_LENGTH];
+        SQLINTEGER native = 0;
+        SQLSMALLINT text_len = 0;
+        SQLRETURN rc = SQLGetDiagRec(type, handle, rec, state, &native, text,
+                                     (SQLSMALLINT)sizeof text, &text_len);
+        int f;
+        if (rc != SQL_SUCCESS && rc != SQL_SUCCESS_WITH_INFO) break;
+        state[5] = '\0';
+        f = obx__classify(db->d, (const char *)state, (long)native);
+        if (f > fault) fault = f;
+        /* The first record that is not a warning (class 01) is the cause. */
+        if (!have_primary && strncmp((const char *)state, "01", 2) != 0) {
+            obx__copy(e->sqlstate, sizeof e->sqlstate, (const char *)state);
+            e->native = (long)native;
+            have_primary = 1;
+        }
+        if (used + 4 < sizeof e->message) {
+            int n = snprintf(e->message + used, sizeof e->message - used, "%s[%s/%ld] %s",
+                             used ? " | " : "", (const char *)state, (long)native,
+                             (const char *)text);
+            used = n < 0 ? used : used + (size_t)n;
+            if (used >= sizeof e->message) used = sizeof e->message - 1;
+        }
+    }
+    if (!have_primary && rec > 1) {
+        /* Only warnings: keep the first one's codes. */
+        SQLCHAR state[6];
+        SQLINTEGER native = 0;
+        SQLSMALLINT len = 0;
+        if (SQL_SUCCEEDED(SQLGetDiagRec(type, handle, 1, state, &native, NULL, 0, &len))) {
+            state[5] = '\0';
+            obx__copy(e->sqlstate, sizeof e->sqlstate, (const char *)state);
+            e->native = (long)native;
+        }
+    }
+    if (rec == 1) obx__copy(e->message, sizeof e->message, "no diagnostic record from the driver");
+    /* A driver may report a dead connection with an ordinary code; ask. */
+    if (db->dbc && db->connected) {
+        SQLUINTEGER dead = 0;
+        if (SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
+            dead == SQL_CD_TRUE)
+            fault = OBX__FAULT_LOST;
+    }
+    if (fault == OBX__FAULT_LOST) {
+        e->connection_lost = 1;
+        db->lost = 1;
+    }
+    e->result = fault == OBX__FAULT_PERMANENT ? OBX_ERR_DB : OBX_ERR_DB_TRANSIENT;
+    obx__log(db->hooks, OBX_LOG_DEBUG, db->store_id, "%s failed: %s", where, e->message);
+    return e->result;
+}
+
+/* OBX_OK for a successful return code, else the diagnosed error. */
+OBX__PRIVATE obx_result obx__check(obx__db *db, SQLRETURN rc, SQLSMALLINT type, SQLHANDLE h,
+                                   const char *where) {
+    if (rc == SQL_SUCCESS || rc == SQL_SUCCESS_WITH_INFO) return OBX_OK;
+    if (rc == SQL_INVALID_HANDLE)
+        return obx__fail(db->err, OBX_ERR_STATE, where, "invalid ODBC handle");
+    return obx__diag(db, type, h, where);
+}
+
+/* >> odbc: connect ---------------------------------------------------------------- */
+
+OBX__PRIVATE void obx__db_free_statements(obx__db *db) {
+    int i;
+    for (i = 0; i < OBX__MAX_STMTS; i++) {
+        if (db->stmt[i]) SQLFreeHandle(SQL_HANDLE_STMT, db->stmt[i]);
+        db->stmt[i] = NULL;
+    }
+}
+
+/* One text value from SQLGetInfo into a fixed buffer ("" when unknown). */
+OBX__PRIVATE void obx__get_info(obx__db *db, SQLUSMALLINT what, char *out, size_t cap) {
+    SQLCHAR buf[128];
+    SQLSMALLINT len = 0;
+    out[0] = '\0';
+    if (SQL_SUCCEEDED(SQLGetInfo(db->dbc, what, buf, (SQLSMALLINT)sizeof buf, &len))) {
+        buf[sizeof buf - 1] = '\0';
+        obx__copy(out, cap, (const char *)buf);
+    }
+}
+
+OBX__PRIVATE obx_result obx__exec_direct(obx__db *db, const char *sql, const char *where);
+OBX__PRIVATE obx_result obx__end_tran(obx__db *db, SQLSMALLINT completion, const char *where);
+OBX__PRIVATE obx_result obx__query_text(obx__db *db, const char *sql, char *out, size_t cap);
+
+/* After connecting: detect the dialect, then (own connections only) set the
+ * session up. Leaves no transaction open. */
+OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
+    const obx__dialect *d;
+    obx_result r;
+    obx__get_info(db, SQL_DBMS_NAME, db->dbms_name, sizeof db->dbms_name);
+    obx__get_info(db, SQL_DRIVER_NAME, db->driver_name, sizeof db->driver_name);
+    obx__get_info(db, SQL_DBMS_VER, db->dbms_version, sizeof db->dbms_version);
+    d = db->forced != OBX_DIALECT_AUTO ? obx__dialect_get(db->forced)
+                                       : obx__dialect_detect(db->dbms_name);
+    if (!d)
+        return obx__fail(db->err, OBX_ERR_UNSUPPORTED, "SQLGetInfo(SQL_DBMS_NAME)",
+                         "unknown database '%s' (driver %s); force a dialect if it speaks one "
+                         "of sqlite, postgresql, mariadb, sqlserver",
+                         db->dbms_name, db->driver_name);
+    db->d = d;
+    if (!d->implemented)
+        return obx__fail(db->err, OBX_ERR_UNSUPPORTED, "dialect",
+                         "%s (%s) is detected, but the %s dialect is not implemented yet in "
+                         "version " OBX_VERSION_STRING,
+                         db->dbms_name, db->driver_name, d->name);
+    if (!db->own_connection) return OBX_OK; /* the caller's session is the caller's */
+    r = obx__check(db,
+                   SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
+                                     (SQLPOINTER)(uintptr_t)(d->tx_by_sql ? SQL_AUTOCOMMIT_ON
+                                                                          : SQL_AUTOCOMMIT_OFF),
+                                     SQL_IS_UINTEGER),
+                   SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(AUTOCOMMIT)");
+    if (r == OBX_OK && d->isolation)
+        r = obx__check(db,
+                       SQLSetConnectAttr(db->dbc, SQL_ATTR_TXN_ISOLATION,
+                                         (SQLPOINTER)(uintptr_t)d->isolation, SQL_IS_UINTEGER),
+                       SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(TXN_ISOLATION)");
+    if (r == OBX_OK && d->session_sql) r = obx__exec_direct(db, d->session_sql, "session setup");
+    if (r == OBX_OK && d->version_sql)
+        r = obx__query_text(db, d->version_sql, db->dbms_version, sizeof db->dbms_version);
+    if (r == OBX_OK && !d->tx_by_sql) r = obx__end_tran(db, SQL_COMMIT, "session setup commit");
+    return r;
+}
+
+OBX__PRIVATE obx_result obx__driver_connect(obx__db *db, const char *connstr) {
+    SQLCHAR out[1024];
+    SQLSMALLINT out_len = 0;
+    SQLRETURN rc = SQLDriverConnect(db->dbc, NULL, OBX__SQLTEXT(connstr), SQL_NTS, out,
+                                    (SQLSMALLINT)sizeof out, &out_len, SQL_DRIVER_NOPROMPT);
+    if (!SQL_SUCCEEDED(rc)) return obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLDriverConnect");
+    db->connected = 1;
+    db->lost = 0;
+    return OBX_OK;
+}
+
+OBX__PRIVATE void obx__db_disconnect(obx__db *db) {
+    obx__db_free_statements(db);
+    if (db->connected) {
+        /* SQLite refuses to disconnect with an open transaction. */
+        if (db->in_tx) SQLEndTran(SQL_HANDLE_DBC, db->dbc, SQL_ROLLBACK);
+        SQLDisconnect(db->dbc);
+    }
+    db->connected = 0;
+    db->in_tx = 0;
+}
+
+/* Connect with a connection string. When the detected dialect wants a key
+ * the caller did not set (psqlODBC's Protocol), reconnect once with it. */
+OBX__PRIVATE obx_result obx__db_connect(obx__db *db, const char *connstr) {
+    obx_result r;
+    const char *extra;
+    size_t n;
+    db->own_connection = 1;
+    if (!db->env) {
+        if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_ENV, NULL, &db->env))) {
+            db->env = NULL;
+            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLAllocHandle(ENV)",
+                             "cannot allocate an ODBC environment (is a driver manager installed?)");
+        }
+        r = obx__check(db,
+                       SQLSetEnvAttr(db->env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0),
+                       SQL_HANDLE_ENV, db->env, "SQLSetEnvAttr(ODBC_VERSION)");
+        if (r != OBX_OK) return r;
+    }
+    if (!db->dbc && !SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_DBC, db->env, &db->dbc))) {
+        db->dbc = NULL;
+        return obx__diag(db, SQL_HANDLE_ENV, db->env, "SQLAllocHandle(DBC)");
+    }
+    if (!db->connstr) {
+        db->connstr = obx__strdup(db->hooks, connstr);
+        if (!db->connstr) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "connection_string", "out of memory");
+    }
+    r = obx__driver_connect(db, db->connstr);
+    if (r != OBX_OK) return r;
+    r = obx__db_setup(db);
+    if (r != OBX_OK) return r;
+    extra = db->d->connect_extra;
+    if (!extra || obx__contains_nocase(db->connstr, db->d->connect_key)) return OBX_OK;
+    n = strlen(db->connstr);
+    {
+        char *longer = (char *)obx__alloc(db->hooks, n + strlen(extra) + 2);
+        if (!longer) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "connection_string", "out of memory");
+        memcpy(longer, db->connstr, n);
+        longer[n] = '\0';
+        if (n > 0 && longer[n - 1] != ';') strcat(longer, ";");
+        strcat(longer, extra);
+        obx__free(db->hooks, db->connstr);
+        db->connstr = longer;
+    }
+    obx__db_disconnect(db);
+    r = obx__driver_connect(db, db->connstr);
+    return r == OBX_OK ? obx__db_setup(db) : r;
+}
+
+/* Use a connection the caller opened; it stays theirs. */
+OBX__PRIVATE obx_result obx__db_adopt(obx__db *db, void *hdbc) {
+    db->own_connection = 0;
+    db->dbc = (SQLHDBC)hdbc;
+    db->connected = 1;
+    return obx__db_setup(db);
+}
+
+/* Reopen a lost connection of our own before the next unit of work. */
+OBX__PRIVATE obx_result obx__db_ensure(obx__db *db) {
+    obx_result r;
+    if (!db->lost && db->connected) return OBX_OK;
+    if (!db->own_connection)
+        return obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "connection",
+                         "the caller's connection was lost; reconnect it and open the store again");
+    obx__log(db->hooks, OBX_LOG_WARN, db->store_id, "connection lost earlier: reconnecting");
+    obx__db_disconnect(db);
+    r = obx__driver_connect(db, db->connstr);
+    if (r == OBX_OK) r = obx__db_setup(db);
+    if (r == OBX_OK) obx__log(db->hooks, OBX_LOG_INFO, db->store_id, "reconnected");
+    return r;
+}
+
+OBX__PRIVATE void obx__db_close(obx__db *db) {
+    if (db->own_connection) {
+        obx__db_disconnect(db);
+        if (db->dbc) SQLFreeHandle(SQL_HANDLE_DBC, db->dbc);
+        if (db->env) SQLFreeHandle(SQL_HANDLE_ENV, db->env);
+    } else {
+        obx__db_free_statements(db);
+    }
+    obx__free(db->hooks, db->connstr);
+    db->connstr = NULL;
+    db->dbc = NULL;
+    db->env = NULL;
+    db->connected = 0;
+}
+
+/* >> odbc: statements and parameters ------------------------------------------------- */
+
+/* A parameter value; bound by obx__exec. Text and blobs point at the
+ * caller's memory, which must stay valid until the statement has run. */
+typedef struct obx__param {
+    SQLSMALLINT c_type;
+    SQLSMALLINT sql_type;
+    SQLULEN size;
+    SQLPOINTER ptr;
+    SQLLEN ind;
+    SQLBIGINT i64;
+} obx__param;
+
+/* Text of `len` bytes (len (size_t)-1: up to the NUL); NULL text binds SQL NULL. */
+OBX__PRIVATE void obx__p_text(obx__param *p, const char *text, size_t len) {
+    if (text && len == (size_t)-1) len = strlen(text);
+    p->c_type = SQL_C_CHAR;
+    p->sql_type = len > 4000 ? SQL_LONGVARCHAR : SQL_VARCHAR;
+    p->size = text ? (len ? (SQLULEN)len : 1) : 1;
+    p->ptr = (SQLPOINTER)(uintptr_t)(const void *)text;
+    p->ind = text ? (SQLLEN)len : SQL_NULL_DATA;
+    p->i64 = 0;
+}
+
+OBX__PRIVATE void obx__p_i64(obx__param *p, int64_t v) {
+    p->c_type = SQL_C_SBIGINT;
+    p->sql_type = SQL_BIGINT;
+    p->size = 0;
+    p->i64 = (SQLBIGINT)v;
+    p->ptr = NULL; /* pointed at p->i64 when bound: the struct may be copied before */
+    p->ind = 0;
+}
+
+OBX__PRIVATE void obx__p_blob(obx__param *p, const void *data, size_t len) {
+    p->c_type = SQL_C_BINARY;
+    p->sql_type = len > 8000 ? SQL_LONGVARBINARY : SQL_VARBINARY;
+    p->size = len ? (SQLULEN)len : 1;
+    p->ptr = (SQLPOINTER)(uintptr_t)data;
+    p->ind = data ? (SQLLEN)len : SQL_NULL_DATA;
+    p->i64 = 0;
+}
+
+/* The cached statement for `slot`, prepared from `sql` on first use. */
+OBX__PRIVATE obx_result obx__stmt(obx__db *db, int slot, const char *sql, SQLHSTMT *out) {
+    SQLHSTMT st;
+    obx_result r;
+    OBX_ASSERT(slot >= 0 && slot < OBX__MAX_STMTS);
+    if (db->stmt[slot]) {
+        *out = db->stmt[slot];
+        return OBX_OK;
+    }
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &st)))
+        return obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLAllocHandle(STMT)");
+    r = obx__check(db, SQLPrepare(st, OBX__SQLTEXT(sql), SQL_NTS), SQL_HANDLE_STMT, st,
+                   "SQLPrepare");
+    if (r != OBX_OK) {
+        SQLFreeHandle(SQL_HANDLE_STMT, st);
+        return r;
+    }
+    db->stmt[slot] = st;
+    *out = st;
+    return OBX_OK;
+}
+
+OBX__PRIVATE obx_result obx__bind(obx__db *db, SQLHSTMT st, obx__param *ps, int n) {
+    int i;
+    for (i = 0; i < n; i++) {
+        obx__param *p = &ps[i];
+        SQLPOINTER ptr = p->c_type == SQL_C_SBIGINT ? (SQLPOINTER)&p->i64 : p->ptr;
+        SQLLEN buflen = p->c_type == SQL_C_SBIGINT ? 0 : (p->ind > 0 ? p->ind : 0);
+        SQLRETURN rc = SQLBindParameter(st, (SQLUSMALLINT)(i + 1), SQL_PARAM_INPUT, p->c_type,
+                                        p->sql_type, p->size, 0, ptr, buflen, &p->ind);
+        obx_result r = obx__check(db, rc, SQL_HANDLE_STMT, st, "SQLBindParameter");
+        if (r != OBX_OK) return r;
+    }
+    return OBX_OK;
+}
+
+/* Run the statement in `slot` with `n` parameters. With `cursor` NULL the
+ * statement must not return rows; *rows (if given) receives the affected
+ * count, and SQL_NO_DATA (a zero-row UPDATE/DELETE on PostgreSQL and
+ * SQLite) is success with 0 rows. With `cursor` set, the result set is left
+ * open for obx__fetch; close it with obx__close. */
+OBX__PRIVATE obx_result obx__exec(obx__db *db, int slot, const char *sql, obx__param *ps, int n,
+                                  int64_t *rows, SQLHSTMT *cursor) {
+    SQLHSTMT st;
+    SQLRETURN rc;
+    obx_result r = obx__stmt(db, slot, sql, &st);
+    if (r != OBX_OK) return r;
+    SQLFreeStmt(st, SQL_CLOSE); /* a cursor left open by an earlier failure */
+    r = obx__bind(db, st, ps, n);
+    if (r != OBX_OK) return r;
+    rc = SQLExecute(st);
+    if (rc == SQL_NO_DATA) {
+        if (rows) *rows = 0;
+        if (cursor) *cursor = st; /* fetch will report the end at once */
+        return OBX_OK;
+    }
+    r = obx__check(db, rc, SQL_HANDLE_STMT, st, "SQLExecute");
+    if (r != OBX_OK) return r;
+    if (cursor) {
+        *cursor = st;
+        return OBX_OK;
+    }
+    if (rows) {
+        SQLLEN count = 0;
+        if (!SQL_SUCCEEDED(SQLRowCount(st, &count))) count = 0;
+        *rows = count < 0 ? 0 : (int64_t)count;
+    }
+    SQLFreeStmt(st, SQL_CLOSE);
+    return OBX_OK;
+}
+
+/* OBX_OK with a row, OBX_EMPTY at the end of the result set, or an error. */
+OBX__PRIVATE obx_result obx__fetch(obx__db *db, SQLHSTMT st) {
+    SQLRETURN rc = SQLFetch(st);
+    if (rc == SQL_NO_DATA) return OBX_EMPTY;
+    /* 24000: an UPDATE … RETURNING that matched nothing left no cursor. */
+    if (rc == SQL_ERROR) {
+        SQLCHAR state[6];
+        SQLINTEGER native = 0;
+        SQLSMALLINT len = 0;
+        if (SQL_SUCCEEDED(SQLGetDiagRec(SQL_HANDLE_STMT, st, 1, state, &native, NULL, 0, &len)) &&
+            memcmp(state, "24000", 5) == 0)
+            return OBX_EMPTY;
+    }
+    return obx__check(db, rc, SQL_HANDLE_STMT, st, "SQLFetch");
+}
+
+OBX__PRIVATE void obx__close(SQLHSTMT st) {
+    if (st) SQLFreeStmt(st, SQL_CLOSE);
+}
+
+/* Column `col` (1-based) as a 64-bit integer; *is_null set when given. */
+OBX__PRIVATE obx_result obx__get_i64(obx__db *db, SQLHSTMT st, int col, int64_t *out,
+                                     int *is_null) {
+    SQLBIGINT v = 0;
+    SQLLEN ind = 0;
+    obx_result r = obx__check(db, SQLGetData(st, (SQLUSMALLINT)col, SQL_C_SBIGINT, &v, 0, &ind),
+                              SQL_HANDLE_STMT, st, "SQLGetData");
+    if (r != OBX_OK) return r;
+    if (is_null) *is_null = ind == SQL_NULL_DATA;
+    *out = ind == SQL_NULL_DATA ? 0 : (int64_t)v;
+    return OBX_OK;
+}
+
+/* Column `col` as bytes (c_type SQL_C_CHAR or SQL_C_BINARY) in a new buffer
+ * from the allocator, NUL-terminated for convenience; *out NULL for SQL
+ * NULL. Reads in chunks, so any length works; the first chunk's indicator
+ * usually gives the total size, which saves reallocations. */
+OBX__PRIVATE obx_result obx__get_bytes(obx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type,
+                                       char **out, size_t *out_len) {
+    /* SQL_C_CHAR chunks end with a NUL the driver adds; binary ones do not. */
+    const size_t term = c_type == SQL_C_CHAR ? 1 : 0;
+    char first[512];
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        SQLLEN ind = 0;
+        char *dst = buf ? buf + len : first;
+        size_t room = buf ? cap - len : sizeof first;
+        size_t got;
+        SQLRETURN rc = SQLGetData(st, (SQLUSMALLINT)col, c_type, dst, (SQLLEN)room, &ind);
+        if (rc == SQL_NO_DATA) break; /* the previous chunk was the last */
+        if (!SQL_SUCCEEDED(rc)) {
+            obx__free(db->hooks, buf);
+            return obx__diag(db, SQL_HANDLE_STMT, st, "SQLGetData");
+        }
+        if (ind == SQL_NULL_DATA) {
+            obx__free(db->hooks, buf);
+            *out = NULL;
+            if (out_len) *out_len = 0;
+            return OBX_OK;
+        }
+        /* Bytes in this chunk: a truncated one is full (less the NUL of a
+         * text chunk); a final text chunk is measured up to the NUL the
+         * driver wrote, which does not depend on how it counts length. */
+        if (rc == SQL_SUCCESS_WITH_INFO) got = room - term;
+        else if (term) got = strnlen(dst, room);
+        else got = (ind != SQL_NO_TOTAL && (size_t)ind <= room) ? (size_t)ind : room;
+        if (!buf) {
+            size_t want = (ind != SQL_NO_TOTAL ? (size_t)ind : got * 2) + 1;
+            buf = (char *)obx__alloc(db->hooks, want);
+            if (!buf) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
+            cap = want;
+            memcpy(buf, first, got);
+        }
+        len += got;
+        if (rc == SQL_SUCCESS) break; /* not truncated: that was all */
+        if (cap - len < 256) {
+            size_t grow = ind != SQL_NO_TOTAL && (size_t)ind > got ? len + ((size_t)ind - got) + 1
+                                                                    : cap * 2;
+            char *bigger = (char *)obx__realloc(db->hooks, buf, grow);
+            if (!bigger) {
+                obx__free(db->hooks, buf);
+                return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
+            }
+            buf = bigger;
+            cap = grow;
+        }
+    }
+    if (!buf) { /* empty value that ended at once */
+        buf = (char *)obx__alloc(db->hooks, 1);
+        if (!buf) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
+    }
+    buf[len] = '\0';
+    *out = buf;
+    if (out_len) *out_len = len;
+    return OBX_OK;
+}
+
+/* Run one statement that returns nothing, outside the cache (DDL,
+ * transaction control, session settings). */
+OBX__PRIVATE obx_result obx__exec_direct(obx__db *db, const char *sql, const char *where) {
+    SQLHSTMT st;
+    SQLRETURN rc;
+    obx_result r;
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &st)))
+        return obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLAllocHandle(STMT)");
+    rc = SQLExecDirect(st, OBX__SQLTEXT(sql), SQL_NTS);
+    r = rc == SQL_NO_DATA ? OBX_OK : obx__check(db, rc, SQL_HANDLE_STMT, st, where);
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    return r;
+}
+
+/* First column of the first row of `sql` as text into a fixed buffer. */
+OBX__PRIVATE obx_result obx__query_text(obx__db *db, const char *sql, char *out, size_t cap) {
+    SQLHSTMT st;
+    SQLLEN ind = 0;
+    obx_result r;
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &st)))
+        return obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLAllocHandle(STMT)");
+    r = obx__check(db, SQLExecDirect(st, OBX__SQLTEXT(sql), SQL_NTS), SQL_HANDLE_STMT, st,
+                   "SQLExecDirect");
+    if (r == OBX_OK) r = obx__fetch(db, st);
+    if (r == OBX_OK)
+        r = obx__check(db, SQLGetData(st, 1, SQL_C_CHAR, out, (SQLLEN)cap, &ind), SQL_HANDLE_STMT,
+                       st, "SQLGetData");
+    if (r == OBX_OK && ind == SQL_NULL_DATA) out[0] = '\0';
+    if (r == OBX_EMPTY) r = obx__fail(db->err, OBX_ERR_NOT_FOUND, sql, "query returned no row");
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    return r;
+}
+
+/* >> odbc: transactions and units of work ------------------------------------------- */
+
+OBX__PRIVATE obx_result obx__end_tran(obx__db *db, SQLSMALLINT completion, const char *where) {
+    return obx__check(db, SQLEndTran(SQL_HANDLE_DBC, db->dbc, completion), SQL_HANDLE_DBC, db->dbc,
+                      where);
+}
+
+OBX__PRIVATE obx_result obx__begin(obx__db *db) {
+    obx_result r = OBX_OK;
+    /* SQLite: a deferred transaction that later writes can deadlock and burn
+     * the whole busy timeout, so writers take the lock up front. */
+    if (db->d->tx_by_sql) r = obx__exec_direct(db, db->d->begin_sql, "BEGIN");
+    if (r == OBX_OK) db->in_tx = 1;
+    return r;
+}
+
+OBX__PRIVATE obx_result obx__commit(obx__db *db) {
+    SQLUINTEGER dead = 0;
+    obx_result r;
+    /* psqlODBC reports a successful COMMIT on a connection it already knows
+     * is dead; believe the dead flag, not the commit. */
+    if (SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
+        dead == SQL_CD_TRUE) {
+        db->lost = 1;
+        db->in_tx = 0;
+        r = obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "commit",
+                      "connection lost before commit; the transaction was not committed");
+        db->err->connection_lost = 1;
+        return r;
+    }
+    r = db->d->tx_by_sql ? obx__exec_direct(db, "COMMIT", "COMMIT")
+                         : obx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
+    db->in_tx = 0;
+    if (r != OBX_OK && db->err->connection_lost)
+        obx__copy(db->err->message + strlen(db->err->message),
+                  sizeof db->err->message - strlen(db->err->message),
+                  " (connection lost during commit: outcome unknown)");
+    return r;
+}
+
+/* Roll back, keeping the error that caused it. */
+OBX__PRIVATE void obx__rollback(obx__db *db) {
+    obx_error saved = *db->err;
+    if (db->connected && !db->lost) {
+        if (db->d->tx_by_sql) {
+            if (db->in_tx) obx__exec_direct(db, "ROLLBACK", "ROLLBACK");
+        } else {
+            obx__end_tran(db, SQL_ROLLBACK, "SQLEndTran(ROLLBACK)");
+        }
+    }
+    db->in_tx = 0;
+    *db->err = saved;
+}
+
+typedef obx_result (*obx__unit_fn)(obx__db *db, void *ctx);
+
+/* Run `fn` as one transaction on our own connection: begin, fn, commit.
+ * Any error rolls the whole unit back (never commit after a failed
+ * statement: psqlODBC would commit the statements before it). A deadlock,
+ * serialization failure or busy/lock timeout redoes the unit up to
+ * OBX__UNIT_RETRIES times with a short jittered pause; a lost connection is
+ * reported at once (the next call reconnects). Returns fn's result. */
+OBX__PRIVATE obx_result obx__unit(obx__db *db, obx__unit_fn fn, void *ctx, const char *what) {
+    obx_result r;
+    int attempt;
+    for (attempt = 0;; attempt++) {
+        r = obx__db_ensure(db);
+        if (r != OBX_OK) return r;
+        r = obx__begin(db);
+        if (r == OBX_OK) r = fn(db, ctx);
+        if (r >= 0) {
+            obx_result c = obx__commit(db);
+            if (c == OBX_OK) {
+                if (db->err->result != OBX_OK) obx__error_clear(db->err);
+                return r;
+            }
+            r = c;
+        }
+        obx__rollback(db);
+        if (r != OBX_ERR_DB_TRANSIENT || db->lost || attempt >= OBX__UNIT_RETRIES) break;
+        {
+            obx_backoff_policy pause = {20, 500, 0.5, 1.5};
+            int64_t ms = obx__backoff_jitter_ms(&pause, attempt + 1, obx__random(db->hooks));
+            obx__log(db->hooks, OBX_LOG_WARN, db->store_id,
+                     "%s: transient failure [%s/%ld], retrying in %lld ms (retry %d of %d)", what,
+                     db->err->sqlstate, db->err->native, (long long)ms, attempt + 1,
+                     OBX__UNIT_RETRIES);
+            obx__sleep_ms(db->hooks, ms);
+        }
+    }
+    if (r < 0)
+        obx__log(db->hooks, OBX_LOG_ERROR, db->store_id, "%s failed: %s: %s (%s)", what,
+                 obx__result_str(r), db->err->message, db->err->where);
+    return r;
+}
+
+/* >>common-end core */
+
+/* >>common-begin public */
+
+/* Public faces of the core's pure functions: thin, so the core stays
+ * static and both headers can live in one program. */
+OBX_API const char *obx_version(void) { return OBX_VERSION_STRING; }
+OBX_API const char *obx_result_str(obx_result result) { return obx__result_str(result); }
+OBX_API const char *obx_dialect_name(obx_dialect dialect) { return obx__dialect_name(dialect); }
+OBX_API int64_t obx_backoff_default_ms(int attempt) { return obx__backoff_default_ms(attempt); }
+OBX_API int64_t obx_backoff_jitter_ms(const obx_backoff_policy *policy, int attempt,
+                                      uint64_t random_bits) {
+    return obx__backoff_jitter_ms(policy, attempt, random_bits);
+}
+OBX_API void obx_selector_init(obx_selector *selector, obx_selection kind, int store_count) {
+    if (selector) obx__selector_init(selector, kind, store_count);
+}
+OBX_API int obx_selector_next(const obx_selector *selector) {
+    return selector ? obx__selector_next(selector) : -1;
+}
+OBX_API void obx_selector_report(obx_selector *selector, int store, int claimed) {
+    if (selector) obx__selector_report(selector, store, claimed);
+}
+OBX_API int obx_selector_all_idle(const obx_selector *selector) {
+    return selector ? obx__selector_all_idle(selector) : 1;
+}
+OBX_API void obx_selector_resize(obx_selector *selector, int store_count) {
+    if (selector) obx__selector_resize(selector, store_count);
+}
+OBX_API void obx_uuid_v7(obx_uuid_state *state, int64_t unix_ms, uint64_t random_a,
+                         uint64_t random_b, char out[37]) {
+    if (state && out) obx__uuid_v7(state, unix_ms, random_a, random_b, out);
+}
+OBX_API int obx_uuid_is_valid(const char *text) { return obx__uuid_is_valid(text); }
+OBX_API obx_result obx_identifier_check(const char *name) { return obx__identifier_check(name); }
+
+/* >>common-end public */
+
+/* >> store ---------------------------------------------------------------------- */
+
+struct obx_store {
+    obx__hooks hooks;
+    obx__db db;
+    obx_error err;
+    char *schema;
+    char *table;
+    char *store_id;
+};
+
+static const obx_error obx__null_store_error = {OBX_ERR_INVALID_ARG, "", 0, 0, "store",
+                                                "store is NULL"};
+
+static obx_result obx__store_names(obx_store *s, const obx_store_desc *desc) {
+    const char *schema = desc->schema ? desc->schema : "dbo";
+    const char *table = desc->table ? desc->table : "Outbox";
+    const char *id = desc->store_id ? desc->store_id : "outbox";
+    if (obx__identifier_check(schema) != OBX_OK)
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: schema",
+                         "schema must be 1-63 characters of A-Z, a-z, 0-9, _ and not start with "
+                         "a digit");
+    if (obx__identifier_check(table) != OBX_OK)
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: table",
+                         "table must be 1-63 characters of A-Z, a-z, 0-9, _ and not start with "
+                         "a digit");
+    if (!id[0] || strlen(id) > 63)
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: store_id",
+                         "store_id must be 1-63 characters");
+    s->schema = obx__strdup(&s->hooks, schema);
+    s->table = obx__strdup(&s->hooks, table);
+    s->store_id = obx__strdup(&s->hooks, id);
+    if (!s->schema || !s->table || !s->store_id)
+        return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
+    obx__hooks hooks;
+    obx_store *s;
+    obx_result r;
+    if (!out) return OBX_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!desc) return OBX_ERR_INVALID_ARG;
+    obx__hooks_resolve(&hooks, &desc->hooks);
+    s = (obx_store *)obx__alloc(&hooks, sizeof *s);
+    if (!s) return OBX_ERR_NO_MEMORY;
+    memset(s, 0, sizeof *s);
+    obx__hooks_resolve(&s->hooks, &desc->hooks); /* again, in place: it must not move */
+    s->db.hooks = &s->hooks;
+    s->db.err = &s->err;
+    s->db.store_id = "outbox";
+    s->db.forced = desc->dialect;
+    *out = s;
+    if ((desc->connection_string != NULL) == (desc->hdbc != NULL))
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: connection_string",
+                         "give exactly one of connection_string and hdbc");
+    if (desc->connection_string && !desc->connection_string[0])
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: connection_string",
+                         "connection_string is empty");
+    if ((int)desc->dialect < 0 || (int)desc->dialect > (int)OBX_DIALECT_SQLSERVER)
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: dialect",
+                         "dialect %d is not an obx_dialect value", (int)desc->dialect);
+    r = obx__store_names(s, desc);
+    if (r != OBX_OK) return r;
+    s->db.store_id = s->store_id;
+    r = desc->connection_string ? obx__db_connect(&s->db, desc->connection_string)
+                                : obx__db_adopt(&s->db, desc->hdbc);
+    if (r != OBX_OK) {
+        obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "open failed: %s: %s (%s)",
+                 obx__result_str(r), s->err.message, s->err.where);
+        return r;
+    }
+    obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "opened: %s %s via %s", s->db.dbms_name,
+             s->db.dbms_version, s->db.driver_name);
+    return OBX_OK;
+}
+
+OBX_API void obx_store_close(obx_store *store) {
+    obx__hooks hooks;
+    if (!store) return;
+    obx__db_close(&store->db);
+    hooks = store->hooks;
+    obx__free(&hooks, store->schema);
+    obx__free(&hooks, store->table);
+    obx__free(&hooks, store->store_id);
+    obx__free(&hooks, store);
+}
+
+OBX_API obx_result obx_store_get_info(const obx_store *store, obx_store_info *info) {
+    if (!store || !info) return OBX_ERR_INVALID_ARG;
+    memset(info, 0, sizeof *info);
+    info->dialect = store->db.d ? store->db.d->id : OBX_DIALECT_AUTO;
+    obx__copy(info->dbms_name, sizeof info->dbms_name, store->db.dbms_name);
+    obx__copy(info->dbms_version, sizeof info->dbms_version, store->db.dbms_version);
+    obx__copy(info->driver_name, sizeof info->driver_name, store->db.driver_name);
+    obx__copy(info->store_id, sizeof info->store_id, store->store_id ? store->store_id : "outbox");
+    return OBX_OK;
+}
+
+OBX_API const obx_error *obx_store_last_error(const obx_store *store) {
+    return store ? &store->err : &obx__null_store_error;
+}
+
+#endif /* OBX_IMPLEMENTATION */
+
+/*
+ * LICENSE -----------------------------------------------------------------------
+ * MIT License. Copyright (c) 2026 the obx.h / ibx.h authors.
+ * Permission is hereby granted, free of charge, to any person obtaining a copy
+ * of this software and associated documentation files (the "Software"), to deal
+ * in the Software without restriction, including without limitation the rights
+ * to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+ * copies of the Software, and to permit persons to whom the Software is
+ * furnished to do so, subject to the following conditions: the above copyright
+ * notice and this permission notice shall be included in all copies or
+ * substantial portions of the Software. THE SOFTWARE IS PROVIDED "AS IS",
+ * WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT NOT LIMITED TO
+ * THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND
+ * NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE
+ * FOR ANY CLAIM, DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT,
+ * TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION WITH THE SOFTWARE OR
+ * THE USE OR OTHER DEALINGS IN THE SOFTWARE.
+ */

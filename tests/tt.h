@@ -1,0 +1,101 @@
+/* tt.h: the project's test runner, small enough to read in a minute.
+ *
+ * A test is a void function. TT_RUN(name, backend, description, fn) runs it
+ * and prints one line:  PASS OBX-017 postgresql claim skips locked rows
+ * (or FAIL …, followed by indented lines saying which check failed, where).
+ * tt_done() prints the closing line "N passed, N failed" and returns the
+ * process exit code. tt_skip() prints a loud SKIPPED line; under CI=true a
+ * skip of a required backend is counted as a failure instead. */
+#ifndef TT_H
+#define TT_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define TT_UNUSED __attribute__((unused))
+#else
+#define TT_UNUSED
+#endif
+
+static int tt_passed, tt_failed, tt_skipped;
+static int tt_current_failures;
+
+TT_UNUSED static void tt_fail_at(const char *file, int line, const char *what) {
+    if (tt_current_failures++ < 5) printf("    %s:%d: %s\n", file, line, what);
+}
+
+/* Fatal check: the test stops at the first false condition. */
+#define TT_ASSERT(c)                                                          \
+    do {                                                                      \
+        if (!(c)) { tt_fail_at(__FILE__, __LINE__, "expected " #c); return; } \
+    } while (0)
+
+/* Non-fatal check: the test goes on. */
+#define TT_EXPECT(c)                                                        \
+    do {                                                                    \
+        if (!(c)) tt_fail_at(__FILE__, __LINE__, "expected " #c);           \
+    } while (0)
+
+#define TT_EQ_INT(a, b)                                                                    \
+    do {                                                                                   \
+        long long tt_a_ = (long long)((a) + 0), tt_b_ = (long long)((b) + 0);                          \
+        if (tt_a_ != tt_b_) {                                                              \
+            char tt_m_[256];                                                               \
+            snprintf(tt_m_, sizeof tt_m_, "%s == %s: got %lld, want %lld", #a, #b, tt_a_,  \
+                     tt_b_);                                                               \
+            tt_fail_at(__FILE__, __LINE__, tt_m_);                                         \
+            return;                                                                        \
+        }                                                                                  \
+    } while (0)
+
+#define TT_EQ_STR(a, b)                                                                    \
+    do {                                                                                   \
+        const char *tt_a_ = (a), *tt_b_ = (b);                                             \
+        if (!tt_a_ || !tt_b_ || strcmp(tt_a_, tt_b_) != 0) {                               \
+            char tt_m_[512];                                                               \
+            snprintf(tt_m_, sizeof tt_m_, "%s == %s: got \"%s\", want \"%s\"", #a, #b,     \
+                     tt_a_ ? tt_a_ : "(null)", tt_b_ ? tt_b_ : "(null)");                  \
+            tt_fail_at(__FILE__, __LINE__, tt_m_);                                         \
+            return;                                                                        \
+        }                                                                                  \
+    } while (0)
+
+TT_UNUSED static void tt_run(const char *name, const char *backend, const char *description,
+                   void (*fn)(void)) {
+    tt_current_failures = 0;
+    fflush(stdout);
+    fn();
+    if (tt_current_failures) {
+        tt_failed++;
+        printf("FAIL %s %s %s\n", name, backend, description);
+    } else {
+        tt_passed++;
+        printf("PASS %s %s %s\n", name, backend, description);
+    }
+    fflush(stdout);
+}
+#define TT_RUN(name, backend, description, fn) tt_run(name, backend, description, fn)
+
+TT_UNUSED static int tt_ci(void) {
+    const char *ci = getenv("CI");
+    return ci && strcmp(ci, "true") == 0;
+}
+
+/* A test that cannot run here. Loud always; a failure under CI=true. */
+TT_UNUSED static void tt_skip(const char *name, const char *backend, const char *reason) {
+    if (tt_ci()) {
+        tt_failed++;
+        printf("FAIL %s %s SKIPPED under CI=true: %s\n", name, backend, reason);
+    } else {
+        tt_skipped++;
+        printf("SKIPPED %s %s %s\n", name, backend, reason);
+    }
+}
+
+TT_UNUSED static int tt_done(void) {
+    if (tt_skipped) printf("%d skipped\n", tt_skipped);
+    printf("%d passed, %d failed\n", tt_passed, tt_failed);
+    return tt_failed ? 1 : 0;
+}
+#endif
