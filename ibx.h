@@ -1021,9 +1021,16 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
                                          (SQLPOINTER)(uintptr_t)d->isolation, SQL_IS_UINTEGER),
                        SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(TXN_ISOLATION)");
     if (r == IBX_OK && d->session_sql) r = ibx__exec_direct(db, d->session_sql, "session setup");
-    if (r == IBX_OK && d->version_sql)
-        r = ibx__query_text(db, d->version_sql, db->dbms_version, sizeof db->dbms_version);
     if (r == IBX_OK && !d->tx_by_sql) r = ibx__end_tran(db, SQL_COMMIT, "session setup commit");
+    if (r == IBX_OK && d->version_sql) {
+        /* Best effort: SQL_DBMS_VER stays when the server will not say. */
+        char version[64];
+        if (ibx__query_text(db, d->version_sql, version, sizeof version) == IBX_OK)
+            ibx__copy(db->dbms_version, sizeof db->dbms_version, version);
+        else
+            ibx__error_clear(db->err);
+        if (!d->tx_by_sql) ibx__end_tran(db, SQL_ROLLBACK, "version query end");
+    }
     return r;
 }
 
@@ -1220,7 +1227,7 @@ IBX__PRIVATE ibx_result ibx__bind(ibx__db *db, SQLHSTMT st, ibx__param *ps, int 
  * open for ibx__fetch; close it with ibx__close. */
 IBX__PRIVATE ibx_result ibx__exec(ibx__db *db, int slot, const char *sql, ibx__param *ps, int n,
                                   int64_t *rows, SQLHSTMT *cursor) {
-    SQLHSTMT st;
+    SQLHSTMT st = NULL;
     SQLRETURN rc;
     ibx_result r = ibx__stmt(db, slot, sql, &st);
     if (r != IBX_OK) return r;
@@ -1586,6 +1593,7 @@ IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out) {
                  ibx__result_str(r), s->err.message, s->err.where);
         return r;
     }
+    ibx__error_clear(&s->err);
     ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "opened: %s %s via %s", s->db.dbms_name,
              s->db.dbms_version, s->db.driver_name);
     return IBX_OK;

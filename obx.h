@@ -1056,9 +1056,16 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
                                          (SQLPOINTER)(uintptr_t)d->isolation, SQL_IS_UINTEGER),
                        SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(TXN_ISOLATION)");
     if (r == OBX_OK && d->session_sql) r = obx__exec_direct(db, d->session_sql, "session setup");
-    if (r == OBX_OK && d->version_sql)
-        r = obx__query_text(db, d->version_sql, db->dbms_version, sizeof db->dbms_version);
     if (r == OBX_OK && !d->tx_by_sql) r = obx__end_tran(db, SQL_COMMIT, "session setup commit");
+    if (r == OBX_OK && d->version_sql) {
+        /* Best effort: SQL_DBMS_VER stays when the server will not say. */
+        char version[64];
+        if (obx__query_text(db, d->version_sql, version, sizeof version) == OBX_OK)
+            obx__copy(db->dbms_version, sizeof db->dbms_version, version);
+        else
+            obx__error_clear(db->err);
+        if (!d->tx_by_sql) obx__end_tran(db, SQL_ROLLBACK, "version query end");
+    }
     return r;
 }
 
@@ -1255,7 +1262,7 @@ OBX__PRIVATE obx_result obx__bind(obx__db *db, SQLHSTMT st, obx__param *ps, int 
  * open for obx__fetch; close it with obx__close. */
 OBX__PRIVATE obx_result obx__exec(obx__db *db, int slot, const char *sql, obx__param *ps, int n,
                                   int64_t *rows, SQLHSTMT *cursor) {
-    SQLHSTMT st;
+    SQLHSTMT st = NULL;
     SQLRETURN rc;
     obx_result r = obx__stmt(db, slot, sql, &st);
     if (r != OBX_OK) return r;
@@ -1621,6 +1628,7 @@ OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
                  obx__result_str(r), s->err.message, s->err.where);
         return r;
     }
+    obx__error_clear(&s->err);
     obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "opened: %s %s via %s", s->db.dbms_name,
              s->db.dbms_version, s->db.driver_name);
     return OBX_OK;

@@ -295,6 +295,440 @@ static void test_sql_expand(void) {
     obx__free(&h, q);
 }
 
+
+/* ---- the ODBC plumbing against the fake ODBC layer ---------------------------------------- */
+
+static int64_t g_sleeps, g_slept_ms;
+static void fake_sleep(int64_t ms, void *user) { (void)user; g_sleeps++; g_slept_ms += ms; }
+static int g_log_lines;
+static char g_last_log[768], g_last_log_store[64];
+static void capture_log(obx_log_level level, const char *store_id, const char *msg, void *user) {
+    (void)level; (void)user;
+    g_log_lines++;
+    snprintf(g_last_log, sizeof g_last_log, "%s", msg);
+    snprintf(g_last_log_store, sizeof g_last_log_store, "%s", store_id);
+}
+
+/* A store on the fake driver, answering as `dbms`; no real sleeping. */
+static obx_store *fake_store(const char *dbms, const char *connstr) {
+    obx_store_desc desc;
+    obx_store *s = NULL;
+    fake_reset();
+    fake_set_dbms_name(dbms);
+    g_sleeps = g_slept_ms = 0;
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = connstr ? connstr : "Driver=fake;";
+    desc.store_id = "fake-store";
+    desc.hooks.clock.sleep_ms = fake_sleep;
+    desc.hooks.logger.log = capture_log;
+    desc.hooks.logger.min_level = OBX_LOG_DEBUG;
+    if (obx_store_open(&desc, &s) != OBX_OK) {
+        printf("    fake open failed: %s\n", obx_store_last_error(s)->message);
+        obx_store_close(s);
+        return NULL;
+    }
+    fake_reset(); /* forget the set-up traffic; handles stay valid */
+    fake_set_dbms_name(dbms);
+    return s;
+}
+
+static obx_result one_statement(obx__db *db, void *ctx) {
+    (void)ctx;
+    return obx__exec(db, 0, "UPDATE t SET v = 1", NULL, 0, NULL, NULL);
+}
+
+static void test_fake_diagnostics(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    const obx_error *e;
+    TT_ASSERT(s != NULL);
+    e = obx_store_last_error(s);
+    /* A warning first, then the error, then one more record: the error is
+     * the cause, and every record reaches the message. */
+    fake_push_error(SQL_ERROR, "01004", 0, "string data, right truncated");
+    fake_push_info("23505", 1, "duplicate key value violates unique constraint");
+    fake_push_info("HY000", 7, "second record");
+    TT_EQ_INT(obx__exec(&s->db, 0, "INSERT INTO t VALUES (1)", NULL, 0, NULL, NULL), OBX_ERR_DB);
+    TT_EQ_STR(e->sqlstate, "23505");
+    TT_EQ_INT(e->native, 1);
+    TT_EQ_INT(e->connection_lost, 0);
+    TT_EQ_STR(e->where, "SQLExecute");
+    TT_EXPECT(strstr(e->message, "duplicate key value") != NULL);
+    TT_EXPECT(strstr(e->message, " | [HY000/7] second record") != NULL);
+    TT_EXPECT(strstr(e->message, "[01004/0] string data") != NULL);
+    obx_store_close(s);
+    TT_EQ_INT(fake_open_handles(), 0);
+}
+
+static void test_fake_classification(void) {
+    static const struct { const char *dbms, *state; long native; obx_result want; int lost; } cases[] = {
+        {"PostgreSQL", "40P01", 1, OBX_ERR_DB_TRANSIENT, 0},
+        {"PostgreSQL", "40001", 1, OBX_ERR_DB_TRANSIENT, 0},
+        {"PostgreSQL", "55P03", 1, OBX_ERR_DB_TRANSIENT, 0},
+        {"PostgreSQL", "57014", 1, OBX_ERR_DB_TRANSIENT, 0},
+        {"PostgreSQL", "57P01", 35, OBX_ERR_DB_TRANSIENT, 1},
+        {"PostgreSQL", "08S01", 35, OBX_ERR_DB_TRANSIENT, 1},
+        {"PostgreSQL", "42601", 1, OBX_ERR_DB, 0},
+        {"PostgreSQL", "23505", 1, OBX_ERR_DB, 0},
+        {"SQLite", "HY000", 5, OBX_ERR_DB_TRANSIENT, 0},
+        {"SQLite", "HY000", 6, OBX_ERR_DB_TRANSIENT, 0},
+        {"SQLite", "HY000", 19, OBX_ERR_DB, 0},
+        {"SQLite", "HY000", 1, OBX_ERR_DB, 0}};
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        obx_store *s = fake_store(cases[i].dbms, NULL);
+        TT_ASSERT(s != NULL);
+        fake_push_error(SQL_ERROR, cases[i].state, cases[i].native, "scripted");
+        TT_EQ_INT(obx__exec(&s->db, 0, "UPDATE t SET v = 1", NULL, 0, NULL, NULL), cases[i].want);
+        TT_EQ_INT(obx_store_last_error(s)->connection_lost, cases[i].lost);
+        obx_store_close(s);
+    }
+}
+
+static void test_fake_retry_transient(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    int first;
+    TT_ASSERT(s != NULL);
+    fake_push_error(SQL_ERROR, "40P01", 1, "deadlock detected");
+    fake_push_ok(1);
+    TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_OK);
+    TT_EQ_INT(obx_store_last_error(s)->result, OBX_OK); /* the retry succeeded: no stale error */
+    /* executed, rolled back, paused, executed again, committed */
+    first = fake_log_find("UPDATE t", 0);
+    TT_ASSERT(first >= 0);
+    TT_EQ_STR(fake_log_sql(first + 1), "<ROLLBACK>");
+    TT_EQ_STR(fake_log_sql(first + 2), "UPDATE t SET v = 1");
+    TT_EQ_STR(fake_log_sql(first + 3), "<COMMIT>");
+    TT_EQ_INT(fake_commits(), 1);
+    TT_EQ_INT(g_sleeps, 1);
+    TT_EXPECT(g_slept_ms >= 10 && g_slept_ms <= 60);
+    obx_store_close(s);
+}
+
+static void test_fake_retry_bounded(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    int i;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < 10; i++) fake_push_error(SQL_ERROR, "40001", 1, "could not serialize access");
+    TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_ERR_DB_TRANSIENT);
+    TT_EQ_INT(fake_calls("SQLExecute"), 1 + OBX__UNIT_RETRIES);
+    TT_EQ_INT(fake_rollbacks(), 1 + OBX__UNIT_RETRIES);
+    TT_EQ_INT(fake_commits(), 0);
+    TT_EQ_INT(g_sleeps, OBX__UNIT_RETRIES);
+    TT_EQ_STR(obx_store_last_error(s)->sqlstate, "40001");
+    /* A permanent error is not retried at all. */
+    fake_reset();
+    fake_push_error(SQL_ERROR, "42601", 1, "syntax error");
+    TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_ERR_DB);
+    TT_EQ_INT(fake_calls("SQLExecute"), 1);
+    TT_EQ_INT(fake_rollbacks(), 1);
+    obx_store_close(s);
+}
+
+static void test_fake_retry_on_commit(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    TT_ASSERT(s != NULL);
+    /* A serialization failure reported by COMMIT redoes the whole unit. */
+    fake_fail_call("SQLEndTran", 1, SQL_ERROR, "40001", 1, "could not serialize access");
+    TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_OK);
+    TT_EQ_INT(fake_calls("SQLExecute"), 2);
+    TT_EQ_INT(fake_commits(), 1);
+    obx_store_close(s);
+}
+
+static void test_fake_lost_connection(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    const obx_error *e;
+    TT_ASSERT(s != NULL);
+    e = obx_store_last_error(s);
+    fake_kill_connection_after(0);
+    TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_ERR_DB_TRANSIENT);
+    TT_EQ_INT(e->connection_lost, 1);
+    TT_EQ_INT(g_sleeps, 0);      /* surfaced at once, never retried */
+    TT_EQ_INT(fake_commits(), 0);
+    TT_EQ_INT(fake_calls("SQLDriverConnect"), 0);
+    /* The next unit reconnects first (and sets the session up again), then
+     * runs and commits. */
+    TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_OK);
+    TT_EQ_INT(fake_calls("SQLDriverConnect"), 1);
+    TT_EQ_STR(fake_log_sql(fake_log_count() - 2), "UPDATE t SET v = 1");
+    TT_EQ_STR(fake_log_sql(fake_log_count() - 1), "<COMMIT>");
+    TT_EXPECT(fake_log_find("SET TIME ZONE", 0) >= 0);
+    obx_store_close(s);
+    TT_EQ_INT(fake_open_handles(), 0);
+}
+
+static void test_fake_dead_commit(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    TT_ASSERT(s != NULL);
+    /* The statement runs, then the connection dies; psqlODBC would report
+     * the COMMIT as successful. The dead flag must win. */
+    fake_push_ok(1);
+    fake_kill_connection_after(2); /* SQLFreeStmt, SQLBindParameter-free path: after execute */
+    TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_ERR_DB_TRANSIENT);
+    TT_EQ_INT(obx_store_last_error(s)->connection_lost, 1);
+    TT_EQ_INT(fake_commits(), 0);
+    TT_EQ_INT(fake_log_find("<COMMIT", 0), -1); /* commit was not even attempted */
+    obx_store_close(s);
+}
+
+static void test_fake_no_data(void) {
+    obx_store *s = fake_store("SQLite", NULL);
+    int64_t rows = -1;
+    TT_ASSERT(s != NULL);
+    fake_push_nodata();
+    TT_EQ_INT(obx__exec(&s->db, 0, "UPDATE t SET v = 1", NULL, 0, &rows, NULL), OBX_OK);
+    TT_EQ_INT(rows, 0);
+    fake_push_ok(3);
+    TT_EQ_INT(obx__exec(&s->db, 0, "UPDATE t SET v = 1", NULL, 0, &rows, NULL), OBX_OK);
+    TT_EQ_INT(rows, 3);
+    obx_store_close(s);
+}
+
+static void test_fake_sqlite_transactions(void) {
+    obx_store *s = fake_store("SQLite", NULL);
+    TT_ASSERT(s != NULL);
+    /* Writers take the lock up front with BEGIN IMMEDIATE issued as SQL. */
+    TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_OK);
+    TT_EQ_STR(fake_log_sql(0), "BEGIN IMMEDIATE");
+    TT_EQ_STR(fake_log_sql(1), "UPDATE t SET v = 1");
+    TT_EQ_STR(fake_log_sql(2), "COMMIT");
+    TT_EQ_INT(fake_calls("SQLEndTran"), 0);
+    fake_reset();
+    fake_set_dbms_name("SQLite");
+    fake_push_ok(0);
+    fake_push_error(SQL_ERROR, "HY000", 19, "UNIQUE constraint failed");
+    TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_ERR_DB);
+    TT_EQ_STR(fake_log_sql(2), "ROLLBACK");
+    /* A busy database at BEGIN is transient and retried. */
+    fake_reset();
+    fake_set_dbms_name("SQLite");
+    fake_push_error(SQL_ERROR, "HY000", 5, "database is locked");
+    TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_OK);
+    TT_EQ_STR(fake_log_sql(1), "BEGIN IMMEDIATE");
+    TT_EQ_INT(g_sleeps, 1);
+    obx_store_close(s);
+}
+
+static void test_fake_open_dialects(void) {
+    obx_store_desc desc;
+    obx_store *s = NULL;
+    static const char *const unsupported[] = {"MariaDB", "MySQL", "Microsoft SQL Server", "Oracle"};
+    size_t i;
+    for (i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
+        fake_reset();
+        fake_set_dbms_name(unsupported[i]);
+        memset(&desc, 0, sizeof desc);
+        desc.connection_string = "Driver=fake;";
+        desc.hooks.logger.log = capture_log;
+        TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_UNSUPPORTED);
+        TT_EXPECT(strstr(obx_store_last_error(s)->message, unsupported[i]) != NULL);
+        obx_store_close(s);
+        s = NULL;
+    }
+    TT_EQ_INT(fake_open_handles(), 0);
+    /* Forcing a dialect overrides detection. */
+    fake_reset();
+    fake_set_dbms_name("Oracle");
+    desc.dialect = OBX_DIALECT_SQLITE;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_OK);
+    TT_EQ_INT(s->db.d->id, OBX_DIALECT_SQLITE);
+    obx_store_close(s);
+    /* psqlODBC: Protocol=7.4-1 is appended, once; a caller's choice stays. */
+    fake_reset();
+    fake_set_dbms_name("PostgreSQL");
+    desc.dialect = OBX_DIALECT_AUTO;
+    desc.connection_string = "Driver=fake";
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_OK);
+    TT_EQ_STR(fake_last_connstr(), "Driver=fake;Protocol=7.4-1;");
+    TT_EQ_INT(fake_calls("SQLDriverConnect"), 2);
+    obx_store_close(s);
+    fake_reset();
+    fake_set_dbms_name("PostgreSQL");
+    desc.connection_string = "Driver=fake;protocol=7.4-2";
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_OK);
+    TT_EQ_STR(fake_last_connstr(), "Driver=fake;protocol=7.4-2");
+    TT_EQ_INT(fake_calls("SQLDriverConnect"), 1);
+    /* Session: manual commit, READ COMMITTED, UTC. */
+    TT_ASSERT(fake_log_find("SET TIME ZONE 'UTC'", 0) >= 0);
+    obx_store_close(s);
+    TT_EQ_INT(fake_open_handles(), 0);
+}
+
+static void test_fake_open_arguments(void) {
+    obx_store_desc desc;
+    obx_store *s = (obx_store *)&desc;
+    fake_reset();
+    TT_EQ_INT(obx_store_open(NULL, &s), OBX_ERR_INVALID_ARG);
+    TT_EXPECT(s == NULL);
+    memset(&desc, 0, sizeof desc);
+    desc.hooks.logger.log = capture_log;
+    TT_EQ_INT(obx_store_open(&desc, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_INVALID_ARG); /* neither string nor hdbc */
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: connection_string");
+    obx_store_close(s);
+    desc.connection_string = "";
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_INVALID_ARG);
+    obx_store_close(s);
+    desc.connection_string = "Driver=fake;";
+    desc.hdbc = &desc;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_INVALID_ARG); /* both */
+    obx_store_close(s);
+    desc.hdbc = NULL;
+    desc.table = "Outbox; DROP TABLE x";
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: table");
+    obx_store_close(s);
+    desc.table = NULL;
+    desc.schema = "1st";
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: schema");
+    obx_store_close(s);
+    desc.schema = NULL;
+    desc.dialect = (obx_dialect)17;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: dialect");
+    obx_store_close(s);
+    /* Bad input is rejected before any ODBC call. */
+    TT_EQ_INT(fake_calls("SQLDriverConnect"), 0);
+    TT_EQ_INT(fake_calls("SQLAllocHandle"), 0);
+    TT_EQ_STR(obx_store_last_error(NULL)->message, "store is NULL");
+    obx_store_close(NULL);
+}
+
+static void test_fake_connect_error(void) {
+    obx_store_desc desc;
+    obx_store *s = NULL;
+    fake_reset();
+    fake_set_connect_error("08001", 101, "could not connect to server: Connection refused");
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = "Driver=fake;";
+    desc.hooks.logger.log = capture_log;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_DB_TRANSIENT);
+    TT_EQ_STR(obx_store_last_error(s)->sqlstate, "08001");
+    TT_EQ_INT(obx_store_last_error(s)->native, 101);
+    TT_EQ_STR(obx_store_last_error(s)->where, "SQLDriverConnect");
+    TT_EXPECT(strstr(g_last_log, "Connection refused") != NULL); /* logged as it failed */
+    obx_store_close(s);
+    TT_EQ_INT(fake_open_handles(), 0);
+}
+
+static void test_fake_get_bytes(void) {
+    obx_store *s = fake_store("SQLite", NULL);
+    static char big[3000];
+    const char *cells[3];
+    static const char bin[] = {'a', '\0', 'b', '\0', '\xff'};
+    const long lens[3] = {-1, 5, -1};
+    SQLHSTMT cur = NULL;
+    char *out = NULL;
+    size_t len = 0;
+    int64_t v = 0;
+    int is_null = 0;
+    TT_ASSERT(s != NULL);
+    memset(big, 'x', sizeof big - 1);
+    big[1000] = 'M';
+    cells[0] = big;
+    cells[1] = bin;
+    cells[2] = NULL;
+    fake_push_rows_len(3, 1, cells, lens);
+    TT_EQ_INT(obx__exec(&s->db, 0, "SELECT a, b, c FROM t", NULL, 0, NULL, &cur), OBX_OK);
+    TT_EQ_INT(obx__fetch(&s->db, cur), OBX_OK);
+    TT_EQ_INT(obx__get_bytes(&s->db, cur, 1, SQL_C_CHAR, &out, &len), OBX_OK);
+    TT_EQ_INT(len, sizeof big - 1);
+    TT_EXPECT(memcmp(out, big, len) == 0 && out[len] == '\0');
+    obx__free(&s->hooks, out);
+    TT_EQ_INT(obx__get_bytes(&s->db, cur, 2, SQL_C_BINARY, &out, &len), OBX_OK);
+    TT_EQ_INT(len, 5);
+    TT_EXPECT(memcmp(out, bin, 5) == 0);
+    obx__free(&s->hooks, out);
+    out = (char *)&len;
+    TT_EQ_INT(obx__get_bytes(&s->db, cur, 3, SQL_C_CHAR, &out, &len), OBX_OK);
+    TT_EXPECT(out == NULL);
+    TT_EQ_INT(obx__fetch(&s->db, cur), OBX_EMPTY);
+    obx__close(cur);
+    cells[0] = "-9007199254740993";
+    cells[1] = NULL;
+    fake_push_rows(2, 1, cells);
+    TT_EQ_INT(obx__exec(&s->db, 0, "SELECT a, b FROM t", NULL, 0, NULL, &cur), OBX_OK);
+    TT_EQ_INT(obx__fetch(&s->db, cur), OBX_OK);
+    TT_EQ_INT(obx__get_i64(&s->db, cur, 1, &v, &is_null), OBX_OK);
+    TT_EXPECT(v == -9007199254740993LL && !is_null);
+    TT_EQ_INT(obx__get_i64(&s->db, cur, 2, &v, &is_null), OBX_OK);
+    TT_EXPECT(is_null);
+    obx__close(cur);
+    obx_store_close(s);
+}
+
+static void test_fake_bind_log(void) {
+    obx_store *s = fake_store("SQLite", NULL);
+    obx__param p[4];
+    fake_param fp;
+    static const unsigned char blob[3] = {0, 1, 255};
+    TT_ASSERT(s != NULL);
+    obx__p_text(&p[0], "topic.a", (size_t)-1);
+    obx__p_i64(&p[1], INT64_MIN);
+    obx__p_blob(&p[2], blob, 3);
+    obx__p_text(&p[3], NULL, 0);
+    TT_EQ_INT(obx__exec(&s->db, 0, "INSERT INTO t VALUES (?, ?, ?, ?)", p, 4, NULL, NULL), OBX_OK);
+    TT_EQ_STR(fake_log_param_text(0, 0, 1), "topic.a");
+    TT_EQ_STR(fake_log_param_text(0, 0, 2), "-9223372036854775808");
+    fp = fake_log_param(0, 0, 3);
+    TT_EQ_INT(fp.len, 3);
+    TT_EXPECT(fp.c_type == SQL_C_BINARY && memcmp(fp.data, blob, 3) == 0);
+    TT_EXPECT(fake_log_param(0, 0, 4).is_null);
+    /* Prepared once, executed many times. */
+    TT_EQ_INT(obx__exec(&s->db, 0, "INSERT INTO t VALUES (?, ?, ?, ?)", p, 4, NULL, NULL), OBX_OK);
+    TT_EQ_INT(fake_calls("SQLPrepare"), 1);
+    obx_store_close(s);
+}
+
+/* An allocator that fails after a budget of allocations. */
+static int g_alloc_budget, g_alloc_live;
+static void *budget_alloc(size_t n, void *u) { (void)u; if (g_alloc_budget-- <= 0) return NULL; g_alloc_live++; return malloc(n); }
+static void *budget_realloc(void *p, size_t n, void *u) { (void)u; return realloc(p, n); }
+static void budget_free(void *p, void *u) { (void)u; g_alloc_live--; free(p); }
+
+static void test_fake_out_of_memory(void) {
+    int budget, saw_oom = 0, saw_ok = 0;
+    for (budget = 0; budget < 12; budget++) {
+        obx_store_desc desc;
+        obx_store *s = NULL;
+        obx_result r;
+        fake_reset();
+        memset(&desc, 0, sizeof desc);
+        desc.connection_string = "Driver=fake;";
+        desc.hooks.allocator.alloc = budget_alloc;
+        desc.hooks.allocator.realloc = budget_realloc;
+        desc.hooks.allocator.free = budget_free;
+        desc.hooks.logger.log = capture_log;
+        g_alloc_budget = budget;
+        g_alloc_live = 0;
+        r = obx_store_open(&desc, &s);
+        TT_ASSERT(r == OBX_OK || r == OBX_ERR_NO_MEMORY);
+        if (r == OBX_ERR_NO_MEMORY) saw_oom = 1; else saw_ok = 1;
+        obx_store_close(s);
+        TT_EQ_INT(g_alloc_live, 0); /* nothing leaked on any path */
+        TT_EQ_INT(fake_open_handles(), 0);
+    }
+    TT_EXPECT(saw_oom && saw_ok);
+}
+
+static void test_fake_logger(void) {
+    obx_store *s;
+    g_log_lines = 0;
+    s = fake_store("SQLite", NULL);
+    TT_ASSERT(s != NULL);
+    TT_EXPECT(g_log_lines > 0);
+    TT_EQ_STR(g_last_log_store, "fake-store"); /* every line names its store */
+    s->hooks.log.min_level = OBX_LOG_ERROR;
+    g_log_lines = 0;
+    obx__log(&s->hooks, OBX_LOG_WARN, "x", "%s", "filtered");
+    TT_EQ_INT(g_log_lines, 0);
+    obx__log(&s->hooks, OBX_LOG_ERROR, "x", "kept %d", 1);
+    TT_EQ_INT(g_log_lines, 1);
+    TT_EQ_STR(g_last_log, "kept 1");
+    obx_store_close(s);
+}
+
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("CORE-BACKOFF-JITTER", "pure", "base/max/jitter policy of seed 002 section 13", test_backoff_jitter);
@@ -308,5 +742,21 @@ int main(void) {
     TT_RUN("CORE-DIALECT-DETECT", "pure", "dialect from SQL_DBMS_NAME", test_dialect_detection);
     TT_RUN("CORE-CLASSIFY", "pure", "transient/lost/permanent for every code in odbc-facts 8", test_classification);
     TT_RUN("CORE-SQL-EXPAND", "pure", "statement templates and quoted names", test_sql_expand);
+    TT_RUN("CORE-DIAG", "fake", "every diagnostic record read; the error, not the warning, is the cause", test_fake_diagnostics);
+    TT_RUN("CORE-CLASSIFY-DIAG", "fake", "driver errors become DB or DB_TRANSIENT with lost flag", test_fake_classification);
+    TT_RUN("CORE-RETRY", "fake", "a deadlocked unit is rolled back and redone", test_fake_retry_transient);
+    TT_RUN("CORE-RETRY-BOUNDED", "fake", "transient retries are bounded; permanent ones not retried", test_fake_retry_bounded);
+    TT_RUN("CORE-RETRY-COMMIT", "fake", "a serialization failure at COMMIT redoes the unit", test_fake_retry_on_commit);
+    TT_RUN("CORE-LOST", "fake", "a lost connection is surfaced, not retried; next call reconnects", test_fake_lost_connection);
+    TT_RUN("CORE-DEAD-COMMIT", "fake", "a dead connection's lying COMMIT is not trusted", test_fake_dead_commit);
+    TT_RUN("CORE-NO-DATA", "fake", "SQL_NO_DATA from an UPDATE is zero rows", test_fake_no_data);
+    TT_RUN("CORE-SQLITE-TX", "fake", "SQLite writers use BEGIN IMMEDIATE/COMMIT/ROLLBACK as SQL", test_fake_sqlite_transactions);
+    TT_RUN("CORE-OPEN-DIALECTS", "fake", "unsupported dialects say so; forcing; psqlODBC Protocol", test_fake_open_dialects);
+    TT_RUN("CORE-OPEN-ARGS", "fake", "bad open arguments are named and rejected before any SQL", test_fake_open_arguments);
+    TT_RUN("CORE-CONNECT-ERROR", "fake", "a refused connection reports SQLSTATE, native, call", test_fake_connect_error);
+    TT_RUN("CORE-GET-DATA", "fake", "chunked text, binary with NULs, NULL, 64-bit integers", test_fake_get_bytes);
+    TT_RUN("CORE-BIND", "fake", "text, int64, blob and NULL parameters; prepared once", test_fake_bind_log);
+    TT_RUN("CORE-NO-MEMORY", "fake", "allocation failure at every point of open: clean, no leak", test_fake_out_of_memory);
+    TT_RUN("CORE-LOGGER", "fake", "logger hook gets the store id; levels filter", test_fake_logger);
     return tt_done();
 }

@@ -54,7 +54,7 @@ TT_UNUSED static void tt_fail_at(const char *file, int line, const char *what) {
         const char *tt_a_ = (a), *tt_b_ = (b);                                             \
         if (!tt_a_ || !tt_b_ || strcmp(tt_a_, tt_b_) != 0) {                               \
             char tt_m_[512];                                                               \
-            snprintf(tt_m_, sizeof tt_m_, "%s == %s: got \"%s\", want \"%s\"", #a, #b,     \
+            snprintf(tt_m_, sizeof tt_m_, "%s == %s: got \"%.160s\", want \"%.160s\"", #a, #b, \
                      tt_a_ ? tt_a_ : "(null)", tt_b_ ? tt_b_ : "(null)");                  \
             tt_fail_at(__FILE__, __LINE__, tt_m_);                                         \
             return;                                                                        \

@@ -1,0 +1,114 @@
+# obx.h / ibx.h — every entry point. `make demo` and `make test` are the quick
+# start; each first installs what is missing (tests/deps.sh, apt-get).
+#
+#   make demo    build and run the quick start on the embedded SQLite default
+#   make test    all tests: pure, fake ODBC, real SQLite, real PostgreSQL
+#   make check   test + strict warnings (-Werror, gcc and clang), C++ compile,
+#                one/two translation units, OBX_STATIC, exported symbols,
+#                ASan+UBSan, valgrind, common-core identity
+#   make deps    install build and test dependencies
+#   make clean
+
+CC      ?= cc
+CXX     ?= c++
+CSTD    = -std=c99 -D_POSIX_C_SOURCE=200809L
+WARN    = -Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Wstrict-prototypes \
+          -Wmissing-prototypes -Wold-style-definition -Wcast-qual -Wcast-align -Wpointer-arith \
+          -Wwrite-strings -Wundef -Wformat=2 -Wvla -Wredundant-decls -Wdouble-promotion \
+          -Wmissing-declarations -Wnested-externs -Wbad-function-cast -Wnull-dereference
+CXXWARN = -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Wcast-qual
+OPT     ?= -O2 -g
+SAN     = -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+B       = build
+HEADERS = obx.h ibx.h
+VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
+
+.PHONY: all demo test check deps clean check-common check-warnings check-cxx check-link \
+        check-nm check-asan check-valgrind
+.DELETE_ON_ERROR:
+
+all: $(B)/test_unit $(B)/test_real $(B)/quickstart
+
+deps:
+	@tests/deps.sh build pg check
+
+$(B):
+	@mkdir -p $(B) $(B)/asan
+
+# ---- programs -------------------------------------------------------------------
+$(B)/test_unit: tests/test_unit.c tests/fake_odbc.c tests/fake_odbc.h tests/tt.h $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_unit.c tests/fake_odbc.c -o $@
+
+$(B)/test_real: tests/test_real.c tests/tt.h $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_real.c -o $@ -lodbc
+
+$(B)/quickstart: examples/quickstart.c obx.h | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) examples/quickstart.c -o $@ -lodbc
+
+# ---- quick start ------------------------------------------------------------------
+demo:
+	@tests/deps.sh build
+	@$(MAKE) --no-print-directory $(B)/quickstart
+	./$(B)/quickstart
+
+test:
+	@tests/deps.sh build pg
+	@$(MAKE) --no-print-directory $(B)/test_unit $(B)/test_real
+	tests/run.sh $(B)
+
+# ---- check ----------------------------------------------------------------------
+check:
+	@tests/deps.sh build pg check
+	@$(MAKE) --no-print-directory check-common check-warnings check-cxx check-link check-nm
+	@$(MAKE) --no-print-directory test
+	@$(MAKE) --no-print-directory check-asan check-valgrind
+	@echo "check: all passed"
+
+check-common:
+	tests/check_common.sh
+
+# Strict warnings as errors, with both compilers and C99 and C11.
+check-warnings: | $(B)
+	for cc in gcc clang; do for std in c99 c11; do \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/fake_odbc.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c examples/quickstart.c || exit 1; \
+	done; done
+	@echo "check-warnings: ok (gcc, clang; c99, c11)"
+
+# Both headers, declarations and implementations, compiled as C++.
+check-cxx: | $(B)
+	for cxx in g++ clang++; do for std in c++11 c++17; do \
+	  $$cxx -x c++ -std=$$std $(CXXWARN) -Werror -c tests/impl_both.c -o $(B)/impl_both_cxx.o || exit 1; \
+	done; done
+	@echo "check-cxx: ok (g++, clang++; c++11, c++17)"
+
+# Both implementations in one translation unit, in two, and as OBX_STATIC.
+check-link: | $(B)
+	$(CC) $(CSTD) $(WARN) -Werror -c tests/impl_both.c -o $(B)/impl_both.o
+	$(CC) $(CSTD) $(WARN) -Werror -c tests/impl_obx.c -o $(B)/impl_obx.o
+	$(CC) $(CSTD) $(WARN) -Werror -c tests/impl_ibx.c -o $(B)/impl_ibx.o
+	$(CC) $(CSTD) $(WARN) -Werror tests/link_main.c $(B)/impl_both.o tests/fake_odbc.c -o $(B)/link_one
+	$(CC) $(CSTD) $(WARN) -Werror tests/link_main.c $(B)/impl_obx.o $(B)/impl_ibx.o tests/fake_odbc.c -o $(B)/link_two
+	$(CC) $(CSTD) $(WARN) -Werror -DOBX_STATIC -DIBX_STATIC tests/test_unit.c tests/fake_odbc.c -o $(B)/test_unit_static
+	./$(B)/link_one && ./$(B)/link_two && ./$(B)/test_unit_static > /dev/null
+	@echo "check-link: ok (one TU, two TUs, OBX_STATIC)"
+
+# Only obx_/ibx_ symbols may leave an implementation object.
+check-nm: check-link
+	@bad=$$(nm -g --defined-only $(B)/impl_both.o $(B)/impl_obx.o $(B)/impl_ibx.o | awk 'NF==3 {print $$3}' | grep -v -E '^(obx|ibx)_' || true); \
+	if [ -n "$$bad" ]; then echo "check-nm: FAIL exported symbols without the obx_/ibx_ prefix:"; echo "$$bad"; exit 1; fi
+	@echo "check-nm: ok (only obx_/ibx_ symbols exported)"
+
+$(B)/asan/test_unit: tests/test_unit.c tests/fake_odbc.c $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_unit.c tests/fake_odbc.c -o $@
+$(B)/asan/test_real: tests/test_real.c $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_real.c -o $@ -lodbc
+
+check-asan: $(B)/asan/test_unit $(B)/asan/test_real
+	tests/run.sh $(B)/asan
+
+check-valgrind: $(B)/test_unit $(B)/test_real
+	OBX_TEST_WRAP="$(VALGRIND)" OBX_TEST_BACKENDS=sqlite tests/run.sh $(B)
+
+clean:
+	rm -rf $(B)

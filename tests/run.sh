@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# run.sh [BINDIR]: run every test program against every backend and close
+# with one line "N passed, N failed" over all of them.
+#   BINDIR            where the test programs are (default: build)
+#   OBX_TEST_WRAP     command to run each program under (e.g. valgrind ...)
+#   OBX_TEST_BACKENDS space-separated subset of "sqlite postgresql" (default both)
+#   CI=true           a backend that cannot run is a failure, not a skip
+# PostgreSQL runs on a throwaway server (tests/db.sh), stopped on exit.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${1:-build}
+wrap=${OBX_TEST_WRAP:-}
+backends=${OBX_TEST_BACKENDS:-sqlite postgresql}
+rundir=${OBX_TEST_RUNDIR:-${TMPDIR:-/tmp}/obx-test-$(id -u)}
+export OBX_TEST_RUNDIR=$rundir
+log=$(mktemp)
+pg_started=0
+cleanup() {
+    [ "$pg_started" = 1 ] && "$here/db.sh" stop pg >/dev/null 2>&1
+    rm -f "$log"
+}
+trap cleanup EXIT
+
+# Run one program; a crash (no closing line) becomes a FAIL line of its own.
+run() {
+    local name=$1 backend=$2; shift 2
+    local out; out=$(mktemp)
+    # shellcheck disable=SC2086
+    $wrap "$@" > "$out" 2>&1
+    local rc=$?
+    grep -v -E '^[0-9]+ (passed|skipped)' "$out" | tee -a "$log"
+    if ! grep -q -E '^[0-9]+ passed, [0-9]+ failed$' "$out" || { [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; }; then
+        echo "FAIL $name $backend the test program crashed or exited with status $rc" | tee -a "$log"
+    fi
+    rm -f "$out"
+}
+
+skip_or_fail() { # backend reason
+    if [ "${CI:-}" = true ]; then
+        echo "FAIL BACKEND $1 required under CI=true but unavailable: $2" | tee -a "$log"
+    else
+        echo "SKIPPED BACKEND $1 $2" | tee -a "$log"
+    fi
+}
+
+run unit pure,fake "$bin/test_unit"
+
+for backend in $backends; do
+    case $backend in
+    sqlite)
+        mkdir -p "$rundir/sqlite" && rm -f "$rundir/sqlite/"core.db*
+        conn="Driver={SQLite3};Database=$rundir/sqlite/core.db;JournalMode=WAL;SyncPragma=NORMAL;Timeout=5000;"
+        run test_real sqlite "$bin/test_real" sqlite "$conn"
+        ;;
+    postgresql)
+        if "$here/db.sh" start pg; then
+            pg_started=1
+            eval "$("$here/db.sh" env pg)"
+            run test_real postgresql "$bin/test_real" postgresql "$OBX_TEST_PG"
+        else
+            skip_or_fail postgresql "the throwaway server did not start (see above)"
+        fi
+        ;;
+    *) echo "FAIL BACKEND $backend unknown backend name" | tee -a "$log" ;;
+    esac
+done
+
+passed=$(grep -c '^PASS ' "$log")
+failed=$(grep -c '^FAIL ' "$log")
+skipped=$(grep -c '^SKIPPED ' "$log")
+[ "$skipped" -gt 0 ] && echo "$skipped SKIPPED (see the SKIPPED lines above)"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
