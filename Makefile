@@ -27,17 +27,22 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
         check-nm check-asan check-valgrind
 .DELETE_ON_ERROR:
 
-all: $(B)/test_unit $(B)/test_real $(B)/quickstart
+TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_real
+
+all: $(TESTS) $(B)/quickstart
 
 deps:
 	@tests/deps.sh build pg check
 
-$(B):
-	@mkdir -p $(B) $(B)/asan
+$(B) $(B)/asan:
+	@mkdir -p $@
 
 # ---- programs -------------------------------------------------------------------
 $(B)/test_unit: tests/test_unit.c tests/fake_odbc.c tests/fake_odbc.h tests/tt.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_unit.c tests/fake_odbc.c -o $@
+
+$(B)/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc.h | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/fake_selftest.c tests/fake_odbc.c -o $@
 
 $(B)/test_real: tests/test_real.c tests/tt.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_real.c -o $@ -lodbc
@@ -53,7 +58,7 @@ demo:
 
 test:
 	@tests/deps.sh build pg
-	@$(MAKE) --no-print-directory $(B)/test_unit $(B)/test_real
+	@$(MAKE) --no-print-directory $(TESTS)
 	tests/run.sh $(B)
 
 # ---- check ----------------------------------------------------------------------
@@ -69,15 +74,15 @@ check-common:
 
 # Strict warnings as errors, with both compilers and C99 and C11.
 check-warnings: | $(B)
-	for cc in gcc clang; do for std in c99 c11; do \
-	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/fake_odbc.c || exit 1; \
+	@for cc in gcc clang; do for std in c99 c11; do \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/fake_odbc.c tests/fake_selftest.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c examples/quickstart.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11)"
 
 # Both headers, declarations and implementations, compiled as C++.
 check-cxx: | $(B)
-	for cxx in g++ clang++; do for std in c++11 c++17; do \
+	@for cxx in g++ clang++; do for std in c++11 c++17; do \
 	  $$cxx -x c++ -std=$$std $(CXXWARN) -Werror -c tests/impl_both.c -o $(B)/impl_both_cxx.o || exit 1; \
 	done; done
 	@echo "check-cxx: ok (g++, clang++; c++11, c++17)"
@@ -99,15 +104,17 @@ check-nm: check-link
 	if [ -n "$$bad" ]; then echo "check-nm: FAIL exported symbols without the obx_/ibx_ prefix:"; echo "$$bad"; exit 1; fi
 	@echo "check-nm: ok (only obx_/ibx_ symbols exported)"
 
-$(B)/asan/test_unit: tests/test_unit.c tests/fake_odbc.c $(HEADERS) | $(B)
+$(B)/asan/test_unit: tests/test_unit.c tests/fake_odbc.c $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_unit.c tests/fake_odbc.c -o $@
-$(B)/asan/test_real: tests/test_real.c $(HEADERS) | $(B)
+$(B)/asan/test_real: tests/test_real.c $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_real.c -o $@ -lodbc
+$(B)/asan/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc.h | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) tests/fake_selftest.c tests/fake_odbc.c -o $@
 
-check-asan: $(B)/asan/test_unit $(B)/asan/test_real
+check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_real
 	tests/run.sh $(B)/asan
 
-check-valgrind: $(B)/test_unit $(B)/test_real
+check-valgrind: $(TESTS)
 	OBX_TEST_WRAP="$(VALGRIND)" OBX_TEST_BACKENDS=sqlite tests/run.sh $(B)
 
 clean:

@@ -75,7 +75,9 @@
 #include <stdint.h>
 
 #ifndef IBX_API
-#ifdef IBX_STATIC
+#if defined(IBX_STATIC) && (defined(__GNUC__) || defined(__clang__))
+#define IBX_API static __attribute__((unused)) /* a program need not call them all */
+#elif defined(IBX_STATIC)
 #define IBX_API static
 #else
 #define IBX_API extern
@@ -937,6 +939,12 @@ IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handl
         }
     }
     if (rec == 1) ibx__copy(e->message, sizeof e->message, "no diagnostic record from the driver");
+    {
+        /* One log line per event: drivers put newlines into messages. */
+        char *c;
+        for (c = e->message; *c; c++)
+            if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
+    }
     /* A driver may report a dead connection with an ordinary code; ask. */
     if (db->dbc && db->connected) {
         SQLUINTEGER dead = 0;

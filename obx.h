@@ -110,7 +110,9 @@
 #include <stdint.h>
 
 #ifndef OBX_API
-#ifdef OBX_STATIC
+#if defined(OBX_STATIC) && (defined(__GNUC__) || defined(__clang__))
+#define OBX_API static __attribute__((unused)) /* a program need not call them all */
+#elif defined(OBX_STATIC)
 #define OBX_API static
 #else
 #define OBX_API extern
@@ -972,6 +974,12 @@ OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handl
         }
     }
     if (rec == 1) obx__copy(e->message, sizeof e->message, "no diagnostic record from the driver");
+    {
+        /* One log line per event: drivers put newlines into messages. */
+        char *c;
+        for (c = e->message; *c; c++)
+            if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
+    }
     /* A driver may report a dead connection with an ordinary code; ask. */
     if (db->dbc && db->connected) {
         SQLUINTEGER dead = 0;

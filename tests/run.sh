@@ -43,6 +43,21 @@ skip_or_fail() { # backend reason
     fi
 }
 
+# A program with its own checks and closing line, counted as one test.
+run_one() {
+    local name=$1 backend=$2 what=$3; shift 3
+    local out; out=$(mktemp)
+    # shellcheck disable=SC2086
+    if $wrap "$@" > "$out" 2>&1; then
+        echo "PASS $name $backend $what ($(tail -n 1 "$out"))" | tee -a "$log"
+    else
+        sed 's/^/    /' "$out" | tail -n 20
+        echo "FAIL $name $backend $what" | tee -a "$log"
+    fi
+    rm -f "$out"
+}
+
+run_one FAKE-SELFTEST fake "the fake ODBC layer's own checks" "$bin/fake_selftest"
 run unit pure,fake "$bin/test_unit"
 
 for backend in $backends; do
