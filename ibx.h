@@ -863,6 +863,79 @@ IBX__PRIVATE char *ibx__quote_name(const ibx__hooks *h, const ibx__dialect *d, c
     return out;
 }
 
+/* >> growable buffers and list literals -------------------------------------------- */
+
+/* A byte buffer that only grows; reused across calls so that steady-state
+ * work allocates nothing. */
+typedef struct ibx__buf {
+    char *data;
+    size_t len;
+    size_t cap;
+} ibx__buf;
+
+IBX__PRIVATE int ibx__buf_reserve(const ibx__hooks *h, ibx__buf *b, size_t extra) {
+    size_t want = b->len + extra + 1, cap = b->cap ? b->cap : 256;
+    char *grown;
+    if (want <= b->cap) return 1;
+    while (cap < want) cap *= 2;
+    grown = (char *)ibx__realloc(h, b->data, cap);
+    if (!grown) return 0;
+    b->data = grown;
+    b->cap = cap;
+    return 1;
+}
+
+IBX__PRIVATE int ibx__buf_add(const ibx__hooks *h, ibx__buf *b, const void *bytes, size_t n) {
+    if (!ibx__buf_reserve(h, b, n)) return 0;
+    if (n) memcpy(b->data + b->len, bytes, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 1;
+}
+
+IBX__PRIVATE void ibx__buf_free(const ibx__hooks *h, ibx__buf *b) {
+    ibx__free(h, b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+/* A list of values passed as one text parameter, so that a whole batch is
+ * one statement: PostgreSQL array literal {"a","b"} (CAST(? AS uuid[])),
+ * elsewhere a JSON array ["a","b"] (json_each, JSON_TABLE, OPENJSON). */
+IBX__PRIVATE int ibx__list_add(const ibx__hooks *h, ibx__buf *b, const ibx__dialect *d,
+                               const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    size_t i;
+    int pg = d->id == IBX_DIALECT_POSTGRESQL;
+    if (b->len == 0 && !ibx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
+    if (b->len > 1 && !ibx__buf_add(h, b, ",", 1)) return 0;
+    if (!ibx__buf_reserve(h, b, n * 6 + 2)) return 0; /* worst case: all \u00XX */
+    b->data[b->len++] = '"';
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            b->data[b->len++] = '\\';
+            b->data[b->len++] = (char)c;
+        } else if (c < 0x20 && !pg) {
+            memcpy(b->data + b->len, "\\u00", 4);
+            b->data[b->len + 4] = hex[c >> 4];
+            b->data[b->len + 5] = hex[c & 15];
+            b->len += 6;
+        } else {
+            b->data[b->len++] = (char)c;
+        }
+    }
+    b->data[b->len++] = '"';
+    b->data[b->len] = '\0';
+    return 1;
+}
+
+IBX__PRIVATE int ibx__list_end(const ibx__hooks *h, ibx__buf *b, const ibx__dialect *d) {
+    int pg = d->id == IBX_DIALECT_POSTGRESQL;
+    if (b->len == 0) return ibx__buf_add(h, b, pg ? "{}" : "[]", 2);
+    return ibx__buf_add(h, b, pg ? "}" : "]", 1);
+}
+
 /* >> odbc: connection state ----------------------------------------------------- */
 
 #define IBX__MAX_STMTS 48
@@ -1358,6 +1431,52 @@ IBX__PRIVATE ibx_result ibx__get_bytes(ibx__db *db, SQLHSTMT st, int col, SQLSMA
     buf[len] = '\0';
     *out = buf;
     if (out_len) *out_len = len;
+    return IBX_OK;
+}
+
+/* Column `col` appended to `buf` (NUL-terminated there); *offset is where
+ * it starts, or (size_t)-1 for SQL NULL. Offsets, not pointers: the buffer
+ * may move while later columns are read. */
+IBX__PRIVATE ibx_result ibx__get_append(ibx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type,
+                                        ibx__buf *buf, size_t *offset, size_t *out_len) {
+    const size_t term = c_type == SQL_C_CHAR ? 1 : 0;
+    size_t start = buf->len;
+    int first = 1;
+    for (;;) {
+        SQLLEN ind = 0;
+        size_t room, got;
+        SQLRETURN rc;
+        if (!ibx__buf_reserve(db->hooks, buf, 1024))
+            return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
+        room = buf->cap - buf->len;
+        rc = SQLGetData(st, (SQLUSMALLINT)col, c_type, buf->data + buf->len, (SQLLEN)room, &ind);
+        if (rc == SQL_NO_DATA) break;
+        if (!SQL_SUCCEEDED(rc)) {
+            buf->len = start;
+            return ibx__diag(db, SQL_HANDLE_STMT, st, "SQLGetData");
+        }
+        if (ind == SQL_NULL_DATA) {
+            buf->len = start;
+            *offset = (size_t)-1;
+            if (out_len) *out_len = 0;
+            return IBX_OK;
+        }
+        if (rc == SQL_SUCCESS_WITH_INFO) got = room - term;
+        else if (term) got = strnlen(buf->data + buf->len, room);
+        else got = (ind != SQL_NO_TOTAL && (size_t)ind <= room) ? (size_t)ind : room;
+        buf->len += got;
+        if (rc == SQL_SUCCESS) break;
+        /* Truncated: the first indicator usually tells the whole size. */
+        if (first && ind != SQL_NO_TOTAL && (size_t)ind > got &&
+            !ibx__buf_reserve(db->hooks, buf, (size_t)ind - got + 1))
+            return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
+        first = 0;
+    }
+    if (!ibx__buf_reserve(db->hooks, buf, 1))
+        return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
+    buf->data[buf->len++] = '\0';
+    *offset = start;
+    if (out_len) *out_len = buf->len - start - 1;
     return IBX_OK;
 }
 

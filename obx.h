@@ -311,6 +311,8 @@ typedef struct obx_store_desc {
     const char *schema;          /* default "dbo" where the dialect has schemas; ignored by SQLite */
     const char *table;           /* default "Outbox" */
     const char *store_id;        /* name on every log line; default "outbox" */
+    int deploy_schema;           /* nonzero: create tables, indexes, functions if missing */
+    const char *worker_name;     /* ProcessedBy on ack; default: the owner token */
     obx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
 } obx_store_desc;
 
@@ -346,6 +348,156 @@ OBX_API obx_result obx_store_get_info(const obx_store *store, obx_store_info *in
  * Valid until the next call on the store. NULL store gives a static
  * "store is NULL" error. */
 OBX_API const obx_error *obx_store_last_error(const obx_store *store);
+
+/* ---- Messages ----------------------------------------------------------------- */
+
+/* payload_len value meaning "up to the NUL terminator". */
+#define OBX_NTS ((size_t)-1)
+
+/* Largest topic and correlation id, in characters (UTF-8 code points). */
+#define OBX_TOPIC_MAX 255
+#define OBX_CORRELATION_MAX 255
+
+/* Message states (the Status column). */
+typedef enum obx_status {
+    OBX_STATUS_READY = 0,        /* waiting; claimable once next_attempt_ms has passed */
+    OBX_STATUS_IN_PROGRESS = 1,  /* claimed, under a lease */
+    OBX_STATUS_DONE = 2,         /* acknowledged */
+    OBX_STATUS_FAILED = 3        /* failed permanently (dead) */
+} obx_status;
+
+/* A message to enqueue. Zero fields are the defaults. */
+typedef struct obx_new_message {
+    const char *topic;           /* required, 1..255 characters, case-sensitive */
+    const void *payload;         /* required (may be empty); text, no NUL byte inside */
+    size_t payload_len;          /* bytes, or OBX_NTS for a NUL-terminated payload */
+    const char *correlation_id;  /* optional; "" is stored as NULL; <= 255 characters */
+    int64_t due_utc_ms;          /* optional: not claimable before this UTC time (Unix ms); 0 = now */
+} obx_new_message;
+
+/* A stored message, as claim and get return it. Strings are NUL-terminated
+ * and owned by the store: valid until the next claim/get on it or its
+ * close. Times are UTC Unix milliseconds from the database clock; 0 = NULL. */
+typedef struct obx_message {
+    char id[37];                 /* work item id (UUID): what ack/abandon/fail take */
+    char message_id[37];         /* logical message id (UUID), stable across retries */
+    const char *topic;
+    const char *payload;
+    size_t payload_len;
+    const char *correlation_id;  /* NULL when none */
+    int64_t created_at_ms;
+    int64_t due_time_ms;         /* 0 when enqueued without a due time */
+    int retry_count;             /* abandons so far */
+    const char *last_error;      /* NULL when none */
+    obx_status status;
+    int is_processed;
+    int64_t processed_at_ms;
+    const char *processed_by;    /* NULL until acknowledged */
+    int64_t locked_until_ms;
+    char owner_token[37];        /* "" when not leased */
+    int64_t next_attempt_ms;
+} obx_message;
+
+/* The schema as SQL text for `dialect` with the given schema and table
+ * names (NULL: the defaults), exactly what deployment runs: tables Outbox,
+ * OutboxJoin, OutboxJoinMember, indexes and (PostgreSQL) the functions.
+ * Writes at most `cap` bytes including the NUL into `out` (may be NULL with
+ * cap 0) and the full size including the NUL into *needed (if not NULL).
+ * Returns OBX_OK; OBX_ERR_INVALID_ARG (bad names); OBX_ERR_OUT_OF_RANGE
+ * (buffer too small: *needed says how much); OBX_ERR_UNSUPPORTED (a dialect
+ * without statements yet). Pure; does not touch a database. */
+OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const char *table,
+                                  char *out, size_t cap, size_t *needed);
+
+/* Create the schema objects if they are missing (idempotent; what
+ * desc.deploy_schema does at open). Touches the database, own transaction.
+ * Returns OBX_OK, OBX_ERR_DB, OBX_ERR_DB_TRANSIENT, OBX_ERR_INVALID_ARG. */
+OBX_API obx_result obx_store_deploy(obx_store *store);
+
+/* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
+ * from the store's clock and random hooks. Returns OBX_OK or
+ * OBX_ERR_INVALID_ARG (NULL argument). */
+OBX_API obx_result obx_owner_token(obx_store *store, char out[37]);
+
+/* Enqueue one message in its own transaction, committed before return
+ * (OBX-002). *out_id (if not NULL) receives the new work item id.
+ * Returns OBX_OK; OBX_ERR_INVALID_ARG (store or message NULL; topic NULL,
+ * empty or too long; payload NULL or containing a NUL byte; correlation id
+ * too long: the error names the argument, and no SQL runs);
+ * OBX_ERR_OUT_OF_RANGE (due_utc_ms < 0); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
+OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message, char out_id[37]);
+
+/* Enqueue inside the caller's transaction on `hdbc` (an SQLHDBC with
+ * autocommit off, or for SQLite inside the caller's BEGIN IMMEDIATE). The
+ * library never commits or rolls back `hdbc` (OBX-003): a rollback by the
+ * caller leaves no message. `hdbc` must be connected to the same database
+ * as the store. Results as obx_enqueue. */
+OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_message *message,
+                                  char out_id[37]);
+
+/* Enqueue `count` messages in one transaction: the caller's on `hdbc`, or
+ * the store's own (committed) when hdbc is NULL. All or nothing: one bad
+ * message rejects the batch before any SQL runs. out_ids (if not NULL)
+ * receives count ids. Results as obx_enqueue; count < 0 or messages NULL
+ * with count > 0 is OBX_ERR_INVALID_ARG. */
+OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
+                                     const obx_new_message *messages, int count,
+                                     char (*out_ids)[37]);
+
+/* Claim up to `batch_size` ready messages (due, not leased, not done or
+ * failed) for `owner_token`, leasing them for `lease_seconds`, in one round
+ * trip. *messages points at an array of *count messages owned by the store
+ * (valid until the next claim/get/close). Two workers never get the same
+ * message. Returns OBX_OK (count >= 1) or OBX_EMPTY (count 0);
+ * OBX_ERR_INVALID_ARG (owner token not a UUID, NULL pointers);
+ * OBX_ERR_OUT_OF_RANGE (lease_seconds or batch_size < 1, batch_size > 10000,
+ * lease_seconds > 86400); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
+OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int lease_seconds,
+                             int batch_size, const obx_message **messages, int *count);
+
+/* Mark messages done (processed now, by desc.worker_name or the token).
+ * Ids that do not exist or that `owner_token` does not hold are ignored
+ * (OBX-031); *changed (if not NULL) says how many rows changed, so a
+ * caller can treat "fewer than asked" as an error. One statement for the
+ * whole batch. count 0 is OBX_OK without touching the database.
+ * Returns OBX_OK; OBX_ERR_INVALID_ARG (bad token, an id that is not a UUID
+ * (the error names its index), count < 0); OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_ack(obx_store *store, const char *owner_token, const char *const *ids,
+                           int count, int64_t *changed);
+
+/* Release messages for a retry: lease cleared, retry count + 1, last error
+ * recorded when `last_error` is not NULL or empty, next attempt after
+ * `delay_ms`, or when delay_ms < 0 after the default backoff
+ * min(2^retry_count s, 60 s) computed per message from its retry count
+ * before this abandon. Ownership and results as obx_ack. */
+OBX_API obx_result obx_abandon(obx_store *store, const char *owner_token,
+                               const char *const *ids, int count, const char *last_error,
+                               int64_t delay_ms, int64_t *changed);
+
+/* Fail messages permanently (never claimed again), recording `last_error`
+ * (NULL or "" stores no text). Ownership and results as obx_ack. */
+OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const char *const *ids,
+                            int count, const char *last_error, int64_t *changed);
+
+/* Release every expired lease (in progress, lease in the past): the
+ * messages become claimable again, their retry counts unchanged. Done and
+ * failed messages are never touched. *reaped (if not NULL) receives the
+ * count. Returns OBX_OK or OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped);
+
+/* Read one message by work item id into *message (strings owned by the
+ * store, valid until the next claim/get/close). Returns OBX_OK,
+ * OBX_ERR_NOT_FOUND, OBX_ERR_INVALID_ARG (id not a UUID), OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *message);
+
+/* Delete done messages processed more than `retention_ms` ago, in batches
+ * of `batch_size` rows (0: 1000), each its own transaction, until none are
+ * left. Ready, in-progress and failed messages are never deleted.
+ * *deleted (if not NULL) receives the total. Returns OBX_OK;
+ * OBX_ERR_OUT_OF_RANGE (retention_ms or batch_size < 0); OBX_ERR_DB(_TRANSIENT)
+ * (rows deleted by earlier batches stay deleted). */
+OBX_API obx_result obx_cleanup(obx_store *store, int64_t retention_ms, int batch_size,
+                               int64_t *deleted);
 
 #ifdef __cplusplus
 }
@@ -898,6 +1050,79 @@ OBX__PRIVATE char *obx__quote_name(const obx__hooks *h, const obx__dialect *d, c
     return out;
 }
 
+/* >> growable buffers and list literals -------------------------------------------- */
+
+/* A byte buffer that only grows; reused across calls so that steady-state
+ * work allocates nothing. */
+typedef struct obx__buf {
+    char *data;
+    size_t len;
+    size_t cap;
+} obx__buf;
+
+OBX__PRIVATE int obx__buf_reserve(const obx__hooks *h, obx__buf *b, size_t extra) {
+    size_t want = b->len + extra + 1, cap = b->cap ? b->cap : 256;
+    char *grown;
+    if (want <= b->cap) return 1;
+    while (cap < want) cap *= 2;
+    grown = (char *)obx__realloc(h, b->data, cap);
+    if (!grown) return 0;
+    b->data = grown;
+    b->cap = cap;
+    return 1;
+}
+
+OBX__PRIVATE int obx__buf_add(const obx__hooks *h, obx__buf *b, const void *bytes, size_t n) {
+    if (!obx__buf_reserve(h, b, n)) return 0;
+    if (n) memcpy(b->data + b->len, bytes, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 1;
+}
+
+OBX__PRIVATE void obx__buf_free(const obx__hooks *h, obx__buf *b) {
+    obx__free(h, b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+/* A list of values passed as one text parameter, so that a whole batch is
+ * one statement: PostgreSQL array literal {"a","b"} (CAST(? AS uuid[])),
+ * elsewhere a JSON array ["a","b"] (json_each, JSON_TABLE, OPENJSON). */
+OBX__PRIVATE int obx__list_add(const obx__hooks *h, obx__buf *b, const obx__dialect *d,
+                               const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    size_t i;
+    int pg = d->id == OBX_DIALECT_POSTGRESQL;
+    if (b->len == 0 && !obx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
+    if (b->len > 1 && !obx__buf_add(h, b, ",", 1)) return 0;
+    if (!obx__buf_reserve(h, b, n * 6 + 2)) return 0; /* worst case: all \u00XX */
+    b->data[b->len++] = '"';
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            b->data[b->len++] = '\\';
+            b->data[b->len++] = (char)c;
+        } else if (c < 0x20 && !pg) {
+            memcpy(b->data + b->len, "\\u00", 4);
+            b->data[b->len + 4] = hex[c >> 4];
+            b->data[b->len + 5] = hex[c & 15];
+            b->len += 6;
+        } else {
+            b->data[b->len++] = (char)c;
+        }
+    }
+    b->data[b->len++] = '"';
+    b->data[b->len] = '\0';
+    return 1;
+}
+
+OBX__PRIVATE int obx__list_end(const obx__hooks *h, obx__buf *b, const obx__dialect *d) {
+    int pg = d->id == OBX_DIALECT_POSTGRESQL;
+    if (b->len == 0) return obx__buf_add(h, b, pg ? "{}" : "[]", 2);
+    return obx__buf_add(h, b, pg ? "}" : "]", 1);
+}
+
 /* >> odbc: connection state ----------------------------------------------------- */
 
 #define OBX__MAX_STMTS 48
@@ -1396,6 +1621,52 @@ OBX__PRIVATE obx_result obx__get_bytes(obx__db *db, SQLHSTMT st, int col, SQLSMA
     return OBX_OK;
 }
 
+/* Column `col` appended to `buf` (NUL-terminated there); *offset is where
+ * it starts, or (size_t)-1 for SQL NULL. Offsets, not pointers: the buffer
+ * may move while later columns are read. */
+OBX__PRIVATE obx_result obx__get_append(obx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type,
+                                        obx__buf *buf, size_t *offset, size_t *out_len) {
+    const size_t term = c_type == SQL_C_CHAR ? 1 : 0;
+    size_t start = buf->len;
+    int first = 1;
+    for (;;) {
+        SQLLEN ind = 0;
+        size_t room, got;
+        SQLRETURN rc;
+        if (!obx__buf_reserve(db->hooks, buf, 1024))
+            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
+        room = buf->cap - buf->len;
+        rc = SQLGetData(st, (SQLUSMALLINT)col, c_type, buf->data + buf->len, (SQLLEN)room, &ind);
+        if (rc == SQL_NO_DATA) break;
+        if (!SQL_SUCCEEDED(rc)) {
+            buf->len = start;
+            return obx__diag(db, SQL_HANDLE_STMT, st, "SQLGetData");
+        }
+        if (ind == SQL_NULL_DATA) {
+            buf->len = start;
+            *offset = (size_t)-1;
+            if (out_len) *out_len = 0;
+            return OBX_OK;
+        }
+        if (rc == SQL_SUCCESS_WITH_INFO) got = room - term;
+        else if (term) got = strnlen(buf->data + buf->len, room);
+        else got = (ind != SQL_NO_TOTAL && (size_t)ind <= room) ? (size_t)ind : room;
+        buf->len += got;
+        if (rc == SQL_SUCCESS) break;
+        /* Truncated: the first indicator usually tells the whole size. */
+        if (first && ind != SQL_NO_TOTAL && (size_t)ind > got &&
+            !obx__buf_reserve(db->hooks, buf, (size_t)ind - got + 1))
+            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
+        first = 0;
+    }
+    if (!obx__buf_reserve(db->hooks, buf, 1))
+        return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
+    buf->data[buf->len++] = '\0';
+    *offset = start;
+    if (out_len) *out_len = buf->len - start - 1;
+    return OBX_OK;
+}
+
 /* Run one statement that returns nothing, outside the cache (DDL,
  * transaction control, session settings). */
 OBX__PRIVATE obx_result obx__exec_direct(obx__db *db, const char *sql, const char *where) {
@@ -1563,6 +1834,279 @@ OBX_API obx_result obx_identifier_check(const char *name) { return obx__identifi
 
 /* >>common-end public */
 
+/* >> outbox statements ------------------------------------------------------------ */
+
+/* Statement templates. {T} is the quoted, qualified outbox table, {J} and
+ * {M} the join and join-member tables, {S} the quoted schema, {N} the bare
+ * table name (for derived names), {W} the dialect's "now" in Unix ms.
+ * Parameter order is the same in every dialect. */
+enum {
+    OBX__Q_INSERT,   /* id, message_id, topic, payload, correlation, due, next_attempt */
+    OBX__Q_CLAIM,    /* owner, lease_seconds, batch -> message rows */
+    OBX__Q_ACK,      /* processed_by, owner, ids -> count */
+    OBX__Q_ABANDON,  /* last_error, delay_ms (NULL: default backoff), owner, ids -> count */
+    OBX__Q_FAIL,     /* last_error, owner, ids -> count */
+    OBX__Q_REAP,     /* -> count */
+    OBX__Q_GET,      /* id -> message row */
+    OBX__Q_CLEANUP,  /* retention_ms, batch -> count */
+    OBX__Q_COUNT
+};
+
+typedef struct obx__outbox_sql {
+    const char *now_ms;            /* {W} */
+    int count_in_row;              /* counts come back as a row (functions), not SQLRowCount */
+    const char *ddl[24];           /* the schema, one statement each, NULL-terminated */
+    const char *q[OBX__Q_COUNT];
+} obx__outbox_sql;
+
+/* Columns of a message row, in the order obx__read_message expects. */
+#define OBX__SQLITE_COLS                                                                  \
+    "\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", \"CreatedAt\", "     \
+    "\"DueTimeUtc\", \"RetryCount\", \"LastError\", \"Status\", \"ProcessedAt\", "          \
+    "\"ProcessedBy\", \"LockedUntil\", \"OwnerToken\", \"NextAttemptAt\""
+#define OBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
+#define OBX__PG_COLS                                                                      \
+    "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), \"Topic\", \"Payload\", "           \
+    "\"CorrelationId\", " OBX__PG_MS("CreatedAt") ", " OBX__PG_MS("DueTimeUtc") ", "        \
+    "\"RetryCount\", \"LastError\", \"Status\", " OBX__PG_MS("ProcessedAt") ", "            \
+    "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
+    OBX__PG_MS("NextAttemptAt")
+
+static const obx__outbox_sql obx__sqlite_outbox = {
+    "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+    0,
+    {
+    "CREATE TABLE IF NOT EXISTS {T} (\n"
+    "    \"Id\"            TEXT NOT NULL PRIMARY KEY,\n"
+    "    \"Topic\"         TEXT NOT NULL,\n"
+    "    \"Payload\"       TEXT NOT NULL,\n"
+    "    \"CreatedAt\"     INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    \"Status\"        INTEGER NOT NULL DEFAULT 0,\n"
+    "    \"LockedUntil\"   INTEGER NULL,\n"
+    "    \"OwnerToken\"    TEXT NULL,\n"
+    "    \"IsProcessed\"   INTEGER NOT NULL DEFAULT 0,\n"
+    "    \"ProcessedAt\"   INTEGER NULL,\n"
+    "    \"ProcessedBy\"   TEXT NULL,\n"
+    "    \"RetryCount\"    INTEGER NOT NULL DEFAULT 0,\n"
+    "    \"LastError\"     TEXT NULL,\n"
+    "    \"NextAttemptAt\" INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    \"MessageId\"     TEXT NOT NULL,\n"
+    "    \"CorrelationId\" TEXT NULL,\n"
+    "    \"DueTimeUtc\"    INTEGER NULL\n"
+    ")",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") WHERE \"Status\" = 1",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (\"ProcessedAt\") WHERE \"Status\" = 2",
+    "CREATE TABLE IF NOT EXISTS {J} (\n"
+    "    \"JoinId\"         TEXT NOT NULL PRIMARY KEY,\n"
+    "    \"GroupingKey\"    TEXT NULL,\n"
+    "    \"ExpectedSteps\"  INTEGER NOT NULL,\n"
+    "    \"CompletedSteps\" INTEGER NOT NULL DEFAULT 0,\n"
+    "    \"FailedSteps\"    INTEGER NOT NULL DEFAULT 0,\n"
+    "    \"Status\"         INTEGER NOT NULL DEFAULT 0,\n"
+    "    \"CreatedUtc\"     INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    \"LastUpdatedUtc\" INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    \"Metadata\"       TEXT NULL\n"
+    ")",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}Join_GroupingKey\" ON {J} (\"GroupingKey\") "
+    "WHERE \"GroupingKey\" IS NOT NULL",
+    "CREATE TABLE IF NOT EXISTS {M} (\n"
+    "    \"JoinId\"          TEXT NOT NULL REFERENCES {J} (\"JoinId\") ON DELETE CASCADE,\n"
+    "    \"OutboxMessageId\" TEXT NOT NULL,\n"
+    "    \"Status\"          INTEGER NOT NULL DEFAULT 0,\n"
+    "    \"CreatedUtc\"      INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    PRIMARY KEY (\"JoinId\", \"OutboxMessageId\")\n"
+    ")",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}JoinMember_Message\" ON {M} (\"OutboxMessageId\")",
+        NULL},
+    {
+        "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+        "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))",
+        /* sqliteodbc shows RETURNING rows only for statements that start
+         * with SELECT or WITH: hence the empty CTE. */
+        "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
+        "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
+        "WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W} "
+        "ORDER BY \"NextAttemptAt\" LIMIT ?) RETURNING " OBX__SQLITE_COLS,
+        "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
+        "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
+        "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))",
+        "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+        "\"RetryCount\" = \"RetryCount\" + 1, \"LastError\" = coalesce(?, \"LastError\"), "
+        "\"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"RetryCount\", 6)))) "
+        "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))",
+        "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = ? "
+        "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))",
+        "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+        "WHERE \"Status\" = 1 AND \"LockedUntil\" < {W}",
+        "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE \"Id\" = ?",
+        "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 2 AND "
+        "\"ProcessedAt\" < {W} - ? ORDER BY \"ProcessedAt\" LIMIT ?)",
+    }};
+
+/* PostgreSQL: the work-queue operations are functions in the schema
+ * (OBX-112), so SQL users get them too; each call is one round trip. */
+static const obx__outbox_sql obx__postgresql_outbox = {
+    "now()",
+    1,
+    {
+    "SELECT pg_advisory_xact_lock(hashtext('obx deploy {T}'))",
+    "CREATE SCHEMA IF NOT EXISTS {S}",
+    "CREATE TABLE IF NOT EXISTS {T} (\n"
+    "    \"Id\"            uuid NOT NULL PRIMARY KEY,\n"
+    "    \"Topic\"         varchar(255) NOT NULL,\n"
+    "    \"Payload\"       text NOT NULL,\n"
+    "    \"CreatedAt\"     timestamptz NOT NULL DEFAULT now(),\n"
+    "    \"Status\"        smallint NOT NULL DEFAULT 0,\n"
+    "    \"LockedUntil\"   timestamptz NULL,\n"
+    "    \"OwnerToken\"    uuid NULL,\n"
+    "    \"IsProcessed\"   boolean NOT NULL DEFAULT false,\n"
+    "    \"ProcessedAt\"   timestamptz NULL,\n"
+    "    \"ProcessedBy\"   varchar(100) NULL,\n"
+    "    \"RetryCount\"    integer NOT NULL DEFAULT 0,\n"
+    "    \"LastError\"     text NULL,\n"
+    "    \"NextAttemptAt\" timestamptz NOT NULL DEFAULT now(),\n"
+    "    \"MessageId\"     uuid NOT NULL,\n"
+    "    \"CorrelationId\" varchar(255) NULL,\n"
+    "    \"DueTimeUtc\"    timestamptz NULL\n"
+    ")",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") WHERE \"Status\" = 1",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (\"ProcessedAt\") WHERE \"Status\" = 2",
+    "CREATE TABLE IF NOT EXISTS {J} (\n"
+    "    \"JoinId\"         uuid NOT NULL PRIMARY KEY,\n"
+    "    \"GroupingKey\"    varchar(255) NULL,\n"
+    "    \"ExpectedSteps\"  integer NOT NULL,\n"
+    "    \"CompletedSteps\" integer NOT NULL DEFAULT 0,\n"
+    "    \"FailedSteps\"    integer NOT NULL DEFAULT 0,\n"
+    "    \"Status\"         smallint NOT NULL DEFAULT 0,\n"
+    "    \"CreatedUtc\"     timestamptz NOT NULL DEFAULT now(),\n"
+    "    \"LastUpdatedUtc\" timestamptz NOT NULL DEFAULT now(),\n"
+    "    \"Metadata\"       text NULL\n"
+    ")",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}Join_GroupingKey\" ON {J} (\"GroupingKey\") "
+    "WHERE \"GroupingKey\" IS NOT NULL",
+    "CREATE TABLE IF NOT EXISTS {M} (\n"
+    "    \"JoinId\"          uuid NOT NULL REFERENCES {J} (\"JoinId\") ON DELETE CASCADE,\n"
+    "    \"OutboxMessageId\" uuid NOT NULL,\n"
+    "    \"Status\"          smallint NOT NULL DEFAULT 0,\n"
+    "    \"CreatedUtc\"      timestamptz NOT NULL DEFAULT now(),\n"
+    "    PRIMARY KEY (\"JoinId\", \"OutboxMessageId\")\n"
+    ")",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}JoinMember_Message\" ON {M} (\"OutboxMessageId\")",
+    "CREATE OR REPLACE FUNCTION {S}.\"{N}_Claim\"(p_owner uuid, p_lease_seconds integer, "
+    "p_batch integer)\n"
+    "RETURNS SETOF {T} LANGUAGE sql AS $$\n"
+    "    UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = p_owner,\n"
+    "           \"LockedUntil\" = now() + make_interval(secs => p_lease_seconds)\n"
+    "     WHERE \"Id\" IN (SELECT \"Id\" FROM {T}\n"
+    "                     WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()\n"
+    "                     ORDER BY \"NextAttemptAt\" LIMIT p_batch\n"
+    "                     FOR UPDATE SKIP LOCKED)\n"
+    "    RETURNING *\n"
+    "$$",
+    "CREATE OR REPLACE FUNCTION {S}.\"{N}_Ack\"(p_processed_by varchar, p_owner uuid, "
+    "p_ids uuid[])\n"
+    "RETURNS integer LANGUAGE sql AS $$\n"
+    "    WITH changed AS (\n"
+    "        UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = true, \"ProcessedAt\" = now(),\n"
+    "               \"ProcessedBy\" = p_processed_by, \"LockedUntil\" = NULL\n"
+    "         WHERE \"OwnerToken\" = p_owner AND \"Status\" = 1 AND \"Id\" = ANY (p_ids)\n"
+    "        RETURNING 1)\n"
+    "    SELECT CAST(count(*) AS integer) FROM changed\n"
+    "$$",
+    "CREATE OR REPLACE FUNCTION {S}.\"{N}_Abandon\"(p_last_error text, p_delay_ms bigint, "
+    "p_owner uuid, p_ids uuid[])\n"
+    "RETURNS integer LANGUAGE sql AS $$\n"
+    "    WITH changed AS (\n"
+    "        UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL,\n"
+    "               \"RetryCount\" = \"RetryCount\" + 1,\n"
+    "               \"LastError\" = coalesce(p_last_error, \"LastError\"),\n"
+    "               \"NextAttemptAt\" = now() + make_interval(secs => coalesce(p_delay_ms / 1000.0,\n"
+    "                   least(60, 1 << least(\"RetryCount\", 6))))\n"
+    "         WHERE \"OwnerToken\" = p_owner AND \"Status\" = 1 AND \"Id\" = ANY (p_ids)\n"
+    "        RETURNING 1)\n"
+    "    SELECT CAST(count(*) AS integer) FROM changed\n"
+    "$$",
+    "CREATE OR REPLACE FUNCTION {S}.\"{N}_Fail\"(p_last_error text, p_owner uuid, p_ids uuid[])\n"
+    "RETURNS integer LANGUAGE sql AS $$\n"
+    "    WITH changed AS (\n"
+    "        UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = p_last_error\n"
+    "         WHERE \"OwnerToken\" = p_owner AND \"Status\" = 1 AND \"Id\" = ANY (p_ids)\n"
+    "        RETURNING 1)\n"
+    "    SELECT CAST(count(*) AS integer) FROM changed\n"
+    "$$",
+    "CREATE OR REPLACE FUNCTION {S}.\"{N}_ReapExpired\"()\n"
+    "RETURNS integer LANGUAGE sql AS $$\n"
+    "    WITH changed AS (\n"
+    "        UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL\n"
+    "         WHERE \"Status\" = 1 AND \"LockedUntil\" < now()\n"
+    "        RETURNING 1)\n"
+    "    SELECT CAST(count(*) AS integer) FROM changed\n"
+    "$$",
+    "CREATE OR REPLACE FUNCTION {S}.\"{N}_Cleanup\"(p_retention_ms bigint, p_batch integer)\n"
+    "RETURNS integer LANGUAGE sql AS $$\n"
+    "    WITH gone AS (\n"
+    "        DELETE FROM {T} WHERE \"Id\" IN (\n"
+    "            SELECT \"Id\" FROM {T} WHERE \"Status\" = 2\n"
+    "               AND \"ProcessedAt\" < now() - make_interval(secs => p_retention_ms / 1000.0)\n"
+    "             ORDER BY \"ProcessedAt\" LIMIT p_batch)\n"
+    "        RETURNING 1)\n"
+    "    SELECT CAST(count(*) AS integer) FROM gone\n"
+    "$$",
+        NULL},
+    {
+        "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+        "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (CAST(? AS uuid), CAST(? AS uuid), ?, ?, ?, "
+        "to_timestamp(CAST(? AS bigint) / 1000.0), "
+        "coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()))",
+        "SELECT " OBX__PG_COLS " FROM {S}.\"{N}_Claim\"(CAST(? AS uuid), CAST(? AS integer), "
+        "CAST(? AS integer))",
+        "SELECT {S}.\"{N}_Ack\"(CAST(? AS varchar), CAST(? AS uuid), CAST(? AS uuid[]))",
+        "SELECT {S}.\"{N}_Abandon\"(CAST(? AS text), CAST(? AS bigint), CAST(? AS uuid), "
+        "CAST(? AS uuid[]))",
+        "SELECT {S}.\"{N}_Fail\"(CAST(? AS text), CAST(? AS uuid), CAST(? AS uuid[]))",
+        "SELECT {S}.\"{N}_ReapExpired\"()",
+        "SELECT " OBX__PG_COLS " FROM {T} WHERE \"Id\" = CAST(? AS uuid)",
+        "SELECT {S}.\"{N}_Cleanup\"(CAST(? AS bigint), CAST(? AS integer))",
+    }};
+
+/* Indexed by obx_dialect; NULL where the dialect has no statements yet. */
+static const obx__outbox_sql *const obx__outbox_sqls[] = {
+    NULL, &obx__sqlite_outbox, &obx__postgresql_outbox, NULL, NULL};
+
+/* Expand a template with the store's names. */
+static char *obx__outbox_expand(const obx__hooks *h, const obx__dialect *d,
+                                const obx__outbox_sql *q, const char *schema, const char *table,
+                                const char *tmpl) {
+    const char *names[26];
+    char join_name[80], member_name[80];
+    char *t, *j, *m, *qs, *out;
+    memset((void *)names, 0, sizeof names);
+    snprintf(join_name, sizeof join_name, "%sJoin", table);
+    snprintf(member_name, sizeof member_name, "%sJoinMember", table);
+    if (!d->has_schemas) schema = NULL;
+    t = obx__quote_name(h, d, schema, table);
+    j = obx__quote_name(h, d, schema, join_name);
+    m = obx__quote_name(h, d, schema, member_name);
+    qs = schema ? obx__quote_name(h, d, NULL, schema) : NULL;
+    out = NULL;
+    if (t && j && m && (qs || !schema)) {
+        names['T' - 'A'] = t;
+        names['J' - 'A'] = j;
+        names['M' - 'A'] = m;
+        names['S' - 'A'] = qs;
+        names['N' - 'A'] = table;
+        names['W' - 'A'] = q->now_ms;
+        out = obx__sql_expand(h, tmpl, names);
+    }
+    obx__free(h, t);
+    obx__free(h, j);
+    obx__free(h, m);
+    obx__free(h, qs);
+    return out;
+}
+
 /* >> store ---------------------------------------------------------------------- */
 
 struct obx_store {
@@ -1572,32 +2116,142 @@ struct obx_store {
     char *schema;
     char *table;
     char *store_id;
+    char *worker_name;
+    const obx__outbox_sql *q;
+    char *sql[OBX__Q_COUNT];      /* expanded statements */
+    obx__buf list;                /* id lists for batch statements */
+    obx__buf rows;                /* strings of the last claimed/read messages */
+    obx_message *msgs;            /* the last claim's messages */
+    int msgs_cap;
+    obx_uuid_state uuids;
 };
 
 static const obx_error obx__null_store_error = {OBX_ERR_INVALID_ARG, "", 0, 0, "store",
                                                 "store is NULL"};
 
+/* Table names get suffixes ("Join", "_Processed"), so they are kept short
+ * enough for every derived name to stay within 63 characters. */
+#define OBX__TABLE_MAX 48
+
+static obx_result obx__check_names(obx_error *err, const char *fn, const char *schema,
+                                   const char *table) {
+    char where[96];
+    if (obx__identifier_check(schema) != OBX_OK) {
+        snprintf(where, sizeof where, "%s: schema", fn);
+        return obx__fail(err, OBX_ERR_INVALID_ARG, where,
+                         "schema must be 1-63 characters of A-Z, a-z, 0-9, _ and not start "
+                         "with a digit");
+    }
+    if (obx__identifier_check(table) != OBX_OK || strlen(table) > OBX__TABLE_MAX) {
+        snprintf(where, sizeof where, "%s: table", fn);
+        return obx__fail(err, OBX_ERR_INVALID_ARG, where,
+                         "table must be 1-48 characters of A-Z, a-z, 0-9, _ and not start "
+                         "with a digit");
+    }
+    return OBX_OK;
+}
+
 static obx_result obx__store_names(obx_store *s, const obx_store_desc *desc) {
     const char *schema = desc->schema ? desc->schema : "dbo";
     const char *table = desc->table ? desc->table : "Outbox";
     const char *id = desc->store_id ? desc->store_id : "outbox";
-    if (obx__identifier_check(schema) != OBX_OK)
-        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: schema",
-                         "schema must be 1-63 characters of A-Z, a-z, 0-9, _ and not start with "
-                         "a digit");
-    if (obx__identifier_check(table) != OBX_OK)
-        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: table",
-                         "table must be 1-63 characters of A-Z, a-z, 0-9, _ and not start with "
-                         "a digit");
+    obx_result r = obx__check_names(&s->err, "obx_store_open", schema, table);
+    if (r != OBX_OK) return r;
     if (!id[0] || strlen(id) > 63)
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: store_id",
                          "store_id must be 1-63 characters");
+    if (desc->worker_name && (!desc->worker_name[0] || strlen(desc->worker_name) > 100))
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: worker_name",
+                         "worker_name must be 1-100 characters");
     s->schema = obx__strdup(&s->hooks, schema);
     s->table = obx__strdup(&s->hooks, table);
     s->store_id = obx__strdup(&s->hooks, id);
-    if (!s->schema || !s->table || !s->store_id)
+    s->worker_name = desc->worker_name ? obx__strdup(&s->hooks, desc->worker_name) : NULL;
+    if (!s->schema || !s->table || !s->store_id || (desc->worker_name && !s->worker_name))
         return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     return OBX_OK;
+}
+
+static obx_result obx__store_prepare_sql(obx_store *s) {
+    int i;
+    s->q = obx__outbox_sqls[s->db.d->id];
+    if (!s->q)
+        return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, "dialect",
+                         "no outbox statements for %s yet", s->db.d->name);
+    for (i = 0; i < OBX__Q_COUNT; i++) {
+        s->sql[i] = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->q[i]);
+        if (!s->sql[i]) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
+    }
+    return OBX_OK;
+}
+
+/* The schema for one dialect and set of names as one text, each statement
+ * followed by ";\n" (what sql/<dialect>/outbox.sql holds). */
+static char *obx__schema_text(const obx__hooks *h, const obx__dialect *d, const obx__outbox_sql *q,
+                              const char *schema, const char *table) {
+    obx__buf text = {NULL, 0, 0};
+    int i;
+    for (i = 0; q->ddl[i]; i++) {
+        char *one = obx__outbox_expand(h, d, q, schema, table, q->ddl[i]);
+        int ok = one && obx__buf_add(h, &text, one, strlen(one)) && obx__buf_add(h, &text, ";\n", 2);
+        obx__free(h, one);
+        if (!ok) {
+            obx__buf_free(h, &text);
+            return NULL;
+        }
+    }
+    return text.data;
+}
+
+static obx_result obx__deploy_unit(obx__db *db, void *ctx) {
+    obx_store *s = (obx_store *)ctx;
+    obx_result r = OBX_OK;
+    int i;
+    for (i = 0; s->q->ddl[i] && r == OBX_OK; i++) {
+        char *one = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
+        if (!one) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_store_deploy", "out of memory");
+        r = obx__exec_direct(db, one, "deploy");
+        obx__free(&s->hooks, one);
+    }
+    return r;
+}
+
+OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const char *table,
+                                  char *out, size_t cap, size_t *needed) {
+    obx__hooks h;
+    obx_error err;
+    const obx__dialect *d = obx__dialect_get(dialect);
+    const obx__outbox_sql *q = d ? obx__outbox_sqls[d->id] : NULL;
+    char *ddl;
+    size_t n;
+    obx_result r = obx__check_names(&err, "obx_schema_sql", schema ? schema : "dbo",
+                                    table ? table : "Outbox");
+    if (r != OBX_OK) return r;
+    if (!q) return OBX_ERR_UNSUPPORTED;
+    if (!out && cap > 0) return OBX_ERR_INVALID_ARG;
+    obx__hooks_resolve(&h, NULL);
+    ddl = obx__schema_text(&h, d, q, schema ? schema : "dbo", table ? table : "Outbox");
+    if (!ddl) return OBX_ERR_NO_MEMORY;
+    n = strlen(ddl) + 1;
+    if (needed) *needed = n;
+    if (n > cap) {
+        obx__free(&h, ddl);
+        return OBX_ERR_OUT_OF_RANGE;
+    }
+    memcpy(out, ddl, n);
+    obx__free(&h, ddl);
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_store_deploy(obx_store *store) {
+    obx_result r;
+    if (!store) return OBX_ERR_INVALID_ARG;
+    if (!store->q) return obx__fail(&store->err, OBX_ERR_STATE, "obx_store_deploy", "store is not open");
+    r = obx__unit(&store->db, obx__deploy_unit, store, "deploy schema");
+    if (r == OBX_OK)
+        obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "schema deployed (table %s)",
+                 store->table);
+    return r;
 }
 
 OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
@@ -1631,25 +2285,33 @@ OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
     s->db.store_id = s->store_id;
     r = desc->connection_string ? obx__db_connect(&s->db, desc->connection_string)
                                 : obx__db_adopt(&s->db, desc->hdbc);
+    if (r == OBX_OK) r = obx__store_prepare_sql(s);
+    if (r == OBX_OK && desc->deploy_schema) r = obx_store_deploy(s);
     if (r != OBX_OK) {
         obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "open failed: %s: %s (%s)",
                  obx__result_str(r), s->err.message, s->err.where);
         return r;
     }
     obx__error_clear(&s->err);
-    obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "opened: %s %s via %s", s->db.dbms_name,
-             s->db.dbms_version, s->db.driver_name);
+    obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "opened: %s %s via %s, table %s", s->db.dbms_name,
+             s->db.dbms_version, s->db.driver_name, s->table);
     return OBX_OK;
 }
 
 OBX_API void obx_store_close(obx_store *store) {
     obx__hooks hooks;
+    int i;
     if (!store) return;
     obx__db_close(&store->db);
     hooks = store->hooks;
+    for (i = 0; i < OBX__Q_COUNT; i++) obx__free(&hooks, store->sql[i]);
+    obx__buf_free(&hooks, &store->list);
+    obx__buf_free(&hooks, &store->rows);
+    obx__free(&hooks, store->msgs);
     obx__free(&hooks, store->schema);
     obx__free(&hooks, store->table);
     obx__free(&hooks, store->store_id);
+    obx__free(&hooks, store->worker_name);
     obx__free(&hooks, store);
 }
 
@@ -1666,6 +2328,548 @@ OBX_API obx_result obx_store_get_info(const obx_store *store, obx_store_info *in
 
 OBX_API const obx_error *obx_store_last_error(const obx_store *store) {
     return store ? &store->err : &obx__null_store_error;
+}
+
+/* A store that can run statements, with its last error cleared. */
+static obx_result obx__store_ready(obx_store *s, const char *fn) {
+    if (!s) return OBX_ERR_INVALID_ARG;
+    obx__error_clear(&s->err);
+    if (!s->q) return obx__fail(&s->err, OBX_ERR_STATE, fn, "store is not open");
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_owner_token(obx_store *store, char out[37]) {
+    if (!store || !out) return OBX_ERR_INVALID_ARG;
+    obx__uuid_v7(&store->uuids, obx__now_ms(&store->hooks), obx__random(&store->hooks),
+                 obx__random(&store->hooks), out);
+    return OBX_OK;
+}
+
+/* >> enqueue ------------------------------------------------------------------------ */
+
+static size_t obx__utf8_chars(const char *s, size_t n) {
+    size_t i, chars = 0;
+    for (i = 0; i < n; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80) chars++;
+    return chars;
+}
+
+/* Check one message; `fn` and `index` (-1: single) name it in the error. */
+static obx_result obx__check_message(obx_error *err, const char *fn, int index,
+                                     const obx_new_message *m, size_t *payload_len) {
+    char where[96], item[24] = "";
+    size_t n;
+    const char *nul;
+    if (index >= 0) snprintf(item, sizeof item, "messages[%d].", index);
+#define OBX__BAD(arg, result, ...)                                           \
+    do {                                                                     \
+        snprintf(where, sizeof where, "%s: %s%s", fn, item, arg);            \
+        return obx__fail(err, result, where, __VA_ARGS__);                   \
+    } while (0)
+    if (!m->topic || !m->topic[0]) OBX__BAD("topic", OBX_ERR_INVALID_ARG, "topic must not be NULL or empty");
+    n = strlen(m->topic);
+    if (obx__utf8_chars(m->topic, n) > OBX_TOPIC_MAX)
+        OBX__BAD("topic", OBX_ERR_INVALID_ARG, "topic is longer than %d characters", OBX_TOPIC_MAX);
+    if (!m->payload) OBX__BAD("payload", OBX_ERR_INVALID_ARG, "payload must not be NULL (use \"\" for none)");
+    n = m->payload_len == OBX_NTS ? strlen((const char *)m->payload) : m->payload_len;
+    nul = (const char *)memchr(m->payload, 0, n);
+    if (nul)
+        OBX__BAD("payload", OBX_ERR_INVALID_ARG,
+                 "payload has a NUL byte at offset %lu; the text column cannot store it "
+                 "(encode binary data, e.g. base64)",
+                 (unsigned long)(nul - (const char *)m->payload));
+    if (m->correlation_id && obx__utf8_chars(m->correlation_id, strlen(m->correlation_id)) >
+                                 OBX_CORRELATION_MAX)
+        OBX__BAD("correlation_id", OBX_ERR_INVALID_ARG, "correlation_id is longer than %d characters",
+                 OBX_CORRELATION_MAX);
+    if (m->due_utc_ms < 0)
+        OBX__BAD("due_utc_ms", OBX_ERR_OUT_OF_RANGE, "due_utc_ms must be 0 (now) or a Unix time in ms");
+#undef OBX__BAD
+    *payload_len = n;
+    return OBX_OK;
+}
+
+typedef struct obx__enqueue_ctx {
+    obx_store *s;
+    const obx_new_message *msgs;
+    const size_t *lens;
+    int count;
+    char (*ids)[37];
+} obx__enqueue_ctx;
+
+static obx_result obx__insert_messages(obx__db *db, void *vctx) {
+    obx__enqueue_ctx *c = (obx__enqueue_ctx *)vctx;
+    int i;
+    for (i = 0; i < c->count; i++) {
+        const obx_new_message *m = &c->msgs[i];
+        char message_id[37];
+        obx__param p[7];
+        const char *corr = m->correlation_id && m->correlation_id[0] ? m->correlation_id : NULL;
+        obx_result r;
+        obx__uuid_v7(&c->s->uuids, obx__now_ms(db->hooks), obx__random(db->hooks),
+                     obx__random(db->hooks), c->ids[i]);
+        obx__uuid_v7(&c->s->uuids, obx__now_ms(db->hooks), obx__random(db->hooks),
+                     obx__random(db->hooks), message_id);
+        obx__p_text(&p[0], c->ids[i], 36);
+        obx__p_text(&p[1], message_id, 36);
+        obx__p_text(&p[2], m->topic, (size_t)-1);
+        obx__p_text(&p[3], (const char *)m->payload, c->lens[i]);
+        obx__p_text(&p[4], corr, (size_t)-1);
+        if (m->due_utc_ms > 0) {
+            obx__p_i64(&p[5], m->due_utc_ms);
+            obx__p_i64(&p[6], m->due_utc_ms);
+        } else {
+            obx__p_i64(&p[5], 0);
+            p[5].ind = SQL_NULL_DATA;
+            p[6] = p[5];
+        }
+        r = obx__exec(db, OBX__Q_INSERT, c->s->sql[OBX__Q_INSERT], p, 7, NULL, NULL);
+        if (r != OBX_OK) return r;
+    }
+    return OBX_OK;
+}
+
+static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_message *msgs,
+                                    int count, char (*out_ids)[37], const char *fn) {
+    size_t one_len;
+    size_t *lens = &one_len;
+    char one_id[37];
+    char (*ids)[37] = out_ids;
+    obx__enqueue_ctx ctx;
+    obx_result r;
+    int i;
+    char where[64];
+    r = obx__store_ready(s, fn);
+    if (r != OBX_OK) return r;
+    snprintf(where, sizeof where, "%s: %s", fn, count == 1 && msgs ? "message" : "messages");
+    if (count < 0) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "count must be >= 0");
+    if (!msgs) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "must not be NULL");
+    if (count == 0) return OBX_OK;
+    if (count > 1) {
+        lens = (size_t *)obx__alloc(&s->hooks, sizeof *lens * (size_t)count);
+        if (!lens) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
+    }
+    if (!ids) {
+        ids = count > 1 ? (char (*)[37])obx__alloc(&s->hooks, 37 * (size_t)count) : &one_id;
+        if (!ids) r = obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
+    }
+    for (i = 0; r == OBX_OK && i < count; i++)
+        r = obx__check_message(&s->err, fn, count > 1 ? i : -1, &msgs[i], &lens[i]);
+    if (r == OBX_OK) {
+        ctx.s = s;
+        ctx.msgs = msgs;
+        ctx.lens = lens;
+        ctx.count = count;
+        ctx.ids = ids;
+        if (hdbc) {
+            /* The caller's connection and transaction: statements are made
+             * and freed on it per call, and nothing is committed here. */
+            obx__db caller;
+            memset(&caller, 0, sizeof caller);
+            caller.hooks = &s->hooks;
+            caller.store_id = s->store_id;
+            caller.err = &s->err;
+            caller.d = s->db.d;
+            caller.dbc = (SQLHDBC)hdbc;
+            caller.connected = 1;
+            r = obx__insert_messages(&caller, &ctx);
+            obx__db_free_statements(&caller);
+        } else {
+            r = obx__unit(&s->db, obx__insert_messages, &ctx, fn);
+        }
+    }
+    if (r == OBX_OK) {
+        for (i = 0; i < count; i++)
+            obx__log(&s->hooks, OBX_LOG_INFO, s->store_id,
+                     "enqueued %s topic=%s correlation=%s%s", ids[i], msgs[i].topic,
+                     msgs[i].correlation_id && msgs[i].correlation_id[0] ? msgs[i].correlation_id : "-",
+                     hdbc ? " (in caller's transaction)" : "");
+    }
+    if (lens != &one_len) obx__free(&s->hooks, lens);
+    if (ids != out_ids && ids != &one_id) obx__free(&s->hooks, ids);
+    return r;
+}
+
+OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message, char out_id[37]) {
+    return obx__enqueue_many(store, NULL, message, 1, (char (*)[37])out_id, "obx_enqueue");
+}
+
+OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_message *message,
+                                  char out_id[37]) {
+    if (store && !hdbc)
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_enqueue_tx: hdbc",
+                         "hdbc must be the caller's connection");
+    return obx__enqueue_many(store, hdbc, message, 1, (char (*)[37])out_id, "obx_enqueue_tx");
+}
+
+OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
+                                     const obx_new_message *messages, int count,
+                                     char (*out_ids)[37]) {
+    return obx__enqueue_many(store, hdbc, messages, count, out_ids, "obx_enqueue_batch");
+}
+
+/* >> claim and read ------------------------------------------------------------------ */
+
+/* Where each string of a message row sits in store->rows. */
+typedef struct obx__row_offsets {
+    size_t topic, payload, correlation, last_error, processed_by;
+} obx__row_offsets;
+
+static const char *obx__at(const obx__buf *b, size_t off) {
+    return off == (size_t)-1 ? NULL : b->data + off;
+}
+
+/* Read the current row (columns as OBX__SQLITE_COLS) into *m; strings go to
+ * store->rows and are pointed at later, when the buffer stops moving. */
+static obx_result obx__read_message(obx_store *s, SQLHSTMT st, obx_message *m,
+                                    obx__row_offsets *o) {
+    obx__db *db = &s->db;
+    char text[40];
+    SQLLEN ind;
+    int64_t v;
+    int is_null;
+    obx_result r;
+    int col;
+    memset(m, 0, sizeof *m);
+    for (col = 1; col <= 2; col++) {
+        r = obx__check(db, SQLGetData(st, (SQLUSMALLINT)col, SQL_C_CHAR, text, sizeof text, &ind),
+                       SQL_HANDLE_STMT, st, "SQLGetData");
+        if (r != OBX_OK) return r;
+        obx__copy(col == 1 ? m->id : m->message_id, 37, ind == SQL_NULL_DATA ? "" : text);
+    }
+    /* psqlODBC renders uuid in upper case; ids are lower case here. */
+    for (col = 0; col < 36; col++) {
+        if (m->id[col] >= 'A' && m->id[col] <= 'F') m->id[col] = (char)(m->id[col] + 32);
+        if (m->message_id[col] >= 'A' && m->message_id[col] <= 'F')
+            m->message_id[col] = (char)(m->message_id[col] + 32);
+    }
+    if ((r = obx__get_append(db, st, 3, SQL_C_CHAR, &s->rows, &o->topic, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, 4, SQL_C_CHAR, &s->rows, &o->payload, &m->payload_len)) != OBX_OK ||
+        (r = obx__get_append(db, st, 5, SQL_C_CHAR, &s->rows, &o->correlation, NULL)) != OBX_OK ||
+        (r = obx__get_i64(db, st, 6, &m->created_at_ms, NULL)) != OBX_OK ||
+        (r = obx__get_i64(db, st, 7, &m->due_time_ms, NULL)) != OBX_OK ||
+        (r = obx__get_i64(db, st, 8, &v, NULL)) != OBX_OK)
+        return r;
+    m->retry_count = (int)v;
+    if ((r = obx__get_append(db, st, 9, SQL_C_CHAR, &s->rows, &o->last_error, NULL)) != OBX_OK ||
+        (r = obx__get_i64(db, st, 10, &v, NULL)) != OBX_OK)
+        return r;
+    m->status = (obx_status)v;
+    m->is_processed = v == OBX_STATUS_DONE;
+    if ((r = obx__get_i64(db, st, 11, &m->processed_at_ms, &is_null)) != OBX_OK ||
+        (r = obx__get_append(db, st, 12, SQL_C_CHAR, &s->rows, &o->processed_by, NULL)) != OBX_OK ||
+        (r = obx__get_i64(db, st, 13, &m->locked_until_ms, NULL)) != OBX_OK)
+        return r;
+    r = obx__check(db, SQLGetData(st, 14, SQL_C_CHAR, text, sizeof text, &ind), SQL_HANDLE_STMT,
+                   st, "SQLGetData");
+    if (r != OBX_OK) return r;
+    obx__copy(m->owner_token, sizeof m->owner_token, ind == SQL_NULL_DATA ? "" : text);
+    for (col = 0; m->owner_token[col]; col++)
+        if (m->owner_token[col] >= 'A' && m->owner_token[col] <= 'F')
+            m->owner_token[col] = (char)(m->owner_token[col] + 32);
+    return obx__get_i64(db, st, 15, &m->next_attempt_ms, NULL);
+}
+
+static void obx__point_strings(obx_store *s, obx_message *m, const obx__row_offsets *o) {
+    m->topic = obx__at(&s->rows, o->topic);
+    m->payload = obx__at(&s->rows, o->payload);
+    m->correlation_id = obx__at(&s->rows, o->correlation);
+    m->last_error = obx__at(&s->rows, o->last_error);
+    m->processed_by = obx__at(&s->rows, o->processed_by);
+}
+
+typedef struct obx__claim_ctx {
+    obx_store *s;
+    const char *owner;
+    int lease_seconds, batch_size, count;
+    obx__row_offsets *offsets;
+} obx__claim_ctx;
+
+static obx_result obx__claim_unit(obx__db *db, void *vctx) {
+    obx__claim_ctx *c = (obx__claim_ctx *)vctx;
+    obx_store *s = c->s;
+    obx__param p[3];
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    c->count = 0;
+    s->rows.len = 0;
+    obx__p_text(&p[0], c->owner, 36);
+    obx__p_i64(&p[1], c->lease_seconds);
+    obx__p_i64(&p[2], c->batch_size);
+    r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, &cur);
+    while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
+        /* A row beyond batch_size would be a statement bug; never return it. */
+        OBX_ASSERT(c->count < c->batch_size);
+        r = obx__read_message(s, cur, &s->msgs[c->count], &c->offsets[c->count]);
+        if (r == OBX_OK) c->count++;
+    }
+    obx__close(cur);
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
+static obx_result obx__check_token(obx_store *s, const char *fn, const char *token) {
+    char where[96];
+    if (obx__uuid_is_valid(token)) return OBX_OK;
+    snprintf(where, sizeof where, "%s: owner_token", fn);
+    return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "owner_token must be a UUID (obx_owner_token)");
+}
+
+OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int lease_seconds,
+                             int batch_size, const obx_message **messages, int *count) {
+    obx__claim_ctx ctx;
+    obx__row_offsets stack_offsets[64];
+    obx_result r;
+    int i;
+    r = obx__store_ready(store, "obx_claim");
+    if (r != OBX_OK) return r;
+    if (!messages || !count)
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_claim: messages", "output pointers must not be NULL");
+    if ((r = obx__check_token(store, "obx_claim", owner_token)) != OBX_OK) return r;
+    if (lease_seconds < 1 || lease_seconds > 86400)
+        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_claim: lease_seconds",
+                         "lease_seconds must be 1..86400, got %d", lease_seconds);
+    if (batch_size < 1 || batch_size > 10000)
+        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_claim: batch_size",
+                         "batch_size must be 1..10000, got %d", batch_size);
+    if (batch_size > store->msgs_cap) {
+        obx_message *grown = (obx_message *)obx__realloc(&store->hooks, store->msgs,
+                                                         sizeof *grown * (size_t)batch_size);
+        if (!grown) return obx__fail(&store->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
+        store->msgs = grown;
+        store->msgs_cap = batch_size;
+    }
+    ctx.s = store;
+    ctx.owner = owner_token;
+    ctx.lease_seconds = lease_seconds;
+    ctx.batch_size = batch_size;
+    ctx.count = 0;
+    ctx.offsets = stack_offsets;
+    if (batch_size > 64) {
+        ctx.offsets = (obx__row_offsets *)obx__alloc(&store->hooks, sizeof *ctx.offsets * (size_t)batch_size);
+        if (!ctx.offsets) return obx__fail(&store->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
+    }
+    r = obx__unit(&store->db, obx__claim_unit, &ctx, "claim");
+    if (r == OBX_OK) {
+        for (i = 0; i < ctx.count; i++) obx__point_strings(store, &store->msgs[i], &ctx.offsets[i]);
+        *messages = store->msgs;
+        *count = ctx.count;
+        obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "claimed %d message(s) for %s", ctx.count,
+                 owner_token);
+        r = ctx.count > 0 ? OBX_OK : OBX_EMPTY;
+    }
+    if (ctx.offsets != stack_offsets) obx__free(&store->hooks, ctx.offsets);
+    return r;
+}
+
+typedef struct obx__get_ctx {
+    obx_store *s;
+    const char *id;
+    obx_message *m;
+    obx__row_offsets o;
+    int found;
+} obx__get_ctx;
+
+static obx_result obx__get_unit(obx__db *db, void *vctx) {
+    obx__get_ctx *c = (obx__get_ctx *)vctx;
+    obx__param p[1];
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    c->s->rows.len = 0;
+    c->found = 0;
+    obx__p_text(&p[0], c->id, 36);
+    r = obx__exec(db, OBX__Q_GET, c->s->sql[OBX__Q_GET], p, 1, NULL, &cur);
+    if (r == OBX_OK) r = obx__fetch(db, cur);
+    if (r == OBX_OK) {
+        r = obx__read_message(c->s, cur, c->m, &c->o);
+        c->found = r == OBX_OK;
+    }
+    obx__close(cur);
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
+OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *message) {
+    obx__get_ctx ctx;
+    obx_message m;
+    obx_result r = obx__store_ready(store, "obx_get");
+    if (r != OBX_OK) return r;
+    if (!message) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_get: message", "must not be NULL");
+    if (!obx__uuid_is_valid(id)) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_get: id", "id must be a UUID");
+    ctx.s = store;
+    ctx.id = id;
+    ctx.m = &m;
+    r = obx__unit(&store->db, obx__get_unit, &ctx, "get");
+    if (r != OBX_OK) return r;
+    if (!ctx.found) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, "obx_get: id", "no message %s", id);
+    obx__point_strings(store, &m, &ctx.o);
+    *message = m;
+    return OBX_OK;
+}
+
+/* >> ack, abandon, fail, reap, cleanup ------------------------------------------------------- */
+
+typedef struct obx__count_ctx {
+    obx_store *s;
+    int slot;
+    obx__param *p;
+    int n;
+    int64_t count;
+} obx__count_ctx;
+
+/* Run a statement that reports how many rows it changed: as a row from a
+ * function, or as the statement's row count. */
+static obx_result obx__count_unit(obx__db *db, void *vctx) {
+    obx__count_ctx *c = (obx__count_ctx *)vctx;
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    if (!c->s->q->count_in_row)
+        return obx__exec(db, c->slot, c->s->sql[c->slot], c->p, c->n, &c->count, NULL);
+    r = obx__exec(db, c->slot, c->s->sql[c->slot], c->p, c->n, NULL, &cur);
+    if (r == OBX_OK) r = obx__fetch(db, cur);
+    if (r == OBX_OK) r = obx__get_i64(db, cur, 1, &c->count, NULL);
+    obx__close(cur);
+    if (r == OBX_EMPTY) c->count = 0;
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
+static obx_result obx__run_count(obx_store *s, int slot, obx__param *p, int n, const char *what,
+                                 int64_t *count) {
+    obx__count_ctx ctx;
+    obx_result r;
+    ctx.s = s;
+    ctx.slot = slot;
+    ctx.p = p;
+    ctx.n = n;
+    ctx.count = 0;
+    r = obx__unit(&s->db, obx__count_unit, &ctx, what);
+    if (r == OBX_OK && count) *count = ctx.count;
+    return r;
+}
+
+/* Validate owner and ids, and build the id list parameter in store->list. */
+static obx_result obx__settle_args(obx_store *s, const char *fn, const char *owner,
+                                   const char *const *ids, int count) {
+    char where[96];
+    int i;
+    obx_result r = obx__store_ready(s, fn);
+    if (r != OBX_OK) return r;
+    if ((r = obx__check_token(s, fn, owner)) != OBX_OK) return r;
+    snprintf(where, sizeof where, "%s: ids", fn);
+    if (count < 0) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "count must be >= 0");
+    if (count > 0 && !ids) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "ids must not be NULL");
+    s->list.len = 0;
+    for (i = 0; i < count; i++) {
+        if (!obx__uuid_is_valid(ids[i])) {
+            snprintf(where, sizeof where, "%s: ids[%d]", fn, i);
+            return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "not a UUID");
+        }
+        if (!obx__list_add(&s->hooks, &s->list, s->db.d, ids[i], 36))
+            return obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
+    }
+    if (!obx__list_end(&s->hooks, &s->list, s->db.d))
+        return obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_ack(obx_store *store, const char *owner_token, const char *const *ids,
+                           int count, int64_t *changed) {
+    obx__param p[3];
+    int64_t n = 0;
+    obx_result r = obx__settle_args(store, "obx_ack", owner_token, ids, count);
+    if (r != OBX_OK || count == 0) {
+        if (r == OBX_OK && changed) *changed = 0;
+        return r;
+    }
+    obx__p_text(&p[0], store->worker_name ? store->worker_name : owner_token, (size_t)-1);
+    obx__p_text(&p[1], owner_token, 36);
+    obx__p_text(&p[2], store->list.data, store->list.len);
+    r = obx__run_count(store, OBX__Q_ACK, p, 3, "ack", &n);
+    if (r == OBX_OK) {
+        if (changed) *changed = n;
+        obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "acked %lld of %d", (long long)n, count);
+    }
+    return r;
+}
+
+OBX_API obx_result obx_abandon(obx_store *store, const char *owner_token,
+                               const char *const *ids, int count, const char *last_error,
+                               int64_t delay_ms, int64_t *changed) {
+    obx__param p[4];
+    int64_t n = 0;
+    obx_result r = obx__settle_args(store, "obx_abandon", owner_token, ids, count);
+    if (r != OBX_OK || count == 0) {
+        if (r == OBX_OK && changed) *changed = 0;
+        return r;
+    }
+    obx__p_text(&p[0], last_error && last_error[0] ? last_error : NULL, (size_t)-1);
+    obx__p_i64(&p[1], delay_ms);
+    if (delay_ms < 0) p[1].ind = SQL_NULL_DATA; /* the default backoff, per message */
+    obx__p_text(&p[2], owner_token, 36);
+    obx__p_text(&p[3], store->list.data, store->list.len);
+    r = obx__run_count(store, OBX__Q_ABANDON, p, 4, "abandon", &n);
+    if (r == OBX_OK) {
+        if (changed) *changed = n;
+        obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "abandoned %lld of %d", (long long)n,
+                 count);
+    }
+    return r;
+}
+
+OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const char *const *ids,
+                            int count, const char *last_error, int64_t *changed) {
+    obx__param p[3];
+    int64_t n = 0;
+    obx_result r = obx__settle_args(store, "obx_fail", owner_token, ids, count);
+    if (r != OBX_OK || count == 0) {
+        if (r == OBX_OK && changed) *changed = 0;
+        return r;
+    }
+    obx__p_text(&p[0], last_error && last_error[0] ? last_error : NULL, (size_t)-1);
+    obx__p_text(&p[1], owner_token, 36);
+    obx__p_text(&p[2], store->list.data, store->list.len);
+    r = obx__run_count(store, OBX__Q_FAIL, p, 3, "fail", &n);
+    if (r == OBX_OK) {
+        if (changed) *changed = n;
+        obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "failed %lld of %d", (long long)n, count);
+    }
+    return r;
+}
+
+OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped) {
+    int64_t n = 0;
+    obx_result r = obx__store_ready(store, "obx_reap");
+    if (r != OBX_OK) return r;
+    r = obx__run_count(store, OBX__Q_REAP, NULL, 0, "reap", &n);
+    if (r == OBX_OK) {
+        if (reaped) *reaped = n;
+        obx__log(&store->hooks, n > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
+                 "reaped %lld expired lease(s)", (long long)n);
+    }
+    return r;
+}
+
+OBX_API obx_result obx_cleanup(obx_store *store, int64_t retention_ms, int batch_size,
+                               int64_t *deleted) {
+    obx__param p[2];
+    int64_t total = 0, n;
+    obx_result r = obx__store_ready(store, "obx_cleanup");
+    if (r != OBX_OK) return r;
+    if (retention_ms < 0)
+        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_cleanup: retention_ms", "must be >= 0");
+    if (batch_size < 0)
+        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_cleanup: batch_size", "must be >= 0");
+    if (batch_size == 0) batch_size = 1000;
+    do {
+        obx__p_i64(&p[0], retention_ms);
+        obx__p_i64(&p[1], batch_size);
+        n = 0;
+        r = obx__run_count(store, OBX__Q_CLEANUP, p, 2, "cleanup", &n);
+        total += n;
+    } while (r == OBX_OK && n >= batch_size);
+    if (deleted) *deleted = total;
+    if (r == OBX_OK && total > 0)
+        obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "cleanup deleted %lld done message(s)",
+                 (long long)total);
+    return r;
 }
 
 #endif /* OBX_IMPLEMENTATION */
