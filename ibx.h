@@ -683,8 +683,11 @@ IBX__PRIVATE ibx_result ibx__identifier_check(const char *name) {
 
 /* >> dialects ------------------------------------------------------------------ */
 
-/* How a failure is classified. */
-enum { IBX__FAULT_PERMANENT = 0, IBX__FAULT_TRANSIENT = 1, IBX__FAULT_LOST = 2 };
+/* How a failure is classified. All but PERMANENT give IBX_ERR_DB_TRANSIENT;
+ * only TRANSIENT (deadlock, serialization, busy, lock wait) is redone at
+ * once: a timed-out statement would likely time out again, and after a
+ * lost connection the commit's outcome is unknown. */
+enum { IBX__FAULT_PERMANENT = 0, IBX__FAULT_TRANSIENT = 1, IBX__FAULT_TIMEOUT = 2, IBX__FAULT_LOST = 3 };
 
 typedef struct ibx__native_fault {
     long native;
@@ -719,7 +722,7 @@ static const ibx__native_fault ibx__mariadb_natives[] = {
     {1205, IBX__FAULT_TRANSIENT}, /* lock wait timeout (SQLSTATE HY000) */
     {1213, IBX__FAULT_TRANSIENT}, /* deadlock: the whole transaction was rolled back */
     {1020, IBX__FAULT_TRANSIENT}, /* record changed since last read (snapshot isolation) */
-    {1969, IBX__FAULT_TRANSIENT}, /* max_statement_time exceeded */
+    {1969, IBX__FAULT_TIMEOUT},   /* max_statement_time exceeded */
     {2002, IBX__FAULT_TRANSIENT}, /* cannot connect: server not (yet) there */
     {1927, IBX__FAULT_LOST},      /* connection killed */
     {2006, IBX__FAULT_LOST},      /* server has gone away */
@@ -730,7 +733,7 @@ static const ibx__native_fault ibx__mariadb_natives[] = {
 static const ibx__native_fault ibx__sqlserver_natives[] = {
     {1205, IBX__FAULT_TRANSIENT},  /* chosen as deadlock victim */
     {1222, IBX__FAULT_TRANSIENT},  /* lock request time out */
-    {-2, IBX__FAULT_TRANSIENT},    /* client-side query timeout */
+    {-2, IBX__FAULT_TIMEOUT},      /* client-side query timeout */
     {233, IBX__FAULT_LOST},        /* no process on the other end of the pipe */
     {10053, IBX__FAULT_LOST},      /* connection aborted */
     {10054, IBX__FAULT_LOST},      /* connection reset by peer */
@@ -807,10 +810,12 @@ IBX__PRIVATE int ibx__classify(const ibx__dialect *d, const char *sqlstate, long
     if (strcmp(sqlstate, "57P01") == 0 || strcmp(sqlstate, "57P02") == 0) /* admin shutdown, crash */
         return IBX__FAULT_LOST;
     if (strncmp(sqlstate, "40", 2) == 0) return IBX__FAULT_TRANSIENT;    /* 40001, 40P01, 40003 */
-    if (strcmp(sqlstate, "55P03") == 0 || strcmp(sqlstate, "57014") == 0 ||
-        strcmp(sqlstate, "57P03") == 0 || strncmp(sqlstate, "53", 2) == 0 ||
-        strcmp(sqlstate, "HYT00") == 0 || strcmp(sqlstate, "HYT01") == 0)
-        return IBX__FAULT_TRANSIENT; /* lock/statement timeout, cannot connect now, resources */
+    if (strcmp(sqlstate, "57014") == 0 || strcmp(sqlstate, "HYT00") == 0 ||
+        strcmp(sqlstate, "HYT01") == 0)
+        return IBX__FAULT_TIMEOUT; /* statement cancelled by a timeout */
+    if (strcmp(sqlstate, "55P03") == 0 || strcmp(sqlstate, "57P03") == 0 ||
+        strncmp(sqlstate, "53", 2) == 0)
+        return IBX__FAULT_TRANSIENT; /* lock not available, cannot connect now, resources */
     if (d && native != 0)
         for (n = d->natives; n->native != 0; n++)
             if (n->native == native) return n->fault;
@@ -956,6 +961,7 @@ typedef struct ibx__db {
     int connected;
     int lost;                    /* the connection died: reopen before the next use */
     int in_tx;                   /* a unit of work is open */
+    int fault;                   /* IBX__FAULT_* of the last diagnosed failure */
     char dbms_name[64];
     char dbms_version[64];
     char driver_name[64];
@@ -1030,6 +1036,7 @@ IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handl
         db->lost = 1;
     }
     e->result = fault == IBX__FAULT_PERMANENT ? IBX_ERR_DB : IBX_ERR_DB_TRANSIENT;
+    db->fault = fault;
     ibx__log(db->hooks, IBX_LOG_DEBUG, db->store_id, "%s failed: %s", where, e->message);
     return e->result;
 }
@@ -1322,7 +1329,15 @@ IBX__PRIVATE ibx_result ibx__exec(ibx__db *db, int slot, const char *sql, ibx__p
         return IBX_OK;
     }
     r = ibx__check(db, rc, SQL_HANDLE_STMT, st, "SQLExecute");
-    if (r != IBX_OK) return r;
+    if (r != IBX_OK) {
+        /* Prepare afresh next time: after a failure (a schema change, a
+         * dropped function) the server-side plan may be stale, and
+         * psqlODBC keeps memory of a failed execution until the handle
+         * is freed. */
+        SQLFreeHandle(SQL_HANDLE_STMT, st);
+        db->stmt[slot] = NULL;
+        return r;
+    }
     if (cursor) {
         *cursor = st;
         return IBX_OK;
@@ -1543,6 +1558,7 @@ IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
         db->err->connection_lost = 1;
         return r;
     }
+    if (db->d->tx_by_sql && !db->in_tx) return IBX_OK; /* a read unit: nothing to commit */
     r = db->d->tx_by_sql ? ibx__exec_direct(db, "COMMIT", "COMMIT")
                          : ibx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
     db->in_tx = 0;
@@ -1575,13 +1591,17 @@ typedef ibx_result (*ibx__unit_fn)(ibx__db *db, void *ctx);
  * serialization failure or busy/lock timeout redoes the unit up to
  * IBX__UNIT_RETRIES times with a short jittered pause; a lost connection is
  * reported at once (the next call reconnects). Returns fn's result. */
-IBX__PRIVATE ibx_result ibx__unit(ibx__db *db, ibx__unit_fn fn, void *ctx, const char *what) {
+IBX__PRIVATE ibx_result ibx__unit_run(ibx__db *db, ibx__unit_fn fn, void *ctx, const char *what,
+                                      int write) {
     ibx_result r;
     int attempt;
     for (attempt = 0;; attempt++) {
         r = ibx__db_ensure(db);
         if (r != IBX_OK) return r;
-        r = ibx__begin(db);
+        db->fault = IBX__FAULT_PERMANENT;
+        /* SQLite readers need no write lock: without BEGIN each statement
+         * is its own snapshot, and a writer elsewhere does not block them. */
+        r = write || !db->d->tx_by_sql ? ibx__begin(db) : IBX_OK;
         if (r == IBX_OK) r = fn(db, ctx);
         if (r >= 0) {
             ibx_result c = ibx__commit(db);
@@ -1592,7 +1612,9 @@ IBX__PRIVATE ibx_result ibx__unit(ibx__db *db, ibx__unit_fn fn, void *ctx, const
             r = c;
         }
         ibx__rollback(db);
-        if (r != IBX_ERR_DB_TRANSIENT || db->lost || attempt >= IBX__UNIT_RETRIES) break;
+        if (r != IBX_ERR_DB_TRANSIENT || db->fault != IBX__FAULT_TRANSIENT || db->lost ||
+            attempt >= IBX__UNIT_RETRIES)
+            break;
         {
             ibx_backoff_policy pause = {20, 500, 0.5, 1.5};
             int64_t ms = ibx__backoff_jitter_ms(&pause, attempt + 1, ibx__random(db->hooks));
@@ -1607,6 +1629,15 @@ IBX__PRIVATE ibx_result ibx__unit(ibx__db *db, ibx__unit_fn fn, void *ctx, const
         ibx__log(db->hooks, IBX_LOG_ERROR, db->store_id, "%s failed: %s: %s (%s)", what,
                  ibx__result_str(r), db->err->message, db->err->where);
     return r;
+}
+
+IBX__PRIVATE ibx_result ibx__unit(ibx__db *db, ibx__unit_fn fn, void *ctx, const char *what) {
+    return ibx__unit_run(db, fn, ctx, what, 1);
+}
+
+/* A unit that only reads: the same, without taking SQLite's write lock. */
+IBX__PRIVATE ibx_result ibx__unit_read(ibx__db *db, ibx__unit_fn fn, void *ctx, const char *what) {
+    return ibx__unit_run(db, fn, ctx, what, 0);
 }
 
 /* >>common-end core */

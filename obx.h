@@ -870,8 +870,11 @@ OBX__PRIVATE obx_result obx__identifier_check(const char *name) {
 
 /* >> dialects ------------------------------------------------------------------ */
 
-/* How a failure is classified. */
-enum { OBX__FAULT_PERMANENT = 0, OBX__FAULT_TRANSIENT = 1, OBX__FAULT_LOST = 2 };
+/* How a failure is classified. All but PERMANENT give OBX_ERR_DB_TRANSIENT;
+ * only TRANSIENT (deadlock, serialization, busy, lock wait) is redone at
+ * once: a timed-out statement would likely time out again, and after a
+ * lost connection the commit's outcome is unknown. */
+enum { OBX__FAULT_PERMANENT = 0, OBX__FAULT_TRANSIENT = 1, OBX__FAULT_TIMEOUT = 2, OBX__FAULT_LOST = 3 };
 
 typedef struct obx__native_fault {
     long native;
@@ -906,7 +909,7 @@ static const obx__native_fault obx__mariadb_natives[] = {
     {1205, OBX__FAULT_TRANSIENT}, /* lock wait timeout (SQLSTATE HY000) */
     {1213, OBX__FAULT_TRANSIENT}, /* deadlock: the whole transaction was rolled back */
     {1020, OBX__FAULT_TRANSIENT}, /* record changed since last read (snapshot isolation) */
-    {1969, OBX__FAULT_TRANSIENT}, /* max_statement_time exceeded */
+    {1969, OBX__FAULT_TIMEOUT},   /* max_statement_time exceeded */
     {2002, OBX__FAULT_TRANSIENT}, /* cannot connect: server not (yet) there */
     {1927, OBX__FAULT_LOST},      /* connection killed */
     {2006, OBX__FAULT_LOST},      /* server has gone away */
@@ -917,7 +920,7 @@ static const obx__native_fault obx__mariadb_natives[] = {
 static const obx__native_fault obx__sqlserver_natives[] = {
     {1205, OBX__FAULT_TRANSIENT},  /* chosen as deadlock victim */
     {1222, OBX__FAULT_TRANSIENT},  /* lock request time out */
-    {-2, OBX__FAULT_TRANSIENT},    /* client-side query timeout */
+    {-2, OBX__FAULT_TIMEOUT},      /* client-side query timeout */
     {233, OBX__FAULT_LOST},        /* no process on the other end of the pipe */
     {10053, OBX__FAULT_LOST},      /* connection aborted */
     {10054, OBX__FAULT_LOST},      /* connection reset by peer */
@@ -994,10 +997,12 @@ OBX__PRIVATE int obx__classify(const obx__dialect *d, const char *sqlstate, long
     if (strcmp(sqlstate, "57P01") == 0 || strcmp(sqlstate, "57P02") == 0) /* admin shutdown, crash */
         return OBX__FAULT_LOST;
     if (strncmp(sqlstate, "40", 2) == 0) return OBX__FAULT_TRANSIENT;    /* 40001, 40P01, 40003 */
-    if (strcmp(sqlstate, "55P03") == 0 || strcmp(sqlstate, "57014") == 0 ||
-        strcmp(sqlstate, "57P03") == 0 || strncmp(sqlstate, "53", 2) == 0 ||
-        strcmp(sqlstate, "HYT00") == 0 || strcmp(sqlstate, "HYT01") == 0)
-        return OBX__FAULT_TRANSIENT; /* lock/statement timeout, cannot connect now, resources */
+    if (strcmp(sqlstate, "57014") == 0 || strcmp(sqlstate, "HYT00") == 0 ||
+        strcmp(sqlstate, "HYT01") == 0)
+        return OBX__FAULT_TIMEOUT; /* statement cancelled by a timeout */
+    if (strcmp(sqlstate, "55P03") == 0 || strcmp(sqlstate, "57P03") == 0 ||
+        strncmp(sqlstate, "53", 2) == 0)
+        return OBX__FAULT_TRANSIENT; /* lock not available, cannot connect now, resources */
     if (d && native != 0)
         for (n = d->natives; n->native != 0; n++)
             if (n->native == native) return n->fault;
@@ -1143,6 +1148,7 @@ typedef struct obx__db {
     int connected;
     int lost;                    /* the connection died: reopen before the next use */
     int in_tx;                   /* a unit of work is open */
+    int fault;                   /* OBX__FAULT_* of the last diagnosed failure */
     char dbms_name[64];
     char dbms_version[64];
     char driver_name[64];
@@ -1217,6 +1223,7 @@ OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handl
         db->lost = 1;
     }
     e->result = fault == OBX__FAULT_PERMANENT ? OBX_ERR_DB : OBX_ERR_DB_TRANSIENT;
+    db->fault = fault;
     obx__log(db->hooks, OBX_LOG_DEBUG, db->store_id, "%s failed: %s", where, e->message);
     return e->result;
 }
@@ -1509,7 +1516,15 @@ OBX__PRIVATE obx_result obx__exec(obx__db *db, int slot, const char *sql, obx__p
         return OBX_OK;
     }
     r = obx__check(db, rc, SQL_HANDLE_STMT, st, "SQLExecute");
-    if (r != OBX_OK) return r;
+    if (r != OBX_OK) {
+        /* Prepare afresh next time: after a failure (a schema change, a
+         * dropped function) the server-side plan may be stale, and
+         * psqlODBC keeps memory of a failed execution until the handle
+         * is freed. */
+        SQLFreeHandle(SQL_HANDLE_STMT, st);
+        db->stmt[slot] = NULL;
+        return r;
+    }
     if (cursor) {
         *cursor = st;
         return OBX_OK;
@@ -1730,6 +1745,7 @@ OBX__PRIVATE obx_result obx__commit(obx__db *db) {
         db->err->connection_lost = 1;
         return r;
     }
+    if (db->d->tx_by_sql && !db->in_tx) return OBX_OK; /* a read unit: nothing to commit */
     r = db->d->tx_by_sql ? obx__exec_direct(db, "COMMIT", "COMMIT")
                          : obx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
     db->in_tx = 0;
@@ -1762,13 +1778,17 @@ typedef obx_result (*obx__unit_fn)(obx__db *db, void *ctx);
  * serialization failure or busy/lock timeout redoes the unit up to
  * OBX__UNIT_RETRIES times with a short jittered pause; a lost connection is
  * reported at once (the next call reconnects). Returns fn's result. */
-OBX__PRIVATE obx_result obx__unit(obx__db *db, obx__unit_fn fn, void *ctx, const char *what) {
+OBX__PRIVATE obx_result obx__unit_run(obx__db *db, obx__unit_fn fn, void *ctx, const char *what,
+                                      int write) {
     obx_result r;
     int attempt;
     for (attempt = 0;; attempt++) {
         r = obx__db_ensure(db);
         if (r != OBX_OK) return r;
-        r = obx__begin(db);
+        db->fault = OBX__FAULT_PERMANENT;
+        /* SQLite readers need no write lock: without BEGIN each statement
+         * is its own snapshot, and a writer elsewhere does not block them. */
+        r = write || !db->d->tx_by_sql ? obx__begin(db) : OBX_OK;
         if (r == OBX_OK) r = fn(db, ctx);
         if (r >= 0) {
             obx_result c = obx__commit(db);
@@ -1779,7 +1799,9 @@ OBX__PRIVATE obx_result obx__unit(obx__db *db, obx__unit_fn fn, void *ctx, const
             r = c;
         }
         obx__rollback(db);
-        if (r != OBX_ERR_DB_TRANSIENT || db->lost || attempt >= OBX__UNIT_RETRIES) break;
+        if (r != OBX_ERR_DB_TRANSIENT || db->fault != OBX__FAULT_TRANSIENT || db->lost ||
+            attempt >= OBX__UNIT_RETRIES)
+            break;
         {
             obx_backoff_policy pause = {20, 500, 0.5, 1.5};
             int64_t ms = obx__backoff_jitter_ms(&pause, attempt + 1, obx__random(db->hooks));
@@ -1794,6 +1816,15 @@ OBX__PRIVATE obx_result obx__unit(obx__db *db, obx__unit_fn fn, void *ctx, const
         obx__log(db->hooks, OBX_LOG_ERROR, db->store_id, "%s failed: %s: %s (%s)", what,
                  obx__result_str(r), db->err->message, db->err->where);
     return r;
+}
+
+OBX__PRIVATE obx_result obx__unit(obx__db *db, obx__unit_fn fn, void *ctx, const char *what) {
+    return obx__unit_run(db, fn, ctx, what, 1);
+}
+
+/* A unit that only reads: the same, without taking SQLite's write lock. */
+OBX__PRIVATE obx_result obx__unit_read(obx__db *db, obx__unit_fn fn, void *ctx, const char *what) {
+    return obx__unit_run(db, fn, ctx, what, 0);
 }
 
 /* >>common-end core */
@@ -1997,13 +2028,15 @@ static const obx__outbox_sql obx__postgresql_outbox = {
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Claim\"(p_owner uuid, p_lease_seconds integer, "
     "p_batch integer)\n"
     "RETURNS SETOF {T} LANGUAGE sql AS $$\n"
-    "    UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = p_owner,\n"
+    "    WITH picked AS MATERIALIZED (\n"
+    "        SELECT \"Id\" FROM {T}\n"
+    "         WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()\n"
+    "         ORDER BY \"NextAttemptAt\" LIMIT p_batch\n"
+    "           FOR UPDATE SKIP LOCKED)\n"
+    "    UPDATE {T} AS o SET \"Status\" = 1, \"OwnerToken\" = p_owner,\n"
     "           \"LockedUntil\" = now() + make_interval(secs => p_lease_seconds)\n"
-    "     WHERE \"Id\" IN (SELECT \"Id\" FROM {T}\n"
-    "                     WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()\n"
-    "                     ORDER BY \"NextAttemptAt\" LIMIT p_batch\n"
-    "                     FOR UPDATE SKIP LOCKED)\n"
-    "    RETURNING *\n"
+    "      FROM picked WHERE o.\"Id\" = picked.\"Id\"\n"
+    "    RETURNING o.*\n"
     "$$",
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Ack\"(p_processed_by varchar, p_owner uuid, "
     "p_ids uuid[])\n"
@@ -2441,7 +2474,8 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     char where[64];
     r = obx__store_ready(s, fn);
     if (r != OBX_OK) return r;
-    snprintf(where, sizeof where, "%s: %s", fn, count == 1 && msgs ? "message" : "messages");
+    snprintf(where, sizeof where, "%s: %s", fn,
+             strcmp(fn, "obx_enqueue_batch") == 0 ? "messages" : "message");
     if (count < 0) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "count must be >= 0");
     if (!msgs) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "must not be NULL");
     if (count == 0) return OBX_OK;
@@ -2598,8 +2632,14 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
     obx__p_i64(&p[2], c->batch_size);
     r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, &cur);
     while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
-        /* A row beyond batch_size would be a statement bug; never return it. */
-        OBX_ASSERT(c->count < c->batch_size);
+        /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
+         * subquery run twice does it): roll the claim back, lose nothing. */
+        if (c->count >= c->batch_size) {
+            r = obx__fail(db->err, OBX_ERR_STATE, "obx_claim",
+                          "the claim statement returned more than %d rows; rolled back",
+                          c->batch_size);
+            break;
+        }
         r = obx__read_message(s, cur, &s->msgs[c->count], &c->offsets[c->count]);
         if (r == OBX_OK) c->count++;
     }
@@ -2697,7 +2737,7 @@ OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *messag
     ctx.s = store;
     ctx.id = id;
     ctx.m = &m;
-    r = obx__unit(&store->db, obx__get_unit, &ctx, "get");
+    r = obx__unit_read(&store->db, obx__get_unit, &ctx, "get");
     if (r != OBX_OK) return r;
     if (!ctx.found) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, "obx_get: id", "no message %s", id);
     obx__point_strings(store, &m, &ctx.o);

@@ -233,7 +233,7 @@ static void test_classification(void) {
         {OBX_DIALECT_POSTGRESQL, "40P01", 1, OBX__FAULT_TRANSIENT},
         {OBX_DIALECT_POSTGRESQL, "40001", 1, OBX__FAULT_TRANSIENT},
         {OBX_DIALECT_POSTGRESQL, "55P03", 1, OBX__FAULT_TRANSIENT},
-        {OBX_DIALECT_POSTGRESQL, "57014", 1, OBX__FAULT_TRANSIENT},
+        {OBX_DIALECT_POSTGRESQL, "57014", 1, OBX__FAULT_TIMEOUT},
         {OBX_DIALECT_POSTGRESQL, "57P01", 35, OBX__FAULT_LOST},
         {OBX_DIALECT_POSTGRESQL, "57P01", 108, OBX__FAULT_LOST},
         {OBX_DIALECT_POSTGRESQL, "08S01", 35, OBX__FAULT_LOST},
@@ -246,7 +246,7 @@ static void test_classification(void) {
         {OBX_DIALECT_MARIADB, "40001", 1213, OBX__FAULT_TRANSIENT},
         {OBX_DIALECT_MARIADB, "HY000", 1205, OBX__FAULT_TRANSIENT},
         {OBX_DIALECT_MARIADB, "HY000", 1020, OBX__FAULT_TRANSIENT},
-        {OBX_DIALECT_MARIADB, "HY018", 1969, OBX__FAULT_TRANSIENT},
+        {OBX_DIALECT_MARIADB, "HY018", 1969, OBX__FAULT_TIMEOUT},
         {OBX_DIALECT_MARIADB, "HY000", 2002, OBX__FAULT_TRANSIENT},
         {OBX_DIALECT_MARIADB, "HY000", 5014, OBX__FAULT_LOST},
         {OBX_DIALECT_MARIADB, "08S01", 2013, OBX__FAULT_LOST},
@@ -260,7 +260,8 @@ static void test_classification(void) {
         {OBX_DIALECT_SQLITE, "HY000", 1205, OBX__FAULT_PERMANENT},
         {OBX_DIALECT_SQLSERVER, "40001", 1205, OBX__FAULT_TRANSIENT},
         {OBX_DIALECT_SQLSERVER, "HY000", 1222, OBX__FAULT_TRANSIENT},
-        {OBX_DIALECT_SQLSERVER, "HYT00", 0, OBX__FAULT_TRANSIENT},
+        {OBX_DIALECT_SQLSERVER, "HYT00", 0, OBX__FAULT_TIMEOUT},
+        {OBX_DIALECT_SQLSERVER, "HY000", -2, OBX__FAULT_TIMEOUT},
         {OBX_DIALECT_SQLSERVER, "23000", 2627, OBX__FAULT_PERMANENT},
         {OBX_DIALECT_SQLSERVER, "23000", 2601, OBX__FAULT_PERMANENT},
         {OBX_DIALECT_SQLSERVER, "08S01", 10054, OBX__FAULT_LOST}};
@@ -729,6 +730,135 @@ static void test_fake_logger(void) {
     obx_store_close(s);
 }
 
+/* ---- outbox operations against the fake: error paths ------------------------------------- */
+
+static const char *const k_owner = "0192abcd-ef01-7000-8000-000000000001";
+static const char *const k_id = "0192abcd-ef01-7000-8000-0000000000aa";
+
+static void test_fake_ack_deadlock_retried(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    const char *ids[1];
+    const char *two[1] = {"2"};
+    int64_t changed = 0;
+    int first;
+    TT_ASSERT(s != NULL);
+    ids[0] = k_id;
+    fake_push_error(SQL_ERROR, "40P01", 1, "deadlock detected");
+    fake_push_rows(1, 1, two);
+    TT_EQ_INT(obx_ack(s, k_owner, ids, 1, &changed), OBX_OK);
+    TT_EQ_INT(changed, 2);
+    first = fake_log_find("_Ack", 0);
+    TT_ASSERT(first >= 0);
+    TT_EQ_STR(fake_log_sql(first + 1), "<ROLLBACK>");
+    TT_ASSERT(strstr(fake_log_sql(first + 2), "_Ack") != NULL);
+    TT_EQ_STR(fake_log_sql(first + 3), "<COMMIT>");
+    /* The id list travels as one array parameter: one statement per batch. */
+    TT_EQ_STR(fake_log_param_text(first, 0, 3), "{\"0192abcd-ef01-7000-8000-0000000000aa\"}");
+    obx_store_close(s);
+}
+
+static void test_fake_claim_lost_connection(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    const obx_message *ms = NULL;
+    int n = 77;
+    const char *row[15] = {"0192ABCD-EF01-7000-8000-0000000000AA", "0192abcd-ef01-7000-8000-0000000000bb",
+                           "t", "p", NULL, "1", NULL, "0", NULL, "1", NULL, NULL, "2", NULL, "3"};
+    const char *rows2[30];
+    const char *version[1] = {"15.18"};
+    int i;
+    TT_ASSERT(s != NULL);
+    /* The connection dies while the claim executes. */
+    fake_kill_connection_after(3);
+    TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_ERR_DB_TRANSIENT);
+    TT_EQ_INT(obx_store_last_error(s)->connection_lost, 1);
+    TT_EXPECT(ms == NULL && n == 77); /* outputs untouched on error */
+    TT_EQ_INT(fake_calls("SQLExecute") <= 1, 1); /* not retried */
+    TT_EQ_INT(fake_commits(), 0);
+    /* The next call reconnects, sets the session up again, then claims. */
+    fake_reset();
+    fake_set_dbms_name("PostgreSQL");
+    for (i = 0; i < 30; i++) rows2[i] = row[i % 15];
+    fake_push_ok(0);                /* SET TIME ZONE */
+    fake_push_rows(1, 1, version);  /* SHOW server_version */
+    fake_push_rows(15, 2, rows2);
+    TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 2);
+    TT_EQ_STR(ms[0].id, "0192abcd-ef01-7000-8000-0000000000aa"); /* psqlODBC's upper case folded */
+    TT_EQ_INT(fake_calls("SQLDriverConnect"), 1);
+    obx_store_close(s);
+}
+
+static void test_fake_claim_timeout(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    const obx_message *ms = NULL;
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    fake_push_error(SQL_ERROR, "57014", 1, "canceling statement due to statement timeout");
+    TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_ERR_DB_TRANSIENT);
+    TT_EQ_STR(obx_store_last_error(s)->sqlstate, "57014");
+    TT_EQ_INT(obx_store_last_error(s)->connection_lost, 0);
+    TT_EQ_INT(fake_calls("SQLExecute"), 1); /* a timeout is reported, not redone at once */
+    TT_EQ_INT(fake_rollbacks(), 1);
+    TT_EQ_INT(g_sleeps, 0);
+    obx_store_close(s);
+}
+
+static void test_fake_one_round_trip(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    const obx_message *ms;
+    int n;
+    TT_ASSERT(s != NULL);
+    /* Claim and ack are one statement each (plus the commit), prepared once. */
+    TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_EMPTY);
+    TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_EMPTY);
+    TT_EQ_INT(fake_calls("SQLExecute"), 2);
+    TT_EQ_INT(fake_calls("SQLPrepare"), 1);
+    TT_EQ_INT(fake_commits(), 2);
+    TT_ASSERT(strstr(fake_log_sql(0), "_Claim\"(CAST(? AS uuid)") != NULL);
+    obx_store_close(s);
+}
+
+static void test_fake_connection_string_kept(void) {
+    obx_store_desc desc;
+    obx_store *t = NULL;
+    fake_reset();
+    fake_set_dbms_name("PostgreSQL");
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = "Driver=fake;SSLmode=require;sslrootcert=/etc/ca.pem;";
+    desc.hooks.logger.log = capture_log;
+    TT_EQ_INT(obx_store_open(&desc, &t), OBX_OK);
+    /* Encryption settings reach the driver untouched (only Protocol is added). */
+    TT_EQ_STR(fake_last_connstr(), "Driver=fake;SSLmode=require;sslrootcert=/etc/ca.pem;Protocol=7.4-1;");
+    obx_store_close(t);
+}
+
+static void test_fake_enqueue_batch_one_tx(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    obx_new_message m[3];
+    char ids[3][37];
+    int i;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < 3; i++) {
+        memset(&m[i], 0, sizeof m[i]);
+        m[i].topic = "t";
+        m[i].payload = "p";
+        m[i].payload_len = OBX_NTS;
+    }
+    fake_push_ok(1);
+    fake_push_ok(1);
+    fake_push_error(SQL_ERROR, "23505", 1, "duplicate key");
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, ids), OBX_ERR_DB);
+    TT_EQ_INT(fake_commits(), 0);
+    TT_EQ_INT(fake_rollbacks(), 1);
+    /* Bad input anywhere in the batch: rejected before any SQL. */
+    fake_reset();
+    m[1].topic = "";
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, ids), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_batch: messages[1].topic");
+    TT_EQ_INT(fake_call_count(), 0);
+    obx_store_close(s);
+}
+
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("CORE-BACKOFF-JITTER", "pure", "base/max/jitter policy of seed 002 section 13", test_backoff_jitter);
@@ -758,5 +888,11 @@ int main(void) {
     TT_RUN("CORE-BIND", "fake", "text, int64, blob and NULL parameters; prepared once", test_fake_bind_log);
     TT_RUN("CORE-NO-MEMORY", "fake", "allocation failure at every point of open: clean, no leak", test_fake_out_of_memory);
     TT_RUN("CORE-LOGGER", "fake", "logger hook gets the store id; levels filter", test_fake_logger);
+    TT_RUN("OBX-099", "fake", "a deadlock on ack is rolled back and retried", test_fake_ack_deadlock_retried);
+    TT_RUN("OBX-CLAIM-LOST", "fake", "a lost connection mid-claim is surfaced; next call reconnects", test_fake_claim_lost_connection);
+    TT_RUN("OBX-CLAIM-TIMEOUT", "fake", "a statement timeout is transient, reported, not redone", test_fake_claim_timeout);
+    TT_RUN("OBX-120", "fake", "claim is one prepared statement per call (a function on PostgreSQL)", test_fake_one_round_trip);
+    TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
+    TT_RUN("OBX-097", "fake", "a batch enqueue is one transaction; bad input stops it before SQL", test_fake_enqueue_batch_one_tx);
     return tt_done();
 }

@@ -43,13 +43,15 @@ CREATE TABLE IF NOT EXISTS "dbo"."OutboxJoinMember" (
 CREATE INDEX IF NOT EXISTS "IX_OutboxJoinMember_Message" ON "dbo"."OutboxJoinMember" ("OutboxMessageId");
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_Claim"(p_owner uuid, p_lease_seconds integer, p_batch integer)
 RETURNS SETOF "dbo"."Outbox" LANGUAGE sql AS $$
-    UPDATE "dbo"."Outbox" SET "Status" = 1, "OwnerToken" = p_owner,
+    WITH picked AS MATERIALIZED (
+        SELECT "Id" FROM "dbo"."Outbox"
+         WHERE "Status" = 0 AND "NextAttemptAt" <= now()
+         ORDER BY "NextAttemptAt" LIMIT p_batch
+           FOR UPDATE SKIP LOCKED)
+    UPDATE "dbo"."Outbox" AS o SET "Status" = 1, "OwnerToken" = p_owner,
            "LockedUntil" = now() + make_interval(secs => p_lease_seconds)
-     WHERE "Id" IN (SELECT "Id" FROM "dbo"."Outbox"
-                     WHERE "Status" = 0 AND "NextAttemptAt" <= now()
-                     ORDER BY "NextAttemptAt" LIMIT p_batch
-                     FOR UPDATE SKIP LOCKED)
-    RETURNING *
+      FROM picked WHERE o."Id" = picked."Id"
+    RETURNING o.*
 $$;
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_Ack"(p_processed_by varchar, p_owner uuid, p_ids uuid[])
 RETURNS integer LANGUAGE sql AS $$

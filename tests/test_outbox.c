@@ -1,0 +1,1308 @@
+/* Outbox requirement tests (OBX-nnn) against a real database.
+ * Usage: test_outbox <backend> '<ODBC connection string>', backend = sqlite |
+ * postgresql. One line per requirement: PASS OBX-017 postgresql ... */
+#define OBX_IMPLEMENTATION
+#include "../obx.h"
+#include "tt.h"
+
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *g_backend;
+static const char *g_conn;
+static int g_pg;
+
+/* ---- helpers ------------------------------------------------------------------- */
+
+/* Log lines are kept so that tests can look for what must never be logged. */
+static char g_log[1 << 16];
+static size_t g_log_len;
+static void keep_log(obx_log_level level, const char *id, const char *msg, void *user) {
+    static const char *const names[] = {"?", "DEBUG", "INFO", "WARN", "ERROR"};
+    int n;
+    (void)user;
+    if (getenv("OBX_TEST_VERBOSE")) fprintf(stderr, "  log %d [%s] %s\n", (int)level, id, msg);
+    n = snprintf(g_log + g_log_len, sizeof g_log - g_log_len, "%s [%s] %s\n",
+                 names[level >= OBX_LOG_DEBUG && level <= OBX_LOG_ERROR ? level : 0], id, msg);
+    if (n > 0 && g_log_len + (size_t)n < sizeof g_log) g_log_len += (size_t)n;
+}
+
+static void log_reset(void) {
+    g_log_len = 0;
+    g_log[0] = '\0';
+}
+
+/* Nonzero when a logged line holds every one of the given fragments. */
+static int logged(const char *a, const char *b, const char *c) {
+    const char *line = g_log;
+    while (*line) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        char one[1024];
+        snprintf(one, sizeof one, "%.*s", (int)(n < sizeof one ? n : sizeof one - 1), line);
+        if (strstr(one, a) && (!b || strstr(one, b)) && (!c || strstr(one, c))) return 1;
+        line += n + (end ? 1 : 0);
+    }
+    return 0;
+}
+
+static obx_store *open_table(const char *table, int deploy) {
+    obx_store_desc desc;
+    obx_store *s = NULL;
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.table = table;
+    desc.deploy_schema = deploy;
+    desc.store_id = "obx-test";
+    desc.hooks.logger.log = keep_log;
+    desc.hooks.logger.min_level = OBX_LOG_DEBUG;
+    if (obx_store_open(&desc, &s) != OBX_OK) {
+        printf("    open failed: %s (%s)\n", obx_store_last_error(s)->message,
+               obx_store_last_error(s)->where);
+        obx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static obx_result run_sql_unit(obx__db *db, void *sql) {
+    return obx__exec_direct(db, (const char *)sql, "test sql");
+}
+
+/* Run SQL with the store's names ({T}, {J}, {M}, {S}, {N}, {W}). */
+static int sql(obx_store *s, const char *tmpl) {
+    char *text = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
+    obx_result r = text ? obx__unit(&s->db, run_sql_unit, text, "test sql") : OBX_ERR_NO_MEMORY;
+    if (r != OBX_OK) printf("    sql failed: %s\n      %s\n", s->err.message, text ? text : "-");
+    obx__free(&s->hooks, text);
+    return r == OBX_OK;
+}
+
+/* First column of the first row as an integer; -1 on error. */
+static int64_t scalar(obx_store *s, const char *tmpl) {
+    char *text = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
+    char out[64] = "";
+    obx_result r = text ? obx__query_text(&s->db, text, out, sizeof out) : OBX_ERR_NO_MEMORY;
+    if (!s->db.d->tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    if (r != OBX_OK) printf("    scalar failed: %s\n      %s\n", s->err.message, text ? text : "-");
+    obx__free(&s->hooks, text);
+    return r == OBX_OK ? atoll(out) : -1;
+}
+
+/* The default store with an empty outbox. */
+static obx_store *fresh(void) {
+    obx_store *s = open_table("Outbox", 1);
+    if (s && !(sql(s, "DELETE FROM {M}") && sql(s, "DELETE FROM {J}") && sql(s, "DELETE FROM {T}"))) {
+        obx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static obx_new_message msg(const char *topic, const char *payload) {
+    obx_new_message m;
+    memset(&m, 0, sizeof m);
+    m.topic = topic;
+    m.payload = payload;
+    m.payload_len = OBX_NTS;
+    return m;
+}
+
+static int enqueue(obx_store *s, const char *topic, const char *payload, char id[37]) {
+    obx_new_message m = msg(topic, payload);
+    obx_result r = obx_enqueue(s, &m, id);
+    if (r != OBX_OK) printf("    enqueue failed: %s %s\n", obx_result_str(r), s->err.message);
+    return r == OBX_OK;
+}
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts;
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+    nanosleep(&ts, NULL);
+}
+
+static int64_t count_status(obx_store *s, int status) {
+    char q[128];
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = %d", status);
+    return scalar(s, q);
+}
+
+/* ---- enqueue ------------------------------------------------------------------------------ */
+
+static void test_001_durable(void) {
+    obx_store *s = fresh(), *again;
+    char id[37];
+    obx_message m;
+    TT_ASSERT(s && enqueue(s, "order.created", "{\"order\":1}", id));
+    obx_store_close(s);
+    again = open_table("Outbox", 0); /* a new connection: the row was persisted */
+    TT_ASSERT(again != NULL);
+    TT_EQ_INT(obx_get(again, id, &m), OBX_OK);
+    TT_EQ_STR(m.topic, "order.created");
+    TT_EQ_STR(m.payload, "{\"order\":1}");
+    obx_store_close(again);
+}
+
+static void test_002_standalone_commits(void) {
+    obx_store *s = fresh(), *other = open_table("Outbox", 0);
+    char id[37];
+    obx_message m;
+    TT_ASSERT(s && other);
+    TT_ASSERT(enqueue(s, "t", "p", id));
+    TT_EQ_INT(obx_get(other, id, &m), OBX_OK); /* committed: visible elsewhere at once */
+    TT_EQ_INT(s->db.in_tx, 0);
+    obx_store_close(s);
+    obx_store_close(other);
+}
+
+/* A connection of the caller's own, with a transaction open on it. */
+typedef struct caller_conn {
+    SQLHENV env;
+    SQLHDBC dbc;
+} caller_conn;
+
+static int caller_exec(caller_conn *c, const char *text) {
+    SQLHSTMT st;
+    SQLRETURN rc;
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, c->dbc, &st))) return 0;
+    rc = SQLExecDirect(st, (SQLCHAR *)(uintptr_t)text, SQL_NTS);
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    return SQL_SUCCEEDED(rc) || rc == SQL_NO_DATA;
+}
+
+static int caller_open(caller_conn *c) {
+    memset(c, 0, sizeof *c);
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_ENV, NULL, &c->env))) return 0;
+    SQLSetEnvAttr(c->env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0);
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_DBC, c->env, &c->dbc))) return 0;
+    if (!SQL_SUCCEEDED(SQLDriverConnect(c->dbc, NULL, (SQLCHAR *)(uintptr_t)g_conn, SQL_NTS, NULL, 0,
+                                        NULL, SQL_DRIVER_NOPROMPT)))
+        return 0;
+    if (!g_pg) return 1; /* SQLite: autocommit on, transactions by SQL */
+    return SQL_SUCCEEDED(SQLSetConnectAttr(c->dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF,
+                                           SQL_IS_UINTEGER));
+}
+
+static int caller_begin(caller_conn *c) { return g_pg ? 1 : caller_exec(c, "BEGIN IMMEDIATE"); }
+static int caller_end(caller_conn *c, int commit) {
+    if (!g_pg) return caller_exec(c, commit ? "COMMIT" : "ROLLBACK");
+    return SQL_SUCCEEDED(SQLEndTran(SQL_HANDLE_DBC, c->dbc, commit ? SQL_COMMIT : SQL_ROLLBACK));
+}
+static void caller_close(caller_conn *c) {
+    SQLDisconnect(c->dbc);
+    SQLFreeHandle(SQL_HANDLE_DBC, c->dbc);
+    SQLFreeHandle(SQL_HANDLE_ENV, c->env);
+}
+
+static void test_003_caller_transaction(void) {
+    obx_store *s = fresh();
+    caller_conn c;
+    char id[37];
+    obx_new_message m = msg("order.created", "{\"order\":7}");
+    obx_message got;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(sql(s, "CREATE TABLE IF NOT EXISTS obx_orders (id INTEGER PRIMARY KEY)"));
+    TT_ASSERT(sql(s, "DELETE FROM obx_orders"));
+    TT_ASSERT(caller_open(&c));
+    /* Rolled back by the caller: neither the order nor the message exist. */
+    TT_ASSERT(caller_begin(&c));
+    TT_ASSERT(caller_exec(&c, "INSERT INTO obx_orders (id) VALUES (1)"));
+    TT_EQ_INT(obx_enqueue_tx(s, c.dbc, &m, id), OBX_OK);
+    TT_EQ_INT(obx_get(s, id, &got), OBX_ERR_NOT_FOUND); /* not committed by the library */
+    TT_ASSERT(caller_end(&c, 0));
+    TT_EQ_INT(obx_get(s, id, &got), OBX_ERR_NOT_FOUND);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM obx_orders"), 0);
+    /* Committed by the caller: both exist, together. */
+    TT_ASSERT(caller_begin(&c));
+    TT_ASSERT(caller_exec(&c, "INSERT INTO obx_orders (id) VALUES (2)"));
+    TT_EQ_INT(obx_enqueue_tx(s, c.dbc, &m, id), OBX_OK);
+    TT_EQ_INT(obx_get(s, id, &got), OBX_ERR_NOT_FOUND);
+    TT_ASSERT(caller_end(&c, 1));
+    TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM obx_orders"), 1);
+    caller_close(&c);
+    obx_store_close(s);
+}
+
+static void expect_rejected(obx_store *s, const obx_new_message *m, obx_result want,
+                            const char *where) {
+    char id[37];
+    int64_t before = scalar(s, "SELECT COUNT(*) FROM {T}");
+    TT_EQ_INT(obx_enqueue(s, m, id), want);
+    TT_EQ_STR(obx_store_last_error(s)->where, where);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), before); /* nothing written */
+}
+
+static void test_004_topic_required(void) {
+    obx_store *s = fresh();
+    obx_new_message m = msg(NULL, "p");
+    TT_ASSERT(s != NULL);
+    expect_rejected(s, &m, OBX_ERR_INVALID_ARG, "obx_enqueue: topic");
+    m.topic = "";
+    expect_rejected(s, &m, OBX_ERR_INVALID_ARG, "obx_enqueue: topic");
+    TT_EQ_INT(obx_enqueue(s, NULL, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue: message");
+    obx_store_close(s);
+}
+
+static void test_005_payload_required(void) {
+    obx_store *s = fresh();
+    obx_new_message m = msg("t", NULL);
+    TT_ASSERT(s != NULL);
+    expect_rejected(s, &m, OBX_ERR_INVALID_ARG, "obx_enqueue: payload");
+    /* A NUL inside the payload is refused, not silently truncated. */
+    m.payload = "ab\0cd";
+    m.payload_len = 5;
+    expect_rejected(s, &m, OBX_ERR_INVALID_ARG, "obx_enqueue: payload");
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "offset 2") != NULL);
+    obx_store_close(s);
+}
+
+static void test_006_empty_payload(void) {
+    obx_store *s = fresh();
+    char id[37];
+    obx_message m;
+    TT_ASSERT(s && enqueue(s, "t", "", id));
+    TT_EQ_INT(obx_get(s, id, &m), OBX_OK);
+    TT_ASSERT(m.payload != NULL);
+    TT_EQ_STR(m.payload, "");
+    TT_EQ_INT(m.payload_len, 0);
+    obx_store_close(s);
+}
+
+static void test_007_topic_length(void) {
+    obx_store *s = fresh();
+    char topic[1100], id[37];
+    obx_new_message m;
+    obx_message got;
+    int i;
+    TT_ASSERT(s != NULL);
+    /* 255 characters of two bytes each is accepted; 256 is not. */
+    for (i = 0; i < 255; i++) memcpy(topic + 2 * i, "\xc3\xa9", 2);
+    topic[510] = '\0';
+    m = msg(topic, "p");
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+    TT_EQ_STR(got.topic, topic);
+    memcpy(topic + 510, "x", 2);
+    expect_rejected(s, &m, OBX_ERR_INVALID_ARG, "obx_enqueue: topic");
+    obx_store_close(s);
+}
+
+static void test_008_empty_correlation(void) {
+    obx_store *s = fresh();
+    char id[37];
+    obx_new_message m = msg("t", "p");
+    obx_message got;
+    TT_ASSERT(s != NULL);
+    m.correlation_id = "";
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+    TT_EXPECT(got.correlation_id == NULL);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"CorrelationId\" IS NULL"), 1);
+    m.correlation_id = "req-42";
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+    TT_EQ_STR(got.correlation_id, "req-42");
+    obx_store_close(s);
+}
+
+static void test_009_correlation_length(void) {
+    obx_store *s = fresh();
+    char corr[300], id[37];
+    obx_new_message m = msg("t", "p");
+    TT_ASSERT(s != NULL);
+    memset(corr, 'c', 255);
+    corr[255] = '\0';
+    m.correlation_id = corr;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    memcpy(corr + 255, "c", 2);
+    expect_rejected(s, &m, OBX_ERR_INVALID_ARG, "obx_enqueue: correlation_id");
+    obx_store_close(s);
+}
+
+static void test_010_topic_case(void) {
+    obx_store *s = fresh();
+    char a[37], b[37];
+    obx_message m;
+    TT_ASSERT(s && enqueue(s, "Order.Created", "p", a) && enqueue(s, "order.created", "p", b));
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'order.created'"), 1);
+    TT_EQ_INT(obx_get(s, a, &m), OBX_OK);
+    TT_EQ_STR(m.topic, "Order.Created");
+    obx_store_close(s);
+}
+
+static void test_011_payload_opaque(void) {
+    obx_store *s = fresh();
+    static const char odd[] = "not json {{{ \"\\ \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80 '; DROP TABLE x; --\n\t";
+    char id[37];
+    obx_message m;
+    TT_ASSERT(s && enqueue(s, "t", odd, id));
+    TT_EQ_INT(obx_get(s, id, &m), OBX_OK);
+    TT_EQ_INT(m.payload_len, sizeof odd - 1);
+    TT_EXPECT(memcmp(m.payload, odd, sizeof odd - 1) == 0);
+    obx_store_close(s);
+}
+
+static void claim_expect(obx_store *s, const char *owner, int batch, int want) {
+    const obx_message *ms;
+    int n = -1;
+    obx_result r = obx_claim(s, owner, 30, batch, &ms, &n);
+    TT_EQ_INT(r, want > 0 ? OBX_OK : OBX_EMPTY);
+    TT_EQ_INT(n, want);
+}
+
+static void test_012_future_due(void) {
+    obx_store *s = fresh();
+    char id[37], owner[37];
+    obx_new_message m = msg("t", "later");
+    const obx_message *ms;
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    m.due_utc_ms = now_ms() + 1500;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    claim_expect(s, owner, 10, 0);
+    sleep_ms(1700); /* the database decides when it is due */
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_STR(ms[0].id, id);
+    TT_EXPECT(ms[0].due_time_ms == m.due_utc_ms);
+    obx_store_close(s);
+}
+
+static void test_013_past_or_no_due(void) {
+    obx_store *s = fresh();
+    char id[37], owner[37];
+    obx_new_message m = msg("t", "now");
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    m.due_utc_ms = now_ms() - 3600 * 1000;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    m.due_utc_ms = -5;
+    expect_rejected(s, &m, OBX_ERR_OUT_OF_RANGE, "obx_enqueue: due_utc_ms");
+    claim_expect(s, owner, 10, 2);
+    obx_store_close(s);
+}
+
+static void test_014_unique_ids(void) {
+    obx_store *s = fresh();
+    static char ids[200][37];
+    obx_new_message ms[200];
+    int i, j;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < 200; i++) ms[i] = msg("t", "p");
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 100, ids), OBX_OK);
+    for (i = 100; i < 200; i++) TT_ASSERT(enqueue(s, "t", "p", ids[i]));
+    for (i = 0; i < 200; i++) {
+        TT_ASSERT(obx_uuid_is_valid(ids[i]));
+        for (j = 0; j < i; j++) TT_ASSERT(strcmp(ids[i], ids[j]) != 0);
+    }
+    TT_EQ_INT(scalar(s, "SELECT COUNT(DISTINCT \"Id\") FROM {T}"), 200);
+    obx_store_close(s);
+}
+
+static int64_t stuck_clock(void *user) { (void)user; return 86400000; /* 2 Jan 1970 */ }
+
+static void test_015_server_time(void) {
+    obx_store_desc desc;
+    obx_store *s = fresh(), *skewed = NULL;
+    char id[37];
+    obx_new_message m = msg("t", "p");
+    obx_message got;
+    int64_t before = now_ms();
+    TT_ASSERT(s != NULL);
+    /* A client whose clock is decades off still gets the server's time. */
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.hooks.clock.now_utc_ms = stuck_clock;
+    desc.hooks.logger.log = keep_log;
+    TT_EQ_INT(obx_store_open(&desc, &skewed), OBX_OK);
+    TT_EQ_INT(obx_enqueue(skewed, &m, id), OBX_OK);
+    TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+    TT_EXPECT(got.created_at_ms >= before - 5000 && got.created_at_ms <= now_ms() + 5000);
+    obx_store_close(skewed);
+    obx_store_close(s);
+}
+
+static void test_016_initial_state(void) {
+    obx_store *s = fresh();
+    char id[37];
+    obx_message m;
+    TT_ASSERT(s && enqueue(s, "t", "p", id));
+    TT_EQ_INT(obx_get(s, id, &m), OBX_OK);
+    TT_EQ_INT(m.retry_count, 0);
+    TT_EQ_INT(m.is_processed, 0);
+    TT_EQ_INT(m.status, OBX_STATUS_READY);
+    TT_EXPECT(m.last_error == NULL && m.processed_by == NULL && m.processed_at_ms == 0);
+    TT_EXPECT(m.owner_token[0] == '\0' && m.locked_until_ms == 0);
+    TT_ASSERT(obx_uuid_is_valid(m.message_id));
+    TT_EXPECT(strcmp(m.message_id, m.id) != 0);
+    obx_store_close(s);
+}
+
+/* ---- claim ------------------------------------------------------------------------------------ */
+
+static void test_017_claim_locks(void) {
+    obx_store *s = fresh();
+    char owner[37], id[37];
+    const obx_message *ms;
+    int n = 0, i;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    for (i = 0; i < 5; i++) TT_ASSERT(enqueue(s, "t", "p", id));
+    TT_EQ_INT(obx_claim(s, owner, 30, 3, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 3);
+    for (i = 0; i < n; i++) {
+        TT_EQ_INT(ms[i].status, OBX_STATUS_IN_PROGRESS);
+        TT_EQ_STR(ms[i].owner_token, owner);
+    }
+    TT_EQ_INT(count_status(s, 1), 3);
+    if (g_pg) {
+        /* A row locked by another worker's open transaction is skipped,
+         * not waited for. */
+        caller_conn c;
+        char other[37];
+        TT_ASSERT(caller_open(&c));
+        TT_ASSERT(caller_exec(&c, "SELECT \"Id\" FROM \"dbo\".\"Outbox\" WHERE \"Status\" = 0 "
+                                  "ORDER BY \"NextAttemptAt\" LIMIT 1 FOR UPDATE"));
+        obx_owner_token(s, other);
+        TT_EQ_INT(obx_claim(s, other, 30, 10, &ms, &n), OBX_OK);
+        TT_EQ_INT(n, 1); /* of the two ready ones, the unlocked one */
+        TT_ASSERT(caller_end(&c, 0));
+        caller_close(&c);
+    }
+    obx_store_close(s);
+}
+
+static void test_018_only_due(void) {
+    obx_store *s = fresh();
+    char owner[37], id[37], due_id[37];
+    obx_new_message m = msg("t", "p");
+    const obx_message *ms;
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    m.due_utc_ms = now_ms() + 600000;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    m.due_utc_ms = now_ms() - 1000;
+    TT_EQ_INT(obx_enqueue(s, &m, due_id), OBX_OK);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_STR(ms[0].id, due_id);
+    obx_store_close(s);
+}
+
+static void test_019_not_leased(void) {
+    obx_store *s = fresh();
+    char a[37], b[37], id[37];
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, a);
+    obx_owner_token(s, b);
+    TT_ASSERT(enqueue(s, "t", "p", id) && enqueue(s, "t", "p", id));
+    claim_expect(s, a, 10, 2);
+    claim_expect(s, b, 10, 0); /* both are leased to a */
+    claim_expect(s, a, 10, 0); /* not even to a again */
+    obx_store_close(s);
+}
+
+static void test_020_lease_time(void) {
+    obx_store *s = fresh();
+    char owner[37], id[37];
+    const obx_message *ms;
+    int n = 0;
+    int64_t before;
+    TT_ASSERT(s && enqueue(s, "t", "p", id));
+    obx_owner_token(s, owner);
+    before = now_ms();
+    TT_EQ_INT(obx_claim(s, owner, 45, 1, &ms, &n), OBX_OK);
+    TT_EXPECT(ms[0].locked_until_ms >= before + 45000 - 2000);
+    TT_EXPECT(ms[0].locked_until_ms <= now_ms() + 45000 + 2000);
+    obx_store_close(s);
+}
+
+static void test_021_owner_set(void) {
+    obx_store *s = fresh();
+    char owner[37], id[37];
+    obx_message m;
+    TT_ASSERT(s && enqueue(s, "t", "p", id));
+    obx_owner_token(s, owner);
+    claim_expect(s, owner, 1, 1);
+    TT_EQ_INT(obx_get(s, id, &m), OBX_OK);
+    TT_EQ_STR(m.owner_token, owner);
+    obx_store_close(s);
+}
+
+static void test_022_returns_claimed(void) {
+    obx_store *s = fresh();
+    char owner[37], ids[3][37];
+    const obx_message *ms;
+    int n = 0, i, j, found;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < 3; i++) TT_ASSERT(enqueue(s, i == 1 ? "b" : "a", i == 2 ? "third" : "x", ids[i]));
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 3);
+    /* The messages themselves come back, every field, in one call. */
+    for (i = 0; i < 3; i++) {
+        for (found = 0, j = 0; j < n; j++) {
+            if (strcmp(ms[j].id, ids[i]) != 0) continue;
+            found = 1;
+            TT_EQ_STR(ms[j].topic, i == 1 ? "b" : "a");
+            TT_EQ_STR(ms[j].payload, i == 2 ? "third" : "x");
+            TT_EXPECT(ms[j].created_at_ms > 0 && obx_uuid_is_valid(ms[j].message_id));
+        }
+        TT_ASSERT(found);
+    }
+    obx_store_close(s);
+}
+
+static void test_023_nothing_ready(void) {
+    obx_store *s = fresh();
+    char owner[37];
+    const obx_message *ms = NULL;
+    int n = 99;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_EMPTY);
+    TT_EQ_INT(n, 0);
+    TT_EQ_INT(obx_store_last_error(s)->result, OBX_OK);
+    obx_store_close(s);
+}
+
+/* Claim one message and settle it with `op`: 'a' ack, 'f' fail. */
+static int claim_and_settle(obx_store *s, const char *owner, char op, char id[37]) {
+    const obx_message *ms;
+    int n = 0;
+    const char *ids[1];
+    int64_t changed = 0;
+    if (!enqueue(s, "t", "p", id) || obx_claim(s, owner, 30, 1, &ms, &n) != OBX_OK || n != 1) return 0;
+    ids[0] = ms[0].id;
+    if (op == 'a') return obx_ack(s, owner, ids, 1, &changed) == OBX_OK && changed == 1;
+    return obx_fail(s, owner, ids, 1, "poison", &changed) == OBX_OK && changed == 1;
+}
+
+static void test_024_processed_not_claimed(void) {
+    obx_store *s = fresh();
+    char owner[37], id[37];
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_ASSERT(claim_and_settle(s, owner, 'a', id));
+    claim_expect(s, owner, 10, 0);
+    obx_store_close(s);
+}
+
+static void test_025_failed_not_claimed(void) {
+    obx_store *s = fresh();
+    char owner[37], id[37];
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_ASSERT(claim_and_settle(s, owner, 'f', id));
+    claim_expect(s, owner, 10, 0);
+    obx_store_close(s);
+}
+
+static void test_026_batch_limit(void) {
+    obx_store *s = fresh();
+    char owner[37], id[37];
+    const obx_message *ms;
+    int i, n = 0;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    for (i = 0; i < 10; i++) TT_ASSERT(enqueue(s, "t", "p", id));
+    claim_expect(s, owner, 3, 3);
+    claim_expect(s, owner, 1, 1);
+    claim_expect(s, owner, 100, 6);
+    TT_EQ_INT(obx_claim(s, owner, 30, 0, &ms, &n), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_claim: batch_size");
+    TT_EQ_INT(obx_claim(s, owner, 0, 5, &ms, &n), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_claim: lease_seconds");
+    TT_EQ_INT(obx_claim(s, "not-a-token", 30, 5, &ms, &n), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_claim: owner_token");
+    obx_store_close(s);
+}
+
+/* ---- ack ------------------------------------------------------------------------------------------- */
+
+static void test_027_028_029_ack(void) {
+    obx_store *s = fresh();
+    char owner[37], id[37];
+    obx_message m;
+    int64_t before = now_ms();
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_ASSERT(claim_and_settle(s, owner, 'a', id));
+    TT_EQ_INT(obx_get(s, id, &m), OBX_OK);
+    TT_EQ_INT(m.is_processed, 1);                      /* OBX-027 */
+    TT_EQ_INT(m.status, OBX_STATUS_DONE);
+    TT_EXPECT(m.processed_at_ms >= before - 5000 && m.processed_at_ms <= now_ms() + 5000); /* OBX-028 */
+    TT_EQ_STR(m.processed_by, owner);                  /* OBX-029 */
+    TT_EQ_INT(scalar(s, g_pg ? "SELECT COUNT(*) FROM {T} WHERE \"IsProcessed\""
+                             : "SELECT COUNT(*) FROM {T} WHERE \"IsProcessed\" = 1"), 1);
+    obx_store_close(s);
+}
+
+static void test_029_worker_name(void) {
+    obx_store_desc desc;
+    obx_store *s = fresh(), *named = NULL;
+    char owner[37], id[37];
+    obx_message m;
+    TT_ASSERT(s != NULL);
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.worker_name = "gateway-7/worker-2";
+    desc.hooks.logger.log = keep_log;
+    TT_EQ_INT(obx_store_open(&desc, &named), OBX_OK);
+    obx_owner_token(named, owner);
+    TT_ASSERT(claim_and_settle(named, owner, 'a', id));
+    TT_EQ_INT(obx_get(s, id, &m), OBX_OK);
+    TT_EQ_STR(m.processed_by, "gateway-7/worker-2");
+    obx_store_close(named);
+    obx_store_close(s);
+}
+
+/* Enqueue and claim `n` messages for `owner`; their ids into ids[]. */
+static int claim_n(obx_store *s, const char *owner, int n, char ids[][37]) {
+    const obx_message *ms;
+    int got = 0, i;
+    char id[37];
+    for (i = 0; i < n; i++)
+        if (!enqueue(s, "t", "p", id)) return 0;
+    if (obx_claim(s, owner, 30, n, &ms, &got) != OBX_OK || got != n) return 0;
+    for (i = 0; i < n; i++) memcpy(ids[i], ms[i].id, 37);
+    return 1;
+}
+
+/* `op` by the wrong owner and for unknown ids changes nothing, without error. */
+static void wrong_owner_case(char op) {
+    obx_store *s = fresh();
+    char owner[37], thief[37], ids[2][37], unknown[37];
+    const char *list[3];
+    int64_t changed = 99;
+    obx_result r;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    obx_owner_token(s, thief);
+    obx_owner_token(s, unknown); /* a UUID that is no message */
+    TT_ASSERT(claim_n(s, owner, 2, ids));
+    list[0] = ids[0];
+    list[1] = ids[1];
+    list[2] = unknown;
+    r = op == 'a' ? obx_ack(s, thief, list, 2, &changed)
+      : op == 'b' ? obx_abandon(s, thief, list, 2, "x", -1, &changed)
+                  : obx_fail(s, thief, list, 2, "x", &changed);
+    TT_EQ_INT(r, OBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(count_status(s, 1), 2); /* still in progress, still the owner's */
+    r = op == 'a' ? obx_ack(s, owner, list + 2, 1, &changed)
+      : op == 'b' ? obx_abandon(s, owner, list + 2, 1, "x", -1, &changed)
+                  : obx_fail(s, owner, list + 2, 1, "x", &changed);
+    TT_EQ_INT(r, OBX_OK);
+    TT_EQ_INT(changed, 0);
+    /* The rightful owner, with an unknown id mixed in: only real ones change. */
+    r = op == 'a' ? obx_ack(s, owner, list, 3, &changed)
+      : op == 'b' ? obx_abandon(s, owner, list, 3, "x", -1, &changed)
+                  : obx_fail(s, owner, list, 3, "x", &changed);
+    TT_EQ_INT(r, OBX_OK);
+    TT_EQ_INT(changed, 2);
+    obx_store_close(s);
+}
+
+static void test_030_ack_owner(void) { wrong_owner_case('a'); }
+static void test_038_abandon_owner(void) { wrong_owner_case('b'); }
+static void test_044_fail_owner(void) { wrong_owner_case('f'); }
+
+static void test_031_ack_unknown(void) {
+    obx_store *s = fresh();
+    char owner[37], unknown[37];
+    const char *list[2];
+    int64_t changed = 5;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    obx_owner_token(s, unknown);
+    list[0] = unknown;
+    list[1] = "not-a-uuid";
+    TT_EQ_INT(obx_ack(s, owner, list, 1, &changed), OBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(obx_ack(s, owner, list, 0, &changed), OBX_OK); /* empty batch: no-op */
+    /* Malformed input is an argument error that names the element. */
+    TT_EQ_INT(obx_ack(s, owner, list, 2, &changed), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_ack: ids[1]");
+    obx_store_close(s);
+}
+
+static void test_032_acked_gone(void) {
+    obx_store *s = fresh();
+    char owner[37], ids[3][37];
+    const char *list[3];
+    int64_t changed = 0;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_ASSERT(claim_n(s, owner, 3, ids));
+    list[0] = ids[0];
+    list[1] = ids[1];
+    list[2] = ids[2];
+    TT_EQ_INT(obx_ack(s, owner, list, 3, &changed), OBX_OK); /* one statement, the whole batch */
+    TT_EQ_INT(changed, 3);
+    claim_expect(s, owner, 10, 0);
+    TT_EQ_INT(obx_reap(s, &changed), OBX_OK);
+    claim_expect(s, owner, 10, 0);
+    obx_store_close(s);
+}
+
+/* ---- abandon ------------------------------------------------------------------------------------ */
+
+static void test_035_036_041_abandon(void) {
+    obx_store *s = fresh();
+    char owner[37], ids[1][37];
+    const char *list[1];
+    obx_message m;
+    int64_t changed = 0;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_ASSERT(claim_n(s, owner, 1, ids));
+    list[0] = ids[0];
+    TT_EQ_INT(obx_abandon(s, owner, list, 1, "smtp timeout", -1, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(obx_get(s, ids[0], &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_READY);         /* OBX-035 */
+    TT_EXPECT(m.owner_token[0] == '\0' && m.locked_until_ms == 0);
+    TT_EQ_INT(m.retry_count, 1);                    /* OBX-036 */
+    TT_EQ_STR(m.last_error, "smtp timeout");        /* OBX-041 */
+    obx_store_close(s);
+}
+
+static void test_037_backoff(void) {
+    obx_store *s = fresh();
+    char owner[37], ids[1][37];
+    const char *list[1];
+    obx_message m;
+    const obx_message *ms;
+    int64_t t0, changed;
+    int attempt, n;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_ASSERT(claim_n(s, owner, 1, ids));
+    list[0] = ids[0];
+    /* delay = min(2^retry_count s, 60 s), from the count before this abandon */
+    for (attempt = 0; attempt < 3; attempt++) {
+        t0 = now_ms();
+        TT_EQ_INT(obx_abandon(s, owner, list, 1, NULL, -1, &changed), OBX_OK);
+        TT_EQ_INT(obx_get(s, ids[0], &m), OBX_OK);
+        TT_EXPECT(m.next_attempt_ms >= t0 + (1000 << attempt) - 1500);
+        TT_EXPECT(m.next_attempt_ms <= now_ms() + (1000 << attempt) + 1500);
+        /* Reclaim at once for the next round: push the message back to due. */
+        TT_ASSERT(sql(s, g_pg ? "UPDATE {T} SET \"NextAttemptAt\" = now()"
+                              : "UPDATE {T} SET \"NextAttemptAt\" = {W}"));
+        TT_EQ_INT(obx_claim(s, owner, 30, 1, &ms, &n), OBX_OK);
+    }
+    /* A large retry count is capped at 60 s. */
+    TT_ASSERT(sql(s, "UPDATE {T} SET \"RetryCount\" = 40"));
+    t0 = now_ms();
+    TT_EQ_INT(obx_abandon(s, owner, list, 1, NULL, -1, &changed), OBX_OK);
+    TT_EQ_INT(obx_get(s, ids[0], &m), OBX_OK);
+    TT_EXPECT(m.next_attempt_ms >= t0 + 60000 - 1500 && m.next_attempt_ms <= now_ms() + 60000 + 1500);
+    obx_store_close(s);
+}
+
+static void test_039_abandon_unknown(void) {
+    obx_store *s = fresh();
+    char owner[37], unknown[37];
+    const char *list[1];
+    int64_t changed = 3;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    obx_owner_token(s, unknown);
+    list[0] = unknown;
+    TT_EQ_INT(obx_abandon(s, owner, list, 1, NULL, -1, &changed), OBX_OK);
+    TT_EQ_INT(changed, 0);
+    obx_store_close(s);
+}
+
+static void test_040_available_after_backoff(void) {
+    obx_store *s = fresh();
+    char owner[37], ids[2][37];
+    const char *list[2];
+    int64_t changed = 0;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_ASSERT(claim_n(s, owner, 2, ids));
+    list[0] = ids[0];
+    list[1] = ids[1];
+    TT_EQ_INT(obx_abandon(s, owner, list, 1, NULL, -1, &changed), OBX_OK); /* default: 1 s */
+    TT_EQ_INT(obx_abandon(s, owner, list + 1, 1, NULL, 0, &changed), OBX_OK); /* explicit 0 */
+    claim_expect(s, owner, 10, 1);
+    sleep_ms(1200);
+    claim_expect(s, owner, 10, 1);
+    obx_store_close(s);
+}
+
+/* ---- fail ---------------------------------------------------------------------------------------- */
+
+static void test_042_043_048_fail(void) {
+    obx_store *s = fresh();
+    char owner[37], ids[1][37];
+    const char *list[1];
+    obx_message m;
+    int64_t changed = 0;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_ASSERT(claim_n(s, owner, 1, ids));
+    list[0] = ids[0];
+    TT_EQ_INT(obx_fail(s, owner, list, 1, "schema mismatch: field 'sku' missing", &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(obx_get(s, ids[0], &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_FAILED);                         /* OBX-042 */
+    TT_EQ_STR(m.last_error, "schema mismatch: field 'sku' missing"); /* OBX-043 */
+    claim_expect(s, owner, 10, 0);                                   /* OBX-048 */
+    TT_EQ_INT(obx_reap(s, &changed), OBX_OK);
+    claim_expect(s, owner, 10, 0);
+    obx_store_close(s);
+}
+
+static void test_045_fail_unknown(void) {
+    obx_store *s = fresh();
+    char owner[37], unknown[37];
+    const char *list[1];
+    int64_t changed = 3;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    obx_owner_token(s, unknown);
+    list[0] = unknown;
+    TT_EQ_INT(obx_fail(s, owner, list, 1, "x", &changed), OBX_OK);
+    TT_EQ_INT(changed, 0);
+    obx_store_close(s);
+}
+
+/* ---- reap ------------------------------------------------------------------------------------------ */
+
+static void test_049_052_reap(void) {
+    obx_store *s = fresh();
+    char owner[37], ids[3][37];
+    const char *one[1];
+    const obx_message *ms;
+    obx_message m;
+    int64_t reaped = -1, changed;
+    int i, n = 0;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    for (i = 0; i < 3; i++) TT_ASSERT(enqueue(s, "t", "p", ids[i]));
+    TT_EQ_INT(obx_claim(s, owner, 1, 3, &ms, &n), OBX_OK); /* a one-second lease */
+    TT_EQ_INT(n, 3);
+    one[0] = ids[0];
+    TT_EQ_INT(obx_ack(s, owner, one, 1, &changed), OBX_OK);
+    one[0] = ids[1];
+    TT_EQ_INT(obx_fail(s, owner, one, 1, "dead", &changed), OBX_OK);
+    TT_EQ_INT(obx_reap(s, &reaped), OBX_OK);
+    TT_EQ_INT(reaped, 0); /* the lease has not expired yet */
+    sleep_ms(1300);
+    TT_EQ_INT(obx_reap(s, &reaped), OBX_OK);
+    TT_EQ_INT(reaped, 1);                                       /* OBX-049 */
+    TT_EQ_INT(obx_get(s, ids[2], &m), OBX_OK);
+    TT_EXPECT(m.owner_token[0] == '\0' && m.locked_until_ms == 0); /* OBX-050 */
+    TT_EQ_INT(m.status, OBX_STATUS_READY);
+    TT_EQ_INT(m.retry_count, 0);
+    TT_EQ_INT(obx_get(s, ids[0], &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_DONE);                       /* OBX-052 */
+    TT_EQ_INT(obx_get(s, ids[1], &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_FAILED);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);   /* OBX-051 */
+    TT_EQ_INT(n, 1);
+    TT_EQ_STR(ms[0].id, ids[2]);
+    obx_store_close(s);
+}
+
+/* ---- transactions, concurrency ------------------------------------------------------------------- */
+
+static void test_097_one_transaction(void) {
+    obx_store *s = fresh();
+    obx_new_message ms[3];
+    char ids[3][37];
+    TT_ASSERT(s != NULL);
+    /* The database refuses the third message: the batch leaves nothing. */
+    if (g_pg) {
+        TT_ASSERT(sql(s, "CREATE OR REPLACE FUNCTION obx_test_boom() RETURNS trigger LANGUAGE plpgsql AS "
+                         "$$ BEGIN IF NEW.\"Topic\" = 'boom' THEN RAISE EXCEPTION 'boom'; END IF; "
+                         "RETURN NEW; END $$"));
+        TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS obx_test_boom ON {T}"));
+        TT_ASSERT(sql(s, "CREATE TRIGGER obx_test_boom BEFORE INSERT ON {T} FOR EACH ROW "
+                         "EXECUTE FUNCTION obx_test_boom()"));
+    } else {
+        TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS obx_test_boom"));
+        TT_ASSERT(sql(s, "CREATE TRIGGER obx_test_boom BEFORE INSERT ON {T} WHEN NEW.\"Topic\" = 'boom' "
+                         "BEGIN SELECT RAISE(ABORT, 'boom'); END"));
+    }
+    ms[0] = msg("ok", "1");
+    ms[1] = msg("ok", "2");
+    ms[2] = msg("boom", "3");
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 3, ids), OBX_ERR_DB);
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "boom") != NULL);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 0);
+    TT_ASSERT(sql(s, g_pg ? "DROP TRIGGER obx_test_boom ON {T}" : "DROP TRIGGER obx_test_boom"));
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 2, ids), OBX_OK);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 2);
+    obx_store_close(s);
+}
+
+/* Workers in separate processes drain one queue; every message is claimed
+ * exactly once. */
+static void concurrent_drain(int workers, int total) {
+    obx_store *s = fresh();
+    obx_new_message *ms = (obx_new_message *)calloc((size_t)total, sizeof *ms);
+    char path[64], line[64];
+    pid_t pids[8];
+    int i, w, status, lines = 0;
+    FILE *f;
+    TT_ASSERT(s && ms);
+    for (i = 0; i < total; i++) ms[i] = msg("t", "p");
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, total, NULL), OBX_OK);
+    free(ms);
+    TT_ASSERT(sql(s, "DROP TABLE IF EXISTS obx_claims"));
+    TT_ASSERT(sql(s, g_pg ? "CREATE TABLE obx_claims (id uuid PRIMARY KEY)"
+                          : "CREATE TABLE obx_claims (id TEXT PRIMARY KEY)"));
+    snprintf(path, sizeof path, "/tmp/obx-claims-%d", (int)getpid());
+    /* No connection may cross fork(): close ours, reopen after. */
+    obx_store_close(s);
+    fflush(stdout);
+    for (w = 0; w < workers; w++) {
+        pids[w] = fork();
+        if (pids[w] == 0) {
+            obx_store *mine = open_table("Outbox", 0);
+            char owner[37];
+            FILE *out = fopen(path, "a");
+            const obx_message *got;
+            const char *ids[20];
+            int n = 0, rc = 0;
+            obx_result r;
+            if (!mine || !out) _exit(3);
+            obx_owner_token(mine, owner);
+            while ((r = obx_claim(mine, owner, 60, 20, &got, &n)) == OBX_OK ||
+                   r == OBX_ERR_DB_TRANSIENT) {
+                if (r != OBX_OK) continue; /* busy SQLite: try again */
+                for (i = 0; i < n; i++) {
+                    ids[i] = got[i].id;
+                    fprintf(out, "%s\n", got[i].id);
+                }
+                fflush(out);
+                if (obx_ack(mine, owner, ids, n, NULL) != OBX_OK) rc = 4;
+            }
+            if (r != OBX_EMPTY) rc = 5;
+            fclose(out);
+            obx_store_close(mine);
+            _exit(rc);
+        }
+    }
+    for (w = 0; w < workers; w++) {
+        TT_ASSERT(waitpid(pids[w], &status, 0) == pids[w]);
+        TT_EQ_INT(WIFEXITED(status) ? WEXITSTATUS(status) : 99, 0);
+    }
+    /* Every claim recorded once: a duplicate would break the primary key. */
+    s = open_table("Outbox", 0);
+    TT_ASSERT(s != NULL);
+    f = fopen(path, "r");
+    TT_ASSERT(f != NULL);
+    while (fgets(line, sizeof line, f)) {
+        char insert[128];
+        line[strcspn(line, "\n")] = '\0';
+        snprintf(insert, sizeof insert, "INSERT INTO obx_claims (id) VALUES ('%s')", line);
+        TT_ASSERT(sql(s, insert));
+        lines++;
+    }
+    fclose(f);
+    remove(path);
+    TT_EQ_INT(lines, total);
+    TT_EQ_INT(count_status(s, 2), total);
+    TT_ASSERT(sql(s, "DROP TABLE obx_claims"));
+    obx_store_close(s);
+}
+
+static void test_100_many_workers(void) { concurrent_drain(4, 400); }
+static void test_101_never_twice(void) { concurrent_drain(2, 1000); }
+
+/* ---- schema ------------------------------------------------------------------------------------------- */
+
+static int table_exists(obx_store *s, const char *name) {
+    char q[256];
+    if (g_pg)
+        snprintf(q, sizeof q, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'dbo' "
+                              "AND table_name = '%s'", name);
+    else
+        snprintf(q, sizeof q, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '%s'", name);
+    return scalar(s, q) == 1;
+}
+
+static void test_108_109_110_111_deploy(void) {
+    obx_store *s = open_table("ObxDeployTest", 0);
+    const obx_message *ms;
+    char owner[37];
+    int n;
+    TT_ASSERT(s != NULL);
+    /* (PostgreSQL: the functions depend on the table's row type.) */
+    TT_ASSERT(sql(s, "DROP TABLE IF EXISTS {M}") && sql(s, "DROP TABLE IF EXISTS {J}") &&
+              sql(s, g_pg ? "DROP TABLE IF EXISTS {T} CASCADE" : "DROP TABLE IF EXISTS {T}"));
+    /* OBX-109: without deployment nothing is created; using it fails clearly. */
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 1, &ms, &n), OBX_ERR_DB);
+    TT_EXPECT(!table_exists(s, "ObxDeployTest"));
+    /* OBX-108/111: deployment creates the three tables (and functions). */
+    TT_EQ_INT(obx_store_deploy(s), OBX_OK);
+    TT_EXPECT(table_exists(s, "ObxDeployTest"));
+    TT_EXPECT(table_exists(s, "ObxDeployTestJoin"));
+    TT_EXPECT(table_exists(s, "ObxDeployTestJoinMember"));
+    /* OBX-110: again, and again through open: no error. */
+    TT_EQ_INT(obx_store_deploy(s), OBX_OK);
+    obx_store_close(s);
+    s = open_table("ObxDeployTest", 1);
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(obx_claim(s, owner, 30, 1, &ms, &n), OBX_EMPTY);
+    obx_store_close(s);
+}
+
+static void test_111_default_tables(void) {
+    obx_store *s = fresh();
+    TT_ASSERT(s != NULL);
+    TT_EXPECT(table_exists(s, "Outbox"));
+    TT_EXPECT(table_exists(s, "OutboxJoin"));
+    TT_EXPECT(table_exists(s, "OutboxJoinMember"));
+    obx_store_close(s);
+}
+
+static void test_112_procedures(void) {
+    obx_store *s = fresh();
+    char owner[37], id[37], q[512];
+    TT_ASSERT(s && enqueue(s, "t", "p", id));
+    obx_owner_token(s, owner);
+    /* The functions are callable from plain SQL, as the library calls them. */
+    snprintf(q, sizeof q, "SELECT * FROM {S}.\"{N}_Claim\"('%s', 30, 10)", owner);
+    TT_ASSERT(sql(s, q)); /* committed */
+    TT_EQ_INT(count_status(s, 1), 1);
+    snprintf(q, sizeof q, "SELECT {S}.\"{N}_Ack\"('sql', '%s', ARRAY['%s'::uuid])", owner, id);
+    TT_EQ_INT(scalar(s, q), 1);
+    TT_EQ_INT(scalar(s, "SELECT {S}.\"{N}_Abandon\"(NULL, NULL, gen_random_uuid(), ARRAY[]::uuid[])"), 0);
+    TT_EQ_INT(scalar(s, "SELECT {S}.\"{N}_Fail\"('x', gen_random_uuid(), ARRAY[]::uuid[])"), 0);
+    TT_EQ_INT(scalar(s, "SELECT {S}.\"{N}_ReapExpired\"()"), 0);
+    obx_store_close(s);
+}
+
+static void test_114_large_payload(void) {
+    obx_store *s = fresh();
+    const size_t size = (size_t)16 << 20;
+    char *big = (char *)malloc(size + 1), id[37], owner[37];
+    obx_new_message m = msg("big", NULL);
+    const obx_message *ms;
+    size_t i;
+    int n = 0;
+    TT_ASSERT(s && big);
+    for (i = 0; i < size; i++) big[i] = (char)('a' + (i * 7) % 26);
+    memcpy(big + size / 2, "\xe2\x9c\x93", 3);
+    big[size] = '\0';
+    m.payload = big;
+    m.payload_len = size;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 1, &ms, &n), OBX_OK);
+    TT_EQ_INT(ms[0].payload_len, size);
+    TT_EXPECT(memcmp(ms[0].payload, big, size) == 0);
+    free(big);
+    obx_store_close(s);
+}
+
+static void test_119_indexes(void) {
+    obx_store *s = fresh();
+    TT_ASSERT(s != NULL);
+    if (g_pg)
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM pg_indexes WHERE schemaname = 'dbo' AND tablename = 'Outbox' "
+                            "AND indexname IN ('IX_Outbox_Ready', 'IX_Outbox_Leased', 'IX_Outbox_Done')"), 3);
+    else
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Outbox' "
+                            "AND name IN ('IX_Outbox_Ready', 'IX_Outbox_Leased', 'IX_Outbox_Done')"), 3);
+    obx_store_close(s);
+}
+
+static void test_125_no_payload_in_logs(void) {
+    obx_store *s = fresh();
+    char owner[37], ids[2][37];
+    const char *one[1];
+    obx_new_message m = msg("secret.topic", "card=4111111111111111;cvv=123");
+    const obx_message *ms;
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    log_reset();
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_enqueue(s, &m, ids[0]), OBX_OK);
+    TT_EQ_INT(obx_enqueue(s, &m, ids[1]), OBX_OK);
+    TT_EQ_INT(obx_claim(s, owner, 30, 2, &ms, &n), OBX_OK);
+    one[0] = ms[0].id;
+    TT_EQ_INT(obx_abandon(s, owner, one, 1, "boom", -1, NULL), OBX_OK);
+    one[0] = ms[1].id;
+    TT_EQ_INT(obx_fail(s, owner, one, 1, "dead", NULL), OBX_OK);
+    TT_ASSERT(g_log_len > 0); /* lines were written, at debug level too */
+    TT_EXPECT(strstr(g_log, "secret.topic") != NULL);
+    TT_EXPECT(strstr(g_log, "4111111111111111") == NULL);
+    obx_store_close(s);
+}
+
+static void test_cleanup(void) {
+    obx_store *s = fresh();
+    char owner[37], ids[5][37];
+    const char *list[5];
+    int64_t deleted = -1, changed;
+    int i;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_ASSERT(claim_n(s, owner, 5, ids));
+    for (i = 0; i < 5; i++) list[i] = ids[i];
+    TT_EQ_INT(obx_ack(s, owner, list, 3, &changed), OBX_OK);
+    TT_EQ_INT(obx_fail(s, owner, list + 3, 1, "x", &changed), OBX_OK);
+    TT_ASSERT(enqueue(s, "t", "ready", ids[0]));
+    /* Retention not reached: nothing goes. */
+    TT_EQ_INT(obx_cleanup(s, 3600 * 1000, 0, &deleted), OBX_OK);
+    TT_EQ_INT(deleted, 0);
+    /* Age the done rows; batches of 2 delete all 3, and only them. */
+    TT_ASSERT(sql(s, g_pg ? "UPDATE {T} SET \"ProcessedAt\" = now() - interval '2 hours' WHERE \"Status\" = 2"
+                          : "UPDATE {T} SET \"ProcessedAt\" = {W} - 7200000 WHERE \"Status\" = 2"));
+    TT_EQ_INT(obx_cleanup(s, 3600 * 1000, 2, &deleted), OBX_OK);
+    TT_EQ_INT(deleted, 3);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 3); /* ready, in progress, failed stay */
+    TT_EQ_INT(obx_cleanup(s, -1, 0, &deleted), OBX_ERR_OUT_OF_RANGE);
+    obx_store_close(s);
+}
+
+static void test_schema_files(void) {
+    /* sql/<dialect>/outbox.sql is exactly what the header deploys. */
+    static char want[1 << 16], have[1 << 16];
+    char path[128];
+    size_t needed = 0, got;
+    FILE *f;
+    obx_dialect d = g_pg ? OBX_DIALECT_POSTGRESQL : OBX_DIALECT_SQLITE;
+    TT_EQ_INT(obx_schema_sql(d, NULL, NULL, want, sizeof want, &needed), OBX_OK);
+    TT_EQ_INT(needed, strlen(want) + 1);
+    snprintf(path, sizeof path, "sql/%s/outbox.sql", g_backend);
+    f = fopen(path, "rb");
+    TT_ASSERT(f != NULL);
+    got = fread(have, 1, sizeof have - 1, f);
+    fclose(f);
+    have[got] = '\0';
+    TT_EQ_INT(got, strlen(want));
+    TT_EXPECT(strcmp(have, want) == 0);
+    TT_EQ_INT(obx_schema_sql(d, NULL, NULL, want, 10, &needed), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_INT(obx_schema_sql(d, "bad name", NULL, want, sizeof want, &needed), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_schema_sql(OBX_DIALECT_MARIADB, NULL, NULL, want, sizeof want, &needed), OBX_ERR_UNSUPPORTED);
+}
+
+static void test_102_107_logging(void) {
+    obx_store *s = fresh();
+    char owner[37], id[37];
+    obx_new_message m = msg("order.created", "{}");
+    const obx_message *ms;
+    int n = 0;
+    int64_t reaped = 0;
+    const char *line;
+    TT_ASSERT(s != NULL);
+    log_reset();
+    m.correlation_id = "corr-9";
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    TT_EXPECT(logged("INFO [obx-test]", "order.created", "corr-9"));   /* OBX-102 */
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 1, 5, &ms, &n), OBX_OK);
+    TT_EXPECT(logged("DEBUG [obx-test]", "claimed 1 message", NULL));  /* OBX-103 */
+    sleep_ms(1200);
+    TT_EQ_INT(obx_reap(s, &reaped), OBX_OK);
+    TT_EQ_INT(reaped, 1);
+    TT_EXPECT(logged("INFO [obx-test]", "reaped 1 expired", NULL));    /* OBX-106 */
+    /* OBX-107: every line names its store. */
+    for (line = g_log; *line; line = strchr(line, '\n') + 1) {
+        TT_EXPECT(strstr(line, "[obx-test]") != NULL && strstr(line, "[obx-test]") < strchr(line, '\n'));
+        if (!strchr(line, '\n')) break;
+    }
+    obx_store_close(s);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s sqlite|postgresql '<ODBC connection string>'\n", argv[0]);
+        return 2;
+    }
+    g_backend = argv[1];
+    g_conn = argv[2];
+    g_pg = strcmp(g_backend, "postgresql") == 0;
+#define RUN(id, what, fn) TT_RUN(id, g_backend, what, fn)
+    RUN("OBX-001", "enqueue persists the message durably", test_001_durable);
+    RUN("OBX-002", "standalone enqueue commits its own transaction", test_002_standalone_commits);
+    RUN("OBX-003", "enqueue in the caller's transaction: never committed or rolled back by us", test_003_caller_transaction);
+    RUN("OBX-004", "NULL or empty topic rejected, naming the argument", test_004_topic_required);
+    RUN("OBX-005", "NULL payload rejected (and an embedded NUL)", test_005_payload_required);
+    RUN("OBX-006", "empty payload accepted", test_006_empty_payload);
+    RUN("OBX-007", "topic over 255 characters rejected; 255 accepted", test_007_topic_length);
+    RUN("OBX-008", "empty correlation id stored as NULL", test_008_empty_correlation);
+    RUN("OBX-009", "correlation id over 255 characters rejected", test_009_correlation_length);
+    RUN("OBX-010", "topics are case-sensitive", test_010_topic_case);
+    RUN("OBX-011", "payload stored as given, never validated", test_011_payload_opaque);
+    RUN("OBX-012", "a future due time is not claimable before it passes", test_012_future_due);
+    RUN("OBX-013", "no or past due time: claimable at once", test_013_past_or_no_due);
+    RUN("OBX-014", "every message gets a unique id", test_014_unique_ids);
+    RUN("OBX-015", "CreatedAt comes from the database clock", test_015_server_time);
+    RUN("OBX-016", "new messages: retry count 0, not processed", test_016_initial_state);
+    RUN("OBX-017", "claim locks atomically and skips rows locked by another worker", test_017_claim_locks);
+    RUN("OBX-018", "claim takes only due messages", test_018_only_due);
+    RUN("OBX-019", "claim skips messages leased to a worker", test_019_not_leased);
+    RUN("OBX-020", "claim sets LockedUntil to now + lease", test_020_lease_time);
+    RUN("OBX-021", "claim sets the owner token", test_021_owner_set);
+    RUN("OBX-022", "claim returns the claimed messages, every field", test_022_returns_claimed);
+    RUN("OBX-023", "nothing ready: empty result, no error", test_023_nothing_ready);
+    RUN("OBX-024", "processed messages are not claimed", test_024_processed_not_claimed);
+    RUN("OBX-025", "failed messages are not claimed", test_025_failed_not_claimed);
+    RUN("OBX-026", "claim respects the batch size; bad arguments named", test_026_batch_limit);
+    RUN("OBX-027", "ack marks processed (with OBX-028 ProcessedAt, OBX-029 ProcessedBy)", test_027_028_029_ack);
+    RUN("OBX-028", "ack sets ProcessedAt to now", test_027_028_029_ack);
+    RUN("OBX-029", "ack records the worker (name or owner token)", test_029_worker_name);
+    RUN("OBX-030", "ack only with the owner's token", test_030_ack_owner);
+    RUN("OBX-031", "ack ignores unknown ids without error", test_031_ack_unknown);
+    RUN("OBX-032", "acked messages are never claimed again", test_032_acked_gone);
+    RUN("OBX-035", "abandon releases the lease", test_035_036_041_abandon);
+    RUN("OBX-036", "abandon increments the retry count", test_035_036_041_abandon);
+    RUN("OBX-037", "abandon schedules min(2^retry s, 60 s) later", test_037_backoff);
+    RUN("OBX-038", "abandon only with the owner's token", test_038_abandon_owner);
+    RUN("OBX-039", "abandon ignores unknown ids without error", test_039_abandon_unknown);
+    RUN("OBX-040", "abandoned messages are claimable after the backoff", test_040_available_after_backoff);
+    RUN("OBX-041", "abandon records the last error", test_035_036_041_abandon);
+    RUN("OBX-042", "fail marks permanently failed", test_042_043_048_fail);
+    RUN("OBX-043", "fail records the last error", test_042_043_048_fail);
+    RUN("OBX-044", "fail only with the owner's token", test_044_fail_owner);
+    RUN("OBX-045", "fail ignores unknown ids without error", test_045_fail_unknown);
+    RUN("OBX-048", "failed messages are never claimed again", test_042_043_048_fail);
+    RUN("OBX-049", "reap finds expired leases", test_049_052_reap);
+    RUN("OBX-050", "reap clears owner and lease", test_049_052_reap);
+    RUN("OBX-051", "reaped messages are claimable", test_049_052_reap);
+    RUN("OBX-052", "reap never touches done or failed messages", test_049_052_reap);
+    RUN("OBX-097", "a batch is one transaction: a failure leaves nothing", test_097_one_transaction);
+    RUN("OBX-100", "four worker processes drain one table safely", test_100_many_workers);
+    RUN("OBX-101", "two concurrent claimers never get the same message", test_101_never_twice);
+    RUN("OBX-108", "deployment creates what is missing (OBX-109 not without it, OBX-110 idempotent)", test_108_109_110_111_deploy);
+    RUN("OBX-109", "without deployment nothing is created", test_108_109_110_111_deploy);
+    RUN("OBX-110", "deployment is idempotent", test_108_109_110_111_deploy);
+    RUN("OBX-111", "tables Outbox, OutboxJoin, OutboxJoinMember", test_111_default_tables);
+    if (g_pg)
+        RUN("OBX-112", "functions for claim, ack, abandon, fail, reap", test_112_procedures);
+    else
+        printf("N/A OBX-112 sqlite SQLite has no stored procedures; the statements are prepared once per connection\n");
+    RUN("OBX-114", "a 16 MiB payload round-trips byte-exact", test_114_large_payload);
+    RUN("OBX-119", "indexes serve claim, reap and cleanup", test_119_indexes);
+    RUN("OBX-102", "enqueues logged at INFO with topic and correlation id", test_102_107_logging);
+    RUN("OBX-103", "claims logged at DEBUG with the count", test_102_107_logging);
+    RUN("OBX-106", "reaps logged at INFO with the count", test_102_107_logging);
+    RUN("OBX-107", "every log line names its store", test_102_107_logging);
+    RUN("OBX-125", "payloads never reach the log", test_125_no_payload_in_logs);
+    RUN("OBX-CLEANUP", "cleanup deletes old done messages in batches, nothing else", test_cleanup);
+    RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
+    return tt_done();
+}
