@@ -17,8 +17,8 @@ WARN    = -Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Wstr
           -Wwrite-strings -Wundef -Wformat=2 -Wvla -Wredundant-decls -Wdouble-promotion \
           -Wmissing-declarations -Wnested-externs -Wbad-function-cast -Wnull-dereference
 CXXWARN = -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Wcast-qual
-OPT     ?= -O2 -g
-SAN     = -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+OPT     ?= -O2 -g -pthread
+SAN     = -g -O1 -pthread -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 B       = build
 HEADERS = obx.h ibx.h
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite

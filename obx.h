@@ -41,6 +41,8 @@
  *     OBX_NO_POSIX_CLOCK build without clock_gettime()/nanosleep(); you must
  *                        then pass a clock hook (the fallback has 1 s
  *                        resolution and does not sleep)
+ *     OBX_NO_THREADS     build without pthreads: obx_dispatcher_wake() does
+ *                        nothing and run() sleeps in 50 ms slices
  *   The implementation needs POSIX (clock_gettime): compile that one file
  *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
  *   an #error that says so.
@@ -303,6 +305,24 @@ OBX_API obx_result obx_identifier_check(const char *name);
 
 typedef struct obx_store obx_store;
 
+/* Counted events (seed 002 section 16). */
+typedef enum obx_metric {
+    OBX_METRIC_ENQUEUED = 0,     /* messages committed by enqueue (own transaction) or
+                                    written into a caller's transaction */
+    OBX_METRIC_DISPATCHED = 1,   /* messages whose handlers all succeeded (acked) */
+    OBX_METRIC_FAILED = 2,       /* handler failures that will be retried (abandoned) */
+    OBX_METRIC_DEAD = 3,         /* messages failed permanently */
+    OBX_METRIC_REAPED = 4,       /* expired leases released */
+    OBX_METRIC_COUNT_ = 5
+} obx_metric;
+
+/* Called after each counted event with how many it counted; keep it
+ * cheap (it runs on the calling thread, inside the dispatch loop). */
+typedef struct obx_metrics_hook {
+    void (*count)(obx_metric metric, int64_t n, const char *store_id, void *user);
+    void *user;
+} obx_metrics_hook;
+
 /* How to open a store. All-zero fields take the defaults shown. */
 typedef struct obx_store_desc {
     const char *connection_string; /* ODBC connection string; or: */
@@ -314,6 +334,7 @@ typedef struct obx_store_desc {
     int deploy_schema;           /* nonzero: create tables, indexes, functions if missing */
     const char *worker_name;     /* ProcessedBy on ack; default: the owner token */
     obx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
+    obx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
 } obx_store_desc;
 
 /* What a store is connected to. */
@@ -499,6 +520,112 @@ OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *messag
 OBX_API obx_result obx_cleanup(obx_store *store, int64_t retention_ms, int batch_size,
                                int64_t *deleted);
 
+/* Running totals of the counted events since the store was opened,
+ * indexed by obx_metric. Does not touch the database. Returns OBX_OK or
+ * OBX_ERR_INVALID_ARG (NULL argument). */
+OBX_API obx_result obx_store_counters(const obx_store *store, int64_t counters[OBX_METRIC_COUNT_]);
+
+/* Queue depth now: messages ready to claim (due, not leased) and how long
+ * the oldest of them has been ready, in ms (0 when none), by the database
+ * clock. Touches the database (one read). Returns OBX_OK,
+ * OBX_ERR_INVALID_ARG, OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *oldest_ready_ms);
+
+/* ---- Dispatcher ------------------------------------------------------------------ */
+
+/* What a handler says about a message. */
+typedef enum obx_outcome {
+    OBX_DONE = 0,                /* handled: the message is acknowledged */
+    OBX_RETRY = 1,               /* transient failure: retried after a backoff */
+    OBX_DEAD = 2                 /* permanent failure: failed at once, never retried */
+} obx_outcome;
+
+/* A handler. `error` (error_size bytes, zeroed before the call) takes a
+ * short reason for RETRY or DEAD; it is stored as LastError and logged, so
+ * it must not contain the payload. Handlers must be idempotent: delivery is
+ * at least once. */
+typedef obx_outcome (*obx_handler)(const obx_message *message, char *error, size_t error_size,
+                                   void *user);
+
+/* Delay before retry number `retry_count + 1`, in ms. */
+typedef int64_t (*obx_backoff_fn)(int retry_count, void *user);
+
+typedef struct obx_dispatcher obx_dispatcher;
+
+/* Counts of one obx_dispatcher_run_once() call. */
+typedef struct obx_run_stats {
+    int claimed;                 /* messages claimed */
+    int done;                    /* acknowledged */
+    int retried;                 /* abandoned for a later attempt */
+    int dead;                    /* failed permanently (DEAD, or out of attempts) */
+    int no_handler;              /* of the retried: no handler for their topic */
+    int64_t reaped;              /* expired leases released by a periodic reap */
+} obx_run_stats;
+
+/* How to dispatch. All-zero fields take the defaults shown (seed 000
+ * section 7.1 and seed 004's dispatcher options). */
+typedef struct obx_dispatcher_desc {
+    obx_store *store;            /* required; the dispatcher uses it, never closes it */
+    const char *owner_token;     /* default: a new UUIDv7 per dispatcher */
+    int batch_size;              /* default 50 */
+    int lease_seconds;           /* default 30; longer than a handler may take */
+    int max_attempts;            /* default 10: a handler runs at most this many times
+                                    for a message (not counting crashes: a lease that
+                                    expires does not count as an attempt) */
+    obx_backoff_fn backoff;      /* default min(2^retry_count s, 60 s) */
+    void *backoff_user;
+    int64_t poll_interval_ms;    /* default 500: wait after an empty claim ... */
+    int64_t idle_max_ms;         /* default 2000: ... doubling while idle up to this (OBX-122) */
+    int64_t reap_interval_ms;    /* default 30000: reap expired leases this often (OBX-053) */
+    int64_t startup_delay_ms;    /* default 0: wait before the first claim */
+    int64_t error_delay_ms;      /* default 30000: wait after a database error */
+    volatile int *stop_flag;     /* optional: run() stops when *stop_flag becomes nonzero
+                                    (safe to set from a signal handler; seen within one wait) */
+} obx_dispatcher_desc;
+
+/* Create a dispatcher over desc->store. Does not touch the database.
+ * Returns OBX_OK; OBX_ERR_INVALID_ARG (desc, out or store NULL; owner_token
+ * not a UUID); OBX_ERR_OUT_OF_RANGE (a negative or too large number: batch
+ * 1..10000, lease 1..86400, attempts >= 1); OBX_ERR_NO_MEMORY. */
+OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_dispatcher **out);
+
+/* Free a dispatcher (not its store). Must not be running. NULL is a no-op. */
+OBX_API void obx_dispatcher_destroy(obx_dispatcher *dispatcher);
+
+/* Register `handler` for `topic` (exact, case-sensitive), or for every
+ * topic with "*". A message runs its topic's handlers in registration
+ * order, then the "*" ones; the first that does not return OBX_DONE decides
+ * the message's fate. A message with no handler at all is logged as a
+ * warning and retried later (OBX-055). Returns OBX_OK, OBX_ERR_INVALID_ARG
+ * (NULL, empty or over-long topic, NULL handler), OBX_ERR_NO_MEMORY. */
+OBX_API obx_result obx_dispatcher_on(obx_dispatcher *dispatcher, const char *topic,
+                                     obx_handler handler, void *user);
+
+/* One round: reap if the reap interval has passed, claim one batch, run
+ * the handlers, then settle: all successes in one ack, each failure
+ * abandoned (with backoff) or failed. *stats (if not NULL) gets the counts.
+ * Returns OBX_OK (messages handled), OBX_EMPTY (nothing to claim), or the
+ * database error of the claim or a settle (messages not settled stay
+ * leased and are retried after their lease expires: nothing is lost). */
+OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *dispatcher, obx_run_stats *stats);
+
+/* Loop run_once() until obx_dispatcher_stop() or *stop_flag: after an
+ * empty round wait poll_interval_ms (doubling up to idle_max_ms), after a
+ * database error wait error_delay_ms, and wake at once on
+ * obx_dispatcher_wake(). Returns OBX_OK when stopped. */
+OBX_API obx_result obx_dispatcher_run(obx_dispatcher *dispatcher);
+
+/* Ask run() to return after the current round. Thread-safe (not
+ * async-signal-safe: from a signal handler use desc.stop_flag). */
+OBX_API void obx_dispatcher_stop(obx_dispatcher *dispatcher);
+
+/* Tell a waiting run() that messages were just committed, so it claims now
+ * instead of at the next poll (the producer's "hot path"; the database
+ * stays the only source of truth). Call it after your commit. Thread-safe;
+ * cheap when the dispatcher is busy. Producers in other processes are seen
+ * at the next poll. */
+OBX_API void obx_dispatcher_wake(obx_dispatcher *dispatcher);
+
 #ifdef __cplusplus
 }
 #endif
@@ -518,6 +645,9 @@ OBX_API obx_result obx_cleanup(obx_store *store, int64_t retention_ms, int batch
 #include <time.h>
 #include <sql.h>
 #include <sqlext.h>
+#ifndef OBX_NO_THREADS
+#include <pthread.h>
+#endif
 
 /* >>common-begin core */
 
@@ -1880,6 +2010,7 @@ enum {
     OBX__Q_REAP,     /* -> count */
     OBX__Q_GET,      /* id -> message row */
     OBX__Q_CLEANUP,  /* retention_ms, batch -> count */
+    OBX__Q_STATS,    /* -> ready count, oldest ready age in ms */
     OBX__Q_COUNT
 };
 
@@ -1973,6 +2104,8 @@ static const obx__outbox_sql obx__sqlite_outbox = {
         "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE \"Id\" = ?",
         "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 2 AND "
         "\"ProcessedAt\" < {W} - ? ORDER BY \"ProcessedAt\" LIMIT ?)",
+        "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} "
+        "WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}",
     }};
 
 /* PostgreSQL: the work-queue operations are functions in the schema
@@ -2102,6 +2235,8 @@ static const obx__outbox_sql obx__postgresql_outbox = {
         "SELECT {S}.\"{N}_ReapExpired\"()",
         "SELECT " OBX__PG_COLS " FROM {T} WHERE \"Id\" = CAST(? AS uuid)",
         "SELECT {S}.\"{N}_Cleanup\"(CAST(? AS bigint), CAST(? AS integer))",
+        "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) "
+        "AS bigint) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()",
     }};
 
 /* Indexed by obx_dialect; NULL where the dialect has no statements yet. */
@@ -2157,7 +2292,15 @@ struct obx_store {
     obx_message *msgs;            /* the last claim's messages */
     int msgs_cap;
     obx_uuid_state uuids;
+    obx_metrics_hook metrics;
+    int64_t counters[OBX_METRIC_COUNT_];
 };
+
+static void obx__count(obx_store *s, obx_metric metric, int64_t n) {
+    if (n <= 0) return;
+    s->counters[metric] += n;
+    if (s->metrics.count) s->metrics.count(metric, n, s->store_id, s->metrics.user);
+}
 
 static const obx_error obx__null_store_error = {OBX_ERR_INVALID_ARG, "", 0, 0, "store",
                                                 "store is NULL"};
@@ -2303,6 +2446,7 @@ OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
     s->db.err = &s->err;
     s->db.store_id = "outbox";
     s->db.forced = desc->dialect;
+    s->metrics = desc->metrics;
     *out = s;
     if ((desc->connection_string != NULL) == (desc->hdbc != NULL))
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: connection_string",
@@ -2513,6 +2657,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
         }
     }
     if (r == OBX_OK) {
+        obx__count(s, OBX_METRIC_ENQUEUED, count);
         for (i = 0; i < count; i++)
             obx__log(&s->hooks, OBX_LOG_INFO, s->store_id,
                      "enqueued %s topic=%s correlation=%s%s", ids[i], msgs[i].topic,
@@ -2824,6 +2969,7 @@ OBX_API obx_result obx_ack(obx_store *store, const char *owner_token, const char
     obx__p_text(&p[2], store->list.data, store->list.len);
     r = obx__run_count(store, OBX__Q_ACK, p, 3, "ack", &n);
     if (r == OBX_OK) {
+        obx__count(store, OBX_METRIC_DISPATCHED, n);
         if (changed) *changed = n;
         obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "acked %lld of %d", (long long)n, count);
     }
@@ -2847,6 +2993,7 @@ OBX_API obx_result obx_abandon(obx_store *store, const char *owner_token,
     obx__p_text(&p[3], store->list.data, store->list.len);
     r = obx__run_count(store, OBX__Q_ABANDON, p, 4, "abandon", &n);
     if (r == OBX_OK) {
+        obx__count(store, OBX_METRIC_FAILED, n);
         if (changed) *changed = n;
         obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "abandoned %lld of %d", (long long)n,
                  count);
@@ -2868,6 +3015,7 @@ OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const cha
     obx__p_text(&p[2], store->list.data, store->list.len);
     r = obx__run_count(store, OBX__Q_FAIL, p, 3, "fail", &n);
     if (r == OBX_OK) {
+        obx__count(store, OBX_METRIC_DEAD, n);
         if (changed) *changed = n;
         obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "failed %lld of %d", (long long)n, count);
     }
@@ -2880,6 +3028,7 @@ OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped) {
     if (r != OBX_OK) return r;
     r = obx__run_count(store, OBX__Q_REAP, NULL, 0, "reap", &n);
     if (r == OBX_OK) {
+        obx__count(store, OBX_METRIC_REAPED, n);
         if (reaped) *reaped = n;
         obx__log(&store->hooks, n > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
                  "reaped %lld expired lease(s)", (long long)n);
@@ -2910,6 +3059,384 @@ OBX_API obx_result obx_cleanup(obx_store *store, int64_t retention_ms, int batch
         obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "cleanup deleted %lld done message(s)",
                  (long long)total);
     return r;
+}
+
+
+OBX_API obx_result obx_store_counters(const obx_store *store, int64_t counters[OBX_METRIC_COUNT_]) {
+    if (!store || !counters) return OBX_ERR_INVALID_ARG;
+    memcpy(counters, store->counters, sizeof store->counters);
+    return OBX_OK;
+}
+
+typedef struct obx__stats_ctx {
+    obx_store *s;
+    int64_t ready, oldest;
+} obx__stats_ctx;
+
+static obx_result obx__stats_unit(obx__db *db, void *vctx) {
+    obx__stats_ctx *c = (obx__stats_ctx *)vctx;
+    SQLHSTMT cur = NULL;
+    obx_result r = obx__exec(db, OBX__Q_STATS, c->s->sql[OBX__Q_STATS], NULL, 0, NULL, &cur);
+    if (r == OBX_OK) r = obx__fetch(db, cur);
+    if (r == OBX_OK) r = obx__get_i64(db, cur, 1, &c->ready, NULL);
+    if (r == OBX_OK) r = obx__get_i64(db, cur, 2, &c->oldest, NULL);
+    obx__close(cur);
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
+OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *oldest_ready_ms) {
+    obx__stats_ctx ctx;
+    obx_result r = obx__store_ready(store, "obx_queue_stats");
+    if (r != OBX_OK) return r;
+    ctx.s = store;
+    ctx.ready = ctx.oldest = 0;
+    r = obx__unit_read(&store->db, obx__stats_unit, &ctx, "queue stats");
+    if (r != OBX_OK) return r;
+    if (ready) *ready = ctx.ready;
+    if (oldest_ready_ms) *oldest_ready_ms = ctx.oldest > 0 ? ctx.oldest : 0;
+    return OBX_OK;
+}
+
+/* >> dispatcher ------------------------------------------------------------------- */
+
+typedef struct obx__route {
+    char *topic;                 /* "*" matches every topic */
+    obx_handler handler;
+    void *user;
+} obx__route;
+
+struct obx_dispatcher {
+    obx_store *store;
+    char owner[37];
+    int batch_size, lease_seconds, max_attempts;
+    obx_backoff_fn backoff;
+    void *backoff_user;
+    int64_t poll_ms, idle_max_ms, reap_ms, startup_ms, error_ms;
+    volatile int *stop_flag;
+    obx__route *routes;
+    int route_count, route_cap;
+    int64_t next_reap_ms;        /* monotonic */
+    const char **ack_ids;        /* batch_size entries */
+    int *failures;               /* indexes of messages that did not succeed */
+    obx_outcome *outcomes;
+    char (*errors)[256];
+    volatile int stopping;
+    int use_hook_sleep;          /* a custom clock: sleep through it, not a condition variable */
+#ifndef OBX_NO_THREADS
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    int woken;
+#endif
+};
+
+static int64_t obx__default_backoff(int retry_count, void *user) {
+    (void)user;
+    return obx__backoff_default_ms(retry_count);
+}
+
+OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_dispatcher **out) {
+    obx_dispatcher *d;
+    const obx__hooks *h;
+    size_t b;
+    if (!out) return OBX_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!desc || !desc->store) return OBX_ERR_INVALID_ARG;
+    if (desc->owner_token && !obx__uuid_is_valid(desc->owner_token))
+        return obx__fail(&desc->store->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: owner_token",
+                         "owner_token must be a UUID");
+    if (desc->batch_size < 0 || desc->batch_size > 10000 || desc->lease_seconds < 0 ||
+        desc->lease_seconds > 86400 || desc->max_attempts < 0 || desc->poll_interval_ms < 0 ||
+        desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 || desc->startup_delay_ms < 0 ||
+        desc->error_delay_ms < 0)
+        return obx__fail(&desc->store->err, OBX_ERR_OUT_OF_RANGE, "obx_dispatcher_create: desc",
+                         "batch_size 0..10000, lease_seconds 0..86400, and no negative "
+                         "attempts or intervals (0 means the default)");
+    h = &desc->store->hooks;
+    d = (obx_dispatcher *)obx__alloc(h, sizeof *d);
+    if (!d) return OBX_ERR_NO_MEMORY;
+    memset(d, 0, sizeof *d);
+#ifndef OBX_NO_THREADS
+    {
+        pthread_condattr_t attr;
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* immune to wall-clock jumps */
+        pthread_mutex_init(&d->mutex, NULL);
+        pthread_cond_init(&d->cond, &attr);
+        pthread_condattr_destroy(&attr);
+    }
+#endif
+    d->store = desc->store;
+    if (desc->owner_token) obx__copy(d->owner, sizeof d->owner, desc->owner_token);
+    else obx_owner_token(desc->store, d->owner);
+    d->batch_size = desc->batch_size ? desc->batch_size : 50;
+    d->lease_seconds = desc->lease_seconds ? desc->lease_seconds : 30;
+    d->max_attempts = desc->max_attempts ? desc->max_attempts : 10;
+    d->backoff = desc->backoff ? desc->backoff : obx__default_backoff;
+    d->backoff_user = desc->backoff_user;
+    d->poll_ms = desc->poll_interval_ms ? desc->poll_interval_ms : 500;
+    d->idle_max_ms = desc->idle_max_ms ? desc->idle_max_ms : 2000;
+    if (d->idle_max_ms < d->poll_ms) d->idle_max_ms = d->poll_ms;
+    d->reap_ms = desc->reap_interval_ms ? desc->reap_interval_ms : 30000;
+    d->startup_ms = desc->startup_delay_ms;
+    d->error_ms = desc->error_delay_ms ? desc->error_delay_ms : 30000;
+    d->stop_flag = desc->stop_flag;
+    d->next_reap_ms = obx__mono_ms(h); /* reap on the first round */
+    d->use_hook_sleep = h->clock.sleep_ms != obx__default_sleep_ms;
+    b = (size_t)d->batch_size;
+    d->ack_ids = (const char **)obx__alloc(h, sizeof *d->ack_ids * b);
+    d->failures = (int *)obx__alloc(h, sizeof *d->failures * b);
+    d->outcomes = (obx_outcome *)obx__alloc(h, sizeof *d->outcomes * b);
+    d->errors = (char (*)[256])obx__alloc(h, 256 * b);
+    if (!d->ack_ids || !d->failures || !d->outcomes || !d->errors) {
+        obx_dispatcher_destroy(d);
+        return OBX_ERR_NO_MEMORY;
+    }
+    *out = d;
+    return OBX_OK;
+}
+
+OBX_API void obx_dispatcher_destroy(obx_dispatcher *d) {
+    const obx__hooks *h;
+    int i;
+    if (!d) return;
+    h = &d->store->hooks;
+    for (i = 0; i < d->route_count; i++) obx__free(h, d->routes[i].topic);
+    obx__free(h, d->routes);
+    obx__free(h, (void *)d->ack_ids);
+    obx__free(h, d->failures);
+    obx__free(h, d->outcomes);
+    obx__free(h, d->errors);
+#ifndef OBX_NO_THREADS
+    pthread_mutex_destroy(&d->mutex);
+    pthread_cond_destroy(&d->cond);
+#endif
+    obx__free(h, d);
+}
+
+OBX_API obx_result obx_dispatcher_on(obx_dispatcher *d, const char *topic, obx_handler handler,
+                                     void *user) {
+    obx_store *s;
+    if (!d) return OBX_ERR_INVALID_ARG;
+    s = d->store;
+    if (!topic || !topic[0] || obx__utf8_chars(topic, strlen(topic)) > OBX_TOPIC_MAX)
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_on: topic",
+                         "topic must be 1..255 characters, or \"*\"");
+    if (!handler)
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_on: handler", "must not be NULL");
+    if (d->route_count == d->route_cap) {
+        int cap = d->route_cap ? d->route_cap * 2 : 8;
+        obx__route *grown = (obx__route *)obx__realloc(&s->hooks, d->routes, sizeof *grown * (size_t)cap);
+        if (!grown) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on", "out of memory");
+        d->routes = grown;
+        d->route_cap = cap;
+    }
+    d->routes[d->route_count].topic = obx__strdup(&s->hooks, topic);
+    if (!d->routes[d->route_count].topic)
+        return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on", "out of memory");
+    d->routes[d->route_count].handler = handler;
+    d->routes[d->route_count].user = user;
+    d->route_count++;
+    return OBX_OK;
+}
+
+/* Run every handler for one message: exact topic first, then "*". */
+static obx_outcome obx__handle(obx_dispatcher *d, const obx_message *m, char *error, int *matched) {
+    obx_outcome outcome = OBX_DONE;
+    int pass, i;
+    *matched = 0;
+    for (pass = 0; pass < 2 && outcome == OBX_DONE; pass++) {
+        for (i = 0; i < d->route_count && outcome == OBX_DONE; i++) {
+            const obx__route *r = &d->routes[i];
+            int wildcard = r->topic[0] == '*' && r->topic[1] == '\0';
+            if (pass == 0 ? (wildcard || strcmp(r->topic, m->topic) != 0) : !wildcard) continue;
+            (*matched)++;
+            memset(error, 0, 256);
+            outcome = r->handler(m, error, 256, r->user);
+            error[255] = '\0';
+            if (outcome != OBX_DONE && outcome != OBX_RETRY && outcome != OBX_DEAD) {
+                snprintf(error, 256, "handler returned %d, not an obx_outcome", (int)outcome);
+                outcome = OBX_DEAD;
+            }
+        }
+    }
+    return outcome;
+}
+
+OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *d, obx_run_stats *stats) {
+    obx_run_stats st;
+    obx_store *s;
+    const obx_message *ms;
+    obx_result r, settle = OBX_OK;
+    int n = 0, i, acks = 0, failures = 0;
+    int64_t now;
+    memset(&st, 0, sizeof st);
+    if (!d) return OBX_ERR_INVALID_ARG;
+    s = d->store;
+    now = obx__mono_ms(&s->hooks);
+    if (now >= d->next_reap_ms) {
+        d->next_reap_ms = now + d->reap_ms;
+        r = obx_reap(s, &st.reaped);
+        if (r < 0) {
+            if (stats) *stats = st;
+            return r;
+        }
+    }
+    r = obx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
+    if (r != OBX_OK) {
+        if (stats) *stats = st;
+        return r;
+    }
+    st.claimed = n;
+    for (i = 0; i < n; i++) {
+        const obx_message *m = &ms[i];
+        char *error = d->errors[i];
+        int matched = 0;
+        obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "handling %s topic=%s attempt %d", m->id,
+                 m->topic, m->retry_count + 1);
+        d->outcomes[i] = obx__handle(d, m, error, &matched);
+        if (!matched) {
+            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
+                     "no handler for topic %s (message %s): retrying later", m->topic, m->id);
+            snprintf(error, 256, "no handler for topic %s", m->topic);
+            d->outcomes[i] = OBX_RETRY;
+            st.no_handler++;
+        }
+        if (d->outcomes[i] == OBX_DONE) d->ack_ids[acks++] = m->id;
+        else d->failures[failures++] = i;
+    }
+    /* Settle: every success in one statement, then each failure. */
+    if (acks > 0) {
+        int64_t changed = 0;
+        settle = obx_ack(s, d->owner, d->ack_ids, acks, &changed);
+        if (settle == OBX_OK) st.done = (int)changed;
+        if (settle == OBX_OK && changed < acks)
+            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
+                     "%d of %d handled messages were no longer leased to this worker "
+                     "(lease expired during handling?); they will be delivered again",
+                     acks - (int)changed, acks);
+    }
+    for (i = 0; i < failures && settle == OBX_OK; i++) {
+        const obx_message *m = &ms[d->failures[i]];
+        const char *error = d->errors[d->failures[i]];
+        const char *one[1];
+        int attempt = m->retry_count + 1;
+        int no_handler = strncmp(error, "no handler for topic", 20) == 0;
+        one[0] = m->id;
+        if (!error[0]) error = d->outcomes[d->failures[i]] == OBX_DEAD ? "handler returned OBX_DEAD"
+                                                                        : "handler returned OBX_RETRY";
+        if (d->outcomes[d->failures[i]] == OBX_RETRY && (no_handler || attempt < d->max_attempts)) {
+            int64_t delay = d->backoff(m->retry_count, d->backoff_user);
+            if (delay < 0) delay = 0;
+            if (!no_handler)
+                obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id,
+                         "handler failed for %s topic=%s attempt %d of %d: %s; retry in %lld ms",
+                         m->id, m->topic, attempt, d->max_attempts, error, (long long)delay);
+            settle = obx_abandon(s, d->owner, one, 1, error, delay, NULL);
+            if (settle == OBX_OK) st.retried++;
+        } else {
+            char reason[320];
+            if (d->outcomes[d->failures[i]] == OBX_DEAD)
+                snprintf(reason, sizeof reason, "%s", error);
+            else
+                snprintf(reason, sizeof reason, "gave up after %d attempts: %s", attempt, error);
+            obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "message %s topic=%s is dead: %s", m->id,
+                     m->topic, reason);
+            settle = obx_fail(s, d->owner, one, 1, reason, NULL);
+            if (settle == OBX_OK) st.dead++;
+        }
+    }
+    if (stats) *stats = st;
+    return settle == OBX_OK ? OBX_OK : settle;
+}
+
+static int obx__stopped(const obx_dispatcher *d) {
+    return d->stopping || (d->stop_flag && *d->stop_flag);
+}
+
+/* Wait up to `ms`, returning early on wake() or stop(); nonzero when woken. */
+static int obx__dispatcher_wait(obx_dispatcher *d, int64_t ms) {
+    const obx__hooks *h = &d->store->hooks;
+#ifndef OBX_NO_THREADS
+    if (!d->use_hook_sleep) {
+        struct timespec deadline;
+        /* A signal handler's stop_flag does not signal the condition:
+         * look at it at least four times a second. */
+        if (d->stop_flag && ms > 250) ms = 250;
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += (time_t)(ms / 1000);
+        deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+        int woken;
+        pthread_mutex_lock(&d->mutex);
+        while (!d->woken && !obx__stopped(d))
+            if (pthread_cond_timedwait(&d->cond, &d->mutex, &deadline) != 0) break;
+        woken = d->woken;
+        d->woken = 0;
+        pthread_mutex_unlock(&d->mutex);
+        return woken;
+    }
+#endif
+    while (ms > 0 && !obx__stopped(d)) {
+        int64_t slice = ms < 50 ? ms : 50;
+        obx__sleep_ms(h, slice);
+        ms -= slice;
+    }
+    return 0;
+}
+
+OBX_API obx_result obx_dispatcher_run(obx_dispatcher *d) {
+    obx_store *s;
+    int64_t idle;
+    if (!d) return OBX_ERR_INVALID_ARG;
+    s = d->store;
+    d->stopping = 0;
+    obx__log(&s->hooks, OBX_LOG_INFO, s->store_id,
+             "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s)", d->owner,
+             d->batch_size, d->lease_seconds, (long long)d->poll_ms, d->route_count);
+    if (d->startup_ms > 0) obx__dispatcher_wait(d, d->startup_ms);
+    idle = d->poll_ms;
+    while (!obx__stopped(d)) {
+        obx_run_stats st;
+        obx_result r = obx_dispatcher_run_once(d, &st);
+        if (r == OBX_OK) {
+            idle = d->poll_ms;
+        } else if (r == OBX_EMPTY) {
+            if (obx__dispatcher_wait(d, idle)) idle = d->poll_ms; /* a producer spoke */
+            else idle = idle * 2 > d->idle_max_ms ? d->idle_max_ms : idle * 2;
+        } else {
+            obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id,
+                     "dispatch round failed: %s: %s (%s); next try in %lld ms", obx__result_str(r),
+                     s->err.message, s->err.where, (long long)d->error_ms);
+            obx__dispatcher_wait(d, d->error_ms);
+        }
+    }
+    obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "dispatcher %s stopped", d->owner);
+    return OBX_OK;
+}
+
+OBX_API void obx_dispatcher_stop(obx_dispatcher *d) {
+    if (!d) return;
+#ifndef OBX_NO_THREADS
+    pthread_mutex_lock(&d->mutex);
+    d->stopping = 1;
+    pthread_cond_broadcast(&d->cond);
+    pthread_mutex_unlock(&d->mutex);
+#else
+    d->stopping = 1;
+#endif
+}
+
+OBX_API void obx_dispatcher_wake(obx_dispatcher *d) {
+    if (!d) return;
+#ifndef OBX_NO_THREADS
+    pthread_mutex_lock(&d->mutex);
+    d->woken = 1;
+    pthread_cond_signal(&d->cond);
+    pthread_mutex_unlock(&d->mutex);
+#endif
 }
 
 #endif /* OBX_IMPLEMENTATION */

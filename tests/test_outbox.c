@@ -5,6 +5,7 @@
 #include "../obx.h"
 #include "tt.h"
 
+#include <pthread.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1227,6 +1228,604 @@ static void test_102_107_logging(void) {
     obx_store_close(s);
 }
 
+/* ---- dispatcher -------------------------------------------------------------------------------- */
+
+/* What a test handler saw and what it answers. */
+typedef struct probe {
+    int calls;
+    int fail_until;              /* answer `fail_with` while calls <= fail_until */
+    obx_outcome fail_with;
+    char last_id[37], last_message_id[37], last_topic[64], last_payload[64], last_corr[64];
+    int last_retry;
+    int64_t last_created;
+    const char *name;            /* appended to `order` when called */
+    char *order;
+} probe;
+
+static obx_outcome probe_handler(const obx_message *m, char *error, size_t size, void *user) {
+    probe *p = (probe *)user;
+    p->calls++;
+    memcpy(p->last_id, m->id, 37);
+    memcpy(p->last_message_id, m->message_id, 37);
+    snprintf(p->last_topic, sizeof p->last_topic, "%s", m->topic);
+    snprintf(p->last_payload, sizeof p->last_payload, "%s", m->payload);
+    snprintf(p->last_corr, sizeof p->last_corr, "%s", m->correlation_id ? m->correlation_id : "(null)");
+    p->last_retry = m->retry_count;
+    p->last_created = m->created_at_ms;
+    if (p->order) strcat(p->order, p->name);
+    if (p->calls <= p->fail_until) {
+        snprintf(error, size, "simulated failure %d", p->calls);
+        return p->fail_with;
+    }
+    return OBX_DONE;
+}
+
+static int64_t zero_backoff(int retry_count, void *user) { (void)retry_count; (void)user; return 0; }
+
+static obx_dispatcher *dispatcher(obx_store *s, int max_attempts, obx_backoff_fn backoff) {
+    obx_dispatcher_desc desc;
+    obx_dispatcher *d = NULL;
+    memset(&desc, 0, sizeof desc);
+    desc.store = s;
+    desc.max_attempts = max_attempts;
+    desc.backoff = backoff;
+    if (obx_dispatcher_create(&desc, &d) != OBX_OK) printf("    dispatcher_create failed\n");
+    return d;
+}
+
+static void test_053_periodic_reap(void) {
+    obx_store *s = fresh();
+    obx_dispatcher *d;
+    probe p;
+    char id[37], crashed[37];
+    const obx_message *ms;
+    obx_run_stats st;
+    int n;
+    TT_ASSERT(s && enqueue(s, "job", "p", id));
+    memset(&p, 0, sizeof p);
+    obx_owner_token(s, crashed);
+    TT_EQ_INT(obx_claim(s, crashed, 1, 1, &ms, &n), OBX_OK); /* a worker that then dies */
+    sleep_ms(1200);
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    TT_EQ_INT(obx_dispatcher_on(d, "job", probe_handler, &p), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK); /* the first round reaps, then claims */
+    TT_EQ_INT(st.reaped, 1);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(p.calls, 1);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
+static void test_054_route_by_topic(void) {
+    obx_store *s = fresh();
+    obx_dispatcher *d;
+    probe a, b, all;
+    char id_a[37], id_b[37], order[64] = "";
+    obx_run_stats st;
+    TT_ASSERT(s && enqueue(s, "a.created", "pa", id_a) && enqueue(s, "b.created", "pb", id_b));
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    memset(&all, 0, sizeof all);
+    a.name = "a"; a.order = order;
+    b.name = "b"; b.order = order;
+    all.name = "*"; all.order = order;
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    /* The wildcard registered first still runs after the exact handlers. */
+    TT_EQ_INT(obx_dispatcher_on(d, "*", probe_handler, &all), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "a.created", probe_handler, &a), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "b.created", probe_handler, &b), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "A.CREATED", probe_handler, &b), OBX_OK); /* case matters */
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.done, 2);
+    TT_EQ_INT(a.calls, 1);
+    TT_EQ_STR(a.last_id, id_a);
+    TT_EQ_INT(b.calls, 1);
+    TT_EQ_STR(b.last_id, id_b);
+    TT_EQ_INT(all.calls, 2);
+    TT_EXPECT(strcmp(order, "a*b*") == 0 || strcmp(order, "b*a*") == 0);
+    TT_EQ_INT(obx_dispatcher_on(d, "", probe_handler, &a), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_dispatcher_on(d, "x", NULL, &a), OBX_ERR_INVALID_ARG);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
+static void test_055_no_handler(void) {
+    obx_store *s = fresh();
+    obx_dispatcher *d = NULL;
+    probe other;
+    char id[37];
+    obx_message m;
+    obx_run_stats st;
+    int i;
+    TT_ASSERT(s && enqueue(s, "nobody.listens", "p", id));
+    memset(&other, 0, sizeof other);
+    d = dispatcher(s, 2, zero_backoff);
+    TT_ASSERT(d != NULL);
+    TT_EQ_INT(obx_dispatcher_on(d, "something.else", probe_handler, &other), OBX_OK);
+    log_reset();
+    /* Retried, never killed for lack of a handler (max_attempts is 2 here). */
+    for (i = 0; i < 4; i++) {
+        TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+        TT_EQ_INT(st.no_handler, 1);
+        TT_EQ_INT(st.retried, 1);
+    }
+    TT_EXPECT(logged("WARN [obx-test]", "no handler for topic nobody.listens", id));
+    TT_EQ_INT(obx_get(s, id, &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_READY);
+    TT_EQ_INT(m.retry_count, 4);
+    TT_EQ_STR(m.last_error, "no handler for topic nobody.listens");
+    TT_EQ_INT(other.calls, 0);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
+static void test_056_failure_policy(void) {
+    obx_store *s = fresh();
+    obx_dispatcher *d;
+    probe flaky, poison;
+    char id_f[37], id_p[37];
+    obx_message m;
+    obx_run_stats st;
+    TT_ASSERT(s && enqueue(s, "flaky", "p", id_f) && enqueue(s, "poison", "p", id_p));
+    memset(&flaky, 0, sizeof flaky);
+    memset(&poison, 0, sizeof poison);
+    flaky.fail_until = 1;
+    flaky.fail_with = OBX_RETRY;
+    poison.fail_until = 99;
+    poison.fail_with = OBX_DEAD;
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    obx_dispatcher_on(d, "flaky", probe_handler, &flaky);
+    obx_dispatcher_on(d, "poison", probe_handler, &poison);
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.retried, 1);
+    TT_EQ_INT(st.dead, 1);
+    TT_EQ_INT(obx_get(s, id_f, &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_READY); /* transient: abandoned with backoff */
+    TT_EQ_STR(m.last_error, "simulated failure 1");
+    TT_EQ_INT(obx_get(s, id_p, &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_FAILED); /* permanent: failed at once */
+    TT_EQ_STR(m.last_error, "simulated failure 1");
+    /* OBX-105: failures logged at ERROR with the message id and the error. */
+    TT_EXPECT(logged("ERROR [obx-test]", id_f, "simulated failure 1"));
+    TT_EXPECT(logged("ERROR [obx-test]", id_p, "simulated failure 1"));
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
+static void test_057_whole_message(void) {
+    obx_store *s = fresh();
+    obx_dispatcher *d;
+    probe p;
+    char id[37];
+    obx_new_message nm = msg("order.created", "{\"id\":5}");
+    obx_message stored;
+    obx_run_stats st;
+    TT_ASSERT(s != NULL);
+    nm.correlation_id = "corr-5";
+    TT_EQ_INT(obx_enqueue(s, &nm, id), OBX_OK);
+    TT_EQ_INT(obx_get(s, id, &stored), OBX_OK);
+    memset(&p, 0, sizeof p);
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    obx_dispatcher_on(d, "order.created", probe_handler, &p);
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_STR(p.last_id, id);
+    TT_EQ_STR(p.last_message_id, stored.message_id);
+    TT_EQ_STR(p.last_topic, "order.created");
+    TT_EQ_STR(p.last_payload, "{\"id\":5}");
+    TT_EQ_STR(p.last_corr, "corr-5");
+    TT_EQ_INT(p.last_retry, 0);
+    TT_EQ_INT(p.last_created, stored.created_at_ms);
+    /* OBX-104: each handler invocation logged at INFO with topic and id. */
+    TT_EXPECT(logged("INFO [obx-test]", "handling", id) && logged("INFO", "order.created", id));
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
+static void test_058_redelivery_same_message_id(void) {
+    obx_store *s = fresh();
+    obx_dispatcher *d;
+    probe p;
+    char id[37], crashed[37], message_id[37];
+    const obx_message *ms;
+    obx_run_stats st;
+    int n;
+    TT_ASSERT(s && enqueue(s, "job", "p", id));
+    obx_owner_token(s, crashed);
+    TT_EQ_INT(obx_claim(s, crashed, 1, 1, &ms, &n), OBX_OK);
+    memcpy(message_id, ms[0].message_id, 37);
+    sleep_ms(1200); /* the first worker died holding it */
+    memset(&p, 0, sizeof p);
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    obx_dispatcher_on(d, "job", probe_handler, &p);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    /* Delivered again (at least once), with the same MessageId to dedupe on. */
+    TT_EQ_INT(p.calls, 1);
+    TT_EQ_STR(p.last_message_id, message_id);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
+/* Two dispatchers on two connections, in two threads, over one queue. */
+typedef struct shared_seen {
+    pthread_mutex_t mu;
+    char (*in_flight)[37];
+    int in_flight_n;
+    int overlaps;
+    int handled[2];
+    int total;
+} shared_seen;
+
+typedef struct worker_arg {
+    shared_seen *seen;
+    int index;
+} worker_arg;
+
+static obx_outcome tracking_handler(const obx_message *m, char *error, size_t size, void *user) {
+    worker_arg *w = (worker_arg *)user;
+    shared_seen *sh = w->seen;
+    int i, slot = -1;
+    (void)error; (void)size;
+    pthread_mutex_lock(&sh->mu);
+    for (i = 0; i < sh->in_flight_n; i++)
+        if (strcmp(sh->in_flight[i], m->id) == 0) sh->overlaps++;
+    slot = sh->in_flight_n++;
+    memcpy(sh->in_flight[slot], m->id, 37);
+    pthread_mutex_unlock(&sh->mu);
+    sleep_ms(1); /* give the other worker time to collide, if it could */
+    pthread_mutex_lock(&sh->mu);
+    for (i = 0; i < sh->in_flight_n; i++)
+        if (strcmp(sh->in_flight[i], m->id) == 0) {
+            memcpy(sh->in_flight[i], sh->in_flight[--sh->in_flight_n], 37);
+            break;
+        }
+    sh->handled[w->index]++;
+    sh->total++;
+    pthread_mutex_unlock(&sh->mu);
+    return OBX_DONE;
+}
+
+static void *worker_main(void *arg) {
+    worker_arg *w = (worker_arg *)arg;
+    obx_store *s = open_table("Outbox", 0);
+    obx_dispatcher *d;
+    obx_run_stats st;
+    obx_result r;
+    if (!s) return NULL;
+    d = dispatcher(s, 0, NULL);
+    if (d) {
+        obx_dispatcher_on(d, "work", tracking_handler, w);
+        while ((r = obx_dispatcher_run_once(d, &st)) == OBX_OK || r == OBX_ERR_DB_TRANSIENT) {
+        }
+        obx_dispatcher_destroy(d);
+    }
+    obx_store_close(s);
+    return NULL;
+}
+
+static void test_059_060_two_dispatchers(void) {
+    obx_store *s = fresh();
+    shared_seen sh;
+    worker_arg args[2];
+    pthread_t threads[2];
+    obx_new_message ms[200];
+    int i;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < 200; i++) ms[i] = msg("work", "p");
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 200, NULL), OBX_OK);
+    memset(&sh, 0, sizeof sh);
+    pthread_mutex_init(&sh.mu, NULL);
+    sh.in_flight = (char (*)[37])calloc(64, 37);
+    for (i = 0; i < 2; i++) {
+        args[i].seen = &sh;
+        args[i].index = i;
+        TT_ASSERT(pthread_create(&threads[i], NULL, worker_main, &args[i]) == 0);
+    }
+    for (i = 0; i < 2; i++) pthread_join(threads[i], NULL);
+    TT_EQ_INT(sh.overlaps, 0);   /* OBX-059: never one message in two handlers at once */
+    TT_EQ_INT(sh.total, 200);    /* each exactly once */
+    TT_EQ_INT(count_status(s, 2), 200);
+    TT_EXPECT(sh.handled[0] > 0 && sh.handled[1] > 0); /* OBX-060: both worked, side by side */
+    free(sh.in_flight);
+    pthread_mutex_destroy(&sh.mu);
+    obx_store_close(s);
+}
+
+typedef struct backoff_probe {
+    int retries[8];
+    int n;
+} backoff_probe;
+
+static int64_t recording_backoff(int retry_count, void *user) {
+    backoff_probe *b = (backoff_probe *)user;
+    if (b->n < 8) b->retries[b->n++] = retry_count;
+    return obx_backoff_default_ms(retry_count);
+}
+
+static void test_061_062_backoff(void) {
+    obx_store *s = fresh();
+    obx_dispatcher_desc desc;
+    obx_dispatcher *d = NULL;
+    probe p;
+    backoff_probe b;
+    char id[37];
+    obx_message m;
+    obx_run_stats st;
+    int round;
+    TT_ASSERT(s && enqueue(s, "flaky", "p", id));
+    memset(&p, 0, sizeof p);
+    memset(&b, 0, sizeof b);
+    p.fail_until = 3;
+    p.fail_with = OBX_RETRY;
+    memset(&desc, 0, sizeof desc);
+    desc.store = s;
+    desc.backoff = recording_backoff;
+    desc.backoff_user = &b;
+    TT_EQ_INT(obx_dispatcher_create(&desc, &d), OBX_OK);
+    obx_dispatcher_on(d, "flaky", probe_handler, &p);
+    for (round = 0; round < 3; round++) {
+        int64_t t0 = now_ms();
+        TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+        TT_EQ_INT(st.retried, 1);
+        TT_EQ_INT(obx_get(s, id, &m), OBX_OK);
+        /* 1 s, 2 s, 4 s: the default min(2^retry_count s, 60 s) */
+        TT_EXPECT(m.next_attempt_ms >= t0 + (1000 << round) - 1500);
+        TT_EXPECT(m.next_attempt_ms <= now_ms() + (1000 << round) + 1500);
+        TT_ASSERT(sql(s, g_pg ? "UPDATE {T} SET \"NextAttemptAt\" = now()"
+                              : "UPDATE {T} SET \"NextAttemptAt\" = {W}"));
+    }
+    TT_EQ_INT(b.n, 3);
+    TT_EXPECT(b.retries[0] == 0 && b.retries[1] == 1 && b.retries[2] == 2);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
+static int64_t five_seconds(int retry_count, void *user) { (void)retry_count; (void)user; return 5000; }
+
+static void test_063_custom_backoff(void) {
+    obx_store *s = fresh();
+    obx_dispatcher *d;
+    probe p;
+    char id[37];
+    obx_message m;
+    obx_run_stats st;
+    int64_t t0;
+    TT_ASSERT(s && enqueue(s, "flaky", "p", id));
+    memset(&p, 0, sizeof p);
+    p.fail_until = 1;
+    p.fail_with = OBX_RETRY;
+    d = dispatcher(s, 0, five_seconds);
+    TT_ASSERT(d != NULL);
+    obx_dispatcher_on(d, "flaky", probe_handler, &p);
+    t0 = now_ms();
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(obx_get(s, id, &m), OBX_OK);
+    TT_EXPECT(m.next_attempt_ms >= t0 + 5000 - 1500 && m.next_attempt_ms <= now_ms() + 5000 + 1500);
+    obx_dispatcher_destroy(d);
+    /* A zero delay makes it claimable at once. */
+    d = dispatcher(s, 0, zero_backoff);
+    TT_ASSERT(d != NULL);
+    obx_dispatcher_on(d, "flaky", probe_handler, &p);
+    TT_ASSERT(sql(s, g_pg ? "UPDATE {T} SET \"NextAttemptAt\" = now()" : "UPDATE {T} SET \"NextAttemptAt\" = {W}"));
+    p.fail_until = 2;
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.retried, 1);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.done, 1);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
+/* Drive one message through rounds until it settles; returns handler runs. */
+static int runs_until_settled(obx_store *s, obx_dispatcher *d, probe *p, const char *id, obx_status *end) {
+    obx_run_stats st;
+    obx_message m;
+    int guard;
+    for (guard = 0; guard < 50; guard++) {
+        if (obx_dispatcher_run_once(d, &st) != OBX_OK) break;
+    }
+    *end = obx_get(s, id, &m) == OBX_OK ? m.status : (obx_status)-1;
+    return p->calls;
+}
+
+static void attempts_case(int max_attempts, int failures, obx_status want_end, int want_runs) {
+    obx_store *s = fresh();
+    obx_dispatcher *d;
+    probe p;
+    char id[37];
+    obx_status end;
+    obx_message m;
+    TT_ASSERT(s && enqueue(s, "flaky", "p", id));
+    memset(&p, 0, sizeof p);
+    p.fail_until = failures;
+    p.fail_with = OBX_RETRY;
+    d = dispatcher(s, max_attempts, zero_backoff);
+    TT_ASSERT(d != NULL);
+    obx_dispatcher_on(d, "flaky", probe_handler, &p);
+    TT_EQ_INT(runs_until_settled(s, d, &p, id, &end), want_runs);
+    TT_EQ_INT(end, want_end);
+    if (want_end == OBX_STATUS_FAILED) {
+        char want[80];
+        TT_EQ_INT(obx_get(s, id, &m), OBX_OK);
+        snprintf(want, sizeof want, "gave up after %d attempts: simulated failure %d", want_runs, want_runs);
+        TT_EQ_STR(m.last_error, want);
+    }
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
+static void test_064_max_attempts(void) {
+    attempts_case(3, 99, OBX_STATUS_FAILED, 3); /* runs exactly 3 times, then dead */
+    attempts_case(3, 2, OBX_STATUS_DONE, 3);    /* succeeding on the 3rd is in time */
+    attempts_case(1, 99, OBX_STATUS_FAILED, 1);
+}
+
+static void test_065_default_max_attempts(void) {
+    attempts_case(0, 99, OBX_STATUS_FAILED, 10); /* default 10 */
+    attempts_case(0, 9, OBX_STATUS_DONE, 10);    /* the 10th attempt may succeed */
+}
+
+static int g_claims_seen;
+static int64_t g_fake_slept;
+static volatile int g_stop;
+static void count_claims(obx_log_level level, const char *id, const char *message, void *user) {
+    (void)level; (void)id; (void)user;
+    if (strstr(message, "claimed 0 message")) g_claims_seen++;
+}
+static void fake_sleep(int64_t ms, void *user) {
+    (void)user;
+    g_fake_slept += ms;
+    if (g_fake_slept >= 1000) g_stop = 1;
+}
+
+static void idle_case(int64_t idle_max, int want_claims) {
+    obx_store_desc sd;
+    obx_dispatcher_desc dd;
+    obx_store *s = fresh(), *timed = NULL;
+    obx_dispatcher *d = NULL;
+    TT_ASSERT(s != NULL);
+    memset(&sd, 0, sizeof sd);
+    sd.connection_string = g_conn;
+    sd.hooks.clock.sleep_ms = fake_sleep;
+    sd.hooks.logger.log = count_claims;
+    sd.hooks.logger.min_level = OBX_LOG_DEBUG;
+    TT_EQ_INT(obx_store_open(&sd, &timed), OBX_OK);
+    memset(&dd, 0, sizeof dd);
+    dd.store = timed;
+    dd.poll_interval_ms = 100;
+    dd.idle_max_ms = idle_max;
+    dd.stop_flag = &g_stop;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    g_claims_seen = 0;
+    g_fake_slept = 0;
+    g_stop = 0;
+    TT_EQ_INT(obx_dispatcher_run(d), OBX_OK);
+    TT_EQ_INT(g_claims_seen, want_claims);
+    obx_dispatcher_destroy(d);
+    obx_store_close(timed);
+    obx_store_close(s);
+}
+
+static void test_122_idle_backoff(void) {
+    /* One second of an empty queue: polls at 0, 100, 300, 700 ms (waits
+     * double up to 400) instead of every 100 ms. */
+    idle_case(400, 4);
+    idle_case(100, 10);
+}
+
+typedef struct loop_arg {
+    obx_dispatcher *d;
+} loop_arg;
+
+static void *loop_main(void *arg) {
+    obx_dispatcher_run(((loop_arg *)arg)->d);
+    return NULL;
+}
+
+static void test_wake_and_stop(void) {
+    obx_store *s = fresh(), *producer = open_table("Outbox", 0);
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    probe p;
+    loop_arg arg;
+    pthread_t thread;
+    char id[37];
+    int64_t t0;
+    int waited;
+    TT_ASSERT(s && producer);
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.poll_interval_ms = 10000; /* without the wake-up, a message would wait 10 s */
+    dd.idle_max_ms = 10000;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    memset(&p, 0, sizeof p);
+    obx_dispatcher_on(d, "hot", probe_handler, &p);
+    arg.d = d;
+    TT_ASSERT(pthread_create(&thread, NULL, loop_main, &arg) == 0);
+    sleep_ms(200); /* the loop found nothing and waits */
+    t0 = now_ms();
+    TT_ASSERT(enqueue(producer, "hot", "now", id));
+    obx_dispatcher_wake(d); /* after the commit */
+    for (waited = 0; p.calls == 0 && waited < 3000; waited += 5) sleep_ms(5);
+    TT_EQ_INT(p.calls, 1);
+    TT_EXPECT(now_ms() - t0 < 3000);
+    t0 = now_ms();
+    obx_dispatcher_stop(d);
+    pthread_join(thread, NULL);
+    TT_EXPECT(now_ms() - t0 < 2000); /* stop interrupts the 10 s wait */
+    obx_dispatcher_destroy(d);
+    obx_store_close(producer);
+    obx_store_close(s);
+}
+
+typedef struct metric_sums {
+    int64_t n[OBX_METRIC_COUNT_];
+    int calls;
+} metric_sums;
+static void sum_metrics(obx_metric metric, int64_t n, const char *store_id, void *user) {
+    metric_sums *m = (metric_sums *)user;
+    (void)store_id;
+    m->n[metric] += n;
+    m->calls++;
+}
+
+static void test_metrics(void) {
+    obx_store_desc sd;
+    obx_store *clean = fresh(), *s = NULL;
+    obx_dispatcher *d;
+    metric_sums sums;
+    probe ok, flaky, poison;
+    char id[37];
+    int64_t counters[OBX_METRIC_COUNT_], ready = -1, oldest = -1;
+    obx_run_stats st;
+    TT_ASSERT(clean != NULL);
+    obx_store_close(clean);
+    memset(&sums, 0, sizeof sums);
+    memset(&sd, 0, sizeof sd);
+    sd.connection_string = g_conn;
+    sd.metrics.count = sum_metrics;
+    sd.metrics.user = &sums;
+    sd.hooks.logger.log = keep_log;
+    TT_EQ_INT(obx_store_open(&sd, &s), OBX_OK);
+    TT_ASSERT(enqueue(s, "ok", "p", id) && enqueue(s, "flaky", "p", id) && enqueue(s, "poison", "p", id));
+    TT_EQ_INT(obx_queue_stats(s, &ready, &oldest), OBX_OK);
+    TT_EQ_INT(ready, 3);
+    TT_EXPECT(oldest >= 0 && oldest < 60000);
+    memset(&ok, 0, sizeof ok);
+    memset(&flaky, 0, sizeof flaky);
+    memset(&poison, 0, sizeof poison);
+    flaky.fail_until = 9;
+    flaky.fail_with = OBX_RETRY;
+    poison.fail_until = 9;
+    poison.fail_with = OBX_DEAD;
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    obx_dispatcher_on(d, "ok", probe_handler, &ok);
+    obx_dispatcher_on(d, "flaky", probe_handler, &flaky);
+    obx_dispatcher_on(d, "poison", probe_handler, &poison);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(obx_store_counters(s, counters), OBX_OK);
+    TT_EQ_INT(counters[OBX_METRIC_ENQUEUED], 3);
+    TT_EQ_INT(counters[OBX_METRIC_DISPATCHED], 1);
+    TT_EQ_INT(counters[OBX_METRIC_FAILED], 1);
+    TT_EQ_INT(counters[OBX_METRIC_DEAD], 1);
+    TT_EQ_INT(counters[OBX_METRIC_REAPED], 0);
+    TT_EQ_INT(sums.n[OBX_METRIC_ENQUEUED], 3);
+    TT_EQ_INT(sums.n[OBX_METRIC_DISPATCHED], 1);
+    TT_EQ_INT(sums.n[OBX_METRIC_DEAD], 1);
+    TT_EQ_INT(obx_queue_stats(s, &ready, &oldest), OBX_OK);
+    TT_EQ_INT(ready, 0); /* the flaky one waits for its backoff */
+    TT_EQ_INT(oldest, 0);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql '<ODBC connection string>'\n", argv[0]);
@@ -1284,6 +1883,24 @@ int main(int argc, char **argv) {
     RUN("OBX-050", "reap clears owner and lease", test_049_052_reap);
     RUN("OBX-051", "reaped messages are claimable", test_049_052_reap);
     RUN("OBX-052", "reap never touches done or failed messages", test_049_052_reap);
+    RUN("OBX-053", "the dispatcher reaps expired leases periodically", test_053_periodic_reap);
+    RUN("OBX-054", "handlers are chosen by exact topic; wildcard runs after", test_054_route_by_topic);
+    RUN("OBX-055", "no handler: warning, and the message is retried later", test_055_no_handler);
+    RUN("OBX-056", "a handler failure is abandoned (transient) or failed (permanent)", test_056_failure_policy);
+    RUN("OBX-057", "the handler gets the whole message", test_057_whole_message);
+    RUN("OBX-058", "redelivery after a crash keeps the MessageId for idempotency", test_058_redelivery_same_message_id);
+    RUN("OBX-059", "two dispatchers never run one message at once", test_059_060_two_dispatchers);
+    RUN("OBX-060", "dispatchers handle different messages concurrently", test_059_060_two_dispatchers);
+    RUN("OBX-061", "retries back off exponentially", test_061_062_backoff);
+    RUN("OBX-062", "default backoff min(2^retry_count s, 60 s)", test_061_062_backoff);
+    RUN("OBX-063", "a custom backoff function replaces the default", test_063_custom_backoff);
+    RUN("OBX-064", "out of attempts: failed (runs exactly max times; last may succeed)", test_064_max_attempts);
+    RUN("OBX-065", "max attempts defaults to 10 (both sides of the boundary)", test_065_default_max_attempts);
+    RUN("OBX-104", "handler invocations logged at INFO with topic and id", test_057_whole_message);
+    RUN("OBX-105", "handler failures logged at ERROR with id and error", test_056_failure_policy);
+    RUN("OBX-122", "the poll interval doubles while idle, up to a cap", test_122_idle_backoff);
+    RUN("OBX-WAKE", "wake-up dispatches at once; stop interrupts the wait", test_wake_and_stop);
+    RUN("OBX-METRICS", "counters, metrics hook, queue depth and oldest age", test_metrics);
     RUN("OBX-097", "a batch is one transaction: a failure leaves nothing", test_097_one_transaction);
     RUN("OBX-100", "four worker processes drain one table safely", test_100_many_workers);
     RUN("OBX-101", "two concurrent claimers never get the same message", test_101_never_twice);
