@@ -935,6 +935,14 @@ IBX__PRIVATE int ibx__list_add(const ibx__hooks *h, ibx__buf *b, const ibx__dial
     return 1;
 }
 
+/* A NULL element. */
+IBX__PRIVATE int ibx__list_add_null(const ibx__hooks *h, ibx__buf *b, const ibx__dialect *d) {
+    int pg = d->id == IBX_DIALECT_POSTGRESQL;
+    if (b->len == 0 && !ibx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
+    if (b->len > 1 && !ibx__buf_add(h, b, ",", 1)) return 0;
+    return ibx__buf_add(h, b, pg ? "NULL" : "null", 4);
+}
+
 IBX__PRIVATE int ibx__list_end(const ibx__hooks *h, ibx__buf *b, const ibx__dialect *d) {
     int pg = d->id == IBX_DIALECT_POSTGRESQL;
     if (b->len == 0) return ibx__buf_add(h, b, pg ? "{}" : "[]", 2);

@@ -1252,6 +1252,14 @@ OBX__PRIVATE int obx__list_add(const obx__hooks *h, obx__buf *b, const obx__dial
     return 1;
 }
 
+/* A NULL element. */
+OBX__PRIVATE int obx__list_add_null(const obx__hooks *h, obx__buf *b, const obx__dialect *d) {
+    int pg = d->id == OBX_DIALECT_POSTGRESQL;
+    if (b->len == 0 && !obx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
+    if (b->len > 1 && !obx__buf_add(h, b, ",", 1)) return 0;
+    return obx__buf_add(h, b, pg ? "NULL" : "null", 4);
+}
+
 OBX__PRIVATE int obx__list_end(const obx__hooks *h, obx__buf *b, const obx__dialect *d) {
     int pg = d->id == OBX_DIALECT_POSTGRESQL;
     if (b->len == 0) return obx__buf_add(h, b, pg ? "{}" : "[]", 2);
@@ -2011,6 +2019,8 @@ enum {
     OBX__Q_GET,      /* id -> message row */
     OBX__Q_CLEANUP,  /* retention_ms, batch -> count */
     OBX__Q_STATS,    /* -> ready count, oldest ready age in ms */
+    OBX__Q_INSERT_MANY, /* lists of: ids, message_ids, topics, payloads, correlations, dues;
+                           NULL where the dialect inserts a batch row by row */
     OBX__Q_COUNT
 };
 
@@ -2106,6 +2116,7 @@ static const obx__outbox_sql obx__sqlite_outbox = {
         "\"ProcessedAt\" < {W} - ? ORDER BY \"ProcessedAt\" LIMIT ?)",
         "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} "
         "WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}",
+        NULL, /* prepared single-row inserts in one transaction are as fast here */
     }};
 
 /* PostgreSQL: the work-queue operations are functions in the schema
@@ -2237,6 +2248,13 @@ static const obx__outbox_sql obx__postgresql_outbox = {
         "SELECT {S}.\"{N}_Cleanup\"(CAST(? AS bigint), CAST(? AS integer))",
         "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) "
         "AS bigint) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()",
+        /* A whole batch in one statement: array literals unnested by the
+         * server (psqlODBC's own array binding sends one INSERT per row). */
+        "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+        "\"DueTimeUtc\", \"NextAttemptAt\") SELECT u.id, u.mid, u.topic, u.payload, u.corr, "
+        "to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()) "
+        "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
+        "CAST(? AS text[]), CAST(? AS bigint[])) AS u(id, mid, topic, payload, corr, due)",
     }};
 
 /* Indexed by obx_dialect; NULL where the dialect has no statements yet. */
@@ -2288,6 +2306,7 @@ struct obx_store {
     const obx__outbox_sql *q;
     char *sql[OBX__Q_COUNT];      /* expanded statements */
     obx__buf list;                /* id lists for batch statements */
+    obx__buf columns[6];          /* column lists of a batch insert */
     obx__buf rows;                /* strings of the last claimed/read messages */
     obx_message *msgs;            /* the last claim's messages */
     int msgs_cap;
@@ -2355,6 +2374,7 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
         return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, "dialect",
                          "no outbox statements for %s yet", s->db.d->name);
     for (i = 0; i < OBX__Q_COUNT; i++) {
+        if (!s->q->q[i]) continue; /* not used by this dialect */
         s->sql[i] = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->q[i]);
         if (!s->sql[i]) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     }
@@ -2483,6 +2503,7 @@ OBX_API void obx_store_close(obx_store *store) {
     hooks = store->hooks;
     for (i = 0; i < OBX__Q_COUNT; i++) obx__free(&hooks, store->sql[i]);
     obx__buf_free(&hooks, &store->list);
+    for (i = 0; i < 6; i++) obx__buf_free(&hooks, &store->columns[i]);
     obx__buf_free(&hooks, &store->rows);
     obx__free(&hooks, store->msgs);
     obx__free(&hooks, store->schema);
@@ -2574,9 +2595,50 @@ typedef struct obx__enqueue_ctx {
     char (*ids)[37];
 } obx__enqueue_ctx;
 
+#define OBX__INSERT_CHUNK 1000
+
+/* Messages from..to as one multi-row statement (dialects that have one). */
+static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, int to) {
+    obx_store *s = c->s;
+    obx__buf *col = s->columns;
+    obx__param p[6];
+    int i, k, ok = 1;
+    for (k = 0; k < 6; k++) col[k].len = 0;
+    for (i = from; i < to && ok; i++) {
+        const obx_new_message *m = &c->msgs[i];
+        char message_id[37], due[24];
+        const char *corr = m->correlation_id && m->correlation_id[0] ? m->correlation_id : NULL;
+        obx__uuid_v7(&s->uuids, obx__now_ms(db->hooks), obx__random(db->hooks), obx__random(db->hooks),
+                     c->ids[i]);
+        obx__uuid_v7(&s->uuids, obx__now_ms(db->hooks), obx__random(db->hooks), obx__random(db->hooks),
+                     message_id);
+        snprintf(due, sizeof due, "%lld", (long long)m->due_utc_ms);
+        ok = obx__list_add(db->hooks, &col[0], db->d, c->ids[i], 36) &&
+             obx__list_add(db->hooks, &col[1], db->d, message_id, 36) &&
+             obx__list_add(db->hooks, &col[2], db->d, m->topic, strlen(m->topic)) &&
+             obx__list_add(db->hooks, &col[3], db->d, (const char *)m->payload, c->lens[i]) &&
+             (corr ? obx__list_add(db->hooks, &col[4], db->d, corr, strlen(corr))
+                   : obx__list_add_null(db->hooks, &col[4], db->d)) &&
+             (m->due_utc_ms > 0 ? obx__list_add(db->hooks, &col[5], db->d, due, strlen(due))
+                                : obx__list_add_null(db->hooks, &col[5], db->d));
+    }
+    for (k = 0; k < 6 && ok; k++) {
+        ok = obx__list_end(db->hooks, &col[k], db->d);
+        obx__p_text(&p[k], col[k].data, col[k].len);
+    }
+    if (!ok) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue_batch", "out of memory");
+    return obx__exec(db, OBX__Q_INSERT_MANY, s->sql[OBX__Q_INSERT_MANY], p, 6, NULL, NULL);
+}
+
 static obx_result obx__insert_messages(obx__db *db, void *vctx) {
     obx__enqueue_ctx *c = (obx__enqueue_ctx *)vctx;
     int i;
+    if (c->count > 1 && c->s->sql[OBX__Q_INSERT_MANY]) {
+        obx_result r = OBX_OK;
+        for (i = 0; i < c->count && r == OBX_OK; i += OBX__INSERT_CHUNK)
+            r = obx__insert_chunk(db, c, i, c->count - i > OBX__INSERT_CHUNK ? i + OBX__INSERT_CHUNK : c->count);
+        return r;
+    }
     for (i = 0; i < c->count; i++) {
         const obx_new_message *m = &c->msgs[i];
         char message_id[37];

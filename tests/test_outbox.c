@@ -1826,6 +1826,35 @@ static void test_metrics(void) {
     obx_store_close(s);
 }
 
+static void test_batch_text_exact(void) {
+    static const char *const payloads[] = {
+        "plain", "", "quote\"inside", "back\\slash\\\\", "{braces},[brackets]", "NULL", "null",
+        "comma,separated", "new\nline\r\n", "tab\there", "\xc3\xa9moji \xf0\x9f\x98\x80", "'single'",
+        "\\\"", " leading and trailing ", "{\"json\": [1, 2, {\"k\": \"v\"}]}"};
+    enum { N = sizeof payloads / sizeof payloads[0] };
+    obx_store *s = fresh();
+    obx_new_message ms[N];
+    char ids[N][37];
+    obx_message got;
+    int i;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < N; i++) {
+        ms[i] = msg(i % 2 ? "topic,with\"odd}chars" : "plain.topic", payloads[i]);
+        ms[i].correlation_id = i % 3 == 0 ? NULL : (i % 3 == 1 ? "NULL" : payloads[i]);
+        ms[i].due_utc_ms = i % 4 == 0 ? now_ms() - 1000 : 0;
+    }
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, N, ids), OBX_OK);
+    for (i = 0; i < N; i++) {
+        TT_EQ_INT(obx_get(s, ids[i], &got), OBX_OK);
+        TT_EQ_STR(got.payload, payloads[i]);
+        TT_EQ_STR(got.topic, ms[i].topic);
+        if (ms[i].correlation_id && ms[i].correlation_id[0]) TT_EQ_STR(got.correlation_id, ms[i].correlation_id);
+        else TT_EXPECT(got.correlation_id == NULL);
+        TT_EQ_INT(got.due_time_ms, ms[i].due_utc_ms);
+    }
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql '<ODBC connection string>'\n", argv[0]);
@@ -1919,6 +1948,7 @@ int main(int argc, char **argv) {
     RUN("OBX-106", "reaps logged at INFO with the count", test_102_107_logging);
     RUN("OBX-107", "every log line names its store", test_102_107_logging);
     RUN("OBX-125", "payloads never reach the log", test_125_no_payload_in_logs);
+    RUN("OBX-BATCH-EXACT", "batch enqueue keeps quotes, braces, NULL-like text, newlines exact", test_batch_text_exact);
     RUN("OBX-CLEANUP", "cleanup deletes old done messages in batches, nothing else", test_cleanup);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     return tt_done();

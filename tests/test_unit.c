@@ -844,12 +844,15 @@ static void test_fake_enqueue_batch_one_tx(void) {
         m[i].payload = "p";
         m[i].payload_len = OBX_NTS;
     }
-    fake_push_ok(1);
-    fake_push_ok(1);
+    /* PostgreSQL: the whole batch is one INSERT ... unnest(arrays). */
     fake_push_error(SQL_ERROR, "23505", 1, "duplicate key");
     TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, ids), OBX_ERR_DB);
+    TT_EQ_INT(fake_calls("SQLExecute"), 1);
     TT_EQ_INT(fake_commits(), 0);
     TT_EQ_INT(fake_rollbacks(), 1);
+    TT_ASSERT(strstr(fake_log_sql(0), "unnest(") != NULL);
+    TT_EQ_STR(fake_log_param_text(0, 0, 3), "{\"t\",\"t\",\"t\"}");
+    TT_EQ_STR(fake_log_param_text(0, 0, 5), "{NULL,NULL,NULL}");
     /* Bad input anywhere in the batch: rejected before any SQL. */
     fake_reset();
     m[1].topic = "";
