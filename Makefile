@@ -6,6 +6,7 @@
 #   make check   test + strict warnings (-Werror, gcc and clang), C++ compile,
 #                one/two translation units, OBX_STATIC, exported symbols,
 #                ASan+UBSan, valgrind, common-core identity
+#   make bench   obx.h against the same SQL issued directly, SQLite and PostgreSQL
 #   make deps    install build and test dependencies
 #   make clean
 
@@ -23,7 +24,7 @@ B       = build
 HEADERS = obx.h ibx.h
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
 
-.PHONY: all demo test check deps clean check-common check-warnings check-cxx check-link \
+.PHONY: all demo test check bench deps clean check-common check-warnings check-cxx check-link \
         check-nm check-asan check-valgrind
 .DELETE_ON_ERROR:
 
@@ -57,12 +58,22 @@ $(B)/quickstart: examples/quickstart.c obx.h | $(B)
 demo:
 	@tests/deps.sh build
 	@$(MAKE) --no-print-directory $(B)/quickstart
-	./$(B)/quickstart
+	@cd $(B) && rm -f quickstart.db quickstart.db-wal quickstart.db-shm && ./quickstart
 
 test:
 	@tests/deps.sh build pg
 	@$(MAKE) --no-print-directory $(TESTS)
 	tests/run.sh $(B)
+
+# ---- bench: not a test; prints a table of rates and ratios ----------------------
+BENCH_N ?= 20000
+$(B)/bench: tests/bench.c obx.h | $(B)
+	$(CC) $(CSTD) $(WARN) -O2 -g -pthread tests/bench.c -o $@ -lodbc
+
+bench:
+	@tests/deps.sh build pg
+	@$(MAKE) --no-print-directory $(B)/bench
+	tests/bench.sh $(B)/bench $(BENCH_N)
 
 # ---- check ----------------------------------------------------------------------
 check:
@@ -79,7 +90,7 @@ check-common:
 check-warnings: | $(B)
 	@for cc in gcc clang; do for std in c99 c11; do \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/fake_odbc.c tests/fake_selftest.c || exit 1; \
-	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c examples/quickstart.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/bench.c examples/quickstart.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11)"
 

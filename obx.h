@@ -2309,6 +2309,7 @@ struct obx_store {
     obx__buf columns[6];          /* column lists of a batch insert */
     obx__buf rows;                /* strings of the last claimed/read messages */
     obx_message *msgs;            /* the last claim's messages */
+    struct obx__row_offsets *offsets; /* where their strings sit in `rows` while reading */
     int msgs_cap;
     obx_uuid_state uuids;
     obx_metrics_hook metrics;
@@ -2506,6 +2507,7 @@ OBX_API void obx_store_close(obx_store *store) {
     for (i = 0; i < 6; i++) obx__buf_free(&hooks, &store->columns[i]);
     obx__buf_free(&hooks, &store->rows);
     obx__free(&hooks, store->msgs);
+    obx__free(&hooks, store->offsets);
     obx__free(&hooks, store->schema);
     obx__free(&hooks, store->table);
     obx__free(&hooks, store->store_id);
@@ -2752,9 +2754,10 @@ OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
 /* >> claim and read ------------------------------------------------------------------ */
 
 /* Where each string of a message row sits in store->rows. */
-typedef struct obx__row_offsets {
+struct obx__row_offsets {
     size_t topic, payload, correlation, last_error, processed_by;
-} obx__row_offsets;
+};
+typedef struct obx__row_offsets obx__row_offsets;
 
 static const char *obx__at(const obx__buf *b, size_t off) {
     return off == (size_t)-1 ? NULL : b->data + off;
@@ -2864,7 +2867,6 @@ static obx_result obx__check_token(obx_store *s, const char *fn, const char *tok
 OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int lease_seconds,
                              int batch_size, const obx_message **messages, int *count) {
     obx__claim_ctx ctx;
-    obx__row_offsets stack_offsets[64];
     obx_result r;
     int i;
     r = obx__store_ready(store, "obx_claim");
@@ -2878,11 +2880,16 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
     if (batch_size < 1 || batch_size > 10000)
         return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_claim: batch_size",
                          "batch_size must be 1..10000, got %d", batch_size);
-    if (batch_size > store->msgs_cap) {
+    if (batch_size > store->msgs_cap) { /* grows once; steady state allocates nothing */
         obx_message *grown = (obx_message *)obx__realloc(&store->hooks, store->msgs,
                                                          sizeof *grown * (size_t)batch_size);
+        obx__row_offsets *offsets;
         if (!grown) return obx__fail(&store->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
         store->msgs = grown;
+        offsets = (obx__row_offsets *)obx__realloc(&store->hooks, store->offsets,
+                                                   sizeof *offsets * (size_t)batch_size);
+        if (!offsets) return obx__fail(&store->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
+        store->offsets = offsets;
         store->msgs_cap = batch_size;
     }
     ctx.s = store;
@@ -2890,11 +2897,7 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
     ctx.lease_seconds = lease_seconds;
     ctx.batch_size = batch_size;
     ctx.count = 0;
-    ctx.offsets = stack_offsets;
-    if (batch_size > 64) {
-        ctx.offsets = (obx__row_offsets *)obx__alloc(&store->hooks, sizeof *ctx.offsets * (size_t)batch_size);
-        if (!ctx.offsets) return obx__fail(&store->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
-    }
+    ctx.offsets = store->offsets;
     r = obx__unit(&store->db, obx__claim_unit, &ctx, "claim");
     if (r == OBX_OK) {
         for (i = 0; i < ctx.count; i++) obx__point_strings(store, &store->msgs[i], &ctx.offsets[i]);
@@ -2904,7 +2907,6 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
                  owner_token);
         r = ctx.count > 0 ? OBX_OK : OBX_EMPTY;
     }
-    if (ctx.offsets != stack_offsets) obx__free(&store->hooks, ctx.offsets);
     return r;
 }
 
