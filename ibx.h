@@ -331,6 +331,9 @@ IBX_API const ibx_error *ibx_store_last_error(const ibx_store *store);
 #include <time.h>
 #include <sql.h>
 #include <sqlext.h>
+#ifndef IBX_NO_THREADS
+#include <pthread.h>
+#endif
 
 /* >>common-begin core */
 
@@ -1646,6 +1649,190 @@ IBX__PRIVATE ibx_result ibx__unit(ibx__db *db, ibx__unit_fn fn, void *ctx, const
 /* A unit that only reads: the same, without taking SQLite's write lock. */
 IBX__PRIVATE ibx_result ibx__unit_read(ibx__db *db, ibx__unit_fn fn, void *ctx, const char *what) {
     return ibx__unit_run(db, fn, ctx, what, 0);
+}
+
+
+/* >> dispatch loop: routes, waiting, waking ---------------------------------------- */
+
+/* Handlers by topic. Stored as a generic function pointer; each header
+ * casts back to its own handler type. */
+typedef void (*ibx__any_fn)(void);
+typedef struct ibx__route {
+    char *topic;                 /* "*" matches every topic */
+    ibx__any_fn fn;
+    void *user;
+} ibx__route;
+
+typedef struct ibx__routes {
+    ibx__route *items;
+    int count, cap;
+} ibx__routes;
+
+IBX__PRIVATE ibx_result ibx__routes_add(const ibx__hooks *h, ibx__routes *r, const char *topic,
+                                        ibx__any_fn fn, void *user) {
+    if (r->count == r->cap) {
+        int cap = r->cap ? r->cap * 2 : 8;
+        ibx__route *grown = (ibx__route *)ibx__realloc(h, r->items, sizeof *grown * (size_t)cap);
+        if (!grown) return IBX_ERR_NO_MEMORY;
+        r->items = grown;
+        r->cap = cap;
+    }
+    r->items[r->count].topic = ibx__strdup(h, topic);
+    if (!r->items[r->count].topic) return IBX_ERR_NO_MEMORY;
+    r->items[r->count].fn = fn;
+    r->items[r->count].user = user;
+    r->count++;
+    return IBX_OK;
+}
+
+IBX__PRIVATE void ibx__routes_free(const ibx__hooks *h, ibx__routes *r) {
+    int i;
+    for (i = 0; i < r->count; i++) ibx__free(h, r->items[i].topic);
+    ibx__free(h, r->items);
+    r->items = NULL;
+    r->count = r->cap = 0;
+}
+
+/* The next route for `topic`: exact matches in registration order, then
+ * the "*" ones. Start with *cursor = 0; NULL at the end. */
+IBX__PRIVATE const ibx__route *ibx__routes_next(const ibx__routes *r, const char *topic,
+                                                int *cursor) {
+    while (*cursor < 2 * r->count) {
+        int pass = *cursor / r->count, i = *cursor % r->count;
+        const ibx__route *route = &r->items[i];
+        int wildcard = route->topic[0] == '*' && route->topic[1] == '\0';
+        (*cursor)++;
+        if (pass == 0 ? (!wildcard && strcmp(route->topic, topic) == 0) : wildcard) return route;
+    }
+    return NULL;
+}
+
+/* Waiting between rounds, interruptible by wake and stop. */
+typedef struct ibx__loop {
+    const ibx__hooks *hooks;
+    volatile int stopping;
+    volatile int *stop_flag;     /* the caller's, e.g. set by a signal handler */
+    int use_hook_sleep;          /* a custom clock: sleep through it, not a condition variable */
+#ifndef IBX_NO_THREADS
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    int woken;
+#endif
+} ibx__loop;
+
+IBX__PRIVATE void ibx__loop_init(ibx__loop *l, const ibx__hooks *h, volatile int *stop_flag) {
+    l->hooks = h;
+    l->stopping = 0;
+    l->stop_flag = stop_flag;
+    l->use_hook_sleep = h->clock.sleep_ms != ibx__default_sleep_ms;
+#ifndef IBX_NO_THREADS
+    {
+        pthread_condattr_t attr;
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* immune to wall-clock jumps */
+        pthread_mutex_init(&l->mutex, NULL);
+        pthread_cond_init(&l->cond, &attr);
+        pthread_condattr_destroy(&attr);
+        l->woken = 0;
+    }
+#endif
+}
+
+IBX__PRIVATE void ibx__loop_destroy(ibx__loop *l) {
+#ifndef IBX_NO_THREADS
+    pthread_mutex_destroy(&l->mutex);
+    pthread_cond_destroy(&l->cond);
+#else
+    (void)l;
+#endif
+}
+
+IBX__PRIVATE int ibx__loop_stopped(const ibx__loop *l) {
+    return l->stopping || (l->stop_flag && *l->stop_flag);
+}
+
+/* Wait up to `ms`, returning early on wake or stop; nonzero when woken. */
+IBX__PRIVATE int ibx__loop_wait(ibx__loop *l, int64_t ms) {
+#ifndef IBX_NO_THREADS
+    if (!l->use_hook_sleep) {
+        struct timespec deadline;
+        int woken;
+        /* A signal handler's stop_flag does not signal the condition:
+         * look at it at least four times a second. */
+        if (l->stop_flag && ms > 250) ms = 250;
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += (time_t)(ms / 1000);
+        deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&l->mutex);
+        while (!l->woken && !ibx__loop_stopped(l))
+            if (pthread_cond_timedwait(&l->cond, &l->mutex, &deadline) != 0) break;
+        woken = l->woken;
+        l->woken = 0;
+        pthread_mutex_unlock(&l->mutex);
+        return woken;
+    }
+#endif
+    while (ms > 0 && !ibx__loop_stopped(l)) {
+        int64_t slice = ms < 50 ? ms : 50;
+        ibx__sleep_ms(l->hooks, slice);
+        ms -= slice;
+    }
+    return 0;
+}
+
+IBX__PRIVATE void ibx__loop_wake(ibx__loop *l) {
+#ifndef IBX_NO_THREADS
+    pthread_mutex_lock(&l->mutex);
+    l->woken = 1;
+    pthread_cond_signal(&l->cond);
+    pthread_mutex_unlock(&l->mutex);
+#else
+    (void)l;
+#endif
+}
+
+IBX__PRIVATE void ibx__loop_stop(ibx__loop *l) {
+#ifndef IBX_NO_THREADS
+    pthread_mutex_lock(&l->mutex);
+    l->stopping = 1;
+    pthread_cond_broadcast(&l->cond);
+    pthread_mutex_unlock(&l->mutex);
+#else
+    l->stopping = 1;
+#endif
+}
+
+typedef struct ibx__loop_timing {
+    int64_t poll_ms, idle_max_ms, error_ms, startup_ms;
+} ibx__loop_timing;
+
+/* Call `round` until stopped: at once after work (IBX_OK), after an empty
+ * round wait poll_ms doubling up to idle_max_ms (back to poll_ms on a
+ * wake-up), after an error wait error_ms. */
+IBX__PRIVATE void ibx__loop_run(ibx__loop *l, const ibx__loop_timing *t,
+                                ibx_result (*round)(void *ctx), void *ctx, const char *store_id,
+                                const ibx_error *err) {
+    int64_t idle = t->poll_ms;
+    l->stopping = 0;
+    if (t->startup_ms > 0) ibx__loop_wait(l, t->startup_ms);
+    while (!ibx__loop_stopped(l)) {
+        ibx_result r = round(ctx);
+        if (r == IBX_OK) {
+            idle = t->poll_ms;
+        } else if (r == IBX_EMPTY) {
+            if (ibx__loop_wait(l, idle)) idle = t->poll_ms; /* a producer spoke */
+            else idle = idle * 2 > t->idle_max_ms ? t->idle_max_ms : idle * 2;
+        } else {
+            ibx__log(l->hooks, IBX_LOG_ERROR, store_id,
+                     "dispatch round failed: %s: %s (%s); next try in %lld ms", ibx__result_str(r),
+                     err->message, err->where, (long long)t->error_ms);
+            ibx__loop_wait(l, t->error_ms);
+        }
+    }
 }
 
 /* >>common-end core */

@@ -1965,6 +1965,190 @@ OBX__PRIVATE obx_result obx__unit_read(obx__db *db, obx__unit_fn fn, void *ctx, 
     return obx__unit_run(db, fn, ctx, what, 0);
 }
 
+
+/* >> dispatch loop: routes, waiting, waking ---------------------------------------- */
+
+/* Handlers by topic. Stored as a generic function pointer; each header
+ * casts back to its own handler type. */
+typedef void (*obx__any_fn)(void);
+typedef struct obx__route {
+    char *topic;                 /* "*" matches every topic */
+    obx__any_fn fn;
+    void *user;
+} obx__route;
+
+typedef struct obx__routes {
+    obx__route *items;
+    int count, cap;
+} obx__routes;
+
+OBX__PRIVATE obx_result obx__routes_add(const obx__hooks *h, obx__routes *r, const char *topic,
+                                        obx__any_fn fn, void *user) {
+    if (r->count == r->cap) {
+        int cap = r->cap ? r->cap * 2 : 8;
+        obx__route *grown = (obx__route *)obx__realloc(h, r->items, sizeof *grown * (size_t)cap);
+        if (!grown) return OBX_ERR_NO_MEMORY;
+        r->items = grown;
+        r->cap = cap;
+    }
+    r->items[r->count].topic = obx__strdup(h, topic);
+    if (!r->items[r->count].topic) return OBX_ERR_NO_MEMORY;
+    r->items[r->count].fn = fn;
+    r->items[r->count].user = user;
+    r->count++;
+    return OBX_OK;
+}
+
+OBX__PRIVATE void obx__routes_free(const obx__hooks *h, obx__routes *r) {
+    int i;
+    for (i = 0; i < r->count; i++) obx__free(h, r->items[i].topic);
+    obx__free(h, r->items);
+    r->items = NULL;
+    r->count = r->cap = 0;
+}
+
+/* The next route for `topic`: exact matches in registration order, then
+ * the "*" ones. Start with *cursor = 0; NULL at the end. */
+OBX__PRIVATE const obx__route *obx__routes_next(const obx__routes *r, const char *topic,
+                                                int *cursor) {
+    while (*cursor < 2 * r->count) {
+        int pass = *cursor / r->count, i = *cursor % r->count;
+        const obx__route *route = &r->items[i];
+        int wildcard = route->topic[0] == '*' && route->topic[1] == '\0';
+        (*cursor)++;
+        if (pass == 0 ? (!wildcard && strcmp(route->topic, topic) == 0) : wildcard) return route;
+    }
+    return NULL;
+}
+
+/* Waiting between rounds, interruptible by wake and stop. */
+typedef struct obx__loop {
+    const obx__hooks *hooks;
+    volatile int stopping;
+    volatile int *stop_flag;     /* the caller's, e.g. set by a signal handler */
+    int use_hook_sleep;          /* a custom clock: sleep through it, not a condition variable */
+#ifndef OBX_NO_THREADS
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    int woken;
+#endif
+} obx__loop;
+
+OBX__PRIVATE void obx__loop_init(obx__loop *l, const obx__hooks *h, volatile int *stop_flag) {
+    l->hooks = h;
+    l->stopping = 0;
+    l->stop_flag = stop_flag;
+    l->use_hook_sleep = h->clock.sleep_ms != obx__default_sleep_ms;
+#ifndef OBX_NO_THREADS
+    {
+        pthread_condattr_t attr;
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* immune to wall-clock jumps */
+        pthread_mutex_init(&l->mutex, NULL);
+        pthread_cond_init(&l->cond, &attr);
+        pthread_condattr_destroy(&attr);
+        l->woken = 0;
+    }
+#endif
+}
+
+OBX__PRIVATE void obx__loop_destroy(obx__loop *l) {
+#ifndef OBX_NO_THREADS
+    pthread_mutex_destroy(&l->mutex);
+    pthread_cond_destroy(&l->cond);
+#else
+    (void)l;
+#endif
+}
+
+OBX__PRIVATE int obx__loop_stopped(const obx__loop *l) {
+    return l->stopping || (l->stop_flag && *l->stop_flag);
+}
+
+/* Wait up to `ms`, returning early on wake or stop; nonzero when woken. */
+OBX__PRIVATE int obx__loop_wait(obx__loop *l, int64_t ms) {
+#ifndef OBX_NO_THREADS
+    if (!l->use_hook_sleep) {
+        struct timespec deadline;
+        int woken;
+        /* A signal handler's stop_flag does not signal the condition:
+         * look at it at least four times a second. */
+        if (l->stop_flag && ms > 250) ms = 250;
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += (time_t)(ms / 1000);
+        deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&l->mutex);
+        while (!l->woken && !obx__loop_stopped(l))
+            if (pthread_cond_timedwait(&l->cond, &l->mutex, &deadline) != 0) break;
+        woken = l->woken;
+        l->woken = 0;
+        pthread_mutex_unlock(&l->mutex);
+        return woken;
+    }
+#endif
+    while (ms > 0 && !obx__loop_stopped(l)) {
+        int64_t slice = ms < 50 ? ms : 50;
+        obx__sleep_ms(l->hooks, slice);
+        ms -= slice;
+    }
+    return 0;
+}
+
+OBX__PRIVATE void obx__loop_wake(obx__loop *l) {
+#ifndef OBX_NO_THREADS
+    pthread_mutex_lock(&l->mutex);
+    l->woken = 1;
+    pthread_cond_signal(&l->cond);
+    pthread_mutex_unlock(&l->mutex);
+#else
+    (void)l;
+#endif
+}
+
+OBX__PRIVATE void obx__loop_stop(obx__loop *l) {
+#ifndef OBX_NO_THREADS
+    pthread_mutex_lock(&l->mutex);
+    l->stopping = 1;
+    pthread_cond_broadcast(&l->cond);
+    pthread_mutex_unlock(&l->mutex);
+#else
+    l->stopping = 1;
+#endif
+}
+
+typedef struct obx__loop_timing {
+    int64_t poll_ms, idle_max_ms, error_ms, startup_ms;
+} obx__loop_timing;
+
+/* Call `round` until stopped: at once after work (OBX_OK), after an empty
+ * round wait poll_ms doubling up to idle_max_ms (back to poll_ms on a
+ * wake-up), after an error wait error_ms. */
+OBX__PRIVATE void obx__loop_run(obx__loop *l, const obx__loop_timing *t,
+                                obx_result (*round)(void *ctx), void *ctx, const char *store_id,
+                                const obx_error *err) {
+    int64_t idle = t->poll_ms;
+    l->stopping = 0;
+    if (t->startup_ms > 0) obx__loop_wait(l, t->startup_ms);
+    while (!obx__loop_stopped(l)) {
+        obx_result r = round(ctx);
+        if (r == OBX_OK) {
+            idle = t->poll_ms;
+        } else if (r == OBX_EMPTY) {
+            if (obx__loop_wait(l, idle)) idle = t->poll_ms; /* a producer spoke */
+            else idle = idle * 2 > t->idle_max_ms ? t->idle_max_ms : idle * 2;
+        } else {
+            obx__log(l->hooks, OBX_LOG_ERROR, store_id,
+                     "dispatch round failed: %s: %s (%s); next try in %lld ms", obx__result_str(r),
+                     err->message, err->where, (long long)t->error_ms);
+            obx__loop_wait(l, t->error_ms);
+        }
+    }
+}
+
 /* >>common-end core */
 
 /* >>common-begin public */
@@ -3163,34 +3347,21 @@ OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *ol
 
 /* >> dispatcher ------------------------------------------------------------------- */
 
-typedef struct obx__route {
-    char *topic;                 /* "*" matches every topic */
-    obx_handler handler;
-    void *user;
-} obx__route;
-
 struct obx_dispatcher {
     obx_store *store;
     char owner[37];
     int batch_size, lease_seconds, max_attempts;
     obx_backoff_fn backoff;
     void *backoff_user;
-    int64_t poll_ms, idle_max_ms, reap_ms, startup_ms, error_ms;
-    volatile int *stop_flag;
-    obx__route *routes;
-    int route_count, route_cap;
+    int64_t reap_ms;
+    obx__loop_timing timing;
+    obx__loop loop;
+    obx__routes routes;
     int64_t next_reap_ms;        /* monotonic */
-    const char **ack_ids;        /* batch_size entries */
+    const char **ack_ids;        /* batch_size entries each */
     int *failures;               /* indexes of messages that did not succeed */
     obx_outcome *outcomes;
     char (*errors)[256];
-    volatile int stopping;
-    int use_hook_sleep;          /* a custom clock: sleep through it, not a condition variable */
-#ifndef OBX_NO_THREADS
-    pthread_mutex_t mutex;
-    pthread_cond_t cond;
-    int woken;
-#endif
 };
 
 static int64_t obx__default_backoff(int retry_count, void *user) {
@@ -3219,16 +3390,7 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
     d = (obx_dispatcher *)obx__alloc(h, sizeof *d);
     if (!d) return OBX_ERR_NO_MEMORY;
     memset(d, 0, sizeof *d);
-#ifndef OBX_NO_THREADS
-    {
-        pthread_condattr_t attr;
-        pthread_condattr_init(&attr);
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* immune to wall-clock jumps */
-        pthread_mutex_init(&d->mutex, NULL);
-        pthread_cond_init(&d->cond, &attr);
-        pthread_condattr_destroy(&attr);
-    }
-#endif
+    obx__loop_init(&d->loop, h, desc->stop_flag);
     d->store = desc->store;
     if (desc->owner_token) obx__copy(d->owner, sizeof d->owner, desc->owner_token);
     else obx_owner_token(desc->store, d->owner);
@@ -3237,15 +3399,13 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
     d->max_attempts = desc->max_attempts ? desc->max_attempts : 10;
     d->backoff = desc->backoff ? desc->backoff : obx__default_backoff;
     d->backoff_user = desc->backoff_user;
-    d->poll_ms = desc->poll_interval_ms ? desc->poll_interval_ms : 500;
-    d->idle_max_ms = desc->idle_max_ms ? desc->idle_max_ms : 2000;
-    if (d->idle_max_ms < d->poll_ms) d->idle_max_ms = d->poll_ms;
+    d->timing.poll_ms = desc->poll_interval_ms ? desc->poll_interval_ms : 500;
+    d->timing.idle_max_ms = desc->idle_max_ms ? desc->idle_max_ms : 2000;
+    if (d->timing.idle_max_ms < d->timing.poll_ms) d->timing.idle_max_ms = d->timing.poll_ms;
+    d->timing.startup_ms = desc->startup_delay_ms;
+    d->timing.error_ms = desc->error_delay_ms ? desc->error_delay_ms : 30000;
     d->reap_ms = desc->reap_interval_ms ? desc->reap_interval_ms : 30000;
-    d->startup_ms = desc->startup_delay_ms;
-    d->error_ms = desc->error_delay_ms ? desc->error_delay_ms : 30000;
-    d->stop_flag = desc->stop_flag;
     d->next_reap_ms = obx__mono_ms(h); /* reap on the first round */
-    d->use_hook_sleep = h->clock.sleep_ms != obx__default_sleep_ms;
     b = (size_t)d->batch_size;
     d->ack_ids = (const char **)obx__alloc(h, sizeof *d->ack_ids * b);
     d->failures = (int *)obx__alloc(h, sizeof *d->failures * b);
@@ -3261,19 +3421,14 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
 
 OBX_API void obx_dispatcher_destroy(obx_dispatcher *d) {
     const obx__hooks *h;
-    int i;
     if (!d) return;
     h = &d->store->hooks;
-    for (i = 0; i < d->route_count; i++) obx__free(h, d->routes[i].topic);
-    obx__free(h, d->routes);
+    obx__routes_free(h, &d->routes);
     obx__free(h, (void *)d->ack_ids);
     obx__free(h, d->failures);
     obx__free(h, d->outcomes);
     obx__free(h, d->errors);
-#ifndef OBX_NO_THREADS
-    pthread_mutex_destroy(&d->mutex);
-    pthread_cond_destroy(&d->cond);
-#endif
+    obx__loop_destroy(&d->loop);
     obx__free(h, d);
 }
 
@@ -3287,40 +3442,25 @@ OBX_API obx_result obx_dispatcher_on(obx_dispatcher *d, const char *topic, obx_h
                          "topic must be 1..255 characters, or \"*\"");
     if (!handler)
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_on: handler", "must not be NULL");
-    if (d->route_count == d->route_cap) {
-        int cap = d->route_cap ? d->route_cap * 2 : 8;
-        obx__route *grown = (obx__route *)obx__realloc(&s->hooks, d->routes, sizeof *grown * (size_t)cap);
-        if (!grown) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on", "out of memory");
-        d->routes = grown;
-        d->route_cap = cap;
-    }
-    d->routes[d->route_count].topic = obx__strdup(&s->hooks, topic);
-    if (!d->routes[d->route_count].topic)
+    if (obx__routes_add(&s->hooks, &d->routes, topic, (obx__any_fn)handler, user) != OBX_OK)
         return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on", "out of memory");
-    d->routes[d->route_count].handler = handler;
-    d->routes[d->route_count].user = user;
-    d->route_count++;
     return OBX_OK;
 }
 
-/* Run every handler for one message: exact topic first, then "*". */
+/* Run every handler for one message; the first that does not succeed decides. */
 static obx_outcome obx__handle(obx_dispatcher *d, const obx_message *m, char *error, int *matched) {
     obx_outcome outcome = OBX_DONE;
-    int pass, i;
+    const obx__route *r;
+    int cursor = 0;
     *matched = 0;
-    for (pass = 0; pass < 2 && outcome == OBX_DONE; pass++) {
-        for (i = 0; i < d->route_count && outcome == OBX_DONE; i++) {
-            const obx__route *r = &d->routes[i];
-            int wildcard = r->topic[0] == '*' && r->topic[1] == '\0';
-            if (pass == 0 ? (wildcard || strcmp(r->topic, m->topic) != 0) : !wildcard) continue;
-            (*matched)++;
-            memset(error, 0, 256);
-            outcome = r->handler(m, error, 256, r->user);
-            error[255] = '\0';
-            if (outcome != OBX_DONE && outcome != OBX_RETRY && outcome != OBX_DEAD) {
-                snprintf(error, 256, "handler returned %d, not an obx_outcome", (int)outcome);
-                outcome = OBX_DEAD;
-            }
+    while (outcome == OBX_DONE && (r = obx__routes_next(&d->routes, m->topic, &cursor)) != NULL) {
+        (*matched)++;
+        memset(error, 0, 256);
+        outcome = ((obx_handler)r->fn)(m, error, 256, r->user);
+        error[255] = '\0';
+        if (outcome != OBX_DONE && outcome != OBX_RETRY && outcome != OBX_DEAD) {
+            snprintf(error, 256, "handler returned %d, not an obx_outcome", (int)outcome);
+            outcome = OBX_DEAD;
         }
     }
     return outcome;
@@ -3413,94 +3553,28 @@ OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *d, obx_run_stats *sta
     return settle == OBX_OK ? OBX_OK : settle;
 }
 
-static int obx__stopped(const obx_dispatcher *d) {
-    return d->stopping || (d->stop_flag && *d->stop_flag);
-}
-
-/* Wait up to `ms`, returning early on wake() or stop(); nonzero when woken. */
-static int obx__dispatcher_wait(obx_dispatcher *d, int64_t ms) {
-    const obx__hooks *h = &d->store->hooks;
-#ifndef OBX_NO_THREADS
-    if (!d->use_hook_sleep) {
-        struct timespec deadline;
-        /* A signal handler's stop_flag does not signal the condition:
-         * look at it at least four times a second. */
-        if (d->stop_flag && ms > 250) ms = 250;
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += (time_t)(ms / 1000);
-        deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
-        }
-        int woken;
-        pthread_mutex_lock(&d->mutex);
-        while (!d->woken && !obx__stopped(d))
-            if (pthread_cond_timedwait(&d->cond, &d->mutex, &deadline) != 0) break;
-        woken = d->woken;
-        d->woken = 0;
-        pthread_mutex_unlock(&d->mutex);
-        return woken;
-    }
-#endif
-    while (ms > 0 && !obx__stopped(d)) {
-        int64_t slice = ms < 50 ? ms : 50;
-        obx__sleep_ms(h, slice);
-        ms -= slice;
-    }
-    return 0;
+static obx_result obx__dispatch_round(void *d) {
+    return obx_dispatcher_run_once((obx_dispatcher *)d, NULL);
 }
 
 OBX_API obx_result obx_dispatcher_run(obx_dispatcher *d) {
     obx_store *s;
-    int64_t idle;
     if (!d) return OBX_ERR_INVALID_ARG;
     s = d->store;
-    d->stopping = 0;
     obx__log(&s->hooks, OBX_LOG_INFO, s->store_id,
              "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s)", d->owner,
-             d->batch_size, d->lease_seconds, (long long)d->poll_ms, d->route_count);
-    if (d->startup_ms > 0) obx__dispatcher_wait(d, d->startup_ms);
-    idle = d->poll_ms;
-    while (!obx__stopped(d)) {
-        obx_run_stats st;
-        obx_result r = obx_dispatcher_run_once(d, &st);
-        if (r == OBX_OK) {
-            idle = d->poll_ms;
-        } else if (r == OBX_EMPTY) {
-            if (obx__dispatcher_wait(d, idle)) idle = d->poll_ms; /* a producer spoke */
-            else idle = idle * 2 > d->idle_max_ms ? d->idle_max_ms : idle * 2;
-        } else {
-            obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id,
-                     "dispatch round failed: %s: %s (%s); next try in %lld ms", obx__result_str(r),
-                     s->err.message, s->err.where, (long long)d->error_ms);
-            obx__dispatcher_wait(d, d->error_ms);
-        }
-    }
+             d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count);
+    obx__loop_run(&d->loop, &d->timing, obx__dispatch_round, d, s->store_id, &s->err);
     obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "dispatcher %s stopped", d->owner);
     return OBX_OK;
 }
 
 OBX_API void obx_dispatcher_stop(obx_dispatcher *d) {
-    if (!d) return;
-#ifndef OBX_NO_THREADS
-    pthread_mutex_lock(&d->mutex);
-    d->stopping = 1;
-    pthread_cond_broadcast(&d->cond);
-    pthread_mutex_unlock(&d->mutex);
-#else
-    d->stopping = 1;
-#endif
+    if (d) obx__loop_stop(&d->loop);
 }
 
 OBX_API void obx_dispatcher_wake(obx_dispatcher *d) {
-    if (!d) return;
-#ifndef OBX_NO_THREADS
-    pthread_mutex_lock(&d->mutex);
-    d->woken = 1;
-    pthread_cond_signal(&d->cond);
-    pthread_mutex_unlock(&d->mutex);
-#endif
+    if (d) obx__loop_wake(&d->loop);
 }
 
 #endif /* OBX_IMPLEMENTATION */
