@@ -41,6 +41,7 @@
  *     IBX_ASSERT(c)      assertion used for internal invariants (assert)
  *     IBX_NO_POSIX_CLOCK build without clock_gettime()/nanosleep(); pass a
  *                        clock hook then
+ *     IBX_NO_THREADS     build without pthreads (wake() does nothing)
  *   The implementation needs POSIX: compile that file with
  *   -D_POSIX_C_SOURCE=200809L or -std=gnu99.
  *
@@ -268,6 +269,23 @@ IBX_API ibx_result ibx_identifier_check(const char *name);
 
 typedef struct ibx_store ibx_store;
 
+/* Counted events. */
+typedef enum ibx_metric {
+    IBX_METRIC_ENQUEUED = 0,     /* messages enqueued (inserted or refreshed, not Done) */
+    IBX_METRIC_DISPATCHED = 1,   /* messages acknowledged (Done) */
+    IBX_METRIC_FAILED = 2,       /* handler failures that will be retried (abandoned) */
+    IBX_METRIC_DEAD = 3,         /* messages failed permanently (Dead) */
+    IBX_METRIC_REAPED = 4,       /* expired leases released */
+    IBX_METRIC_DUPLICATE = 5,    /* dedup checks that found the message already Done */
+    IBX_METRIC_COUNT_ = 6
+} ibx_metric;
+
+/* Called after each counted event with how many it counted. */
+typedef struct ibx_metrics_hook {
+    void (*count)(ibx_metric metric, int64_t n, const char *store_id, void *user);
+    void *user;
+} ibx_metrics_hook;
+
 /* How to open a store. All-zero fields take the defaults shown. */
 typedef struct ibx_store_desc {
     const char *connection_string; /* ODBC connection string; or: */
@@ -276,7 +294,9 @@ typedef struct ibx_store_desc {
     const char *schema;          /* default "infra" where the dialect has schemas; ignored by SQLite */
     const char *table;           /* default "Inbox" */
     const char *store_id;        /* name on every log line; default "inbox" */
+    int deploy_schema;           /* nonzero: create the table and indexes if missing */
     ibx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
+    ibx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
 } ibx_store_desc;
 
 /* What a store is connected to. */
@@ -311,6 +331,228 @@ IBX_API ibx_result ibx_store_get_info(const ibx_store *store, ibx_store_info *in
  * Valid until the next call on the store. NULL store gives a static
  * "store is NULL" error. */
 IBX_API const ibx_error *ibx_store_last_error(const ibx_store *store);
+
+/* ---- Messages ----------------------------------------------------------------- */
+
+/* payload_len value meaning "up to the NUL terminator". */
+#define IBX_NTS ((size_t)-1)
+
+/* Largest source, message id and topic, in characters (UTF-8 code points). */
+#define IBX_KEY_MAX 255
+
+/* Default retention of ibx_cleanup(): 30 days. */
+#define IBX_DEFAULT_RETENTION_MS ((int64_t)30 * 24 * 3600 * 1000)
+
+/* Message states, stored as the spec's text values. */
+typedef enum ibx_status {
+    IBX_STATUS_SEEN = 0,         /* "Seen": recorded by a dedup check, not enqueued */
+    IBX_STATUS_PROCESSING = 1,   /* "Processing": enqueued; claimable when due and not leased */
+    IBX_STATUS_DONE = 2,         /* "Done": processed; never changed again */
+    IBX_STATUS_DEAD = 3          /* "Dead": failed permanently */
+} ibx_status;
+
+/* The identity of an inbox message: the pair (source, message id). Ack,
+ * abandon and fail take arrays of these (point them at the claimed
+ * messages' fields). */
+typedef struct ibx_key {
+    const char *source;
+    const char *message_id;
+} ibx_key;
+
+/* A message to enqueue. Zero fields are the defaults. */
+typedef struct ibx_new_message {
+    const char *topic;           /* required, 1..255 characters, case-sensitive */
+    const char *source;          /* required, 1..255 characters: who sent it */
+    const char *message_id;      /* required, 1..255 characters: the sender's id */
+    const void *payload;         /* required (may be empty); text, no NUL byte inside */
+    size_t payload_len;          /* bytes, or IBX_NTS */
+    const void *hash;            /* optional content hash (e.g. ibx_sha256 of the body) */
+    size_t hash_len;             /* any length; 0 with hash NULL = none */
+    int64_t due_utc_ms;          /* optional: not claimable before this UTC time; 0 = now */
+} ibx_new_message;
+
+/* A stored message, as claim and get return it. Strings are NUL-terminated
+ * and owned by the store: valid until the next claim/get on it or its
+ * close. Times are UTC Unix milliseconds from the database clock; 0 = NULL. */
+typedef struct ibx_message {
+    const char *source;
+    const char *message_id;
+    const char *topic;
+    const char *payload;
+    size_t payload_len;
+    const unsigned char *hash;   /* NULL when none */
+    size_t hash_len;
+    ibx_status status;
+    int attempt;                 /* abandons so far */
+    const char *last_error;      /* NULL when none */
+    int64_t first_seen_ms;
+    int64_t last_seen_ms;
+    int64_t due_time_ms;         /* 0 when enqueued without a due time */
+    int64_t locked_until_ms;
+    int64_t next_attempt_ms;
+    char owner_token[37];        /* "" when not leased */
+} ibx_message;
+
+/* Name of a status as stored: "Seen", "Processing", "Done", "Dead"
+ * ("unknown" otherwise). Never NULL. */
+IBX_API const char *ibx_status_name(ibx_status status);
+
+/* SHA-256 (FIPS 180-4) of `len` bytes into out[32]. Pure. A NULL data with
+ * len 0 is the empty message. */
+IBX_API void ibx_sha256(const void *data, size_t len, unsigned char out[32]);
+
+/* HMAC-SHA256 (RFC 2104) of `len` bytes under `key` into out[32]. Pure. */
+IBX_API void ibx_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+                             unsigned char out[32]);
+
+/* The schema for `dialect` (schema and table NULL: the defaults), exactly
+ * what deployment runs. As obx_schema_sql(): OBX_OK, INVALID_ARG,
+ * OUT_OF_RANGE (buffer too small; *needed says how much), UNSUPPORTED. */
+IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const char *table,
+                                  char *out, size_t cap, size_t *needed);
+
+/* Create the table and indexes if missing (idempotent). Touches the
+ * database. Returns IBX_OK, IBX_ERR_DB(_TRANSIENT), IBX_ERR_INVALID_ARG. */
+IBX_API ibx_result ibx_store_deploy(ibx_store *store);
+
+/* A new owner token (UUIDv7 text). Returns IBX_OK or IBX_ERR_INVALID_ARG. */
+IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]);
+
+/* Dedup check (IBX-002..008), one atomic upsert: a new (source, id) is
+ * recorded as Seen and *processed = 0; a Done one gives *processed = 1; any
+ * other refreshes LastSeenUtc and gives 0. A `hash` is stored the first time
+ * one is given; a later different hash is logged as a warning, not an
+ * error. Safe for concurrent callers. Returns IBX_OK; IBX_ERR_INVALID_ARG
+ * (message_id or source NULL, empty or over 255 characters; processed NULL);
+ * IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_already_processed(ibx_store *store, const char *message_id,
+                                         const char *source, const void *hash, size_t hash_len,
+                                         int *processed);
+
+/* Move one message to Processing (from Seen or Dead), Done (lease
+ * cleared) or Dead. A Done message stays Done. Returns IBX_OK,
+ * IBX_ERR_NOT_FOUND (no such message), IBX_ERR_INVALID_ARG, IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_mark_processing(ibx_store *store, const char *message_id, const char *source);
+IBX_API ibx_result ibx_mark_processed(ibx_store *store, const char *message_id, const char *source);
+IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const char *source);
+
+/* Enqueue for processing, one atomic upsert (IBX-013..029): a new message
+ * starts Processing with attempt 0; a Seen, Processing or Dead one gets the
+ * new topic, payload, hash and due time and is Processing again (a Dead one
+ * with attempt 0: re-enqueueing redrives it); a Done one is not changed
+ * (*enqueued = 0 if given, else 1). Returns IBX_OK; IBX_ERR_INVALID_ARG (a
+ * required field NULL, empty or too long, a NUL in the payload: the error
+ * names it; nothing is written); IBX_ERR_OUT_OF_RANGE (due_utc_ms < 0);
+ * IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *message, int *enqueued);
+
+/* Claim up to `batch_size` due Processing messages that no one holds a
+ * lease on, for `owner_token`, for `lease_seconds`, in one round trip.
+ * *messages points at *count messages owned by the store. Returns IBX_OK
+ * (count >= 1) or IBX_EMPTY; IBX_ERR_INVALID_ARG (owner token not a UUID,
+ * or all zeros (IBX-043)); IBX_ERR_OUT_OF_RANGE (lease_seconds or
+ * batch_size <= 0 (IBX-040/041), batch_size > 10000, lease > 86400);
+ * IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
+                             int batch_size, const ibx_message **messages, int *count);
+
+/* Mark messages Done, clearing owner and lease (IBX-044/049). Keys the
+ * token does not hold, or that do not exist, are ignored; *changed says how
+ * many changed. keys NULL with count > 0 is IBX_ERR_INVALID_ARG; count 0 is
+ * a no-op. One statement. Returns IBX_OK, IBX_ERR_INVALID_ARG (token, a key
+ * field NULL or empty: the error names its index), IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_ack(ibx_store *store, const char *owner_token, const ibx_key *keys,
+                           int count, int64_t *changed);
+
+/* Release messages for a retry: lease cleared, attempt + 1, last error
+ * recorded (NULL or "" keeps none), next attempt after *delay_ms, or with
+ * delay_ms NULL after min(2^attempt s, 60 s) from each message's attempt
+ * count before this abandon. *delay_ms <= 0 is IBX_ERR_OUT_OF_RANGE
+ * (IBX-058). Ownership and results as ibx_ack. */
+IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const ibx_key *keys,
+                               int count, const char *last_error, const int64_t *delay_ms,
+                               int64_t *changed);
+
+/* Mark messages Dead with `error` (required: NULL is IBX_ERR_INVALID_ARG,
+ * IBX-067), clearing owner and lease. Ownership and results as ibx_ack. */
+IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx_key *keys,
+                            int count, const char *error, int64_t *changed);
+
+/* Release every expired lease of a Processing message; Done and Dead are
+ * never touched. *reaped gets the count. Returns IBX_OK or IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped);
+
+/* Read one message. Returns IBX_OK, IBX_ERR_NOT_FOUND, IBX_ERR_INVALID_ARG,
+ * IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_get(ibx_store *store, const char *source, const char *message_id,
+                           ibx_message *message);
+
+/* Delete Done messages last seen more than `retention_ms` ago (0: the
+ * default, IBX_DEFAULT_RETENTION_MS), `batch_size` rows per transaction (0:
+ * 1000) until none are left; Seen, Processing and Dead are never deleted.
+ * Returns IBX_OK, IBX_ERR_OUT_OF_RANGE (negative), IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_cleanup(ibx_store *store, int64_t retention_ms, int batch_size,
+                               int64_t *deleted);
+
+/* Totals of the counted events; does not touch the database. */
+IBX_API ibx_result ibx_store_counters(const ibx_store *store, int64_t counters[IBX_METRIC_COUNT_]);
+
+/* Messages ready to claim now, and how long the oldest has been ready (ms). */
+IBX_API ibx_result ibx_queue_stats(ibx_store *store, int64_t *ready, int64_t *oldest_ready_ms);
+
+/* ---- Dispatcher (as in obx.h) ---------------------------------------------------- */
+
+typedef enum ibx_outcome {
+    IBX_DONE = 0,                /* handled: acknowledged (Done) */
+    IBX_RETRY = 1,               /* transient failure: abandoned with backoff */
+    IBX_DEAD = 2                 /* permanent failure: Dead at once */
+} ibx_outcome;
+
+/* A handler gets the whole message, attempt and first/last seen included
+ * (IBX-076); `error` takes a short reason (never the payload). */
+typedef ibx_outcome (*ibx_handler)(const ibx_message *message, char *error, size_t error_size,
+                                   void *user);
+
+typedef int64_t (*ibx_backoff_fn)(int attempt, void *user);
+
+typedef struct ibx_dispatcher ibx_dispatcher;
+
+typedef struct ibx_run_stats {
+    int claimed, done, retried, dead, no_handler;
+    int64_t reaped;
+} ibx_run_stats;
+
+/* All-zero fields take the defaults: batch 50, lease 30 s, max attempts 10
+ * (the most times a handler runs for one message), backoff min(2^attempt s,
+ * 60 s), poll 500 ms doubling to 2 s while idle, reap every 30 s, error
+ * delay 30 s. */
+typedef struct ibx_dispatcher_desc {
+    ibx_store *store;
+    const char *owner_token;
+    int batch_size;
+    int lease_seconds;
+    int max_attempts;
+    ibx_backoff_fn backoff;
+    void *backoff_user;
+    int64_t poll_interval_ms;
+    int64_t idle_max_ms;
+    int64_t reap_interval_ms;
+    int64_t startup_delay_ms;
+    int64_t error_delay_ms;
+    volatile int *stop_flag;
+} ibx_dispatcher_desc;
+
+/* As the obx_dispatcher_* functions (see obx.h): create (no database),
+ * destroy, register a handler by exact topic or "*", one round, the loop,
+ * stop (thread-safe) and wake (thread-safe, after a producer's commit). */
+IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_dispatcher **out);
+IBX_API void ibx_dispatcher_destroy(ibx_dispatcher *dispatcher);
+IBX_API ibx_result ibx_dispatcher_on(ibx_dispatcher *dispatcher, const char *topic,
+                                     ibx_handler handler, void *user);
+IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *dispatcher, ibx_run_stats *stats);
+IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *dispatcher);
+IBX_API void ibx_dispatcher_stop(ibx_dispatcher *dispatcher);
+IBX_API void ibx_dispatcher_wake(ibx_dispatcher *dispatcher);
 
 #ifdef __cplusplus
 }
@@ -1873,7 +2115,351 @@ IBX_API ibx_result ibx_identifier_check(const char *name) { return ibx__identifi
 
 /* >>common-end public */
 
+/* >> sha-256 ------------------------------------------------------------------------- */
+
+typedef struct ibx__sha256 {
+    uint32_t h[8];
+    unsigned char block[64];
+    size_t used;
+    uint64_t total;
+} ibx__sha256;
+
+static const uint32_t ibx__sha256_k[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+#define IBX__ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void ibx__sha256_block(ibx__sha256 *c, const unsigned char *p) {
+    uint32_t w[64], a, b, d, e, f, g, h, cc, t1, t2;
+    int i;
+    for (i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 |
+               (uint32_t)p[4 * i + 3];
+    for (i = 16; i < 64; i++) {
+        uint32_t s0 = IBX__ROR(w[i - 15], 7) ^ IBX__ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = IBX__ROR(w[i - 2], 17) ^ IBX__ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    a = c->h[0]; b = c->h[1]; cc = c->h[2]; d = c->h[3];
+    e = c->h[4]; f = c->h[5]; g = c->h[6]; h = c->h[7];
+    for (i = 0; i < 64; i++) {
+        t1 = h + (IBX__ROR(e, 6) ^ IBX__ROR(e, 11) ^ IBX__ROR(e, 25)) + ((e & f) ^ (~e & g)) +
+             ibx__sha256_k[i] + w[i];
+        t2 = (IBX__ROR(a, 2) ^ IBX__ROR(a, 13) ^ IBX__ROR(a, 22)) + ((a & b) ^ (a & cc) ^ (b & cc));
+        h = g; g = f; f = e; e = d + t1;
+        d = cc; cc = b; b = a; a = t1 + t2;
+    }
+    c->h[0] += a; c->h[1] += b; c->h[2] += cc; c->h[3] += d;
+    c->h[4] += e; c->h[5] += f; c->h[6] += g; c->h[7] += h;
+}
+
+static void ibx__sha256_init(ibx__sha256 *c) {
+    static const uint32_t start[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                      0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(c->h, start, sizeof start);
+    c->used = 0;
+    c->total = 0;
+}
+
+static void ibx__sha256_add(ibx__sha256 *c, const void *data, size_t len) {
+    const unsigned char *p = (const unsigned char *)data;
+    c->total += len;
+    while (len > 0) {
+        size_t n = 64 - c->used < len ? 64 - c->used : len;
+        memcpy(c->block + c->used, p, n);
+        c->used += n;
+        p += n;
+        len -= n;
+        if (c->used == 64) {
+            ibx__sha256_block(c, c->block);
+            c->used = 0;
+        }
+    }
+}
+
+static void ibx__sha256_end(ibx__sha256 *c, unsigned char out[32]) {
+    uint64_t bits = c->total * 8;
+    unsigned char pad = 0x80, zero = 0, len[8];
+    int i;
+    ibx__sha256_add(c, &pad, 1);
+    while (c->used != 56) ibx__sha256_add(c, &zero, 1);
+    for (i = 0; i < 8; i++) len[i] = (unsigned char)(bits >> (56 - 8 * i));
+    ibx__sha256_add(c, len, 8);
+    for (i = 0; i < 32; i++) out[i] = (unsigned char)(c->h[i / 4] >> (24 - 8 * (i % 4)));
+}
+
+IBX_API void ibx_sha256(const void *data, size_t len, unsigned char out[32]) {
+    ibx__sha256 c;
+    ibx__sha256_init(&c);
+    if (data) ibx__sha256_add(&c, data, len);
+    ibx__sha256_end(&c, out);
+}
+
+IBX_API void ibx_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+                             unsigned char out[32]) {
+    unsigned char k[64], pad[64], inner[32];
+    ibx__sha256 c;
+    int i;
+    memset(k, 0, sizeof k);
+    if (key_len > 64) ibx_sha256(key, key_len, k); /* long keys are hashed first */
+    else if (key) memcpy(k, key, key_len);
+    for (i = 0; i < 64; i++) pad[i] = (unsigned char)(k[i] ^ 0x36);
+    ibx__sha256_init(&c);
+    ibx__sha256_add(&c, pad, 64);
+    if (data) ibx__sha256_add(&c, data, len);
+    ibx__sha256_end(&c, inner);
+    for (i = 0; i < 64; i++) pad[i] = (unsigned char)(k[i] ^ 0x5c);
+    ibx__sha256_init(&c);
+    ibx__sha256_add(&c, pad, 64);
+    ibx__sha256_add(&c, inner, 32);
+    ibx__sha256_end(&c, out);
+}
+
+IBX_API const char *ibx_status_name(ibx_status status) {
+    switch (status) {
+    case IBX_STATUS_SEEN: return "Seen";
+    case IBX_STATUS_PROCESSING: return "Processing";
+    case IBX_STATUS_DONE: return "Done";
+    case IBX_STATUS_DEAD: return "Dead";
+    }
+    return "unknown";
+}
+
+static ibx_status ibx__status_parse(const char *text) {
+    if (strcmp(text, "Processing") == 0) return IBX_STATUS_PROCESSING;
+    if (strcmp(text, "Done") == 0) return IBX_STATUS_DONE;
+    if (strcmp(text, "Dead") == 0) return IBX_STATUS_DEAD;
+    return IBX_STATUS_SEEN;
+}
+
+/* >> inbox statements ------------------------------------------------------------ */
+
+/* Templates: {T} the quoted, qualified table, {N} its bare name, {W} the
+ * dialect's "now" in Unix ms. Parameter order is the same everywhere; a key
+ * list is two parameters (sources, message ids) of equal length. */
+enum {
+    IBX__Q_SEEN,       /* source, message_id, hash -> status, stored hash */
+    IBX__Q_ENQUEUE,    /* source, id, topic, payload, hash, due, next_attempt -> rowcount */
+    IBX__Q_MARK,       /* status, status, status, source, id -> rowcount (see ibx__mark) */
+    IBX__Q_CLAIM,      /* owner, lease_seconds, batch -> message rows */
+    IBX__Q_ACK,        /* owner, sources, ids -> rowcount */
+    IBX__Q_ABANDON,    /* last_error, delay_ms (NULL: backoff), owner, sources, ids */
+    IBX__Q_FAIL,       /* error, owner, sources, ids */
+    IBX__Q_REAP,       /* -> rowcount */
+    IBX__Q_GET,        /* source, id -> message row */
+    IBX__Q_CLEANUP,    /* retention_ms, batch -> rowcount */
+    IBX__Q_STATS,      /* -> ready count, oldest ready age */
+    IBX__Q_COUNT
+};
+
+typedef struct ibx__inbox_sql {
+    const char *now_ms;          /* {W} */
+    const char *ddl[8];          /* the schema, one statement each, NULL-terminated */
+    const char *q[IBX__Q_COUNT];
+} ibx__inbox_sql;
+
+#define IBX__SQLITE_COLS                                                                     \
+    "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"FirstSeenUtc\", "          \
+    "\"LastSeenUtc\", \"Status\", \"LockedUntil\", \"OwnerToken\", \"Attempt\", \"LastError\", " \
+    "\"NextAttemptAt\", \"DueTimeUtc\""
+#define IBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
+#define IBX__PG_COLS                                                                         \
+    "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", " IBX__PG_MS("FirstSeenUtc") \
+    ", " IBX__PG_MS("LastSeenUtc") ", \"Status\", " IBX__PG_MS("LockedUntil") ", "            \
+    "CAST(\"OwnerToken\" AS text), \"Attempt\", \"LastError\", " IBX__PG_MS("NextAttemptAt")  \
+    ", " IBX__PG_MS("DueTimeUtc")
+/* The rows a key list names. */
+#define IBX__SQLITE_KEYS                                                                     \
+    "(\"Source\", \"MessageId\") IN (SELECT s.value, m.value FROM json_each(?) AS s "          \
+    "JOIN json_each(?) AS m ON s.key = m.key)"
+#define IBX__PG_KEYS \
+    "(\"Source\", \"MessageId\") IN (SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[])))"
+
+static const ibx__inbox_sql ibx__sqlite_inbox = {
+    "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+    {"CREATE TABLE IF NOT EXISTS {T} (\n"
+     "    \"Source\"        TEXT NOT NULL,\n"
+     "    \"MessageId\"     TEXT NOT NULL,\n"
+     "    \"Topic\"         TEXT NOT NULL DEFAULT '',\n"
+     "    \"Payload\"       TEXT NOT NULL DEFAULT '',\n"
+     "    \"Hash\"          BLOB NULL,\n"
+     "    \"FirstSeenUtc\"  INTEGER NOT NULL DEFAULT ({W}),\n"
+     "    \"LastSeenUtc\"   INTEGER NOT NULL DEFAULT ({W}),\n"
+     "    \"Status\"        TEXT NOT NULL DEFAULT 'Seen',\n"
+     "    \"LockedUntil\"   INTEGER NULL,\n"
+     "    \"OwnerToken\"    TEXT NULL,\n"
+     "    \"Attempt\"       INTEGER NOT NULL DEFAULT 0,\n"
+     "    \"LastError\"     TEXT NULL,\n"
+     "    \"NextAttemptAt\" INTEGER NOT NULL DEFAULT ({W}),\n"
+     "    \"DueTimeUtc\"    INTEGER NULL,\n"
+     "    PRIMARY KEY (\"Source\", \"MessageId\")\n"
+     ")",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_WorkQueue\" ON {T} (\"NextAttemptAt\") "
+     "WHERE \"Status\" = 'Processing'",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") "
+     "WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (\"LastSeenUtc\") WHERE \"Status\" = 'Done'",
+     NULL},
+    {
+        /* sqliteodbc shows RETURNING rows only after a leading WITH. */
+        "WITH _ AS (SELECT 1) INSERT INTO {T} (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
+        "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET "
+        "\"LastSeenUtc\" = CASE WHEN \"Status\" = 'Done' THEN \"LastSeenUtc\" ELSE {W} END, "
+        "\"Hash\" = CASE WHEN \"Status\" = 'Done' THEN \"Hash\" ELSE coalesce(\"Hash\", excluded.\"Hash\") END "
+        "RETURNING \"Status\", \"Hash\"",
+        "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
+        "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W})) "
+        "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+        "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
+        "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
+        "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
+        "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'",
+        "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE ? END, "
+        "\"OwnerToken\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
+        "\"LockedUntil\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
+        "\"LastSeenUtc\" = {W} WHERE \"Source\" = ? AND \"MessageId\" = ?",
+        "WITH _ AS (SELECT 1) UPDATE {T} SET \"OwnerToken\" = ?, "
+        "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 WHERE rowid IN (SELECT rowid FROM {T} "
+        "WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= {W} AND "
+        "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W}) ORDER BY \"NextAttemptAt\" LIMIT ?) "
+        "RETURNING " IBX__SQLITE_COLS,
+        "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+        "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS,
+        "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Attempt\" = \"Attempt\" + 1, "
+        "\"LastError\" = coalesce(?, \"LastError\"), "
+        "\"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"Attempt\", 6)))) "
+        "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS,
+        "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+        "\"LastError\" = ? WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS,
+        "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
+        "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < {W}",
+        "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?",
+        "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE \"Status\" = 'Done' AND "
+        "\"LastSeenUtc\" < {W} - ? ORDER BY \"LastSeenUtc\" LIMIT ?)",
+        "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} WHERE \"Status\" = 'Processing' AND "
+        "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})",
+    }};
+
+static const ibx__inbox_sql ibx__postgresql_inbox = {
+    "now()",
+    {"SELECT pg_advisory_xact_lock(hashtext('ibx deploy {T}'))",
+     "CREATE SCHEMA IF NOT EXISTS {S}",
+     "CREATE TABLE IF NOT EXISTS {T} (\n"
+     "    \"Source\"        varchar(255) NOT NULL,\n"
+     "    \"MessageId\"     varchar(255) NOT NULL,\n"
+     "    \"Topic\"         varchar(255) NOT NULL DEFAULT '',\n"
+     "    \"Payload\"       text NOT NULL DEFAULT '',\n"
+     "    \"Hash\"          bytea NULL,\n"
+     "    \"FirstSeenUtc\"  timestamptz NOT NULL DEFAULT now(),\n"
+     "    \"LastSeenUtc\"   timestamptz NOT NULL DEFAULT now(),\n"
+     "    \"Status\"        varchar(20) NOT NULL DEFAULT 'Seen',\n"
+     "    \"LockedUntil\"   timestamptz NULL,\n"
+     "    \"OwnerToken\"    uuid NULL,\n"
+     "    \"Attempt\"       integer NOT NULL DEFAULT 0,\n"
+     "    \"LastError\"     text NULL,\n"
+     "    \"NextAttemptAt\" timestamptz NOT NULL DEFAULT now(),\n"
+     "    \"DueTimeUtc\"    timestamptz NULL,\n"
+     "    PRIMARY KEY (\"Source\", \"MessageId\")\n"
+     ")",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_WorkQueue\" ON {T} (\"NextAttemptAt\") "
+     "WHERE \"Status\" = 'Processing'",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") "
+     "WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (\"LastSeenUtc\") WHERE \"Status\" = 'Done'",
+     NULL},
+    {
+        "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
+        "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET "
+        "\"LastSeenUtc\" = CASE WHEN t.\"Status\" = 'Done' THEN t.\"LastSeenUtc\" ELSE now() END, "
+        "\"Hash\" = CASE WHEN t.\"Status\" = 'Done' THEN t.\"Hash\" ELSE coalesce(t.\"Hash\", excluded.\"Hash\") END "
+        "RETURNING \"Status\", \"Hash\"",
+        "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
+        "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
+        "to_timestamp(CAST(? AS bigint) / 1000.0), coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now())) "
+        "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+        "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
+        "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
+        "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
+        "\"Status\" = 'Processing' WHERE t.\"Status\" <> 'Done'",
+        "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE CAST(? AS varchar) END, "
+        "\"OwnerToken\" = CASE WHEN CAST(? AS varchar) IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
+        "\"LockedUntil\" = CASE WHEN CAST(? AS varchar) IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
+        "\"LastSeenUtc\" = now() WHERE \"Source\" = ? AND \"MessageId\" = ?",
+        /* The LIMIT ... SKIP LOCKED pick is materialized: as a subquery it
+         * could run twice and claim more than asked. */
+        "WITH arg AS (SELECT CAST(? AS uuid) AS owner, CAST(? AS integer) AS lease, "
+        "CAST(? AS integer) AS batch), "
+        "picked AS MATERIALIZED (SELECT \"Source\", \"MessageId\" FROM {T} "
+        "WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
+        "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) ORDER BY \"NextAttemptAt\" "
+        "LIMIT (SELECT batch FROM arg) FOR UPDATE SKIP LOCKED) "
+        "UPDATE {T} AS t SET \"OwnerToken\" = (SELECT owner FROM arg), "
+        "\"LockedUntil\" = now() + make_interval(secs => (SELECT lease FROM arg)) FROM picked "
+        "WHERE t.\"Source\" = picked.\"Source\" AND t.\"MessageId\" = picked.\"MessageId\" "
+        "RETURNING t.\"Source\", t.\"MessageId\", \"Topic\", \"Payload\", \"Hash\", "
+        "CAST(floor(EXTRACT(EPOCH FROM \"FirstSeenUtc\") * 1000) AS bigint), "
+        "CAST(floor(EXTRACT(EPOCH FROM \"LastSeenUtc\") * 1000) AS bigint), \"Status\", "
+        "CAST(floor(EXTRACT(EPOCH FROM \"LockedUntil\") * 1000) AS bigint), CAST(\"OwnerToken\" AS text), "
+        "\"Attempt\", \"LastError\", CAST(floor(EXTRACT(EPOCH FROM \"NextAttemptAt\") * 1000) AS bigint), "
+        "CAST(floor(EXTRACT(EPOCH FROM \"DueTimeUtc\") * 1000) AS bigint)",
+        "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+        "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND " IBX__PG_KEYS,
+        "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Attempt\" = \"Attempt\" + 1, "
+        "\"LastError\" = coalesce(CAST(? AS text), \"LastError\"), \"NextAttemptAt\" = now() + "
+        "make_interval(secs => coalesce(CAST(? AS bigint) / 1000.0, least(60, 1 << least(\"Attempt\", 6)))) "
+        "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND " IBX__PG_KEYS,
+        "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+        "\"LastError\" = CAST(? AS text) WHERE \"OwnerToken\" = CAST(? AS uuid) AND "
+        "\"Status\" = 'Processing' AND " IBX__PG_KEYS,
+        "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
+        "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < now()",
+        "SELECT " IBX__PG_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?",
+        "DELETE FROM {T} WHERE (\"Source\", \"MessageId\") IN (SELECT \"Source\", \"MessageId\" "
+        "FROM {T} WHERE \"Status\" = 'Done' AND \"LastSeenUtc\" < now() - make_interval(secs => "
+        "CAST(? AS bigint) / 1000.0) ORDER BY \"LastSeenUtc\" LIMIT CAST(? AS integer))",
+        "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint) "
+        "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
+        "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())",
+    }};
+
+/* Indexed by ibx_dialect; NULL where the dialect has no statements yet. */
+static const ibx__inbox_sql *const ibx__inbox_sqls[] = {
+    NULL, &ibx__sqlite_inbox, &ibx__postgresql_inbox, NULL, NULL};
+
+static char *ibx__inbox_expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__inbox_sql *q,
+                               const char *schema, const char *table, const char *tmpl) {
+    const char *names[26];
+    char *t, *qs = NULL, *out = NULL;
+    memset((void *)names, 0, sizeof names);
+    if (!d->has_schemas) schema = NULL;
+    t = ibx__quote_name(h, d, schema, table);
+    if (schema) qs = ibx__quote_name(h, d, NULL, schema);
+    if (t && (qs || !schema)) {
+        names['T' - 'A'] = t;
+        names['S' - 'A'] = qs;
+        names['N' - 'A'] = table;
+        names['W' - 'A'] = q->now_ms;
+        out = ibx__sql_expand(h, tmpl, names);
+    }
+    ibx__free(h, t);
+    ibx__free(h, qs);
+    return out;
+}
+
 /* >> store ---------------------------------------------------------------------- */
+
+struct ibx__row_offsets {
+    size_t source, message_id, topic, payload, hash, last_error;
+    size_t hash_len;
+};
+typedef struct ibx__row_offsets ibx__row_offsets;
 
 struct ibx_store {
     ibx__hooks hooks;
@@ -1882,23 +2468,115 @@ struct ibx_store {
     char *schema;
     char *table;
     char *store_id;
+    const ibx__inbox_sql *q;
+    char *sql[IBX__Q_COUNT];
+    ibx__buf sources, ids;         /* key lists for batch statements */
+    ibx__buf rows;                 /* strings of the last claimed/read messages */
+    ibx_message *msgs;
+    ibx__row_offsets *offsets;
+    int msgs_cap;
+    ibx_uuid_state uuids;
+    ibx_metrics_hook metrics;
+    int64_t counters[IBX_METRIC_COUNT_];
 };
 
 static const ibx_error ibx__null_store_error = {IBX_ERR_INVALID_ARG, "", 0, 0, "store",
                                                 "store is NULL"};
 
+static void ibx__count(ibx_store *s, ibx_metric metric, int64_t n) {
+    if (n <= 0) return;
+    s->counters[metric] += n;
+    if (s->metrics.count) s->metrics.count(metric, n, s->store_id, s->metrics.user);
+}
+
+static ibx_result ibx__check_names(ibx_error *err, const char *fn, const char *schema,
+                                   const char *table) {
+    char where[96];
+    if (ibx__identifier_check(schema) != IBX_OK) {
+        snprintf(where, sizeof where, "%s: schema", fn);
+        return ibx__fail(err, IBX_ERR_INVALID_ARG, where,
+                         "schema must be 1-63 characters of A-Z, a-z, 0-9, _ and not start with a digit");
+    }
+    if (ibx__identifier_check(table) != IBX_OK || strlen(table) > 48) {
+        snprintf(where, sizeof where, "%s: table", fn);
+        return ibx__fail(err, IBX_ERR_INVALID_ARG, where,
+                         "table must be 1-48 characters of A-Z, a-z, 0-9, _ and not start with a digit");
+    }
+    return IBX_OK;
+}
+
+static char *ibx__schema_text(const ibx__hooks *h, const ibx__dialect *d, const ibx__inbox_sql *q,
+                              const char *schema, const char *table) {
+    ibx__buf text = {NULL, 0, 0};
+    int i;
+    for (i = 0; q->ddl[i]; i++) {
+        char *one = ibx__inbox_expand(h, d, q, schema, table, q->ddl[i]);
+        int ok = one && ibx__buf_add(h, &text, one, strlen(one)) && ibx__buf_add(h, &text, ";\n", 2);
+        ibx__free(h, one);
+        if (!ok) {
+            ibx__buf_free(h, &text);
+            return NULL;
+        }
+    }
+    return text.data;
+}
+
+IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const char *table,
+                                  char *out, size_t cap, size_t *needed) {
+    ibx__hooks h;
+    ibx_error err;
+    const ibx__dialect *d = ibx__dialect_get(dialect);
+    const ibx__inbox_sql *q = d ? ibx__inbox_sqls[d->id] : NULL;
+    char *ddl;
+    size_t n;
+    ibx_result r = ibx__check_names(&err, "ibx_schema_sql", schema ? schema : "infra",
+                                    table ? table : "Inbox");
+    if (r != IBX_OK) return r;
+    if (!q) return IBX_ERR_UNSUPPORTED;
+    if (!out && cap > 0) return IBX_ERR_INVALID_ARG;
+    ibx__hooks_resolve(&h, NULL);
+    ddl = ibx__schema_text(&h, d, q, schema ? schema : "infra", table ? table : "Inbox");
+    if (!ddl) return IBX_ERR_NO_MEMORY;
+    n = strlen(ddl) + 1;
+    if (needed) *needed = n;
+    if (n > cap) {
+        ibx__free(&h, ddl);
+        return IBX_ERR_OUT_OF_RANGE;
+    }
+    memcpy(out, ddl, n);
+    ibx__free(&h, ddl);
+    return IBX_OK;
+}
+
+static ibx_result ibx__deploy_unit(ibx__db *db, void *ctx) {
+    ibx_store *s = (ibx_store *)ctx;
+    ibx_result r = IBX_OK;
+    int i;
+    for (i = 0; s->q->ddl[i] && r == IBX_OK; i++) {
+        char *one = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
+        if (!one) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_store_deploy", "out of memory");
+        r = ibx__exec_direct(db, one, "deploy");
+        ibx__free(&s->hooks, one);
+    }
+    return r;
+}
+
+IBX_API ibx_result ibx_store_deploy(ibx_store *store) {
+    ibx_result r;
+    if (!store) return IBX_ERR_INVALID_ARG;
+    if (!store->q) return ibx__fail(&store->err, IBX_ERR_STATE, "ibx_store_deploy", "store is not open");
+    r = ibx__unit(&store->db, ibx__deploy_unit, store, "deploy schema");
+    if (r == IBX_OK)
+        ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "schema deployed (table %s)", store->table);
+    return r;
+}
+
 static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
     const char *schema = desc->schema ? desc->schema : "infra";
     const char *table = desc->table ? desc->table : "Inbox";
     const char *id = desc->store_id ? desc->store_id : "inbox";
-    if (ibx__identifier_check(schema) != IBX_OK)
-        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: schema",
-                         "schema must be 1-63 characters of A-Z, a-z, 0-9, _ and not start with "
-                         "a digit");
-    if (ibx__identifier_check(table) != IBX_OK)
-        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: table",
-                         "table must be 1-63 characters of A-Z, a-z, 0-9, _ and not start with "
-                         "a digit");
+    ibx_result r = ibx__check_names(&s->err, "ibx_store_open", schema, table);
+    if (r != IBX_OK) return r;
     if (!id[0] || strlen(id) > 63)
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: store_id",
                          "store_id must be 1-63 characters");
@@ -1907,6 +2585,19 @@ static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
     s->store_id = ibx__strdup(&s->hooks, id);
     if (!s->schema || !s->table || !s->store_id)
         return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
+    return IBX_OK;
+}
+
+static ibx_result ibx__store_prepare_sql(ibx_store *s) {
+    int i;
+    s->q = ibx__inbox_sqls[s->db.d->id];
+    if (!s->q)
+        return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, "dialect", "no inbox statements for %s yet",
+                         s->db.d->name);
+    for (i = 0; i < IBX__Q_COUNT; i++) {
+        s->sql[i] = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->q[i]);
+        if (!s->sql[i]) return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
+    }
     return IBX_OK;
 }
 
@@ -1926,6 +2617,7 @@ IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out) {
     s->db.err = &s->err;
     s->db.store_id = "inbox";
     s->db.forced = desc->dialect;
+    s->metrics = desc->metrics;
     *out = s;
     if ((desc->connection_string != NULL) == (desc->hdbc != NULL))
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: connection_string",
@@ -1941,22 +2633,31 @@ IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out) {
     s->db.store_id = s->store_id;
     r = desc->connection_string ? ibx__db_connect(&s->db, desc->connection_string)
                                 : ibx__db_adopt(&s->db, desc->hdbc);
+    if (r == IBX_OK) r = ibx__store_prepare_sql(s);
+    if (r == IBX_OK && desc->deploy_schema) r = ibx_store_deploy(s);
     if (r != IBX_OK) {
         ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id, "open failed: %s: %s (%s)",
                  ibx__result_str(r), s->err.message, s->err.where);
         return r;
     }
     ibx__error_clear(&s->err);
-    ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "opened: %s %s via %s", s->db.dbms_name,
-             s->db.dbms_version, s->db.driver_name);
+    ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "opened: %s %s via %s, table %s", s->db.dbms_name,
+             s->db.dbms_version, s->db.driver_name, s->table);
     return IBX_OK;
 }
 
 IBX_API void ibx_store_close(ibx_store *store) {
     ibx__hooks hooks;
+    int i;
     if (!store) return;
     ibx__db_close(&store->db);
     hooks = store->hooks;
+    for (i = 0; i < IBX__Q_COUNT; i++) ibx__free(&hooks, store->sql[i]);
+    ibx__buf_free(&hooks, &store->sources);
+    ibx__buf_free(&hooks, &store->ids);
+    ibx__buf_free(&hooks, &store->rows);
+    ibx__free(&hooks, store->msgs);
+    ibx__free(&hooks, store->offsets);
     ibx__free(&hooks, store->schema);
     ibx__free(&hooks, store->table);
     ibx__free(&hooks, store->store_id);
@@ -1976,6 +2677,806 @@ IBX_API ibx_result ibx_store_get_info(const ibx_store *store, ibx_store_info *in
 
 IBX_API const ibx_error *ibx_store_last_error(const ibx_store *store) {
     return store ? &store->err : &ibx__null_store_error;
+}
+
+static ibx_result ibx__store_ready(ibx_store *s, const char *fn) {
+    if (!s) return IBX_ERR_INVALID_ARG;
+    ibx__error_clear(&s->err);
+    if (!s->q) return ibx__fail(&s->err, IBX_ERR_STATE, fn, "store is not open");
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]) {
+    if (!store || !out) return IBX_ERR_INVALID_ARG;
+    ibx__uuid_v7(&store->uuids, ibx__now_ms(&store->hooks), ibx__random(&store->hooks),
+                 ibx__random(&store->hooks), out);
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_store_counters(const ibx_store *store, int64_t counters[IBX_METRIC_COUNT_]) {
+    if (!store || !counters) return IBX_ERR_INVALID_ARG;
+    memcpy(counters, store->counters, sizeof store->counters);
+    return IBX_OK;
+}
+
+/* >> argument checks --------------------------------------------------------------- */
+
+static size_t ibx__utf8_chars(const char *s, size_t n) {
+    size_t i, chars = 0;
+    for (i = 0; i < n; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80) chars++;
+    return chars;
+}
+
+/* A required text argument: not NULL, not empty, at most 255 characters. */
+static ibx_result ibx__check_text(ibx_store *s, const char *fn, const char *arg, const char *value) {
+    char where[96];
+    snprintf(where, sizeof where, "%s: %s", fn, arg);
+    if (!value || !value[0])
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "%s must not be NULL or empty", arg);
+    if (ibx__utf8_chars(value, strlen(value)) > IBX_KEY_MAX)
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "%s is longer than %d characters", arg,
+                         IBX_KEY_MAX);
+    return IBX_OK;
+}
+
+/* A UUID that is not all zeros (IBX-043/130). */
+static ibx_result ibx__check_token(ibx_store *s, const char *fn, const char *token) {
+    char where[96];
+    snprintf(where, sizeof where, "%s: owner_token", fn);
+    if (!ibx__uuid_is_valid(token))
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "owner_token must be a UUID (ibx_owner_token)");
+    if (strcmp(token, "00000000-0000-0000-0000-000000000000") == 0)
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
+    return IBX_OK;
+}
+
+/* >> dedup and enqueue ------------------------------------------------------------------- */
+
+typedef struct ibx__seen_ctx {
+    ibx_store *s;
+    const char *source, *message_id;
+    const void *hash;
+    size_t hash_len;
+    int done, mismatch;
+} ibx__seen_ctx;
+
+static ibx_result ibx__seen_unit(ibx__db *db, void *vctx) {
+    ibx__seen_ctx *c = (ibx__seen_ctx *)vctx;
+    ibx__param p[3];
+    SQLHSTMT cur = NULL;
+    char status[24];
+    SQLLEN ind = 0;
+    ibx_result r;
+    ibx__p_text(&p[0], c->source, (size_t)-1);
+    ibx__p_text(&p[1], c->message_id, (size_t)-1);
+    ibx__p_blob(&p[2], c->hash, c->hash_len);
+    r = ibx__exec(db, IBX__Q_SEEN, c->s->sql[IBX__Q_SEEN], p, 3, NULL, &cur);
+    if (r == IBX_OK) r = ibx__fetch(db, cur);
+    if (r == IBX_OK)
+        r = ibx__check(db, SQLGetData(cur, 1, SQL_C_CHAR, status, sizeof status, &ind), SQL_HANDLE_STMT,
+                       cur, "SQLGetData");
+    if (r == IBX_OK) {
+        size_t off = 0, len = 0;
+        c->done = ind != SQL_NULL_DATA && strcmp(status, "Done") == 0;
+        c->s->rows.len = 0;
+        r = ibx__get_append(db, cur, 2, SQL_C_BINARY, &c->s->rows, &off, &len);
+        if (r == IBX_OK && c->hash && off != (size_t)-1)
+            c->mismatch = len != c->hash_len || memcmp(c->s->rows.data + off, c->hash, len) != 0;
+    }
+    ibx__close(cur);
+    if (r == IBX_EMPTY)
+        r = ibx__fail(db->err, IBX_ERR_DB, "ibx_already_processed", "the upsert returned no row");
+    return r;
+}
+
+IBX_API ibx_result ibx_already_processed(ibx_store *store, const char *message_id,
+                                         const char *source, const void *hash, size_t hash_len,
+                                         int *processed) {
+    ibx__seen_ctx ctx;
+    ibx_result r = ibx__store_ready(store, "ibx_already_processed");
+    if (r != IBX_OK) return r;
+    if ((r = ibx__check_text(store, "ibx_already_processed", "message_id", message_id)) != IBX_OK ||
+        (r = ibx__check_text(store, "ibx_already_processed", "source", source)) != IBX_OK)
+        return r;
+    if (!processed)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_already_processed: processed",
+                         "must not be NULL");
+    memset(&ctx, 0, sizeof ctx);
+    ctx.s = store;
+    ctx.source = source;
+    ctx.message_id = message_id;
+    ctx.hash = hash_len ? hash : NULL;
+    ctx.hash_len = hash ? hash_len : 0;
+    r = ibx__unit(&store->db, ibx__seen_unit, &ctx, "dedup check");
+    if (r != IBX_OK) return r;
+    if (ctx.mismatch)
+        ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id,
+                 "message %s from %s seen again with a different content hash", message_id, source);
+    ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "dedup %s from %s: %s", message_id, source,
+             ctx.done ? "already processed" : "not processed yet");
+    if (ctx.done) ibx__count(store, IBX_METRIC_DUPLICATE, 1);
+    *processed = ctx.done;
+    return IBX_OK;
+}
+
+typedef struct ibx__exec_ctx {
+    ibx_store *s;
+    int slot;
+    ibx__param *p;
+    int n;
+    int64_t rows;
+} ibx__exec_ctx;
+
+static ibx_result ibx__exec_unit(ibx__db *db, void *vctx) {
+    ibx__exec_ctx *c = (ibx__exec_ctx *)vctx;
+    return ibx__exec(db, c->slot, c->s->sql[c->slot], c->p, c->n, &c->rows, NULL);
+}
+
+/* One statement in its own transaction; *rows gets the affected count. */
+static ibx_result ibx__run(ibx_store *s, int slot, ibx__param *p, int n, const char *what,
+                           int64_t *rows) {
+    ibx__exec_ctx ctx;
+    ibx_result r;
+    ctx.s = s;
+    ctx.slot = slot;
+    ctx.p = p;
+    ctx.n = n;
+    ctx.rows = 0;
+    r = ibx__unit(&s->db, ibx__exec_unit, &ctx, what);
+    if (r == IBX_OK && rows) *rows = ctx.rows;
+    return r;
+}
+
+static ibx_result ibx__mark(ibx_store *s, const char *fn, const char *message_id, const char *source,
+                            const char *status) {
+    ibx__param p[5];
+    int64_t rows = 0;
+    ibx_result r = ibx__store_ready(s, fn);
+    if (r != IBX_OK) return r;
+    if ((r = ibx__check_text(s, fn, "message_id", message_id)) != IBX_OK ||
+        (r = ibx__check_text(s, fn, "source", source)) != IBX_OK)
+        return r;
+    ibx__p_text(&p[0], status, (size_t)-1);
+    ibx__p_text(&p[1], status, (size_t)-1);
+    ibx__p_text(&p[2], status, (size_t)-1);
+    ibx__p_text(&p[3], source, (size_t)-1);
+    ibx__p_text(&p[4], message_id, (size_t)-1);
+    r = ibx__run(s, IBX__Q_MARK, p, 5, fn, &rows);
+    if (r != IBX_OK) return r;
+    if (rows == 0) return ibx__fail(&s->err, IBX_ERR_NOT_FOUND, fn, "no message %s from %s", message_id, source);
+    ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "marked %s from %s %s", message_id, source, status);
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_mark_processing(ibx_store *store, const char *message_id, const char *source) {
+    return ibx__mark(store, "ibx_mark_processing", message_id, source, "Processing");
+}
+IBX_API ibx_result ibx_mark_processed(ibx_store *store, const char *message_id, const char *source) {
+    return ibx__mark(store, "ibx_mark_processed", message_id, source, "Done");
+}
+IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const char *source) {
+    return ibx__mark(store, "ibx_mark_dead", message_id, source, "Dead");
+}
+
+IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued) {
+    ibx__param p[7];
+    int64_t rows = 0;
+    size_t len;
+    const char *nul;
+    ibx_result r = ibx__store_ready(store, "ibx_enqueue");
+    if (r != IBX_OK) return r;
+    if (!m) return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: message", "must not be NULL");
+    if ((r = ibx__check_text(store, "ibx_enqueue", "topic", m->topic)) != IBX_OK ||
+        (r = ibx__check_text(store, "ibx_enqueue", "source", m->source)) != IBX_OK ||
+        (r = ibx__check_text(store, "ibx_enqueue", "message_id", m->message_id)) != IBX_OK)
+        return r;
+    if (!m->payload)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: payload",
+                         "payload must not be NULL (use \"\" for none)");
+    len = m->payload_len == IBX_NTS ? strlen((const char *)m->payload) : m->payload_len;
+    nul = (const char *)memchr(m->payload, 0, len);
+    if (nul)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: payload",
+                         "payload has a NUL byte at offset %lu; the text column cannot store it",
+                         (unsigned long)(nul - (const char *)m->payload));
+    if (m->due_utc_ms < 0)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: due_utc_ms",
+                         "due_utc_ms must be 0 (now) or a Unix time in ms");
+    ibx__p_text(&p[0], m->source, (size_t)-1);
+    ibx__p_text(&p[1], m->message_id, (size_t)-1);
+    ibx__p_text(&p[2], m->topic, (size_t)-1);
+    ibx__p_text(&p[3], (const char *)m->payload, len);
+    ibx__p_blob(&p[4], m->hash_len ? m->hash : NULL, m->hash ? m->hash_len : 0);
+    ibx__p_i64(&p[5], m->due_utc_ms);
+    if (m->due_utc_ms == 0) p[5].ind = SQL_NULL_DATA;
+    p[6] = p[5];
+    r = ibx__run(store, IBX__Q_ENQUEUE, p, 7, "enqueue", &rows);
+    if (r != IBX_OK) return r;
+    if (enqueued) *enqueued = rows > 0;
+    ibx__count(store, IBX_METRIC_ENQUEUED, rows > 0 ? 1 : 0);
+    ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "%s topic=%s source=%s id=%s",
+             rows > 0 ? "enqueued" : "already done, not enqueued:", m->topic, m->source, m->message_id);
+    return IBX_OK;
+}
+
+/* >> claim and read ---------------------------------------------------------------------- */
+
+static const char *ibx__at(const ibx__buf *b, size_t off) {
+    return off == (size_t)-1 ? NULL : b->data + off;
+}
+
+/* The current row (columns as IBX__SQLITE_COLS) into *m; strings go to
+ * store->rows and are pointed at once the buffer stops moving. */
+static ibx_result ibx__read_message(ibx_store *s, SQLHSTMT st, ibx_message *m, ibx__row_offsets *o) {
+    ibx__db *db = &s->db;
+    char text[40];
+    SQLLEN ind;
+    int64_t v;
+    size_t skip;
+    ibx_result r;
+    int i;
+    memset(m, 0, sizeof *m);
+    if ((r = ibx__get_append(db, st, 1, SQL_C_CHAR, &s->rows, &o->source, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 2, SQL_C_CHAR, &s->rows, &o->message_id, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 3, SQL_C_CHAR, &s->rows, &o->topic, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 4, SQL_C_CHAR, &s->rows, &o->payload, &m->payload_len)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 5, SQL_C_BINARY, &s->rows, &o->hash, &o->hash_len)) != IBX_OK ||
+        (r = ibx__get_i64(db, st, 6, &m->first_seen_ms, NULL)) != IBX_OK ||
+        (r = ibx__get_i64(db, st, 7, &m->last_seen_ms, NULL)) != IBX_OK)
+        return r;
+    r = ibx__check(db, SQLGetData(st, 8, SQL_C_CHAR, text, sizeof text, &ind), SQL_HANDLE_STMT, st,
+                   "SQLGetData");
+    if (r != IBX_OK) return r;
+    m->status = ibx__status_parse(ind == SQL_NULL_DATA ? "" : text);
+    if ((r = ibx__get_i64(db, st, 9, &m->locked_until_ms, NULL)) != IBX_OK) return r;
+    r = ibx__check(db, SQLGetData(st, 10, SQL_C_CHAR, text, sizeof text, &ind), SQL_HANDLE_STMT, st,
+                   "SQLGetData");
+    if (r != IBX_OK) return r;
+    ibx__copy(m->owner_token, sizeof m->owner_token, ind == SQL_NULL_DATA ? "" : text);
+    for (i = 0; m->owner_token[i]; i++) /* psqlODBC renders uuid in upper case */
+        if (m->owner_token[i] >= 'A' && m->owner_token[i] <= 'F') m->owner_token[i] = (char)(m->owner_token[i] + 32);
+    if ((r = ibx__get_i64(db, st, 11, &v, NULL)) != IBX_OK) return r;
+    m->attempt = (int)v;
+    if ((r = ibx__get_append(db, st, 12, SQL_C_CHAR, &s->rows, &o->last_error, &skip)) != IBX_OK ||
+        (r = ibx__get_i64(db, st, 13, &m->next_attempt_ms, NULL)) != IBX_OK)
+        return r;
+    return ibx__get_i64(db, st, 14, &m->due_time_ms, NULL);
+}
+
+static void ibx__point_strings(ibx_store *s, ibx_message *m, const ibx__row_offsets *o) {
+    m->source = ibx__at(&s->rows, o->source);
+    m->message_id = ibx__at(&s->rows, o->message_id);
+    m->topic = ibx__at(&s->rows, o->topic);
+    m->payload = ibx__at(&s->rows, o->payload);
+    m->hash = (const unsigned char *)ibx__at(&s->rows, o->hash);
+    m->hash_len = o->hash == (size_t)-1 ? 0 : o->hash_len;
+    m->last_error = ibx__at(&s->rows, o->last_error);
+}
+
+typedef struct ibx__claim_ctx {
+    ibx_store *s;
+    const char *owner;
+    int lease_seconds, batch_size, count;
+} ibx__claim_ctx;
+
+static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
+    ibx__claim_ctx *c = (ibx__claim_ctx *)vctx;
+    ibx_store *s = c->s;
+    ibx__param p[3];
+    SQLHSTMT cur = NULL;
+    ibx_result r;
+    c->count = 0;
+    s->rows.len = 0;
+    ibx__p_text(&p[0], c->owner, 36);
+    ibx__p_i64(&p[1], c->lease_seconds);
+    ibx__p_i64(&p[2], c->batch_size);
+    r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 3, NULL, &cur);
+    while (r == IBX_OK && (r = ibx__fetch(db, cur)) == IBX_OK) {
+        if (c->count >= c->batch_size) {
+            r = ibx__fail(db->err, IBX_ERR_STATE, "ibx_claim",
+                          "the claim statement returned more than %d rows; rolled back", c->batch_size);
+            break;
+        }
+        r = ibx__read_message(s, cur, &s->msgs[c->count], &s->offsets[c->count]);
+        if (r == IBX_OK) c->count++;
+    }
+    ibx__close(cur);
+    return r == IBX_EMPTY ? IBX_OK : r;
+}
+
+IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
+                             int batch_size, const ibx_message **messages, int *count) {
+    ibx__claim_ctx ctx;
+    ibx_result r;
+    int i;
+    r = ibx__store_ready(store, "ibx_claim");
+    if (r != IBX_OK) return r;
+    if (!messages || !count)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_claim: messages", "output pointers must not be NULL");
+    if ((r = ibx__check_token(store, "ibx_claim", owner_token)) != IBX_OK) return r;
+    if (lease_seconds < 1 || lease_seconds > 86400)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_claim: lease_seconds",
+                         "lease_seconds must be 1..86400, got %d", lease_seconds);
+    if (batch_size < 1 || batch_size > 10000)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_claim: batch_size",
+                         "batch_size must be 1..10000, got %d", batch_size);
+    if (batch_size > store->msgs_cap) { /* grows once; steady state allocates nothing */
+        ibx_message *grown = (ibx_message *)ibx__realloc(&store->hooks, store->msgs, sizeof *grown * (size_t)batch_size);
+        ibx__row_offsets *offsets;
+        if (!grown) return ibx__fail(&store->err, IBX_ERR_NO_MEMORY, "ibx_claim", "out of memory");
+        store->msgs = grown;
+        offsets = (ibx__row_offsets *)ibx__realloc(&store->hooks, store->offsets, sizeof *offsets * (size_t)batch_size);
+        if (!offsets) return ibx__fail(&store->err, IBX_ERR_NO_MEMORY, "ibx_claim", "out of memory");
+        store->offsets = offsets;
+        store->msgs_cap = batch_size;
+    }
+    ctx.s = store;
+    ctx.owner = owner_token;
+    ctx.lease_seconds = lease_seconds;
+    ctx.batch_size = batch_size;
+    ctx.count = 0;
+    r = ibx__unit(&store->db, ibx__claim_unit, &ctx, "claim");
+    if (r != IBX_OK) return r;
+    for (i = 0; i < ctx.count; i++) ibx__point_strings(store, &store->msgs[i], &store->offsets[i]);
+    *messages = store->msgs;
+    *count = ctx.count;
+    ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "claimed %d message(s) for %s", ctx.count,
+             owner_token);
+    return ctx.count > 0 ? IBX_OK : IBX_EMPTY;
+}
+
+typedef struct ibx__get_ctx {
+    ibx_store *s;
+    const char *source, *message_id;
+    ibx_message *m;
+    ibx__row_offsets o;
+    int found;
+} ibx__get_ctx;
+
+static ibx_result ibx__get_unit(ibx__db *db, void *vctx) {
+    ibx__get_ctx *c = (ibx__get_ctx *)vctx;
+    ibx__param p[2];
+    SQLHSTMT cur = NULL;
+    ibx_result r;
+    c->s->rows.len = 0;
+    c->found = 0;
+    ibx__p_text(&p[0], c->source, (size_t)-1);
+    ibx__p_text(&p[1], c->message_id, (size_t)-1);
+    r = ibx__exec(db, IBX__Q_GET, c->s->sql[IBX__Q_GET], p, 2, NULL, &cur);
+    if (r == IBX_OK) r = ibx__fetch(db, cur);
+    if (r == IBX_OK) {
+        r = ibx__read_message(c->s, cur, c->m, &c->o);
+        c->found = r == IBX_OK;
+    }
+    ibx__close(cur);
+    return r == IBX_EMPTY ? IBX_OK : r;
+}
+
+IBX_API ibx_result ibx_get(ibx_store *store, const char *source, const char *message_id,
+                           ibx_message *message) {
+    ibx__get_ctx ctx;
+    ibx_message m;
+    ibx_result r = ibx__store_ready(store, "ibx_get");
+    if (r != IBX_OK) return r;
+    if ((r = ibx__check_text(store, "ibx_get", "source", source)) != IBX_OK ||
+        (r = ibx__check_text(store, "ibx_get", "message_id", message_id)) != IBX_OK)
+        return r;
+    if (!message) return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_get: message", "must not be NULL");
+    ctx.s = store;
+    ctx.source = source;
+    ctx.message_id = message_id;
+    ctx.m = &m;
+    r = ibx__unit_read(&store->db, ibx__get_unit, &ctx, "get");
+    if (r != IBX_OK) return r;
+    if (!ctx.found)
+        return ibx__fail(&store->err, IBX_ERR_NOT_FOUND, "ibx_get", "no message %s from %s", message_id, source);
+    ibx__point_strings(store, &m, &ctx.o);
+    *message = m;
+    return IBX_OK;
+}
+
+/* >> ack, abandon, fail, reap, cleanup ------------------------------------------------------- */
+
+/* Validate owner and keys; build the two key lists (sources, ids). */
+static ibx_result ibx__settle_args(ibx_store *s, const char *fn, const char *owner,
+                                   const ibx_key *keys, int count) {
+    char where[96];
+    int i;
+    ibx_result r = ibx__store_ready(s, fn);
+    if (r != IBX_OK) return r;
+    if ((r = ibx__check_token(s, fn, owner)) != IBX_OK) return r;
+    snprintf(where, sizeof where, "%s: keys", fn);
+    if (count < 0) return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "count must be >= 0");
+    if (count > 0 && !keys) return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "keys must not be NULL");
+    s->sources.len = s->ids.len = 0;
+    for (i = 0; i < count; i++) {
+        if (!keys[i].source || !keys[i].source[0] || !keys[i].message_id || !keys[i].message_id[0]) {
+            snprintf(where, sizeof where, "%s: keys[%d]", fn, i);
+            return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "source and message_id must not be NULL or empty");
+        }
+        if (!ibx__list_add(&s->hooks, &s->sources, s->db.d, keys[i].source, strlen(keys[i].source)) ||
+            !ibx__list_add(&s->hooks, &s->ids, s->db.d, keys[i].message_id, strlen(keys[i].message_id)))
+            return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
+    }
+    if (!ibx__list_end(&s->hooks, &s->sources, s->db.d) || !ibx__list_end(&s->hooks, &s->ids, s->db.d))
+        return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_ack(ibx_store *store, const char *owner_token, const ibx_key *keys,
+                           int count, int64_t *changed) {
+    ibx__param p[3];
+    int64_t n = 0;
+    ibx_result r = ibx__settle_args(store, "ibx_ack", owner_token, keys, count);
+    if (r != IBX_OK || count == 0) {
+        if (r == IBX_OK && changed) *changed = 0;
+        return r;
+    }
+    ibx__p_text(&p[0], owner_token, 36);
+    ibx__p_text(&p[1], store->sources.data, store->sources.len);
+    ibx__p_text(&p[2], store->ids.data, store->ids.len);
+    r = ibx__run(store, IBX__Q_ACK, p, 3, "ack", &n);
+    if (r != IBX_OK) return r;
+    ibx__count(store, IBX_METRIC_DISPATCHED, n);
+    if (changed) *changed = n;
+    ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "acked %lld of %d", (long long)n, count);
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const ibx_key *keys,
+                               int count, const char *last_error, const int64_t *delay_ms,
+                               int64_t *changed) {
+    ibx__param p[5];
+    int64_t n = 0;
+    ibx_result r;
+    if (store && delay_ms && *delay_ms <= 0)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_abandon: delay_ms",
+                         "a given delay must be > 0 (NULL: the default backoff)");
+    r = ibx__settle_args(store, "ibx_abandon", owner_token, keys, count);
+    if (r != IBX_OK || count == 0) {
+        if (r == IBX_OK && changed) *changed = 0;
+        return r;
+    }
+    ibx__p_text(&p[0], last_error && last_error[0] ? last_error : NULL, (size_t)-1);
+    ibx__p_i64(&p[1], delay_ms ? *delay_ms : 0);
+    if (!delay_ms) p[1].ind = SQL_NULL_DATA; /* the default backoff, per message */
+    ibx__p_text(&p[2], owner_token, 36);
+    ibx__p_text(&p[3], store->sources.data, store->sources.len);
+    ibx__p_text(&p[4], store->ids.data, store->ids.len);
+    r = ibx__run(store, IBX__Q_ABANDON, p, 5, "abandon", &n);
+    if (r != IBX_OK) return r;
+    ibx__count(store, IBX_METRIC_FAILED, n);
+    if (changed) *changed = n;
+    ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "abandoned %lld of %d", (long long)n, count);
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx_key *keys,
+                            int count, const char *error, int64_t *changed) {
+    ibx__param p[4];
+    int64_t n = 0;
+    ibx_result r;
+    if (store && !error)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_fail: error", "error must not be NULL");
+    r = ibx__settle_args(store, "ibx_fail", owner_token, keys, count);
+    if (r != IBX_OK || count == 0) {
+        if (r == IBX_OK && changed) *changed = 0;
+        return r;
+    }
+    ibx__p_text(&p[0], error, (size_t)-1);
+    ibx__p_text(&p[1], owner_token, 36);
+    ibx__p_text(&p[2], store->sources.data, store->sources.len);
+    ibx__p_text(&p[3], store->ids.data, store->ids.len);
+    r = ibx__run(store, IBX__Q_FAIL, p, 4, "fail", &n);
+    if (r != IBX_OK) return r;
+    ibx__count(store, IBX_METRIC_DEAD, n);
+    if (changed) *changed = n;
+    ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "failed %lld of %d", (long long)n, count);
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped) {
+    int64_t n = 0;
+    ibx_result r = ibx__store_ready(store, "ibx_reap");
+    if (r != IBX_OK) return r;
+    r = ibx__run(store, IBX__Q_REAP, NULL, 0, "reap", &n);
+    if (r != IBX_OK) return r;
+    ibx__count(store, IBX_METRIC_REAPED, n);
+    if (reaped) *reaped = n;
+    ibx__log(&store->hooks, n > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
+             "reaped %lld expired lease(s)", (long long)n);
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_cleanup(ibx_store *store, int64_t retention_ms, int batch_size,
+                               int64_t *deleted) {
+    ibx__param p[2];
+    int64_t total = 0, n;
+    ibx_result r = ibx__store_ready(store, "ibx_cleanup");
+    if (r != IBX_OK) return r;
+    if (retention_ms < 0)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_cleanup: retention_ms", "must be >= 0");
+    if (batch_size < 0)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_cleanup: batch_size", "must be >= 0");
+    if (retention_ms == 0) retention_ms = IBX_DEFAULT_RETENTION_MS;
+    if (batch_size == 0) batch_size = 1000;
+    do { /* one bounded transaction per batch */
+        ibx__p_i64(&p[0], retention_ms);
+        ibx__p_i64(&p[1], batch_size);
+        n = 0;
+        r = ibx__run(store, IBX__Q_CLEANUP, p, 2, "cleanup", &n);
+        total += n;
+    } while (r == IBX_OK && n >= batch_size);
+    if (deleted) *deleted = total;
+    if (r == IBX_OK && total > 0)
+        ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "cleanup deleted %lld done message(s)",
+                 (long long)total);
+    return r;
+}
+
+typedef struct ibx__stats_ctx {
+    ibx_store *s;
+    int64_t ready, oldest;
+} ibx__stats_ctx;
+
+static ibx_result ibx__stats_unit(ibx__db *db, void *vctx) {
+    ibx__stats_ctx *c = (ibx__stats_ctx *)vctx;
+    SQLHSTMT cur = NULL;
+    ibx_result r = ibx__exec(db, IBX__Q_STATS, c->s->sql[IBX__Q_STATS], NULL, 0, NULL, &cur);
+    if (r == IBX_OK) r = ibx__fetch(db, cur);
+    if (r == IBX_OK) r = ibx__get_i64(db, cur, 1, &c->ready, NULL);
+    if (r == IBX_OK) r = ibx__get_i64(db, cur, 2, &c->oldest, NULL);
+    ibx__close(cur);
+    return r == IBX_EMPTY ? IBX_OK : r;
+}
+
+IBX_API ibx_result ibx_queue_stats(ibx_store *store, int64_t *ready, int64_t *oldest_ready_ms) {
+    ibx__stats_ctx ctx;
+    ibx_result r = ibx__store_ready(store, "ibx_queue_stats");
+    if (r != IBX_OK) return r;
+    ctx.s = store;
+    ctx.ready = ctx.oldest = 0;
+    r = ibx__unit_read(&store->db, ibx__stats_unit, &ctx, "queue stats");
+    if (r != IBX_OK) return r;
+    if (ready) *ready = ctx.ready;
+    if (oldest_ready_ms) *oldest_ready_ms = ctx.oldest > 0 ? ctx.oldest : 0;
+    return IBX_OK;
+}
+
+/* >> dispatcher ------------------------------------------------------------------- */
+
+struct ibx_dispatcher {
+    ibx_store *store;
+    char owner[37];
+    int batch_size, lease_seconds, max_attempts;
+    ibx_backoff_fn backoff;
+    void *backoff_user;
+    int64_t reap_ms, next_reap_ms;
+    ibx__loop_timing timing;
+    ibx__loop loop;
+    ibx__routes routes;
+    ibx_key *acks;               /* batch_size entries each */
+    int *failures;
+    ibx_outcome *outcomes;
+    char (*errors)[256];
+};
+
+static int64_t ibx__default_backoff(int attempt, void *user) {
+    (void)user;
+    return ibx__backoff_default_ms(attempt);
+}
+
+IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_dispatcher **out) {
+    ibx_dispatcher *d;
+    const ibx__hooks *h;
+    size_t b;
+    if (!out) return IBX_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!desc || !desc->store) return IBX_ERR_INVALID_ARG;
+    if (desc->owner_token && ibx__check_token(desc->store, "ibx_dispatcher_create", desc->owner_token) != IBX_OK)
+        return IBX_ERR_INVALID_ARG;
+    if (desc->batch_size < 0 || desc->batch_size > 10000 || desc->lease_seconds < 0 ||
+        desc->lease_seconds > 86400 || desc->max_attempts < 0 || desc->poll_interval_ms < 0 ||
+        desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 || desc->startup_delay_ms < 0 ||
+        desc->error_delay_ms < 0)
+        return ibx__fail(&desc->store->err, IBX_ERR_OUT_OF_RANGE, "ibx_dispatcher_create: desc",
+                         "batch_size 0..10000, lease_seconds 0..86400, and no negative "
+                         "attempts or intervals (0 means the default)");
+    h = &desc->store->hooks;
+    d = (ibx_dispatcher *)ibx__alloc(h, sizeof *d);
+    if (!d) return IBX_ERR_NO_MEMORY;
+    memset(d, 0, sizeof *d);
+    ibx__loop_init(&d->loop, h, desc->stop_flag);
+    d->store = desc->store;
+    if (desc->owner_token) ibx__copy(d->owner, sizeof d->owner, desc->owner_token);
+    else ibx_owner_token(desc->store, d->owner);
+    d->batch_size = desc->batch_size ? desc->batch_size : 50;
+    d->lease_seconds = desc->lease_seconds ? desc->lease_seconds : 30;
+    d->max_attempts = desc->max_attempts ? desc->max_attempts : 10;
+    d->backoff = desc->backoff ? desc->backoff : ibx__default_backoff;
+    d->backoff_user = desc->backoff_user;
+    d->timing.poll_ms = desc->poll_interval_ms ? desc->poll_interval_ms : 500;
+    d->timing.idle_max_ms = desc->idle_max_ms ? desc->idle_max_ms : 2000;
+    if (d->timing.idle_max_ms < d->timing.poll_ms) d->timing.idle_max_ms = d->timing.poll_ms;
+    d->timing.startup_ms = desc->startup_delay_ms;
+    d->timing.error_ms = desc->error_delay_ms ? desc->error_delay_ms : 30000;
+    d->reap_ms = desc->reap_interval_ms ? desc->reap_interval_ms : 30000;
+    d->next_reap_ms = ibx__mono_ms(h);
+    b = (size_t)d->batch_size;
+    d->acks = (ibx_key *)ibx__alloc(h, sizeof *d->acks * b);
+    d->failures = (int *)ibx__alloc(h, sizeof *d->failures * b);
+    d->outcomes = (ibx_outcome *)ibx__alloc(h, sizeof *d->outcomes * b);
+    d->errors = (char (*)[256])ibx__alloc(h, 256 * b);
+    if (!d->acks || !d->failures || !d->outcomes || !d->errors) {
+        ibx_dispatcher_destroy(d);
+        return IBX_ERR_NO_MEMORY;
+    }
+    *out = d;
+    return IBX_OK;
+}
+
+IBX_API void ibx_dispatcher_destroy(ibx_dispatcher *d) {
+    const ibx__hooks *h;
+    if (!d) return;
+    h = &d->store->hooks;
+    ibx__routes_free(h, &d->routes);
+    ibx__free(h, d->acks);
+    ibx__free(h, d->failures);
+    ibx__free(h, d->outcomes);
+    ibx__free(h, d->errors);
+    ibx__loop_destroy(&d->loop);
+    ibx__free(h, d);
+}
+
+IBX_API ibx_result ibx_dispatcher_on(ibx_dispatcher *d, const char *topic, ibx_handler handler,
+                                     void *user) {
+    ibx_store *s;
+    if (!d) return IBX_ERR_INVALID_ARG;
+    s = d->store;
+    if (!topic || !topic[0] || ibx__utf8_chars(topic, strlen(topic)) > IBX_KEY_MAX)
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_on: topic",
+                         "topic must be 1..255 characters, or \"*\"");
+    if (!handler)
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_on: handler", "must not be NULL");
+    if (ibx__routes_add(&s->hooks, &d->routes, topic, (ibx__any_fn)handler, user) != IBX_OK)
+        return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_on", "out of memory");
+    return IBX_OK;
+}
+
+static ibx_outcome ibx__handle(ibx_dispatcher *d, const ibx_message *m, char *error, int *matched) {
+    ibx_outcome outcome = IBX_DONE;
+    const ibx__route *r;
+    int cursor = 0;
+    *matched = 0;
+    while (outcome == IBX_DONE && (r = ibx__routes_next(&d->routes, m->topic, &cursor)) != NULL) {
+        (*matched)++;
+        memset(error, 0, 256);
+        outcome = ((ibx_handler)r->fn)(m, error, 256, r->user);
+        error[255] = '\0';
+        if (outcome != IBX_DONE && outcome != IBX_RETRY && outcome != IBX_DEAD) {
+            snprintf(error, 256, "handler returned %d, not an ibx_outcome", (int)outcome);
+            outcome = IBX_DEAD;
+        }
+    }
+    return outcome;
+}
+
+IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *d, ibx_run_stats *stats) {
+    ibx_run_stats st;
+    ibx_store *s;
+    const ibx_message *ms;
+    ibx_result r, settle = IBX_OK;
+    int n = 0, i, acks = 0, failures = 0;
+    int64_t now;
+    memset(&st, 0, sizeof st);
+    if (!d) return IBX_ERR_INVALID_ARG;
+    s = d->store;
+    now = ibx__mono_ms(&s->hooks);
+    if (now >= d->next_reap_ms) {
+        d->next_reap_ms = now + d->reap_ms;
+        r = ibx_reap(s, &st.reaped);
+        if (r < 0) {
+            if (stats) *stats = st;
+            return r;
+        }
+    }
+    r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
+    if (r != IBX_OK) {
+        if (stats) *stats = st;
+        return r;
+    }
+    st.claimed = n;
+    for (i = 0; i < n; i++) {
+        const ibx_message *m = &ms[i];
+        char *error = d->errors[i];
+        int matched = 0;
+        ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "handling %s from %s topic=%s attempt %d",
+                 m->message_id, m->source, m->topic, m->attempt + 1);
+        d->outcomes[i] = ibx__handle(d, m, error, &matched);
+        if (!matched) {
+            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
+                     "no handler for topic %s (message %s from %s): retrying later", m->topic,
+                     m->message_id, m->source);
+            snprintf(error, 256, "no handler for topic %s", m->topic);
+            d->outcomes[i] = IBX_RETRY;
+            st.no_handler++;
+        }
+        if (d->outcomes[i] == IBX_DONE) {
+            d->acks[acks].source = m->source;
+            d->acks[acks++].message_id = m->message_id;
+        } else {
+            d->failures[failures++] = i;
+        }
+    }
+    if (acks > 0) {
+        int64_t changed = 0;
+        settle = ibx_ack(s, d->owner, d->acks, acks, &changed);
+        if (settle == IBX_OK) st.done = (int)changed;
+        if (settle == IBX_OK && changed < acks)
+            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
+                     "%d of %d handled messages were no longer leased to this worker "
+                     "(lease expired during handling?); they will be delivered again",
+                     acks - (int)changed, acks);
+    }
+    for (i = 0; i < failures && settle == IBX_OK; i++) {
+        const ibx_message *m = &ms[d->failures[i]];
+        const char *error = d->errors[d->failures[i]];
+        ibx_key one;
+        int attempt = m->attempt + 1;
+        int no_handler = strncmp(error, "no handler for topic", 20) == 0;
+        one.source = m->source;
+        one.message_id = m->message_id;
+        if (!error[0]) error = d->outcomes[d->failures[i]] == IBX_DEAD ? "handler returned IBX_DEAD"
+                                                                        : "handler returned IBX_RETRY";
+        if (d->outcomes[d->failures[i]] == IBX_RETRY && (no_handler || attempt < d->max_attempts)) {
+            int64_t delay = d->backoff(m->attempt, d->backoff_user);
+            if (delay < 1) delay = 1; /* a given delay must be positive (IBX-058) */
+            if (!no_handler)
+                ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id,
+                         "handler failed for %s from %s topic=%s attempt %d of %d: %s; retry in %lld ms",
+                         m->message_id, m->source, m->topic, attempt, d->max_attempts, error,
+                         (long long)delay);
+            settle = ibx_abandon(s, d->owner, &one, 1, error, &delay, NULL);
+            if (settle == IBX_OK) st.retried++;
+        } else {
+            char reason[320];
+            if (d->outcomes[d->failures[i]] == IBX_DEAD)
+                snprintf(reason, sizeof reason, "%s", error);
+            else
+                snprintf(reason, sizeof reason, "gave up after %d attempts: %s", attempt, error);
+            ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id, "message %s from %s topic=%s is dead: %s",
+                     m->message_id, m->source, m->topic, reason);
+            settle = ibx_fail(s, d->owner, &one, 1, reason, NULL);
+            if (settle == IBX_OK) st.dead++;
+        }
+    }
+    if (stats) *stats = st;
+    return settle;
+}
+
+static ibx_result ibx__dispatch_round(void *d) {
+    return ibx_dispatcher_run_once((ibx_dispatcher *)d, NULL);
+}
+
+IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *d) {
+    ibx_store *s;
+    if (!d) return IBX_ERR_INVALID_ARG;
+    s = d->store;
+    ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id,
+             "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s)", d->owner,
+             d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count);
+    ibx__loop_run(&d->loop, &d->timing, ibx__dispatch_round, d, s->store_id, &s->err);
+    ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "dispatcher %s stopped", d->owner);
+    return IBX_OK;
+}
+
+IBX_API void ibx_dispatcher_stop(ibx_dispatcher *d) {
+    if (d) ibx__loop_stop(&d->loop);
+}
+
+IBX_API void ibx_dispatcher_wake(ibx_dispatcher *d) {
+    if (d) ibx__loop_wake(&d->loop);
 }
 
 #endif /* IBX_IMPLEMENTATION */
