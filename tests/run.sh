@@ -67,6 +67,7 @@ for backend in $backends; do
         conn="Driver={SQLite3};Database=$rundir/sqlite/core.db;JournalMode=WAL;SyncPragma=NORMAL;Timeout=5000;"
         run test_real sqlite "$bin/test_real" sqlite "$conn"
         run test_outbox sqlite "$bin/test_outbox" sqlite "$conn"
+        run test_inbox sqlite "$bin/test_inbox" sqlite "$conn"
         ;;
     postgresql)
         if "$here/db.sh" start pg; then
@@ -74,6 +75,7 @@ for backend in $backends; do
             eval "$("$here/db.sh" env pg)"
             run test_real postgresql "$bin/test_real" postgresql "$OBX_TEST_PG"
             run test_outbox postgresql "$bin/test_outbox" postgresql "$OBX_TEST_PG"
+            run test_inbox postgresql "$bin/test_inbox" postgresql "$OBX_TEST_PG"
         else
             skip_or_fail postgresql "the throwaway server did not start (see above)"
         fi

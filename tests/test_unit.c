@@ -862,6 +862,56 @@ static void test_fake_enqueue_batch_one_tx(void) {
     obx_store_close(s);
 }
 
+/* ---- SHA-256 and HMAC (ibx.h) ------------------------------------------------------------- */
+
+static void hex32(const unsigned char *d, char out[65]) {
+    static const char hx[] = "0123456789abcdef";
+    int i;
+    for (i = 0; i < 32; i++) {
+        out[2 * i] = hx[d[i] >> 4];
+        out[2 * i + 1] = hx[d[i] & 15];
+    }
+    out[64] = '\0';
+}
+
+static void test_sha256_vectors(void) {
+    unsigned char d[32];
+    char h[65];
+    char *million = (char *)malloc(1000000);
+    ibx_sha256(NULL, 0, d);
+    hex32(d, h);
+    TT_EQ_STR(h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    ibx_sha256("abc", 3, d);
+    hex32(d, h);
+    TT_EQ_STR(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    ibx_sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, d);
+    hex32(d, h);
+    TT_EQ_STR(h, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    TT_ASSERT(million != NULL);
+    memset(million, 'a', 1000000);
+    ibx_sha256(million, 1000000, d);
+    free(million);
+    hex32(d, h);
+    TT_EQ_STR(h, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+static void test_hmac_vectors(void) {
+    unsigned char key[131], d[32];
+    char h[65];
+    static const char *const long_data = "Test Using Larger Than Block-Size Key - Hash Key First";
+    memset(key, 0x0b, 20);
+    ibx_hmac_sha256(key, 20, "Hi There", 8, d);
+    hex32(d, h);
+    TT_EQ_STR(h, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+    ibx_hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, d);
+    hex32(d, h);
+    TT_EQ_STR(h, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    memset(key, 0xaa, 131);
+    ibx_hmac_sha256(key, 131, long_data, strlen(long_data), d);
+    hex32(d, h);
+    TT_EQ_STR(h, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("CORE-BACKOFF-JITTER", "pure", "base/max/jitter policy of seed 002 section 13", test_backoff_jitter);
@@ -891,6 +941,10 @@ int main(void) {
     TT_RUN("CORE-BIND", "fake", "text, int64, blob and NULL parameters; prepared once", test_fake_bind_log);
     TT_RUN("CORE-NO-MEMORY", "fake", "allocation failure at every point of open: clean, no leak", test_fake_out_of_memory);
     TT_RUN("CORE-LOGGER", "fake", "logger hook gets the store id; levels filter", test_fake_logger);
+    TT_RUN("IBX-129", "pure", "SHA-256 matches the FIPS 180-2 vectors (content hashes)", test_sha256_vectors);
+    TT_RUN("IBX-HMAC", "pure", "HMAC-SHA256 matches RFC 4231 (webhook signatures)", test_hmac_vectors);
+    TT_RUN("IBX-087", "pure", "round-robin selection (shared core) cycles through every store", test_selection_round_robin);
+    TT_RUN("IBX-088", "pure", "drain-first selection (shared core) stays until a store is empty", test_selection_drain_first);
     TT_RUN("OBX-099", "fake", "a deadlock on ack is rolled back and retried", test_fake_ack_deadlock_retried);
     TT_RUN("OBX-CLAIM-LOST", "fake", "a lost connection mid-claim is surfaced; next call reconnects", test_fake_claim_lost_connection);
     TT_RUN("OBX-CLAIM-TIMEOUT", "fake", "a statement timeout is transient, reported, not redone", test_fake_claim_timeout);

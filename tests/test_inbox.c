@@ -1,0 +1,1362 @@
+/* Inbox requirement tests (IBX-nnn) against a real database.
+ * Usage: test_inbox <backend> '<ODBC connection string>'. */
+#define IBX_IMPLEMENTATION
+#include "../ibx.h"
+#include "tt.h"
+
+#include <pthread.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *g_backend;
+static const char *g_conn;
+static int g_pg;
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static char g_log[1 << 16];
+static size_t g_log_len;
+static void keep_log(ibx_log_level level, const char *id, const char *msg, void *user) {
+    static const char *const names[] = {"?", "DEBUG", "INFO", "WARN", "ERROR"};
+    int n;
+    (void)user;
+    if (getenv("IBX_TEST_VERBOSE")) fprintf(stderr, "  log %d [%s] %s\n", (int)level, id, msg);
+    n = snprintf(g_log + g_log_len, sizeof g_log - g_log_len, "%s [%s] %s\n",
+                 names[level >= IBX_LOG_DEBUG && level <= IBX_LOG_ERROR ? level : 0], id, msg);
+    if (n > 0 && g_log_len + (size_t)n < sizeof g_log) g_log_len += (size_t)n;
+}
+static void log_reset(void) {
+    g_log_len = 0;
+    g_log[0] = '\0';
+}
+/* Nonzero when one logged line holds all given fragments. */
+static int logged(const char *a, const char *b, const char *c) {
+    const char *line = g_log;
+    while (*line) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        char one[1024];
+        snprintf(one, sizeof one, "%.*s", (int)(n < sizeof one ? n : sizeof one - 1), line);
+        if (strstr(one, a) && (!b || strstr(one, b)) && (!c || strstr(one, c))) return 1;
+        line += n + (end ? 1 : 0);
+    }
+    return 0;
+}
+
+static ibx_store *open_table(const char *table, int deploy) {
+    ibx_store_desc desc;
+    ibx_store *s = NULL;
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.table = table;
+    desc.deploy_schema = deploy;
+    desc.store_id = "ibx-test";
+    desc.hooks.logger.log = keep_log;
+    desc.hooks.logger.min_level = IBX_LOG_DEBUG;
+    if (ibx_store_open(&desc, &s) != IBX_OK) {
+        printf("    open failed: %s (%s)\n", ibx_store_last_error(s)->message, ibx_store_last_error(s)->where);
+        ibx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static ibx_result run_sql_unit(ibx__db *db, void *text) {
+    return ibx__exec_direct(db, (const char *)text, "test sql");
+}
+
+static int sql(ibx_store *s, const char *tmpl) {
+    char *text = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
+    ibx_result r = text ? ibx__unit(&s->db, run_sql_unit, text, "test sql") : IBX_ERR_NO_MEMORY;
+    if (r != IBX_OK) printf("    sql failed: %s\n      %s\n", s->err.message, text ? text : "-");
+    ibx__free(&s->hooks, text);
+    return r == IBX_OK;
+}
+
+static int64_t scalar(ibx_store *s, const char *tmpl) {
+    char *text = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
+    char out[64] = "";
+    ibx_result r = text ? ibx__query_text(&s->db, text, out, sizeof out) : IBX_ERR_NO_MEMORY;
+    if (!s->db.d->tx_by_sql) ibx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    if (r != IBX_OK) printf("    scalar failed: %s\n      %s\n", s->err.message, text ? text : "-");
+    ibx__free(&s->hooks, text);
+    return r == IBX_OK ? atoll(out) : -1;
+}
+
+static ibx_store *fresh(void) {
+    ibx_store *s = open_table("Inbox", 1);
+    if (s && !sql(s, "DELETE FROM {T}")) {
+        ibx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static ibx_new_message msg(const char *topic, const char *source, const char *id, const char *payload) {
+    ibx_new_message m;
+    memset(&m, 0, sizeof m);
+    m.topic = topic;
+    m.source = source;
+    m.message_id = id;
+    m.payload = payload;
+    m.payload_len = IBX_NTS;
+    return m;
+}
+
+static int enqueue(ibx_store *s, const char *topic, const char *source, const char *id) {
+    ibx_new_message m = msg(topic, source, id, "{}");
+    ibx_result r = ibx_enqueue(s, &m, NULL);
+    if (r != IBX_OK) printf("    enqueue failed: %s %s\n", ibx_result_str(r), s->err.message);
+    return r == IBX_OK;
+}
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts;
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+    nanosleep(&ts, NULL);
+}
+
+static ibx_status status_of(ibx_store *s, const char *source, const char *id) {
+    ibx_message m;
+    return ibx_get(s, source, id, &m) == IBX_OK ? m.status : (ibx_status)-1;
+}
+
+static int seen(ibx_store *s, const char *id, const char *source) {
+    int processed = -1;
+    if (ibx_already_processed(s, id, source, NULL, 0, &processed) != IBX_OK) return -1;
+    return processed;
+}
+
+/* Claim `n` enqueued messages; their keys point into the store's buffers. */
+static int claim(ibx_store *s, const char *owner, int batch, const ibx_message **ms) {
+    int n = 0;
+    ibx_result r = ibx_claim(s, owner, 30, batch, ms, &n);
+    return r == IBX_OK || r == IBX_EMPTY ? n : -1;
+}
+
+/* ---- dedup ------------------------------------------------------------------------------- */
+
+static void test_001_natural_key(void) {
+    ibx_store *s = fresh();
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(seen(s, "evt-1", "stripe"), 0);
+    TT_EQ_INT(seen(s, "evt-1", "github"), 0); /* same id, other source: another message */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 2);
+    TT_EQ_INT(seen(s, "evt-1", "stripe"), 0);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 2);
+    TT_EQ_INT(seen(s, "EVT-1", "stripe"), 0); /* case-sensitive */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 3);
+    ibx_store_close(s);
+}
+
+static void test_002_005_states(void) {
+    ibx_store *s = fresh();
+    ibx_message m;
+    int64_t first;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(seen(s, "e", "src"), 0);                       /* IBX-004: new -> Seen, false */
+    TT_EQ_INT(status_of(s, "src", "e"), IBX_STATUS_SEEN);
+    TT_EQ_INT(ibx_get(s, "src", "e", &m), IBX_OK);
+    first = m.last_seen_ms;
+    sleep_ms(30);
+    TT_EQ_INT(seen(s, "e", "src"), 0);                       /* IBX-005: not Done -> false ... */
+    TT_EQ_INT(ibx_get(s, "src", "e", &m), IBX_OK);
+    TT_EXPECT(m.last_seen_ms > first);                        /* ... and LastSeenUtc refreshed */
+    TT_EQ_INT(m.status, IBX_STATUS_SEEN);
+    TT_EQ_INT(ibx_mark_processed(s, "e", "src"), IBX_OK);
+    TT_EQ_INT(seen(s, "e", "src"), 1);                       /* IBX-003: Done -> true */
+    TT_EQ_INT(status_of(s, "src", "e"), IBX_STATUS_DONE);
+    ibx_store_close(s);
+}
+
+static void test_006_concurrent_dedup(void) {
+    /* Many processes race on the same keys: every key is recorded once, and
+     * no call fails (MERGE/UPSERT semantics). */
+    ibx_store *s = fresh();
+    pid_t pids[4];
+    int w, status;
+    TT_ASSERT(s != NULL);
+    ibx_store_close(s); /* no connection crosses fork() */
+    fflush(stdout);
+    for (w = 0; w < 4; w++) {
+        pids[w] = fork();
+        if (pids[w] == 0) {
+            ibx_store *mine = open_table("Inbox", 0);
+            int i, rc = 0, processed;
+            char id[32];
+            if (!mine) _exit(3);
+            for (i = 0; i < 100; i++) {
+                ibx_result r;
+                snprintf(id, sizeof id, "race-%d", i);
+                do r = ibx_already_processed(mine, id, "race", NULL, 0, &processed);
+                while (r == IBX_ERR_DB_TRANSIENT);
+                if (r != IBX_OK || processed) rc = 4;
+            }
+            ibx_store_close(mine);
+            _exit(rc);
+        }
+    }
+    for (w = 0; w < 4; w++) {
+        TT_ASSERT(waitpid(pids[w], &status, 0) == pids[w]);
+        TT_EQ_INT(WIFEXITED(status) ? WEXITSTATUS(status) : 99, 0);
+    }
+    s = open_table("Inbox", 0);
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Source\" = 'race'"), 100);
+    ibx_store_close(s);
+}
+
+static void test_007_008_hash(void) {
+    ibx_store *s = fresh();
+    unsigned char a[32], b[32];
+    ibx_message m;
+    int processed = -1;
+    TT_ASSERT(s != NULL);
+    ibx_sha256("body one", 8, a);
+    ibx_sha256("body two", 8, b);
+    TT_EQ_INT(ibx_already_processed(s, "h", "src", a, 32, &processed), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "src", "h", &m), IBX_OK);
+    TT_EQ_INT(m.hash_len, 32);                                  /* IBX-007: stored */
+    TT_EXPECT(memcmp(m.hash, a, 32) == 0);
+    log_reset();
+    TT_EQ_INT(ibx_already_processed(s, "h", "src", a, 32, &processed), IBX_OK);
+    TT_EXPECT(!logged("WARN", "different content hash", NULL));
+    TT_EQ_INT(ibx_already_processed(s, "h", "src", b, 32, &processed), IBX_OK); /* IBX-008: no failure */
+    TT_EQ_INT(processed, 0);
+    TT_EXPECT(logged("WARN [ibx-test]", "different content hash", "h from src"));
+    TT_EQ_INT(ibx_get(s, "src", "h", &m), IBX_OK);
+    TT_EXPECT(memcmp(m.hash, a, 32) == 0); /* the first hash is kept for verification */
+    ibx_store_close(s);
+}
+
+static void expect_bad_arg(ibx_store *s, ibx_result got, const char *where) {
+    TT_EQ_INT(got, IBX_ERR_INVALID_ARG);
+    TT_EQ_STR(ibx_store_last_error(s)->where, where);
+}
+
+static void test_009_012_dedup_args(void) {
+    ibx_store *s = fresh();
+    char long_id[300];
+    int processed;
+    TT_ASSERT(s != NULL);
+    memset(long_id, 'x', 256);
+    long_id[256] = '\0';
+    expect_bad_arg(s, ibx_already_processed(s, NULL, "src", NULL, 0, &processed), "ibx_already_processed: message_id");
+    expect_bad_arg(s, ibx_already_processed(s, "", "src", NULL, 0, &processed), "ibx_already_processed: message_id");
+    expect_bad_arg(s, ibx_already_processed(s, "id", NULL, NULL, 0, &processed), "ibx_already_processed: source");
+    expect_bad_arg(s, ibx_already_processed(s, "id", "", NULL, 0, &processed), "ibx_already_processed: source");
+    expect_bad_arg(s, ibx_already_processed(s, long_id, "src", NULL, 0, &processed), "ibx_already_processed: message_id");
+    expect_bad_arg(s, ibx_already_processed(s, "id", long_id, NULL, 0, &processed), "ibx_already_processed: source");
+    long_id[255] = '\0'; /* 255 is allowed */
+    TT_EQ_INT(ibx_already_processed(s, long_id, long_id, NULL, 0, &processed), IBX_OK);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 1);
+    ibx_store_close(s);
+}
+
+/* ---- enqueue ---------------------------------------------------------------------------------- */
+
+static void test_013_014_enqueue_upsert(void) {
+    ibx_store *s = fresh(), *other = open_table("Inbox", 0);
+    ibx_new_message m = msg("payment.received", "stripe", "evt_1", "{\"v\":1}");
+    ibx_message got;
+    int enq = -1;
+    TT_ASSERT(s && other);
+    TT_EQ_INT(ibx_enqueue(s, &m, &enq), IBX_OK);
+    TT_EQ_INT(enq, 1);
+    TT_EQ_INT(ibx_get(other, "stripe", "evt_1", &got), IBX_OK); /* IBX-013: durable, committed */
+    TT_EQ_INT(ibx_enqueue(s, &m, &enq), IBX_OK);                 /* IBX-014: a duplicate is fine */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 1);
+    ibx_store_close(other);
+    ibx_store_close(s);
+}
+
+static void test_015_022_enqueue_args(void) {
+    ibx_store *s = fresh();
+    ibx_new_message m = msg("t", "src", "id", "p");
+    ibx_message got;
+    char long_topic[300];
+    TT_ASSERT(s != NULL);
+    m.topic = NULL;
+    expect_bad_arg(s, ibx_enqueue(s, &m, NULL), "ibx_enqueue: topic");         /* IBX-015 */
+    m.topic = "";
+    expect_bad_arg(s, ibx_enqueue(s, &m, NULL), "ibx_enqueue: topic");
+    m.topic = "t";
+    m.source = "";
+    expect_bad_arg(s, ibx_enqueue(s, &m, NULL), "ibx_enqueue: source");        /* IBX-016 */
+    m.source = "src";
+    m.message_id = NULL;
+    expect_bad_arg(s, ibx_enqueue(s, &m, NULL), "ibx_enqueue: message_id");    /* IBX-017 */
+    m.message_id = "id";
+    m.payload = NULL;
+    expect_bad_arg(s, ibx_enqueue(s, &m, NULL), "ibx_enqueue: payload");       /* IBX-018 */
+    m.payload = "a\0b";
+    m.payload_len = 3;
+    expect_bad_arg(s, ibx_enqueue(s, &m, NULL), "ibx_enqueue: payload");
+    memset(long_topic, 't', 256);
+    long_topic[256] = '\0';
+    m = msg(long_topic, "src", "id", "p");
+    expect_bad_arg(s, ibx_enqueue(s, &m, NULL), "ibx_enqueue: topic");         /* IBX-020 */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 0);
+    m = msg("t", "src", "empty", "");
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);                               /* IBX-019 */
+    TT_EQ_INT(ibx_get(s, "src", "empty", &got), IBX_OK);
+    TT_EQ_STR(got.payload, "");
+    m = msg("Order.Created", "src", "case", "not json {{ \"\\ \xf0\x9f\x98\x80");
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "src", "case", &got), IBX_OK);
+    TT_EQ_STR(got.topic, "Order.Created");                                      /* IBX-021 */
+    TT_EQ_STR(got.payload, "not json {{ \"\\ \xf0\x9f\x98\x80");               /* IBX-022 */
+    ibx_store_close(s);
+}
+
+static void test_023_024_due(void) {
+    ibx_store *s = fresh();
+    ibx_new_message later = msg("t", "src", "later", "p"), past = msg("t", "src", "past", "p");
+    const ibx_message *ms;
+    char owner[37];
+    TT_ASSERT(s != NULL);
+    ibx_owner_token(s, owner);
+    later.due_utc_ms = now_ms() + 1500;
+    past.due_utc_ms = now_ms() - 60000;
+    TT_EQ_INT(ibx_enqueue(s, &later, NULL), IBX_OK);
+    TT_EQ_INT(ibx_enqueue(s, &past, NULL), IBX_OK);
+    TT_ASSERT(enqueue(s, "t", "src", "now"));
+    TT_EQ_INT(claim(s, owner, 10, &ms), 2); /* past and now, not later */
+    sleep_ms(1700);
+    TT_EQ_INT(claim(s, owner, 10, &ms), 1);
+    TT_EQ_STR(ms[0].message_id, "later");
+    TT_EQ_INT(ms[0].due_time_ms, later.due_utc_ms);
+    ibx_store_close(s);
+}
+
+static int64_t stuck_clock(void *user) { (void)user; return 86400000; }
+
+static void test_025_026_seen_times(void) {
+    ibx_store_desc d;
+    ibx_store *s = fresh(), *skewed = NULL;
+    ibx_message m;
+    int64_t before = now_ms(), first;
+    TT_ASSERT(s != NULL);
+    memset(&d, 0, sizeof d);
+    d.connection_string = g_conn;
+    d.hooks.clock.now_utc_ms = stuck_clock; /* the client clock does not matter */
+    d.hooks.logger.log = keep_log;
+    TT_EQ_INT(ibx_store_open(&d, &skewed), IBX_OK);
+    TT_ASSERT(enqueue(skewed, "t", "src", "times"));
+    TT_EQ_INT(ibx_get(s, "src", "times", &m), IBX_OK);
+    TT_EXPECT(m.first_seen_ms >= before - 5000 && m.first_seen_ms <= now_ms() + 5000); /* IBX-025 */
+    first = m.first_seen_ms;
+    sleep_ms(30);
+    TT_ASSERT(enqueue(skewed, "t", "src", "times"));
+    TT_EQ_INT(ibx_get(s, "src", "times", &m), IBX_OK);
+    TT_EQ_INT(m.first_seen_ms, first);
+    TT_EXPECT(m.last_seen_ms > first);                                                 /* IBX-026 */
+    ibx_store_close(skewed);
+    ibx_store_close(s);
+}
+
+static void test_027_initial(void) {
+    ibx_store *s = fresh();
+    ibx_message m;
+    TT_ASSERT(s && enqueue(s, "t", "src", "new"));
+    TT_EQ_INT(ibx_get(s, "src", "new", &m), IBX_OK);
+    TT_EQ_INT(m.attempt, 0);
+    TT_EQ_INT(m.status, IBX_STATUS_PROCESSING);
+    TT_EQ_STR(ibx_status_name(m.status), "Processing");
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"), 1);
+    ibx_store_close(s);
+}
+
+static void test_028_done_unchanged(void) {
+    ibx_store *s = fresh();
+    ibx_new_message m = msg("t", "src", "d", "original");
+    ibx_message got;
+    int enq = -1;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    TT_EQ_INT(ibx_mark_processed(s, "d", "src"), IBX_OK);
+    m = msg("t2", "src", "d", "changed");
+    TT_EQ_INT(ibx_enqueue(s, &m, &enq), IBX_OK);
+    TT_EQ_INT(enq, 0);
+    TT_EQ_INT(ibx_get(s, "src", "d", &got), IBX_OK);
+    TT_EQ_INT(got.status, IBX_STATUS_DONE);
+    TT_EQ_STR(got.payload, "original");
+    TT_EQ_STR(got.topic, "t");
+    TT_EQ_INT(ibx_mark_processing(s, "d", "src"), IBX_OK); /* Done stays Done */
+    TT_EQ_INT(status_of(s, "src", "d"), IBX_STATUS_DONE);
+    ibx_store_close(s);
+}
+
+static void test_029_refresh(void) {
+    ibx_store *s = fresh();
+    static const char *const ids[] = {"seen", "processing", "dead"};
+    unsigned char h[32];
+    int i;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(seen(s, "seen", "src"), 0);
+    TT_ASSERT(enqueue(s, "old", "src", "processing"));
+    TT_ASSERT(enqueue(s, "old", "src", "dead"));
+    TT_EQ_INT(ibx_mark_dead(s, "dead", "src"), IBX_OK);
+    ibx_sha256("new", 3, h);
+    for (i = 0; i < 3; i++) {
+        ibx_new_message m = msg("new.topic", "src", ids[i], "new payload");
+        ibx_message got;
+        m.hash = h;
+        m.hash_len = 32;
+        m.due_utc_ms = now_ms() - 1000;
+        TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+        TT_EQ_INT(ibx_get(s, "src", ids[i], &got), IBX_OK);
+        TT_EQ_STR(got.topic, "new.topic");
+        TT_EQ_STR(got.payload, "new payload");
+        TT_EXPECT(got.hash_len == 32 && memcmp(got.hash, h, 32) == 0);
+        TT_EQ_INT(got.due_time_ms, m.due_utc_ms);
+        TT_EQ_INT(got.status, IBX_STATUS_PROCESSING); /* enqueued means: process it */
+    }
+    ibx_store_close(s);
+}
+
+/* ---- claim -------------------------------------------------------------------------------------- */
+
+static void test_030_claim_locks(void) {
+    ibx_store *s = fresh();
+    char a[37], b[37];
+    const ibx_message *ms;
+    int i;
+    TT_ASSERT(s != NULL);
+    ibx_owner_token(s, a);
+    ibx_owner_token(s, b);
+    for (i = 0; i < 4; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "m%d", i);
+        TT_ASSERT(enqueue(s, "t", "src", id));
+    }
+    TT_EQ_INT(claim(s, a, 3, &ms), 3);
+    for (i = 0; i < 3; i++) TT_EQ_STR(ms[i].owner_token, a);
+    TT_EQ_INT(claim(s, b, 10, &ms), 1); /* only the one a does not hold */
+    ibx_store_close(s);
+}
+
+static void test_031_038_only_processing(void) {
+    ibx_store *s = fresh();
+    char owner[37];
+    const ibx_message *ms;
+    TT_ASSERT(s != NULL);
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(seen(s, "seen-only", "src"), 0);           /* Seen: not claimable (IBX-031) */
+    TT_ASSERT(enqueue(s, "t", "src", "done") && enqueue(s, "t", "src", "dead") && enqueue(s, "t", "src", "ok"));
+    TT_EQ_INT(ibx_mark_processed(s, "done", "src"), IBX_OK); /* IBX-038 */
+    TT_EQ_INT(ibx_mark_dead(s, "dead", "src"), IBX_OK);
+    TT_EQ_INT(claim(s, owner, 10, &ms), 1);
+    TT_EQ_STR(ms[0].message_id, "ok");
+    TT_EQ_INT(ibx_mark_processing(s, "seen-only", "src"), IBX_OK); /* now it is */
+    TT_EQ_INT(claim(s, owner, 10, &ms), 1);
+    TT_EQ_STR(ms[0].message_id, "seen-only");
+    TT_EQ_INT(ibx_mark_processed(s, "nope", "src"), IBX_ERR_NOT_FOUND);
+    ibx_store_close(s);
+}
+
+static void test_033_expired_lease(void) {
+    ibx_store *s = fresh();
+    char a[37], b[37];
+    const ibx_message *ms;
+    int n = 0;
+    TT_ASSERT(s && enqueue(s, "t", "src", "x"));
+    ibx_owner_token(s, a);
+    ibx_owner_token(s, b);
+    TT_EQ_INT(ibx_claim(s, a, 1, 1, &ms, &n), IBX_OK);
+    TT_EQ_INT(claim(s, b, 1, &ms), 0); /* leased */
+    sleep_ms(1200);
+    TT_EQ_INT(claim(s, b, 1, &ms), 1); /* the lease is in the past: claimable */
+    TT_EQ_STR(ms[0].owner_token, b);
+    ibx_store_close(s);
+}
+
+static void test_034_036_claim_fields(void) {
+    ibx_store *s = fresh();
+    char owner[37];
+    const ibx_message *ms;
+    int n = 0;
+    int64_t t0 = now_ms();
+    TT_ASSERT(s && enqueue(s, "topic.x", "src", "f1"));
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(ibx_claim(s, owner, 45, 5, &ms, &n), IBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_STR(ms[0].source, "src");                          /* IBX-036: ids of what was claimed */
+    TT_EQ_STR(ms[0].message_id, "f1");
+    TT_EQ_STR(ms[0].topic, "topic.x");
+    TT_EQ_STR(ms[0].owner_token, owner);                      /* IBX-035 */
+    TT_EXPECT(ms[0].locked_until_ms >= t0 + 45000 - 2000 && ms[0].locked_until_ms <= now_ms() + 47000); /* IBX-034 */
+    ibx_store_close(s);
+}
+
+static void test_037_039_040_041_claim_args(void) {
+    ibx_store *s = fresh();
+    char owner[37];
+    const ibx_message *ms;
+    int n = 7, i;
+    TT_ASSERT(s != NULL);
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(ibx_claim(s, owner, 30, 10, &ms, &n), IBX_EMPTY); /* IBX-037 */
+    TT_EQ_INT(n, 0);
+    for (i = 0; i < 5; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "b%d", i);
+        TT_ASSERT(enqueue(s, "t", "src", id));
+    }
+    TT_EQ_INT(claim(s, owner, 2, &ms), 2);                    /* IBX-039 */
+    TT_EQ_INT(ibx_claim(s, owner, 0, 5, &ms, &n), IBX_ERR_OUT_OF_RANGE); /* IBX-040 */
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_claim: lease_seconds");
+    TT_EQ_INT(ibx_claim(s, owner, -5, 5, &ms, &n), IBX_ERR_OUT_OF_RANGE);
+    TT_EQ_INT(ibx_claim(s, owner, 30, 0, &ms, &n), IBX_ERR_OUT_OF_RANGE); /* IBX-041 */
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_claim: batch_size");
+    TT_EQ_INT(ibx_claim(s, owner, 30, -1, &ms, &n), IBX_ERR_OUT_OF_RANGE);
+    ibx_store_close(s);
+}
+
+static void test_042_backoff_respected(void) {
+    ibx_store *s = fresh();
+    char owner[37];
+    const ibx_message *ms;
+    ibx_key k;
+    int64_t changed = 0, delay = 1500;
+    TT_ASSERT(s && enqueue(s, "t", "src", "retry"));
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(claim(s, owner, 1, &ms), 1);
+    k.source = "src";
+    k.message_id = "retry";
+    TT_EQ_INT(ibx_abandon(s, owner, &k, 1, "later", &delay, &changed), IBX_OK);
+    TT_EQ_INT(claim(s, owner, 1, &ms), 0); /* next attempt is in the future */
+    sleep_ms(1700);
+    TT_EQ_INT(claim(s, owner, 1, &ms), 1);
+    ibx_store_close(s);
+}
+
+static void test_043_130_empty_token(void) {
+    ibx_store *s = fresh();
+    const ibx_message *ms;
+    ibx_key k = {"src", "x"};
+    int n;
+    int64_t changed;
+    const char *zero = "00000000-0000-0000-0000-000000000000";
+    TT_ASSERT(s != NULL);
+    expect_bad_arg(s, ibx_claim(s, zero, 30, 1, &ms, &n), "ibx_claim: owner_token");
+    expect_bad_arg(s, ibx_ack(s, zero, &k, 1, &changed), "ibx_ack: owner_token");
+    expect_bad_arg(s, ibx_abandon(s, zero, &k, 1, NULL, NULL, &changed), "ibx_abandon: owner_token");
+    expect_bad_arg(s, ibx_fail(s, zero, &k, 1, "e", &changed), "ibx_fail: owner_token");
+    expect_bad_arg(s, ibx_claim(s, "nonsense", 30, 1, &ms, &n), "ibx_claim: owner_token");
+    ibx_store_close(s);
+}
+
+/* ---- ack, abandon, fail --------------------------------------------------------------------------- */
+
+static void test_044_049_ack(void) {
+    ibx_store *s = fresh();
+    char owner[37];
+    const ibx_message *ms;
+    ibx_key keys[2];
+    ibx_message m;
+    int64_t changed = -1;
+    TT_ASSERT(s && enqueue(s, "t", "src", "a1") && enqueue(s, "t", "src", "a2"));
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(claim(s, owner, 2, &ms), 2);
+    keys[0].source = ms[0].source;
+    keys[0].message_id = ms[0].message_id;
+    keys[1].source = ms[1].source;
+    keys[1].message_id = ms[1].message_id;
+    TT_EQ_INT(ibx_ack(s, owner, keys, 2, &changed), IBX_OK);
+    TT_EQ_INT(changed, 2);
+    TT_EQ_INT(ibx_get(s, "src", "a1", &m), IBX_OK);
+    TT_EQ_INT(m.status, IBX_STATUS_DONE);                       /* IBX-044 */
+    TT_EXPECT(m.owner_token[0] == '\0' && m.locked_until_ms == 0); /* IBX-049 */
+    TT_EQ_INT(claim(s, owner, 10, &ms), 0);                      /* IBX-047 */
+    TT_EQ_INT(seen(s, "a2", "src"), 1);
+    ibx_store_close(s);
+}
+
+/* op by a wrong owner or on unknown keys changes nothing, without error. */
+static void wrong_owner_case(char op) {
+    ibx_store *s = fresh();
+    char owner[37], thief[37];
+    const ibx_message *ms;
+    ibx_key keys[3];
+    int64_t changed = 99;
+    ibx_result r;
+    TT_ASSERT(s && enqueue(s, "t", "src", "w1") && enqueue(s, "t", "src", "w2"));
+    ibx_owner_token(s, owner);
+    ibx_owner_token(s, thief);
+    TT_EQ_INT(claim(s, owner, 2, &ms), 2);
+    keys[0].source = "src"; keys[0].message_id = "w1";
+    keys[1].source = "src"; keys[1].message_id = "w2";
+    keys[2].source = "src"; keys[2].message_id = "no-such";
+#define OP(tok, k, n) (op == 'a' ? ibx_ack(s, tok, k, n, &changed)                        \
+                     : op == 'b' ? ibx_abandon(s, tok, k, n, "x", NULL, &changed)          \
+                                 : ibx_fail(s, tok, k, n, "x", &changed))
+    r = OP(thief, keys, 2);
+    TT_EQ_INT(r, IBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(status_of(s, "src", "w1"), IBX_STATUS_PROCESSING);
+    r = OP(owner, keys + 2, 1);
+    TT_EQ_INT(r, IBX_OK);
+    TT_EQ_INT(changed, 0);
+    r = OP(owner, keys, 3);
+    TT_EQ_INT(r, IBX_OK);
+    TT_EQ_INT(changed, 2);
+    /* NULL keys: an argument error; an empty set: a no-op. */
+    r = OP(owner, NULL, 1);
+    TT_EQ_INT(r, IBX_ERR_INVALID_ARG);
+    changed = 5;
+    r = OP(owner, NULL, 0);
+    TT_EQ_INT(r, IBX_OK);
+    TT_EQ_INT(changed, 0);
+#undef OP
+    ibx_store_close(s);
+}
+
+static void test_045_046_048_ack_owner(void) { wrong_owner_case('a'); }
+static void test_054_055_059_abandon_owner(void) { wrong_owner_case('b'); }
+static void test_062_063_066_fail_owner(void) { wrong_owner_case('f'); }
+
+static void test_050_053_057_abandon(void) {
+    ibx_store *s = fresh();
+    char owner[37];
+    const ibx_message *ms;
+    ibx_key k = {"src", "ab"};
+    ibx_message m;
+    int64_t changed = 0, t0, delay = 7000;
+    int round;
+    TT_ASSERT(s && enqueue(s, "t", "src", "ab"));
+    ibx_owner_token(s, owner);
+    for (round = 0; round < 3; round++) { /* default: 1 s, 2 s, 4 s from the attempt count */
+        TT_EQ_INT(claim(s, owner, 1, &ms), 1);
+        t0 = now_ms();
+        TT_EQ_INT(ibx_abandon(s, owner, &k, 1, "boom", NULL, &changed), IBX_OK);
+        TT_EQ_INT(ibx_get(s, "src", "ab", &m), IBX_OK);
+        TT_EXPECT(m.owner_token[0] == '\0' && m.locked_until_ms == 0); /* IBX-050 */
+        TT_EQ_INT(m.attempt, round + 1);                                /* IBX-051 */
+        TT_EQ_STR(m.last_error, "boom");                                /* IBX-057 */
+        TT_EXPECT(m.next_attempt_ms >= t0 + (1000 << round) - 1500);    /* IBX-052 */
+        TT_EXPECT(m.next_attempt_ms <= now_ms() + (1000 << round) + 1500);
+        TT_ASSERT(sql(s, g_pg ? "UPDATE {T} SET \"NextAttemptAt\" = now()" : "UPDATE {T} SET \"NextAttemptAt\" = {W}"));
+    }
+    TT_EQ_INT(claim(s, owner, 1, &ms), 1);
+    t0 = now_ms();
+    TT_EQ_INT(ibx_abandon(s, owner, &k, 1, NULL, &delay, &changed), IBX_OK); /* IBX-053 */
+    TT_EQ_INT(ibx_get(s, "src", "ab", &m), IBX_OK);
+    TT_EXPECT(m.next_attempt_ms >= t0 + 7000 - 1500 && m.next_attempt_ms <= now_ms() + 8500);
+    TT_EQ_STR(m.last_error, "boom"); /* no new error: the old one stays */
+    ibx_store_close(s);
+}
+
+static void test_056_available_again(void) {
+    ibx_store *s = fresh();
+    char owner[37];
+    const ibx_message *ms;
+    ibx_key k = {"src", "again"};
+    int64_t changed, delay = 1000;
+    TT_ASSERT(s && enqueue(s, "t", "src", "again"));
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(claim(s, owner, 1, &ms), 1);
+    TT_EQ_INT(ibx_abandon(s, owner, &k, 1, NULL, &delay, &changed), IBX_OK);
+    TT_EQ_INT(claim(s, owner, 1, &ms), 0);
+    sleep_ms(1200);
+    TT_EQ_INT(claim(s, owner, 1, &ms), 1);
+    ibx_store_close(s);
+}
+
+static void test_058_bad_delay(void) {
+    ibx_store *s = fresh();
+    char owner[37];
+    ibx_key k = {"src", "x"};
+    int64_t zero = 0, negative = -5, changed;
+    TT_ASSERT(s != NULL);
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(ibx_abandon(s, owner, &k, 1, NULL, &zero, &changed), IBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_abandon: delay_ms");
+    TT_EQ_INT(ibx_abandon(s, owner, &k, 1, NULL, &negative, &changed), IBX_ERR_OUT_OF_RANGE);
+    ibx_store_close(s);
+}
+
+static void test_060_065_fail(void) {
+    ibx_store *s = fresh();
+    char owner[37];
+    const ibx_message *ms;
+    ibx_key k = {"src", "poison"};
+    ibx_message m;
+    int64_t changed = 0, reaped;
+    TT_ASSERT(s && enqueue(s, "t", "src", "poison"));
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(claim(s, owner, 1, &ms), 1);
+    TT_EQ_INT(ibx_fail(s, owner, &k, 1, "cannot parse body", &changed), IBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(ibx_get(s, "src", "poison", &m), IBX_OK);
+    TT_EQ_INT(m.status, IBX_STATUS_DEAD);                          /* IBX-060 */
+    TT_EQ_STR(m.last_error, "cannot parse body");                  /* IBX-061 */
+    TT_EXPECT(m.owner_token[0] == '\0' && m.locked_until_ms == 0); /* IBX-065 */
+    TT_EQ_INT(claim(s, owner, 10, &ms), 0);                         /* IBX-064 */
+    TT_EQ_INT(ibx_reap(s, &reaped), IBX_OK);
+    TT_EQ_INT(claim(s, owner, 10, &ms), 0);
+    ibx_store_close(s);
+}
+
+static void test_067_fail_needs_error(void) {
+    ibx_store *s = fresh();
+    char owner[37];
+    ibx_key k = {"src", "x"};
+    int64_t changed;
+    TT_ASSERT(s != NULL);
+    ibx_owner_token(s, owner);
+    expect_bad_arg(s, ibx_fail(s, owner, &k, 1, NULL, &changed), "ibx_fail: error");
+    ibx_store_close(s);
+}
+
+static void test_068_071_reap(void) {
+    ibx_store *s = fresh();
+    char owner[37];
+    const ibx_message *ms;
+    ibx_key k;
+    ibx_message m;
+    int64_t reaped = -1, changed;
+    int n = 0;
+    TT_ASSERT(s && enqueue(s, "t", "src", "r1") && enqueue(s, "t", "src", "r2") && enqueue(s, "t", "src", "r3"));
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(ibx_claim(s, owner, 1, 3, &ms, &n), IBX_OK);
+    k.source = "src";
+    k.message_id = "r1";
+    TT_EQ_INT(ibx_ack(s, owner, &k, 1, &changed), IBX_OK);
+    k.message_id = "r2";
+    TT_EQ_INT(ibx_fail(s, owner, &k, 1, "dead", &changed), IBX_OK);
+    TT_EQ_INT(ibx_reap(s, &reaped), IBX_OK);
+    TT_EQ_INT(reaped, 0);
+    sleep_ms(1300);
+    TT_EQ_INT(ibx_reap(s, &reaped), IBX_OK);
+    TT_EQ_INT(reaped, 1);                                          /* IBX-068 */
+    TT_EQ_INT(ibx_get(s, "src", "r3", &m), IBX_OK);
+    TT_EXPECT(m.owner_token[0] == '\0' && m.locked_until_ms == 0); /* IBX-069 */
+    TT_EQ_INT(status_of(s, "src", "r1"), IBX_STATUS_DONE);         /* IBX-071 */
+    TT_EQ_INT(status_of(s, "src", "r2"), IBX_STATUS_DEAD);
+    TT_EQ_INT(claim(s, owner, 10, &ms), 1);                         /* IBX-070 */
+    TT_EQ_STR(ms[0].message_id, "r3");
+    ibx_store_close(s);
+}
+
+/* ---- dispatcher ------------------------------------------------------------------------------------ */
+
+typedef struct probe {
+    int calls, fail_until;
+    ibx_outcome fail_with;
+    ibx_message last;
+    char source[64], id[64], payload[64];
+} probe;
+
+static ibx_outcome probe_handler(const ibx_message *m, char *error, size_t size, void *user) {
+    probe *p = (probe *)user;
+    p->calls++;
+    p->last = *m;
+    snprintf(p->source, sizeof p->source, "%s", m->source);
+    snprintf(p->id, sizeof p->id, "%s", m->message_id);
+    snprintf(p->payload, sizeof p->payload, "%s", m->payload);
+    if (p->calls <= p->fail_until) {
+        snprintf(error, size, "simulated failure %d", p->calls);
+        return p->fail_with;
+    }
+    return IBX_DONE;
+}
+
+static int64_t tiny_backoff(int attempt, void *user) { (void)attempt; (void)user; return 1; }
+
+static ibx_dispatcher *dispatcher(ibx_store *s, int max_attempts, ibx_backoff_fn backoff) {
+    ibx_dispatcher_desc d;
+    ibx_dispatcher *out = NULL;
+    memset(&d, 0, sizeof d);
+    d.store = s;
+    d.max_attempts = max_attempts;
+    d.backoff = backoff;
+    if (ibx_dispatcher_create(&d, &out) != IBX_OK) printf("    dispatcher_create failed\n");
+    return out;
+}
+
+static void test_072_periodic_reap(void) {
+    ibx_store *s = fresh();
+    ibx_dispatcher *d;
+    char crashed[37];
+    const ibx_message *ms;
+    ibx_run_stats st;
+    probe p;
+    int n;
+    TT_ASSERT(s && enqueue(s, "job", "src", "crash"));
+    ibx_owner_token(s, crashed);
+    TT_EQ_INT(ibx_claim(s, crashed, 1, 1, &ms, &n), IBX_OK);
+    sleep_ms(1200);
+    memset(&p, 0, sizeof p);
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    ibx_dispatcher_on(d, "job", probe_handler, &p);
+    TT_EQ_INT(ibx_dispatcher_run_once(d, &st), IBX_OK);
+    TT_EQ_INT(st.reaped, 1);
+    TT_EQ_INT(p.calls, 1);
+    ibx_dispatcher_destroy(d);
+    ibx_store_close(s);
+}
+
+static void test_073_074_route(void) {
+    ibx_store *s = fresh();
+    ibx_dispatcher *d;
+    ibx_run_stats st;
+    probe a, b;
+    int i;
+    TT_ASSERT(s && enqueue(s, "a.created", "src", "ma") && enqueue(s, "b.created", "src", "mb") &&
+              enqueue(s, "orphan", "src", "mo"));
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    d = dispatcher(s, 2, tiny_backoff);
+    TT_ASSERT(d != NULL);
+    ibx_dispatcher_on(d, "a.created", probe_handler, &a);
+    ibx_dispatcher_on(d, "b.created", probe_handler, &b);
+    log_reset();
+    TT_EQ_INT(ibx_dispatcher_run_once(d, &st), IBX_OK);
+    TT_EQ_INT(a.calls, 1);
+    TT_EQ_STR(a.id, "ma");                                        /* IBX-073 */
+    TT_EQ_INT(b.calls, 1);
+    TT_EQ_STR(b.id, "mb");
+    TT_EQ_INT(st.no_handler, 1);                                   /* IBX-074 */
+    TT_EXPECT(logged("WARN [ibx-test]", "no handler for topic orphan", "mo"));
+    for (i = 0; i < 4; i++) { /* never killed for lack of a handler */
+        sleep_ms(5);
+        ibx_dispatcher_run_once(d, &st);
+    }
+    TT_EQ_INT(status_of(s, "src", "mo"), IBX_STATUS_PROCESSING);
+    ibx_dispatcher_destroy(d);
+    ibx_store_close(s);
+}
+
+static void test_075_083_failures(void) {
+    ibx_store *s = fresh();
+    ibx_dispatcher *d;
+    ibx_run_stats st;
+    probe flaky, poison;
+    ibx_message m;
+    int rounds;
+    TT_ASSERT(s && enqueue(s, "flaky", "src", "f") && enqueue(s, "poison", "src", "p"));
+    memset(&flaky, 0, sizeof flaky);
+    memset(&poison, 0, sizeof poison);
+    flaky.fail_until = 99;
+    flaky.fail_with = IBX_RETRY;
+    poison.fail_until = 99;
+    poison.fail_with = IBX_DEAD;
+    d = dispatcher(s, 3, tiny_backoff);
+    TT_ASSERT(d != NULL);
+    ibx_dispatcher_on(d, "flaky", probe_handler, &flaky);
+    ibx_dispatcher_on(d, "poison", probe_handler, &poison);
+    log_reset();
+    for (rounds = 0; rounds < 20; rounds++) {
+        sleep_ms(3);
+        if (ibx_dispatcher_run_once(d, &st) != IBX_OK) break;
+    }
+    TT_EQ_INT(poison.calls, 1);                   /* permanent: Dead at once (IBX-075) */
+    TT_EQ_INT(status_of(s, "src", "p"), IBX_STATUS_DEAD);
+    TT_EQ_INT(flaky.calls, 3);                    /* transient: at most max_attempts runs (IBX-083) */
+    TT_EQ_INT(ibx_get(s, "src", "f", &m), IBX_OK);
+    TT_EQ_INT(m.status, IBX_STATUS_DEAD);
+    TT_EQ_STR(m.last_error, "gave up after 3 attempts: simulated failure 3");
+    TT_EXPECT(logged("ERROR [ibx-test]", "handler failed for f from src", "simulated failure 1")); /* IBX-111 */
+    ibx_dispatcher_destroy(d);
+    ibx_store_close(s);
+}
+
+static void test_076_whole_message(void) {
+    ibx_store *s = fresh();
+    ibx_dispatcher *d;
+    ibx_run_stats st;
+    probe p;
+    ibx_message stored;
+    ibx_new_message m = msg("order.paid", "shop", "o-9", "{\"o\":9}");
+    unsigned char h[32];
+    TT_ASSERT(s != NULL);
+    ibx_sha256("{\"o\":9}", 7, h);
+    m.hash = h;
+    m.hash_len = 32;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "shop", "o-9", &stored), IBX_OK);
+    memset(&p, 0, sizeof p);
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    ibx_dispatcher_on(d, "order.paid", probe_handler, &p);
+    log_reset();
+    TT_EQ_INT(ibx_dispatcher_run_once(d, &st), IBX_OK);
+    TT_EQ_STR(p.source, "shop");
+    TT_EQ_STR(p.id, "o-9");
+    TT_EQ_STR(p.payload, "{\"o\":9}");
+    TT_EQ_INT(p.last.attempt, 0);
+    TT_EQ_INT(p.last.first_seen_ms, stored.first_seen_ms);
+    TT_EQ_INT(p.last.last_seen_ms, stored.last_seen_ms);
+    TT_EQ_INT(p.last.hash_len, 32);
+    TT_EXPECT(logged("INFO [ibx-test]", "handling o-9 from shop", "order.paid")); /* IBX-110 */
+    ibx_dispatcher_destroy(d);
+    ibx_store_close(s);
+}
+
+typedef struct shared {
+    pthread_mutex_t mu;
+    char in_flight[64][80];
+    int in_flight_n, overlaps, total, handled[2];
+} shared;
+typedef struct worker_arg {
+    shared *sh;
+    int index;
+} worker_arg;
+
+static ibx_outcome tracking(const ibx_message *m, char *e, size_t n, void *user) {
+    worker_arg *w = (worker_arg *)user;
+    shared *sh = w->sh;
+    char key[80];
+    int i;
+    (void)e; (void)n;
+    snprintf(key, sizeof key, "%s/%s", m->source, m->message_id);
+    pthread_mutex_lock(&sh->mu);
+    for (i = 0; i < sh->in_flight_n; i++)
+        if (strcmp(sh->in_flight[i], key) == 0) sh->overlaps++;
+    snprintf(sh->in_flight[sh->in_flight_n++], 80, "%s", key);
+    pthread_mutex_unlock(&sh->mu);
+    sleep_ms(1);
+    pthread_mutex_lock(&sh->mu);
+    for (i = 0; i < sh->in_flight_n; i++)
+        if (strcmp(sh->in_flight[i], key) == 0) {
+            memcpy(sh->in_flight[i], sh->in_flight[--sh->in_flight_n], 80);
+            break;
+        }
+    sh->total++;
+    sh->handled[w->index]++;
+    pthread_mutex_unlock(&sh->mu);
+    return IBX_DONE;
+}
+
+static void *worker(void *arg) {
+    worker_arg *w = (worker_arg *)arg;
+    ibx_store *s = open_table("Inbox", 0);
+    ibx_dispatcher *d;
+    ibx_run_stats st;
+    ibx_result r;
+    if (!s) return NULL;
+    d = dispatcher(s, 0, NULL);
+    if (d) {
+        ibx_dispatcher_on(d, "work", tracking, w);
+        while ((r = ibx_dispatcher_run_once(d, &st)) == IBX_OK || r == IBX_ERR_DB_TRANSIENT) {
+        }
+        ibx_dispatcher_destroy(d);
+    }
+    ibx_store_close(s);
+    return NULL;
+}
+
+static void test_078_079_106_two_workers(void) {
+    ibx_store *s = fresh();
+    shared sh;
+    worker_arg args[2];
+    pthread_t th[2];
+    int i;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < 150; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "w%d", i);
+        TT_ASSERT(enqueue(s, "work", i % 2 ? "a" : "b", id));
+    }
+    memset(&sh, 0, sizeof sh);
+    pthread_mutex_init(&sh.mu, NULL);
+    for (i = 0; i < 2; i++) {
+        args[i].sh = &sh;
+        args[i].index = i;
+        TT_ASSERT(pthread_create(&th[i], NULL, worker, &args[i]) == 0);
+    }
+    for (i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    TT_EQ_INT(sh.overlaps, 0);
+    TT_EQ_INT(sh.total, 150);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Done'"), 150);
+    TT_EXPECT(sh.handled[0] > 0 && sh.handled[1] > 0);
+    pthread_mutex_destroy(&sh.mu);
+    ibx_store_close(s);
+}
+
+static void test_080_082_backoff(void) {
+    /* Default backoff min(2^attempt s, 60 s) (pure), and a custom one applied. */
+    ibx_store *s = fresh();
+    ibx_dispatcher *d;
+    ibx_run_stats st;
+    probe p;
+    ibx_message m;
+    int64_t t0;
+    TT_EQ_INT(ibx_backoff_default_ms(0), 1000);
+    TT_EQ_INT(ibx_backoff_default_ms(3), 8000);
+    TT_EQ_INT(ibx_backoff_default_ms(6), 60000);
+    TT_EQ_INT(ibx_backoff_default_ms(1000), 60000);
+    TT_ASSERT(s && enqueue(s, "flaky", "src", "bk"));
+    memset(&p, 0, sizeof p);
+    p.fail_until = 1;
+    p.fail_with = IBX_RETRY;
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    ibx_dispatcher_on(d, "flaky", probe_handler, &p);
+    t0 = now_ms();
+    TT_EQ_INT(ibx_dispatcher_run_once(d, &st), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "src", "bk", &m), IBX_OK);
+    TT_EXPECT(m.next_attempt_ms >= t0 + 1000 - 1500 && m.next_attempt_ms <= now_ms() + 2500);
+    ibx_dispatcher_destroy(d);
+    ibx_store_close(s);
+}
+
+static void test_084_default_attempts(void) {
+    ibx_store *s = fresh();
+    ibx_dispatcher *d;
+    ibx_run_stats st;
+    probe p;
+    int rounds;
+    TT_ASSERT(s && enqueue(s, "flaky", "src", "ten"));
+    memset(&p, 0, sizeof p);
+    p.fail_until = 99;
+    p.fail_with = IBX_RETRY;
+    d = dispatcher(s, 0, tiny_backoff); /* default: 10 */
+    TT_ASSERT(d != NULL);
+    ibx_dispatcher_on(d, "flaky", probe_handler, &p);
+    for (rounds = 0; rounds < 40; rounds++) {
+        sleep_ms(3);
+        if (ibx_dispatcher_run_once(d, &st) < 0) break;
+    }
+    TT_EQ_INT(p.calls, 10);
+    TT_EQ_INT(status_of(s, "src", "ten"), IBX_STATUS_DEAD);
+    ibx_dispatcher_destroy(d);
+    ibx_store_close(s);
+}
+
+/* ---- cleanup, transactions, schema, logs ----------------------------------------------------------- */
+
+static void test_098_101_cleanup(void) {
+    ibx_store *s = fresh();
+    int64_t deleted = -1;
+    int i;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < 5; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "c%d", i);
+        TT_ASSERT(enqueue(s, "t", "src", id));
+        TT_EQ_INT(ibx_mark_processed(s, id, "src"), IBX_OK);
+    }
+    TT_EQ_INT(seen(s, "seen", "src"), 0);
+    TT_ASSERT(enqueue(s, "t", "src", "processing") && enqueue(s, "t", "src", "dead"));
+    TT_EQ_INT(ibx_mark_dead(s, "dead", "src"), IBX_OK);
+    TT_EQ_INT(ibx_cleanup(s, 0, 0, &deleted), IBX_OK); /* default retention: 30 days */
+    TT_EQ_INT(deleted, 0);
+    TT_ASSERT(sql(s, g_pg ? "UPDATE {T} SET \"LastSeenUtc\" = now() - interval '40 days'"
+                          : "UPDATE {T} SET \"LastSeenUtc\" = {W} - 3456000000"));
+    TT_EQ_INT(ibx_cleanup(s, 0, 2, &deleted), IBX_OK); /* batches of 2 (IBX-101) */
+    TT_EQ_INT(deleted, 5);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 3); /* Seen, Processing, Dead stay (IBX-099) */
+    TT_EQ_INT(ibx_cleanup(s, -1, 0, &deleted), IBX_ERR_OUT_OF_RANGE);
+    ibx_store_close(s);
+}
+
+static void test_102_one_transaction(void) {
+    /* A statement the database refuses leaves nothing behind. */
+    ibx_store *s = fresh();
+    ibx_new_message m = msg("boom", "src", "tx", "p");
+    TT_ASSERT(s != NULL);
+    if (g_pg) {
+        TT_ASSERT(sql(s, "CREATE OR REPLACE FUNCTION ibx_test_boom() RETURNS trigger LANGUAGE plpgsql AS "
+                         "$$ BEGIN IF NEW.\"Topic\" = 'boom' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$"));
+        TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS ibx_test_boom ON {T}"));
+        TT_ASSERT(sql(s, "CREATE TRIGGER ibx_test_boom BEFORE INSERT OR UPDATE ON {T} FOR EACH ROW "
+                         "EXECUTE FUNCTION ibx_test_boom()"));
+    } else {
+        TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS ibx_test_boom"));
+        TT_ASSERT(sql(s, "CREATE TRIGGER ibx_test_boom BEFORE INSERT ON {T} WHEN NEW.\"Topic\" = 'boom' "
+                         "BEGIN SELECT RAISE(ABORT, 'boom'); END"));
+    }
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_ERR_DB);
+    TT_EXPECT(strstr(ibx_store_last_error(s)->message, "boom") != NULL);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 0);
+    TT_ASSERT(sql(s, g_pg ? "DROP TRIGGER ibx_test_boom ON {T}" : "DROP TRIGGER ibx_test_boom"));
+    ibx_store_close(s);
+}
+
+static void test_105_processes(void) {
+    ibx_store *s = fresh();
+    pid_t pids[3];
+    int w, status, i;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < 300; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "p%d", i);
+        TT_ASSERT(enqueue(s, "t", "src", id));
+    }
+    ibx_store_close(s);
+    fflush(stdout);
+    for (w = 0; w < 3; w++) {
+        pids[w] = fork();
+        if (pids[w] == 0) {
+            ibx_store *mine = open_table("Inbox", 0);
+            char owner[37];
+            const ibx_message *ms;
+            ibx_key keys[25];
+            int n = 0, rc = 0;
+            ibx_result r;
+            if (!mine) _exit(3);
+            ibx_owner_token(mine, owner);
+            while ((r = ibx_claim(mine, owner, 60, 25, &ms, &n)) == IBX_OK || r == IBX_ERR_DB_TRANSIENT) {
+                if (r != IBX_OK) continue;
+                for (i = 0; i < n; i++) {
+                    keys[i].source = ms[i].source;
+                    keys[i].message_id = ms[i].message_id;
+                }
+                if (ibx_ack(mine, owner, keys, n, NULL) != IBX_OK) rc = 4;
+            }
+            ibx_store_close(mine);
+            _exit(r == IBX_EMPTY ? rc : 5);
+        }
+    }
+    for (w = 0; w < 3; w++) {
+        TT_ASSERT(waitpid(pids[w], &status, 0) == pids[w]);
+        TT_EQ_INT(WIFEXITED(status) ? WEXITSTATUS(status) : 99, 0);
+    }
+    s = open_table("Inbox", 0);
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Done'"), 300);
+    ibx_store_close(s);
+}
+
+static int table_exists(ibx_store *s, const char *name) {
+    char q[256];
+    if (g_pg)
+        snprintf(q, sizeof q, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'infra' "
+                              "AND table_name = '%s'", name);
+    else
+        snprintf(q, sizeof q, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '%s'", name);
+    return scalar(s, q) == 1;
+}
+
+static void test_114_117_deploy(void) {
+    ibx_store *s = open_table("InboxDeployTest", 0);
+    const ibx_message *ms;
+    char owner[37];
+    int n;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(sql(s, "DROP TABLE IF EXISTS {T}"));
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(ibx_claim(s, owner, 30, 1, &ms, &n), IBX_ERR_DB);  /* IBX-115: nothing created */
+    TT_EXPECT(!table_exists(s, "InboxDeployTest"));
+    TT_EQ_INT(ibx_store_deploy(s), IBX_OK);                        /* IBX-114 */
+    TT_EXPECT(table_exists(s, "InboxDeployTest"));                 /* IBX-117 */
+    TT_EQ_INT(ibx_store_deploy(s), IBX_OK);                        /* IBX-116 */
+    TT_EQ_INT(scalar(s, g_pg ? "SELECT COUNT(*) FROM pg_indexes WHERE tablename = 'InboxDeployTest'"
+                             : "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'InboxDeployTest' AND sql IS NOT NULL"),
+              g_pg ? 4 : 3); /* claim, lease and cleanup indexes (+ the primary key on PostgreSQL) */
+    ibx_store_close(s);
+    s = open_table("InboxDeployTest", 1);
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(ibx_claim(s, owner, 30, 1, &ms, &n), IBX_EMPTY);
+    ibx_store_close(s);
+}
+
+static void test_107_113_logging(void) {
+    ibx_store *s = fresh();
+    ibx_new_message m = msg("order.paid", "shop", "L1", "card=4111111111111111");
+    const ibx_message *ms;
+    char owner[37];
+    int64_t reaped;
+    int processed, n = 0;
+    const char *line;
+    TT_ASSERT(s != NULL);
+    log_reset();
+    TT_EQ_INT(ibx_already_processed(s, "L1", "shop", NULL, 0, &processed), IBX_OK);
+    TT_EXPECT(logged("DEBUG [ibx-test]", "dedup L1 from shop", "not processed"));     /* IBX-107 */
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    TT_EXPECT(logged("INFO [ibx-test]", "topic=order.paid source=shop", "id=L1"));      /* IBX-108 */
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(ibx_claim(s, owner, 1, 5, &ms, &n), IBX_OK);
+    TT_EXPECT(logged("DEBUG [ibx-test]", "claimed 1 message", NULL));                   /* IBX-109 */
+    sleep_ms(1200);
+    TT_EQ_INT(ibx_reap(s, &reaped), IBX_OK);
+    TT_EXPECT(logged("INFO [ibx-test]", "reaped 1 expired", NULL));                     /* IBX-112 */
+    TT_EXPECT(strstr(g_log, "4111111111111111") == NULL);                               /* IBX-127 */
+    for (line = g_log; *line; line = strchr(line, '\n') + 1) {                          /* IBX-113 */
+        TT_EXPECT(strncmp(strchr(line, '['), "[ibx-test]", 10) == 0);
+        if (!strchr(line, '\n')) break;
+    }
+    ibx_store_close(s);
+}
+
+static void test_118_large(void) {
+    ibx_store *s = fresh();
+    const size_t size = (size_t)16 << 20;
+    char *big = (char *)malloc(size + 1);
+    ibx_new_message m = msg("big", "src", "big", NULL);
+    ibx_message got;
+    size_t i;
+    TT_ASSERT(s && big);
+    for (i = 0; i < size; i++) big[i] = (char)('a' + (i * 13) % 26);
+    big[size] = '\0';
+    m.payload = big;
+    m.payload_len = size;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "src", "big", &got), IBX_OK);
+    TT_EQ_INT(got.payload_len, size);
+    TT_EXPECT(memcmp(got.payload, big, size) == 0);
+    free(big);
+    ibx_store_close(s);
+}
+
+static void test_122_125_indexes(void) {
+    ibx_store *s = fresh();
+    TT_ASSERT(s != NULL);
+    if (g_pg) {
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM pg_indexes WHERE schemaname = 'infra' AND tablename = 'Inbox' "
+                            "AND indexname IN ('IX_Inbox_WorkQueue', 'IX_Inbox_Leased', 'IX_Inbox_Cleanup')"), 3);
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM pg_indexes WHERE schemaname = 'infra' AND tablename = 'Inbox' "
+                            "AND indexdef LIKE '%(\"Source\", \"MessageId\")%'"), 1); /* IBX-125 */
+    } else {
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Inbox' "
+                            "AND name IN ('IX_Inbox_WorkQueue', 'IX_Inbox_Leased', 'IX_Inbox_Cleanup')"), 3);
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Inbox' "
+                            "AND name LIKE 'sqlite_autoindex_Inbox_%'"), 1); /* the (Source, MessageId) key */
+    }
+    ibx_store_close(s);
+}
+
+static void test_schema_file(void) {
+    static char want[1 << 15], have[1 << 15];
+    char path[128];
+    size_t got;
+    FILE *f;
+    TT_EQ_INT(ibx_schema_sql(g_pg ? IBX_DIALECT_POSTGRESQL : IBX_DIALECT_SQLITE, NULL, NULL, want, sizeof want, NULL), IBX_OK);
+    snprintf(path, sizeof path, "sql/%s/inbox.sql", g_backend);
+    f = fopen(path, "rb");
+    TT_ASSERT(f != NULL);
+    got = fread(have, 1, sizeof have - 1, f);
+    fclose(f);
+    have[got] = '\0';
+    TT_EXPECT(strcmp(have, want) == 0);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s sqlite|postgresql '<ODBC connection string>'\n", argv[0]);
+        return 2;
+    }
+    g_backend = argv[1];
+    g_conn = argv[2];
+    g_pg = strcmp(g_backend, "postgresql") == 0;
+#define RUN(id, what, fn) TT_RUN(id, g_backend, what, fn)
+    RUN("IBX-001", "(source, message id) is the dedup key", test_001_natural_key);
+    RUN("IBX-002", "the dedup check is one atomic upsert", test_002_005_states);
+    RUN("IBX-003", "Done: already processed", test_002_005_states);
+    RUN("IBX-004", "new: recorded as Seen, not processed", test_002_005_states);
+    RUN("IBX-005", "not Done: not processed, LastSeenUtc refreshed", test_002_005_states);
+    RUN("IBX-006", "concurrent dedup checks from four processes are safe", test_006_concurrent_dedup);
+    RUN("IBX-007", "a hash is stored for later verification", test_007_008_hash);
+    RUN("IBX-008", "a different hash is a warning, not a failure", test_007_008_hash);
+    RUN("IBX-009", "NULL or empty message id rejected", test_009_012_dedup_args);
+    RUN("IBX-010", "NULL or empty source rejected", test_009_012_dedup_args);
+    RUN("IBX-011", "message id over 255 characters rejected", test_009_012_dedup_args);
+    RUN("IBX-012", "source over 255 characters rejected", test_009_012_dedup_args);
+    RUN("IBX-013", "enqueue persists durably", test_013_014_enqueue_upsert);
+    RUN("IBX-014", "a duplicate enqueue is an upsert", test_013_014_enqueue_upsert);
+    RUN("IBX-015", "NULL or empty topic rejected", test_015_022_enqueue_args);
+    RUN("IBX-016", "NULL or empty source rejected", test_015_022_enqueue_args);
+    RUN("IBX-017", "NULL or empty message id rejected", test_015_022_enqueue_args);
+    RUN("IBX-018", "NULL payload rejected", test_015_022_enqueue_args);
+    RUN("IBX-019", "empty payload accepted", test_015_022_enqueue_args);
+    RUN("IBX-020", "topic over 255 characters rejected", test_015_022_enqueue_args);
+    RUN("IBX-021", "topics are case-sensitive", test_015_022_enqueue_args);
+    RUN("IBX-022", "payload stored as given", test_015_022_enqueue_args);
+    RUN("IBX-023", "a future due time is not claimable before it passes", test_023_024_due);
+    RUN("IBX-024", "no or past due time: claimable at once", test_023_024_due);
+    RUN("IBX-025", "FirstSeenUtc from the database clock", test_025_026_seen_times);
+    RUN("IBX-026", "LastSeenUtc refreshed by later upserts", test_025_026_seen_times);
+    RUN("IBX-027", "new messages: Processing, attempt 0", test_027_initial);
+    RUN("IBX-028", "a Done message is never changed", test_028_done_unchanged);
+    RUN("IBX-029", "Seen, Processing, Dead get the new topic, payload, hash, due time", test_029_refresh);
+    RUN("IBX-030", "claim locks atomically", test_030_claim_locks);
+    RUN("IBX-031", "only Processing messages are claimed", test_031_038_only_processing);
+    RUN("IBX-032", "only due messages are claimed", test_023_024_due);
+    RUN("IBX-033", "leased messages are skipped until the lease is past", test_033_expired_lease);
+    RUN("IBX-034", "LockedUntil = now + lease", test_034_036_claim_fields);
+    RUN("IBX-035", "OwnerToken set", test_034_036_claim_fields);
+    RUN("IBX-036", "claim returns the claimed messages", test_034_036_claim_fields);
+    RUN("IBX-037", "nothing ready: empty, no error", test_037_039_040_041_claim_args);
+    RUN("IBX-038", "Done and Dead are never claimed", test_031_038_only_processing);
+    RUN("IBX-039", "claim respects the batch size", test_037_039_040_041_claim_args);
+    RUN("IBX-040", "lease <= 0 is out of range", test_037_039_040_041_claim_args);
+    RUN("IBX-041", "batch <= 0 is out of range", test_037_039_040_041_claim_args);
+    RUN("IBX-042", "claim honours the next attempt time", test_042_backoff_respected);
+    RUN("IBX-043", "the empty owner token is rejected by claim", test_043_130_empty_token);
+    RUN("IBX-044", "ack moves to Done", test_044_049_ack);
+    RUN("IBX-045", "ack only with the owner's token", test_045_046_048_ack_owner);
+    RUN("IBX-046", "ack ignores unknown keys", test_045_046_048_ack_owner);
+    RUN("IBX-047", "acked messages are not claimed again", test_044_049_ack);
+    RUN("IBX-048", "ack: NULL keys rejected, empty set a no-op", test_045_046_048_ack_owner);
+    RUN("IBX-049", "ack clears owner and lease", test_044_049_ack);
+    RUN("IBX-050", "abandon releases the lease", test_050_053_057_abandon);
+    RUN("IBX-051", "abandon increments the attempt", test_050_053_057_abandon);
+    RUN("IBX-052", "abandon backs off exponentially from the attempt", test_050_053_057_abandon);
+    RUN("IBX-053", "a given delay replaces the backoff", test_050_053_057_abandon);
+    RUN("IBX-054", "abandon only with the owner's token", test_054_055_059_abandon_owner);
+    RUN("IBX-055", "abandon ignores unknown keys", test_054_055_059_abandon_owner);
+    RUN("IBX-056", "abandoned messages are claimable after the delay", test_056_available_again);
+    RUN("IBX-057", "abandon records the last error", test_050_053_057_abandon);
+    RUN("IBX-058", "a delay <= 0 is out of range", test_058_bad_delay);
+    RUN("IBX-059", "abandon: NULL keys rejected, empty set a no-op", test_054_055_059_abandon_owner);
+    RUN("IBX-060", "fail moves to Dead", test_060_065_fail);
+    RUN("IBX-061", "fail records the error", test_060_065_fail);
+    RUN("IBX-062", "fail only with the owner's token", test_062_063_066_fail_owner);
+    RUN("IBX-063", "fail ignores unknown keys", test_062_063_066_fail_owner);
+    RUN("IBX-064", "failed messages are not claimed again", test_060_065_fail);
+    RUN("IBX-065", "fail clears owner and lease", test_060_065_fail);
+    RUN("IBX-066", "fail: NULL keys rejected, empty set a no-op", test_062_063_066_fail_owner);
+    RUN("IBX-067", "fail requires an error text", test_067_fail_needs_error);
+    RUN("IBX-068", "reap finds expired leases", test_068_071_reap);
+    RUN("IBX-069", "reap clears owner and lease", test_068_071_reap);
+    RUN("IBX-070", "reaped messages are claimable", test_068_071_reap);
+    RUN("IBX-071", "reap never touches Done or Dead", test_068_071_reap);
+    RUN("IBX-072", "the dispatcher reaps periodically", test_072_periodic_reap);
+    RUN("IBX-073", "handlers chosen by topic", test_073_074_route);
+    RUN("IBX-074", "no handler: warning and retry later", test_073_074_route);
+    RUN("IBX-075", "handler failures: retried or Dead by policy", test_075_083_failures);
+    RUN("IBX-076", "the handler gets the whole message", test_076_whole_message);
+    RUN("IBX-078", "two dispatchers never run one message at once", test_078_079_106_two_workers);
+    RUN("IBX-079", "dispatchers run different messages concurrently", test_078_079_106_two_workers);
+    RUN("IBX-080", "retries back off exponentially", test_080_082_backoff);
+    RUN("IBX-081", "default backoff min(2^attempt s, 60 s)", test_080_082_backoff);
+    RUN("IBX-082", "a custom backoff applies", test_075_083_failures);
+    RUN("IBX-083", "out of attempts: Dead", test_075_083_failures);
+    RUN("IBX-084", "max attempts default 10", test_084_default_attempts);
+    RUN("IBX-098", "cleanup deletes old Done messages", test_098_101_cleanup);
+    RUN("IBX-099", "cleanup never deletes Seen, Processing or Dead", test_098_101_cleanup);
+    RUN("IBX-100", "cleanup retention, default 30 days", test_098_101_cleanup);
+    RUN("IBX-101", "cleanup in bounded batches", test_098_101_cleanup);
+    RUN("IBX-102", "one call is one transaction: a refusal leaves nothing", test_102_one_transaction);
+    RUN("IBX-105", "three worker processes drain one table safely", test_105_processes);
+    RUN("IBX-106", "a message is never held by two workers at once", test_078_079_106_two_workers);
+    RUN("IBX-107", "dedup checks logged at DEBUG", test_107_113_logging);
+    RUN("IBX-108", "enqueues logged at INFO with topic, source, id", test_107_113_logging);
+    RUN("IBX-109", "claims logged at DEBUG with the count", test_107_113_logging);
+    RUN("IBX-110", "handler invocations logged at INFO", test_076_whole_message);
+    RUN("IBX-111", "handler failures logged at ERROR with id and error", test_075_083_failures);
+    RUN("IBX-112", "reaps logged at INFO with the count", test_107_113_logging);
+    RUN("IBX-113", "every log line names its store", test_107_113_logging);
+    RUN("IBX-114", "deployment creates what is missing", test_114_117_deploy);
+    RUN("IBX-115", "without deployment nothing is created", test_114_117_deploy);
+    RUN("IBX-116", "deployment is idempotent", test_114_117_deploy);
+    RUN("IBX-117", "the Inbox table and its indexes", test_114_117_deploy);
+    RUN("IBX-118", "a 16 MiB payload round-trips", test_118_large);
+    RUN("IBX-122", "indexes for claim, leases, cleanup", test_122_125_indexes);
+    RUN("IBX-125", "(Source, MessageId) is indexed", test_122_125_indexes);
+    RUN("IBX-127", "payloads never reach the log", test_107_113_logging);
+    RUN("IBX-130", "the empty owner token is rejected everywhere", test_043_130_empty_token);
+    RUN("IBX-SCHEMA-FILE", "sql/<dialect>/inbox.sql is what the header deploys", test_schema_file);
+    return tt_done();
+}
