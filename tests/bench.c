@@ -10,6 +10,8 @@
  * message in steady state (a counting allocator). */
 #define OBX_IMPLEMENTATION
 #include "../obx.h"
+#define IBX_IMPLEMENTATION
+#include "../ibx.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -442,6 +444,226 @@ static void row(const char *what, double lib, double raw_rate) {
     fflush(stdout);
 }
 
+
+/* ---- inbox: dedup checks and drain -------------------------------------------------------- */
+
+static ibx_store *open_inbox(void) {
+    ibx_store_desc d;
+    ibx_store *s = NULL;
+    memset(&d, 0, sizeof d);
+    d.connection_string = g_conn;
+    d.deploy_schema = 1;
+    d.table = "InboxBench";
+    d.hooks.logger.min_level = IBX_LOG_WARN;
+    if (ibx_store_open(&d, &s) != IBX_OK) {
+        fprintf(stderr, "inbox open: %s\n", ibx_store_last_error(s)->message);
+        exit(1);
+    }
+    return s;
+}
+
+static ibx_result inbox_sql(ibx__db *db, void *text) { return ibx__exec_direct(db, (const char *)text, "bench"); }
+
+static void inbox_reset(ibx_store *s) {
+    char *text = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
+                                   g_sqlite ? "DELETE FROM {T}" : "TRUNCATE {T}");
+    ibx__unit(&s->db, inbox_sql, text, "reset");
+    ibx__free(&s->hooks, text);
+}
+
+/* Fresh statistics before a drain, as for the outbox. */
+static void inbox_analyze(ibx_store *s) {
+    char *text;
+    if (g_sqlite) return;
+    text = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "VACUUM ANALYZE {T}");
+    SQLSetConnectAttr(s->db.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER);
+    ibx__exec_direct(&s->db, text, "vacuum");
+    SQLSetConnectAttr(s->db.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER);
+    ibx__free(&s->hooks, text);
+}
+
+static double lib_dedup(ibx_store *s, int n, const char *prefix) {
+    char id[48];
+    unsigned char hash[32];
+    int i, processed;
+    double t = now_s();
+    memset(hash, 7, sizeof hash);
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof id, "%s-%d", prefix, i);
+        ibx_already_processed(s, id, "bench", hash, sizeof hash, &processed);
+    }
+    return n / (now_s() - t);
+}
+
+static double raw_dedup(ibx_store *s, int n, const char *prefix) {
+    raw r;
+    SQLHSTMT st;
+    char id[48], status[24];
+    unsigned char hash[32], got[64];
+    SQLLEN ind[3], len;
+    double t;
+    int i;
+    memset(&r, 0, sizeof r);
+    SQLAllocHandle(SQL_HANDLE_ENV, NULL, &r.env);
+    SQLSetEnvAttr(r.env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0);
+    SQLAllocHandle(SQL_HANDLE_DBC, r.env, &r.dbc);
+    raw_check(SQLDriverConnect(r.dbc, NULL, (SQLCHAR *)(uintptr_t)s->db.connstr, SQL_NTS, NULL, 0, NULL,
+                               SQL_DRIVER_NOPROMPT), SQL_HANDLE_DBC, r.dbc, "connect");
+    if (!g_sqlite) SQLSetConnectAttr(r.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER);
+    SQLAllocHandle(SQL_HANDLE_STMT, r.dbc, &st);
+    raw_check(SQLPrepare(st, (SQLCHAR *)s->sql[IBX__Q_SEEN], SQL_NTS), SQL_HANDLE_STMT, st, "prepare");
+    memset(hash, 7, sizeof hash);
+    t = now_s();
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof id, "%s-%d", prefix, i);
+        raw_begin(&r);
+        bind_text(st, 1, "bench", &ind[0]);
+        bind_text(st, 2, id, &ind[1]);
+        ind[2] = 32;
+        SQLBindParameter(st, 3, SQL_PARAM_INPUT, SQL_C_BINARY, SQL_VARBINARY, 32, 0, hash, 32, &ind[2]);
+        raw_check(SQLExecute(st), SQL_HANDLE_STMT, st, "dedup");
+        if (SQL_SUCCEEDED(SQLFetch(st))) {
+            SQLGetData(st, 1, SQL_C_CHAR, status, sizeof status, &len);
+            SQLGetData(st, 2, SQL_C_BINARY, got, sizeof got, &len);
+        }
+        SQLFreeStmt(st, SQL_CLOSE);
+        raw_commit(&r);
+    }
+    t = n / (now_s() - t);
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    SQLDisconnect(r.dbc);
+    SQLFreeHandle(SQL_HANDLE_DBC, r.dbc);
+    SQLFreeHandle(SQL_HANDLE_ENV, r.env);
+    return t;
+}
+
+static void inbox_fill(ibx_store *s, int n) {
+    ibx_new_message m;
+    char id[32];
+    int i;
+    memset(&m, 0, sizeof m);
+    m.topic = "bench.event";
+    m.source = "bench";
+    m.payload = g_payload;
+    m.payload_len = IBX_NTS;
+    m.message_id = id;
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof id, "m-%d", i);
+        ibx_enqueue(s, &m, NULL);
+    }
+}
+
+static ibx_outcome ibx_noop(const ibx_message *m, char *e, size_t n, void *u) { (void)m; (void)e; (void)n; (void)u; return IBX_DONE; }
+
+static double lib_inbox_drain(ibx_store *s, int n) {
+    ibx_dispatcher_desc dd;
+    ibx_dispatcher *d = NULL;
+    ibx_run_stats st;
+    double t;
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.batch_size = 100;
+    ibx_dispatcher_create(&dd, &d);
+    ibx_dispatcher_on(d, "bench.event", ibx_noop, NULL);
+    t = now_s();
+    while (ibx_dispatcher_run_once(d, &st) == IBX_OK) {
+    }
+    t = n / (now_s() - t);
+    ibx_dispatcher_destroy(d);
+    return t;
+}
+
+/* Claim 100 (reading every column), ack them by key, as the library does. */
+static double raw_inbox_drain(ibx_store *s, int n) {
+    raw r;
+    SQLHSTMT claim, ack;
+    ibx__buf sources = {NULL, 0, 0}, ids = {NULL, 0, 0};
+    char owner[37], cell[4096], keys[100][2][300];
+    SQLBIGINT lease = 30, batch = 100;
+    SQLLEN ind[3], len;
+    double t;
+    int got, col, i;
+    memset(&r, 0, sizeof r);
+    SQLAllocHandle(SQL_HANDLE_ENV, NULL, &r.env);
+    SQLSetEnvAttr(r.env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0);
+    SQLAllocHandle(SQL_HANDLE_DBC, r.env, &r.dbc);
+    raw_check(SQLDriverConnect(r.dbc, NULL, (SQLCHAR *)(uintptr_t)s->db.connstr, SQL_NTS, NULL, 0, NULL,
+                               SQL_DRIVER_NOPROMPT), SQL_HANDLE_DBC, r.dbc, "connect");
+    if (!g_sqlite) SQLSetConnectAttr(r.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER);
+    SQLAllocHandle(SQL_HANDLE_STMT, r.dbc, &claim);
+    SQLAllocHandle(SQL_HANDLE_STMT, r.dbc, &ack);
+    raw_check(SQLPrepare(claim, (SQLCHAR *)s->sql[IBX__Q_CLAIM], SQL_NTS), SQL_HANDLE_STMT, claim, "prepare");
+    raw_check(SQLPrepare(ack, (SQLCHAR *)s->sql[IBX__Q_ACK], SQL_NTS), SQL_HANDLE_STMT, ack, "prepare");
+    ibx_owner_token(s, owner);
+    t = now_s();
+    do {
+        SQLRETURN rc;
+        got = 0;
+        raw_begin(&r);
+        bind_text(claim, 1, owner, &ind[0]);
+        ind[1] = ind[2] = 0;
+        SQLBindParameter(claim, 2, SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, &lease, 0, &ind[1]);
+        SQLBindParameter(claim, 3, SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, &batch, 0, &ind[2]);
+        rc = SQLExecute(claim);
+        raw_check(rc, SQL_HANDLE_STMT, claim, "claim");
+        while (rc != SQL_NO_DATA && SQL_SUCCEEDED(SQLFetch(claim))) {
+            SQLGetData(claim, 1, SQL_C_CHAR, keys[got][0], 300, &len);
+            SQLGetData(claim, 2, SQL_C_CHAR, keys[got][1], 300, &len);
+            for (col = 3; col <= 14; col++)
+                SQLGetData(claim, (SQLUSMALLINT)col, col == 5 ? SQL_C_BINARY : SQL_C_CHAR, cell, sizeof cell, &len);
+            got++;
+        }
+        SQLFreeStmt(claim, SQL_CLOSE);
+        raw_commit(&r);
+        if (got == 0) break;
+        sources.len = ids.len = 0;
+        for (i = 0; i < got; i++) {
+            ibx__list_add(&s->hooks, &sources, s->db.d, keys[i][0], strlen(keys[i][0]));
+            ibx__list_add(&s->hooks, &ids, s->db.d, keys[i][1], strlen(keys[i][1]));
+        }
+        ibx__list_end(&s->hooks, &sources, s->db.d);
+        ibx__list_end(&s->hooks, &ids, s->db.d);
+        raw_begin(&r);
+        bind_text(ack, 1, owner, &ind[0]);
+        bind_text(ack, 2, sources.data, &ind[1]);
+        bind_text(ack, 3, ids.data, &ind[2]);
+        raw_check(SQLExecute(ack), SQL_HANDLE_STMT, ack, "ack");
+        SQLFreeStmt(ack, SQL_CLOSE);
+        raw_commit(&r);
+    } while (got > 0);
+    t = n / (now_s() - t);
+    ibx__buf_free(&s->hooks, &sources);
+    ibx__buf_free(&s->hooks, &ids);
+    SQLFreeHandle(SQL_HANDLE_STMT, claim);
+    SQLFreeHandle(SQL_HANDLE_STMT, ack);
+    SQLDisconnect(r.dbc);
+    SQLFreeHandle(SQL_HANDLE_DBC, r.dbc);
+    SQLFreeHandle(SQL_HANDLE_ENV, r.env);
+    return t;
+}
+
+static void inbox_bench(int n) {
+    ibx_store *s = open_inbox();
+    double lib, raw_rate;
+    inbox_reset(s);
+    lib = lib_dedup(s, n / 4, "lib");
+    raw_rate = raw_dedup(s, n / 4, "raw");
+    row("inbox: dedup check, new message id", lib, raw_rate);
+    lib = lib_dedup(s, n / 4, "lib");
+    raw_rate = raw_dedup(s, n / 4, "raw");
+    row("inbox: dedup check, message seen before", lib, raw_rate);
+    inbox_reset(s);
+    inbox_fill(s, n);
+    inbox_analyze(s);
+    lib = lib_inbox_drain(s, n);
+    inbox_reset(s);
+    inbox_fill(s, n);
+    inbox_analyze(s);
+    raw_rate = raw_inbox_drain(s, n);
+    row("inbox: drain (claim 100, no-op, ack), 1 worker", lib, raw_rate);
+    ibx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     obx_store *s, *producer;
     int n, i;
@@ -489,5 +711,6 @@ int main(int argc, char **argv) {
            "commit-to-handler latency with wake-up", p50, p99);
     obx_store_close(producer);
     obx_store_close(s);
+    inbox_bench(n);
     return 0;
 }
