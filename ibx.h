@@ -196,6 +196,24 @@ typedef struct ibx_selector {
     int empty_streak;            /* consecutive reports of zero messages */
 } ibx_selector;
 
+/* One database of many (tenant, site): a stable identifier, which is also
+ * its routing key and its store's name in every log line, and how to reach it. */
+typedef struct ibx_database {
+    const char *id;
+    const char *connection_string;
+} ibx_database;
+
+/* Discovery: write up to `cap` databases into `out` and return how many
+ * (strings must stay valid until the next call), or a negative number on
+ * failure (the current set is then kept). */
+typedef int (*ibx_discover_fn)(ibx_database *out, int cap, void *user);
+
+/* Format 16 bytes as a canonical lower-case GUID text (8-4-4-4-12, bytes in
+ * order) into out[37]. */
+typedef struct ibx_guid {
+    unsigned char bytes[16];
+} ibx_guid;
+
 /* Monotonic UUIDv7 generator state; all-zero is a valid start. */
 typedef struct ibx_uuid_state {
     int64_t last_ms;
@@ -254,6 +272,9 @@ IBX_API void ibx_selector_resize(ibx_selector *selector, int store_count);
  * backwards. `random_a` and `random_b` supply the random bits. */
 IBX_API void ibx_uuid_v7(ibx_uuid_state *state, int64_t unix_ms, uint64_t random_a,
                          uint64_t random_b, char out[37]);
+
+/* The canonical text of a GUID routing key, e.g. "6f1c2a3b-4d5e-4f60-...". */
+IBX_API void ibx_guid_text(const ibx_guid *guid, char out[37]);
 
 /* Nonzero when `text` is a UUID in 8-4-4-4-12 hex form (either case). */
 IBX_API int ibx_uuid_is_valid(const char *text);
@@ -887,6 +908,17 @@ IBX__PRIVATE void ibx__uuid_v7(ibx_uuid_state *st, int64_t unix_ms, uint64_t ran
     b[10] = (unsigned char)(c >> 8);
     b[11] = (unsigned char)c;
     for (i = 0; i < 4; i++) b[12 + i] = (unsigned char)(random_b >> (24 - 8 * i));
+    for (i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
+        out[o++] = hex[b[i] >> 4];
+        out[o++] = hex[b[i] & 15];
+    }
+    out[o] = '\0';
+}
+
+IBX__PRIVATE void ibx__guid_text(const unsigned char b[16], char out[37]) {
+    static const char hex[] = "0123456789abcdef";
+    int i, o = 0;
     for (i = 0; i < 16; i++) {
         if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
         out[o++] = hex[b[i] >> 4];
@@ -1894,6 +1926,124 @@ IBX__PRIVATE ibx_result ibx__unit_read(ibx__db *db, ibx__unit_fn fn, void *ctx, 
 }
 
 
+/* >> registry of many databases ---------------------------------------------------- */
+
+/* One database's store and its housekeeping schedule. */
+typedef struct ibx__entry {
+    char *id;
+    char *connstr;
+    void *store;
+    int64_t next_reap_ms;        /* monotonic; 0 = at once */
+    int64_t next_cleanup_ms;
+    int seen;                    /* in the latest discovery result */
+} ibx__entry;
+
+/* The stores of a provider, opened and closed through callbacks so that
+ * both headers share the bookkeeping. */
+typedef struct ibx__registry {
+    const ibx__hooks *hooks;
+    ibx__entry *items;
+    int count, cap;
+    void *(*open)(void *ctx, const char *id, const char *connstr); /* NULL on failure (logged) */
+    void (*close)(void *ctx, void *store);
+    void *ctx;
+    const char *name;            /* for log lines */
+} ibx__registry;
+
+IBX__PRIVATE int ibx__registry_find(const ibx__registry *r, const char *id) {
+    int i;
+    for (i = 0; i < r->count; i++)
+        if (strcmp(r->items[i].id, id) == 0) return i;
+    return -1;
+}
+
+IBX__PRIVATE void ibx__entry_free(ibx__registry *r, ibx__entry *e) {
+    if (e->store) r->close(r->ctx, e->store);
+    ibx__free(r->hooks, e->id);
+    ibx__free(r->hooks, e->connstr);
+    memset(e, 0, sizeof *e);
+}
+
+/* Make the registry hold exactly `dbs`: new ids get a store, ids no longer
+ * listed are closed, an id whose connection string changed is reopened, and
+ * every other store is kept as it is (not reopened). Order is stable: kept
+ * stores keep their place, new ones are appended. *added and *removed (if
+ * not NULL) count the changes. Returns IBX_OK, IBX_ERR_INVALID_ARG (a NULL
+ * or empty id or connection string, a duplicate id) or IBX_ERR_NO_MEMORY; a
+ * store that fails to open is logged and left out until the next refresh. */
+IBX__PRIVATE ibx_result ibx__registry_apply(ibx__registry *r, const ibx_database *dbs, int n,
+                                            int *added, int *removed) {
+    int i, j, add = 0, drop = 0;
+    for (i = 0; i < n; i++) {
+        if (!dbs[i].id || !dbs[i].id[0] || !dbs[i].connection_string || !dbs[i].connection_string[0])
+            return IBX_ERR_INVALID_ARG;
+        for (j = 0; j < i; j++)
+            if (strcmp(dbs[i].id, dbs[j].id) == 0) return IBX_ERR_INVALID_ARG;
+    }
+    for (i = 0; i < r->count; i++) r->items[i].seen = 0;
+    for (i = 0; i < n; i++) {
+        int at = ibx__registry_find(r, dbs[i].id);
+        ibx__entry *e;
+        if (at >= 0 && strcmp(r->items[at].connstr, dbs[i].connection_string) == 0) {
+            r->items[at].seen = 1; /* unchanged: keep the open store */
+            continue;
+        }
+        if (at >= 0) { /* moved: reopen */
+            ibx__log(r->hooks, IBX_LOG_INFO, dbs[i].id, "%s: connection string changed, reopening", r->name);
+            r->close(r->ctx, r->items[at].store);
+            r->items[at].store = NULL;
+            e = &r->items[at];
+        } else {
+            if (r->count == r->cap) {
+                int cap = r->cap ? r->cap * 2 : 8;
+                ibx__entry *grown = (ibx__entry *)ibx__realloc(r->hooks, r->items, sizeof *grown * (size_t)cap);
+                if (!grown) return IBX_ERR_NO_MEMORY;
+                r->items = grown;
+                r->cap = cap;
+            }
+            e = &r->items[r->count];
+            memset(e, 0, sizeof *e);
+            e->id = ibx__strdup(r->hooks, dbs[i].id);
+            if (!e->id) return IBX_ERR_NO_MEMORY;
+            r->count++;
+            add++;
+        }
+        ibx__free(r->hooks, e->connstr);
+        e->connstr = ibx__strdup(r->hooks, dbs[i].connection_string);
+        if (!e->connstr) return IBX_ERR_NO_MEMORY;
+        e->store = r->open(r->ctx, dbs[i].id, dbs[i].connection_string);
+        e->next_reap_ms = e->next_cleanup_ms = 0;
+        e->seen = 1;
+    }
+    /* Drop what discovery no longer lists, and what could not be opened. */
+    for (i = j = 0; i < r->count; i++) {
+        if (r->items[i].seen && r->items[i].store) {
+            if (i != j) r->items[j] = r->items[i];
+            j++;
+            continue;
+        }
+        if (!r->items[i].seen) {
+            ibx__log(r->hooks, IBX_LOG_INFO, r->items[i].id, "%s: removed by discovery, closing", r->name);
+            drop++;
+        } else {
+            add--; /* listed but not opened: tried again at the next refresh */
+        }
+        ibx__entry_free(r, &r->items[i]);
+    }
+    r->count = j;
+    if (added) *added = add;
+    if (removed) *removed = drop;
+    return IBX_OK;
+}
+
+IBX__PRIVATE void ibx__registry_free(ibx__registry *r) {
+    int i;
+    for (i = 0; i < r->count; i++) ibx__entry_free(r, &r->items[i]);
+    ibx__free(r->hooks, r->items);
+    r->items = NULL;
+    r->count = r->cap = 0;
+}
+
 /* >> dispatch loop: routes, waiting, waking ---------------------------------------- */
 
 /* Handlers by topic. Stored as a generic function pointer; each header
@@ -2111,6 +2261,9 @@ IBX_API void ibx_uuid_v7(ibx_uuid_state *state, int64_t unix_ms, uint64_t random
     if (state && out) ibx__uuid_v7(state, unix_ms, random_a, random_b, out);
 }
 IBX_API int ibx_uuid_is_valid(const char *text) { return ibx__uuid_is_valid(text); }
+IBX_API void ibx_guid_text(const ibx_guid *guid, char out[37]) {
+    if (guid && out) ibx__guid_text(guid->bytes, out);
+}
 IBX_API ibx_result ibx_identifier_check(const char *name) { return ibx__identifier_check(name); }
 
 /* >>common-end public */

@@ -232,6 +232,24 @@ typedef struct obx_selector {
     int empty_streak;            /* consecutive reports of zero messages */
 } obx_selector;
 
+/* One database of many (tenant, site): a stable identifier, which is also
+ * its routing key and its store's name in every log line, and how to reach it. */
+typedef struct obx_database {
+    const char *id;
+    const char *connection_string;
+} obx_database;
+
+/* Discovery: write up to `cap` databases into `out` and return how many
+ * (strings must stay valid until the next call), or a negative number on
+ * failure (the current set is then kept). */
+typedef int (*obx_discover_fn)(obx_database *out, int cap, void *user);
+
+/* Format 16 bytes as a canonical lower-case GUID text (8-4-4-4-12, bytes in
+ * order) into out[37]. */
+typedef struct obx_guid {
+    unsigned char bytes[16];
+} obx_guid;
+
 /* Monotonic UUIDv7 generator state; all-zero is a valid start. */
 typedef struct obx_uuid_state {
     int64_t last_ms;
@@ -290,6 +308,9 @@ OBX_API void obx_selector_resize(obx_selector *selector, int store_count);
  * backwards. `random_a` and `random_b` supply the random bits. */
 OBX_API void obx_uuid_v7(obx_uuid_state *state, int64_t unix_ms, uint64_t random_a,
                          uint64_t random_b, char out[37]);
+
+/* The canonical text of a GUID routing key, e.g. "6f1c2a3b-4d5e-4f60-...". */
+OBX_API void obx_guid_text(const obx_guid *guid, char out[37]);
 
 /* Nonzero when `text` is a UUID in 8-4-4-4-12 hex form (either case). */
 OBX_API int obx_uuid_is_valid(const char *text);
@@ -417,6 +438,7 @@ typedef struct obx_message {
     int64_t locked_until_ms;
     char owner_token[37];        /* "" when not leased */
     int64_t next_attempt_ms;
+    obx_store *store;            /* the store it came from: enqueue follow-ups there */
 } obx_message;
 
 /* The schema as SQL text for `dialect` with the given schema and table
@@ -537,7 +559,9 @@ OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *ol
 typedef enum obx_outcome {
     OBX_DONE = 0,                /* handled: the message is acknowledged */
     OBX_RETRY = 1,               /* transient failure: retried after a backoff */
-    OBX_DEAD = 2                 /* permanent failure: failed at once, never retried */
+    OBX_DEAD = 2,                /* permanent failure: failed at once, never retried */
+    OBX_WAIT = 3                 /* not ready yet (e.g. a join): retried later, never counted
+                                    as a failed attempt; the delay is the backoff, capped at 5 s */
 } obx_outcome;
 
 /* A handler. `error` (error_size bytes, zeroed before the call) takes a
@@ -552,6 +576,68 @@ typedef int64_t (*obx_backoff_fn)(int retry_count, void *user);
 
 typedef struct obx_dispatcher obx_dispatcher;
 
+/* ---- Many databases: providers and routers ------------------------------------- */
+
+/* The stores of many databases (one per tenant or site), kept open. */
+typedef struct obx_provider obx_provider;
+
+/* A fixed list of databases, or a discovery callback that the provider
+ * calls every refresh interval. All-zero fields take the defaults. */
+typedef struct obx_provider_desc {
+    obx_store_desc store;        /* template for every store (schema, table, deploy_schema,
+                                    hooks, metrics, worker_name); connection_string and
+                                    store_id come from each database, hdbc must be NULL */
+    const obx_database *databases; /* a fixed list (copied) ... */
+    int database_count;
+    obx_discover_fn discover;    /* ... or discovery (then databases must be NULL) */
+    void *discover_user;
+    int64_t refresh_interval_ms; /* default 300000 (5 min, OBX-076) */
+} obx_provider_desc;
+
+/* Create a provider and open a store per database (discovery is called
+ * once now). A database whose store cannot be opened is logged and left
+ * out until the next refresh. Returns OBX_OK; OBX_ERR_INVALID_ARG (both or
+ * neither of databases and discover, a NULL or empty or duplicate id,
+ * desc->store.hdbc set); OBX_ERR_NO_MEMORY. */
+OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provider **out);
+
+/* Close every store and free the provider. NULL is a no-op. */
+OBX_API void obx_provider_destroy(obx_provider *provider);
+
+/* Ask discovery now: new databases get stores, removed ones are closed,
+ * unchanged ones are kept as they are (OBX-077..079). Dispatchers call
+ * this themselves when the refresh interval has passed. Returns OBX_OK,
+ * OBX_ERR_STATE (a fixed list: nothing to refresh), OBX_ERR_DB (discovery
+ * failed: the current set is kept), OBX_ERR_INVALID_ARG (discovery returned
+ * a bad entry: the current set is kept). */
+OBX_API obx_result obx_provider_refresh(obx_provider *provider);
+
+/* Number of open stores, and the store at `index` (NULL when out of range)
+ * with its stable identifier (OBX-070). Valid until the next refresh. */
+OBX_API int obx_provider_count(const obx_provider *provider);
+OBX_API obx_store *obx_provider_store(const obx_provider *provider, int index);
+OBX_API const char *obx_provider_store_id(const obx_provider *provider, int index);
+
+/* Details of the provider's last error. */
+OBX_API const obx_error *obx_provider_last_error(const obx_provider *provider);
+
+/* The store for a routing key: the database id (OBX-072). No database is
+ * opened: the provider's stores are reused (OBX-121). Returns OBX_OK;
+ * OBX_ERR_INVALID_ARG (key NULL or empty); OBX_ERR_NOT_FOUND (no database
+ * with that id, OBX-073). */
+OBX_API obx_result obx_router_get(obx_provider *provider, const char *key, obx_store **out);
+
+/* The same for a GUID key, by its canonical lower-case text (OBX-074). */
+OBX_API obx_result obx_router_get_guid(obx_provider *provider, const obx_guid *key, obx_store **out);
+
+/* A selection strategy of your own: which store to poll next, and what it
+ * returned. */
+typedef struct obx_strategy {
+    int (*next)(void *user, int store_count);
+    void (*report)(void *user, int store, int claimed);
+    void *user;
+} obx_strategy;
+
 /* Counts of one obx_dispatcher_run_once() call. */
 typedef struct obx_run_stats {
     int claimed;                 /* messages claimed */
@@ -565,7 +651,12 @@ typedef struct obx_run_stats {
 /* How to dispatch. All-zero fields take the defaults shown (seed 000
  * section 7.1 and seed 004's dispatcher options). */
 typedef struct obx_dispatcher_desc {
-    obx_store *store;            /* required; the dispatcher uses it, never closes it */
+    obx_store *store;            /* one store, or: */
+    obx_provider *provider;      /* many: each round polls the store the strategy picks */
+    obx_selection selection;     /* default round-robin (OBX-068); or drain-first (OBX-069) */
+    obx_strategy strategy;       /* a strategy of your own (next set): replaces selection */
+    int64_t cleanup_interval_ms; /* 0: no automatic cleanup; else every store, this often ... */
+    int64_t cleanup_retention_ms;/* ... deleting done messages older than this */
     const char *owner_token;     /* default: a new UUIDv7 per dispatcher */
     int batch_size;              /* default 50 */
     int lease_seconds;           /* default 30; longer than a handler may take */
@@ -583,10 +674,12 @@ typedef struct obx_dispatcher_desc {
                                     (safe to set from a signal handler; seen within one wait) */
 } obx_dispatcher_desc;
 
-/* Create a dispatcher over desc->store. Does not touch the database.
- * Returns OBX_OK; OBX_ERR_INVALID_ARG (desc, out or store NULL; owner_token
- * not a UUID); OBX_ERR_OUT_OF_RANGE (a negative or too large number: batch
- * 1..10000, lease 1..86400, attempts >= 1); OBX_ERR_NO_MEMORY. */
+/* Create a dispatcher over desc->store or desc->provider (exactly one).
+ * Reap (and cleanup, when asked) run for every store, on their own
+ * schedules. Does not touch the database. Returns OBX_OK;
+ * OBX_ERR_INVALID_ARG (desc or out NULL; neither or both of store and
+ * provider; owner_token not a UUID); OBX_ERR_OUT_OF_RANGE (a negative or too
+ * large number: batch 1..10000, lease 1..86400); OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_dispatcher **out);
 
 /* Free a dispatcher (not its store). Must not be running. NULL is a no-op. */
@@ -959,6 +1052,17 @@ OBX__PRIVATE void obx__uuid_v7(obx_uuid_state *st, int64_t unix_ms, uint64_t ran
     b[10] = (unsigned char)(c >> 8);
     b[11] = (unsigned char)c;
     for (i = 0; i < 4; i++) b[12 + i] = (unsigned char)(random_b >> (24 - 8 * i));
+    for (i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
+        out[o++] = hex[b[i] >> 4];
+        out[o++] = hex[b[i] & 15];
+    }
+    out[o] = '\0';
+}
+
+OBX__PRIVATE void obx__guid_text(const unsigned char b[16], char out[37]) {
+    static const char hex[] = "0123456789abcdef";
+    int i, o = 0;
     for (i = 0; i < 16; i++) {
         if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
         out[o++] = hex[b[i] >> 4];
@@ -1966,6 +2070,124 @@ OBX__PRIVATE obx_result obx__unit_read(obx__db *db, obx__unit_fn fn, void *ctx, 
 }
 
 
+/* >> registry of many databases ---------------------------------------------------- */
+
+/* One database's store and its housekeeping schedule. */
+typedef struct obx__entry {
+    char *id;
+    char *connstr;
+    void *store;
+    int64_t next_reap_ms;        /* monotonic; 0 = at once */
+    int64_t next_cleanup_ms;
+    int seen;                    /* in the latest discovery result */
+} obx__entry;
+
+/* The stores of a provider, opened and closed through callbacks so that
+ * both headers share the bookkeeping. */
+typedef struct obx__registry {
+    const obx__hooks *hooks;
+    obx__entry *items;
+    int count, cap;
+    void *(*open)(void *ctx, const char *id, const char *connstr); /* NULL on failure (logged) */
+    void (*close)(void *ctx, void *store);
+    void *ctx;
+    const char *name;            /* for log lines */
+} obx__registry;
+
+OBX__PRIVATE int obx__registry_find(const obx__registry *r, const char *id) {
+    int i;
+    for (i = 0; i < r->count; i++)
+        if (strcmp(r->items[i].id, id) == 0) return i;
+    return -1;
+}
+
+OBX__PRIVATE void obx__entry_free(obx__registry *r, obx__entry *e) {
+    if (e->store) r->close(r->ctx, e->store);
+    obx__free(r->hooks, e->id);
+    obx__free(r->hooks, e->connstr);
+    memset(e, 0, sizeof *e);
+}
+
+/* Make the registry hold exactly `dbs`: new ids get a store, ids no longer
+ * listed are closed, an id whose connection string changed is reopened, and
+ * every other store is kept as it is (not reopened). Order is stable: kept
+ * stores keep their place, new ones are appended. *added and *removed (if
+ * not NULL) count the changes. Returns OBX_OK, OBX_ERR_INVALID_ARG (a NULL
+ * or empty id or connection string, a duplicate id) or OBX_ERR_NO_MEMORY; a
+ * store that fails to open is logged and left out until the next refresh. */
+OBX__PRIVATE obx_result obx__registry_apply(obx__registry *r, const obx_database *dbs, int n,
+                                            int *added, int *removed) {
+    int i, j, add = 0, drop = 0;
+    for (i = 0; i < n; i++) {
+        if (!dbs[i].id || !dbs[i].id[0] || !dbs[i].connection_string || !dbs[i].connection_string[0])
+            return OBX_ERR_INVALID_ARG;
+        for (j = 0; j < i; j++)
+            if (strcmp(dbs[i].id, dbs[j].id) == 0) return OBX_ERR_INVALID_ARG;
+    }
+    for (i = 0; i < r->count; i++) r->items[i].seen = 0;
+    for (i = 0; i < n; i++) {
+        int at = obx__registry_find(r, dbs[i].id);
+        obx__entry *e;
+        if (at >= 0 && strcmp(r->items[at].connstr, dbs[i].connection_string) == 0) {
+            r->items[at].seen = 1; /* unchanged: keep the open store */
+            continue;
+        }
+        if (at >= 0) { /* moved: reopen */
+            obx__log(r->hooks, OBX_LOG_INFO, dbs[i].id, "%s: connection string changed, reopening", r->name);
+            r->close(r->ctx, r->items[at].store);
+            r->items[at].store = NULL;
+            e = &r->items[at];
+        } else {
+            if (r->count == r->cap) {
+                int cap = r->cap ? r->cap * 2 : 8;
+                obx__entry *grown = (obx__entry *)obx__realloc(r->hooks, r->items, sizeof *grown * (size_t)cap);
+                if (!grown) return OBX_ERR_NO_MEMORY;
+                r->items = grown;
+                r->cap = cap;
+            }
+            e = &r->items[r->count];
+            memset(e, 0, sizeof *e);
+            e->id = obx__strdup(r->hooks, dbs[i].id);
+            if (!e->id) return OBX_ERR_NO_MEMORY;
+            r->count++;
+            add++;
+        }
+        obx__free(r->hooks, e->connstr);
+        e->connstr = obx__strdup(r->hooks, dbs[i].connection_string);
+        if (!e->connstr) return OBX_ERR_NO_MEMORY;
+        e->store = r->open(r->ctx, dbs[i].id, dbs[i].connection_string);
+        e->next_reap_ms = e->next_cleanup_ms = 0;
+        e->seen = 1;
+    }
+    /* Drop what discovery no longer lists, and what could not be opened. */
+    for (i = j = 0; i < r->count; i++) {
+        if (r->items[i].seen && r->items[i].store) {
+            if (i != j) r->items[j] = r->items[i];
+            j++;
+            continue;
+        }
+        if (!r->items[i].seen) {
+            obx__log(r->hooks, OBX_LOG_INFO, r->items[i].id, "%s: removed by discovery, closing", r->name);
+            drop++;
+        } else {
+            add--; /* listed but not opened: tried again at the next refresh */
+        }
+        obx__entry_free(r, &r->items[i]);
+    }
+    r->count = j;
+    if (added) *added = add;
+    if (removed) *removed = drop;
+    return OBX_OK;
+}
+
+OBX__PRIVATE void obx__registry_free(obx__registry *r) {
+    int i;
+    for (i = 0; i < r->count; i++) obx__entry_free(r, &r->items[i]);
+    obx__free(r->hooks, r->items);
+    r->items = NULL;
+    r->count = r->cap = 0;
+}
+
 /* >> dispatch loop: routes, waiting, waking ---------------------------------------- */
 
 /* Handlers by topic. Stored as a generic function pointer; each header
@@ -2183,6 +2405,9 @@ OBX_API void obx_uuid_v7(obx_uuid_state *state, int64_t unix_ms, uint64_t random
     if (state && out) obx__uuid_v7(state, unix_ms, random_a, random_b, out);
 }
 OBX_API int obx_uuid_is_valid(const char *text) { return obx__uuid_is_valid(text); }
+OBX_API void obx_guid_text(const obx_guid *guid, char out[37]) {
+    if (guid && out) obx__guid_text(guid->bytes, out);
+}
 OBX_API obx_result obx_identifier_check(const char *name) { return obx__identifier_check(name); }
 
 /* >>common-end public */
@@ -3084,7 +3309,10 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
     ctx.offsets = store->offsets;
     r = obx__unit(&store->db, obx__claim_unit, &ctx, "claim");
     if (r == OBX_OK) {
-        for (i = 0; i < ctx.count; i++) obx__point_strings(store, &store->msgs[i], &ctx.offsets[i]);
+        for (i = 0; i < ctx.count; i++) {
+        obx__point_strings(store, &store->msgs[i], &ctx.offsets[i]);
+        store->msgs[i].store = store;
+    }
         *messages = store->msgs;
         *count = ctx.count;
         obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "claimed %d message(s) for %s", ctx.count,
@@ -3134,6 +3362,7 @@ OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *messag
     if (r != OBX_OK) return r;
     if (!ctx.found) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, "obx_get: id", "no message %s", id);
     obx__point_strings(store, &m, &ctx.o);
+    m.store = store;
     *message = m;
     return OBX_OK;
 }
@@ -3347,17 +3576,174 @@ OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *ol
 
 /* >> dispatcher ------------------------------------------------------------------- */
 
+/* >> providers and routers --------------------------------------------------------- */
+
+struct obx_provider {
+    obx__hooks hooks;
+    obx_error err;
+    obx_store_desc base;         /* the template; strings below are our copies */
+    char *schema, *table, *worker_name;
+    obx__registry reg;
+    obx_discover_fn discover;
+    void *discover_user;
+    int64_t refresh_ms, next_refresh_ms;
+};
+
+static void *obx__provider_open(void *ctx, const char *id, const char *connstr) {
+    obx_provider *p = (obx_provider *)ctx;
+    obx_store_desc desc = p->base;
+    obx_store *s = NULL;
+    desc.connection_string = connstr;
+    desc.hdbc = NULL;
+    desc.store_id = id;
+    if (obx_store_open(&desc, &s) != OBX_OK) { /* open logged why */
+        obx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void obx__provider_close(void *ctx, void *store) {
+    (void)ctx;
+    obx_store_close((obx_store *)store);
+}
+
+/* Run discovery into the registry. */
+static obx_result obx__provider_discover(obx_provider *p) {
+    obx_database found[256];
+    int n, added = 0, removed = 0;
+    obx_result r;
+    p->next_refresh_ms = obx__mono_ms(&p->hooks) + p->refresh_ms;
+    n = p->discover(found, 256, p->discover_user);
+    if (n < 0 || n > 256)
+        return obx__fail(&p->err, OBX_ERR_DB, "obx_provider_refresh: discover",
+                         "discovery failed (returned %d); keeping the %d current database(s)", n,
+                         p->reg.count);
+    r = obx__registry_apply(&p->reg, found, n, &added, &removed);
+    if (r != OBX_OK)
+        return obx__fail(&p->err, r, "obx_provider_refresh: discover",
+                         "discovery returned a NULL, empty or duplicate id or connection string");
+    obx__log(&p->hooks, added || removed ? OBX_LOG_INFO : OBX_LOG_DEBUG, "provider",
+             "discovery: %d database(s), %d added, %d removed", p->reg.count, added, removed);
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provider **out) {
+    obx__hooks hooks;
+    obx_provider *p;
+    obx_result r;
+    if (!out) return OBX_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!desc || (desc->databases != NULL) == (desc->discover != NULL) || desc->store.hdbc ||
+        desc->database_count < 0 || desc->refresh_interval_ms < 0)
+        return OBX_ERR_INVALID_ARG;
+    obx__hooks_resolve(&hooks, &desc->store.hooks);
+    p = (obx_provider *)obx__alloc(&hooks, sizeof *p);
+    if (!p) return OBX_ERR_NO_MEMORY;
+    memset(p, 0, sizeof *p);
+    obx__hooks_resolve(&p->hooks, &desc->store.hooks);
+    p->base = desc->store;
+    p->schema = desc->store.schema ? obx__strdup(&p->hooks, desc->store.schema) : NULL;
+    p->table = desc->store.table ? obx__strdup(&p->hooks, desc->store.table) : NULL;
+    p->worker_name = desc->store.worker_name ? obx__strdup(&p->hooks, desc->store.worker_name) : NULL;
+    p->base.schema = p->schema;
+    p->base.table = p->table;
+    p->base.worker_name = p->worker_name;
+    p->reg.hooks = &p->hooks;
+    p->reg.open = obx__provider_open;
+    p->reg.close = obx__provider_close;
+    p->reg.ctx = p;
+    p->reg.name = "provider";
+    p->discover = desc->discover;
+    p->discover_user = desc->discover_user;
+    p->refresh_ms = desc->refresh_interval_ms ? desc->refresh_interval_ms : 300000;
+    *out = p;
+    r = p->discover ? obx__provider_discover(p)
+                    : obx__registry_apply(&p->reg, desc->databases, desc->database_count, NULL, NULL);
+    if (r == OBX_ERR_INVALID_ARG)
+        obx__fail(&p->err, r, "obx_provider_create: databases",
+                  "every database needs a unique, non-empty id and a connection string");
+    if (r != OBX_OK && r != OBX_ERR_DB) { /* a failed first discovery still gives a provider */
+        obx_provider_destroy(p);
+        *out = NULL;
+        return r;
+    }
+    return r;
+}
+
+OBX_API void obx_provider_destroy(obx_provider *p) {
+    obx__hooks hooks;
+    if (!p) return;
+    obx__registry_free(&p->reg);
+    hooks = p->hooks;
+    obx__free(&hooks, p->schema);
+    obx__free(&hooks, p->table);
+    obx__free(&hooks, p->worker_name);
+    obx__free(&hooks, p);
+}
+
+OBX_API obx_result obx_provider_refresh(obx_provider *p) {
+    if (!p) return OBX_ERR_INVALID_ARG;
+    obx__error_clear(&p->err);
+    if (!p->discover)
+        return obx__fail(&p->err, OBX_ERR_STATE, "obx_provider_refresh", "a fixed list has no discovery");
+    return obx__provider_discover(p);
+}
+
+OBX_API int obx_provider_count(const obx_provider *p) { return p ? p->reg.count : 0; }
+
+OBX_API obx_store *obx_provider_store(const obx_provider *p, int index) {
+    return p && index >= 0 && index < p->reg.count ? (obx_store *)p->reg.items[index].store : NULL;
+}
+
+OBX_API const char *obx_provider_store_id(const obx_provider *p, int index) {
+    return p && index >= 0 && index < p->reg.count ? p->reg.items[index].id : NULL;
+}
+
+OBX_API const obx_error *obx_provider_last_error(const obx_provider *p) {
+    return p ? &p->err : &obx__null_store_error;
+}
+
+OBX_API obx_result obx_router_get(obx_provider *p, const char *key, obx_store **out) {
+    int at;
+    if (!p || !out) return OBX_ERR_INVALID_ARG;
+    obx__error_clear(&p->err);
+    if (!key || !key[0])
+        return obx__fail(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get: key", "key must not be NULL or empty");
+    at = obx__registry_find(&p->reg, key);
+    if (at < 0)
+        return obx__fail(&p->err, OBX_ERR_NOT_FOUND, "obx_router_get: key", "no outbox for routing key '%s'", key);
+    *out = (obx_store *)p->reg.items[at].store;
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_router_get_guid(obx_provider *p, const obx_guid *key, obx_store **out) {
+    char text[37];
+    if (!p || !out) return OBX_ERR_INVALID_ARG;
+    if (!key) return obx__fail(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get_guid: key", "key must not be NULL");
+    obx__guid_text(key->bytes, text);
+    return obx_router_get(p, text, out);
+}
+
+/* >> dispatcher ------------------------------------------------------------------- */
+
 struct obx_dispatcher {
-    obx_store *store;
+    obx_store *store;            /* single-store mode */
+    obx_provider *provider;      /* or many */
+    obx__entry single;           /* single-store mode's housekeeping schedule */
+    const obx__hooks *hooks;
+    obx_error *err;              /* where round errors are reported */
     char owner[37];
     int batch_size, lease_seconds, max_attempts;
     obx_backoff_fn backoff;
     void *backoff_user;
-    int64_t reap_ms;
+    int64_t reap_ms, cleanup_ms, retention_ms;
     obx__loop_timing timing;
     obx__loop loop;
     obx__routes routes;
-    int64_t next_reap_ms;        /* monotonic */
+    obx_selector selector;
+    obx_strategy strategy;
+    int empty_streak;
     const char **ack_ids;        /* batch_size entries each */
     int *failures;               /* indexes of messages that did not succeed */
     obx_outcome *outcomes;
@@ -3372,28 +3758,38 @@ static int64_t obx__default_backoff(int retry_count, void *user) {
 OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_dispatcher **out) {
     obx_dispatcher *d;
     const obx__hooks *h;
+    obx_error *err;
     size_t b;
     if (!out) return OBX_ERR_INVALID_ARG;
     *out = NULL;
-    if (!desc || !desc->store) return OBX_ERR_INVALID_ARG;
+    if (!desc || (desc->store != NULL) == (desc->provider != NULL)) return OBX_ERR_INVALID_ARG;
+    h = desc->store ? &desc->store->hooks : &desc->provider->hooks;
+    err = desc->store ? &desc->store->err : &desc->provider->err;
     if (desc->owner_token && !obx__uuid_is_valid(desc->owner_token))
-        return obx__fail(&desc->store->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: owner_token",
+        return obx__fail(err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: owner_token",
                          "owner_token must be a UUID");
     if (desc->batch_size < 0 || desc->batch_size > 10000 || desc->lease_seconds < 0 ||
         desc->lease_seconds > 86400 || desc->max_attempts < 0 || desc->poll_interval_ms < 0 ||
         desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 || desc->startup_delay_ms < 0 ||
-        desc->error_delay_ms < 0)
-        return obx__fail(&desc->store->err, OBX_ERR_OUT_OF_RANGE, "obx_dispatcher_create: desc",
-                         "batch_size 0..10000, lease_seconds 0..86400, and no negative "
-                         "attempts or intervals (0 means the default)");
-    h = &desc->store->hooks;
+        desc->error_delay_ms < 0 || desc->cleanup_interval_ms < 0 || desc->cleanup_retention_ms < 0 ||
+        ((int)desc->selection != OBX_SELECT_ROUND_ROBIN && (int)desc->selection != OBX_SELECT_DRAIN_FIRST))
+        return obx__fail(err, OBX_ERR_OUT_OF_RANGE, "obx_dispatcher_create: desc",
+                         "batch_size 0..10000, lease_seconds 0..86400, a known selection, and no "
+                         "negative attempts or intervals (0 means the default)");
     d = (obx_dispatcher *)obx__alloc(h, sizeof *d);
     if (!d) return OBX_ERR_NO_MEMORY;
     memset(d, 0, sizeof *d);
     obx__loop_init(&d->loop, h, desc->stop_flag);
     d->store = desc->store;
-    if (desc->owner_token) obx__copy(d->owner, sizeof d->owner, desc->owner_token);
-    else obx_owner_token(desc->store, d->owner);
+    d->provider = desc->provider;
+    d->hooks = h;
+    d->err = err;
+    if (desc->owner_token) {
+        obx__copy(d->owner, sizeof d->owner, desc->owner_token);
+    } else {
+        obx_uuid_state fresh = {0, 0};
+        obx__uuid_v7(&fresh, obx__now_ms(h), obx__random(h), obx__random(h), d->owner);
+    }
     d->batch_size = desc->batch_size ? desc->batch_size : 50;
     d->lease_seconds = desc->lease_seconds ? desc->lease_seconds : 30;
     d->max_attempts = desc->max_attempts ? desc->max_attempts : 10;
@@ -3405,7 +3801,10 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
     d->timing.startup_ms = desc->startup_delay_ms;
     d->timing.error_ms = desc->error_delay_ms ? desc->error_delay_ms : 30000;
     d->reap_ms = desc->reap_interval_ms ? desc->reap_interval_ms : 30000;
-    d->next_reap_ms = obx__mono_ms(h); /* reap on the first round */
+    d->cleanup_ms = desc->cleanup_interval_ms;
+    d->retention_ms = desc->cleanup_retention_ms;
+    d->strategy = desc->strategy;
+    obx__selector_init(&d->selector, desc->selection, 0);
     b = (size_t)d->batch_size;
     d->ack_ids = (const char **)obx__alloc(h, sizeof *d->ack_ids * b);
     d->failures = (int *)obx__alloc(h, sizeof *d->failures * b);
@@ -3422,7 +3821,7 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
 OBX_API void obx_dispatcher_destroy(obx_dispatcher *d) {
     const obx__hooks *h;
     if (!d) return;
-    h = &d->store->hooks;
+    h = d->hooks;
     obx__routes_free(h, &d->routes);
     obx__free(h, (void *)d->ack_ids);
     obx__free(h, d->failures);
@@ -3434,16 +3833,14 @@ OBX_API void obx_dispatcher_destroy(obx_dispatcher *d) {
 
 OBX_API obx_result obx_dispatcher_on(obx_dispatcher *d, const char *topic, obx_handler handler,
                                      void *user) {
-    obx_store *s;
     if (!d) return OBX_ERR_INVALID_ARG;
-    s = d->store;
     if (!topic || !topic[0] || obx__utf8_chars(topic, strlen(topic)) > OBX_TOPIC_MAX)
-        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_on: topic",
+        return obx__fail(d->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_on: topic",
                          "topic must be 1..255 characters, or \"*\"");
     if (!handler)
-        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_on: handler", "must not be NULL");
-    if (obx__routes_add(&s->hooks, &d->routes, topic, (obx__any_fn)handler, user) != OBX_OK)
-        return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on", "out of memory");
+        return obx__fail(d->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_on: handler", "must not be NULL");
+    if (obx__routes_add(d->hooks, &d->routes, topic, (obx__any_fn)handler, user) != OBX_OK)
+        return obx__fail(d->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on", "out of memory");
     return OBX_OK;
 }
 
@@ -3458,7 +3855,7 @@ static obx_outcome obx__handle(obx_dispatcher *d, const obx_message *m, char *er
         memset(error, 0, 256);
         outcome = ((obx_handler)r->fn)(m, error, 256, r->user);
         error[255] = '\0';
-        if (outcome != OBX_DONE && outcome != OBX_RETRY && outcome != OBX_DEAD) {
+        if (outcome != OBX_DONE && outcome != OBX_RETRY && outcome != OBX_DEAD && outcome != OBX_WAIT) {
             snprintf(error, 256, "handler returned %d, not an obx_outcome", (int)outcome);
             outcome = OBX_DEAD;
         }
@@ -3466,31 +3863,31 @@ static obx_outcome obx__handle(obx_dispatcher *d, const obx_message *m, char *er
     return outcome;
 }
 
-OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *d, obx_run_stats *stats) {
-    obx_run_stats st;
-    obx_store *s;
+/* Housekeeping of one store when due: reap (OBX-053), cleanup if asked. */
+static obx_result obx__housekeep(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
+    int64_t now = obx__mono_ms(&s->hooks);
+    obx_result r = OBX_OK;
+    if (now >= e->next_reap_ms) {
+        e->next_reap_ms = now + d->reap_ms;
+        r = obx_reap(s, &st->reaped);
+    }
+    if (r == OBX_OK && d->cleanup_ms > 0 && now >= e->next_cleanup_ms) {
+        e->next_cleanup_ms = now + d->cleanup_ms;
+        r = obx_cleanup(s, d->retention_ms, 0, NULL);
+    }
+    return r;
+}
+
+/* One batch from one store: claim, handle, settle. */
+static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
     const obx_message *ms;
     obx_result r, settle = OBX_OK;
     int n = 0, i, acks = 0, failures = 0;
-    int64_t now;
-    memset(&st, 0, sizeof st);
-    if (!d) return OBX_ERR_INVALID_ARG;
-    s = d->store;
-    now = obx__mono_ms(&s->hooks);
-    if (now >= d->next_reap_ms) {
-        d->next_reap_ms = now + d->reap_ms;
-        r = obx_reap(s, &st.reaped);
-        if (r < 0) {
-            if (stats) *stats = st;
-            return r;
-        }
-    }
+    r = obx__housekeep(d, s, e, st);
+    if (r < 0) return r;
     r = obx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
-    if (r != OBX_OK) {
-        if (stats) *stats = st;
-        return r;
-    }
-    st.claimed = n;
+    if (r != OBX_OK) return r;
+    st->claimed = n;
     for (i = 0; i < n; i++) {
         const obx_message *m = &ms[i];
         char *error = d->errors[i];
@@ -3502,8 +3899,8 @@ OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *d, obx_run_stats *sta
             obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
                      "no handler for topic %s (message %s): retrying later", m->topic, m->id);
             snprintf(error, 256, "no handler for topic %s", m->topic);
-            d->outcomes[i] = OBX_RETRY;
-            st.no_handler++;
+            d->outcomes[i] = OBX_WAIT;
+            st->no_handler++;
         }
         if (d->outcomes[i] == OBX_DONE) d->ack_ids[acks++] = m->id;
         else d->failures[failures++] = i;
@@ -3512,7 +3909,7 @@ OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *d, obx_run_stats *sta
     if (acks > 0) {
         int64_t changed = 0;
         settle = obx_ack(s, d->owner, d->ack_ids, acks, &changed);
-        if (settle == OBX_OK) st.done = (int)changed;
+        if (settle == OBX_OK) st->done = (int)changed;
         if (settle == OBX_OK && changed < acks)
             obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
                      "%d of %d handled messages were no longer leased to this worker "
@@ -3521,36 +3918,74 @@ OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *d, obx_run_stats *sta
     }
     for (i = 0; i < failures && settle == OBX_OK; i++) {
         const obx_message *m = &ms[d->failures[i]];
+        obx_outcome outcome = d->outcomes[d->failures[i]];
         const char *error = d->errors[d->failures[i]];
         const char *one[1];
         int attempt = m->retry_count + 1;
-        int no_handler = strncmp(error, "no handler for topic", 20) == 0;
         one[0] = m->id;
-        if (!error[0]) error = d->outcomes[d->failures[i]] == OBX_DEAD ? "handler returned OBX_DEAD"
-                                                                        : "handler returned OBX_RETRY";
-        if (d->outcomes[d->failures[i]] == OBX_RETRY && (no_handler || attempt < d->max_attempts)) {
+        if (!error[0]) error = outcome == OBX_DEAD ? "handler returned OBX_DEAD" : "handler returned OBX_RETRY";
+        if (outcome == OBX_WAIT) {
+            /* Not a failure: waiting (or no handler yet) never uses up attempts. */
+            int64_t delay = d->backoff(m->retry_count, d->backoff_user);
+            if (delay > 5000) delay = 5000;
+            settle = obx_abandon(s, d->owner, one, 1, error, delay < 0 ? 0 : delay, NULL);
+            if (settle == OBX_OK) st->retried++;
+        } else if (outcome == OBX_RETRY && attempt < d->max_attempts) {
             int64_t delay = d->backoff(m->retry_count, d->backoff_user);
             if (delay < 0) delay = 0;
-            if (!no_handler)
-                obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id,
-                         "handler failed for %s topic=%s attempt %d of %d: %s; retry in %lld ms",
-                         m->id, m->topic, attempt, d->max_attempts, error, (long long)delay);
+            obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id,
+                     "handler failed for %s topic=%s attempt %d of %d: %s; retry in %lld ms", m->id,
+                     m->topic, attempt, d->max_attempts, error, (long long)delay);
             settle = obx_abandon(s, d->owner, one, 1, error, delay, NULL);
-            if (settle == OBX_OK) st.retried++;
+            if (settle == OBX_OK) st->retried++;
         } else {
             char reason[320];
-            if (d->outcomes[d->failures[i]] == OBX_DEAD)
-                snprintf(reason, sizeof reason, "%s", error);
-            else
-                snprintf(reason, sizeof reason, "gave up after %d attempts: %s", attempt, error);
+            if (outcome == OBX_DEAD) snprintf(reason, sizeof reason, "%s", error);
+            else snprintf(reason, sizeof reason, "gave up after %d attempts: %s", attempt, error);
             obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "message %s topic=%s is dead: %s", m->id,
                      m->topic, reason);
             settle = obx_fail(s, d->owner, one, 1, reason, NULL);
-            if (settle == OBX_OK) st.dead++;
+            if (settle == OBX_OK) st->dead++;
         }
     }
+    return settle;
+}
+
+OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *d, obx_run_stats *stats) {
+    obx_run_stats st;
+    obx_result r;
+    int count, pick;
+    memset(&st, 0, sizeof st);
+    if (!d) return OBX_ERR_INVALID_ARG;
+    if (d->store) {
+        r = obx__dispatch_store(d, d->store, &d->single, &st);
+        if (stats) *stats = st;
+        return r;
+    }
+    /* Many stores: refresh discovery when due, then poll the one the
+     * strategy picks; housekeeping runs for each store on its own clock. */
+    if (d->provider->discover && obx__mono_ms(d->hooks) >= d->provider->next_refresh_ms)
+        obx__provider_discover(d->provider); /* a failure keeps the current set; logged */
+    count = d->provider->reg.count;
+    if (count != d->selector.store_count) {
+        obx__selector_resize(&d->selector, count);
+        d->empty_streak = 0;
+    }
+    if (count == 0) {
+        if (stats) *stats = st;
+        return OBX_EMPTY;
+    }
+    pick = d->strategy.next ? d->strategy.next(d->strategy.user, count) : obx__selector_next(&d->selector);
+    if (pick < 0 || pick >= count) pick = 0;
+    r = obx__dispatch_store(d, (obx_store *)d->provider->reg.items[pick].store, &d->provider->reg.items[pick], &st);
+    d->err = &((obx_store *)d->provider->reg.items[pick].store)->err;
+    if (d->strategy.report) d->strategy.report(d->strategy.user, pick, st.claimed);
+    else obx__selector_report(&d->selector, pick, st.claimed);
     if (stats) *stats = st;
-    return settle == OBX_OK ? OBX_OK : settle;
+    if (r < 0) return r;
+    d->empty_streak = st.claimed > 0 ? 0 : d->empty_streak + 1;
+    /* Empty only when every store has answered empty in a row. */
+    return st.claimed > 0 || d->empty_streak < count ? OBX_OK : OBX_EMPTY;
 }
 
 static obx_result obx__dispatch_round(void *d) {
@@ -3558,14 +3993,15 @@ static obx_result obx__dispatch_round(void *d) {
 }
 
 OBX_API obx_result obx_dispatcher_run(obx_dispatcher *d) {
-    obx_store *s;
+    const char *name;
     if (!d) return OBX_ERR_INVALID_ARG;
-    s = d->store;
-    obx__log(&s->hooks, OBX_LOG_INFO, s->store_id,
-             "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s)", d->owner,
-             d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count);
-    obx__loop_run(&d->loop, &d->timing, obx__dispatch_round, d, s->store_id, &s->err);
-    obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "dispatcher %s stopped", d->owner);
+    name = d->store ? d->store->store_id : "dispatcher";
+    obx__log(d->hooks, OBX_LOG_INFO, name,
+             "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
+             d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
+             d->store ? 1 : d->provider->reg.count);
+    obx__loop_run(&d->loop, &d->timing, obx__dispatch_round, d, name, d->err);
+    obx__log(d->hooks, OBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
     return OBX_OK;
 }
 
