@@ -393,8 +393,10 @@ typedef struct ibx_new_message {
 } ibx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
- * and owned by the store: valid until the next claim/get on it or its
- * close. Times are UTC Unix milliseconds from the database clock; 0 = NULL. */
+ * and owned by the store: a claim's messages stay valid until the next
+ * claim on that store (a handler may call get meanwhile), a get's until the
+ * next get, and all until close. Times are UTC Unix milliseconds from the
+ * database clock; 0 = NULL. */
 typedef struct ibx_message {
     const char *source;
     const char *message_id;
@@ -2624,7 +2626,9 @@ struct ibx_store {
     const ibx__inbox_sql *q;
     char *sql[IBX__Q_COUNT];
     ibx__buf sources, ids;         /* key lists for batch statements */
-    ibx__buf rows;                 /* strings of the last claimed/read messages */
+    ibx__buf rows;                 /* strings of the last claim's messages */
+    ibx__buf read_rows;            /* strings of the last get: apart, so a handler may read
+                                      without spoiling the batch it was called from */
     ibx_message *msgs;
     ibx__row_offsets *offsets;
     int msgs_cap;
@@ -2809,6 +2813,7 @@ IBX_API void ibx_store_close(ibx_store *store) {
     ibx__buf_free(&hooks, &store->sources);
     ibx__buf_free(&hooks, &store->ids);
     ibx__buf_free(&hooks, &store->rows);
+    ibx__buf_free(&hooks, &store->read_rows);
     ibx__free(&hooks, store->msgs);
     ibx__free(&hooks, store->offsets);
     ibx__free(&hooks, store->schema);
@@ -2912,10 +2917,10 @@ static ibx_result ibx__seen_unit(ibx__db *db, void *vctx) {
     if (r == IBX_OK) {
         size_t off = 0, len = 0;
         c->done = ind != SQL_NULL_DATA && strcmp(status, "Done") == 0;
-        c->s->rows.len = 0;
-        r = ibx__get_append(db, cur, 2, SQL_C_BINARY, &c->s->rows, &off, &len);
+        c->s->read_rows.len = 0;
+        r = ibx__get_append(db, cur, 2, SQL_C_BINARY, &c->s->read_rows, &off, &len);
         if (r == IBX_OK && c->hash && off != (size_t)-1)
-            c->mismatch = len != c->hash_len || memcmp(c->s->rows.data + off, c->hash, len) != 0;
+            c->mismatch = len != c->hash_len || memcmp(c->s->read_rows.data + off, c->hash, len) != 0;
     }
     ibx__close(cur);
     if (r == IBX_EMPTY)
@@ -3061,7 +3066,7 @@ static const char *ibx__at(const ibx__buf *b, size_t off) {
 
 /* The current row (columns as IBX__SQLITE_COLS) into *m; strings go to
  * store->rows and are pointed at once the buffer stops moving. */
-static ibx_result ibx__read_message(ibx_store *s, SQLHSTMT st, ibx_message *m, ibx__row_offsets *o) {
+static ibx_result ibx__read_message(ibx_store *s, SQLHSTMT st, ibx_message *m, ibx__buf *buf, ibx__row_offsets *o) {
     ibx__db *db = &s->db;
     char text[40];
     SQLLEN ind;
@@ -3070,11 +3075,11 @@ static ibx_result ibx__read_message(ibx_store *s, SQLHSTMT st, ibx_message *m, i
     ibx_result r;
     int i;
     memset(m, 0, sizeof *m);
-    if ((r = ibx__get_append(db, st, 1, SQL_C_CHAR, &s->rows, &o->source, NULL)) != IBX_OK ||
-        (r = ibx__get_append(db, st, 2, SQL_C_CHAR, &s->rows, &o->message_id, NULL)) != IBX_OK ||
-        (r = ibx__get_append(db, st, 3, SQL_C_CHAR, &s->rows, &o->topic, NULL)) != IBX_OK ||
-        (r = ibx__get_append(db, st, 4, SQL_C_CHAR, &s->rows, &o->payload, &m->payload_len)) != IBX_OK ||
-        (r = ibx__get_append(db, st, 5, SQL_C_BINARY, &s->rows, &o->hash, &o->hash_len)) != IBX_OK ||
+    if ((r = ibx__get_append(db, st, 1, SQL_C_CHAR, buf, &o->source, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 2, SQL_C_CHAR, buf, &o->message_id, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 3, SQL_C_CHAR, buf, &o->topic, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 4, SQL_C_CHAR, buf, &o->payload, &m->payload_len)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 5, SQL_C_BINARY, buf, &o->hash, &o->hash_len)) != IBX_OK ||
         (r = ibx__get_i64(db, st, 6, &m->first_seen_ms, NULL)) != IBX_OK ||
         (r = ibx__get_i64(db, st, 7, &m->last_seen_ms, NULL)) != IBX_OK)
         return r;
@@ -3091,20 +3096,20 @@ static ibx_result ibx__read_message(ibx_store *s, SQLHSTMT st, ibx_message *m, i
         if (m->owner_token[i] >= 'A' && m->owner_token[i] <= 'F') m->owner_token[i] = (char)(m->owner_token[i] + 32);
     if ((r = ibx__get_i64(db, st, 11, &v, NULL)) != IBX_OK) return r;
     m->attempt = (int)v;
-    if ((r = ibx__get_append(db, st, 12, SQL_C_CHAR, &s->rows, &o->last_error, &skip)) != IBX_OK ||
+    if ((r = ibx__get_append(db, st, 12, SQL_C_CHAR, buf, &o->last_error, &skip)) != IBX_OK ||
         (r = ibx__get_i64(db, st, 13, &m->next_attempt_ms, NULL)) != IBX_OK)
         return r;
     return ibx__get_i64(db, st, 14, &m->due_time_ms, NULL);
 }
 
-static void ibx__point_strings(ibx_store *s, ibx_message *m, const ibx__row_offsets *o) {
-    m->source = ibx__at(&s->rows, o->source);
-    m->message_id = ibx__at(&s->rows, o->message_id);
-    m->topic = ibx__at(&s->rows, o->topic);
-    m->payload = ibx__at(&s->rows, o->payload);
-    m->hash = (const unsigned char *)ibx__at(&s->rows, o->hash);
+static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o) {
+    m->source = ibx__at(buf, o->source);
+    m->message_id = ibx__at(buf, o->message_id);
+    m->topic = ibx__at(buf, o->topic);
+    m->payload = ibx__at(buf, o->payload);
+    m->hash = (const unsigned char *)ibx__at(buf, o->hash);
     m->hash_len = o->hash == (size_t)-1 ? 0 : o->hash_len;
-    m->last_error = ibx__at(&s->rows, o->last_error);
+    m->last_error = ibx__at(buf, o->last_error);
 }
 
 typedef struct ibx__claim_ctx {
@@ -3131,7 +3136,7 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
                           "the claim statement returned more than %d rows; rolled back", c->batch_size);
             break;
         }
-        r = ibx__read_message(s, cur, &s->msgs[c->count], &s->offsets[c->count]);
+        r = ibx__read_message(s, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
         if (r == IBX_OK) c->count++;
     }
     ibx__close(cur);
@@ -3171,7 +3176,7 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
     ctx.count = 0;
     r = ibx__unit(&store->db, ibx__claim_unit, &ctx, "claim");
     if (r != IBX_OK) return r;
-    for (i = 0; i < ctx.count; i++) ibx__point_strings(store, &store->msgs[i], &store->offsets[i]);
+    for (i = 0; i < ctx.count; i++) ibx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
     *messages = store->msgs;
     *count = ctx.count;
     ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "claimed %d message(s) for %s", ctx.count,
@@ -3192,14 +3197,14 @@ static ibx_result ibx__get_unit(ibx__db *db, void *vctx) {
     ibx__param p[2];
     SQLHSTMT cur = NULL;
     ibx_result r;
-    c->s->rows.len = 0;
+    c->s->read_rows.len = 0;
     c->found = 0;
     ibx__p_text(&p[0], c->source, (size_t)-1);
     ibx__p_text(&p[1], c->message_id, (size_t)-1);
     r = ibx__exec(db, IBX__Q_GET, c->s->sql[IBX__Q_GET], p, 2, NULL, &cur);
     if (r == IBX_OK) r = ibx__fetch(db, cur);
     if (r == IBX_OK) {
-        r = ibx__read_message(c->s, cur, c->m, &c->o);
+        r = ibx__read_message(c->s, cur, c->m, &c->s->read_rows, &c->o);
         c->found = r == IBX_OK;
     }
     ibx__close(cur);
@@ -3224,7 +3229,7 @@ IBX_API ibx_result ibx_get(ibx_store *store, const char *source, const char *mes
     if (r != IBX_OK) return r;
     if (!ctx.found)
         return ibx__fail(&store->err, IBX_ERR_NOT_FOUND, "ibx_get", "no message %s from %s", message_id, source);
-    ibx__point_strings(store, &m, &ctx.o);
+    ibx__point_strings(&store->read_rows, &m, &ctx.o);
     *message = m;
     return IBX_OK;
 }

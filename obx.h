@@ -418,8 +418,10 @@ typedef struct obx_new_message {
 } obx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
- * and owned by the store: valid until the next claim/get on it or its
- * close. Times are UTC Unix milliseconds from the database clock; 0 = NULL. */
+ * and owned by the store: a claim's messages stay valid until the next
+ * claim on that store (a handler may call get meanwhile), a get's until the
+ * next get, and all until close. Times are UTC Unix milliseconds from the
+ * database clock; 0 = NULL. */
 typedef struct obx_message {
     char id[37];                 /* work item id (UUID): what ack/abandon/fail take */
     char message_id[37];         /* logical message id (UUID), stable across retries */
@@ -718,6 +720,81 @@ OBX_API void obx_dispatcher_stop(obx_dispatcher *dispatcher);
  * cheap when the dispatcher is busy. Producers in other processes are seen
  * at the next poll. */
 OBX_API void obx_dispatcher_wake(obx_dispatcher *dispatcher);
+
+/* ---- Joins (fan-in) --------------------------------------------------------------- */
+
+/* Join states (the OutboxJoin.Status column). */
+typedef enum obx_join_status {
+    OBX_JOIN_PENDING = 0,
+    OBX_JOIN_COMPLETED = 1,
+    OBX_JOIN_FAILED = 2,
+    OBX_JOIN_CANCELLED = 3
+} obx_join_status;
+
+/* A join as obx_join_get reads it; strings owned by the store (valid until
+ * the next get/claim on it). */
+typedef struct obx_join {
+    char id[37];
+    const char *grouping_key;    /* NULL when none */
+    int expected_steps, completed_steps, failed_steps;
+    obx_join_status status;
+    const char *metadata;        /* NULL when none */
+    int64_t created_ms, updated_ms;
+} obx_join;
+
+/* Start a join of `expected_steps` (>= 1) steps (OBX-080..082), with an
+ * optional grouping key (<= 255 characters) and metadata; *out_join_id gets
+ * its id. Counters start at 0. Touches the database (own transaction).
+ * Returns OBX_OK, OBX_ERR_INVALID_ARG, OBX_ERR_OUT_OF_RANGE (steps < 1),
+ * OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, int expected_steps,
+                                  const char *metadata, char out_join_id[37]);
+
+/* Attach a message (the id obx_enqueue returned) to a join; attaching again
+ * has no effect (OBX-083/084). A message may be in several joins (OBX-096).
+ * When it is acknowledged or failed, every one of its joins counts a
+ * completed or failed step in the same transaction (OBX-033/034/046/047,
+ * done by triggers in the database, OBX-089). Counters never exceed the
+ * expected steps. Returns OBX_OK, OBX_ERR_NOT_FOUND (no such join),
+ * OBX_ERR_INVALID_ARG (ids not UUIDs), OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_join_attach(obx_store *store, const char *join_id, const char *message_id);
+
+/* Report a step by hand (OBX-085..088): completed (failed = 0) or failed.
+ * Idempotent per message: a step reported twice, or also acked, counts
+ * once; a message not attached yet is attached. Returns OBX_OK,
+ * OBX_ERR_NOT_FOUND (no such join), OBX_ERR_INVALID_ARG, OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_join_report(obx_store *store, const char *join_id, const char *message_id,
+                                   int failed);
+
+/* Read a join. Returns OBX_OK, OBX_ERR_NOT_FOUND, OBX_ERR_INVALID_ARG,
+ * OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_join_get(obx_store *store, const char *join_id, obx_join *join);
+
+/* What a join.wait message does when its join has all its steps. */
+typedef struct obx_join_wait {
+    const char *join_id;             /* required */
+    int fail_if_any_step_failed;     /* a failed step fails the join (OBX-092) */
+    const char *on_complete_topic;   /* optional message enqueued on success (OBX-093) */
+    const char *on_complete_payload;
+    const char *on_fail_topic;       /* optional message enqueued on failure (OBX-094) */
+    const char *on_fail_payload;
+} obx_join_wait;
+
+/* Enqueue a "join.wait" message for `wait` (Appendix D's EnqueueJoinWait),
+ * in the caller's transaction on `hdbc` or (NULL) its own. Register
+ * obx_join_wait_handler for the topic "join.wait" on a dispatcher. Returns
+ * as obx_enqueue; OBX_ERR_INVALID_ARG (no join id, a join id that is not a
+ * UUID, a follow-up topic over 255 characters). */
+OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx_join_wait *wait,
+                                         char out_id[37]);
+
+/* The handler for "join.wait" messages (OBX-090..094): not all steps in
+ * yet: OBX_WAIT (retried later, never counted as a failed attempt, however
+ * long the steps take); all in: the join becomes Completed, or Failed when
+ * asked to and a step failed, and the on-complete or on-fail message is
+ * enqueued, in one transaction and only once. `user` is unused. */
+OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *error,
+                                          size_t error_size, void *user);
 
 #ifdef __cplusplus
 }
@@ -2430,13 +2507,19 @@ enum {
     OBX__Q_STATS,    /* -> ready count, oldest ready age in ms */
     OBX__Q_INSERT_MANY, /* lists of: ids, message_ids, topics, payloads, correlations, dues;
                            NULL where the dialect inserts a batch row by row */
+    OBX__Q_JOIN_START,  /* join_id, grouping_key, expected_steps, metadata */
+    OBX__Q_JOIN_ATTACH, /* message_id, join_id -> rowcount (0: attached before, or no join) */
+    OBX__Q_JOIN_REPORT, /* status (1 done, 2 failed), join_id, message_id -> rowcount */
+    OBX__Q_JOIN_GET,    /* join_id -> id, grouping key, expected, completed, failed, status,
+                           metadata, created, updated */
+    OBX__Q_JOIN_FINISH, /* status, join_id -> rowcount (0: finished before) */
     OBX__Q_COUNT
 };
 
 typedef struct obx__outbox_sql {
     const char *now_ms;            /* {W} */
     int count_in_row;              /* counts come back as a row (functions), not SQLRowCount */
-    const char *ddl[24];           /* the schema, one statement each, NULL-terminated */
+    const char *ddl[32];           /* the schema, one statement each, NULL-terminated */
     const char *q[OBX__Q_COUNT];
 } obx__outbox_sql;
 
@@ -2499,6 +2582,24 @@ static const obx__outbox_sql obx__sqlite_outbox = {
     "    PRIMARY KEY (\"JoinId\", \"OutboxMessageId\")\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}JoinMember_Message\" ON {M} (\"OutboxMessageId\")",
+    /* Join counters follow acks and fails in the database itself (OBX-089),
+     * in the same transaction (OBX-034/047): a message's state change marks
+     * its join members, and a member that leaves Pending counts once. */
+    "CREATE TRIGGER IF NOT EXISTS \"{N}_JoinStep\" AFTER UPDATE OF \"Status\" ON {T}\n"
+    "WHEN NEW.\"Status\" IN (2, 3) AND OLD.\"Status\" <> NEW.\"Status\"\n"
+    "BEGIN\n"
+    "    UPDATE {M} SET \"Status\" = CASE NEW.\"Status\" WHEN 2 THEN 1 ELSE 2 END\n"
+    "     WHERE \"OutboxMessageId\" = NEW.\"Id\" AND \"Status\" = 0;\n"
+    "END",
+    "CREATE TRIGGER IF NOT EXISTS \"{N}_JoinCount\" AFTER UPDATE OF \"Status\" ON {M}\n"
+    "WHEN OLD.\"Status\" = 0 AND NEW.\"Status\" IN (1, 2)\n"
+    "BEGIN\n"
+    "    UPDATE {J} SET\n"
+    "        \"CompletedSteps\" = \"CompletedSteps\" + (NEW.\"Status\" = 1 AND \"CompletedSteps\" + \"FailedSteps\" < \"ExpectedSteps\"),\n"
+    "        \"FailedSteps\" = \"FailedSteps\" + (NEW.\"Status\" = 2 AND \"CompletedSteps\" + \"FailedSteps\" < \"ExpectedSteps\"),\n"
+    "        \"LastUpdatedUtc\" = {W}\n"
+    "     WHERE \"JoinId\" = NEW.\"JoinId\";\n"
+    "END",
         NULL},
     {
         "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
@@ -2526,6 +2627,13 @@ static const obx__outbox_sql obx__sqlite_outbox = {
         "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} "
         "WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}",
         NULL, /* prepared single-row inserts in one transaction are as fast here */
+        "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") VALUES (?, ?, ?, ?)",
+        "INSERT INTO {M} (\"JoinId\", \"OutboxMessageId\") SELECT \"JoinId\", ? FROM {J} "
+        "WHERE \"JoinId\" = ? ON CONFLICT DO NOTHING",
+        "UPDATE {M} SET \"Status\" = ? WHERE \"JoinId\" = ? AND \"OutboxMessageId\" = ? AND \"Status\" = 0",
+        "SELECT \"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"CompletedSteps\", \"FailedSteps\", "
+        "\"Status\", \"Metadata\", \"CreatedUtc\", \"LastUpdatedUtc\" FROM {J} WHERE \"JoinId\" = ?",
+        "UPDATE {J} SET \"Status\" = ?, \"LastUpdatedUtc\" = {W} WHERE \"JoinId\" = ? AND \"Status\" = 0",
     }};
 
 /* PostgreSQL: the work-queue operations are functions in the schema
@@ -2578,6 +2686,33 @@ static const obx__outbox_sql obx__postgresql_outbox = {
     "    PRIMARY KEY (\"JoinId\", \"OutboxMessageId\")\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}JoinMember_Message\" ON {M} (\"OutboxMessageId\")",
+    /* Join counters follow acks and fails in the database itself (OBX-089),
+     * in the same transaction (OBX-034/047). One statement-level trigger per
+     * settle marks the members; a member leaving Pending counts once, under
+     * the join row's lock, so concurrent acks add up exactly. */
+    "CREATE OR REPLACE FUNCTION {S}.\"{N}_JoinStep\"() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+    "BEGIN\n"
+    "    UPDATE {M} AS m SET \"Status\" = CASE n.\"Status\" WHEN 2 THEN 1 ELSE 2 END\n"
+    "      FROM new_rows AS n JOIN old_rows AS o ON o.\"Id\" = n.\"Id\"\n"
+    "     WHERE n.\"Status\" IN (2, 3) AND o.\"Status\" <> n.\"Status\"\n"
+    "       AND m.\"OutboxMessageId\" = n.\"Id\" AND m.\"Status\" = 0;\n"
+    "    RETURN NULL;\n"
+    "END $$",
+    "CREATE OR REPLACE TRIGGER \"{N}_JoinStep\" AFTER UPDATE ON {T}\n"
+    "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows\n"
+    "FOR EACH STATEMENT EXECUTE FUNCTION {S}.\"{N}_JoinStep\"()",
+    "CREATE OR REPLACE FUNCTION {S}.\"{N}_JoinCount\"() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+    "BEGIN\n"
+    "    UPDATE {J} SET\n"
+    "        \"CompletedSteps\" = \"CompletedSteps\" + CASE WHEN NEW.\"Status\" = 1 AND \"CompletedSteps\" + \"FailedSteps\" < \"ExpectedSteps\" THEN 1 ELSE 0 END,\n"
+    "        \"FailedSteps\" = \"FailedSteps\" + CASE WHEN NEW.\"Status\" = 2 AND \"CompletedSteps\" + \"FailedSteps\" < \"ExpectedSteps\" THEN 1 ELSE 0 END,\n"
+    "        \"LastUpdatedUtc\" = now()\n"
+    "     WHERE \"JoinId\" = NEW.\"JoinId\";\n"
+    "    RETURN NULL;\n"
+    "END $$",
+    "CREATE OR REPLACE TRIGGER \"{N}_JoinCount\" AFTER UPDATE OF \"Status\" ON {M}\n"
+    "FOR EACH ROW WHEN (OLD.\"Status\" = 0 AND NEW.\"Status\" IN (1, 2))\n"
+    "EXECUTE FUNCTION {S}.\"{N}_JoinCount\"()",
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Claim\"(p_owner uuid, p_lease_seconds integer, "
     "p_batch integer)\n"
     "RETURNS SETOF {T} LANGUAGE sql AS $$\n"
@@ -2664,6 +2799,17 @@ static const obx__outbox_sql obx__postgresql_outbox = {
         "to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()) "
         "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
         "CAST(? AS text[]), CAST(? AS bigint[])) AS u(id, mid, topic, payload, corr, due)",
+        "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") "
+        "VALUES (CAST(? AS uuid), ?, CAST(? AS integer), ?)",
+        "INSERT INTO {M} (\"JoinId\", \"OutboxMessageId\") SELECT \"JoinId\", CAST(? AS uuid) FROM {J} "
+        "WHERE \"JoinId\" = CAST(? AS uuid) ON CONFLICT DO NOTHING",
+        "UPDATE {M} SET \"Status\" = CAST(? AS smallint) WHERE \"JoinId\" = CAST(? AS uuid) AND "
+        "\"OutboxMessageId\" = CAST(? AS uuid) AND \"Status\" = 0",
+        "SELECT CAST(\"JoinId\" AS text), \"GroupingKey\", \"ExpectedSteps\", \"CompletedSteps\", "
+        "\"FailedSteps\", \"Status\", \"Metadata\", " OBX__PG_MS("CreatedUtc") ", " OBX__PG_MS("LastUpdatedUtc")
+        " FROM {J} WHERE \"JoinId\" = CAST(? AS uuid)",
+        "UPDATE {J} SET \"Status\" = CAST(? AS smallint), \"LastUpdatedUtc\" = now() "
+        "WHERE \"JoinId\" = CAST(? AS uuid) AND \"Status\" = 0",
     }};
 
 /* Indexed by obx_dialect; NULL where the dialect has no statements yet. */
@@ -2716,7 +2862,9 @@ struct obx_store {
     char *sql[OBX__Q_COUNT];      /* expanded statements */
     obx__buf list;                /* id lists for batch statements */
     obx__buf columns[6];          /* column lists of a batch insert */
-    obx__buf rows;                /* strings of the last claimed/read messages */
+    obx__buf rows;                /* strings of the last claim's messages */
+    obx__buf read_rows;           /* strings of the last get: apart, so a handler may read
+                                     without spoiling the batch it was called from */
     obx_message *msgs;            /* the last claim's messages */
     struct obx__row_offsets *offsets; /* where their strings sit in `rows` while reading */
     int msgs_cap;
@@ -2915,6 +3063,7 @@ OBX_API void obx_store_close(obx_store *store) {
     obx__buf_free(&hooks, &store->list);
     for (i = 0; i < 6; i++) obx__buf_free(&hooks, &store->columns[i]);
     obx__buf_free(&hooks, &store->rows);
+    obx__buf_free(&hooks, &store->read_rows);
     obx__free(&hooks, store->msgs);
     obx__free(&hooks, store->offsets);
     obx__free(&hooks, store->schema);
@@ -3174,7 +3323,7 @@ static const char *obx__at(const obx__buf *b, size_t off) {
 
 /* Read the current row (columns as OBX__SQLITE_COLS) into *m; strings go to
  * store->rows and are pointed at later, when the buffer stops moving. */
-static obx_result obx__read_message(obx_store *s, SQLHSTMT st, obx_message *m,
+static obx_result obx__read_message(obx_store *s, SQLHSTMT st, obx_message *m, obx__buf *buf,
                                     obx__row_offsets *o) {
     obx__db *db = &s->db;
     char text[40];
@@ -3196,21 +3345,21 @@ static obx_result obx__read_message(obx_store *s, SQLHSTMT st, obx_message *m,
         if (m->message_id[col] >= 'A' && m->message_id[col] <= 'F')
             m->message_id[col] = (char)(m->message_id[col] + 32);
     }
-    if ((r = obx__get_append(db, st, 3, SQL_C_CHAR, &s->rows, &o->topic, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, 4, SQL_C_CHAR, &s->rows, &o->payload, &m->payload_len)) != OBX_OK ||
-        (r = obx__get_append(db, st, 5, SQL_C_CHAR, &s->rows, &o->correlation, NULL)) != OBX_OK ||
+    if ((r = obx__get_append(db, st, 3, SQL_C_CHAR, buf, &o->topic, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, 4, SQL_C_CHAR, buf, &o->payload, &m->payload_len)) != OBX_OK ||
+        (r = obx__get_append(db, st, 5, SQL_C_CHAR, buf, &o->correlation, NULL)) != OBX_OK ||
         (r = obx__get_i64(db, st, 6, &m->created_at_ms, NULL)) != OBX_OK ||
         (r = obx__get_i64(db, st, 7, &m->due_time_ms, NULL)) != OBX_OK ||
         (r = obx__get_i64(db, st, 8, &v, NULL)) != OBX_OK)
         return r;
     m->retry_count = (int)v;
-    if ((r = obx__get_append(db, st, 9, SQL_C_CHAR, &s->rows, &o->last_error, NULL)) != OBX_OK ||
+    if ((r = obx__get_append(db, st, 9, SQL_C_CHAR, buf, &o->last_error, NULL)) != OBX_OK ||
         (r = obx__get_i64(db, st, 10, &v, NULL)) != OBX_OK)
         return r;
     m->status = (obx_status)v;
     m->is_processed = v == OBX_STATUS_DONE;
     if ((r = obx__get_i64(db, st, 11, &m->processed_at_ms, &is_null)) != OBX_OK ||
-        (r = obx__get_append(db, st, 12, SQL_C_CHAR, &s->rows, &o->processed_by, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, 12, SQL_C_CHAR, buf, &o->processed_by, NULL)) != OBX_OK ||
         (r = obx__get_i64(db, st, 13, &m->locked_until_ms, NULL)) != OBX_OK)
         return r;
     r = obx__check(db, SQLGetData(st, 14, SQL_C_CHAR, text, sizeof text, &ind), SQL_HANDLE_STMT,
@@ -3223,12 +3372,12 @@ static obx_result obx__read_message(obx_store *s, SQLHSTMT st, obx_message *m,
     return obx__get_i64(db, st, 15, &m->next_attempt_ms, NULL);
 }
 
-static void obx__point_strings(obx_store *s, obx_message *m, const obx__row_offsets *o) {
-    m->topic = obx__at(&s->rows, o->topic);
-    m->payload = obx__at(&s->rows, o->payload);
-    m->correlation_id = obx__at(&s->rows, o->correlation);
-    m->last_error = obx__at(&s->rows, o->last_error);
-    m->processed_by = obx__at(&s->rows, o->processed_by);
+static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o) {
+    m->topic = obx__at(buf, o->topic);
+    m->payload = obx__at(buf, o->payload);
+    m->correlation_id = obx__at(buf, o->correlation);
+    m->last_error = obx__at(buf, o->last_error);
+    m->processed_by = obx__at(buf, o->processed_by);
 }
 
 typedef struct obx__claim_ctx {
@@ -3259,7 +3408,7 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
                           c->batch_size);
             break;
         }
-        r = obx__read_message(s, cur, &s->msgs[c->count], &c->offsets[c->count]);
+        r = obx__read_message(s, cur, &s->msgs[c->count], &s->rows, &c->offsets[c->count]);
         if (r == OBX_OK) c->count++;
     }
     obx__close(cur);
@@ -3310,7 +3459,7 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
     r = obx__unit(&store->db, obx__claim_unit, &ctx, "claim");
     if (r == OBX_OK) {
         for (i = 0; i < ctx.count; i++) {
-        obx__point_strings(store, &store->msgs[i], &ctx.offsets[i]);
+        obx__point_strings(&store->rows, &store->msgs[i], &ctx.offsets[i]);
         store->msgs[i].store = store;
     }
         *messages = store->msgs;
@@ -3335,13 +3484,13 @@ static obx_result obx__get_unit(obx__db *db, void *vctx) {
     obx__param p[1];
     SQLHSTMT cur = NULL;
     obx_result r;
-    c->s->rows.len = 0;
+    c->s->read_rows.len = 0;
     c->found = 0;
     obx__p_text(&p[0], c->id, 36);
     r = obx__exec(db, OBX__Q_GET, c->s->sql[OBX__Q_GET], p, 1, NULL, &cur);
     if (r == OBX_OK) r = obx__fetch(db, cur);
     if (r == OBX_OK) {
-        r = obx__read_message(c->s, cur, c->m, &c->o);
+        r = obx__read_message(c->s, cur, c->m, &c->s->read_rows, &c->o);
         c->found = r == OBX_OK;
     }
     obx__close(cur);
@@ -3361,7 +3510,7 @@ OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *messag
     r = obx__unit_read(&store->db, obx__get_unit, &ctx, "get");
     if (r != OBX_OK) return r;
     if (!ctx.found) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, "obx_get: id", "no message %s", id);
-    obx__point_strings(store, &m, &ctx.o);
+    obx__point_strings(&store->read_rows, &m, &ctx.o);
     m.store = store;
     *message = m;
     return OBX_OK;
@@ -3575,6 +3724,397 @@ OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *ol
 }
 
 /* >> dispatcher ------------------------------------------------------------------- */
+
+/* >> joins ------------------------------------------------------------------------- */
+
+static obx_result obx__check_uuid_arg(obx_store *s, const char *fn, const char *arg, const char *value) {
+    char where[96];
+    if (obx__uuid_is_valid(value)) return OBX_OK;
+    snprintf(where, sizeof where, "%s: %s", fn, arg);
+    return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "%s must be a UUID", arg);
+}
+
+/* Run statements of a slot with parameters as one unit; *rows = rowcount. */
+typedef struct obx__stmt_ctx {
+    obx_store *s;
+    int slot;
+    obx__param *p;
+    int n;
+    int64_t rows;
+} obx__stmt_ctx;
+
+static obx_result obx__stmt_unit(obx__db *db, void *vctx) {
+    obx__stmt_ctx *c = (obx__stmt_ctx *)vctx;
+    return obx__exec(db, c->slot, c->s->sql[c->slot], c->p, c->n, &c->rows, NULL);
+}
+
+static obx_result obx__run_stmt(obx_store *s, int slot, obx__param *p, int n, const char *what,
+                                int64_t *rows) {
+    obx__stmt_ctx ctx;
+    obx_result r;
+    ctx.s = s;
+    ctx.slot = slot;
+    ctx.p = p;
+    ctx.n = n;
+    ctx.rows = 0;
+    r = obx__unit(&s->db, obx__stmt_unit, &ctx, what);
+    if (r == OBX_OK && rows) *rows = ctx.rows;
+    return r;
+}
+
+OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, int expected_steps,
+                                  const char *metadata, char out_join_id[37]) {
+    obx__param p[4];
+    char id[37];
+    obx_result r = obx__store_ready(store, "obx_join_start");
+    if (r != OBX_OK) return r;
+    if (expected_steps < 1)
+        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_join_start: expected_steps",
+                         "expected_steps must be >= 1, got %d", expected_steps);
+    if (grouping_key && obx__utf8_chars(grouping_key, strlen(grouping_key)) > 255)
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_start: grouping_key",
+                         "grouping_key is longer than 255 characters");
+    obx_owner_token(store, id);
+    obx__p_text(&p[0], id, 36);
+    obx__p_text(&p[1], grouping_key && grouping_key[0] ? grouping_key : NULL, (size_t)-1);
+    obx__p_i64(&p[2], expected_steps);
+    obx__p_text(&p[3], metadata, (size_t)-1);
+    r = obx__run_stmt(store, OBX__Q_JOIN_START, p, 4, "join start", NULL);
+    if (r != OBX_OK) return r;
+    obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "join %s started: %d step(s), key=%s", id,
+             expected_steps, grouping_key && grouping_key[0] ? grouping_key : "-");
+    if (out_join_id) memcpy(out_join_id, id, 37);
+    return OBX_OK;
+}
+
+typedef struct obx__join_ctx {
+    obx_store *s;
+    const char *join_id;
+    obx_join *join;
+    int found;
+} obx__join_ctx;
+
+static obx_result obx__join_read(obx__db *db, void *vctx) {
+    obx__join_ctx *c = (obx__join_ctx *)vctx;
+    obx_store *s = c->s;
+    obx__param p[1];
+    SQLHSTMT cur = NULL;
+    char text[40];
+    SQLLEN ind = 0;
+    size_t key_off = (size_t)-1, meta_off = (size_t)-1;
+    int64_t v[4];
+    obx_result r;
+    int i;
+    c->found = 0;
+    s->read_rows.len = 0;
+    obx__p_text(&p[0], c->join_id, 36);
+    r = obx__exec(db, OBX__Q_JOIN_GET, s->sql[OBX__Q_JOIN_GET], p, 1, NULL, &cur);
+    if (r == OBX_OK) r = obx__fetch(db, cur);
+    if (r == OBX_OK)
+        r = obx__check(db, SQLGetData(cur, 1, SQL_C_CHAR, text, sizeof text, &ind), SQL_HANDLE_STMT, cur,
+                       "SQLGetData");
+    if (r == OBX_OK) r = obx__get_append(db, cur, 2, SQL_C_CHAR, &s->read_rows, &key_off, NULL);
+    for (i = 0; r == OBX_OK && i < 4; i++) r = obx__get_i64(db, cur, 3 + i, &v[i], NULL);
+    if (r == OBX_OK) r = obx__get_append(db, cur, 7, SQL_C_CHAR, &s->read_rows, &meta_off, NULL);
+    if (r == OBX_OK) r = obx__get_i64(db, cur, 8, &c->join->created_ms, NULL);
+    if (r == OBX_OK) r = obx__get_i64(db, cur, 9, &c->join->updated_ms, NULL);
+    obx__close(cur);
+    if (r == OBX_EMPTY) return OBX_OK;
+    if (r != OBX_OK) return r;
+    c->found = 1;
+    obx__copy(c->join->id, sizeof c->join->id, text);
+    for (i = 0; c->join->id[i]; i++)
+        if (c->join->id[i] >= 'A' && c->join->id[i] <= 'F') c->join->id[i] = (char)(c->join->id[i] + 32);
+    c->join->grouping_key = obx__at(&s->read_rows, key_off);
+    c->join->expected_steps = (int)v[0];
+    c->join->completed_steps = (int)v[1];
+    c->join->failed_steps = (int)v[2];
+    c->join->status = (obx_join_status)v[3];
+    c->join->metadata = obx__at(&s->read_rows, meta_off);
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_join_get(obx_store *store, const char *join_id, obx_join *join) {
+    obx__join_ctx ctx;
+    obx_join j;
+    obx_result r = obx__store_ready(store, "obx_join_get");
+    if (r != OBX_OK) return r;
+    if ((r = obx__check_uuid_arg(store, "obx_join_get", "join_id", join_id)) != OBX_OK) return r;
+    if (!join) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_get: join", "must not be NULL");
+    memset(&j, 0, sizeof j);
+    ctx.s = store;
+    ctx.join_id = join_id;
+    ctx.join = &j;
+    r = obx__unit_read(&store->db, obx__join_read, &ctx, "join get");
+    if (r != OBX_OK) return r;
+    if (!ctx.found) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, "obx_join_get", "no join %s", join_id);
+    *join = j;
+    return OBX_OK;
+}
+
+typedef struct obx__attach_ctx {
+    obx_store *s;
+    const char *join_id, *message_id;
+    int status;                  /* 0: attach only; 1/2: report */
+    int missing;                 /* the join does not exist */
+} obx__attach_ctx;
+
+static obx_result obx__attach_unit(obx__db *db, void *vctx) {
+    obx__attach_ctx *c = (obx__attach_ctx *)vctx;
+    obx_store *s = c->s;
+    obx__param p[3];
+    int64_t rows = 0;
+    obx_result r;
+    obx__p_text(&p[0], c->message_id, 36);
+    obx__p_text(&p[1], c->join_id, 36);
+    r = obx__exec(db, OBX__Q_JOIN_ATTACH, s->sql[OBX__Q_JOIN_ATTACH], p, 2, &rows, NULL);
+    if (r == OBX_OK && rows == 0) { /* attached before, or no such join? */
+        obx_join j;
+        obx__join_ctx jc;
+        jc.s = s;
+        jc.join_id = c->join_id;
+        jc.join = &j;
+        r = obx__join_read(db, &jc);
+        c->missing = r == OBX_OK && !jc.found;
+    }
+    if (r == OBX_OK && !c->missing && c->status) {
+        /* Pending -> done/failed once; the member trigger counts it. */
+        obx__p_i64(&p[0], c->status);
+        obx__p_text(&p[1], c->join_id, 36);
+        obx__p_text(&p[2], c->message_id, 36);
+        r = obx__exec(db, OBX__Q_JOIN_REPORT, s->sql[OBX__Q_JOIN_REPORT], p, 3, NULL, NULL);
+    }
+    return r;
+}
+
+static obx_result obx__attach(obx_store *store, const char *fn, const char *join_id,
+                              const char *message_id, int status) {
+    obx__attach_ctx ctx;
+    obx_result r = obx__store_ready(store, fn);
+    if (r != OBX_OK) return r;
+    if ((r = obx__check_uuid_arg(store, fn, "join_id", join_id)) != OBX_OK ||
+        (r = obx__check_uuid_arg(store, fn, "message_id", message_id)) != OBX_OK)
+        return r;
+    ctx.s = store;
+    ctx.join_id = join_id;
+    ctx.message_id = message_id;
+    ctx.status = status;
+    ctx.missing = 0;
+    r = obx__unit(&store->db, obx__attach_unit, &ctx, fn);
+    if (r != OBX_OK) return r;
+    if (ctx.missing) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, fn, "no join %s", join_id);
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_join_attach(obx_store *store, const char *join_id, const char *message_id) {
+    return obx__attach(store, "obx_join_attach", join_id, message_id, 0);
+}
+
+OBX_API obx_result obx_join_report(obx_store *store, const char *join_id, const char *message_id,
+                                   int failed) {
+    return obx__attach(store, "obx_join_report", join_id, message_id, failed ? 2 : 1);
+}
+
+/* The join.wait payload: a flat JSON object the library writes and reads. */
+static int obx__json_string(obx__buf *b, const obx__hooks *h, const char *key, const char *value, int first) {
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p;
+    if (!obx__buf_add(h, b, first ? "{\"" : ",\"", 2) || !obx__buf_add(h, b, key, strlen(key)) ||
+        !obx__buf_add(h, b, "\":", 2))
+        return 0;
+    if (!value) return obx__buf_add(h, b, "null", 4);
+    if (!obx__buf_add(h, b, "\"", 1)) return 0;
+    for (p = (const unsigned char *)value; *p; p++) {
+        char esc[7];
+        if (*p == '"' || *p == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)*p;
+            if (!obx__buf_add(h, b, esc, 2)) return 0;
+        } else if (*p < 0x20) {
+            memcpy(esc, "\\u00", 4);
+            esc[4] = hex[*p >> 4];
+            esc[5] = hex[*p & 15];
+            if (!obx__buf_add(h, b, esc, 6)) return 0;
+        } else if (!obx__buf_add(h, b, (const char *)p, 1)) {
+            return 0;
+        }
+    }
+    return obx__buf_add(h, b, "\"", 1);
+}
+
+/* Find "key" in our flat object and unescape its string value into out;
+ * returns 1 (string), 0 (null or absent) or -1 (malformed or too long). */
+static int obx__json_get(const char *json, const char *key, char *out, size_t cap) {
+    char pattern[48];
+    const char *p;
+    size_t o = 0;
+    snprintf(pattern, sizeof pattern, "\"%s\":", key);
+    p = strstr(json, pattern);
+    if (!p) return 0;
+    p += strlen(pattern);
+    if (strncmp(p, "null", 4) == 0) return 0;
+    if (strncmp(p, "true", 4) == 0 || strncmp(p, "false", 5) == 0) {
+        obx__copy(out, cap, p[0] == 't' ? "true" : "false");
+        return 1;
+    }
+    if (*p++ != '"') return -1;
+    for (; *p && *p != '"'; p++) {
+        char c = *p;
+        if (c == '\\') {
+            p++;
+            if (*p == 'u') {
+                unsigned v = 0;
+                int k;
+                for (k = 1; k <= 4; k++) {
+                    char d = p[k];
+                    v = v * 16 + (unsigned)(d >= '0' && d <= '9' ? d - '0' : (d | 32) - 'a' + 10);
+                }
+                c = (char)v; /* we only escape control characters this way */
+                p += 4;
+            } else {
+                c = *p;
+            }
+        }
+        if (o + 1 >= cap) return -1;
+        out[o++] = c;
+    }
+    if (*p != '"') return -1;
+    out[o] = '\0';
+    return 1;
+}
+
+OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx_join_wait *w,
+                                         char out_id[37]) {
+    obx__buf b = {NULL, 0, 0};
+    obx_new_message m;
+    obx_result r = obx__store_ready(store, "obx_join_enqueue_wait");
+    int ok;
+    if (r != OBX_OK) return r;
+    if (!w) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: wait", "must not be NULL");
+    if ((r = obx__check_uuid_arg(store, "obx_join_enqueue_wait", "join_id", w->join_id)) != OBX_OK) return r;
+    if ((w->on_complete_topic && obx__utf8_chars(w->on_complete_topic, strlen(w->on_complete_topic)) > OBX_TOPIC_MAX) ||
+        (w->on_fail_topic && obx__utf8_chars(w->on_fail_topic, strlen(w->on_fail_topic)) > OBX_TOPIC_MAX))
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: topic",
+                         "a follow-up topic is longer than 255 characters");
+    ok = obx__json_string(&b, &store->hooks, "joinId", w->join_id, 1) &&
+         obx__json_string(&b, &store->hooks, "onCompleteTopic", w->on_complete_topic, 0) &&
+         obx__json_string(&b, &store->hooks, "onCompletePayload", w->on_complete_payload, 0) &&
+         obx__json_string(&b, &store->hooks, "onFailTopic", w->on_fail_topic, 0) &&
+         obx__json_string(&b, &store->hooks, "onFailPayload", w->on_fail_payload, 0) &&
+         obx__buf_add(&store->hooks, &b, w->fail_if_any_step_failed ? ",\"failIfAnyStepFailed\":true}"
+                                                                    : ",\"failIfAnyStepFailed\":false}",
+                      w->fail_if_any_step_failed ? 28 : 29);
+    if (!ok) {
+        obx__buf_free(&store->hooks, &b);
+        return obx__fail(&store->err, OBX_ERR_NO_MEMORY, "obx_join_enqueue_wait", "out of memory");
+    }
+    memset(&m, 0, sizeof m);
+    m.topic = "join.wait";
+    m.payload = b.data;
+    m.payload_len = b.len;
+    m.correlation_id = w->join_id;
+    r = hdbc ? obx_enqueue_tx(store, hdbc, &m, out_id) : obx_enqueue(store, &m, out_id);
+    obx__buf_free(&store->hooks, &b);
+    return r;
+}
+
+typedef struct obx__finish_ctx {
+    obx_store *s;
+    const char *join_id;
+    int status;
+    const obx_new_message *follow;   /* NULL: none */
+    int finished;
+} obx__finish_ctx;
+
+/* Mark the join finished and enqueue its follow-up in one transaction, so
+ * a join.wait delivered twice enqueues once. */
+static obx_result obx__finish_unit(obx__db *db, void *vctx) {
+    obx__finish_ctx *c = (obx__finish_ctx *)vctx;
+    obx__param p[2];
+    int64_t rows = 0;
+    obx_result r;
+    obx__p_i64(&p[0], c->status);
+    obx__p_text(&p[1], c->join_id, 36);
+    r = obx__exec(db, OBX__Q_JOIN_FINISH, c->s->sql[OBX__Q_JOIN_FINISH], p, 2, &rows, NULL);
+    c->finished = r == OBX_OK && rows == 1;
+    if (r == OBX_OK && c->finished && c->follow) {
+        obx__enqueue_ctx e;
+        size_t len = strlen((const char *)c->follow->payload);
+        char id[1][37];
+        e.s = c->s;
+        e.msgs = c->follow;
+        e.lens = &len;
+        e.count = 1;
+        e.ids = id;
+        r = obx__insert_messages(db, &e);
+    }
+    return r;
+}
+
+OBX_API obx_outcome obx_join_wait_handler(const obx_message *m, char *error, size_t error_size,
+                                          void *user) {
+    obx_store *s = m->store;
+    char join_id[40], fail_flag[8], topic[1024], *payload = NULL;
+    obx_join j;
+    obx_result r;
+    int fail, has_topic;
+    obx__finish_ctx ctx;
+    obx_new_message follow;
+    (void)user;
+    if (!s || obx__json_get(m->payload, "joinId", join_id, sizeof join_id) != 1) {
+        snprintf(error, error_size, "join.wait payload has no joinId");
+        return OBX_DEAD;
+    }
+    r = obx_join_get(s, join_id, &j);
+    if (r == OBX_ERR_NOT_FOUND) {
+        snprintf(error, error_size, "join %s does not exist", join_id);
+        return OBX_DEAD;
+    }
+    if (r != OBX_OK) {
+        snprintf(error, error_size, "reading join %s: %s", join_id, s->err.message);
+        return OBX_RETRY;
+    }
+    if (j.status != OBX_JOIN_PENDING) return OBX_DONE; /* finished by an earlier delivery */
+    if (j.completed_steps + j.failed_steps < j.expected_steps) {
+        snprintf(error, error_size, "join %s: %d of %d steps in", join_id,
+                 j.completed_steps + j.failed_steps, j.expected_steps);
+        return OBX_WAIT; /* OBX-091: later, without using up attempts */
+    }
+    fail = obx__json_get(m->payload, "failIfAnyStepFailed", fail_flag, sizeof fail_flag) == 1 &&
+           strcmp(fail_flag, "true") == 0 && j.failed_steps > 0;
+    has_topic = obx__json_get(m->payload, fail ? "onFailTopic" : "onCompleteTopic", topic, sizeof topic) == 1;
+    memset(&follow, 0, sizeof follow);
+    if (has_topic) {
+        size_t cap = strlen(m->payload) + 1;
+        payload = (char *)obx__alloc(&s->hooks, cap);
+        if (!payload) {
+            snprintf(error, error_size, "out of memory");
+            return OBX_RETRY;
+        }
+        if (obx__json_get(m->payload, fail ? "onFailPayload" : "onCompletePayload", payload, cap) != 1)
+            payload[0] = '\0';
+        follow.topic = topic;
+        follow.payload = payload;
+        follow.payload_len = OBX_NTS;
+        follow.correlation_id = join_id;
+    }
+    ctx.s = s;
+    ctx.join_id = join_id;
+    ctx.status = fail ? OBX_JOIN_FAILED : OBX_JOIN_COMPLETED;
+    ctx.follow = has_topic ? &follow : NULL;
+    ctx.finished = 0;
+    r = obx__unit(&s->db, obx__finish_unit, &ctx, "join finish");
+    obx__free(&s->hooks, payload);
+    if (r != OBX_OK) {
+        snprintf(error, error_size, "finishing join %s: %s", join_id, s->err.message);
+        return OBX_RETRY;
+    }
+    if (ctx.finished)
+        obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "join %s %s (%d done, %d failed)%s%s", join_id,
+                 fail ? "failed" : "completed", j.completed_steps, j.failed_steps,
+                 has_topic ? ": enqueued " : "", has_topic ? topic : "");
+    return OBX_DONE;
+}
 
 /* >> providers and routers --------------------------------------------------------- */
 

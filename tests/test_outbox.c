@@ -1855,6 +1855,257 @@ static void test_batch_text_exact(void) {
     obx_store_close(s);
 }
 
+/* ---- joins ---------------------------------------------------------------------------------------- */
+
+static int enqueue_attached(obx_store *s, const char *join_id, const char *topic, char id[37]) {
+    return enqueue(s, topic, "{}", id) && obx_join_attach(s, join_id, id) == OBX_OK;
+}
+
+static void test_080_082_start(void) {
+    obx_store *s = fresh();
+    char join_id[37];
+    obx_join j;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(obx_join_start(s, "customer-42", 3, "{\"type\":\"etl\"}", join_id), OBX_OK);
+    TT_ASSERT(obx_uuid_is_valid(join_id));                        /* OBX-081 */
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);              /* OBX-080 */
+    TT_EQ_STR(j.id, join_id);
+    TT_EQ_STR(j.grouping_key, "customer-42");
+    TT_EQ_STR(j.metadata, "{\"type\":\"etl\"}");
+    TT_EQ_INT(j.expected_steps, 3);
+    TT_EQ_INT(j.completed_steps, 0);                              /* OBX-082 */
+    TT_EQ_INT(j.failed_steps, 0);
+    TT_EQ_INT(j.status, OBX_JOIN_PENDING);
+    TT_EQ_INT(obx_join_start(s, NULL, 0, NULL, join_id), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_join_start: expected_steps");
+    obx_store_close(s);
+}
+
+static void test_083_084_attach(void) {
+    obx_store *s = fresh();
+    char join_id[37], id[37], unknown[37];
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(obx_join_start(s, NULL, 2, NULL, join_id), OBX_OK);
+    TT_ASSERT(enqueue(s, "t", "p", id));
+    TT_EQ_INT(obx_join_attach(s, join_id, id), OBX_OK);            /* OBX-083 */
+    TT_EQ_INT(obx_join_attach(s, join_id, id), OBX_OK);            /* OBX-084: no effect */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {M}"), 1);
+    obx_owner_token(s, unknown);
+    TT_EQ_INT(obx_join_attach(s, unknown, id), OBX_ERR_NOT_FOUND);
+    TT_EQ_INT(obx_join_attach(s, "nope", id), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_join_attach: join_id");
+    obx_store_close(s);
+}
+
+static void test_085_088_report(void) {
+    obx_store *s = fresh();
+    char join_id[37], a[37], b[37], c[37];
+    obx_join j;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(obx_join_start(s, NULL, 2, NULL, join_id), OBX_OK);
+    TT_ASSERT(enqueue(s, "t", "p", a) && enqueue(s, "t", "p", b) && enqueue(s, "t", "p", c));
+    TT_EQ_INT(obx_join_report(s, join_id, a, 0), OBX_OK);          /* OBX-085 (attaches too) */
+    TT_EQ_INT(obx_join_report(s, join_id, a, 0), OBX_OK);          /* OBX-086: once */
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 1);
+    TT_EQ_INT(obx_join_report(s, join_id, b, 1), OBX_OK);          /* OBX-087 */
+    TT_EQ_INT(obx_join_report(s, join_id, b, 1), OBX_OK);          /* OBX-088 */
+    TT_EQ_INT(obx_join_report(s, join_id, a, 1), OBX_OK);          /* already counted as done */
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 1);
+    TT_EQ_INT(j.failed_steps, 1);
+    TT_EQ_INT(obx_join_report(s, join_id, c, 0), OBX_OK);          /* a third step for two: capped */
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps + j.failed_steps, 2);
+    obx_store_close(s);
+}
+
+static void test_033_034_046_047_089_096_auto(void) {
+    obx_store *s = fresh();
+    char j1[37], j2[37], ids[3][37], owner[37];
+    const char *one[1];
+    const obx_message *ms;
+    obx_join j;
+    int n = 0, i;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(obx_join_start(s, "g", 3, NULL, j1), OBX_OK);
+    TT_EQ_INT(obx_join_start(s, "g", 1, NULL, j2), OBX_OK);
+    for (i = 0; i < 3; i++) TT_ASSERT(enqueue_attached(s, j1, "step", ids[i]));
+    TT_EQ_INT(obx_join_attach(s, j2, ids[0]), OBX_OK);            /* OBX-096: in two joins */
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 3, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 3);
+    one[0] = ids[0];
+    TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);          /* OBX-033/034/089 */
+    one[0] = ids[1];
+    TT_EQ_INT(obx_fail(s, owner, one, 1, "bad", NULL), OBX_OK);   /* OBX-046/047 */
+    TT_EQ_INT(obx_join_get(s, j1, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 1);
+    TT_EQ_INT(j.failed_steps, 1);
+    TT_EQ_INT(obx_join_get(s, j2, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 1);
+    /* Reporting an acked step by hand too counts nothing more. */
+    TT_EQ_INT(obx_join_report(s, j1, ids[0], 0), OBX_OK);
+    TT_EQ_INT(obx_join_get(s, j1, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 1);
+    /* An ack by the wrong owner changes neither the message nor the join. */
+    {
+        char thief[37];
+        obx_owner_token(s, thief);
+        one[0] = ids[2];
+        TT_EQ_INT(obx_ack(s, thief, one, 1, NULL), OBX_OK);
+        TT_EQ_INT(obx_join_get(s, j1, &j), OBX_OK);
+        TT_EQ_INT(j.completed_steps, 1);
+    }
+    obx_store_close(s);
+}
+
+static void join_wait_case(int fail_step, int fail_if_any, const char *want_topic, obx_join_status want) {
+    obx_store *s = fresh();
+    obx_dispatcher *d;
+    char join_id[37], ids[3][37], owner[37];
+    obx_join_wait w;
+    obx_join j;
+    obx_run_stats st;
+    const obx_message *ms;
+    const char *one[1];
+    int n = 0, i, rounds;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(obx_join_start(s, "etl", 3, NULL, join_id), OBX_OK);
+    for (i = 0; i < 3; i++) { /* steps due later: the test settles them by hand */
+        obx_new_message step = msg("extract", "{}");
+        step.due_utc_ms = now_ms() + 3600 * 1000;
+        TT_EQ_INT(obx_enqueue(s, &step, ids[i]), OBX_OK);
+        TT_EQ_INT(obx_join_attach(s, join_id, ids[i]), OBX_OK);
+    }
+    memset(&w, 0, sizeof w);
+    w.join_id = join_id;
+    w.fail_if_any_step_failed = fail_if_any;
+    w.on_complete_topic = "etl.transform";
+    w.on_complete_payload = "{\"customer\":\"c-1\",\"quote\":\"\\\"x\\\"\"}";
+    w.on_fail_topic = "etl.failed";
+    w.on_fail_payload = "{\"why\":\"extract\"}";
+    TT_EQ_INT(obx_join_enqueue_wait(s, NULL, &w, NULL), OBX_OK);
+    d = dispatcher(s, 3, NULL); /* few attempts: waiting must not use them up */
+    TT_ASSERT(d != NULL);
+    TT_EQ_INT(obx_dispatcher_on(d, "join.wait", obx_join_wait_handler, NULL), OBX_OK);
+    obx_owner_token(s, owner);
+    /* The steps are slow: the wait message comes round many times meanwhile. */
+    for (i = 0; i < 3; i++) {
+        for (rounds = 0; rounds < 3; rounds++) {
+            TT_ASSERT(sql(s, g_pg ? "UPDATE {T} SET \"NextAttemptAt\" = now() WHERE \"Topic\" = 'join.wait'"
+                                  : "UPDATE {T} SET \"NextAttemptAt\" = {W} WHERE \"Topic\" = 'join.wait'"));
+            TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+            TT_EQ_INT(st.retried, 1);                               /* OBX-091: abandoned, not dead */
+        }
+        {
+            char q[160];
+            snprintf(q, sizeof q, g_pg ? "UPDATE {T} SET \"NextAttemptAt\" = now() WHERE \"Id\" = '%s'"
+                                       : "UPDATE {T} SET \"NextAttemptAt\" = {W} WHERE \"Id\" = '%s'", ids[i]);
+            TT_ASSERT(sql(s, q));
+        }
+        TT_EQ_INT(obx_claim(s, owner, 30, 1, &ms, &n), OBX_OK);
+        TT_EQ_STR(ms[0].topic, "extract");
+        one[0] = ms[0].id;
+        if (i == fail_step) TT_EQ_INT(obx_fail(s, owner, one, 1, "source down", NULL), OBX_OK);
+        else TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);
+    }
+    TT_ASSERT(sql(s, g_pg ? "UPDATE {T} SET \"NextAttemptAt\" = now() WHERE \"Topic\" = 'join.wait'"
+                          : "UPDATE {T} SET \"NextAttemptAt\" = {W} WHERE \"Topic\" = 'join.wait'"));
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);                /* OBX-090 */
+    TT_EQ_INT(j.status, want);                                       /* OBX-092 */
+    TT_EQ_INT(obx_claim(s, owner, 30, 5, &ms, &n), OBX_OK);          /* OBX-093/094 */
+    TT_EQ_INT(n, 1);
+    TT_EQ_STR(ms[0].topic, want_topic);
+    TT_EQ_STR(ms[0].payload, strcmp(want_topic, "etl.transform") == 0 ? w.on_complete_payload : w.on_fail_payload);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
+static void test_090_091_093_complete(void) { join_wait_case(-1, 1, "etl.transform", OBX_JOIN_COMPLETED); }
+static void test_092_094_failed(void) { join_wait_case(1, 1, "etl.failed", OBX_JOIN_FAILED); }
+static void test_092_tolerant(void) { join_wait_case(1, 0, "etl.transform", OBX_JOIN_COMPLETED); }
+
+static void test_095_grouping(void) {
+    obx_store *s = fresh();
+    char a[37], b[37], c[37];
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(obx_join_start(s, "tenant-1", 1, NULL, a), OBX_OK);
+    TT_EQ_INT(obx_join_start(s, "tenant-1", 2, NULL, b), OBX_OK);
+    TT_EQ_INT(obx_join_start(s, "tenant-2", 1, NULL, c), OBX_OK);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {J} WHERE \"GroupingKey\" = 'tenant-1'"), 2);
+    obx_store_close(s);
+}
+
+/* Two connections ack the last two steps of one join at the same time: the
+ * counters must end exact (PostgreSQL: the join row lock serialises them). */
+typedef struct racer {
+    const char *id;
+    pthread_barrier_t *go;
+    int ok;
+} racer;
+
+static void *race_ack(void *arg) {
+    racer *r = (racer *)arg;
+    obx_store *s = open_table("Outbox", 0);
+    char owner[37];
+    const char *one[1];
+    const obx_message *ms;
+    int n = 0;
+    obx_result res;
+    r->ok = 0;
+    if (!s) return NULL;
+    /* Claim exactly this message: make it the only due one for us. */
+    obx_owner_token(s, owner);
+    one[0] = r->id;
+    (void)ms;
+    (void)n;
+    {
+        char q[256];
+        char *text;
+        snprintf(q, sizeof q, "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = '%s' WHERE \"Id\" = '%s'", owner, r->id);
+        text = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, q);
+        obx__unit(&s->db, run_sql_unit, text, "setup");
+        obx__free(&s->hooks, text);
+    }
+    pthread_barrier_wait(r->go);
+    do res = obx_ack(s, owner, one, 1, NULL);
+    while (res == OBX_ERR_DB_TRANSIENT);
+    r->ok = res == OBX_OK;
+    obx_store_close(s);
+    return NULL;
+}
+
+static void test_join_race(void) {
+    obx_store *s = fresh();
+    char join_id[37], ids[6][37];
+    pthread_t th[6];
+    racer rs[6];
+    pthread_barrier_t go;
+    obx_join j;
+    int i, round;
+    TT_ASSERT(s != NULL);
+    for (round = 0; round < 5; round++) {
+        TT_EQ_INT(obx_join_start(s, "race", 6, NULL, join_id), OBX_OK);
+        for (i = 0; i < 6; i++) TT_ASSERT(enqueue_attached(s, join_id, "step", ids[i]));
+        pthread_barrier_init(&go, NULL, 6);
+        for (i = 0; i < 6; i++) {
+            rs[i].id = ids[i];
+            rs[i].go = &go;
+            TT_ASSERT(pthread_create(&th[i], NULL, race_ack, &rs[i]) == 0);
+        }
+        for (i = 0; i < 6; i++) pthread_join(th[i], NULL);
+        pthread_barrier_destroy(&go);
+        for (i = 0; i < 6; i++) TT_ASSERT(rs[i].ok);
+        TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
+        TT_EQ_INT(j.completed_steps, 6);
+        TT_EQ_INT(j.failed_steps, 0);
+    }
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql '<ODBC connection string>'\n", argv[0]);
@@ -1930,6 +2181,29 @@ int main(int argc, char **argv) {
     RUN("OBX-122", "the poll interval doubles while idle, up to a cap", test_122_idle_backoff);
     RUN("OBX-WAKE", "wake-up dispatches at once; stop interrupts the wait", test_wake_and_stop);
     RUN("OBX-METRICS", "counters, metrics hook, queue depth and oldest age", test_metrics);
+    RUN("OBX-033", "ack counts a completed step in every join of the message", test_033_034_046_047_089_096_auto);
+    RUN("OBX-034", "the join count changes in the ack's own transaction", test_033_034_046_047_089_096_auto);
+    RUN("OBX-046", "fail counts a failed step in every join of the message", test_033_034_046_047_089_096_auto);
+    RUN("OBX-047", "the join count changes in the fail's own transaction", test_033_034_046_047_089_096_auto);
+    RUN("OBX-080", "start a join with key, steps, metadata", test_080_082_start);
+    RUN("OBX-081", "start returns a unique join id", test_080_082_start);
+    RUN("OBX-082", "a new join's counters are 0", test_080_082_start);
+    RUN("OBX-083", "attach a message to a join", test_083_084_attach);
+    RUN("OBX-084", "attach is idempotent", test_083_084_attach);
+    RUN("OBX-085", "report a completed step", test_085_088_report);
+    RUN("OBX-086", "a completed step reported twice counts once", test_085_088_report);
+    RUN("OBX-087", "report a failed step", test_085_088_report);
+    RUN("OBX-088", "a failed step reported twice counts once", test_085_088_report);
+    RUN("OBX-089", "the database updates join counters on ack and fail (triggers)", test_033_034_046_047_089_096_auto);
+    RUN("OBX-090", "join.wait completes when completed + failed = expected", test_090_091_093_complete);
+    RUN("OBX-091", "join.wait not ready: retried later without using up attempts", test_090_091_093_complete);
+    RUN("OBX-092", "fail_if_any_step_failed: a failed step fails the join (and not without it)", test_092_094_failed);
+    RUN("OBX-092", "without fail_if_any_step_failed a failed step still completes", test_092_tolerant);
+    RUN("OBX-093", "on completion the on-complete message is enqueued", test_090_091_093_complete);
+    RUN("OBX-094", "on failure the on-fail message is enqueued", test_092_094_failed);
+    RUN("OBX-095", "joins grouped by a key", test_095_grouping);
+    RUN("OBX-096", "a message may belong to several joins", test_033_034_046_047_089_096_auto);
+    RUN("OBX-JOIN-RACE", "six connections ack the steps of one join at once: counters exact", test_join_race);
     RUN("OBX-097", "a batch is one transaction: a failure leaves nothing", test_097_one_transaction);
     RUN("OBX-100", "four worker processes drain one table safely", test_100_many_workers);
     RUN("OBX-101", "two concurrent claimers never get the same message", test_101_never_twice);

@@ -41,6 +41,29 @@ CREATE TABLE IF NOT EXISTS "dbo"."OutboxJoinMember" (
     PRIMARY KEY ("JoinId", "OutboxMessageId")
 );
 CREATE INDEX IF NOT EXISTS "IX_OutboxJoinMember_Message" ON "dbo"."OutboxJoinMember" ("OutboxMessageId");
+CREATE OR REPLACE FUNCTION "dbo"."Outbox_JoinStep"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE "dbo"."OutboxJoinMember" AS m SET "Status" = CASE n."Status" WHEN 2 THEN 1 ELSE 2 END
+      FROM new_rows AS n JOIN old_rows AS o ON o."Id" = n."Id"
+     WHERE n."Status" IN (2, 3) AND o."Status" <> n."Status"
+       AND m."OutboxMessageId" = n."Id" AND m."Status" = 0;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER "Outbox_JoinStep" AFTER UPDATE ON "dbo"."Outbox"
+REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION "dbo"."Outbox_JoinStep"();
+CREATE OR REPLACE FUNCTION "dbo"."Outbox_JoinCount"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE "dbo"."OutboxJoin" SET
+        "CompletedSteps" = "CompletedSteps" + CASE WHEN NEW."Status" = 1 AND "CompletedSteps" + "FailedSteps" < "ExpectedSteps" THEN 1 ELSE 0 END,
+        "FailedSteps" = "FailedSteps" + CASE WHEN NEW."Status" = 2 AND "CompletedSteps" + "FailedSteps" < "ExpectedSteps" THEN 1 ELSE 0 END,
+        "LastUpdatedUtc" = now()
+     WHERE "JoinId" = NEW."JoinId";
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER "Outbox_JoinCount" AFTER UPDATE OF "Status" ON "dbo"."OutboxJoinMember"
+FOR EACH ROW WHEN (OLD."Status" = 0 AND NEW."Status" IN (1, 2))
+EXECUTE FUNCTION "dbo"."Outbox_JoinCount"();
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_Claim"(p_owner uuid, p_lease_seconds integer, p_batch integer)
 RETURNS SETOF "dbo"."Outbox" LANGUAGE sql AS $$
     WITH picked AS MATERIALIZED (

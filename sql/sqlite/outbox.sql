@@ -39,3 +39,18 @@ CREATE TABLE IF NOT EXISTS "OutboxJoinMember" (
     PRIMARY KEY ("JoinId", "OutboxMessageId")
 );
 CREATE INDEX IF NOT EXISTS "IX_OutboxJoinMember_Message" ON "OutboxJoinMember" ("OutboxMessageId");
+CREATE TRIGGER IF NOT EXISTS "Outbox_JoinStep" AFTER UPDATE OF "Status" ON "Outbox"
+WHEN NEW."Status" IN (2, 3) AND OLD."Status" <> NEW."Status"
+BEGIN
+    UPDATE "OutboxJoinMember" SET "Status" = CASE NEW."Status" WHEN 2 THEN 1 ELSE 2 END
+     WHERE "OutboxMessageId" = NEW."Id" AND "Status" = 0;
+END;
+CREATE TRIGGER IF NOT EXISTS "Outbox_JoinCount" AFTER UPDATE OF "Status" ON "OutboxJoinMember"
+WHEN OLD."Status" = 0 AND NEW."Status" IN (1, 2)
+BEGIN
+    UPDATE "OutboxJoin" SET
+        "CompletedSteps" = "CompletedSteps" + (NEW."Status" = 1 AND "CompletedSteps" + "FailedSteps" < "ExpectedSteps"),
+        "FailedSteps" = "FailedSteps" + (NEW."Status" = 2 AND "CompletedSteps" + "FailedSteps" < "ExpectedSteps"),
+        "LastUpdatedUtc" = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
+     WHERE "JoinId" = NEW."JoinId";
+END;
