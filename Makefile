@@ -28,7 +28,8 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
         check-nm check-asan check-valgrind
 .DELETE_ON_ERROR:
 
-TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_real $(B)/test_outbox $(B)/test_inbox
+TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_real $(B)/test_outbox $(B)/test_inbox \
+          $(B)/test_multi
 
 all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox
 
@@ -53,6 +54,9 @@ $(B)/test_outbox: tests/test_outbox.c tests/tt.h obx.h | $(B)
 
 $(B)/test_inbox: tests/test_inbox.c tests/tt.h ibx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_inbox.c -o $@ -lodbc
+
+$(B)/test_multi: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_multi.c -o $@ -lodbc
 
 $(B)/quickstart: examples/quickstart.c obx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) examples/quickstart.c -o $@ -lodbc
@@ -99,7 +103,7 @@ check-common:
 check-warnings: | $(B)
 	@for cc in gcc clang; do for std in c99 c11; do \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/fake_odbc.c tests/fake_selftest.c || exit 1; \
-	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/bench.c examples/quickstart.c examples/webhook_inbox.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c tests/bench.c examples/quickstart.c examples/webhook_inbox.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11)"
 
@@ -135,10 +139,13 @@ $(B)/asan/test_outbox: tests/test_outbox.c obx.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_outbox.c -o $@ -lodbc
 $(B)/asan/test_inbox: tests/test_inbox.c ibx.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_inbox.c -o $@ -lodbc
+$(B)/asan/test_multi: tests/test_multi.c $(HEADERS) | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_multi.c -o $@ -lodbc
 $(B)/asan/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/fake_selftest.c tests/fake_odbc.c -o $@
 
-check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_real $(B)/asan/test_outbox $(B)/asan/test_inbox
+check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_real $(B)/asan/test_outbox \
+            $(B)/asan/test_inbox $(B)/asan/test_multi
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp tests/run.sh $(B)/asan
 
 check-valgrind: $(TESTS)

@@ -414,6 +414,7 @@ typedef struct ibx_message {
     int64_t locked_until_ms;
     int64_t next_attempt_ms;
     char owner_token[37];        /* "" when not leased */
+    ibx_store *store;            /* the store it came from */
 } ibx_message;
 
 /* Name of a status as stored: "Seen", "Processing", "Done", "Dead"
@@ -528,7 +529,9 @@ IBX_API ibx_result ibx_queue_stats(ibx_store *store, int64_t *ready, int64_t *ol
 typedef enum ibx_outcome {
     IBX_DONE = 0,                /* handled: acknowledged (Done) */
     IBX_RETRY = 1,               /* transient failure: abandoned with backoff */
-    IBX_DEAD = 2                 /* permanent failure: Dead at once */
+    IBX_DEAD = 2,                /* permanent failure: Dead at once */
+    IBX_WAIT = 3                 /* not ready yet: retried later, never counted as a failed
+                                    attempt (backoff capped at 5 s) */
 } ibx_outcome;
 
 /* A handler gets the whole message, attempt and first/last seen included
@@ -540,6 +543,68 @@ typedef int64_t (*ibx_backoff_fn)(int attempt, void *user);
 
 typedef struct ibx_dispatcher ibx_dispatcher;
 
+/* ---- Many databases: providers and routers ------------------------------------- */
+
+/* The stores of many databases (one per tenant or site), kept open. */
+typedef struct ibx_provider ibx_provider;
+
+/* A fixed list of databases, or a discovery callback that the provider
+ * calls every refresh interval. All-zero fields take the defaults. */
+typedef struct ibx_provider_desc {
+    ibx_store_desc store;        /* template for every store (schema, table, deploy_schema,
+                                    hooks, metrics); connection_string and
+                                    store_id come from each database, hdbc must be NULL */
+    const ibx_database *databases; /* a fixed list (copied) ... */
+    int database_count;
+    ibx_discover_fn discover;    /* ... or discovery (then databases must be NULL) */
+    void *discover_user;
+    int64_t refresh_interval_ms; /* default 300000 (5 min, IBX-076) */
+} ibx_provider_desc;
+
+/* Create a provider and open a store per database (discovery is called
+ * once now). A database whose store cannot be opened is logged and left
+ * out until the next refresh. Returns IBX_OK; IBX_ERR_INVALID_ARG (both or
+ * neither of databases and discover, a NULL or empty or duplicate id,
+ * desc->store.hdbc set); IBX_ERR_NO_MEMORY. */
+IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provider **out);
+
+/* Close every store and free the provider. NULL is a no-op. */
+IBX_API void ibx_provider_destroy(ibx_provider *provider);
+
+/* Ask discovery now: new databases get stores, removed ones are closed,
+ * unchanged ones are kept as they are (IBX-077..079). Dispatchers call
+ * this themselves when the refresh interval has passed. Returns IBX_OK,
+ * IBX_ERR_STATE (a fixed list: nothing to refresh), IBX_ERR_DB (discovery
+ * failed: the current set is kept), IBX_ERR_INVALID_ARG (discovery returned
+ * a bad entry: the current set is kept). */
+IBX_API ibx_result ibx_provider_refresh(ibx_provider *provider);
+
+/* Number of open stores, and the store at `index` (NULL when out of range)
+ * with its stable identifier (IBX-070). Valid until the next refresh. */
+IBX_API int ibx_provider_count(const ibx_provider *provider);
+IBX_API ibx_store *ibx_provider_store(const ibx_provider *provider, int index);
+IBX_API const char *ibx_provider_store_id(const ibx_provider *provider, int index);
+
+/* Details of the provider's last error. */
+IBX_API const ibx_error *ibx_provider_last_error(const ibx_provider *provider);
+
+/* The store for a routing key: the database id (IBX-072). No database is
+ * opened: the provider's stores are reused (IBX-121). Returns IBX_OK;
+ * IBX_ERR_INVALID_ARG (key NULL or empty); IBX_ERR_NOT_FOUND (no database
+ * with that id, IBX-073). */
+IBX_API ibx_result ibx_router_get(ibx_provider *provider, const char *key, ibx_store **out);
+
+/* The same for a GUID key, by its canonical lower-case text (IBX-074). */
+IBX_API ibx_result ibx_router_get_guid(ibx_provider *provider, const ibx_guid *key, ibx_store **out);
+
+/* A selection strategy of your own: which store to poll next, and what it
+ * returned. */
+typedef struct ibx_strategy {
+    int (*next)(void *user, int store_count);
+    void (*report)(void *user, int store, int claimed);
+    void *user;
+} ibx_strategy;
+
 typedef struct ibx_run_stats {
     int claimed, done, retried, dead, no_handler;
     int64_t reaped;
@@ -550,7 +615,12 @@ typedef struct ibx_run_stats {
  * 60 s), poll 500 ms doubling to 2 s while idle, reap every 30 s, error
  * delay 30 s. */
 typedef struct ibx_dispatcher_desc {
-    ibx_store *store;
+    ibx_store *store;            /* one store, or: */
+    ibx_provider *provider;      /* many: each round polls the store the strategy picks */
+    ibx_selection selection;     /* default round-robin (IBX-087); or drain-first (IBX-088) */
+    ibx_strategy strategy;       /* a strategy of your own (next set): replaces selection */
+    int64_t cleanup_interval_ms; /* 0: no automatic cleanup; else every store, this often ... */
+    int64_t cleanup_retention_ms;/* ... keeping Done messages this long (0: 30 days) */
     const char *owner_token;
     int batch_size;
     int lease_seconds;
@@ -3176,7 +3246,10 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
     ctx.count = 0;
     r = ibx__unit(&store->db, ibx__claim_unit, &ctx, "claim");
     if (r != IBX_OK) return r;
-    for (i = 0; i < ctx.count; i++) ibx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
+    for (i = 0; i < ctx.count; i++) {
+        ibx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
+        store->msgs[i].store = store;
+    }
     *messages = store->msgs;
     *count = ctx.count;
     ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "claimed %d message(s) for %s", ctx.count,
@@ -3230,6 +3303,7 @@ IBX_API ibx_result ibx_get(ibx_store *store, const char *source, const char *mes
     if (!ctx.found)
         return ibx__fail(&store->err, IBX_ERR_NOT_FOUND, "ibx_get", "no message %s from %s", message_id, source);
     ibx__point_strings(&store->read_rows, &m, &ctx.o);
+    m.store = store;
     *message = m;
     return IBX_OK;
 }
@@ -3402,20 +3476,173 @@ IBX_API ibx_result ibx_queue_stats(ibx_store *store, int64_t *ready, int64_t *ol
     return IBX_OK;
 }
 
+/* >> providers and routers --------------------------------------------------------- */
+
+struct ibx_provider {
+    ibx__hooks hooks;
+    ibx_error err;
+    ibx_store_desc base;         /* the template; strings below are our copies */
+    char *schema, *table;
+    ibx__registry reg;
+    ibx_discover_fn discover;
+    void *discover_user;
+    int64_t refresh_ms, next_refresh_ms;
+};
+
+static void *ibx__provider_open(void *ctx, const char *id, const char *connstr) {
+    ibx_provider *p = (ibx_provider *)ctx;
+    ibx_store_desc desc = p->base;
+    ibx_store *s = NULL;
+    desc.connection_string = connstr;
+    desc.hdbc = NULL;
+    desc.store_id = id;
+    if (ibx_store_open(&desc, &s) != IBX_OK) { /* open logged why */
+        ibx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void ibx__provider_close(void *ctx, void *store) {
+    (void)ctx;
+    ibx_store_close((ibx_store *)store);
+}
+
+/* Run discovery into the registry. */
+static ibx_result ibx__provider_discover(ibx_provider *p) {
+    ibx_database found[256];
+    int n, added = 0, removed = 0;
+    ibx_result r;
+    p->next_refresh_ms = ibx__mono_ms(&p->hooks) + p->refresh_ms;
+    n = p->discover(found, 256, p->discover_user);
+    if (n < 0 || n > 256)
+        return ibx__fail(&p->err, IBX_ERR_DB, "ibx_provider_refresh: discover",
+                         "discovery failed (returned %d); keeping the %d current database(s)", n,
+                         p->reg.count);
+    r = ibx__registry_apply(&p->reg, found, n, &added, &removed);
+    if (r != IBX_OK)
+        return ibx__fail(&p->err, r, "ibx_provider_refresh: discover",
+                         "discovery returned a NULL, empty or duplicate id or connection string");
+    ibx__log(&p->hooks, added || removed ? IBX_LOG_INFO : IBX_LOG_DEBUG, "provider",
+             "discovery: %d database(s), %d added, %d removed", p->reg.count, added, removed);
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provider **out) {
+    ibx__hooks hooks;
+    ibx_provider *p;
+    ibx_result r;
+    if (!out) return IBX_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!desc || (desc->databases != NULL) == (desc->discover != NULL) || desc->store.hdbc ||
+        desc->database_count < 0 || desc->refresh_interval_ms < 0)
+        return IBX_ERR_INVALID_ARG;
+    ibx__hooks_resolve(&hooks, &desc->store.hooks);
+    p = (ibx_provider *)ibx__alloc(&hooks, sizeof *p);
+    if (!p) return IBX_ERR_NO_MEMORY;
+    memset(p, 0, sizeof *p);
+    ibx__hooks_resolve(&p->hooks, &desc->store.hooks);
+    p->base = desc->store;
+    p->schema = desc->store.schema ? ibx__strdup(&p->hooks, desc->store.schema) : NULL;
+    p->table = desc->store.table ? ibx__strdup(&p->hooks, desc->store.table) : NULL;
+    p->base.schema = p->schema;
+    p->base.table = p->table;
+    p->reg.hooks = &p->hooks;
+    p->reg.open = ibx__provider_open;
+    p->reg.close = ibx__provider_close;
+    p->reg.ctx = p;
+    p->reg.name = "provider";
+    p->discover = desc->discover;
+    p->discover_user = desc->discover_user;
+    p->refresh_ms = desc->refresh_interval_ms ? desc->refresh_interval_ms : 300000;
+    *out = p;
+    r = p->discover ? ibx__provider_discover(p)
+                    : ibx__registry_apply(&p->reg, desc->databases, desc->database_count, NULL, NULL);
+    if (r == IBX_ERR_INVALID_ARG)
+        ibx__fail(&p->err, r, "ibx_provider_create: databases",
+                  "every database needs a unique, non-empty id and a connection string");
+    if (r != IBX_OK && r != IBX_ERR_DB) { /* a failed first discovery still gives a provider */
+        ibx_provider_destroy(p);
+        *out = NULL;
+        return r;
+    }
+    return r;
+}
+
+IBX_API void ibx_provider_destroy(ibx_provider *p) {
+    ibx__hooks hooks;
+    if (!p) return;
+    ibx__registry_free(&p->reg);
+    hooks = p->hooks;
+    ibx__free(&hooks, p->schema);
+    ibx__free(&hooks, p->table);
+    ibx__free(&hooks, p);
+}
+
+IBX_API ibx_result ibx_provider_refresh(ibx_provider *p) {
+    if (!p) return IBX_ERR_INVALID_ARG;
+    ibx__error_clear(&p->err);
+    if (!p->discover)
+        return ibx__fail(&p->err, IBX_ERR_STATE, "ibx_provider_refresh", "a fixed list has no discovery");
+    return ibx__provider_discover(p);
+}
+
+IBX_API int ibx_provider_count(const ibx_provider *p) { return p ? p->reg.count : 0; }
+
+IBX_API ibx_store *ibx_provider_store(const ibx_provider *p, int index) {
+    return p && index >= 0 && index < p->reg.count ? (ibx_store *)p->reg.items[index].store : NULL;
+}
+
+IBX_API const char *ibx_provider_store_id(const ibx_provider *p, int index) {
+    return p && index >= 0 && index < p->reg.count ? p->reg.items[index].id : NULL;
+}
+
+IBX_API const ibx_error *ibx_provider_last_error(const ibx_provider *p) {
+    return p ? &p->err : &ibx__null_store_error;
+}
+
+IBX_API ibx_result ibx_router_get(ibx_provider *p, const char *key, ibx_store **out) {
+    int at;
+    if (!p || !out) return IBX_ERR_INVALID_ARG;
+    ibx__error_clear(&p->err);
+    if (!key || !key[0])
+        return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get: key", "key must not be NULL or empty");
+    at = ibx__registry_find(&p->reg, key);
+    if (at < 0)
+        return ibx__fail(&p->err, IBX_ERR_NOT_FOUND, "ibx_router_get: key", "no inbox for routing key '%s'", key);
+    *out = (ibx_store *)p->reg.items[at].store;
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_router_get_guid(ibx_provider *p, const ibx_guid *key, ibx_store **out) {
+    char text[37];
+    if (!p || !out) return IBX_ERR_INVALID_ARG;
+    if (!key) return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get_guid: key", "key must not be NULL");
+    ibx__guid_text(key->bytes, text);
+    return ibx_router_get(p, text, out);
+}
+
 /* >> dispatcher ------------------------------------------------------------------- */
 
 struct ibx_dispatcher {
-    ibx_store *store;
+    ibx_store *store;            /* single-store mode */
+    ibx_provider *provider;      /* or many */
+    ibx__entry single;           /* single-store mode's housekeeping schedule */
+    const ibx__hooks *hooks;
+    ibx_error *err;              /* where round errors are reported */
     char owner[37];
     int batch_size, lease_seconds, max_attempts;
     ibx_backoff_fn backoff;
     void *backoff_user;
-    int64_t reap_ms, next_reap_ms;
+    int64_t reap_ms, cleanup_ms, retention_ms;
     ibx__loop_timing timing;
     ibx__loop loop;
     ibx__routes routes;
+    ibx_selector selector;
+    ibx_strategy strategy;
+    int empty_streak;
     ibx_key *acks;               /* batch_size entries each */
-    int *failures;
+    int *failures;               /* indexes of messages that did not succeed */
     ibx_outcome *outcomes;
     char (*errors)[256];
 };
@@ -3428,27 +3655,39 @@ static int64_t ibx__default_backoff(int attempt, void *user) {
 IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_dispatcher **out) {
     ibx_dispatcher *d;
     const ibx__hooks *h;
+    ibx_error *err;
     size_t b;
     if (!out) return IBX_ERR_INVALID_ARG;
     *out = NULL;
-    if (!desc || !desc->store) return IBX_ERR_INVALID_ARG;
-    if (desc->owner_token && ibx__check_token(desc->store, "ibx_dispatcher_create", desc->owner_token) != IBX_OK)
-        return IBX_ERR_INVALID_ARG;
+    if (!desc || (desc->store != NULL) == (desc->provider != NULL)) return IBX_ERR_INVALID_ARG;
+    h = desc->store ? &desc->store->hooks : &desc->provider->hooks;
+    err = desc->store ? &desc->store->err : &desc->provider->err;
+    if (desc->owner_token && (!ibx__uuid_is_valid(desc->owner_token) ||
+                              strcmp(desc->owner_token, "00000000-0000-0000-0000-000000000000") == 0))
+        return ibx__fail(err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: owner_token",
+                         "owner_token must be a UUID, not the empty one");
     if (desc->batch_size < 0 || desc->batch_size > 10000 || desc->lease_seconds < 0 ||
         desc->lease_seconds > 86400 || desc->max_attempts < 0 || desc->poll_interval_ms < 0 ||
         desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 || desc->startup_delay_ms < 0 ||
-        desc->error_delay_ms < 0)
-        return ibx__fail(&desc->store->err, IBX_ERR_OUT_OF_RANGE, "ibx_dispatcher_create: desc",
-                         "batch_size 0..10000, lease_seconds 0..86400, and no negative "
-                         "attempts or intervals (0 means the default)");
-    h = &desc->store->hooks;
+        desc->error_delay_ms < 0 || desc->cleanup_interval_ms < 0 || desc->cleanup_retention_ms < 0 ||
+        ((int)desc->selection != IBX_SELECT_ROUND_ROBIN && (int)desc->selection != IBX_SELECT_DRAIN_FIRST))
+        return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, "ibx_dispatcher_create: desc",
+                         "batch_size 0..10000, lease_seconds 0..86400, a known selection, and no "
+                         "negative attempts or intervals (0 means the default)");
     d = (ibx_dispatcher *)ibx__alloc(h, sizeof *d);
     if (!d) return IBX_ERR_NO_MEMORY;
     memset(d, 0, sizeof *d);
     ibx__loop_init(&d->loop, h, desc->stop_flag);
     d->store = desc->store;
-    if (desc->owner_token) ibx__copy(d->owner, sizeof d->owner, desc->owner_token);
-    else ibx_owner_token(desc->store, d->owner);
+    d->provider = desc->provider;
+    d->hooks = h;
+    d->err = err;
+    if (desc->owner_token) {
+        ibx__copy(d->owner, sizeof d->owner, desc->owner_token);
+    } else {
+        ibx_uuid_state fresh = {0, 0};
+        ibx__uuid_v7(&fresh, ibx__now_ms(h), ibx__random(h), ibx__random(h), d->owner);
+    }
     d->batch_size = desc->batch_size ? desc->batch_size : 50;
     d->lease_seconds = desc->lease_seconds ? desc->lease_seconds : 30;
     d->max_attempts = desc->max_attempts ? desc->max_attempts : 10;
@@ -3460,7 +3699,10 @@ IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_di
     d->timing.startup_ms = desc->startup_delay_ms;
     d->timing.error_ms = desc->error_delay_ms ? desc->error_delay_ms : 30000;
     d->reap_ms = desc->reap_interval_ms ? desc->reap_interval_ms : 30000;
-    d->next_reap_ms = ibx__mono_ms(h);
+    d->cleanup_ms = desc->cleanup_interval_ms;
+    d->retention_ms = desc->cleanup_retention_ms;
+    d->strategy = desc->strategy;
+    ibx__selector_init(&d->selector, desc->selection, 0);
     b = (size_t)d->batch_size;
     d->acks = (ibx_key *)ibx__alloc(h, sizeof *d->acks * b);
     d->failures = (int *)ibx__alloc(h, sizeof *d->failures * b);
@@ -3477,7 +3719,7 @@ IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_di
 IBX_API void ibx_dispatcher_destroy(ibx_dispatcher *d) {
     const ibx__hooks *h;
     if (!d) return;
-    h = &d->store->hooks;
+    h = d->hooks;
     ibx__routes_free(h, &d->routes);
     ibx__free(h, d->acks);
     ibx__free(h, d->failures);
@@ -3489,19 +3731,18 @@ IBX_API void ibx_dispatcher_destroy(ibx_dispatcher *d) {
 
 IBX_API ibx_result ibx_dispatcher_on(ibx_dispatcher *d, const char *topic, ibx_handler handler,
                                      void *user) {
-    ibx_store *s;
     if (!d) return IBX_ERR_INVALID_ARG;
-    s = d->store;
     if (!topic || !topic[0] || ibx__utf8_chars(topic, strlen(topic)) > IBX_KEY_MAX)
-        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_on: topic",
+        return ibx__fail(d->err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_on: topic",
                          "topic must be 1..255 characters, or \"*\"");
     if (!handler)
-        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_on: handler", "must not be NULL");
-    if (ibx__routes_add(&s->hooks, &d->routes, topic, (ibx__any_fn)handler, user) != IBX_OK)
-        return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_on", "out of memory");
+        return ibx__fail(d->err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_on: handler", "must not be NULL");
+    if (ibx__routes_add(d->hooks, &d->routes, topic, (ibx__any_fn)handler, user) != IBX_OK)
+        return ibx__fail(d->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_on", "out of memory");
     return IBX_OK;
 }
 
+/* Run every handler for one message; the first that does not succeed decides. */
 static ibx_outcome ibx__handle(ibx_dispatcher *d, const ibx_message *m, char *error, int *matched) {
     ibx_outcome outcome = IBX_DONE;
     const ibx__route *r;
@@ -3512,7 +3753,7 @@ static ibx_outcome ibx__handle(ibx_dispatcher *d, const ibx_message *m, char *er
         memset(error, 0, 256);
         outcome = ((ibx_handler)r->fn)(m, error, 256, r->user);
         error[255] = '\0';
-        if (outcome != IBX_DONE && outcome != IBX_RETRY && outcome != IBX_DEAD) {
+        if (outcome != IBX_DONE && outcome != IBX_RETRY && outcome != IBX_DEAD && outcome != IBX_WAIT) {
             snprintf(error, 256, "handler returned %d, not an ibx_outcome", (int)outcome);
             outcome = IBX_DEAD;
         }
@@ -3520,31 +3761,31 @@ static ibx_outcome ibx__handle(ibx_dispatcher *d, const ibx_message *m, char *er
     return outcome;
 }
 
-IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *d, ibx_run_stats *stats) {
-    ibx_run_stats st;
-    ibx_store *s;
+/* Housekeeping of one store when due: reap (IBX-053), cleanup if asked. */
+static ibx_result ibx__housekeep(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
+    int64_t now = ibx__mono_ms(&s->hooks);
+    ibx_result r = IBX_OK;
+    if (now >= e->next_reap_ms) {
+        e->next_reap_ms = now + d->reap_ms;
+        r = ibx_reap(s, &st->reaped);
+    }
+    if (r == IBX_OK && d->cleanup_ms > 0 && now >= e->next_cleanup_ms) {
+        e->next_cleanup_ms = now + d->cleanup_ms;
+        r = ibx_cleanup(s, d->retention_ms, 0, NULL);
+    }
+    return r;
+}
+
+/* One batch from one store: claim, handle, settle. */
+static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
     const ibx_message *ms;
     ibx_result r, settle = IBX_OK;
     int n = 0, i, acks = 0, failures = 0;
-    int64_t now;
-    memset(&st, 0, sizeof st);
-    if (!d) return IBX_ERR_INVALID_ARG;
-    s = d->store;
-    now = ibx__mono_ms(&s->hooks);
-    if (now >= d->next_reap_ms) {
-        d->next_reap_ms = now + d->reap_ms;
-        r = ibx_reap(s, &st.reaped);
-        if (r < 0) {
-            if (stats) *stats = st;
-            return r;
-        }
-    }
+    r = ibx__housekeep(d, s, e, st);
+    if (r < 0) return r;
     r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
-    if (r != IBX_OK) {
-        if (stats) *stats = st;
-        return r;
-    }
-    st.claimed = n;
+    if (r != IBX_OK) return r;
+    st->claimed = n;
     for (i = 0; i < n; i++) {
         const ibx_message *m = &ms[i];
         char *error = d->errors[i];
@@ -3557,8 +3798,8 @@ IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *d, ibx_run_stats *sta
                      "no handler for topic %s (message %s from %s): retrying later", m->topic,
                      m->message_id, m->source);
             snprintf(error, 256, "no handler for topic %s", m->topic);
-            d->outcomes[i] = IBX_RETRY;
-            st.no_handler++;
+            d->outcomes[i] = IBX_WAIT;
+            st->no_handler++;
         }
         if (d->outcomes[i] == IBX_DONE) {
             d->acks[acks].source = m->source;
@@ -3567,10 +3808,11 @@ IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *d, ibx_run_stats *sta
             d->failures[failures++] = i;
         }
     }
+    /* Settle: every success in one statement, then each failure. */
     if (acks > 0) {
         int64_t changed = 0;
         settle = ibx_ack(s, d->owner, d->acks, acks, &changed);
-        if (settle == IBX_OK) st.done = (int)changed;
+        if (settle == IBX_OK) st->done = (int)changed;
         if (settle == IBX_OK && changed < acks)
             ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
                      "%d of %d handled messages were no longer leased to this worker "
@@ -3579,38 +3821,77 @@ IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *d, ibx_run_stats *sta
     }
     for (i = 0; i < failures && settle == IBX_OK; i++) {
         const ibx_message *m = &ms[d->failures[i]];
+        ibx_outcome outcome = d->outcomes[d->failures[i]];
         const char *error = d->errors[d->failures[i]];
-        ibx_key one;
+        ibx_key one[1];
         int attempt = m->attempt + 1;
-        int no_handler = strncmp(error, "no handler for topic", 20) == 0;
-        one.source = m->source;
-        one.message_id = m->message_id;
-        if (!error[0]) error = d->outcomes[d->failures[i]] == IBX_DEAD ? "handler returned IBX_DEAD"
-                                                                        : "handler returned IBX_RETRY";
-        if (d->outcomes[d->failures[i]] == IBX_RETRY && (no_handler || attempt < d->max_attempts)) {
+        one[0].source = m->source;
+        one[0].message_id = m->message_id;
+        if (!error[0]) error = outcome == IBX_DEAD ? "handler returned IBX_DEAD" : "handler returned IBX_RETRY";
+        if (outcome == IBX_WAIT) {
+            /* Not a failure: waiting (or no handler yet) never uses up attempts. */
             int64_t delay = d->backoff(m->attempt, d->backoff_user);
+            if (delay > 5000) delay = 5000;
             if (delay < 1) delay = 1; /* a given delay must be positive (IBX-058) */
-            if (!no_handler)
-                ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id,
-                         "handler failed for %s from %s topic=%s attempt %d of %d: %s; retry in %lld ms",
-                         m->message_id, m->source, m->topic, attempt, d->max_attempts, error,
-                         (long long)delay);
-            settle = ibx_abandon(s, d->owner, &one, 1, error, &delay, NULL);
-            if (settle == IBX_OK) st.retried++;
+            settle = ibx_abandon(s, d->owner, one, 1, error, &delay, NULL);
+            if (settle == IBX_OK) st->retried++;
+        } else if (outcome == IBX_RETRY && attempt < d->max_attempts) {
+            int64_t delay = d->backoff(m->attempt, d->backoff_user);
+            if (delay < 1) delay = 1;
+            ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id,
+                     "handler failed for %s from %s topic=%s attempt %d of %d: %s; retry in %lld ms",
+                     m->message_id, m->source, m->topic, attempt, d->max_attempts, error,
+                     (long long)delay);
+            settle = ibx_abandon(s, d->owner, one, 1, error, &delay, NULL);
+            if (settle == IBX_OK) st->retried++;
         } else {
             char reason[320];
-            if (d->outcomes[d->failures[i]] == IBX_DEAD)
-                snprintf(reason, sizeof reason, "%s", error);
-            else
-                snprintf(reason, sizeof reason, "gave up after %d attempts: %s", attempt, error);
+            if (outcome == IBX_DEAD) snprintf(reason, sizeof reason, "%s", error);
+            else snprintf(reason, sizeof reason, "gave up after %d attempts: %s", attempt, error);
             ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id, "message %s from %s topic=%s is dead: %s",
                      m->message_id, m->source, m->topic, reason);
-            settle = ibx_fail(s, d->owner, &one, 1, reason, NULL);
-            if (settle == IBX_OK) st.dead++;
+            settle = ibx_fail(s, d->owner, one, 1, reason, NULL);
+            if (settle == IBX_OK) st->dead++;
         }
     }
-    if (stats) *stats = st;
     return settle;
+}
+
+IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *d, ibx_run_stats *stats) {
+    ibx_run_stats st;
+    ibx_result r;
+    int count, pick;
+    memset(&st, 0, sizeof st);
+    if (!d) return IBX_ERR_INVALID_ARG;
+    if (d->store) {
+        r = ibx__dispatch_store(d, d->store, &d->single, &st);
+        if (stats) *stats = st;
+        return r;
+    }
+    /* Many stores: refresh discovery when due, then poll the one the
+     * strategy picks; housekeeping runs for each store on its own clock. */
+    if (d->provider->discover && ibx__mono_ms(d->hooks) >= d->provider->next_refresh_ms)
+        ibx__provider_discover(d->provider); /* a failure keeps the current set; logged */
+    count = d->provider->reg.count;
+    if (count != d->selector.store_count) {
+        ibx__selector_resize(&d->selector, count);
+        d->empty_streak = 0;
+    }
+    if (count == 0) {
+        if (stats) *stats = st;
+        return IBX_EMPTY;
+    }
+    pick = d->strategy.next ? d->strategy.next(d->strategy.user, count) : ibx__selector_next(&d->selector);
+    if (pick < 0 || pick >= count) pick = 0;
+    r = ibx__dispatch_store(d, (ibx_store *)d->provider->reg.items[pick].store, &d->provider->reg.items[pick], &st);
+    d->err = &((ibx_store *)d->provider->reg.items[pick].store)->err;
+    if (d->strategy.report) d->strategy.report(d->strategy.user, pick, st.claimed);
+    else ibx__selector_report(&d->selector, pick, st.claimed);
+    if (stats) *stats = st;
+    if (r < 0) return r;
+    d->empty_streak = st.claimed > 0 ? 0 : d->empty_streak + 1;
+    /* Empty only when every store has answered empty in a row. */
+    return st.claimed > 0 || d->empty_streak < count ? IBX_OK : IBX_EMPTY;
 }
 
 static ibx_result ibx__dispatch_round(void *d) {
@@ -3618,14 +3899,15 @@ static ibx_result ibx__dispatch_round(void *d) {
 }
 
 IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *d) {
-    ibx_store *s;
+    const char *name;
     if (!d) return IBX_ERR_INVALID_ARG;
-    s = d->store;
-    ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id,
-             "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s)", d->owner,
-             d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count);
-    ibx__loop_run(&d->loop, &d->timing, ibx__dispatch_round, d, s->store_id, &s->err);
-    ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "dispatcher %s stopped", d->owner);
+    name = d->store ? d->store->store_id : "dispatcher";
+    ibx__log(d->hooks, IBX_LOG_INFO, name,
+             "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
+             d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
+             d->store ? 1 : d->provider->reg.count);
+    ibx__loop_run(&d->loop, &d->timing, ibx__dispatch_round, d, name, d->err);
+    ibx__log(d->hooks, IBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
     return IBX_OK;
 }
 

@@ -63,11 +63,14 @@ run unit pure,fake "$bin/test_unit"
 for backend in $backends; do
     case $backend in
     sqlite)
-        mkdir -p "$rundir/sqlite" && rm -f "$rundir/sqlite/"core.db*
-        conn="Driver={SQLite3};Database=$rundir/sqlite/core.db;JournalMode=WAL;SyncPragma=NORMAL;Timeout=5000;"
+        mkdir -p "$rundir/sqlite" && rm -f "$rundir/sqlite/"*.db*
+        opts="JournalMode=WAL;SyncPragma=NORMAL;Timeout=5000;"
+        conn="Driver={SQLite3};Database=$rundir/sqlite/core.db;$opts"
         run test_real sqlite "$bin/test_real" sqlite "$conn"
         run test_outbox sqlite "$bin/test_outbox" sqlite "$conn"
         run test_inbox sqlite "$bin/test_inbox" sqlite "$conn"
+        run test_multi sqlite "$bin/test_multi" sqlite "Driver={SQLite3};Database=$rundir/sqlite/t1.db;$opts" \
+            "Driver={SQLite3};Database=$rundir/sqlite/t2.db;$opts" "Driver={SQLite3};Database=$rundir/sqlite/t3.db;$opts"
         ;;
     postgresql)
         if "$here/db.sh" start pg; then
@@ -76,6 +79,7 @@ for backend in $backends; do
             run test_real postgresql "$bin/test_real" postgresql "$OBX_TEST_PG"
             run test_outbox postgresql "$bin/test_outbox" postgresql "$OBX_TEST_PG"
             run test_inbox postgresql "$bin/test_inbox" postgresql "$OBX_TEST_PG"
+            run test_multi postgresql "$bin/test_multi" postgresql "$OBX_TEST_PG" "$OBX_TEST_PG2" "$OBX_TEST_PG3"
         else
             skip_or_fail postgresql "the throwaway server did not start (see above)"
         fi

@@ -1,0 +1,605 @@
+/* Many databases: providers, strategies, routers, discovery (OBX-066..079,
+ * OBX-121, IBX-085..097, IBX-123), on three real databases.
+ * Usage: test_multi <backend> '<conn 1>' '<conn 2>' '<conn 3>' */
+#define OBX_IMPLEMENTATION
+#include "../obx.h"
+#define IBX_IMPLEMENTATION
+#include "../ibx.h"
+#include "tt.h"
+
+#include <time.h>
+
+static const char *g_backend;
+static const char *g_conn[3];
+static const char *const k_ids[3] = {"tenant-a", "tenant-b", "tenant-c"};
+
+static char g_log[1 << 16];
+static size_t g_log_len;
+static void keep_log(obx_log_level level, const char *id, const char *msg, void *user) {
+    int n;
+    (void)user;
+    (void)level;
+    n = snprintf(g_log + g_log_len, sizeof g_log - g_log_len, "[%s] %s\n", id, msg);
+    if (n > 0 && g_log_len + (size_t)n < sizeof g_log) g_log_len += (size_t)n;
+}
+static void ikeep_log(ibx_log_level level, const char *id, const char *msg, void *user) {
+    keep_log((obx_log_level)level, id, msg, user);
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts;
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+    nanosleep(&ts, NULL);
+}
+
+static obx_result clear_unit(obx__db *db, void *sql) { return obx__exec_direct(db, (const char *)sql, "clear"); }
+static ibx_result iclear_unit(ibx__db *db, void *sql) { return ibx__exec_direct(db, (const char *)sql, "clear"); }
+
+static obx_provider *provider_fixed(int count) {
+    obx_provider_desc d;
+    obx_database dbs[3];
+    obx_provider *p = NULL;
+    int i;
+    memset(&d, 0, sizeof d);
+    for (i = 0; i < count; i++) {
+        dbs[i].id = k_ids[i];
+        dbs[i].connection_string = g_conn[i];
+    }
+    d.databases = dbs;
+    d.database_count = count;
+    d.store.table = "OutboxMulti";
+    d.store.deploy_schema = 1;
+    d.store.hooks.logger.log = keep_log;
+    d.store.hooks.logger.min_level = OBX_LOG_DEBUG;
+    if (obx_provider_create(&d, &p) != OBX_OK) {
+        printf("    provider_create failed: %s\n", obx_provider_last_error(p)->message);
+        obx_provider_destroy(p);
+        return NULL;
+    }
+    for (i = 0; i < obx_provider_count(p); i++) { /* empty tables */
+        obx_store *s = obx_provider_store(p, i);
+        char *sql = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "DELETE FROM {T}");
+        obx__unit(&s->db, clear_unit, sql, "clear");
+        obx__free(&s->hooks, sql);
+    }
+    return p;
+}
+
+static int enqueue_to(obx_provider *p, const char *key, const char *topic, int n) {
+    obx_store *s;
+    obx_new_message m;
+    int i;
+    if (obx_router_get(p, key, &s) != OBX_OK) return 0;
+    memset(&m, 0, sizeof m);
+    m.topic = topic;
+    m.payload = key;
+    m.payload_len = OBX_NTS;
+    for (i = 0; i < n; i++)
+        if (obx_enqueue(s, &m, NULL) != OBX_OK) return 0;
+    return 1;
+}
+
+/* Handler that records which store each message came from. */
+static char g_order[256];
+static obx_outcome record_store(const obx_message *m, char *e, size_t n, void *u) {
+    (void)e; (void)n; (void)u;
+    strcat(g_order, m->store->store_id + 7); /* "tenant-a" -> "a" */
+    return OBX_DONE;
+}
+
+static obx_dispatcher *dispatcher_over(obx_provider *p, obx_selection sel, int batch) {
+    obx_dispatcher_desc d;
+    obx_dispatcher *out = NULL;
+    memset(&d, 0, sizeof d);
+    d.provider = p;
+    d.selection = sel;
+    d.batch_size = batch;
+    if (obx_dispatcher_create(&d, &out) != OBX_OK) return NULL;
+    obx_dispatcher_on(out, "*", record_store, NULL);
+    return out;
+}
+
+/* ---- outbox -------------------------------------------------------------------------------- */
+
+static void test_066_separate_stores(void) {
+    obx_provider *p = provider_fixed(3);
+    int64_t ready[3];
+    int i;
+    TT_ASSERT(p != NULL);
+    TT_EQ_INT(obx_provider_count(p), 3);
+    TT_ASSERT(enqueue_to(p, "tenant-a", "t", 1) && enqueue_to(p, "tenant-b", "t", 2) &&
+              enqueue_to(p, "tenant-c", "t", 3));
+    for (i = 0; i < 3; i++) TT_EQ_INT(obx_queue_stats(obx_provider_store(p, i), &ready[i], NULL), OBX_OK);
+    TT_EQ_INT(ready[0], 1);
+    TT_EQ_INT(ready[1], 2);
+    TT_EQ_INT(ready[2], 3);
+    TT_EXPECT(obx_provider_store(p, 0) != obx_provider_store(p, 1));
+    TT_EXPECT(obx_provider_store(p, 3) == NULL);
+    obx_provider_destroy(p);
+}
+
+static void drain_order(obx_selection sel, const char *want) {
+    obx_provider *p = provider_fixed(3);
+    obx_dispatcher *d;
+    obx_run_stats st;
+    int rounds;
+    TT_ASSERT(p != NULL);
+    TT_ASSERT(enqueue_to(p, "tenant-a", "t", 4) && enqueue_to(p, "tenant-b", "t", 4) &&
+              enqueue_to(p, "tenant-c", "t", 4));
+    d = dispatcher_over(p, sel, 2);
+    TT_ASSERT(d != NULL);
+    g_order[0] = '\0';
+    for (rounds = 0; rounds < 30 && obx_dispatcher_run_once(d, &st) == OBX_OK; rounds++) {
+    }
+    TT_EQ_STR(g_order, want);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_EMPTY); /* every store answered empty */
+    obx_dispatcher_destroy(d);
+    obx_provider_destroy(p);
+}
+
+static void test_068_round_robin(void) { drain_order(OBX_SELECT_ROUND_ROBIN, "aabbccaabbcc"); }
+static void test_069_drain_first(void) { drain_order(OBX_SELECT_DRAIN_FIRST, "aaaabbbbcccc"); }
+
+typedef struct counting_strategy {
+    int nexts, reports, last_store, last_claimed;
+} counting_strategy;
+static int cs_next(void *user, int count) {
+    counting_strategy *c = (counting_strategy *)user;
+    c->nexts++;
+    return count - 1; /* always the last store */
+}
+static void cs_report(void *user, int store, int claimed) {
+    counting_strategy *c = (counting_strategy *)user;
+    c->reports++;
+    c->last_store = store;
+    c->last_claimed = claimed;
+}
+
+static void test_067_strategy(void) {
+    obx_provider *p = provider_fixed(3);
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    counting_strategy cs;
+    obx_run_stats st;
+    TT_ASSERT(p != NULL);
+    TT_ASSERT(enqueue_to(p, "tenant-a", "t", 2) && enqueue_to(p, "tenant-c", "t", 3));
+    memset(&cs, 0, sizeof cs);
+    memset(&dd, 0, sizeof dd);
+    dd.provider = p;
+    dd.strategy.next = cs_next;
+    dd.strategy.report = cs_report;
+    dd.strategy.user = &cs;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    obx_dispatcher_on(d, "*", record_store, NULL);
+    g_order[0] = '\0';
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(cs.nexts, 1);
+    TT_EQ_INT(cs.reports, 1);
+    TT_EQ_INT(cs.last_store, 2);
+    TT_EQ_INT(cs.last_claimed, 3);
+    TT_EQ_STR(g_order, "ccc");
+    obx_dispatcher_destroy(d);
+    obx_provider_destroy(p);
+}
+
+static void test_070_071_identifiers(void) {
+    obx_provider *p = provider_fixed(3);
+    obx_dispatcher *d;
+    obx_run_stats st;
+    int i;
+    TT_ASSERT(p != NULL);
+    for (i = 0; i < 3; i++) TT_EQ_STR(obx_provider_store_id(p, i), k_ids[i]);
+    TT_EXPECT(obx_provider_store_id(p, 5) == NULL);
+    TT_ASSERT(enqueue_to(p, "tenant-b", "audit", 1));
+    d = dispatcher_over(p, OBX_SELECT_DRAIN_FIRST, 10);
+    TT_ASSERT(d != NULL);
+    g_log_len = 0;
+    g_log[0] = '\0';
+    while (obx_dispatcher_run_once(d, &st) == OBX_OK) {
+    }
+    TT_EXPECT(strstr(g_log, "[tenant-b] handling") != NULL); /* OBX-071 */
+    TT_EXPECT(strstr(g_log, "[tenant-a] claimed 0") != NULL);
+    obx_dispatcher_destroy(d);
+    obx_provider_destroy(p);
+}
+
+static void test_072_073_router(void) {
+    obx_provider *p = provider_fixed(3);
+    obx_store *s = NULL, *again = NULL;
+    int64_t ready = 0;
+    TT_ASSERT(p != NULL);
+    TT_EQ_INT(obx_router_get(p, "tenant-b", &s), OBX_OK);
+    TT_ASSERT(s == obx_provider_store(p, 1));
+    TT_ASSERT(enqueue_to(p, "tenant-b", "t", 2));
+    TT_EQ_INT(obx_queue_stats(obx_provider_store(p, 1), &ready, NULL), OBX_OK);
+    TT_EQ_INT(ready, 2);
+    TT_EQ_INT(obx_router_get(p, "tenant-z", &again), OBX_ERR_NOT_FOUND);     /* OBX-073 */
+    TT_EXPECT(strstr(obx_provider_last_error(p)->message, "tenant-z") != NULL);
+    TT_EQ_INT(obx_router_get(p, "", &again), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_router_get(p, NULL, &again), OBX_ERR_INVALID_ARG);
+    TT_EXPECT(again == NULL);
+    obx_provider_destroy(p);
+}
+
+static void test_074_guid_key(void) {
+    obx_provider_desc d;
+    obx_database db;
+    obx_provider *p = NULL;
+    obx_guid g = {{0x6f, 0x1c, 0x2a, 0x3b, 0x4d, 0x5e, 0x4f, 0x60, 0x81, 0x92, 0xa3, 0xb4, 0xc5, 0xd6, 0xe7, 0xf8}};
+    obx_store *s = NULL;
+    char text[37];
+    obx_guid_text(&g, text);
+    TT_EQ_STR(text, "6f1c2a3b-4d5e-4f60-8192-a3b4c5d6e7f8");
+    memset(&d, 0, sizeof d);
+    db.id = text;
+    db.connection_string = g_conn[0];
+    d.databases = &db;
+    d.database_count = 1;
+    d.store.table = "OutboxMulti";
+    d.store.hooks.logger.log = keep_log;
+    TT_EQ_INT(obx_provider_create(&d, &p), OBX_OK);
+    TT_EQ_INT(obx_router_get_guid(p, &g, &s), OBX_OK);
+    TT_ASSERT(s == obx_provider_store(p, 0));
+    TT_EQ_INT(obx_router_get(p, "6f1c2a3b-4d5e-4f60-8192-a3b4c5d6e7f8", &s), OBX_OK);
+    g.bytes[15] = 0;
+    TT_EQ_INT(obx_router_get_guid(p, &g, &s), OBX_ERR_NOT_FOUND);
+    obx_provider_destroy(p);
+}
+
+/* Discovery that returns whatever the test sets. */
+typedef struct discovered {
+    obx_database dbs[3];
+    int count, calls, fail;
+} discovered;
+static int discover(obx_database *out, int cap, void *user) {
+    discovered *d = (discovered *)user;
+    int i;
+    d->calls++;
+    if (d->fail) return -1;
+    for (i = 0; i < d->count && i < cap; i++) out[i] = d->dbs[i];
+    return d->count;
+}
+
+static obx_provider *provider_dynamic(discovered *found, int64_t refresh_ms) {
+    obx_provider_desc d;
+    obx_provider *p = NULL;
+    memset(&d, 0, sizeof d);
+    d.discover = discover;
+    d.discover_user = found;
+    d.refresh_interval_ms = refresh_ms;
+    d.store.table = "OutboxMulti";
+    d.store.deploy_schema = 1;
+    d.store.hooks.logger.log = keep_log;
+    if (obx_provider_create(&d, &p) != OBX_OK) {
+        obx_provider_destroy(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void test_075_079_discovery(void) {
+    discovered found;
+    obx_provider *p;
+    obx_store *a, *b, *s;
+    obx_dispatcher *d;
+    obx_run_stats st;
+    int i;
+    memset(&found, 0, sizeof found);
+    for (i = 0; i < 3; i++) {
+        found.dbs[i].id = k_ids[i];
+        found.dbs[i].connection_string = g_conn[i];
+    }
+    found.count = 2;
+    p = provider_dynamic(&found, 0);
+    TT_ASSERT(p != NULL);
+    TT_EQ_INT(p->refresh_ms, 300000);                           /* OBX-076: 5 minutes by default */
+    obx_provider_destroy(p);
+    found.calls = 0;
+    p = provider_dynamic(&found, 100);
+    TT_ASSERT(p != NULL);
+    TT_EQ_INT(found.calls, 1);
+    TT_EQ_INT(obx_provider_count(p), 2);
+    a = obx_provider_store(p, 0);
+    b = obx_provider_store(p, 1);
+    /* OBX-077: a new database gets a store; OBX-079: the others are kept. */
+    found.count = 3;
+    TT_EQ_INT(obx_provider_refresh(p), OBX_OK);
+    TT_EQ_INT(obx_provider_count(p), 3);
+    TT_ASSERT(obx_provider_store(p, 0) == a && obx_provider_store(p, 1) == b);
+    TT_EQ_INT(obx_router_get(p, "tenant-c", &s), OBX_OK);
+    /* OBX-078: a removed database's store is closed and no longer routed. */
+    found.dbs[0] = found.dbs[2];
+    found.count = 2;
+    TT_EQ_INT(obx_provider_refresh(p), OBX_OK);
+    TT_EQ_INT(obx_provider_count(p), 2);
+    TT_EQ_INT(obx_router_get(p, "tenant-a", &s), OBX_ERR_NOT_FOUND);
+    TT_ASSERT(obx_provider_store(p, 0) == b);
+    /* A failing discovery keeps the current set. */
+    found.fail = 1;
+    TT_EQ_INT(obx_provider_refresh(p), OBX_ERR_DB);
+    TT_EQ_INT(obx_provider_count(p), 2);
+    found.fail = 0;
+    /* OBX-075: a dispatcher refreshes when the interval has passed. */
+    d = dispatcher_over(p, OBX_SELECT_ROUND_ROBIN, 10);
+    TT_ASSERT(d != NULL);
+    found.calls = 0;
+    sleep_ms(150);
+    obx_dispatcher_run_once(d, &st);
+    TT_EQ_INT(found.calls, 1);
+    obx_dispatcher_run_once(d, &st);
+    TT_EQ_INT(found.calls, 1); /* not again before the next interval */
+    obx_dispatcher_destroy(d);
+    obx_provider_destroy(p);
+}
+
+static void test_reap_every_store(void) {
+    obx_provider *p = provider_fixed(3);
+    obx_dispatcher *d;
+    obx_run_stats st;
+    char crashed[37];
+    int i, rounds;
+    int64_t total = 0;
+    TT_ASSERT(p != NULL);
+    for (i = 0; i < 3; i++) {
+        const obx_message *ms;
+        int n = 0;
+        TT_ASSERT(enqueue_to(p, k_ids[i], "t", 1));
+        obx_owner_token(obx_provider_store(p, i), crashed);
+        TT_EQ_INT(obx_claim(obx_provider_store(p, i), crashed, 1, 1, &ms, &n), OBX_OK);
+    }
+    sleep_ms(1200); /* every lease is now expired: a crashed worker in each database */
+    d = dispatcher_over(p, OBX_SELECT_DRAIN_FIRST, 10);
+    TT_ASSERT(d != NULL);
+    g_order[0] = '\0';
+    for (rounds = 0; rounds < 10; rounds++) {
+        obx_dispatcher_run_once(d, &st);
+        total += st.reaped;
+    }
+    TT_EQ_INT(total, 3);
+    TT_EQ_INT(strlen(g_order), 3); /* and each one was then handled */
+    obx_dispatcher_destroy(d);
+    obx_provider_destroy(p);
+}
+
+static void test_121_cached(void) {
+    obx_provider *p = provider_fixed(3);
+    obx_store *first = NULL, *s = NULL;
+    int i;
+    TT_ASSERT(p != NULL);
+    TT_EQ_INT(obx_router_get(p, "tenant-c", &first), OBX_OK);
+    for (i = 0; i < 10000; i++) { /* no database is opened per lookup */
+        TT_EQ_INT(obx_router_get(p, "tenant-c", &s), OBX_OK);
+        TT_ASSERT(s == first);
+    }
+    TT_EQ_INT(first->db.connected, 1);
+    obx_provider_destroy(p);
+}
+
+/* ---- inbox ---------------------------------------------------------------------------------------- */
+
+static ibx_provider *iprovider(const ibx_database *dbs, int count, ibx_discover_fn fn, void *user) {
+    ibx_provider_desc d;
+    ibx_provider *p = NULL;
+    int i;
+    memset(&d, 0, sizeof d);
+    d.databases = dbs;
+    d.database_count = dbs ? count : 0;
+    d.discover = fn;
+    d.discover_user = user;
+    d.refresh_interval_ms = fn ? 100 : 0;
+    d.store.table = "InboxMulti";
+    d.store.deploy_schema = 1;
+    d.store.hooks.logger.log = ikeep_log;
+    d.store.hooks.logger.min_level = IBX_LOG_DEBUG;
+    if (ibx_provider_create(&d, &p) != IBX_OK) {
+        ibx_provider_destroy(p);
+        return NULL;
+    }
+    for (i = 0; i < ibx_provider_count(p); i++) {
+        ibx_store *s = ibx_provider_store(p, i);
+        char *sql = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "DELETE FROM {T}");
+        ibx__unit(&s->db, iclear_unit, sql, "clear");
+        ibx__free(&s->hooks, sql);
+    }
+    return p;
+}
+
+static ibx_provider *iprovider_fixed(void) {
+    ibx_database dbs[3];
+    int i;
+    for (i = 0; i < 3; i++) {
+        dbs[i].id = k_ids[i];
+        dbs[i].connection_string = g_conn[i];
+    }
+    return iprovider(dbs, 3, NULL, NULL);
+}
+
+static int ienqueue_to(ibx_provider *p, const char *key, int n) {
+    ibx_store *s;
+    ibx_new_message m;
+    char id[32];
+    int i;
+    if (ibx_router_get(p, key, &s) != IBX_OK) return 0;
+    memset(&m, 0, sizeof m);
+    m.topic = "t";
+    m.source = key;
+    m.payload = "{}";
+    m.payload_len = IBX_NTS;
+    m.message_id = id;
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof id, "m%d", i);
+        if (ibx_enqueue(s, &m, NULL) != IBX_OK) return 0;
+    }
+    return 1;
+}
+
+static ibx_outcome irecord(const ibx_message *m, char *e, size_t n, void *u) {
+    (void)e; (void)n; (void)u;
+    strcat(g_order, m->store->store_id + 7);
+    return IBX_DONE;
+}
+
+static void idrain_order(ibx_selection sel, const char *want) {
+    ibx_provider *p = iprovider_fixed();
+    ibx_dispatcher_desc dd;
+    ibx_dispatcher *d = NULL;
+    ibx_run_stats st;
+    int rounds;
+    TT_ASSERT(p != NULL);
+    TT_ASSERT(ienqueue_to(p, "tenant-a", 4) && ienqueue_to(p, "tenant-b", 4) && ienqueue_to(p, "tenant-c", 4));
+    memset(&dd, 0, sizeof dd);
+    dd.provider = p;
+    dd.selection = sel;
+    dd.batch_size = 2;
+    TT_EQ_INT(ibx_dispatcher_create(&dd, &d), IBX_OK);
+    ibx_dispatcher_on(d, "*", irecord, NULL);
+    g_order[0] = '\0';
+    g_log_len = 0;
+    g_log[0] = '\0';
+    for (rounds = 0; rounds < 30 && ibx_dispatcher_run_once(d, &st) == IBX_OK; rounds++) {
+    }
+    TT_EQ_STR(g_order, want);
+    TT_EXPECT(strstr(g_log, "[tenant-c] handling") != NULL); /* IBX-090 */
+    ibx_dispatcher_destroy(d);
+    ibx_provider_destroy(p);
+}
+
+static void test_ibx_085_086(void) {
+    ibx_provider *p = iprovider_fixed();
+    int64_t ready = 0;
+    TT_ASSERT(p != NULL);
+    TT_EQ_INT(ibx_provider_count(p), 3);
+    TT_ASSERT(ienqueue_to(p, "tenant-b", 3));
+    TT_EQ_INT(ibx_queue_stats(ibx_provider_store(p, 1), &ready, NULL), IBX_OK);
+    TT_EQ_INT(ready, 3);
+    TT_EQ_INT(ibx_queue_stats(ibx_provider_store(p, 0), &ready, NULL), IBX_OK);
+    TT_EQ_INT(ready, 0);
+    ibx_provider_destroy(p);
+}
+
+static void test_ibx_087(void) { idrain_order(IBX_SELECT_ROUND_ROBIN, "aabbccaabbcc"); }
+static void test_ibx_088(void) { idrain_order(IBX_SELECT_DRAIN_FIRST, "aaaabbbbcccc"); }
+
+static void test_ibx_089_092(void) {
+    ibx_provider *p = iprovider_fixed();
+    ibx_store *s = NULL, *again;
+    ibx_guid g = {{0}};
+    int i;
+    TT_ASSERT(p != NULL);
+    for (i = 0; i < 3; i++) TT_EQ_STR(ibx_provider_store_id(p, i), k_ids[i]);   /* IBX-089 */
+    TT_EQ_INT(ibx_router_get(p, "tenant-a", &s), IBX_OK);                         /* IBX-091 */
+    TT_ASSERT(s == ibx_provider_store(p, 0));
+    for (i = 0; i < 1000; i++) {                                                 /* IBX-123 */
+        TT_EQ_INT(ibx_router_get(p, "tenant-a", &again), IBX_OK);
+        TT_ASSERT(again == s);
+    }
+    TT_EQ_INT(ibx_router_get(p, "nobody", &again), IBX_ERR_NOT_FOUND);          /* IBX-092 */
+    TT_EQ_INT(ibx_router_get(p, "", &again), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_router_get_guid(p, &g, &again), IBX_ERR_NOT_FOUND);
+    ibx_provider_destroy(p);
+}
+
+typedef struct idiscovered {
+    ibx_database dbs[3];
+    int count, calls;
+} idiscovered;
+static int idiscover(ibx_database *out, int cap, void *user) {
+    idiscovered *d = (idiscovered *)user;
+    int i;
+    d->calls++;
+    for (i = 0; i < d->count && i < cap; i++) out[i] = d->dbs[i];
+    return d->count;
+}
+
+static void test_ibx_093_097(void) {
+    idiscovered found;
+    ibx_provider *p;
+    ibx_store *a, *s;
+    ibx_dispatcher_desc dd;
+    ibx_dispatcher *d = NULL;
+    ibx_run_stats st;
+    int i;
+    memset(&found, 0, sizeof found);
+    for (i = 0; i < 3; i++) {
+        found.dbs[i].id = k_ids[i];
+        found.dbs[i].connection_string = g_conn[i];
+    }
+    found.count = 1;
+    p = iprovider(NULL, 0, idiscover, &found);
+    TT_ASSERT(p != NULL);
+    TT_EQ_INT(found.calls, 1);
+    a = ibx_provider_store(p, 0);
+    found.count = 3;                                            /* IBX-095 */
+    memset(&dd, 0, sizeof dd);
+    dd.provider = p;
+    TT_EQ_INT(ibx_dispatcher_create(&dd, &d), IBX_OK);
+    ibx_dispatcher_on(d, "*", irecord, NULL);
+    sleep_ms(150);
+    ibx_dispatcher_run_once(d, &st);                             /* IBX-093: refreshed when due */
+    TT_EQ_INT(found.calls, 2);
+    TT_EQ_INT(ibx_provider_count(p), 3);
+    TT_ASSERT(ibx_provider_store(p, 0) == a);                    /* IBX-097 */
+    found.count = 2;                                             /* IBX-096 */
+    TT_EQ_INT(ibx_provider_refresh(p), IBX_OK);
+    TT_EQ_INT(ibx_provider_count(p), 2);
+    TT_EQ_INT(ibx_router_get(p, "tenant-c", &s), IBX_ERR_NOT_FOUND);
+    TT_EQ_INT(((ibx_provider *)p)->refresh_ms, 100);
+    ibx_dispatcher_destroy(d);
+    ibx_provider_destroy(p);
+    {
+        ibx_provider_desc pd;
+        ibx_provider *q = NULL;
+        memset(&pd, 0, sizeof pd);
+        pd.discover = idiscover;
+        pd.discover_user = &found;
+        pd.store.table = "InboxMulti";
+        pd.store.hooks.logger.log = ikeep_log;
+        TT_EQ_INT(ibx_provider_create(&pd, &q), IBX_OK);
+        TT_EQ_INT(q->refresh_ms, 300000);                        /* IBX-094 */
+        ibx_provider_destroy(q);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 5) {
+        fprintf(stderr, "usage: %s sqlite|postgresql '<conn 1>' '<conn 2>' '<conn 3>'\n", argv[0]);
+        return 2;
+    }
+    g_backend = argv[1];
+    g_conn[0] = argv[2];
+    g_conn[1] = argv[3];
+    g_conn[2] = argv[4];
+#define RUN(id, what, fn) TT_RUN(id, g_backend, what, fn)
+    RUN("OBX-066", "a store per database, messages kept apart", test_066_separate_stores);
+    RUN("OBX-067", "the dispatcher asks a selection strategy every round", test_067_strategy);
+    RUN("OBX-068", "round-robin: one batch from each store in turn", test_068_round_robin);
+    RUN("OBX-069", "drain-first: a store until it is empty, then the next", test_069_drain_first);
+    RUN("OBX-070", "every store has a stable identifier", test_070_071_identifiers);
+    RUN("OBX-071", "log lines name the store being processed", test_070_071_identifiers);
+    RUN("OBX-072", "the router returns the store of a key", test_072_073_router);
+    RUN("OBX-073", "an unknown key is not found (an empty one invalid)", test_072_073_router);
+    RUN("OBX-074", "GUID keys by their canonical text", test_074_guid_key);
+    RUN("OBX-075", "discovery runs at start and every refresh interval", test_075_079_discovery);
+    RUN("OBX-076", "the refresh interval defaults to 5 minutes", test_075_079_discovery);
+    RUN("OBX-077", "a new database gets a store", test_075_079_discovery);
+    RUN("OBX-078", "a removed database's store is closed", test_075_079_discovery);
+    RUN("OBX-079", "unchanged databases keep their stores", test_075_079_discovery);
+    RUN("OBX-REAP-ALL", "expired leases are reaped in every store, not only the first", test_reap_every_store);
+    RUN("OBX-121", "router lookups reuse the open stores", test_121_cached);
+    RUN("IBX-085", "a store per database", test_ibx_085_086);
+    RUN("IBX-086", "the dispatcher selects a store every round", test_ibx_087);
+    RUN("IBX-087", "round-robin over inbox stores", test_ibx_087);
+    RUN("IBX-088", "drain-first over inbox stores", test_ibx_088);
+    RUN("IBX-089", "stable store identifiers", test_ibx_089_092);
+    RUN("IBX-090", "log lines name the store", test_ibx_087);
+    RUN("IBX-091", "the router returns the inbox of a key", test_ibx_089_092);
+    RUN("IBX-092", "an unknown key is not found", test_ibx_089_092);
+    RUN("IBX-093", "discovery refreshes periodically", test_ibx_093_097);
+    RUN("IBX-094", "the refresh interval defaults to 5 minutes", test_ibx_093_097);
+    RUN("IBX-095", "new databases get stores", test_ibx_093_097);
+    RUN("IBX-096", "removed databases lose their stores", test_ibx_093_097);
+    RUN("IBX-097", "unchanged stores are not recreated", test_ibx_093_097);
+    RUN("IBX-123", "router lookups reuse the open stores", test_ibx_089_092);
+    return tt_done();
+}
