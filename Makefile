@@ -31,7 +31,7 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_real $(B)/test_outbox $(B)/test_inbox \
           $(B)/test_multi
 
-all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox
+all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant
 
 deps:
 	@tests/deps.sh build pg check
@@ -61,17 +61,22 @@ $(B)/test_multi: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)
 $(B)/quickstart: examples/quickstart.c obx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) examples/quickstart.c -o $@ -lodbc
 
+$(B)/multi_tenant: examples/multi_tenant.c obx.h | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) examples/multi_tenant.c -o $@ -lodbc
+
 $(B)/webhook_inbox: examples/webhook_inbox.c ibx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) examples/webhook_inbox.c -o $@ -lodbc
 
 # ---- quick start ------------------------------------------------------------------
 demo:
 	@tests/deps.sh build
-	@$(MAKE) --no-print-directory $(B)/quickstart $(B)/webhook_inbox
+	@$(MAKE) --no-print-directory $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant
 	@echo "== outbox: examples/quickstart.c =="
 	@cd $(B) && rm -f quickstart.db quickstart.db-wal quickstart.db-shm && ./quickstart
 	@echo "== inbox: examples/webhook_inbox.c =="
 	@cd $(B) && rm -f webhook.db webhook.db-wal webhook.db-shm && ./webhook_inbox --sample | ./webhook_inbox
+	@echo "== many databases: examples/multi_tenant.c =="
+	@cd $(B) && rm -f tenant-*.db* && ./multi_tenant
 
 test:
 	@tests/deps.sh build pg
@@ -103,7 +108,7 @@ check-common:
 check-warnings: | $(B)
 	@for cc in gcc clang; do for std in c99 c11; do \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/fake_odbc.c tests/fake_selftest.c || exit 1; \
-	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c tests/bench.c examples/quickstart.c examples/webhook_inbox.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c tests/bench.c examples/quickstart.c examples/webhook_inbox.c examples/multi_tenant.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11)"
 

@@ -506,9 +506,10 @@ IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx
  * never touched. *reaped gets the count. Returns IBX_OK or IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped);
 
-/* Read one message. Returns IBX_OK, IBX_ERR_NOT_FOUND, IBX_ERR_INVALID_ARG,
+/* Read one message by (message id, source), the same order as the dedup
+ * and mark calls. Returns IBX_OK, IBX_ERR_NOT_FOUND, IBX_ERR_INVALID_ARG,
  * IBX_ERR_DB(_TRANSIENT). */
-IBX_API ibx_result ibx_get(ibx_store *store, const char *source, const char *message_id,
+IBX_API ibx_result ibx_get(ibx_store *store, const char *message_id, const char *source,
                            ibx_message *message);
 
 /* Delete Done messages last seen more than `retention_ms` ago (0: the
@@ -841,6 +842,12 @@ IBX__PRIVATE void ibx__log(const ibx__hooks *h, ibx_log_level level, const char 
 }
 
 /* Copy with truncation; always NUL-terminates a non-empty destination. */
+/* strnlen() is POSIX 2008, not C99. */
+IBX__PRIVATE size_t ibx__strnlen(const char *s, size_t cap) {
+    const char *nul = (const char *)memchr(s, 0, cap);
+    return nul ? (size_t)(nul - s) : cap;
+}
+
 IBX__PRIVATE void ibx__copy(char *dst, size_t cap, const char *src) {
     size_t n;
     if (cap == 0) return;
@@ -1479,11 +1486,25 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
     return r;
 }
 
+#ifndef IBX_NO_THREADS
+/* psqlODBC rewrites process-wide settings while it connects: two threads
+ * connecting at once read freed memory (seen under ASan). Connecting is
+ * rare; do it one thread at a time. */
+static pthread_mutex_t ibx__connect_mutex = PTHREAD_MUTEX_INITIALIZER;
+#endif
+
 IBX__PRIVATE ibx_result ibx__driver_connect(ibx__db *db, const char *connstr) {
     SQLCHAR out[1024];
     SQLSMALLINT out_len = 0;
-    SQLRETURN rc = SQLDriverConnect(db->dbc, NULL, IBX__SQLTEXT(connstr), SQL_NTS, out,
-                                    (SQLSMALLINT)sizeof out, &out_len, SQL_DRIVER_NOPROMPT);
+    SQLRETURN rc;
+#ifndef IBX_NO_THREADS
+    pthread_mutex_lock(&ibx__connect_mutex);
+#endif
+    rc = SQLDriverConnect(db->dbc, NULL, IBX__SQLTEXT(connstr), SQL_NTS, out, (SQLSMALLINT)sizeof out,
+                          &out_len, SQL_DRIVER_NOPROMPT);
+#ifndef IBX_NO_THREADS
+    pthread_mutex_unlock(&ibx__connect_mutex);
+#endif
     if (!SQL_SUCCEEDED(rc)) return ibx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLDriverConnect");
     db->connected = 1;
     db->lost = 0;
@@ -1568,7 +1589,12 @@ IBX__PRIVATE ibx_result ibx__db_ensure(ibx__db *db) {
     ibx__db_disconnect(db);
     r = ibx__driver_connect(db, db->connstr);
     if (r == IBX_OK) r = ibx__db_setup(db);
-    if (r == IBX_OK) ibx__log(db->hooks, IBX_LOG_INFO, db->store_id, "reconnected");
+    if (r != IBX_OK) { /* a half-set-up session is not usable: try again next time */
+        ibx__db_disconnect(db);
+        db->lost = 1;
+        return r;
+    }
+    ibx__log(db->hooks, IBX_LOG_INFO, db->store_id, "reconnected");
     return r;
 }
 
@@ -1752,6 +1778,7 @@ IBX__PRIVATE ibx_result ibx__get_bytes(ibx__db *db, SQLHSTMT st, int col, SQLSMA
     char first[512];
     char *buf = NULL;
     size_t len = 0, cap = 0;
+    int truncated;
     for (;;) {
         SQLLEN ind = 0;
         char *dst = buf ? buf + len : first;
@@ -1769,21 +1796,23 @@ IBX__PRIVATE ibx_result ibx__get_bytes(ibx__db *db, SQLHSTMT st, int col, SQLSMA
             if (out_len) *out_len = 0;
             return IBX_OK;
         }
-        /* Bytes in this chunk: a truncated one is full (less the NUL of a
-         * text chunk); a final text chunk is measured up to the NUL the
-         * driver wrote, which does not depend on how it counts length. */
-        if (rc == SQL_SUCCESS_WITH_INFO) got = room - term;
-        else if (term) got = strnlen(dst, room);
+        /* Bytes in this chunk: a truncated one (more than fits) is full,
+         * less the NUL of a text chunk; a final text chunk is measured up to
+         * the NUL the driver wrote, which does not depend on how it counts
+         * length. A warning that is not truncation changes nothing. */
+        truncated = rc == SQL_SUCCESS_WITH_INFO && (ind == SQL_NO_TOTAL || (size_t)ind > room - term);
+        if (truncated) got = room - term;
+        else if (term) got = ibx__strnlen(dst, room);
         else got = (ind != SQL_NO_TOTAL && (size_t)ind <= room) ? (size_t)ind : room;
         if (!buf) {
-            size_t want = (ind != SQL_NO_TOTAL ? (size_t)ind : got * 2) + 1;
+            size_t want = (ind != SQL_NO_TOTAL && (size_t)ind > got ? (size_t)ind : got * 2) + 1;
             buf = (char *)ibx__alloc(db->hooks, want);
             if (!buf) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
             cap = want;
             memcpy(buf, first, got);
         }
         len += got;
-        if (rc == SQL_SUCCESS) break; /* not truncated: that was all */
+        if (!truncated) break; /* that was all */
         if (cap - len < 256) {
             size_t grow = ind != SQL_NO_TOTAL && (size_t)ind > got ? len + ((size_t)ind - got) + 1
                                                                     : cap * 2;
@@ -1813,7 +1842,7 @@ IBX__PRIVATE ibx_result ibx__get_append(ibx__db *db, SQLHSTMT st, int col, SQLSM
                                         ibx__buf *buf, size_t *offset, size_t *out_len) {
     const size_t term = c_type == SQL_C_CHAR ? 1 : 0;
     size_t start = buf->len;
-    int first = 1;
+    int first = 1, truncated;
     for (;;) {
         SQLLEN ind = 0;
         size_t room, got;
@@ -1833,11 +1862,12 @@ IBX__PRIVATE ibx_result ibx__get_append(ibx__db *db, SQLHSTMT st, int col, SQLSM
             if (out_len) *out_len = 0;
             return IBX_OK;
         }
-        if (rc == SQL_SUCCESS_WITH_INFO) got = room - term;
-        else if (term) got = strnlen(buf->data + buf->len, room);
+        truncated = rc == SQL_SUCCESS_WITH_INFO && (ind == SQL_NO_TOTAL || (size_t)ind > room - term);
+        if (truncated) got = room - term;
+        else if (term) got = ibx__strnlen(buf->data + buf->len, room);
         else got = (ind != SQL_NO_TOTAL && (size_t)ind <= room) ? (size_t)ind : room;
         buf->len += got;
-        if (rc == SQL_SUCCESS) break;
+        if (!truncated) break;
         /* Truncated: the first indicator usually tells the whole size. */
         if (first && ind != SQL_NO_TOTAL && (size_t)ind > got &&
             !ibx__buf_reserve(db->hooks, buf, (size_t)ind - got + 1))
@@ -1918,7 +1948,9 @@ IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
     if (db->d->tx_by_sql && !db->in_tx) return IBX_OK; /* a read unit: nothing to commit */
     r = db->d->tx_by_sql ? ibx__exec_direct(db, "COMMIT", "COMMIT")
                          : ibx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
-    db->in_tx = 0;
+    /* A failed SQL COMMIT (SQLite BUSY) leaves the transaction open: keep
+     * in_tx so that the rollback really runs and releases the lock. */
+    if (r == IBX_OK || !db->d->tx_by_sql) db->in_tx = 0;
     if (r != IBX_OK && db->err->connection_lost)
         ibx__copy(db->err->message + strlen(db->err->message),
                   sizeof db->err->message - strlen(db->err->message),
@@ -2082,8 +2114,7 @@ IBX__PRIVATE ibx_result ibx__registry_apply(ibx__registry *r, const ibx_database
         }
         ibx__free(r->hooks, e->connstr);
         e->connstr = ibx__strdup(r->hooks, dbs[i].connection_string);
-        if (!e->connstr) return IBX_ERR_NO_MEMORY;
-        e->store = r->open(r->ctx, dbs[i].id, dbs[i].connection_string);
+        e->store = e->connstr ? r->open(r->ctx, dbs[i].id, dbs[i].connection_string) : NULL;
         e->next_reap_ms = e->next_cleanup_ms = 0;
         e->seen = 1;
     }
@@ -2171,13 +2202,17 @@ IBX__PRIVATE const ibx__route *ibx__routes_next(const ibx__routes *r, const char
     return NULL;
 }
 
-/* Waiting between rounds, interruptible by wake and stop. */
+/* Waiting between rounds, interruptible by wake and stop. Without threads
+ * or without a POSIX monotonic clock it sleeps in 50 ms slices instead. */
+#if defined(IBX_NO_THREADS) || defined(IBX_NO_POSIX_CLOCK)
+#define IBX__LOOP_SLICED 1
+#endif
 typedef struct ibx__loop {
     const ibx__hooks *hooks;
     volatile int stopping;
     volatile int *stop_flag;     /* the caller's, e.g. set by a signal handler */
     int use_hook_sleep;          /* a custom clock: sleep through it, not a condition variable */
-#ifndef IBX_NO_THREADS
+#ifndef IBX__LOOP_SLICED
     pthread_mutex_t mutex;
     pthread_cond_t cond;
     int woken;
@@ -2189,7 +2224,7 @@ IBX__PRIVATE void ibx__loop_init(ibx__loop *l, const ibx__hooks *h, volatile int
     l->stopping = 0;
     l->stop_flag = stop_flag;
     l->use_hook_sleep = h->clock.sleep_ms != ibx__default_sleep_ms;
-#ifndef IBX_NO_THREADS
+#ifndef IBX__LOOP_SLICED
     {
         pthread_condattr_t attr;
         pthread_condattr_init(&attr);
@@ -2203,7 +2238,7 @@ IBX__PRIVATE void ibx__loop_init(ibx__loop *l, const ibx__hooks *h, volatile int
 }
 
 IBX__PRIVATE void ibx__loop_destroy(ibx__loop *l) {
-#ifndef IBX_NO_THREADS
+#ifndef IBX__LOOP_SLICED
     pthread_mutex_destroy(&l->mutex);
     pthread_cond_destroy(&l->cond);
 #else
@@ -2211,32 +2246,45 @@ IBX__PRIVATE void ibx__loop_destroy(ibx__loop *l) {
 #endif
 }
 
-IBX__PRIVATE int ibx__loop_stopped(const ibx__loop *l) {
-    return l->stopping || (l->stop_flag && *l->stop_flag);
+IBX__PRIVATE int ibx__loop_stopped(ibx__loop *l) {
+    int stopping;
+#ifndef IBX__LOOP_SLICED
+    pthread_mutex_lock(&l->mutex);
+    stopping = l->stopping;
+    pthread_mutex_unlock(&l->mutex);
+#else
+    stopping = l->stopping;
+#endif
+    return stopping || (l->stop_flag && *l->stop_flag);
 }
 
 /* Wait up to `ms`, returning early on wake or stop; nonzero when woken. */
 IBX__PRIVATE int ibx__loop_wait(ibx__loop *l, int64_t ms) {
-#ifndef IBX_NO_THREADS
+#ifndef IBX__LOOP_SLICED
     if (!l->use_hook_sleep) {
-        struct timespec deadline;
-        int woken;
-        /* A signal handler's stop_flag does not signal the condition:
-         * look at it at least four times a second. */
-        if (l->stop_flag && ms > 250) ms = 250;
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += (time_t)(ms / 1000);
-        deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
+        int woken = 0;
+        /* In slices of at most 250 ms: a signal handler's stop_flag does
+         * not signal the condition, so it is looked at between slices. */
+        while (ms > 0 && !woken) {
+            int64_t slice = l->stop_flag && ms > 250 ? 250 : ms;
+            struct timespec deadline;
+            clock_gettime(CLOCK_MONOTONIC, &deadline);
+            deadline.tv_sec += (time_t)(slice / 1000);
+            deadline.tv_nsec += (long)(slice % 1000) * 1000000L;
+            if (deadline.tv_nsec >= 1000000000L) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000L;
+            }
+            pthread_mutex_lock(&l->mutex);
+            while (!l->woken && !l->stopping)
+                if (pthread_cond_timedwait(&l->cond, &l->mutex, &deadline) != 0) break;
+            woken = l->woken;
+            l->woken = 0;
+            if (l->stopping) ms = 0;
+            pthread_mutex_unlock(&l->mutex);
+            if (l->stop_flag && *l->stop_flag) ms = 0;
+            ms -= slice;
         }
-        pthread_mutex_lock(&l->mutex);
-        while (!l->woken && !ibx__loop_stopped(l))
-            if (pthread_cond_timedwait(&l->cond, &l->mutex, &deadline) != 0) break;
-        woken = l->woken;
-        l->woken = 0;
-        pthread_mutex_unlock(&l->mutex);
         return woken;
     }
 #endif
@@ -2249,7 +2297,7 @@ IBX__PRIVATE int ibx__loop_wait(ibx__loop *l, int64_t ms) {
 }
 
 IBX__PRIVATE void ibx__loop_wake(ibx__loop *l) {
-#ifndef IBX_NO_THREADS
+#ifndef IBX__LOOP_SLICED
     pthread_mutex_lock(&l->mutex);
     l->woken = 1;
     pthread_cond_signal(&l->cond);
@@ -2260,7 +2308,7 @@ IBX__PRIVATE void ibx__loop_wake(ibx__loop *l) {
 }
 
 IBX__PRIVATE void ibx__loop_stop(ibx__loop *l) {
-#ifndef IBX_NO_THREADS
+#ifndef IBX__LOOP_SLICED
     pthread_mutex_lock(&l->mutex);
     l->stopping = 1;
     pthread_cond_broadcast(&l->cond);
@@ -2281,7 +2329,7 @@ IBX__PRIVATE void ibx__loop_run(ibx__loop *l, const ibx__loop_timing *t,
                                 ibx_result (*round)(void *ctx), void *ctx, const char *store_id,
                                 const ibx_error *err) {
     int64_t idle = t->poll_ms;
-    l->stopping = 0;
+    /* stop() is final: a stop before run() is not forgotten. */
     if (t->startup_ms > 0) ibx__loop_wait(l, t->startup_ms);
     while (!ibx__loop_stopped(l)) {
         ibx_result r = round(ctx);
@@ -2472,10 +2520,11 @@ static ibx_status ibx__status_parse(const char *text) {
 enum {
     IBX__Q_SEEN,       /* source, message_id, hash -> status, stored hash */
     IBX__Q_ENQUEUE,    /* source, id, topic, payload, hash, due, next_attempt -> rowcount */
-    IBX__Q_MARK,       /* status, status, status, source, id -> rowcount (see ibx__mark) */
+    IBX__Q_MARK,       /* status x4, source, id -> rowcount (see ibx__mark) */
     IBX__Q_CLAIM,      /* owner, lease_seconds, batch -> message rows */
     IBX__Q_ACK,        /* owner, sources, ids -> rowcount */
-    IBX__Q_ABANDON,    /* last_error, delay_ms (NULL: backoff), owner, sources, ids */
+    IBX__Q_ABANDON,    /* attempts (1, or 0 for a wait), last_error, delay_ms (NULL: backoff),
+                          owner, sources, ids */
     IBX__Q_FAIL,       /* error, owner, sources, ids */
     IBX__Q_REAP,       /* -> rowcount */
     IBX__Q_GET,        /* source, id -> message row */
@@ -2547,6 +2596,7 @@ static const ibx__inbox_sql ibx__sqlite_inbox = {
         "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
         "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'",
         "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE ? END, "
+        "\"Attempt\" = CASE WHEN \"Status\" = 'Dead' AND ? = 'Processing' THEN 0 ELSE \"Attempt\" END, "
         "\"OwnerToken\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
         "\"LockedUntil\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
         "\"LastSeenUtc\" = {W} WHERE \"Source\" = ? AND \"MessageId\" = ?",
@@ -2555,14 +2605,15 @@ static const ibx__inbox_sql ibx__sqlite_inbox = {
         "WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= {W} AND "
         "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W}) ORDER BY \"NextAttemptAt\" LIMIT ?) "
         "RETURNING " IBX__SQLITE_COLS,
-        "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
-        "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS,
-        "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Attempt\" = \"Attempt\" + 1, "
+        "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+        "\"LastSeenUtc\" = {W} WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS,
+        "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Attempt\" = \"Attempt\" + ?, "
         "\"LastError\" = coalesce(?, \"LastError\"), "
         "\"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"Attempt\", 6)))) "
         "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS,
         "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-        "\"LastError\" = ? WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS,
+        "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND "
+        IBX__SQLITE_KEYS,
         "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
         "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < {W}",
         "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?",
@@ -2614,6 +2665,8 @@ static const ibx__inbox_sql ibx__postgresql_inbox = {
         "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
         "\"Status\" = 'Processing' WHERE t.\"Status\" <> 'Done'",
         "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE CAST(? AS varchar) END, "
+        "\"Attempt\" = CASE WHEN \"Status\" = 'Dead' AND CAST(? AS varchar) = 'Processing' THEN 0 "
+        "ELSE \"Attempt\" END, "
         "\"OwnerToken\" = CASE WHEN CAST(? AS varchar) IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
         "\"LockedUntil\" = CASE WHEN CAST(? AS varchar) IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
         "\"LastSeenUtc\" = now() WHERE \"Source\" = ? AND \"MessageId\" = ?",
@@ -2634,14 +2687,16 @@ static const ibx__inbox_sql ibx__postgresql_inbox = {
         "CAST(floor(EXTRACT(EPOCH FROM \"LockedUntil\") * 1000) AS bigint), CAST(\"OwnerToken\" AS text), "
         "\"Attempt\", \"LastError\", CAST(floor(EXTRACT(EPOCH FROM \"NextAttemptAt\") * 1000) AS bigint), "
         "CAST(floor(EXTRACT(EPOCH FROM \"DueTimeUtc\") * 1000) AS bigint)",
-        "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
-        "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND " IBX__PG_KEYS,
-        "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Attempt\" = \"Attempt\" + 1, "
+        "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+        "\"LastSeenUtc\" = now() WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND "
+        IBX__PG_KEYS,
+        "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+        "\"Attempt\" = \"Attempt\" + CAST(? AS integer), "
         "\"LastError\" = coalesce(CAST(? AS text), \"LastError\"), \"NextAttemptAt\" = now() + "
         "make_interval(secs => coalesce(CAST(? AS bigint) / 1000.0, least(60, 1 << least(\"Attempt\", 6)))) "
         "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND " IBX__PG_KEYS,
         "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-        "\"LastError\" = CAST(? AS text) WHERE \"OwnerToken\" = CAST(? AS uuid) AND "
+        "\"LastSeenUtc\" = now(), \"LastError\" = CAST(? AS text) WHERE \"OwnerToken\" = CAST(? AS uuid) AND "
         "\"Status\" = 'Processing' AND " IBX__PG_KEYS,
         "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
         "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < now()",
@@ -2705,6 +2760,7 @@ struct ibx_store {
     ibx_uuid_state uuids;
     ibx_metrics_hook metrics;
     int64_t counters[IBX_METRIC_COUNT_];
+    char token[37];                /* the owner token of the current call, lower case */
 };
 
 static const ibx_error ibx__null_store_error = {IBX_ERR_INVALID_ARG, "", 0, 0, "store",
@@ -2956,6 +3012,11 @@ static ibx_result ibx__check_token(ibx_store *s, const char *fn, const char *tok
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "owner_token must be a UUID (ibx_owner_token)");
     if (strcmp(token, "00000000-0000-0000-0000-000000000000") == 0)
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
+    {   /* lower case: SQLite compares text exactly */
+        int i;
+        for (i = 0; i < 36; i++) s->token[i] = token[i] >= 'A' && token[i] <= 'F' ? (char)(token[i] + 32) : token[i];
+        s->token[36] = '\0';
+    }
     return IBX_OK;
 }
 
@@ -3058,19 +3119,18 @@ static ibx_result ibx__run(ibx_store *s, int slot, ibx__param *p, int n, const c
 
 static ibx_result ibx__mark(ibx_store *s, const char *fn, const char *message_id, const char *source,
                             const char *status) {
-    ibx__param p[5];
+    ibx__param p[6];
     int64_t rows = 0;
+    int i;
     ibx_result r = ibx__store_ready(s, fn);
     if (r != IBX_OK) return r;
     if ((r = ibx__check_text(s, fn, "message_id", message_id)) != IBX_OK ||
         (r = ibx__check_text(s, fn, "source", source)) != IBX_OK)
         return r;
-    ibx__p_text(&p[0], status, (size_t)-1);
-    ibx__p_text(&p[1], status, (size_t)-1);
-    ibx__p_text(&p[2], status, (size_t)-1);
-    ibx__p_text(&p[3], source, (size_t)-1);
-    ibx__p_text(&p[4], message_id, (size_t)-1);
-    r = ibx__run(s, IBX__Q_MARK, p, 5, fn, &rows);
+    for (i = 0; i < 4; i++) ibx__p_text(&p[i], status, (size_t)-1);
+    ibx__p_text(&p[4], source, (size_t)-1);
+    ibx__p_text(&p[5], message_id, (size_t)-1);
+    r = ibx__run(s, IBX__Q_MARK, p, 6, fn, &rows);
     if (r != IBX_OK) return r;
     if (rows == 0) return ibx__fail(&s->err, IBX_ERR_NOT_FOUND, fn, "no message %s from %s", message_id, source);
     ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "marked %s from %s %s", message_id, source, status);
@@ -3240,7 +3300,7 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
         store->msgs_cap = batch_size;
     }
     ctx.s = store;
-    ctx.owner = owner_token;
+    ctx.owner = store->token;
     ctx.lease_seconds = lease_seconds;
     ctx.batch_size = batch_size;
     ctx.count = 0;
@@ -3284,7 +3344,7 @@ static ibx_result ibx__get_unit(ibx__db *db, void *vctx) {
     return r == IBX_EMPTY ? IBX_OK : r;
 }
 
-IBX_API ibx_result ibx_get(ibx_store *store, const char *source, const char *message_id,
+IBX_API ibx_result ibx_get(ibx_store *store, const char *message_id, const char *source,
                            ibx_message *message) {
     ibx__get_ctx ctx;
     ibx_message m;
@@ -3345,7 +3405,7 @@ IBX_API ibx_result ibx_ack(ibx_store *store, const char *owner_token, const ibx_
         if (r == IBX_OK && changed) *changed = 0;
         return r;
     }
-    ibx__p_text(&p[0], owner_token, 36);
+    ibx__p_text(&p[0], store->token, 36);
     ibx__p_text(&p[1], store->sources.data, store->sources.len);
     ibx__p_text(&p[2], store->ids.data, store->ids.len);
     r = ibx__run(store, IBX__Q_ACK, p, 3, "ack", &n);
@@ -3356,10 +3416,12 @@ IBX_API ibx_result ibx_ack(ibx_store *store, const char *owner_token, const ibx_
     return IBX_OK;
 }
 
-IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const ibx_key *keys,
+/* Abandon; `attempts` is 1, or 0 when a message only waits (not ready, or
+ * no handler yet), which must not use up its attempts. */
+static ibx_result ibx__abandon(ibx_store *store, const char *owner_token, const ibx_key *keys,
                                int count, const char *last_error, const int64_t *delay_ms,
-                               int64_t *changed) {
-    ibx__param p[5];
+                               int attempts, int64_t *changed) {
+    ibx__param p[6];
     int64_t n = 0;
     ibx_result r;
     if (store && delay_ms && *delay_ms <= 0)
@@ -3370,18 +3432,25 @@ IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const 
         if (r == IBX_OK && changed) *changed = 0;
         return r;
     }
-    ibx__p_text(&p[0], last_error && last_error[0] ? last_error : NULL, (size_t)-1);
-    ibx__p_i64(&p[1], delay_ms ? *delay_ms : 0);
-    if (!delay_ms) p[1].ind = SQL_NULL_DATA; /* the default backoff, per message */
-    ibx__p_text(&p[2], owner_token, 36);
-    ibx__p_text(&p[3], store->sources.data, store->sources.len);
-    ibx__p_text(&p[4], store->ids.data, store->ids.len);
-    r = ibx__run(store, IBX__Q_ABANDON, p, 5, "abandon", &n);
+    ibx__p_i64(&p[0], attempts);
+    ibx__p_text(&p[1], last_error && last_error[0] ? last_error : NULL, (size_t)-1);
+    ibx__p_i64(&p[2], delay_ms ? *delay_ms : 0);
+    if (!delay_ms) p[2].ind = SQL_NULL_DATA; /* the default backoff, per message */
+    ibx__p_text(&p[3], store->token, 36);
+    ibx__p_text(&p[4], store->sources.data, store->sources.len);
+    ibx__p_text(&p[5], store->ids.data, store->ids.len);
+    r = ibx__run(store, IBX__Q_ABANDON, p, 6, "abandon", &n);
     if (r != IBX_OK) return r;
     ibx__count(store, IBX_METRIC_FAILED, n);
     if (changed) *changed = n;
     ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "abandoned %lld of %d", (long long)n, count);
     return IBX_OK;
+}
+
+IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const ibx_key *keys,
+                               int count, const char *last_error, const int64_t *delay_ms,
+                               int64_t *changed) {
+    return ibx__abandon(store, owner_token, keys, count, last_error, delay_ms, 1, changed);
 }
 
 IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx_key *keys,
@@ -3397,7 +3466,7 @@ IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx
         return r;
     }
     ibx__p_text(&p[0], error, (size_t)-1);
-    ibx__p_text(&p[1], owner_token, 36);
+    ibx__p_text(&p[1], store->token, 36);
     ibx__p_text(&p[2], store->sources.data, store->sources.len);
     ibx__p_text(&p[3], store->ids.data, store->ids.len);
     r = ibx__run(store, IBX__Q_FAIL, p, 4, "fail", &n);
@@ -3643,7 +3712,7 @@ struct ibx_dispatcher {
     int empty_streak;
     ibx_key *acks;               /* batch_size entries each */
     int *failures;               /* indexes of messages that did not succeed */
-    ibx_outcome *outcomes;
+    int *outcomes;               /* an ibx_outcome, or IBX__SKIPPED */
     char (*errors)[256];
 };
 
@@ -3706,7 +3775,7 @@ IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_di
     b = (size_t)d->batch_size;
     d->acks = (ibx_key *)ibx__alloc(h, sizeof *d->acks * b);
     d->failures = (int *)ibx__alloc(h, sizeof *d->failures * b);
-    d->outcomes = (ibx_outcome *)ibx__alloc(h, sizeof *d->outcomes * b);
+    d->outcomes = (int *)ibx__alloc(h, sizeof *d->outcomes * b);
     d->errors = (char (*)[256])ibx__alloc(h, 256 * b);
     if (!d->acks || !d->failures || !d->outcomes || !d->errors) {
         ibx_dispatcher_destroy(d);
@@ -3776,13 +3845,21 @@ static ibx_result ibx__housekeep(ibx_dispatcher *d, ibx_store *s, ibx__entry *e,
     return r;
 }
 
+/* Outcome of a message left alone because its lease is about to end. */
+#define IBX__SKIPPED (-1)
+
 /* One batch from one store: claim, handle, settle. */
 static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
     const ibx_message *ms;
     ibx_result r, settle = IBX_OK;
-    int n = 0, i, acks = 0, failures = 0;
+    int n = 0, i, acks = 0, failures = 0, skipped = 0;
+    int64_t lease_ms = (int64_t)d->lease_seconds * 1000, lease_end, margin;
     r = ibx__housekeep(d, s, e, st);
     if (r < 0) return r;
+    /* The lease started no earlier than now: past lease_end - margin a
+     * message may be reclaimed by another worker, so it is not handled. */
+    lease_end = ibx__mono_ms(&s->hooks) + lease_ms;
+    margin = lease_ms / 5 < 5000 ? lease_ms / 5 : 5000;
     r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
     if (r != IBX_OK) return r;
     st->claimed = n;
@@ -3790,16 +3867,28 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
         const ibx_message *m = &ms[i];
         char *error = d->errors[i];
         int matched = 0;
+        ibx_outcome handled;
+        if (ibx__mono_ms(&s->hooks) >= lease_end - margin) {
+            d->outcomes[i] = IBX__SKIPPED;
+            skipped++;
+            continue;
+        }
         ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "handling %s from %s topic=%s attempt %d",
                  m->message_id, m->source, m->topic, m->attempt + 1);
-        d->outcomes[i] = ibx__handle(d, m, error, &matched);
+        handled = ibx__handle(d, m, error, &matched);
+        d->outcomes[i] = (int)handled;
         if (!matched) {
             ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
                      "no handler for topic %s (message %s from %s): retrying later", m->topic,
                      m->message_id, m->source);
             snprintf(error, 256, "no handler for topic %s", m->topic);
-            d->outcomes[i] = IBX_WAIT;
+            d->outcomes[i] = (int)IBX_WAIT;
             st->no_handler++;
+        } else if (d->outcomes[i] == IBX_RETRY || d->outcomes[i] == IBX_DEAD) {
+            ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id,
+                     "handler failed for %s from %s topic=%s attempt %d: %s", m->message_id, m->source,
+                     m->topic, m->attempt + 1,
+                     error[0] ? error : (d->outcomes[i] == IBX_DEAD ? "IBX_DEAD" : "IBX_RETRY"));
         }
         if (d->outcomes[i] == IBX_DONE) {
             d->acks[acks].source = m->source;
@@ -3808,6 +3897,10 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
             d->failures[failures++] = i;
         }
     }
+    if (skipped)
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
+                 "%d message(s) not handled: their %d s lease was nearly over (handlers too slow for "
+                 "the lease?); they are delivered again after it expires", skipped, d->lease_seconds);
     /* Settle: every success in one statement, then each failure. */
     if (acks > 0) {
         int64_t changed = 0;
@@ -3821,7 +3914,7 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     }
     for (i = 0; i < failures && settle == IBX_OK; i++) {
         const ibx_message *m = &ms[d->failures[i]];
-        ibx_outcome outcome = d->outcomes[d->failures[i]];
+        int outcome = d->outcomes[d->failures[i]];
         const char *error = d->errors[d->failures[i]];
         ibx_key one[1];
         int attempt = m->attempt + 1;
@@ -3833,15 +3926,14 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
             int64_t delay = d->backoff(m->attempt, d->backoff_user);
             if (delay > 5000) delay = 5000;
             if (delay < 1) delay = 1; /* a given delay must be positive (IBX-058) */
-            settle = ibx_abandon(s, d->owner, one, 1, error, &delay, NULL);
+            settle = ibx__abandon(s, d->owner, one, 1, error, &delay, 0, NULL);
             if (settle == IBX_OK) st->retried++;
         } else if (outcome == IBX_RETRY && attempt < d->max_attempts) {
             int64_t delay = d->backoff(m->attempt, d->backoff_user);
             if (delay < 1) delay = 1;
-            ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id,
-                     "handler failed for %s from %s topic=%s attempt %d of %d: %s; retry in %lld ms",
-                     m->message_id, m->source, m->topic, attempt, d->max_attempts, error,
-                     (long long)delay);
+            ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id,
+                     "message %s from %s: attempt %d of %d failed; retry in %lld ms", m->message_id,
+                     m->source, attempt, d->max_attempts, (long long)delay);
             settle = ibx_abandon(s, d->owner, one, 1, error, &delay, NULL);
             if (settle == IBX_OK) st->retried++;
         } else {

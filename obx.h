@@ -990,6 +990,12 @@ OBX__PRIVATE void obx__log(const obx__hooks *h, obx_log_level level, const char 
 }
 
 /* Copy with truncation; always NUL-terminates a non-empty destination. */
+/* strnlen() is POSIX 2008, not C99. */
+OBX__PRIVATE size_t obx__strnlen(const char *s, size_t cap) {
+    const char *nul = (const char *)memchr(s, 0, cap);
+    return nul ? (size_t)(nul - s) : cap;
+}
+
 OBX__PRIVATE void obx__copy(char *dst, size_t cap, const char *src) {
     size_t n;
     if (cap == 0) return;
@@ -1628,11 +1634,25 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
     return r;
 }
 
+#ifndef OBX_NO_THREADS
+/* psqlODBC rewrites process-wide settings while it connects: two threads
+ * connecting at once read freed memory (seen under ASan). Connecting is
+ * rare; do it one thread at a time. */
+static pthread_mutex_t obx__connect_mutex = PTHREAD_MUTEX_INITIALIZER;
+#endif
+
 OBX__PRIVATE obx_result obx__driver_connect(obx__db *db, const char *connstr) {
     SQLCHAR out[1024];
     SQLSMALLINT out_len = 0;
-    SQLRETURN rc = SQLDriverConnect(db->dbc, NULL, OBX__SQLTEXT(connstr), SQL_NTS, out,
-                                    (SQLSMALLINT)sizeof out, &out_len, SQL_DRIVER_NOPROMPT);
+    SQLRETURN rc;
+#ifndef OBX_NO_THREADS
+    pthread_mutex_lock(&obx__connect_mutex);
+#endif
+    rc = SQLDriverConnect(db->dbc, NULL, OBX__SQLTEXT(connstr), SQL_NTS, out, (SQLSMALLINT)sizeof out,
+                          &out_len, SQL_DRIVER_NOPROMPT);
+#ifndef OBX_NO_THREADS
+    pthread_mutex_unlock(&obx__connect_mutex);
+#endif
     if (!SQL_SUCCEEDED(rc)) return obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLDriverConnect");
     db->connected = 1;
     db->lost = 0;
@@ -1717,7 +1737,12 @@ OBX__PRIVATE obx_result obx__db_ensure(obx__db *db) {
     obx__db_disconnect(db);
     r = obx__driver_connect(db, db->connstr);
     if (r == OBX_OK) r = obx__db_setup(db);
-    if (r == OBX_OK) obx__log(db->hooks, OBX_LOG_INFO, db->store_id, "reconnected");
+    if (r != OBX_OK) { /* a half-set-up session is not usable: try again next time */
+        obx__db_disconnect(db);
+        db->lost = 1;
+        return r;
+    }
+    obx__log(db->hooks, OBX_LOG_INFO, db->store_id, "reconnected");
     return r;
 }
 
@@ -1901,6 +1926,7 @@ OBX__PRIVATE obx_result obx__get_bytes(obx__db *db, SQLHSTMT st, int col, SQLSMA
     char first[512];
     char *buf = NULL;
     size_t len = 0, cap = 0;
+    int truncated;
     for (;;) {
         SQLLEN ind = 0;
         char *dst = buf ? buf + len : first;
@@ -1918,21 +1944,23 @@ OBX__PRIVATE obx_result obx__get_bytes(obx__db *db, SQLHSTMT st, int col, SQLSMA
             if (out_len) *out_len = 0;
             return OBX_OK;
         }
-        /* Bytes in this chunk: a truncated one is full (less the NUL of a
-         * text chunk); a final text chunk is measured up to the NUL the
-         * driver wrote, which does not depend on how it counts length. */
-        if (rc == SQL_SUCCESS_WITH_INFO) got = room - term;
-        else if (term) got = strnlen(dst, room);
+        /* Bytes in this chunk: a truncated one (more than fits) is full,
+         * less the NUL of a text chunk; a final text chunk is measured up to
+         * the NUL the driver wrote, which does not depend on how it counts
+         * length. A warning that is not truncation changes nothing. */
+        truncated = rc == SQL_SUCCESS_WITH_INFO && (ind == SQL_NO_TOTAL || (size_t)ind > room - term);
+        if (truncated) got = room - term;
+        else if (term) got = obx__strnlen(dst, room);
         else got = (ind != SQL_NO_TOTAL && (size_t)ind <= room) ? (size_t)ind : room;
         if (!buf) {
-            size_t want = (ind != SQL_NO_TOTAL ? (size_t)ind : got * 2) + 1;
+            size_t want = (ind != SQL_NO_TOTAL && (size_t)ind > got ? (size_t)ind : got * 2) + 1;
             buf = (char *)obx__alloc(db->hooks, want);
             if (!buf) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
             cap = want;
             memcpy(buf, first, got);
         }
         len += got;
-        if (rc == SQL_SUCCESS) break; /* not truncated: that was all */
+        if (!truncated) break; /* that was all */
         if (cap - len < 256) {
             size_t grow = ind != SQL_NO_TOTAL && (size_t)ind > got ? len + ((size_t)ind - got) + 1
                                                                     : cap * 2;
@@ -1962,7 +1990,7 @@ OBX__PRIVATE obx_result obx__get_append(obx__db *db, SQLHSTMT st, int col, SQLSM
                                         obx__buf *buf, size_t *offset, size_t *out_len) {
     const size_t term = c_type == SQL_C_CHAR ? 1 : 0;
     size_t start = buf->len;
-    int first = 1;
+    int first = 1, truncated;
     for (;;) {
         SQLLEN ind = 0;
         size_t room, got;
@@ -1982,11 +2010,12 @@ OBX__PRIVATE obx_result obx__get_append(obx__db *db, SQLHSTMT st, int col, SQLSM
             if (out_len) *out_len = 0;
             return OBX_OK;
         }
-        if (rc == SQL_SUCCESS_WITH_INFO) got = room - term;
-        else if (term) got = strnlen(buf->data + buf->len, room);
+        truncated = rc == SQL_SUCCESS_WITH_INFO && (ind == SQL_NO_TOTAL || (size_t)ind > room - term);
+        if (truncated) got = room - term;
+        else if (term) got = obx__strnlen(buf->data + buf->len, room);
         else got = (ind != SQL_NO_TOTAL && (size_t)ind <= room) ? (size_t)ind : room;
         buf->len += got;
-        if (rc == SQL_SUCCESS) break;
+        if (!truncated) break;
         /* Truncated: the first indicator usually tells the whole size. */
         if (first && ind != SQL_NO_TOTAL && (size_t)ind > got &&
             !obx__buf_reserve(db->hooks, buf, (size_t)ind - got + 1))
@@ -2067,7 +2096,9 @@ OBX__PRIVATE obx_result obx__commit(obx__db *db) {
     if (db->d->tx_by_sql && !db->in_tx) return OBX_OK; /* a read unit: nothing to commit */
     r = db->d->tx_by_sql ? obx__exec_direct(db, "COMMIT", "COMMIT")
                          : obx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
-    db->in_tx = 0;
+    /* A failed SQL COMMIT (SQLite BUSY) leaves the transaction open: keep
+     * in_tx so that the rollback really runs and releases the lock. */
+    if (r == OBX_OK || !db->d->tx_by_sql) db->in_tx = 0;
     if (r != OBX_OK && db->err->connection_lost)
         obx__copy(db->err->message + strlen(db->err->message),
                   sizeof db->err->message - strlen(db->err->message),
@@ -2231,8 +2262,7 @@ OBX__PRIVATE obx_result obx__registry_apply(obx__registry *r, const obx_database
         }
         obx__free(r->hooks, e->connstr);
         e->connstr = obx__strdup(r->hooks, dbs[i].connection_string);
-        if (!e->connstr) return OBX_ERR_NO_MEMORY;
-        e->store = r->open(r->ctx, dbs[i].id, dbs[i].connection_string);
+        e->store = e->connstr ? r->open(r->ctx, dbs[i].id, dbs[i].connection_string) : NULL;
         e->next_reap_ms = e->next_cleanup_ms = 0;
         e->seen = 1;
     }
@@ -2320,13 +2350,17 @@ OBX__PRIVATE const obx__route *obx__routes_next(const obx__routes *r, const char
     return NULL;
 }
 
-/* Waiting between rounds, interruptible by wake and stop. */
+/* Waiting between rounds, interruptible by wake and stop. Without threads
+ * or without a POSIX monotonic clock it sleeps in 50 ms slices instead. */
+#if defined(OBX_NO_THREADS) || defined(OBX_NO_POSIX_CLOCK)
+#define OBX__LOOP_SLICED 1
+#endif
 typedef struct obx__loop {
     const obx__hooks *hooks;
     volatile int stopping;
     volatile int *stop_flag;     /* the caller's, e.g. set by a signal handler */
     int use_hook_sleep;          /* a custom clock: sleep through it, not a condition variable */
-#ifndef OBX_NO_THREADS
+#ifndef OBX__LOOP_SLICED
     pthread_mutex_t mutex;
     pthread_cond_t cond;
     int woken;
@@ -2338,7 +2372,7 @@ OBX__PRIVATE void obx__loop_init(obx__loop *l, const obx__hooks *h, volatile int
     l->stopping = 0;
     l->stop_flag = stop_flag;
     l->use_hook_sleep = h->clock.sleep_ms != obx__default_sleep_ms;
-#ifndef OBX_NO_THREADS
+#ifndef OBX__LOOP_SLICED
     {
         pthread_condattr_t attr;
         pthread_condattr_init(&attr);
@@ -2352,7 +2386,7 @@ OBX__PRIVATE void obx__loop_init(obx__loop *l, const obx__hooks *h, volatile int
 }
 
 OBX__PRIVATE void obx__loop_destroy(obx__loop *l) {
-#ifndef OBX_NO_THREADS
+#ifndef OBX__LOOP_SLICED
     pthread_mutex_destroy(&l->mutex);
     pthread_cond_destroy(&l->cond);
 #else
@@ -2360,32 +2394,45 @@ OBX__PRIVATE void obx__loop_destroy(obx__loop *l) {
 #endif
 }
 
-OBX__PRIVATE int obx__loop_stopped(const obx__loop *l) {
-    return l->stopping || (l->stop_flag && *l->stop_flag);
+OBX__PRIVATE int obx__loop_stopped(obx__loop *l) {
+    int stopping;
+#ifndef OBX__LOOP_SLICED
+    pthread_mutex_lock(&l->mutex);
+    stopping = l->stopping;
+    pthread_mutex_unlock(&l->mutex);
+#else
+    stopping = l->stopping;
+#endif
+    return stopping || (l->stop_flag && *l->stop_flag);
 }
 
 /* Wait up to `ms`, returning early on wake or stop; nonzero when woken. */
 OBX__PRIVATE int obx__loop_wait(obx__loop *l, int64_t ms) {
-#ifndef OBX_NO_THREADS
+#ifndef OBX__LOOP_SLICED
     if (!l->use_hook_sleep) {
-        struct timespec deadline;
-        int woken;
-        /* A signal handler's stop_flag does not signal the condition:
-         * look at it at least four times a second. */
-        if (l->stop_flag && ms > 250) ms = 250;
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += (time_t)(ms / 1000);
-        deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
+        int woken = 0;
+        /* In slices of at most 250 ms: a signal handler's stop_flag does
+         * not signal the condition, so it is looked at between slices. */
+        while (ms > 0 && !woken) {
+            int64_t slice = l->stop_flag && ms > 250 ? 250 : ms;
+            struct timespec deadline;
+            clock_gettime(CLOCK_MONOTONIC, &deadline);
+            deadline.tv_sec += (time_t)(slice / 1000);
+            deadline.tv_nsec += (long)(slice % 1000) * 1000000L;
+            if (deadline.tv_nsec >= 1000000000L) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000L;
+            }
+            pthread_mutex_lock(&l->mutex);
+            while (!l->woken && !l->stopping)
+                if (pthread_cond_timedwait(&l->cond, &l->mutex, &deadline) != 0) break;
+            woken = l->woken;
+            l->woken = 0;
+            if (l->stopping) ms = 0;
+            pthread_mutex_unlock(&l->mutex);
+            if (l->stop_flag && *l->stop_flag) ms = 0;
+            ms -= slice;
         }
-        pthread_mutex_lock(&l->mutex);
-        while (!l->woken && !obx__loop_stopped(l))
-            if (pthread_cond_timedwait(&l->cond, &l->mutex, &deadline) != 0) break;
-        woken = l->woken;
-        l->woken = 0;
-        pthread_mutex_unlock(&l->mutex);
         return woken;
     }
 #endif
@@ -2398,7 +2445,7 @@ OBX__PRIVATE int obx__loop_wait(obx__loop *l, int64_t ms) {
 }
 
 OBX__PRIVATE void obx__loop_wake(obx__loop *l) {
-#ifndef OBX_NO_THREADS
+#ifndef OBX__LOOP_SLICED
     pthread_mutex_lock(&l->mutex);
     l->woken = 1;
     pthread_cond_signal(&l->cond);
@@ -2409,7 +2456,7 @@ OBX__PRIVATE void obx__loop_wake(obx__loop *l) {
 }
 
 OBX__PRIVATE void obx__loop_stop(obx__loop *l) {
-#ifndef OBX_NO_THREADS
+#ifndef OBX__LOOP_SLICED
     pthread_mutex_lock(&l->mutex);
     l->stopping = 1;
     pthread_cond_broadcast(&l->cond);
@@ -2430,7 +2477,7 @@ OBX__PRIVATE void obx__loop_run(obx__loop *l, const obx__loop_timing *t,
                                 obx_result (*round)(void *ctx), void *ctx, const char *store_id,
                                 const obx_error *err) {
     int64_t idle = t->poll_ms;
-    l->stopping = 0;
+    /* stop() is final: a stop before run() is not forgotten. */
     if (t->startup_ms > 0) obx__loop_wait(l, t->startup_ms);
     while (!obx__loop_stopped(l)) {
         obx_result r = round(ctx);
@@ -2499,7 +2546,8 @@ enum {
     OBX__Q_INSERT,   /* id, message_id, topic, payload, correlation, due, next_attempt */
     OBX__Q_CLAIM,    /* owner, lease_seconds, batch -> message rows */
     OBX__Q_ACK,      /* processed_by, owner, ids -> count */
-    OBX__Q_ABANDON,  /* last_error, delay_ms (NULL: default backoff), owner, ids -> count */
+    OBX__Q_ABANDON,  /* retries (1, or 0 for a wait), last_error, delay_ms (NULL: default
+                        backoff), owner, ids -> count */
     OBX__Q_FAIL,     /* last_error, owner, ids -> count */
     OBX__Q_REAP,     /* -> count */
     OBX__Q_GET,      /* id -> message row */
@@ -2614,7 +2662,7 @@ static const obx__outbox_sql obx__sqlite_outbox = {
         "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
         "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))",
         "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-        "\"RetryCount\" = \"RetryCount\" + 1, \"LastError\" = coalesce(?, \"LastError\"), "
+        "\"RetryCount\" = \"RetryCount\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
         "\"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"RetryCount\", 6)))) "
         "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))",
         "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = ? "
@@ -2736,12 +2784,12 @@ static const obx__outbox_sql obx__postgresql_outbox = {
     "        RETURNING 1)\n"
     "    SELECT CAST(count(*) AS integer) FROM changed\n"
     "$$",
-    "CREATE OR REPLACE FUNCTION {S}.\"{N}_Abandon\"(p_last_error text, p_delay_ms bigint, "
-    "p_owner uuid, p_ids uuid[])\n"
+    "CREATE OR REPLACE FUNCTION {S}.\"{N}_Abandon\"(p_retries integer, p_last_error text, "
+    "p_delay_ms bigint, p_owner uuid, p_ids uuid[])\n"
     "RETURNS integer LANGUAGE sql AS $$\n"
     "    WITH changed AS (\n"
     "        UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL,\n"
-    "               \"RetryCount\" = \"RetryCount\" + 1,\n"
+    "               \"RetryCount\" = \"RetryCount\" + p_retries,\n"
     "               \"LastError\" = coalesce(p_last_error, \"LastError\"),\n"
     "               \"NextAttemptAt\" = now() + make_interval(secs => coalesce(p_delay_ms / 1000.0,\n"
     "                   least(60, 1 << least(\"RetryCount\", 6))))\n"
@@ -2784,8 +2832,8 @@ static const obx__outbox_sql obx__postgresql_outbox = {
         "SELECT " OBX__PG_COLS " FROM {S}.\"{N}_Claim\"(CAST(? AS uuid), CAST(? AS integer), "
         "CAST(? AS integer))",
         "SELECT {S}.\"{N}_Ack\"(CAST(? AS varchar), CAST(? AS uuid), CAST(? AS uuid[]))",
-        "SELECT {S}.\"{N}_Abandon\"(CAST(? AS text), CAST(? AS bigint), CAST(? AS uuid), "
-        "CAST(? AS uuid[]))",
+        "SELECT {S}.\"{N}_Abandon\"(CAST(? AS integer), CAST(? AS text), CAST(? AS bigint), "
+        "CAST(? AS uuid), CAST(? AS uuid[]))",
         "SELECT {S}.\"{N}_Fail\"(CAST(? AS text), CAST(? AS uuid), CAST(? AS uuid[]))",
         "SELECT {S}.\"{N}_ReapExpired\"()",
         "SELECT " OBX__PG_COLS " FROM {T} WHERE \"Id\" = CAST(? AS uuid)",
@@ -2871,6 +2919,7 @@ struct obx_store {
     obx_uuid_state uuids;
     obx_metrics_hook metrics;
     int64_t counters[OBX_METRIC_COUNT_];
+    char token[37];               /* the owner token of the current call, lower case */
 };
 
 static void obx__count(obx_store *s, obx_metric metric, int64_t n) {
@@ -3415,9 +3464,19 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
     return r == OBX_EMPTY ? OBX_OK : r;
 }
 
+/* A UUID in lower case: SQLite compares text exactly, PostgreSQL does not. */
+static void obx__lower_uuid(const char *in, char out[37]) {
+    int i;
+    for (i = 0; i < 36; i++) out[i] = in[i] >= 'A' && in[i] <= 'F' ? (char)(in[i] + 32) : in[i];
+    out[36] = '\0';
+}
+
 static obx_result obx__check_token(obx_store *s, const char *fn, const char *token) {
     char where[96];
-    if (obx__uuid_is_valid(token)) return OBX_OK;
+    if (obx__uuid_is_valid(token)) {
+        obx__lower_uuid(token, s->token);
+        return OBX_OK;
+    }
     snprintf(where, sizeof where, "%s: owner_token", fn);
     return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "owner_token must be a UUID (obx_owner_token)");
 }
@@ -3451,7 +3510,7 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
         store->msgs_cap = batch_size;
     }
     ctx.s = store;
-    ctx.owner = owner_token;
+    ctx.owner = store->token;
     ctx.lease_seconds = lease_seconds;
     ctx.batch_size = batch_size;
     ctx.count = 0;
@@ -3500,12 +3559,14 @@ static obx_result obx__get_unit(obx__db *db, void *vctx) {
 OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *message) {
     obx__get_ctx ctx;
     obx_message m;
+    char lower[37];
     obx_result r = obx__store_ready(store, "obx_get");
     if (r != OBX_OK) return r;
     if (!message) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_get: message", "must not be NULL");
     if (!obx__uuid_is_valid(id)) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_get: id", "id must be a UUID");
+    obx__lower_uuid(id, lower);
     ctx.s = store;
-    ctx.id = id;
+    ctx.id = lower;
     ctx.m = &m;
     r = obx__unit_read(&store->db, obx__get_unit, &ctx, "get");
     if (r != OBX_OK) return r;
@@ -3573,8 +3634,12 @@ static obx_result obx__settle_args(obx_store *s, const char *fn, const char *own
             snprintf(where, sizeof where, "%s: ids[%d]", fn, i);
             return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "not a UUID");
         }
-        if (!obx__list_add(&s->hooks, &s->list, s->db.d, ids[i], 36))
-            return obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
+        {
+            char lower[37];
+            obx__lower_uuid(ids[i], lower);
+            if (!obx__list_add(&s->hooks, &s->list, s->db.d, lower, 36))
+                return obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
+        }
     }
     if (!obx__list_end(&s->hooks, &s->list, s->db.d))
         return obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
@@ -3590,8 +3655,8 @@ OBX_API obx_result obx_ack(obx_store *store, const char *owner_token, const char
         if (r == OBX_OK && changed) *changed = 0;
         return r;
     }
-    obx__p_text(&p[0], store->worker_name ? store->worker_name : owner_token, (size_t)-1);
-    obx__p_text(&p[1], owner_token, 36);
+    obx__p_text(&p[0], store->worker_name ? store->worker_name : store->token, (size_t)-1);
+    obx__p_text(&p[1], store->token, 36);
     obx__p_text(&p[2], store->list.data, store->list.len);
     r = obx__run_count(store, OBX__Q_ACK, p, 3, "ack", &n);
     if (r == OBX_OK) {
@@ -3602,22 +3667,25 @@ OBX_API obx_result obx_ack(obx_store *store, const char *owner_token, const char
     return r;
 }
 
-OBX_API obx_result obx_abandon(obx_store *store, const char *owner_token,
-                               const char *const *ids, int count, const char *last_error,
-                               int64_t delay_ms, int64_t *changed) {
-    obx__param p[4];
+/* Abandon; `retries` is 1, or 0 when a message is only waiting (not ready,
+ * or no handler yet), which must not use up its attempts. */
+static obx_result obx__abandon(obx_store *store, const char *owner_token, const char *const *ids,
+                               int count, const char *last_error, int64_t delay_ms, int retries,
+                               int64_t *changed) {
+    obx__param p[5];
     int64_t n = 0;
     obx_result r = obx__settle_args(store, "obx_abandon", owner_token, ids, count);
     if (r != OBX_OK || count == 0) {
         if (r == OBX_OK && changed) *changed = 0;
         return r;
     }
-    obx__p_text(&p[0], last_error && last_error[0] ? last_error : NULL, (size_t)-1);
-    obx__p_i64(&p[1], delay_ms);
-    if (delay_ms < 0) p[1].ind = SQL_NULL_DATA; /* the default backoff, per message */
-    obx__p_text(&p[2], owner_token, 36);
-    obx__p_text(&p[3], store->list.data, store->list.len);
-    r = obx__run_count(store, OBX__Q_ABANDON, p, 4, "abandon", &n);
+    obx__p_i64(&p[0], retries);
+    obx__p_text(&p[1], last_error && last_error[0] ? last_error : NULL, (size_t)-1);
+    obx__p_i64(&p[2], delay_ms);
+    if (delay_ms < 0) p[2].ind = SQL_NULL_DATA; /* the default backoff, per message */
+    obx__p_text(&p[3], store->token, 36);
+    obx__p_text(&p[4], store->list.data, store->list.len);
+    r = obx__run_count(store, OBX__Q_ABANDON, p, 5, "abandon", &n);
     if (r == OBX_OK) {
         obx__count(store, OBX_METRIC_FAILED, n);
         if (changed) *changed = n;
@@ -3625,6 +3693,12 @@ OBX_API obx_result obx_abandon(obx_store *store, const char *owner_token,
                  count);
     }
     return r;
+}
+
+OBX_API obx_result obx_abandon(obx_store *store, const char *owner_token,
+                               const char *const *ids, int count, const char *last_error,
+                               int64_t delay_ms, int64_t *changed) {
+    return obx__abandon(store, owner_token, ids, count, last_error, delay_ms, 1, changed);
 }
 
 OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const char *const *ids,
@@ -3637,7 +3711,7 @@ OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const cha
         return r;
     }
     obx__p_text(&p[0], last_error && last_error[0] ? last_error : NULL, (size_t)-1);
-    obx__p_text(&p[1], owner_token, 36);
+    obx__p_text(&p[1], store->token, 36);
     obx__p_text(&p[2], store->list.data, store->list.len);
     r = obx__run_count(store, OBX__Q_FAIL, p, 3, "fail", &n);
     if (r == OBX_OK) {
@@ -3837,13 +3911,15 @@ static obx_result obx__join_read(obx__db *db, void *vctx) {
 OBX_API obx_result obx_join_get(obx_store *store, const char *join_id, obx_join *join) {
     obx__join_ctx ctx;
     obx_join j;
+    char lower[37];
     obx_result r = obx__store_ready(store, "obx_join_get");
     if (r != OBX_OK) return r;
     if ((r = obx__check_uuid_arg(store, "obx_join_get", "join_id", join_id)) != OBX_OK) return r;
     if (!join) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_get: join", "must not be NULL");
     memset(&j, 0, sizeof j);
+    obx__lower_uuid(join_id, lower);
     ctx.s = store;
-    ctx.join_id = join_id;
+    ctx.join_id = lower;
     ctx.join = &j;
     r = obx__unit_read(&store->db, obx__join_read, &ctx, "join get");
     if (r != OBX_OK) return r;
@@ -3890,14 +3966,17 @@ static obx_result obx__attach_unit(obx__db *db, void *vctx) {
 static obx_result obx__attach(obx_store *store, const char *fn, const char *join_id,
                               const char *message_id, int status) {
     obx__attach_ctx ctx;
+    char join_lower[37], message_lower[37];
     obx_result r = obx__store_ready(store, fn);
     if (r != OBX_OK) return r;
     if ((r = obx__check_uuid_arg(store, fn, "join_id", join_id)) != OBX_OK ||
         (r = obx__check_uuid_arg(store, fn, "message_id", message_id)) != OBX_OK)
         return r;
+    obx__lower_uuid(join_id, join_lower);
+    obx__lower_uuid(message_id, message_lower);
     ctx.s = store;
-    ctx.join_id = join_id;
-    ctx.message_id = message_id;
+    ctx.join_id = join_lower;
+    ctx.message_id = message_lower;
     ctx.status = status;
     ctx.missing = 0;
     r = obx__unit(&store->db, obx__attach_unit, &ctx, fn);
@@ -4286,7 +4365,7 @@ struct obx_dispatcher {
     int empty_streak;
     const char **ack_ids;        /* batch_size entries each */
     int *failures;               /* indexes of messages that did not succeed */
-    obx_outcome *outcomes;
+    int *outcomes;               /* an obx_outcome, or OBX__SKIPPED */
     char (*errors)[256];
 };
 
@@ -4348,7 +4427,7 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
     b = (size_t)d->batch_size;
     d->ack_ids = (const char **)obx__alloc(h, sizeof *d->ack_ids * b);
     d->failures = (int *)obx__alloc(h, sizeof *d->failures * b);
-    d->outcomes = (obx_outcome *)obx__alloc(h, sizeof *d->outcomes * b);
+    d->outcomes = (int *)obx__alloc(h, sizeof *d->outcomes * b);
     d->errors = (char (*)[256])obx__alloc(h, 256 * b);
     if (!d->ack_ids || !d->failures || !d->outcomes || !d->errors) {
         obx_dispatcher_destroy(d);
@@ -4418,13 +4497,21 @@ static obx_result obx__housekeep(obx_dispatcher *d, obx_store *s, obx__entry *e,
     return r;
 }
 
+/* Outcome of a message left alone because its lease is about to end. */
+#define OBX__SKIPPED (-1)
+
 /* One batch from one store: claim, handle, settle. */
 static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
     const obx_message *ms;
     obx_result r, settle = OBX_OK;
-    int n = 0, i, acks = 0, failures = 0;
+    int n = 0, i, acks = 0, failures = 0, skipped = 0;
+    int64_t lease_ms = (int64_t)d->lease_seconds * 1000, lease_end, margin;
     r = obx__housekeep(d, s, e, st);
     if (r < 0) return r;
+    /* The lease started no earlier than now: past lease_end - margin a
+     * message may be reclaimed by another worker, so it is not handled. */
+    lease_end = obx__mono_ms(&s->hooks) + lease_ms;
+    margin = lease_ms / 5 < 5000 ? lease_ms / 5 : 5000;
     r = obx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
     if (r != OBX_OK) return r;
     st->claimed = n;
@@ -4432,19 +4519,34 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
         const obx_message *m = &ms[i];
         char *error = d->errors[i];
         int matched = 0;
+        obx_outcome handled;
+        if (obx__mono_ms(&s->hooks) >= lease_end - margin) {
+            d->outcomes[i] = OBX__SKIPPED;
+            skipped++;
+            continue;
+        }
         obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "handling %s topic=%s attempt %d", m->id,
                  m->topic, m->retry_count + 1);
-        d->outcomes[i] = obx__handle(d, m, error, &matched);
+        handled = obx__handle(d, m, error, &matched);
+        d->outcomes[i] = (int)handled;
         if (!matched) {
             obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
                      "no handler for topic %s (message %s): retrying later", m->topic, m->id);
             snprintf(error, 256, "no handler for topic %s", m->topic);
-            d->outcomes[i] = OBX_WAIT;
+            d->outcomes[i] = (int)OBX_WAIT;
             st->no_handler++;
+        } else if (d->outcomes[i] == OBX_RETRY || d->outcomes[i] == OBX_DEAD) {
+            obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "handler failed for %s topic=%s attempt %d: %s",
+                     m->id, m->topic, m->retry_count + 1,
+                     error[0] ? error : (d->outcomes[i] == OBX_DEAD ? "OBX_DEAD" : "OBX_RETRY"));
         }
         if (d->outcomes[i] == OBX_DONE) d->ack_ids[acks++] = m->id;
         else d->failures[failures++] = i;
     }
+    if (skipped)
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
+                 "%d message(s) not handled: their %d s lease was nearly over (handlers too slow for "
+                 "the lease?); they are delivered again after it expires", skipped, d->lease_seconds);
     /* Settle: every success in one statement, then each failure. */
     if (acks > 0) {
         int64_t changed = 0;
@@ -4458,7 +4560,7 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     }
     for (i = 0; i < failures && settle == OBX_OK; i++) {
         const obx_message *m = &ms[d->failures[i]];
-        obx_outcome outcome = d->outcomes[d->failures[i]];
+        int outcome = d->outcomes[d->failures[i]];
         const char *error = d->errors[d->failures[i]];
         const char *one[1];
         int attempt = m->retry_count + 1;
@@ -4468,14 +4570,13 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
             /* Not a failure: waiting (or no handler yet) never uses up attempts. */
             int64_t delay = d->backoff(m->retry_count, d->backoff_user);
             if (delay > 5000) delay = 5000;
-            settle = obx_abandon(s, d->owner, one, 1, error, delay < 0 ? 0 : delay, NULL);
+            settle = obx__abandon(s, d->owner, one, 1, error, delay < 0 ? 0 : delay, 0, NULL);
             if (settle == OBX_OK) st->retried++;
         } else if (outcome == OBX_RETRY && attempt < d->max_attempts) {
             int64_t delay = d->backoff(m->retry_count, d->backoff_user);
             if (delay < 0) delay = 0;
-            obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id,
-                     "handler failed for %s topic=%s attempt %d of %d: %s; retry in %lld ms", m->id,
-                     m->topic, attempt, d->max_attempts, error, (long long)delay);
+            obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "message %s: attempt %d of %d failed; retry in %lld ms",
+                     m->id, attempt, d->max_attempts, (long long)delay);
             settle = obx_abandon(s, d->owner, one, 1, error, delay, NULL);
             if (settle == OBX_OK) st->retried++;
         } else {

@@ -126,7 +126,7 @@ static void sleep_ms(int ms) {
 
 static ibx_status status_of(ibx_store *s, const char *source, const char *id) {
     ibx_message m;
-    return ibx_get(s, source, id, &m) == IBX_OK ? m.status : (ibx_status)-1;
+    return ibx_get(s, id, source, &m) == IBX_OK ? m.status : (ibx_status)-1;
 }
 
 static int seen(ibx_store *s, const char *id, const char *source) {
@@ -164,11 +164,11 @@ static void test_002_005_states(void) {
     TT_ASSERT(s != NULL);
     TT_EQ_INT(seen(s, "e", "src"), 0);                       /* IBX-004: new -> Seen, false */
     TT_EQ_INT(status_of(s, "src", "e"), IBX_STATUS_SEEN);
-    TT_EQ_INT(ibx_get(s, "src", "e", &m), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "e", "src", &m), IBX_OK);
     first = m.last_seen_ms;
     sleep_ms(30);
     TT_EQ_INT(seen(s, "e", "src"), 0);                       /* IBX-005: not Done -> false ... */
-    TT_EQ_INT(ibx_get(s, "src", "e", &m), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "e", "src", &m), IBX_OK);
     TT_EXPECT(m.last_seen_ms > first);                        /* ... and LastSeenUtc refreshed */
     TT_EQ_INT(m.status, IBX_STATUS_SEEN);
     TT_EQ_INT(ibx_mark_processed(s, "e", "src"), IBX_OK);
@@ -223,7 +223,7 @@ static void test_007_008_hash(void) {
     ibx_sha256("body one", 8, a);
     ibx_sha256("body two", 8, b);
     TT_EQ_INT(ibx_already_processed(s, "h", "src", a, 32, &processed), IBX_OK);
-    TT_EQ_INT(ibx_get(s, "src", "h", &m), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "h", "src", &m), IBX_OK);
     TT_EQ_INT(m.hash_len, 32);                                  /* IBX-007: stored */
     TT_EXPECT(memcmp(m.hash, a, 32) == 0);
     log_reset();
@@ -232,7 +232,7 @@ static void test_007_008_hash(void) {
     TT_EQ_INT(ibx_already_processed(s, "h", "src", b, 32, &processed), IBX_OK); /* IBX-008: no failure */
     TT_EQ_INT(processed, 0);
     TT_EXPECT(logged("WARN [ibx-test]", "different content hash", "h from src"));
-    TT_EQ_INT(ibx_get(s, "src", "h", &m), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "h", "src", &m), IBX_OK);
     TT_EXPECT(memcmp(m.hash, a, 32) == 0); /* the first hash is kept for verification */
     ibx_store_close(s);
 }
@@ -271,7 +271,7 @@ static void test_013_014_enqueue_upsert(void) {
     TT_ASSERT(s && other);
     TT_EQ_INT(ibx_enqueue(s, &m, &enq), IBX_OK);
     TT_EQ_INT(enq, 1);
-    TT_EQ_INT(ibx_get(other, "stripe", "evt_1", &got), IBX_OK); /* IBX-013: durable, committed */
+    TT_EQ_INT(ibx_get(other, "evt_1", "stripe", &got), IBX_OK); /* IBX-013: durable, committed */
     TT_EQ_INT(ibx_enqueue(s, &m, &enq), IBX_OK);                 /* IBX-014: a duplicate is fine */
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 1);
     ibx_store_close(other);
@@ -307,11 +307,11 @@ static void test_015_022_enqueue_args(void) {
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 0);
     m = msg("t", "src", "empty", "");
     TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);                               /* IBX-019 */
-    TT_EQ_INT(ibx_get(s, "src", "empty", &got), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "empty", "src", &got), IBX_OK);
     TT_EQ_STR(got.payload, "");
     m = msg("Order.Created", "src", "case", "not json {{ \"\\ \xf0\x9f\x98\x80");
     TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
-    TT_EQ_INT(ibx_get(s, "src", "case", &got), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "case", "src", &got), IBX_OK);
     TT_EQ_STR(got.topic, "Order.Created");                                      /* IBX-021 */
     TT_EQ_STR(got.payload, "not json {{ \"\\ \xf0\x9f\x98\x80");               /* IBX-022 */
     ibx_store_close(s);
@@ -351,12 +351,12 @@ static void test_025_026_seen_times(void) {
     d.hooks.logger.log = keep_log;
     TT_EQ_INT(ibx_store_open(&d, &skewed), IBX_OK);
     TT_ASSERT(enqueue(skewed, "t", "src", "times"));
-    TT_EQ_INT(ibx_get(s, "src", "times", &m), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "times", "src", &m), IBX_OK);
     TT_EXPECT(m.first_seen_ms >= before - 5000 && m.first_seen_ms <= now_ms() + 5000); /* IBX-025 */
     first = m.first_seen_ms;
     sleep_ms(30);
     TT_ASSERT(enqueue(skewed, "t", "src", "times"));
-    TT_EQ_INT(ibx_get(s, "src", "times", &m), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "times", "src", &m), IBX_OK);
     TT_EQ_INT(m.first_seen_ms, first);
     TT_EXPECT(m.last_seen_ms > first);                                                 /* IBX-026 */
     ibx_store_close(skewed);
@@ -367,7 +367,7 @@ static void test_027_initial(void) {
     ibx_store *s = fresh();
     ibx_message m;
     TT_ASSERT(s && enqueue(s, "t", "src", "new"));
-    TT_EQ_INT(ibx_get(s, "src", "new", &m), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "new", "src", &m), IBX_OK);
     TT_EQ_INT(m.attempt, 0);
     TT_EQ_INT(m.status, IBX_STATUS_PROCESSING);
     TT_EQ_STR(ibx_status_name(m.status), "Processing");
@@ -386,7 +386,7 @@ static void test_028_done_unchanged(void) {
     m = msg("t2", "src", "d", "changed");
     TT_EQ_INT(ibx_enqueue(s, &m, &enq), IBX_OK);
     TT_EQ_INT(enq, 0);
-    TT_EQ_INT(ibx_get(s, "src", "d", &got), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "d", "src", &got), IBX_OK);
     TT_EQ_INT(got.status, IBX_STATUS_DONE);
     TT_EQ_STR(got.payload, "original");
     TT_EQ_STR(got.topic, "t");
@@ -413,7 +413,7 @@ static void test_029_refresh(void) {
         m.hash_len = 32;
         m.due_utc_ms = now_ms() - 1000;
         TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
-        TT_EQ_INT(ibx_get(s, "src", ids[i], &got), IBX_OK);
+        TT_EQ_INT(ibx_get(s, ids[i], "src", &got), IBX_OK);
         TT_EQ_STR(got.topic, "new.topic");
         TT_EQ_STR(got.payload, "new payload");
         TT_EXPECT(got.hash_len == 32 && memcmp(got.hash, h, 32) == 0);
@@ -573,7 +573,7 @@ static void test_044_049_ack(void) {
     keys[1].message_id = ms[1].message_id;
     TT_EQ_INT(ibx_ack(s, owner, keys, 2, &changed), IBX_OK);
     TT_EQ_INT(changed, 2);
-    TT_EQ_INT(ibx_get(s, "src", "a1", &m), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "a1", "src", &m), IBX_OK);
     TT_EQ_INT(m.status, IBX_STATUS_DONE);                       /* IBX-044 */
     TT_EXPECT(m.owner_token[0] == '\0' && m.locked_until_ms == 0); /* IBX-049 */
     TT_EQ_INT(claim(s, owner, 10, &ms), 0);                      /* IBX-047 */
@@ -638,7 +638,7 @@ static void test_050_053_057_abandon(void) {
         TT_EQ_INT(claim(s, owner, 1, &ms), 1);
         t0 = now_ms();
         TT_EQ_INT(ibx_abandon(s, owner, &k, 1, "boom", NULL, &changed), IBX_OK);
-        TT_EQ_INT(ibx_get(s, "src", "ab", &m), IBX_OK);
+        TT_EQ_INT(ibx_get(s, "ab", "src", &m), IBX_OK);
         TT_EXPECT(m.owner_token[0] == '\0' && m.locked_until_ms == 0); /* IBX-050 */
         TT_EQ_INT(m.attempt, round + 1);                                /* IBX-051 */
         TT_EQ_STR(m.last_error, "boom");                                /* IBX-057 */
@@ -649,7 +649,7 @@ static void test_050_053_057_abandon(void) {
     TT_EQ_INT(claim(s, owner, 1, &ms), 1);
     t0 = now_ms();
     TT_EQ_INT(ibx_abandon(s, owner, &k, 1, NULL, &delay, &changed), IBX_OK); /* IBX-053 */
-    TT_EQ_INT(ibx_get(s, "src", "ab", &m), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "ab", "src", &m), IBX_OK);
     TT_EXPECT(m.next_attempt_ms >= t0 + 7000 - 1500 && m.next_attempt_ms <= now_ms() + 8500);
     TT_EQ_STR(m.last_error, "boom"); /* no new error: the old one stays */
     ibx_store_close(s);
@@ -696,7 +696,7 @@ static void test_060_065_fail(void) {
     TT_EQ_INT(claim(s, owner, 1, &ms), 1);
     TT_EQ_INT(ibx_fail(s, owner, &k, 1, "cannot parse body", &changed), IBX_OK);
     TT_EQ_INT(changed, 1);
-    TT_EQ_INT(ibx_get(s, "src", "poison", &m), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "poison", "src", &m), IBX_OK);
     TT_EQ_INT(m.status, IBX_STATUS_DEAD);                          /* IBX-060 */
     TT_EQ_STR(m.last_error, "cannot parse body");                  /* IBX-061 */
     TT_EXPECT(m.owner_token[0] == '\0' && m.locked_until_ms == 0); /* IBX-065 */
@@ -738,7 +738,7 @@ static void test_068_071_reap(void) {
     sleep_ms(1300);
     TT_EQ_INT(ibx_reap(s, &reaped), IBX_OK);
     TT_EQ_INT(reaped, 1);                                          /* IBX-068 */
-    TT_EQ_INT(ibx_get(s, "src", "r3", &m), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "r3", "src", &m), IBX_OK);
     TT_EXPECT(m.owner_token[0] == '\0' && m.locked_until_ms == 0); /* IBX-069 */
     TT_EQ_INT(status_of(s, "src", "r1"), IBX_STATUS_DONE);         /* IBX-071 */
     TT_EQ_INT(status_of(s, "src", "r2"), IBX_STATUS_DEAD);
@@ -863,7 +863,7 @@ static void test_075_083_failures(void) {
     TT_EQ_INT(poison.calls, 1);                   /* permanent: Dead at once (IBX-075) */
     TT_EQ_INT(status_of(s, "src", "p"), IBX_STATUS_DEAD);
     TT_EQ_INT(flaky.calls, 3);                    /* transient: at most max_attempts runs (IBX-083) */
-    TT_EQ_INT(ibx_get(s, "src", "f", &m), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "f", "src", &m), IBX_OK);
     TT_EQ_INT(m.status, IBX_STATUS_DEAD);
     TT_EQ_STR(m.last_error, "gave up after 3 attempts: simulated failure 3");
     TT_EXPECT(logged("ERROR [ibx-test]", "handler failed for f from src", "simulated failure 1")); /* IBX-111 */
@@ -884,7 +884,7 @@ static void test_076_whole_message(void) {
     m.hash = h;
     m.hash_len = 32;
     TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
-    TT_EQ_INT(ibx_get(s, "shop", "o-9", &stored), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "o-9", "shop", &stored), IBX_OK);
     memset(&p, 0, sizeof p);
     d = dispatcher(s, 0, NULL);
     TT_ASSERT(d != NULL);
@@ -1005,7 +1005,7 @@ static void test_080_082_backoff(void) {
     ibx_dispatcher_on(d, "flaky", probe_handler, &p);
     t0 = now_ms();
     TT_EQ_INT(ibx_dispatcher_run_once(d, &st), IBX_OK);
-    TT_EQ_INT(ibx_get(s, "src", "bk", &m), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "bk", "src", &m), IBX_OK);
     TT_EXPECT(m.next_attempt_ms >= t0 + 1000 - 1500 && m.next_attempt_ms <= now_ms() + 2500);
     ibx_dispatcher_destroy(d);
     ibx_store_close(s);
@@ -1203,7 +1203,7 @@ static void test_118_large(void) {
     m.payload = big;
     m.payload_len = size;
     TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
-    TT_EQ_INT(ibx_get(s, "src", "big", &got), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "big", "src", &got), IBX_OK);
     TT_EQ_INT(got.payload_len, size);
     TT_EXPECT(memcmp(got.payload, big, size) == 0);
     free(big);

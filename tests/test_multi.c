@@ -59,7 +59,9 @@ static obx_provider *provider_fixed(int count) {
     }
     for (i = 0; i < obx_provider_count(p); i++) { /* empty tables */
         obx_store *s = obx_provider_store(p, i);
-        char *sql = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "DELETE FROM {T}");
+        char *sql;
+        if (!s) continue;
+        sql = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "DELETE FROM {T}");
         obx__unit(&s->db, clear_unit, sql, "clear");
         obx__free(&s->hooks, sql);
     }
@@ -398,7 +400,9 @@ static ibx_provider *iprovider(const ibx_database *dbs, int count, ibx_discover_
     }
     for (i = 0; i < ibx_provider_count(p); i++) {
         ibx_store *s = ibx_provider_store(p, i);
-        char *sql = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "DELETE FROM {T}");
+        char *sql;
+        if (!s) continue;
+        sql = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "DELETE FROM {T}");
         ibx__unit(&s->db, iclear_unit, sql, "clear");
         ibx__free(&s->hooks, sql);
     }

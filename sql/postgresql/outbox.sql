@@ -85,11 +85,11 @@ RETURNS integer LANGUAGE sql AS $$
         RETURNING 1)
     SELECT CAST(count(*) AS integer) FROM changed
 $$;
-CREATE OR REPLACE FUNCTION "dbo"."Outbox_Abandon"(p_last_error text, p_delay_ms bigint, p_owner uuid, p_ids uuid[])
+CREATE OR REPLACE FUNCTION "dbo"."Outbox_Abandon"(p_retries integer, p_last_error text, p_delay_ms bigint, p_owner uuid, p_ids uuid[])
 RETURNS integer LANGUAGE sql AS $$
     WITH changed AS (
         UPDATE "dbo"."Outbox" SET "Status" = 0, "OwnerToken" = NULL, "LockedUntil" = NULL,
-               "RetryCount" = "RetryCount" + 1,
+               "RetryCount" = "RetryCount" + p_retries,
                "LastError" = coalesce(p_last_error, "LastError"),
                "NextAttemptAt" = now() + make_interval(secs => coalesce(p_delay_ms / 1000.0,
                    least(60, 1 << least("RetryCount", 6))))
