@@ -30,8 +30,20 @@
  *     }
  *     ibx_store_close(store);
  *
- *   (The dedup / enqueue / claim / dispatch API lands with the inbox issue;
- *   this version carries the common core.)
+ *     int done;                      // for each delivery from outside:
+ *     ibx_already_processed(store, event_id, "stripe", hash, 32, &done);
+ *     if (!done) {
+ *         ibx_new_message m = {0};
+ *         m.topic = "payment.received"; m.source = "stripe";
+ *         m.message_id = event_id; m.payload = body; m.payload_len = IBX_NTS;
+ *         m.hash = hash; m.hash_len = 32;   // ibx_sha256(body, len, hash)
+ *         ibx_enqueue(store, &m, NULL);
+ *     }
+ *     // elsewhere: ibx_dispatcher_create / _on / _run, as in obx.h
+ *
+ *   Sections below: common (as obx.h), store, dedup and enqueue, work queue
+ *   (claim, ack, abandon, fail, reap, get, cleanup), SHA-256 and HMAC,
+ *   dispatcher, many databases (providers, routers).
  *
  * 2. COMPILE-TIME OPTIONS --------------------------------------------------
  *   global (must be the same wherever ibx.h is included):
@@ -50,7 +62,9 @@
  *   clock, logger, random) have the same layout in both headers.
  *
  * 4. THREADS ----------------------------------------------------------------
- *   A store owns one ODBC connection and is used by one thread at a time.
+ *   A store, a provider and a dispatcher are each used by one thread at a
+ *   time; ibx_dispatcher_wake() and _stop() may be called from any thread.
+ *   A handler must finish well within the lease (see obx.h section 4).
  *
  * 5. ERRORS -----------------------------------------------------------------
  *   Every function returns an ibx_result (IBX_OK, IBX_EMPTY, or a negative
@@ -2780,7 +2794,7 @@ static ibx_result ibx__check_names(ibx_error *err, const char *fn, const char *s
         return ibx__fail(err, IBX_ERR_INVALID_ARG, where,
                          "schema must be 1-63 characters of A-Z, a-z, 0-9, _ and not start with a digit");
     }
-    if (ibx__identifier_check(table) != IBX_OK || strlen(table) > 48) {
+    if (ibx__identifier_check(table) != IBX_OK || strlen(table) > 48) { /* "IX_<table>_WorkQueue" fits 63 */
         snprintf(where, sizeof where, "%s: table", fn);
         return ibx__fail(err, IBX_ERR_INVALID_ARG, where,
                          "table must be 1-48 characters of A-Z, a-z, 0-9, _ and not start with a digit");

@@ -28,9 +28,22 @@
  *     obx_store_get_info(store, &info);      // dialect, DBMS name, version
  *     obx_store_close(store);
  *
- *   (The enqueue / claim / dispatch API lands with the outbox issue; this
- *   version carries the common core: hooks, results, ODBC plumbing,
- *   dialects, validation, UUIDs, backoff and selection strategies.)
+ *     obx_new_message m = {0};
+ *     m.topic = "order.created";
+ *     m.payload = "{\"order\":42}";
+ *     m.payload_len = OBX_NTS;
+ *     obx_enqueue_tx(store, your_hdbc, &m, NULL);  // inside your transaction
+ *
+ *     obx_dispatcher_desc dd = {0};                 // elsewhere: deliver
+ *     obx_dispatcher *d;
+ *     dd.store = store;
+ *     obx_dispatcher_create(&dd, &d);
+ *     obx_dispatcher_on(d, "order.created", my_handler, NULL);
+ *     obx_dispatcher_run(d);                        // until obx_dispatcher_stop()
+ *
+ *   Sections of the API below: common (results, hooks, backoff, selection,
+ *   UUIDs), store, messages (enqueue, claim, ack, abandon, fail, reap, get,
+ *   cleanup), dispatcher, many databases (providers, routers), joins.
  *
  * 2. COMPILE-TIME OPTIONS --------------------------------------------------
  *   global (must be the same wherever obx.h is included):
@@ -61,16 +74,27 @@
  *   clock or logger implementation plugs into both headers.
  *
  * 4. THREADS ----------------------------------------------------------------
- *   A store owns one ODBC connection and is used by one thread at a time.
- *   Give each worker thread its own store. Pure functions (backoff,
- *   selection, UUID formatting, identifier checks) are thread-safe.
+ *   A store owns one ODBC connection and is used by one thread at a time;
+ *   so is a provider and a dispatcher. Give each thread its own (a producing
+ *   thread and a dispatching thread each open their own store or provider).
+ *   Thread-safe: obx_dispatcher_wake() and obx_dispatcher_stop() (call them
+ *   from any thread), and the pure functions (backoff, selection, UUIDs,
+ *   identifier checks). Opening connections is serialized internally
+ *   (psqlODBC is not safe to connect from two threads at once). With a
+ *   custom clock.sleep_ms hook the dispatcher sleeps through the hook, so
+ *   obx_dispatcher_wake() cannot shorten its waits.
+ *   Leases: a handler must finish well within lease_seconds; a message whose
+ *   lease is nearly over when its turn comes is left for redelivery rather
+ *   than handled while another worker may already hold it.
  *
  * 5. ERRORS -----------------------------------------------------------------
  *   Every function returns an obx_result: OBX_OK (0), a small positive
  *   value for a non-error outcome (OBX_EMPTY), or a negative error.
  *   obx_result_str() names each. Details of the last error (SQLSTATE,
  *   native code, driver message, which call or argument) are on the store:
- *   obx_store_last_error(). Out-parameters are written only on success.
+ *   obx_store_last_error(). Out-parameters are written only on success,
+ *   except where a function says otherwise (cleanup reports what earlier
+ *   batches deleted; a batch enqueue that fails may have filled out_ids).
  *   OBX_ERR_DB_TRANSIENT means retrying later may succeed (deadlock,
  *   serialization failure, lock timeout, busy database, query timeout,
  *   lost connection). The library already retries a whole unit of work a
@@ -347,7 +371,11 @@ typedef struct obx_metrics_hook {
 /* How to open a store. All-zero fields take the defaults shown. */
 typedef struct obx_store_desc {
     const char *connection_string; /* ODBC connection string; or: */
-    void *hdbc;                  /* a connected SQLHDBC the caller owns (not closed by us) */
+    void *hdbc;                  /* a connected SQLHDBC the caller owns (not closed by us). The
+                                    store then commits and rolls back on it: have no
+                                    transaction of your own open while calling the store
+                                    (use obx_enqueue_tx for that), and set autocommit as the
+                                    dialect wants (off; SQLite: on, writers use BEGIN IMMEDIATE) */
     obx_dialect dialect;         /* AUTO: detect from the driver */
     const char *schema;          /* default "dbo" where the dialect has schemas; ignored by SQLite */
     const char *table;           /* default "Outbox" */
@@ -492,8 +520,9 @@ OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
 /* Claim up to `batch_size` ready messages (due, not leased, not done or
  * failed) for `owner_token`, leasing them for `lease_seconds`, in one round
  * trip. *messages points at an array of *count messages owned by the store
- * (valid until the next claim/get/close). Two workers never get the same
- * message. Returns OBX_OK (count >= 1) or OBX_EMPTY (count 0);
+ * (valid until the next claim/close). Two workers never hold the same
+ * message while its lease lasts; after it expires (a crash, or a handler
+ * slower than the lease) it is delivered again. Returns OBX_OK (count >= 1) or OBX_EMPTY (count 0);
  * OBX_ERR_INVALID_ARG (owner token not a UUID, NULL pointers);
  * OBX_ERR_OUT_OF_RANGE (lease_seconds or batch_size < 1, batch_size > 10000,
  * lease_seconds > 86400); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
@@ -2931,9 +2960,10 @@ static void obx__count(obx_store *s, obx_metric metric, int64_t n) {
 static const obx_error obx__null_store_error = {OBX_ERR_INVALID_ARG, "", 0, 0, "store",
                                                 "store is NULL"};
 
-/* Table names get suffixes ("Join", "_Processed"), so they are kept short
- * enough for every derived name to stay within 63 characters. */
-#define OBX__TABLE_MAX 48
+/* Table names get suffixes ("IX_<table>JoinMember_Message" is the longest,
+ * 27 more characters), so they are kept short enough for every derived
+ * name to stay within 63. */
+#define OBX__TABLE_MAX 36
 
 static obx_result obx__check_names(obx_error *err, const char *fn, const char *schema,
                                    const char *table) {
@@ -2947,8 +2977,8 @@ static obx_result obx__check_names(obx_error *err, const char *fn, const char *s
     if (obx__identifier_check(table) != OBX_OK || strlen(table) > OBX__TABLE_MAX) {
         snprintf(where, sizeof where, "%s: table", fn);
         return obx__fail(err, OBX_ERR_INVALID_ARG, where,
-                         "table must be 1-48 characters of A-Z, a-z, 0-9, _ and not start "
-                         "with a digit");
+                         "table must be 1-36 characters of A-Z, a-z, 0-9, _ and not start "
+                         "with a digit (derived index names must fit 63)");
     }
     return OBX_OK;
 }
