@@ -2106,6 +2106,91 @@ static void test_join_race(void) {
     obx_store_close(s);
 }
 
+/* ---- isolation, permissions, recommended ranges ------------------------------------------------- */
+
+static void test_098_no_dirty_reads(void) {
+    obx_store *s = fresh();
+    caller_conn c;
+    char id[37], owner[37];
+    obx_new_message m = msg("t", "uncommitted");
+    const obx_message *ms;
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_ASSERT(caller_open(&c));
+    TT_ASSERT(caller_begin(&c));
+    TT_EQ_INT(obx_enqueue_tx(s, c.dbc, &m, id), OBX_OK);
+    /* Another transaction's uncommitted message is invisible to a claim. */
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_EMPTY);
+    TT_ASSERT(caller_end(&c, 1));
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_STR(ms[0].id, id);
+    caller_close(&c);
+    if (g_pg) { /* the store's sessions run at READ COMMITTED */
+        char level[32];
+        TT_EQ_INT(obx__query_text(&s->db, "SHOW transaction_isolation", level, sizeof level), OBX_OK);
+        obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+        TT_EQ_STR(level, "read committed");
+    }
+    obx_store_close(s);
+}
+
+static void test_123_124_permissions(void) {
+    obx_store *admin = fresh(), *s = NULL;
+    obx_store_desc d;
+    char conn[512], id[37], owner[37];
+    const char *one[1];
+    const obx_message *ms;
+    int n = 0;
+    const char *port;
+    TT_ASSERT(admin != NULL);
+    /* A role with exactly what the documentation asks for, nothing more. */
+    TT_ASSERT(sql(admin, "DO $$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'obx_worker') "
+                         "THEN EXECUTE 'DROP OWNED BY obx_worker'; DROP ROLE obx_worker; END IF; END $$"));
+    TT_ASSERT(sql(admin, "CREATE ROLE obx_worker LOGIN"));
+    TT_ASSERT(sql(admin, "GRANT USAGE ON SCHEMA {S} TO obx_worker"));
+    TT_ASSERT(sql(admin, "GRANT SELECT, INSERT, UPDATE, DELETE ON {T}, {J}, {M} TO obx_worker"));
+    TT_ASSERT(sql(admin, "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {S} TO obx_worker"));
+    port = strstr(g_conn, "Port=");
+    TT_ASSERT(port != NULL);
+    snprintf(conn, sizeof conn, "Driver={PostgreSQL Unicode};Server=127.0.0.1;%.*sDatabase=obx;Uid=obx_worker;Pwd=;",
+             (int)(strchr(port, ';') - port + 1), port);
+    memset(&d, 0, sizeof d);
+    d.connection_string = conn;
+    d.hooks.logger.log = keep_log;
+    TT_EQ_INT(obx_store_open(&d, &s), OBX_OK);
+    TT_ASSERT(enqueue(s, "t", "p", id));
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 1, &ms, &n), OBX_OK);
+    one[0] = id;
+    TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);
+    TT_EQ_INT(obx_cleanup(s, 0, 0, NULL), OBX_OK);
+    /* Deployment needs more (CREATE): it is refused, clearly. */
+    TT_EQ_INT(obx_store_deploy(s), OBX_ERR_DB);
+    obx_store_close(s);
+    TT_ASSERT(sql(admin, "DROP OWNED BY obx_worker"));
+    TT_ASSERT(sql(admin, "DROP ROLE obx_worker"));
+    obx_store_close(admin);
+}
+
+static void test_116_117_ranges(void) {
+    obx_store *s = fresh();
+    char owner[37], id[37];
+    const obx_message *ms;
+    int n = 0, i;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    for (i = 0; i < 120; i++) TT_ASSERT(enqueue(s, "t", "p", id));
+    TT_EQ_INT(obx_claim(s, owner, 10, 100, &ms, &n), OBX_OK);  /* the recommended ends */
+    TT_EQ_INT(n, 100);
+    TT_EQ_INT(obx_claim(s, owner, 300, 1, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_INT(obx_claim(s, owner, 86400, 10000, &ms, &n), OBX_OK); /* wider is accepted */
+    TT_EQ_INT(obx_claim(s, owner, 86401, 1, &ms, &n), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10001, &ms, &n), OBX_ERR_OUT_OF_RANGE);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql '<ODBC connection string>'\n", argv[0]);
@@ -2205,6 +2290,7 @@ int main(int argc, char **argv) {
     RUN("OBX-096", "a message may belong to several joins", test_033_034_046_047_089_096_auto);
     RUN("OBX-JOIN-RACE", "six connections ack the steps of one join at once: counters exact", test_join_race);
     RUN("OBX-097", "a batch is one transaction: a failure leaves nothing", test_097_one_transaction);
+    RUN("OBX-098", "claims never see uncommitted messages; READ COMMITTED sessions", test_098_no_dirty_reads);
     RUN("OBX-100", "four worker processes drain one table safely", test_100_many_workers);
     RUN("OBX-101", "two concurrent claimers never get the same message", test_101_never_twice);
     RUN("OBX-108", "deployment creates what is missing (OBX-109 not without it, OBX-110 idempotent)", test_108_109_110_111_deploy);
@@ -2216,6 +2302,15 @@ int main(int argc, char **argv) {
     else
         printf("N/A OBX-112 sqlite SQLite has no stored procedures; the statements are prepared once per connection\n");
     RUN("OBX-114", "a 16 MiB payload round-trips byte-exact", test_114_large_payload);
+    RUN("OBX-116", "leases 10..300 s work (and up to a day is accepted)", test_116_117_ranges);
+    RUN("OBX-117", "batches 1..100 work (and up to 10000 is accepted)", test_116_117_ranges);
+    if (g_pg) {
+        RUN("OBX-123", "SELECT, INSERT, UPDATE, DELETE on the tables are enough to work", test_123_124_permissions);
+        RUN("OBX-124", "EXECUTE on the functions is enough to claim, ack, reap, clean up", test_123_124_permissions);
+    } else {
+        printf("N/A OBX-123 sqlite SQLite has no users or grants: file permissions apply\n");
+        printf("N/A OBX-124 sqlite SQLite has no stored procedures\n");
+    }
     RUN("OBX-119", "indexes serve claim, reap and cleanup", test_119_indexes);
     RUN("OBX-102", "enqueues logged at INFO with topic and correlation id", test_102_107_logging);
     RUN("OBX-103", "claims logged at DEBUG with the count", test_102_107_logging);

@@ -912,6 +912,45 @@ static void test_hmac_vectors(void) {
     TT_EQ_STR(h, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
 }
 
+/* ---- inbox against the fake ------------------------------------------------------------------------ */
+
+static void ibx_quiet(ibx_log_level level, const char *store_id, const char *msg, void *user) {
+    (void)level; (void)store_id; (void)msg; (void)user;
+}
+
+static void test_ibx_fake_deadlock(void) {
+    ibx_store_desc d;
+    ibx_store *s = NULL;
+    ibx_key k = {"src", "m1"};
+    int64_t changed = 0;
+    int first;
+    fake_reset();
+    fake_set_dbms_name("PostgreSQL");
+    memset(&d, 0, sizeof d);
+    d.connection_string = "Driver=fake;SSLmode=verify-full;";
+    d.hooks.clock.sleep_ms = fake_sleep;
+    d.hooks.logger.log = ibx_quiet;
+    TT_EQ_INT(ibx_store_open(&d, &s), IBX_OK);
+    /* IBX-128: encryption settings reach the driver as given. */
+    TT_EQ_STR(fake_last_connstr(), "Driver=fake;SSLmode=verify-full;Protocol=7.4-1;");
+    fake_reset();
+    fake_set_dbms_name("PostgreSQL");
+    /* IBX-104: a deadlock on ack is rolled back and the unit redone. */
+    fake_push_error(SQL_ERROR, "40P01", 1, "deadlock detected");
+    fake_push_ok(1);
+    TT_EQ_INT(ibx_ack(s, k_owner, &k, 1, &changed), IBX_OK);
+    TT_EQ_INT(changed, 1);
+    first = fake_log_find("UPDATE", 0);
+    TT_ASSERT(first >= 0);
+    TT_EQ_STR(fake_log_sql(first + 1), "<ROLLBACK>");
+    TT_EQ_STR(fake_log_sql(first + 3), "<COMMIT>");
+    /* The key lists travel as two array parameters: one statement per batch. */
+    TT_EQ_STR(fake_log_param_text(first, 0, 2), "{\"src\"}");
+    TT_EQ_STR(fake_log_param_text(first, 0, 3), "{\"m1\"}");
+    ibx_store_close(s);
+    TT_EQ_INT(fake_open_handles(), 0);
+}
+
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("CORE-BACKOFF-JITTER", "pure", "base/max/jitter policy of seed 002 section 13", test_backoff_jitter);
@@ -945,6 +984,8 @@ int main(void) {
     TT_RUN("IBX-HMAC", "pure", "HMAC-SHA256 matches RFC 4231 (webhook signatures)", test_hmac_vectors);
     TT_RUN("IBX-087", "pure", "round-robin selection (shared core) cycles through every store", test_selection_round_robin);
     TT_RUN("IBX-088", "pure", "drain-first selection (shared core) stays until a store is empty", test_selection_drain_first);
+    TT_RUN("IBX-104", "fake", "a deadlock on ack is rolled back and redone", test_ibx_fake_deadlock);
+    TT_RUN("IBX-128", "fake", "encryption settings in the connection string reach the driver", test_ibx_fake_deadlock);
     TT_RUN("OBX-099", "fake", "a deadlock on ack is rolled back and retried", test_fake_ack_deadlock_retried);
     TT_RUN("OBX-CLAIM-LOST", "fake", "a lost connection mid-claim is surfaced; next call reconnects", test_fake_claim_lost_connection);
     TT_RUN("OBX-CLAIM-TIMEOUT", "fake", "a statement timeout is transient, reported, not redone", test_fake_claim_timeout);
