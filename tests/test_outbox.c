@@ -2111,6 +2111,7 @@ static void test_join_race(void) {
 static void test_098_no_dirty_reads(void) {
     obx_store *s = fresh();
     caller_conn c;
+    obx_message got;
     char id[37], owner[37];
     obx_new_message m = msg("t", "uncommitted");
     const obx_message *ms;
@@ -2120,8 +2121,11 @@ static void test_098_no_dirty_reads(void) {
     TT_ASSERT(caller_open(&c));
     TT_ASSERT(caller_begin(&c));
     TT_EQ_INT(obx_enqueue_tx(s, c.dbc, &m, id), OBX_OK);
-    /* Another transaction's uncommitted message is invisible to a claim. */
-    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_EMPTY);
+    /* Another transaction's uncommitted message is invisible to a claim
+     * (SQLite: a claim would wait for the writer's lock; a read shows the
+     * same isolation). */
+    if (g_pg) TT_EXPECT(obx_claim(s, owner, 30, 10, &ms, &n) == OBX_EMPTY);
+    else TT_EXPECT(obx_get(s, id, &got) == OBX_ERR_NOT_FOUND);
     TT_ASSERT(caller_end(&c, 1));
     TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
     TT_EQ_STR(ms[0].id, id);
