@@ -34,7 +34,7 @@ TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_real $(B)/test_outbox $(B)
 all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant
 
 deps:
-	@tests/deps.sh build pg check
+	@tests/deps.sh build pg mariadb check
 
 $(B) $(B)/asan:
 	@mkdir -p $@
@@ -79,7 +79,7 @@ demo:
 	@cd $(B) && rm -f tenant-*.db* && ./multi_tenant
 
 test:
-	@tests/deps.sh build pg
+	@tests/deps.sh build pg mariadb
 	@$(MAKE) --no-print-directory $(TESTS)
 	tests/run.sh $(B)
 
@@ -89,13 +89,13 @@ $(B)/bench: tests/bench.c obx.h | $(B)
 	$(CC) $(CSTD) $(WARN) -O2 -g -pthread tests/bench.c -o $@ -lodbc
 
 bench:
-	@tests/deps.sh build pg
+	@tests/deps.sh build pg mariadb
 	@$(MAKE) --no-print-directory $(B)/bench
 	tests/bench.sh $(B)/bench $(BENCH_N)
 
 # ---- check ----------------------------------------------------------------------
 check:
-	@tests/deps.sh build pg check
+	@tests/deps.sh build pg mariadb check
 	@$(MAKE) --no-print-directory check-common check-warnings check-cxx check-link check-nm
 	@$(MAKE) --no-print-directory test
 	@$(MAKE) --no-print-directory check-asan check-valgrind

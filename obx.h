@@ -114,7 +114,15 @@
  *                 The library appends "Protocol=7.4-1;" when the string
  *                 does not set Protocol: without it psqlODBC wraps every
  *                 statement in a savepoint (half the speed).
- *     MariaDB     detected; not supported yet (OBX_ERR_UNSUPPORTED).
+ *     MariaDB     driver odbc-mariadb: "Driver={MariaDB Unicode};
+ *                 Server=h;Port=3306;Database=d;Uid=u;Pwd=p;CHARSET=utf8mb4;"
+ *                 MariaDB 10.6+ (SKIP LOCKED, JSON_TABLE). The library
+ *                 appends "OPTION=2;" (row counts are rows matched, as on
+ *                 the other databases) and sets the session time zone to
+ *                 UTC. Needs no sql_mode of its own. A claim
+ *                 is three statements in one transaction (pick with FOR
+ *                 UPDATE SKIP LOCKED, update, read back): no RETURNING.
+ *                 MySQL 8 is detected as the same dialect, untested.
  *     SQL Server  detected; not supported yet (OBX_ERR_UNSUPPORTED).
  *   Avoid unixODBC connection pooling: it hands out connections with the
  *   previous user's open transaction.
@@ -1288,8 +1296,11 @@ static const obx__dialect obx__dialects[] = {
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
      "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
-    {OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, 0, NULL, SQL_TXN_READ_COMMITTED, 1,
-     '`', '`', NULL, NULL, "SET time_zone = '+00:00'", "SELECT VERSION()", obx__mariadb_natives},
+    /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
+     * The database of the connection string is the schema. */
+    {OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 1, 0, NULL, SQL_TXN_READ_COMMITTED, 0,
+     '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
+     obx__mariadb_natives},
     {OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, NULL,
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives},
@@ -2575,8 +2586,8 @@ enum {
     OBX__Q_INSERT,   /* id, message_id, topic, payload, correlation, due, next_attempt */
     OBX__Q_CLAIM,    /* owner, lease_seconds, batch -> message rows */
     OBX__Q_ACK,      /* processed_by, owner, ids -> count */
-    OBX__Q_ABANDON,  /* retries (1, or 0 for a wait), last_error, delay_ms (NULL: default
-                        backoff), owner, ids -> count */
+    OBX__Q_ABANDON,  /* delay_ms (NULL: default backoff), retries (1, or 0 for a wait),
+                        last_error, owner, ids -> count */
     OBX__Q_FAIL,     /* last_error, owner, ids -> count */
     OBX__Q_REAP,     /* -> count */
     OBX__Q_GET,      /* id -> message row */
@@ -2590,6 +2601,10 @@ enum {
     OBX__Q_JOIN_GET,    /* join_id -> id, grouping key, expected, completed, failed, status,
                            metadata, created, updated */
     OBX__Q_JOIN_FINISH, /* status, join_id -> rowcount (0: finished before) */
+    OBX__Q_CLAIM_PICK,  /* batch -> ids, locked (FOR UPDATE SKIP LOCKED); where set, the
+                           claim is pick, then CLAIM (owner, lease, ids), then CLAIM_READ
+                           (ids): for dialects without UPDATE ... RETURNING */
+    OBX__Q_CLAIM_READ,  /* ids -> message rows */
     OBX__Q_COUNT
 };
 
@@ -2690,9 +2705,9 @@ static const obx__outbox_sql obx__sqlite_outbox = {
         "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
         "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
         "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))",
-        "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+        "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"RetryCount\", 6)))), "
         "\"RetryCount\" = \"RetryCount\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
-        "\"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"RetryCount\", 6)))) "
+        "\"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
         "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))",
         "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = ? "
         "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))",
@@ -2861,8 +2876,8 @@ static const obx__outbox_sql obx__postgresql_outbox = {
         "SELECT " OBX__PG_COLS " FROM {S}.\"{N}_Claim\"(CAST(? AS uuid), CAST(? AS integer), "
         "CAST(? AS integer))",
         "SELECT {S}.\"{N}_Ack\"(CAST(? AS varchar), CAST(? AS uuid), CAST(? AS uuid[]))",
-        "SELECT {S}.\"{N}_Abandon\"(CAST(? AS integer), CAST(? AS text), CAST(? AS bigint), "
-        "CAST(? AS uuid), CAST(? AS uuid[]))",
+        "SELECT {S}.\"{N}_Abandon\"(p_delay_ms => CAST(? AS bigint), p_retries => CAST(? AS integer), "
+        "p_last_error => CAST(? AS text), p_owner => CAST(? AS uuid), p_ids => CAST(? AS uuid[]))",
         "SELECT {S}.\"{N}_Fail\"(CAST(? AS text), CAST(? AS uuid), CAST(? AS uuid[]))",
         "SELECT {S}.\"{N}_ReapExpired\"()",
         "SELECT " OBX__PG_COLS " FROM {T} WHERE \"Id\" = CAST(? AS uuid)",
@@ -2889,9 +2904,116 @@ static const obx__outbox_sql obx__postgresql_outbox = {
         "WHERE \"JoinId\" = CAST(? AS uuid) AND \"Status\" = 0",
     }};
 
+#define OBX__MY_MS(c) "CAST(FLOOR(UNIX_TIMESTAMP(`" c "`) * 1000) AS SIGNED)"
+#define OBX__MY_COLS                                                                        \
+    "`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, " OBX__MY_MS("CreatedAt") ", "   \
+    OBX__MY_MS("DueTimeUtc") ", `RetryCount`, `LastError`, `Status`, " OBX__MY_MS("ProcessedAt") \
+    ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_MS("NextAttemptAt")
+#define OBX__MY_IDS "(SELECT j.`id` FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$')) AS j)"
+
+/* MariaDB (and MySQL 8): no UPDATE ... RETURNING, so a claim picks with
+ * FOR UPDATE SKIP LOCKED, updates, and reads back, in one transaction at
+ * READ COMMITTED (REPEATABLE READ gap locks would block producers). SET
+ * assignments are evaluated left to right here, so a column is assigned
+ * after every expression that reads its old value. Tables are utf8mb4_bin:
+ * keys and topics compare byte for byte. No partial indexes: Status leads. */
+static const obx__outbox_sql obx__mariadb_outbox = {
+    "UTC_TIMESTAMP(6)",
+    0,
+    {
+    "CREATE TABLE IF NOT EXISTS {T} (\n"
+    "    `Id`            CHAR(36) NOT NULL PRIMARY KEY,\n"
+    "    `Topic`         VARCHAR(255) NOT NULL,\n"
+    "    `Payload`       LONGTEXT NOT NULL,\n"
+    "    `CreatedAt`     DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+    "    `Status`        TINYINT NOT NULL DEFAULT 0,\n"
+    "    `LockedUntil`   DATETIME(6) NULL,\n"
+    "    `OwnerToken`    CHAR(36) NULL,\n"
+    "    `IsProcessed`   TINYINT NOT NULL DEFAULT 0,\n"
+    "    `ProcessedAt`   DATETIME(6) NULL,\n"
+    "    `ProcessedBy`   VARCHAR(100) NULL,\n"
+    "    `RetryCount`    INT NOT NULL DEFAULT 0,\n"
+    "    `LastError`     LONGTEXT NULL,\n"
+    "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+    "    `MessageId`     CHAR(36) NOT NULL,\n"
+    "    `CorrelationId` VARCHAR(255) NULL,\n"
+    "    `DueTimeUtc`    DATETIME(6) NULL,\n"
+    "    KEY `IX_{N}_Ready` (`Status`, `NextAttemptAt`),\n"
+    "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
+    "    KEY `IX_{N}_Done` (`Status`, `ProcessedAt`)\n"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    "CREATE TABLE IF NOT EXISTS {J} (\n"
+    "    `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,\n"
+    "    `GroupingKey`    VARCHAR(255) NULL,\n"
+    "    `ExpectedSteps`  INT NOT NULL,\n"
+    "    `CompletedSteps` INT NOT NULL DEFAULT 0,\n"
+    "    `FailedSteps`    INT NOT NULL DEFAULT 0,\n"
+    "    `Status`         TINYINT NOT NULL DEFAULT 0,\n"
+    "    `CreatedUtc`     DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+    "    `LastUpdatedUtc` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+    "    `Metadata`       LONGTEXT NULL,\n"
+    "    KEY `IX_{N}Join_GroupingKey` (`GroupingKey`)\n"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    "CREATE TABLE IF NOT EXISTS {M} (\n"
+    "    `JoinId`          CHAR(36) NOT NULL,\n"
+    "    `OutboxMessageId` CHAR(36) NOT NULL,\n"
+    "    `Status`          TINYINT NOT NULL DEFAULT 0,\n"
+    "    `CreatedUtc`      DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+    "    PRIMARY KEY (`JoinId`, `OutboxMessageId`),\n"
+    "    KEY `IX_{N}JoinMember_Message` (`OutboxMessageId`),\n"
+    "    CONSTRAINT `FK_{N}JoinMember_Join` FOREIGN KEY (`JoinId`) REFERENCES {J} (`JoinId`) ON DELETE CASCADE\n"
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    /* Join counters follow acks and fails in the database (OBX-089), in the
+     * settle's own transaction; a member leaving Pending counts once. */
+    "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep` AFTER UPDATE ON {T} FOR EACH ROW\n"
+    "    UPDATE {M} SET `Status` = IF(NEW.`Status` = 2, 1, 2)\n"
+    "     WHERE NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status`\n"
+    "       AND `OutboxMessageId` = NEW.`Id` AND `Status` = 0",
+    "CREATE TRIGGER IF NOT EXISTS `{N}_JoinCount` AFTER UPDATE ON {M} FOR EACH ROW\n"
+    "    UPDATE {J} SET\n"
+    "        `LastUpdatedUtc` = UTC_TIMESTAMP(6),\n"
+    "        `FailedSteps` = `FailedSteps` + (NEW.`Status` = 2 AND `CompletedSteps` + `FailedSteps` < `ExpectedSteps`),\n"
+    "        `CompletedSteps` = `CompletedSteps` + (NEW.`Status` = 1 AND `CompletedSteps` + `FailedSteps` < `ExpectedSteps`)\n"
+    "     WHERE `JoinId` = NEW.`JoinId` AND OLD.`Status` = 0 AND NEW.`Status` IN (1, 2)",
+    NULL},
+    {
+        "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
+        "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, FROM_UNIXTIME(? / 1000), "
+        "COALESCE(FROM_UNIXTIME(? / 1000), UTC_TIMESTAMP(6)))",
+        "UPDATE {T} SET `Status` = 1, `OwnerToken` = ?, "
+        "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ? SECOND WHERE `Id` IN " OBX__MY_IDS,
+        "UPDATE {T} SET `IsProcessed` = 1, `ProcessedAt` = UTC_TIMESTAMP(6), `ProcessedBy` = ?, "
+        "`LockedUntil` = NULL, `Status` = 2 "
+        "WHERE `OwnerToken` = ? AND `Status` = 1 AND `Id` IN " OBX__MY_IDS,
+        "UPDATE {T} SET `NextAttemptAt` = UTC_TIMESTAMP(6) + INTERVAL "
+        "COALESCE(?, LEAST(60000, 1000 * (1 << LEAST(`RetryCount`, 6)))) * 1000 MICROSECOND, "
+        "`RetryCount` = `RetryCount` + ?, `LastError` = COALESCE(?, `LastError`), "
+        "`OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 0 "
+        "WHERE `OwnerToken` = ? AND `Status` = 1 AND `Id` IN " OBX__MY_IDS,
+        "UPDATE {T} SET `LockedUntil` = NULL, `LastError` = ?, `Status` = 3 "
+        "WHERE `OwnerToken` = ? AND `Status` = 1 AND `Id` IN " OBX__MY_IDS,
+        "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 0 "
+        "WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)",
+        "SELECT " OBX__MY_COLS " FROM {T} WHERE `Id` = ?",
+        "DELETE FROM {T} WHERE `Status` = 2 AND `ProcessedAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
+        "MICROSECOND ORDER BY `ProcessedAt` LIMIT ?",
+        "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
+        "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)",
+        NULL, /* a batch is prepared single-row inserts in one transaction */
+        "INSERT INTO {J} (`JoinId`, `GroupingKey`, `ExpectedSteps`, `Metadata`) VALUES (?, ?, ?, ?)",
+        "INSERT IGNORE INTO {M} (`JoinId`, `OutboxMessageId`) SELECT `JoinId`, ? FROM {J} WHERE `JoinId` = ?",
+        "UPDATE {M} SET `Status` = ? WHERE `JoinId` = ? AND `OutboxMessageId` = ? AND `Status` = 0",
+        "SELECT `JoinId`, `GroupingKey`, `ExpectedSteps`, `CompletedSteps`, `FailedSteps`, `Status`, "
+        "`Metadata`, " OBX__MY_MS("CreatedUtc") ", " OBX__MY_MS("LastUpdatedUtc") " FROM {J} WHERE `JoinId` = ?",
+        "UPDATE {J} SET `Status` = ?, `LastUpdatedUtc` = UTC_TIMESTAMP(6) WHERE `JoinId` = ? AND `Status` = 0",
+        "SELECT `Id` FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
+        "ORDER BY `NextAttemptAt` LIMIT ? FOR UPDATE SKIP LOCKED",
+        "SELECT " OBX__MY_COLS " FROM {T} WHERE `Id` IN " OBX__MY_IDS,
+    }};
+
 /* Indexed by obx_dialect; NULL where the dialect has no statements yet. */
 static const obx__outbox_sql *const obx__outbox_sqls[] = {
-    NULL, &obx__sqlite_outbox, &obx__postgresql_outbox, NULL, NULL};
+    NULL, &obx__sqlite_outbox, &obx__postgresql_outbox, &obx__mariadb_outbox, NULL};
 
 /* Expand a template with the store's names. */
 static char *obx__outbox_expand(const obx__hooks *h, const obx__dialect *d,
@@ -3474,10 +3596,38 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
     obx_result r;
     c->count = 0;
     s->rows.len = 0;
-    obx__p_text(&p[0], c->owner, 36);
-    obx__p_i64(&p[1], c->lease_seconds);
-    obx__p_i64(&p[2], c->batch_size);
-    r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, &cur);
+    if (s->sql[OBX__Q_CLAIM_PICK]) {
+        /* Pick and lock the ids, mark them ours, then read them back. */
+        int picked = 0;
+        s->list.len = 0;
+        obx__p_i64(&p[0], c->batch_size);
+        r = obx__exec(db, OBX__Q_CLAIM_PICK, s->sql[OBX__Q_CLAIM_PICK], p, 1, NULL, &cur);
+        while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
+            char id[40];
+            SQLLEN ind = 0;
+            r = obx__check(db, SQLGetData(cur, 1, SQL_C_CHAR, id, sizeof id, &ind), SQL_HANDLE_STMT,
+                           cur, "SQLGetData");
+            if (r == OBX_OK && !obx__list_add(db->hooks, &s->list, db->d, id, obx__strnlen(id, 36)))
+                r = obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
+            picked++;
+        }
+        obx__close(cur);
+        if (r != OBX_EMPTY) return r;
+        if (picked == 0) return OBX_OK;
+        if (!obx__list_end(db->hooks, &s->list, db->d))
+            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
+        obx__p_text(&p[0], c->owner, 36);
+        obx__p_i64(&p[1], c->lease_seconds);
+        obx__p_text(&p[2], s->list.data, s->list.len);
+        r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, NULL);
+        obx__p_text(&p[0], s->list.data, s->list.len);
+        if (r == OBX_OK) r = obx__exec(db, OBX__Q_CLAIM_READ, s->sql[OBX__Q_CLAIM_READ], p, 1, NULL, &cur);
+    } else {
+        obx__p_text(&p[0], c->owner, 36);
+        obx__p_i64(&p[1], c->lease_seconds);
+        obx__p_i64(&p[2], c->batch_size);
+        r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, &cur);
+    }
     while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
         /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
          * subquery run twice does it): roll the claim back, lose nothing. */
@@ -3709,10 +3859,10 @@ static obx_result obx__abandon(obx_store *store, const char *owner_token, const 
         if (r == OBX_OK && changed) *changed = 0;
         return r;
     }
-    obx__p_i64(&p[0], retries);
-    obx__p_text(&p[1], last_error && last_error[0] ? last_error : NULL, (size_t)-1);
-    obx__p_i64(&p[2], delay_ms);
-    if (delay_ms < 0) p[2].ind = SQL_NULL_DATA; /* the default backoff, per message */
+    obx__p_i64(&p[0], delay_ms);
+    if (delay_ms < 0) p[0].ind = SQL_NULL_DATA; /* the default backoff, per message */
+    obx__p_i64(&p[1], retries);
+    obx__p_text(&p[2], last_error && last_error[0] ? last_error : NULL, (size_t)-1);
     obx__p_text(&p[3], store->token, 36);
     obx__p_text(&p[4], store->list.data, store->list.len);
     r = obx__run_count(store, OBX__Q_ABANDON, p, 5, "abandon", &n);

@@ -394,7 +394,9 @@ my_start() {
     if ! my_root -e "create database obx; create database obx2; create database obx3;
             create user 'obx'@'127.0.0.1' identified by 'obxpw';
             grant all on \`obx%\`.* to 'obx'@'127.0.0.1';
-            grant process, connection admin on *.* to 'obx'@'127.0.0.1';" >>"$RUNDIR/my-init.log" 2>&1 ||
+            grant process, connection admin on *.* to 'obx'@'127.0.0.1';
+            create user 'obx_worker'@'127.0.0.1' identified by 'workerpw';
+            grant select, insert, update, delete on obx.* to 'obx_worker'@'127.0.0.1';" >>"$RUNDIR/my-init.log" 2>&1 ||
         ! "$BIN_MARIADB" --no-defaults --protocol=tcp -h 127.0.0.1 -P "$MY_PORT" -u obx --password=obxpw \
             -D obx -N -e "select 1" >>"$RUNDIR/my-init.log" 2>&1; then
         my_stop_server

@@ -3,20 +3,22 @@
 # with one line "N passed, N failed" over all of them.
 #   BINDIR            where the test programs are (default: build)
 #   OBX_TEST_WRAP     command to run each program under (e.g. valgrind ...)
-#   OBX_TEST_BACKENDS space-separated subset of "sqlite postgresql" (default both)
+#   OBX_TEST_BACKENDS space-separated subset of "sqlite postgresql mariadb" (default all)
 #   CI=true           a backend that cannot run is a failure, not a skip
-# PostgreSQL runs on a throwaway server (tests/db.sh), stopped on exit.
+# PostgreSQL and MariaDB run on throwaway servers (tests/db.sh), stopped on exit.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${1:-build}
 wrap=${OBX_TEST_WRAP:-}
-backends=${OBX_TEST_BACKENDS:-sqlite postgresql}
+backends=${OBX_TEST_BACKENDS:-sqlite postgresql mariadb}
 rundir=${OBX_TEST_RUNDIR:-${TMPDIR:-/tmp}/obx-test-$(id -u)}
 export OBX_TEST_RUNDIR=$rundir
 log=$(mktemp)
 pg_started=0
+my_started=0
 cleanup() {
     [ "$pg_started" = 1 ] && "$here/db.sh" stop pg >/dev/null 2>&1
+    [ "$my_started" = 1 ] && "$here/db.sh" stop mariadb >/dev/null 2>&1
     rm -f "$log"
 }
 trap cleanup EXIT
@@ -82,6 +84,21 @@ for backend in $backends; do
             run test_multi postgresql "$bin/test_multi" postgresql "$OBX_TEST_PG" "$OBX_TEST_PG2" "$OBX_TEST_PG3"
         else
             skip_or_fail postgresql "the throwaway server did not start (see above)"
+        fi
+        ;;
+    mariadb)
+        if "$here/db.sh" start mariadb; then
+            my_started=1
+            eval "$("$here/db.sh" env mariadb)"
+            # The tests' own SQL quotes names the standard way; the library
+            # itself needs no sql_mode.
+            my_tests="${OBX_TEST_MY}INITSTMT={SET SESSION sql_mode=CONCAT(@@sql_mode, ',ANSI_QUOTES')};"
+            run test_real mariadb "$bin/test_real" mariadb "$my_tests"
+            run test_outbox mariadb "$bin/test_outbox" mariadb "$my_tests"
+            run test_multi mariadb "$bin/test_multi" mariadb "$OBX_TEST_MY" "$OBX_TEST_MY2" "$OBX_TEST_MY3"
+            # test_inbox follows with ibx.h's MariaDB statements.
+        else
+            skip_or_fail mariadb "the throwaway server did not start (see above)"
         fi
         ;;
     *) echo "FAIL BACKEND $backend unknown backend name" | tee -a "$log" ;;

@@ -507,7 +507,7 @@ static void test_037_039_040_041_claim_args(void) {
     TT_EQ_INT(ibx_claim(s, owner, 30, 10, &ms, &n), IBX_EMPTY); /* IBX-037 */
     TT_EQ_INT(n, 0);
     for (i = 0; i < 5; i++) {
-        char id[8];
+        char id[16];
         snprintf(id, sizeof id, "b%d", i);
         TT_ASSERT(enqueue(s, "t", "src", id));
     }
@@ -1042,7 +1042,7 @@ static void test_098_101_cleanup(void) {
     int i;
     TT_ASSERT(s != NULL);
     for (i = 0; i < 5; i++) {
-        char id[8];
+        char id[16];
         snprintf(id, sizeof id, "c%d", i);
         TT_ASSERT(enqueue(s, "t", "src", id));
         TT_EQ_INT(ibx_mark_processed(s, id, "src"), IBX_OK);
