@@ -4201,8 +4201,77 @@ static int obx__json_string(obx__buf *b, const obx__hooks *h, const char *key, c
     return obx__buf_add(h, b, "\"", 1);
 }
 
-/* Find "key" in our flat object and unescape its string value into out;
- * returns 1 (string), 0 (null or absent) or -1 (malformed or too long). */
+/* Four hex digits at p as a number; -1 if any is not a hex digit (the
+ * terminator included, so a short escape never reads past the text). */
+static long obx__hex4(const char *p) {
+    long v = 0;
+    int k;
+    for (k = 0; k < 4; k++) {
+        int d = (unsigned char)p[k], x;
+        if (d >= '0' && d <= '9') x = d - '0';
+        else if ((d | 32) >= 'a' && (d | 32) <= 'f') x = (d | 32) - 'a' + 10;
+        else return -1;
+        v = v * 16 + x;
+    }
+    return v;
+}
+
+/* A code point as UTF-8 into out (4 bytes of room); the byte count. */
+static size_t obx__utf8_put(unsigned long cp, char *out) {
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* One escape at p (just after the backslash) into out; the bytes written,
+ * 0 if malformed. *p is moved past the escape. */
+static size_t obx__json_unescape(const char **p, char out[4]) {
+    const char *s = *p;
+    long cp, low;
+    switch (*s) {
+    case '"': case '\\': case '/': out[0] = *s; break;
+    case 'b': out[0] = '\b'; break;
+    case 'f': out[0] = '\f'; break;
+    case 'n': out[0] = '\n'; break;
+    case 'r': out[0] = '\r'; break;
+    case 't': out[0] = '\t'; break;
+    case 'u':
+        if ((cp = obx__hex4(s + 1)) < 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) return 0;
+        s += 5;
+        if (cp >= 0xD800 && cp <= 0xDBFF) { /* a high surrogate needs its low half */
+            if (s[0] != '\\' || s[1] != 'u' || (low = obx__hex4(s + 2)) < 0xDC00 || low > 0xDFFF) return 0;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+            s += 6;
+        }
+        *p = s;
+        return obx__utf8_put((unsigned long)cp, out);
+    default: return 0; /* the terminator included */
+    }
+    *p = s + 1;
+    return 1;
+}
+
+/* The value of "key" in a flat JSON object: a string (every JSON escape
+ * decoded, \u to UTF-8, so a payload from another serializer reads the
+ * same), or true/false as text. 1 = found, 0 = absent or null, -1 =
+ * malformed or longer than cap - 1 bytes. Never reads past the terminator. */
 static int obx__json_get(const char *json, const char *key, char *out, size_t cap) {
     char pattern[48];
     const char *p;
@@ -4211,33 +4280,28 @@ static int obx__json_get(const char *json, const char *key, char *out, size_t ca
     p = strstr(json, pattern);
     if (!p) return 0;
     p += strlen(pattern);
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
     if (strncmp(p, "null", 4) == 0) return 0;
     if (strncmp(p, "true", 4) == 0 || strncmp(p, "false", 5) == 0) {
+        if (cap < 6) return -1;
         obx__copy(out, cap, p[0] == 't' ? "true" : "false");
         return 1;
     }
     if (*p++ != '"') return -1;
-    for (; *p && *p != '"'; p++) {
-        char c = *p;
-        if (c == '\\') {
+    while (*p != '"') {
+        char one[4];
+        size_t n = 1;
+        if (*p == '\0') return -1; /* unterminated */
+        if (*p == '\\') {
             p++;
-            if (*p == 'u') {
-                unsigned v = 0;
-                int k;
-                for (k = 1; k <= 4; k++) {
-                    char d = p[k];
-                    v = v * 16 + (unsigned)(d >= '0' && d <= '9' ? d - '0' : (d | 32) - 'a' + 10);
-                }
-                c = (char)v; /* we only escape control characters this way */
-                p += 4;
-            } else {
-                c = *p;
-            }
+            if ((n = obx__json_unescape(&p, one)) == 0) return -1;
+        } else {
+            one[0] = *p++;
         }
-        if (o + 1 >= cap) return -1;
-        out[o++] = c;
+        if (o + n >= cap) return -1;
+        memcpy(out + o, one, n);
+        o += n;
     }
-    if (*p != '"') return -1;
     out[o] = '\0';
     return 1;
 }

@@ -874,6 +874,48 @@ static void hex32(const unsigned char *d, char out[65]) {
     out[64] = '\0';
 }
 
+/* The join.wait payload reader: what other serializers write, and text
+ * that ends anywhere (the fuzzer found reads past the end here). */
+static void test_join_payload_reader(void) {
+    static const struct { const char *json; int want; const char *value; } cases[] = {
+        {"{\"k\":\"plain\"}", 1, "plain"},
+        {"{\"k\": \"spaced\"}", 1, "spaced"},
+        {"{\"k\":\"q\\\"b\\\\s\\/n\\nt\\tr\\rb\\bf\\f\"}", 1, "q\"b\\s/n\nt\tr\rb\bf\f"},
+        {"{\"k\":\"\\u0001\\u00e9\\u20AC\"}", 1, "\x01\xc3\xa9\xe2\x82\xac"},
+        {"{\"k\":\"\\ud83d\\ude00\"}", 1, "\xf0\x9f\x98\x80"},
+        {"{\"k\":\"\\u003C\"}", 1, "<"},
+        {"{\"k\":true}", 1, "true"},
+        {"{\"k\":null}", 0, ""},
+        {"{\"other\":\"x\"}", 0, ""},
+        {"{\"k\":\"\\", -1, ""},          /* a backslash, then the end */
+        {"{\"k\":\"\\u0", -1, ""},        /* a short \u escape */
+        {"{\"k\":\"\\u00", -1, ""},
+        {"{\"k\":\"\\uzzzz\"}", -1, ""},
+        {"{\"k\":\"\\ud83d\"}", -1, ""},  /* a high surrogate alone */
+        {"{\"k\":\"\\ude00\"}", -1, ""},  /* a low surrogate alone */
+        {"{\"k\":\"\\x\"}", -1, ""},      /* not a JSON escape */
+        {"{\"k\":\"open", -1, ""},
+        {"{\"k\":5}", -1, ""}};
+    size_t i;
+    char out[64], tiny[3];
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        /* A copy of exactly the text's size: ASan sees any read past it. */
+        size_t n = strlen(cases[i].json) + 1;
+        char *copy = (char *)malloc(n);
+        int got;
+        TT_ASSERT(copy != NULL);
+        memcpy(copy, cases[i].json, n);
+        got = obx__json_get(copy, "k", out, sizeof out);
+        free(copy);
+        if (got != cases[i].want) printf("    case %d: %s\n", (int)i, cases[i].json);
+        TT_EQ_INT(got, cases[i].want);
+        if (got == 1) TT_EQ_STR(out, cases[i].value);
+    }
+    TT_EQ_INT(obx__json_get("{\"k\":\"abc\"}", "k", tiny, sizeof tiny), -1); /* too long for out */
+    TT_EQ_INT(obx__json_get("{\"k\":\"\\u20ac\"}", "k", tiny, sizeof tiny), -1);
+    TT_EQ_INT(obx__json_get("{\"k\":\"ab\"}", "k", tiny, sizeof tiny), 1);
+}
+
 static void test_sha256_vectors(void) {
     unsigned char d[32];
     char h[65];
@@ -980,6 +1022,7 @@ int main(void) {
     TT_RUN("CORE-BIND", "fake", "text, int64, blob and NULL parameters; prepared once", test_fake_bind_log);
     TT_RUN("CORE-NO-MEMORY", "fake", "allocation failure at every point of open: clean, no leak", test_fake_out_of_memory);
     TT_RUN("CORE-LOGGER", "fake", "logger hook gets the store id; levels filter", test_fake_logger);
+    TT_RUN("OBX-JOIN-PAYLOAD", "pure", "join.wait payloads: every JSON escape, \\u to UTF-8, no read past the end", test_join_payload_reader);
     TT_RUN("IBX-129", "pure", "SHA-256 matches the FIPS 180-2 vectors (content hashes)", test_sha256_vectors);
     TT_RUN("IBX-HMAC", "pure", "HMAC-SHA256 matches RFC 4231 (webhook signatures)", test_hmac_vectors);
     TT_RUN("IBX-087", "pure", "round-robin selection (shared core) cycles through every store", test_selection_round_robin);
