@@ -6,7 +6,7 @@
 #   make check   test + strict warnings (-Werror, gcc and clang), C++ compile,
 #                one/two translation units, OBX_STATIC, exported symbols,
 #                ASan+UBSan, valgrind, common-core identity
-#   make bench   obx.h against the same SQL issued directly, SQLite and PostgreSQL
+#   make bench   obx.h against the same SQL issued directly, SQLite, PostgreSQL and MariaDB
 #   make deps    install build and test dependencies
 #   make clean
 

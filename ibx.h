@@ -1059,7 +1059,11 @@ IBX__PRIVATE ibx_result ibx__identifier_check(const char *name) {
  * only TRANSIENT (deadlock, serialization, busy, lock wait) is redone at
  * once: a timed-out statement would likely time out again, and after a
  * lost connection the commit's outcome is unknown. */
-enum { IBX__FAULT_PERMANENT = 0, IBX__FAULT_TRANSIENT = 1, IBX__FAULT_TIMEOUT = 2, IBX__FAULT_LOST = 3 };
+/* LOST_PERMANENT: the server dropped the connection over a statement that
+ * can never succeed (a packet over max_allowed_packet): reconnect, but do
+ * not call it transient. */
+enum { IBX__FAULT_PERMANENT = 0, IBX__FAULT_TRANSIENT = 1, IBX__FAULT_TIMEOUT = 2, IBX__FAULT_LOST = 3,
+       IBX__FAULT_LOST_PERMANENT = 4 };
 
 typedef struct ibx__native_fault {
     long native;
@@ -1101,6 +1105,7 @@ static const ibx__native_fault ibx__mariadb_natives[] = {
     {2013, IBX__FAULT_LOST},      /* lost connection during query */
     {4031, IBX__FAULT_LOST},      /* disconnected by the server (idle timeout) */
     {5014, IBX__FAULT_LOST},      /* write error: broken pipe (HY000) */
+    {1153, IBX__FAULT_LOST_PERMANENT}, /* packet over max_allowed_packet (08S01): never fits */
     {0, 0}};
 static const ibx__native_fault ibx__sqlserver_natives[] = {
     {1205, IBX__FAULT_TRANSIENT},  /* chosen as deadlock victim */
@@ -1181,6 +1186,9 @@ IBX__PRIVATE const ibx__dialect *ibx__dialect_detect(const char *dbms_name) {
  * (SQLite, MariaDB's lock wait timeout and broken pipe). */
 IBX__PRIVATE int ibx__classify(const ibx__dialect *d, const char *sqlstate, long native) {
     const ibx__native_fault *n;
+    if (d && native != 0)
+        for (n = d->natives; n->native != 0; n++)
+            if (n->native == native && n->fault == IBX__FAULT_LOST_PERMANENT) return n->fault;
     if (strncmp(sqlstate, "08", 2) == 0) return IBX__FAULT_LOST;         /* connection exception */
     if (strcmp(sqlstate, "57P01") == 0 || strcmp(sqlstate, "57P02") == 0) /* admin shutdown, crash */
         return IBX__FAULT_LOST;
@@ -1411,14 +1419,15 @@ IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handl
     if (db->dbc && db->connected) {
         SQLUINTEGER dead = 0;
         if (SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
-            dead == SQL_CD_TRUE)
+            dead == SQL_CD_TRUE && fault != IBX__FAULT_LOST_PERMANENT)
             fault = IBX__FAULT_LOST;
     }
-    if (fault == IBX__FAULT_LOST) {
+    if (fault == IBX__FAULT_LOST || fault == IBX__FAULT_LOST_PERMANENT) {
         e->connection_lost = 1;
         db->lost = 1;
     }
-    e->result = fault == IBX__FAULT_PERMANENT ? IBX_ERR_DB : IBX_ERR_DB_TRANSIENT;
+    e->result = fault == IBX__FAULT_PERMANENT || fault == IBX__FAULT_LOST_PERMANENT ? IBX_ERR_DB
+                                                                                   : IBX_ERR_DB_TRANSIENT;
     db->fault = fault;
     ibx__log(db->hooks, IBX_LOG_DEBUG, db->store_id, "%s failed: %s", where, e->message);
     return e->result;

@@ -100,7 +100,9 @@
  *   lost connection). The library already retries a whole unit of work a
  *   few times after a deadlock or serialization failure; it never retries
  *   after a lost connection (the commit's outcome is unknown), it reports
- *   it and reconnects on the next call.
+ *   it and reconnects on the next call. A statement the server can never
+ *   take (MariaDB: a payload over max_allowed_packet, which also closes
+ *   the connection) is OBX_ERR_DB with connection_lost set, not transient.
  *
  * 6. DATABASES AND ODBC NOTES ----------------------------------------------
  *   The dialect is detected from SQLGetInfo(SQL_DBMS_NAME) or forced with
@@ -1228,7 +1230,11 @@ OBX__PRIVATE obx_result obx__identifier_check(const char *name) {
  * only TRANSIENT (deadlock, serialization, busy, lock wait) is redone at
  * once: a timed-out statement would likely time out again, and after a
  * lost connection the commit's outcome is unknown. */
-enum { OBX__FAULT_PERMANENT = 0, OBX__FAULT_TRANSIENT = 1, OBX__FAULT_TIMEOUT = 2, OBX__FAULT_LOST = 3 };
+/* LOST_PERMANENT: the server dropped the connection over a statement that
+ * can never succeed (a packet over max_allowed_packet): reconnect, but do
+ * not call it transient. */
+enum { OBX__FAULT_PERMANENT = 0, OBX__FAULT_TRANSIENT = 1, OBX__FAULT_TIMEOUT = 2, OBX__FAULT_LOST = 3,
+       OBX__FAULT_LOST_PERMANENT = 4 };
 
 typedef struct obx__native_fault {
     long native;
@@ -1270,6 +1276,7 @@ static const obx__native_fault obx__mariadb_natives[] = {
     {2013, OBX__FAULT_LOST},      /* lost connection during query */
     {4031, OBX__FAULT_LOST},      /* disconnected by the server (idle timeout) */
     {5014, OBX__FAULT_LOST},      /* write error: broken pipe (HY000) */
+    {1153, OBX__FAULT_LOST_PERMANENT}, /* packet over max_allowed_packet (08S01): never fits */
     {0, 0}};
 static const obx__native_fault obx__sqlserver_natives[] = {
     {1205, OBX__FAULT_TRANSIENT},  /* chosen as deadlock victim */
@@ -1350,6 +1357,9 @@ OBX__PRIVATE const obx__dialect *obx__dialect_detect(const char *dbms_name) {
  * (SQLite, MariaDB's lock wait timeout and broken pipe). */
 OBX__PRIVATE int obx__classify(const obx__dialect *d, const char *sqlstate, long native) {
     const obx__native_fault *n;
+    if (d && native != 0)
+        for (n = d->natives; n->native != 0; n++)
+            if (n->native == native && n->fault == OBX__FAULT_LOST_PERMANENT) return n->fault;
     if (strncmp(sqlstate, "08", 2) == 0) return OBX__FAULT_LOST;         /* connection exception */
     if (strcmp(sqlstate, "57P01") == 0 || strcmp(sqlstate, "57P02") == 0) /* admin shutdown, crash */
         return OBX__FAULT_LOST;
@@ -1580,14 +1590,15 @@ OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handl
     if (db->dbc && db->connected) {
         SQLUINTEGER dead = 0;
         if (SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
-            dead == SQL_CD_TRUE)
+            dead == SQL_CD_TRUE && fault != OBX__FAULT_LOST_PERMANENT)
             fault = OBX__FAULT_LOST;
     }
-    if (fault == OBX__FAULT_LOST) {
+    if (fault == OBX__FAULT_LOST || fault == OBX__FAULT_LOST_PERMANENT) {
         e->connection_lost = 1;
         db->lost = 1;
     }
-    e->result = fault == OBX__FAULT_PERMANENT ? OBX_ERR_DB : OBX_ERR_DB_TRANSIENT;
+    e->result = fault == OBX__FAULT_PERMANENT || fault == OBX__FAULT_LOST_PERMANENT ? OBX_ERR_DB
+                                                                                   : OBX_ERR_DB_TRANSIENT;
     db->fault = fault;
     obx__log(db->hooks, OBX_LOG_DEBUG, db->store_id, "%s failed: %s", where, e->message);
     return e->result;

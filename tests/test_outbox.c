@@ -2238,6 +2238,226 @@ static void test_116_117_ranges(void) {
     obx_store_close(s);
 }
 
+/* ---- MariaDB specifics ------------------------------------------------------------------------ */
+
+/* The library's claim pick (OBX__Q_CLAIM_PICK) as a claimer runs it, LIMIT
+ * 10: more than the rows ready, so the scan runs past the last one. */
+#define MY_PICK                                                                                \
+    "SELECT \"Id\" FROM \"Outbox\" WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= UTC_TIMESTAMP(6) " \
+    "ORDER BY \"NextAttemptAt\" LIMIT 10 FOR UPDATE SKIP LOCKED"
+
+/* A caller connection holding a claim pick open at `isolation`. */
+static int my_open_pick(caller_conn *c, SQLULEN isolation) {
+    if (!caller_open(c)) return 0;
+    return SQL_SUCCEEDED(SQLSetConnectAttr(c->dbc, SQL_ATTR_TXN_ISOLATION,
+                                           (SQLPOINTER)(uintptr_t)isolation, SQL_IS_UINTEGER)) &&
+           caller_exec(c, MY_PICK);
+}
+
+static void test_my_no_gap_lock(void) {
+    obx_store *s = fresh();
+    caller_conn c;
+    char id[37], fresh_id[37], owner[37];
+    obx_new_message m = msg("t", "produced during a claim");
+    const obx_message *ms;
+    int n = 0, i, picked;
+    obx_result rc_enqueue, rc_claim, rr_enqueue;
+    obx_error rr_err;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(s->db.d->isolation != 0); /* the library sets a level on its connections */
+    /* A blocked insert then fails after 1 s per attempt instead of 5. */
+    TT_ASSERT(sql(s, "SET SESSION innodb_lock_wait_timeout = 1"));
+    for (i = 0; i < 2; i++) TT_ASSERT(enqueue(s, "t", "p", id));
+    obx_owner_token(s, owner);
+    /* At the library's level the claimer locks its rows, not the gap after
+     * them: a producer inserts at once (blocked, it would fail with 1205). */
+    picked = my_open_pick(&c, s->db.d->isolation);
+    rc_enqueue = obx_enqueue(s, &m, fresh_id);
+    n = 0;
+    rc_claim = obx_claim(s, owner, 30, 10, &ms, &n); /* another worker gets just the new one */
+    TT_EXPECT(n != 1 || strcmp(ms[0].id, fresh_id) == 0);
+    caller_end(&c, 0);
+    caller_close(&c);
+    TT_ASSERT(picked);
+    TT_EQ_INT(rc_enqueue, OBX_OK);
+    TT_EQ_INT(rc_claim, OBX_OK);
+    TT_EQ_INT(n, 1);
+    /* The contrast that makes the check real: at REPEATABLE READ (InnoDB's
+     * default) the same pick takes a next-key lock past the last ready row,
+     * and the producer's insert waits until the lock wait timeout. */
+    picked = my_open_pick(&c, SQL_TXN_REPEATABLE_READ);
+    rr_enqueue = obx_enqueue(s, &m, id);
+    rr_err = *obx_store_last_error(s);
+    caller_end(&c, 0);
+    caller_close(&c);
+    TT_ASSERT(picked);
+    TT_EQ_INT(rr_enqueue, OBX_ERR_DB_TRANSIENT);
+    TT_EQ_INT(rr_err.native, 1205);
+    TT_ASSERT(enqueue(s, "t", "p", id)); /* the claimer gone, producers go on */
+    obx_store_close(s);
+}
+
+static void test_my_packet(void) {
+    obx_store *s = fresh();
+    int64_t limit;
+    size_t size;
+    char *big, id[37];
+    obx_new_message m = msg("big", NULL);
+    obx_message got;
+    obx_result r;
+    obx_error e;
+    TT_ASSERT(s != NULL);
+    /* max_allowed_packet cannot be lowered here: the session value is
+     * read-only and SET GLOBAL needs SUPER, which the test user lacks. So
+     * the payload outgrows the server's value (64 MiB from tests/db.sh). */
+    limit = scalar(s, "SELECT @@max_allowed_packet");
+    TT_ASSERT(limit > 0 && limit <= ((int64_t)256 << 20));
+    size = (size_t)limit + 1024;
+    big = (char *)malloc(size);
+    TT_ASSERT(big != NULL);
+    memset(big, 'x', size);
+    m.payload = big;
+    m.payload_len = size;
+    r = obx_enqueue(s, &m, id);
+    e = *obx_store_last_error(s);
+    free(big);
+    if (getenv("OBX_TEST_VERBOSE"))
+        printf("    packet: %s [%s/%ld] lost=%d %s\n", obx_result_str(r), e.sqlstate, e.native,
+               e.connection_lost, e.message);
+    /* Refused with the server's reason, not a crash or a silent cut. */
+    TT_ASSERT(r != OBX_OK);
+    TT_EXPECT(strstr(e.message, "max_allowed_packet") != NULL);
+    /* Permanent: the same message can never fit, so retrying is useless
+     * (OBX_ERR_DB_TRANSIENT promises that a retry may succeed). */
+    TT_EXPECT(r == OBX_ERR_DB);
+    /* The next call works (on a new connection when the server dropped
+     * this one), and the refused message left nothing. */
+    TT_ASSERT(enqueue(s, "t", "small", id));
+    TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+    TT_EQ_STR(got.payload, "small");
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 1);
+    obx_store_close(s);
+}
+
+/* cp as UTF-8 into out (4 bytes for the supplementary planes). */
+static size_t my_utf8(unsigned long cp, char *out) {
+    if (cp < 0x80) { out[0] = (char)cp; return 1; }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+static void test_my_utf8(void) {
+    /* Emoji and CJK Extension B (4 bytes), CJK, Devanagari, Cyrillic, Arabic. */
+    static const char topic[] = "order.\xf0\x9f\x93\xa6.\xe6\x97\xa5\xe6\x9c\xac.\xd0\x97\xd0\xb0\xd0\xba"
+                                "\xd0\xb0\xd0\xb7.\xd8\xb7\xd9\x84\xd8\xa8.\xf0\xa0\x80\x8b";
+    static const char payload[] = "{\"note\":\"Z\xc3\xbcrich \xe2\x9c\x93 \xe6\x97\xa5\xe6\x9c\xac "
+                                  "\xf0\x9f\x98\x80\xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd \xf0\x9f\x87\xa8"
+                                  "\xf0\x9f\x87\xad \xe0\xa4\xa8\xe0\xa4\xae\xe0\xa4\xb8\xe0\xa5\x8d"
+                                  "\xe0\xa4\xa4\xe0\xa5\x87 \xf0\x9d\x84\x9e\"}";
+    static const char corr[] = "req-\xf0\x9f\x98\x80-\xce\xa9-\xc3\xbc-\xe4\xb8\xad";
+    /* Equal under a case- or accent-insensitive collation (the server
+     * default utf8mb4_unicode_ci also weighs all emoji alike), distinct
+     * under utf8mb4_bin: plain, capitalised, precomposed é, e + combining
+     * accent, É, and two different emoji. */
+    static const char *const alike[] = {"cafe", "Cafe", "CAFE", "caf\xc3\xa9", "cafe\xcc\x81",
+                                        "caf\xc3\x89", "t.\xf0\x9f\x98\x80", "t.\xf0\x9f\x98\xba"};
+    const int nalike = (int)(sizeof alike / sizeof alike[0]);
+    obx_store *s = fresh();
+    char id[37], ids[8][37], longest[255 * 4 + 1], q[128];
+    obx_new_message m = msg(topic, payload);
+    obx_message got;
+    size_t len = 0;
+    int i;
+    TT_ASSERT(s != NULL);
+    m.correlation_id = corr;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+    TT_EQ_STR(got.topic, topic);
+    TT_EQ_INT(got.payload_len, sizeof payload - 1);
+    TT_EXPECT(memcmp(got.payload, payload, sizeof payload - 1) == 0);
+    TT_EQ_STR(got.correlation_id, corr);
+    /* Stored as characters, not mangled bytes (a latin1 or utf8mb3 session
+     * would store more bytes per character, or refuse the emoji). */
+    snprintf(q, sizeof q, "SELECT CHAR_LENGTH(\"Topic\") FROM {T} WHERE \"Id\" = '%s'", id);
+    TT_EQ_INT(scalar(s, q), 22);
+    /* The limits count characters: 255 four-byte ones (1,020 bytes) fit. */
+    for (i = 0; i < 255; i++) len += my_utf8(0x1F600UL + (unsigned long)(i % 80), longest + len);
+    longest[len] = '\0';
+    m = msg(longest, "p");
+    m.correlation_id = longest;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+    TT_EQ_STR(got.topic, longest);
+    TT_EQ_STR(got.correlation_id, longest);
+    /* Topics differing only in case or accent stay distinct. */
+    TT_ASSERT(sql(s, "DELETE FROM {T}"));
+    for (i = 0; i < nalike; i++) TT_ASSERT(enqueue(s, alike[i], "p", ids[i]));
+    TT_EQ_INT(scalar(s, "SELECT COUNT(DISTINCT \"Topic\") FROM {T}"), nalike);
+    for (i = 0; i < nalike; i++) {
+        snprintf(q, sizeof q, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" = '%s'", alike[i]);
+        TT_EQ_INT(scalar(s, q), 1);
+        TT_EQ_INT(obx_get(s, ids[i], &got), OBX_OK);
+        TT_EQ_STR(got.topic, alike[i]);
+    }
+    obx_store_close(s);
+}
+
+static void test_my_lock_timeout(void) {
+    obx_store *s = fresh();
+    caller_conn c;
+    char a[37], b[37], owner[37], q[128];
+    const char *one[1];
+    const obx_message *ms;
+    int n = 0, locked;
+    obx_result held;
+    obx_error e;
+    TT_ASSERT(s && enqueue(s, "t", "a", a) && enqueue(s, "t", "b", b));
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 2);
+    /* 1 s per attempt instead of the server's 5 s: same error, sooner. */
+    TT_ASSERT(sql(s, "SET SESSION innodb_lock_wait_timeout = 1"));
+    log_reset();
+    /* Another transaction holds message a's row. */
+    snprintf(q, sizeof q, "SELECT \"Id\" FROM \"Outbox\" WHERE \"Id\" = '%s' FOR UPDATE", a);
+    TT_ASSERT(caller_open(&c));
+    locked = caller_exec(&c, q);
+    one[0] = a;
+    held = obx_ack(s, owner, one, 1, NULL);
+    e = *obx_store_last_error(s);
+    caller_end(&c, 0);
+    caller_close(&c);
+    TT_ASSERT(locked);
+    /* 1205 is retried as transient, then reported as such; the connection stays. */
+    TT_EQ_INT(held, OBX_ERR_DB_TRANSIENT);
+    TT_EQ_STR(e.sqlstate, "HY000");
+    TT_EQ_INT(e.native, 1205);
+    TT_EQ_INT(e.connection_lost, 0);
+    TT_EXPECT(logged("transient failure [HY000/1205]", NULL, NULL));
+    TT_EQ_INT(count_status(s, 1), 2); /* the failed ack changed nothing */
+    /* The lock gone, the same store acks both. */
+    one[0] = a;
+    TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);
+    one[0] = b;
+    TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);
+    TT_EQ_INT(count_status(s, 2), 2);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -2374,5 +2594,11 @@ int main(int argc, char **argv) {
     RUN("OBX-BATCH-EXACT", "batch enqueue keeps quotes, braces, NULL-like text, newlines exact", test_batch_text_exact);
     RUN("OBX-CLEANUP", "cleanup deletes old done messages in batches, nothing else", test_cleanup);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
+    if (g_my) {
+        RUN("OBX-MY-NO-GAP-LOCK", "an open claim does not block producers (no gap locks)", test_my_no_gap_lock);
+        RUN("OBX-MY-PACKET", "a payload over max_allowed_packet: clear error, the store goes on", test_my_packet);
+        RUN("OBX-MY-UTF8", "4-byte UTF-8 round-trips; topics differing in case or accent are distinct", test_my_utf8);
+        RUN("OBX-MY-LOCK-TIMEOUT", "a lock wait timeout on ack is transient; the store goes on", test_my_lock_timeout);
+    }
     return tt_done();
 }
