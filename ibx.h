@@ -73,9 +73,9 @@
  *
  * 6. DATABASES AND ODBC NOTES ----------------------------------------------
  *   The same drivers and connection strings as obx.h (see its section 6).
- *   The default schema is "infra" where the dialect has schemas. The inbox
- *   runs on SQLite and PostgreSQL; on MariaDB ibx_store_open() returns
- *   IBX_ERR_UNSUPPORTED for now (obx.h already runs there).
+ *   The default schema is "infra" where the dialect has schemas. MariaDB
+ *   needs 10.6+ (SKIP LOCKED, JSON_TABLE, INSERT ... RETURNING); MySQL is
+ *   detected as the same dialect but lacks INSERT ... RETURNING.
  *
  * 7. TESTING WITH THE FAKE ODBC LAYER --------------------------------------
  *   Link tests/fake_odbc.c instead of -lodbc.
@@ -257,7 +257,8 @@ IBX_API int64_t ibx_backoff_default_ms(int attempt);
  * jitter_min + (jitter_max - jitter_min) * u and u in [0,1) is taken from
  * the top 53 bits of `random_bits`. attempt < 1 counts as 1 (base delay).
  * policy NULL or all-zero means the defaults. As the seed defines it, the
- * jitter applies after the cap, so a result may reach 1.5 x max. */
+ * jitter applies after the cap, so a result may reach 1.5 x max. Never
+ * negative: a negative or non-finite (NaN, infinite) product gives 0. */
 IBX_API int64_t ibx_backoff_jitter_ms(const ibx_backoff_policy *policy, int attempt,
                                       uint64_t random_bits);
 
@@ -935,7 +936,7 @@ IBX__PRIVATE int64_t ibx__backoff_jitter_ms(const ibx_backoff_policy *policy, in
     for (i = 1; i < attempt && delay < max; i++) delay = delay > max / 2 ? max : delay * 2;
     u = (double)(random_bits >> 11) * (1.0 / 9007199254740992.0); /* 2^-53: u in [0,1) */
     result = (double)delay * (jmin + (jmax - jmin) * u);
-    if (result < 0.0) return 0;
+    if (!(result >= 0.0)) return 0; /* negative, or NaN from non-finite factors */
     if (result > 9.0e18) return INT64_MAX;
     return (int64_t)result;
 }
@@ -1335,6 +1336,7 @@ IBX__PRIVATE int ibx__list_end(const ibx__hooks *h, ibx__buf *b, const ibx__dial
 /* >> odbc: connection state ----------------------------------------------------- */
 
 #define IBX__MAX_STMTS 48
+#define IBX__MAX_MARKERS 16
 #define IBX__UNIT_RETRIES 3
 
 /* One ODBC connection with its dialect, prepared statements and the place
@@ -1357,6 +1359,7 @@ typedef struct ibx__db {
     char dbms_version[64];
     char driver_name[64];
     SQLHSTMT stmt[IBX__MAX_STMTS]; /* prepared once, reused; freed on close or loss */
+    unsigned char markers[IBX__MAX_STMTS][IBX__MAX_MARKERS]; /* see ibx__plain_markers */
 } ibx__db;
 
 /* >> odbc: diagnostics ------------------------------------------------------------ */
@@ -1684,18 +1687,62 @@ IBX__PRIVATE void ibx__p_blob(ibx__param *p, const void *data, size_t len) {
 }
 
 /* The cached statement for `slot`, prepared from `sql` on first use. */
+/* A statement may number its markers, "?2": argument 2 is bound there, so a
+ * dialect can take the canonical arguments in its own order (MariaDB's
+ * multi-table UPDATE names the id list first) or use one twice. Returns the
+ * text with plain "?"s (from the allocator) and fills map with the
+ * 1-based argument of each marker; NULL when out of memory, or "" when a
+ * number is out of range (a statement bug). */
+IBX__PRIVATE char *ibx__plain_markers(const ibx__hooks *h, const char *sql,
+                                      unsigned char map[IBX__MAX_MARKERS]) {
+    size_t o = 0, k = 0;
+    char *out = (char *)ibx__alloc(h, strlen(sql) + 1);
+    if (!out) return NULL;
+    while (*sql) {
+        out[o++] = *sql;
+        if (*sql++ == '?' && *sql >= '1' && *sql <= '9') {
+            unsigned arg = (unsigned)(*sql++ - '0');
+            if (k == IBX__MAX_MARKERS || (*sql >= '0' && *sql <= '9')) {
+                out[0] = '\0';
+                return out;
+            }
+            map[k++] = (unsigned char)arg;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
 IBX__PRIVATE ibx_result ibx__stmt(ibx__db *db, int slot, const char *sql, SQLHSTMT *out) {
     SQLHSTMT st;
     ibx_result r;
+    char *plain = NULL;
     IBX_ASSERT(slot >= 0 && slot < IBX__MAX_STMTS);
     if (db->stmt[slot]) {
         *out = db->stmt[slot];
         return IBX_OK;
     }
-    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &st)))
+    memset(db->markers[slot], 0, sizeof db->markers[slot]);
+    if (strchr(sql, '?')) {
+        const char *q = sql;
+        while ((q = strchr(q, '?')) != NULL && !(q[1] >= '1' && q[1] <= '9')) q++;
+        if (q) {
+            plain = ibx__plain_markers(db->hooks, sql, db->markers[slot]);
+            if (!plain) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLPrepare", "out of memory");
+            if (!plain[0]) {
+                ibx__free(db->hooks, plain);
+                return ibx__fail(db->err, IBX_ERR_STATE, "SQLPrepare", "bad numbered marker in statement %d", slot);
+            }
+            sql = plain;
+        }
+    }
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &st))) {
+        ibx__free(db->hooks, plain);
         return ibx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLAllocHandle(STMT)");
+    }
     r = ibx__check(db, SQLPrepare(st, IBX__SQLTEXT(sql), SQL_NTS), SQL_HANDLE_STMT, st,
                    "SQLPrepare");
+    ibx__free(db->hooks, plain);
     if (r != IBX_OK) {
         SQLFreeHandle(SQL_HANDLE_STMT, st);
         return r;
@@ -1705,10 +1752,18 @@ IBX__PRIVATE ibx_result ibx__stmt(ibx__db *db, int slot, const char *sql, SQLHST
     return IBX_OK;
 }
 
-IBX__PRIVATE ibx_result ibx__bind(ibx__db *db, SQLHSTMT st, ibx__param *ps, int n) {
-    int i;
-    for (i = 0; i < n; i++) {
-        ibx__param *p = &ps[i];
+/* Bind ps[0..n) to the markers in order, or as map says (ibx__stmt). */
+IBX__PRIVATE ibx_result ibx__bind(ibx__db *db, SQLHSTMT st, ibx__param *ps, int n,
+                                  const unsigned char map[IBX__MAX_MARKERS]) {
+    int i, markers = n;
+    if (map[0]) {
+        for (markers = 0; markers < IBX__MAX_MARKERS && map[markers]; markers++)
+            if (map[markers] > n)
+                return ibx__fail(db->err, IBX_ERR_STATE, "SQLBindParameter",
+                                 "marker ?%d but only %d arguments", map[markers], n);
+    }
+    for (i = 0; i < markers; i++) {
+        ibx__param *p = &ps[map[0] ? map[i] - 1 : i];
         SQLPOINTER ptr = p->c_type == SQL_C_SBIGINT ? (SQLPOINTER)&p->i64 : p->ptr;
         SQLLEN buflen = p->c_type == SQL_C_SBIGINT ? 0 : (p->ind > 0 ? p->ind : 0);
         SQLRETURN rc = SQLBindParameter(st, (SQLUSMALLINT)(i + 1), SQL_PARAM_INPUT, p->c_type,
@@ -1721,8 +1776,9 @@ IBX__PRIVATE ibx_result ibx__bind(ibx__db *db, SQLHSTMT st, ibx__param *ps, int 
 
 /* Run the statement in `slot` with `n` parameters. With `cursor` NULL the
  * statement must not return rows; *rows (if given) receives the affected
- * count, and SQL_NO_DATA (a zero-row UPDATE/DELETE on PostgreSQL and
- * SQLite) is success with 0 rows. With `cursor` set, the result set is left
+ * count (or, when the statement returns a row, its first column), and
+ * SQL_NO_DATA (a zero-row UPDATE/DELETE on PostgreSQL and SQLite) is
+ * success with 0 rows. With `cursor` set, the result set is left
  * open for ibx__fetch; close it with ibx__close. */
 IBX__PRIVATE ibx_result ibx__exec(ibx__db *db, int slot, const char *sql, ibx__param *ps, int n,
                                   int64_t *rows, SQLHSTMT *cursor) {
@@ -1731,7 +1787,7 @@ IBX__PRIVATE ibx_result ibx__exec(ibx__db *db, int slot, const char *sql, ibx__p
     ibx_result r = ibx__stmt(db, slot, sql, &st);
     if (r != IBX_OK) return r;
     SQLFreeStmt(st, SQL_CLOSE); /* a cursor left open by an earlier failure */
-    r = ibx__bind(db, st, ps, n);
+    r = ibx__bind(db, st, ps, n, db->markers[slot]);
     if (r != IBX_OK) return r;
     rc = SQLExecute(st);
     if (rc == SQL_NO_DATA) {
@@ -1755,6 +1811,24 @@ IBX__PRIVATE ibx_result ibx__exec(ibx__db *db, int slot, const char *sql, ibx__p
     }
     if (rows) {
         SQLLEN count = 0;
+        SQLSMALLINT cols = 0;
+        if (SQL_SUCCEEDED(SQLNumResultCols(st, &cols)) && cols > 0) {
+            /* A statement whose driver row count would be ambiguous (a
+             * MariaDB upsert counts an insert and an untouched row alike)
+             * returns its count as the first column of its one row. */
+            SQLBIGINT v = 0;
+            SQLLEN ind = 0;
+            rc = SQLFetch(st);
+            if (SQL_SUCCEEDED(rc))
+                r = ibx__check(db, SQLGetData(st, 1, SQL_C_SBIGINT, &v, 0, &ind), SQL_HANDLE_STMT, st,
+                               "SQLGetData(count)");
+            else if (rc != SQL_NO_DATA)
+                r = ibx__check(db, rc, SQL_HANDLE_STMT, st, "SQLFetch(count)");
+            SQLFreeStmt(st, SQL_CLOSE);
+            if (r != IBX_OK) return r;
+            *rows = SQL_SUCCEEDED(rc) && ind != SQL_NULL_DATA && v > 0 ? (int64_t)v : 0;
+            return IBX_OK;
+        }
         if (!SQL_SUCCEEDED(SQLRowCount(st, &count))) count = 0;
         *rows = count < 0 ? 0 : (int64_t)count;
     }
@@ -2543,21 +2617,26 @@ static ibx_status ibx__status_parse(const char *text) {
 /* >> inbox statements ------------------------------------------------------------ */
 
 /* Templates: {T} the quoted, qualified table, {N} its bare name, {W} the
- * dialect's "now" in Unix ms. Parameter order is the same everywhere; a key
- * list is two parameters (sources, message ids) of equal length. */
+ * dialect's "now". Parameter order is the same everywhere; a key list is
+ * two parameters (sources, message ids) of equal length. Where the text
+ * runs left to right (MariaDB's SET), parameters come in the order that
+ * lets every column be read before it is assigned. */
 enum {
     IBX__Q_SEEN,       /* source, message_id, hash -> status, stored hash */
     IBX__Q_ENQUEUE,    /* source, id, topic, payload, hash, due, next_attempt -> rowcount */
     IBX__Q_MARK,       /* status x4, source, id -> rowcount (see ibx__mark) */
-    IBX__Q_CLAIM,      /* owner, lease_seconds, batch -> message rows */
+    IBX__Q_CLAIM,      /* owner, lease_seconds, batch -> message rows (see CLAIM_PICK) */
     IBX__Q_ACK,        /* owner, sources, ids -> rowcount */
-    IBX__Q_ABANDON,    /* attempts (1, or 0 for a wait), last_error, delay_ms (NULL: backoff),
+    IBX__Q_ABANDON,    /* delay_ms (NULL: backoff), attempts (1, or 0 for a wait), last_error,
                           owner, sources, ids */
     IBX__Q_FAIL,       /* error, owner, sources, ids */
     IBX__Q_REAP,       /* -> rowcount */
     IBX__Q_GET,        /* source, id -> message row */
     IBX__Q_CLEANUP,    /* retention_ms, batch -> rowcount */
     IBX__Q_STATS,      /* -> ready count, oldest ready age */
+    IBX__Q_CLAIM_PICK, /* batch -> keys, locked (FOR UPDATE SKIP LOCKED); where set, the claim
+                          is pick, then CLAIM (owner, lease, sources, ids), then CLAIM_READ */
+    IBX__Q_CLAIM_READ, /* sources, ids -> message rows */
     IBX__Q_COUNT
 };
 
@@ -2635,9 +2714,9 @@ static const ibx__inbox_sql ibx__sqlite_inbox = {
         "RETURNING " IBX__SQLITE_COLS,
         "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
         "\"LastSeenUtc\" = {W} WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS,
-        "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Attempt\" = \"Attempt\" + ?, "
-        "\"LastError\" = coalesce(?, \"LastError\"), "
-        "\"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"Attempt\", 6)))) "
+        "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"Attempt\", 6)))), "
+        "\"Attempt\" = \"Attempt\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
+        "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
         "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS,
         "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
         "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND "
@@ -2718,10 +2797,10 @@ static const ibx__inbox_sql ibx__postgresql_inbox = {
         "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
         "\"LastSeenUtc\" = now() WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND "
         IBX__PG_KEYS,
-        "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+        "UPDATE {T} SET \"NextAttemptAt\" = now() + "
+        "make_interval(secs => coalesce(CAST(? AS bigint) / 1000.0, least(60, 1 << least(\"Attempt\", 6)))), "
         "\"Attempt\" = \"Attempt\" + CAST(? AS integer), "
-        "\"LastError\" = coalesce(CAST(? AS text), \"LastError\"), \"NextAttemptAt\" = now() + "
-        "make_interval(secs => coalesce(CAST(? AS bigint) / 1000.0, least(60, 1 << least(\"Attempt\", 6)))) "
+        "\"LastError\" = coalesce(CAST(? AS text), \"LastError\"), \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
         "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND " IBX__PG_KEYS,
         "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
         "\"LastSeenUtc\" = now(), \"LastError\" = CAST(? AS text) WHERE \"OwnerToken\" = CAST(? AS uuid) AND "
@@ -2737,9 +2816,104 @@ static const ibx__inbox_sql ibx__postgresql_inbox = {
         "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())",
     }};
 
+#define IBX__MY_MS(c) "CAST(FLOOR(UNIX_TIMESTAMP(`" c "`) * 1000) AS SIGNED)"
+#define IBX__MY_COLS                                                                          \
+    "`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, " IBX__MY_MS("FirstSeenUtc") ", "     \
+    IBX__MY_MS("LastSeenUtc") ", `Status`, " IBX__MY_MS("LockedUntil") ", `OwnerToken`, "      \
+    "`Attempt`, `LastError`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc")
+/* The rows a key list names, by primary key (an IN subquery would scan and
+ * wait on other workers' row locks); the lists' markers are numbered. */
+#define IBX__MY_LIST(marker, alias) \
+    "JSON_TABLE(" marker ", '$[*]' COLUMNS (`ibx_i` FOR ORDINALITY, `ibx_v` VARCHAR(255) PATH '$')) AS " alias
+#define IBX__MY_BY_KEYS(sources, ids)                                                          \
+    IBX__MY_LIST(sources, "s") " JOIN " IBX__MY_LIST(ids, "m") " ON s.`ibx_i` = m.`ibx_i` "      \
+    "STRAIGHT_JOIN {T} FORCE INDEX (PRIMARY) ON {T}.`Source` = s.`ibx_v` AND {T}.`MessageId` = m.`ibx_v`"
+#define IBX__MY_DONE "`Status` = 'Done'"
+
+/* MariaDB 10.6+: no UPDATE ... RETURNING, so a claim picks keys with FOR
+ * UPDATE SKIP LOCKED, updates, and reads back in one transaction (READ
+ * COMMITTED). INSERT ... ON DUPLICATE KEY UPDATE ... RETURNING (MariaDB
+ * 10.5+, not MySQL) gives the dedup answer and the enqueue count in one
+ * statement: the driver's row count cannot tell an insert from an
+ * untouched Done row. SET runs left to right: Status is assigned last. */
+static const ibx__inbox_sql ibx__mariadb_inbox = {
+    "UTC_TIMESTAMP(6)",
+    {"CREATE TABLE IF NOT EXISTS {T} (\n"
+     "    `Source`        VARCHAR(255) NOT NULL,\n"
+     "    `MessageId`     VARCHAR(255) NOT NULL,\n"
+     "    `Topic`         VARCHAR(255) NOT NULL DEFAULT '',\n"
+     "    `Payload`       LONGTEXT NOT NULL DEFAULT '',\n"
+     "    `Hash`          BLOB NULL,\n"
+     "    `FirstSeenUtc`  DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+     "    `LastSeenUtc`   DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+     "    `Status`        VARCHAR(20) NOT NULL DEFAULT 'Seen',\n"
+     "    `LockedUntil`   DATETIME(6) NULL,\n"
+     "    `OwnerToken`    CHAR(36) NULL,\n"
+     "    `Attempt`       INT NOT NULL DEFAULT 0,\n"
+     "    `LastError`     LONGTEXT NULL,\n"
+     "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+     "    `DueTimeUtc`    DATETIME(6) NULL,\n"
+     "    PRIMARY KEY (`Source`, `MessageId`),\n"
+     "    KEY `IX_{N}_WorkQueue` (`Status`, `NextAttemptAt`),\n"
+     "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
+     "    KEY `IX_{N}_Cleanup` (`Status`, `LastSeenUtc`)\n"
+     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+     NULL},
+    {
+        "INSERT INTO {T} (`Source`, `MessageId`, `Hash`) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE "
+        "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
+        "`Hash` = IF(" IBX__MY_DONE ", `Hash`, COALESCE(`Hash`, VALUES(`Hash`))) "
+        "RETURNING `Status`, `Hash`",
+        "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
+        "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, 'Processing', FROM_UNIXTIME(? / 1000), "
+        "COALESCE(FROM_UNIXTIME(? / 1000), UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE "
+        "`Topic` = IF(" IBX__MY_DONE ", `Topic`, VALUES(`Topic`)), "
+        "`Payload` = IF(" IBX__MY_DONE ", `Payload`, VALUES(`Payload`)), "
+        "`Hash` = IF(" IBX__MY_DONE ", `Hash`, VALUES(`Hash`)), "
+        "`DueTimeUtc` = IF(" IBX__MY_DONE ", `DueTimeUtc`, VALUES(`DueTimeUtc`)), "
+        "`NextAttemptAt` = IF(" IBX__MY_DONE ", `NextAttemptAt`, VALUES(`NextAttemptAt`)), "
+        "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
+        "`Attempt` = IF(`Status` = 'Dead', 0, `Attempt`), "
+        "`Status` = IF(" IBX__MY_DONE ", 'Done', 'Processing') "
+        "RETURNING `Status` = 'Processing'", /* the count, as a row */
+        "UPDATE {T} SET `Attempt` = IF(`Status` = 'Dead' AND ? = 'Processing', 0, `Attempt`), "
+        "`OwnerToken` = IF(? IN ('Done', 'Dead'), NULL, `OwnerToken`), "
+        "`LockedUntil` = IF(? IN ('Done', 'Dead'), NULL, `LockedUntil`), "
+        "`LastSeenUtc` = UTC_TIMESTAMP(6), `Status` = IF(" IBX__MY_DONE ", 'Done', ?) "
+        "WHERE `Source` = ? AND `MessageId` = ?",
+        "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `OwnerToken` = ?1, "
+        "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND",
+        "UPDATE " IBX__MY_BY_KEYS("?2", "?3") " SET `Status` = 'Done', `OwnerToken` = NULL, "
+        "`LockedUntil` = NULL, `LastSeenUtc` = UTC_TIMESTAMP(6) "
+        "WHERE `OwnerToken` = ?1 AND `Status` = 'Processing'",
+        "UPDATE " IBX__MY_BY_KEYS("?5", "?6") " SET `NextAttemptAt` = UTC_TIMESTAMP(6) + INTERVAL "
+        "COALESCE(?1, LEAST(60000, 1000 * (1 << LEAST(`Attempt`, 6)))) * 1000 MICROSECOND, "
+        "`Attempt` = `Attempt` + ?2, `LastError` = COALESCE(?3, `LastError`), "
+        "`OwnerToken` = NULL, `LockedUntil` = NULL WHERE `OwnerToken` = ?4 AND `Status` = 'Processing'",
+        "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `OwnerToken` = NULL, `LockedUntil` = NULL, "
+        "`LastSeenUtc` = UTC_TIMESTAMP(6), `LastError` = ?1, `Status` = 'Dead' "
+        "WHERE `OwnerToken` = ?2 AND `Status` = 'Processing'",
+        /* IS NOT NULL keeps the scan to leased rows: a scanned row is
+         * locked for a moment, and a concurrent claim would skip it. */
+        "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL WHERE `Status` = 'Processing' "
+        "AND `LockedUntil` IS NOT NULL AND `LockedUntil` < UTC_TIMESTAMP(6)",
+        "SELECT " IBX__MY_COLS " FROM {T} WHERE `Source` = ? AND `MessageId` = ?",
+        "DELETE FROM {T} WHERE " IBX__MY_DONE " AND `LastSeenUtc` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
+        "MICROSECOND ORDER BY `LastSeenUtc` LIMIT ?",
+        "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
+        "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
+        "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))",
+        /* The index, forced: a scan and sort would lock every ready row,
+         * and a concurrent claim would find nothing. */
+        "SELECT `Source`, `MessageId` FROM {T} FORCE INDEX (`IX_{N}_WorkQueue`) WHERE `Status` = 'Processing' AND "
+        "`NextAttemptAt` <= UTC_TIMESTAMP(6) AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6)) "
+        "ORDER BY `NextAttemptAt` LIMIT ? FOR UPDATE SKIP LOCKED",
+        "SELECT " IBX__MY_COLS " FROM " IBX__MY_BY_KEYS("?", "?"),
+    }};
+
 /* Indexed by ibx_dialect; NULL where the dialect has no statements yet. */
 static const ibx__inbox_sql *const ibx__inbox_sqls[] = {
-    NULL, &ibx__sqlite_inbox, &ibx__postgresql_inbox, NULL, NULL};
+    NULL, &ibx__sqlite_inbox, &ibx__postgresql_inbox, &ibx__mariadb_inbox, NULL};
 
 static char *ibx__inbox_expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__inbox_sql *q,
                                const char *schema, const char *table, const char *tmpl) {
@@ -2906,6 +3080,7 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
         return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, "dialect", "no inbox statements for %s yet",
                          s->db.d->name);
     for (i = 0; i < IBX__Q_COUNT; i++) {
+        if (!s->q->q[i]) continue; /* not used by this dialect */
         s->sql[i] = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->q[i]);
         if (!s->sql[i]) return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     }
@@ -3279,15 +3454,48 @@ typedef struct ibx__claim_ctx {
 static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
     ibx__claim_ctx *c = (ibx__claim_ctx *)vctx;
     ibx_store *s = c->s;
-    ibx__param p[3];
+    ibx__param p[4];
     SQLHSTMT cur = NULL;
     ibx_result r;
     c->count = 0;
     s->rows.len = 0;
-    ibx__p_text(&p[0], c->owner, 36);
-    ibx__p_i64(&p[1], c->lease_seconds);
-    ibx__p_i64(&p[2], c->batch_size);
-    r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 3, NULL, &cur);
+    if (s->sql[IBX__Q_CLAIM_PICK]) {
+        /* Pick and lock the keys, mark them ours, then read them back. */
+        int picked = 0;
+        s->sources.len = s->ids.len = 0;
+        ibx__p_i64(&p[0], c->batch_size);
+        r = ibx__exec(db, IBX__Q_CLAIM_PICK, s->sql[IBX__Q_CLAIM_PICK], p, 1, NULL, &cur);
+        while (r == IBX_OK && (r = ibx__fetch(db, cur)) == IBX_OK) {
+            char key[2][1024]; /* 255 characters of up to 4 bytes */
+            SQLLEN ind[2] = {0, 0};
+            int k;
+            for (k = 0; k < 2 && r == IBX_OK; k++)
+                r = ibx__check(db, SQLGetData(cur, (SQLUSMALLINT)(k + 1), SQL_C_CHAR, key[k], sizeof key[k], &ind[k]),
+                               SQL_HANDLE_STMT, cur, "SQLGetData");
+            if (r == IBX_OK && (!ibx__list_add(db->hooks, &s->sources, db->d, key[0], strlen(key[0])) ||
+                                !ibx__list_add(db->hooks, &s->ids, db->d, key[1], strlen(key[1]))))
+                r = ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_claim", "out of memory");
+            picked++;
+        }
+        ibx__close(cur);
+        if (r != IBX_EMPTY) return r;
+        if (picked == 0) return IBX_OK;
+        if (!ibx__list_end(db->hooks, &s->sources, db->d) || !ibx__list_end(db->hooks, &s->ids, db->d))
+            return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_claim", "out of memory");
+        ibx__p_text(&p[0], c->owner, 36);
+        ibx__p_i64(&p[1], c->lease_seconds);
+        ibx__p_text(&p[2], s->sources.data, s->sources.len);
+        ibx__p_text(&p[3], s->ids.data, s->ids.len);
+        r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 4, NULL, NULL);
+        ibx__p_text(&p[0], s->sources.data, s->sources.len);
+        ibx__p_text(&p[1], s->ids.data, s->ids.len);
+        if (r == IBX_OK) r = ibx__exec(db, IBX__Q_CLAIM_READ, s->sql[IBX__Q_CLAIM_READ], p, 2, NULL, &cur);
+    } else {
+        ibx__p_text(&p[0], c->owner, 36);
+        ibx__p_i64(&p[1], c->lease_seconds);
+        ibx__p_i64(&p[2], c->batch_size);
+        r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 3, NULL, &cur);
+    }
     while (r == IBX_OK && (r = ibx__fetch(db, cur)) == IBX_OK) {
         if (c->count >= c->batch_size) {
             r = ibx__fail(db->err, IBX_ERR_STATE, "ibx_claim",
@@ -3460,10 +3668,10 @@ static ibx_result ibx__abandon(ibx_store *store, const char *owner_token, const 
         if (r == IBX_OK && changed) *changed = 0;
         return r;
     }
-    ibx__p_i64(&p[0], attempts);
-    ibx__p_text(&p[1], last_error && last_error[0] ? last_error : NULL, (size_t)-1);
-    ibx__p_i64(&p[2], delay_ms ? *delay_ms : 0);
-    if (!delay_ms) p[2].ind = SQL_NULL_DATA; /* the default backoff, per message */
+    ibx__p_i64(&p[0], delay_ms ? *delay_ms : 0);
+    if (!delay_ms) p[0].ind = SQL_NULL_DATA; /* the default backoff, per message */
+    ibx__p_i64(&p[1], attempts);
+    ibx__p_text(&p[2], last_error && last_error[0] ? last_error : NULL, (size_t)-1);
     ibx__p_text(&p[3], store->token, 36);
     ibx__p_text(&p[4], store->sources.data, store->sources.len);
     ibx__p_text(&p[5], store->ids.data, store->ids.len);

@@ -311,7 +311,8 @@ OBX_API int64_t obx_backoff_default_ms(int attempt);
  * jitter_min + (jitter_max - jitter_min) * u and u in [0,1) is taken from
  * the top 53 bits of `random_bits`. attempt < 1 counts as 1 (base delay).
  * policy NULL or all-zero means the defaults. As the seed defines it, the
- * jitter applies after the cap, so a result may reach 1.5 x max. */
+ * jitter applies after the cap, so a result may reach 1.5 x max. Never
+ * negative: a negative or non-finite (NaN, infinite) product gives 0. */
 OBX_API int64_t obx_backoff_jitter_ms(const obx_backoff_policy *policy, int attempt,
                                       uint64_t random_bits);
 
@@ -1106,7 +1107,7 @@ OBX__PRIVATE int64_t obx__backoff_jitter_ms(const obx_backoff_policy *policy, in
     for (i = 1; i < attempt && delay < max; i++) delay = delay > max / 2 ? max : delay * 2;
     u = (double)(random_bits >> 11) * (1.0 / 9007199254740992.0); /* 2^-53: u in [0,1) */
     result = (double)delay * (jmin + (jmax - jmin) * u);
-    if (result < 0.0) return 0;
+    if (!(result >= 0.0)) return 0; /* negative, or NaN from non-finite factors */
     if (result > 9.0e18) return INT64_MAX;
     return (int64_t)result;
 }
@@ -1506,6 +1507,7 @@ OBX__PRIVATE int obx__list_end(const obx__hooks *h, obx__buf *b, const obx__dial
 /* >> odbc: connection state ----------------------------------------------------- */
 
 #define OBX__MAX_STMTS 48
+#define OBX__MAX_MARKERS 16
 #define OBX__UNIT_RETRIES 3
 
 /* One ODBC connection with its dialect, prepared statements and the place
@@ -1528,6 +1530,7 @@ typedef struct obx__db {
     char dbms_version[64];
     char driver_name[64];
     SQLHSTMT stmt[OBX__MAX_STMTS]; /* prepared once, reused; freed on close or loss */
+    unsigned char markers[OBX__MAX_STMTS][OBX__MAX_MARKERS]; /* see obx__plain_markers */
 } obx__db;
 
 /* >> odbc: diagnostics ------------------------------------------------------------ */
@@ -1855,18 +1858,62 @@ OBX__PRIVATE void obx__p_blob(obx__param *p, const void *data, size_t len) {
 }
 
 /* The cached statement for `slot`, prepared from `sql` on first use. */
+/* A statement may number its markers, "?2": argument 2 is bound there, so a
+ * dialect can take the canonical arguments in its own order (MariaDB's
+ * multi-table UPDATE names the id list first) or use one twice. Returns the
+ * text with plain "?"s (from the allocator) and fills map with the
+ * 1-based argument of each marker; NULL when out of memory, or "" when a
+ * number is out of range (a statement bug). */
+OBX__PRIVATE char *obx__plain_markers(const obx__hooks *h, const char *sql,
+                                      unsigned char map[OBX__MAX_MARKERS]) {
+    size_t o = 0, k = 0;
+    char *out = (char *)obx__alloc(h, strlen(sql) + 1);
+    if (!out) return NULL;
+    while (*sql) {
+        out[o++] = *sql;
+        if (*sql++ == '?' && *sql >= '1' && *sql <= '9') {
+            unsigned arg = (unsigned)(*sql++ - '0');
+            if (k == OBX__MAX_MARKERS || (*sql >= '0' && *sql <= '9')) {
+                out[0] = '\0';
+                return out;
+            }
+            map[k++] = (unsigned char)arg;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
 OBX__PRIVATE obx_result obx__stmt(obx__db *db, int slot, const char *sql, SQLHSTMT *out) {
     SQLHSTMT st;
     obx_result r;
+    char *plain = NULL;
     OBX_ASSERT(slot >= 0 && slot < OBX__MAX_STMTS);
     if (db->stmt[slot]) {
         *out = db->stmt[slot];
         return OBX_OK;
     }
-    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &st)))
+    memset(db->markers[slot], 0, sizeof db->markers[slot]);
+    if (strchr(sql, '?')) {
+        const char *q = sql;
+        while ((q = strchr(q, '?')) != NULL && !(q[1] >= '1' && q[1] <= '9')) q++;
+        if (q) {
+            plain = obx__plain_markers(db->hooks, sql, db->markers[slot]);
+            if (!plain) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLPrepare", "out of memory");
+            if (!plain[0]) {
+                obx__free(db->hooks, plain);
+                return obx__fail(db->err, OBX_ERR_STATE, "SQLPrepare", "bad numbered marker in statement %d", slot);
+            }
+            sql = plain;
+        }
+    }
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &st))) {
+        obx__free(db->hooks, plain);
         return obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLAllocHandle(STMT)");
+    }
     r = obx__check(db, SQLPrepare(st, OBX__SQLTEXT(sql), SQL_NTS), SQL_HANDLE_STMT, st,
                    "SQLPrepare");
+    obx__free(db->hooks, plain);
     if (r != OBX_OK) {
         SQLFreeHandle(SQL_HANDLE_STMT, st);
         return r;
@@ -1876,10 +1923,18 @@ OBX__PRIVATE obx_result obx__stmt(obx__db *db, int slot, const char *sql, SQLHST
     return OBX_OK;
 }
 
-OBX__PRIVATE obx_result obx__bind(obx__db *db, SQLHSTMT st, obx__param *ps, int n) {
-    int i;
-    for (i = 0; i < n; i++) {
-        obx__param *p = &ps[i];
+/* Bind ps[0..n) to the markers in order, or as map says (obx__stmt). */
+OBX__PRIVATE obx_result obx__bind(obx__db *db, SQLHSTMT st, obx__param *ps, int n,
+                                  const unsigned char map[OBX__MAX_MARKERS]) {
+    int i, markers = n;
+    if (map[0]) {
+        for (markers = 0; markers < OBX__MAX_MARKERS && map[markers]; markers++)
+            if (map[markers] > n)
+                return obx__fail(db->err, OBX_ERR_STATE, "SQLBindParameter",
+                                 "marker ?%d but only %d arguments", map[markers], n);
+    }
+    for (i = 0; i < markers; i++) {
+        obx__param *p = &ps[map[0] ? map[i] - 1 : i];
         SQLPOINTER ptr = p->c_type == SQL_C_SBIGINT ? (SQLPOINTER)&p->i64 : p->ptr;
         SQLLEN buflen = p->c_type == SQL_C_SBIGINT ? 0 : (p->ind > 0 ? p->ind : 0);
         SQLRETURN rc = SQLBindParameter(st, (SQLUSMALLINT)(i + 1), SQL_PARAM_INPUT, p->c_type,
@@ -1892,8 +1947,9 @@ OBX__PRIVATE obx_result obx__bind(obx__db *db, SQLHSTMT st, obx__param *ps, int 
 
 /* Run the statement in `slot` with `n` parameters. With `cursor` NULL the
  * statement must not return rows; *rows (if given) receives the affected
- * count, and SQL_NO_DATA (a zero-row UPDATE/DELETE on PostgreSQL and
- * SQLite) is success with 0 rows. With `cursor` set, the result set is left
+ * count (or, when the statement returns a row, its first column), and
+ * SQL_NO_DATA (a zero-row UPDATE/DELETE on PostgreSQL and SQLite) is
+ * success with 0 rows. With `cursor` set, the result set is left
  * open for obx__fetch; close it with obx__close. */
 OBX__PRIVATE obx_result obx__exec(obx__db *db, int slot, const char *sql, obx__param *ps, int n,
                                   int64_t *rows, SQLHSTMT *cursor) {
@@ -1902,7 +1958,7 @@ OBX__PRIVATE obx_result obx__exec(obx__db *db, int slot, const char *sql, obx__p
     obx_result r = obx__stmt(db, slot, sql, &st);
     if (r != OBX_OK) return r;
     SQLFreeStmt(st, SQL_CLOSE); /* a cursor left open by an earlier failure */
-    r = obx__bind(db, st, ps, n);
+    r = obx__bind(db, st, ps, n, db->markers[slot]);
     if (r != OBX_OK) return r;
     rc = SQLExecute(st);
     if (rc == SQL_NO_DATA) {
@@ -1926,6 +1982,24 @@ OBX__PRIVATE obx_result obx__exec(obx__db *db, int slot, const char *sql, obx__p
     }
     if (rows) {
         SQLLEN count = 0;
+        SQLSMALLINT cols = 0;
+        if (SQL_SUCCEEDED(SQLNumResultCols(st, &cols)) && cols > 0) {
+            /* A statement whose driver row count would be ambiguous (a
+             * MariaDB upsert counts an insert and an untouched row alike)
+             * returns its count as the first column of its one row. */
+            SQLBIGINT v = 0;
+            SQLLEN ind = 0;
+            rc = SQLFetch(st);
+            if (SQL_SUCCEEDED(rc))
+                r = obx__check(db, SQLGetData(st, 1, SQL_C_SBIGINT, &v, 0, &ind), SQL_HANDLE_STMT, st,
+                               "SQLGetData(count)");
+            else if (rc != SQL_NO_DATA)
+                r = obx__check(db, rc, SQL_HANDLE_STMT, st, "SQLFetch(count)");
+            SQLFreeStmt(st, SQL_CLOSE);
+            if (r != OBX_OK) return r;
+            *rows = SQL_SUCCEEDED(rc) && ind != SQL_NULL_DATA && v > 0 ? (int64_t)v : 0;
+            return OBX_OK;
+        }
         if (!SQL_SUCCEEDED(SQLRowCount(st, &count))) count = 0;
         *rows = count < 0 ? 0 : (int64_t)count;
     }
@@ -2920,13 +2994,21 @@ static const obx__outbox_sql obx__postgresql_outbox = {
     "`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, " OBX__MY_MS("CreatedAt") ", "   \
     OBX__MY_MS("DueTimeUtc") ", `RetryCount`, `LastError`, `Status`, " OBX__MY_MS("ProcessedAt") \
     ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_MS("NextAttemptAt")
-#define OBX__MY_IDS "(SELECT j.`id` FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$')) AS j)"
+/* The rows an id list names, by primary key: MariaDB 10.11 runs "Id IN
+ * (SELECT ... JSON_TABLE)" in an UPDATE as a scan that also waits on other
+ * workers' row locks, so settles join the list first (its marker is
+ * numbered, see obx__plain_markers), forcing the key: on a small table the
+ * optimizer would scan, and wait on rows other workers hold. */
+#define OBX__MY_BY_IDS(marker)                                                                  \
+    "JSON_TABLE(" marker ", '$[*]' COLUMNS (`obx_id` CHAR(36) PATH '$')) AS j STRAIGHT_JOIN {T} " \
+    "FORCE INDEX (PRIMARY) ON {T}.`Id` = j.`obx_id`"
 
 /* MariaDB (and MySQL 8): no UPDATE ... RETURNING, so a claim picks with
  * FOR UPDATE SKIP LOCKED, updates, and reads back, in one transaction at
- * READ COMMITTED (REPEATABLE READ gap locks would block producers). SET
- * assignments are evaluated left to right here, so a column is assigned
- * after every expression that reads its old value. Tables are utf8mb4_bin:
+ * READ COMMITTED (REPEATABLE READ gap locks would block producers). A
+ * single-table UPDATE assigns left to right, a multi-table one may not: a
+ * column is assigned after every expression that reads its old value,
+ * which is right either way. Tables are utf8mb4_bin:
  * keys and topics compare byte for byte. No partial indexes: Status leads. */
 static const obx__outbox_sql obx__mariadb_outbox = {
     "UTC_TIMESTAMP(6)",
@@ -2991,18 +3073,16 @@ static const obx__outbox_sql obx__mariadb_outbox = {
         "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
         "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, FROM_UNIXTIME(? / 1000), "
         "COALESCE(FROM_UNIXTIME(? / 1000), UTC_TIMESTAMP(6)))",
-        "UPDATE {T} SET `Status` = 1, `OwnerToken` = ?, "
-        "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ? SECOND WHERE `Id` IN " OBX__MY_IDS,
-        "UPDATE {T} SET `IsProcessed` = 1, `ProcessedAt` = UTC_TIMESTAMP(6), `ProcessedBy` = ?, "
-        "`LockedUntil` = NULL, `Status` = 2 "
-        "WHERE `OwnerToken` = ? AND `Status` = 1 AND `Id` IN " OBX__MY_IDS,
-        "UPDATE {T} SET `NextAttemptAt` = UTC_TIMESTAMP(6) + INTERVAL "
-        "COALESCE(?, LEAST(60000, 1000 * (1 << LEAST(`RetryCount`, 6)))) * 1000 MICROSECOND, "
-        "`RetryCount` = `RetryCount` + ?, `LastError` = COALESCE(?, `LastError`), "
-        "`OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 0 "
-        "WHERE `OwnerToken` = ? AND `Status` = 1 AND `Id` IN " OBX__MY_IDS,
-        "UPDATE {T} SET `LockedUntil` = NULL, `LastError` = ?, `Status` = 3 "
-        "WHERE `OwnerToken` = ? AND `Status` = 1 AND `Id` IN " OBX__MY_IDS,
+        "UPDATE " OBX__MY_BY_IDS("?3") " SET `Status` = 1, `OwnerToken` = ?1, "
+        "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND",
+        "UPDATE " OBX__MY_BY_IDS("?3") " SET `IsProcessed` = 1, `ProcessedAt` = UTC_TIMESTAMP(6), "
+        "`ProcessedBy` = ?1, `LockedUntil` = NULL, `Status` = 2 WHERE `OwnerToken` = ?2 AND `Status` = 1",
+        "UPDATE " OBX__MY_BY_IDS("?5") " SET `NextAttemptAt` = UTC_TIMESTAMP(6) + INTERVAL "
+        "COALESCE(?1, LEAST(60000, 1000 * (1 << LEAST(`RetryCount`, 6)))) * 1000 MICROSECOND, "
+        "`RetryCount` = `RetryCount` + ?2, `LastError` = COALESCE(?3, `LastError`), "
+        "`OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 0 WHERE `OwnerToken` = ?4 AND `Status` = 1",
+        "UPDATE " OBX__MY_BY_IDS("?3") " SET `LockedUntil` = NULL, `LastError` = ?1, `Status` = 3 "
+        "WHERE `OwnerToken` = ?2 AND `Status` = 1",
         "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 0 "
         "WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)",
         "SELECT " OBX__MY_COLS " FROM {T} WHERE `Id` = ?",
@@ -3017,9 +3097,11 @@ static const obx__outbox_sql obx__mariadb_outbox = {
         "SELECT `JoinId`, `GroupingKey`, `ExpectedSteps`, `CompletedSteps`, `FailedSteps`, `Status`, "
         "`Metadata`, " OBX__MY_MS("CreatedUtc") ", " OBX__MY_MS("LastUpdatedUtc") " FROM {J} WHERE `JoinId` = ?",
         "UPDATE {J} SET `Status` = ?, `LastUpdatedUtc` = UTC_TIMESTAMP(6) WHERE `JoinId` = ? AND `Status` = 0",
-        "SELECT `Id` FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
+        /* The index, forced: a scan and sort would lock every ready row,
+         * and a concurrent claim would find nothing. */
+        "SELECT `Id` FROM {T} FORCE INDEX (`IX_{N}_Ready`) WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
         "ORDER BY `NextAttemptAt` LIMIT ? FOR UPDATE SKIP LOCKED",
-        "SELECT " OBX__MY_COLS " FROM {T} WHERE `Id` IN " OBX__MY_IDS,
+        "SELECT " OBX__MY_COLS " FROM " OBX__MY_BY_IDS("?"),
     }};
 
 /* Indexed by obx_dialect; NULL where the dialect has no statements yet. */

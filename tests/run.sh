@@ -95,8 +95,8 @@ for backend in $backends; do
             my_tests="${OBX_TEST_MY}INITSTMT={SET SESSION sql_mode=CONCAT(@@sql_mode, ',ANSI_QUOTES')};"
             run test_real mariadb "$bin/test_real" mariadb "$my_tests"
             run test_outbox mariadb "$bin/test_outbox" mariadb "$my_tests"
+            run test_inbox mariadb "$bin/test_inbox" mariadb "$my_tests"
             run test_multi mariadb "$bin/test_multi" mariadb "$OBX_TEST_MY" "$OBX_TEST_MY2" "$OBX_TEST_MY3"
-            # test_inbox follows with ibx.h's MariaDB statements.
         else
             skip_or_fail mariadb "the throwaway server did not start (see above)"
         fi

@@ -12,6 +12,7 @@
 static const char *g_backend;
 static const char *g_conn;
 static int g_pg;
+static int g_my; /* MariaDB / MySQL */
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -1052,8 +1053,9 @@ static void test_098_101_cleanup(void) {
     TT_EQ_INT(ibx_mark_dead(s, "dead", "src"), IBX_OK);
     TT_EQ_INT(ibx_cleanup(s, 0, 0, &deleted), IBX_OK); /* default retention: 30 days */
     TT_EQ_INT(deleted, 0);
-    TT_ASSERT(sql(s, g_pg ? "UPDATE {T} SET \"LastSeenUtc\" = now() - interval '40 days'"
-                          : "UPDATE {T} SET \"LastSeenUtc\" = {W} - 3456000000"));
+    TT_ASSERT(sql(s, g_pg   ? "UPDATE {T} SET \"LastSeenUtc\" = now() - interval '40 days'"
+                     : g_my ? "UPDATE {T} SET \"LastSeenUtc\" = {W} - INTERVAL 40 DAY"
+                            : "UPDATE {T} SET \"LastSeenUtc\" = {W} - 3456000000"));
     TT_EQ_INT(ibx_cleanup(s, 0, 2, &deleted), IBX_OK); /* batches of 2 (IBX-101) */
     TT_EQ_INT(deleted, 5);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 3); /* Seen, Processing, Dead stay (IBX-099) */
@@ -1072,6 +1074,11 @@ static void test_102_one_transaction(void) {
         TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS ibx_test_boom ON {T}"));
         TT_ASSERT(sql(s, "CREATE TRIGGER ibx_test_boom BEFORE INSERT OR UPDATE ON {T} FOR EACH ROW "
                          "EXECUTE FUNCTION ibx_test_boom()"));
+    } else if (g_my) {
+        TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS ibx_test_boom"));
+        TT_ASSERT(sql(s, "CREATE TRIGGER ibx_test_boom BEFORE INSERT ON {T} FOR EACH ROW "
+                         "IF NEW.\"Topic\" = 'boom' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'boom'; "
+                         "END IF"));
     } else {
         TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS ibx_test_boom"));
         TT_ASSERT(sql(s, "CREATE TRIGGER ibx_test_boom BEFORE INSERT ON {T} WHEN NEW.\"Topic\" = 'boom' "
@@ -1134,6 +1141,9 @@ static int table_exists(ibx_store *s, const char *name) {
     if (g_pg)
         snprintf(q, sizeof q, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'infra' "
                               "AND table_name = '%s'", name);
+    else if (g_my)
+        snprintf(q, sizeof q, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() "
+                              "AND table_name = '%s'", name);
     else
         snprintf(q, sizeof q, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '%s'", name);
     return scalar(s, q) == 1;
@@ -1141,6 +1151,7 @@ static int table_exists(ibx_store *s, const char *name) {
 
 static void test_114_117_deploy(void) {
     ibx_store *s = open_table("InboxDeployTest", 0);
+    const char *indexes;
     const ibx_message *ms;
     char owner[37];
     int n;
@@ -1152,9 +1163,13 @@ static void test_114_117_deploy(void) {
     TT_EQ_INT(ibx_store_deploy(s), IBX_OK);                        /* IBX-114 */
     TT_EXPECT(table_exists(s, "InboxDeployTest"));                 /* IBX-117 */
     TT_EQ_INT(ibx_store_deploy(s), IBX_OK);                        /* IBX-116 */
-    TT_EQ_INT(scalar(s, g_pg ? "SELECT COUNT(*) FROM pg_indexes WHERE tablename = 'InboxDeployTest'"
-                             : "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'InboxDeployTest' AND sql IS NOT NULL"),
-              g_pg ? 4 : 3); /* claim, lease and cleanup indexes (+ the primary key on PostgreSQL) */
+    /* claim, lease and cleanup indexes (+ the primary key on the servers) */
+    indexes = g_pg   ? "SELECT COUNT(*) FROM pg_indexes WHERE tablename = 'InboxDeployTest'"
+              : g_my ? "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics "
+                       "WHERE table_schema = DATABASE() AND table_name = 'InboxDeployTest'"
+                     : "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' "
+                       "AND tbl_name = 'InboxDeployTest' AND sql IS NOT NULL";
+    TT_EQ_INT(scalar(s, indexes), g_pg || g_my ? 4 : 3);
     ibx_store_close(s);
     s = open_table("InboxDeployTest", 1);
     TT_ASSERT(s != NULL);
@@ -1218,6 +1233,13 @@ static void test_122_125_indexes(void) {
                             "AND indexname IN ('IX_Inbox_WorkQueue', 'IX_Inbox_Leased', 'IX_Inbox_Cleanup')"), 3);
         TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM pg_indexes WHERE schemaname = 'infra' AND tablename = 'Inbox' "
                             "AND indexdef LIKE '%(\"Source\", \"MessageId\")%'"), 1); /* IBX-125 */
+    } else if (g_my) {
+        TT_EQ_INT(scalar(s, "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics "
+                            "WHERE table_schema = DATABASE() AND table_name = 'Inbox' "
+                            "AND index_name IN ('IX_Inbox_WorkQueue', 'IX_Inbox_Leased', 'IX_Inbox_Cleanup')"), 3);
+        TT_EQ_INT(scalar(s, "SELECT GROUP_CONCAT(column_name ORDER BY seq_in_index) = 'Source,MessageId' "
+                            "FROM information_schema.statistics WHERE table_schema = DATABASE() "
+                            "AND table_name = 'Inbox' AND index_name = 'PRIMARY'"), 1); /* IBX-125 */
     } else {
         TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Inbox' "
                             "AND name IN ('IX_Inbox_WorkQueue', 'IX_Inbox_Leased', 'IX_Inbox_Cleanup')"), 3);
@@ -1232,7 +1254,7 @@ static void test_schema_file(void) {
     char path[128];
     size_t got;
     FILE *f;
-    TT_EQ_INT(ibx_schema_sql(g_pg ? IBX_DIALECT_POSTGRESQL : IBX_DIALECT_SQLITE, NULL, NULL, want, sizeof want, NULL), IBX_OK);
+    TT_EQ_INT(ibx_schema_sql(g_pg ? IBX_DIALECT_POSTGRESQL : g_my ? IBX_DIALECT_MARIADB : IBX_DIALECT_SQLITE, NULL, NULL, want, sizeof want, NULL), IBX_OK);
     snprintf(path, sizeof path, "sql/%s/inbox.sql", g_backend);
     f = fopen(path, "rb");
     TT_ASSERT(f != NULL);
@@ -1265,7 +1287,7 @@ static void test_103_no_dirty_reads(void) {
         p[6] = p[5];
         TT_EQ_INT(ibx__exec(&writer->db, IBX__Q_ENQUEUE, writer->sql[IBX__Q_ENQUEUE], p, 7, NULL, NULL), IBX_OK);
     }
-    if (g_pg) TT_EXPECT(claim(s, owner, 10, &ms) == 0);
+    if (g_pg || g_my) TT_EXPECT(claim(s, owner, 10, &ms) == 0);
     else { /* SQLite: a claim would wait for the writer's lock; a read shows the isolation */
         ibx_message got;
         TT_EXPECT(ibx_get(s, "pending", "src", &got) == IBX_ERR_NOT_FOUND);
@@ -1286,6 +1308,12 @@ static void test_126_permissions(void) {
     ibx_key k = {"src", "perm"};
     int processed;
     TT_ASSERT(admin != NULL);
+    if (g_my) { /* tests/db.sh creates obx_worker: SELECT, INSERT, UPDATE, DELETE on the database */
+        const char *host = strstr(g_conn, "Server=");
+        TT_ASSERT(host != NULL);
+        snprintf(conn, sizeof conn, "Driver={MariaDB Unicode};%.*sDatabase=obx;Uid=obx_worker;Pwd=workerpw;",
+                 (int)(strstr(host, "Database=") - host), host);
+    } else {
     TT_ASSERT(sql(admin, "DO $$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'ibx_worker') "
                          "THEN EXECUTE 'DROP OWNED BY ibx_worker'; DROP ROLE ibx_worker; END IF; END $$"));
     TT_ASSERT(sql(admin, "CREATE ROLE ibx_worker LOGIN"));
@@ -1295,6 +1323,7 @@ static void test_126_permissions(void) {
     TT_ASSERT(port != NULL);
     snprintf(conn, sizeof conn, "Driver={PostgreSQL Unicode};Server=127.0.0.1;%.*sDatabase=obx;Uid=ibx_worker;Pwd=;",
              (int)(strchr(port, ';') - port + 1), port);
+    }
     memset(&d, 0, sizeof d);
     d.connection_string = conn;
     d.hooks.logger.log = keep_log;
@@ -1305,7 +1334,12 @@ static void test_126_permissions(void) {
     TT_EQ_INT(claim(s, owner, 1, &ms), 1);
     TT_EQ_INT(ibx_ack(s, owner, &k, 1, NULL), IBX_OK);
     TT_EQ_INT(ibx_cleanup(s, 0, 0, NULL), IBX_OK);
+    TT_EQ_INT(ibx_store_deploy(s), IBX_ERR_DB); /* deployment needs CREATE: refused, clearly */
     ibx_store_close(s);
+    if (g_my) {
+        ibx_store_close(admin);
+        return;
+    }
     TT_ASSERT(sql(admin, "DROP OWNED BY ibx_worker"));
     TT_ASSERT(sql(admin, "DROP ROLE ibx_worker"));
     ibx_store_close(admin);
@@ -1394,12 +1428,13 @@ static void test_124_idle_backoff(void) {
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s sqlite|postgresql '<ODBC connection string>'\n", argv[0]);
+        fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
         return 2;
     }
     g_backend = argv[1];
     g_conn = argv[2];
     g_pg = strcmp(g_backend, "postgresql") == 0;
+    g_my = strcmp(g_backend, "mariadb") == 0;
 #define RUN(id, what, fn) TT_RUN(id, g_backend, what, fn)
     RUN("IBX-001", "(source, message id) is the dedup key", test_001_natural_key);
     RUN("IBX-002", "the dedup check is one atomic upsert", test_002_005_states);
@@ -1495,7 +1530,7 @@ int main(int argc, char **argv) {
     RUN("IBX-119", "leases 10..300 s work", test_119_120_ranges);
     RUN("IBX-120", "batches 1..100 work", test_119_120_ranges);
     RUN("IBX-124", "the poll interval doubles while idle, up to a cap", test_124_idle_backoff);
-    if (g_pg) RUN("IBX-126", "SELECT, INSERT, UPDATE, DELETE on the table are enough", test_126_permissions);
+    if (g_pg || g_my) RUN("IBX-126", "SELECT, INSERT, UPDATE, DELETE on the table are enough", test_126_permissions);
     else printf("N/A IBX-126 sqlite SQLite has no users or grants: file permissions apply\n");
     RUN("IBX-106", "a message is never held by two workers at once", test_078_079_106_two_workers);
     RUN("IBX-107", "dedup checks logged at DEBUG", test_107_113_logging);

@@ -591,10 +591,6 @@ int main(int argc, char **argv) {
     RUN("OBX-079", "unchanged databases keep their stores", test_075_079_discovery);
     RUN("OBX-REAP-ALL", "expired leases are reaped in every store, not only the first", test_reap_every_store);
     RUN("OBX-121", "router lookups reuse the open stores", test_121_cached);
-    if (strcmp(g_backend, "mariadb") == 0) { /* ibx.h has no MariaDB statements yet */
-        printf("N/A IBX-085..097 mariadb ibx.h has no MariaDB statements yet\n");
-        return tt_done();
-    }
     RUN("IBX-085", "a store per database", test_ibx_085_086);
     RUN("IBX-086", "the dispatcher selects a store every round", test_ibx_087);
     RUN("IBX-087", "round-robin over inbox stores", test_ibx_087);

@@ -2458,6 +2458,53 @@ static void test_my_lock_timeout(void) {
     obx_store_close(s);
 }
 
+/* Settling a message waits only for that message's row: another worker's
+ * claim and ack in flight (taken, not committed) do not hold up ack,
+ * abandon or fail of other messages. */
+static void test_my_settle_row_locks(void) {
+    obx_store *s = fresh();
+    caller_conn c;
+    char ids[5][37], owner[37], q[160];
+    const char *one[1];
+    const obx_message *ms;
+    int n = 0, i, busy;
+    obx_result acked, abandoned, failed;
+    TT_ASSERT(s != NULL);
+    /* A table as in production: mostly done messages, a few in flight
+     * (seq_1_to_500: MariaDB's sequence engine). */
+    TT_ASSERT(sql(s, "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"Status\", "
+                     "\"IsProcessed\", \"ProcessedAt\") SELECT UUID(), UUID(), 'done', 'p', 2, 1, "
+                     "UTC_TIMESTAMP(6) FROM seq_1_to_500"));
+    for (i = 0; i < 5; i++) TT_ASSERT(enqueue(s, "t", "p", ids[i]));
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 4, &ms, &n), OBX_OK); /* ids[0..3]; ids[4] stays ready */
+    TT_EQ_INT(n, 4);
+    TT_ASSERT(sql(s, "SET SESSION innodb_lock_wait_timeout = 1")); /* a wait fails in 1 s, not 5 */
+    TT_ASSERT(caller_open(&c));
+    busy = SQL_SUCCEEDED(SQLSetConnectAttr(c.dbc, SQL_ATTR_TXN_ISOLATION,
+                                           (SQLPOINTER)(uintptr_t)s->db.d->isolation, SQL_IS_UINTEGER));
+    /* The other worker's claim of ids[4] (the library's claim update) ... */
+    snprintf(q, sizeof q, "UPDATE \"Outbox\" SET \"Status\" = 1, \"OwnerToken\" = 'other', "
+                          "\"LockedUntil\" = UTC_TIMESTAMP(6) WHERE \"Id\" = '%s'", ids[4]);
+    busy = busy && caller_exec(&c, q);
+    /* ... and its ack of ids[0], both not committed yet. */
+    snprintf(q, sizeof q, "UPDATE \"Outbox\" SET \"Status\" = 2 WHERE \"Id\" = '%s'", ids[0]);
+    busy = busy && caller_exec(&c, q);
+    one[0] = ids[1];
+    acked = obx_ack(s, owner, one, 1, NULL);
+    one[0] = ids[2];
+    abandoned = obx_abandon(s, owner, one, 1, "retry", -1, NULL);
+    one[0] = ids[3];
+    failed = obx_fail(s, owner, one, 1, "bad", NULL);
+    caller_end(&c, 0);
+    caller_close(&c);
+    TT_ASSERT(busy);
+    TT_EQ_INT(acked, OBX_OK);
+    TT_EQ_INT(abandoned, OBX_OK);
+    TT_EQ_INT(failed, OBX_OK);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -2599,6 +2646,7 @@ int main(int argc, char **argv) {
         RUN("OBX-MY-PACKET", "a payload over max_allowed_packet: clear error, the store goes on", test_my_packet);
         RUN("OBX-MY-UTF8", "4-byte UTF-8 round-trips; topics differing in case or accent are distinct", test_my_utf8);
         RUN("OBX-MY-LOCK-TIMEOUT", "a lock wait timeout on ack is transient; the store goes on", test_my_lock_timeout);
+        RUN("OBX-MY-SETTLE-ROW-LOCKS", "ack, abandon, fail wait only for their own rows", test_my_settle_row_locks);
     }
     return tt_done();
 }
