@@ -2,11 +2,12 @@
 # start; each first installs what is missing (tests/deps.sh, apt-get).
 #
 #   make demo    build and run the quick start on the embedded SQLite default
-#   make test    all tests: pure, fake ODBC, real SQLite, real PostgreSQL
+#   make test    all tests: pure, fake ODBC, real SQLite, PostgreSQL, MariaDB, fuzz corpus replay
 #   make check   test + strict warnings (-Werror, gcc and clang), C++ compile,
 #                one/two translation units, OBX_STATIC, exported symbols,
 #                ASan+UBSan, valgrind, common-core identity
 #   make bench   obx.h against the same SQL issued directly, SQLite, PostgreSQL and MariaDB
+#   make fuzz    libFuzzer on the pure code for FUZZ_SECONDS (default 30), clang
 #   make deps    install build and test dependencies
 #   make clean
 
@@ -24,12 +25,12 @@ B       = build
 HEADERS = obx.h ibx.h
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
 
-.PHONY: all demo test check bench deps clean check-common check-warnings check-cxx check-link \
+.PHONY: all demo test check bench fuzz deps clean check-common check-warnings check-cxx check-link \
         check-nm check-asan check-valgrind
 .DELETE_ON_ERROR:
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_real $(B)/test_outbox $(B)/test_inbox \
-          $(B)/test_multi
+          $(B)/test_multi $(B)/fuzz_replay
 
 all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant
 
@@ -57,6 +58,9 @@ $(B)/test_inbox: tests/test_inbox.c tests/tt.h ibx.h | $(B)
 
 $(B)/test_multi: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_multi.c -o $@ -lodbc
+
+$(B)/fuzz_replay: tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c tests/fake_odbc.h $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c -o $@
 
 $(B)/quickstart: examples/quickstart.c obx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) examples/quickstart.c -o $@ -lodbc
@@ -93,6 +97,19 @@ bench:
 	@$(MAKE) --no-print-directory $(B)/bench
 	tests/bench.sh $(B)/bench $(BENCH_N)
 
+# ---- fuzz: libFuzzer over the pure code (clang); new inputs go to build/fuzz-corpus ----
+FUZZ_SECONDS ?= 30
+FUZZ_SAN      = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+$(B)/fuzz_core: tests/fuzz_core.c tests/fake_odbc.c tests/fake_odbc.h $(HEADERS) | $(B)
+	clang $(CSTD) $(FUZZ_SAN) -pthread tests/fuzz_core.c tests/fake_odbc.c -o $@
+
+fuzz:
+	@tests/deps.sh build check
+	@$(MAKE) --no-print-directory $(B)/fuzz_core
+	@mkdir -p $(B)/fuzz-corpus
+	$(B)/fuzz_core -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  -artifact_prefix=$(B)/fuzz- $(B)/fuzz-corpus tests/fuzz/corpus
+
 # ---- check ----------------------------------------------------------------------
 check:
 	@tests/deps.sh build pg mariadb check
@@ -107,7 +124,7 @@ check-common:
 # Strict warnings as errors, with both compilers and C99 and C11.
 check-warnings: | $(B)
 	@for cc in gcc clang; do for std in c99 c11; do \
-	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/fake_odbc.c tests/fake_selftest.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/fake_odbc.c tests/fake_selftest.c tests/fuzz_core.c tests/fuzz_replay.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c tests/bench.c examples/quickstart.c examples/webhook_inbox.c examples/multi_tenant.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11)"
@@ -146,11 +163,13 @@ $(B)/asan/test_inbox: tests/test_inbox.c ibx.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_inbox.c -o $@ -lodbc
 $(B)/asan/test_multi: tests/test_multi.c $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_multi.c -o $@ -lodbc
+$(B)/asan/fuzz_replay: tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c tests/fake_odbc.h $(HEADERS) | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c -o $@
 $(B)/asan/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/fake_selftest.c tests/fake_odbc.c -o $@
 
 check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_real $(B)/asan/test_outbox \
-            $(B)/asan/test_inbox $(B)/asan/test_multi
+            $(B)/asan/test_inbox $(B)/asan/test_multi $(B)/asan/fuzz_replay
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp tests/run.sh $(B)/asan
 
 check-valgrind: $(TESTS)

@@ -18,20 +18,30 @@
  *                 header's saturation to INT64_MAX above 9e18 ms may exceed
  *                 the upper bound and is accepted there), and
  *                 exactly min(max, base * 2^(attempt-1)) when the jitter is
- *                 1.0 (delays below 2^53). NaN and infinite jitter factors
- *                 are not fed: see FUZZ_NONFINITE_JITTER below.
+ *                 1.0 (delays below 2^53). Jitter factors are any double,
+ *                 NaN and infinities included: "never negative" must hold.
  *   selector      obx/ibx_selector_* against a model under random operations;
  *                 next() is in [-1, count-1], and -1 iff count <= 0
  *   list literals obx__list_add/_add_null/_end (and the ibx copies) parse back
  *                 to exactly the input strings: JSON arrays (SQLite) and
  *                 PostgreSQL array literals
  *   join payload  obx__json_string writes an object, obx__json_get reads each
- *                 value back exactly; a buffer one byte short gives -1
+ *                 value back exactly; a buffer one byte short gives -1; on
+ *                 arbitrary text (the handler reads whatever a "join.wait"
+ *                 message carries) it never reads past the end (guard page)
+ *                 and decodes a string exactly as an RFC 8259 reference does
  *   sha-256       ibx_sha256 one-shot vs chunked (the static ibx__sha256_*),
  *                 known answers, HMAC: long key == sha256(key), short key ==
  *                 key zero-padded to 64 bytes, and a reference HMAC built from
  *                 ibx_sha256 alone
  *   utf-8 count   obx__utf8_chars / ibx__utf8_chars against a reference
+ *
+ * Bugs found here are kept as corpus/crash-<what>, fixed or not:
+ *   crash-json-get-*           obx__json_get read past the end of a payload
+ *                              ending in "\" or a short "\u" (fixed, 3841618)
+ *   crash-backoff-nan-jitter   obx/ibx_backoff_jitter_ms with a NaN or an
+ *                              infinite jitter factor converted NaN to int64_t:
+ *                              undefined, INT64_MIN on x86-64 (fixed: 0)
  *
  * Build (see the Makefile's fuzz target):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c99 -D_POSIX_C_SOURCE=200809L \
@@ -461,7 +471,7 @@ static int64_t ref_delay(int64_t base, int64_t max, int attempt) {
     return base << shift; /* base <= max >> shift: no overflow */
 }
 
-/* A finite double: mostly small (-4 .. 4 in steps of 1/1000), sometimes any. */
+/* A double: mostly small (-4 .. 4 in steps of 1/1000), sometimes any bits. */
 static double fz_double(fz_reader *r) {
     unsigned mode = fz_u8(r);
     uint64_t bits = fz_u64(r);
@@ -471,11 +481,7 @@ static double fz_double(fz_reader *r) {
         return (double)thousandths / 1000.0;
     }
     memcpy(&d, &bits, sizeof d);
-#ifdef FUZZ_NONFINITE_JITTER
-    return d; /* NaN reaches (int64_t)NaN in obx__backoff_jitter_ms: undefined */
-#else
-    return isfinite(d) ? d : 0.5;
-#endif
+    return d; /* any double: NaN and infinities too */
 }
 
 static int64_t fz_ms(fz_reader *r) {
@@ -880,31 +886,13 @@ static void check_json_payload(const fz_items *it, const uint8_t *data, size_t s
  * message carries, so it must also be safe on text it did not write: the
  * input itself (up to its first NUL), and the same after a plausible
  * prefix. Both sit right before a guard page. A result of 1 must be
- * NUL-terminated within `cap`.
- *
- * Known bug (reported; corpus files crash-json-get-*): a value ending in a
- * lone backslash, or in "\u" with fewer than four characters after it, is
- * read past its terminating NUL. Build with -DFUZZ_SKIP_KNOWN_JSON_GET_OOB
- * to skip such texts and keep fuzzing the rest. */
-#ifdef FUZZ_SKIP_KNOWN_JSON_GET_OOB
-static int fz_has_truncated_escape(const char *s) {
-    for (; *s; s++) {
-        if (*s != '\\') continue;
-        if (!s[1]) return 1;
-        if (s[1] == 'u' && (!s[2] || !s[3] || !s[4] || !s[5])) return 1;
-        s++;
-    }
-    return 0;
-}
-#endif
+ * NUL-terminated within `cap`. (Before 3841618 a value ending in a lone
+ * backslash or a short \u escape was read past its NUL: crash-json-get-*.) */
 
 static void check_json_get_one(const char *text) {
     static const char *const keys[4] = {"joinId", "onCompleteTopic", "failIfAnyStepFailed", "x"};
     static const size_t caps[3] = {1, 8, 64};
     int k, c;
-#ifdef FUZZ_SKIP_KNOWN_JSON_GET_OOB
-    if (fz_has_truncated_escape(text)) return;
-#endif
     for (k = 0; k < 4; k++) {
         for (c = 0; c < 3; c++) {
             char *out = (char *)fz_malloc(caps[c]);
@@ -916,6 +904,91 @@ static void check_json_get_one(const char *text) {
     }
 }
 
+/* A JSON string body (after the opening quote) decoded as RFC 8259 says:
+ * the eight short escapes, \uXXXX to UTF-8 with surrogate pairs joined (a
+ * lone surrogate is malformed); other bytes, raw control characters
+ * included, are taken as they are. Returns the decoded length, or -1 when
+ * the body is malformed or has no closing quote. out has room for strlen(s). */
+static long ref_json_body(const char *s, char *out) {
+    size_t i = 0, o = 0;
+    for (;;) {
+        unsigned long cp;
+        int k, d;
+        char c = s[i];
+        if (c == '\0') return -1;
+        if (c == '"') return (long)o;
+        if (c != '\\') {
+            out[o++] = c;
+            i++;
+            continue;
+        }
+        c = s[++i];
+        i++;
+        switch (c) {
+        case '"': case '\\': case '/': out[o++] = c; continue;
+        case 'b': out[o++] = '\b'; continue;
+        case 'f': out[o++] = '\f'; continue;
+        case 'n': out[o++] = '\n'; continue;
+        case 'r': out[o++] = '\r'; continue;
+        case 't': out[o++] = '\t'; continue;
+        case 'u': break;
+        default: return -1;
+        }
+        for (cp = 0, k = 0; k < 4; k++) {
+            if ((d = fz_hexdigit(s[i + (size_t)k])) < 0) return -1;
+            cp = cp * 16u + (unsigned long)d;
+        }
+        i += 4;
+        if (cp >= 0xDC00 && cp <= 0xDFFF) return -1;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            unsigned long low = 0;
+            if (s[i] != '\\' || s[i + 1] != 'u') return -1;
+            for (k = 0; k < 4; k++) {
+                if ((d = fz_hexdigit(s[i + 2 + (size_t)k])) < 0) return -1;
+                low = low * 16u + (unsigned long)d;
+            }
+            if (low < 0xDC00 || low > 0xDFFF) return -1;
+            i += 6;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+        }
+        if (cp < 0x80) {
+            out[o++] = (char)cp;
+        } else if (cp < 0x800) {
+            out[o++] = (char)(0xC0 | (cp >> 6));
+            out[o++] = (char)(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+            out[o++] = (char)(0xE0 | (cp >> 12));
+            out[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+            out[o++] = (char)(0x80 | (cp & 0x3F));
+        } else {
+            out[o++] = (char)(0xF0 | (cp >> 18));
+            out[o++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+            out[o++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+            out[o++] = (char)(0x80 | (cp & 0x3F));
+        }
+    }
+}
+
+/* `text` is {"joinId":" followed by the input: obx__json_get must decode the
+ * input as a JSON string body exactly as the reference does (the header's
+ * contract: "every JSON escape decoded, \u to UTF-8"), need exactly
+ * decoded length + 1 bytes of room, and say -1 for a malformed body. */
+static void check_json_get_decode(const char *text, const char *body) {
+    size_t n = strlen(body);
+    char *want = (char *)fz_malloc(n + 1), *out = (char *)fz_malloc(n + 1);
+    long len = ref_json_body(body, want);
+    int got = obx__json_get(text, "joinId", out, n + 1);
+    if (len < 0) {
+        FZ_CHECK(got == -1);
+    } else {
+        FZ_CHECK(got == 1);
+        FZ_CHECK(memcmp(out, want, (size_t)len) == 0 && out[len] == '\0');
+        if (len > 0) FZ_CHECK(obx__json_get(text, "joinId", out, (size_t)len) == -1);
+    }
+    free(want);
+    free(out);
+}
+
 static void check_json_get_raw(const fz_items *it) {
     static const char prefix[] = "{\"joinId\":\"";
     size_t n = strlen(it->copy);
@@ -925,6 +998,7 @@ static void check_json_get_raw(const fz_items *it) {
     memcpy(text + sizeof prefix - 1, it->copy, n + 1);
     check_json_get_one(it->copy);
     check_json_get_one(text);
+    check_json_get_decode(text, it->copy);
     fz_guarded_free(&g);
 }
 

@@ -110,6 +110,8 @@ static const seed fixed_seeds[] = {
     SEED("control bytes", "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10"
                           "\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f"),
     SEED("json escapes as text", "\\u0041\0\\u00\0\\\0\\n\\t\0\\/\0\\u00ff"),
+    SEED("json unicode escapes", "\\ud83d\\ude00 \\u00e9\\u20ac\\uDBFF\\uDFFF\\b\\f\\r\"x"),
+    SEED("json bad surrogates", "\\ud83d\0\\ude00\0\\ud83d\\u0041\0\\ud83d\\"),
     SEED("join payload text", "{\"joinId\":\"x\",\"onCompleteTopic\":null,\"onCompletePayload\":\"a\\\"b\","
                               "\"onFailTopic\":\"t\",\"onFailPayload\":\"\\u0001\","
                               "\"failIfAnyStepFailed\":true}"),

@@ -61,6 +61,7 @@ run_one() {
 
 run_one FAKE-SELFTEST fake "the fake ODBC layer's own checks" "$bin/fake_selftest"
 run unit pure,fake "$bin/test_unit"
+run_one FUZZ-REPLAY pure "the fuzz corpus and built-in edge cases (tests/fuzz_core.c)" "$bin/fuzz_replay" "$here/fuzz/corpus"
 
 for backend in $backends; do
     case $backend in
