@@ -2339,27 +2339,6 @@ static void test_my_packet(void) {
     obx_store_close(s);
 }
 
-/* cp as UTF-8 into out (4 bytes for the supplementary planes). */
-static size_t my_utf8(unsigned long cp, char *out) {
-    if (cp < 0x80) { out[0] = (char)cp; return 1; }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 static void test_my_utf8(void) {
     /* Emoji and CJK Extension B (4 bytes), CJK, Devanagari, Cyrillic, Arabic. */
     static const char topic[] = "order.\xf0\x9f\x93\xa6.\xe6\x97\xa5\xe6\x9c\xac.\xd0\x97\xd0\xb0\xd0\xba"
@@ -2395,7 +2374,7 @@ static void test_my_utf8(void) {
     snprintf(q, sizeof q, "SELECT CHAR_LENGTH(\"Topic\") FROM {T} WHERE \"Id\" = '%s'", id);
     TT_EQ_INT(scalar(s, q), 22);
     /* The limits count characters: 255 four-byte ones (1,020 bytes) fit. */
-    for (i = 0; i < 255; i++) len += my_utf8(0x1F600UL + (unsigned long)(i % 80), longest + len);
+    for (i = 0; i < 255; i++) len += obx__utf8_put(0x1F600UL + (unsigned long)(i % 80), longest + len);
     longest[len] = '\0';
     m = msg(longest, "p");
     m.correlation_id = longest;
