@@ -29,13 +29,13 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
         check-nm check-asan check-valgrind
 .DELETE_ON_ERROR:
 
-TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_real $(B)/test_outbox $(B)/test_inbox \
-          $(B)/test_multi $(B)/fuzz_replay
+TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
+          $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay
 
 all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant
 
 deps:
-	@tests/deps.sh build pg mariadb check
+	@tests/deps.sh build pg mariadb tsql check
 
 $(B) $(B)/asan:
 	@mkdir -p $@
@@ -43,6 +43,9 @@ $(B) $(B)/asan:
 # ---- programs -------------------------------------------------------------------
 $(B)/test_unit: tests/test_unit.c tests/fake_odbc.c tests/fake_odbc.h tests/tt.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_unit.c tests/fake_odbc.c -o $@
+
+$(B)/test_sqlserver: tests/test_sqlserver.c tests/fake_odbc.c tests/fake_odbc.h tests/tt.h $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_sqlserver.c tests/fake_odbc.c -o $@
 
 $(B)/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/fake_selftest.c tests/fake_odbc.c -o $@
@@ -83,7 +86,7 @@ demo:
 	@cd $(B) && rm -f tenant-*.db* && ./multi_tenant
 
 test:
-	@tests/deps.sh build pg mariadb
+	@tests/deps.sh build pg mariadb tsql
 	@$(MAKE) --no-print-directory $(TESTS)
 	tests/run.sh $(B)
 
@@ -93,7 +96,7 @@ $(B)/bench: tests/bench.c obx.h | $(B)
 	$(CC) $(CSTD) $(WARN) -O2 -g -pthread tests/bench.c -o $@ -lodbc
 
 bench:
-	@tests/deps.sh build pg mariadb
+	@tests/deps.sh build pg mariadb tsql
 	@$(MAKE) --no-print-directory $(B)/bench
 	tests/bench.sh $(B)/bench $(BENCH_N)
 
@@ -112,7 +115,7 @@ fuzz:
 
 # ---- check ----------------------------------------------------------------------
 check:
-	@tests/deps.sh build pg mariadb check
+	@tests/deps.sh build pg mariadb tsql check
 	@$(MAKE) --no-print-directory check-common check-warnings check-cxx check-link check-nm
 	@$(MAKE) --no-print-directory test
 	@$(MAKE) --no-print-directory check-asan check-valgrind
@@ -124,7 +127,7 @@ check-common:
 # Strict warnings as errors, with both compilers and C99 and C11.
 check-warnings: | $(B)
 	@for cc in gcc clang; do for std in c99 c11; do \
-	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/fake_odbc.c tests/fake_selftest.c tests/fuzz_core.c tests/fuzz_replay.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/test_sqlserver.c tests/fake_odbc.c tests/fake_selftest.c tests/fuzz_core.c tests/fuzz_replay.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c tests/bench.c examples/quickstart.c examples/webhook_inbox.c examples/multi_tenant.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11)"

@@ -75,7 +75,11 @@
  *   The same drivers and connection strings as obx.h (see its section 6).
  *   The default schema is "infra" where the dialect has schemas. MariaDB
  *   needs 10.6+ (SKIP LOCKED, JSON_TABLE, INSERT ... RETURNING); MySQL is
- *   detected as the same dialect but lacks INSERT ... RETURNING.
+ *   detected as the same dialect but lacks INSERT ... RETURNING. SQL Server
+ *   (not yet run against a server) keeps (Source, MessageId) in a binary
+ *   collation, byte-exact as elsewhere, with a NONCLUSTERED key (two
+ *   NVARCHAR(255) are over the 900-byte clustered limit); dedup and enqueue
+ *   are MERGE ... WITH (HOLDLOCK); claim and settles are procedures.
  *
  * 7. TESTING WITH THE FAKE ODBC LAYER --------------------------------------
  *   Link tests/fake_odbc.c instead of -lodbc.
@@ -1078,7 +1082,6 @@ typedef struct ibx__dialect {
     const char *name;           /* printed in logs and test lines */
     const char *dbms_match;     /* SQL_DBMS_NAME starts with this (case-insensitive) */
     const char *dbms_match2;    /* a second accepted name, or NULL */
-    int implemented;            /* 0: detected, but statements are not written yet */
     int tx_by_sql;              /* autocommit stays on; BEGIN/COMMIT/ROLLBACK issued as SQL */
     const char *begin_sql;      /* opens a write transaction when tx_by_sql */
     SQLULEN isolation;          /* set on our own connections; 0 = leave the driver's */
@@ -1089,6 +1092,11 @@ typedef struct ibx__dialect {
     const char *session_sql;    /* run once after connecting (our own connections), or NULL */
     const char *version_sql;    /* returns the server version as one text column */
     const ibx__native_fault *natives; /* native codes that are not permanent; {0,0} ends */
+    int wide_text;              /* text binds as SQL_WVARCHAR: NVARCHAR columns keep every
+                                   character (SQL_VARCHAR would pass the server code page) */
+    const char *statement_end;  /* ends each statement of a schema text */
+    int dead_flag_is_local;     /* SQL_ATTR_CONNECTION_DEAD costs no round trip (MariaDB's
+                                   driver pings), so it may be asked before every commit */
 } ibx__dialect;
 
 static const ibx__native_fault ibx__sqlite_natives[] = {
@@ -1108,39 +1116,42 @@ static const ibx__native_fault ibx__mariadb_natives[] = {
     {5014, IBX__FAULT_LOST},      /* write error: broken pipe (HY000) */
     {1153, IBX__FAULT_LOST_PERMANENT}, /* packet over max_allowed_packet (08S01): never fits */
     {0, 0}};
+/* A query timeout is HYT00 with native 0 (by SQLSTATE below). */
 static const ibx__native_fault ibx__sqlserver_natives[] = {
-    {1205, IBX__FAULT_TRANSIENT},  /* chosen as deadlock victim */
-    {1222, IBX__FAULT_TRANSIENT},  /* lock request time out */
-    {-2, IBX__FAULT_TIMEOUT},      /* client-side query timeout */
+    {1205, IBX__FAULT_TRANSIENT},  /* deadlock victim (40001; FreeTDS says 42000) */
+    {1222, IBX__FAULT_TRANSIENT},  /* lock request timed out (HY000 or HYT00) */
     {233, IBX__FAULT_LOST},        /* no process on the other end of the pipe */
     {10053, IBX__FAULT_LOST},      /* connection aborted */
     {10054, IBX__FAULT_LOST},      /* connection reset by peer */
-    {20009, IBX__FAULT_TRANSIENT}, /* FreeTDS: server unavailable */
     {0, 0}};
 static const ibx__native_fault ibx__no_natives[] = {{0, 0}};
 
 /* Indexed by ibx_dialect. */
 static const ibx__dialect ibx__dialects[] = {
-    {IBX_DIALECT_AUTO, "auto", "", NULL, 0, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     ibx__no_natives},
-    {IBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives},
+    {IBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
+     ibx__no_natives, 0, ";\n", 1},
+    {IBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
+     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, ";\n", 1},
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
-    {IBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 1, 0, NULL,
+    {IBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives},
+     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, 0, ";\n", 1},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
-    {IBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 1, 0, NULL, SQL_TXN_READ_COMMITTED, 0,
+    {IBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, NULL, SQL_TXN_READ_COMMITTED, 0,
      '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     ibx__mariadb_natives},
-    {IBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, 0, NULL,
-     SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, NULL,
-     "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", ibx__sqlserver_natives},
+     ibx__mariadb_natives, 0, ";\n", 0},
+    /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
+     * NOCOUNT OFF: plain statements report their row counts. A schema
+     * text is batches for sqlcmd/SSMS, each ended by GO. */
+    {IBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
+     SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
+     "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", ibx__sqlserver_natives, 1,
+     "\nGO\n", 1},
 };
 #define IBX__DIALECT_COUNT ((int)(sizeof ibx__dialects / sizeof ibx__dialects[0]))
 
@@ -1182,9 +1193,10 @@ IBX__PRIVATE const ibx__dialect *ibx__dialect_detect(const char *dbms_name) {
     return NULL;
 }
 
-/* Classify a failure. SQLSTATE classes first (portable), then the dialect's
- * native codes, which matter where drivers report everything as HY000
- * (SQLite, MariaDB's lock wait timeout and broken pipe). */
+/* Classify a failure. A lost connection (class 08) first, then the
+ * dialect's native codes (drivers report SQLite's busy, MariaDB's lock wait
+ * timeout, SQL Server's deadlock under FreeTDS and its lock timeout as
+ * HY000, 42000 or HYT00), then the portable SQLSTATE classes. */
 IBX__PRIVATE int ibx__classify(const ibx__dialect *d, const char *sqlstate, long native) {
     const ibx__native_fault *n;
     if (d && native != 0)
@@ -1193,6 +1205,9 @@ IBX__PRIVATE int ibx__classify(const ibx__dialect *d, const char *sqlstate, long
     if (strncmp(sqlstate, "08", 2) == 0) return IBX__FAULT_LOST;         /* connection exception */
     if (strcmp(sqlstate, "57P01") == 0 || strcmp(sqlstate, "57P02") == 0) /* admin shutdown, crash */
         return IBX__FAULT_LOST;
+    if (d && native != 0)
+        for (n = d->natives; n->native != 0; n++)
+            if (n->native == native) return n->fault;
     if (strncmp(sqlstate, "40", 2) == 0) return IBX__FAULT_TRANSIENT;    /* 40001, 40P01, 40003 */
     if (strcmp(sqlstate, "57014") == 0 || strcmp(sqlstate, "HYT00") == 0 ||
         strcmp(sqlstate, "HYT01") == 0)
@@ -1200,9 +1215,6 @@ IBX__PRIVATE int ibx__classify(const ibx__dialect *d, const char *sqlstate, long
     if (strcmp(sqlstate, "55P03") == 0 || strcmp(sqlstate, "57P03") == 0 ||
         strncmp(sqlstate, "53", 2) == 0)
         return IBX__FAULT_TRANSIENT; /* lock not available, cannot connect now, resources */
-    if (d && native != 0)
-        for (n = d->natives; n->native != 0; n++)
-            if (n->native == native) return n->fault;
     return IBX__FAULT_PERMANENT;
 }
 
@@ -1486,11 +1498,6 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
                          "of sqlite, postgresql, mariadb, sqlserver",
                          db->dbms_name, db->driver_name);
     db->d = d;
-    if (!d->implemented)
-        return ibx__fail(db->err, IBX_ERR_UNSUPPORTED, "dialect",
-                         "%s (%s) is detected, but the %s dialect is not implemented yet in "
-                         "version " IBX_VERSION_STRING,
-                         db->dbms_name, db->driver_name, d->name);
     if (!db->own_connection) return IBX_OK; /* the caller's session is the caller's */
     r = ibx__check(db,
                    SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
@@ -1766,8 +1773,13 @@ IBX__PRIVATE ibx_result ibx__bind(ibx__db *db, SQLHSTMT st, ibx__param *ps, int 
         ibx__param *p = &ps[map[0] ? map[i] - 1 : i];
         SQLPOINTER ptr = p->c_type == SQL_C_SBIGINT ? (SQLPOINTER)&p->i64 : p->ptr;
         SQLLEN buflen = p->c_type == SQL_C_SBIGINT ? 0 : (p->ind > 0 ? p->ind : 0);
-        SQLRETURN rc = SQLBindParameter(st, (SQLUSMALLINT)(i + 1), SQL_PARAM_INPUT, p->c_type,
-                                        p->sql_type, p->size, 0, ptr, buflen, &p->ind);
+        SQLSMALLINT sql_type = p->sql_type;
+        SQLRETURN rc;
+        if (db->d && db->d->wide_text)
+            sql_type = sql_type == SQL_VARCHAR ? SQL_WVARCHAR
+                     : sql_type == SQL_LONGVARCHAR ? SQL_WLONGVARCHAR : sql_type;
+        rc = SQLBindParameter(st, (SQLUSMALLINT)(i + 1), SQL_PARAM_INPUT, p->c_type, sql_type,
+                              p->size, 0, ptr, buflen, &p->ind);
         ibx_result r = ibx__check(db, rc, SQL_HANDLE_STMT, st, "SQLBindParameter");
         if (r != IBX_OK) return r;
     }
@@ -2037,8 +2049,10 @@ IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
     SQLUINTEGER dead = 0;
     ibx_result r;
     /* psqlODBC reports a successful COMMIT on a connection it already knows
-     * is dead; believe the dead flag, not the commit. */
-    if (SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
+     * is dead; believe the dead flag, not the commit. (Where asking costs a
+     * round trip, a dead connection fails the COMMIT itself.) */
+    if (db->d->dead_flag_is_local &&
+        SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
         dead == SQL_CD_TRUE) {
         db->lost = 1;
         db->in_tx = 0;
@@ -2642,7 +2656,7 @@ enum {
 
 typedef struct ibx__inbox_sql {
     const char *now_ms;          /* {W} */
-    const char *ddl[8];          /* the schema, one statement each, NULL-terminated */
+    const char *ddl[16];         /* the schema, one statement each, NULL-terminated */
     const char *q[IBX__Q_COUNT];
 } ibx__inbox_sql;
 
@@ -2911,9 +2925,159 @@ static const ibx__inbox_sql ibx__mariadb_inbox = {
         "SELECT " IBX__MY_COLS " FROM " IBX__MY_BY_KEYS("?", "?"),
     }};
 
-/* Indexed by ibx_dialect; NULL where the dialect has no statements yet. */
+/* SQL Server: DATETIME2(3) UTC times (the seed's) to and from Unix ms;
+ * DATEADD takes an int, so whole days and the rest are added apart. */
+#define IBX__MS_EPOCH "CAST('19700101' AS DATETIME2(3))"
+#define IBX__MS_FROM_MS(v, base) \
+    "DATEADD(MILLISECOND, CAST(" v " % 86400000 AS INT), DATEADD(DAY, CAST(" v " / 86400000 AS INT), " base "))"
+#define IBX__MS_MS(c) "DATEDIFF_BIG(MILLISECOND, " IBX__MS_EPOCH ", " c ")"
+/* A message row; t is "t." or "inserted." (a claim's OUTPUT). */
+#define IBX__MS_COLS(t)                                                                           \
+    t "[Source], " t "[MessageId], " t "[Topic], " t "[Payload], " t "[Hash], "                     \
+    IBX__MS_MS(t "[FirstSeenUtc]") ", " IBX__MS_MS(t "[LastSeenUtc]") ", " t "[Status], "          \
+    IBX__MS_MS(t "[LockedUntil]") ", LOWER(CONVERT(NCHAR(36), " t "[OwnerToken])), " t "[Attempt], " \
+    t "[LastError], " IBX__MS_MS(t "[NextAttemptAt]") ", " IBX__MS_MS(t "[DueTimeUtc]")
+/* Keys compare byte for byte, as on the other databases. */
+#define IBX__MS_BIN "COLLATE Latin1_General_100_BIN2"
+/* A settle procedure: one UPDATE of the caller's leased rows named by two
+ * JSON arrays (sources, message ids) zipped by position, then the count. */
+#define IBX__MS_SETTLE(name, params, set)                                                         \
+    "CREATE OR ALTER PROCEDURE {S}.[{N}_" name "] " params " AS\n"                                \
+    "BEGIN\n"                                                                                     \
+    "    SET NOCOUNT ON;\n"                                                                       \
+    "    UPDATE t SET " set "\n"                                                                  \
+    "      FROM {T} AS t JOIN (SELECT CAST(s.[value] AS NVARCHAR(255)) " IBX__MS_BIN " AS [Source],\n" \
+    "                                 CAST(m.[value] AS NVARCHAR(255)) " IBX__MS_BIN " AS [MessageId]\n" \
+    "                            FROM OPENJSON(@Sources) AS s JOIN OPENJSON(@MessageIds) AS m\n"  \
+    "                              ON m.[key] = s.[key]) AS k\n"                                  \
+    "        ON t.[Source] = k.[Source] AND t.[MessageId] = k.[MessageId]\n"                      \
+    "     WHERE t.[OwnerToken] = @OwnerToken AND t.[Status] = 'Processing';\n"                    \
+    "    SELECT @@ROWCOUNT;\n"                                                                    \
+    "END"
+#define IBX__MS_LIST_PARAMS "@Sources NVARCHAR(MAX), @MessageIds NVARCHAR(MAX)"
+
+/* SQL Server 2016 SP1+ (CREATE OR ALTER, OPENJSON: compatibility level 130),
+ * the seed's table. The key is NONCLUSTERED: two NVARCHAR(255) columns are
+ * over the 900-byte limit of a clustered key (1700 for nonclustered). Dedup
+ * and enqueue are MERGE ... WITH (HOLDLOCK): two first sightings of one key
+ * serialize instead of one failing on the key. The claim and the settles are
+ * procedures; the claim locks with UPDLOCK, READPAST, ROWLOCK and
+ * READCOMMITTEDLOCK (READPAST needs locking reads under
+ * READ_COMMITTED_SNAPSHOT). Written to the documentation; not yet run
+ * against a server. */
+static const ibx__inbox_sql ibx__sqlserver_inbox = {
+    "SYSUTCDATETIME()",
+    {/* Deploys serialize on a lock that ends with the transaction. Manual
+      * commit is IMPLICIT_TRANSACTIONS, which EXEC alone does not start: a
+      * read from a table does. */
+     "DECLARE @open INT, @lock INT;\n"
+     "SELECT @open = COUNT(*) FROM sys.objects WHERE 1 = 0;\n"
+     "EXEC @lock = sp_getapplock @Resource = N'ibx deploy {T}', @LockMode = N'Exclusive', "
+     "@LockOwner = N'Transaction';\n"
+     "IF @lock < 0 THROW 50000, N'ibx deploy: the deploy lock was not granted', 1;",
+     "IF SCHEMA_ID(PARSENAME(N'{S}', 1)) IS NULL EXEC sp_executesql N'CREATE SCHEMA {S}'",
+     "IF OBJECT_ID(N'{T}', N'U') IS NULL\n"
+     "CREATE TABLE {T} (\n"
+     "    [Source]        NVARCHAR(255) " IBX__MS_BIN " NOT NULL,\n"
+     "    [MessageId]     NVARCHAR(255) " IBX__MS_BIN " NOT NULL,\n"
+     "    [Topic]         NVARCHAR(255) NOT NULL DEFAULT N'',\n"
+     "    [Payload]       NVARCHAR(MAX) NOT NULL DEFAULT N'',\n"
+     "    [Hash]          VARBINARY(MAX) NULL,\n"
+     "    [FirstSeenUtc]  DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),\n"
+     "    [LastSeenUtc]   DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),\n"
+     "    [Status]        VARCHAR(20) NOT NULL DEFAULT 'Seen',\n"
+     "    [LockedUntil]   DATETIME2(3) NULL,\n"
+     "    [OwnerToken]    UNIQUEIDENTIFIER NULL,\n"
+     "    [Attempt]       INT NOT NULL DEFAULT 0,\n"
+     "    [LastError]     NVARCHAR(MAX) NULL,\n"
+     "    [NextAttemptAt] DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),\n"
+     "    [DueTimeUtc]    DATETIME2(3) NULL,\n"
+     "    CONSTRAINT [PK_{N}] PRIMARY KEY NONCLUSTERED ([Source], [MessageId])\n"
+     ")",
+     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_WorkQueue', 'IndexID') IS NULL\n"
+     "CREATE INDEX [IX_{N}_WorkQueue] ON {T} ([NextAttemptAt]) INCLUDE ([LockedUntil], [OwnerToken]) "
+     "WHERE [Status] = 'Processing'",
+     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Leased', 'IndexID') IS NULL\n"
+     "CREATE INDEX [IX_{N}_Leased] ON {T} ([LockedUntil]) "
+     "WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL",
+     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Cleanup', 'IndexID') IS NULL\n"
+     "CREATE INDEX [IX_{N}_Cleanup] ON {T} ([LastSeenUtc]) WHERE [Status] = 'Done'",
+     "CREATE OR ALTER PROCEDURE {S}.[{N}_Claim] @OwnerToken UNIQUEIDENTIFIER, @LeaseSeconds INT, "
+     "@BatchSize INT AS\n"
+     "BEGIN\n"
+     "    SET NOCOUNT ON;\n"
+     "    WITH picked AS (\n"
+     "        SELECT TOP (@BatchSize) * FROM {T} WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)\n"
+     "         WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME()\n"
+     "           AND ([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())\n"
+     "         ORDER BY [NextAttemptAt])\n"
+     "    UPDATE picked SET [OwnerToken] = @OwnerToken,\n"
+     "           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME())\n"
+     "    OUTPUT " IBX__MS_COLS("inserted.") ";\n"
+     "END",
+     IBX__MS_SETTLE("Ack", "@OwnerToken UNIQUEIDENTIFIER, " IBX__MS_LIST_PARAMS,
+                    "[Status] = 'Done', [OwnerToken] = NULL, [LockedUntil] = NULL, "
+                    "[LastSeenUtc] = SYSUTCDATETIME()"),
+     /* No delay: the default backoff, min(60 s, 2^Attempt s). */
+     IBX__MS_SETTLE("Abandon", "@DelayMs BIGINT, @Attempts INT, @LastError NVARCHAR(MAX), "
+                    "@OwnerToken UNIQUEIDENTIFIER, " IBX__MS_LIST_PARAMS,
+                    "[NextAttemptAt] = " IBX__MS_FROM_MS("COALESCE(@DelayMs, CASE WHEN t.[Attempt] >= 6 "
+                    "THEN 60000 ELSE 1000 * POWER(2, t.[Attempt]) END)", "SYSUTCDATETIME()") ", "
+                    "[Attempt] = t.[Attempt] + @Attempts, [LastError] = COALESCE(@LastError, t.[LastError]), "
+                    "[OwnerToken] = NULL, [LockedUntil] = NULL"),
+     IBX__MS_SETTLE("Fail", "@LastError NVARCHAR(MAX), @OwnerToken UNIQUEIDENTIFIER, " IBX__MS_LIST_PARAMS,
+                    "[Status] = 'Dead', [OwnerToken] = NULL, [LockedUntil] = NULL, "
+                    "[LastSeenUtc] = SYSUTCDATETIME(), [LastError] = @LastError"),
+     "CREATE OR ALTER PROCEDURE {S}.[{N}_ReapExpired] AS\n"
+     "BEGIN\n"
+     "    SET NOCOUNT ON;\n"
+     "    UPDATE {T} SET [OwnerToken] = NULL, [LockedUntil] = NULL\n"
+     "     WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL AND [LockedUntil] < SYSUTCDATETIME();\n"
+     "    SELECT @@ROWCOUNT;\n"
+     "END",
+     NULL},
+    {
+        "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ? AS [Source], ? AS [MessageId], ? AS [Hash]) AS s "
+        "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
+        "WHEN MATCHED THEN UPDATE SET "
+        "[LastSeenUtc] = CASE WHEN t.[Status] = 'Done' THEN t.[LastSeenUtc] ELSE SYSUTCDATETIME() END, "
+        "[Hash] = CASE WHEN t.[Status] = 'Done' THEN t.[Hash] ELSE COALESCE(t.[Hash], s.[Hash]) END "
+        "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Hash]) VALUES (s.[Source], s.[MessageId], s.[Hash]) "
+        "OUTPUT inserted.[Status], inserted.[Hash];",
+        "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ?1 AS [Source], ?2 AS [MessageId], ?3 AS [Topic], "
+        "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
+        "COALESCE(" IBX__MS_FROM_MS("?7", IBX__MS_EPOCH) ", SYSUTCDATETIME()) AS [NextAt]) AS s "
+        "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
+        "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET [Topic] = s.[Topic], [Payload] = s.[Payload], "
+        "[Hash] = s.[Hash], [DueTimeUtc] = s.[Due], [NextAttemptAt] = s.[NextAt], "
+        "[LastSeenUtc] = SYSUTCDATETIME(), [Attempt] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Attempt] END, "
+        "[Status] = 'Processing' "
+        "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
+        "[DueTimeUtc], [NextAttemptAt]) VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], "
+        "'Processing', s.[Due], s.[NextAt]);",
+        "UPDATE {T} SET [Status] = CASE WHEN [Status] = 'Done' THEN 'Done' ELSE ? END, "
+        "[Attempt] = CASE WHEN [Status] = 'Dead' AND ? = 'Processing' THEN 0 ELSE [Attempt] END, "
+        "[OwnerToken] = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE [OwnerToken] END, "
+        "[LockedUntil] = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE [LockedUntil] END, "
+        "[LastSeenUtc] = SYSUTCDATETIME() WHERE [Source] = ? AND [MessageId] = ?",
+        "{CALL {S}.[{N}_Claim](?, ?, ?)}",
+        "{CALL {S}.[{N}_Ack](?, ?, ?)}",
+        "{CALL {S}.[{N}_Abandon](?, ?, ?, ?, ?, ?)}",
+        "{CALL {S}.[{N}_Fail](?, ?, ?, ?)}",
+        "{CALL {S}.[{N}_ReapExpired]}",
+        "SELECT " IBX__MS_COLS("t.") " FROM {T} AS t WHERE t.[Source] = ? AND t.[MessageId] = ?",
+        "WITH old AS (SELECT TOP (?2) [Source] FROM {T} WHERE [Status] = 'Done' AND [LastSeenUtc] < "
+        IBX__MS_FROM_MS("-?1", "SYSUTCDATETIME()") " ORDER BY [LastSeenUtc]) DELETE FROM old",
+        "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, MIN([NextAttemptAt]), SYSUTCDATETIME()) FROM {T} "
+        "WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME() AND "
+        "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())",
+        NULL,
+        NULL,
+    }};
+
+/* Indexed by ibx_dialect. */
 static const ibx__inbox_sql *const ibx__inbox_sqls[] = {
-    NULL, &ibx__sqlite_inbox, &ibx__postgresql_inbox, &ibx__mariadb_inbox, NULL};
+    NULL, &ibx__sqlite_inbox, &ibx__postgresql_inbox, &ibx__mariadb_inbox, &ibx__sqlserver_inbox};
 
 static char *ibx__inbox_expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__inbox_sql *q,
                                const char *schema, const char *table, const char *tmpl) {
@@ -2996,7 +3160,8 @@ static char *ibx__schema_text(const ibx__hooks *h, const ibx__dialect *d, const 
     int i;
     for (i = 0; q->ddl[i]; i++) {
         char *one = ibx__inbox_expand(h, d, q, schema, table, q->ddl[i]);
-        int ok = one && ibx__buf_add(h, &text, one, strlen(one)) && ibx__buf_add(h, &text, ";\n", 2);
+        int ok = one && ibx__buf_add(h, &text, one, strlen(one)) &&
+                 ibx__buf_add(h, &text, d->statement_end, strlen(d->statement_end));
         ibx__free(h, one);
         if (!ok) {
             ibx__buf_free(h, &text);

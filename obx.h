@@ -125,7 +125,22 @@
  *                 is three statements in one transaction (pick with FOR
  *                 UPDATE SKIP LOCKED, update, read back): no RETURNING.
  *                 MySQL 8 is detected as the same dialect, untested.
- *     SQL Server  detected; not supported yet (OBX_ERR_UNSUPPORTED).
+ *     SQL Server  NOT YET RUN AGAINST A SERVER: written to the seeds and
+ *                 Microsoft's documentation, checked through the fake ODBC
+ *                 layer and a T-SQL parser only. SQL Server 2016 SP1+
+ *                 (CREATE OR ALTER; OPENJSON needs compatibility level 130).
+ *                 FreeTDS (tdsodbc): "Driver={FreeTDS};Server=h;Port=1433;
+ *                 Database=d;UID=u;PWD=p;TDS_Version=7.4;ClientCharset=UTF-8;"
+ *                 (ClientCharset=UTF-8 or text is converted to a code page).
+ *                 Microsoft (msodbcsql18): "Driver={ODBC Driver 18 for SQL
+ *                 Server};Server=h,1433;Database=d;UID=u;PWD=p;Encrypt=yes;"
+ *                 with a UTF-8 locale (LANG=C.UTF-8): it reads char data
+ *                 in the locale's code set. Text binds as NVARCHAR. The
+ *                 claim and the settles are the procedures <table>_Claim,
+ *                 _Ack, _Abandon, _Fail, _ReapExpired (one round trip each);
+ *                 our connections run SET XACT_ABORT ON. The join triggers
+ *                 need the server option "nested triggers" on (the default).
+ *                 A connection passed in (hdbc) must not SET NOCOUNT ON.
  *   Avoid unixODBC connection pooling: it hands out connections with the
  *   previous user's open transaction.
  *
@@ -484,12 +499,15 @@ typedef struct obx_message {
 
 /* The schema as SQL text for `dialect` with the given schema and table
  * names (NULL: the defaults), exactly what deployment runs: tables Outbox,
- * OutboxJoin, OutboxJoinMember, indexes and (PostgreSQL) the functions.
+ * OutboxJoin, OutboxJoinMember, indexes, join triggers and (PostgreSQL,
+ * SQL Server) the procedures. Statements end with ";" and a newline; SQL
+ * Server's are batches ended by a "GO" line (for sqlcmd or SSMS).
  * Writes at most `cap` bytes including the NUL into `out` (may be NULL with
  * cap 0) and the full size including the NUL into *needed (if not NULL).
  * Returns OBX_OK; OBX_ERR_INVALID_ARG (bad names); OBX_ERR_OUT_OF_RANGE
- * (buffer too small: *needed says how much); OBX_ERR_UNSUPPORTED (a dialect
- * without statements yet). Pure; does not touch a database. */
+ * (buffer too small: *needed says how much); OBX_ERR_UNSUPPORTED
+ * (OBX_DIALECT_AUTO or not an obx_dialect value). Pure; does not touch a
+ * database. */
 OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const char *table,
                                   char *out, size_t cap, size_t *needed);
 
@@ -1249,7 +1267,6 @@ typedef struct obx__dialect {
     const char *name;           /* printed in logs and test lines */
     const char *dbms_match;     /* SQL_DBMS_NAME starts with this (case-insensitive) */
     const char *dbms_match2;    /* a second accepted name, or NULL */
-    int implemented;            /* 0: detected, but statements are not written yet */
     int tx_by_sql;              /* autocommit stays on; BEGIN/COMMIT/ROLLBACK issued as SQL */
     const char *begin_sql;      /* opens a write transaction when tx_by_sql */
     SQLULEN isolation;          /* set on our own connections; 0 = leave the driver's */
@@ -1260,6 +1277,11 @@ typedef struct obx__dialect {
     const char *session_sql;    /* run once after connecting (our own connections), or NULL */
     const char *version_sql;    /* returns the server version as one text column */
     const obx__native_fault *natives; /* native codes that are not permanent; {0,0} ends */
+    int wide_text;              /* text binds as SQL_WVARCHAR: NVARCHAR columns keep every
+                                   character (SQL_VARCHAR would pass the server code page) */
+    const char *statement_end;  /* ends each statement of a schema text */
+    int dead_flag_is_local;     /* SQL_ATTR_CONNECTION_DEAD costs no round trip (MariaDB's
+                                   driver pings), so it may be asked before every commit */
 } obx__dialect;
 
 static const obx__native_fault obx__sqlite_natives[] = {
@@ -1279,39 +1301,42 @@ static const obx__native_fault obx__mariadb_natives[] = {
     {5014, OBX__FAULT_LOST},      /* write error: broken pipe (HY000) */
     {1153, OBX__FAULT_LOST_PERMANENT}, /* packet over max_allowed_packet (08S01): never fits */
     {0, 0}};
+/* A query timeout is HYT00 with native 0 (by SQLSTATE below). */
 static const obx__native_fault obx__sqlserver_natives[] = {
-    {1205, OBX__FAULT_TRANSIENT},  /* chosen as deadlock victim */
-    {1222, OBX__FAULT_TRANSIENT},  /* lock request time out */
-    {-2, OBX__FAULT_TIMEOUT},      /* client-side query timeout */
+    {1205, OBX__FAULT_TRANSIENT},  /* deadlock victim (40001; FreeTDS says 42000) */
+    {1222, OBX__FAULT_TRANSIENT},  /* lock request timed out (HY000 or HYT00) */
     {233, OBX__FAULT_LOST},        /* no process on the other end of the pipe */
     {10053, OBX__FAULT_LOST},      /* connection aborted */
     {10054, OBX__FAULT_LOST},      /* connection reset by peer */
-    {20009, OBX__FAULT_TRANSIENT}, /* FreeTDS: server unavailable */
     {0, 0}};
 static const obx__native_fault obx__no_natives[] = {{0, 0}};
 
 /* Indexed by obx_dialect. */
 static const obx__dialect obx__dialects[] = {
-    {OBX_DIALECT_AUTO, "auto", "", NULL, 0, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     obx__no_natives},
-    {OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives},
+    {OBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
+     obx__no_natives, 0, ";\n", 1},
+    {OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
+     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, ";\n", 1},
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
-    {OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 1, 0, NULL,
+    {OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives},
+     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, 0, ";\n", 1},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
-    {OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 1, 0, NULL, SQL_TXN_READ_COMMITTED, 0,
+    {OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, NULL, SQL_TXN_READ_COMMITTED, 0,
      '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     obx__mariadb_natives},
-    {OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, 0, NULL,
-     SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, NULL,
-     "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives},
+     obx__mariadb_natives, 0, ";\n", 0},
+    /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
+     * NOCOUNT OFF: plain statements report their row counts. A schema
+     * text is batches for sqlcmd/SSMS, each ended by GO. */
+    {OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
+     SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
+     "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives, 1,
+     "\nGO\n", 1},
 };
 #define OBX__DIALECT_COUNT ((int)(sizeof obx__dialects / sizeof obx__dialects[0]))
 
@@ -1353,9 +1378,10 @@ OBX__PRIVATE const obx__dialect *obx__dialect_detect(const char *dbms_name) {
     return NULL;
 }
 
-/* Classify a failure. SQLSTATE classes first (portable), then the dialect's
- * native codes, which matter where drivers report everything as HY000
- * (SQLite, MariaDB's lock wait timeout and broken pipe). */
+/* Classify a failure. A lost connection (class 08) first, then the
+ * dialect's native codes (drivers report SQLite's busy, MariaDB's lock wait
+ * timeout, SQL Server's deadlock under FreeTDS and its lock timeout as
+ * HY000, 42000 or HYT00), then the portable SQLSTATE classes. */
 OBX__PRIVATE int obx__classify(const obx__dialect *d, const char *sqlstate, long native) {
     const obx__native_fault *n;
     if (d && native != 0)
@@ -1364,6 +1390,9 @@ OBX__PRIVATE int obx__classify(const obx__dialect *d, const char *sqlstate, long
     if (strncmp(sqlstate, "08", 2) == 0) return OBX__FAULT_LOST;         /* connection exception */
     if (strcmp(sqlstate, "57P01") == 0 || strcmp(sqlstate, "57P02") == 0) /* admin shutdown, crash */
         return OBX__FAULT_LOST;
+    if (d && native != 0)
+        for (n = d->natives; n->native != 0; n++)
+            if (n->native == native) return n->fault;
     if (strncmp(sqlstate, "40", 2) == 0) return OBX__FAULT_TRANSIENT;    /* 40001, 40P01, 40003 */
     if (strcmp(sqlstate, "57014") == 0 || strcmp(sqlstate, "HYT00") == 0 ||
         strcmp(sqlstate, "HYT01") == 0)
@@ -1371,9 +1400,6 @@ OBX__PRIVATE int obx__classify(const obx__dialect *d, const char *sqlstate, long
     if (strcmp(sqlstate, "55P03") == 0 || strcmp(sqlstate, "57P03") == 0 ||
         strncmp(sqlstate, "53", 2) == 0)
         return OBX__FAULT_TRANSIENT; /* lock not available, cannot connect now, resources */
-    if (d && native != 0)
-        for (n = d->natives; n->native != 0; n++)
-            if (n->native == native) return n->fault;
     return OBX__FAULT_PERMANENT;
 }
 
@@ -1657,11 +1683,6 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
                          "of sqlite, postgresql, mariadb, sqlserver",
                          db->dbms_name, db->driver_name);
     db->d = d;
-    if (!d->implemented)
-        return obx__fail(db->err, OBX_ERR_UNSUPPORTED, "dialect",
-                         "%s (%s) is detected, but the %s dialect is not implemented yet in "
-                         "version " OBX_VERSION_STRING,
-                         db->dbms_name, db->driver_name, d->name);
     if (!db->own_connection) return OBX_OK; /* the caller's session is the caller's */
     r = obx__check(db,
                    SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
@@ -1937,8 +1958,13 @@ OBX__PRIVATE obx_result obx__bind(obx__db *db, SQLHSTMT st, obx__param *ps, int 
         obx__param *p = &ps[map[0] ? map[i] - 1 : i];
         SQLPOINTER ptr = p->c_type == SQL_C_SBIGINT ? (SQLPOINTER)&p->i64 : p->ptr;
         SQLLEN buflen = p->c_type == SQL_C_SBIGINT ? 0 : (p->ind > 0 ? p->ind : 0);
-        SQLRETURN rc = SQLBindParameter(st, (SQLUSMALLINT)(i + 1), SQL_PARAM_INPUT, p->c_type,
-                                        p->sql_type, p->size, 0, ptr, buflen, &p->ind);
+        SQLSMALLINT sql_type = p->sql_type;
+        SQLRETURN rc;
+        if (db->d && db->d->wide_text)
+            sql_type = sql_type == SQL_VARCHAR ? SQL_WVARCHAR
+                     : sql_type == SQL_LONGVARCHAR ? SQL_WLONGVARCHAR : sql_type;
+        rc = SQLBindParameter(st, (SQLUSMALLINT)(i + 1), SQL_PARAM_INPUT, p->c_type, sql_type,
+                              p->size, 0, ptr, buflen, &p->ind);
         obx_result r = obx__check(db, rc, SQL_HANDLE_STMT, st, "SQLBindParameter");
         if (r != OBX_OK) return r;
     }
@@ -2208,8 +2234,10 @@ OBX__PRIVATE obx_result obx__commit(obx__db *db) {
     SQLUINTEGER dead = 0;
     obx_result r;
     /* psqlODBC reports a successful COMMIT on a connection it already knows
-     * is dead; believe the dead flag, not the commit. */
-    if (SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
+     * is dead; believe the dead flag, not the commit. (Where asking costs a
+     * round trip, a dead connection fails the COMMIT itself.) */
+    if (db->d->dead_flag_is_local &&
+        SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
         dead == SQL_CD_TRUE) {
         db->lost = 1;
         db->in_tx = 0;
@@ -2695,7 +2723,6 @@ enum {
 
 typedef struct obx__outbox_sql {
     const char *now_ms;            /* {W} */
-    int count_in_row;              /* counts come back as a row (functions), not SQLRowCount */
     const char *ddl[32];           /* the schema, one statement each, NULL-terminated */
     const char *q[OBX__Q_COUNT];
 } obx__outbox_sql;
@@ -2715,7 +2742,6 @@ typedef struct obx__outbox_sql {
 
 static const obx__outbox_sql obx__sqlite_outbox = {
     "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
-    0,
     {
     "CREATE TABLE IF NOT EXISTS {T} (\n"
     "    \"Id\"            TEXT NOT NULL PRIMARY KEY,\n"
@@ -2817,7 +2843,6 @@ static const obx__outbox_sql obx__sqlite_outbox = {
  * (OBX-112), so SQL users get them too; each call is one round trip. */
 static const obx__outbox_sql obx__postgresql_outbox = {
     "now()",
-    1,
     {
     "SELECT pg_advisory_xact_lock(hashtext('obx deploy {T}'))",
     "CREATE SCHEMA IF NOT EXISTS {S}",
@@ -3012,7 +3037,6 @@ static const obx__outbox_sql obx__postgresql_outbox = {
  * keys and topics compare byte for byte. No partial indexes: Status leads. */
 static const obx__outbox_sql obx__mariadb_outbox = {
     "UTC_TIMESTAMP(6)",
-    0,
     {
     "CREATE TABLE IF NOT EXISTS {T} (\n"
     "    `Id`            CHAR(36) NOT NULL PRIMARY KEY,\n"
@@ -3104,9 +3128,219 @@ static const obx__outbox_sql obx__mariadb_outbox = {
         "SELECT " OBX__MY_COLS " FROM " OBX__MY_BY_IDS("?"),
     }};
 
-/* Indexed by obx_dialect; NULL where the dialect has no statements yet. */
+/* SQL Server: Unix ms <-> time. DATETIMEOFFSET columns (the seed's) are
+ * compared as instants and read as UTC; DATEADD takes an int, so whole days
+ * and the rest are added apart. A marker used twice is numbered. */
+#define OBX__MS_EPOCH "CAST('1970-01-01T00:00:00+00:00' AS DATETIMEOFFSET(3))"
+#define OBX__MS_FROM_MS(v, base) \
+    "DATEADD(MILLISECOND, CAST(" v " % 86400000 AS INT), DATEADD(DAY, CAST(" v " / 86400000 AS INT), " base "))"
+#define OBX__MS_TO_MS(c) \
+    "DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(" c ", '+00:00') AS DATETIME2(3)))"
+#define OBX__MS_UTC_MS(c) "DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), " c ")"
+#define OBX__MS_GUID(c) "LOWER(CONVERT(NCHAR(36), " c "))"
+#define OBX__MS_COLS                                                                               \
+    OBX__MS_GUID("t.[Id]") ", " OBX__MS_GUID("t.[MessageId]") ", t.[Topic], t.[Payload], "            \
+    "t.[CorrelationId], " OBX__MS_TO_MS("t.[CreatedAt]") ", " OBX__MS_TO_MS("t.[DueTimeUtc]") ", "     \
+    "t.[RetryCount], t.[LastError], t.[Status], " OBX__MS_TO_MS("t.[ProcessedAt]") ", "              \
+    "t.[ProcessedBy], " OBX__MS_UTC_MS("t.[LockedUntil]") ", " OBX__MS_GUID("t.[OwnerToken]") ", "    \
+    OBX__MS_TO_MS("t.[NextAttemptAt]")
+/* The rows an id list (a JSON array) names. */
+#define OBX__MS_BY_IDS(list) \
+    "{T} AS t JOIN OPENJSON(" list ") AS j ON t.[Id] = CAST(j.[value] AS UNIQUEIDENTIFIER)"
+/* A settle procedure: one UPDATE of the caller's leased rows, then the count
+ * as a row. OUTPUT needs INTO on a table with triggers (error 334). */
+#define OBX__MS_SETTLE(name, params, set)                                                       \
+    "CREATE OR ALTER PROCEDURE {S}.[{N}_" name "] " params " AS\n"                              \
+    "BEGIN\n"                                                                                   \
+    "    SET NOCOUNT ON;\n"                                                                     \
+    "    DECLARE @changed TABLE ([ChangedId] UNIQUEIDENTIFIER);\n"                              \
+    "    UPDATE t SET " set "\n"                                                                \
+    "    OUTPUT inserted.[Id] INTO @changed\n"                                                  \
+    "      FROM " OBX__MS_BY_IDS("@Ids") "\n"                                                   \
+    "     WHERE t.[OwnerToken] = @OwnerToken AND t.[Status] = 1;\n"                            \
+    "    SELECT COUNT(*) FROM @changed;\n"                                                      \
+    "END"
+
+/* SQL Server 2016 SP1+ (CREATE OR ALTER, OPENJSON: compatibility level 130),
+ * the seed's tables. The claim and the settles are the seed's procedures;
+ * a claim locks with UPDLOCK, READPAST (a row another claimer holds is
+ * skipped, never waited for), ROWLOCK, and READCOMMITTEDLOCK (READPAST
+ * needs locking reads when READ_COMMITTED_SNAPSHOT is on). The join
+ * triggers update join members from an outbox update: "nested triggers"
+ * must be on (the server default). Written to the documentation; not yet
+ * run against a server. */
+static const obx__outbox_sql obx__sqlserver_outbox = {
+    "SYSDATETIMEOFFSET()",
+    {
+    /* Deploys serialize on a lock that ends with the transaction. Manual
+     * commit is IMPLICIT_TRANSACTIONS, which EXEC alone does not start: a
+     * read from a table does. */
+    "DECLARE @open INT, @lock INT;\n"
+    "SELECT @open = COUNT(*) FROM sys.objects WHERE 1 = 0;\n"
+    "EXEC @lock = sp_getapplock @Resource = N'obx deploy {T}', @LockMode = N'Exclusive', "
+    "@LockOwner = N'Transaction';\n"
+    "IF @lock < 0 THROW 50000, N'obx deploy: the deploy lock was not granted', 1;",
+    "IF SCHEMA_ID(PARSENAME(N'{S}', 1)) IS NULL EXEC sp_executesql N'CREATE SCHEMA {S}'",
+    "IF OBJECT_ID(N'{T}', N'U') IS NULL\n"
+    "CREATE TABLE {T} (\n"
+    "    [Id]            UNIQUEIDENTIFIER NOT NULL PRIMARY KEY DEFAULT NEWID(),\n"
+    "    [Topic]         NVARCHAR(255) NOT NULL,\n"
+    "    [Payload]       NVARCHAR(MAX) NOT NULL,\n"
+    "    [CreatedAt]     DATETIMEOFFSET NOT NULL DEFAULT SYSDATETIMEOFFSET(),\n"
+    "    [Status]        TINYINT NOT NULL DEFAULT 0,\n"
+    "    [LockedUntil]   DATETIME2(3) NULL,\n"
+    "    [OwnerToken]    UNIQUEIDENTIFIER NULL,\n"
+    "    [IsProcessed]   BIT NOT NULL DEFAULT 0,\n"
+    "    [ProcessedAt]   DATETIMEOFFSET NULL,\n"
+    "    [ProcessedBy]   NVARCHAR(100) NULL,\n"
+    "    [RetryCount]    INT NOT NULL DEFAULT 0,\n"
+    "    [LastError]     NVARCHAR(MAX) NULL,\n"
+    "    [NextAttemptAt] DATETIMEOFFSET NOT NULL DEFAULT SYSDATETIMEOFFSET(),\n"
+    "    [MessageId]     UNIQUEIDENTIFIER NOT NULL DEFAULT NEWID(),\n"
+    "    [CorrelationId] NVARCHAR(255) NULL,\n"
+    "    [DueTimeUtc]    DATETIMEOFFSET NULL\n"
+    ")",
+    "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Ready', 'IndexID') IS NULL\n"
+    "CREATE INDEX [IX_{N}_Ready] ON {T} ([NextAttemptAt]) WHERE [Status] = 0",
+    "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Leased', 'IndexID') IS NULL\n"
+    "CREATE INDEX [IX_{N}_Leased] ON {T} ([LockedUntil]) WHERE [Status] = 1",
+    "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Done', 'IndexID') IS NULL\n"
+    "CREATE INDEX [IX_{N}_Done] ON {T} ([ProcessedAt]) WHERE [Status] = 2",
+    "IF OBJECT_ID(N'{J}', N'U') IS NULL\n"
+    "CREATE TABLE {J} (\n"
+    "    [JoinId]         UNIQUEIDENTIFIER NOT NULL PRIMARY KEY DEFAULT NEWID(),\n"
+    "    [GroupingKey]    NVARCHAR(255) NULL,\n"
+    "    [ExpectedSteps]  INT NOT NULL,\n"
+    "    [CompletedSteps] INT NOT NULL DEFAULT 0,\n"
+    "    [FailedSteps]    INT NOT NULL DEFAULT 0,\n"
+    "    [Status]         TINYINT NOT NULL DEFAULT 0,\n"
+    "    [CreatedUtc]     DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),\n"
+    "    [LastUpdatedUtc] DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),\n"
+    "    [Metadata]       NVARCHAR(MAX) NULL\n"
+    ")",
+    "IF INDEXPROPERTY(OBJECT_ID(N'{J}'), N'IX_{N}Join_GroupingKey', 'IndexID') IS NULL\n"
+    "CREATE INDEX [IX_{N}Join_GroupingKey] ON {J} ([GroupingKey]) WHERE [GroupingKey] IS NOT NULL",
+    "IF OBJECT_ID(N'{M}', N'U') IS NULL\n"
+    "CREATE TABLE {M} (\n"
+    "    [JoinId]          UNIQUEIDENTIFIER NOT NULL,\n"
+    "    [OutboxMessageId] UNIQUEIDENTIFIER NOT NULL,\n"
+    "    [Status]          TINYINT NOT NULL DEFAULT 0,\n"
+    "    [CreatedUtc]      DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),\n"
+    "    CONSTRAINT [PK_{N}JoinMember] PRIMARY KEY ([JoinId], [OutboxMessageId]),\n"
+    "    CONSTRAINT [FK_{N}JoinMember_Join] FOREIGN KEY ([JoinId]) REFERENCES {J} ([JoinId]) "
+    "ON DELETE CASCADE\n"
+    ")",
+    "IF INDEXPROPERTY(OBJECT_ID(N'{M}'), N'IX_{N}JoinMember_Message', 'IndexID') IS NULL\n"
+    "CREATE INDEX [IX_{N}JoinMember_Message] ON {M} ([OutboxMessageId])",
+    /* Join counters follow acks and fails in the database (OBX-089), in
+     * the settle's own transaction, set-based: a member leaving Pending
+     * counts once, under the join row's lock, never past ExpectedSteps. */
+    "CREATE OR ALTER TRIGGER {S}.[{N}_JoinStep] ON {T} AFTER UPDATE AS\n"
+    "BEGIN\n"
+    "    SET NOCOUNT ON;\n"
+    "    IF NOT EXISTS (SELECT 1 FROM inserted WHERE [Status] IN (2, 3)) RETURN; -- a claim, a reap\n"
+    "    UPDATE m SET [Status] = CASE i.[Status] WHEN 2 THEN 1 ELSE 2 END\n"
+    "      FROM {M} AS m JOIN inserted AS i ON m.[OutboxMessageId] = i.[Id]\n"
+    "      JOIN deleted AS d ON d.[Id] = i.[Id]\n"
+    "     WHERE i.[Status] IN (2, 3) AND d.[Status] <> i.[Status] AND m.[Status] = 0;\n"
+    "END",
+    "CREATE OR ALTER TRIGGER {S}.[{N}_JoinCount] ON {M} AFTER UPDATE AS\n"
+    "BEGIN\n"
+    "    SET NOCOUNT ON;\n"
+    "    IF NOT EXISTS (SELECT 1 FROM inserted WHERE [Status] IN (1, 2)) RETURN;\n"
+    "    UPDATE j SET [CompletedSteps] = j.[CompletedSteps] + c.[Done],\n"
+    "           [FailedSteps] = j.[FailedSteps] + c.[Failed], [LastUpdatedUtc] = SYSUTCDATETIME()\n"
+    "      FROM {J} AS j\n"
+    "      JOIN (SELECT i.[JoinId], SUM(CASE i.[Status] WHEN 1 THEN 1 ELSE 0 END) AS [Done],\n"
+    "                   SUM(CASE i.[Status] WHEN 2 THEN 1 ELSE 0 END) AS [Failed]\n"
+    "              FROM inserted AS i JOIN deleted AS d\n"
+    "                ON d.[JoinId] = i.[JoinId] AND d.[OutboxMessageId] = i.[OutboxMessageId]\n"
+    "             WHERE d.[Status] = 0 AND i.[Status] IN (1, 2)\n"
+    "             GROUP BY i.[JoinId]) AS moved ON moved.[JoinId] = j.[JoinId]\n"
+    "      CROSS APPLY (SELECT CASE WHEN j.[ExpectedSteps] > j.[CompletedSteps] + j.[FailedSteps]\n"
+    "                          THEN j.[ExpectedSteps] - j.[CompletedSteps] - j.[FailedSteps] ELSE 0 END AS [Room]) AS r\n"
+    "      CROSS APPLY (SELECT CASE WHEN moved.[Done] < r.[Room] THEN moved.[Done] ELSE r.[Room] END AS [Done]) AS d1\n"
+    "      CROSS APPLY (SELECT d1.[Done], CASE WHEN moved.[Failed] < r.[Room] - d1.[Done] THEN moved.[Failed]\n"
+    "                          ELSE r.[Room] - d1.[Done] END AS [Failed]) AS c;\n"
+    "END",
+    "CREATE OR ALTER PROCEDURE {S}.[{N}_Claim] @OwnerToken UNIQUEIDENTIFIER, @LeaseSeconds INT, "
+    "@BatchSize INT AS\n"
+    "BEGIN\n"
+    "    SET NOCOUNT ON;\n"
+    "    DECLARE @claimed TABLE ([ClaimedId] UNIQUEIDENTIFIER PRIMARY KEY);\n"
+    "    WITH picked AS (\n"
+    "        SELECT TOP (@BatchSize) [Status], [OwnerToken], [LockedUntil], [Id], [NextAttemptAt]\n"
+    "          FROM {T} WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)\n"
+    "         WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()\n"
+    "         ORDER BY [NextAttemptAt])\n"
+    "    UPDATE picked SET [Status] = 1, [OwnerToken] = @OwnerToken,\n"
+    "           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME())\n"
+    "    OUTPUT inserted.[Id] INTO @claimed;\n"
+    "    SELECT " OBX__MS_COLS "\n"
+    "      FROM {T} AS t JOIN @claimed AS c ON t.[Id] = c.[ClaimedId]\n"
+    "     ORDER BY t.[NextAttemptAt];\n"
+    "END",
+    OBX__MS_SETTLE("Ack", "@ProcessedBy NVARCHAR(100), @OwnerToken UNIQUEIDENTIFIER, @Ids NVARCHAR(MAX)",
+                   "[Status] = 2, [IsProcessed] = 1, [ProcessedAt] = SYSDATETIMEOFFSET(), "
+                   "[ProcessedBy] = @ProcessedBy, [LockedUntil] = NULL"),
+    /* No delay: the default backoff, min(60 s, 2^RetryCount s). */
+    OBX__MS_SETTLE("Abandon", "@DelayMs BIGINT, @Retries INT, @LastError NVARCHAR(MAX), "
+                   "@OwnerToken UNIQUEIDENTIFIER, @Ids NVARCHAR(MAX)",
+                   "[Status] = 0, [OwnerToken] = NULL, [LockedUntil] = NULL, "
+                   "[RetryCount] = t.[RetryCount] + @Retries, "
+                   "[LastError] = COALESCE(@LastError, t.[LastError]), [NextAttemptAt] = "
+                   OBX__MS_FROM_MS("COALESCE(@DelayMs, CASE WHEN t.[RetryCount] >= 6 THEN 60000 "
+                                   "ELSE 1000 * POWER(2, t.[RetryCount]) END)", "SYSDATETIMEOFFSET()")),
+    OBX__MS_SETTLE("Fail", "@LastError NVARCHAR(MAX), @OwnerToken UNIQUEIDENTIFIER, @Ids NVARCHAR(MAX)",
+                   "[Status] = 3, [LockedUntil] = NULL, [LastError] = @LastError"),
+    "CREATE OR ALTER PROCEDURE {S}.[{N}_ReapExpired] AS\n"
+    "BEGIN\n"
+    "    SET NOCOUNT ON;\n"
+    "    DECLARE @changed TABLE ([ChangedId] UNIQUEIDENTIFIER);\n"
+    "    UPDATE {T} SET [Status] = 0, [OwnerToken] = NULL, [LockedUntil] = NULL\n"
+    "    OUTPUT inserted.[Id] INTO @changed\n"
+    "     WHERE [Status] = 1 AND [LockedUntil] < SYSUTCDATETIME();\n"
+    "    SELECT COUNT(*) FROM @changed;\n"
+    "END",
+        NULL},
+    {
+        "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
+        "[NextAttemptAt]) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", "
+        "COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", SYSDATETIMEOFFSET()))",
+        "{CALL {S}.[{N}_Claim](?, ?, ?)}",
+        "{CALL {S}.[{N}_Ack](?, ?, ?)}",
+        "{CALL {S}.[{N}_Abandon](?, ?, ?, ?, ?)}",
+        "{CALL {S}.[{N}_Fail](?, ?, ?)}",
+        "{CALL {S}.[{N}_ReapExpired]}",
+        "SELECT " OBX__MS_COLS " FROM {T} AS t WHERE t.[Id] = ?",
+        "WITH old AS (SELECT TOP (?2) [Id] FROM {T} WHERE [Status] = 2 AND [ProcessedAt] < "
+        OBX__MS_FROM_MS("-?1", "SYSDATETIMEOFFSET()") " ORDER BY [ProcessedAt]) DELETE FROM old",
+        "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, CAST(SWITCHOFFSET(MIN([NextAttemptAt]), '+00:00') "
+        "AS DATETIME2(3)), SYSUTCDATETIME()) FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()",
+        /* A whole batch in one statement: the lists zipped by position. */
+        "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
+        "[NextAttemptAt]) SELECT i.[value], m.[value], p.[value], b.[value], c.[value], x.[Due], "
+        "COALESCE(x.[Due], SYSDATETIMEOFFSET()) FROM OPENJSON(?) AS i "
+        "JOIN OPENJSON(?) AS m ON m.[key] = i.[key] JOIN OPENJSON(?) AS p ON p.[key] = i.[key] "
+        "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
+        "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] "
+        "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x",
+        "INSERT INTO {J} ([JoinId], [GroupingKey], [ExpectedSteps], [Metadata]) VALUES (?, ?, ?, ?)",
+        "INSERT INTO {M} ([JoinId], [OutboxMessageId]) SELECT j.[JoinId], ?1 FROM {J} AS j "
+        "WHERE j.[JoinId] = ?2 AND NOT EXISTS (SELECT 1 FROM {M} AS m WITH (UPDLOCK, HOLDLOCK) "
+        "WHERE m.[JoinId] = ?2 AND m.[OutboxMessageId] = ?1)",
+        "UPDATE {M} SET [Status] = ? WHERE [JoinId] = ? AND [OutboxMessageId] = ? AND [Status] = 0",
+        "SELECT " OBX__MS_GUID("[JoinId]") ", [GroupingKey], [ExpectedSteps], [CompletedSteps], "
+        "[FailedSteps], [Status], [Metadata], " OBX__MS_UTC_MS("[CreatedUtc]") ", "
+        OBX__MS_UTC_MS("[LastUpdatedUtc]") " FROM {J} WHERE [JoinId] = ?",
+        "UPDATE {J} SET [Status] = ?, [LastUpdatedUtc] = SYSUTCDATETIME() WHERE [JoinId] = ? AND [Status] = 0",
+        NULL,
+        NULL,
+    }};
+
+/* Indexed by obx_dialect. */
 static const obx__outbox_sql *const obx__outbox_sqls[] = {
-    NULL, &obx__sqlite_outbox, &obx__postgresql_outbox, &obx__mariadb_outbox, NULL};
+    NULL, &obx__sqlite_outbox, &obx__postgresql_outbox, &obx__mariadb_outbox, &obx__sqlserver_outbox};
 
 /* Expand a template with the store's names. */
 static char *obx__outbox_expand(const obx__hooks *h, const obx__dialect *d,
@@ -3241,7 +3475,8 @@ static char *obx__schema_text(const obx__hooks *h, const obx__dialect *d, const 
     int i;
     for (i = 0; q->ddl[i]; i++) {
         char *one = obx__outbox_expand(h, d, q, schema, table, q->ddl[i]);
-        int ok = one && obx__buf_add(h, &text, one, strlen(one)) && obx__buf_add(h, &text, ";\n", 2);
+        int ok = one && obx__buf_add(h, &text, one, strlen(one)) &&
+                 obx__buf_add(h, &text, d->statement_end, strlen(d->statement_end));
         obx__free(h, one);
         if (!ok) {
             obx__buf_free(h, &text);
@@ -3860,20 +4095,11 @@ typedef struct obx__count_ctx {
     int64_t count;
 } obx__count_ctx;
 
-/* Run a statement that reports how many rows it changed: as a row from a
- * function, or as the statement's row count. */
+/* Run a statement that reports how many rows it changed: as a row (a
+ * function or procedure), or as the statement's row count (obx__exec). */
 static obx_result obx__count_unit(obx__db *db, void *vctx) {
     obx__count_ctx *c = (obx__count_ctx *)vctx;
-    SQLHSTMT cur = NULL;
-    obx_result r;
-    if (!c->s->q->count_in_row)
-        return obx__exec(db, c->slot, c->s->sql[c->slot], c->p, c->n, &c->count, NULL);
-    r = obx__exec(db, c->slot, c->s->sql[c->slot], c->p, c->n, NULL, &cur);
-    if (r == OBX_OK) r = obx__fetch(db, cur);
-    if (r == OBX_OK) r = obx__get_i64(db, cur, 1, &c->count, NULL);
-    obx__close(cur);
-    if (r == OBX_EMPTY) c->count = 0;
-    return r == OBX_EMPTY ? OBX_OK : r;
+    return obx__exec(db, c->slot, c->s->sql[c->slot], c->p, c->n, &c->count, NULL);
 }
 
 static obx_result obx__run_count(obx_store *s, int slot, obx__param *p, int n, const char *what,

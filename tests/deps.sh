@@ -28,10 +28,10 @@
 #   - postgresql-15 only recommends sysstat.
 set -euo pipefail
 
-readonly GROUPS_ALL="build pg mariadb check"
+readonly GROUPS_ALL="build pg mariadb tsql check"
 
 usage() {
-    echo "usage: ${0##*/} [build|pg|mariadb|check|all]...   (default: build)"
+    echo "usage: ${0##*/} [build|pg|mariadb|tsql|check|all]...   (default: build)"
 }
 
 # The packages in one group.
@@ -41,6 +41,7 @@ group_packages() {
         pg)      echo "postgresql-15 odbc-postgresql" ;;
         mariadb) echo "mariadb-server odbc-mariadb" ;;
         check)   echo "valgrind clang libclang-rt-14-dev llvm-14 g++" ;;
+        tsql)    echo "sqlfluff" ;; # parses the SQL Server dialect's T-SQL (no server here)
         *)       return 1 ;;
     esac
 }

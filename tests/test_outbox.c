@@ -1213,7 +1213,8 @@ static void test_schema_files(void) {
     TT_EXPECT(strcmp(have, want) == 0);
     TT_EQ_INT(obx_schema_sql(d, NULL, NULL, want, 10, &needed), OBX_ERR_OUT_OF_RANGE);
     TT_EQ_INT(obx_schema_sql(d, "bad name", NULL, want, sizeof want, &needed), OBX_ERR_INVALID_ARG);
-    TT_EQ_INT(obx_schema_sql(OBX_DIALECT_SQLSERVER, NULL, NULL, want, sizeof want, &needed), OBX_ERR_UNSUPPORTED);
+    TT_EQ_INT(obx_schema_sql(OBX_DIALECT_AUTO, NULL, NULL, want, sizeof want, &needed), OBX_ERR_UNSUPPORTED);
+    TT_EQ_INT(obx_schema_sql((obx_dialect)99, NULL, NULL, want, sizeof want, &needed), OBX_ERR_UNSUPPORTED);
 }
 
 static void test_102_107_logging(void) {

@@ -259,9 +259,12 @@ static void test_classification(void) {
         {OBX_DIALECT_SQLITE, "HY000", 6, OBX__FAULT_TRANSIENT},
         {OBX_DIALECT_SQLITE, "HY000", 1205, OBX__FAULT_PERMANENT},
         {OBX_DIALECT_SQLSERVER, "40001", 1205, OBX__FAULT_TRANSIENT},
+        {OBX_DIALECT_SQLSERVER, "42000", 1205, OBX__FAULT_TRANSIENT}, /* FreeTDS */
         {OBX_DIALECT_SQLSERVER, "HY000", 1222, OBX__FAULT_TRANSIENT},
+        {OBX_DIALECT_SQLSERVER, "HYT00", 1222, OBX__FAULT_TRANSIENT}, /* lock wait, not a timeout */
         {OBX_DIALECT_SQLSERVER, "HYT00", 0, OBX__FAULT_TIMEOUT},
-        {OBX_DIALECT_SQLSERVER, "HY000", -2, OBX__FAULT_TIMEOUT},
+        {OBX_DIALECT_SQLSERVER, "08S01", 20009, OBX__FAULT_LOST},
+        {OBX_DIALECT_SQLSERVER, "42S02", 208, OBX__FAULT_PERMANENT},
         {OBX_DIALECT_SQLSERVER, "23000", 2627, OBX__FAULT_PERMANENT},
         {OBX_DIALECT_SQLSERVER, "23000", 2601, OBX__FAULT_PERMANENT},
         {OBX_DIALECT_SQLSERVER, "08S01", 10054, OBX__FAULT_LOST}};
@@ -513,7 +516,7 @@ static void test_fake_sqlite_transactions(void) {
 static void test_fake_open_dialects(void) {
     obx_store_desc desc;
     obx_store *s = NULL;
-    static const char *const unsupported[] = {"Microsoft SQL Server", "Oracle"};
+    static const char *const unsupported[] = {"Oracle", "DB2/LINUXX8664"};
     size_t i;
     for (i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
         fake_reset();
