@@ -158,6 +158,8 @@ check-nm: check-link
 
 $(B)/asan/test_unit: tests/test_unit.c tests/fake_odbc.c $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_unit.c tests/fake_odbc.c -o $@
+$(B)/asan/test_sqlserver: tests/test_sqlserver.c tests/fake_odbc.c $(HEADERS) | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_sqlserver.c tests/fake_odbc.c -o $@
 $(B)/asan/test_real: tests/test_real.c $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_real.c -o $@ -lodbc
 $(B)/asan/test_outbox: tests/test_outbox.c obx.h | $(B)/asan
@@ -171,7 +173,7 @@ $(B)/asan/fuzz_replay: tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c t
 $(B)/asan/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/fake_selftest.c tests/fake_odbc.c -o $@
 
-check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_real $(B)/asan/test_outbox \
+check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_sqlserver $(B)/asan/test_real $(B)/asan/test_outbox \
             $(B)/asan/test_inbox $(B)/asan/test_multi $(B)/asan/fuzz_replay
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp tests/run.sh $(B)/asan
 

@@ -1094,9 +1094,15 @@ typedef struct ibx__dialect {
     const ibx__native_fault *natives; /* native codes that are not permanent; {0,0} ends */
     int wide_text;              /* text binds as SQL_WVARCHAR: NVARCHAR columns keep every
                                    character (SQL_VARCHAR would pass the server code page) */
+    int max_types;              /* one declared size per type, (N)VARCHAR(4000) /
+                                   VARBINARY(8000), longer values size 0 = (MAX): not the
+                                   deprecated ntext/image (which JSON functions refuse), and
+                                   one cached plan instead of one per length */
     const char *statement_end;  /* ends each statement of a schema text */
     int dead_flag_is_local;     /* SQL_ATTR_CONNECTION_DEAD costs no round trip (MariaDB's
                                    driver pings), so it may be asked before every commit */
+    int pads_text;              /* "m1" = "m1 " in every collation (SQL Server): text keys
+                                   ending in a space are refused, or they would collide */
 } ibx__dialect;
 
 static const ibx__native_fault ibx__sqlite_natives[] = {
@@ -1129,29 +1135,29 @@ static const ibx__native_fault ibx__no_natives[] = {{0, 0}};
 /* Indexed by ibx_dialect. */
 static const ibx__dialect ibx__dialects[] = {
     {IBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     ibx__no_natives, 0, ";\n", 1},
+     ibx__no_natives, 0, 0, ";\n", 1, 0},
     {IBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, ";\n", 1},
+     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, 0, ";\n", 1, 0},
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
     {IBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, 0, ";\n", 1},
+     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, 0, 0, ";\n", 1, 0},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
     {IBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, NULL, SQL_TXN_READ_COMMITTED, 0,
      '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     ibx__mariadb_natives, 0, ";\n", 0},
+     ibx__mariadb_natives, 0, 0, ";\n", 0, 0},
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
     {IBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", ibx__sqlserver_natives, 1,
-     "\nGO\n", 1},
+     1, "\nGO\n", 1, 1},
 };
 #define IBX__DIALECT_COUNT ((int)(sizeof ibx__dialects / sizeof ibx__dialects[0]))
 
@@ -1729,20 +1735,15 @@ IBX__PRIVATE ibx_result ibx__stmt(ibx__db *db, int slot, const char *sql, SQLHST
         *out = db->stmt[slot];
         return IBX_OK;
     }
+    /* Once per statement and connection: the copy costs nothing that matters. */
     memset(db->markers[slot], 0, sizeof db->markers[slot]);
-    if (strchr(sql, '?')) {
-        const char *q = sql;
-        while ((q = strchr(q, '?')) != NULL && !(q[1] >= '1' && q[1] <= '9')) q++;
-        if (q) {
-            plain = ibx__plain_markers(db->hooks, sql, db->markers[slot]);
-            if (!plain) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLPrepare", "out of memory");
-            if (!plain[0]) {
-                ibx__free(db->hooks, plain);
-                return ibx__fail(db->err, IBX_ERR_STATE, "SQLPrepare", "bad numbered marker in statement %d", slot);
-            }
-            sql = plain;
-        }
+    plain = ibx__plain_markers(db->hooks, sql, db->markers[slot]);
+    if (!plain) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLPrepare", "out of memory");
+    if (!plain[0]) {
+        ibx__free(db->hooks, plain);
+        return ibx__fail(db->err, IBX_ERR_STATE, "SQLPrepare", "bad numbered marker in statement %d", slot);
     }
+    sql = plain;
     if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &st))) {
         ibx__free(db->hooks, plain);
         return ibx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLAllocHandle(STMT)");
@@ -1774,12 +1775,18 @@ IBX__PRIVATE ibx_result ibx__bind(ibx__db *db, SQLHSTMT st, ibx__param *ps, int 
         SQLPOINTER ptr = p->c_type == SQL_C_SBIGINT ? (SQLPOINTER)&p->i64 : p->ptr;
         SQLLEN buflen = p->c_type == SQL_C_SBIGINT ? 0 : (p->ind > 0 ? p->ind : 0);
         SQLSMALLINT sql_type = p->sql_type;
+        SQLULEN size = p->size;
         SQLRETURN rc;
+        if (db->d && db->d->max_types && p->c_type != SQL_C_SBIGINT) {
+            int text = p->c_type == SQL_C_CHAR;
+            sql_type = text ? SQL_VARCHAR : SQL_VARBINARY;
+            size = p->size <= (text ? 4000u : 8000u) ? (text ? 4000u : 8000u) : 0;
+        }
         if (db->d && db->d->wide_text)
             sql_type = sql_type == SQL_VARCHAR ? SQL_WVARCHAR
                      : sql_type == SQL_LONGVARCHAR ? SQL_WLONGVARCHAR : sql_type;
         rc = SQLBindParameter(st, (SQLUSMALLINT)(i + 1), SQL_PARAM_INPUT, p->c_type, sql_type,
-                              p->size, 0, ptr, buflen, &p->ind);
+                              size, 0, ptr, buflen, &p->ind);
         ibx_result r = ibx__check(db, rc, SQL_HANDLE_STMT, st, "SQLBindParameter");
         if (r != IBX_OK) return r;
     }
@@ -2871,7 +2878,7 @@ static const ibx__inbox_sql ibx__mariadb_inbox = {
      "    KEY `IX_{N}_WorkQueue` (`Status`, `NextAttemptAt`),\n"
      "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
      "    KEY `IX_{N}_Cleanup` (`Status`, `LastSeenUtc`)\n"
-     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
      NULL},
     {
         "INSERT INTO {T} (`Source`, `MessageId`, `Hash`) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE "
@@ -2958,7 +2965,10 @@ static const ibx__inbox_sql ibx__mariadb_inbox = {
 
 /* SQL Server 2016 SP1+ (CREATE OR ALTER, OPENJSON: compatibility level 130),
  * the seed's table. The key is NONCLUSTERED: two NVARCHAR(255) columns are
- * over the 900-byte limit of a clustered key (1700 for nonclustered). Dedup
+ * over the 900-byte limit of a clustered key (1700 for nonclustered); the
+ * table clusters on an identity column [Seq] (a heap would keep the pages
+ * cleanup empties). SQL Server ignores trailing spaces when comparing, in
+ * every collation: keys ending in a space are refused (ibx__check_key). Dedup
  * and enqueue are MERGE ... WITH (HOLDLOCK): two first sightings of one key
  * serialize instead of one failing on the key. The claim and the settles are
  * procedures; the claim locks with UPDLOCK, READPAST, ROWLOCK and
@@ -2967,11 +2977,16 @@ static const ibx__inbox_sql ibx__mariadb_inbox = {
  * against a server. */
 static const ibx__inbox_sql ibx__sqlserver_inbox = {
     "SYSUTCDATETIME()",
-    {/* Deploys serialize on a lock that ends with the transaction. Manual
-      * commit is IMPLICIT_TRANSACTIONS, which EXEC alone does not start: a
-      * read from a table does. */
-     "DECLARE @open INT, @lock INT;\n"
-     "SELECT @open = COUNT(*) FROM sys.objects WHERE 1 = 0;\n"
+    {/* Deploys serialize on a lock that ends with the transaction. In the
+      * library, manual commit is IMPLICIT_TRANSACTIONS, which EXEC does not
+      * start (a CREATE does); sqlcmd and SSMS run in autocommit, so the file
+      * opens a transaction and its last batch commits it. QUOTED_IDENTIFIER:
+      * filtered indexes need it, and sqlcmd without -I has it off. */
+     "SET QUOTED_IDENTIFIER ON; SET ANSI_NULLS ON; SET XACT_ABORT ON;\n"
+     "DECLARE @lock INT;\n"
+     "IF @@TRANCOUNT = 0 AND (@@OPTIONS & 2) = 0 BEGIN TRANSACTION;\n"
+     "IF @@TRANCOUNT = 0 BEGIN CREATE TABLE #ibx_deploy (x INT); DROP TABLE #ibx_deploy; END;\n"
+     "IF @@TRANCOUNT = 0 THROW 50000, N'ibx deploy: no transaction for the deploy lock', 1;\n"
      "EXEC @lock = sp_getapplock @Resource = N'ibx deploy {T}', @LockMode = N'Exclusive', "
      "@LockOwner = N'Transaction';\n"
      "IF @lock < 0 THROW 50000, N'ibx deploy: the deploy lock was not granted', 1;",
@@ -2992,7 +3007,9 @@ static const ibx__inbox_sql ibx__sqlserver_inbox = {
      "    [LastError]     NVARCHAR(MAX) NULL,\n"
      "    [NextAttemptAt] DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),\n"
      "    [DueTimeUtc]    DATETIME2(3) NULL,\n"
-     "    CONSTRAINT [PK_{N}] PRIMARY KEY NONCLUSTERED ([Source], [MessageId])\n"
+     "    [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,\n"
+     "    CONSTRAINT [PK_{N}] PRIMARY KEY NONCLUSTERED ([Source], [MessageId]),\n"
+     "    CONSTRAINT [CX_{N}] UNIQUE CLUSTERED ([Seq])\n"
      ")",
      "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_WorkQueue', 'IndexID') IS NULL\n"
      "CREATE INDEX [IX_{N}_WorkQueue] ON {T} ([NextAttemptAt]) INCLUDE ([LockedUntil], [OwnerToken]) "
@@ -3035,6 +3052,7 @@ static const ibx__inbox_sql ibx__sqlserver_inbox = {
      "     WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL AND [LockedUntil] < SYSUTCDATETIME();\n"
      "    SELECT @@ROWCOUNT;\n"
      "END",
+     "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;", /* sqlcmd; the library commits itself */
      NULL},
     {
         "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ? AS [Source], ? AS [MessageId], ? AS [Hash]) AS s "
@@ -3372,6 +3390,19 @@ static ibx_result ibx__check_text(ibx_store *s, const char *fn, const char *arg,
     return IBX_OK;
 }
 
+/* A message key (source or message id): as ibx__check_text, and not ending
+ * in a space where the database compares text ignoring trailing spaces
+ * ("m1 " would be taken for "m1": a message lost to dedup). */
+static ibx_result ibx__check_key(ibx_store *s, const char *fn, const char *arg, const char *value) {
+    char where[96];
+    ibx_result r = ibx__check_text(s, fn, arg, value);
+    if (r != IBX_OK || !s->db.d->pads_text || value[strlen(value) - 1] != ' ') return r;
+    snprintf(where, sizeof where, "%s: %s", fn, arg);
+    return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where,
+                     "%s ends with a space, which %s ignores when comparing: it would be taken for "
+                     "the same %s without the space", arg, s->db.d->name, arg);
+}
+
 /* A UUID that is not all zeros (IBX-043/130). */
 static ibx_result ibx__check_token(ibx_store *s, const char *fn, const char *token) {
     char where[96];
@@ -3433,8 +3464,8 @@ IBX_API ibx_result ibx_already_processed(ibx_store *store, const char *message_i
     ibx__seen_ctx ctx;
     ibx_result r = ibx__store_ready(store, "ibx_already_processed");
     if (r != IBX_OK) return r;
-    if ((r = ibx__check_text(store, "ibx_already_processed", "message_id", message_id)) != IBX_OK ||
-        (r = ibx__check_text(store, "ibx_already_processed", "source", source)) != IBX_OK)
+    if ((r = ibx__check_key(store, "ibx_already_processed", "message_id", message_id)) != IBX_OK ||
+        (r = ibx__check_key(store, "ibx_already_processed", "source", source)) != IBX_OK)
         return r;
     if (!processed)
         return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_already_processed: processed",
@@ -3492,8 +3523,8 @@ static ibx_result ibx__mark(ibx_store *s, const char *fn, const char *message_id
     int i;
     ibx_result r = ibx__store_ready(s, fn);
     if (r != IBX_OK) return r;
-    if ((r = ibx__check_text(s, fn, "message_id", message_id)) != IBX_OK ||
-        (r = ibx__check_text(s, fn, "source", source)) != IBX_OK)
+    if ((r = ibx__check_key(s, fn, "message_id", message_id)) != IBX_OK ||
+        (r = ibx__check_key(s, fn, "source", source)) != IBX_OK)
         return r;
     for (i = 0; i < 4; i++) ibx__p_text(&p[i], status, (size_t)-1);
     ibx__p_text(&p[4], source, (size_t)-1);
@@ -3524,8 +3555,8 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     if (r != IBX_OK) return r;
     if (!m) return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: message", "must not be NULL");
     if ((r = ibx__check_text(store, "ibx_enqueue", "topic", m->topic)) != IBX_OK ||
-        (r = ibx__check_text(store, "ibx_enqueue", "source", m->source)) != IBX_OK ||
-        (r = ibx__check_text(store, "ibx_enqueue", "message_id", m->message_id)) != IBX_OK)
+        (r = ibx__check_key(store, "ibx_enqueue", "source", m->source)) != IBX_OK ||
+        (r = ibx__check_key(store, "ibx_enqueue", "message_id", m->message_id)) != IBX_OK)
         return r;
     if (!m->payload)
         return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: payload",
@@ -3751,8 +3782,8 @@ IBX_API ibx_result ibx_get(ibx_store *store, const char *message_id, const char 
     ibx_message m;
     ibx_result r = ibx__store_ready(store, "ibx_get");
     if (r != IBX_OK) return r;
-    if ((r = ibx__check_text(store, "ibx_get", "source", source)) != IBX_OK ||
-        (r = ibx__check_text(store, "ibx_get", "message_id", message_id)) != IBX_OK)
+    if ((r = ibx__check_key(store, "ibx_get", "source", source)) != IBX_OK ||
+        (r = ibx__check_key(store, "ibx_get", "message_id", message_id)) != IBX_OK)
         return r;
     if (!message) return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_get: message", "must not be NULL");
     ctx.s = store;

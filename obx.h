@@ -1279,9 +1279,15 @@ typedef struct obx__dialect {
     const obx__native_fault *natives; /* native codes that are not permanent; {0,0} ends */
     int wide_text;              /* text binds as SQL_WVARCHAR: NVARCHAR columns keep every
                                    character (SQL_VARCHAR would pass the server code page) */
+    int max_types;              /* one declared size per type, (N)VARCHAR(4000) /
+                                   VARBINARY(8000), longer values size 0 = (MAX): not the
+                                   deprecated ntext/image (which JSON functions refuse), and
+                                   one cached plan instead of one per length */
     const char *statement_end;  /* ends each statement of a schema text */
     int dead_flag_is_local;     /* SQL_ATTR_CONNECTION_DEAD costs no round trip (MariaDB's
                                    driver pings), so it may be asked before every commit */
+    int pads_text;              /* "m1" = "m1 " in every collation (SQL Server): text keys
+                                   ending in a space are refused, or they would collide */
 } obx__dialect;
 
 static const obx__native_fault obx__sqlite_natives[] = {
@@ -1314,29 +1320,29 @@ static const obx__native_fault obx__no_natives[] = {{0, 0}};
 /* Indexed by obx_dialect. */
 static const obx__dialect obx__dialects[] = {
     {OBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     obx__no_natives, 0, ";\n", 1},
+     obx__no_natives, 0, 0, ";\n", 1, 0},
     {OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, ";\n", 1},
+     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, 0, ";\n", 1, 0},
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
     {OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, 0, ";\n", 1},
+     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, 0, 0, ";\n", 1, 0},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
     {OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, NULL, SQL_TXN_READ_COMMITTED, 0,
      '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     obx__mariadb_natives, 0, ";\n", 0},
+     obx__mariadb_natives, 0, 0, ";\n", 0, 0},
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
     {OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives, 1,
-     "\nGO\n", 1},
+     1, "\nGO\n", 1, 1},
 };
 #define OBX__DIALECT_COUNT ((int)(sizeof obx__dialects / sizeof obx__dialects[0]))
 
@@ -1914,20 +1920,15 @@ OBX__PRIVATE obx_result obx__stmt(obx__db *db, int slot, const char *sql, SQLHST
         *out = db->stmt[slot];
         return OBX_OK;
     }
+    /* Once per statement and connection: the copy costs nothing that matters. */
     memset(db->markers[slot], 0, sizeof db->markers[slot]);
-    if (strchr(sql, '?')) {
-        const char *q = sql;
-        while ((q = strchr(q, '?')) != NULL && !(q[1] >= '1' && q[1] <= '9')) q++;
-        if (q) {
-            plain = obx__plain_markers(db->hooks, sql, db->markers[slot]);
-            if (!plain) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLPrepare", "out of memory");
-            if (!plain[0]) {
-                obx__free(db->hooks, plain);
-                return obx__fail(db->err, OBX_ERR_STATE, "SQLPrepare", "bad numbered marker in statement %d", slot);
-            }
-            sql = plain;
-        }
+    plain = obx__plain_markers(db->hooks, sql, db->markers[slot]);
+    if (!plain) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLPrepare", "out of memory");
+    if (!plain[0]) {
+        obx__free(db->hooks, plain);
+        return obx__fail(db->err, OBX_ERR_STATE, "SQLPrepare", "bad numbered marker in statement %d", slot);
     }
+    sql = plain;
     if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &st))) {
         obx__free(db->hooks, plain);
         return obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLAllocHandle(STMT)");
@@ -1959,12 +1960,18 @@ OBX__PRIVATE obx_result obx__bind(obx__db *db, SQLHSTMT st, obx__param *ps, int 
         SQLPOINTER ptr = p->c_type == SQL_C_SBIGINT ? (SQLPOINTER)&p->i64 : p->ptr;
         SQLLEN buflen = p->c_type == SQL_C_SBIGINT ? 0 : (p->ind > 0 ? p->ind : 0);
         SQLSMALLINT sql_type = p->sql_type;
+        SQLULEN size = p->size;
         SQLRETURN rc;
+        if (db->d && db->d->max_types && p->c_type != SQL_C_SBIGINT) {
+            int text = p->c_type == SQL_C_CHAR;
+            sql_type = text ? SQL_VARCHAR : SQL_VARBINARY;
+            size = p->size <= (text ? 4000u : 8000u) ? (text ? 4000u : 8000u) : 0;
+        }
         if (db->d && db->d->wide_text)
             sql_type = sql_type == SQL_VARCHAR ? SQL_WVARCHAR
                      : sql_type == SQL_LONGVARCHAR ? SQL_WLONGVARCHAR : sql_type;
         rc = SQLBindParameter(st, (SQLUSMALLINT)(i + 1), SQL_PARAM_INPUT, p->c_type, sql_type,
-                              p->size, 0, ptr, buflen, &p->ind);
+                              size, 0, ptr, buflen, &p->ind);
         obx_result r = obx__check(db, rc, SQL_HANDLE_STMT, st, "SQLBindParameter");
         if (r != OBX_OK) return r;
     }
@@ -3033,8 +3040,9 @@ static const obx__outbox_sql obx__postgresql_outbox = {
  * READ COMMITTED (REPEATABLE READ gap locks would block producers). A
  * single-table UPDATE assigns left to right, a multi-table one may not: a
  * column is assigned after every expression that reads its old value,
- * which is right either way. Tables are utf8mb4_bin:
- * keys and topics compare byte for byte. No partial indexes: Status leads. */
+ * which is right either way. Tables are utf8mb4_nopad_bin: keys and
+ * topics compare byte for byte, trailing spaces included (utf8mb4_bin pads:
+ * "m1" = "m1 "). No partial indexes: Status leads. */
 static const obx__outbox_sql obx__mariadb_outbox = {
     "UTC_TIMESTAMP(6)",
     {
@@ -3058,7 +3066,7 @@ static const obx__outbox_sql obx__mariadb_outbox = {
     "    KEY `IX_{N}_Ready` (`Status`, `NextAttemptAt`),\n"
     "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
     "    KEY `IX_{N}_Done` (`Status`, `ProcessedAt`)\n"
-    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
     "CREATE TABLE IF NOT EXISTS {J} (\n"
     "    `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,\n"
     "    `GroupingKey`    VARCHAR(255) NULL,\n"
@@ -3070,7 +3078,7 @@ static const obx__outbox_sql obx__mariadb_outbox = {
     "    `LastUpdatedUtc` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
     "    `Metadata`       LONGTEXT NULL,\n"
     "    KEY `IX_{N}Join_GroupingKey` (`GroupingKey`)\n"
-    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
     "CREATE TABLE IF NOT EXISTS {M} (\n"
     "    `JoinId`          CHAR(36) NOT NULL,\n"
     "    `OutboxMessageId` CHAR(36) NOT NULL,\n"
@@ -3079,7 +3087,7 @@ static const obx__outbox_sql obx__mariadb_outbox = {
     "    PRIMARY KEY (`JoinId`, `OutboxMessageId`),\n"
     "    KEY `IX_{N}JoinMember_Message` (`OutboxMessageId`),\n"
     "    CONSTRAINT `FK_{N}JoinMember_Join` FOREIGN KEY (`JoinId`) REFERENCES {J} (`JoinId`) ON DELETE CASCADE\n"
-    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
     /* Join counters follow acks and fails in the database (OBX-089), in the
      * settle's own transaction; a member leaving Pending counts once. */
     "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep` AFTER UPDATE ON {T} FOR EACH ROW\n"
@@ -3129,13 +3137,14 @@ static const obx__outbox_sql obx__mariadb_outbox = {
     }};
 
 /* SQL Server: Unix ms <-> time. DATETIMEOFFSET columns (the seed's) are
- * compared as instants and read as UTC; DATEADD takes an int, so whole days
- * and the rest are added apart. A marker used twice is numbered. */
+ * compared as instants and read as UTC, floored to the ms (a cast to
+ * DATETIME2(3) would round); DATEADD takes an int, so whole days and the
+ * rest are added apart. A marker used twice is numbered. */
 #define OBX__MS_EPOCH "CAST('1970-01-01T00:00:00+00:00' AS DATETIMEOFFSET(3))"
 #define OBX__MS_FROM_MS(v, base) \
     "DATEADD(MILLISECOND, CAST(" v " % 86400000 AS INT), DATEADD(DAY, CAST(" v " / 86400000 AS INT), " base "))"
 #define OBX__MS_TO_MS(c) \
-    "DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(" c ", '+00:00') AS DATETIME2(3)))"
+    "DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(" c ", '+00:00') AS DATETIME2(7)))"
 #define OBX__MS_UTC_MS(c) "DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), " c ")"
 #define OBX__MS_GUID(c) "LOWER(CONVERT(NCHAR(36), " c "))"
 #define OBX__MS_COLS                                                                               \
@@ -3162,7 +3171,9 @@ static const obx__outbox_sql obx__mariadb_outbox = {
     "END"
 
 /* SQL Server 2016 SP1+ (CREATE OR ALTER, OPENJSON: compatibility level 130),
- * the seed's tables. The claim and the settles are the seed's procedures;
+ * the seed's tables, clustered on an identity column [Seq]: SQL Server
+ * sorts a UNIQUEIDENTIFIER by its last, random, bytes, so a clustered UUIDv7
+ * key would insert all over the table. The claim and the settles are the seed's procedures;
  * a claim locks with UPDLOCK, READPAST (a row another claimer holds is
  * skipped, never waited for), ROWLOCK, and READCOMMITTEDLOCK (READPAST
  * needs locking reads when READ_COMMITTED_SNAPSHOT is on). The join
@@ -3172,18 +3183,23 @@ static const obx__outbox_sql obx__mariadb_outbox = {
 static const obx__outbox_sql obx__sqlserver_outbox = {
     "SYSDATETIMEOFFSET()",
     {
-    /* Deploys serialize on a lock that ends with the transaction. Manual
-     * commit is IMPLICIT_TRANSACTIONS, which EXEC alone does not start: a
-     * read from a table does. */
-    "DECLARE @open INT, @lock INT;\n"
-    "SELECT @open = COUNT(*) FROM sys.objects WHERE 1 = 0;\n"
+    /* Deploys serialize on a lock that ends with the transaction. In the
+     * library, manual commit is IMPLICIT_TRANSACTIONS, which EXEC does not
+     * start (a CREATE does); sqlcmd and SSMS run in autocommit, so the file
+     * opens a transaction and its last batch commits it. QUOTED_IDENTIFIER:
+     * filtered indexes need it, and sqlcmd without -I has it off. */
+    "SET QUOTED_IDENTIFIER ON; SET ANSI_NULLS ON; SET XACT_ABORT ON;\n"
+    "DECLARE @lock INT;\n"
+    "IF @@TRANCOUNT = 0 AND (@@OPTIONS & 2) = 0 BEGIN TRANSACTION;\n"
+    "IF @@TRANCOUNT = 0 BEGIN CREATE TABLE #obx_deploy (x INT); DROP TABLE #obx_deploy; END;\n"
+    "IF @@TRANCOUNT = 0 THROW 50000, N'obx deploy: no transaction for the deploy lock', 1;\n"
     "EXEC @lock = sp_getapplock @Resource = N'obx deploy {T}', @LockMode = N'Exclusive', "
     "@LockOwner = N'Transaction';\n"
     "IF @lock < 0 THROW 50000, N'obx deploy: the deploy lock was not granted', 1;",
     "IF SCHEMA_ID(PARSENAME(N'{S}', 1)) IS NULL EXEC sp_executesql N'CREATE SCHEMA {S}'",
     "IF OBJECT_ID(N'{T}', N'U') IS NULL\n"
     "CREATE TABLE {T} (\n"
-    "    [Id]            UNIQUEIDENTIFIER NOT NULL PRIMARY KEY DEFAULT NEWID(),\n"
+    "    [Id]            UNIQUEIDENTIFIER NOT NULL DEFAULT NEWID(),\n"
     "    [Topic]         NVARCHAR(255) NOT NULL,\n"
     "    [Payload]       NVARCHAR(MAX) NOT NULL,\n"
     "    [CreatedAt]     DATETIMEOFFSET NOT NULL DEFAULT SYSDATETIMEOFFSET(),\n"
@@ -3198,7 +3214,10 @@ static const obx__outbox_sql obx__sqlserver_outbox = {
     "    [NextAttemptAt] DATETIMEOFFSET NOT NULL DEFAULT SYSDATETIMEOFFSET(),\n"
     "    [MessageId]     UNIQUEIDENTIFIER NOT NULL DEFAULT NEWID(),\n"
     "    [CorrelationId] NVARCHAR(255) NULL,\n"
-    "    [DueTimeUtc]    DATETIMEOFFSET NULL\n"
+    "    [DueTimeUtc]    DATETIMEOFFSET NULL,\n"
+    "    [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,\n"
+    "    CONSTRAINT [PK_{N}] PRIMARY KEY NONCLUSTERED ([Id]),\n"
+    "    CONSTRAINT [CX_{N}] UNIQUE CLUSTERED ([Seq])\n"
     ")",
     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Ready', 'IndexID') IS NULL\n"
     "CREATE INDEX [IX_{N}_Ready] ON {T} ([NextAttemptAt]) WHERE [Status] = 0",
@@ -3234,7 +3253,9 @@ static const obx__outbox_sql obx__sqlserver_outbox = {
     "CREATE INDEX [IX_{N}JoinMember_Message] ON {M} ([OutboxMessageId])",
     /* Join counters follow acks and fails in the database (OBX-089), in
      * the settle's own transaction, set-based: a member leaving Pending
-     * counts once, under the join row's lock, never past ExpectedSteps. */
+     * counts once, under the join row's lock, never past ExpectedSteps
+     * (one statement settles members one way, so the order in which the
+     * room is filled does not arise). */
     "CREATE OR ALTER TRIGGER {S}.[{N}_JoinStep] ON {T} AFTER UPDATE AS\n"
     "BEGIN\n"
     "    SET NOCOUNT ON;\n"
@@ -3302,6 +3323,7 @@ static const obx__outbox_sql obx__sqlserver_outbox = {
     "     WHERE [Status] = 1 AND [LockedUntil] < SYSUTCDATETIME();\n"
     "    SELECT COUNT(*) FROM @changed;\n"
     "END",
+    "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;", /* sqlcmd; the library commits itself */
         NULL},
     {
         "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
@@ -3316,7 +3338,7 @@ static const obx__outbox_sql obx__sqlserver_outbox = {
         "WITH old AS (SELECT TOP (?2) [Id] FROM {T} WHERE [Status] = 2 AND [ProcessedAt] < "
         OBX__MS_FROM_MS("-?1", "SYSDATETIMEOFFSET()") " ORDER BY [ProcessedAt]) DELETE FROM old",
         "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, CAST(SWITCHOFFSET(MIN([NextAttemptAt]), '+00:00') "
-        "AS DATETIME2(3)), SYSUTCDATETIME()) FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()",
+        "AS DATETIME2(7)), SYSUTCDATETIME()) FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()",
         /* A whole batch in one statement: the lists zipped by position. */
         "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
         "[NextAttemptAt]) SELECT i.[value], m.[value], p.[value], b.[value], c.[value], x.[Due], "

@@ -114,13 +114,13 @@ static void raw_direct(raw *r, const char *sql);
 
 static unsigned char g_map[OBX__Q_COUNT][OBX__MAX_MARKERS];
 
-static void raw_open(raw *r, obx_store *s) {
-    int i;
+/* A connection set up as the library sets up its own. */
+static void raw_connect(raw *r, const char *connstr) {
     memset(r, 0, sizeof *r);
     SQLAllocHandle(SQL_HANDLE_ENV, NULL, &r->env);
     SQLSetEnvAttr(r->env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0);
     SQLAllocHandle(SQL_HANDLE_DBC, r->env, &r->dbc);
-    raw_check(SQLDriverConnect(r->dbc, NULL, (SQLCHAR *)(uintptr_t)s->db.connstr, SQL_NTS, NULL, 0, NULL,
+    raw_check(SQLDriverConnect(r->dbc, NULL, (SQLCHAR *)(uintptr_t)connstr, SQL_NTS, NULL, 0, NULL,
                                SQL_DRIVER_NOPROMPT), SQL_HANDLE_DBC, r->dbc, "connect");
     if (!g_sqlite)
         SQLSetConnectAttr(r->dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER);
@@ -131,6 +131,11 @@ static void raw_open(raw *r, obx_store *s) {
         raw_direct(r, "SET time_zone = '+00:00'");
         raw_check(SQLEndTran(SQL_HANDLE_DBC, r->dbc, SQL_COMMIT), SQL_HANDLE_DBC, r->dbc, "commit");
     }
+}
+
+static void raw_open(raw *r, obx_store *s) {
+    int i;
+    raw_connect(r, s->db.connstr);
     for (i = 0; i < OBX__Q_COUNT; i++) {
         char *plain;
         if (!s->sql[i]) continue;
@@ -541,11 +546,34 @@ static void inbox_reset(ibx_store *s) {
 static void inbox_analyze(ibx_store *s) {
     char *text;
     if (g_sqlite) return;
-    text = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "VACUUM ANALYZE {T}");
+    text = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
+                             g_mariadb ? "ANALYZE TABLE {T}" : "VACUUM ANALYZE {T}");
     SQLSetConnectAttr(s->db.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER);
     ibx__exec_direct(&s->db, text, "vacuum");
     SQLSetConnectAttr(s->db.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER);
     ibx__free(&s->hooks, text);
+}
+
+/* The marker position of canonical argument `arg` in inbox statement `slot`. */
+static unsigned char g_imap[IBX__Q_COUNT][IBX__MAX_MARKERS];
+static SQLUSMALLINT iat(int slot, int arg) {
+    int k;
+    if (!g_imap[slot][0]) return (SQLUSMALLINT)arg;
+    for (k = 0; k < IBX__MAX_MARKERS; k++)
+        if (g_imap[slot][k] == arg) return (SQLUSMALLINT)(k + 1);
+    return (SQLUSMALLINT)arg;
+}
+
+/* The statement the library prepares for `slot`: numbered markers made plain. */
+static SQLHSTMT inbox_prepare(raw *r, ibx_store *s, int slot) {
+    SQLHSTMT st;
+    char *plain;
+    memset(g_imap[slot], 0, sizeof g_imap[slot]);
+    plain = ibx__plain_markers(&s->hooks, s->sql[slot], g_imap[slot]);
+    SQLAllocHandle(SQL_HANDLE_STMT, r->dbc, &st);
+    raw_check(SQLPrepare(st, (SQLCHAR *)plain, SQL_NTS), SQL_HANDLE_STMT, st, "prepare");
+    ibx__free(&s->hooks, plain);
+    return st;
 }
 
 static double lib_dedup(ibx_store *s, int n, const char *prefix) {
@@ -569,15 +597,8 @@ static double raw_dedup(ibx_store *s, int n, const char *prefix) {
     SQLLEN ind[3], len;
     double t;
     int i;
-    memset(&r, 0, sizeof r);
-    SQLAllocHandle(SQL_HANDLE_ENV, NULL, &r.env);
-    SQLSetEnvAttr(r.env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0);
-    SQLAllocHandle(SQL_HANDLE_DBC, r.env, &r.dbc);
-    raw_check(SQLDriverConnect(r.dbc, NULL, (SQLCHAR *)(uintptr_t)s->db.connstr, SQL_NTS, NULL, 0, NULL,
-                               SQL_DRIVER_NOPROMPT), SQL_HANDLE_DBC, r.dbc, "connect");
-    if (!g_sqlite) SQLSetConnectAttr(r.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER);
-    SQLAllocHandle(SQL_HANDLE_STMT, r.dbc, &st);
-    raw_check(SQLPrepare(st, (SQLCHAR *)s->sql[IBX__Q_SEEN], SQL_NTS), SQL_HANDLE_STMT, st, "prepare");
+    raw_connect(&r, s->db.connstr);
+    st = inbox_prepare(&r, s, IBX__Q_SEEN);
     memset(hash, 7, sizeof hash);
     t = now_s();
     for (i = 0; i < n; i++) {
@@ -639,47 +660,87 @@ static double lib_inbox_drain(ibx_store *s, int n) {
     return t;
 }
 
+/* MariaDB: pick up to `batch` keys (locked, SKIP LOCKED), mark them ours by
+ * two key lists, and run the read-back (left open), as the library does.
+ * NULL: nothing picked. */
+static SQLHSTMT raw_inbox_pick_claim(ibx_store *s, SQLHSTMT pick, SQLHSTMT mark, SQLHSTMT read, const char *owner,
+                                     SQLBIGINT *lease, SQLBIGINT *batch, ibx__buf *sources, ibx__buf *ids) {
+    SQLLEN ind[4], len;
+    char source[300], id[300];
+    int picked = 0;
+    SQLRETURN rc;
+    sources->len = ids->len = 0;
+    ind[0] = 0;
+    SQLBindParameter(pick, 1, SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, batch, 0, &ind[0]);
+    rc = SQLExecute(pick);
+    raw_check(rc, SQL_HANDLE_STMT, pick, "claim pick");
+    while (rc != SQL_NO_DATA && SQL_SUCCEEDED(SQLFetch(pick))) {
+        SQLGetData(pick, 1, SQL_C_CHAR, source, sizeof source, &len);
+        SQLGetData(pick, 2, SQL_C_CHAR, id, sizeof id, &len);
+        ibx__list_add(&s->hooks, sources, s->db.d, source, strlen(source));
+        ibx__list_add(&s->hooks, ids, s->db.d, id, strlen(id));
+        picked++;
+    }
+    SQLFreeStmt(pick, SQL_CLOSE);
+    if (picked == 0) return NULL;
+    ibx__list_end(&s->hooks, sources, s->db.d);
+    ibx__list_end(&s->hooks, ids, s->db.d);
+    bind_text(mark, iat(IBX__Q_CLAIM, 1), owner, &ind[0]);
+    ind[1] = 0;
+    SQLBindParameter(mark, iat(IBX__Q_CLAIM, 2), SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, lease, 0, &ind[1]);
+    bind_text(mark, iat(IBX__Q_CLAIM, 3), sources->data, &ind[2]);
+    bind_text(mark, iat(IBX__Q_CLAIM, 4), ids->data, &ind[3]);
+    raw_check(SQLExecute(mark), SQL_HANDLE_STMT, mark, "claim");
+    SQLFreeStmt(mark, SQL_CLOSE);
+    bind_text(read, 1, sources->data, &ind[0]);
+    bind_text(read, 2, ids->data, &ind[1]);
+    raw_check(SQLExecute(read), SQL_HANDLE_STMT, read, "claim read");
+    return read;
+}
+
 /* Claim 100 (reading every column), ack them by key, as the library does. */
 static double raw_inbox_drain(ibx_store *s, int n) {
     raw r;
-    SQLHSTMT claim, ack;
+    SQLHSTMT claim, ack, pick = NULL, read = NULL;
     ibx__buf sources = {NULL, 0, 0}, ids = {NULL, 0, 0};
     char owner[37], cell[4096], keys[100][2][300];
     SQLBIGINT lease = 30, batch = 100;
     SQLLEN ind[3], len;
     double t;
     int got, col, i;
-    memset(&r, 0, sizeof r);
-    SQLAllocHandle(SQL_HANDLE_ENV, NULL, &r.env);
-    SQLSetEnvAttr(r.env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0);
-    SQLAllocHandle(SQL_HANDLE_DBC, r.env, &r.dbc);
-    raw_check(SQLDriverConnect(r.dbc, NULL, (SQLCHAR *)(uintptr_t)s->db.connstr, SQL_NTS, NULL, 0, NULL,
-                               SQL_DRIVER_NOPROMPT), SQL_HANDLE_DBC, r.dbc, "connect");
-    if (!g_sqlite) SQLSetConnectAttr(r.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER);
-    SQLAllocHandle(SQL_HANDLE_STMT, r.dbc, &claim);
-    SQLAllocHandle(SQL_HANDLE_STMT, r.dbc, &ack);
-    raw_check(SQLPrepare(claim, (SQLCHAR *)s->sql[IBX__Q_CLAIM], SQL_NTS), SQL_HANDLE_STMT, claim, "prepare");
-    raw_check(SQLPrepare(ack, (SQLCHAR *)s->sql[IBX__Q_ACK], SQL_NTS), SQL_HANDLE_STMT, ack, "prepare");
+    raw_connect(&r, s->db.connstr);
+    claim = inbox_prepare(&r, s, IBX__Q_CLAIM);
+    ack = inbox_prepare(&r, s, IBX__Q_ACK);
+    if (s->sql[IBX__Q_CLAIM_PICK]) {
+        pick = inbox_prepare(&r, s, IBX__Q_CLAIM_PICK);
+        read = inbox_prepare(&r, s, IBX__Q_CLAIM_READ);
+    }
     ibx_owner_token(s, owner);
     t = now_s();
     do {
-        SQLRETURN rc;
+        SQLRETURN rc = SQL_SUCCESS;
+        SQLHSTMT rows = claim;
         got = 0;
         raw_begin(&r);
-        bind_text(claim, 1, owner, &ind[0]);
-        ind[1] = ind[2] = 0;
-        SQLBindParameter(claim, 2, SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, &lease, 0, &ind[1]);
-        SQLBindParameter(claim, 3, SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, &batch, 0, &ind[2]);
-        rc = SQLExecute(claim);
-        raw_check(rc, SQL_HANDLE_STMT, claim, "claim");
-        while (rc != SQL_NO_DATA && SQL_SUCCEEDED(SQLFetch(claim))) {
-            SQLGetData(claim, 1, SQL_C_CHAR, keys[got][0], 300, &len);
-            SQLGetData(claim, 2, SQL_C_CHAR, keys[got][1], 300, &len);
+        if (pick) {
+            rows = raw_inbox_pick_claim(s, pick, claim, read, owner, &lease, &batch, &sources, &ids);
+            if (!rows) rc = SQL_NO_DATA;
+        } else {
+            bind_text(claim, 1, owner, &ind[0]);
+            ind[1] = ind[2] = 0;
+            SQLBindParameter(claim, 2, SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, &lease, 0, &ind[1]);
+            SQLBindParameter(claim, 3, SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, &batch, 0, &ind[2]);
+            rc = SQLExecute(claim);
+            raw_check(rc, SQL_HANDLE_STMT, claim, "claim");
+        }
+        while (rc != SQL_NO_DATA && SQL_SUCCEEDED(SQLFetch(rows))) {
+            SQLGetData(rows, 1, SQL_C_CHAR, keys[got][0], 300, &len);
+            SQLGetData(rows, 2, SQL_C_CHAR, keys[got][1], 300, &len);
             for (col = 3; col <= 14; col++)
-                SQLGetData(claim, (SQLUSMALLINT)col, col == 5 ? SQL_C_BINARY : SQL_C_CHAR, cell, sizeof cell, &len);
+                SQLGetData(rows, (SQLUSMALLINT)col, col == 5 ? SQL_C_BINARY : SQL_C_CHAR, cell, sizeof cell, &len);
             got++;
         }
-        SQLFreeStmt(claim, SQL_CLOSE);
+        if (rows) SQLFreeStmt(rows, SQL_CLOSE);
         raw_commit(&r);
         if (got == 0) break;
         sources.len = ids.len = 0;
@@ -690,9 +751,9 @@ static double raw_inbox_drain(ibx_store *s, int n) {
         ibx__list_end(&s->hooks, &sources, s->db.d);
         ibx__list_end(&s->hooks, &ids, s->db.d);
         raw_begin(&r);
-        bind_text(ack, 1, owner, &ind[0]);
-        bind_text(ack, 2, sources.data, &ind[1]);
-        bind_text(ack, 3, ids.data, &ind[2]);
+        bind_text(ack, iat(IBX__Q_ACK, 1), owner, &ind[0]);
+        bind_text(ack, iat(IBX__Q_ACK, 2), sources.data, &ind[1]);
+        bind_text(ack, iat(IBX__Q_ACK, 3), ids.data, &ind[2]);
         raw_check(SQLExecute(ack), SQL_HANDLE_STMT, ack, "ack");
         SQLFreeStmt(ack, SQL_CLOSE);
         raw_commit(&r);
@@ -702,6 +763,8 @@ static double raw_inbox_drain(ibx_store *s, int n) {
     ibx__buf_free(&s->hooks, &ids);
     SQLFreeHandle(SQL_HANDLE_STMT, claim);
     SQLFreeHandle(SQL_HANDLE_STMT, ack);
+    if (pick) SQLFreeHandle(SQL_HANDLE_STMT, pick);
+    if (read) SQLFreeHandle(SQL_HANDLE_STMT, read);
     SQLDisconnect(r.dbc);
     SQLFreeHandle(SQL_HANDLE_DBC, r.dbc);
     SQLFreeHandle(SQL_HANDLE_ENV, r.env);
@@ -711,12 +774,6 @@ static double raw_inbox_drain(ibx_store *s, int n) {
 static void inbox_bench(int n) {
     ibx_store *s;
     double lib, raw_rate;
-    /* ibx.h's MariaDB support is new and claims in three statements (pick,
-     * mark, read back), which the raw path below does not do yet. */
-    if (g_mariadb) {
-        printf("%-11s %-44s skipped: no MariaDB inbox comparison yet\n", g_backend, "inbox rows");
-        return;
-    }
     s = open_inbox();
     inbox_reset(s);
     lib = lib_dedup(s, n / 4, "lib");

@@ -126,6 +126,7 @@ typedef struct resp {               /* one scripted execute outcome */
 
 typedef struct snap {               /* a logged parameter value */
     SQLSMALLINT c_type, sql_type;
+    SQLULEN col_size;
     int is_null;
     unsigned char *data;
     size_t len;
@@ -555,6 +556,7 @@ static SQLRETURN finish_execute(hnd *s)
             dae *d = find_dae(s, r, p);
             x->c_type = b->c_type;
             x->sql_type = b->sql_type;
+            x->col_size = b->col_size;
             if (!b->set || (d && d->is_null))
                 x->is_null = 1;
             else if (!d)
@@ -1284,6 +1286,7 @@ fake_param fake_log_param(int i, int row, int param)
     if (x) {
         r.c_type = x->c_type;
         r.sql_type = x->sql_type;
+        r.column_size = x->col_size;
         r.is_null = x->is_null;
         r.data = x->data;
         r.len = x->len;

@@ -48,6 +48,7 @@ extern "C" {
  * SQL_C_CHAR/SQL_C_BINARY as the raw bytes sent. */
 typedef struct fake_param {
     SQLSMALLINT c_type, sql_type;
+    SQLULEN column_size;              /* as bound (ColumnSize) */
     int is_null;
     const unsigned char *data;
     size_t len;

@@ -94,6 +94,30 @@ static ibx_store *fresh(void) {
     return s;
 }
 
+/* Keys compare byte for byte: "m1 " is another message than "m1" (MariaDB's
+ * utf8mb4_bin would pad them equal; SQL Server refuses the key instead, see
+ * test_sqlserver.c). */
+static ibx_new_message msg(const char *topic, const char *source, const char *id, const char *payload);
+static void test_key_exact(void) {
+    ibx_store *s = fresh();
+    ibx_new_message m = msg("t", "src", "m1", "{}");
+    int processed = -1, enqueued = -1;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(ibx_enqueue(s, &m, &enqueued), IBX_OK);
+    TT_EQ_INT(ibx_mark_processed(s, "m1", "src"), IBX_OK);
+    TT_EQ_INT(ibx_already_processed(s, "m1", "src", NULL, 0, &processed), IBX_OK);
+    TT_EQ_INT(processed, 1);
+    TT_EQ_INT(ibx_already_processed(s, "m1 ", "src", NULL, 0, &processed), IBX_OK);
+    TT_EQ_INT(processed, 0); /* a new message */
+    TT_EQ_INT(ibx_already_processed(s, "m1", "src ", NULL, 0, &processed), IBX_OK);
+    TT_EQ_INT(processed, 0);
+    m.message_id = "m1 ";
+    TT_EQ_INT(ibx_enqueue(s, &m, &enqueued), IBX_OK);
+    TT_EQ_INT(enqueued, 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 3);
+    ibx_store_close(s);
+}
+
 static ibx_new_message msg(const char *topic, const char *source, const char *id, const char *payload) {
     ibx_new_message m;
     memset(&m, 0, sizeof m);
@@ -1549,6 +1573,7 @@ int main(int argc, char **argv) {
     RUN("IBX-125", "(Source, MessageId) is indexed", test_122_125_indexes);
     RUN("IBX-127", "payloads never reach the log", test_107_113_logging);
     RUN("IBX-130", "the empty owner token is rejected everywhere", test_043_130_empty_token);
+    RUN("IBX-KEY-EXACT", "keys differing only in a trailing space are different messages", test_key_exact);
     RUN("IBX-SCHEMA-FILE", "sql/<dialect>/inbox.sql is what the header deploys", test_schema_file);
     return tt_done();
 }

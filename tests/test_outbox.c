@@ -2396,6 +2396,25 @@ static void test_my_utf8(void) {
     obx_store_close(s);
 }
 
+/* A commit costs no extra round trip: asking the driver whether the
+ * connection is dead makes MariaDB's driver ping, so it is asked only
+ * after an error. */
+static void test_my_no_ping(void) {
+    static const char *const pings = "SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS "
+                                     "WHERE VARIABLE_NAME = 'COM_ADMIN_COMMANDS'";
+    obx_store *s = fresh();
+    obx_new_message m = msg("ping.check", "{}");
+    int64_t before, after;
+    int i;
+    TT_ASSERT(s != NULL);
+    before = scalar(s, pings);
+    TT_ASSERT(before >= 0);
+    for (i = 0; i < 50; i++) TT_EQ_INT(obx_enqueue(s, &m, NULL), OBX_OK);
+    after = scalar(s, pings);
+    TT_EQ_INT(after - before, 0);
+    obx_store_close(s);
+}
+
 static void test_my_lock_timeout(void) {
     obx_store *s = fresh();
     caller_conn c;
@@ -2626,6 +2645,7 @@ int main(int argc, char **argv) {
         RUN("OBX-MY-PACKET", "a payload over max_allowed_packet: clear error, the store goes on", test_my_packet);
         RUN("OBX-MY-UTF8", "4-byte UTF-8 round-trips; topics differing in case or accent are distinct", test_my_utf8);
         RUN("OBX-MY-LOCK-TIMEOUT", "a lock wait timeout on ack is transient; the store goes on", test_my_lock_timeout);
+        RUN("OBX-MY-NO-PING", "50 enqueues (one commit each) send no ping to the server", test_my_no_ping);
         RUN("OBX-MY-SETTLE-ROW-LOCKS", "ack, abandon, fail wait only for their own rows", test_my_settle_row_locks);
     }
     return tt_done();

@@ -163,7 +163,9 @@ static void test_deploy(void) {
         TT_EXPECT(strstr(q, "\nGO") == NULL);
         if (q[0] != '<') batches++;
     }
-    TT_EQ_INT(batches, 17);
+    TT_EQ_INT(batches, 18);
+    TT_EXPECT(strstr(fake_log_sql(0), "SET QUOTED_IDENTIFIER ON;") != NULL); /* filtered indexes need it */
+    TT_EQ_STR(fake_log_sql(fake_log_count() - 2), "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;");
     TT_EQ_INT(fake_commits(), 1);
     TT_EXPECT(fake_log_find("CREATE OR ALTER PROCEDURE [dbo].[Outbox_Claim]", 0) >= 0);
     obx_store_close(s);
@@ -232,6 +234,9 @@ static void test_enqueue(void) {
     TT_EQ_INT(param_type(e, 1), SQL_WVARCHAR); /* uniqueidentifier from text */
     TT_EQ_INT(param_type(e, 3), SQL_WVARCHAR); /* NVARCHAR: every character kept */
     TT_EQ_INT(param_type(e, 4), SQL_WVARCHAR);
+    /* One declared size, NVARCHAR(4000), whatever the length: one plan. */
+    TT_EQ_INT(fake_log_param(e, 0, 3).column_size, 4000);
+    TT_EQ_INT(fake_log_param(e, 0, 4).column_size, 4000);
     TT_EQ_INT(param_type(e, 6), SQL_BIGINT);
     TT_EQ_INT(fake_log_param(e, 0, 6).c_type, SQL_C_SBIGINT);
     TT_EQ_INT(fake_commits(), 1);
@@ -243,7 +248,9 @@ static void test_enqueue(void) {
     fake_set_dbms_name(g_mssql);
     TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
     e = first_exec();
-    TT_EQ_INT(param_type(e, 4), SQL_WLONGVARCHAR);
+    /* Longer: NVARCHAR(MAX) (size 0), never ntext, which JSON functions refuse. */
+    TT_EQ_INT(param_type(e, 4), SQL_WVARCHAR);
+    TT_EQ_INT(fake_log_param(e, 0, 4).column_size, 0);
     TT_EXPECT(fake_log_param(e, 0, 6).is_null);
     obx_store_close(s);
 }
@@ -470,6 +477,7 @@ static void test_inbox_dedup_enqueue(void) {
     TT_EQ_INT(param_type(e, 1), SQL_WVARCHAR);
     TT_EQ_INT(fake_log_param(e, 0, 3).c_type, SQL_C_BINARY);
     TT_EQ_INT(param_type(e, 3), SQL_VARBINARY);
+    TT_EQ_INT(fake_log_param(e, 0, 3).column_size, 8000);
 
     fake_reset();
     fake_set_dbms_name(g_mssql);
@@ -570,6 +578,35 @@ static void test_inbox_work_queue(void) {
     TT_EQ_INT(ibx_reap(s, &changed), IBX_OK);
     TT_EQ_INT(changed, 1);
     TT_EQ_STR(fake_log_sql(first_exec()), "{CALL [infra].[Inbox_ReapExpired]}");
+    ibx_store_close(s);
+}
+
+static void test_inbox_trailing_space(void) {
+    /* SQL Server compares "m1 " equal to "m1" in every collation: such a
+     * key would be deduplicated against another message, so it is refused
+     * before any SQL runs, naming the argument. */
+    ibx_store *s = inbox();
+    ibx_new_message m;
+    int processed = 0;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(ibx_already_processed(s, "m1 ", "stripe", NULL, 0, &processed), IBX_ERR_INVALID_ARG);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_already_processed: message_id");
+    TT_EXPECT(strstr(ibx_store_last_error(s)->message, "ends with a space") != NULL);
+    TT_EQ_INT(ibx_already_processed(s, "m1", "stripe ", NULL, 0, &processed), IBX_ERR_INVALID_ARG);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_already_processed: source");
+    memset(&m, 0, sizeof m);
+    m.topic = "t ";  /* topics are matched by the library: a space is fine */
+    m.source = "stripe";
+    m.message_id = "m2 ";
+    m.payload = "{}";
+    m.payload_len = IBX_NTS;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_ERR_INVALID_ARG);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_enqueue: message_id");
+    TT_EQ_INT(ibx_mark_processed(s, "m1 ", "stripe"), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(fake_calls("SQLExecute"), 0);
+    m.message_id = " m2"; /* a leading space compares exactly */
+    fake_push_ok(1);
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
     ibx_store_close(s);
 }
 
@@ -690,6 +727,7 @@ int main(int argc, char **argv) {
     RUN("OBX-083", "join start, attach (idempotent, no duplicate-key error), get", test_joins);
     RUN("IBX-002", "dedup and enqueue are MERGE WITH (HOLDLOCK); a Done message is left alone", test_inbox_dedup_enqueue);
     RUN("IBX-030", "inbox claim, ack, abandon, fail, reap call the seed's procedures", test_inbox_work_queue);
+    RUN("MSSQL-KEY-SPACES", "inbox keys ending in a space are refused (SQL Server would pad them)", test_inbox_trailing_space);
     RUN("MSSQL-ERRORS", "1205 and 1222 are redone; 2627/2601 permanent; HYT00 timeout; 10054 lost", test_errors);
     return tt_done();
 }

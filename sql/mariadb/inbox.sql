@@ -17,4 +17,4 @@ CREATE TABLE IF NOT EXISTS `Inbox` (
     KEY `IX_Inbox_WorkQueue` (`Status`, `NextAttemptAt`),
     KEY `IX_Inbox_Leased` (`Status`, `LockedUntil`),
     KEY `IX_Inbox_Cleanup` (`Status`, `LastSeenUtc`)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;

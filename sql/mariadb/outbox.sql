@@ -18,7 +18,7 @@ CREATE TABLE IF NOT EXISTS `Outbox` (
     KEY `IX_Outbox_Ready` (`Status`, `NextAttemptAt`),
     KEY `IX_Outbox_Leased` (`Status`, `LockedUntil`),
     KEY `IX_Outbox_Done` (`Status`, `ProcessedAt`)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
 CREATE TABLE IF NOT EXISTS `OutboxJoin` (
     `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,
     `GroupingKey`    VARCHAR(255) NULL,
@@ -30,7 +30,7 @@ CREATE TABLE IF NOT EXISTS `OutboxJoin` (
     `LastUpdatedUtc` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
     `Metadata`       LONGTEXT NULL,
     KEY `IX_OutboxJoin_GroupingKey` (`GroupingKey`)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
 CREATE TABLE IF NOT EXISTS `OutboxJoinMember` (
     `JoinId`          CHAR(36) NOT NULL,
     `OutboxMessageId` CHAR(36) NOT NULL,
@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS `OutboxJoinMember` (
     PRIMARY KEY (`JoinId`, `OutboxMessageId`),
     KEY `IX_OutboxJoinMember_Message` (`OutboxMessageId`),
     CONSTRAINT `FK_OutboxJoinMember_Join` FOREIGN KEY (`JoinId`) REFERENCES `OutboxJoin` (`JoinId`) ON DELETE CASCADE
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
 CREATE TRIGGER IF NOT EXISTS `Outbox_JoinStep` AFTER UPDATE ON `Outbox` FOR EACH ROW
     UPDATE `OutboxJoinMember` SET `Status` = IF(NEW.`Status` = 2, 1, 2)
      WHERE NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status`

@@ -1,5 +1,8 @@
-DECLARE @open INT, @lock INT;
-SELECT @open = COUNT(*) FROM sys.objects WHERE 1 = 0;
+SET QUOTED_IDENTIFIER ON; SET ANSI_NULLS ON; SET XACT_ABORT ON;
+DECLARE @lock INT;
+IF @@TRANCOUNT = 0 AND (@@OPTIONS & 2) = 0 BEGIN TRANSACTION;
+IF @@TRANCOUNT = 0 BEGIN CREATE TABLE #ibx_deploy (x INT); DROP TABLE #ibx_deploy; END;
+IF @@TRANCOUNT = 0 THROW 50000, N'ibx deploy: no transaction for the deploy lock', 1;
 EXEC @lock = sp_getapplock @Resource = N'ibx deploy [infra].[Inbox]', @LockMode = N'Exclusive', @LockOwner = N'Transaction';
 IF @lock < 0 THROW 50000, N'ibx deploy: the deploy lock was not granted', 1;
 GO
@@ -21,7 +24,9 @@ CREATE TABLE [infra].[Inbox] (
     [LastError]     NVARCHAR(MAX) NULL,
     [NextAttemptAt] DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),
     [DueTimeUtc]    DATETIME2(3) NULL,
-    CONSTRAINT [PK_Inbox] PRIMARY KEY NONCLUSTERED ([Source], [MessageId])
+    [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,
+    CONSTRAINT [PK_Inbox] PRIMARY KEY NONCLUSTERED ([Source], [MessageId]),
+    CONSTRAINT [CX_Inbox] UNIQUE CLUSTERED ([Seq])
 )
 GO
 IF INDEXPROPERTY(OBJECT_ID(N'[infra].[Inbox]'), N'IX_Inbox_WorkQueue', 'IndexID') IS NULL
@@ -92,4 +97,6 @@ BEGIN
      WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL AND [LockedUntil] < SYSUTCDATETIME();
     SELECT @@ROWCOUNT;
 END
+GO
+IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;
 GO

@@ -1,5 +1,8 @@
-DECLARE @open INT, @lock INT;
-SELECT @open = COUNT(*) FROM sys.objects WHERE 1 = 0;
+SET QUOTED_IDENTIFIER ON; SET ANSI_NULLS ON; SET XACT_ABORT ON;
+DECLARE @lock INT;
+IF @@TRANCOUNT = 0 AND (@@OPTIONS & 2) = 0 BEGIN TRANSACTION;
+IF @@TRANCOUNT = 0 BEGIN CREATE TABLE #obx_deploy (x INT); DROP TABLE #obx_deploy; END;
+IF @@TRANCOUNT = 0 THROW 50000, N'obx deploy: no transaction for the deploy lock', 1;
 EXEC @lock = sp_getapplock @Resource = N'obx deploy [dbo].[Outbox]', @LockMode = N'Exclusive', @LockOwner = N'Transaction';
 IF @lock < 0 THROW 50000, N'obx deploy: the deploy lock was not granted', 1;
 GO
@@ -7,7 +10,7 @@ IF SCHEMA_ID(PARSENAME(N'[dbo]', 1)) IS NULL EXEC sp_executesql N'CREATE SCHEMA 
 GO
 IF OBJECT_ID(N'[dbo].[Outbox]', N'U') IS NULL
 CREATE TABLE [dbo].[Outbox] (
-    [Id]            UNIQUEIDENTIFIER NOT NULL PRIMARY KEY DEFAULT NEWID(),
+    [Id]            UNIQUEIDENTIFIER NOT NULL DEFAULT NEWID(),
     [Topic]         NVARCHAR(255) NOT NULL,
     [Payload]       NVARCHAR(MAX) NOT NULL,
     [CreatedAt]     DATETIMEOFFSET NOT NULL DEFAULT SYSDATETIMEOFFSET(),
@@ -22,7 +25,10 @@ CREATE TABLE [dbo].[Outbox] (
     [NextAttemptAt] DATETIMEOFFSET NOT NULL DEFAULT SYSDATETIMEOFFSET(),
     [MessageId]     UNIQUEIDENTIFIER NOT NULL DEFAULT NEWID(),
     [CorrelationId] NVARCHAR(255) NULL,
-    [DueTimeUtc]    DATETIMEOFFSET NULL
+    [DueTimeUtc]    DATETIMEOFFSET NULL,
+    [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,
+    CONSTRAINT [PK_Outbox] PRIMARY KEY NONCLUSTERED ([Id]),
+    CONSTRAINT [CX_Outbox] UNIQUE CLUSTERED ([Seq])
 )
 GO
 IF INDEXPROPERTY(OBJECT_ID(N'[dbo].[Outbox]'), N'IX_Outbox_Ready', 'IndexID') IS NULL
@@ -105,7 +111,7 @@ BEGIN
     UPDATE picked SET [Status] = 1, [OwnerToken] = @OwnerToken,
            [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME())
     OUTPUT inserted.[Id] INTO @claimed;
-    SELECT LOWER(CONVERT(NCHAR(36), t.[Id])), LOWER(CONVERT(NCHAR(36), t.[MessageId])), t.[Topic], t.[Payload], t.[CorrelationId], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[CreatedAt], '+00:00') AS DATETIME2(3))), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[DueTimeUtc], '+00:00') AS DATETIME2(3))), t.[RetryCount], t.[LastError], t.[Status], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[ProcessedAt], '+00:00') AS DATETIME2(3))), t.[ProcessedBy], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), t.[LockedUntil]), LOWER(CONVERT(NCHAR(36), t.[OwnerToken])), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[NextAttemptAt], '+00:00') AS DATETIME2(3)))
+    SELECT LOWER(CONVERT(NCHAR(36), t.[Id])), LOWER(CONVERT(NCHAR(36), t.[MessageId])), t.[Topic], t.[Payload], t.[CorrelationId], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[CreatedAt], '+00:00') AS DATETIME2(7))), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[DueTimeUtc], '+00:00') AS DATETIME2(7))), t.[RetryCount], t.[LastError], t.[Status], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[ProcessedAt], '+00:00') AS DATETIME2(7))), t.[ProcessedBy], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), t.[LockedUntil]), LOWER(CONVERT(NCHAR(36), t.[OwnerToken])), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[NextAttemptAt], '+00:00') AS DATETIME2(7)))
       FROM [dbo].[Outbox] AS t JOIN @claimed AS c ON t.[Id] = c.[ClaimedId]
      ORDER BY t.[NextAttemptAt];
 END
@@ -152,4 +158,6 @@ BEGIN
      WHERE [Status] = 1 AND [LockedUntil] < SYSUTCDATETIME();
     SELECT COUNT(*) FROM @changed;
 END
+GO
+IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;
 GO
