@@ -1875,6 +1875,39 @@ IBX__PRIVATE void ibx__close(SQLHSTMT st) {
     if (st) SQLFreeStmt(st, SQL_CLOSE);
 }
 
+/* The first step of a claim in three statements (no UPDATE ... RETURNING):
+ * run the pick in `slot` (one argument, the batch size; it locks what it
+ * returns) and collect column k of every row into lists[k], ended, ready
+ * to bind. *picked: the rows. Returns IBX_OK or the error. */
+IBX__PRIVATE ibx_result ibx__pick_keys(ibx__db *db, int slot, const char *sql, int batch, int ncols,
+                                       ibx__buf *const *lists, int *picked) {
+    ibx__param p;
+    SQLHSTMT cur = NULL;
+    ibx_result r;
+    int k;
+    *picked = 0;
+    for (k = 0; k < ncols; k++) lists[k]->len = 0;
+    ibx__p_i64(&p, batch);
+    r = ibx__exec(db, slot, sql, &p, 1, NULL, &cur);
+    while (r == IBX_OK && (r = ibx__fetch(db, cur)) == IBX_OK) {
+        for (k = 0; k < ncols && r == IBX_OK; k++) {
+            char key[1024]; /* 255 characters of up to 4 bytes */
+            SQLLEN ind = 0;
+            r = ibx__check(db, SQLGetData(cur, (SQLUSMALLINT)(k + 1), SQL_C_CHAR, key, sizeof key, &ind),
+                           SQL_HANDLE_STMT, cur, "SQLGetData");
+            if (r == IBX_OK && !ibx__list_add(db->hooks, lists[k], db->d, key, strlen(key)))
+                r = ibx__fail(db->err, IBX_ERR_NO_MEMORY, "claim", "out of memory");
+        }
+        (*picked)++;
+    }
+    ibx__close(cur);
+    if (r != IBX_EMPTY) return r;
+    for (k = 0; k < ncols && *picked > 0; k++)
+        if (!ibx__list_end(db->hooks, lists[k], db->d))
+            return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "claim", "out of memory");
+    return IBX_OK;
+}
+
 /* Column `col` (1-based) as a 64-bit integer; *is_null set when given. */
 IBX__PRIVATE ibx_result ibx__get_i64(ibx__db *db, SQLHSTMT st, int col, int64_t *out,
                                      int *is_null) {
@@ -3657,27 +3690,10 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
     s->rows.len = 0;
     if (s->sql[IBX__Q_CLAIM_PICK]) {
         /* Pick and lock the keys, mark them ours, then read them back. */
+        ibx__buf *const lists[2] = {&s->sources, &s->ids};
         int picked = 0;
-        s->sources.len = s->ids.len = 0;
-        ibx__p_i64(&p[0], c->batch_size);
-        r = ibx__exec(db, IBX__Q_CLAIM_PICK, s->sql[IBX__Q_CLAIM_PICK], p, 1, NULL, &cur);
-        while (r == IBX_OK && (r = ibx__fetch(db, cur)) == IBX_OK) {
-            char key[2][1024]; /* 255 characters of up to 4 bytes */
-            SQLLEN ind[2] = {0, 0};
-            int k;
-            for (k = 0; k < 2 && r == IBX_OK; k++)
-                r = ibx__check(db, SQLGetData(cur, (SQLUSMALLINT)(k + 1), SQL_C_CHAR, key[k], sizeof key[k], &ind[k]),
-                               SQL_HANDLE_STMT, cur, "SQLGetData");
-            if (r == IBX_OK && (!ibx__list_add(db->hooks, &s->sources, db->d, key[0], strlen(key[0])) ||
-                                !ibx__list_add(db->hooks, &s->ids, db->d, key[1], strlen(key[1]))))
-                r = ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_claim", "out of memory");
-            picked++;
-        }
-        ibx__close(cur);
-        if (r != IBX_EMPTY) return r;
-        if (picked == 0) return IBX_OK;
-        if (!ibx__list_end(db->hooks, &s->sources, db->d) || !ibx__list_end(db->hooks, &s->ids, db->d))
-            return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_claim", "out of memory");
+        r = ibx__pick_keys(db, IBX__Q_CLAIM_PICK, s->sql[IBX__Q_CLAIM_PICK], c->batch_size, 2, lists, &picked);
+        if (r != IBX_OK || picked == 0) return r;
         ibx__p_text(&p[0], c->owner, 36);
         ibx__p_i64(&p[1], c->lease_seconds);
         ibx__p_text(&p[2], s->sources.data, s->sources.len);

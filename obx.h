@@ -2060,6 +2060,39 @@ OBX__PRIVATE void obx__close(SQLHSTMT st) {
     if (st) SQLFreeStmt(st, SQL_CLOSE);
 }
 
+/* The first step of a claim in three statements (no UPDATE ... RETURNING):
+ * run the pick in `slot` (one argument, the batch size; it locks what it
+ * returns) and collect column k of every row into lists[k], ended, ready
+ * to bind. *picked: the rows. Returns OBX_OK or the error. */
+OBX__PRIVATE obx_result obx__pick_keys(obx__db *db, int slot, const char *sql, int batch, int ncols,
+                                       obx__buf *const *lists, int *picked) {
+    obx__param p;
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    int k;
+    *picked = 0;
+    for (k = 0; k < ncols; k++) lists[k]->len = 0;
+    obx__p_i64(&p, batch);
+    r = obx__exec(db, slot, sql, &p, 1, NULL, &cur);
+    while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
+        for (k = 0; k < ncols && r == OBX_OK; k++) {
+            char key[1024]; /* 255 characters of up to 4 bytes */
+            SQLLEN ind = 0;
+            r = obx__check(db, SQLGetData(cur, (SQLUSMALLINT)(k + 1), SQL_C_CHAR, key, sizeof key, &ind),
+                           SQL_HANDLE_STMT, cur, "SQLGetData");
+            if (r == OBX_OK && !obx__list_add(db->hooks, lists[k], db->d, key, strlen(key)))
+                r = obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
+        }
+        (*picked)++;
+    }
+    obx__close(cur);
+    if (r != OBX_EMPTY) return r;
+    for (k = 0; k < ncols && *picked > 0; k++)
+        if (!obx__list_end(db->hooks, lists[k], db->d))
+            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
+    return OBX_OK;
+}
+
 /* Column `col` (1-based) as a 64-bit integer; *is_null set when given. */
 OBX__PRIVATE obx_result obx__get_i64(obx__db *db, SQLHSTMT st, int col, int64_t *out,
                                      int *is_null) {
@@ -3948,24 +3981,10 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
     s->rows.len = 0;
     if (s->sql[OBX__Q_CLAIM_PICK]) {
         /* Pick and lock the ids, mark them ours, then read them back. */
+        obx__buf *const lists[1] = {&s->list};
         int picked = 0;
-        s->list.len = 0;
-        obx__p_i64(&p[0], c->batch_size);
-        r = obx__exec(db, OBX__Q_CLAIM_PICK, s->sql[OBX__Q_CLAIM_PICK], p, 1, NULL, &cur);
-        while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
-            char id[40];
-            SQLLEN ind = 0;
-            r = obx__check(db, SQLGetData(cur, 1, SQL_C_CHAR, id, sizeof id, &ind), SQL_HANDLE_STMT,
-                           cur, "SQLGetData");
-            if (r == OBX_OK && !obx__list_add(db->hooks, &s->list, db->d, id, obx__strnlen(id, 36)))
-                r = obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
-            picked++;
-        }
-        obx__close(cur);
-        if (r != OBX_EMPTY) return r;
-        if (picked == 0) return OBX_OK;
-        if (!obx__list_end(db->hooks, &s->list, db->d))
-            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
+        r = obx__pick_keys(db, OBX__Q_CLAIM_PICK, s->sql[OBX__Q_CLAIM_PICK], c->batch_size, 1, lists, &picked);
+        if (r != OBX_OK || picked == 0) return r;
         obx__p_text(&p[0], c->owner, 36);
         obx__p_i64(&p[1], c->lease_seconds);
         obx__p_text(&p[2], s->list.data, s->list.len);
