@@ -25,11 +25,16 @@ static void no_sleep(int64_t ms, void *user) { (void)ms; (void)user; }
 static void obx_quiet(obx_log_level l, const char *id, const char *msg, void *user) { (void)l; (void)id; (void)msg; (void)user; }
 static void ibx_quiet(ibx_log_level l, const char *id, const char *msg, void *user) { (void)l; (void)id; (void)msg; (void)user; }
 
+/* A clean log and script for the next call; open handles stay valid. */
+static void forget(void) {
+    fake_reset();
+    fake_set_dbms_name(g_mssql);
+}
+
 static obx_store *outbox(void) {
     obx_store_desc desc;
     obx_store *s = NULL;
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     memset(&desc, 0, sizeof desc);
     desc.connection_string = "Driver={FreeTDS};Server=h;Port=1433;Database=d;UID=u;PWD=p;"
                              "TDS_Version=7.4;ClientCharset=UTF-8;";
@@ -49,8 +54,7 @@ static obx_store *outbox(void) {
 static ibx_store *inbox(void) {
     ibx_store_desc desc;
     ibx_store *s = NULL;
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     memset(&desc, 0, sizeof desc);
     desc.connection_string = "Driver={ODBC Driver 18 for SQL Server};Server=h;Database=d;UID=u;PWD=p;";
     desc.hooks.clock.sleep_ms = no_sleep;
@@ -60,8 +64,7 @@ static ibx_store *inbox(void) {
         ibx_store_close(s);
         return NULL;
     }
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     return s;
 }
 
@@ -183,8 +186,7 @@ static void test_session(void) {
     obx_store_desc desc;
     obx_store *s = NULL;
     obx_store_info info;
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     memset(&desc, 0, sizeof desc);
     desc.connection_string = "Driver=fake;";
     desc.hooks.logger.min_level = OBX_LOG_ERROR;
@@ -244,8 +246,7 @@ static void test_enqueue(void) {
     memset(big, 'x', sizeof big - 1);
     m.payload = big;
     m.due_utc_ms = 0;
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
     e = first_exec();
     /* Longer: NVARCHAR(MAX) (size 0), never ntext, which JSON functions refuse. */
@@ -338,8 +339,7 @@ static void test_settles(void) {
               "[\"0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b\",\"0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c\"]");
     TT_EQ_INT(param_type(e, 3), SQL_WVARCHAR);
 
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_rows(1, 1, one);
     TT_EQ_INT(obx_abandon(s, owner, ids, 1, "timeout", -1, &changed), OBX_OK);
     TT_EQ_INT(changed, 1);
@@ -350,24 +350,21 @@ static void test_settles(void) {
     TT_EQ_STR(fake_log_param_text(e, 0, 3), "timeout");
     TT_EQ_STR(fake_log_param_text(e, 0, 4), owner);
 
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_rows(1, 1, one);
     TT_EQ_INT(obx_abandon(s, owner, ids, 1, NULL, 2500, &changed), OBX_OK);
     e = first_exec();
     TT_EQ_STR(fake_log_param_text(e, 0, 1), "2500");
     TT_EXPECT(fake_log_param(e, 0, 3).is_null);
 
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_rows(1, 1, one);
     TT_EQ_INT(obx_fail(s, owner, ids, 1, "bad payload", &changed), OBX_OK);
     e = first_exec();
     TT_EQ_STR(fake_log_sql(e), "{CALL [dbo].[Outbox_Fail](?, ?, ?)}");
     TT_EQ_STR(fake_log_param_text(e, 0, 1), "bad payload");
 
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_rows(1, 1, two);
     TT_EQ_INT(obx_reap(s, &changed), OBX_OK);
     TT_EQ_INT(changed, 2);
@@ -389,8 +386,7 @@ static void test_get_cleanup_stats(void) {
     TT_EXPECT(strstr(fake_log_sql(e), "LOWER(CONVERT(NCHAR(36), t.[Id]))") != NULL);
     TT_EQ_STR(fake_log_param_text(e, 0, 1), "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b");
 
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_ok(3);
     fake_push_ok(0);
     TT_EQ_INT(obx_cleanup(s, 3600000, 3, &deleted), OBX_OK);
@@ -402,8 +398,7 @@ static void test_get_cleanup_stats(void) {
     TT_EQ_STR(fake_log_param_text(e, 0, 3), "3600000");
     TT_EQ_INT(fake_commits(), 2); /* each batch its own transaction */
 
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_rows(2, 1, stats);
     TT_EQ_INT(obx_queue_stats(s, &ready, &oldest), OBX_OK);
     TT_EQ_INT(ready, 7);
@@ -428,8 +423,7 @@ static void test_joins(void) {
     TT_EQ_STR(fake_log_param_text(e, 0, 1), join_id);
     TT_EQ_INT(param_type(e, 2), SQL_WVARCHAR);
 
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_ok(1);
     TT_EQ_INT(obx_join_attach(s, join_id, msg), OBX_OK);
     e = first_exec();
@@ -442,8 +436,7 @@ static void test_joins(void) {
     TT_EQ_STR(fake_log_param_text(e, 0, 3), join_id);
     TT_EQ_STR(fake_log_param_text(e, 0, 4), msg);
 
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_rows(9, 1, row);
     TT_EQ_INT(obx_join_get(s, row[0], &j), OBX_OK);
     TT_EQ_INT(j.expected_steps, 3);
@@ -479,14 +472,12 @@ static void test_inbox_dedup_enqueue(void) {
     TT_EQ_INT(param_type(e, 3), SQL_VARBINARY);
     TT_EQ_INT(fake_log_param(e, 0, 3).column_size, 8000);
 
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_rows(2, 1, done);
     TT_EQ_INT(ibx_already_processed(s, "m-1", "stripe", NULL, 0, &processed), IBX_OK);
     TT_EQ_INT(processed, 1);
 
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     memset(&m, 0, sizeof m);
     m.topic = "payment.received";
     m.source = "stripe";
@@ -506,14 +497,12 @@ static void test_inbox_dedup_enqueue(void) {
     TT_EQ_STR(fake_log_param_text(e, 0, 7), "1767225600000");
     TT_EQ_STR(fake_log_param_text(e, 0, 8), fake_log_param_text(e, 0, 9));
 
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_ok(0); /* a Done message is left alone */
     TT_EQ_INT(ibx_enqueue(s, &m, &enqueued), IBX_OK);
     TT_EQ_INT(enqueued, 0);
 
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_ok(1);
     TT_EQ_INT(ibx_mark_processed(s, "m-2", "stripe"), IBX_OK);
     e = first_exec();
@@ -550,8 +539,7 @@ static void test_inbox_work_queue(void) {
 
     keys[0].source = "stripe";
     keys[0].message_id = "m-1";
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_rows(1, 1, one);
     TT_EQ_INT(ibx_ack(s, owner, keys, 1, &changed), IBX_OK);
     TT_EQ_INT(changed, 1);
@@ -560,20 +548,17 @@ static void test_inbox_work_queue(void) {
     TT_EQ_STR(fake_log_param_text(e, 0, 2), "[\"stripe\"]");
     TT_EQ_STR(fake_log_param_text(e, 0, 3), "[\"m-1\"]");
 
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_rows(1, 1, one);
     TT_EQ_INT(ibx_abandon(s, owner, keys, 1, "retry", NULL, &changed), IBX_OK);
     TT_EQ_STR(fake_log_sql(first_exec()), "{CALL [infra].[Inbox_Abandon](?, ?, ?, ?, ?, ?)}");
 
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_rows(1, 1, one);
     TT_EQ_INT(ibx_fail(s, owner, keys, 1, "poison", &changed), IBX_OK);
     TT_EQ_STR(fake_log_sql(first_exec()), "{CALL [infra].[Inbox_Fail](?, ?, ?, ?)}");
 
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_rows(1, 1, one);
     TT_EQ_INT(ibx_reap(s, &changed), IBX_OK);
     TT_EQ_INT(changed, 1);
@@ -637,26 +622,22 @@ static void test_errors(void) {
     m.topic = "t";
     m.payload = "p";
     m.payload_len = OBX_NTS;
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_error(SQL_ERROR, "23000", 2627, "Violation of PRIMARY KEY constraint");
     TT_EQ_INT(obx_enqueue(s, &m, NULL), OBX_ERR_DB);
     TT_EQ_INT(obx_store_last_error(s)->native, 2627);
     TT_EQ_STR(obx_store_last_error(s)->sqlstate, "23000");
     TT_EQ_INT(fake_calls("SQLExecute"), 1);
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_error(SQL_ERROR, "23000", 2601, "Cannot insert duplicate key row");
     TT_EQ_INT(obx_enqueue(s, &m, NULL), OBX_ERR_DB);
     /* A query timeout (HYT00, native 0) is transient but not redone. */
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_error(SQL_ERROR, "HYT00", 0, "Query timeout expired");
     TT_EQ_INT(obx_enqueue(s, &m, NULL), OBX_ERR_DB_TRANSIENT);
     TT_EQ_INT(fake_calls("SQLExecute"), 1);
     /* A reset connection (10054) is lost: reported, reconnected next call. */
-    fake_reset();
-    fake_set_dbms_name(g_mssql);
+    forget();
     fake_push_error(SQL_ERROR, "08S01", 10054, "TCP Provider: Connection reset by peer");
     TT_EQ_INT(obx_enqueue(s, &m, NULL), OBX_ERR_DB_TRANSIENT);
     TT_EXPECT(obx_store_last_error(s)->connection_lost);
