@@ -94,6 +94,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h> /* sig_atomic_t: the dispatcher's stop flag, set from a signal handler */
 
 #ifndef IBX_API
 #if defined(IBX_STATIC) && (defined(__GNUC__) || defined(__clang__))
@@ -654,7 +655,7 @@ typedef struct ibx_dispatcher_desc {
     int64_t reap_interval_ms;
     int64_t startup_delay_ms;
     int64_t error_delay_ms;
-    volatile int *stop_flag;
+    volatile sig_atomic_t *stop_flag;
 } ibx_dispatcher_desc;
 
 /* As the obx_dispatcher_* functions (see obx.h): create (no database),
@@ -2366,7 +2367,7 @@ IBX__PRIVATE const ibx__route *ibx__routes_next(const ibx__routes *r, const char
 typedef struct ibx__loop {
     const ibx__hooks *hooks;
     volatile int stopping;
-    volatile int *stop_flag;     /* the caller's, e.g. set by a signal handler */
+    volatile sig_atomic_t *stop_flag; /* the caller's, e.g. set by a signal handler */
     int use_hook_sleep;          /* a custom clock: sleep through it, not a condition variable */
 #ifndef IBX__LOOP_SLICED
     pthread_mutex_t mutex;
@@ -2375,7 +2376,8 @@ typedef struct ibx__loop {
 #endif
 } ibx__loop;
 
-IBX__PRIVATE void ibx__loop_init(ibx__loop *l, const ibx__hooks *h, volatile int *stop_flag) {
+IBX__PRIVATE void ibx__loop_init(ibx__loop *l, const ibx__hooks *h,
+                                 volatile sig_atomic_t *stop_flag) {
     l->hooks = h;
     l->stopping = 0;
     l->stop_flag = stop_flag;

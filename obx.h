@@ -159,6 +159,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h> /* sig_atomic_t: the dispatcher's stop flag, set from a signal handler */
 
 #ifndef OBX_API
 #if defined(OBX_STATIC) && (defined(__GNUC__) || defined(__clang__))
@@ -730,7 +731,7 @@ typedef struct obx_dispatcher_desc {
     int64_t reap_interval_ms;    /* default 30000: reap expired leases this often (OBX-053) */
     int64_t startup_delay_ms;    /* default 0: wait before the first claim */
     int64_t error_delay_ms;      /* default 30000: wait after a database error */
-    volatile int *stop_flag;     /* optional: run() stops when *stop_flag becomes nonzero
+    volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
                                     (safe to set from a signal handler; seen within one wait) */
 } obx_dispatcher_desc;
 
@@ -2551,7 +2552,7 @@ OBX__PRIVATE const obx__route *obx__routes_next(const obx__routes *r, const char
 typedef struct obx__loop {
     const obx__hooks *hooks;
     volatile int stopping;
-    volatile int *stop_flag;     /* the caller's, e.g. set by a signal handler */
+    volatile sig_atomic_t *stop_flag; /* the caller's, e.g. set by a signal handler */
     int use_hook_sleep;          /* a custom clock: sleep through it, not a condition variable */
 #ifndef OBX__LOOP_SLICED
     pthread_mutex_t mutex;
@@ -2560,7 +2561,8 @@ typedef struct obx__loop {
 #endif
 } obx__loop;
 
-OBX__PRIVATE void obx__loop_init(obx__loop *l, const obx__hooks *h, volatile int *stop_flag) {
+OBX__PRIVATE void obx__loop_init(obx__loop *l, const obx__hooks *h,
+                                 volatile sig_atomic_t *stop_flag) {
     l->hooks = h;
     l->stopping = 0;
     l->stop_flag = stop_flag;

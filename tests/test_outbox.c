@@ -1689,7 +1689,7 @@ static void test_065_default_max_attempts(void) {
 
 static int g_claims_seen;
 static int64_t g_fake_slept;
-static volatile int g_stop;
+static volatile sig_atomic_t g_stop;
 static void count_claims(obx_log_level level, const char *id, const char *message, void *user) {
     (void)level; (void)id; (void)user;
     if (strstr(message, "claimed 0 message")) g_claims_seen++;
