@@ -1281,9 +1281,14 @@ typedef struct ibx__buf {
     size_t cap;
 } ibx__buf;
 
+/* Room for `extra` more bytes and a NUL; 0 when out of memory, or when the
+ * size would pass SIZE_MAX / 2 (a 32-bit gateway: the doubling below must
+ * not wrap). */
 IBX__PRIVATE int ibx__buf_reserve(const ibx__hooks *h, ibx__buf *b, size_t extra) {
-    size_t want = b->len + extra + 1, cap = b->cap ? b->cap : 256;
+    size_t want, cap = b->cap ? b->cap : 256;
     char *grown;
+    if (extra > SIZE_MAX / 2 - 1 - b->len) return 0;
+    want = b->len + extra + 1;
     if (want <= b->cap) return 1;
     while (cap < want) cap *= 2;
     grown = (char *)ibx__realloc(h, b->data, cap);
@@ -1315,6 +1320,7 @@ IBX__PRIVATE int ibx__list_add(const ibx__hooks *h, ibx__buf *b, const ibx__dial
     static const char hex[] = "0123456789abcdef";
     size_t i;
     int pg = d->id == IBX_DIALECT_POSTGRESQL;
+    if (n > SIZE_MAX / 8) return 0; /* n * 6 would wrap (32 bits) */
     if (b->len == 0 && !ibx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
     if (b->len > 1 && !ibx__buf_add(h, b, ",", 1)) return 0;
     if (!ibx__buf_reserve(h, b, n * 6 + 2)) return 0; /* worst case: all \u00XX */
@@ -1961,7 +1967,7 @@ IBX__PRIVATE ibx_result ibx__get_bytes(ibx__db *db, SQLHSTMT st, int col, SQLSMA
         else got = (ind != SQL_NO_TOTAL && (size_t)ind <= room) ? (size_t)ind : room;
         if (!buf) {
             size_t want = (ind != SQL_NO_TOTAL && (size_t)ind > got ? (size_t)ind : got * 2) + 1;
-            buf = (char *)ibx__alloc(db->hooks, want);
+            buf = want > SIZE_MAX / 4 ? NULL : (char *)ibx__alloc(db->hooks, want);
             if (!buf) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
             cap = want;
             memcpy(buf, first, got);
@@ -1969,9 +1975,11 @@ IBX__PRIVATE ibx_result ibx__get_bytes(ibx__db *db, SQLHSTMT st, int col, SQLSMA
         len += got;
         if (!truncated) break; /* that was all */
         if (cap - len < 256) {
-            size_t grow = ind != SQL_NO_TOTAL && (size_t)ind > got ? len + ((size_t)ind - got) + 1
-                                                                    : cap * 2;
-            char *bigger = (char *)ibx__realloc(db->hooks, buf, grow);
+            int sized = ind != SQL_NO_TOTAL && (size_t)ind > got;
+            size_t grow = sized ? len + ((size_t)ind - got) + 1 : cap * 2;
+            /* A value near SIZE_MAX (32 bits) would wrap the size: refuse it. */
+            char *bigger = cap > SIZE_MAX / 4 || (sized && (size_t)ind > SIZE_MAX / 4)
+                               ? NULL : (char *)ibx__realloc(db->hooks, buf, grow);
             if (!bigger) {
                 ibx__free(db->hooks, buf);
                 return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");

@@ -1466,9 +1466,14 @@ typedef struct obx__buf {
     size_t cap;
 } obx__buf;
 
+/* Room for `extra` more bytes and a NUL; 0 when out of memory, or when the
+ * size would pass SIZE_MAX / 2 (a 32-bit gateway: the doubling below must
+ * not wrap). */
 OBX__PRIVATE int obx__buf_reserve(const obx__hooks *h, obx__buf *b, size_t extra) {
-    size_t want = b->len + extra + 1, cap = b->cap ? b->cap : 256;
+    size_t want, cap = b->cap ? b->cap : 256;
     char *grown;
+    if (extra > SIZE_MAX / 2 - 1 - b->len) return 0;
+    want = b->len + extra + 1;
     if (want <= b->cap) return 1;
     while (cap < want) cap *= 2;
     grown = (char *)obx__realloc(h, b->data, cap);
@@ -1500,6 +1505,7 @@ OBX__PRIVATE int obx__list_add(const obx__hooks *h, obx__buf *b, const obx__dial
     static const char hex[] = "0123456789abcdef";
     size_t i;
     int pg = d->id == OBX_DIALECT_POSTGRESQL;
+    if (n > SIZE_MAX / 8) return 0; /* n * 6 would wrap (32 bits) */
     if (b->len == 0 && !obx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
     if (b->len > 1 && !obx__buf_add(h, b, ",", 1)) return 0;
     if (!obx__buf_reserve(h, b, n * 6 + 2)) return 0; /* worst case: all \u00XX */
@@ -2146,7 +2152,7 @@ OBX__PRIVATE obx_result obx__get_bytes(obx__db *db, SQLHSTMT st, int col, SQLSMA
         else got = (ind != SQL_NO_TOTAL && (size_t)ind <= room) ? (size_t)ind : room;
         if (!buf) {
             size_t want = (ind != SQL_NO_TOTAL && (size_t)ind > got ? (size_t)ind : got * 2) + 1;
-            buf = (char *)obx__alloc(db->hooks, want);
+            buf = want > SIZE_MAX / 4 ? NULL : (char *)obx__alloc(db->hooks, want);
             if (!buf) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
             cap = want;
             memcpy(buf, first, got);
@@ -2154,9 +2160,11 @@ OBX__PRIVATE obx_result obx__get_bytes(obx__db *db, SQLHSTMT st, int col, SQLSMA
         len += got;
         if (!truncated) break; /* that was all */
         if (cap - len < 256) {
-            size_t grow = ind != SQL_NO_TOTAL && (size_t)ind > got ? len + ((size_t)ind - got) + 1
-                                                                    : cap * 2;
-            char *bigger = (char *)obx__realloc(db->hooks, buf, grow);
+            int sized = ind != SQL_NO_TOTAL && (size_t)ind > got;
+            size_t grow = sized ? len + ((size_t)ind - got) + 1 : cap * 2;
+            /* A value near SIZE_MAX (32 bits) would wrap the size: refuse it. */
+            char *bigger = cap > SIZE_MAX / 4 || (sized && (size_t)ind > SIZE_MAX / 4)
+                               ? NULL : (char *)obx__realloc(db->hooks, buf, grow);
             if (!bigger) {
                 obx__free(db->hooks, buf);
                 return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");

@@ -300,6 +300,29 @@ static void test_sql_expand(void) {
 }
 
 
+/* A size that would wrap size_t (a 32-bit gateway) is refused before any
+ * allocation; before the guard the doubling loop never ended. */
+static int g_allocs;
+static void *counting_alloc(size_t n, void *user) { (void)user; g_allocs++; return malloc(n); }
+static void test_size_guards(void) {
+    obx__hooks h;
+    obx_hooks hooks;
+    obx__buf b = {NULL, 0, 0};
+    memset(&hooks, 0, sizeof hooks);
+    hooks.allocator.alloc = counting_alloc;
+    obx__hooks_resolve(&h, &hooks);
+    g_allocs = 0;
+    TT_EQ_INT(obx__buf_reserve(&h, &b, SIZE_MAX - 10), 0);
+    TT_EQ_INT(obx__buf_reserve(&h, &b, SIZE_MAX / 2), 0);
+    TT_EQ_INT(obx__list_add(&h, &b, obx__dialect_get(OBX_DIALECT_MARIADB), "x", SIZE_MAX / 6 + 1), 0);
+    TT_EQ_INT(g_allocs, 0);
+    TT_EQ_INT(obx__buf_add(&h, &b, "abc", 3), 1);
+    TT_EQ_STR(b.data, "abc");
+    TT_EQ_INT(obx__buf_reserve(&h, &b, SIZE_MAX / 2 - 3), 0); /* counts what is already there */
+    TT_EQ_INT(b.len, 3);
+    obx__buf_free(&h, &b);
+}
+
 /* ---- the ODBC plumbing against the fake ODBC layer ---------------------------------------- */
 
 static int64_t g_sleeps, g_slept_ms;
@@ -1009,6 +1032,7 @@ int main(void) {
     TT_RUN("CORE-DIALECT-DETECT", "pure", "dialect from SQL_DBMS_NAME", test_dialect_detection);
     TT_RUN("CORE-CLASSIFY", "pure", "transient/lost/permanent for every code in odbc-facts 8", test_classification);
     TT_RUN("CORE-SQL-EXPAND", "pure", "statement templates and quoted names", test_sql_expand);
+    TT_RUN("CORE-SIZE-GUARDS", "pure", "buffer sizes that would wrap size_t (32 bits) are refused", test_size_guards);
     TT_RUN("CORE-DIAG", "fake", "every diagnostic record read; the error, not the warning, is the cause", test_fake_diagnostics);
     TT_RUN("CORE-CLASSIFY-DIAG", "fake", "driver errors become DB or DB_TRANSIENT with lost flag", test_fake_classification);
     TT_RUN("CORE-RETRY", "fake", "a deadlocked unit is rolled back and redone", test_fake_retry_transient);
