@@ -40,7 +40,7 @@ group_packages() {
         build)   echo "gcc make libc6-dev unixodbc-dev unixodbc odbcinst libsqliteodbc" ;;
         pg)      echo "postgresql-15 odbc-postgresql" ;;
         mariadb) echo "mariadb-server odbc-mariadb" ;;
-        check)   echo "valgrind clang libclang-rt-14-dev llvm-14 g++" ;;
+        check)   echo "valgrind clang libclang-rt-14-dev llvm-14 g++ gcc-multilib" ;;
         tsql)    echo "sqlfluff" ;; # parses the SQL Server dialect's T-SQL (no server here)
         *)       return 1 ;;
     esac
