@@ -124,7 +124,9 @@
  *                 UTC. Needs no sql_mode of its own. A claim
  *                 is three statements in one transaction (pick with FOR
  *                 UPDATE SKIP LOCKED, update, read back): no RETURNING.
- *                 MySQL 8 is detected as the same dialect, untested.
+ *                 Tables are utf8mb4_nopad_bin (byte-exact keys, trailing
+ *                 spaces count). MySQL 8 is detected as the same dialect,
+ *                 untested (it has neither that collation nor RETURNING).
  *     SQL Server  NOT YET RUN AGAINST A SERVER: written to the seeds and
  *                 Microsoft's documentation, checked through the fake ODBC
  *                 layer and a T-SQL parser only. SQL Server 2016 SP1+
@@ -134,13 +136,16 @@
  *                 (ClientCharset=UTF-8 or text is converted to a code page).
  *                 Microsoft (msodbcsql18): "Driver={ODBC Driver 18 for SQL
  *                 Server};Server=h,1433;Database=d;UID=u;PWD=p;Encrypt=yes;"
- *                 with a UTF-8 locale (LANG=C.UTF-8): it reads char data
- *                 in the locale's code set. Text binds as NVARCHAR. The
+ *                 (char data in the locale's code set: keep it UTF-8).
+ *                 Text binds as NVARCHAR(4000) or NVARCHAR(MAX). The
  *                 claim and the settles are the procedures <table>_Claim,
  *                 _Ack, _Abandon, _Fail, _ReapExpired (one round trip each);
  *                 our connections run SET XACT_ABORT ON. The join triggers
  *                 need the server option "nested triggers" on (the default).
  *                 A connection passed in (hdbc) must not SET NOCOUNT ON.
+ *                 Inbox keys ending in a space are refused (SQL Server
+ *                 compares "a" = "a "). The files in sql/sqlserver run
+ *                 with sqlcmd -b -I -i outbox.sql (or in SSMS).
  *   Avoid unixODBC connection pooling: it hands out connections with the
  *   previous user's open transaction.
  *
