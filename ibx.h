@@ -1068,8 +1068,12 @@ IBX__PRIVATE ibx_result ibx__identifier_check(const char *name) {
 /* LOST_PERMANENT: the server dropped the connection over a statement that
  * can never succeed (a packet over max_allowed_packet): reconnect, but do
  * not call it transient. */
+/* TIMEOUT_RESET: a timeout after which the driver's session is out of step
+ * (MariaDB's Connector/ODBC answers the next statement with "malformed
+ * packet"): reported as a timeout, and the connection is reopened before
+ * the next unit of work. */
 enum { IBX__FAULT_PERMANENT = 0, IBX__FAULT_TRANSIENT = 1, IBX__FAULT_TIMEOUT = 2, IBX__FAULT_LOST = 3,
-       IBX__FAULT_LOST_PERMANENT = 4 };
+       IBX__FAULT_LOST_PERMANENT = 4, IBX__FAULT_TIMEOUT_RESET = 5 };
 
 typedef struct ibx__native_fault {
     long native;
@@ -1114,7 +1118,8 @@ static const ibx__native_fault ibx__mariadb_natives[] = {
     {1205, IBX__FAULT_TRANSIENT}, /* lock wait timeout (SQLSTATE HY000) */
     {1213, IBX__FAULT_TRANSIENT}, /* deadlock: the whole transaction was rolled back */
     {1020, IBX__FAULT_TRANSIENT}, /* record changed since last read (snapshot isolation) */
-    {1969, IBX__FAULT_TIMEOUT},   /* max_statement_time exceeded */
+    {1969, IBX__FAULT_TIMEOUT_RESET}, /* max_statement_time exceeded (HY018) */
+    {2027, IBX__FAULT_LOST},      /* malformed packet: the session is out of step */
     {2002, IBX__FAULT_TRANSIENT}, /* cannot connect: server not (yet) there */
     {1927, IBX__FAULT_LOST},      /* connection killed */
     {2006, IBX__FAULT_LOST},      /* server has gone away */
@@ -1454,6 +1459,10 @@ IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handl
         e->connection_lost = 1;
         db->lost = 1;
     }
+    if (fault == IBX__FAULT_TIMEOUT_RESET) { /* nothing was committed: not "lost" to the caller */
+        db->lost = 1;
+        fault = IBX__FAULT_TIMEOUT;
+    }
     e->result = fault == IBX__FAULT_PERMANENT || fault == IBX__FAULT_LOST_PERMANENT ? IBX_ERR_DB
                                                                                    : IBX_ERR_DB_TRANSIENT;
     db->fault = fault;
@@ -1636,7 +1645,7 @@ IBX__PRIVATE ibx_result ibx__db_ensure(ibx__db *db) {
     if (!db->own_connection)
         return ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "connection",
                          "the caller's connection was lost; reconnect it and open the store again");
-    ibx__log(db->hooks, IBX_LOG_WARN, db->store_id, "connection lost earlier: reconnecting");
+    ibx__log(db->hooks, IBX_LOG_WARN, db->store_id, "reconnecting (the connection was lost, or left out of step by a timeout)");
     ibx__db_disconnect(db);
     r = ibx__driver_connect(db, db->connstr);
     if (r == IBX_OK) r = ibx__db_setup(db);

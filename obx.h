@@ -125,7 +125,9 @@
  *                 is three statements in one transaction (pick with FOR
  *                 UPDATE SKIP LOCKED, update, read back): no RETURNING.
  *                 Tables are utf8mb4_nopad_bin (byte-exact keys, trailing
- *                 spaces count). MySQL 8 is detected as the same dialect,
+ *                 spaces count). A statement stopped by max_statement_time
+ *                 is OBX_ERR_DB_TRANSIENT, and the store reconnects before
+ *                 its next call (the driver's session is out of step). MySQL 8 is detected as the same dialect,
  *                 untested (it has neither that collation nor RETURNING).
  *     SQL Server  NOT YET RUN AGAINST A SERVER: written to the seeds and
  *                 Microsoft's documentation, checked through the fake ODBC
@@ -1258,8 +1260,12 @@ OBX__PRIVATE obx_result obx__identifier_check(const char *name) {
 /* LOST_PERMANENT: the server dropped the connection over a statement that
  * can never succeed (a packet over max_allowed_packet): reconnect, but do
  * not call it transient. */
+/* TIMEOUT_RESET: a timeout after which the driver's session is out of step
+ * (MariaDB's Connector/ODBC answers the next statement with "malformed
+ * packet"): reported as a timeout, and the connection is reopened before
+ * the next unit of work. */
 enum { OBX__FAULT_PERMANENT = 0, OBX__FAULT_TRANSIENT = 1, OBX__FAULT_TIMEOUT = 2, OBX__FAULT_LOST = 3,
-       OBX__FAULT_LOST_PERMANENT = 4 };
+       OBX__FAULT_LOST_PERMANENT = 4, OBX__FAULT_TIMEOUT_RESET = 5 };
 
 typedef struct obx__native_fault {
     long native;
@@ -1304,7 +1310,8 @@ static const obx__native_fault obx__mariadb_natives[] = {
     {1205, OBX__FAULT_TRANSIENT}, /* lock wait timeout (SQLSTATE HY000) */
     {1213, OBX__FAULT_TRANSIENT}, /* deadlock: the whole transaction was rolled back */
     {1020, OBX__FAULT_TRANSIENT}, /* record changed since last read (snapshot isolation) */
-    {1969, OBX__FAULT_TIMEOUT},   /* max_statement_time exceeded */
+    {1969, OBX__FAULT_TIMEOUT_RESET}, /* max_statement_time exceeded (HY018) */
+    {2027, OBX__FAULT_LOST},      /* malformed packet: the session is out of step */
     {2002, OBX__FAULT_TRANSIENT}, /* cannot connect: server not (yet) there */
     {1927, OBX__FAULT_LOST},      /* connection killed */
     {2006, OBX__FAULT_LOST},      /* server has gone away */
@@ -1644,6 +1651,10 @@ OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handl
         e->connection_lost = 1;
         db->lost = 1;
     }
+    if (fault == OBX__FAULT_TIMEOUT_RESET) { /* nothing was committed: not "lost" to the caller */
+        db->lost = 1;
+        fault = OBX__FAULT_TIMEOUT;
+    }
     e->result = fault == OBX__FAULT_PERMANENT || fault == OBX__FAULT_LOST_PERMANENT ? OBX_ERR_DB
                                                                                    : OBX_ERR_DB_TRANSIENT;
     db->fault = fault;
@@ -1826,7 +1837,7 @@ OBX__PRIVATE obx_result obx__db_ensure(obx__db *db) {
     if (!db->own_connection)
         return obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "connection",
                          "the caller's connection was lost; reconnect it and open the store again");
-    obx__log(db->hooks, OBX_LOG_WARN, db->store_id, "connection lost earlier: reconnecting");
+    obx__log(db->hooks, OBX_LOG_WARN, db->store_id, "reconnecting (the connection was lost, or left out of step by a timeout)");
     obx__db_disconnect(db);
     r = obx__driver_connect(db, db->connstr);
     if (r == OBX_OK) r = obx__db_setup(db);

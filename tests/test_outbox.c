@@ -2415,6 +2415,38 @@ static void test_my_no_ping(void) {
     obx_store_close(s);
 }
 
+/* A statement stopped by max_statement_time (MariaDB's query timeout) is
+ * HY018/1969 from the real driver: transient, not redone at once (it would
+ * likely time out again). Connector/ODBC's session is then out of step (the
+ * next statement got "2027 malformed packet"), so the store reconnects
+ * before its next call, which works. */
+static int g_timeout_runs;
+static obx_result sleepy_unit(obx__db *db, void *ctx) {
+    (void)ctx;
+    g_timeout_runs++;
+    return obx__exec_direct(db, "SET STATEMENT max_statement_time = 0.05 FOR SELECT SLEEP(1)", "sleepy");
+}
+static void test_my_statement_timeout(void) {
+    obx_store *s = fresh();
+    obx_error e;
+    obx_result r;
+    TT_ASSERT(s != NULL);
+    g_timeout_runs = 0;
+    r = obx__unit(&s->db, sleepy_unit, NULL, "sleepy");
+    e = *obx_store_last_error(s);
+    TT_EQ_INT(r, OBX_ERR_DB_TRANSIENT);
+    TT_EQ_INT(e.native, 1969);
+    TT_EQ_STR(e.sqlstate, "HY018"); /* the server says 70100; Connector/ODBC reports HY018 */
+    TT_EQ_INT(s->db.fault, OBX__FAULT_TIMEOUT);
+    TT_EQ_INT(g_timeout_runs, 1);
+    TT_EQ_INT(e.connection_lost, 0); /* nothing was committed: the outcome is known */
+    log_reset();
+    TT_ASSERT(enqueue(s, "t", "after", NULL));
+    TT_EXPECT(logged("reconnecting", NULL, NULL));
+    TT_EQ_INT(count_status(s, 0), 1);
+    obx_store_close(s);
+}
+
 static void test_my_lock_timeout(void) {
     obx_store *s = fresh();
     caller_conn c;
@@ -2645,6 +2677,7 @@ int main(int argc, char **argv) {
         RUN("OBX-MY-PACKET", "a payload over max_allowed_packet: clear error, the store goes on", test_my_packet);
         RUN("OBX-MY-UTF8", "4-byte UTF-8 round-trips; topics differing in case or accent are distinct", test_my_utf8);
         RUN("OBX-MY-LOCK-TIMEOUT", "a lock wait timeout on ack is transient; the store goes on", test_my_lock_timeout);
+        RUN("OBX-MY-STATEMENT-TIMEOUT", "max_statement_time (HY018/1969) is transient, not redone; the next call reconnects", test_my_statement_timeout);
         RUN("OBX-MY-NO-PING", "50 enqueues (one commit each) send no ping to the server", test_my_no_ping);
         RUN("OBX-MY-SETTLE-ROW-LOCKS", "ack, abandon, fail wait only for their own rows", test_my_settle_row_locks);
     }
