@@ -1892,31 +1892,37 @@ IBX__PRIVATE void ibx__close(SQLHSTMT st) {
 }
 
 /* The first step of a claim in three statements (no UPDATE ... RETURNING):
- * run the pick in `slot` (one argument, the batch size; it locks what it
- * returns) and collect column k of every row into lists[k], ended, ready
- * to bind. *picked: the rows. Returns IBX_OK or the error. */
+ * run the pick in `slot` (arguments: the batch size, and the window: how
+ * many ready rows it looks at, unlocked, before locking up to a batch of
+ * them) and collect column k of every row into lists[k], ended, ready to
+ * bind. The window is twice the batch; when other claimers hold all of it,
+ * once more with twenty times. *picked: the rows. Returns IBX_OK or the
+ * error. */
 IBX__PRIVATE ibx_result ibx__pick_keys(ibx__db *db, int slot, const char *sql, int batch, int ncols,
                                        ibx__buf *const *lists, int *picked) {
-    ibx__param p;
+    ibx__param p[2];
     SQLHSTMT cur = NULL;
-    ibx_result r;
-    int k;
+    ibx_result r = IBX_EMPTY;
+    int k, pass;
     *picked = 0;
-    for (k = 0; k < ncols; k++) lists[k]->len = 0;
-    ibx__p_i64(&p, batch);
-    r = ibx__exec(db, slot, sql, &p, 1, NULL, &cur);
-    while (r == IBX_OK && (r = ibx__fetch(db, cur)) == IBX_OK) {
-        for (k = 0; k < ncols && r == IBX_OK; k++) {
-            char key[1024]; /* 255 characters of up to 4 bytes */
-            SQLLEN ind = 0;
-            r = ibx__check(db, SQLGetData(cur, (SQLUSMALLINT)(k + 1), SQL_C_CHAR, key, sizeof key, &ind),
-                           SQL_HANDLE_STMT, cur, "SQLGetData");
-            if (r == IBX_OK && !ibx__list_add(db->hooks, lists[k], db->d, key, strlen(key)))
-                r = ibx__fail(db->err, IBX_ERR_NO_MEMORY, "claim", "out of memory");
+    for (pass = 0; pass < 2 && *picked == 0 && r == IBX_EMPTY; pass++) {
+        for (k = 0; k < ncols; k++) lists[k]->len = 0;
+        ibx__p_i64(&p[0], batch);
+        ibx__p_i64(&p[1], (int64_t)batch * (pass == 0 ? 2 : 20));
+        r = ibx__exec(db, slot, sql, p, 2, NULL, &cur);
+        while (r == IBX_OK && (r = ibx__fetch(db, cur)) == IBX_OK) {
+            for (k = 0; k < ncols && r == IBX_OK; k++) {
+                char key[1024]; /* 255 characters of up to 4 bytes */
+                SQLLEN ind = 0;
+                r = ibx__check(db, SQLGetData(cur, (SQLUSMALLINT)(k + 1), SQL_C_CHAR, key, sizeof key, &ind),
+                               SQL_HANDLE_STMT, cur, "SQLGetData");
+                if (r == IBX_OK && !ibx__list_add(db->hooks, lists[k], db->d, key, strlen(key)))
+                    r = ibx__fail(db->err, IBX_ERR_NO_MEMORY, "claim", "out of memory");
+            }
+            (*picked)++;
         }
-        (*picked)++;
+        ibx__close(cur);
     }
-    ibx__close(cur);
     if (r != IBX_EMPTY) return r;
     for (k = 0; k < ncols && *picked > 0; k++)
         if (!ibx__list_end(db->hooks, lists[k], db->d))
@@ -2707,8 +2713,9 @@ enum {
     IBX__Q_GET,        /* source, id -> message row */
     IBX__Q_CLEANUP,    /* retention_ms, batch -> rowcount */
     IBX__Q_STATS,      /* -> ready count, oldest ready age */
-    IBX__Q_CLAIM_PICK, /* batch -> keys, locked (FOR UPDATE SKIP LOCKED); where set, the claim
-                          is pick, then CLAIM (owner, lease, sources, ids), then CLAIM_READ */
+    IBX__Q_CLAIM_PICK, /* batch, window -> keys, locked (FOR UPDATE SKIP LOCKED); where set,
+                          the claim is pick, then CLAIM (owner, lease, sources, ids), then
+                          CLAIM_READ (see ibx__pick_keys) */
     IBX__Q_CLAIM_READ, /* sources, ids -> message rows */
     IBX__Q_COUNT
 };
@@ -2976,11 +2983,16 @@ static const ibx__inbox_sql ibx__mariadb_inbox = {
         "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
         "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
         "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))",
-        /* The index, forced: a scan and sort would lock every ready row,
-         * and a concurrent claim would find nothing. */
-        "SELECT `Source`, `MessageId` FROM {T} FORCE INDEX (`IX_{N}_WorkQueue`) WHERE `Status` = 'Processing' AND "
-        "`NextAttemptAt` <= UTC_TIMESTAMP(6) AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6)) "
-        "ORDER BY `NextAttemptAt` LIMIT ? FOR UPDATE SKIP LOCKED",
+        /* A window of the work queue read without locks, then those rows
+         * locked by key and checked again (see obx.h's outbox pick: a
+         * locking read of the index walks every entry moved since the last
+         * purge, and every leased row). The index is forced. */
+        "SELECT t.`Source`, t.`MessageId` FROM (SELECT `Source`, `MessageId` FROM {T} "
+        "FORCE INDEX (`IX_{N}_WorkQueue`) WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
+        "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6)) ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
+        "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Source` = c.`Source` AND t.`MessageId` = c.`MessageId` "
+        "WHERE t.`Status` = 'Processing' AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) "
+        "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) LIMIT ?1 FOR UPDATE SKIP LOCKED",
         "SELECT " IBX__MY_COLS " FROM " IBX__MY_BY_KEYS("?", "?"),
     }};
 

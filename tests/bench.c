@@ -238,21 +238,26 @@ static SQLHSTMT raw_pick_claim(raw *r, obx_store *s, const char *owner, SQLBIGIN
                                obx__buf *list) {
     SQLHSTMT pick = r->st[OBX__Q_CLAIM_PICK], mark = r->st[OBX__Q_CLAIM], read = r->st[OBX__Q_CLAIM_READ];
     SQLLEN ind[3];
+    SQLBIGINT window;
     char id[40];
-    int picked = 0;
+    int picked = 0, pass;
     SQLRETURN rc;
-    list->len = 0;
-    ind[0] = 0;
-    SQLBindParameter(pick, 1, SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, batch, 0, &ind[0]);
-    rc = SQLExecute(pick);
-    raw_check(rc, SQL_HANDLE_STMT, pick, "claim pick");
-    while (rc != SQL_NO_DATA && SQL_SUCCEEDED(SQLFetch(pick))) {
-        SQLLEN len;
-        SQLGetData(pick, 1, SQL_C_CHAR, id, sizeof id, &len);
-        obx__list_add(&s->hooks, list, s->db.d, id, strlen(id));
-        picked++;
+    for (pass = 0; pass < 2 && picked == 0; pass++) { /* as obx__pick_keys: a window, then a wider one */
+        list->len = 0;
+        window = *batch * (pass == 0 ? 2 : 20);
+        ind[0] = ind[1] = 0;
+        SQLBindParameter(pick, at(OBX__Q_CLAIM_PICK, 1), SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, batch, 0, &ind[0]);
+        SQLBindParameter(pick, at(OBX__Q_CLAIM_PICK, 2), SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, &window, 0, &ind[1]);
+        rc = SQLExecute(pick);
+        raw_check(rc, SQL_HANDLE_STMT, pick, "claim pick");
+        while (rc != SQL_NO_DATA && SQL_SUCCEEDED(SQLFetch(pick))) {
+            SQLLEN len;
+            SQLGetData(pick, 1, SQL_C_CHAR, id, sizeof id, &len);
+            obx__list_add(&s->hooks, list, s->db.d, id, strlen(id));
+            picked++;
+        }
+        SQLFreeStmt(pick, SQL_CLOSE);
     }
-    SQLFreeStmt(pick, SQL_CLOSE);
     if (picked == 0) return NULL;
     obx__list_end(&s->hooks, list, s->db.d);
     bind_text(mark, at(OBX__Q_CLAIM, 1), owner, &ind[0]);
@@ -666,22 +671,27 @@ static double lib_inbox_drain(ibx_store *s, int n) {
 static SQLHSTMT raw_inbox_pick_claim(ibx_store *s, SQLHSTMT pick, SQLHSTMT mark, SQLHSTMT read, const char *owner,
                                      SQLBIGINT *lease, SQLBIGINT *batch, ibx__buf *sources, ibx__buf *ids) {
     SQLLEN ind[4], len;
+    SQLBIGINT window;
     char source[300], id[300];
-    int picked = 0;
+    int picked = 0, pass;
     SQLRETURN rc;
-    sources->len = ids->len = 0;
-    ind[0] = 0;
-    SQLBindParameter(pick, 1, SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, batch, 0, &ind[0]);
-    rc = SQLExecute(pick);
-    raw_check(rc, SQL_HANDLE_STMT, pick, "claim pick");
-    while (rc != SQL_NO_DATA && SQL_SUCCEEDED(SQLFetch(pick))) {
-        SQLGetData(pick, 1, SQL_C_CHAR, source, sizeof source, &len);
-        SQLGetData(pick, 2, SQL_C_CHAR, id, sizeof id, &len);
-        ibx__list_add(&s->hooks, sources, s->db.d, source, strlen(source));
-        ibx__list_add(&s->hooks, ids, s->db.d, id, strlen(id));
-        picked++;
+    for (pass = 0; pass < 2 && picked == 0; pass++) { /* as ibx__pick_keys */
+        sources->len = ids->len = 0;
+        window = *batch * (pass == 0 ? 2 : 20);
+        ind[0] = ind[1] = 0;
+        SQLBindParameter(pick, iat(IBX__Q_CLAIM_PICK, 1), SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, batch, 0, &ind[0]);
+        SQLBindParameter(pick, iat(IBX__Q_CLAIM_PICK, 2), SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, &window, 0, &ind[1]);
+        rc = SQLExecute(pick);
+        raw_check(rc, SQL_HANDLE_STMT, pick, "claim pick");
+        while (rc != SQL_NO_DATA && SQL_SUCCEEDED(SQLFetch(pick))) {
+            SQLGetData(pick, 1, SQL_C_CHAR, source, sizeof source, &len);
+            SQLGetData(pick, 2, SQL_C_CHAR, id, sizeof id, &len);
+            ibx__list_add(&s->hooks, sources, s->db.d, source, strlen(source));
+            ibx__list_add(&s->hooks, ids, s->db.d, id, strlen(id));
+            picked++;
+        }
+        SQLFreeStmt(pick, SQL_CLOSE);
     }
-    SQLFreeStmt(pick, SQL_CLOSE);
     if (picked == 0) return NULL;
     ibx__list_end(&s->hooks, sources, s->db.d);
     ibx__list_end(&s->hooks, ids, s->db.d);
