@@ -111,8 +111,10 @@ for backend in $backends; do
             my_started=1
             eval "$("$here/db.sh" env mariadb)"
             # The tests' own SQL quotes names the standard way; the library
-            # itself needs no sql_mode.
-            my_tests="${OBX_TEST_MY}INITSTMT={SET SESSION sql_mode=CONCAT(@@sql_mode, ',ANSI_QUOTES')};"
+            # itself needs no sql_mode. A test that fails while holding a
+            # lock makes the next deploy wait for its metadata lock: 60 s,
+            # then an error, instead of the server's default of a year.
+            my_tests="${OBX_TEST_MY}INITSTMT={SET SESSION sql_mode=CONCAT(@@sql_mode, ',ANSI_QUOTES'), lock_wait_timeout=60};"
             run test_real mariadb "$bin/test_real" mariadb "$my_tests"
             run test_outbox mariadb "$bin/test_outbox" mariadb "$my_tests"
             run test_inbox mariadb "$bin/test_inbox" mariadb "$my_tests"

@@ -2255,6 +2255,49 @@ static int my_open_pick(caller_conn *c, SQLULEN isolation) {
            caller_exec(c, MY_PICK);
 }
 
+/* The pick looks at a window of twice the batch without locks, then locks
+ * by key, skipping rows others hold. When others hold the whole window, it
+ * looks once more at twenty times the batch: a claim still finds work. */
+static void test_my_pick_window(void) {
+    obx_store *s = fresh();
+    caller_conn c;
+    char ids[30][37], q[2048];
+    obx_new_message m = msg("t", "p");
+    const obx_message *ms;
+    int n = 0, i, k, held;
+    obx_result r;
+    size_t len;
+    int64_t base = now_ms() - 60000;
+    char owner[37];
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < 30; i++) { /* due times fix the order: the first 20 are the head */
+        m.due_utc_ms = base + i * 10;
+        TT_EQ_INT(obx_enqueue(s, &m, ids[i]), OBX_OK);
+    }
+    /* By key, at READ COMMITTED: exactly these rows (a scan at REPEATABLE
+     * READ would lock all 30, and rightly leave nothing to claim). */
+    len = (size_t)snprintf(q, sizeof q, "SELECT \"Id\" FROM \"Outbox\" FORCE INDEX (PRIMARY) WHERE \"Id\" IN (");
+    for (i = 0; i < 20; i++) len += (size_t)snprintf(q + len, sizeof q - len, "%s'%s'", i ? ", " : "", ids[i]);
+    snprintf(q + len, sizeof q - len, ") FOR UPDATE");
+    TT_ASSERT(caller_open(&c));
+    held = SQL_SUCCEEDED(SQLSetConnectAttr(c.dbc, SQL_ATTR_TXN_ISOLATION, (SQLPOINTER)SQL_TXN_READ_COMMITTED,
+                                           SQL_IS_UINTEGER)) &&
+           caller_exec(&c, q); /* another worker holds the first 20 */
+    obx_owner_token(s, owner);
+    r = obx_claim(s, owner, 30, 10, &ms, &n);
+    caller_end(&c, 0); /* before any check can return: a held lock would stall later tests */
+    caller_close(&c);
+    TT_ASSERT(held);
+    TT_EQ_INT(r, OBX_OK);
+    TT_EQ_INT(n, 10);
+    for (k = 0; k < n; k++) {
+        int found = 0;
+        for (i = 20; i < 30; i++) found |= strcmp(ms[k].id, ids[i]) == 0;
+        TT_EXPECT(found); /* only rows nobody else holds */
+    }
+    obx_store_close(s);
+}
+
 static void test_my_no_gap_lock(void) {
     obx_store *s = fresh();
     caller_conn c;
@@ -2678,6 +2721,7 @@ int main(int argc, char **argv) {
         RUN("OBX-MY-UTF8", "4-byte UTF-8 round-trips; topics differing in case or accent are distinct", test_my_utf8);
         RUN("OBX-MY-LOCK-TIMEOUT", "a lock wait timeout on ack is transient; the store goes on", test_my_lock_timeout);
         RUN("OBX-MY-STATEMENT-TIMEOUT", "max_statement_time (HY018/1969) is transient, not redone; the next call reconnects", test_my_statement_timeout);
+        RUN("OBX-MY-PICK-WINDOW", "a claim finds work when others hold the whole first window", test_my_pick_window);
         RUN("OBX-MY-NO-PING", "50 enqueues (one commit each) send no ping to the server", test_my_no_ping);
         RUN("OBX-MY-SETTLE-ROW-LOCKS", "ack, abandon, fail wait only for their own rows", test_my_settle_row_locks);
     }
