@@ -4387,34 +4387,6 @@ static obx_result obx__check_uuid_arg(obx_store *s, const char *fn, const char *
     return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "%s must be a UUID", arg);
 }
 
-/* Run statements of a slot with parameters as one unit; *rows = rowcount. */
-typedef struct obx__stmt_ctx {
-    obx_store *s;
-    int slot;
-    obx__param *p;
-    int n;
-    int64_t rows;
-} obx__stmt_ctx;
-
-static obx_result obx__stmt_unit(obx__db *db, void *vctx) {
-    obx__stmt_ctx *c = (obx__stmt_ctx *)vctx;
-    return obx__exec(db, c->slot, c->s->sql[c->slot], c->p, c->n, &c->rows, NULL);
-}
-
-static obx_result obx__run_stmt(obx_store *s, int slot, obx__param *p, int n, const char *what,
-                                int64_t *rows) {
-    obx__stmt_ctx ctx;
-    obx_result r;
-    ctx.s = s;
-    ctx.slot = slot;
-    ctx.p = p;
-    ctx.n = n;
-    ctx.rows = 0;
-    r = obx__unit(&s->db, obx__stmt_unit, &ctx, what);
-    if (r == OBX_OK && rows) *rows = ctx.rows;
-    return r;
-}
-
 OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, int expected_steps,
                                   const char *metadata, char out_join_id[37]) {
     obx__param p[4];
@@ -4432,7 +4404,7 @@ OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, in
     obx__p_text(&p[1], grouping_key && grouping_key[0] ? grouping_key : NULL, (size_t)-1);
     obx__p_i64(&p[2], expected_steps);
     obx__p_text(&p[3], metadata, (size_t)-1);
-    r = obx__run_stmt(store, OBX__Q_JOIN_START, p, 4, "join start", NULL);
+    r = obx__run_count(store, OBX__Q_JOIN_START, p, 4, "join start", NULL);
     if (r != OBX_OK) return r;
     obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "join %s started: %d step(s), key=%s", id,
              expected_steps, grouping_key && grouping_key[0] ? grouping_key : "-");
