@@ -137,6 +137,16 @@ typedef struct ibx_error {
     char message[512];           /* human-readable; all diagnostic records joined by " | " */
 } ibx_error;
 
+/* Limits of the work queue, the same in both headers. Each call that takes
+ * one of these refuses a value outside it with IBX_ERR_OUT_OF_RANGE naming
+ * the argument, before any SQL runs. */
+#define IBX_BATCH_MAX 10000                     /* messages per claim, rows per cleanup batch */
+#define IBX_LEASE_MAX_SECONDS 86400             /* a lease of at most a day */
+#define IBX_DELAY_BACKOFF (-1)                  /* abandon: each message's default backoff */
+#define IBX_DELAY_MAX_MS 3153600000000LL        /* abandon delay: at most 100 years */
+#define IBX_RETENTION_MAX_MS 3153600000000LL    /* cleanup retention: at most 100 years */
+#define IBX_DISCOVER_MAX 100000                 /* databases one discovery may return */
+
 /* Log levels. Zero in ibx_logger.min_level means the default, INFO. */
 typedef enum ibx_log_level {
     IBX_LOG_DEBUG = 1,
@@ -800,11 +810,16 @@ static uint64_t ibx__random_seed(const void *salt) {
 
 /* Fill `h` from the caller's hooks (may be NULL), defaulting what is unset.
  * `h` must not move afterwards: the default random source points into it. */
-IBX__PRIVATE void ibx__hooks_resolve(ibx__hooks *h, const ibx_hooks *given) {
+/* The hooks in force: each one given, or its default. An allocator is
+ * given whole or not at all: a half-set one is refused (IBX_ERR_INVALID_ARG)
+ * rather than silently mixed with malloc. */
+IBX__PRIVATE ibx_result ibx__hooks_resolve(ibx__hooks *h, const ibx_hooks *given) {
     ibx_hooks none;
+    const ibx_allocator *a;
     memset(&none, 0, sizeof none);
     if (!given) given = &none;
-    if (given->allocator.alloc && given->allocator.realloc && given->allocator.free) {
+    a = &given->allocator;
+    if (a->alloc && a->realloc && a->free) {
         h->alloc = given->allocator;
     } else {
         h->alloc.alloc = ibx__default_alloc;
@@ -825,6 +840,8 @@ IBX__PRIVATE void ibx__hooks_resolve(ibx__hooks *h, const ibx_hooks *given) {
         h->rng.next_u64 = ibx__default_random;
         h->rng.user = &h->rng_state;
     }
+    return (a->alloc || a->realloc || a->free) && !(a->alloc && a->realloc && a->free)
+               ? IBX_ERR_INVALID_ARG : IBX_OK;
 }
 
 IBX__PRIVATE void *ibx__alloc(const ibx__hooks *h, size_t size) {
@@ -851,7 +868,15 @@ IBX__PRIVATE int ibx__log_enabled(const ibx__hooks *h, ibx_log_level level) {
     return level >= h->log.min_level && h->log.min_level != IBX_LOG_OFF;
 }
 
+/* A log line stays one line: a control character in the text (a handler's
+ * error, a driver message, a name) becomes '?', so nothing can forge a line. */
+IBX__PRIVATE void ibx__unforgeable(char *line) {
+    for (; *line; line++)
+        if ((unsigned char)*line < 0x20 || *line == 0x7F) *line = '?';
+}
+
 IBX__PRINTF(4, 5)
+
 IBX__PRIVATE void ibx__log(const ibx__hooks *h, ibx_log_level level, const char *store_id,
                            const char *fmt, ...) {
     char line[768];
@@ -860,6 +885,7 @@ IBX__PRIVATE void ibx__log(const ibx__hooks *h, ibx_log_level level, const char 
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    ibx__unforgeable(line);
     h->log.log(level, store_id ? store_id : "-", line, h->log.user);
 }
 
@@ -2390,6 +2416,9 @@ IBX__PRIVATE const ibx__route *ibx__routes_next(const ibx__routes *r, const char
 typedef struct ibx__loop {
     const ibx__hooks *hooks;
     volatile int stopping;
+    ibx_log_level message_log_level; /* default IBX_LOG_DEBUG: the level of the line
+                                    logged as each message is handed to its handlers (topic and
+                                    id); IBX_LOG_INFO logs every invocation at INFO */
     volatile sig_atomic_t *stop_flag; /* the caller's, e.g. set by a signal handler */
     int use_hook_sleep;          /* a custom clock: sleep through it, not a condition variable */
 #ifndef IBX__LOOP_SLICED
@@ -2518,7 +2547,7 @@ IBX__PRIVATE void ibx__loop_run(ibx__loop *l, const ibx__loop_timing *t,
             idle = t->poll_ms;
         } else if (r == IBX_EMPTY) {
             if (ibx__loop_wait(l, idle)) idle = t->poll_ms; /* a producer spoke */
-            else idle = idle * 2 > t->idle_max_ms ? t->idle_max_ms : idle * 2;
+            else idle = idle > t->idle_max_ms / 2 ? t->idle_max_ms : idle * 2;
         } else {
             ibx__log(l->hooks, IBX_LOG_ERROR, store_id,
                      "dispatch round failed: %s: %s (%s); next try in %lld ms", ibx__result_str(r),
@@ -2720,11 +2749,11 @@ enum {
     IBX__Q_COUNT
 };
 
-typedef struct ibx__inbox_sql {
+typedef struct ibx__sqlset {
     const char *now_ms;          /* {W} */
     const char *ddl[16];         /* the schema, one statement each, NULL-terminated */
     const char *q[IBX__Q_COUNT];
-} ibx__inbox_sql;
+} ibx__sqlset;
 
 #define IBX__SQLITE_COLS                                                                     \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"FirstSeenUtc\", "          \
@@ -2743,7 +2772,7 @@ typedef struct ibx__inbox_sql {
 #define IBX__PG_KEYS \
     "(\"Source\", \"MessageId\") IN (SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[])))"
 
-static const ibx__inbox_sql ibx__sqlite_inbox = {
+static const ibx__sqlset ibx__sqlite_inbox = {
     "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
     {"CREATE TABLE IF NOT EXISTS {T} (\n"
      "    \"Source\"        TEXT NOT NULL,\n"
@@ -2810,7 +2839,7 @@ static const ibx__inbox_sql ibx__sqlite_inbox = {
         "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})",
     }};
 
-static const ibx__inbox_sql ibx__postgresql_inbox = {
+static const ibx__sqlset ibx__postgresql_inbox = {
     "now()",
     {"SELECT pg_advisory_xact_lock(hashtext('ibx deploy {T}'))",
      "CREATE SCHEMA IF NOT EXISTS {S}",
@@ -2916,7 +2945,7 @@ static const ibx__inbox_sql ibx__postgresql_inbox = {
  * 10.5+, not MySQL) gives the dedup answer and the enqueue count in one
  * statement: the driver's row count cannot tell an insert from an
  * untouched Done row. SET runs left to right: Status is assigned last. */
-static const ibx__inbox_sql ibx__mariadb_inbox = {
+static const ibx__sqlset ibx__mariadb_inbox = {
     "UTC_TIMESTAMP(6)",
     {"CREATE TABLE IF NOT EXISTS {T} (\n"
      "    `Source`        VARCHAR(255) NOT NULL,\n"
@@ -3039,7 +3068,7 @@ static const ibx__inbox_sql ibx__mariadb_inbox = {
  * READCOMMITTEDLOCK (READPAST needs locking reads under
  * READ_COMMITTED_SNAPSHOT). Written to the documentation; not yet run
  * against a server. */
-static const ibx__inbox_sql ibx__sqlserver_inbox = {
+static const ibx__sqlset ibx__sqlserver_inbox = {
     "SYSUTCDATETIME()",
     {/* Deploys serialize on a lock that ends with the transaction. In the
       * library, manual commit is IMPLICIT_TRANSACTIONS, which EXEC does not
@@ -3158,10 +3187,10 @@ static const ibx__inbox_sql ibx__sqlserver_inbox = {
     }};
 
 /* Indexed by ibx_dialect. */
-static const ibx__inbox_sql *const ibx__inbox_sqls[] = {
+static const ibx__sqlset *const ibx__sqlsets[] = {
     NULL, &ibx__sqlite_inbox, &ibx__postgresql_inbox, &ibx__mariadb_inbox, &ibx__sqlserver_inbox};
 
-static char *ibx__inbox_expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__inbox_sql *q,
+static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
                                const char *schema, const char *table, const char *tmpl) {
     const char *names[26];
     char *t, *qs = NULL, *out = NULL;
@@ -3196,7 +3225,7 @@ struct ibx_store {
     char *schema;
     char *table;
     char *store_id;
-    const ibx__inbox_sql *q;
+    const ibx__sqlset *q;
     char *sql[IBX__Q_COUNT];
     ibx__buf sources, ids;         /* key lists for batch statements */
     ibx__buf rows;                 /* strings of the last claim's messages */
@@ -3236,12 +3265,12 @@ static ibx_result ibx__check_names(ibx_error *err, const char *fn, const char *s
     return IBX_OK;
 }
 
-static char *ibx__schema_text(const ibx__hooks *h, const ibx__dialect *d, const ibx__inbox_sql *q,
+static char *ibx__schema_text(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
                               const char *schema, const char *table) {
     ibx__buf text = {NULL, 0, 0};
     int i;
     for (i = 0; q->ddl[i]; i++) {
-        char *one = ibx__inbox_expand(h, d, q, schema, table, q->ddl[i]);
+        char *one = ibx__expand(h, d, q, schema, table, q->ddl[i]);
         int ok = one && ibx__buf_add(h, &text, one, strlen(one)) &&
                  ibx__buf_add(h, &text, d->statement_end, strlen(d->statement_end));
         ibx__free(h, one);
@@ -3258,7 +3287,7 @@ IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const
     ibx__hooks h;
     ibx_error err;
     const ibx__dialect *d = ibx__dialect_get(dialect);
-    const ibx__inbox_sql *q = d ? ibx__inbox_sqls[d->id] : NULL;
+    const ibx__sqlset *q = d ? ibx__sqlsets[d->id] : NULL;
     char *ddl;
     size_t n;
     ibx_result r = ibx__check_names(&err, "ibx_schema_sql", schema ? schema : "infra",
@@ -3285,7 +3314,7 @@ static ibx_result ibx__deploy_unit(ibx__db *db, void *ctx) {
     ibx_result r = IBX_OK;
     int i;
     for (i = 0; s->q->ddl[i] && r == IBX_OK; i++) {
-        char *one = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
+        char *one = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
         if (!one) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_store_deploy", "out of memory");
         r = ibx__exec_direct(db, one, "deploy");
         ibx__free(&s->hooks, one);
@@ -3322,13 +3351,13 @@ static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
 
 static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     int i;
-    s->q = ibx__inbox_sqls[s->db.d->id];
+    s->q = ibx__sqlsets[s->db.d->id];
     if (!s->q)
         return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, "dialect", "no inbox statements for %s yet",
                          s->db.d->name);
     for (i = 0; i < IBX__Q_COUNT; i++) {
         if (!s->q->q[i]) continue; /* not used by this dialect */
-        s->sql[i] = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->q[i]);
+        s->sql[i] = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->q[i]);
         if (!s->sql[i]) return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     }
     return IBX_OK;

@@ -68,7 +68,7 @@ static ibx_result run_sql_unit(ibx__db *db, void *text) {
 }
 
 static int sql(ibx_store *s, const char *tmpl) {
-    char *text = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
+    char *text = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
     ibx_result r = text ? ibx__unit(&s->db, run_sql_unit, text, "test sql") : IBX_ERR_NO_MEMORY;
     if (r != IBX_OK) printf("    sql failed: %s\n      %s\n", s->err.message, text ? text : "-");
     ibx__free(&s->hooks, text);
@@ -76,7 +76,7 @@ static int sql(ibx_store *s, const char *tmpl) {
 }
 
 static int64_t scalar(ibx_store *s, const char *tmpl) {
-    char *text = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
+    char *text = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
     char out[64] = "";
     ibx_result r = text ? ibx__query_text(&s->db, text, out, sizeof out) : IBX_ERR_NO_MEMORY;
     if (!s->db.d->tx_by_sql) ibx__end_tran(&s->db, SQL_ROLLBACK, "end read");

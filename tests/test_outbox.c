@@ -75,7 +75,7 @@ static obx_result run_sql_unit(obx__db *db, void *sql) {
 
 /* Run SQL with the store's names ({T}, {J}, {M}, {S}, {N}, {W}). */
 static int sql(obx_store *s, const char *tmpl) {
-    char *text = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
+    char *text = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
     obx_result r = text ? obx__unit(&s->db, run_sql_unit, text, "test sql") : OBX_ERR_NO_MEMORY;
     if (r != OBX_OK) printf("    sql failed: %s\n      %s\n", s->err.message, text ? text : "-");
     obx__free(&s->hooks, text);
@@ -84,7 +84,7 @@ static int sql(obx_store *s, const char *tmpl) {
 
 /* First column of the first row as an integer; -1 on error. */
 static int64_t scalar(obx_store *s, const char *tmpl) {
-    char *text = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
+    char *text = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
     char out[64] = "";
     obx_result r = text ? obx__query_text(&s->db, text, out, sizeof out) : OBX_ERR_NO_MEMORY;
     if (!s->db.d->tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
@@ -1426,7 +1426,14 @@ static void test_057_whole_message(void) {
     TT_EQ_INT(obx_enqueue(s, &nm, id), OBX_OK);
     TT_EQ_INT(obx_get(s, id, &stored), OBX_OK);
     memset(&p, 0, sizeof p);
-    d = dispatcher(s, 0, NULL);
+    {   /* OBX-104 asks for INFO lines per invocation: the message_log_level option */
+        obx_dispatcher_desc dd;
+        memset(&dd, 0, sizeof dd);
+        dd.store = s;
+        dd.message_log_level = OBX_LOG_INFO;
+        d = NULL;
+        TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    }
     TT_ASSERT(d != NULL);
     obx_dispatcher_on(d, "order.created", probe_handler, &p);
     log_reset();
@@ -2082,7 +2089,7 @@ static void *race_ack(void *arg) {
         char q[256];
         char *text;
         snprintf(q, sizeof q, "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = '%s' WHERE \"Id\" = '%s'", owner, r->id);
-        text = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, q);
+        text = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, q);
         obx__unit(&s->db, run_sql_unit, text, "setup");
         obx__free(&s->hooks, text);
     }
