@@ -3636,7 +3636,7 @@ static long obx__utf8_length(const char *text, size_t n) {
 }
 
 /* Whether text is valid UTF-8 of at most `max` characters. */
-static int obx__text_fits(const char *text, long max) {
+OBX__PRIVATE int obx__text_fits(const char *text, long max) {
     long chars = obx__utf8_length(text, strlen(text));
     return chars >= 0 && chars <= max;
 }
