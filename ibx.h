@@ -87,6 +87,8 @@
 #ifndef IBX_H_INCLUDED
 #define IBX_H_INCLUDED
 
+/* >>common-begin api */
+
 #define IBX_VERSION_MAJOR 0
 #define IBX_VERSION_MINOR 1
 #define IBX_VERSION_PATCH 0
@@ -110,7 +112,6 @@
 extern "C" {
 #endif
 
-/* >>common-begin api */
 
 /* Result of every call. Zero is success, positive values are non-error
  * outcomes, negative values are errors. */
@@ -353,39 +354,6 @@ typedef struct ibx_store_desc {
     ibx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
 } ibx_store_desc;
 
-/* What a store is connected to. */
-typedef struct ibx_store_info {
-    ibx_dialect dialect;
-    char dbms_name[64];          /* SQL_DBMS_NAME, e.g. "PostgreSQL" */
-    char dbms_version[64];       /* the server's own version (asked by SQL) */
-    char driver_name[64];        /* SQL_DRIVER_NAME, e.g. "psqlodbcw.so" */
-    char store_id[64];
-} ibx_store_info;
-
-/* Open a store: connect (or adopt desc->hdbc), detect or force the dialect,
- * and prepare the session (isolation, autocommit, time zone). Touches the
- * database. On success *out is the store; on failure *out is still a store
- * handle when one could be allocated (so ibx_store_last_error() explains
- * the failure; close it) and NULL only on IBX_ERR_NO_MEMORY or a NULL desc.
- * Returns IBX_OK; IBX_ERR_INVALID_ARG (desc/out NULL, neither or both of
- * connection_string and hdbc, bad schema/table/store_id); IBX_ERR_DB or
- * IBX_ERR_DB_TRANSIENT (connect failed); IBX_ERR_UNSUPPORTED (a dialect that
- * is not implemented yet); IBX_ERR_NO_MEMORY. */
-IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out);
-
-/* Close a store and its connection (a caller's hdbc is left open). A store
- * with an open unit of work is rolled back first. NULL is a no-op. */
-IBX_API void ibx_store_close(ibx_store *store);
-
-/* Fill *info. Returns IBX_OK or IBX_ERR_INVALID_ARG (NULL argument).
- * Does not touch the database. */
-IBX_API ibx_result ibx_store_get_info(const ibx_store *store, ibx_store_info *info);
-
-/* The store's last error (result IBX_OK when the last call succeeded).
- * Valid until the next call on the store. NULL store gives a static
- * "store is NULL" error. */
-IBX_API const ibx_error *ibx_store_last_error(const ibx_store *store);
-
 /* ---- Messages ----------------------------------------------------------------- */
 
 /* payload_len value meaning "up to the NUL terminator". */
@@ -463,19 +431,6 @@ IBX_API void ibx_sha256(const void *data, size_t len, unsigned char out[32]);
 IBX_API void ibx_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
                              unsigned char out[32]);
 
-/* The schema for `dialect` (schema and table NULL: the defaults), exactly
- * what deployment runs. As obx_schema_sql(): OBX_OK, INVALID_ARG,
- * OUT_OF_RANGE (buffer too small; *needed says how much), UNSUPPORTED. */
-IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const char *table,
-                                  char *out, size_t cap, size_t *needed);
-
-/* Create the table and indexes if missing (idempotent). Touches the
- * database. Returns IBX_OK, IBX_ERR_DB(_TRANSIENT), IBX_ERR_INVALID_ARG. */
-IBX_API ibx_result ibx_store_deploy(ibx_store *store);
-
-/* A new owner token (UUIDv7 text). Returns IBX_OK or IBX_ERR_INVALID_ARG. */
-IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]);
-
 /* Dedup check (IBX-002..008), one atomic upsert: a new (source, id) is
  * recorded as Seen and *processed = 0; a Done one gives *processed = 1; any
  * other refreshes LastSeenUtc and gives 0. A `hash` is stored the first time
@@ -504,16 +459,6 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *message, int *enqueued);
 
-/* Claim up to `batch_size` due Processing messages that no one holds a
- * lease on, for `owner_token`, for `lease_seconds`, in one round trip.
- * *messages points at *count messages owned by the store. Returns IBX_OK
- * (count >= 1) or IBX_EMPTY; IBX_ERR_INVALID_ARG (owner token not a UUID,
- * or all zeros (IBX-043)); IBX_ERR_OUT_OF_RANGE (lease_seconds or
- * batch_size <= 0 (IBX-040/041), batch_size > 10000, lease > 86400);
- * IBX_ERR_DB(_TRANSIENT). */
-IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
-                             int batch_size, const ibx_message **messages, int *count);
-
 /* Mark messages Done, clearing owner and lease (IBX-044/049). Keys the
  * token does not hold, or that do not exist, are ignored; *changed says how
  * many changed. keys NULL with count > 0 is IBX_ERR_INVALID_ARG; count 0 is
@@ -537,49 +482,134 @@ IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const 
 IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx_key *keys,
                             int count, const char *error, int64_t *changed);
 
-/* Release every expired lease of a Processing message; Done and Dead are
- * never touched. *reaped gets the count. Returns IBX_OK or IBX_ERR_DB(_TRANSIENT). */
-IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped);
-
 /* Read one message by (message id, source), the same order as the dedup
  * and mark calls. Returns IBX_OK, IBX_ERR_NOT_FOUND, IBX_ERR_INVALID_ARG,
  * IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_get(ibx_store *store, const char *message_id, const char *source,
                            ibx_message *message);
 
-/* Delete Done messages last seen more than `retention_ms` ago (0: the
- * default, IBX_DEFAULT_RETENTION_MS), `batch_size` rows per transaction (0:
- * 1000) until none are left; Seen, Processing and Dead are never deleted.
- * Returns IBX_OK, IBX_ERR_OUT_OF_RANGE (negative), IBX_ERR_DB(_TRANSIENT). */
+/* >>common-begin api-engine */
+
+/* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
+
+/* What a store is connected to. */
+typedef struct ibx_store_info {
+    ibx_dialect dialect;
+    char dbms_name[64];          /* SQL_DBMS_NAME, e.g. "PostgreSQL" */
+    char dbms_version[64];       /* the server's own version (asked by SQL) */
+    char driver_name[64];        /* SQL_DRIVER_NAME, e.g. "psqlodbcw.so" */
+    char store_id[64];
+} ibx_store_info;
+
+/* Open a store: connect (or adopt desc->hdbc), detect or force the dialect,
+ * and prepare the session (isolation, autocommit, time zone). Touches the
+ * database. On success *out is the store; on failure *out is still a store
+ * handle when one could be allocated (so ibx_store_last_error() explains
+ * the failure; close it) and NULL only on IBX_ERR_NO_MEMORY, a NULL desc or
+ * a half-set allocator hook. Returns IBX_OK; IBX_ERR_INVALID_ARG (desc/out
+ * NULL, neither or both of connection_string and hdbc, bad
+ * schema/table/store_id, an allocator with some but not all functions);
+ * IBX_ERR_DB or IBX_ERR_DB_TRANSIENT (connect failed); IBX_ERR_NO_MEMORY. */
+IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out);
+
+/* Close a store and its connection (a caller's hdbc is left open). A store
+ * with an open unit of work is rolled back first. NULL is a no-op. */
+IBX_API void ibx_store_close(ibx_store *store);
+
+/* Fill *info. Returns IBX_OK or IBX_ERR_INVALID_ARG (NULL argument).
+ * Does not touch the database. */
+IBX_API ibx_result ibx_store_get_info(const ibx_store *store, ibx_store_info *info);
+
+/* The store's last error (result IBX_OK when the last call succeeded).
+ * Valid until the next call on the store. NULL store gives a static
+ * "store is NULL" error. */
+IBX_API const ibx_error *ibx_store_last_error(const ibx_store *store);
+
+/* The schema as SQL text for `dialect` with the given schema and table
+ * names (NULL: the defaults of ibx_store_desc), exactly what deployment
+ * runs: tables, indexes and, where the dialect has them, triggers and
+ * procedures. Statements end with ";" and a newline; SQL Server's are
+ * batches ended by a "GO" line (for sqlcmd or SSMS). Writes at most `cap`
+ * bytes including the NUL into `out` (may be NULL with cap 0) and the full
+ * size including the NUL into *needed (if not NULL). Returns IBX_OK;
+ * IBX_ERR_INVALID_ARG (bad names); IBX_ERR_OUT_OF_RANGE (buffer too small:
+ * *needed says how much); IBX_ERR_UNSUPPORTED (IBX_DIALECT_AUTO or not an
+ * ibx_dialect value). Pure; does not touch a database. */
+IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const char *table,
+                                  char *out, size_t cap, size_t *needed);
+
+/* Create the schema objects if they are missing (idempotent; what
+ * desc.deploy_schema does at open). Touches the database, own transaction.
+ * Returns IBX_OK, IBX_ERR_DB, IBX_ERR_DB_TRANSIENT, IBX_ERR_INVALID_ARG. */
+IBX_API ibx_result ibx_store_deploy(ibx_store *store);
+
+/* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
+ * from the store's clock and random hooks. Returns IBX_OK or
+ * IBX_ERR_INVALID_ARG (NULL argument). */
+IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]);
+
+/* Claim up to `batch_size` ready messages (due, not leased, not done or
+ * dead) for `owner_token`, leasing them for `lease_seconds`, in one round
+ * trip. *messages points at an array of *count messages owned by the store
+ * (valid until the next claim/close). Two workers never hold the same
+ * message while its lease lasts; after it expires (a crash, or a handler
+ * slower than the lease) it is delivered again. Returns IBX_OK (count >= 1)
+ * or IBX_EMPTY (count 0); IBX_ERR_INVALID_ARG (owner token not a UUID or
+ * the empty one, NULL pointers); IBX_ERR_OUT_OF_RANGE (lease_seconds not
+ * 1..IBX_LEASE_MAX_SECONDS, batch_size not 1..IBX_BATCH_MAX);
+ * IBX_ERR_DB / IBX_ERR_DB_TRANSIENT. */
+IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
+                             int batch_size, const ibx_message **messages, int *count);
+
+/* Release every expired lease (claimed, lease in the past): the messages
+ * become claimable again, their attempt counts unchanged. Done and dead
+ * messages are never touched. *reaped (if not NULL) receives the count.
+ * Returns IBX_OK or IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped);
+
+/* Delete done messages older than `retention_ms` (0: IBX_DEFAULT_RETENTION_MS),
+ * in batches of `batch_size` rows (0: 1000), each its own transaction,
+ * until none are left. Ready, claimed and dead messages are never deleted.
+ * *deleted (if not NULL) receives the total. Returns IBX_OK;
+ * IBX_ERR_OUT_OF_RANGE (retention_ms not 0..IBX_RETENTION_MAX_MS,
+ * batch_size not 0..IBX_BATCH_MAX); IBX_ERR_DB(_TRANSIENT) (rows deleted by
+ * earlier batches stay deleted). */
 IBX_API ibx_result ibx_cleanup(ibx_store *store, int64_t retention_ms, int batch_size,
                                int64_t *deleted);
 
-/* Totals of the counted events; does not touch the database. */
+/* Running totals of the counted events since the store was opened,
+ * indexed by ibx_metric. Does not touch the database. Returns IBX_OK or
+ * IBX_ERR_INVALID_ARG (NULL argument). */
 IBX_API ibx_result ibx_store_counters(const ibx_store *store, int64_t counters[IBX_METRIC_COUNT_]);
 
-/* Messages ready to claim now, and how long the oldest has been ready (ms). */
+/* Queue depth now: messages ready to claim (due, not leased) and how long
+ * the oldest of them has been ready, in ms (0 when none), by the database
+ * clock. Touches the database (one read). Returns IBX_OK,
+ * IBX_ERR_INVALID_ARG, IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_queue_stats(ibx_store *store, int64_t *ready, int64_t *oldest_ready_ms);
 
-/* ---- Dispatcher (as in obx.h) ---------------------------------------------------- */
-
+/* What a handler says about a message. */
 typedef enum ibx_outcome {
-    IBX_DONE = 0,                /* handled: acknowledged (Done) */
-    IBX_RETRY = 1,               /* transient failure: abandoned with backoff */
-    IBX_DEAD = 2,                /* permanent failure: Dead at once */
-    IBX_WAIT = 3                 /* not ready yet: retried later, never counted as a failed
-                                    attempt (backoff capped at 5 s) */
+    IBX_DONE = 0,                /* handled: the message is acknowledged */
+    IBX_RETRY = 1,               /* transient failure: retried after a backoff */
+    IBX_DEAD = 2,                /* permanent failure: dead at once, never retried */
+    IBX_WAIT = 3                 /* not ready yet (e.g. a join): retried later, never counted
+                                    as a failed attempt; the delay is the backoff, capped at 5 s */
 } ibx_outcome;
 
-/* A handler gets the whole message, attempt and first/last seen included
- * (IBX-076); `error` takes a short reason (never the payload). */
+/* A handler. It gets the whole message. `error` (error_size bytes, zeroed
+ * before the call) takes a short reason for RETRY or DEAD; it is stored as
+ * the last error and logged, so it must not contain the payload. Handlers
+ * must be idempotent: delivery is at least once. */
 typedef ibx_outcome (*ibx_handler)(const ibx_message *message, char *error, size_t error_size,
                                    void *user);
 
-typedef int64_t (*ibx_backoff_fn)(int attempt, void *user);
+/* Delay in ms before the next attempt of a message that has failed
+ * `attempts` times before this one. Values outside the range abandon
+ * accepts are clamped to it. */
+typedef int64_t (*ibx_backoff_fn)(int attempts, void *user);
 
 typedef struct ibx_dispatcher ibx_dispatcher;
-
-/* ---- Many databases: providers and routers ------------------------------------- */
 
 /* The stores of many databases (one per tenant or site), kept open. */
 typedef struct ibx_provider ibx_provider;
@@ -587,36 +617,38 @@ typedef struct ibx_provider ibx_provider;
 /* A fixed list of databases, or a discovery callback that the provider
  * calls every refresh interval. All-zero fields take the defaults. */
 typedef struct ibx_provider_desc {
-    ibx_store_desc store;        /* template for every store (schema, table, deploy_schema,
-                                    hooks, metrics); connection_string and
-                                    store_id come from each database, hdbc must be NULL */
+    ibx_store_desc store;        /* template for every store; connection_string and store_id
+                                    come from each database, hdbc must be NULL */
     const ibx_database *databases; /* a fixed list (copied) ... */
     int database_count;
     ibx_discover_fn discover;    /* ... or discovery (then databases must be NULL) */
     void *discover_user;
-    int64_t refresh_interval_ms; /* default 300000 (5 min, IBX-076) */
+    int64_t refresh_interval_ms; /* default 300000 (5 min) */
 } ibx_provider_desc;
 
 /* Create a provider and open a store per database (discovery is called
  * once now). A database whose store cannot be opened is logged and left
  * out until the next refresh. Returns IBX_OK; IBX_ERR_INVALID_ARG (both or
  * neither of databases and discover, a NULL or empty or duplicate id,
- * desc->store.hdbc set); IBX_ERR_NO_MEMORY. */
+ * desc->store.hdbc set, a half-set allocator); IBX_ERR_DB (the first
+ * discovery failed: *out is a provider with no stores, refreshed later);
+ * IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provider **out);
 
 /* Close every store and free the provider. NULL is a no-op. */
 IBX_API void ibx_provider_destroy(ibx_provider *provider);
 
 /* Ask discovery now: new databases get stores, removed ones are closed,
- * unchanged ones are kept as they are (IBX-077..079). Dispatchers call
- * this themselves when the refresh interval has passed. Returns IBX_OK,
- * IBX_ERR_STATE (a fixed list: nothing to refresh), IBX_ERR_DB (discovery
- * failed: the current set is kept), IBX_ERR_INVALID_ARG (discovery returned
- * a bad entry: the current set is kept). */
+ * unchanged ones are kept as they are. Dispatchers call this themselves
+ * when the refresh interval has passed. Returns IBX_OK, IBX_ERR_STATE (a
+ * fixed list: nothing to refresh), IBX_ERR_DB (discovery failed, or said
+ * more than IBX_DISCOVER_MAX: the current set is kept), IBX_ERR_INVALID_ARG
+ * (discovery returned a bad entry: the current set is kept),
+ * IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_provider_refresh(ibx_provider *provider);
 
 /* Number of open stores, and the store at `index` (NULL when out of range)
- * with its stable identifier (IBX-070). Valid until the next refresh. */
+ * with its stable identifier. Valid until the next refresh. */
 IBX_API int ibx_provider_count(const ibx_provider *provider);
 IBX_API ibx_store *ibx_provider_store(const ibx_provider *provider, int index);
 IBX_API const char *ibx_provider_store_id(const ibx_provider *provider, int index);
@@ -624,13 +656,12 @@ IBX_API const char *ibx_provider_store_id(const ibx_provider *provider, int inde
 /* Details of the provider's last error. */
 IBX_API const ibx_error *ibx_provider_last_error(const ibx_provider *provider);
 
-/* The store for a routing key: the database id (IBX-072). No database is
- * opened: the provider's stores are reused (IBX-121). Returns IBX_OK;
- * IBX_ERR_INVALID_ARG (key NULL or empty); IBX_ERR_NOT_FOUND (no database
- * with that id, IBX-073). */
+/* The store for a routing key: the database id. No database is opened:
+ * the provider's stores are reused. Returns IBX_OK; IBX_ERR_INVALID_ARG
+ * (key NULL or empty); IBX_ERR_NOT_FOUND (no database with that id). */
 IBX_API ibx_result ibx_router_get(ibx_provider *provider, const char *key, ibx_store **out);
 
-/* The same for a GUID key, by its canonical lower-case text (IBX-074). */
+/* The same for a GUID key, by its canonical lower-case text. */
 IBX_API ibx_result ibx_router_get_guid(ibx_provider *provider, const ibx_guid *key, ibx_store **out);
 
 /* A selection strategy of your own: which store to poll next, and what it
@@ -641,52 +672,89 @@ typedef struct ibx_strategy {
     void *user;
 } ibx_strategy;
 
+/* Counts of one ibx_dispatcher_run_once() call. */
 typedef struct ibx_run_stats {
-    int claimed, done, retried, dead, no_handler;
-    int64_t reaped;
+    int claimed;                 /* messages claimed */
+    int done;                    /* acknowledged */
+    int retried;                 /* abandoned for a later attempt */
+    int dead;                    /* failed permanently (DEAD, or out of attempts) */
+    int no_handler;              /* of the retried: no handler for their topic */
+    int64_t reaped;              /* expired leases released by a periodic reap */
 } ibx_run_stats;
 
-/* All-zero fields take the defaults: batch 50, lease 30 s, max attempts 10
- * (the most times a handler runs for one message), backoff min(2^attempt s,
- * 60 s), poll 500 ms doubling to 2 s while idle, reap every 30 s, error
- * delay 30 s. */
+/* How to dispatch. All-zero fields take the defaults shown. */
 typedef struct ibx_dispatcher_desc {
     ibx_store *store;            /* one store, or: */
     ibx_provider *provider;      /* many: each round polls the store the strategy picks */
-    ibx_selection selection;     /* default round-robin (IBX-087); or drain-first (IBX-088) */
+    ibx_selection selection;     /* default round-robin; or drain-first */
     ibx_strategy strategy;       /* a strategy of your own (next set): replaces selection */
     int64_t cleanup_interval_ms; /* 0: no automatic cleanup; else every store, this often ... */
-    int64_t cleanup_retention_ms;/* ... keeping Done messages this long (0: 30 days) */
+    int64_t cleanup_retention_ms;/* ... deleting done messages older than this
+                                    (0: IBX_DEFAULT_RETENTION_MS) */
     const char *owner_token;     /* default: a new UUIDv7 per dispatcher (not the empty UUID) */
     int batch_size;              /* default 50, at most IBX_BATCH_MAX */
-    int lease_seconds;           /* default 30, at most IBX_LEASE_MAX_SECONDS; longer than
-                                    a handler may take */
+    int lease_seconds;           /* default 30, at most IBX_LEASE_MAX_SECONDS; longer than a
+                                    handler may take */
     int max_attempts;            /* default 10: a handler runs at most this many times for a
                                     message (a lease that expires does not count) */
-    ibx_backoff_fn backoff;      /* default min(2^attempt s, 60 s) */
+    ibx_backoff_fn backoff;      /* default min(2^attempts s, 60 s) */
     void *backoff_user;
     int64_t poll_interval_ms;    /* default 500: wait after an empty claim ... */
     int64_t idle_max_ms;         /* default 2000: ... doubling while idle up to this */
-    int64_t reap_interval_ms;    /* default 30000: reap expired leases this often; a huge
-                                    value means never */
+    int64_t reap_interval_ms;    /* default 30000: reap expired leases this often */
     int64_t startup_delay_ms;    /* default 0: wait before the first claim */
     int64_t error_delay_ms;      /* default 30000: wait after a failed round */
     ibx_log_level message_log_level; /* default IBX_LOG_DEBUG: the level of the line logged
-                                    as each message is handed to its handlers */
+                                    as each message is handed to its handlers (topic and id);
+                                    IBX_LOG_INFO logs every invocation at INFO */
     volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
                                     (safe to set from a signal handler; seen within one wait) */
 } ibx_dispatcher_desc;
+/* Intervals are saturating: a huge one (INT64_MAX) means "never again". */
 
-/* As the obx_dispatcher_* functions (see obx.h): create (no database),
- * destroy, register a handler by exact topic or "*", one round, the loop,
- * stop (thread-safe) and wake (thread-safe, after a producer's commit). */
+/* Create a dispatcher over desc->store or desc->provider (exactly one).
+ * Reap (and cleanup, when asked) run for every store, on their own
+ * schedules. Does not touch the database. Returns IBX_OK;
+ * IBX_ERR_INVALID_ARG (desc or out NULL; neither or both of store and
+ * provider; owner_token not a UUID); IBX_ERR_OUT_OF_RANGE (a negative or too
+ * large number); IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_dispatcher **out);
+
+/* Free a dispatcher (not its store). Must not be running. NULL is a no-op. */
 IBX_API void ibx_dispatcher_destroy(ibx_dispatcher *dispatcher);
+
+/* Register `handler` for `topic` (exact, case-sensitive), or for every
+ * topic with "*". A message runs its topic's handlers in registration
+ * order, then the "*" ones; the first that does not return IBX_DONE decides
+ * the message's fate. A message with no handler at all is logged as a
+ * warning and retried later. Returns IBX_OK, IBX_ERR_INVALID_ARG (NULL,
+ * empty, not UTF-8 or over-long topic, NULL handler), IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_dispatcher_on(ibx_dispatcher *dispatcher, const char *topic,
                                      ibx_handler handler, void *user);
+
+/* One round: reap if the reap interval has passed, claim one batch, run
+ * the handlers, then settle: all successes in one ack, each failure
+ * abandoned (with backoff) or failed. *stats (if not NULL) gets the counts.
+ * Returns IBX_OK (messages handled), IBX_EMPTY (nothing to claim), or the
+ * database error of the claim or a settle (messages not settled stay
+ * leased and are retried after their lease expires: nothing is lost). */
 IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *dispatcher, ibx_run_stats *stats);
+
+/* Loop run_once() until ibx_dispatcher_stop() or *stop_flag: after an
+ * empty round wait poll_interval_ms (doubling up to idle_max_ms), after a
+ * database error wait error_delay_ms, and wake at once on
+ * ibx_dispatcher_wake(). Returns IBX_OK when stopped. */
 IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *dispatcher);
+
+/* Ask run() to return after the current round. Thread-safe (not
+ * async-signal-safe: from a signal handler use desc.stop_flag). */
 IBX_API void ibx_dispatcher_stop(ibx_dispatcher *dispatcher);
+
+/* Tell a waiting run() that messages were just committed, so it claims now
+ * instead of at the next poll (the producer's "hot path"; the database
+ * stays the only source of truth). Call it after your commit. Thread-safe;
+ * cheap when the dispatcher is busy. Producers in other processes are seen
+ * at the next poll. */
 IBX_API void ibx_dispatcher_wake(ibx_dispatcher *dispatcher);
 
 /* The dispatcher's last error: with one store it is that store's error;
@@ -695,6 +763,9 @@ IBX_API void ibx_dispatcher_wake(ibx_dispatcher *dispatcher);
  * ibx_dispatcher_on. NULL gives a static "store is NULL" error. */
 IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *dispatcher);
 
+/* >>common-end api-engine */
+
+/* >>common-begin core */
 #ifdef __cplusplus
 }
 #endif
@@ -718,7 +789,6 @@ IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *dispatc
 #include <pthread.h>
 #endif
 
-/* >>common-begin core */
 
 #if !defined(IBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)
 #error "ibx: the default clock needs POSIX clock_gettime(): compile the implementation file with -D_POSIX_C_SOURCE=200809L (or -std=gnu99), or define IBX_NO_POSIX_CLOCK and pass a clock hook"
@@ -3246,9 +3316,18 @@ typedef struct ibx__store_own {
     char unused;
 } ibx__store_own;
 
+
+/* >>common-begin engine */
+
+/* The engine: the store, its work queue (claim, settle, reap, cleanup),
+ * providers, routers and the dispatcher. The same text in ibx.h and ibx.h;
+ * what differs between them is the "face" defined just above: the
+ * statements, the row layout, a message's key and a few constants. */
+
+/* What each header defines for the engine (its face), below the engine. */
 static void ibx__store_own_free(const ibx__hooks *h, ibx__store_own *own);
-/* The current row (columns as IBX__SQLITE_COLS) into *m; its strings go to
- * buf, at offsets *o, and are pointed at by ibx__point_strings once the
+/* The current row (the dialect's message columns) into *m; its strings go
+ * to buf, at offsets *o, and are pointed at by ibx__point_strings once the
  * buffer stops moving. */
 static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ibx__buf *buf,
                                     ibx__row_offsets *o);
@@ -3257,15 +3336,9 @@ static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__r
 static int ibx__msg_key_add(ibx_store *s, const ibx_message *m);
 /* A message's name in log lines. */
 static void ibx__msg_name(const ibx_message *m, char *out, size_t size);
+/* The worker name of a store description (NULL where the header has none). */
 static const char *ibx__desc_worker(const ibx_store_desc *desc);
 static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
-
-/* >>common-begin engine */
-
-/* The engine: the store, its work queue (claim, settle, reap, cleanup),
- * providers, routers and the dispatcher. The same text in ibx.h and ibx.h;
- * what differs between them is the "face" defined just above: the
- * statements, the row layout, a message's key and a few constants. */
 
 /* Defaults and limits of the engine, used by code and docs alike. */
 #define IBX__BATCH_DEFAULT 50              /* messages per claim */
@@ -3739,6 +3812,52 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
     ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "claimed %d message(s) for %s", ctx.count,
              store->token);
     return ctx.count > 0 ? IBX_OK : IBX_EMPTY;
+}
+
+/* >> get ---------------------------------------------------------------------------- */
+
+typedef struct ibx__get_ctx {
+    ibx_store *s;
+    ibx__param *p;               /* the message's key, as the dialect's GET takes it */
+    int n;
+    ibx_message *m;
+    ibx__row_offsets o;
+    int found;
+} ibx__get_ctx;
+
+static ibx_result ibx__get_unit(ibx__db *db, void *vctx) {
+    ibx__get_ctx *c = (ibx__get_ctx *)vctx;
+    SQLHSTMT cur = NULL;
+    ibx_result r;
+    c->s->read_rows.len = 0;
+    c->found = 0;
+    r = ibx__exec(db, IBX__Q_GET, c->s->sql[IBX__Q_GET], c->p, c->n, NULL, &cur);
+    if (r == IBX_OK) r = ibx__fetch(db, cur);
+    if (r == IBX_OK) {
+        r = ibx__read_message(db, cur, c->m, &c->s->read_rows, &c->o);
+        c->found = r == IBX_OK;
+    }
+    ibx__close(cur);
+    return r == IBX_EMPTY ? IBX_OK : r;
+}
+
+/* Read the message whose key is in p[0..n) into *out, its strings in the
+ * store's read_rows (apart from a claim's). IBX_EMPTY when there is none. */
+static ibx_result ibx__get_by_key(ibx_store *s, ibx__param *p, int n, ibx_message *out) {
+    ibx__get_ctx ctx;
+    ibx_message m;
+    ibx_result r;
+    ctx.s = s;
+    ctx.p = p;
+    ctx.n = n;
+    ctx.m = &m;
+    r = ibx__unit_read(&s->db, ibx__get_unit, &ctx, "get");
+    if (r != IBX_OK) return r;
+    if (!ctx.found) return IBX_EMPTY;
+    ibx__point_strings(&s->read_rows, &m, &ctx.o);
+    m.store = s;
+    *out = m;
+    return IBX_OK;
 }
 
 /* >> settle: ack, abandon, fail; reap, cleanup, stats ----------------------------- */
@@ -4698,55 +4817,21 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
 
 /* >> get ---------------------------------------------------------------------------- */
 
-typedef struct ibx__get_ctx {
-    ibx_store *s;
-    const char *source, *message_id;
-    ibx_message *m;
-    ibx__row_offsets o;
-    int found;
-} ibx__get_ctx;
-
-static ibx_result ibx__get_unit(ibx__db *db, void *vctx) {
-    ibx__get_ctx *c = (ibx__get_ctx *)vctx;
-    ibx__param p[2];
-    SQLHSTMT cur = NULL;
-    ibx_result r;
-    c->s->read_rows.len = 0;
-    c->found = 0;
-    ibx__p_text(&p[0], c->source, (size_t)-1);
-    ibx__p_text(&p[1], c->message_id, (size_t)-1);
-    r = ibx__exec(db, IBX__Q_GET, c->s->sql[IBX__Q_GET], p, 2, NULL, &cur);
-    if (r == IBX_OK) r = ibx__fetch(db, cur);
-    if (r == IBX_OK) {
-        r = ibx__read_message(db, cur, c->m, &c->s->read_rows, &c->o);
-        c->found = r == IBX_OK;
-    }
-    ibx__close(cur);
-    return r == IBX_EMPTY ? IBX_OK : r;
-}
-
 IBX_API ibx_result ibx_get(ibx_store *store, const char *message_id, const char *source,
                            ibx_message *message) {
-    ibx__get_ctx ctx;
-    ibx_message m;
+    ibx__param p[2];
     ibx_result r = ibx__store_ready(store, "ibx_get");
     if (r != IBX_OK) return r;
     if ((r = ibx__check_key(store, "ibx_get", "source", source)) != IBX_OK ||
         (r = ibx__check_key(store, "ibx_get", "message_id", message_id)) != IBX_OK)
         return r;
     if (!message) return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_get: message", "must not be NULL");
-    ctx.s = store;
-    ctx.source = source;
-    ctx.message_id = message_id;
-    ctx.m = &m;
-    r = ibx__unit_read(&store->db, ibx__get_unit, &ctx, "get");
-    if (r != IBX_OK) return r;
-    if (!ctx.found)
+    ibx__p_text(&p[0], source, (size_t)-1);
+    ibx__p_text(&p[1], message_id, (size_t)-1);
+    r = ibx__get_by_key(store, p, 2, message);
+    if (r == IBX_EMPTY)
         return ibx__fail(&store->err, IBX_ERR_NOT_FOUND, "ibx_get", "no message %s from %s", message_id, source);
-    ibx__point_strings(&store->read_rows, &m, &ctx.o);
-    m.store = store;
-    *message = m;
-    return IBX_OK;
+    return r;
 }
 
 /* >> ack, abandon, fail ------------------------------------------------------------ */

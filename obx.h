@@ -159,6 +159,8 @@
 #ifndef OBX_H_INCLUDED
 #define OBX_H_INCLUDED
 
+/* >>common-begin api */
+
 #define OBX_VERSION_MAJOR 0
 #define OBX_VERSION_MINOR 1
 #define OBX_VERSION_PATCH 0
@@ -182,7 +184,6 @@
 extern "C" {
 #endif
 
-/* >>common-begin api */
 
 /* Result of every call. Zero is success, positive values are non-error
  * outcomes, negative values are errors. */
@@ -431,39 +432,6 @@ typedef struct obx_store_desc {
     obx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
 } obx_store_desc;
 
-/* What a store is connected to. */
-typedef struct obx_store_info {
-    obx_dialect dialect;
-    char dbms_name[64];          /* SQL_DBMS_NAME, e.g. "PostgreSQL" */
-    char dbms_version[64];       /* the server's own version (asked by SQL) */
-    char driver_name[64];        /* SQL_DRIVER_NAME, e.g. "psqlodbcw.so" */
-    char store_id[64];
-} obx_store_info;
-
-/* Open a store: connect (or adopt desc->hdbc), detect or force the dialect,
- * and prepare the session (isolation, autocommit, time zone). Touches the
- * database. On success *out is the store; on failure *out is still a store
- * handle when one could be allocated (so obx_store_last_error() explains
- * the failure; close it) and NULL only on OBX_ERR_NO_MEMORY or a NULL desc.
- * Returns OBX_OK; OBX_ERR_INVALID_ARG (desc/out NULL, neither or both of
- * connection_string and hdbc, bad schema/table/store_id); OBX_ERR_DB or
- * OBX_ERR_DB_TRANSIENT (connect failed); OBX_ERR_UNSUPPORTED (a dialect that
- * is not implemented yet); OBX_ERR_NO_MEMORY. */
-OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out);
-
-/* Close a store and its connection (a caller's hdbc is left open). A store
- * with an open unit of work is rolled back first. NULL is a no-op. */
-OBX_API void obx_store_close(obx_store *store);
-
-/* Fill *info. Returns OBX_OK or OBX_ERR_INVALID_ARG (NULL argument).
- * Does not touch the database. */
-OBX_API obx_result obx_store_get_info(const obx_store *store, obx_store_info *info);
-
-/* The store's last error (result OBX_OK when the last call succeeded).
- * Valid until the next call on the store. NULL store gives a static
- * "store is NULL" error. */
-OBX_API const obx_error *obx_store_last_error(const obx_store *store);
-
 /* ---- Messages ----------------------------------------------------------------- */
 
 /* payload_len value meaning "up to the NUL terminator". */
@@ -472,6 +440,10 @@ OBX_API const obx_error *obx_store_last_error(const obx_store *store);
 /* Largest topic and correlation id, in characters (UTF-8 code points). */
 #define OBX_TOPIC_MAX 255
 #define OBX_CORRELATION_MAX 255
+
+/* Retention of obx_cleanup() and the dispatcher's cleanup when given as 0:
+ * none, every done message may go. */
+#define OBX_DEFAULT_RETENTION_MS ((int64_t)0)
 
 /* Message states (the Status column). */
 typedef enum obx_status {
@@ -516,30 +488,6 @@ typedef struct obx_message {
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
 } obx_message;
 
-/* The schema as SQL text for `dialect` with the given schema and table
- * names (NULL: the defaults), exactly what deployment runs: tables Outbox,
- * OutboxJoin, OutboxJoinMember, indexes, join triggers and (PostgreSQL,
- * SQL Server) the procedures. Statements end with ";" and a newline; SQL
- * Server's are batches ended by a "GO" line (for sqlcmd or SSMS).
- * Writes at most `cap` bytes including the NUL into `out` (may be NULL with
- * cap 0) and the full size including the NUL into *needed (if not NULL).
- * Returns OBX_OK; OBX_ERR_INVALID_ARG (bad names); OBX_ERR_OUT_OF_RANGE
- * (buffer too small: *needed says how much); OBX_ERR_UNSUPPORTED
- * (OBX_DIALECT_AUTO or not an obx_dialect value). Pure; does not touch a
- * database. */
-OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const char *table,
-                                  char *out, size_t cap, size_t *needed);
-
-/* Create the schema objects if they are missing (idempotent; what
- * desc.deploy_schema does at open). Touches the database, own transaction.
- * Returns OBX_OK, OBX_ERR_DB, OBX_ERR_DB_TRANSIENT, OBX_ERR_INVALID_ARG. */
-OBX_API obx_result obx_store_deploy(obx_store *store);
-
-/* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
- * from the store's clock and random hooks. Returns OBX_OK or
- * OBX_ERR_INVALID_ARG (NULL argument). */
-OBX_API obx_result obx_owner_token(obx_store *store, char out[37]);
-
 /* Enqueue one message in its own transaction, committed before return
  * (OBX-002). *out_id (if not NULL) receives the new work item id.
  * Returns OBX_OK; OBX_ERR_INVALID_ARG (store or message NULL; topic NULL,
@@ -564,18 +512,6 @@ OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_me
 OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
                                      const obx_new_message *messages, int count,
                                      char (*out_ids)[37]);
-
-/* Claim up to `batch_size` ready messages (due, not leased, not done or
- * failed) for `owner_token`, leasing them for `lease_seconds`, in one round
- * trip. *messages points at an array of *count messages owned by the store
- * (valid until the next claim/close). Two workers never hold the same
- * message while its lease lasts; after it expires (a crash, or a handler
- * slower than the lease) it is delivered again. Returns OBX_OK (count >= 1) or OBX_EMPTY (count 0);
- * OBX_ERR_INVALID_ARG (owner token not a UUID, NULL pointers);
- * OBX_ERR_OUT_OF_RANGE (lease_seconds or batch_size < 1, batch_size > 10000,
- * lease_seconds > 86400); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
-OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int lease_seconds,
-                             int batch_size, const obx_message **messages, int *count);
 
 /* Mark messages done (processed now, by desc.worker_name or the token).
  * Ids that do not exist or that `owner_token` does not hold are ignored
@@ -603,23 +539,97 @@ OBX_API obx_result obx_abandon(obx_store *store, const char *owner_token,
 OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const char *const *ids,
                             int count, const char *last_error, int64_t *changed);
 
-/* Release every expired lease (in progress, lease in the past): the
- * messages become claimable again, their retry counts unchanged. Done and
- * failed messages are never touched. *reaped (if not NULL) receives the
- * count. Returns OBX_OK or OBX_ERR_DB(_TRANSIENT). */
-OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped);
-
 /* Read one message by work item id into *message (strings owned by the
  * store, valid until the next claim/get/close). Returns OBX_OK,
  * OBX_ERR_NOT_FOUND, OBX_ERR_INVALID_ARG (id not a UUID), OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *message);
 
-/* Delete done messages processed more than `retention_ms` ago, in batches
- * of `batch_size` rows (0: 1000), each its own transaction, until none are
- * left. Ready, in-progress and failed messages are never deleted.
+/* >>common-begin api-engine */
+
+/* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
+
+/* What a store is connected to. */
+typedef struct obx_store_info {
+    obx_dialect dialect;
+    char dbms_name[64];          /* SQL_DBMS_NAME, e.g. "PostgreSQL" */
+    char dbms_version[64];       /* the server's own version (asked by SQL) */
+    char driver_name[64];        /* SQL_DRIVER_NAME, e.g. "psqlodbcw.so" */
+    char store_id[64];
+} obx_store_info;
+
+/* Open a store: connect (or adopt desc->hdbc), detect or force the dialect,
+ * and prepare the session (isolation, autocommit, time zone). Touches the
+ * database. On success *out is the store; on failure *out is still a store
+ * handle when one could be allocated (so obx_store_last_error() explains
+ * the failure; close it) and NULL only on OBX_ERR_NO_MEMORY, a NULL desc or
+ * a half-set allocator hook. Returns OBX_OK; OBX_ERR_INVALID_ARG (desc/out
+ * NULL, neither or both of connection_string and hdbc, bad
+ * schema/table/store_id, an allocator with some but not all functions);
+ * OBX_ERR_DB or OBX_ERR_DB_TRANSIENT (connect failed); OBX_ERR_NO_MEMORY. */
+OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out);
+
+/* Close a store and its connection (a caller's hdbc is left open). A store
+ * with an open unit of work is rolled back first. NULL is a no-op. */
+OBX_API void obx_store_close(obx_store *store);
+
+/* Fill *info. Returns OBX_OK or OBX_ERR_INVALID_ARG (NULL argument).
+ * Does not touch the database. */
+OBX_API obx_result obx_store_get_info(const obx_store *store, obx_store_info *info);
+
+/* The store's last error (result OBX_OK when the last call succeeded).
+ * Valid until the next call on the store. NULL store gives a static
+ * "store is NULL" error. */
+OBX_API const obx_error *obx_store_last_error(const obx_store *store);
+
+/* The schema as SQL text for `dialect` with the given schema and table
+ * names (NULL: the defaults of obx_store_desc), exactly what deployment
+ * runs: tables, indexes and, where the dialect has them, triggers and
+ * procedures. Statements end with ";" and a newline; SQL Server's are
+ * batches ended by a "GO" line (for sqlcmd or SSMS). Writes at most `cap`
+ * bytes including the NUL into `out` (may be NULL with cap 0) and the full
+ * size including the NUL into *needed (if not NULL). Returns OBX_OK;
+ * OBX_ERR_INVALID_ARG (bad names); OBX_ERR_OUT_OF_RANGE (buffer too small:
+ * *needed says how much); OBX_ERR_UNSUPPORTED (OBX_DIALECT_AUTO or not an
+ * obx_dialect value). Pure; does not touch a database. */
+OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const char *table,
+                                  char *out, size_t cap, size_t *needed);
+
+/* Create the schema objects if they are missing (idempotent; what
+ * desc.deploy_schema does at open). Touches the database, own transaction.
+ * Returns OBX_OK, OBX_ERR_DB, OBX_ERR_DB_TRANSIENT, OBX_ERR_INVALID_ARG. */
+OBX_API obx_result obx_store_deploy(obx_store *store);
+
+/* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
+ * from the store's clock and random hooks. Returns OBX_OK or
+ * OBX_ERR_INVALID_ARG (NULL argument). */
+OBX_API obx_result obx_owner_token(obx_store *store, char out[37]);
+
+/* Claim up to `batch_size` ready messages (due, not leased, not done or
+ * dead) for `owner_token`, leasing them for `lease_seconds`, in one round
+ * trip. *messages points at an array of *count messages owned by the store
+ * (valid until the next claim/close). Two workers never hold the same
+ * message while its lease lasts; after it expires (a crash, or a handler
+ * slower than the lease) it is delivered again. Returns OBX_OK (count >= 1)
+ * or OBX_EMPTY (count 0); OBX_ERR_INVALID_ARG (owner token not a UUID or
+ * the empty one, NULL pointers); OBX_ERR_OUT_OF_RANGE (lease_seconds not
+ * 1..OBX_LEASE_MAX_SECONDS, batch_size not 1..OBX_BATCH_MAX);
+ * OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
+OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int lease_seconds,
+                             int batch_size, const obx_message **messages, int *count);
+
+/* Release every expired lease (claimed, lease in the past): the messages
+ * become claimable again, their attempt counts unchanged. Done and dead
+ * messages are never touched. *reaped (if not NULL) receives the count.
+ * Returns OBX_OK or OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped);
+
+/* Delete done messages older than `retention_ms` (0: OBX_DEFAULT_RETENTION_MS),
+ * in batches of `batch_size` rows (0: 1000), each its own transaction,
+ * until none are left. Ready, claimed and dead messages are never deleted.
  * *deleted (if not NULL) receives the total. Returns OBX_OK;
- * OBX_ERR_OUT_OF_RANGE (retention_ms or batch_size < 0); OBX_ERR_DB(_TRANSIENT)
- * (rows deleted by earlier batches stay deleted). */
+ * OBX_ERR_OUT_OF_RANGE (retention_ms not 0..OBX_RETENTION_MAX_MS,
+ * batch_size not 0..OBX_BATCH_MAX); OBX_ERR_DB(_TRANSIENT) (rows deleted by
+ * earlier batches stay deleted). */
 OBX_API obx_result obx_cleanup(obx_store *store, int64_t retention_ms, int batch_size,
                                int64_t *deleted);
 
@@ -634,30 +644,28 @@ OBX_API obx_result obx_store_counters(const obx_store *store, int64_t counters[O
  * OBX_ERR_INVALID_ARG, OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *oldest_ready_ms);
 
-/* ---- Dispatcher ------------------------------------------------------------------ */
-
 /* What a handler says about a message. */
 typedef enum obx_outcome {
     OBX_DONE = 0,                /* handled: the message is acknowledged */
     OBX_RETRY = 1,               /* transient failure: retried after a backoff */
-    OBX_DEAD = 2,                /* permanent failure: failed at once, never retried */
+    OBX_DEAD = 2,                /* permanent failure: dead at once, never retried */
     OBX_WAIT = 3                 /* not ready yet (e.g. a join): retried later, never counted
                                     as a failed attempt; the delay is the backoff, capped at 5 s */
 } obx_outcome;
 
-/* A handler. `error` (error_size bytes, zeroed before the call) takes a
- * short reason for RETRY or DEAD; it is stored as LastError and logged, so
- * it must not contain the payload. Handlers must be idempotent: delivery is
- * at least once. */
+/* A handler. It gets the whole message. `error` (error_size bytes, zeroed
+ * before the call) takes a short reason for RETRY or DEAD; it is stored as
+ * the last error and logged, so it must not contain the payload. Handlers
+ * must be idempotent: delivery is at least once. */
 typedef obx_outcome (*obx_handler)(const obx_message *message, char *error, size_t error_size,
                                    void *user);
 
-/* Delay before retry number `retry_count + 1`, in ms. */
-typedef int64_t (*obx_backoff_fn)(int retry_count, void *user);
+/* Delay in ms before the next attempt of a message that has failed
+ * `attempts` times before this one. Values outside the range abandon
+ * accepts are clamped to it. */
+typedef int64_t (*obx_backoff_fn)(int attempts, void *user);
 
 typedef struct obx_dispatcher obx_dispatcher;
-
-/* ---- Many databases: providers and routers ------------------------------------- */
 
 /* The stores of many databases (one per tenant or site), kept open. */
 typedef struct obx_provider obx_provider;
@@ -665,36 +673,38 @@ typedef struct obx_provider obx_provider;
 /* A fixed list of databases, or a discovery callback that the provider
  * calls every refresh interval. All-zero fields take the defaults. */
 typedef struct obx_provider_desc {
-    obx_store_desc store;        /* template for every store (schema, table, deploy_schema,
-                                    hooks, metrics, worker_name); connection_string and
-                                    store_id come from each database, hdbc must be NULL */
+    obx_store_desc store;        /* template for every store; connection_string and store_id
+                                    come from each database, hdbc must be NULL */
     const obx_database *databases; /* a fixed list (copied) ... */
     int database_count;
     obx_discover_fn discover;    /* ... or discovery (then databases must be NULL) */
     void *discover_user;
-    int64_t refresh_interval_ms; /* default 300000 (5 min, OBX-076) */
+    int64_t refresh_interval_ms; /* default 300000 (5 min) */
 } obx_provider_desc;
 
 /* Create a provider and open a store per database (discovery is called
  * once now). A database whose store cannot be opened is logged and left
  * out until the next refresh. Returns OBX_OK; OBX_ERR_INVALID_ARG (both or
  * neither of databases and discover, a NULL or empty or duplicate id,
- * desc->store.hdbc set); OBX_ERR_NO_MEMORY. */
+ * desc->store.hdbc set, a half-set allocator); OBX_ERR_DB (the first
+ * discovery failed: *out is a provider with no stores, refreshed later);
+ * OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provider **out);
 
 /* Close every store and free the provider. NULL is a no-op. */
 OBX_API void obx_provider_destroy(obx_provider *provider);
 
 /* Ask discovery now: new databases get stores, removed ones are closed,
- * unchanged ones are kept as they are (OBX-077..079). Dispatchers call
- * this themselves when the refresh interval has passed. Returns OBX_OK,
- * OBX_ERR_STATE (a fixed list: nothing to refresh), OBX_ERR_DB (discovery
- * failed: the current set is kept), OBX_ERR_INVALID_ARG (discovery returned
- * a bad entry: the current set is kept). */
+ * unchanged ones are kept as they are. Dispatchers call this themselves
+ * when the refresh interval has passed. Returns OBX_OK, OBX_ERR_STATE (a
+ * fixed list: nothing to refresh), OBX_ERR_DB (discovery failed, or said
+ * more than OBX_DISCOVER_MAX: the current set is kept), OBX_ERR_INVALID_ARG
+ * (discovery returned a bad entry: the current set is kept),
+ * OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_provider_refresh(obx_provider *provider);
 
 /* Number of open stores, and the store at `index` (NULL when out of range)
- * with its stable identifier (OBX-070). Valid until the next refresh. */
+ * with its stable identifier. Valid until the next refresh. */
 OBX_API int obx_provider_count(const obx_provider *provider);
 OBX_API obx_store *obx_provider_store(const obx_provider *provider, int index);
 OBX_API const char *obx_provider_store_id(const obx_provider *provider, int index);
@@ -702,13 +712,12 @@ OBX_API const char *obx_provider_store_id(const obx_provider *provider, int inde
 /* Details of the provider's last error. */
 OBX_API const obx_error *obx_provider_last_error(const obx_provider *provider);
 
-/* The store for a routing key: the database id (OBX-072). No database is
- * opened: the provider's stores are reused (OBX-121). Returns OBX_OK;
- * OBX_ERR_INVALID_ARG (key NULL or empty); OBX_ERR_NOT_FOUND (no database
- * with that id, OBX-073). */
+/* The store for a routing key: the database id. No database is opened:
+ * the provider's stores are reused. Returns OBX_OK; OBX_ERR_INVALID_ARG
+ * (key NULL or empty); OBX_ERR_NOT_FOUND (no database with that id). */
 OBX_API obx_result obx_router_get(obx_provider *provider, const char *key, obx_store **out);
 
-/* The same for a GUID key, by its canonical lower-case text (OBX-074). */
+/* The same for a GUID key, by its canonical lower-case text. */
 OBX_API obx_result obx_router_get_guid(obx_provider *provider, const obx_guid *key, obx_store **out);
 
 /* A selection strategy of your own: which store to poll next, and what it
@@ -729,41 +738,42 @@ typedef struct obx_run_stats {
     int64_t reaped;              /* expired leases released by a periodic reap */
 } obx_run_stats;
 
-/* How to dispatch. All-zero fields take the defaults shown (seed 000
- * section 7.1 and seed 004's dispatcher options). */
+/* How to dispatch. All-zero fields take the defaults shown. */
 typedef struct obx_dispatcher_desc {
     obx_store *store;            /* one store, or: */
     obx_provider *provider;      /* many: each round polls the store the strategy picks */
-    obx_selection selection;     /* default round-robin (OBX-068); or drain-first (OBX-069) */
+    obx_selection selection;     /* default round-robin; or drain-first */
     obx_strategy strategy;       /* a strategy of your own (next set): replaces selection */
     int64_t cleanup_interval_ms; /* 0: no automatic cleanup; else every store, this often ... */
-    int64_t cleanup_retention_ms;/* ... deleting done messages older than this */
-    const char *owner_token;     /* default: a new UUIDv7 per dispatcher */
-    int batch_size;              /* default 50 */
-    int lease_seconds;           /* default 30; longer than a handler may take */
-    int max_attempts;            /* default 10: a handler runs at most this many times
-                                    for a message (not counting crashes: a lease that
-                                    expires does not count as an attempt) */
-    obx_backoff_fn backoff;      /* default min(2^retry_count s, 60 s) */
+    int64_t cleanup_retention_ms;/* ... deleting done messages older than this
+                                    (0: OBX_DEFAULT_RETENTION_MS) */
+    const char *owner_token;     /* default: a new UUIDv7 per dispatcher (not the empty UUID) */
+    int batch_size;              /* default 50, at most OBX_BATCH_MAX */
+    int lease_seconds;           /* default 30, at most OBX_LEASE_MAX_SECONDS; longer than a
+                                    handler may take */
+    int max_attempts;            /* default 10: a handler runs at most this many times for a
+                                    message (a lease that expires does not count) */
+    obx_backoff_fn backoff;      /* default min(2^attempts s, 60 s) */
     void *backoff_user;
     int64_t poll_interval_ms;    /* default 500: wait after an empty claim ... */
-    int64_t idle_max_ms;         /* default 2000: ... doubling while idle up to this (OBX-122) */
-    int64_t reap_interval_ms;    /* default 30000: reap expired leases this often (OBX-053) */
+    int64_t idle_max_ms;         /* default 2000: ... doubling while idle up to this */
+    int64_t reap_interval_ms;    /* default 30000: reap expired leases this often */
     int64_t startup_delay_ms;    /* default 0: wait before the first claim */
-    int64_t error_delay_ms;      /* default 30000: wait after a database error */
-    obx_log_level message_log_level; /* default OBX_LOG_DEBUG: the level of the line
-                                    logged as each message is handed to its handlers (topic and
-                                    id); OBX_LOG_INFO logs every invocation at INFO */
+    int64_t error_delay_ms;      /* default 30000: wait after a failed round */
+    obx_log_level message_log_level; /* default OBX_LOG_DEBUG: the level of the line logged
+                                    as each message is handed to its handlers (topic and id);
+                                    OBX_LOG_INFO logs every invocation at INFO */
     volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
                                     (safe to set from a signal handler; seen within one wait) */
 } obx_dispatcher_desc;
+/* Intervals are saturating: a huge one (INT64_MAX) means "never again". */
 
 /* Create a dispatcher over desc->store or desc->provider (exactly one).
  * Reap (and cleanup, when asked) run for every store, on their own
  * schedules. Does not touch the database. Returns OBX_OK;
  * OBX_ERR_INVALID_ARG (desc or out NULL; neither or both of store and
  * provider; owner_token not a UUID); OBX_ERR_OUT_OF_RANGE (a negative or too
- * large number: batch 1..10000, lease 1..86400); OBX_ERR_NO_MEMORY. */
+ * large number); OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_dispatcher **out);
 
 /* Free a dispatcher (not its store). Must not be running. NULL is a no-op. */
@@ -773,8 +783,8 @@ OBX_API void obx_dispatcher_destroy(obx_dispatcher *dispatcher);
  * topic with "*". A message runs its topic's handlers in registration
  * order, then the "*" ones; the first that does not return OBX_DONE decides
  * the message's fate. A message with no handler at all is logged as a
- * warning and retried later (OBX-055). Returns OBX_OK, OBX_ERR_INVALID_ARG
- * (NULL, empty or over-long topic, NULL handler), OBX_ERR_NO_MEMORY. */
+ * warning and retried later. Returns OBX_OK, OBX_ERR_INVALID_ARG (NULL,
+ * empty, not UTF-8 or over-long topic, NULL handler), OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_dispatcher_on(obx_dispatcher *dispatcher, const char *topic,
                                      obx_handler handler, void *user);
 
@@ -808,6 +818,8 @@ OBX_API void obx_dispatcher_wake(obx_dispatcher *dispatcher);
  * outlives a store that discovery has since closed) or of the last
  * obx_dispatcher_on. NULL gives a static "store is NULL" error. */
 OBX_API const obx_error *obx_dispatcher_last_error(const obx_dispatcher *dispatcher);
+
+/* >>common-end api-engine */
 
 /* ---- Joins (fan-in) --------------------------------------------------------------- */
 
@@ -884,6 +896,7 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
 OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *error,
                                           size_t error_size, void *user);
 
+/* >>common-begin core */
 #ifdef __cplusplus
 }
 #endif
@@ -907,7 +920,6 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *erro
 #include <pthread.h>
 #endif
 
-/* >>common-begin core */
 
 #if !defined(OBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)
 #error "obx: the default clock needs POSIX clock_gettime(): compile the implementation file with -D_POSIX_C_SOURCE=200809L (or -std=gnu99), or define OBX_NO_POSIX_CLOCK and pass a clock hook"
@@ -3518,7 +3530,7 @@ static char *obx__expand(const obx__hooks *h, const obx__dialect *d,
 #define OBX__TABLE_MAX 36
 #define OBX__ACK_NAMES_WORKER 1       /* ack records ProcessedBy */
 #define OBX__DELAY_MIN_MS 0           /* abandon with delay 0: claimable again at once */
-#define OBX__RETENTION_DEFAULT_MS 0   /* cleanup with retention 0: every done message */
+#define OBX__RETENTION_DEFAULT_MS OBX_DEFAULT_RETENTION_MS /* cleanup with retention 0 */
 #define OBX__MSG_ATTEMPTS(m) ((m)->retry_count)
 
 /* Where each string of a message row sits in store->rows while reading. */
@@ -3531,9 +3543,18 @@ typedef struct obx__store_own {
     obx__buf columns[6];
 } obx__store_own;
 
+
+/* >>common-begin engine */
+
+/* The engine: the store, its work queue (claim, settle, reap, cleanup),
+ * providers, routers and the dispatcher. The same text in obx.h and ibx.h;
+ * what differs between them is the "face" defined just above: the
+ * statements, the row layout, a message's key and a few constants. */
+
+/* What each header defines for the engine (its face), below the engine. */
 static void obx__store_own_free(const obx__hooks *h, obx__store_own *own);
-/* The current row (columns as OBX__SQLITE_COLS) into *m; its strings go to
- * buf, at offsets *o, and are pointed at by obx__point_strings once the
+/* The current row (the dialect's message columns) into *m; its strings go
+ * to buf, at offsets *o, and are pointed at by obx__point_strings once the
  * buffer stops moving. */
 static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, obx__buf *buf,
                                     obx__row_offsets *o);
@@ -3542,15 +3563,9 @@ static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__r
 static int obx__msg_key_add(obx_store *s, const obx_message *m);
 /* A message's name in log lines. */
 static void obx__msg_name(const obx_message *m, char *out, size_t size);
+/* The worker name of a store description (NULL where the header has none). */
 static const char *obx__desc_worker(const obx_store_desc *desc);
 static void obx__desc_set_worker(obx_store_desc *desc, const char *worker);
-
-/* >>common-begin engine */
-
-/* The engine: the store, its work queue (claim, settle, reap, cleanup),
- * providers, routers and the dispatcher. The same text in obx.h and ibx.h;
- * what differs between them is the "face" defined just above: the
- * statements, the row layout, a message's key and a few constants. */
 
 /* Defaults and limits of the engine, used by code and docs alike. */
 #define OBX__BATCH_DEFAULT 50              /* messages per claim */
@@ -4024,6 +4039,52 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
     obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "claimed %d message(s) for %s", ctx.count,
              store->token);
     return ctx.count > 0 ? OBX_OK : OBX_EMPTY;
+}
+
+/* >> get ---------------------------------------------------------------------------- */
+
+typedef struct obx__get_ctx {
+    obx_store *s;
+    obx__param *p;               /* the message's key, as the dialect's GET takes it */
+    int n;
+    obx_message *m;
+    obx__row_offsets o;
+    int found;
+} obx__get_ctx;
+
+static obx_result obx__get_unit(obx__db *db, void *vctx) {
+    obx__get_ctx *c = (obx__get_ctx *)vctx;
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    c->s->read_rows.len = 0;
+    c->found = 0;
+    r = obx__exec(db, OBX__Q_GET, c->s->sql[OBX__Q_GET], c->p, c->n, NULL, &cur);
+    if (r == OBX_OK) r = obx__fetch(db, cur);
+    if (r == OBX_OK) {
+        r = obx__read_message(db, cur, c->m, &c->s->read_rows, &c->o);
+        c->found = r == OBX_OK;
+    }
+    obx__close(cur);
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
+/* Read the message whose key is in p[0..n) into *out, its strings in the
+ * store's read_rows (apart from a claim's). OBX_EMPTY when there is none. */
+static obx_result obx__get_by_key(obx_store *s, obx__param *p, int n, obx_message *out) {
+    obx__get_ctx ctx;
+    obx_message m;
+    obx_result r;
+    ctx.s = s;
+    ctx.p = p;
+    ctx.n = n;
+    ctx.m = &m;
+    r = obx__unit_read(&s->db, obx__get_unit, &ctx, "get");
+    if (r != OBX_OK) return r;
+    if (!ctx.found) return OBX_EMPTY;
+    obx__point_strings(&s->read_rows, &m, &ctx.o);
+    m.store = s;
+    *out = m;
+    return OBX_OK;
 }
 
 /* >> settle: ack, abandon, fail; reap, cleanup, stats ----------------------------- */
@@ -5033,51 +5094,18 @@ OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
 
 /* >> get ---------------------------------------------------------------------------- */
 
-typedef struct obx__get_ctx {
-    obx_store *s;
-    const char *id;
-    obx_message *m;
-    obx__row_offsets o;
-    int found;
-} obx__get_ctx;
-
-static obx_result obx__get_unit(obx__db *db, void *vctx) {
-    obx__get_ctx *c = (obx__get_ctx *)vctx;
-    obx__param p[1];
-    SQLHSTMT cur = NULL;
-    obx_result r;
-    c->s->read_rows.len = 0;
-    c->found = 0;
-    obx__p_text(&p[0], c->id, 36);
-    r = obx__exec(db, OBX__Q_GET, c->s->sql[OBX__Q_GET], p, 1, NULL, &cur);
-    if (r == OBX_OK) r = obx__fetch(db, cur);
-    if (r == OBX_OK) {
-        r = obx__read_message(db, cur, c->m, &c->s->read_rows, &c->o);
-        c->found = r == OBX_OK;
-    }
-    obx__close(cur);
-    return r == OBX_EMPTY ? OBX_OK : r;
-}
-
 OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *message) {
-    obx__get_ctx ctx;
-    obx_message m;
+    obx__param p[1];
     char lower[37];
     obx_result r = obx__store_ready(store, "obx_get");
     if (r != OBX_OK) return r;
     if (!message) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_get: message", "must not be NULL");
     if (!obx__uuid_is_valid(id)) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_get: id", "id must be a UUID");
     obx__lower_uuid(id, lower);
-    ctx.s = store;
-    ctx.id = lower;
-    ctx.m = &m;
-    r = obx__unit_read(&store->db, obx__get_unit, &ctx, "get");
-    if (r != OBX_OK) return r;
-    if (!ctx.found) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, "obx_get: id", "no message %s", id);
-    obx__point_strings(&store->read_rows, &m, &ctx.o);
-    m.store = store;
-    *message = m;
-    return OBX_OK;
+    obx__p_text(&p[0], lower, 36);
+    r = obx__get_by_key(store, p, 1, message);
+    if (r == OBX_EMPTY) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, "obx_get: id", "no message %s", id);
+    return r;
 }
 
 /* >> ack, abandon, fail ------------------------------------------------------------ */
