@@ -1508,14 +1508,14 @@ typedef struct ibx__db {
 /* Read every diagnostic record of `handle` into db->err and classify the
  * failure. SQLGetDiagRec returns SQL_SUCCESS_WITH_INFO for a truncated
  * message: that is still a record, not the end. Returns the result code. */
-IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handle,
-                                  const char *where) {
+/* Read every diagnostic record of `handle` into db->err (SQLSTATE and
+ * native code of the first record that is not a warning, all messages
+ * joined) and return the worst fault class among them. */
+IBX__PRIVATE int ibx__diag_records(ibx__db *db, SQLSMALLINT type, SQLHANDLE handle) {
     ibx_error *e = db->err;
     SQLSMALLINT rec;
     size_t used = 0;
     int fault = IBX__FAULT_PERMANENT, have_primary = 0;
-    ibx__error_clear(e);
-    ibx__copy(e->where, sizeof e->where, where);
     for (rec = 1; rec < 64; rec++) {
         SQLCHAR state[6], text[SQL_MAX_MESSAGE_LENGTH];
         SQLINTEGER native = 0;
@@ -1527,11 +1527,12 @@ IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handl
         state[5] = '\0';
         f = ibx__classify(db->d, (const char *)state, (long)native);
         if (f > fault) fault = f;
-        /* The first record that is not a warning (class 01) is the cause. */
-        if (!have_primary && strncmp((const char *)state, "01", 2) != 0) {
+        /* The first record that is not a warning (class 01) is the cause;
+         * with only warnings, the first one's codes are kept. */
+        if (!have_primary && (strncmp((const char *)state, "01", 2) != 0 || rec == 1)) {
             ibx__copy(e->sqlstate, sizeof e->sqlstate, (const char *)state);
             e->native = (long)native;
-            have_primary = 1;
+            have_primary = strncmp((const char *)state, "01", 2) != 0;
         }
         if (used + 4 < sizeof e->message) {
             int n = snprintf(e->message + used, sizeof e->message - used, "%s[%s/%ld] %s",
@@ -1541,24 +1542,20 @@ IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handl
             if (used >= sizeof e->message) used = sizeof e->message - 1;
         }
     }
-    if (!have_primary && rec > 1) {
-        /* Only warnings: keep the first one's codes. */
-        SQLCHAR state[6];
-        SQLINTEGER native = 0;
-        SQLSMALLINT len = 0;
-        if (SQL_SUCCEEDED(SQLGetDiagRec(type, handle, 1, state, &native, NULL, 0, &len))) {
-            state[5] = '\0';
-            ibx__copy(e->sqlstate, sizeof e->sqlstate, (const char *)state);
-            e->native = (long)native;
-        }
-    }
     if (rec == 1) ibx__copy(e->message, sizeof e->message, "no diagnostic record from the driver");
-    {
-        /* One log line per event: drivers put newlines into messages. */
-        char *c;
-        for (c = e->message; *c; c++)
-            if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
-    }
+    return fault;
+}
+
+IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handle,
+                                  const char *where) {
+    ibx_error *e = db->err;
+    int fault;
+    char *c;
+    ibx__error_clear(e);
+    ibx__copy(e->where, sizeof e->where, where);
+    fault = ibx__diag_records(db, type, handle);
+    for (c = e->message; *c; c++) /* one line: drivers put newlines into messages */
+        if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
     /* A driver may report a dead connection with an ordinary code; ask. */
     if (db->dbc && db->connected) {
         SQLUINTEGER dead = 0;
@@ -2054,76 +2051,6 @@ IBX__PRIVATE ibx_result ibx__get_i64(ibx__db *db, SQLHSTMT st, int col, int64_t 
     return IBX_OK;
 }
 
-/* Column `col` as bytes (c_type SQL_C_CHAR or SQL_C_BINARY) in a new buffer
- * from the allocator, NUL-terminated for convenience; *out NULL for SQL
- * NULL. Reads in chunks, so any length works; the first chunk's indicator
- * usually gives the total size, which saves reallocations. */
-IBX__PRIVATE ibx_result ibx__get_bytes(ibx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type,
-                                       char **out, size_t *out_len) {
-    /* SQL_C_CHAR chunks end with a NUL the driver adds; binary ones do not. */
-    const size_t term = c_type == SQL_C_CHAR ? 1 : 0;
-    char first[512];
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int truncated;
-    for (;;) {
-        SQLLEN ind = 0;
-        char *dst = buf ? buf + len : first;
-        size_t room = buf ? cap - len : sizeof first;
-        size_t got;
-        SQLRETURN rc = SQLGetData(st, (SQLUSMALLINT)col, c_type, dst, (SQLLEN)room, &ind);
-        if (rc == SQL_NO_DATA) break; /* the previous chunk was the last */
-        if (!SQL_SUCCEEDED(rc)) {
-            ibx__free(db->hooks, buf);
-            return ibx__diag(db, SQL_HANDLE_STMT, st, "SQLGetData");
-        }
-        if (ind == SQL_NULL_DATA) {
-            ibx__free(db->hooks, buf);
-            *out = NULL;
-            if (out_len) *out_len = 0;
-            return IBX_OK;
-        }
-        /* Bytes in this chunk: a truncated one (more than fits) is full,
-         * less the NUL of a text chunk; a final text chunk is measured up to
-         * the NUL the driver wrote, which does not depend on how it counts
-         * length. A warning that is not truncation changes nothing. */
-        truncated = rc == SQL_SUCCESS_WITH_INFO && (ind == SQL_NO_TOTAL || (size_t)ind > room - term);
-        if (truncated) got = room - term;
-        else if (term) got = ibx__strnlen(dst, room);
-        else got = (ind != SQL_NO_TOTAL && (size_t)ind <= room) ? (size_t)ind : room;
-        if (!buf) {
-            size_t want = (ind != SQL_NO_TOTAL && (size_t)ind > got ? (size_t)ind : got * 2) + 1;
-            buf = want > SIZE_MAX / 4 ? NULL : (char *)ibx__alloc(db->hooks, want);
-            if (!buf) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
-            cap = want;
-            memcpy(buf, first, got);
-        }
-        len += got;
-        if (!truncated) break; /* that was all */
-        if (cap - len < 256) {
-            int sized = ind != SQL_NO_TOTAL && (size_t)ind > got;
-            size_t grow = sized ? len + ((size_t)ind - got) + 1 : cap * 2;
-            /* A value near SIZE_MAX (32 bits) would wrap the size: refuse it. */
-            char *bigger = cap > SIZE_MAX / 4 || (sized && (size_t)ind > SIZE_MAX / 4)
-                               ? NULL : (char *)ibx__realloc(db->hooks, buf, grow);
-            if (!bigger) {
-                ibx__free(db->hooks, buf);
-                return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
-            }
-            buf = bigger;
-            cap = grow;
-        }
-    }
-    if (!buf) { /* empty value that ended at once */
-        buf = (char *)ibx__alloc(db->hooks, 1);
-        if (!buf) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
-    }
-    buf[len] = '\0';
-    *out = buf;
-    if (out_len) *out_len = len;
-    return IBX_OK;
-}
-
 /* Column `col` appended to `buf` (NUL-terminated there); *offset is where
  * it starts, or (size_t)-1 for SQL NULL. Offsets, not pointers: the buffer
  * may move while later columns are read. */
@@ -2330,7 +2257,7 @@ typedef struct ibx__entry {
     void *store;
     int64_t next_reap_ms;        /* monotonic; 0 = at once */
     int64_t next_cleanup_ms;
-    int seen;                    /* in the latest discovery result */
+    int seen;                    /* in the latest discovery result: 1 kept, 2 new */
 } ibx__entry;
 
 /* The stores of a provider, opened and closed through callbacks so that
@@ -2366,52 +2293,68 @@ IBX__PRIVATE void ibx__entry_free(ibx__registry *r, ibx__entry *e) {
  * not NULL) count the changes. Returns IBX_OK, IBX_ERR_INVALID_ARG (a NULL
  * or empty id or connection string, a duplicate id) or IBX_ERR_NO_MEMORY; a
  * store that fails to open is logged and left out until the next refresh. */
+/* A database list is usable: every id and connection string given, ids unique. */
+IBX__PRIVATE int ibx__registry_valid(const ibx_database *dbs, int n) {
+    int i, j;
+    for (i = 0; i < n; i++) {
+        if (!dbs[i].id || !dbs[i].id[0] || !dbs[i].connection_string || !dbs[i].connection_string[0])
+            return 0;
+        for (j = 0; j < i; j++)
+            if (strcmp(dbs[i].id, dbs[j].id) == 0) return 0;
+    }
+    return 1;
+}
+
+/* The entry for one listed database: kept when unchanged, reopened when
+ * its connection string changed, else new (seen = 2). NULL: out of memory. */
+IBX__PRIVATE ibx__entry *ibx__registry_entry(ibx__registry *r, const ibx_database *db) {
+    int at = ibx__registry_find(r, db->id);
+    ibx__entry *e;
+    if (at >= 0 && strcmp(r->items[at].connstr, db->connection_string) == 0) {
+        r->items[at].seen = 1; /* unchanged: keep the open store */
+        return &r->items[at];
+    }
+    if (at >= 0) { /* moved: reopen */
+        ibx__log(r->hooks, IBX_LOG_INFO, db->id, "%s: connection string changed, reopening", r->name);
+        r->close(r->ctx, r->items[at].store);
+        r->items[at].store = NULL;
+        e = &r->items[at];
+        e->seen = 1;
+    } else {
+        if (r->count == r->cap) {
+            int cap = r->cap ? r->cap * 2 : 8;
+            ibx__entry *grown = (ibx__entry *)ibx__realloc(r->hooks, r->items, sizeof *grown * (size_t)cap);
+            if (!grown) return NULL;
+            r->items = grown;
+            r->cap = cap;
+        }
+        e = &r->items[r->count];
+        memset(e, 0, sizeof *e);
+        e->id = ibx__strdup(r->hooks, db->id);
+        if (!e->id) return NULL;
+        r->count++;
+        e->seen = 2;
+    }
+    ibx__free(r->hooks, e->connstr);
+    e->connstr = ibx__strdup(r->hooks, db->connection_string);
+    e->store = e->connstr ? r->open(r->ctx, db->id, db->connection_string) : NULL;
+    e->next_reap_ms = e->next_cleanup_ms = 0;
+    return e;
+}
+
+/* Make the registry hold exactly `dbs`; *added counts new databases now
+ * open, *removed those discovery no longer lists. A listed database that
+ * could not be opened is left out (logged by open) and tried again next time. */
 IBX__PRIVATE ibx_result ibx__registry_apply(ibx__registry *r, const ibx_database *dbs, int n,
                                             int *added, int *removed) {
     int i, j, add = 0, drop = 0;
-    for (i = 0; i < n; i++) {
-        if (!dbs[i].id || !dbs[i].id[0] || !dbs[i].connection_string || !dbs[i].connection_string[0])
-            return IBX_ERR_INVALID_ARG;
-        for (j = 0; j < i; j++)
-            if (strcmp(dbs[i].id, dbs[j].id) == 0) return IBX_ERR_INVALID_ARG;
-    }
+    if (!ibx__registry_valid(dbs, n)) return IBX_ERR_INVALID_ARG;
     for (i = 0; i < r->count; i++) r->items[i].seen = 0;
-    for (i = 0; i < n; i++) {
-        int at = ibx__registry_find(r, dbs[i].id);
-        ibx__entry *e;
-        if (at >= 0 && strcmp(r->items[at].connstr, dbs[i].connection_string) == 0) {
-            r->items[at].seen = 1; /* unchanged: keep the open store */
-            continue;
-        }
-        if (at >= 0) { /* moved: reopen */
-            ibx__log(r->hooks, IBX_LOG_INFO, dbs[i].id, "%s: connection string changed, reopening", r->name);
-            r->close(r->ctx, r->items[at].store);
-            r->items[at].store = NULL;
-            e = &r->items[at];
-        } else {
-            if (r->count == r->cap) {
-                int cap = r->cap ? r->cap * 2 : 8;
-                ibx__entry *grown = (ibx__entry *)ibx__realloc(r->hooks, r->items, sizeof *grown * (size_t)cap);
-                if (!grown) return IBX_ERR_NO_MEMORY;
-                r->items = grown;
-                r->cap = cap;
-            }
-            e = &r->items[r->count];
-            memset(e, 0, sizeof *e);
-            e->id = ibx__strdup(r->hooks, dbs[i].id);
-            if (!e->id) return IBX_ERR_NO_MEMORY;
-            r->count++;
-            add++;
-        }
-        ibx__free(r->hooks, e->connstr);
-        e->connstr = ibx__strdup(r->hooks, dbs[i].connection_string);
-        e->store = e->connstr ? r->open(r->ctx, dbs[i].id, dbs[i].connection_string) : NULL;
-        e->next_reap_ms = e->next_cleanup_ms = 0;
-        e->seen = 1;
-    }
-    /* Drop what discovery no longer lists, and what could not be opened. */
+    for (i = 0; i < n; i++)
+        if (!ibx__registry_entry(r, &dbs[i])) return IBX_ERR_NO_MEMORY;
     for (i = j = 0; i < r->count; i++) {
         if (r->items[i].seen && r->items[i].store) {
+            add += r->items[i].seen == 2;
             if (i != j) r->items[j] = r->items[i];
             j++;
             continue;
@@ -2419,8 +2362,6 @@ IBX__PRIVATE ibx_result ibx__registry_apply(ibx__registry *r, const ibx_database
         if (!r->items[i].seen) {
             ibx__log(r->hooks, IBX_LOG_INFO, r->items[i].id, "%s: removed by discovery, closing", r->name);
             drop++;
-        } else {
-            add--; /* listed but not opened: tried again at the next refresh */
         }
         ibx__entry_free(r, &r->items[i]);
     }

@@ -1639,14 +1639,14 @@ typedef struct obx__db {
 /* Read every diagnostic record of `handle` into db->err and classify the
  * failure. SQLGetDiagRec returns SQL_SUCCESS_WITH_INFO for a truncated
  * message: that is still a record, not the end. Returns the result code. */
-OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handle,
-                                  const char *where) {
+/* Read every diagnostic record of `handle` into db->err (SQLSTATE and
+ * native code of the first record that is not a warning, all messages
+ * joined) and return the worst fault class among them. */
+OBX__PRIVATE int obx__diag_records(obx__db *db, SQLSMALLINT type, SQLHANDLE handle) {
     obx_error *e = db->err;
     SQLSMALLINT rec;
     size_t used = 0;
     int fault = OBX__FAULT_PERMANENT, have_primary = 0;
-    obx__error_clear(e);
-    obx__copy(e->where, sizeof e->where, where);
     for (rec = 1; rec < 64; rec++) {
         SQLCHAR state[6], text[SQL_MAX_MESSAGE_LENGTH];
         SQLINTEGER native = 0;
@@ -1658,11 +1658,12 @@ OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handl
         state[5] = '\0';
         f = obx__classify(db->d, (const char *)state, (long)native);
         if (f > fault) fault = f;
-        /* The first record that is not a warning (class 01) is the cause. */
-        if (!have_primary && strncmp((const char *)state, "01", 2) != 0) {
+        /* The first record that is not a warning (class 01) is the cause;
+         * with only warnings, the first one's codes are kept. */
+        if (!have_primary && (strncmp((const char *)state, "01", 2) != 0 || rec == 1)) {
             obx__copy(e->sqlstate, sizeof e->sqlstate, (const char *)state);
             e->native = (long)native;
-            have_primary = 1;
+            have_primary = strncmp((const char *)state, "01", 2) != 0;
         }
         if (used + 4 < sizeof e->message) {
             int n = snprintf(e->message + used, sizeof e->message - used, "%s[%s/%ld] %s",
@@ -1672,24 +1673,20 @@ OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handl
             if (used >= sizeof e->message) used = sizeof e->message - 1;
         }
     }
-    if (!have_primary && rec > 1) {
-        /* Only warnings: keep the first one's codes. */
-        SQLCHAR state[6];
-        SQLINTEGER native = 0;
-        SQLSMALLINT len = 0;
-        if (SQL_SUCCEEDED(SQLGetDiagRec(type, handle, 1, state, &native, NULL, 0, &len))) {
-            state[5] = '\0';
-            obx__copy(e->sqlstate, sizeof e->sqlstate, (const char *)state);
-            e->native = (long)native;
-        }
-    }
     if (rec == 1) obx__copy(e->message, sizeof e->message, "no diagnostic record from the driver");
-    {
-        /* One log line per event: drivers put newlines into messages. */
-        char *c;
-        for (c = e->message; *c; c++)
-            if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
-    }
+    return fault;
+}
+
+OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handle,
+                                  const char *where) {
+    obx_error *e = db->err;
+    int fault;
+    char *c;
+    obx__error_clear(e);
+    obx__copy(e->where, sizeof e->where, where);
+    fault = obx__diag_records(db, type, handle);
+    for (c = e->message; *c; c++) /* one line: drivers put newlines into messages */
+        if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
     /* A driver may report a dead connection with an ordinary code; ask. */
     if (db->dbc && db->connected) {
         SQLUINTEGER dead = 0;
@@ -2185,76 +2182,6 @@ OBX__PRIVATE obx_result obx__get_i64(obx__db *db, SQLHSTMT st, int col, int64_t 
     return OBX_OK;
 }
 
-/* Column `col` as bytes (c_type SQL_C_CHAR or SQL_C_BINARY) in a new buffer
- * from the allocator, NUL-terminated for convenience; *out NULL for SQL
- * NULL. Reads in chunks, so any length works; the first chunk's indicator
- * usually gives the total size, which saves reallocations. */
-OBX__PRIVATE obx_result obx__get_bytes(obx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type,
-                                       char **out, size_t *out_len) {
-    /* SQL_C_CHAR chunks end with a NUL the driver adds; binary ones do not. */
-    const size_t term = c_type == SQL_C_CHAR ? 1 : 0;
-    char first[512];
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int truncated;
-    for (;;) {
-        SQLLEN ind = 0;
-        char *dst = buf ? buf + len : first;
-        size_t room = buf ? cap - len : sizeof first;
-        size_t got;
-        SQLRETURN rc = SQLGetData(st, (SQLUSMALLINT)col, c_type, dst, (SQLLEN)room, &ind);
-        if (rc == SQL_NO_DATA) break; /* the previous chunk was the last */
-        if (!SQL_SUCCEEDED(rc)) {
-            obx__free(db->hooks, buf);
-            return obx__diag(db, SQL_HANDLE_STMT, st, "SQLGetData");
-        }
-        if (ind == SQL_NULL_DATA) {
-            obx__free(db->hooks, buf);
-            *out = NULL;
-            if (out_len) *out_len = 0;
-            return OBX_OK;
-        }
-        /* Bytes in this chunk: a truncated one (more than fits) is full,
-         * less the NUL of a text chunk; a final text chunk is measured up to
-         * the NUL the driver wrote, which does not depend on how it counts
-         * length. A warning that is not truncation changes nothing. */
-        truncated = rc == SQL_SUCCESS_WITH_INFO && (ind == SQL_NO_TOTAL || (size_t)ind > room - term);
-        if (truncated) got = room - term;
-        else if (term) got = obx__strnlen(dst, room);
-        else got = (ind != SQL_NO_TOTAL && (size_t)ind <= room) ? (size_t)ind : room;
-        if (!buf) {
-            size_t want = (ind != SQL_NO_TOTAL && (size_t)ind > got ? (size_t)ind : got * 2) + 1;
-            buf = want > SIZE_MAX / 4 ? NULL : (char *)obx__alloc(db->hooks, want);
-            if (!buf) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
-            cap = want;
-            memcpy(buf, first, got);
-        }
-        len += got;
-        if (!truncated) break; /* that was all */
-        if (cap - len < 256) {
-            int sized = ind != SQL_NO_TOTAL && (size_t)ind > got;
-            size_t grow = sized ? len + ((size_t)ind - got) + 1 : cap * 2;
-            /* A value near SIZE_MAX (32 bits) would wrap the size: refuse it. */
-            char *bigger = cap > SIZE_MAX / 4 || (sized && (size_t)ind > SIZE_MAX / 4)
-                               ? NULL : (char *)obx__realloc(db->hooks, buf, grow);
-            if (!bigger) {
-                obx__free(db->hooks, buf);
-                return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
-            }
-            buf = bigger;
-            cap = grow;
-        }
-    }
-    if (!buf) { /* empty value that ended at once */
-        buf = (char *)obx__alloc(db->hooks, 1);
-        if (!buf) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
-    }
-    buf[len] = '\0';
-    *out = buf;
-    if (out_len) *out_len = len;
-    return OBX_OK;
-}
-
 /* Column `col` appended to `buf` (NUL-terminated there); *offset is where
  * it starts, or (size_t)-1 for SQL NULL. Offsets, not pointers: the buffer
  * may move while later columns are read. */
@@ -2461,7 +2388,7 @@ typedef struct obx__entry {
     void *store;
     int64_t next_reap_ms;        /* monotonic; 0 = at once */
     int64_t next_cleanup_ms;
-    int seen;                    /* in the latest discovery result */
+    int seen;                    /* in the latest discovery result: 1 kept, 2 new */
 } obx__entry;
 
 /* The stores of a provider, opened and closed through callbacks so that
@@ -2497,52 +2424,68 @@ OBX__PRIVATE void obx__entry_free(obx__registry *r, obx__entry *e) {
  * not NULL) count the changes. Returns OBX_OK, OBX_ERR_INVALID_ARG (a NULL
  * or empty id or connection string, a duplicate id) or OBX_ERR_NO_MEMORY; a
  * store that fails to open is logged and left out until the next refresh. */
+/* A database list is usable: every id and connection string given, ids unique. */
+OBX__PRIVATE int obx__registry_valid(const obx_database *dbs, int n) {
+    int i, j;
+    for (i = 0; i < n; i++) {
+        if (!dbs[i].id || !dbs[i].id[0] || !dbs[i].connection_string || !dbs[i].connection_string[0])
+            return 0;
+        for (j = 0; j < i; j++)
+            if (strcmp(dbs[i].id, dbs[j].id) == 0) return 0;
+    }
+    return 1;
+}
+
+/* The entry for one listed database: kept when unchanged, reopened when
+ * its connection string changed, else new (seen = 2). NULL: out of memory. */
+OBX__PRIVATE obx__entry *obx__registry_entry(obx__registry *r, const obx_database *db) {
+    int at = obx__registry_find(r, db->id);
+    obx__entry *e;
+    if (at >= 0 && strcmp(r->items[at].connstr, db->connection_string) == 0) {
+        r->items[at].seen = 1; /* unchanged: keep the open store */
+        return &r->items[at];
+    }
+    if (at >= 0) { /* moved: reopen */
+        obx__log(r->hooks, OBX_LOG_INFO, db->id, "%s: connection string changed, reopening", r->name);
+        r->close(r->ctx, r->items[at].store);
+        r->items[at].store = NULL;
+        e = &r->items[at];
+        e->seen = 1;
+    } else {
+        if (r->count == r->cap) {
+            int cap = r->cap ? r->cap * 2 : 8;
+            obx__entry *grown = (obx__entry *)obx__realloc(r->hooks, r->items, sizeof *grown * (size_t)cap);
+            if (!grown) return NULL;
+            r->items = grown;
+            r->cap = cap;
+        }
+        e = &r->items[r->count];
+        memset(e, 0, sizeof *e);
+        e->id = obx__strdup(r->hooks, db->id);
+        if (!e->id) return NULL;
+        r->count++;
+        e->seen = 2;
+    }
+    obx__free(r->hooks, e->connstr);
+    e->connstr = obx__strdup(r->hooks, db->connection_string);
+    e->store = e->connstr ? r->open(r->ctx, db->id, db->connection_string) : NULL;
+    e->next_reap_ms = e->next_cleanup_ms = 0;
+    return e;
+}
+
+/* Make the registry hold exactly `dbs`; *added counts new databases now
+ * open, *removed those discovery no longer lists. A listed database that
+ * could not be opened is left out (logged by open) and tried again next time. */
 OBX__PRIVATE obx_result obx__registry_apply(obx__registry *r, const obx_database *dbs, int n,
                                             int *added, int *removed) {
     int i, j, add = 0, drop = 0;
-    for (i = 0; i < n; i++) {
-        if (!dbs[i].id || !dbs[i].id[0] || !dbs[i].connection_string || !dbs[i].connection_string[0])
-            return OBX_ERR_INVALID_ARG;
-        for (j = 0; j < i; j++)
-            if (strcmp(dbs[i].id, dbs[j].id) == 0) return OBX_ERR_INVALID_ARG;
-    }
+    if (!obx__registry_valid(dbs, n)) return OBX_ERR_INVALID_ARG;
     for (i = 0; i < r->count; i++) r->items[i].seen = 0;
-    for (i = 0; i < n; i++) {
-        int at = obx__registry_find(r, dbs[i].id);
-        obx__entry *e;
-        if (at >= 0 && strcmp(r->items[at].connstr, dbs[i].connection_string) == 0) {
-            r->items[at].seen = 1; /* unchanged: keep the open store */
-            continue;
-        }
-        if (at >= 0) { /* moved: reopen */
-            obx__log(r->hooks, OBX_LOG_INFO, dbs[i].id, "%s: connection string changed, reopening", r->name);
-            r->close(r->ctx, r->items[at].store);
-            r->items[at].store = NULL;
-            e = &r->items[at];
-        } else {
-            if (r->count == r->cap) {
-                int cap = r->cap ? r->cap * 2 : 8;
-                obx__entry *grown = (obx__entry *)obx__realloc(r->hooks, r->items, sizeof *grown * (size_t)cap);
-                if (!grown) return OBX_ERR_NO_MEMORY;
-                r->items = grown;
-                r->cap = cap;
-            }
-            e = &r->items[r->count];
-            memset(e, 0, sizeof *e);
-            e->id = obx__strdup(r->hooks, dbs[i].id);
-            if (!e->id) return OBX_ERR_NO_MEMORY;
-            r->count++;
-            add++;
-        }
-        obx__free(r->hooks, e->connstr);
-        e->connstr = obx__strdup(r->hooks, dbs[i].connection_string);
-        e->store = e->connstr ? r->open(r->ctx, dbs[i].id, dbs[i].connection_string) : NULL;
-        e->next_reap_ms = e->next_cleanup_ms = 0;
-        e->seen = 1;
-    }
-    /* Drop what discovery no longer lists, and what could not be opened. */
+    for (i = 0; i < n; i++)
+        if (!obx__registry_entry(r, &dbs[i])) return OBX_ERR_NO_MEMORY;
     for (i = j = 0; i < r->count; i++) {
         if (r->items[i].seen && r->items[i].store) {
+            add += r->items[i].seen == 2;
             if (i != j) r->items[j] = r->items[i];
             j++;
             continue;
@@ -2550,8 +2493,6 @@ OBX__PRIVATE obx_result obx__registry_apply(obx__registry *r, const obx_database
         if (!r->items[i].seen) {
             obx__log(r->hooks, OBX_LOG_INFO, r->items[i].id, "%s: removed by discovery, closing", r->name);
             drop++;
-        } else {
-            add--; /* listed but not opened: tried again at the next refresh */
         }
         obx__entry_free(r, &r->items[i]);
     }
@@ -5516,6 +5457,26 @@ static obx_result obx__finish_unit(obx__db *db, void *vctx) {
     return r;
 }
 
+/* The follow-up message a join.wait payload asks for on success or failure
+ * (its topic into `topic`, its payload allocated into *payload): 1, or 0
+ * when it asks for none, -1 when out of memory. */
+static int obx__join_follow(obx_store *s, const char *wait_payload, int fail, const char *join_id,
+                            char *topic, size_t topic_size, char **payload, obx_new_message *follow) {
+    size_t cap = strlen(wait_payload) + 1;
+    memset(follow, 0, sizeof *follow);
+    if (obx__json_get(wait_payload, fail ? "onFailTopic" : "onCompleteTopic", topic, topic_size) != 1)
+        return 0;
+    *payload = (char *)obx__alloc(&s->hooks, cap);
+    if (!*payload) return -1;
+    if (obx__json_get(wait_payload, fail ? "onFailPayload" : "onCompletePayload", *payload, cap) != 1)
+        (*payload)[0] = '\0';
+    follow->topic = topic;
+    follow->payload = *payload;
+    follow->payload_len = OBX_NTS;
+    follow->correlation_id = join_id;
+    return 1;
+}
+
 OBX_API obx_outcome obx_join_wait_handler(const obx_message *m, char *error, size_t error_size,
                                           void *user) {
     obx_store *s = m->store;
@@ -5547,21 +5508,10 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *m, char *error, siz
     }
     fail = obx__json_get(m->payload, "failIfAnyStepFailed", fail_flag, sizeof fail_flag) == 1 &&
            strcmp(fail_flag, "true") == 0 && j.failed_steps > 0;
-    has_topic = obx__json_get(m->payload, fail ? "onFailTopic" : "onCompleteTopic", topic, sizeof topic) == 1;
-    memset(&follow, 0, sizeof follow);
-    if (has_topic) {
-        size_t cap = strlen(m->payload) + 1;
-        payload = (char *)obx__alloc(&s->hooks, cap);
-        if (!payload) {
-            snprintf(error, error_size, "out of memory");
-            return OBX_RETRY;
-        }
-        if (obx__json_get(m->payload, fail ? "onFailPayload" : "onCompletePayload", payload, cap) != 1)
-            payload[0] = '\0';
-        follow.topic = topic;
-        follow.payload = payload;
-        follow.payload_len = OBX_NTS;
-        follow.correlation_id = join_id;
+    has_topic = obx__join_follow(s, m->payload, fail, join_id, topic, sizeof topic, &payload, &follow);
+    if (has_topic < 0) {
+        snprintf(error, error_size, "out of memory");
+        return OBX_RETRY;
     }
     ctx.s = s;
     ctx.join_id = join_id;

@@ -11,6 +11,23 @@
 
 /* ---- backoff ------------------------------------------------------------------ */
 
+
+/* One column of the current row, read the way the library reads message
+ * columns (obx__get_append), into memory of its own (obx__free it). */
+static obx_result read_column(obx__db *db, SQLHSTMT st, int col, SQLSMALLINT type, char **out,
+                              size_t *len) {
+    obx__buf b = {NULL, 0, 0};
+    size_t off = 0;
+    obx_result r = obx__get_append(db, st, col, type, &b, &off, len);
+    if (r != OBX_OK || off == (size_t)-1) {
+        obx__buf_free(db->hooks, &b);
+        if (r == OBX_OK) *out = NULL;
+        return r;
+    }
+    *out = b.data;
+    return OBX_OK;
+}
+
 static void test_backoff_default(void) {
     static const struct { int attempt; int64_t ms; } cases[] = {
         {INT_MIN, 1000}, {-1, 1000}, {0, 1000}, {1, 2000}, {2, 4000}, {3, 8000},
@@ -660,16 +677,16 @@ static void test_fake_get_bytes(void) {
     fake_push_rows_len(3, 1, cells, lens);
     TT_EQ_INT(obx__exec(&s->db, 0, "SELECT a, b, c FROM t", NULL, 0, NULL, &cur), OBX_OK);
     TT_EQ_INT(obx__fetch(&s->db, cur), OBX_OK);
-    TT_EQ_INT(obx__get_bytes(&s->db, cur, 1, SQL_C_CHAR, &out, &len), OBX_OK);
+    TT_EQ_INT(read_column(&s->db, cur, 1, SQL_C_CHAR, &out, &len), OBX_OK);
     TT_EQ_INT(len, sizeof big - 1);
     TT_EXPECT(memcmp(out, big, len) == 0 && out[len] == '\0');
     obx__free(&s->hooks, out);
-    TT_EQ_INT(obx__get_bytes(&s->db, cur, 2, SQL_C_BINARY, &out, &len), OBX_OK);
+    TT_EQ_INT(read_column(&s->db, cur, 2, SQL_C_BINARY, &out, &len), OBX_OK);
     TT_EQ_INT(len, 5);
     TT_EXPECT(memcmp(out, bin, 5) == 0);
     obx__free(&s->hooks, out);
     out = (char *)&len;
-    TT_EQ_INT(obx__get_bytes(&s->db, cur, 3, SQL_C_CHAR, &out, &len), OBX_OK);
+    TT_EQ_INT(read_column(&s->db, cur, 3, SQL_C_CHAR, &out, &len), OBX_OK);
     TT_EXPECT(out == NULL);
     TT_EQ_INT(obx__fetch(&s->db, cur), OBX_EMPTY);
     obx__close(cur);
