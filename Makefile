@@ -6,7 +6,7 @@
 #   make check   test + strict warnings (-Werror, gcc and clang), C++ compile,
 #                one/two translation units, OBX_STATIC, exported symbols,
 #                ASan+UBSan, valgrind, a 32-bit build of the fake-ODBC tests,
-#                common-core identity
+#                common-core identity (and how little repeats outside it)
 #   make bench   obx.h against the same SQL issued directly, SQLite, PostgreSQL and MariaDB
 #   make fuzz    libFuzzer on the pure code for FUZZ_SECONDS (default 30), clang
 #   make deps    install build and test dependencies
@@ -124,6 +124,7 @@ check:
 
 check-common:
 	tests/check_common.sh
+	tests/core_measure.sh
 
 # Strict warnings as errors, with both compilers and C99 and C11.
 check-warnings: | $(B)
