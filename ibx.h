@@ -147,6 +147,8 @@ typedef struct ibx_error {
 #define IBX_DELAY_MAX_MS 3153600000000LL        /* abandon delay: at most 100 years */
 #define IBX_RETENTION_MAX_MS 3153600000000LL    /* cleanup retention: at most 100 years */
 #define IBX_DISCOVER_MAX 100000                 /* databases one discovery may return */
+#define IBX_TIME_MAX_MS 253402300799999LL       /* latest due time: 9999-12-31 23:59:59.999 UTC,
+                                                   what every supported database can store */
 
 /* Log levels. Zero in ibx_logger.min_level means the default, INFO. */
 typedef enum ibx_log_level {
@@ -352,6 +354,10 @@ typedef struct ibx_store_desc {
     int deploy_schema;           /* nonzero: create the table and indexes if missing */
     ibx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
     ibx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
+    ibx_log_level message_log_level; /* default IBX_LOG_DEBUG: the level of the lines logged
+                                    per message (each enqueue, and each handler invocation
+                                    of a dispatcher on this store); IBX_LOG_INFO for an
+                                    audit trail at INFO */
 } ibx_store_desc;
 
 /* ---- Messages ----------------------------------------------------------------- */
@@ -455,7 +461,7 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * with attempt 0: re-enqueueing redrives it); a Done one is not changed
  * (*enqueued = 0 if given, else 1). Returns IBX_OK; IBX_ERR_INVALID_ARG (a
  * required field NULL, empty or too long, a NUL in the payload: the error
- * names it; nothing is written); IBX_ERR_OUT_OF_RANGE (due_utc_ms < 0);
+ * names it; nothing is written); IBX_ERR_OUT_OF_RANGE (due_utc_ms not 0..IBX_TIME_MAX_MS);
  * IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *message, int *enqueued);
 
@@ -704,9 +710,9 @@ typedef struct ibx_dispatcher_desc {
     int64_t reap_interval_ms;    /* default 30000: reap expired leases this often */
     int64_t startup_delay_ms;    /* default 0: wait before the first claim */
     int64_t error_delay_ms;      /* default 30000: wait after a failed round */
-    ibx_log_level message_log_level; /* default IBX_LOG_DEBUG: the level of the line logged
-                                    as each message is handed to its handlers (topic and id);
-                                    IBX_LOG_INFO logs every invocation at INFO */
+    ibx_log_level message_log_level; /* the level of the line logged as each message is
+                                    handed to its handlers (topic and id); default: the
+                                    store's message_log_level, IBX_LOG_DEBUG with a provider */
     volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
                                     (safe to set from a signal handler; seen within one wait) */
 } ibx_dispatcher_desc;
@@ -2948,7 +2954,10 @@ static const ibx__sqlset ibx__postgresql_inbox = {
         "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())",
     }};
 
-#define IBX__MY_MS(c) "CAST(FLOOR(UNIX_TIMESTAMP(`" c "`) * 1000) AS SIGNED)"
+/* DATETIME(6) holds UTC; these never pass through the session's time zone
+ * (UNIX_TIMESTAMP and FROM_UNIXTIME would, on a caller's connection too). */
+#define IBX__MY_MS(c) "CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', `" c "`) DIV 1000 AS SIGNED)"
+#define IBX__MY_FROM_MS(p) "TIMESTAMPADD(MICROSECOND, " p " * 1000, '1970-01-01 00:00:00')"
 #define IBX__MY_COLS                                                                          \
     "`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, " IBX__MY_MS("FirstSeenUtc") ", "     \
     IBX__MY_MS("LastSeenUtc") ", `Status`, " IBX__MY_MS("LockedUntil") ", `OwnerToken`, "      \
@@ -2997,8 +3006,8 @@ static const ibx__sqlset ibx__mariadb_inbox = {
         "`Hash` = IF(" IBX__MY_DONE ", `Hash`, COALESCE(`Hash`, VALUES(`Hash`))) "
         "RETURNING `Status`, `Hash`",
         "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
-        "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, 'Processing', FROM_UNIXTIME(? / 1000), "
-        "COALESCE(FROM_UNIXTIME(? / 1000), UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE "
+        "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, 'Processing', " IBX__MY_FROM_MS("?") ", "
+        "COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE "
         "`Topic` = IF(" IBX__MY_DONE ", `Topic`, VALUES(`Topic`)), "
         "`Payload` = IF(" IBX__MY_DONE ", `Payload`, VALUES(`Payload`)), "
         "`Hash` = IF(" IBX__MY_DONE ", `Hash`, VALUES(`Hash`)), "
@@ -3315,6 +3324,7 @@ struct ibx_store {
     int msgs_cap;
     ibx_uuid_state uuids;
     ibx_metrics_hook metrics;
+    ibx_log_level message_log_level; /* per-message lines */
     int64_t counters[IBX_METRIC_COUNT_];
     char token[37];               /* the owner token of the current call, lower case */
     ibx__store_own own;           /* what only this header keeps */
@@ -3547,6 +3557,7 @@ IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out) {
     s->db.store_id = IBX__NOUN;
     s->db.forced = desc->dialect;
     s->metrics = desc->metrics;
+    s->message_log_level = desc->message_log_level ? desc->message_log_level : IBX_LOG_DEBUG;
     *out = s;
     r = ibx__store_desc_check(s, desc);
     if (r != IBX_OK) return r;
@@ -4236,7 +4247,8 @@ static void ibx__dispatcher_defaults(ibx_dispatcher *d, const ibx_dispatcher_des
     d->cleanup_ms = desc->cleanup_interval_ms;
     d->retention_ms = desc->cleanup_retention_ms;
     d->strategy = desc->strategy;
-    d->message_log_level = desc->message_log_level ? desc->message_log_level : IBX_LOG_DEBUG;
+    d->message_log_level = desc->message_log_level ? desc->message_log_level
+                         : desc->store ? desc->store->message_log_level : IBX_LOG_DEBUG;
 }
 
 IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_dispatcher **out) {
@@ -4736,9 +4748,9 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
         return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: payload",
                          "payload has a NUL byte at offset %lu; the text column cannot store it",
                          (unsigned long)(nul - (const char *)m->payload));
-    if (m->due_utc_ms < 0)
+    if (m->due_utc_ms < 0 || m->due_utc_ms > IBX_TIME_MAX_MS)
         return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: due_utc_ms",
-                         "due_utc_ms must be 0 (now) or a Unix time in ms");
+                         "due_utc_ms must be 0 (now) or a Unix time in ms up to IBX_TIME_MAX_MS (year 9999)");
     ibx__p_text(&p[0], m->source, (size_t)-1);
     ibx__p_text(&p[1], m->message_id, (size_t)-1);
     ibx__p_text(&p[2], m->topic, (size_t)-1);
@@ -4751,7 +4763,7 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     if (r != IBX_OK) return r;
     if (enqueued) *enqueued = rows > 0;
     ibx__count(store, IBX_METRIC_ENQUEUED, rows > 0 ? 1 : 0);
-    ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "%s topic=%s source=%s id=%s",
+    ibx__log(&store->hooks, store->message_log_level, store->store_id, "%s topic=%s source=%s id=%s",
              rows > 0 ? "enqueued" : "already done, not enqueued:", m->topic, m->source, m->message_id);
     return IBX_OK;
 }

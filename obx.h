@@ -219,6 +219,8 @@ typedef struct obx_error {
 #define OBX_DELAY_MAX_MS 3153600000000LL        /* abandon delay: at most 100 years */
 #define OBX_RETENTION_MAX_MS 3153600000000LL    /* cleanup retention: at most 100 years */
 #define OBX_DISCOVER_MAX 100000                 /* databases one discovery may return */
+#define OBX_TIME_MAX_MS 253402300799999LL       /* latest due time: 9999-12-31 23:59:59.999 UTC,
+                                                   what every supported database can store */
 
 /* Log levels. Zero in obx_logger.min_level means the default, INFO. */
 typedef enum obx_log_level {
@@ -430,6 +432,10 @@ typedef struct obx_store_desc {
     const char *worker_name;     /* ProcessedBy on ack; default: the owner token */
     obx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
     obx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
+    obx_log_level message_log_level; /* default OBX_LOG_DEBUG: the level of the lines logged
+                                    per message (each enqueue, and each handler invocation
+                                    of a dispatcher on this store); OBX_LOG_INFO for an
+                                    audit trail at INFO */
 } obx_store_desc;
 
 /* ---- Messages ----------------------------------------------------------------- */
@@ -493,7 +499,7 @@ typedef struct obx_message {
  * Returns OBX_OK; OBX_ERR_INVALID_ARG (store or message NULL; topic NULL,
  * empty or too long; payload NULL or containing a NUL byte; correlation id
  * too long: the error names the argument, and no SQL runs);
- * OBX_ERR_OUT_OF_RANGE (due_utc_ms < 0); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
+ * OBX_ERR_OUT_OF_RANGE (due_utc_ms not 0..OBX_TIME_MAX_MS); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
 OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message, char out_id[37]);
 
 /* Enqueue inside the caller's transaction on `hdbc` (an SQLHDBC with
@@ -760,9 +766,9 @@ typedef struct obx_dispatcher_desc {
     int64_t reap_interval_ms;    /* default 30000: reap expired leases this often */
     int64_t startup_delay_ms;    /* default 0: wait before the first claim */
     int64_t error_delay_ms;      /* default 30000: wait after a failed round */
-    obx_log_level message_log_level; /* default OBX_LOG_DEBUG: the level of the line logged
-                                    as each message is handed to its handlers (topic and id);
-                                    OBX_LOG_INFO logs every invocation at INFO */
+    obx_log_level message_log_level; /* the level of the line logged as each message is
+                                    handed to its handlers (topic and id); default: the
+                                    store's message_log_level, OBX_LOG_DEBUG with a provider */
     volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
                                     (safe to set from a signal handler; seen within one wait) */
 } obx_dispatcher_desc;
@@ -2876,7 +2882,7 @@ static const obx__sqlset obx__sqlite_outbox = {
         "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
         "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
         "WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W} "
-        "ORDER BY \"NextAttemptAt\" LIMIT ?) RETURNING " OBX__SQLITE_COLS,
+        "AND \"IsProcessed\" = 0 ORDER BY \"NextAttemptAt\" LIMIT ?) RETURNING " OBX__SQLITE_COLS,
         "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
         "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
         "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))",
@@ -2984,7 +2990,7 @@ static const obx__sqlset obx__postgresql_outbox = {
     "RETURNS SETOF {T} LANGUAGE sql AS $$\n"
     "    WITH picked AS MATERIALIZED (\n"
     "        SELECT \"Id\" FROM {T}\n"
-    "         WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()\n"
+    "         WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now() AND NOT \"IsProcessed\"\n"
     "         ORDER BY \"NextAttemptAt\" LIMIT p_batch\n"
     "           FOR UPDATE SKIP LOCKED)\n"
     "    UPDATE {T} AS o SET \"Status\" = 1, \"OwnerToken\" = p_owner,\n"
@@ -3078,7 +3084,10 @@ static const obx__sqlset obx__postgresql_outbox = {
         "WHERE \"JoinId\" = CAST(? AS uuid) AND \"Status\" = 0",
     }};
 
-#define OBX__MY_MS(c) "CAST(FLOOR(UNIX_TIMESTAMP(`" c "`) * 1000) AS SIGNED)"
+/* DATETIME(6) holds UTC; these never pass through the session's time zone
+ * (UNIX_TIMESTAMP and FROM_UNIXTIME would, on a caller's connection too). */
+#define OBX__MY_MS(c) "CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', `" c "`) DIV 1000 AS SIGNED)"
+#define OBX__MY_FROM_MS(p) "TIMESTAMPADD(MICROSECOND, " p " * 1000, '1970-01-01 00:00:00')"
 #define OBX__MY_COLS                                                                        \
     "`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, " OBX__MY_MS("CreatedAt") ", "   \
     OBX__MY_MS("DueTimeUtc") ", `RetryCount`, `LastError`, `Status`, " OBX__MY_MS("ProcessedAt") \
@@ -3160,8 +3169,8 @@ static const obx__sqlset obx__mariadb_outbox = {
     NULL},
     {
         "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
-        "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, FROM_UNIXTIME(? / 1000), "
-        "COALESCE(FROM_UNIXTIME(? / 1000), UTC_TIMESTAMP(6)))",
+        "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", "
+        "COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)))",
         "UPDATE " OBX__MY_BY_IDS("?3") " SET `Status` = 1, `OwnerToken` = ?1, "
         "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND",
         "UPDATE " OBX__MY_BY_IDS("?3") " SET `IsProcessed` = 1, `ProcessedAt` = UTC_TIMESTAMP(6), "
@@ -3193,9 +3202,10 @@ static const obx__sqlset obx__mariadb_outbox = {
          * each, 4-17 ms per pick; the window makes it 0.6 ms, and the drain
          * 1.8x. The index is forced: a scan and sort would read every row. */
         "SELECT t.`Id` FROM (SELECT `Id` FROM {T} FORCE INDEX (`IX_{N}_Ready`) WHERE `Status` = 0 "
-        "AND `NextAttemptAt` <= UTC_TIMESTAMP(6) ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
+        "AND `NextAttemptAt` <= UTC_TIMESTAMP(6) AND `IsProcessed` = 0 ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
         "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
-        "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) LIMIT ?1 FOR UPDATE SKIP LOCKED",
+        "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
+        "LIMIT ?1 FOR UPDATE SKIP LOCKED",
         "SELECT " OBX__MY_COLS " FROM " OBX__MY_BY_IDS("?"),
     }};
 
@@ -3355,7 +3365,7 @@ static const obx__sqlset obx__sqlserver_outbox = {
     "    WITH picked AS (\n"
     "        SELECT TOP (@BatchSize) [Status], [OwnerToken], [LockedUntil], [Id], [NextAttemptAt]\n"
     "          FROM {T} WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)\n"
-    "         WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()\n"
+    "         WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET() AND [IsProcessed] = 0\n"
     "         ORDER BY [NextAttemptAt])\n"
     "    UPDATE picked SET [Status] = 1, [OwnerToken] = @OwnerToken,\n"
     "           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME())\n"
@@ -3542,6 +3552,7 @@ struct obx_store {
     int msgs_cap;
     obx_uuid_state uuids;
     obx_metrics_hook metrics;
+    obx_log_level message_log_level; /* per-message lines */
     int64_t counters[OBX_METRIC_COUNT_];
     char token[37];               /* the owner token of the current call, lower case */
     obx__store_own own;           /* what only this header keeps */
@@ -3774,6 +3785,7 @@ OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
     s->db.store_id = OBX__NOUN;
     s->db.forced = desc->dialect;
     s->metrics = desc->metrics;
+    s->message_log_level = desc->message_log_level ? desc->message_log_level : OBX_LOG_DEBUG;
     *out = s;
     r = obx__store_desc_check(s, desc);
     if (r != OBX_OK) return r;
@@ -4463,7 +4475,8 @@ static void obx__dispatcher_defaults(obx_dispatcher *d, const obx_dispatcher_des
     d->cleanup_ms = desc->cleanup_interval_ms;
     d->retention_ms = desc->cleanup_retention_ms;
     d->strategy = desc->strategy;
-    d->message_log_level = desc->message_log_level ? desc->message_log_level : OBX_LOG_DEBUG;
+    d->message_log_level = desc->message_log_level ? desc->message_log_level
+                         : desc->store ? desc->store->message_log_level : OBX_LOG_DEBUG;
 }
 
 OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_dispatcher **out) {
@@ -4864,8 +4877,9 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
     if (m->correlation_id && !obx__text_fits(m->correlation_id, OBX_CORRELATION_MAX))
         OBX__BAD("correlation_id", OBX_ERR_INVALID_ARG,
                  "correlation_id must be valid UTF-8 of at most %d characters", OBX_CORRELATION_MAX);
-    if (m->due_utc_ms < 0)
-        OBX__BAD("due_utc_ms", OBX_ERR_OUT_OF_RANGE, "due_utc_ms must be 0 (now) or a Unix time in ms");
+    if (m->due_utc_ms < 0 || m->due_utc_ms > OBX_TIME_MAX_MS)
+        OBX__BAD("due_utc_ms", OBX_ERR_OUT_OF_RANGE,
+                 "due_utc_ms must be 0 (now) or a Unix time in ms up to OBX_TIME_MAX_MS (year 9999)");
 #undef OBX__BAD
     *payload_len = n;
     return OBX_OK;
@@ -5005,7 +5019,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     if (r == OBX_OK) {
         obx__count(s, OBX_METRIC_ENQUEUED, count);
         for (i = 0; i < count; i++)
-            obx__log(&s->hooks, OBX_LOG_INFO, s->store_id,
+            obx__log(&s->hooks, s->message_log_level, s->store_id,
                      "enqueued %s topic=%s correlation=%s%s", ids[i], msgs[i].topic,
                      msgs[i].correlation_id && msgs[i].correlation_id[0] ? msgs[i].correlation_id : "-",
                      hdbc ? " (in caller's transaction)" : "");

@@ -50,6 +50,9 @@ static int logged(const char *a, const char *b, const char *c) {
     return 0;
 }
 
+/* The per-message log level of the stores the tests open (0: the default). */
+static obx_log_level g_message_log_level;
+
 static obx_store *open_table(const char *table, int deploy) {
     obx_store_desc desc;
     obx_store *s = NULL;
@@ -58,6 +61,7 @@ static obx_store *open_table(const char *table, int deploy) {
     desc.table = table;
     desc.deploy_schema = deploy;
     desc.store_id = "obx-test";
+    desc.message_log_level = g_message_log_level;
     desc.hooks.logger.log = keep_log;
     desc.hooks.logger.min_level = OBX_LOG_DEBUG;
     if (obx_store_open(&desc, &s) != OBX_OK) {
@@ -602,6 +606,14 @@ static void test_024_processed_not_claimed(void) {
     TT_ASSERT(s != NULL);
     obx_owner_token(s, owner);
     TT_ASSERT(claim_and_settle(s, owner, 'a', id));
+    claim_expect(s, owner, 10, 0);
+    /* A row another tool marked processed but left at Status 0 is not claimed either. */
+    TT_ASSERT(enqueue(s, "other.tool", "{}", id));
+    TT_ASSERT(sql(s, g_pg ? "UPDATE {T} SET \"IsProcessed\" = true"
+                          : g_my ? "UPDATE {T} SET `IsProcessed` = 1 WHERE `Status` = 0"
+                                 : "UPDATE {T} SET \"IsProcessed\" = 1 WHERE \"Status\" = 0"));
+    TT_EQ_INT(scalar(s, g_my ? "SELECT COUNT(*) FROM {T} WHERE `Status` = 0"
+                             : "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0"), 1);
     claim_expect(s, owner, 10, 0);
     obx_store_close(s);
 }
@@ -1218,13 +1230,16 @@ static void test_schema_files(void) {
 }
 
 static void test_102_107_logging(void) {
-    obx_store *s = fresh();
+    obx_store *s;
     char owner[37], id[37];
     obx_new_message m = msg("order.created", "{}");
     const obx_message *ms;
     int n = 0;
     int64_t reaped = 0;
     const char *line;
+    g_message_log_level = OBX_LOG_INFO; /* the seed asks for enqueues at INFO */
+    s = fresh();
+    g_message_log_level = (obx_log_level)0;
     TT_ASSERT(s != NULL);
     log_reset();
     m.correlation_id = "corr-9";
@@ -2741,6 +2756,57 @@ static void test_clock_step(void) {
     obx_store_close(s);
 }
 
+
+/* Times are right whatever the session's time zone: on the caller's own
+ * connection (enqueue_tx) and on an adopted one (CORE-TIME-ZONE). */
+static void test_time_zone(void) {
+    static const char *const zones_my[] = {"SET time_zone = '+05:00'", "SET time_zone = '-09:30'"};
+    static const char *const zones_pg[] = {"SET TIME ZONE 'Asia/Kathmandu'", "SET TIME ZONE '-09:30'"};
+    obx_store *s = fresh();
+    int z;
+    TT_ASSERT(s != NULL);
+    for (z = 0; z < 2; z++) {
+        caller_conn c;
+        obx_store_desc desc;
+        obx_store *adopted = NULL;
+        obx_new_message m = msg("tz", "{}");
+        obx_message got;
+        const obx_message *ms;
+        char id[37], owner[37];
+        int n = 0;
+        int64_t now = (int64_t)time(NULL) * 1000;
+        TT_ASSERT(caller_open(&c));
+        TT_ASSERT(caller_exec(&c, g_my ? zones_my[z] : zones_pg[z]));
+        TT_ASSERT(caller_end(&c, 1));
+        /* a due time a minute ago, written on the caller's connection: claimable now */
+        m.due_utc_ms = now - 60000;
+        TT_ASSERT(caller_begin(&c));
+        TT_EQ_INT(obx_enqueue_tx(s, c.dbc, &m, id), OBX_OK);
+        TT_ASSERT(caller_end(&c, 1));
+        TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+        TT_EXPECT(got.due_time_ms == m.due_utc_ms);
+        TT_EXPECT(got.created_at_ms > now - 120000 && got.created_at_ms < now + 120000);
+        /* a store on the caller's connection reads the same times */
+        memset(&desc, 0, sizeof desc);
+        desc.hdbc = c.dbc;
+        desc.store_id = "obx-test";
+        TT_EQ_INT(obx_store_open(&desc, &adopted), OBX_OK);
+        TT_ASSERT(caller_exec(&c, g_my ? zones_my[z] : zones_pg[z]));
+        TT_ASSERT(caller_end(&c, 1));
+        TT_EQ_INT(obx_get(adopted, id, &got), OBX_OK);
+        TT_EXPECT(got.due_time_ms == m.due_utc_ms);
+        TT_EXPECT(got.created_at_ms > now - 120000 && got.created_at_ms < now + 120000);
+        obx_owner_token(adopted, owner);
+        TT_EQ_INT(obx_claim(adopted, owner, 30, 10, &ms, &n), OBX_OK);
+        TT_EQ_INT(n, 1);
+        TT_EXPECT(n == 1 && ms[0].locked_until_ms > now && ms[0].locked_until_ms < now + 150000);
+        obx_store_close(adopted);
+        caller_close(&c);
+        TT_ASSERT(sql(s, "DELETE FROM {T}"));
+    }
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -2878,6 +2944,8 @@ int main(int argc, char **argv) {
     RUN("CORE-RANGES", "abandon delay, cleanup retention and owner token: one rule, refused before SQL", test_ranges);
     RUN("CORE-LOG-FORGE", "names with control characters refused; logged text cannot start a line", test_log_forging);
     RUN("CORE-HOOKS-WHOLE", "a half-set allocator is refused", test_half_allocator);
+    if (g_srv)
+        RUN("CORE-TIME-ZONE", "times are right whatever the session's time zone (caller's and adopted connections)", test_time_zone);
     RUN("CORE-CLOCK-STEP", "a clock stepping back or INT64_MAX intervals never break the dispatcher", test_clock_step);
     RUN("OBX-BATCH-EXACT", "batch enqueue keeps quotes, braces, NULL-like text, newlines exact", test_batch_text_exact);
     RUN("OBX-CLEANUP", "cleanup deletes old done messages in batches, nothing else", test_cleanup);
