@@ -2778,10 +2778,17 @@ enum {
     IBX__Q_COUNT
 };
 
+/* One statement of a dialect, found by its id: a dialect lists only the
+ * statements it has, in any order, so adding one shifts no other. */
+typedef struct ibx__stmt_row {
+    int id;
+    const char *sql;
+} ibx__stmt_row;
+
 typedef struct ibx__sqlset {
     const char *now_ms;          /* {W} */
     const char *ddl[16];         /* the schema, one statement each, NULL-terminated */
-    const char *q[IBX__Q_COUNT];
+    const ibx__stmt_row *rows;    /* the statements, by name; {IBX__Q_COUNT, NULL} ends */
 } ibx__sqlset;
 
 #define IBX__SQLITE_COLS                                                                     \
@@ -2800,6 +2807,59 @@ typedef struct ibx__sqlset {
     "JOIN json_each(?) AS m ON s.key = m.key)"
 #define IBX__PG_KEYS \
     "(\"Source\", \"MessageId\") IN (SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[])))"
+
+static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
+    /* sqliteodbc shows RETURNING rows only after a leading WITH. */
+    {IBX__Q_SEEN,
+     "WITH _ AS (SELECT 1) INSERT INTO {T} (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
+     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET "
+     "\"LastSeenUtc\" = CASE WHEN \"Status\" = 'Done' THEN \"LastSeenUtc\" ELSE {W} END, "
+     "\"Hash\" = CASE WHEN \"Status\" = 'Done' THEN \"Hash\" ELSE coalesce(\"Hash\", excluded.\"Hash\") END "
+     "RETURNING \"Status\", \"Hash\""},
+    {IBX__Q_ENQUEUE,
+     "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W})) "
+     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+     "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
+     "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
+     "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
+     "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
+    {IBX__Q_MARK,
+     "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE ? END, "
+     "\"Attempt\" = CASE WHEN \"Status\" = 'Dead' AND ? = 'Processing' THEN 0 ELSE \"Attempt\" END, "
+     "\"OwnerToken\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
+     "\"LockedUntil\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
+     "\"LastSeenUtc\" = {W} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+    {IBX__Q_CLAIM,
+     "WITH _ AS (SELECT 1) UPDATE {T} SET \"OwnerToken\" = ?, "
+     "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 WHERE rowid IN (SELECT rowid FROM {T} "
+     "WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= {W} AND "
+     "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W}) ORDER BY \"NextAttemptAt\" LIMIT ?) "
+     "RETURNING " IBX__SQLITE_COLS},
+    {IBX__Q_ACK,
+     "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+     "\"LastSeenUtc\" = {W} WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+    {IBX__Q_ABANDON,
+     "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"Attempt\", 6)))), "
+     "\"Attempt\" = \"Attempt\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+     "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+    {IBX__Q_FAIL,
+     "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+     "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND "
+     IBX__SQLITE_KEYS},
+    {IBX__Q_REAP,
+     "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
+     "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < {W}"},
+    {IBX__Q_GET,
+     "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+    {IBX__Q_CLEANUP,
+     "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE \"Status\" = 'Done' AND "
+     "\"LastSeenUtc\" < {W} - ? ORDER BY \"LastSeenUtc\" LIMIT ?)"},
+    {IBX__Q_STATS,
+     "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} WHERE \"Status\" = 'Processing' AND "
+     "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})"},
+    {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__sqlite_inbox = {
     "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
@@ -2826,47 +2886,78 @@ static const ibx__sqlset ibx__sqlite_inbox = {
      "WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (\"LastSeenUtc\") WHERE \"Status\" = 'Done'",
      NULL},
-    {
-        /* sqliteodbc shows RETURNING rows only after a leading WITH. */
-        "WITH _ AS (SELECT 1) INSERT INTO {T} (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
-        "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET "
-        "\"LastSeenUtc\" = CASE WHEN \"Status\" = 'Done' THEN \"LastSeenUtc\" ELSE {W} END, "
-        "\"Hash\" = CASE WHEN \"Status\" = 'Done' THEN \"Hash\" ELSE coalesce(\"Hash\", excluded.\"Hash\") END "
-        "RETURNING \"Status\", \"Hash\"",
-        "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
-        "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W})) "
-        "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
-        "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
-        "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
-        "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
-        "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'",
-        "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE ? END, "
-        "\"Attempt\" = CASE WHEN \"Status\" = 'Dead' AND ? = 'Processing' THEN 0 ELSE \"Attempt\" END, "
-        "\"OwnerToken\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
-        "\"LockedUntil\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
-        "\"LastSeenUtc\" = {W} WHERE \"Source\" = ? AND \"MessageId\" = ?",
-        "WITH _ AS (SELECT 1) UPDATE {T} SET \"OwnerToken\" = ?, "
-        "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 WHERE rowid IN (SELECT rowid FROM {T} "
-        "WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= {W} AND "
-        "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W}) ORDER BY \"NextAttemptAt\" LIMIT ?) "
-        "RETURNING " IBX__SQLITE_COLS,
-        "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-        "\"LastSeenUtc\" = {W} WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS,
-        "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"Attempt\", 6)))), "
-        "\"Attempt\" = \"Attempt\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
-        "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
-        "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS,
-        "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-        "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND "
-        IBX__SQLITE_KEYS,
-        "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
-        "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < {W}",
-        "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?",
-        "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE \"Status\" = 'Done' AND "
-        "\"LastSeenUtc\" < {W} - ? ORDER BY \"LastSeenUtc\" LIMIT ?)",
-        "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} WHERE \"Status\" = 'Processing' AND "
-        "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})",
-    }};
+    ibx__sqlite_inbox_rows
+};
+
+static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
+    {IBX__Q_SEEN,
+     "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
+     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET "
+     "\"LastSeenUtc\" = CASE WHEN t.\"Status\" = 'Done' THEN t.\"LastSeenUtc\" ELSE now() END, "
+     "\"Hash\" = CASE WHEN t.\"Status\" = 'Done' THEN t.\"Hash\" ELSE coalesce(t.\"Hash\", excluded.\"Hash\") END "
+     "RETURNING \"Status\", \"Hash\""},
+    {IBX__Q_ENQUEUE,
+     "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
+     "to_timestamp(CAST(? AS bigint) / 1000.0), coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now())) "
+     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+     "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
+     "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
+     "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
+     "\"Status\" = 'Processing' WHERE t.\"Status\" <> 'Done'"},
+    {IBX__Q_MARK,
+     "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE CAST(? AS varchar) END, "
+     "\"Attempt\" = CASE WHEN \"Status\" = 'Dead' AND CAST(? AS varchar) = 'Processing' THEN 0 "
+     "ELSE \"Attempt\" END, "
+     "\"OwnerToken\" = CASE WHEN CAST(? AS varchar) IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
+     "\"LockedUntil\" = CASE WHEN CAST(? AS varchar) IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
+     "\"LastSeenUtc\" = now() WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+    /* The LIMIT ... SKIP LOCKED pick is materialized: as a subquery it
+     * could run twice and claim more than asked. */
+    {IBX__Q_CLAIM,
+     "WITH arg AS (SELECT CAST(? AS uuid) AS owner, CAST(? AS integer) AS lease, "
+     "CAST(? AS integer) AS batch), "
+     "picked AS MATERIALIZED (SELECT \"Source\", \"MessageId\" FROM {T} "
+     "WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
+     "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) ORDER BY \"NextAttemptAt\" "
+     "LIMIT (SELECT batch FROM arg) FOR UPDATE SKIP LOCKED) "
+     "UPDATE {T} AS t SET \"OwnerToken\" = (SELECT owner FROM arg), "
+     "\"LockedUntil\" = now() + make_interval(secs => (SELECT lease FROM arg)) FROM picked "
+     "WHERE t.\"Source\" = picked.\"Source\" AND t.\"MessageId\" = picked.\"MessageId\" "
+     "RETURNING t.\"Source\", t.\"MessageId\", \"Topic\", \"Payload\", \"Hash\", "
+     "CAST(floor(EXTRACT(EPOCH FROM \"FirstSeenUtc\") * 1000) AS bigint), "
+     "CAST(floor(EXTRACT(EPOCH FROM \"LastSeenUtc\") * 1000) AS bigint), \"Status\", "
+     "CAST(floor(EXTRACT(EPOCH FROM \"LockedUntil\") * 1000) AS bigint), CAST(\"OwnerToken\" AS text), "
+     "\"Attempt\", \"LastError\", CAST(floor(EXTRACT(EPOCH FROM \"NextAttemptAt\") * 1000) AS bigint), "
+     "CAST(floor(EXTRACT(EPOCH FROM \"DueTimeUtc\") * 1000) AS bigint)"},
+    {IBX__Q_ACK,
+     "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+     "\"LastSeenUtc\" = now() WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND "
+     IBX__PG_KEYS},
+    {IBX__Q_ABANDON,
+     "UPDATE {T} SET \"NextAttemptAt\" = now() + "
+     "make_interval(secs => coalesce(CAST(? AS bigint) / 1000.0, least(60, 1 << least(\"Attempt\", 6)))), "
+     "\"Attempt\" = \"Attempt\" + CAST(? AS integer), "
+     "\"LastError\" = coalesce(CAST(? AS text), \"LastError\"), \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+     "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND " IBX__PG_KEYS},
+    {IBX__Q_FAIL,
+     "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+     "\"LastSeenUtc\" = now(), \"LastError\" = CAST(? AS text) WHERE \"OwnerToken\" = CAST(? AS uuid) AND "
+     "\"Status\" = 'Processing' AND " IBX__PG_KEYS},
+    {IBX__Q_REAP,
+     "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
+     "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < now()"},
+    {IBX__Q_GET,
+     "SELECT " IBX__PG_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+    {IBX__Q_CLEANUP,
+     "DELETE FROM {T} WHERE (\"Source\", \"MessageId\") IN (SELECT \"Source\", \"MessageId\" "
+     "FROM {T} WHERE \"Status\" = 'Done' AND \"LastSeenUtc\" < now() - make_interval(secs => "
+     "CAST(? AS bigint) / 1000.0) ORDER BY \"LastSeenUtc\" LIMIT CAST(? AS integer))"},
+    {IBX__Q_STATS,
+     "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint) "
+     "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
+     "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())"},
+    {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__postgresql_inbox = {
     "now()",
@@ -2895,64 +2986,8 @@ static const ibx__sqlset ibx__postgresql_inbox = {
      "WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (\"LastSeenUtc\") WHERE \"Status\" = 'Done'",
      NULL},
-    {
-        "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
-        "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET "
-        "\"LastSeenUtc\" = CASE WHEN t.\"Status\" = 'Done' THEN t.\"LastSeenUtc\" ELSE now() END, "
-        "\"Hash\" = CASE WHEN t.\"Status\" = 'Done' THEN t.\"Hash\" ELSE coalesce(t.\"Hash\", excluded.\"Hash\") END "
-        "RETURNING \"Status\", \"Hash\"",
-        "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
-        "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
-        "to_timestamp(CAST(? AS bigint) / 1000.0), coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now())) "
-        "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
-        "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
-        "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
-        "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
-        "\"Status\" = 'Processing' WHERE t.\"Status\" <> 'Done'",
-        "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE CAST(? AS varchar) END, "
-        "\"Attempt\" = CASE WHEN \"Status\" = 'Dead' AND CAST(? AS varchar) = 'Processing' THEN 0 "
-        "ELSE \"Attempt\" END, "
-        "\"OwnerToken\" = CASE WHEN CAST(? AS varchar) IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
-        "\"LockedUntil\" = CASE WHEN CAST(? AS varchar) IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
-        "\"LastSeenUtc\" = now() WHERE \"Source\" = ? AND \"MessageId\" = ?",
-        /* The LIMIT ... SKIP LOCKED pick is materialized: as a subquery it
-         * could run twice and claim more than asked. */
-        "WITH arg AS (SELECT CAST(? AS uuid) AS owner, CAST(? AS integer) AS lease, "
-        "CAST(? AS integer) AS batch), "
-        "picked AS MATERIALIZED (SELECT \"Source\", \"MessageId\" FROM {T} "
-        "WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
-        "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) ORDER BY \"NextAttemptAt\" "
-        "LIMIT (SELECT batch FROM arg) FOR UPDATE SKIP LOCKED) "
-        "UPDATE {T} AS t SET \"OwnerToken\" = (SELECT owner FROM arg), "
-        "\"LockedUntil\" = now() + make_interval(secs => (SELECT lease FROM arg)) FROM picked "
-        "WHERE t.\"Source\" = picked.\"Source\" AND t.\"MessageId\" = picked.\"MessageId\" "
-        "RETURNING t.\"Source\", t.\"MessageId\", \"Topic\", \"Payload\", \"Hash\", "
-        "CAST(floor(EXTRACT(EPOCH FROM \"FirstSeenUtc\") * 1000) AS bigint), "
-        "CAST(floor(EXTRACT(EPOCH FROM \"LastSeenUtc\") * 1000) AS bigint), \"Status\", "
-        "CAST(floor(EXTRACT(EPOCH FROM \"LockedUntil\") * 1000) AS bigint), CAST(\"OwnerToken\" AS text), "
-        "\"Attempt\", \"LastError\", CAST(floor(EXTRACT(EPOCH FROM \"NextAttemptAt\") * 1000) AS bigint), "
-        "CAST(floor(EXTRACT(EPOCH FROM \"DueTimeUtc\") * 1000) AS bigint)",
-        "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-        "\"LastSeenUtc\" = now() WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND "
-        IBX__PG_KEYS,
-        "UPDATE {T} SET \"NextAttemptAt\" = now() + "
-        "make_interval(secs => coalesce(CAST(? AS bigint) / 1000.0, least(60, 1 << least(\"Attempt\", 6)))), "
-        "\"Attempt\" = \"Attempt\" + CAST(? AS integer), "
-        "\"LastError\" = coalesce(CAST(? AS text), \"LastError\"), \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
-        "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND " IBX__PG_KEYS,
-        "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-        "\"LastSeenUtc\" = now(), \"LastError\" = CAST(? AS text) WHERE \"OwnerToken\" = CAST(? AS uuid) AND "
-        "\"Status\" = 'Processing' AND " IBX__PG_KEYS,
-        "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
-        "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < now()",
-        "SELECT " IBX__PG_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?",
-        "DELETE FROM {T} WHERE (\"Source\", \"MessageId\") IN (SELECT \"Source\", \"MessageId\" "
-        "FROM {T} WHERE \"Status\" = 'Done' AND \"LastSeenUtc\" < now() - make_interval(secs => "
-        "CAST(? AS bigint) / 1000.0) ORDER BY \"LastSeenUtc\" LIMIT CAST(? AS integer))",
-        "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint) "
-        "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
-        "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())",
-    }};
+    ibx__postgresql_inbox_rows
+};
 
 /* DATETIME(6) holds UTC; these never pass through the session's time zone
  * (UNIX_TIMESTAMP and FROM_UNIXTIME would, on a caller's connection too). */
@@ -2977,6 +3012,77 @@ static const ibx__sqlset ibx__postgresql_inbox = {
  * 10.5+, not MySQL) gives the dedup answer and the enqueue count in one
  * statement: the driver's row count cannot tell an insert from an
  * untouched Done row. SET runs left to right: Status is assigned last. */
+static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
+    {IBX__Q_SEEN,
+     "INSERT INTO {T} (`Source`, `MessageId`, `Hash`) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE "
+     "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
+     "`Hash` = IF(" IBX__MY_DONE ", `Hash`, COALESCE(`Hash`, VALUES(`Hash`))) "
+     "RETURNING `Status`, `Hash`"},
+    {IBX__Q_ENQUEUE,
+     "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
+     "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, 'Processing', " IBX__MY_FROM_MS("?") ", "
+     "COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE "
+     "`Topic` = IF(" IBX__MY_DONE ", `Topic`, VALUES(`Topic`)), "
+     "`Payload` = IF(" IBX__MY_DONE ", `Payload`, VALUES(`Payload`)), "
+     "`Hash` = IF(" IBX__MY_DONE ", `Hash`, VALUES(`Hash`)), "
+     "`DueTimeUtc` = IF(" IBX__MY_DONE ", `DueTimeUtc`, VALUES(`DueTimeUtc`)), "
+     "`NextAttemptAt` = IF(" IBX__MY_DONE ", `NextAttemptAt`, VALUES(`NextAttemptAt`)), "
+     "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
+     "`Attempt` = IF(`Status` = 'Dead', 0, `Attempt`), "
+     "`Status` = IF(" IBX__MY_DONE ", 'Done', 'Processing') "
+     "RETURNING `Status` = 'Processing'"},
+    /* the count, as a row */
+    {IBX__Q_MARK,
+     "UPDATE {T} SET `Attempt` = IF(`Status` = 'Dead' AND ? = 'Processing', 0, `Attempt`), "
+     "`OwnerToken` = IF(? IN ('Done', 'Dead'), NULL, `OwnerToken`), "
+     "`LockedUntil` = IF(? IN ('Done', 'Dead'), NULL, `LockedUntil`), "
+     "`LastSeenUtc` = UTC_TIMESTAMP(6), `Status` = IF(" IBX__MY_DONE ", 'Done', ?) "
+     "WHERE `Source` = ? AND `MessageId` = ?"},
+    {IBX__Q_CLAIM,
+     "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `OwnerToken` = ?1, "
+     "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND"},
+    {IBX__Q_ACK,
+     "UPDATE " IBX__MY_BY_KEYS("?2", "?3") " SET `Status` = 'Done', `OwnerToken` = NULL, "
+     "`LockedUntil` = NULL, `LastSeenUtc` = UTC_TIMESTAMP(6) "
+     "WHERE `OwnerToken` = ?1 AND `Status` = 'Processing'"},
+    {IBX__Q_ABANDON,
+     "UPDATE " IBX__MY_BY_KEYS("?5", "?6") " SET `NextAttemptAt` = UTC_TIMESTAMP(6) + INTERVAL "
+     "COALESCE(?1, LEAST(60000, 1000 * (1 << LEAST(`Attempt`, 6)))) * 1000 MICROSECOND, "
+     "`Attempt` = `Attempt` + ?2, `LastError` = COALESCE(?3, `LastError`), "
+     "`OwnerToken` = NULL, `LockedUntil` = NULL WHERE `OwnerToken` = ?4 AND `Status` = 'Processing'"},
+    {IBX__Q_FAIL,
+     "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `OwnerToken` = NULL, `LockedUntil` = NULL, "
+     "`LastSeenUtc` = UTC_TIMESTAMP(6), `LastError` = ?1, `Status` = 'Dead' "
+     "WHERE `OwnerToken` = ?2 AND `Status` = 'Processing'"},
+    /* IS NOT NULL keeps the scan to leased rows: a scanned row is
+     * locked for a moment, and a concurrent claim would skip it. */
+    {IBX__Q_REAP,
+     "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL WHERE `Status` = 'Processing' "
+     "AND `LockedUntil` IS NOT NULL AND `LockedUntil` < UTC_TIMESTAMP(6)"},
+    {IBX__Q_GET,
+     "SELECT " IBX__MY_COLS " FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
+    {IBX__Q_CLEANUP,
+     "DELETE FROM {T} WHERE " IBX__MY_DONE " AND `LastSeenUtc` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
+     "MICROSECOND ORDER BY `LastSeenUtc` LIMIT ?"},
+    {IBX__Q_STATS,
+     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
+     "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
+     "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
+    /* A window of the work queue read without locks, then those rows
+     * locked by key and checked again (see obx.h's outbox pick: a
+     * locking read of the index walks every entry moved since the last
+     * purge, and every leased row). The index is forced. */
+    {IBX__Q_CLAIM_PICK,
+     "SELECT t.`Source`, t.`MessageId` FROM (SELECT `Source`, `MessageId` FROM {T} "
+     "FORCE INDEX (`IX_{N}_WorkQueue`) WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
+     "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6)) ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
+     "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Source` = c.`Source` AND t.`MessageId` = c.`MessageId` "
+     "WHERE t.`Status` = 'Processing' AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) "
+     "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) LIMIT ?1 FOR UPDATE SKIP LOCKED"},
+    {IBX__Q_CLAIM_READ,
+     "SELECT " IBX__MY_COLS " FROM " IBX__MY_BY_KEYS("?", "?")},
+    {IBX__Q_COUNT, NULL}};
+
 static const ibx__sqlset ibx__mariadb_inbox = {
     "UTC_TIMESTAMP(6)",
     {"CREATE TABLE IF NOT EXISTS {T} (\n"
@@ -3000,62 +3106,8 @@ static const ibx__sqlset ibx__mariadb_inbox = {
      "    KEY `IX_{N}_Cleanup` (`Status`, `LastSeenUtc`)\n"
      ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
      NULL},
-    {
-        "INSERT INTO {T} (`Source`, `MessageId`, `Hash`) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE "
-        "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
-        "`Hash` = IF(" IBX__MY_DONE ", `Hash`, COALESCE(`Hash`, VALUES(`Hash`))) "
-        "RETURNING `Status`, `Hash`",
-        "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
-        "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, 'Processing', " IBX__MY_FROM_MS("?") ", "
-        "COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE "
-        "`Topic` = IF(" IBX__MY_DONE ", `Topic`, VALUES(`Topic`)), "
-        "`Payload` = IF(" IBX__MY_DONE ", `Payload`, VALUES(`Payload`)), "
-        "`Hash` = IF(" IBX__MY_DONE ", `Hash`, VALUES(`Hash`)), "
-        "`DueTimeUtc` = IF(" IBX__MY_DONE ", `DueTimeUtc`, VALUES(`DueTimeUtc`)), "
-        "`NextAttemptAt` = IF(" IBX__MY_DONE ", `NextAttemptAt`, VALUES(`NextAttemptAt`)), "
-        "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
-        "`Attempt` = IF(`Status` = 'Dead', 0, `Attempt`), "
-        "`Status` = IF(" IBX__MY_DONE ", 'Done', 'Processing') "
-        "RETURNING `Status` = 'Processing'", /* the count, as a row */
-        "UPDATE {T} SET `Attempt` = IF(`Status` = 'Dead' AND ? = 'Processing', 0, `Attempt`), "
-        "`OwnerToken` = IF(? IN ('Done', 'Dead'), NULL, `OwnerToken`), "
-        "`LockedUntil` = IF(? IN ('Done', 'Dead'), NULL, `LockedUntil`), "
-        "`LastSeenUtc` = UTC_TIMESTAMP(6), `Status` = IF(" IBX__MY_DONE ", 'Done', ?) "
-        "WHERE `Source` = ? AND `MessageId` = ?",
-        "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `OwnerToken` = ?1, "
-        "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND",
-        "UPDATE " IBX__MY_BY_KEYS("?2", "?3") " SET `Status` = 'Done', `OwnerToken` = NULL, "
-        "`LockedUntil` = NULL, `LastSeenUtc` = UTC_TIMESTAMP(6) "
-        "WHERE `OwnerToken` = ?1 AND `Status` = 'Processing'",
-        "UPDATE " IBX__MY_BY_KEYS("?5", "?6") " SET `NextAttemptAt` = UTC_TIMESTAMP(6) + INTERVAL "
-        "COALESCE(?1, LEAST(60000, 1000 * (1 << LEAST(`Attempt`, 6)))) * 1000 MICROSECOND, "
-        "`Attempt` = `Attempt` + ?2, `LastError` = COALESCE(?3, `LastError`), "
-        "`OwnerToken` = NULL, `LockedUntil` = NULL WHERE `OwnerToken` = ?4 AND `Status` = 'Processing'",
-        "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `OwnerToken` = NULL, `LockedUntil` = NULL, "
-        "`LastSeenUtc` = UTC_TIMESTAMP(6), `LastError` = ?1, `Status` = 'Dead' "
-        "WHERE `OwnerToken` = ?2 AND `Status` = 'Processing'",
-        /* IS NOT NULL keeps the scan to leased rows: a scanned row is
-         * locked for a moment, and a concurrent claim would skip it. */
-        "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL WHERE `Status` = 'Processing' "
-        "AND `LockedUntil` IS NOT NULL AND `LockedUntil` < UTC_TIMESTAMP(6)",
-        "SELECT " IBX__MY_COLS " FROM {T} WHERE `Source` = ? AND `MessageId` = ?",
-        "DELETE FROM {T} WHERE " IBX__MY_DONE " AND `LastSeenUtc` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
-        "MICROSECOND ORDER BY `LastSeenUtc` LIMIT ?",
-        "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
-        "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
-        "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))",
-        /* A window of the work queue read without locks, then those rows
-         * locked by key and checked again (see obx.h's outbox pick: a
-         * locking read of the index walks every entry moved since the last
-         * purge, and every leased row). The index is forced. */
-        "SELECT t.`Source`, t.`MessageId` FROM (SELECT `Source`, `MessageId` FROM {T} "
-        "FORCE INDEX (`IX_{N}_WorkQueue`) WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
-        "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6)) ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
-        "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Source` = c.`Source` AND t.`MessageId` = c.`MessageId` "
-        "WHERE t.`Status` = 'Processing' AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) "
-        "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) LIMIT ?1 FOR UPDATE SKIP LOCKED",
-        "SELECT " IBX__MY_COLS " FROM " IBX__MY_BY_KEYS("?", "?"),
-    }};
+    ibx__mariadb_inbox_rows
+};
 
 /* SQL Server: DATETIME2(3) UTC times (the seed's) to and from Unix ms;
  * DATEADD takes an int, so whole days and the rest are added apart. */
@@ -3100,6 +3152,54 @@ static const ibx__sqlset ibx__mariadb_inbox = {
  * READCOMMITTEDLOCK (READPAST needs locking reads under
  * READ_COMMITTED_SNAPSHOT). Written to the documentation; not yet run
  * against a server. */
+static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
+    {IBX__Q_SEEN,
+     "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ? AS [Source], ? AS [MessageId], ? AS [Hash]) AS s "
+     "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
+     "WHEN MATCHED THEN UPDATE SET "
+     "[LastSeenUtc] = CASE WHEN t.[Status] = 'Done' THEN t.[LastSeenUtc] ELSE SYSUTCDATETIME() END, "
+     "[Hash] = CASE WHEN t.[Status] = 'Done' THEN t.[Hash] ELSE COALESCE(t.[Hash], s.[Hash]) END "
+     "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Hash]) VALUES (s.[Source], s.[MessageId], s.[Hash]) "
+     "OUTPUT inserted.[Status], inserted.[Hash];"},
+    {IBX__Q_ENQUEUE,
+     "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ?1 AS [Source], ?2 AS [MessageId], ?3 AS [Topic], "
+     "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
+     "COALESCE(" IBX__MS_FROM_MS("?7", IBX__MS_EPOCH) ", SYSUTCDATETIME()) AS [NextAt]) AS s "
+     "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
+     "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET [Topic] = s.[Topic], [Payload] = s.[Payload], "
+     "[Hash] = s.[Hash], [DueTimeUtc] = s.[Due], [NextAttemptAt] = s.[NextAt], "
+     "[LastSeenUtc] = SYSUTCDATETIME(), [Attempt] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Attempt] END, "
+     "[Status] = 'Processing' "
+     "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
+     "[DueTimeUtc], [NextAttemptAt]) VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], "
+     "'Processing', s.[Due], s.[NextAt]);"},
+    {IBX__Q_MARK,
+     "UPDATE {T} SET [Status] = CASE WHEN [Status] = 'Done' THEN 'Done' ELSE ? END, "
+     "[Attempt] = CASE WHEN [Status] = 'Dead' AND ? = 'Processing' THEN 0 ELSE [Attempt] END, "
+     "[OwnerToken] = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE [OwnerToken] END, "
+     "[LockedUntil] = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE [LockedUntil] END, "
+     "[LastSeenUtc] = SYSUTCDATETIME() WHERE [Source] = ? AND [MessageId] = ?"},
+    {IBX__Q_CLAIM,
+     "{CALL {S}.[{N}_Claim](?, ?, ?)}"},
+    {IBX__Q_ACK,
+     "{CALL {S}.[{N}_Ack](?, ?, ?)}"},
+    {IBX__Q_ABANDON,
+     "{CALL {S}.[{N}_Abandon](?, ?, ?, ?, ?, ?)}"},
+    {IBX__Q_FAIL,
+     "{CALL {S}.[{N}_Fail](?, ?, ?, ?)}"},
+    {IBX__Q_REAP,
+     "{CALL {S}.[{N}_ReapExpired]}"},
+    {IBX__Q_GET,
+     "SELECT " IBX__MS_COLS("t.") " FROM {T} AS t WHERE t.[Source] = ? AND t.[MessageId] = ?"},
+    {IBX__Q_CLEANUP,
+     "WITH old AS (SELECT TOP (?2) [Source] FROM {T} WHERE [Status] = 'Done' AND [LastSeenUtc] < "
+     IBX__MS_FROM_MS("-?1", "SYSUTCDATETIME()") " ORDER BY [LastSeenUtc]) DELETE FROM old"},
+    {IBX__Q_STATS,
+     "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, MIN([NextAttemptAt]), SYSUTCDATETIME()) FROM {T} "
+     "WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME() AND "
+     "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())"},
+    {IBX__Q_COUNT, NULL}};
+
 static const ibx__sqlset ibx__sqlserver_inbox = {
     "SYSUTCDATETIME()",
     {/* Deploys serialize on a lock that ends with the transaction. In the
@@ -3179,44 +3279,8 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
      "END",
      "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;", /* sqlcmd; the library commits itself */
      NULL},
-    {
-        "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ? AS [Source], ? AS [MessageId], ? AS [Hash]) AS s "
-        "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
-        "WHEN MATCHED THEN UPDATE SET "
-        "[LastSeenUtc] = CASE WHEN t.[Status] = 'Done' THEN t.[LastSeenUtc] ELSE SYSUTCDATETIME() END, "
-        "[Hash] = CASE WHEN t.[Status] = 'Done' THEN t.[Hash] ELSE COALESCE(t.[Hash], s.[Hash]) END "
-        "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Hash]) VALUES (s.[Source], s.[MessageId], s.[Hash]) "
-        "OUTPUT inserted.[Status], inserted.[Hash];",
-        "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ?1 AS [Source], ?2 AS [MessageId], ?3 AS [Topic], "
-        "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
-        "COALESCE(" IBX__MS_FROM_MS("?7", IBX__MS_EPOCH) ", SYSUTCDATETIME()) AS [NextAt]) AS s "
-        "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
-        "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET [Topic] = s.[Topic], [Payload] = s.[Payload], "
-        "[Hash] = s.[Hash], [DueTimeUtc] = s.[Due], [NextAttemptAt] = s.[NextAt], "
-        "[LastSeenUtc] = SYSUTCDATETIME(), [Attempt] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Attempt] END, "
-        "[Status] = 'Processing' "
-        "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
-        "[DueTimeUtc], [NextAttemptAt]) VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], "
-        "'Processing', s.[Due], s.[NextAt]);",
-        "UPDATE {T} SET [Status] = CASE WHEN [Status] = 'Done' THEN 'Done' ELSE ? END, "
-        "[Attempt] = CASE WHEN [Status] = 'Dead' AND ? = 'Processing' THEN 0 ELSE [Attempt] END, "
-        "[OwnerToken] = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE [OwnerToken] END, "
-        "[LockedUntil] = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE [LockedUntil] END, "
-        "[LastSeenUtc] = SYSUTCDATETIME() WHERE [Source] = ? AND [MessageId] = ?",
-        "{CALL {S}.[{N}_Claim](?, ?, ?)}",
-        "{CALL {S}.[{N}_Ack](?, ?, ?)}",
-        "{CALL {S}.[{N}_Abandon](?, ?, ?, ?, ?, ?)}",
-        "{CALL {S}.[{N}_Fail](?, ?, ?, ?)}",
-        "{CALL {S}.[{N}_ReapExpired]}",
-        "SELECT " IBX__MS_COLS("t.") " FROM {T} AS t WHERE t.[Source] = ? AND t.[MessageId] = ?",
-        "WITH old AS (SELECT TOP (?2) [Source] FROM {T} WHERE [Status] = 'Done' AND [LastSeenUtc] < "
-        IBX__MS_FROM_MS("-?1", "SYSUTCDATETIME()") " ORDER BY [LastSeenUtc]) DELETE FROM old",
-        "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, MIN([NextAttemptAt]), SYSUTCDATETIME()) FROM {T} "
-        "WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME() AND "
-        "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())",
-        NULL,
-        NULL,
-    }};
+    ibx__sqlserver_inbox_rows
+};
 
 /* Indexed by ibx_dialect. */
 static const ibx__sqlset *const ibx__sqlsets[] = {
@@ -3444,12 +3508,12 @@ static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
 }
 
 static ibx_result ibx__store_prepare_sql(ibx_store *s) {
-    int i;
+    const ibx__stmt_row *row;
     s->q = ibx__sqlsets[s->db.d->id];
-    for (i = 0; i < IBX__Q_COUNT; i++) {
-        if (!s->q->q[i]) continue; /* not used by this dialect */
-        s->sql[i] = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->q[i]);
-        if (!s->sql[i])
+    for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
+        IBX_ASSERT(row->id >= 0 && row->id < IBX__Q_COUNT && !s->sql[row->id]);
+        s->sql[row->id] = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, row->sql);
+        if (!s->sql[row->id])
             return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     }
     return IBX_OK;
@@ -4836,7 +4900,7 @@ IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx
 
 /*
  * LICENSE -----------------------------------------------------------------------
- * MIT License. Copyright (c) 2026 the ibx.h / ibx.h authors.
+ * MIT License. Copyright (c) 2026 the obx.h / ibx.h authors.
  * Permission is hereby granted, free of charge, to any person obtaining a copy
  * of this software and associated documentation files (the "Software"), to deal
  * in the Software without restriction, including without limitation the rights

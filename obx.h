@@ -2791,10 +2791,17 @@ enum {
     OBX__Q_COUNT
 };
 
+/* One statement of a dialect, found by its id: a dialect lists only the
+ * statements it has, in any order, so adding one shifts no other. */
+typedef struct obx__stmt_row {
+    int id;
+    const char *sql;
+} obx__stmt_row;
+
 typedef struct obx__sqlset {
     const char *now_ms;            /* {W} */
     const char *ddl[32];           /* the schema, one statement each, NULL-terminated */
-    const char *q[OBX__Q_COUNT];
+    const obx__stmt_row *rows;    /* the statements, by name; {OBX__Q_COUNT, NULL} ends */
 } obx__sqlset;
 
 /* Columns of a message row, in the order obx__read_message expects. */
@@ -2809,6 +2816,55 @@ typedef struct obx__sqlset {
     "\"RetryCount\", \"LastError\", \"Status\", " OBX__PG_MS("ProcessedAt") ", "            \
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
     OBX__PG_MS("NextAttemptAt")
+
+static const obx__stmt_row obx__sqlite_outbox_rows[] = {
+    {OBX__Q_INSERT,
+     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))"},
+    /* sqliteodbc shows RETURNING rows only for statements that start
+     * with SELECT or WITH: hence the empty CTE. */
+    {OBX__Q_CLAIM,
+     "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
+     "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
+     "WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W} "
+     "AND \"IsProcessed\" = 0 ORDER BY \"NextAttemptAt\" LIMIT ?) RETURNING " OBX__SQLITE_COLS},
+    {OBX__Q_ACK,
+     "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
+     "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
+     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+    {OBX__Q_ABANDON,
+     "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"RetryCount\", 6)))), "
+     "\"RetryCount\" = \"RetryCount\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
+     "\"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+    {OBX__Q_FAIL,
+     "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = ? "
+     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+    {OBX__Q_REAP,
+     "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+     "WHERE \"Status\" = 1 AND \"LockedUntil\" < {W}"},
+    {OBX__Q_GET,
+     "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE \"Id\" = ?"},
+    {OBX__Q_CLEANUP,
+     "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 2 AND "
+     "\"ProcessedAt\" < {W} - ? ORDER BY \"ProcessedAt\" LIMIT ?)"},
+    {OBX__Q_STATS,
+     "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} "
+     "WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}"},
+    /* prepared single-row inserts in one transaction are as fast here */
+    {OBX__Q_JOIN_START,
+     "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") VALUES (?, ?, ?, ?)"},
+    {OBX__Q_JOIN_ATTACH,
+     "INSERT INTO {M} (\"JoinId\", \"OutboxMessageId\") SELECT \"JoinId\", ? FROM {J} "
+     "WHERE \"JoinId\" = ? ON CONFLICT DO NOTHING"},
+    {OBX__Q_JOIN_REPORT,
+     "UPDATE {M} SET \"Status\" = ? WHERE \"JoinId\" = ? AND \"OutboxMessageId\" = ? AND \"Status\" = 0"},
+    {OBX__Q_JOIN_GET,
+     "SELECT \"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"CompletedSteps\", \"FailedSteps\", "
+     "\"Status\", \"Metadata\", \"CreatedUtc\", \"LastUpdatedUtc\" FROM {J} WHERE \"JoinId\" = ?"},
+    {OBX__Q_JOIN_FINISH,
+     "UPDATE {J} SET \"Status\" = ?, \"LastUpdatedUtc\" = {W} WHERE \"JoinId\" = ? AND \"Status\" = 0"},
+    {OBX__Q_COUNT, NULL}};
 
 static const obx__sqlset obx__sqlite_outbox = {
     "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
@@ -2874,43 +2930,62 @@ static const obx__sqlset obx__sqlite_outbox = {
     "     WHERE \"JoinId\" = NEW.\"JoinId\";\n"
     "END",
         NULL},
-    {
-        "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-        "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))",
-        /* sqliteodbc shows RETURNING rows only for statements that start
-         * with SELECT or WITH: hence the empty CTE. */
-        "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
-        "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
-        "WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W} "
-        "AND \"IsProcessed\" = 0 ORDER BY \"NextAttemptAt\" LIMIT ?) RETURNING " OBX__SQLITE_COLS,
-        "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
-        "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
-        "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))",
-        "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"RetryCount\", 6)))), "
-        "\"RetryCount\" = \"RetryCount\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
-        "\"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
-        "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))",
-        "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = ? "
-        "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))",
-        "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
-        "WHERE \"Status\" = 1 AND \"LockedUntil\" < {W}",
-        "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE \"Id\" = ?",
-        "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 2 AND "
-        "\"ProcessedAt\" < {W} - ? ORDER BY \"ProcessedAt\" LIMIT ?)",
-        "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} "
-        "WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}",
-        NULL, /* prepared single-row inserts in one transaction are as fast here */
-        "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") VALUES (?, ?, ?, ?)",
-        "INSERT INTO {M} (\"JoinId\", \"OutboxMessageId\") SELECT \"JoinId\", ? FROM {J} "
-        "WHERE \"JoinId\" = ? ON CONFLICT DO NOTHING",
-        "UPDATE {M} SET \"Status\" = ? WHERE \"JoinId\" = ? AND \"OutboxMessageId\" = ? AND \"Status\" = 0",
-        "SELECT \"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"CompletedSteps\", \"FailedSteps\", "
-        "\"Status\", \"Metadata\", \"CreatedUtc\", \"LastUpdatedUtc\" FROM {J} WHERE \"JoinId\" = ?",
-        "UPDATE {J} SET \"Status\" = ?, \"LastUpdatedUtc\" = {W} WHERE \"JoinId\" = ? AND \"Status\" = 0",
-    }};
+    obx__sqlite_outbox_rows
+};
 
 /* PostgreSQL: the work-queue operations are functions in the schema
  * (OBX-112), so SQL users get them too; each call is one round trip. */
+static const obx__stmt_row obx__postgresql_outbox_rows[] = {
+    {OBX__Q_INSERT,
+     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (CAST(? AS uuid), CAST(? AS uuid), ?, ?, ?, "
+     "to_timestamp(CAST(? AS bigint) / 1000.0), "
+     "coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()))"},
+    {OBX__Q_CLAIM,
+     "SELECT " OBX__PG_COLS " FROM {S}.\"{N}_Claim\"(CAST(? AS uuid), CAST(? AS integer), "
+     "CAST(? AS integer))"},
+    {OBX__Q_ACK,
+     "SELECT {S}.\"{N}_Ack\"(CAST(? AS varchar), CAST(? AS uuid), CAST(? AS uuid[]))"},
+    {OBX__Q_ABANDON,
+     "SELECT {S}.\"{N}_Abandon\"(p_delay_ms => CAST(? AS bigint), p_retries => CAST(? AS integer), "
+     "p_last_error => CAST(? AS text), p_owner => CAST(? AS uuid), p_ids => CAST(? AS uuid[]))"},
+    {OBX__Q_FAIL,
+     "SELECT {S}.\"{N}_Fail\"(CAST(? AS text), CAST(? AS uuid), CAST(? AS uuid[]))"},
+    {OBX__Q_REAP,
+     "SELECT {S}.\"{N}_ReapExpired\"()"},
+    {OBX__Q_GET,
+     "SELECT " OBX__PG_COLS " FROM {T} WHERE \"Id\" = CAST(? AS uuid)"},
+    {OBX__Q_CLEANUP,
+     "SELECT {S}.\"{N}_Cleanup\"(CAST(? AS bigint), CAST(? AS integer))"},
+    {OBX__Q_STATS,
+     "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) "
+     "AS bigint) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()"},
+    /* A whole batch in one statement: array literals unnested by the
+     * server (psqlODBC's own array binding sends one INSERT per row). */
+    {OBX__Q_INSERT_MANY,
+     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\") SELECT u.id, u.mid, u.topic, u.payload, u.corr, "
+     "to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()) "
+     "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
+     "CAST(? AS text[]), CAST(? AS bigint[])) AS u(id, mid, topic, payload, corr, due)"},
+    {OBX__Q_JOIN_START,
+     "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") "
+     "VALUES (CAST(? AS uuid), ?, CAST(? AS integer), ?)"},
+    {OBX__Q_JOIN_ATTACH,
+     "INSERT INTO {M} (\"JoinId\", \"OutboxMessageId\") SELECT \"JoinId\", CAST(? AS uuid) FROM {J} "
+     "WHERE \"JoinId\" = CAST(? AS uuid) ON CONFLICT DO NOTHING"},
+    {OBX__Q_JOIN_REPORT,
+     "UPDATE {M} SET \"Status\" = CAST(? AS smallint) WHERE \"JoinId\" = CAST(? AS uuid) AND "
+     "\"OutboxMessageId\" = CAST(? AS uuid) AND \"Status\" = 0"},
+    {OBX__Q_JOIN_GET,
+     "SELECT CAST(\"JoinId\" AS text), \"GroupingKey\", \"ExpectedSteps\", \"CompletedSteps\", "
+     "\"FailedSteps\", \"Status\", \"Metadata\", " OBX__PG_MS("CreatedUtc") ", " OBX__PG_MS("LastUpdatedUtc")
+     " FROM {J} WHERE \"JoinId\" = CAST(? AS uuid)"},
+    {OBX__Q_JOIN_FINISH,
+     "UPDATE {J} SET \"Status\" = CAST(? AS smallint), \"LastUpdatedUtc\" = now() "
+     "WHERE \"JoinId\" = CAST(? AS uuid) AND \"Status\" = 0"},
+    {OBX__Q_COUNT, NULL}};
+
 static const obx__sqlset obx__postgresql_outbox = {
     "now()",
     {
@@ -3048,41 +3123,8 @@ static const obx__sqlset obx__postgresql_outbox = {
     "    SELECT CAST(count(*) AS integer) FROM gone\n"
     "$$",
         NULL},
-    {
-        "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-        "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (CAST(? AS uuid), CAST(? AS uuid), ?, ?, ?, "
-        "to_timestamp(CAST(? AS bigint) / 1000.0), "
-        "coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()))",
-        "SELECT " OBX__PG_COLS " FROM {S}.\"{N}_Claim\"(CAST(? AS uuid), CAST(? AS integer), "
-        "CAST(? AS integer))",
-        "SELECT {S}.\"{N}_Ack\"(CAST(? AS varchar), CAST(? AS uuid), CAST(? AS uuid[]))",
-        "SELECT {S}.\"{N}_Abandon\"(p_delay_ms => CAST(? AS bigint), p_retries => CAST(? AS integer), "
-        "p_last_error => CAST(? AS text), p_owner => CAST(? AS uuid), p_ids => CAST(? AS uuid[]))",
-        "SELECT {S}.\"{N}_Fail\"(CAST(? AS text), CAST(? AS uuid), CAST(? AS uuid[]))",
-        "SELECT {S}.\"{N}_ReapExpired\"()",
-        "SELECT " OBX__PG_COLS " FROM {T} WHERE \"Id\" = CAST(? AS uuid)",
-        "SELECT {S}.\"{N}_Cleanup\"(CAST(? AS bigint), CAST(? AS integer))",
-        "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) "
-        "AS bigint) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()",
-        /* A whole batch in one statement: array literals unnested by the
-         * server (psqlODBC's own array binding sends one INSERT per row). */
-        "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-        "\"DueTimeUtc\", \"NextAttemptAt\") SELECT u.id, u.mid, u.topic, u.payload, u.corr, "
-        "to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()) "
-        "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
-        "CAST(? AS text[]), CAST(? AS bigint[])) AS u(id, mid, topic, payload, corr, due)",
-        "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") "
-        "VALUES (CAST(? AS uuid), ?, CAST(? AS integer), ?)",
-        "INSERT INTO {M} (\"JoinId\", \"OutboxMessageId\") SELECT \"JoinId\", CAST(? AS uuid) FROM {J} "
-        "WHERE \"JoinId\" = CAST(? AS uuid) ON CONFLICT DO NOTHING",
-        "UPDATE {M} SET \"Status\" = CAST(? AS smallint) WHERE \"JoinId\" = CAST(? AS uuid) AND "
-        "\"OutboxMessageId\" = CAST(? AS uuid) AND \"Status\" = 0",
-        "SELECT CAST(\"JoinId\" AS text), \"GroupingKey\", \"ExpectedSteps\", \"CompletedSteps\", "
-        "\"FailedSteps\", \"Status\", \"Metadata\", " OBX__PG_MS("CreatedUtc") ", " OBX__PG_MS("LastUpdatedUtc")
-        " FROM {J} WHERE \"JoinId\" = CAST(? AS uuid)",
-        "UPDATE {J} SET \"Status\" = CAST(? AS smallint), \"LastUpdatedUtc\" = now() "
-        "WHERE \"JoinId\" = CAST(? AS uuid) AND \"Status\" = 0",
-    }};
+    obx__postgresql_outbox_rows
+};
 
 /* DATETIME(6) holds UTC; these never pass through the session's time zone
  * (UNIX_TIMESTAMP and FROM_UNIXTIME would, on a caller's connection too). */
@@ -3109,6 +3151,64 @@ static const obx__sqlset obx__postgresql_outbox = {
  * which is right either way. Tables are utf8mb4_nopad_bin: keys and
  * topics compare byte for byte, trailing spaces included (utf8mb4_bin pads:
  * "m1" = "m1 "). No partial indexes: Status leads. */
+static const obx__stmt_row obx__mariadb_outbox_rows[] = {
+    {OBX__Q_INSERT,
+     "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
+     "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", "
+     "COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)))"},
+    {OBX__Q_CLAIM,
+     "UPDATE " OBX__MY_BY_IDS("?3") " SET `Status` = 1, `OwnerToken` = ?1, "
+     "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND"},
+    {OBX__Q_ACK,
+     "UPDATE " OBX__MY_BY_IDS("?3") " SET `IsProcessed` = 1, `ProcessedAt` = UTC_TIMESTAMP(6), "
+     "`ProcessedBy` = ?1, `LockedUntil` = NULL, `Status` = 2 WHERE `OwnerToken` = ?2 AND `Status` = 1"},
+    {OBX__Q_ABANDON,
+     "UPDATE " OBX__MY_BY_IDS("?5") " SET `NextAttemptAt` = UTC_TIMESTAMP(6) + INTERVAL "
+     "COALESCE(?1, LEAST(60000, 1000 * (1 << LEAST(`RetryCount`, 6)))) * 1000 MICROSECOND, "
+     "`RetryCount` = `RetryCount` + ?2, `LastError` = COALESCE(?3, `LastError`), "
+     "`OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 0 WHERE `OwnerToken` = ?4 AND `Status` = 1"},
+    {OBX__Q_FAIL,
+     "UPDATE " OBX__MY_BY_IDS("?3") " SET `LockedUntil` = NULL, `LastError` = ?1, `Status` = 3 "
+     "WHERE `OwnerToken` = ?2 AND `Status` = 1"},
+    {OBX__Q_REAP,
+     "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 0 "
+     "WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)"},
+    {OBX__Q_GET,
+     "SELECT " OBX__MY_COLS " FROM {T} WHERE `Id` = ?"},
+    {OBX__Q_CLEANUP,
+     "DELETE FROM {T} WHERE `Status` = 2 AND `ProcessedAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
+     "MICROSECOND ORDER BY `ProcessedAt` LIMIT ?"},
+    {OBX__Q_STATS,
+     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
+     "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
+    /* a batch is prepared single-row inserts in one transaction */
+    {OBX__Q_JOIN_START,
+     "INSERT INTO {J} (`JoinId`, `GroupingKey`, `ExpectedSteps`, `Metadata`) VALUES (?, ?, ?, ?)"},
+    {OBX__Q_JOIN_ATTACH,
+     "INSERT IGNORE INTO {M} (`JoinId`, `OutboxMessageId`) SELECT `JoinId`, ? FROM {J} WHERE `JoinId` = ?"},
+    {OBX__Q_JOIN_REPORT,
+     "UPDATE {M} SET `Status` = ? WHERE `JoinId` = ? AND `OutboxMessageId` = ? AND `Status` = 0"},
+    {OBX__Q_JOIN_GET,
+     "SELECT `JoinId`, `GroupingKey`, `ExpectedSteps`, `CompletedSteps`, `FailedSteps`, `Status`, "
+     "`Metadata`, " OBX__MY_MS("CreatedUtc") ", " OBX__MY_MS("LastUpdatedUtc") " FROM {J} WHERE `JoinId` = ?"},
+    {OBX__Q_JOIN_FINISH,
+     "UPDATE {J} SET `Status` = ?, `LastUpdatedUtc` = UTC_TIMESTAMP(6) WHERE `JoinId` = ? AND `Status` = 0"},
+    /* The head of the ready index is read without locks (a window of
+     * ids), then those rows are locked by primary key and checked again.
+     * A locking read of the index walks every entry a claim or ack has
+     * moved since InnoDB's last purge (about once a second): 3 page reads
+     * each, 4-17 ms per pick; the window makes it 0.6 ms, and the drain
+     * 1.8x. The index is forced: a scan and sort would read every row. */
+    {OBX__Q_CLAIM_PICK,
+     "SELECT t.`Id` FROM (SELECT `Id` FROM {T} FORCE INDEX (`IX_{N}_Ready`) WHERE `Status` = 0 "
+     "AND `NextAttemptAt` <= UTC_TIMESTAMP(6) AND `IsProcessed` = 0 ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
+     "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
+     "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
+     "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
+    {OBX__Q_CLAIM_READ,
+     "SELECT " OBX__MY_COLS " FROM " OBX__MY_BY_IDS("?")},
+    {OBX__Q_COUNT, NULL}};
+
 static const obx__sqlset obx__mariadb_outbox = {
     "UTC_TIMESTAMP(6)",
     {
@@ -3167,47 +3267,8 @@ static const obx__sqlset obx__mariadb_outbox = {
     "        `CompletedSteps` = `CompletedSteps` + (NEW.`Status` = 1 AND `CompletedSteps` + `FailedSteps` < `ExpectedSteps`)\n"
     "     WHERE `JoinId` = NEW.`JoinId` AND OLD.`Status` = 0 AND NEW.`Status` IN (1, 2)",
     NULL},
-    {
-        "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
-        "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", "
-        "COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)))",
-        "UPDATE " OBX__MY_BY_IDS("?3") " SET `Status` = 1, `OwnerToken` = ?1, "
-        "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND",
-        "UPDATE " OBX__MY_BY_IDS("?3") " SET `IsProcessed` = 1, `ProcessedAt` = UTC_TIMESTAMP(6), "
-        "`ProcessedBy` = ?1, `LockedUntil` = NULL, `Status` = 2 WHERE `OwnerToken` = ?2 AND `Status` = 1",
-        "UPDATE " OBX__MY_BY_IDS("?5") " SET `NextAttemptAt` = UTC_TIMESTAMP(6) + INTERVAL "
-        "COALESCE(?1, LEAST(60000, 1000 * (1 << LEAST(`RetryCount`, 6)))) * 1000 MICROSECOND, "
-        "`RetryCount` = `RetryCount` + ?2, `LastError` = COALESCE(?3, `LastError`), "
-        "`OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 0 WHERE `OwnerToken` = ?4 AND `Status` = 1",
-        "UPDATE " OBX__MY_BY_IDS("?3") " SET `LockedUntil` = NULL, `LastError` = ?1, `Status` = 3 "
-        "WHERE `OwnerToken` = ?2 AND `Status` = 1",
-        "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 0 "
-        "WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)",
-        "SELECT " OBX__MY_COLS " FROM {T} WHERE `Id` = ?",
-        "DELETE FROM {T} WHERE `Status` = 2 AND `ProcessedAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
-        "MICROSECOND ORDER BY `ProcessedAt` LIMIT ?",
-        "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
-        "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)",
-        NULL, /* a batch is prepared single-row inserts in one transaction */
-        "INSERT INTO {J} (`JoinId`, `GroupingKey`, `ExpectedSteps`, `Metadata`) VALUES (?, ?, ?, ?)",
-        "INSERT IGNORE INTO {M} (`JoinId`, `OutboxMessageId`) SELECT `JoinId`, ? FROM {J} WHERE `JoinId` = ?",
-        "UPDATE {M} SET `Status` = ? WHERE `JoinId` = ? AND `OutboxMessageId` = ? AND `Status` = 0",
-        "SELECT `JoinId`, `GroupingKey`, `ExpectedSteps`, `CompletedSteps`, `FailedSteps`, `Status`, "
-        "`Metadata`, " OBX__MY_MS("CreatedUtc") ", " OBX__MY_MS("LastUpdatedUtc") " FROM {J} WHERE `JoinId` = ?",
-        "UPDATE {J} SET `Status` = ?, `LastUpdatedUtc` = UTC_TIMESTAMP(6) WHERE `JoinId` = ? AND `Status` = 0",
-        /* The head of the ready index is read without locks (a window of
-         * ids), then those rows are locked by primary key and checked again.
-         * A locking read of the index walks every entry a claim or ack has
-         * moved since InnoDB's last purge (about once a second): 3 page reads
-         * each, 4-17 ms per pick; the window makes it 0.6 ms, and the drain
-         * 1.8x. The index is forced: a scan and sort would read every row. */
-        "SELECT t.`Id` FROM (SELECT `Id` FROM {T} FORCE INDEX (`IX_{N}_Ready`) WHERE `Status` = 0 "
-        "AND `NextAttemptAt` <= UTC_TIMESTAMP(6) AND `IsProcessed` = 0 ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
-        "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
-        "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
-        "LIMIT ?1 FOR UPDATE SKIP LOCKED",
-        "SELECT " OBX__MY_COLS " FROM " OBX__MY_BY_IDS("?"),
-    }};
+    obx__mariadb_outbox_rows
+};
 
 /* SQL Server: Unix ms <-> time. DATETIMEOFFSET columns (the seed's) are
  * compared as instants and read as UTC, floored to the ms (a cast to
@@ -3253,6 +3314,54 @@ static const obx__sqlset obx__mariadb_outbox = {
  * triggers update join members from an outbox update: "nested triggers"
  * must be on (the server default). Written to the documentation; not yet
  * run against a server. */
+static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
+    {OBX__Q_INSERT,
+     "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
+     "[NextAttemptAt]) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", "
+     "COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", SYSDATETIMEOFFSET()))"},
+    {OBX__Q_CLAIM,
+     "{CALL {S}.[{N}_Claim](?, ?, ?)}"},
+    {OBX__Q_ACK,
+     "{CALL {S}.[{N}_Ack](?, ?, ?)}"},
+    {OBX__Q_ABANDON,
+     "{CALL {S}.[{N}_Abandon](?, ?, ?, ?, ?)}"},
+    {OBX__Q_FAIL,
+     "{CALL {S}.[{N}_Fail](?, ?, ?)}"},
+    {OBX__Q_REAP,
+     "{CALL {S}.[{N}_ReapExpired]}"},
+    {OBX__Q_GET,
+     "SELECT " OBX__MS_COLS " FROM {T} AS t WHERE t.[Id] = ?"},
+    {OBX__Q_CLEANUP,
+     "WITH old AS (SELECT TOP (?2) [Id] FROM {T} WHERE [Status] = 2 AND [ProcessedAt] < "
+     OBX__MS_FROM_MS("-?1", "SYSDATETIMEOFFSET()") " ORDER BY [ProcessedAt]) DELETE FROM old"},
+    {OBX__Q_STATS,
+     "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, CAST(SWITCHOFFSET(MIN([NextAttemptAt]), '+00:00') "
+     "AS DATETIME2(7)), SYSUTCDATETIME()) FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()"},
+    /* A whole batch in one statement: the lists zipped by position. */
+    {OBX__Q_INSERT_MANY,
+     "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
+     "[NextAttemptAt]) SELECT i.[value], m.[value], p.[value], b.[value], c.[value], x.[Due], "
+     "COALESCE(x.[Due], SYSDATETIMEOFFSET()) FROM OPENJSON(?) AS i "
+     "JOIN OPENJSON(?) AS m ON m.[key] = i.[key] JOIN OPENJSON(?) AS p ON p.[key] = i.[key] "
+     "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
+     "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] "
+     "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
+    {OBX__Q_JOIN_START,
+     "INSERT INTO {J} ([JoinId], [GroupingKey], [ExpectedSteps], [Metadata]) VALUES (?, ?, ?, ?)"},
+    {OBX__Q_JOIN_ATTACH,
+     "INSERT INTO {M} ([JoinId], [OutboxMessageId]) SELECT j.[JoinId], ?1 FROM {J} AS j "
+     "WHERE j.[JoinId] = ?2 AND NOT EXISTS (SELECT 1 FROM {M} AS m WITH (UPDLOCK, HOLDLOCK) "
+     "WHERE m.[JoinId] = ?2 AND m.[OutboxMessageId] = ?1)"},
+    {OBX__Q_JOIN_REPORT,
+     "UPDATE {M} SET [Status] = ? WHERE [JoinId] = ? AND [OutboxMessageId] = ? AND [Status] = 0"},
+    {OBX__Q_JOIN_GET,
+     "SELECT " OBX__MS_GUID("[JoinId]") ", [GroupingKey], [ExpectedSteps], [CompletedSteps], "
+     "[FailedSteps], [Status], [Metadata], " OBX__MS_UTC_MS("[CreatedUtc]") ", "
+     OBX__MS_UTC_MS("[LastUpdatedUtc]") " FROM {J} WHERE [JoinId] = ?"},
+    {OBX__Q_JOIN_FINISH,
+     "UPDATE {J} SET [Status] = ?, [LastUpdatedUtc] = SYSUTCDATETIME() WHERE [JoinId] = ? AND [Status] = 0"},
+    {OBX__Q_COUNT, NULL}};
+
 static const obx__sqlset obx__sqlserver_outbox = {
     "SYSDATETIMEOFFSET()",
     {
@@ -3398,40 +3507,8 @@ static const obx__sqlset obx__sqlserver_outbox = {
     "END",
     "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;", /* sqlcmd; the library commits itself */
         NULL},
-    {
-        "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
-        "[NextAttemptAt]) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", "
-        "COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", SYSDATETIMEOFFSET()))",
-        "{CALL {S}.[{N}_Claim](?, ?, ?)}",
-        "{CALL {S}.[{N}_Ack](?, ?, ?)}",
-        "{CALL {S}.[{N}_Abandon](?, ?, ?, ?, ?)}",
-        "{CALL {S}.[{N}_Fail](?, ?, ?)}",
-        "{CALL {S}.[{N}_ReapExpired]}",
-        "SELECT " OBX__MS_COLS " FROM {T} AS t WHERE t.[Id] = ?",
-        "WITH old AS (SELECT TOP (?2) [Id] FROM {T} WHERE [Status] = 2 AND [ProcessedAt] < "
-        OBX__MS_FROM_MS("-?1", "SYSDATETIMEOFFSET()") " ORDER BY [ProcessedAt]) DELETE FROM old",
-        "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, CAST(SWITCHOFFSET(MIN([NextAttemptAt]), '+00:00') "
-        "AS DATETIME2(7)), SYSUTCDATETIME()) FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()",
-        /* A whole batch in one statement: the lists zipped by position. */
-        "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
-        "[NextAttemptAt]) SELECT i.[value], m.[value], p.[value], b.[value], c.[value], x.[Due], "
-        "COALESCE(x.[Due], SYSDATETIMEOFFSET()) FROM OPENJSON(?) AS i "
-        "JOIN OPENJSON(?) AS m ON m.[key] = i.[key] JOIN OPENJSON(?) AS p ON p.[key] = i.[key] "
-        "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
-        "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] "
-        "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x",
-        "INSERT INTO {J} ([JoinId], [GroupingKey], [ExpectedSteps], [Metadata]) VALUES (?, ?, ?, ?)",
-        "INSERT INTO {M} ([JoinId], [OutboxMessageId]) SELECT j.[JoinId], ?1 FROM {J} AS j "
-        "WHERE j.[JoinId] = ?2 AND NOT EXISTS (SELECT 1 FROM {M} AS m WITH (UPDLOCK, HOLDLOCK) "
-        "WHERE m.[JoinId] = ?2 AND m.[OutboxMessageId] = ?1)",
-        "UPDATE {M} SET [Status] = ? WHERE [JoinId] = ? AND [OutboxMessageId] = ? AND [Status] = 0",
-        "SELECT " OBX__MS_GUID("[JoinId]") ", [GroupingKey], [ExpectedSteps], [CompletedSteps], "
-        "[FailedSteps], [Status], [Metadata], " OBX__MS_UTC_MS("[CreatedUtc]") ", "
-        OBX__MS_UTC_MS("[LastUpdatedUtc]") " FROM {J} WHERE [JoinId] = ?",
-        "UPDATE {J} SET [Status] = ?, [LastUpdatedUtc] = SYSUTCDATETIME() WHERE [JoinId] = ? AND [Status] = 0",
-        NULL,
-        NULL,
-    }};
+    obx__sqlserver_outbox_rows
+};
 
 /* Indexed by obx_dialect. */
 static const obx__sqlset *const obx__sqlsets[] = {
@@ -3672,12 +3749,12 @@ static obx_result obx__store_names(obx_store *s, const obx_store_desc *desc) {
 }
 
 static obx_result obx__store_prepare_sql(obx_store *s) {
-    int i;
+    const obx__stmt_row *row;
     s->q = obx__sqlsets[s->db.d->id];
-    for (i = 0; i < OBX__Q_COUNT; i++) {
-        if (!s->q->q[i]) continue; /* not used by this dialect */
-        s->sql[i] = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->q[i]);
-        if (!s->sql[i])
+    for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
+        OBX_ASSERT(row->id >= 0 && row->id < OBX__Q_COUNT && !s->sql[row->id]);
+        s->sql[row->id] = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, row->sql);
+        if (!s->sql[row->id])
             return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     }
     return OBX_OK;

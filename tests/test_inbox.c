@@ -944,6 +944,7 @@ typedef struct shared {
     pthread_mutex_t mu;
     char in_flight[64][80];
     int in_flight_n, overlaps, total, handled[2];
+    int ready;                   /* workers set up: both start together */
 } shared;
 typedef struct worker_arg {
     shared *sh;
@@ -975,14 +976,29 @@ static ibx_outcome tracking(const ibx_message *m, char *e, size_t n, void *user)
     return IBX_DONE;
 }
 
+/* Both workers connected before either claims: otherwise a fast one may
+ * drain everything while the other is still connecting. */
+static void start_together(pthread_mutex_t *mu, int *ready) {
+    int n;
+    pthread_mutex_lock(mu);
+    ++*ready;
+    pthread_mutex_unlock(mu);
+    do {
+        pthread_mutex_lock(mu);
+        n = *ready;
+        pthread_mutex_unlock(mu);
+        if (n < 2) sleep_ms(1);
+    } while (n < 2);
+}
+
 static void *worker(void *arg) {
     worker_arg *w = (worker_arg *)arg;
     ibx_store *s = open_table("Inbox", 0);
     ibx_dispatcher *d;
     ibx_run_stats st;
     ibx_result r;
-    if (!s) return NULL;
-    d = dispatcher(s, 0, NULL);
+    d = s ? dispatcher(s, 0, NULL) : NULL;
+    start_together(&w->sh->mu, &w->sh->ready); /* also on failure: never leave the other waiting */
     if (d) {
         ibx_dispatcher_on(d, "work", tracking, w);
         while ((r = ibx_dispatcher_run_once(d, &st)) == IBX_OK || r == IBX_ERR_DB_TRANSIENT) {

@@ -1499,6 +1499,7 @@ typedef struct shared_seen {
     int overlaps;
     int handled[2];
     int total;
+    int ready;                   /* workers set up: both start together */
 } shared_seen;
 
 typedef struct worker_arg {
@@ -1530,14 +1531,29 @@ static obx_outcome tracking_handler(const obx_message *m, char *error, size_t si
     return OBX_DONE;
 }
 
+/* Both workers connected before either claims: otherwise a fast one may
+ * drain everything while the other is still connecting. */
+static void start_together(pthread_mutex_t *mu, int *ready) {
+    int n;
+    pthread_mutex_lock(mu);
+    ++*ready;
+    pthread_mutex_unlock(mu);
+    do {
+        pthread_mutex_lock(mu);
+        n = *ready;
+        pthread_mutex_unlock(mu);
+        if (n < 2) sleep_ms(1);
+    } while (n < 2);
+}
+
 static void *worker_main(void *arg) {
     worker_arg *w = (worker_arg *)arg;
     obx_store *s = open_table("Outbox", 0);
     obx_dispatcher *d;
     obx_run_stats st;
     obx_result r;
-    if (!s) return NULL;
-    d = dispatcher(s, 0, NULL);
+    d = s ? dispatcher(s, 0, NULL) : NULL;
+    start_together(&w->seen->mu, &w->seen->ready); /* also on failure: never leave the other waiting */
     if (d) {
         obx_dispatcher_on(d, "work", tracking_handler, w);
         while ((r = obx_dispatcher_run_once(d, &st)) == OBX_OK || r == OBX_ERR_DB_TRANSIENT) {
