@@ -3717,6 +3717,27 @@ static ibx_result ibx__check_token(ibx_store *s, const char *fn, const char *tok
     return IBX_OK;
 }
 
+/* Run `unit` in the caller's transaction on `hdbc` (statements are made and
+ * freed on it per call, and nothing is committed or rolled back here), or,
+ * with hdbc NULL, as a unit of work of the store's own (committed). */
+IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
+                                            ibx_result (*unit)(ibx__db *db, void *ctx), void *ctx,
+                                            const char *what) {
+    ibx__db caller;
+    ibx_result r;
+    if (!hdbc) return ibx__unit(&s->db, unit, ctx, what);
+    memset(&caller, 0, sizeof caller);
+    caller.hooks = &s->hooks;
+    caller.store_id = s->store_id;
+    caller.err = &s->err;
+    caller.d = s->db.d;
+    caller.dbc = (SQLHDBC)hdbc;
+    caller.connected = 1;
+    r = unit(&caller, ctx);
+    ibx__db_free_statements(&caller);
+    return r;
+}
+
 /* >> claim ---------------------------------------------------------------------- */
 
 static const char *ibx__at(const ibx__buf *b, size_t off) {

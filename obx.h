@@ -857,13 +857,22 @@ OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, in
                                   const char *metadata, char out_join_id[37]);
 
 /* Attach a message (the id obx_enqueue returned) to a join; attaching again
- * has no effect (OBX-083/084). A message may be in several joins (OBX-096).
- * When it is acknowledged or failed, every one of its joins counts a
- * completed or failed step in the same transaction (OBX-033/034/046/047,
- * done by triggers in the database, OBX-089). Counters never exceed the
+ * has no effect. A message may be in several joins. When it is
+ * acknowledged or failed, every one of its joins counts a completed or
+ * failed step in the same transaction (done by triggers in the database).
+ * A message already acknowledged or failed when it is attached counts at
+ * once, exactly once (the attach locks the message row, so a concurrent
+ * settle comes wholly before or after it). Counters never exceed the
  * expected steps. Returns OBX_OK, OBX_ERR_NOT_FOUND (no such join),
  * OBX_ERR_INVALID_ARG (ids not UUIDs), OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_join_attach(obx_store *store, const char *join_id, const char *message_id);
+
+/* obx_join_attach in the caller's transaction on `hdbc` (as obx_enqueue_tx:
+ * never committed or rolled back here), so that an enqueue and its attach
+ * are one atomic step. Returns as obx_join_attach; OBX_ERR_INVALID_ARG
+ * when hdbc is NULL. */
+OBX_API obx_result obx_join_attach_tx(obx_store *store, void *hdbc, const char *join_id,
+                                      const char *message_id);
 
 /* Report a step by hand (OBX-085..088): completed (failed = 0) or failed.
  * Idempotent per message: a step reported twice, or also acked, counts
@@ -871,6 +880,11 @@ OBX_API obx_result obx_join_attach(obx_store *store, const char *join_id, const 
  * OBX_ERR_NOT_FOUND (no such join), OBX_ERR_INVALID_ARG, OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_join_report(obx_store *store, const char *join_id, const char *message_id,
                                    int failed);
+
+/* obx_join_report in the caller's transaction on `hdbc`. Returns as
+ * obx_join_report; OBX_ERR_INVALID_ARG when hdbc is NULL. */
+OBX_API obx_result obx_join_report_tx(obx_store *store, void *hdbc, const char *join_id,
+                                      const char *message_id, int failed);
 
 /* Read a join. Returns OBX_OK, OBX_ERR_NOT_FOUND, OBX_ERR_INVALID_ARG,
  * OBX_ERR_DB(_TRANSIENT). */
@@ -2780,6 +2794,8 @@ enum {
     OBX__Q_JOIN_START,  /* join_id, grouping_key, expected_steps, metadata */
     OBX__Q_JOIN_ATTACH, /* message_id, join_id -> rowcount (0: attached before, or no join) */
     OBX__Q_JOIN_REPORT, /* status (1 done, 2 failed), join_id, message_id -> rowcount */
+    OBX__Q_JOIN_MESSAGE, /* message id -> its Status, the row locked until the unit ends (an
+                            attach and a settle of one message are serialized) */
     OBX__Q_JOIN_GET,    /* join_id -> id, grouping key, expected, completed, failed, status,
                            metadata, created, updated */
     OBX__Q_JOIN_FINISH, /* status, join_id -> rowcount (0: finished before) */
@@ -2857,6 +2873,8 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_JOIN_ATTACH,
      "INSERT INTO {M} (\"JoinId\", \"OutboxMessageId\") SELECT \"JoinId\", ? FROM {J} "
      "WHERE \"JoinId\" = ? ON CONFLICT DO NOTHING"},
+    {OBX__Q_JOIN_MESSAGE,
+     "SELECT \"Status\" FROM {T} WHERE \"Id\" = ?"},
     {OBX__Q_JOIN_REPORT,
      "UPDATE {M} SET \"Status\" = ? WHERE \"JoinId\" = ? AND \"OutboxMessageId\" = ? AND \"Status\" = 0"},
     {OBX__Q_JOIN_GET,
@@ -2974,6 +2992,8 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_JOIN_ATTACH,
      "INSERT INTO {M} (\"JoinId\", \"OutboxMessageId\") SELECT \"JoinId\", CAST(? AS uuid) FROM {J} "
      "WHERE \"JoinId\" = CAST(? AS uuid) ON CONFLICT DO NOTHING"},
+    {OBX__Q_JOIN_MESSAGE,
+     "SELECT \"Status\" FROM {T} WHERE \"Id\" = CAST(? AS uuid) FOR UPDATE"},
     {OBX__Q_JOIN_REPORT,
      "UPDATE {M} SET \"Status\" = CAST(? AS smallint) WHERE \"JoinId\" = CAST(? AS uuid) AND "
      "\"OutboxMessageId\" = CAST(? AS uuid) AND \"Status\" = 0"},
@@ -3186,6 +3206,8 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "INSERT INTO {J} (`JoinId`, `GroupingKey`, `ExpectedSteps`, `Metadata`) VALUES (?, ?, ?, ?)"},
     {OBX__Q_JOIN_ATTACH,
      "INSERT IGNORE INTO {M} (`JoinId`, `OutboxMessageId`) SELECT `JoinId`, ? FROM {J} WHERE `JoinId` = ?"},
+    {OBX__Q_JOIN_MESSAGE,
+     "SELECT `Status` FROM {T} WHERE `Id` = ? FOR UPDATE"},
     {OBX__Q_JOIN_REPORT,
      "UPDATE {M} SET `Status` = ? WHERE `JoinId` = ? AND `OutboxMessageId` = ? AND `Status` = 0"},
     {OBX__Q_JOIN_GET,
@@ -3352,6 +3374,8 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "INSERT INTO {M} ([JoinId], [OutboxMessageId]) SELECT j.[JoinId], ?1 FROM {J} AS j "
      "WHERE j.[JoinId] = ?2 AND NOT EXISTS (SELECT 1 FROM {M} AS m WITH (UPDLOCK, HOLDLOCK) "
      "WHERE m.[JoinId] = ?2 AND m.[OutboxMessageId] = ?1)"},
+    {OBX__Q_JOIN_MESSAGE,
+     "SELECT [Status] FROM {T} WITH (UPDLOCK, ROWLOCK) WHERE [Id] = ?"},
     {OBX__Q_JOIN_REPORT,
      "UPDATE {M} SET [Status] = ? WHERE [JoinId] = ? AND [OutboxMessageId] = ? AND [Status] = 0"},
     {OBX__Q_JOIN_GET,
@@ -3956,6 +3980,27 @@ static obx_result obx__check_token(obx_store *s, const char *fn, const char *tok
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
     obx__lower_uuid(token, s->token);
     return OBX_OK;
+}
+
+/* Run `unit` in the caller's transaction on `hdbc` (statements are made and
+ * freed on it per call, and nothing is committed or rolled back here), or,
+ * with hdbc NULL, as a unit of work of the store's own (committed). */
+OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
+                                            obx_result (*unit)(obx__db *db, void *ctx), void *ctx,
+                                            const char *what) {
+    obx__db caller;
+    obx_result r;
+    if (!hdbc) return obx__unit(&s->db, unit, ctx, what);
+    memset(&caller, 0, sizeof caller);
+    caller.hooks = &s->hooks;
+    caller.store_id = s->store_id;
+    caller.err = &s->err;
+    caller.d = s->db.d;
+    caller.dbc = (SQLHDBC)hdbc;
+    caller.connected = 1;
+    r = unit(&caller, ctx);
+    obx__db_free_statements(&caller);
+    return r;
 }
 
 /* >> claim ---------------------------------------------------------------------- */
@@ -5076,22 +5121,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
         ctx.lens = lens;
         ctx.count = count;
         ctx.ids = ids;
-        if (hdbc) {
-            /* The caller's connection and transaction: statements are made
-             * and freed on it per call, and nothing is committed here. */
-            obx__db caller;
-            memset(&caller, 0, sizeof caller);
-            caller.hooks = &s->hooks;
-            caller.store_id = s->store_id;
-            caller.err = &s->err;
-            caller.d = s->db.d;
-            caller.dbc = (SQLHDBC)hdbc;
-            caller.connected = 1;
-            r = obx__insert_messages(&caller, &ctx);
-            obx__db_free_statements(&caller);
-        } else {
-            r = obx__unit(&s->db, obx__insert_messages, &ctx, fn);
-        }
+        r = obx__unit_or_caller(s, hdbc, obx__insert_messages, &ctx, fn);
     }
     if (r == OBX_OK) {
         obx__count(s, OBX_METRIC_ENQUEUED, count);
@@ -5289,15 +5319,35 @@ typedef struct obx__attach_ctx {
     int missing;                 /* the join does not exist */
 } obx__attach_ctx;
 
+/* The message's status, its row locked for the rest of the unit (-1: no
+ * such message yet, e.g. enqueued in a transaction not committed). */
+static obx_result obx__attach_lock_message(obx__db *db, obx__attach_ctx *c, int64_t *status) {
+    obx__param p[1];
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    *status = -1;
+    obx__p_text(&p[0], c->message_id, 36);
+    r = obx__exec(db, OBX__Q_JOIN_MESSAGE, c->s->sql[OBX__Q_JOIN_MESSAGE], p, 1, NULL, &cur);
+    if (r == OBX_OK) r = obx__fetch(db, cur);
+    if (r == OBX_OK) r = obx__get_i64(db, cur, 1, status, NULL);
+    obx__close(cur);
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
+/* Attach (and report): the message row is locked first, so that a settle
+ * of the same message runs wholly before or after. A member attached after
+ * its message was acked or failed counts at once (its trigger ran before
+ * the member existed); one attached before is counted by that trigger. */
 static obx_result obx__attach_unit(obx__db *db, void *vctx) {
     obx__attach_ctx *c = (obx__attach_ctx *)vctx;
     obx_store *s = c->s;
     obx__param p[3];
-    int64_t rows = 0;
-    obx_result r;
+    int64_t rows = 0, message_status = -1;
+    int report = c->status;
+    obx_result r = obx__attach_lock_message(db, c, &message_status);
     obx__p_text(&p[0], c->message_id, 36);
     obx__p_text(&p[1], c->join_id, 36);
-    r = obx__exec(db, OBX__Q_JOIN_ATTACH, s->sql[OBX__Q_JOIN_ATTACH], p, 2, &rows, NULL);
+    if (r == OBX_OK) r = obx__exec(db, OBX__Q_JOIN_ATTACH, s->sql[OBX__Q_JOIN_ATTACH], p, 2, &rows, NULL);
     if (r == OBX_OK && rows == 0) { /* attached before, or no such join? */
         obx_join j;
         obx__join_ctx jc;
@@ -5307,9 +5357,11 @@ static obx_result obx__attach_unit(obx__db *db, void *vctx) {
         r = obx__join_read(db, &jc);
         c->missing = r == OBX_OK && !jc.found;
     }
-    if (r == OBX_OK && !c->missing && c->status) {
+    if (!report && rows > 0 && message_status == OBX_STATUS_DONE) report = 1;
+    if (!report && rows > 0 && message_status == OBX_STATUS_FAILED) report = 2;
+    if (r == OBX_OK && !c->missing && report) {
         /* Pending -> done/failed once; the member trigger counts it. */
-        obx__p_i64(&p[0], c->status);
+        obx__p_i64(&p[0], report);
         obx__p_text(&p[1], c->join_id, 36);
         obx__p_text(&p[2], c->message_id, 36);
         r = obx__exec(db, OBX__Q_JOIN_REPORT, s->sql[OBX__Q_JOIN_REPORT], p, 3, NULL, NULL);
@@ -5317,7 +5369,7 @@ static obx_result obx__attach_unit(obx__db *db, void *vctx) {
     return r;
 }
 
-static obx_result obx__attach(obx_store *store, const char *fn, const char *join_id,
+static obx_result obx__attach(obx_store *store, void *hdbc, const char *fn, const char *join_id,
                               const char *message_id, int status) {
     obx__attach_ctx ctx;
     char join_lower[37], message_lower[37];
@@ -5333,19 +5385,33 @@ static obx_result obx__attach(obx_store *store, const char *fn, const char *join
     ctx.message_id = message_lower;
     ctx.status = status;
     ctx.missing = 0;
-    r = obx__unit(&store->db, obx__attach_unit, &ctx, fn);
+    r = obx__unit_or_caller(store, hdbc, obx__attach_unit, &ctx, fn);
     if (r != OBX_OK) return r;
     if (ctx.missing) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, fn, "no join %s", join_id);
     return OBX_OK;
 }
 
 OBX_API obx_result obx_join_attach(obx_store *store, const char *join_id, const char *message_id) {
-    return obx__attach(store, "obx_join_attach", join_id, message_id, 0);
+    return obx__attach(store, NULL, "obx_join_attach", join_id, message_id, 0);
+}
+
+OBX_API obx_result obx_join_attach_tx(obx_store *store, void *hdbc, const char *join_id,
+                                      const char *message_id) {
+    if (store && !hdbc)
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_attach_tx: hdbc", "must not be NULL");
+    return obx__attach(store, hdbc, "obx_join_attach_tx", join_id, message_id, 0);
 }
 
 OBX_API obx_result obx_join_report(obx_store *store, const char *join_id, const char *message_id,
                                    int failed) {
-    return obx__attach(store, "obx_join_report", join_id, message_id, failed ? 2 : 1);
+    return obx__attach(store, NULL, "obx_join_report", join_id, message_id, failed ? 2 : 1);
+}
+
+OBX_API obx_result obx_join_report_tx(obx_store *store, void *hdbc, const char *join_id,
+                                      const char *message_id, int failed) {
+    if (store && !hdbc)
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_report_tx: hdbc", "must not be NULL");
+    return obx__attach(store, hdbc, "obx_join_report_tx", join_id, message_id, failed ? 2 : 1);
 }
 
 /* The join.wait payload: a flat JSON object the library writes and reads. */

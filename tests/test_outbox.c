@@ -1951,6 +1951,59 @@ static void test_083_084_attach(void) {
     obx_store_close(s);
 }
 
+
+/* Members settled before they are attached count at once, exactly once;
+ * attach and report also run in the caller's transaction (OBX-JOIN-LATE). */
+static void test_join_late_attach(void) {
+    obx_store *s = fresh();
+    char join_id[37], a[37], b[37], c[37], owner[37];
+    const char *one[1];
+    const obx_message *ms;
+    obx_join j;
+    caller_conn cc;
+    obx_new_message m = msg("t", "p");
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(obx_join_start(s, NULL, 3, NULL, join_id), OBX_OK);
+    TT_ASSERT(enqueue(s, "t", "p", a) && enqueue(s, "t", "p", b));
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 2);
+    one[0] = a;
+    TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);
+    one[0] = b;
+    TT_EQ_INT(obx_fail(s, owner, one, 1, "gone", NULL), OBX_OK);
+    TT_EQ_INT(obx_join_attach(s, join_id, a), OBX_OK);
+    TT_EQ_INT(obx_join_attach(s, join_id, b), OBX_OK);
+    TT_EQ_INT(obx_join_attach(s, join_id, a), OBX_OK); /* again: no second count */
+    TT_EQ_INT(obx_join_report(s, join_id, b, 1), OBX_OK); /* reported after the fact: counted once */
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 1);
+    TT_EQ_INT(j.failed_steps, 1);
+    /* in the caller's transaction: rolled back, nothing attached; committed, attached */
+    TT_ASSERT(caller_open(&cc));
+    TT_ASSERT(caller_begin(&cc));
+    TT_EQ_INT(obx_enqueue_tx(s, cc.dbc, &m, c), OBX_OK);
+    TT_EQ_INT(obx_join_attach_tx(s, cc.dbc, join_id, c), OBX_OK);
+    TT_ASSERT(caller_end(&cc, 0));
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {M}"), 2);
+    TT_ASSERT(caller_begin(&cc));
+    TT_EQ_INT(obx_enqueue_tx(s, cc.dbc, &m, c), OBX_OK);
+    TT_EQ_INT(obx_join_attach_tx(s, cc.dbc, join_id, c), OBX_OK);
+    TT_ASSERT(caller_end(&cc, 1));
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {M}"), 3);
+    TT_ASSERT(caller_begin(&cc));
+    TT_EQ_INT(obx_join_report_tx(s, cc.dbc, join_id, c, 0), OBX_OK);
+    TT_ASSERT(caller_end(&cc, 1));
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 2);
+    TT_EQ_INT(j.failed_steps, 1);
+    TT_EQ_INT(obx_join_attach_tx(s, NULL, join_id, c), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_join_attach_tx: hdbc");
+    caller_close(&cc);
+    obx_store_close(s);
+}
+
 static void test_085_088_report(void) {
     obx_store *s = fresh();
     char join_id[37], a[37], b[37], c[37];
@@ -2922,6 +2975,7 @@ int main(int argc, char **argv) {
     RUN("OBX-094", "on failure the on-fail message is enqueued", test_092_094_failed);
     RUN("OBX-095", "joins grouped by a key", test_095_grouping);
     RUN("OBX-096", "a message may belong to several joins", test_033_034_046_047_089_096_auto);
+    RUN("OBX-JOIN-LATE", "members settled before they are attached count once; attach/report in the caller's transaction", test_join_late_attach);
     RUN("OBX-JOIN-RACE", "six connections ack the steps of one join at once: counters exact", test_join_race);
     RUN("OBX-097", "a batch is one transaction: a failure leaves nothing", test_097_one_transaction);
     RUN("OBX-098", "claims never see uncommitted messages; READ COMMITTED sessions", test_098_no_dirty_reads);
