@@ -2023,6 +2023,7 @@ IBX__PRIVATE ibx_result ibx__pick_keys(ibx__db *db, int slot, const char *sql, i
         for (k = 0; k < ncols; k++) lists[k]->len = 0;
         ibx__p_i64(&p[0], batch);
         ibx__p_i64(&p[1], (int64_t)batch * (pass == 0 ? 2 : 20));
+        cur = NULL; /* a failed execute frees the statement: never close the last pass's */
         r = ibx__exec(db, slot, sql, p, 2, NULL, &cur);
         while (r == IBX_OK && (r = ibx__fetch(db, cur)) == IBX_OK) {
             for (k = 0; k < ncols && r == IBX_OK; k++) {

@@ -2168,6 +2168,7 @@ OBX__PRIVATE obx_result obx__pick_keys(obx__db *db, int slot, const char *sql, i
         for (k = 0; k < ncols; k++) lists[k]->len = 0;
         obx__p_i64(&p[0], batch);
         obx__p_i64(&p[1], (int64_t)batch * (pass == 0 ? 2 : 20));
+        cur = NULL; /* a failed execute frees the statement: never close the last pass's */
         r = obx__exec(db, slot, sql, p, 2, NULL, &cur);
         while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
             for (k = 0; k < ncols && r == OBX_OK; k++) {

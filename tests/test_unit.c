@@ -1037,6 +1037,29 @@ static void test_ibx_fake_deadlock(void) {
     TT_EQ_INT(fake_open_handles(), 0);
 }
 
+
+/* The two-pass pick of a three-statement claim (MariaDB): when the second
+ * pass fails, the statement the first pass used is not touched again after
+ * the failure freed it (CORE-STALE-HANDLE). */
+static void test_fake_pick_stale_handle(void) {
+    obx_store *s = fake_store("MariaDB", NULL);
+    const obx_message *ms;
+    char owner[37];
+    int n = -1;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    fake_push_rows(1, 0, NULL);                                  /* first window: nothing */
+    fake_push_error(SQL_ERROR, "42000", 1064, "scripted failure"); /* the wider window fails */
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_ERR_DB);
+    TT_EQ_INT(n, -1);
+    TT_EQ_INT(fake_invalid_handle_calls(), 0);
+    fake_push_rows(1, 0, NULL);
+    fake_push_rows(1, 0, NULL);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_EMPTY); /* the store goes on */
+    TT_EQ_INT(fake_invalid_handle_calls(), 0);
+    obx_store_close(s);
+}
+
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("CORE-BACKOFF-JITTER", "pure", "base/max/jitter policy of seed 002 section 13", test_backoff_jitter);
@@ -1077,6 +1100,7 @@ int main(void) {
     TT_RUN("OBX-099", "fake", "a deadlock on ack is rolled back and retried", test_fake_ack_deadlock_retried);
     TT_RUN("OBX-CLAIM-LOST", "fake", "a lost connection mid-claim is surfaced; next call reconnects", test_fake_claim_lost_connection);
     TT_RUN("OBX-CLAIM-TIMEOUT", "fake", "a statement timeout is transient, reported, not redone", test_fake_claim_timeout);
+    TT_RUN("CORE-STALE-HANDLE", "fake", "a failed second pick pass never reuses the freed statement", test_fake_pick_stale_handle);
     TT_RUN("OBX-120", "fake", "claim is one prepared statement per call (a function on PostgreSQL)", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
     TT_RUN("OBX-097", "fake", "a batch enqueue is one transaction; bad input stops it before SQL", test_fake_enqueue_batch_one_tx);
