@@ -771,7 +771,7 @@ IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *dispatc
 
 /* >>common-end api-engine */
 
-/* >>common-begin core */
+/* >>common-begin head */
 #ifdef __cplusplus
 }
 #endif
@@ -794,6 +794,25 @@ IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *dispatc
 #ifndef IBX_NO_THREADS
 #include <pthread.h>
 #endif
+
+/* >>common-end head */
+
+/* The lock around connecting (see ibx__driver_connect), shared by obx.h and
+ * ibx.h in one program: in one file through the guard, in two through a
+ * weak symbol that the linker makes one. */
+#ifndef IBX_NO_THREADS
+#ifndef OBX_IBX_CONNECT_LOCK_DEFINED
+#define OBX_IBX_CONNECT_LOCK_DEFINED
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((weak)) pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
+#else
+static pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER; /* no weak symbols here */
+#endif
+#endif
+#define IBX__CONNECT_LOCK obx_ibx_connect_lock
+#endif
+
+/* >>common-begin core */
 
 
 #if !defined(IBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)
@@ -1393,6 +1412,36 @@ IBX__PRIVATE char *ibx__quote_name(const ibx__hooks *h, const ibx__dialect *d, c
     return out;
 }
 
+/* One statement of a dialect, found by its id: a dialect lists only the
+ * statements it has, in any order, so adding one shifts no other. */
+typedef struct ibx__stmt_row {
+    int id;
+    const char *sql;
+} ibx__stmt_row;
+
+/* A dialect's schema and statements, as each header writes them. */
+typedef struct ibx__sqlset {
+    const char *now_ms;          /* {W}: the database clock in Unix ms */
+    const char *ddl[32];         /* the schema, one statement each, NULL-terminated */
+    const ibx__stmt_row *rows;   /* the statements, by name; {id, NULL} ends */
+} ibx__sqlset;
+
+/* SQL Server: the first batch of every deploy. Deploys serialize on a lock
+ * that ends with the transaction. In the library, manual commit is
+ * IMPLICIT_TRANSACTIONS, which EXEC does not start (a CREATE does); sqlcmd
+ * and SSMS run in autocommit, so the file opens a transaction and its last
+ * batch commits it. QUOTED_IDENTIFIER: filtered indexes need it, and sqlcmd
+ * without -I has it off. */
+#define IBX__MS_DEPLOY_LOCK                                                                      \
+    "SET QUOTED_IDENTIFIER ON; SET ANSI_NULLS ON; SET XACT_ABORT ON;\n"                          \
+    "DECLARE @lock INT;\n"                                                                       \
+    "IF @@TRANCOUNT = 0 AND (@@OPTIONS & 2) = 0 BEGIN TRANSACTION;\n"                            \
+    "IF @@TRANCOUNT = 0 BEGIN CREATE TABLE #ibx_deploy (x INT); DROP TABLE #ibx_deploy; END;\n"   \
+    "IF @@TRANCOUNT = 0 THROW 50000, N'ibx deploy: no transaction for the deploy lock', 1;\n"      \
+    "EXEC @lock = sp_getapplock @Resource = N'ibx deploy {T}', @LockMode = N'Exclusive', "          \
+    "@LockOwner = N'Transaction';\n"                                                             \
+    "IF @lock < 0 THROW 50000, N'ibx deploy: the deploy lock was not granted', 1;"
+
 /* >> growable buffers and list literals -------------------------------------------- */
 
 /* A byte buffer that only grows; reused across calls so that steady-state
@@ -1660,24 +1709,22 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
     return r;
 }
 
-#ifndef IBX_NO_THREADS
 /* psqlODBC rewrites process-wide settings while it connects: two threads
  * connecting at once read freed memory (seen under ASan). Connecting is
- * rare; do it one thread at a time. */
-static pthread_mutex_t ibx__connect_mutex = PTHREAD_MUTEX_INITIALIZER;
-#endif
+ * rare; it is done one thread at a time, under IBX__CONNECT_LOCK (one lock
+ * for ibx.h and ibx.h together, defined above the core). */
 
 IBX__PRIVATE ibx_result ibx__driver_connect(ibx__db *db, const char *connstr) {
     SQLCHAR out[1024];
     SQLSMALLINT out_len = 0;
     SQLRETURN rc;
 #ifndef IBX_NO_THREADS
-    pthread_mutex_lock(&ibx__connect_mutex);
+    pthread_mutex_lock(&IBX__CONNECT_LOCK);
 #endif
     rc = SQLDriverConnect(db->dbc, NULL, IBX__SQLTEXT(connstr), SQL_NTS, out, (SQLSMALLINT)sizeof out,
                           &out_len, SQL_DRIVER_NOPROMPT);
 #ifndef IBX_NO_THREADS
-    pthread_mutex_unlock(&ibx__connect_mutex);
+    pthread_mutex_unlock(&IBX__CONNECT_LOCK);
 #endif
     if (!SQL_SUCCEEDED(rc)) return ibx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLDriverConnect");
     db->connected = 1;
@@ -2779,19 +2826,6 @@ enum {
     IBX__Q_COUNT
 };
 
-/* One statement of a dialect, found by its id: a dialect lists only the
- * statements it has, in any order, so adding one shifts no other. */
-typedef struct ibx__stmt_row {
-    int id;
-    const char *sql;
-} ibx__stmt_row;
-
-typedef struct ibx__sqlset {
-    const char *now_ms;          /* {W} */
-    const char *ddl[16];         /* the schema, one statement each, NULL-terminated */
-    const ibx__stmt_row *rows;    /* the statements, by name; {IBX__Q_COUNT, NULL} ends */
-} ibx__sqlset;
-
 #define IBX__SQLITE_COLS                                                                     \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"FirstSeenUtc\", "          \
     "\"LastSeenUtc\", \"Status\", \"LockedUntil\", \"OwnerToken\", \"Attempt\", \"LastError\", " \
@@ -3203,19 +3237,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
 
 static const ibx__sqlset ibx__sqlserver_inbox = {
     "SYSUTCDATETIME()",
-    {/* Deploys serialize on a lock that ends with the transaction. In the
-      * library, manual commit is IMPLICIT_TRANSACTIONS, which EXEC does not
-      * start (a CREATE does); sqlcmd and SSMS run in autocommit, so the file
-      * opens a transaction and its last batch commits it. QUOTED_IDENTIFIER:
-      * filtered indexes need it, and sqlcmd without -I has it off. */
-     "SET QUOTED_IDENTIFIER ON; SET ANSI_NULLS ON; SET XACT_ABORT ON;\n"
-     "DECLARE @lock INT;\n"
-     "IF @@TRANCOUNT = 0 AND (@@OPTIONS & 2) = 0 BEGIN TRANSACTION;\n"
-     "IF @@TRANCOUNT = 0 BEGIN CREATE TABLE #ibx_deploy (x INT); DROP TABLE #ibx_deploy; END;\n"
-     "IF @@TRANCOUNT = 0 THROW 50000, N'ibx deploy: no transaction for the deploy lock', 1;\n"
-     "EXEC @lock = sp_getapplock @Resource = N'ibx deploy {T}', @LockMode = N'Exclusive', "
-     "@LockOwner = N'Transaction';\n"
-     "IF @lock < 0 THROW 50000, N'ibx deploy: the deploy lock was not granted', 1;",
+    {     IBX__MS_DEPLOY_LOCK,
      "IF SCHEMA_ID(PARSENAME(N'{S}', 1)) IS NULL EXEC sp_executesql N'CREATE SCHEMA {S}'",
      "IF OBJECT_ID(N'{T}', N'U') IS NULL\n"
      "CREATE TABLE {T} (\n"

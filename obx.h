@@ -916,7 +916,7 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
 OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *error,
                                           size_t error_size, void *user);
 
-/* >>common-begin core */
+/* >>common-begin head */
 #ifdef __cplusplus
 }
 #endif
@@ -939,6 +939,25 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *erro
 #ifndef OBX_NO_THREADS
 #include <pthread.h>
 #endif
+
+/* >>common-end head */
+
+/* The lock around connecting (see obx__driver_connect), shared by obx.h and
+ * ibx.h in one program: in one file through the guard, in two through a
+ * weak symbol that the linker makes one. */
+#ifndef OBX_NO_THREADS
+#ifndef OBX_IBX_CONNECT_LOCK_DEFINED
+#define OBX_IBX_CONNECT_LOCK_DEFINED
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((weak)) pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
+#else
+static pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER; /* no weak symbols here */
+#endif
+#endif
+#define OBX__CONNECT_LOCK obx_ibx_connect_lock
+#endif
+
+/* >>common-begin core */
 
 
 #if !defined(OBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)
@@ -1538,6 +1557,36 @@ OBX__PRIVATE char *obx__quote_name(const obx__hooks *h, const obx__dialect *d, c
     return out;
 }
 
+/* One statement of a dialect, found by its id: a dialect lists only the
+ * statements it has, in any order, so adding one shifts no other. */
+typedef struct obx__stmt_row {
+    int id;
+    const char *sql;
+} obx__stmt_row;
+
+/* A dialect's schema and statements, as each header writes them. */
+typedef struct obx__sqlset {
+    const char *now_ms;          /* {W}: the database clock in Unix ms */
+    const char *ddl[32];         /* the schema, one statement each, NULL-terminated */
+    const obx__stmt_row *rows;   /* the statements, by name; {id, NULL} ends */
+} obx__sqlset;
+
+/* SQL Server: the first batch of every deploy. Deploys serialize on a lock
+ * that ends with the transaction. In the library, manual commit is
+ * IMPLICIT_TRANSACTIONS, which EXEC does not start (a CREATE does); sqlcmd
+ * and SSMS run in autocommit, so the file opens a transaction and its last
+ * batch commits it. QUOTED_IDENTIFIER: filtered indexes need it, and sqlcmd
+ * without -I has it off. */
+#define OBX__MS_DEPLOY_LOCK                                                                      \
+    "SET QUOTED_IDENTIFIER ON; SET ANSI_NULLS ON; SET XACT_ABORT ON;\n"                          \
+    "DECLARE @lock INT;\n"                                                                       \
+    "IF @@TRANCOUNT = 0 AND (@@OPTIONS & 2) = 0 BEGIN TRANSACTION;\n"                            \
+    "IF @@TRANCOUNT = 0 BEGIN CREATE TABLE #obx_deploy (x INT); DROP TABLE #obx_deploy; END;\n"   \
+    "IF @@TRANCOUNT = 0 THROW 50000, N'obx deploy: no transaction for the deploy lock', 1;\n"      \
+    "EXEC @lock = sp_getapplock @Resource = N'obx deploy {T}', @LockMode = N'Exclusive', "          \
+    "@LockOwner = N'Transaction';\n"                                                             \
+    "IF @lock < 0 THROW 50000, N'obx deploy: the deploy lock was not granted', 1;"
+
 /* >> growable buffers and list literals -------------------------------------------- */
 
 /* A byte buffer that only grows; reused across calls so that steady-state
@@ -1805,24 +1854,22 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
     return r;
 }
 
-#ifndef OBX_NO_THREADS
 /* psqlODBC rewrites process-wide settings while it connects: two threads
  * connecting at once read freed memory (seen under ASan). Connecting is
- * rare; do it one thread at a time. */
-static pthread_mutex_t obx__connect_mutex = PTHREAD_MUTEX_INITIALIZER;
-#endif
+ * rare; it is done one thread at a time, under OBX__CONNECT_LOCK (one lock
+ * for obx.h and ibx.h together, defined above the core). */
 
 OBX__PRIVATE obx_result obx__driver_connect(obx__db *db, const char *connstr) {
     SQLCHAR out[1024];
     SQLSMALLINT out_len = 0;
     SQLRETURN rc;
 #ifndef OBX_NO_THREADS
-    pthread_mutex_lock(&obx__connect_mutex);
+    pthread_mutex_lock(&OBX__CONNECT_LOCK);
 #endif
     rc = SQLDriverConnect(db->dbc, NULL, OBX__SQLTEXT(connstr), SQL_NTS, out, (SQLSMALLINT)sizeof out,
                           &out_len, SQL_DRIVER_NOPROMPT);
 #ifndef OBX_NO_THREADS
-    pthread_mutex_unlock(&obx__connect_mutex);
+    pthread_mutex_unlock(&OBX__CONNECT_LOCK);
 #endif
     if (!SQL_SUCCEEDED(rc)) return obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLDriverConnect");
     db->connected = 1;
@@ -2808,19 +2855,6 @@ enum {
     OBX__Q_COUNT
 };
 
-/* One statement of a dialect, found by its id: a dialect lists only the
- * statements it has, in any order, so adding one shifts no other. */
-typedef struct obx__stmt_row {
-    int id;
-    const char *sql;
-} obx__stmt_row;
-
-typedef struct obx__sqlset {
-    const char *now_ms;            /* {W} */
-    const char *ddl[32];           /* the schema, one statement each, NULL-terminated */
-    const obx__stmt_row *rows;    /* the statements, by name; {OBX__Q_COUNT, NULL} ends */
-} obx__sqlset;
-
 /* Columns of a message row, in the order obx__read_message expects. */
 #define OBX__SQLITE_COLS                                                                  \
     "\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", \"CreatedAt\", "     \
@@ -3390,19 +3424,7 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
 static const obx__sqlset obx__sqlserver_outbox = {
     "SYSDATETIMEOFFSET()",
     {
-    /* Deploys serialize on a lock that ends with the transaction. In the
-     * library, manual commit is IMPLICIT_TRANSACTIONS, which EXEC does not
-     * start (a CREATE does); sqlcmd and SSMS run in autocommit, so the file
-     * opens a transaction and its last batch commits it. QUOTED_IDENTIFIER:
-     * filtered indexes need it, and sqlcmd without -I has it off. */
-    "SET QUOTED_IDENTIFIER ON; SET ANSI_NULLS ON; SET XACT_ABORT ON;\n"
-    "DECLARE @lock INT;\n"
-    "IF @@TRANCOUNT = 0 AND (@@OPTIONS & 2) = 0 BEGIN TRANSACTION;\n"
-    "IF @@TRANCOUNT = 0 BEGIN CREATE TABLE #obx_deploy (x INT); DROP TABLE #obx_deploy; END;\n"
-    "IF @@TRANCOUNT = 0 THROW 50000, N'obx deploy: no transaction for the deploy lock', 1;\n"
-    "EXEC @lock = sp_getapplock @Resource = N'obx deploy {T}', @LockMode = N'Exclusive', "
-    "@LockOwner = N'Transaction';\n"
-    "IF @lock < 0 THROW 50000, N'obx deploy: the deploy lock was not granted', 1;",
+    OBX__MS_DEPLOY_LOCK,
     "IF SCHEMA_ID(PARSENAME(N'{S}', 1)) IS NULL EXEC sp_executesql N'CREATE SCHEMA {S}'",
     "IF OBJECT_ID(N'{T}', N'U') IS NULL\n"
     "CREATE TABLE {T} (\n"
