@@ -1792,17 +1792,36 @@ IBX__PRIVATE ibx_result ibx__db_connect(ibx__db *db, const char *connstr) {
 }
 
 /* Use a connection the caller opened; it stays theirs. */
+/* A caller's connection must be in the autocommit mode the dialect's
+ * units of work assume: with autocommit on where they commit by hand, a
+ * claim's pick and its update would be two transactions, and two workers
+ * could claim one row. Asked of the driver manager: no round trip. */
+IBX__PRIVATE ibx_result ibx__check_autocommit(ibx__db *db) {
+    SQLUINTEGER mode = 0;
+    SQLUINTEGER want = db->d->tx_by_sql ? SQL_AUTOCOMMIT_ON : SQL_AUTOCOMMIT_OFF;
+    ibx_result r = ibx__check(db, SQLGetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT, &mode, 0, NULL),
+                              SQL_HANDLE_DBC, db->dbc, "SQLGetConnectAttr(AUTOCOMMIT)");
+    if (r != IBX_OK || mode == want) return r;
+    return ibx__fail(db->err, IBX_ERR_STATE, "hdbc: autocommit",
+                     "the caller's connection has autocommit %s; on %s the store needs it %s "
+                     "(SQLSetConnectAttr(SQL_ATTR_AUTOCOMMIT, SQL_AUTOCOMMIT_%s))",
+                     mode == SQL_AUTOCOMMIT_ON ? "on" : "off", db->d->name,
+                     want == SQL_AUTOCOMMIT_ON ? "on" : "off", want == SQL_AUTOCOMMIT_ON ? "ON" : "OFF");
+}
+
 IBX__PRIVATE ibx_result ibx__db_adopt(ibx__db *db, void *hdbc) {
+    ibx_result r;
     db->own_connection = 0;
     db->dbc = (SQLHDBC)hdbc;
     db->connected = 1;
-    return ibx__db_setup(db);
+    r = ibx__db_setup(db);
+    return r == IBX_OK ? ibx__check_autocommit(db) : r;
 }
 
 /* Reopen a lost connection of our own before the next unit of work. */
 IBX__PRIVATE ibx_result ibx__db_ensure(ibx__db *db) {
     ibx_result r;
-    if (!db->lost && db->connected) return IBX_OK;
+    if (!db->lost && db->connected) return db->own_connection ? IBX_OK : ibx__check_autocommit(db);
     if (!db->own_connection)
         return ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "connection",
                          "the caller's connection was lost; reconnect it and open the store again");

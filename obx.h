@@ -1937,17 +1937,36 @@ OBX__PRIVATE obx_result obx__db_connect(obx__db *db, const char *connstr) {
 }
 
 /* Use a connection the caller opened; it stays theirs. */
+/* A caller's connection must be in the autocommit mode the dialect's
+ * units of work assume: with autocommit on where they commit by hand, a
+ * claim's pick and its update would be two transactions, and two workers
+ * could claim one row. Asked of the driver manager: no round trip. */
+OBX__PRIVATE obx_result obx__check_autocommit(obx__db *db) {
+    SQLUINTEGER mode = 0;
+    SQLUINTEGER want = db->d->tx_by_sql ? SQL_AUTOCOMMIT_ON : SQL_AUTOCOMMIT_OFF;
+    obx_result r = obx__check(db, SQLGetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT, &mode, 0, NULL),
+                              SQL_HANDLE_DBC, db->dbc, "SQLGetConnectAttr(AUTOCOMMIT)");
+    if (r != OBX_OK || mode == want) return r;
+    return obx__fail(db->err, OBX_ERR_STATE, "hdbc: autocommit",
+                     "the caller's connection has autocommit %s; on %s the store needs it %s "
+                     "(SQLSetConnectAttr(SQL_ATTR_AUTOCOMMIT, SQL_AUTOCOMMIT_%s))",
+                     mode == SQL_AUTOCOMMIT_ON ? "on" : "off", db->d->name,
+                     want == SQL_AUTOCOMMIT_ON ? "on" : "off", want == SQL_AUTOCOMMIT_ON ? "ON" : "OFF");
+}
+
 OBX__PRIVATE obx_result obx__db_adopt(obx__db *db, void *hdbc) {
+    obx_result r;
     db->own_connection = 0;
     db->dbc = (SQLHDBC)hdbc;
     db->connected = 1;
-    return obx__db_setup(db);
+    r = obx__db_setup(db);
+    return r == OBX_OK ? obx__check_autocommit(db) : r;
 }
 
 /* Reopen a lost connection of our own before the next unit of work. */
 OBX__PRIVATE obx_result obx__db_ensure(obx__db *db) {
     obx_result r;
-    if (!db->lost && db->connected) return OBX_OK;
+    if (!db->lost && db->connected) return db->own_connection ? OBX_OK : obx__check_autocommit(db);
     if (!db->own_connection)
         return obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "connection",
                          "the caller's connection was lost; reconnect it and open the store again");
@@ -5659,16 +5678,21 @@ static int obx__join_follow(obx_store *s, const char *wait_payload, int fail, co
 
 OBX_API obx_outcome obx_join_wait_handler(const obx_message *m, char *error, size_t error_size,
                                           void *user) {
-    obx_store *s = m->store;
-    char join_id[40], fail_flag[8], topic[1024], *payload = NULL;
+    obx_store *s = m ? m->store : NULL;
+    char fallback[64], join_id[40], fail_flag[8], topic[1024], *payload = NULL;
     obx_join j;
     obx_result r;
     int fail, has_topic;
     obx__finish_ctx ctx;
     obx_new_message follow;
     (void)user;
-    if (!s || obx__json_get(m->payload, "joinId", join_id, sizeof join_id) != 1) {
-        snprintf(error, error_size, "join.wait payload has no joinId");
+    if (!error || error_size == 0) error = fallback, error_size = sizeof fallback;
+    if (!s || !m->payload || obx__json_get(m->payload, "joinId", join_id, sizeof join_id) != 1) {
+        snprintf(error, error_size, "join.wait %s", !s ? "message (or its store) is NULL" : "payload has no joinId");
+        return OBX_DEAD;
+    }
+    if (!obx__uuid_is_valid(join_id)) { /* never becomes valid: dead at once */
+        snprintf(error, error_size, "join.wait payload's joinId is not a UUID");
         return OBX_DEAD;
     }
     r = obx_join_get(s, join_id, &j);

@@ -2876,6 +2876,60 @@ static void test_time_zone(void) {
     obx_store_close(s);
 }
 
+
+/* An adopted connection in the wrong autocommit mode is refused, at open
+ * and at the next call, naming the cause (CORE-ADOPT-AUTOCOMMIT). */
+static void test_adopt_autocommit(void) {
+    caller_conn c;
+    obx_store_desc desc;
+    obx_store *s = NULL;
+    const obx_message *ms;
+    char owner[37];
+    int n = 0;
+    SQLULEN wrong = g_srv ? SQL_AUTOCOMMIT_ON : SQL_AUTOCOMMIT_OFF;
+    SQLULEN right = g_srv ? SQL_AUTOCOMMIT_OFF : SQL_AUTOCOMMIT_ON;
+    obx_store_close(fresh()); /* the table exists */
+    TT_ASSERT(caller_open(&c));
+    TT_ASSERT(SQL_SUCCEEDED(SQLSetConnectAttr(c.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)wrong, SQL_IS_UINTEGER)));
+    memset(&desc, 0, sizeof desc);
+    desc.hdbc = c.dbc;
+    desc.store_id = "obx-test";
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_STATE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "hdbc: autocommit");
+    obx_store_close(s);
+    s = NULL;
+    TT_ASSERT(SQL_SUCCEEDED(SQLSetConnectAttr(c.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)right, SQL_IS_UINTEGER)));
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_OK);
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_EMPTY);
+    TT_ASSERT(SQL_SUCCEEDED(SQLSetConnectAttr(c.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)wrong, SQL_IS_UINTEGER)));
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_ERR_STATE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "hdbc: autocommit");
+    obx_store_close(s);
+    caller_close(&c);
+}
+
+
+/* A join.wait that can never succeed ends dead at once (CORE-JOIN-WAIT-BAD). */
+static void test_join_wait_bad(void) {
+    obx_store *s = fresh();
+    obx_message m;
+    char error[256];
+    TT_ASSERT(s != NULL);
+    memset(&m, 0, sizeof m);
+    m.store = s;
+    m.topic = "join.wait";
+    m.payload = "{\"joinId\":\"not-a-uuid\"}";
+    m.payload_len = strlen(m.payload);
+    TT_EQ_INT(obx_join_wait_handler(&m, error, sizeof error, NULL), OBX_DEAD);
+    TT_EXPECT(strstr(error, "not a UUID") != NULL);
+    TT_EQ_INT(obx_join_wait_handler(NULL, error, sizeof error, NULL), OBX_DEAD);
+    TT_EQ_INT(obx_join_wait_handler(NULL, NULL, 0, NULL), OBX_DEAD);
+    m.payload = NULL;
+    TT_EQ_INT(obx_join_wait_handler(&m, error, sizeof error, NULL), OBX_DEAD);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -3016,6 +3070,8 @@ int main(int argc, char **argv) {
     RUN("CORE-HOOKS-WHOLE", "a half-set allocator is refused", test_half_allocator);
     if (g_srv)
         RUN("CORE-TIME-ZONE", "times are right whatever the session's time zone (caller's and adopted connections)", test_time_zone);
+    RUN("CORE-ADOPT-AUTOCOMMIT", "an adopted connection in the wrong autocommit mode is refused, naming the cause", test_adopt_autocommit);
+    RUN("CORE-JOIN-WAIT-BAD", "a join.wait with a bad joinId, or none, is dead at once (no retries)", test_join_wait_bad);
     RUN("CORE-CLOCK-STEP", "a clock stepping back or INT64_MAX intervals never break the dispatcher", test_clock_step);
     RUN("OBX-BATCH-EXACT", "batch enqueue keeps quotes, braces, NULL-like text, newlines exact", test_batch_text_exact);
     RUN("OBX-CLEANUP", "cleanup deletes old done messages in batches, nothing else", test_cleanup);
