@@ -709,7 +709,9 @@ typedef struct ibx_dispatcher_desc {
     int64_t idle_max_ms;         /* default 2000: ... doubling while idle up to this */
     int64_t reap_interval_ms;    /* default 30000: reap expired leases this often */
     int64_t startup_delay_ms;    /* default 0: wait before the first claim */
-    int64_t error_delay_ms;      /* default 30000: wait after a failed round */
+    int64_t error_delay_ms;      /* default 30000: wait after a failed round; a transient
+                                    failure (lost connection, server restarting) is retried
+                                    sooner: 100 ms doubling up to 1 s (at most this) */
     ibx_log_level message_log_level; /* the level of the line logged as each message is
                                     handed to its handlers (topic and id); default: the
                                     store's message_log_level, IBX_LOG_DEBUG with a provider */
@@ -2628,27 +2630,52 @@ typedef struct ibx__loop_timing {
     int64_t poll_ms, idle_max_ms, error_ms, startup_ms;
 } ibx__loop_timing;
 
+/* The wait after the n-th failed round in a row (n >= 1). A transient
+ * failure (a lost connection, a server restarting) is retried fast, 100 ms
+ * doubling up to 1 s (and never beyond error_ms), so that work resumes
+ * within a second or two of the database coming back; other failures wait
+ * error_ms. Pure. */
+IBX__PRIVATE int64_t ibx__error_wait_ms(ibx_result r, int n, int64_t error_ms) {
+    int64_t wait = 100, cap = error_ms < 1000 ? error_ms : 1000;
+    if (r != IBX_ERR_DB_TRANSIENT) return error_ms;
+    while (--n > 0 && wait < cap) wait *= 2;
+    return wait < cap ? wait : cap;
+}
+
 /* Call `round` until stopped: at once after work (IBX_OK), after an empty
  * round wait poll_ms doubling up to idle_max_ms (back to poll_ms on a
- * wake-up), after an error wait error_ms. */
+ * wake-up), after a failure as ibx__error_wait_ms says. A run of failures
+ * logs its first at ERROR, then one WARN line a minute, and its end. */
 IBX__PRIVATE void ibx__loop_run(ibx__loop *l, const ibx__loop_timing *t,
                                 ibx_result (*round)(void *ctx), void *ctx, const char *store_id,
                                 const ibx_error *err) {
-    int64_t idle = t->poll_ms;
+    int64_t idle = t->poll_ms, failing_since = 0, next_report = 0;
+    int failures = 0;
     /* stop() is final: a stop before run() is not forgotten. */
     if (t->startup_ms > 0) ibx__loop_wait(l, t->startup_ms);
     while (!ibx__loop_stopped(l)) {
         ibx_result r = round(ctx);
+        int64_t now = ibx__mono_ms(l->hooks), wait;
+        if (r >= 0 && failures > 0) {
+            ibx__log(l->hooks, IBX_LOG_INFO, store_id, "dispatch works again after %d failed round(s), %lld ms",
+                     failures, (long long)(now - failing_since));
+            failures = 0;
+        }
         if (r == IBX_OK) {
             idle = t->poll_ms;
         } else if (r == IBX_EMPTY) {
             if (ibx__loop_wait(l, idle)) idle = t->poll_ms; /* a producer spoke */
             else idle = idle > t->idle_max_ms / 2 ? t->idle_max_ms : idle * 2;
         } else {
-            ibx__log(l->hooks, IBX_LOG_ERROR, store_id,
-                     "dispatch round failed: %s: %s (%s); next try in %lld ms", ibx__result_str(r),
-                     err->message, err->where, (long long)t->error_ms);
-            ibx__loop_wait(l, t->error_ms);
+            if (failures++ == 0) failing_since = next_report = now;
+            wait = ibx__error_wait_ms(r, failures, t->error_ms);
+            if (now >= next_report) {
+                ibx__log(l->hooks, failures == 1 ? IBX_LOG_ERROR : IBX_LOG_WARN, store_id,
+                         "dispatch round failed%s: %s: %s (%s); next try in %lld ms", failures == 1 ? "" : " again",
+                         ibx__result_str(r), err->message, err->where, (long long)wait);
+                next_report = now + 60000;
+            }
+            ibx__loop_wait(l, wait);
         }
     }
 }

@@ -765,7 +765,9 @@ typedef struct obx_dispatcher_desc {
     int64_t idle_max_ms;         /* default 2000: ... doubling while idle up to this */
     int64_t reap_interval_ms;    /* default 30000: reap expired leases this often */
     int64_t startup_delay_ms;    /* default 0: wait before the first claim */
-    int64_t error_delay_ms;      /* default 30000: wait after a failed round */
+    int64_t error_delay_ms;      /* default 30000: wait after a failed round; a transient
+                                    failure (lost connection, server restarting) is retried
+                                    sooner: 100 ms doubling up to 1 s (at most this) */
     obx_log_level message_log_level; /* the level of the line logged as each message is
                                     handed to its handlers (topic and id); default: the
                                     store's message_log_level, OBX_LOG_DEBUG with a provider */
@@ -2773,27 +2775,52 @@ typedef struct obx__loop_timing {
     int64_t poll_ms, idle_max_ms, error_ms, startup_ms;
 } obx__loop_timing;
 
+/* The wait after the n-th failed round in a row (n >= 1). A transient
+ * failure (a lost connection, a server restarting) is retried fast, 100 ms
+ * doubling up to 1 s (and never beyond error_ms), so that work resumes
+ * within a second or two of the database coming back; other failures wait
+ * error_ms. Pure. */
+OBX__PRIVATE int64_t obx__error_wait_ms(obx_result r, int n, int64_t error_ms) {
+    int64_t wait = 100, cap = error_ms < 1000 ? error_ms : 1000;
+    if (r != OBX_ERR_DB_TRANSIENT) return error_ms;
+    while (--n > 0 && wait < cap) wait *= 2;
+    return wait < cap ? wait : cap;
+}
+
 /* Call `round` until stopped: at once after work (OBX_OK), after an empty
  * round wait poll_ms doubling up to idle_max_ms (back to poll_ms on a
- * wake-up), after an error wait error_ms. */
+ * wake-up), after a failure as obx__error_wait_ms says. A run of failures
+ * logs its first at ERROR, then one WARN line a minute, and its end. */
 OBX__PRIVATE void obx__loop_run(obx__loop *l, const obx__loop_timing *t,
                                 obx_result (*round)(void *ctx), void *ctx, const char *store_id,
                                 const obx_error *err) {
-    int64_t idle = t->poll_ms;
+    int64_t idle = t->poll_ms, failing_since = 0, next_report = 0;
+    int failures = 0;
     /* stop() is final: a stop before run() is not forgotten. */
     if (t->startup_ms > 0) obx__loop_wait(l, t->startup_ms);
     while (!obx__loop_stopped(l)) {
         obx_result r = round(ctx);
+        int64_t now = obx__mono_ms(l->hooks), wait;
+        if (r >= 0 && failures > 0) {
+            obx__log(l->hooks, OBX_LOG_INFO, store_id, "dispatch works again after %d failed round(s), %lld ms",
+                     failures, (long long)(now - failing_since));
+            failures = 0;
+        }
         if (r == OBX_OK) {
             idle = t->poll_ms;
         } else if (r == OBX_EMPTY) {
             if (obx__loop_wait(l, idle)) idle = t->poll_ms; /* a producer spoke */
             else idle = idle > t->idle_max_ms / 2 ? t->idle_max_ms : idle * 2;
         } else {
-            obx__log(l->hooks, OBX_LOG_ERROR, store_id,
-                     "dispatch round failed: %s: %s (%s); next try in %lld ms", obx__result_str(r),
-                     err->message, err->where, (long long)t->error_ms);
-            obx__loop_wait(l, t->error_ms);
+            if (failures++ == 0) failing_since = next_report = now;
+            wait = obx__error_wait_ms(r, failures, t->error_ms);
+            if (now >= next_report) {
+                obx__log(l->hooks, failures == 1 ? OBX_LOG_ERROR : OBX_LOG_WARN, store_id,
+                         "dispatch round failed%s: %s: %s (%s); next try in %lld ms", failures == 1 ? "" : " again",
+                         obx__result_str(r), err->message, err->where, (long long)wait);
+                next_report = now + 60000;
+            }
+            obx__loop_wait(l, wait);
         }
     }
 }

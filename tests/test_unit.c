@@ -1060,6 +1060,22 @@ static void test_fake_pick_stale_handle(void) {
     obx_store_close(s);
 }
 
+
+/* After a lost connection the loop retries fast and backs off to 1 s; other
+ * failures wait the error delay (CORE-RECONNECT-FAST). */
+static void test_error_wait(void) {
+    static const struct { obx_result r; int n; int64_t error_ms, want; } cases[] = {
+        {OBX_ERR_DB_TRANSIENT, 1, 30000, 100},  {OBX_ERR_DB_TRANSIENT, 2, 30000, 200},
+        {OBX_ERR_DB_TRANSIENT, 4, 30000, 800},  {OBX_ERR_DB_TRANSIENT, 5, 30000, 1000},
+        {OBX_ERR_DB_TRANSIENT, 60, 30000, 1000}, {OBX_ERR_DB_TRANSIENT, 3, 300, 300},
+        {OBX_ERR_DB_TRANSIENT, 1, 50, 50},      {OBX_ERR_DB, 1, 30000, 30000},
+        {OBX_ERR_NO_MEMORY, 7, 2000, 2000},
+    };
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        TT_EQ_INT(obx__error_wait_ms(cases[i].r, cases[i].n, cases[i].error_ms), cases[i].want);
+}
+
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("CORE-BACKOFF-JITTER", "pure", "base/max/jitter policy of seed 002 section 13", test_backoff_jitter);
@@ -1100,6 +1116,7 @@ int main(void) {
     TT_RUN("OBX-099", "fake", "a deadlock on ack is rolled back and retried", test_fake_ack_deadlock_retried);
     TT_RUN("OBX-CLAIM-LOST", "fake", "a lost connection mid-claim is surfaced; next call reconnects", test_fake_claim_lost_connection);
     TT_RUN("OBX-CLAIM-TIMEOUT", "fake", "a statement timeout is transient, reported, not redone", test_fake_claim_timeout);
+    TT_RUN("CORE-RECONNECT-FAST", "pure", "after a transient failure the loop retries in 100 ms, backing off to 1 s", test_error_wait);
     TT_RUN("CORE-STALE-HANDLE", "fake", "a failed second pick pass never reuses the freed statement", test_fake_pick_stale_handle);
     TT_RUN("OBX-120", "fake", "claim is one prepared statement per call (a function on PostgreSQL)", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
