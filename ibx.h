@@ -2863,6 +2863,7 @@ enum {
     IBX__Q_FAIL,       /* error, owner, sources, ids */
     IBX__Q_REAP,       /* -> rowcount */
     IBX__Q_GET,        /* source, id -> message row */
+    IBX__Q_HASH,       /* source, id -> the stored hash (enqueue compares a new one) */
     IBX__Q_CLEANUP,    /* retention_ms, batch -> rowcount */
     IBX__Q_STATS,      /* -> ready count, oldest ready age */
     IBX__Q_CLAIM_PICK, /* batch, window -> keys, locked (FOR UPDATE SKIP LOCKED); where set,
@@ -2932,6 +2933,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_REAP,
      "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
      "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < {W}"},
+    {IBX__Q_HASH,
+     "SELECT \"Hash\" FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
     {IBX__Q_CLEANUP,
@@ -3028,6 +3031,8 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_REAP,
      "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
      "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < now()"},
+    {IBX__Q_HASH,
+     "SELECT \"Hash\" FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__PG_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
     {IBX__Q_CLEANUP,
@@ -3140,6 +3145,8 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
     {IBX__Q_REAP,
      "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL WHERE `Status` = 'Processing' "
      "AND `LockedUntil` IS NOT NULL AND `LockedUntil` < UTC_TIMESTAMP(6)"},
+    {IBX__Q_HASH,
+     "SELECT `Hash` FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__MY_COLS " FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
     {IBX__Q_CLEANUP,
@@ -3270,6 +3277,8 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "{CALL {S}.[{N}_Fail](?, ?, ?, ?)}"},
     {IBX__Q_REAP,
      "{CALL {S}.[{N}_ReapExpired]}"},
+    {IBX__Q_HASH,
+     "SELECT [Hash] FROM {T} WHERE [Source] = ? AND [MessageId] = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__MS_COLS("t.") " FROM {T} AS t WHERE t.[Source] = ? AND t.[MessageId] = ?"},
     {IBX__Q_CLEANUP,
@@ -3394,9 +3403,10 @@ typedef struct ibx__row_offsets {
     size_t hash_len;
 } ibx__row_offsets;
 
-/* What only an inbox store keeps: nothing yet. */
+/* What only an inbox store keeps: room for a stored hash being compared
+ * (apart from read_rows, so a get's strings stay valid). */
 typedef struct ibx__store_own {
-    char unused;
+    ibx__buf scratch;
 } ibx__store_own;
 
 
@@ -4698,8 +4708,7 @@ IBX_API void ibx_dispatcher_wake(ibx_dispatcher *d) {
 /* >> the inbox's messages: rows, keys, names ----------------------------------- */
 
 static void ibx__store_own_free(const ibx__hooks *h, ibx__store_own *own) {
-    (void)h;
-    (void)own;
+    ibx__buf_free(h, &own->scratch);
 }
 
 static int ibx__msg_key_add(ibx_store *s, const ibx_message *m) {
@@ -4810,10 +4819,10 @@ static ibx_result ibx__seen_unit(ibx__db *db, void *vctx) {
     if (r == IBX_OK) {
         size_t off = 0, len = 0;
         c->done = ind != SQL_NULL_DATA && strcmp(status, "Done") == 0;
-        c->s->read_rows.len = 0;
-        r = ibx__get_append(db, cur, 2, SQL_C_BINARY, &c->s->read_rows, &off, &len);
+        c->s->own.scratch.len = 0;
+        r = ibx__get_append(db, cur, 2, SQL_C_BINARY, &c->s->own.scratch, &off, &len);
         if (r == IBX_OK && c->hash && off != (size_t)-1)
-            c->mismatch = len != c->hash_len || memcmp(c->s->read_rows.data + off, c->hash, len) != 0;
+            c->mismatch = len != c->hash_len || memcmp(c->s->own.scratch.data + off, c->hash, len) != 0;
     }
     ibx__close(cur);
     if (r == IBX_EMPTY)
@@ -4881,7 +4890,42 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
     return ibx__mark(store, "ibx_mark_dead", message_id, source, "Dead");
 }
 
+typedef struct ibx__enqueue_ctx {
+    ibx_store *s;
+    ibx__param *p;               /* the upsert's seven */
+    const void *hash;
+    size_t hash_len;
+    int64_t rows;
+    int mismatch;                /* a hash was stored before, and it differs */
+} ibx__enqueue_ctx;
+
+/* The enqueue upsert; with a hash, the stored one is read first (same
+ * transaction) so that a change of content is noticed. */
+static ibx_result ibx__enqueue_unit(ibx__db *db, void *vctx) {
+    ibx__enqueue_ctx *c = (ibx__enqueue_ctx *)vctx;
+    ibx_store *s = c->s;
+    ibx_result r = IBX_OK;
+    c->mismatch = 0;
+    if (c->hash) {
+        SQLHSTMT cur = NULL;
+        r = ibx__exec(db, IBX__Q_HASH, s->sql[IBX__Q_HASH], c->p, 2, NULL, &cur);
+        if (r == IBX_OK) r = ibx__fetch(db, cur);
+        if (r == IBX_OK) {
+            size_t off = 0, len = 0;
+            s->own.scratch.len = 0;
+            r = ibx__get_append(db, cur, 1, SQL_C_BINARY, &s->own.scratch, &off, &len);
+            if (r == IBX_OK && off != (size_t)-1)
+                c->mismatch = len != c->hash_len || memcmp(s->own.scratch.data + off, c->hash, len) != 0;
+        }
+        ibx__close(cur);
+        if (r == IBX_EMPTY) r = IBX_OK; /* a new message */
+    }
+    if (r == IBX_OK) r = ibx__exec(db, IBX__Q_ENQUEUE, s->sql[IBX__Q_ENQUEUE], c->p, 7, &c->rows, NULL);
+    return r;
+}
+
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued) {
+    ibx__enqueue_ctx ctx;
     ibx__param p[7];
     int64_t rows = 0;
     size_t len;
@@ -4913,8 +4957,18 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     ibx__p_i64(&p[5], m->due_utc_ms);
     if (m->due_utc_ms == 0) p[5].ind = SQL_NULL_DATA;
     p[6] = p[5];
-    r = ibx__run_count(store, IBX__Q_ENQUEUE, p, 7, "enqueue", &rows);
+    memset(&ctx, 0, sizeof ctx);
+    ctx.s = store;
+    ctx.p = p;
+    ctx.hash = m->hash_len ? m->hash : NULL;
+    ctx.hash_len = m->hash ? m->hash_len : 0;
+    r = ibx__unit(&store->db, ibx__enqueue_unit, &ctx, "enqueue");
     if (r != IBX_OK) return r;
+    rows = ctx.rows;
+    if (ctx.mismatch) /* IBX-008, as the dedup check does */
+        ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id,
+                 "message %s from %s enqueued again with a different content hash", m->message_id,
+                 m->source);
     if (enqueued) *enqueued = rows > 0;
     ibx__count(store, IBX_METRIC_ENQUEUED, rows > 0 ? 1 : 0);
     ibx__log(&store->hooks, store->message_log_level, store->store_id, "%s topic=%s source=%s id=%s",

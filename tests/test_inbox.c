@@ -264,6 +264,18 @@ static void test_007_008_hash(void) {
     TT_EXPECT(logged("WARN [ibx-test]", "different content hash", "h from src"));
     TT_EQ_INT(ibx_get(s, "h", "src", &m), IBX_OK);
     TT_EXPECT(memcmp(m.hash, a, 32) == 0); /* the first hash is kept for verification */
+    {   /* enqueue warns the same way; a get's strings stay valid across it */
+        ibx_new_message nm = msg("t", "src", "h", "body two");
+        nm.hash = b;
+        nm.hash_len = 32;
+        log_reset();
+        TT_EQ_INT(ibx_enqueue(s, &nm, NULL), IBX_OK);
+        TT_EXPECT(logged("WARN [ibx-test]", "different content hash", "h from src"));
+        TT_EXPECT(memcmp(m.hash, a, 32) == 0 && strcmp(m.source, "src") == 0);
+        log_reset();
+        TT_EQ_INT(ibx_enqueue(s, &nm, NULL), IBX_OK); /* the same hash again: no warning */
+        TT_EXPECT(!logged("WARN", "different content hash", NULL));
+    }
     ibx_store_close(s);
 }
 
