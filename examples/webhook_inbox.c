@@ -37,20 +37,26 @@ static void to_hex(const unsigned char *d, size_t n, char *out) {
 
 /* The Stripe scheme: v1 = hex(HMAC-SHA256(secret, "<t>.<body>")). */
 static void sign(long t, const char *body, char out[65]) {
-    char *signed_text = (char *)malloc(strlen(body) + 32);
+    size_t cap = strlen(body) + 32;
+    char *signed_text = (char *)malloc(cap);
     unsigned char mac[32];
-    sprintf(signed_text, "%ld.%s", t, body);
+    memset(out, 0, 65);
+    if (!signed_text) return; /* out of memory: no signature matches */
+    snprintf(signed_text, cap, "%ld.%s", t, body);
     ibx_hmac_sha256(secret, strlen(secret), signed_text, strlen(signed_text), mac);
     to_hex(mac, 32, out);
     free(signed_text);
 }
 
-/* Compare without stopping at the first difference (no timing leak). */
-static int same(const char *a, const char *b) {
-    size_t i, n = strlen(a);
-    int diff = n != strlen(b);
-    for (i = 0; i < n && !diff; i++) diff |= a[i] ^ b[i];
-    return !diff;
+/* Compare a received signature with the expected one (64 hex characters)
+ * in constant time: every byte is looked at, whatever differs first, so
+ * the time taken tells an attacker nothing about how much was right. */
+static int same(const char *expected, const char *received) {
+    size_t i, n = strlen(received);
+    unsigned diff = n != 64u;
+    for (i = 0; i < 64; i++)
+        diff |= (unsigned)(unsigned char)expected[i] ^ (unsigned)(unsigned char)(i < n ? received[i] : 0);
+    return diff == 0;
 }
 
 /* The string value of "key" in a flat JSON object (enough for the demo;
