@@ -442,7 +442,8 @@ IBX_API void ibx_hmac_sha256(const void *key, size_t key_len, const void *data, 
  * other refreshes LastSeenUtc and gives 0. A `hash` is stored the first time
  * one is given; a later different hash is logged as a warning, not an
  * error. Safe for concurrent callers. Returns IBX_OK; IBX_ERR_INVALID_ARG
- * (message_id or source NULL, empty or over 255 characters; processed NULL);
+ * (message_id or source NULL, empty, not UTF-8 or over 255 characters;
+ * processed NULL; hash NULL with hash_len > 0; a hash with hash_len 0 is no hash);
  * IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_already_processed(ibx_store *store, const char *message_id,
                                          const char *source, const void *hash, size_t hash_len,
@@ -459,9 +460,11 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * starts Processing with attempt 0; a Seen, Processing or Dead one gets the
  * new topic, payload, hash and due time and is Processing again (a Dead one
  * with attempt 0: re-enqueueing redrives it); a Done one is not changed
- * (*enqueued = 0 if given, else 1). Returns IBX_OK; IBX_ERR_INVALID_ARG (a
- * required field NULL, empty or too long, a NUL in the payload: the error
- * names it; nothing is written); IBX_ERR_OUT_OF_RANGE (due_utc_ms not 0..IBX_TIME_MAX_MS);
+ * (*enqueued = 0 if given, else 1). A known message enqueued with a
+ * different hash logs a warning, as the dedup check does. Returns IBX_OK;
+ * IBX_ERR_INVALID_ARG (a required field NULL, empty, not UTF-8 or too long,
+ * a NUL in the payload, hash NULL with hash_len > 0: the error names it;
+ * nothing is written); IBX_ERR_OUT_OF_RANGE (due_utc_ms not 0..IBX_TIME_MAX_MS);
  * IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *message, int *enqueued);
 
@@ -3769,10 +3772,14 @@ static ibx_result ibx__store_ready(ibx_store *s, const char *fn) {
     return IBX_OK;
 }
 
+/* A new time-ordered id (UUIDv7) from the store's clock and random hooks. */
+IBX__PRIVATE void ibx__new_uuid(ibx_store *s, char out[37]) {
+    ibx__uuid_v7(&s->uuids, ibx__now_ms(&s->hooks), ibx__random(&s->hooks), ibx__random(&s->hooks), out);
+}
+
 IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]) {
     if (!store || !out) return IBX_ERR_INVALID_ARG;
-    ibx__uuid_v7(&store->uuids, ibx__now_ms(&store->hooks), ibx__random(&store->hooks),
-                 ibx__random(&store->hooks), out);
+    ibx__new_uuid(store, out);
     return IBX_OK;
 }
 
@@ -4842,6 +4849,9 @@ IBX_API ibx_result ibx_already_processed(ibx_store *store, const char *message_i
     if (!processed)
         return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_already_processed: processed",
                          "must not be NULL");
+    if (!hash && hash_len > 0)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_already_processed: hash",
+                         "hash is NULL but hash_len is %lu", (unsigned long)hash_len);
     memset(&ctx, 0, sizeof ctx);
     ctx.s = store;
     ctx.source = source;
@@ -4940,6 +4950,9 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     if (!m->payload)
         return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: payload",
                          "payload must not be NULL (use \"\" for none)");
+    if (!m->hash && m->hash_len > 0)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: hash",
+                         "hash is NULL but hash_len is %lu", (unsigned long)m->hash_len);
     len = m->payload_len == IBX_NTS ? strlen((const char *)m->payload) : m->payload_len;
     nul = (const char *)memchr(m->payload, 0, len);
     if (nul)

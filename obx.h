@@ -853,7 +853,8 @@ typedef struct obx_join {
 /* Start a join of `expected_steps` (>= 1) steps (OBX-080..082), with an
  * optional grouping key (<= 255 characters) and metadata; *out_join_id gets
  * its id. Counters start at 0. Touches the database (own transaction).
- * Returns OBX_OK, OBX_ERR_INVALID_ARG, OBX_ERR_OUT_OF_RANGE (steps < 1),
+ * Returns OBX_OK, OBX_ERR_INVALID_ARG (out_join_id NULL, a grouping key not
+ * UTF-8 or too long), OBX_ERR_OUT_OF_RANGE (steps < 1),
  * OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, int expected_steps,
                                   const char *metadata, char out_join_id[37]);
@@ -4024,10 +4025,14 @@ static obx_result obx__store_ready(obx_store *s, const char *fn) {
     return OBX_OK;
 }
 
+/* A new time-ordered id (UUIDv7) from the store's clock and random hooks. */
+OBX__PRIVATE void obx__new_uuid(obx_store *s, char out[37]) {
+    obx__uuid_v7(&s->uuids, obx__now_ms(&s->hooks), obx__random(&s->hooks), obx__random(&s->hooks), out);
+}
+
 OBX_API obx_result obx_owner_token(obx_store *store, char out[37]) {
     if (!store || !out) return OBX_ERR_INVALID_ARG;
-    obx__uuid_v7(&store->uuids, obx__now_ms(&store->hooks), obx__random(&store->hooks),
-                 obx__random(&store->hooks), out);
+    obx__new_uuid(store, out);
     return OBX_OK;
 }
 
@@ -5097,10 +5102,8 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
         const obx_new_message *m = &c->msgs[i];
         char message_id[37], due[24];
         const char *corr = m->correlation_id && m->correlation_id[0] ? m->correlation_id : NULL;
-        obx__uuid_v7(&s->uuids, obx__now_ms(db->hooks), obx__random(db->hooks), obx__random(db->hooks),
-                     c->ids[i]);
-        obx__uuid_v7(&s->uuids, obx__now_ms(db->hooks), obx__random(db->hooks), obx__random(db->hooks),
-                     message_id);
+        obx__new_uuid(s, c->ids[i]);
+        obx__new_uuid(s, message_id);
         snprintf(due, sizeof due, "%lld", (long long)m->due_utc_ms);
         ok = obx__list_add(db->hooks, &col[0], db->d, c->ids[i], 36) &&
              obx__list_add(db->hooks, &col[1], db->d, message_id, 36) &&
@@ -5134,10 +5137,8 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
         obx__param p[7];
         const char *corr = m->correlation_id && m->correlation_id[0] ? m->correlation_id : NULL;
         obx_result r;
-        obx__uuid_v7(&c->s->uuids, obx__now_ms(db->hooks), obx__random(db->hooks),
-                     obx__random(db->hooks), c->ids[i]);
-        obx__uuid_v7(&c->s->uuids, obx__now_ms(db->hooks), obx__random(db->hooks),
-                     obx__random(db->hooks), message_id);
+        obx__new_uuid(c->s, c->ids[i]);
+        obx__new_uuid(c->s, message_id);
         obx__p_text(&p[0], c->ids[i], 36);
         obx__p_text(&p[1], message_id, 36);
         obx__p_text(&p[2], m->topic, (size_t)-1);
@@ -5172,8 +5173,8 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     snprintf(where, sizeof where, "%s: %s", fn,
              strcmp(fn, "obx_enqueue_batch") == 0 ? "messages" : "message");
     if (count < 0) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "count must be >= 0");
+    if (count == 0) return OBX_OK; /* nothing to do, whatever msgs is */
     if (!msgs) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "must not be NULL");
-    if (count == 0) return OBX_OK;
     if (count > 1) {
         lens = (size_t *)obx__alloc(&s->hooks, sizeof *lens * (size_t)count);
         if (!lens) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
@@ -5295,13 +5296,15 @@ OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, in
     char id[37];
     obx_result r = obx__store_ready(store, "obx_join_start");
     if (r != OBX_OK) return r;
+    if (!out_join_id) /* a join nobody could name would wait for ever */
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_start: out_join_id", "must not be NULL");
     if (expected_steps < 1)
         return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_join_start: expected_steps",
                          "expected_steps must be >= 1, got %d", expected_steps);
     if (grouping_key && !obx__text_fits(grouping_key, 255))
         return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_start: grouping_key",
                          "grouping_key is longer than 255 characters");
-    obx_owner_token(store, id);
+    obx__new_uuid(store, id);
     obx__p_text(&p[0], id, 36);
     obx__p_text(&p[1], grouping_key && grouping_key[0] ? grouping_key : NULL, (size_t)-1);
     obx__p_i64(&p[2], expected_steps);
@@ -5310,7 +5313,7 @@ OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, in
     if (r != OBX_OK) return r;
     obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "join %s started: %d step(s), key=%s", id,
              expected_steps, grouping_key && grouping_key[0] ? grouping_key : "-");
-    if (out_join_id) memcpy(out_join_id, id, 37);
+    memcpy(out_join_id, id, 37);
     return OBX_OK;
 }
 

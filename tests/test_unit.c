@@ -1076,6 +1076,217 @@ static void test_error_wait(void) {
         TT_EQ_INT(obx__error_wait_ms(cases[i].r, cases[i].n, cases[i].error_ms), cases[i].want);
 }
 
+
+/* Every public function with NULL (and odd) arguments: a result code that
+ * names the problem, never a crash or a write through NULL (CORE-NULL-WALK). */
+static obx_outcome null_walk_handler(const obx_message *m, char *e, size_t n, void *u) {
+    (void)m; (void)e; (void)n; (void)u;
+    return OBX_DONE;
+}
+static ibx_outcome null_walk_ihandler(const ibx_message *m, char *e, size_t n, void *u) {
+    (void)m; (void)e; (void)n; (void)u;
+    return IBX_DONE;
+}
+
+static void test_null_walk_obx(void) {
+    obx_store *s = fake_store("SQLite", NULL);
+    obx_store *out = (obx_store *)&s;
+    obx_store_desc desc;
+    obx_store_info info;
+    obx_dispatcher *d = NULL;
+    obx_dispatcher_desc dd;
+    obx_provider_desc pd;
+    obx_provider *p = (obx_provider *)&s;
+    obx_new_message m;
+    obx_message msg;
+    obx_join j;
+    obx_join_wait w;
+    const obx_message *ms = NULL;
+    const char *ids[1] = {NULL};
+    char id[37], token[37];
+    int n = -7;
+    int64_t c[OBX_METRIC_COUNT_];
+    size_t needed = 0;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, token);
+    memset(&desc, 0, sizeof desc);
+    memset(&m, 0, sizeof m);
+    TT_EQ_INT(obx_store_open(NULL, &out), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_store_open(&desc, NULL), OBX_ERR_INVALID_ARG);
+    obx_store_close(NULL);
+    TT_EQ_INT(obx_store_get_info(NULL, &info), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_store_get_info(s, NULL), OBX_ERR_INVALID_ARG);
+    TT_ASSERT(obx_store_last_error(NULL) != NULL);
+    TT_EQ_INT(obx_schema_sql(OBX_DIALECT_AUTO, NULL, NULL, NULL, 0, &needed), OBX_ERR_UNSUPPORTED);
+    TT_EQ_INT(obx_schema_sql(OBX_DIALECT_SQLITE, NULL, NULL, NULL, 10, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_schema_sql(OBX_DIALECT_SQLITE, NULL, NULL, NULL, 0, &needed), OBX_ERR_OUT_OF_RANGE);
+    TT_EXPECT(needed > 100);
+    TT_EQ_INT(obx_schema_sql((obx_dialect)99, NULL, NULL, NULL, 0, NULL), OBX_ERR_UNSUPPORTED);
+    TT_EQ_INT(obx_store_deploy(NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_owner_token(NULL, id), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_owner_token(s, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_enqueue(NULL, &m, id), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_enqueue(s, NULL, id), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue: message");
+    TT_EQ_INT(obx_enqueue_tx(s, NULL, &m, id), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_enqueue_batch(NULL, NULL, &m, 1, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, NULL, 0, NULL), OBX_OK); /* nothing to do */
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, NULL, 1, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, &m, -1, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_claim(NULL, token, 30, 10, &ms, &n), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_claim(s, NULL, 30, 10, &ms, &n), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_claim(s, token, 30, 10, NULL, &n), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_claim(s, token, 30, 10, &ms, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(n, -7);
+    TT_EQ_INT(obx_ack(NULL, token, ids, 1, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_ack(s, NULL, ids, 1, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_ack(s, token, NULL, 1, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_ack: ids");
+    TT_EQ_INT(obx_ack(s, token, ids, 1, NULL), OBX_ERR_INVALID_ARG); /* ids[0] NULL */
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_ack: ids[0]");
+    TT_EQ_INT(obx_ack(s, token, NULL, 0, NULL), OBX_OK);
+    TT_EQ_INT(obx_abandon(s, token, NULL, 1, NULL, OBX_DELAY_BACKOFF, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_fail(s, token, NULL, 1, NULL, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_reap(NULL, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_get(NULL, token, &msg), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_get(s, NULL, &msg), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_get(s, token, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_cleanup(NULL, 0, 0, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_store_counters(NULL, c), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_store_counters(s, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_queue_stats(NULL, NULL, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_provider_create(NULL, &p), OBX_ERR_INVALID_ARG);
+    memset(&pd, 0, sizeof pd);
+    TT_EQ_INT(obx_provider_create(&pd, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_ERR_INVALID_ARG); /* neither list nor discovery */
+    TT_ASSERT(p == NULL);
+    pd.database_count = 2; /* a count without a list */
+    pd.discover = NULL;
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_ERR_INVALID_ARG);
+    obx_provider_destroy(NULL);
+    TT_EQ_INT(obx_provider_refresh(NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_provider_count(NULL), 0);
+    TT_ASSERT(obx_provider_store(NULL, 0) == NULL);
+    TT_ASSERT(obx_provider_store_id(NULL, 0) == NULL);
+    TT_ASSERT(obx_provider_last_error(NULL) != NULL);
+    TT_EQ_INT(obx_router_get(NULL, "k", &out), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_router_get_guid(NULL, NULL, &out), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_dispatcher_create(NULL, &d), OBX_ERR_INVALID_ARG);
+    memset(&dd, 0, sizeof dd);
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_INVALID_ARG); /* no store, no provider */
+    dd.store = s;
+    TT_EQ_INT(obx_dispatcher_create(&dd, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, NULL, null_walk_handler, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_dispatcher_last_error(d)->where, "obx_dispatcher_on: topic");
+    TT_EQ_INT(obx_dispatcher_on(d, "t", NULL, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_dispatcher_on(NULL, "t", null_walk_handler, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_dispatcher_run_once(NULL, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_dispatcher_run(NULL), OBX_ERR_INVALID_ARG);
+    obx_dispatcher_stop(NULL);
+    obx_dispatcher_wake(NULL);
+    obx_dispatcher_destroy(NULL);
+    TT_ASSERT(obx_dispatcher_last_error(NULL) != NULL);
+    obx_dispatcher_destroy(d);
+    TT_EQ_INT(obx_join_start(NULL, NULL, 1, NULL, id), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_join_start(s, NULL, 1, NULL, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_join_start: out_join_id");
+    TT_EQ_INT(obx_join_attach(NULL, token, token), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_join_attach(s, NULL, token), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_join_attach(s, token, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_join_attach_tx(s, NULL, token, token), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_join_report(s, NULL, token, 0), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_join_report_tx(NULL, NULL, token, token, 0), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_join_get(NULL, token, &j), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_join_get(s, NULL, &j), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_join_get(s, token, NULL), OBX_ERR_INVALID_ARG);
+    memset(&w, 0, sizeof w);
+    TT_EQ_INT(obx_join_enqueue_wait(NULL, NULL, &w, id), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_join_enqueue_wait(s, NULL, NULL, id), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_join_enqueue_wait(s, NULL, &w, id), OBX_ERR_INVALID_ARG); /* no join id */
+    TT_EQ_INT(obx_join_wait_handler(NULL, NULL, 0, NULL), OBX_DEAD);
+    TT_EQ_INT(fake_invalid_handle_calls(), 0);
+    obx_store_close(s);
+}
+
+static void test_null_walk_ibx(void) {
+    ibx_store_desc desc;
+    ibx_store *s = NULL, *out = NULL;
+    ibx_store_info info;
+    ibx_dispatcher *d = NULL;
+    ibx_dispatcher_desc dd;
+    ibx_provider_desc pd;
+    ibx_provider *p = NULL;
+    ibx_new_message m;
+    ibx_message msg;
+    ibx_key k[1];
+    const ibx_message *ms = NULL;
+    char token[37];
+    int n = -7, processed = -7;
+    int64_t c[IBX_METRIC_COUNT_];
+    fake_reset();
+    fake_set_dbms_name("SQLite");
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = "Driver=fake;";
+    desc.hooks.logger.min_level = IBX_LOG_OFF;
+    TT_EQ_INT(ibx_store_open(&desc, &s), IBX_OK);
+    fake_reset();
+    TT_ASSERT(s != NULL);
+    ibx_owner_token(s, token);
+    memset(&m, 0, sizeof m);
+    k[0].source = NULL;
+    k[0].message_id = "x";
+    TT_EQ_INT(ibx_store_open(NULL, &out), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_store_get_info(NULL, &info), IBX_ERR_INVALID_ARG);
+    TT_ASSERT(ibx_store_last_error(NULL) != NULL);
+    TT_EQ_INT(ibx_already_processed(NULL, "i", "s", NULL, 0, &processed), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_already_processed(s, NULL, "s", NULL, 0, &processed), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_already_processed(s, "i", NULL, NULL, 0, &processed), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_already_processed(s, "i", "s", NULL, 0, NULL), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_already_processed(s, "i", "s", NULL, 5, &processed), IBX_ERR_INVALID_ARG);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_already_processed: hash");
+    TT_EQ_INT(processed, -7);
+    TT_EQ_INT(ibx_mark_processing(NULL, "i", "s"), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_mark_processed(s, NULL, "s"), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_mark_dead(s, "i", NULL), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_enqueue(NULL, &m, NULL), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_enqueue(s, NULL, NULL), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_ERR_INVALID_ARG);
+    m.topic = "t";
+    m.source = "s";
+    m.message_id = "i";
+    m.payload = "";
+    m.hash_len = 3; /* a length without a hash */
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_ERR_INVALID_ARG);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_enqueue: hash");
+    TT_EQ_INT(ibx_claim(s, NULL, 30, 10, &ms, &n), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_claim(s, token, 30, 10, NULL, &n), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(n, -7);
+    TT_EQ_INT(ibx_ack(s, token, NULL, 1, NULL), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_ack(s, token, k, 1, NULL), IBX_ERR_INVALID_ARG);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_ack: keys[0]");
+    TT_EQ_INT(ibx_abandon(NULL, token, k, 1, NULL, IBX_DELAY_BACKOFF, NULL), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_fail(s, token, k, 1, NULL, NULL), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_reap(NULL, NULL), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_get(s, NULL, "s", &msg), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_get(s, "i", "s", NULL), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_cleanup(NULL, 0, 0, NULL), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_store_counters(s, NULL), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_store_counters(NULL, c), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_queue_stats(NULL, NULL, NULL), IBX_ERR_INVALID_ARG);
+    memset(&pd, 0, sizeof pd);
+    TT_EQ_INT(ibx_provider_create(&pd, &p), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_router_get(p, "k", &out), IBX_ERR_INVALID_ARG);
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    TT_EQ_INT(ibx_dispatcher_create(&dd, &d), IBX_OK);
+    TT_EQ_INT(ibx_dispatcher_on(d, "", null_walk_ihandler, NULL), IBX_ERR_INVALID_ARG);
+    TT_EQ_INT(ibx_dispatcher_on(d, "t", NULL, NULL), IBX_ERR_INVALID_ARG);
+    ibx_dispatcher_destroy(d);
+    TT_EQ_INT(fake_invalid_handle_calls(), 0);
+    ibx_store_close(s);
+}
+
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("CORE-BACKOFF-JITTER", "pure", "base/max/jitter policy of seed 002 section 13", test_backoff_jitter);
@@ -1117,6 +1328,8 @@ int main(void) {
     TT_RUN("OBX-CLAIM-LOST", "fake", "a lost connection mid-claim is surfaced; next call reconnects", test_fake_claim_lost_connection);
     TT_RUN("OBX-CLAIM-TIMEOUT", "fake", "a statement timeout is transient, reported, not redone", test_fake_claim_timeout);
     TT_RUN("CORE-RECONNECT-FAST", "pure", "after a transient failure the loop retries in 100 ms, backing off to 1 s", test_error_wait);
+    TT_RUN("CORE-NULL-WALK", "fake", "obx.h: every public function with NULL and odd arguments", test_null_walk_obx);
+    TT_RUN("CORE-NULL-WALK", "fake", "ibx.h: every public function with NULL and odd arguments", test_null_walk_ibx);
     TT_RUN("CORE-STALE-HANDLE", "fake", "a failed second pick pass never reuses the freed statement", test_fake_pick_stale_handle);
     TT_RUN("OBX-120", "fake", "claim is one prepared statement per call (a function on PostgreSQL)", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
