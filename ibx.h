@@ -486,6 +486,17 @@ IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const 
                                int count, const char *last_error, int64_t delay_ms,
                                int64_t *changed);
 
+/* Extend the leases of messages `owner_token` holds to `lease_seconds` from
+ * now (the database clock). A dispatcher renews its batches' leases by
+ * itself (max_handler_ms); a handler that works on without a dispatcher,
+ * or on a caller's connection, calls this. Keys the token no longer holds
+ * (the lease ran out and was reaped) are left alone: *changed counts the
+ * extended ones, so fewer than asked means "stop: another worker may have
+ * the message". Ownership and results as ibx_ack, plus
+ * IBX_ERR_OUT_OF_RANGE (lease_seconds not 1..IBX_LEASE_MAX_SECONDS). */
+IBX_API ibx_result ibx_lease_extend(ibx_store *store, const char *owner_token, const ibx_key *keys,
+                                    int count, int lease_seconds, int64_t *changed);
+
 /* Mark messages Dead with `error` (required: NULL is IBX_ERR_INVALID_ARG,
  * IBX-067), clearing owner and lease. Ownership and results as ibx_ack. */
 IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx_key *keys,
@@ -718,6 +729,14 @@ typedef struct ibx_dispatcher_desc {
     ibx_log_level message_log_level; /* the level of the line logged as each message is
                                     handed to its handlers (topic and id); default: the
                                     store's message_log_level, IBX_LOG_DEBUG with a provider */
+    int64_t max_handler_ms;      /* default 300000 (5 min): while a batch is handled, a thread
+                                    of the dispatcher renews its leases every third of the
+                                    lease on a connection of its own, for at most this long
+                                    (then it stops, logged, and the messages may be delivered
+                                    again). Needs threads and a store opened from a
+                                    connection string; the hooks must then be thread-safe */
+    int no_lease_renewal;        /* nonzero: no renewal thread; handlers must finish within
+                                    the lease (or call ibx_lease_extend themselves) */
     volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
                                     (safe to set from a signal handler; seen within one wait) */
 } ibx_dispatcher_desc;
@@ -2864,6 +2883,7 @@ enum {
     IBX__Q_ABANDON,    /* delay_ms (NULL: backoff), attempts (1, or 0 for a wait), last_error,
                           owner, sources, ids */
     IBX__Q_FAIL,       /* error, owner, sources, ids */
+    IBX__Q_EXTEND,     /* lease_seconds, owner, sources, ids -> rowcount: leases renewed */
     IBX__Q_REAP,       /* -> rowcount */
     IBX__Q_GET,        /* source, id -> message row */
     IBX__Q_HASH,       /* source, id -> the stored hash (enqueue compares a new one) */
@@ -2933,6 +2953,9 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
      "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND "
      IBX__SQLITE_KEYS},
+    {IBX__Q_EXTEND,
+     "UPDATE {T} SET \"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
+     "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
     {IBX__Q_REAP,
      "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
      "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < {W}"},
@@ -3031,6 +3054,9 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
      "\"LastSeenUtc\" = now(), \"LastError\" = CAST(? AS text) WHERE \"OwnerToken\" = CAST(? AS uuid) AND "
      "\"Status\" = 'Processing' AND " IBX__PG_KEYS},
+    {IBX__Q_EXTEND,
+     "UPDATE {T} SET \"LockedUntil\" = now() + make_interval(secs => CAST(? AS bigint)) "
+     "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND " IBX__PG_KEYS},
     {IBX__Q_REAP,
      "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
      "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < now()"},
@@ -3145,6 +3171,9 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "WHERE `OwnerToken` = ?2 AND `Status` = 'Processing'"},
     /* IS NOT NULL keeps the scan to leased rows: a scanned row is
      * locked for a moment, and a concurrent claim would skip it. */
+    {IBX__Q_EXTEND,
+     "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?1 SECOND "
+     "WHERE `OwnerToken` = ?2 AND `Status` = 'Processing'"},
     {IBX__Q_REAP,
      "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL WHERE `Status` = 'Processing' "
      "AND `LockedUntil` IS NOT NULL AND `LockedUntil` < UTC_TIMESTAMP(6)"},
@@ -3278,6 +3307,13 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "{CALL {S}.[{N}_Abandon](?, ?, ?, ?, ?, ?)}"},
     {IBX__Q_FAIL,
      "{CALL {S}.[{N}_Fail](?, ?, ?, ?)}"},
+    {IBX__Q_EXTEND,
+     "UPDATE t SET [LockedUntil] = DATEADD(SECOND, ?1, SYSUTCDATETIME()) "
+     "FROM {T} AS t JOIN (SELECT CAST(s.[value] AS NVARCHAR(255)) " IBX__MS_BIN " AS [Source], "
+     "CAST(m.[value] AS NVARCHAR(255)) " IBX__MS_BIN " AS [MessageId] "
+     "FROM OPENJSON(?3) AS s JOIN OPENJSON(?4) AS m ON m.[key] = s.[key]) AS k "
+     "ON t.[Source] = k.[Source] AND t.[MessageId] = k.[MessageId] "
+     "WHERE t.[OwnerToken] = ?2 AND t.[Status] = 'Processing'"},
     {IBX__Q_REAP,
      "{CALL {S}.[{N}_ReapExpired]}"},
     {IBX__Q_HASH,
@@ -3428,8 +3464,9 @@ static void ibx__store_own_free(const ibx__hooks *h, ibx__store_own *own);
 static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ibx__buf *buf,
                                     ibx__row_offsets *o);
 static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o);
-/* Add a claimed message's key to the store's key lists; 0 when out of memory. */
-static int ibx__msg_key_add(ibx_store *s, const ibx_message *m);
+/* Add a claimed message's key to key lists `keys`; 0 when out of memory. */
+static int ibx__msg_key_add(const ibx__hooks *h, const ibx__dialect *d, ibx__buf *keys,
+                            const ibx_message *m);
 /* A message's name in log lines. */
 static void ibx__msg_name(const ibx_message *m, char *out, size_t size);
 /* The worker name of a store description (NULL where the header has none). */
@@ -3451,6 +3488,12 @@ static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
 #define IBX__HANDLER_ERROR_MAX 256         /* a handler's error text, with its NUL */
 #define IBX__MSG_NAME_MAX 560              /* a message's name in log lines */
 #define IBX__DISCOVER_FIRST 256            /* room given to discovery at first */
+#define IBX__MAX_HANDLER_DEFAULT_MS 300000 /* leases are renewed for handlers this long */
+#ifndef IBX__LOOP_SLICED
+#define IBX__RENEWAL 1                     /* threads: a dispatcher can renew leases */
+#else
+#define IBX__RENEWAL 0
+#endif
 
 /* >> store ---------------------------------------------------------------------- */
 
@@ -3887,6 +3930,15 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
     return r == IBX_EMPTY ? IBX_OK : r;
 }
 
+/* A lease of 1..IBX_LEASE_MAX_SECONDS. */
+static ibx_result ibx__check_lease(ibx_store *s, const char *fn, int lease_seconds) {
+    char where[96];
+    if (lease_seconds >= 1 && lease_seconds <= IBX_LEASE_MAX_SECONDS) return IBX_OK;
+    snprintf(where, sizeof where, "%s: lease_seconds", fn);
+    return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, where, "lease_seconds must be 1..%d, got %d",
+                     IBX_LEASE_MAX_SECONDS, lease_seconds);
+}
+
 /* Room for batch_size messages; grows once, so steady state allocates nothing. */
 static ibx_result ibx__claim_room(ibx_store *s, int batch_size) {
     ibx_message *grown;
@@ -3913,9 +3965,7 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
         return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_claim: messages",
                          "output pointers must not be NULL");
     if ((r = ibx__check_token(store, "ibx_claim", owner_token)) != IBX_OK) return r;
-    if (lease_seconds < 1 || lease_seconds > IBX_LEASE_MAX_SECONDS)
-        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_claim: lease_seconds",
-                         "lease_seconds must be 1..%d, got %d", IBX_LEASE_MAX_SECONDS, lease_seconds);
+    if ((r = ibx__check_lease(store, "ibx_claim", lease_seconds)) != IBX_OK) return r;
     if (batch_size < 1 || batch_size > IBX_BATCH_MAX)
         return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_claim: batch_size",
                          "batch_size must be 1..%d, got %d", IBX_BATCH_MAX, batch_size);
@@ -4051,38 +4101,51 @@ static ibx_result ibx__check_delay(ibx_store *s, const char *fn, int64_t delay_m
                      IBX__DELAY_MIN_MS, (long long)IBX_DELAY_MAX_MS, (long long)delay_ms);
 }
 
-enum { IBX__SETTLE_ACK, IBX__SETTLE_ABANDON, IBX__SETTLE_FAIL };
+enum { IBX__SETTLE_ACK, IBX__SETTLE_ABANDON, IBX__SETTLE_FAIL, IBX__SETTLE_EXTEND };
 
-/* Settle the `count` messages whose keys are in s->keys, in one statement.
- * Abandon takes a delay (IBX_DELAY_BACKOFF: the default backoff per message)
- * and whether it uses up an attempt (not when a message only waits). */
-static ibx_result ibx__settle(ibx_store *s, int kind, int count, const char *error,
-                              int64_t delay_ms, int attempts, int64_t *changed) {
-    static const int slots[3] = {IBX__Q_ACK, IBX__Q_ABANDON, IBX__Q_FAIL};
-    static const char *const names[3] = {"ack", "abandon", "fail"};
-    static const ibx_metric metrics[3] = {IBX_METRIC_DISPATCHED, IBX_METRIC_RETRIED, IBX_METRIC_DEAD};
-    ibx__param p[5 + IBX__KEY_LISTS];
+/* The parameters of a settle statement, in the order every dialect's
+ * ACK / ABANDON / FAIL / EXTEND takes them; returns how many. `value` is
+ * abandon's delay (IBX_DELAY_BACKOFF: the statement's default backoff) or
+ * extend's lease in seconds. */
+static int ibx__settle_params(ibx__param *p, int kind, const char *worker, const char *token,
+                              const char *error, int64_t value, int attempts, const ibx__buf *keys) {
     int n = 0, k;
+    if (kind == IBX__SETTLE_ACK && IBX__ACK_NAMES_WORKER) ibx__p_text(&p[n++], worker, (size_t)-1);
+    if (kind == IBX__SETTLE_ABANDON || kind == IBX__SETTLE_EXTEND) {
+        ibx__p_i64(&p[n], value);
+        if (kind == IBX__SETTLE_ABANDON && value == IBX_DELAY_BACKOFF) p[n].ind = SQL_NULL_DATA;
+        n++;
+    }
+    if (kind == IBX__SETTLE_ABANDON) ibx__p_i64(&p[n++], attempts);
+    if (kind == IBX__SETTLE_ABANDON || kind == IBX__SETTLE_FAIL)
+        ibx__p_text(&p[n++], error && error[0] ? error : NULL, (size_t)-1);
+    ibx__p_text(&p[n++], token, 36);
+    for (k = 0; k < IBX__KEY_LISTS; k++) ibx__p_text(&p[n++], keys[k].data, keys[k].len);
+    return n;
+}
+
+/* Settle (or extend the leases of) the `count` messages whose keys are in
+ * s->keys, in one statement. Abandon takes a delay (IBX_DELAY_BACKOFF: the
+ * default backoff per message) and whether it uses up an attempt (not when
+ * a message only waits); extend takes the lease in seconds. */
+static ibx_result ibx__settle(ibx_store *s, int kind, int count, const char *error,
+                              int64_t value, int attempts, int64_t *changed) {
+    static const int slots[4] = {IBX__Q_ACK, IBX__Q_ABANDON, IBX__Q_FAIL, IBX__Q_EXTEND};
+    static const char *const names[4] = {"ack", "abandon", "fail", "lease extend"};
+    static const int metrics[4] = {IBX_METRIC_DISPATCHED, IBX_METRIC_RETRIED, IBX_METRIC_DEAD, -1};
+    ibx__param p[5 + IBX__KEY_LISTS];
     int64_t rows = 0;
+    int n;
     ibx_result r;
     if (count == 0) {
         if (changed) *changed = 0;
         return IBX_OK;
     }
-    if (kind == IBX__SETTLE_ACK && IBX__ACK_NAMES_WORKER)
-        ibx__p_text(&p[n++], s->worker_name ? s->worker_name : s->token, (size_t)-1);
-    if (kind == IBX__SETTLE_ABANDON) {
-        ibx__p_i64(&p[n], delay_ms);
-        if (delay_ms == IBX_DELAY_BACKOFF) p[n].ind = SQL_NULL_DATA; /* the statement's own */
-        ibx__p_i64(&p[++n], attempts);
-        n++;
-    }
-    if (kind != IBX__SETTLE_ACK) ibx__p_text(&p[n++], error && error[0] ? error : NULL, (size_t)-1);
-    ibx__p_text(&p[n++], s->token, 36);
-    for (k = 0; k < IBX__KEY_LISTS; k++) ibx__p_text(&p[n++], s->keys[k].data, s->keys[k].len);
+    n = ibx__settle_params(p, kind, s->worker_name ? s->worker_name : s->token, s->token, error, value,
+                           attempts, s->keys);
     r = ibx__run_count(s, slots[kind], p, n, names[kind], &rows);
     if (r != IBX_OK) return r;
-    ibx__count(s, metrics[kind], rows);
+    if (metrics[kind] >= 0) ibx__count(s, (ibx_metric)metrics[kind], rows);
     if (changed) *changed = rows;
     ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
     return IBX_OK;
@@ -4095,7 +4158,7 @@ static ibx_result ibx__settle_messages(ibx_store *s, int kind, const ibx_message
     int i, k;
     for (k = 0; k < IBX__KEY_LISTS; k++) s->keys[k].len = 0;
     for (i = 0; i < n; i++)
-        if (!ibx__msg_key_add(s, &ms[which[i]]))
+        if (!ibx__msg_key_add(&s->hooks, s->db.d, s->keys, &ms[which[i]]))
             return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "settle", "out of memory");
     if (ibx__key_lists_end(s, "settle") != IBX_OK) return IBX_ERR_NO_MEMORY;
     return ibx__settle(s, kind, n, error, delay_ms, attempts, changed);
@@ -4347,6 +4410,184 @@ IBX_API ibx_result ibx_router_get_guid(ibx_provider *p, const ibx_guid *key, ibx
     return ibx_router_get(p, text, out);
 }
 
+/* >> lease renewal ------------------------------------------------------------------ */
+
+/* While a batch's handlers run, a thread of the dispatcher's own renews the
+ * leases of the whole batch (claimed and not yet settled) every third of
+ * the lease, on a connection of its own, so that a handler slower than its
+ * lease is never handed to a second worker while it runs. It stops after
+ * max_handler_ms (logged); then the messages may be delivered again.
+ * Without threads, or on a caller's connection, there is no renewal: the
+ * handler may call ibx_lease_extend itself. */
+#ifndef IBX__LOOP_SLICED
+typedef struct ibx__renewer {
+    pthread_t thread;
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    int started, quit, active, busy, warned;
+    const ibx__hooks *hooks;
+    ibx_store *store;            /* the batch's store (read only here) */
+    const ibx_message *ms;       /* the batch: stable while active */
+    int n, lease_seconds;
+    int64_t max_ms, started_ms, next_ms;
+    char owner[37];
+    ibx__db side;                /* the renewal connection; reopened when the store changes */
+    ibx_error side_err;
+    ibx_store *side_for;
+    ibx__buf keys[IBX__KEY_LISTS];
+} ibx__renewer;
+
+/* Open (or keep) the renewal connection for the batch's store. */
+static ibx_result ibx__renew_connect(ibx__renewer *w) {
+    ibx_store *s = w->store;
+    if (w->side_for == s && w->side.connected && !w->side.lost) return IBX_OK;
+    ibx__db_close(&w->side);
+    memset(&w->side, 0, sizeof w->side);
+    w->side_for = NULL;
+    if (!s->db.own_connection || !s->db.connstr) {
+        if (!w->warned++)
+            ibx__log(w->hooks, IBX_LOG_WARN, s->store_id,
+                     "leases are not renewed: the store uses the caller's connection (a handler "
+                     "slower than the lease may run twice; it can call ibx_lease_extend)");
+        return IBX_ERR_STATE;
+    }
+    w->side.hooks = &s->hooks;
+    w->side.err = &w->side_err;
+    w->side.store_id = s->store_id;
+    w->side.forced = s->db.d->id;
+    w->side_for = s;
+    return ibx__db_connect(&w->side, s->db.connstr);
+}
+
+static ibx_result ibx__renew_unit(ibx__db *db, void *ctx) {
+    ibx__renewer *w = (ibx__renewer *)ctx;
+    ibx__param p[5 + IBX__KEY_LISTS];
+    int n = ibx__settle_params(p, IBX__SETTLE_EXTEND, NULL, w->owner, NULL, w->lease_seconds, 0, w->keys);
+    int64_t rows = 0;
+    return ibx__exec(db, IBX__Q_EXTEND, w->store->sql[IBX__Q_EXTEND], p, n, &rows, NULL);
+}
+
+/* Renew the batch's leases once (the renewal thread, mutex not held). */
+static void ibx__renew_once(ibx__renewer *w) {
+    ibx_store *s = w->store;
+    ibx_result r = ibx__renew_connect(w);
+    int i, k, ok = 1;
+    if (r == IBX_ERR_STATE) return;
+    for (k = 0; k < IBX__KEY_LISTS; k++) w->keys[k].len = 0;
+    for (i = 0; i < w->n && ok; i++) ok = ibx__msg_key_add(&s->hooks, s->db.d, w->keys, &w->ms[i]);
+    for (k = 0; k < IBX__KEY_LISTS && ok; k++) ok = ibx__list_end(&s->hooks, &w->keys[k], s->db.d);
+    if (r == IBX_OK) r = ok ? ibx__unit(&w->side, ibx__renew_unit, w, "lease renewal") : IBX_ERR_NO_MEMORY;
+    if (r != IBX_OK)
+        ibx__log(w->hooks, IBX_LOG_WARN, s->store_id, "lease renewal failed: %s: %s (tried again in %d s)",
+                 ibx__result_str(r), w->side_err.message, w->lease_seconds / 3);
+    else
+        ibx__log(w->hooks, IBX_LOG_DEBUG, s->store_id, "renewed the leases of %d message(s)", w->n);
+}
+
+static void *ibx__renew_main(void *arg) {
+    ibx__renewer *w = (ibx__renewer *)arg;
+    pthread_mutex_lock(&w->mutex);
+    while (!w->quit) {
+        int64_t now = ibx__mono_ms(w->hooks);
+        if (w->active && now >= w->next_ms && now - w->started_ms >= w->max_ms) {
+            ibx__log(w->hooks, IBX_LOG_WARN, w->store->store_id,
+                     "handlers ran %lld ms, longer than max_handler_ms: leases are no longer renewed "
+                     "and the batch's messages may be delivered again", (long long)(now - w->started_ms));
+            w->next_ms = INT64_MAX;
+        } else if (w->active && now >= w->next_ms) {
+            w->busy = 1;
+            pthread_mutex_unlock(&w->mutex);
+            ibx__renew_once(w);
+            pthread_mutex_lock(&w->mutex);
+            w->busy = 0;
+            w->next_ms = ibx__sat_add(ibx__mono_ms(w->hooks), (int64_t)w->lease_seconds * 1000 / 3);
+            pthread_cond_broadcast(&w->cond);
+        } else {
+            /* Slices of at most 100 ms: the clock hook is read afresh each time. */
+            struct timespec deadline;
+            int64_t ms = w->active ? w->next_ms - now : 100;
+            if (ms > 100) ms = 100;
+            clock_gettime(CLOCK_MONOTONIC, &deadline);
+            deadline.tv_nsec += (long)ms * 1000000L;
+            if (deadline.tv_nsec >= 1000000000L) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&w->cond, &w->mutex, &deadline);
+        }
+    }
+    pthread_mutex_unlock(&w->mutex);
+    return NULL;
+}
+
+static ibx__renewer *ibx__renewer_create(const ibx__hooks *h) {
+    ibx__renewer *w = (ibx__renewer *)ibx__alloc(h, sizeof *w);
+    pthread_condattr_t attr;
+    if (!w) return NULL;
+    memset(w, 0, sizeof *w);
+    w->hooks = h;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_mutex_init(&w->mutex, NULL);
+    pthread_cond_init(&w->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    return w;
+}
+
+static void ibx__renewer_destroy(ibx__renewer *w) {
+    int k;
+    if (!w) return;
+    if (w->started) {
+        pthread_mutex_lock(&w->mutex);
+        w->quit = 1;
+        pthread_cond_broadcast(&w->cond);
+        pthread_mutex_unlock(&w->mutex);
+        pthread_join(w->thread, NULL);
+    }
+    ibx__db_close(&w->side);
+    for (k = 0; k < IBX__KEY_LISTS; k++) ibx__buf_free(w->hooks, &w->keys[k]);
+    pthread_mutex_destroy(&w->mutex);
+    pthread_cond_destroy(&w->cond);
+    ibx__free(w->hooks, w);
+}
+
+/* Renew the leases of batch ms[0..n) from now on (the dispatcher's thread). */
+static void ibx__renew_begin(ibx__renewer *w, ibx_store *s, const char *owner, const ibx_message *ms,
+                             int n, int lease_seconds, int64_t max_ms) {
+    if (!w || n == 0) return;
+    pthread_mutex_lock(&w->mutex);
+    if (!w->started)
+        w->started = pthread_create(&w->thread, NULL, ibx__renew_main, w) == 0;
+    w->store = s;
+    ibx__copy(w->owner, sizeof w->owner, owner);
+    w->ms = ms;
+    w->n = n;
+    w->lease_seconds = lease_seconds;
+    w->max_ms = max_ms;
+    w->started_ms = ibx__mono_ms(w->hooks);
+    w->next_ms = ibx__sat_add(w->started_ms, (int64_t)lease_seconds * 1000 / 3);
+    w->active = 1;
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->mutex);
+}
+
+/* The batch is settled: stop renewing, and wait out a renewal in flight
+ * (the next claim reuses the memory the renewal reads). */
+static void ibx__renew_end(ibx__renewer *w) {
+    if (!w) return;
+    pthread_mutex_lock(&w->mutex);
+    w->active = 0;
+    while (w->busy) pthread_cond_wait(&w->cond, &w->mutex);
+    pthread_mutex_unlock(&w->mutex);
+}
+#else
+typedef struct ibx__renewer ibx__renewer; /* no threads: no renewal */
+#define ibx__renewer_create(h) ((ibx__renewer *)NULL)
+#define ibx__renewer_destroy(w) ((void)(w))
+#define ibx__renew_begin(w, s, owner, ms, n, lease, max) ((void)0)
+#define ibx__renew_end(w) ((void)(w))
+#endif
+
 /* >> dispatcher ------------------------------------------------------------------- */
 
 /* Outcome of a message left alone because its lease is about to end. */
@@ -4371,6 +4612,8 @@ struct ibx_dispatcher {
     ibx_selector selector;
     ibx_strategy strategy;
     int empty_streak;
+    ibx__renewer *renewer;       /* renews a batch's leases while it is handled; NULL: none */
+    int64_t max_handler_ms;
     int *acked;                  /* indexes of messages handled with success */
     int *failures;               /* indexes of messages that did not succeed */
     int *outcomes;               /* an ibx_outcome, or IBX__SKIPPED */
@@ -4393,6 +4636,7 @@ static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ib
         desc->poll_interval_ms < 0 || desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 ||
         desc->startup_delay_ms < 0 || desc->error_delay_ms < 0 || desc->cleanup_interval_ms < 0 ||
         desc->cleanup_retention_ms < 0 || desc->cleanup_retention_ms > IBX_RETENTION_MAX_MS ||
+        desc->max_handler_ms < 0 ||
         (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF ||
         ((int)desc->selection != IBX_SELECT_ROUND_ROBIN && (int)desc->selection != IBX_SELECT_DRAIN_FIRST))
         return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, "ibx_dispatcher_create: desc",
@@ -4418,6 +4662,7 @@ static void ibx__dispatcher_defaults(ibx_dispatcher *d, const ibx_dispatcher_des
     d->cleanup_ms = desc->cleanup_interval_ms;
     d->retention_ms = desc->cleanup_retention_ms;
     d->strategy = desc->strategy;
+    d->max_handler_ms = desc->max_handler_ms ? desc->max_handler_ms : IBX__MAX_HANDLER_DEFAULT_MS;
     d->message_log_level = desc->message_log_level ? desc->message_log_level
                          : desc->store ? desc->store->message_log_level : IBX_LOG_DEBUG;
 }
@@ -4454,7 +4699,9 @@ IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_di
     d->failures = (int *)ibx__alloc(h, sizeof *d->failures * b);
     d->outcomes = (int *)ibx__alloc(h, sizeof *d->outcomes * b);
     d->errors = (char (*)[IBX__HANDLER_ERROR_MAX])ibx__alloc(h, IBX__HANDLER_ERROR_MAX * b);
-    if (!d->acked || !d->failures || !d->outcomes || !d->errors) {
+    d->renewer = desc->no_lease_renewal ? NULL : ibx__renewer_create(h);
+    if (!d->acked || !d->failures || !d->outcomes || !d->errors ||
+        (!d->renewer && !desc->no_lease_renewal && IBX__RENEWAL)) {
         ibx_dispatcher_destroy(d);
         return IBX_ERR_NO_MEMORY;
     }
@@ -4466,6 +4713,7 @@ IBX_API void ibx_dispatcher_destroy(ibx_dispatcher *d) {
     const ibx__hooks *h;
     if (!d) return;
     h = d->hooks;
+    ibx__renewer_destroy(d->renewer);
     ibx__routes_free(h, &d->routes);
     ibx__free(h, d->acked);
     ibx__free(h, d->failures);
@@ -4641,11 +4889,17 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
      * message may be reclaimed by another worker, so it is not handled. */
     deadline = ibx__mono_ms(&s->hooks) + lease_ms -
                (lease_ms / 5 < IBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : IBX__LEASE_MARGIN_MAX_MS);
+    /* With renewal, handlers may start until max_handler_ms has passed. */
+    if (d->renewer && s->db.own_connection && deadline < ibx__mono_ms(&s->hooks) + d->max_handler_ms)
+        deadline = ibx__sat_add(ibx__mono_ms(&s->hooks), d->max_handler_ms);
     r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
     if (r != IBX_OK) return r;
     st->claimed = n;
+    ibx__renew_begin(d->renewer, s, d->owner, ms, n, d->lease_seconds, d->max_handler_ms);
     ibx__handle_batch(d, s, ms, n, deadline, st);
-    return ibx__settle_batch(d, s, ms, n, st);
+    r = ibx__settle_batch(d, s, ms, n, st);
+    ibx__renew_end(d->renewer);
+    return r;
 }
 
 /* One round over a provider's stores: refresh discovery when due, then
@@ -4718,9 +4972,10 @@ static void ibx__store_own_free(const ibx__hooks *h, ibx__store_own *own) {
     ibx__buf_free(h, &own->scratch);
 }
 
-static int ibx__msg_key_add(ibx_store *s, const ibx_message *m) {
-    return ibx__list_add(&s->hooks, &s->keys[0], s->db.d, m->source, strlen(m->source)) &&
-           ibx__list_add(&s->hooks, &s->keys[1], s->db.d, m->message_id, strlen(m->message_id));
+static int ibx__msg_key_add(const ibx__hooks *h, const ibx__dialect *d, ibx__buf *keys,
+                            const ibx_message *m) {
+    return ibx__list_add(h, &keys[0], d, m->source, strlen(m->source)) &&
+           ibx__list_add(h, &keys[1], d, m->message_id, strlen(m->message_id));
 }
 
 static void ibx__msg_name(const ibx_message *m, char *out, size_t size) {
@@ -5042,6 +5297,13 @@ IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const 
     ibx_result r = store ? ibx__check_delay(store, "ibx_abandon", delay_ms) : IBX_ERR_INVALID_ARG;
     if (r == IBX_OK) r = ibx__settle_keys(store, "ibx_abandon", owner_token, keys, count);
     return r != IBX_OK ? r : ibx__settle(store, IBX__SETTLE_ABANDON, count, last_error, delay_ms, 1, changed);
+}
+
+IBX_API ibx_result ibx_lease_extend(ibx_store *store, const char *owner_token, const ibx_key *keys,
+                                    int count, int lease_seconds, int64_t *changed) {
+    ibx_result r = ibx__settle_keys(store, "ibx_lease_extend", owner_token, keys, count);
+    if (r == IBX_OK) r = ibx__check_lease(store, "ibx_lease_extend", lease_seconds);
+    return r != IBX_OK ? r : ibx__settle(store, IBX__SETTLE_EXTEND, count, NULL, lease_seconds, 0, changed);
 }
 
 IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx_key *keys,

@@ -540,6 +540,18 @@ OBX_API obx_result obx_abandon(obx_store *store, const char *owner_token,
                                const char *const *ids, int count, const char *last_error,
                                int64_t delay_ms, int64_t *changed);
 
+/* Extend the leases of messages `owner_token` holds to `lease_seconds` from
+ * now (the database clock). A dispatcher renews its batches' leases by
+ * itself (max_handler_ms); a handler that works on without a dispatcher,
+ * or on a caller's connection, calls this. Ids the token no longer holds
+ * (the lease ran out and was reaped) are left alone: *changed counts the
+ * extended ones, so fewer than asked means "stop: another worker may have
+ * the message". Ownership and results as obx_ack, plus
+ * OBX_ERR_OUT_OF_RANGE (lease_seconds not 1..OBX_LEASE_MAX_SECONDS). */
+OBX_API obx_result obx_lease_extend(obx_store *store, const char *owner_token,
+                                    const char *const *ids, int count, int lease_seconds,
+                                    int64_t *changed);
+
 /* Fail messages permanently (never claimed again), recording `last_error`
  * (NULL or "" stores no text). Ownership and results as obx_ack. */
 OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const char *const *ids,
@@ -771,6 +783,14 @@ typedef struct obx_dispatcher_desc {
     obx_log_level message_log_level; /* the level of the line logged as each message is
                                     handed to its handlers (topic and id); default: the
                                     store's message_log_level, OBX_LOG_DEBUG with a provider */
+    int64_t max_handler_ms;      /* default 300000 (5 min): while a batch is handled, a thread
+                                    of the dispatcher renews its leases every third of the
+                                    lease on a connection of its own, for at most this long
+                                    (then it stops, logged, and the messages may be delivered
+                                    again). Needs threads and a store opened from a
+                                    connection string; the hooks must then be thread-safe */
+    int no_lease_renewal;        /* nonzero: no renewal thread; handlers must finish within
+                                    the lease (or call obx_lease_extend themselves) */
     volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
                                     (safe to set from a signal handler; seen within one wait) */
 } obx_dispatcher_desc;
@@ -2880,6 +2900,7 @@ enum {
     OBX__Q_ABANDON,  /* delay_ms (NULL: default backoff), retries (1, or 0 for a wait),
                         last_error, owner, ids -> count */
     OBX__Q_FAIL,     /* last_error, owner, ids -> count */
+    OBX__Q_EXTEND,   /* lease_seconds, owner, ids -> count: leases renewed */
     OBX__Q_REAP,     /* -> count */
     OBX__Q_GET,      /* id -> message row */
     OBX__Q_CLEANUP,  /* retention_ms, batch -> count */
@@ -2937,6 +2958,9 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
     {OBX__Q_FAIL,
      "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = ? "
+     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+    {OBX__Q_EXTEND,
+     "UPDATE {T} SET \"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
      "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
     {OBX__Q_REAP,
      "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
@@ -3051,6 +3075,9 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "p_last_error => CAST(? AS text), p_owner => CAST(? AS uuid), p_ids => CAST(? AS uuid[]))"},
     {OBX__Q_FAIL,
      "SELECT {S}.\"{N}_Fail\"(CAST(? AS text), CAST(? AS uuid), CAST(? AS uuid[]))"},
+    {OBX__Q_EXTEND,
+     "UPDATE {T} SET \"LockedUntil\" = now() + make_interval(secs => CAST(? AS bigint)) "
+     "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 1 AND \"Id\" = ANY (CAST(? AS uuid[]))"},
     {OBX__Q_REAP,
      "SELECT {S}.\"{N}_ReapExpired\"()"},
     {OBX__Q_GET,
@@ -3272,6 +3299,9 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_FAIL,
      "UPDATE " OBX__MY_BY_IDS("?3") " SET `LockedUntil` = NULL, `LastError` = ?1, `Status` = 3 "
      "WHERE `OwnerToken` = ?2 AND `Status` = 1"},
+    {OBX__Q_EXTEND,
+     "UPDATE " OBX__MY_BY_IDS("?3") " SET `LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?1 SECOND "
+     "WHERE `OwnerToken` = ?2 AND `Status` = 1"},
     {OBX__Q_REAP,
      "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 0 "
      "WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)"},
@@ -3431,6 +3461,9 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "{CALL {S}.[{N}_Abandon](?, ?, ?, ?, ?)}"},
     {OBX__Q_FAIL,
      "{CALL {S}.[{N}_Fail](?, ?, ?)}"},
+    {OBX__Q_EXTEND,
+     "UPDATE t SET [LockedUntil] = DATEADD(SECOND, ?1, SYSUTCDATETIME()) FROM " OBX__MS_BY_IDS("?3") " "
+     "WHERE t.[OwnerToken] = ?2 AND t.[Status] = 1"},
     {OBX__Q_REAP,
      "{CALL {S}.[{N}_ReapExpired]}"},
     {OBX__Q_GET,
@@ -3681,8 +3714,9 @@ static void obx__store_own_free(const obx__hooks *h, obx__store_own *own);
 static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, obx__buf *buf,
                                     obx__row_offsets *o);
 static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o);
-/* Add a claimed message's key to the store's key lists; 0 when out of memory. */
-static int obx__msg_key_add(obx_store *s, const obx_message *m);
+/* Add a claimed message's key to key lists `keys`; 0 when out of memory. */
+static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
+                            const obx_message *m);
 /* A message's name in log lines. */
 static void obx__msg_name(const obx_message *m, char *out, size_t size);
 /* The worker name of a store description (NULL where the header has none). */
@@ -3704,6 +3738,12 @@ static void obx__desc_set_worker(obx_store_desc *desc, const char *worker);
 #define OBX__HANDLER_ERROR_MAX 256         /* a handler's error text, with its NUL */
 #define OBX__MSG_NAME_MAX 560              /* a message's name in log lines */
 #define OBX__DISCOVER_FIRST 256            /* room given to discovery at first */
+#define OBX__MAX_HANDLER_DEFAULT_MS 300000 /* leases are renewed for handlers this long */
+#ifndef OBX__LOOP_SLICED
+#define OBX__RENEWAL 1                     /* threads: a dispatcher can renew leases */
+#else
+#define OBX__RENEWAL 0
+#endif
 
 /* >> store ---------------------------------------------------------------------- */
 
@@ -4140,6 +4180,15 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
     return r == OBX_EMPTY ? OBX_OK : r;
 }
 
+/* A lease of 1..OBX_LEASE_MAX_SECONDS. */
+static obx_result obx__check_lease(obx_store *s, const char *fn, int lease_seconds) {
+    char where[96];
+    if (lease_seconds >= 1 && lease_seconds <= OBX_LEASE_MAX_SECONDS) return OBX_OK;
+    snprintf(where, sizeof where, "%s: lease_seconds", fn);
+    return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, where, "lease_seconds must be 1..%d, got %d",
+                     OBX_LEASE_MAX_SECONDS, lease_seconds);
+}
+
 /* Room for batch_size messages; grows once, so steady state allocates nothing. */
 static obx_result obx__claim_room(obx_store *s, int batch_size) {
     obx_message *grown;
@@ -4166,9 +4215,7 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
         return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_claim: messages",
                          "output pointers must not be NULL");
     if ((r = obx__check_token(store, "obx_claim", owner_token)) != OBX_OK) return r;
-    if (lease_seconds < 1 || lease_seconds > OBX_LEASE_MAX_SECONDS)
-        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_claim: lease_seconds",
-                         "lease_seconds must be 1..%d, got %d", OBX_LEASE_MAX_SECONDS, lease_seconds);
+    if ((r = obx__check_lease(store, "obx_claim", lease_seconds)) != OBX_OK) return r;
     if (batch_size < 1 || batch_size > OBX_BATCH_MAX)
         return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_claim: batch_size",
                          "batch_size must be 1..%d, got %d", OBX_BATCH_MAX, batch_size);
@@ -4304,38 +4351,51 @@ static obx_result obx__check_delay(obx_store *s, const char *fn, int64_t delay_m
                      OBX__DELAY_MIN_MS, (long long)OBX_DELAY_MAX_MS, (long long)delay_ms);
 }
 
-enum { OBX__SETTLE_ACK, OBX__SETTLE_ABANDON, OBX__SETTLE_FAIL };
+enum { OBX__SETTLE_ACK, OBX__SETTLE_ABANDON, OBX__SETTLE_FAIL, OBX__SETTLE_EXTEND };
 
-/* Settle the `count` messages whose keys are in s->keys, in one statement.
- * Abandon takes a delay (OBX_DELAY_BACKOFF: the default backoff per message)
- * and whether it uses up an attempt (not when a message only waits). */
-static obx_result obx__settle(obx_store *s, int kind, int count, const char *error,
-                              int64_t delay_ms, int attempts, int64_t *changed) {
-    static const int slots[3] = {OBX__Q_ACK, OBX__Q_ABANDON, OBX__Q_FAIL};
-    static const char *const names[3] = {"ack", "abandon", "fail"};
-    static const obx_metric metrics[3] = {OBX_METRIC_DISPATCHED, OBX_METRIC_RETRIED, OBX_METRIC_DEAD};
-    obx__param p[5 + OBX__KEY_LISTS];
+/* The parameters of a settle statement, in the order every dialect's
+ * ACK / ABANDON / FAIL / EXTEND takes them; returns how many. `value` is
+ * abandon's delay (OBX_DELAY_BACKOFF: the statement's default backoff) or
+ * extend's lease in seconds. */
+static int obx__settle_params(obx__param *p, int kind, const char *worker, const char *token,
+                              const char *error, int64_t value, int attempts, const obx__buf *keys) {
     int n = 0, k;
+    if (kind == OBX__SETTLE_ACK && OBX__ACK_NAMES_WORKER) obx__p_text(&p[n++], worker, (size_t)-1);
+    if (kind == OBX__SETTLE_ABANDON || kind == OBX__SETTLE_EXTEND) {
+        obx__p_i64(&p[n], value);
+        if (kind == OBX__SETTLE_ABANDON && value == OBX_DELAY_BACKOFF) p[n].ind = SQL_NULL_DATA;
+        n++;
+    }
+    if (kind == OBX__SETTLE_ABANDON) obx__p_i64(&p[n++], attempts);
+    if (kind == OBX__SETTLE_ABANDON || kind == OBX__SETTLE_FAIL)
+        obx__p_text(&p[n++], error && error[0] ? error : NULL, (size_t)-1);
+    obx__p_text(&p[n++], token, 36);
+    for (k = 0; k < OBX__KEY_LISTS; k++) obx__p_text(&p[n++], keys[k].data, keys[k].len);
+    return n;
+}
+
+/* Settle (or extend the leases of) the `count` messages whose keys are in
+ * s->keys, in one statement. Abandon takes a delay (OBX_DELAY_BACKOFF: the
+ * default backoff per message) and whether it uses up an attempt (not when
+ * a message only waits); extend takes the lease in seconds. */
+static obx_result obx__settle(obx_store *s, int kind, int count, const char *error,
+                              int64_t value, int attempts, int64_t *changed) {
+    static const int slots[4] = {OBX__Q_ACK, OBX__Q_ABANDON, OBX__Q_FAIL, OBX__Q_EXTEND};
+    static const char *const names[4] = {"ack", "abandon", "fail", "lease extend"};
+    static const int metrics[4] = {OBX_METRIC_DISPATCHED, OBX_METRIC_RETRIED, OBX_METRIC_DEAD, -1};
+    obx__param p[5 + OBX__KEY_LISTS];
     int64_t rows = 0;
+    int n;
     obx_result r;
     if (count == 0) {
         if (changed) *changed = 0;
         return OBX_OK;
     }
-    if (kind == OBX__SETTLE_ACK && OBX__ACK_NAMES_WORKER)
-        obx__p_text(&p[n++], s->worker_name ? s->worker_name : s->token, (size_t)-1);
-    if (kind == OBX__SETTLE_ABANDON) {
-        obx__p_i64(&p[n], delay_ms);
-        if (delay_ms == OBX_DELAY_BACKOFF) p[n].ind = SQL_NULL_DATA; /* the statement's own */
-        obx__p_i64(&p[++n], attempts);
-        n++;
-    }
-    if (kind != OBX__SETTLE_ACK) obx__p_text(&p[n++], error && error[0] ? error : NULL, (size_t)-1);
-    obx__p_text(&p[n++], s->token, 36);
-    for (k = 0; k < OBX__KEY_LISTS; k++) obx__p_text(&p[n++], s->keys[k].data, s->keys[k].len);
+    n = obx__settle_params(p, kind, s->worker_name ? s->worker_name : s->token, s->token, error, value,
+                           attempts, s->keys);
     r = obx__run_count(s, slots[kind], p, n, names[kind], &rows);
     if (r != OBX_OK) return r;
-    obx__count(s, metrics[kind], rows);
+    if (metrics[kind] >= 0) obx__count(s, (obx_metric)metrics[kind], rows);
     if (changed) *changed = rows;
     obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
     return OBX_OK;
@@ -4348,7 +4408,7 @@ static obx_result obx__settle_messages(obx_store *s, int kind, const obx_message
     int i, k;
     for (k = 0; k < OBX__KEY_LISTS; k++) s->keys[k].len = 0;
     for (i = 0; i < n; i++)
-        if (!obx__msg_key_add(s, &ms[which[i]]))
+        if (!obx__msg_key_add(&s->hooks, s->db.d, s->keys, &ms[which[i]]))
             return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "settle", "out of memory");
     if (obx__key_lists_end(s, "settle") != OBX_OK) return OBX_ERR_NO_MEMORY;
     return obx__settle(s, kind, n, error, delay_ms, attempts, changed);
@@ -4600,6 +4660,184 @@ OBX_API obx_result obx_router_get_guid(obx_provider *p, const obx_guid *key, obx
     return obx_router_get(p, text, out);
 }
 
+/* >> lease renewal ------------------------------------------------------------------ */
+
+/* While a batch's handlers run, a thread of the dispatcher's own renews the
+ * leases of the whole batch (claimed and not yet settled) every third of
+ * the lease, on a connection of its own, so that a handler slower than its
+ * lease is never handed to a second worker while it runs. It stops after
+ * max_handler_ms (logged); then the messages may be delivered again.
+ * Without threads, or on a caller's connection, there is no renewal: the
+ * handler may call obx_lease_extend itself. */
+#ifndef OBX__LOOP_SLICED
+typedef struct obx__renewer {
+    pthread_t thread;
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    int started, quit, active, busy, warned;
+    const obx__hooks *hooks;
+    obx_store *store;            /* the batch's store (read only here) */
+    const obx_message *ms;       /* the batch: stable while active */
+    int n, lease_seconds;
+    int64_t max_ms, started_ms, next_ms;
+    char owner[37];
+    obx__db side;                /* the renewal connection; reopened when the store changes */
+    obx_error side_err;
+    obx_store *side_for;
+    obx__buf keys[OBX__KEY_LISTS];
+} obx__renewer;
+
+/* Open (or keep) the renewal connection for the batch's store. */
+static obx_result obx__renew_connect(obx__renewer *w) {
+    obx_store *s = w->store;
+    if (w->side_for == s && w->side.connected && !w->side.lost) return OBX_OK;
+    obx__db_close(&w->side);
+    memset(&w->side, 0, sizeof w->side);
+    w->side_for = NULL;
+    if (!s->db.own_connection || !s->db.connstr) {
+        if (!w->warned++)
+            obx__log(w->hooks, OBX_LOG_WARN, s->store_id,
+                     "leases are not renewed: the store uses the caller's connection (a handler "
+                     "slower than the lease may run twice; it can call obx_lease_extend)");
+        return OBX_ERR_STATE;
+    }
+    w->side.hooks = &s->hooks;
+    w->side.err = &w->side_err;
+    w->side.store_id = s->store_id;
+    w->side.forced = s->db.d->id;
+    w->side_for = s;
+    return obx__db_connect(&w->side, s->db.connstr);
+}
+
+static obx_result obx__renew_unit(obx__db *db, void *ctx) {
+    obx__renewer *w = (obx__renewer *)ctx;
+    obx__param p[5 + OBX__KEY_LISTS];
+    int n = obx__settle_params(p, OBX__SETTLE_EXTEND, NULL, w->owner, NULL, w->lease_seconds, 0, w->keys);
+    int64_t rows = 0;
+    return obx__exec(db, OBX__Q_EXTEND, w->store->sql[OBX__Q_EXTEND], p, n, &rows, NULL);
+}
+
+/* Renew the batch's leases once (the renewal thread, mutex not held). */
+static void obx__renew_once(obx__renewer *w) {
+    obx_store *s = w->store;
+    obx_result r = obx__renew_connect(w);
+    int i, k, ok = 1;
+    if (r == OBX_ERR_STATE) return;
+    for (k = 0; k < OBX__KEY_LISTS; k++) w->keys[k].len = 0;
+    for (i = 0; i < w->n && ok; i++) ok = obx__msg_key_add(&s->hooks, s->db.d, w->keys, &w->ms[i]);
+    for (k = 0; k < OBX__KEY_LISTS && ok; k++) ok = obx__list_end(&s->hooks, &w->keys[k], s->db.d);
+    if (r == OBX_OK) r = ok ? obx__unit(&w->side, obx__renew_unit, w, "lease renewal") : OBX_ERR_NO_MEMORY;
+    if (r != OBX_OK)
+        obx__log(w->hooks, OBX_LOG_WARN, s->store_id, "lease renewal failed: %s: %s (tried again in %d s)",
+                 obx__result_str(r), w->side_err.message, w->lease_seconds / 3);
+    else
+        obx__log(w->hooks, OBX_LOG_DEBUG, s->store_id, "renewed the leases of %d message(s)", w->n);
+}
+
+static void *obx__renew_main(void *arg) {
+    obx__renewer *w = (obx__renewer *)arg;
+    pthread_mutex_lock(&w->mutex);
+    while (!w->quit) {
+        int64_t now = obx__mono_ms(w->hooks);
+        if (w->active && now >= w->next_ms && now - w->started_ms >= w->max_ms) {
+            obx__log(w->hooks, OBX_LOG_WARN, w->store->store_id,
+                     "handlers ran %lld ms, longer than max_handler_ms: leases are no longer renewed "
+                     "and the batch's messages may be delivered again", (long long)(now - w->started_ms));
+            w->next_ms = INT64_MAX;
+        } else if (w->active && now >= w->next_ms) {
+            w->busy = 1;
+            pthread_mutex_unlock(&w->mutex);
+            obx__renew_once(w);
+            pthread_mutex_lock(&w->mutex);
+            w->busy = 0;
+            w->next_ms = obx__sat_add(obx__mono_ms(w->hooks), (int64_t)w->lease_seconds * 1000 / 3);
+            pthread_cond_broadcast(&w->cond);
+        } else {
+            /* Slices of at most 100 ms: the clock hook is read afresh each time. */
+            struct timespec deadline;
+            int64_t ms = w->active ? w->next_ms - now : 100;
+            if (ms > 100) ms = 100;
+            clock_gettime(CLOCK_MONOTONIC, &deadline);
+            deadline.tv_nsec += (long)ms * 1000000L;
+            if (deadline.tv_nsec >= 1000000000L) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&w->cond, &w->mutex, &deadline);
+        }
+    }
+    pthread_mutex_unlock(&w->mutex);
+    return NULL;
+}
+
+static obx__renewer *obx__renewer_create(const obx__hooks *h) {
+    obx__renewer *w = (obx__renewer *)obx__alloc(h, sizeof *w);
+    pthread_condattr_t attr;
+    if (!w) return NULL;
+    memset(w, 0, sizeof *w);
+    w->hooks = h;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_mutex_init(&w->mutex, NULL);
+    pthread_cond_init(&w->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    return w;
+}
+
+static void obx__renewer_destroy(obx__renewer *w) {
+    int k;
+    if (!w) return;
+    if (w->started) {
+        pthread_mutex_lock(&w->mutex);
+        w->quit = 1;
+        pthread_cond_broadcast(&w->cond);
+        pthread_mutex_unlock(&w->mutex);
+        pthread_join(w->thread, NULL);
+    }
+    obx__db_close(&w->side);
+    for (k = 0; k < OBX__KEY_LISTS; k++) obx__buf_free(w->hooks, &w->keys[k]);
+    pthread_mutex_destroy(&w->mutex);
+    pthread_cond_destroy(&w->cond);
+    obx__free(w->hooks, w);
+}
+
+/* Renew the leases of batch ms[0..n) from now on (the dispatcher's thread). */
+static void obx__renew_begin(obx__renewer *w, obx_store *s, const char *owner, const obx_message *ms,
+                             int n, int lease_seconds, int64_t max_ms) {
+    if (!w || n == 0) return;
+    pthread_mutex_lock(&w->mutex);
+    if (!w->started)
+        w->started = pthread_create(&w->thread, NULL, obx__renew_main, w) == 0;
+    w->store = s;
+    obx__copy(w->owner, sizeof w->owner, owner);
+    w->ms = ms;
+    w->n = n;
+    w->lease_seconds = lease_seconds;
+    w->max_ms = max_ms;
+    w->started_ms = obx__mono_ms(w->hooks);
+    w->next_ms = obx__sat_add(w->started_ms, (int64_t)lease_seconds * 1000 / 3);
+    w->active = 1;
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->mutex);
+}
+
+/* The batch is settled: stop renewing, and wait out a renewal in flight
+ * (the next claim reuses the memory the renewal reads). */
+static void obx__renew_end(obx__renewer *w) {
+    if (!w) return;
+    pthread_mutex_lock(&w->mutex);
+    w->active = 0;
+    while (w->busy) pthread_cond_wait(&w->cond, &w->mutex);
+    pthread_mutex_unlock(&w->mutex);
+}
+#else
+typedef struct obx__renewer obx__renewer; /* no threads: no renewal */
+#define obx__renewer_create(h) ((obx__renewer *)NULL)
+#define obx__renewer_destroy(w) ((void)(w))
+#define obx__renew_begin(w, s, owner, ms, n, lease, max) ((void)0)
+#define obx__renew_end(w) ((void)(w))
+#endif
+
 /* >> dispatcher ------------------------------------------------------------------- */
 
 /* Outcome of a message left alone because its lease is about to end. */
@@ -4624,6 +4862,8 @@ struct obx_dispatcher {
     obx_selector selector;
     obx_strategy strategy;
     int empty_streak;
+    obx__renewer *renewer;       /* renews a batch's leases while it is handled; NULL: none */
+    int64_t max_handler_ms;
     int *acked;                  /* indexes of messages handled with success */
     int *failures;               /* indexes of messages that did not succeed */
     int *outcomes;               /* an obx_outcome, or OBX__SKIPPED */
@@ -4646,6 +4886,7 @@ static obx_result obx__dispatcher_desc_check(const obx_dispatcher_desc *desc, ob
         desc->poll_interval_ms < 0 || desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 ||
         desc->startup_delay_ms < 0 || desc->error_delay_ms < 0 || desc->cleanup_interval_ms < 0 ||
         desc->cleanup_retention_ms < 0 || desc->cleanup_retention_ms > OBX_RETENTION_MAX_MS ||
+        desc->max_handler_ms < 0 ||
         (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)OBX_LOG_OFF ||
         ((int)desc->selection != OBX_SELECT_ROUND_ROBIN && (int)desc->selection != OBX_SELECT_DRAIN_FIRST))
         return obx__fail(err, OBX_ERR_OUT_OF_RANGE, "obx_dispatcher_create: desc",
@@ -4671,6 +4912,7 @@ static void obx__dispatcher_defaults(obx_dispatcher *d, const obx_dispatcher_des
     d->cleanup_ms = desc->cleanup_interval_ms;
     d->retention_ms = desc->cleanup_retention_ms;
     d->strategy = desc->strategy;
+    d->max_handler_ms = desc->max_handler_ms ? desc->max_handler_ms : OBX__MAX_HANDLER_DEFAULT_MS;
     d->message_log_level = desc->message_log_level ? desc->message_log_level
                          : desc->store ? desc->store->message_log_level : OBX_LOG_DEBUG;
 }
@@ -4707,7 +4949,9 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
     d->failures = (int *)obx__alloc(h, sizeof *d->failures * b);
     d->outcomes = (int *)obx__alloc(h, sizeof *d->outcomes * b);
     d->errors = (char (*)[OBX__HANDLER_ERROR_MAX])obx__alloc(h, OBX__HANDLER_ERROR_MAX * b);
-    if (!d->acked || !d->failures || !d->outcomes || !d->errors) {
+    d->renewer = desc->no_lease_renewal ? NULL : obx__renewer_create(h);
+    if (!d->acked || !d->failures || !d->outcomes || !d->errors ||
+        (!d->renewer && !desc->no_lease_renewal && OBX__RENEWAL)) {
         obx_dispatcher_destroy(d);
         return OBX_ERR_NO_MEMORY;
     }
@@ -4719,6 +4963,7 @@ OBX_API void obx_dispatcher_destroy(obx_dispatcher *d) {
     const obx__hooks *h;
     if (!d) return;
     h = d->hooks;
+    obx__renewer_destroy(d->renewer);
     obx__routes_free(h, &d->routes);
     obx__free(h, d->acked);
     obx__free(h, d->failures);
@@ -4894,11 +5139,17 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
      * message may be reclaimed by another worker, so it is not handled. */
     deadline = obx__mono_ms(&s->hooks) + lease_ms -
                (lease_ms / 5 < OBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : OBX__LEASE_MARGIN_MAX_MS);
+    /* With renewal, handlers may start until max_handler_ms has passed. */
+    if (d->renewer && s->db.own_connection && deadline < obx__mono_ms(&s->hooks) + d->max_handler_ms)
+        deadline = obx__sat_add(obx__mono_ms(&s->hooks), d->max_handler_ms);
     r = obx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
     if (r != OBX_OK) return r;
     st->claimed = n;
+    obx__renew_begin(d->renewer, s, d->owner, ms, n, d->lease_seconds, d->max_handler_ms);
     obx__handle_batch(d, s, ms, n, deadline, st);
-    return obx__settle_batch(d, s, ms, n, st);
+    r = obx__settle_batch(d, s, ms, n, st);
+    obx__renew_end(d->renewer);
+    return r;
 }
 
 /* One round over a provider's stores: refresh discovery when due, then
@@ -4972,8 +5223,9 @@ static void obx__store_own_free(const obx__hooks *h, obx__store_own *own) {
     for (i = 0; i < 6; i++) obx__buf_free(h, &own->columns[i]);
 }
 
-static int obx__msg_key_add(obx_store *s, const obx_message *m) {
-    return obx__list_add(&s->hooks, &s->keys[0], s->db.d, m->id, 36);
+static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
+                            const obx_message *m) {
+    return obx__list_add(h, &keys[0], d, m->id, 36);
 }
 
 static void obx__msg_name(const obx_message *m, char *out, size_t size) {
@@ -5273,6 +5525,14 @@ OBX_API obx_result obx_abandon(obx_store *store, const char *owner_token,
     obx_result r = obx__settle_ids(store, "obx_abandon", owner_token, ids, count);
     if (r == OBX_OK) r = obx__check_delay(store, "obx_abandon", delay_ms);
     return r != OBX_OK ? r : obx__settle(store, OBX__SETTLE_ABANDON, count, last_error, delay_ms, 1, changed);
+}
+
+OBX_API obx_result obx_lease_extend(obx_store *store, const char *owner_token,
+                                    const char *const *ids, int count, int lease_seconds,
+                                    int64_t *changed) {
+    obx_result r = obx__settle_ids(store, "obx_lease_extend", owner_token, ids, count);
+    if (r == OBX_OK) r = obx__check_lease(store, "obx_lease_extend", lease_seconds);
+    return r != OBX_OK ? r : obx__settle(store, OBX__SETTLE_EXTEND, count, NULL, lease_seconds, 0, changed);
 }
 
 OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const char *const *ids,

@@ -2930,6 +2930,124 @@ static void test_join_wait_bad(void) {
     obx_store_close(s);
 }
 
+
+/* ---- lease renewal (OBX-059: never two handlers in one message at once) ---------------- */
+
+typedef struct lease_probe {
+    pthread_mutex_t mu;
+    int inside, overlaps, calls[2];
+    volatile int stop;
+} lease_probe;
+
+typedef struct lease_worker {
+    lease_probe *probe;
+    int index;
+} lease_worker;
+
+static obx_outcome slow_handler(const obx_message *m, char *error, size_t size, void *user) {
+    lease_worker *w = (lease_worker *)user;
+    lease_probe *p = w->probe;
+    (void)m; (void)error; (void)size;
+    pthread_mutex_lock(&p->mu);
+    if (p->inside) p->overlaps++;
+    p->inside++;
+    p->calls[w->index]++;
+    pthread_mutex_unlock(&p->mu);
+    sleep_ms(3300); /* more than three times the 1 s lease */
+    pthread_mutex_lock(&p->mu);
+    p->inside--;
+    pthread_mutex_unlock(&p->mu);
+    return OBX_DONE;
+}
+
+/* The second worker: reaps every 100 ms and claims what it can. */
+static void *thief_main(void *arg) {
+    lease_worker *w = (lease_worker *)arg;
+    obx_store *s = open_table("Outbox", 0);
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.lease_seconds = 1;
+    dd.reap_interval_ms = 100;
+    if (s && obx_dispatcher_create(&dd, &d) == OBX_OK) {
+        obx_dispatcher_on(d, "slow", slow_handler, w);
+        while (!w->probe->stop) {
+            obx_dispatcher_run_once(d, &st);
+            sleep_ms(20);
+        }
+    }
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+    return NULL;
+}
+
+static void test_lease_renewal(void) {
+    obx_store *s = fresh();
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    lease_probe lp;
+    lease_worker mine, theirs;
+    pthread_t thief;
+    char id[37];
+    obx_message got;
+    TT_ASSERT(s != NULL);
+    memset(&lp, 0, sizeof lp);
+    pthread_mutex_init(&lp.mu, NULL);
+    mine.probe = theirs.probe = &lp;
+    mine.index = 0;
+    theirs.index = 1;
+    TT_ASSERT(enqueue(s, "slow", "{}", id));
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.lease_seconds = 1;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "slow", slow_handler, &mine), OBX_OK);
+    TT_ASSERT(pthread_create(&thief, NULL, thief_main, &theirs) == 0);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    sleep_ms(1500); /* the thief keeps reaping after our ack */
+    lp.stop = 1;
+    pthread_join(thief, NULL);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(lp.overlaps, 0);
+    TT_EQ_INT(lp.calls[0], 1);
+    TT_EQ_INT(lp.calls[1], 0);
+    TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+    TT_EQ_INT(got.status, OBX_STATUS_DONE);
+    obx_dispatcher_destroy(d);
+    pthread_mutex_destroy(&lp.mu);
+    obx_store_close(s);
+}
+
+/* A handler's own extension, and a thief's that changes nothing. */
+static void test_lease_extend(void) {
+    obx_store *s = fresh();
+    const obx_message *ms;
+    char id[37], owner[37], thief[37];
+    const char *ids[1];
+    int n = 0;
+    int64_t changed = -1, reaped = -1;
+    TT_ASSERT(s != NULL && enqueue(s, "t", "{}", id));
+    obx_owner_token(s, owner);
+    obx_owner_token(s, thief);
+    TT_EQ_INT(obx_claim(s, owner, 1, 10, &ms, &n), OBX_OK);
+    ids[0] = id;
+    TT_EQ_INT(obx_lease_extend(s, owner, ids, 1, 30, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(obx_lease_extend(s, thief, ids, 1, 30, &changed), OBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(obx_lease_extend(s, owner, ids, 1, 0, &changed), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_lease_extend: lease_seconds");
+    sleep_ms(1300);
+    TT_EQ_INT(obx_reap(s, &reaped), OBX_OK);
+    TT_EQ_INT(reaped, 0); /* extended past the first lease */
+    TT_EQ_INT(obx_ack(s, owner, ids, 1, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -3072,6 +3190,8 @@ int main(int argc, char **argv) {
         RUN("CORE-TIME-ZONE", "times are right whatever the session's time zone (caller's and adopted connections)", test_time_zone);
     RUN("CORE-ADOPT-AUTOCOMMIT", "an adopted connection in the wrong autocommit mode is refused, naming the cause", test_adopt_autocommit);
     RUN("CORE-JOIN-WAIT-BAD", "a join.wait with a bad joinId, or none, is dead at once (no retries)", test_join_wait_bad);
+    RUN("OBX-059", "a handler three times slower than its lease never runs twice at once (leases renewed)", test_lease_renewal);
+    RUN("OBX-LEASE-EXTEND", "obx_lease_extend keeps a lease; a thief's extension changes nothing", test_lease_extend);
     RUN("CORE-CLOCK-STEP", "a clock stepping back or INT64_MAX intervals never break the dispatcher", test_clock_step);
     RUN("OBX-BATCH-EXACT", "batch enqueue keeps quotes, braces, NULL-like text, newlines exact", test_batch_text_exact);
     RUN("OBX-CLEANUP", "cleanup deletes old done messages in batches, nothing else", test_cleanup);
