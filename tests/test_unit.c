@@ -601,7 +601,11 @@ static void test_fake_open_dialects(void) {
 
 static void test_fake_open_arguments(void) {
     obx_store_desc desc;
-    obx_store *s = (obx_store *)&desc;
+    obx_store *s;
+    void *not_null = &desc;
+    /* Any non-NULL value, to see open clear it; copied, not cast: the desc's
+     * alignment is less than a store's on 32-bit ARM (-Wcast-align). */
+    memcpy(&s, &not_null, sizeof s);
     fake_reset();
     TT_EQ_INT(obx_store_open(NULL, &s), OBX_ERR_INVALID_ARG);
     TT_EXPECT(s == NULL);
