@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# tests/size.sh [LABEL=DEFINES]... - what each header adds to a program: the
+# size of an object that implements one header (tests/impl_obx.c,
+# tests/impl_ibx.c), per header x define set x architecture x -Os/-O2.
+#
+#   tests/size.sh "all dialects=" "sqlite only=-DOBX_NO_POSTGRESQL -DIBX_NO_POSTGRESQL ..."
+#
+# Each argument is one row set: a label, '=', then the -D flags for it
+# (defines a header does not know change nothing, and the row says so only by
+# its figures). Sizes are KB (1000 bytes), two figures per cell:
+#   text   code plus read-only data (size's Berkeley "text": what goes to flash)
+#   .text  the code section alone
+# An architecture whose compiler is missing prints "-" (tests/deps.sh cross).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=build/size
+mkdir -p "$out"
+[[ $# -gt 0 ]] || set -- "all dialects="
+
+# arch|compiler|size program
+arches=("x86_64|${HOST_CC:-gcc}|size" "aarch64|aarch64-linux-gnu-gcc|aarch64-linux-gnu-size"
+        "armhf|arm-linux-gnueabihf-gcc|arm-linux-gnueabihf-size")
+opts=(-Os -O2)
+# The shim from tests/cross.sh: unixodbc.h sized by the compiler, any target.
+odbc=build/gw/odbc-inc
+if [[ ! -f $odbc/unixodbc.h ]]; then
+    mkdir -p "$odbc"
+    for h in sql.h sqlext.h sqltypes.h sqlucode.h; do ln -sf "/usr/include/$h" "$odbc/$h"; done
+    printf '%s\n' '#ifndef HAVE_LONG_LONG' '#define HAVE_LONG_LONG 1' '#endif' \
+        '#ifndef SIZEOF_LONG_INT' '#define SIZEOF_LONG_INT __SIZEOF_LONG__' '#endif' >"$odbc/unixodbc.h"
+fi
+
+kb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1000 }'; }
+
+# cell HEADER DEFINES ARCH-SPEC OPT: "text/.text" in KB, or "-".
+cell() {
+    local h=$1 defs=$2 spec=$3 opt=$4 arch cc sz o text code
+    IFS='|' read -r arch cc sz <<<"$spec"
+    if ! command -v "$cc" >/dev/null || ! command -v "$sz" >/dev/null; then
+        echo "-"
+        return
+    fi
+    o=$out/$h-$arch$opt.o
+    # shellcheck disable=SC2086
+    $cc -std=c99 -D_POSIX_C_SOURCE=200809L $opt -pthread -isystem "$odbc" $defs -c "tests/impl_$h.c" -o "$o"
+    text=$("$sz" -B "$o" | awk 'NR == 2 { print $1 }')
+    code=$("$sz" -A "$o" | awk '$1 == ".text" { print $2 }')
+    echo "$(kb "$text")/$(kb "$code")"
+}
+
+header="| header | defines |"
+rule="|---|---|"
+for spec in "${arches[@]}"; do
+    for opt in "${opts[@]}"; do
+        header+=" ${spec%%|*} $opt |"
+        rule+="---:|"
+    done
+done
+echo "Object size of one header's implementation, KB: text (code + constants) / .text (code)"
+echo "$header"
+echo "$rule"
+for set in "$@"; do
+    label=${set%%=*}
+    defs=${set#*=}
+    [[ $set == *=* ]] || defs=""
+    for h in obx ibx; do
+        row="| $h.h | $label |"
+        for spec in "${arches[@]}"; do
+            for opt in "${opts[@]}"; do
+                row+=" $(cell "$h" "$defs" "$spec" "$opt") |"
+            done
+        done
+        echo "$row"
+    done
+done
