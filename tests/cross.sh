@@ -172,11 +172,12 @@ driver_objects() {
     if stale "$d/sqlite3.o" "$SRC/sqlite3.c"; then
         echo "cross: $t: compiling SQLite $OPT"
         # shellcheck disable=SC2086
-        $CC $OPT -w $SQLITE_DEFS -c "$SRC/sqlite3.c" -o "$d/sqlite3.o"
+        $CC $OPT -w $SQLITE_DEFS -c "$SRC/sqlite3.c" -o "$d/sqlite3.o" || die "FAILED: $t: compiling sqlite3.c"
     fi
     if stale "$d/sqlite3odbc.o" "$SRC/sqlite3odbc.c" "$0"; then
         # shellcheck disable=SC2086
-        $CC $OPT -w -isystem "$GW/odbc-inc" -I"$SRC" $DRIVER_DEFS -c "$SRC/sqlite3odbc.c" -o "$d/sqlite3odbc.o"
+        $CC $OPT -w -isystem "$GW/odbc-inc" -I"$SRC" $DRIVER_DEFS -c "$SRC/sqlite3odbc.c" -o "$d/sqlite3odbc.o" ||
+            die "FAILED: $t: compiling sqlite3odbc.c"
     fi
 }
 
@@ -184,12 +185,12 @@ driver_objects() {
 cc_prog() {
     local t=$1 out=$2; shift 2
     # shellcheck disable=SC2086
-    $CC $CSTD $WARN -Werror $OPT -pthread -static -isystem "$GW/odbc-inc" "$@" -o "$out" -lm
+    $CC $CSTD $WARN -Werror $OPT -pthread -static -isystem "$GW/odbc-inc" "$@" -o "$out" -lm ||
+        die "FAILED: $t: building $out"
 }
 
 build() {
     local t d
-    odbc_shim
     for t in "$@"; do
         target "$t"
         d=$GW/$t
@@ -287,7 +288,6 @@ run_test() {
 
 tests() {
     local t d rundir failed=0 conn
-    odbc_shim
     for t in "$@"; do
         target "$t"
         d=$GW/$t/tests
@@ -316,10 +316,38 @@ tests() {
     return $failed
 }
 
+# each FUNCTION TARGET...: one job per target, at the same time (the tests
+# mostly wait on timers, and qemu runs one core each); the output of each
+# comes out whole, in the order given. GW_SERIAL=1 runs them one by one.
+each() {
+    local fn=$1 t failed=0 start; shift
+    local -A pid=()
+    odbc_shim
+    if [[ ${GW_SERIAL:-0} == 1 || $# -eq 1 ]]; then
+        for t in "$@"; do
+            start=$SECONDS
+            "$fn" "$t" || failed=1
+            echo "cross: $t: $fn took $((SECONDS - start)) s"
+        done
+        return $failed
+    fi
+    for t in "$@"; do
+        mkdir -p "$GW/$t"
+        ( start=$SECONDS; rc=0; "$fn" "$t" || rc=$?
+          echo "cross: $t: $fn took $((SECONDS - start)) s"; exit $rc ) >"$GW/$t/$fn.out" 2>&1 &
+        pid[$t]=$!
+    done
+    for t in "$@"; do
+        wait "${pid[$t]}" || failed=1
+        cat "$GW/$t/$fn.out"
+    done
+    return $failed
+}
+
 case ${1:-} in
     sources) sources ;;
-    test) shift; tests "$@" ;;
-    build) shift; build "$@" ;;
-    run) shift; run_examples "$@" ;;
+    build) shift; each build "$@" ;;
+    run) shift; each run_examples "$@" ;;
+    test) shift; each tests "$@" ;;
     *) die "usage: $0 sources|build|run|test TARGET..." ;;
 esac
