@@ -33,6 +33,7 @@ die() { echo "cross: $*" >&2; exit 1; }
 # repositories (third-party ones) are left out: they may have no sources.
 derive_debsrc() {
     local out=$1 codename list parts f
+    # shellcheck disable=SC1091
     codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
     [[ -n $codename ]] || die "no VERSION_CODENAME in /etc/os-release"
     eval "$(apt-config shell list Dir::Etc::sourcelist/f parts Dir::Etc::sourceparts/d)"
@@ -145,16 +146,23 @@ odbc_shim() {
 
 # What sqliteodbc's configure would find on Linux, for a build without it;
 # WITHOUT_DRIVERMGR makes the driver's SQL* functions the program's.
-readonly DRIVER_DEFS="-DWITHOUT_DRIVERMGR=1 -DWITHOUT_WINTERFACE=1 -DHAVE_UNIXODBC=1
+DRIVER_DEFS=(-DWITHOUT_DRIVERMGR=1 -DWITHOUT_WINTERFACE=1 -DHAVE_UNIXODBC=1
  -DHAVE_SQLLEN=1 -DHAVE_SQLULEN=1 -DHAVE_SQLSETPOSIROW=1 -DHAVE_SQLWCHAR=1 -DHAVE_LONG_LONG=1
  -DHAVE_USLEEP=1 -DHAVE_NANOSLEEP=1 -DHAVE_LOCALECONV=1 -DHAVE_LOCALTIME_R=1 -DHAVE_GMTIME_R=1
  -DCOLATTRIBUTE_LAST_ARG_TYPE=SQLLEN_PTR -DSETSTMTOPTION_LAST_ARG_TYPE=SQLULEN -DPTRDIFF_T=ptrdiff_t
- -DCANT_PASS_VALIST_AS_CHARPTR=1 -DDRIVER_VER_INFO=\"0.9998\" -DHAVE_SQLITE3LOADEXTENSION=0
+ -DCANT_PASS_VALIST_AS_CHARPTR=1 -DHAVE_SQLITE3LOADEXTENSION=0
  -DHAVE_SQLITE3COLUMNTABLENAME=1 -DHAVE_SQLITE3COLUMNDATABASENAME=1 -DHAVE_SQLITE3COLUMNORIGINNAME=1
  -DHAVE_SQLITE3OVERLOADFUNCTION=1 -DHAVE_SQLITE3PREPAREV2=1 -DHAVE_SQLITE3CLEARBINDINGS=1
  -DHAVE_SQLITE3CREATEMODULEV2=1 -DHAVE_SQLITE3VFS=1 -DHAVE_SQLITE3PROFILE=1 -DHAVE_SQLITE3STRNICMP=1
- -DHAVE_SQLITE3TABLECOLUMNMETADATA=1 -DHAVE_SQLITE3CLOSEV2=1"
+ -DHAVE_SQLITE3TABLECOLUMNMETADATA=1 -DHAVE_SQLITE3CLOSEV2=1)
 readonly SQLITE_DEFS="-DSQLITE_OMIT_LOAD_EXTENSION=1 -DSQLITE_ENABLE_COLUMN_METADATA=1 -DSQLITE_THREADSAFE=1"
+
+# SQLGetInfo(SQL_DRIVER_VER) reports it: the upstream version of the source.
+driver_version() {
+    local v
+    v=$(awk '{ print $1 }' "$SRC/VERSIONS")
+    echo "${v#sqliteodbc-}"
+}
 
 # $1 newer than every other argument (or missing): rebuild.
 stale() {
@@ -176,7 +184,8 @@ driver_objects() {
     fi
     if stale "$d/sqlite3odbc.o" "$SRC/sqlite3odbc.c" "$0"; then
         # shellcheck disable=SC2086
-        $CC $OPT -w -isystem "$GW/odbc-inc" -I"$SRC" $DRIVER_DEFS -c "$SRC/sqlite3odbc.c" -o "$d/sqlite3odbc.o" ||
+        $CC $OPT -w -isystem "$GW/odbc-inc" -I"$SRC" "${DRIVER_DEFS[@]}" -DDRIVER_VER_INFO="\"$(driver_version)\"" \
+            -c "$SRC/sqlite3odbc.c" -o "$d/sqlite3odbc.o" ||
             die "FAILED: $t: compiling sqlite3odbc.c"
     fi
 }

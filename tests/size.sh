@@ -42,11 +42,32 @@ cell() {
     fi
     o=$out/$h-$arch$opt.o
     # shellcheck disable=SC2086
-    $cc -std=c99 -D_POSIX_C_SOURCE=200809L $opt -pthread -isystem "$odbc" $defs -c "tests/impl_$h.c" -o "$o"
+    $cc -std=c99 -D_POSIX_C_SOURCE=200809L $opt -pthread -isystem "$odbc" $defs -c "tests/impl_$h.c" -o "$o" || return 1
     text=$("$sz" -B "$o" | awk 'NR == 2 { print $1 }')
     code=$("$sz" -A "$o" | awk '$1 == ".text" { print $2 }')
     echo "$(kb "$text")/$(kb "$code")"
 }
+
+# Every cell first, one job per architecture at a time, into files.
+pids=()
+for spec in "${arches[@]}"; do
+    (
+        for n in $(seq 1 $#); do
+            set_defs=${!n}
+            defs=${set_defs#*=}
+            [[ $set_defs == *=* ]] || defs=""
+            for h in obx ibx; do
+                for opt in "${opts[@]}"; do
+                    cell "$h" "$defs" "$spec" "$opt" >"$out/cell-$n-$h-${spec%%|*}$opt"
+                done
+            done
+        done
+    ) &
+    pids+=($!)
+done
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+[[ $failed -eq 0 ]] || { echo "size: a compile failed (above)" >&2; exit 1; }
 
 header="| header | defines |"
 rule="|---|---|"
@@ -59,15 +80,14 @@ done
 echo "Object size of one header's implementation, KB: text (code + constants) / .text (code)"
 echo "$header"
 echo "$rule"
-for set in "$@"; do
-    label=${set%%=*}
-    defs=${set#*=}
-    [[ $set == *=* ]] || defs=""
+for n in $(seq 1 $#); do
+    label=${!n}
+    label=${label%%=*}
     for h in obx ibx; do
         row="| $h.h | $label |"
         for spec in "${arches[@]}"; do
             for opt in "${opts[@]}"; do
-                row+=" $(cell "$h" "$defs" "$spec" "$opt") |"
+                row+=" $(cat "$out/cell-$n-$h-${spec%%|*}$opt") |"
             done
         done
         echo "$row"
