@@ -314,12 +314,17 @@ tests() {
         # The requirement tests on real SQLite, the driver linked in.
         rundir=${OBX_TEST_RUNDIR:-${TMPDIR:-/tmp}/obx-test-$(id -u)}/gw-$t
         mkdir -p "$rundir"
-        for p in test_outbox test_inbox; do
+        for p in test_real test_outbox test_inbox test_multi; do
             stale "$d/$p" "tests/$p.c" tests/tt.h obx.h ibx.h "$GW/$t/sqlite3odbc.o" &&
                 cc_prog "$t" "$d/$p" "tests/$p.c" "$GW/$t/sqlite3odbc.o" "$GW/$t/sqlite3.o"
             rm -f "$rundir/"*.db*
             conn="Driver={SQLite3};Database=$rundir/$p.db;JournalMode=WAL;SyncPragma=NORMAL;Timeout=5000;"
-            run_test "$t" "$p sqlite" "$d/$p.log" "$d/$p" sqlite "$conn" || failed=1
+            if [[ $p == test_multi ]]; then
+                run_test "$t" "$p sqlite" "$d/$p.log" "$d/$p" sqlite "${conn/$p.db/t1.db}" \
+                    "${conn/$p.db/t2.db}" "${conn/$p.db/t3.db}" || failed=1
+            else
+                run_test "$t" "$p sqlite" "$d/$p.log" "$d/$p" sqlite "$conn" || failed=1
+            fi
         done
     done
     return $failed
