@@ -29,7 +29,7 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 
 .PHONY: all demo test check bench fuzz deps clean sql check-common check-warnings check-cxx check-link \
         check-nm check-asan check-valgrind check-32bit
-.PHONY: static cross check-static check-cross check-gateway check-options size
+.PHONY: static cross check-static check-cross check-gateway check-options size check-deps
 .DELETE_ON_ERROR:
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
@@ -253,6 +253,12 @@ check-gateway:
 # checked for the calls each option leaves out (tests/options.sh).
 check-options:
 	@WARN="$(WARN)" tests/options.sh
+
+# ---- deps.sh -------------------------------------------------------------------
+# tests/deps.sh against stand-ins for apt-get and dpkg-query: a partly failed
+# update still installs; a failed install fails with one clear line.
+check-deps:
+	@tests/deps_test.sh
 
 # ---- size -------------------------------------------------------------------------
 # What one header adds to a program, per architecture and -Os/-O2; each
