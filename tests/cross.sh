@@ -286,13 +286,45 @@ run_test() {
     local rc=0
     # No leak checker or ptrace under qemu-user; nothing else to configure.
     $RUN "$@" >"$log" 2>&1 || rc=$?
-    if [[ $rc -eq 0 ]] && tail -n 1 "$log" | grep -qE '^[0-9]+ passed, 0 failed$'; then
+    if [[ $rc -eq 0 ]] && tail -n 1 "$log" | grep -qE '^[1-9][0-9]* passed, 0 failed$'; then
         echo "PASS $t $name ($(tail -n 1 "$log"))"
         return 0
     fi
     grep -E '^(FAIL|    )' "$log" | head -n 30
     echo "FAIL $t $name (exit status $rc; $(tail -n 1 "$log"); log: $log)"
     return 1
+}
+
+# FUZZ-REPLAY-ALL: a replay that passes has replayed every corpus file;
+# an empty corpus directory fails. With 32-bit file offsets readdir can fail
+# (EOVERFLOW on ext4 under qemu-arm): that build must then fail, not pass
+# with fewer files (whether readdir fails depends on the file system).
+replay_checks() {
+    local t=$1 d=$2 rundir=$3 want got rc
+    want=$(find tests/fuzz/corpus -maxdepth 1 -type f ! -name '.*' | wc -l)
+    got=$(sed -n 's/.*built-in, \([0-9]*\) from files.*/\1/p' "$d/fuzz_replay.log")
+    if [[ $got != "$want" ]]; then
+        echo "FAIL $t FUZZ-REPLAY-ALL replayed ${got:-no} corpus files of $want"
+        return 1
+    fi
+    mkdir -p "$rundir/empty-corpus"
+    find "$rundir/empty-corpus" -mindepth 1 -delete
+    if $RUN "$d/fuzz_replay" "$rundir/empty-corpus" >"$d/fuzz_replay_empty.log" 2>&1; then
+        echo "FAIL $t FUZZ-REPLAY-ALL an empty corpus directory passed"
+        return 1
+    fi
+    if [[ $t == armhf ]]; then
+        stale "$d/fuzz_replay32" tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c obx.h ibx.h &&
+            cc_prog "$t" "$d/fuzz_replay32" -D_FILE_OFFSET_BITS=32 tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c
+        rc=0
+        $RUN "$d/fuzz_replay32" tests/fuzz/corpus >"$d/fuzz_replay32.log" 2>&1 || rc=$?
+        got=$(sed -n 's/.*built-in, \([0-9]*\) from files.*/\1/p' "$d/fuzz_replay32.log")
+        if [[ $rc -eq 0 && $got != "$want" ]]; then
+            echo "FAIL $t FUZZ-REPLAY-ALL with 32-bit file offsets it passed having replayed $got of $want files"
+            return 1
+        fi
+    fi
+    echo "PASS $t FUZZ-REPLAY-ALL all $want corpus files replayed; an empty or unreadable corpus fails"
 }
 
 tests() {
@@ -302,6 +334,8 @@ tests() {
         d=$GW/$t/tests
         mkdir -p "$d"
         driver_objects "$t"
+        rundir=${OBX_TEST_RUNDIR:-${TMPDIR:-/tmp}/obx-test-$(id -u)}/gw-$t
+        mkdir -p "$rundir"
         # The fake-ODBC layer stands in for any driver: pure and engine tests.
         for p in test_unit test_sqlserver fake_selftest; do
             stale "$d/$p" "tests/$p.c" tests/fake_odbc.c tests/fake_odbc.h tests/tt.h obx.h ibx.h &&
@@ -311,9 +345,8 @@ tests() {
         stale "$d/fuzz_replay" tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c obx.h ibx.h &&
             cc_prog "$t" "$d/fuzz_replay" tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c
         run_test "$t" fuzz_replay "$d/fuzz_replay.log" "$d/fuzz_replay" tests/fuzz/corpus || failed=1
+        replay_checks "$t" "$d" "$rundir" || failed=1
         # The requirement tests on real SQLite, the driver linked in.
-        rundir=${OBX_TEST_RUNDIR:-${TMPDIR:-/tmp}/obx-test-$(id -u)}/gw-$t
-        mkdir -p "$rundir"
         for p in test_real test_outbox test_inbox test_multi; do
             stale "$d/$p" "tests/$p.c" tests/tt.h obx.h ibx.h "$GW/$t/sqlite3odbc.o" &&
                 cc_prog "$t" "$d/$p" "tests/$p.c" "$GW/$t/sqlite3odbc.o" "$GW/$t/sqlite3.o"

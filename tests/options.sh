@@ -45,7 +45,7 @@ check_set() {
         fi
         rc=0
         "$out/$name-$t" >"$out/$name-$t.log" 2>&1 || rc=$?
-        if [[ $rc -ne 0 ]] || ! tail -n 1 "$out/$name-$t.log" | grep -qE '^[0-9]+ passed, 0 failed$'; then
+        if [[ $rc -ne 0 ]] || ! tail -n 1 "$out/$name-$t.log" | grep -qE '^[1-9][0-9]* passed, 0 failed$'; then
             grep -E '^(FAIL|    )' "$out/$name-$t.log" | head -n 20
             echo "FAIL options $name: $t (exit status $rc; $(tail -n 1 "$out/$name-$t.log"))"
             failed=1
