@@ -11,7 +11,8 @@
 #                                       requirement tests (driver linked in)
 #
 # TARGET: glibc, musl (both x86_64 host), aarch64, armhf (qemu-user-static;
-# binfmt_misc is not assumed, the runner is always named).
+# binfmt_misc is not assumed, the runner is always named). Our own code is
+# built with $WARN -Werror (make passes the Makefile's WARN).
 # Everything goes under build/gw/ (third-party sources in build/gw/src). The
 # sources come through a private apt state in build/gw/apt whose deb-src
 # entries are derived from the machine's own apt sources, so nothing under
@@ -284,7 +285,6 @@ run_examples() {
 run_test() {
     local t=$1 name=$2 log=$3; shift 3
     local rc=0
-    # No leak checker or ptrace under qemu-user; nothing else to configure.
     $RUN "$@" >"$log" 2>&1 || rc=$?
     if [[ $rc -eq 0 ]] && tail -n 1 "$log" | grep -qE '^[1-9][0-9]* passed, 0 failed$'; then
         echo "PASS $t $name ($(tail -n 1 "$log"))"
