@@ -250,9 +250,11 @@ check-gateway:
 	@echo "check-gateway: ok (static glibc and musl, aarch64 and armhf under qemu)"
 
 # Builds a gateway may need, never built otherwise: no pthreads, no POSIX
-# clock; built with -Werror, run on the fake-ODBC tests, and the objects
-# checked for the calls each option leaves out (tests/options.sh).
+# clock; built with -Werror, run on the fake-ODBC tests (host, and armhf under
+# qemu), and the objects checked for the calls each option leaves out
+# (tests/options.sh).
 check-options:
+	@tests/deps.sh build cross
 	@WARN="$(WARN)" tests/options.sh
 
 # ---- deps.sh -------------------------------------------------------------------

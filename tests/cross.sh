@@ -3,6 +3,7 @@
 # with the SQLite ODBC driver compiled in (no driver manager, no .so, no
 # odbcinst.ini), run in an empty root directory, under qemu for ARM.
 #
+#   tests/cross.sh shim                 build/gw/odbc-inc: ODBC headers for any target
 #   tests/cross.sh sources              fetch Debian's sqliteodbc and sqlite3
 #                                       sources, build SQLite's amalgamation
 #   tests/cross.sh build TARGET...      quickstart + webhook_inbox, static
@@ -398,6 +399,7 @@ each() {
 }
 
 case ${1:-} in
+    shim) odbc_shim ;;
     sources) sources ;;
     build) shift; each build "$@" ;;
     run) shift; each run_examples "$@" ;;

@@ -5,7 +5,9 @@
 #   OBX_NO_POSIX_CLOCK / IBX_NO_POSIX_CLOCK  no clock_gettime()/nanosleep()
 # For each set (and both together): each header's implementation object
 # compiles with -Werror and calls none of what the option leaves out, and the
-# fake-ODBC tests build with -Werror and pass. WARN: the warning flags.
+# fake-ODBC tests build with -Werror and pass, on the host and, when its
+# cross compiler and qemu are there (tests/deps.sh cross), static for armhf
+# under qemu. WARN: the warning flags.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CC=${CC:-cc}
@@ -18,18 +20,19 @@ threads="-DOBX_NO_THREADS -DIBX_NO_THREADS"
 clock="-DOBX_NO_POSIX_CLOCK -DIBX_NO_POSIX_CLOCK"
 failed=0
 
-# set_name DEFINES FORBIDDEN-SYMBOL-REGEX
+# check_set NAME DEFINES FORBIDDEN-SYMBOL-REGEX, with CC, XFLAGS (extra
+# compiler flags), NM and RUN (the runner, empty on the host) set.
 check_set() {
     local name=$1 defs=$2 forbidden=$3 h bad t rc
     for h in obx ibx; do
         # shellcheck disable=SC2086
-        if ! $CC $CSTD $WARN -Werror -O2 $defs -c "tests/impl_$h.c" -o "$out/$name-$h.o" 2>"$out/$name-$h.err"; then
+        if ! $CC $CSTD $WARN $XFLAGS -Werror -O2 $defs -c "tests/impl_$h.c" -o "$out/$name-$h.o" 2>"$out/$name-$h.err"; then
             cat "$out/$name-$h.err"
             echo "FAIL options $name: $h.h does not compile with $defs"
             failed=1
             continue
         fi
-        bad=$(nm -u "$out/$name-$h.o" | awk '{ print $2 }' | grep -E "$forbidden" | tr '\n' ' ' || true)
+        bad=$($NM -u "$out/$name-$h.o" | awk '{ print $2 }' | grep -E "$forbidden" | tr '\n' ' ' || true)
         if [[ -n $bad ]]; then
             echo "FAIL options $name: $h.h still calls $bad"
             failed=1
@@ -37,14 +40,14 @@ check_set() {
     done
     for t in test_unit test_sqlserver; do
         # shellcheck disable=SC2086
-        if ! $CC $CSTD $WARN -Werror -O1 -g -pthread $defs "tests/$t.c" tests/fake_odbc.c -o "$out/$name-$t" 2>"$out/$name-$t.err"; then
+        if ! $CC $CSTD $WARN $XFLAGS -Werror -O1 -g -pthread $defs "tests/$t.c" tests/fake_odbc.c -o "$out/$name-$t" 2>"$out/$name-$t.err"; then
             cat "$out/$name-$t.err"
             echo "FAIL options $name: tests/$t.c does not compile with $defs"
             failed=1
             continue
         fi
         rc=0
-        "$out/$name-$t" >"$out/$name-$t.log" 2>&1 || rc=$?
+        $RUN "$out/$name-$t" >"$out/$name-$t.log" 2>&1 || rc=$?
         if [[ $rc -ne 0 ]] || ! tail -n 1 "$out/$name-$t.log" | grep -qE '^[1-9][0-9]* passed, 0 failed$'; then
             grep -E '^(FAIL|    )' "$out/$name-$t.log" | head -n 20
             echo "FAIL options $name: $t (exit status $rc; $(tail -n 1 "$out/$name-$t.log"))"
@@ -55,11 +58,20 @@ check_set() {
     done
 }
 
-check_set no-threads "$threads" '^pthread_'
-check_set no-posix-clock "$clock" '^(clock_gettime|nanosleep)$'
-check_set neither "$threads $clock" '^(pthread_|clock_gettime$|nanosleep$)'
+sets() {
+    check_set "$1no-threads" "$threads" '^pthread_'
+    check_set "$1no-posix-clock" "$clock" '^(clock_gettime|nanosleep)$'
+    check_set "$1neither" "$threads $clock" '^(pthread_|clock_gettime$|nanosleep$)'
+}
+XFLAGS="" NM=nm RUN=""
+sets ""
+if command -v arm-linux-gnueabihf-gcc >/dev/null && command -v qemu-arm-static >/dev/null; then
+    tests/cross.sh shim
+    CC=arm-linux-gnueabihf-gcc XFLAGS="-static -isystem build/gw/odbc-inc" NM=arm-linux-gnueabihf-nm RUN=qemu-arm-static
+    sets "armhf-"
+fi
 if [[ $failed -ne 0 ]]; then
     echo "check-options: FAILED"
     exit 1
 fi
-echo "check-options: ok (OBX/IBX_NO_THREADS, OBX/IBX_NO_POSIX_CLOCK, both)"
+echo "check-options: ok (OBX/IBX_NO_THREADS, OBX/IBX_NO_POSIX_CLOCK, both; host${RUN:+ and armhf})"

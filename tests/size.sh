@@ -21,14 +21,9 @@ mkdir -p "$out"
 arches=("x86_64|${HOST_CC:-gcc}|size" "aarch64|aarch64-linux-gnu-gcc|aarch64-linux-gnu-size"
         "armhf|arm-linux-gnueabihf-gcc|arm-linux-gnueabihf-size")
 opts=(-Os -O2)
-# The shim from tests/cross.sh: unixodbc.h sized by the compiler, any target.
+# ODBC headers whose unixodbc.h is sized by the compiler, for any target.
 odbc=build/gw/odbc-inc
-if [[ ! -f $odbc/unixodbc.h ]]; then
-    mkdir -p "$odbc"
-    for h in sql.h sqlext.h sqltypes.h sqlucode.h; do ln -sf "/usr/include/$h" "$odbc/$h"; done
-    printf '%s\n' '#ifndef HAVE_LONG_LONG' '#define HAVE_LONG_LONG 1' '#endif' \
-        '#ifndef SIZEOF_LONG_INT' '#define SIZEOF_LONG_INT __SIZEOF_LONG__' '#endif' >"$odbc/unixodbc.h"
-fi
+tests/cross.sh shim
 
 kb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1000 }'; }
 
