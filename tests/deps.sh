@@ -6,12 +6,18 @@
 #   pg       postgresql-15 odbc-postgresql
 #   mariadb  mariadb-server odbc-mariadb
 #   check    valgrind clang libclang-rt-14-dev llvm-14 g++
+#   static   musl-tools dpkg-dev tcl xz-utils (static builds: musl, and the
+#            SQLite ODBC driver and SQLite built from Debian's sources)
+#   cross    the aarch64 and armhf cross compilers, qemu-user-static
 #   all      all of the above
 # With no group, "build" is used.
 #
 # Nothing is done (no apt-get call at all) when every package is already
 # installed. Missing packages are installed with one apt-get update and one
-# apt-get install --no-install-recommends run. The script also checks that
+# apt-get install --no-install-recommends run. An update that fails only in
+# part (one index missing while a mirror syncs: apt keeps the old lists and
+# still exits non-zero) does not stop the install; only a failed install is an
+# error, because that is the only thing that decides whether the tests can run. The script also checks that
 # the ODBC driver entries the tests use ("SQLite3", "PostgreSQL Unicode",
 # "MariaDB Unicode") are in odbcinst.ini, and registers any that are missing.
 #
@@ -28,10 +34,10 @@
 #   - postgresql-15 only recommends sysstat.
 set -euo pipefail
 
-readonly GROUPS_ALL="build pg mariadb tsql check"
+readonly GROUPS_ALL="build pg mariadb tsql check static cross"
 
 usage() {
-    echo "usage: ${0##*/} [build|pg|mariadb|tsql|check|all]...   (default: build)"
+    echo "usage: ${0##*/} [build|pg|mariadb|tsql|check|static|cross|all]...   (default: build)"
 }
 
 # The packages in one group.
@@ -42,6 +48,9 @@ group_packages() {
         mariadb) echo "mariadb-server odbc-mariadb" ;;
         check)   echo "valgrind clang libclang-rt-14-dev llvm-14 g++ gcc-multilib" ;;
         tsql)    echo "sqlfluff" ;; # parses the SQL Server dialect's T-SQL (no server here)
+        # dpkg-dev runs 'apt-get source'; tcl generates SQLite's amalgamation.
+        static)  echo "musl-tools dpkg-dev tcl xz-utils" ;;
+        cross)   echo "gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user-static" ;;
         *)       return 1 ;;
     esac
 }
@@ -155,14 +164,15 @@ if [[ ${#to_install[@]} -gt 0 ]]; then
     trap 'rm -f "$log"' EXIT
     # Wait for the dpkg lock instead of failing at once (e.g. unattended-upgrades).
     apt_opts=(-q -y -o DPkg::Lock::Timeout=300)
+    # The update's status is only reported: the lists it could not refresh are
+    # the old ones, and the install below is what tells whether they serve.
     if ! apt-get "${apt_opts[@]}" update >"$log" 2>&1; then
-        tail -n 15 "$log" >&2
-        echo "deps: 'apt-get update' failed; nothing was installed" >&2
-        exit 2
+        grep -E '^(E|W):' "$log" | tail -n 5 >&2 || true
+        echo "deps: 'apt-get update' reported errors (above); installing from the package lists apt has" >&2
     fi
     if ! apt-get "${apt_opts[@]}" install --no-install-recommends "${to_install[@]}" >"$log" 2>&1; then
         tail -n 25 "$log" >&2
-        echo "deps: 'apt-get install -y --no-install-recommends ${to_install[*]}' failed (output above)" >&2
+        echo "deps: FAILED to install ${to_install[*]}: 'apt-get install -y --no-install-recommends' failed (output above)" >&2
         exit 2
     fi
     mapfile -t still < <(missing_packages "${to_install[@]}")

@@ -11,9 +11,18 @@
  * (FUZZ_REPLAY_NOFORK=1 runs them in this process instead, for a debugger).
  * Closes with "N passed, N failed"; exit status 0 when none failed, else 1.
  *
+ * A directory that cannot be read to the end, an entry that cannot be
+ * examined, or a directory with no inputs is a failure, not a skip: a corpus
+ * that silently replays nothing would pass.
+ *
  *   gcc -std=c99 -D_POSIX_C_SOURCE=200809L -pthread tests/fuzz_replay.c \
  *       tests/fuzz_core.c tests/fake_odbc.c -o fuzz_replay
  */
+/* 64-bit directory offsets and inode numbers on 32-bit glibc: without it,
+ * readdir fails with EOVERFLOW on ext4 (hashed 64-bit offsets), e.g. armhf. */
+#ifndef _FILE_OFFSET_BITS
+#define _FILE_OFFSET_BITS 64
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
@@ -229,14 +238,29 @@ static void replay_path(const char *path) {
         replay_failed++;
         return;
     }
-    while ((e = readdir(dir)) != NULL) {
+    for (;;) {
         size_t n;
         char *full;
+        errno = 0; /* readdir returns NULL both at the end and on error */
+        e = readdir(dir);
+        if (!e) {
+            if (errno != 0) {
+                printf("FAIL fuzz-replay %s: cannot read directory: %s\n", path, strerror(errno));
+                replay_failed++;
+            }
+            break;
+        }
         if (e->d_name[0] == '.') continue;
         n = strlen(path) + strlen(e->d_name) + 2;
         full = (char *)xmalloc(n);
         snprintf(full, n, "%s/%s", path, e->d_name);
-        if (stat(full, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (stat(full, &st) != 0) {
+            printf("FAIL fuzz-replay %s: %s\n", full, strerror(errno));
+            replay_failed++;
+            free(full);
+            continue;
+        }
+        if (!S_ISREG(st.st_mode)) {
             free(full);
             continue;
         }
@@ -253,6 +277,10 @@ static void replay_path(const char *path) {
         names[count++] = full;
     }
     closedir(dir);
+    if (count == 0) {
+        printf("FAIL fuzz-replay %s: no inputs in this directory\n", path);
+        replay_failed++;
+    }
     if (count) qsort(names, count, sizeof *names, by_name);
     for (i = 0; i < count; i++) {
         replay_file(names[i]);

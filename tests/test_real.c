@@ -91,7 +91,9 @@ static void test_connect_failure(void) {
     obx_store_desc desc;
     memset(&desc, 0, sizeof desc);
     desc.hooks.logger.log = quiet_log;
-    desc.connection_string = "Driver={No Such Driver obx};Database=x;";
+    /* Fails with a driver manager (no such driver) and without one, where
+     * Driver= is ignored and SQLite is linked in (no such directory). */
+    desc.connection_string = "Driver={No Such Driver obx};Database=/nonexistent-obx-dir/x.db;";
     TT_ASSERT(obx_store_open(&desc, &s) < 0);
     TT_ASSERT(s != NULL);
     TT_EXPECT(obx_store_last_error(s)->sqlstate[0] != '\0');
