@@ -746,8 +746,9 @@ typedef struct ibx_dispatcher_desc {
  * Reap (and cleanup, when asked) run for every store, on their own
  * schedules. Does not touch the database. Returns IBX_OK;
  * IBX_ERR_INVALID_ARG (desc or out NULL; neither or both of store and
- * provider; owner_token not a UUID); IBX_ERR_OUT_OF_RANGE (a negative or too
- * large number); IBX_ERR_NO_MEMORY. */
+ * provider; owner_token not a UUID; built with IBX_NO_POSIX_CLOCK and no
+ * clock hook with sleep_ms); IBX_ERR_OUT_OF_RANGE (a negative or too large
+ * number); IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_dispatcher **out);
 
 /* Free a dispatcher (not its store). Must not be running. NULL is a no-op. */
@@ -3489,6 +3490,11 @@ static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
 #define IBX__MSG_NAME_MAX 560              /* a message's name in log lines */
 #define IBX__DISCOVER_FIRST 256            /* room given to discovery at first */
 #define IBX__MAX_HANDLER_DEFAULT_MS 300000 /* leases are renewed for handlers this long */
+#ifdef IBX_NO_POSIX_CLOCK
+#define IBX__DEFAULT_CLOCK_SLEEPS 0        /* without POSIX clocks the default sleep is a no-op */
+#else
+#define IBX__DEFAULT_CLOCK_SLEEPS 1
+#endif
 #ifndef IBX__LOOP_SLICED
 #define IBX__RENEWAL 1                     /* threads: a dispatcher can renew leases */
 #else
@@ -4678,6 +4684,10 @@ IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_di
     h = desc->store ? &desc->store->hooks : &desc->provider->hooks;
     err = desc->store ? &desc->store->err : &desc->provider->err;
     if (ibx__dispatcher_desc_check(desc, err) != IBX_OK) return err->result;
+    if (!IBX__DEFAULT_CLOCK_SLEEPS && h->clock.sleep_ms == ibx__default_sleep_ms)
+        return ibx__fail(err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: hooks.clock",
+                         "built with IBX_NO_POSIX_CLOCK, the default clock cannot sleep: give the "
+                         "store a clock hook with sleep_ms (a dispatcher would poll without pause)");
     d = (ibx_dispatcher *)ibx__alloc(h, sizeof *d);
     if (!d) return IBX_ERR_NO_MEMORY;
     memset(d, 0, sizeof *d);

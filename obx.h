@@ -800,8 +800,9 @@ typedef struct obx_dispatcher_desc {
  * Reap (and cleanup, when asked) run for every store, on their own
  * schedules. Does not touch the database. Returns OBX_OK;
  * OBX_ERR_INVALID_ARG (desc or out NULL; neither or both of store and
- * provider; owner_token not a UUID); OBX_ERR_OUT_OF_RANGE (a negative or too
- * large number); OBX_ERR_NO_MEMORY. */
+ * provider; owner_token not a UUID; built with OBX_NO_POSIX_CLOCK and no
+ * clock hook with sleep_ms); OBX_ERR_OUT_OF_RANGE (a negative or too large
+ * number); OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_dispatcher **out);
 
 /* Free a dispatcher (not its store). Must not be running. NULL is a no-op. */
@@ -3739,6 +3740,11 @@ static void obx__desc_set_worker(obx_store_desc *desc, const char *worker);
 #define OBX__MSG_NAME_MAX 560              /* a message's name in log lines */
 #define OBX__DISCOVER_FIRST 256            /* room given to discovery at first */
 #define OBX__MAX_HANDLER_DEFAULT_MS 300000 /* leases are renewed for handlers this long */
+#ifdef OBX_NO_POSIX_CLOCK
+#define OBX__DEFAULT_CLOCK_SLEEPS 0        /* without POSIX clocks the default sleep is a no-op */
+#else
+#define OBX__DEFAULT_CLOCK_SLEEPS 1
+#endif
 #ifndef OBX__LOOP_SLICED
 #define OBX__RENEWAL 1                     /* threads: a dispatcher can renew leases */
 #else
@@ -4928,6 +4934,10 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
     h = desc->store ? &desc->store->hooks : &desc->provider->hooks;
     err = desc->store ? &desc->store->err : &desc->provider->err;
     if (obx__dispatcher_desc_check(desc, err) != OBX_OK) return err->result;
+    if (!OBX__DEFAULT_CLOCK_SLEEPS && h->clock.sleep_ms == obx__default_sleep_ms)
+        return obx__fail(err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: hooks.clock",
+                         "built with OBX_NO_POSIX_CLOCK, the default clock cannot sleep: give the "
+                         "store a clock hook with sleep_ms (a dispatcher would poll without pause)");
     d = (obx_dispatcher *)obx__alloc(h, sizeof *d);
     if (!d) return OBX_ERR_NO_MEMORY;
     memset(d, 0, sizeof *d);

@@ -1237,6 +1237,7 @@ static void test_null_walk_ibx(void) {
     memset(&desc, 0, sizeof desc);
     desc.connection_string = "Driver=fake;";
     desc.hooks.logger.min_level = IBX_LOG_OFF;
+    desc.hooks.clock.sleep_ms = fake_sleep;
     TT_EQ_INT(ibx_store_open(&desc, &s), IBX_OK);
     fake_reset();
     TT_ASSERT(s != NULL);
@@ -1295,6 +1296,46 @@ static void test_null_walk_ibx(void) {
     ibx_store_close(s);
 }
 
+
+/* Built with OBX_NO_POSIX_CLOCK, a dispatcher without a clock hook that
+ * sleeps is refused (it would poll without pause); otherwise it is fine
+ * (CORE-NO-POSIX-CLOCK). */
+static int64_t hook_now(void *user) { (void)user; return 1767225600000LL; }
+static void hook_sleep(int64_t ms, void *user) { (void)ms; (void)user; }
+static void test_no_posix_clock(void) {
+    obx_store *s = NULL;
+    obx_store_desc desc;
+    obx_store *hooked = NULL;
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    fake_reset();
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = "Driver=fake;";
+    desc.hooks.logger.min_level = OBX_LOG_OFF;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_OK); /* the default clock */
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+#ifdef OBX_NO_POSIX_CLOCK
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_create: hooks.clock");
+#else
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    obx_dispatcher_destroy(d);
+    d = NULL;
+#endif
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = "Driver=fake;";
+    desc.hooks.clock.now_utc_ms = hook_now;
+    desc.hooks.clock.monotonic_ms = hook_now;
+    desc.hooks.clock.sleep_ms = hook_sleep;
+    TT_EQ_INT(obx_store_open(&desc, &hooked), OBX_OK);
+    dd.store = hooked;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    obx_dispatcher_destroy(d);
+    obx_store_close(hooked);
+    obx_store_close(s);
+}
+
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("CORE-BACKOFF-JITTER", "pure", "base/max/jitter policy of seed 002 section 13", test_backoff_jitter);
@@ -1338,6 +1379,7 @@ int main(void) {
     TT_RUN("CORE-RECONNECT-FAST", "pure", "after a transient failure the loop retries in 100 ms, backing off to 1 s", test_error_wait);
     TT_RUN("CORE-NULL-WALK", "fake", "obx.h: every public function with NULL and odd arguments", test_null_walk_obx);
     TT_RUN("CORE-NULL-WALK", "fake", "ibx.h: every public function with NULL and odd arguments", test_null_walk_ibx);
+    TT_RUN("CORE-NO-POSIX-CLOCK", "fake", "without POSIX clocks a dispatcher needs a clock hook that sleeps", test_no_posix_clock);
     TT_RUN("CORE-STALE-HANDLE", "fake", "a failed second pick pass never reuses the freed statement", test_fake_pick_stale_handle);
     TT_RUN("OBX-120", "fake", "claim is one prepared statement per call (a function on PostgreSQL)", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
