@@ -6,7 +6,12 @@
 #   make check   test + strict warnings (-Werror, gcc and clang), C++ compile,
 #                one/two translation units, OBX_STATIC, exported symbols,
 #                ASan+UBSan, valgrind, a 32-bit build of the fake-ODBC tests,
-#                common-core identity (and how little repeats outside it)
+#                common-core identity (and how little repeats outside it),
+#                OBX_NO_THREADS / OBX_NO_POSIX_CLOCK builds, and check-gateway:
+#                static (glibc, musl) and aarch64/armhf builds tested under qemu
+#   make static  single static executables with the SQLite driver linked in (x86_64 glibc, musl)
+#   make cross ARCH=aarch64|armhf   the same for a gateway's CPU
+#   make size    .text of each header per architecture and -Os/-O2
 #   make bench   obx.h against the same SQL issued directly, SQLite, PostgreSQL and MariaDB
 #   make fuzz    libFuzzer on the pure code for FUZZ_SECONDS (default 30), clang
 #   make sql     write sql/<dialect>/*.sql from the headers (after a DDL change)
@@ -38,7 +43,7 @@ TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $
 all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant
 
 deps:
-	@tests/deps.sh build pg mariadb tsql check
+	@tests/deps.sh build pg mariadb tsql check static cross
 
 $(B) $(B)/asan:
 	@mkdir -p $@
@@ -126,10 +131,12 @@ fuzz:
 
 # ---- check ----------------------------------------------------------------------
 check:
-	@tests/deps.sh build pg mariadb tsql check
-	@$(MAKE) --no-print-directory check-common check-warnings check-cxx check-link check-nm check-32bit
+	@tests/deps.sh build pg mariadb tsql check static cross
+	@$(MAKE) --no-print-directory check-common check-warnings check-cxx check-link check-nm check-32bit \
+	  check-deps check-options
 	@$(MAKE) --no-print-directory test
 	@$(MAKE) --no-print-directory check-asan check-valgrind
+	@$(MAKE) --no-print-directory check-gateway size
 	@echo "check: all passed"
 
 check-common:
