@@ -32,7 +32,7 @@ B       = build
 HEADERS = obx.h ibx.h
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
 
-.PHONY: all demo test check bench fuzz deps clean sql check-common check-warnings check-cxx check-link \
+.PHONY: all demo test check bench fuzz deps clean sql check-docs check-common check-warnings check-cxx check-link \
         check-nm check-asan check-valgrind check-32bit
 .PHONY: static cross check-static check-cross check-gateway check-options size check-deps
 .DELETE_ON_ERROR:
@@ -132,8 +132,8 @@ fuzz:
 # ---- check ----------------------------------------------------------------------
 check:
 	@tests/deps.sh build pg mariadb tsql check static cross
-	@$(MAKE) --no-print-directory check-common check-warnings check-cxx check-link check-nm check-32bit \
-	  check-deps check-options
+	@$(MAKE) --no-print-directory check-common check-docs check-warnings check-cxx check-link check-nm \
+	  check-32bit check-deps check-options
 	@$(MAKE) --no-print-directory test
 	@$(MAKE) --no-print-directory check-asan check-valgrind
 	@$(MAKE) --no-print-directory check-gateway size
@@ -142,6 +142,10 @@ check:
 check-common:
 	tests/check_common.sh
 	tests/core_measure.sh
+
+# Every C example of the docs compiles; the quick starts run and end by themselves.
+check-docs: | $(B)
+	tests/doc_blocks.sh $(B)
 
 # Strict warnings as errors, with both compilers and C99 and C11.
 check-warnings: | $(B)

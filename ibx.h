@@ -10,79 +10,195 @@
  *     #include "ibx.h"
  *
  * Every other file includes "ibx.h" without the define. Link with -lodbc
- * (unixODBC). Requires C99; compiles as C++ too. ibx.h and obx.h share
- * their core (the same text with the prefix changed, all static), so one
- * program can implement both, in one translation unit or two.
+ * (unixODBC). Requires C99; compiles as C++ too. ibx.h and obx.h (the
+ * outbox) share their core, so one program can use both.
  *
  * CONTENTS
  *   1. Quick start           5. Errors
  *   2. Compile-time options  6. Databases and ODBC notes
  *   3. Runtime options       7. Testing with the fake ODBC layer
  *   4. Threads               8. License (end of file)
+ *   Then the API: common (results, hooks, limits, backoff, selection,
+ *   UUIDs), store and messages (dedup, mark, enqueue, ack, abandon, fail,
+ *   lease extend, get), SHA-256 and HMAC, the work queue and dispatcher
+ *   (claim, reap, cleanup, providers, routers).
  *
  * 1. QUICK START ------------------------------------------------------------
+ *   A whole program (it is compiled and run by `make check`): record a
+ *   delivery from outside, see its redelivery recognised, handle it once.
  *
- *     ibx_store_desc desc = {0};
- *     desc.connection_string = "Driver={SQLite3};Database=app.db;";
- *     ibx_store *store;
- *     if (ibx_store_open(&desc, &store) != IBX_OK) {
- *         fprintf(stderr, "%s\n", ibx_store_last_error(store)->message);
+ *     #define IBX_IMPLEMENTATION
+ *     #include "ibx.h"
+ *     #include <stdio.h>
+ *     #include <string.h>
+ *
+ *     static ibx_outcome on_payment(const ibx_message *m, char *error, size_t size, void *user) {
+ *         (void)error; (void)size; (void)user;
+ *         printf("handle %s from %s: %s\n", m->message_id, m->source, m->payload);
+ *         return IBX_DONE; // or IBX_RETRY with a reason in `error`: tried again later
  *     }
- *     ibx_store_close(store);
  *
- *     int done;                      // for each delivery from outside:
- *     ibx_already_processed(store, event_id, "stripe", hash, 32, &done);
- *     if (!done) {
+ *     // One delivery from outside: queued once, whatever the redeliveries.
+ *     static ibx_result receive(ibx_store *store, const char *event_id, const char *body) {
+ *         unsigned char hash[32];
  *         ibx_new_message m = {0};
- *         m.topic = "payment.received"; m.source = "stripe";
- *         m.message_id = event_id; m.payload = body; m.payload_len = IBX_NTS;
- *         m.hash = hash; m.hash_len = 32;   // ibx_sha256(body, len, hash)
- *         ibx_enqueue(store, &m, NULL);
+ *         int done = 0;
+ *         ibx_result r;
+ *         ibx_sha256(body, strlen(body), hash);
+ *         r = ibx_already_processed(store, event_id, "stripe", hash, sizeof hash, &done);
+ *         if (r != IBX_OK || done) return r; // handled before: acknowledge, do nothing
+ *         m.topic = "payment.received";
+ *         m.source = "stripe";
+ *         m.message_id = event_id;
+ *         m.payload = body;
+ *         m.payload_len = IBX_NTS;
+ *         m.hash = hash;
+ *         m.hash_len = sizeof hash;
+ *         return ibx_enqueue(store, &m, NULL);
  *     }
- *     // elsewhere: ibx_dispatcher_create / _on / _run, as in obx.h
  *
- *   Sections below: common (as obx.h), store, dedup and enqueue, work queue
- *   (claim, ack, abandon, fail, reap, get, cleanup), SHA-256 and HMAC,
- *   dispatcher, many databases (providers, routers).
- *
+ *     int main(void) {
+ *         ibx_store_desc desc = {0};
+ *         ibx_dispatcher_desc dd = {0};
+ *         ibx_store *store = NULL;
+ *         ibx_dispatcher *d = NULL;
+ *         ibx_result r;
+ *         desc.connection_string = "Driver={SQLite3};Database=inbox-quickstart.db;";
+ *         desc.deploy_schema = 1; // create the table if it is missing
+ *         if (ibx_store_open(&desc, &store) != IBX_OK) {
+ *             fprintf(stderr, "open: %s\n", ibx_store_last_error(store)->message);
+ *             ibx_store_close(store);
+ *             return 1;
+ *         }
+ *         r = receive(store, "evt_1", "{\"amount\":42}");
+ *         if (r == IBX_OK) r = receive(store, "evt_1", "{\"amount\":42}"); // a redelivery
+ *         dd.store = store;
+ *         if (r == IBX_OK) r = ibx_dispatcher_create(&dd, &d);
+ *         if (r == IBX_OK) r = ibx_dispatcher_on(d, "payment.received", on_payment, NULL);
+ *         // A service calls ibx_dispatcher_run(d); here: rounds until nothing is left.
+ *         while (r == IBX_OK) r = ibx_dispatcher_run_once(d, NULL);
+ *         if (r != IBX_EMPTY) fprintf(stderr, "%s\n", ibx_store_last_error(store)->message);
+ *         ibx_dispatcher_destroy(d);
+ *         ibx_store_close(store);
+ *         return r == IBX_EMPTY ? 0 : 1;
+ *     }
+ */
+/* >>common-begin manual */
+/*
  * 2. COMPILE-TIME OPTIONS --------------------------------------------------
  *   global (must be the same wherever ibx.h is included):
  *     IBX_API            linkage of public functions (default: extern)
  *     IBX_STATIC         make every public function static (one-TU use)
- *   implementation-only:
+ *   implementation-only (matter only where IBX_IMPLEMENTATION is defined):
  *     IBX_ASSERT(c)      assertion used for internal invariants (assert)
- *     IBX_NO_POSIX_CLOCK build without clock_gettime()/nanosleep(); pass a
- *                        clock hook then
- *     IBX_NO_THREADS     build without pthreads (wake() does nothing)
- *   The implementation needs POSIX: compile that file with
- *   -D_POSIX_C_SOURCE=200809L or -std=gnu99.
+ *     IBX_NO_POSIX_CLOCK build without clock_gettime()/nanosleep(); give
+ *                        the store a clock hook then (a dispatcher without
+ *                        one is refused: it could not sleep between polls)
+ *     IBX_NO_THREADS     build without pthreads: ibx_dispatcher_wake() does
+ *                        nothing, run() sleeps in 50 ms slices, and leases
+ *                        are not renewed while handlers run
+ *   The implementation needs POSIX (clock_gettime): compile that one file
+ *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
+ *   an #error that says so.
  *
  * 3. RUNTIME OPTIONS --------------------------------------------------------
- *   As in obx.h: all-zero descriptions mean the defaults; hooks (allocator,
- *   clock, logger, random) have the same layout in both headers.
+ *   Descriptions are structs where all-zero means "the default"; each field
+ *   says its default where it is declared. Hooks (ibx_hooks): allocator,
+ *   clock, logger and random source, each a struct of function pointers
+ *   plus a `user` pointer; a NULL function pointer means "the default for
+ *   that member":
+ *     allocator  malloc / realloc / free (give all three or none: a
+ *                half-set allocator is refused with IBX_ERR_INVALID_ARG)
+ *     clock      CLOCK_REALTIME for UTC wall time, CLOCK_MONOTONIC for
+ *                intervals, nanosleep for sleeping
+ *     logger     one line per event to stderr, level INFO and up; lines
+ *                about single messages are DEBUG unless message_log_level
+ *                asks for INFO; control characters in logged text become '?'
+ *     random     splitmix64 seeded from /dev/urandom (else time, address:
+ *                a device without /dev/urandom should give this hook)
+ *   The hook types are laid out identically in ibx.h and ibx.h, so one
+ *   allocator, clock or logger implementation plugs into both.
  *
  * 4. THREADS ----------------------------------------------------------------
- *   A store, a provider and a dispatcher are each used by one thread at a
- *   time; ibx_dispatcher_wake() and _stop() may be called from any thread.
- *   A handler must finish well within the lease (see obx.h section 4).
+ *   A store owns one ODBC connection and is used by one thread at a time;
+ *   so is a provider and a dispatcher. Give each thread its own (a producing
+ *   thread and a dispatching thread each open their own store or provider).
+ *   Thread-safe: ibx_dispatcher_wake() and ibx_dispatcher_stop() (call them
+ *   from any thread), and the pure functions (backoff, selection, UUIDs,
+ *   identifier checks). Opening connections is serialized internally, for
+ *   ibx.h and ibx.h together (psqlODBC is not safe to connect from two
+ *   threads at once). With a custom clock.sleep_ms hook the dispatcher
+ *   sleeps through the hook, so ibx_dispatcher_wake() cannot shorten its
+ *   waits.
+ *   Leases: while a batch is handled, one thread of the dispatcher's own
+ *   renews its leases every third of the lease, on a connection of its own
+ *   (opened when first needed), for up to max_handler_ms; so a handler
+ *   slower than its lease is never run twice at once. That thread calls
+ *   the store's hooks too: they must then be thread-safe (the defaults
+ *   are). Without threads, or on a caller's connection, there is no
+ *   renewal: a handler must finish well within the lease or extend it
+ *   itself (ibx_lease_extend); a message whose lease is nearly over when
+ *   its turn comes is left for redelivery rather than handled.
  *
  * 5. ERRORS -----------------------------------------------------------------
- *   Every function returns an ibx_result (IBX_OK, IBX_EMPTY, or a negative
- *   error); ibx_store_last_error() has SQLSTATE, native code, message and
- *   the call or argument at fault. IBX_ERR_DB_TRANSIENT: retry later.
- *
+ *   Every function returns an ibx_result: IBX_OK (0), a small positive
+ *   value for a non-error outcome (IBX_EMPTY), or a negative error.
+ *   ibx_result_str() names each. Details of the last error (SQLSTATE,
+ *   native code, driver message, which call or argument) are on the store:
+ *   ibx_store_last_error() (a dispatcher's: ibx_dispatcher_last_error()).
+ *   Bad input is refused before any SQL runs, naming the argument.
+ *   Out-parameters are written only on success, except where a function
+ *   says otherwise. IBX_ERR_DB_TRANSIENT means retrying later may succeed
+ *   (deadlock, serialization failure, lock timeout, busy database, query
+ *   timeout, lost connection). The library already retries a whole unit
+ *   of work a few times after a deadlock or serialization failure; it
+ *   never retries after a lost connection (the commit's outcome is
+ *   unknown), it reports it and reconnects on the next call. A dispatcher
+ *   retries a round that failed transiently after 100 ms, backing off to
+ *   1 s, so work resumes about a second after the database is back. A
+ *   statement the server can never take (MariaDB: a payload over
+ *   max_allowed_packet) is IBX_ERR_DB with connection_lost set.
+ */
+/* >>common-end manual */
+/*
  * 6. DATABASES AND ODBC NOTES ----------------------------------------------
- *   The same drivers and connection strings as obx.h (see its section 6).
- *   The default schema is "infra" where the dialect has schemas. MariaDB
- *   needs 10.6+ (SKIP LOCKED, JSON_TABLE, INSERT ... RETURNING); MySQL is
- *   detected as the same dialect but lacks INSERT ... RETURNING. SQL Server
- *   (not yet run against a server) keeps (Source, MessageId) in a binary
- *   collation, byte-exact as elsewhere, with a NONCLUSTERED key (two
- *   NVARCHAR(255) are over the 900-byte clustered limit); dedup and enqueue
- *   are MERGE ... WITH (HOLDLOCK); claim and settles are procedures.
+ *   The dialect is detected from SQLGetInfo(SQL_DBMS_NAME) or forced with
+ *   ibx_store_desc.dialect. The default schema is "infra" where the dialect
+ *   has schemas; the table is "Inbox", keyed by (Source, MessageId).
+ *     SQLite      driver libsqliteodbc: "Driver={SQLite3};Database=f.db;"
+ *                 Add "JournalMode=WAL;SyncPragma=NORMAL;Timeout=5000;"
+ *                 for speed and a bounded busy wait (the driver waits about
+ *                 twice Timeout). Writers use BEGIN IMMEDIATE.
+ *     PostgreSQL  driver odbc-postgresql: "Driver={PostgreSQL Unicode};
+ *                 Server=h;Port=5432;Database=d;Uid=u;Pwd=p;"
+ *                 The library appends "Protocol=7.4-1;" when the string
+ *                 does not set Protocol (no savepoint around each statement).
+ *     MariaDB     driver odbc-mariadb: "Driver={MariaDB Unicode};
+ *                 Server=h;Port=3306;Database=d;Uid=u;Pwd=p;CHARSET=utf8mb4;"
+ *                 MariaDB 10.6+ (SKIP LOCKED, JSON_TABLE, INSERT ...
+ *                 RETURNING); the library appends "OPTION=2;" and works in
+ *                 UTC whatever the session's time zone. MySQL is detected as
+ *                 the same dialect but lacks INSERT ... RETURNING. Keys are
+ *                 byte-exact (utf8mb4_nopad_bin: trailing spaces count).
+ *     SQL Server  NOT YET RUN AGAINST A SERVER (checked through the fake
+ *                 ODBC layer and a T-SQL parser). SQL Server 2016 SP1+.
+ *                 FreeTDS: "Driver={FreeTDS};Server=h;Port=1433;Database=d;
+ *                 UID=u;PWD=p;TDS_Version=7.4;ClientCharset=UTF-8;", or
+ *                 Microsoft's "Driver={ODBC Driver 18 for SQL Server};...".
+ *                 (Source, MessageId) use a binary collation with a
+ *                 NONCLUSTERED key (two NVARCHAR(255) pass the 900-byte
+ *                 clustered limit); dedup and enqueue are MERGE ... WITH
+ *                 (HOLDLOCK); claim and settles are procedures. Keys ending
+ *                 in a space are refused (SQL Server compares "a" = "a ").
+ *   A connection passed in (hdbc) must have autocommit off (SQLite: on);
+ *   a wrong mode is refused with IBX_ERR_STATE naming it. Avoid unixODBC
+ *   connection pooling: it hands out connections with the previous user's
+ *   open transaction.
  *
  * 7. TESTING WITH THE FAKE ODBC LAYER --------------------------------------
- *   Link tests/fake_odbc.c instead of -lodbc.
+ *   tests/fake_odbc.c defines the SQL* functions this file calls; link it
+ *   instead of -lodbc to script results and faults. Nothing in this file
+ *   exists only for tests.
  */
 #ifndef IBX_H_INCLUDED
 #define IBX_H_INCLUDED
@@ -3190,7 +3306,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
     /* A window of the work queue read without locks, then those rows
-     * locked by key and checked again (see obx.h's outbox pick: a
+     * locked by key and checked again (as the outbox's pick does: a
      * locking read of the index walks every entry moved since the last
      * purge, and every leased row). The index is forced. */
     {IBX__Q_CLAIM_PICK,

@@ -8,70 +8,99 @@
  *     #include "obx.h"
  *
  * Every other file includes "obx.h" without the define. Link with -lodbc
- * (unixODBC). Requires C99; compiles as C++ too.
+ * (unixODBC). Requires C99; compiles as C++ too. obx.h and ibx.h (the
+ * inbox) share their core, so one program can use both.
  *
  * CONTENTS
  *   1. Quick start           5. Errors
  *   2. Compile-time options  6. Databases and ODBC notes
  *   3. Runtime options       7. Testing with the fake ODBC layer
  *   4. Threads               8. License (end of file)
+ *   Then the API: common (results, hooks, limits, backoff, selection,
+ *   UUIDs), store and messages (enqueue, ack, abandon, fail, lease extend,
+ *   get), the work queue and dispatcher (claim, reap, cleanup, providers,
+ *   routers), joins (fan-in).
  *
  * 1. QUICK START ------------------------------------------------------------
+ *   A whole program (it is compiled and run by `make check`): open a store
+ *   on a SQLite file and create its tables, enqueue a message, deliver it.
  *
- *     obx_store_desc desc = {0};
- *     desc.connection_string = "Driver={SQLite3};Database=app.db;";
- *     obx_store *store;
- *     if (obx_store_open(&desc, &store) != OBX_OK) {
- *         fprintf(stderr, "%s\n", obx_store_last_error(store)->message);
+ *     #define OBX_IMPLEMENTATION
+ *     #include "obx.h"
+ *     #include <stdio.h>
+ *
+ *     static obx_outcome send_email(const obx_message *m, char *error, size_t size, void *user) {
+ *         (void)error; (void)size; (void)user;
+ *         printf("deliver %s: %s\n", m->topic, m->payload);
+ *         return OBX_DONE; // or OBX_RETRY with a reason in `error`: tried again later
  *     }
- *     obx_store_info info;
- *     obx_store_get_info(store, &info);      // dialect, DBMS name, version
- *     obx_store_close(store);
  *
- *     obx_new_message m = {0};
- *     m.topic = "order.created";
- *     m.payload = "{\"order\":42}";
- *     m.payload_len = OBX_NTS;
- *     obx_enqueue_tx(store, your_hdbc, &m, NULL);  // inside your transaction
- *
- *     obx_dispatcher_desc dd = {0};                 // elsewhere: deliver
- *     obx_dispatcher *d;
- *     dd.store = store;
- *     obx_dispatcher_create(&dd, &d);
- *     obx_dispatcher_on(d, "order.created", my_handler, NULL);
- *     obx_dispatcher_run(d);                        // until obx_dispatcher_stop()
- *
- *   Sections of the API below: common (results, hooks, backoff, selection,
- *   UUIDs), store, messages (enqueue, claim, ack, abandon, fail, reap, get,
- *   cleanup), dispatcher, many databases (providers, routers), joins.
- *
+ *     int main(void) {
+ *         obx_store_desc desc = {0};
+ *         obx_dispatcher_desc dd = {0};
+ *         obx_new_message m = {0};
+ *         obx_store *store = NULL;
+ *         obx_dispatcher *d = NULL;
+ *         obx_result r;
+ *         desc.connection_string = "Driver={SQLite3};Database=quickstart.db;";
+ *         desc.deploy_schema = 1; // create the tables if they are missing
+ *         if (obx_store_open(&desc, &store) != OBX_OK) {
+ *             fprintf(stderr, "open: %s\n", obx_store_last_error(store)->message);
+ *             obx_store_close(store);
+ *             return 1;
+ *         }
+ *         m.topic = "email.send";
+ *         m.payload = "{\"to\":\"ops@example.com\"}";
+ *         m.payload_len = OBX_NTS;
+ *         // In your own transaction: obx_enqueue_tx(store, your_hdbc, &m, NULL).
+ *         r = obx_enqueue(store, &m, NULL);
+ *         dd.store = store;
+ *         if (r == OBX_OK) r = obx_dispatcher_create(&dd, &d);
+ *         if (r == OBX_OK) r = obx_dispatcher_on(d, "email.send", send_email, NULL);
+ *         // A service calls obx_dispatcher_run(d) until obx_dispatcher_stop();
+ *         // here: rounds until nothing is left.
+ *         while (r == OBX_OK) r = obx_dispatcher_run_once(d, NULL);
+ *         if (r != OBX_EMPTY) fprintf(stderr, "%s\n", obx_store_last_error(store)->message);
+ *         obx_dispatcher_destroy(d);
+ *         obx_store_close(store);
+ *         return r == OBX_EMPTY ? 0 : 1;
+ *     }
+ */
+/* >>common-begin manual */
+/*
  * 2. COMPILE-TIME OPTIONS --------------------------------------------------
  *   global (must be the same wherever obx.h is included):
  *     OBX_API            linkage of public functions (default: extern)
  *     OBX_STATIC         make every public function static (one-TU use)
  *   implementation-only (matter only where OBX_IMPLEMENTATION is defined):
  *     OBX_ASSERT(c)      assertion used for internal invariants (assert)
- *     OBX_NO_POSIX_CLOCK build without clock_gettime()/nanosleep(); you must
- *                        then pass a clock hook (the fallback has 1 s
- *                        resolution and does not sleep)
+ *     OBX_NO_POSIX_CLOCK build without clock_gettime()/nanosleep(); give
+ *                        the store a clock hook then (a dispatcher without
+ *                        one is refused: it could not sleep between polls)
  *     OBX_NO_THREADS     build without pthreads: obx_dispatcher_wake() does
- *                        nothing and run() sleeps in 50 ms slices
+ *                        nothing, run() sleeps in 50 ms slices, and leases
+ *                        are not renewed while handlers run
  *   The implementation needs POSIX (clock_gettime): compile that one file
  *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
  *   an #error that says so.
  *
  * 3. RUNTIME OPTIONS --------------------------------------------------------
- *   Descriptions are structs where all-zero means "the default"
- *   (obx_store_desc). Hooks (obx_hooks): allocator, clock, logger and
- *   random source, each a struct of function pointers plus a `user`
- *   pointer; a NULL function pointer means "the default for that member":
- *     allocator  malloc / realloc / free (give all three or none)
+ *   Descriptions are structs where all-zero means "the default"; each field
+ *   says its default where it is declared. Hooks (obx_hooks): allocator,
+ *   clock, logger and random source, each a struct of function pointers
+ *   plus a `user` pointer; a NULL function pointer means "the default for
+ *   that member":
+ *     allocator  malloc / realloc / free (give all three or none: a
+ *                half-set allocator is refused with OBX_ERR_INVALID_ARG)
  *     clock      CLOCK_REALTIME for UTC wall time, CLOCK_MONOTONIC for
  *                intervals, nanosleep for sleeping
- *     logger     one line per event to stderr, level INFO and up
- *     random     splitmix64 seeded from /dev/urandom (else time, address)
- *   The hook types are laid out identically in ibx.h, so one allocator,
- *   clock or logger implementation plugs into both headers.
+ *     logger     one line per event to stderr, level INFO and up; lines
+ *                about single messages are DEBUG unless message_log_level
+ *                asks for INFO; control characters in logged text become '?'
+ *     random     splitmix64 seeded from /dev/urandom (else time, address:
+ *                a device without /dev/urandom should give this hook)
+ *   The hook types are laid out identically in obx.h and ibx.h, so one
+ *   allocator, clock or logger implementation plugs into both.
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;
@@ -79,31 +108,42 @@
  *   thread and a dispatching thread each open their own store or provider).
  *   Thread-safe: obx_dispatcher_wake() and obx_dispatcher_stop() (call them
  *   from any thread), and the pure functions (backoff, selection, UUIDs,
- *   identifier checks). Opening connections is serialized internally
- *   (psqlODBC is not safe to connect from two threads at once). With a
- *   custom clock.sleep_ms hook the dispatcher sleeps through the hook, so
- *   obx_dispatcher_wake() cannot shorten its waits.
- *   Leases: a handler must finish well within lease_seconds; a message whose
- *   lease is nearly over when its turn comes is left for redelivery rather
- *   than handled while another worker may already hold it.
+ *   identifier checks). Opening connections is serialized internally, for
+ *   obx.h and ibx.h together (psqlODBC is not safe to connect from two
+ *   threads at once). With a custom clock.sleep_ms hook the dispatcher
+ *   sleeps through the hook, so obx_dispatcher_wake() cannot shorten its
+ *   waits.
+ *   Leases: while a batch is handled, one thread of the dispatcher's own
+ *   renews its leases every third of the lease, on a connection of its own
+ *   (opened when first needed), for up to max_handler_ms; so a handler
+ *   slower than its lease is never run twice at once. That thread calls
+ *   the store's hooks too: they must then be thread-safe (the defaults
+ *   are). Without threads, or on a caller's connection, there is no
+ *   renewal: a handler must finish well within the lease or extend it
+ *   itself (obx_lease_extend); a message whose lease is nearly over when
+ *   its turn comes is left for redelivery rather than handled.
  *
  * 5. ERRORS -----------------------------------------------------------------
  *   Every function returns an obx_result: OBX_OK (0), a small positive
  *   value for a non-error outcome (OBX_EMPTY), or a negative error.
  *   obx_result_str() names each. Details of the last error (SQLSTATE,
  *   native code, driver message, which call or argument) are on the store:
- *   obx_store_last_error(). Out-parameters are written only on success,
- *   except where a function says otherwise (cleanup reports what earlier
- *   batches deleted; a batch enqueue that fails may have filled out_ids).
- *   OBX_ERR_DB_TRANSIENT means retrying later may succeed (deadlock,
- *   serialization failure, lock timeout, busy database, query timeout,
- *   lost connection). The library already retries a whole unit of work a
- *   few times after a deadlock or serialization failure; it never retries
- *   after a lost connection (the commit's outcome is unknown), it reports
- *   it and reconnects on the next call. A statement the server can never
- *   take (MariaDB: a payload over max_allowed_packet, which also closes
- *   the connection) is OBX_ERR_DB with connection_lost set, not transient.
- *
+ *   obx_store_last_error() (a dispatcher's: obx_dispatcher_last_error()).
+ *   Bad input is refused before any SQL runs, naming the argument.
+ *   Out-parameters are written only on success, except where a function
+ *   says otherwise. OBX_ERR_DB_TRANSIENT means retrying later may succeed
+ *   (deadlock, serialization failure, lock timeout, busy database, query
+ *   timeout, lost connection). The library already retries a whole unit
+ *   of work a few times after a deadlock or serialization failure; it
+ *   never retries after a lost connection (the commit's outcome is
+ *   unknown), it reports it and reconnects on the next call. A dispatcher
+ *   retries a round that failed transiently after 100 ms, backing off to
+ *   1 s, so work resumes about a second after the database is back. A
+ *   statement the server can never take (MariaDB: a payload over
+ *   max_allowed_packet) is OBX_ERR_DB with connection_lost set.
+ */
+/* >>common-end manual */
+/*
  * 6. DATABASES AND ODBC NOTES ----------------------------------------------
  *   The dialect is detected from SQLGetInfo(SQL_DBMS_NAME) or forced with
  *   obx_store_desc.dialect.
@@ -120,8 +160,8 @@
  *                 Server=h;Port=3306;Database=d;Uid=u;Pwd=p;CHARSET=utf8mb4;"
  *                 MariaDB 10.6+ (SKIP LOCKED, JSON_TABLE). The library
  *                 appends "OPTION=2;" (row counts are rows matched, as on
- *                 the other databases) and sets the session time zone to
- *                 UTC. Needs no sql_mode of its own. A claim
+ *                 the other databases); its times are UTC whatever the
+ *                 session's time zone. Needs no sql_mode of its own. A claim
  *                 is three statements in one transaction (pick with FOR
  *                 UPDATE SKIP LOCKED, update, read back): no RETURNING.
  *                 Tables are utf8mb4_nopad_bin (byte-exact keys, trailing
@@ -148,8 +188,10 @@
  *                 Inbox keys ending in a space are refused (SQL Server
  *                 compares "a" = "a "). The files in sql/sqlserver run
  *                 with sqlcmd -b -I -i outbox.sql (or in SSMS).
- *   Avoid unixODBC connection pooling: it hands out connections with the
- *   previous user's open transaction.
+ *   A connection passed in (hdbc) must have autocommit off (SQLite: on);
+ *   a wrong mode is refused with OBX_ERR_STATE naming it. Avoid unixODBC
+ *   connection pooling: it hands out connections with the previous user's
+ *   open transaction.
  *
  * 7. TESTING WITH THE FAKE ODBC LAYER --------------------------------------
  *   tests/fake_odbc.c defines the SQL* functions this file calls; link it
