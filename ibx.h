@@ -867,6 +867,11 @@ typedef struct ibx_dispatcher_desc {
  * number); IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_dispatcher **out);
 
+/* The description a dispatcher would run with: a copy of *desc (NULL: all
+ * zero) with every zero field replaced by its default, the same function
+ * ibx_dispatcher_create uses. Pure; no checks (create does those). */
+IBX_API ibx_dispatcher_desc ibx_dispatcher_desc_defaults(const ibx_dispatcher_desc *desc);
+
 /* Free a dispatcher (not its store). Must not be running. NULL is a no-op. */
 IBX_API void ibx_dispatcher_destroy(ibx_dispatcher *dispatcher);
 
@@ -4769,24 +4774,44 @@ static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ib
 }
 
 /* Defaults for every zero field (one place; see the desc's field docs). */
-static void ibx__dispatcher_defaults(ibx_dispatcher *d, const ibx_dispatcher_desc *desc) {
-    d->batch_size = desc->batch_size ? desc->batch_size : IBX__BATCH_DEFAULT;
-    d->lease_seconds = desc->lease_seconds ? desc->lease_seconds : IBX__LEASE_DEFAULT_SECONDS;
-    d->max_attempts = desc->max_attempts ? desc->max_attempts : IBX__MAX_ATTEMPTS_DEFAULT;
-    d->backoff = desc->backoff ? desc->backoff : ibx__default_backoff;
-    d->backoff_user = desc->backoff_user;
-    d->timing.poll_ms = desc->poll_interval_ms ? desc->poll_interval_ms : IBX__POLL_DEFAULT_MS;
-    d->timing.idle_max_ms = desc->idle_max_ms ? desc->idle_max_ms : IBX__IDLE_MAX_DEFAULT_MS;
-    if (d->timing.idle_max_ms < d->timing.poll_ms) d->timing.idle_max_ms = d->timing.poll_ms;
-    d->timing.startup_ms = desc->startup_delay_ms;
-    d->timing.error_ms = desc->error_delay_ms ? desc->error_delay_ms : IBX__ERROR_DELAY_DEFAULT_MS;
-    d->reap_ms = desc->reap_interval_ms ? desc->reap_interval_ms : IBX__REAP_DEFAULT_MS;
-    d->cleanup_ms = desc->cleanup_interval_ms;
-    d->retention_ms = desc->cleanup_retention_ms;
-    d->strategy = desc->strategy;
-    d->max_handler_ms = desc->max_handler_ms ? desc->max_handler_ms : IBX__MAX_HANDLER_DEFAULT_MS;
-    d->message_log_level = desc->message_log_level ? desc->message_log_level
-                         : desc->store ? desc->store->message_log_level : IBX_LOG_DEBUG;
+/* The defaults, in one place: a copy of *desc with every zero field set to
+ * the value the dispatcher will use. */
+IBX_API ibx_dispatcher_desc ibx_dispatcher_desc_defaults(const ibx_dispatcher_desc *desc) {
+    ibx_dispatcher_desc r;
+    if (desc) r = *desc;
+    else memset(&r, 0, sizeof r);
+    if (!r.batch_size) r.batch_size = IBX__BATCH_DEFAULT;
+    if (!r.lease_seconds) r.lease_seconds = IBX__LEASE_DEFAULT_SECONDS;
+    if (!r.max_attempts) r.max_attempts = IBX__MAX_ATTEMPTS_DEFAULT;
+    if (!r.backoff) r.backoff = ibx__default_backoff;
+    if (!r.poll_interval_ms) r.poll_interval_ms = IBX__POLL_DEFAULT_MS;
+    if (!r.idle_max_ms) r.idle_max_ms = IBX__IDLE_MAX_DEFAULT_MS;
+    if (r.idle_max_ms < r.poll_interval_ms) r.idle_max_ms = r.poll_interval_ms;
+    if (!r.error_delay_ms) r.error_delay_ms = IBX__ERROR_DELAY_DEFAULT_MS;
+    if (!r.reap_interval_ms) r.reap_interval_ms = IBX__REAP_DEFAULT_MS;
+    if (!r.cleanup_retention_ms) r.cleanup_retention_ms = IBX_DEFAULT_RETENTION_MS;
+    if (!r.max_handler_ms) r.max_handler_ms = IBX__MAX_HANDLER_DEFAULT_MS;
+    if (!r.message_log_level) r.message_log_level = r.store ? r.store->message_log_level : IBX_LOG_DEBUG;
+    return r;
+}
+
+static void ibx__dispatcher_defaults(ibx_dispatcher *d, const ibx_dispatcher_desc *given) {
+    ibx_dispatcher_desc desc = ibx_dispatcher_desc_defaults(given);
+    d->batch_size = desc.batch_size;
+    d->lease_seconds = desc.lease_seconds;
+    d->max_attempts = desc.max_attempts;
+    d->backoff = desc.backoff;
+    d->backoff_user = desc.backoff_user;
+    d->timing.poll_ms = desc.poll_interval_ms;
+    d->timing.idle_max_ms = desc.idle_max_ms;
+    d->timing.startup_ms = desc.startup_delay_ms;
+    d->timing.error_ms = desc.error_delay_ms;
+    d->reap_ms = desc.reap_interval_ms;
+    d->cleanup_ms = desc.cleanup_interval_ms;
+    d->retention_ms = desc.cleanup_retention_ms;
+    d->strategy = desc.strategy;
+    d->max_handler_ms = desc.max_handler_ms;
+    d->message_log_level = desc.message_log_level;
 }
 
 IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_dispatcher **out) {

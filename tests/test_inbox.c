@@ -1548,6 +1548,128 @@ static void test_time_zone(void) {
     ibx_store_close(s);
 }
 
+
+/* ---- lease renewal (IBX-078: never two handlers in one message at once) ---------------- */
+
+typedef struct lease_probe {
+    pthread_mutex_t mu;
+    int inside, overlaps, calls[2];
+    volatile int stop;
+} lease_probe;
+
+typedef struct lease_worker {
+    lease_probe *lp;
+    int index;
+} lease_worker;
+
+static ibx_outcome slow_handler(const ibx_message *m, char *error, size_t size, void *user) {
+    lease_worker *w = (lease_worker *)user;
+    lease_probe *p = w->lp;
+    (void)m; (void)error; (void)size;
+    pthread_mutex_lock(&p->mu);
+    if (p->inside) p->overlaps++;
+    p->inside++;
+    p->calls[w->index]++;
+    pthread_mutex_unlock(&p->mu);
+    sleep_ms(3300); /* more than three times the 1 s lease */
+    pthread_mutex_lock(&p->mu);
+    p->inside--;
+    pthread_mutex_unlock(&p->mu);
+    return IBX_DONE;
+}
+
+static void *thief_main(void *arg) {
+    lease_worker *w = (lease_worker *)arg;
+    ibx_store *s = open_table("Inbox", 0);
+    ibx_dispatcher_desc dd;
+    ibx_dispatcher *d = NULL;
+    ibx_run_stats st;
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.lease_seconds = 1;
+    dd.reap_interval_ms = 100;
+    if (s && ibx_dispatcher_create(&dd, &d) == IBX_OK) {
+        int started = 0;
+        ibx_dispatcher_on(d, "slow", slow_handler, w);
+        while (!started && !w->lp->stop) { /* the first worker claims first */
+            pthread_mutex_lock(&w->lp->mu);
+            started = w->lp->calls[0] > 0;
+            pthread_mutex_unlock(&w->lp->mu);
+            sleep_ms(5);
+        }
+        while (!w->lp->stop) {
+            ibx_dispatcher_run_once(d, &st);
+            sleep_ms(20);
+        }
+    }
+    ibx_dispatcher_destroy(d);
+    ibx_store_close(s);
+    return NULL;
+}
+
+static void test_lease_renewal(void) {
+    ibx_store *s = fresh();
+    ibx_dispatcher_desc dd;
+    ibx_dispatcher *d = NULL;
+    ibx_run_stats st;
+    lease_probe lp;
+    lease_worker mine, theirs;
+    pthread_t thief;
+    ibx_message got;
+    TT_ASSERT(s != NULL);
+    memset(&lp, 0, sizeof lp);
+    pthread_mutex_init(&lp.mu, NULL);
+    mine.lp = theirs.lp = &lp;
+    mine.index = 0;
+    theirs.index = 1;
+    TT_ASSERT(enqueue(s, "slow", "shop", "slow-1"));
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.lease_seconds = 1;
+    TT_EQ_INT(ibx_dispatcher_create(&dd, &d), IBX_OK);
+    TT_EQ_INT(ibx_dispatcher_on(d, "slow", slow_handler, &mine), IBX_OK);
+    TT_ASSERT(pthread_create(&thief, NULL, thief_main, &theirs) == 0);
+    TT_EQ_INT(ibx_dispatcher_run_once(d, &st), IBX_OK);
+    sleep_ms(1500);
+    lp.stop = 1;
+    pthread_join(thief, NULL);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(lp.overlaps, 0);
+    TT_EQ_INT(lp.calls[0], 1);
+    TT_EQ_INT(lp.calls[1], 0);
+    TT_EQ_INT(ibx_get(s, "slow-1", "shop", &got), IBX_OK);
+    TT_EQ_INT(got.status, IBX_STATUS_DONE);
+    ibx_dispatcher_destroy(d);
+    pthread_mutex_destroy(&lp.mu);
+    ibx_store_close(s);
+}
+
+static void test_lease_extend(void) {
+    ibx_store *s = fresh();
+    const ibx_message *ms;
+    char owner[37], thief[37];
+    ibx_key k;
+    int n = 0;
+    int64_t changed = -1, reaped = -1;
+    TT_ASSERT(s != NULL && enqueue(s, "t", "shop", "ext-1"));
+    ibx_owner_token(s, owner);
+    ibx_owner_token(s, thief);
+    TT_EQ_INT(ibx_claim(s, owner, 1, 10, &ms, &n), IBX_OK);
+    k.source = "shop";
+    k.message_id = "ext-1";
+    TT_EQ_INT(ibx_lease_extend(s, owner, &k, 1, 30, &changed), IBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(ibx_lease_extend(s, thief, &k, 1, 30, &changed), IBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(ibx_lease_extend(s, owner, &k, 1, 0, &changed), IBX_ERR_OUT_OF_RANGE);
+    sleep_ms(1300);
+    TT_EQ_INT(ibx_reap(s, &reaped), IBX_OK);
+    TT_EQ_INT(reaped, 0);
+    TT_EQ_INT(ibx_ack(s, owner, &k, 1, &changed), IBX_OK);
+    TT_EQ_INT(changed, 1);
+    ibx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -1671,6 +1793,8 @@ int main(int argc, char **argv) {
     RUN("IBX-125", "(Source, MessageId) is indexed", test_122_125_indexes);
     RUN("IBX-127", "payloads never reach the log", test_107_113_logging);
     RUN("IBX-130", "the empty owner token is rejected everywhere", test_043_130_empty_token);
+    RUN("IBX-078", "a handler three times slower than its lease never runs twice at once (leases renewed)", test_lease_renewal);
+    RUN("IBX-LEASE-EXTEND", "ibx_lease_extend keeps a lease; a thief's extension changes nothing", test_lease_extend);
     if (g_pg || g_my)
         RUN("CORE-TIME-ZONE", "times are right whatever the session's time zone (adopted connection)", test_time_zone);
     RUN("IBX-KEY-EXACT", "keys differing only in a trailing space are different messages", test_key_exact);

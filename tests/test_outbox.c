@@ -2972,7 +2972,14 @@ static void *thief_main(void *arg) {
     dd.lease_seconds = 1;
     dd.reap_interval_ms = 100;
     if (s && obx_dispatcher_create(&dd, &d) == OBX_OK) {
+        int started = 0;
         obx_dispatcher_on(d, "slow", slow_handler, w);
+        while (!started && !w->probe->stop) { /* the first worker claims first */
+            pthread_mutex_lock(&w->probe->mu);
+            started = w->probe->calls[0] > 0;
+            pthread_mutex_unlock(&w->probe->mu);
+            sleep_ms(5);
+        }
         while (!w->probe->stop) {
             obx_dispatcher_run_once(d, &st);
             sleep_ms(20);

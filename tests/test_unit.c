@@ -1336,6 +1336,35 @@ static void test_no_posix_clock(void) {
     obx_store_close(s);
 }
 
+
+/* The defaults in one place, as the documentation states them (CORE-DESC-DEFAULTS). */
+static void test_desc_defaults(void) {
+    obx_dispatcher_desc given, r;
+    ibx_dispatcher_desc ig, ir;
+    r = obx_dispatcher_desc_defaults(NULL);
+    TT_EQ_INT(r.batch_size, 50);
+    TT_EQ_INT(r.lease_seconds, 30);
+    TT_EQ_INT(r.max_attempts, 10);
+    TT_EQ_INT(r.poll_interval_ms, 500);
+    TT_EQ_INT(r.idle_max_ms, 2000);
+    TT_EQ_INT(r.error_delay_ms, 30000);
+    TT_EQ_INT(r.reap_interval_ms, 30000);
+    TT_EQ_INT(r.max_handler_ms, 300000);
+    TT_EQ_INT(r.cleanup_interval_ms, 0);
+    TT_EQ_INT(r.message_log_level, OBX_LOG_DEBUG);
+    TT_ASSERT(r.backoff != NULL && r.backoff(3, NULL) == 8000);
+    memset(&given, 0, sizeof given);
+    given.batch_size = 7;
+    given.poll_interval_ms = 5000; /* idle_max follows a longer poll */
+    r = obx_dispatcher_desc_defaults(&given);
+    TT_EQ_INT(r.batch_size, 7);
+    TT_EQ_INT(r.idle_max_ms, 5000);
+    memset(&ig, 0, sizeof ig);
+    ir = ibx_dispatcher_desc_defaults(&ig);
+    TT_EQ_INT(ir.batch_size, 50);
+    TT_EQ_INT(ir.cleanup_retention_ms, IBX_DEFAULT_RETENTION_MS);
+}
+
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("CORE-BACKOFF-JITTER", "pure", "base/max/jitter policy of seed 002 section 13", test_backoff_jitter);
@@ -1380,6 +1409,7 @@ int main(void) {
     TT_RUN("CORE-NULL-WALK", "fake", "obx.h: every public function with NULL and odd arguments", test_null_walk_obx);
     TT_RUN("CORE-NULL-WALK", "fake", "ibx.h: every public function with NULL and odd arguments", test_null_walk_ibx);
     TT_RUN("CORE-NO-POSIX-CLOCK", "fake", "without POSIX clocks a dispatcher needs a clock hook that sleeps", test_no_posix_clock);
+    TT_RUN("CORE-DESC-DEFAULTS", "pure", "dispatcher defaults in one place, as documented", test_desc_defaults);
     TT_RUN("CORE-STALE-HANDLE", "fake", "a failed second pick pass never reuses the freed statement", test_fake_pick_stale_handle);
     TT_RUN("OBX-120", "fake", "claim is one prepared statement per call (a function on PostgreSQL)", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
