@@ -1,0 +1,715 @@
+/* Torture scenario 1 (crash) and scenario 3 (SQLite durability under kills).
+ *
+ * One orchestrator runs 3+ producer and 4+ dispatcher processes (this same
+ * program in another role) against one database, SIGKILLs a random one of
+ * them at random moments and starts it again, then stops them all, drains
+ * what is left and checks the books:
+ *   outbox: each producer writes a business row and its message in one
+ *           transaction (obx_enqueue_tx); the business table is the truth of
+ *           what was committed.
+ *   inbox:  each producer records deliveries as a webhook receiver would,
+ *           with repeats (also of messages already Done), and logs each one
+ *           ibx_enqueue accepted; that log is the truth.
+ * Handlers append "H key start_us end_us pid" to a log of their own process.
+ * Figures: messages, kills, lost (committed/accepted, never handled), stuck
+ * (not Done after the drain), orphans (outbox: a business row without its
+ * message or a message without its row), done_unhandled (Done, no handler
+ * ran), rehandled (inbox: handled again after a redelivery found it Done),
+ * concurrent (two handlings of one message overlapping in time), duplicates
+ * (extra handlings, at least once), and on SQLite PRAGMA integrity_check.
+ *
+ * Usage: crash run obx|ibx sqlite|postgresql|mariadb 'CONN' TABLE DIR
+ * Environment: TORTURE_SECONDS (kill phase, default 20), TORTURE_KILLS
+ * (at least this many kills, default 50), TORTURE_PRODUCERS (3),
+ * TORTURE_DISPATCHERS (4), TORTURE_SCALE (multiplies the seconds). */
+#define OBX_IMPLEMENTATION
+#include "../../obx.h"
+#define IBX_IMPLEMENTATION
+#include "../../ibx.h"
+#include "tort.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *g_self, *g_hdr, *g_backend, *g_conn, *g_table, *g_dir;
+static int g_inbox;
+static volatile sig_atomic_t g_stop;
+static long g_pace_ms; /* producers: pause after each message */
+
+static void on_term(int sig) {
+    (void)sig;
+    g_stop = 1;
+}
+
+static void quiet_log(obx_log_level level, const char *id, const char *msg, void *user) {
+    (void)user;
+    if (level >= OBX_LOG_WARN && getenv("TORTURE_VERBOSE")) fprintf(stderr, "  [%d %s] %s\n", (int)getpid(), id, msg);
+}
+static void iquiet_log(ibx_log_level level, const char *id, const char *msg, void *user) {
+    quiet_log((obx_log_level)level, id, msg, user);
+}
+
+/* Names quoted the way the backend wants them (MariaDB without ANSI_QUOTES). */
+static const char *qname(char *out, size_t cap, const char *name) {
+    if (strcmp(g_backend, "mariadb") == 0) snprintf(out, cap, "`%s`", name);
+    else if (strcmp(g_backend, "postgresql") == 0)
+        snprintf(out, cap, "\"%s\".\"%s\"", g_inbox ? "infra" : "dbo", name);
+    else snprintf(out, cap, "\"%s\"", name);
+    return out;
+}
+static const char *col(char *out, size_t cap, const char *name) {
+    snprintf(out, cap, strcmp(g_backend, "mariadb") == 0 ? "`%s`" : "\"%s\"", name);
+    return out;
+}
+
+static int is_sqlite(void) { return strcmp(g_backend, "sqlite") == 0; }
+
+/* ---- logs ---------------------------------------------------------------------------- */
+
+static int open_log(const char *kind, int id) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s-%d.log", g_dir, kind, id);
+    return open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+}
+static void log_line(int fd, const char *line) {
+    size_t n = strlen(line);
+    /* One write per line with O_APPEND: a kill leaves whole lines only. */
+    if (write(fd, line, n) != (ssize_t)n) {
+        perror("torture: log write");
+        _exit(3);
+    }
+}
+
+/* ---- dispatcher role --------------------------------------------------------------------- */
+
+static int g_hlog = -1;
+
+static void handled(const char *key, int64_t start) {
+    char line[256];
+    snprintf(line, sizeof line, "H %s %lld %lld %d\n", key, (long long)start, (long long)tort_wall_us(),
+             (int)getpid());
+    log_line(g_hlog, line);
+}
+static obx_outcome ohandle(const obx_message *m, char *e, size_t cap, void *u) {
+    int64_t t = tort_wall_us();
+    (void)e; (void)cap; (void)u;
+    tort_sleep_ms(1); /* some work: a kill can land inside a handler */
+    handled(m->payload, t);
+    return OBX_DONE;
+}
+static ibx_outcome ihandle(const ibx_message *m, char *e, size_t cap, void *u) {
+    int64_t t = tort_wall_us();
+    (void)e; (void)cap; (void)u;
+    tort_sleep_ms(1);
+    handled(m->payload, t);
+    return IBX_DONE;
+}
+
+static obx_store *open_obx(int deploy) {
+    obx_store_desc d;
+    obx_store *s = NULL;
+    memset(&d, 0, sizeof d);
+    d.connection_string = g_conn;
+    d.table = g_table;
+    d.deploy_schema = deploy;
+    d.hooks.logger.log = quiet_log;
+    if (obx_store_open(&d, &s) != OBX_OK) {
+        fprintf(stderr, "torture: open failed: %s\n", s ? obx_store_last_error(s)->message : "no memory");
+        obx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+static ibx_store *open_ibx(int deploy) {
+    ibx_store_desc d;
+    ibx_store *s = NULL;
+    memset(&d, 0, sizeof d);
+    d.connection_string = g_conn;
+    d.table = g_table;
+    d.deploy_schema = deploy;
+    d.hooks.logger.log = iquiet_log;
+    if (ibx_store_open(&d, &s) != IBX_OK) {
+        fprintf(stderr, "torture: open failed: %s\n", s ? ibx_store_last_error(s)->message : "no memory");
+        ibx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Dispatcher settings of the crash runs: short leases so that the work of a
+ * killed dispatcher comes back within the run, quick polls. */
+#define LEASE_S 2
+
+static int role_dispatcher(int id) {
+    g_hlog = open_log("handled", id);
+    while (!g_stop) {
+        if (g_inbox) {
+            ibx_store *s = open_ibx(0);
+            ibx_dispatcher_desc d;
+            ibx_dispatcher *disp = NULL;
+            if (!s) { tort_sleep_ms(200); continue; }
+            memset(&d, 0, sizeof d);
+            d.store = s;
+            d.batch_size = 10;
+            d.lease_seconds = LEASE_S;
+            d.poll_interval_ms = 20;
+            d.idle_max_ms = 200;
+            d.reap_interval_ms = 500;
+            d.error_delay_ms = 200;
+            d.stop_flag = &g_stop;
+            if (ibx_dispatcher_create(&d, &disp) == IBX_OK && ibx_dispatcher_on(disp, "t", ihandle, NULL) == IBX_OK)
+                ibx_dispatcher_run(disp);
+            ibx_dispatcher_destroy(disp);
+            ibx_store_close(s);
+        } else {
+            obx_store *s = open_obx(0);
+            obx_dispatcher_desc d;
+            obx_dispatcher *disp = NULL;
+            if (!s) { tort_sleep_ms(200); continue; }
+            memset(&d, 0, sizeof d);
+            d.store = s;
+            d.batch_size = 10;
+            d.lease_seconds = LEASE_S;
+            d.poll_interval_ms = 20;
+            d.idle_max_ms = 200;
+            d.reap_interval_ms = 500;
+            d.error_delay_ms = 200;
+            d.stop_flag = &g_stop;
+            if (obx_dispatcher_create(&d, &disp) == OBX_OK && obx_dispatcher_on(disp, "t", ohandle, NULL) == OBX_OK)
+                obx_dispatcher_run(disp);
+            obx_dispatcher_destroy(disp);
+            obx_store_close(s);
+        }
+    }
+    return 0;
+}
+
+/* ---- producer role ------------------------------------------------------------------------- */
+
+static int exec_sql(tort_db *db, const char *sql) {
+    char err[600];
+    if (tort_db_query(db, sql, NULL, 0, err, sizeof err) != 0) {
+        if (getenv("TORTURE_VERBOSE")) fprintf(stderr, "torture: %s: %s\n", sql, err);
+        return -1;
+    }
+    return 0;
+}
+static int end_tx(tort_db *db, int commit) {
+    if (is_sqlite()) return exec_sql(db, commit ? "COMMIT" : "ROLLBACK");
+    return SQL_SUCCEEDED(SQLEndTran(SQL_HANDLE_DBC, db->dbc, commit ? SQL_COMMIT : SQL_ROLLBACK)) ? 0 : -1;
+}
+
+static int connect_tx(tort_db *db) {
+    char err[600];
+    if (tort_db_open(db, g_conn, err, sizeof err) != 0) {
+        fprintf(stderr, "torture: producer connect: %s\n", err);
+        return -1;
+    }
+    /* The caller's transaction: autocommit off, except SQLite, where the
+     * writer takes the lock up front with BEGIN IMMEDIATE. */
+    if (!is_sqlite()) SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, 0);
+    return 0;
+}
+
+static int role_producer_obx(int id, long max) {
+    tort_db db;
+    obx_store *s;
+    char sql[512], key[64];
+    long seq;
+    long long last;
+    if (connect_tx(&db) != 0) return 1;
+    s = open_obx(0);
+    if (!s) return 1;
+    snprintf(sql, sizeof sql, "SELECT COALESCE(MAX(seq), 0) FROM biz_%s WHERE producer = %d", g_table, id);
+    last = tort_db_scalar(&db, sql);
+    if (last < 0) return 1;
+    if (!is_sqlite()) end_tx(&db, 0);
+    for (seq = (long)last + 1; seq <= max && !g_stop;) {
+        obx_new_message m;
+        int ok;
+        snprintf(key, sizeof key, "p%d-%ld", id, seq);
+        ok = !is_sqlite() || exec_sql(&db, "BEGIN IMMEDIATE") == 0;
+        snprintf(sql, sizeof sql, "INSERT INTO biz_%s (id, producer, seq) VALUES ('%s', %d, %ld)", g_table, key, id, seq);
+        ok = ok && exec_sql(&db, sql) == 0;
+        memset(&m, 0, sizeof m);
+        m.topic = "t";
+        m.payload = key;
+        m.payload_len = OBX_NTS;
+        ok = ok && obx_enqueue_tx(s, db.dbc, &m, NULL) == OBX_OK;
+        ok = ok && end_tx(&db, 1) == 0;
+        if (ok) {
+            seq++;
+            tort_sleep_ms(g_pace_ms);
+            continue;
+        }
+        end_tx(&db, 0);
+        /* A commit whose outcome is unknown: the business row says. */
+        snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM biz_%s WHERE id = '%s'", g_table, key);
+        if (tort_db_scalar(&db, sql) == 1) seq++;
+        if (!is_sqlite()) end_tx(&db, 0);
+        tort_sleep_ms(20);
+    }
+    obx_store_close(s);
+    tort_db_close(&db);
+    return 0;
+}
+
+static long max_accepted_seq(int id) {
+    char path[1200], line[256];
+    long best = 0;
+    FILE *f;
+    snprintf(path, sizeof path, "%s/accepted-%d.log", g_dir, id);
+    f = fopen(path, "r");
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f)) {
+        char kind;
+        int p;
+        long sq;
+        if (sscanf(line, "%c p%d-%ld", &kind, &p, &sq) == 3 && kind == 'A' && sq > best) best = sq;
+    }
+    fclose(f);
+    return best;
+}
+
+static int role_producer_ibx(int id, long max) {
+    ibx_store *s = open_ibx(0);
+    int fd = open_log("accepted", id);
+    long seq = max_accepted_seq(id) + 1;
+    unsigned int rnd = (unsigned int)getpid();
+    char src[16], mid[32], key[64], line[160];
+    if (!s || fd < 0) return 1;
+    snprintf(src, sizeof src, "p%d", id);
+    while (seq <= max && !g_stop) {
+        ibx_new_message m;
+        int enq = -1, redeliver;
+        long which;
+        ibx_result r;
+        rnd = rnd * 1103515245u + 12345u;
+        /* A quarter of the deliveries repeat an earlier one (the sender did not
+         * see our 200), half of those the latest, the rest any earlier one. */
+        redeliver = seq > 1 && (rnd >> 16) % 4 == 0;
+        which = !redeliver ? seq : ((rnd >> 8) % 2 ? seq - 1 : 1 + (long)((rnd >> 4) % (unsigned long)(seq - 1)));
+        snprintf(mid, sizeof mid, "%ld", which);
+        snprintf(key, sizeof key, "p%d-%ld", id, which);
+        memset(&m, 0, sizeof m);
+        m.topic = "t";
+        m.source = src;
+        m.message_id = mid;
+        m.payload = key;
+        m.payload_len = IBX_NTS;
+        r = ibx_enqueue(s, &m, &enq);
+        if (r != IBX_OK) {
+            tort_sleep_ms(20);
+            continue;
+        }
+        snprintf(line, sizeof line, "%c %s %lld\n", enq ? 'A' : 'R', key, (long long)tort_wall_us());
+        log_line(fd, line);
+        if (!redeliver) seq++;
+        tort_sleep_ms(g_pace_ms * 3 / 4); /* a quarter of the deliveries are repeats */
+    }
+    ibx_store_close(s);
+    close(fd);
+    return 0;
+}
+
+/* ---- orchestrator ---------------------------------------------------------------------------- */
+
+typedef struct child {
+    pid_t pid;
+    int producer; /* else dispatcher */
+    int id;
+} child;
+
+static pid_t spawn(int producer, int id, long max) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        char ids[16], maxs[32];
+        snprintf(ids, sizeof ids, "%d", id);
+        snprintf(maxs, sizeof maxs, "%ld", max);
+        execl(g_self, g_self, producer ? "producer" : "dispatcher", g_hdr, g_backend, g_conn, g_table, g_dir,
+              ids, maxs, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+typedef struct hrec {
+    char key[40];
+    int64_t start, end;
+} hrec;
+
+static int cmp_hrec(const void *a, const void *b) {
+    const hrec *x = (const hrec *)a, *y = (const hrec *)b;
+    int c = strcmp(x->key, y->key);
+    if (c) return c;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Every "<prefix>-*.log" line starting with `kind` into a growing array. */
+static hrec *read_logs(const char *prefix, char kind, long *n) {
+    DIR *d = opendir(g_dir);
+    struct dirent *e;
+    hrec *v = NULL;
+    long cap = 0;
+    *n = 0;
+    if (!d) return NULL;
+    while ((e = readdir(d)) != NULL) {
+        char path[1200], line[256];
+        FILE *f;
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
+        snprintf(path, sizeof path, "%s/%s", g_dir, e->d_name);
+        f = fopen(path, "r");
+        if (!f) continue;
+        while (fgets(line, sizeof line, f)) {
+            hrec h;
+            long long a = 0, b = 0;
+            char k;
+            int got = sscanf(line, "%c %39s %lld %lld", &k, h.key, &a, &b);
+            if (got < 3 || k != kind) continue;
+            h.start = a;
+            h.end = got == 4 ? b : a;
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 4096;
+                v = (hrec *)realloc(v, (size_t)cap * sizeof *v);
+                if (!v) abort();
+            }
+            v[(*n)++] = h;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    if (*n) qsort(v, (size_t)*n, sizeof *v, cmp_hrec);
+    return v;
+}
+static int handled_key(const hrec *h, long n, const char *key) {
+    long lo = 0, hi = n;
+    while (lo < hi) {
+        long mid = (lo + hi) / 2;
+        if (strcmp(h[mid].key, key) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && strcmp(h[lo].key, key) == 0;
+}
+/* The handlings of `key` that started after `t`. */
+static long handled_after(const hrec *h, long n, const char *key, int64_t t) {
+    long lo = 0, hi = n, c = 0;
+    while (lo < hi) {
+        long mid = (lo + hi) / 2;
+        if (strcmp(h[mid].key, key) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    for (; lo < n && strcmp(h[lo].key, key) == 0; lo++)
+        if (h[lo].start > t) c++;
+    return c;
+}
+
+/* What is not Done yet, by SQL. */
+static long long pending(tort_db *db) {
+    char sql[512], t[160], c[64];
+    if (g_inbox)
+        snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s WHERE %s <> 'Done'", qname(t, sizeof t, g_table),
+                 col(c, sizeof c, "Status"));
+    else
+        snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s WHERE %s <> 2", qname(t, sizeof t, g_table),
+                 col(c, sizeof c, "Status"));
+    return tort_db_scalar(db, sql);
+}
+
+/* After the kills: one dispatcher in this process until nothing is left,
+ * leases of killed dispatchers expiring meanwhile. Bounded. */
+static void drain(tort_db *db, int64_t bound_ms) {
+    int64_t until = tort_now_ms() + bound_ms;
+    obx_store *os = NULL;
+    ibx_store *is = NULL;
+    obx_dispatcher *od = NULL;
+    ibx_dispatcher *id = NULL;
+    g_hlog = open_log("handled", 999);
+    if (g_inbox) {
+        ibx_dispatcher_desc d;
+        is = open_ibx(0);
+        memset(&d, 0, sizeof d);
+        d.store = is;
+        d.lease_seconds = LEASE_S;
+        d.reap_interval_ms = 200;
+        if (!is || ibx_dispatcher_create(&d, &id) != IBX_OK || ibx_dispatcher_on(id, "t", ihandle, NULL) != IBX_OK)
+            goto out;
+    } else {
+        obx_dispatcher_desc d;
+        os = open_obx(0);
+        memset(&d, 0, sizeof d);
+        d.store = os;
+        d.lease_seconds = LEASE_S;
+        d.reap_interval_ms = 200;
+        if (!os || obx_dispatcher_create(&d, &od) != OBX_OK || obx_dispatcher_on(od, "t", ohandle, NULL) != OBX_OK)
+            goto out;
+    }
+    while (tort_now_ms() < until) {
+        int r;
+        if (g_inbox) {
+            ibx_result ir = ibx_dispatcher_run_once(id, NULL);
+            r = (int)ir;
+        } else {
+            obx_result orr = obx_dispatcher_run_once(od, NULL);
+            r = (int)orr;
+        }
+        if (r == 1 /* EMPTY */) {
+            if (pending(db) == 0) break;
+            tort_sleep_ms(100);
+        } else if (r < 0) {
+            tort_sleep_ms(100);
+        }
+    }
+out:
+    ibx_dispatcher_destroy(id);
+    obx_dispatcher_destroy(od);
+    ibx_store_close(is);
+    obx_store_close(os);
+    close(g_hlog);
+}
+
+static int role_run(void) {
+    int producers = getenv("TORTURE_PRODUCERS") ? atoi(getenv("TORTURE_PRODUCERS")) : 3;
+    int dispatchers = getenv("TORTURE_DISPATCHERS") ? atoi(getenv("TORTURE_DISPATCHERS")) : 4;
+    int seconds = (getenv("TORTURE_SECONDS") ? atoi(getenv("TORTURE_SECONDS")) : 20) * tort_scale();
+    int min_kills = getenv("TORTURE_KILLS") ? atoi(getenv("TORTURE_KILLS")) : 50;
+    /* Producers are paced to spread their messages over the kill phase. */
+    long max_per_producer = (getenv("TORTURE_MESSAGES") ? atol(getenv("TORTURE_MESSAGES")) : 1000) * tort_scale();
+    child kids[64];
+    int nk = 0, i, kills = 0, kills_p = 0, kills_d = 0, slow_stops = 0;
+    unsigned int rnd = (unsigned int)getpid() ^ (unsigned int)tort_now_ms();
+    int64_t t0 = tort_now_ms(), hard_end;
+    tort_db db;
+    char err[600], sql[1024], t[160], c1[64], c2[64];
+    long long committed = 0, stuck, orphans = 0, integrity_bad = 0;
+    long nh = 0, nacc = 0, nred = 0, lost = 0, dupl = 0, conc = 0, rehandled = 0, done_unhandled = 0, distinct = 0;
+    hrec *h, *acc = NULL, *red = NULL;
+    int fail;
+    char figures[600];
+
+    if (producers < 1 || producers > 16 || dispatchers < 1 || dispatchers > 32 || seconds < 1) {
+        fprintf(stderr, "torture: bad sizes\n");
+        return 2;
+    }
+    /* Fresh tables: the library's (deployed by an open) and the business one. */
+    if (tort_db_open(&db, g_conn, err, sizeof err) != 0) {
+        printf("torture: crash %s %s FAILED: cannot connect: %s\n", g_inbox ? "inbox" : "outbox", g_backend, err);
+        return 1;
+    }
+    if (g_inbox) {
+        ibx_store *s = open_ibx(1);
+        if (!s) return 1;
+        ibx_store_close(s);
+    } else {
+        obx_store *s = open_obx(1);
+        if (!s) return 1;
+        obx_store_close(s);
+        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS biz_%s", g_table);
+        exec_sql(&db, sql);
+        snprintf(sql, sizeof sql, "CREATE TABLE biz_%s (id VARCHAR(64) NOT NULL PRIMARY KEY, producer INT NOT NULL, seq INT NOT NULL)", g_table);
+        if (exec_sql(&db, sql) != 0) {
+            printf("torture: crash outbox %s FAILED: cannot create the business table\n", g_backend);
+            return 1;
+        }
+    }
+    snprintf(sql, sizeof sql, "DELETE FROM %s", qname(t, sizeof t, g_table));
+    exec_sql(&db, sql);
+
+    signal(SIGPIPE, SIG_IGN);
+    {
+        char pace[32];
+        snprintf(pace, sizeof pace, "%ld", (long)seconds * 1000 / (max_per_producer > 0 ? max_per_producer : 1));
+        setenv("TORTURE_PACE_MS", pace, 1);
+    }
+    for (i = 0; i < producers; i++, nk++) {
+        kids[nk].producer = 1;
+        kids[nk].id = i + 1;
+        kids[nk].pid = spawn(1, i + 1, max_per_producer);
+    }
+    for (i = 0; i < dispatchers; i++, nk++) {
+        kids[nk].producer = 0;
+        kids[nk].id = 100 + i;
+        kids[nk].pid = spawn(0, 100 + i, 0);
+    }
+    /* The kill phase: a random victim every 50..450 ms, until the time is up
+     * and enough kills happened (bounded at three times the time). */
+    hard_end = t0 + (int64_t)seconds * 3000;
+    while ((tort_now_ms() - t0 < (int64_t)seconds * 1000 || kills < min_kills) && tort_now_ms() < hard_end) {
+        int v;
+        rnd = rnd * 1103515245u + 12345u;
+        tort_sleep_ms(50 + (long)((rnd >> 16) % 400));
+        rnd = rnd * 1103515245u + 12345u;
+        v = (int)((rnd >> 16) % (unsigned int)nk);
+        if (kill(kids[v].pid, SIGKILL) == 0) {
+            waitpid(kids[v].pid, NULL, 0);
+            kills++;
+            if (kids[v].producer) kills_p++;
+            else kills_d++;
+        }
+        kids[v].pid = spawn(kids[v].producer, kids[v].id, kids[v].producer ? max_per_producer : 0);
+    }
+    /* Stop: producers first (their last transaction commits or not), then
+     * dispatchers; anything that does not stop within 10 s is killed. */
+    for (i = 0; i < nk; i++)
+        if (kids[i].producer) kill(kids[i].pid, SIGTERM);
+    for (i = 0; i < nk; i++)
+        if (!kids[i].producer) kill(kids[i].pid, SIGTERM);
+    for (i = 0; i < nk; i++) {
+        int64_t until = tort_now_ms() + 10000;
+        while (waitpid(kids[i].pid, NULL, WNOHANG) == 0) {
+            if (tort_now_ms() > until) {
+                if (getenv("TORTURE_STUCK_CMD")) { /* e.g. a debugger printing where it hangs */
+                    char cmd[512];
+                    snprintf(cmd, sizeof cmd, "%s %d", getenv("TORTURE_STUCK_CMD"), (int)kids[i].pid);
+                    if (system(cmd) != 0) fprintf(stderr, "torture: %s failed\n", cmd);
+                }
+                kill(kids[i].pid, SIGKILL);
+                waitpid(kids[i].pid, NULL, 0);
+                fprintf(stderr, "torture: %s %d (pid %d) did not stop within 10 s of SIGTERM\n",
+                        kids[i].producer ? "producer" : "dispatcher", kids[i].id, (int)kids[i].pid);
+                slow_stops++;
+                break;
+            }
+            tort_sleep_ms(20);
+        }
+    }
+    drain(&db, 60000);
+
+    /* ---- the books ---- */
+    h = read_logs("handled-", 'H', &nh);
+    for (i = 0; i < 1; i++) {
+        long j;
+        for (j = 0; j < nh; j++) {
+            if (j == 0 || strcmp(h[j].key, h[j - 1].key) != 0) distinct++;
+            else if (h[j].start < h[j - 1].end) conc++; /* sorted by start: overlap with the previous */
+        }
+    }
+    dupl = nh - distinct;
+    stuck = pending(&db);
+    if (g_inbox) {
+        long j;
+        acc = read_logs("accepted-", 'A', &nacc);
+        red = read_logs("accepted-", 'R', &nred);
+        for (j = 0; j < nacc; j++) {
+            if (j > 0 && strcmp(acc[j].key, acc[j - 1].key) == 0) continue;
+            committed++;
+            if (!handled_key(h, nh, acc[j].key)) lost++;
+        }
+        for (j = 0; j < nred; j++) rehandled += handled_after(h, nh, red[j].key, red[j].start);
+        /* Done rows that no handler ran for. */
+        {
+            static char rows[1 << 20];
+            char *p, *nl;
+            rows[0] = 0;
+            snprintf(sql, sizeof sql, "SELECT %s FROM %s WHERE %s = 'Done'", col(c1, sizeof c1, "Payload"),
+                     qname(t, sizeof t, g_table), col(c2, sizeof c2, "Status"));
+            tort_db_query(&db, sql, rows, sizeof rows, err, sizeof err);
+            for (p = rows; *p; p = nl + 1) {
+                nl = strchr(p, '\n');
+                if (!nl) break;
+                *nl = 0;
+                if (!handled_key(h, nh, p)) done_unhandled++;
+            }
+        }
+    } else {
+        static char rows[1 << 22];
+        char *p, *nl, *keys = NULL;
+        long nkeys = 0, j;
+        rows[0] = 0;
+        snprintf(sql, sizeof sql, "SELECT id FROM biz_%s", g_table);
+        if (tort_db_query(&db, sql, rows, sizeof rows, err, sizeof err) != 0) {
+            printf("torture: crash outbox %s FAILED: %s\n", g_backend, err);
+            return 1;
+        }
+        for (p = rows; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+            *nl = 0;
+            keys = (char *)realloc(keys, (size_t)(nkeys + 1) * 40);
+            if (!keys) abort();
+            snprintf(keys + nkeys * 40, 40, "%s", p);
+            nkeys++;
+        }
+        committed = nkeys;
+        for (j = 0; j < nkeys; j++)
+            if (!handled_key(h, nh, keys + j * 40)) lost++;
+        free(keys);
+        /* Orphans both ways, by SQL. */
+        snprintf(sql, sizeof sql,
+                 "SELECT (SELECT COUNT(*) FROM biz_%s b WHERE NOT EXISTS (SELECT 1 FROM %s o WHERE o.%s = b.id)) + "
+                 "(SELECT COUNT(*) FROM %s o WHERE NOT EXISTS (SELECT 1 FROM biz_%s b WHERE b.id = o.%s))",
+                 g_table, qname(t, sizeof t, g_table), col(c1, sizeof c1, "Payload"), t, g_table, c1);
+        orphans = tort_db_scalar(&db, sql);
+        /* Done rows that no handler ran for. */
+        rows[0] = 0;
+        snprintf(sql, sizeof sql, "SELECT %s FROM %s WHERE %s = 2", c1, t, col(c2, sizeof c2, "Status"));
+        tort_db_query(&db, sql, rows, sizeof rows, err, sizeof err);
+        for (p = rows; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+            *nl = 0;
+            if (!handled_key(h, nh, p)) done_unhandled++;
+        }
+    }
+    if (is_sqlite()) {
+        char ic[256] = "";
+        tort_db_query(&db, "PRAGMA integrity_check", ic, sizeof ic, err, sizeof err);
+        integrity_bad = strcmp(ic, "ok\n") != 0;
+        if (integrity_bad) printf("  integrity_check: %s\n", ic);
+    }
+    tort_db_close(&db);
+    free(h);
+    free(acc);
+    free(red);
+
+    snprintf(figures, sizeof figures,
+             "messages=%lld kills=%d (producers=%d dispatchers=%d) lost=%ld stuck=%lld orphans=%lld "
+             "done_unhandled=%ld rehandled=%ld concurrent=%ld duplicates=%.2f%%%s time=%.0fs",
+             committed, kills, kills_p, kills_d, lost, stuck, orphans, done_unhandled, rehandled, conc,
+             distinct ? 100.0 * (double)dupl / (double)distinct : 0.0,
+             is_sqlite() ? (integrity_bad ? " integrity=BAD" : " integrity=ok") : "",
+             (double)(tort_now_ms() - t0) / 1000.0);
+    if (slow_stops) printf("  %d processes did not stop within 10 s of SIGTERM\n", slow_stops);
+    fail = slow_stops || lost || stuck || orphans || done_unhandled || rehandled || conc || integrity_bad || kills < min_kills ||
+           committed < 100 || kills_p == 0 || kills_d == 0;
+    printf("torture: crash %s %s %s%s\n", g_inbox ? "inbox" : "outbox", g_backend, figures, fail ? " FAILED" : "");
+    if (committed < 100) printf("  too few messages were committed for the run to mean anything\n");
+    return fail;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 7) {
+        fprintf(stderr, "usage: %s run obx|ibx sqlite|postgresql|mariadb CONN TABLE DIR\n", argv[0]);
+        return 2;
+    }
+    g_self = argv[0];
+    g_hdr = argv[2];
+    g_inbox = strcmp(g_hdr, "ibx") == 0;
+    g_backend = argv[3];
+    g_conn = argv[4];
+    g_table = argv[5];
+    g_dir = argv[6];
+    {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_term;
+        sigaction(SIGTERM, &sa, NULL);
+    }
+    g_pace_ms = getenv("TORTURE_PACE_MS") ? atol(getenv("TORTURE_PACE_MS")) : 0;
+    {
+        /* The orchestrator keeps SIGTERM blocked, so a child it forks inherits
+         * the mask and a SIGTERM sent before the child's exec stays pending
+         * (instead of landing in the orchestrator's handler copy and being
+         * forgotten by exec); the child unblocks it once its handler is in. */
+        sigset_t term;
+        sigemptyset(&term);
+        sigaddset(&term, SIGTERM);
+        sigprocmask(strcmp(argv[1], "run") == 0 ? SIG_BLOCK : SIG_UNBLOCK, &term, NULL);
+    }
+    if (strcmp(argv[1], "run") == 0) return role_run();
+    if (argc < 9) return 2;
+    if (strcmp(argv[1], "dispatcher") == 0) return role_dispatcher(atoi(argv[7]));
+    if (strcmp(argv[1], "producer") == 0)
+        return g_inbox ? role_producer_ibx(atoi(argv[7]), atol(argv[8])) : role_producer_obx(atoi(argv[7]), atol(argv[8]));
+    return 2;
+}
