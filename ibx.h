@@ -87,6 +87,8 @@
 #ifndef IBX_H_INCLUDED
 #define IBX_H_INCLUDED
 
+/* >>common-begin api */
+
 #define IBX_VERSION_MAJOR 0
 #define IBX_VERSION_MINOR 1
 #define IBX_VERSION_PATCH 0
@@ -110,7 +112,6 @@
 extern "C" {
 #endif
 
-/* >>common-begin api */
 
 /* Result of every call. Zero is success, positive values are non-error
  * outcomes, negative values are errors. */
@@ -136,6 +137,16 @@ typedef struct ibx_error {
     char where[96];              /* the ODBC call or argument, e.g. "ibx_store_open: connection_string" */
     char message[512];           /* human-readable; all diagnostic records joined by " | " */
 } ibx_error;
+
+/* Limits of the work queue, the same in both headers. Each call that takes
+ * one of these refuses a value outside it with IBX_ERR_OUT_OF_RANGE naming
+ * the argument, before any SQL runs. */
+#define IBX_BATCH_MAX 10000                     /* messages per claim, rows per cleanup batch */
+#define IBX_LEASE_MAX_SECONDS 86400             /* a lease of at most a day */
+#define IBX_DELAY_BACKOFF (-1)                  /* abandon: each message's default backoff */
+#define IBX_DELAY_MAX_MS 3153600000000LL        /* abandon delay: at most 100 years */
+#define IBX_RETENTION_MAX_MS 3153600000000LL    /* cleanup retention: at most 100 years */
+#define IBX_DISCOVER_MAX 100000                 /* databases one discovery may return */
 
 /* Log levels. Zero in ibx_logger.min_level means the default, INFO. */
 typedef enum ibx_log_level {
@@ -316,12 +327,13 @@ typedef struct ibx_store ibx_store;
 typedef enum ibx_metric {
     IBX_METRIC_ENQUEUED = 0,     /* messages enqueued (inserted or refreshed, not Done) */
     IBX_METRIC_DISPATCHED = 1,   /* messages acknowledged (Done) */
-    IBX_METRIC_FAILED = 2,       /* handler failures that will be retried (abandoned) */
+    IBX_METRIC_RETRIED = 2,      /* messages abandoned for a later attempt */
     IBX_METRIC_DEAD = 3,         /* messages failed permanently (Dead) */
     IBX_METRIC_REAPED = 4,       /* expired leases released */
     IBX_METRIC_DUPLICATE = 5,    /* dedup checks that found the message already Done */
     IBX_METRIC_COUNT_ = 6
 } ibx_metric;
+#define IBX_METRIC_FAILED IBX_METRIC_RETRIED /* the old name: it counts retries, not the dead */
 
 /* Called after each counted event with how many it counted. */
 typedef struct ibx_metrics_hook {
@@ -342,39 +354,6 @@ typedef struct ibx_store_desc {
     ibx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
 } ibx_store_desc;
 
-/* What a store is connected to. */
-typedef struct ibx_store_info {
-    ibx_dialect dialect;
-    char dbms_name[64];          /* SQL_DBMS_NAME, e.g. "PostgreSQL" */
-    char dbms_version[64];       /* the server's own version (asked by SQL) */
-    char driver_name[64];        /* SQL_DRIVER_NAME, e.g. "psqlodbcw.so" */
-    char store_id[64];
-} ibx_store_info;
-
-/* Open a store: connect (or adopt desc->hdbc), detect or force the dialect,
- * and prepare the session (isolation, autocommit, time zone). Touches the
- * database. On success *out is the store; on failure *out is still a store
- * handle when one could be allocated (so ibx_store_last_error() explains
- * the failure; close it) and NULL only on IBX_ERR_NO_MEMORY or a NULL desc.
- * Returns IBX_OK; IBX_ERR_INVALID_ARG (desc/out NULL, neither or both of
- * connection_string and hdbc, bad schema/table/store_id); IBX_ERR_DB or
- * IBX_ERR_DB_TRANSIENT (connect failed); IBX_ERR_UNSUPPORTED (a dialect that
- * is not implemented yet); IBX_ERR_NO_MEMORY. */
-IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out);
-
-/* Close a store and its connection (a caller's hdbc is left open). A store
- * with an open unit of work is rolled back first. NULL is a no-op. */
-IBX_API void ibx_store_close(ibx_store *store);
-
-/* Fill *info. Returns IBX_OK or IBX_ERR_INVALID_ARG (NULL argument).
- * Does not touch the database. */
-IBX_API ibx_result ibx_store_get_info(const ibx_store *store, ibx_store_info *info);
-
-/* The store's last error (result IBX_OK when the last call succeeded).
- * Valid until the next call on the store. NULL store gives a static
- * "store is NULL" error. */
-IBX_API const ibx_error *ibx_store_last_error(const ibx_store *store);
-
 /* ---- Messages ----------------------------------------------------------------- */
 
 /* payload_len value meaning "up to the NUL terminator". */
@@ -382,6 +361,7 @@ IBX_API const ibx_error *ibx_store_last_error(const ibx_store *store);
 
 /* Largest source, message id and topic, in characters (UTF-8 code points). */
 #define IBX_KEY_MAX 255
+#define IBX_TOPIC_MAX 255
 
 /* Default retention of ibx_cleanup(): 30 days. */
 #define IBX_DEFAULT_RETENTION_MS ((int64_t)30 * 24 * 3600 * 1000)
@@ -451,19 +431,6 @@ IBX_API void ibx_sha256(const void *data, size_t len, unsigned char out[32]);
 IBX_API void ibx_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
                              unsigned char out[32]);
 
-/* The schema for `dialect` (schema and table NULL: the defaults), exactly
- * what deployment runs. As obx_schema_sql(): OBX_OK, INVALID_ARG,
- * OUT_OF_RANGE (buffer too small; *needed says how much), UNSUPPORTED. */
-IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const char *table,
-                                  char *out, size_t cap, size_t *needed);
-
-/* Create the table and indexes if missing (idempotent). Touches the
- * database. Returns IBX_OK, IBX_ERR_DB(_TRANSIENT), IBX_ERR_INVALID_ARG. */
-IBX_API ibx_result ibx_store_deploy(ibx_store *store);
-
-/* A new owner token (UUIDv7 text). Returns IBX_OK or IBX_ERR_INVALID_ARG. */
-IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]);
-
 /* Dedup check (IBX-002..008), one atomic upsert: a new (source, id) is
  * recorded as Seen and *processed = 0; a Done one gives *processed = 1; any
  * other refreshes LastSeenUtc and gives 0. A `hash` is stored the first time
@@ -492,16 +459,6 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *message, int *enqueued);
 
-/* Claim up to `batch_size` due Processing messages that no one holds a
- * lease on, for `owner_token`, for `lease_seconds`, in one round trip.
- * *messages points at *count messages owned by the store. Returns IBX_OK
- * (count >= 1) or IBX_EMPTY; IBX_ERR_INVALID_ARG (owner token not a UUID,
- * or all zeros (IBX-043)); IBX_ERR_OUT_OF_RANGE (lease_seconds or
- * batch_size <= 0 (IBX-040/041), batch_size > 10000, lease > 86400);
- * IBX_ERR_DB(_TRANSIENT). */
-IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
-                             int batch_size, const ibx_message **messages, int *count);
-
 /* Mark messages Done, clearing owner and lease (IBX-044/049). Keys the
  * token does not hold, or that do not exist, are ignored; *changed says how
  * many changed. keys NULL with count > 0 is IBX_ERR_INVALID_ARG; count 0 is
@@ -511,12 +468,13 @@ IBX_API ibx_result ibx_ack(ibx_store *store, const char *owner_token, const ibx_
                            int count, int64_t *changed);
 
 /* Release messages for a retry: lease cleared, attempt + 1, last error
- * recorded (NULL or "" keeps none), next attempt after *delay_ms, or with
- * delay_ms NULL after min(2^attempt s, 60 s) from each message's attempt
- * count before this abandon. *delay_ms <= 0 is IBX_ERR_OUT_OF_RANGE
- * (IBX-058). Ownership and results as ibx_ack. */
+ * recorded (NULL or "" keeps none), next attempt after `delay_ms`
+ * (1..IBX_DELAY_MAX_MS), or with IBX_DELAY_BACKOFF after min(2^attempt s,
+ * 60 s) from each message's attempt count before this abandon. Any other
+ * delay_ms (0 or negative, IBX-058) is IBX_ERR_OUT_OF_RANGE, checked first.
+ * Ownership and results as ibx_ack. */
 IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const ibx_key *keys,
-                               int count, const char *last_error, const int64_t *delay_ms,
+                               int count, const char *last_error, int64_t delay_ms,
                                int64_t *changed);
 
 /* Mark messages Dead with `error` (required: NULL is IBX_ERR_INVALID_ARG,
@@ -524,49 +482,134 @@ IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const 
 IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx_key *keys,
                             int count, const char *error, int64_t *changed);
 
-/* Release every expired lease of a Processing message; Done and Dead are
- * never touched. *reaped gets the count. Returns IBX_OK or IBX_ERR_DB(_TRANSIENT). */
-IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped);
-
 /* Read one message by (message id, source), the same order as the dedup
  * and mark calls. Returns IBX_OK, IBX_ERR_NOT_FOUND, IBX_ERR_INVALID_ARG,
  * IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_get(ibx_store *store, const char *message_id, const char *source,
                            ibx_message *message);
 
-/* Delete Done messages last seen more than `retention_ms` ago (0: the
- * default, IBX_DEFAULT_RETENTION_MS), `batch_size` rows per transaction (0:
- * 1000) until none are left; Seen, Processing and Dead are never deleted.
- * Returns IBX_OK, IBX_ERR_OUT_OF_RANGE (negative), IBX_ERR_DB(_TRANSIENT). */
+/* >>common-begin api-engine */
+
+/* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
+
+/* What a store is connected to. */
+typedef struct ibx_store_info {
+    ibx_dialect dialect;
+    char dbms_name[64];          /* SQL_DBMS_NAME, e.g. "PostgreSQL" */
+    char dbms_version[64];       /* the server's own version (asked by SQL) */
+    char driver_name[64];        /* SQL_DRIVER_NAME, e.g. "psqlodbcw.so" */
+    char store_id[64];
+} ibx_store_info;
+
+/* Open a store: connect (or adopt desc->hdbc), detect or force the dialect,
+ * and prepare the session (isolation, autocommit, time zone). Touches the
+ * database. On success *out is the store; on failure *out is still a store
+ * handle when one could be allocated (so ibx_store_last_error() explains
+ * the failure; close it) and NULL only on IBX_ERR_NO_MEMORY, a NULL desc or
+ * a half-set allocator hook. Returns IBX_OK; IBX_ERR_INVALID_ARG (desc/out
+ * NULL, neither or both of connection_string and hdbc, bad
+ * schema/table/store_id, an allocator with some but not all functions);
+ * IBX_ERR_DB or IBX_ERR_DB_TRANSIENT (connect failed); IBX_ERR_NO_MEMORY. */
+IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out);
+
+/* Close a store and its connection (a caller's hdbc is left open). A store
+ * with an open unit of work is rolled back first. NULL is a no-op. */
+IBX_API void ibx_store_close(ibx_store *store);
+
+/* Fill *info. Returns IBX_OK or IBX_ERR_INVALID_ARG (NULL argument).
+ * Does not touch the database. */
+IBX_API ibx_result ibx_store_get_info(const ibx_store *store, ibx_store_info *info);
+
+/* The store's last error (result IBX_OK when the last call succeeded).
+ * Valid until the next call on the store. NULL store gives a static
+ * "store is NULL" error. */
+IBX_API const ibx_error *ibx_store_last_error(const ibx_store *store);
+
+/* The schema as SQL text for `dialect` with the given schema and table
+ * names (NULL: the defaults of ibx_store_desc), exactly what deployment
+ * runs: tables, indexes and, where the dialect has them, triggers and
+ * procedures. Statements end with ";" and a newline; SQL Server's are
+ * batches ended by a "GO" line (for sqlcmd or SSMS). Writes at most `cap`
+ * bytes including the NUL into `out` (may be NULL with cap 0) and the full
+ * size including the NUL into *needed (if not NULL). Returns IBX_OK;
+ * IBX_ERR_INVALID_ARG (bad names); IBX_ERR_OUT_OF_RANGE (buffer too small:
+ * *needed says how much); IBX_ERR_UNSUPPORTED (IBX_DIALECT_AUTO or not an
+ * ibx_dialect value). Pure; does not touch a database. */
+IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const char *table,
+                                  char *out, size_t cap, size_t *needed);
+
+/* Create the schema objects if they are missing (idempotent; what
+ * desc.deploy_schema does at open). Touches the database, own transaction.
+ * Returns IBX_OK, IBX_ERR_DB, IBX_ERR_DB_TRANSIENT, IBX_ERR_INVALID_ARG. */
+IBX_API ibx_result ibx_store_deploy(ibx_store *store);
+
+/* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
+ * from the store's clock and random hooks. Returns IBX_OK or
+ * IBX_ERR_INVALID_ARG (NULL argument). */
+IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]);
+
+/* Claim up to `batch_size` ready messages (due, not leased, not done or
+ * dead) for `owner_token`, leasing them for `lease_seconds`, in one round
+ * trip. *messages points at an array of *count messages owned by the store
+ * (valid until the next claim/close). Two workers never hold the same
+ * message while its lease lasts; after it expires (a crash, or a handler
+ * slower than the lease) it is delivered again. Returns IBX_OK (count >= 1)
+ * or IBX_EMPTY (count 0); IBX_ERR_INVALID_ARG (owner token not a UUID or
+ * the empty one, NULL pointers); IBX_ERR_OUT_OF_RANGE (lease_seconds not
+ * 1..IBX_LEASE_MAX_SECONDS, batch_size not 1..IBX_BATCH_MAX);
+ * IBX_ERR_DB / IBX_ERR_DB_TRANSIENT. */
+IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
+                             int batch_size, const ibx_message **messages, int *count);
+
+/* Release every expired lease (claimed, lease in the past): the messages
+ * become claimable again, their attempt counts unchanged. Done and dead
+ * messages are never touched. *reaped (if not NULL) receives the count.
+ * Returns IBX_OK or IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped);
+
+/* Delete done messages older than `retention_ms` (0: IBX_DEFAULT_RETENTION_MS),
+ * in batches of `batch_size` rows (0: 1000), each its own transaction,
+ * until none are left. Ready, claimed and dead messages are never deleted.
+ * *deleted (if not NULL) receives the total. Returns IBX_OK;
+ * IBX_ERR_OUT_OF_RANGE (retention_ms not 0..IBX_RETENTION_MAX_MS,
+ * batch_size not 0..IBX_BATCH_MAX); IBX_ERR_DB(_TRANSIENT) (rows deleted by
+ * earlier batches stay deleted). */
 IBX_API ibx_result ibx_cleanup(ibx_store *store, int64_t retention_ms, int batch_size,
                                int64_t *deleted);
 
-/* Totals of the counted events; does not touch the database. */
+/* Running totals of the counted events since the store was opened,
+ * indexed by ibx_metric. Does not touch the database. Returns IBX_OK or
+ * IBX_ERR_INVALID_ARG (NULL argument). */
 IBX_API ibx_result ibx_store_counters(const ibx_store *store, int64_t counters[IBX_METRIC_COUNT_]);
 
-/* Messages ready to claim now, and how long the oldest has been ready (ms). */
+/* Queue depth now: messages ready to claim (due, not leased) and how long
+ * the oldest of them has been ready, in ms (0 when none), by the database
+ * clock. Touches the database (one read). Returns IBX_OK,
+ * IBX_ERR_INVALID_ARG, IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_queue_stats(ibx_store *store, int64_t *ready, int64_t *oldest_ready_ms);
 
-/* ---- Dispatcher (as in obx.h) ---------------------------------------------------- */
-
+/* What a handler says about a message. */
 typedef enum ibx_outcome {
-    IBX_DONE = 0,                /* handled: acknowledged (Done) */
-    IBX_RETRY = 1,               /* transient failure: abandoned with backoff */
-    IBX_DEAD = 2,                /* permanent failure: Dead at once */
-    IBX_WAIT = 3                 /* not ready yet: retried later, never counted as a failed
-                                    attempt (backoff capped at 5 s) */
+    IBX_DONE = 0,                /* handled: the message is acknowledged */
+    IBX_RETRY = 1,               /* transient failure: retried after a backoff */
+    IBX_DEAD = 2,                /* permanent failure: dead at once, never retried */
+    IBX_WAIT = 3                 /* not ready yet (e.g. a join): retried later, never counted
+                                    as a failed attempt; the delay is the backoff, capped at 5 s */
 } ibx_outcome;
 
-/* A handler gets the whole message, attempt and first/last seen included
- * (IBX-076); `error` takes a short reason (never the payload). */
+/* A handler. It gets the whole message. `error` (error_size bytes, zeroed
+ * before the call) takes a short reason for RETRY or DEAD; it is stored as
+ * the last error and logged, so it must not contain the payload. Handlers
+ * must be idempotent: delivery is at least once. */
 typedef ibx_outcome (*ibx_handler)(const ibx_message *message, char *error, size_t error_size,
                                    void *user);
 
-typedef int64_t (*ibx_backoff_fn)(int attempt, void *user);
+/* Delay in ms before the next attempt of a message that has failed
+ * `attempts` times before this one. Values outside the range abandon
+ * accepts are clamped to it. */
+typedef int64_t (*ibx_backoff_fn)(int attempts, void *user);
 
 typedef struct ibx_dispatcher ibx_dispatcher;
-
-/* ---- Many databases: providers and routers ------------------------------------- */
 
 /* The stores of many databases (one per tenant or site), kept open. */
 typedef struct ibx_provider ibx_provider;
@@ -574,36 +617,38 @@ typedef struct ibx_provider ibx_provider;
 /* A fixed list of databases, or a discovery callback that the provider
  * calls every refresh interval. All-zero fields take the defaults. */
 typedef struct ibx_provider_desc {
-    ibx_store_desc store;        /* template for every store (schema, table, deploy_schema,
-                                    hooks, metrics); connection_string and
-                                    store_id come from each database, hdbc must be NULL */
+    ibx_store_desc store;        /* template for every store; connection_string and store_id
+                                    come from each database, hdbc must be NULL */
     const ibx_database *databases; /* a fixed list (copied) ... */
     int database_count;
     ibx_discover_fn discover;    /* ... or discovery (then databases must be NULL) */
     void *discover_user;
-    int64_t refresh_interval_ms; /* default 300000 (5 min, IBX-076) */
+    int64_t refresh_interval_ms; /* default 300000 (5 min) */
 } ibx_provider_desc;
 
 /* Create a provider and open a store per database (discovery is called
  * once now). A database whose store cannot be opened is logged and left
  * out until the next refresh. Returns IBX_OK; IBX_ERR_INVALID_ARG (both or
  * neither of databases and discover, a NULL or empty or duplicate id,
- * desc->store.hdbc set); IBX_ERR_NO_MEMORY. */
+ * desc->store.hdbc set, a half-set allocator); IBX_ERR_DB (the first
+ * discovery failed: *out is a provider with no stores, refreshed later);
+ * IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provider **out);
 
 /* Close every store and free the provider. NULL is a no-op. */
 IBX_API void ibx_provider_destroy(ibx_provider *provider);
 
 /* Ask discovery now: new databases get stores, removed ones are closed,
- * unchanged ones are kept as they are (IBX-077..079). Dispatchers call
- * this themselves when the refresh interval has passed. Returns IBX_OK,
- * IBX_ERR_STATE (a fixed list: nothing to refresh), IBX_ERR_DB (discovery
- * failed: the current set is kept), IBX_ERR_INVALID_ARG (discovery returned
- * a bad entry: the current set is kept). */
+ * unchanged ones are kept as they are. Dispatchers call this themselves
+ * when the refresh interval has passed. Returns IBX_OK, IBX_ERR_STATE (a
+ * fixed list: nothing to refresh), IBX_ERR_DB (discovery failed, or said
+ * more than IBX_DISCOVER_MAX: the current set is kept), IBX_ERR_INVALID_ARG
+ * (discovery returned a bad entry: the current set is kept),
+ * IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_provider_refresh(ibx_provider *provider);
 
 /* Number of open stores, and the store at `index` (NULL when out of range)
- * with its stable identifier (IBX-070). Valid until the next refresh. */
+ * with its stable identifier. Valid until the next refresh. */
 IBX_API int ibx_provider_count(const ibx_provider *provider);
 IBX_API ibx_store *ibx_provider_store(const ibx_provider *provider, int index);
 IBX_API const char *ibx_provider_store_id(const ibx_provider *provider, int index);
@@ -611,13 +656,12 @@ IBX_API const char *ibx_provider_store_id(const ibx_provider *provider, int inde
 /* Details of the provider's last error. */
 IBX_API const ibx_error *ibx_provider_last_error(const ibx_provider *provider);
 
-/* The store for a routing key: the database id (IBX-072). No database is
- * opened: the provider's stores are reused (IBX-121). Returns IBX_OK;
- * IBX_ERR_INVALID_ARG (key NULL or empty); IBX_ERR_NOT_FOUND (no database
- * with that id, IBX-073). */
+/* The store for a routing key: the database id. No database is opened:
+ * the provider's stores are reused. Returns IBX_OK; IBX_ERR_INVALID_ARG
+ * (key NULL or empty); IBX_ERR_NOT_FOUND (no database with that id). */
 IBX_API ibx_result ibx_router_get(ibx_provider *provider, const char *key, ibx_store **out);
 
-/* The same for a GUID key, by its canonical lower-case text (IBX-074). */
+/* The same for a GUID key, by its canonical lower-case text. */
 IBX_API ibx_result ibx_router_get_guid(ibx_provider *provider, const ibx_guid *key, ibx_store **out);
 
 /* A selection strategy of your own: which store to poll next, and what it
@@ -628,48 +672,100 @@ typedef struct ibx_strategy {
     void *user;
 } ibx_strategy;
 
+/* Counts of one ibx_dispatcher_run_once() call. */
 typedef struct ibx_run_stats {
-    int claimed, done, retried, dead, no_handler;
-    int64_t reaped;
+    int claimed;                 /* messages claimed */
+    int done;                    /* acknowledged */
+    int retried;                 /* abandoned for a later attempt */
+    int dead;                    /* failed permanently (DEAD, or out of attempts) */
+    int no_handler;              /* of the retried: no handler for their topic */
+    int64_t reaped;              /* expired leases released by a periodic reap */
 } ibx_run_stats;
 
-/* All-zero fields take the defaults: batch 50, lease 30 s, max attempts 10
- * (the most times a handler runs for one message), backoff min(2^attempt s,
- * 60 s), poll 500 ms doubling to 2 s while idle, reap every 30 s, error
- * delay 30 s. */
+/* How to dispatch. All-zero fields take the defaults shown. */
 typedef struct ibx_dispatcher_desc {
     ibx_store *store;            /* one store, or: */
     ibx_provider *provider;      /* many: each round polls the store the strategy picks */
-    ibx_selection selection;     /* default round-robin (IBX-087); or drain-first (IBX-088) */
+    ibx_selection selection;     /* default round-robin; or drain-first */
     ibx_strategy strategy;       /* a strategy of your own (next set): replaces selection */
     int64_t cleanup_interval_ms; /* 0: no automatic cleanup; else every store, this often ... */
-    int64_t cleanup_retention_ms;/* ... keeping Done messages this long (0: 30 days) */
-    const char *owner_token;
-    int batch_size;
-    int lease_seconds;
-    int max_attempts;
-    ibx_backoff_fn backoff;
+    int64_t cleanup_retention_ms;/* ... deleting done messages older than this
+                                    (0: IBX_DEFAULT_RETENTION_MS) */
+    const char *owner_token;     /* default: a new UUIDv7 per dispatcher (not the empty UUID) */
+    int batch_size;              /* default 50, at most IBX_BATCH_MAX */
+    int lease_seconds;           /* default 30, at most IBX_LEASE_MAX_SECONDS; longer than a
+                                    handler may take */
+    int max_attempts;            /* default 10: a handler runs at most this many times for a
+                                    message (a lease that expires does not count) */
+    ibx_backoff_fn backoff;      /* default min(2^attempts s, 60 s) */
     void *backoff_user;
-    int64_t poll_interval_ms;
-    int64_t idle_max_ms;
-    int64_t reap_interval_ms;
-    int64_t startup_delay_ms;
-    int64_t error_delay_ms;
-    volatile sig_atomic_t *stop_flag;
+    int64_t poll_interval_ms;    /* default 500: wait after an empty claim ... */
+    int64_t idle_max_ms;         /* default 2000: ... doubling while idle up to this */
+    int64_t reap_interval_ms;    /* default 30000: reap expired leases this often */
+    int64_t startup_delay_ms;    /* default 0: wait before the first claim */
+    int64_t error_delay_ms;      /* default 30000: wait after a failed round */
+    ibx_log_level message_log_level; /* default IBX_LOG_DEBUG: the level of the line logged
+                                    as each message is handed to its handlers (topic and id);
+                                    IBX_LOG_INFO logs every invocation at INFO */
+    volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
+                                    (safe to set from a signal handler; seen within one wait) */
 } ibx_dispatcher_desc;
+/* Intervals are saturating: a huge one (INT64_MAX) means "never again". */
 
-/* As the obx_dispatcher_* functions (see obx.h): create (no database),
- * destroy, register a handler by exact topic or "*", one round, the loop,
- * stop (thread-safe) and wake (thread-safe, after a producer's commit). */
+/* Create a dispatcher over desc->store or desc->provider (exactly one).
+ * Reap (and cleanup, when asked) run for every store, on their own
+ * schedules. Does not touch the database. Returns IBX_OK;
+ * IBX_ERR_INVALID_ARG (desc or out NULL; neither or both of store and
+ * provider; owner_token not a UUID); IBX_ERR_OUT_OF_RANGE (a negative or too
+ * large number); IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_dispatcher **out);
+
+/* Free a dispatcher (not its store). Must not be running. NULL is a no-op. */
 IBX_API void ibx_dispatcher_destroy(ibx_dispatcher *dispatcher);
+
+/* Register `handler` for `topic` (exact, case-sensitive), or for every
+ * topic with "*". A message runs its topic's handlers in registration
+ * order, then the "*" ones; the first that does not return IBX_DONE decides
+ * the message's fate. A message with no handler at all is logged as a
+ * warning and retried later. Returns IBX_OK, IBX_ERR_INVALID_ARG (NULL,
+ * empty, not UTF-8 or over-long topic, NULL handler), IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_dispatcher_on(ibx_dispatcher *dispatcher, const char *topic,
                                      ibx_handler handler, void *user);
+
+/* One round: reap if the reap interval has passed, claim one batch, run
+ * the handlers, then settle: all successes in one ack, each failure
+ * abandoned (with backoff) or failed. *stats (if not NULL) gets the counts.
+ * Returns IBX_OK (messages handled), IBX_EMPTY (nothing to claim), or the
+ * database error of the claim or a settle (messages not settled stay
+ * leased and are retried after their lease expires: nothing is lost). */
 IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *dispatcher, ibx_run_stats *stats);
+
+/* Loop run_once() until ibx_dispatcher_stop() or *stop_flag: after an
+ * empty round wait poll_interval_ms (doubling up to idle_max_ms), after a
+ * database error wait error_delay_ms, and wake at once on
+ * ibx_dispatcher_wake(). Returns IBX_OK when stopped. */
 IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *dispatcher);
+
+/* Ask run() to return after the current round. Thread-safe (not
+ * async-signal-safe: from a signal handler use desc.stop_flag). */
 IBX_API void ibx_dispatcher_stop(ibx_dispatcher *dispatcher);
+
+/* Tell a waiting run() that messages were just committed, so it claims now
+ * instead of at the next poll (the producer's "hot path"; the database
+ * stays the only source of truth). Call it after your commit. Thread-safe;
+ * cheap when the dispatcher is busy. Producers in other processes are seen
+ * at the next poll. */
 IBX_API void ibx_dispatcher_wake(ibx_dispatcher *dispatcher);
 
+/* The dispatcher's last error: with one store it is that store's error;
+ * with a provider, the error of the last round that failed (copied, so it
+ * outlives a store that discovery has since closed) or of the last
+ * ibx_dispatcher_on. NULL gives a static "store is NULL" error. */
+IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *dispatcher);
+
+/* >>common-end api-engine */
+
+/* >>common-begin core */
 #ifdef __cplusplus
 }
 #endif
@@ -693,7 +789,6 @@ IBX_API void ibx_dispatcher_wake(ibx_dispatcher *dispatcher);
 #include <pthread.h>
 #endif
 
-/* >>common-begin core */
 
 #if !defined(IBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)
 #error "ibx: the default clock needs POSIX clock_gettime(): compile the implementation file with -D_POSIX_C_SOURCE=200809L (or -std=gnu99), or define IBX_NO_POSIX_CLOCK and pass a clock hook"
@@ -800,11 +895,16 @@ static uint64_t ibx__random_seed(const void *salt) {
 
 /* Fill `h` from the caller's hooks (may be NULL), defaulting what is unset.
  * `h` must not move afterwards: the default random source points into it. */
-IBX__PRIVATE void ibx__hooks_resolve(ibx__hooks *h, const ibx_hooks *given) {
+/* The hooks in force: each one given, or its default. An allocator is
+ * given whole or not at all: a half-set one is refused (IBX_ERR_INVALID_ARG)
+ * rather than silently mixed with malloc. */
+IBX__PRIVATE ibx_result ibx__hooks_resolve(ibx__hooks *h, const ibx_hooks *given) {
     ibx_hooks none;
+    const ibx_allocator *a;
     memset(&none, 0, sizeof none);
     if (!given) given = &none;
-    if (given->allocator.alloc && given->allocator.realloc && given->allocator.free) {
+    a = &given->allocator;
+    if (a->alloc && a->realloc && a->free) {
         h->alloc = given->allocator;
     } else {
         h->alloc.alloc = ibx__default_alloc;
@@ -825,6 +925,8 @@ IBX__PRIVATE void ibx__hooks_resolve(ibx__hooks *h, const ibx_hooks *given) {
         h->rng.next_u64 = ibx__default_random;
         h->rng.user = &h->rng_state;
     }
+    return (a->alloc || a->realloc || a->free) && !(a->alloc && a->realloc && a->free)
+               ? IBX_ERR_INVALID_ARG : IBX_OK;
 }
 
 IBX__PRIVATE void *ibx__alloc(const ibx__hooks *h, size_t size) {
@@ -851,7 +953,15 @@ IBX__PRIVATE int ibx__log_enabled(const ibx__hooks *h, ibx_log_level level) {
     return level >= h->log.min_level && h->log.min_level != IBX_LOG_OFF;
 }
 
+/* A log line stays one line: a control character in the text (a handler's
+ * error, a driver message, a name) becomes '?', so nothing can forge a line. */
+IBX__PRIVATE void ibx__unforgeable(char *line) {
+    for (; *line; line++)
+        if ((unsigned char)*line < 0x20 || *line == 0x7F) *line = '?';
+}
+
 IBX__PRINTF(4, 5)
+
 IBX__PRIVATE void ibx__log(const ibx__hooks *h, ibx_log_level level, const char *store_id,
                            const char *fmt, ...) {
     char line[768];
@@ -860,6 +970,7 @@ IBX__PRIVATE void ibx__log(const ibx__hooks *h, ibx_log_level level, const char 
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    ibx__unforgeable(line);
     h->log.log(level, store_id ? store_id : "-", line, h->log.user);
 }
 
@@ -2518,7 +2629,7 @@ IBX__PRIVATE void ibx__loop_run(ibx__loop *l, const ibx__loop_timing *t,
             idle = t->poll_ms;
         } else if (r == IBX_EMPTY) {
             if (ibx__loop_wait(l, idle)) idle = t->poll_ms; /* a producer spoke */
-            else idle = idle * 2 > t->idle_max_ms ? t->idle_max_ms : idle * 2;
+            else idle = idle > t->idle_max_ms / 2 ? t->idle_max_ms : idle * 2;
         } else {
             ibx__log(l->hooks, IBX_LOG_ERROR, store_id,
                      "dispatch round failed: %s: %s (%s); next try in %lld ms", ibx__result_str(r),
@@ -2720,11 +2831,11 @@ enum {
     IBX__Q_COUNT
 };
 
-typedef struct ibx__inbox_sql {
+typedef struct ibx__sqlset {
     const char *now_ms;          /* {W} */
     const char *ddl[16];         /* the schema, one statement each, NULL-terminated */
     const char *q[IBX__Q_COUNT];
-} ibx__inbox_sql;
+} ibx__sqlset;
 
 #define IBX__SQLITE_COLS                                                                     \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"FirstSeenUtc\", "          \
@@ -2743,7 +2854,7 @@ typedef struct ibx__inbox_sql {
 #define IBX__PG_KEYS \
     "(\"Source\", \"MessageId\") IN (SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[])))"
 
-static const ibx__inbox_sql ibx__sqlite_inbox = {
+static const ibx__sqlset ibx__sqlite_inbox = {
     "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
     {"CREATE TABLE IF NOT EXISTS {T} (\n"
      "    \"Source\"        TEXT NOT NULL,\n"
@@ -2810,7 +2921,7 @@ static const ibx__inbox_sql ibx__sqlite_inbox = {
         "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})",
     }};
 
-static const ibx__inbox_sql ibx__postgresql_inbox = {
+static const ibx__sqlset ibx__postgresql_inbox = {
     "now()",
     {"SELECT pg_advisory_xact_lock(hashtext('ibx deploy {T}'))",
      "CREATE SCHEMA IF NOT EXISTS {S}",
@@ -2916,7 +3027,7 @@ static const ibx__inbox_sql ibx__postgresql_inbox = {
  * 10.5+, not MySQL) gives the dedup answer and the enqueue count in one
  * statement: the driver's row count cannot tell an insert from an
  * untouched Done row. SET runs left to right: Status is assigned last. */
-static const ibx__inbox_sql ibx__mariadb_inbox = {
+static const ibx__sqlset ibx__mariadb_inbox = {
     "UTC_TIMESTAMP(6)",
     {"CREATE TABLE IF NOT EXISTS {T} (\n"
      "    `Source`        VARCHAR(255) NOT NULL,\n"
@@ -3039,7 +3150,7 @@ static const ibx__inbox_sql ibx__mariadb_inbox = {
  * READCOMMITTEDLOCK (READPAST needs locking reads under
  * READ_COMMITTED_SNAPSHOT). Written to the documentation; not yet run
  * against a server. */
-static const ibx__inbox_sql ibx__sqlserver_inbox = {
+static const ibx__sqlset ibx__sqlserver_inbox = {
     "SYSUTCDATETIME()",
     {/* Deploys serialize on a lock that ends with the transaction. In the
       * library, manual commit is IMPLICIT_TRANSACTIONS, which EXEC does not
@@ -3158,10 +3269,10 @@ static const ibx__inbox_sql ibx__sqlserver_inbox = {
     }};
 
 /* Indexed by ibx_dialect. */
-static const ibx__inbox_sql *const ibx__inbox_sqls[] = {
+static const ibx__sqlset *const ibx__sqlsets[] = {
     NULL, &ibx__sqlite_inbox, &ibx__postgresql_inbox, &ibx__mariadb_inbox, &ibx__sqlserver_inbox};
 
-static char *ibx__inbox_expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__inbox_sql *q,
+static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
                                const char *schema, const char *table, const char *tmpl) {
     const char *names[26];
     char *t, *qs = NULL, *out = NULL;
@@ -3181,43 +3292,157 @@ static char *ibx__inbox_expand(const ibx__hooks *h, const ibx__dialect *d, const
     return out;
 }
 
-/* >> store ---------------------------------------------------------------------- */
+/* >> the inbox's face: what the engine below needs of this header -------------- */
 
-struct ibx__row_offsets {
+#define IBX__KEY_LISTS 2              /* a message's key: (source, message id), two lists */
+#define IBX__KEYS_ARG "keys"          /* the settle calls' key argument */
+#define IBX__NOUN "inbox"
+#define IBX__DEFAULT_SCHEMA "infra"
+#define IBX__DEFAULT_TABLE "Inbox"
+#define IBX__TABLE_MAX 48             /* "IX_<table>_WorkQueue" fits 63 */
+#define IBX__ACK_NAMES_WORKER 0       /* the inbox records no ProcessedBy */
+#define IBX__DELAY_MIN_MS 1           /* a given delay must be positive (IBX-058) */
+#define IBX__RETENTION_DEFAULT_MS IBX_DEFAULT_RETENTION_MS /* cleanup with retention 0 */
+#define IBX__MSG_ATTEMPTS(m) ((m)->attempt)
+
+/* Where each string of a message row sits in store->rows while reading. */
+typedef struct ibx__row_offsets {
     size_t source, message_id, topic, payload, hash, last_error;
     size_t hash_len;
-};
-typedef struct ibx__row_offsets ibx__row_offsets;
+} ibx__row_offsets;
+
+/* What only an inbox store keeps: nothing yet. */
+typedef struct ibx__store_own {
+    char unused;
+} ibx__store_own;
+
+
+/* >>common-begin engine */
+
+/* The engine: the store, its work queue (claim, settle, reap, cleanup),
+ * providers, routers and the dispatcher. The same text in ibx.h and ibx.h;
+ * what differs between them is the "face" defined just above: the
+ * statements, the row layout, a message's key and a few constants. */
+
+/* What each header defines for the engine (its face), below the engine. */
+static void ibx__store_own_free(const ibx__hooks *h, ibx__store_own *own);
+/* The current row (the dialect's message columns) into *m; its strings go
+ * to buf, at offsets *o, and are pointed at by ibx__point_strings once the
+ * buffer stops moving. */
+static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ibx__buf *buf,
+                                    ibx__row_offsets *o);
+static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o);
+/* Add a claimed message's key to the store's key lists; 0 when out of memory. */
+static int ibx__msg_key_add(ibx_store *s, const ibx_message *m);
+/* A message's name in log lines. */
+static void ibx__msg_name(const ibx_message *m, char *out, size_t size);
+/* The worker name of a store description (NULL where the header has none). */
+static const char *ibx__desc_worker(const ibx_store_desc *desc);
+static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
+
+/* Defaults and limits of the engine, used by code and docs alike. */
+#define IBX__BATCH_DEFAULT 50              /* messages per claim */
+#define IBX__LEASE_DEFAULT_SECONDS 30
+#define IBX__MAX_ATTEMPTS_DEFAULT 10
+#define IBX__POLL_DEFAULT_MS 500           /* wait after an empty claim ... */
+#define IBX__IDLE_MAX_DEFAULT_MS 2000      /* ... doubling up to this */
+#define IBX__ERROR_DELAY_DEFAULT_MS 30000  /* wait after a failed round */
+#define IBX__REAP_DEFAULT_MS 30000         /* reap expired leases this often */
+#define IBX__REFRESH_DEFAULT_MS 300000     /* discovery this often */
+#define IBX__CLEANUP_BATCH_DEFAULT 1000    /* rows deleted per cleanup transaction */
+#define IBX__WAIT_DELAY_MAX_MS 5000        /* a waiting message is looked at again this soon */
+#define IBX__LEASE_MARGIN_MAX_MS 5000      /* no handler starts this close to the lease end */
+#define IBX__HANDLER_ERROR_MAX 256         /* a handler's error text, with its NUL */
+#define IBX__MSG_NAME_MAX 560              /* a message's name in log lines */
+#define IBX__DISCOVER_FIRST 256            /* room given to discovery at first */
+
+/* >> store ---------------------------------------------------------------------- */
 
 struct ibx_store {
     ibx__hooks hooks;
     ibx__db db;
     ibx_error err;
-    char *schema;
-    char *table;
-    char *store_id;
-    const ibx__inbox_sql *q;
-    char *sql[IBX__Q_COUNT];
-    ibx__buf sources, ids;         /* key lists for batch statements */
-    ibx__buf rows;                 /* strings of the last claim's messages */
-    ibx__buf read_rows;            /* strings of the last get: apart, so a handler may read
-                                      without spoiling the batch it was called from */
-    ibx_message *msgs;
-    ibx__row_offsets *offsets;
+    char *schema, *table, *store_id, *worker_name;
+    const ibx__sqlset *q;
+    char *sql[IBX__Q_COUNT];      /* expanded statements */
+    ibx__buf keys[IBX__KEY_LISTS]; /* a batch statement's key lists (ibx__msg_key_add) */
+    ibx__buf rows;                /* strings of the last claim's messages */
+    ibx__buf read_rows;           /* strings of the last get: apart, so a handler may read
+                                     without spoiling the batch it was called from */
+    ibx_message *msgs;            /* the last claim's messages */
+    ibx__row_offsets *offsets;    /* where their strings sit in `rows` while reading */
     int msgs_cap;
     ibx_uuid_state uuids;
     ibx_metrics_hook metrics;
     int64_t counters[IBX_METRIC_COUNT_];
-    char token[37];                /* the owner token of the current call, lower case */
+    char token[37];               /* the owner token of the current call, lower case */
+    ibx__store_own own;           /* what only this header keeps */
 };
-
-static const ibx_error ibx__null_store_error = {IBX_ERR_INVALID_ARG, "", 0, 0, "store",
-                                                "store is NULL"};
 
 static void ibx__count(ibx_store *s, ibx_metric metric, int64_t n) {
     if (n <= 0) return;
     s->counters[metric] += n;
     if (s->metrics.count) s->metrics.count(metric, n, s->store_id, s->metrics.user);
+}
+
+static const ibx_error ibx__null_store_error = {IBX_ERR_INVALID_ARG, "", 0, 0, "store",
+                                                "store is NULL"};
+
+/* a + b for times and intervals, saturating: a huge interval means never. */
+static int64_t ibx__sat_add(int64_t a, int64_t b) {
+    if (b > 0 && a > INT64_MAX - b) return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b) return INT64_MIN;
+    return a + b;
+}
+
+/* Code points in UTF-8 text of n bytes, or -1 when it is not valid UTF-8
+ * (overlong forms, surrogates, past U+10FFFF): such text could never match. */
+static long ibx__utf8_length(const char *text, size_t n) {
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0, k, more;
+    long chars = 0;
+    while (i < n) {
+        unsigned long cp = s[i];
+        if (cp < 0x80) more = 0;
+        else if (cp >= 0xC2 && cp <= 0xDF) more = 1;
+        else if ((cp & 0xF0) == 0xE0) more = 2;
+        else if (cp >= 0xF0 && cp <= 0xF4) more = 3;
+        else return -1;
+        if (more >= n - i) return -1;
+        if (more) cp &= 0x3Fu >> more;
+        for (k = 1; k <= more; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return -1;
+            cp = (cp << 6) | (s[i + k] & 0x3Fu);
+        }
+        if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return -1;
+        i += more + 1;
+        chars++;
+    }
+    return chars;
+}
+
+/* Whether text is valid UTF-8 of at most `max` characters. */
+IBX__PRIVATE int ibx__text_fits(const char *text, long max) {
+    long chars = ibx__utf8_length(text, strlen(text));
+    return chars >= 0 && chars <= max;
+}
+
+/* A required text argument: not NULL or empty, valid UTF-8, at most `max`
+ * characters. */
+static ibx_result ibx__check_text(ibx_error *err, const char *fn, const char *arg, const char *value,
+                                  long max) {
+    char where[96];
+    long chars;
+    snprintf(where, sizeof where, "%s: %s", fn, arg);
+    if (!value || !value[0])
+        return ibx__fail(err, IBX_ERR_INVALID_ARG, where, "%s must not be NULL or empty", arg);
+    chars = ibx__utf8_length(value, strlen(value));
+    if (chars < 0) return ibx__fail(err, IBX_ERR_INVALID_ARG, where, "%s is not valid UTF-8", arg);
+    if (chars > max)
+        return ibx__fail(err, IBX_ERR_INVALID_ARG, where, "%s is longer than %ld characters", arg, max);
+    return IBX_OK;
 }
 
 static ibx_result ibx__check_names(ibx_error *err, const char *fn, const char *schema,
@@ -3226,22 +3451,67 @@ static ibx_result ibx__check_names(ibx_error *err, const char *fn, const char *s
     if (ibx__identifier_check(schema) != IBX_OK) {
         snprintf(where, sizeof where, "%s: schema", fn);
         return ibx__fail(err, IBX_ERR_INVALID_ARG, where,
-                         "schema must be 1-63 characters of A-Z, a-z, 0-9, _ and not start with a digit");
+                         "schema must be 1-63 characters of A-Z, a-z, 0-9, _ and not start "
+                         "with a digit");
     }
-    if (ibx__identifier_check(table) != IBX_OK || strlen(table) > 48) { /* "IX_<table>_WorkQueue" fits 63 */
+    if (ibx__identifier_check(table) != IBX_OK || strlen(table) > IBX__TABLE_MAX) {
         snprintf(where, sizeof where, "%s: table", fn);
         return ibx__fail(err, IBX_ERR_INVALID_ARG, where,
-                         "table must be 1-48 characters of A-Z, a-z, 0-9, _ and not start with a digit");
+                         "table must be 1-%d characters of A-Z, a-z, 0-9, _ and not start "
+                         "with a digit (derived index names must fit 63)", IBX__TABLE_MAX);
     }
     return IBX_OK;
 }
 
-static char *ibx__schema_text(const ibx__hooks *h, const ibx__dialect *d, const ibx__inbox_sql *q,
+/* A name that reaches log lines: printable, no control characters. */
+static int ibx__printable(const char *text) {
+    for (; *text; text++)
+        if ((unsigned char)*text < 0x20 || *text == 0x7F) return 0;
+    return 1;
+}
+
+static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
+    const char *schema = desc->schema ? desc->schema : IBX__DEFAULT_SCHEMA;
+    const char *table = desc->table ? desc->table : IBX__DEFAULT_TABLE;
+    const char *id = desc->store_id ? desc->store_id : IBX__NOUN;
+    const char *worker = ibx__desc_worker(desc);
+    ibx_result r = ibx__check_names(&s->err, "ibx_store_open", schema, table);
+    if (r != IBX_OK) return r;
+    if (!id[0] || strlen(id) > 63 || !ibx__printable(id))
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: store_id",
+                         "store_id must be 1-63 characters, none of them control characters");
+    if (worker && (!worker[0] || strlen(worker) > 100 || !ibx__printable(worker)))
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: worker_name",
+                         "worker_name must be 1-100 characters, none of them control characters");
+    s->schema = ibx__strdup(&s->hooks, schema);
+    s->table = ibx__strdup(&s->hooks, table);
+    s->store_id = ibx__strdup(&s->hooks, id);
+    s->worker_name = worker ? ibx__strdup(&s->hooks, worker) : NULL;
+    if (!s->schema || !s->table || !s->store_id || (worker && !s->worker_name))
+        return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
+    return IBX_OK;
+}
+
+static ibx_result ibx__store_prepare_sql(ibx_store *s) {
+    int i;
+    s->q = ibx__sqlsets[s->db.d->id];
+    for (i = 0; i < IBX__Q_COUNT; i++) {
+        if (!s->q->q[i]) continue; /* not used by this dialect */
+        s->sql[i] = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->q[i]);
+        if (!s->sql[i])
+            return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
+    }
+    return IBX_OK;
+}
+
+/* The schema for one dialect and set of names as one text, each statement
+ * followed by the dialect's statement end (what sql/<dialect>/ holds). */
+static char *ibx__schema_text(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
                               const char *schema, const char *table) {
     ibx__buf text = {NULL, 0, 0};
     int i;
     for (i = 0; q->ddl[i]; i++) {
-        char *one = ibx__inbox_expand(h, d, q, schema, table, q->ddl[i]);
+        char *one = ibx__expand(h, d, q, schema, table, q->ddl[i]);
         int ok = one && ibx__buf_add(h, &text, one, strlen(one)) &&
                  ibx__buf_add(h, &text, d->statement_end, strlen(d->statement_end));
         ibx__free(h, one);
@@ -3253,21 +3523,34 @@ static char *ibx__schema_text(const ibx__hooks *h, const ibx__dialect *d, const 
     return text.data;
 }
 
+static ibx_result ibx__deploy_unit(ibx__db *db, void *ctx) {
+    ibx_store *s = (ibx_store *)ctx;
+    ibx_result r = IBX_OK;
+    int i;
+    for (i = 0; s->q->ddl[i] && r == IBX_OK; i++) {
+        char *one = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
+        if (!one) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_store_deploy", "out of memory");
+        r = ibx__exec_direct(db, one, "deploy");
+        ibx__free(&s->hooks, one);
+    }
+    return r;
+}
+
 IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const char *table,
                                   char *out, size_t cap, size_t *needed) {
     ibx__hooks h;
     ibx_error err;
     const ibx__dialect *d = ibx__dialect_get(dialect);
-    const ibx__inbox_sql *q = d ? ibx__inbox_sqls[d->id] : NULL;
     char *ddl;
     size_t n;
-    ibx_result r = ibx__check_names(&err, "ibx_schema_sql", schema ? schema : "infra",
-                                    table ? table : "Inbox");
+    ibx_result r = ibx__check_names(&err, "ibx_schema_sql", schema ? schema : IBX__DEFAULT_SCHEMA,
+                                    table ? table : IBX__DEFAULT_TABLE);
     if (r != IBX_OK) return r;
-    if (!q) return IBX_ERR_UNSUPPORTED;
+    if (!d) return IBX_ERR_UNSUPPORTED;
     if (!out && cap > 0) return IBX_ERR_INVALID_ARG;
     ibx__hooks_resolve(&h, NULL);
-    ddl = ibx__schema_text(&h, d, q, schema ? schema : "infra", table ? table : "Inbox");
+    ddl = ibx__schema_text(&h, d, ibx__sqlsets[d->id], schema ? schema : IBX__DEFAULT_SCHEMA,
+                           table ? table : IBX__DEFAULT_TABLE);
     if (!ddl) return IBX_ERR_NO_MEMORY;
     n = strlen(ddl) + 1;
     if (needed) *needed = n;
@@ -3280,78 +3563,20 @@ IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const
     return IBX_OK;
 }
 
-static ibx_result ibx__deploy_unit(ibx__db *db, void *ctx) {
-    ibx_store *s = (ibx_store *)ctx;
-    ibx_result r = IBX_OK;
-    int i;
-    for (i = 0; s->q->ddl[i] && r == IBX_OK; i++) {
-        char *one = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
-        if (!one) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_store_deploy", "out of memory");
-        r = ibx__exec_direct(db, one, "deploy");
-        ibx__free(&s->hooks, one);
-    }
-    return r;
-}
-
 IBX_API ibx_result ibx_store_deploy(ibx_store *store) {
     ibx_result r;
     if (!store) return IBX_ERR_INVALID_ARG;
-    if (!store->q) return ibx__fail(&store->err, IBX_ERR_STATE, "ibx_store_deploy", "store is not open");
+    if (!store->q)
+        return ibx__fail(&store->err, IBX_ERR_STATE, "ibx_store_deploy", "store is not open");
     r = ibx__unit(&store->db, ibx__deploy_unit, store, "deploy schema");
     if (r == IBX_OK)
-        ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "schema deployed (table %s)", store->table);
+        ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "schema deployed (table %s)",
+                 store->table);
     return r;
 }
 
-static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
-    const char *schema = desc->schema ? desc->schema : "infra";
-    const char *table = desc->table ? desc->table : "Inbox";
-    const char *id = desc->store_id ? desc->store_id : "inbox";
-    ibx_result r = ibx__check_names(&s->err, "ibx_store_open", schema, table);
-    if (r != IBX_OK) return r;
-    if (!id[0] || strlen(id) > 63)
-        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: store_id",
-                         "store_id must be 1-63 characters");
-    s->schema = ibx__strdup(&s->hooks, schema);
-    s->table = ibx__strdup(&s->hooks, table);
-    s->store_id = ibx__strdup(&s->hooks, id);
-    if (!s->schema || !s->table || !s->store_id)
-        return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
-    return IBX_OK;
-}
-
-static ibx_result ibx__store_prepare_sql(ibx_store *s) {
-    int i;
-    s->q = ibx__inbox_sqls[s->db.d->id];
-    if (!s->q)
-        return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, "dialect", "no inbox statements for %s yet",
-                         s->db.d->name);
-    for (i = 0; i < IBX__Q_COUNT; i++) {
-        if (!s->q->q[i]) continue; /* not used by this dialect */
-        s->sql[i] = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->q[i]);
-        if (!s->sql[i]) return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
-    }
-    return IBX_OK;
-}
-
-IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out) {
-    ibx__hooks hooks;
-    ibx_store *s;
-    ibx_result r;
-    if (!out) return IBX_ERR_INVALID_ARG;
-    *out = NULL;
-    if (!desc) return IBX_ERR_INVALID_ARG;
-    ibx__hooks_resolve(&hooks, &desc->hooks);
-    s = (ibx_store *)ibx__alloc(&hooks, sizeof *s);
-    if (!s) return IBX_ERR_NO_MEMORY;
-    memset(s, 0, sizeof *s);
-    ibx__hooks_resolve(&s->hooks, &desc->hooks); /* again, in place: it must not move */
-    s->db.hooks = &s->hooks;
-    s->db.err = &s->err;
-    s->db.store_id = "inbox";
-    s->db.forced = desc->dialect;
-    s->metrics = desc->metrics;
-    *out = s;
+/* The checks of ibx_store_open that need no allocation beyond the store. */
+static ibx_result ibx__store_desc_check(ibx_store *s, const ibx_store_desc *desc) {
     if ((desc->connection_string != NULL) == (desc->hdbc != NULL))
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: connection_string",
                          "give exactly one of connection_string and hdbc");
@@ -3361,7 +3586,28 @@ IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out) {
     if ((int)desc->dialect < 0 || (int)desc->dialect > (int)IBX_DIALECT_SQLSERVER)
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: dialect",
                          "dialect %d is not an ibx_dialect value", (int)desc->dialect);
-    r = ibx__store_names(s, desc);
+    return ibx__store_names(s, desc);
+}
+
+IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out) {
+    ibx__hooks hooks;
+    ibx_store *s;
+    ibx_result r;
+    if (!out) return IBX_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!desc) return IBX_ERR_INVALID_ARG;
+    if (ibx__hooks_resolve(&hooks, &desc->hooks) != IBX_OK) return IBX_ERR_INVALID_ARG;
+    s = (ibx_store *)ibx__alloc(&hooks, sizeof *s);
+    if (!s) return IBX_ERR_NO_MEMORY;
+    memset(s, 0, sizeof *s);
+    ibx__hooks_resolve(&s->hooks, &desc->hooks); /* again, in place: it must not move */
+    s->db.hooks = &s->hooks;
+    s->db.err = &s->err;
+    s->db.store_id = IBX__NOUN;
+    s->db.forced = desc->dialect;
+    s->metrics = desc->metrics;
+    *out = s;
+    r = ibx__store_desc_check(s, desc);
     if (r != IBX_OK) return r;
     s->db.store_id = s->store_id;
     r = desc->connection_string ? ibx__db_connect(&s->db, desc->connection_string)
@@ -3386,8 +3632,8 @@ IBX_API void ibx_store_close(ibx_store *store) {
     ibx__db_close(&store->db);
     hooks = store->hooks;
     for (i = 0; i < IBX__Q_COUNT; i++) ibx__free(&hooks, store->sql[i]);
-    ibx__buf_free(&hooks, &store->sources);
-    ibx__buf_free(&hooks, &store->ids);
+    for (i = 0; i < IBX__KEY_LISTS; i++) ibx__buf_free(&hooks, &store->keys[i]);
+    ibx__store_own_free(&hooks, &store->own);
     ibx__buf_free(&hooks, &store->rows);
     ibx__buf_free(&hooks, &store->read_rows);
     ibx__free(&hooks, store->msgs);
@@ -3395,6 +3641,7 @@ IBX_API void ibx_store_close(ibx_store *store) {
     ibx__free(&hooks, store->schema);
     ibx__free(&hooks, store->table);
     ibx__free(&hooks, store->store_id);
+    ibx__free(&hooks, store->worker_name);
     ibx__free(&hooks, store);
 }
 
@@ -3405,7 +3652,7 @@ IBX_API ibx_result ibx_store_get_info(const ibx_store *store, ibx_store_info *in
     ibx__copy(info->dbms_name, sizeof info->dbms_name, store->db.dbms_name);
     ibx__copy(info->dbms_version, sizeof info->dbms_version, store->db.dbms_version);
     ibx__copy(info->driver_name, sizeof info->driver_name, store->db.driver_name);
-    ibx__copy(info->store_id, sizeof info->store_id, store->store_id ? store->store_id : "inbox");
+    ibx__copy(info->store_id, sizeof info->store_id, store->store_id ? store->store_id : IBX__NOUN);
     return IBX_OK;
 }
 
@@ -3413,6 +3660,13 @@ IBX_API const ibx_error *ibx_store_last_error(const ibx_store *store) {
     return store ? &store->err : &ibx__null_store_error;
 }
 
+IBX_API ibx_result ibx_store_counters(const ibx_store *store, int64_t counters[IBX_METRIC_COUNT_]) {
+    if (!store || !counters) return IBX_ERR_INVALID_ARG;
+    memcpy(counters, store->counters, sizeof store->counters);
+    return IBX_OK;
+}
+
+/* A store that can run statements, with its last error cleared. */
 static ibx_result ibx__store_ready(ibx_store *s, const char *fn) {
     if (!s) return IBX_ERR_INVALID_ARG;
     ibx__error_clear(&s->err);
@@ -3427,39 +3681,946 @@ IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]) {
     return IBX_OK;
 }
 
-IBX_API ibx_result ibx_store_counters(const ibx_store *store, int64_t counters[IBX_METRIC_COUNT_]) {
-    if (!store || !counters) return IBX_ERR_INVALID_ARG;
-    memcpy(counters, store->counters, sizeof store->counters);
-    return IBX_OK;
+/* A UUID in lower case: SQLite compares text exactly, PostgreSQL does not. */
+static void ibx__lower_uuid(const char *in, char out[37]) {
+    int i;
+    for (i = 0; i < 36; i++) out[i] = in[i] >= 'A' && in[i] <= 'F' ? (char)(in[i] + 32) : in[i];
+    out[36] = '\0';
 }
 
-/* >> argument checks --------------------------------------------------------------- */
-
-static size_t ibx__utf8_chars(const char *s, size_t n) {
-    size_t i, chars = 0;
-    for (i = 0; i < n; i++)
-        if (((unsigned char)s[i] & 0xC0) != 0x80) chars++;
-    return chars;
-}
-
-/* A required text argument: not NULL, not empty, at most 255 characters. */
-static ibx_result ibx__check_text(ibx_store *s, const char *fn, const char *arg, const char *value) {
+/* An owner token: a UUID, not the empty one (it would match rows nobody owns). */
+static ibx_result ibx__check_token(ibx_store *s, const char *fn, const char *token) {
     char where[96];
-    snprintf(where, sizeof where, "%s: %s", fn, arg);
-    if (!value || !value[0])
-        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "%s must not be NULL or empty", arg);
-    if (ibx__utf8_chars(value, strlen(value)) > IBX_KEY_MAX)
-        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "%s is longer than %d characters", arg,
-                         IBX_KEY_MAX);
+    snprintf(where, sizeof where, "%s: owner_token", fn);
+    if (!ibx__uuid_is_valid(token))
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where,
+                         "owner_token must be a UUID (ibx_owner_token)");
+    if (strcmp(token, "00000000-0000-0000-0000-000000000000") == 0)
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
+    ibx__lower_uuid(token, s->token);
     return IBX_OK;
 }
 
-/* A message key (source or message id): as ibx__check_text, and not ending
- * in a space where the database compares text ignoring trailing spaces
- * ("m1 " would be taken for "m1": a message lost to dedup). */
+/* >> claim ---------------------------------------------------------------------- */
+
+static const char *ibx__at(const ibx__buf *b, size_t off) {
+    return off == (size_t)-1 ? NULL : b->data + off;
+}
+
+typedef struct ibx__claim_ctx {
+    ibx_store *s;
+    int lease_seconds, batch_size, count;
+} ibx__claim_ctx;
+
+/* Where the dialect has no UPDATE ... RETURNING: pick and lock the keys,
+ * mark them ours, then read them back; *cur is the read's cursor. */
+static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cur) {
+    ibx_store *s = c->s;
+    ibx__buf *lists[IBX__KEY_LISTS];
+    ibx__param p[2 + IBX__KEY_LISTS];
+    int picked = 0, k;
+    ibx_result r;
+    for (k = 0; k < IBX__KEY_LISTS; k++) lists[k] = &s->keys[k];
+    r = ibx__pick_keys(db, IBX__Q_CLAIM_PICK, s->sql[IBX__Q_CLAIM_PICK], c->batch_size,
+                       IBX__KEY_LISTS, lists, &picked);
+    if (r != IBX_OK || picked == 0) return r;
+    ibx__p_text(&p[0], s->token, 36);
+    ibx__p_i64(&p[1], c->lease_seconds);
+    for (k = 0; k < IBX__KEY_LISTS; k++) ibx__p_text(&p[2 + k], s->keys[k].data, s->keys[k].len);
+    r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 2 + IBX__KEY_LISTS, NULL, NULL);
+    if (r != IBX_OK) return r;
+    return ibx__exec(db, IBX__Q_CLAIM_READ, s->sql[IBX__Q_CLAIM_READ], p + 2, IBX__KEY_LISTS, NULL, cur);
+}
+
+static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
+    ibx__claim_ctx *c = (ibx__claim_ctx *)vctx;
+    ibx_store *s = c->s;
+    SQLHSTMT cur = NULL;
+    ibx_result r;
+    c->count = 0;
+    s->rows.len = 0;
+    if (s->sql[IBX__Q_CLAIM_PICK]) {
+        r = ibx__claim_picked(db, c, &cur);
+    } else {
+        ibx__param p[3];
+        ibx__p_text(&p[0], s->token, 36);
+        ibx__p_i64(&p[1], c->lease_seconds);
+        ibx__p_i64(&p[2], c->batch_size);
+        r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 3, NULL, &cur);
+    }
+    while (r == IBX_OK && cur && (r = ibx__fetch(db, cur)) == IBX_OK) {
+        /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
+         * subquery run twice does it): roll the claim back, lose nothing. */
+        if (c->count >= c->batch_size) {
+            r = ibx__fail(db->err, IBX_ERR_STATE, "ibx_claim",
+                          "the claim statement returned more than %d rows; rolled back",
+                          c->batch_size);
+            break;
+        }
+        r = ibx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        if (r == IBX_OK) c->count++;
+    }
+    ibx__close(cur);
+    return r == IBX_EMPTY ? IBX_OK : r;
+}
+
+/* Room for batch_size messages; grows once, so steady state allocates nothing. */
+static ibx_result ibx__claim_room(ibx_store *s, int batch_size) {
+    ibx_message *grown;
+    ibx__row_offsets *offsets;
+    if (batch_size <= s->msgs_cap) return IBX_OK;
+    grown = (ibx_message *)ibx__realloc(&s->hooks, s->msgs, sizeof *grown * (size_t)batch_size);
+    if (!grown) return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_claim", "out of memory");
+    s->msgs = grown;
+    offsets = (ibx__row_offsets *)ibx__realloc(&s->hooks, s->offsets, sizeof *offsets * (size_t)batch_size);
+    if (!offsets) return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_claim", "out of memory");
+    s->offsets = offsets;
+    s->msgs_cap = batch_size;
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
+                             int batch_size, const ibx_message **messages, int *count) {
+    ibx__claim_ctx ctx;
+    ibx_result r;
+    int i;
+    r = ibx__store_ready(store, "ibx_claim");
+    if (r != IBX_OK) return r;
+    if (!messages || !count)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_claim: messages",
+                         "output pointers must not be NULL");
+    if ((r = ibx__check_token(store, "ibx_claim", owner_token)) != IBX_OK) return r;
+    if (lease_seconds < 1 || lease_seconds > IBX_LEASE_MAX_SECONDS)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_claim: lease_seconds",
+                         "lease_seconds must be 1..%d, got %d", IBX_LEASE_MAX_SECONDS, lease_seconds);
+    if (batch_size < 1 || batch_size > IBX_BATCH_MAX)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_claim: batch_size",
+                         "batch_size must be 1..%d, got %d", IBX_BATCH_MAX, batch_size);
+    if ((r = ibx__claim_room(store, batch_size)) != IBX_OK) return r;
+    ctx.s = store;
+    ctx.lease_seconds = lease_seconds;
+    ctx.batch_size = batch_size;
+    ctx.count = 0;
+    r = ibx__unit(&store->db, ibx__claim_unit, &ctx, "claim");
+    if (r != IBX_OK) return r;
+    for (i = 0; i < ctx.count; i++) {
+        ibx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
+        store->msgs[i].store = store;
+    }
+    *messages = store->msgs;
+    *count = ctx.count;
+    ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "claimed %d message(s) for %s", ctx.count,
+             store->token);
+    return ctx.count > 0 ? IBX_OK : IBX_EMPTY;
+}
+
+/* >> get ---------------------------------------------------------------------------- */
+
+typedef struct ibx__get_ctx {
+    ibx_store *s;
+    ibx__param *p;               /* the message's key, as the dialect's GET takes it */
+    int n;
+    ibx_message *m;
+    ibx__row_offsets o;
+    int found;
+} ibx__get_ctx;
+
+static ibx_result ibx__get_unit(ibx__db *db, void *vctx) {
+    ibx__get_ctx *c = (ibx__get_ctx *)vctx;
+    SQLHSTMT cur = NULL;
+    ibx_result r;
+    c->s->read_rows.len = 0;
+    c->found = 0;
+    r = ibx__exec(db, IBX__Q_GET, c->s->sql[IBX__Q_GET], c->p, c->n, NULL, &cur);
+    if (r == IBX_OK) r = ibx__fetch(db, cur);
+    if (r == IBX_OK) {
+        r = ibx__read_message(db, cur, c->m, &c->s->read_rows, &c->o);
+        c->found = r == IBX_OK;
+    }
+    ibx__close(cur);
+    return r == IBX_EMPTY ? IBX_OK : r;
+}
+
+/* Read the message whose key is in p[0..n) into *out, its strings in the
+ * store's read_rows (apart from a claim's). IBX_EMPTY when there is none. */
+static ibx_result ibx__get_by_key(ibx_store *s, ibx__param *p, int n, ibx_message *out) {
+    ibx__get_ctx ctx;
+    ibx_message m;
+    ibx_result r;
+    ctx.s = s;
+    ctx.p = p;
+    ctx.n = n;
+    ctx.m = &m;
+    r = ibx__unit_read(&s->db, ibx__get_unit, &ctx, "get");
+    if (r != IBX_OK) return r;
+    if (!ctx.found) return IBX_EMPTY;
+    ibx__point_strings(&s->read_rows, &m, &ctx.o);
+    m.store = s;
+    *out = m;
+    return IBX_OK;
+}
+
+/* >> settle: ack, abandon, fail; reap, cleanup, stats ----------------------------- */
+
+typedef struct ibx__count_ctx {
+    ibx_store *s;
+    int slot;
+    ibx__param *p;
+    int n;
+    int64_t count;
+} ibx__count_ctx;
+
+/* Run a statement that reports how many rows it changed: as a row (a
+ * function or procedure), or as the statement's row count (ibx__exec). */
+static ibx_result ibx__count_unit(ibx__db *db, void *vctx) {
+    ibx__count_ctx *c = (ibx__count_ctx *)vctx;
+    return ibx__exec(db, c->slot, c->s->sql[c->slot], c->p, c->n, &c->count, NULL);
+}
+
+static ibx_result ibx__run_count(ibx_store *s, int slot, ibx__param *p, int n, const char *what,
+                                 int64_t *count) {
+    ibx__count_ctx ctx;
+    ibx_result r;
+    ctx.s = s;
+    ctx.slot = slot;
+    ctx.p = p;
+    ctx.n = n;
+    ctx.count = 0;
+    r = ibx__unit(&s->db, ibx__count_unit, &ctx, what);
+    if (r == IBX_OK && count) *count = ctx.count;
+    return r;
+}
+
+/* The checks every settle call starts with; the key lists are emptied
+ * for the caller to fill (ibx__key_lists_end closes them). */
+static ibx_result ibx__settle_begin(ibx_store *s, const char *fn, const char *owner, int count,
+                                    const void *keys) {
+    char where[96];
+    int k;
+    ibx_result r = ibx__store_ready(s, fn);
+    if (r != IBX_OK) return r;
+    if ((r = ibx__check_token(s, fn, owner)) != IBX_OK) return r;
+    snprintf(where, sizeof where, "%s: count", fn);
+    if (count < 0) return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "count must be >= 0");
+    snprintf(where, sizeof where, "%s: %s", fn, IBX__KEYS_ARG);
+    if (count > 0 && !keys)
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, IBX__KEYS_ARG " must not be NULL");
+    for (k = 0; k < IBX__KEY_LISTS; k++) s->keys[k].len = 0;
+    return IBX_OK;
+}
+
+static ibx_result ibx__key_lists_end(ibx_store *s, const char *fn) {
+    int k;
+    for (k = 0; k < IBX__KEY_LISTS; k++)
+        if (!ibx__list_end(&s->hooks, &s->keys[k], s->db.d))
+            return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
+    return IBX_OK;
+}
+
+/* A delay for abandon: IBX_DELAY_BACKOFF, or IBX__DELAY_MIN_MS..IBX_DELAY_MAX_MS. */
+static ibx_result ibx__check_delay(ibx_store *s, const char *fn, int64_t delay_ms) {
+    char where[96];
+    if (delay_ms == IBX_DELAY_BACKOFF || (delay_ms >= IBX__DELAY_MIN_MS && delay_ms <= IBX_DELAY_MAX_MS))
+        return IBX_OK;
+    snprintf(where, sizeof where, "%s: delay_ms", fn);
+    return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, where,
+                     "delay_ms must be IBX_DELAY_BACKOFF or %d..%lld, got %lld",
+                     IBX__DELAY_MIN_MS, (long long)IBX_DELAY_MAX_MS, (long long)delay_ms);
+}
+
+enum { IBX__SETTLE_ACK, IBX__SETTLE_ABANDON, IBX__SETTLE_FAIL };
+
+/* Settle the `count` messages whose keys are in s->keys, in one statement.
+ * Abandon takes a delay (IBX_DELAY_BACKOFF: the default backoff per message)
+ * and whether it uses up an attempt (not when a message only waits). */
+static ibx_result ibx__settle(ibx_store *s, int kind, int count, const char *error,
+                              int64_t delay_ms, int attempts, int64_t *changed) {
+    static const int slots[3] = {IBX__Q_ACK, IBX__Q_ABANDON, IBX__Q_FAIL};
+    static const char *const names[3] = {"ack", "abandon", "fail"};
+    static const ibx_metric metrics[3] = {IBX_METRIC_DISPATCHED, IBX_METRIC_RETRIED, IBX_METRIC_DEAD};
+    ibx__param p[5 + IBX__KEY_LISTS];
+    int n = 0, k;
+    int64_t rows = 0;
+    ibx_result r;
+    if (count == 0) {
+        if (changed) *changed = 0;
+        return IBX_OK;
+    }
+    if (kind == IBX__SETTLE_ACK && IBX__ACK_NAMES_WORKER)
+        ibx__p_text(&p[n++], s->worker_name ? s->worker_name : s->token, (size_t)-1);
+    if (kind == IBX__SETTLE_ABANDON) {
+        ibx__p_i64(&p[n], delay_ms);
+        if (delay_ms == IBX_DELAY_BACKOFF) p[n].ind = SQL_NULL_DATA; /* the statement's own */
+        ibx__p_i64(&p[++n], attempts);
+        n++;
+    }
+    if (kind != IBX__SETTLE_ACK) ibx__p_text(&p[n++], error && error[0] ? error : NULL, (size_t)-1);
+    ibx__p_text(&p[n++], s->token, 36);
+    for (k = 0; k < IBX__KEY_LISTS; k++) ibx__p_text(&p[n++], s->keys[k].data, s->keys[k].len);
+    r = ibx__run_count(s, slots[kind], p, n, names[kind], &rows);
+    if (r != IBX_OK) return r;
+    ibx__count(s, metrics[kind], rows);
+    if (changed) *changed = rows;
+    ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
+    return IBX_OK;
+}
+
+/* Settle claimed messages ms[which[0..n)] (the dispatcher's path). */
+static ibx_result ibx__settle_messages(ibx_store *s, int kind, const ibx_message *ms, const int *which,
+                                       int n, const char *error, int64_t delay_ms, int attempts,
+                                       int64_t *changed) {
+    int i, k;
+    for (k = 0; k < IBX__KEY_LISTS; k++) s->keys[k].len = 0;
+    for (i = 0; i < n; i++)
+        if (!ibx__msg_key_add(s, &ms[which[i]]))
+            return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "settle", "out of memory");
+    if (ibx__key_lists_end(s, "settle") != IBX_OK) return IBX_ERR_NO_MEMORY;
+    return ibx__settle(s, kind, n, error, delay_ms, attempts, changed);
+}
+
+IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped) {
+    int64_t n = 0;
+    ibx_result r = ibx__store_ready(store, "ibx_reap");
+    if (r != IBX_OK) return r;
+    r = ibx__run_count(store, IBX__Q_REAP, NULL, 0, "reap", &n);
+    if (r != IBX_OK) return r;
+    ibx__count(store, IBX_METRIC_REAPED, n);
+    if (reaped) *reaped = n;
+    ibx__log(&store->hooks, n > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
+             "reaped %lld expired lease(s)", (long long)n);
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_cleanup(ibx_store *store, int64_t retention_ms, int batch_size,
+                               int64_t *deleted) {
+    ibx__param p[2];
+    int64_t total = 0, n;
+    ibx_result r = ibx__store_ready(store, "ibx_cleanup");
+    if (r != IBX_OK) return r;
+    if (retention_ms < 0 || retention_ms > IBX_RETENTION_MAX_MS)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_cleanup: retention_ms",
+                         "retention_ms must be 0..%lld", (long long)IBX_RETENTION_MAX_MS);
+    if (batch_size < 0 || batch_size > IBX_BATCH_MAX)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_cleanup: batch_size",
+                         "batch_size must be 0..%d", IBX_BATCH_MAX);
+    if (retention_ms == 0) retention_ms = IBX__RETENTION_DEFAULT_MS;
+    if (batch_size == 0) batch_size = IBX__CLEANUP_BATCH_DEFAULT;
+    do { /* one bounded transaction per batch */
+        ibx__p_i64(&p[0], retention_ms);
+        ibx__p_i64(&p[1], batch_size);
+        n = 0;
+        r = ibx__run_count(store, IBX__Q_CLEANUP, p, 2, "cleanup", &n);
+        total += n;
+    } while (r == IBX_OK && n >= batch_size);
+    if (deleted) *deleted = total;
+    if (r == IBX_OK && total > 0)
+        ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "cleanup deleted %lld done message(s)",
+                 (long long)total);
+    return r;
+}
+
+typedef struct ibx__stats_ctx {
+    ibx_store *s;
+    int64_t ready, oldest;
+} ibx__stats_ctx;
+
+static ibx_result ibx__stats_unit(ibx__db *db, void *vctx) {
+    ibx__stats_ctx *c = (ibx__stats_ctx *)vctx;
+    SQLHSTMT cur = NULL;
+    ibx_result r = ibx__exec(db, IBX__Q_STATS, c->s->sql[IBX__Q_STATS], NULL, 0, NULL, &cur);
+    if (r == IBX_OK) r = ibx__fetch(db, cur);
+    if (r == IBX_OK) r = ibx__get_i64(db, cur, 1, &c->ready, NULL);
+    if (r == IBX_OK) r = ibx__get_i64(db, cur, 2, &c->oldest, NULL);
+    ibx__close(cur);
+    return r == IBX_EMPTY ? IBX_OK : r;
+}
+
+IBX_API ibx_result ibx_queue_stats(ibx_store *store, int64_t *ready, int64_t *oldest_ready_ms) {
+    ibx__stats_ctx ctx;
+    ibx_result r = ibx__store_ready(store, "ibx_queue_stats");
+    if (r != IBX_OK) return r;
+    ctx.s = store;
+    ctx.ready = ctx.oldest = 0;
+    r = ibx__unit_read(&store->db, ibx__stats_unit, &ctx, "queue stats");
+    if (r != IBX_OK) return r;
+    if (ready) *ready = ctx.ready;
+    if (oldest_ready_ms) *oldest_ready_ms = ctx.oldest > 0 ? ctx.oldest : 0;
+    return IBX_OK;
+}
+
+/* >> providers and routers --------------------------------------------------------- */
+
+struct ibx_provider {
+    ibx__hooks hooks;
+    ibx_error err;
+    ibx_store_desc base;         /* the template; strings below are our copies */
+    char *schema, *table, *worker_name;
+    ibx__registry reg;
+    ibx_discover_fn discover;
+    void *discover_user;
+    int64_t refresh_ms, next_refresh_ms;
+};
+
+static void *ibx__provider_open(void *ctx, const char *id, const char *connstr) {
+    ibx_provider *p = (ibx_provider *)ctx;
+    ibx_store_desc desc = p->base;
+    ibx_store *s = NULL;
+    desc.connection_string = connstr;
+    desc.hdbc = NULL;
+    desc.store_id = id;
+    if (ibx_store_open(&desc, &s) != IBX_OK) { /* open logged why */
+        ibx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void ibx__provider_close(void *ctx, void *store) {
+    (void)ctx;
+    ibx_store_close((ibx_store *)store);
+}
+
+/* Ask discovery for the databases: with room for IBX__DISCOVER_FIRST, then,
+ * when it says there are more, for all of them (never a silent cap). */
+static int ibx__provider_ask(ibx_provider *p, ibx_database **found) {
+    int cap = IBX__DISCOVER_FIRST, n;
+    for (;;) {
+        ibx_database *room = (ibx_database *)ibx__realloc(&p->hooks, *found, sizeof **found * (size_t)cap);
+        if (!room) return -2;
+        *found = room;
+        memset(room, 0, sizeof *room * (size_t)cap);
+        n = p->discover(room, cap, p->discover_user);
+        if (n <= cap || cap == IBX_DISCOVER_MAX) return n;
+        cap = n < IBX_DISCOVER_MAX ? n : IBX_DISCOVER_MAX;
+    }
+}
+
+/* Run discovery into the registry. */
+static ibx_result ibx__provider_discover(ibx_provider *p) {
+    ibx_database *found = NULL;
+    int n, added = 0, removed = 0;
+    ibx_result r;
+    p->next_refresh_ms = ibx__sat_add(ibx__mono_ms(&p->hooks), p->refresh_ms);
+    n = ibx__provider_ask(p, &found);
+    if (n == -2) r = ibx__fail(&p->err, IBX_ERR_NO_MEMORY, "ibx_provider_refresh", "out of memory");
+    else if (n < 0 || n > IBX_DISCOVER_MAX)
+        r = ibx__fail(&p->err, IBX_ERR_DB, "ibx_provider_refresh: discover",
+                      "discovery failed (returned %d; at most %d databases); keeping the %d current "
+                      "database(s)", n, IBX_DISCOVER_MAX, p->reg.count);
+    else if ((r = ibx__registry_apply(&p->reg, found, n, &added, &removed)) != IBX_OK)
+        ibx__fail(&p->err, r, "ibx_provider_refresh: discover",
+                  "discovery returned a NULL, empty or duplicate id or connection string");
+    else
+        ibx__log(&p->hooks, added || removed ? IBX_LOG_INFO : IBX_LOG_DEBUG, "provider",
+                 "discovery: %d database(s), %d added, %d removed", p->reg.count, added, removed);
+    ibx__free(&p->hooks, found);
+    return r;
+}
+
+/* The provider's own copies of the template's strings. */
+static int ibx__provider_copy_desc(ibx_provider *p, const ibx_store_desc *store) {
+    const char *worker = ibx__desc_worker(store);
+    p->base = *store;
+    p->schema = store->schema ? ibx__strdup(&p->hooks, store->schema) : NULL;
+    p->table = store->table ? ibx__strdup(&p->hooks, store->table) : NULL;
+    p->worker_name = worker ? ibx__strdup(&p->hooks, worker) : NULL;
+    p->base.schema = p->schema;
+    p->base.table = p->table;
+    ibx__desc_set_worker(&p->base, p->worker_name);
+    return (!store->schema || p->schema) && (!store->table || p->table) && (!worker || p->worker_name);
+}
+
+IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provider **out) {
+    ibx__hooks hooks;
+    ibx_provider *p;
+    ibx_result r;
+    if (!out) return IBX_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!desc || (desc->databases != NULL) == (desc->discover != NULL) || desc->store.hdbc ||
+        desc->database_count < 0 || (desc->database_count > 0 && !desc->databases) ||
+        desc->refresh_interval_ms < 0 || ibx__hooks_resolve(&hooks, &desc->store.hooks) != IBX_OK)
+        return IBX_ERR_INVALID_ARG;
+    p = (ibx_provider *)ibx__alloc(&hooks, sizeof *p);
+    if (!p) return IBX_ERR_NO_MEMORY;
+    memset(p, 0, sizeof *p);
+    ibx__hooks_resolve(&p->hooks, &desc->store.hooks);
+    p->reg.hooks = &p->hooks;
+    p->reg.open = ibx__provider_open;
+    p->reg.close = ibx__provider_close;
+    p->reg.ctx = p;
+    p->reg.name = "provider";
+    p->discover = desc->discover;
+    p->discover_user = desc->discover_user;
+    p->refresh_ms = desc->refresh_interval_ms ? desc->refresh_interval_ms : IBX__REFRESH_DEFAULT_MS;
+    if (!ibx__provider_copy_desc(p, &desc->store)) {
+        ibx_provider_destroy(p);
+        return IBX_ERR_NO_MEMORY;
+    }
+    *out = p;
+    r = p->discover ? ibx__provider_discover(p)
+                    : ibx__registry_apply(&p->reg, desc->databases, desc->database_count, NULL, NULL);
+    if (r == IBX_ERR_INVALID_ARG)
+        ibx__fail(&p->err, r, "ibx_provider_create: databases",
+                  "every database needs a unique, non-empty id and a connection string");
+    if (r != IBX_OK && r != IBX_ERR_DB) { /* a failed first discovery still gives a provider */
+        ibx_provider_destroy(p);
+        *out = NULL;
+    }
+    return r;
+}
+
+IBX_API void ibx_provider_destroy(ibx_provider *p) {
+    ibx__hooks hooks;
+    if (!p) return;
+    ibx__registry_free(&p->reg);
+    hooks = p->hooks;
+    ibx__free(&hooks, p->schema);
+    ibx__free(&hooks, p->table);
+    ibx__free(&hooks, p->worker_name);
+    ibx__free(&hooks, p);
+}
+
+IBX_API ibx_result ibx_provider_refresh(ibx_provider *p) {
+    if (!p) return IBX_ERR_INVALID_ARG;
+    ibx__error_clear(&p->err);
+    if (!p->discover)
+        return ibx__fail(&p->err, IBX_ERR_STATE, "ibx_provider_refresh", "a fixed list has no discovery");
+    return ibx__provider_discover(p);
+}
+
+IBX_API int ibx_provider_count(const ibx_provider *p) { return p ? p->reg.count : 0; }
+
+IBX_API ibx_store *ibx_provider_store(const ibx_provider *p, int index) {
+    return p && index >= 0 && index < p->reg.count ? (ibx_store *)p->reg.items[index].store : NULL;
+}
+
+IBX_API const char *ibx_provider_store_id(const ibx_provider *p, int index) {
+    return p && index >= 0 && index < p->reg.count ? p->reg.items[index].id : NULL;
+}
+
+IBX_API const ibx_error *ibx_provider_last_error(const ibx_provider *p) {
+    return p ? &p->err : &ibx__null_store_error;
+}
+
+IBX_API ibx_result ibx_router_get(ibx_provider *p, const char *key, ibx_store **out) {
+    int at;
+    if (!p || !out) return IBX_ERR_INVALID_ARG;
+    ibx__error_clear(&p->err);
+    if (!key || !key[0])
+        return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get: key", "key must not be NULL or empty");
+    at = ibx__registry_find(&p->reg, key);
+    if (at < 0)
+        return ibx__fail(&p->err, IBX_ERR_NOT_FOUND, "ibx_router_get: key",
+                         "no " IBX__NOUN " for routing key '%s'", key);
+    *out = (ibx_store *)p->reg.items[at].store;
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_router_get_guid(ibx_provider *p, const ibx_guid *key, ibx_store **out) {
+    char text[37];
+    if (!p || !out) return IBX_ERR_INVALID_ARG;
+    if (!key) return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get_guid: key", "key must not be NULL");
+    ibx__guid_text(key->bytes, text);
+    return ibx_router_get(p, text, out);
+}
+
+/* >> dispatcher ------------------------------------------------------------------- */
+
+/* Outcome of a message left alone because its lease is about to end. */
+#define IBX__SKIPPED (-1)
+
+struct ibx_dispatcher {
+    ibx_store *store;            /* single-store mode */
+    ibx_provider *provider;      /* or many */
+    ibx__entry single;           /* single-store mode's housekeeping schedule */
+    const ibx__hooks *hooks;
+    ibx_error *err;              /* the store's error in single-store mode, else own_err */
+    ibx_error own_err;           /* the dispatcher's own: a provider's stores come and go */
+    char owner[37];
+    int batch_size, lease_seconds, max_attempts;
+    ibx_backoff_fn backoff;
+    void *backoff_user;
+    int64_t reap_ms, cleanup_ms, retention_ms;
+    ibx_log_level message_log_level;
+    ibx__loop_timing timing;
+    ibx__loop loop;
+    ibx__routes routes;
+    ibx_selector selector;
+    ibx_strategy strategy;
+    int empty_streak;
+    int *acked;                  /* indexes of messages handled with success */
+    int *failures;               /* indexes of messages that did not succeed */
+    int *outcomes;               /* an ibx_outcome, or IBX__SKIPPED */
+    char (*errors)[IBX__HANDLER_ERROR_MAX];
+};
+
+static int64_t ibx__default_backoff(int attempts, void *user) {
+    (void)user;
+    return ibx__backoff_default_ms(attempts);
+}
+
+/* The checks of a dispatcher description, reported to `err`. */
+static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ibx_error *err) {
+    if (desc->owner_token && (!ibx__uuid_is_valid(desc->owner_token) ||
+                              strcmp(desc->owner_token, "00000000-0000-0000-0000-000000000000") == 0))
+        return ibx__fail(err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: owner_token",
+                         "owner_token must be a UUID, not the empty one");
+    if (desc->batch_size < 0 || desc->batch_size > IBX_BATCH_MAX || desc->lease_seconds < 0 ||
+        desc->lease_seconds > IBX_LEASE_MAX_SECONDS || desc->max_attempts < 0 ||
+        desc->poll_interval_ms < 0 || desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 ||
+        desc->startup_delay_ms < 0 || desc->error_delay_ms < 0 || desc->cleanup_interval_ms < 0 ||
+        desc->cleanup_retention_ms < 0 || desc->cleanup_retention_ms > IBX_RETENTION_MAX_MS ||
+        (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF ||
+        ((int)desc->selection != IBX_SELECT_ROUND_ROBIN && (int)desc->selection != IBX_SELECT_DRAIN_FIRST))
+        return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, "ibx_dispatcher_create: desc",
+                         "batch_size 0..%d, lease_seconds 0..%d, a known selection and log level, and no "
+                         "negative attempts or intervals (0 means the default)", IBX_BATCH_MAX,
+                         IBX_LEASE_MAX_SECONDS);
+    return IBX_OK;
+}
+
+/* Defaults for every zero field (one place; see the desc's field docs). */
+static void ibx__dispatcher_defaults(ibx_dispatcher *d, const ibx_dispatcher_desc *desc) {
+    d->batch_size = desc->batch_size ? desc->batch_size : IBX__BATCH_DEFAULT;
+    d->lease_seconds = desc->lease_seconds ? desc->lease_seconds : IBX__LEASE_DEFAULT_SECONDS;
+    d->max_attempts = desc->max_attempts ? desc->max_attempts : IBX__MAX_ATTEMPTS_DEFAULT;
+    d->backoff = desc->backoff ? desc->backoff : ibx__default_backoff;
+    d->backoff_user = desc->backoff_user;
+    d->timing.poll_ms = desc->poll_interval_ms ? desc->poll_interval_ms : IBX__POLL_DEFAULT_MS;
+    d->timing.idle_max_ms = desc->idle_max_ms ? desc->idle_max_ms : IBX__IDLE_MAX_DEFAULT_MS;
+    if (d->timing.idle_max_ms < d->timing.poll_ms) d->timing.idle_max_ms = d->timing.poll_ms;
+    d->timing.startup_ms = desc->startup_delay_ms;
+    d->timing.error_ms = desc->error_delay_ms ? desc->error_delay_ms : IBX__ERROR_DELAY_DEFAULT_MS;
+    d->reap_ms = desc->reap_interval_ms ? desc->reap_interval_ms : IBX__REAP_DEFAULT_MS;
+    d->cleanup_ms = desc->cleanup_interval_ms;
+    d->retention_ms = desc->cleanup_retention_ms;
+    d->strategy = desc->strategy;
+    d->message_log_level = desc->message_log_level ? desc->message_log_level : IBX_LOG_DEBUG;
+}
+
+IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_dispatcher **out) {
+    ibx_dispatcher *d;
+    const ibx__hooks *h;
+    ibx_error *err;
+    size_t b;
+    if (!out) return IBX_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!desc || (desc->store != NULL) == (desc->provider != NULL)) return IBX_ERR_INVALID_ARG;
+    h = desc->store ? &desc->store->hooks : &desc->provider->hooks;
+    err = desc->store ? &desc->store->err : &desc->provider->err;
+    if (ibx__dispatcher_desc_check(desc, err) != IBX_OK) return err->result;
+    d = (ibx_dispatcher *)ibx__alloc(h, sizeof *d);
+    if (!d) return IBX_ERR_NO_MEMORY;
+    memset(d, 0, sizeof *d);
+    ibx__loop_init(&d->loop, h, desc->stop_flag);
+    d->store = desc->store;
+    d->provider = desc->provider;
+    d->hooks = h;
+    d->err = desc->store ? err : &d->own_err;
+    if (desc->owner_token) {
+        ibx__lower_uuid(desc->owner_token, d->owner);
+    } else {
+        ibx_uuid_state fresh = {0, 0};
+        ibx__uuid_v7(&fresh, ibx__now_ms(h), ibx__random(h), ibx__random(h), d->owner);
+    }
+    ibx__dispatcher_defaults(d, desc);
+    ibx__selector_init(&d->selector, desc->selection, 0);
+    b = (size_t)d->batch_size;
+    d->acked = (int *)ibx__alloc(h, sizeof *d->acked * b);
+    d->failures = (int *)ibx__alloc(h, sizeof *d->failures * b);
+    d->outcomes = (int *)ibx__alloc(h, sizeof *d->outcomes * b);
+    d->errors = (char (*)[IBX__HANDLER_ERROR_MAX])ibx__alloc(h, IBX__HANDLER_ERROR_MAX * b);
+    if (!d->acked || !d->failures || !d->outcomes || !d->errors) {
+        ibx_dispatcher_destroy(d);
+        return IBX_ERR_NO_MEMORY;
+    }
+    *out = d;
+    return IBX_OK;
+}
+
+IBX_API void ibx_dispatcher_destroy(ibx_dispatcher *d) {
+    const ibx__hooks *h;
+    if (!d) return;
+    h = d->hooks;
+    ibx__routes_free(h, &d->routes);
+    ibx__free(h, d->acked);
+    ibx__free(h, d->failures);
+    ibx__free(h, d->outcomes);
+    ibx__free(h, d->errors);
+    ibx__loop_destroy(&d->loop);
+    ibx__free(h, d);
+}
+
+IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *d) {
+    return d ? d->err : &ibx__null_store_error;
+}
+
+IBX_API ibx_result ibx_dispatcher_on(ibx_dispatcher *d, const char *topic, ibx_handler handler,
+                                     void *user) {
+    ibx_result r;
+    if (!d) return IBX_ERR_INVALID_ARG;
+    r = ibx__check_text(d->err, "ibx_dispatcher_on", "topic", topic, IBX_TOPIC_MAX);
+    if (r != IBX_OK) return r;
+    if (!handler)
+        return ibx__fail(d->err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_on: handler", "must not be NULL");
+    if (ibx__routes_add(d->hooks, &d->routes, topic, (ibx__any_fn)handler, user) != IBX_OK)
+        return ibx__fail(d->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_on", "out of memory");
+    return IBX_OK;
+}
+
+/* Run every handler for one message; the first that does not succeed decides. */
+static ibx_outcome ibx__handle(ibx_dispatcher *d, const ibx_message *m, char *error, int *matched) {
+    ibx_outcome outcome = IBX_DONE;
+    const ibx__route *r;
+    int cursor = 0;
+    *matched = 0;
+    while (outcome == IBX_DONE && (r = ibx__routes_next(&d->routes, m->topic, &cursor)) != NULL) {
+        (*matched)++;
+        memset(error, 0, IBX__HANDLER_ERROR_MAX);
+        outcome = ((ibx_handler)r->fn)(m, error, IBX__HANDLER_ERROR_MAX, r->user);
+        error[IBX__HANDLER_ERROR_MAX - 1] = '\0';
+        if (outcome != IBX_DONE && outcome != IBX_RETRY && outcome != IBX_DEAD && outcome != IBX_WAIT) {
+            snprintf(error, IBX__HANDLER_ERROR_MAX, "handler returned %d, not an ibx_outcome",
+                     (int)outcome);
+            outcome = IBX_DEAD;
+        }
+    }
+    return outcome;
+}
+
+/* Whether a periodic task is due; a clock that stepped back never stalls it. */
+static int ibx__due(int64_t now, int64_t *next, int64_t interval) {
+    if (now < *next && *next - now <= interval) return 0;
+    *next = ibx__sat_add(now, interval);
+    return 1;
+}
+
+/* Housekeeping of one store when due: reap (IBX-053), cleanup if asked. */
+static ibx_result ibx__housekeep(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
+    int64_t now = ibx__mono_ms(&s->hooks);
+    ibx_result r = IBX_OK;
+    if (ibx__due(now, &e->next_reap_ms, d->reap_ms)) r = ibx_reap(s, &st->reaped);
+    if (r == IBX_OK && d->cleanup_ms > 0 && ibx__due(now, &e->next_cleanup_ms, d->cleanup_ms))
+        r = ibx_cleanup(s, d->retention_ms, 0, NULL);
+    return r;
+}
+
+/* Hand each claimed message to its handlers, until `deadline` (monotonic):
+ * past it the lease may end under the handler, so the rest is skipped. */
+static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
+                              int64_t deadline, ibx_run_stats *st) {
+    char name[IBX__MSG_NAME_MAX];
+    int i, skipped = 0;
+    for (i = 0; i < n; i++) {
+        const ibx_message *m = &ms[i];
+        char *error = d->errors[i];
+        int matched = 0;
+        ibx_outcome outcome;
+        if (ibx__mono_ms(&s->hooks) >= deadline) {
+            d->outcomes[i] = IBX__SKIPPED;
+            skipped++;
+            continue;
+        }
+        ibx__msg_name(m, name, sizeof name);
+        ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
+                 m->topic, IBX__MSG_ATTEMPTS(m) + 1);
+        outcome = ibx__handle(d, m, error, &matched);
+        d->outcomes[i] = (int)outcome;
+        if (!matched) {
+            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
+                     "no handler for topic %s (message %s): retrying later", m->topic, name);
+            snprintf(error, IBX__HANDLER_ERROR_MAX, "no handler for topic %s", m->topic);
+            d->outcomes[i] = (int)IBX_WAIT;
+            st->no_handler++;
+        } else if (d->outcomes[i] == IBX_RETRY || d->outcomes[i] == IBX_DEAD) {
+            ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id, "handler failed for %s topic=%s attempt %d: %s",
+                     name, m->topic, IBX__MSG_ATTEMPTS(m) + 1,
+                     error[0] ? error : d->outcomes[i] == IBX_DEAD ? "IBX_DEAD" : "IBX_RETRY");
+        }
+    }
+    if (skipped)
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
+                 "%d message(s) not handled: their %d s lease was nearly over (handlers too slow for "
+                 "the lease?); they are delivered again after it expires", skipped, d->lease_seconds);
+}
+
+/* The backoff for a message's next attempt, within what abandon accepts. */
+static int64_t ibx__next_delay(ibx_dispatcher *d, const ibx_message *m, int64_t cap) {
+    int64_t delay = d->backoff(IBX__MSG_ATTEMPTS(m), d->backoff_user);
+    if (delay < IBX__DELAY_MIN_MS) delay = IBX__DELAY_MIN_MS;
+    return delay > cap ? cap : delay;
+}
+
+/* Settle one message that did not succeed: wait, retry or dead. */
+static ibx_result ibx__settle_failure(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int i,
+                                      ibx_run_stats *st) {
+    const ibx_message *m = &ms[i];
+    int outcome = d->outcomes[i], attempt = IBX__MSG_ATTEMPTS(m) + 1;
+    const char *error = d->errors[i];
+    char name[IBX__MSG_NAME_MAX], reason[IBX__HANDLER_ERROR_MAX + 64];
+    ibx_result r;
+    ibx__msg_name(m, name, sizeof name);
+    if (!error[0]) error = outcome == IBX_DEAD ? "handler returned IBX_DEAD" : "handler returned IBX_RETRY";
+    if (outcome == IBX_WAIT) { /* not a failure: waiting never uses up attempts */
+        r = ibx__settle_messages(s, IBX__SETTLE_ABANDON, ms, &i, 1, error,
+                                 ibx__next_delay(d, m, IBX__WAIT_DELAY_MAX_MS), 0, NULL);
+        if (r == IBX_OK) st->retried++;
+        return r;
+    }
+    if (outcome == IBX_RETRY && attempt < d->max_attempts) {
+        int64_t delay = ibx__next_delay(d, m, IBX_DELAY_MAX_MS);
+        ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "message %s: attempt %d of %d failed; retry in %lld ms",
+                 name, attempt, d->max_attempts, (long long)delay);
+        r = ibx__settle_messages(s, IBX__SETTLE_ABANDON, ms, &i, 1, error, delay, 1, NULL);
+        if (r == IBX_OK) st->retried++;
+        return r;
+    }
+    if (outcome == IBX_DEAD) snprintf(reason, sizeof reason, "%s", error);
+    else snprintf(reason, sizeof reason, "gave up after %d attempts: %s", attempt, error);
+    ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id, "message %s topic=%s is dead: %s", name, m->topic, reason);
+    r = ibx__settle_messages(s, IBX__SETTLE_FAIL, ms, &i, 1, reason, 0, 0, NULL);
+    if (r == IBX_OK) st->dead++;
+    return r;
+}
+
+/* Settle a handled batch: every success in one statement, then each failure. */
+static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
+                                    ibx_run_stats *st) {
+    ibx_result r = IBX_OK;
+    int i, acks = 0, failures = 0;
+    for (i = 0; i < n; i++) {
+        if (d->outcomes[i] == IBX_DONE) d->acked[acks++] = i;
+        else if (d->outcomes[i] != IBX__SKIPPED) d->failures[failures++] = i;
+    }
+    if (acks > 0) {
+        int64_t changed = 0;
+        r = ibx__settle_messages(s, IBX__SETTLE_ACK, ms, d->acked, acks, NULL, 0, 0, &changed);
+        if (r == IBX_OK) st->done = (int)changed;
+        if (r == IBX_OK && changed < acks)
+            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
+                     "%d of %d handled messages were no longer leased to this worker "
+                     "(lease expired during handling?); they will be delivered again",
+                     acks - (int)changed, acks);
+    }
+    for (i = 0; i < failures && r == IBX_OK; i++) r = ibx__settle_failure(d, s, ms, d->failures[i], st);
+    return r;
+}
+
+/* One batch from one store: housekeeping, claim, handle, settle. */
+static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
+    const ibx_message *ms;
+    int n = 0;
+    int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline;
+    ibx_result r = ibx__housekeep(d, s, e, st);
+    if (r < 0) return r;
+    /* The lease started no earlier than now: past its end less a margin a
+     * message may be reclaimed by another worker, so it is not handled. */
+    deadline = ibx__mono_ms(&s->hooks) + lease_ms -
+               (lease_ms / 5 < IBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : IBX__LEASE_MARGIN_MAX_MS);
+    r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
+    if (r != IBX_OK) return r;
+    st->claimed = n;
+    ibx__handle_batch(d, s, ms, n, deadline, st);
+    return ibx__settle_batch(d, s, ms, n, st);
+}
+
+/* One round over a provider's stores: refresh discovery when due, then
+ * poll the store the strategy picks; housekeeping runs per store. */
+static ibx_result ibx__dispatch_many(ibx_dispatcher *d, ibx_run_stats *st) {
+    ibx_provider *p = d->provider;
+    ibx_result r;
+    int count, pick;
+    if (p->discover && ibx__mono_ms(d->hooks) >= p->next_refresh_ms)
+        ibx__provider_discover(p); /* a failure keeps the current set; logged */
+    count = p->reg.count;
+    if (count != d->selector.store_count) {
+        ibx__selector_resize(&d->selector, count);
+        d->empty_streak = 0;
+    }
+    if (count == 0) return IBX_EMPTY;
+    pick = d->strategy.next ? d->strategy.next(d->strategy.user, count) : ibx__selector_next(&d->selector);
+    if (pick < 0 || pick >= count) pick = 0;
+    r = ibx__dispatch_store(d, (ibx_store *)p->reg.items[pick].store, &p->reg.items[pick], st);
+    if (r < 0) d->own_err = ((ibx_store *)p->reg.items[pick].store)->err;
+    if (d->strategy.report) d->strategy.report(d->strategy.user, pick, st->claimed);
+    else ibx__selector_report(&d->selector, pick, st->claimed);
+    if (r < 0) return r;
+    d->empty_streak = st->claimed > 0 ? 0 : d->empty_streak + 1;
+    /* Empty only when every store has answered empty in a row. */
+    return st->claimed > 0 || d->empty_streak < count ? IBX_OK : IBX_EMPTY;
+}
+
+IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *d, ibx_run_stats *stats) {
+    ibx_run_stats st;
+    ibx_result r;
+    memset(&st, 0, sizeof st);
+    if (!d) return IBX_ERR_INVALID_ARG;
+    r = d->store ? ibx__dispatch_store(d, d->store, &d->single, &st) : ibx__dispatch_many(d, &st);
+    if (stats) *stats = st;
+    return r;
+}
+
+static ibx_result ibx__dispatch_round(void *d) {
+    return ibx_dispatcher_run_once((ibx_dispatcher *)d, NULL);
+}
+
+IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *d) {
+    const char *name;
+    if (!d) return IBX_ERR_INVALID_ARG;
+    name = d->store ? d->store->store_id : "dispatcher";
+    ibx__log(d->hooks, IBX_LOG_INFO, name,
+             "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
+             d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
+             d->store ? 1 : d->provider->reg.count);
+    ibx__loop_run(&d->loop, &d->timing, ibx__dispatch_round, d, name, d->err);
+    ibx__log(d->hooks, IBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
+    return IBX_OK;
+}
+
+IBX_API void ibx_dispatcher_stop(ibx_dispatcher *d) {
+    if (d) ibx__loop_stop(&d->loop);
+}
+
+IBX_API void ibx_dispatcher_wake(ibx_dispatcher *d) {
+    if (d) ibx__loop_wake(&d->loop);
+}
+
+/* >>common-end engine */
+
+
+/* >> the inbox's messages: rows, keys, names ----------------------------------- */
+
+static void ibx__store_own_free(const ibx__hooks *h, ibx__store_own *own) {
+    (void)h;
+    (void)own;
+}
+
+static int ibx__msg_key_add(ibx_store *s, const ibx_message *m) {
+    return ibx__list_add(&s->hooks, &s->keys[0], s->db.d, m->source, strlen(m->source)) &&
+           ibx__list_add(&s->hooks, &s->keys[1], s->db.d, m->message_id, strlen(m->message_id));
+}
+
+static void ibx__msg_name(const ibx_message *m, char *out, size_t size) {
+    snprintf(out, size, "%s from %s", m->message_id, m->source);
+}
+
+/* The inbox has no worker name (it records no ProcessedBy). */
+static const char *ibx__desc_worker(const ibx_store_desc *desc) {
+    (void)desc;
+    return NULL;
+}
+
+static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker) {
+    (void)desc;
+    (void)worker;
+}
+
+/* A message key (source or message id): required text, and not ending in a
+ * space where the database compares text ignoring trailing spaces ("m1 "
+ * would be taken for "m1": a message lost to dedup). */
 static ibx_result ibx__check_key(ibx_store *s, const char *fn, const char *arg, const char *value) {
     char where[96];
-    ibx_result r = ibx__check_text(s, fn, arg, value);
+    ibx_result r = ibx__check_text(&s->err, fn, arg, value, IBX_KEY_MAX);
     if (r != IBX_OK || !s->db.d->pads_text || value[strlen(value) - 1] != ' ') return r;
     snprintf(where, sizeof where, "%s: %s", fn, arg);
     return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where,
@@ -3467,21 +4628,52 @@ static ibx_result ibx__check_key(ibx_store *s, const char *fn, const char *arg, 
                      "the same %s without the space", arg, s->db.d->name, arg);
 }
 
-/* A UUID that is not all zeros (IBX-043/130). */
-static ibx_result ibx__check_token(ibx_store *s, const char *fn, const char *token) {
-    char where[96];
-    snprintf(where, sizeof where, "%s: owner_token", fn);
-    if (!ibx__uuid_is_valid(token))
-        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "owner_token must be a UUID (ibx_owner_token)");
-    if (strcmp(token, "00000000-0000-0000-0000-000000000000") == 0)
-        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
-    {   /* lower case: SQLite compares text exactly */
-        int i;
-        for (i = 0; i < 36; i++) s->token[i] = token[i] >= 'A' && token[i] <= 'F' ? (char)(token[i] + 32) : token[i];
-        s->token[36] = '\0';
-    }
-    return IBX_OK;
+static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ibx__buf *buf,
+                                    ibx__row_offsets *o) {
+    char text[40];
+    SQLLEN ind;
+    int64_t v;
+    size_t skip;
+    ibx_result r;
+    int i;
+    memset(m, 0, sizeof *m);
+    if ((r = ibx__get_append(db, st, 1, SQL_C_CHAR, buf, &o->source, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 2, SQL_C_CHAR, buf, &o->message_id, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 3, SQL_C_CHAR, buf, &o->topic, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 4, SQL_C_CHAR, buf, &o->payload, &m->payload_len)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 5, SQL_C_BINARY, buf, &o->hash, &o->hash_len)) != IBX_OK ||
+        (r = ibx__get_i64(db, st, 6, &m->first_seen_ms, NULL)) != IBX_OK ||
+        (r = ibx__get_i64(db, st, 7, &m->last_seen_ms, NULL)) != IBX_OK)
+        return r;
+    r = ibx__check(db, SQLGetData(st, 8, SQL_C_CHAR, text, sizeof text, &ind), SQL_HANDLE_STMT, st,
+                   "SQLGetData");
+    if (r != IBX_OK) return r;
+    m->status = ibx__status_parse(ind == SQL_NULL_DATA ? "" : text);
+    if ((r = ibx__get_i64(db, st, 9, &m->locked_until_ms, NULL)) != IBX_OK) return r;
+    r = ibx__check(db, SQLGetData(st, 10, SQL_C_CHAR, text, sizeof text, &ind), SQL_HANDLE_STMT, st,
+                   "SQLGetData");
+    if (r != IBX_OK) return r;
+    ibx__copy(m->owner_token, sizeof m->owner_token, ind == SQL_NULL_DATA ? "" : text);
+    for (i = 0; m->owner_token[i]; i++) /* psqlODBC renders uuid in upper case */
+        if (m->owner_token[i] >= 'A' && m->owner_token[i] <= 'F') m->owner_token[i] = (char)(m->owner_token[i] + 32);
+    if ((r = ibx__get_i64(db, st, 11, &v, NULL)) != IBX_OK) return r;
+    m->attempt = (int)v;
+    if ((r = ibx__get_append(db, st, 12, SQL_C_CHAR, buf, &o->last_error, &skip)) != IBX_OK ||
+        (r = ibx__get_i64(db, st, 13, &m->next_attempt_ms, NULL)) != IBX_OK)
+        return r;
+    return ibx__get_i64(db, st, 14, &m->due_time_ms, NULL);
 }
+
+static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o) {
+    m->source = ibx__at(buf, o->source);
+    m->message_id = ibx__at(buf, o->message_id);
+    m->topic = ibx__at(buf, o->topic);
+    m->payload = ibx__at(buf, o->payload);
+    m->hash = (const unsigned char *)ibx__at(buf, o->hash);
+    m->hash_len = o->hash == (size_t)-1 ? 0 : o->hash_len;
+    m->last_error = ibx__at(buf, o->last_error);
+}
+
 
 /* >> dedup and enqueue ------------------------------------------------------------------- */
 
@@ -3552,34 +4744,6 @@ IBX_API ibx_result ibx_already_processed(ibx_store *store, const char *message_i
     return IBX_OK;
 }
 
-typedef struct ibx__exec_ctx {
-    ibx_store *s;
-    int slot;
-    ibx__param *p;
-    int n;
-    int64_t rows;
-} ibx__exec_ctx;
-
-static ibx_result ibx__exec_unit(ibx__db *db, void *vctx) {
-    ibx__exec_ctx *c = (ibx__exec_ctx *)vctx;
-    return ibx__exec(db, c->slot, c->s->sql[c->slot], c->p, c->n, &c->rows, NULL);
-}
-
-/* One statement in its own transaction; *rows gets the affected count. */
-static ibx_result ibx__run(ibx_store *s, int slot, ibx__param *p, int n, const char *what,
-                           int64_t *rows) {
-    ibx__exec_ctx ctx;
-    ibx_result r;
-    ctx.s = s;
-    ctx.slot = slot;
-    ctx.p = p;
-    ctx.n = n;
-    ctx.rows = 0;
-    r = ibx__unit(&s->db, ibx__exec_unit, &ctx, what);
-    if (r == IBX_OK && rows) *rows = ctx.rows;
-    return r;
-}
-
 static ibx_result ibx__mark(ibx_store *s, const char *fn, const char *message_id, const char *source,
                             const char *status) {
     ibx__param p[6];
@@ -3593,7 +4757,7 @@ static ibx_result ibx__mark(ibx_store *s, const char *fn, const char *message_id
     for (i = 0; i < 4; i++) ibx__p_text(&p[i], status, (size_t)-1);
     ibx__p_text(&p[4], source, (size_t)-1);
     ibx__p_text(&p[5], message_id, (size_t)-1);
-    r = ibx__run(s, IBX__Q_MARK, p, 6, fn, &rows);
+    r = ibx__run_count(s, IBX__Q_MARK, p, 6, fn, &rows);
     if (r != IBX_OK) return r;
     if (rows == 0) return ibx__fail(&s->err, IBX_ERR_NOT_FOUND, fn, "no message %s from %s", message_id, source);
     ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "marked %s from %s %s", message_id, source, status);
@@ -3618,7 +4782,7 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     ibx_result r = ibx__store_ready(store, "ibx_enqueue");
     if (r != IBX_OK) return r;
     if (!m) return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: message", "must not be NULL");
-    if ((r = ibx__check_text(store, "ibx_enqueue", "topic", m->topic)) != IBX_OK ||
+    if ((r = ibx__check_text(&store->err, "ibx_enqueue", "topic", m->topic, IBX_TOPIC_MAX)) != IBX_OK ||
         (r = ibx__check_key(store, "ibx_enqueue", "source", m->source)) != IBX_OK ||
         (r = ibx__check_key(store, "ibx_enqueue", "message_id", m->message_id)) != IBX_OK)
         return r;
@@ -3642,7 +4806,7 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     ibx__p_i64(&p[5], m->due_utc_ms);
     if (m->due_utc_ms == 0) p[5].ind = SQL_NULL_DATA;
     p[6] = p[5];
-    r = ibx__run(store, IBX__Q_ENQUEUE, p, 7, "enqueue", &rows);
+    r = ibx__run_count(store, IBX__Q_ENQUEUE, p, 7, "enqueue", &rows);
     if (r != IBX_OK) return r;
     if (enqueued) *enqueued = rows > 0;
     ibx__count(store, IBX_METRIC_ENQUEUED, rows > 0 ? 1 : 0);
@@ -3651,843 +4815,68 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     return IBX_OK;
 }
 
-/* >> claim and read ---------------------------------------------------------------------- */
-
-static const char *ibx__at(const ibx__buf *b, size_t off) {
-    return off == (size_t)-1 ? NULL : b->data + off;
-}
-
-/* The current row (columns as IBX__SQLITE_COLS) into *m; strings go to
- * store->rows and are pointed at once the buffer stops moving. */
-static ibx_result ibx__read_message(ibx_store *s, SQLHSTMT st, ibx_message *m, ibx__buf *buf, ibx__row_offsets *o) {
-    ibx__db *db = &s->db;
-    char text[40];
-    SQLLEN ind;
-    int64_t v;
-    size_t skip;
-    ibx_result r;
-    int i;
-    memset(m, 0, sizeof *m);
-    if ((r = ibx__get_append(db, st, 1, SQL_C_CHAR, buf, &o->source, NULL)) != IBX_OK ||
-        (r = ibx__get_append(db, st, 2, SQL_C_CHAR, buf, &o->message_id, NULL)) != IBX_OK ||
-        (r = ibx__get_append(db, st, 3, SQL_C_CHAR, buf, &o->topic, NULL)) != IBX_OK ||
-        (r = ibx__get_append(db, st, 4, SQL_C_CHAR, buf, &o->payload, &m->payload_len)) != IBX_OK ||
-        (r = ibx__get_append(db, st, 5, SQL_C_BINARY, buf, &o->hash, &o->hash_len)) != IBX_OK ||
-        (r = ibx__get_i64(db, st, 6, &m->first_seen_ms, NULL)) != IBX_OK ||
-        (r = ibx__get_i64(db, st, 7, &m->last_seen_ms, NULL)) != IBX_OK)
-        return r;
-    r = ibx__check(db, SQLGetData(st, 8, SQL_C_CHAR, text, sizeof text, &ind), SQL_HANDLE_STMT, st,
-                   "SQLGetData");
-    if (r != IBX_OK) return r;
-    m->status = ibx__status_parse(ind == SQL_NULL_DATA ? "" : text);
-    if ((r = ibx__get_i64(db, st, 9, &m->locked_until_ms, NULL)) != IBX_OK) return r;
-    r = ibx__check(db, SQLGetData(st, 10, SQL_C_CHAR, text, sizeof text, &ind), SQL_HANDLE_STMT, st,
-                   "SQLGetData");
-    if (r != IBX_OK) return r;
-    ibx__copy(m->owner_token, sizeof m->owner_token, ind == SQL_NULL_DATA ? "" : text);
-    for (i = 0; m->owner_token[i]; i++) /* psqlODBC renders uuid in upper case */
-        if (m->owner_token[i] >= 'A' && m->owner_token[i] <= 'F') m->owner_token[i] = (char)(m->owner_token[i] + 32);
-    if ((r = ibx__get_i64(db, st, 11, &v, NULL)) != IBX_OK) return r;
-    m->attempt = (int)v;
-    if ((r = ibx__get_append(db, st, 12, SQL_C_CHAR, buf, &o->last_error, &skip)) != IBX_OK ||
-        (r = ibx__get_i64(db, st, 13, &m->next_attempt_ms, NULL)) != IBX_OK)
-        return r;
-    return ibx__get_i64(db, st, 14, &m->due_time_ms, NULL);
-}
-
-static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o) {
-    m->source = ibx__at(buf, o->source);
-    m->message_id = ibx__at(buf, o->message_id);
-    m->topic = ibx__at(buf, o->topic);
-    m->payload = ibx__at(buf, o->payload);
-    m->hash = (const unsigned char *)ibx__at(buf, o->hash);
-    m->hash_len = o->hash == (size_t)-1 ? 0 : o->hash_len;
-    m->last_error = ibx__at(buf, o->last_error);
-}
-
-typedef struct ibx__claim_ctx {
-    ibx_store *s;
-    const char *owner;
-    int lease_seconds, batch_size, count;
-} ibx__claim_ctx;
-
-static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
-    ibx__claim_ctx *c = (ibx__claim_ctx *)vctx;
-    ibx_store *s = c->s;
-    ibx__param p[4];
-    SQLHSTMT cur = NULL;
-    ibx_result r;
-    c->count = 0;
-    s->rows.len = 0;
-    if (s->sql[IBX__Q_CLAIM_PICK]) {
-        /* Pick and lock the keys, mark them ours, then read them back. */
-        ibx__buf *const lists[2] = {&s->sources, &s->ids};
-        int picked = 0;
-        r = ibx__pick_keys(db, IBX__Q_CLAIM_PICK, s->sql[IBX__Q_CLAIM_PICK], c->batch_size, 2, lists, &picked);
-        if (r != IBX_OK || picked == 0) return r;
-        ibx__p_text(&p[0], c->owner, 36);
-        ibx__p_i64(&p[1], c->lease_seconds);
-        ibx__p_text(&p[2], s->sources.data, s->sources.len);
-        ibx__p_text(&p[3], s->ids.data, s->ids.len);
-        r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 4, NULL, NULL);
-        ibx__p_text(&p[0], s->sources.data, s->sources.len);
-        ibx__p_text(&p[1], s->ids.data, s->ids.len);
-        if (r == IBX_OK) r = ibx__exec(db, IBX__Q_CLAIM_READ, s->sql[IBX__Q_CLAIM_READ], p, 2, NULL, &cur);
-    } else {
-        ibx__p_text(&p[0], c->owner, 36);
-        ibx__p_i64(&p[1], c->lease_seconds);
-        ibx__p_i64(&p[2], c->batch_size);
-        r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 3, NULL, &cur);
-    }
-    while (r == IBX_OK && (r = ibx__fetch(db, cur)) == IBX_OK) {
-        if (c->count >= c->batch_size) {
-            r = ibx__fail(db->err, IBX_ERR_STATE, "ibx_claim",
-                          "the claim statement returned more than %d rows; rolled back", c->batch_size);
-            break;
-        }
-        r = ibx__read_message(s, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
-        if (r == IBX_OK) c->count++;
-    }
-    ibx__close(cur);
-    return r == IBX_EMPTY ? IBX_OK : r;
-}
-
-IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
-                             int batch_size, const ibx_message **messages, int *count) {
-    ibx__claim_ctx ctx;
-    ibx_result r;
-    int i;
-    r = ibx__store_ready(store, "ibx_claim");
-    if (r != IBX_OK) return r;
-    if (!messages || !count)
-        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_claim: messages", "output pointers must not be NULL");
-    if ((r = ibx__check_token(store, "ibx_claim", owner_token)) != IBX_OK) return r;
-    if (lease_seconds < 1 || lease_seconds > 86400)
-        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_claim: lease_seconds",
-                         "lease_seconds must be 1..86400, got %d", lease_seconds);
-    if (batch_size < 1 || batch_size > 10000)
-        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_claim: batch_size",
-                         "batch_size must be 1..10000, got %d", batch_size);
-    if (batch_size > store->msgs_cap) { /* grows once; steady state allocates nothing */
-        ibx_message *grown = (ibx_message *)ibx__realloc(&store->hooks, store->msgs, sizeof *grown * (size_t)batch_size);
-        ibx__row_offsets *offsets;
-        if (!grown) return ibx__fail(&store->err, IBX_ERR_NO_MEMORY, "ibx_claim", "out of memory");
-        store->msgs = grown;
-        offsets = (ibx__row_offsets *)ibx__realloc(&store->hooks, store->offsets, sizeof *offsets * (size_t)batch_size);
-        if (!offsets) return ibx__fail(&store->err, IBX_ERR_NO_MEMORY, "ibx_claim", "out of memory");
-        store->offsets = offsets;
-        store->msgs_cap = batch_size;
-    }
-    ctx.s = store;
-    ctx.owner = store->token;
-    ctx.lease_seconds = lease_seconds;
-    ctx.batch_size = batch_size;
-    ctx.count = 0;
-    r = ibx__unit(&store->db, ibx__claim_unit, &ctx, "claim");
-    if (r != IBX_OK) return r;
-    for (i = 0; i < ctx.count; i++) {
-        ibx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
-        store->msgs[i].store = store;
-    }
-    *messages = store->msgs;
-    *count = ctx.count;
-    ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "claimed %d message(s) for %s", ctx.count,
-             owner_token);
-    return ctx.count > 0 ? IBX_OK : IBX_EMPTY;
-}
-
-typedef struct ibx__get_ctx {
-    ibx_store *s;
-    const char *source, *message_id;
-    ibx_message *m;
-    ibx__row_offsets o;
-    int found;
-} ibx__get_ctx;
-
-static ibx_result ibx__get_unit(ibx__db *db, void *vctx) {
-    ibx__get_ctx *c = (ibx__get_ctx *)vctx;
-    ibx__param p[2];
-    SQLHSTMT cur = NULL;
-    ibx_result r;
-    c->s->read_rows.len = 0;
-    c->found = 0;
-    ibx__p_text(&p[0], c->source, (size_t)-1);
-    ibx__p_text(&p[1], c->message_id, (size_t)-1);
-    r = ibx__exec(db, IBX__Q_GET, c->s->sql[IBX__Q_GET], p, 2, NULL, &cur);
-    if (r == IBX_OK) r = ibx__fetch(db, cur);
-    if (r == IBX_OK) {
-        r = ibx__read_message(c->s, cur, c->m, &c->s->read_rows, &c->o);
-        c->found = r == IBX_OK;
-    }
-    ibx__close(cur);
-    return r == IBX_EMPTY ? IBX_OK : r;
-}
+/* >> get ---------------------------------------------------------------------------- */
 
 IBX_API ibx_result ibx_get(ibx_store *store, const char *message_id, const char *source,
                            ibx_message *message) {
-    ibx__get_ctx ctx;
-    ibx_message m;
+    ibx__param p[2];
     ibx_result r = ibx__store_ready(store, "ibx_get");
     if (r != IBX_OK) return r;
     if ((r = ibx__check_key(store, "ibx_get", "source", source)) != IBX_OK ||
         (r = ibx__check_key(store, "ibx_get", "message_id", message_id)) != IBX_OK)
         return r;
     if (!message) return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_get: message", "must not be NULL");
-    ctx.s = store;
-    ctx.source = source;
-    ctx.message_id = message_id;
-    ctx.m = &m;
-    r = ibx__unit_read(&store->db, ibx__get_unit, &ctx, "get");
-    if (r != IBX_OK) return r;
-    if (!ctx.found)
+    ibx__p_text(&p[0], source, (size_t)-1);
+    ibx__p_text(&p[1], message_id, (size_t)-1);
+    r = ibx__get_by_key(store, p, 2, message);
+    if (r == IBX_EMPTY)
         return ibx__fail(&store->err, IBX_ERR_NOT_FOUND, "ibx_get", "no message %s from %s", message_id, source);
-    ibx__point_strings(&store->read_rows, &m, &ctx.o);
-    m.store = store;
-    *message = m;
-    return IBX_OK;
+    return r;
 }
 
-/* >> ack, abandon, fail, reap, cleanup ------------------------------------------------------- */
+/* >> ack, abandon, fail ------------------------------------------------------------ */
 
-/* Validate owner and keys; build the two key lists (sources, ids). */
-static ibx_result ibx__settle_args(ibx_store *s, const char *fn, const char *owner,
+/* Check a settle call's keys and put them in the store's two key lists. */
+static ibx_result ibx__settle_keys(ibx_store *s, const char *fn, const char *owner,
                                    const ibx_key *keys, int count) {
     char where[96];
     int i;
-    ibx_result r = ibx__store_ready(s, fn);
+    ibx_result r = ibx__settle_begin(s, fn, owner, count, keys);
     if (r != IBX_OK) return r;
-    if ((r = ibx__check_token(s, fn, owner)) != IBX_OK) return r;
-    snprintf(where, sizeof where, "%s: keys", fn);
-    if (count < 0) return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "count must be >= 0");
-    if (count > 0 && !keys) return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "keys must not be NULL");
-    s->sources.len = s->ids.len = 0;
     for (i = 0; i < count; i++) {
         if (!keys[i].source || !keys[i].source[0] || !keys[i].message_id || !keys[i].message_id[0]) {
             snprintf(where, sizeof where, "%s: keys[%d]", fn, i);
-            return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "source and message_id must not be NULL or empty");
+            return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where,
+                             "source and message_id must not be NULL or empty");
         }
-        if (!ibx__list_add(&s->hooks, &s->sources, s->db.d, keys[i].source, strlen(keys[i].source)) ||
-            !ibx__list_add(&s->hooks, &s->ids, s->db.d, keys[i].message_id, strlen(keys[i].message_id)))
+        if (!ibx__list_add(&s->hooks, &s->keys[0], s->db.d, keys[i].source, strlen(keys[i].source)) ||
+            !ibx__list_add(&s->hooks, &s->keys[1], s->db.d, keys[i].message_id, strlen(keys[i].message_id)))
             return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
     }
-    if (!ibx__list_end(&s->hooks, &s->sources, s->db.d) || !ibx__list_end(&s->hooks, &s->ids, s->db.d))
-        return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
-    return IBX_OK;
+    return ibx__key_lists_end(s, fn);
 }
 
 IBX_API ibx_result ibx_ack(ibx_store *store, const char *owner_token, const ibx_key *keys,
                            int count, int64_t *changed) {
-    ibx__param p[3];
-    int64_t n = 0;
-    ibx_result r = ibx__settle_args(store, "ibx_ack", owner_token, keys, count);
-    if (r != IBX_OK || count == 0) {
-        if (r == IBX_OK && changed) *changed = 0;
-        return r;
-    }
-    ibx__p_text(&p[0], store->token, 36);
-    ibx__p_text(&p[1], store->sources.data, store->sources.len);
-    ibx__p_text(&p[2], store->ids.data, store->ids.len);
-    r = ibx__run(store, IBX__Q_ACK, p, 3, "ack", &n);
-    if (r != IBX_OK) return r;
-    ibx__count(store, IBX_METRIC_DISPATCHED, n);
-    if (changed) *changed = n;
-    ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "acked %lld of %d", (long long)n, count);
-    return IBX_OK;
-}
-
-/* Abandon; `attempts` is 1, or 0 when a message only waits (not ready, or
- * no handler yet), which must not use up its attempts. */
-static ibx_result ibx__abandon(ibx_store *store, const char *owner_token, const ibx_key *keys,
-                               int count, const char *last_error, const int64_t *delay_ms,
-                               int attempts, int64_t *changed) {
-    ibx__param p[6];
-    int64_t n = 0;
-    ibx_result r;
-    if (store && delay_ms && *delay_ms <= 0)
-        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_abandon: delay_ms",
-                         "a given delay must be > 0 (NULL: the default backoff)");
-    r = ibx__settle_args(store, "ibx_abandon", owner_token, keys, count);
-    if (r != IBX_OK || count == 0) {
-        if (r == IBX_OK && changed) *changed = 0;
-        return r;
-    }
-    ibx__p_i64(&p[0], delay_ms ? *delay_ms : 0);
-    if (!delay_ms) p[0].ind = SQL_NULL_DATA; /* the default backoff, per message */
-    ibx__p_i64(&p[1], attempts);
-    ibx__p_text(&p[2], last_error && last_error[0] ? last_error : NULL, (size_t)-1);
-    ibx__p_text(&p[3], store->token, 36);
-    ibx__p_text(&p[4], store->sources.data, store->sources.len);
-    ibx__p_text(&p[5], store->ids.data, store->ids.len);
-    r = ibx__run(store, IBX__Q_ABANDON, p, 6, "abandon", &n);
-    if (r != IBX_OK) return r;
-    ibx__count(store, IBX_METRIC_FAILED, n);
-    if (changed) *changed = n;
-    ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "abandoned %lld of %d", (long long)n, count);
-    return IBX_OK;
+    ibx_result r = ibx__settle_keys(store, "ibx_ack", owner_token, keys, count);
+    return r != IBX_OK ? r : ibx__settle(store, IBX__SETTLE_ACK, count, NULL, 0, 0, changed);
 }
 
 IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const ibx_key *keys,
-                               int count, const char *last_error, const int64_t *delay_ms,
+                               int count, const char *last_error, int64_t delay_ms,
                                int64_t *changed) {
-    return ibx__abandon(store, owner_token, keys, count, last_error, delay_ms, 1, changed);
+    ibx_result r = store ? ibx__check_delay(store, "ibx_abandon", delay_ms) : IBX_ERR_INVALID_ARG;
+    if (r == IBX_OK) r = ibx__settle_keys(store, "ibx_abandon", owner_token, keys, count);
+    return r != IBX_OK ? r : ibx__settle(store, IBX__SETTLE_ABANDON, count, last_error, delay_ms, 1, changed);
 }
 
 IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx_key *keys,
                             int count, const char *error, int64_t *changed) {
-    ibx__param p[4];
-    int64_t n = 0;
     ibx_result r;
     if (store && !error)
         return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_fail: error", "error must not be NULL");
-    r = ibx__settle_args(store, "ibx_fail", owner_token, keys, count);
-    if (r != IBX_OK || count == 0) {
-        if (r == IBX_OK && changed) *changed = 0;
-        return r;
-    }
-    ibx__p_text(&p[0], error, (size_t)-1);
-    ibx__p_text(&p[1], store->token, 36);
-    ibx__p_text(&p[2], store->sources.data, store->sources.len);
-    ibx__p_text(&p[3], store->ids.data, store->ids.len);
-    r = ibx__run(store, IBX__Q_FAIL, p, 4, "fail", &n);
-    if (r != IBX_OK) return r;
-    ibx__count(store, IBX_METRIC_DEAD, n);
-    if (changed) *changed = n;
-    ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "failed %lld of %d", (long long)n, count);
-    return IBX_OK;
-}
-
-IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped) {
-    int64_t n = 0;
-    ibx_result r = ibx__store_ready(store, "ibx_reap");
-    if (r != IBX_OK) return r;
-    r = ibx__run(store, IBX__Q_REAP, NULL, 0, "reap", &n);
-    if (r != IBX_OK) return r;
-    ibx__count(store, IBX_METRIC_REAPED, n);
-    if (reaped) *reaped = n;
-    ibx__log(&store->hooks, n > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
-             "reaped %lld expired lease(s)", (long long)n);
-    return IBX_OK;
-}
-
-IBX_API ibx_result ibx_cleanup(ibx_store *store, int64_t retention_ms, int batch_size,
-                               int64_t *deleted) {
-    ibx__param p[2];
-    int64_t total = 0, n;
-    ibx_result r = ibx__store_ready(store, "ibx_cleanup");
-    if (r != IBX_OK) return r;
-    if (retention_ms < 0)
-        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_cleanup: retention_ms", "must be >= 0");
-    if (batch_size < 0)
-        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_cleanup: batch_size", "must be >= 0");
-    if (retention_ms == 0) retention_ms = IBX_DEFAULT_RETENTION_MS;
-    if (batch_size == 0) batch_size = 1000;
-    do { /* one bounded transaction per batch */
-        ibx__p_i64(&p[0], retention_ms);
-        ibx__p_i64(&p[1], batch_size);
-        n = 0;
-        r = ibx__run(store, IBX__Q_CLEANUP, p, 2, "cleanup", &n);
-        total += n;
-    } while (r == IBX_OK && n >= batch_size);
-    if (deleted) *deleted = total;
-    if (r == IBX_OK && total > 0)
-        ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "cleanup deleted %lld done message(s)",
-                 (long long)total);
-    return r;
-}
-
-typedef struct ibx__stats_ctx {
-    ibx_store *s;
-    int64_t ready, oldest;
-} ibx__stats_ctx;
-
-static ibx_result ibx__stats_unit(ibx__db *db, void *vctx) {
-    ibx__stats_ctx *c = (ibx__stats_ctx *)vctx;
-    SQLHSTMT cur = NULL;
-    ibx_result r = ibx__exec(db, IBX__Q_STATS, c->s->sql[IBX__Q_STATS], NULL, 0, NULL, &cur);
-    if (r == IBX_OK) r = ibx__fetch(db, cur);
-    if (r == IBX_OK) r = ibx__get_i64(db, cur, 1, &c->ready, NULL);
-    if (r == IBX_OK) r = ibx__get_i64(db, cur, 2, &c->oldest, NULL);
-    ibx__close(cur);
-    return r == IBX_EMPTY ? IBX_OK : r;
-}
-
-IBX_API ibx_result ibx_queue_stats(ibx_store *store, int64_t *ready, int64_t *oldest_ready_ms) {
-    ibx__stats_ctx ctx;
-    ibx_result r = ibx__store_ready(store, "ibx_queue_stats");
-    if (r != IBX_OK) return r;
-    ctx.s = store;
-    ctx.ready = ctx.oldest = 0;
-    r = ibx__unit_read(&store->db, ibx__stats_unit, &ctx, "queue stats");
-    if (r != IBX_OK) return r;
-    if (ready) *ready = ctx.ready;
-    if (oldest_ready_ms) *oldest_ready_ms = ctx.oldest > 0 ? ctx.oldest : 0;
-    return IBX_OK;
-}
-
-/* >> providers and routers --------------------------------------------------------- */
-
-struct ibx_provider {
-    ibx__hooks hooks;
-    ibx_error err;
-    ibx_store_desc base;         /* the template; strings below are our copies */
-    char *schema, *table;
-    ibx__registry reg;
-    ibx_discover_fn discover;
-    void *discover_user;
-    int64_t refresh_ms, next_refresh_ms;
-};
-
-static void *ibx__provider_open(void *ctx, const char *id, const char *connstr) {
-    ibx_provider *p = (ibx_provider *)ctx;
-    ibx_store_desc desc = p->base;
-    ibx_store *s = NULL;
-    desc.connection_string = connstr;
-    desc.hdbc = NULL;
-    desc.store_id = id;
-    if (ibx_store_open(&desc, &s) != IBX_OK) { /* open logged why */
-        ibx_store_close(s);
-        return NULL;
-    }
-    return s;
-}
-
-static void ibx__provider_close(void *ctx, void *store) {
-    (void)ctx;
-    ibx_store_close((ibx_store *)store);
-}
-
-/* Run discovery into the registry. */
-static ibx_result ibx__provider_discover(ibx_provider *p) {
-    ibx_database found[256];
-    int n, added = 0, removed = 0;
-    ibx_result r;
-    p->next_refresh_ms = ibx__mono_ms(&p->hooks) + p->refresh_ms;
-    n = p->discover(found, 256, p->discover_user);
-    if (n < 0 || n > 256)
-        return ibx__fail(&p->err, IBX_ERR_DB, "ibx_provider_refresh: discover",
-                         "discovery failed (returned %d); keeping the %d current database(s)", n,
-                         p->reg.count);
-    r = ibx__registry_apply(&p->reg, found, n, &added, &removed);
-    if (r != IBX_OK)
-        return ibx__fail(&p->err, r, "ibx_provider_refresh: discover",
-                         "discovery returned a NULL, empty or duplicate id or connection string");
-    ibx__log(&p->hooks, added || removed ? IBX_LOG_INFO : IBX_LOG_DEBUG, "provider",
-             "discovery: %d database(s), %d added, %d removed", p->reg.count, added, removed);
-    return IBX_OK;
-}
-
-IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provider **out) {
-    ibx__hooks hooks;
-    ibx_provider *p;
-    ibx_result r;
-    if (!out) return IBX_ERR_INVALID_ARG;
-    *out = NULL;
-    if (!desc || (desc->databases != NULL) == (desc->discover != NULL) || desc->store.hdbc ||
-        desc->database_count < 0 || desc->refresh_interval_ms < 0)
-        return IBX_ERR_INVALID_ARG;
-    ibx__hooks_resolve(&hooks, &desc->store.hooks);
-    p = (ibx_provider *)ibx__alloc(&hooks, sizeof *p);
-    if (!p) return IBX_ERR_NO_MEMORY;
-    memset(p, 0, sizeof *p);
-    ibx__hooks_resolve(&p->hooks, &desc->store.hooks);
-    p->base = desc->store;
-    p->schema = desc->store.schema ? ibx__strdup(&p->hooks, desc->store.schema) : NULL;
-    p->table = desc->store.table ? ibx__strdup(&p->hooks, desc->store.table) : NULL;
-    p->base.schema = p->schema;
-    p->base.table = p->table;
-    p->reg.hooks = &p->hooks;
-    p->reg.open = ibx__provider_open;
-    p->reg.close = ibx__provider_close;
-    p->reg.ctx = p;
-    p->reg.name = "provider";
-    p->discover = desc->discover;
-    p->discover_user = desc->discover_user;
-    p->refresh_ms = desc->refresh_interval_ms ? desc->refresh_interval_ms : 300000;
-    *out = p;
-    r = p->discover ? ibx__provider_discover(p)
-                    : ibx__registry_apply(&p->reg, desc->databases, desc->database_count, NULL, NULL);
-    if (r == IBX_ERR_INVALID_ARG)
-        ibx__fail(&p->err, r, "ibx_provider_create: databases",
-                  "every database needs a unique, non-empty id and a connection string");
-    if (r != IBX_OK && r != IBX_ERR_DB) { /* a failed first discovery still gives a provider */
-        ibx_provider_destroy(p);
-        *out = NULL;
-        return r;
-    }
-    return r;
-}
-
-IBX_API void ibx_provider_destroy(ibx_provider *p) {
-    ibx__hooks hooks;
-    if (!p) return;
-    ibx__registry_free(&p->reg);
-    hooks = p->hooks;
-    ibx__free(&hooks, p->schema);
-    ibx__free(&hooks, p->table);
-    ibx__free(&hooks, p);
-}
-
-IBX_API ibx_result ibx_provider_refresh(ibx_provider *p) {
-    if (!p) return IBX_ERR_INVALID_ARG;
-    ibx__error_clear(&p->err);
-    if (!p->discover)
-        return ibx__fail(&p->err, IBX_ERR_STATE, "ibx_provider_refresh", "a fixed list has no discovery");
-    return ibx__provider_discover(p);
-}
-
-IBX_API int ibx_provider_count(const ibx_provider *p) { return p ? p->reg.count : 0; }
-
-IBX_API ibx_store *ibx_provider_store(const ibx_provider *p, int index) {
-    return p && index >= 0 && index < p->reg.count ? (ibx_store *)p->reg.items[index].store : NULL;
-}
-
-IBX_API const char *ibx_provider_store_id(const ibx_provider *p, int index) {
-    return p && index >= 0 && index < p->reg.count ? p->reg.items[index].id : NULL;
-}
-
-IBX_API const ibx_error *ibx_provider_last_error(const ibx_provider *p) {
-    return p ? &p->err : &ibx__null_store_error;
-}
-
-IBX_API ibx_result ibx_router_get(ibx_provider *p, const char *key, ibx_store **out) {
-    int at;
-    if (!p || !out) return IBX_ERR_INVALID_ARG;
-    ibx__error_clear(&p->err);
-    if (!key || !key[0])
-        return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get: key", "key must not be NULL or empty");
-    at = ibx__registry_find(&p->reg, key);
-    if (at < 0)
-        return ibx__fail(&p->err, IBX_ERR_NOT_FOUND, "ibx_router_get: key", "no inbox for routing key '%s'", key);
-    *out = (ibx_store *)p->reg.items[at].store;
-    return IBX_OK;
-}
-
-IBX_API ibx_result ibx_router_get_guid(ibx_provider *p, const ibx_guid *key, ibx_store **out) {
-    char text[37];
-    if (!p || !out) return IBX_ERR_INVALID_ARG;
-    if (!key) return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get_guid: key", "key must not be NULL");
-    ibx__guid_text(key->bytes, text);
-    return ibx_router_get(p, text, out);
-}
-
-/* >> dispatcher ------------------------------------------------------------------- */
-
-struct ibx_dispatcher {
-    ibx_store *store;            /* single-store mode */
-    ibx_provider *provider;      /* or many */
-    ibx__entry single;           /* single-store mode's housekeeping schedule */
-    const ibx__hooks *hooks;
-    ibx_error *err;              /* where round errors are reported */
-    char owner[37];
-    int batch_size, lease_seconds, max_attempts;
-    ibx_backoff_fn backoff;
-    void *backoff_user;
-    int64_t reap_ms, cleanup_ms, retention_ms;
-    ibx__loop_timing timing;
-    ibx__loop loop;
-    ibx__routes routes;
-    ibx_selector selector;
-    ibx_strategy strategy;
-    int empty_streak;
-    ibx_key *acks;               /* batch_size entries each */
-    int *failures;               /* indexes of messages that did not succeed */
-    int *outcomes;               /* an ibx_outcome, or IBX__SKIPPED */
-    char (*errors)[256];
-};
-
-static int64_t ibx__default_backoff(int attempt, void *user) {
-    (void)user;
-    return ibx__backoff_default_ms(attempt);
-}
-
-IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_dispatcher **out) {
-    ibx_dispatcher *d;
-    const ibx__hooks *h;
-    ibx_error *err;
-    size_t b;
-    if (!out) return IBX_ERR_INVALID_ARG;
-    *out = NULL;
-    if (!desc || (desc->store != NULL) == (desc->provider != NULL)) return IBX_ERR_INVALID_ARG;
-    h = desc->store ? &desc->store->hooks : &desc->provider->hooks;
-    err = desc->store ? &desc->store->err : &desc->provider->err;
-    if (desc->owner_token && (!ibx__uuid_is_valid(desc->owner_token) ||
-                              strcmp(desc->owner_token, "00000000-0000-0000-0000-000000000000") == 0))
-        return ibx__fail(err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: owner_token",
-                         "owner_token must be a UUID, not the empty one");
-    if (desc->batch_size < 0 || desc->batch_size > 10000 || desc->lease_seconds < 0 ||
-        desc->lease_seconds > 86400 || desc->max_attempts < 0 || desc->poll_interval_ms < 0 ||
-        desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 || desc->startup_delay_ms < 0 ||
-        desc->error_delay_ms < 0 || desc->cleanup_interval_ms < 0 || desc->cleanup_retention_ms < 0 ||
-        ((int)desc->selection != IBX_SELECT_ROUND_ROBIN && (int)desc->selection != IBX_SELECT_DRAIN_FIRST))
-        return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, "ibx_dispatcher_create: desc",
-                         "batch_size 0..10000, lease_seconds 0..86400, a known selection, and no "
-                         "negative attempts or intervals (0 means the default)");
-    d = (ibx_dispatcher *)ibx__alloc(h, sizeof *d);
-    if (!d) return IBX_ERR_NO_MEMORY;
-    memset(d, 0, sizeof *d);
-    ibx__loop_init(&d->loop, h, desc->stop_flag);
-    d->store = desc->store;
-    d->provider = desc->provider;
-    d->hooks = h;
-    d->err = err;
-    if (desc->owner_token) {
-        ibx__copy(d->owner, sizeof d->owner, desc->owner_token);
-    } else {
-        ibx_uuid_state fresh = {0, 0};
-        ibx__uuid_v7(&fresh, ibx__now_ms(h), ibx__random(h), ibx__random(h), d->owner);
-    }
-    d->batch_size = desc->batch_size ? desc->batch_size : 50;
-    d->lease_seconds = desc->lease_seconds ? desc->lease_seconds : 30;
-    d->max_attempts = desc->max_attempts ? desc->max_attempts : 10;
-    d->backoff = desc->backoff ? desc->backoff : ibx__default_backoff;
-    d->backoff_user = desc->backoff_user;
-    d->timing.poll_ms = desc->poll_interval_ms ? desc->poll_interval_ms : 500;
-    d->timing.idle_max_ms = desc->idle_max_ms ? desc->idle_max_ms : 2000;
-    if (d->timing.idle_max_ms < d->timing.poll_ms) d->timing.idle_max_ms = d->timing.poll_ms;
-    d->timing.startup_ms = desc->startup_delay_ms;
-    d->timing.error_ms = desc->error_delay_ms ? desc->error_delay_ms : 30000;
-    d->reap_ms = desc->reap_interval_ms ? desc->reap_interval_ms : 30000;
-    d->cleanup_ms = desc->cleanup_interval_ms;
-    d->retention_ms = desc->cleanup_retention_ms;
-    d->strategy = desc->strategy;
-    ibx__selector_init(&d->selector, desc->selection, 0);
-    b = (size_t)d->batch_size;
-    d->acks = (ibx_key *)ibx__alloc(h, sizeof *d->acks * b);
-    d->failures = (int *)ibx__alloc(h, sizeof *d->failures * b);
-    d->outcomes = (int *)ibx__alloc(h, sizeof *d->outcomes * b);
-    d->errors = (char (*)[256])ibx__alloc(h, 256 * b);
-    if (!d->acks || !d->failures || !d->outcomes || !d->errors) {
-        ibx_dispatcher_destroy(d);
-        return IBX_ERR_NO_MEMORY;
-    }
-    *out = d;
-    return IBX_OK;
-}
-
-IBX_API void ibx_dispatcher_destroy(ibx_dispatcher *d) {
-    const ibx__hooks *h;
-    if (!d) return;
-    h = d->hooks;
-    ibx__routes_free(h, &d->routes);
-    ibx__free(h, d->acks);
-    ibx__free(h, d->failures);
-    ibx__free(h, d->outcomes);
-    ibx__free(h, d->errors);
-    ibx__loop_destroy(&d->loop);
-    ibx__free(h, d);
-}
-
-IBX_API ibx_result ibx_dispatcher_on(ibx_dispatcher *d, const char *topic, ibx_handler handler,
-                                     void *user) {
-    if (!d) return IBX_ERR_INVALID_ARG;
-    if (!topic || !topic[0] || ibx__utf8_chars(topic, strlen(topic)) > IBX_KEY_MAX)
-        return ibx__fail(d->err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_on: topic",
-                         "topic must be 1..255 characters, or \"*\"");
-    if (!handler)
-        return ibx__fail(d->err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_on: handler", "must not be NULL");
-    if (ibx__routes_add(d->hooks, &d->routes, topic, (ibx__any_fn)handler, user) != IBX_OK)
-        return ibx__fail(d->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_on", "out of memory");
-    return IBX_OK;
-}
-
-/* Run every handler for one message; the first that does not succeed decides. */
-static ibx_outcome ibx__handle(ibx_dispatcher *d, const ibx_message *m, char *error, int *matched) {
-    ibx_outcome outcome = IBX_DONE;
-    const ibx__route *r;
-    int cursor = 0;
-    *matched = 0;
-    while (outcome == IBX_DONE && (r = ibx__routes_next(&d->routes, m->topic, &cursor)) != NULL) {
-        (*matched)++;
-        memset(error, 0, 256);
-        outcome = ((ibx_handler)r->fn)(m, error, 256, r->user);
-        error[255] = '\0';
-        if (outcome != IBX_DONE && outcome != IBX_RETRY && outcome != IBX_DEAD && outcome != IBX_WAIT) {
-            snprintf(error, 256, "handler returned %d, not an ibx_outcome", (int)outcome);
-            outcome = IBX_DEAD;
-        }
-    }
-    return outcome;
-}
-
-/* Housekeeping of one store when due: reap (IBX-053), cleanup if asked. */
-static ibx_result ibx__housekeep(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
-    int64_t now = ibx__mono_ms(&s->hooks);
-    ibx_result r = IBX_OK;
-    if (now >= e->next_reap_ms) {
-        e->next_reap_ms = now + d->reap_ms;
-        r = ibx_reap(s, &st->reaped);
-    }
-    if (r == IBX_OK && d->cleanup_ms > 0 && now >= e->next_cleanup_ms) {
-        e->next_cleanup_ms = now + d->cleanup_ms;
-        r = ibx_cleanup(s, d->retention_ms, 0, NULL);
-    }
-    return r;
-}
-
-/* Outcome of a message left alone because its lease is about to end. */
-#define IBX__SKIPPED (-1)
-
-/* One batch from one store: claim, handle, settle. */
-static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
-    const ibx_message *ms;
-    ibx_result r, settle = IBX_OK;
-    int n = 0, i, acks = 0, failures = 0, skipped = 0;
-    int64_t lease_ms = (int64_t)d->lease_seconds * 1000, lease_end, margin;
-    r = ibx__housekeep(d, s, e, st);
-    if (r < 0) return r;
-    /* The lease started no earlier than now: past lease_end - margin a
-     * message may be reclaimed by another worker, so it is not handled. */
-    lease_end = ibx__mono_ms(&s->hooks) + lease_ms;
-    margin = lease_ms / 5 < 5000 ? lease_ms / 5 : 5000;
-    r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
-    if (r != IBX_OK) return r;
-    st->claimed = n;
-    for (i = 0; i < n; i++) {
-        const ibx_message *m = &ms[i];
-        char *error = d->errors[i];
-        int matched = 0;
-        ibx_outcome handled;
-        if (ibx__mono_ms(&s->hooks) >= lease_end - margin) {
-            d->outcomes[i] = IBX__SKIPPED;
-            skipped++;
-            continue;
-        }
-        ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "handling %s from %s topic=%s attempt %d",
-                 m->message_id, m->source, m->topic, m->attempt + 1);
-        handled = ibx__handle(d, m, error, &matched);
-        d->outcomes[i] = (int)handled;
-        if (!matched) {
-            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
-                     "no handler for topic %s (message %s from %s): retrying later", m->topic,
-                     m->message_id, m->source);
-            snprintf(error, 256, "no handler for topic %s", m->topic);
-            d->outcomes[i] = (int)IBX_WAIT;
-            st->no_handler++;
-        } else if (d->outcomes[i] == IBX_RETRY || d->outcomes[i] == IBX_DEAD) {
-            ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id,
-                     "handler failed for %s from %s topic=%s attempt %d: %s", m->message_id, m->source,
-                     m->topic, m->attempt + 1,
-                     error[0] ? error : (d->outcomes[i] == IBX_DEAD ? "IBX_DEAD" : "IBX_RETRY"));
-        }
-        if (d->outcomes[i] == IBX_DONE) {
-            d->acks[acks].source = m->source;
-            d->acks[acks++].message_id = m->message_id;
-        } else {
-            d->failures[failures++] = i;
-        }
-    }
-    if (skipped)
-        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
-                 "%d message(s) not handled: their %d s lease was nearly over (handlers too slow for "
-                 "the lease?); they are delivered again after it expires", skipped, d->lease_seconds);
-    /* Settle: every success in one statement, then each failure. */
-    if (acks > 0) {
-        int64_t changed = 0;
-        settle = ibx_ack(s, d->owner, d->acks, acks, &changed);
-        if (settle == IBX_OK) st->done = (int)changed;
-        if (settle == IBX_OK && changed < acks)
-            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
-                     "%d of %d handled messages were no longer leased to this worker "
-                     "(lease expired during handling?); they will be delivered again",
-                     acks - (int)changed, acks);
-    }
-    for (i = 0; i < failures && settle == IBX_OK; i++) {
-        const ibx_message *m = &ms[d->failures[i]];
-        int outcome = d->outcomes[d->failures[i]];
-        const char *error = d->errors[d->failures[i]];
-        ibx_key one[1];
-        int attempt = m->attempt + 1;
-        one[0].source = m->source;
-        one[0].message_id = m->message_id;
-        if (!error[0]) error = outcome == IBX_DEAD ? "handler returned IBX_DEAD" : "handler returned IBX_RETRY";
-        if (outcome == IBX_WAIT) {
-            /* Not a failure: waiting (or no handler yet) never uses up attempts. */
-            int64_t delay = d->backoff(m->attempt, d->backoff_user);
-            if (delay > 5000) delay = 5000;
-            if (delay < 1) delay = 1; /* a given delay must be positive (IBX-058) */
-            settle = ibx__abandon(s, d->owner, one, 1, error, &delay, 0, NULL);
-            if (settle == IBX_OK) st->retried++;
-        } else if (outcome == IBX_RETRY && attempt < d->max_attempts) {
-            int64_t delay = d->backoff(m->attempt, d->backoff_user);
-            if (delay < 1) delay = 1;
-            ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id,
-                     "message %s from %s: attempt %d of %d failed; retry in %lld ms", m->message_id,
-                     m->source, attempt, d->max_attempts, (long long)delay);
-            settle = ibx_abandon(s, d->owner, one, 1, error, &delay, NULL);
-            if (settle == IBX_OK) st->retried++;
-        } else {
-            char reason[320];
-            if (outcome == IBX_DEAD) snprintf(reason, sizeof reason, "%s", error);
-            else snprintf(reason, sizeof reason, "gave up after %d attempts: %s", attempt, error);
-            ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id, "message %s from %s topic=%s is dead: %s",
-                     m->message_id, m->source, m->topic, reason);
-            settle = ibx_fail(s, d->owner, one, 1, reason, NULL);
-            if (settle == IBX_OK) st->dead++;
-        }
-    }
-    return settle;
-}
-
-IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *d, ibx_run_stats *stats) {
-    ibx_run_stats st;
-    ibx_result r;
-    int count, pick;
-    memset(&st, 0, sizeof st);
-    if (!d) return IBX_ERR_INVALID_ARG;
-    if (d->store) {
-        r = ibx__dispatch_store(d, d->store, &d->single, &st);
-        if (stats) *stats = st;
-        return r;
-    }
-    /* Many stores: refresh discovery when due, then poll the one the
-     * strategy picks; housekeeping runs for each store on its own clock. */
-    if (d->provider->discover && ibx__mono_ms(d->hooks) >= d->provider->next_refresh_ms)
-        ibx__provider_discover(d->provider); /* a failure keeps the current set; logged */
-    count = d->provider->reg.count;
-    if (count != d->selector.store_count) {
-        ibx__selector_resize(&d->selector, count);
-        d->empty_streak = 0;
-    }
-    if (count == 0) {
-        if (stats) *stats = st;
-        return IBX_EMPTY;
-    }
-    pick = d->strategy.next ? d->strategy.next(d->strategy.user, count) : ibx__selector_next(&d->selector);
-    if (pick < 0 || pick >= count) pick = 0;
-    r = ibx__dispatch_store(d, (ibx_store *)d->provider->reg.items[pick].store, &d->provider->reg.items[pick], &st);
-    d->err = &((ibx_store *)d->provider->reg.items[pick].store)->err;
-    if (d->strategy.report) d->strategy.report(d->strategy.user, pick, st.claimed);
-    else ibx__selector_report(&d->selector, pick, st.claimed);
-    if (stats) *stats = st;
-    if (r < 0) return r;
-    d->empty_streak = st.claimed > 0 ? 0 : d->empty_streak + 1;
-    /* Empty only when every store has answered empty in a row. */
-    return st.claimed > 0 || d->empty_streak < count ? IBX_OK : IBX_EMPTY;
-}
-
-static ibx_result ibx__dispatch_round(void *d) {
-    return ibx_dispatcher_run_once((ibx_dispatcher *)d, NULL);
-}
-
-IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *d) {
-    const char *name;
-    if (!d) return IBX_ERR_INVALID_ARG;
-    name = d->store ? d->store->store_id : "dispatcher";
-    ibx__log(d->hooks, IBX_LOG_INFO, name,
-             "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
-             d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
-             d->store ? 1 : d->provider->reg.count);
-    ibx__loop_run(&d->loop, &d->timing, ibx__dispatch_round, d, name, d->err);
-    ibx__log(d->hooks, IBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
-    return IBX_OK;
-}
-
-IBX_API void ibx_dispatcher_stop(ibx_dispatcher *d) {
-    if (d) ibx__loop_stop(&d->loop);
-}
-
-IBX_API void ibx_dispatcher_wake(ibx_dispatcher *d) {
-    if (d) ibx__loop_wake(&d->loop);
+    r = ibx__settle_keys(store, "ibx_fail", owner_token, keys, count);
+    return r != IBX_OK ? r : ibx__settle(store, IBX__SETTLE_FAIL, count, error, 0, 0, changed);
 }
 
 #endif /* IBX_IMPLEMENTATION */

@@ -159,6 +159,8 @@
 #ifndef OBX_H_INCLUDED
 #define OBX_H_INCLUDED
 
+/* >>common-begin api */
+
 #define OBX_VERSION_MAJOR 0
 #define OBX_VERSION_MINOR 1
 #define OBX_VERSION_PATCH 0
@@ -182,7 +184,6 @@
 extern "C" {
 #endif
 
-/* >>common-begin api */
 
 /* Result of every call. Zero is success, positive values are non-error
  * outcomes, negative values are errors. */
@@ -208,6 +209,16 @@ typedef struct obx_error {
     char where[96];              /* the ODBC call or argument, e.g. "obx_store_open: connection_string" */
     char message[512];           /* human-readable; all diagnostic records joined by " | " */
 } obx_error;
+
+/* Limits of the work queue, the same in both headers. Each call that takes
+ * one of these refuses a value outside it with OBX_ERR_OUT_OF_RANGE naming
+ * the argument, before any SQL runs. */
+#define OBX_BATCH_MAX 10000                     /* messages per claim, rows per cleanup batch */
+#define OBX_LEASE_MAX_SECONDS 86400             /* a lease of at most a day */
+#define OBX_DELAY_BACKOFF (-1)                  /* abandon: each message's default backoff */
+#define OBX_DELAY_MAX_MS 3153600000000LL        /* abandon delay: at most 100 years */
+#define OBX_RETENTION_MAX_MS 3153600000000LL    /* cleanup retention: at most 100 years */
+#define OBX_DISCOVER_MAX 100000                 /* databases one discovery may return */
 
 /* Log levels. Zero in obx_logger.min_level means the default, INFO. */
 typedef enum obx_log_level {
@@ -389,11 +400,12 @@ typedef enum obx_metric {
     OBX_METRIC_ENQUEUED = 0,     /* messages committed by enqueue (own transaction) or
                                     written into a caller's transaction */
     OBX_METRIC_DISPATCHED = 1,   /* messages whose handlers all succeeded (acked) */
-    OBX_METRIC_FAILED = 2,       /* handler failures that will be retried (abandoned) */
+    OBX_METRIC_RETRIED = 2,      /* messages abandoned for a later attempt */
     OBX_METRIC_DEAD = 3,         /* messages failed permanently */
     OBX_METRIC_REAPED = 4,       /* expired leases released */
     OBX_METRIC_COUNT_ = 5
 } obx_metric;
+#define OBX_METRIC_FAILED OBX_METRIC_RETRIED /* the old name: it counts retries, not the dead */
 
 /* Called after each counted event with how many it counted; keep it
  * cheap (it runs on the calling thread, inside the dispatch loop). */
@@ -420,39 +432,6 @@ typedef struct obx_store_desc {
     obx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
 } obx_store_desc;
 
-/* What a store is connected to. */
-typedef struct obx_store_info {
-    obx_dialect dialect;
-    char dbms_name[64];          /* SQL_DBMS_NAME, e.g. "PostgreSQL" */
-    char dbms_version[64];       /* the server's own version (asked by SQL) */
-    char driver_name[64];        /* SQL_DRIVER_NAME, e.g. "psqlodbcw.so" */
-    char store_id[64];
-} obx_store_info;
-
-/* Open a store: connect (or adopt desc->hdbc), detect or force the dialect,
- * and prepare the session (isolation, autocommit, time zone). Touches the
- * database. On success *out is the store; on failure *out is still a store
- * handle when one could be allocated (so obx_store_last_error() explains
- * the failure; close it) and NULL only on OBX_ERR_NO_MEMORY or a NULL desc.
- * Returns OBX_OK; OBX_ERR_INVALID_ARG (desc/out NULL, neither or both of
- * connection_string and hdbc, bad schema/table/store_id); OBX_ERR_DB or
- * OBX_ERR_DB_TRANSIENT (connect failed); OBX_ERR_UNSUPPORTED (a dialect that
- * is not implemented yet); OBX_ERR_NO_MEMORY. */
-OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out);
-
-/* Close a store and its connection (a caller's hdbc is left open). A store
- * with an open unit of work is rolled back first. NULL is a no-op. */
-OBX_API void obx_store_close(obx_store *store);
-
-/* Fill *info. Returns OBX_OK or OBX_ERR_INVALID_ARG (NULL argument).
- * Does not touch the database. */
-OBX_API obx_result obx_store_get_info(const obx_store *store, obx_store_info *info);
-
-/* The store's last error (result OBX_OK when the last call succeeded).
- * Valid until the next call on the store. NULL store gives a static
- * "store is NULL" error. */
-OBX_API const obx_error *obx_store_last_error(const obx_store *store);
-
 /* ---- Messages ----------------------------------------------------------------- */
 
 /* payload_len value meaning "up to the NUL terminator". */
@@ -461,6 +440,10 @@ OBX_API const obx_error *obx_store_last_error(const obx_store *store);
 /* Largest topic and correlation id, in characters (UTF-8 code points). */
 #define OBX_TOPIC_MAX 255
 #define OBX_CORRELATION_MAX 255
+
+/* Retention of obx_cleanup() and the dispatcher's cleanup when given as 0:
+ * none, every done message may go. */
+#define OBX_DEFAULT_RETENTION_MS ((int64_t)0)
 
 /* Message states (the Status column). */
 typedef enum obx_status {
@@ -505,30 +488,6 @@ typedef struct obx_message {
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
 } obx_message;
 
-/* The schema as SQL text for `dialect` with the given schema and table
- * names (NULL: the defaults), exactly what deployment runs: tables Outbox,
- * OutboxJoin, OutboxJoinMember, indexes, join triggers and (PostgreSQL,
- * SQL Server) the procedures. Statements end with ";" and a newline; SQL
- * Server's are batches ended by a "GO" line (for sqlcmd or SSMS).
- * Writes at most `cap` bytes including the NUL into `out` (may be NULL with
- * cap 0) and the full size including the NUL into *needed (if not NULL).
- * Returns OBX_OK; OBX_ERR_INVALID_ARG (bad names); OBX_ERR_OUT_OF_RANGE
- * (buffer too small: *needed says how much); OBX_ERR_UNSUPPORTED
- * (OBX_DIALECT_AUTO or not an obx_dialect value). Pure; does not touch a
- * database. */
-OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const char *table,
-                                  char *out, size_t cap, size_t *needed);
-
-/* Create the schema objects if they are missing (idempotent; what
- * desc.deploy_schema does at open). Touches the database, own transaction.
- * Returns OBX_OK, OBX_ERR_DB, OBX_ERR_DB_TRANSIENT, OBX_ERR_INVALID_ARG. */
-OBX_API obx_result obx_store_deploy(obx_store *store);
-
-/* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
- * from the store's clock and random hooks. Returns OBX_OK or
- * OBX_ERR_INVALID_ARG (NULL argument). */
-OBX_API obx_result obx_owner_token(obx_store *store, char out[37]);
-
 /* Enqueue one message in its own transaction, committed before return
  * (OBX-002). *out_id (if not NULL) receives the new work item id.
  * Returns OBX_OK; OBX_ERR_INVALID_ARG (store or message NULL; topic NULL,
@@ -554,18 +513,6 @@ OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
                                      const obx_new_message *messages, int count,
                                      char (*out_ids)[37]);
 
-/* Claim up to `batch_size` ready messages (due, not leased, not done or
- * failed) for `owner_token`, leasing them for `lease_seconds`, in one round
- * trip. *messages points at an array of *count messages owned by the store
- * (valid until the next claim/close). Two workers never hold the same
- * message while its lease lasts; after it expires (a crash, or a handler
- * slower than the lease) it is delivered again. Returns OBX_OK (count >= 1) or OBX_EMPTY (count 0);
- * OBX_ERR_INVALID_ARG (owner token not a UUID, NULL pointers);
- * OBX_ERR_OUT_OF_RANGE (lease_seconds or batch_size < 1, batch_size > 10000,
- * lease_seconds > 86400); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
-OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int lease_seconds,
-                             int batch_size, const obx_message **messages, int *count);
-
 /* Mark messages done (processed now, by desc.worker_name or the token).
  * Ids that do not exist or that `owner_token` does not hold are ignored
  * (OBX-031); *changed (if not NULL) says how many rows changed, so a
@@ -578,9 +525,11 @@ OBX_API obx_result obx_ack(obx_store *store, const char *owner_token, const char
 
 /* Release messages for a retry: lease cleared, retry count + 1, last error
  * recorded when `last_error` is not NULL or empty, next attempt after
- * `delay_ms`, or when delay_ms < 0 after the default backoff
- * min(2^retry_count s, 60 s) computed per message from its retry count
- * before this abandon. Ownership and results as obx_ack. */
+ * `delay_ms` (0..OBX_DELAY_MAX_MS; 0: claimable again at once), or with
+ * OBX_DELAY_BACKOFF after the default backoff min(2^retry_count s, 60 s)
+ * computed per message from its retry count before this abandon.
+ * Ownership and results as obx_ack, plus OBX_ERR_OUT_OF_RANGE for any
+ * other delay_ms (checked after the ids). */
 OBX_API obx_result obx_abandon(obx_store *store, const char *owner_token,
                                const char *const *ids, int count, const char *last_error,
                                int64_t delay_ms, int64_t *changed);
@@ -590,23 +539,97 @@ OBX_API obx_result obx_abandon(obx_store *store, const char *owner_token,
 OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const char *const *ids,
                             int count, const char *last_error, int64_t *changed);
 
-/* Release every expired lease (in progress, lease in the past): the
- * messages become claimable again, their retry counts unchanged. Done and
- * failed messages are never touched. *reaped (if not NULL) receives the
- * count. Returns OBX_OK or OBX_ERR_DB(_TRANSIENT). */
-OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped);
-
 /* Read one message by work item id into *message (strings owned by the
  * store, valid until the next claim/get/close). Returns OBX_OK,
  * OBX_ERR_NOT_FOUND, OBX_ERR_INVALID_ARG (id not a UUID), OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *message);
 
-/* Delete done messages processed more than `retention_ms` ago, in batches
- * of `batch_size` rows (0: 1000), each its own transaction, until none are
- * left. Ready, in-progress and failed messages are never deleted.
+/* >>common-begin api-engine */
+
+/* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
+
+/* What a store is connected to. */
+typedef struct obx_store_info {
+    obx_dialect dialect;
+    char dbms_name[64];          /* SQL_DBMS_NAME, e.g. "PostgreSQL" */
+    char dbms_version[64];       /* the server's own version (asked by SQL) */
+    char driver_name[64];        /* SQL_DRIVER_NAME, e.g. "psqlodbcw.so" */
+    char store_id[64];
+} obx_store_info;
+
+/* Open a store: connect (or adopt desc->hdbc), detect or force the dialect,
+ * and prepare the session (isolation, autocommit, time zone). Touches the
+ * database. On success *out is the store; on failure *out is still a store
+ * handle when one could be allocated (so obx_store_last_error() explains
+ * the failure; close it) and NULL only on OBX_ERR_NO_MEMORY, a NULL desc or
+ * a half-set allocator hook. Returns OBX_OK; OBX_ERR_INVALID_ARG (desc/out
+ * NULL, neither or both of connection_string and hdbc, bad
+ * schema/table/store_id, an allocator with some but not all functions);
+ * OBX_ERR_DB or OBX_ERR_DB_TRANSIENT (connect failed); OBX_ERR_NO_MEMORY. */
+OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out);
+
+/* Close a store and its connection (a caller's hdbc is left open). A store
+ * with an open unit of work is rolled back first. NULL is a no-op. */
+OBX_API void obx_store_close(obx_store *store);
+
+/* Fill *info. Returns OBX_OK or OBX_ERR_INVALID_ARG (NULL argument).
+ * Does not touch the database. */
+OBX_API obx_result obx_store_get_info(const obx_store *store, obx_store_info *info);
+
+/* The store's last error (result OBX_OK when the last call succeeded).
+ * Valid until the next call on the store. NULL store gives a static
+ * "store is NULL" error. */
+OBX_API const obx_error *obx_store_last_error(const obx_store *store);
+
+/* The schema as SQL text for `dialect` with the given schema and table
+ * names (NULL: the defaults of obx_store_desc), exactly what deployment
+ * runs: tables, indexes and, where the dialect has them, triggers and
+ * procedures. Statements end with ";" and a newline; SQL Server's are
+ * batches ended by a "GO" line (for sqlcmd or SSMS). Writes at most `cap`
+ * bytes including the NUL into `out` (may be NULL with cap 0) and the full
+ * size including the NUL into *needed (if not NULL). Returns OBX_OK;
+ * OBX_ERR_INVALID_ARG (bad names); OBX_ERR_OUT_OF_RANGE (buffer too small:
+ * *needed says how much); OBX_ERR_UNSUPPORTED (OBX_DIALECT_AUTO or not an
+ * obx_dialect value). Pure; does not touch a database. */
+OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const char *table,
+                                  char *out, size_t cap, size_t *needed);
+
+/* Create the schema objects if they are missing (idempotent; what
+ * desc.deploy_schema does at open). Touches the database, own transaction.
+ * Returns OBX_OK, OBX_ERR_DB, OBX_ERR_DB_TRANSIENT, OBX_ERR_INVALID_ARG. */
+OBX_API obx_result obx_store_deploy(obx_store *store);
+
+/* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
+ * from the store's clock and random hooks. Returns OBX_OK or
+ * OBX_ERR_INVALID_ARG (NULL argument). */
+OBX_API obx_result obx_owner_token(obx_store *store, char out[37]);
+
+/* Claim up to `batch_size` ready messages (due, not leased, not done or
+ * dead) for `owner_token`, leasing them for `lease_seconds`, in one round
+ * trip. *messages points at an array of *count messages owned by the store
+ * (valid until the next claim/close). Two workers never hold the same
+ * message while its lease lasts; after it expires (a crash, or a handler
+ * slower than the lease) it is delivered again. Returns OBX_OK (count >= 1)
+ * or OBX_EMPTY (count 0); OBX_ERR_INVALID_ARG (owner token not a UUID or
+ * the empty one, NULL pointers); OBX_ERR_OUT_OF_RANGE (lease_seconds not
+ * 1..OBX_LEASE_MAX_SECONDS, batch_size not 1..OBX_BATCH_MAX);
+ * OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
+OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int lease_seconds,
+                             int batch_size, const obx_message **messages, int *count);
+
+/* Release every expired lease (claimed, lease in the past): the messages
+ * become claimable again, their attempt counts unchanged. Done and dead
+ * messages are never touched. *reaped (if not NULL) receives the count.
+ * Returns OBX_OK or OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped);
+
+/* Delete done messages older than `retention_ms` (0: OBX_DEFAULT_RETENTION_MS),
+ * in batches of `batch_size` rows (0: 1000), each its own transaction,
+ * until none are left. Ready, claimed and dead messages are never deleted.
  * *deleted (if not NULL) receives the total. Returns OBX_OK;
- * OBX_ERR_OUT_OF_RANGE (retention_ms or batch_size < 0); OBX_ERR_DB(_TRANSIENT)
- * (rows deleted by earlier batches stay deleted). */
+ * OBX_ERR_OUT_OF_RANGE (retention_ms not 0..OBX_RETENTION_MAX_MS,
+ * batch_size not 0..OBX_BATCH_MAX); OBX_ERR_DB(_TRANSIENT) (rows deleted by
+ * earlier batches stay deleted). */
 OBX_API obx_result obx_cleanup(obx_store *store, int64_t retention_ms, int batch_size,
                                int64_t *deleted);
 
@@ -621,30 +644,28 @@ OBX_API obx_result obx_store_counters(const obx_store *store, int64_t counters[O
  * OBX_ERR_INVALID_ARG, OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *oldest_ready_ms);
 
-/* ---- Dispatcher ------------------------------------------------------------------ */
-
 /* What a handler says about a message. */
 typedef enum obx_outcome {
     OBX_DONE = 0,                /* handled: the message is acknowledged */
     OBX_RETRY = 1,               /* transient failure: retried after a backoff */
-    OBX_DEAD = 2,                /* permanent failure: failed at once, never retried */
+    OBX_DEAD = 2,                /* permanent failure: dead at once, never retried */
     OBX_WAIT = 3                 /* not ready yet (e.g. a join): retried later, never counted
                                     as a failed attempt; the delay is the backoff, capped at 5 s */
 } obx_outcome;
 
-/* A handler. `error` (error_size bytes, zeroed before the call) takes a
- * short reason for RETRY or DEAD; it is stored as LastError and logged, so
- * it must not contain the payload. Handlers must be idempotent: delivery is
- * at least once. */
+/* A handler. It gets the whole message. `error` (error_size bytes, zeroed
+ * before the call) takes a short reason for RETRY or DEAD; it is stored as
+ * the last error and logged, so it must not contain the payload. Handlers
+ * must be idempotent: delivery is at least once. */
 typedef obx_outcome (*obx_handler)(const obx_message *message, char *error, size_t error_size,
                                    void *user);
 
-/* Delay before retry number `retry_count + 1`, in ms. */
-typedef int64_t (*obx_backoff_fn)(int retry_count, void *user);
+/* Delay in ms before the next attempt of a message that has failed
+ * `attempts` times before this one. Values outside the range abandon
+ * accepts are clamped to it. */
+typedef int64_t (*obx_backoff_fn)(int attempts, void *user);
 
 typedef struct obx_dispatcher obx_dispatcher;
-
-/* ---- Many databases: providers and routers ------------------------------------- */
 
 /* The stores of many databases (one per tenant or site), kept open. */
 typedef struct obx_provider obx_provider;
@@ -652,36 +673,38 @@ typedef struct obx_provider obx_provider;
 /* A fixed list of databases, or a discovery callback that the provider
  * calls every refresh interval. All-zero fields take the defaults. */
 typedef struct obx_provider_desc {
-    obx_store_desc store;        /* template for every store (schema, table, deploy_schema,
-                                    hooks, metrics, worker_name); connection_string and
-                                    store_id come from each database, hdbc must be NULL */
+    obx_store_desc store;        /* template for every store; connection_string and store_id
+                                    come from each database, hdbc must be NULL */
     const obx_database *databases; /* a fixed list (copied) ... */
     int database_count;
     obx_discover_fn discover;    /* ... or discovery (then databases must be NULL) */
     void *discover_user;
-    int64_t refresh_interval_ms; /* default 300000 (5 min, OBX-076) */
+    int64_t refresh_interval_ms; /* default 300000 (5 min) */
 } obx_provider_desc;
 
 /* Create a provider and open a store per database (discovery is called
  * once now). A database whose store cannot be opened is logged and left
  * out until the next refresh. Returns OBX_OK; OBX_ERR_INVALID_ARG (both or
  * neither of databases and discover, a NULL or empty or duplicate id,
- * desc->store.hdbc set); OBX_ERR_NO_MEMORY. */
+ * desc->store.hdbc set, a half-set allocator); OBX_ERR_DB (the first
+ * discovery failed: *out is a provider with no stores, refreshed later);
+ * OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provider **out);
 
 /* Close every store and free the provider. NULL is a no-op. */
 OBX_API void obx_provider_destroy(obx_provider *provider);
 
 /* Ask discovery now: new databases get stores, removed ones are closed,
- * unchanged ones are kept as they are (OBX-077..079). Dispatchers call
- * this themselves when the refresh interval has passed. Returns OBX_OK,
- * OBX_ERR_STATE (a fixed list: nothing to refresh), OBX_ERR_DB (discovery
- * failed: the current set is kept), OBX_ERR_INVALID_ARG (discovery returned
- * a bad entry: the current set is kept). */
+ * unchanged ones are kept as they are. Dispatchers call this themselves
+ * when the refresh interval has passed. Returns OBX_OK, OBX_ERR_STATE (a
+ * fixed list: nothing to refresh), OBX_ERR_DB (discovery failed, or said
+ * more than OBX_DISCOVER_MAX: the current set is kept), OBX_ERR_INVALID_ARG
+ * (discovery returned a bad entry: the current set is kept),
+ * OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_provider_refresh(obx_provider *provider);
 
 /* Number of open stores, and the store at `index` (NULL when out of range)
- * with its stable identifier (OBX-070). Valid until the next refresh. */
+ * with its stable identifier. Valid until the next refresh. */
 OBX_API int obx_provider_count(const obx_provider *provider);
 OBX_API obx_store *obx_provider_store(const obx_provider *provider, int index);
 OBX_API const char *obx_provider_store_id(const obx_provider *provider, int index);
@@ -689,13 +712,12 @@ OBX_API const char *obx_provider_store_id(const obx_provider *provider, int inde
 /* Details of the provider's last error. */
 OBX_API const obx_error *obx_provider_last_error(const obx_provider *provider);
 
-/* The store for a routing key: the database id (OBX-072). No database is
- * opened: the provider's stores are reused (OBX-121). Returns OBX_OK;
- * OBX_ERR_INVALID_ARG (key NULL or empty); OBX_ERR_NOT_FOUND (no database
- * with that id, OBX-073). */
+/* The store for a routing key: the database id. No database is opened:
+ * the provider's stores are reused. Returns OBX_OK; OBX_ERR_INVALID_ARG
+ * (key NULL or empty); OBX_ERR_NOT_FOUND (no database with that id). */
 OBX_API obx_result obx_router_get(obx_provider *provider, const char *key, obx_store **out);
 
-/* The same for a GUID key, by its canonical lower-case text (OBX-074). */
+/* The same for a GUID key, by its canonical lower-case text. */
 OBX_API obx_result obx_router_get_guid(obx_provider *provider, const obx_guid *key, obx_store **out);
 
 /* A selection strategy of your own: which store to poll next, and what it
@@ -716,38 +738,42 @@ typedef struct obx_run_stats {
     int64_t reaped;              /* expired leases released by a periodic reap */
 } obx_run_stats;
 
-/* How to dispatch. All-zero fields take the defaults shown (seed 000
- * section 7.1 and seed 004's dispatcher options). */
+/* How to dispatch. All-zero fields take the defaults shown. */
 typedef struct obx_dispatcher_desc {
     obx_store *store;            /* one store, or: */
     obx_provider *provider;      /* many: each round polls the store the strategy picks */
-    obx_selection selection;     /* default round-robin (OBX-068); or drain-first (OBX-069) */
+    obx_selection selection;     /* default round-robin; or drain-first */
     obx_strategy strategy;       /* a strategy of your own (next set): replaces selection */
     int64_t cleanup_interval_ms; /* 0: no automatic cleanup; else every store, this often ... */
-    int64_t cleanup_retention_ms;/* ... deleting done messages older than this */
-    const char *owner_token;     /* default: a new UUIDv7 per dispatcher */
-    int batch_size;              /* default 50 */
-    int lease_seconds;           /* default 30; longer than a handler may take */
-    int max_attempts;            /* default 10: a handler runs at most this many times
-                                    for a message (not counting crashes: a lease that
-                                    expires does not count as an attempt) */
-    obx_backoff_fn backoff;      /* default min(2^retry_count s, 60 s) */
+    int64_t cleanup_retention_ms;/* ... deleting done messages older than this
+                                    (0: OBX_DEFAULT_RETENTION_MS) */
+    const char *owner_token;     /* default: a new UUIDv7 per dispatcher (not the empty UUID) */
+    int batch_size;              /* default 50, at most OBX_BATCH_MAX */
+    int lease_seconds;           /* default 30, at most OBX_LEASE_MAX_SECONDS; longer than a
+                                    handler may take */
+    int max_attempts;            /* default 10: a handler runs at most this many times for a
+                                    message (a lease that expires does not count) */
+    obx_backoff_fn backoff;      /* default min(2^attempts s, 60 s) */
     void *backoff_user;
     int64_t poll_interval_ms;    /* default 500: wait after an empty claim ... */
-    int64_t idle_max_ms;         /* default 2000: ... doubling while idle up to this (OBX-122) */
-    int64_t reap_interval_ms;    /* default 30000: reap expired leases this often (OBX-053) */
+    int64_t idle_max_ms;         /* default 2000: ... doubling while idle up to this */
+    int64_t reap_interval_ms;    /* default 30000: reap expired leases this often */
     int64_t startup_delay_ms;    /* default 0: wait before the first claim */
-    int64_t error_delay_ms;      /* default 30000: wait after a database error */
+    int64_t error_delay_ms;      /* default 30000: wait after a failed round */
+    obx_log_level message_log_level; /* default OBX_LOG_DEBUG: the level of the line logged
+                                    as each message is handed to its handlers (topic and id);
+                                    OBX_LOG_INFO logs every invocation at INFO */
     volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
                                     (safe to set from a signal handler; seen within one wait) */
 } obx_dispatcher_desc;
+/* Intervals are saturating: a huge one (INT64_MAX) means "never again". */
 
 /* Create a dispatcher over desc->store or desc->provider (exactly one).
  * Reap (and cleanup, when asked) run for every store, on their own
  * schedules. Does not touch the database. Returns OBX_OK;
  * OBX_ERR_INVALID_ARG (desc or out NULL; neither or both of store and
  * provider; owner_token not a UUID); OBX_ERR_OUT_OF_RANGE (a negative or too
- * large number: batch 1..10000, lease 1..86400); OBX_ERR_NO_MEMORY. */
+ * large number); OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_dispatcher **out);
 
 /* Free a dispatcher (not its store). Must not be running. NULL is a no-op. */
@@ -757,8 +783,8 @@ OBX_API void obx_dispatcher_destroy(obx_dispatcher *dispatcher);
  * topic with "*". A message runs its topic's handlers in registration
  * order, then the "*" ones; the first that does not return OBX_DONE decides
  * the message's fate. A message with no handler at all is logged as a
- * warning and retried later (OBX-055). Returns OBX_OK, OBX_ERR_INVALID_ARG
- * (NULL, empty or over-long topic, NULL handler), OBX_ERR_NO_MEMORY. */
+ * warning and retried later. Returns OBX_OK, OBX_ERR_INVALID_ARG (NULL,
+ * empty, not UTF-8 or over-long topic, NULL handler), OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_dispatcher_on(obx_dispatcher *dispatcher, const char *topic,
                                      obx_handler handler, void *user);
 
@@ -786,6 +812,14 @@ OBX_API void obx_dispatcher_stop(obx_dispatcher *dispatcher);
  * cheap when the dispatcher is busy. Producers in other processes are seen
  * at the next poll. */
 OBX_API void obx_dispatcher_wake(obx_dispatcher *dispatcher);
+
+/* The dispatcher's last error: with one store it is that store's error;
+ * with a provider, the error of the last round that failed (copied, so it
+ * outlives a store that discovery has since closed) or of the last
+ * obx_dispatcher_on. NULL gives a static "store is NULL" error. */
+OBX_API const obx_error *obx_dispatcher_last_error(const obx_dispatcher *dispatcher);
+
+/* >>common-end api-engine */
 
 /* ---- Joins (fan-in) --------------------------------------------------------------- */
 
@@ -862,6 +896,7 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
 OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *error,
                                           size_t error_size, void *user);
 
+/* >>common-begin core */
 #ifdef __cplusplus
 }
 #endif
@@ -885,7 +920,6 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *erro
 #include <pthread.h>
 #endif
 
-/* >>common-begin core */
 
 #if !defined(OBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)
 #error "obx: the default clock needs POSIX clock_gettime(): compile the implementation file with -D_POSIX_C_SOURCE=200809L (or -std=gnu99), or define OBX_NO_POSIX_CLOCK and pass a clock hook"
@@ -992,11 +1026,16 @@ static uint64_t obx__random_seed(const void *salt) {
 
 /* Fill `h` from the caller's hooks (may be NULL), defaulting what is unset.
  * `h` must not move afterwards: the default random source points into it. */
-OBX__PRIVATE void obx__hooks_resolve(obx__hooks *h, const obx_hooks *given) {
+/* The hooks in force: each one given, or its default. An allocator is
+ * given whole or not at all: a half-set one is refused (OBX_ERR_INVALID_ARG)
+ * rather than silently mixed with malloc. */
+OBX__PRIVATE obx_result obx__hooks_resolve(obx__hooks *h, const obx_hooks *given) {
     obx_hooks none;
+    const obx_allocator *a;
     memset(&none, 0, sizeof none);
     if (!given) given = &none;
-    if (given->allocator.alloc && given->allocator.realloc && given->allocator.free) {
+    a = &given->allocator;
+    if (a->alloc && a->realloc && a->free) {
         h->alloc = given->allocator;
     } else {
         h->alloc.alloc = obx__default_alloc;
@@ -1017,6 +1056,8 @@ OBX__PRIVATE void obx__hooks_resolve(obx__hooks *h, const obx_hooks *given) {
         h->rng.next_u64 = obx__default_random;
         h->rng.user = &h->rng_state;
     }
+    return (a->alloc || a->realloc || a->free) && !(a->alloc && a->realloc && a->free)
+               ? OBX_ERR_INVALID_ARG : OBX_OK;
 }
 
 OBX__PRIVATE void *obx__alloc(const obx__hooks *h, size_t size) {
@@ -1043,7 +1084,15 @@ OBX__PRIVATE int obx__log_enabled(const obx__hooks *h, obx_log_level level) {
     return level >= h->log.min_level && h->log.min_level != OBX_LOG_OFF;
 }
 
+/* A log line stays one line: a control character in the text (a handler's
+ * error, a driver message, a name) becomes '?', so nothing can forge a line. */
+OBX__PRIVATE void obx__unforgeable(char *line) {
+    for (; *line; line++)
+        if ((unsigned char)*line < 0x20 || *line == 0x7F) *line = '?';
+}
+
 OBX__PRINTF(4, 5)
+
 OBX__PRIVATE void obx__log(const obx__hooks *h, obx_log_level level, const char *store_id,
                            const char *fmt, ...) {
     char line[768];
@@ -1052,6 +1101,7 @@ OBX__PRIVATE void obx__log(const obx__hooks *h, obx_log_level level, const char 
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    obx__unforgeable(line);
     h->log.log(level, store_id ? store_id : "-", line, h->log.user);
 }
 
@@ -2710,7 +2760,7 @@ OBX__PRIVATE void obx__loop_run(obx__loop *l, const obx__loop_timing *t,
             idle = t->poll_ms;
         } else if (r == OBX_EMPTY) {
             if (obx__loop_wait(l, idle)) idle = t->poll_ms; /* a producer spoke */
-            else idle = idle * 2 > t->idle_max_ms ? t->idle_max_ms : idle * 2;
+            else idle = idle > t->idle_max_ms / 2 ? t->idle_max_ms : idle * 2;
         } else {
             obx__log(l->hooks, OBX_LOG_ERROR, store_id,
                      "dispatch round failed: %s: %s (%s); next try in %lld ms", obx__result_str(r),
@@ -2794,11 +2844,11 @@ enum {
     OBX__Q_COUNT
 };
 
-typedef struct obx__outbox_sql {
+typedef struct obx__sqlset {
     const char *now_ms;            /* {W} */
     const char *ddl[32];           /* the schema, one statement each, NULL-terminated */
     const char *q[OBX__Q_COUNT];
-} obx__outbox_sql;
+} obx__sqlset;
 
 /* Columns of a message row, in the order obx__read_message expects. */
 #define OBX__SQLITE_COLS                                                                  \
@@ -2813,7 +2863,7 @@ typedef struct obx__outbox_sql {
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
     OBX__PG_MS("NextAttemptAt")
 
-static const obx__outbox_sql obx__sqlite_outbox = {
+static const obx__sqlset obx__sqlite_outbox = {
     "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
     {
     "CREATE TABLE IF NOT EXISTS {T} (\n"
@@ -2914,7 +2964,7 @@ static const obx__outbox_sql obx__sqlite_outbox = {
 
 /* PostgreSQL: the work-queue operations are functions in the schema
  * (OBX-112), so SQL users get them too; each call is one round trip. */
-static const obx__outbox_sql obx__postgresql_outbox = {
+static const obx__sqlset obx__postgresql_outbox = {
     "now()",
     {
     "SELECT pg_advisory_xact_lock(hashtext('obx deploy {T}'))",
@@ -3109,7 +3159,7 @@ static const obx__outbox_sql obx__postgresql_outbox = {
  * which is right either way. Tables are utf8mb4_nopad_bin: keys and
  * topics compare byte for byte, trailing spaces included (utf8mb4_bin pads:
  * "m1" = "m1 "). No partial indexes: Status leads. */
-static const obx__outbox_sql obx__mariadb_outbox = {
+static const obx__sqlset obx__mariadb_outbox = {
     "UTC_TIMESTAMP(6)",
     {
     "CREATE TABLE IF NOT EXISTS {T} (\n"
@@ -3252,7 +3302,7 @@ static const obx__outbox_sql obx__mariadb_outbox = {
  * triggers update join members from an outbox update: "nested triggers"
  * must be on (the server default). Written to the documentation; not yet
  * run against a server. */
-static const obx__outbox_sql obx__sqlserver_outbox = {
+static const obx__sqlset obx__sqlserver_outbox = {
     "SYSDATETIMEOFFSET()",
     {
     /* Deploys serialize on a lock that ends with the transaction. In the
@@ -3433,12 +3483,12 @@ static const obx__outbox_sql obx__sqlserver_outbox = {
     }};
 
 /* Indexed by obx_dialect. */
-static const obx__outbox_sql *const obx__outbox_sqls[] = {
+static const obx__sqlset *const obx__sqlsets[] = {
     NULL, &obx__sqlite_outbox, &obx__postgresql_outbox, &obx__mariadb_outbox, &obx__sqlserver_outbox};
 
 /* Expand a template with the store's names. */
-static char *obx__outbox_expand(const obx__hooks *h, const obx__dialect *d,
-                                const obx__outbox_sql *q, const char *schema, const char *table,
+static char *obx__expand(const obx__hooks *h, const obx__dialect *d,
+                                const obx__sqlset *q, const char *schema, const char *table,
                                 const char *tmpl) {
     const char *names[26];
     char join_name[80], member_name[80];
@@ -3468,30 +3518,92 @@ static char *obx__outbox_expand(const obx__hooks *h, const obx__dialect *d,
     return out;
 }
 
+/* >> the outbox's face: what the engine below needs of this header ------------- */
+
+#define OBX__KEY_LISTS 1              /* a message's key is its id: one list */
+#define OBX__KEYS_ARG "ids"           /* the settle calls' key argument */
+#define OBX__NOUN "outbox"
+#define OBX__DEFAULT_SCHEMA "dbo"
+#define OBX__DEFAULT_TABLE "Outbox"
+/* Table names get suffixes ("IX_<table>JoinMember_Message" is the longest,
+ * 27 more characters): short enough for every derived name to fit 63. */
+#define OBX__TABLE_MAX 36
+#define OBX__ACK_NAMES_WORKER 1       /* ack records ProcessedBy */
+#define OBX__DELAY_MIN_MS 0           /* abandon with delay 0: claimable again at once */
+#define OBX__RETENTION_DEFAULT_MS OBX_DEFAULT_RETENTION_MS /* cleanup with retention 0 */
+#define OBX__MSG_ATTEMPTS(m) ((m)->retry_count)
+
+/* Where each string of a message row sits in store->rows while reading. */
+typedef struct obx__row_offsets {
+    size_t topic, payload, correlation, last_error, processed_by;
+} obx__row_offsets;
+
+/* What only an outbox store keeps: the columns of a batch insert. */
+typedef struct obx__store_own {
+    obx__buf columns[6];
+} obx__store_own;
+
+
+/* >>common-begin engine */
+
+/* The engine: the store, its work queue (claim, settle, reap, cleanup),
+ * providers, routers and the dispatcher. The same text in obx.h and ibx.h;
+ * what differs between them is the "face" defined just above: the
+ * statements, the row layout, a message's key and a few constants. */
+
+/* What each header defines for the engine (its face), below the engine. */
+static void obx__store_own_free(const obx__hooks *h, obx__store_own *own);
+/* The current row (the dialect's message columns) into *m; its strings go
+ * to buf, at offsets *o, and are pointed at by obx__point_strings once the
+ * buffer stops moving. */
+static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, obx__buf *buf,
+                                    obx__row_offsets *o);
+static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o);
+/* Add a claimed message's key to the store's key lists; 0 when out of memory. */
+static int obx__msg_key_add(obx_store *s, const obx_message *m);
+/* A message's name in log lines. */
+static void obx__msg_name(const obx_message *m, char *out, size_t size);
+/* The worker name of a store description (NULL where the header has none). */
+static const char *obx__desc_worker(const obx_store_desc *desc);
+static void obx__desc_set_worker(obx_store_desc *desc, const char *worker);
+
+/* Defaults and limits of the engine, used by code and docs alike. */
+#define OBX__BATCH_DEFAULT 50              /* messages per claim */
+#define OBX__LEASE_DEFAULT_SECONDS 30
+#define OBX__MAX_ATTEMPTS_DEFAULT 10
+#define OBX__POLL_DEFAULT_MS 500           /* wait after an empty claim ... */
+#define OBX__IDLE_MAX_DEFAULT_MS 2000      /* ... doubling up to this */
+#define OBX__ERROR_DELAY_DEFAULT_MS 30000  /* wait after a failed round */
+#define OBX__REAP_DEFAULT_MS 30000         /* reap expired leases this often */
+#define OBX__REFRESH_DEFAULT_MS 300000     /* discovery this often */
+#define OBX__CLEANUP_BATCH_DEFAULT 1000    /* rows deleted per cleanup transaction */
+#define OBX__WAIT_DELAY_MAX_MS 5000        /* a waiting message is looked at again this soon */
+#define OBX__LEASE_MARGIN_MAX_MS 5000      /* no handler starts this close to the lease end */
+#define OBX__HANDLER_ERROR_MAX 256         /* a handler's error text, with its NUL */
+#define OBX__MSG_NAME_MAX 560              /* a message's name in log lines */
+#define OBX__DISCOVER_FIRST 256            /* room given to discovery at first */
+
 /* >> store ---------------------------------------------------------------------- */
 
 struct obx_store {
     obx__hooks hooks;
     obx__db db;
     obx_error err;
-    char *schema;
-    char *table;
-    char *store_id;
-    char *worker_name;
-    const obx__outbox_sql *q;
+    char *schema, *table, *store_id, *worker_name;
+    const obx__sqlset *q;
     char *sql[OBX__Q_COUNT];      /* expanded statements */
-    obx__buf list;                /* id lists for batch statements */
-    obx__buf columns[6];          /* column lists of a batch insert */
+    obx__buf keys[OBX__KEY_LISTS]; /* a batch statement's key lists (obx__msg_key_add) */
     obx__buf rows;                /* strings of the last claim's messages */
     obx__buf read_rows;           /* strings of the last get: apart, so a handler may read
                                      without spoiling the batch it was called from */
     obx_message *msgs;            /* the last claim's messages */
-    struct obx__row_offsets *offsets; /* where their strings sit in `rows` while reading */
+    obx__row_offsets *offsets;    /* where their strings sit in `rows` while reading */
     int msgs_cap;
     obx_uuid_state uuids;
     obx_metrics_hook metrics;
     int64_t counters[OBX_METRIC_COUNT_];
     char token[37];               /* the owner token of the current call, lower case */
+    obx__store_own own;           /* what only this header keeps */
 };
 
 static void obx__count(obx_store *s, obx_metric metric, int64_t n) {
@@ -3503,10 +3615,62 @@ static void obx__count(obx_store *s, obx_metric metric, int64_t n) {
 static const obx_error obx__null_store_error = {OBX_ERR_INVALID_ARG, "", 0, 0, "store",
                                                 "store is NULL"};
 
-/* Table names get suffixes ("IX_<table>JoinMember_Message" is the longest,
- * 27 more characters), so they are kept short enough for every derived
- * name to stay within 63. */
-#define OBX__TABLE_MAX 36
+/* a + b for times and intervals, saturating: a huge interval means never. */
+static int64_t obx__sat_add(int64_t a, int64_t b) {
+    if (b > 0 && a > INT64_MAX - b) return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b) return INT64_MIN;
+    return a + b;
+}
+
+/* Code points in UTF-8 text of n bytes, or -1 when it is not valid UTF-8
+ * (overlong forms, surrogates, past U+10FFFF): such text could never match. */
+static long obx__utf8_length(const char *text, size_t n) {
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0, k, more;
+    long chars = 0;
+    while (i < n) {
+        unsigned long cp = s[i];
+        if (cp < 0x80) more = 0;
+        else if (cp >= 0xC2 && cp <= 0xDF) more = 1;
+        else if ((cp & 0xF0) == 0xE0) more = 2;
+        else if (cp >= 0xF0 && cp <= 0xF4) more = 3;
+        else return -1;
+        if (more >= n - i) return -1;
+        if (more) cp &= 0x3Fu >> more;
+        for (k = 1; k <= more; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return -1;
+            cp = (cp << 6) | (s[i + k] & 0x3Fu);
+        }
+        if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return -1;
+        i += more + 1;
+        chars++;
+    }
+    return chars;
+}
+
+/* Whether text is valid UTF-8 of at most `max` characters. */
+OBX__PRIVATE int obx__text_fits(const char *text, long max) {
+    long chars = obx__utf8_length(text, strlen(text));
+    return chars >= 0 && chars <= max;
+}
+
+/* A required text argument: not NULL or empty, valid UTF-8, at most `max`
+ * characters. */
+static obx_result obx__check_text(obx_error *err, const char *fn, const char *arg, const char *value,
+                                  long max) {
+    char where[96];
+    long chars;
+    snprintf(where, sizeof where, "%s: %s", fn, arg);
+    if (!value || !value[0])
+        return obx__fail(err, OBX_ERR_INVALID_ARG, where, "%s must not be NULL or empty", arg);
+    chars = obx__utf8_length(value, strlen(value));
+    if (chars < 0) return obx__fail(err, OBX_ERR_INVALID_ARG, where, "%s is not valid UTF-8", arg);
+    if (chars > max)
+        return obx__fail(err, OBX_ERR_INVALID_ARG, where, "%s is longer than %ld characters", arg, max);
+    return OBX_OK;
+}
 
 static obx_result obx__check_names(obx_error *err, const char *fn, const char *schema,
                                    const char *table) {
@@ -3520,55 +3684,61 @@ static obx_result obx__check_names(obx_error *err, const char *fn, const char *s
     if (obx__identifier_check(table) != OBX_OK || strlen(table) > OBX__TABLE_MAX) {
         snprintf(where, sizeof where, "%s: table", fn);
         return obx__fail(err, OBX_ERR_INVALID_ARG, where,
-                         "table must be 1-36 characters of A-Z, a-z, 0-9, _ and not start "
-                         "with a digit (derived index names must fit 63)");
+                         "table must be 1-%d characters of A-Z, a-z, 0-9, _ and not start "
+                         "with a digit (derived index names must fit 63)", OBX__TABLE_MAX);
     }
     return OBX_OK;
 }
 
+/* A name that reaches log lines: printable, no control characters. */
+static int obx__printable(const char *text) {
+    for (; *text; text++)
+        if ((unsigned char)*text < 0x20 || *text == 0x7F) return 0;
+    return 1;
+}
+
 static obx_result obx__store_names(obx_store *s, const obx_store_desc *desc) {
-    const char *schema = desc->schema ? desc->schema : "dbo";
-    const char *table = desc->table ? desc->table : "Outbox";
-    const char *id = desc->store_id ? desc->store_id : "outbox";
+    const char *schema = desc->schema ? desc->schema : OBX__DEFAULT_SCHEMA;
+    const char *table = desc->table ? desc->table : OBX__DEFAULT_TABLE;
+    const char *id = desc->store_id ? desc->store_id : OBX__NOUN;
+    const char *worker = obx__desc_worker(desc);
     obx_result r = obx__check_names(&s->err, "obx_store_open", schema, table);
     if (r != OBX_OK) return r;
-    if (!id[0] || strlen(id) > 63)
+    if (!id[0] || strlen(id) > 63 || !obx__printable(id))
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: store_id",
-                         "store_id must be 1-63 characters");
-    if (desc->worker_name && (!desc->worker_name[0] || strlen(desc->worker_name) > 100))
+                         "store_id must be 1-63 characters, none of them control characters");
+    if (worker && (!worker[0] || strlen(worker) > 100 || !obx__printable(worker)))
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: worker_name",
-                         "worker_name must be 1-100 characters");
+                         "worker_name must be 1-100 characters, none of them control characters");
     s->schema = obx__strdup(&s->hooks, schema);
     s->table = obx__strdup(&s->hooks, table);
     s->store_id = obx__strdup(&s->hooks, id);
-    s->worker_name = desc->worker_name ? obx__strdup(&s->hooks, desc->worker_name) : NULL;
-    if (!s->schema || !s->table || !s->store_id || (desc->worker_name && !s->worker_name))
+    s->worker_name = worker ? obx__strdup(&s->hooks, worker) : NULL;
+    if (!s->schema || !s->table || !s->store_id || (worker && !s->worker_name))
         return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     return OBX_OK;
 }
 
 static obx_result obx__store_prepare_sql(obx_store *s) {
     int i;
-    s->q = obx__outbox_sqls[s->db.d->id];
-    if (!s->q)
-        return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, "dialect",
-                         "no outbox statements for %s yet", s->db.d->name);
+    s->q = obx__sqlsets[s->db.d->id];
     for (i = 0; i < OBX__Q_COUNT; i++) {
         if (!s->q->q[i]) continue; /* not used by this dialect */
-        s->sql[i] = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->q[i]);
-        if (!s->sql[i]) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
+        s->sql[i] = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->q[i]);
+        if (!s->sql[i])
+            return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     }
     return OBX_OK;
 }
 
 /* The schema for one dialect and set of names as one text, each statement
- * followed by ";\n" (what sql/<dialect>/outbox.sql holds). */
-static char *obx__schema_text(const obx__hooks *h, const obx__dialect *d, const obx__outbox_sql *q,
+ * followed by the dialect's statement end (what sql/<dialect>/ holds). */
+static char *obx__schema_text(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
                               const char *schema, const char *table) {
     obx__buf text = {NULL, 0, 0};
     int i;
     for (i = 0; q->ddl[i]; i++) {
-        char *one = obx__outbox_expand(h, d, q, schema, table, q->ddl[i]);
+        char *one = obx__expand(h, d, q, schema, table, q->ddl[i]);
         int ok = one && obx__buf_add(h, &text, one, strlen(one)) &&
                  obx__buf_add(h, &text, d->statement_end, strlen(d->statement_end));
         obx__free(h, one);
@@ -3585,7 +3755,7 @@ static obx_result obx__deploy_unit(obx__db *db, void *ctx) {
     obx_result r = OBX_OK;
     int i;
     for (i = 0; s->q->ddl[i] && r == OBX_OK; i++) {
-        char *one = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
+        char *one = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
         if (!one) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_store_deploy", "out of memory");
         r = obx__exec_direct(db, one, "deploy");
         obx__free(&s->hooks, one);
@@ -3598,16 +3768,16 @@ OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const
     obx__hooks h;
     obx_error err;
     const obx__dialect *d = obx__dialect_get(dialect);
-    const obx__outbox_sql *q = d ? obx__outbox_sqls[d->id] : NULL;
     char *ddl;
     size_t n;
-    obx_result r = obx__check_names(&err, "obx_schema_sql", schema ? schema : "dbo",
-                                    table ? table : "Outbox");
+    obx_result r = obx__check_names(&err, "obx_schema_sql", schema ? schema : OBX__DEFAULT_SCHEMA,
+                                    table ? table : OBX__DEFAULT_TABLE);
     if (r != OBX_OK) return r;
-    if (!q) return OBX_ERR_UNSUPPORTED;
+    if (!d) return OBX_ERR_UNSUPPORTED;
     if (!out && cap > 0) return OBX_ERR_INVALID_ARG;
     obx__hooks_resolve(&h, NULL);
-    ddl = obx__schema_text(&h, d, q, schema ? schema : "dbo", table ? table : "Outbox");
+    ddl = obx__schema_text(&h, d, obx__sqlsets[d->id], schema ? schema : OBX__DEFAULT_SCHEMA,
+                           table ? table : OBX__DEFAULT_TABLE);
     if (!ddl) return OBX_ERR_NO_MEMORY;
     n = strlen(ddl) + 1;
     if (needed) *needed = n;
@@ -3623,7 +3793,8 @@ OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const
 OBX_API obx_result obx_store_deploy(obx_store *store) {
     obx_result r;
     if (!store) return OBX_ERR_INVALID_ARG;
-    if (!store->q) return obx__fail(&store->err, OBX_ERR_STATE, "obx_store_deploy", "store is not open");
+    if (!store->q)
+        return obx__fail(&store->err, OBX_ERR_STATE, "obx_store_deploy", "store is not open");
     r = obx__unit(&store->db, obx__deploy_unit, store, "deploy schema");
     if (r == OBX_OK)
         obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "schema deployed (table %s)",
@@ -3631,24 +3802,8 @@ OBX_API obx_result obx_store_deploy(obx_store *store) {
     return r;
 }
 
-OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
-    obx__hooks hooks;
-    obx_store *s;
-    obx_result r;
-    if (!out) return OBX_ERR_INVALID_ARG;
-    *out = NULL;
-    if (!desc) return OBX_ERR_INVALID_ARG;
-    obx__hooks_resolve(&hooks, &desc->hooks);
-    s = (obx_store *)obx__alloc(&hooks, sizeof *s);
-    if (!s) return OBX_ERR_NO_MEMORY;
-    memset(s, 0, sizeof *s);
-    obx__hooks_resolve(&s->hooks, &desc->hooks); /* again, in place: it must not move */
-    s->db.hooks = &s->hooks;
-    s->db.err = &s->err;
-    s->db.store_id = "outbox";
-    s->db.forced = desc->dialect;
-    s->metrics = desc->metrics;
-    *out = s;
+/* The checks of obx_store_open that need no allocation beyond the store. */
+static obx_result obx__store_desc_check(obx_store *s, const obx_store_desc *desc) {
     if ((desc->connection_string != NULL) == (desc->hdbc != NULL))
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: connection_string",
                          "give exactly one of connection_string and hdbc");
@@ -3658,7 +3813,28 @@ OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
     if ((int)desc->dialect < 0 || (int)desc->dialect > (int)OBX_DIALECT_SQLSERVER)
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: dialect",
                          "dialect %d is not an obx_dialect value", (int)desc->dialect);
-    r = obx__store_names(s, desc);
+    return obx__store_names(s, desc);
+}
+
+OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
+    obx__hooks hooks;
+    obx_store *s;
+    obx_result r;
+    if (!out) return OBX_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!desc) return OBX_ERR_INVALID_ARG;
+    if (obx__hooks_resolve(&hooks, &desc->hooks) != OBX_OK) return OBX_ERR_INVALID_ARG;
+    s = (obx_store *)obx__alloc(&hooks, sizeof *s);
+    if (!s) return OBX_ERR_NO_MEMORY;
+    memset(s, 0, sizeof *s);
+    obx__hooks_resolve(&s->hooks, &desc->hooks); /* again, in place: it must not move */
+    s->db.hooks = &s->hooks;
+    s->db.err = &s->err;
+    s->db.store_id = OBX__NOUN;
+    s->db.forced = desc->dialect;
+    s->metrics = desc->metrics;
+    *out = s;
+    r = obx__store_desc_check(s, desc);
     if (r != OBX_OK) return r;
     s->db.store_id = s->store_id;
     r = desc->connection_string ? obx__db_connect(&s->db, desc->connection_string)
@@ -3683,8 +3859,8 @@ OBX_API void obx_store_close(obx_store *store) {
     obx__db_close(&store->db);
     hooks = store->hooks;
     for (i = 0; i < OBX__Q_COUNT; i++) obx__free(&hooks, store->sql[i]);
-    obx__buf_free(&hooks, &store->list);
-    for (i = 0; i < 6; i++) obx__buf_free(&hooks, &store->columns[i]);
+    for (i = 0; i < OBX__KEY_LISTS; i++) obx__buf_free(&hooks, &store->keys[i]);
+    obx__store_own_free(&hooks, &store->own);
     obx__buf_free(&hooks, &store->rows);
     obx__buf_free(&hooks, &store->read_rows);
     obx__free(&hooks, store->msgs);
@@ -3703,12 +3879,18 @@ OBX_API obx_result obx_store_get_info(const obx_store *store, obx_store_info *in
     obx__copy(info->dbms_name, sizeof info->dbms_name, store->db.dbms_name);
     obx__copy(info->dbms_version, sizeof info->dbms_version, store->db.dbms_version);
     obx__copy(info->driver_name, sizeof info->driver_name, store->db.driver_name);
-    obx__copy(info->store_id, sizeof info->store_id, store->store_id ? store->store_id : "outbox");
+    obx__copy(info->store_id, sizeof info->store_id, store->store_id ? store->store_id : OBX__NOUN);
     return OBX_OK;
 }
 
 OBX_API const obx_error *obx_store_last_error(const obx_store *store) {
     return store ? &store->err : &obx__null_store_error;
+}
+
+OBX_API obx_result obx_store_counters(const obx_store *store, int64_t counters[OBX_METRIC_COUNT_]) {
+    if (!store || !counters) return OBX_ERR_INVALID_ARG;
+    memcpy(counters, store->counters, sizeof store->counters);
+    return OBX_OK;
 }
 
 /* A store that can run statements, with its last error cleared. */
@@ -3726,14 +3908,992 @@ OBX_API obx_result obx_owner_token(obx_store *store, char out[37]) {
     return OBX_OK;
 }
 
-/* >> enqueue ------------------------------------------------------------------------ */
-
-static size_t obx__utf8_chars(const char *s, size_t n) {
-    size_t i, chars = 0;
-    for (i = 0; i < n; i++)
-        if (((unsigned char)s[i] & 0xC0) != 0x80) chars++;
-    return chars;
+/* A UUID in lower case: SQLite compares text exactly, PostgreSQL does not. */
+static void obx__lower_uuid(const char *in, char out[37]) {
+    int i;
+    for (i = 0; i < 36; i++) out[i] = in[i] >= 'A' && in[i] <= 'F' ? (char)(in[i] + 32) : in[i];
+    out[36] = '\0';
 }
+
+/* An owner token: a UUID, not the empty one (it would match rows nobody owns). */
+static obx_result obx__check_token(obx_store *s, const char *fn, const char *token) {
+    char where[96];
+    snprintf(where, sizeof where, "%s: owner_token", fn);
+    if (!obx__uuid_is_valid(token))
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where,
+                         "owner_token must be a UUID (obx_owner_token)");
+    if (strcmp(token, "00000000-0000-0000-0000-000000000000") == 0)
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
+    obx__lower_uuid(token, s->token);
+    return OBX_OK;
+}
+
+/* >> claim ---------------------------------------------------------------------- */
+
+static const char *obx__at(const obx__buf *b, size_t off) {
+    return off == (size_t)-1 ? NULL : b->data + off;
+}
+
+typedef struct obx__claim_ctx {
+    obx_store *s;
+    int lease_seconds, batch_size, count;
+} obx__claim_ctx;
+
+/* Where the dialect has no UPDATE ... RETURNING: pick and lock the keys,
+ * mark them ours, then read them back; *cur is the read's cursor. */
+static obx_result obx__claim_picked(obx__db *db, obx__claim_ctx *c, SQLHSTMT *cur) {
+    obx_store *s = c->s;
+    obx__buf *lists[OBX__KEY_LISTS];
+    obx__param p[2 + OBX__KEY_LISTS];
+    int picked = 0, k;
+    obx_result r;
+    for (k = 0; k < OBX__KEY_LISTS; k++) lists[k] = &s->keys[k];
+    r = obx__pick_keys(db, OBX__Q_CLAIM_PICK, s->sql[OBX__Q_CLAIM_PICK], c->batch_size,
+                       OBX__KEY_LISTS, lists, &picked);
+    if (r != OBX_OK || picked == 0) return r;
+    obx__p_text(&p[0], s->token, 36);
+    obx__p_i64(&p[1], c->lease_seconds);
+    for (k = 0; k < OBX__KEY_LISTS; k++) obx__p_text(&p[2 + k], s->keys[k].data, s->keys[k].len);
+    r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 2 + OBX__KEY_LISTS, NULL, NULL);
+    if (r != OBX_OK) return r;
+    return obx__exec(db, OBX__Q_CLAIM_READ, s->sql[OBX__Q_CLAIM_READ], p + 2, OBX__KEY_LISTS, NULL, cur);
+}
+
+static obx_result obx__claim_unit(obx__db *db, void *vctx) {
+    obx__claim_ctx *c = (obx__claim_ctx *)vctx;
+    obx_store *s = c->s;
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    c->count = 0;
+    s->rows.len = 0;
+    if (s->sql[OBX__Q_CLAIM_PICK]) {
+        r = obx__claim_picked(db, c, &cur);
+    } else {
+        obx__param p[3];
+        obx__p_text(&p[0], s->token, 36);
+        obx__p_i64(&p[1], c->lease_seconds);
+        obx__p_i64(&p[2], c->batch_size);
+        r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, &cur);
+    }
+    while (r == OBX_OK && cur && (r = obx__fetch(db, cur)) == OBX_OK) {
+        /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
+         * subquery run twice does it): roll the claim back, lose nothing. */
+        if (c->count >= c->batch_size) {
+            r = obx__fail(db->err, OBX_ERR_STATE, "obx_claim",
+                          "the claim statement returned more than %d rows; rolled back",
+                          c->batch_size);
+            break;
+        }
+        r = obx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        if (r == OBX_OK) c->count++;
+    }
+    obx__close(cur);
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
+/* Room for batch_size messages; grows once, so steady state allocates nothing. */
+static obx_result obx__claim_room(obx_store *s, int batch_size) {
+    obx_message *grown;
+    obx__row_offsets *offsets;
+    if (batch_size <= s->msgs_cap) return OBX_OK;
+    grown = (obx_message *)obx__realloc(&s->hooks, s->msgs, sizeof *grown * (size_t)batch_size);
+    if (!grown) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
+    s->msgs = grown;
+    offsets = (obx__row_offsets *)obx__realloc(&s->hooks, s->offsets, sizeof *offsets * (size_t)batch_size);
+    if (!offsets) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
+    s->offsets = offsets;
+    s->msgs_cap = batch_size;
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int lease_seconds,
+                             int batch_size, const obx_message **messages, int *count) {
+    obx__claim_ctx ctx;
+    obx_result r;
+    int i;
+    r = obx__store_ready(store, "obx_claim");
+    if (r != OBX_OK) return r;
+    if (!messages || !count)
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_claim: messages",
+                         "output pointers must not be NULL");
+    if ((r = obx__check_token(store, "obx_claim", owner_token)) != OBX_OK) return r;
+    if (lease_seconds < 1 || lease_seconds > OBX_LEASE_MAX_SECONDS)
+        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_claim: lease_seconds",
+                         "lease_seconds must be 1..%d, got %d", OBX_LEASE_MAX_SECONDS, lease_seconds);
+    if (batch_size < 1 || batch_size > OBX_BATCH_MAX)
+        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_claim: batch_size",
+                         "batch_size must be 1..%d, got %d", OBX_BATCH_MAX, batch_size);
+    if ((r = obx__claim_room(store, batch_size)) != OBX_OK) return r;
+    ctx.s = store;
+    ctx.lease_seconds = lease_seconds;
+    ctx.batch_size = batch_size;
+    ctx.count = 0;
+    r = obx__unit(&store->db, obx__claim_unit, &ctx, "claim");
+    if (r != OBX_OK) return r;
+    for (i = 0; i < ctx.count; i++) {
+        obx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
+        store->msgs[i].store = store;
+    }
+    *messages = store->msgs;
+    *count = ctx.count;
+    obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "claimed %d message(s) for %s", ctx.count,
+             store->token);
+    return ctx.count > 0 ? OBX_OK : OBX_EMPTY;
+}
+
+/* >> get ---------------------------------------------------------------------------- */
+
+typedef struct obx__get_ctx {
+    obx_store *s;
+    obx__param *p;               /* the message's key, as the dialect's GET takes it */
+    int n;
+    obx_message *m;
+    obx__row_offsets o;
+    int found;
+} obx__get_ctx;
+
+static obx_result obx__get_unit(obx__db *db, void *vctx) {
+    obx__get_ctx *c = (obx__get_ctx *)vctx;
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    c->s->read_rows.len = 0;
+    c->found = 0;
+    r = obx__exec(db, OBX__Q_GET, c->s->sql[OBX__Q_GET], c->p, c->n, NULL, &cur);
+    if (r == OBX_OK) r = obx__fetch(db, cur);
+    if (r == OBX_OK) {
+        r = obx__read_message(db, cur, c->m, &c->s->read_rows, &c->o);
+        c->found = r == OBX_OK;
+    }
+    obx__close(cur);
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
+/* Read the message whose key is in p[0..n) into *out, its strings in the
+ * store's read_rows (apart from a claim's). OBX_EMPTY when there is none. */
+static obx_result obx__get_by_key(obx_store *s, obx__param *p, int n, obx_message *out) {
+    obx__get_ctx ctx;
+    obx_message m;
+    obx_result r;
+    ctx.s = s;
+    ctx.p = p;
+    ctx.n = n;
+    ctx.m = &m;
+    r = obx__unit_read(&s->db, obx__get_unit, &ctx, "get");
+    if (r != OBX_OK) return r;
+    if (!ctx.found) return OBX_EMPTY;
+    obx__point_strings(&s->read_rows, &m, &ctx.o);
+    m.store = s;
+    *out = m;
+    return OBX_OK;
+}
+
+/* >> settle: ack, abandon, fail; reap, cleanup, stats ----------------------------- */
+
+typedef struct obx__count_ctx {
+    obx_store *s;
+    int slot;
+    obx__param *p;
+    int n;
+    int64_t count;
+} obx__count_ctx;
+
+/* Run a statement that reports how many rows it changed: as a row (a
+ * function or procedure), or as the statement's row count (obx__exec). */
+static obx_result obx__count_unit(obx__db *db, void *vctx) {
+    obx__count_ctx *c = (obx__count_ctx *)vctx;
+    return obx__exec(db, c->slot, c->s->sql[c->slot], c->p, c->n, &c->count, NULL);
+}
+
+static obx_result obx__run_count(obx_store *s, int slot, obx__param *p, int n, const char *what,
+                                 int64_t *count) {
+    obx__count_ctx ctx;
+    obx_result r;
+    ctx.s = s;
+    ctx.slot = slot;
+    ctx.p = p;
+    ctx.n = n;
+    ctx.count = 0;
+    r = obx__unit(&s->db, obx__count_unit, &ctx, what);
+    if (r == OBX_OK && count) *count = ctx.count;
+    return r;
+}
+
+/* The checks every settle call starts with; the key lists are emptied
+ * for the caller to fill (obx__key_lists_end closes them). */
+static obx_result obx__settle_begin(obx_store *s, const char *fn, const char *owner, int count,
+                                    const void *keys) {
+    char where[96];
+    int k;
+    obx_result r = obx__store_ready(s, fn);
+    if (r != OBX_OK) return r;
+    if ((r = obx__check_token(s, fn, owner)) != OBX_OK) return r;
+    snprintf(where, sizeof where, "%s: count", fn);
+    if (count < 0) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "count must be >= 0");
+    snprintf(where, sizeof where, "%s: %s", fn, OBX__KEYS_ARG);
+    if (count > 0 && !keys)
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, OBX__KEYS_ARG " must not be NULL");
+    for (k = 0; k < OBX__KEY_LISTS; k++) s->keys[k].len = 0;
+    return OBX_OK;
+}
+
+static obx_result obx__key_lists_end(obx_store *s, const char *fn) {
+    int k;
+    for (k = 0; k < OBX__KEY_LISTS; k++)
+        if (!obx__list_end(&s->hooks, &s->keys[k], s->db.d))
+            return obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
+    return OBX_OK;
+}
+
+/* A delay for abandon: OBX_DELAY_BACKOFF, or OBX__DELAY_MIN_MS..OBX_DELAY_MAX_MS. */
+static obx_result obx__check_delay(obx_store *s, const char *fn, int64_t delay_ms) {
+    char where[96];
+    if (delay_ms == OBX_DELAY_BACKOFF || (delay_ms >= OBX__DELAY_MIN_MS && delay_ms <= OBX_DELAY_MAX_MS))
+        return OBX_OK;
+    snprintf(where, sizeof where, "%s: delay_ms", fn);
+    return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, where,
+                     "delay_ms must be OBX_DELAY_BACKOFF or %d..%lld, got %lld",
+                     OBX__DELAY_MIN_MS, (long long)OBX_DELAY_MAX_MS, (long long)delay_ms);
+}
+
+enum { OBX__SETTLE_ACK, OBX__SETTLE_ABANDON, OBX__SETTLE_FAIL };
+
+/* Settle the `count` messages whose keys are in s->keys, in one statement.
+ * Abandon takes a delay (OBX_DELAY_BACKOFF: the default backoff per message)
+ * and whether it uses up an attempt (not when a message only waits). */
+static obx_result obx__settle(obx_store *s, int kind, int count, const char *error,
+                              int64_t delay_ms, int attempts, int64_t *changed) {
+    static const int slots[3] = {OBX__Q_ACK, OBX__Q_ABANDON, OBX__Q_FAIL};
+    static const char *const names[3] = {"ack", "abandon", "fail"};
+    static const obx_metric metrics[3] = {OBX_METRIC_DISPATCHED, OBX_METRIC_RETRIED, OBX_METRIC_DEAD};
+    obx__param p[5 + OBX__KEY_LISTS];
+    int n = 0, k;
+    int64_t rows = 0;
+    obx_result r;
+    if (count == 0) {
+        if (changed) *changed = 0;
+        return OBX_OK;
+    }
+    if (kind == OBX__SETTLE_ACK && OBX__ACK_NAMES_WORKER)
+        obx__p_text(&p[n++], s->worker_name ? s->worker_name : s->token, (size_t)-1);
+    if (kind == OBX__SETTLE_ABANDON) {
+        obx__p_i64(&p[n], delay_ms);
+        if (delay_ms == OBX_DELAY_BACKOFF) p[n].ind = SQL_NULL_DATA; /* the statement's own */
+        obx__p_i64(&p[++n], attempts);
+        n++;
+    }
+    if (kind != OBX__SETTLE_ACK) obx__p_text(&p[n++], error && error[0] ? error : NULL, (size_t)-1);
+    obx__p_text(&p[n++], s->token, 36);
+    for (k = 0; k < OBX__KEY_LISTS; k++) obx__p_text(&p[n++], s->keys[k].data, s->keys[k].len);
+    r = obx__run_count(s, slots[kind], p, n, names[kind], &rows);
+    if (r != OBX_OK) return r;
+    obx__count(s, metrics[kind], rows);
+    if (changed) *changed = rows;
+    obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
+    return OBX_OK;
+}
+
+/* Settle claimed messages ms[which[0..n)] (the dispatcher's path). */
+static obx_result obx__settle_messages(obx_store *s, int kind, const obx_message *ms, const int *which,
+                                       int n, const char *error, int64_t delay_ms, int attempts,
+                                       int64_t *changed) {
+    int i, k;
+    for (k = 0; k < OBX__KEY_LISTS; k++) s->keys[k].len = 0;
+    for (i = 0; i < n; i++)
+        if (!obx__msg_key_add(s, &ms[which[i]]))
+            return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "settle", "out of memory");
+    if (obx__key_lists_end(s, "settle") != OBX_OK) return OBX_ERR_NO_MEMORY;
+    return obx__settle(s, kind, n, error, delay_ms, attempts, changed);
+}
+
+OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped) {
+    int64_t n = 0;
+    obx_result r = obx__store_ready(store, "obx_reap");
+    if (r != OBX_OK) return r;
+    r = obx__run_count(store, OBX__Q_REAP, NULL, 0, "reap", &n);
+    if (r != OBX_OK) return r;
+    obx__count(store, OBX_METRIC_REAPED, n);
+    if (reaped) *reaped = n;
+    obx__log(&store->hooks, n > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
+             "reaped %lld expired lease(s)", (long long)n);
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_cleanup(obx_store *store, int64_t retention_ms, int batch_size,
+                               int64_t *deleted) {
+    obx__param p[2];
+    int64_t total = 0, n;
+    obx_result r = obx__store_ready(store, "obx_cleanup");
+    if (r != OBX_OK) return r;
+    if (retention_ms < 0 || retention_ms > OBX_RETENTION_MAX_MS)
+        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_cleanup: retention_ms",
+                         "retention_ms must be 0..%lld", (long long)OBX_RETENTION_MAX_MS);
+    if (batch_size < 0 || batch_size > OBX_BATCH_MAX)
+        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_cleanup: batch_size",
+                         "batch_size must be 0..%d", OBX_BATCH_MAX);
+    if (retention_ms == 0) retention_ms = OBX__RETENTION_DEFAULT_MS;
+    if (batch_size == 0) batch_size = OBX__CLEANUP_BATCH_DEFAULT;
+    do { /* one bounded transaction per batch */
+        obx__p_i64(&p[0], retention_ms);
+        obx__p_i64(&p[1], batch_size);
+        n = 0;
+        r = obx__run_count(store, OBX__Q_CLEANUP, p, 2, "cleanup", &n);
+        total += n;
+    } while (r == OBX_OK && n >= batch_size);
+    if (deleted) *deleted = total;
+    if (r == OBX_OK && total > 0)
+        obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "cleanup deleted %lld done message(s)",
+                 (long long)total);
+    return r;
+}
+
+typedef struct obx__stats_ctx {
+    obx_store *s;
+    int64_t ready, oldest;
+} obx__stats_ctx;
+
+static obx_result obx__stats_unit(obx__db *db, void *vctx) {
+    obx__stats_ctx *c = (obx__stats_ctx *)vctx;
+    SQLHSTMT cur = NULL;
+    obx_result r = obx__exec(db, OBX__Q_STATS, c->s->sql[OBX__Q_STATS], NULL, 0, NULL, &cur);
+    if (r == OBX_OK) r = obx__fetch(db, cur);
+    if (r == OBX_OK) r = obx__get_i64(db, cur, 1, &c->ready, NULL);
+    if (r == OBX_OK) r = obx__get_i64(db, cur, 2, &c->oldest, NULL);
+    obx__close(cur);
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
+OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *oldest_ready_ms) {
+    obx__stats_ctx ctx;
+    obx_result r = obx__store_ready(store, "obx_queue_stats");
+    if (r != OBX_OK) return r;
+    ctx.s = store;
+    ctx.ready = ctx.oldest = 0;
+    r = obx__unit_read(&store->db, obx__stats_unit, &ctx, "queue stats");
+    if (r != OBX_OK) return r;
+    if (ready) *ready = ctx.ready;
+    if (oldest_ready_ms) *oldest_ready_ms = ctx.oldest > 0 ? ctx.oldest : 0;
+    return OBX_OK;
+}
+
+/* >> providers and routers --------------------------------------------------------- */
+
+struct obx_provider {
+    obx__hooks hooks;
+    obx_error err;
+    obx_store_desc base;         /* the template; strings below are our copies */
+    char *schema, *table, *worker_name;
+    obx__registry reg;
+    obx_discover_fn discover;
+    void *discover_user;
+    int64_t refresh_ms, next_refresh_ms;
+};
+
+static void *obx__provider_open(void *ctx, const char *id, const char *connstr) {
+    obx_provider *p = (obx_provider *)ctx;
+    obx_store_desc desc = p->base;
+    obx_store *s = NULL;
+    desc.connection_string = connstr;
+    desc.hdbc = NULL;
+    desc.store_id = id;
+    if (obx_store_open(&desc, &s) != OBX_OK) { /* open logged why */
+        obx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void obx__provider_close(void *ctx, void *store) {
+    (void)ctx;
+    obx_store_close((obx_store *)store);
+}
+
+/* Ask discovery for the databases: with room for OBX__DISCOVER_FIRST, then,
+ * when it says there are more, for all of them (never a silent cap). */
+static int obx__provider_ask(obx_provider *p, obx_database **found) {
+    int cap = OBX__DISCOVER_FIRST, n;
+    for (;;) {
+        obx_database *room = (obx_database *)obx__realloc(&p->hooks, *found, sizeof **found * (size_t)cap);
+        if (!room) return -2;
+        *found = room;
+        memset(room, 0, sizeof *room * (size_t)cap);
+        n = p->discover(room, cap, p->discover_user);
+        if (n <= cap || cap == OBX_DISCOVER_MAX) return n;
+        cap = n < OBX_DISCOVER_MAX ? n : OBX_DISCOVER_MAX;
+    }
+}
+
+/* Run discovery into the registry. */
+static obx_result obx__provider_discover(obx_provider *p) {
+    obx_database *found = NULL;
+    int n, added = 0, removed = 0;
+    obx_result r;
+    p->next_refresh_ms = obx__sat_add(obx__mono_ms(&p->hooks), p->refresh_ms);
+    n = obx__provider_ask(p, &found);
+    if (n == -2) r = obx__fail(&p->err, OBX_ERR_NO_MEMORY, "obx_provider_refresh", "out of memory");
+    else if (n < 0 || n > OBX_DISCOVER_MAX)
+        r = obx__fail(&p->err, OBX_ERR_DB, "obx_provider_refresh: discover",
+                      "discovery failed (returned %d; at most %d databases); keeping the %d current "
+                      "database(s)", n, OBX_DISCOVER_MAX, p->reg.count);
+    else if ((r = obx__registry_apply(&p->reg, found, n, &added, &removed)) != OBX_OK)
+        obx__fail(&p->err, r, "obx_provider_refresh: discover",
+                  "discovery returned a NULL, empty or duplicate id or connection string");
+    else
+        obx__log(&p->hooks, added || removed ? OBX_LOG_INFO : OBX_LOG_DEBUG, "provider",
+                 "discovery: %d database(s), %d added, %d removed", p->reg.count, added, removed);
+    obx__free(&p->hooks, found);
+    return r;
+}
+
+/* The provider's own copies of the template's strings. */
+static int obx__provider_copy_desc(obx_provider *p, const obx_store_desc *store) {
+    const char *worker = obx__desc_worker(store);
+    p->base = *store;
+    p->schema = store->schema ? obx__strdup(&p->hooks, store->schema) : NULL;
+    p->table = store->table ? obx__strdup(&p->hooks, store->table) : NULL;
+    p->worker_name = worker ? obx__strdup(&p->hooks, worker) : NULL;
+    p->base.schema = p->schema;
+    p->base.table = p->table;
+    obx__desc_set_worker(&p->base, p->worker_name);
+    return (!store->schema || p->schema) && (!store->table || p->table) && (!worker || p->worker_name);
+}
+
+OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provider **out) {
+    obx__hooks hooks;
+    obx_provider *p;
+    obx_result r;
+    if (!out) return OBX_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!desc || (desc->databases != NULL) == (desc->discover != NULL) || desc->store.hdbc ||
+        desc->database_count < 0 || (desc->database_count > 0 && !desc->databases) ||
+        desc->refresh_interval_ms < 0 || obx__hooks_resolve(&hooks, &desc->store.hooks) != OBX_OK)
+        return OBX_ERR_INVALID_ARG;
+    p = (obx_provider *)obx__alloc(&hooks, sizeof *p);
+    if (!p) return OBX_ERR_NO_MEMORY;
+    memset(p, 0, sizeof *p);
+    obx__hooks_resolve(&p->hooks, &desc->store.hooks);
+    p->reg.hooks = &p->hooks;
+    p->reg.open = obx__provider_open;
+    p->reg.close = obx__provider_close;
+    p->reg.ctx = p;
+    p->reg.name = "provider";
+    p->discover = desc->discover;
+    p->discover_user = desc->discover_user;
+    p->refresh_ms = desc->refresh_interval_ms ? desc->refresh_interval_ms : OBX__REFRESH_DEFAULT_MS;
+    if (!obx__provider_copy_desc(p, &desc->store)) {
+        obx_provider_destroy(p);
+        return OBX_ERR_NO_MEMORY;
+    }
+    *out = p;
+    r = p->discover ? obx__provider_discover(p)
+                    : obx__registry_apply(&p->reg, desc->databases, desc->database_count, NULL, NULL);
+    if (r == OBX_ERR_INVALID_ARG)
+        obx__fail(&p->err, r, "obx_provider_create: databases",
+                  "every database needs a unique, non-empty id and a connection string");
+    if (r != OBX_OK && r != OBX_ERR_DB) { /* a failed first discovery still gives a provider */
+        obx_provider_destroy(p);
+        *out = NULL;
+    }
+    return r;
+}
+
+OBX_API void obx_provider_destroy(obx_provider *p) {
+    obx__hooks hooks;
+    if (!p) return;
+    obx__registry_free(&p->reg);
+    hooks = p->hooks;
+    obx__free(&hooks, p->schema);
+    obx__free(&hooks, p->table);
+    obx__free(&hooks, p->worker_name);
+    obx__free(&hooks, p);
+}
+
+OBX_API obx_result obx_provider_refresh(obx_provider *p) {
+    if (!p) return OBX_ERR_INVALID_ARG;
+    obx__error_clear(&p->err);
+    if (!p->discover)
+        return obx__fail(&p->err, OBX_ERR_STATE, "obx_provider_refresh", "a fixed list has no discovery");
+    return obx__provider_discover(p);
+}
+
+OBX_API int obx_provider_count(const obx_provider *p) { return p ? p->reg.count : 0; }
+
+OBX_API obx_store *obx_provider_store(const obx_provider *p, int index) {
+    return p && index >= 0 && index < p->reg.count ? (obx_store *)p->reg.items[index].store : NULL;
+}
+
+OBX_API const char *obx_provider_store_id(const obx_provider *p, int index) {
+    return p && index >= 0 && index < p->reg.count ? p->reg.items[index].id : NULL;
+}
+
+OBX_API const obx_error *obx_provider_last_error(const obx_provider *p) {
+    return p ? &p->err : &obx__null_store_error;
+}
+
+OBX_API obx_result obx_router_get(obx_provider *p, const char *key, obx_store **out) {
+    int at;
+    if (!p || !out) return OBX_ERR_INVALID_ARG;
+    obx__error_clear(&p->err);
+    if (!key || !key[0])
+        return obx__fail(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get: key", "key must not be NULL or empty");
+    at = obx__registry_find(&p->reg, key);
+    if (at < 0)
+        return obx__fail(&p->err, OBX_ERR_NOT_FOUND, "obx_router_get: key",
+                         "no " OBX__NOUN " for routing key '%s'", key);
+    *out = (obx_store *)p->reg.items[at].store;
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_router_get_guid(obx_provider *p, const obx_guid *key, obx_store **out) {
+    char text[37];
+    if (!p || !out) return OBX_ERR_INVALID_ARG;
+    if (!key) return obx__fail(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get_guid: key", "key must not be NULL");
+    obx__guid_text(key->bytes, text);
+    return obx_router_get(p, text, out);
+}
+
+/* >> dispatcher ------------------------------------------------------------------- */
+
+/* Outcome of a message left alone because its lease is about to end. */
+#define OBX__SKIPPED (-1)
+
+struct obx_dispatcher {
+    obx_store *store;            /* single-store mode */
+    obx_provider *provider;      /* or many */
+    obx__entry single;           /* single-store mode's housekeeping schedule */
+    const obx__hooks *hooks;
+    obx_error *err;              /* the store's error in single-store mode, else own_err */
+    obx_error own_err;           /* the dispatcher's own: a provider's stores come and go */
+    char owner[37];
+    int batch_size, lease_seconds, max_attempts;
+    obx_backoff_fn backoff;
+    void *backoff_user;
+    int64_t reap_ms, cleanup_ms, retention_ms;
+    obx_log_level message_log_level;
+    obx__loop_timing timing;
+    obx__loop loop;
+    obx__routes routes;
+    obx_selector selector;
+    obx_strategy strategy;
+    int empty_streak;
+    int *acked;                  /* indexes of messages handled with success */
+    int *failures;               /* indexes of messages that did not succeed */
+    int *outcomes;               /* an obx_outcome, or OBX__SKIPPED */
+    char (*errors)[OBX__HANDLER_ERROR_MAX];
+};
+
+static int64_t obx__default_backoff(int attempts, void *user) {
+    (void)user;
+    return obx__backoff_default_ms(attempts);
+}
+
+/* The checks of a dispatcher description, reported to `err`. */
+static obx_result obx__dispatcher_desc_check(const obx_dispatcher_desc *desc, obx_error *err) {
+    if (desc->owner_token && (!obx__uuid_is_valid(desc->owner_token) ||
+                              strcmp(desc->owner_token, "00000000-0000-0000-0000-000000000000") == 0))
+        return obx__fail(err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: owner_token",
+                         "owner_token must be a UUID, not the empty one");
+    if (desc->batch_size < 0 || desc->batch_size > OBX_BATCH_MAX || desc->lease_seconds < 0 ||
+        desc->lease_seconds > OBX_LEASE_MAX_SECONDS || desc->max_attempts < 0 ||
+        desc->poll_interval_ms < 0 || desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 ||
+        desc->startup_delay_ms < 0 || desc->error_delay_ms < 0 || desc->cleanup_interval_ms < 0 ||
+        desc->cleanup_retention_ms < 0 || desc->cleanup_retention_ms > OBX_RETENTION_MAX_MS ||
+        (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)OBX_LOG_OFF ||
+        ((int)desc->selection != OBX_SELECT_ROUND_ROBIN && (int)desc->selection != OBX_SELECT_DRAIN_FIRST))
+        return obx__fail(err, OBX_ERR_OUT_OF_RANGE, "obx_dispatcher_create: desc",
+                         "batch_size 0..%d, lease_seconds 0..%d, a known selection and log level, and no "
+                         "negative attempts or intervals (0 means the default)", OBX_BATCH_MAX,
+                         OBX_LEASE_MAX_SECONDS);
+    return OBX_OK;
+}
+
+/* Defaults for every zero field (one place; see the desc's field docs). */
+static void obx__dispatcher_defaults(obx_dispatcher *d, const obx_dispatcher_desc *desc) {
+    d->batch_size = desc->batch_size ? desc->batch_size : OBX__BATCH_DEFAULT;
+    d->lease_seconds = desc->lease_seconds ? desc->lease_seconds : OBX__LEASE_DEFAULT_SECONDS;
+    d->max_attempts = desc->max_attempts ? desc->max_attempts : OBX__MAX_ATTEMPTS_DEFAULT;
+    d->backoff = desc->backoff ? desc->backoff : obx__default_backoff;
+    d->backoff_user = desc->backoff_user;
+    d->timing.poll_ms = desc->poll_interval_ms ? desc->poll_interval_ms : OBX__POLL_DEFAULT_MS;
+    d->timing.idle_max_ms = desc->idle_max_ms ? desc->idle_max_ms : OBX__IDLE_MAX_DEFAULT_MS;
+    if (d->timing.idle_max_ms < d->timing.poll_ms) d->timing.idle_max_ms = d->timing.poll_ms;
+    d->timing.startup_ms = desc->startup_delay_ms;
+    d->timing.error_ms = desc->error_delay_ms ? desc->error_delay_ms : OBX__ERROR_DELAY_DEFAULT_MS;
+    d->reap_ms = desc->reap_interval_ms ? desc->reap_interval_ms : OBX__REAP_DEFAULT_MS;
+    d->cleanup_ms = desc->cleanup_interval_ms;
+    d->retention_ms = desc->cleanup_retention_ms;
+    d->strategy = desc->strategy;
+    d->message_log_level = desc->message_log_level ? desc->message_log_level : OBX_LOG_DEBUG;
+}
+
+OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_dispatcher **out) {
+    obx_dispatcher *d;
+    const obx__hooks *h;
+    obx_error *err;
+    size_t b;
+    if (!out) return OBX_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!desc || (desc->store != NULL) == (desc->provider != NULL)) return OBX_ERR_INVALID_ARG;
+    h = desc->store ? &desc->store->hooks : &desc->provider->hooks;
+    err = desc->store ? &desc->store->err : &desc->provider->err;
+    if (obx__dispatcher_desc_check(desc, err) != OBX_OK) return err->result;
+    d = (obx_dispatcher *)obx__alloc(h, sizeof *d);
+    if (!d) return OBX_ERR_NO_MEMORY;
+    memset(d, 0, sizeof *d);
+    obx__loop_init(&d->loop, h, desc->stop_flag);
+    d->store = desc->store;
+    d->provider = desc->provider;
+    d->hooks = h;
+    d->err = desc->store ? err : &d->own_err;
+    if (desc->owner_token) {
+        obx__lower_uuid(desc->owner_token, d->owner);
+    } else {
+        obx_uuid_state fresh = {0, 0};
+        obx__uuid_v7(&fresh, obx__now_ms(h), obx__random(h), obx__random(h), d->owner);
+    }
+    obx__dispatcher_defaults(d, desc);
+    obx__selector_init(&d->selector, desc->selection, 0);
+    b = (size_t)d->batch_size;
+    d->acked = (int *)obx__alloc(h, sizeof *d->acked * b);
+    d->failures = (int *)obx__alloc(h, sizeof *d->failures * b);
+    d->outcomes = (int *)obx__alloc(h, sizeof *d->outcomes * b);
+    d->errors = (char (*)[OBX__HANDLER_ERROR_MAX])obx__alloc(h, OBX__HANDLER_ERROR_MAX * b);
+    if (!d->acked || !d->failures || !d->outcomes || !d->errors) {
+        obx_dispatcher_destroy(d);
+        return OBX_ERR_NO_MEMORY;
+    }
+    *out = d;
+    return OBX_OK;
+}
+
+OBX_API void obx_dispatcher_destroy(obx_dispatcher *d) {
+    const obx__hooks *h;
+    if (!d) return;
+    h = d->hooks;
+    obx__routes_free(h, &d->routes);
+    obx__free(h, d->acked);
+    obx__free(h, d->failures);
+    obx__free(h, d->outcomes);
+    obx__free(h, d->errors);
+    obx__loop_destroy(&d->loop);
+    obx__free(h, d);
+}
+
+OBX_API const obx_error *obx_dispatcher_last_error(const obx_dispatcher *d) {
+    return d ? d->err : &obx__null_store_error;
+}
+
+OBX_API obx_result obx_dispatcher_on(obx_dispatcher *d, const char *topic, obx_handler handler,
+                                     void *user) {
+    obx_result r;
+    if (!d) return OBX_ERR_INVALID_ARG;
+    r = obx__check_text(d->err, "obx_dispatcher_on", "topic", topic, OBX_TOPIC_MAX);
+    if (r != OBX_OK) return r;
+    if (!handler)
+        return obx__fail(d->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_on: handler", "must not be NULL");
+    if (obx__routes_add(d->hooks, &d->routes, topic, (obx__any_fn)handler, user) != OBX_OK)
+        return obx__fail(d->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on", "out of memory");
+    return OBX_OK;
+}
+
+/* Run every handler for one message; the first that does not succeed decides. */
+static obx_outcome obx__handle(obx_dispatcher *d, const obx_message *m, char *error, int *matched) {
+    obx_outcome outcome = OBX_DONE;
+    const obx__route *r;
+    int cursor = 0;
+    *matched = 0;
+    while (outcome == OBX_DONE && (r = obx__routes_next(&d->routes, m->topic, &cursor)) != NULL) {
+        (*matched)++;
+        memset(error, 0, OBX__HANDLER_ERROR_MAX);
+        outcome = ((obx_handler)r->fn)(m, error, OBX__HANDLER_ERROR_MAX, r->user);
+        error[OBX__HANDLER_ERROR_MAX - 1] = '\0';
+        if (outcome != OBX_DONE && outcome != OBX_RETRY && outcome != OBX_DEAD && outcome != OBX_WAIT) {
+            snprintf(error, OBX__HANDLER_ERROR_MAX, "handler returned %d, not an obx_outcome",
+                     (int)outcome);
+            outcome = OBX_DEAD;
+        }
+    }
+    return outcome;
+}
+
+/* Whether a periodic task is due; a clock that stepped back never stalls it. */
+static int obx__due(int64_t now, int64_t *next, int64_t interval) {
+    if (now < *next && *next - now <= interval) return 0;
+    *next = obx__sat_add(now, interval);
+    return 1;
+}
+
+/* Housekeeping of one store when due: reap (OBX-053), cleanup if asked. */
+static obx_result obx__housekeep(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
+    int64_t now = obx__mono_ms(&s->hooks);
+    obx_result r = OBX_OK;
+    if (obx__due(now, &e->next_reap_ms, d->reap_ms)) r = obx_reap(s, &st->reaped);
+    if (r == OBX_OK && d->cleanup_ms > 0 && obx__due(now, &e->next_cleanup_ms, d->cleanup_ms))
+        r = obx_cleanup(s, d->retention_ms, 0, NULL);
+    return r;
+}
+
+/* Hand each claimed message to its handlers, until `deadline` (monotonic):
+ * past it the lease may end under the handler, so the rest is skipped. */
+static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
+                              int64_t deadline, obx_run_stats *st) {
+    char name[OBX__MSG_NAME_MAX];
+    int i, skipped = 0;
+    for (i = 0; i < n; i++) {
+        const obx_message *m = &ms[i];
+        char *error = d->errors[i];
+        int matched = 0;
+        obx_outcome outcome;
+        if (obx__mono_ms(&s->hooks) >= deadline) {
+            d->outcomes[i] = OBX__SKIPPED;
+            skipped++;
+            continue;
+        }
+        obx__msg_name(m, name, sizeof name);
+        obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
+                 m->topic, OBX__MSG_ATTEMPTS(m) + 1);
+        outcome = obx__handle(d, m, error, &matched);
+        d->outcomes[i] = (int)outcome;
+        if (!matched) {
+            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
+                     "no handler for topic %s (message %s): retrying later", m->topic, name);
+            snprintf(error, OBX__HANDLER_ERROR_MAX, "no handler for topic %s", m->topic);
+            d->outcomes[i] = (int)OBX_WAIT;
+            st->no_handler++;
+        } else if (d->outcomes[i] == OBX_RETRY || d->outcomes[i] == OBX_DEAD) {
+            obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "handler failed for %s topic=%s attempt %d: %s",
+                     name, m->topic, OBX__MSG_ATTEMPTS(m) + 1,
+                     error[0] ? error : d->outcomes[i] == OBX_DEAD ? "OBX_DEAD" : "OBX_RETRY");
+        }
+    }
+    if (skipped)
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
+                 "%d message(s) not handled: their %d s lease was nearly over (handlers too slow for "
+                 "the lease?); they are delivered again after it expires", skipped, d->lease_seconds);
+}
+
+/* The backoff for a message's next attempt, within what abandon accepts. */
+static int64_t obx__next_delay(obx_dispatcher *d, const obx_message *m, int64_t cap) {
+    int64_t delay = d->backoff(OBX__MSG_ATTEMPTS(m), d->backoff_user);
+    if (delay < OBX__DELAY_MIN_MS) delay = OBX__DELAY_MIN_MS;
+    return delay > cap ? cap : delay;
+}
+
+/* Settle one message that did not succeed: wait, retry or dead. */
+static obx_result obx__settle_failure(obx_dispatcher *d, obx_store *s, const obx_message *ms, int i,
+                                      obx_run_stats *st) {
+    const obx_message *m = &ms[i];
+    int outcome = d->outcomes[i], attempt = OBX__MSG_ATTEMPTS(m) + 1;
+    const char *error = d->errors[i];
+    char name[OBX__MSG_NAME_MAX], reason[OBX__HANDLER_ERROR_MAX + 64];
+    obx_result r;
+    obx__msg_name(m, name, sizeof name);
+    if (!error[0]) error = outcome == OBX_DEAD ? "handler returned OBX_DEAD" : "handler returned OBX_RETRY";
+    if (outcome == OBX_WAIT) { /* not a failure: waiting never uses up attempts */
+        r = obx__settle_messages(s, OBX__SETTLE_ABANDON, ms, &i, 1, error,
+                                 obx__next_delay(d, m, OBX__WAIT_DELAY_MAX_MS), 0, NULL);
+        if (r == OBX_OK) st->retried++;
+        return r;
+    }
+    if (outcome == OBX_RETRY && attempt < d->max_attempts) {
+        int64_t delay = obx__next_delay(d, m, OBX_DELAY_MAX_MS);
+        obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "message %s: attempt %d of %d failed; retry in %lld ms",
+                 name, attempt, d->max_attempts, (long long)delay);
+        r = obx__settle_messages(s, OBX__SETTLE_ABANDON, ms, &i, 1, error, delay, 1, NULL);
+        if (r == OBX_OK) st->retried++;
+        return r;
+    }
+    if (outcome == OBX_DEAD) snprintf(reason, sizeof reason, "%s", error);
+    else snprintf(reason, sizeof reason, "gave up after %d attempts: %s", attempt, error);
+    obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "message %s topic=%s is dead: %s", name, m->topic, reason);
+    r = obx__settle_messages(s, OBX__SETTLE_FAIL, ms, &i, 1, reason, 0, 0, NULL);
+    if (r == OBX_OK) st->dead++;
+    return r;
+}
+
+/* Settle a handled batch: every success in one statement, then each failure. */
+static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
+                                    obx_run_stats *st) {
+    obx_result r = OBX_OK;
+    int i, acks = 0, failures = 0;
+    for (i = 0; i < n; i++) {
+        if (d->outcomes[i] == OBX_DONE) d->acked[acks++] = i;
+        else if (d->outcomes[i] != OBX__SKIPPED) d->failures[failures++] = i;
+    }
+    if (acks > 0) {
+        int64_t changed = 0;
+        r = obx__settle_messages(s, OBX__SETTLE_ACK, ms, d->acked, acks, NULL, 0, 0, &changed);
+        if (r == OBX_OK) st->done = (int)changed;
+        if (r == OBX_OK && changed < acks)
+            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
+                     "%d of %d handled messages were no longer leased to this worker "
+                     "(lease expired during handling?); they will be delivered again",
+                     acks - (int)changed, acks);
+    }
+    for (i = 0; i < failures && r == OBX_OK; i++) r = obx__settle_failure(d, s, ms, d->failures[i], st);
+    return r;
+}
+
+/* One batch from one store: housekeeping, claim, handle, settle. */
+static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
+    const obx_message *ms;
+    int n = 0;
+    int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline;
+    obx_result r = obx__housekeep(d, s, e, st);
+    if (r < 0) return r;
+    /* The lease started no earlier than now: past its end less a margin a
+     * message may be reclaimed by another worker, so it is not handled. */
+    deadline = obx__mono_ms(&s->hooks) + lease_ms -
+               (lease_ms / 5 < OBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : OBX__LEASE_MARGIN_MAX_MS);
+    r = obx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
+    if (r != OBX_OK) return r;
+    st->claimed = n;
+    obx__handle_batch(d, s, ms, n, deadline, st);
+    return obx__settle_batch(d, s, ms, n, st);
+}
+
+/* One round over a provider's stores: refresh discovery when due, then
+ * poll the store the strategy picks; housekeeping runs per store. */
+static obx_result obx__dispatch_many(obx_dispatcher *d, obx_run_stats *st) {
+    obx_provider *p = d->provider;
+    obx_result r;
+    int count, pick;
+    if (p->discover && obx__mono_ms(d->hooks) >= p->next_refresh_ms)
+        obx__provider_discover(p); /* a failure keeps the current set; logged */
+    count = p->reg.count;
+    if (count != d->selector.store_count) {
+        obx__selector_resize(&d->selector, count);
+        d->empty_streak = 0;
+    }
+    if (count == 0) return OBX_EMPTY;
+    pick = d->strategy.next ? d->strategy.next(d->strategy.user, count) : obx__selector_next(&d->selector);
+    if (pick < 0 || pick >= count) pick = 0;
+    r = obx__dispatch_store(d, (obx_store *)p->reg.items[pick].store, &p->reg.items[pick], st);
+    if (r < 0) d->own_err = ((obx_store *)p->reg.items[pick].store)->err;
+    if (d->strategy.report) d->strategy.report(d->strategy.user, pick, st->claimed);
+    else obx__selector_report(&d->selector, pick, st->claimed);
+    if (r < 0) return r;
+    d->empty_streak = st->claimed > 0 ? 0 : d->empty_streak + 1;
+    /* Empty only when every store has answered empty in a row. */
+    return st->claimed > 0 || d->empty_streak < count ? OBX_OK : OBX_EMPTY;
+}
+
+OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *d, obx_run_stats *stats) {
+    obx_run_stats st;
+    obx_result r;
+    memset(&st, 0, sizeof st);
+    if (!d) return OBX_ERR_INVALID_ARG;
+    r = d->store ? obx__dispatch_store(d, d->store, &d->single, &st) : obx__dispatch_many(d, &st);
+    if (stats) *stats = st;
+    return r;
+}
+
+static obx_result obx__dispatch_round(void *d) {
+    return obx_dispatcher_run_once((obx_dispatcher *)d, NULL);
+}
+
+OBX_API obx_result obx_dispatcher_run(obx_dispatcher *d) {
+    const char *name;
+    if (!d) return OBX_ERR_INVALID_ARG;
+    name = d->store ? d->store->store_id : "dispatcher";
+    obx__log(d->hooks, OBX_LOG_INFO, name,
+             "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
+             d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
+             d->store ? 1 : d->provider->reg.count);
+    obx__loop_run(&d->loop, &d->timing, obx__dispatch_round, d, name, d->err);
+    obx__log(d->hooks, OBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
+    return OBX_OK;
+}
+
+OBX_API void obx_dispatcher_stop(obx_dispatcher *d) {
+    if (d) obx__loop_stop(&d->loop);
+}
+
+OBX_API void obx_dispatcher_wake(obx_dispatcher *d) {
+    if (d) obx__loop_wake(&d->loop);
+}
+
+/* >>common-end engine */
+
+
+/* >> the outbox's messages: rows, keys, names ---------------------------------- */
+
+static void obx__store_own_free(const obx__hooks *h, obx__store_own *own) {
+    int i;
+    for (i = 0; i < 6; i++) obx__buf_free(h, &own->columns[i]);
+}
+
+static int obx__msg_key_add(obx_store *s, const obx_message *m) {
+    return obx__list_add(&s->hooks, &s->keys[0], s->db.d, m->id, 36);
+}
+
+static void obx__msg_name(const obx_message *m, char *out, size_t size) {
+    snprintf(out, size, "%s", m->id);
+}
+
+static const char *obx__desc_worker(const obx_store_desc *desc) { return desc->worker_name; }
+
+static void obx__desc_set_worker(obx_store_desc *desc, const char *worker) {
+    desc->worker_name = worker;
+}
+
+static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, obx__buf *buf,
+                                    obx__row_offsets *o) {
+    char text[40];
+    SQLLEN ind;
+    int64_t v;
+    int is_null;
+    obx_result r;
+    int col;
+    memset(m, 0, sizeof *m);
+    for (col = 1; col <= 2; col++) {
+        r = obx__check(db, SQLGetData(st, (SQLUSMALLINT)col, SQL_C_CHAR, text, sizeof text, &ind),
+                       SQL_HANDLE_STMT, st, "SQLGetData");
+        if (r != OBX_OK) return r;
+        obx__copy(col == 1 ? m->id : m->message_id, 37, ind == SQL_NULL_DATA ? "" : text);
+    }
+    /* psqlODBC renders uuid in upper case; ids are lower case here. */
+    for (col = 0; col < 36; col++) {
+        if (m->id[col] >= 'A' && m->id[col] <= 'F') m->id[col] = (char)(m->id[col] + 32);
+        if (m->message_id[col] >= 'A' && m->message_id[col] <= 'F')
+            m->message_id[col] = (char)(m->message_id[col] + 32);
+    }
+    if ((r = obx__get_append(db, st, 3, SQL_C_CHAR, buf, &o->topic, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, 4, SQL_C_CHAR, buf, &o->payload, &m->payload_len)) != OBX_OK ||
+        (r = obx__get_append(db, st, 5, SQL_C_CHAR, buf, &o->correlation, NULL)) != OBX_OK ||
+        (r = obx__get_i64(db, st, 6, &m->created_at_ms, NULL)) != OBX_OK ||
+        (r = obx__get_i64(db, st, 7, &m->due_time_ms, NULL)) != OBX_OK ||
+        (r = obx__get_i64(db, st, 8, &v, NULL)) != OBX_OK)
+        return r;
+    m->retry_count = (int)v;
+    if ((r = obx__get_append(db, st, 9, SQL_C_CHAR, buf, &o->last_error, NULL)) != OBX_OK ||
+        (r = obx__get_i64(db, st, 10, &v, NULL)) != OBX_OK)
+        return r;
+    m->status = (obx_status)v;
+    m->is_processed = v == OBX_STATUS_DONE;
+    if ((r = obx__get_i64(db, st, 11, &m->processed_at_ms, &is_null)) != OBX_OK ||
+        (r = obx__get_append(db, st, 12, SQL_C_CHAR, buf, &o->processed_by, NULL)) != OBX_OK ||
+        (r = obx__get_i64(db, st, 13, &m->locked_until_ms, NULL)) != OBX_OK)
+        return r;
+    r = obx__check(db, SQLGetData(st, 14, SQL_C_CHAR, text, sizeof text, &ind), SQL_HANDLE_STMT,
+                   st, "SQLGetData");
+    if (r != OBX_OK) return r;
+    obx__copy(m->owner_token, sizeof m->owner_token, ind == SQL_NULL_DATA ? "" : text);
+    for (col = 0; m->owner_token[col]; col++)
+        if (m->owner_token[col] >= 'A' && m->owner_token[col] <= 'F')
+            m->owner_token[col] = (char)(m->owner_token[col] + 32);
+    return obx__get_i64(db, st, 15, &m->next_attempt_ms, NULL);
+}
+
+static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o) {
+    m->topic = obx__at(buf, o->topic);
+    m->payload = obx__at(buf, o->payload);
+    m->correlation_id = obx__at(buf, o->correlation);
+    m->last_error = obx__at(buf, o->last_error);
+    m->processed_by = obx__at(buf, o->processed_by);
+}
+
+
+/* >> enqueue ------------------------------------------------------------------------ */
 
 /* Check one message; `fn` and `index` (-1: single) name it in the error. */
 static obx_result obx__check_message(obx_error *err, const char *fn, int index,
@@ -3749,8 +4909,9 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
     } while (0)
     if (!m->topic || !m->topic[0]) OBX__BAD("topic", OBX_ERR_INVALID_ARG, "topic must not be NULL or empty");
     n = strlen(m->topic);
-    if (obx__utf8_chars(m->topic, n) > OBX_TOPIC_MAX)
-        OBX__BAD("topic", OBX_ERR_INVALID_ARG, "topic is longer than %d characters", OBX_TOPIC_MAX);
+    if (!obx__text_fits(m->topic, OBX_TOPIC_MAX))
+        OBX__BAD("topic", OBX_ERR_INVALID_ARG, "topic must be valid UTF-8 of at most %d characters",
+                 OBX_TOPIC_MAX);
     if (!m->payload) OBX__BAD("payload", OBX_ERR_INVALID_ARG, "payload must not be NULL (use \"\" for none)");
     n = m->payload_len == OBX_NTS ? strlen((const char *)m->payload) : m->payload_len;
     nul = (const char *)memchr(m->payload, 0, n);
@@ -3759,10 +4920,9 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
                  "payload has a NUL byte at offset %lu; the text column cannot store it "
                  "(encode binary data, e.g. base64)",
                  (unsigned long)(nul - (const char *)m->payload));
-    if (m->correlation_id && obx__utf8_chars(m->correlation_id, strlen(m->correlation_id)) >
-                                 OBX_CORRELATION_MAX)
-        OBX__BAD("correlation_id", OBX_ERR_INVALID_ARG, "correlation_id is longer than %d characters",
-                 OBX_CORRELATION_MAX);
+    if (m->correlation_id && !obx__text_fits(m->correlation_id, OBX_CORRELATION_MAX))
+        OBX__BAD("correlation_id", OBX_ERR_INVALID_ARG,
+                 "correlation_id must be valid UTF-8 of at most %d characters", OBX_CORRELATION_MAX);
     if (m->due_utc_ms < 0)
         OBX__BAD("due_utc_ms", OBX_ERR_OUT_OF_RANGE, "due_utc_ms must be 0 (now) or a Unix time in ms");
 #undef OBX__BAD
@@ -3783,7 +4943,7 @@ typedef struct obx__enqueue_ctx {
 /* Messages from..to as one multi-row statement (dialects that have one). */
 static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, int to) {
     obx_store *s = c->s;
-    obx__buf *col = s->columns;
+    obx__buf *col = s->own.columns;
     obx__param p[6];
     int i, k, ok = 1;
     for (k = 0; k < 6; k++) col[k].len = 0;
@@ -3932,451 +5092,62 @@ OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
     return obx__enqueue_many(store, hdbc, messages, count, out_ids, "obx_enqueue_batch");
 }
 
-/* >> claim and read ------------------------------------------------------------------ */
-
-/* Where each string of a message row sits in store->rows. */
-struct obx__row_offsets {
-    size_t topic, payload, correlation, last_error, processed_by;
-};
-typedef struct obx__row_offsets obx__row_offsets;
-
-static const char *obx__at(const obx__buf *b, size_t off) {
-    return off == (size_t)-1 ? NULL : b->data + off;
-}
-
-/* Read the current row (columns as OBX__SQLITE_COLS) into *m; strings go to
- * store->rows and are pointed at later, when the buffer stops moving. */
-static obx_result obx__read_message(obx_store *s, SQLHSTMT st, obx_message *m, obx__buf *buf,
-                                    obx__row_offsets *o) {
-    obx__db *db = &s->db;
-    char text[40];
-    SQLLEN ind;
-    int64_t v;
-    int is_null;
-    obx_result r;
-    int col;
-    memset(m, 0, sizeof *m);
-    for (col = 1; col <= 2; col++) {
-        r = obx__check(db, SQLGetData(st, (SQLUSMALLINT)col, SQL_C_CHAR, text, sizeof text, &ind),
-                       SQL_HANDLE_STMT, st, "SQLGetData");
-        if (r != OBX_OK) return r;
-        obx__copy(col == 1 ? m->id : m->message_id, 37, ind == SQL_NULL_DATA ? "" : text);
-    }
-    /* psqlODBC renders uuid in upper case; ids are lower case here. */
-    for (col = 0; col < 36; col++) {
-        if (m->id[col] >= 'A' && m->id[col] <= 'F') m->id[col] = (char)(m->id[col] + 32);
-        if (m->message_id[col] >= 'A' && m->message_id[col] <= 'F')
-            m->message_id[col] = (char)(m->message_id[col] + 32);
-    }
-    if ((r = obx__get_append(db, st, 3, SQL_C_CHAR, buf, &o->topic, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, 4, SQL_C_CHAR, buf, &o->payload, &m->payload_len)) != OBX_OK ||
-        (r = obx__get_append(db, st, 5, SQL_C_CHAR, buf, &o->correlation, NULL)) != OBX_OK ||
-        (r = obx__get_i64(db, st, 6, &m->created_at_ms, NULL)) != OBX_OK ||
-        (r = obx__get_i64(db, st, 7, &m->due_time_ms, NULL)) != OBX_OK ||
-        (r = obx__get_i64(db, st, 8, &v, NULL)) != OBX_OK)
-        return r;
-    m->retry_count = (int)v;
-    if ((r = obx__get_append(db, st, 9, SQL_C_CHAR, buf, &o->last_error, NULL)) != OBX_OK ||
-        (r = obx__get_i64(db, st, 10, &v, NULL)) != OBX_OK)
-        return r;
-    m->status = (obx_status)v;
-    m->is_processed = v == OBX_STATUS_DONE;
-    if ((r = obx__get_i64(db, st, 11, &m->processed_at_ms, &is_null)) != OBX_OK ||
-        (r = obx__get_append(db, st, 12, SQL_C_CHAR, buf, &o->processed_by, NULL)) != OBX_OK ||
-        (r = obx__get_i64(db, st, 13, &m->locked_until_ms, NULL)) != OBX_OK)
-        return r;
-    r = obx__check(db, SQLGetData(st, 14, SQL_C_CHAR, text, sizeof text, &ind), SQL_HANDLE_STMT,
-                   st, "SQLGetData");
-    if (r != OBX_OK) return r;
-    obx__copy(m->owner_token, sizeof m->owner_token, ind == SQL_NULL_DATA ? "" : text);
-    for (col = 0; m->owner_token[col]; col++)
-        if (m->owner_token[col] >= 'A' && m->owner_token[col] <= 'F')
-            m->owner_token[col] = (char)(m->owner_token[col] + 32);
-    return obx__get_i64(db, st, 15, &m->next_attempt_ms, NULL);
-}
-
-static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o) {
-    m->topic = obx__at(buf, o->topic);
-    m->payload = obx__at(buf, o->payload);
-    m->correlation_id = obx__at(buf, o->correlation);
-    m->last_error = obx__at(buf, o->last_error);
-    m->processed_by = obx__at(buf, o->processed_by);
-}
-
-typedef struct obx__claim_ctx {
-    obx_store *s;
-    const char *owner;
-    int lease_seconds, batch_size, count;
-    obx__row_offsets *offsets;
-} obx__claim_ctx;
-
-static obx_result obx__claim_unit(obx__db *db, void *vctx) {
-    obx__claim_ctx *c = (obx__claim_ctx *)vctx;
-    obx_store *s = c->s;
-    obx__param p[3];
-    SQLHSTMT cur = NULL;
-    obx_result r;
-    c->count = 0;
-    s->rows.len = 0;
-    if (s->sql[OBX__Q_CLAIM_PICK]) {
-        /* Pick and lock the ids, mark them ours, then read them back. */
-        obx__buf *const lists[1] = {&s->list};
-        int picked = 0;
-        r = obx__pick_keys(db, OBX__Q_CLAIM_PICK, s->sql[OBX__Q_CLAIM_PICK], c->batch_size, 1, lists, &picked);
-        if (r != OBX_OK || picked == 0) return r;
-        obx__p_text(&p[0], c->owner, 36);
-        obx__p_i64(&p[1], c->lease_seconds);
-        obx__p_text(&p[2], s->list.data, s->list.len);
-        r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, NULL);
-        obx__p_text(&p[0], s->list.data, s->list.len);
-        if (r == OBX_OK) r = obx__exec(db, OBX__Q_CLAIM_READ, s->sql[OBX__Q_CLAIM_READ], p, 1, NULL, &cur);
-    } else {
-        obx__p_text(&p[0], c->owner, 36);
-        obx__p_i64(&p[1], c->lease_seconds);
-        obx__p_i64(&p[2], c->batch_size);
-        r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, &cur);
-    }
-    while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
-        /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
-         * subquery run twice does it): roll the claim back, lose nothing. */
-        if (c->count >= c->batch_size) {
-            r = obx__fail(db->err, OBX_ERR_STATE, "obx_claim",
-                          "the claim statement returned more than %d rows; rolled back",
-                          c->batch_size);
-            break;
-        }
-        r = obx__read_message(s, cur, &s->msgs[c->count], &s->rows, &c->offsets[c->count]);
-        if (r == OBX_OK) c->count++;
-    }
-    obx__close(cur);
-    return r == OBX_EMPTY ? OBX_OK : r;
-}
-
-/* A UUID in lower case: SQLite compares text exactly, PostgreSQL does not. */
-static void obx__lower_uuid(const char *in, char out[37]) {
-    int i;
-    for (i = 0; i < 36; i++) out[i] = in[i] >= 'A' && in[i] <= 'F' ? (char)(in[i] + 32) : in[i];
-    out[36] = '\0';
-}
-
-static obx_result obx__check_token(obx_store *s, const char *fn, const char *token) {
-    char where[96];
-    if (obx__uuid_is_valid(token)) {
-        obx__lower_uuid(token, s->token);
-        return OBX_OK;
-    }
-    snprintf(where, sizeof where, "%s: owner_token", fn);
-    return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "owner_token must be a UUID (obx_owner_token)");
-}
-
-OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int lease_seconds,
-                             int batch_size, const obx_message **messages, int *count) {
-    obx__claim_ctx ctx;
-    obx_result r;
-    int i;
-    r = obx__store_ready(store, "obx_claim");
-    if (r != OBX_OK) return r;
-    if (!messages || !count)
-        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_claim: messages", "output pointers must not be NULL");
-    if ((r = obx__check_token(store, "obx_claim", owner_token)) != OBX_OK) return r;
-    if (lease_seconds < 1 || lease_seconds > 86400)
-        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_claim: lease_seconds",
-                         "lease_seconds must be 1..86400, got %d", lease_seconds);
-    if (batch_size < 1 || batch_size > 10000)
-        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_claim: batch_size",
-                         "batch_size must be 1..10000, got %d", batch_size);
-    if (batch_size > store->msgs_cap) { /* grows once; steady state allocates nothing */
-        obx_message *grown = (obx_message *)obx__realloc(&store->hooks, store->msgs,
-                                                         sizeof *grown * (size_t)batch_size);
-        obx__row_offsets *offsets;
-        if (!grown) return obx__fail(&store->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
-        store->msgs = grown;
-        offsets = (obx__row_offsets *)obx__realloc(&store->hooks, store->offsets,
-                                                   sizeof *offsets * (size_t)batch_size);
-        if (!offsets) return obx__fail(&store->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
-        store->offsets = offsets;
-        store->msgs_cap = batch_size;
-    }
-    ctx.s = store;
-    ctx.owner = store->token;
-    ctx.lease_seconds = lease_seconds;
-    ctx.batch_size = batch_size;
-    ctx.count = 0;
-    ctx.offsets = store->offsets;
-    r = obx__unit(&store->db, obx__claim_unit, &ctx, "claim");
-    if (r == OBX_OK) {
-        for (i = 0; i < ctx.count; i++) {
-        obx__point_strings(&store->rows, &store->msgs[i], &ctx.offsets[i]);
-        store->msgs[i].store = store;
-    }
-        *messages = store->msgs;
-        *count = ctx.count;
-        obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "claimed %d message(s) for %s", ctx.count,
-                 owner_token);
-        r = ctx.count > 0 ? OBX_OK : OBX_EMPTY;
-    }
-    return r;
-}
-
-typedef struct obx__get_ctx {
-    obx_store *s;
-    const char *id;
-    obx_message *m;
-    obx__row_offsets o;
-    int found;
-} obx__get_ctx;
-
-static obx_result obx__get_unit(obx__db *db, void *vctx) {
-    obx__get_ctx *c = (obx__get_ctx *)vctx;
-    obx__param p[1];
-    SQLHSTMT cur = NULL;
-    obx_result r;
-    c->s->read_rows.len = 0;
-    c->found = 0;
-    obx__p_text(&p[0], c->id, 36);
-    r = obx__exec(db, OBX__Q_GET, c->s->sql[OBX__Q_GET], p, 1, NULL, &cur);
-    if (r == OBX_OK) r = obx__fetch(db, cur);
-    if (r == OBX_OK) {
-        r = obx__read_message(c->s, cur, c->m, &c->s->read_rows, &c->o);
-        c->found = r == OBX_OK;
-    }
-    obx__close(cur);
-    return r == OBX_EMPTY ? OBX_OK : r;
-}
+/* >> get ---------------------------------------------------------------------------- */
 
 OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *message) {
-    obx__get_ctx ctx;
-    obx_message m;
+    obx__param p[1];
     char lower[37];
     obx_result r = obx__store_ready(store, "obx_get");
     if (r != OBX_OK) return r;
     if (!message) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_get: message", "must not be NULL");
     if (!obx__uuid_is_valid(id)) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_get: id", "id must be a UUID");
     obx__lower_uuid(id, lower);
-    ctx.s = store;
-    ctx.id = lower;
-    ctx.m = &m;
-    r = obx__unit_read(&store->db, obx__get_unit, &ctx, "get");
-    if (r != OBX_OK) return r;
-    if (!ctx.found) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, "obx_get: id", "no message %s", id);
-    obx__point_strings(&store->read_rows, &m, &ctx.o);
-    m.store = store;
-    *message = m;
-    return OBX_OK;
-}
-
-/* >> ack, abandon, fail, reap, cleanup ------------------------------------------------------- */
-
-typedef struct obx__count_ctx {
-    obx_store *s;
-    int slot;
-    obx__param *p;
-    int n;
-    int64_t count;
-} obx__count_ctx;
-
-/* Run a statement that reports how many rows it changed: as a row (a
- * function or procedure), or as the statement's row count (obx__exec). */
-static obx_result obx__count_unit(obx__db *db, void *vctx) {
-    obx__count_ctx *c = (obx__count_ctx *)vctx;
-    return obx__exec(db, c->slot, c->s->sql[c->slot], c->p, c->n, &c->count, NULL);
-}
-
-static obx_result obx__run_count(obx_store *s, int slot, obx__param *p, int n, const char *what,
-                                 int64_t *count) {
-    obx__count_ctx ctx;
-    obx_result r;
-    ctx.s = s;
-    ctx.slot = slot;
-    ctx.p = p;
-    ctx.n = n;
-    ctx.count = 0;
-    r = obx__unit(&s->db, obx__count_unit, &ctx, what);
-    if (r == OBX_OK && count) *count = ctx.count;
+    obx__p_text(&p[0], lower, 36);
+    r = obx__get_by_key(store, p, 1, message);
+    if (r == OBX_EMPTY) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, "obx_get: id", "no message %s", id);
     return r;
 }
 
-/* Validate owner and ids, and build the id list parameter in store->list. */
-static obx_result obx__settle_args(obx_store *s, const char *fn, const char *owner,
-                                   const char *const *ids, int count) {
-    char where[96];
+/* >> ack, abandon, fail ------------------------------------------------------------ */
+
+/* Check a settle call's ids and put them in the store's key list. */
+static obx_result obx__settle_ids(obx_store *s, const char *fn, const char *owner,
+                                  const char *const *ids, int count) {
+    char where[96], lower[37];
     int i;
-    obx_result r = obx__store_ready(s, fn);
+    obx_result r = obx__settle_begin(s, fn, owner, count, ids);
     if (r != OBX_OK) return r;
-    if ((r = obx__check_token(s, fn, owner)) != OBX_OK) return r;
-    snprintf(where, sizeof where, "%s: ids", fn);
-    if (count < 0) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "count must be >= 0");
-    if (count > 0 && !ids) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "ids must not be NULL");
-    s->list.len = 0;
     for (i = 0; i < count; i++) {
         if (!obx__uuid_is_valid(ids[i])) {
             snprintf(where, sizeof where, "%s: ids[%d]", fn, i);
             return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "not a UUID");
         }
-        {
-            char lower[37];
-            obx__lower_uuid(ids[i], lower);
-            if (!obx__list_add(&s->hooks, &s->list, s->db.d, lower, 36))
-                return obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
-        }
+        obx__lower_uuid(ids[i], lower);
+        if (!obx__list_add(&s->hooks, &s->keys[0], s->db.d, lower, 36))
+            return obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
     }
-    if (!obx__list_end(&s->hooks, &s->list, s->db.d))
-        return obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
-    return OBX_OK;
+    return obx__key_lists_end(s, fn);
 }
 
 OBX_API obx_result obx_ack(obx_store *store, const char *owner_token, const char *const *ids,
                            int count, int64_t *changed) {
-    obx__param p[3];
-    int64_t n = 0;
-    obx_result r = obx__settle_args(store, "obx_ack", owner_token, ids, count);
-    if (r != OBX_OK || count == 0) {
-        if (r == OBX_OK && changed) *changed = 0;
-        return r;
-    }
-    obx__p_text(&p[0], store->worker_name ? store->worker_name : store->token, (size_t)-1);
-    obx__p_text(&p[1], store->token, 36);
-    obx__p_text(&p[2], store->list.data, store->list.len);
-    r = obx__run_count(store, OBX__Q_ACK, p, 3, "ack", &n);
-    if (r == OBX_OK) {
-        obx__count(store, OBX_METRIC_DISPATCHED, n);
-        if (changed) *changed = n;
-        obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "acked %lld of %d", (long long)n, count);
-    }
-    return r;
-}
-
-/* Abandon; `retries` is 1, or 0 when a message is only waiting (not ready,
- * or no handler yet), which must not use up its attempts. */
-static obx_result obx__abandon(obx_store *store, const char *owner_token, const char *const *ids,
-                               int count, const char *last_error, int64_t delay_ms, int retries,
-                               int64_t *changed) {
-    obx__param p[5];
-    int64_t n = 0;
-    obx_result r = obx__settle_args(store, "obx_abandon", owner_token, ids, count);
-    if (r != OBX_OK || count == 0) {
-        if (r == OBX_OK && changed) *changed = 0;
-        return r;
-    }
-    obx__p_i64(&p[0], delay_ms);
-    if (delay_ms < 0) p[0].ind = SQL_NULL_DATA; /* the default backoff, per message */
-    obx__p_i64(&p[1], retries);
-    obx__p_text(&p[2], last_error && last_error[0] ? last_error : NULL, (size_t)-1);
-    obx__p_text(&p[3], store->token, 36);
-    obx__p_text(&p[4], store->list.data, store->list.len);
-    r = obx__run_count(store, OBX__Q_ABANDON, p, 5, "abandon", &n);
-    if (r == OBX_OK) {
-        obx__count(store, OBX_METRIC_FAILED, n);
-        if (changed) *changed = n;
-        obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "abandoned %lld of %d", (long long)n,
-                 count);
-    }
-    return r;
+    obx_result r = obx__settle_ids(store, "obx_ack", owner_token, ids, count);
+    return r != OBX_OK ? r : obx__settle(store, OBX__SETTLE_ACK, count, NULL, 0, 0, changed);
 }
 
 OBX_API obx_result obx_abandon(obx_store *store, const char *owner_token,
                                const char *const *ids, int count, const char *last_error,
                                int64_t delay_ms, int64_t *changed) {
-    return obx__abandon(store, owner_token, ids, count, last_error, delay_ms, 1, changed);
+    obx_result r = obx__settle_ids(store, "obx_abandon", owner_token, ids, count);
+    if (r == OBX_OK) r = obx__check_delay(store, "obx_abandon", delay_ms);
+    return r != OBX_OK ? r : obx__settle(store, OBX__SETTLE_ABANDON, count, last_error, delay_ms, 1, changed);
 }
 
 OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const char *const *ids,
                             int count, const char *last_error, int64_t *changed) {
-    obx__param p[3];
-    int64_t n = 0;
-    obx_result r = obx__settle_args(store, "obx_fail", owner_token, ids, count);
-    if (r != OBX_OK || count == 0) {
-        if (r == OBX_OK && changed) *changed = 0;
-        return r;
-    }
-    obx__p_text(&p[0], last_error && last_error[0] ? last_error : NULL, (size_t)-1);
-    obx__p_text(&p[1], store->token, 36);
-    obx__p_text(&p[2], store->list.data, store->list.len);
-    r = obx__run_count(store, OBX__Q_FAIL, p, 3, "fail", &n);
-    if (r == OBX_OK) {
-        obx__count(store, OBX_METRIC_DEAD, n);
-        if (changed) *changed = n;
-        obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "failed %lld of %d", (long long)n, count);
-    }
-    return r;
+    obx_result r = obx__settle_ids(store, "obx_fail", owner_token, ids, count);
+    return r != OBX_OK ? r : obx__settle(store, OBX__SETTLE_FAIL, count, last_error, 0, 0, changed);
 }
-
-OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped) {
-    int64_t n = 0;
-    obx_result r = obx__store_ready(store, "obx_reap");
-    if (r != OBX_OK) return r;
-    r = obx__run_count(store, OBX__Q_REAP, NULL, 0, "reap", &n);
-    if (r == OBX_OK) {
-        obx__count(store, OBX_METRIC_REAPED, n);
-        if (reaped) *reaped = n;
-        obx__log(&store->hooks, n > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
-                 "reaped %lld expired lease(s)", (long long)n);
-    }
-    return r;
-}
-
-OBX_API obx_result obx_cleanup(obx_store *store, int64_t retention_ms, int batch_size,
-                               int64_t *deleted) {
-    obx__param p[2];
-    int64_t total = 0, n;
-    obx_result r = obx__store_ready(store, "obx_cleanup");
-    if (r != OBX_OK) return r;
-    if (retention_ms < 0)
-        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_cleanup: retention_ms", "must be >= 0");
-    if (batch_size < 0)
-        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_cleanup: batch_size", "must be >= 0");
-    if (batch_size == 0) batch_size = 1000;
-    do {
-        obx__p_i64(&p[0], retention_ms);
-        obx__p_i64(&p[1], batch_size);
-        n = 0;
-        r = obx__run_count(store, OBX__Q_CLEANUP, p, 2, "cleanup", &n);
-        total += n;
-    } while (r == OBX_OK && n >= batch_size);
-    if (deleted) *deleted = total;
-    if (r == OBX_OK && total > 0)
-        obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "cleanup deleted %lld done message(s)",
-                 (long long)total);
-    return r;
-}
-
-
-OBX_API obx_result obx_store_counters(const obx_store *store, int64_t counters[OBX_METRIC_COUNT_]) {
-    if (!store || !counters) return OBX_ERR_INVALID_ARG;
-    memcpy(counters, store->counters, sizeof store->counters);
-    return OBX_OK;
-}
-
-typedef struct obx__stats_ctx {
-    obx_store *s;
-    int64_t ready, oldest;
-} obx__stats_ctx;
-
-static obx_result obx__stats_unit(obx__db *db, void *vctx) {
-    obx__stats_ctx *c = (obx__stats_ctx *)vctx;
-    SQLHSTMT cur = NULL;
-    obx_result r = obx__exec(db, OBX__Q_STATS, c->s->sql[OBX__Q_STATS], NULL, 0, NULL, &cur);
-    if (r == OBX_OK) r = obx__fetch(db, cur);
-    if (r == OBX_OK) r = obx__get_i64(db, cur, 1, &c->ready, NULL);
-    if (r == OBX_OK) r = obx__get_i64(db, cur, 2, &c->oldest, NULL);
-    obx__close(cur);
-    return r == OBX_EMPTY ? OBX_OK : r;
-}
-
-OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *oldest_ready_ms) {
-    obx__stats_ctx ctx;
-    obx_result r = obx__store_ready(store, "obx_queue_stats");
-    if (r != OBX_OK) return r;
-    ctx.s = store;
-    ctx.ready = ctx.oldest = 0;
-    r = obx__unit_read(&store->db, obx__stats_unit, &ctx, "queue stats");
-    if (r != OBX_OK) return r;
-    if (ready) *ready = ctx.ready;
-    if (oldest_ready_ms) *oldest_ready_ms = ctx.oldest > 0 ? ctx.oldest : 0;
-    return OBX_OK;
-}
-
-/* >> dispatcher ------------------------------------------------------------------- */
 
 /* >> joins ------------------------------------------------------------------------- */
 
@@ -4396,7 +5167,7 @@ OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, in
     if (expected_steps < 1)
         return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_join_start: expected_steps",
                          "expected_steps must be >= 1, got %d", expected_steps);
-    if (grouping_key && obx__utf8_chars(grouping_key, strlen(grouping_key)) > 255)
+    if (grouping_key && !obx__text_fits(grouping_key, 255))
         return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_start: grouping_key",
                          "grouping_key is longer than 255 characters");
     obx_owner_token(store, id);
@@ -4686,8 +5457,8 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
     if (r != OBX_OK) return r;
     if (!w) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: wait", "must not be NULL");
     if ((r = obx__check_uuid_arg(store, "obx_join_enqueue_wait", "join_id", w->join_id)) != OBX_OK) return r;
-    if ((w->on_complete_topic && obx__utf8_chars(w->on_complete_topic, strlen(w->on_complete_topic)) > OBX_TOPIC_MAX) ||
-        (w->on_fail_topic && obx__utf8_chars(w->on_fail_topic, strlen(w->on_fail_topic)) > OBX_TOPIC_MAX))
+    if ((w->on_complete_topic && !obx__text_fits(w->on_complete_topic, OBX_TOPIC_MAX)) ||
+        (w->on_fail_topic && !obx__text_fits(w->on_fail_topic, OBX_TOPIC_MAX)))
         return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: topic",
                          "a follow-up topic is longer than 255 characters");
     ok = obx__json_string(&b, &store->hooks, "joinId", w->join_id, 1) &&
@@ -4808,465 +5579,6 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *m, char *error, siz
                  fail ? "failed" : "completed", j.completed_steps, j.failed_steps,
                  has_topic ? ": enqueued " : "", has_topic ? topic : "");
     return OBX_DONE;
-}
-
-/* >> providers and routers --------------------------------------------------------- */
-
-struct obx_provider {
-    obx__hooks hooks;
-    obx_error err;
-    obx_store_desc base;         /* the template; strings below are our copies */
-    char *schema, *table, *worker_name;
-    obx__registry reg;
-    obx_discover_fn discover;
-    void *discover_user;
-    int64_t refresh_ms, next_refresh_ms;
-};
-
-static void *obx__provider_open(void *ctx, const char *id, const char *connstr) {
-    obx_provider *p = (obx_provider *)ctx;
-    obx_store_desc desc = p->base;
-    obx_store *s = NULL;
-    desc.connection_string = connstr;
-    desc.hdbc = NULL;
-    desc.store_id = id;
-    if (obx_store_open(&desc, &s) != OBX_OK) { /* open logged why */
-        obx_store_close(s);
-        return NULL;
-    }
-    return s;
-}
-
-static void obx__provider_close(void *ctx, void *store) {
-    (void)ctx;
-    obx_store_close((obx_store *)store);
-}
-
-/* Run discovery into the registry. */
-static obx_result obx__provider_discover(obx_provider *p) {
-    obx_database found[256];
-    int n, added = 0, removed = 0;
-    obx_result r;
-    p->next_refresh_ms = obx__mono_ms(&p->hooks) + p->refresh_ms;
-    n = p->discover(found, 256, p->discover_user);
-    if (n < 0 || n > 256)
-        return obx__fail(&p->err, OBX_ERR_DB, "obx_provider_refresh: discover",
-                         "discovery failed (returned %d); keeping the %d current database(s)", n,
-                         p->reg.count);
-    r = obx__registry_apply(&p->reg, found, n, &added, &removed);
-    if (r != OBX_OK)
-        return obx__fail(&p->err, r, "obx_provider_refresh: discover",
-                         "discovery returned a NULL, empty or duplicate id or connection string");
-    obx__log(&p->hooks, added || removed ? OBX_LOG_INFO : OBX_LOG_DEBUG, "provider",
-             "discovery: %d database(s), %d added, %d removed", p->reg.count, added, removed);
-    return OBX_OK;
-}
-
-OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provider **out) {
-    obx__hooks hooks;
-    obx_provider *p;
-    obx_result r;
-    if (!out) return OBX_ERR_INVALID_ARG;
-    *out = NULL;
-    if (!desc || (desc->databases != NULL) == (desc->discover != NULL) || desc->store.hdbc ||
-        desc->database_count < 0 || desc->refresh_interval_ms < 0)
-        return OBX_ERR_INVALID_ARG;
-    obx__hooks_resolve(&hooks, &desc->store.hooks);
-    p = (obx_provider *)obx__alloc(&hooks, sizeof *p);
-    if (!p) return OBX_ERR_NO_MEMORY;
-    memset(p, 0, sizeof *p);
-    obx__hooks_resolve(&p->hooks, &desc->store.hooks);
-    p->base = desc->store;
-    p->schema = desc->store.schema ? obx__strdup(&p->hooks, desc->store.schema) : NULL;
-    p->table = desc->store.table ? obx__strdup(&p->hooks, desc->store.table) : NULL;
-    p->worker_name = desc->store.worker_name ? obx__strdup(&p->hooks, desc->store.worker_name) : NULL;
-    p->base.schema = p->schema;
-    p->base.table = p->table;
-    p->base.worker_name = p->worker_name;
-    p->reg.hooks = &p->hooks;
-    p->reg.open = obx__provider_open;
-    p->reg.close = obx__provider_close;
-    p->reg.ctx = p;
-    p->reg.name = "provider";
-    p->discover = desc->discover;
-    p->discover_user = desc->discover_user;
-    p->refresh_ms = desc->refresh_interval_ms ? desc->refresh_interval_ms : 300000;
-    *out = p;
-    r = p->discover ? obx__provider_discover(p)
-                    : obx__registry_apply(&p->reg, desc->databases, desc->database_count, NULL, NULL);
-    if (r == OBX_ERR_INVALID_ARG)
-        obx__fail(&p->err, r, "obx_provider_create: databases",
-                  "every database needs a unique, non-empty id and a connection string");
-    if (r != OBX_OK && r != OBX_ERR_DB) { /* a failed first discovery still gives a provider */
-        obx_provider_destroy(p);
-        *out = NULL;
-        return r;
-    }
-    return r;
-}
-
-OBX_API void obx_provider_destroy(obx_provider *p) {
-    obx__hooks hooks;
-    if (!p) return;
-    obx__registry_free(&p->reg);
-    hooks = p->hooks;
-    obx__free(&hooks, p->schema);
-    obx__free(&hooks, p->table);
-    obx__free(&hooks, p->worker_name);
-    obx__free(&hooks, p);
-}
-
-OBX_API obx_result obx_provider_refresh(obx_provider *p) {
-    if (!p) return OBX_ERR_INVALID_ARG;
-    obx__error_clear(&p->err);
-    if (!p->discover)
-        return obx__fail(&p->err, OBX_ERR_STATE, "obx_provider_refresh", "a fixed list has no discovery");
-    return obx__provider_discover(p);
-}
-
-OBX_API int obx_provider_count(const obx_provider *p) { return p ? p->reg.count : 0; }
-
-OBX_API obx_store *obx_provider_store(const obx_provider *p, int index) {
-    return p && index >= 0 && index < p->reg.count ? (obx_store *)p->reg.items[index].store : NULL;
-}
-
-OBX_API const char *obx_provider_store_id(const obx_provider *p, int index) {
-    return p && index >= 0 && index < p->reg.count ? p->reg.items[index].id : NULL;
-}
-
-OBX_API const obx_error *obx_provider_last_error(const obx_provider *p) {
-    return p ? &p->err : &obx__null_store_error;
-}
-
-OBX_API obx_result obx_router_get(obx_provider *p, const char *key, obx_store **out) {
-    int at;
-    if (!p || !out) return OBX_ERR_INVALID_ARG;
-    obx__error_clear(&p->err);
-    if (!key || !key[0])
-        return obx__fail(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get: key", "key must not be NULL or empty");
-    at = obx__registry_find(&p->reg, key);
-    if (at < 0)
-        return obx__fail(&p->err, OBX_ERR_NOT_FOUND, "obx_router_get: key", "no outbox for routing key '%s'", key);
-    *out = (obx_store *)p->reg.items[at].store;
-    return OBX_OK;
-}
-
-OBX_API obx_result obx_router_get_guid(obx_provider *p, const obx_guid *key, obx_store **out) {
-    char text[37];
-    if (!p || !out) return OBX_ERR_INVALID_ARG;
-    if (!key) return obx__fail(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get_guid: key", "key must not be NULL");
-    obx__guid_text(key->bytes, text);
-    return obx_router_get(p, text, out);
-}
-
-/* >> dispatcher ------------------------------------------------------------------- */
-
-struct obx_dispatcher {
-    obx_store *store;            /* single-store mode */
-    obx_provider *provider;      /* or many */
-    obx__entry single;           /* single-store mode's housekeeping schedule */
-    const obx__hooks *hooks;
-    obx_error *err;              /* where round errors are reported */
-    char owner[37];
-    int batch_size, lease_seconds, max_attempts;
-    obx_backoff_fn backoff;
-    void *backoff_user;
-    int64_t reap_ms, cleanup_ms, retention_ms;
-    obx__loop_timing timing;
-    obx__loop loop;
-    obx__routes routes;
-    obx_selector selector;
-    obx_strategy strategy;
-    int empty_streak;
-    const char **ack_ids;        /* batch_size entries each */
-    int *failures;               /* indexes of messages that did not succeed */
-    int *outcomes;               /* an obx_outcome, or OBX__SKIPPED */
-    char (*errors)[256];
-};
-
-static int64_t obx__default_backoff(int retry_count, void *user) {
-    (void)user;
-    return obx__backoff_default_ms(retry_count);
-}
-
-OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_dispatcher **out) {
-    obx_dispatcher *d;
-    const obx__hooks *h;
-    obx_error *err;
-    size_t b;
-    if (!out) return OBX_ERR_INVALID_ARG;
-    *out = NULL;
-    if (!desc || (desc->store != NULL) == (desc->provider != NULL)) return OBX_ERR_INVALID_ARG;
-    h = desc->store ? &desc->store->hooks : &desc->provider->hooks;
-    err = desc->store ? &desc->store->err : &desc->provider->err;
-    if (desc->owner_token && !obx__uuid_is_valid(desc->owner_token))
-        return obx__fail(err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: owner_token",
-                         "owner_token must be a UUID");
-    if (desc->batch_size < 0 || desc->batch_size > 10000 || desc->lease_seconds < 0 ||
-        desc->lease_seconds > 86400 || desc->max_attempts < 0 || desc->poll_interval_ms < 0 ||
-        desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 || desc->startup_delay_ms < 0 ||
-        desc->error_delay_ms < 0 || desc->cleanup_interval_ms < 0 || desc->cleanup_retention_ms < 0 ||
-        ((int)desc->selection != OBX_SELECT_ROUND_ROBIN && (int)desc->selection != OBX_SELECT_DRAIN_FIRST))
-        return obx__fail(err, OBX_ERR_OUT_OF_RANGE, "obx_dispatcher_create: desc",
-                         "batch_size 0..10000, lease_seconds 0..86400, a known selection, and no "
-                         "negative attempts or intervals (0 means the default)");
-    d = (obx_dispatcher *)obx__alloc(h, sizeof *d);
-    if (!d) return OBX_ERR_NO_MEMORY;
-    memset(d, 0, sizeof *d);
-    obx__loop_init(&d->loop, h, desc->stop_flag);
-    d->store = desc->store;
-    d->provider = desc->provider;
-    d->hooks = h;
-    d->err = err;
-    if (desc->owner_token) {
-        obx__copy(d->owner, sizeof d->owner, desc->owner_token);
-    } else {
-        obx_uuid_state fresh = {0, 0};
-        obx__uuid_v7(&fresh, obx__now_ms(h), obx__random(h), obx__random(h), d->owner);
-    }
-    d->batch_size = desc->batch_size ? desc->batch_size : 50;
-    d->lease_seconds = desc->lease_seconds ? desc->lease_seconds : 30;
-    d->max_attempts = desc->max_attempts ? desc->max_attempts : 10;
-    d->backoff = desc->backoff ? desc->backoff : obx__default_backoff;
-    d->backoff_user = desc->backoff_user;
-    d->timing.poll_ms = desc->poll_interval_ms ? desc->poll_interval_ms : 500;
-    d->timing.idle_max_ms = desc->idle_max_ms ? desc->idle_max_ms : 2000;
-    if (d->timing.idle_max_ms < d->timing.poll_ms) d->timing.idle_max_ms = d->timing.poll_ms;
-    d->timing.startup_ms = desc->startup_delay_ms;
-    d->timing.error_ms = desc->error_delay_ms ? desc->error_delay_ms : 30000;
-    d->reap_ms = desc->reap_interval_ms ? desc->reap_interval_ms : 30000;
-    d->cleanup_ms = desc->cleanup_interval_ms;
-    d->retention_ms = desc->cleanup_retention_ms;
-    d->strategy = desc->strategy;
-    obx__selector_init(&d->selector, desc->selection, 0);
-    b = (size_t)d->batch_size;
-    d->ack_ids = (const char **)obx__alloc(h, sizeof *d->ack_ids * b);
-    d->failures = (int *)obx__alloc(h, sizeof *d->failures * b);
-    d->outcomes = (int *)obx__alloc(h, sizeof *d->outcomes * b);
-    d->errors = (char (*)[256])obx__alloc(h, 256 * b);
-    if (!d->ack_ids || !d->failures || !d->outcomes || !d->errors) {
-        obx_dispatcher_destroy(d);
-        return OBX_ERR_NO_MEMORY;
-    }
-    *out = d;
-    return OBX_OK;
-}
-
-OBX_API void obx_dispatcher_destroy(obx_dispatcher *d) {
-    const obx__hooks *h;
-    if (!d) return;
-    h = d->hooks;
-    obx__routes_free(h, &d->routes);
-    obx__free(h, (void *)d->ack_ids);
-    obx__free(h, d->failures);
-    obx__free(h, d->outcomes);
-    obx__free(h, d->errors);
-    obx__loop_destroy(&d->loop);
-    obx__free(h, d);
-}
-
-OBX_API obx_result obx_dispatcher_on(obx_dispatcher *d, const char *topic, obx_handler handler,
-                                     void *user) {
-    if (!d) return OBX_ERR_INVALID_ARG;
-    if (!topic || !topic[0] || obx__utf8_chars(topic, strlen(topic)) > OBX_TOPIC_MAX)
-        return obx__fail(d->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_on: topic",
-                         "topic must be 1..255 characters, or \"*\"");
-    if (!handler)
-        return obx__fail(d->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_on: handler", "must not be NULL");
-    if (obx__routes_add(d->hooks, &d->routes, topic, (obx__any_fn)handler, user) != OBX_OK)
-        return obx__fail(d->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on", "out of memory");
-    return OBX_OK;
-}
-
-/* Run every handler for one message; the first that does not succeed decides. */
-static obx_outcome obx__handle(obx_dispatcher *d, const obx_message *m, char *error, int *matched) {
-    obx_outcome outcome = OBX_DONE;
-    const obx__route *r;
-    int cursor = 0;
-    *matched = 0;
-    while (outcome == OBX_DONE && (r = obx__routes_next(&d->routes, m->topic, &cursor)) != NULL) {
-        (*matched)++;
-        memset(error, 0, 256);
-        outcome = ((obx_handler)r->fn)(m, error, 256, r->user);
-        error[255] = '\0';
-        if (outcome != OBX_DONE && outcome != OBX_RETRY && outcome != OBX_DEAD && outcome != OBX_WAIT) {
-            snprintf(error, 256, "handler returned %d, not an obx_outcome", (int)outcome);
-            outcome = OBX_DEAD;
-        }
-    }
-    return outcome;
-}
-
-/* Housekeeping of one store when due: reap (OBX-053), cleanup if asked. */
-static obx_result obx__housekeep(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
-    int64_t now = obx__mono_ms(&s->hooks);
-    obx_result r = OBX_OK;
-    if (now >= e->next_reap_ms) {
-        e->next_reap_ms = now + d->reap_ms;
-        r = obx_reap(s, &st->reaped);
-    }
-    if (r == OBX_OK && d->cleanup_ms > 0 && now >= e->next_cleanup_ms) {
-        e->next_cleanup_ms = now + d->cleanup_ms;
-        r = obx_cleanup(s, d->retention_ms, 0, NULL);
-    }
-    return r;
-}
-
-/* Outcome of a message left alone because its lease is about to end. */
-#define OBX__SKIPPED (-1)
-
-/* One batch from one store: claim, handle, settle. */
-static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
-    const obx_message *ms;
-    obx_result r, settle = OBX_OK;
-    int n = 0, i, acks = 0, failures = 0, skipped = 0;
-    int64_t lease_ms = (int64_t)d->lease_seconds * 1000, lease_end, margin;
-    r = obx__housekeep(d, s, e, st);
-    if (r < 0) return r;
-    /* The lease started no earlier than now: past lease_end - margin a
-     * message may be reclaimed by another worker, so it is not handled. */
-    lease_end = obx__mono_ms(&s->hooks) + lease_ms;
-    margin = lease_ms / 5 < 5000 ? lease_ms / 5 : 5000;
-    r = obx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
-    if (r != OBX_OK) return r;
-    st->claimed = n;
-    for (i = 0; i < n; i++) {
-        const obx_message *m = &ms[i];
-        char *error = d->errors[i];
-        int matched = 0;
-        obx_outcome handled;
-        if (obx__mono_ms(&s->hooks) >= lease_end - margin) {
-            d->outcomes[i] = OBX__SKIPPED;
-            skipped++;
-            continue;
-        }
-        obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "handling %s topic=%s attempt %d", m->id,
-                 m->topic, m->retry_count + 1);
-        handled = obx__handle(d, m, error, &matched);
-        d->outcomes[i] = (int)handled;
-        if (!matched) {
-            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
-                     "no handler for topic %s (message %s): retrying later", m->topic, m->id);
-            snprintf(error, 256, "no handler for topic %s", m->topic);
-            d->outcomes[i] = (int)OBX_WAIT;
-            st->no_handler++;
-        } else if (d->outcomes[i] == OBX_RETRY || d->outcomes[i] == OBX_DEAD) {
-            obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "handler failed for %s topic=%s attempt %d: %s",
-                     m->id, m->topic, m->retry_count + 1,
-                     error[0] ? error : (d->outcomes[i] == OBX_DEAD ? "OBX_DEAD" : "OBX_RETRY"));
-        }
-        if (d->outcomes[i] == OBX_DONE) d->ack_ids[acks++] = m->id;
-        else d->failures[failures++] = i;
-    }
-    if (skipped)
-        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
-                 "%d message(s) not handled: their %d s lease was nearly over (handlers too slow for "
-                 "the lease?); they are delivered again after it expires", skipped, d->lease_seconds);
-    /* Settle: every success in one statement, then each failure. */
-    if (acks > 0) {
-        int64_t changed = 0;
-        settle = obx_ack(s, d->owner, d->ack_ids, acks, &changed);
-        if (settle == OBX_OK) st->done = (int)changed;
-        if (settle == OBX_OK && changed < acks)
-            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
-                     "%d of %d handled messages were no longer leased to this worker "
-                     "(lease expired during handling?); they will be delivered again",
-                     acks - (int)changed, acks);
-    }
-    for (i = 0; i < failures && settle == OBX_OK; i++) {
-        const obx_message *m = &ms[d->failures[i]];
-        int outcome = d->outcomes[d->failures[i]];
-        const char *error = d->errors[d->failures[i]];
-        const char *one[1];
-        int attempt = m->retry_count + 1;
-        one[0] = m->id;
-        if (!error[0]) error = outcome == OBX_DEAD ? "handler returned OBX_DEAD" : "handler returned OBX_RETRY";
-        if (outcome == OBX_WAIT) {
-            /* Not a failure: waiting (or no handler yet) never uses up attempts. */
-            int64_t delay = d->backoff(m->retry_count, d->backoff_user);
-            if (delay > 5000) delay = 5000;
-            settle = obx__abandon(s, d->owner, one, 1, error, delay < 0 ? 0 : delay, 0, NULL);
-            if (settle == OBX_OK) st->retried++;
-        } else if (outcome == OBX_RETRY && attempt < d->max_attempts) {
-            int64_t delay = d->backoff(m->retry_count, d->backoff_user);
-            if (delay < 0) delay = 0;
-            obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "message %s: attempt %d of %d failed; retry in %lld ms",
-                     m->id, attempt, d->max_attempts, (long long)delay);
-            settle = obx_abandon(s, d->owner, one, 1, error, delay, NULL);
-            if (settle == OBX_OK) st->retried++;
-        } else {
-            char reason[320];
-            if (outcome == OBX_DEAD) snprintf(reason, sizeof reason, "%s", error);
-            else snprintf(reason, sizeof reason, "gave up after %d attempts: %s", attempt, error);
-            obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "message %s topic=%s is dead: %s", m->id,
-                     m->topic, reason);
-            settle = obx_fail(s, d->owner, one, 1, reason, NULL);
-            if (settle == OBX_OK) st->dead++;
-        }
-    }
-    return settle;
-}
-
-OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *d, obx_run_stats *stats) {
-    obx_run_stats st;
-    obx_result r;
-    int count, pick;
-    memset(&st, 0, sizeof st);
-    if (!d) return OBX_ERR_INVALID_ARG;
-    if (d->store) {
-        r = obx__dispatch_store(d, d->store, &d->single, &st);
-        if (stats) *stats = st;
-        return r;
-    }
-    /* Many stores: refresh discovery when due, then poll the one the
-     * strategy picks; housekeeping runs for each store on its own clock. */
-    if (d->provider->discover && obx__mono_ms(d->hooks) >= d->provider->next_refresh_ms)
-        obx__provider_discover(d->provider); /* a failure keeps the current set; logged */
-    count = d->provider->reg.count;
-    if (count != d->selector.store_count) {
-        obx__selector_resize(&d->selector, count);
-        d->empty_streak = 0;
-    }
-    if (count == 0) {
-        if (stats) *stats = st;
-        return OBX_EMPTY;
-    }
-    pick = d->strategy.next ? d->strategy.next(d->strategy.user, count) : obx__selector_next(&d->selector);
-    if (pick < 0 || pick >= count) pick = 0;
-    r = obx__dispatch_store(d, (obx_store *)d->provider->reg.items[pick].store, &d->provider->reg.items[pick], &st);
-    d->err = &((obx_store *)d->provider->reg.items[pick].store)->err;
-    if (d->strategy.report) d->strategy.report(d->strategy.user, pick, st.claimed);
-    else obx__selector_report(&d->selector, pick, st.claimed);
-    if (stats) *stats = st;
-    if (r < 0) return r;
-    d->empty_streak = st.claimed > 0 ? 0 : d->empty_streak + 1;
-    /* Empty only when every store has answered empty in a row. */
-    return st.claimed > 0 || d->empty_streak < count ? OBX_OK : OBX_EMPTY;
-}
-
-static obx_result obx__dispatch_round(void *d) {
-    return obx_dispatcher_run_once((obx_dispatcher *)d, NULL);
-}
-
-OBX_API obx_result obx_dispatcher_run(obx_dispatcher *d) {
-    const char *name;
-    if (!d) return OBX_ERR_INVALID_ARG;
-    name = d->store ? d->store->store_id : "dispatcher";
-    obx__log(d->hooks, OBX_LOG_INFO, name,
-             "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
-             d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
-             d->store ? 1 : d->provider->reg.count);
-    obx__loop_run(&d->loop, &d->timing, obx__dispatch_round, d, name, d->err);
-    obx__log(d->hooks, OBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
-    return OBX_OK;
-}
-
-OBX_API void obx_dispatcher_stop(obx_dispatcher *d) {
-    if (d) obx__loop_stop(&d->loop);
-}
-
-OBX_API void obx_dispatcher_wake(obx_dispatcher *d) {
-    if (d) obx__loop_wake(&d->loop);
 }
 
 #endif /* OBX_IMPLEMENTATION */

@@ -59,12 +59,12 @@ static obx_store *open_store(void) {
 static obx_result run_sql(obx__db *db, void *sql) { return obx__exec_direct(db, (const char *)sql, "bench"); }
 
 static void reset_table(obx_store *s) {
-    char *sql = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
+    char *sql = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
                                    g_sqlite ? "DELETE FROM {T}" : "TRUNCATE {T}");
     obx__unit(&s->db, run_sql, sql, "reset");
     obx__free(&s->hooks, sql);
     if (!g_sqlite) {
-        sql = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
+        sql = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
                                  g_mariadb ? "ANALYZE TABLE {T}" : "VACUUM ANALYZE {T}");
         /* VACUUM cannot run inside a transaction (ANALYZE TABLE commits anyway). */
         SQLSetConnectAttr(s->db.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER);
@@ -541,7 +541,7 @@ static ibx_store *open_inbox(void) {
 static ibx_result inbox_sql(ibx__db *db, void *text) { return ibx__exec_direct(db, (const char *)text, "bench"); }
 
 static void inbox_reset(ibx_store *s) {
-    char *text = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
+    char *text = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
                                    g_sqlite ? "DELETE FROM {T}" : "TRUNCATE {T}");
     ibx__unit(&s->db, inbox_sql, text, "reset");
     ibx__free(&s->hooks, text);
@@ -551,7 +551,7 @@ static void inbox_reset(ibx_store *s) {
 static void inbox_analyze(ibx_store *s) {
     char *text;
     if (g_sqlite) return;
-    text = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
+    text = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
                              g_mariadb ? "ANALYZE TABLE {T}" : "VACUUM ANALYZE {T}");
     SQLSetConnectAttr(s->db.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER);
     ibx__exec_direct(&s->db, text, "vacuum");

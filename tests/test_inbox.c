@@ -68,7 +68,7 @@ static ibx_result run_sql_unit(ibx__db *db, void *text) {
 }
 
 static int sql(ibx_store *s, const char *tmpl) {
-    char *text = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
+    char *text = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
     ibx_result r = text ? ibx__unit(&s->db, run_sql_unit, text, "test sql") : IBX_ERR_NO_MEMORY;
     if (r != IBX_OK) printf("    sql failed: %s\n      %s\n", s->err.message, text ? text : "-");
     ibx__free(&s->hooks, text);
@@ -76,7 +76,7 @@ static int sql(ibx_store *s, const char *tmpl) {
 }
 
 static int64_t scalar(ibx_store *s, const char *tmpl) {
-    char *text = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
+    char *text = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
     char out[64] = "";
     ibx_result r = text ? ibx__query_text(&s->db, text, out, sizeof out) : IBX_ERR_NO_MEMORY;
     if (!s->db.d->tx_by_sql) ibx__end_tran(&s->db, SQL_ROLLBACK, "end read");
@@ -557,7 +557,7 @@ static void test_042_backoff_respected(void) {
     TT_EQ_INT(claim(s, owner, 1, &ms), 1);
     k.source = "src";
     k.message_id = "retry";
-    TT_EQ_INT(ibx_abandon(s, owner, &k, 1, "later", &delay, &changed), IBX_OK);
+    TT_EQ_INT(ibx_abandon(s, owner, &k, 1, "later", delay, &changed), IBX_OK);
     TT_EQ_INT(claim(s, owner, 1, &ms), 0); /* next attempt is in the future */
     sleep_ms(1700);
     TT_EQ_INT(claim(s, owner, 1, &ms), 1);
@@ -574,7 +574,7 @@ static void test_043_130_empty_token(void) {
     TT_ASSERT(s != NULL);
     expect_bad_arg(s, ibx_claim(s, zero, 30, 1, &ms, &n), "ibx_claim: owner_token");
     expect_bad_arg(s, ibx_ack(s, zero, &k, 1, &changed), "ibx_ack: owner_token");
-    expect_bad_arg(s, ibx_abandon(s, zero, &k, 1, NULL, NULL, &changed), "ibx_abandon: owner_token");
+    expect_bad_arg(s, ibx_abandon(s, zero, &k, 1, NULL, IBX_DELAY_BACKOFF, &changed), "ibx_abandon: owner_token");
     expect_bad_arg(s, ibx_fail(s, zero, &k, 1, "e", &changed), "ibx_fail: owner_token");
     expect_bad_arg(s, ibx_claim(s, "nonsense", 30, 1, &ms, &n), "ibx_claim: owner_token");
     ibx_store_close(s);
@@ -622,7 +622,7 @@ static void wrong_owner_case(char op) {
     keys[1].source = "src"; keys[1].message_id = "w2";
     keys[2].source = "src"; keys[2].message_id = "no-such";
 #define OP(tok, k, n) (op == 'a' ? ibx_ack(s, tok, k, n, &changed)                        \
-                     : op == 'b' ? ibx_abandon(s, tok, k, n, "x", NULL, &changed)          \
+                     : op == 'b' ? ibx_abandon(s, tok, k, n, "x", IBX_DELAY_BACKOFF, &changed)          \
                                  : ibx_fail(s, tok, k, n, "x", &changed))
     r = OP(thief, keys, 2);
     TT_EQ_INT(r, IBX_OK);
@@ -662,7 +662,7 @@ static void test_050_053_057_abandon(void) {
     for (round = 0; round < 3; round++) { /* default: 1 s, 2 s, 4 s from the attempt count */
         TT_EQ_INT(claim(s, owner, 1, &ms), 1);
         t0 = now_ms();
-        TT_EQ_INT(ibx_abandon(s, owner, &k, 1, "boom", NULL, &changed), IBX_OK);
+        TT_EQ_INT(ibx_abandon(s, owner, &k, 1, "boom", IBX_DELAY_BACKOFF, &changed), IBX_OK);
         TT_EQ_INT(ibx_get(s, "ab", "src", &m), IBX_OK);
         TT_EXPECT(m.owner_token[0] == '\0' && m.locked_until_ms == 0); /* IBX-050 */
         TT_EQ_INT(m.attempt, round + 1);                                /* IBX-051 */
@@ -673,7 +673,7 @@ static void test_050_053_057_abandon(void) {
     }
     TT_EQ_INT(claim(s, owner, 1, &ms), 1);
     t0 = now_ms();
-    TT_EQ_INT(ibx_abandon(s, owner, &k, 1, NULL, &delay, &changed), IBX_OK); /* IBX-053 */
+    TT_EQ_INT(ibx_abandon(s, owner, &k, 1, NULL, delay, &changed), IBX_OK); /* IBX-053 */
     TT_EQ_INT(ibx_get(s, "ab", "src", &m), IBX_OK);
     TT_EXPECT(m.next_attempt_ms >= t0 + 7000 - 1500 && m.next_attempt_ms <= now_ms() + 8500);
     TT_EQ_STR(m.last_error, "boom"); /* no new error: the old one stays */
@@ -689,7 +689,7 @@ static void test_056_available_again(void) {
     TT_ASSERT(s && enqueue(s, "t", "src", "again"));
     ibx_owner_token(s, owner);
     TT_EQ_INT(claim(s, owner, 1, &ms), 1);
-    TT_EQ_INT(ibx_abandon(s, owner, &k, 1, NULL, &delay, &changed), IBX_OK);
+    TT_EQ_INT(ibx_abandon(s, owner, &k, 1, NULL, delay, &changed), IBX_OK);
     TT_EQ_INT(claim(s, owner, 1, &ms), 0);
     sleep_ms(1200);
     TT_EQ_INT(claim(s, owner, 1, &ms), 1);
@@ -703,9 +703,9 @@ static void test_058_bad_delay(void) {
     int64_t zero = 0, negative = -5, changed;
     TT_ASSERT(s != NULL);
     ibx_owner_token(s, owner);
-    TT_EQ_INT(ibx_abandon(s, owner, &k, 1, NULL, &zero, &changed), IBX_ERR_OUT_OF_RANGE);
+    TT_EQ_INT(ibx_abandon(s, owner, &k, 1, NULL, zero, &changed), IBX_ERR_OUT_OF_RANGE);
     TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_abandon: delay_ms");
-    TT_EQ_INT(ibx_abandon(s, owner, &k, 1, NULL, &negative, &changed), IBX_ERR_OUT_OF_RANGE);
+    TT_EQ_INT(ibx_abandon(s, owner, &k, 1, NULL, negative, &changed), IBX_ERR_OUT_OF_RANGE);
     ibx_store_close(s);
 }
 
@@ -911,7 +911,14 @@ static void test_076_whole_message(void) {
     TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
     TT_EQ_INT(ibx_get(s, "o-9", "shop", &stored), IBX_OK);
     memset(&p, 0, sizeof p);
-    d = dispatcher(s, 0, NULL);
+    {   /* IBX-110 asks for INFO lines per invocation: the message_log_level option */
+        ibx_dispatcher_desc dd;
+        memset(&dd, 0, sizeof dd);
+        dd.store = s;
+        dd.message_log_level = IBX_LOG_INFO;
+        d = NULL;
+        TT_EQ_INT(ibx_dispatcher_create(&dd, &d), IBX_OK);
+    }
     TT_ASSERT(d != NULL);
     ibx_dispatcher_on(d, "order.paid", probe_handler, &p);
     log_reset();

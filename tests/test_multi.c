@@ -61,7 +61,7 @@ static obx_provider *provider_fixed(int count) {
         obx_store *s = obx_provider_store(p, i);
         char *sql;
         if (!s) continue;
-        sql = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "DELETE FROM {T}");
+        sql = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "DELETE FROM {T}");
         obx__unit(&s->db, clear_unit, sql, "clear");
         obx__free(&s->hooks, sql);
     }
@@ -402,7 +402,7 @@ static ibx_provider *iprovider(const ibx_database *dbs, int count, ibx_discover_
         ibx_store *s = ibx_provider_store(p, i);
         char *sql;
         if (!s) continue;
-        sql = ibx__inbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "DELETE FROM {T}");
+        sql = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "DELETE FROM {T}");
         ibx__unit(&s->db, iclear_unit, sql, "clear");
         ibx__free(&s->hooks, sql);
     }

@@ -75,7 +75,7 @@ static obx_result run_sql_unit(obx__db *db, void *sql) {
 
 /* Run SQL with the store's names ({T}, {J}, {M}, {S}, {N}, {W}). */
 static int sql(obx_store *s, const char *tmpl) {
-    char *text = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
+    char *text = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
     obx_result r = text ? obx__unit(&s->db, run_sql_unit, text, "test sql") : OBX_ERR_NO_MEMORY;
     if (r != OBX_OK) printf("    sql failed: %s\n      %s\n", s->err.message, text ? text : "-");
     obx__free(&s->hooks, text);
@@ -84,7 +84,7 @@ static int sql(obx_store *s, const char *tmpl) {
 
 /* First column of the first row as an integer; -1 on error. */
 static int64_t scalar(obx_store *s, const char *tmpl) {
-    char *text = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
+    char *text = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
     char out[64] = "";
     obx_result r = text ? obx__query_text(&s->db, text, out, sizeof out) : OBX_ERR_NO_MEMORY;
     if (!s->db.d->tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
@@ -1426,7 +1426,14 @@ static void test_057_whole_message(void) {
     TT_EQ_INT(obx_enqueue(s, &nm, id), OBX_OK);
     TT_EQ_INT(obx_get(s, id, &stored), OBX_OK);
     memset(&p, 0, sizeof p);
-    d = dispatcher(s, 0, NULL);
+    {   /* OBX-104 asks for INFO lines per invocation: the message_log_level option */
+        obx_dispatcher_desc dd;
+        memset(&dd, 0, sizeof dd);
+        dd.store = s;
+        dd.message_log_level = OBX_LOG_INFO;
+        d = NULL;
+        TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    }
     TT_ASSERT(d != NULL);
     obx_dispatcher_on(d, "order.created", probe_handler, &p);
     log_reset();
@@ -2082,7 +2089,7 @@ static void *race_ack(void *arg) {
         char q[256];
         char *text;
         snprintf(q, sizeof q, "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = '%s' WHERE \"Id\" = '%s'", owner, r->id);
-        text = obx__outbox_expand(&s->hooks, s->db.d, s->q, s->schema, s->table, q);
+        text = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, q);
         obx__unit(&s->db, run_sql_unit, text, "setup");
         obx__free(&s->hooks, text);
     }
@@ -2579,6 +2586,161 @@ static void test_my_settle_row_locks(void) {
     obx_store_close(s);
 }
 
+
+/* ---- regressions of the outside review (issue "Correctness") ----------------------------- */
+
+/* Text limits count characters of valid UTF-8 only (CORE-UTF8-LIMITS). */
+static void test_utf8_limits(void) {
+    obx_store *s = fresh();
+    char bad[10001], id[37];
+    obx_new_message m;
+    TT_ASSERT(s != NULL);
+    memset(bad, 0xBF, sizeof bad - 1); /* continuation bytes only: not UTF-8 */
+    bad[sizeof bad - 1] = '\0';
+    m = msg(bad, "{}");
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue: topic");
+    m = msg("t\xED\xA0\x80", "{}"); /* a surrogate, U+D800 */
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_ERR_INVALID_ARG);
+    m = msg("t\xC0\xAF", "{}"); /* an overlong '/' */
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_ERR_INVALID_ARG);
+    m = msg("caf\xC3\xA9.\xF0\x9F\x93\xA6", "{}"); /* valid: é and an emoji */
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    m = msg("ok", "{}");
+    m.correlation_id = "\xFF";
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue: correlation_id");
+    obx_store_close(s);
+}
+
+/* Abandon delays and cleanup retention: one rule on every backend (CORE-RANGES). */
+static void test_ranges(void) {
+    obx_store *s = fresh();
+    char id[37], owner[37];
+    const char *ids[1];
+    const obx_message *ms;
+    int n = 0;
+    int64_t changed = -1, deleted = -1;
+    TT_ASSERT(s != NULL && enqueue(s, "range", "{}", id));
+    TT_EQ_INT(obx_owner_token(s, owner), OBX_OK);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
+    ids[0] = id;
+    TT_EQ_INT(obx_abandon(s, owner, ids, 1, NULL, -5, &changed), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_abandon: delay_ms");
+    TT_EQ_INT(obx_abandon(s, owner, ids, 1, NULL, OBX_DELAY_MAX_MS + 1, &changed), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_INT(obx_abandon(s, owner, ids, 1, NULL, (int64_t)1 << 53, &changed), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_INT(obx_abandon(s, owner, ids, 1, NULL, OBX_DELAY_MAX_MS, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(obx_cleanup(s, INT64_MAX, 0, &deleted), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_cleanup: retention_ms");
+    TT_EQ_INT(obx_cleanup(s, OBX_RETENTION_MAX_MS, 0, &deleted), OBX_OK);
+    TT_EQ_INT(deleted, 0);
+    TT_EQ_INT(obx_claim(s, "00000000-0000-0000-0000-000000000000", 30, 10, &ms, &n), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_claim: owner_token");
+    obx_store_close(s);
+}
+
+/* Names that reach log lines cannot hold control characters, and text that
+ * reaches them (a handler's error) cannot start a new line (CORE-LOG-FORGE). */
+static obx_outcome forging_handler(const obx_message *m, char *error, size_t size, void *user) {
+    (void)m;
+    (void)user;
+    snprintf(error, size, "bad\nERROR [obx-test] forged line");
+    return OBX_RETRY;
+}
+
+static void test_log_forging(void) {
+    obx_store_desc desc;
+    obx_store *s = NULL, *t = fresh();
+    obx_dispatcher *d;
+    obx_run_stats st;
+    char id[37];
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.store_id = "evil\nINFO [x] forged";
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: store_id");
+    obx_store_close(s);
+    TT_ASSERT(t != NULL && enqueue(t, "forge", "{}", id));
+    d = dispatcher(t, 0, NULL);
+    TT_ASSERT(d != NULL);
+    TT_EQ_INT(obx_dispatcher_on(d, "forge", forging_handler, NULL), OBX_OK);
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.retried, 1);
+    TT_EXPECT(logged("ERROR [obx-test]", "bad?ERROR [obx-test] forged line", id));
+    TT_EXPECT(!logged("ERROR [obx-test] forged line", NULL, NULL) ||
+              logged("bad?ERROR [obx-test] forged line", NULL, NULL));
+    obx_dispatcher_destroy(d);
+    obx_store_close(t);
+}
+
+/* A half-set allocator is refused, not mixed with malloc (CORE-HOOKS-WHOLE). */
+static void *only_alloc(size_t n, void *user) {
+    (void)user;
+    return malloc(n);
+}
+
+static void test_half_allocator(void) {
+    obx_store_desc desc;
+    obx_store *s = NULL;
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.hooks.allocator.alloc = only_alloc;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_INVALID_ARG);
+    TT_ASSERT(s == NULL);
+}
+
+/* A monotonic clock that steps back does not stop reaping; an interval of
+ * INT64_MAX means never, without overflow (CORE-CLOCK-STEP). */
+static int64_t g_mono;
+static int64_t fake_mono(void *user) {
+    (void)user;
+    return g_mono;
+}
+
+static void test_clock_step(void) {
+    obx_store_desc desc;
+    obx_dispatcher_desc dd;
+    obx_store *s = NULL;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.store_id = "obx-test";
+    desc.hooks.clock.monotonic_ms = fake_mono;
+    desc.hooks.logger.log = keep_log;
+    desc.hooks.logger.min_level = OBX_LOG_DEBUG;
+    g_mono = 1000000;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_OK);
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.reap_interval_ms = 1000;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    log_reset();
+    TT_ASSERT(obx_dispatcher_run_once(d, &st) >= 0);
+    TT_EXPECT(logged("reaped", NULL, NULL)); /* the first round reaps */
+    log_reset();
+    TT_ASSERT(obx_dispatcher_run_once(d, &st) >= 0);
+    TT_EXPECT(!logged("reaped", NULL, NULL)); /* not due again yet */
+    g_mono = 10; /* the clock steps back a long way: the schedule starts again from here */
+    log_reset();
+    TT_ASSERT(obx_dispatcher_run_once(d, &st) >= 0);
+    TT_EXPECT(logged("reaped", NULL, NULL));
+    g_mono = 1200;
+    log_reset();
+    TT_ASSERT(obx_dispatcher_run_once(d, &st) >= 0);
+    TT_EXPECT(logged("reaped", NULL, NULL));
+    obx_dispatcher_destroy(d);
+    dd.reap_interval_ms = INT64_MAX; /* never again after the first */
+    dd.cleanup_interval_ms = INT64_MAX;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_ASSERT(obx_dispatcher_run_once(d, &st) >= 0);
+    TT_ASSERT(obx_dispatcher_run_once(d, &st) >= 0);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -2712,6 +2874,11 @@ int main(int argc, char **argv) {
     RUN("OBX-106", "reaps logged at INFO with the count", test_102_107_logging);
     RUN("OBX-107", "every log line names its store", test_102_107_logging);
     RUN("OBX-125", "payloads never reach the log", test_125_no_payload_in_logs);
+    RUN("CORE-UTF8-LIMITS", "text limits count UTF-8 characters; invalid UTF-8 is refused, naming the argument", test_utf8_limits);
+    RUN("CORE-RANGES", "abandon delay, cleanup retention and owner token: one rule, refused before SQL", test_ranges);
+    RUN("CORE-LOG-FORGE", "names with control characters refused; logged text cannot start a line", test_log_forging);
+    RUN("CORE-HOOKS-WHOLE", "a half-set allocator is refused", test_half_allocator);
+    RUN("CORE-CLOCK-STEP", "a clock stepping back or INT64_MAX intervals never break the dispatcher", test_clock_step);
     RUN("OBX-BATCH-EXACT", "batch enqueue keeps quotes, braces, NULL-like text, newlines exact", test_batch_text_exact);
     RUN("OBX-CLEANUP", "cleanup deletes old done messages in batches, nothing else", test_cleanup);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);

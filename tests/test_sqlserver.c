@@ -549,7 +549,7 @@ static void test_inbox_work_queue(void) {
 
     forget();
     fake_push_rows(1, 1, one);
-    TT_EQ_INT(ibx_abandon(s, owner, keys, 1, "retry", NULL, &changed), IBX_OK);
+    TT_EQ_INT(ibx_abandon(s, owner, keys, 1, "retry", IBX_DELAY_BACKOFF, &changed), IBX_OK);
     TT_EQ_STR(fake_log_sql(first_exec()), "{CALL [infra].[Inbox_Abandon](?, ?, ?, ?, ?, ?)}");
 
     forget();
