@@ -342,7 +342,7 @@ static int i_ack(world *w) {
 }
 static int i_abandon(world *w) {
     int64_t delay = 1000;
-    return ikind(ibx_abandon(w->is, k_owner, k_keys, 1, "later", &delay, NULL));
+    return ikind(ibx_abandon(w->is, k_owner, k_keys, 1, "later", delay, NULL));
 }
 static int i_fail(world *w) { return ikind(ibx_fail(w->is, k_owner, k_keys + 1, 1, "boom", NULL)); }
 static int i_reap(world *w) { int64_t n; return ikind(ibx_reap(w->is, &n)); }

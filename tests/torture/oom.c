@@ -485,7 +485,7 @@ static ibx_result istep(ictx *c, int i, const char **name) {
             keys[k].message_id = c->claimed[cat][k];
         }
         if (cat == 0) { *name = "ack"; r = ibx_ack(c->s, c->owner, keys, c->nclaimed[0], &changed); }
-        if (cat == 1) { *name = "abandon"; r = ibx_abandon(c->s, c->owner, keys, c->nclaimed[1], "later", &delay, &changed); }
+        if (cat == 1) { *name = "abandon"; r = ibx_abandon(c->s, c->owner, keys, c->nclaimed[1], "later", delay, &changed); }
         if (cat == 2) { *name = "fail"; r = ibx_fail(c->s, c->owner, keys, c->nclaimed[2], "boom", &changed); }
         if (r == IBX_OK && changed != c->nclaimed[cat]) violation("%s changed %lld of %d", *name, (long long)changed, c->nclaimed[cat]);
         return r;
