@@ -205,7 +205,7 @@ clean:
 # point (issue 11); prints one "torture:" line of figures per scenario. About 10 minutes
 # on 2 cores; TORTURE_SCALE=N runs the kill phases N times longer. Own server ports.
 TORTURE_BINS = $(B)/torture/torture_odbcfault $(B)/torture/torture_oom $(B)/torture/torture_crash \
-               $(B)/torture/torture_diskfull $(B)/torture/torture_dbfault
+               $(B)/torture/torture_diskfull
 TORTURE_DEPS = tests/torture/tort.h $(HEADERS)
 $(B)/torture:
 	@mkdir -p $@
@@ -218,8 +218,6 @@ $(B)/torture/torture_crash: tests/torture/crash.c $(TORTURE_DEPS) | $(B)/torture
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/torture/crash.c -o $@ -lodbc
 $(B)/torture/torture_diskfull: tests/torture/diskfull.c $(TORTURE_DEPS) | $(B)/torture
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/torture/diskfull.c -o $@ -lodbc
-$(B)/torture/torture_dbfault: tests/torture/dbfault.c $(TORTURE_DEPS) | $(B)/torture
-	$(CC) $(CSTD) $(WARN) $(OPT) tests/torture/dbfault.c -o $@ -lodbc
 
 torture:
 	@tests/deps.sh build pg mariadb

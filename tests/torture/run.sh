@@ -140,7 +140,12 @@ for s in $scenarios; do
                 skip "dbfault $b" "the throwaway $b server did not start (see above)"
                 continue
             fi
-            run "dbfault-$b" "$here/dbfault.sh" "$bin" "$b" "$rundir/dbfault-$b"
+            for hdr in obx ibx; do
+                name=dbfault-$hdr-$b
+                rm -rf "${rundir:?}/$name" && mkdir -p "$rundir/$name"
+                TORTURE_FAULT_SCRIPT=$here/dbfault.sh run "$name" "$bin/torture_crash" faults "$hdr" "$b" \
+                    "$(conn_of "$b" "$name")" "TortFault${hdr}" "$rundir/$name"
+            done
         done
         ;;
     *) echo "torture: unknown scenario $s" | tee -a "$results" ;;
