@@ -18,10 +18,21 @@
  * concurrent (two handlings of one message overlapping in time), duplicates
  * (extra handlings, at least once), and on SQLite PRAGMA integrity_check.
  *
- * Usage: crash run obx|ibx sqlite|postgresql|mariadb 'CONN' TABLE DIR
+ * The "faults" mode is scenario 2 (database faults): one producer and two
+ * dispatchers with the library's default timings work while
+ * TORTURE_FAULT_SCRIPT (tests/torture/dbfault.sh) restarts the server, kills
+ * its sessions and freezes it; each fault's recovery time (server accepting
+ * again -> first message handled / first message enqueued) is printed and
+ * bounded by TORTURE_RECOVERY_BOUND_MS (2000); a freeze must produce a log
+ * line naming a timeout. The same books are kept at the end.
+ *
+ * Usage: crash run|faults obx|ibx sqlite|postgresql|mariadb 'CONN' TABLE DIR
  * Environment: TORTURE_SECONDS (kill phase, default 20), TORTURE_KILLS
  * (at least this many kills, default 50), TORTURE_PRODUCERS (3),
- * TORTURE_DISPATCHERS (4), TORTURE_SCALE (multiplies the seconds). */
+ * TORTURE_DISPATCHERS (4), TORTURE_MESSAGES (per producer, 1000),
+ * TORTURE_SCALE (multiplies seconds and messages), TORTURE_FAULTS
+ * ("restart terminate freeze"), TORTURE_RECOVERY_WINDOW_MS (12000: how long
+ * a recovery is waited for before the workers are restarted by force). */
 #define OBX_IMPLEMENTATION
 #include "../../obx.h"
 #define IBX_IMPLEMENTATION
@@ -720,8 +731,9 @@ static int role_run(void) {
     books_text(&b, figures, sizeof figures);
     if (slow_stops) printf("  %d processes did not stop within 10 s of SIGTERM\n", slow_stops);
     fail = books_fail(&b, 100) || slow_stops || kills < min_kills || kills_p == 0 || kills_d == 0;
-    printf("torture: crash %s %s kills=%d (producers=%d dispatchers=%d) %s time=%.0fs%s\n",
-           g_inbox ? "inbox" : "outbox", g_backend, kills, kills_p, kills_d, figures,
+    printf("torture: crash %s %s%s kills=%d (producers=%d dispatchers=%d) %s time=%.0fs%s\n",
+           g_inbox ? "inbox" : "outbox", g_backend,
+           !is_sqlite() ? "" : strstr(g_conn, "SyncPragma=FULL") ? " synchronous=FULL" : " synchronous=NORMAL", kills, kills_p, kills_d, figures,
            (double)(tort_now_ms() - t0) / 1000.0, fail ? " FAILED" : "");
     if (b.committed < 100) printf("  too few messages were committed for the run to mean anything\n");
     return fail;

@@ -31,8 +31,8 @@ as_user() { # user cmd...: the servers run as their service users when we are ro
     fi
 }
 pgbin() {
-    local d
-    d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    local d="" dirs=(/usr/lib/postgresql/*/bin)
+    [ -d "${dirs[0]}" ] && d=$(printf '%s\n' "${dirs[@]}" | sort -V | tail -n 1)
     [ -n "$d" ] && [ -x "$d/pg_ctl" ] || d=$(dirname "$(command -v pg_ctl)")
     echo "$d"
 }

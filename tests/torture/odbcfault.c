@@ -647,9 +647,10 @@ static int scenario(int inbox) {
         for (si = 0; si < nsteps; si++) calls += g_base_total[si];
         printf("torture: odbc %s fake-postgresql steps=%d calls=%d classes=%d faults=%ld "
                "retried_ok=%ld transient=%ld permanent=%ld lost_commits=%ld (unseen=%ld) recovered=%ld "
-               "leaked_handles=%ld (refused_frees=%ld) leaked_blocks=%ld violations=%ld time=%.1fs\n",
+               "leaked_handles=%ld (refused_frees=%ld) leaked_blocks=%ld violations=%ld time=%.1fs%s\n",
                hdr, nsteps, calls, NCLASSES, t.injected, t.retried_ok, t.transient, t.db,
-               t.lost_commits, t.unseen_lies, t.recovered, t.leaked_handles, t.refused_frees, t.leaked_blocks, t.violations, (double)(tort_now_ms() - t0) / 1000.0);
+               t.lost_commits, t.unseen_lies, t.recovered, t.leaked_handles, t.refused_frees, t.leaked_blocks, t.violations, (double)(tort_now_ms() - t0) / 1000.0,
+               t.violations || t.injected == 0 ? " FAILED" : "");
     }
     return t.violations != 0 || t.injected == 0;
 }

@@ -28,6 +28,7 @@ static char g_fail[2048];   /* first violation of the current run */
 static int g_verbose;
 static long g_oom_retries; /* handler retries caused by an injected failure */
 
+static void violation(const char *fmt, ...) TORT_PRINTF(1, 2);
 static void violation(const char *fmt, ...) {
     va_list ap;
     if (g_fail[0]) return;
@@ -727,9 +728,9 @@ static int scenario(int inbox) {
         }
     }
     printf("torture: oom %s sqlite K=%ld runs=%ld nomem_returns=%ld handler_oom_retries=%ld "
-           "violations=%ld state_diffs=%ld leaks=%s time=%.1fs\n",
+           "violations=%ld state_diffs=%ld leaks=%s time=%.1fs%s\n",
            hdr, K, runs, nomem_steps, g_oom_retries, violations, diffs, violations ? "see above" : "0",
-           (double)(tort_now_ms() - t0) / 1000.0);
+           (double)(tort_now_ms() - t0) / 1000.0, violations || diffs || nomem_steps == 0 ? " FAILED" : "");
     return violations || diffs || nomem_steps == 0;
 }
 

@@ -16,8 +16,10 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define TORT_UNUSED __attribute__((unused))
+#define TORT_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
 #define TORT_UNUSED
+#define TORT_PRINTF(f, a)
 #endif
 
 /* ---- a fault-injecting allocator: counts blocks, fails the k-th call ----- */
