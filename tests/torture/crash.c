@@ -368,17 +368,19 @@ typedef struct child {
     int id;
 } child;
 
-static pid_t spawn(int producer, int id, long max) {
+static pid_t spawn_role(const char *role, int id, long max) {
     pid_t pid = fork();
     if (pid == 0) {
         char ids[16], maxs[32];
         snprintf(ids, sizeof ids, "%d", id);
         snprintf(maxs, sizeof maxs, "%ld", max);
-        execl(g_self, g_self, producer ? "producer" : "dispatcher", g_hdr, g_backend, g_conn, g_table, g_dir,
-              ids, maxs, (char *)NULL);
+        execl(g_self, g_self, role, g_hdr, g_backend, g_conn, g_table, g_dir, ids, maxs, (char *)NULL);
         _exit(127);
     }
     return pid;
+}
+static pid_t spawn(int producer, int id, long max) {
+    return spawn_role(producer ? "producer" : "dispatcher", id, max);
 }
 
 typedef struct hrec {
@@ -878,6 +880,326 @@ static int role_faults(void) {
     return fail;
 }
 
+/* ---- scenario 6: providers under faults ----------------------------------------------------- */
+
+/* The databases of the provider run: "id|backend|connection string" in
+ * TORTURE_DB_1..3; the dispatcher's discovery reads DIR/dbs (one "id|conn"
+ * a line), which the orchestrator rewrites to remove and re-add one. */
+typedef struct pdb {
+    char id[32], backend[16], conn[1024];
+} pdb;
+static pdb g_pdbs[3];
+static int g_npdbs;
+
+static void load_pdbs(void) {
+    int i;
+    g_npdbs = 0;
+    for (i = 1; i <= 3; i++) {
+        char name[32];
+        const char *v, *a, *b;
+        snprintf(name, sizeof name, "TORTURE_DB_%d", i);
+        v = getenv(name);
+        if (!v || !(a = strchr(v, '|')) || !(b = strchr(a + 1, '|'))) continue;
+        snprintf(g_pdbs[g_npdbs].id, sizeof g_pdbs[g_npdbs].id, "%.*s", (int)(a - v), v);
+        snprintf(g_pdbs[g_npdbs].backend, sizeof g_pdbs[g_npdbs].backend, "%.*s", (int)(b - a - 1), a + 1);
+        snprintf(g_pdbs[g_npdbs].conn, sizeof g_pdbs[g_npdbs].conn, "%s", b + 1);
+        g_npdbs++;
+    }
+}
+static void use_pdb(int i) { /* the per-database helpers read these */
+    g_backend = g_pdbs[i].backend;
+    g_conn = g_pdbs[i].conn;
+}
+static void write_dbs_file(int skip) {
+    char path[1200], tmp[1300];
+    FILE *f;
+    int i;
+    snprintf(path, sizeof path, "%s/dbs", g_dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    f = fopen(tmp, "w");
+    if (!f) return;
+    for (i = 0; i < g_npdbs; i++)
+        if (i != skip) fprintf(f, "%s|%s\n", g_pdbs[i].id, g_pdbs[i].conn);
+    fclose(f);
+    rename(tmp, path); /* atomic: discovery never reads half a file */
+}
+
+static char g_found[3][2][1200];
+static int discover_file(void *out, int cap, int inbox) {
+    char path[1200], line[1200];
+    FILE *f;
+    int n = 0;
+    snprintf(path, sizeof path, "%s/dbs", g_dir);
+    if (!(f = fopen(path, "r"))) return -1;
+    while (n < 3 && n < cap && fgets(line, sizeof line, f)) {
+        char *bar = strchr(line, '|'), *nl = strchr(line, '\n');
+        if (!bar) continue;
+        if (nl) *nl = 0;
+        *bar = 0;
+        snprintf(g_found[n][0], sizeof g_found[n][0], "%s", line);
+        snprintf(g_found[n][1], sizeof g_found[n][1], "%s", bar + 1);
+        if (inbox) {
+            ((ibx_database *)out)[n].id = g_found[n][0];
+            ((ibx_database *)out)[n].connection_string = g_found[n][1];
+        } else {
+            ((obx_database *)out)[n].id = g_found[n][0];
+            ((obx_database *)out)[n].connection_string = g_found[n][1];
+        }
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+static int odiscover_file(obx_database *out, int cap, void *u) { (void)u; return discover_file(out, cap, 0); }
+static int idiscover_file(ibx_database *out, int cap, void *u) { (void)u; return discover_file(out, cap, 1); }
+
+/* One dispatcher over a provider of every database, default timings. */
+static int role_pdispatcher(int id) {
+    g_hlog = open_log("handled", id);
+    g_logfd = open_log("log", id);
+    while (!g_stop) {
+        if (g_inbox) {
+            ibx_provider_desc pd;
+            ibx_provider *p = NULL;
+            ibx_dispatcher_desc d;
+            ibx_dispatcher *disp = NULL;
+            memset(&pd, 0, sizeof pd);
+            pd.store.table = g_table;
+            pd.store.hooks.logger.log = iquiet_log;
+            pd.discover = idiscover_file;
+            pd.refresh_interval_ms = 300;
+            memset(&d, 0, sizeof d);
+            d.stop_flag = &g_stop;
+            d.lease_seconds = 5;
+            if (ibx_provider_create(&pd, &p) == IBX_OK) {
+                d.provider = p;
+                if (ibx_dispatcher_create(&d, &disp) == IBX_OK && ibx_dispatcher_on(disp, "t", ihandle, NULL) == IBX_OK)
+                    ibx_dispatcher_run(disp);
+            }
+            ibx_dispatcher_destroy(disp);
+            ibx_provider_destroy(p);
+        } else {
+            obx_provider_desc pd;
+            obx_provider *p = NULL;
+            obx_dispatcher_desc d;
+            obx_dispatcher *disp = NULL;
+            memset(&pd, 0, sizeof pd);
+            pd.store.table = g_table;
+            pd.store.hooks.logger.log = quiet_log;
+            pd.discover = odiscover_file;
+            pd.refresh_interval_ms = 300;
+            memset(&d, 0, sizeof d);
+            d.stop_flag = &g_stop;
+            d.lease_seconds = 5;
+            if (obx_provider_create(&pd, &p) == OBX_OK) {
+                d.provider = p;
+                if (obx_dispatcher_create(&d, &disp) == OBX_OK && obx_dispatcher_on(disp, "t", ohandle, NULL) == OBX_OK)
+                    obx_dispatcher_run(disp);
+            }
+            obx_dispatcher_destroy(disp);
+            obx_provider_destroy(p);
+        }
+        if (!g_stop) tort_sleep_ms(200);
+    }
+    return 0;
+}
+
+/* One producer writing to every database in turn; a database that fails is
+ * skipped for this message (the others must keep taking work). */
+static int role_pproducer(int id) {
+    obx_store *os[3] = {NULL, NULL, NULL};
+    ibx_store *is[3] = {NULL, NULL, NULL};
+    int fd = open_log("accepted", id), i;
+    long seq = 1;
+    g_logfd = open_log("log", id);
+    while (!g_stop) {
+        for (i = 0; i < g_npdbs && !g_stop; i++) {
+            char key[64], line[160];
+            int ok;
+            use_pdb(i);
+            snprintf(key, sizeof key, "%.31s-%d-%ld", g_pdbs[i].id, (int)getpid(), seq);
+            if (g_inbox) {
+                ibx_new_message m;
+                int enq;
+                if (!is[i]) is[i] = open_ibx(0);
+                if (!is[i]) continue;
+                memset(&m, 0, sizeof m);
+                m.topic = "t";
+                m.source = "prov";
+                m.message_id = key;
+                m.payload = key;
+                m.payload_len = IBX_NTS;
+                ok = ibx_enqueue(is[i], &m, &enq) == IBX_OK;
+            } else {
+                obx_new_message m;
+                if (!os[i]) os[i] = open_obx(0);
+                if (!os[i]) continue;
+                memset(&m, 0, sizeof m);
+                m.topic = "t";
+                m.payload = key;
+                m.payload_len = OBX_NTS;
+                ok = obx_enqueue(os[i], &m, NULL) == OBX_OK;
+            }
+            if (ok) {
+                snprintf(line, sizeof line, "A %s %lld\n", key, (long long)tort_wall_us());
+                log_line(fd, line);
+            }
+            tort_sleep_ms(10);
+        }
+        seq++;
+    }
+    for (i = 0; i < 3; i++) {
+        obx_store_close(os[i]);
+        ibx_store_close(is[i]);
+    }
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+/* The longest time in [from, to] in which no message of a database other
+ * than `skip` was handled (the window's ends count as edges), in ms. */
+static int64_t others_stall_ms(int skip, int64_t from_us, int64_t to_us) {
+    long n = 0, j, m = 0;
+    hrec *v = read_logs("handled-", 'H', &n);
+    int64_t *t = (int64_t *)malloc((size_t)(n + 2) * sizeof *t), worst = 0;
+    size_t len = strlen(g_pdbs[skip].id);
+    if (!t) abort();
+    t[m++] = from_us;
+    for (j = 0; j < n; j++)
+        if (v[j].start >= from_us && v[j].start <= to_us &&
+            !(strncmp(v[j].key, g_pdbs[skip].id, len) == 0 && v[j].key[len] == '-'))
+            t[m++] = v[j].start;
+    t[m++] = to_us;
+    qsort(t, (size_t)m, sizeof *t, cmp_i64);
+    for (j = 1; j < m; j++)
+        if (t[j] - t[j - 1] > worst) worst = t[j] - t[j - 1];
+    free(t);
+    free(v);
+    return worst / 1000;
+}
+/* The first handling of a key of database `which` at or after t. */
+static int64_t first_of_db(int which, int64_t t_us) {
+    long n = 0, j;
+    int64_t best = 0;
+    hrec *v = read_logs("handled-", 'H', &n);
+    size_t len = strlen(g_pdbs[which].id);
+    for (j = 0; j < n; j++)
+        if (v[j].start >= t_us && strncmp(v[j].key, g_pdbs[which].id, len) == 0 && v[j].key[len] == '-' &&
+            (best == 0 || v[j].start < best))
+            best = v[j].start;
+    free(v);
+    return best;
+}
+
+static int role_providers(void) {
+    const char *script = getenv("TORTURE_FAULT_SCRIPT");
+    int64_t bound_ms = getenv("TORTURE_RECOVERY_BOUND_MS") ? atoll(getenv("TORTURE_RECOVERY_BOUND_MS")) : 2000;
+    child kids[2];
+    int nk = 2, i, fail = 0, slow, nfaults = 0;
+    int64_t t0 = tort_now_ms();
+    long long committed = 0, stuck = 0, lost = 0;
+    long nh = 0, nacc = 0, j, distinct = 0;
+    hrec *h, *acc;
+    char flows[512] = "";
+    load_pdbs();
+    if (g_npdbs < 2 || !script) {
+        fprintf(stderr, "torture: providers needs TORTURE_DB_1..3 and TORTURE_FAULT_SCRIPT\n");
+        return 2;
+    }
+    for (i = 0; i < g_npdbs; i++) {
+        tort_db db;
+        use_pdb(i);
+        if (setup(&db) != 0) return 1;
+        tort_db_close(&db);
+    }
+    write_dbs_file(-1);
+    signal(SIGPIPE, SIG_IGN);
+    kids[0].producer = 1;
+    kids[0].id = 1;
+    kids[0].pid = spawn_role("pproducer", 1, 0);
+    kids[1].producer = 0;
+    kids[1].id = 100;
+    kids[1].pid = spawn_role("pdispatcher", 100, 0);
+    tort_sleep_ms(3000);
+    /* Each database in turn has its fault; the others must keep flowing. */
+    for (i = 0; i < g_npdbs; i++) {
+        int64_t t_fault = tort_wall_us(), t_back = 0, back = 0, until, stall;
+        char what[64];
+        nfaults++;
+        if (strcmp(g_pdbs[i].backend, "sqlite") == 0) {
+            /* Removed by discovery for 3 s, then discovered again. */
+            snprintf(what, sizeof what, "removed-by-discovery");
+            write_dbs_file(i);
+            tort_sleep_ms(3000);
+            write_dbs_file(-1);
+            t_back = tort_wall_us();
+        } else {
+            char cmd[1400], out[128] = "";
+            FILE *p;
+            snprintf(what, sizeof what, "server-restart");
+            snprintf(cmd, sizeof cmd, "%s %s restart", script, g_pdbs[i].backend);
+            if ((p = popen(cmd, "r")) != NULL) {
+                while (fgets(out, sizeof out, p)) t_back = atoll(out);
+                pclose(p);
+            }
+            if (t_back <= 0) {
+                printf("  providers: the fault script failed: %s\n", cmd);
+                fail = 1;
+                continue;
+            }
+        }
+        until = tort_now_ms() + 40000;
+        while (!back && tort_now_ms() < until) {
+            back = first_of_db(i, t_back);
+            if (!back) tort_sleep_ms(100);
+        }
+        /* The others keep flowing: no stall longer than the bound from the
+         * fault until 3 s after the database is back. */
+        {
+            int64_t end = t_back + 3000000;
+            while (tort_wall_us() < end) tort_sleep_ms(100);
+            stall = others_stall_ms(i, t_fault, end);
+        }
+        if (stall > bound_ms || !back) fail = 1;
+        snprintf(flows + strlen(flows), sizeof flows - strlen(flows), " %s:%s(others_stall=%lldms back_after=%s%lldms)",
+                 g_pdbs[i].id, what, (long long)stall, back ? "" : ">",
+                 back ? (long long)((back - t_back) / 1000) : 40000LL);
+    }
+    slow = stop_all(kids, nk);
+    for (i = 0; i < g_npdbs; i++) {
+        tort_db db;
+        char err[600];
+        use_pdb(i);
+        if (tort_db_open(&db, g_conn, err, sizeof err) != 0) {
+            printf("torture: providers FAILED: cannot connect to %s: %s\n", g_pdbs[i].id, err);
+            return 1;
+        }
+        drain(&db, 30000);
+        stuck += pending(&db);
+        tort_db_close(&db);
+    }
+    h = read_logs("handled-", 'H', &nh);
+    acc = read_logs("accepted-", 'A', &nacc);
+    for (j = 0; j < nh; j++)
+        if (j == 0 || strcmp(h[j].key, h[j - 1].key) != 0) distinct++;
+    for (j = 0; j < nacc; j++) {
+        committed++;
+        if (!handled_key(h, nh, acc[j].key)) lost++;
+    }
+    free(h);
+    free(acc);
+    fail = fail || slow || lost || stuck || committed < 100;
+    printf("torture: providers %s", g_inbox ? "inbox" : "outbox");
+    for (i = 0; i < g_npdbs; i++) printf("%s%s", i ? "+" : " ", g_pdbs[i].backend);
+    printf(" messages=%lld faults=%d lost=%lld stuck=%lld duplicates=%.2f%%%s time=%.0fs%s\n", committed, nfaults,
+           lost, stuck, distinct ? 100.0 * (double)(nh - distinct) / (double)distinct : 0.0, flows,
+           (double)(tort_now_ms() - t0) / 1000.0, fail ? " FAILED" : "");
+    return fail;
+}
+
 int main(int argc, char **argv) {
     if (argc < 7) {
         fprintf(stderr, "usage: %s run obx|ibx sqlite|postgresql|mariadb CONN TABLE DIR\n", argv[0]);
@@ -905,13 +1227,20 @@ int main(int argc, char **argv) {
         sigset_t term;
         sigemptyset(&term);
         sigaddset(&term, SIGTERM);
-        sigprocmask(strcmp(argv[1], "run") == 0 || strcmp(argv[1], "faults") == 0 ? SIG_BLOCK : SIG_UNBLOCK, &term,
-                    NULL);
+        sigprocmask(strcmp(argv[1], "run") == 0 || strcmp(argv[1], "faults") == 0 ||
+                            strcmp(argv[1], "providers") == 0 ? SIG_BLOCK : SIG_UNBLOCK,
+                    &term, NULL);
     }
     if (strcmp(argv[1], "run") == 0) return role_run();
     if (strcmp(argv[1], "faults") == 0) return role_faults();
+    if (strcmp(argv[1], "providers") == 0) return role_providers();
     if (argc < 9) return 2;
     if (strcmp(argv[1], "dispatcher") == 0) return role_dispatcher(atoi(argv[7]));
+    if (strcmp(argv[1], "pdispatcher") == 0) return role_pdispatcher(atoi(argv[7]));
+    if (strcmp(argv[1], "pproducer") == 0) {
+        load_pdbs();
+        return role_pproducer(atoi(argv[7]));
+    }
     if (strcmp(argv[1], "producer") == 0)
         return g_inbox ? role_producer_ibx(atoi(argv[7]), atol(argv[8])) : role_producer_obx(atoi(argv[7]), atol(argv[8]));
     return 2;

@@ -9,6 +9,8 @@
 #   durability  3: SQLite: kills with synchronous=FULL, integrity_check; disk full
 #   dbfault     2: PostgreSQL and MariaDB: server restart, sessions killed,
 #                  server frozen; recovery time
+#   providers   6: one dispatcher over a SQLite, a PostgreSQL and a MariaDB
+#                  database; each in turn restarted or removed by discovery
 #
 # Every scenario prints one "torture: ..." line with its figures; the run
 # ends with "torture: N passed, N failed" and fails when any figure broke
@@ -26,7 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 db="$here/../db.sh"
 bin=${1:?usage: run.sh BINDIR [SCENARIO...]}
 shift
-scenarios=${*:-odbc oom crash durability dbfault}
+scenarios=${*:-odbc oom crash durability dbfault providers}
 backends=${TORTURE_BACKENDS:-sqlite postgresql mariadb}
 rundir=${TORTURE_RUNDIR:-${TMPDIR:-/tmp}/obx-torture-$(id -u)}
 export OBX_PG_PORT=${TORTURE_PG_PORT:-54349}
@@ -146,6 +148,21 @@ for s in $scenarios; do
                 TORTURE_FAULT_SCRIPT=$here/dbfault.sh run "$name" "$bin/torture_crash" faults "$hdr" "$b" \
                     "$(conn_of "$b" "$name")" "TortFault${hdr}" "$rundir/$name"
             done
+        done
+        ;;
+    providers)
+        if ! ready_backend postgresql || ! ready_backend mariadb; then
+            skip providers "the throwaway servers did not start (see above)"
+            continue
+        fi
+        for hdr in obx ibx; do
+            name=providers-$hdr
+            rm -rf "${rundir:?}/$name" && mkdir -p "$rundir/$name"
+            TORTURE_DB_1="site-sqlite|sqlite|$(conn_of sqlite "$name")" \
+            TORTURE_DB_2="site-pg|postgresql|$(conn_of postgresql)" \
+            TORTURE_DB_3="site-my|mariadb|$(conn_of mariadb)" \
+            TORTURE_FAULT_SCRIPT=$here/dbfault.sh \
+                run "$name" "$bin/torture_crash" providers "$hdr" multi - "TortProv${hdr}" "$rundir/$name"
         done
         ;;
     *) echo "torture: unknown scenario $s" | tee -a "$results" ;;
