@@ -6,9 +6,10 @@
 #   make check   test + strict warnings (-Werror, gcc and clang), C++ compile,
 #                one/two translation units, OBX_STATIC, exported symbols,
 #                ASan+UBSan, valgrind, a 32-bit build of the fake-ODBC tests,
-#                common-core identity
+#                common-core identity (and how little repeats outside it)
 #   make bench   obx.h against the same SQL issued directly, SQLite, PostgreSQL and MariaDB
 #   make fuzz    libFuzzer on the pure code for FUZZ_SECONDS (default 30), clang
+#   make sql     write sql/<dialect>/*.sql from the headers (after a DDL change)
 #   make deps    install build and test dependencies
 #   make clean
 
@@ -26,7 +27,7 @@ B       = build
 HEADERS = obx.h ibx.h
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
 
-.PHONY: all demo test check bench fuzz deps clean check-common check-warnings check-cxx check-link \
+.PHONY: all demo test check bench fuzz deps clean sql check-common check-warnings check-cxx check-link \
         check-nm check-asan check-valgrind check-32bit
 .PHONY: torture
 .DELETE_ON_ERROR:
@@ -75,6 +76,14 @@ $(B)/multi_tenant: examples/multi_tenant.c obx.h | $(B)
 
 $(B)/webhook_inbox: examples/webhook_inbox.c ibx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) examples/webhook_inbox.c -o $@ -lodbc
+
+# sql/<dialect>/*.sql are what the headers deploy: regenerate after a DDL change.
+$(B)/schema_dump: tests/schema_dump.c tests/fake_odbc.c $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/schema_dump.c tests/fake_odbc.c -o $@
+
+sql: $(B)/schema_dump
+	$(B)/schema_dump
+	@echo "sql: sql/<dialect>/outbox.sql and inbox.sql written from the headers"
 
 # ---- quick start ------------------------------------------------------------------
 demo:
@@ -125,6 +134,7 @@ check:
 
 check-common:
 	tests/check_common.sh
+	tests/core_measure.sh
 
 # Strict warnings as errors, with both compilers and C99 and C11.
 check-warnings: | $(B)

@@ -147,6 +147,8 @@ typedef struct ibx_error {
 #define IBX_DELAY_MAX_MS 3153600000000LL        /* abandon delay: at most 100 years */
 #define IBX_RETENTION_MAX_MS 3153600000000LL    /* cleanup retention: at most 100 years */
 #define IBX_DISCOVER_MAX 100000                 /* databases one discovery may return */
+#define IBX_TIME_MAX_MS 253402300799999LL       /* latest due time: 9999-12-31 23:59:59.999 UTC,
+                                                   what every supported database can store */
 
 /* Log levels. Zero in ibx_logger.min_level means the default, INFO. */
 typedef enum ibx_log_level {
@@ -352,6 +354,10 @@ typedef struct ibx_store_desc {
     int deploy_schema;           /* nonzero: create the table and indexes if missing */
     ibx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
     ibx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
+    ibx_log_level message_log_level; /* default IBX_LOG_DEBUG: the level of the lines logged
+                                    per message (each enqueue, and each handler invocation
+                                    of a dispatcher on this store); IBX_LOG_INFO for an
+                                    audit trail at INFO */
 } ibx_store_desc;
 
 /* ---- Messages ----------------------------------------------------------------- */
@@ -455,7 +461,7 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * with attempt 0: re-enqueueing redrives it); a Done one is not changed
  * (*enqueued = 0 if given, else 1). Returns IBX_OK; IBX_ERR_INVALID_ARG (a
  * required field NULL, empty or too long, a NUL in the payload: the error
- * names it; nothing is written); IBX_ERR_OUT_OF_RANGE (due_utc_ms < 0);
+ * names it; nothing is written); IBX_ERR_OUT_OF_RANGE (due_utc_ms not 0..IBX_TIME_MAX_MS);
  * IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *message, int *enqueued);
 
@@ -704,9 +710,9 @@ typedef struct ibx_dispatcher_desc {
     int64_t reap_interval_ms;    /* default 30000: reap expired leases this often */
     int64_t startup_delay_ms;    /* default 0: wait before the first claim */
     int64_t error_delay_ms;      /* default 30000: wait after a failed round */
-    ibx_log_level message_log_level; /* default IBX_LOG_DEBUG: the level of the line logged
-                                    as each message is handed to its handlers (topic and id);
-                                    IBX_LOG_INFO logs every invocation at INFO */
+    ibx_log_level message_log_level; /* the level of the line logged as each message is
+                                    handed to its handlers (topic and id); default: the
+                                    store's message_log_level, IBX_LOG_DEBUG with a provider */
     volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
                                     (safe to set from a signal handler; seen within one wait) */
 } ibx_dispatcher_desc;
@@ -765,7 +771,7 @@ IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *dispatc
 
 /* >>common-end api-engine */
 
-/* >>common-begin core */
+/* >>common-begin head */
 #ifdef __cplusplus
 }
 #endif
@@ -788,6 +794,25 @@ IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *dispatc
 #ifndef IBX_NO_THREADS
 #include <pthread.h>
 #endif
+
+/* >>common-end head */
+
+/* The lock around connecting (see ibx__driver_connect), shared by obx.h and
+ * ibx.h in one program: in one file through the guard, in two through a
+ * weak symbol that the linker makes one. */
+#ifndef IBX_NO_THREADS
+#ifndef OBX_IBX_CONNECT_LOCK_DEFINED
+#define OBX_IBX_CONNECT_LOCK_DEFINED
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((weak)) pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
+#else
+static pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER; /* no weak symbols here */
+#endif
+#endif
+#define IBX__CONNECT_LOCK obx_ibx_connect_lock
+#endif
+
+/* >>common-begin core */
 
 
 #if !defined(IBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)
@@ -1387,6 +1412,36 @@ IBX__PRIVATE char *ibx__quote_name(const ibx__hooks *h, const ibx__dialect *d, c
     return out;
 }
 
+/* One statement of a dialect, found by its id: a dialect lists only the
+ * statements it has, in any order, so adding one shifts no other. */
+typedef struct ibx__stmt_row {
+    int id;
+    const char *sql;
+} ibx__stmt_row;
+
+/* A dialect's schema and statements, as each header writes them. */
+typedef struct ibx__sqlset {
+    const char *now_ms;          /* {W}: the database clock in Unix ms */
+    const char *ddl[32];         /* the schema, one statement each, NULL-terminated */
+    const ibx__stmt_row *rows;   /* the statements, by name; {id, NULL} ends */
+} ibx__sqlset;
+
+/* SQL Server: the first batch of every deploy. Deploys serialize on a lock
+ * that ends with the transaction. In the library, manual commit is
+ * IMPLICIT_TRANSACTIONS, which EXEC does not start (a CREATE does); sqlcmd
+ * and SSMS run in autocommit, so the file opens a transaction and its last
+ * batch commits it. QUOTED_IDENTIFIER: filtered indexes need it, and sqlcmd
+ * without -I has it off. */
+#define IBX__MS_DEPLOY_LOCK                                                                      \
+    "SET QUOTED_IDENTIFIER ON; SET ANSI_NULLS ON; SET XACT_ABORT ON;\n"                          \
+    "DECLARE @lock INT;\n"                                                                       \
+    "IF @@TRANCOUNT = 0 AND (@@OPTIONS & 2) = 0 BEGIN TRANSACTION;\n"                            \
+    "IF @@TRANCOUNT = 0 BEGIN CREATE TABLE #ibx_deploy (x INT); DROP TABLE #ibx_deploy; END;\n"   \
+    "IF @@TRANCOUNT = 0 THROW 50000, N'ibx deploy: no transaction for the deploy lock', 1;\n"      \
+    "EXEC @lock = sp_getapplock @Resource = N'ibx deploy {T}', @LockMode = N'Exclusive', "          \
+    "@LockOwner = N'Transaction';\n"                                                             \
+    "IF @lock < 0 THROW 50000, N'ibx deploy: the deploy lock was not granted', 1;"
+
 /* >> growable buffers and list literals -------------------------------------------- */
 
 /* A byte buffer that only grows; reused across calls so that steady-state
@@ -1508,14 +1563,14 @@ typedef struct ibx__db {
 /* Read every diagnostic record of `handle` into db->err and classify the
  * failure. SQLGetDiagRec returns SQL_SUCCESS_WITH_INFO for a truncated
  * message: that is still a record, not the end. Returns the result code. */
-IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handle,
-                                  const char *where) {
+/* Read every diagnostic record of `handle` into db->err (SQLSTATE and
+ * native code of the first record that is not a warning, all messages
+ * joined) and return the worst fault class among them. */
+IBX__PRIVATE int ibx__diag_records(ibx__db *db, SQLSMALLINT type, SQLHANDLE handle) {
     ibx_error *e = db->err;
     SQLSMALLINT rec;
     size_t used = 0;
     int fault = IBX__FAULT_PERMANENT, have_primary = 0;
-    ibx__error_clear(e);
-    ibx__copy(e->where, sizeof e->where, where);
     for (rec = 1; rec < 64; rec++) {
         SQLCHAR state[6], text[SQL_MAX_MESSAGE_LENGTH];
         SQLINTEGER native = 0;
@@ -1527,11 +1582,12 @@ IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handl
         state[5] = '\0';
         f = ibx__classify(db->d, (const char *)state, (long)native);
         if (f > fault) fault = f;
-        /* The first record that is not a warning (class 01) is the cause. */
-        if (!have_primary && strncmp((const char *)state, "01", 2) != 0) {
+        /* The first record that is not a warning (class 01) is the cause;
+         * with only warnings, the first one's codes are kept. */
+        if (!have_primary && (strncmp((const char *)state, "01", 2) != 0 || rec == 1)) {
             ibx__copy(e->sqlstate, sizeof e->sqlstate, (const char *)state);
             e->native = (long)native;
-            have_primary = 1;
+            have_primary = strncmp((const char *)state, "01", 2) != 0;
         }
         if (used + 4 < sizeof e->message) {
             int n = snprintf(e->message + used, sizeof e->message - used, "%s[%s/%ld] %s",
@@ -1541,24 +1597,20 @@ IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handl
             if (used >= sizeof e->message) used = sizeof e->message - 1;
         }
     }
-    if (!have_primary && rec > 1) {
-        /* Only warnings: keep the first one's codes. */
-        SQLCHAR state[6];
-        SQLINTEGER native = 0;
-        SQLSMALLINT len = 0;
-        if (SQL_SUCCEEDED(SQLGetDiagRec(type, handle, 1, state, &native, NULL, 0, &len))) {
-            state[5] = '\0';
-            ibx__copy(e->sqlstate, sizeof e->sqlstate, (const char *)state);
-            e->native = (long)native;
-        }
-    }
     if (rec == 1) ibx__copy(e->message, sizeof e->message, "no diagnostic record from the driver");
-    {
-        /* One log line per event: drivers put newlines into messages. */
-        char *c;
-        for (c = e->message; *c; c++)
-            if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
-    }
+    return fault;
+}
+
+IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handle,
+                                  const char *where) {
+    ibx_error *e = db->err;
+    int fault;
+    char *c;
+    ibx__error_clear(e);
+    ibx__copy(e->where, sizeof e->where, where);
+    fault = ibx__diag_records(db, type, handle);
+    for (c = e->message; *c; c++) /* one line: drivers put newlines into messages */
+        if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
     /* A driver may report a dead connection with an ordinary code; ask. */
     if (db->dbc && db->connected) {
         SQLUINTEGER dead = 0;
@@ -1657,24 +1709,22 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
     return r;
 }
 
-#ifndef IBX_NO_THREADS
 /* psqlODBC rewrites process-wide settings while it connects: two threads
  * connecting at once read freed memory (seen under ASan). Connecting is
- * rare; do it one thread at a time. */
-static pthread_mutex_t ibx__connect_mutex = PTHREAD_MUTEX_INITIALIZER;
-#endif
+ * rare; it is done one thread at a time, under IBX__CONNECT_LOCK (one lock
+ * for ibx.h and ibx.h together, defined above the core). */
 
 IBX__PRIVATE ibx_result ibx__driver_connect(ibx__db *db, const char *connstr) {
     SQLCHAR out[1024];
     SQLSMALLINT out_len = 0;
     SQLRETURN rc;
 #ifndef IBX_NO_THREADS
-    pthread_mutex_lock(&ibx__connect_mutex);
+    pthread_mutex_lock(&IBX__CONNECT_LOCK);
 #endif
     rc = SQLDriverConnect(db->dbc, NULL, IBX__SQLTEXT(connstr), SQL_NTS, out, (SQLSMALLINT)sizeof out,
                           &out_len, SQL_DRIVER_NOPROMPT);
 #ifndef IBX_NO_THREADS
-    pthread_mutex_unlock(&ibx__connect_mutex);
+    pthread_mutex_unlock(&IBX__CONNECT_LOCK);
 #endif
     if (!SQL_SUCCEEDED(rc)) return ibx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLDriverConnect");
     db->connected = 1;
@@ -1742,17 +1792,36 @@ IBX__PRIVATE ibx_result ibx__db_connect(ibx__db *db, const char *connstr) {
 }
 
 /* Use a connection the caller opened; it stays theirs. */
+/* A caller's connection must be in the autocommit mode the dialect's
+ * units of work assume: with autocommit on where they commit by hand, a
+ * claim's pick and its update would be two transactions, and two workers
+ * could claim one row. Asked of the driver manager: no round trip. */
+IBX__PRIVATE ibx_result ibx__check_autocommit(ibx__db *db) {
+    SQLUINTEGER mode = 0;
+    SQLUINTEGER want = db->d->tx_by_sql ? SQL_AUTOCOMMIT_ON : SQL_AUTOCOMMIT_OFF;
+    ibx_result r = ibx__check(db, SQLGetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT, &mode, 0, NULL),
+                              SQL_HANDLE_DBC, db->dbc, "SQLGetConnectAttr(AUTOCOMMIT)");
+    if (r != IBX_OK || mode == want) return r;
+    return ibx__fail(db->err, IBX_ERR_STATE, "hdbc: autocommit",
+                     "the caller's connection has autocommit %s; on %s the store needs it %s "
+                     "(SQLSetConnectAttr(SQL_ATTR_AUTOCOMMIT, SQL_AUTOCOMMIT_%s))",
+                     mode == SQL_AUTOCOMMIT_ON ? "on" : "off", db->d->name,
+                     want == SQL_AUTOCOMMIT_ON ? "on" : "off", want == SQL_AUTOCOMMIT_ON ? "ON" : "OFF");
+}
+
 IBX__PRIVATE ibx_result ibx__db_adopt(ibx__db *db, void *hdbc) {
+    ibx_result r;
     db->own_connection = 0;
     db->dbc = (SQLHDBC)hdbc;
     db->connected = 1;
-    return ibx__db_setup(db);
+    r = ibx__db_setup(db);
+    return r == IBX_OK ? ibx__check_autocommit(db) : r;
 }
 
 /* Reopen a lost connection of our own before the next unit of work. */
 IBX__PRIVATE ibx_result ibx__db_ensure(ibx__db *db) {
     ibx_result r;
-    if (!db->lost && db->connected) return IBX_OK;
+    if (!db->lost && db->connected) return db->own_connection ? IBX_OK : ibx__check_autocommit(db);
     if (!db->own_connection)
         return ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "connection",
                          "the caller's connection was lost; reconnect it and open the store again");
@@ -2020,6 +2089,7 @@ IBX__PRIVATE ibx_result ibx__pick_keys(ibx__db *db, int slot, const char *sql, i
         for (k = 0; k < ncols; k++) lists[k]->len = 0;
         ibx__p_i64(&p[0], batch);
         ibx__p_i64(&p[1], (int64_t)batch * (pass == 0 ? 2 : 20));
+        cur = NULL; /* a failed execute frees the statement: never close the last pass's */
         r = ibx__exec(db, slot, sql, p, 2, NULL, &cur);
         while (r == IBX_OK && (r = ibx__fetch(db, cur)) == IBX_OK) {
             for (k = 0; k < ncols && r == IBX_OK; k++) {
@@ -2051,76 +2121,6 @@ IBX__PRIVATE ibx_result ibx__get_i64(ibx__db *db, SQLHSTMT st, int col, int64_t 
     if (r != IBX_OK) return r;
     if (is_null) *is_null = ind == SQL_NULL_DATA;
     *out = ind == SQL_NULL_DATA ? 0 : (int64_t)v;
-    return IBX_OK;
-}
-
-/* Column `col` as bytes (c_type SQL_C_CHAR or SQL_C_BINARY) in a new buffer
- * from the allocator, NUL-terminated for convenience; *out NULL for SQL
- * NULL. Reads in chunks, so any length works; the first chunk's indicator
- * usually gives the total size, which saves reallocations. */
-IBX__PRIVATE ibx_result ibx__get_bytes(ibx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type,
-                                       char **out, size_t *out_len) {
-    /* SQL_C_CHAR chunks end with a NUL the driver adds; binary ones do not. */
-    const size_t term = c_type == SQL_C_CHAR ? 1 : 0;
-    char first[512];
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int truncated;
-    for (;;) {
-        SQLLEN ind = 0;
-        char *dst = buf ? buf + len : first;
-        size_t room = buf ? cap - len : sizeof first;
-        size_t got;
-        SQLRETURN rc = SQLGetData(st, (SQLUSMALLINT)col, c_type, dst, (SQLLEN)room, &ind);
-        if (rc == SQL_NO_DATA) break; /* the previous chunk was the last */
-        if (!SQL_SUCCEEDED(rc)) {
-            ibx__free(db->hooks, buf);
-            return ibx__diag(db, SQL_HANDLE_STMT, st, "SQLGetData");
-        }
-        if (ind == SQL_NULL_DATA) {
-            ibx__free(db->hooks, buf);
-            *out = NULL;
-            if (out_len) *out_len = 0;
-            return IBX_OK;
-        }
-        /* Bytes in this chunk: a truncated one (more than fits) is full,
-         * less the NUL of a text chunk; a final text chunk is measured up to
-         * the NUL the driver wrote, which does not depend on how it counts
-         * length. A warning that is not truncation changes nothing. */
-        truncated = rc == SQL_SUCCESS_WITH_INFO && (ind == SQL_NO_TOTAL || (size_t)ind > room - term);
-        if (truncated) got = room - term;
-        else if (term) got = ibx__strnlen(dst, room);
-        else got = (ind != SQL_NO_TOTAL && (size_t)ind <= room) ? (size_t)ind : room;
-        if (!buf) {
-            size_t want = (ind != SQL_NO_TOTAL && (size_t)ind > got ? (size_t)ind : got * 2) + 1;
-            buf = want > SIZE_MAX / 4 ? NULL : (char *)ibx__alloc(db->hooks, want);
-            if (!buf) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
-            cap = want;
-            memcpy(buf, first, got);
-        }
-        len += got;
-        if (!truncated) break; /* that was all */
-        if (cap - len < 256) {
-            int sized = ind != SQL_NO_TOTAL && (size_t)ind > got;
-            size_t grow = sized ? len + ((size_t)ind - got) + 1 : cap * 2;
-            /* A value near SIZE_MAX (32 bits) would wrap the size: refuse it. */
-            char *bigger = cap > SIZE_MAX / 4 || (sized && (size_t)ind > SIZE_MAX / 4)
-                               ? NULL : (char *)ibx__realloc(db->hooks, buf, grow);
-            if (!bigger) {
-                ibx__free(db->hooks, buf);
-                return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
-            }
-            buf = bigger;
-            cap = grow;
-        }
-    }
-    if (!buf) { /* empty value that ended at once */
-        buf = (char *)ibx__alloc(db->hooks, 1);
-        if (!buf) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
-    }
-    buf[len] = '\0';
-    *out = buf;
-    if (out_len) *out_len = len;
     return IBX_OK;
 }
 
@@ -2330,7 +2330,7 @@ typedef struct ibx__entry {
     void *store;
     int64_t next_reap_ms;        /* monotonic; 0 = at once */
     int64_t next_cleanup_ms;
-    int seen;                    /* in the latest discovery result */
+    int seen;                    /* in the latest discovery result: 1 kept, 2 new */
 } ibx__entry;
 
 /* The stores of a provider, opened and closed through callbacks so that
@@ -2366,52 +2366,68 @@ IBX__PRIVATE void ibx__entry_free(ibx__registry *r, ibx__entry *e) {
  * not NULL) count the changes. Returns IBX_OK, IBX_ERR_INVALID_ARG (a NULL
  * or empty id or connection string, a duplicate id) or IBX_ERR_NO_MEMORY; a
  * store that fails to open is logged and left out until the next refresh. */
+/* A database list is usable: every id and connection string given, ids unique. */
+IBX__PRIVATE int ibx__registry_valid(const ibx_database *dbs, int n) {
+    int i, j;
+    for (i = 0; i < n; i++) {
+        if (!dbs[i].id || !dbs[i].id[0] || !dbs[i].connection_string || !dbs[i].connection_string[0])
+            return 0;
+        for (j = 0; j < i; j++)
+            if (strcmp(dbs[i].id, dbs[j].id) == 0) return 0;
+    }
+    return 1;
+}
+
+/* The entry for one listed database: kept when unchanged, reopened when
+ * its connection string changed, else new (seen = 2). NULL: out of memory. */
+IBX__PRIVATE ibx__entry *ibx__registry_entry(ibx__registry *r, const ibx_database *db) {
+    int at = ibx__registry_find(r, db->id);
+    ibx__entry *e;
+    if (at >= 0 && strcmp(r->items[at].connstr, db->connection_string) == 0) {
+        r->items[at].seen = 1; /* unchanged: keep the open store */
+        return &r->items[at];
+    }
+    if (at >= 0) { /* moved: reopen */
+        ibx__log(r->hooks, IBX_LOG_INFO, db->id, "%s: connection string changed, reopening", r->name);
+        r->close(r->ctx, r->items[at].store);
+        r->items[at].store = NULL;
+        e = &r->items[at];
+        e->seen = 1;
+    } else {
+        if (r->count == r->cap) {
+            int cap = r->cap ? r->cap * 2 : 8;
+            ibx__entry *grown = (ibx__entry *)ibx__realloc(r->hooks, r->items, sizeof *grown * (size_t)cap);
+            if (!grown) return NULL;
+            r->items = grown;
+            r->cap = cap;
+        }
+        e = &r->items[r->count];
+        memset(e, 0, sizeof *e);
+        e->id = ibx__strdup(r->hooks, db->id);
+        if (!e->id) return NULL;
+        r->count++;
+        e->seen = 2;
+    }
+    ibx__free(r->hooks, e->connstr);
+    e->connstr = ibx__strdup(r->hooks, db->connection_string);
+    e->store = e->connstr ? r->open(r->ctx, db->id, db->connection_string) : NULL;
+    e->next_reap_ms = e->next_cleanup_ms = 0;
+    return e;
+}
+
+/* Make the registry hold exactly `dbs`; *added counts new databases now
+ * open, *removed those discovery no longer lists. A listed database that
+ * could not be opened is left out (logged by open) and tried again next time. */
 IBX__PRIVATE ibx_result ibx__registry_apply(ibx__registry *r, const ibx_database *dbs, int n,
                                             int *added, int *removed) {
     int i, j, add = 0, drop = 0;
-    for (i = 0; i < n; i++) {
-        if (!dbs[i].id || !dbs[i].id[0] || !dbs[i].connection_string || !dbs[i].connection_string[0])
-            return IBX_ERR_INVALID_ARG;
-        for (j = 0; j < i; j++)
-            if (strcmp(dbs[i].id, dbs[j].id) == 0) return IBX_ERR_INVALID_ARG;
-    }
+    if (!ibx__registry_valid(dbs, n)) return IBX_ERR_INVALID_ARG;
     for (i = 0; i < r->count; i++) r->items[i].seen = 0;
-    for (i = 0; i < n; i++) {
-        int at = ibx__registry_find(r, dbs[i].id);
-        ibx__entry *e;
-        if (at >= 0 && strcmp(r->items[at].connstr, dbs[i].connection_string) == 0) {
-            r->items[at].seen = 1; /* unchanged: keep the open store */
-            continue;
-        }
-        if (at >= 0) { /* moved: reopen */
-            ibx__log(r->hooks, IBX_LOG_INFO, dbs[i].id, "%s: connection string changed, reopening", r->name);
-            r->close(r->ctx, r->items[at].store);
-            r->items[at].store = NULL;
-            e = &r->items[at];
-        } else {
-            if (r->count == r->cap) {
-                int cap = r->cap ? r->cap * 2 : 8;
-                ibx__entry *grown = (ibx__entry *)ibx__realloc(r->hooks, r->items, sizeof *grown * (size_t)cap);
-                if (!grown) return IBX_ERR_NO_MEMORY;
-                r->items = grown;
-                r->cap = cap;
-            }
-            e = &r->items[r->count];
-            memset(e, 0, sizeof *e);
-            e->id = ibx__strdup(r->hooks, dbs[i].id);
-            if (!e->id) return IBX_ERR_NO_MEMORY;
-            r->count++;
-            add++;
-        }
-        ibx__free(r->hooks, e->connstr);
-        e->connstr = ibx__strdup(r->hooks, dbs[i].connection_string);
-        e->store = e->connstr ? r->open(r->ctx, dbs[i].id, dbs[i].connection_string) : NULL;
-        e->next_reap_ms = e->next_cleanup_ms = 0;
-        e->seen = 1;
-    }
-    /* Drop what discovery no longer lists, and what could not be opened. */
+    for (i = 0; i < n; i++)
+        if (!ibx__registry_entry(r, &dbs[i])) return IBX_ERR_NO_MEMORY;
     for (i = j = 0; i < r->count; i++) {
         if (r->items[i].seen && r->items[i].store) {
+            add += r->items[i].seen == 2;
             if (i != j) r->items[j] = r->items[i];
             j++;
             continue;
@@ -2419,8 +2435,6 @@ IBX__PRIVATE ibx_result ibx__registry_apply(ibx__registry *r, const ibx_database
         if (!r->items[i].seen) {
             ibx__log(r->hooks, IBX_LOG_INFO, r->items[i].id, "%s: removed by discovery, closing", r->name);
             drop++;
-        } else {
-            add--; /* listed but not opened: tried again at the next refresh */
         }
         ibx__entry_free(r, &r->items[i]);
     }
@@ -2831,12 +2845,6 @@ enum {
     IBX__Q_COUNT
 };
 
-typedef struct ibx__sqlset {
-    const char *now_ms;          /* {W} */
-    const char *ddl[16];         /* the schema, one statement each, NULL-terminated */
-    const char *q[IBX__Q_COUNT];
-} ibx__sqlset;
-
 #define IBX__SQLITE_COLS                                                                     \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"FirstSeenUtc\", "          \
     "\"LastSeenUtc\", \"Status\", \"LockedUntil\", \"OwnerToken\", \"Attempt\", \"LastError\", " \
@@ -2853,6 +2861,59 @@ typedef struct ibx__sqlset {
     "JOIN json_each(?) AS m ON s.key = m.key)"
 #define IBX__PG_KEYS \
     "(\"Source\", \"MessageId\") IN (SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[])))"
+
+static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
+    /* sqliteodbc shows RETURNING rows only after a leading WITH. */
+    {IBX__Q_SEEN,
+     "WITH _ AS (SELECT 1) INSERT INTO {T} (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
+     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET "
+     "\"LastSeenUtc\" = CASE WHEN \"Status\" = 'Done' THEN \"LastSeenUtc\" ELSE {W} END, "
+     "\"Hash\" = CASE WHEN \"Status\" = 'Done' THEN \"Hash\" ELSE coalesce(\"Hash\", excluded.\"Hash\") END "
+     "RETURNING \"Status\", \"Hash\""},
+    {IBX__Q_ENQUEUE,
+     "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W})) "
+     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+     "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
+     "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
+     "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
+     "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
+    {IBX__Q_MARK,
+     "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE ? END, "
+     "\"Attempt\" = CASE WHEN \"Status\" = 'Dead' AND ? = 'Processing' THEN 0 ELSE \"Attempt\" END, "
+     "\"OwnerToken\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
+     "\"LockedUntil\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
+     "\"LastSeenUtc\" = {W} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+    {IBX__Q_CLAIM,
+     "WITH _ AS (SELECT 1) UPDATE {T} SET \"OwnerToken\" = ?, "
+     "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 WHERE rowid IN (SELECT rowid FROM {T} "
+     "WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= {W} AND "
+     "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W}) ORDER BY \"NextAttemptAt\" LIMIT ?) "
+     "RETURNING " IBX__SQLITE_COLS},
+    {IBX__Q_ACK,
+     "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+     "\"LastSeenUtc\" = {W} WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+    {IBX__Q_ABANDON,
+     "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"Attempt\", 6)))), "
+     "\"Attempt\" = \"Attempt\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+     "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+    {IBX__Q_FAIL,
+     "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+     "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND "
+     IBX__SQLITE_KEYS},
+    {IBX__Q_REAP,
+     "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
+     "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < {W}"},
+    {IBX__Q_GET,
+     "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+    {IBX__Q_CLEANUP,
+     "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE \"Status\" = 'Done' AND "
+     "\"LastSeenUtc\" < {W} - ? ORDER BY \"LastSeenUtc\" LIMIT ?)"},
+    {IBX__Q_STATS,
+     "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} WHERE \"Status\" = 'Processing' AND "
+     "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})"},
+    {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__sqlite_inbox = {
     "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
@@ -2879,47 +2940,78 @@ static const ibx__sqlset ibx__sqlite_inbox = {
      "WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (\"LastSeenUtc\") WHERE \"Status\" = 'Done'",
      NULL},
-    {
-        /* sqliteodbc shows RETURNING rows only after a leading WITH. */
-        "WITH _ AS (SELECT 1) INSERT INTO {T} (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
-        "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET "
-        "\"LastSeenUtc\" = CASE WHEN \"Status\" = 'Done' THEN \"LastSeenUtc\" ELSE {W} END, "
-        "\"Hash\" = CASE WHEN \"Status\" = 'Done' THEN \"Hash\" ELSE coalesce(\"Hash\", excluded.\"Hash\") END "
-        "RETURNING \"Status\", \"Hash\"",
-        "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
-        "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W})) "
-        "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
-        "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
-        "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
-        "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
-        "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'",
-        "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE ? END, "
-        "\"Attempt\" = CASE WHEN \"Status\" = 'Dead' AND ? = 'Processing' THEN 0 ELSE \"Attempt\" END, "
-        "\"OwnerToken\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
-        "\"LockedUntil\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
-        "\"LastSeenUtc\" = {W} WHERE \"Source\" = ? AND \"MessageId\" = ?",
-        "WITH _ AS (SELECT 1) UPDATE {T} SET \"OwnerToken\" = ?, "
-        "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 WHERE rowid IN (SELECT rowid FROM {T} "
-        "WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= {W} AND "
-        "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W}) ORDER BY \"NextAttemptAt\" LIMIT ?) "
-        "RETURNING " IBX__SQLITE_COLS,
-        "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-        "\"LastSeenUtc\" = {W} WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS,
-        "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"Attempt\", 6)))), "
-        "\"Attempt\" = \"Attempt\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
-        "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
-        "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS,
-        "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-        "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND "
-        IBX__SQLITE_KEYS,
-        "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
-        "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < {W}",
-        "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?",
-        "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE \"Status\" = 'Done' AND "
-        "\"LastSeenUtc\" < {W} - ? ORDER BY \"LastSeenUtc\" LIMIT ?)",
-        "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} WHERE \"Status\" = 'Processing' AND "
-        "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})",
-    }};
+    ibx__sqlite_inbox_rows
+};
+
+static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
+    {IBX__Q_SEEN,
+     "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
+     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET "
+     "\"LastSeenUtc\" = CASE WHEN t.\"Status\" = 'Done' THEN t.\"LastSeenUtc\" ELSE now() END, "
+     "\"Hash\" = CASE WHEN t.\"Status\" = 'Done' THEN t.\"Hash\" ELSE coalesce(t.\"Hash\", excluded.\"Hash\") END "
+     "RETURNING \"Status\", \"Hash\""},
+    {IBX__Q_ENQUEUE,
+     "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
+     "to_timestamp(CAST(? AS bigint) / 1000.0), coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now())) "
+     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+     "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
+     "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
+     "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
+     "\"Status\" = 'Processing' WHERE t.\"Status\" <> 'Done'"},
+    {IBX__Q_MARK,
+     "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE CAST(? AS varchar) END, "
+     "\"Attempt\" = CASE WHEN \"Status\" = 'Dead' AND CAST(? AS varchar) = 'Processing' THEN 0 "
+     "ELSE \"Attempt\" END, "
+     "\"OwnerToken\" = CASE WHEN CAST(? AS varchar) IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
+     "\"LockedUntil\" = CASE WHEN CAST(? AS varchar) IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
+     "\"LastSeenUtc\" = now() WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+    /* The LIMIT ... SKIP LOCKED pick is materialized: as a subquery it
+     * could run twice and claim more than asked. */
+    {IBX__Q_CLAIM,
+     "WITH arg AS (SELECT CAST(? AS uuid) AS owner, CAST(? AS integer) AS lease, "
+     "CAST(? AS integer) AS batch), "
+     "picked AS MATERIALIZED (SELECT \"Source\", \"MessageId\" FROM {T} "
+     "WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
+     "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) ORDER BY \"NextAttemptAt\" "
+     "LIMIT (SELECT batch FROM arg) FOR UPDATE SKIP LOCKED) "
+     "UPDATE {T} AS t SET \"OwnerToken\" = (SELECT owner FROM arg), "
+     "\"LockedUntil\" = now() + make_interval(secs => (SELECT lease FROM arg)) FROM picked "
+     "WHERE t.\"Source\" = picked.\"Source\" AND t.\"MessageId\" = picked.\"MessageId\" "
+     "RETURNING t.\"Source\", t.\"MessageId\", \"Topic\", \"Payload\", \"Hash\", "
+     "CAST(floor(EXTRACT(EPOCH FROM \"FirstSeenUtc\") * 1000) AS bigint), "
+     "CAST(floor(EXTRACT(EPOCH FROM \"LastSeenUtc\") * 1000) AS bigint), \"Status\", "
+     "CAST(floor(EXTRACT(EPOCH FROM \"LockedUntil\") * 1000) AS bigint), CAST(\"OwnerToken\" AS text), "
+     "\"Attempt\", \"LastError\", CAST(floor(EXTRACT(EPOCH FROM \"NextAttemptAt\") * 1000) AS bigint), "
+     "CAST(floor(EXTRACT(EPOCH FROM \"DueTimeUtc\") * 1000) AS bigint)"},
+    {IBX__Q_ACK,
+     "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+     "\"LastSeenUtc\" = now() WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND "
+     IBX__PG_KEYS},
+    {IBX__Q_ABANDON,
+     "UPDATE {T} SET \"NextAttemptAt\" = now() + "
+     "make_interval(secs => coalesce(CAST(? AS bigint) / 1000.0, least(60, 1 << least(\"Attempt\", 6)))), "
+     "\"Attempt\" = \"Attempt\" + CAST(? AS integer), "
+     "\"LastError\" = coalesce(CAST(? AS text), \"LastError\"), \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+     "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND " IBX__PG_KEYS},
+    {IBX__Q_FAIL,
+     "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+     "\"LastSeenUtc\" = now(), \"LastError\" = CAST(? AS text) WHERE \"OwnerToken\" = CAST(? AS uuid) AND "
+     "\"Status\" = 'Processing' AND " IBX__PG_KEYS},
+    {IBX__Q_REAP,
+     "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
+     "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < now()"},
+    {IBX__Q_GET,
+     "SELECT " IBX__PG_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+    {IBX__Q_CLEANUP,
+     "DELETE FROM {T} WHERE (\"Source\", \"MessageId\") IN (SELECT \"Source\", \"MessageId\" "
+     "FROM {T} WHERE \"Status\" = 'Done' AND \"LastSeenUtc\" < now() - make_interval(secs => "
+     "CAST(? AS bigint) / 1000.0) ORDER BY \"LastSeenUtc\" LIMIT CAST(? AS integer))"},
+    {IBX__Q_STATS,
+     "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint) "
+     "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
+     "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())"},
+    {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__postgresql_inbox = {
     "now()",
@@ -2948,66 +3040,13 @@ static const ibx__sqlset ibx__postgresql_inbox = {
      "WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (\"LastSeenUtc\") WHERE \"Status\" = 'Done'",
      NULL},
-    {
-        "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
-        "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET "
-        "\"LastSeenUtc\" = CASE WHEN t.\"Status\" = 'Done' THEN t.\"LastSeenUtc\" ELSE now() END, "
-        "\"Hash\" = CASE WHEN t.\"Status\" = 'Done' THEN t.\"Hash\" ELSE coalesce(t.\"Hash\", excluded.\"Hash\") END "
-        "RETURNING \"Status\", \"Hash\"",
-        "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
-        "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
-        "to_timestamp(CAST(? AS bigint) / 1000.0), coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now())) "
-        "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
-        "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
-        "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
-        "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
-        "\"Status\" = 'Processing' WHERE t.\"Status\" <> 'Done'",
-        "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE CAST(? AS varchar) END, "
-        "\"Attempt\" = CASE WHEN \"Status\" = 'Dead' AND CAST(? AS varchar) = 'Processing' THEN 0 "
-        "ELSE \"Attempt\" END, "
-        "\"OwnerToken\" = CASE WHEN CAST(? AS varchar) IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
-        "\"LockedUntil\" = CASE WHEN CAST(? AS varchar) IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
-        "\"LastSeenUtc\" = now() WHERE \"Source\" = ? AND \"MessageId\" = ?",
-        /* The LIMIT ... SKIP LOCKED pick is materialized: as a subquery it
-         * could run twice and claim more than asked. */
-        "WITH arg AS (SELECT CAST(? AS uuid) AS owner, CAST(? AS integer) AS lease, "
-        "CAST(? AS integer) AS batch), "
-        "picked AS MATERIALIZED (SELECT \"Source\", \"MessageId\" FROM {T} "
-        "WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
-        "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) ORDER BY \"NextAttemptAt\" "
-        "LIMIT (SELECT batch FROM arg) FOR UPDATE SKIP LOCKED) "
-        "UPDATE {T} AS t SET \"OwnerToken\" = (SELECT owner FROM arg), "
-        "\"LockedUntil\" = now() + make_interval(secs => (SELECT lease FROM arg)) FROM picked "
-        "WHERE t.\"Source\" = picked.\"Source\" AND t.\"MessageId\" = picked.\"MessageId\" "
-        "RETURNING t.\"Source\", t.\"MessageId\", \"Topic\", \"Payload\", \"Hash\", "
-        "CAST(floor(EXTRACT(EPOCH FROM \"FirstSeenUtc\") * 1000) AS bigint), "
-        "CAST(floor(EXTRACT(EPOCH FROM \"LastSeenUtc\") * 1000) AS bigint), \"Status\", "
-        "CAST(floor(EXTRACT(EPOCH FROM \"LockedUntil\") * 1000) AS bigint), CAST(\"OwnerToken\" AS text), "
-        "\"Attempt\", \"LastError\", CAST(floor(EXTRACT(EPOCH FROM \"NextAttemptAt\") * 1000) AS bigint), "
-        "CAST(floor(EXTRACT(EPOCH FROM \"DueTimeUtc\") * 1000) AS bigint)",
-        "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-        "\"LastSeenUtc\" = now() WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND "
-        IBX__PG_KEYS,
-        "UPDATE {T} SET \"NextAttemptAt\" = now() + "
-        "make_interval(secs => coalesce(CAST(? AS bigint) / 1000.0, least(60, 1 << least(\"Attempt\", 6)))), "
-        "\"Attempt\" = \"Attempt\" + CAST(? AS integer), "
-        "\"LastError\" = coalesce(CAST(? AS text), \"LastError\"), \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
-        "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND " IBX__PG_KEYS,
-        "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-        "\"LastSeenUtc\" = now(), \"LastError\" = CAST(? AS text) WHERE \"OwnerToken\" = CAST(? AS uuid) AND "
-        "\"Status\" = 'Processing' AND " IBX__PG_KEYS,
-        "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
-        "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < now()",
-        "SELECT " IBX__PG_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?",
-        "DELETE FROM {T} WHERE (\"Source\", \"MessageId\") IN (SELECT \"Source\", \"MessageId\" "
-        "FROM {T} WHERE \"Status\" = 'Done' AND \"LastSeenUtc\" < now() - make_interval(secs => "
-        "CAST(? AS bigint) / 1000.0) ORDER BY \"LastSeenUtc\" LIMIT CAST(? AS integer))",
-        "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint) "
-        "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
-        "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())",
-    }};
+    ibx__postgresql_inbox_rows
+};
 
-#define IBX__MY_MS(c) "CAST(FLOOR(UNIX_TIMESTAMP(`" c "`) * 1000) AS SIGNED)"
+/* DATETIME(6) holds UTC; these never pass through the session's time zone
+ * (UNIX_TIMESTAMP and FROM_UNIXTIME would, on a caller's connection too). */
+#define IBX__MY_MS(c) "CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', `" c "`) DIV 1000 AS SIGNED)"
+#define IBX__MY_FROM_MS(p) "TIMESTAMPADD(MICROSECOND, " p " * 1000, '1970-01-01 00:00:00')"
 #define IBX__MY_COLS                                                                          \
     "`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, " IBX__MY_MS("FirstSeenUtc") ", "     \
     IBX__MY_MS("LastSeenUtc") ", `Status`, " IBX__MY_MS("LockedUntil") ", `OwnerToken`, "      \
@@ -3027,6 +3066,77 @@ static const ibx__sqlset ibx__postgresql_inbox = {
  * 10.5+, not MySQL) gives the dedup answer and the enqueue count in one
  * statement: the driver's row count cannot tell an insert from an
  * untouched Done row. SET runs left to right: Status is assigned last. */
+static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
+    {IBX__Q_SEEN,
+     "INSERT INTO {T} (`Source`, `MessageId`, `Hash`) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE "
+     "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
+     "`Hash` = IF(" IBX__MY_DONE ", `Hash`, COALESCE(`Hash`, VALUES(`Hash`))) "
+     "RETURNING `Status`, `Hash`"},
+    {IBX__Q_ENQUEUE,
+     "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
+     "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, 'Processing', " IBX__MY_FROM_MS("?") ", "
+     "COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE "
+     "`Topic` = IF(" IBX__MY_DONE ", `Topic`, VALUES(`Topic`)), "
+     "`Payload` = IF(" IBX__MY_DONE ", `Payload`, VALUES(`Payload`)), "
+     "`Hash` = IF(" IBX__MY_DONE ", `Hash`, VALUES(`Hash`)), "
+     "`DueTimeUtc` = IF(" IBX__MY_DONE ", `DueTimeUtc`, VALUES(`DueTimeUtc`)), "
+     "`NextAttemptAt` = IF(" IBX__MY_DONE ", `NextAttemptAt`, VALUES(`NextAttemptAt`)), "
+     "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
+     "`Attempt` = IF(`Status` = 'Dead', 0, `Attempt`), "
+     "`Status` = IF(" IBX__MY_DONE ", 'Done', 'Processing') "
+     "RETURNING `Status` = 'Processing'"},
+    /* the count, as a row */
+    {IBX__Q_MARK,
+     "UPDATE {T} SET `Attempt` = IF(`Status` = 'Dead' AND ? = 'Processing', 0, `Attempt`), "
+     "`OwnerToken` = IF(? IN ('Done', 'Dead'), NULL, `OwnerToken`), "
+     "`LockedUntil` = IF(? IN ('Done', 'Dead'), NULL, `LockedUntil`), "
+     "`LastSeenUtc` = UTC_TIMESTAMP(6), `Status` = IF(" IBX__MY_DONE ", 'Done', ?) "
+     "WHERE `Source` = ? AND `MessageId` = ?"},
+    {IBX__Q_CLAIM,
+     "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `OwnerToken` = ?1, "
+     "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND"},
+    {IBX__Q_ACK,
+     "UPDATE " IBX__MY_BY_KEYS("?2", "?3") " SET `Status` = 'Done', `OwnerToken` = NULL, "
+     "`LockedUntil` = NULL, `LastSeenUtc` = UTC_TIMESTAMP(6) "
+     "WHERE `OwnerToken` = ?1 AND `Status` = 'Processing'"},
+    {IBX__Q_ABANDON,
+     "UPDATE " IBX__MY_BY_KEYS("?5", "?6") " SET `NextAttemptAt` = UTC_TIMESTAMP(6) + INTERVAL "
+     "COALESCE(?1, LEAST(60000, 1000 * (1 << LEAST(`Attempt`, 6)))) * 1000 MICROSECOND, "
+     "`Attempt` = `Attempt` + ?2, `LastError` = COALESCE(?3, `LastError`), "
+     "`OwnerToken` = NULL, `LockedUntil` = NULL WHERE `OwnerToken` = ?4 AND `Status` = 'Processing'"},
+    {IBX__Q_FAIL,
+     "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `OwnerToken` = NULL, `LockedUntil` = NULL, "
+     "`LastSeenUtc` = UTC_TIMESTAMP(6), `LastError` = ?1, `Status` = 'Dead' "
+     "WHERE `OwnerToken` = ?2 AND `Status` = 'Processing'"},
+    /* IS NOT NULL keeps the scan to leased rows: a scanned row is
+     * locked for a moment, and a concurrent claim would skip it. */
+    {IBX__Q_REAP,
+     "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL WHERE `Status` = 'Processing' "
+     "AND `LockedUntil` IS NOT NULL AND `LockedUntil` < UTC_TIMESTAMP(6)"},
+    {IBX__Q_GET,
+     "SELECT " IBX__MY_COLS " FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
+    {IBX__Q_CLEANUP,
+     "DELETE FROM {T} WHERE " IBX__MY_DONE " AND `LastSeenUtc` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
+     "MICROSECOND ORDER BY `LastSeenUtc` LIMIT ?"},
+    {IBX__Q_STATS,
+     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
+     "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
+     "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
+    /* A window of the work queue read without locks, then those rows
+     * locked by key and checked again (see obx.h's outbox pick: a
+     * locking read of the index walks every entry moved since the last
+     * purge, and every leased row). The index is forced. */
+    {IBX__Q_CLAIM_PICK,
+     "SELECT t.`Source`, t.`MessageId` FROM (SELECT `Source`, `MessageId` FROM {T} "
+     "FORCE INDEX (`IX_{N}_WorkQueue`) WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
+     "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6)) ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
+     "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Source` = c.`Source` AND t.`MessageId` = c.`MessageId` "
+     "WHERE t.`Status` = 'Processing' AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) "
+     "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) LIMIT ?1 FOR UPDATE SKIP LOCKED"},
+    {IBX__Q_CLAIM_READ,
+     "SELECT " IBX__MY_COLS " FROM " IBX__MY_BY_KEYS("?", "?")},
+    {IBX__Q_COUNT, NULL}};
+
 static const ibx__sqlset ibx__mariadb_inbox = {
     "UTC_TIMESTAMP(6)",
     {"CREATE TABLE IF NOT EXISTS {T} (\n"
@@ -3050,62 +3160,8 @@ static const ibx__sqlset ibx__mariadb_inbox = {
      "    KEY `IX_{N}_Cleanup` (`Status`, `LastSeenUtc`)\n"
      ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
      NULL},
-    {
-        "INSERT INTO {T} (`Source`, `MessageId`, `Hash`) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE "
-        "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
-        "`Hash` = IF(" IBX__MY_DONE ", `Hash`, COALESCE(`Hash`, VALUES(`Hash`))) "
-        "RETURNING `Status`, `Hash`",
-        "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
-        "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, 'Processing', FROM_UNIXTIME(? / 1000), "
-        "COALESCE(FROM_UNIXTIME(? / 1000), UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE "
-        "`Topic` = IF(" IBX__MY_DONE ", `Topic`, VALUES(`Topic`)), "
-        "`Payload` = IF(" IBX__MY_DONE ", `Payload`, VALUES(`Payload`)), "
-        "`Hash` = IF(" IBX__MY_DONE ", `Hash`, VALUES(`Hash`)), "
-        "`DueTimeUtc` = IF(" IBX__MY_DONE ", `DueTimeUtc`, VALUES(`DueTimeUtc`)), "
-        "`NextAttemptAt` = IF(" IBX__MY_DONE ", `NextAttemptAt`, VALUES(`NextAttemptAt`)), "
-        "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
-        "`Attempt` = IF(`Status` = 'Dead', 0, `Attempt`), "
-        "`Status` = IF(" IBX__MY_DONE ", 'Done', 'Processing') "
-        "RETURNING `Status` = 'Processing'", /* the count, as a row */
-        "UPDATE {T} SET `Attempt` = IF(`Status` = 'Dead' AND ? = 'Processing', 0, `Attempt`), "
-        "`OwnerToken` = IF(? IN ('Done', 'Dead'), NULL, `OwnerToken`), "
-        "`LockedUntil` = IF(? IN ('Done', 'Dead'), NULL, `LockedUntil`), "
-        "`LastSeenUtc` = UTC_TIMESTAMP(6), `Status` = IF(" IBX__MY_DONE ", 'Done', ?) "
-        "WHERE `Source` = ? AND `MessageId` = ?",
-        "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `OwnerToken` = ?1, "
-        "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND",
-        "UPDATE " IBX__MY_BY_KEYS("?2", "?3") " SET `Status` = 'Done', `OwnerToken` = NULL, "
-        "`LockedUntil` = NULL, `LastSeenUtc` = UTC_TIMESTAMP(6) "
-        "WHERE `OwnerToken` = ?1 AND `Status` = 'Processing'",
-        "UPDATE " IBX__MY_BY_KEYS("?5", "?6") " SET `NextAttemptAt` = UTC_TIMESTAMP(6) + INTERVAL "
-        "COALESCE(?1, LEAST(60000, 1000 * (1 << LEAST(`Attempt`, 6)))) * 1000 MICROSECOND, "
-        "`Attempt` = `Attempt` + ?2, `LastError` = COALESCE(?3, `LastError`), "
-        "`OwnerToken` = NULL, `LockedUntil` = NULL WHERE `OwnerToken` = ?4 AND `Status` = 'Processing'",
-        "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `OwnerToken` = NULL, `LockedUntil` = NULL, "
-        "`LastSeenUtc` = UTC_TIMESTAMP(6), `LastError` = ?1, `Status` = 'Dead' "
-        "WHERE `OwnerToken` = ?2 AND `Status` = 'Processing'",
-        /* IS NOT NULL keeps the scan to leased rows: a scanned row is
-         * locked for a moment, and a concurrent claim would skip it. */
-        "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL WHERE `Status` = 'Processing' "
-        "AND `LockedUntil` IS NOT NULL AND `LockedUntil` < UTC_TIMESTAMP(6)",
-        "SELECT " IBX__MY_COLS " FROM {T} WHERE `Source` = ? AND `MessageId` = ?",
-        "DELETE FROM {T} WHERE " IBX__MY_DONE " AND `LastSeenUtc` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
-        "MICROSECOND ORDER BY `LastSeenUtc` LIMIT ?",
-        "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
-        "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
-        "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))",
-        /* A window of the work queue read without locks, then those rows
-         * locked by key and checked again (see obx.h's outbox pick: a
-         * locking read of the index walks every entry moved since the last
-         * purge, and every leased row). The index is forced. */
-        "SELECT t.`Source`, t.`MessageId` FROM (SELECT `Source`, `MessageId` FROM {T} "
-        "FORCE INDEX (`IX_{N}_WorkQueue`) WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
-        "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6)) ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
-        "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Source` = c.`Source` AND t.`MessageId` = c.`MessageId` "
-        "WHERE t.`Status` = 'Processing' AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) "
-        "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) LIMIT ?1 FOR UPDATE SKIP LOCKED",
-        "SELECT " IBX__MY_COLS " FROM " IBX__MY_BY_KEYS("?", "?"),
-    }};
+    ibx__mariadb_inbox_rows
+};
 
 /* SQL Server: DATETIME2(3) UTC times (the seed's) to and from Unix ms;
  * DATEADD takes an int, so whole days and the rest are added apart. */
@@ -3150,21 +3206,57 @@ static const ibx__sqlset ibx__mariadb_inbox = {
  * READCOMMITTEDLOCK (READPAST needs locking reads under
  * READ_COMMITTED_SNAPSHOT). Written to the documentation; not yet run
  * against a server. */
+static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
+    {IBX__Q_SEEN,
+     "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ? AS [Source], ? AS [MessageId], ? AS [Hash]) AS s "
+     "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
+     "WHEN MATCHED THEN UPDATE SET "
+     "[LastSeenUtc] = CASE WHEN t.[Status] = 'Done' THEN t.[LastSeenUtc] ELSE SYSUTCDATETIME() END, "
+     "[Hash] = CASE WHEN t.[Status] = 'Done' THEN t.[Hash] ELSE COALESCE(t.[Hash], s.[Hash]) END "
+     "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Hash]) VALUES (s.[Source], s.[MessageId], s.[Hash]) "
+     "OUTPUT inserted.[Status], inserted.[Hash];"},
+    {IBX__Q_ENQUEUE,
+     "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ?1 AS [Source], ?2 AS [MessageId], ?3 AS [Topic], "
+     "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
+     "COALESCE(" IBX__MS_FROM_MS("?7", IBX__MS_EPOCH) ", SYSUTCDATETIME()) AS [NextAt]) AS s "
+     "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
+     "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET [Topic] = s.[Topic], [Payload] = s.[Payload], "
+     "[Hash] = s.[Hash], [DueTimeUtc] = s.[Due], [NextAttemptAt] = s.[NextAt], "
+     "[LastSeenUtc] = SYSUTCDATETIME(), [Attempt] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Attempt] END, "
+     "[Status] = 'Processing' "
+     "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
+     "[DueTimeUtc], [NextAttemptAt]) VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], "
+     "'Processing', s.[Due], s.[NextAt]);"},
+    {IBX__Q_MARK,
+     "UPDATE {T} SET [Status] = CASE WHEN [Status] = 'Done' THEN 'Done' ELSE ? END, "
+     "[Attempt] = CASE WHEN [Status] = 'Dead' AND ? = 'Processing' THEN 0 ELSE [Attempt] END, "
+     "[OwnerToken] = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE [OwnerToken] END, "
+     "[LockedUntil] = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE [LockedUntil] END, "
+     "[LastSeenUtc] = SYSUTCDATETIME() WHERE [Source] = ? AND [MessageId] = ?"},
+    {IBX__Q_CLAIM,
+     "{CALL {S}.[{N}_Claim](?, ?, ?)}"},
+    {IBX__Q_ACK,
+     "{CALL {S}.[{N}_Ack](?, ?, ?)}"},
+    {IBX__Q_ABANDON,
+     "{CALL {S}.[{N}_Abandon](?, ?, ?, ?, ?, ?)}"},
+    {IBX__Q_FAIL,
+     "{CALL {S}.[{N}_Fail](?, ?, ?, ?)}"},
+    {IBX__Q_REAP,
+     "{CALL {S}.[{N}_ReapExpired]}"},
+    {IBX__Q_GET,
+     "SELECT " IBX__MS_COLS("t.") " FROM {T} AS t WHERE t.[Source] = ? AND t.[MessageId] = ?"},
+    {IBX__Q_CLEANUP,
+     "WITH old AS (SELECT TOP (?2) [Source] FROM {T} WHERE [Status] = 'Done' AND [LastSeenUtc] < "
+     IBX__MS_FROM_MS("-?1", "SYSUTCDATETIME()") " ORDER BY [LastSeenUtc]) DELETE FROM old"},
+    {IBX__Q_STATS,
+     "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, MIN([NextAttemptAt]), SYSUTCDATETIME()) FROM {T} "
+     "WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME() AND "
+     "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())"},
+    {IBX__Q_COUNT, NULL}};
+
 static const ibx__sqlset ibx__sqlserver_inbox = {
     "SYSUTCDATETIME()",
-    {/* Deploys serialize on a lock that ends with the transaction. In the
-      * library, manual commit is IMPLICIT_TRANSACTIONS, which EXEC does not
-      * start (a CREATE does); sqlcmd and SSMS run in autocommit, so the file
-      * opens a transaction and its last batch commits it. QUOTED_IDENTIFIER:
-      * filtered indexes need it, and sqlcmd without -I has it off. */
-     "SET QUOTED_IDENTIFIER ON; SET ANSI_NULLS ON; SET XACT_ABORT ON;\n"
-     "DECLARE @lock INT;\n"
-     "IF @@TRANCOUNT = 0 AND (@@OPTIONS & 2) = 0 BEGIN TRANSACTION;\n"
-     "IF @@TRANCOUNT = 0 BEGIN CREATE TABLE #ibx_deploy (x INT); DROP TABLE #ibx_deploy; END;\n"
-     "IF @@TRANCOUNT = 0 THROW 50000, N'ibx deploy: no transaction for the deploy lock', 1;\n"
-     "EXEC @lock = sp_getapplock @Resource = N'ibx deploy {T}', @LockMode = N'Exclusive', "
-     "@LockOwner = N'Transaction';\n"
-     "IF @lock < 0 THROW 50000, N'ibx deploy: the deploy lock was not granted', 1;",
+    {     IBX__MS_DEPLOY_LOCK,
      "IF SCHEMA_ID(PARSENAME(N'{S}', 1)) IS NULL EXEC sp_executesql N'CREATE SCHEMA {S}'",
      "IF OBJECT_ID(N'{T}', N'U') IS NULL\n"
      "CREATE TABLE {T} (\n"
@@ -3229,44 +3321,8 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
      "END",
      "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;", /* sqlcmd; the library commits itself */
      NULL},
-    {
-        "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ? AS [Source], ? AS [MessageId], ? AS [Hash]) AS s "
-        "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
-        "WHEN MATCHED THEN UPDATE SET "
-        "[LastSeenUtc] = CASE WHEN t.[Status] = 'Done' THEN t.[LastSeenUtc] ELSE SYSUTCDATETIME() END, "
-        "[Hash] = CASE WHEN t.[Status] = 'Done' THEN t.[Hash] ELSE COALESCE(t.[Hash], s.[Hash]) END "
-        "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Hash]) VALUES (s.[Source], s.[MessageId], s.[Hash]) "
-        "OUTPUT inserted.[Status], inserted.[Hash];",
-        "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ?1 AS [Source], ?2 AS [MessageId], ?3 AS [Topic], "
-        "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
-        "COALESCE(" IBX__MS_FROM_MS("?7", IBX__MS_EPOCH) ", SYSUTCDATETIME()) AS [NextAt]) AS s "
-        "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
-        "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET [Topic] = s.[Topic], [Payload] = s.[Payload], "
-        "[Hash] = s.[Hash], [DueTimeUtc] = s.[Due], [NextAttemptAt] = s.[NextAt], "
-        "[LastSeenUtc] = SYSUTCDATETIME(), [Attempt] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Attempt] END, "
-        "[Status] = 'Processing' "
-        "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
-        "[DueTimeUtc], [NextAttemptAt]) VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], "
-        "'Processing', s.[Due], s.[NextAt]);",
-        "UPDATE {T} SET [Status] = CASE WHEN [Status] = 'Done' THEN 'Done' ELSE ? END, "
-        "[Attempt] = CASE WHEN [Status] = 'Dead' AND ? = 'Processing' THEN 0 ELSE [Attempt] END, "
-        "[OwnerToken] = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE [OwnerToken] END, "
-        "[LockedUntil] = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE [LockedUntil] END, "
-        "[LastSeenUtc] = SYSUTCDATETIME() WHERE [Source] = ? AND [MessageId] = ?",
-        "{CALL {S}.[{N}_Claim](?, ?, ?)}",
-        "{CALL {S}.[{N}_Ack](?, ?, ?)}",
-        "{CALL {S}.[{N}_Abandon](?, ?, ?, ?, ?, ?)}",
-        "{CALL {S}.[{N}_Fail](?, ?, ?, ?)}",
-        "{CALL {S}.[{N}_ReapExpired]}",
-        "SELECT " IBX__MS_COLS("t.") " FROM {T} AS t WHERE t.[Source] = ? AND t.[MessageId] = ?",
-        "WITH old AS (SELECT TOP (?2) [Source] FROM {T} WHERE [Status] = 'Done' AND [LastSeenUtc] < "
-        IBX__MS_FROM_MS("-?1", "SYSUTCDATETIME()") " ORDER BY [LastSeenUtc]) DELETE FROM old",
-        "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, MIN([NextAttemptAt]), SYSUTCDATETIME()) FROM {T} "
-        "WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME() AND "
-        "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())",
-        NULL,
-        NULL,
-    }};
+    ibx__sqlserver_inbox_rows
+};
 
 /* Indexed by ibx_dialect. */
 static const ibx__sqlset *const ibx__sqlsets[] = {
@@ -3374,6 +3430,7 @@ struct ibx_store {
     int msgs_cap;
     ibx_uuid_state uuids;
     ibx_metrics_hook metrics;
+    ibx_log_level message_log_level; /* per-message lines */
     int64_t counters[IBX_METRIC_COUNT_];
     char token[37];               /* the owner token of the current call, lower case */
     ibx__store_own own;           /* what only this header keeps */
@@ -3493,12 +3550,12 @@ static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
 }
 
 static ibx_result ibx__store_prepare_sql(ibx_store *s) {
-    int i;
+    const ibx__stmt_row *row;
     s->q = ibx__sqlsets[s->db.d->id];
-    for (i = 0; i < IBX__Q_COUNT; i++) {
-        if (!s->q->q[i]) continue; /* not used by this dialect */
-        s->sql[i] = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->q[i]);
-        if (!s->sql[i])
+    for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
+        IBX_ASSERT(row->id >= 0 && row->id < IBX__Q_COUNT && !s->sql[row->id]);
+        s->sql[row->id] = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, row->sql);
+        if (!s->sql[row->id])
             return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     }
     return IBX_OK;
@@ -3606,6 +3663,7 @@ IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out) {
     s->db.store_id = IBX__NOUN;
     s->db.forced = desc->dialect;
     s->metrics = desc->metrics;
+    s->message_log_level = desc->message_log_level ? desc->message_log_level : IBX_LOG_DEBUG;
     *out = s;
     r = ibx__store_desc_check(s, desc);
     if (r != IBX_OK) return r;
@@ -3699,6 +3757,27 @@ static ibx_result ibx__check_token(ibx_store *s, const char *fn, const char *tok
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
     ibx__lower_uuid(token, s->token);
     return IBX_OK;
+}
+
+/* Run `unit` in the caller's transaction on `hdbc` (statements are made and
+ * freed on it per call, and nothing is committed or rolled back here), or,
+ * with hdbc NULL, as a unit of work of the store's own (committed). */
+IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
+                                            ibx_result (*unit)(ibx__db *db, void *ctx), void *ctx,
+                                            const char *what) {
+    ibx__db caller;
+    ibx_result r;
+    if (!hdbc) return ibx__unit(&s->db, unit, ctx, what);
+    memset(&caller, 0, sizeof caller);
+    caller.hooks = &s->hooks;
+    caller.store_id = s->store_id;
+    caller.err = &s->err;
+    caller.d = s->db.d;
+    caller.dbc = (SQLHDBC)hdbc;
+    caller.connected = 1;
+    r = unit(&caller, ctx);
+    ibx__db_free_statements(&caller);
+    return r;
 }
 
 /* >> claim ---------------------------------------------------------------------- */
@@ -4295,7 +4374,8 @@ static void ibx__dispatcher_defaults(ibx_dispatcher *d, const ibx_dispatcher_des
     d->cleanup_ms = desc->cleanup_interval_ms;
     d->retention_ms = desc->cleanup_retention_ms;
     d->strategy = desc->strategy;
-    d->message_log_level = desc->message_log_level ? desc->message_log_level : IBX_LOG_DEBUG;
+    d->message_log_level = desc->message_log_level ? desc->message_log_level
+                         : desc->store ? desc->store->message_log_level : IBX_LOG_DEBUG;
 }
 
 IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_dispatcher **out) {
@@ -4795,9 +4875,9 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
         return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: payload",
                          "payload has a NUL byte at offset %lu; the text column cannot store it",
                          (unsigned long)(nul - (const char *)m->payload));
-    if (m->due_utc_ms < 0)
+    if (m->due_utc_ms < 0 || m->due_utc_ms > IBX_TIME_MAX_MS)
         return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: due_utc_ms",
-                         "due_utc_ms must be 0 (now) or a Unix time in ms");
+                         "due_utc_ms must be 0 (now) or a Unix time in ms up to IBX_TIME_MAX_MS (year 9999)");
     ibx__p_text(&p[0], m->source, (size_t)-1);
     ibx__p_text(&p[1], m->message_id, (size_t)-1);
     ibx__p_text(&p[2], m->topic, (size_t)-1);
@@ -4810,7 +4890,7 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     if (r != IBX_OK) return r;
     if (enqueued) *enqueued = rows > 0;
     ibx__count(store, IBX_METRIC_ENQUEUED, rows > 0 ? 1 : 0);
-    ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "%s topic=%s source=%s id=%s",
+    ibx__log(&store->hooks, store->message_log_level, store->store_id, "%s topic=%s source=%s id=%s",
              rows > 0 ? "enqueued" : "already done, not enqueued:", m->topic, m->source, m->message_id);
     return IBX_OK;
 }
@@ -4883,7 +4963,7 @@ IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx
 
 /*
  * LICENSE -----------------------------------------------------------------------
- * MIT License. Copyright (c) 2026 the ibx.h / ibx.h authors.
+ * MIT License. Copyright (c) 2026 the obx.h / ibx.h authors.
  * Permission is hereby granted, free of charge, to any person obtaining a copy
  * of this software and associated documentation files (the "Software"), to deal
  * in the Software without restriction, including without limitation the rights

@@ -219,6 +219,8 @@ typedef struct obx_error {
 #define OBX_DELAY_MAX_MS 3153600000000LL        /* abandon delay: at most 100 years */
 #define OBX_RETENTION_MAX_MS 3153600000000LL    /* cleanup retention: at most 100 years */
 #define OBX_DISCOVER_MAX 100000                 /* databases one discovery may return */
+#define OBX_TIME_MAX_MS 253402300799999LL       /* latest due time: 9999-12-31 23:59:59.999 UTC,
+                                                   what every supported database can store */
 
 /* Log levels. Zero in obx_logger.min_level means the default, INFO. */
 typedef enum obx_log_level {
@@ -430,6 +432,10 @@ typedef struct obx_store_desc {
     const char *worker_name;     /* ProcessedBy on ack; default: the owner token */
     obx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
     obx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
+    obx_log_level message_log_level; /* default OBX_LOG_DEBUG: the level of the lines logged
+                                    per message (each enqueue, and each handler invocation
+                                    of a dispatcher on this store); OBX_LOG_INFO for an
+                                    audit trail at INFO */
 } obx_store_desc;
 
 /* ---- Messages ----------------------------------------------------------------- */
@@ -493,7 +499,7 @@ typedef struct obx_message {
  * Returns OBX_OK; OBX_ERR_INVALID_ARG (store or message NULL; topic NULL,
  * empty or too long; payload NULL or containing a NUL byte; correlation id
  * too long: the error names the argument, and no SQL runs);
- * OBX_ERR_OUT_OF_RANGE (due_utc_ms < 0); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
+ * OBX_ERR_OUT_OF_RANGE (due_utc_ms not 0..OBX_TIME_MAX_MS); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
 OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message, char out_id[37]);
 
 /* Enqueue inside the caller's transaction on `hdbc` (an SQLHDBC with
@@ -760,9 +766,9 @@ typedef struct obx_dispatcher_desc {
     int64_t reap_interval_ms;    /* default 30000: reap expired leases this often */
     int64_t startup_delay_ms;    /* default 0: wait before the first claim */
     int64_t error_delay_ms;      /* default 30000: wait after a failed round */
-    obx_log_level message_log_level; /* default OBX_LOG_DEBUG: the level of the line logged
-                                    as each message is handed to its handlers (topic and id);
-                                    OBX_LOG_INFO logs every invocation at INFO */
+    obx_log_level message_log_level; /* the level of the line logged as each message is
+                                    handed to its handlers (topic and id); default: the
+                                    store's message_log_level, OBX_LOG_DEBUG with a provider */
     volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
                                     (safe to set from a signal handler; seen within one wait) */
 } obx_dispatcher_desc;
@@ -851,13 +857,22 @@ OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, in
                                   const char *metadata, char out_join_id[37]);
 
 /* Attach a message (the id obx_enqueue returned) to a join; attaching again
- * has no effect (OBX-083/084). A message may be in several joins (OBX-096).
- * When it is acknowledged or failed, every one of its joins counts a
- * completed or failed step in the same transaction (OBX-033/034/046/047,
- * done by triggers in the database, OBX-089). Counters never exceed the
+ * has no effect. A message may be in several joins. When it is
+ * acknowledged or failed, every one of its joins counts a completed or
+ * failed step in the same transaction (done by triggers in the database).
+ * A message already acknowledged or failed when it is attached counts at
+ * once, exactly once (the attach locks the message row, so a concurrent
+ * settle comes wholly before or after it). Counters never exceed the
  * expected steps. Returns OBX_OK, OBX_ERR_NOT_FOUND (no such join),
  * OBX_ERR_INVALID_ARG (ids not UUIDs), OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_join_attach(obx_store *store, const char *join_id, const char *message_id);
+
+/* obx_join_attach in the caller's transaction on `hdbc` (as obx_enqueue_tx:
+ * never committed or rolled back here), so that an enqueue and its attach
+ * are one atomic step. Returns as obx_join_attach; OBX_ERR_INVALID_ARG
+ * when hdbc is NULL. */
+OBX_API obx_result obx_join_attach_tx(obx_store *store, void *hdbc, const char *join_id,
+                                      const char *message_id);
 
 /* Report a step by hand (OBX-085..088): completed (failed = 0) or failed.
  * Idempotent per message: a step reported twice, or also acked, counts
@@ -865,6 +880,11 @@ OBX_API obx_result obx_join_attach(obx_store *store, const char *join_id, const 
  * OBX_ERR_NOT_FOUND (no such join), OBX_ERR_INVALID_ARG, OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_join_report(obx_store *store, const char *join_id, const char *message_id,
                                    int failed);
+
+/* obx_join_report in the caller's transaction on `hdbc`. Returns as
+ * obx_join_report; OBX_ERR_INVALID_ARG when hdbc is NULL. */
+OBX_API obx_result obx_join_report_tx(obx_store *store, void *hdbc, const char *join_id,
+                                      const char *message_id, int failed);
 
 /* Read a join. Returns OBX_OK, OBX_ERR_NOT_FOUND, OBX_ERR_INVALID_ARG,
  * OBX_ERR_DB(_TRANSIENT). */
@@ -896,7 +916,7 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
 OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *error,
                                           size_t error_size, void *user);
 
-/* >>common-begin core */
+/* >>common-begin head */
 #ifdef __cplusplus
 }
 #endif
@@ -919,6 +939,25 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *erro
 #ifndef OBX_NO_THREADS
 #include <pthread.h>
 #endif
+
+/* >>common-end head */
+
+/* The lock around connecting (see obx__driver_connect), shared by obx.h and
+ * ibx.h in one program: in one file through the guard, in two through a
+ * weak symbol that the linker makes one. */
+#ifndef OBX_NO_THREADS
+#ifndef OBX_IBX_CONNECT_LOCK_DEFINED
+#define OBX_IBX_CONNECT_LOCK_DEFINED
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((weak)) pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
+#else
+static pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER; /* no weak symbols here */
+#endif
+#endif
+#define OBX__CONNECT_LOCK obx_ibx_connect_lock
+#endif
+
+/* >>common-begin core */
 
 
 #if !defined(OBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)
@@ -1518,6 +1557,36 @@ OBX__PRIVATE char *obx__quote_name(const obx__hooks *h, const obx__dialect *d, c
     return out;
 }
 
+/* One statement of a dialect, found by its id: a dialect lists only the
+ * statements it has, in any order, so adding one shifts no other. */
+typedef struct obx__stmt_row {
+    int id;
+    const char *sql;
+} obx__stmt_row;
+
+/* A dialect's schema and statements, as each header writes them. */
+typedef struct obx__sqlset {
+    const char *now_ms;          /* {W}: the database clock in Unix ms */
+    const char *ddl[32];         /* the schema, one statement each, NULL-terminated */
+    const obx__stmt_row *rows;   /* the statements, by name; {id, NULL} ends */
+} obx__sqlset;
+
+/* SQL Server: the first batch of every deploy. Deploys serialize on a lock
+ * that ends with the transaction. In the library, manual commit is
+ * IMPLICIT_TRANSACTIONS, which EXEC does not start (a CREATE does); sqlcmd
+ * and SSMS run in autocommit, so the file opens a transaction and its last
+ * batch commits it. QUOTED_IDENTIFIER: filtered indexes need it, and sqlcmd
+ * without -I has it off. */
+#define OBX__MS_DEPLOY_LOCK                                                                      \
+    "SET QUOTED_IDENTIFIER ON; SET ANSI_NULLS ON; SET XACT_ABORT ON;\n"                          \
+    "DECLARE @lock INT;\n"                                                                       \
+    "IF @@TRANCOUNT = 0 AND (@@OPTIONS & 2) = 0 BEGIN TRANSACTION;\n"                            \
+    "IF @@TRANCOUNT = 0 BEGIN CREATE TABLE #obx_deploy (x INT); DROP TABLE #obx_deploy; END;\n"   \
+    "IF @@TRANCOUNT = 0 THROW 50000, N'obx deploy: no transaction for the deploy lock', 1;\n"      \
+    "EXEC @lock = sp_getapplock @Resource = N'obx deploy {T}', @LockMode = N'Exclusive', "          \
+    "@LockOwner = N'Transaction';\n"                                                             \
+    "IF @lock < 0 THROW 50000, N'obx deploy: the deploy lock was not granted', 1;"
+
 /* >> growable buffers and list literals -------------------------------------------- */
 
 /* A byte buffer that only grows; reused across calls so that steady-state
@@ -1639,14 +1708,14 @@ typedef struct obx__db {
 /* Read every diagnostic record of `handle` into db->err and classify the
  * failure. SQLGetDiagRec returns SQL_SUCCESS_WITH_INFO for a truncated
  * message: that is still a record, not the end. Returns the result code. */
-OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handle,
-                                  const char *where) {
+/* Read every diagnostic record of `handle` into db->err (SQLSTATE and
+ * native code of the first record that is not a warning, all messages
+ * joined) and return the worst fault class among them. */
+OBX__PRIVATE int obx__diag_records(obx__db *db, SQLSMALLINT type, SQLHANDLE handle) {
     obx_error *e = db->err;
     SQLSMALLINT rec;
     size_t used = 0;
     int fault = OBX__FAULT_PERMANENT, have_primary = 0;
-    obx__error_clear(e);
-    obx__copy(e->where, sizeof e->where, where);
     for (rec = 1; rec < 64; rec++) {
         SQLCHAR state[6], text[SQL_MAX_MESSAGE_LENGTH];
         SQLINTEGER native = 0;
@@ -1658,11 +1727,12 @@ OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handl
         state[5] = '\0';
         f = obx__classify(db->d, (const char *)state, (long)native);
         if (f > fault) fault = f;
-        /* The first record that is not a warning (class 01) is the cause. */
-        if (!have_primary && strncmp((const char *)state, "01", 2) != 0) {
+        /* The first record that is not a warning (class 01) is the cause;
+         * with only warnings, the first one's codes are kept. */
+        if (!have_primary && (strncmp((const char *)state, "01", 2) != 0 || rec == 1)) {
             obx__copy(e->sqlstate, sizeof e->sqlstate, (const char *)state);
             e->native = (long)native;
-            have_primary = 1;
+            have_primary = strncmp((const char *)state, "01", 2) != 0;
         }
         if (used + 4 < sizeof e->message) {
             int n = snprintf(e->message + used, sizeof e->message - used, "%s[%s/%ld] %s",
@@ -1672,24 +1742,20 @@ OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handl
             if (used >= sizeof e->message) used = sizeof e->message - 1;
         }
     }
-    if (!have_primary && rec > 1) {
-        /* Only warnings: keep the first one's codes. */
-        SQLCHAR state[6];
-        SQLINTEGER native = 0;
-        SQLSMALLINT len = 0;
-        if (SQL_SUCCEEDED(SQLGetDiagRec(type, handle, 1, state, &native, NULL, 0, &len))) {
-            state[5] = '\0';
-            obx__copy(e->sqlstate, sizeof e->sqlstate, (const char *)state);
-            e->native = (long)native;
-        }
-    }
     if (rec == 1) obx__copy(e->message, sizeof e->message, "no diagnostic record from the driver");
-    {
-        /* One log line per event: drivers put newlines into messages. */
-        char *c;
-        for (c = e->message; *c; c++)
-            if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
-    }
+    return fault;
+}
+
+OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handle,
+                                  const char *where) {
+    obx_error *e = db->err;
+    int fault;
+    char *c;
+    obx__error_clear(e);
+    obx__copy(e->where, sizeof e->where, where);
+    fault = obx__diag_records(db, type, handle);
+    for (c = e->message; *c; c++) /* one line: drivers put newlines into messages */
+        if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
     /* A driver may report a dead connection with an ordinary code; ask. */
     if (db->dbc && db->connected) {
         SQLUINTEGER dead = 0;
@@ -1788,24 +1854,22 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
     return r;
 }
 
-#ifndef OBX_NO_THREADS
 /* psqlODBC rewrites process-wide settings while it connects: two threads
  * connecting at once read freed memory (seen under ASan). Connecting is
- * rare; do it one thread at a time. */
-static pthread_mutex_t obx__connect_mutex = PTHREAD_MUTEX_INITIALIZER;
-#endif
+ * rare; it is done one thread at a time, under OBX__CONNECT_LOCK (one lock
+ * for obx.h and ibx.h together, defined above the core). */
 
 OBX__PRIVATE obx_result obx__driver_connect(obx__db *db, const char *connstr) {
     SQLCHAR out[1024];
     SQLSMALLINT out_len = 0;
     SQLRETURN rc;
 #ifndef OBX_NO_THREADS
-    pthread_mutex_lock(&obx__connect_mutex);
+    pthread_mutex_lock(&OBX__CONNECT_LOCK);
 #endif
     rc = SQLDriverConnect(db->dbc, NULL, OBX__SQLTEXT(connstr), SQL_NTS, out, (SQLSMALLINT)sizeof out,
                           &out_len, SQL_DRIVER_NOPROMPT);
 #ifndef OBX_NO_THREADS
-    pthread_mutex_unlock(&obx__connect_mutex);
+    pthread_mutex_unlock(&OBX__CONNECT_LOCK);
 #endif
     if (!SQL_SUCCEEDED(rc)) return obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLDriverConnect");
     db->connected = 1;
@@ -1873,17 +1937,36 @@ OBX__PRIVATE obx_result obx__db_connect(obx__db *db, const char *connstr) {
 }
 
 /* Use a connection the caller opened; it stays theirs. */
+/* A caller's connection must be in the autocommit mode the dialect's
+ * units of work assume: with autocommit on where they commit by hand, a
+ * claim's pick and its update would be two transactions, and two workers
+ * could claim one row. Asked of the driver manager: no round trip. */
+OBX__PRIVATE obx_result obx__check_autocommit(obx__db *db) {
+    SQLUINTEGER mode = 0;
+    SQLUINTEGER want = db->d->tx_by_sql ? SQL_AUTOCOMMIT_ON : SQL_AUTOCOMMIT_OFF;
+    obx_result r = obx__check(db, SQLGetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT, &mode, 0, NULL),
+                              SQL_HANDLE_DBC, db->dbc, "SQLGetConnectAttr(AUTOCOMMIT)");
+    if (r != OBX_OK || mode == want) return r;
+    return obx__fail(db->err, OBX_ERR_STATE, "hdbc: autocommit",
+                     "the caller's connection has autocommit %s; on %s the store needs it %s "
+                     "(SQLSetConnectAttr(SQL_ATTR_AUTOCOMMIT, SQL_AUTOCOMMIT_%s))",
+                     mode == SQL_AUTOCOMMIT_ON ? "on" : "off", db->d->name,
+                     want == SQL_AUTOCOMMIT_ON ? "on" : "off", want == SQL_AUTOCOMMIT_ON ? "ON" : "OFF");
+}
+
 OBX__PRIVATE obx_result obx__db_adopt(obx__db *db, void *hdbc) {
+    obx_result r;
     db->own_connection = 0;
     db->dbc = (SQLHDBC)hdbc;
     db->connected = 1;
-    return obx__db_setup(db);
+    r = obx__db_setup(db);
+    return r == OBX_OK ? obx__check_autocommit(db) : r;
 }
 
 /* Reopen a lost connection of our own before the next unit of work. */
 OBX__PRIVATE obx_result obx__db_ensure(obx__db *db) {
     obx_result r;
-    if (!db->lost && db->connected) return OBX_OK;
+    if (!db->lost && db->connected) return db->own_connection ? OBX_OK : obx__check_autocommit(db);
     if (!db->own_connection)
         return obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "connection",
                          "the caller's connection was lost; reconnect it and open the store again");
@@ -2151,6 +2234,7 @@ OBX__PRIVATE obx_result obx__pick_keys(obx__db *db, int slot, const char *sql, i
         for (k = 0; k < ncols; k++) lists[k]->len = 0;
         obx__p_i64(&p[0], batch);
         obx__p_i64(&p[1], (int64_t)batch * (pass == 0 ? 2 : 20));
+        cur = NULL; /* a failed execute frees the statement: never close the last pass's */
         r = obx__exec(db, slot, sql, p, 2, NULL, &cur);
         while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
             for (k = 0; k < ncols && r == OBX_OK; k++) {
@@ -2182,76 +2266,6 @@ OBX__PRIVATE obx_result obx__get_i64(obx__db *db, SQLHSTMT st, int col, int64_t 
     if (r != OBX_OK) return r;
     if (is_null) *is_null = ind == SQL_NULL_DATA;
     *out = ind == SQL_NULL_DATA ? 0 : (int64_t)v;
-    return OBX_OK;
-}
-
-/* Column `col` as bytes (c_type SQL_C_CHAR or SQL_C_BINARY) in a new buffer
- * from the allocator, NUL-terminated for convenience; *out NULL for SQL
- * NULL. Reads in chunks, so any length works; the first chunk's indicator
- * usually gives the total size, which saves reallocations. */
-OBX__PRIVATE obx_result obx__get_bytes(obx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type,
-                                       char **out, size_t *out_len) {
-    /* SQL_C_CHAR chunks end with a NUL the driver adds; binary ones do not. */
-    const size_t term = c_type == SQL_C_CHAR ? 1 : 0;
-    char first[512];
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int truncated;
-    for (;;) {
-        SQLLEN ind = 0;
-        char *dst = buf ? buf + len : first;
-        size_t room = buf ? cap - len : sizeof first;
-        size_t got;
-        SQLRETURN rc = SQLGetData(st, (SQLUSMALLINT)col, c_type, dst, (SQLLEN)room, &ind);
-        if (rc == SQL_NO_DATA) break; /* the previous chunk was the last */
-        if (!SQL_SUCCEEDED(rc)) {
-            obx__free(db->hooks, buf);
-            return obx__diag(db, SQL_HANDLE_STMT, st, "SQLGetData");
-        }
-        if (ind == SQL_NULL_DATA) {
-            obx__free(db->hooks, buf);
-            *out = NULL;
-            if (out_len) *out_len = 0;
-            return OBX_OK;
-        }
-        /* Bytes in this chunk: a truncated one (more than fits) is full,
-         * less the NUL of a text chunk; a final text chunk is measured up to
-         * the NUL the driver wrote, which does not depend on how it counts
-         * length. A warning that is not truncation changes nothing. */
-        truncated = rc == SQL_SUCCESS_WITH_INFO && (ind == SQL_NO_TOTAL || (size_t)ind > room - term);
-        if (truncated) got = room - term;
-        else if (term) got = obx__strnlen(dst, room);
-        else got = (ind != SQL_NO_TOTAL && (size_t)ind <= room) ? (size_t)ind : room;
-        if (!buf) {
-            size_t want = (ind != SQL_NO_TOTAL && (size_t)ind > got ? (size_t)ind : got * 2) + 1;
-            buf = want > SIZE_MAX / 4 ? NULL : (char *)obx__alloc(db->hooks, want);
-            if (!buf) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
-            cap = want;
-            memcpy(buf, first, got);
-        }
-        len += got;
-        if (!truncated) break; /* that was all */
-        if (cap - len < 256) {
-            int sized = ind != SQL_NO_TOTAL && (size_t)ind > got;
-            size_t grow = sized ? len + ((size_t)ind - got) + 1 : cap * 2;
-            /* A value near SIZE_MAX (32 bits) would wrap the size: refuse it. */
-            char *bigger = cap > SIZE_MAX / 4 || (sized && (size_t)ind > SIZE_MAX / 4)
-                               ? NULL : (char *)obx__realloc(db->hooks, buf, grow);
-            if (!bigger) {
-                obx__free(db->hooks, buf);
-                return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
-            }
-            buf = bigger;
-            cap = grow;
-        }
-    }
-    if (!buf) { /* empty value that ended at once */
-        buf = (char *)obx__alloc(db->hooks, 1);
-        if (!buf) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
-    }
-    buf[len] = '\0';
-    *out = buf;
-    if (out_len) *out_len = len;
     return OBX_OK;
 }
 
@@ -2461,7 +2475,7 @@ typedef struct obx__entry {
     void *store;
     int64_t next_reap_ms;        /* monotonic; 0 = at once */
     int64_t next_cleanup_ms;
-    int seen;                    /* in the latest discovery result */
+    int seen;                    /* in the latest discovery result: 1 kept, 2 new */
 } obx__entry;
 
 /* The stores of a provider, opened and closed through callbacks so that
@@ -2497,52 +2511,68 @@ OBX__PRIVATE void obx__entry_free(obx__registry *r, obx__entry *e) {
  * not NULL) count the changes. Returns OBX_OK, OBX_ERR_INVALID_ARG (a NULL
  * or empty id or connection string, a duplicate id) or OBX_ERR_NO_MEMORY; a
  * store that fails to open is logged and left out until the next refresh. */
+/* A database list is usable: every id and connection string given, ids unique. */
+OBX__PRIVATE int obx__registry_valid(const obx_database *dbs, int n) {
+    int i, j;
+    for (i = 0; i < n; i++) {
+        if (!dbs[i].id || !dbs[i].id[0] || !dbs[i].connection_string || !dbs[i].connection_string[0])
+            return 0;
+        for (j = 0; j < i; j++)
+            if (strcmp(dbs[i].id, dbs[j].id) == 0) return 0;
+    }
+    return 1;
+}
+
+/* The entry for one listed database: kept when unchanged, reopened when
+ * its connection string changed, else new (seen = 2). NULL: out of memory. */
+OBX__PRIVATE obx__entry *obx__registry_entry(obx__registry *r, const obx_database *db) {
+    int at = obx__registry_find(r, db->id);
+    obx__entry *e;
+    if (at >= 0 && strcmp(r->items[at].connstr, db->connection_string) == 0) {
+        r->items[at].seen = 1; /* unchanged: keep the open store */
+        return &r->items[at];
+    }
+    if (at >= 0) { /* moved: reopen */
+        obx__log(r->hooks, OBX_LOG_INFO, db->id, "%s: connection string changed, reopening", r->name);
+        r->close(r->ctx, r->items[at].store);
+        r->items[at].store = NULL;
+        e = &r->items[at];
+        e->seen = 1;
+    } else {
+        if (r->count == r->cap) {
+            int cap = r->cap ? r->cap * 2 : 8;
+            obx__entry *grown = (obx__entry *)obx__realloc(r->hooks, r->items, sizeof *grown * (size_t)cap);
+            if (!grown) return NULL;
+            r->items = grown;
+            r->cap = cap;
+        }
+        e = &r->items[r->count];
+        memset(e, 0, sizeof *e);
+        e->id = obx__strdup(r->hooks, db->id);
+        if (!e->id) return NULL;
+        r->count++;
+        e->seen = 2;
+    }
+    obx__free(r->hooks, e->connstr);
+    e->connstr = obx__strdup(r->hooks, db->connection_string);
+    e->store = e->connstr ? r->open(r->ctx, db->id, db->connection_string) : NULL;
+    e->next_reap_ms = e->next_cleanup_ms = 0;
+    return e;
+}
+
+/* Make the registry hold exactly `dbs`; *added counts new databases now
+ * open, *removed those discovery no longer lists. A listed database that
+ * could not be opened is left out (logged by open) and tried again next time. */
 OBX__PRIVATE obx_result obx__registry_apply(obx__registry *r, const obx_database *dbs, int n,
                                             int *added, int *removed) {
     int i, j, add = 0, drop = 0;
-    for (i = 0; i < n; i++) {
-        if (!dbs[i].id || !dbs[i].id[0] || !dbs[i].connection_string || !dbs[i].connection_string[0])
-            return OBX_ERR_INVALID_ARG;
-        for (j = 0; j < i; j++)
-            if (strcmp(dbs[i].id, dbs[j].id) == 0) return OBX_ERR_INVALID_ARG;
-    }
+    if (!obx__registry_valid(dbs, n)) return OBX_ERR_INVALID_ARG;
     for (i = 0; i < r->count; i++) r->items[i].seen = 0;
-    for (i = 0; i < n; i++) {
-        int at = obx__registry_find(r, dbs[i].id);
-        obx__entry *e;
-        if (at >= 0 && strcmp(r->items[at].connstr, dbs[i].connection_string) == 0) {
-            r->items[at].seen = 1; /* unchanged: keep the open store */
-            continue;
-        }
-        if (at >= 0) { /* moved: reopen */
-            obx__log(r->hooks, OBX_LOG_INFO, dbs[i].id, "%s: connection string changed, reopening", r->name);
-            r->close(r->ctx, r->items[at].store);
-            r->items[at].store = NULL;
-            e = &r->items[at];
-        } else {
-            if (r->count == r->cap) {
-                int cap = r->cap ? r->cap * 2 : 8;
-                obx__entry *grown = (obx__entry *)obx__realloc(r->hooks, r->items, sizeof *grown * (size_t)cap);
-                if (!grown) return OBX_ERR_NO_MEMORY;
-                r->items = grown;
-                r->cap = cap;
-            }
-            e = &r->items[r->count];
-            memset(e, 0, sizeof *e);
-            e->id = obx__strdup(r->hooks, dbs[i].id);
-            if (!e->id) return OBX_ERR_NO_MEMORY;
-            r->count++;
-            add++;
-        }
-        obx__free(r->hooks, e->connstr);
-        e->connstr = obx__strdup(r->hooks, dbs[i].connection_string);
-        e->store = e->connstr ? r->open(r->ctx, dbs[i].id, dbs[i].connection_string) : NULL;
-        e->next_reap_ms = e->next_cleanup_ms = 0;
-        e->seen = 1;
-    }
-    /* Drop what discovery no longer lists, and what could not be opened. */
+    for (i = 0; i < n; i++)
+        if (!obx__registry_entry(r, &dbs[i])) return OBX_ERR_NO_MEMORY;
     for (i = j = 0; i < r->count; i++) {
         if (r->items[i].seen && r->items[i].store) {
+            add += r->items[i].seen == 2;
             if (i != j) r->items[j] = r->items[i];
             j++;
             continue;
@@ -2550,8 +2580,6 @@ OBX__PRIVATE obx_result obx__registry_apply(obx__registry *r, const obx_database
         if (!r->items[i].seen) {
             obx__log(r->hooks, OBX_LOG_INFO, r->items[i].id, "%s: removed by discovery, closing", r->name);
             drop++;
-        } else {
-            add--; /* listed but not opened: tried again at the next refresh */
         }
         obx__entry_free(r, &r->items[i]);
     }
@@ -2833,6 +2861,8 @@ enum {
     OBX__Q_JOIN_START,  /* join_id, grouping_key, expected_steps, metadata */
     OBX__Q_JOIN_ATTACH, /* message_id, join_id -> rowcount (0: attached before, or no join) */
     OBX__Q_JOIN_REPORT, /* status (1 done, 2 failed), join_id, message_id -> rowcount */
+    OBX__Q_JOIN_MESSAGE, /* message id -> its Status, the row locked until the unit ends (an
+                            attach and a settle of one message are serialized) */
     OBX__Q_JOIN_GET,    /* join_id -> id, grouping key, expected, completed, failed, status,
                            metadata, created, updated */
     OBX__Q_JOIN_FINISH, /* status, join_id -> rowcount (0: finished before) */
@@ -2843,12 +2873,6 @@ enum {
     OBX__Q_CLAIM_READ,  /* ids -> message rows */
     OBX__Q_COUNT
 };
-
-typedef struct obx__sqlset {
-    const char *now_ms;            /* {W} */
-    const char *ddl[32];           /* the schema, one statement each, NULL-terminated */
-    const char *q[OBX__Q_COUNT];
-} obx__sqlset;
 
 /* Columns of a message row, in the order obx__read_message expects. */
 #define OBX__SQLITE_COLS                                                                  \
@@ -2862,6 +2886,57 @@ typedef struct obx__sqlset {
     "\"RetryCount\", \"LastError\", \"Status\", " OBX__PG_MS("ProcessedAt") ", "            \
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
     OBX__PG_MS("NextAttemptAt")
+
+static const obx__stmt_row obx__sqlite_outbox_rows[] = {
+    {OBX__Q_INSERT,
+     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))"},
+    /* sqliteodbc shows RETURNING rows only for statements that start
+     * with SELECT or WITH: hence the empty CTE. */
+    {OBX__Q_CLAIM,
+     "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
+     "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
+     "WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W} "
+     "AND \"IsProcessed\" = 0 ORDER BY \"NextAttemptAt\" LIMIT ?) RETURNING " OBX__SQLITE_COLS},
+    {OBX__Q_ACK,
+     "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
+     "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
+     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+    {OBX__Q_ABANDON,
+     "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"RetryCount\", 6)))), "
+     "\"RetryCount\" = \"RetryCount\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
+     "\"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+    {OBX__Q_FAIL,
+     "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = ? "
+     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+    {OBX__Q_REAP,
+     "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+     "WHERE \"Status\" = 1 AND \"LockedUntil\" < {W}"},
+    {OBX__Q_GET,
+     "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE \"Id\" = ?"},
+    {OBX__Q_CLEANUP,
+     "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 2 AND "
+     "\"ProcessedAt\" < {W} - ? ORDER BY \"ProcessedAt\" LIMIT ?)"},
+    {OBX__Q_STATS,
+     "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} "
+     "WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}"},
+    /* prepared single-row inserts in one transaction are as fast here */
+    {OBX__Q_JOIN_START,
+     "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") VALUES (?, ?, ?, ?)"},
+    {OBX__Q_JOIN_ATTACH,
+     "INSERT INTO {M} (\"JoinId\", \"OutboxMessageId\") SELECT \"JoinId\", ? FROM {J} "
+     "WHERE \"JoinId\" = ? ON CONFLICT DO NOTHING"},
+    {OBX__Q_JOIN_MESSAGE,
+     "SELECT \"Status\" FROM {T} WHERE \"Id\" = ?"},
+    {OBX__Q_JOIN_REPORT,
+     "UPDATE {M} SET \"Status\" = ? WHERE \"JoinId\" = ? AND \"OutboxMessageId\" = ? AND \"Status\" = 0"},
+    {OBX__Q_JOIN_GET,
+     "SELECT \"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"CompletedSteps\", \"FailedSteps\", "
+     "\"Status\", \"Metadata\", \"CreatedUtc\", \"LastUpdatedUtc\" FROM {J} WHERE \"JoinId\" = ?"},
+    {OBX__Q_JOIN_FINISH,
+     "UPDATE {J} SET \"Status\" = ?, \"LastUpdatedUtc\" = {W} WHERE \"JoinId\" = ? AND \"Status\" = 0"},
+    {OBX__Q_COUNT, NULL}};
 
 static const obx__sqlset obx__sqlite_outbox = {
     "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
@@ -2927,43 +3002,64 @@ static const obx__sqlset obx__sqlite_outbox = {
     "     WHERE \"JoinId\" = NEW.\"JoinId\";\n"
     "END",
         NULL},
-    {
-        "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-        "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))",
-        /* sqliteodbc shows RETURNING rows only for statements that start
-         * with SELECT or WITH: hence the empty CTE. */
-        "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
-        "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
-        "WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W} "
-        "ORDER BY \"NextAttemptAt\" LIMIT ?) RETURNING " OBX__SQLITE_COLS,
-        "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
-        "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
-        "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))",
-        "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"RetryCount\", 6)))), "
-        "\"RetryCount\" = \"RetryCount\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
-        "\"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
-        "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))",
-        "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = ? "
-        "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))",
-        "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
-        "WHERE \"Status\" = 1 AND \"LockedUntil\" < {W}",
-        "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE \"Id\" = ?",
-        "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 2 AND "
-        "\"ProcessedAt\" < {W} - ? ORDER BY \"ProcessedAt\" LIMIT ?)",
-        "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} "
-        "WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}",
-        NULL, /* prepared single-row inserts in one transaction are as fast here */
-        "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") VALUES (?, ?, ?, ?)",
-        "INSERT INTO {M} (\"JoinId\", \"OutboxMessageId\") SELECT \"JoinId\", ? FROM {J} "
-        "WHERE \"JoinId\" = ? ON CONFLICT DO NOTHING",
-        "UPDATE {M} SET \"Status\" = ? WHERE \"JoinId\" = ? AND \"OutboxMessageId\" = ? AND \"Status\" = 0",
-        "SELECT \"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"CompletedSteps\", \"FailedSteps\", "
-        "\"Status\", \"Metadata\", \"CreatedUtc\", \"LastUpdatedUtc\" FROM {J} WHERE \"JoinId\" = ?",
-        "UPDATE {J} SET \"Status\" = ?, \"LastUpdatedUtc\" = {W} WHERE \"JoinId\" = ? AND \"Status\" = 0",
-    }};
+    obx__sqlite_outbox_rows
+};
 
 /* PostgreSQL: the work-queue operations are functions in the schema
  * (OBX-112), so SQL users get them too; each call is one round trip. */
+static const obx__stmt_row obx__postgresql_outbox_rows[] = {
+    {OBX__Q_INSERT,
+     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (CAST(? AS uuid), CAST(? AS uuid), ?, ?, ?, "
+     "to_timestamp(CAST(? AS bigint) / 1000.0), "
+     "coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()))"},
+    {OBX__Q_CLAIM,
+     "SELECT " OBX__PG_COLS " FROM {S}.\"{N}_Claim\"(CAST(? AS uuid), CAST(? AS integer), "
+     "CAST(? AS integer))"},
+    {OBX__Q_ACK,
+     "SELECT {S}.\"{N}_Ack\"(CAST(? AS varchar), CAST(? AS uuid), CAST(? AS uuid[]))"},
+    {OBX__Q_ABANDON,
+     "SELECT {S}.\"{N}_Abandon\"(p_delay_ms => CAST(? AS bigint), p_retries => CAST(? AS integer), "
+     "p_last_error => CAST(? AS text), p_owner => CAST(? AS uuid), p_ids => CAST(? AS uuid[]))"},
+    {OBX__Q_FAIL,
+     "SELECT {S}.\"{N}_Fail\"(CAST(? AS text), CAST(? AS uuid), CAST(? AS uuid[]))"},
+    {OBX__Q_REAP,
+     "SELECT {S}.\"{N}_ReapExpired\"()"},
+    {OBX__Q_GET,
+     "SELECT " OBX__PG_COLS " FROM {T} WHERE \"Id\" = CAST(? AS uuid)"},
+    {OBX__Q_CLEANUP,
+     "SELECT {S}.\"{N}_Cleanup\"(CAST(? AS bigint), CAST(? AS integer))"},
+    {OBX__Q_STATS,
+     "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) "
+     "AS bigint) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()"},
+    /* A whole batch in one statement: array literals unnested by the
+     * server (psqlODBC's own array binding sends one INSERT per row). */
+    {OBX__Q_INSERT_MANY,
+     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\") SELECT u.id, u.mid, u.topic, u.payload, u.corr, "
+     "to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()) "
+     "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
+     "CAST(? AS text[]), CAST(? AS bigint[])) AS u(id, mid, topic, payload, corr, due)"},
+    {OBX__Q_JOIN_START,
+     "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") "
+     "VALUES (CAST(? AS uuid), ?, CAST(? AS integer), ?)"},
+    {OBX__Q_JOIN_ATTACH,
+     "INSERT INTO {M} (\"JoinId\", \"OutboxMessageId\") SELECT \"JoinId\", CAST(? AS uuid) FROM {J} "
+     "WHERE \"JoinId\" = CAST(? AS uuid) ON CONFLICT DO NOTHING"},
+    {OBX__Q_JOIN_MESSAGE,
+     "SELECT \"Status\" FROM {T} WHERE \"Id\" = CAST(? AS uuid) FOR UPDATE"},
+    {OBX__Q_JOIN_REPORT,
+     "UPDATE {M} SET \"Status\" = CAST(? AS smallint) WHERE \"JoinId\" = CAST(? AS uuid) AND "
+     "\"OutboxMessageId\" = CAST(? AS uuid) AND \"Status\" = 0"},
+    {OBX__Q_JOIN_GET,
+     "SELECT CAST(\"JoinId\" AS text), \"GroupingKey\", \"ExpectedSteps\", \"CompletedSteps\", "
+     "\"FailedSteps\", \"Status\", \"Metadata\", " OBX__PG_MS("CreatedUtc") ", " OBX__PG_MS("LastUpdatedUtc")
+     " FROM {J} WHERE \"JoinId\" = CAST(? AS uuid)"},
+    {OBX__Q_JOIN_FINISH,
+     "UPDATE {J} SET \"Status\" = CAST(? AS smallint), \"LastUpdatedUtc\" = now() "
+     "WHERE \"JoinId\" = CAST(? AS uuid) AND \"Status\" = 0"},
+    {OBX__Q_COUNT, NULL}};
+
 static const obx__sqlset obx__postgresql_outbox = {
     "now()",
     {
@@ -3043,7 +3139,7 @@ static const obx__sqlset obx__postgresql_outbox = {
     "RETURNS SETOF {T} LANGUAGE sql AS $$\n"
     "    WITH picked AS MATERIALIZED (\n"
     "        SELECT \"Id\" FROM {T}\n"
-    "         WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()\n"
+    "         WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now() AND NOT \"IsProcessed\"\n"
     "         ORDER BY \"NextAttemptAt\" LIMIT p_batch\n"
     "           FOR UPDATE SKIP LOCKED)\n"
     "    UPDATE {T} AS o SET \"Status\" = 1, \"OwnerToken\" = p_owner,\n"
@@ -3101,43 +3197,13 @@ static const obx__sqlset obx__postgresql_outbox = {
     "    SELECT CAST(count(*) AS integer) FROM gone\n"
     "$$",
         NULL},
-    {
-        "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-        "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (CAST(? AS uuid), CAST(? AS uuid), ?, ?, ?, "
-        "to_timestamp(CAST(? AS bigint) / 1000.0), "
-        "coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()))",
-        "SELECT " OBX__PG_COLS " FROM {S}.\"{N}_Claim\"(CAST(? AS uuid), CAST(? AS integer), "
-        "CAST(? AS integer))",
-        "SELECT {S}.\"{N}_Ack\"(CAST(? AS varchar), CAST(? AS uuid), CAST(? AS uuid[]))",
-        "SELECT {S}.\"{N}_Abandon\"(p_delay_ms => CAST(? AS bigint), p_retries => CAST(? AS integer), "
-        "p_last_error => CAST(? AS text), p_owner => CAST(? AS uuid), p_ids => CAST(? AS uuid[]))",
-        "SELECT {S}.\"{N}_Fail\"(CAST(? AS text), CAST(? AS uuid), CAST(? AS uuid[]))",
-        "SELECT {S}.\"{N}_ReapExpired\"()",
-        "SELECT " OBX__PG_COLS " FROM {T} WHERE \"Id\" = CAST(? AS uuid)",
-        "SELECT {S}.\"{N}_Cleanup\"(CAST(? AS bigint), CAST(? AS integer))",
-        "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) "
-        "AS bigint) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()",
-        /* A whole batch in one statement: array literals unnested by the
-         * server (psqlODBC's own array binding sends one INSERT per row). */
-        "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-        "\"DueTimeUtc\", \"NextAttemptAt\") SELECT u.id, u.mid, u.topic, u.payload, u.corr, "
-        "to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()) "
-        "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
-        "CAST(? AS text[]), CAST(? AS bigint[])) AS u(id, mid, topic, payload, corr, due)",
-        "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") "
-        "VALUES (CAST(? AS uuid), ?, CAST(? AS integer), ?)",
-        "INSERT INTO {M} (\"JoinId\", \"OutboxMessageId\") SELECT \"JoinId\", CAST(? AS uuid) FROM {J} "
-        "WHERE \"JoinId\" = CAST(? AS uuid) ON CONFLICT DO NOTHING",
-        "UPDATE {M} SET \"Status\" = CAST(? AS smallint) WHERE \"JoinId\" = CAST(? AS uuid) AND "
-        "\"OutboxMessageId\" = CAST(? AS uuid) AND \"Status\" = 0",
-        "SELECT CAST(\"JoinId\" AS text), \"GroupingKey\", \"ExpectedSteps\", \"CompletedSteps\", "
-        "\"FailedSteps\", \"Status\", \"Metadata\", " OBX__PG_MS("CreatedUtc") ", " OBX__PG_MS("LastUpdatedUtc")
-        " FROM {J} WHERE \"JoinId\" = CAST(? AS uuid)",
-        "UPDATE {J} SET \"Status\" = CAST(? AS smallint), \"LastUpdatedUtc\" = now() "
-        "WHERE \"JoinId\" = CAST(? AS uuid) AND \"Status\" = 0",
-    }};
+    obx__postgresql_outbox_rows
+};
 
-#define OBX__MY_MS(c) "CAST(FLOOR(UNIX_TIMESTAMP(`" c "`) * 1000) AS SIGNED)"
+/* DATETIME(6) holds UTC; these never pass through the session's time zone
+ * (UNIX_TIMESTAMP and FROM_UNIXTIME would, on a caller's connection too). */
+#define OBX__MY_MS(c) "CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', `" c "`) DIV 1000 AS SIGNED)"
+#define OBX__MY_FROM_MS(p) "TIMESTAMPADD(MICROSECOND, " p " * 1000, '1970-01-01 00:00:00')"
 #define OBX__MY_COLS                                                                        \
     "`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, " OBX__MY_MS("CreatedAt") ", "   \
     OBX__MY_MS("DueTimeUtc") ", `RetryCount`, `LastError`, `Status`, " OBX__MY_MS("ProcessedAt") \
@@ -3159,6 +3225,66 @@ static const obx__sqlset obx__postgresql_outbox = {
  * which is right either way. Tables are utf8mb4_nopad_bin: keys and
  * topics compare byte for byte, trailing spaces included (utf8mb4_bin pads:
  * "m1" = "m1 "). No partial indexes: Status leads. */
+static const obx__stmt_row obx__mariadb_outbox_rows[] = {
+    {OBX__Q_INSERT,
+     "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
+     "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", "
+     "COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)))"},
+    {OBX__Q_CLAIM,
+     "UPDATE " OBX__MY_BY_IDS("?3") " SET `Status` = 1, `OwnerToken` = ?1, "
+     "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND"},
+    {OBX__Q_ACK,
+     "UPDATE " OBX__MY_BY_IDS("?3") " SET `IsProcessed` = 1, `ProcessedAt` = UTC_TIMESTAMP(6), "
+     "`ProcessedBy` = ?1, `LockedUntil` = NULL, `Status` = 2 WHERE `OwnerToken` = ?2 AND `Status` = 1"},
+    {OBX__Q_ABANDON,
+     "UPDATE " OBX__MY_BY_IDS("?5") " SET `NextAttemptAt` = UTC_TIMESTAMP(6) + INTERVAL "
+     "COALESCE(?1, LEAST(60000, 1000 * (1 << LEAST(`RetryCount`, 6)))) * 1000 MICROSECOND, "
+     "`RetryCount` = `RetryCount` + ?2, `LastError` = COALESCE(?3, `LastError`), "
+     "`OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 0 WHERE `OwnerToken` = ?4 AND `Status` = 1"},
+    {OBX__Q_FAIL,
+     "UPDATE " OBX__MY_BY_IDS("?3") " SET `LockedUntil` = NULL, `LastError` = ?1, `Status` = 3 "
+     "WHERE `OwnerToken` = ?2 AND `Status` = 1"},
+    {OBX__Q_REAP,
+     "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 0 "
+     "WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)"},
+    {OBX__Q_GET,
+     "SELECT " OBX__MY_COLS " FROM {T} WHERE `Id` = ?"},
+    {OBX__Q_CLEANUP,
+     "DELETE FROM {T} WHERE `Status` = 2 AND `ProcessedAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
+     "MICROSECOND ORDER BY `ProcessedAt` LIMIT ?"},
+    {OBX__Q_STATS,
+     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
+     "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
+    /* a batch is prepared single-row inserts in one transaction */
+    {OBX__Q_JOIN_START,
+     "INSERT INTO {J} (`JoinId`, `GroupingKey`, `ExpectedSteps`, `Metadata`) VALUES (?, ?, ?, ?)"},
+    {OBX__Q_JOIN_ATTACH,
+     "INSERT IGNORE INTO {M} (`JoinId`, `OutboxMessageId`) SELECT `JoinId`, ? FROM {J} WHERE `JoinId` = ?"},
+    {OBX__Q_JOIN_MESSAGE,
+     "SELECT `Status` FROM {T} WHERE `Id` = ? FOR UPDATE"},
+    {OBX__Q_JOIN_REPORT,
+     "UPDATE {M} SET `Status` = ? WHERE `JoinId` = ? AND `OutboxMessageId` = ? AND `Status` = 0"},
+    {OBX__Q_JOIN_GET,
+     "SELECT `JoinId`, `GroupingKey`, `ExpectedSteps`, `CompletedSteps`, `FailedSteps`, `Status`, "
+     "`Metadata`, " OBX__MY_MS("CreatedUtc") ", " OBX__MY_MS("LastUpdatedUtc") " FROM {J} WHERE `JoinId` = ?"},
+    {OBX__Q_JOIN_FINISH,
+     "UPDATE {J} SET `Status` = ?, `LastUpdatedUtc` = UTC_TIMESTAMP(6) WHERE `JoinId` = ? AND `Status` = 0"},
+    /* The head of the ready index is read without locks (a window of
+     * ids), then those rows are locked by primary key and checked again.
+     * A locking read of the index walks every entry a claim or ack has
+     * moved since InnoDB's last purge (about once a second): 3 page reads
+     * each, 4-17 ms per pick; the window makes it 0.6 ms, and the drain
+     * 1.8x. The index is forced: a scan and sort would read every row. */
+    {OBX__Q_CLAIM_PICK,
+     "SELECT t.`Id` FROM (SELECT `Id` FROM {T} FORCE INDEX (`IX_{N}_Ready`) WHERE `Status` = 0 "
+     "AND `NextAttemptAt` <= UTC_TIMESTAMP(6) AND `IsProcessed` = 0 ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
+     "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
+     "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
+     "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
+    {OBX__Q_CLAIM_READ,
+     "SELECT " OBX__MY_COLS " FROM " OBX__MY_BY_IDS("?")},
+    {OBX__Q_COUNT, NULL}};
+
 static const obx__sqlset obx__mariadb_outbox = {
     "UTC_TIMESTAMP(6)",
     {
@@ -3217,46 +3343,8 @@ static const obx__sqlset obx__mariadb_outbox = {
     "        `CompletedSteps` = `CompletedSteps` + (NEW.`Status` = 1 AND `CompletedSteps` + `FailedSteps` < `ExpectedSteps`)\n"
     "     WHERE `JoinId` = NEW.`JoinId` AND OLD.`Status` = 0 AND NEW.`Status` IN (1, 2)",
     NULL},
-    {
-        "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
-        "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, FROM_UNIXTIME(? / 1000), "
-        "COALESCE(FROM_UNIXTIME(? / 1000), UTC_TIMESTAMP(6)))",
-        "UPDATE " OBX__MY_BY_IDS("?3") " SET `Status` = 1, `OwnerToken` = ?1, "
-        "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND",
-        "UPDATE " OBX__MY_BY_IDS("?3") " SET `IsProcessed` = 1, `ProcessedAt` = UTC_TIMESTAMP(6), "
-        "`ProcessedBy` = ?1, `LockedUntil` = NULL, `Status` = 2 WHERE `OwnerToken` = ?2 AND `Status` = 1",
-        "UPDATE " OBX__MY_BY_IDS("?5") " SET `NextAttemptAt` = UTC_TIMESTAMP(6) + INTERVAL "
-        "COALESCE(?1, LEAST(60000, 1000 * (1 << LEAST(`RetryCount`, 6)))) * 1000 MICROSECOND, "
-        "`RetryCount` = `RetryCount` + ?2, `LastError` = COALESCE(?3, `LastError`), "
-        "`OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 0 WHERE `OwnerToken` = ?4 AND `Status` = 1",
-        "UPDATE " OBX__MY_BY_IDS("?3") " SET `LockedUntil` = NULL, `LastError` = ?1, `Status` = 3 "
-        "WHERE `OwnerToken` = ?2 AND `Status` = 1",
-        "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 0 "
-        "WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)",
-        "SELECT " OBX__MY_COLS " FROM {T} WHERE `Id` = ?",
-        "DELETE FROM {T} WHERE `Status` = 2 AND `ProcessedAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
-        "MICROSECOND ORDER BY `ProcessedAt` LIMIT ?",
-        "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
-        "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)",
-        NULL, /* a batch is prepared single-row inserts in one transaction */
-        "INSERT INTO {J} (`JoinId`, `GroupingKey`, `ExpectedSteps`, `Metadata`) VALUES (?, ?, ?, ?)",
-        "INSERT IGNORE INTO {M} (`JoinId`, `OutboxMessageId`) SELECT `JoinId`, ? FROM {J} WHERE `JoinId` = ?",
-        "UPDATE {M} SET `Status` = ? WHERE `JoinId` = ? AND `OutboxMessageId` = ? AND `Status` = 0",
-        "SELECT `JoinId`, `GroupingKey`, `ExpectedSteps`, `CompletedSteps`, `FailedSteps`, `Status`, "
-        "`Metadata`, " OBX__MY_MS("CreatedUtc") ", " OBX__MY_MS("LastUpdatedUtc") " FROM {J} WHERE `JoinId` = ?",
-        "UPDATE {J} SET `Status` = ?, `LastUpdatedUtc` = UTC_TIMESTAMP(6) WHERE `JoinId` = ? AND `Status` = 0",
-        /* The head of the ready index is read without locks (a window of
-         * ids), then those rows are locked by primary key and checked again.
-         * A locking read of the index walks every entry a claim or ack has
-         * moved since InnoDB's last purge (about once a second): 3 page reads
-         * each, 4-17 ms per pick; the window makes it 0.6 ms, and the drain
-         * 1.8x. The index is forced: a scan and sort would read every row. */
-        "SELECT t.`Id` FROM (SELECT `Id` FROM {T} FORCE INDEX (`IX_{N}_Ready`) WHERE `Status` = 0 "
-        "AND `NextAttemptAt` <= UTC_TIMESTAMP(6) ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
-        "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
-        "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) LIMIT ?1 FOR UPDATE SKIP LOCKED",
-        "SELECT " OBX__MY_COLS " FROM " OBX__MY_BY_IDS("?"),
-    }};
+    obx__mariadb_outbox_rows
+};
 
 /* SQL Server: Unix ms <-> time. DATETIMEOFFSET columns (the seed's) are
  * compared as instants and read as UTC, floored to the ms (a cast to
@@ -3302,22 +3390,60 @@ static const obx__sqlset obx__mariadb_outbox = {
  * triggers update join members from an outbox update: "nested triggers"
  * must be on (the server default). Written to the documentation; not yet
  * run against a server. */
+static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
+    {OBX__Q_INSERT,
+     "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
+     "[NextAttemptAt]) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", "
+     "COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", SYSDATETIMEOFFSET()))"},
+    {OBX__Q_CLAIM,
+     "{CALL {S}.[{N}_Claim](?, ?, ?)}"},
+    {OBX__Q_ACK,
+     "{CALL {S}.[{N}_Ack](?, ?, ?)}"},
+    {OBX__Q_ABANDON,
+     "{CALL {S}.[{N}_Abandon](?, ?, ?, ?, ?)}"},
+    {OBX__Q_FAIL,
+     "{CALL {S}.[{N}_Fail](?, ?, ?)}"},
+    {OBX__Q_REAP,
+     "{CALL {S}.[{N}_ReapExpired]}"},
+    {OBX__Q_GET,
+     "SELECT " OBX__MS_COLS " FROM {T} AS t WHERE t.[Id] = ?"},
+    {OBX__Q_CLEANUP,
+     "WITH old AS (SELECT TOP (?2) [Id] FROM {T} WHERE [Status] = 2 AND [ProcessedAt] < "
+     OBX__MS_FROM_MS("-?1", "SYSDATETIMEOFFSET()") " ORDER BY [ProcessedAt]) DELETE FROM old"},
+    {OBX__Q_STATS,
+     "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, CAST(SWITCHOFFSET(MIN([NextAttemptAt]), '+00:00') "
+     "AS DATETIME2(7)), SYSUTCDATETIME()) FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()"},
+    /* A whole batch in one statement: the lists zipped by position. */
+    {OBX__Q_INSERT_MANY,
+     "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
+     "[NextAttemptAt]) SELECT i.[value], m.[value], p.[value], b.[value], c.[value], x.[Due], "
+     "COALESCE(x.[Due], SYSDATETIMEOFFSET()) FROM OPENJSON(?) AS i "
+     "JOIN OPENJSON(?) AS m ON m.[key] = i.[key] JOIN OPENJSON(?) AS p ON p.[key] = i.[key] "
+     "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
+     "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] "
+     "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
+    {OBX__Q_JOIN_START,
+     "INSERT INTO {J} ([JoinId], [GroupingKey], [ExpectedSteps], [Metadata]) VALUES (?, ?, ?, ?)"},
+    {OBX__Q_JOIN_ATTACH,
+     "INSERT INTO {M} ([JoinId], [OutboxMessageId]) SELECT j.[JoinId], ?1 FROM {J} AS j "
+     "WHERE j.[JoinId] = ?2 AND NOT EXISTS (SELECT 1 FROM {M} AS m WITH (UPDLOCK, HOLDLOCK) "
+     "WHERE m.[JoinId] = ?2 AND m.[OutboxMessageId] = ?1)"},
+    {OBX__Q_JOIN_MESSAGE,
+     "SELECT [Status] FROM {T} WITH (UPDLOCK, ROWLOCK) WHERE [Id] = ?"},
+    {OBX__Q_JOIN_REPORT,
+     "UPDATE {M} SET [Status] = ? WHERE [JoinId] = ? AND [OutboxMessageId] = ? AND [Status] = 0"},
+    {OBX__Q_JOIN_GET,
+     "SELECT " OBX__MS_GUID("[JoinId]") ", [GroupingKey], [ExpectedSteps], [CompletedSteps], "
+     "[FailedSteps], [Status], [Metadata], " OBX__MS_UTC_MS("[CreatedUtc]") ", "
+     OBX__MS_UTC_MS("[LastUpdatedUtc]") " FROM {J} WHERE [JoinId] = ?"},
+    {OBX__Q_JOIN_FINISH,
+     "UPDATE {J} SET [Status] = ?, [LastUpdatedUtc] = SYSUTCDATETIME() WHERE [JoinId] = ? AND [Status] = 0"},
+    {OBX__Q_COUNT, NULL}};
+
 static const obx__sqlset obx__sqlserver_outbox = {
     "SYSDATETIMEOFFSET()",
     {
-    /* Deploys serialize on a lock that ends with the transaction. In the
-     * library, manual commit is IMPLICIT_TRANSACTIONS, which EXEC does not
-     * start (a CREATE does); sqlcmd and SSMS run in autocommit, so the file
-     * opens a transaction and its last batch commits it. QUOTED_IDENTIFIER:
-     * filtered indexes need it, and sqlcmd without -I has it off. */
-    "SET QUOTED_IDENTIFIER ON; SET ANSI_NULLS ON; SET XACT_ABORT ON;\n"
-    "DECLARE @lock INT;\n"
-    "IF @@TRANCOUNT = 0 AND (@@OPTIONS & 2) = 0 BEGIN TRANSACTION;\n"
-    "IF @@TRANCOUNT = 0 BEGIN CREATE TABLE #obx_deploy (x INT); DROP TABLE #obx_deploy; END;\n"
-    "IF @@TRANCOUNT = 0 THROW 50000, N'obx deploy: no transaction for the deploy lock', 1;\n"
-    "EXEC @lock = sp_getapplock @Resource = N'obx deploy {T}', @LockMode = N'Exclusive', "
-    "@LockOwner = N'Transaction';\n"
-    "IF @lock < 0 THROW 50000, N'obx deploy: the deploy lock was not granted', 1;",
+    OBX__MS_DEPLOY_LOCK,
     "IF SCHEMA_ID(PARSENAME(N'{S}', 1)) IS NULL EXEC sp_executesql N'CREATE SCHEMA {S}'",
     "IF OBJECT_ID(N'{T}', N'U') IS NULL\n"
     "CREATE TABLE {T} (\n"
@@ -3414,7 +3540,7 @@ static const obx__sqlset obx__sqlserver_outbox = {
     "    WITH picked AS (\n"
     "        SELECT TOP (@BatchSize) [Status], [OwnerToken], [LockedUntil], [Id], [NextAttemptAt]\n"
     "          FROM {T} WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)\n"
-    "         WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()\n"
+    "         WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET() AND [IsProcessed] = 0\n"
     "         ORDER BY [NextAttemptAt])\n"
     "    UPDATE picked SET [Status] = 1, [OwnerToken] = @OwnerToken,\n"
     "           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME())\n"
@@ -3447,40 +3573,8 @@ static const obx__sqlset obx__sqlserver_outbox = {
     "END",
     "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;", /* sqlcmd; the library commits itself */
         NULL},
-    {
-        "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
-        "[NextAttemptAt]) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", "
-        "COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", SYSDATETIMEOFFSET()))",
-        "{CALL {S}.[{N}_Claim](?, ?, ?)}",
-        "{CALL {S}.[{N}_Ack](?, ?, ?)}",
-        "{CALL {S}.[{N}_Abandon](?, ?, ?, ?, ?)}",
-        "{CALL {S}.[{N}_Fail](?, ?, ?)}",
-        "{CALL {S}.[{N}_ReapExpired]}",
-        "SELECT " OBX__MS_COLS " FROM {T} AS t WHERE t.[Id] = ?",
-        "WITH old AS (SELECT TOP (?2) [Id] FROM {T} WHERE [Status] = 2 AND [ProcessedAt] < "
-        OBX__MS_FROM_MS("-?1", "SYSDATETIMEOFFSET()") " ORDER BY [ProcessedAt]) DELETE FROM old",
-        "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, CAST(SWITCHOFFSET(MIN([NextAttemptAt]), '+00:00') "
-        "AS DATETIME2(7)), SYSUTCDATETIME()) FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()",
-        /* A whole batch in one statement: the lists zipped by position. */
-        "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
-        "[NextAttemptAt]) SELECT i.[value], m.[value], p.[value], b.[value], c.[value], x.[Due], "
-        "COALESCE(x.[Due], SYSDATETIMEOFFSET()) FROM OPENJSON(?) AS i "
-        "JOIN OPENJSON(?) AS m ON m.[key] = i.[key] JOIN OPENJSON(?) AS p ON p.[key] = i.[key] "
-        "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
-        "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] "
-        "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x",
-        "INSERT INTO {J} ([JoinId], [GroupingKey], [ExpectedSteps], [Metadata]) VALUES (?, ?, ?, ?)",
-        "INSERT INTO {M} ([JoinId], [OutboxMessageId]) SELECT j.[JoinId], ?1 FROM {J} AS j "
-        "WHERE j.[JoinId] = ?2 AND NOT EXISTS (SELECT 1 FROM {M} AS m WITH (UPDLOCK, HOLDLOCK) "
-        "WHERE m.[JoinId] = ?2 AND m.[OutboxMessageId] = ?1)",
-        "UPDATE {M} SET [Status] = ? WHERE [JoinId] = ? AND [OutboxMessageId] = ? AND [Status] = 0",
-        "SELECT " OBX__MS_GUID("[JoinId]") ", [GroupingKey], [ExpectedSteps], [CompletedSteps], "
-        "[FailedSteps], [Status], [Metadata], " OBX__MS_UTC_MS("[CreatedUtc]") ", "
-        OBX__MS_UTC_MS("[LastUpdatedUtc]") " FROM {J} WHERE [JoinId] = ?",
-        "UPDATE {J} SET [Status] = ?, [LastUpdatedUtc] = SYSUTCDATETIME() WHERE [JoinId] = ? AND [Status] = 0",
-        NULL,
-        NULL,
-    }};
+    obx__sqlserver_outbox_rows
+};
 
 /* Indexed by obx_dialect. */
 static const obx__sqlset *const obx__sqlsets[] = {
@@ -3601,6 +3695,7 @@ struct obx_store {
     int msgs_cap;
     obx_uuid_state uuids;
     obx_metrics_hook metrics;
+    obx_log_level message_log_level; /* per-message lines */
     int64_t counters[OBX_METRIC_COUNT_];
     char token[37];               /* the owner token of the current call, lower case */
     obx__store_own own;           /* what only this header keeps */
@@ -3720,12 +3815,12 @@ static obx_result obx__store_names(obx_store *s, const obx_store_desc *desc) {
 }
 
 static obx_result obx__store_prepare_sql(obx_store *s) {
-    int i;
+    const obx__stmt_row *row;
     s->q = obx__sqlsets[s->db.d->id];
-    for (i = 0; i < OBX__Q_COUNT; i++) {
-        if (!s->q->q[i]) continue; /* not used by this dialect */
-        s->sql[i] = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->q[i]);
-        if (!s->sql[i])
+    for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
+        OBX_ASSERT(row->id >= 0 && row->id < OBX__Q_COUNT && !s->sql[row->id]);
+        s->sql[row->id] = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, row->sql);
+        if (!s->sql[row->id])
             return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     }
     return OBX_OK;
@@ -3833,6 +3928,7 @@ OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
     s->db.store_id = OBX__NOUN;
     s->db.forced = desc->dialect;
     s->metrics = desc->metrics;
+    s->message_log_level = desc->message_log_level ? desc->message_log_level : OBX_LOG_DEBUG;
     *out = s;
     r = obx__store_desc_check(s, desc);
     if (r != OBX_OK) return r;
@@ -3926,6 +4022,27 @@ static obx_result obx__check_token(obx_store *s, const char *fn, const char *tok
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
     obx__lower_uuid(token, s->token);
     return OBX_OK;
+}
+
+/* Run `unit` in the caller's transaction on `hdbc` (statements are made and
+ * freed on it per call, and nothing is committed or rolled back here), or,
+ * with hdbc NULL, as a unit of work of the store's own (committed). */
+OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
+                                            obx_result (*unit)(obx__db *db, void *ctx), void *ctx,
+                                            const char *what) {
+    obx__db caller;
+    obx_result r;
+    if (!hdbc) return obx__unit(&s->db, unit, ctx, what);
+    memset(&caller, 0, sizeof caller);
+    caller.hooks = &s->hooks;
+    caller.store_id = s->store_id;
+    caller.err = &s->err;
+    caller.d = s->db.d;
+    caller.dbc = (SQLHDBC)hdbc;
+    caller.connected = 1;
+    r = unit(&caller, ctx);
+    obx__db_free_statements(&caller);
+    return r;
 }
 
 /* >> claim ---------------------------------------------------------------------- */
@@ -4522,7 +4639,8 @@ static void obx__dispatcher_defaults(obx_dispatcher *d, const obx_dispatcher_des
     d->cleanup_ms = desc->cleanup_interval_ms;
     d->retention_ms = desc->cleanup_retention_ms;
     d->strategy = desc->strategy;
-    d->message_log_level = desc->message_log_level ? desc->message_log_level : OBX_LOG_DEBUG;
+    d->message_log_level = desc->message_log_level ? desc->message_log_level
+                         : desc->store ? desc->store->message_log_level : OBX_LOG_DEBUG;
 }
 
 OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_dispatcher **out) {
@@ -4923,8 +5041,9 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
     if (m->correlation_id && !obx__text_fits(m->correlation_id, OBX_CORRELATION_MAX))
         OBX__BAD("correlation_id", OBX_ERR_INVALID_ARG,
                  "correlation_id must be valid UTF-8 of at most %d characters", OBX_CORRELATION_MAX);
-    if (m->due_utc_ms < 0)
-        OBX__BAD("due_utc_ms", OBX_ERR_OUT_OF_RANGE, "due_utc_ms must be 0 (now) or a Unix time in ms");
+    if (m->due_utc_ms < 0 || m->due_utc_ms > OBX_TIME_MAX_MS)
+        OBX__BAD("due_utc_ms", OBX_ERR_OUT_OF_RANGE,
+                 "due_utc_ms must be 0 (now) or a Unix time in ms up to OBX_TIME_MAX_MS (year 9999)");
 #undef OBX__BAD
     *payload_len = n;
     return OBX_OK;
@@ -5044,27 +5163,12 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
         ctx.lens = lens;
         ctx.count = count;
         ctx.ids = ids;
-        if (hdbc) {
-            /* The caller's connection and transaction: statements are made
-             * and freed on it per call, and nothing is committed here. */
-            obx__db caller;
-            memset(&caller, 0, sizeof caller);
-            caller.hooks = &s->hooks;
-            caller.store_id = s->store_id;
-            caller.err = &s->err;
-            caller.d = s->db.d;
-            caller.dbc = (SQLHDBC)hdbc;
-            caller.connected = 1;
-            r = obx__insert_messages(&caller, &ctx);
-            obx__db_free_statements(&caller);
-        } else {
-            r = obx__unit(&s->db, obx__insert_messages, &ctx, fn);
-        }
+        r = obx__unit_or_caller(s, hdbc, obx__insert_messages, &ctx, fn);
     }
     if (r == OBX_OK) {
         obx__count(s, OBX_METRIC_ENQUEUED, count);
         for (i = 0; i < count; i++)
-            obx__log(&s->hooks, OBX_LOG_INFO, s->store_id,
+            obx__log(&s->hooks, s->message_log_level, s->store_id,
                      "enqueued %s topic=%s correlation=%s%s", ids[i], msgs[i].topic,
                      msgs[i].correlation_id && msgs[i].correlation_id[0] ? msgs[i].correlation_id : "-",
                      hdbc ? " (in caller's transaction)" : "");
@@ -5257,15 +5361,35 @@ typedef struct obx__attach_ctx {
     int missing;                 /* the join does not exist */
 } obx__attach_ctx;
 
+/* The message's status, its row locked for the rest of the unit (-1: no
+ * such message yet, e.g. enqueued in a transaction not committed). */
+static obx_result obx__attach_lock_message(obx__db *db, obx__attach_ctx *c, int64_t *status) {
+    obx__param p[1];
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    *status = -1;
+    obx__p_text(&p[0], c->message_id, 36);
+    r = obx__exec(db, OBX__Q_JOIN_MESSAGE, c->s->sql[OBX__Q_JOIN_MESSAGE], p, 1, NULL, &cur);
+    if (r == OBX_OK) r = obx__fetch(db, cur);
+    if (r == OBX_OK) r = obx__get_i64(db, cur, 1, status, NULL);
+    obx__close(cur);
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
+/* Attach (and report): the message row is locked first, so that a settle
+ * of the same message runs wholly before or after. A member attached after
+ * its message was acked or failed counts at once (its trigger ran before
+ * the member existed); one attached before is counted by that trigger. */
 static obx_result obx__attach_unit(obx__db *db, void *vctx) {
     obx__attach_ctx *c = (obx__attach_ctx *)vctx;
     obx_store *s = c->s;
     obx__param p[3];
-    int64_t rows = 0;
-    obx_result r;
+    int64_t rows = 0, message_status = -1;
+    int report = c->status;
+    obx_result r = obx__attach_lock_message(db, c, &message_status);
     obx__p_text(&p[0], c->message_id, 36);
     obx__p_text(&p[1], c->join_id, 36);
-    r = obx__exec(db, OBX__Q_JOIN_ATTACH, s->sql[OBX__Q_JOIN_ATTACH], p, 2, &rows, NULL);
+    if (r == OBX_OK) r = obx__exec(db, OBX__Q_JOIN_ATTACH, s->sql[OBX__Q_JOIN_ATTACH], p, 2, &rows, NULL);
     if (r == OBX_OK && rows == 0) { /* attached before, or no such join? */
         obx_join j;
         obx__join_ctx jc;
@@ -5275,9 +5399,11 @@ static obx_result obx__attach_unit(obx__db *db, void *vctx) {
         r = obx__join_read(db, &jc);
         c->missing = r == OBX_OK && !jc.found;
     }
-    if (r == OBX_OK && !c->missing && c->status) {
+    if (!report && rows > 0 && message_status == OBX_STATUS_DONE) report = 1;
+    if (!report && rows > 0 && message_status == OBX_STATUS_FAILED) report = 2;
+    if (r == OBX_OK && !c->missing && report) {
         /* Pending -> done/failed once; the member trigger counts it. */
-        obx__p_i64(&p[0], c->status);
+        obx__p_i64(&p[0], report);
         obx__p_text(&p[1], c->join_id, 36);
         obx__p_text(&p[2], c->message_id, 36);
         r = obx__exec(db, OBX__Q_JOIN_REPORT, s->sql[OBX__Q_JOIN_REPORT], p, 3, NULL, NULL);
@@ -5285,7 +5411,7 @@ static obx_result obx__attach_unit(obx__db *db, void *vctx) {
     return r;
 }
 
-static obx_result obx__attach(obx_store *store, const char *fn, const char *join_id,
+static obx_result obx__attach(obx_store *store, void *hdbc, const char *fn, const char *join_id,
                               const char *message_id, int status) {
     obx__attach_ctx ctx;
     char join_lower[37], message_lower[37];
@@ -5301,19 +5427,33 @@ static obx_result obx__attach(obx_store *store, const char *fn, const char *join
     ctx.message_id = message_lower;
     ctx.status = status;
     ctx.missing = 0;
-    r = obx__unit(&store->db, obx__attach_unit, &ctx, fn);
+    r = obx__unit_or_caller(store, hdbc, obx__attach_unit, &ctx, fn);
     if (r != OBX_OK) return r;
     if (ctx.missing) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, fn, "no join %s", join_id);
     return OBX_OK;
 }
 
 OBX_API obx_result obx_join_attach(obx_store *store, const char *join_id, const char *message_id) {
-    return obx__attach(store, "obx_join_attach", join_id, message_id, 0);
+    return obx__attach(store, NULL, "obx_join_attach", join_id, message_id, 0);
+}
+
+OBX_API obx_result obx_join_attach_tx(obx_store *store, void *hdbc, const char *join_id,
+                                      const char *message_id) {
+    if (store && !hdbc)
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_attach_tx: hdbc", "must not be NULL");
+    return obx__attach(store, hdbc, "obx_join_attach_tx", join_id, message_id, 0);
 }
 
 OBX_API obx_result obx_join_report(obx_store *store, const char *join_id, const char *message_id,
                                    int failed) {
-    return obx__attach(store, "obx_join_report", join_id, message_id, failed ? 2 : 1);
+    return obx__attach(store, NULL, "obx_join_report", join_id, message_id, failed ? 2 : 1);
+}
+
+OBX_API obx_result obx_join_report_tx(obx_store *store, void *hdbc, const char *join_id,
+                                      const char *message_id, int failed) {
+    if (store && !hdbc)
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_report_tx: hdbc", "must not be NULL");
+    return obx__attach(store, hdbc, "obx_join_report_tx", join_id, message_id, failed ? 2 : 1);
 }
 
 /* The join.wait payload: a flat JSON object the library writes and reads. */
@@ -5516,18 +5656,43 @@ static obx_result obx__finish_unit(obx__db *db, void *vctx) {
     return r;
 }
 
+/* The follow-up message a join.wait payload asks for on success or failure
+ * (its topic into `topic`, its payload allocated into *payload): 1, or 0
+ * when it asks for none, -1 when out of memory. */
+static int obx__join_follow(obx_store *s, const char *wait_payload, int fail, const char *join_id,
+                            char *topic, size_t topic_size, char **payload, obx_new_message *follow) {
+    size_t cap = strlen(wait_payload) + 1;
+    memset(follow, 0, sizeof *follow);
+    if (obx__json_get(wait_payload, fail ? "onFailTopic" : "onCompleteTopic", topic, topic_size) != 1)
+        return 0;
+    *payload = (char *)obx__alloc(&s->hooks, cap);
+    if (!*payload) return -1;
+    if (obx__json_get(wait_payload, fail ? "onFailPayload" : "onCompletePayload", *payload, cap) != 1)
+        (*payload)[0] = '\0';
+    follow->topic = topic;
+    follow->payload = *payload;
+    follow->payload_len = OBX_NTS;
+    follow->correlation_id = join_id;
+    return 1;
+}
+
 OBX_API obx_outcome obx_join_wait_handler(const obx_message *m, char *error, size_t error_size,
                                           void *user) {
-    obx_store *s = m->store;
-    char join_id[40], fail_flag[8], topic[1024], *payload = NULL;
+    obx_store *s = m ? m->store : NULL;
+    char fallback[64], join_id[40], fail_flag[8], topic[1024], *payload = NULL;
     obx_join j;
     obx_result r;
     int fail, has_topic;
     obx__finish_ctx ctx;
     obx_new_message follow;
     (void)user;
-    if (!s || obx__json_get(m->payload, "joinId", join_id, sizeof join_id) != 1) {
-        snprintf(error, error_size, "join.wait payload has no joinId");
+    if (!error || error_size == 0) error = fallback, error_size = sizeof fallback;
+    if (!s || !m->payload || obx__json_get(m->payload, "joinId", join_id, sizeof join_id) != 1) {
+        snprintf(error, error_size, "join.wait %s", !s ? "message (or its store) is NULL" : "payload has no joinId");
+        return OBX_DEAD;
+    }
+    if (!obx__uuid_is_valid(join_id)) { /* never becomes valid: dead at once */
+        snprintf(error, error_size, "join.wait payload's joinId is not a UUID");
         return OBX_DEAD;
     }
     r = obx_join_get(s, join_id, &j);
@@ -5547,21 +5712,10 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *m, char *error, siz
     }
     fail = obx__json_get(m->payload, "failIfAnyStepFailed", fail_flag, sizeof fail_flag) == 1 &&
            strcmp(fail_flag, "true") == 0 && j.failed_steps > 0;
-    has_topic = obx__json_get(m->payload, fail ? "onFailTopic" : "onCompleteTopic", topic, sizeof topic) == 1;
-    memset(&follow, 0, sizeof follow);
-    if (has_topic) {
-        size_t cap = strlen(m->payload) + 1;
-        payload = (char *)obx__alloc(&s->hooks, cap);
-        if (!payload) {
-            snprintf(error, error_size, "out of memory");
-            return OBX_RETRY;
-        }
-        if (obx__json_get(m->payload, fail ? "onFailPayload" : "onCompletePayload", payload, cap) != 1)
-            payload[0] = '\0';
-        follow.topic = topic;
-        follow.payload = payload;
-        follow.payload_len = OBX_NTS;
-        follow.correlation_id = join_id;
+    has_topic = obx__join_follow(s, m->payload, fail, join_id, topic, sizeof topic, &payload, &follow);
+    if (has_topic < 0) {
+        snprintf(error, error_size, "out of memory");
+        return OBX_RETRY;
     }
     ctx.s = s;
     ctx.join_id = join_id;

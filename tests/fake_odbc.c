@@ -199,6 +199,7 @@ static struct {
     fault *faults;
     int nfaults;
     int calls[F_COUNT], total;
+    int invalid_handles;          /* calls with a handle not (or no longer) allocated */
     int kill_armed, kill_left, dead_commit_truth;
     int commits, rollbacks;
     char *connstr, *dbms_name;
@@ -388,6 +389,7 @@ static int enter(int fn, SQLSMALLINT type, SQLHANDLE p, hnd **out, SQLRETURN *rc
     *rc = SQL_SUCCESS;
     if (type) {
         if (!(h = handle_find(p, type))) {
+            G.invalid_handles++; /* a freed or wrong handle: a real driver may crash here */
             *rc = SQL_INVALID_HANDLE;
             return 0;
         }
@@ -1253,6 +1255,7 @@ void fake_kill_connection_after(int n_calls)
 void fake_set_dead_commit_lies(int on) { G.dead_commit_truth = !on; }
 int fake_open_handles(void) { return G.nhandles; }
 int fake_call_count(void) { return G.total; }
+int fake_invalid_handle_calls(void) { return G.invalid_handles; }
 int fake_calls(const char *fn_name) { return G.calls[fn_lookup(fn_name)]; }
 int fake_commits(void) { return G.commits; }
 int fake_rollbacks(void) { return G.rollbacks; }

@@ -89,6 +89,7 @@ void fake_set_dead_commit_lies(int on); /* default on */
 /* Counters. */
 int fake_open_handles(void);
 int fake_call_count(void);             /* all SQL* calls */
+int fake_invalid_handle_calls(void);   /* calls with a freed or wrong handle: always a bug */
 int fake_calls(const char *fn_name);   /* calls to one SQL* function */
 int fake_commits(void);
 int fake_rollbacks(void);

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <time.h>
 
 static const char *g_backend;
 static const char *g_conn;
@@ -45,6 +46,9 @@ static int logged(const char *a, const char *b, const char *c) {
     return 0;
 }
 
+/* The per-message log level of the stores the tests open (0: the default). */
+static ibx_log_level g_message_log_level;
+
 static ibx_store *open_table(const char *table, int deploy) {
     ibx_store_desc desc;
     ibx_store *s = NULL;
@@ -53,6 +57,7 @@ static ibx_store *open_table(const char *table, int deploy) {
     desc.table = table;
     desc.deploy_schema = deploy;
     desc.store_id = "ibx-test";
+    desc.message_log_level = g_message_log_level;
     desc.hooks.logger.log = keep_log;
     desc.hooks.logger.min_level = IBX_LOG_DEBUG;
     if (ibx_store_open(&desc, &s) != IBX_OK) {
@@ -939,6 +944,7 @@ typedef struct shared {
     pthread_mutex_t mu;
     char in_flight[64][80];
     int in_flight_n, overlaps, total, handled[2];
+    int ready;                   /* workers set up: both start together */
 } shared;
 typedef struct worker_arg {
     shared *sh;
@@ -970,14 +976,29 @@ static ibx_outcome tracking(const ibx_message *m, char *e, size_t n, void *user)
     return IBX_DONE;
 }
 
+/* Both workers connected before either claims: otherwise a fast one may
+ * drain everything while the other is still connecting. */
+static void start_together(pthread_mutex_t *mu, int *ready) {
+    int n;
+    pthread_mutex_lock(mu);
+    ++*ready;
+    pthread_mutex_unlock(mu);
+    do {
+        pthread_mutex_lock(mu);
+        n = *ready;
+        pthread_mutex_unlock(mu);
+        if (n < 2) sleep_ms(1);
+    } while (n < 2);
+}
+
 static void *worker(void *arg) {
     worker_arg *w = (worker_arg *)arg;
     ibx_store *s = open_table("Inbox", 0);
     ibx_dispatcher *d;
     ibx_run_stats st;
     ibx_result r;
-    if (!s) return NULL;
-    d = dispatcher(s, 0, NULL);
+    d = s ? dispatcher(s, 0, NULL) : NULL;
+    start_together(&w->sh->mu, &w->sh->ready); /* also on failure: never leave the other waiting */
     if (d) {
         ibx_dispatcher_on(d, "work", tracking, w);
         while ((r = ibx_dispatcher_run_once(d, &st)) == IBX_OK || r == IBX_ERR_DB_TRANSIENT) {
@@ -1209,13 +1230,16 @@ static void test_114_117_deploy(void) {
 }
 
 static void test_107_113_logging(void) {
-    ibx_store *s = fresh();
+    ibx_store *s;
     ibx_new_message m = msg("order.paid", "shop", "L1", "card=4111111111111111");
     const ibx_message *ms;
     char owner[37];
     int64_t reaped;
     int processed, n = 0;
     const char *line;
+    g_message_log_level = IBX_LOG_INFO; /* the seed asks for enqueues at INFO */
+    s = fresh();
+    g_message_log_level = (ibx_log_level)0;
     TT_ASSERT(s != NULL);
     log_reset();
     TT_EQ_INT(ibx_already_processed(s, "L1", "shop", NULL, 0, &processed), IBX_OK);
@@ -1457,6 +1481,61 @@ static void test_124_idle_backoff(void) {
     ibx_store_close(s);
 }
 
+
+/* Times are right whatever the session's time zone, on an adopted
+ * connection whose zone is set after open (CORE-TIME-ZONE). */
+static void test_time_zone(void) {
+    static const char *const zones_my[] = {"SET time_zone = '+05:00'", "SET time_zone = '-09:30'"};
+    static const char *const zones_pg[] = {"SET TIME ZONE 'Asia/Kathmandu'", "SET TIME ZONE '-09:30'"};
+    ibx_store *s = fresh();
+    int z;
+    TT_ASSERT(s != NULL);
+    for (z = 0; z < 2; z++) {
+        SQLHENV env = NULL;
+        SQLHDBC dbc = NULL;
+        SQLHSTMT st = NULL;
+        ibx_store_desc desc;
+        ibx_store *adopted = NULL;
+        ibx_new_message m = msg("tz", "shop", z ? "tz-2" : "tz-1", "{}");
+        ibx_message got;
+        const ibx_message *ms;
+        char owner[37];
+        int n = 0;
+        int64_t now = (int64_t)time(NULL) * 1000;
+        TT_ASSERT(SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_ENV, NULL, &env)));
+        SQLSetEnvAttr(env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0);
+        TT_ASSERT(SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_DBC, env, &dbc)));
+        TT_ASSERT(SQL_SUCCEEDED(SQLDriverConnect(dbc, NULL, (SQLCHAR *)(uintptr_t)g_conn, SQL_NTS, NULL, 0,
+                                                 NULL, SQL_DRIVER_NOPROMPT)));
+        SQLSetConnectAttr(dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER);
+        memset(&desc, 0, sizeof desc);
+        desc.hdbc = dbc;
+        desc.store_id = "ibx-test";
+        TT_EQ_INT(ibx_store_open(&desc, &adopted), IBX_OK);
+        TT_ASSERT(SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, dbc, &st)));
+        TT_ASSERT(SQL_SUCCEEDED(SQLExecDirect(st, (SQLCHAR *)(uintptr_t)(g_my ? zones_my[z] : zones_pg[z]), SQL_NTS)));
+        SQLFreeHandle(SQL_HANDLE_STMT, st);
+        SQLEndTran(SQL_HANDLE_DBC, dbc, SQL_COMMIT);
+        m.due_utc_ms = now - 60000; /* a minute ago: claimable now */
+        TT_EQ_INT(ibx_enqueue(adopted, &m, NULL), IBX_OK);
+        TT_EQ_INT(ibx_get(s, m.message_id, "shop", &got), IBX_OK);
+        TT_EXPECT(got.due_time_ms == m.due_utc_ms);
+        TT_EXPECT(got.first_seen_ms > now - 120000 && got.first_seen_ms < now + 120000);
+        TT_EQ_INT(ibx_get(adopted, m.message_id, "shop", &got), IBX_OK);
+        TT_EXPECT(got.due_time_ms == m.due_utc_ms);
+        ibx_owner_token(adopted, owner);
+        TT_EQ_INT(ibx_claim(adopted, owner, 30, 10, &ms, &n), IBX_OK);
+        TT_EQ_INT(n, 1);
+        TT_EXPECT(n == 1 && ms[0].locked_until_ms > now && ms[0].locked_until_ms < now + 150000);
+        ibx_store_close(adopted);
+        SQLDisconnect(dbc);
+        SQLFreeHandle(SQL_HANDLE_DBC, dbc);
+        SQLFreeHandle(SQL_HANDLE_ENV, env);
+        TT_ASSERT(sql(s, "DELETE FROM {T}"));
+    }
+    ibx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -1580,6 +1659,8 @@ int main(int argc, char **argv) {
     RUN("IBX-125", "(Source, MessageId) is indexed", test_122_125_indexes);
     RUN("IBX-127", "payloads never reach the log", test_107_113_logging);
     RUN("IBX-130", "the empty owner token is rejected everywhere", test_043_130_empty_token);
+    if (g_pg || g_my)
+        RUN("CORE-TIME-ZONE", "times are right whatever the session's time zone (adopted connection)", test_time_zone);
     RUN("IBX-KEY-EXACT", "keys differing only in a trailing space are different messages", test_key_exact);
     RUN("IBX-SCHEMA-FILE", "sql/<dialect>/inbox.sql is what the header deploys", test_schema_file);
     return tt_done();

@@ -50,6 +50,9 @@ static int logged(const char *a, const char *b, const char *c) {
     return 0;
 }
 
+/* The per-message log level of the stores the tests open (0: the default). */
+static obx_log_level g_message_log_level;
+
 static obx_store *open_table(const char *table, int deploy) {
     obx_store_desc desc;
     obx_store *s = NULL;
@@ -58,6 +61,7 @@ static obx_store *open_table(const char *table, int deploy) {
     desc.table = table;
     desc.deploy_schema = deploy;
     desc.store_id = "obx-test";
+    desc.message_log_level = g_message_log_level;
     desc.hooks.logger.log = keep_log;
     desc.hooks.logger.min_level = OBX_LOG_DEBUG;
     if (obx_store_open(&desc, &s) != OBX_OK) {
@@ -602,6 +606,14 @@ static void test_024_processed_not_claimed(void) {
     TT_ASSERT(s != NULL);
     obx_owner_token(s, owner);
     TT_ASSERT(claim_and_settle(s, owner, 'a', id));
+    claim_expect(s, owner, 10, 0);
+    /* A row another tool marked processed but left at Status 0 is not claimed either. */
+    TT_ASSERT(enqueue(s, "other.tool", "{}", id));
+    TT_ASSERT(sql(s, g_pg ? "UPDATE {T} SET \"IsProcessed\" = true"
+                          : g_my ? "UPDATE {T} SET `IsProcessed` = 1 WHERE `Status` = 0"
+                                 : "UPDATE {T} SET \"IsProcessed\" = 1 WHERE \"Status\" = 0"));
+    TT_EQ_INT(scalar(s, g_my ? "SELECT COUNT(*) FROM {T} WHERE `Status` = 0"
+                             : "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0"), 1);
     claim_expect(s, owner, 10, 0);
     obx_store_close(s);
 }
@@ -1218,13 +1230,16 @@ static void test_schema_files(void) {
 }
 
 static void test_102_107_logging(void) {
-    obx_store *s = fresh();
+    obx_store *s;
     char owner[37], id[37];
     obx_new_message m = msg("order.created", "{}");
     const obx_message *ms;
     int n = 0;
     int64_t reaped = 0;
     const char *line;
+    g_message_log_level = OBX_LOG_INFO; /* the seed asks for enqueues at INFO */
+    s = fresh();
+    g_message_log_level = (obx_log_level)0;
     TT_ASSERT(s != NULL);
     log_reset();
     m.correlation_id = "corr-9";
@@ -1484,6 +1499,7 @@ typedef struct shared_seen {
     int overlaps;
     int handled[2];
     int total;
+    int ready;                   /* workers set up: both start together */
 } shared_seen;
 
 typedef struct worker_arg {
@@ -1515,14 +1531,29 @@ static obx_outcome tracking_handler(const obx_message *m, char *error, size_t si
     return OBX_DONE;
 }
 
+/* Both workers connected before either claims: otherwise a fast one may
+ * drain everything while the other is still connecting. */
+static void start_together(pthread_mutex_t *mu, int *ready) {
+    int n;
+    pthread_mutex_lock(mu);
+    ++*ready;
+    pthread_mutex_unlock(mu);
+    do {
+        pthread_mutex_lock(mu);
+        n = *ready;
+        pthread_mutex_unlock(mu);
+        if (n < 2) sleep_ms(1);
+    } while (n < 2);
+}
+
 static void *worker_main(void *arg) {
     worker_arg *w = (worker_arg *)arg;
     obx_store *s = open_table("Outbox", 0);
     obx_dispatcher *d;
     obx_run_stats st;
     obx_result r;
-    if (!s) return NULL;
-    d = dispatcher(s, 0, NULL);
+    d = s ? dispatcher(s, 0, NULL) : NULL;
+    start_together(&w->seen->mu, &w->seen->ready); /* also on failure: never leave the other waiting */
     if (d) {
         obx_dispatcher_on(d, "work", tracking_handler, w);
         while ((r = obx_dispatcher_run_once(d, &st)) == OBX_OK || r == OBX_ERR_DB_TRANSIENT) {
@@ -1917,6 +1948,59 @@ static void test_083_084_attach(void) {
     TT_EQ_INT(obx_join_attach(s, unknown, id), OBX_ERR_NOT_FOUND);
     TT_EQ_INT(obx_join_attach(s, "nope", id), OBX_ERR_INVALID_ARG);
     TT_EQ_STR(obx_store_last_error(s)->where, "obx_join_attach: join_id");
+    obx_store_close(s);
+}
+
+
+/* Members settled before they are attached count at once, exactly once;
+ * attach and report also run in the caller's transaction (OBX-JOIN-LATE). */
+static void test_join_late_attach(void) {
+    obx_store *s = fresh();
+    char join_id[37], a[37], b[37], c[37], owner[37];
+    const char *one[1];
+    const obx_message *ms;
+    obx_join j;
+    caller_conn cc;
+    obx_new_message m = msg("t", "p");
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(obx_join_start(s, NULL, 3, NULL, join_id), OBX_OK);
+    TT_ASSERT(enqueue(s, "t", "p", a) && enqueue(s, "t", "p", b));
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 2);
+    one[0] = a;
+    TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);
+    one[0] = b;
+    TT_EQ_INT(obx_fail(s, owner, one, 1, "gone", NULL), OBX_OK);
+    TT_EQ_INT(obx_join_attach(s, join_id, a), OBX_OK);
+    TT_EQ_INT(obx_join_attach(s, join_id, b), OBX_OK);
+    TT_EQ_INT(obx_join_attach(s, join_id, a), OBX_OK); /* again: no second count */
+    TT_EQ_INT(obx_join_report(s, join_id, b, 1), OBX_OK); /* reported after the fact: counted once */
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 1);
+    TT_EQ_INT(j.failed_steps, 1);
+    /* in the caller's transaction: rolled back, nothing attached; committed, attached */
+    TT_ASSERT(caller_open(&cc));
+    TT_ASSERT(caller_begin(&cc));
+    TT_EQ_INT(obx_enqueue_tx(s, cc.dbc, &m, c), OBX_OK);
+    TT_EQ_INT(obx_join_attach_tx(s, cc.dbc, join_id, c), OBX_OK);
+    TT_ASSERT(caller_end(&cc, 0));
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {M}"), 2);
+    TT_ASSERT(caller_begin(&cc));
+    TT_EQ_INT(obx_enqueue_tx(s, cc.dbc, &m, c), OBX_OK);
+    TT_EQ_INT(obx_join_attach_tx(s, cc.dbc, join_id, c), OBX_OK);
+    TT_ASSERT(caller_end(&cc, 1));
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {M}"), 3);
+    TT_ASSERT(caller_begin(&cc));
+    TT_EQ_INT(obx_join_report_tx(s, cc.dbc, join_id, c, 0), OBX_OK);
+    TT_ASSERT(caller_end(&cc, 1));
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 2);
+    TT_EQ_INT(j.failed_steps, 1);
+    TT_EQ_INT(obx_join_attach_tx(s, NULL, join_id, c), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_join_attach_tx: hdbc");
+    caller_close(&cc);
     obx_store_close(s);
 }
 
@@ -2741,6 +2825,111 @@ static void test_clock_step(void) {
     obx_store_close(s);
 }
 
+
+/* Times are right whatever the session's time zone: on the caller's own
+ * connection (enqueue_tx) and on an adopted one (CORE-TIME-ZONE). */
+static void test_time_zone(void) {
+    static const char *const zones_my[] = {"SET time_zone = '+05:00'", "SET time_zone = '-09:30'"};
+    static const char *const zones_pg[] = {"SET TIME ZONE 'Asia/Kathmandu'", "SET TIME ZONE '-09:30'"};
+    obx_store *s = fresh();
+    int z;
+    TT_ASSERT(s != NULL);
+    for (z = 0; z < 2; z++) {
+        caller_conn c;
+        obx_store_desc desc;
+        obx_store *adopted = NULL;
+        obx_new_message m = msg("tz", "{}");
+        obx_message got;
+        const obx_message *ms;
+        char id[37], owner[37];
+        int n = 0;
+        int64_t now = (int64_t)time(NULL) * 1000;
+        TT_ASSERT(caller_open(&c));
+        TT_ASSERT(caller_exec(&c, g_my ? zones_my[z] : zones_pg[z]));
+        TT_ASSERT(caller_end(&c, 1));
+        /* a due time a minute ago, written on the caller's connection: claimable now */
+        m.due_utc_ms = now - 60000;
+        TT_ASSERT(caller_begin(&c));
+        TT_EQ_INT(obx_enqueue_tx(s, c.dbc, &m, id), OBX_OK);
+        TT_ASSERT(caller_end(&c, 1));
+        TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+        TT_EXPECT(got.due_time_ms == m.due_utc_ms);
+        TT_EXPECT(got.created_at_ms > now - 120000 && got.created_at_ms < now + 120000);
+        /* a store on the caller's connection reads the same times */
+        memset(&desc, 0, sizeof desc);
+        desc.hdbc = c.dbc;
+        desc.store_id = "obx-test";
+        TT_EQ_INT(obx_store_open(&desc, &adopted), OBX_OK);
+        TT_ASSERT(caller_exec(&c, g_my ? zones_my[z] : zones_pg[z]));
+        TT_ASSERT(caller_end(&c, 1));
+        TT_EQ_INT(obx_get(adopted, id, &got), OBX_OK);
+        TT_EXPECT(got.due_time_ms == m.due_utc_ms);
+        TT_EXPECT(got.created_at_ms > now - 120000 && got.created_at_ms < now + 120000);
+        obx_owner_token(adopted, owner);
+        TT_EQ_INT(obx_claim(adopted, owner, 30, 10, &ms, &n), OBX_OK);
+        TT_EQ_INT(n, 1);
+        TT_EXPECT(n == 1 && ms[0].locked_until_ms > now && ms[0].locked_until_ms < now + 150000);
+        obx_store_close(adopted);
+        caller_close(&c);
+        TT_ASSERT(sql(s, "DELETE FROM {T}"));
+    }
+    obx_store_close(s);
+}
+
+
+/* An adopted connection in the wrong autocommit mode is refused, at open
+ * and at the next call, naming the cause (CORE-ADOPT-AUTOCOMMIT). */
+static void test_adopt_autocommit(void) {
+    caller_conn c;
+    obx_store_desc desc;
+    obx_store *s = NULL;
+    const obx_message *ms;
+    char owner[37];
+    int n = 0;
+    SQLULEN wrong = g_srv ? SQL_AUTOCOMMIT_ON : SQL_AUTOCOMMIT_OFF;
+    SQLULEN right = g_srv ? SQL_AUTOCOMMIT_OFF : SQL_AUTOCOMMIT_ON;
+    obx_store_close(fresh()); /* the table exists */
+    TT_ASSERT(caller_open(&c));
+    TT_ASSERT(SQL_SUCCEEDED(SQLSetConnectAttr(c.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)wrong, SQL_IS_UINTEGER)));
+    memset(&desc, 0, sizeof desc);
+    desc.hdbc = c.dbc;
+    desc.store_id = "obx-test";
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_STATE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "hdbc: autocommit");
+    obx_store_close(s);
+    s = NULL;
+    TT_ASSERT(SQL_SUCCEEDED(SQLSetConnectAttr(c.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)right, SQL_IS_UINTEGER)));
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_OK);
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_EMPTY);
+    TT_ASSERT(SQL_SUCCEEDED(SQLSetConnectAttr(c.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)wrong, SQL_IS_UINTEGER)));
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_ERR_STATE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "hdbc: autocommit");
+    obx_store_close(s);
+    caller_close(&c);
+}
+
+
+/* A join.wait that can never succeed ends dead at once (CORE-JOIN-WAIT-BAD). */
+static void test_join_wait_bad(void) {
+    obx_store *s = fresh();
+    obx_message m;
+    char error[256];
+    TT_ASSERT(s != NULL);
+    memset(&m, 0, sizeof m);
+    m.store = s;
+    m.topic = "join.wait";
+    m.payload = "{\"joinId\":\"not-a-uuid\"}";
+    m.payload_len = strlen(m.payload);
+    TT_EQ_INT(obx_join_wait_handler(&m, error, sizeof error, NULL), OBX_DEAD);
+    TT_EXPECT(strstr(error, "not a UUID") != NULL);
+    TT_EQ_INT(obx_join_wait_handler(NULL, error, sizeof error, NULL), OBX_DEAD);
+    TT_EQ_INT(obx_join_wait_handler(NULL, NULL, 0, NULL), OBX_DEAD);
+    m.payload = NULL;
+    TT_EQ_INT(obx_join_wait_handler(&m, error, sizeof error, NULL), OBX_DEAD);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -2840,6 +3029,7 @@ int main(int argc, char **argv) {
     RUN("OBX-094", "on failure the on-fail message is enqueued", test_092_094_failed);
     RUN("OBX-095", "joins grouped by a key", test_095_grouping);
     RUN("OBX-096", "a message may belong to several joins", test_033_034_046_047_089_096_auto);
+    RUN("OBX-JOIN-LATE", "members settled before they are attached count once; attach/report in the caller's transaction", test_join_late_attach);
     RUN("OBX-JOIN-RACE", "six connections ack the steps of one join at once: counters exact", test_join_race);
     RUN("OBX-097", "a batch is one transaction: a failure leaves nothing", test_097_one_transaction);
     RUN("OBX-098", "claims never see uncommitted messages; READ COMMITTED sessions", test_098_no_dirty_reads);
@@ -2878,6 +3068,10 @@ int main(int argc, char **argv) {
     RUN("CORE-RANGES", "abandon delay, cleanup retention and owner token: one rule, refused before SQL", test_ranges);
     RUN("CORE-LOG-FORGE", "names with control characters refused; logged text cannot start a line", test_log_forging);
     RUN("CORE-HOOKS-WHOLE", "a half-set allocator is refused", test_half_allocator);
+    if (g_srv)
+        RUN("CORE-TIME-ZONE", "times are right whatever the session's time zone (caller's and adopted connections)", test_time_zone);
+    RUN("CORE-ADOPT-AUTOCOMMIT", "an adopted connection in the wrong autocommit mode is refused, naming the cause", test_adopt_autocommit);
+    RUN("CORE-JOIN-WAIT-BAD", "a join.wait with a bad joinId, or none, is dead at once (no retries)", test_join_wait_bad);
     RUN("CORE-CLOCK-STEP", "a clock stepping back or INT64_MAX intervals never break the dispatcher", test_clock_step);
     RUN("OBX-BATCH-EXACT", "batch enqueue keeps quotes, braces, NULL-like text, newlines exact", test_batch_text_exact);
     RUN("OBX-CLEANUP", "cleanup deletes old done messages in batches, nothing else", test_cleanup);

@@ -423,9 +423,17 @@ static void test_joins(void) {
     TT_EQ_INT(param_type(e, 2), SQL_WVARCHAR);
 
     forget();
+    {
+        static const char *const status[] = {"1"};
+        fake_push_rows(1, 1, status); /* the message, locked first: in progress */
+    }
     fake_push_ok(1);
     TT_EQ_INT(obx_join_attach(s, join_id, msg), OBX_OK);
     e = first_exec();
+    TT_EQ_STR(fake_log_sql(e), "SELECT [Status] FROM [dbo].[Outbox] WITH (UPDLOCK, ROWLOCK) WHERE [Id] = ?");
+    TT_EQ_STR(fake_log_param_text(e, 0, 1), msg);
+    e = fake_log_find("INSERT INTO [dbo].[OutboxJoinMember]", e + 1);
+    TT_ASSERT(e >= 0);
     /* Attach is idempotent without a duplicate-key error: the member row
      * is inserted only when missing, under a key-range lock. */
     TT_EXPECT(strstr(fake_log_sql(e), "NOT EXISTS (SELECT 1 FROM [dbo].[OutboxJoinMember] AS m WITH (UPDLOCK, HOLDLOCK)") != NULL);

@@ -11,6 +11,23 @@
 
 /* ---- backoff ------------------------------------------------------------------ */
 
+
+/* One column of the current row, read the way the library reads message
+ * columns (obx__get_append), into memory of its own (obx__free it). */
+static obx_result read_column(obx__db *db, SQLHSTMT st, int col, SQLSMALLINT type, char **out,
+                              size_t *len) {
+    obx__buf b = {NULL, 0, 0};
+    size_t off = 0;
+    obx_result r = obx__get_append(db, st, col, type, &b, &off, len);
+    if (r != OBX_OK || off == (size_t)-1) {
+        obx__buf_free(db->hooks, &b);
+        if (r == OBX_OK) *out = NULL;
+        return r;
+    }
+    *out = b.data;
+    return OBX_OK;
+}
+
 static void test_backoff_default(void) {
     static const struct { int attempt; int64_t ms; } cases[] = {
         {INT_MIN, 1000}, {-1, 1000}, {0, 1000}, {1, 2000}, {2, 4000}, {3, 8000},
@@ -660,16 +677,16 @@ static void test_fake_get_bytes(void) {
     fake_push_rows_len(3, 1, cells, lens);
     TT_EQ_INT(obx__exec(&s->db, 0, "SELECT a, b, c FROM t", NULL, 0, NULL, &cur), OBX_OK);
     TT_EQ_INT(obx__fetch(&s->db, cur), OBX_OK);
-    TT_EQ_INT(obx__get_bytes(&s->db, cur, 1, SQL_C_CHAR, &out, &len), OBX_OK);
+    TT_EQ_INT(read_column(&s->db, cur, 1, SQL_C_CHAR, &out, &len), OBX_OK);
     TT_EQ_INT(len, sizeof big - 1);
     TT_EXPECT(memcmp(out, big, len) == 0 && out[len] == '\0');
     obx__free(&s->hooks, out);
-    TT_EQ_INT(obx__get_bytes(&s->db, cur, 2, SQL_C_BINARY, &out, &len), OBX_OK);
+    TT_EQ_INT(read_column(&s->db, cur, 2, SQL_C_BINARY, &out, &len), OBX_OK);
     TT_EQ_INT(len, 5);
     TT_EXPECT(memcmp(out, bin, 5) == 0);
     obx__free(&s->hooks, out);
     out = (char *)&len;
-    TT_EQ_INT(obx__get_bytes(&s->db, cur, 3, SQL_C_CHAR, &out, &len), OBX_OK);
+    TT_EQ_INT(read_column(&s->db, cur, 3, SQL_C_CHAR, &out, &len), OBX_OK);
     TT_EXPECT(out == NULL);
     TT_EQ_INT(obx__fetch(&s->db, cur), OBX_EMPTY);
     obx__close(cur);
@@ -1020,6 +1037,29 @@ static void test_ibx_fake_deadlock(void) {
     TT_EQ_INT(fake_open_handles(), 0);
 }
 
+
+/* The two-pass pick of a three-statement claim (MariaDB): when the second
+ * pass fails, the statement the first pass used is not touched again after
+ * the failure freed it (CORE-STALE-HANDLE). */
+static void test_fake_pick_stale_handle(void) {
+    obx_store *s = fake_store("MariaDB", NULL);
+    const obx_message *ms;
+    char owner[37];
+    int n = -1;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    fake_push_rows(1, 0, NULL);                                  /* first window: nothing */
+    fake_push_error(SQL_ERROR, "42000", 1064, "scripted failure"); /* the wider window fails */
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_ERR_DB);
+    TT_EQ_INT(n, -1);
+    TT_EQ_INT(fake_invalid_handle_calls(), 0);
+    fake_push_rows(1, 0, NULL);
+    fake_push_rows(1, 0, NULL);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_EMPTY); /* the store goes on */
+    TT_EQ_INT(fake_invalid_handle_calls(), 0);
+    obx_store_close(s);
+}
+
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("CORE-BACKOFF-JITTER", "pure", "base/max/jitter policy of seed 002 section 13", test_backoff_jitter);
@@ -1060,6 +1100,7 @@ int main(void) {
     TT_RUN("OBX-099", "fake", "a deadlock on ack is rolled back and retried", test_fake_ack_deadlock_retried);
     TT_RUN("OBX-CLAIM-LOST", "fake", "a lost connection mid-claim is surfaced; next call reconnects", test_fake_claim_lost_connection);
     TT_RUN("OBX-CLAIM-TIMEOUT", "fake", "a statement timeout is transient, reported, not redone", test_fake_claim_timeout);
+    TT_RUN("CORE-STALE-HANDLE", "fake", "a failed second pick pass never reuses the freed statement", test_fake_pick_stale_handle);
     TT_RUN("OBX-120", "fake", "claim is one prepared statement per call (a function on PostgreSQL)", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
     TT_RUN("OBX-097", "fake", "a batch enqueue is one transaction; bad input stops it before SQL", test_fake_enqueue_batch_one_tx);

@@ -68,7 +68,7 @@ CREATE OR REPLACE FUNCTION "dbo"."Outbox_Claim"(p_owner uuid, p_lease_seconds in
 RETURNS SETOF "dbo"."Outbox" LANGUAGE sql AS $$
     WITH picked AS MATERIALIZED (
         SELECT "Id" FROM "dbo"."Outbox"
-         WHERE "Status" = 0 AND "NextAttemptAt" <= now()
+         WHERE "Status" = 0 AND "NextAttemptAt" <= now() AND NOT "IsProcessed"
          ORDER BY "NextAttemptAt" LIMIT p_batch
            FOR UPDATE SKIP LOCKED)
     UPDATE "dbo"."Outbox" AS o SET "Status" = 1, "OwnerToken" = p_owner,

@@ -106,7 +106,7 @@ BEGIN
     WITH picked AS (
         SELECT TOP (@BatchSize) [Status], [OwnerToken], [LockedUntil], [Id], [NextAttemptAt]
           FROM [dbo].[Outbox] WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
-         WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()
+         WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET() AND [IsProcessed] = 0
          ORDER BY [NextAttemptAt])
     UPDATE picked SET [Status] = 1, [OwnerToken] = @OwnerToken,
            [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME())
