@@ -86,10 +86,24 @@ static const char *const k_uuid1 = "0192abcd-ef01-7000-8000-0000000000a1";
 static const char *const k_uuid2 = "0192abcd-ef01-7000-8000-0000000000a2";
 static const char *const k_owner = "0192abcd-ef01-7000-8000-000000000001";
 
+/* Every scripted response goes through these two, so that a step's script
+ * can be pushed in part (see prepare_faulty_step). */
+static int g_push_limit = -1, g_pushed;
+static void p_ok(SQLLEN rowcount) {
+    if (g_push_limit >= 0 && g_pushed >= g_push_limit) return;
+    g_pushed++;
+    fake_push_ok(rowcount);
+}
+static void p_rows(int ncols, int nrows, const char *const *cells) {
+    if (g_push_limit >= 0 && g_pushed >= g_push_limit) return;
+    g_pushed++;
+    fake_push_rows(ncols, nrows, cells);
+}
+
 static void push_count(const char *n) {
     const char *cell[1];
     cell[0] = n;
-    fake_push_rows(1, 1, cell);
+    p_rows(1, 1, cell);
 }
 /* Two outbox rows in OBX__PG_COLS order. */
 static void push_obx_rows(int n, const char *topic) {
@@ -114,7 +128,7 @@ static void push_obx_rows(int n, const char *topic) {
         row[14] = "1700000000000";
         memcpy(rows + 15 * i, row, sizeof row);
     }
-    fake_push_rows(15, n, rows);
+    p_rows(15, n, rows);
 }
 /* Inbox rows in IBX__PG_COLS order. */
 static void push_ibx_rows(int n) {
@@ -138,7 +152,7 @@ static void push_ibx_rows(int n) {
         row[13] = NULL;
         memcpy(rows + 14 * i, row, sizeof row);
     }
-    fake_push_rows(14, n, rows);
+    p_rows(14, n, rows);
 }
 
 /* ---- the steps ------------------------------------------------------------------------ */
@@ -159,11 +173,12 @@ typedef struct step {
 
 static void push_none(void) {}
 static void push_open(void) {
-    fake_push_ok(0);     /* SET TIME ZONE */
+    p_ok(0);     /* SET TIME ZONE */
     push_count("15.4");  /* SHOW server_version */
 }
 
 static obx_store_desc g_odesc;
+static char g_join[37]; /* the join id of the run, for the scripted join row */
 static ibx_store_desc g_idesc;
 
 static int o_open(world *w) {
@@ -178,7 +193,7 @@ static int o_open(world *w) {
     return okind(r);
 }
 static int o_deploy(world *w) { return okind(obx_store_deploy(w->os)); }
-static void push_ok1(void) { fake_push_ok(1); }
+static void push_ok1(void) { p_ok(1); }
 static int o_enqueue(world *w) {
     obx_new_message m;
     char id[37];
@@ -188,7 +203,7 @@ static int o_enqueue(world *w) {
     m.payload_len = OBX_NTS;
     return okind(obx_enqueue(w->os, &m, id));
 }
-static void push_ok3(void) { fake_push_ok(3); }
+static void push_ok3(void) { p_ok(3); }
 static int o_batch(world *w) {
     obx_new_message m[3];
     int i;
@@ -240,8 +255,32 @@ static int o_get(world *w) {
     return okind(r);
 }
 static int o_cleanup(world *w) { int64_t n; return okind(obx_cleanup(w->os, 1000, 100, &n)); }
-static int o_join_start(world *w) { return okind(obx_join_start(w->os, "g", 2, NULL, w->join)); }
-static int o_join_attach(world *w) { return okind(obx_join_attach(w->os, w->join, k_uuid1)); }
+static int o_join_start(world *w) {
+    obx_result r = obx_join_start(w->os, "g", 2, NULL, w->join);
+    if (r == OBX_OK) memcpy(g_join, w->join, sizeof g_join);
+    return okind(r);
+}
+static int o_join_attach(world *w) {
+    memcpy(g_join, w->join, sizeof g_join);
+    return okind(obx_join_attach(w->os, w->join, k_uuid1));
+}
+/* Attach locks the message (its status), inserts the member, reads the join. */
+static void push_attach(void) {
+    const char *status[1] = {"0"};
+    const char *join[9];
+    join[0] = g_join;
+    join[1] = "g";
+    join[2] = "2";
+    join[3] = "0";
+    join[4] = "0";
+    join[5] = "0";
+    join[6] = NULL;
+    join[7] = "1700000000000";
+    join[8] = "1700000000000";
+    p_rows(1, 1, status);
+    p_ok(1);
+    p_rows(9, 1, join);
+}
 static obx_outcome o_handler(const obx_message *m, char *e, size_t cap, void *u) {
     (void)m; (void)e; (void)cap; (void)u;
     return OBX_DONE;
@@ -285,7 +324,7 @@ static const step k_osteps[] = {
     {"get", 1, push_get, o_get},
     {"cleanup", 0, push_zero, o_cleanup},
     {"join_start", 1, push_ok1, o_join_start},
-    {"join_attach", 1, push_one, o_join_attach},
+    {"join_attach", 1, push_attach, o_join_attach},
     {"dispatch", 0, push_dispatch, o_dispatch},
     {"close", 0, push_none, o_close}};
 
@@ -305,7 +344,7 @@ static void push_seen(void) {
     const char *row[2];
     row[0] = "Seen";
     row[1] = NULL;
-    fake_push_rows(2, 1, row); /* RETURNING "Status", "Hash" */
+    p_rows(2, 1, row); /* RETURNING "Status", "Hash" */
 }
 static int i_already(world *w) {
     int done = -1;
@@ -413,11 +452,26 @@ static void prepare_step(const step *s) {
     fake_set_dbms_name("PostgreSQL");
     s->push();
 }
-/* With a fault: the responses twice, so that a retry after a failure past
- * the execute (which consumed them) gets the same answers again. */
-static void prepare_faulty_step(const step *s) {
-    prepare_step(s);
+/* With a fault: the first `consumed` responses (what the failed attempt
+ * used up, found by a probe run), then the whole script for the retry. */
+static void prepare_faulty_step(const step *s, int consumed) {
+    fake_reset();
+    fake_set_dbms_name("PostgreSQL");
+    g_push_limit = consumed;
+    g_pushed = 0;
     s->push();
+    g_push_limit = -1;
+    s->push();
+}
+/* How many scripted responses the executes before the first rollback took. */
+static int consumed_before_rollback(void) {
+    int i, n = 0;
+    for (i = 0; i < fake_log_count(); i++) {
+        const char *sql = fake_log_sql(i);
+        if (strcmp(sql, "<ROLLBACK>") == 0) return n;
+        if (sql[0] != '<') n++;
+    }
+    return -1; /* no rollback: no retry, nothing to add */
 }
 
 /* The statements of every committed transaction in the log, "\n"-joined. */
@@ -533,8 +587,29 @@ static int scenario(int inbox) {
                         destroy_world(&w);
                         continue;
                     }
-                    if (s->one_tx) prepare_faulty_step(s);
-                    else prepare_step(s);
+                    if (s->one_tx) {
+                        /* Probe: how far the first attempt gets before it rolls back. */
+                        int consumed;
+                        prepare_step(s);
+                        if (cl->transient == 2) fake_kill_connection_after(k);
+                        else fake_fail_call(fn, k, SQL_ERROR, cl->state, cl->native, "injected");
+                        s->run(&w);
+                        consumed = consumed_before_rollback();
+                        fake_reset();
+                        destroy_world(&w);
+                        memset(&w, 0, sizeof w);
+                        memset(&g_tort_alloc, 0, sizeof g_tort_alloc);
+                        handles0 = fake_open_handles();
+                        if (replay(&w, steps, si) != 0) {
+                            violation(&t, hdr, s, cl->name, fn, k, "fault-free replay of the earlier steps failed");
+                            destroy_world(&w);
+                            continue;
+                        }
+                        if (consumed >= 0) prepare_faulty_step(s, consumed);
+                        else prepare_step(s);
+                    } else {
+                        prepare_step(s);
+                    }
                     if (cl->transient == 2) fake_kill_connection_after(k);
                     else fake_fail_call(fn, k, SQL_ERROR, cl->state, cl->native, "injected");
                     t.injected++;
