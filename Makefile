@@ -35,6 +35,7 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 .PHONY: all demo test check bench fuzz deps clean sql check-docs check-common check-warnings check-cxx check-link \
         check-nm check-asan check-valgrind check-32bit
 .PHONY: static cross check-static check-cross check-gateway check-options size check-deps
+.PHONY: torture
 .DELETE_ON_ERROR:
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
@@ -285,3 +286,26 @@ size:
 
 clean:
 	rm -rf $(B)
+
+# ---- torture: kill -9, database faults, disk full, allocation and ODBC failure at every
+# point (issue 11); prints one "torture:" line of figures per scenario. About 10 minutes
+# on 2 cores; TORTURE_SCALE=N runs the kill phases N times longer. Own server ports.
+TORTURE_BINS = $(B)/torture/torture_odbcfault $(B)/torture/torture_oom $(B)/torture/torture_crash \
+               $(B)/torture/torture_diskfull
+TORTURE_DEPS = tests/torture/tort.h $(HEADERS)
+$(B)/torture:
+	@mkdir -p $@
+# Failure at every point runs under ASan+UBSan: LeakSanitizer checks what the hooks cannot see.
+$(B)/torture/torture_odbcfault: tests/torture/odbcfault.c tests/fake_odbc.c tests/fake_odbc.h $(TORTURE_DEPS) | $(B)/torture
+	$(CC) $(CSTD) $(WARN) $(SAN) tests/torture/odbcfault.c tests/fake_odbc.c -o $@
+$(B)/torture/torture_oom: tests/torture/oom.c $(TORTURE_DEPS) | $(B)/torture
+	$(CC) $(CSTD) $(WARN) $(SAN) tests/torture/oom.c -o $@ -lodbc
+$(B)/torture/torture_crash: tests/torture/crash.c $(TORTURE_DEPS) | $(B)/torture
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/torture/crash.c -o $@ -lodbc
+$(B)/torture/torture_diskfull: tests/torture/diskfull.c $(TORTURE_DEPS) | $(B)/torture
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/torture/diskfull.c -o $@ -lodbc
+
+torture:
+	@tests/deps.sh build pg mariadb
+	@$(MAKE) --no-print-directory $(TORTURE_BINS)
+	tests/torture/run.sh $(B)/torture

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# tests/torture/run.sh BINDIR [SCENARIO...] - the torture suite (issue 11).
+#
+# Scenarios (default: all, in this order):
+#   odbc        5: ODBC failure at every call (fake ODBC layer), both headers
+#   oom         4: allocation failure at every point (real SQLite), both headers
+#   crash       1: SIGKILL of producers and dispatchers, both headers, on
+#                  SQLite, PostgreSQL and MariaDB
+#   durability  3: SQLite: kills with synchronous=FULL, integrity_check; disk full
+#   dbfault     2: PostgreSQL and MariaDB: server restart, sessions killed,
+#                  server frozen; recovery time
+#   providers   6: one dispatcher over a SQLite, a PostgreSQL and a MariaDB
+#                  database; each in turn restarted or removed by discovery
+#
+# Every scenario prints one "torture: ..." line with its figures; the run
+# ends with "torture: N passed, N failed" and fails when any figure broke
+# its bound. A backend that cannot run prints SKIPPED; under CI=true that is
+# a failure.
+#
+# Environment:
+#   TORTURE_SCALE      multiplies the kill-phase time and message counts (default 1)
+#   TORTURE_PG_PORT    PostgreSQL port (default 54349), TORTURE_MY_PORT MariaDB (33089):
+#                      not make test's ports, so both can run at once
+#   TORTURE_RUNDIR     scratch dir (default ${TMPDIR:-/tmp}/obx-torture-<uid>)
+#   TORTURE_BACKENDS   subset of "sqlite postgresql mariadb" for crash/dbfault
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+db="$here/../db.sh"
+bin=${1:?usage: run.sh BINDIR [SCENARIO...]}
+shift
+scenarios=${*:-odbc oom crash durability dbfault providers}
+backends=${TORTURE_BACKENDS:-sqlite postgresql mariadb}
+rundir=${TORTURE_RUNDIR:-${TMPDIR:-/tmp}/obx-torture-$(id -u)}
+export OBX_PG_PORT=${TORTURE_PG_PORT:-54349}
+export OBX_MY_PORT=${TORTURE_MY_PORT:-33089}
+export OBX_TEST_RUNDIR=$rundir/servers
+# LeakSanitizer: psqlODBC's own known leak (tests/lsan.supp).
+export LSAN_OPTIONS=suppressions=$here/../lsan.supp
+mkdir -p "$rundir"
+results=$rundir/results
+: > "$results"
+pg_up=0 my_up=0
+t_start=$(date +%s)
+
+cleanup() {
+    [ "$pg_up" = 1 ] && "$db" stop pg >/dev/null 2>&1
+    [ "$my_up" = 1 ] && "$db" stop mariadb >/dev/null 2>&1
+}
+trap cleanup EXIT
+
+# Run one driver; its "torture:" lines go to the results, a crash without
+# one becomes a FAILED line of its own.
+run() {
+    local name=$1; shift
+    local out=$rundir/$name.out rc
+    echo "== $name: $*" >&2
+    "$@" > "$out" 2>"$rundir/$name.err"
+    rc=$?
+    cat "$out"
+    if ! grep -q '^torture: ' "$out"; then
+        echo "torture: $name FAILED: no result line (exit status $rc; stderr in $rundir/$name.err)" | tee -a "$results"
+        tail -n 5 "$rundir/$name.err" >&2
+        return
+    fi
+    grep '^torture: ' "$out" >> "$results"
+    if [ "$rc" -ne 0 ] && ! grep -q 'FAILED' "$out"; then
+        echo "torture: $name FAILED: exit status $rc" | tee -a "$results"
+    fi
+}
+
+skip() { # what reason
+    if [ "${CI:-}" = true ]; then
+        echo "torture: $1 FAILED: SKIPPED under CI=true: $2" | tee -a "$results"
+    else
+        echo "torture: $1 SKIPPED: $2" | tee -a "$results"
+    fi
+}
+
+start_server() { # pg|mariadb
+    if [ "$1" = pg ] && [ "$pg_up" = 1 ]; then return 0; fi
+    if [ "$1" = mariadb ] && [ "$my_up" = 1 ]; then return 0; fi
+    if "$db" start "$1" >&2; then
+        [ "$1" = pg ] && pg_up=1
+        [ "$1" = mariadb ] && my_up=1
+        return 0
+    fi
+    return 1
+}
+
+conn_of() { # backend name -> connection string (sqlite: a fresh file)
+    case $1 in
+    sqlite) echo "Driver={SQLite3};Database=$rundir/$2.sqlite;JournalMode=WAL;SyncPragma=${3:-NORMAL};Timeout=10000;" ;;
+    postgresql) eval "$("$db" env pg)"; echo "$OBX_TEST_PG" ;;
+    mariadb) eval "$("$db" env mariadb)"; echo "$OBX_TEST_MY" ;;
+    esac
+}
+
+ready_backend() { # backend -> 0 when usable
+    case $1 in
+    sqlite) return 0 ;;
+    postgresql) start_server pg ;;
+    mariadb) start_server mariadb ;;
+    esac
+}
+
+crash_run() { # name hdr backend table [sync]
+    local name=$1 hdr=$2 backend=$3 table=$4 sync=${5:-NORMAL} dir
+    dir=$rundir/$name
+    rm -rf "$dir" && mkdir -p "$dir"
+    rm -f "$rundir/$name.sqlite"*
+    run "$name" "$bin/torture_crash" run "$hdr" "$backend" "$(conn_of "$backend" "$name" "$sync")" "$table" "$dir"
+}
+
+for s in $scenarios; do
+    case $s in
+    odbc) run odbc "$bin/torture_odbcfault" both ;;
+    oom)
+        mkdir -p "$rundir/oom"
+        run oom "$bin/torture_oom" "$rundir/oom" both
+        ;;
+    crash)
+        for b in $backends; do
+            if ! ready_backend "$b"; then
+                skip "crash $b" "the throwaway $b server did not start (see above)"
+                continue
+            fi
+            crash_run "crash-obx-$b" obx "$b" TortCrashO
+            crash_run "crash-ibx-$b" ibx "$b" TortCrashI
+        done
+        ;;
+    durability)
+        # SIGKILLs land in commits at random: synchronous=FULL here (the
+        # crash runs above use the recommended WAL + NORMAL).
+        TORTURE_SECONDS=${TORTURE_DURABILITY_SECONDS:-10} TORTURE_MESSAGES=600 \
+            crash_run durability-full obx sqlite TortDurable FULL
+        run diskfull "$bin/torture_diskfull" "$rundir/diskfull.sqlite"
+        ;;
+    dbfault)
+        for b in $backends; do
+            [ "$b" = sqlite ] && continue
+            if ! ready_backend "$b"; then
+                skip "dbfault $b" "the throwaway $b server did not start (see above)"
+                continue
+            fi
+            for hdr in obx ibx; do
+                name=dbfault-$hdr-$b
+                rm -rf "${rundir:?}/$name" && mkdir -p "$rundir/$name"
+                TORTURE_FAULT_SCRIPT=$here/dbfault.sh run "$name" "$bin/torture_crash" faults "$hdr" "$b" \
+                    "$(conn_of "$b" "$name")" "TortFault${hdr}" "$rundir/$name"
+            done
+        done
+        ;;
+    providers)
+        if ! ready_backend postgresql || ! ready_backend mariadb; then
+            skip providers "the throwaway servers did not start (see above)"
+            continue
+        fi
+        for hdr in obx ibx; do
+            name=providers-$hdr
+            rm -rf "${rundir:?}/$name" && mkdir -p "$rundir/$name"
+            TORTURE_DB_1="site-sqlite|sqlite|$(conn_of sqlite "$name")" \
+            TORTURE_DB_2="site-pg|postgresql|$(conn_of postgresql)" \
+            TORTURE_DB_3="site-my|mariadb|$(conn_of mariadb)" \
+            TORTURE_FAULT_SCRIPT=$here/dbfault.sh \
+                run "$name" "$bin/torture_crash" providers "$hdr" multi - "TortProv${hdr}" "$rundir/$name"
+        done
+        ;;
+    *) echo "torture: unknown scenario $s" | tee -a "$results" ;;
+    esac
+done
+
+echo "== torture summary ($(( $(date +%s) - t_start )) s)"
+cat "$results"
+failed=$(grep -c 'FAILED' "$results")
+passed=$(grep -v -c -E 'FAILED|SKIPPED' "$results")
+echo "torture: $passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
