@@ -1799,14 +1799,18 @@ IBX__PRIVATE void ibx__db_free_statements(ibx__db *db) {
 }
 
 /* One text value from SQLGetInfo into a fixed buffer ("" when unknown). */
-IBX__PRIVATE void ibx__get_info(ibx__db *db, SQLUSMALLINT what, char *out, size_t cap) {
+/* One SQLGetInfo text into out ("" when the driver fails to say). */
+IBX__PRIVATE ibx_result ibx__get_info(ibx__db *db, SQLUSMALLINT what, char *out, size_t cap) {
     SQLCHAR buf[128];
     SQLSMALLINT len = 0;
+    ibx_result r = ibx__check(db, SQLGetInfo(db->dbc, what, buf, (SQLSMALLINT)sizeof buf, &len),
+                              SQL_HANDLE_DBC, db->dbc, "SQLGetInfo");
     out[0] = '\0';
-    if (SQL_SUCCEEDED(SQLGetInfo(db->dbc, what, buf, (SQLSMALLINT)sizeof buf, &len))) {
+    if (r == IBX_OK) {
         buf[sizeof buf - 1] = '\0';
         ibx__copy(out, cap, (const char *)buf);
     }
+    return r;
 }
 
 IBX__PRIVATE ibx_result ibx__exec_direct(ibx__db *db, const char *sql, const char *where);
@@ -1818,9 +1822,13 @@ IBX__PRIVATE ibx_result ibx__query_text(ibx__db *db, const char *sql, char *out,
 IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
     const ibx__dialect *d;
     ibx_result r;
-    ibx__get_info(db, SQL_DBMS_NAME, db->dbms_name, sizeof db->dbms_name);
-    ibx__get_info(db, SQL_DRIVER_NAME, db->driver_name, sizeof db->driver_name);
-    ibx__get_info(db, SQL_DBMS_VER, db->dbms_version, sizeof db->dbms_version);
+    /* The name decides the dialect: a driver that cannot say it (a
+     * connection lost at once) is that error, not "unknown database". */
+    r = ibx__get_info(db, SQL_DBMS_NAME, db->dbms_name, sizeof db->dbms_name);
+    if (r != IBX_OK) return r;
+    if (ibx__get_info(db, SQL_DRIVER_NAME, db->driver_name, sizeof db->driver_name) != IBX_OK ||
+        ibx__get_info(db, SQL_DBMS_VER, db->dbms_version, sizeof db->dbms_version) != IBX_OK)
+        ibx__error_clear(db->err); /* only for log lines */
     d = db->forced != IBX_DIALECT_AUTO ? ibx__dialect_get(db->forced)
                                        : ibx__dialect_detect(db->dbms_name);
     if (!d)
@@ -2173,7 +2181,14 @@ IBX__PRIVATE ibx_result ibx__exec(ibx__db *db, int slot, const char *sql, ibx__p
     if (rows) {
         SQLLEN count = 0;
         SQLSMALLINT cols = 0;
-        if (SQL_SUCCEEDED(SQLNumResultCols(st, &cols)) && cols > 0) {
+        /* Not knowing how many rows changed is an error, never "0 rows":
+         * the unit rolls back rather than commit a miscounted settle. */
+        r = ibx__check(db, SQLNumResultCols(st, &cols), SQL_HANDLE_STMT, st, "SQLNumResultCols");
+        if (r != IBX_OK) {
+            SQLFreeStmt(st, SQL_CLOSE);
+            return r;
+        }
+        if (cols > 0) {
             /* A statement whose driver row count would be ambiguous (a
              * MariaDB upsert counts an insert and an untouched row alike)
              * returns its count as the first column of its one row. */
@@ -2190,7 +2205,11 @@ IBX__PRIVATE ibx_result ibx__exec(ibx__db *db, int slot, const char *sql, ibx__p
             *rows = SQL_SUCCEEDED(rc) && ind != SQL_NULL_DATA && v > 0 ? (int64_t)v : 0;
             return IBX_OK;
         }
-        if (!SQL_SUCCEEDED(SQLRowCount(st, &count))) count = 0;
+        r = ibx__check(db, SQLRowCount(st, &count), SQL_HANDLE_STMT, st, "SQLRowCount");
+        if (r != IBX_OK) {
+            SQLFreeStmt(st, SQL_CLOSE);
+            return r;
+        }
         *rows = count < 0 ? 0 : (int64_t)count;
     }
     SQLFreeStmt(st, SQL_CLOSE);
@@ -2477,6 +2496,8 @@ typedef struct ibx__entry {
     int64_t next_reap_ms;        /* monotonic; 0 = at once */
     int64_t next_cleanup_ms;
     int seen;                    /* in the latest discovery result: 1 kept, 2 new */
+    int failures;                /* dispatch rounds failed in a row ... */
+    int64_t rest_until_ms;       /* ... so the dispatcher leaves it alone until then */
 } ibx__entry;
 
 /* The stores of a provider, opened and closed through callbacks so that
@@ -5055,10 +5076,25 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
 
 /* One round over a provider's stores: refresh discovery when due, then
  * poll the store the strategy picks; housekeeping runs per store. */
+/* A store of a provider that failed rests, on its own clock, as the loop
+ * would after a failed round (ibx__error_wait_ms); the others go on. */
+static ibx_result ibx__store_failed(ibx_dispatcher *d, ibx__entry *e, ibx_result r) {
+    int64_t now = ibx__mono_ms(d->hooks), wait = ibx__error_wait_ms(r, ++e->failures, d->timing.error_ms);
+    ibx_store *s = (ibx_store *)e->store;
+    d->own_err = s->err;
+    e->rest_until_ms = ibx__sat_add(now, wait);
+    if (e->failures == 1 || e->failures % 60 == 0)
+        ibx__log(d->hooks, e->failures == 1 ? IBX_LOG_ERROR : IBX_LOG_WARN, s->store_id,
+                 "dispatch failed (%d in a row): %s: %s (%s); this database rests %lld ms, the others go on",
+                 e->failures, ibx__result_str(r), s->err.message, s->err.where, (long long)wait);
+    return r;
+}
+
 static ibx_result ibx__dispatch_many(ibx_dispatcher *d, ibx_run_stats *st) {
     ibx_provider *p = d->provider;
     ibx_result r;
-    int count, pick;
+    int count, pick = 0, tries;
+    ibx__entry *e = NULL;
     if (p->discover && ibx__mono_ms(d->hooks) >= p->next_refresh_ms)
         ibx__provider_discover(p); /* a failure keeps the current set; logged */
     count = p->reg.count;
@@ -5066,14 +5102,26 @@ static ibx_result ibx__dispatch_many(ibx_dispatcher *d, ibx_run_stats *st) {
         ibx__selector_resize(&d->selector, count);
         d->empty_streak = 0;
     }
-    if (count == 0) return IBX_EMPTY;
-    pick = d->strategy.next ? d->strategy.next(d->strategy.user, count) : ibx__selector_next(&d->selector);
-    if (pick < 0 || pick >= count) pick = 0;
-    r = ibx__dispatch_store(d, (ibx_store *)p->reg.items[pick].store, &p->reg.items[pick], st);
-    if (r < 0) d->own_err = ((ibx_store *)p->reg.items[pick].store)->err;
+    for (tries = 0; tries < count; tries++) { /* the first store the strategy picks that is not resting */
+        pick = d->strategy.next ? d->strategy.next(d->strategy.user, count) : ibx__selector_next(&d->selector);
+        if (pick < 0 || pick >= count) pick = 0;
+        e = &p->reg.items[pick];
+        if (e->failures == 0 || ibx__mono_ms(d->hooks) >= e->rest_until_ms) break;
+        if (d->strategy.report) d->strategy.report(d->strategy.user, pick, 0);
+        else ibx__selector_report(&d->selector, pick, 0);
+    }
+    if (count == 0 || tries == count || !e) return IBX_EMPTY;
+    r = ibx__dispatch_store(d, (ibx_store *)e->store, e, st);
     if (d->strategy.report) d->strategy.report(d->strategy.user, pick, st->claimed);
     else ibx__selector_report(&d->selector, pick, st->claimed);
-    if (r < 0) return r;
+    if (r < 0) { /* alone, the failure is the round's; else the others go on */
+        ibx__store_failed(d, e, r);
+        return count == 1 ? r : IBX_OK;
+    }
+    if (e->failures > 0)
+        ibx__log(d->hooks, IBX_LOG_INFO, ((ibx_store *)e->store)->store_id,
+                 "dispatch works again after %d failed round(s)", e->failures);
+    e->failures = 0;
     d->empty_streak = st->claimed > 0 ? 0 : d->empty_streak + 1;
     /* Empty only when every store has answered empty in a row. */
     return st->claimed > 0 || d->empty_streak < count ? IBX_OK : IBX_EMPTY;

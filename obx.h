@@ -1869,14 +1869,18 @@ OBX__PRIVATE void obx__db_free_statements(obx__db *db) {
 }
 
 /* One text value from SQLGetInfo into a fixed buffer ("" when unknown). */
-OBX__PRIVATE void obx__get_info(obx__db *db, SQLUSMALLINT what, char *out, size_t cap) {
+/* One SQLGetInfo text into out ("" when the driver fails to say). */
+OBX__PRIVATE obx_result obx__get_info(obx__db *db, SQLUSMALLINT what, char *out, size_t cap) {
     SQLCHAR buf[128];
     SQLSMALLINT len = 0;
+    obx_result r = obx__check(db, SQLGetInfo(db->dbc, what, buf, (SQLSMALLINT)sizeof buf, &len),
+                              SQL_HANDLE_DBC, db->dbc, "SQLGetInfo");
     out[0] = '\0';
-    if (SQL_SUCCEEDED(SQLGetInfo(db->dbc, what, buf, (SQLSMALLINT)sizeof buf, &len))) {
+    if (r == OBX_OK) {
         buf[sizeof buf - 1] = '\0';
         obx__copy(out, cap, (const char *)buf);
     }
+    return r;
 }
 
 OBX__PRIVATE obx_result obx__exec_direct(obx__db *db, const char *sql, const char *where);
@@ -1888,9 +1892,13 @@ OBX__PRIVATE obx_result obx__query_text(obx__db *db, const char *sql, char *out,
 OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
     const obx__dialect *d;
     obx_result r;
-    obx__get_info(db, SQL_DBMS_NAME, db->dbms_name, sizeof db->dbms_name);
-    obx__get_info(db, SQL_DRIVER_NAME, db->driver_name, sizeof db->driver_name);
-    obx__get_info(db, SQL_DBMS_VER, db->dbms_version, sizeof db->dbms_version);
+    /* The name decides the dialect: a driver that cannot say it (a
+     * connection lost at once) is that error, not "unknown database". */
+    r = obx__get_info(db, SQL_DBMS_NAME, db->dbms_name, sizeof db->dbms_name);
+    if (r != OBX_OK) return r;
+    if (obx__get_info(db, SQL_DRIVER_NAME, db->driver_name, sizeof db->driver_name) != OBX_OK ||
+        obx__get_info(db, SQL_DBMS_VER, db->dbms_version, sizeof db->dbms_version) != OBX_OK)
+        obx__error_clear(db->err); /* only for log lines */
     d = db->forced != OBX_DIALECT_AUTO ? obx__dialect_get(db->forced)
                                        : obx__dialect_detect(db->dbms_name);
     if (!d)
@@ -2243,7 +2251,14 @@ OBX__PRIVATE obx_result obx__exec(obx__db *db, int slot, const char *sql, obx__p
     if (rows) {
         SQLLEN count = 0;
         SQLSMALLINT cols = 0;
-        if (SQL_SUCCEEDED(SQLNumResultCols(st, &cols)) && cols > 0) {
+        /* Not knowing how many rows changed is an error, never "0 rows":
+         * the unit rolls back rather than commit a miscounted settle. */
+        r = obx__check(db, SQLNumResultCols(st, &cols), SQL_HANDLE_STMT, st, "SQLNumResultCols");
+        if (r != OBX_OK) {
+            SQLFreeStmt(st, SQL_CLOSE);
+            return r;
+        }
+        if (cols > 0) {
             /* A statement whose driver row count would be ambiguous (a
              * MariaDB upsert counts an insert and an untouched row alike)
              * returns its count as the first column of its one row. */
@@ -2260,7 +2275,11 @@ OBX__PRIVATE obx_result obx__exec(obx__db *db, int slot, const char *sql, obx__p
             *rows = SQL_SUCCEEDED(rc) && ind != SQL_NULL_DATA && v > 0 ? (int64_t)v : 0;
             return OBX_OK;
         }
-        if (!SQL_SUCCEEDED(SQLRowCount(st, &count))) count = 0;
+        r = obx__check(db, SQLRowCount(st, &count), SQL_HANDLE_STMT, st, "SQLRowCount");
+        if (r != OBX_OK) {
+            SQLFreeStmt(st, SQL_CLOSE);
+            return r;
+        }
         *rows = count < 0 ? 0 : (int64_t)count;
     }
     SQLFreeStmt(st, SQL_CLOSE);
@@ -2547,6 +2566,8 @@ typedef struct obx__entry {
     int64_t next_reap_ms;        /* monotonic; 0 = at once */
     int64_t next_cleanup_ms;
     int seen;                    /* in the latest discovery result: 1 kept, 2 new */
+    int failures;                /* dispatch rounds failed in a row ... */
+    int64_t rest_until_ms;       /* ... so the dispatcher leaves it alone until then */
 } obx__entry;
 
 /* The stores of a provider, opened and closed through callbacks so that
@@ -5231,10 +5252,25 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
 
 /* One round over a provider's stores: refresh discovery when due, then
  * poll the store the strategy picks; housekeeping runs per store. */
+/* A store of a provider that failed rests, on its own clock, as the loop
+ * would after a failed round (obx__error_wait_ms); the others go on. */
+static obx_result obx__store_failed(obx_dispatcher *d, obx__entry *e, obx_result r) {
+    int64_t now = obx__mono_ms(d->hooks), wait = obx__error_wait_ms(r, ++e->failures, d->timing.error_ms);
+    obx_store *s = (obx_store *)e->store;
+    d->own_err = s->err;
+    e->rest_until_ms = obx__sat_add(now, wait);
+    if (e->failures == 1 || e->failures % 60 == 0)
+        obx__log(d->hooks, e->failures == 1 ? OBX_LOG_ERROR : OBX_LOG_WARN, s->store_id,
+                 "dispatch failed (%d in a row): %s: %s (%s); this database rests %lld ms, the others go on",
+                 e->failures, obx__result_str(r), s->err.message, s->err.where, (long long)wait);
+    return r;
+}
+
 static obx_result obx__dispatch_many(obx_dispatcher *d, obx_run_stats *st) {
     obx_provider *p = d->provider;
     obx_result r;
-    int count, pick;
+    int count, pick = 0, tries;
+    obx__entry *e = NULL;
     if (p->discover && obx__mono_ms(d->hooks) >= p->next_refresh_ms)
         obx__provider_discover(p); /* a failure keeps the current set; logged */
     count = p->reg.count;
@@ -5242,14 +5278,26 @@ static obx_result obx__dispatch_many(obx_dispatcher *d, obx_run_stats *st) {
         obx__selector_resize(&d->selector, count);
         d->empty_streak = 0;
     }
-    if (count == 0) return OBX_EMPTY;
-    pick = d->strategy.next ? d->strategy.next(d->strategy.user, count) : obx__selector_next(&d->selector);
-    if (pick < 0 || pick >= count) pick = 0;
-    r = obx__dispatch_store(d, (obx_store *)p->reg.items[pick].store, &p->reg.items[pick], st);
-    if (r < 0) d->own_err = ((obx_store *)p->reg.items[pick].store)->err;
+    for (tries = 0; tries < count; tries++) { /* the first store the strategy picks that is not resting */
+        pick = d->strategy.next ? d->strategy.next(d->strategy.user, count) : obx__selector_next(&d->selector);
+        if (pick < 0 || pick >= count) pick = 0;
+        e = &p->reg.items[pick];
+        if (e->failures == 0 || obx__mono_ms(d->hooks) >= e->rest_until_ms) break;
+        if (d->strategy.report) d->strategy.report(d->strategy.user, pick, 0);
+        else obx__selector_report(&d->selector, pick, 0);
+    }
+    if (count == 0 || tries == count || !e) return OBX_EMPTY;
+    r = obx__dispatch_store(d, (obx_store *)e->store, e, st);
     if (d->strategy.report) d->strategy.report(d->strategy.user, pick, st->claimed);
     else obx__selector_report(&d->selector, pick, st->claimed);
-    if (r < 0) return r;
+    if (r < 0) { /* alone, the failure is the round's; else the others go on */
+        obx__store_failed(d, e, r);
+        return count == 1 ? r : OBX_OK;
+    }
+    if (e->failures > 0)
+        obx__log(d->hooks, OBX_LOG_INFO, ((obx_store *)e->store)->store_id,
+                 "dispatch works again after %d failed round(s)", e->failures);
+    e->failures = 0;
     d->empty_streak = st->claimed > 0 ? 0 : d->empty_streak + 1;
     /* Empty only when every store has answered empty in a row. */
     return st->claimed > 0 || d->empty_streak < count ? OBX_OK : OBX_EMPTY;
@@ -6080,9 +6128,9 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *m, char *error, siz
     fail = obx__json_get(m->payload, "failIfAnyStepFailed", fail_flag, sizeof fail_flag) == 1 &&
            strcmp(fail_flag, "true") == 0 && j.failed_steps > 0;
     has_topic = obx__join_follow(s, m->payload, fail, join_id, topic, sizeof topic, &payload, &follow);
-    if (has_topic < 0) {
+    if (has_topic < 0) { /* our own shortage, not the join's: try again without using an attempt */
         snprintf(error, error_size, "out of memory");
-        return OBX_RETRY;
+        return OBX_WAIT;
     }
     ctx.s = s;
     ctx.join_id = join_id;
