@@ -470,6 +470,9 @@ typedef struct ibx_store_desc {
     int deploy_schema;           /* nonzero: create the table and indexes if missing */
     ibx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
     ibx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
+    int login_timeout_seconds;   /* default 10: give up connecting (and reconnecting) after
+                                    this long, so an unreachable or frozen server is an error
+                                    (IBX_ERR_DB_TRANSIENT), not a hang; -1: the driver's own */
     ibx_log_level message_log_level; /* default IBX_LOG_DEBUG: the level of the lines logged
                                     per message (each enqueue, and each handler invocation
                                     of a dispatcher on this store); IBX_LOG_INFO for an
@@ -1693,6 +1696,7 @@ typedef struct ibx__db {
     int own_connection;          /* opened from a string: ours to close and reopen */
     char *connstr;               /* the string actually used, kept for reconnects */
     ibx_dialect forced;          /* dialect the caller forced, or AUTO */
+    long login_timeout_s;        /* SQL_ATTR_LOGIN_TIMEOUT before each connect; 0: the driver's */
     int connected;
     int lost;                    /* the connection died: reopen before the next use */
     int in_tx;                   /* a unit of work is open */
@@ -1872,6 +1876,8 @@ IBX__PRIVATE ibx_result ibx__driver_connect(ibx__db *db, const char *connstr) {
     SQLCHAR out[1024];
     SQLSMALLINT out_len = 0;
     SQLRETURN rc;
+    if (db->login_timeout_s > 0) /* a driver that cannot is still connected, without it */
+        SQLSetConnectAttr(db->dbc, SQL_ATTR_LOGIN_TIMEOUT, (SQLPOINTER)(uintptr_t)db->login_timeout_s, 0);
 #ifndef IBX_NO_THREADS
     pthread_mutex_lock(&IBX__CONNECT_LOCK);
 #endif
@@ -3631,6 +3637,7 @@ static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
 #define IBX__HANDLER_ERROR_MAX 256         /* a handler's error text, with its NUL */
 #define IBX__MSG_NAME_MAX 560              /* a message's name in log lines */
 #define IBX__DISCOVER_FIRST 256            /* room given to discovery at first */
+#define IBX__LOGIN_TIMEOUT_DEFAULT_S 10    /* connecting gives up after this long */
 #define IBX__MAX_HANDLER_DEFAULT_MS 300000 /* leases are renewed for handlers this long */
 #ifdef IBX_NO_POSIX_CLOCK
 #define IBX__DEFAULT_CLOCK_SLEEPS 0        /* without POSIX clocks the default sleep is a no-op */
@@ -3893,6 +3900,8 @@ IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out) {
     s->db.err = &s->err;
     s->db.store_id = IBX__NOUN;
     s->db.forced = desc->dialect;
+    s->db.login_timeout_s = desc->login_timeout_seconds == 0 ? IBX__LOGIN_TIMEOUT_DEFAULT_S
+                          : desc->login_timeout_seconds < 0 ? 0 : desc->login_timeout_seconds;
     s->metrics = desc->metrics;
     s->message_log_level = desc->message_log_level ? desc->message_log_level : IBX_LOG_DEBUG;
     *out = s;
@@ -4603,6 +4612,7 @@ static ibx_result ibx__renew_connect(ibx__renewer *w) {
     w->side.err = &w->side_err;
     w->side.store_id = s->store_id;
     w->side.forced = s->db.d->id;
+    w->side.login_timeout_s = s->db.login_timeout_s;
     w->side_for = s;
     return ibx__db_connect(&w->side, s->db.connstr);
 }

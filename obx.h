@@ -474,6 +474,9 @@ typedef struct obx_store_desc {
     const char *worker_name;     /* ProcessedBy on ack; default: the owner token */
     obx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
     obx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
+    int login_timeout_seconds;   /* default 10: give up connecting (and reconnecting) after
+                                    this long, so an unreachable or frozen server is an error
+                                    (OBX_ERR_DB_TRANSIENT), not a hang; -1: the driver's own */
     obx_log_level message_log_level; /* default OBX_LOG_DEBUG: the level of the lines logged
                                     per message (each enqueue, and each handler invocation
                                     of a dispatcher on this store); OBX_LOG_INFO for an
@@ -1763,6 +1766,7 @@ typedef struct obx__db {
     int own_connection;          /* opened from a string: ours to close and reopen */
     char *connstr;               /* the string actually used, kept for reconnects */
     obx_dialect forced;          /* dialect the caller forced, or AUTO */
+    long login_timeout_s;        /* SQL_ATTR_LOGIN_TIMEOUT before each connect; 0: the driver's */
     int connected;
     int lost;                    /* the connection died: reopen before the next use */
     int in_tx;                   /* a unit of work is open */
@@ -1942,6 +1946,8 @@ OBX__PRIVATE obx_result obx__driver_connect(obx__db *db, const char *connstr) {
     SQLCHAR out[1024];
     SQLSMALLINT out_len = 0;
     SQLRETURN rc;
+    if (db->login_timeout_s > 0) /* a driver that cannot is still connected, without it */
+        SQLSetConnectAttr(db->dbc, SQL_ATTR_LOGIN_TIMEOUT, (SQLPOINTER)(uintptr_t)db->login_timeout_s, 0);
 #ifndef OBX_NO_THREADS
     pthread_mutex_lock(&OBX__CONNECT_LOCK);
 #endif
@@ -3807,6 +3813,7 @@ static void obx__desc_set_worker(obx_store_desc *desc, const char *worker);
 #define OBX__HANDLER_ERROR_MAX 256         /* a handler's error text, with its NUL */
 #define OBX__MSG_NAME_MAX 560              /* a message's name in log lines */
 #define OBX__DISCOVER_FIRST 256            /* room given to discovery at first */
+#define OBX__LOGIN_TIMEOUT_DEFAULT_S 10    /* connecting gives up after this long */
 #define OBX__MAX_HANDLER_DEFAULT_MS 300000 /* leases are renewed for handlers this long */
 #ifdef OBX_NO_POSIX_CLOCK
 #define OBX__DEFAULT_CLOCK_SLEEPS 0        /* without POSIX clocks the default sleep is a no-op */
@@ -4069,6 +4076,8 @@ OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
     s->db.err = &s->err;
     s->db.store_id = OBX__NOUN;
     s->db.forced = desc->dialect;
+    s->db.login_timeout_s = desc->login_timeout_seconds == 0 ? OBX__LOGIN_TIMEOUT_DEFAULT_S
+                          : desc->login_timeout_seconds < 0 ? 0 : desc->login_timeout_seconds;
     s->metrics = desc->metrics;
     s->message_log_level = desc->message_log_level ? desc->message_log_level : OBX_LOG_DEBUG;
     *out = s;
@@ -4779,6 +4788,7 @@ static obx_result obx__renew_connect(obx__renewer *w) {
     w->side.err = &w->side_err;
     w->side.store_id = s->store_id;
     w->side.forced = s->db.d->id;
+    w->side.login_timeout_s = s->db.login_timeout_s;
     w->side_for = s;
     return obx__db_connect(&w->side, s->db.connstr);
 }
