@@ -80,7 +80,7 @@ static const char *native_name(void) { return g_kind == K_PG ? "libpq" : g_kind 
 /* ---- names and SQL ------------------------------------------------------------------------ */
 
 static const char *lib_outbox(void) { return g_kind == K_PG ? "dbo.\"OutboxBench\"" : g_kind == K_MY ? "OutboxBench" : "\"OutboxBench\""; }
-static const char *lib_inbox(void) { return g_kind == K_PG ? "dbo.\"InboxBench\"" : g_kind == K_MY ? "InboxBench" : "\"InboxBench\""; }
+static const char *lib_inbox(void) { return g_kind == K_PG ? "infra.\"InboxBench\"" : g_kind == K_MY ? "InboxBench" : "\"InboxBench\""; }
 
 /* SQLite's clock in Unix ms, as the library's SQLite dialect reads it. */
 #define LITE_NOW "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
@@ -99,7 +99,7 @@ static const char *const pg_ddl[] = {
     "seen_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (source, message_id)) WITH (autovacuum_enabled = off)",
     "CREATE INDEX ideal_in_ready ON ideal_inbox (next_attempt_at) WHERE status = 1",
     "ALTER TABLE dbo.\"OutboxBench\" SET (autovacuum_enabled = off)",
-    "ALTER TABLE dbo.\"InboxBench\" SET (autovacuum_enabled = off)",
+    "ALTER TABLE infra.\"InboxBench\" SET (autovacuum_enabled = off)",
     NULL};
 
 static const char *const my_ddl[] = {
@@ -266,6 +266,7 @@ static obx_store *lib_open(int deploy) {
     memset(&d, 0, sizeof d);
     d.connection_string = g_conn;
     d.deploy_schema = deploy;
+    d.schema = "dbo"; /* named here because table_of() names it too */
     d.table = "OutboxBench";
     d.hooks.logger.min_level = OBX_LOG_WARN; /* per-message INFO lines are not free */
     d.hooks.allocator.alloc = count_alloc;
@@ -281,6 +282,7 @@ static ibx_store *lib_open_inbox(int deploy) {
     memset(&d, 0, sizeof d);
     d.connection_string = g_conn;
     d.deploy_schema = deploy;
+    d.schema = "infra";
     d.table = "InboxBench";
     d.hooks.logger.min_level = IBX_LOG_WARN;
     if (ibx_store_open(&d, &s) != IBX_OK) die("ibx open: %s", ibx_store_last_error(s)->message);
