@@ -6,6 +6,9 @@
 #   pg       postgresql-15 odbc-postgresql
 #   mariadb  mariadb-server odbc-mariadb
 #   check    valgrind clang libclang-rt-14-dev llvm-14 g++
+#   bench    libpq-dev libsqlite3-dev (make bench only: the ideal outbox through
+#            libpq and the sqlite3 C API, the physical limit the library is
+#            measured against)
 #   all      all of the above
 # With no group, "build" is used.
 #
@@ -28,10 +31,10 @@
 #   - postgresql-15 only recommends sysstat.
 set -euo pipefail
 
-readonly GROUPS_ALL="build pg mariadb tsql check"
+readonly GROUPS_ALL="build pg mariadb tsql check bench"
 
 usage() {
-    echo "usage: ${0##*/} [build|pg|mariadb|tsql|check|all]...   (default: build)"
+    echo "usage: ${0##*/} [build|pg|mariadb|tsql|check|bench|all]...   (default: build)"
 }
 
 # The packages in one group.
@@ -42,6 +45,7 @@ group_packages() {
         mariadb) echo "mariadb-server odbc-mariadb" ;;
         check)   echo "valgrind clang libclang-rt-14-dev llvm-14 g++ gcc-multilib" ;;
         tsql)    echo "sqlfluff" ;; # parses the SQL Server dialect's T-SQL (no server here)
+        bench)   echo "libpq-dev libsqlite3-dev" ;;
         *)       return 1 ;;
     esac
 }
