@@ -112,7 +112,7 @@ static const char *const my_ddl[] = {
     "created_at DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), KEY ideal_ready (status, next_attempt_at)) "
     "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
     "CREATE TABLE ideal_inbox (source VARCHAR(255) NOT NULL, message_id VARCHAR(255) NOT NULL, "
-    "topic VARCHAR(255) NOT NULL DEFAULT '', payload LONGTEXT NOT NULL, status TINYINT NOT NULL DEFAULT 0, "
+    "topic VARCHAR(255) NOT NULL DEFAULT '', payload LONGTEXT NOT NULL DEFAULT '', status TINYINT NOT NULL DEFAULT 0, "
     "owner CHAR(36) NULL, locked_until DATETIME(6) NULL, attempt INT NOT NULL DEFAULT 0, "
     "next_attempt_at DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), "
     "seen_at DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), PRIMARY KEY (source, message_id), "
@@ -134,6 +134,12 @@ static const char *const lite_ddl[] = {
     NULL};
 
 /* The ideal statements, $n markers (each used once, in order). The
+ * PostgreSQL claims name their rows by "= ANY (ARRAY(subquery))": written
+ * "id IN (SELECT ... LIMIT 100)" the planner turns it into a hash semi
+ * join over a sequential scan of the table once the statistics say the
+ * table is small (10,000 rows: 2.6 ms instead of 0.3), whatever the LIMIT;
+ * an array of keys (the inbox: of row addresses, locked, so they stay put
+ * until the statement ends) is always a key or TID lookup. The
  * MariaDB claim is the best known there: a lock-free window of the ready
  * index, then those rows locked by key (a locking read of the index walks
  * every entry moved since the last purge), read in the same statement. */
@@ -142,8 +148,8 @@ static const char *outbox_sql(int q) {
         "INSERT INTO ideal_outbox (topic, payload) VALUES ($1, $2)",
         "INSERT INTO ideal_outbox (topic, payload) SELECT t, p FROM unnest(CAST($1 AS text[]), CAST($2 AS text[])) AS u(t, p)",
         "UPDATE ideal_outbox SET status = 1, owner = CAST($1 AS uuid), locked_until = now() + interval '30 seconds' "
-        "WHERE id IN (SELECT id FROM ideal_outbox WHERE status = 0 AND next_attempt_at <= now() "
-        "ORDER BY next_attempt_at LIMIT 100 FOR UPDATE SKIP LOCKED) RETURNING id, topic, payload",
+        "WHERE id = ANY (ARRAY(SELECT id FROM ideal_outbox WHERE status = 0 AND next_attempt_at <= now() "
+        "ORDER BY next_attempt_at LIMIT 100 FOR UPDATE SKIP LOCKED)) RETURNING id, topic, payload",
         NULL,
         "UPDATE ideal_outbox SET status = 2, locked_until = NULL "
         "WHERE id = ANY (CAST($1 AS bigint[])) AND owner = CAST($2 AS uuid) AND status = 1"};
@@ -177,8 +183,8 @@ static const char *inbox_sql(int q) {
         "INSERT INTO ideal_inbox (source, message_id, topic, payload, status) VALUES ($1, $2, $3, $4, 1) "
         "ON CONFLICT (source, message_id) DO NOTHING",
         "UPDATE ideal_inbox SET status = 3, owner = CAST($1 AS uuid), locked_until = now() + interval '30 seconds' "
-        "WHERE (source, message_id) IN (SELECT source, message_id FROM ideal_inbox WHERE status = 1 AND "
-        "next_attempt_at <= now() ORDER BY next_attempt_at LIMIT 100 FOR UPDATE SKIP LOCKED) "
+        "WHERE ctid = ANY (ARRAY(SELECT ctid FROM ideal_inbox WHERE status = 1 AND "
+        "next_attempt_at <= now() ORDER BY next_attempt_at LIMIT 100 FOR UPDATE SKIP LOCKED)) "
         "RETURNING source, message_id, topic, payload",
         NULL,
         "UPDATE ideal_inbox SET status = 2, owner = NULL, locked_until = NULL WHERE (source, message_id) IN "
