@@ -29,7 +29,8 @@
  * the cost of a claim and per message: it must not grow with the table.
  *
  * BENCH_STMTS=1 also prints the library's statements by calls per workload
- * (PostgreSQL), the first thing to read when a ratio is low. */
+ * (PostgreSQL), the first thing to read when a ratio is low. BENCH_ONLY
+ * (e.g. enq1,drain1) runs a subset of the workloads. */
 #define OBX_IMPLEMENTATION
 #include "obx.h"
 #define IBX_IMPLEMENTATION
@@ -47,6 +48,9 @@ enum { W_ENQ1, W_ENQB, W_DRAIN1, W_DRAIN2, W_DRAIN1E, W_IDEDUPN, W_IDEDUPS, W_IE
 enum { Q_ENQ1, Q_ENQB, Q_CLAIM, Q_CLAIM2, Q_ACK, Q_COUNT };
 
 #define MAXREP 9
+
+/* Short names for BENCH_ONLY (W_IDEDUPS runs with "dedup"). */
+static const char *w_key[W_COUNT] = {"enq1", "enqb", "drain1", "drain2", "drain1e", "dedup", "dedup", "ienq", "idrain"};
 
 static const char *w_name[W_COUNT] = {
     "outbox enqueue, 1 per transaction",
@@ -871,6 +875,18 @@ static void run(int w, int impl, int n, int rep) {
     g_stmts[w][impl] = st;
 }
 
+/* BENCH_ONLY=enq1,drain1,...: a subset of the workloads (no latency,
+ * allocation or sweep rows then), to measure one change quickly. */
+static int selected(int w) {
+    const char *only = getenv("BENCH_ONLY"), *p;
+    size_t n = strlen(w_key[w]);
+    if (!only || !*only) return 1;
+    for (p = only; *p; p += strcspn(p, ","), p += *p == ',') {
+        if (strncmp(p, w_key[w], n) == 0 && (p[n] == ',' || p[n] == 0)) return 1;
+    }
+    return 0;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -1058,6 +1074,7 @@ int main(int argc, char **argv) {
     for (rep = 0; rep < g_repeats; rep++) {
         for (w = 0; w < W_COUNT; w++) {
             if (w == W_IDEDUPS) continue; /* measured with W_IDEDUPN */
+            if (!selected(w)) continue;
             for (k = 0; k < I_COUNT; k++) {
                 int impl = (k + rep) % I_COUNT; /* rotate the order: no side always goes first */
                 if (impl == I_NATIVE && !has_native()) continue;
@@ -1067,6 +1084,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench %s: repeat %d of %d done\n", g_backend, rep + 1, g_repeats);
     }
     print_table(n);
+    if ((e = getenv("BENCH_ONLY")) && *e) {
+        api_close(&g_mon);
+        return 0;
+    }
     allocations(n < 5000 ? n : 5000);
     latency_run(200);
     e = getenv("BENCH_SWEEP");
