@@ -910,14 +910,15 @@ static void print_table(int n) {
     for (w = 0; w < W_COUNT; w++) {
         double lib = median(w, I_LIB), odbc = median(w, I_ODBC), nat = has_native() ? median(w, I_NATIVE) : 0;
         char natc[16] = "", natr[16] = "", ctr[80] = "";
-        if (lib == 0) continue;
+        if (lib == 0) continue; /* not run (BENCH_ONLY, or no such workload here) */
         if (has_native()) {
             snprintf(natc, sizeof natc, "%.0f", nat);
             snprintf(natr, sizeof natr, "%.2f", lib / nat);
         }
-        if (g_counters)
-            snprintf(ctr, sizeof ctr, "%6.3f %6.3f %6.3f", g_stmts[w][I_LIB], g_stmts[w][I_ODBC],
-                     has_native() ? g_stmts[w][I_NATIVE] : 0.0);
+        if (g_counters && has_native())
+            snprintf(ctr, sizeof ctr, "%6.3f %6.3f %6.3f", g_stmts[w][I_LIB], g_stmts[w][I_ODBC], g_stmts[w][I_NATIVE]);
+        else if (g_counters)
+            snprintf(ctr, sizeof ctr, "%6.3f %6.3f", g_stmts[w][I_LIB], g_stmts[w][I_ODBC]);
         printf("%-46s %10.0f %10.0f %10s %8.2f %8s | %s\n", w_name[w], lib, odbc, natc, lib / odbc, natr, ctr);
     }
     fflush(stdout);
@@ -1038,7 +1039,7 @@ static void allocations(int n) {
 /* ---- main ------------------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
-    const char *e;
+    const char *e, *only;
     const char *const *ddl;
     int n, rep, w, k, i;
     if (argc < 3) {
@@ -1084,14 +1085,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench %s: repeat %d of %d done\n", g_backend, rep + 1, g_repeats);
     }
     print_table(n);
-    if ((e = getenv("BENCH_ONLY")) && *e) {
-        api_close(&g_mon);
-        return 0;
+    only = getenv("BENCH_ONLY");
+    if (!only || !*only) {
+        allocations(n < 5000 ? n : 5000);
+        latency_run(200);
     }
-    allocations(n < 5000 ? n : 5000);
-    latency_run(200);
     e = getenv("BENCH_SWEEP");
-    if (!e || *e) {
+    if (e ? *e != 0 : !only || !*only) { /* with BENCH_ONLY, a sweep only when asked for */
         const char *r = getenv("BENCH_SWEEP_READY");
         sweep(e ? e : "10000,100000", r && atoi(r) > 0 ? atoi(r) : 5000);
     }
