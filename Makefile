@@ -105,7 +105,7 @@ $(B)/bench: tests/bench.c tests/bench_api.c $(BENCH_HDR)/obx.h $(BENCH_HDR)/ibx.
 
 bench:
 	@tests/deps.sh build pg mariadb bench
-	@$(MAKE) --no-print-directory $(B)/bench
+	@$(MAKE) --no-print-directory -B $(B)/bench  # -B: BENCH_HDR may name other headers than last time
 	tests/bench.sh $(B)/bench $(BENCH_N)
 
 # ---- fuzz: libFuzzer over the pure code (clang); new inputs go to build/fuzz-corpus ----
