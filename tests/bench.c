@@ -5,9 +5,11 @@
  *
  * Beside each library row stand the rows of a minimal "ideal outbox" (and
  * inbox) at the same durability: one table, a partial index on ready rows
- * (MariaDB: status leads the index), every step one statement (claim
- * UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT 100)
- * RETURNING, ack UPDATE ... WHERE id = ANY (...)), in autocommit. It runs
+ * (MariaDB: status leads the index), every step one statement where the
+ * database allows (claim UPDATE ... WHERE id = ANY (ARRAY(SELECT ... LIMIT
+ * 100 FOR UPDATE SKIP LOCKED)) RETURNING, ack UPDATE ... WHERE id = ANY
+ * (...); MariaDB has no UPDATE ... RETURNING: its claim is a locking pick,
+ * an UPDATE and COMMIT), in autocommit. It runs
  * through plain ODBC and, where the database has one, through the native
  * client API (libpq, the sqlite3 C API), so a row can show how much is the
  * library's statement design, how much the ODBC driver. The ratios
