@@ -1,29 +1,78 @@
-/* bench.c: what the outbox costs over the same SQL issued directly.
+/* bench.c: obx.h and ibx.h against the physical limit of the same database.
  *
- *   bench <backend> '<ODBC connection string>' [N]     (make bench runs every backend)
+ *   bench <sqlite|postgresql|mariadb> '<ODBC connection string>' [N]
+ *   (make bench runs every backend through tests/bench.sh)
  *
- * Each workload runs through obx.h and then as the very same statements
- * through plain ODBC with no library logic (prepared once, same
- * parameters, same transactions); the ratio library/raw is printed beside
- * them, measured in one run because this machine is noisy. Also: the
- * commit-to-handler latency with the wake-up call, and heap allocations per
- * message in steady state (a counting allocator). */
+ * Beside each library row stand the rows of a minimal "ideal outbox" (and
+ * inbox) at the same durability: one table, a partial index on ready rows
+ * (MariaDB: status leads the index), every step one statement where the
+ * database allows (claim UPDATE ... WHERE id = ANY (ARRAY(SELECT ... LIMIT
+ * 100 FOR UPDATE SKIP LOCKED)) RETURNING, ack UPDATE ... WHERE id = ANY
+ * (...); MariaDB has no UPDATE ... RETURNING: its claim is a locking pick,
+ * an UPDATE and COMMIT), in autocommit. It runs
+ * through plain ODBC and, where the database has one, through the native
+ * client API (libpq, the sqlite3 C API), so a row can show how much is the
+ * library's statement design, how much the ODBC driver. The ratios
+ * library/ideal are printed beside them.
+ *
+ * Method (research/perf-facts.md, issue 17): every workload runs REPEATS
+ * times (BENCH_REPEATS, default 3), interleaved (library, ODBC, native,
+ * library, ...; the order rotates per repeat), and the median is printed.
+ * Drains start from a filled table whose statistics were taken filled
+ * (VACUUM ANALYZE / ANALYZE TABLE / ANALYZE), autovacuum off on the bench
+ * tables so that the statistics are the ones the bench chose; one row
+ * repeats the 1-worker drain with statistics taken on the empty table,
+ * which shows whether a plan depends on them. Statements per message come
+ * from the server (PostgreSQL pg_stat_statements, top-level statements
+ * including BEGIN/COMMIT; MariaDB the Questions counter) and are a count
+ * of round trips for these clients. The size sweep (BENCH_SWEEP, default
+ * 10000,100000; add 1000000 for the slow one) drains BENCH_SWEEP_READY
+ * ready messages from a table of that many rows, the rest Done, and prints
+ * the cost of a claim and per message: it must not grow with the table.
+ *
+ * BENCH_STMTS=1 also prints the library's statements by calls per workload
+ * (PostgreSQL), the first thing to read when a ratio is low. BENCH_ONLY
+ * (e.g. enq1,drain1) runs a subset of the workloads. */
 #define OBX_IMPLEMENTATION
-#include "../obx.h"
+#include "obx.h"
 #define IBX_IMPLEMENTATION
-#include "../ibx.h"
+#include "ibx.h"
+#include "bench_api.c"
 
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+enum { K_SQLITE, K_PG, K_MY };
+enum { I_LIB, I_ODBC, I_NATIVE, I_COUNT };
+enum { W_ENQ1, W_ENQB, W_DRAIN1, W_DRAIN2, W_DRAIN1E, W_IDEDUPN, W_IDEDUPS, W_IENQ, W_IDRAIN, W_COUNT };
+enum { Q_ENQ1, Q_ENQB, Q_CLAIM, Q_CLAIM2, Q_ACK, Q_COUNT };
+
+#define MAXREP 9
+
+/* Short names for BENCH_ONLY (W_IDEDUPS runs with "dedup"). */
+static const char *w_key[W_COUNT] = {"enq1", "enqb", "drain1", "drain2", "drain1e", "dedup", "dedup", "ienq", "idrain"};
+
+static const char *w_name[W_COUNT] = {
+    "outbox enqueue, 1 per transaction",
+    "outbox enqueue, 100 per transaction (batch)",
+    "outbox drain (claim 100, ack), 1 worker",
+    "outbox drain, 2 worker processes",
+    "outbox drain, 1 worker, stats of empty table",
+    "inbox dedup check, new message id",
+    "inbox dedup check, message seen before",
+    "inbox enqueue, 1 per transaction",
+    "inbox drain (claim 100, ack), 1 worker",
+};
+
+static int g_kind, g_repeats = 3, g_counters, g_show_stmts;
 static const char *g_backend, *g_conn;
-static int g_sqlite, g_mariadb;
 static char g_payload[201];
+static api g_mon; /* ODBC, autocommit: resets, fills, statistics, counters */
+static double g_rate[W_COUNT][I_COUNT][MAXREP];
+static double g_stmts[W_COUNT][I_COUNT];
+static long long g_ctr_base;
 
 static double now_s(void) {
     struct timespec t;
@@ -31,427 +80,887 @@ static double now_s(void) {
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/* ---- counting allocator ------------------------------------------------------- */
+static int has_native(void) { return g_kind != K_MY; }
+static const char *native_name(void) { return g_kind == K_PG ? "libpq" : g_kind == K_SQLITE ? "C API" : "-"; }
+
+/* ---- names and SQL ------------------------------------------------------------------------ */
+
+static const char *lib_outbox(void) { return g_kind == K_PG ? "dbo.\"OutboxBench\"" : g_kind == K_MY ? "OutboxBench" : "\"OutboxBench\""; }
+static const char *lib_inbox(void) { return g_kind == K_PG ? "infra.\"InboxBench\"" : g_kind == K_MY ? "InboxBench" : "\"InboxBench\""; }
+
+/* SQLite's clock in Unix ms, as the library's SQLite dialect reads it. */
+#define LITE_NOW "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+
+static const char *const pg_ddl[] = {
+    "DROP TABLE IF EXISTS ideal_outbox",
+    "DROP TABLE IF EXISTS ideal_inbox",
+    "CREATE TABLE ideal_outbox (id bigserial PRIMARY KEY, topic text NOT NULL, payload text NOT NULL, "
+    "status smallint NOT NULL DEFAULT 0, owner uuid, locked_until timestamptz, retry_count int NOT NULL DEFAULT 0, "
+    "next_attempt_at timestamptz NOT NULL DEFAULT now(), created_at timestamptz NOT NULL DEFAULT now()) "
+    "WITH (autovacuum_enabled = off)",
+    "CREATE INDEX ideal_ready ON ideal_outbox (next_attempt_at) WHERE status = 0",
+    "CREATE TABLE ideal_inbox (source text NOT NULL, message_id text NOT NULL, topic text NOT NULL DEFAULT '', "
+    "payload text NOT NULL DEFAULT '', status smallint NOT NULL DEFAULT 0, owner uuid, locked_until timestamptz, "
+    "attempt int NOT NULL DEFAULT 0, next_attempt_at timestamptz NOT NULL DEFAULT now(), "
+    "seen_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (source, message_id)) WITH (autovacuum_enabled = off)",
+    "CREATE INDEX ideal_in_ready ON ideal_inbox (next_attempt_at) WHERE status = 1",
+    "ALTER TABLE dbo.\"OutboxBench\" SET (autovacuum_enabled = off)",
+    "ALTER TABLE infra.\"InboxBench\" SET (autovacuum_enabled = off)",
+    NULL};
+
+static const char *const my_ddl[] = {
+    "DROP TABLE IF EXISTS ideal_outbox",
+    "DROP TABLE IF EXISTS ideal_inbox",
+    "CREATE TABLE ideal_outbox (id BIGINT AUTO_INCREMENT PRIMARY KEY, topic VARCHAR(255) NOT NULL, "
+    "payload LONGTEXT NOT NULL, status TINYINT NOT NULL DEFAULT 0, owner CHAR(36) NULL, "
+    "locked_until DATETIME(6) NULL, retry_count INT NOT NULL DEFAULT 0, "
+    "next_attempt_at DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), "
+    "created_at DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), KEY ideal_ready (status, next_attempt_at)) "
+    "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    "CREATE TABLE ideal_inbox (source VARCHAR(255) NOT NULL, message_id VARCHAR(255) NOT NULL, "
+    "topic VARCHAR(255) NOT NULL DEFAULT '', payload LONGTEXT NOT NULL DEFAULT '', status TINYINT NOT NULL DEFAULT 0, "
+    "owner CHAR(36) NULL, locked_until DATETIME(6) NULL, attempt INT NOT NULL DEFAULT 0, "
+    "next_attempt_at DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), "
+    "seen_at DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), PRIMARY KEY (source, message_id), "
+    "KEY ideal_in_ready (status, next_attempt_at)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    NULL};
+
+static const char *const lite_ddl[] = {
+    "DROP TABLE IF EXISTS ideal_outbox",
+    "DROP TABLE IF EXISTS ideal_inbox",
+    "CREATE TABLE ideal_outbox (id INTEGER PRIMARY KEY, topic TEXT NOT NULL, payload TEXT NOT NULL, "
+    "status INTEGER NOT NULL DEFAULT 0, owner TEXT, locked_until INTEGER, retry_count INTEGER NOT NULL DEFAULT 0, "
+    "next_attempt_at INTEGER NOT NULL DEFAULT (" LITE_NOW "), created_at INTEGER NOT NULL DEFAULT (" LITE_NOW "))",
+    "CREATE INDEX ideal_ready ON ideal_outbox (next_attempt_at) WHERE status = 0",
+    "CREATE TABLE ideal_inbox (source TEXT NOT NULL, message_id TEXT NOT NULL, topic TEXT NOT NULL DEFAULT '', "
+    "payload TEXT NOT NULL DEFAULT '', status INTEGER NOT NULL DEFAULT 0, owner TEXT, locked_until INTEGER, "
+    "attempt INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER NOT NULL DEFAULT (" LITE_NOW "), "
+    "seen_at INTEGER NOT NULL DEFAULT (" LITE_NOW "), PRIMARY KEY (source, message_id))",
+    "CREATE INDEX ideal_in_ready ON ideal_inbox (next_attempt_at) WHERE status = 1",
+    NULL};
+
+/* The ideal statements, $n markers (each used once, in order). The
+ * PostgreSQL claims name their rows by "= ANY (ARRAY(subquery))": written
+ * "id IN (SELECT ... LIMIT 100)" the planner turns it into a hash semi
+ * join over a sequential scan of the table once the statistics say the
+ * table is small (10,000 rows: 2.6 ms instead of 0.3), whatever the LIMIT;
+ * an array of keys (the inbox: of row addresses, locked, so they stay put
+ * until the statement ends) is always a key or TID lookup. The
+ * MariaDB claim is the best known there: a lock-free window of the ready
+ * index, then those rows locked by key (a locking read of the index walks
+ * every entry moved since the last purge), read in the same statement. */
+static const char *outbox_sql(int q) {
+    static const char *pg[Q_COUNT] = {
+        "INSERT INTO ideal_outbox (topic, payload) VALUES ($1, $2)",
+        "INSERT INTO ideal_outbox (topic, payload) SELECT t, p FROM unnest(CAST($1 AS text[]), CAST($2 AS text[])) AS u(t, p)",
+        "UPDATE ideal_outbox SET status = 1, owner = CAST($1 AS uuid), locked_until = now() + interval '30 seconds' "
+        "WHERE id = ANY (ARRAY(SELECT id FROM ideal_outbox WHERE status = 0 AND next_attempt_at <= now() "
+        "ORDER BY next_attempt_at LIMIT 100 FOR UPDATE SKIP LOCKED)) RETURNING id, topic, payload",
+        NULL,
+        "UPDATE ideal_outbox SET status = 2, locked_until = NULL "
+        "WHERE id = ANY (CAST($1 AS bigint[])) AND owner = CAST($2 AS uuid) AND status = 1"};
+    static const char *my[Q_COUNT] = {
+        "INSERT INTO ideal_outbox (topic, payload) VALUES ($1, $2)",
+        NULL, /* built: 100 rows of VALUES */
+        "SELECT t.id, t.topic, t.payload FROM (SELECT id FROM ideal_outbox FORCE INDEX (ideal_ready) "
+        "WHERE status = 0 AND next_attempt_at <= UTC_TIMESTAMP(6) ORDER BY next_attempt_at LIMIT 200) AS c "
+        "STRAIGHT_JOIN ideal_outbox AS t ON t.id = c.id WHERE t.status = 0 LIMIT 100 FOR UPDATE SKIP LOCKED",
+        "SELECT t.id, t.topic, t.payload FROM (SELECT id FROM ideal_outbox FORCE INDEX (ideal_ready) "
+        "WHERE status = 0 AND next_attempt_at <= UTC_TIMESTAMP(6) ORDER BY next_attempt_at LIMIT 2000) AS c "
+        "STRAIGHT_JOIN ideal_outbox AS t ON t.id = c.id WHERE t.status = 0 LIMIT 100 FOR UPDATE SKIP LOCKED",
+        NULL}; /* built: an id list */
+    static const char *lite[Q_COUNT] = {
+        "INSERT INTO ideal_outbox (topic, payload) VALUES ($1, $2)",
+        NULL, /* built (ODBC): 100 rows of VALUES; C API: 100 prepared inserts in one transaction */
+        /* sqliteodbc shows RETURNING rows only after a leading WITH. */
+        "WITH _ AS (SELECT 1) UPDATE ideal_outbox SET status = 1, owner = $1, locked_until = " LITE_NOW " + 30000 "
+        "WHERE id IN (SELECT id FROM ideal_outbox WHERE status = 0 AND next_attempt_at <= " LITE_NOW " "
+        "ORDER BY next_attempt_at LIMIT 100) RETURNING id, topic, payload",
+        NULL,
+        "UPDATE ideal_outbox SET status = 2, locked_until = NULL "
+        "WHERE id IN (SELECT value FROM json_each($1)) AND owner = $2 AND status = 1"};
+    return (g_kind == K_PG ? pg : g_kind == K_MY ? my : lite)[q];
+}
+
+static const char *inbox_sql(int q) {
+    static const char *pg[Q_COUNT] = {
+        "INSERT INTO ideal_inbox AS t (source, message_id) VALUES ($1, $2) "
+        "ON CONFLICT (source, message_id) DO UPDATE SET seen_at = now() RETURNING t.status",
+        "INSERT INTO ideal_inbox (source, message_id, topic, payload, status) VALUES ($1, $2, $3, $4, 1) "
+        "ON CONFLICT (source, message_id) DO NOTHING",
+        "UPDATE ideal_inbox SET status = 3, owner = CAST($1 AS uuid), locked_until = now() + interval '30 seconds' "
+        "WHERE ctid = ANY (ARRAY(SELECT ctid FROM ideal_inbox WHERE status = 1 AND "
+        "next_attempt_at <= now() ORDER BY next_attempt_at LIMIT 100 FOR UPDATE SKIP LOCKED)) "
+        "RETURNING source, message_id, topic, payload",
+        NULL,
+        "UPDATE ideal_inbox SET status = 2, owner = NULL, locked_until = NULL WHERE (source, message_id) IN "
+        "(SELECT s, m FROM unnest(CAST($1 AS text[]), CAST($2 AS text[])) AS k(s, m)) "
+        "AND owner = CAST($3 AS uuid) AND status = 3"};
+    static const char *my[Q_COUNT] = {
+        "INSERT INTO ideal_inbox (source, message_id) VALUES ($1, $2) "
+        "ON DUPLICATE KEY UPDATE seen_at = UTC_TIMESTAMP(6) RETURNING status",
+        "INSERT IGNORE INTO ideal_inbox (source, message_id, topic, payload, status) VALUES ($1, $2, $3, $4, 1)",
+        "SELECT t.source, t.message_id, t.topic, t.payload FROM (SELECT source, message_id FROM ideal_inbox "
+        "FORCE INDEX (ideal_in_ready) WHERE status = 1 AND next_attempt_at <= UTC_TIMESTAMP(6) "
+        "ORDER BY next_attempt_at LIMIT 200) AS c STRAIGHT_JOIN ideal_inbox AS t "
+        "ON t.source = c.source AND t.message_id = c.message_id WHERE t.status = 1 LIMIT 100 FOR UPDATE SKIP LOCKED",
+        "SELECT t.source, t.message_id, t.topic, t.payload FROM (SELECT source, message_id FROM ideal_inbox "
+        "FORCE INDEX (ideal_in_ready) WHERE status = 1 AND next_attempt_at <= UTC_TIMESTAMP(6) "
+        "ORDER BY next_attempt_at LIMIT 2000) AS c STRAIGHT_JOIN ideal_inbox AS t "
+        "ON t.source = c.source AND t.message_id = c.message_id WHERE t.status = 1 LIMIT 100 FOR UPDATE SKIP LOCKED",
+        NULL};
+    static const char *lite[Q_COUNT] = {
+        "WITH _ AS (SELECT 1) INSERT INTO ideal_inbox (source, message_id) VALUES ($1, $2) "
+        "ON CONFLICT (source, message_id) DO UPDATE SET seen_at = " LITE_NOW " RETURNING status",
+        "INSERT INTO ideal_inbox (source, message_id, topic, payload, status) VALUES ($1, $2, $3, $4, 1) "
+        "ON CONFLICT (source, message_id) DO NOTHING",
+        "WITH _ AS (SELECT 1) UPDATE ideal_inbox SET status = 3, owner = $1, locked_until = " LITE_NOW " + 30000 "
+        "WHERE rowid IN (SELECT rowid FROM ideal_inbox WHERE status = 1 AND next_attempt_at <= " LITE_NOW " "
+        "ORDER BY next_attempt_at LIMIT 100) RETURNING source, message_id, topic, payload",
+        NULL,
+        "UPDATE ideal_inbox SET status = 2, owner = NULL, locked_until = NULL WHERE (source, message_id) IN "
+        "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each($1)) "
+        "AND owner = $2 AND status = 3"};
+    return (g_kind == K_PG ? pg : g_kind == K_MY ? my : lite)[q];
+}
+
+/* ---- growable text ------------------------------------------------------------------------ */
+
+typedef struct txt {
+    char *p;
+    size_t len, cap;
+} txt;
+
+static void tx_add(txt *t, const char *s, size_t n) {
+    if (t->len + n + 1 > t->cap) {
+        t->cap = (t->len + n + 1) * 2;
+        t->p = (char *)realloc(t->p, t->cap);
+    }
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
+    t->p[t->len] = 0;
+}
+static void tx_s(txt *t, const char *s) { tx_add(t, s, strlen(s)); }
+
+/* A PostgreSQL array literal element: quoted, " and \ escaped. */
+static void tx_pg_elem(txt *t, const char *s) {
+    tx_s(t, "\"");
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') tx_s(t, "\\");
+        tx_add(t, s, 1);
+    }
+    tx_s(t, "\"");
+}
+
+/* ---- a worker's connection: the library, or the ideal through one API ---------------------- */
 
 static long g_allocs;
 static void *count_alloc(size_t n, void *u) { (void)u; __atomic_add_fetch(&g_allocs, 1, __ATOMIC_RELAXED); return malloc(n); }
 static void *count_realloc(void *p, size_t n, void *u) { (void)u; __atomic_add_fetch(&g_allocs, 1, __ATOMIC_RELAXED); return realloc(p, n); }
 static void count_free(void *p, void *u) { (void)u; free(p); }
 
-static obx_store *open_store(void) {
+typedef struct h {
+    int impl, inbox;
+    obx_store *s;
+    obx_dispatcher *d;
+    ibx_store *is;
+    ibx_dispatcher *id;
+    api a;
+    stm q[Q_COUNT];
+    char owner[37];
+    txt list, list2, sql;
+    int got;
+} h;
+
+static obx_store *lib_open(int deploy) {
     obx_store_desc d;
     obx_store *s = NULL;
     memset(&d, 0, sizeof d);
     d.connection_string = g_conn;
-    d.deploy_schema = 1;
+    d.deploy_schema = deploy;
+    d.schema = "dbo"; /* named here because table_of() names it too */
     d.table = "OutboxBench";
     d.hooks.logger.min_level = OBX_LOG_WARN; /* per-message INFO lines are not free */
     d.hooks.allocator.alloc = count_alloc;
     d.hooks.allocator.realloc = count_realloc;
     d.hooks.allocator.free = count_free;
-    if (obx_store_open(&d, &s) != OBX_OK) {
-        fprintf(stderr, "open: %s\n", obx_store_last_error(s)->message);
-        exit(1);
-    }
+    if (obx_store_open(&d, &s) != OBX_OK) die("obx open: %s", obx_store_last_error(s)->message);
     return s;
 }
 
-static obx_result run_sql(obx__db *db, void *sql) { return obx__exec_direct(db, (const char *)sql, "bench"); }
-
-static void reset_table(obx_store *s) {
-    char *sql = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
-                                   g_sqlite ? "DELETE FROM {T}" : "TRUNCATE {T}");
-    obx__unit(&s->db, run_sql, sql, "reset");
-    obx__free(&s->hooks, sql);
-    if (!g_sqlite) {
-        sql = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
-                                 g_mariadb ? "ANALYZE TABLE {T}" : "VACUUM ANALYZE {T}");
-        /* VACUUM cannot run inside a transaction (ANALYZE TABLE commits anyway). */
-        SQLSetConnectAttr(s->db.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER);
-        obx__exec_direct(&s->db, sql, "vacuum");
-        SQLSetConnectAttr(s->db.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER);
-        obx__free(&s->hooks, sql);
-    }
+static ibx_store *lib_open_inbox(int deploy) {
+    ibx_store_desc d;
+    ibx_store *s = NULL;
+    memset(&d, 0, sizeof d);
+    d.connection_string = g_conn;
+    d.deploy_schema = deploy;
+    d.schema = "infra";
+    d.table = "InboxBench";
+    d.hooks.logger.min_level = IBX_LOG_WARN;
+    if (ibx_store_open(&d, &s) != IBX_OK) die("ibx open: %s", ibx_store_last_error(s)->message);
+    return s;
 }
 
-static void fill(obx_store *s, int n) {
-    obx_new_message *ms = (obx_new_message *)calloc(1000, sizeof *ms);
-    int i, k;
-    for (i = 0; i < 1000; i++) {
-        ms[i].topic = "bench.event";
-        ms[i].payload = g_payload;
-        ms[i].payload_len = OBX_NTS;
-    }
-    for (i = 0; i < n; i += k) {
-        k = n - i < 1000 ? n - i : 1000;
-        if (obx_enqueue_batch(s, NULL, ms, k, NULL) != OBX_OK) {
-            fprintf(stderr, "fill: %s\n", obx_store_last_error(s)->message);
-            exit(1);
-        }
-    }
-    free(ms);
-}
+static obx_outcome noop(const obx_message *m, char *e, size_t n, void *u) { (void)m; (void)e; (void)n; (void)u; return OBX_DONE; }
+static ibx_outcome inoop(const ibx_message *m, char *e, size_t n, void *u) { (void)m; (void)e; (void)n; (void)u; return IBX_DONE; }
 
-/* ---- raw ODBC: the same statements, no library ------------------------------------------ */
-
-typedef struct raw {
-    SQLHENV env;
-    SQLHDBC dbc;
-    SQLHSTMT st[OBX__Q_COUNT];
-} raw;
-
-static void raw_check(SQLRETURN rc, SQLSMALLINT type, SQLHANDLE h, const char *what) {
-    SQLCHAR state[6], msg[512];
-    SQLINTEGER native;
-    SQLSMALLINT len;
-    if (SQL_SUCCEEDED(rc) || rc == SQL_NO_DATA) return;
-    SQLGetDiagRec(type, h, 1, state, &native, msg, sizeof msg, &len);
-    fprintf(stderr, "raw %s: %s %s\n", what, state, msg);
-    exit(1);
-}
-
-static void raw_direct(raw *r, const char *sql);
-
-static unsigned char g_map[OBX__Q_COUNT][OBX__MAX_MARKERS];
-
-/* A connection set up as the library sets up its own. */
-static void raw_connect(raw *r, const char *connstr) {
-    memset(r, 0, sizeof *r);
-    SQLAllocHandle(SQL_HANDLE_ENV, NULL, &r->env);
-    SQLSetEnvAttr(r->env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0);
-    SQLAllocHandle(SQL_HANDLE_DBC, r->env, &r->dbc);
-    raw_check(SQLDriverConnect(r->dbc, NULL, (SQLCHAR *)(uintptr_t)connstr, SQL_NTS, NULL, 0, NULL,
-                               SQL_DRIVER_NOPROMPT), SQL_HANDLE_DBC, r->dbc, "connect");
-    if (!g_sqlite)
-        SQLSetConnectAttr(r->dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER);
-    if (g_mariadb) {
-        /* The session the library sets up: its default REPEATABLE READ takes
-         * gap locks that a claim would wait on, so compare like with like. */
-        SQLSetConnectAttr(r->dbc, SQL_ATTR_TXN_ISOLATION, (SQLPOINTER)SQL_TXN_READ_COMMITTED, SQL_IS_UINTEGER);
-        raw_direct(r, "SET time_zone = '+00:00'");
-        raw_check(SQLEndTran(SQL_HANDLE_DBC, r->dbc, SQL_COMMIT), SQL_HANDLE_DBC, r->dbc, "commit");
-    }
-}
-
-static void raw_open(raw *r, obx_store *s) {
+/* A random v4 UUID as text: the ideal's owner token. */
+static void new_owner(char out[37]) {
+    static const char hex[] = "0123456789abcdef";
     int i;
-    raw_connect(r, s->db.connstr);
-    for (i = 0; i < OBX__Q_COUNT; i++) {
-        char *plain;
-        if (!s->sql[i]) continue;
-        /* The same text the library prepares: numbered markers made plain. */
-        memset(g_map[i], 0, sizeof g_map[i]);
-        plain = obx__plain_markers(&s->hooks, s->sql[i], g_map[i]);
-        SQLAllocHandle(SQL_HANDLE_STMT, r->dbc, &r->st[i]);
-        raw_check(SQLPrepare(r->st[i], (SQLCHAR *)plain, SQL_NTS), SQL_HANDLE_STMT, r->st[i], "prepare");
-        obx__free(&s->hooks, plain);
-    }
+    for (i = 0; i < 36; i++) out[i] = (i == 8 || i == 13 || i == 18 || i == 23) ? '-' : hex[rand() & 15];
+    out[14] = '4';
+    out[36] = 0;
 }
 
-/* The marker position of canonical argument `arg` in statement `slot`. */
-static SQLUSMALLINT at(int slot, int arg) {
-    int k;
-    if (!g_map[slot][0]) return (SQLUSMALLINT)arg;
-    for (k = 0; k < OBX__MAX_MARKERS; k++)
-        if (g_map[slot][k] == arg) return (SQLUSMALLINT)(k + 1);
-    return (SQLUSMALLINT)arg;
-}
-
-static void raw_close(raw *r) {
-    int i;
-    for (i = 0; i < OBX__Q_COUNT; i++)
-        if (r->st[i]) SQLFreeHandle(SQL_HANDLE_STMT, r->st[i]);
-    SQLDisconnect(r->dbc);
-    SQLFreeHandle(SQL_HANDLE_DBC, r->dbc);
-    SQLFreeHandle(SQL_HANDLE_ENV, r->env);
-}
-
-static void raw_direct(raw *r, const char *sql) {
-    SQLHSTMT st;
-    SQLAllocHandle(SQL_HANDLE_STMT, r->dbc, &st);
-    raw_check(SQLExecDirect(st, (SQLCHAR *)(uintptr_t)sql, SQL_NTS), SQL_HANDLE_STMT, st, sql);
-    SQLFreeHandle(SQL_HANDLE_STMT, st);
-}
-
-static void raw_begin(raw *r) { if (g_sqlite) raw_direct(r, "BEGIN IMMEDIATE"); }
-static void raw_commit(raw *r) {
-    if (g_sqlite) raw_direct(r, "COMMIT");
-    else raw_check(SQLEndTran(SQL_HANDLE_DBC, r->dbc, SQL_COMMIT), SQL_HANDLE_DBC, r->dbc, "commit");
-}
-
-static void bind_text(SQLHSTMT st, int n, const char *text, SQLLEN *ind) {
-    *ind = text ? (SQLLEN)strlen(text) : SQL_NULL_DATA;
-    SQLBindParameter(st, (SQLUSMALLINT)n, SQL_PARAM_INPUT, SQL_C_CHAR, *ind > 4000 ? SQL_LONGVARCHAR : SQL_VARCHAR,
-                     text ? (SQLULEN)(*ind ? *ind : 1) : 1, 0, (SQLPOINTER)(uintptr_t)text, *ind > 0 ? *ind : 0, ind);
-}
-
-static void bind_null_i64(SQLHSTMT st, int n, SQLLEN *ind) {
-    static SQLBIGINT zero;
-    *ind = SQL_NULL_DATA;
-    SQLBindParameter(st, (SQLUSMALLINT)n, SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, &zero, 0, ind);
-}
-
-static void raw_insert(raw *r, obx_store *s, obx_uuid_state *u) {
-    char id[37], mid[37];
-    SQLLEN ind[7];
-    SQLHSTMT st = r->st[OBX__Q_INSERT];
-    obx_uuid_v7(u, obx__now_ms(&s->hooks), (uint64_t)rand(), (uint64_t)rand(), id);
-    obx_uuid_v7(u, obx__now_ms(&s->hooks), (uint64_t)rand(), (uint64_t)rand(), mid);
-    bind_text(st, 1, id, &ind[0]);
-    bind_text(st, 2, mid, &ind[1]);
-    bind_text(st, 3, "bench.event", &ind[2]);
-    bind_text(st, 4, g_payload, &ind[3]);
-    bind_text(st, 5, NULL, &ind[4]);
-    bind_null_i64(st, 6, &ind[5]);
-    bind_null_i64(st, 7, &ind[6]);
-    raw_check(SQLExecute(st), SQL_HANDLE_STMT, st, "insert");
-}
-
-/* One INSERT ... unnest of `n` rows (PostgreSQL), as the library builds it. */
-static void raw_insert_many(raw *r, obx_store *s, obx_uuid_state *u, int n, obx__buf col[6]) {
-    SQLLEN ind[6];
-    SQLHSTMT st = r->st[OBX__Q_INSERT_MANY];
-    int i, k;
-    for (k = 0; k < 6; k++) col[k].len = 0;
-    for (i = 0; i < n; i++) {
-        char id[37], mid[37];
-        obx_uuid_v7(u, obx__now_ms(&s->hooks), (uint64_t)rand(), (uint64_t)rand(), id);
-        obx_uuid_v7(u, obx__now_ms(&s->hooks), (uint64_t)rand(), (uint64_t)rand(), mid);
-        obx__list_add(&s->hooks, &col[0], s->db.d, id, 36);
-        obx__list_add(&s->hooks, &col[1], s->db.d, mid, 36);
-        obx__list_add(&s->hooks, &col[2], s->db.d, "bench.event", 11);
-        obx__list_add(&s->hooks, &col[3], s->db.d, g_payload, strlen(g_payload));
-        obx__list_add_null(&s->hooks, &col[4], s->db.d);
-        obx__list_add_null(&s->hooks, &col[5], s->db.d);
-    }
-    for (k = 0; k < 6; k++) {
-        obx__list_end(&s->hooks, &col[k], s->db.d);
-        bind_text(st, k + 1, col[k].data, &ind[k]);
-    }
-    raw_check(SQLExecute(st), SQL_HANDLE_STMT, st, "insert many");
-}
-
-/* MariaDB has no UPDATE ... RETURNING: pick and lock up to `batch` ids,
- * mark them ours by a JSON id list, then run the read-back (left open on
- * the returned statement), as the library does. 0: nothing picked. */
-static SQLHSTMT raw_pick_claim(raw *r, obx_store *s, const char *owner, SQLBIGINT *lease, SQLBIGINT *batch,
-                               obx__buf *list) {
-    SQLHSTMT pick = r->st[OBX__Q_CLAIM_PICK], mark = r->st[OBX__Q_CLAIM], read = r->st[OBX__Q_CLAIM_READ];
-    SQLLEN ind[3];
-    SQLBIGINT window;
-    char id[40];
-    int picked = 0, pass;
-    SQLRETURN rc;
-    for (pass = 0; pass < 2 && picked == 0; pass++) { /* as obx__pick_keys: a window, then a wider one */
-        list->len = 0;
-        window = *batch * (pass == 0 ? 2 : 20);
-        ind[0] = ind[1] = 0;
-        SQLBindParameter(pick, at(OBX__Q_CLAIM_PICK, 1), SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, batch, 0, &ind[0]);
-        SQLBindParameter(pick, at(OBX__Q_CLAIM_PICK, 2), SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, &window, 0, &ind[1]);
-        rc = SQLExecute(pick);
-        raw_check(rc, SQL_HANDLE_STMT, pick, "claim pick");
-        while (rc != SQL_NO_DATA && SQL_SUCCEEDED(SQLFetch(pick))) {
-            SQLLEN len;
-            SQLGetData(pick, 1, SQL_C_CHAR, id, sizeof id, &len);
-            obx__list_add(&s->hooks, list, s->db.d, id, strlen(id));
-            picked++;
+static void h_open(h *x, int impl, int inbox) {
+    int q;
+    memset(x, 0, sizeof *x);
+    x->impl = impl;
+    x->inbox = inbox;
+    if (impl == I_LIB) {
+        if (inbox) {
+            ibx_dispatcher_desc dd;
+            memset(&dd, 0, sizeof dd);
+            x->is = lib_open_inbox(0);
+            dd.store = x->is;
+            dd.batch_size = 100;
+            ibx_dispatcher_create(&dd, &x->id);
+            ibx_dispatcher_on(x->id, "bench.event", inoop, NULL);
+        } else {
+            obx_dispatcher_desc dd;
+            memset(&dd, 0, sizeof dd);
+            x->s = lib_open(0);
+            dd.store = x->s;
+            dd.batch_size = 100;
+            obx_dispatcher_create(&dd, &x->d);
+            obx_dispatcher_on(x->d, "bench.event", noop, NULL);
         }
-        SQLFreeStmt(pick, SQL_CLOSE);
+        return;
     }
-    if (picked == 0) return NULL;
-    obx__list_end(&s->hooks, list, s->db.d);
-    bind_text(mark, at(OBX__Q_CLAIM, 1), owner, &ind[0]);
-    ind[1] = 0;
-    SQLBindParameter(mark, at(OBX__Q_CLAIM, 2), SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, lease, 0, &ind[1]);
-    bind_text(mark, at(OBX__Q_CLAIM, 3), list->data, &ind[2]);
-    raw_check(SQLExecute(mark), SQL_HANDLE_STMT, mark, "claim");
-    SQLFreeStmt(mark, SQL_CLOSE);
-    bind_text(read, 1, list->data, &ind[0]);
-    raw_check(SQLExecute(read), SQL_HANDLE_STMT, read, "claim read");
-    return read;
+    if (impl == I_ODBC) api_open_odbc(&x->a, g_conn, g_kind == K_MY);
+    else if (g_kind == K_PG) api_open_pq(&x->a, g_conn);
+    else api_open_lite(&x->a, g_conn);
+    srand((unsigned)getpid() ^ (unsigned)(now_s() * 1e6));
+    new_owner(x->owner);
+    for (q = 0; q < Q_COUNT; q++) {
+        const char *text = inbox ? inbox_sql(q) : outbox_sql(q);
+        if (!inbox && q == Q_ENQB && !text && x->a.kind != A_LITE) {
+            /* One INSERT of 100 rows: the ideal batch is one statement. */
+            int r;
+            char m[32];
+            x->sql.len = 0;
+            tx_s(&x->sql, "INSERT INTO ideal_outbox (topic, payload) VALUES ");
+            for (r = 0; r < 100; r++) {
+                snprintf(m, sizeof m, "%s($%d, $%d)", r ? ", " : "", 2 * r + 1, 2 * r + 2);
+                tx_s(&x->sql, m);
+            }
+            text = x->sql.p;
+        }
+        if (text) api_prepare(&x->a, &x->q[q], text);
+    }
 }
 
-/* Claim up to 100 (reading every column, as the library does), ack them. */
-static int raw_drain_round(raw *r, obx_store *s, const char *owner, obx__buf *list) {
-    SQLHSTMT st = r->st[OBX__Q_CLAIM];
-    SQLLEN ind[3];
-    SQLBIGINT lease = 30, batch = 100;
-    char ids[100][40];
-    static char cell[4096];
-    int n = 0, col;
-    SQLRETURN rc = SQL_SUCCESS;
-    raw_begin(r);
-    if (r->st[OBX__Q_CLAIM_PICK]) {
-        st = raw_pick_claim(r, s, owner, &lease, &batch, list);
-        if (!st) rc = SQL_NO_DATA;
+static void h_close(h *x) {
+    int q;
+    if (x->impl == I_LIB) {
+        if (x->id) ibx_dispatcher_destroy(x->id);
+        if (x->is) ibx_store_close(x->is);
+        if (x->d) obx_dispatcher_destroy(x->d);
+        if (x->s) obx_store_close(x->s);
     } else {
-        bind_text(st, 1, owner, &ind[0]);
-        ind[1] = ind[2] = 0;
-        SQLBindParameter(st, 2, SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, &lease, 0, &ind[1]);
-        SQLBindParameter(st, 3, SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, &batch, 0, &ind[2]);
-        rc = SQLExecute(st);
-        raw_check(rc, SQL_HANDLE_STMT, st, "claim");
+        for (q = 0; q < Q_COUNT; q++) api_unprepare(&x->a, &x->q[q]);
+        api_close(&x->a);
     }
-    while (rc != SQL_NO_DATA && SQL_SUCCEEDED(SQLFetch(st))) {
-        SQLLEN len;
-        SQLGetData(st, 1, SQL_C_CHAR, ids[n], sizeof ids[n], &len);
-        for (col = 2; col <= 15; col++) SQLGetData(st, (SQLUSMALLINT)col, SQL_C_CHAR, cell, sizeof cell, &len);
-        n++;
+    free(x->list.p);
+    free(x->list2.p);
+    free(x->sql.p);
+}
+
+/* ---- the steps -------------------------------------------------------------------------------- */
+
+static void enq1(h *x) {
+    if (x->impl == I_LIB) {
+        obx_new_message m;
+        memset(&m, 0, sizeof m);
+        m.topic = "bench.event";
+        m.payload = g_payload;
+        m.payload_len = OBX_NTS;
+        if (obx_enqueue(x->s, &m, NULL) != OBX_OK) die("obx_enqueue: %s", obx_store_last_error(x->s)->message);
+    } else {
+        const char *p[2];
+        p[0] = "bench.event";
+        p[1] = g_payload;
+        api_run(&x->a, &x->q[Q_ENQ1], p, 2, NULL, NULL);
     }
-    if (st) SQLFreeStmt(st, SQL_CLOSE);
-    raw_commit(r);
-    if (n == 0) return 0;
-    {
-        SQLHSTMT ack = r->st[OBX__Q_ACK];
-        SQLLEN aind[3];
-        int i;
-        list->len = 0;
-        for (i = 0; i < n; i++) {
-            int k;
-            for (k = 0; ids[i][k]; k++)
-                if (ids[i][k] >= 'A' && ids[i][k] <= 'F') ids[i][k] = (char)(ids[i][k] + 32);
-            obx__list_add(&s->hooks, list, s->db.d, ids[i], 36);
+}
+
+static void enqb(h *x) {
+    int i;
+    if (x->impl == I_LIB) {
+        obx_new_message ms[100];
+        memset(ms, 0, sizeof ms);
+        for (i = 0; i < 100; i++) {
+            ms[i].topic = "bench.event";
+            ms[i].payload = g_payload;
+            ms[i].payload_len = OBX_NTS;
         }
-        obx__list_end(&s->hooks, list, s->db.d);
-        raw_begin(r);
-        bind_text(ack, at(OBX__Q_ACK, 1), owner, &aind[0]);
-        bind_text(ack, at(OBX__Q_ACK, 2), owner, &aind[1]);
-        bind_text(ack, at(OBX__Q_ACK, 3), list->data, &aind[2]);
-        raw_check(SQLExecute(ack), SQL_HANDLE_STMT, ack, "ack");
-        SQLFreeStmt(ack, SQL_CLOSE);
-        raw_commit(r);
+        if (obx_enqueue_batch(x->s, NULL, ms, 100, NULL) != OBX_OK)
+            die("obx_enqueue_batch: %s", obx_store_last_error(x->s)->message);
+    } else if (g_kind == K_PG) {
+        const char *p[2];
+        x->list.len = x->list2.len = 0;
+        tx_s(&x->list, "{");
+        tx_s(&x->list2, "{");
+        for (i = 0; i < 100; i++) {
+            if (i) {
+                tx_s(&x->list, ",");
+                tx_s(&x->list2, ",");
+            }
+            tx_pg_elem(&x->list, "bench.event");
+            tx_pg_elem(&x->list2, g_payload);
+        }
+        tx_s(&x->list, "}");
+        tx_s(&x->list2, "}");
+        p[0] = x->list.p;
+        p[1] = x->list2.p;
+        api_run(&x->a, &x->q[Q_ENQB], p, 2, NULL, NULL);
+    } else if (x->a.kind == A_LITE) {
+        api_direct(&x->a, "BEGIN IMMEDIATE", NULL, NULL);
+        for (i = 0; i < 100; i++) enq1(x);
+        api_direct(&x->a, "COMMIT", NULL, NULL);
+    } else {
+        const char *p[200];
+        for (i = 0; i < 100; i++) {
+            p[2 * i] = "bench.event";
+            p[2 * i + 1] = g_payload;
+        }
+        api_run(&x->a, &x->q[Q_ENQB], p, 200, NULL, NULL);
+    }
+}
+
+/* Row callbacks: collect the claimed keys into the ack's list. */
+static void take_id(void *u, int ncols, char **cols) {
+    h *x = (h *)u;
+    (void)ncols;
+    if (x->got++) tx_s(&x->list, ",");
+    tx_s(&x->list, cols[0]);
+}
+
+static void take_key(void *u, int ncols, char **cols) {
+    h *x = (h *)u;
+    (void)ncols;
+    if (g_kind == K_PG) {
+        if (x->got) {
+            tx_s(&x->list, ",");
+            tx_s(&x->list2, ",");
+        }
+        tx_pg_elem(&x->list, cols[0]);
+        tx_pg_elem(&x->list2, cols[1]);
+    } else if (g_kind == K_SQLITE) { /* keys are [A-Za-z0-9-] here: no JSON escapes needed */
+        if (x->got) tx_s(&x->list, ",");
+        tx_s(&x->list, "[\"");
+        tx_s(&x->list, cols[0]);
+        tx_s(&x->list, "\",\"");
+        tx_s(&x->list, cols[1]);
+        tx_s(&x->list, "\"]");
+    } else { /* MariaDB: a key disjunction, which the range optimizer turns into key lookups */
+        if (x->got) tx_s(&x->list, " OR ");
+        tx_s(&x->list, "(source = '");
+        tx_s(&x->list, cols[0]);
+        tx_s(&x->list, "' AND message_id = '");
+        tx_s(&x->list, cols[1]);
+        tx_s(&x->list, "')");
+    }
+    x->got++;
+}
+
+/* One claim of up to 100 and the ack of what it got; returns the count.
+ * *claim_s receives the claim's time when not NULL. */
+static int drain_round(h *x, double *claim_s) {
+    double t0 = now_s();
+    int n;
+    if (x->impl == I_LIB && !claim_s) {
+        obx_run_stats st;
+        obx_result r;
+        ibx_run_stats ist;
+        ibx_result ir;
+        if (x->inbox) {
+            ir = ibx_dispatcher_run_once(x->id, &ist);
+            if (ir != IBX_OK && ir != IBX_EMPTY) die("ibx run_once: %s", ibx_store_last_error(x->is)->message);
+            return ir == IBX_OK ? (int)ist.claimed : 0;
+        }
+        r = obx_dispatcher_run_once(x->d, &st);
+        if (r != OBX_OK && r != OBX_EMPTY) die("obx run_once: %s", obx_store_last_error(x->s)->message);
+        return r == OBX_OK ? (int)st.claimed : 0;
+    }
+    if (x->impl == I_LIB) { /* outbox, claim and ack timed apart */
+        const obx_message *ms;
+        const char *ids[100];
+        int i;
+        if (!x->owner[0]) obx_owner_token(x->s, x->owner);
+        if (obx_claim(x->s, x->owner, 30, 100, &ms, &n) != OBX_OK) n = 0;
+        *claim_s += now_s() - t0;
+        for (i = 0; i < n; i++) ids[i] = ms[i].id;
+        if (n) obx_ack(x->s, x->owner, ids, n, NULL);
+        return n;
+    }
+    x->got = 0;
+    x->list.len = x->list2.len = 0;
+    if (g_kind == K_MY) {
+        const char *p0[1];
+        api_direct(&x->a, "START TRANSACTION", NULL, NULL);
+        tx_s(&x->list, "");
+        n = api_run(&x->a, &x->q[Q_CLAIM], p0, 0, x->inbox ? take_key : take_id, x);
+        if (n == 0) n = api_run(&x->a, &x->q[Q_CLAIM2], p0, 0, x->inbox ? take_key : take_id, x);
+        if (n > 0) {
+            x->sql.len = 0;
+            if (x->inbox) {
+                tx_s(&x->sql, "UPDATE ideal_inbox SET status = 3, owner = '");
+                tx_s(&x->sql, x->owner);
+                tx_s(&x->sql, "', locked_until = UTC_TIMESTAMP(6) + INTERVAL 30 SECOND WHERE ");
+                tx_s(&x->sql, x->list.p);
+            } else {
+                tx_s(&x->sql, "UPDATE ideal_outbox SET status = 1, owner = '");
+                tx_s(&x->sql, x->owner);
+                tx_s(&x->sql, "', locked_until = UTC_TIMESTAMP(6) + INTERVAL 30 SECOND WHERE id IN (");
+                tx_s(&x->sql, x->list.p);
+                tx_s(&x->sql, ")");
+            }
+            api_direct(&x->a, x->sql.p, NULL, NULL);
+        }
+        api_direct(&x->a, "COMMIT", NULL, NULL);
+        if (claim_s) *claim_s += now_s() - t0;
+        if (n == 0) return 0;
+        x->sql.len = 0;
+        if (x->inbox) {
+            tx_s(&x->sql, "UPDATE ideal_inbox SET status = 2, owner = NULL, locked_until = NULL WHERE (");
+            tx_s(&x->sql, x->list.p);
+            tx_s(&x->sql, ") AND owner = '");
+        } else {
+            tx_s(&x->sql, "UPDATE ideal_outbox SET status = 2, locked_until = NULL WHERE id IN (");
+            tx_s(&x->sql, x->list.p);
+            tx_s(&x->sql, ") AND owner = '");
+        }
+        tx_s(&x->sql, x->owner);
+        tx_s(&x->sql, x->inbox ? "' AND status = 3" : "' AND status = 1");
+        api_direct(&x->a, x->sql.p, NULL, NULL);
+        return n;
+    }
+    {
+        const char *p[3];
+        p[0] = x->owner;
+        tx_s(&x->list, g_kind == K_PG ? "{" : "[");
+        if (x->inbox) tx_s(&x->list2, "{");
+        n = api_run(&x->a, &x->q[Q_CLAIM], p, 1, x->inbox ? take_key : take_id, x);
+        if (claim_s) *claim_s += now_s() - t0;
+        if (n == 0) return 0;
+        tx_s(&x->list, g_kind == K_PG ? "}" : "]");
+        if (x->inbox && g_kind == K_PG) {
+            tx_s(&x->list2, "}");
+            p[0] = x->list.p;
+            p[1] = x->list2.p;
+            p[2] = x->owner;
+            api_run(&x->a, &x->q[Q_ACK], p, 3, NULL, NULL);
+        } else {
+            p[0] = x->list.p;
+            p[1] = x->owner;
+            api_run(&x->a, &x->q[Q_ACK], p, 2, NULL, NULL);
+        }
     }
     return n;
 }
 
-/* ---- workloads ------------------------------------------------------------------------------------ */
-
-static obx_outcome noop(const obx_message *m, char *e, size_t n, void *u) { (void)m; (void)e; (void)n; (void)u; return OBX_DONE; }
-
-static double lib_insert1(obx_store *s, int n) {
-    obx_new_message m;
-    double t;
-    int i;
-    memset(&m, 0, sizeof m);
-    m.topic = "bench.event";
-    m.payload = g_payload;
-    m.payload_len = OBX_NTS;
-    t = now_s();
-    for (i = 0; i < n; i++) obx_enqueue(s, &m, NULL);
-    return n / (now_s() - t);
-}
-
-static double raw_insert1(obx_store *s, int n) {
-    raw r;
-    obx_uuid_state u = {0, 0};
-    double t;
-    int i;
-    raw_open(&r, s);
-    t = now_s();
-    for (i = 0; i < n; i++) {
-        raw_insert(&r, s, &u);
-        if (!g_sqlite) raw_commit(&r); /* SQLite: autocommit, one statement */
+static void dedup(h *x, const char *id) {
+    if (x->impl == I_LIB) {
+        unsigned char hash[32];
+        int processed;
+        memset(hash, 7, sizeof hash);
+        if (ibx_already_processed(x->is, id, "bench", hash, sizeof hash, &processed) < 0)
+            die("ibx_already_processed: %s", ibx_store_last_error(x->is)->message);
+    } else {
+        const char *p[2];
+        p[0] = "bench";
+        p[1] = id;
+        api_run(&x->a, &x->q[Q_ENQ1], p, 2, NULL, NULL);
     }
-    t = n / (now_s() - t);
-    raw_close(&r);
-    return t;
 }
 
-static double lib_insertb(obx_store *s, int n) {
-    obx_new_message ms[100];
-    double t;
-    int i;
-    memset(ms, 0, sizeof ms);
-    for (i = 0; i < 100; i++) {
-        ms[i].topic = "bench.event";
-        ms[i].payload = g_payload;
-        ms[i].payload_len = OBX_NTS;
+static void ienq(h *x, const char *id) {
+    if (x->impl == I_LIB) {
+        ibx_new_message m;
+        memset(&m, 0, sizeof m);
+        m.topic = "bench.event";
+        m.source = "bench";
+        m.message_id = id;
+        m.payload = g_payload;
+        m.payload_len = IBX_NTS;
+        if (ibx_enqueue(x->is, &m, NULL) < 0) die("ibx_enqueue: %s", ibx_store_last_error(x->is)->message);
+    } else {
+        const char *p[4];
+        p[0] = "bench";
+        p[1] = id;
+        p[2] = "bench.event";
+        p[3] = g_payload;
+        api_run(&x->a, &x->q[Q_ENQB], p, 4, NULL, NULL);
     }
-    t = now_s();
-    for (i = 0; i < n; i += 100) obx_enqueue_batch(s, NULL, ms, 100, NULL);
-    return n / (now_s() - t);
 }
 
-static double raw_insertb(obx_store *s, int n) {
-    raw r;
-    obx_uuid_state u = {0, 0};
-    obx__buf col[6];
-    double t;
-    int i, k;
-    memset(col, 0, sizeof col);
-    raw_open(&r, s);
-    t = now_s();
-    for (i = 0; i < n; i += 100) {
-        raw_begin(&r);
-        if (r.st[OBX__Q_INSERT_MANY]) raw_insert_many(&r, s, &u, 100, col);
-        else for (k = 0; k < 100; k++) raw_insert(&r, s, &u);
-        raw_commit(&r);
+/* ---- tables: reset, fill, statistics --------------------------------------------------------- */
+
+static void mon(const char *sql) { api_direct(&g_mon, sql, NULL, NULL); }
+
+/* `verb` then a table name, e.g. "VACUUM ANALYZE" t. */
+static void mon_on(const char *verb, const char *table) {
+    char sql[300];
+    snprintf(sql, sizeof sql, "%s %s", verb, table);
+    mon(sql);
+}
+
+static const char *table_of(int impl, int inbox) {
+    if (impl == I_LIB) return inbox ? lib_inbox() : lib_outbox();
+    return inbox ? "ideal_inbox" : "ideal_outbox";
+}
+
+static void reset(int impl, int inbox) {
+    mon_on(g_kind == K_SQLITE ? "DELETE FROM" : "TRUNCATE TABLE", table_of(impl, inbox));
+}
+
+static void analyze(int impl, int inbox) {
+    if (g_kind == K_PG) {
+        mon_on("VACUUM ANALYZE", table_of(impl, inbox));
+        mon("CHECKPOINT");
+    } else if (g_kind == K_MY) {
+        mon_on("ANALYZE TABLE", table_of(impl, inbox));
+    } else {
+        mon("ANALYZE");
+        mon("PRAGMA wal_checkpoint(TRUNCATE)");
     }
-    t = n / (now_s() - t);
-    for (k = 0; k < 6; k++) obx__buf_free(&s->hooks, &col[k]);
-    raw_close(&r);
-    return t;
 }
 
-static int lib_drain(obx_store *s) {
-    obx_dispatcher_desc dd;
-    obx_dispatcher *d = NULL;
-    obx_run_stats st;
-    int total = 0;
-    obx_result r;
-    memset(&dd, 0, sizeof dd);
-    dd.store = s;
-    dd.batch_size = 100;
-    obx_dispatcher_create(&dd, &d);
-    obx_dispatcher_on(d, "bench.event", noop, NULL);
-    while ((r = obx_dispatcher_run_once(d, &st)) == OBX_OK || r == OBX_ERR_DB_TRANSIENT) total += st.done;
-    obx_dispatcher_destroy(d);
-    return total;
+/* `n` rows of status `status` (0 ready, 2 done) made by the server: the
+ * library's own fill is a workload of its own, not the setup of a drain. */
+static void fill_rows(int impl, int inbox, long long n, int status) {
+    char sql[4096];
+    const char *t = table_of(impl, inbox);
+    if (n <= 0) return;
+    if (g_kind == K_PG) {
+        if (impl != I_LIB && !inbox)
+            snprintf(sql, sizeof sql, "INSERT INTO %s (topic, payload, status, next_attempt_at) SELECT 'bench.event', "
+                     "'%s', %d, clock_timestamp() FROM generate_series(1, %lld)", t, g_payload, status, n);
+        else if (impl != I_LIB)
+            snprintf(sql, sizeof sql, "INSERT INTO %s (source, message_id, topic, payload, status, next_attempt_at) "
+                     "SELECT 'bench', 'm-' || i, 'bench.event', '%s', 1, clock_timestamp() FROM generate_series(1, %lld) i",
+                     t, g_payload, n);
+        else if (!inbox)
+            snprintf(sql, sizeof sql, "INSERT INTO %s (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"Status\", "
+                     "\"IsProcessed\", \"ProcessedAt\", \"ProcessedBy\", \"NextAttemptAt\") SELECT gen_random_uuid(), "
+                     "gen_random_uuid(), 'bench.event', '%s', %d, %s, CASE WHEN %d = 2 THEN now() END, NULL, "
+                     "clock_timestamp() FROM generate_series(1, %lld)",
+                     t, g_payload, status, status == 2 ? "true" : "false", status, n);
+        else
+            snprintf(sql, sizeof sql, "INSERT INTO %s (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Status\", "
+                     "\"NextAttemptAt\") SELECT 'bench', 'm-' || i, 'bench.event', '%s', 'Processing', clock_timestamp() "
+                     "FROM generate_series(1, %lld) i", t, g_payload, n);
+    } else if (g_kind == K_MY) {
+        if (impl != I_LIB && !inbox)
+            snprintf(sql, sizeof sql, "INSERT INTO %s (topic, payload, status, next_attempt_at) SELECT 'bench.event', "
+                     "'%s', %d, UTC_TIMESTAMP(6) - INTERVAL (%lld - seq) MICROSECOND FROM seq_1_to_%lld",
+                     t, g_payload, status, n, n);
+        else if (impl != I_LIB)
+            snprintf(sql, sizeof sql, "INSERT INTO %s (source, message_id, topic, payload, status, next_attempt_at) "
+                     "SELECT 'bench', CONCAT('m-', seq), 'bench.event', '%s', 1, "
+                     "UTC_TIMESTAMP(6) - INTERVAL (%lld - seq) MICROSECOND FROM seq_1_to_%lld", t, g_payload, n, n);
+        else if (!inbox)
+            snprintf(sql, sizeof sql, "INSERT INTO %s (`Id`, `MessageId`, `Topic`, `Payload`, `Status`, `IsProcessed`, "
+                     "`ProcessedAt`, `NextAttemptAt`) SELECT UUID(), UUID(), 'bench.event', '%s', %d, %d, "
+                     "IF(%d = 2, UTC_TIMESTAMP(6), NULL), UTC_TIMESTAMP(6) - INTERVAL (%lld - seq) MICROSECOND "
+                     "FROM seq_1_to_%lld", t, g_payload, status, status == 2, status, n, n);
+        else
+            snprintf(sql, sizeof sql, "INSERT INTO %s (`Source`, `MessageId`, `Topic`, `Payload`, `Status`, "
+                     "`NextAttemptAt`) SELECT 'bench', CONCAT('m-', seq), 'bench.event', '%s', 'Processing', "
+                     "UTC_TIMESTAMP(6) - INTERVAL (%lld - seq) MICROSECOND FROM seq_1_to_%lld", t, g_payload, n, n);
+    } else {
+        char head[160];
+        snprintf(head, sizeof head, "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < %lld) ", n);
+        if (impl != I_LIB && !inbox)
+            snprintf(sql, sizeof sql, "%sINSERT INTO %s (topic, payload, status, next_attempt_at) SELECT 'bench.event', "
+                     "'%s', %d, " LITE_NOW " - %lld + i FROM c", head, t, g_payload, status, n);
+        else if (impl != I_LIB)
+            snprintf(sql, sizeof sql, "%sINSERT INTO %s (source, message_id, topic, payload, status, next_attempt_at) "
+                     "SELECT 'bench', 'm-' || i, 'bench.event', '%s', 1, " LITE_NOW " - %lld + i FROM c",
+                     head, t, g_payload, n);
+        else if (!inbox)
+            snprintf(sql, sizeof sql, "%sINSERT INTO %s (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"Status\", "
+                     "\"IsProcessed\", \"ProcessedAt\", \"NextAttemptAt\") SELECT lower(hex(randomblob(16))), "
+                     "lower(hex(randomblob(16))), 'bench.event', '%s', %d, %d, CASE WHEN %d = 2 THEN " LITE_NOW
+                     " END, " LITE_NOW " - %lld + i FROM c", head, t, g_payload, status, status == 2, status, n);
+        else
+            snprintf(sql, sizeof sql, "%sINSERT INTO %s (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Status\", "
+                     "\"NextAttemptAt\") SELECT 'bench', 'm-' || i, 'bench.event', '%s', 'Processing', " LITE_NOW
+                     " - %lld + i FROM c", head, t, g_payload, n);
+    }
+    mon(sql);
 }
 
-static int raw_drain(obx_store *s) {
-    raw r;
-    obx__buf list = {NULL, 0, 0};
-    char owner[37];
-    int n, total = 0;
-    raw_open(&r, s);
-    obx_owner_token(s, owner);
-    while ((n = raw_drain_round(&r, s, owner, &list)) > 0) total += n;
-    obx__buf_free(&s->hooks, &list);
-    raw_close(&r);
-    return total;
+/* Ready outbox messages for a drain: the library's through its batch call
+ * (the rows it makes, UUIDv7 keys), the ideal's by the server. */
+static void fill_ready(int impl, int inbox, int n) {
+    if (impl == I_LIB && !inbox) {
+        h x;
+        int i;
+        h_open(&x, I_LIB, 0);
+        for (i = 0; i < n; i += 100) enqb(&x);
+        h_close(&x);
+    } else {
+        fill_rows(impl, inbox, n, 0);
+    }
 }
 
-/* Drain with `workers` processes; messages per second of wall time. */
-static double drain(obx_store *s, int n, int workers, int library) {
+static long long ready_left(int impl, int inbox) {
+    char sql[300];
+    if (impl == I_LIB)
+        snprintf(sql, sizeof sql, inbox ? "SELECT COUNT(*) FROM %s WHERE %sStatus%s = 'Processing'"
+                                        : "SELECT COUNT(*) FROM %s WHERE %sStatus%s IN (0, 1)",
+                 table_of(impl, inbox), g_kind == K_MY ? "`" : "\"", g_kind == K_MY ? "`" : "\"");
+    else
+        snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s WHERE status IN (%s)", table_of(impl, inbox), inbox ? "1, 3" : "0, 1");
+    return api_i64(&g_mon, sql);
+}
+
+/* ---- server counters -------------------------------------------------------------------------- */
+
+static const char *pgss_sum =
+    "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE dbid = "
+    "(SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '%pg_stat_statements%' "
+    "AND query NOT LIKE '%pg_database%'";
+
+static void ctr_begin(void) {
+    if (!g_counters) return;
+    if (g_kind == K_PG) mon("SELECT pg_stat_statements_reset()");
+    else g_ctr_base = api_i64(&g_mon, "SHOW GLOBAL STATUS LIKE 'Questions'");
+}
+
+static double ctr_end(long long messages) {
+    long long n;
+    if (!g_counters) return -1;
+    if (g_kind == K_PG) n = api_i64(&g_mon, pgss_sum);
+    else n = api_i64(&g_mon, "SHOW GLOBAL STATUS LIKE 'Questions'") - g_ctr_base - 1;
+    return (double)n / (double)messages;
+}
+
+static void print_stmt(void *u, int ncols, char **cols) {
+    (void)u;
+    if (ncols >= 2) printf("      %8s  %s\n", cols[0] ? cols[0] : "", cols[1] ? cols[1] : "");
+}
+
+static void show_stmts(int w) {
+    if (!g_show_stmts || !g_counters || g_kind != K_PG) return;
+    printf("    statements of the library, %s:\n", w_name[w]);
+    api_direct(&g_mon,
+               "SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) FROM pg_stat_statements WHERE dbid = "
+               "(SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '%pg_stat_statements%' "
+               "AND query NOT LIKE '%pg_database%' ORDER BY calls DESC LIMIT 8",
+               print_stmt, NULL);
+}
+
+/* ---- workloads ---------------------------------------------------------------------------------- */
+
+/* Drain with `workers` processes that connect first, then start together:
+ * the clock and the counters cover the drain only. */
+static double drain_procs(int impl, int inbox, int workers, int n, double *stmts) {
+    int ready[2], go[2], w, status;
     pid_t pids[4];
+    char c = 0;
     double t;
-    int w, status;
-    reset_table(s);
-    fill(s, n);
+    if (pipe(ready) || pipe(go)) die("pipe");
     fflush(stdout);
-    t = now_s();
-    if (workers == 1) {
-        int got = library ? lib_drain(s) : raw_drain(s);
-        t = now_s() - t;
-        if (got != n) fprintf(stderr, "drain: %d of %d\n", got, n);
-        return n / t;
-    }
     for (w = 0; w < workers; w++) {
         pids[w] = fork();
         if (pids[w] == 0) {
-            obx_store *mine = open_store();
-            if (library) lib_drain(mine);
-            else raw_drain(mine);
-            obx_store_close(mine);
+            h x;
+            h_open(&x, impl, inbox);
+            if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(1);
+            while (drain_round(&x, NULL) > 0) {
+            }
+            h_close(&x);
             _exit(0);
         }
     }
+    for (w = 0; w < workers; w++)
+        if (read(ready[0], &c, 1) != 1) die("worker start");
+    ctr_begin();
+    t = now_s();
+    for (w = 0; w < workers; w++)
+        if (write(go[1], &c, 1) != 1) die("worker go");
     for (w = 0; w < workers; w++) waitpid(pids[w], &status, 0);
-    return n / (now_s() - t);
+    t = now_s() - t;
+    *stmts = ctr_end(n);
+    if (impl == I_LIB && !inbox) show_stmts(workers == 1 ? W_DRAIN1 : W_DRAIN2);
+    close(ready[0]);
+    close(ready[1]);
+    close(go[0]);
+    close(go[1]);
+    if (ready_left(impl, inbox) != 0)
+        fprintf(stderr, "bench: %s drain left %lld messages\n", impl == I_LIB ? "library" : "ideal", ready_left(impl, inbox));
+    return n / t;
 }
 
-/* ---- latency with the wake-up call ----------------------------------------------------------------- */
+static void run(int w, int impl, int n, int rep) {
+    h x;
+    double t, st = -1;
+    int i, count = n / 4;
+    char id[48];
+    switch (w) {
+    case W_ENQ1:
+    case W_ENQB:
+        reset(impl, 0);
+        h_open(&x, impl, 0);
+        count = w == W_ENQ1 ? n / 4 : n;
+        ctr_begin();
+        t = now_s();
+        for (i = 0; i < count; i += w == W_ENQ1 ? 1 : 100) (w == W_ENQ1 ? enq1 : enqb)(&x);
+        t = now_s() - t;
+        st = ctr_end(count);
+        if (impl == I_LIB && rep == 0) show_stmts(w);
+        h_close(&x);
+        break;
+    case W_DRAIN1:
+    case W_DRAIN2:
+    case W_DRAIN1E:
+        if (w == W_DRAIN1E && g_kind == K_SQLITE) return;
+        reset(impl, 0);
+        if (w == W_DRAIN1E) analyze(impl, 0);
+        fill_ready(impl, 0, n);
+        if (w != W_DRAIN1E) analyze(impl, 0);
+        g_rate[w][impl][rep] = drain_procs(impl, 0, w == W_DRAIN2 ? 2 : 1, n, &g_stmts[w][impl]);
+        return;
+    case W_IDEDUPN:
+        reset(impl, 1);
+        h_open(&x, impl, 1);
+        for (w = W_IDEDUPN; w <= W_IDEDUPS; w++) {
+            ctr_begin();
+            t = now_s();
+            for (i = 0; i < count; i++) {
+                snprintf(id, sizeof id, "d-%d", i);
+                dedup(&x, id);
+            }
+            t = now_s() - t;
+            g_stmts[w][impl] = ctr_end(count);
+            g_rate[w][impl][rep] = count / t;
+        }
+        h_close(&x);
+        return;
+    case W_IENQ:
+        reset(impl, 1);
+        h_open(&x, impl, 1);
+        ctr_begin();
+        t = now_s();
+        for (i = 0; i < count; i++) {
+            snprintf(id, sizeof id, "e-%d", i);
+            ienq(&x, id);
+        }
+        t = now_s() - t;
+        st = ctr_end(count);
+        h_close(&x);
+        break;
+    case W_IDRAIN:
+        reset(impl, 1);
+        fill_ready(impl, 1, n);
+        analyze(impl, 1);
+        g_rate[w][impl][rep] = drain_procs(impl, 1, 1, n, &g_stmts[w][impl]);
+        return;
+    default:
+        return;
+    }
+    g_rate[w][impl][rep] = count / t;
+    g_stmts[w][impl] = st;
+}
+
+/* BENCH_ONLY=enq1,drain1,...: a subset of the workloads (no latency,
+ * allocation or sweep rows then), to measure one change quickly. */
+static int selected(int w) {
+    const char *only = getenv("BENCH_ONLY"), *p;
+    size_t n = strlen(w_key[w]);
+    if (!only || !*only) return 1;
+    for (p = only; *p; p += strcspn(p, ","), p += *p == ',') {
+        if (strncmp(p, w_key[w], n) == 0 && (p[n] == ',' || p[n] == 0)) return 1;
+    }
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(int w, int impl) {
+    double v[MAXREP];
+    memcpy(v, g_rate[w][impl], sizeof v);
+    qsort(v, (size_t)g_repeats, sizeof v[0], cmp_double);
+    return v[g_repeats / 2];
+}
+
+static void print_table(int n) {
+    int w;
+    printf("\n== %s: N = %d, medians of %d interleaved repeats; msgs/s; ratio = obx.h / ideal\n", g_backend, n, g_repeats);
+    printf("%-46s %10s %10s %10s %8s %8s | %s\n", "workload", "obx.h", "ideal ODBC", has_native() ? native_name() : "",
+           "/ODBC", has_native() ? (g_kind == K_PG ? "/libpq" : "/C API") : "",
+           g_counters ? (g_kind == K_PG ? "stmts/msg (pg_stat_statements) obx ODBC libpq"
+                                        : "Questions/msg obx ODBC")
+                      : "");
+    for (w = 0; w < W_COUNT; w++) {
+        double lib = median(w, I_LIB), odbc = median(w, I_ODBC), nat = has_native() ? median(w, I_NATIVE) : 0;
+        char natc[16] = "", natr[16] = "", ctr[80] = "";
+        if (lib == 0) continue; /* not run (BENCH_ONLY, or no such workload here) */
+        if (has_native()) {
+            snprintf(natc, sizeof natc, "%.0f", nat);
+            snprintf(natr, sizeof natr, "%.2f", lib / nat);
+        }
+        if (g_counters && has_native())
+            snprintf(ctr, sizeof ctr, "%6.3f %6.3f %6.3f", g_stmts[w][I_LIB], g_stmts[w][I_ODBC], g_stmts[w][I_NATIVE]);
+        else if (g_counters)
+            snprintf(ctr, sizeof ctr, "%6.3f %6.3f", g_stmts[w][I_LIB], g_stmts[w][I_ODBC]);
+        printf("%-46s %10.0f %10.0f %10s %8.2f %8s | %s\n", w_name[w], lib, odbc, natc, lib / odbc, natr, ctr);
+    }
+    fflush(stdout);
+}
+
+/* ---- size sweep: claim and drain cost against rows in the table ------------------------------- */
+
+static void sweep(const char *sizes, int ready) {
+    const char *p = sizes;
+    int impl;
+    printf("\n== %s: size sweep, %d ready messages drained (1 worker, claim 100 + ack) from a table of S rows, "
+           "the rest Done; statistics of the filled table\n", g_backend, ready);
+    printf("%-10s %-12s %12s %14s %14s\n", "S rows", "", "msgs/s", "us per claim", "us per msg");
+    while (*p) {
+        long long size = atoll(p);
+        for (impl = 0; impl < I_COUNT; impl++) {
+            h x;
+            double claim = 0, t;
+            int got = 0, k;
+            if (impl == I_NATIVE && !has_native()) continue;
+            reset(impl, 0);
+            fill_rows(impl, 0, size - ready, 2);
+            fill_ready(impl, 0, ready);
+            analyze(impl, 0);
+            h_open(&x, impl, 0);
+            t = now_s();
+            while ((k = drain_round(&x, &claim)) > 0) got += k;
+            t = now_s() - t;
+            h_close(&x);
+            printf("%-10lld %-12s %12.0f %14.0f %14.1f\n", size,
+                   impl == I_LIB ? "obx.h" : impl == I_ODBC ? "ideal ODBC" : native_name(), got / t,
+                   claim * 1e6 / ((got + 99) / 100), t * 1e6 / (got ? got : 1));
+            fflush(stdout);
+        }
+        p += strcspn(p, ",");
+        if (*p) p++;
+    }
+}
+
+/* ---- commit-to-handler latency with the in-process wake-up, allocations -------------------------- */
 
 typedef struct latency {
     double samples[400];
@@ -471,12 +980,8 @@ static void *run_loop(void *d) {
     return NULL;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void latency_run(obx_store *consumer, obx_store *producer, int count, double *p50, double *p99) {
+static void latency_run(int count) {
+    obx_store *consumer = lib_open(0), *producer = lib_open(0);
     obx_dispatcher_desc dd;
     obx_dispatcher *d = NULL;
     latency l;
@@ -484,10 +989,11 @@ static void latency_run(obx_store *consumer, obx_store *producer, int count, dou
     obx_new_message m;
     char stamp[64];
     int i;
+    reset(I_LIB, 0);
     memset(&l, 0, sizeof l);
     memset(&dd, 0, sizeof dd);
     dd.store = consumer;
-    dd.poll_interval_ms = 500; /* the seed's default: without the wake-up, ~250 ms on average */
+    dd.poll_interval_ms = 500; /* without the wake-up, ~250 ms on average */
     dd.idle_max_ms = 500;
     obx_dispatcher_create(&dd, &d);
     obx_dispatcher_on(d, "latency", measure, &l);
@@ -500,8 +1006,8 @@ static void latency_run(obx_store *consumer, obx_store *producer, int count, dou
         struct timespec gap = {0, 3 * 1000000L};
         nanosleep(&gap, NULL); /* let the loop go back to waiting */
         snprintf(stamp, sizeof stamp, "%.9f", now_s());
-        obx_enqueue(producer, &m, NULL); /* committed ... */
-        obx_dispatcher_wake(d);           /* ... then the wake-up */
+        obx_enqueue(producer, &m, NULL);
+        obx_dispatcher_wake(d);
         while (l.seen <= i) {
             struct timespec spin = {0, 50000};
             nanosleep(&spin, NULL);
@@ -511,350 +1017,86 @@ static void latency_run(obx_store *consumer, obx_store *producer, int count, dou
     pthread_join(th, NULL);
     obx_dispatcher_destroy(d);
     qsort(l.samples, (size_t)count, sizeof l.samples[0], cmp_double);
-    *p50 = l.samples[count / 2] * 1000;
-    *p99 = l.samples[(count * 99) / 100] * 1000;
+    printf("%-46s p50 %.2f ms, p99 %.2f ms (poll 500 ms, same process)\n", "commit-to-handler latency, wake-up",
+           l.samples[count / 2] * 1000, l.samples[(count * 99) / 100] * 1000);
+    obx_store_close(producer);
+    obx_store_close(consumer);
 }
 
-static void row(const char *what, double lib, double raw_rate) {
-    printf("%-11s %-44s %10.0f/s %10.0f/s   %5.2f\n", g_backend, what, lib, raw_rate, lib / raw_rate);
-    fflush(stdout);
+static void allocations(int n) {
+    h x;
+    long before;
+    int got = 0, k;
+    reset(I_LIB, 0);
+    fill_ready(I_LIB, 0, n);
+    h_open(&x, I_LIB, 0);
+    drain_round(&x, NULL); /* warm: the first batch sizes the buffers */
+    before = g_allocs;
+    while ((k = drain_round(&x, NULL)) > 0) got += k;
+    printf("%-46s %.3f per message (%ld in %d)\n", "heap allocations while draining (obx.h)",
+           got ? (double)(g_allocs - before) / got : 0.0, g_allocs - before, got);
+    h_close(&x);
 }
 
-
-/* ---- inbox: dedup checks and drain -------------------------------------------------------- */
-
-static ibx_store *open_inbox(void) {
-    ibx_store_desc d;
-    ibx_store *s = NULL;
-    memset(&d, 0, sizeof d);
-    d.connection_string = g_conn;
-    d.deploy_schema = 1;
-    d.table = "InboxBench";
-    d.hooks.logger.min_level = IBX_LOG_WARN;
-    if (ibx_store_open(&d, &s) != IBX_OK) {
-        fprintf(stderr, "inbox open: %s\n", ibx_store_last_error(s)->message);
-        exit(1);
-    }
-    return s;
-}
-
-static ibx_result inbox_sql(ibx__db *db, void *text) { return ibx__exec_direct(db, (const char *)text, "bench"); }
-
-static void inbox_reset(ibx_store *s) {
-    char *text = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
-                                   g_sqlite ? "DELETE FROM {T}" : "TRUNCATE {T}");
-    ibx__unit(&s->db, inbox_sql, text, "reset");
-    ibx__free(&s->hooks, text);
-}
-
-/* Fresh statistics before a drain, as for the outbox. */
-static void inbox_analyze(ibx_store *s) {
-    char *text;
-    if (g_sqlite) return;
-    text = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
-                             g_mariadb ? "ANALYZE TABLE {T}" : "VACUUM ANALYZE {T}");
-    SQLSetConnectAttr(s->db.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER);
-    ibx__exec_direct(&s->db, text, "vacuum");
-    SQLSetConnectAttr(s->db.dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER);
-    ibx__free(&s->hooks, text);
-}
-
-/* The marker position of canonical argument `arg` in inbox statement `slot`. */
-static unsigned char g_imap[IBX__Q_COUNT][IBX__MAX_MARKERS];
-static SQLUSMALLINT iat(int slot, int arg) {
-    int k;
-    if (!g_imap[slot][0]) return (SQLUSMALLINT)arg;
-    for (k = 0; k < IBX__MAX_MARKERS; k++)
-        if (g_imap[slot][k] == arg) return (SQLUSMALLINT)(k + 1);
-    return (SQLUSMALLINT)arg;
-}
-
-/* The statement the library prepares for `slot`: numbered markers made plain. */
-static SQLHSTMT inbox_prepare(raw *r, ibx_store *s, int slot) {
-    SQLHSTMT st;
-    char *plain;
-    memset(g_imap[slot], 0, sizeof g_imap[slot]);
-    plain = ibx__plain_markers(&s->hooks, s->sql[slot], g_imap[slot]);
-    SQLAllocHandle(SQL_HANDLE_STMT, r->dbc, &st);
-    raw_check(SQLPrepare(st, (SQLCHAR *)plain, SQL_NTS), SQL_HANDLE_STMT, st, "prepare");
-    ibx__free(&s->hooks, plain);
-    return st;
-}
-
-static double lib_dedup(ibx_store *s, int n, const char *prefix) {
-    char id[48];
-    unsigned char hash[32];
-    int i, processed;
-    double t = now_s();
-    memset(hash, 7, sizeof hash);
-    for (i = 0; i < n; i++) {
-        snprintf(id, sizeof id, "%s-%d", prefix, i);
-        ibx_already_processed(s, id, "bench", hash, sizeof hash, &processed);
-    }
-    return n / (now_s() - t);
-}
-
-static double raw_dedup(ibx_store *s, int n, const char *prefix) {
-    raw r;
-    SQLHSTMT st;
-    char id[48], status[24];
-    unsigned char hash[32], got[64];
-    SQLLEN ind[3], len;
-    double t;
-    int i;
-    raw_connect(&r, s->db.connstr);
-    st = inbox_prepare(&r, s, IBX__Q_SEEN);
-    memset(hash, 7, sizeof hash);
-    t = now_s();
-    for (i = 0; i < n; i++) {
-        snprintf(id, sizeof id, "%s-%d", prefix, i);
-        raw_begin(&r);
-        bind_text(st, 1, "bench", &ind[0]);
-        bind_text(st, 2, id, &ind[1]);
-        ind[2] = 32;
-        SQLBindParameter(st, 3, SQL_PARAM_INPUT, SQL_C_BINARY, SQL_VARBINARY, 32, 0, hash, 32, &ind[2]);
-        raw_check(SQLExecute(st), SQL_HANDLE_STMT, st, "dedup");
-        if (SQL_SUCCEEDED(SQLFetch(st))) {
-            SQLGetData(st, 1, SQL_C_CHAR, status, sizeof status, &len);
-            SQLGetData(st, 2, SQL_C_BINARY, got, sizeof got, &len);
-        }
-        SQLFreeStmt(st, SQL_CLOSE);
-        raw_commit(&r);
-    }
-    t = n / (now_s() - t);
-    SQLFreeHandle(SQL_HANDLE_STMT, st);
-    SQLDisconnect(r.dbc);
-    SQLFreeHandle(SQL_HANDLE_DBC, r.dbc);
-    SQLFreeHandle(SQL_HANDLE_ENV, r.env);
-    return t;
-}
-
-static void inbox_fill(ibx_store *s, int n) {
-    ibx_new_message m;
-    char id[32];
-    int i;
-    memset(&m, 0, sizeof m);
-    m.topic = "bench.event";
-    m.source = "bench";
-    m.payload = g_payload;
-    m.payload_len = IBX_NTS;
-    m.message_id = id;
-    for (i = 0; i < n; i++) {
-        snprintf(id, sizeof id, "m-%d", i);
-        ibx_enqueue(s, &m, NULL);
-    }
-}
-
-static ibx_outcome ibx_noop(const ibx_message *m, char *e, size_t n, void *u) { (void)m; (void)e; (void)n; (void)u; return IBX_DONE; }
-
-static double lib_inbox_drain(ibx_store *s, int n) {
-    ibx_dispatcher_desc dd;
-    ibx_dispatcher *d = NULL;
-    ibx_run_stats st;
-    double t;
-    memset(&dd, 0, sizeof dd);
-    dd.store = s;
-    dd.batch_size = 100;
-    ibx_dispatcher_create(&dd, &d);
-    ibx_dispatcher_on(d, "bench.event", ibx_noop, NULL);
-    t = now_s();
-    while (ibx_dispatcher_run_once(d, &st) == IBX_OK) {
-    }
-    t = n / (now_s() - t);
-    ibx_dispatcher_destroy(d);
-    return t;
-}
-
-/* MariaDB: pick up to `batch` keys (locked, SKIP LOCKED), mark them ours by
- * two key lists, and run the read-back (left open), as the library does.
- * NULL: nothing picked. */
-static SQLHSTMT raw_inbox_pick_claim(ibx_store *s, SQLHSTMT pick, SQLHSTMT mark, SQLHSTMT read, const char *owner,
-                                     SQLBIGINT *lease, SQLBIGINT *batch, ibx__buf *sources, ibx__buf *ids) {
-    SQLLEN ind[4], len;
-    SQLBIGINT window;
-    char source[300], id[300];
-    int picked = 0, pass;
-    SQLRETURN rc;
-    for (pass = 0; pass < 2 && picked == 0; pass++) { /* as ibx__pick_keys */
-        sources->len = ids->len = 0;
-        window = *batch * (pass == 0 ? 2 : 20);
-        ind[0] = ind[1] = 0;
-        SQLBindParameter(pick, iat(IBX__Q_CLAIM_PICK, 1), SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, batch, 0, &ind[0]);
-        SQLBindParameter(pick, iat(IBX__Q_CLAIM_PICK, 2), SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, &window, 0, &ind[1]);
-        rc = SQLExecute(pick);
-        raw_check(rc, SQL_HANDLE_STMT, pick, "claim pick");
-        while (rc != SQL_NO_DATA && SQL_SUCCEEDED(SQLFetch(pick))) {
-            SQLGetData(pick, 1, SQL_C_CHAR, source, sizeof source, &len);
-            SQLGetData(pick, 2, SQL_C_CHAR, id, sizeof id, &len);
-            ibx__list_add(&s->hooks, sources, s->db.d, source, strlen(source));
-            ibx__list_add(&s->hooks, ids, s->db.d, id, strlen(id));
-            picked++;
-        }
-        SQLFreeStmt(pick, SQL_CLOSE);
-    }
-    if (picked == 0) return NULL;
-    ibx__list_end(&s->hooks, sources, s->db.d);
-    ibx__list_end(&s->hooks, ids, s->db.d);
-    bind_text(mark, iat(IBX__Q_CLAIM, 1), owner, &ind[0]);
-    ind[1] = 0;
-    SQLBindParameter(mark, iat(IBX__Q_CLAIM, 2), SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, lease, 0, &ind[1]);
-    bind_text(mark, iat(IBX__Q_CLAIM, 3), sources->data, &ind[2]);
-    bind_text(mark, iat(IBX__Q_CLAIM, 4), ids->data, &ind[3]);
-    raw_check(SQLExecute(mark), SQL_HANDLE_STMT, mark, "claim");
-    SQLFreeStmt(mark, SQL_CLOSE);
-    bind_text(read, 1, sources->data, &ind[0]);
-    bind_text(read, 2, ids->data, &ind[1]);
-    raw_check(SQLExecute(read), SQL_HANDLE_STMT, read, "claim read");
-    return read;
-}
-
-/* Claim 100 (reading every column), ack them by key, as the library does. */
-static double raw_inbox_drain(ibx_store *s, int n) {
-    raw r;
-    SQLHSTMT claim, ack, pick = NULL, read = NULL;
-    ibx__buf sources = {NULL, 0, 0}, ids = {NULL, 0, 0};
-    char owner[37], cell[4096], keys[100][2][300];
-    SQLBIGINT lease = 30, batch = 100;
-    SQLLEN ind[3], len;
-    double t;
-    int got, col, i;
-    raw_connect(&r, s->db.connstr);
-    claim = inbox_prepare(&r, s, IBX__Q_CLAIM);
-    ack = inbox_prepare(&r, s, IBX__Q_ACK);
-    if (s->sql[IBX__Q_CLAIM_PICK]) {
-        pick = inbox_prepare(&r, s, IBX__Q_CLAIM_PICK);
-        read = inbox_prepare(&r, s, IBX__Q_CLAIM_READ);
-    }
-    ibx_owner_token(s, owner);
-    t = now_s();
-    do {
-        SQLRETURN rc = SQL_SUCCESS;
-        SQLHSTMT rows = claim;
-        got = 0;
-        raw_begin(&r);
-        if (pick) {
-            rows = raw_inbox_pick_claim(s, pick, claim, read, owner, &lease, &batch, &sources, &ids);
-            if (!rows) rc = SQL_NO_DATA;
-        } else {
-            bind_text(claim, 1, owner, &ind[0]);
-            ind[1] = ind[2] = 0;
-            SQLBindParameter(claim, 2, SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, &lease, 0, &ind[1]);
-            SQLBindParameter(claim, 3, SQL_PARAM_INPUT, SQL_C_SBIGINT, SQL_BIGINT, 0, 0, &batch, 0, &ind[2]);
-            rc = SQLExecute(claim);
-            raw_check(rc, SQL_HANDLE_STMT, claim, "claim");
-        }
-        while (rc != SQL_NO_DATA && SQL_SUCCEEDED(SQLFetch(rows))) {
-            SQLGetData(rows, 1, SQL_C_CHAR, keys[got][0], 300, &len);
-            SQLGetData(rows, 2, SQL_C_CHAR, keys[got][1], 300, &len);
-            for (col = 3; col <= 14; col++)
-                SQLGetData(rows, (SQLUSMALLINT)col, col == 5 ? SQL_C_BINARY : SQL_C_CHAR, cell, sizeof cell, &len);
-            got++;
-        }
-        if (rows) SQLFreeStmt(rows, SQL_CLOSE);
-        raw_commit(&r);
-        if (got == 0) break;
-        sources.len = ids.len = 0;
-        for (i = 0; i < got; i++) {
-            ibx__list_add(&s->hooks, &sources, s->db.d, keys[i][0], strlen(keys[i][0]));
-            ibx__list_add(&s->hooks, &ids, s->db.d, keys[i][1], strlen(keys[i][1]));
-        }
-        ibx__list_end(&s->hooks, &sources, s->db.d);
-        ibx__list_end(&s->hooks, &ids, s->db.d);
-        raw_begin(&r);
-        bind_text(ack, iat(IBX__Q_ACK, 1), owner, &ind[0]);
-        bind_text(ack, iat(IBX__Q_ACK, 2), sources.data, &ind[1]);
-        bind_text(ack, iat(IBX__Q_ACK, 3), ids.data, &ind[2]);
-        raw_check(SQLExecute(ack), SQL_HANDLE_STMT, ack, "ack");
-        SQLFreeStmt(ack, SQL_CLOSE);
-        raw_commit(&r);
-    } while (got > 0);
-    t = n / (now_s() - t);
-    ibx__buf_free(&s->hooks, &sources);
-    ibx__buf_free(&s->hooks, &ids);
-    SQLFreeHandle(SQL_HANDLE_STMT, claim);
-    SQLFreeHandle(SQL_HANDLE_STMT, ack);
-    if (pick) SQLFreeHandle(SQL_HANDLE_STMT, pick);
-    if (read) SQLFreeHandle(SQL_HANDLE_STMT, read);
-    SQLDisconnect(r.dbc);
-    SQLFreeHandle(SQL_HANDLE_DBC, r.dbc);
-    SQLFreeHandle(SQL_HANDLE_ENV, r.env);
-    return t;
-}
-
-static void inbox_bench(int n) {
-    ibx_store *s;
-    double lib, raw_rate;
-    s = open_inbox();
-    inbox_reset(s);
-    lib = lib_dedup(s, n / 4, "lib");
-    raw_rate = raw_dedup(s, n / 4, "raw");
-    row("inbox: dedup check, new message id", lib, raw_rate);
-    lib = lib_dedup(s, n / 4, "lib");
-    raw_rate = raw_dedup(s, n / 4, "raw");
-    row("inbox: dedup check, message seen before", lib, raw_rate);
-    inbox_reset(s);
-    inbox_fill(s, n);
-    inbox_analyze(s);
-    lib = lib_inbox_drain(s, n);
-    inbox_reset(s);
-    inbox_fill(s, n);
-    inbox_analyze(s);
-    raw_rate = raw_inbox_drain(s, n);
-    row("inbox: drain (claim 100, no-op, ack), 1 worker", lib, raw_rate);
-    ibx_store_close(s);
-}
+/* ---- main ------------------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
-    obx_store *s, *producer;
-    int n, dn, i;
-    long before;
-    double p50, p99;
+    const char *e, *only;
+    const char *const *ddl;
+    int n, rep, w, k, i;
     if (argc < 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<connection string>' [N]\n", argv[0]);
         return 2;
     }
     g_backend = argv[1];
     g_conn = argv[2];
-    g_sqlite = strcmp(g_backend, "sqlite") == 0;
-    g_mariadb = strcmp(g_backend, "mariadb") == 0;
+    g_kind = strcmp(g_backend, "sqlite") == 0 ? K_SQLITE : strcmp(g_backend, "mariadb") == 0 ? K_MY : K_PG;
     n = argc > 3 ? atoi(argv[3]) : 20000;
-    dn = n; /* (a smaller drain N is possible where a database needs it) */
+    n = (n + 99) / 100 * 100;
+    if ((e = getenv("BENCH_REPEATS")) && atoi(e) > 0) g_repeats = atoi(e) > MAXREP ? MAXREP : atoi(e);
+    g_show_stmts = (e = getenv("BENCH_STMTS")) && *e == '1';
     for (i = 0; i < 200; i++) g_payload[i] = "{\"k\":\"abcdefghijklmnopqrstuvwxyz0123456789\"}"[i % 42];
     memcpy(g_payload, "{\"event\":\"bench\",\"data\":\"", 25);
     memcpy(g_payload + 197, "\"}", 3);
-    s = open_store();
-    printf("%-11s %-44s %12s %12s %7s\n", "backend", "workload (N = messages)", "obx.h", "raw ODBC", "ratio");
 
-    reset_table(s);
-    row("enqueue, 1 per transaction", lib_insert1(s, n / 4), raw_insert1(s, n / 4));
-    reset_table(s);
-    row("enqueue, 100 per transaction (batch call)", lib_insertb(s, n), raw_insertb(s, n));
-    if (dn != n)
-        printf("%-11s %-44s N = %d: claim and ack scan the whole table\n", g_backend, "drains below", dn);
-    {
-        double lib = drain(s, dn, 1, 1), raw_rate = drain(s, dn, 1, 0);
-        row("drain: claim 100, no-op handler, ack; 1 worker", lib, raw_rate);
-    }
-    {
-        double lib = drain(s, dn, 2, 1), raw_rate = drain(s, dn, 2, 0);
-        row("drain, 2 worker processes", lib, raw_rate);
+    /* The library's tables, deployed as a user's would be. */
+    obx_store_close(lib_open(1));
+    ibx_store_close(lib_open_inbox(1));
+    api_open_odbc(&g_mon, g_conn, g_kind == K_MY);
+    ddl = g_kind == K_PG ? pg_ddl : g_kind == K_MY ? my_ddl : lite_ddl;
+    for (i = 0; ddl[i]; i++) mon(ddl[i]);
+    if (g_kind == K_PG) {
+        api_direct(&g_mon, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements", NULL, NULL);
+        g_counters = api_i64(&g_mon, "SELECT count(*) FROM pg_settings WHERE name = 'shared_preload_libraries' "
+                                     "AND setting LIKE '%pg_stat_statements%'") > 0;
+        if (!g_counters) printf("(pg_stat_statements is not loaded: no statement counts)\n");
+    } else if (g_kind == K_MY) {
+        g_counters = 1;
     }
 
-    /* Steady-state allocations: a second drain on a warm store. */
-    reset_table(s);
-    fill(s, dn);
-    before = g_allocs;
-    lib_drain(s);
-    printf("%-11s %-44s %10.3f per message (%ld in %d)\n", g_backend, "heap allocations while draining",
-           (double)(g_allocs - before) / dn, g_allocs - before, dn);
-
-    reset_table(s);
-    producer = open_store();
-    latency_run(s, producer, 200, &p50, &p99);
-    printf("%-11s %-44s p50 %.2f ms, p99 %.2f ms (poll 500 ms)\n", g_backend,
-           "commit-to-handler latency with wake-up", p50, p99);
-    obx_store_close(producer);
-    obx_store_close(s);
-    inbox_bench(n);
+    for (rep = 0; rep < g_repeats; rep++) {
+        for (w = 0; w < W_COUNT; w++) {
+            if (w == W_IDEDUPS) continue; /* measured with W_IDEDUPN */
+            if (!selected(w)) continue;
+            for (k = 0; k < I_COUNT; k++) {
+                int impl = (k + rep) % I_COUNT; /* rotate the order: no side always goes first */
+                if (impl == I_NATIVE && !has_native()) continue;
+                run(w, impl, n, rep);
+            }
+        }
+        fprintf(stderr, "bench %s: repeat %d of %d done\n", g_backend, rep + 1, g_repeats);
+    }
+    print_table(n);
+    only = getenv("BENCH_ONLY");
+    if (!only || !*only) {
+        allocations(n < 5000 ? n : 5000);
+        latency_run(200);
+    }
+    e = getenv("BENCH_SWEEP");
+    if (e ? *e != 0 : !only || !*only) { /* with BENCH_ONLY, a sweep only when asked for */
+        const char *r = getenv("BENCH_SWEEP_READY");
+        sweep(e ? e : "10000,100000", r && atoi(r) > 0 ? atoi(r) : 5000);
+    }
+    api_close(&g_mon);
     return 0;
 }

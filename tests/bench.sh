@@ -1,21 +1,63 @@
 #!/usr/bin/env bash
-# bench.sh BENCH N: run the benchmark on SQLite (WAL, synchronous NORMAL, a
+# bench.sh BENCH [N]: run the benchmark on SQLite (WAL, synchronous NORMAL, a
 # file in the run dir), on a throwaway PostgreSQL (fsync on) and on a
-# throwaway MariaDB, as research/perf-facts.md measured the raw statements.
-# The servers take db.sh's ports (OBX_PG_PORT, OBX_MY_PORT) and run one at a
-# time, so that one does not slow the other down.
+# throwaway MariaDB, one server at a time so that one does not slow the
+# other down.
+#
+# Environment:
+#   OBX_PG_PORT, OBX_MY_PORT, OBX_TEST_RUNDIR  ports and run dir (tests/db.sh)
+#   BENCH_BACKENDS   which to run, default "sqlite pg mariadb"
+#   BENCH_REPEATS    interleaved repeats per workload (median printed), default 3
+#   BENCH_SWEEP      table sizes of the claim/drain sweep, default 10000,100000
+#                    (add 1000000 for the slow one; empty: no sweep)
+#   BENCH_STMTS=1    print the library's statements per workload (PostgreSQL)
+#
+# PostgreSQL is restarted once with pg_stat_statements preloaded: the bench
+# reads statements per message from it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bench=$1 n=${2:-20000}
 rundir=${OBX_TEST_RUNDIR:-${TMPDIR:-/tmp}/obx-test-$(id -u)}
 export OBX_TEST_RUNDIR=$rundir
-mkdir -p "$rundir/sqlite" && rm -f "$rundir/sqlite/"bench.db*
-"$bench" sqlite "Driver={SQLite3};Database=$rundir/sqlite/bench.db;JournalMode=WAL;SyncPragma=NORMAL;Timeout=10000;" "$n"
-trap '"$here/db.sh" stop pg >/dev/null 2>&1 || true; "$here/db.sh" stop mariadb >/dev/null 2>&1' EXIT
-"$here/db.sh" start pg >/dev/null
-eval "$("$here/db.sh" env pg)"
-"$bench" postgresql "$OBX_TEST_PG" "$n" | tail -n +2
-"$here/db.sh" stop pg >/dev/null
-"$here/db.sh" start mariadb >/dev/null
-eval "$("$here/db.sh" env mariadb)"
-"$bench" mariadb "$OBX_TEST_MY" "$n" | tail -n +2
+backends=${BENCH_BACKENDS:-sqlite pg mariadb}
+
+trap '"$here/db.sh" stop pg >/dev/null 2>&1 || true; "$here/db.sh" stop mariadb >/dev/null 2>&1 || true' EXIT
+
+# Restart the throwaway PostgreSQL with pg_stat_statements loaded (it can
+# only be loaded at start). Its files belong to postgres when we are root.
+pg_preload() {
+    local bin data=$rundir/pg
+    bin=$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+    [[ -x $bin/pg_ctl ]] || bin=$(dirname "$(command -v pg_ctl)")
+    printf "shared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track_utility = on\n" \
+        >>"$data/postgresql.conf"
+    if [[ $(id -u) -eq 0 ]]; then
+        su postgres -s /bin/sh -c "cd '$rundir' && '$bin/pg_ctl' -D '$data' -l '$rundir/pg.log' -w -t 30 restart" >/dev/null
+    else
+        "$bin/pg_ctl" -D "$data" -l "$rundir/pg.log" -w -t 30 restart >/dev/null
+    fi
+}
+
+for b in $backends; do
+    case $b in
+        sqlite)
+            mkdir -p "$rundir/sqlite" && rm -f "$rundir/sqlite/"bench.db*
+            "$bench" sqlite "Driver={SQLite3};Database=$rundir/sqlite/bench.db;JournalMode=WAL;SyncPragma=NORMAL;Timeout=10000;" "$n"
+            ;;
+        pg)
+            "$here/db.sh" start pg >/dev/null
+            pg_preload
+            eval "$("$here/db.sh" env pg)"
+            # Protocol=7.4-1 as the library sets it, for the raw ODBC rows too.
+            "$bench" postgresql "${OBX_TEST_PG}Protocol=7.4-1;" "$n"
+            "$here/db.sh" stop pg >/dev/null
+            ;;
+        mariadb)
+            "$here/db.sh" start mariadb >/dev/null
+            eval "$("$here/db.sh" env mariadb)"
+            "$bench" mariadb "$OBX_TEST_MY" "$n"
+            "$here/db.sh" stop mariadb >/dev/null
+            ;;
+        *) echo "bench.sh: unknown backend '$b'" >&2; exit 2 ;;
+    esac
+done

@@ -9,6 +9,9 @@
 #   static   musl-tools dpkg-dev tcl xz-utils (static builds: musl, and the
 #            SQLite ODBC driver and SQLite built from Debian's sources)
 #   cross    the aarch64 and armhf cross compilers, qemu-user-static
+#   bench    libpq-dev libsqlite3-dev (make bench only: the ideal outbox through
+#            libpq and the sqlite3 C API, the physical limit the library is
+#            measured against)
 #   all      all of the above
 # With no group, "build" is used.
 #
@@ -34,10 +37,10 @@
 #   - postgresql-15 only recommends sysstat.
 set -euo pipefail
 
-readonly GROUPS_ALL="build pg mariadb tsql check static cross"
+readonly GROUPS_ALL="build pg mariadb tsql check static cross bench"
 
 usage() {
-    echo "usage: ${0##*/} [build|pg|mariadb|tsql|check|static|cross|all]...   (default: build)"
+    echo "usage: ${0##*/} [build|pg|mariadb|tsql|check|static|cross|bench|all]...   (default: build)"
 }
 
 # The packages in one group.
@@ -51,6 +54,7 @@ group_packages() {
         # dpkg-dev runs 'apt-get source'; tcl generates SQLite's amalgamation.
         static)  echo "musl-tools dpkg-dev tcl xz-utils" ;;
         cross)   echo "gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user-static" ;;
+        bench)   echo "libpq-dev libsqlite3-dev" ;;
         *)       return 1 ;;
     esac
 }
