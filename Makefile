@@ -44,7 +44,7 @@ TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $
 all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant
 
 deps:
-	@tests/deps.sh build pg mariadb tsql check static cross
+	@tests/deps.sh build pg mariadb tsql check static cross bench
 
 $(B) $(B)/asan:
 	@mkdir -p $@
@@ -139,7 +139,7 @@ fuzz:
 
 # ---- check ----------------------------------------------------------------------
 check:
-	@tests/deps.sh build pg mariadb tsql check static cross
+	@tests/deps.sh build pg mariadb tsql check static cross bench
 	@$(MAKE) --no-print-directory check-common check-docs check-warnings check-cxx check-link check-nm \
 	  check-32bit check-deps check-options
 	@$(MAKE) --no-print-directory test
@@ -159,7 +159,8 @@ check-docs: | $(B)
 check-warnings: | $(B)
 	@for cc in gcc clang; do for std in c99 c11; do \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/test_sqlserver.c tests/fake_odbc.c tests/fake_selftest.c tests/fuzz_core.c tests/fuzz_replay.c || exit 1; \
-	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c tests/bench.c examples/quickstart.c examples/webhook_inbox.c examples/multi_tenant.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c examples/quickstart.c examples/webhook_inbox.c examples/multi_tenant.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -I. -I$(BENCH_PQ_INC) tests/bench.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11)"
 
