@@ -2502,8 +2502,7 @@ typedef struct ibx__entry {
     int64_t next_reap_ms;        /* monotonic; 0 = at once */
     int64_t next_cleanup_ms;
     int seen;                    /* in the latest discovery result: 1 kept, 2 new */
-    int failures;                /* dispatch rounds failed in a row ... */
-    int64_t rest_until_ms;       /* ... so the dispatcher leaves it alone until then */
+    int failures;                /* dispatch rounds failed in a row (for the log) */
 } ibx__entry;
 
 /* The stores of a provider, opened and closed through callbacks so that
@@ -4770,6 +4769,7 @@ struct ibx_dispatcher {
     ibx_selector selector;
     ibx_strategy strategy;
     int empty_streak;
+    int fail_streak;             /* rounds failed in a row, over a provider's stores */
     ibx__renewer *renewer;       /* renews a batch's leases while it is handled; NULL: none */
     int64_t max_handler_ms;
     int *acked;                  /* indexes of messages handled with success */
@@ -5086,25 +5086,24 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
 
 /* One round over a provider's stores: refresh discovery when due, then
  * poll the store the strategy picks; housekeeping runs per store. */
-/* A store of a provider that failed rests, on its own clock, as the loop
- * would after a failed round (ibx__error_wait_ms); the others go on. */
+/* A store of a provider failed a round: its error becomes the dispatcher's
+ * (the store may be closed by the next discovery), logged on the first
+ * failure in a row and then once every 60. */
 static ibx_result ibx__store_failed(ibx_dispatcher *d, ibx__entry *e, ibx_result r) {
-    int64_t now = ibx__mono_ms(d->hooks), wait = ibx__error_wait_ms(r, ++e->failures, d->timing.error_ms);
     ibx_store *s = (ibx_store *)e->store;
     d->own_err = s->err;
-    e->rest_until_ms = ibx__sat_add(now, wait);
-    if (e->failures == 1 || e->failures % 60 == 0)
+    if (e->failures++ % 60 == 0)
         ibx__log(d->hooks, e->failures == 1 ? IBX_LOG_ERROR : IBX_LOG_WARN, s->store_id,
-                 "dispatch failed (%d in a row): %s: %s (%s); this database rests %lld ms, the others go on",
-                 e->failures, ibx__result_str(r), s->err.message, s->err.where, (long long)wait);
+                 "dispatch failed (%d in a row): %s: %s (%s); the other databases go on",
+                 e->failures, ibx__result_str(r), s->err.message, s->err.where);
     return r;
 }
 
 static ibx_result ibx__dispatch_many(ibx_dispatcher *d, ibx_run_stats *st) {
     ibx_provider *p = d->provider;
     ibx_result r;
-    int count, pick = 0, tries;
-    ibx__entry *e = NULL;
+    int count, pick;
+    ibx__entry *e;
     if (p->discover && ibx__mono_ms(d->hooks) >= p->next_refresh_ms)
         ibx__provider_discover(p); /* a failure keeps the current set; logged */
     count = p->reg.count;
@@ -5112,26 +5111,22 @@ static ibx_result ibx__dispatch_many(ibx_dispatcher *d, ibx_run_stats *st) {
         ibx__selector_resize(&d->selector, count);
         d->empty_streak = 0;
     }
-    for (tries = 0; tries < count; tries++) { /* the first store the strategy picks that is not resting */
-        pick = d->strategy.next ? d->strategy.next(d->strategy.user, count) : ibx__selector_next(&d->selector);
-        if (pick < 0 || pick >= count) pick = 0;
-        e = &p->reg.items[pick];
-        if (e->failures == 0 || ibx__mono_ms(d->hooks) >= e->rest_until_ms) break;
-        if (d->strategy.report) d->strategy.report(d->strategy.user, pick, 0);
-        else ibx__selector_report(&d->selector, pick, 0);
-    }
-    if (count == 0 || tries == count || !e) return IBX_EMPTY;
+    if (count == 0) return IBX_EMPTY;
+    pick = d->strategy.next ? d->strategy.next(d->strategy.user, count) : ibx__selector_next(&d->selector);
+    if (pick < 0 || pick >= count) pick = 0;
+    e = &p->reg.items[pick];
     r = ibx__dispatch_store(d, (ibx_store *)e->store, e, st);
     if (d->strategy.report) d->strategy.report(d->strategy.user, pick, st->claimed);
     else ibx__selector_report(&d->selector, pick, st->claimed);
-    if (r < 0) { /* alone, the failure is the round's; else the others go on */
-        ibx__store_failed(d, e, r);
-        return count == 1 ? r : IBX_OK;
+    if (r < 0) {
+        d->fail_streak++;
+        return ibx__store_failed(d, e, r);
     }
     if (e->failures > 0)
         ibx__log(d->hooks, IBX_LOG_INFO, ((ibx_store *)e->store)->store_id,
                  "dispatch works again after %d failed round(s)", e->failures);
     e->failures = 0;
+    d->fail_streak = 0;
     d->empty_streak = st->claimed > 0 ? 0 : d->empty_streak + 1;
     /* Empty only when every store has answered empty in a row. */
     return st->claimed > 0 || d->empty_streak < count ? IBX_OK : IBX_EMPTY;
@@ -5147,8 +5142,14 @@ IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *d, ibx_run_stats *sta
     return r;
 }
 
-static ibx_result ibx__dispatch_round(void *d) {
-    return ibx_dispatcher_run_once((ibx_dispatcher *)d, NULL);
+/* One round of run(). With many databases, one that fails does not make
+ * the others wait: the loop goes on at once until every database has
+ * failed in a row, and only then waits as after a failed round. */
+static ibx_result ibx__dispatch_round(void *vd) {
+    ibx_dispatcher *d = (ibx_dispatcher *)vd;
+    ibx_result r = ibx_dispatcher_run_once(d, NULL);
+    if (r < 0 && d->provider && d->fail_streak < d->provider->reg.count) return IBX_OK;
+    return r;
 }
 
 IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *d) {

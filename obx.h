@@ -2572,8 +2572,7 @@ typedef struct obx__entry {
     int64_t next_reap_ms;        /* monotonic; 0 = at once */
     int64_t next_cleanup_ms;
     int seen;                    /* in the latest discovery result: 1 kept, 2 new */
-    int failures;                /* dispatch rounds failed in a row ... */
-    int64_t rest_until_ms;       /* ... so the dispatcher leaves it alone until then */
+    int failures;                /* dispatch rounds failed in a row (for the log) */
 } obx__entry;
 
 /* The stores of a provider, opened and closed through callbacks so that
@@ -4946,6 +4945,7 @@ struct obx_dispatcher {
     obx_selector selector;
     obx_strategy strategy;
     int empty_streak;
+    int fail_streak;             /* rounds failed in a row, over a provider's stores */
     obx__renewer *renewer;       /* renews a batch's leases while it is handled; NULL: none */
     int64_t max_handler_ms;
     int *acked;                  /* indexes of messages handled with success */
@@ -5262,25 +5262,24 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
 
 /* One round over a provider's stores: refresh discovery when due, then
  * poll the store the strategy picks; housekeeping runs per store. */
-/* A store of a provider that failed rests, on its own clock, as the loop
- * would after a failed round (obx__error_wait_ms); the others go on. */
+/* A store of a provider failed a round: its error becomes the dispatcher's
+ * (the store may be closed by the next discovery), logged on the first
+ * failure in a row and then once every 60. */
 static obx_result obx__store_failed(obx_dispatcher *d, obx__entry *e, obx_result r) {
-    int64_t now = obx__mono_ms(d->hooks), wait = obx__error_wait_ms(r, ++e->failures, d->timing.error_ms);
     obx_store *s = (obx_store *)e->store;
     d->own_err = s->err;
-    e->rest_until_ms = obx__sat_add(now, wait);
-    if (e->failures == 1 || e->failures % 60 == 0)
+    if (e->failures++ % 60 == 0)
         obx__log(d->hooks, e->failures == 1 ? OBX_LOG_ERROR : OBX_LOG_WARN, s->store_id,
-                 "dispatch failed (%d in a row): %s: %s (%s); this database rests %lld ms, the others go on",
-                 e->failures, obx__result_str(r), s->err.message, s->err.where, (long long)wait);
+                 "dispatch failed (%d in a row): %s: %s (%s); the other databases go on",
+                 e->failures, obx__result_str(r), s->err.message, s->err.where);
     return r;
 }
 
 static obx_result obx__dispatch_many(obx_dispatcher *d, obx_run_stats *st) {
     obx_provider *p = d->provider;
     obx_result r;
-    int count, pick = 0, tries;
-    obx__entry *e = NULL;
+    int count, pick;
+    obx__entry *e;
     if (p->discover && obx__mono_ms(d->hooks) >= p->next_refresh_ms)
         obx__provider_discover(p); /* a failure keeps the current set; logged */
     count = p->reg.count;
@@ -5288,26 +5287,22 @@ static obx_result obx__dispatch_many(obx_dispatcher *d, obx_run_stats *st) {
         obx__selector_resize(&d->selector, count);
         d->empty_streak = 0;
     }
-    for (tries = 0; tries < count; tries++) { /* the first store the strategy picks that is not resting */
-        pick = d->strategy.next ? d->strategy.next(d->strategy.user, count) : obx__selector_next(&d->selector);
-        if (pick < 0 || pick >= count) pick = 0;
-        e = &p->reg.items[pick];
-        if (e->failures == 0 || obx__mono_ms(d->hooks) >= e->rest_until_ms) break;
-        if (d->strategy.report) d->strategy.report(d->strategy.user, pick, 0);
-        else obx__selector_report(&d->selector, pick, 0);
-    }
-    if (count == 0 || tries == count || !e) return OBX_EMPTY;
+    if (count == 0) return OBX_EMPTY;
+    pick = d->strategy.next ? d->strategy.next(d->strategy.user, count) : obx__selector_next(&d->selector);
+    if (pick < 0 || pick >= count) pick = 0;
+    e = &p->reg.items[pick];
     r = obx__dispatch_store(d, (obx_store *)e->store, e, st);
     if (d->strategy.report) d->strategy.report(d->strategy.user, pick, st->claimed);
     else obx__selector_report(&d->selector, pick, st->claimed);
-    if (r < 0) { /* alone, the failure is the round's; else the others go on */
-        obx__store_failed(d, e, r);
-        return count == 1 ? r : OBX_OK;
+    if (r < 0) {
+        d->fail_streak++;
+        return obx__store_failed(d, e, r);
     }
     if (e->failures > 0)
         obx__log(d->hooks, OBX_LOG_INFO, ((obx_store *)e->store)->store_id,
                  "dispatch works again after %d failed round(s)", e->failures);
     e->failures = 0;
+    d->fail_streak = 0;
     d->empty_streak = st->claimed > 0 ? 0 : d->empty_streak + 1;
     /* Empty only when every store has answered empty in a row. */
     return st->claimed > 0 || d->empty_streak < count ? OBX_OK : OBX_EMPTY;
@@ -5323,8 +5318,14 @@ OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *d, obx_run_stats *sta
     return r;
 }
 
-static obx_result obx__dispatch_round(void *d) {
-    return obx_dispatcher_run_once((obx_dispatcher *)d, NULL);
+/* One round of run(). With many databases, one that fails does not make
+ * the others wait: the loop goes on at once until every database has
+ * failed in a row, and only then waits as after a failed round. */
+static obx_result obx__dispatch_round(void *vd) {
+    obx_dispatcher *d = (obx_dispatcher *)vd;
+    obx_result r = obx_dispatcher_run_once(d, NULL);
+    if (r < 0 && d->provider && d->fail_streak < d->provider->reg.count) return OBX_OK;
+    return r;
 }
 
 OBX_API obx_result obx_dispatcher_run(obx_dispatcher *d) {
