@@ -470,6 +470,14 @@ typedef struct ibx_store_desc {
     int deploy_schema;           /* nonzero: create the table and indexes if missing */
     ibx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
     ibx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
+    int statement_timeout_seconds; /* default 0: none. A statement that has no answer after
+                                    this long fails as IBX_ERR_DB_TRANSIENT, saying so:
+                                    PostgreSQL cancels it on the server (which a frozen
+                                    server cannot do); MariaDB's driver stops waiting for the
+                                    socket (READ_TIMEOUT/WRITE_TIMEOUT, added to the
+                                    connection string), which also ends a wait on a frozen
+                                    server; SQLite and SQL Server drivers: as they honour
+                                    SQL_ATTR_QUERY_TIMEOUT */
     int login_timeout_seconds;   /* default 10: give up connecting (and reconnecting) after
                                     this long, so an unreachable or frozen server is an error
                                     (IBX_ERR_DB_TRANSIENT), not a hang; -1: the driver's own */
@@ -1393,6 +1401,8 @@ typedef struct ibx__dialect {
                                    driver pings), so it may be asked before every commit */
     int pads_text;              /* "m1" = "m1 " in every collation (SQL Server): text keys
                                    ending in a space are refused, or they would collide */
+    const char *timeout_keys;   /* connection-string keys (space-separated) that make the
+                                   driver stop waiting for the socket after N s, or NULL */
 } ibx__dialect;
 
 static const ibx__native_fault ibx__sqlite_natives[] = {
@@ -1426,29 +1436,29 @@ static const ibx__native_fault ibx__no_natives[] = {{0, 0}};
 /* Indexed by ibx_dialect. */
 static const ibx__dialect ibx__dialects[] = {
     {IBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     ibx__no_natives, 0, 0, ";\n", 1, 0},
+     ibx__no_natives, 0, 0, ";\n", 1, 0, NULL},
     {IBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, 0, ";\n", 1, 0},
+     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL},
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
     {IBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, 0, 0, ";\n", 1, 0},
+     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, 0, 0, ";\n", 1, 0, NULL},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
     {IBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, NULL, SQL_TXN_READ_COMMITTED, 0,
      '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     ibx__mariadb_natives, 0, 0, ";\n", 0, 0},
+     ibx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT"},
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
     {IBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", ibx__sqlserver_natives, 1,
-     1, "\nGO\n", 1, 1},
+     1, "\nGO\n", 1, 1, NULL},
 };
 #define IBX__DIALECT_COUNT ((int)(sizeof ibx__dialects / sizeof ibx__dialects[0]))
 
@@ -1697,6 +1707,7 @@ typedef struct ibx__db {
     char *connstr;               /* the string actually used, kept for reconnects */
     ibx_dialect forced;          /* dialect the caller forced, or AUTO */
     long login_timeout_s;        /* SQL_ATTR_LOGIN_TIMEOUT before each connect; 0: the driver's */
+    long statement_timeout_s;    /* a statement's limit (see ibx__stmt, connect); 0: none */
     int connected;
     int lost;                    /* the connection died: reopen before the next use */
     int in_tx;                   /* a unit of work is open */
@@ -1908,6 +1919,7 @@ IBX__PRIVATE void ibx__db_disconnect(ibx__db *db) {
 IBX__PRIVATE ibx_result ibx__db_connect(ibx__db *db, const char *connstr) {
     ibx_result r;
     const char *extra;
+    char timeouts[96];
     size_t n;
     db->own_connection = 1;
     if (!db->env) {
@@ -1933,16 +1945,36 @@ IBX__PRIVATE ibx_result ibx__db_connect(ibx__db *db, const char *connstr) {
     if (r != IBX_OK) return r;
     r = ibx__db_setup(db);
     if (r != IBX_OK) return r;
-    extra = db->d->connect_extra;
-    if (!extra || ibx__contains_nocase(db->connstr, db->d->connect_key)) return IBX_OK;
+    /* What the dialect wants in the connection string, when the caller
+     * did not say: its keys, and the statement timeout as socket timeouts. */
+    extra = db->d->connect_extra && !ibx__contains_nocase(db->connstr, db->d->connect_key)
+                ? db->d->connect_extra : "";
+    timeouts[0] = '\0';
+    if (db->statement_timeout_s > 0 && db->d->timeout_keys) {
+        const char *k = db->d->timeout_keys;
+        size_t used = 0;
+        while (*k && used < sizeof timeouts) { /* "KEY=<s>;" for each key the caller did not set */
+            size_t len = strcspn(k, " ");
+            char key[32];
+            snprintf(key, sizeof key, "%.*s=", (int)len, k);
+            if (!ibx__contains_nocase(db->connstr, key)) {
+                int w = snprintf(timeouts + used, sizeof timeouts - used, "%s%ld;", key,
+                                 db->statement_timeout_s);
+                used += w > 0 ? (size_t)w : 0;
+            }
+            k += len + (k[len] == ' ');
+        }
+    }
+    if (!extra[0] && !timeouts[0]) return IBX_OK;
     n = strlen(db->connstr);
     {
-        char *longer = (char *)ibx__alloc(db->hooks, n + strlen(extra) + 2);
+        char *longer = (char *)ibx__alloc(db->hooks, n + strlen(extra) + strlen(timeouts) + 2);
         if (!longer) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "connection_string", "out of memory");
         memcpy(longer, db->connstr, n);
         longer[n] = '\0';
         if (n > 0 && longer[n - 1] != ';') strcat(longer, ";");
         strcat(longer, extra);
+        strcat(longer, timeouts);
         ibx__free(db->hooks, db->connstr);
         db->connstr = longer;
     }
@@ -2104,6 +2136,8 @@ IBX__PRIVATE ibx_result ibx__stmt(ibx__db *db, int slot, const char *sql, SQLHST
         ibx__free(db->hooks, plain);
         return ibx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLAllocHandle(STMT)");
     }
+    if (db->statement_timeout_s > 0) /* honoured by psqlODBC; others ignore it or warn */
+        SQLSetStmtAttr(st, SQL_ATTR_QUERY_TIMEOUT, (SQLPOINTER)(uintptr_t)db->statement_timeout_s, 0);
     r = ibx__check(db, SQLPrepare(st, IBX__SQLTEXT(sql), SQL_NTS), SQL_HANDLE_STMT, st,
                    "SQLPrepare");
     ibx__free(db->hooks, plain);
@@ -2155,8 +2189,8 @@ IBX__PRIVATE ibx_result ibx__bind(ibx__db *db, SQLHSTMT st, ibx__param *ps, int 
  * SQL_NO_DATA (a zero-row UPDATE/DELETE on PostgreSQL and SQLite) is
  * success with 0 rows. With `cursor` set, the result set is left
  * open for ibx__fetch; close it with ibx__close. */
-IBX__PRIVATE ibx_result ibx__exec(ibx__db *db, int slot, const char *sql, ibx__param *ps, int n,
-                                  int64_t *rows, SQLHSTMT *cursor) {
+static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__param *ps, int n,
+                                 int64_t *rows, SQLHSTMT *cursor) {
     SQLHSTMT st = NULL;
     SQLRETURN rc;
     ibx_result r = ibx__stmt(db, slot, sql, &st);
@@ -2220,6 +2254,25 @@ IBX__PRIVATE ibx_result ibx__exec(ibx__db *db, int slot, const char *sql, ibx__p
     }
     SQLFreeStmt(st, SQL_CLOSE);
     return IBX_OK;
+}
+
+/* Run the statement in `slot` (ibx__exec_once). With a statement timeout,
+ * a call that fails only after the timeout has passed says so: drivers
+ * report it as a lost connection (MariaDB's socket timeout) or a cancel. */
+IBX__PRIVATE ibx_result ibx__exec(ibx__db *db, int slot, const char *sql, ibx__param *ps, int n,
+                                  int64_t *rows, SQLHSTMT *cursor) {
+    int64_t t0 = db->statement_timeout_s > 0 ? ibx__mono_ms(db->hooks) : 0, waited;
+    ibx_result r = ibx__exec_once(db, slot, sql, ps, n, rows, cursor);
+    if (r != IBX_ERR_DB_TRANSIENT || db->statement_timeout_s <= 0) return r;
+    waited = ibx__mono_ms(db->hooks) - t0;
+    if (waited >= (int64_t)db->statement_timeout_s * 900) { /* 90 %: timers are coarse */
+        char text[sizeof db->err->message];
+        snprintf(text, sizeof text, "statement timeout: no answer in %lld ms (limit %ld s): %.400s",
+                 (long long)waited, db->statement_timeout_s, db->err->message);
+        ibx__copy(db->err->message, sizeof db->err->message, text);
+        ibx__log(db->hooks, IBX_LOG_WARN, db->store_id, "%s", text);
+    }
+    return r;
 }
 
 /* IBX_OK with a row, IBX_EMPTY at the end of the result set, or an error. */
@@ -3901,6 +3954,7 @@ IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out) {
     s->db.forced = desc->dialect;
     s->db.login_timeout_s = desc->login_timeout_seconds == 0 ? IBX__LOGIN_TIMEOUT_DEFAULT_S
                           : desc->login_timeout_seconds < 0 ? 0 : desc->login_timeout_seconds;
+    s->db.statement_timeout_s = desc->statement_timeout_seconds > 0 ? desc->statement_timeout_seconds : 0;
     s->metrics = desc->metrics;
     s->message_log_level = desc->message_log_level ? desc->message_log_level : IBX_LOG_DEBUG;
     *out = s;
@@ -4612,6 +4666,7 @@ static ibx_result ibx__renew_connect(ibx__renewer *w) {
     w->side.store_id = s->store_id;
     w->side.forced = s->db.d->id;
     w->side.login_timeout_s = s->db.login_timeout_s;
+    w->side.statement_timeout_s = s->db.statement_timeout_s;
     w->side_for = s;
     return ibx__db_connect(&w->side, s->db.connstr);
 }

@@ -474,6 +474,14 @@ typedef struct obx_store_desc {
     const char *worker_name;     /* ProcessedBy on ack; default: the owner token */
     obx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
     obx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
+    int statement_timeout_seconds; /* default 0: none. A statement that has no answer after
+                                    this long fails as OBX_ERR_DB_TRANSIENT, saying so:
+                                    PostgreSQL cancels it on the server (which a frozen
+                                    server cannot do); MariaDB's driver stops waiting for the
+                                    socket (READ_TIMEOUT/WRITE_TIMEOUT, added to the
+                                    connection string), which also ends a wait on a frozen
+                                    server; SQLite and SQL Server drivers: as they honour
+                                    SQL_ATTR_QUERY_TIMEOUT */
     int login_timeout_seconds;   /* default 10: give up connecting (and reconnecting) after
                                     this long, so an unreachable or frozen server is an error
                                     (OBX_ERR_DB_TRANSIENT), not a hang; -1: the driver's own */
@@ -1463,6 +1471,8 @@ typedef struct obx__dialect {
                                    driver pings), so it may be asked before every commit */
     int pads_text;              /* "m1" = "m1 " in every collation (SQL Server): text keys
                                    ending in a space are refused, or they would collide */
+    const char *timeout_keys;   /* connection-string keys (space-separated) that make the
+                                   driver stop waiting for the socket after N s, or NULL */
 } obx__dialect;
 
 static const obx__native_fault obx__sqlite_natives[] = {
@@ -1496,29 +1506,29 @@ static const obx__native_fault obx__no_natives[] = {{0, 0}};
 /* Indexed by obx_dialect. */
 static const obx__dialect obx__dialects[] = {
     {OBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     obx__no_natives, 0, 0, ";\n", 1, 0},
+     obx__no_natives, 0, 0, ";\n", 1, 0, NULL},
     {OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, 0, ";\n", 1, 0},
+     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL},
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
     {OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, 0, 0, ";\n", 1, 0},
+     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, 0, 0, ";\n", 1, 0, NULL},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
     {OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, NULL, SQL_TXN_READ_COMMITTED, 0,
      '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     obx__mariadb_natives, 0, 0, ";\n", 0, 0},
+     obx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT"},
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
     {OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives, 1,
-     1, "\nGO\n", 1, 1},
+     1, "\nGO\n", 1, 1, NULL},
 };
 #define OBX__DIALECT_COUNT ((int)(sizeof obx__dialects / sizeof obx__dialects[0]))
 
@@ -1767,6 +1777,7 @@ typedef struct obx__db {
     char *connstr;               /* the string actually used, kept for reconnects */
     obx_dialect forced;          /* dialect the caller forced, or AUTO */
     long login_timeout_s;        /* SQL_ATTR_LOGIN_TIMEOUT before each connect; 0: the driver's */
+    long statement_timeout_s;    /* a statement's limit (see obx__stmt, connect); 0: none */
     int connected;
     int lost;                    /* the connection died: reopen before the next use */
     int in_tx;                   /* a unit of work is open */
@@ -1978,6 +1989,7 @@ OBX__PRIVATE void obx__db_disconnect(obx__db *db) {
 OBX__PRIVATE obx_result obx__db_connect(obx__db *db, const char *connstr) {
     obx_result r;
     const char *extra;
+    char timeouts[96];
     size_t n;
     db->own_connection = 1;
     if (!db->env) {
@@ -2003,16 +2015,36 @@ OBX__PRIVATE obx_result obx__db_connect(obx__db *db, const char *connstr) {
     if (r != OBX_OK) return r;
     r = obx__db_setup(db);
     if (r != OBX_OK) return r;
-    extra = db->d->connect_extra;
-    if (!extra || obx__contains_nocase(db->connstr, db->d->connect_key)) return OBX_OK;
+    /* What the dialect wants in the connection string, when the caller
+     * did not say: its keys, and the statement timeout as socket timeouts. */
+    extra = db->d->connect_extra && !obx__contains_nocase(db->connstr, db->d->connect_key)
+                ? db->d->connect_extra : "";
+    timeouts[0] = '\0';
+    if (db->statement_timeout_s > 0 && db->d->timeout_keys) {
+        const char *k = db->d->timeout_keys;
+        size_t used = 0;
+        while (*k && used < sizeof timeouts) { /* "KEY=<s>;" for each key the caller did not set */
+            size_t len = strcspn(k, " ");
+            char key[32];
+            snprintf(key, sizeof key, "%.*s=", (int)len, k);
+            if (!obx__contains_nocase(db->connstr, key)) {
+                int w = snprintf(timeouts + used, sizeof timeouts - used, "%s%ld;", key,
+                                 db->statement_timeout_s);
+                used += w > 0 ? (size_t)w : 0;
+            }
+            k += len + (k[len] == ' ');
+        }
+    }
+    if (!extra[0] && !timeouts[0]) return OBX_OK;
     n = strlen(db->connstr);
     {
-        char *longer = (char *)obx__alloc(db->hooks, n + strlen(extra) + 2);
+        char *longer = (char *)obx__alloc(db->hooks, n + strlen(extra) + strlen(timeouts) + 2);
         if (!longer) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "connection_string", "out of memory");
         memcpy(longer, db->connstr, n);
         longer[n] = '\0';
         if (n > 0 && longer[n - 1] != ';') strcat(longer, ";");
         strcat(longer, extra);
+        strcat(longer, timeouts);
         obx__free(db->hooks, db->connstr);
         db->connstr = longer;
     }
@@ -2174,6 +2206,8 @@ OBX__PRIVATE obx_result obx__stmt(obx__db *db, int slot, const char *sql, SQLHST
         obx__free(db->hooks, plain);
         return obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLAllocHandle(STMT)");
     }
+    if (db->statement_timeout_s > 0) /* honoured by psqlODBC; others ignore it or warn */
+        SQLSetStmtAttr(st, SQL_ATTR_QUERY_TIMEOUT, (SQLPOINTER)(uintptr_t)db->statement_timeout_s, 0);
     r = obx__check(db, SQLPrepare(st, OBX__SQLTEXT(sql), SQL_NTS), SQL_HANDLE_STMT, st,
                    "SQLPrepare");
     obx__free(db->hooks, plain);
@@ -2225,8 +2259,8 @@ OBX__PRIVATE obx_result obx__bind(obx__db *db, SQLHSTMT st, obx__param *ps, int 
  * SQL_NO_DATA (a zero-row UPDATE/DELETE on PostgreSQL and SQLite) is
  * success with 0 rows. With `cursor` set, the result set is left
  * open for obx__fetch; close it with obx__close. */
-OBX__PRIVATE obx_result obx__exec(obx__db *db, int slot, const char *sql, obx__param *ps, int n,
-                                  int64_t *rows, SQLHSTMT *cursor) {
+static obx_result obx__exec_once(obx__db *db, int slot, const char *sql, obx__param *ps, int n,
+                                 int64_t *rows, SQLHSTMT *cursor) {
     SQLHSTMT st = NULL;
     SQLRETURN rc;
     obx_result r = obx__stmt(db, slot, sql, &st);
@@ -2290,6 +2324,25 @@ OBX__PRIVATE obx_result obx__exec(obx__db *db, int slot, const char *sql, obx__p
     }
     SQLFreeStmt(st, SQL_CLOSE);
     return OBX_OK;
+}
+
+/* Run the statement in `slot` (obx__exec_once). With a statement timeout,
+ * a call that fails only after the timeout has passed says so: drivers
+ * report it as a lost connection (MariaDB's socket timeout) or a cancel. */
+OBX__PRIVATE obx_result obx__exec(obx__db *db, int slot, const char *sql, obx__param *ps, int n,
+                                  int64_t *rows, SQLHSTMT *cursor) {
+    int64_t t0 = db->statement_timeout_s > 0 ? obx__mono_ms(db->hooks) : 0, waited;
+    obx_result r = obx__exec_once(db, slot, sql, ps, n, rows, cursor);
+    if (r != OBX_ERR_DB_TRANSIENT || db->statement_timeout_s <= 0) return r;
+    waited = obx__mono_ms(db->hooks) - t0;
+    if (waited >= (int64_t)db->statement_timeout_s * 900) { /* 90 %: timers are coarse */
+        char text[sizeof db->err->message];
+        snprintf(text, sizeof text, "statement timeout: no answer in %lld ms (limit %ld s): %.400s",
+                 (long long)waited, db->statement_timeout_s, db->err->message);
+        obx__copy(db->err->message, sizeof db->err->message, text);
+        obx__log(db->hooks, OBX_LOG_WARN, db->store_id, "%s", text);
+    }
+    return r;
 }
 
 /* OBX_OK with a row, OBX_EMPTY at the end of the result set, or an error. */
@@ -4077,6 +4130,7 @@ OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
     s->db.forced = desc->dialect;
     s->db.login_timeout_s = desc->login_timeout_seconds == 0 ? OBX__LOGIN_TIMEOUT_DEFAULT_S
                           : desc->login_timeout_seconds < 0 ? 0 : desc->login_timeout_seconds;
+    s->db.statement_timeout_s = desc->statement_timeout_seconds > 0 ? desc->statement_timeout_seconds : 0;
     s->metrics = desc->metrics;
     s->message_log_level = desc->message_log_level ? desc->message_log_level : OBX_LOG_DEBUG;
     *out = s;
@@ -4788,6 +4842,7 @@ static obx_result obx__renew_connect(obx__renewer *w) {
     w->side.store_id = s->store_id;
     w->side.forced = s->db.d->id;
     w->side.login_timeout_s = s->db.login_timeout_s;
+    w->side.statement_timeout_s = s->db.statement_timeout_s;
     w->side_for = s;
     return obx__db_connect(&w->side, s->db.connstr);
 }

@@ -3055,6 +3055,48 @@ static void test_lease_extend(void) {
     obx_store_close(s);
 }
 
+
+/* A statement timeout ends a wait that would otherwise have no end (a row
+ * locked by another session here; a frozen server in the torture suite),
+ * as a transient error that says so (CORE-STATEMENT-TIMEOUT). */
+static void test_statement_timeout(void) {
+    obx_store *s = fresh(), *t = NULL;
+    obx_store_desc desc;
+    caller_conn c;
+    const obx_message *ms;
+    char id[37], owner[37], lock[300];
+    const char *ids[1];
+    int n = 0;
+    int64_t t0, changed = -1;
+    TT_ASSERT(s != NULL && enqueue(s, "t", "{}", id));
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.store_id = "obx-test";
+    desc.statement_timeout_seconds = 1;
+    desc.hooks.logger.log = keep_log;
+    TT_EQ_INT(obx_store_open(&desc, &t), OBX_OK);
+    obx_owner_token(t, owner);
+    TT_EQ_INT(obx_claim(t, owner, 30, 10, &ms, &n), OBX_OK);
+    TT_ASSERT(caller_open(&c));
+    snprintf(lock, sizeof lock, g_my ? "UPDATE Outbox SET LastError = 'held' WHERE Id = '%s'"
+                                     : "UPDATE dbo.\"Outbox\" SET \"LastError\" = 'held' WHERE \"Id\" = '%s'", id);
+    TT_ASSERT(caller_exec(&c, lock)); /* the row is locked until we roll back */
+    ids[0] = id;
+    log_reset();
+    t0 = now_ms();
+    TT_EQ_INT(obx_ack(t, owner, ids, 1, &changed), OBX_ERR_DB_TRANSIENT);
+    if (now_ms() - t0 >= 10000) printf("    took %lld ms: %s\n", (long long)(now_ms() - t0), obx_store_last_error(t)->message);
+    TT_EXPECT(now_ms() - t0 < 10000);
+    TT_EXPECT(strstr(obx_store_last_error(t)->message, "timeout") != NULL ||
+              strstr(obx_store_last_error(t)->message, "57014") != NULL);
+    TT_ASSERT(caller_end(&c, 0));
+    caller_close(&c);
+    TT_EQ_INT(obx_ack(t, owner, ids, 1, &changed), OBX_OK); /* reconnects if it must, and goes on */
+    TT_EQ_INT(changed, 1);
+    obx_store_close(t);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -3193,6 +3235,8 @@ int main(int argc, char **argv) {
     RUN("CORE-RANGES", "abandon delay, cleanup retention and owner token: one rule, refused before SQL", test_ranges);
     RUN("CORE-LOG-FORGE", "names with control characters refused; logged text cannot start a line", test_log_forging);
     RUN("CORE-HOOKS-WHOLE", "a half-set allocator is refused", test_half_allocator);
+    if (g_srv)
+        RUN("CORE-STATEMENT-TIMEOUT", "a statement with no answer within statement_timeout_seconds fails, transient, saying so", test_statement_timeout);
     if (g_srv)
         RUN("CORE-TIME-ZONE", "times are right whatever the session's time zone (caller's and adopted connections)", test_time_zone);
     RUN("CORE-ADOPT-AUTOCOMMIT", "an adopted connection in the wrong autocommit mode is refused, naming the cause", test_adopt_autocommit);
