@@ -952,22 +952,24 @@ IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *dispatc
 #include <pthread.h>
 #endif
 
+/* One definition for the whole program, whichever file comes first: weak
+ * where the compiler has it (else one per file). */
+#if defined(__GNUC__) || defined(__clang__)
+#define IBX__SHARED __attribute__((weak))
+#else
+#define IBX__SHARED static
+#endif
+
 /* >>common-end head */
 
 /* The lock around connecting (see ibx__driver_connect), shared by obx.h and
  * ibx.h in one program: in one file through the guard, in two through a
- * weak symbol that the linker makes one. */
-#ifndef IBX_NO_THREADS
-#ifndef OBX_IBX_CONNECT_LOCK_DEFINED
+ * weak symbol that the linker makes one (IBX__SHARED, above). */
+#if !defined(IBX_NO_THREADS) && !defined(OBX_IBX_CONNECT_LOCK_DEFINED)
 #define OBX_IBX_CONNECT_LOCK_DEFINED
-#if defined(__GNUC__) || defined(__clang__)
-__attribute__((weak)) pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
-#else
-static pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER; /* no weak symbols here */
-#endif
+IBX__SHARED pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
 #endif
 #define IBX__CONNECT_LOCK obx_ibx_connect_lock
-#endif
 
 /* >>common-begin core */
 
@@ -1916,11 +1918,43 @@ IBX__PRIVATE void ibx__db_disconnect(ibx__db *db) {
 
 /* Connect with a connection string. When the detected dialect wants a key
  * the caller did not set (psqlODBC's Protocol), reconnect once with it. */
+/* What the dialect wants in the connection string when the caller did not
+ * say it: its keys (connect_extra), and the statement timeout as socket
+ * timeouts. Returns 1 when db->connstr grew (then reconnect), 0 when
+ * nothing was added, -1 when out of memory. */
+IBX__PRIVATE int ibx__connstr_extras(ibx__db *db) {
+    const char *extra = db->d->connect_extra && !ibx__contains_nocase(db->connstr, db->d->connect_key)
+                            ? db->d->connect_extra : "";
+    const char *k = db->statement_timeout_s > 0 && db->d->timeout_keys ? db->d->timeout_keys : "";
+    char timeouts[96], *longer;
+    size_t used = 0, n = strlen(db->connstr);
+    timeouts[0] = '\0';
+    while (*k && used < sizeof timeouts) { /* "KEY=<s>;" for each key the caller did not set */
+        size_t len = strcspn(k, " ");
+        char key[32];
+        snprintf(key, sizeof key, "%.*s=", (int)len, k);
+        if (!ibx__contains_nocase(db->connstr, key)) {
+            int w = snprintf(timeouts + used, sizeof timeouts - used, "%s%ld;", key, db->statement_timeout_s);
+            used += w > 0 ? (size_t)w : 0;
+        }
+        k += len + (k[len] == ' ');
+    }
+    if (!extra[0] && !timeouts[0]) return 0;
+    longer = (char *)ibx__alloc(db->hooks, n + strlen(extra) + strlen(timeouts) + 2);
+    if (!longer) return -1;
+    memcpy(longer, db->connstr, n);
+    longer[n] = '\0';
+    if (n > 0 && longer[n - 1] != ';') strcat(longer, ";");
+    strcat(longer, extra);
+    strcat(longer, timeouts);
+    ibx__free(db->hooks, db->connstr);
+    db->connstr = longer;
+    return 1;
+}
+
 IBX__PRIVATE ibx_result ibx__db_connect(ibx__db *db, const char *connstr) {
     ibx_result r;
-    const char *extra;
-    char timeouts[96];
-    size_t n;
+    int grown;
     db->own_connection = 1;
     if (!db->env) {
         if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_ENV, NULL, &db->env))) {
@@ -1942,42 +1976,11 @@ IBX__PRIVATE ibx_result ibx__db_connect(ibx__db *db, const char *connstr) {
         if (!db->connstr) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "connection_string", "out of memory");
     }
     r = ibx__driver_connect(db, db->connstr);
+    if (r == IBX_OK) r = ibx__db_setup(db);
     if (r != IBX_OK) return r;
-    r = ibx__db_setup(db);
-    if (r != IBX_OK) return r;
-    /* What the dialect wants in the connection string, when the caller
-     * did not say: its keys, and the statement timeout as socket timeouts. */
-    extra = db->d->connect_extra && !ibx__contains_nocase(db->connstr, db->d->connect_key)
-                ? db->d->connect_extra : "";
-    timeouts[0] = '\0';
-    if (db->statement_timeout_s > 0 && db->d->timeout_keys) {
-        const char *k = db->d->timeout_keys;
-        size_t used = 0;
-        while (*k && used < sizeof timeouts) { /* "KEY=<s>;" for each key the caller did not set */
-            size_t len = strcspn(k, " ");
-            char key[32];
-            snprintf(key, sizeof key, "%.*s=", (int)len, k);
-            if (!ibx__contains_nocase(db->connstr, key)) {
-                int w = snprintf(timeouts + used, sizeof timeouts - used, "%s%ld;", key,
-                                 db->statement_timeout_s);
-                used += w > 0 ? (size_t)w : 0;
-            }
-            k += len + (k[len] == ' ');
-        }
-    }
-    if (!extra[0] && !timeouts[0]) return IBX_OK;
-    n = strlen(db->connstr);
-    {
-        char *longer = (char *)ibx__alloc(db->hooks, n + strlen(extra) + strlen(timeouts) + 2);
-        if (!longer) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "connection_string", "out of memory");
-        memcpy(longer, db->connstr, n);
-        longer[n] = '\0';
-        if (n > 0 && longer[n - 1] != ';') strcat(longer, ";");
-        strcat(longer, extra);
-        strcat(longer, timeouts);
-        ibx__free(db->hooks, db->connstr);
-        db->connstr = longer;
-    }
+    grown = ibx__connstr_extras(db);
+    if (grown < 0) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "connection_string", "out of memory");
+    if (grown == 0) return IBX_OK;
     ibx__db_disconnect(db);
     r = ibx__driver_connect(db, db->connstr);
     return r == IBX_OK ? ibx__db_setup(db) : r;
@@ -2189,6 +2192,34 @@ IBX__PRIVATE ibx_result ibx__bind(ibx__db *db, SQLHSTMT st, ibx__param *ps, int 
  * SQL_NO_DATA (a zero-row UPDATE/DELETE on PostgreSQL and SQLite) is
  * success with 0 rows. With `cursor` set, the result set is left
  * open for ibx__fetch; close it with ibx__close. */
+/* How many rows the statement just run changed. Not knowing is an error,
+ * never "0 rows": the unit rolls back rather than commit a miscounted
+ * settle. A statement whose driver row count would be ambiguous (a MariaDB
+ * upsert counts an insert and an untouched row alike) returns its count as
+ * the first column of its one row. */
+static ibx_result ibx__affected_rows(ibx__db *db, SQLHSTMT st, int64_t *rows) {
+    SQLLEN count = 0;
+    SQLSMALLINT cols = 0;
+    SQLRETURN rc;
+    ibx_result r = ibx__check(db, SQLNumResultCols(st, &cols), SQL_HANDLE_STMT, st, "SQLNumResultCols");
+    if (r != IBX_OK) return r;
+    if (cols > 0) {
+        SQLBIGINT v = 0;
+        SQLLEN ind = 0;
+        rc = SQLFetch(st);
+        if (SQL_SUCCEEDED(rc))
+            r = ibx__check(db, SQLGetData(st, 1, SQL_C_SBIGINT, &v, 0, &ind), SQL_HANDLE_STMT, st,
+                           "SQLGetData(count)");
+        else if (rc != SQL_NO_DATA)
+            r = ibx__check(db, rc, SQL_HANDLE_STMT, st, "SQLFetch(count)");
+        if (r == IBX_OK) *rows = SQL_SUCCEEDED(rc) && ind != SQL_NULL_DATA && v > 0 ? (int64_t)v : 0;
+        return r;
+    }
+    r = ibx__check(db, SQLRowCount(st, &count), SQL_HANDLE_STMT, st, "SQLRowCount");
+    if (r == IBX_OK) *rows = count < 0 ? 0 : (int64_t)count;
+    return r;
+}
+
 static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__param *ps, int n,
                                  int64_t *rows, SQLHSTMT *cursor) {
     SQLHSTMT st = NULL;
@@ -2218,42 +2249,9 @@ static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__pa
         *cursor = st;
         return IBX_OK;
     }
-    if (rows) {
-        SQLLEN count = 0;
-        SQLSMALLINT cols = 0;
-        /* Not knowing how many rows changed is an error, never "0 rows":
-         * the unit rolls back rather than commit a miscounted settle. */
-        r = ibx__check(db, SQLNumResultCols(st, &cols), SQL_HANDLE_STMT, st, "SQLNumResultCols");
-        if (r != IBX_OK) {
-            SQLFreeStmt(st, SQL_CLOSE);
-            return r;
-        }
-        if (cols > 0) {
-            /* A statement whose driver row count would be ambiguous (a
-             * MariaDB upsert counts an insert and an untouched row alike)
-             * returns its count as the first column of its one row. */
-            SQLBIGINT v = 0;
-            SQLLEN ind = 0;
-            rc = SQLFetch(st);
-            if (SQL_SUCCEEDED(rc))
-                r = ibx__check(db, SQLGetData(st, 1, SQL_C_SBIGINT, &v, 0, &ind), SQL_HANDLE_STMT, st,
-                               "SQLGetData(count)");
-            else if (rc != SQL_NO_DATA)
-                r = ibx__check(db, rc, SQL_HANDLE_STMT, st, "SQLFetch(count)");
-            SQLFreeStmt(st, SQL_CLOSE);
-            if (r != IBX_OK) return r;
-            *rows = SQL_SUCCEEDED(rc) && ind != SQL_NULL_DATA && v > 0 ? (int64_t)v : 0;
-            return IBX_OK;
-        }
-        r = ibx__check(db, SQLRowCount(st, &count), SQL_HANDLE_STMT, st, "SQLRowCount");
-        if (r != IBX_OK) {
-            SQLFreeStmt(st, SQL_CLOSE);
-            return r;
-        }
-        *rows = count < 0 ? 0 : (int64_t)count;
-    }
+    r = rows ? ibx__affected_rows(db, st, rows) : IBX_OK;
     SQLFreeStmt(st, SQL_CLOSE);
-    return IBX_OK;
+    return r;
 }
 
 /* Run the statement in `slot` (ibx__exec_once). With a statement timeout,

@@ -1022,22 +1022,24 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *erro
 #include <pthread.h>
 #endif
 
+/* One definition for the whole program, whichever file comes first: weak
+ * where the compiler has it (else one per file). */
+#if defined(__GNUC__) || defined(__clang__)
+#define OBX__SHARED __attribute__((weak))
+#else
+#define OBX__SHARED static
+#endif
+
 /* >>common-end head */
 
 /* The lock around connecting (see obx__driver_connect), shared by obx.h and
  * ibx.h in one program: in one file through the guard, in two through a
- * weak symbol that the linker makes one. */
-#ifndef OBX_NO_THREADS
-#ifndef OBX_IBX_CONNECT_LOCK_DEFINED
+ * weak symbol that the linker makes one (OBX__SHARED, above). */
+#if !defined(OBX_NO_THREADS) && !defined(OBX_IBX_CONNECT_LOCK_DEFINED)
 #define OBX_IBX_CONNECT_LOCK_DEFINED
-#if defined(__GNUC__) || defined(__clang__)
-__attribute__((weak)) pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
-#else
-static pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER; /* no weak symbols here */
-#endif
+OBX__SHARED pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
 #endif
 #define OBX__CONNECT_LOCK obx_ibx_connect_lock
-#endif
 
 /* >>common-begin core */
 
@@ -1986,11 +1988,43 @@ OBX__PRIVATE void obx__db_disconnect(obx__db *db) {
 
 /* Connect with a connection string. When the detected dialect wants a key
  * the caller did not set (psqlODBC's Protocol), reconnect once with it. */
+/* What the dialect wants in the connection string when the caller did not
+ * say it: its keys (connect_extra), and the statement timeout as socket
+ * timeouts. Returns 1 when db->connstr grew (then reconnect), 0 when
+ * nothing was added, -1 when out of memory. */
+OBX__PRIVATE int obx__connstr_extras(obx__db *db) {
+    const char *extra = db->d->connect_extra && !obx__contains_nocase(db->connstr, db->d->connect_key)
+                            ? db->d->connect_extra : "";
+    const char *k = db->statement_timeout_s > 0 && db->d->timeout_keys ? db->d->timeout_keys : "";
+    char timeouts[96], *longer;
+    size_t used = 0, n = strlen(db->connstr);
+    timeouts[0] = '\0';
+    while (*k && used < sizeof timeouts) { /* "KEY=<s>;" for each key the caller did not set */
+        size_t len = strcspn(k, " ");
+        char key[32];
+        snprintf(key, sizeof key, "%.*s=", (int)len, k);
+        if (!obx__contains_nocase(db->connstr, key)) {
+            int w = snprintf(timeouts + used, sizeof timeouts - used, "%s%ld;", key, db->statement_timeout_s);
+            used += w > 0 ? (size_t)w : 0;
+        }
+        k += len + (k[len] == ' ');
+    }
+    if (!extra[0] && !timeouts[0]) return 0;
+    longer = (char *)obx__alloc(db->hooks, n + strlen(extra) + strlen(timeouts) + 2);
+    if (!longer) return -1;
+    memcpy(longer, db->connstr, n);
+    longer[n] = '\0';
+    if (n > 0 && longer[n - 1] != ';') strcat(longer, ";");
+    strcat(longer, extra);
+    strcat(longer, timeouts);
+    obx__free(db->hooks, db->connstr);
+    db->connstr = longer;
+    return 1;
+}
+
 OBX__PRIVATE obx_result obx__db_connect(obx__db *db, const char *connstr) {
     obx_result r;
-    const char *extra;
-    char timeouts[96];
-    size_t n;
+    int grown;
     db->own_connection = 1;
     if (!db->env) {
         if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_ENV, NULL, &db->env))) {
@@ -2012,42 +2046,11 @@ OBX__PRIVATE obx_result obx__db_connect(obx__db *db, const char *connstr) {
         if (!db->connstr) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "connection_string", "out of memory");
     }
     r = obx__driver_connect(db, db->connstr);
+    if (r == OBX_OK) r = obx__db_setup(db);
     if (r != OBX_OK) return r;
-    r = obx__db_setup(db);
-    if (r != OBX_OK) return r;
-    /* What the dialect wants in the connection string, when the caller
-     * did not say: its keys, and the statement timeout as socket timeouts. */
-    extra = db->d->connect_extra && !obx__contains_nocase(db->connstr, db->d->connect_key)
-                ? db->d->connect_extra : "";
-    timeouts[0] = '\0';
-    if (db->statement_timeout_s > 0 && db->d->timeout_keys) {
-        const char *k = db->d->timeout_keys;
-        size_t used = 0;
-        while (*k && used < sizeof timeouts) { /* "KEY=<s>;" for each key the caller did not set */
-            size_t len = strcspn(k, " ");
-            char key[32];
-            snprintf(key, sizeof key, "%.*s=", (int)len, k);
-            if (!obx__contains_nocase(db->connstr, key)) {
-                int w = snprintf(timeouts + used, sizeof timeouts - used, "%s%ld;", key,
-                                 db->statement_timeout_s);
-                used += w > 0 ? (size_t)w : 0;
-            }
-            k += len + (k[len] == ' ');
-        }
-    }
-    if (!extra[0] && !timeouts[0]) return OBX_OK;
-    n = strlen(db->connstr);
-    {
-        char *longer = (char *)obx__alloc(db->hooks, n + strlen(extra) + strlen(timeouts) + 2);
-        if (!longer) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "connection_string", "out of memory");
-        memcpy(longer, db->connstr, n);
-        longer[n] = '\0';
-        if (n > 0 && longer[n - 1] != ';') strcat(longer, ";");
-        strcat(longer, extra);
-        strcat(longer, timeouts);
-        obx__free(db->hooks, db->connstr);
-        db->connstr = longer;
-    }
+    grown = obx__connstr_extras(db);
+    if (grown < 0) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "connection_string", "out of memory");
+    if (grown == 0) return OBX_OK;
     obx__db_disconnect(db);
     r = obx__driver_connect(db, db->connstr);
     return r == OBX_OK ? obx__db_setup(db) : r;
@@ -2259,6 +2262,34 @@ OBX__PRIVATE obx_result obx__bind(obx__db *db, SQLHSTMT st, obx__param *ps, int 
  * SQL_NO_DATA (a zero-row UPDATE/DELETE on PostgreSQL and SQLite) is
  * success with 0 rows. With `cursor` set, the result set is left
  * open for obx__fetch; close it with obx__close. */
+/* How many rows the statement just run changed. Not knowing is an error,
+ * never "0 rows": the unit rolls back rather than commit a miscounted
+ * settle. A statement whose driver row count would be ambiguous (a MariaDB
+ * upsert counts an insert and an untouched row alike) returns its count as
+ * the first column of its one row. */
+static obx_result obx__affected_rows(obx__db *db, SQLHSTMT st, int64_t *rows) {
+    SQLLEN count = 0;
+    SQLSMALLINT cols = 0;
+    SQLRETURN rc;
+    obx_result r = obx__check(db, SQLNumResultCols(st, &cols), SQL_HANDLE_STMT, st, "SQLNumResultCols");
+    if (r != OBX_OK) return r;
+    if (cols > 0) {
+        SQLBIGINT v = 0;
+        SQLLEN ind = 0;
+        rc = SQLFetch(st);
+        if (SQL_SUCCEEDED(rc))
+            r = obx__check(db, SQLGetData(st, 1, SQL_C_SBIGINT, &v, 0, &ind), SQL_HANDLE_STMT, st,
+                           "SQLGetData(count)");
+        else if (rc != SQL_NO_DATA)
+            r = obx__check(db, rc, SQL_HANDLE_STMT, st, "SQLFetch(count)");
+        if (r == OBX_OK) *rows = SQL_SUCCEEDED(rc) && ind != SQL_NULL_DATA && v > 0 ? (int64_t)v : 0;
+        return r;
+    }
+    r = obx__check(db, SQLRowCount(st, &count), SQL_HANDLE_STMT, st, "SQLRowCount");
+    if (r == OBX_OK) *rows = count < 0 ? 0 : (int64_t)count;
+    return r;
+}
+
 static obx_result obx__exec_once(obx__db *db, int slot, const char *sql, obx__param *ps, int n,
                                  int64_t *rows, SQLHSTMT *cursor) {
     SQLHSTMT st = NULL;
@@ -2288,42 +2319,9 @@ static obx_result obx__exec_once(obx__db *db, int slot, const char *sql, obx__pa
         *cursor = st;
         return OBX_OK;
     }
-    if (rows) {
-        SQLLEN count = 0;
-        SQLSMALLINT cols = 0;
-        /* Not knowing how many rows changed is an error, never "0 rows":
-         * the unit rolls back rather than commit a miscounted settle. */
-        r = obx__check(db, SQLNumResultCols(st, &cols), SQL_HANDLE_STMT, st, "SQLNumResultCols");
-        if (r != OBX_OK) {
-            SQLFreeStmt(st, SQL_CLOSE);
-            return r;
-        }
-        if (cols > 0) {
-            /* A statement whose driver row count would be ambiguous (a
-             * MariaDB upsert counts an insert and an untouched row alike)
-             * returns its count as the first column of its one row. */
-            SQLBIGINT v = 0;
-            SQLLEN ind = 0;
-            rc = SQLFetch(st);
-            if (SQL_SUCCEEDED(rc))
-                r = obx__check(db, SQLGetData(st, 1, SQL_C_SBIGINT, &v, 0, &ind), SQL_HANDLE_STMT, st,
-                               "SQLGetData(count)");
-            else if (rc != SQL_NO_DATA)
-                r = obx__check(db, rc, SQL_HANDLE_STMT, st, "SQLFetch(count)");
-            SQLFreeStmt(st, SQL_CLOSE);
-            if (r != OBX_OK) return r;
-            *rows = SQL_SUCCEEDED(rc) && ind != SQL_NULL_DATA && v > 0 ? (int64_t)v : 0;
-            return OBX_OK;
-        }
-        r = obx__check(db, SQLRowCount(st, &count), SQL_HANDLE_STMT, st, "SQLRowCount");
-        if (r != OBX_OK) {
-            SQLFreeStmt(st, SQL_CLOSE);
-            return r;
-        }
-        *rows = count < 0 ? 0 : (int64_t)count;
-    }
+    r = rows ? obx__affected_rows(db, st, rows) : OBX_OK;
     SQLFreeStmt(st, SQL_CLOSE);
-    return OBX_OK;
+    return r;
 }
 
 /* Run the statement in `slot` (obx__exec_once). With a statement timeout,
