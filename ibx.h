@@ -3688,6 +3688,7 @@ static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
 #define IBX__MSG_NAME_MAX 560              /* a message's name in log lines */
 #define IBX__DISCOVER_FIRST 256            /* room given to discovery at first */
 #define IBX__LOGIN_TIMEOUT_DEFAULT_S 10    /* connecting gives up after this long */
+#define IBX__STALL_WARN_MS 3000            /* a dispatcher's database call this slow is logged */
 #define IBX__MAX_HANDLER_DEFAULT_MS 300000 /* leases are renewed for handlers this long */
 #ifdef IBX_NO_POSIX_CLOCK
 #define IBX__DEFAULT_CLOCK_SLEEPS 0        /* without POSIX clocks the default sleep is a no-op */
@@ -4633,6 +4634,8 @@ typedef struct ibx__renewer {
     pthread_mutex_t mutex;
     pthread_cond_t cond;
     int started, quit, active, busy, warned;
+    int64_t call_started_ms;     /* a dispatcher call into the database began (0: none) */
+    int stall_logged;
     const ibx__hooks *hooks;
     ibx_store *store;            /* the batch's store (read only here) */
     const ibx_message *ms;       /* the batch: stable while active */
@@ -4699,6 +4702,13 @@ static void *ibx__renew_main(void *arg) {
     pthread_mutex_lock(&w->mutex);
     while (!w->quit) {
         int64_t now = ibx__mono_ms(w->hooks);
+        if (w->call_started_ms && !w->stall_logged && now - w->call_started_ms >= IBX__STALL_WARN_MS) {
+            ibx__log(w->hooks, IBX_LOG_WARN, w->store ? w->store->store_id : "dispatcher",
+                     "still waiting for the database after %lld ms (a frozen or unreachable server? "
+                     "statement_timeout_seconds ends such a wait with an error)",
+                     (long long)(now - w->call_started_ms));
+            w->stall_logged = 1;
+        }
         if (w->active && now >= w->next_ms && now - w->started_ms >= w->max_ms) {
             ibx__log(w->hooks, IBX_LOG_WARN, w->store->store_id,
                      "handlers ran %lld ms, longer than max_handler_ms: leases are no longer renewed "
@@ -4781,6 +4791,19 @@ static void ibx__renew_begin(ibx__renewer *w, ibx_store *s, const char *owner, c
     pthread_mutex_unlock(&w->mutex);
 }
 
+/* The dispatcher enters (on) or leaves a call into the database: a call
+ * with no answer for IBX__STALL_WARN_MS is logged, so a frozen server is
+ * never a silent block. Starts the thread when it is not running yet. */
+static void ibx__watch(ibx__renewer *w, ibx_store *s, int on) {
+    if (!w) return;
+    pthread_mutex_lock(&w->mutex);
+    if (!w->started) w->started = pthread_create(&w->thread, NULL, ibx__renew_main, w) == 0;
+    if (on) w->store = s;
+    w->call_started_ms = on ? ibx__mono_ms(w->hooks) : 0;
+    w->stall_logged = 0;
+    pthread_mutex_unlock(&w->mutex);
+}
+
 /* The batch is settled: stop renewing, and wait out a renewal in flight
  * (the next claim reuses the memory the renewal reads). */
 static void ibx__renew_end(ibx__renewer *w) {
@@ -4796,6 +4819,7 @@ typedef struct ibx__renewer ibx__renewer; /* no threads: no renewal */
 #define ibx__renewer_destroy(w) ((void)(w))
 #define ibx__renew_begin(w, s, owner, ms, n, lease, max) ((void)0)
 #define ibx__renew_end(w) ((void)(w))
+#define ibx__watch(w, s, on) ((void)(w))
 #endif
 
 /* >> dispatcher ------------------------------------------------------------------- */
@@ -5118,8 +5142,13 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     const ibx_message *ms;
     int n = 0;
     int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline;
-    ibx_result r = ibx__housekeep(d, s, e, st);
-    if (r < 0) return r;
+    ibx_result r;
+    ibx__watch(d->renewer, s, 1);
+    r = ibx__housekeep(d, s, e, st);
+    if (r < 0) {
+        ibx__watch(d->renewer, s, 0);
+        return r;
+    }
     /* The lease started no earlier than now: past its end less a margin a
      * message may be reclaimed by another worker, so it is not handled. */
     deadline = ibx__mono_ms(&s->hooks) + lease_ms -
@@ -5128,11 +5157,14 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     if (d->renewer && s->db.own_connection && deadline < ibx__mono_ms(&s->hooks) + d->max_handler_ms)
         deadline = ibx__sat_add(ibx__mono_ms(&s->hooks), d->max_handler_ms);
     r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
+    ibx__watch(d->renewer, s, 0);
     if (r != IBX_OK) return r;
     st->claimed = n;
     ibx__renew_begin(d->renewer, s, d->owner, ms, n, d->lease_seconds, d->max_handler_ms);
     ibx__handle_batch(d, s, ms, n, deadline, st);
+    ibx__watch(d->renewer, s, 1);
     r = ibx__settle_batch(d, s, ms, n, st);
+    ibx__watch(d->renewer, s, 0);
     ibx__renew_end(d->renewer);
     return r;
 }

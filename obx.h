@@ -3864,6 +3864,7 @@ static void obx__desc_set_worker(obx_store_desc *desc, const char *worker);
 #define OBX__MSG_NAME_MAX 560              /* a message's name in log lines */
 #define OBX__DISCOVER_FIRST 256            /* room given to discovery at first */
 #define OBX__LOGIN_TIMEOUT_DEFAULT_S 10    /* connecting gives up after this long */
+#define OBX__STALL_WARN_MS 3000            /* a dispatcher's database call this slow is logged */
 #define OBX__MAX_HANDLER_DEFAULT_MS 300000 /* leases are renewed for handlers this long */
 #ifdef OBX_NO_POSIX_CLOCK
 #define OBX__DEFAULT_CLOCK_SLEEPS 0        /* without POSIX clocks the default sleep is a no-op */
@@ -4809,6 +4810,8 @@ typedef struct obx__renewer {
     pthread_mutex_t mutex;
     pthread_cond_t cond;
     int started, quit, active, busy, warned;
+    int64_t call_started_ms;     /* a dispatcher call into the database began (0: none) */
+    int stall_logged;
     const obx__hooks *hooks;
     obx_store *store;            /* the batch's store (read only here) */
     const obx_message *ms;       /* the batch: stable while active */
@@ -4875,6 +4878,13 @@ static void *obx__renew_main(void *arg) {
     pthread_mutex_lock(&w->mutex);
     while (!w->quit) {
         int64_t now = obx__mono_ms(w->hooks);
+        if (w->call_started_ms && !w->stall_logged && now - w->call_started_ms >= OBX__STALL_WARN_MS) {
+            obx__log(w->hooks, OBX_LOG_WARN, w->store ? w->store->store_id : "dispatcher",
+                     "still waiting for the database after %lld ms (a frozen or unreachable server? "
+                     "statement_timeout_seconds ends such a wait with an error)",
+                     (long long)(now - w->call_started_ms));
+            w->stall_logged = 1;
+        }
         if (w->active && now >= w->next_ms && now - w->started_ms >= w->max_ms) {
             obx__log(w->hooks, OBX_LOG_WARN, w->store->store_id,
                      "handlers ran %lld ms, longer than max_handler_ms: leases are no longer renewed "
@@ -4957,6 +4967,19 @@ static void obx__renew_begin(obx__renewer *w, obx_store *s, const char *owner, c
     pthread_mutex_unlock(&w->mutex);
 }
 
+/* The dispatcher enters (on) or leaves a call into the database: a call
+ * with no answer for OBX__STALL_WARN_MS is logged, so a frozen server is
+ * never a silent block. Starts the thread when it is not running yet. */
+static void obx__watch(obx__renewer *w, obx_store *s, int on) {
+    if (!w) return;
+    pthread_mutex_lock(&w->mutex);
+    if (!w->started) w->started = pthread_create(&w->thread, NULL, obx__renew_main, w) == 0;
+    if (on) w->store = s;
+    w->call_started_ms = on ? obx__mono_ms(w->hooks) : 0;
+    w->stall_logged = 0;
+    pthread_mutex_unlock(&w->mutex);
+}
+
 /* The batch is settled: stop renewing, and wait out a renewal in flight
  * (the next claim reuses the memory the renewal reads). */
 static void obx__renew_end(obx__renewer *w) {
@@ -4972,6 +4995,7 @@ typedef struct obx__renewer obx__renewer; /* no threads: no renewal */
 #define obx__renewer_destroy(w) ((void)(w))
 #define obx__renew_begin(w, s, owner, ms, n, lease, max) ((void)0)
 #define obx__renew_end(w) ((void)(w))
+#define obx__watch(w, s, on) ((void)(w))
 #endif
 
 /* >> dispatcher ------------------------------------------------------------------- */
@@ -5294,8 +5318,13 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     const obx_message *ms;
     int n = 0;
     int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline;
-    obx_result r = obx__housekeep(d, s, e, st);
-    if (r < 0) return r;
+    obx_result r;
+    obx__watch(d->renewer, s, 1);
+    r = obx__housekeep(d, s, e, st);
+    if (r < 0) {
+        obx__watch(d->renewer, s, 0);
+        return r;
+    }
     /* The lease started no earlier than now: past its end less a margin a
      * message may be reclaimed by another worker, so it is not handled. */
     deadline = obx__mono_ms(&s->hooks) + lease_ms -
@@ -5304,11 +5333,14 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     if (d->renewer && s->db.own_connection && deadline < obx__mono_ms(&s->hooks) + d->max_handler_ms)
         deadline = obx__sat_add(obx__mono_ms(&s->hooks), d->max_handler_ms);
     r = obx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
+    obx__watch(d->renewer, s, 0);
     if (r != OBX_OK) return r;
     st->claimed = n;
     obx__renew_begin(d->renewer, s, d->owner, ms, n, d->lease_seconds, d->max_handler_ms);
     obx__handle_batch(d, s, ms, n, deadline, st);
+    obx__watch(d->renewer, s, 1);
     r = obx__settle_batch(d, s, ms, n, st);
+    obx__watch(d->renewer, s, 0);
     obx__renew_end(d->renewer);
     return r;
 }
