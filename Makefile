@@ -5,7 +5,7 @@
 #   make test    all tests: pure, fake ODBC, real SQLite, PostgreSQL, MariaDB, fuzz corpus replay
 #   make check   test + strict warnings (-Werror, gcc and clang), C++ compile,
 #                one/two translation units, OBX_STATIC, exported symbols,
-#                ASan+UBSan, valgrind, a 32-bit build of the fake-ODBC tests,
+#                ASan+UBSan, valgrind,
 #                common-core identity (and how little repeats outside it),
 #                OBX_NO_THREADS / OBX_NO_POSIX_CLOCK builds, and check-gateway:
 #                static (glibc, musl) and aarch64/armhf builds tested under qemu
@@ -33,7 +33,7 @@ HEADERS = obx.h ibx.h
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
 
 .PHONY: all demo test check bench fuzz deps clean sql check-docs check-common check-warnings check-cxx check-link \
-        check-nm check-asan check-valgrind check-32bit
+        check-nm check-asan check-valgrind
 .PHONY: static cross check-static check-cross check-gateway check-options size check-deps
 .PHONY: torture
 .DELETE_ON_ERROR:
@@ -141,7 +141,7 @@ fuzz:
 check:
 	@tests/deps.sh build pg mariadb tsql check static cross bench
 	@$(MAKE) --no-print-directory check-common check-docs check-warnings check-cxx check-link check-nm \
-	  check-32bit check-deps check-options
+	  check-deps check-options
 	@$(MAKE) --no-print-directory test
 	@$(MAKE) --no-print-directory check-asan check-valgrind
 	@$(MAKE) --no-print-directory check-gateway size
@@ -208,22 +208,6 @@ $(B)/asan/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc
 check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_sqlserver $(B)/asan/test_real $(B)/asan/test_outbox \
             $(B)/asan/test_inbox $(B)/asan/test_multi $(B)/asan/fuzz_replay
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp tests/run.sh $(B)/asan
-
-# Gateways often run 32-bit ARM: the pure, fake-ODBC and SQL Server tests built
-# -m32 (ILP32: 32-bit size_t, long and SQLLEN) with -Werror, and run.
-# unixODBC's type header is per architecture; -m32 gets i386's values here.
-M32 = -m32 -DSIZEOF_LONG_INT=4 -DHAVE_LONG_LONG=1 -DHAVE_PWD_H=1 -DHAVE_SYS_TYPES_H=1 -DHAVE_UNISTD_H=1
-check-32bit: | $(B)
-	@mkdir -p $(B)/m32
-	@for t in test_unit test_sqlserver fake_selftest; do \
-	  $(CC) $(M32) $(CSTD) $(WARN) -Werror -O1 -g -pthread tests/$$t.c tests/fake_odbc.c -o $(B)/m32/$$t || exit 1; \
-	done
-	@$(CC) $(M32) $(CSTD) $(WARN) -Werror -O1 -g -pthread tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c -o $(B)/m32/fuzz_replay
-	@$(B)/m32/test_unit > $(B)/m32/unit.log || { cat $(B)/m32/unit.log; exit 1; }
-	@$(B)/m32/test_sqlserver > $(B)/m32/sqlserver.log || { cat $(B)/m32/sqlserver.log; exit 1; }
-	@$(B)/m32/fake_selftest > $(B)/m32/selftest.log || { cat $(B)/m32/selftest.log; exit 1; }
-	@$(B)/m32/fuzz_replay tests/fuzz/corpus > $(B)/m32/fuzz.log || { cat $(B)/m32/fuzz.log; exit 1; }
-	@echo "check-32bit: ok (-m32: unit $$(tail -n 1 $(B)/m32/unit.log), sqlserver $$(tail -n 1 $(B)/m32/sqlserver.log))"
 
 check-valgrind: $(TESTS)
 	OBX_TEST_WRAP="$(VALGRIND)" OBX_TEST_BACKENDS=sqlite tests/run.sh $(B)

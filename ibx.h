@@ -1591,6 +1591,35 @@ typedef struct ibx__sqlset {
     const ibx__stmt_row *rows;   /* the statements, by name; {id, NULL} ends */
 } ibx__sqlset;
 
+/* Expand a statement template with a store's names: {T} the quoted table,
+ * {S} the quoted schema, {N} the bare table name, {W} the dialect's "now"
+ * in Unix ms, and for each "<letter><suffix>" of `more` (NULL-terminated)
+ * {<letter>} the quoted table named table + suffix. Returns text from the
+ * allocator, or NULL when out of memory. */
+IBX__PRIVATE char *ibx__expand_names(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
+                                     const char *schema, const char *table, const char *tmpl,
+                                     const char *const *more) {
+    const char *names[26];
+    char *quoted[26], name[80], *out = NULL;
+    int i, ok = 1;
+    memset((void *)names, 0, sizeof names);
+    memset(quoted, 0, sizeof quoted);
+    if (!d->has_schemas) schema = NULL;
+    quoted['T' - 'A'] = ibx__quote_name(h, d, schema, table);
+    if (schema) quoted['S' - 'A'] = ibx__quote_name(h, d, NULL, schema);
+    ok = quoted['T' - 'A'] && (quoted['S' - 'A'] || !schema);
+    for (i = 0; ok && more && more[i]; i++) {
+        snprintf(name, sizeof name, "%s%s", table, more[i] + 1);
+        ok = (quoted[more[i][0] - 'A'] = ibx__quote_name(h, d, schema, name)) != NULL;
+    }
+    for (i = 0; i < 26; i++) names[i] = quoted[i];
+    names['N' - 'A'] = table;
+    names['W' - 'A'] = q->now_ms;
+    if (ok) out = ibx__sql_expand(h, tmpl, names);
+    for (i = 0; i < 26; i++) ibx__free(h, quoted[i]);
+    return out;
+}
+
 /* SQL Server: the first batch of every deploy. Deploys serialize on a lock
  * that ends with the transaction. In the library, manual commit is
  * IMPLICIT_TRANSACTIONS, which EXEC does not start (a CREATE does); sqlcmd
@@ -3202,6 +3231,7 @@ static const ibx__sqlset ibx__sqlite_inbox = {
      NULL},
     ibx__sqlite_inbox_rows
 };
+#define IBX__SQLITE_SET &ibx__sqlite_inbox
 #endif
 
 #ifndef IBX_NO_POSTGRESQL
@@ -3309,6 +3339,7 @@ static const ibx__sqlset ibx__postgresql_inbox = {
      NULL},
     ibx__postgresql_inbox_rows
 };
+#define IBX__POSTGRESQL_SET &ibx__postgresql_inbox
 #endif
 
 /* DATETIME(6) holds UTC; these never pass through the session's time zone
@@ -3436,6 +3467,7 @@ static const ibx__sqlset ibx__mariadb_inbox = {
      NULL},
     ibx__mariadb_inbox_rows
 };
+#define IBX__MARIADB_SET &ibx__mariadb_inbox
 #endif
 
 /* SQL Server: DATETIME2(3) UTC times (the seed's) to and from Unix ms;
@@ -3608,51 +3640,34 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
      NULL},
     ibx__sqlserver_inbox_rows
 };
+#define IBX__SQLSERVER_SET &ibx__sqlserver_inbox
 #endif
 
-/* Indexed by ibx_dialect. */
-static const ibx__sqlset *const ibx__sqlsets[] = {
-    NULL,
-#ifndef IBX_NO_SQLITE
-    &ibx__sqlite_inbox,
-#else
-    NULL,
-#endif
-#ifndef IBX_NO_POSTGRESQL
-    &ibx__postgresql_inbox,
-#else
-    NULL,
-#endif
-#ifndef IBX_NO_MARIADB
-    &ibx__mariadb_inbox,
-#else
-    NULL,
-#endif
-#ifndef IBX_NO_SQLSERVER
-    &ibx__sqlserver_inbox,
-#else
-    NULL,
-#endif
-};
+/* >>common-begin sqlsets */
 
+/* The statement sets by dialect (ibx_dialect order); a dialect left out of
+ * the build (IBX_NO_<DIALECT>) has none. */
+#ifndef IBX__SQLITE_SET
+#define IBX__SQLITE_SET NULL
+#endif
+#ifndef IBX__POSTGRESQL_SET
+#define IBX__POSTGRESQL_SET NULL
+#endif
+#ifndef IBX__MARIADB_SET
+#define IBX__MARIADB_SET NULL
+#endif
+#ifndef IBX__SQLSERVER_SET
+#define IBX__SQLSERVER_SET NULL
+#endif
+static const ibx__sqlset *const ibx__sqlsets[] = {NULL, IBX__SQLITE_SET, IBX__POSTGRESQL_SET,
+                                                    IBX__MARIADB_SET, IBX__SQLSERVER_SET};
+
+/* >>common-end sqlsets */
+
+/* Expand a template with the store's names (see ibx__expand_names). */
 static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
-                               const char *schema, const char *table, const char *tmpl) {
-    const char *names[26];
-    char *t, *qs = NULL, *out = NULL;
-    memset((void *)names, 0, sizeof names);
-    if (!d->has_schemas) schema = NULL;
-    t = ibx__quote_name(h, d, schema, table);
-    if (schema) qs = ibx__quote_name(h, d, NULL, schema);
-    if (t && (qs || !schema)) {
-        names['T' - 'A'] = t;
-        names['S' - 'A'] = qs;
-        names['N' - 'A'] = table;
-        names['W' - 'A'] = q->now_ms;
-        out = ibx__sql_expand(h, tmpl, names);
-    }
-    ibx__free(h, t);
-    ibx__free(h, qs);
-    return out;
+                         const char *schema, const char *table, const char *tmpl) {
+    return ibx__expand_names(h, d, q, schema, table, tmpl, NULL);
 }
 
 /* >> the inbox's face: what the engine below needs of this header -------------- */

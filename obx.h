@@ -1661,6 +1661,35 @@ typedef struct obx__sqlset {
     const obx__stmt_row *rows;   /* the statements, by name; {id, NULL} ends */
 } obx__sqlset;
 
+/* Expand a statement template with a store's names: {T} the quoted table,
+ * {S} the quoted schema, {N} the bare table name, {W} the dialect's "now"
+ * in Unix ms, and for each "<letter><suffix>" of `more` (NULL-terminated)
+ * {<letter>} the quoted table named table + suffix. Returns text from the
+ * allocator, or NULL when out of memory. */
+OBX__PRIVATE char *obx__expand_names(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
+                                     const char *schema, const char *table, const char *tmpl,
+                                     const char *const *more) {
+    const char *names[26];
+    char *quoted[26], name[80], *out = NULL;
+    int i, ok = 1;
+    memset((void *)names, 0, sizeof names);
+    memset(quoted, 0, sizeof quoted);
+    if (!d->has_schemas) schema = NULL;
+    quoted['T' - 'A'] = obx__quote_name(h, d, schema, table);
+    if (schema) quoted['S' - 'A'] = obx__quote_name(h, d, NULL, schema);
+    ok = quoted['T' - 'A'] && (quoted['S' - 'A'] || !schema);
+    for (i = 0; ok && more && more[i]; i++) {
+        snprintf(name, sizeof name, "%s%s", table, more[i] + 1);
+        ok = (quoted[more[i][0] - 'A'] = obx__quote_name(h, d, schema, name)) != NULL;
+    }
+    for (i = 0; i < 26; i++) names[i] = quoted[i];
+    names['N' - 'A'] = table;
+    names['W' - 'A'] = q->now_ms;
+    if (ok) out = obx__sql_expand(h, tmpl, names);
+    for (i = 0; i < 26; i++) obx__free(h, quoted[i]);
+    return out;
+}
+
 /* SQL Server: the first batch of every deploy. Deploys serialize on a lock
  * that ends with the transaction. In the library, manual commit is
  * IMPLICIT_TRANSACTIONS, which EXEC does not start (a CREATE does); sqlcmd
@@ -3186,6 +3215,7 @@ static const obx__sqlset obx__sqlite_outbox = {
         NULL},
     obx__sqlite_outbox_rows
 };
+#define OBX__SQLITE_SET &obx__sqlite_outbox
 #endif
 
 /* PostgreSQL: the work-queue operations are functions in the schema
@@ -3386,6 +3416,7 @@ static const obx__sqlset obx__postgresql_outbox = {
         NULL},
     obx__postgresql_outbox_rows
 };
+#define OBX__POSTGRESQL_SET &obx__postgresql_outbox
 #endif
 
 /* DATETIME(6) holds UTC; these never pass through the session's time zone
@@ -3537,6 +3568,7 @@ static const obx__sqlset obx__mariadb_outbox = {
     NULL},
     obx__mariadb_outbox_rows
 };
+#define OBX__MARIADB_SET &obx__mariadb_outbox
 #endif
 
 /* SQL Server: Unix ms <-> time. DATETIMEOFFSET columns (the seed's) are
@@ -3772,63 +3804,36 @@ static const obx__sqlset obx__sqlserver_outbox = {
         NULL},
     obx__sqlserver_outbox_rows
 };
+#define OBX__SQLSERVER_SET &obx__sqlserver_outbox
 #endif
 
-/* Indexed by obx_dialect. */
-static const obx__sqlset *const obx__sqlsets[] = {
-    NULL,
-#ifndef OBX_NO_SQLITE
-    &obx__sqlite_outbox,
-#else
-    NULL,
-#endif
-#ifndef OBX_NO_POSTGRESQL
-    &obx__postgresql_outbox,
-#else
-    NULL,
-#endif
-#ifndef OBX_NO_MARIADB
-    &obx__mariadb_outbox,
-#else
-    NULL,
-#endif
-#ifndef OBX_NO_SQLSERVER
-    &obx__sqlserver_outbox,
-#else
-    NULL,
-#endif
-};
+/* >>common-begin sqlsets */
 
-/* Expand a template with the store's names. */
-static char *obx__expand(const obx__hooks *h, const obx__dialect *d,
-                                const obx__sqlset *q, const char *schema, const char *table,
-                                const char *tmpl) {
-    const char *names[26];
-    char join_name[80], member_name[80];
-    char *t, *j, *m, *qs, *out;
-    memset((void *)names, 0, sizeof names);
-    snprintf(join_name, sizeof join_name, "%sJoin", table);
-    snprintf(member_name, sizeof member_name, "%sJoinMember", table);
-    if (!d->has_schemas) schema = NULL;
-    t = obx__quote_name(h, d, schema, table);
-    j = obx__quote_name(h, d, schema, join_name);
-    m = obx__quote_name(h, d, schema, member_name);
-    qs = schema ? obx__quote_name(h, d, NULL, schema) : NULL;
-    out = NULL;
-    if (t && j && m && (qs || !schema)) {
-        names['T' - 'A'] = t;
-        names['J' - 'A'] = j;
-        names['M' - 'A'] = m;
-        names['S' - 'A'] = qs;
-        names['N' - 'A'] = table;
-        names['W' - 'A'] = q->now_ms;
-        out = obx__sql_expand(h, tmpl, names);
-    }
-    obx__free(h, t);
-    obx__free(h, j);
-    obx__free(h, m);
-    obx__free(h, qs);
-    return out;
+/* The statement sets by dialect (obx_dialect order); a dialect left out of
+ * the build (OBX_NO_<DIALECT>) has none. */
+#ifndef OBX__SQLITE_SET
+#define OBX__SQLITE_SET NULL
+#endif
+#ifndef OBX__POSTGRESQL_SET
+#define OBX__POSTGRESQL_SET NULL
+#endif
+#ifndef OBX__MARIADB_SET
+#define OBX__MARIADB_SET NULL
+#endif
+#ifndef OBX__SQLSERVER_SET
+#define OBX__SQLSERVER_SET NULL
+#endif
+static const obx__sqlset *const obx__sqlsets[] = {NULL, OBX__SQLITE_SET, OBX__POSTGRESQL_SET,
+                                                    OBX__MARIADB_SET, OBX__SQLSERVER_SET};
+
+/* >>common-end sqlsets */
+
+/* Expand a template with the store's names; {J} and {M} are the join and
+ * join-member tables. */
+static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
+                         const char *schema, const char *table, const char *tmpl) {
+    static const char *const joins[] = {"JJoin", "MJoinMember", NULL};
+    return obx__expand_names(h, d, q, schema, table, tmpl, joins);
 }
 
 /* >> the outbox's face: what the engine below needs of this header ------------- */
