@@ -1475,6 +1475,8 @@ typedef struct obx__dialect {
                                    ending in a space are refused, or they would collide */
     const char *timeout_keys;   /* connection-string keys (space-separated) that make the
                                    driver stop waiting for the socket after N s, or NULL */
+    int autocommit_is_local;    /* switching SQL_ATTR_AUTOCOMMIT costs no round trip
+                                   (psqlODBC): one-statement units run in autocommit */
 } obx__dialect;
 
 static const obx__native_fault obx__sqlite_natives[] = {
@@ -1508,29 +1510,29 @@ static const obx__native_fault obx__no_natives[] = {{0, 0}};
 /* Indexed by obx_dialect. */
 static const obx__dialect obx__dialects[] = {
     {OBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     obx__no_natives, 0, 0, ";\n", 1, 0, NULL},
+     obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0},
     {OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL},
+     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0},
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
     {OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, 0, 0, ";\n", 1, 0, NULL},
+     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
     {OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, NULL, SQL_TXN_READ_COMMITTED, 0,
      '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     obx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT"},
+     obx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0},
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
     {OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives, 1,
-     1, "\nGO\n", 1, 1, NULL},
+     1, "\nGO\n", 1, 1, NULL, 0},
 };
 #define OBX__DIALECT_COUNT ((int)(sizeof obx__dialects / sizeof obx__dialects[0]))
 
@@ -2557,26 +2559,55 @@ OBX__PRIVATE void obx__rollback(obx__db *db) {
 
 typedef obx_result (*obx__unit_fn)(obx__db *db, void *ctx);
 
+enum { OBX__UNIT_READ = 0, OBX__UNIT_WRITE = 1, OBX__UNIT_ONE_STATEMENT = 2 };
+
+/* A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
+ * runs in autocommit, one round trip instead of three (psqlODBC sends
+ * BEGIN and COMMIT apart). Only on our own connections, where switching is
+ * free: tx_by_sql dialects rest in autocommit; psqlODBC switches locally.
+ * Returns 1 if the unit runs so. */
+OBX__PRIVATE int obx__autocommit_for_one(obx__db *db, int flags) {
+    if (!(flags & OBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
+    if (db->d->tx_by_sql) return 1;
+    if (!db->d->autocommit_is_local) return 0;
+    return SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
+                                           (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER));
+}
+
+/* Back to manual commit after a one-statement unit. A connection that
+ * cannot switch back is dropped: a later unit of several statements must
+ * never run as several transactions. */
+OBX__PRIVATE void obx__autocommit_done(obx__db *db) {
+    if (db->d->tx_by_sql) return;
+    if (!SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
+                                         (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER)))
+        db->lost = 1;
+}
+
 /* Run `fn` as one transaction on our own connection: begin, fn, commit.
  * Any error rolls the whole unit back (never commit after a failed
  * statement: psqlODBC would commit the statements before it). A deadlock,
  * serialization failure or busy/lock timeout redoes the unit up to
  * OBX__UNIT_RETRIES times with a short jittered pause; a lost connection is
- * reported at once (the next call reconnects). Returns fn's result. */
+ * reported at once (the next call reconnects). Returns fn's result.
+ * flags: OBX__UNIT_WRITE (SQLite readers take no write lock), and
+ * OBX__UNIT_ONE_STATEMENT when fn runs exactly one statement. */
 OBX__PRIVATE obx_result obx__unit_run(obx__db *db, obx__unit_fn fn, void *ctx, const char *what,
-                                      int write) {
+                                      int flags) {
     obx_result r;
-    int attempt;
+    int attempt, autocommit;
     for (attempt = 0;; attempt++) {
         r = obx__db_ensure(db);
         if (r != OBX_OK) return r;
         db->fault = OBX__FAULT_PERMANENT;
+        autocommit = obx__autocommit_for_one(db, flags);
         /* SQLite readers need no write lock: without BEGIN each statement
          * is its own snapshot, and a writer elsewhere does not block them. */
-        r = write || !db->d->tx_by_sql ? obx__begin(db) : OBX_OK;
+        r = autocommit || (!(flags & OBX__UNIT_WRITE) && db->d->tx_by_sql) ? OBX_OK : obx__begin(db);
         if (r == OBX_OK) r = fn(db, ctx);
+        if (autocommit) obx__autocommit_done(db);
         if (r >= 0) {
-            obx_result c = obx__commit(db);
+            obx_result c = autocommit ? OBX_OK : obx__commit(db);
             if (c == OBX_OK) {
                 if (db->err->result != OBX_OK) obx__error_clear(db->err);
                 return r;
@@ -2604,12 +2635,17 @@ OBX__PRIVATE obx_result obx__unit_run(obx__db *db, obx__unit_fn fn, void *ctx, c
 }
 
 OBX__PRIVATE obx_result obx__unit(obx__db *db, obx__unit_fn fn, void *ctx, const char *what) {
-    return obx__unit_run(db, fn, ctx, what, 1);
+    return obx__unit_run(db, fn, ctx, what, OBX__UNIT_WRITE);
 }
 
-/* A unit that only reads: the same, without taking SQLite's write lock. */
+/* A unit of one statement that only reads (SQLite takes no write lock). */
 OBX__PRIVATE obx_result obx__unit_read(obx__db *db, obx__unit_fn fn, void *ctx, const char *what) {
-    return obx__unit_run(db, fn, ctx, what, 0);
+    return obx__unit_run(db, fn, ctx, what, OBX__UNIT_READ | OBX__UNIT_ONE_STATEMENT);
+}
+
+/* A unit of exactly one statement that writes. */
+OBX__PRIVATE obx_result obx__unit_one(obx__db *db, obx__unit_fn fn, void *ctx, const char *what) {
+    return obx__unit_run(db, fn, ctx, what, OBX__UNIT_WRITE | OBX__UNIT_ONE_STATEMENT);
 }
 
 
@@ -3182,8 +3218,14 @@ static const obx__sqlset obx__sqlite_outbox = {
     obx__sqlite_outbox_rows
 };
 
-/* PostgreSQL: the work-queue operations are functions in the schema
- * (OBX-112), so SQL users get them too; each call is one round trip. */
+/* PostgreSQL: the work-queue operations are also functions in the schema
+ * (OBX-112), for SQL users; the library sends the same statements itself,
+ * prepared: a function call costs twice a prepared UPDATE. The claim's
+ * pick is an ARRAY(...) of ids: an init plan run once, so the update finds
+ * its rows by primary key whatever the statistics say (an "IN (SELECT
+ * ...)" or a join is planned from them, and on a large table may become a
+ * sequential scan). */
+#define OBX__PG_BY_IDS "\"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 1 AND \"Id\" = ANY (CAST(? AS uuid[]))"
 static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
@@ -3191,24 +3233,34 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "to_timestamp(CAST(? AS bigint) / 1000.0), "
      "coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()))"},
     {OBX__Q_CLAIM,
-     "SELECT " OBX__PG_COLS " FROM {S}.\"{N}_Claim\"(CAST(? AS uuid), CAST(? AS integer), "
-     "CAST(? AS integer))"},
+     "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
+     "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)) "
+     "WHERE \"Id\" = ANY (ARRAY(SELECT \"Id\" FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now() "
+     "AND NOT \"IsProcessed\" ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
+     "RETURNING " OBX__PG_COLS},
     {OBX__Q_ACK,
-     "SELECT {S}.\"{N}_Ack\"(CAST(? AS varchar), CAST(? AS uuid), CAST(? AS uuid[]))"},
+     "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = true, \"ProcessedAt\" = now(), "
+     "\"ProcessedBy\" = CAST(? AS varchar), \"LockedUntil\" = NULL WHERE " OBX__PG_BY_IDS},
     {OBX__Q_ABANDON,
-     "SELECT {S}.\"{N}_Abandon\"(p_delay_ms => CAST(? AS bigint), p_retries => CAST(? AS integer), "
-     "p_last_error => CAST(? AS text), p_owner => CAST(? AS uuid), p_ids => CAST(? AS uuid[]))"},
+     "UPDATE {T} SET \"NextAttemptAt\" = now() + make_interval(secs => coalesce(CAST(? AS bigint) / 1000.0, "
+     "least(60, 1 << least(\"RetryCount\", 6)))), \"RetryCount\" = \"RetryCount\" + CAST(? AS integer), "
+     "\"LastError\" = coalesce(CAST(? AS text), \"LastError\"), \"Status\" = 0, \"OwnerToken\" = NULL, "
+     "\"LockedUntil\" = NULL WHERE " OBX__PG_BY_IDS},
     {OBX__Q_FAIL,
-     "SELECT {S}.\"{N}_Fail\"(CAST(? AS text), CAST(? AS uuid), CAST(? AS uuid[]))"},
+     "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = CAST(? AS text) "
+     "WHERE " OBX__PG_BY_IDS},
     {OBX__Q_EXTEND,
      "UPDATE {T} SET \"LockedUntil\" = now() + make_interval(secs => CAST(? AS bigint)) "
-     "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 1 AND \"Id\" = ANY (CAST(? AS uuid[]))"},
+     "WHERE " OBX__PG_BY_IDS},
     {OBX__Q_REAP,
-     "SELECT {S}.\"{N}_ReapExpired\"()"},
+     "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+     "WHERE \"Status\" = 1 AND \"LockedUntil\" < now()"},
     {OBX__Q_GET,
      "SELECT " OBX__PG_COLS " FROM {T} WHERE \"Id\" = CAST(? AS uuid)"},
     {OBX__Q_CLEANUP,
-     "SELECT {S}.\"{N}_Cleanup\"(CAST(? AS bigint), CAST(? AS integer))"},
+     "DELETE FROM {T} WHERE \"Id\" = ANY (ARRAY(SELECT \"Id\" FROM {T} WHERE \"Status\" = 2 "
+     "AND \"ProcessedAt\" < now() - make_interval(secs => CAST(? AS bigint) / 1000.0) "
+     "ORDER BY \"ProcessedAt\" LIMIT CAST(? AS integer)))"},
     {OBX__Q_STATS,
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) "
      "AS bigint) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()"},
@@ -3317,15 +3369,14 @@ static const obx__sqlset obx__postgresql_outbox = {
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Claim\"(p_owner uuid, p_lease_seconds integer, "
     "p_batch integer)\n"
     "RETURNS SETOF {T} LANGUAGE sql AS $$\n"
-    "    WITH picked AS MATERIALIZED (\n"
+    "    UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = p_owner,\n"
+    "           \"LockedUntil\" = now() + make_interval(secs => p_lease_seconds)\n"
+    "     WHERE \"Id\" = ANY (ARRAY(\n"
     "        SELECT \"Id\" FROM {T}\n"
     "         WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now() AND NOT \"IsProcessed\"\n"
     "         ORDER BY \"NextAttemptAt\" LIMIT p_batch\n"
-    "           FOR UPDATE SKIP LOCKED)\n"
-    "    UPDATE {T} AS o SET \"Status\" = 1, \"OwnerToken\" = p_owner,\n"
-    "           \"LockedUntil\" = now() + make_interval(secs => p_lease_seconds)\n"
-    "      FROM picked WHERE o.\"Id\" = picked.\"Id\"\n"
-    "    RETURNING o.*\n"
+    "           FOR UPDATE SKIP LOCKED))\n"
+    "    RETURNING *\n"
     "$$",
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Ack\"(p_processed_by varchar, p_owner uuid, "
     "p_ids uuid[])\n"
@@ -4233,13 +4284,14 @@ static obx_result obx__check_token(obx_store *s, const char *fn, const char *tok
 
 /* Run `unit` in the caller's transaction on `hdbc` (statements are made and
  * freed on it per call, and nothing is committed or rolled back here), or,
- * with hdbc NULL, as a unit of work of the store's own (committed). */
+ * with hdbc NULL, as a unit of work of the store's own (committed; `flags`
+ * as for obx__unit_run). */
 OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
                                             obx_result (*unit)(obx__db *db, void *ctx), void *ctx,
-                                            const char *what) {
+                                            const char *what, int flags) {
     obx__db caller;
     obx_result r;
-    if (!hdbc) return obx__unit(&s->db, unit, ctx, what);
+    if (!hdbc) return obx__unit_run(&s->db, unit, ctx, what, flags);
     memset(&caller, 0, sizeof caller);
     caller.hooks = &s->hooks;
     caller.store_id = s->store_id;
@@ -4359,7 +4411,10 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
     ctx.lease_seconds = lease_seconds;
     ctx.batch_size = batch_size;
     ctx.count = 0;
-    r = obx__unit(&store->db, obx__claim_unit, &ctx, "claim");
+    /* Without UPDATE ... RETURNING a claim is three statements. */
+    r = obx__unit_run(&store->db, obx__claim_unit, &ctx, "claim",
+                      store->sql[OBX__Q_CLAIM_PICK] ? OBX__UNIT_WRITE
+                                                    : OBX__UNIT_WRITE | OBX__UNIT_ONE_STATEMENT);
     if (r != OBX_OK) return r;
     for (i = 0; i < ctx.count; i++) {
         obx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
@@ -4444,7 +4499,7 @@ static obx_result obx__run_count(obx_store *s, int slot, obx__param *p, int n, c
     ctx.p = p;
     ctx.n = n;
     ctx.count = 0;
-    r = obx__unit(&s->db, obx__count_unit, &ctx, what);
+    r = obx__unit_one(&s->db, obx__count_unit, &ctx, what);
     if (r == OBX_OK && count) *count = ctx.count;
     return r;
 }
@@ -5664,7 +5719,9 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
         ctx.lens = lens;
         ctx.count = count;
         ctx.ids = ids;
-        r = obx__unit_or_caller(s, hdbc, obx__insert_messages, &ctx, fn);
+        int one = count == 1 || (s->sql[OBX__Q_INSERT_MANY] && count <= OBX__INSERT_CHUNK);
+        r = obx__unit_or_caller(s, hdbc, obx__insert_messages, &ctx, fn,
+                                OBX__UNIT_WRITE | (one ? OBX__UNIT_ONE_STATEMENT : 0));
     }
     if (r == OBX_OK) {
         obx__count(s, OBX_METRIC_ENQUEUED, count);
@@ -5938,7 +5995,7 @@ static obx_result obx__attach(obx_store *store, void *hdbc, const char *fn, cons
     ctx.message_id = message_lower;
     ctx.status = status;
     ctx.missing = 0;
-    r = obx__unit_or_caller(store, hdbc, obx__attach_unit, &ctx, fn);
+    r = obx__unit_or_caller(store, hdbc, obx__attach_unit, &ctx, fn, OBX__UNIT_WRITE);
     if (r != OBX_OK) return r;
     if (ctx.missing) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, fn, "no join %s", join_id);
     return OBX_OK;
