@@ -492,6 +492,11 @@ typedef struct obx_store_desc {
                                     per message (each enqueue, and each handler invocation
                                     of a dispatcher on this store); OBX_LOG_INFO for an
                                     audit trail at INFO */
+    const char *wake_path;       /* optional (POSIX): after each enqueue it commits, the store
+                                    sends a wake byte to a dispatcher listening at this Unix
+                                    socket path (its desc's wake_path), in any process of
+                                    this host: claimed at once instead of at the next poll.
+                                    obx_notify() does it after your own commit of a _tx call */
 } obx_store_desc;
 
 /* ---- Messages ----------------------------------------------------------------- */
@@ -849,6 +854,12 @@ typedef struct obx_dispatcher_desc {
                                     the lease (or call obx_lease_extend themselves) */
     volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
                                     (safe to set from a signal handler; seen within one wait) */
+    const char *wake_path;       /* optional (POSIX): while run() runs, listen on a Unix
+                                    datagram socket at this path and claim at once when a
+                                    producer's store with the same wake_path commits, in any
+                                    process of this host. One dispatcher listens per path (a
+                                    live one is left alone; a stale socket file replaced);
+                                    the file is removed when run() returns */
 } obx_dispatcher_desc;
 /* Intervals are saturating: a huge one (INT64_MAX) means "never again". */
 
@@ -902,6 +913,13 @@ OBX_API void obx_dispatcher_stop(obx_dispatcher *dispatcher);
  * cheap when the dispatcher is busy. Producers in other processes are seen
  * at the next poll. */
 OBX_API void obx_dispatcher_wake(obx_dispatcher *dispatcher);
+
+/* Wake the dispatcher listening at the store's wake_path (see the store
+ * desc), in this or another process. The store does it by itself after
+ * each enqueue it commits; call it after committing your own transaction
+ * that enqueued with a _tx call. Never blocks; no listener is not an
+ * error. Returns OBX_OK, or OBX_ERR_INVALID_ARG for a NULL store. */
+OBX_API obx_result obx_notify(obx_store *store);
 
 /* The dispatcher's last error: with one store it is that store's error;
  * with a provider, the error of the last round that failed (copied, so it
@@ -2977,6 +2995,98 @@ OBX__PRIVATE void obx__loop_stop(obx__loop *l) {
 #endif
 }
 
+/* >> cross-process wake-up: a Unix datagram socket ---------------------------------- */
+
+/* A producer in another process tells a waiting dispatcher that work was
+ * committed by sending one byte to the dispatcher's socket path; the
+ * database stays the only source of truth (a lost byte costs one poll).
+ * POSIX; OBX_NO_WAKE_SOCKET leaves it out. */
+#ifndef OBX_NO_WAKE_SOCKET
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#define OBX__WAKE_SOCKET 1
+#define OBX__WAKE_PATH_MAX ((int)sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+#else
+#define OBX__WAKE_SOCKET 0
+#define OBX__WAKE_PATH_MAX 107
+#endif
+
+/* A wake_path as given in a desc: none, or a path a socket can have. */
+OBX__PRIVATE obx_result obx__wake_path_check(obx_error *err, const char *where, const char *path) {
+    if (!path) return OBX_OK;
+    if (!OBX__WAKE_SOCKET)
+        return obx__fail(err, OBX_ERR_UNSUPPORTED, where, "built with OBX_NO_WAKE_SOCKET");
+    if (!path[0] || strlen(path) > (size_t)OBX__WAKE_PATH_MAX)
+        return obx__fail(err, OBX_ERR_INVALID_ARG, where,
+                         "a socket path of 1..%d bytes, got %lu", OBX__WAKE_PATH_MAX,
+                         (unsigned long)strlen(path));
+    return OBX_OK;
+}
+
+#if OBX__WAKE_SOCKET
+OBX__PRIVATE void obx__wake_addr(const char *path, struct sockaddr_un *a) {
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    memcpy(a->sun_path, path, strlen(path) + 1); /* length checked by obx__wake_path_check */
+}
+
+/* A datagram socket that never blocks and is not inherited by exec. */
+OBX__PRIVATE int obx__wake_socket(void) {
+    int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    if (fd >= 0 && (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 ||
+                    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* Send the wake byte to `path`; *fd is the sender's socket, made on first
+ * use. Never blocks: no listener, or a full queue (a wake is pending
+ * anyway), is not an error. */
+OBX__PRIVATE void obx__wake_send(int *fd, const char *path) {
+    struct sockaddr_un a;
+    if (!path) return;
+    if (*fd < 0) *fd = obx__wake_socket();
+    if (*fd < 0) return;
+    obx__wake_addr(path, &a);
+    (void)sendto(*fd, "w", 1, 0, (const struct sockaddr *)&a, (socklen_t)sizeof a);
+}
+
+/* Bind a socket at `path` to receive wake bytes. A socket file left by a
+ * process that died is replaced; one another process still listens on is
+ * left to it (-1 then: this dispatcher polls). */
+OBX__PRIVATE int obx__wake_bind(const obx__hooks *h, const char *who, const char *path) {
+    struct sockaddr_un a;
+    int fd = obx__wake_socket(), probe;
+    if (fd < 0) return -1;
+    obx__wake_addr(path, &a);
+    if (bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0) return fd;
+    if (errno == EADDRINUSE && (probe = obx__wake_socket()) >= 0) {
+        int live = connect(probe, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0;
+        close(probe);
+        if (!live && unlink(path) == 0 && bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0)
+            return fd;
+        if (live) {
+            obx__log(h, OBX_LOG_WARN, who, "wake_path %s: another process listens there; this "
+                     "dispatcher relies on polling", path);
+            close(fd);
+            return -1;
+        }
+    }
+    obx__log(h, OBX_LOG_WARN, who, "wake_path %s: cannot listen (%s); this dispatcher relies on polling",
+             path, strerror(errno));
+    close(fd);
+    return -1;
+}
+#else
+#define obx__wake_send(fd, path) ((void)(fd), (void)(path))
+#endif
+
 typedef struct obx__loop_timing {
     int64_t poll_ms, idle_max_ms, error_ms, startup_ms;
 } obx__loop_timing;
@@ -3988,6 +4098,8 @@ struct obx_store {
     obx_log_level message_log_level; /* per-message lines */
     int64_t counters[OBX_METRIC_COUNT_];
     char token[37];               /* the owner token of the current call, lower case */
+    char *wake_path;              /* where a dispatcher may listen (obx_notify), or NULL */
+    int wake_fd;                  /* the sending socket, made at the first wake; -1 */
     obx__store_own own;           /* what only this header keeps */
 };
 
@@ -4198,6 +4310,10 @@ static obx_result obx__store_desc_check(obx_store *s, const obx_store_desc *desc
     if ((int)desc->dialect < 0 || (int)desc->dialect > (int)OBX_DIALECT_SQLSERVER)
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: dialect",
                          "dialect %d is not an obx_dialect value", (int)desc->dialect);
+    if (obx__wake_path_check(&s->err, "obx_store_open: wake_path", desc->wake_path) != OBX_OK)
+        return s->err.result;
+    if (desc->wake_path && !(s->wake_path = obx__strdup(&s->hooks, desc->wake_path)))
+        return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     return obx__store_names(s, desc);
 }
 
@@ -4212,6 +4328,7 @@ OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
     s = (obx_store *)obx__alloc(&hooks, sizeof *s);
     if (!s) return OBX_ERR_NO_MEMORY;
     memset(s, 0, sizeof *s);
+    s->wake_fd = -1;
     obx__hooks_resolve(&s->hooks, &desc->hooks); /* again, in place: it must not move */
     s->db.hooks = &s->hooks;
     s->db.err = &s->err;
@@ -4258,6 +4375,10 @@ OBX_API void obx_store_close(obx_store *store) {
     obx__free(&hooks, store->table);
     obx__free(&hooks, store->store_id);
     obx__free(&hooks, store->worker_name);
+    obx__free(&hooks, store->wake_path);
+#if OBX__WAKE_SOCKET
+    if (store->wake_fd >= 0) close(store->wake_fd);
+#endif
     obx__free(&hooks, store);
 }
 
@@ -5123,6 +5244,11 @@ struct obx_dispatcher {
     int *failures;               /* indexes of messages that did not succeed */
     int *outcomes;               /* an obx_outcome, or OBX__SKIPPED */
     char (*errors)[OBX__HANDLER_ERROR_MAX];
+    char wake_path[OBX__WAKE_PATH_MAX + 1]; /* empty: none */
+    int wake_fd;                 /* listening while run() runs, else -1 */
+#if OBX__WAKE_SOCKET && !defined(OBX_NO_THREADS)
+    pthread_t wake_thread;
+#endif
 };
 
 static int64_t obx__default_backoff(int attempts, void *user) {
@@ -5203,6 +5329,8 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
     h = desc->store ? &desc->store->hooks : &desc->provider->hooks;
     err = desc->store ? &desc->store->err : &desc->provider->err;
     if (obx__dispatcher_desc_check(desc, err) != OBX_OK) return err->result;
+    if (obx__wake_path_check(err, "obx_dispatcher_create: wake_path", desc->wake_path) != OBX_OK)
+        return err->result;
     if (!OBX__DEFAULT_CLOCK_SLEEPS && h->clock.sleep_ms == obx__default_sleep_ms)
         return obx__fail(err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: hooks.clock",
                          "built with OBX_NO_POSIX_CLOCK, the default clock cannot sleep: give the "
@@ -5215,6 +5343,8 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
     d->provider = desc->provider;
     d->hooks = h;
     d->err = desc->store ? err : &d->own_err;
+    d->wake_fd = -1;
+    if (desc->wake_path) obx__copy(d->wake_path, sizeof d->wake_path, desc->wake_path);
     if (desc->owner_token) {
         obx__lower_uuid(desc->owner_token, d->owner);
     } else {
@@ -5507,15 +5637,62 @@ static obx_result obx__dispatch_round(void *vd) {
     return r;
 }
 
+#if OBX__WAKE_SOCKET && !defined(OBX_NO_THREADS)
+/* The listener: a wake byte on the socket wakes the loop. It polls in
+ * 250 ms slices to see a stop; obx__wake_unlisten ends a slice at once. */
+static void *obx__wake_main(void *arg) {
+    obx_dispatcher *d = (obx_dispatcher *)arg;
+    while (!obx__loop_stopped(&d->loop)) {
+        struct pollfd p;
+        char bytes[64];
+        int got = 0;
+        p.fd = d->wake_fd;
+        p.events = POLLIN;
+        p.revents = 0;
+        if (poll(&p, 1, 250) <= 0) continue;
+        while (recv(d->wake_fd, bytes, sizeof bytes, 0) > 0) got = 1;
+        if (got) obx__loop_wake(&d->loop);
+    }
+    return NULL;
+}
+
+static void obx__wake_listen(obx_dispatcher *d, const char *name) {
+    if (!d->wake_path[0]) return;
+    d->wake_fd = obx__wake_bind(d->hooks, name, d->wake_path);
+    if (d->wake_fd >= 0 && pthread_create(&d->wake_thread, NULL, obx__wake_main, d) != 0) {
+        close(d->wake_fd);
+        unlink(d->wake_path);
+        d->wake_fd = -1;
+    }
+    if (d->wake_fd >= 0) obx__log(d->hooks, OBX_LOG_INFO, name, "listening for wake-ups at %s", d->wake_path);
+}
+
+static void obx__wake_unlisten(obx_dispatcher *d) {
+    int self = -1;
+    if (d->wake_fd < 0) return;
+    obx__wake_send(&self, d->wake_path);
+    if (self >= 0) close(self);
+    pthread_join(d->wake_thread, NULL);
+    close(d->wake_fd);
+    unlink(d->wake_path);
+    d->wake_fd = -1;
+}
+#else
+#define obx__wake_listen(d, name) ((void)(d), (void)(name))
+#define obx__wake_unlisten(d) ((void)(d))
+#endif
+
 OBX_API obx_result obx_dispatcher_run(obx_dispatcher *d) {
     const char *name;
     if (!d) return OBX_ERR_INVALID_ARG;
     name = d->store ? d->store->store_id : "dispatcher";
+    obx__wake_listen(d, name);
     obx__log(d->hooks, OBX_LOG_INFO, name,
              "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
              d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
              d->store ? 1 : d->provider->reg.count);
     obx__loop_run(&d->loop, &d->timing, obx__dispatch_round, d, name, d->err);
+    obx__wake_unlisten(d);
     obx__log(d->hooks, OBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
     return OBX_OK;
 }
@@ -5526,6 +5703,12 @@ OBX_API void obx_dispatcher_stop(obx_dispatcher *d) {
 
 OBX_API void obx_dispatcher_wake(obx_dispatcher *d) {
     if (d) obx__loop_wake(&d->loop);
+}
+
+OBX_API obx_result obx_notify(obx_store *s) {
+    if (!s) return OBX_ERR_INVALID_ARG;
+    obx__wake_send(&s->wake_fd, s->wake_path);
+    return OBX_OK;
 }
 
 /* >>common-end engine */
@@ -5801,6 +5984,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
                                 OBX__UNIT_WRITE | (one ? OBX__UNIT_ONE_STATEMENT : 0));
     }
     if (r == OBX_OK) {
+        if (!hdbc) obx__wake_send(&s->wake_fd, s->wake_path);
         obx__count(s, OBX_METRIC_ENQUEUED, count);
         for (i = 0; i < count; i++)
             obx__log(&s->hooks, s->message_log_level, s->store_id,
