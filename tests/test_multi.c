@@ -19,7 +19,6 @@ static void keep_log(obx_log_level level, const char *id, const char *msg, void 
     int n;
     (void)user;
     (void)level;
-    if (getenv("OBX_TEST_VERBOSE")) fprintf(stderr, "  log [%s] %s\n", id, msg);
     n = snprintf(g_log + g_log_len, sizeof g_log - g_log_len, "[%s] %s\n", id, msg);
     if (n > 0 && g_log_len + (size_t)n < sizeof g_log) g_log_len += (size_t)n;
 }
