@@ -1202,7 +1202,7 @@ IBX__PRIVATE void ibx__error_clear(ibx_error *e) {
 
 /* Record an error that did not come from the driver; returns `r`. */
 IBX__PRINTF(4, 5)
-IBX__PRIVATE ibx_result ibx__set_error(ibx_error *e, ibx_result r, const char *where, const char *fmt,
+IBX__PRIVATE ibx_result ibx__fail(ibx_error *e, ibx_result r, const char *where, const char *fmt,
                                   ...) {
     va_list ap;
     ibx__error_clear(e);
@@ -1836,7 +1836,7 @@ IBX__PRIVATE ibx_result ibx__check(ibx__db *db, SQLRETURN rc, SQLSMALLINT type, 
                                    const char *where) {
     if (rc == SQL_SUCCESS || rc == SQL_SUCCESS_WITH_INFO) return IBX_OK;
     if (rc == SQL_INVALID_HANDLE)
-        return ibx__set_error(db->err, IBX_ERR_STATE, where, "invalid ODBC handle");
+        return ibx__fail(db->err, IBX_ERR_STATE, where, "invalid ODBC handle");
     return ibx__diag(db, type, h, where);
 }
 
@@ -1884,7 +1884,7 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
     d = db->forced != IBX_DIALECT_AUTO ? ibx__dialect_get(db->forced)
                                        : ibx__dialect_detect(db->dbms_name);
     if (!d)
-        return ibx__set_error(db->err, IBX_ERR_UNSUPPORTED, "SQLGetInfo(SQL_DBMS_NAME)",
+        return ibx__fail(db->err, IBX_ERR_UNSUPPORTED, "SQLGetInfo(SQL_DBMS_NAME)",
                          "unknown database '%s' (driver %s); force a dialect if it speaks one "
                          "of sqlite, postgresql, mariadb, sqlserver",
                          db->dbms_name, db->driver_name);
@@ -1994,7 +1994,7 @@ IBX__PRIVATE ibx_result ibx__db_connect(ibx__db *db, const char *connstr) {
     if (!db->env) {
         if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_ENV, NULL, &db->env))) {
             db->env = NULL;
-            return ibx__set_error(db->err, IBX_ERR_NO_MEMORY, "SQLAllocHandle(ENV)",
+            return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLAllocHandle(ENV)",
                              "cannot allocate an ODBC environment (is a driver manager installed?)");
         }
         r = ibx__check(db,
@@ -2008,13 +2008,13 @@ IBX__PRIVATE ibx_result ibx__db_connect(ibx__db *db, const char *connstr) {
     }
     if (!db->connstr) {
         db->connstr = ibx__strdup(db->hooks, connstr);
-        if (!db->connstr) return ibx__set_error(db->err, IBX_ERR_NO_MEMORY, "connection_string", "out of memory");
+        if (!db->connstr) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "connection_string", "out of memory");
     }
     r = ibx__driver_connect(db, db->connstr);
     if (r == IBX_OK) r = ibx__db_setup(db);
     if (r != IBX_OK) return r;
     grown = ibx__connstr_extras(db);
-    if (grown < 0) return ibx__set_error(db->err, IBX_ERR_NO_MEMORY, "connection_string", "out of memory");
+    if (grown < 0) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "connection_string", "out of memory");
     if (grown == 0) return IBX_OK;
     ibx__db_disconnect(db);
     r = ibx__driver_connect(db, db->connstr);
@@ -2032,7 +2032,7 @@ IBX__PRIVATE ibx_result ibx__check_autocommit(ibx__db *db) {
     ibx_result r = ibx__check(db, SQLGetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT, &mode, 0, NULL),
                               SQL_HANDLE_DBC, db->dbc, "SQLGetConnectAttr(AUTOCOMMIT)");
     if (r != IBX_OK || mode == want) return r;
-    return ibx__set_error(db->err, IBX_ERR_STATE, "hdbc: autocommit",
+    return ibx__fail(db->err, IBX_ERR_STATE, "hdbc: autocommit",
                      "the caller's connection has autocommit %s; on %s the store needs it %s "
                      "(SQLSetConnectAttr(SQL_ATTR_AUTOCOMMIT, SQL_AUTOCOMMIT_%s))",
                      mode == SQL_AUTOCOMMIT_ON ? "on" : "off", db->d->name,
@@ -2053,7 +2053,7 @@ IBX__PRIVATE ibx_result ibx__db_ensure(ibx__db *db) {
     ibx_result r;
     if (!db->lost && db->connected) return db->own_connection ? IBX_OK : ibx__check_autocommit(db);
     if (!db->own_connection)
-        return ibx__set_error(db->err, IBX_ERR_DB_TRANSIENT, "connection",
+        return ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "connection",
                          "the caller's connection was lost; reconnect it and open the store again");
     ibx__log(db->hooks, IBX_LOG_WARN, db->store_id, "reconnecting (the connection was lost, or left out of step by a timeout)");
     ibx__db_disconnect(db);
@@ -2164,10 +2164,10 @@ IBX__PRIVATE ibx_result ibx__stmt(ibx__db *db, int slot, const char *sql, SQLHST
     /* Once per statement and connection: the copy costs nothing that matters. */
     memset(db->markers[slot], 0, sizeof db->markers[slot]);
     plain = ibx__plain_markers(db->hooks, sql, db->markers[slot]);
-    if (!plain) return ibx__set_error(db->err, IBX_ERR_NO_MEMORY, "SQLPrepare", "out of memory");
+    if (!plain) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLPrepare", "out of memory");
     if (!plain[0]) {
         ibx__free(db->hooks, plain);
-        return ibx__set_error(db->err, IBX_ERR_STATE, "SQLPrepare", "bad numbered marker in statement %d", slot);
+        return ibx__fail(db->err, IBX_ERR_STATE, "SQLPrepare", "bad numbered marker in statement %d", slot);
     }
     sql = plain;
     if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &st))) {
@@ -2195,7 +2195,7 @@ IBX__PRIVATE ibx_result ibx__bind(ibx__db *db, SQLHSTMT st, ibx__param *ps, int 
     if (map[0]) {
         for (markers = 0; markers < IBX__MAX_MARKERS && map[markers]; markers++)
             if (map[markers] > n)
-                return ibx__set_error(db->err, IBX_ERR_STATE, "SQLBindParameter",
+                return ibx__fail(db->err, IBX_ERR_STATE, "SQLBindParameter",
                                  "marker ?%d but only %d arguments", map[markers], n);
     }
     for (i = 0; i < markers; i++) {
@@ -2355,7 +2355,7 @@ IBX__PRIVATE ibx_result ibx__pick_keys(ibx__db *db, int slot, const char *sql, i
                 r = ibx__check(db, SQLGetData(cur, (SQLUSMALLINT)(k + 1), SQL_C_CHAR, key, sizeof key, &ind),
                                SQL_HANDLE_STMT, cur, "SQLGetData");
                 if (r == IBX_OK && !ibx__list_add(db->hooks, lists[k], db->d, key, strlen(key)))
-                    r = ibx__set_error(db->err, IBX_ERR_NO_MEMORY, "claim", "out of memory");
+                    r = ibx__fail(db->err, IBX_ERR_NO_MEMORY, "claim", "out of memory");
             }
             (*picked)++;
         }
@@ -2364,7 +2364,7 @@ IBX__PRIVATE ibx_result ibx__pick_keys(ibx__db *db, int slot, const char *sql, i
     if (r != IBX_EMPTY) return r;
     for (k = 0; k < ncols && *picked > 0; k++)
         if (!ibx__list_end(db->hooks, lists[k], db->d))
-            return ibx__set_error(db->err, IBX_ERR_NO_MEMORY, "claim", "out of memory");
+            return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "claim", "out of memory");
     return IBX_OK;
 }
 
@@ -2394,7 +2394,7 @@ IBX__PRIVATE ibx_result ibx__get_append(ibx__db *db, SQLHSTMT st, int col, SQLSM
         size_t room, got;
         SQLRETURN rc;
         if (!ibx__buf_reserve(db->hooks, buf, 1024))
-            return ibx__set_error(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
+            return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
         room = buf->cap - buf->len;
         rc = SQLGetData(st, (SQLUSMALLINT)col, c_type, buf->data + buf->len, (SQLLEN)room, &ind);
         if (rc == SQL_NO_DATA) break;
@@ -2417,11 +2417,11 @@ IBX__PRIVATE ibx_result ibx__get_append(ibx__db *db, SQLHSTMT st, int col, SQLSM
         /* Truncated: the first indicator usually tells the whole size. */
         if (first && ind != SQL_NO_TOTAL && (size_t)ind > got &&
             !ibx__buf_reserve(db->hooks, buf, (size_t)ind - got + 1))
-            return ibx__set_error(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
+            return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
         first = 0;
     }
     if (!ibx__buf_reserve(db->hooks, buf, 1))
-        return ibx__set_error(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
+        return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
     buf->data[buf->len++] = '\0';
     *offset = start;
     if (out_len) *out_len = buf->len - start - 1;
@@ -2456,7 +2456,7 @@ IBX__PRIVATE ibx_result ibx__query_text(ibx__db *db, const char *sql, char *out,
         r = ibx__check(db, SQLGetData(st, 1, SQL_C_CHAR, out, (SQLLEN)cap, &ind), SQL_HANDLE_STMT,
                        st, "SQLGetData");
     if (r == IBX_OK && ind == SQL_NULL_DATA) out[0] = '\0';
-    if (r == IBX_EMPTY) r = ibx__set_error(db->err, IBX_ERR_NOT_FOUND, sql, "query returned no row");
+    if (r == IBX_EMPTY) r = ibx__fail(db->err, IBX_ERR_NOT_FOUND, sql, "query returned no row");
     SQLFreeHandle(SQL_HANDLE_STMT, st);
     return r;
 }
@@ -2488,7 +2488,7 @@ IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
         dead == SQL_CD_TRUE) {
         db->lost = 1;
         db->in_tx = 0;
-        r = ibx__set_error(db->err, IBX_ERR_DB_TRANSIENT, "commit",
+        r = ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "commit",
                       "connection lost before commit; the transaction was not committed");
         db->err->connection_lost = 1;
         return r;
@@ -3865,11 +3865,11 @@ static ibx_result ibx__check_text(ibx_error *err, const char *fn, const char *ar
     long chars;
     snprintf(where, sizeof where, "%s: %s", fn, arg);
     if (!value || !value[0])
-        return ibx__set_error(err, IBX_ERR_INVALID_ARG, where, "%s must not be NULL or empty", arg);
+        return ibx__fail(err, IBX_ERR_INVALID_ARG, where, "%s must not be NULL or empty", arg);
     chars = ibx__utf8_length(value, strlen(value));
-    if (chars < 0) return ibx__set_error(err, IBX_ERR_INVALID_ARG, where, "%s is not valid UTF-8", arg);
+    if (chars < 0) return ibx__fail(err, IBX_ERR_INVALID_ARG, where, "%s is not valid UTF-8", arg);
     if (chars > max)
-        return ibx__set_error(err, IBX_ERR_INVALID_ARG, where, "%s is longer than %ld characters", arg, max);
+        return ibx__fail(err, IBX_ERR_INVALID_ARG, where, "%s is longer than %ld characters", arg, max);
     return IBX_OK;
 }
 
@@ -3878,13 +3878,13 @@ static ibx_result ibx__check_names(ibx_error *err, const char *fn, const char *s
     char where[96];
     if (ibx__identifier_check(schema) != IBX_OK) {
         snprintf(where, sizeof where, "%s: schema", fn);
-        return ibx__set_error(err, IBX_ERR_INVALID_ARG, where,
+        return ibx__fail(err, IBX_ERR_INVALID_ARG, where,
                          "schema must be 1-63 characters of A-Z, a-z, 0-9, _ and not start "
                          "with a digit");
     }
     if (ibx__identifier_check(table) != IBX_OK || strlen(table) > IBX__TABLE_MAX) {
         snprintf(where, sizeof where, "%s: table", fn);
-        return ibx__set_error(err, IBX_ERR_INVALID_ARG, where,
+        return ibx__fail(err, IBX_ERR_INVALID_ARG, where,
                          "table must be 1-%d characters of A-Z, a-z, 0-9, _ and not start "
                          "with a digit (derived index names must fit 63)", IBX__TABLE_MAX);
     }
@@ -3906,17 +3906,17 @@ static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
     ibx_result r = ibx__check_names(&s->err, "ibx_store_open", schema, table);
     if (r != IBX_OK) return r;
     if (!id[0] || strlen(id) > 63 || !ibx__printable(id))
-        return ibx__set_error(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: store_id",
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: store_id",
                          "store_id must be 1-63 characters, none of them control characters");
     if (worker && (!worker[0] || strlen(worker) > 100 || !ibx__printable(worker)))
-        return ibx__set_error(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: worker_name",
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: worker_name",
                          "worker_name must be 1-100 characters, none of them control characters");
     s->schema = ibx__strdup(&s->hooks, schema);
     s->table = ibx__strdup(&s->hooks, table);
     s->store_id = ibx__strdup(&s->hooks, id);
     s->worker_name = worker ? ibx__strdup(&s->hooks, worker) : NULL;
     if (!s->schema || !s->table || !s->store_id || (worker && !s->worker_name))
-        return ibx__set_error(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
+        return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     return IBX_OK;
 }
 
@@ -3930,14 +3930,14 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     const ibx__stmt_row *row;
     s->q = ibx__sqlsets[s->db.d->id];
     if (!s->q)
-        return ibx__set_error(&s->err, IBX_ERR_UNSUPPORTED, "ibx_store_open: dialect",
+        return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, "ibx_store_open: dialect",
                               "%s was left out of this build (IBX_NO_%s)", s->db.d->name,
                               ibx__dialect_macro(s->db.d->id));
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
         IBX_ASSERT(row->id >= 0 && row->id < IBX__Q_COUNT && !s->sql[row->id]);
         s->sql[row->id] = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, row->sql);
         if (!s->sql[row->id])
-            return ibx__set_error(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
+            return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     }
     return IBX_OK;
 }
@@ -3967,7 +3967,7 @@ static ibx_result ibx__deploy_unit(ibx__db *db, void *ctx) {
     int i;
     for (i = 0; s->q->ddl[i] && r == IBX_OK; i++) {
         char *one = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
-        if (!one) return ibx__set_error(db->err, IBX_ERR_NO_MEMORY, "ibx_store_deploy", "out of memory");
+        if (!one) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_store_deploy", "out of memory");
         r = ibx__exec_direct(db, one, "deploy");
         ibx__free(&s->hooks, one);
     }
@@ -4005,7 +4005,7 @@ IBX_API ibx_result ibx_store_deploy(ibx_store *store) {
     ibx_result r;
     if (!store) return IBX_ERR_INVALID_ARG;
     if (!store->q)
-        return ibx__set_error(&store->err, IBX_ERR_STATE, "ibx_store_deploy", "store is not open");
+        return ibx__fail(&store->err, IBX_ERR_STATE, "ibx_store_deploy", "store is not open");
     r = ibx__unit(&store->db, ibx__deploy_unit, store, "deploy schema");
     if (r == IBX_OK)
         ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "schema deployed (table %s)",
@@ -4016,13 +4016,13 @@ IBX_API ibx_result ibx_store_deploy(ibx_store *store) {
 /* The checks of ibx_store_open that need no allocation beyond the store. */
 static ibx_result ibx__store_desc_check(ibx_store *s, const ibx_store_desc *desc) {
     if ((desc->connection_string != NULL) == (desc->hdbc != NULL))
-        return ibx__set_error(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: connection_string",
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: connection_string",
                          "give exactly one of connection_string and hdbc");
     if (desc->connection_string && !desc->connection_string[0])
-        return ibx__set_error(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: connection_string",
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: connection_string",
                          "connection_string is empty");
     if ((int)desc->dialect < 0 || (int)desc->dialect > (int)IBX_DIALECT_SQLSERVER)
-        return ibx__set_error(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: dialect",
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: dialect",
                          "dialect %d is not an ibx_dialect value", (int)desc->dialect);
     return ibx__store_names(s, desc);
 }
@@ -4112,7 +4112,7 @@ IBX_API ibx_result ibx_store_counters(const ibx_store *store, int64_t counters[I
 static ibx_result ibx__store_ready(ibx_store *s, const char *fn) {
     if (!s) return IBX_ERR_INVALID_ARG;
     ibx__error_clear(&s->err);
-    if (!s->q) return ibx__set_error(&s->err, IBX_ERR_STATE, fn, "store is not open");
+    if (!s->q) return ibx__fail(&s->err, IBX_ERR_STATE, fn, "store is not open");
     return IBX_OK;
 }
 
@@ -4139,10 +4139,10 @@ static ibx_result ibx__check_token(ibx_store *s, const char *fn, const char *tok
     char where[96];
     snprintf(where, sizeof where, "%s: owner_token", fn);
     if (!ibx__uuid_is_valid(token))
-        return ibx__set_error(&s->err, IBX_ERR_INVALID_ARG, where,
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where,
                          "owner_token must be a UUID (ibx_owner_token)");
     if (strcmp(token, "00000000-0000-0000-0000-000000000000") == 0)
-        return ibx__set_error(&s->err, IBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
     ibx__lower_uuid(token, s->token);
     return IBX_OK;
 }
@@ -4220,7 +4220,7 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
         /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
          * subquery run twice does it): roll the claim back, lose nothing. */
         if (c->count >= c->batch_size) {
-            r = ibx__set_error(db->err, IBX_ERR_STATE, "ibx_claim",
+            r = ibx__fail(db->err, IBX_ERR_STATE, "ibx_claim",
                           "the claim statement returned more than %d rows; rolled back",
                           c->batch_size);
             break;
@@ -4237,7 +4237,7 @@ static ibx_result ibx__check_lease(ibx_store *s, const char *fn, int lease_secon
     char where[96];
     if (lease_seconds >= 1 && lease_seconds <= IBX_LEASE_MAX_SECONDS) return IBX_OK;
     snprintf(where, sizeof where, "%s: lease_seconds", fn);
-    return ibx__set_error(&s->err, IBX_ERR_OUT_OF_RANGE, where, "lease_seconds must be 1..%d, got %d",
+    return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, where, "lease_seconds must be 1..%d, got %d",
                      IBX_LEASE_MAX_SECONDS, lease_seconds);
 }
 
@@ -4247,10 +4247,10 @@ static ibx_result ibx__claim_room(ibx_store *s, int batch_size) {
     ibx__row_offsets *offsets;
     if (batch_size <= s->msgs_cap) return IBX_OK;
     grown = (ibx_message *)ibx__realloc(&s->hooks, s->msgs, sizeof *grown * (size_t)batch_size);
-    if (!grown) return ibx__set_error(&s->err, IBX_ERR_NO_MEMORY, "ibx_claim", "out of memory");
+    if (!grown) return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_claim", "out of memory");
     s->msgs = grown;
     offsets = (ibx__row_offsets *)ibx__realloc(&s->hooks, s->offsets, sizeof *offsets * (size_t)batch_size);
-    if (!offsets) return ibx__set_error(&s->err, IBX_ERR_NO_MEMORY, "ibx_claim", "out of memory");
+    if (!offsets) return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_claim", "out of memory");
     s->offsets = offsets;
     s->msgs_cap = batch_size;
     return IBX_OK;
@@ -4264,12 +4264,12 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
     r = ibx__store_ready(store, "ibx_claim");
     if (r != IBX_OK) return r;
     if (!messages || !count)
-        return ibx__set_error(&store->err, IBX_ERR_INVALID_ARG, "ibx_claim: messages",
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_claim: messages",
                          "output pointers must not be NULL");
     if ((r = ibx__check_token(store, "ibx_claim", owner_token)) != IBX_OK) return r;
     if ((r = ibx__check_lease(store, "ibx_claim", lease_seconds)) != IBX_OK) return r;
     if (batch_size < 1 || batch_size > IBX_BATCH_MAX)
-        return ibx__set_error(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_claim: batch_size",
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_claim: batch_size",
                          "batch_size must be 1..%d, got %d", IBX_BATCH_MAX, batch_size);
     if ((r = ibx__claim_room(store, batch_size)) != IBX_OK) return r;
     ctx.s = store;
@@ -4379,10 +4379,10 @@ static ibx_result ibx__settle_begin(ibx_store *s, const char *fn, const char *ow
     if (r != IBX_OK) return r;
     if ((r = ibx__check_token(s, fn, owner)) != IBX_OK) return r;
     snprintf(where, sizeof where, "%s: count", fn);
-    if (count < 0) return ibx__set_error(&s->err, IBX_ERR_INVALID_ARG, where, "count must be >= 0");
+    if (count < 0) return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "count must be >= 0");
     snprintf(where, sizeof where, "%s: %s", fn, IBX__KEYS_ARG);
     if (count > 0 && !keys)
-        return ibx__set_error(&s->err, IBX_ERR_INVALID_ARG, where, IBX__KEYS_ARG " must not be NULL");
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, IBX__KEYS_ARG " must not be NULL");
     for (k = 0; k < IBX__KEY_LISTS; k++) s->keys[k].len = 0;
     return IBX_OK;
 }
@@ -4391,7 +4391,7 @@ static ibx_result ibx__key_lists_end(ibx_store *s, const char *fn) {
     int k;
     for (k = 0; k < IBX__KEY_LISTS; k++)
         if (!ibx__list_end(&s->hooks, &s->keys[k], s->db.d))
-            return ibx__set_error(&s->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
+            return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
     return IBX_OK;
 }
 
@@ -4401,7 +4401,7 @@ static ibx_result ibx__check_delay(ibx_store *s, const char *fn, int64_t delay_m
     if (delay_ms == IBX_DELAY_BACKOFF || (delay_ms >= IBX__DELAY_MIN_MS && delay_ms <= IBX_DELAY_MAX_MS))
         return IBX_OK;
     snprintf(where, sizeof where, "%s: delay_ms", fn);
-    return ibx__set_error(&s->err, IBX_ERR_OUT_OF_RANGE, where,
+    return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, where,
                      "delay_ms must be IBX_DELAY_BACKOFF or %d..%lld, got %lld",
                      IBX__DELAY_MIN_MS, (long long)IBX_DELAY_MAX_MS, (long long)delay_ms);
 }
@@ -4464,7 +4464,7 @@ static ibx_result ibx__settle_messages(ibx_store *s, int kind, const ibx_message
     for (k = 0; k < IBX__KEY_LISTS; k++) s->keys[k].len = 0;
     for (i = 0; i < n; i++)
         if (!ibx__msg_key_add(&s->hooks, s->db.d, s->keys, &ms[which[i]]))
-            return ibx__set_error(&s->err, IBX_ERR_NO_MEMORY, "settle", "out of memory");
+            return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "settle", "out of memory");
     if (ibx__key_lists_end(s, "settle") != IBX_OK) return IBX_ERR_NO_MEMORY;
     return ibx__settle(s, kind, n, error, delay_ms, attempts, changed);
 }
@@ -4489,10 +4489,10 @@ IBX_API ibx_result ibx_cleanup(ibx_store *store, int64_t retention_ms, int batch
     ibx_result r = ibx__store_ready(store, "ibx_cleanup");
     if (r != IBX_OK) return r;
     if (retention_ms < 0 || retention_ms > IBX_RETENTION_MAX_MS)
-        return ibx__set_error(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_cleanup: retention_ms",
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_cleanup: retention_ms",
                          "retention_ms must be 0..%lld", (long long)IBX_RETENTION_MAX_MS);
     if (batch_size < 0 || batch_size > IBX_BATCH_MAX)
-        return ibx__set_error(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_cleanup: batch_size",
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_cleanup: batch_size",
                          "batch_size must be 0..%d", IBX_BATCH_MAX);
     if (retention_ms == 0) retention_ms = IBX__RETENTION_DEFAULT_MS;
     if (batch_size == 0) batch_size = IBX__CLEANUP_BATCH_DEFAULT;
@@ -4593,13 +4593,13 @@ static ibx_result ibx__provider_discover(ibx_provider *p) {
     ibx_result r;
     p->next_refresh_ms = ibx__sat_add(ibx__mono_ms(&p->hooks), p->refresh_ms);
     n = ibx__provider_ask(p, &found);
-    if (n == -2) r = ibx__set_error(&p->err, IBX_ERR_NO_MEMORY, "ibx_provider_refresh", "out of memory");
+    if (n == -2) r = ibx__fail(&p->err, IBX_ERR_NO_MEMORY, "ibx_provider_refresh", "out of memory");
     else if (n < 0 || n > IBX_DISCOVER_MAX)
-        r = ibx__set_error(&p->err, IBX_ERR_DB, "ibx_provider_refresh: discover",
+        r = ibx__fail(&p->err, IBX_ERR_DB, "ibx_provider_refresh: discover",
                       "discovery failed (returned %d; at most %d databases); keeping the %d current "
                       "database(s)", n, IBX_DISCOVER_MAX, p->reg.count);
     else if ((r = ibx__registry_apply(&p->reg, found, n, &added, &removed)) != IBX_OK)
-        ibx__set_error(&p->err, r, "ibx_provider_refresh: discover",
+        ibx__fail(&p->err, r, "ibx_provider_refresh: discover",
                   "discovery returned a NULL, empty or duplicate id or connection string");
     else
         ibx__log(&p->hooks, added || removed ? IBX_LOG_INFO : IBX_LOG_DEBUG, "provider",
@@ -4651,7 +4651,7 @@ IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provid
     r = p->discover ? ibx__provider_discover(p)
                     : ibx__registry_apply(&p->reg, desc->databases, desc->database_count, NULL, NULL);
     if (r == IBX_ERR_INVALID_ARG)
-        ibx__set_error(&p->err, r, "ibx_provider_create: databases",
+        ibx__fail(&p->err, r, "ibx_provider_create: databases",
                   "every database needs a unique, non-empty id and a connection string");
     if (r != IBX_OK && r != IBX_ERR_DB) { /* a failed first discovery still gives a provider */
         ibx_provider_destroy(p);
@@ -4675,7 +4675,7 @@ IBX_API ibx_result ibx_provider_refresh(ibx_provider *p) {
     if (!p) return IBX_ERR_INVALID_ARG;
     ibx__error_clear(&p->err);
     if (!p->discover)
-        return ibx__set_error(&p->err, IBX_ERR_STATE, "ibx_provider_refresh", "a fixed list has no discovery");
+        return ibx__fail(&p->err, IBX_ERR_STATE, "ibx_provider_refresh", "a fixed list has no discovery");
     return ibx__provider_discover(p);
 }
 
@@ -4698,10 +4698,10 @@ IBX_API ibx_result ibx_router_get(ibx_provider *p, const char *key, ibx_store **
     if (!p || !out) return IBX_ERR_INVALID_ARG;
     ibx__error_clear(&p->err);
     if (!key || !key[0])
-        return ibx__set_error(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get: key", "key must not be NULL or empty");
+        return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get: key", "key must not be NULL or empty");
     at = ibx__registry_find(&p->reg, key);
     if (at < 0)
-        return ibx__set_error(&p->err, IBX_ERR_NOT_FOUND, "ibx_router_get: key",
+        return ibx__fail(&p->err, IBX_ERR_NOT_FOUND, "ibx_router_get: key",
                          "no " IBX__NOUN " for routing key '%s'", key);
     *out = (ibx_store *)p->reg.items[at].store;
     return IBX_OK;
@@ -4710,7 +4710,7 @@ IBX_API ibx_result ibx_router_get(ibx_provider *p, const char *key, ibx_store **
 IBX_API ibx_result ibx_router_get_guid(ibx_provider *p, const ibx_guid *key, ibx_store **out) {
     char text[37];
     if (!p || !out) return IBX_ERR_INVALID_ARG;
-    if (!key) return ibx__set_error(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get_guid: key", "key must not be NULL");
+    if (!key) return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get_guid: key", "key must not be NULL");
     ibx__guid_text(key->bytes, text);
     return ibx_router_get(p, text, out);
 }
@@ -4960,7 +4960,7 @@ static int64_t ibx__default_backoff(int attempts, void *user) {
 static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ibx_error *err) {
     if (desc->owner_token && (!ibx__uuid_is_valid(desc->owner_token) ||
                               strcmp(desc->owner_token, "00000000-0000-0000-0000-000000000000") == 0))
-        return ibx__set_error(err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: owner_token",
+        return ibx__fail(err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: owner_token",
                          "owner_token must be a UUID, not the empty one");
     if (desc->batch_size < 0 || desc->batch_size > IBX_BATCH_MAX || desc->lease_seconds < 0 ||
         desc->lease_seconds > IBX_LEASE_MAX_SECONDS || desc->max_attempts < 0 ||
@@ -4970,7 +4970,7 @@ static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ib
         desc->max_handler_ms < 0 ||
         (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF ||
         ((int)desc->selection != IBX_SELECT_ROUND_ROBIN && (int)desc->selection != IBX_SELECT_DRAIN_FIRST))
-        return ibx__set_error(err, IBX_ERR_OUT_OF_RANGE, "ibx_dispatcher_create: desc",
+        return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, "ibx_dispatcher_create: desc",
                          "batch_size 0..%d, lease_seconds 0..%d, a known selection and log level, and no "
                          "negative attempts or intervals (0 means the default)", IBX_BATCH_MAX,
                          IBX_LEASE_MAX_SECONDS);
@@ -5030,7 +5030,7 @@ IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_di
     err = desc->store ? &desc->store->err : &desc->provider->err;
     if (ibx__dispatcher_desc_check(desc, err) != IBX_OK) return err->result;
     if (!IBX__DEFAULT_CLOCK_SLEEPS && h->clock.sleep_ms == ibx__default_sleep_ms)
-        return ibx__set_error(err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: hooks.clock",
+        return ibx__fail(err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: hooks.clock",
                          "built with IBX_NO_POSIX_CLOCK, the default clock cannot sleep: give the "
                          "store a clock hook with sleep_ms (a dispatcher would poll without pause)");
     d = (ibx_dispatcher *)ibx__alloc(h, sizeof *d);
@@ -5089,9 +5089,9 @@ IBX_API ibx_result ibx_dispatcher_on(ibx_dispatcher *d, const char *topic, ibx_h
     r = ibx__check_text(d->err, "ibx_dispatcher_on", "topic", topic, IBX_TOPIC_MAX);
     if (r != IBX_OK) return r;
     if (!handler)
-        return ibx__set_error(d->err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_on: handler", "must not be NULL");
+        return ibx__fail(d->err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_on: handler", "must not be NULL");
     if (ibx__routes_add(d->hooks, &d->routes, topic, (ibx__any_fn)handler, user) != IBX_OK)
-        return ibx__set_error(d->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_on", "out of memory");
+        return ibx__fail(d->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_on", "out of memory");
     return IBX_OK;
 }
 
@@ -5392,7 +5392,7 @@ static ibx_result ibx__check_key(ibx_store *s, const char *fn, const char *arg, 
     ibx_result r = ibx__check_text(&s->err, fn, arg, value, IBX_KEY_MAX);
     if (r != IBX_OK || !s->db.d->pads_text || value[strlen(value) - 1] != ' ') return r;
     snprintf(where, sizeof where, "%s: %s", fn, arg);
-    return ibx__set_error(&s->err, IBX_ERR_INVALID_ARG, where,
+    return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where,
                      "%s ends with a space, which %s ignores when comparing: it would be taken for "
                      "the same %s without the space", arg, s->db.d->name, arg);
 }
@@ -5479,7 +5479,7 @@ static ibx_result ibx__seen_unit(ibx__db *db, void *vctx) {
     }
     ibx__close(cur);
     if (r == IBX_EMPTY)
-        r = ibx__set_error(db->err, IBX_ERR_DB, "ibx_already_processed", "the upsert returned no row");
+        r = ibx__fail(db->err, IBX_ERR_DB, "ibx_already_processed", "the upsert returned no row");
     return r;
 }
 
@@ -5493,10 +5493,10 @@ IBX_API ibx_result ibx_already_processed(ibx_store *store, const char *message_i
         (r = ibx__check_key(store, "ibx_already_processed", "source", source)) != IBX_OK)
         return r;
     if (!processed)
-        return ibx__set_error(&store->err, IBX_ERR_INVALID_ARG, "ibx_already_processed: processed",
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_already_processed: processed",
                          "must not be NULL");
     if (!hash && hash_len > 0)
-        return ibx__set_error(&store->err, IBX_ERR_INVALID_ARG, "ibx_already_processed: hash",
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_already_processed: hash",
                          "hash is NULL but hash_len is %lu", (unsigned long)hash_len);
     memset(&ctx, 0, sizeof ctx);
     ctx.s = store;
@@ -5531,7 +5531,7 @@ static ibx_result ibx__mark(ibx_store *s, const char *fn, const char *message_id
     ibx__p_text(&p[5], message_id, (size_t)-1);
     r = ibx__run_count(s, IBX__Q_MARK, p, 6, fn, &rows);
     if (r != IBX_OK) return r;
-    if (rows == 0) return ibx__set_error(&s->err, IBX_ERR_NOT_FOUND, fn, "no message %s from %s", message_id, source);
+    if (rows == 0) return ibx__fail(&s->err, IBX_ERR_NOT_FOUND, fn, "no message %s from %s", message_id, source);
     ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "marked %s from %s %s", message_id, source, status);
     return IBX_OK;
 }
@@ -5588,25 +5588,25 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     const char *nul;
     ibx_result r = ibx__store_ready(store, "ibx_enqueue");
     if (r != IBX_OK) return r;
-    if (!m) return ibx__set_error(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: message", "must not be NULL");
+    if (!m) return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: message", "must not be NULL");
     if ((r = ibx__check_text(&store->err, "ibx_enqueue", "topic", m->topic, IBX_TOPIC_MAX)) != IBX_OK ||
         (r = ibx__check_key(store, "ibx_enqueue", "source", m->source)) != IBX_OK ||
         (r = ibx__check_key(store, "ibx_enqueue", "message_id", m->message_id)) != IBX_OK)
         return r;
     if (!m->payload)
-        return ibx__set_error(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: payload",
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: payload",
                          "payload must not be NULL (use \"\" for none)");
     if (!m->hash && m->hash_len > 0)
-        return ibx__set_error(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: hash",
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: hash",
                          "hash is NULL but hash_len is %lu", (unsigned long)m->hash_len);
     len = m->payload_len == IBX_NTS ? strlen((const char *)m->payload) : m->payload_len;
     nul = (const char *)memchr(m->payload, 0, len);
     if (nul)
-        return ibx__set_error(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: payload",
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: payload",
                          "payload has a NUL byte at offset %lu; the text column cannot store it",
                          (unsigned long)(nul - (const char *)m->payload));
     if (m->due_utc_ms < 0 || m->due_utc_ms > IBX_TIME_MAX_MS)
-        return ibx__set_error(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: due_utc_ms",
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: due_utc_ms",
                          "due_utc_ms must be 0 (now) or a Unix time in ms up to IBX_TIME_MAX_MS (year 9999)");
     ibx__p_text(&p[0], m->source, (size_t)-1);
     ibx__p_text(&p[1], m->message_id, (size_t)-1);
@@ -5647,12 +5647,12 @@ IBX_API ibx_result ibx_get(ibx_store *store, const char *message_id, const char 
     if ((r = ibx__check_key(store, "ibx_get", "source", source)) != IBX_OK ||
         (r = ibx__check_key(store, "ibx_get", "message_id", message_id)) != IBX_OK)
         return r;
-    if (!message) return ibx__set_error(&store->err, IBX_ERR_INVALID_ARG, "ibx_get: message", "must not be NULL");
+    if (!message) return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_get: message", "must not be NULL");
     ibx__p_text(&p[0], source, (size_t)-1);
     ibx__p_text(&p[1], message_id, (size_t)-1);
     r = ibx__get_by_key(store, p, 2, message);
     if (r == IBX_EMPTY)
-        return ibx__set_error(&store->err, IBX_ERR_NOT_FOUND, "ibx_get", "no message %s from %s", message_id, source);
+        return ibx__fail(&store->err, IBX_ERR_NOT_FOUND, "ibx_get", "no message %s from %s", message_id, source);
     return r;
 }
 
@@ -5668,12 +5668,12 @@ static ibx_result ibx__settle_keys(ibx_store *s, const char *fn, const char *own
     for (i = 0; i < count; i++) {
         if (!keys[i].source || !keys[i].source[0] || !keys[i].message_id || !keys[i].message_id[0]) {
             snprintf(where, sizeof where, "%s: keys[%d]", fn, i);
-            return ibx__set_error(&s->err, IBX_ERR_INVALID_ARG, where,
+            return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where,
                              "source and message_id must not be NULL or empty");
         }
         if (!ibx__list_add(&s->hooks, &s->keys[0], s->db.d, keys[i].source, strlen(keys[i].source)) ||
             !ibx__list_add(&s->hooks, &s->keys[1], s->db.d, keys[i].message_id, strlen(keys[i].message_id)))
-            return ibx__set_error(&s->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
+            return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
     }
     return ibx__key_lists_end(s, fn);
 }
@@ -5703,7 +5703,7 @@ IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx
                             int count, const char *error, int64_t *changed) {
     ibx_result r;
     if (store && !error)
-        return ibx__set_error(&store->err, IBX_ERR_INVALID_ARG, "ibx_fail: error", "error must not be NULL");
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_fail: error", "error must not be NULL");
     r = ibx__settle_keys(store, "ibx_fail", owner_token, keys, count);
     return r != IBX_OK ? r : ibx__settle(store, IBX__SETTLE_FAIL, count, error, 0, 0, changed);
 }

@@ -1272,7 +1272,7 @@ OBX__PRIVATE void obx__error_clear(obx_error *e) {
 
 /* Record an error that did not come from the driver; returns `r`. */
 OBX__PRINTF(4, 5)
-OBX__PRIVATE obx_result obx__set_error(obx_error *e, obx_result r, const char *where, const char *fmt,
+OBX__PRIVATE obx_result obx__fail(obx_error *e, obx_result r, const char *where, const char *fmt,
                                   ...) {
     va_list ap;
     obx__error_clear(e);
@@ -1906,7 +1906,7 @@ OBX__PRIVATE obx_result obx__check(obx__db *db, SQLRETURN rc, SQLSMALLINT type, 
                                    const char *where) {
     if (rc == SQL_SUCCESS || rc == SQL_SUCCESS_WITH_INFO) return OBX_OK;
     if (rc == SQL_INVALID_HANDLE)
-        return obx__set_error(db->err, OBX_ERR_STATE, where, "invalid ODBC handle");
+        return obx__fail(db->err, OBX_ERR_STATE, where, "invalid ODBC handle");
     return obx__diag(db, type, h, where);
 }
 
@@ -1954,7 +1954,7 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
     d = db->forced != OBX_DIALECT_AUTO ? obx__dialect_get(db->forced)
                                        : obx__dialect_detect(db->dbms_name);
     if (!d)
-        return obx__set_error(db->err, OBX_ERR_UNSUPPORTED, "SQLGetInfo(SQL_DBMS_NAME)",
+        return obx__fail(db->err, OBX_ERR_UNSUPPORTED, "SQLGetInfo(SQL_DBMS_NAME)",
                          "unknown database '%s' (driver %s); force a dialect if it speaks one "
                          "of sqlite, postgresql, mariadb, sqlserver",
                          db->dbms_name, db->driver_name);
@@ -2064,7 +2064,7 @@ OBX__PRIVATE obx_result obx__db_connect(obx__db *db, const char *connstr) {
     if (!db->env) {
         if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_ENV, NULL, &db->env))) {
             db->env = NULL;
-            return obx__set_error(db->err, OBX_ERR_NO_MEMORY, "SQLAllocHandle(ENV)",
+            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLAllocHandle(ENV)",
                              "cannot allocate an ODBC environment (is a driver manager installed?)");
         }
         r = obx__check(db,
@@ -2078,13 +2078,13 @@ OBX__PRIVATE obx_result obx__db_connect(obx__db *db, const char *connstr) {
     }
     if (!db->connstr) {
         db->connstr = obx__strdup(db->hooks, connstr);
-        if (!db->connstr) return obx__set_error(db->err, OBX_ERR_NO_MEMORY, "connection_string", "out of memory");
+        if (!db->connstr) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "connection_string", "out of memory");
     }
     r = obx__driver_connect(db, db->connstr);
     if (r == OBX_OK) r = obx__db_setup(db);
     if (r != OBX_OK) return r;
     grown = obx__connstr_extras(db);
-    if (grown < 0) return obx__set_error(db->err, OBX_ERR_NO_MEMORY, "connection_string", "out of memory");
+    if (grown < 0) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "connection_string", "out of memory");
     if (grown == 0) return OBX_OK;
     obx__db_disconnect(db);
     r = obx__driver_connect(db, db->connstr);
@@ -2102,7 +2102,7 @@ OBX__PRIVATE obx_result obx__check_autocommit(obx__db *db) {
     obx_result r = obx__check(db, SQLGetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT, &mode, 0, NULL),
                               SQL_HANDLE_DBC, db->dbc, "SQLGetConnectAttr(AUTOCOMMIT)");
     if (r != OBX_OK || mode == want) return r;
-    return obx__set_error(db->err, OBX_ERR_STATE, "hdbc: autocommit",
+    return obx__fail(db->err, OBX_ERR_STATE, "hdbc: autocommit",
                      "the caller's connection has autocommit %s; on %s the store needs it %s "
                      "(SQLSetConnectAttr(SQL_ATTR_AUTOCOMMIT, SQL_AUTOCOMMIT_%s))",
                      mode == SQL_AUTOCOMMIT_ON ? "on" : "off", db->d->name,
@@ -2123,7 +2123,7 @@ OBX__PRIVATE obx_result obx__db_ensure(obx__db *db) {
     obx_result r;
     if (!db->lost && db->connected) return db->own_connection ? OBX_OK : obx__check_autocommit(db);
     if (!db->own_connection)
-        return obx__set_error(db->err, OBX_ERR_DB_TRANSIENT, "connection",
+        return obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "connection",
                          "the caller's connection was lost; reconnect it and open the store again");
     obx__log(db->hooks, OBX_LOG_WARN, db->store_id, "reconnecting (the connection was lost, or left out of step by a timeout)");
     obx__db_disconnect(db);
@@ -2234,10 +2234,10 @@ OBX__PRIVATE obx_result obx__stmt(obx__db *db, int slot, const char *sql, SQLHST
     /* Once per statement and connection: the copy costs nothing that matters. */
     memset(db->markers[slot], 0, sizeof db->markers[slot]);
     plain = obx__plain_markers(db->hooks, sql, db->markers[slot]);
-    if (!plain) return obx__set_error(db->err, OBX_ERR_NO_MEMORY, "SQLPrepare", "out of memory");
+    if (!plain) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLPrepare", "out of memory");
     if (!plain[0]) {
         obx__free(db->hooks, plain);
-        return obx__set_error(db->err, OBX_ERR_STATE, "SQLPrepare", "bad numbered marker in statement %d", slot);
+        return obx__fail(db->err, OBX_ERR_STATE, "SQLPrepare", "bad numbered marker in statement %d", slot);
     }
     sql = plain;
     if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &st))) {
@@ -2265,7 +2265,7 @@ OBX__PRIVATE obx_result obx__bind(obx__db *db, SQLHSTMT st, obx__param *ps, int 
     if (map[0]) {
         for (markers = 0; markers < OBX__MAX_MARKERS && map[markers]; markers++)
             if (map[markers] > n)
-                return obx__set_error(db->err, OBX_ERR_STATE, "SQLBindParameter",
+                return obx__fail(db->err, OBX_ERR_STATE, "SQLBindParameter",
                                  "marker ?%d but only %d arguments", map[markers], n);
     }
     for (i = 0; i < markers; i++) {
@@ -2425,7 +2425,7 @@ OBX__PRIVATE obx_result obx__pick_keys(obx__db *db, int slot, const char *sql, i
                 r = obx__check(db, SQLGetData(cur, (SQLUSMALLINT)(k + 1), SQL_C_CHAR, key, sizeof key, &ind),
                                SQL_HANDLE_STMT, cur, "SQLGetData");
                 if (r == OBX_OK && !obx__list_add(db->hooks, lists[k], db->d, key, strlen(key)))
-                    r = obx__set_error(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
+                    r = obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
             }
             (*picked)++;
         }
@@ -2434,7 +2434,7 @@ OBX__PRIVATE obx_result obx__pick_keys(obx__db *db, int slot, const char *sql, i
     if (r != OBX_EMPTY) return r;
     for (k = 0; k < ncols && *picked > 0; k++)
         if (!obx__list_end(db->hooks, lists[k], db->d))
-            return obx__set_error(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
+            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
     return OBX_OK;
 }
 
@@ -2464,7 +2464,7 @@ OBX__PRIVATE obx_result obx__get_append(obx__db *db, SQLHSTMT st, int col, SQLSM
         size_t room, got;
         SQLRETURN rc;
         if (!obx__buf_reserve(db->hooks, buf, 1024))
-            return obx__set_error(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
+            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
         room = buf->cap - buf->len;
         rc = SQLGetData(st, (SQLUSMALLINT)col, c_type, buf->data + buf->len, (SQLLEN)room, &ind);
         if (rc == SQL_NO_DATA) break;
@@ -2487,11 +2487,11 @@ OBX__PRIVATE obx_result obx__get_append(obx__db *db, SQLHSTMT st, int col, SQLSM
         /* Truncated: the first indicator usually tells the whole size. */
         if (first && ind != SQL_NO_TOTAL && (size_t)ind > got &&
             !obx__buf_reserve(db->hooks, buf, (size_t)ind - got + 1))
-            return obx__set_error(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
+            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
         first = 0;
     }
     if (!obx__buf_reserve(db->hooks, buf, 1))
-        return obx__set_error(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
+        return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLGetData", "out of memory");
     buf->data[buf->len++] = '\0';
     *offset = start;
     if (out_len) *out_len = buf->len - start - 1;
@@ -2526,7 +2526,7 @@ OBX__PRIVATE obx_result obx__query_text(obx__db *db, const char *sql, char *out,
         r = obx__check(db, SQLGetData(st, 1, SQL_C_CHAR, out, (SQLLEN)cap, &ind), SQL_HANDLE_STMT,
                        st, "SQLGetData");
     if (r == OBX_OK && ind == SQL_NULL_DATA) out[0] = '\0';
-    if (r == OBX_EMPTY) r = obx__set_error(db->err, OBX_ERR_NOT_FOUND, sql, "query returned no row");
+    if (r == OBX_EMPTY) r = obx__fail(db->err, OBX_ERR_NOT_FOUND, sql, "query returned no row");
     SQLFreeHandle(SQL_HANDLE_STMT, st);
     return r;
 }
@@ -2558,7 +2558,7 @@ OBX__PRIVATE obx_result obx__commit(obx__db *db) {
         dead == SQL_CD_TRUE) {
         db->lost = 1;
         db->in_tx = 0;
-        r = obx__set_error(db->err, OBX_ERR_DB_TRANSIENT, "commit",
+        r = obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "commit",
                       "connection lost before commit; the transaction was not committed");
         db->err->connection_lost = 1;
         return r;
@@ -4048,11 +4048,11 @@ static obx_result obx__check_text(obx_error *err, const char *fn, const char *ar
     long chars;
     snprintf(where, sizeof where, "%s: %s", fn, arg);
     if (!value || !value[0])
-        return obx__set_error(err, OBX_ERR_INVALID_ARG, where, "%s must not be NULL or empty", arg);
+        return obx__fail(err, OBX_ERR_INVALID_ARG, where, "%s must not be NULL or empty", arg);
     chars = obx__utf8_length(value, strlen(value));
-    if (chars < 0) return obx__set_error(err, OBX_ERR_INVALID_ARG, where, "%s is not valid UTF-8", arg);
+    if (chars < 0) return obx__fail(err, OBX_ERR_INVALID_ARG, where, "%s is not valid UTF-8", arg);
     if (chars > max)
-        return obx__set_error(err, OBX_ERR_INVALID_ARG, where, "%s is longer than %ld characters", arg, max);
+        return obx__fail(err, OBX_ERR_INVALID_ARG, where, "%s is longer than %ld characters", arg, max);
     return OBX_OK;
 }
 
@@ -4061,13 +4061,13 @@ static obx_result obx__check_names(obx_error *err, const char *fn, const char *s
     char where[96];
     if (obx__identifier_check(schema) != OBX_OK) {
         snprintf(where, sizeof where, "%s: schema", fn);
-        return obx__set_error(err, OBX_ERR_INVALID_ARG, where,
+        return obx__fail(err, OBX_ERR_INVALID_ARG, where,
                          "schema must be 1-63 characters of A-Z, a-z, 0-9, _ and not start "
                          "with a digit");
     }
     if (obx__identifier_check(table) != OBX_OK || strlen(table) > OBX__TABLE_MAX) {
         snprintf(where, sizeof where, "%s: table", fn);
-        return obx__set_error(err, OBX_ERR_INVALID_ARG, where,
+        return obx__fail(err, OBX_ERR_INVALID_ARG, where,
                          "table must be 1-%d characters of A-Z, a-z, 0-9, _ and not start "
                          "with a digit (derived index names must fit 63)", OBX__TABLE_MAX);
     }
@@ -4089,17 +4089,17 @@ static obx_result obx__store_names(obx_store *s, const obx_store_desc *desc) {
     obx_result r = obx__check_names(&s->err, "obx_store_open", schema, table);
     if (r != OBX_OK) return r;
     if (!id[0] || strlen(id) > 63 || !obx__printable(id))
-        return obx__set_error(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: store_id",
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: store_id",
                          "store_id must be 1-63 characters, none of them control characters");
     if (worker && (!worker[0] || strlen(worker) > 100 || !obx__printable(worker)))
-        return obx__set_error(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: worker_name",
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: worker_name",
                          "worker_name must be 1-100 characters, none of them control characters");
     s->schema = obx__strdup(&s->hooks, schema);
     s->table = obx__strdup(&s->hooks, table);
     s->store_id = obx__strdup(&s->hooks, id);
     s->worker_name = worker ? obx__strdup(&s->hooks, worker) : NULL;
     if (!s->schema || !s->table || !s->store_id || (worker && !s->worker_name))
-        return obx__set_error(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
+        return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     return OBX_OK;
 }
 
@@ -4113,14 +4113,14 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
     const obx__stmt_row *row;
     s->q = obx__sqlsets[s->db.d->id];
     if (!s->q)
-        return obx__set_error(&s->err, OBX_ERR_UNSUPPORTED, "obx_store_open: dialect",
+        return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, "obx_store_open: dialect",
                               "%s was left out of this build (OBX_NO_%s)", s->db.d->name,
                               obx__dialect_macro(s->db.d->id));
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
         OBX_ASSERT(row->id >= 0 && row->id < OBX__Q_COUNT && !s->sql[row->id]);
         s->sql[row->id] = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, row->sql);
         if (!s->sql[row->id])
-            return obx__set_error(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
+            return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     }
     return OBX_OK;
 }
@@ -4150,7 +4150,7 @@ static obx_result obx__deploy_unit(obx__db *db, void *ctx) {
     int i;
     for (i = 0; s->q->ddl[i] && r == OBX_OK; i++) {
         char *one = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
-        if (!one) return obx__set_error(db->err, OBX_ERR_NO_MEMORY, "obx_store_deploy", "out of memory");
+        if (!one) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_store_deploy", "out of memory");
         r = obx__exec_direct(db, one, "deploy");
         obx__free(&s->hooks, one);
     }
@@ -4188,7 +4188,7 @@ OBX_API obx_result obx_store_deploy(obx_store *store) {
     obx_result r;
     if (!store) return OBX_ERR_INVALID_ARG;
     if (!store->q)
-        return obx__set_error(&store->err, OBX_ERR_STATE, "obx_store_deploy", "store is not open");
+        return obx__fail(&store->err, OBX_ERR_STATE, "obx_store_deploy", "store is not open");
     r = obx__unit(&store->db, obx__deploy_unit, store, "deploy schema");
     if (r == OBX_OK)
         obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "schema deployed (table %s)",
@@ -4199,13 +4199,13 @@ OBX_API obx_result obx_store_deploy(obx_store *store) {
 /* The checks of obx_store_open that need no allocation beyond the store. */
 static obx_result obx__store_desc_check(obx_store *s, const obx_store_desc *desc) {
     if ((desc->connection_string != NULL) == (desc->hdbc != NULL))
-        return obx__set_error(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: connection_string",
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: connection_string",
                          "give exactly one of connection_string and hdbc");
     if (desc->connection_string && !desc->connection_string[0])
-        return obx__set_error(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: connection_string",
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: connection_string",
                          "connection_string is empty");
     if ((int)desc->dialect < 0 || (int)desc->dialect > (int)OBX_DIALECT_SQLSERVER)
-        return obx__set_error(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: dialect",
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: dialect",
                          "dialect %d is not an obx_dialect value", (int)desc->dialect);
     return obx__store_names(s, desc);
 }
@@ -4295,7 +4295,7 @@ OBX_API obx_result obx_store_counters(const obx_store *store, int64_t counters[O
 static obx_result obx__store_ready(obx_store *s, const char *fn) {
     if (!s) return OBX_ERR_INVALID_ARG;
     obx__error_clear(&s->err);
-    if (!s->q) return obx__set_error(&s->err, OBX_ERR_STATE, fn, "store is not open");
+    if (!s->q) return obx__fail(&s->err, OBX_ERR_STATE, fn, "store is not open");
     return OBX_OK;
 }
 
@@ -4322,10 +4322,10 @@ static obx_result obx__check_token(obx_store *s, const char *fn, const char *tok
     char where[96];
     snprintf(where, sizeof where, "%s: owner_token", fn);
     if (!obx__uuid_is_valid(token))
-        return obx__set_error(&s->err, OBX_ERR_INVALID_ARG, where,
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where,
                          "owner_token must be a UUID (obx_owner_token)");
     if (strcmp(token, "00000000-0000-0000-0000-000000000000") == 0)
-        return obx__set_error(&s->err, OBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
     obx__lower_uuid(token, s->token);
     return OBX_OK;
 }
@@ -4403,7 +4403,7 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
         /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
          * subquery run twice does it): roll the claim back, lose nothing. */
         if (c->count >= c->batch_size) {
-            r = obx__set_error(db->err, OBX_ERR_STATE, "obx_claim",
+            r = obx__fail(db->err, OBX_ERR_STATE, "obx_claim",
                           "the claim statement returned more than %d rows; rolled back",
                           c->batch_size);
             break;
@@ -4420,7 +4420,7 @@ static obx_result obx__check_lease(obx_store *s, const char *fn, int lease_secon
     char where[96];
     if (lease_seconds >= 1 && lease_seconds <= OBX_LEASE_MAX_SECONDS) return OBX_OK;
     snprintf(where, sizeof where, "%s: lease_seconds", fn);
-    return obx__set_error(&s->err, OBX_ERR_OUT_OF_RANGE, where, "lease_seconds must be 1..%d, got %d",
+    return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, where, "lease_seconds must be 1..%d, got %d",
                      OBX_LEASE_MAX_SECONDS, lease_seconds);
 }
 
@@ -4430,10 +4430,10 @@ static obx_result obx__claim_room(obx_store *s, int batch_size) {
     obx__row_offsets *offsets;
     if (batch_size <= s->msgs_cap) return OBX_OK;
     grown = (obx_message *)obx__realloc(&s->hooks, s->msgs, sizeof *grown * (size_t)batch_size);
-    if (!grown) return obx__set_error(&s->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
+    if (!grown) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
     s->msgs = grown;
     offsets = (obx__row_offsets *)obx__realloc(&s->hooks, s->offsets, sizeof *offsets * (size_t)batch_size);
-    if (!offsets) return obx__set_error(&s->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
+    if (!offsets) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
     s->offsets = offsets;
     s->msgs_cap = batch_size;
     return OBX_OK;
@@ -4447,12 +4447,12 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
     r = obx__store_ready(store, "obx_claim");
     if (r != OBX_OK) return r;
     if (!messages || !count)
-        return obx__set_error(&store->err, OBX_ERR_INVALID_ARG, "obx_claim: messages",
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_claim: messages",
                          "output pointers must not be NULL");
     if ((r = obx__check_token(store, "obx_claim", owner_token)) != OBX_OK) return r;
     if ((r = obx__check_lease(store, "obx_claim", lease_seconds)) != OBX_OK) return r;
     if (batch_size < 1 || batch_size > OBX_BATCH_MAX)
-        return obx__set_error(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_claim: batch_size",
+        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_claim: batch_size",
                          "batch_size must be 1..%d, got %d", OBX_BATCH_MAX, batch_size);
     if ((r = obx__claim_room(store, batch_size)) != OBX_OK) return r;
     ctx.s = store;
@@ -4562,10 +4562,10 @@ static obx_result obx__settle_begin(obx_store *s, const char *fn, const char *ow
     if (r != OBX_OK) return r;
     if ((r = obx__check_token(s, fn, owner)) != OBX_OK) return r;
     snprintf(where, sizeof where, "%s: count", fn);
-    if (count < 0) return obx__set_error(&s->err, OBX_ERR_INVALID_ARG, where, "count must be >= 0");
+    if (count < 0) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "count must be >= 0");
     snprintf(where, sizeof where, "%s: %s", fn, OBX__KEYS_ARG);
     if (count > 0 && !keys)
-        return obx__set_error(&s->err, OBX_ERR_INVALID_ARG, where, OBX__KEYS_ARG " must not be NULL");
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, OBX__KEYS_ARG " must not be NULL");
     for (k = 0; k < OBX__KEY_LISTS; k++) s->keys[k].len = 0;
     return OBX_OK;
 }
@@ -4574,7 +4574,7 @@ static obx_result obx__key_lists_end(obx_store *s, const char *fn) {
     int k;
     for (k = 0; k < OBX__KEY_LISTS; k++)
         if (!obx__list_end(&s->hooks, &s->keys[k], s->db.d))
-            return obx__set_error(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
+            return obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
     return OBX_OK;
 }
 
@@ -4584,7 +4584,7 @@ static obx_result obx__check_delay(obx_store *s, const char *fn, int64_t delay_m
     if (delay_ms == OBX_DELAY_BACKOFF || (delay_ms >= OBX__DELAY_MIN_MS && delay_ms <= OBX_DELAY_MAX_MS))
         return OBX_OK;
     snprintf(where, sizeof where, "%s: delay_ms", fn);
-    return obx__set_error(&s->err, OBX_ERR_OUT_OF_RANGE, where,
+    return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, where,
                      "delay_ms must be OBX_DELAY_BACKOFF or %d..%lld, got %lld",
                      OBX__DELAY_MIN_MS, (long long)OBX_DELAY_MAX_MS, (long long)delay_ms);
 }
@@ -4647,7 +4647,7 @@ static obx_result obx__settle_messages(obx_store *s, int kind, const obx_message
     for (k = 0; k < OBX__KEY_LISTS; k++) s->keys[k].len = 0;
     for (i = 0; i < n; i++)
         if (!obx__msg_key_add(&s->hooks, s->db.d, s->keys, &ms[which[i]]))
-            return obx__set_error(&s->err, OBX_ERR_NO_MEMORY, "settle", "out of memory");
+            return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "settle", "out of memory");
     if (obx__key_lists_end(s, "settle") != OBX_OK) return OBX_ERR_NO_MEMORY;
     return obx__settle(s, kind, n, error, delay_ms, attempts, changed);
 }
@@ -4672,10 +4672,10 @@ OBX_API obx_result obx_cleanup(obx_store *store, int64_t retention_ms, int batch
     obx_result r = obx__store_ready(store, "obx_cleanup");
     if (r != OBX_OK) return r;
     if (retention_ms < 0 || retention_ms > OBX_RETENTION_MAX_MS)
-        return obx__set_error(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_cleanup: retention_ms",
+        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_cleanup: retention_ms",
                          "retention_ms must be 0..%lld", (long long)OBX_RETENTION_MAX_MS);
     if (batch_size < 0 || batch_size > OBX_BATCH_MAX)
-        return obx__set_error(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_cleanup: batch_size",
+        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_cleanup: batch_size",
                          "batch_size must be 0..%d", OBX_BATCH_MAX);
     if (retention_ms == 0) retention_ms = OBX__RETENTION_DEFAULT_MS;
     if (batch_size == 0) batch_size = OBX__CLEANUP_BATCH_DEFAULT;
@@ -4776,13 +4776,13 @@ static obx_result obx__provider_discover(obx_provider *p) {
     obx_result r;
     p->next_refresh_ms = obx__sat_add(obx__mono_ms(&p->hooks), p->refresh_ms);
     n = obx__provider_ask(p, &found);
-    if (n == -2) r = obx__set_error(&p->err, OBX_ERR_NO_MEMORY, "obx_provider_refresh", "out of memory");
+    if (n == -2) r = obx__fail(&p->err, OBX_ERR_NO_MEMORY, "obx_provider_refresh", "out of memory");
     else if (n < 0 || n > OBX_DISCOVER_MAX)
-        r = obx__set_error(&p->err, OBX_ERR_DB, "obx_provider_refresh: discover",
+        r = obx__fail(&p->err, OBX_ERR_DB, "obx_provider_refresh: discover",
                       "discovery failed (returned %d; at most %d databases); keeping the %d current "
                       "database(s)", n, OBX_DISCOVER_MAX, p->reg.count);
     else if ((r = obx__registry_apply(&p->reg, found, n, &added, &removed)) != OBX_OK)
-        obx__set_error(&p->err, r, "obx_provider_refresh: discover",
+        obx__fail(&p->err, r, "obx_provider_refresh: discover",
                   "discovery returned a NULL, empty or duplicate id or connection string");
     else
         obx__log(&p->hooks, added || removed ? OBX_LOG_INFO : OBX_LOG_DEBUG, "provider",
@@ -4834,7 +4834,7 @@ OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provid
     r = p->discover ? obx__provider_discover(p)
                     : obx__registry_apply(&p->reg, desc->databases, desc->database_count, NULL, NULL);
     if (r == OBX_ERR_INVALID_ARG)
-        obx__set_error(&p->err, r, "obx_provider_create: databases",
+        obx__fail(&p->err, r, "obx_provider_create: databases",
                   "every database needs a unique, non-empty id and a connection string");
     if (r != OBX_OK && r != OBX_ERR_DB) { /* a failed first discovery still gives a provider */
         obx_provider_destroy(p);
@@ -4858,7 +4858,7 @@ OBX_API obx_result obx_provider_refresh(obx_provider *p) {
     if (!p) return OBX_ERR_INVALID_ARG;
     obx__error_clear(&p->err);
     if (!p->discover)
-        return obx__set_error(&p->err, OBX_ERR_STATE, "obx_provider_refresh", "a fixed list has no discovery");
+        return obx__fail(&p->err, OBX_ERR_STATE, "obx_provider_refresh", "a fixed list has no discovery");
     return obx__provider_discover(p);
 }
 
@@ -4881,10 +4881,10 @@ OBX_API obx_result obx_router_get(obx_provider *p, const char *key, obx_store **
     if (!p || !out) return OBX_ERR_INVALID_ARG;
     obx__error_clear(&p->err);
     if (!key || !key[0])
-        return obx__set_error(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get: key", "key must not be NULL or empty");
+        return obx__fail(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get: key", "key must not be NULL or empty");
     at = obx__registry_find(&p->reg, key);
     if (at < 0)
-        return obx__set_error(&p->err, OBX_ERR_NOT_FOUND, "obx_router_get: key",
+        return obx__fail(&p->err, OBX_ERR_NOT_FOUND, "obx_router_get: key",
                          "no " OBX__NOUN " for routing key '%s'", key);
     *out = (obx_store *)p->reg.items[at].store;
     return OBX_OK;
@@ -4893,7 +4893,7 @@ OBX_API obx_result obx_router_get(obx_provider *p, const char *key, obx_store **
 OBX_API obx_result obx_router_get_guid(obx_provider *p, const obx_guid *key, obx_store **out) {
     char text[37];
     if (!p || !out) return OBX_ERR_INVALID_ARG;
-    if (!key) return obx__set_error(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get_guid: key", "key must not be NULL");
+    if (!key) return obx__fail(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get_guid: key", "key must not be NULL");
     obx__guid_text(key->bytes, text);
     return obx_router_get(p, text, out);
 }
@@ -5143,7 +5143,7 @@ static int64_t obx__default_backoff(int attempts, void *user) {
 static obx_result obx__dispatcher_desc_check(const obx_dispatcher_desc *desc, obx_error *err) {
     if (desc->owner_token && (!obx__uuid_is_valid(desc->owner_token) ||
                               strcmp(desc->owner_token, "00000000-0000-0000-0000-000000000000") == 0))
-        return obx__set_error(err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: owner_token",
+        return obx__fail(err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: owner_token",
                          "owner_token must be a UUID, not the empty one");
     if (desc->batch_size < 0 || desc->batch_size > OBX_BATCH_MAX || desc->lease_seconds < 0 ||
         desc->lease_seconds > OBX_LEASE_MAX_SECONDS || desc->max_attempts < 0 ||
@@ -5153,7 +5153,7 @@ static obx_result obx__dispatcher_desc_check(const obx_dispatcher_desc *desc, ob
         desc->max_handler_ms < 0 ||
         (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)OBX_LOG_OFF ||
         ((int)desc->selection != OBX_SELECT_ROUND_ROBIN && (int)desc->selection != OBX_SELECT_DRAIN_FIRST))
-        return obx__set_error(err, OBX_ERR_OUT_OF_RANGE, "obx_dispatcher_create: desc",
+        return obx__fail(err, OBX_ERR_OUT_OF_RANGE, "obx_dispatcher_create: desc",
                          "batch_size 0..%d, lease_seconds 0..%d, a known selection and log level, and no "
                          "negative attempts or intervals (0 means the default)", OBX_BATCH_MAX,
                          OBX_LEASE_MAX_SECONDS);
@@ -5213,7 +5213,7 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
     err = desc->store ? &desc->store->err : &desc->provider->err;
     if (obx__dispatcher_desc_check(desc, err) != OBX_OK) return err->result;
     if (!OBX__DEFAULT_CLOCK_SLEEPS && h->clock.sleep_ms == obx__default_sleep_ms)
-        return obx__set_error(err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: hooks.clock",
+        return obx__fail(err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: hooks.clock",
                          "built with OBX_NO_POSIX_CLOCK, the default clock cannot sleep: give the "
                          "store a clock hook with sleep_ms (a dispatcher would poll without pause)");
     d = (obx_dispatcher *)obx__alloc(h, sizeof *d);
@@ -5272,9 +5272,9 @@ OBX_API obx_result obx_dispatcher_on(obx_dispatcher *d, const char *topic, obx_h
     r = obx__check_text(d->err, "obx_dispatcher_on", "topic", topic, OBX_TOPIC_MAX);
     if (r != OBX_OK) return r;
     if (!handler)
-        return obx__set_error(d->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_on: handler", "must not be NULL");
+        return obx__fail(d->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_on: handler", "must not be NULL");
     if (obx__routes_add(d->hooks, &d->routes, topic, (obx__any_fn)handler, user) != OBX_OK)
-        return obx__set_error(d->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on", "out of memory");
+        return obx__fail(d->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on", "out of memory");
     return OBX_OK;
 }
 
@@ -5631,7 +5631,7 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
 #define OBX__BAD(arg, result, ...)                                           \
     do {                                                                     \
         snprintf(where, sizeof where, "%s: %s%s", fn, item, arg);            \
-        return obx__set_error(err, result, where, __VA_ARGS__);                   \
+        return obx__fail(err, result, where, __VA_ARGS__);                   \
     } while (0)
     if (!m->topic || !m->topic[0]) OBX__BAD("topic", OBX_ERR_INVALID_ARG, "topic must not be NULL or empty");
     n = strlen(m->topic);
@@ -5694,7 +5694,7 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
         ok = obx__list_end(db->hooks, &col[k], db->d);
         obx__p_text(&p[k], col[k].data, col[k].len);
     }
-    if (!ok) return obx__set_error(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue_batch", "out of memory");
+    if (!ok) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue_batch", "out of memory");
     return obx__exec(db, OBX__Q_INSERT_MANY, s->sql[OBX__Q_INSERT_MANY], p, 6, NULL, NULL);
 }
 
@@ -5748,16 +5748,16 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     if (r != OBX_OK) return r;
     snprintf(where, sizeof where, "%s: %s", fn,
              strcmp(fn, "obx_enqueue_batch") == 0 ? "messages" : "message");
-    if (count < 0) return obx__set_error(&s->err, OBX_ERR_INVALID_ARG, where, "count must be >= 0");
+    if (count < 0) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "count must be >= 0");
     if (count == 0) return OBX_OK; /* nothing to do, whatever msgs is */
-    if (!msgs) return obx__set_error(&s->err, OBX_ERR_INVALID_ARG, where, "must not be NULL");
+    if (!msgs) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "must not be NULL");
     if (count > 1) {
         lens = (size_t *)obx__alloc(&s->hooks, sizeof *lens * (size_t)count);
-        if (!lens) return obx__set_error(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
+        if (!lens) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
     }
     if (!ids) {
         ids = count > 1 ? (char (*)[37])obx__alloc(&s->hooks, 37 * (size_t)count) : &one_id;
-        if (!ids) r = obx__set_error(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
+        if (!ids) r = obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
     }
     for (i = 0; r == OBX_OK && i < count; i++)
         r = obx__check_message(&s->err, fn, count > 1 ? i : -1, &msgs[i], &lens[i]);
@@ -5791,7 +5791,7 @@ OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message,
 OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_message *message,
                                   char out_id[37]) {
     if (store && !hdbc)
-        return obx__set_error(&store->err, OBX_ERR_INVALID_ARG, "obx_enqueue_tx: hdbc",
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_enqueue_tx: hdbc",
                          "hdbc must be the caller's connection");
     return obx__enqueue_many(store, hdbc, message, 1, (char (*)[37])out_id, "obx_enqueue_tx");
 }
@@ -5809,12 +5809,12 @@ OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *messag
     char lower[37];
     obx_result r = obx__store_ready(store, "obx_get");
     if (r != OBX_OK) return r;
-    if (!message) return obx__set_error(&store->err, OBX_ERR_INVALID_ARG, "obx_get: message", "must not be NULL");
-    if (!obx__uuid_is_valid(id)) return obx__set_error(&store->err, OBX_ERR_INVALID_ARG, "obx_get: id", "id must be a UUID");
+    if (!message) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_get: message", "must not be NULL");
+    if (!obx__uuid_is_valid(id)) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_get: id", "id must be a UUID");
     obx__lower_uuid(id, lower);
     obx__p_text(&p[0], lower, 36);
     r = obx__get_by_key(store, p, 1, message);
-    if (r == OBX_EMPTY) return obx__set_error(&store->err, OBX_ERR_NOT_FOUND, "obx_get: id", "no message %s", id);
+    if (r == OBX_EMPTY) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, "obx_get: id", "no message %s", id);
     return r;
 }
 
@@ -5830,11 +5830,11 @@ static obx_result obx__settle_ids(obx_store *s, const char *fn, const char *owne
     for (i = 0; i < count; i++) {
         if (!obx__uuid_is_valid(ids[i])) {
             snprintf(where, sizeof where, "%s: ids[%d]", fn, i);
-            return obx__set_error(&s->err, OBX_ERR_INVALID_ARG, where, "not a UUID");
+            return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "not a UUID");
         }
         obx__lower_uuid(ids[i], lower);
         if (!obx__list_add(&s->hooks, &s->keys[0], s->db.d, lower, 36))
-            return obx__set_error(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
+            return obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
     }
     return obx__key_lists_end(s, fn);
 }
@@ -5873,7 +5873,7 @@ static obx_result obx__check_uuid_arg(obx_store *s, const char *fn, const char *
     char where[96];
     if (obx__uuid_is_valid(value)) return OBX_OK;
     snprintf(where, sizeof where, "%s: %s", fn, arg);
-    return obx__set_error(&s->err, OBX_ERR_INVALID_ARG, where, "%s must be a UUID", arg);
+    return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "%s must be a UUID", arg);
 }
 
 OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, int expected_steps,
@@ -5883,12 +5883,12 @@ OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, in
     obx_result r = obx__store_ready(store, "obx_join_start");
     if (r != OBX_OK) return r;
     if (!out_join_id) /* a join nobody could name would wait for ever */
-        return obx__set_error(&store->err, OBX_ERR_INVALID_ARG, "obx_join_start: out_join_id", "must not be NULL");
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_start: out_join_id", "must not be NULL");
     if (expected_steps < 1)
-        return obx__set_error(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_join_start: expected_steps",
+        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_join_start: expected_steps",
                          "expected_steps must be >= 1, got %d", expected_steps);
     if (grouping_key && !obx__text_fits(grouping_key, 255))
-        return obx__set_error(&store->err, OBX_ERR_INVALID_ARG, "obx_join_start: grouping_key",
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_start: grouping_key",
                          "grouping_key is longer than 255 characters");
     obx__new_uuid(store, id);
     obx__p_text(&p[0], id, 36);
@@ -5957,7 +5957,7 @@ OBX_API obx_result obx_join_get(obx_store *store, const char *join_id, obx_join 
     obx_result r = obx__store_ready(store, "obx_join_get");
     if (r != OBX_OK) return r;
     if ((r = obx__check_uuid_arg(store, "obx_join_get", "join_id", join_id)) != OBX_OK) return r;
-    if (!join) return obx__set_error(&store->err, OBX_ERR_INVALID_ARG, "obx_join_get: join", "must not be NULL");
+    if (!join) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_get: join", "must not be NULL");
     memset(&j, 0, sizeof j);
     obx__lower_uuid(join_id, lower);
     ctx.s = store;
@@ -5965,7 +5965,7 @@ OBX_API obx_result obx_join_get(obx_store *store, const char *join_id, obx_join 
     ctx.join = &j;
     r = obx__unit_read(&store->db, obx__join_read, &ctx, "join get");
     if (r != OBX_OK) return r;
-    if (!ctx.found) return obx__set_error(&store->err, OBX_ERR_NOT_FOUND, "obx_join_get", "no join %s", join_id);
+    if (!ctx.found) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, "obx_join_get", "no join %s", join_id);
     *join = j;
     return OBX_OK;
 }
@@ -6045,7 +6045,7 @@ static obx_result obx__attach(obx_store *store, void *hdbc, const char *fn, cons
     ctx.missing = 0;
     r = obx__unit_or_caller(store, hdbc, obx__attach_unit, &ctx, fn, OBX__UNIT_WRITE);
     if (r != OBX_OK) return r;
-    if (ctx.missing) return obx__set_error(&store->err, OBX_ERR_NOT_FOUND, fn, "no join %s", join_id);
+    if (ctx.missing) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, fn, "no join %s", join_id);
     return OBX_OK;
 }
 
@@ -6056,7 +6056,7 @@ OBX_API obx_result obx_join_attach(obx_store *store, const char *join_id, const 
 OBX_API obx_result obx_join_attach_tx(obx_store *store, void *hdbc, const char *join_id,
                                       const char *message_id) {
     if (store && !hdbc)
-        return obx__set_error(&store->err, OBX_ERR_INVALID_ARG, "obx_join_attach_tx: hdbc", "must not be NULL");
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_attach_tx: hdbc", "must not be NULL");
     return obx__attach(store, hdbc, "obx_join_attach_tx", join_id, message_id, 0);
 }
 
@@ -6068,7 +6068,7 @@ OBX_API obx_result obx_join_report(obx_store *store, const char *join_id, const 
 OBX_API obx_result obx_join_report_tx(obx_store *store, void *hdbc, const char *join_id,
                                       const char *message_id, int failed) {
     if (store && !hdbc)
-        return obx__set_error(&store->err, OBX_ERR_INVALID_ARG, "obx_join_report_tx: hdbc", "must not be NULL");
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_report_tx: hdbc", "must not be NULL");
     return obx__attach(store, hdbc, "obx_join_report_tx", join_id, message_id, failed ? 2 : 1);
 }
 
@@ -6211,11 +6211,11 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
     obx_result r = obx__store_ready(store, "obx_join_enqueue_wait");
     int ok;
     if (r != OBX_OK) return r;
-    if (!w) return obx__set_error(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: wait", "must not be NULL");
+    if (!w) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: wait", "must not be NULL");
     if ((r = obx__check_uuid_arg(store, "obx_join_enqueue_wait", "join_id", w->join_id)) != OBX_OK) return r;
     if ((w->on_complete_topic && !obx__text_fits(w->on_complete_topic, OBX_TOPIC_MAX)) ||
         (w->on_fail_topic && !obx__text_fits(w->on_fail_topic, OBX_TOPIC_MAX)))
-        return obx__set_error(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: topic",
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: topic",
                          "a follow-up topic is longer than 255 characters");
     ok = obx__json_string(&b, &store->hooks, "joinId", w->join_id, 1) &&
          obx__json_string(&b, &store->hooks, "onCompleteTopic", w->on_complete_topic, 0) &&
@@ -6227,7 +6227,7 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
                       w->fail_if_any_step_failed ? 28 : 29);
     if (!ok) {
         obx__buf_free(&store->hooks, &b);
-        return obx__set_error(&store->err, OBX_ERR_NO_MEMORY, "obx_join_enqueue_wait", "out of memory");
+        return obx__fail(&store->err, OBX_ERR_NO_MEMORY, "obx_join_enqueue_wait", "out of memory");
     }
     memset(&m, 0, sizeof m);
     m.topic = "join.wait";
