@@ -97,6 +97,10 @@
  *     IBX_NO_THREADS     build without pthreads: ibx_dispatcher_wake() does
  *                        nothing, run() sleeps in 50 ms slices, and leases
  *                        are not renewed while handlers run
+ *     IBX_NO_SQLITE, IBX_NO_POSTGRESQL, IBX_NO_MARIADB, IBX_NO_SQLSERVER
+ *                        leave that dialect's SQL out (a gateway that only
+ *                        talks to SQLite needs none of the others); a store
+ *                        on a left-out dialect is IBX_ERR_UNSUPPORTED
  *   The implementation needs POSIX (clock_gettime): compile that one file
  *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
  *   an #error that says so.
@@ -1613,6 +1617,35 @@ typedef struct ibx__sqlset {
     const char *ddl[32];         /* the schema, one statement each, NULL-terminated */
     const ibx__stmt_row *rows;   /* the statements, by name; {id, NULL} ends */
 } ibx__sqlset;
+
+/* Expand a statement template with a store's names: {T} the quoted table,
+ * {S} the quoted schema, {N} the bare table name, {W} the dialect's "now"
+ * in Unix ms, and for each "<letter><suffix>" of `more` (NULL-terminated)
+ * {<letter>} the quoted table named table + suffix. Returns text from the
+ * allocator, or NULL when out of memory. */
+IBX__PRIVATE char *ibx__expand_names(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
+                                     const char *schema, const char *table, const char *tmpl,
+                                     const char *const *more) {
+    const char *names[26];
+    char *quoted[26], name[80], *out = NULL;
+    int i, ok = 1;
+    memset((void *)names, 0, sizeof names);
+    memset(quoted, 0, sizeof quoted);
+    if (!d->has_schemas) schema = NULL;
+    quoted['T' - 'A'] = ibx__quote_name(h, d, schema, table);
+    if (schema) quoted['S' - 'A'] = ibx__quote_name(h, d, NULL, schema);
+    ok = quoted['T' - 'A'] && (quoted['S' - 'A'] || !schema);
+    for (i = 0; ok && more && more[i]; i++) {
+        snprintf(name, sizeof name, "%s%s", table, more[i] + 1);
+        ok = (quoted[more[i][0] - 'A'] = ibx__quote_name(h, d, schema, name)) != NULL;
+    }
+    for (i = 0; i < 26; i++) names[i] = quoted[i];
+    names['N' - 'A'] = table;
+    names['W' - 'A'] = q->now_ms;
+    if (ok) out = ibx__sql_expand(h, tmpl, names);
+    for (i = 0; i < 26; i++) ibx__free(h, quoted[i]);
+    return out;
+}
 
 /* SQL Server: the first batch of every deploy. Deploys serialize on a lock
  * that ends with the transaction. In the library, manual commit is
@@ -3279,6 +3312,7 @@ enum {
 #define IBX__PG_KEYS \
     "(\"Source\", \"MessageId\") IN (SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[])))"
 
+#ifndef IBX_NO_SQLITE
 static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     /* sqliteodbc shows RETURNING rows only after a leading WITH. */
     {IBX__Q_SEEN,
@@ -3364,7 +3398,10 @@ static const ibx__sqlset ibx__sqlite_inbox = {
      NULL},
     ibx__sqlite_inbox_rows
 };
+#define IBX__SQLITE_SET &ibx__sqlite_inbox
+#endif
 
+#ifndef IBX_NO_POSTGRESQL
 static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_SEEN,
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
@@ -3467,6 +3504,8 @@ static const ibx__sqlset ibx__postgresql_inbox = {
      NULL},
     ibx__postgresql_inbox_rows
 };
+#define IBX__POSTGRESQL_SET &ibx__postgresql_inbox
+#endif
 
 /* DATETIME(6) holds UTC; these never pass through the session's time zone
  * (UNIX_TIMESTAMP and FROM_UNIXTIME would, on a caller's connection too). */
@@ -3491,6 +3530,7 @@ static const ibx__sqlset ibx__postgresql_inbox = {
  * 10.5+, not MySQL) gives the dedup answer and the enqueue count in one
  * statement: the driver's row count cannot tell an insert from an
  * untouched Done row. SET runs left to right: Status is assigned last. */
+#ifndef IBX_NO_MARIADB
 static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
     {IBX__Q_SEEN,
      "INSERT INTO {T} (`Source`, `MessageId`, `Hash`) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE "
@@ -3592,6 +3632,8 @@ static const ibx__sqlset ibx__mariadb_inbox = {
      NULL},
     ibx__mariadb_inbox_rows
 };
+#define IBX__MARIADB_SET &ibx__mariadb_inbox
+#endif
 
 /* SQL Server: DATETIME2(3) UTC times (the seed's) to and from Unix ms;
  * DATEADD takes an int, so whole days and the rest are added apart. */
@@ -3636,6 +3678,7 @@ static const ibx__sqlset ibx__mariadb_inbox = {
  * READCOMMITTEDLOCK (READPAST needs locking reads under
  * READ_COMMITTED_SNAPSHOT). Written to the documentation; not yet run
  * against a server. */
+#ifndef IBX_NO_SQLSERVER
 static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
     {IBX__Q_SEEN,
      "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ? AS [Source], ? AS [MessageId], ? AS [Hash]) AS s "
@@ -3762,29 +3805,34 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
      NULL},
     ibx__sqlserver_inbox_rows
 };
+#define IBX__SQLSERVER_SET &ibx__sqlserver_inbox
+#endif
 
-/* Indexed by ibx_dialect. */
-static const ibx__sqlset *const ibx__sqlsets[] = {
-    NULL, &ibx__sqlite_inbox, &ibx__postgresql_inbox, &ibx__mariadb_inbox, &ibx__sqlserver_inbox};
+/* >>common-begin sqlsets */
 
+/* The statement sets by dialect (ibx_dialect order); a dialect left out of
+ * the build (IBX_NO_<DIALECT>) has none. */
+#ifndef IBX__SQLITE_SET
+#define IBX__SQLITE_SET NULL
+#endif
+#ifndef IBX__POSTGRESQL_SET
+#define IBX__POSTGRESQL_SET NULL
+#endif
+#ifndef IBX__MARIADB_SET
+#define IBX__MARIADB_SET NULL
+#endif
+#ifndef IBX__SQLSERVER_SET
+#define IBX__SQLSERVER_SET NULL
+#endif
+static const ibx__sqlset *const ibx__sqlsets[] = {NULL, IBX__SQLITE_SET, IBX__POSTGRESQL_SET,
+                                                    IBX__MARIADB_SET, IBX__SQLSERVER_SET};
+
+/* >>common-end sqlsets */
+
+/* Expand a template with the store's names (see ibx__expand_names). */
 static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
-                               const char *schema, const char *table, const char *tmpl) {
-    const char *names[26];
-    char *t, *qs = NULL, *out = NULL;
-    memset((void *)names, 0, sizeof names);
-    if (!d->has_schemas) schema = NULL;
-    t = ibx__quote_name(h, d, schema, table);
-    if (schema) qs = ibx__quote_name(h, d, NULL, schema);
-    if (t && (qs || !schema)) {
-        names['T' - 'A'] = t;
-        names['S' - 'A'] = qs;
-        names['N' - 'A'] = table;
-        names['W' - 'A'] = q->now_ms;
-        out = ibx__sql_expand(h, tmpl, names);
-    }
-    ibx__free(h, t);
-    ibx__free(h, qs);
-    return out;
+                         const char *schema, const char *table, const char *tmpl) {
+    return ibx__expand_names(h, d, q, schema, table, tmpl, NULL);
 }
 
 /* >> the inbox's face: what the engine below needs of this header -------------- */
@@ -4005,9 +4053,19 @@ static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
     return IBX_OK;
 }
 
+/* The option that leaves a dialect out, for the error that says so. */
+static const char *ibx__dialect_macro(ibx_dialect id) {
+    static const char *const names[] = {"AUTO", "SQLITE", "POSTGRESQL", "MARIADB", "SQLSERVER"};
+    return (int)id >= 0 && (int)id <= (int)IBX_DIALECT_SQLSERVER ? names[id] : "?";
+}
+
 static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     const ibx__stmt_row *row;
     s->q = ibx__sqlsets[s->db.d->id];
+    if (!s->q)
+        return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, "ibx_store_open: dialect",
+                              "%s was left out of this build (IBX_NO_%s)", s->db.d->name,
+                              ibx__dialect_macro(s->db.d->id));
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
         IBX_ASSERT(row->id >= 0 && row->id < IBX__Q_COUNT && !s->sql[row->id]);
         s->sql[row->id] = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, row->sql);
@@ -4059,7 +4117,7 @@ IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const
     ibx_result r = ibx__check_names(&err, "ibx_schema_sql", schema ? schema : IBX__DEFAULT_SCHEMA,
                                     table ? table : IBX__DEFAULT_TABLE);
     if (r != IBX_OK) return r;
-    if (!d) return IBX_ERR_UNSUPPORTED;
+    if (!d || !ibx__sqlsets[d->id]) return IBX_ERR_UNSUPPORTED; /* unknown, or left out */
     if (!out && cap > 0) return IBX_ERR_INVALID_ARG;
     ibx__hooks_resolve(&h, NULL);
     ddl = ibx__schema_text(&h, d, ibx__sqlsets[d->id], schema ? schema : IBX__DEFAULT_SCHEMA,

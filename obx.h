@@ -80,6 +80,10 @@
  *     OBX_NO_THREADS     build without pthreads: obx_dispatcher_wake() does
  *                        nothing, run() sleeps in 50 ms slices, and leases
  *                        are not renewed while handlers run
+ *     OBX_NO_SQLITE, OBX_NO_POSTGRESQL, OBX_NO_MARIADB, OBX_NO_SQLSERVER
+ *                        leave that dialect's SQL out (a gateway that only
+ *                        talks to SQLite needs none of the others); a store
+ *                        on a left-out dialect is OBX_ERR_UNSUPPORTED
  *   The implementation needs POSIX (clock_gettime): compile that one file
  *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
  *   an #error that says so.
@@ -1687,6 +1691,35 @@ typedef struct obx__sqlset {
     const obx__stmt_row *rows;   /* the statements, by name; {id, NULL} ends */
 } obx__sqlset;
 
+/* Expand a statement template with a store's names: {T} the quoted table,
+ * {S} the quoted schema, {N} the bare table name, {W} the dialect's "now"
+ * in Unix ms, and for each "<letter><suffix>" of `more` (NULL-terminated)
+ * {<letter>} the quoted table named table + suffix. Returns text from the
+ * allocator, or NULL when out of memory. */
+OBX__PRIVATE char *obx__expand_names(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
+                                     const char *schema, const char *table, const char *tmpl,
+                                     const char *const *more) {
+    const char *names[26];
+    char *quoted[26], name[80], *out = NULL;
+    int i, ok = 1;
+    memset((void *)names, 0, sizeof names);
+    memset(quoted, 0, sizeof quoted);
+    if (!d->has_schemas) schema = NULL;
+    quoted['T' - 'A'] = obx__quote_name(h, d, schema, table);
+    if (schema) quoted['S' - 'A'] = obx__quote_name(h, d, NULL, schema);
+    ok = quoted['T' - 'A'] && (quoted['S' - 'A'] || !schema);
+    for (i = 0; ok && more && more[i]; i++) {
+        snprintf(name, sizeof name, "%s%s", table, more[i] + 1);
+        ok = (quoted[more[i][0] - 'A'] = obx__quote_name(h, d, schema, name)) != NULL;
+    }
+    for (i = 0; i < 26; i++) names[i] = quoted[i];
+    names['N' - 'A'] = table;
+    names['W' - 'A'] = q->now_ms;
+    if (ok) out = obx__sql_expand(h, tmpl, names);
+    for (i = 0; i < 26; i++) obx__free(h, quoted[i]);
+    return out;
+}
+
 /* SQL Server: the first batch of every deploy. Deploys serialize on a lock
  * that ends with the transaction. In the library, manual commit is
  * IMPLICIT_TRANSACTIONS, which EXEC does not start (a CREATE does); sqlcmd
@@ -3232,6 +3265,7 @@ enum {
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
     OBX__PG_MS("NextAttemptAt")
 
+#ifndef OBX_NO_SQLITE
 static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
@@ -3358,6 +3392,8 @@ static const obx__sqlset obx__sqlite_outbox = {
         NULL},
     obx__sqlite_outbox_rows
 };
+#define OBX__SQLITE_SET &obx__sqlite_outbox
+#endif
 
 /* PostgreSQL: the work-queue operations are also functions in the schema
  * (OBX-112), for SQL users; the library sends the same statements itself,
@@ -3367,6 +3403,7 @@ static const obx__sqlset obx__sqlite_outbox = {
  * ...)" or a join is planned from them, and on a large table may become a
  * sequential scan). */
 #define OBX__PG_BY_IDS "\"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 1 AND \"Id\" = ANY (CAST(? AS uuid[]))"
+#ifndef OBX_NO_POSTGRESQL
 static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
@@ -3571,6 +3608,8 @@ static const obx__sqlset obx__postgresql_outbox = {
         NULL},
     obx__postgresql_outbox_rows
 };
+#define OBX__POSTGRESQL_SET &obx__postgresql_outbox
+#endif
 
 /* DATETIME(6) holds UTC; these never pass through the session's time zone
  * (UNIX_TIMESTAMP and FROM_UNIXTIME would, on a caller's connection too). */
@@ -3597,6 +3636,7 @@ static const obx__sqlset obx__postgresql_outbox = {
  * which is right either way. Tables are utf8mb4_nopad_bin: keys and
  * topics compare byte for byte, trailing spaces included (utf8mb4_bin pads:
  * "m1" = "m1 "). No partial indexes: Status leads. */
+#ifndef OBX_NO_MARIADB
 static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
@@ -3728,6 +3768,8 @@ static const obx__sqlset obx__mariadb_outbox = {
     NULL},
     obx__mariadb_outbox_rows
 };
+#define OBX__MARIADB_SET &obx__mariadb_outbox
+#endif
 
 /* SQL Server: Unix ms <-> time. DATETIMEOFFSET columns (the seed's) are
  * compared as instants and read as UTC, floored to the ms (a cast to
@@ -3773,6 +3815,7 @@ static const obx__sqlset obx__mariadb_outbox = {
  * triggers update join members from an outbox update: "nested triggers"
  * must be on (the server default). Written to the documentation; not yet
  * run against a server. */
+#ifndef OBX_NO_SQLSERVER
 static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
@@ -3961,41 +4004,36 @@ static const obx__sqlset obx__sqlserver_outbox = {
         NULL},
     obx__sqlserver_outbox_rows
 };
+#define OBX__SQLSERVER_SET &obx__sqlserver_outbox
+#endif
 
-/* Indexed by obx_dialect. */
-static const obx__sqlset *const obx__sqlsets[] = {
-    NULL, &obx__sqlite_outbox, &obx__postgresql_outbox, &obx__mariadb_outbox, &obx__sqlserver_outbox};
+/* >>common-begin sqlsets */
 
-/* Expand a template with the store's names. */
-static char *obx__expand(const obx__hooks *h, const obx__dialect *d,
-                                const obx__sqlset *q, const char *schema, const char *table,
-                                const char *tmpl) {
-    const char *names[26];
-    char join_name[80], member_name[80];
-    char *t, *j, *m, *qs, *out;
-    memset((void *)names, 0, sizeof names);
-    snprintf(join_name, sizeof join_name, "%sJoin", table);
-    snprintf(member_name, sizeof member_name, "%sJoinMember", table);
-    if (!d->has_schemas) schema = NULL;
-    t = obx__quote_name(h, d, schema, table);
-    j = obx__quote_name(h, d, schema, join_name);
-    m = obx__quote_name(h, d, schema, member_name);
-    qs = schema ? obx__quote_name(h, d, NULL, schema) : NULL;
-    out = NULL;
-    if (t && j && m && (qs || !schema)) {
-        names['T' - 'A'] = t;
-        names['J' - 'A'] = j;
-        names['M' - 'A'] = m;
-        names['S' - 'A'] = qs;
-        names['N' - 'A'] = table;
-        names['W' - 'A'] = q->now_ms;
-        out = obx__sql_expand(h, tmpl, names);
-    }
-    obx__free(h, t);
-    obx__free(h, j);
-    obx__free(h, m);
-    obx__free(h, qs);
-    return out;
+/* The statement sets by dialect (obx_dialect order); a dialect left out of
+ * the build (OBX_NO_<DIALECT>) has none. */
+#ifndef OBX__SQLITE_SET
+#define OBX__SQLITE_SET NULL
+#endif
+#ifndef OBX__POSTGRESQL_SET
+#define OBX__POSTGRESQL_SET NULL
+#endif
+#ifndef OBX__MARIADB_SET
+#define OBX__MARIADB_SET NULL
+#endif
+#ifndef OBX__SQLSERVER_SET
+#define OBX__SQLSERVER_SET NULL
+#endif
+static const obx__sqlset *const obx__sqlsets[] = {NULL, OBX__SQLITE_SET, OBX__POSTGRESQL_SET,
+                                                    OBX__MARIADB_SET, OBX__SQLSERVER_SET};
+
+/* >>common-end sqlsets */
+
+/* Expand a template with the store's names; {J} and {M} are the join and
+ * join-member tables. */
+static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
+                         const char *schema, const char *table, const char *tmpl) {
+    static const char *const joins[] = {"JJoin", "MJoinMember", NULL};
+    return obx__expand_names(h, d, q, schema, table, tmpl, joins);
 }
 
 /* >> the outbox's face: what the engine below needs of this header ------------- */
@@ -4216,9 +4254,19 @@ static obx_result obx__store_names(obx_store *s, const obx_store_desc *desc) {
     return OBX_OK;
 }
 
+/* The option that leaves a dialect out, for the error that says so. */
+static const char *obx__dialect_macro(obx_dialect id) {
+    static const char *const names[] = {"AUTO", "SQLITE", "POSTGRESQL", "MARIADB", "SQLSERVER"};
+    return (int)id >= 0 && (int)id <= (int)OBX_DIALECT_SQLSERVER ? names[id] : "?";
+}
+
 static obx_result obx__store_prepare_sql(obx_store *s) {
     const obx__stmt_row *row;
     s->q = obx__sqlsets[s->db.d->id];
+    if (!s->q)
+        return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, "obx_store_open: dialect",
+                              "%s was left out of this build (OBX_NO_%s)", s->db.d->name,
+                              obx__dialect_macro(s->db.d->id));
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
         OBX_ASSERT(row->id >= 0 && row->id < OBX__Q_COUNT && !s->sql[row->id]);
         s->sql[row->id] = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, row->sql);
@@ -4270,7 +4318,7 @@ OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const
     obx_result r = obx__check_names(&err, "obx_schema_sql", schema ? schema : OBX__DEFAULT_SCHEMA,
                                     table ? table : OBX__DEFAULT_TABLE);
     if (r != OBX_OK) return r;
-    if (!d) return OBX_ERR_UNSUPPORTED;
+    if (!d || !obx__sqlsets[d->id]) return OBX_ERR_UNSUPPORTED; /* unknown, or left out */
     if (!out && cap > 0) return OBX_ERR_INVALID_ARG;
     obx__hooks_resolve(&h, NULL);
     ddl = obx__schema_text(&h, d, obx__sqlsets[d->id], schema ? schema : OBX__DEFAULT_SCHEMA,
