@@ -95,8 +95,11 @@
  *                        the store a clock hook then (a dispatcher without
  *                        one is refused: it could not sleep between polls)
  *     IBX_NO_THREADS     build without pthreads: ibx_dispatcher_wake() does
- *                        nothing, run() sleeps in 50 ms slices, and leases
- *                        are not renewed while handlers run
+ *                        nothing, run() sleeps in 50 ms slices, leases are
+ *                        not renewed while handlers run, and a dispatcher
+ *                        does not listen at its wake_path
+ *     IBX_NO_WAKE_SOCKET build without sockets: a wake_path (store or
+ *                        dispatcher desc) is IBX_ERR_UNSUPPORTED
  *     IBX_NO_SQLITE, IBX_NO_POSTGRESQL, IBX_NO_MARIADB, IBX_NO_SQLSERVER
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store

@@ -78,8 +78,11 @@
  *                        the store a clock hook then (a dispatcher without
  *                        one is refused: it could not sleep between polls)
  *     OBX_NO_THREADS     build without pthreads: obx_dispatcher_wake() does
- *                        nothing, run() sleeps in 50 ms slices, and leases
- *                        are not renewed while handlers run
+ *                        nothing, run() sleeps in 50 ms slices, leases are
+ *                        not renewed while handlers run, and a dispatcher
+ *                        does not listen at its wake_path
+ *     OBX_NO_WAKE_SOCKET build without sockets: a wake_path (store or
+ *                        dispatcher desc) is OBX_ERR_UNSUPPORTED
  *     OBX_NO_SQLITE, OBX_NO_POSTGRESQL, OBX_NO_MARIADB, OBX_NO_SQLSERVER
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store

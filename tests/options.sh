@@ -3,6 +3,7 @@
 # which no other target builds:
 #   OBX_NO_THREADS / IBX_NO_THREADS          no pthreads
 #   OBX_NO_POSIX_CLOCK / IBX_NO_POSIX_CLOCK  no clock_gettime()/nanosleep()
+#   OBX_NO_WAKE_SOCKET / IBX_NO_WAKE_SOCKET  no sockets (no cross-process wake-up)
 # For each set (and both together): each header's implementation object
 # compiles with -Werror and calls none of what the option leaves out, and the
 # fake-ODBC tests build with -Werror and pass, on the host and, when its
@@ -18,6 +19,7 @@ mkdir -p "$out"
 
 threads="-DOBX_NO_THREADS -DIBX_NO_THREADS"
 clock="-DOBX_NO_POSIX_CLOCK -DIBX_NO_POSIX_CLOCK"
+nowake="-DOBX_NO_WAKE_SOCKET -DIBX_NO_WAKE_SOCKET"
 failed=0
 
 # check_set NAME DEFINES FORBIDDEN-SYMBOL-REGEX, with CC, XFLAGS (extra
@@ -63,6 +65,7 @@ sets() {
     check_set "$1no-threads" "$threads" '^pthread_'
     check_set "$1no-posix-clock" "$clock" '^(clock_gettime|nanosleep)$'
     check_set "$1neither" "$threads $clock" '^(pthread_|clock_gettime$|nanosleep$)'
+    check_set "$1no-wake-socket" "$nowake" '^(socket|bind|sendto|recv|poll|connect|unlink)$'
 }
 XFLAGS="" NM=nm RUN="" LINK=""
 sets ""
@@ -76,4 +79,4 @@ if [[ $failed -ne 0 ]]; then
     echo "check-options: FAILED"
     exit 1
 fi
-echo "check-options: ok (OBX/IBX_NO_THREADS, OBX/IBX_NO_POSIX_CLOCK, both; host${RUN:+ and armhf})"
+echo "check-options: ok (OBX/IBX_NO_THREADS, OBX/IBX_NO_POSIX_CLOCK, both, OBX/IBX_NO_WAKE_SOCKET; host${RUN:+ and armhf})"
