@@ -1799,6 +1799,8 @@ typedef struct ibx__db {
     int in_tx;                   /* a unit of work is open */
     int tx_by_sql;               /* this connection rests in autocommit; units open with
                                     the dialect's begin_sql (ibx__dialect) */
+    int autocommit_on;           /* left on by a one-statement unit (not tx_by_sql): off
+                                    again before the next unit of several statements */
     int fault;                   /* IBX__FAULT_* of the last diagnosed failure */
     char dbms_name[64];
     char dbms_version[64];
@@ -1943,6 +1945,7 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
     /* Not with a client-side statement timeout: a statement the driver gave
      * up on runs on at the server, and in autocommit it would commit; in a
      * transaction, the server rolls it back when it sees the socket closed. */
+    db->autocommit_on = 0;
     db->tx_by_sql = d->tx_by_sql || (db->own_connection && d->own_tx_by_sql &&
                                      !(db->statement_timeout_s > 0 && d->timeout_keys));
     if (!db->own_connection) return IBX_OK; /* the caller's session is the caller's */
@@ -2582,25 +2585,32 @@ enum { IBX__UNIT_READ = 0, IBX__UNIT_WRITE = 1, IBX__UNIT_ONE_STATEMENT = 2 };
 
 /* A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
  * runs in autocommit, one round trip instead of three (psqlODBC sends
- * BEGIN and COMMIT apart). Only on our own connections, where switching is
- * free: tx_by_sql connections rest in autocommit; psqlODBC switches locally.
- * Returns 1 if the unit runs so. */
+ * BEGIN and COMMIT apart). Only for a statement after which nothing can
+ * fail that would need it undone (a count, a read), and only on our own
+ * connections, where switching is free: tx_by_sql connections rest in
+ * autocommit; psqlODBC switches locally. The switch back waits for the
+ * next unit of several statements (ibx__autocommit_off), where a failure
+ * is that unit's error. Returns 1 if the unit runs in autocommit. */
 IBX__PRIVATE int ibx__autocommit_for_one(ibx__db *db, int flags) {
     if (!(flags & IBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
-    if (db->tx_by_sql) return 1;
-    if (!db->d->autocommit_is_local) return 0;
-    return SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
-                                           (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER));
+    if (db->tx_by_sql || db->autocommit_on) return 1;
+    if (!db->d->autocommit_is_local ||
+        !SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
+                                         (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER)))
+        return 0; /* then as a transaction */
+    db->autocommit_on = 1;
+    return 1;
 }
 
-/* Back to manual commit after a one-statement unit. A connection that
- * cannot switch back is dropped: a later unit of several statements must
- * never run as several transactions. */
-IBX__PRIVATE void ibx__autocommit_done(ibx__db *db) {
-    if (db->tx_by_sql) return;
-    if (!SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
-                                         (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER)))
-        db->lost = 1;
+/* Manual commit again before a unit of several statements: they must never
+ * run as several transactions. */
+IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
+    ibx_result r = ibx__check(db,
+                              SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
+                                                (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER),
+                              SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(AUTOCOMMIT)");
+    if (r == IBX_OK) db->autocommit_on = 0;
+    return r;
 }
 
 /* Run `fn` as one transaction on our own connection: begin, fn, commit.
@@ -2620,11 +2630,12 @@ IBX__PRIVATE ibx_result ibx__unit_run(ibx__db *db, ibx__unit_fn fn, void *ctx, c
         if (r != IBX_OK) return r;
         db->fault = IBX__FAULT_PERMANENT;
         autocommit = ibx__autocommit_for_one(db, flags);
+        r = !autocommit && db->autocommit_on ? ibx__autocommit_off(db) : IBX_OK;
         /* SQLite readers need no write lock: without BEGIN each statement
          * is its own snapshot, and a writer elsewhere does not block them. */
-        r = autocommit || (!(flags & IBX__UNIT_WRITE) && db->tx_by_sql) ? IBX_OK : ibx__begin(db);
+        if (r == IBX_OK && !autocommit && !(!(flags & IBX__UNIT_WRITE) && db->tx_by_sql)) r = ibx__begin(db);
         if (r == IBX_OK) r = fn(db, ctx);
-        if (autocommit) ibx__autocommit_done(db);
+
         if (r >= 0) {
             ibx_result c = autocommit ? IBX_OK : ibx__commit(db);
             if (c == IBX_OK) {
@@ -4452,10 +4463,10 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
     ctx.lease_seconds = lease_seconds;
     ctx.batch_size = batch_size;
     ctx.count = 0;
-    /* Without UPDATE ... RETURNING a claim is three statements. */
-    r = ibx__unit_run(&store->db, ibx__claim_unit, &ctx, "claim",
-                      store->sql[IBX__Q_CLAIM_PICK] ? IBX__UNIT_WRITE
-                                                    : IBX__UNIT_WRITE | IBX__UNIT_ONE_STATEMENT);
+    /* A transaction even where the claim is one statement: reading the
+     * rows may still fail (memory, the driver), and then the claim must
+     * not have happened; in autocommit its rows would stay leased to us. */
+    r = ibx__unit(&store->db, ibx__claim_unit, &ctx, "claim");
     if (r != IBX_OK) return r;
     for (i = 0; i < ctx.count; i++) {
         ibx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);

@@ -1875,6 +1875,8 @@ typedef struct obx__db {
     int in_tx;                   /* a unit of work is open */
     int tx_by_sql;               /* this connection rests in autocommit; units open with
                                     the dialect's begin_sql (obx__dialect) */
+    int autocommit_on;           /* left on by a one-statement unit (not tx_by_sql): off
+                                    again before the next unit of several statements */
     int fault;                   /* OBX__FAULT_* of the last diagnosed failure */
     char dbms_name[64];
     char dbms_version[64];
@@ -2019,6 +2021,7 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
     /* Not with a client-side statement timeout: a statement the driver gave
      * up on runs on at the server, and in autocommit it would commit; in a
      * transaction, the server rolls it back when it sees the socket closed. */
+    db->autocommit_on = 0;
     db->tx_by_sql = d->tx_by_sql || (db->own_connection && d->own_tx_by_sql &&
                                      !(db->statement_timeout_s > 0 && d->timeout_keys));
     if (!db->own_connection) return OBX_OK; /* the caller's session is the caller's */
@@ -2658,25 +2661,32 @@ enum { OBX__UNIT_READ = 0, OBX__UNIT_WRITE = 1, OBX__UNIT_ONE_STATEMENT = 2 };
 
 /* A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
  * runs in autocommit, one round trip instead of three (psqlODBC sends
- * BEGIN and COMMIT apart). Only on our own connections, where switching is
- * free: tx_by_sql connections rest in autocommit; psqlODBC switches locally.
- * Returns 1 if the unit runs so. */
+ * BEGIN and COMMIT apart). Only for a statement after which nothing can
+ * fail that would need it undone (a count, a read), and only on our own
+ * connections, where switching is free: tx_by_sql connections rest in
+ * autocommit; psqlODBC switches locally. The switch back waits for the
+ * next unit of several statements (obx__autocommit_off), where a failure
+ * is that unit's error. Returns 1 if the unit runs in autocommit. */
 OBX__PRIVATE int obx__autocommit_for_one(obx__db *db, int flags) {
     if (!(flags & OBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
-    if (db->tx_by_sql) return 1;
-    if (!db->d->autocommit_is_local) return 0;
-    return SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
-                                           (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER));
+    if (db->tx_by_sql || db->autocommit_on) return 1;
+    if (!db->d->autocommit_is_local ||
+        !SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
+                                         (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER)))
+        return 0; /* then as a transaction */
+    db->autocommit_on = 1;
+    return 1;
 }
 
-/* Back to manual commit after a one-statement unit. A connection that
- * cannot switch back is dropped: a later unit of several statements must
- * never run as several transactions. */
-OBX__PRIVATE void obx__autocommit_done(obx__db *db) {
-    if (db->tx_by_sql) return;
-    if (!SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
-                                         (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER)))
-        db->lost = 1;
+/* Manual commit again before a unit of several statements: they must never
+ * run as several transactions. */
+OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
+    obx_result r = obx__check(db,
+                              SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
+                                                (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER),
+                              SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(AUTOCOMMIT)");
+    if (r == OBX_OK) db->autocommit_on = 0;
+    return r;
 }
 
 /* Run `fn` as one transaction on our own connection: begin, fn, commit.
@@ -2696,11 +2706,12 @@ OBX__PRIVATE obx_result obx__unit_run(obx__db *db, obx__unit_fn fn, void *ctx, c
         if (r != OBX_OK) return r;
         db->fault = OBX__FAULT_PERMANENT;
         autocommit = obx__autocommit_for_one(db, flags);
+        r = !autocommit && db->autocommit_on ? obx__autocommit_off(db) : OBX_OK;
         /* SQLite readers need no write lock: without BEGIN each statement
          * is its own snapshot, and a writer elsewhere does not block them. */
-        r = autocommit || (!(flags & OBX__UNIT_WRITE) && db->tx_by_sql) ? OBX_OK : obx__begin(db);
+        if (r == OBX_OK && !autocommit && !(!(flags & OBX__UNIT_WRITE) && db->tx_by_sql)) r = obx__begin(db);
         if (r == OBX_OK) r = fn(db, ctx);
-        if (autocommit) obx__autocommit_done(db);
+
         if (r >= 0) {
             obx_result c = autocommit ? OBX_OK : obx__commit(db);
             if (c == OBX_OK) {
@@ -4656,10 +4667,10 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
     ctx.lease_seconds = lease_seconds;
     ctx.batch_size = batch_size;
     ctx.count = 0;
-    /* Without UPDATE ... RETURNING a claim is three statements. */
-    r = obx__unit_run(&store->db, obx__claim_unit, &ctx, "claim",
-                      store->sql[OBX__Q_CLAIM_PICK] ? OBX__UNIT_WRITE
-                                                    : OBX__UNIT_WRITE | OBX__UNIT_ONE_STATEMENT);
+    /* A transaction even where the claim is one statement: reading the
+     * rows may still fail (memory, the driver), and then the claim must
+     * not have happened; in autocommit its rows would stay leased to us. */
+    r = obx__unit(&store->db, obx__claim_unit, &ctx, "claim");
     if (r != OBX_OK) return r;
     for (i = 0; i < ctx.count; i++) {
         obx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
