@@ -15,6 +15,7 @@
 #   make bench   obx.h against the same SQL issued directly, SQLite, PostgreSQL and MariaDB
 #   make fuzz    libFuzzer on the pure code for FUZZ_SECONDS (default 30), clang
 #   make sql     write sql/<dialect>/*.sql from the headers (after a DDL change)
+#   make install PREFIX=/usr/local   headers, obx.pc/ibx.pc, CMake package, obxctl
 #   make deps    install build and test dependencies
 #   make clean
 
@@ -35,16 +36,16 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 .PHONY: all demo test check bench fuzz deps clean sql check-docs check-common check-warnings check-cxx check-link \
         check-nm check-asan check-valgrind
 .PHONY: static cross check-static check-cross check-gateway check-options size check-deps
-.PHONY: torture
+.PHONY: torture install check-consumers
 .DELETE_ON_ERROR:
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
           $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay
 
-all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant
+all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/obxctl
 
 deps:
-	@tests/deps.sh build pg mariadb tsql check static cross bench
+	@tests/deps.sh build pg mariadb tsql check static cross bench consumers
 
 $(B) $(B)/asan:
 	@mkdir -p $@
@@ -82,6 +83,10 @@ $(B)/multi_tenant: examples/multi_tenant.c obx.h | $(B)
 
 $(B)/webhook_inbox: examples/webhook_inbox.c ibx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) examples/webhook_inbox.c -o $@ -lodbc
+
+# The operator's tool (tools/obxctl.c): installed by make install.
+$(B)/obxctl: tools/obxctl.c $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) tools/obxctl.c -o $@ -lodbc
 
 # sql/<dialect>/*.sql are what the headers deploy: regenerate after a DDL change.
 $(B)/schema_dump: tests/schema_dump.c tests/fake_odbc.c $(HEADERS) | $(B)
@@ -139,9 +144,9 @@ fuzz:
 
 # ---- check ----------------------------------------------------------------------
 check:
-	@tests/deps.sh build pg mariadb tsql check static cross bench
+	@tests/deps.sh build pg mariadb tsql check static cross bench consumers
 	@$(MAKE) --no-print-directory check-common check-docs check-warnings check-cxx check-link check-nm \
-	  check-deps check-options
+	  check-deps check-options check-consumers
 	@$(MAKE) --no-print-directory test
 	@$(MAKE) --no-print-directory check-asan check-valgrind
 	@$(MAKE) --no-print-directory check-gateway size
@@ -260,6 +265,30 @@ check-gateway:
 check-options: | $(B)
 	@tests/deps.sh build cross
 	@WARN="$(WARN)" tests/options.sh
+
+# ---- install: what a project that uses the headers finds --------------------------
+# PREFIX/include/{obx,ibx}.h, PREFIX/share/pkgconfig/{obx,ibx}.pc,
+# PREFIX/share/cmake/obx/ (find_package(obx): obx::obx, ibx::ibx), PREFIX/bin/obxctl.
+# DESTDIR is prepended to every path (packaging); the .pc files name PREFIX.
+PREFIX ?= /usr/local
+VERSION = $(shell sed -n 's/^\#define OBX_VERSION_STRING "\(.*\)"/\1/p' obx.h)
+MAJOR = $(firstword $(subst ., ,$(VERSION)))
+install: $(B)/obxctl
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/share/cmake/obx $(DESTDIR)$(PREFIX)/bin
+	install -m 644 obx.h ibx.h $(DESTDIR)$(PREFIX)/include/
+	for lib in obx ibx; do sed -e 's|@prefix@|$(PREFIX)|' -e 's|@version@|$(VERSION)|' $$lib.pc.in \
+	  > $(DESTDIR)$(PREFIX)/share/pkgconfig/$$lib.pc || exit 1; done
+	install -m 644 cmake/obxConfig.cmake $(DESTDIR)$(PREFIX)/share/cmake/obx/
+	sed -e 's|@version@|$(VERSION)|' -e 's|@major@|$(MAJOR)|' cmake/obxConfigVersion.cmake.in \
+	  > $(DESTDIR)$(PREFIX)/share/cmake/obx/obxConfigVersion.cmake
+	install -m 755 $(B)/obxctl $(DESTDIR)$(PREFIX)/bin/
+
+# A tiny consumer project built and run three ways: add_subdirectory,
+# find_package of an installed copy, pkg-config (tests/consumers.sh).
+check-consumers: | $(B)
+	@tests/deps.sh build consumers
+	tests/consumers.sh $(B)
 
 # ---- deps.sh -------------------------------------------------------------------
 # tests/deps.sh against stand-ins for apt-get and dpkg-query: a partly failed
