@@ -40,7 +40,7 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 .DELETE_ON_ERROR:
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
-          $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay
+          $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay $(B)/obxctl $(B)/obxctl_fill $(B)/prom_check
 
 all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/obxctl
 
@@ -87,6 +87,14 @@ $(B)/webhook_inbox: examples/webhook_inbox.c ibx.h | $(B)
 # The operator's tool (tools/obxctl.c): installed by make install.
 $(B)/obxctl: tools/obxctl.c $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tools/obxctl.c -o $@ -lodbc
+
+# obxctl's tests (tests/obxctl.sh): a queue in a known state, and a strict
+# Prometheus text checker (in place of promtool).
+$(B)/obxctl_fill: tests/obxctl_fill.c $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/obxctl_fill.c -o $@ -lodbc
+
+$(B)/prom_check: tests/prom_check.c | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/prom_check.c -o $@ -lm
 
 # sql/<dialect>/*.sql are what the headers deploy: regenerate after a DDL change.
 $(B)/schema_dump: tests/schema_dump.c tests/fake_odbc.c $(HEADERS) | $(B)
@@ -165,6 +173,7 @@ check-warnings: | $(B)
 	@for cc in gcc clang; do for std in c99 c11; do \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/test_sqlserver.c tests/fake_odbc.c tests/fake_selftest.c tests/fuzz_core.c tests/fuzz_replay.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c examples/quickstart.c examples/webhook_inbox.c examples/multi_tenant.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tools/obxctl.c tests/obxctl_fill.c tests/prom_check.c tests/consumer/main.c -I. || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -I. -I$(BENCH_PQ_INC) tests/bench.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11)"
