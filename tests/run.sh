@@ -37,12 +37,14 @@ run() {
     rm -f "$out"
 }
 
-# obxctl against a backend (tests/obxctl.sh): with the programs of a plain
+# obxctl against a backend (tests/obxctl.sh), and a DSN of the test's own
+# odbc.ini instead of a connection string (tests/dsn.sh): with the programs of a plain
 # build only (the ASan and valgrind runs cover the library through the
 # other programs; the script itself is not a program to run under them).
 run_ctl() { # backend connection
     if [ -x "$bin/obxctl" ] && [ -x "$bin/obxctl_fill" ] && [ -x "$bin/prom_check" ] && [ -z "$wrap" ]; then
         run obxctl "$1" "$here/obxctl.sh" "$bin" "$1" "$2"
+        run dsn "$1" "$here/dsn.sh" "$bin" "$1" "$2"
     fi
 }
 
