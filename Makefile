@@ -7,7 +7,8 @@
 #                one/two translation units, OBX_STATIC, exported symbols,
 #                ASan+UBSan, valgrind,
 #                common-core identity (and how little repeats outside it),
-#                OBX_NO_THREADS / OBX_NO_POSIX_CLOCK builds, and check-gateway:
+#                OBX_NO_THREADS / OBX_NO_POSIX_CLOCK builds, the CMake and pkg-config
+#                consumer builds (check-consumers), and check-gateway:
 #                static (glibc, musl) and aarch64/armhf builds tested under qemu
 #   make static  single static executables with the SQLite driver linked in (x86_64 glibc, musl)
 #   make cross ARCH=aarch64|armhf   the same for a gateway's CPU

@@ -7,7 +7,7 @@
  *                                                   2000 bytes)
  *   in flight  invoice.created (lease 300 s), sms.send (lease 1 s: soon expired)
  *   ready  email.send x2
- *   scheduled  report.monthly (due in 2100)
+ *   scheduled  report.monthly (due in an hour)
  * and writes the library's *_metrics_text() after the dispatch (counters and
  * handler histograms included) to METRICS_FILE. Exit 0, or 1 with a line. */
 #define OBX_IMPLEMENTATION
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const TOKEN = "01890a5d-ac96-774b-bcce-b302099a8057";
 static char big[2001];
@@ -90,7 +91,7 @@ static int outbox(const char *conn, const char *table, const char *schema, const
     m.topic = "email.send";
     ok = ok && obx_enqueue(s, &m, NULL) == OBX_OK && obx_enqueue(s, &m, NULL) == OBX_OK;
     m.topic = "report.monthly";
-    m.due_utc_ms = 4102444800000LL; /* 2100-01-01 */
+    m.due_utc_ms = (int64_t)time(NULL) * 1000 + 3600000; /* in an hour */
     ok = ok && obx_enqueue(s, &m, NULL) == OBX_OK;
     if (!ok) goto failed;
     obx_store_close(s);
@@ -142,7 +143,7 @@ static int inbox(const char *conn, const char *table, const char *schema, const 
     ok = ok && enq(s, "invoice.created", "evt_08", "{}", 0) && ibx_claim(s, TOKEN, 300, 1, &ms, &n) == IBX_OK;
     ok = ok && enq(s, "sms.send", "evt_09", "{}", 0) && ibx_claim(s, TOKEN, 1, 1, &ms, &n) == IBX_OK;
     ok = ok && enq(s, "email.send", "evt_10", "{}", 0) && enq(s, "email.send", "evt_11", "{}", 0);
-    ok = ok && enq(s, "report.monthly", "evt_12", "{}", 4102444800000LL);
+    ok = ok && enq(s, "report.monthly", "evt_12", "{}", (int64_t)time(NULL) * 1000 + 3600000);
     if (!ok) goto failed;
     ibx_store_close(s);
     return 0;
