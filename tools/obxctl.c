@@ -95,8 +95,8 @@ static const cmd_help helps[] = {
     {"metrics", "usage: obxctl metrics\n"
                 "The queue gauges in the Prometheus text format (for node_exporter's textfile\n"
                 "collector): the library's obx_queue_* gauges plus obx_queue_topic_messages\n"
-                "per topic and status. Counters and handler durations live in the process\n"
-                "that dispatches: serve obx_metrics_text() from there.\n"},
+                "per topic and status (not on SQL Server). Counters and handler durations\n"
+                "live in the process that dispatches: serve obx_metrics_text() from there.\n"},
     {NULL, NULL}};
 
 /* A result of either header as an int (their codes are the same numbers). */
@@ -1217,6 +1217,7 @@ static int cmd_metrics(ctl *c) {
     }
     print_gauges(text);
     free(text);
+    if (!dialect_sql(c)) return CTL_OK; /* no per-topic SQL for this dialect: the library's gauges only */
     if (!(d = need_sql(c, &code))) return code;
     if ((code = stats_read(c, d, &s)) != CTL_OK) return code;
     snprintf(store, sizeof store, "%s", o.store ? o.store : c->ib ? "inbox" : "outbox");
