@@ -38,9 +38,9 @@ run() {
 }
 
 # obxctl against a backend (tests/obxctl.sh), and a DSN of the test's own
-# odbc.ini instead of a connection string (tests/dsn.sh): with the programs of a plain
-# build only (the ASan and valgrind runs cover the library through the
-# other programs; the script itself is not a program to run under them).
+# odbc.ini instead of a connection string (tests/dsn.sh), where BINDIR has
+# obxctl (make check-asan builds it with ASan too); not under OBX_TEST_WRAP
+# (valgrind would run the scripts' shell, not the programs).
 run_ctl() { # backend connection
     if [ -x "$bin/obxctl" ] && [ -x "$bin/obxctl_fill" ] && [ -x "$bin/prom_check" ] && [ -z "$wrap" ]; then
         run obxctl "$1" "$here/obxctl.sh" "$bin" "$1" "$2"
