@@ -21,7 +21,7 @@
  *   Then the API: common (results, hooks, limits, backoff, selection,
  *   UUIDs), store and messages (dedup, mark, enqueue, ack, abandon, fail,
  *   lease extend, get), SHA-256 and HMAC, the work queue and dispatcher
- *   (claim, reap, cleanup, providers, routers).
+ *   (claim, reap, cleanup, metrics, providers, routers).
  *
  * 1. QUICK START ------------------------------------------------------------
  *   A whole program (it is compiled and run by `make check`): record a

@@ -18,8 +18,8 @@
  *   4. Threads               8. License (end of file)
  *   Then the API: common (results, hooks, limits, backoff, selection,
  *   UUIDs), store and messages (enqueue, ack, abandon, fail, lease extend,
- *   get), the work queue and dispatcher (claim, reap, cleanup, providers,
- *   routers), joins (fan-in).
+ *   get), the work queue and dispatcher (claim, reap, cleanup, metrics,
+ *   providers, routers), joins (fan-in).
  *
  * 1. QUICK START ------------------------------------------------------------
  *   A whole program (it is compiled and run by `make check`): open a store
