@@ -1404,8 +1404,9 @@ typedef struct ibx__dialect {
     const char *name;           /* printed in logs and test lines */
     const char *dbms_match;     /* SQL_DBMS_NAME starts with this (case-insensitive) */
     const char *dbms_match2;    /* a second accepted name, or NULL */
-    int tx_by_sql;              /* autocommit stays on; BEGIN/COMMIT/ROLLBACK issued as SQL */
-    const char *begin_sql;      /* opens a write transaction when tx_by_sql */
+    int tx_by_sql;              /* autocommit stays on; BEGIN/COMMIT/ROLLBACK issued as SQL
+                                   (on every connection: a caller's must be in autocommit) */
+    const char *begin_sql;      /* opens a write transaction when tx_by_sql or own_tx_by_sql */
     SQLULEN isolation;          /* set on our own connections; 0 = leave the driver's */
     int has_schemas;            /* tables are qualified by a schema */
     char quote_open, quote_close;
@@ -1431,6 +1432,10 @@ typedef struct ibx__dialect {
                                    (psqlODBC): one-statement units run in autocommit */
     int batch_as_json_rows;     /* a multi-row INSERT takes one JSON array of rows, read in
                                    one pass (json_each, JSON_TABLE), not a list per column */
+    int own_tx_by_sql;          /* tx_by_sql on our own connections only (MariaDB: switching
+                                   autocommit costs a round trip, so ours rest in autocommit
+                                   and a unit of several statements opens with begin_sql;
+                                   not with a statement timeout, see ibx__db_setup) */
 } ibx__dialect;
 
 static const ibx__native_fault ibx__sqlite_natives[] = {
@@ -1464,29 +1469,29 @@ static const ibx__native_fault ibx__no_natives[] = {{0, 0}};
 /* Indexed by ibx_dialect. */
 static const ibx__dialect ibx__dialects[] = {
     {IBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0},
+     ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0, 0},
     {IBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1},
+     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1, 1},
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
     {IBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1, 0},
+     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1, 0, 0},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
-    {IBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, NULL, SQL_TXN_READ_COMMITTED, 0,
+    {IBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, "START TRANSACTION", SQL_TXN_READ_COMMITTED, 0,
      '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     ibx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0, 1},
+     ibx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0, 1, 1},
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
     {IBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", ibx__sqlserver_natives, 1,
-     1, "\nGO\n", 1, 1, NULL, 0, 0},
+     1, "\nGO\n", 1, 1, NULL, 0, 0, 0},
 };
 #define IBX__DIALECT_COUNT ((int)(sizeof ibx__dialects / sizeof ibx__dialects[0]))
 
@@ -1746,6 +1751,8 @@ typedef struct ibx__db {
     int connected;
     int lost;                    /* the connection died: reopen before the next use */
     int in_tx;                   /* a unit of work is open */
+    int tx_by_sql;               /* this connection rests in autocommit; units open with
+                                    the dialect's begin_sql (ibx__dialect) */
     int fault;                   /* IBX__FAULT_* of the last diagnosed failure */
     char dbms_name[64];
     char dbms_version[64];
@@ -1887,10 +1894,15 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
                          "of sqlite, postgresql, mariadb, sqlserver",
                          db->dbms_name, db->driver_name);
     db->d = d;
+    /* Not with a client-side statement timeout: a statement the driver gave
+     * up on runs on at the server, and in autocommit it would commit; in a
+     * transaction, the server rolls it back when it sees the socket closed. */
+    db->tx_by_sql = d->tx_by_sql || (db->own_connection && d->own_tx_by_sql &&
+                                     !(db->statement_timeout_s > 0 && d->timeout_keys));
     if (!db->own_connection) return IBX_OK; /* the caller's session is the caller's */
     r = ibx__check(db,
                    SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
-                                     (SQLPOINTER)(uintptr_t)(d->tx_by_sql ? SQL_AUTOCOMMIT_ON
+                                     (SQLPOINTER)(uintptr_t)(db->tx_by_sql ? SQL_AUTOCOMMIT_ON
                                                                           : SQL_AUTOCOMMIT_OFF),
                                      SQL_IS_UINTEGER),
                    SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(AUTOCOMMIT)");
@@ -1900,7 +1912,7 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
                                          (SQLPOINTER)(uintptr_t)d->isolation, SQL_IS_UINTEGER),
                        SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(TXN_ISOLATION)");
     if (r == IBX_OK && d->session_sql) r = ibx__exec_direct(db, d->session_sql, "session setup");
-    if (r == IBX_OK && !d->tx_by_sql) r = ibx__end_tran(db, SQL_COMMIT, "session setup commit");
+    if (r == IBX_OK && !db->tx_by_sql) r = ibx__end_tran(db, SQL_COMMIT, "session setup commit");
     if (r == IBX_OK && d->version_sql) {
         /* Best effort: SQL_DBMS_VER stays when the server will not say. */
         char version[64];
@@ -1908,7 +1920,7 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
             ibx__copy(db->dbms_version, sizeof db->dbms_version, version);
         else
             ibx__error_clear(db->err);
-        if (!d->tx_by_sql) ibx__end_tran(db, SQL_ROLLBACK, "version query end");
+        if (!db->tx_by_sql) ibx__end_tran(db, SQL_ROLLBACK, "version query end");
     }
     return r;
 }
@@ -2026,7 +2038,7 @@ IBX__PRIVATE ibx_result ibx__db_connect(ibx__db *db, const char *connstr) {
  * could claim one row. Asked of the driver manager: no round trip. */
 IBX__PRIVATE ibx_result ibx__check_autocommit(ibx__db *db) {
     SQLUINTEGER mode = 0;
-    SQLUINTEGER want = db->d->tx_by_sql ? SQL_AUTOCOMMIT_ON : SQL_AUTOCOMMIT_OFF;
+    SQLUINTEGER want = db->tx_by_sql ? SQL_AUTOCOMMIT_ON : SQL_AUTOCOMMIT_OFF;
     ibx_result r = ibx__check(db, SQLGetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT, &mode, 0, NULL),
                               SQL_HANDLE_DBC, db->dbc, "SQLGetConnectAttr(AUTOCOMMIT)");
     if (r != IBX_OK || mode == want) return r;
@@ -2470,7 +2482,7 @@ IBX__PRIVATE ibx_result ibx__begin(ibx__db *db) {
     ibx_result r = IBX_OK;
     /* SQLite: a deferred transaction that later writes can deadlock and burn
      * the whole busy timeout, so writers take the lock up front. */
-    if (db->d->tx_by_sql) r = ibx__exec_direct(db, db->d->begin_sql, "BEGIN");
+    if (db->tx_by_sql) r = ibx__exec_direct(db, db->d->begin_sql, "BEGIN");
     if (r == IBX_OK) db->in_tx = 1;
     return r;
 }
@@ -2491,12 +2503,12 @@ IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
         db->err->connection_lost = 1;
         return r;
     }
-    if (db->d->tx_by_sql && !db->in_tx) return IBX_OK; /* a read unit: nothing to commit */
-    r = db->d->tx_by_sql ? ibx__exec_direct(db, "COMMIT", "COMMIT")
+    if (db->tx_by_sql && !db->in_tx) return IBX_OK; /* a read unit: nothing to commit */
+    r = db->tx_by_sql ? ibx__exec_direct(db, "COMMIT", "COMMIT")
                          : ibx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
     /* A failed SQL COMMIT (SQLite BUSY) leaves the transaction open: keep
      * in_tx so that the rollback really runs and releases the lock. */
-    if (r == IBX_OK || !db->d->tx_by_sql) db->in_tx = 0;
+    if (r == IBX_OK || !db->tx_by_sql) db->in_tx = 0;
     if (r != IBX_OK && db->err->connection_lost)
         ibx__copy(db->err->message + strlen(db->err->message),
                   sizeof db->err->message - strlen(db->err->message),
@@ -2508,7 +2520,7 @@ IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
 IBX__PRIVATE void ibx__rollback(ibx__db *db) {
     ibx_error saved = *db->err;
     if (db->connected && !db->lost) {
-        if (db->d->tx_by_sql) {
+        if (db->tx_by_sql) {
             if (db->in_tx) ibx__exec_direct(db, "ROLLBACK", "ROLLBACK");
         } else {
             ibx__end_tran(db, SQL_ROLLBACK, "SQLEndTran(ROLLBACK)");
@@ -2525,11 +2537,11 @@ enum { IBX__UNIT_READ = 0, IBX__UNIT_WRITE = 1, IBX__UNIT_ONE_STATEMENT = 2 };
 /* A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
  * runs in autocommit, one round trip instead of three (psqlODBC sends
  * BEGIN and COMMIT apart). Only on our own connections, where switching is
- * free: tx_by_sql dialects rest in autocommit; psqlODBC switches locally.
+ * free: tx_by_sql connections rest in autocommit; psqlODBC switches locally.
  * Returns 1 if the unit runs so. */
 IBX__PRIVATE int ibx__autocommit_for_one(ibx__db *db, int flags) {
     if (!(flags & IBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
-    if (db->d->tx_by_sql) return 1;
+    if (db->tx_by_sql) return 1;
     if (!db->d->autocommit_is_local) return 0;
     return SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
                                            (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER));
@@ -2539,7 +2551,7 @@ IBX__PRIVATE int ibx__autocommit_for_one(ibx__db *db, int flags) {
  * cannot switch back is dropped: a later unit of several statements must
  * never run as several transactions. */
 IBX__PRIVATE void ibx__autocommit_done(ibx__db *db) {
-    if (db->d->tx_by_sql) return;
+    if (db->tx_by_sql) return;
     if (!SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
                                          (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER)))
         db->lost = 1;
@@ -2564,7 +2576,7 @@ IBX__PRIVATE ibx_result ibx__unit_run(ibx__db *db, ibx__unit_fn fn, void *ctx, c
         autocommit = ibx__autocommit_for_one(db, flags);
         /* SQLite readers need no write lock: without BEGIN each statement
          * is its own snapshot, and a writer elsewhere does not block them. */
-        r = autocommit || (!(flags & IBX__UNIT_WRITE) && db->d->tx_by_sql) ? IBX_OK : ibx__begin(db);
+        r = autocommit || (!(flags & IBX__UNIT_WRITE) && db->tx_by_sql) ? IBX_OK : ibx__begin(db);
         if (r == IBX_OK) r = fn(db, ctx);
         if (autocommit) ibx__autocommit_done(db);
         if (r >= 0) {

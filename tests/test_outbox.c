@@ -91,7 +91,7 @@ static int64_t scalar(obx_store *s, const char *tmpl) {
     char *text = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
     char out[64] = "";
     obx_result r = text ? obx__query_text(&s->db, text, out, sizeof out) : OBX_ERR_NO_MEMORY;
-    if (!s->db.d->tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    if (!s->db.tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
     if (r != OBX_OK) printf("    scalar failed: %s\n      %s\n", s->err.message, text ? text : "-");
     obx__free(&s->hooks, text);
     return r == OBX_OK ? atoll(out) : -1;
