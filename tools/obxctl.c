@@ -100,7 +100,7 @@ static const cmd_help helps[] = {
     {NULL, NULL}};
 
 /* A result of either header as an int (their codes are the same numbers). */
-static int I(int result) { return result; }
+static int result_int(int result) { return result; }
 
 /* ---- options ------------------------------------------------------------------ */
 
@@ -174,14 +174,17 @@ static int set_value(const char *name, const char *v) {
     else if (strcmp(name, "topic") == 0) o.topic = v;
     else if (strcmp(name, "source") == 0) o.source = v;
     else if (strcmp(name, "newer-than") == 0) {
-        if ((o.newer_ms = parse_duration(v)) < 0) return fail(CTL_USAGE, "--newer-than: '%s' is not a duration such as 90s, 15m, 12h, 7d", v);
+        if ((o.newer_ms = parse_duration(v)) < 0)
+            return fail(CTL_USAGE, "--newer-than: '%s' is not a duration such as 90s, 15m, 12h, 7d", v);
     } else if (strcmp(name, "older-than") == 0) {
         o.older = v;
-        if ((o.older_ms = parse_duration(v)) < 0) return fail(CTL_USAGE, "--older-than: '%s' is not a duration such as 90s, 15m, 12h, 7d", v);
+        if ((o.older_ms = parse_duration(v)) < 0)
+            return fail(CTL_USAGE, "--older-than: '%s' is not a duration such as 90s, 15m, 12h, 7d", v);
     } else if (strcmp(name, "limit") == 0) {
         if (!parse_int(v, 1, 1000000, &o.limit)) return fail(CTL_USAGE, "--limit: '%s' is not a number 1..1000000", v);
     } else if (strcmp(name, "watch") == 0) {
-        if (!parse_int(v, 1, 86400, &o.watch)) return fail(CTL_USAGE, "--watch: '%s' is not a number of seconds 1..86400", v);
+        if (!parse_int(v, 1, 86400, &o.watch))
+            return fail(CTL_USAGE, "--watch: '%s' is not a number of seconds 1..86400", v);
     } else if (strcmp(name, "count") == 0) {
         if (!parse_int(v, 1, 1000000, &o.count)) return fail(CTL_USAGE, "--count: '%s' is not a number 1..1000000", v);
     }
@@ -567,7 +570,8 @@ static const dia dia_pg = {'"', '"', "CAST(floor(EXTRACT(EPOCH FROM now()) * 100
                            "CAST(? AS uuid)", "SELECT pg_total_relation_size(CAST(? AS regclass))",
                            "CAST(%s AS text)"};
 static const dia dia_my = {'`', '`',
-                           "CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) / 1000) AS SIGNED)",
+                           "CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) "
+                           "/ 1000) AS SIGNED)",
                            "CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', %s) / 1000) AS SIGNED)",
                            "UTC_TIMESTAMP(6)", "LENGTH(%s)", "?",
                            "SELECT DATA_LENGTH + INDEX_LENGTH FROM information_schema.TABLES "
@@ -767,6 +771,7 @@ static void stats_json(const ctl *c, const stats *s) {
 
 static void stats_table(const ctl *c, const stats *s) {
     static const char *const labels[N_STATES] = {"ready", "scheduled", "in flight", "done", "dead", "seen"};
+    static const char *const heads[N_STATES] = {"READY", "SCHEDULED", "IN FLIGHT", "DONE", "DEAD", "SEEN"};
     char t1[32], t2[32];
     int i, k, states = c->ib ? N_STATES : 5;
     int w = 5;
@@ -787,7 +792,7 @@ static void stats_table(const ctl *c, const stats *s) {
         if ((int)strlen(s->topics[k].topic) > w) w = (int)strlen(s->topics[k].topic);
     if (w > 60) w = 60;
     printf("\n%-*s", w, "TOPIC");
-    for (i = 0; i < states; i++) printf(" %10s", i == 2 ? "IN FLIGHT" : i == 0 ? "READY" : i == 1 ? "SCHEDULED" : i == 3 ? "DONE" : i == 4 ? "DEAD" : "SEEN");
+    for (i = 0; i < states; i++) printf(" %10s", heads[i]);
     printf("\n");
     for (k = 0; k < s->ntopics; k++) {
         int len = (int)strlen(s->topics[k].topic);
@@ -832,8 +837,15 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
     memset(&b, 0, sizeof b);
     col_ms(d, c->ib ? "FirstSeenUtc" : "CreatedAt", created);
     subst(sz, sizeof sz, d->bytes, col(d, "Payload", q1));
-    sb_add(&b, "SELECT * FROM (SELECT %s AS k1, ", c->ib ? col(d, "Source", q2) : subst(k1, sizeof k1, d->id_text, col(d, "Id", q2)));
-    sb_add(&b, "%s AS k2, ", c->ib ? col(d, "MessageId", q3) : subst(k2, sizeof k2, d->id_text, col(d, "MessageId", q3)));
+    /* The keys: inbox (source, message id), outbox (id, message id) as text. */
+    if (c->ib) {
+        col(d, "Source", k1);
+        col(d, "MessageId", k2);
+    } else {
+        subst(k1, sizeof k1, d->id_text, col(d, "Id", q2));
+        subst(k2, sizeof k2, d->id_text, col(d, "MessageId", q3));
+    }
+    sb_add(&b, "SELECT * FROM (SELECT %s AS k1, %s AS k2, ", k1, k2);
     add_state(c, d, &b);
     sb_add(&b, " AS st, %s AS topic, %s AS att, %s AS cr, %s AS sz, %s AS err, %s AS nw FROM ", col(d, "Topic", q4),
            col(d, c->ib ? "Attempt" : "RetryCount", q5), created, sz, col(d, "LastError", q1), d->now_ms);
@@ -1036,14 +1048,14 @@ static int cmd_show(ctl *c) {
     if (c->ib) {
         ibx_message m;
         if (!o.source) return fail(CTL_USAGE, "show: an inbox message is --source SOURCE MESSAGE_ID");
-        r = I(ibx_get(c->ib, o.args[0], o.source, &m));
+        r = result_int(ibx_get(c->ib, o.args[0], o.source, &m));
         if (r == IBX_ERR_NOT_FOUND) return fail(CTL_NOT_FOUND, "show: no message %s from %s", o.args[0], o.source);
         if (r != IBX_OK) return lib_fail(c, "show", r);
         show_inbox(&m);
     } else {
         obx_message m;
         if (!obx_uuid_is_valid(o.args[0])) return fail(CTL_USAGE, "show: '%s' is not a message id (a UUID)", o.args[0]);
-        r = I(obx_get(c->ob, o.args[0], &m));
+        r = result_int(obx_get(c->ob, o.args[0], &m));
         if (r == OBX_ERR_NOT_FOUND) return fail(CTL_NOT_FOUND, "show: no message %s", o.args[0]);
         if (r != OBX_OK) return lib_fail(c, "show", r);
         show_outbox(&m);
@@ -1066,7 +1078,8 @@ static int dead_change(ctl *c, int purge) {
     if (c->ib && o.nargs > 0 && !o.source) return fail(CTL_USAGE, "dead %s: inbox ids need --source SOURCE", o.sub);
     if (o.topic && !o.all) return fail(CTL_USAGE, "dead %s: --topic goes with --all", o.sub);
     for (i = 0; !c->ib && i < o.nargs; i++)
-        if (!obx_uuid_is_valid(o.args[i])) return fail(CTL_USAGE, "dead %s: '%s' is not a message id (a UUID)", o.sub, o.args[i]);
+        if (!obx_uuid_is_valid(o.args[i]))
+            return fail(CTL_USAGE, "dead %s: '%s' is not a message id (a UUID)", o.sub, o.args[i]);
     memset(&b, 0, sizeof b);
     if (purge) sb_add(&b, "DELETE FROM ");
     else sb_add(&b, "UPDATE ");
@@ -1130,7 +1143,7 @@ static int cmd_dead(ctl *c) {
 
 static int cmd_reap(ctl *c) {
     int64_t n = 0;
-    int r = c->ib ? I(ibx_reap(c->ib, &n)) : I(obx_reap(c->ob, &n));
+    int r = c->ib ? result_int(ibx_reap(c->ib, &n)) : result_int(obx_reap(c->ob, &n));
     if (r != OBX_OK) return lib_fail(c, "reap", r);
     printf("reaped %lld expired lease(s)\n", (long long)n);
     return CTL_OK;
@@ -1140,14 +1153,14 @@ static int cmd_cleanup(ctl *c) {
     int64_t n = 0, keep = o.older_ms > 0 ? o.older_ms : 0;
     int r;
     if (o.older_ms == 0) return fail(CTL_USAGE, "cleanup: --older-than must be more than 0 (0 means the default)");
-    r = c->ib ? I(ibx_cleanup(c->ib, keep, 0, &n)) : I(obx_cleanup(c->ob, keep, 0, &n));
+    r = c->ib ? result_int(ibx_cleanup(c->ib, keep, 0, &n)) : result_int(obx_cleanup(c->ob, keep, 0, &n));
     if (r != OBX_OK) return lib_fail(c, "cleanup", r);
     printf("deleted %lld done message(s)%s%s\n", (long long)n, o.older ? " older than " : "", o.older ? o.older : "");
     return CTL_OK;
 }
 
 static int cmd_deploy(ctl *c) {
-    int r = c->ib ? I(ibx_store_deploy(c->ib)) : I(obx_store_deploy(c->ob));
+    int r = c->ib ? result_int(ibx_store_deploy(c->ib)) : result_int(obx_store_deploy(c->ob));
     if (r != OBX_OK) return lib_fail(c, "deploy", r);
     printf("deployed %s table %s (%s)\n", c->ib ? "inbox" : "outbox", c->table, obx_dialect_name(c->dialect));
     return CTL_OK;
@@ -1160,13 +1173,15 @@ static int cmd_schema(void) {
     char *text;
     if (!o.dialect) return fail(CTL_USAGE, "schema: --dialect sqlite|postgresql|mariadb|sqlserver is required");
     for (i = 0; i < 4 && strcmp(o.dialect, names[i]) != 0; i++) {}
-    if (i == 4) return fail(CTL_USAGE, "schema: --dialect '%s' is not sqlite, postgresql, mariadb or sqlserver", o.dialect);
-    r = o.inbox ? I(ibx_schema_sql((ibx_dialect)(i + 1), o.schema, o.table, NULL, 0, &need))
-                : I(obx_schema_sql((obx_dialect)(i + 1), o.schema, o.table, NULL, 0, &need));
-    if (r != OBX_ERR_OUT_OF_RANGE) return fail(exit_for(r), "schema: bad --schema or --table (%s)", obx_result_str((obx_result)r));
+    if (i == 4)
+        return fail(CTL_USAGE, "schema: --dialect '%s' is not sqlite, postgresql, mariadb or sqlserver", o.dialect);
+    r = o.inbox ? result_int(ibx_schema_sql((ibx_dialect)(i + 1), o.schema, o.table, NULL, 0, &need))
+                : result_int(obx_schema_sql((obx_dialect)(i + 1), o.schema, o.table, NULL, 0, &need));
+    if (r != OBX_ERR_OUT_OF_RANGE)
+        return fail(exit_for(r), "schema: bad --schema or --table (%s)", obx_result_str((obx_result)r));
     if (!(text = (char *)malloc(need))) return fail(CTL_INTERNAL, "out of memory");
-    r = o.inbox ? I(ibx_schema_sql((ibx_dialect)(i + 1), o.schema, o.table, text, need, NULL))
-                : I(obx_schema_sql((obx_dialect)(i + 1), o.schema, o.table, text, need, NULL));
+    r = o.inbox ? result_int(ibx_schema_sql((ibx_dialect)(i + 1), o.schema, o.table, text, need, NULL))
+                : result_int(obx_schema_sql((obx_dialect)(i + 1), o.schema, o.table, text, need, NULL));
     if (r == OBX_OK) fputs(text, stdout);
     free(text);
     return r == OBX_OK ? CTL_OK : fail(exit_for(r), "schema: %s", obx_result_str((obx_result)r));
@@ -1199,17 +1214,22 @@ static void prom_label(const char *p) {
     }
 }
 
+static int store_metrics(const ctl *c, char *out, size_t cap, size_t *need) {
+    if (c->ib) return result_int(ibx_metrics_text(c->ib, out, cap, need));
+    return result_int(obx_metrics_text(c->ob, out, cap, need));
+}
+
 static int cmd_metrics(ctl *c) {
     char *text = NULL, store[128];
     size_t need = 0;
     int r, code, k, i;
     stats s;
     const dia *d;
-    r = c->ib ? I(ibx_metrics_text(c->ib, NULL, 0, &need)) : I(obx_metrics_text(c->ob, NULL, 0, &need));
+    r = store_metrics(c, NULL, 0, &need);
     if (r == OBX_ERR_OUT_OF_RANGE) {
         need += 4096; /* room for gauges that grew since */
         if (!(text = (char *)malloc(need))) return fail(CTL_INTERNAL, "out of memory");
-        r = c->ib ? I(ibx_metrics_text(c->ib, text, need, NULL)) : I(obx_metrics_text(c->ob, text, need, NULL));
+        r = store_metrics(c, text, need, NULL);
     }
     if (r != OBX_OK) {
         free(text);
@@ -1248,9 +1268,8 @@ static int help_for(const char *command) {
 }
 
 int main(int argc, char **argv) {
-    static const char *const needs_store[] = {"stats", "list", "show", "dead", "reap", "cleanup", "deploy", "metrics", NULL};
     ctl c;
-    int code, i;
+    int code;
     if ((code = parse_args(argc, argv)) != CTL_OK) return code;
     if (o.version) {
         printf("obxctl %s\n", obx_version());
@@ -1270,9 +1289,8 @@ int main(int argc, char **argv) {
         return CTL_USAGE;
     }
     if ((code = check_options()) != CTL_OK) return code;
-    if (strcmp(o.command, "schema") == 0) return o.nargs ? fail(CTL_USAGE, "schema: unexpected argument '%s'", o.args[0]) : cmd_schema();
-    for (i = 0; needs_store[i] && strcmp(needs_store[i], o.command) != 0; i++) {}
-    if (!needs_store[i]) return fail(CTL_USAGE, "unknown command '%s' (obxctl --help)", o.command);
+    if (strcmp(o.command, "schema") == 0)
+        return o.nargs ? fail(CTL_USAGE, "schema: unexpected argument '%s'", o.args[0]) : cmd_schema();
     if (strcmp(o.command, "show") != 0 && strcmp(o.command, "dead") != 0 && o.nargs)
         return fail(CTL_USAGE, "%s: unexpected argument '%s'", o.command, o.args[0]);
     if (o.count && !o.watch) return fail(CTL_USAGE, "--count goes with --watch");
