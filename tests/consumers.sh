@@ -4,6 +4,7 @@
 #   1. add_subdirectory of this checkout (what FetchContent does)
 #   2. find_package(obx) of a copy installed by `make install PREFIX=...`
 #   3. pkg-config --cflags --libs obx ibx of that installed copy
+#   4. find_package and pkg-config of a copy installed by `cmake --install`
 # Each one must compile, link against unixODBC and run on SQLite.
 # Prints "PASS CONSUMER-<way> ..." lines and exits non-zero on a failure.
 set -uo pipefail
@@ -49,9 +50,20 @@ pkgconfig() {
         run_consumer "$out/pc-consumer"
 }
 
+cmake_installed() {
+    local flags
+    cmake -S "$root" -B "$out/top" && cmake --build "$out/top" && cmake --install "$out/top" --prefix "$out/cprefix" &&
+        "$out/cprefix/bin/obxctl" --version &&
+        cmake -S "$here/consumer" -B "$out/cfound" -DCMAKE_PREFIX_PATH="$out/cprefix" &&
+        cmake --build "$out/cfound" && run_consumer "$out/cfound/consumer" &&
+        flags=$(PKG_CONFIG_PATH="$out/cprefix/share/pkgconfig" pkg-config --cflags obx) &&
+        case "$flags " in *"-I$out/cprefix/include "*) ;; *) return 1 ;; esac
+}
+
 step CONSUMER-SUBDIRECTORY "cmake add_subdirectory of the checkout: obx::obx and ibx::ibx build and run" subdir
 step CONSUMER-FIND-PACKAGE "make install PREFIX=...; cmake find_package(obx 0.1) finds it, builds and runs" installed
 step CONSUMER-PKG-CONFIG "pkg-config --cflags --libs obx ibx of the installed copy builds and runs" pkgconfig
+step CONSUMER-CMAKE-INSTALL "cmake --install --prefix P: obxctl, find_package(obx) and obx.pc naming P" cmake_installed
 [ -x "$out/prefix/bin/obxctl" ] && "$out/prefix/bin/obxctl" --version >/dev/null &&
     echo "PASS CONSUMER-OBXCTL make install puts a working obxctl in PREFIX/bin" ||
     { echo "FAIL CONSUMER-OBXCTL make install did not install a working obxctl"; failed=1; }
