@@ -60,6 +60,10 @@ printf '[obx_test_dsn]\nDescription=obx.h test (%s)\n%s\n' "$backend" "$section"
 : >"$work/empty.ini"
 export ODBCSYSINI=$work/sys
 
+# Under LeakSanitizer (make check-asan): full stacks, so that the
+# suppression of sqliteodbc's DSN reader (tests/lsan.supp) can match.
+[ -n "${LSAN_OPTIONS:-}" ] && export LSAN_OPTIONS="$LSAN_OPTIONS:fast_unwind_on_malloc=0"
+
 table=DsnBox$$
 ODBCINI=$work/odbc.ini "$bin/obxctl_fill" outbox "DSN=obx_test_dsn;" "$table" ctl "$work/m" \
     >"$work/log" 2>&1 &&
