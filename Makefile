@@ -283,6 +283,9 @@ check-gateway:
 check-options: | $(B)
 	@tests/deps.sh build cross
 	@WARN="$(WARN)" tests/options.sh
+	@$(CC) $(CSTD) $(WARN) -Werror -pthread tests/dialects_out.c tests/fake_odbc.c -o $(B)/dialects_out
+	@$(B)/dialects_out > $(B)/dialects_out.log || { cat $(B)/dialects_out.log; exit 1; }
+	@echo "check-options: ok (only the SQLite dialect built in: $$(tail -n 1 $(B)/dialects_out.log))"
 
 # ---- install: what a project that uses the headers finds --------------------------
 # PREFIX/include/{obx,ibx}.h, PREFIX/share/pkgconfig/{obx,ibx}.pc,
