@@ -7,7 +7,8 @@
 #                one/two translation units, OBX_STATIC, exported symbols,
 #                ASan+UBSan, valgrind,
 #                common-core identity (and how little repeats outside it),
-#                OBX_NO_THREADS / OBX_NO_POSIX_CLOCK builds, and check-gateway:
+#                OBX_NO_THREADS / OBX_NO_POSIX_CLOCK builds, the CMake and pkg-config
+#                consumer builds (check-consumers), and check-gateway:
 #                static (glibc, musl) and aarch64/armhf builds tested under qemu
 #   make static  single static executables with the SQLite driver linked in (x86_64 glibc, musl)
 #   make cross ARCH=aarch64|armhf   the same for a gateway's CPU
@@ -15,6 +16,7 @@
 #   make bench   obx.h against the same SQL issued directly, SQLite, PostgreSQL and MariaDB
 #   make fuzz    libFuzzer on the pure code for FUZZ_SECONDS (default 30), clang
 #   make sql     write sql/<dialect>/*.sql from the headers (after a DDL change)
+#   make install PREFIX=/usr/local   headers, obx.pc/ibx.pc, CMake package, obxctl
 #   make deps    install build and test dependencies
 #   make clean
 
@@ -35,16 +37,16 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 .PHONY: all demo test check bench fuzz deps clean sql check-docs check-common check-warnings check-cxx check-link \
         check-nm check-asan check-valgrind
 .PHONY: static cross check-static check-cross check-gateway check-options size check-deps
-.PHONY: torture
+.PHONY: torture install check-consumers
 .DELETE_ON_ERROR:
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
-          $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay
+          $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay $(B)/obxctl $(B)/obxctl_fill $(B)/prom_check
 
-all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant
+all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/obxctl
 
 deps:
-	@tests/deps.sh build pg mariadb tsql check static cross bench
+	@tests/deps.sh build pg mariadb tsql check static cross bench consumers
 
 $(B) $(B)/asan:
 	@mkdir -p $@
@@ -82,6 +84,18 @@ $(B)/multi_tenant: examples/multi_tenant.c obx.h | $(B)
 
 $(B)/webhook_inbox: examples/webhook_inbox.c ibx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) examples/webhook_inbox.c -o $@ -lodbc
+
+# The operator's tool (tools/obxctl.c): installed by make install.
+$(B)/obxctl: tools/obxctl.c $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) tools/obxctl.c -o $@ -lodbc
+
+# obxctl's tests (tests/obxctl.sh): a queue in a known state, and a strict
+# Prometheus text checker (in place of promtool).
+$(B)/obxctl_fill: tests/obxctl_fill.c $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/obxctl_fill.c -o $@ -lodbc
+
+$(B)/prom_check: tests/prom_check.c | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/prom_check.c -o $@ -lm
 
 # sql/<dialect>/*.sql are what the headers deploy: regenerate after a DDL change.
 $(B)/schema_dump: tests/schema_dump.c tests/fake_odbc.c $(HEADERS) | $(B)
@@ -143,9 +157,9 @@ fuzz:
 
 # ---- check ----------------------------------------------------------------------
 check:
-	@tests/deps.sh build pg mariadb tsql check static cross bench
+	@tests/deps.sh build pg mariadb tsql check static cross bench consumers
 	@$(MAKE) --no-print-directory check-common check-docs check-warnings check-cxx check-link check-nm \
-	  check-deps check-options
+	  check-deps check-options check-consumers
 	@$(MAKE) --no-print-directory test
 	@$(MAKE) --no-print-directory check-asan check-valgrind
 	@$(MAKE) --no-print-directory check-gateway size
@@ -164,6 +178,7 @@ check-warnings: | $(B)
 	@for cc in gcc clang; do for std in c99 c11; do \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/test_sqlserver.c tests/fake_odbc.c tests/fake_selftest.c tests/fuzz_core.c tests/fuzz_replay.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c examples/quickstart.c examples/webhook_inbox.c examples/multi_tenant.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tools/obxctl.c tests/obxctl_fill.c tests/prom_check.c tests/consumer/main.c -I. || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -I. -I$(BENCH_PQ_INC) tests/bench.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11)"
@@ -209,8 +224,16 @@ $(B)/asan/fuzz_replay: tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c t
 $(B)/asan/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/fake_selftest.c tests/fake_odbc.c -o $@
 
+$(B)/asan/obxctl: tools/obxctl.c $(HEADERS) | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) tools/obxctl.c -o $@ -lodbc
+$(B)/asan/obxctl_fill: tests/obxctl_fill.c $(HEADERS) | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) tests/obxctl_fill.c -o $@ -lodbc
+$(B)/asan/prom_check: tests/prom_check.c | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) tests/prom_check.c -o $@ -lm
+
 check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_sqlserver $(B)/asan/test_real $(B)/asan/test_outbox \
-            $(B)/asan/test_inbox $(B)/asan/test_multi $(B)/asan/fuzz_replay
+            $(B)/asan/test_inbox $(B)/asan/test_multi $(B)/asan/fuzz_replay $(B)/asan/obxctl $(B)/asan/obxctl_fill \
+            $(B)/asan/prom_check
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp tests/run.sh $(B)/asan
 
 check-valgrind: $(TESTS)
@@ -267,6 +290,30 @@ check-options: | $(B)
 	@$(CC) $(CSTD) $(WARN) -Werror -pthread tests/dialects_out.c tests/fake_odbc.c -o $(B)/dialects_out
 	@$(B)/dialects_out > $(B)/dialects_out.log || { cat $(B)/dialects_out.log; exit 1; }
 	@echo "check-options: ok (only the SQLite dialect built in: $$(tail -n 1 $(B)/dialects_out.log))"
+
+# ---- install: what a project that uses the headers finds --------------------------
+# PREFIX/include/{obx,ibx}.h, PREFIX/share/pkgconfig/{obx,ibx}.pc,
+# PREFIX/share/cmake/obx/ (find_package(obx): obx::obx, ibx::ibx), PREFIX/bin/obxctl.
+# DESTDIR is prepended to every path (packaging); the .pc files name PREFIX.
+PREFIX ?= /usr/local
+VERSION = $(shell sed -n 's/^\#define OBX_VERSION_STRING "\(.*\)"/\1/p' obx.h)
+MAJOR = $(firstword $(subst ., ,$(VERSION)))
+install: $(B)/obxctl
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/share/cmake/obx $(DESTDIR)$(PREFIX)/bin
+	install -m 644 obx.h ibx.h $(DESTDIR)$(PREFIX)/include/
+	for lib in obx ibx; do sed -e 's|@prefix@|$(PREFIX)|' -e 's|@version@|$(VERSION)|' $$lib.pc.in \
+	  > $(DESTDIR)$(PREFIX)/share/pkgconfig/$$lib.pc || exit 1; done
+	install -m 644 cmake/obxConfig.cmake $(DESTDIR)$(PREFIX)/share/cmake/obx/
+	sed -e 's|@version@|$(VERSION)|' -e 's|@major@|$(MAJOR)|' cmake/obxConfigVersion.cmake.in \
+	  > $(DESTDIR)$(PREFIX)/share/cmake/obx/obxConfigVersion.cmake
+	install -m 755 $(B)/obxctl $(DESTDIR)$(PREFIX)/bin/
+
+# A tiny consumer project built and run three ways: add_subdirectory,
+# find_package of an installed copy, pkg-config (tests/consumers.sh).
+check-consumers: | $(B)
+	@tests/deps.sh build consumers
+	tests/consumers.sh $(B)
 
 # ---- deps.sh -------------------------------------------------------------------
 # tests/deps.sh against stand-ins for apt-get and dpkg-query: a partly failed

@@ -21,7 +21,7 @@
  *   Then the API: common (results, hooks, limits, backoff, selection,
  *   UUIDs), store and messages (dedup, mark, enqueue, ack, abandon, fail,
  *   lease extend, get), SHA-256 and HMAC, the work queue and dispatcher
- *   (claim, reap, cleanup, providers, routers).
+ *   (claim, reap, cleanup, metrics, providers, routers).
  *
  * 1. QUICK START ------------------------------------------------------------
  *   A whole program (it is compiled and run by `make check`): record a
@@ -458,7 +458,8 @@ typedef enum ibx_metric {
     IBX_METRIC_DEAD = 3,         /* messages failed permanently (Dead) */
     IBX_METRIC_REAPED = 4,       /* expired leases released */
     IBX_METRIC_DUPLICATE = 5,    /* dedup checks that found the message already Done */
-    IBX_METRIC_COUNT_ = 6
+    IBX_METRIC_EXPIRED = 6,      /* done messages deleted by cleanup: their retention expired */
+    IBX_METRIC_COUNT_ = 7
 } ibx_metric;
 #define IBX_METRIC_FAILED IBX_METRIC_RETRIED /* the old name: it counts retries, not the dead */
 
@@ -759,6 +760,26 @@ IBX_API ibx_result ibx_queue_stats(ibx_store *store, int64_t *ready, int64_t *ol
  * database (one read). Returns IBX_OK, IBX_ERR_INVALID_ARG (NULL store or
  * pending), IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_pending_count(ibx_store *store, int64_t *pending);
+/* The store's metrics in the Prometheus text exposition format (0.0.4), for
+ * node_exporter's textfile collector or a scrape endpoint of your own:
+ *   ibx_messages_*_total, ibx_leases_reaped_total  counters since open
+ *                                   (ibx_store_counters), one per ibx_metric
+ *   ibx_queue_ready_messages, _in_flight_messages, _dead_messages,
+ *   ibx_queue_oldest_ready_age_seconds   gauges, read now (one query)
+ *   ibx_handler_duration_seconds    histogram per topic of the handlers a
+ *                                   dispatcher on this store ran (all of a
+ *                                   message's handlers together); after 100
+ *                                   topics the rest count as topic "(other)"
+ * Every sample has the label store="<store_id>" (and topic="..."), escaped
+ * as the format says (backslash, double quote, newline). As ibx_schema_sql:
+ * writes at most `cap` bytes including the NUL into `out` (may be NULL with
+ * cap 0) and the full size including the NUL into *needed (if not NULL);
+ * 4 KB plus 1 KB per topic is plenty. Touches the database (one read).
+ * Returns IBX_OK; IBX_ERR_OUT_OF_RANGE (buffer too small: *needed says how
+ * much the text took; the gauges may differ on the next call);
+ * IBX_ERR_INVALID_ARG (store NULL, out NULL with cap > 0);
+ * IBX_ERR_NO_MEMORY; IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_metrics_text(ibx_store *store, char *out, size_t cap, size_t *needed);
 
 /* What a handler says about a message. */
 typedef enum ibx_outcome {
@@ -3321,6 +3342,7 @@ enum {
                           the claim is pick, then CLAIM (owner, lease, sources, ids), then
                           CLAIM_READ (see ibx__pick_keys) */
     IBX__Q_CLAIM_READ, /* sources, ids -> message rows */
+    IBX__Q_GAUGES,     /* -> ready count, oldest ready age in ms, in flight, dead */
     IBX__Q_COUNT
 };
 
@@ -3400,6 +3422,12 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})"},
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
+    {IBX__Q_GAUGES,
+     "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\"), "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead') "
+     "FROM {T} WHERE \"Status\" = 'Processing' AND "
+     "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})"},
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__sqlite_inbox = {
@@ -3506,6 +3534,12 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())"},
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
+    {IBX__Q_GAUGES,
+     "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint), "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead') "
+     "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
+     "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())"},
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__postgresql_inbox = {
@@ -3627,6 +3661,13 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing'"},
+    {IBX__Q_GAUGES,
+     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
+     "/ 1000) AS SIGNED), "
+     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing' AND `LockedUntil` IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Dead') "
+     "FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
+     "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
     /* A window of the work queue read without locks, then those rows
      * locked by key and checked again (as the outbox's pick does: a
      * locking read of the index walks every entry moved since the last
@@ -3771,6 +3812,13 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())"},
     {IBX__Q_PENDING,
      "SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing'"},
+    {IBX__Q_GAUGES,
+     "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, MIN([NextAttemptAt]), SYSUTCDATETIME()), "
+     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL), "
+     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Dead') "
+     "FROM {T} "
+     "WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME() AND "
+     "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())"},
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__sqlserver_inbox = {
@@ -3891,6 +3939,16 @@ typedef struct ibx__row_offsets {
     size_t hash_len;
 } ibx__row_offsets;
 
+/* The counters as Prometheus metrics (ibx_metrics_text): name after "ibx_", help. */
+static const char *const ibx__metric_text[IBX_METRIC_COUNT_][2] = {
+    {"messages_enqueued_total", "Messages enqueued (inserted, or refreshed while not done)."},
+    {"messages_dispatched_total", "Messages whose handlers all succeeded (Done)."},
+    {"messages_retried_total", "Messages released for a later attempt."},
+    {"messages_dead_total", "Messages failed permanently (Dead)."},
+    {"leases_reaped_total", "Expired leases released, their messages claimable again."},
+    {"duplicates_total", "Dedup checks that found the message already done."},
+    {"messages_expired_total", "Done messages deleted by cleanup after their retention."}};
+
 /* What only an inbox store keeps: room for a stored hash being compared
  * (apart from read_rows, so a get's strings stay valid). */
 typedef struct ibx__store_own {
@@ -3953,6 +4011,18 @@ static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
 
 /* >> store ---------------------------------------------------------------------- */
 
+/* Handler durations of one topic (ibx_metrics_text): bucket upper bounds
+ * in ms, each bucket counting the runs that took at most that long. */
+#define IBX__HIST_BUCKETS 13
+#define IBX__HIST_TOPICS_MAX 100           /* more topics count as "(other)" */
+static const int64_t ibx__hist_bounds_ms[IBX__HIST_BUCKETS] = {5, 10, 25, 50, 100, 250, 500, 1000,
+                                                                2500, 5000, 10000, 30000, 60000};
+typedef struct ibx__hist {
+    char *topic;
+    int64_t buckets[IBX__HIST_BUCKETS];
+    int64_t count, sum_ms;
+} ibx__hist;
+
 struct ibx_store {
     ibx__hooks hooks;
     ibx__db db;
@@ -3971,6 +4041,8 @@ struct ibx_store {
     ibx_metrics_hook metrics;
     ibx_log_level message_log_level; /* per-message lines */
     int64_t counters[IBX_METRIC_COUNT_];
+    ibx__hist *hist;              /* handler durations per topic, hist_count of hist_cap */
+    int hist_count, hist_cap;
     char token[37];               /* the owner token of the current call, lower case */
     char *wake_path;              /* where a dispatcher may listen (ibx_notify), or NULL */
     int64_t max_pending;          /* enqueue refuses past this many unfinished; 0: no cap */
@@ -4263,6 +4335,8 @@ IBX_API void ibx_store_close(ibx_store *store) {
     ibx__buf_free(&hooks, &store->read_rows);
     ibx__free(&hooks, store->msgs);
     ibx__free(&hooks, store->offsets);
+    for (i = 0; i < store->hist_count; i++) ibx__free(&hooks, store->hist[i].topic);
+    ibx__free(&hooks, store->hist);
     ibx__free(&hooks, store->schema);
     ibx__free(&hooks, store->table);
     ibx__free(&hooks, store->store_id);
@@ -4691,6 +4765,7 @@ IBX_API ibx_result ibx_cleanup(ibx_store *store, int64_t retention_ms, int batch
         total += n;
     } while (r == IBX_OK && n >= batch_size);
     if (deleted) *deleted = total;
+    ibx__count(store, IBX_METRIC_EXPIRED, total);
     if (r == IBX_OK && total > 0)
         ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "cleanup deleted %lld done message(s)",
                  (long long)total);
@@ -4738,6 +4813,118 @@ static ibx_result ibx__pending_unit(ibx__db *db, void *vctx) {
     return r == IBX_EMPTY ? IBX_OK : r;
 }
 
+/* >> metrics: handler durations, Prometheus text ------------------------------------ */
+
+/* Count one handler run of `ms` for `topic`. Best effort: out of memory,
+ * the run is not counted (metrics never fail a dispatch). */
+static void ibx__hist_record(ibx_store *s, const char *topic, int64_t ms) {
+    ibx__hist *h = NULL;
+    int i;
+    if (s->hist_count >= IBX__HIST_TOPICS_MAX) topic = "(other)";
+    for (i = 0; i < s->hist_count && !h; i++)
+        if (strcmp(s->hist[i].topic, topic) == 0) h = &s->hist[i];
+    if (!h) {
+        if (s->hist_count == s->hist_cap) {
+            int cap = s->hist_cap ? s->hist_cap * 2 : 8;
+            ibx__hist *grown = (ibx__hist *)ibx__realloc(&s->hooks, s->hist, (size_t)cap * sizeof *grown);
+            if (!grown) return;
+            s->hist = grown;
+            s->hist_cap = cap;
+        }
+        h = &s->hist[s->hist_count];
+        memset(h, 0, sizeof *h);
+        if (!(h->topic = ibx__strdup(&s->hooks, topic))) return;
+        s->hist_count++;
+    }
+    if (ms < 0) ms = 0;
+    for (i = 0; i < IBX__HIST_BUCKETS; i++)
+        if (ms <= ibx__hist_bounds_ms[i]) h->buckets[i]++;
+    h->count++;
+    h->sum_ms += ms;
+}
+
+/* Text being written; out of memory is noted once and checked at the end. */
+typedef struct ibx__text_buf {
+    const ibx__hooks *h;
+    ibx__buf b;
+    int oom;
+} ibx__text_buf;
+
+IBX__PRINTF(2, 3)
+static void ibx__text(ibx__text_buf *t, const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n > 0 && !ibx__buf_add(t->h, &t->b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1))
+        t->oom = 1;
+}
+
+/* A label value as the exposition format wants it: \, \" and \n escaped. */
+static void ibx__text_label(ibx__text_buf *t, const char *value) {
+    const char *p;
+    for (p = value; *p; p++) {
+        if (*p == '\\' || *p == '"') ibx__text(t, "\\%c", *p);
+        else if (*p == '\n') ibx__text(t, "\\n");
+        else ibx__text(t, "%c", *p);
+    }
+}
+
+static void ibx__text_family(ibx__text_buf *t, const char *name, const char *type,
+                             const char *help) {
+    ibx__text(t, "# HELP ibx_%s %s\n# TYPE ibx_%s %s\n", name, help, name, type);
+}
+
+/* One sample: name{store="...",<more>} value; `more` is ",topic=..." or "". */
+static void ibx__text_sample(ibx_store *s, ibx__text_buf *t, const char *name, const char *topic,
+                             const char *le, const char *value) {
+    ibx__text(t, "ibx_%s{store=\"", name);
+    ibx__text_label(t, s->store_id);
+    if (topic) {
+        ibx__text(t, "\",topic=\"");
+        ibx__text_label(t, topic);
+    }
+    ibx__text(t, "\"%s%s%s} %s\n", le ? ",le=\"" : "", le ? le : "", le ? "\"" : "", value);
+}
+
+static void ibx__text_histograms(ibx_store *s, ibx__text_buf *t) {
+    char le[32], v[32];
+    int i, k;
+    ibx__text_family(t, "handler_duration_seconds", "histogram",
+                     "Time the handlers of one message took, per topic.");
+    for (i = 0; i < s->hist_count; i++) {
+        const ibx__hist *hg = &s->hist[i];
+        for (k = 0; k <= IBX__HIST_BUCKETS; k++) {
+            if (k < IBX__HIST_BUCKETS) snprintf(le, sizeof le, "%g", (double)ibx__hist_bounds_ms[k] / 1000.0);
+            else snprintf(le, sizeof le, "+Inf");
+            snprintf(v, sizeof v, "%lld", (long long)(k < IBX__HIST_BUCKETS ? hg->buckets[k] : hg->count));
+            ibx__text_sample(s, t, "handler_duration_seconds_bucket", hg->topic, le, v);
+        }
+        snprintf(v, sizeof v, "%.3f", (double)hg->sum_ms / 1000.0);
+        ibx__text_sample(s, t, "handler_duration_seconds_sum", hg->topic, NULL, v);
+        snprintf(v, sizeof v, "%lld", (long long)hg->count);
+        ibx__text_sample(s, t, "handler_duration_seconds_count", hg->topic, NULL, v);
+    }
+}
+
+typedef struct ibx__gauges_ctx {
+    ibx_store *s;
+    int64_t v[4];                 /* ready, oldest ready ms, in flight, dead */
+} ibx__gauges_ctx;
+
+static ibx_result ibx__gauges_unit(ibx__db *db, void *vctx) {
+    ibx__gauges_ctx *c = (ibx__gauges_ctx *)vctx;
+    SQLHSTMT cur = NULL;
+    int i;
+    ibx_result r = ibx__exec(db, IBX__Q_GAUGES, c->s->sql[IBX__Q_GAUGES], NULL, 0, NULL, &cur);
+    if (r == IBX_OK) r = ibx__fetch(db, cur);
+    for (i = 0; i < 4 && r == IBX_OK; i++) r = ibx__get_i64(db, cur, (SQLUSMALLINT)(i + 1), &c->v[i], NULL);
+    ibx__close(cur);
+    return r == IBX_EMPTY ? IBX_OK : r;
+}
+
 IBX_API ibx_result ibx_pending_count(ibx_store *store, int64_t *pending) {
     ibx__stats_ctx ctx;
     ibx_result r = ibx__store_ready(store, "ibx_pending_count");
@@ -4776,6 +4963,56 @@ static ibx_result ibx__pending_room(ibx_store *s, const char *fn, int64_t n) {
                          (long long)now, (long long)s->max_pending, (long long)n);
     s->pending_estimate = now + n;
     return IBX_OK;
+}
+
+static void ibx__text_metrics(ibx_store *s, ibx__text_buf *t, const int64_t *gauges) {
+    static const char *const gauge_text[4][2] = {
+        {"queue_ready_messages", "Messages ready to claim now (due, not leased)."},
+        {"queue_oldest_ready_age_seconds", "How long the oldest ready message has waited."},
+        {"queue_in_flight_messages", "Messages claimed by a worker, under a lease."},
+        {"queue_dead_messages", "Messages failed permanently, kept for inspection or replay."}};
+    char v[32];
+    int i;
+    for (i = 0; i < IBX_METRIC_COUNT_; i++) {
+        ibx__text_family(t, ibx__metric_text[i][0], "counter", ibx__metric_text[i][1]);
+        snprintf(v, sizeof v, "%lld", (long long)s->counters[i]);
+        ibx__text_sample(s, t, ibx__metric_text[i][0], NULL, NULL, v);
+    }
+    for (i = 0; i < 4; i++) {
+        ibx__text_family(t, gauge_text[i][0], "gauge", gauge_text[i][1]);
+        if (i == 1) snprintf(v, sizeof v, "%.3f", (double)(gauges[i] > 0 ? gauges[i] : 0) / 1000.0);
+        else snprintf(v, sizeof v, "%lld", (long long)gauges[i]);
+        ibx__text_sample(s, t, gauge_text[i][0], NULL, NULL, v);
+    }
+    ibx__text_histograms(s, t);
+}
+
+IBX_API ibx_result ibx_metrics_text(ibx_store *store, char *out, size_t cap, size_t *needed) {
+    ibx__gauges_ctx ctx;
+    ibx__text_buf t;
+    ibx_result r = ibx__store_ready(store, "ibx_metrics_text");
+    if (r != IBX_OK) return r;
+    if (!out && cap > 0)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_metrics_text: out",
+                         "out must not be NULL when cap > 0");
+    memset(&ctx, 0, sizeof ctx);
+    ctx.s = store;
+    r = ibx__unit_read(&store->db, ibx__gauges_unit, &ctx, "metrics");
+    if (r != IBX_OK) return r;
+    memset(&t, 0, sizeof t);
+    t.h = &store->hooks;
+    ibx__text_metrics(store, &t, ctx.v);
+    if (t.oom || !t.b.data)
+        r = ibx__fail(&store->err, IBX_ERR_NO_MEMORY, "ibx_metrics_text", "out of memory");
+    else if (t.b.len + 1 > cap)
+        r = ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_metrics_text: cap",
+                      "the text needs %lu bytes, cap is %lu", (unsigned long)(t.b.len + 1),
+                      (unsigned long)cap);
+    else
+        memcpy(out, t.b.data, t.b.len + 1);
+    if (needed && !t.oom && t.b.data) *needed = t.b.len + 1;
+    ibx__buf_free(&store->hooks, &t.b);
+    return r;
 }
 
 /* >> providers and routers --------------------------------------------------------- */
@@ -5390,6 +5627,7 @@ static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message
         const ibx_message *m = &ms[i];
         char *error = d->errors[i];
         int matched = 0;
+        int64_t started;
         ibx_outcome outcome;
         if (ibx__mono_ms(&s->hooks) >= deadline) {
             d->outcomes[i] = IBX__SKIPPED;
@@ -5399,7 +5637,9 @@ static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message
         ibx__msg_name(m, name, sizeof name);
         ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
                  m->topic, IBX__MSG_ATTEMPTS(m) + 1);
+        started = ibx__mono_ms(&s->hooks);
         outcome = ibx__handle(d, m, error, &matched);
+        if (matched) ibx__hist_record(s, m->topic, ibx__mono_ms(&s->hooks) - started);
         d->outcomes[i] = (int)outcome;
         if (!matched) {
             ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,

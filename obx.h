@@ -18,8 +18,8 @@
  *   4. Threads               8. License (end of file)
  *   Then the API: common (results, hooks, limits, backoff, selection,
  *   UUIDs), store and messages (enqueue, ack, abandon, fail, lease extend,
- *   get), the work queue and dispatcher (claim, reap, cleanup, providers,
- *   routers), joins (fan-in).
+ *   get), the work queue and dispatcher (claim, reap, cleanup, metrics,
+ *   providers, routers), joins (fan-in).
  *
  * 1. QUICK START ------------------------------------------------------------
  *   A whole program (it is compiled and run by `make check`): open a store
@@ -459,7 +459,8 @@ typedef enum obx_metric {
     OBX_METRIC_RETRIED = 2,      /* messages abandoned for a later attempt */
     OBX_METRIC_DEAD = 3,         /* messages failed permanently */
     OBX_METRIC_REAPED = 4,       /* expired leases released */
-    OBX_METRIC_COUNT_ = 5
+    OBX_METRIC_EXPIRED = 5,      /* done messages deleted by cleanup: their retention expired */
+    OBX_METRIC_COUNT_ = 6
 } obx_metric;
 #define OBX_METRIC_FAILED OBX_METRIC_RETRIED /* the old name: it counts retries, not the dead */
 
@@ -745,6 +746,26 @@ OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *ol
  * database (one read). Returns OBX_OK, OBX_ERR_INVALID_ARG (NULL store or
  * pending), OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_pending_count(obx_store *store, int64_t *pending);
+/* The store's metrics in the Prometheus text exposition format (0.0.4), for
+ * node_exporter's textfile collector or a scrape endpoint of your own:
+ *   obx_messages_*_total, obx_leases_reaped_total  counters since open
+ *                                   (obx_store_counters), one per obx_metric
+ *   obx_queue_ready_messages, _in_flight_messages, _dead_messages,
+ *   obx_queue_oldest_ready_age_seconds   gauges, read now (one query)
+ *   obx_handler_duration_seconds    histogram per topic of the handlers a
+ *                                   dispatcher on this store ran (all of a
+ *                                   message's handlers together); after 100
+ *                                   topics the rest count as topic "(other)"
+ * Every sample has the label store="<store_id>" (and topic="..."), escaped
+ * as the format says (backslash, double quote, newline). As obx_schema_sql:
+ * writes at most `cap` bytes including the NUL into `out` (may be NULL with
+ * cap 0) and the full size including the NUL into *needed (if not NULL);
+ * 4 KB plus 1 KB per topic is plenty. Touches the database (one read).
+ * Returns OBX_OK; OBX_ERR_OUT_OF_RANGE (buffer too small: *needed says how
+ * much the text took; the gauges may differ on the next call);
+ * OBX_ERR_INVALID_ARG (store NULL, out NULL with cap > 0);
+ * OBX_ERR_NO_MEMORY; OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_metrics_text(obx_store *store, char *out, size_t cap, size_t *needed);
 
 /* What a handler says about a message. */
 typedef enum obx_outcome {
@@ -3281,6 +3302,7 @@ enum {
                            (ids): for dialects without UPDATE ... RETURNING. See
                            obx__pick_keys for the window */
     OBX__Q_CLAIM_READ,  /* ids -> message rows */
+    OBX__Q_GAUGES,      /* -> ready count, oldest ready age in ms, in flight, dead */
     OBX__Q_COUNT
 };
 
@@ -3337,6 +3359,10 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}"},
     {OBX__Q_PENDING,
      "SELECT (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0) + (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1)"},
+    {OBX__Q_GAUGES,
+     "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\"), "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1), (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 3) "
+     "FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}"},
     /* A whole batch in one statement: sqliteodbc costs three times the C
      * API per execute, so one execute per row is the slow part. */
     {OBX__Q_INSERT_MANY,
@@ -3478,6 +3504,10 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "AS bigint) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()"},
     {OBX__Q_PENDING,
      "SELECT (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0) + (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1)"},
+    {OBX__Q_GAUGES,
+     "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint), "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1), (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 3) "
+     "FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()"},
     /* A whole batch in one statement: array literals unnested by the
      * server (psqlODBC's own array binding sends one INSERT per row). */
     {OBX__Q_INSERT_MANY,
@@ -3708,6 +3738,11 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
     {OBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE `Status` IN (0, 1)"},
+    {OBX__Q_GAUGES,
+     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
+     "/ 1000) AS SIGNED), (SELECT COUNT(*) FROM {T} WHERE `Status` = 1), "
+     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 3) "
+     "FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
     /* A whole batch in one statement, read from one JSON array of rows. */
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
@@ -3882,6 +3917,11 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "AS DATETIME2(7)), SYSUTCDATETIME()) FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()"},
     {OBX__Q_PENDING,
      "SELECT (SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 0) + (SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 1)"},
+    {OBX__Q_GAUGES,
+     "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, CAST(SWITCHOFFSET(MIN([NextAttemptAt]), '+00:00') "
+     "AS DATETIME2(7)), SYSUTCDATETIME()), (SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 1), "
+     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 3) "
+     "FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()"},
     /* A whole batch in one statement: the lists zipped by position. */
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
@@ -4096,6 +4136,15 @@ typedef struct obx__row_offsets {
     size_t topic, payload, correlation, last_error, processed_by;
 } obx__row_offsets;
 
+/* The counters as Prometheus metrics (obx_metrics_text): name after "obx_", help. */
+static const char *const obx__metric_text[OBX_METRIC_COUNT_][2] = {
+    {"messages_enqueued_total", "Messages enqueued (committed, or written into a caller's transaction)."},
+    {"messages_dispatched_total", "Messages whose handlers all succeeded (acknowledged)."},
+    {"messages_retried_total", "Messages released for a later attempt."},
+    {"messages_dead_total", "Messages failed permanently."},
+    {"leases_reaped_total", "Expired leases released, their messages claimable again."},
+    {"messages_expired_total", "Done messages deleted by cleanup after their retention."}};
+
 /* What only an outbox store keeps: the columns of a batch insert. */
 typedef struct obx__store_own {
     obx__buf columns[6];
@@ -4157,6 +4206,18 @@ static void obx__desc_set_worker(obx_store_desc *desc, const char *worker);
 
 /* >> store ---------------------------------------------------------------------- */
 
+/* Handler durations of one topic (obx_metrics_text): bucket upper bounds
+ * in ms, each bucket counting the runs that took at most that long. */
+#define OBX__HIST_BUCKETS 13
+#define OBX__HIST_TOPICS_MAX 100           /* more topics count as "(other)" */
+static const int64_t obx__hist_bounds_ms[OBX__HIST_BUCKETS] = {5, 10, 25, 50, 100, 250, 500, 1000,
+                                                                2500, 5000, 10000, 30000, 60000};
+typedef struct obx__hist {
+    char *topic;
+    int64_t buckets[OBX__HIST_BUCKETS];
+    int64_t count, sum_ms;
+} obx__hist;
+
 struct obx_store {
     obx__hooks hooks;
     obx__db db;
@@ -4175,6 +4236,8 @@ struct obx_store {
     obx_metrics_hook metrics;
     obx_log_level message_log_level; /* per-message lines */
     int64_t counters[OBX_METRIC_COUNT_];
+    obx__hist *hist;              /* handler durations per topic, hist_count of hist_cap */
+    int hist_count, hist_cap;
     char token[37];               /* the owner token of the current call, lower case */
     char *wake_path;              /* where a dispatcher may listen (obx_notify), or NULL */
     int64_t max_pending;          /* enqueue refuses past this many unfinished; 0: no cap */
@@ -4467,6 +4530,8 @@ OBX_API void obx_store_close(obx_store *store) {
     obx__buf_free(&hooks, &store->read_rows);
     obx__free(&hooks, store->msgs);
     obx__free(&hooks, store->offsets);
+    for (i = 0; i < store->hist_count; i++) obx__free(&hooks, store->hist[i].topic);
+    obx__free(&hooks, store->hist);
     obx__free(&hooks, store->schema);
     obx__free(&hooks, store->table);
     obx__free(&hooks, store->store_id);
@@ -4895,6 +4960,7 @@ OBX_API obx_result obx_cleanup(obx_store *store, int64_t retention_ms, int batch
         total += n;
     } while (r == OBX_OK && n >= batch_size);
     if (deleted) *deleted = total;
+    obx__count(store, OBX_METRIC_EXPIRED, total);
     if (r == OBX_OK && total > 0)
         obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "cleanup deleted %lld done message(s)",
                  (long long)total);
@@ -4942,6 +5008,118 @@ static obx_result obx__pending_unit(obx__db *db, void *vctx) {
     return r == OBX_EMPTY ? OBX_OK : r;
 }
 
+/* >> metrics: handler durations, Prometheus text ------------------------------------ */
+
+/* Count one handler run of `ms` for `topic`. Best effort: out of memory,
+ * the run is not counted (metrics never fail a dispatch). */
+static void obx__hist_record(obx_store *s, const char *topic, int64_t ms) {
+    obx__hist *h = NULL;
+    int i;
+    if (s->hist_count >= OBX__HIST_TOPICS_MAX) topic = "(other)";
+    for (i = 0; i < s->hist_count && !h; i++)
+        if (strcmp(s->hist[i].topic, topic) == 0) h = &s->hist[i];
+    if (!h) {
+        if (s->hist_count == s->hist_cap) {
+            int cap = s->hist_cap ? s->hist_cap * 2 : 8;
+            obx__hist *grown = (obx__hist *)obx__realloc(&s->hooks, s->hist, (size_t)cap * sizeof *grown);
+            if (!grown) return;
+            s->hist = grown;
+            s->hist_cap = cap;
+        }
+        h = &s->hist[s->hist_count];
+        memset(h, 0, sizeof *h);
+        if (!(h->topic = obx__strdup(&s->hooks, topic))) return;
+        s->hist_count++;
+    }
+    if (ms < 0) ms = 0;
+    for (i = 0; i < OBX__HIST_BUCKETS; i++)
+        if (ms <= obx__hist_bounds_ms[i]) h->buckets[i]++;
+    h->count++;
+    h->sum_ms += ms;
+}
+
+/* Text being written; out of memory is noted once and checked at the end. */
+typedef struct obx__text_buf {
+    const obx__hooks *h;
+    obx__buf b;
+    int oom;
+} obx__text_buf;
+
+OBX__PRINTF(2, 3)
+static void obx__text(obx__text_buf *t, const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n > 0 && !obx__buf_add(t->h, &t->b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1))
+        t->oom = 1;
+}
+
+/* A label value as the exposition format wants it: \, \" and \n escaped. */
+static void obx__text_label(obx__text_buf *t, const char *value) {
+    const char *p;
+    for (p = value; *p; p++) {
+        if (*p == '\\' || *p == '"') obx__text(t, "\\%c", *p);
+        else if (*p == '\n') obx__text(t, "\\n");
+        else obx__text(t, "%c", *p);
+    }
+}
+
+static void obx__text_family(obx__text_buf *t, const char *name, const char *type,
+                             const char *help) {
+    obx__text(t, "# HELP obx_%s %s\n# TYPE obx_%s %s\n", name, help, name, type);
+}
+
+/* One sample: name{store="...",<more>} value; `more` is ",topic=..." or "". */
+static void obx__text_sample(obx_store *s, obx__text_buf *t, const char *name, const char *topic,
+                             const char *le, const char *value) {
+    obx__text(t, "obx_%s{store=\"", name);
+    obx__text_label(t, s->store_id);
+    if (topic) {
+        obx__text(t, "\",topic=\"");
+        obx__text_label(t, topic);
+    }
+    obx__text(t, "\"%s%s%s} %s\n", le ? ",le=\"" : "", le ? le : "", le ? "\"" : "", value);
+}
+
+static void obx__text_histograms(obx_store *s, obx__text_buf *t) {
+    char le[32], v[32];
+    int i, k;
+    obx__text_family(t, "handler_duration_seconds", "histogram",
+                     "Time the handlers of one message took, per topic.");
+    for (i = 0; i < s->hist_count; i++) {
+        const obx__hist *hg = &s->hist[i];
+        for (k = 0; k <= OBX__HIST_BUCKETS; k++) {
+            if (k < OBX__HIST_BUCKETS) snprintf(le, sizeof le, "%g", (double)obx__hist_bounds_ms[k] / 1000.0);
+            else snprintf(le, sizeof le, "+Inf");
+            snprintf(v, sizeof v, "%lld", (long long)(k < OBX__HIST_BUCKETS ? hg->buckets[k] : hg->count));
+            obx__text_sample(s, t, "handler_duration_seconds_bucket", hg->topic, le, v);
+        }
+        snprintf(v, sizeof v, "%.3f", (double)hg->sum_ms / 1000.0);
+        obx__text_sample(s, t, "handler_duration_seconds_sum", hg->topic, NULL, v);
+        snprintf(v, sizeof v, "%lld", (long long)hg->count);
+        obx__text_sample(s, t, "handler_duration_seconds_count", hg->topic, NULL, v);
+    }
+}
+
+typedef struct obx__gauges_ctx {
+    obx_store *s;
+    int64_t v[4];                 /* ready, oldest ready ms, in flight, dead */
+} obx__gauges_ctx;
+
+static obx_result obx__gauges_unit(obx__db *db, void *vctx) {
+    obx__gauges_ctx *c = (obx__gauges_ctx *)vctx;
+    SQLHSTMT cur = NULL;
+    int i;
+    obx_result r = obx__exec(db, OBX__Q_GAUGES, c->s->sql[OBX__Q_GAUGES], NULL, 0, NULL, &cur);
+    if (r == OBX_OK) r = obx__fetch(db, cur);
+    for (i = 0; i < 4 && r == OBX_OK; i++) r = obx__get_i64(db, cur, (SQLUSMALLINT)(i + 1), &c->v[i], NULL);
+    obx__close(cur);
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
 OBX_API obx_result obx_pending_count(obx_store *store, int64_t *pending) {
     obx__stats_ctx ctx;
     obx_result r = obx__store_ready(store, "obx_pending_count");
@@ -4980,6 +5158,56 @@ static obx_result obx__pending_room(obx_store *s, const char *fn, int64_t n) {
                          (long long)now, (long long)s->max_pending, (long long)n);
     s->pending_estimate = now + n;
     return OBX_OK;
+}
+
+static void obx__text_metrics(obx_store *s, obx__text_buf *t, const int64_t *gauges) {
+    static const char *const gauge_text[4][2] = {
+        {"queue_ready_messages", "Messages ready to claim now (due, not leased)."},
+        {"queue_oldest_ready_age_seconds", "How long the oldest ready message has waited."},
+        {"queue_in_flight_messages", "Messages claimed by a worker, under a lease."},
+        {"queue_dead_messages", "Messages failed permanently, kept for inspection or replay."}};
+    char v[32];
+    int i;
+    for (i = 0; i < OBX_METRIC_COUNT_; i++) {
+        obx__text_family(t, obx__metric_text[i][0], "counter", obx__metric_text[i][1]);
+        snprintf(v, sizeof v, "%lld", (long long)s->counters[i]);
+        obx__text_sample(s, t, obx__metric_text[i][0], NULL, NULL, v);
+    }
+    for (i = 0; i < 4; i++) {
+        obx__text_family(t, gauge_text[i][0], "gauge", gauge_text[i][1]);
+        if (i == 1) snprintf(v, sizeof v, "%.3f", (double)(gauges[i] > 0 ? gauges[i] : 0) / 1000.0);
+        else snprintf(v, sizeof v, "%lld", (long long)gauges[i]);
+        obx__text_sample(s, t, gauge_text[i][0], NULL, NULL, v);
+    }
+    obx__text_histograms(s, t);
+}
+
+OBX_API obx_result obx_metrics_text(obx_store *store, char *out, size_t cap, size_t *needed) {
+    obx__gauges_ctx ctx;
+    obx__text_buf t;
+    obx_result r = obx__store_ready(store, "obx_metrics_text");
+    if (r != OBX_OK) return r;
+    if (!out && cap > 0)
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_metrics_text: out",
+                         "out must not be NULL when cap > 0");
+    memset(&ctx, 0, sizeof ctx);
+    ctx.s = store;
+    r = obx__unit_read(&store->db, obx__gauges_unit, &ctx, "metrics");
+    if (r != OBX_OK) return r;
+    memset(&t, 0, sizeof t);
+    t.h = &store->hooks;
+    obx__text_metrics(store, &t, ctx.v);
+    if (t.oom || !t.b.data)
+        r = obx__fail(&store->err, OBX_ERR_NO_MEMORY, "obx_metrics_text", "out of memory");
+    else if (t.b.len + 1 > cap)
+        r = obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_metrics_text: cap",
+                      "the text needs %lu bytes, cap is %lu", (unsigned long)(t.b.len + 1),
+                      (unsigned long)cap);
+    else
+        memcpy(out, t.b.data, t.b.len + 1);
+    if (needed && !t.oom && t.b.data) *needed = t.b.len + 1;
+    obx__buf_free(&store->hooks, &t.b);
+    return r;
 }
 
 /* >> providers and routers --------------------------------------------------------- */
@@ -5594,6 +5822,7 @@ static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message
         const obx_message *m = &ms[i];
         char *error = d->errors[i];
         int matched = 0;
+        int64_t started;
         obx_outcome outcome;
         if (obx__mono_ms(&s->hooks) >= deadline) {
             d->outcomes[i] = OBX__SKIPPED;
@@ -5603,7 +5832,9 @@ static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message
         obx__msg_name(m, name, sizeof name);
         obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
                  m->topic, OBX__MSG_ATTEMPTS(m) + 1);
+        started = obx__mono_ms(&s->hooks);
         outcome = obx__handle(d, m, error, &matched);
+        if (matched) obx__hist_record(s, m->topic, obx__mono_ms(&s->hooks) - started);
         d->outcomes[i] = (int)outcome;
         if (!matched) {
             obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,

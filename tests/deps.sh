@@ -9,6 +9,8 @@
 #   static   musl-tools dpkg-dev tcl xz-utils (static builds: musl, and the
 #            SQLite ODBC driver and SQLite built from Debian's sources)
 #   cross    the aarch64 and armhf cross compilers, qemu-user-static
+#   consumers  cmake pkgconf (make check-consumers: the CMake and pkg-config
+#            consumer builds)
 #   bench    libpq-dev libsqlite3-dev (make bench only: the ideal outbox through
 #            libpq and the sqlite3 C API, the physical limit the library is
 #            measured against)
@@ -37,10 +39,10 @@
 #   - postgresql-15 only recommends sysstat.
 set -euo pipefail
 
-readonly GROUPS_ALL="build pg mariadb tsql check static cross bench"
+readonly GROUPS_ALL="build pg mariadb tsql check static cross bench consumers"
 
 usage() {
-    echo "usage: ${0##*/} [build|pg|mariadb|tsql|check|static|cross|bench|all]...   (default: build)"
+    echo "usage: ${0##*/} [build|pg|mariadb|tsql|check|static|cross|bench|consumers|all]...   (default: build)"
 }
 
 # The packages in one group.
@@ -57,6 +59,7 @@ group_packages() {
         static)  echo "musl-tools dpkg-dev tcl xz-utils" ;;
         cross)   echo "gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user-static" ;;
         bench)   echo "libpq-dev libsqlite3-dev" ;;
+        consumers) echo "cmake pkgconf" ;;
         *)       return 1 ;;
     esac
 }

@@ -37,6 +37,17 @@ run() {
     rm -f "$out"
 }
 
+# obxctl against a backend (tests/obxctl.sh), and a DSN of the test's own
+# odbc.ini instead of a connection string (tests/dsn.sh), where BINDIR has
+# obxctl (make check-asan builds it with ASan too); not under OBX_TEST_WRAP
+# (valgrind would run the scripts' shell, not the programs).
+run_ctl() { # backend connection
+    if [ -x "$bin/obxctl" ] && [ -x "$bin/obxctl_fill" ] && [ -x "$bin/prom_check" ] && [ -z "$wrap" ]; then
+        run obxctl "$1" "$here/obxctl.sh" "$bin" "$1" "$2"
+        run dsn "$1" "$here/dsn.sh" "$bin" "$1" "$2"
+    fi
+}
+
 skip_or_fail() { # backend reason
     if [ "${CI:-}" = true ]; then
         echo "FAIL BACKEND $1 required under CI=true but unavailable: $2" | tee -a "$log"
@@ -93,6 +104,7 @@ for backend in $backends; do
         run test_inbox sqlite "$bin/test_inbox" sqlite "$conn"
         run test_multi sqlite "$bin/test_multi" sqlite "Driver={SQLite3};Database=$rundir/sqlite/t1.db;$opts" \
             "Driver={SQLite3};Database=$rundir/sqlite/t2.db;$opts" "Driver={SQLite3};Database=$rundir/sqlite/t3.db;$opts"
+        run_ctl sqlite "Driver={SQLite3};Database=$rundir/sqlite/ctl.db;$opts"
         ;;
     postgresql)
         if "$here/db.sh" start pg; then
@@ -105,6 +117,7 @@ for backend in $backends; do
             run test_outbox postgresql "$bin/test_outbox" postgresql "$pg_tests"
             run test_inbox postgresql "$bin/test_inbox" postgresql "$pg_tests"
             run test_multi postgresql "$bin/test_multi" postgresql "$OBX_TEST_PG" "$OBX_TEST_PG2" "$OBX_TEST_PG3"
+            run_ctl postgresql "$OBX_TEST_PG2"
         else
             skip_or_fail postgresql "the throwaway server did not start (see above)"
         fi
@@ -122,6 +135,7 @@ for backend in $backends; do
             run test_outbox mariadb "$bin/test_outbox" mariadb "$my_tests"
             run test_inbox mariadb "$bin/test_inbox" mariadb "$my_tests"
             run test_multi mariadb "$bin/test_multi" mariadb "$OBX_TEST_MY" "$OBX_TEST_MY2" "$OBX_TEST_MY3"
+            run_ctl mariadb "$OBX_TEST_MY2"
         else
             skip_or_fail mariadb "the throwaway server did not start (see above)"
         fi

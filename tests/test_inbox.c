@@ -864,6 +864,68 @@ static ibx_dispatcher *dispatcher(ibx_store *s, int max_attempts, ibx_backoff_fn
     return out;
 }
 
+/* A line of ibx_metrics_text's output, whole. */
+static int has_line(const char *text, const char *line) {
+    size_t n = strlen(line);
+    const char *p = text;
+    while ((p = strstr(p, line)) != NULL) {
+        if ((p == text || p[-1] == '\n') && p[n] == '\n') return 1;
+        p += n;
+    }
+    printf("    missing line: %s\n", line);
+    return 0;
+}
+
+static void test_metrics_text(void) {
+    ibx_store_desc sd;
+    ibx_store *clean = fresh(), *s = NULL;
+    ibx_dispatcher *d;
+    probe ok, poison;
+    char *text;
+    const ibx_message *ms;
+    size_t needed = 0;
+    int n;
+    ibx_run_stats st;
+    TT_ASSERT(clean != NULL);
+    ibx_store_close(clean);
+    memset(&sd, 0, sizeof sd);
+    sd.connection_string = g_conn;
+    sd.store_id = "in\"box\\";
+    sd.hooks.logger.log = keep_log;
+    TT_EQ_INT(ibx_store_open(&sd, &s), IBX_OK);
+    TT_ASSERT(enqueue(s, "ok", "src", "1") && enqueue(s, "ok\n2", "src", "2") && enqueue(s, "poison", "src", "3"));
+    memset(&ok, 0, sizeof ok);
+    memset(&poison, 0, sizeof poison);
+    poison.fail_until = 9;
+    poison.fail_with = IBX_DEAD;
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    ibx_dispatcher_on(d, "ok", probe_handler, &ok);
+    ibx_dispatcher_on(d, "ok\n2", probe_handler, &ok);
+    ibx_dispatcher_on(d, "poison", probe_handler, &poison);
+    TT_EQ_INT(ibx_dispatcher_run_once(d, &st), IBX_OK);
+    ibx_dispatcher_destroy(d);
+    TT_ASSERT(enqueue(s, "ok", "src", "4") && enqueue(s, "ok", "src", "5"));
+    TT_EQ_INT(ibx_claim(s, "01890a5d-ac96-774b-bcce-b302099a8057", 60, 1, &ms, &n), IBX_OK);
+    sleep_ms(20);
+    TT_EQ_INT(ibx_cleanup(s, 1, 0, NULL), IBX_OK); /* the two done ones: expired */
+    TT_EQ_INT(ibx_metrics_text(s, NULL, 0, &needed), IBX_ERR_OUT_OF_RANGE);
+    text = (char *)malloc(needed);
+    TT_ASSERT(text != NULL);
+    TT_EQ_INT(ibx_metrics_text(s, text, needed, NULL), IBX_OK);
+    TT_EXPECT(has_line(text, "ibx_messages_enqueued_total{store=\"in\\\"box\\\\\"} 5"));
+    TT_EXPECT(has_line(text, "ibx_messages_dispatched_total{store=\"in\\\"box\\\\\"} 2"));
+    TT_EXPECT(has_line(text, "ibx_messages_expired_total{store=\"in\\\"box\\\\\"} 2"));
+    TT_EXPECT(has_line(text, "# TYPE ibx_duplicates_total counter"));
+    TT_EXPECT(has_line(text, "ibx_queue_ready_messages{store=\"in\\\"box\\\\\"} 1"));
+    TT_EXPECT(has_line(text, "ibx_queue_in_flight_messages{store=\"in\\\"box\\\\\"} 1"));
+    TT_EXPECT(has_line(text, "ibx_queue_dead_messages{store=\"in\\\"box\\\\\"} 1"));
+    TT_EXPECT(has_line(text, "ibx_handler_duration_seconds_count{store=\"in\\\"box\\\\\",topic=\"ok\\n2\"} 1"));
+    TT_EXPECT(has_line(text, "ibx_handler_duration_seconds_bucket{store=\"in\\\"box\\\\\",topic=\"poison\",le=\"+Inf\"} 1"));
+    free(text);
+    ibx_store_close(s);
+}
+
 static void test_072_periodic_reap(void) {
     ibx_store *s = fresh();
     ibx_dispatcher *d;
@@ -1837,6 +1899,7 @@ int main(int argc, char **argv) {
     RUN("IBX-LEASE-EXTEND", "ibx_lease_extend keeps a lease; a thief's extension changes nothing", test_lease_extend);
     if (g_pg || g_my)
         RUN("CORE-TIME-ZONE", "times are right whatever the session's time zone (adopted connection)", test_time_zone);
+    RUN("IBX-METRICS-TEXT", "ibx_metrics_text: counters, gauges, per-topic handler histogram, escaped labels, buffer size", test_metrics_text);
     RUN("IBX-KEY-EXACT", "keys differing only in a trailing space are different messages", test_key_exact);
     RUN("IBX-SCHEMA-FILE", "sql/<dialect>/inbox.sql is what the header deploys", test_schema_file);
     return tt_done();

@@ -2060,6 +2060,81 @@ static void test_metrics(void) {
     obx_store_close(s);
 }
 
+/* A line of obx_metrics_text's output, whole. */
+static int has_line(const char *text, const char *line) {
+    size_t n = strlen(line);
+    const char *p = text;
+    while ((p = strstr(p, line)) != NULL) {
+        if ((p == text || p[-1] == '\n') && p[n] == '\n') return 1;
+        p += n;
+    }
+    printf("    missing line: %s\n", line);
+    return 0;
+}
+
+static void test_metrics_text(void) {
+    obx_store_desc sd;
+    obx_store *clean = fresh(), *s = NULL;
+    obx_dispatcher *d;
+    probe ok, poison;
+    char id[37], *text;
+    const obx_message *ms;
+    size_t needed = 0, needed2 = 0;
+    int n;
+    obx_run_stats st;
+    TT_ASSERT(clean != NULL);
+    obx_store_close(clean);
+    memset(&sd, 0, sizeof sd);
+    sd.connection_string = g_conn;
+    sd.store_id = "q\"s\\1"; /* a quote and a backslash: escaped in label values */
+    sd.hooks.logger.log = keep_log;
+    TT_EQ_INT(obx_store_open(&sd, &s), OBX_OK);
+    TT_ASSERT(enqueue(s, "ok", "p", id) && enqueue(s, "we\"ird\\topic", "p", id) &&
+              enqueue(s, "poison", "p", id));
+    memset(&ok, 0, sizeof ok);
+    memset(&poison, 0, sizeof poison);
+    poison.fail_until = 9;
+    poison.fail_with = OBX_DEAD;
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    obx_dispatcher_on(d, "ok", probe_handler, &ok);
+    obx_dispatcher_on(d, "we\"ird\\topic", probe_handler, &ok);
+    obx_dispatcher_on(d, "poison", probe_handler, &poison);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    obx_dispatcher_destroy(d);
+    TT_ASSERT(enqueue(s, "ok", "p", id) && enqueue(s, "ok", "p", id)); /* one ready, one in flight */
+    TT_EQ_INT(obx_claim(s, "01890a5d-ac96-774b-bcce-b302099a8057", 60, 1, &ms, &n), OBX_OK);
+    sleep_ms(20); /* ProcessedAt strictly before now */
+    TT_EQ_INT(obx_cleanup(s, 0, 0, NULL), OBX_OK); /* the two done ones: expired */
+    /* Too small: OBX_ERR_OUT_OF_RANGE and the size; then it fits. */
+    TT_EQ_INT(obx_metrics_text(s, NULL, 0, &needed), OBX_ERR_OUT_OF_RANGE);
+    TT_EXPECT(needed > 1000);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_metrics_text: cap");
+    TT_EQ_INT(obx_metrics_text(s, NULL, 10, NULL), OBX_ERR_INVALID_ARG);
+    text = (char *)malloc(needed);
+    TT_ASSERT(text != NULL);
+    TT_EQ_INT(obx_metrics_text(s, text, needed, &needed2), OBX_OK);
+    TT_EQ_INT((long long)needed2, (long long)needed);
+    TT_EQ_INT((long long)strlen(text) + 1, (long long)needed);
+    TT_EXPECT(has_line(text, "# TYPE obx_messages_enqueued_total counter"));
+    TT_EXPECT(has_line(text, "obx_messages_enqueued_total{store=\"q\\\"s\\\\1\"} 5"));
+    TT_EXPECT(has_line(text, "obx_messages_dispatched_total{store=\"q\\\"s\\\\1\"} 2"));
+    TT_EXPECT(has_line(text, "obx_messages_dead_total{store=\"q\\\"s\\\\1\"} 1"));
+    TT_EXPECT(has_line(text, "obx_messages_expired_total{store=\"q\\\"s\\\\1\"} 2"));
+    TT_EXPECT(has_line(text, "obx_leases_reaped_total{store=\"q\\\"s\\\\1\"} 0"));
+    TT_EXPECT(has_line(text, "# TYPE obx_queue_ready_messages gauge"));
+    TT_EXPECT(has_line(text, "obx_queue_ready_messages{store=\"q\\\"s\\\\1\"} 1"));
+    TT_EXPECT(has_line(text, "obx_queue_in_flight_messages{store=\"q\\\"s\\\\1\"} 1"));
+    TT_EXPECT(has_line(text, "obx_queue_dead_messages{store=\"q\\\"s\\\\1\"} 1"));
+    TT_EXPECT(strstr(text, "\nobx_queue_oldest_ready_age_seconds{store=\"q\\\"s\\\\1\"} ") != NULL);
+    TT_EXPECT(has_line(text, "# TYPE obx_handler_duration_seconds histogram"));
+    TT_EXPECT(has_line(text, "obx_handler_duration_seconds_bucket{store=\"q\\\"s\\\\1\",topic=\"ok\",le=\"+Inf\"} 1"));
+    TT_EXPECT(has_line(text, "obx_handler_duration_seconds_count{store=\"q\\\"s\\\\1\",topic=\"we\\\"ird\\\\topic\"} 1"));
+    TT_EXPECT(has_line(text, "obx_handler_duration_seconds_bucket{store=\"q\\\"s\\\\1\",topic=\"poison\",le=\"60\"} 1"));
+    free(text);
+    obx_store_close(s);
+}
+
 static void test_batch_text_exact(void) {
     static const char *const payloads[] = {
         "plain", "", "quote\"inside", "back\\slash\\\\", "{braces},[brackets]", "NULL", "null",
@@ -3493,6 +3568,7 @@ int main(int argc, char **argv) {
     RUN("CORE-MAX-PENDING", "past max_pending unfinished messages enqueue is OBX_ERR_FULL and changes nothing", test_max_pending);
     RUN("CORE-WAKE-SOCKET", "a producer in another process wakes a waiting dispatcher through wake_path", test_wake_socket);
     RUN("OBX-METRICS", "counters, metrics hook, queue depth and oldest age", test_metrics);
+    RUN("OBX-METRICS-TEXT", "obx_metrics_text: counters, gauges, per-topic handler histogram, escaped labels, buffer size", test_metrics_text);
     RUN("OBX-033", "ack counts a completed step in every join of the message", test_033_034_046_047_089_096_auto);
     RUN("OBX-034", "the join count changes in the ack's own transaction", test_033_034_046_047_089_096_auto);
     RUN("OBX-046", "fail counts a failed step in every join of the message", test_033_034_046_047_089_096_auto);

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# consumers.sh BUILD_DIR: build and run tests/consumer three ways, as a
+# project that uses obx.h/ibx.h would:
+#   1. add_subdirectory of this checkout (what FetchContent does)
+#   2. find_package(obx) of a copy installed by `make install PREFIX=...`
+#   3. pkg-config --cflags --libs obx ibx of that installed copy
+#   4. find_package and pkg-config of a copy installed by `cmake --install`
+# Each one must compile, link against unixODBC and run on SQLite.
+# Prints "PASS CONSUMER-<way> ..." lines and exits non-zero on a failure.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+out=$(cd "${1:-build}" && pwd)/consumers
+rm -rf "$out" && mkdir -p "$out"
+failed=0
+
+step() { # ID what command...
+    local id=$1 what=$2; shift 2
+    if "$@" >"$out/$id.log" 2>&1; then
+        echo "PASS $id $what"
+    else
+        tail -n 15 "$out/$id.log" | sed 's/^/    /'
+        echo "FAIL $id $what (log: $out/$id.log)"
+        failed=1
+    fi
+}
+
+run_consumer() { # binary
+    rm -f "$out/c.db" && "$1" "$out/c.db" | tee /dev/stderr | grep -q 'ready 1 + 1$'
+}
+
+subdir() {
+    cmake -S "$here/consumer" -B "$out/subdir" -DOBX_SOURCE_DIR="$root" &&
+        cmake --build "$out/subdir" && run_consumer "$out/subdir/consumer"
+}
+
+installed() {
+    make -C "$root" --no-print-directory install PREFIX="$out/prefix" &&
+        cmake -S "$here/consumer" -B "$out/found" -DCMAKE_PREFIX_PATH="$out/prefix" &&
+        grep -q "obx_DIR:PATH=$out/prefix/share/cmake/obx" "$out/found/CMakeCache.txt" &&
+        cmake --build "$out/found" && run_consumer "$out/found/consumer"
+}
+
+pkgconfig() {
+    local flags
+    flags=$(PKG_CONFIG_PATH="$out/prefix/share/pkgconfig" pkg-config --cflags --libs obx ibx) &&
+        echo "pkg-config: $flags" && case $flags in *"-I$out/prefix/include"*) ;; *) return 1 ;; esac &&
+        # shellcheck disable=SC2086
+        ${CC:-cc} -std=c99 -D_POSIX_C_SOURCE=200809L "$here/consumer/main.c" -o "$out/pc-consumer" $flags &&
+        run_consumer "$out/pc-consumer"
+}
+
+cmake_installed() {
+    local flags
+    cmake -S "$root" -B "$out/top" && cmake --build "$out/top" && cmake --install "$out/top" --prefix "$out/cprefix" &&
+        "$out/cprefix/bin/obxctl" --version &&
+        cmake -S "$here/consumer" -B "$out/cfound" -DCMAKE_PREFIX_PATH="$out/cprefix" &&
+        cmake --build "$out/cfound" && run_consumer "$out/cfound/consumer" &&
+        flags=$(PKG_CONFIG_PATH="$out/cprefix/share/pkgconfig" pkg-config --cflags obx) &&
+        case "$flags " in *"-I$out/cprefix/include "*) ;; *) return 1 ;; esac
+}
+
+step CONSUMER-SUBDIRECTORY "cmake add_subdirectory of the checkout: obx::obx and ibx::ibx build and run" subdir
+step CONSUMER-FIND-PACKAGE "make install PREFIX=...; cmake find_package(obx 0.1) finds it, builds and runs" installed
+step CONSUMER-PKG-CONFIG "pkg-config --cflags --libs obx ibx of the installed copy builds and runs" pkgconfig
+step CONSUMER-CMAKE-INSTALL "cmake --install --prefix P: obxctl, find_package(obx) and obx.pc naming P" cmake_installed
+[ -x "$out/prefix/bin/obxctl" ] && "$out/prefix/bin/obxctl" --version >/dev/null &&
+    echo "PASS CONSUMER-OBXCTL make install puts a working obxctl in PREFIX/bin" ||
+    { echo "FAIL CONSUMER-OBXCTL make install did not install a working obxctl"; failed=1; }
+exit $failed

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# obxctl.sh BINDIR BACKEND CONNECTION: obxctl against a real database, used
+# the way an operator uses it. A queue in a known state is made by
+# obxctl_fill (through the library), then each command runs and its output
+# is compared with tests/golden/ (times, ids, sizes and the backend's name
+# masked: the same golden files serve every backend), the exit codes are
+# checked, and every Prometheus text goes through prom_check (a strict
+# parser). Prints "PASS|FAIL <ID> <backend> <what>" and "N passed, N failed".
+# OBXCTL_UPDATE_GOLDEN=1 rewrites the golden files from this run.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${1:?BINDIR}
+backend=${2:?BACKEND}
+export OBXCTL_CONNECTION=${3:?CONNECTION}
+golden=$here/golden
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+table=CtlBox$$ inbox=CtlIn$$
+ctl() { "$bin/obxctl" --schema ctl "$@"; }
+
+result() { # ok ID what [detail file]
+    if [ "$1" = 0 ]; then
+        echo "PASS $2 $backend $3"
+        passed=$((passed + 1))
+    else
+        [ -n "${4:-}" ] && sed 's/^/    /' "$4" | head -n 30
+        echo "FAIL $2 $backend $3"
+        failed=$((failed + 1))
+    fi
+}
+
+# Times, ids, sizes and names that differ between runs and backends.
+mask() {
+    sed -E -e "s/$table|$inbox/TABLE/g" -e 's/ctl\.TABLE/TABLE/g' \
+        -e 's/\((sqlite|postgresql|mariadb)\)$/(DB)/' -e 's/"dialect":"[a-z]+"/"dialect":"DB"/' \
+        -e 's/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/<uuid>/g' \
+        -e 's/[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}/YYYY-MM-DD hh:mm:ss.mmm/g' \
+        -e 's/(^|[ (])-?[0-9]+(\.[0-9]+)?(ms|s|m|h|d)\b/\1<t>/g' -e 's/table size .*/table size <size>/' \
+        -e 's/"(now_ms|oldest_ready_age_ms|next_due_in_ms|first_lease_ends_in_ms|size_bytes|created_ms|first_seen_ms|last_seen_ms|next_attempt_ms|locked_until_ms|due_ms)":-?[0-9]+/"\1":0/g'
+}
+
+# golden ID what NAME command...: masked stdout equals tests/golden/NAME.
+golden() {
+    local id=$1 what=$2 name=$3; shift 3
+    "$@" >"$work/out" 2>"$work/err"
+    local rc=$?
+    mask <"$work/out" >"$work/masked"
+    if [ "${OBXCTL_UPDATE_GOLDEN:-}" = 1 ]; then cp "$work/masked" "$golden/$name"; fi
+    if [ "$rc" = 0 ] && diff -u "$golden/$name" "$work/masked" >"$work/diff" 2>&1; then
+        result 0 "$id" "$what"
+    else
+        cat "$work/err" >>"$work/diff"
+        result 1 "$id" "$what (exit $rc)" "$work/diff"
+    fi
+}
+
+# status ID what EXPECTED command...: the exit status and one stderr line.
+status() {
+    local id=$1 what=$2 want=$3; shift 3
+    "$@" >"$work/out" 2>"$work/err"
+    local rc=$?
+    if [ "$rc" = "$want" ] && { [ "$want" = 0 ] || [ "$(wc -l <"$work/err")" = 1 ]; }; then
+        result 0 "$id" "$what"
+    else
+        echo "exit $rc, expected $want" >>"$work/err"
+        result 1 "$id" "$what" "$work/err"
+    fi
+}
+
+if ! "$bin/obxctl_fill" outbox "$OBXCTL_CONNECTION" "$table" ctl "$work/lib-metrics" ||
+    ! "$bin/obxctl_fill" inbox "$OBXCTL_CONNECTION" "$inbox" ctl "$work/lib-imetrics"; then
+    result 1 OBXCTL-FILL "a queue in a known state through the library"
+    echo "$passed passed, $failed failed"
+    exit 1
+fi
+sleep 1.5 # the 1 s lease of sms.send has expired: "1 expired" is part of the golden output
+
+golden OBXCTL-STATS-TABLE "stats: aligned table per status and topic" stats.txt ctl --table "$table" stats
+golden OBXCTL-STATS-JSON "stats --json: one JSON object" stats.json ctl --table "$table" stats --json
+golden OBXCTL-LIST "list: messages oldest first" list.txt ctl --table "$table" list
+golden OBXCTL-LIST-FILTER "list --status ready --topic --limit --json" list-filter.json \
+    ctl --table "$table" list --status ready --topic email.send --limit 1 --json
+golden OBXCTL-DEAD-LIST "dead list with last errors" dead-list.txt ctl --table "$table" dead list
+golden OBXCTL-INBOX-STATS "--inbox stats" inbox-stats.txt ctl --inbox --table "$inbox" stats
+golden OBXCTL-INBOX-LIST "--inbox list and dead list --json" inbox-list.txt ctl --inbox --table "$inbox" list
+golden OBXCTL-INBOX-DEAD-JSON "--inbox dead list --json" inbox-dead.json ctl --inbox --table "$inbox" dead list --json
+
+dead=$(ctl --table "$table" dead list --json | grep -o '"id":"[^"]*"' | cut -d'"' -f4)
+dead1=$(echo "$dead" | sed -n 1p) dead2=$(echo "$dead" | sed -n 2p)
+golden OBXCTL-SHOW "show: every field, payload with control characters escaped" show.txt ctl --table "$table" show "$dead1"
+ctl --table "$table" show "$dead2" >"$work/cut"
+ctl --table "$table" show --full "$dead2" >"$work/full"
+grep -q ' \.\.\. \[cut: 976 more bytes; --full shows all\]$' "$work/cut" && grep -q "^  x\{2000\}$" "$work/full" &&
+    ! grep -q 'cut:' "$work/full"
+result $? OBXCTL-SHOW-CUT "show cuts a long payload at 1024 bytes; --full shows it whole" "$work/cut"
+ctl --table "$table" show --json "$dead1" >"$work/json"
+grep -q '"payload":"{\\"url\\":\\"https://hooks.example.com/x\\",\\n\\"body\\":\\"\\u001b\[31mred\\u001b\[0m\\"}"' "$work/json" &&
+    ! grep -q $'\x1b' "$work/json"
+result $? OBXCTL-SHOW-JSON "show --json escapes the payload as JSON" "$work/json"
+golden OBXCTL-INBOX-SHOW "--inbox show --source" inbox-show.txt ctl --inbox --table "$inbox" show --source stripe evt_06
+
+# Dead letters: replay one (ready again, attempts 0), a wrong id is exit 3, purge by topic.
+status OBXCTL-EXIT-NOT-FOUND "show of a missing id: exit 3, one line" 3 \
+    ctl --table "$table" show 01890a5d-ac96-774b-bcce-b302099a8000
+status OBXCTL-DEAD-REPLAY-MISSING "dead replay of an id that is not dead: exit 3" 3 \
+    ctl --table "$table" dead replay 01890a5d-ac96-774b-bcce-b302099a8000
+out=$(ctl --table "$table" dead replay "$dead1") && [ "$out" = "replayed 1 dead message(s)" ] &&
+    ctl --table "$table" list --status ready --json | grep -q "\"id\":\"$dead1\",[^}]*\"attempts\":0" &&
+    ctl --table "$table" stats --json | grep -q '"dead":1,'
+result $? OBXCTL-DEAD-REPLAY "dead replay ID: ready again with attempts reset" "$work/err"
+out=$(ctl --table "$table" dead purge --all --topic webhook.deliver) && [ "$out" = "purged 1 dead message(s)" ] &&
+    ctl --table "$table" stats --json | grep -q '"dead":0,'
+result $? OBXCTL-DEAD-PURGE "dead purge --all --topic deletes the dead ones of that topic"
+out=$(ctl --inbox --table "$inbox" dead replay --source stripe evt_06 evt_07) && [ "$out" = "replayed 2 dead message(s)" ] &&
+    ctl --inbox --table "$inbox" stats --json | grep -q '"dead":0,'
+result $? OBXCTL-INBOX-DEAD-REPLAY "--inbox dead replay --source S ID ID"
+
+# Housekeeping through the library.
+out=$(ctl --table "$table" reap) && [ "$out" = "reaped 1 expired lease(s)" ]
+result $? OBXCTL-REAP "reap releases the expired lease (and only it)"
+out=$(ctl --table "$table" cleanup --older-than 7d) && [ "$out" = "deleted 0 done message(s) older than 7d" ] &&
+    out=$(ctl --table "$table" cleanup) && [ "$out" = "deleted 5 done message(s)" ]
+result $? OBXCTL-CLEANUP "cleanup --older-than 7d keeps fresh ones; cleanup deletes every done one"
+
+# Schema and deploy.
+ok=0
+for d in sqlite postgresql mariadb sqlserver; do
+    "$bin/obxctl" schema --dialect $d | cmp -s - "$here/../sql/$d/outbox.sql" || ok=1
+    "$bin/obxctl" --inbox schema --dialect $d | cmp -s - "$here/../sql/$d/inbox.sql" || ok=1
+done
+result $ok OBXCTL-SCHEMA "schema --dialect D prints sql/D/{outbox,inbox}.sql exactly"
+out=$(ctl --table "New$table" deploy) && case $out in "deployed outbox table New$table ("*")") ;; *) false ;; esac &&
+    ctl --table "New$table" stats --json | grep -q '"total":0}'
+result $? OBXCTL-DEPLOY "deploy creates a table that stats can read"
+
+# Metrics: the library's full text (counters, histograms) and obxctl's gauges.
+"$bin/prom_check" <"$work/lib-metrics" >"$work/pc" 2>&1 && "$bin/prom_check" <"$work/lib-imetrics" >>"$work/pc" 2>&1 &&
+    grep -q '^obx_handler_duration_seconds_count{store="outbox",topic="webhook.deliver"} 2$' "$work/lib-metrics"
+result $? OBX-METRICS-PROMCHECK "obx_metrics_text and ibx_metrics_text pass a strict exposition-format parser" "$work/pc"
+ctl --table "$table" metrics >"$work/m" && "$bin/prom_check" <"$work/m" >"$work/pc" 2>&1 &&
+    grep -q '^obx_queue_topic_messages{store="outbox",topic="email.send",status="ready"} 2$' "$work/m" &&
+    ! grep -q '_total' "$work/m" && ctl --inbox --table "$inbox" --store 'site "7"' metrics >"$work/mi" &&
+    "$bin/prom_check" <"$work/mi" >>"$work/pc" 2>&1 && grep -q '^ibx_queue_dead_messages{store="site \\"7\\""} 0$' "$work/mi"
+result $? OBXCTL-METRICS "metrics: gauges only, per topic and status; passes the strict parser" "$work/pc"
+
+# Exit codes and help.
+status OBXCTL-EXIT-USAGE "an unknown command: exit 1, one line" 1 ctl frobnicate
+status OBXCTL-EXIT-OPTION "an option the command does not take: exit 1" 1 ctl --table "$table" stats --full
+status OBXCTL-EXIT-DB "a missing table: exit 2, one line naming it" 2 ctl --table NoSuchTable stats
+status OBXCTL-EXIT-NOCONN "no connection: exit 1" 1 env -u OBXCTL_CONNECTION "$bin/obxctl" stats
+ok=0
+for c in stats list show dead reap cleanup schema deploy metrics; do
+    "$bin/obxctl" "$c" --help | grep -q "^usage: obxctl" || ok=1
+done
+"$bin/obxctl" --help | grep -q '^Exit status: 0 ok; 1 usage error' || ok=1
+result $ok OBXCTL-HELP "--help for every command; the exit codes in obxctl --help"
+n=$(ctl --table "$table" stats --watch 1 --count 2 | grep -c '^STATUS ')
+[ "$n" = 2 ]
+result $? OBXCTL-WATCH "stats --watch 1 --count 2 prints two reports"
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

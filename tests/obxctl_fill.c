@@ -1,0 +1,164 @@
+/* obxctl_fill: a queue in a known state for tests/obxctl.sh, through the
+ * library. Usage: obxctl_fill outbox|inbox CONNECTION TABLE SCHEMA METRICS_FILE
+ * Creates the table (give a new one each time), then leaves in it:
+ *   done   email.send x3, invoice.created x2       (handled by a dispatcher)
+ *   dead   webhook.deliver x2                      (handler says DEAD; one payload
+ *                                                   has control characters, one is
+ *                                                   2000 bytes)
+ *   in flight  invoice.created (lease 300 s), sms.send (lease 1 s: soon expired)
+ *   ready  email.send x2
+ *   scheduled  report.monthly (due in an hour)
+ * and writes the library's *_metrics_text() after the dispatch (counters and
+ * handler histograms included) to METRICS_FILE. Exit 0, or 1 with a line. */
+#define OBX_IMPLEMENTATION
+#define IBX_IMPLEMENTATION
+#include "../obx.h"
+#include "../ibx.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const TOKEN = "01890a5d-ac96-774b-bcce-b302099a8057";
+static char big[2001];
+
+static const char *payload_of(int i) {
+    if (i == 5) return "{\"url\":\"https://hooks.example.com/x\",\n\"body\":\"\x1b[31mred\x1b[0m\"}";
+    if (i == 6) return big;
+    return "{\"n\":1}";
+}
+
+static const char *const first_topics[7] = {"email.send", "email.send", "email.send", "invoice.created",
+                                            "invoice.created", "webhook.deliver", "webhook.deliver"};
+
+static obx_outcome ob_handler(const obx_message *m, char *error, size_t size, void *user) {
+    (void)user;
+    if (strcmp(m->topic, "webhook.deliver") != 0) return OBX_DONE;
+    snprintf(error, size, "HTTP 503 from hooks.example.com");
+    return OBX_DEAD;
+}
+
+static ibx_outcome ib_handler(const ibx_message *m, char *error, size_t size, void *user) {
+    (void)user;
+    if (strcmp(m->topic, "webhook.deliver") != 0) return IBX_DONE;
+    snprintf(error, size, "HTTP 503 from hooks.example.com");
+    return IBX_DEAD;
+}
+
+static int write_metrics(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "obxctl_fill: cannot write %s\n", path);
+        return 0;
+    }
+    return 1;
+}
+
+static int outbox(const char *conn, const char *table, const char *schema, const char *metrics) {
+    obx_store_desc sd;
+    obx_dispatcher_desc dd;
+    obx_store *s = NULL;
+    obx_dispatcher *d = NULL;
+    obx_new_message m;
+    const obx_message *ms;
+    static char text[65536];
+    int i, n, ok = 1;
+    memset(&sd, 0, sizeof sd);
+    memset(&dd, 0, sizeof dd);
+    memset(&m, 0, sizeof m);
+    sd.connection_string = conn;
+    sd.table = table;
+    sd.schema = schema;
+    sd.deploy_schema = 1;
+    sd.hooks.logger.min_level = OBX_LOG_OFF;
+    if (obx_store_open(&sd, &s) != OBX_OK) goto failed;
+    m.payload_len = OBX_NTS;
+    for (i = 0; i < 7; i++) {
+        m.topic = first_topics[i];
+        m.payload = payload_of(i);
+        ok = ok && obx_enqueue(s, &m, NULL) == OBX_OK;
+    }
+    dd.store = s;
+    ok = ok && obx_dispatcher_create(&dd, &d) == OBX_OK && obx_dispatcher_on(d, "*", ob_handler, NULL) == OBX_OK &&
+         obx_dispatcher_run_once(d, NULL) == OBX_OK;
+    obx_dispatcher_destroy(d);
+    ok = ok && obx_metrics_text(s, text, sizeof text, NULL) == OBX_OK && write_metrics(metrics, text);
+    m.payload = "{}";
+    m.topic = "invoice.created";
+    ok = ok && obx_enqueue(s, &m, NULL) == OBX_OK && obx_claim(s, TOKEN, 300, 1, &ms, &n) == OBX_OK;
+    m.topic = "sms.send";
+    ok = ok && obx_enqueue(s, &m, NULL) == OBX_OK && obx_claim(s, TOKEN, 1, 1, &ms, &n) == OBX_OK;
+    m.topic = "email.send";
+    ok = ok && obx_enqueue(s, &m, NULL) == OBX_OK && obx_enqueue(s, &m, NULL) == OBX_OK;
+    m.topic = "report.monthly";
+    m.due_utc_ms = (int64_t)time(NULL) * 1000 + 3600000; /* in an hour */
+    ok = ok && obx_enqueue(s, &m, NULL) == OBX_OK;
+    if (!ok) goto failed;
+    obx_store_close(s);
+    return 0;
+failed:
+    fprintf(stderr, "obxctl_fill: %s\n", obx_store_last_error(s)->message);
+    obx_store_close(s);
+    return 1;
+}
+
+static int enq(ibx_store *s, const char *topic, const char *id, const char *payload, int64_t due) {
+    ibx_new_message m;
+    memset(&m, 0, sizeof m);
+    m.topic = topic;
+    m.source = "stripe";
+    m.message_id = id;
+    m.payload = payload;
+    m.payload_len = IBX_NTS;
+    m.due_utc_ms = due;
+    return ibx_enqueue(s, &m, NULL) == IBX_OK;
+}
+
+static int inbox(const char *conn, const char *table, const char *schema, const char *metrics) {
+    ibx_store_desc sd;
+    ibx_dispatcher_desc dd;
+    ibx_store *s = NULL;
+    ibx_dispatcher *d = NULL;
+    const ibx_message *ms;
+    static char text[65536];
+    char id[16];
+    int i, n, ok = 1;
+    memset(&sd, 0, sizeof sd);
+    memset(&dd, 0, sizeof dd);
+    sd.connection_string = conn;
+    sd.table = table;
+    sd.schema = schema;
+    sd.deploy_schema = 1;
+    sd.hooks.logger.min_level = IBX_LOG_OFF;
+    if (ibx_store_open(&sd, &s) != IBX_OK) goto failed;
+    for (i = 0; i < 7; i++) {
+        snprintf(id, sizeof id, "evt_%02d", i + 1);
+        ok = ok && enq(s, first_topics[i], id, payload_of(i), 0);
+    }
+    dd.store = s;
+    ok = ok && ibx_dispatcher_create(&dd, &d) == IBX_OK && ibx_dispatcher_on(d, "*", ib_handler, NULL) == IBX_OK &&
+         ibx_dispatcher_run_once(d, NULL) == IBX_OK;
+    ibx_dispatcher_destroy(d);
+    ok = ok && ibx_metrics_text(s, text, sizeof text, NULL) == IBX_OK && write_metrics(metrics, text);
+    ok = ok && enq(s, "invoice.created", "evt_08", "{}", 0) && ibx_claim(s, TOKEN, 300, 1, &ms, &n) == IBX_OK;
+    ok = ok && enq(s, "sms.send", "evt_09", "{}", 0) && ibx_claim(s, TOKEN, 1, 1, &ms, &n) == IBX_OK;
+    ok = ok && enq(s, "email.send", "evt_10", "{}", 0) && enq(s, "email.send", "evt_11", "{}", 0);
+    ok = ok && enq(s, "report.monthly", "evt_12", "{}", (int64_t)time(NULL) * 1000 + 3600000);
+    if (!ok) goto failed;
+    ibx_store_close(s);
+    return 0;
+failed:
+    fprintf(stderr, "obxctl_fill: %s\n", ibx_store_last_error(s)->message);
+    ibx_store_close(s);
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    memset(big, 'x', sizeof big - 1);
+    if (argc != 6) {
+        fprintf(stderr, "usage: obxctl_fill outbox|inbox CONNECTION TABLE SCHEMA METRICS_FILE\n");
+        return 1;
+    }
+    if (strcmp(argv[1], "inbox") == 0) return inbox(argv[2], argv[3], argv[4], argv[5]);
+    return outbox(argv[2], argv[3], argv[4], argv[5]);
+}

@@ -1,0 +1,1311 @@
+/* obxctl: look inside and operate an obx.h outbox or an ibx.h inbox, over any
+ * ODBC connection string or DSN. `obxctl --help` lists the commands,
+ * `obxctl COMMAND --help` explains one; the exit codes are in usage_text.
+ *
+ * What the library offers is used through its public API (get, reap,
+ * cleanup, schema, deploy, metrics). What it does not (counts per status
+ * and topic, listing, dead-letter replay and purge) is plain SQL over a
+ * second connection of obxctl's own, written per dialect below, for the
+ * dialects there is a server to test against here: SQLite, PostgreSQL and
+ * MariaDB. On SQL Server those commands say so (exit 5). */
+#define OBX_IMPLEMENTATION
+#define IBX_IMPLEMENTATION
+#include "../obx.h"
+#include "../ibx.h"
+#include <sql.h>
+#include <sqlext.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { CTL_OK = 0, CTL_USAGE = 1, CTL_DB = 2, CTL_NOT_FOUND = 3, CTL_INTERNAL = 4, CTL_UNSUPPORTED = 5 };
+
+static const char usage_text[] =
+    "usage: obxctl [OPTIONS] COMMAND [ARGS]\n"
+    "Look inside and operate an obx.h outbox (default) or an ibx.h inbox (--inbox).\n"
+    "\n"
+    "Commands:\n"
+    "  stats                     counts per status and topic, ages, leases, size\n"
+    "  list                      messages, newest last (filters: --status --topic ...)\n"
+    "  show ID                   one message in full (inbox: --source SOURCE ID)\n"
+    "  dead list|replay|purge    the dead letters: list them, make them ready again, delete them\n"
+    "  reap                      release expired leases\n"
+    "  cleanup                   delete done messages (--older-than 7d)\n"
+    "  schema --dialect D        print the DDL (sqlite, postgresql, mariadb, sqlserver)\n"
+    "  deploy                    create the tables if they are missing\n"
+    "  metrics                   gauges in the Prometheus text format\n"
+    "\n"
+    "Options for every command:\n"
+    "  -c, --connect STRING      ODBC connection string (else $OBXCTL_CONNECTION)\n"
+    "      --dsn NAME            a DSN of odbc.ini: the same as -c \"DSN=NAME;\"\n"
+    "      --inbox               the table is an ibx.h inbox\n"
+    "      --table NAME          default Outbox (inbox: Inbox)\n"
+    "      --schema NAME         default dbo (inbox: infra); ignored by SQLite and MariaDB\n"
+    "      --store NAME          the store label of metrics (default outbox / inbox)\n"
+    "  -v, --verbose             the library's log lines on stderr\n"
+    "  -h, --help                this text; `obxctl COMMAND --help` for one command\n"
+    "      --version             print the version\n"
+    "\n"
+    "Exit status: 0 ok; 1 usage error (bad command, option or argument); 2 database\n"
+    "error (connecting, SQL, a missing table); 3 not found (show, dead replay|purge of\n"
+    "an id that is not there); 4 internal error (out of memory); 5 the command is\n"
+    "not supported on this database. Errors are one line on stderr, naming the cause.\n";
+
+typedef struct cmd_help {
+    const char *name, *text;
+} cmd_help;
+
+static const cmd_help helps[] = {
+    {"stats", "usage: obxctl stats [--json] [--watch SECONDS [--count N]]\n"
+              "Messages per status (ready, scheduled: waiting for a due time or backoff,\n"
+              "in flight, done, dead; inbox also seen) and per topic; how long the oldest\n"
+              "ready message has waited; when the next scheduled one is due; when the\n"
+              "first lease ends and how many leases have expired; rows and approximate\n"
+              "table size. --json prints one JSON object; --watch repeats every SECONDS\n"
+              "(--count N times, else until interrupted).\n"},
+    {"list", "usage: obxctl list [--status S] [--topic T] [--newer-than D] [--older-than D]\n"
+             "                   [--limit N] [--json]\n"
+             "Messages ordered by creation (inbox: first seen), oldest first, at most N\n"
+             "(default 50). S: ready, scheduled, in-flight, done, dead (inbox also seen).\n"
+             "D: a duration such as 90s, 15m, 12h, 7d.\n"},
+    {"show", "usage: obxctl show [--full] [--json] ID         (outbox: the work item id)\n"
+             "       obxctl --inbox show [--full] [--json] --source SOURCE MESSAGE_ID\n"
+             "Every field of one message. The payload is printed with control characters\n"
+             "escaped and cut after 1024 bytes unless --full. Exit 3 when there is none.\n"},
+    {"dead", "usage: obxctl dead list [--topic T] [--limit N] [--json]\n"
+             "       obxctl dead replay|purge (ID... | --all [--topic T])\n"
+             "       (inbox: --source SOURCE MESSAGE_ID...)\n"
+             "list: the dead messages with their last error. replay: make them ready now\n"
+             "with their attempts reset to 0 (the last error is kept). purge: delete them.\n"
+             "Exit 3 when an ID is not a dead message (the others are still done).\n"},
+    {"reap", "usage: obxctl reap\n"
+             "Release every expired lease (a worker died holding it): the messages become\n"
+             "claimable again. A dispatcher does this itself every reap interval.\n"},
+    {"cleanup", "usage: obxctl cleanup [--older-than D]\n"
+                "Delete done messages older than D (default: the library's retention, outbox\n"
+                "0: every done message; inbox 30 days), in batches of 1000 rows.\n"},
+    {"schema", "usage: obxctl schema --dialect sqlite|postgresql|mariadb|sqlserver\n"
+               "Print the DDL that deploy runs, for --table and --schema. Needs no database.\n"},
+    {"deploy", "usage: obxctl deploy\n"
+               "Create the tables, indexes and (where the dialect has them) triggers and\n"
+               "procedures that are missing. Idempotent.\n"},
+    {"metrics", "usage: obxctl metrics\n"
+                "The queue gauges in the Prometheus text format (for node_exporter's textfile\n"
+                "collector): the library's obx_queue_* gauges plus obx_queue_topic_messages\n"
+                "per topic and status (not on SQL Server). Counters and handler durations\n"
+                "live in the process that dispatches: serve obx_metrics_text() from there.\n"},
+    {NULL, NULL}};
+
+/* A result of either header as an int (their codes are the same numbers). */
+static int result_int(int result) { return result; }
+
+/* ---- options ------------------------------------------------------------------ */
+
+typedef struct opts {
+    const char *command, *sub, *conn, *dsn, *table, *schema, *store, *dialect, *status, *topic;
+    const char *source, *newer, *older;
+    const char *args[64];
+    int nargs, inbox, json, full, all, verbose, help, version, limit, watch, count;
+    int64_t newer_ms, older_ms;
+    const char *given[32];       /* the options given, to check them against the command */
+    int ngiven;
+} opts;
+
+static opts o;
+static char conn_buf[1024];
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static int fail(int code, const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    char *p;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    for (p = line; *p; p++)
+        if (*p == '\n' || *p == '\r') *p = ' '; /* one line, whatever the driver said */
+    fprintf(stderr, "obxctl: %s\n", line);
+    return code;
+}
+
+/* 90s, 15m, 12h, 7d, 500ms into milliseconds; -1 when malformed. */
+static int64_t parse_duration(const char *text) {
+    char *end;
+    long long n;
+    if (!text || !*text || *text < '0' || *text > '9') return -1;
+    n = strtoll(text, &end, 10);
+    if (n < 0 || n > 36500LL * 86400) return -1;
+    if (strcmp(end, "ms") == 0) return n;
+    if (strcmp(end, "s") == 0) return n * 1000;
+    if (strcmp(end, "m") == 0) return n * 60000;
+    if (strcmp(end, "h") == 0) return n * 3600000;
+    if (strcmp(end, "d") == 0) return n * 86400000;
+    return -1;
+}
+
+static int parse_int(const char *text, int lo, int hi, int *out) {
+    char *end;
+    long n;
+    if (!text || !*text) return 0;
+    n = strtol(text, &end, 10);
+    if (*end || n < lo || n > hi) return 0;
+    *out = (int)n;
+    return 1;
+}
+
+/* Options with a value: the value is the next argument or after '='. */
+static const char *const value_opts[] = {"connect", "dsn", "table", "schema", "store", "dialect", "status",
+                                         "topic", "source", "newer-than", "older-than", "limit",
+                                         "watch", "count", NULL};
+
+static int set_value(const char *name, const char *v) {
+    if (strcmp(name, "connect") == 0) o.conn = v;
+    else if (strcmp(name, "dsn") == 0) o.dsn = v;
+    else if (strcmp(name, "table") == 0) o.table = v;
+    else if (strcmp(name, "schema") == 0) o.schema = v;
+    else if (strcmp(name, "store") == 0) o.store = v;
+    else if (strcmp(name, "dialect") == 0) o.dialect = v;
+    else if (strcmp(name, "status") == 0) o.status = v;
+    else if (strcmp(name, "topic") == 0) o.topic = v;
+    else if (strcmp(name, "source") == 0) o.source = v;
+    else if (strcmp(name, "newer-than") == 0) {
+        if ((o.newer_ms = parse_duration(v)) < 0)
+            return fail(CTL_USAGE, "--newer-than: '%s' is not a duration such as 90s, 15m, 12h, 7d", v);
+    } else if (strcmp(name, "older-than") == 0) {
+        o.older = v;
+        if ((o.older_ms = parse_duration(v)) < 0)
+            return fail(CTL_USAGE, "--older-than: '%s' is not a duration such as 90s, 15m, 12h, 7d", v);
+    } else if (strcmp(name, "limit") == 0) {
+        if (!parse_int(v, 1, 1000000, &o.limit)) return fail(CTL_USAGE, "--limit: '%s' is not a number 1..1000000", v);
+    } else if (strcmp(name, "watch") == 0) {
+        if (!parse_int(v, 1, 86400, &o.watch))
+            return fail(CTL_USAGE, "--watch: '%s' is not a number of seconds 1..86400", v);
+    } else if (strcmp(name, "count") == 0) {
+        if (!parse_int(v, 1, 1000000, &o.count)) return fail(CTL_USAGE, "--count: '%s' is not a number 1..1000000", v);
+    }
+    return CTL_OK;
+}
+
+static int parse_args(int argc, char **argv) {
+    int i, k;
+    o.limit = 50;
+    o.newer_ms = o.older_ms = -1;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *eq;
+        char name[32];
+        size_t len;
+        if (a[0] != '-' || !a[1]) {
+            if (!o.command) o.command = a;
+            else if (strcmp(o.command, "dead") == 0 && !o.sub) o.sub = a;
+            else if (o.nargs < 64) o.args[o.nargs++] = a;
+            else return fail(CTL_USAGE, "too many arguments (at most 64)");
+            continue;
+        }
+        if (strcmp(a, "-c") == 0) a = "--connect";
+        else if (strcmp(a, "-h") == 0) a = "--help";
+        else if (strcmp(a, "-v") == 0) a = "--verbose";
+        if (a[1] != '-') return fail(CTL_USAGE, "unknown option '%s' (obxctl --help)", argv[i]);
+        a += 2;
+        eq = strchr(a, '=');
+        len = eq ? (size_t)(eq - a) : strlen(a);
+        if (len >= sizeof name) return fail(CTL_USAGE, "unknown option '%s' (obxctl --help)", argv[i]);
+        memcpy(name, a, len);
+        name[len] = '\0';
+        if (o.ngiven < 32) o.given[o.ngiven++] = argv[i][1] == '-' ? argv[i] + 2 : a;
+        for (k = 0; value_opts[k] && strcmp(value_opts[k], name) != 0; k++) {}
+        if (value_opts[k]) {
+            const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            int r;
+            if (!v) return fail(CTL_USAGE, "option --%s needs a value", name);
+            if ((r = set_value(name, v)) != CTL_OK) return r;
+        } else if (eq) {
+            return fail(CTL_USAGE, "option --%s takes no value", name);
+        } else if (strcmp(name, "inbox") == 0) o.inbox = 1;
+        else if (strcmp(name, "json") == 0) o.json = 1;
+        else if (strcmp(name, "full") == 0) o.full = 1;
+        else if (strcmp(name, "all") == 0) o.all = 1;
+        else if (strcmp(name, "verbose") == 0) o.verbose = 1;
+        else if (strcmp(name, "help") == 0) o.help = 1;
+        else if (strcmp(name, "version") == 0) o.version = 1;
+        else return fail(CTL_USAGE, "unknown option '%s' (obxctl --help)", argv[i]);
+    }
+    return CTL_OK;
+}
+
+/* The options each command takes, beside the global ones. */
+static const char *const command_opts[][2] = {
+    {"stats", " json watch count "},
+    {"list", " status topic newer-than older-than limit json "},
+    {"show", " full json source "},
+    {"dead", " topic limit json all source "},
+    {"reap", " "},
+    {"cleanup", " older-than "},
+    {"schema", " dialect "},
+    {"deploy", " "},
+    {"metrics", " "},
+    {NULL, NULL}};
+
+static int check_options(void) {
+    static const char global[] = " connect dsn inbox table schema store verbose help version ";
+    const char *allowed = NULL;
+    char name[40];
+    int i;
+    for (i = 0; command_opts[i][0]; i++)
+        if (strcmp(command_opts[i][0], o.command) == 0) allowed = command_opts[i][1];
+    if (!allowed) return fail(CTL_USAGE, "unknown command '%s' (obxctl --help)", o.command);
+    for (i = 0; i < o.ngiven; i++) {
+        size_t len = strcspn(o.given[i], "=");
+        if (len > 30) len = 30;
+        snprintf(name, sizeof name, " %.*s ", (int)len, o.given[i]);
+        if (!strstr(global, name) && !strstr(allowed, name))
+            return fail(CTL_USAGE, "%s: option --%.*s does not apply (obxctl %s --help)", o.command, (int)len,
+                        o.given[i], o.command);
+    }
+    return CTL_OK;
+}
+
+/* ---- output helpers -------------------------------------------------------------- */
+
+/* A string in JSON, or null. */
+static void json_str(FILE *f, const char *s) {
+    const unsigned char *p;
+    if (!s) {
+        fputs("null", f);
+        return;
+    }
+    fputc('"', f);
+    for (p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p == '\n') fputs("\\n", f);
+        else if (*p == '\t') fputs("\\t", f);
+        else if (*p == '\r') fputs("\\r", f);
+        else if (*p < 0x20 || *p == 0x7f) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* Length of a valid UTF-8 sequence at p that is not a C1 control, else 0. */
+static size_t utf8_len(const unsigned char *p, size_t left) {
+    size_t n, i;
+    if (*p < 0xc2 || *p > 0xf4) return 0;
+    n = *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : 2;
+    if (n > left) return 0;
+    for (i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0;
+    if (p[0] == 0xc2 && p[1] < 0xa0) return 0; /* U+0080..U+009F: terminal controls */
+    return n;
+}
+
+/* Text safe for a terminal: control characters, backslashes and invalid
+ * UTF-8 escaped (\n, \t, \\, \xNN); at most `max` input bytes unless 0. */
+static void safe_text(FILE *f, const char *s, size_t len, size_t max) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, n, shown = max && len > max ? max : len;
+    while (i < shown) {
+        if (p[i] == '\\') fputs("\\\\", f);
+        else if (p[i] == '\n') fputs("\\n", f);
+        else if (p[i] == '\t') fputs("\\t", f);
+        else if (p[i] == '\r') fputs("\\r", f);
+        else if (p[i] >= 0x20 && p[i] < 0x7f) fputc(p[i], f);
+        else if ((n = utf8_len(p + i, len - i)) > 0) {
+            fwrite(p + i, 1, n, f);
+            i += n;
+            continue;
+        } else fprintf(f, "\\x%02x", p[i]);
+        i++;
+    }
+    if (shown < len)
+        fprintf(f, " ... [cut: %lu more bytes; --full shows all]", (unsigned long)(len - shown));
+}
+
+/* UTC time "2026-11-26 09:00:01.123", or "-" for 0. */
+static const char *utc(int64_t ms, char out[32]) {
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    if (ms <= 0) return strcpy(out, "-");
+    if (!gmtime_r(&t, &tm)) return strcpy(out, "?");
+    strftime(out, 32, "%Y-%m-%d %H:%M:%S", &tm);
+    snprintf(out + strlen(out), 12, ".%03d", (int)(ms % 1000));
+    return out;
+}
+
+/* A duration for people: 850ms, 12.3s, 4.5m, 2.0h, 3.1d. */
+static const char *human_ms(int64_t ms, char out[32]) {
+    double v = (double)(ms < 0 ? -ms : ms);
+    const char *sign = ms < 0 ? "-" : "";
+    if (v < 1000) snprintf(out, 32, "%s%.0fms", sign, v);
+    else if (v < 60000) snprintf(out, 32, "%s%.1fs", sign, v / 1000);
+    else if (v < 3600000) snprintf(out, 32, "%s%.1fm", sign, v / 60000);
+    else if (v < 86400000) snprintf(out, 32, "%s%.1fh", sign, v / 3600000);
+    else snprintf(out, 32, "%s%.1fd", sign, v / 86400000);
+    return out;
+}
+
+static const char *human_bytes(int64_t n, char out[32]) {
+    if (n < 0) return strcpy(out, "unknown");
+    if (n < 10240) snprintf(out, 32, "%lld B", (long long)n);
+    else if (n < 10485760) snprintf(out, 32, "%lld KiB", (long long)(n / 1024));
+    else snprintf(out, 32, "%lld MiB", (long long)(n / 1048576));
+    return out;
+}
+
+/* ---- the store (the library's connection) ------------------------------------------ */
+
+typedef struct ctl {
+    obx_store *ob;
+    ibx_store *ib;
+    obx_dialect dialect;
+    char table[72], schema[72];
+    SQLHENV env;
+    SQLHDBC dbc;
+} ctl;
+
+static int exit_for(int result) {
+    switch (result) {
+    case OBX_OK: case OBX_EMPTY: return CTL_OK;
+    case OBX_ERR_INVALID_ARG: case OBX_ERR_OUT_OF_RANGE: return CTL_USAGE;
+    case OBX_ERR_NOT_FOUND: return CTL_NOT_FOUND;
+    case OBX_ERR_NO_MEMORY: return CTL_INTERNAL;
+    case OBX_ERR_UNSUPPORTED: return CTL_UNSUPPORTED;
+    default: return CTL_DB;
+    }
+}
+
+static const char *store_error(const ctl *c) {
+    return c->ib ? ibx_store_last_error(c->ib)->message : obx_store_last_error(c->ob)->message;
+}
+
+static int lib_fail(const ctl *c, const char *what, int result) {
+    return fail(exit_for(result), "%s: %s (%s)", what, store_error(c),
+                c->ib ? ibx_result_str((ibx_result)result) : obx_result_str((obx_result)result));
+}
+
+static const char *connection(void) {
+    if (o.conn && o.dsn) return NULL;
+    if (o.dsn) {
+        snprintf(conn_buf, sizeof conn_buf, "DSN=%s;", o.dsn);
+        return conn_buf;
+    }
+    return o.conn ? o.conn : getenv("OBXCTL_CONNECTION");
+}
+
+static int open_store(ctl *c, int deploy) {
+    const char *conn = connection();
+    int r;
+    memset(c, 0, sizeof *c);
+    if (o.conn && o.dsn) return fail(CTL_USAGE, "give either --connect or --dsn, not both");
+    if (!conn || !*conn)
+        return fail(CTL_USAGE, "no database: give -c CONNECTION_STRING, --dsn NAME or set OBXCTL_CONNECTION");
+    if (o.inbox) {
+        ibx_store_desc d;
+        memset(&d, 0, sizeof d);
+        d.connection_string = conn;
+        d.table = o.table;
+        d.schema = o.schema;
+        d.store_id = o.store;
+        d.deploy_schema = deploy;
+        d.hooks.logger.min_level = o.verbose ? IBX_LOG_INFO : IBX_LOG_OFF;
+        r = ibx_store_open(&d, &c->ib);
+        if (!c->ib) return fail(CTL_INTERNAL, "out of memory");
+    } else {
+        obx_store_desc d;
+        memset(&d, 0, sizeof d);
+        d.connection_string = conn;
+        d.table = o.table;
+        d.schema = o.schema;
+        d.store_id = o.store;
+        d.deploy_schema = deploy;
+        d.hooks.logger.min_level = o.verbose ? OBX_LOG_INFO : OBX_LOG_OFF;
+        r = obx_store_open(&d, &c->ob);
+        if (!c->ob) return fail(CTL_INTERNAL, "out of memory");
+    }
+    if (r != OBX_OK) return lib_fail(c, "cannot open the store", r);
+    if (c->ib) {
+        ibx_store_info info;
+        ibx_store_get_info(c->ib, &info);
+        c->dialect = (obx_dialect)info.dialect;
+    } else {
+        obx_store_info info;
+        obx_store_get_info(c->ob, &info);
+        c->dialect = info.dialect;
+    }
+    snprintf(c->table, sizeof c->table, "%s", o.table ? o.table : o.inbox ? "Inbox" : "Outbox");
+    snprintf(c->schema, sizeof c->schema, "%s", o.schema ? o.schema : o.inbox ? "infra" : "dbo");
+    return CTL_OK;
+}
+
+static void close_store(ctl *c) {
+    if (c->dbc) {
+        SQLDisconnect(c->dbc);
+        SQLFreeHandle(SQL_HANDLE_DBC, c->dbc);
+    }
+    if (c->env) SQLFreeHandle(SQL_HANDLE_ENV, c->env);
+    ibx_store_close(c->ib);
+    obx_store_close(c->ob);
+    memset(c, 0, sizeof *c);
+}
+
+/* ---- obxctl's own SQL: a second connection ------------------------------------------- */
+
+static char db_err[1024];
+
+static void diag(SQLSMALLINT type, SQLHANDLE h, const char *what) {
+    SQLCHAR state[6], msg[512];
+    SQLINTEGER native;
+    SQLSMALLINT len;
+    size_t used;
+    SQLSMALLINT i;
+    snprintf(db_err, sizeof db_err, "%s", what);
+    for (i = 1; i <= 3; i++) {
+        if (!SQL_SUCCEEDED(SQLGetDiagRec(type, h, i, state, &native, msg, (SQLSMALLINT)sizeof msg, &len))) break;
+        used = strlen(db_err);
+        snprintf(db_err + used, sizeof db_err - used, "%s[%s] %s", i == 1 ? ": " : " | ", (char *)state,
+                 (char *)msg);
+    }
+}
+
+static int sql_connect(ctl *c) {
+    SQLRETURN rc;
+    const char *conn = connection();
+    if (SQLAllocHandle(SQL_HANDLE_ENV, SQL_NULL_HANDLE, &c->env) != SQL_SUCCESS ||
+        !SQL_SUCCEEDED(SQLSetEnvAttr(c->env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0)) ||
+        !SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_DBC, c->env, &c->dbc)))
+        return fail(CTL_INTERNAL, "cannot allocate ODBC handles");
+    rc = SQLDriverConnect(c->dbc, NULL, (SQLCHAR *)(uintptr_t)conn, SQL_NTS, NULL, 0, NULL, SQL_DRIVER_NOPROMPT);
+    if (!SQL_SUCCEEDED(rc)) {
+        diag(SQL_HANDLE_DBC, c->dbc, "connect");
+        SQLFreeHandle(SQL_HANDLE_DBC, c->dbc);
+        c->dbc = NULL;
+        return fail(CTL_DB, "%s", db_err);
+    }
+    return CTL_OK;
+}
+
+/* Run `sql` with text parameters; the statement to fetch from, or NULL
+ * (db_err says why). */
+static SQLHSTMT sql_run(ctl *c, const char *sql, const char *const *params, int n) {
+    SQLHSTMT st = NULL;
+    SQLRETURN rc;
+    static SQLLEN ind[8];
+    int i;
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, c->dbc, &st))) {
+        diag(SQL_HANDLE_DBC, c->dbc, "SQLAllocHandle");
+        return NULL;
+    }
+    for (i = 0; i < n && i < 8; i++) {
+        ind[i] = params[i] ? SQL_NTS : SQL_NULL_DATA;
+        rc = SQLBindParameter(st, (SQLUSMALLINT)(i + 1), SQL_PARAM_INPUT, SQL_C_CHAR, SQL_VARCHAR, 255, 0,
+                              (SQLPOINTER)(uintptr_t)params[i], 0, &ind[i]);
+        if (!SQL_SUCCEEDED(rc)) {
+            diag(SQL_HANDLE_STMT, st, "SQLBindParameter");
+            SQLFreeHandle(SQL_HANDLE_STMT, st);
+            return NULL;
+        }
+    }
+    rc = SQLExecDirect(st, (SQLCHAR *)(uintptr_t)sql, SQL_NTS);
+    if (!SQL_SUCCEEDED(rc) && rc != SQL_NO_DATA) {
+        diag(SQL_HANDLE_STMT, st, "query");
+        SQLFreeHandle(SQL_HANDLE_STMT, st);
+        return NULL;
+    }
+    return st;
+}
+
+/* 1: a row; 0: no more; -1: error (db_err). */
+static int sql_next(SQLHSTMT st) {
+    SQLRETURN rc = SQLFetch(st);
+    if (rc == SQL_NO_DATA) return 0;
+    if (SQL_SUCCEEDED(rc)) return 1;
+    diag(SQL_HANDLE_STMT, st, "fetch");
+    return -1;
+}
+
+static int64_t sql_i64(SQLHSTMT st, int col, int *is_null) {
+    SQLBIGINT v = 0;
+    SQLLEN ind = 0;
+    if (!SQL_SUCCEEDED(SQLGetData(st, (SQLUSMALLINT)col, SQL_C_SBIGINT, &v, sizeof v, &ind)) ||
+        ind == SQL_NULL_DATA) {
+        if (is_null) *is_null = 1;
+        return 0;
+    }
+    if (is_null) *is_null = 0;
+    return (int64_t)v;
+}
+
+/* A column as text into out (cut to size); "" for NULL. */
+static const char *sql_text(SQLHSTMT st, int col, char *out, size_t size) {
+    SQLLEN ind = 0;
+    out[0] = '\0';
+    if (!SQL_SUCCEEDED(SQLGetData(st, (SQLUSMALLINT)col, SQL_C_CHAR, out, (SQLLEN)size, &ind)) ||
+        ind == SQL_NULL_DATA)
+        out[0] = '\0';
+    return out;
+}
+
+/* ---- SQL per dialect -------------------------------------------------------------------- */
+
+typedef struct dia {
+    char qo, qc;
+    const char *now_ms;          /* the database clock in Unix ms */
+    const char *ms;              /* a time column (%s) in Unix ms */
+    const char *now;             /* the database clock in the column type */
+    const char *bytes;           /* the size of a text column (%s) in bytes */
+    const char *id_param;        /* an id parameter */
+    const char *size_sql;        /* table size in bytes; parameter: table (or qualified) name */
+    const char *id_text;         /* an id column (%s) as lower-case text */
+} dia;
+
+static const dia dia_sqlite = {'"', '"', "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)", "%s",
+                               "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+                               "length(CAST(%s AS BLOB))", "?",
+                               "SELECT SUM(pgsize) FROM dbstat WHERE name = ?", "%s"};
+static const dia dia_pg = {'"', '"', "CAST(floor(EXTRACT(EPOCH FROM now()) * 1000) AS bigint)",
+                           "CAST(floor(EXTRACT(EPOCH FROM %s) * 1000) AS bigint)", "now()", "octet_length(%s)",
+                           "CAST(? AS uuid)", "SELECT pg_total_relation_size(CAST(? AS regclass))",
+                           "CAST(%s AS text)"};
+static const dia dia_my = {'`', '`',
+                           "CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) "
+                           "/ 1000) AS SIGNED)",
+                           "CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', %s) / 1000) AS SIGNED)",
+                           "UTC_TIMESTAMP(6)", "LENGTH(%s)", "?",
+                           "SELECT DATA_LENGTH + INDEX_LENGTH FROM information_schema.TABLES "
+                           "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", "%s"};
+
+static const dia *dialect_sql(const ctl *c) {
+    switch (c->dialect) {
+    case OBX_DIALECT_SQLITE: return &dia_sqlite;
+    case OBX_DIALECT_POSTGRESQL: return &dia_pg;
+    case OBX_DIALECT_MARIADB: return &dia_my;
+    default: return NULL;
+    }
+}
+
+/* A growing SQL text. */
+typedef struct sb {
+    char text[4096];
+    size_t len;
+} sb;
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void sb_add(sb *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (b->len < sizeof b->text) vsnprintf(b->text + b->len, sizeof b->text - b->len, fmt, ap);
+    va_end(ap);
+    b->len = strlen(b->text);
+}
+
+/* pattern with its one "%s" replaced by arg (the dialect's expressions). */
+static const char *subst(char *out, size_t size, const char *pattern, const char *arg) {
+    const char *at = strstr(pattern, "%s");
+    if (!at) snprintf(out, size, "%s", pattern);
+    else snprintf(out, size, "%.*s%s%s", (int)(at - pattern), pattern, arg, at + 2);
+    return out;
+}
+
+/* A quoted column name. */
+static const char *col(const dia *d, const char *name, char out[48]) {
+    snprintf(out, 48, "%c%s%c", d->qo, name, d->qc);
+    return out;
+}
+
+/* A time column in Unix ms. */
+static const char *col_ms(const dia *d, const char *name, char out[160]) {
+    char q[48];
+    return subst(out, 160, d->ms, col(d, name, q));
+}
+
+static void add_table(const ctl *c, const dia *d, sb *b) {
+    if (c->dialect == OBX_DIALECT_POSTGRESQL) sb_add(b, "%c%s%c.", d->qo, c->schema, d->qc);
+    sb_add(b, "%c%s%c", d->qo, c->table, d->qc);
+}
+
+/* Each row's state word: ready, scheduled, in-flight, done, dead (inbox: seen).
+ * In flight: leased, also when the lease has expired (until a reap or
+ * another claim), as the library's in-flight gauge counts. */
+static void add_state(const ctl *c, const dia *d, sb *b) {
+    char na[160], st[48], lk[48];
+    col_ms(d, "NextAttemptAt", na);
+    col(d, "Status", st);
+    col(d, "LockedUntil", lk);
+    if (c->ib)
+        sb_add(b, "CASE WHEN %s = 'Processing' AND %s IS NOT NULL THEN 'in-flight' "
+                  "WHEN %s = 'Processing' AND %s <= %s THEN 'ready' WHEN %s = 'Processing' THEN 'scheduled' "
+                  "WHEN %s = 'Done' THEN 'done' WHEN %s = 'Dead' THEN 'dead' ELSE 'seen' END",
+               st, lk, st, na, d->now_ms, st, st, st);
+    else
+        sb_add(b, "CASE WHEN %s = 0 AND %s <= %s THEN 'ready' WHEN %s = 0 THEN 'scheduled' "
+                  "WHEN %s = 1 THEN 'in-flight' WHEN %s = 2 THEN 'done' ELSE 'dead' END",
+               st, na, d->now_ms, st, st, st);
+}
+
+static const dia *need_sql(ctl *c, int *code) {
+    const dia *d = dialect_sql(c);
+    *code = CTL_OK;
+    if (!d) {
+        *code = fail(CTL_UNSUPPORTED, "%s: not supported on %s yet (sqlite, postgresql, mariadb)", o.command,
+                     obx_dialect_name(c->dialect));
+        return NULL;
+    }
+    if ((*code = sql_connect(c)) != CTL_OK) return NULL;
+    return d;
+}
+
+/* ---- stats ------------------------------------------------------------------------------ */
+
+#define N_STATES 6
+static const char *const state_names[N_STATES] = {"ready", "scheduled", "in-flight", "done", "dead", "seen"};
+
+typedef struct topic_row {
+    char topic[256];
+    int64_t n[N_STATES];
+} topic_row;
+
+typedef struct stats {
+    int64_t now, n[N_STATES], total, oldest_ready, next_due, lease_end, expired, size;
+    topic_row *topics;
+    int ntopics;
+} stats;
+
+static int state_index(const char *s) {
+    int i;
+    for (i = 0; i < N_STATES; i++)
+        if (strcmp(s, state_names[i]) == 0) return i;
+    return -1;
+}
+
+static int stats_read(ctl *c, const dia *d, stats *s) {
+    char na[160], lu[160], tq[48], lk[48], word[32], topic[256];
+    const char *params[1];
+    sb b;
+    SQLHSTMT st;
+    int r, k, isnull;
+    memset(s, 0, sizeof *s);
+    s->oldest_ready = s->next_due = s->lease_end = -1;
+    memset(&b, 0, sizeof b);
+    col_ms(d, "NextAttemptAt", na);
+    col_ms(d, "LockedUntil", lu);
+    sb_add(&b, "SELECT st, topic, COUNT(*), MIN(na), MIN(CASE WHEN ex = 0 THEN lu END), SUM(ex), MAX(nw) "
+               "FROM (SELECT ");
+    add_state(c, d, &b);
+    sb_add(&b, " AS st, %s AS topic, %s AS na, %s AS lu, CASE WHEN %s IS NOT NULL AND %s < %s THEN 1 ELSE 0 END "
+               "AS ex, %s AS nw FROM ", col(d, "Topic", tq), na, lu, col(d, "LockedUntil", lk), lu, d->now_ms,
+           d->now_ms);
+    add_table(c, d, &b);
+    sb_add(&b, ") q GROUP BY st, topic ORDER BY topic, st");
+    if (!(st = sql_run(c, b.text, NULL, 0))) return fail(CTL_DB, "stats: %s", db_err);
+    while ((r = sql_next(st)) == 1) {
+        int64_t n = sql_i64(st, 3, NULL), v;
+        int i = state_index(sql_text(st, 1, word, sizeof word));
+        sql_text(st, 2, topic, sizeof topic);
+        if (i < 0) continue;
+        s->now = sql_i64(st, 7, NULL);
+        s->n[i] += n;
+        s->total += n;
+        v = sql_i64(st, 4, &isnull);
+        if (i == 0 && !isnull && (s->oldest_ready < 0 || s->now - v > s->oldest_ready)) s->oldest_ready = s->now - v;
+        if (i == 1 && !isnull && (s->next_due < 0 || v - s->now < s->next_due)) s->next_due = v - s->now;
+        v = sql_i64(st, 5, &isnull);
+        if (i == 2 && !isnull && (s->lease_end < 0 || v - s->now < s->lease_end)) s->lease_end = v - s->now;
+        s->expired += sql_i64(st, 6, NULL);
+        for (k = 0; k < s->ntopics && strcmp(s->topics[k].topic, topic) != 0; k++) {}
+        if (k == s->ntopics) {
+            topic_row *grown = (topic_row *)realloc(s->topics, (size_t)(k + 1) * sizeof *grown);
+            if (!grown) {
+                SQLFreeHandle(SQL_HANDLE_STMT, st);
+                return fail(CTL_INTERNAL, "out of memory");
+            }
+            s->topics = grown;
+            memset(&s->topics[k], 0, sizeof s->topics[k]);
+            snprintf(s->topics[k].topic, sizeof s->topics[k].topic, "%s", topic);
+            s->ntopics++;
+        }
+        s->topics[k].n[i] += n;
+    }
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    if (r < 0) return fail(CTL_DB, "stats: %s", db_err);
+    /* Approximate size: not every database tells (SQLite without dbstat). */
+    s->size = -1;
+    if (c->dialect == OBX_DIALECT_POSTGRESQL) snprintf(topic, sizeof topic, "\"%s\".\"%s\"", c->schema, c->table);
+    else snprintf(topic, sizeof topic, "%s", c->table);
+    params[0] = topic;
+    if ((st = sql_run(c, d->size_sql, params, 1)) != NULL) {
+        if (sql_next(st) == 1) {
+            s->size = sql_i64(st, 1, &isnull);
+            if (isnull) s->size = -1;
+        }
+        SQLFreeHandle(SQL_HANDLE_STMT, st);
+    }
+    return CTL_OK;
+}
+
+static void stats_json(const ctl *c, const stats *s) {
+    static const char *const json_names[N_STATES] = {"ready", "scheduled", "in_flight", "done", "dead", "seen"};
+    int i, k;
+    printf("{\"kind\":\"%s\",\"table\":", c->ib ? "inbox" : "outbox");
+    json_str(stdout, c->table);
+    printf(",\"dialect\":\"%s\",\"now_ms\":%lld,\"messages\":{", obx_dialect_name(c->dialect), (long long)s->now);
+    for (i = 0; i < N_STATES; i++)
+        if (c->ib || i < 5) printf("%s\"%s\":%lld", i ? "," : "", json_names[i], (long long)s->n[i]);
+    printf(",\"total\":%lld},\"oldest_ready_age_ms\":%lld,\"next_due_in_ms\":%lld,"
+           "\"first_lease_ends_in_ms\":%lld,\"expired_leases\":%lld,\"size_bytes\":%lld,\"topics\":[",
+           (long long)s->total, (long long)(s->oldest_ready < 0 ? 0 : s->oldest_ready),
+           (long long)s->next_due, (long long)s->lease_end, (long long)s->expired, (long long)s->size);
+    for (k = 0; k < s->ntopics; k++) {
+        printf("%s{\"topic\":", k ? "," : "");
+        json_str(stdout, s->topics[k].topic);
+        for (i = 0; i < N_STATES; i++)
+            if (c->ib || i < 5) printf(",\"%s\":%lld", json_names[i], (long long)s->topics[k].n[i]);
+        printf("}");
+    }
+    printf("]}\n");
+}
+
+static void stats_table(const ctl *c, const stats *s) {
+    static const char *const labels[N_STATES] = {"ready", "scheduled", "in flight", "done", "dead", "seen"};
+    static const char *const heads[N_STATES] = {"READY", "SCHEDULED", "IN FLIGHT", "DONE", "DEAD", "SEEN"};
+    char t1[32], t2[32];
+    int i, k, states = c->ib ? N_STATES : 5;
+    int w = 5;
+    printf("%s %s%s%s (%s)\n\n", c->ib ? "inbox" : "outbox", c->dialect == OBX_DIALECT_POSTGRESQL ? c->schema : "",
+           c->dialect == OBX_DIALECT_POSTGRESQL ? "." : "", c->table, obx_dialect_name(c->dialect));
+    printf("%-10s %10s\n", "STATUS", "MESSAGES");
+    for (i = 0; i < states; i++) {
+        printf("%-10s %10lld", labels[i], (long long)s->n[i]);
+        if (i == 0 && s->n[0] > 0) printf("  oldest waiting %s", human_ms(s->oldest_ready, t1));
+        if (i == 1 && s->n[1] > 0) printf("  next due in %s", human_ms(s->next_due, t1));
+        if (i == 2 && s->n[2] > 0) printf("  first lease ends in %s", human_ms(s->lease_end, t1));
+        if (i == 2 && s->expired > 0) printf("  (%lld expired: obxctl reap)", (long long)s->expired);
+        printf("\n");
+    }
+    printf("%-10s %10lld  table size %s\n", "total", (long long)s->total, human_bytes(s->size, t2));
+    if (s->ntopics == 0) return;
+    for (k = 0; k < s->ntopics; k++)
+        if ((int)strlen(s->topics[k].topic) > w) w = (int)strlen(s->topics[k].topic);
+    if (w > 60) w = 60;
+    printf("\n%-*s", w, "TOPIC");
+    for (i = 0; i < states; i++) printf(" %10s", heads[i]);
+    printf("\n");
+    for (k = 0; k < s->ntopics; k++) {
+        int len = (int)strlen(s->topics[k].topic);
+        safe_text(stdout, s->topics[k].topic, strlen(s->topics[k].topic), 60);
+        printf("%*s", len < w ? w - len : 0, "");
+        for (i = 0; i < states; i++) printf(" %10lld", (long long)s->topics[k].n[i]);
+        printf("\n");
+    }
+}
+
+static int cmd_stats(ctl *c) {
+    stats s;
+    int code, round;
+    const dia *d = need_sql(c, &code);
+    if (!d) return code;
+    for (round = 1;; round++) {
+        if ((code = stats_read(c, d, &s)) != CTL_OK) return code;
+        if (o.watch && isatty(STDOUT_FILENO)) printf("\033[H\033[2J");
+        if (o.json) stats_json(c, &s);
+        else stats_table(c, &s);
+        free(s.topics);
+        fflush(stdout);
+        if (!o.watch || (o.count && round >= o.count)) return CTL_OK;
+        if (!isatty(STDOUT_FILENO) && !o.json) printf("\n");
+        sleep((unsigned)o.watch);
+    }
+}
+
+/* ---- list, dead list ----------------------------------------------------------------------- */
+
+static int cmd_list(ctl *c, const char *status, int with_error) {
+    const char *params[2];
+    char created[160], q1[48], q2[48], q3[48], q4[48], q5[48], sz[160];
+    char v[4][256], when[32], err[80], k1[80], k2[80];
+    int n = 0, r, rows = 0, code;
+    SQLHSTMT st;
+    sb b;
+    const dia *d = need_sql(c, &code);
+    if (!d) return code;
+    if (status && state_index(status) < 0)
+        return fail(CTL_USAGE, "--status: '%s' is not one of ready, scheduled, in-flight, done, dead, seen", status);
+    memset(&b, 0, sizeof b);
+    col_ms(d, c->ib ? "FirstSeenUtc" : "CreatedAt", created);
+    subst(sz, sizeof sz, d->bytes, col(d, "Payload", q1));
+    /* The keys: inbox (source, message id), outbox (id, message id) as text. */
+    if (c->ib) {
+        col(d, "Source", k1);
+        col(d, "MessageId", k2);
+    } else {
+        subst(k1, sizeof k1, d->id_text, col(d, "Id", q2));
+        subst(k2, sizeof k2, d->id_text, col(d, "MessageId", q3));
+    }
+    sb_add(&b, "SELECT * FROM (SELECT %s AS k1, %s AS k2, ", k1, k2);
+    add_state(c, d, &b);
+    sb_add(&b, " AS st, %s AS topic, %s AS att, %s AS cr, %s AS sz, %s AS err, %s AS nw FROM ", col(d, "Topic", q4),
+           col(d, c->ib ? "Attempt" : "RetryCount", q5), created, sz, col(d, "LastError", q1), d->now_ms);
+    add_table(c, d, &b);
+    sb_add(&b, ") q WHERE 1 = 1");
+    if (status) {
+        sb_add(&b, " AND st = ?");
+        params[n++] = status;
+    }
+    if (o.topic) {
+        sb_add(&b, " AND topic = ?");
+        params[n++] = o.topic;
+    }
+    if (o.newer_ms >= 0) sb_add(&b, " AND cr >= nw - %lld", (long long)o.newer_ms);
+    if (o.older_ms >= 0) sb_add(&b, " AND cr < nw - %lld", (long long)o.older_ms);
+    sb_add(&b, " ORDER BY cr, k1, k2 LIMIT %d", o.limit);
+    if (!(st = sql_run(c, b.text, params, n))) return fail(CTL_DB, "list: %s", db_err);
+    if (o.json) printf("[");
+    else if (c->ib) printf("%-20s %-24s %-9s %-20s %8s  %-23s %8s%s\n", "SOURCE", "MESSAGE ID", "STATUS", "TOPIC",
+                          "ATTEMPTS", "FIRST SEEN (UTC)", "BYTES", with_error ? "  LAST ERROR" : "");
+    else printf("%-36s %-9s %-20s %8s  %-23s %8s%s\n", "ID", "STATUS", "TOPIC", "ATTEMPTS", "CREATED (UTC)",
+                "BYTES", with_error ? "  LAST ERROR" : "");
+    while ((r = sql_next(st)) == 1) {
+        int64_t att = sql_i64(st, 5, NULL), cr = sql_i64(st, 6, NULL), bytes = sql_i64(st, 7, NULL);
+        sql_text(st, 1, v[0], sizeof v[0]);
+        sql_text(st, 2, v[1], sizeof v[1]);
+        sql_text(st, 3, v[2], sizeof v[2]);
+        sql_text(st, 4, v[3], sizeof v[3]);
+        sql_text(st, 8, err, sizeof err);
+        if (o.json) {
+            printf("%s{\"%s\":", rows ? "," : "", c->ib ? "source" : "id");
+            json_str(stdout, v[0]);
+            printf(",\"message_id\":");
+            json_str(stdout, v[1]);
+            printf(",\"status\":\"%s\",\"topic\":", v[2]);
+            json_str(stdout, v[3]);
+            printf(",\"attempts\":%lld,\"created_ms\":%lld,\"bytes\":%lld", (long long)att, (long long)cr,
+                   (long long)bytes);
+            if (with_error) {
+                printf(",\"last_error\":");
+                json_str(stdout, err[0] ? err : NULL);
+            }
+            printf("}");
+        } else {
+            if (c->ib) {
+                safe_text(stdout, v[0], strlen(v[0]), 20);
+                printf("%*s ", 20 - (int)(strlen(v[0]) < 20 ? strlen(v[0]) : 20), "");
+                safe_text(stdout, v[1], strlen(v[1]), 24);
+                printf("%*s ", 24 - (int)(strlen(v[1]) < 24 ? strlen(v[1]) : 24), "");
+            } else printf("%-36s ", v[0]);
+            printf("%-9s ", v[2]);
+            safe_text(stdout, v[3], strlen(v[3]), 20);
+            printf("%*s %8lld  %-23s %8lld", 20 - (int)(strlen(v[3]) < 20 ? strlen(v[3]) : 20), "", (long long)att,
+                   utc(cr, when), (long long)bytes);
+            if (with_error) {
+                printf("  ");
+                safe_text(stdout, err, strlen(err), 60);
+            }
+            printf("\n");
+        }
+        rows++;
+    }
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    if (o.json) printf("]\n");
+    if (r < 0) return fail(CTL_DB, "list: %s", db_err);
+    return CTL_OK;
+}
+
+/* ---- show ----------------------------------------------------------------------------------- */
+
+static void field(const char *name, const char *value) {
+    printf("%-14s ", name);
+    if (value) safe_text(stdout, value, strlen(value), 0);
+    else printf("-");
+    printf("\n");
+}
+
+static void field_time(const char *name, int64_t ms) {
+    char t[32];
+    field(name, utc(ms, t));
+}
+
+static void show_payload(const char *payload, size_t len) {
+    printf("%-14s %lu bytes\n  ", "payload", (unsigned long)len);
+    safe_text(stdout, payload, len, o.full ? 0 : 1024);
+    printf("\n");
+}
+
+static void show_json_payload(const char *payload, size_t len) {
+    char *copy;
+    size_t n = o.full || len <= 1024 ? len : 1024;
+    printf(",\"payload_bytes\":%lu,\"payload_cut\":%s,\"payload\":", (unsigned long)len, n < len ? "true" : "false");
+    if (!(copy = (char *)malloc(n + 1))) {
+        printf("null");
+        return;
+    }
+    memcpy(copy, payload, n);
+    copy[n] = '\0';
+    json_str(stdout, copy);
+    free(copy);
+}
+
+static const char *outbox_state(const obx_message *m) {
+    static const char *const names[4] = {"ready", "in-flight", "done", "dead"};
+    if (m->status == OBX_STATUS_READY && m->next_attempt_ms > (int64_t)time(NULL) * 1000) return "scheduled";
+    return (int)m->status >= 0 && (int)m->status < 4 ? names[m->status] : "unknown";
+}
+
+static const char *inbox_state(const ibx_message *m) {
+    int64_t now = (int64_t)time(NULL) * 1000;
+    switch (m->status) {
+    case IBX_STATUS_PROCESSING:
+        if (m->locked_until_ms > 0) return "in-flight";
+        return m->next_attempt_ms > now ? "scheduled" : "ready";
+    case IBX_STATUS_DONE: return "done";
+    case IBX_STATUS_DEAD: return "dead";
+    default: return "seen";
+    }
+}
+
+static void show_outbox(const obx_message *m) {
+    char n[16];
+    if (o.json) {
+        printf("{\"id\":\"%s\",\"message_id\":\"%s\",\"topic\":", m->id, m->message_id);
+        json_str(stdout, m->topic);
+        printf(",\"status\":\"%s\",\"attempts\":%d,\"created_ms\":%lld,\"due_ms\":%lld,\"next_attempt_ms\":%lld,"
+               "\"locked_until_ms\":%lld,\"owner\":", outbox_state(m), m->retry_count, (long long)m->created_at_ms,
+               (long long)m->due_time_ms, (long long)m->next_attempt_ms, (long long)m->locked_until_ms);
+        json_str(stdout, m->owner_token[0] ? m->owner_token : NULL);
+        printf(",\"processed_ms\":%lld,\"processed_by\":", (long long)m->processed_at_ms);
+        json_str(stdout, m->processed_by);
+        printf(",\"correlation_id\":");
+        json_str(stdout, m->correlation_id);
+        printf(",\"last_error\":");
+        json_str(stdout, m->last_error);
+        show_json_payload(m->payload, m->payload_len);
+        printf("}\n");
+        return;
+    }
+    field("id", m->id);
+    field("message id", m->message_id);
+    field("topic", m->topic);
+    field("status", outbox_state(m));
+    snprintf(n, sizeof n, "%d", m->retry_count);
+    field("attempts", n);
+    field_time("created", m->created_at_ms);
+    field_time("due", m->due_time_ms);
+    field_time("next attempt", m->next_attempt_ms);
+    field_time("locked until", m->locked_until_ms);
+    field("owner", m->owner_token[0] ? m->owner_token : NULL);
+    field_time("processed at", m->processed_at_ms);
+    field("processed by", m->processed_by);
+    field("correlation", m->correlation_id);
+    field("last error", m->last_error);
+    show_payload(m->payload, m->payload_len);
+}
+
+static void show_inbox(const ibx_message *m) {
+    char n[16];
+    if (o.json) {
+        printf("{\"source\":");
+        json_str(stdout, m->source);
+        printf(",\"message_id\":");
+        json_str(stdout, m->message_id);
+        printf(",\"topic\":");
+        json_str(stdout, m->topic);
+        printf(",\"status\":\"%s\",\"attempts\":%d,\"first_seen_ms\":%lld,\"last_seen_ms\":%lld,\"due_ms\":%lld,"
+               "\"next_attempt_ms\":%lld,\"locked_until_ms\":%lld,\"owner\":", inbox_state(m), m->attempt,
+               (long long)m->first_seen_ms, (long long)m->last_seen_ms, (long long)m->due_time_ms,
+               (long long)m->next_attempt_ms, (long long)m->locked_until_ms);
+        json_str(stdout, m->owner_token[0] ? m->owner_token : NULL);
+        printf(",\"hash_bytes\":%lu,\"last_error\":", (unsigned long)m->hash_len);
+        json_str(stdout, m->last_error);
+        show_json_payload(m->payload, m->payload_len);
+        printf("}\n");
+        return;
+    }
+    field("source", m->source);
+    field("message id", m->message_id);
+    field("topic", m->topic);
+    field("status", inbox_state(m));
+    snprintf(n, sizeof n, "%d", m->attempt);
+    field("attempts", n);
+    field_time("first seen", m->first_seen_ms);
+    field_time("last seen", m->last_seen_ms);
+    field_time("due", m->due_time_ms);
+    field_time("next attempt", m->next_attempt_ms);
+    field_time("locked until", m->locked_until_ms);
+    field("owner", m->owner_token[0] ? m->owner_token : NULL);
+    snprintf(n, sizeof n, "%lu bytes", (unsigned long)m->hash_len);
+    field("hash", m->hash_len ? n : NULL);
+    field("last error", m->last_error);
+    show_payload(m->payload, m->payload_len);
+}
+
+static int cmd_show(ctl *c) {
+    int r;
+    if (o.nargs != 1)
+        return fail(CTL_USAGE, "show: give exactly one id%s (obxctl show --help)", c->ib ? " and --source" : "");
+    if (c->ib) {
+        ibx_message m;
+        if (!o.source) return fail(CTL_USAGE, "show: an inbox message is --source SOURCE MESSAGE_ID");
+        r = result_int(ibx_get(c->ib, o.args[0], o.source, &m));
+        if (r == IBX_ERR_NOT_FOUND) return fail(CTL_NOT_FOUND, "show: no message %s from %s", o.args[0], o.source);
+        if (r != IBX_OK) return lib_fail(c, "show", r);
+        show_inbox(&m);
+    } else {
+        obx_message m;
+        if (!obx_uuid_is_valid(o.args[0])) return fail(CTL_USAGE, "show: '%s' is not a message id (a UUID)", o.args[0]);
+        r = result_int(obx_get(c->ob, o.args[0], &m));
+        if (r == OBX_ERR_NOT_FOUND) return fail(CTL_NOT_FOUND, "show: no message %s", o.args[0]);
+        if (r != OBX_OK) return lib_fail(c, "show", r);
+        show_outbox(&m);
+    }
+    return CTL_OK;
+}
+
+/* ---- dead replay | purge ---------------------------------------------------------------------- */
+
+/* One statement for --all or per id; counts what changed. */
+static int dead_change(ctl *c, int purge) {
+    char q[6][48], idp[64];
+    const char *params[3];
+    int i, n, missing = 0, code;
+    int64_t total = 0;
+    sb b;
+    const dia *d = need_sql(c, &code);
+    if (!d) return code;
+    if (o.all == (o.nargs > 0)) return fail(CTL_USAGE, "dead %s: give the ids or --all (not both)", o.sub);
+    if (c->ib && o.nargs > 0 && !o.source) return fail(CTL_USAGE, "dead %s: inbox ids need --source SOURCE", o.sub);
+    if (o.topic && !o.all) return fail(CTL_USAGE, "dead %s: --topic goes with --all", o.sub);
+    for (i = 0; !c->ib && i < o.nargs; i++)
+        if (!obx_uuid_is_valid(o.args[i]))
+            return fail(CTL_USAGE, "dead %s: '%s' is not a message id (a UUID)", o.sub, o.args[i]);
+    memset(&b, 0, sizeof b);
+    if (purge) sb_add(&b, "DELETE FROM ");
+    else sb_add(&b, "UPDATE ");
+    add_table(c, d, &b);
+    if (!purge && c->ib)
+        sb_add(&b, " SET %s = 'Processing', %s = 0, %s = %s, %s = NULL, %s = NULL", col(d, "Status", q[0]),
+               col(d, "Attempt", q[1]), col(d, "NextAttemptAt", q[2]), d->now, col(d, "OwnerToken", q[3]),
+               col(d, "LockedUntil", q[4]));
+    else if (!purge)
+        sb_add(&b, " SET %s = 0, %s = 0, %s = %s, %s = NULL, %s = NULL", col(d, "Status", q[0]),
+               col(d, "RetryCount", q[1]), col(d, "NextAttemptAt", q[2]), d->now, col(d, "OwnerToken", q[3]),
+               col(d, "LockedUntil", q[4]));
+    sb_add(&b, " WHERE %s = %s", col(d, "Status", q[0]), c->ib ? "'Dead'" : "3");
+    n = 0;
+    if (o.all && o.topic) {
+        sb_add(&b, " AND %s = ?", col(d, "Topic", q[5]));
+        params[n++] = o.topic;
+    } else if (!o.all && c->ib) {
+        sb_add(&b, " AND %s = ? AND %s = ?", col(d, "Source", q[1]), col(d, "MessageId", q[2]));
+        params[n++] = o.source;
+        n++;
+    } else if (!o.all) {
+        sb_add(&b, " AND %s = %s", col(d, "Id", q[1]), d->id_param);
+        n++;
+    }
+    for (i = 0; i < (o.all ? 1 : o.nargs); i++) {
+        SQLHSTMT st;
+        SQLLEN rows = 0;
+        if (!o.all) {
+            size_t k;
+            snprintf(idp, sizeof idp, "%s", o.args[i]);
+            for (k = 0; !c->ib && idp[k]; k++)
+                if (idp[k] >= 'A' && idp[k] <= 'F') idp[k] = (char)(idp[k] - 'A' + 'a');
+            params[n - 1] = c->ib ? o.args[i] : idp;
+        }
+        if (!(st = sql_run(c, b.text, params, n))) return fail(CTL_DB, "dead %s: %s", o.sub, db_err);
+        if (!SQL_SUCCEEDED(SQLRowCount(st, &rows))) rows = 0;
+        SQLFreeHandle(SQL_HANDLE_STMT, st);
+        if (rows <= 0 && !o.all) {
+            fail(CTL_NOT_FOUND, "dead %s: %s is not a dead message (not there, or not dead)", o.sub, o.args[i]);
+            missing++;
+        }
+        total += rows > 0 ? (int64_t)rows : 0;
+    }
+    printf("%s %lld dead message(s)\n", purge ? "purged" : "replayed", (long long)total);
+    return missing ? CTL_NOT_FOUND : CTL_OK;
+}
+
+static int cmd_dead(ctl *c) {
+    if (!o.sub) return fail(CTL_USAGE, "dead: say list, replay or purge (obxctl dead --help)");
+    if (strcmp(o.sub, "list") == 0) {
+        if (o.nargs) return fail(CTL_USAGE, "dead list: unexpected argument '%s'", o.args[0]);
+        return cmd_list(c, "dead", 1);
+    }
+    if (strcmp(o.sub, "replay") == 0) return dead_change(c, 0);
+    if (strcmp(o.sub, "purge") == 0) return dead_change(c, 1);
+    return fail(CTL_USAGE, "dead: '%s' is not list, replay or purge", o.sub);
+}
+
+/* ---- reap, cleanup, deploy, schema, metrics --------------------------------------------------- */
+
+static int cmd_reap(ctl *c) {
+    int64_t n = 0;
+    int r = c->ib ? result_int(ibx_reap(c->ib, &n)) : result_int(obx_reap(c->ob, &n));
+    if (r != OBX_OK) return lib_fail(c, "reap", r);
+    printf("reaped %lld expired lease(s)\n", (long long)n);
+    return CTL_OK;
+}
+
+static int cmd_cleanup(ctl *c) {
+    int64_t n = 0, keep = o.older_ms > 0 ? o.older_ms : 0;
+    int r;
+    if (o.older_ms == 0) return fail(CTL_USAGE, "cleanup: --older-than must be more than 0 (0 means the default)");
+    r = c->ib ? result_int(ibx_cleanup(c->ib, keep, 0, &n)) : result_int(obx_cleanup(c->ob, keep, 0, &n));
+    if (r != OBX_OK) return lib_fail(c, "cleanup", r);
+    printf("deleted %lld done message(s)%s%s\n", (long long)n, o.older ? " older than " : "", o.older ? o.older : "");
+    return CTL_OK;
+}
+
+static int cmd_deploy(ctl *c) {
+    int r = c->ib ? result_int(ibx_store_deploy(c->ib)) : result_int(obx_store_deploy(c->ob));
+    if (r != OBX_OK) return lib_fail(c, "deploy", r);
+    printf("deployed %s table %s (%s)\n", c->ib ? "inbox" : "outbox", c->table, obx_dialect_name(c->dialect));
+    return CTL_OK;
+}
+
+static int cmd_schema(void) {
+    static const char *const names[] = {"sqlite", "postgresql", "mariadb", "sqlserver"};
+    int i, r;
+    size_t need = 0;
+    char *text;
+    if (!o.dialect) return fail(CTL_USAGE, "schema: --dialect sqlite|postgresql|mariadb|sqlserver is required");
+    for (i = 0; i < 4 && strcmp(o.dialect, names[i]) != 0; i++) {}
+    if (i == 4)
+        return fail(CTL_USAGE, "schema: --dialect '%s' is not sqlite, postgresql, mariadb or sqlserver", o.dialect);
+    r = o.inbox ? result_int(ibx_schema_sql((ibx_dialect)(i + 1), o.schema, o.table, NULL, 0, &need))
+                : result_int(obx_schema_sql((obx_dialect)(i + 1), o.schema, o.table, NULL, 0, &need));
+    if (r != OBX_ERR_OUT_OF_RANGE)
+        return fail(exit_for(r), "schema: bad --schema or --table (%s)", obx_result_str((obx_result)r));
+    if (!(text = (char *)malloc(need))) return fail(CTL_INTERNAL, "out of memory");
+    r = o.inbox ? result_int(ibx_schema_sql((ibx_dialect)(i + 1), o.schema, o.table, text, need, NULL))
+                : result_int(obx_schema_sql((obx_dialect)(i + 1), o.schema, o.table, text, need, NULL));
+    if (r == OBX_OK) fputs(text, stdout);
+    free(text);
+    return r == OBX_OK ? CTL_OK : fail(exit_for(r), "schema: %s", obx_result_str((obx_result)r));
+}
+
+/* The library's text, gauge families only: a one-shot process has no
+ * counters or handler durations (they would read as resets to 0). */
+static void print_gauges(const char *text) {
+    const char *line = text, *help = NULL;
+    int keep = 0;
+    while (*line) {
+        const char *end = strchr(line, '\n');
+        int len = (int)(end ? end - line : (long)strlen(line));
+        if (strncmp(line, "# HELP ", 7) == 0) help = line;
+        else if (strncmp(line, "# TYPE ", 7) == 0) {
+            keep = len > 6 && strncmp(line + len - 6, " gauge", 6) == 0;
+            if (keep && help) printf("%.*s\n", (int)(strchr(help, '\n') - help), help);
+            if (keep) printf("%.*s\n", len, line);
+        } else if (keep) printf("%.*s\n", len, line);
+        line += len + (end ? 1 : 0);
+    }
+}
+
+/* A Prometheus label value: backslash, double quote and newline escaped. */
+static void prom_label(const char *p) {
+    for (; *p; p++) {
+        if (*p == '"' || *p == '\\') printf("\\%c", *p);
+        else if (*p == '\n') printf("\\n");
+        else putchar(*p);
+    }
+}
+
+static int store_metrics(const ctl *c, char *out, size_t cap, size_t *need) {
+    if (c->ib) return result_int(ibx_metrics_text(c->ib, out, cap, need));
+    return result_int(obx_metrics_text(c->ob, out, cap, need));
+}
+
+static int cmd_metrics(ctl *c) {
+    char *text = NULL, store[128];
+    size_t need = 0;
+    int r, code, k, i;
+    stats s;
+    const dia *d;
+    r = store_metrics(c, NULL, 0, &need);
+    if (r == OBX_ERR_OUT_OF_RANGE) {
+        need += 4096; /* room for gauges that grew since */
+        if (!(text = (char *)malloc(need))) return fail(CTL_INTERNAL, "out of memory");
+        r = store_metrics(c, text, need, NULL);
+    }
+    if (r != OBX_OK) {
+        free(text);
+        return lib_fail(c, "metrics", r);
+    }
+    print_gauges(text);
+    free(text);
+    if (!dialect_sql(c)) return CTL_OK; /* no per-topic SQL for this dialect: the library's gauges only */
+    if (!(d = need_sql(c, &code))) return code;
+    if ((code = stats_read(c, d, &s)) != CTL_OK) return code;
+    snprintf(store, sizeof store, "%s", o.store ? o.store : c->ib ? "inbox" : "outbox");
+    printf("# HELP %s_queue_topic_messages Messages per topic and status, read now.\n", c->ib ? "ibx" : "obx");
+    printf("# TYPE %s_queue_topic_messages gauge\n", c->ib ? "ibx" : "obx");
+    for (k = 0; k < s.ntopics; k++)
+        for (i = 0; i < (c->ib ? N_STATES : 5); i++) {
+            printf("%s_queue_topic_messages{store=\"", c->ib ? "ibx" : "obx");
+            prom_label(store);
+            printf("\",topic=\"");
+            prom_label(s.topics[k].topic);
+            printf("\",status=\"%s\"} %lld\n", state_names[i], (long long)s.topics[k].n[i]);
+        }
+    free(s.topics);
+    return CTL_OK;
+}
+
+/* ---- main ------------------------------------------------------------------------------------ */
+
+static int help_for(const char *command) {
+    int i;
+    for (i = 0; helps[i].name; i++)
+        if (strcmp(helps[i].name, command) == 0) {
+            fputs(helps[i].text, stdout);
+            return CTL_OK;
+        }
+    return fail(CTL_USAGE, "unknown command '%s' (obxctl --help)", command);
+}
+
+int main(int argc, char **argv) {
+    ctl c;
+    int code;
+    if ((code = parse_args(argc, argv)) != CTL_OK) return code;
+    if (o.version) {
+        printf("obxctl %s\n", obx_version());
+        return CTL_OK;
+    }
+    if (o.help || (o.command && strcmp(o.command, "help") == 0)) {
+        const char *about = o.help ? o.command : o.nargs ? o.args[0] : o.sub;
+        if (!about && o.command && strcmp(o.command, "help") != 0) about = o.command;
+        if (!about) {
+            fputs(usage_text, stdout);
+            return CTL_OK;
+        }
+        return help_for(about);
+    }
+    if (!o.command) {
+        fputs(usage_text, stderr);
+        return CTL_USAGE;
+    }
+    if ((code = check_options()) != CTL_OK) return code;
+    if (strcmp(o.command, "schema") == 0)
+        return o.nargs ? fail(CTL_USAGE, "schema: unexpected argument '%s'", o.args[0]) : cmd_schema();
+    if (strcmp(o.command, "show") != 0 && strcmp(o.command, "dead") != 0 && o.nargs)
+        return fail(CTL_USAGE, "%s: unexpected argument '%s'", o.command, o.args[0]);
+    if (o.count && !o.watch) return fail(CTL_USAGE, "--count goes with --watch");
+    if ((code = open_store(&c, 0)) != CTL_OK) {
+        close_store(&c);
+        return code;
+    }
+    if (strcmp(o.command, "stats") == 0) code = cmd_stats(&c);
+    else if (strcmp(o.command, "list") == 0) code = cmd_list(&c, o.status, 0);
+    else if (strcmp(o.command, "show") == 0) code = cmd_show(&c);
+    else if (strcmp(o.command, "dead") == 0) code = cmd_dead(&c);
+    else if (strcmp(o.command, "reap") == 0) code = cmd_reap(&c);
+    else if (strcmp(o.command, "cleanup") == 0) code = cmd_cleanup(&c);
+    else if (strcmp(o.command, "deploy") == 0) code = cmd_deploy(&c);
+    else code = cmd_metrics(&c);
+    close_store(&c);
+    return code;
+}
