@@ -720,9 +720,15 @@ typedef enum obx_outcome {
     OBX_DONE = 0,                /* handled: the message is acknowledged */
     OBX_RETRY = 1,               /* transient failure: retried after a backoff */
     OBX_DEAD = 2,                /* permanent failure: dead at once, never retried */
-    OBX_WAIT = 3                 /* not ready yet (e.g. a join): retried later, never counted
+    OBX_WAIT = 3,                /* not ready yet (e.g. a join): retried later, never counted
                                     as a failed attempt; the delay is the backoff, capped at 5 s */
+    OBX_PAUSE = 4                /* the downstream is unavailable (broker down, uplink off):
+                                    the message goes back without using an attempt and its
+                                    topic is paused (see pause_ms in obx_dispatcher_desc) */
 } obx_outcome;
+
+/* Room for a handler's error text, with its NUL. */
+#define OBX_HANDLER_ERROR_MAX 256
 
 /* A handler. It gets the whole message. `error` (error_size bytes, zeroed
  * before the call) takes a short reason for RETRY or DEAD; it is stored as
@@ -730,6 +736,19 @@ typedef enum obx_outcome {
  * must be idempotent: delivery is at least once. */
 typedef obx_outcome (*obx_handler)(const obx_message *message, char *error, size_t error_size,
                                    void *user);
+
+/* One message's outcome in a batch handler's call (see obx_dispatcher_on_batch). */
+typedef struct obx_batch_result {
+    obx_outcome outcome;         /* preset OBX_RETRY: set OBX_DONE for each message delivered */
+    char error[OBX_HANDLER_ERROR_MAX]; /* preset "": the reason for RETRY, DEAD or PAUSE,
+                                    stored as the last error and logged (never the payload) */
+} obx_batch_result;
+
+/* A batch handler: `count` messages (1..batch_size) of one topic, in claim
+ * order, and one result per message (results[i] is messages[i]'s). It
+ * owns none of them: both arrays are valid during the call only. */
+typedef void (*obx_batch_handler)(const obx_message *const *messages, obx_batch_result *results,
+                                  int count, void *user);
 
 /* Delay in ms before the next attempt of a message that has failed
  * `attempts` times before this one. Values outside the range abandon
@@ -807,6 +826,8 @@ typedef struct obx_run_stats {
     int dead;                    /* failed permanently (DEAD, or out of attempts) */
     int no_handler;              /* of the retried: no handler for their topic */
     int64_t reaped;              /* expired leases released by a periodic reap */
+    int paused;                  /* put back, attempts unchanged, because their topic is
+                                    paused (OBX_PAUSE); not counted in `retried` */
 } obx_run_stats;
 
 /* How to dispatch. All-zero fields take the defaults shown. */
@@ -846,6 +867,13 @@ typedef struct obx_dispatcher_desc {
                                     the lease (or call obx_lease_extend themselves) */
     volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
                                     (safe to set from a signal handler; seen within one wait) */
+    int64_t pause_ms;            /* default 1000: a handler's OBX_PAUSE pauses its topic this
+                                    long; each further OBX_PAUSE in a row doubles it ... */
+    int64_t pause_max_ms;        /* default 60000: ... up to this. The first OBX_DONE of the
+                                    topic ends the pause. While paused, the topic's claimed
+                                    messages go back unhandled, due when the pause ends (so
+                                    other dispatchers wait too), their attempts unchanged;
+                                    other topics flow */
 } obx_dispatcher_desc;
 /* Intervals are saturating: a huge one (INT64_MAX) means "never again". */
 
@@ -871,9 +899,22 @@ OBX_API void obx_dispatcher_destroy(obx_dispatcher *dispatcher);
  * order, then the "*" ones; the first that does not return OBX_DONE decides
  * the message's fate. A message with no handler at all is logged as a
  * warning and retried later. Returns OBX_OK, OBX_ERR_INVALID_ARG (NULL,
- * empty, not UTF-8 or over-long topic, NULL handler), OBX_ERR_NO_MEMORY. */
+ * empty, not UTF-8 or over-long topic, NULL handler, a topic with a batch
+ * handler), OBX_ERR_NO_MEMORY. Does not touch the database. */
 OBX_API obx_result obx_dispatcher_on(obx_dispatcher *dispatcher, const char *topic,
                                      obx_handler handler, void *user);
+
+/* Register a batch handler for `topic` (exact, case-sensitive), or for
+ * every topic that has no handler of its own with "*": the messages of
+ * that topic in a claim (up to batch_size) are handed to it in one call,
+ * in claim order, and it sets one outcome per message (done, retry with a
+ * reason, dead, wait, pause); messages of other topics go to their own
+ * handlers. A topic has one batch handler, or per-message handlers
+ * (obx_dispatcher_on), not both. Returns OBX_OK, OBX_ERR_INVALID_ARG (as
+ * obx_dispatcher_on; the topic already has a handler of the other kind or
+ * a batch handler), OBX_ERR_NO_MEMORY. Does not touch the database. */
+OBX_API obx_result obx_dispatcher_on_batch(obx_dispatcher *dispatcher, const char *topic,
+                                           obx_batch_handler handler, void *user);
 
 /* One round: reap if the reap interval has passed, claim one batch, run
  * the handlers, then settle: all successes in one ack, each failure
@@ -2754,15 +2795,17 @@ typedef struct obx__route {
     char *topic;                 /* "*" matches every topic */
     obx__any_fn fn;
     void *user;
+    int batch;                   /* a batch handler (takes all of a claim's messages of a topic) */
 } obx__route;
 
 typedef struct obx__routes {
     obx__route *items;
     int count, cap;
+    int batches;                 /* how many are batch routes (0: the per-message path only) */
 } obx__routes;
 
 OBX__PRIVATE obx_result obx__routes_add(const obx__hooks *h, obx__routes *r, const char *topic,
-                                        obx__any_fn fn, void *user) {
+                                        obx__any_fn fn, void *user, int batch) {
     if (r->count == r->cap) {
         int cap = r->cap ? r->cap * 2 : 8;
         obx__route *grown = (obx__route *)obx__realloc(h, r->items, sizeof *grown * (size_t)cap);
@@ -2774,6 +2817,8 @@ OBX__PRIVATE obx_result obx__routes_add(const obx__hooks *h, obx__routes *r, con
     if (!r->items[r->count].topic) return OBX_ERR_NO_MEMORY;
     r->items[r->count].fn = fn;
     r->items[r->count].user = user;
+    r->items[r->count].batch = batch;
+    r->batches += batch != 0;
     r->count++;
     return OBX_OK;
 }
@@ -2783,11 +2828,11 @@ OBX__PRIVATE void obx__routes_free(const obx__hooks *h, obx__routes *r) {
     for (i = 0; i < r->count; i++) obx__free(h, r->items[i].topic);
     obx__free(h, r->items);
     r->items = NULL;
-    r->count = r->cap = 0;
+    r->count = r->cap = r->batches = 0;
 }
 
-/* The next route for `topic`: exact matches in registration order, then
- * the "*" ones. Start with *cursor = 0; NULL at the end. */
+/* The next per-message route for `topic`: exact matches in registration
+ * order, then the "*" ones. Start with *cursor = 0; NULL at the end. */
 OBX__PRIVATE const obx__route *obx__routes_next(const obx__routes *r, const char *topic,
                                                 int *cursor) {
     while (*cursor < 2 * r->count) {
@@ -2795,9 +2840,30 @@ OBX__PRIVATE const obx__route *obx__routes_next(const obx__routes *r, const char
         const obx__route *route = &r->items[i];
         int wildcard = route->topic[0] == '*' && route->topic[1] == '\0';
         (*cursor)++;
+        if (route->batch) continue;
         if (pass == 0 ? (!wildcard && strcmp(route->topic, topic) == 0) : wildcard) return route;
     }
     return NULL;
+}
+
+/* The first route registered for exactly `topic` ("*" only for "*") of the
+ * given kind (batch or per-message), or NULL. */
+OBX__PRIVATE const obx__route *obx__routes_find(const obx__routes *r, const char *topic, int batch) {
+    int i;
+    for (i = 0; i < r->count; i++)
+        if (r->items[i].batch == batch && strcmp(r->items[i].topic, topic) == 0) return &r->items[i];
+    return NULL;
+}
+
+/* The batch route for a message of `topic`: its own, else the "*" one
+ * when the topic has no per-message handler at all; NULL: per message. */
+OBX__PRIVATE const obx__route *obx__routes_batch(const obx__routes *r, const char *topic) {
+    const obx__route *b;
+    int cursor = 0;
+    if (!r->batches) return NULL;
+    b = obx__routes_find(r, topic, 1);
+    if (b) return b;
+    return obx__routes_next(r, topic, &cursor) ? NULL : obx__routes_find(r, "*", 1);
 }
 
 /* Waiting between rounds, interruptible by wake and stop. Without threads
@@ -3866,6 +3932,8 @@ static void obx__desc_set_worker(obx_store_desc *desc, const char *worker);
 #define OBX__LOGIN_TIMEOUT_DEFAULT_S 10    /* connecting gives up after this long */
 #define OBX__STALL_WARN_MS 3000            /* a dispatcher's database call this slow is logged */
 #define OBX__MAX_HANDLER_DEFAULT_MS 300000 /* leases are renewed for handlers this long */
+#define OBX__PAUSE_DEFAULT_MS 1000         /* a topic's first pause (OBX_PAUSE) ... */
+#define OBX__PAUSE_MAX_DEFAULT_MS 60000    /* ... doubling up to this */
 #ifdef OBX_NO_POSIX_CLOCK
 #define OBX__DEFAULT_CLOCK_SLEEPS 0        /* without POSIX clocks the default sleep is a no-op */
 #else
@@ -5000,8 +5068,17 @@ typedef struct obx__renewer obx__renewer; /* no threads: no renewal */
 
 /* >> dispatcher ------------------------------------------------------------------- */
 
-/* Outcome of a message left alone because its lease is about to end. */
-#define OBX__SKIPPED (-1)
+/* Outcomes of the dispatcher's own beside a handler's obx_outcome. */
+#define OBX__SKIPPED (-1)  /* left alone: its lease is about to end (or already settled) */
+#define OBX__PENDING (-2)  /* not handled yet in this round */
+#define OBX__HELD (-3)     /* not handed out: its topic is paused */
+
+/* A topic paused by OBX_PAUSE: not handed out before until_ms (monotonic). */
+typedef struct obx__pause {
+    char *topic;
+    int64_t until_ms;
+    int64_t next_ms;             /* the length of its next pause, if paused again */
+} obx__pause;
 
 struct obx_dispatcher {
     obx_store *store;            /* single-store mode */
@@ -5027,8 +5104,14 @@ struct obx_dispatcher {
     int64_t max_handler_ms;
     int *acked;                  /* indexes of messages handled with success */
     int *failures;               /* indexes of messages that did not succeed */
-    int *outcomes;               /* an obx_outcome, or OBX__SKIPPED */
+    int *outcomes;               /* an obx_outcome, or OBX__SKIPPED / _PENDING / _HELD */
     char (*errors)[OBX__HANDLER_ERROR_MAX];
+    const obx_message **group;   /* a batch handler's messages (allocated by on_batch) */
+    int *group_index;            /* their indexes in the claim */
+    obx_batch_result *results;   /* and their outcomes */
+    obx__pause *pauses;          /* paused topics (none: no cost per message) */
+    int pause_count, pause_cap;
+    int64_t pause_ms, pause_max_ms;
 };
 
 static int64_t obx__default_backoff(int attempts, void *user) {
@@ -5047,13 +5130,14 @@ static obx_result obx__dispatcher_desc_check(const obx_dispatcher_desc *desc, ob
         desc->poll_interval_ms < 0 || desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 ||
         desc->startup_delay_ms < 0 || desc->error_delay_ms < 0 || desc->cleanup_interval_ms < 0 ||
         desc->cleanup_retention_ms < 0 || desc->cleanup_retention_ms > OBX_RETENTION_MAX_MS ||
-        desc->max_handler_ms < 0 ||
+        desc->max_handler_ms < 0 || desc->pause_ms < 0 || desc->pause_ms > OBX_DELAY_MAX_MS ||
+        desc->pause_max_ms < 0 || desc->pause_max_ms > OBX_DELAY_MAX_MS ||
         (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)OBX_LOG_OFF ||
         ((int)desc->selection != OBX_SELECT_ROUND_ROBIN && (int)desc->selection != OBX_SELECT_DRAIN_FIRST))
         return obx__fail(err, OBX_ERR_OUT_OF_RANGE, "obx_dispatcher_create: desc",
-                         "batch_size 0..%d, lease_seconds 0..%d, a known selection and log level, and no "
-                         "negative attempts or intervals (0 means the default)", OBX_BATCH_MAX,
-                         OBX_LEASE_MAX_SECONDS);
+                         "batch_size 0..%d, lease_seconds 0..%d, pauses up to %lld ms, a known selection "
+                         "and log level, and no negative attempts or intervals (0 means the default)",
+                         OBX_BATCH_MAX, OBX_LEASE_MAX_SECONDS, (long long)OBX_DELAY_MAX_MS);
     return OBX_OK;
 }
 
@@ -5076,6 +5160,9 @@ OBX_API obx_dispatcher_desc obx_dispatcher_desc_defaults(const obx_dispatcher_de
     if (!r.cleanup_retention_ms) r.cleanup_retention_ms = OBX_DEFAULT_RETENTION_MS;
     if (!r.max_handler_ms) r.max_handler_ms = OBX__MAX_HANDLER_DEFAULT_MS;
     if (!r.message_log_level) r.message_log_level = r.store ? r.store->message_log_level : OBX_LOG_DEBUG;
+    if (!r.pause_ms) r.pause_ms = OBX__PAUSE_DEFAULT_MS;
+    if (!r.pause_max_ms) r.pause_max_ms = OBX__PAUSE_MAX_DEFAULT_MS;
+    if (r.pause_max_ms < r.pause_ms) r.pause_max_ms = r.pause_ms;
     return r;
 }
 
@@ -5096,6 +5183,8 @@ static void obx__dispatcher_defaults(obx_dispatcher *d, const obx_dispatcher_des
     d->strategy = desc.strategy;
     d->max_handler_ms = desc.max_handler_ms;
     d->message_log_level = desc.message_log_level;
+    d->pause_ms = desc.pause_ms;
+    d->pause_max_ms = desc.pause_max_ms;
 }
 
 OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_dispatcher **out) {
@@ -5154,6 +5243,11 @@ OBX_API void obx_dispatcher_destroy(obx_dispatcher *d) {
     obx__free(h, d->failures);
     obx__free(h, d->outcomes);
     obx__free(h, d->errors);
+    obx__free(h, d->group);
+    obx__free(h, d->group_index);
+    obx__free(h, d->results);
+    while (d->pause_count > 0) obx__free(h, d->pauses[--d->pause_count].topic);
+    obx__free(h, d->pauses);
     obx__loop_destroy(&d->loop);
     obx__free(h, d);
 }
@@ -5162,17 +5256,55 @@ OBX_API const obx_error *obx_dispatcher_last_error(const obx_dispatcher *d) {
     return d ? d->err : &obx__null_store_error;
 }
 
+/* Register a route of either kind, refusing a topic that already has a
+ * handler of the other kind (or a second batch handler). */
+static obx_result obx__dispatcher_route(obx_dispatcher *d, const char *fn, const char *topic,
+                                       obx__any_fn handler, void *user, int batch) {
+    char where[64];
+    obx_result r = obx__check_text(d->err, fn, "topic", topic, OBX_TOPIC_MAX);
+    if (r != OBX_OK) return r;
+    snprintf(where, sizeof where, "%s: handler", fn);
+    if (!handler) return obx__fail(d->err, OBX_ERR_INVALID_ARG, where, "must not be NULL");
+    snprintf(where, sizeof where, "%s: topic", fn);
+    if (obx__routes_find(&d->routes, topic, 1) || (batch && obx__routes_find(&d->routes, topic, 0)))
+        return obx__fail(d->err, OBX_ERR_INVALID_ARG, where, "topic %s already has a %s handler: a "
+                         "topic has one batch handler or per-message handlers", topic,
+                         obx__routes_find(&d->routes, topic, 1) ? "batch" : "per-message");
+    if (obx__routes_add(d->hooks, &d->routes, topic, handler, user, batch) != OBX_OK)
+        return obx__fail(d->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
+    return OBX_OK;
+}
+
 OBX_API obx_result obx_dispatcher_on(obx_dispatcher *d, const char *topic, obx_handler handler,
                                      void *user) {
-    obx_result r;
     if (!d) return OBX_ERR_INVALID_ARG;
-    r = obx__check_text(d->err, "obx_dispatcher_on", "topic", topic, OBX_TOPIC_MAX);
-    if (r != OBX_OK) return r;
-    if (!handler)
-        return obx__fail(d->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_on: handler", "must not be NULL");
-    if (obx__routes_add(d->hooks, &d->routes, topic, (obx__any_fn)handler, user) != OBX_OK)
-        return obx__fail(d->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on", "out of memory");
-    return OBX_OK;
+    return obx__dispatcher_route(d, "obx_dispatcher_on", topic, (obx__any_fn)handler, user, 0);
+}
+
+OBX_API obx_result obx_dispatcher_on_batch(obx_dispatcher *d, const char *topic,
+                                           obx_batch_handler handler, void *user) {
+    size_t b;
+    if (!d) return OBX_ERR_INVALID_ARG;
+    b = (size_t)d->batch_size;
+    if (!d->group) { /* only dispatchers with batch handlers need room for a group */
+        d->group = (const obx_message **)obx__alloc(d->hooks, sizeof *d->group * b);
+        d->group_index = (int *)obx__alloc(d->hooks, sizeof *d->group_index * b);
+        d->results = (obx_batch_result *)obx__alloc(d->hooks, sizeof *d->results * b);
+    }
+    if (!d->group || !d->group_index || !d->results) {
+        obx__free(d->hooks, d->group);
+        obx__free(d->hooks, d->group_index);
+        obx__free(d->hooks, d->results);
+        d->group = NULL;
+        d->group_index = NULL;
+        d->results = NULL;
+        return obx__fail(d->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on_batch", "out of memory");
+    }
+    return obx__dispatcher_route(d, "obx_dispatcher_on_batch", topic, (obx__any_fn)handler, user, 1);
+}
+
+static int obx__outcome_valid(int o) {
+    return o == OBX_DONE || o == OBX_RETRY || o == OBX_DEAD || o == OBX_WAIT || o == OBX_PAUSE;
 }
 
 /* Run every handler for one message; the first that does not succeed decides. */
@@ -5186,13 +5318,166 @@ static obx_outcome obx__handle(obx_dispatcher *d, const obx_message *m, char *er
         memset(error, 0, OBX__HANDLER_ERROR_MAX);
         outcome = ((obx_handler)r->fn)(m, error, OBX__HANDLER_ERROR_MAX, r->user);
         error[OBX__HANDLER_ERROR_MAX - 1] = '\0';
-        if (outcome != OBX_DONE && outcome != OBX_RETRY && outcome != OBX_DEAD && outcome != OBX_WAIT) {
+        if (!obx__outcome_valid((int)outcome)) {
             snprintf(error, OBX__HANDLER_ERROR_MAX, "handler returned %d, not an obx_outcome",
                      (int)outcome);
             outcome = OBX_DEAD;
         }
     }
     return outcome;
+}
+
+/* >> dispatcher: pauses (OBX_PAUSE) ------------------------------------------------- */
+
+static obx__pause *obx__pause_find(obx_dispatcher *d, const char *topic) {
+    int i;
+    for (i = 0; i < d->pause_count; i++)
+        if (strcmp(d->pauses[i].topic, topic) == 0) return &d->pauses[i];
+    return NULL;
+}
+
+/* How long `topic` stays paused from `now` (monotonic); 0: not paused. */
+static int64_t obx__pause_left(obx_dispatcher *d, const char *topic, int64_t now) {
+    const obx__pause *p = d->pause_count ? obx__pause_find(d, topic) : NULL;
+    return p && p->until_ms > now ? p->until_ms - now : 0;
+}
+
+/* A handler said the downstream of `topic` is unavailable: pause the topic
+ * (once per round: a pause in force is not lengthened by its own batch),
+ * each pause in a row twice the last, up to pause_max_ms. */
+static void obx__pause_begin(obx_dispatcher *d, obx_store *s, const char *topic, const char *why) {
+    int64_t now = obx__mono_ms(&s->hooks), length;
+    obx__pause *p = obx__pause_find(d, topic);
+    if (!p && d->pause_count == d->pause_cap) {
+        int cap = d->pause_cap ? d->pause_cap * 2 : 4;
+        obx__pause *grown = (obx__pause *)obx__realloc(d->hooks, d->pauses, sizeof *grown * (size_t)cap);
+        if (!grown) return; /* unrecorded: its messages still go back for pause_ms */
+        d->pauses = grown;
+        d->pause_cap = cap;
+    }
+    if (!p) {
+        p = &d->pauses[d->pause_count];
+        p->topic = obx__strdup(d->hooks, topic);
+        if (!p->topic) return;
+        p->until_ms = 0;
+        p->next_ms = d->pause_ms;
+        d->pause_count++;
+    }
+    if (p->until_ms > now) return;
+    length = p->next_ms;
+    /* An outage is logged as it starts, then quietly once the pause is capped. */
+    obx__log(&s->hooks, !p->until_ms ? OBX_LOG_WARN : length < d->pause_max_ms ? OBX_LOG_INFO : OBX_LOG_DEBUG,
+             s->store_id, "topic %s paused for %lld ms: %s", topic, (long long)length,
+             why[0] ? why : "handler returned OBX_PAUSE");
+    p->until_ms = obx__sat_add(now, length);
+    p->next_ms = length > d->pause_max_ms / 2 ? d->pause_max_ms : length * 2;
+}
+
+/* The first success of a paused topic ends its pauses. */
+static void obx__pause_end(obx_dispatcher *d, obx_store *s, const char *topic) {
+    obx__pause *p = obx__pause_find(d, topic);
+    if (!p) return;
+    obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "topic %s flows again", topic);
+    obx__free(d->hooks, p->topic);
+    *p = d->pauses[--d->pause_count];
+}
+
+/* Put back every paused message (the handler's OBX_PAUSE, or held because
+ * its topic is paused), one statement per topic: no attempt used, due
+ * when the pause ends. */
+static obx_result obx__settle_paused(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
+                                     obx_run_stats *st) {
+    char reason[OBX__HANDLER_ERROR_MAX + 16];
+    obx_result r = OBX_OK;
+    int i, j, k;
+    for (i = 0; i < n && r == OBX_OK; i++) {
+        const char *why = NULL;
+        int64_t delay;
+        if (d->outcomes[i] != OBX_PAUSE && d->outcomes[i] != OBX__HELD) continue;
+        for (j = i, k = 0; j < n; j++)
+            if ((d->outcomes[j] == OBX_PAUSE || d->outcomes[j] == OBX__HELD) &&
+                strcmp(ms[j].topic, ms[i].topic) == 0) {
+                if (!why && d->outcomes[j] == OBX_PAUSE && d->errors[j][0]) why = d->errors[j];
+                d->failures[k++] = j;
+                d->outcomes[j] = OBX__SKIPPED;
+            }
+        snprintf(reason, sizeof reason, "paused: %s", why ? why : "downstream unavailable");
+        delay = obx__pause_left(d, ms[i].topic, obx__mono_ms(&s->hooks));
+        if (delay <= 0) delay = d->pause_ms;
+        r = obx__settle_messages(s, OBX__SETTLE_ABANDON, ms, d->failures, k, reason,
+                                 delay < OBX__DELAY_MIN_MS ? OBX__DELAY_MIN_MS : delay, 0, NULL);
+        if (r == OBX_OK) st->paused += k;
+    }
+    return r;
+}
+
+/* >> dispatcher: handling a batch ----------------------------------------------------- */
+
+/* After a message's handler: log a failure, pause or resume its topic. */
+static void obx__handled(obx_dispatcher *d, obx_store *s, const obx_message *m, int i) {
+    int outcome = d->outcomes[i];
+    const char *error = d->errors[i];
+    char name[OBX__MSG_NAME_MAX];
+    if (outcome == OBX_PAUSE) obx__pause_begin(d, s, m->topic, error);
+    else if (outcome == OBX_DONE && d->pause_count) obx__pause_end(d, s, m->topic);
+    if (outcome != OBX_RETRY && outcome != OBX_DEAD) return;
+    obx__msg_name(m, name, sizeof name);
+    obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "handler failed for %s topic=%s attempt %d: %s", name,
+             m->topic, OBX__MSG_ATTEMPTS(m) + 1,
+             error[0] ? error : outcome == OBX_DEAD ? "OBX_DEAD" : "OBX_RETRY");
+}
+
+/* One message through its per-message handlers. */
+static void obx__handle_one(obx_dispatcher *d, obx_store *s, const obx_message *m, int i,
+                            obx_run_stats *st) {
+    char name[OBX__MSG_NAME_MAX];
+    char *error = d->errors[i];
+    int matched = 0;
+    obx_outcome outcome;
+    obx__msg_name(m, name, sizeof name);
+    obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
+             m->topic, OBX__MSG_ATTEMPTS(m) + 1);
+    outcome = obx__handle(d, m, error, &matched);
+    d->outcomes[i] = (int)outcome;
+    if (!matched) {
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
+                 "no handler for topic %s (message %s): retrying later", m->topic, name);
+        snprintf(error, OBX__HANDLER_ERROR_MAX, "no handler for topic %s", m->topic);
+        d->outcomes[i] = (int)OBX_WAIT;
+        st->no_handler++;
+    }
+    obx__handled(d, s, m, i);
+}
+
+/* Every unhandled message of ms[first]'s topic through one batch handler call. */
+static void obx__handle_group(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
+                              int first, const obx__route *route) {
+    char name[OBX__MSG_NAME_MAX];
+    int j, k = 0;
+    for (j = first; j < n; j++) {
+        if (d->outcomes[j] != OBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
+        obx__msg_name(&ms[j], name, sizeof name);
+        obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (batch)",
+                 name, ms[j].topic, OBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        d->group[k] = &ms[j];
+        d->group_index[k] = j;
+        d->results[k].outcome = OBX_RETRY;
+        memset(d->results[k].error, 0, sizeof d->results[k].error);
+        k++;
+    }
+    ((obx_batch_handler)route->fn)(d->group, d->results, k, route->user);
+    for (j = 0; j < k; j++) {
+        int i = d->group_index[j], outcome = (int)d->results[j].outcome;
+        memcpy(d->errors[i], d->results[j].error, OBX__HANDLER_ERROR_MAX);
+        d->errors[i][OBX__HANDLER_ERROR_MAX - 1] = '\0';
+        if (!obx__outcome_valid(outcome)) {
+            snprintf(d->errors[i], OBX__HANDLER_ERROR_MAX, "batch handler set %d, not an obx_outcome",
+                     outcome);
+            outcome = OBX_DEAD;
+        }
+        d->outcomes[i] = outcome;
+        obx__handled(d, s, &ms[i], i);
+    }
 }
 
 /* Whether a periodic task is due; a clock that stepped back never stalls it. */
@@ -5213,36 +5498,27 @@ static obx_result obx__housekeep(obx_dispatcher *d, obx_store *s, obx__entry *e,
 }
 
 /* Hand each claimed message to its handlers, until `deadline` (monotonic):
- * past it the lease may end under the handler, so the rest is skipped. */
+ * past it the lease may end under the handler, so the rest is skipped.
+ * Messages of a paused topic are held; a topic with a batch handler goes
+ * to it in one call. */
 static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
                               int64_t deadline, obx_run_stats *st) {
-    char name[OBX__MSG_NAME_MAX];
     int i, skipped = 0;
+    for (i = 0; i < n; i++) d->outcomes[i] = OBX__PENDING;
     for (i = 0; i < n; i++) {
-        const obx_message *m = &ms[i];
-        char *error = d->errors[i];
-        int matched = 0;
-        obx_outcome outcome;
-        if (obx__mono_ms(&s->hooks) >= deadline) {
+        const obx__route *batch;
+        int64_t now;
+        if (d->outcomes[i] != OBX__PENDING) continue;
+        now = obx__mono_ms(&s->hooks);
+        if (now >= deadline) {
             d->outcomes[i] = OBX__SKIPPED;
             skipped++;
-            continue;
-        }
-        obx__msg_name(m, name, sizeof name);
-        obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
-                 m->topic, OBX__MSG_ATTEMPTS(m) + 1);
-        outcome = obx__handle(d, m, error, &matched);
-        d->outcomes[i] = (int)outcome;
-        if (!matched) {
-            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
-                     "no handler for topic %s (message %s): retrying later", m->topic, name);
-            snprintf(error, OBX__HANDLER_ERROR_MAX, "no handler for topic %s", m->topic);
-            d->outcomes[i] = (int)OBX_WAIT;
-            st->no_handler++;
-        } else if (d->outcomes[i] == OBX_RETRY || d->outcomes[i] == OBX_DEAD) {
-            obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "handler failed for %s topic=%s attempt %d: %s",
-                     name, m->topic, OBX__MSG_ATTEMPTS(m) + 1,
-                     error[0] ? error : d->outcomes[i] == OBX_DEAD ? "OBX_DEAD" : "OBX_RETRY");
+        } else if (d->pause_count && obx__pause_left(d, ms[i].topic, now) > 0) {
+            d->outcomes[i] = OBX__HELD;
+        } else if ((batch = obx__routes_batch(&d->routes, ms[i].topic)) != NULL) {
+            obx__handle_group(d, s, ms, n, i, batch);
+        } else {
+            obx__handle_one(d, s, &ms[i], i, st);
         }
     }
     if (skipped)
@@ -5294,9 +5570,10 @@ static obx_result obx__settle_failure(obx_dispatcher *d, obx_store *s, const obx
 static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
                                     obx_run_stats *st) {
     obx_result r = OBX_OK;
-    int i, acks = 0, failures = 0;
+    int i, acks = 0, failures = 0, paused = 0;
     for (i = 0; i < n; i++) {
         if (d->outcomes[i] == OBX_DONE) d->acked[acks++] = i;
+        else if (d->outcomes[i] == OBX_PAUSE || d->outcomes[i] == OBX__HELD) paused++;
         else if (d->outcomes[i] != OBX__SKIPPED) d->failures[failures++] = i;
     }
     if (acks > 0) {
@@ -5310,6 +5587,7 @@ static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_m
                      acks - (int)changed, acks);
     }
     for (i = 0; i < failures && r == OBX_OK; i++) r = obx__settle_failure(d, s, ms, d->failures[i], st);
+    if (paused && r == OBX_OK) r = obx__settle_paused(d, s, ms, n, st);
     return r;
 }
 

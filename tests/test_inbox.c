@@ -1670,6 +1670,84 @@ static void test_lease_extend(void) {
     ibx_store_close(s);
 }
 
+
+/* ---- beyond the peers: batch handlers, pause on outage ----------------------------------- */
+
+static int64_t zero_backoff(int attempts, void *user) { (void)attempts; (void)user; return 0; }
+
+static int g_batch_calls, g_batch_wrong;
+/* Message id "<n>": n % 3 == 1 retries once, == 2 is dead (reason: its id). */
+static void inbox_batch(const ibx_message *const *ms, ibx_batch_result *results, int count, void *user) {
+    int i;
+    (void)user;
+    g_batch_calls++;
+    for (i = 0; i < count; i++) {
+        int n = atoi(ms[i]->message_id);
+        if (strcmp(ms[i]->topic, "b") != 0) g_batch_wrong++;
+        if (n % 3 == 1 && ms[i]->attempt == 0) {
+            results[i].outcome = IBX_RETRY;
+        } else if (n % 3 == 2) {
+            results[i].outcome = IBX_DEAD;
+            snprintf(results[i].error, sizeof results[i].error, "%s", ms[i]->message_id);
+        } else {
+            results[i].outcome = IBX_DONE;
+        }
+    }
+}
+
+static int g_inbox_down;
+static ibx_outcome inbox_uplink(const ibx_message *m, char *error, size_t size, void *user) {
+    (void)m; (void)user;
+    if (g_inbox_down > 0 && g_inbox_down--) {
+        snprintf(error, size, "down");
+        return IBX_PAUSE;
+    }
+    return IBX_DONE;
+}
+
+/* The engine's batch handlers and pauses, through the inbox's face. */
+static void test_batch_and_pause(void) {
+    ibx_store *s = fresh();
+    ibx_dispatcher_desc dd;
+    ibx_dispatcher *d = NULL;
+    ibx_run_stats st;
+    char id[16];
+    int i, rounds = 0, paused = 0;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < 300; i++) {
+        snprintf(id, sizeof id, "%d", i);
+        TT_ASSERT(enqueue(s, i % 30 == 0 ? "u" : "b", "src", id));
+    }
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.batch_size = 64;
+    dd.backoff = zero_backoff;
+    dd.pause_ms = 1;
+    dd.pause_max_ms = 2;
+    TT_EQ_INT(ibx_dispatcher_create(&dd, &d), IBX_OK);
+    TT_EQ_INT(ibx_dispatcher_on_batch(d, "b", inbox_batch, NULL), IBX_OK);
+    TT_EQ_INT(ibx_dispatcher_on(d, "u", inbox_uplink, NULL), IBX_OK);
+    g_batch_calls = g_batch_wrong = 0;
+    g_inbox_down = 50;
+    while (scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'") > 0 && rounds++ < 100000) {
+        ibx_result r = ibx_dispatcher_run_once(d, &st);
+        TT_ASSERT(r == IBX_OK || r == IBX_EMPTY);
+        paused += st.paused;
+        if (r == IBX_EMPTY) sleep_ms(1);
+    }
+    TT_EQ_INT(g_inbox_down, 0);
+    TT_EXPECT(paused >= 50);
+    TT_EQ_INT(g_batch_wrong, 0);
+    TT_EXPECT(g_batch_calls < 100);
+    /* 290 of topic b: ids 1, 4, ... retried once, 2, 5, ... dead with their id. */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead' AND \"LastError\" = \"MessageId\""), 100);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead'"), 100);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Done' AND \"Attempt\" = 1"), 100);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Done' AND \"Attempt\" = 0"), 100);
+    ibx_dispatcher_destroy(d);
+    ibx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -1798,6 +1876,7 @@ int main(int argc, char **argv) {
     if (g_pg || g_my)
         RUN("CORE-TIME-ZONE", "times are right whatever the session's time zone (adopted connection)", test_time_zone);
     RUN("IBX-KEY-EXACT", "keys differing only in a trailing space are different messages", test_key_exact);
+    RUN("IBX-BATCH-PAUSE", "a batch handler (mixed outcomes, each on its message) and OBX_PAUSE through the inbox", test_batch_and_pause);
     RUN("IBX-SCHEMA-FILE", "sql/<dialect>/inbox.sql is what the header deploys", test_schema_file);
     return tt_done();
 }

@@ -3097,6 +3097,266 @@ static void test_statement_timeout(void) {
     obx_store_close(s);
 }
 
+
+/* ---- beyond the peers: batch handlers, pause on outage ----------------------------------- */
+
+/* What a batch handler saw: calls, messages, any of another topic or over the batch size. */
+typedef struct batch_probe {
+    int calls, messages, wrong_topic, too_many, max_count;
+    unsigned char *seen;         /* per message number: times handed over */
+} batch_probe;
+
+/* Payload "<n>": n % 10 == 7 retries once ("retry <n>"), == 8 is dead
+ * (its reason is its payload), the rest succeed. */
+static void mixed_batch(const obx_message *const *ms, obx_batch_result *results, int count, void *user) {
+    batch_probe *p = (batch_probe *)user;
+    int i;
+    p->calls++;
+    p->messages += count;
+    if (count > p->max_count) p->too_many++;
+    for (i = 0; i < count; i++) {
+        int n = atoi(ms[i]->payload);
+        if (strcmp(ms[i]->topic, "uplink.batch") != 0) p->wrong_topic++;
+        p->seen[n]++;
+        if (n % 10 == 7 && ms[i]->retry_count == 0) {
+            results[i].outcome = OBX_RETRY;
+            snprintf(results[i].error, sizeof results[i].error, "retry %d", n);
+        } else if (n % 10 == 8) {
+            results[i].outcome = OBX_DEAD;
+            snprintf(results[i].error, sizeof results[i].error, "%s", ms[i]->payload);
+        } else {
+            results[i].outcome = OBX_DONE;
+        }
+    }
+}
+
+static int g_single_seen[20000];
+static obx_outcome single_handler(const obx_message *m, char *error, size_t size, void *user) {
+    (void)error; (void)size; (void)user;
+    g_single_seen[atoi(m->payload)]++;
+    return OBX_DONE;
+}
+
+/* 20,000 messages: 18,000 of a topic with a batch handler (mixed outcomes),
+ * 2,000 of a topic with a per-message handler, interleaved. */
+static void test_batch_handler(void) {
+    enum { N = 20000, CHUNK = 1000 };
+    obx_store *s = fresh();
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    batch_probe p;
+    obx_new_message *ms = (obx_new_message *)calloc(CHUNK, sizeof *ms);
+    static char payloads[N][8];
+    obx_run_stats st;
+    int i, rounds = 0, bad = 0, dead = 0, retried = 0, single = 0;
+    obx_result r;
+    TT_ASSERT(s && ms);
+    memset(&p, 0, sizeof p);
+    p.seen = (unsigned char *)calloc(N, 1);
+    TT_ASSERT(p.seen != NULL);
+    memset(g_single_seen, 0, sizeof g_single_seen);
+    for (i = 0; i < N; i++) {
+        obx_new_message *m = &ms[i % CHUNK];
+        snprintf(payloads[i], sizeof payloads[i], "%d", i);
+        *m = msg(i % 10 == 9 ? "uplink.single" : "uplink.batch", payloads[i]);
+        if (i % CHUNK == CHUNK - 1) TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, CHUNK, NULL), OBX_OK);
+    }
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.batch_size = 500;
+    dd.backoff = zero_backoff;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    p.max_count = 500;
+    TT_EQ_INT(obx_dispatcher_on_batch(d, "uplink.batch", mixed_batch, &p), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "uplink.single", single_handler, NULL), OBX_OK);
+    /* One kind of handler per topic; one batch handler per topic. */
+    TT_EQ_INT(obx_dispatcher_on(d, "uplink.batch", single_handler, NULL), OBX_ERR_INVALID_ARG);
+    TT_EXPECT(strstr(obx_dispatcher_last_error(d)->message, "batch") != NULL);
+    TT_EQ_INT(obx_dispatcher_on_batch(d, "uplink.batch", mixed_batch, &p), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_dispatcher_on_batch(d, "uplink.single", mixed_batch, &p), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_dispatcher_on_batch(d, "x", NULL, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_dispatcher_last_error(d)->where, "obx_dispatcher_on_batch: handler");
+    while ((r = obx_dispatcher_run_once(d, &st)) == OBX_OK && rounds < 1000) {
+        rounds++;
+        dead += st.dead;
+        retried += st.retried;
+    }
+    if (r != OBX_EMPTY) printf("    round %d: %s\n", rounds, obx_dispatcher_last_error(d)->message);
+    TT_EQ_INT(r, OBX_EMPTY);
+    for (i = 0; i < N; i++) {
+        int want = i % 10 == 9 ? 0 : i % 10 == 7 ? 2 : 1;
+        if (p.seen[i] != want || g_single_seen[i] != (i % 10 == 9)) bad++;
+        single += g_single_seen[i];
+    }
+    TT_EQ_INT(bad, 0);
+    TT_EQ_INT(single, N / 10);
+    TT_EQ_INT(p.wrong_topic, 0);
+    TT_EQ_INT(p.too_many, 0);
+    TT_EQ_INT(p.messages, N - N / 10 + N / 10);
+    TT_EXPECT(p.calls < p.messages / 100); /* handed over in batches, not one by one */
+    TT_EQ_INT(dead, N / 10);
+    TT_EQ_INT(retried, N / 10);
+    /* Every outcome on its own message, as the database has it. */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 3"), N / 10);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 3 AND \"LastError\" = \"Payload\""), N / 10);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 2 AND \"RetryCount\" = 1"), N / 10);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 2 AND \"RetryCount\" = 0"), N - 2 * (N / 10));
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+    free(p.seen);
+    free(ms);
+}
+
+
+/* A downstream that is down while g_down > 0 (each call counts one down). */
+static int g_down, g_up_calls, g_local_while_down;
+static obx_outcome uplink_handler(const obx_message *m, char *error, size_t size, void *user) {
+    (void)m; (void)user;
+    g_up_calls++;
+    if (g_down > 0) {
+        g_down--;
+        snprintf(error, size, "uplink down");
+        return OBX_PAUSE;
+    }
+    return OBX_DONE;
+}
+static obx_outcome local_handler(const obx_message *m, char *error, size_t size, void *user) {
+    (void)m; (void)error; (void)size; (void)user;
+    if (g_down > 0) g_local_while_down++;
+    return OBX_DONE;
+}
+
+static obx_dispatcher *pause_dispatcher(obx_store *s, int64_t pause_ms, int64_t pause_max_ms) {
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.batch_size = 100;
+    dd.backoff = zero_backoff;
+    dd.no_lease_renewal = 1;
+    dd.pause_ms = pause_ms;
+    dd.pause_max_ms = pause_max_ms;
+    if (obx_dispatcher_create(&dd, &d) != OBX_OK) return NULL;
+    if (obx_dispatcher_on(d, "uplink", uplink_handler, NULL) != OBX_OK ||
+        obx_dispatcher_on(d, "local", local_handler, NULL) != OBX_OK) {
+        obx_dispatcher_destroy(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* The message is ready, unattempted, due `lo`..`hi` ms from now. */
+static int paused_for(obx_store *s, const char *id, int64_t lo, int64_t hi) {
+    obx_message m;
+    int64_t now = now_ms();
+    if (obx_get(s, id, &m) != OBX_OK) return 0;
+    if (m.status != OBX_STATUS_READY || m.retry_count != 0 || m.next_attempt_ms < now + lo - 2000 ||
+        m.next_attempt_ms > now + hi + 2000) {
+        printf("    %s: status %d, retries %d, due in %lld ms (want %lld..%lld)\n", id, (int)m.status,
+               m.retry_count, (long long)(m.next_attempt_ms - now), (long long)lo, (long long)hi);
+        return 0;
+    }
+    return 1;
+}
+
+/* Pauses on a fake monotonic clock: 60 s, then 120 s (the cap), again 120 s;
+ * held messages are not handed out; the first success resumes the topic. */
+static void test_pause_on_outage(void) {
+    obx_store_desc sd;
+    obx_store *s = fresh(), *timed = NULL;
+    obx_dispatcher *d;
+    obx_run_stats st;
+    obx_message m;
+    char a1[37], a2[37], a3[37], l1[37];
+    TT_ASSERT(s != NULL);
+    memset(&sd, 0, sizeof sd);
+    sd.connection_string = g_conn;
+    sd.hooks.clock.monotonic_ms = fake_mono;
+    g_mono = 1000000;
+    TT_EQ_INT(obx_store_open(&sd, &timed), OBX_OK);
+    d = pause_dispatcher(timed, 60000, 120000);
+    TT_ASSERT(d != NULL);
+    g_down = 1000000;
+    g_up_calls = g_local_while_down = 0;
+    TT_ASSERT(enqueue(s, "uplink", "a1", a1) && enqueue(s, "local", "l1", l1));
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.paused, 1);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(st.retried + st.dead, 0);
+    TT_EQ_INT(g_up_calls, 1);
+    TT_ASSERT(paused_for(s, a1, 60000, 60000));
+    TT_EQ_INT(obx_get(s, a1, &m), OBX_OK);
+    TT_EQ_STR(m.last_error, "paused: uplink down");
+    /* Paused: a new message of the topic goes back unhandled; others flow. */
+    TT_ASSERT(enqueue(s, "uplink", "a2", a2) && enqueue(s, "local", "l2", l1));
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(g_up_calls, 1);
+    TT_EQ_INT(st.paused, 1);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(g_local_while_down, 2);
+    TT_ASSERT(paused_for(s, a2, 60000, 60000));
+    /* The pause is over (both clocks moved on), still down: twice as long. */
+    g_mono += 61000;
+    TT_ASSERT(sql(s, "UPDATE {T} SET \"NextAttemptAt\" = {W} WHERE \"Status\" = 0"));
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(g_up_calls, 2); /* one probe; the other one held */
+    TT_EQ_INT(st.paused, 2);
+    TT_ASSERT(paused_for(s, a1, 120000, 120000) && paused_for(s, a2, 120000, 120000));
+    g_mono += 121000; /* capped at 120 s */
+    TT_ASSERT(sql(s, "UPDATE {T} SET \"NextAttemptAt\" = {W} WHERE \"Status\" = 0"));
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(g_up_calls, 3);
+    TT_ASSERT(paused_for(s, a1, 120000, 120000) && paused_for(s, a2, 120000, 120000));
+    /* Back up: both delivered in the first round after the pause, no attempt used. */
+    g_mono += 121000;
+    g_down = 0;
+    TT_ASSERT(sql(s, "UPDATE {T} SET \"NextAttemptAt\" = {W} WHERE \"Status\" = 0"));
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.done, 2);
+    TT_EQ_INT(g_up_calls, 5);
+    TT_EQ_INT(obx_get(s, a2, &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_DONE);
+    TT_EQ_INT(m.retry_count, 0);
+    /* The success reset the pause: the next message goes at once. */
+    TT_ASSERT(enqueue(s, "uplink", "a3", a3));
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(count_status(s, OBX_STATUS_FAILED), 0);
+    obx_dispatcher_destroy(d);
+    obx_store_close(timed);
+    obx_store_close(s);
+}
+
+/* A downstream down for 1,000 handler calls (real time, pauses of 1..4 ms):
+ * nothing dead, no attempt used, every message delivered once it is back,
+ * the other topic handled while it was down. */
+static void test_pause_long_outage(void) {
+    obx_store *s = fresh();
+    obx_dispatcher *d;
+    obx_run_stats st;
+    char id[37];
+    int i, rounds = 0;
+    TT_ASSERT(s != NULL);
+    d = pause_dispatcher(s, 1, 4);
+    TT_ASSERT(d != NULL);
+    for (i = 0; i < 5; i++) TT_ASSERT(enqueue(s, "uplink", "u", id));
+    for (i = 0; i < 20; i++) TT_ASSERT(enqueue(s, "local", "l", id));
+    g_down = 1000;
+    g_up_calls = g_local_while_down = 0;
+    while (count_status(s, OBX_STATUS_DONE) < 25 && rounds++ < 200000) {
+        obx_result r = obx_dispatcher_run_once(d, &st);
+        TT_ASSERT(r == OBX_OK || r == OBX_EMPTY);
+        TT_EQ_INT(st.dead + st.retried, 0);
+        if (r == OBX_EMPTY) sleep_ms(1);
+    }
+    TT_EQ_INT(count_status(s, OBX_STATUS_DONE), 25);
+    TT_EQ_INT(g_up_calls, 1000 + 5);
+    TT_EQ_INT(g_local_while_down, 20);
+    TT_EQ_INT(scalar(s, "SELECT COALESCE(MAX(\"RetryCount\"), -1) FROM {T}"), 0);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -3246,6 +3506,9 @@ int main(int argc, char **argv) {
     RUN("CORE-CLOCK-STEP", "a clock stepping back or INT64_MAX intervals never break the dispatcher", test_clock_step);
     RUN("OBX-BATCH-EXACT", "batch enqueue keeps quotes, braces, NULL-like text, newlines exact", test_batch_text_exact);
     RUN("OBX-CLEANUP", "cleanup deletes old done messages in batches, nothing else", test_cleanup);
+    RUN("OBX-BATCH-HANDLER", "20,000 messages through a batch handler and a per-message one: every outcome on its own message", test_batch_handler);
+    RUN("OBX-PAUSE", "OBX_PAUSE: no attempt used, topic paused 60 s then 120 s (capped), others flow, first success resumes", test_pause_on_outage);
+    RUN("OBX-PAUSE-LONG", "a downstream down for 1,000 handler calls: 0 dead, attempts unchanged, all delivered after", test_pause_long_outage);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     if (g_my) {
         RUN("OBX-MY-NO-GAP-LOCK", "an open claim does not block producers (no gap locks)", test_my_no_gap_lock);
