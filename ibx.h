@@ -635,6 +635,19 @@ IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx
 IBX_API ibx_result ibx_get(ibx_store *store, const char *message_id, const char *source,
                            ibx_message *message);
 
+/* Which dead messages ibx_dead_list, ibx_dead_replay (the inbox's revive)
+ * and ibx_dead_purge take. Every field is optional (NULL or 0: no
+ * condition); the given ones must all hold. A NULL filter is every dead
+ * message. */
+typedef struct ibx_dead_filter {
+    const char *topic;           /* exactly this topic */
+    const char *error_contains;  /* the last error contains this text (byte for byte) */
+    int64_t created_from_ms;     /* first seen at or after (UTC Unix ms) ... */
+    int64_t created_before_ms;   /* ... and before this */
+    const char *source;          /* just this source ... */
+    const char *message_id;      /* ... and/or this message id */
+} ibx_dead_filter;
+
 /* >>common-begin api-engine */
 
 /* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
@@ -966,6 +979,37 @@ IBX_API void ibx_dispatcher_wake(ibx_dispatcher *dispatcher);
  * outlives a store that discovery has since closed) or of the last
  * ibx_dispatcher_on. NULL gives a static "store is NULL" error. */
 IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *dispatcher);
+
+/* ---- Dead letters: list, replay, purge --------------------------------------------- */
+
+/* List dead messages matching `filter` (NULL: all), oldest first (by
+ * creation, then key), skipping `offset` (>= 0) and returning at most
+ * `limit` (1..IBX_BATCH_MAX). *messages points at *count messages in the
+ * store's claim buffer: valid until the next claim or list on this store
+ * (so not from a handler of a dispatcher on the same store). Pages are by
+ * offset: after a replay or purge, start again from 0. Touches the
+ * database (one read). Returns IBX_OK (count >= 1), IBX_EMPTY (none);
+ * IBX_ERR_INVALID_ARG (NULL pointers, a filter text empty, not UTF-8 or
+ * too long, a key that is not one); IBX_ERR_OUT_OF_RANGE (limit, offset,
+ * a time outside 0..IBX_TIME_MAX_MS); IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_dead_list(ibx_store *store, const ibx_dead_filter *filter, int offset,
+                                 int limit, const ibx_message **messages, int *count);
+
+/* Replay dead messages matching `filter` (NULL: all): ready again at once,
+ * attempts reset to 0, their last error kept for the record until a new
+ * one replaces it. One statement: a message is replayed once, whatever
+ * other callers do meanwhile, and dispatchers never touch dead ones. A
+ * join step it already counted as failed stays failed. *replayed (if not
+ * NULL) gets the count. Returns IBX_OK; the errors of ibx_dead_list but
+ * IBX_EMPTY. */
+IBX_API ibx_result ibx_dead_replay(ibx_store *store, const ibx_dead_filter *filter, int64_t *replayed);
+
+/* Delete dead messages matching `filter` (NULL: all), in transactions of
+ * at most 1000 rows each until none is left; *purged (if
+ * not NULL) gets the count. Done messages are deleted by ibx_cleanup.
+ * Returns as ibx_dead_replay (rows deleted by earlier batches stay
+ * deleted after an error). */
+IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filter, int64_t *purged);
 
 /* >>common-end api-engine */
 
@@ -3158,6 +3202,10 @@ enum {
                           the claim is pick, then CLAIM (owner, lease, sources, ids), then
                           CLAIM_READ (see ibx__pick_keys) */
     IBX__Q_CLAIM_READ, /* sources, ids -> message rows */
+    IBX__Q_DEAD_LIST,  /* dead filter (topic, error text, first seen from, before, source,
+                          message id), limit, offset -> message rows (markers numbered) */
+    IBX__Q_DEAD_REPLAY, /* dead filter -> rowcount */
+    IBX__Q_DEAD_PURGE, /* dead filter, batch -> rowcount */
     IBX__Q_COUNT
 };
 
@@ -3178,6 +3226,12 @@ enum {
 #define IBX__PG_KEYS \
     "(\"Source\", \"MessageId\") IN (SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[])))"
 
+/* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
+#define IBX__SQLITE_DEAD                                                                           \
+    "\"Status\" = 'Dead' AND \"Topic\" = coalesce(?1, \"Topic\") AND (?2 IS NULL OR "                 \
+    "instr(coalesce(\"LastError\", ''), ?2) > 0) AND \"FirstSeenUtc\" >= coalesce(?3, \"FirstSeenUtc\") " \
+    "AND (?4 IS NULL OR \"FirstSeenUtc\" < ?4) AND \"Source\" = coalesce(?5, \"Source\") AND "          \
+    "\"MessageId\" = coalesce(?6, \"MessageId\")"
 static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     /* sqliteodbc shows RETURNING rows only after a leading WITH. */
     {IBX__Q_SEEN,
@@ -3234,6 +3288,14 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_STATS,
      "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} WHERE \"Status\" = 'Processing' AND "
      "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})"},
+    {IBX__Q_DEAD_LIST,
+     "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE " IBX__SQLITE_DEAD " ORDER BY \"FirstSeenUtc\", "
+     "\"Source\", \"MessageId\" LIMIT ?7 OFFSET ?8"},
+    {IBX__Q_DEAD_REPLAY,
+     "UPDATE {T} SET \"Status\" = 'Processing', \"Attempt\" = 0, \"NextAttemptAt\" = {W}, "
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " IBX__SQLITE_DEAD},
+    {IBX__Q_DEAD_PURGE,
+     "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE " IBX__SQLITE_DEAD " LIMIT ?7)"},
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__sqlite_inbox = {
@@ -3264,6 +3326,13 @@ static const ibx__sqlset ibx__sqlite_inbox = {
     ibx__sqlite_inbox_rows
 };
 
+/* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
+#define IBX__PG_DEAD                                                                               \
+    "\"Status\" = 'Dead' AND \"Topic\" = coalesce(CAST(?1 AS text), \"Topic\") AND (CAST(?2 AS text) "    \
+    "IS NULL OR strpos(coalesce(\"LastError\", ''), CAST(?2 AS text)) > 0) AND \"FirstSeenUtc\" >= "       \
+    "coalesce(to_timestamp(CAST(?3 AS bigint) / 1000.0), \"FirstSeenUtc\") AND \"FirstSeenUtc\" < "       \
+    "coalesce(to_timestamp(CAST(?4 AS bigint) / 1000.0), 'infinity') AND "                              \
+    "\"Source\" = coalesce(CAST(?5 AS text), \"Source\") AND \"MessageId\" = coalesce(CAST(?6 AS text), \"MessageId\")"
 static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_SEEN,
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
@@ -3337,6 +3406,15 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint) "
      "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
      "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())"},
+    {IBX__Q_DEAD_LIST,
+     "SELECT " IBX__PG_COLS " FROM {T} WHERE " IBX__PG_DEAD " ORDER BY \"FirstSeenUtc\", \"Source\", "
+     "\"MessageId\" LIMIT CAST(?7 AS bigint) OFFSET CAST(?8 AS bigint)"},
+    {IBX__Q_DEAD_REPLAY,
+     "UPDATE {T} SET \"Status\" = 'Processing', \"Attempt\" = 0, \"NextAttemptAt\" = now(), "
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " IBX__PG_DEAD},
+    {IBX__Q_DEAD_PURGE,
+     "DELETE FROM {T} WHERE (\"Source\", \"MessageId\") IN (SELECT \"Source\", \"MessageId\" FROM {T} "
+     "WHERE " IBX__PG_DEAD " LIMIT CAST(?7 AS bigint))"},
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__postgresql_inbox = {
@@ -3392,6 +3470,12 @@ static const ibx__sqlset ibx__postgresql_inbox = {
  * 10.5+, not MySQL) gives the dedup answer and the enqueue count in one
  * statement: the driver's row count cannot tell an insert from an
  * untouched Done row. SET runs left to right: Status is assigned last. */
+/* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
+#define IBX__MY_DEAD                                                                               \
+    "`Status` = 'Dead' AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                     \
+    "LOCATE(?2, COALESCE(`LastError`, '')) > 0) AND `FirstSeenUtc` >= COALESCE(" IBX__MY_FROM_MS("?3") \
+    ", `FirstSeenUtc`) AND (?4 IS NULL OR `FirstSeenUtc` < " IBX__MY_FROM_MS("?4") ") AND "          \
+    "`Source` = COALESCE(?5, `Source`) AND `MessageId` = COALESCE(?6, `MessageId`)"
 static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
     {IBX__Q_SEEN,
      "INSERT INTO {T} (`Source`, `MessageId`, `Hash`) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE "
@@ -3466,6 +3550,14 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {IBX__Q_CLAIM_READ,
      "SELECT " IBX__MY_COLS " FROM " IBX__MY_BY_KEYS("?", "?")},
+    {IBX__Q_DEAD_LIST,
+     "SELECT " IBX__MY_COLS " FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc`, `Source`, "
+     "`MessageId` LIMIT ?7 OFFSET ?8"},
+    {IBX__Q_DEAD_REPLAY,
+     "UPDATE {T} SET `Attempt` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
+     "`LockedUntil` = NULL, `Status` = 'Processing' WHERE " IBX__MY_DEAD},
+    {IBX__Q_DEAD_PURGE,
+     "DELETE FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc` LIMIT ?7"},
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__mariadb_inbox = {
@@ -3537,6 +3629,13 @@ static const ibx__sqlset ibx__mariadb_inbox = {
  * READCOMMITTEDLOCK (READPAST needs locking reads under
  * READ_COMMITTED_SNAPSHOT). Written to the documentation; not yet run
  * against a server. */
+/* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
+#define IBX__MS_DEAD                                                                               \
+    "t.[Status] = 'Dead' AND t.[Topic] = COALESCE(?1, t.[Topic]) AND (?2 IS NULL OR "               \
+    "CHARINDEX(?2, COALESCE(t.[LastError], N'')) > 0) AND (?3 IS NULL OR t.[FirstSeenUtc] >= "       \
+    IBX__MS_FROM_MS("?3", IBX__MS_EPOCH) ") AND (?4 IS NULL OR t.[FirstSeenUtc] < "                 \
+    IBX__MS_FROM_MS("?4", IBX__MS_EPOCH) ") AND t.[Source] = COALESCE(?5, t.[Source]) AND "         \
+    "t.[MessageId] = COALESCE(?6, t.[MessageId])"
 static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
     {IBX__Q_SEEN,
      "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ? AS [Source], ? AS [MessageId], ? AS [Hash]) AS s "
@@ -3592,6 +3691,14 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, MIN([NextAttemptAt]), SYSUTCDATETIME()) FROM {T} "
      "WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME() AND "
      "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())"},
+    {IBX__Q_DEAD_LIST,
+     "SELECT " IBX__MS_COLS("t.") " FROM {T} AS t WHERE " IBX__MS_DEAD " ORDER BY t.[FirstSeenUtc], "
+     "t.[Source], t.[MessageId] OFFSET ?8 ROWS FETCH NEXT ?7 ROWS ONLY"},
+    {IBX__Q_DEAD_REPLAY,
+     "UPDATE t SET [Status] = 'Processing', [Attempt] = 0, [NextAttemptAt] = SYSUTCDATETIME(), "
+     "[OwnerToken] = NULL, [LockedUntil] = NULL FROM {T} AS t WHERE " IBX__MS_DEAD},
+    {IBX__Q_DEAD_PURGE,
+     "WITH d AS (SELECT TOP (?7) t.[Source] FROM {T} AS t WHERE " IBX__MS_DEAD ") DELETE FROM d"},
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__sqlserver_inbox = {
@@ -3734,6 +3841,10 @@ static int ibx__msg_key_add(const ibx__hooks *h, const ibx__dialect *d, ibx__buf
                             const ibx_message *m);
 /* A message's name in log lines. */
 static void ibx__msg_name(const ibx_message *m, char *out, size_t size);
+/* A dead-letter filter's key fields into p[0] and p[1] (SQL NULL where not
+ * given), checked; `buf` holds a normalised copy. */
+static ibx_result ibx__dead_key(ibx_store *s, const char *fn, const ibx_dead_filter *f,
+                                ibx__param p[2], char buf[37]);
 /* The worker name of a store description (NULL where the header has none). */
 static const char *ibx__desc_worker(const ibx_store_desc *desc);
 static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
@@ -4509,6 +4620,128 @@ IBX_API ibx_result ibx_queue_stats(ibx_store *store, int64_t *ready, int64_t *ol
     if (ready) *ready = ctx.ready;
     if (oldest_ready_ms) *oldest_ready_ms = ctx.oldest > 0 ? ctx.oldest : 0;
     return IBX_OK;
+}
+
+/* >> dead letters: list, replay, purge ------------------------------------------------- */
+
+/* A filter's arguments as every dialect's DEAD_* statements take them:
+ * topic, error text, created from, created before, two key slots (the
+ * face's), then limit and offset. NULL texts and zero times bind SQL NULL. */
+static ibx_result ibx__dead_params(ibx_store *s, const char *fn, const ibx_dead_filter *given,
+                                   ibx__param p[8], char buf[37]) {
+    char where[96];
+    ibx_dead_filter f;
+    ibx_result r = ibx__store_ready(s, fn);
+    if (r != IBX_OK) return r;
+    if (given) f = *given;
+    else memset(&f, 0, sizeof f);
+    if (f.topic && (r = ibx__check_text(&s->err, fn, "filter.topic", f.topic, IBX_TOPIC_MAX)) != IBX_OK)
+        return r;
+    if (f.error_contains && (r = ibx__check_text(&s->err, fn, "filter.error_contains", f.error_contains,
+                                                 IBX__HANDLER_ERROR_MAX - 1)) != IBX_OK)
+        return r;
+    snprintf(where, sizeof where, "%s: filter", fn);
+    if (f.created_from_ms < 0 || f.created_from_ms > IBX_TIME_MAX_MS || f.created_before_ms < 0 ||
+        f.created_before_ms > IBX_TIME_MAX_MS)
+        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, where,
+                         "created_from_ms and created_before_ms must be 0..%lld", (long long)IBX_TIME_MAX_MS);
+    ibx__p_text(&p[0], f.topic, (size_t)-1);
+    ibx__p_text(&p[1], f.error_contains, (size_t)-1);
+    ibx__p_i64(&p[2], f.created_from_ms);
+    ibx__p_i64(&p[3], f.created_before_ms);
+    if (!f.created_from_ms) p[2].ind = SQL_NULL_DATA;
+    if (!f.created_before_ms) p[3].ind = SQL_NULL_DATA;
+    ibx__p_i64(&p[6], 0);
+    ibx__p_i64(&p[7], 0);
+    if ((r = ibx__dead_key(s, fn, &f, &p[4], buf)) != IBX_OK) return r;
+    if (!s->sql[IBX__Q_DEAD_LIST])
+        return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, fn, "no dead-letter statements for %s",
+                         ibx__dialect_name(s->db.d->id));
+    return IBX_OK;
+}
+
+typedef struct ibx__list_ctx {
+    ibx_store *s;
+    ibx__param *p;
+    int limit, count;
+} ibx__list_ctx;
+
+static ibx_result ibx__dead_list_unit(ibx__db *db, void *vctx) {
+    ibx__list_ctx *c = (ibx__list_ctx *)vctx;
+    ibx_store *s = c->s;
+    SQLHSTMT cur = NULL;
+    ibx_result r;
+    c->count = 0;
+    s->rows.len = 0;
+    r = ibx__exec(db, IBX__Q_DEAD_LIST, s->sql[IBX__Q_DEAD_LIST], c->p, 8, NULL, &cur);
+    while (r == IBX_OK && c->count < c->limit && (r = ibx__fetch(db, cur)) == IBX_OK) {
+        r = ibx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        if (r == IBX_OK) c->count++;
+    }
+    ibx__close(cur);
+    return r == IBX_EMPTY ? IBX_OK : r;
+}
+
+IBX_API ibx_result ibx_dead_list(ibx_store *store, const ibx_dead_filter *filter, int offset,
+                                 int limit, const ibx_message **messages, int *count) {
+    ibx__param p[8];
+    ibx__list_ctx ctx;
+    char buf[37];
+    ibx_result r = ibx__dead_params(store, "ibx_dead_list", filter, p, buf);
+    int i;
+    if (r != IBX_OK) return r;
+    if (!messages || !count)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_dead_list: messages",
+                         "output pointers must not be NULL");
+    if (limit < 1 || limit > IBX_BATCH_MAX || offset < 0)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_dead_list: limit",
+                         "limit must be 1..%d and offset >= 0, got %d and %d", IBX_BATCH_MAX, limit, offset);
+    if ((r = ibx__claim_room(store, limit)) != IBX_OK) return r;
+    ibx__p_i64(&p[6], limit);
+    ibx__p_i64(&p[7], offset);
+    ctx.s = store;
+    ctx.p = p;
+    ctx.limit = limit;
+    r = ibx__unit_read(&store->db, ibx__dead_list_unit, &ctx, "dead list");
+    if (r != IBX_OK) return r;
+    for (i = 0; i < ctx.count; i++) {
+        ibx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
+        store->msgs[i].store = store;
+    }
+    *messages = store->msgs;
+    *count = ctx.count;
+    return ctx.count > 0 ? IBX_OK : IBX_EMPTY;
+}
+
+IBX_API ibx_result ibx_dead_replay(ibx_store *store, const ibx_dead_filter *filter, int64_t *replayed) {
+    ibx__param p[8];
+    char buf[37];
+    int64_t n = 0;
+    ibx_result r = ibx__dead_params(store, "ibx_dead_replay", filter, p, buf);
+    if (r == IBX_OK) r = ibx__run_count(store, IBX__Q_DEAD_REPLAY, p, 8, "dead replay", &n);
+    if (r != IBX_OK) return r;
+    ibx__log(&store->hooks, n > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
+             "replayed %lld dead message(s)", (long long)n);
+    if (replayed) *replayed = n;
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filter, int64_t *purged) {
+    ibx__param p[8];
+    char buf[37];
+    int64_t total = 0, n = 0;
+    ibx_result r = ibx__dead_params(store, "ibx_dead_purge", filter, p, buf);
+    ibx__p_i64(&p[6], IBX__CLEANUP_BATCH_DEFAULT);
+    while (r == IBX_OK) { /* one bounded transaction per batch */
+        r = ibx__run_count(store, IBX__Q_DEAD_PURGE, p, 8, "dead purge", &n);
+        total += r == IBX_OK ? n : 0;
+        if (n < IBX__CLEANUP_BATCH_DEFAULT) break;
+    }
+    if (total > 0 || r == IBX_OK)
+        ibx__log(&store->hooks, total > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
+                 "purged %lld dead message(s)", (long long)total);
+    if (r == IBX_OK && purged) *purged = total;
+    return r;
 }
 
 /* >> providers and routers --------------------------------------------------------- */
@@ -5818,6 +6051,21 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
 }
 
 /* >> get ---------------------------------------------------------------------------- */
+
+/* The inbox's dead-letter key: a source and/or a message id. */
+static ibx_result ibx__dead_key(ibx_store *s, const char *fn, const ibx_dead_filter *f,
+                                ibx__param p[2], char buf[37]) {
+    ibx_result r;
+    (void)buf;
+    if (f->source && (r = ibx__check_text(&s->err, fn, "filter.source", f->source, IBX_KEY_MAX)) != IBX_OK)
+        return r;
+    if (f->message_id &&
+        (r = ibx__check_text(&s->err, fn, "filter.message_id", f->message_id, IBX_KEY_MAX)) != IBX_OK)
+        return r;
+    ibx__p_text(&p[0], f->source, (size_t)-1);
+    ibx__p_text(&p[1], f->message_id, (size_t)-1);
+    return IBX_OK;
+}
 
 IBX_API ibx_result ibx_get(ibx_store *store, const char *message_id, const char *source,
                            ibx_message *message) {

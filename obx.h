@@ -615,6 +615,17 @@ OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const cha
  * OBX_ERR_NOT_FOUND, OBX_ERR_INVALID_ARG (id not a UUID), OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *message);
 
+/* Which dead messages obx_dead_list, obx_dead_replay and obx_dead_purge
+ * take. Every field is optional (NULL or 0: no condition); the given ones
+ * must all hold. A NULL filter is every dead message. */
+typedef struct obx_dead_filter {
+    const char *topic;           /* exactly this topic */
+    const char *error_contains;  /* the last error contains this text (byte for byte) */
+    int64_t created_from_ms;     /* enqueued at or after (UTC Unix ms) ... */
+    int64_t created_before_ms;   /* ... and before this */
+    const char *id;              /* just this message (work item id) */
+} obx_dead_filter;
+
 /* >>common-begin api-engine */
 
 /* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
@@ -946,6 +957,37 @@ OBX_API void obx_dispatcher_wake(obx_dispatcher *dispatcher);
  * outlives a store that discovery has since closed) or of the last
  * obx_dispatcher_on. NULL gives a static "store is NULL" error. */
 OBX_API const obx_error *obx_dispatcher_last_error(const obx_dispatcher *dispatcher);
+
+/* ---- Dead letters: list, replay, purge --------------------------------------------- */
+
+/* List dead messages matching `filter` (NULL: all), oldest first (by
+ * creation, then key), skipping `offset` (>= 0) and returning at most
+ * `limit` (1..OBX_BATCH_MAX). *messages points at *count messages in the
+ * store's claim buffer: valid until the next claim or list on this store
+ * (so not from a handler of a dispatcher on the same store). Pages are by
+ * offset: after a replay or purge, start again from 0. Touches the
+ * database (one read). Returns OBX_OK (count >= 1), OBX_EMPTY (none);
+ * OBX_ERR_INVALID_ARG (NULL pointers, a filter text empty, not UTF-8 or
+ * too long, a key that is not one); OBX_ERR_OUT_OF_RANGE (limit, offset,
+ * a time outside 0..OBX_TIME_MAX_MS); OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_dead_list(obx_store *store, const obx_dead_filter *filter, int offset,
+                                 int limit, const obx_message **messages, int *count);
+
+/* Replay dead messages matching `filter` (NULL: all): ready again at once,
+ * attempts reset to 0, their last error kept for the record until a new
+ * one replaces it. One statement: a message is replayed once, whatever
+ * other callers do meanwhile, and dispatchers never touch dead ones. A
+ * join step it already counted as failed stays failed. *replayed (if not
+ * NULL) gets the count. Returns OBX_OK; the errors of obx_dead_list but
+ * OBX_EMPTY. */
+OBX_API obx_result obx_dead_replay(obx_store *store, const obx_dead_filter *filter, int64_t *replayed);
+
+/* Delete dead messages matching `filter` (NULL: all), in transactions of
+ * at most 1000 rows each until none is left; *purged (if
+ * not NULL) gets the count. Done messages are deleted by obx_cleanup.
+ * Returns as obx_dead_replay (rows deleted by earlier batches stay
+ * deleted after an error). */
+OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filter, int64_t *purged);
 
 /* >>common-end api-engine */
 
@@ -3111,6 +3153,10 @@ enum {
                            (ids): for dialects without UPDATE ... RETURNING. See
                            obx__pick_keys for the window */
     OBX__Q_CLAIM_READ,  /* ids -> message rows */
+    OBX__Q_DEAD_LIST,   /* dead filter (topic, error text, created from, created before, id,
+                           unused), limit, offset -> message rows (markers numbered) */
+    OBX__Q_DEAD_REPLAY, /* dead filter -> count */
+    OBX__Q_DEAD_PURGE,  /* dead filter, unused, batch -> count */
     OBX__Q_COUNT
 };
 
@@ -3127,6 +3173,11 @@ enum {
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
     OBX__PG_MS("NextAttemptAt")
 
+/* The dead-letter filter (obx__dead_params): NULL arguments match all. */
+#define OBX__SQLITE_DEAD                                                                          \
+    "\"Status\" = 3 AND \"Topic\" = coalesce(?1, \"Topic\") AND (?2 IS NULL OR "                    \
+    "instr(coalesce(\"LastError\", ''), ?2) > 0) AND \"CreatedAt\" >= coalesce(?3, \"CreatedAt\") "   \
+    "AND (?4 IS NULL OR \"CreatedAt\" < ?4) AND \"Id\" = coalesce(?5, \"Id\")"
 static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
@@ -3179,6 +3230,14 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "\"Status\", \"Metadata\", \"CreatedUtc\", \"LastUpdatedUtc\" FROM {J} WHERE \"JoinId\" = ?"},
     {OBX__Q_JOIN_FINISH,
      "UPDATE {J} SET \"Status\" = ?, \"LastUpdatedUtc\" = {W} WHERE \"JoinId\" = ? AND \"Status\" = 0"},
+    {OBX__Q_DEAD_LIST,
+     "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE " OBX__SQLITE_DEAD " ORDER BY \"CreatedAt\", \"Id\" "
+     "LIMIT ?7 OFFSET ?8"},
+    {OBX__Q_DEAD_REPLAY,
+     "UPDATE {T} SET \"Status\" = 0, \"RetryCount\" = 0, \"NextAttemptAt\" = {W}, \"OwnerToken\" = NULL, "
+     "\"LockedUntil\" = NULL WHERE " OBX__SQLITE_DEAD},
+    {OBX__Q_DEAD_PURGE,
+     "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE " OBX__SQLITE_DEAD " LIMIT ?7)"},
     {OBX__Q_COUNT, NULL}};
 
 static const obx__sqlset obx__sqlite_outbox = {
@@ -3250,6 +3309,13 @@ static const obx__sqlset obx__sqlite_outbox = {
 
 /* PostgreSQL: the work-queue operations are functions in the schema
  * (OBX-112), so SQL users get them too; each call is one round trip. */
+/* The dead-letter filter (obx__dead_params): NULL arguments match all. */
+#define OBX__PG_DEAD                                                                               \
+    "\"Status\" = 3 AND \"Topic\" = coalesce(CAST(?1 AS text), \"Topic\") AND (CAST(?2 AS text) IS NULL "  \
+    "OR strpos(coalesce(\"LastError\", ''), CAST(?2 AS text)) > 0) AND \"CreatedAt\" >= "                \
+    "coalesce(to_timestamp(CAST(?3 AS bigint) / 1000.0), \"CreatedAt\") AND \"CreatedAt\" < "            \
+    "coalesce(to_timestamp(CAST(?4 AS bigint) / 1000.0), 'infinity') AND "                             \
+    "\"Id\" = coalesce(CAST(?5 AS uuid), \"Id\")"
 static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
@@ -3304,6 +3370,15 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_JOIN_FINISH,
      "UPDATE {J} SET \"Status\" = CAST(? AS smallint), \"LastUpdatedUtc\" = now() "
      "WHERE \"JoinId\" = CAST(? AS uuid) AND \"Status\" = 0"},
+    {OBX__Q_DEAD_LIST,
+     "SELECT " OBX__PG_COLS " FROM {T} WHERE " OBX__PG_DEAD " ORDER BY \"CreatedAt\", \"Id\" "
+     "LIMIT CAST(?7 AS bigint) OFFSET CAST(?8 AS bigint)"},
+    {OBX__Q_DEAD_REPLAY,
+     "UPDATE {T} SET \"Status\" = 0, \"RetryCount\" = 0, \"NextAttemptAt\" = now(), \"OwnerToken\" = NULL, "
+     "\"LockedUntil\" = NULL WHERE " OBX__PG_DEAD},
+    {OBX__Q_DEAD_PURGE,
+     "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE " OBX__PG_DEAD
+     " LIMIT CAST(?7 AS bigint))"},
     {OBX__Q_COUNT, NULL}};
 
 static const obx__sqlset obx__postgresql_outbox = {
@@ -3471,6 +3546,12 @@ static const obx__sqlset obx__postgresql_outbox = {
  * which is right either way. Tables are utf8mb4_nopad_bin: keys and
  * topics compare byte for byte, trailing spaces included (utf8mb4_bin pads:
  * "m1" = "m1 "). No partial indexes: Status leads. */
+/* The dead-letter filter (obx__dead_params): NULL arguments match all. */
+#define OBX__MY_DEAD                                                                              \
+    "`Status` = 3 AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                        \
+    "LOCATE(?2, COALESCE(`LastError`, '')) > 0) AND `CreatedAt` >= COALESCE(" OBX__MY_FROM_MS("?3") \
+    ", `CreatedAt`) AND (?4 IS NULL OR `CreatedAt` < " OBX__MY_FROM_MS("?4") ") AND "                \
+    "`Id` = COALESCE(?5, `Id`)"
 static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
@@ -3532,6 +3613,13 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
      "SELECT " OBX__MY_COLS " FROM " OBX__MY_BY_IDS("?")},
+    {OBX__Q_DEAD_LIST,
+     "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt`, `Id` LIMIT ?7 OFFSET ?8"},
+    {OBX__Q_DEAD_REPLAY,
+     "UPDATE {T} SET `RetryCount` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
+     "`LockedUntil` = NULL, `Status` = 0 WHERE " OBX__MY_DEAD},
+    {OBX__Q_DEAD_PURGE,
+     "DELETE FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt` LIMIT ?7"},
     {OBX__Q_COUNT, NULL}};
 
 static const obx__sqlset obx__mariadb_outbox = {
@@ -3639,6 +3727,12 @@ static const obx__sqlset obx__mariadb_outbox = {
  * triggers update join members from an outbox update: "nested triggers"
  * must be on (the server default). Written to the documentation; not yet
  * run against a server. */
+/* The dead-letter filter (obx__dead_params): NULL arguments match all. */
+#define OBX__MS_DEAD                                                                              \
+    "t.[Status] = 3 AND t.[Topic] = COALESCE(?1, t.[Topic]) AND (?2 IS NULL OR "                   \
+    "CHARINDEX(?2, COALESCE(t.[LastError], N'')) > 0) AND (?3 IS NULL OR t.[CreatedAt] >= "         \
+    OBX__MS_FROM_MS("?3", OBX__MS_EPOCH) ") AND (?4 IS NULL OR t.[CreatedAt] < "                   \
+    OBX__MS_FROM_MS("?4", OBX__MS_EPOCH) ") AND t.[Id] = COALESCE(CAST(?5 AS UNIQUEIDENTIFIER), t.[Id])"
 static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
@@ -3690,6 +3784,14 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      OBX__MS_UTC_MS("[LastUpdatedUtc]") " FROM {J} WHERE [JoinId] = ?"},
     {OBX__Q_JOIN_FINISH,
      "UPDATE {J} SET [Status] = ?, [LastUpdatedUtc] = SYSUTCDATETIME() WHERE [JoinId] = ? AND [Status] = 0"},
+    {OBX__Q_DEAD_LIST,
+     "SELECT " OBX__MS_COLS " FROM {T} AS t WHERE " OBX__MS_DEAD " ORDER BY t.[CreatedAt], t.[Id] "
+     "OFFSET ?8 ROWS FETCH NEXT ?7 ROWS ONLY"},
+    {OBX__Q_DEAD_REPLAY,
+     "UPDATE t SET [Status] = 0, [RetryCount] = 0, [NextAttemptAt] = SYSDATETIMEOFFSET(), "
+     "[OwnerToken] = NULL, [LockedUntil] = NULL FROM {T} AS t WHERE " OBX__MS_DEAD},
+    {OBX__Q_DEAD_PURGE,
+     "WITH d AS (SELECT TOP (?7) t.[Id] FROM {T} AS t WHERE " OBX__MS_DEAD ") DELETE FROM d"},
     {OBX__Q_COUNT, NULL}};
 
 static const obx__sqlset obx__sqlserver_outbox = {
@@ -3910,6 +4012,10 @@ static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf
                             const obx_message *m);
 /* A message's name in log lines. */
 static void obx__msg_name(const obx_message *m, char *out, size_t size);
+/* A dead-letter filter's key fields into p[0] and p[1] (SQL NULL where not
+ * given), checked; `buf` holds a normalised copy. */
+static obx_result obx__dead_key(obx_store *s, const char *fn, const obx_dead_filter *f,
+                                obx__param p[2], char buf[37]);
 /* The worker name of a store description (NULL where the header has none). */
 static const char *obx__desc_worker(const obx_store_desc *desc);
 static void obx__desc_set_worker(obx_store_desc *desc, const char *worker);
@@ -4685,6 +4791,128 @@ OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *ol
     if (ready) *ready = ctx.ready;
     if (oldest_ready_ms) *oldest_ready_ms = ctx.oldest > 0 ? ctx.oldest : 0;
     return OBX_OK;
+}
+
+/* >> dead letters: list, replay, purge ------------------------------------------------- */
+
+/* A filter's arguments as every dialect's DEAD_* statements take them:
+ * topic, error text, created from, created before, two key slots (the
+ * face's), then limit and offset. NULL texts and zero times bind SQL NULL. */
+static obx_result obx__dead_params(obx_store *s, const char *fn, const obx_dead_filter *given,
+                                   obx__param p[8], char buf[37]) {
+    char where[96];
+    obx_dead_filter f;
+    obx_result r = obx__store_ready(s, fn);
+    if (r != OBX_OK) return r;
+    if (given) f = *given;
+    else memset(&f, 0, sizeof f);
+    if (f.topic && (r = obx__check_text(&s->err, fn, "filter.topic", f.topic, OBX_TOPIC_MAX)) != OBX_OK)
+        return r;
+    if (f.error_contains && (r = obx__check_text(&s->err, fn, "filter.error_contains", f.error_contains,
+                                                 OBX__HANDLER_ERROR_MAX - 1)) != OBX_OK)
+        return r;
+    snprintf(where, sizeof where, "%s: filter", fn);
+    if (f.created_from_ms < 0 || f.created_from_ms > OBX_TIME_MAX_MS || f.created_before_ms < 0 ||
+        f.created_before_ms > OBX_TIME_MAX_MS)
+        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, where,
+                         "created_from_ms and created_before_ms must be 0..%lld", (long long)OBX_TIME_MAX_MS);
+    obx__p_text(&p[0], f.topic, (size_t)-1);
+    obx__p_text(&p[1], f.error_contains, (size_t)-1);
+    obx__p_i64(&p[2], f.created_from_ms);
+    obx__p_i64(&p[3], f.created_before_ms);
+    if (!f.created_from_ms) p[2].ind = SQL_NULL_DATA;
+    if (!f.created_before_ms) p[3].ind = SQL_NULL_DATA;
+    obx__p_i64(&p[6], 0);
+    obx__p_i64(&p[7], 0);
+    if ((r = obx__dead_key(s, fn, &f, &p[4], buf)) != OBX_OK) return r;
+    if (!s->sql[OBX__Q_DEAD_LIST])
+        return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, fn, "no dead-letter statements for %s",
+                         obx__dialect_name(s->db.d->id));
+    return OBX_OK;
+}
+
+typedef struct obx__list_ctx {
+    obx_store *s;
+    obx__param *p;
+    int limit, count;
+} obx__list_ctx;
+
+static obx_result obx__dead_list_unit(obx__db *db, void *vctx) {
+    obx__list_ctx *c = (obx__list_ctx *)vctx;
+    obx_store *s = c->s;
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    c->count = 0;
+    s->rows.len = 0;
+    r = obx__exec(db, OBX__Q_DEAD_LIST, s->sql[OBX__Q_DEAD_LIST], c->p, 8, NULL, &cur);
+    while (r == OBX_OK && c->count < c->limit && (r = obx__fetch(db, cur)) == OBX_OK) {
+        r = obx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        if (r == OBX_OK) c->count++;
+    }
+    obx__close(cur);
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
+OBX_API obx_result obx_dead_list(obx_store *store, const obx_dead_filter *filter, int offset,
+                                 int limit, const obx_message **messages, int *count) {
+    obx__param p[8];
+    obx__list_ctx ctx;
+    char buf[37];
+    obx_result r = obx__dead_params(store, "obx_dead_list", filter, p, buf);
+    int i;
+    if (r != OBX_OK) return r;
+    if (!messages || !count)
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_dead_list: messages",
+                         "output pointers must not be NULL");
+    if (limit < 1 || limit > OBX_BATCH_MAX || offset < 0)
+        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_dead_list: limit",
+                         "limit must be 1..%d and offset >= 0, got %d and %d", OBX_BATCH_MAX, limit, offset);
+    if ((r = obx__claim_room(store, limit)) != OBX_OK) return r;
+    obx__p_i64(&p[6], limit);
+    obx__p_i64(&p[7], offset);
+    ctx.s = store;
+    ctx.p = p;
+    ctx.limit = limit;
+    r = obx__unit_read(&store->db, obx__dead_list_unit, &ctx, "dead list");
+    if (r != OBX_OK) return r;
+    for (i = 0; i < ctx.count; i++) {
+        obx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
+        store->msgs[i].store = store;
+    }
+    *messages = store->msgs;
+    *count = ctx.count;
+    return ctx.count > 0 ? OBX_OK : OBX_EMPTY;
+}
+
+OBX_API obx_result obx_dead_replay(obx_store *store, const obx_dead_filter *filter, int64_t *replayed) {
+    obx__param p[8];
+    char buf[37];
+    int64_t n = 0;
+    obx_result r = obx__dead_params(store, "obx_dead_replay", filter, p, buf);
+    if (r == OBX_OK) r = obx__run_count(store, OBX__Q_DEAD_REPLAY, p, 8, "dead replay", &n);
+    if (r != OBX_OK) return r;
+    obx__log(&store->hooks, n > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
+             "replayed %lld dead message(s)", (long long)n);
+    if (replayed) *replayed = n;
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filter, int64_t *purged) {
+    obx__param p[8];
+    char buf[37];
+    int64_t total = 0, n = 0;
+    obx_result r = obx__dead_params(store, "obx_dead_purge", filter, p, buf);
+    obx__p_i64(&p[6], OBX__CLEANUP_BATCH_DEFAULT);
+    while (r == OBX_OK) { /* one bounded transaction per batch */
+        r = obx__run_count(store, OBX__Q_DEAD_PURGE, p, 8, "dead purge", &n);
+        total += r == OBX_OK ? n : 0;
+        if (n < OBX__CLEANUP_BATCH_DEFAULT) break;
+    }
+    if (total > 0 || r == OBX_OK)
+        obx__log(&store->hooks, total > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
+                 "purged %lld dead message(s)", (long long)total);
+    if (r == OBX_OK && purged) *purged = total;
+    return r;
 }
 
 /* >> providers and routers --------------------------------------------------------- */
@@ -5976,6 +6204,24 @@ OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
 }
 
 /* >> get ---------------------------------------------------------------------------- */
+
+/* The outbox's dead-letter key: a work item id. */
+static obx_result obx__dead_key(obx_store *s, const char *fn, const obx_dead_filter *f,
+                                obx__param p[2], char buf[37]) {
+    char where[96];
+    obx__p_text(&p[1], NULL, 0);
+    if (!f->id) {
+        obx__p_text(&p[0], NULL, 0);
+        return OBX_OK;
+    }
+    if (!obx__uuid_is_valid(f->id)) {
+        snprintf(where, sizeof where, "%s: filter.id", fn);
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "id must be a UUID");
+    }
+    obx__lower_uuid(f->id, buf);
+    obx__p_text(&p[0], buf, 36);
+    return OBX_OK;
+}
 
 OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *message) {
     obx__param p[1];

@@ -1748,6 +1748,65 @@ static void test_batch_and_pause(void) {
     ibx_store_close(s);
 }
 
+
+/* Enqueue one message and fail it with `error`. */
+static int dead_one(ibx_store *s, const char *source, const char *id, const char *error) {
+    char owner[37];
+    const ibx_message *ms;
+    ibx_key k;
+    if (!enqueue(s, "t", source, id)) return 0;
+    ibx_owner_token(s, owner);
+    if (claim(s, owner, 1, &ms) != 1) return 0;
+    k.source = ms[0].source;
+    k.message_id = ms[0].message_id;
+    return ibx_fail(s, owner, &k, 1, error, NULL) == IBX_OK;
+}
+
+/* The dead-letter tools through the inbox's face: keys are (source, id). */
+static void test_dead_letters(void) {
+    ibx_store *s = fresh();
+    ibx_dead_filter f;
+    const ibx_message *ms;
+    ibx_message m;
+    int n = 0;
+    int64_t changed = -1;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(dead_one(s, "s1", "m1", "boom 1") && dead_one(s, "s1", "m2", "boom 2") &&
+              dead_one(s, "s1", "m3", "boom 3") && dead_one(s, "s1", "m4", "boom 4") &&
+              dead_one(s, "s2", "m1", "nope") && dead_one(s, "s2", "m2", "nope"));
+    TT_ASSERT(enqueue(s, "t", "s3", "ready"));
+    TT_EQ_INT(ibx_dead_list(s, NULL, 0, 100, &ms, &n), IBX_OK);
+    TT_EQ_INT(n, 6);
+    TT_EQ_INT(ibx_dead_list(s, NULL, 4, 100, &ms, &n), IBX_OK);
+    TT_EQ_INT(n, 2);
+    memset(&f, 0, sizeof f);
+    f.source = "s1";
+    f.message_id = "m2";
+    TT_EQ_INT(ibx_dead_list(s, &f, 0, 100, &ms, &n), IBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_STR(ms[0].last_error, "boom 2");
+    f.message_id = "";
+    TT_EQ_INT(ibx_dead_list(s, &f, 0, 100, &ms, &n), IBX_ERR_INVALID_ARG);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_dead_list: filter.message_id");
+    /* Revive a source's dead messages: Processing again, attempts 0, error kept. */
+    memset(&f, 0, sizeof f);
+    f.source = "s2";
+    TT_EQ_INT(ibx_dead_replay(s, &f, &changed), IBX_OK);
+    TT_EQ_INT(changed, 2);
+    TT_EQ_INT(ibx_get(s, "m1", "s2", &m), IBX_OK);
+    TT_EQ_INT(m.status, IBX_STATUS_PROCESSING);
+    TT_EQ_INT(m.attempt, 0);
+    TT_EQ_STR(m.last_error, "nope");
+    /* Purge by error text. */
+    memset(&f, 0, sizeof f);
+    f.error_contains = "boom";
+    TT_EQ_INT(ibx_dead_purge(s, &f, &changed), IBX_OK);
+    TT_EQ_INT(changed, 4);
+    TT_EQ_INT(ibx_dead_list(s, NULL, 0, 100, &ms, &n), IBX_EMPTY);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 3);
+    ibx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -1877,6 +1936,7 @@ int main(int argc, char **argv) {
         RUN("CORE-TIME-ZONE", "times are right whatever the session's time zone (adopted connection)", test_time_zone);
     RUN("IBX-KEY-EXACT", "keys differing only in a trailing space are different messages", test_key_exact);
     RUN("IBX-BATCH-PAUSE", "a batch handler (mixed outcomes, each on its message) and OBX_PAUSE through the inbox", test_batch_and_pause);
+    RUN("IBX-DEAD-LETTERS", "dead letters by (source, id), topic, error: list, revive (attempts reset, error kept), purge", test_dead_letters);
     RUN("IBX-SCHEMA-FILE", "sql/<dialect>/inbox.sql is what the header deploys", test_schema_file);
     return tt_done();
 }

@@ -3357,6 +3357,164 @@ static void test_pause_long_outage(void) {
     obx_store_close(s);
 }
 
+
+/* ---- dead letters: list, replay, purge ------------------------------------------------- */
+
+/* Enqueue `n` messages of `topic`, claim them and settle each: fail with
+ * `error` (NULL: ack). Their ids go to ids[] when given. */
+static int settle_new(obx_store *s, const char *topic, int n, const char *error, char (*ids)[37]) {
+    char owner[37], id[37];
+    const obx_message *ms;
+    int i, got = 0;
+    for (i = 0; i < n; i++) {
+        if (!enqueue(s, topic, "p", id)) return 0;
+        if (ids) memcpy(ids[i], id, 37);
+    }
+    obx_owner_token(s, owner);
+    if (obx_claim(s, owner, 30, n, &ms, &got) != OBX_OK || got != n) return 0;
+    for (i = 0; i < n; i++) {
+        const char *one[1];
+        one[0] = ms[i].id;
+        if ((error ? obx_fail(s, owner, one, 1, error, NULL) : obx_ack(s, owner, one, 1, NULL)) != OBX_OK)
+            return 0;
+    }
+    return 1;
+}
+
+static int64_t dead_count(obx_store *s, const obx_dead_filter *f) {
+    const obx_message *ms;
+    int n = 0, offset = 0, total = 0;
+    obx_result r;
+    while ((r = obx_dead_list(s, f, offset, 7, &ms, &n)) == OBX_OK) {
+        int i;
+        for (i = 0; i < n; i++)
+            if (ms[i].status != OBX_STATUS_FAILED) return -2;
+        total += n;
+        offset += n;
+    }
+    return r == OBX_EMPTY ? total : -1;
+}
+
+typedef struct replay_arg {
+    obx_store *s;
+    int64_t replayed;
+    obx_result r;
+} replay_arg;
+
+static void *replay_main(void *varg) {
+    replay_arg *a = (replay_arg *)varg;
+    obx_dead_filter f;
+    memset(&f, 0, sizeof f);
+    f.topic = "dl.a";
+    a->r = obx_dead_replay(a->s, &f, &a->replayed);
+    return NULL;
+}
+
+static void test_dead_letters(void) {
+    obx_store *s = fresh(), *other = open_table("Outbox", 0);
+    obx_dead_filter f;
+    const obx_message *ms;
+    obx_message m;
+    char b_ids[10][37], ready[37];
+    char seen[40][37];
+    int n = 0, i, j, pages = 0, total = 0;
+    int64_t changed = -1;
+    replay_arg ra, rb;
+    pthread_t ta, tb;
+    TT_ASSERT(s && other);
+    TT_ASSERT(settle_new(s, "dl.a", 10, "timeout 503", NULL) && settle_new(s, "dl.a", 10, "bad request 400", NULL));
+    TT_ASSERT(settle_new(s, "dl.b", 10, "timeout 504", b_ids));
+    TT_ASSERT(settle_new(s, "dl.a", 5, NULL, NULL) && enqueue(s, "dl.a", "p", ready));
+    /* Paged: every dead message once, oldest first, nothing else. */
+    while (obx_dead_list(s, NULL, total, 7, &ms, &n) == OBX_OK) {
+        for (i = 0; i < n; i++) {
+            TT_EQ_INT(ms[i].status, OBX_STATUS_FAILED);
+            for (j = 0; j < total + i; j++) TT_EXPECT(strcmp(seen[j], ms[i].id) != 0);
+            memcpy(seen[total + i], ms[i].id, 37);
+        }
+        total += n;
+        pages++;
+    }
+    TT_EQ_INT(total, 30);
+    TT_EQ_INT(pages, 5);
+    /* Filters: topic, error text, time, id; together. */
+    memset(&f, 0, sizeof f);
+    f.topic = "dl.a";
+    TT_EQ_INT(dead_count(s, &f), 20);
+    f.error_contains = "timeout";
+    TT_EQ_INT(dead_count(s, &f), 10);
+    f.topic = NULL;
+    TT_EQ_INT(dead_count(s, &f), 20);
+    f.error_contains = "Timeout"; /* byte for byte */
+    TT_EQ_INT(dead_count(s, &f), 0);
+    memset(&f, 0, sizeof f);
+    f.created_from_ms = now_ms() + 3600000;
+    TT_EQ_INT(obx_dead_list(s, &f, 0, 10, &ms, &n), OBX_EMPTY);
+    f.created_from_ms = now_ms() - 3600000;
+    f.created_before_ms = now_ms() + 3600000;
+    TT_EQ_INT(dead_count(s, &f), 30);
+    memset(&f, 0, sizeof f);
+    f.id = b_ids[3];
+    TT_EQ_INT(obx_dead_list(s, &f, 0, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_STR(ms[0].id, b_ids[3]);
+    TT_EQ_STR(ms[0].last_error, "timeout 504");
+    /* Bad arguments are named, before any SQL. */
+    TT_EQ_INT(obx_dead_list(s, NULL, 0, 0, &ms, &n), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_INT(obx_dead_list(s, NULL, -1, 5, &ms, &n), OBX_ERR_OUT_OF_RANGE);
+    f.id = "not-a-uuid";
+    TT_EQ_INT(obx_dead_replay(s, &f, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dead_replay: filter.id");
+    memset(&f, 0, sizeof f);
+    f.topic = "";
+    TT_EQ_INT(obx_dead_purge(s, &f, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dead_purge: filter.topic");
+    f.topic = NULL;
+    f.created_before_ms = -5;
+    TT_EQ_INT(obx_dead_list(s, &f, 0, 5, &ms, &n), OBX_ERR_OUT_OF_RANGE);
+    /* Replay one, then a topic: ready at once, attempts 0, last error kept. */
+    memset(&f, 0, sizeof f);
+    f.id = b_ids[3];
+    TT_EQ_INT(obx_dead_replay(s, &f, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(obx_dead_replay(s, &f, &changed), OBX_OK);
+    TT_EQ_INT(changed, 0);
+    f.id = NULL;
+    f.topic = "dl.b";
+    TT_EQ_INT(obx_dead_replay(s, &f, &changed), OBX_OK);
+    TT_EQ_INT(changed, 9);
+    TT_EQ_INT(obx_get(s, b_ids[0], &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_READY);
+    TT_EQ_INT(m.retry_count, 0);
+    TT_EQ_STR(m.last_error, "timeout 504");
+    TT_EXPECT(m.next_attempt_ms <= now_ms() + 2000);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}"), 11);
+    /* Two callers replaying the same messages at once: each replayed once. */
+    ra.s = s;
+    rb.s = other;
+    ra.replayed = rb.replayed = -1;
+    TT_ASSERT(pthread_create(&ta, NULL, replay_main, &ra) == 0);
+    TT_ASSERT(pthread_create(&tb, NULL, replay_main, &rb) == 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    TT_EQ_INT(ra.r, OBX_OK);
+    TT_EQ_INT(rb.r, OBX_OK);
+    TT_EQ_INT(ra.replayed + rb.replayed, 20);
+    TT_EQ_INT(count_status(s, OBX_STATUS_FAILED), 0);
+    /* Purge: dead ones matching the filter only. */
+    TT_ASSERT(settle_new(s, "dl.c", 6, "gone 410", NULL) && settle_new(s, "dl.c", 4, "kept 500", NULL));
+    memset(&f, 0, sizeof f);
+    f.error_contains = "410";
+    TT_EQ_INT(obx_dead_purge(s, &f, &changed), OBX_OK);
+    TT_EQ_INT(changed, 6);
+    TT_EQ_INT(obx_dead_purge(s, NULL, &changed), OBX_OK);
+    TT_EQ_INT(changed, 4);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 36);
+    TT_EQ_INT(count_status(s, OBX_STATUS_DONE), 5);
+    obx_store_close(other);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -3509,6 +3667,7 @@ int main(int argc, char **argv) {
     RUN("OBX-BATCH-HANDLER", "20,000 messages through a batch handler and a per-message one: every outcome on its own message", test_batch_handler);
     RUN("OBX-PAUSE", "OBX_PAUSE: no attempt used, topic paused 60 s then 120 s (capped), others flow, first success resumes", test_pause_on_outage);
     RUN("OBX-PAUSE-LONG", "a downstream down for 1,000 handler calls: 0 dead, attempts unchanged, all delivered after", test_pause_long_outage);
+    RUN("OBX-DEAD-LETTERS", "dead letters: paged list with filters, replay (attempts reset, error kept, once under concurrency), purge", test_dead_letters);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     if (g_my) {
         RUN("OBX-MY-NO-GAP-LOCK", "an open claim does not block producers (no gap locks)", test_my_no_gap_lock);
