@@ -1055,6 +1055,17 @@ OBX_API obx_result obx_join_report_tx(obx_store *store, void *hdbc, const char *
  * OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_join_get(obx_store *store, const char *join_id, obx_join *join);
 
+/* Cancel a pending join (Pending -> Cancelled): its join.wait messages
+ * then end (OBX_DONE) without enqueuing their on-complete or on-fail
+ * message, whether the steps are in or not. A race with a join.wait that
+ * is finishing the join has one winner: the join is then Cancelled, or
+ * Completed/Failed with its follow-up enqueued. Steps may still be
+ * reported (counted, nothing follows). Touches the database (own
+ * transaction). Returns OBX_OK (cancelled now, or before); OBX_ERR_STATE
+ * (already Completed or Failed); OBX_ERR_NOT_FOUND; OBX_ERR_INVALID_ARG
+ * (join_id not a UUID); OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_join_cancel(obx_store *store, const char *join_id);
+
 /* What a join.wait message does when its join has all its steps. */
 typedef struct obx_join_wait {
     const char *join_id;             /* required */
@@ -6689,6 +6700,32 @@ static obx_result obx__finish_unit(obx__db *db, void *vctx) {
         r = obx__insert_messages(db, &e);
     }
     return r;
+}
+
+OBX_API obx_result obx_join_cancel(obx_store *store, const char *join_id) {
+    obx__finish_ctx ctx;
+    char id[37];
+    obx_join j;
+    obx_result r = obx__store_ready(store, "obx_join_cancel");
+    if (r != OBX_OK) return r;
+    if (!join_id || !obx__uuid_is_valid(join_id))
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_cancel: join_id", "join_id must be a UUID");
+    obx__lower_uuid(join_id, id);
+    ctx.s = store;
+    ctx.join_id = id;
+    ctx.status = OBX_JOIN_CANCELLED;
+    ctx.follow = NULL;
+    ctx.finished = 0;
+    r = obx__unit(&store->db, obx__finish_unit, &ctx, "join cancel");
+    if (r != OBX_OK) return r;
+    if (ctx.finished) {
+        obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "join %s cancelled", id);
+        return OBX_OK;
+    }
+    r = obx_join_get(store, id, &j); /* not pending: why? */
+    if (r != OBX_OK || j.status == OBX_JOIN_CANCELLED) return r;
+    return obx__fail(&store->err, OBX_ERR_STATE, "obx_join_cancel",
+                     "join %s is already %s", id, j.status == OBX_JOIN_COMPLETED ? "completed" : "failed");
 }
 
 /* The follow-up message a join.wait payload asks for on success or failure

@@ -3515,6 +3515,57 @@ static void test_dead_letters(void) {
     obx_store_close(s);
 }
 
+
+/* A cancelled join: its join.wait ends without the follow-up message. */
+static void test_join_cancel(void) {
+    obx_store *s = fresh();
+    obx_dispatcher *d;
+    char join_id[37], done_id[37], step[37];
+    int rounds;
+    obx_join_wait w;
+    obx_join j;
+    obx_run_stats st;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(obx_join_start(s, "etl", 1, NULL, join_id), OBX_OK);
+    TT_ASSERT(enqueue(s, "extract", "{}", step));
+    TT_EQ_INT(obx_join_attach(s, join_id, step), OBX_OK);
+    memset(&w, 0, sizeof w);
+    w.join_id = join_id;
+    w.on_complete_topic = "etl.transform";
+    w.on_complete_payload = "{}";
+    w.on_fail_topic = "etl.failed";
+    TT_EQ_INT(obx_join_enqueue_wait(s, NULL, &w, NULL), OBX_OK);
+    TT_EQ_INT(obx_join_cancel(s, join_id), OBX_OK);
+    TT_EQ_INT(obx_join_cancel(s, join_id), OBX_OK); /* again: nothing changes */
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
+    TT_EQ_INT(j.status, OBX_JOIN_CANCELLED);
+    /* Its step is done, its wait is delivered: no follow-up. */
+    TT_EQ_INT(obx_join_report(s, join_id, step, 0), OBX_OK);
+    d = dispatcher(s, 3, zero_backoff);
+    TT_ASSERT(d != NULL);
+    TT_EQ_INT(obx_dispatcher_on(d, "join.wait", obx_join_wait_handler, NULL), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "extract", single_handler, NULL), OBX_OK);
+    for (rounds = 0; rounds < 10 && obx_dispatcher_run_once(d, &st) == OBX_OK; rounds++) {}
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" LIKE 'etl.%'"), 0);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'join.wait' AND \"Status\" = 2"), 1);
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
+    TT_EQ_INT(j.status, OBX_JOIN_CANCELLED);
+    /* Too late for a completed join; unknown and malformed ids. */
+    TT_EQ_INT(obx_join_start(s, NULL, 1, NULL, done_id), OBX_OK);
+    w.join_id = done_id;
+    TT_EQ_INT(obx_join_report(s, done_id, step, 0), OBX_OK);
+    TT_EQ_INT(obx_join_enqueue_wait(s, NULL, &w, NULL), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK); /* completes it; its follow-up waits */
+    TT_EQ_INT(obx_join_cancel(s, done_id), OBX_ERR_STATE);
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "already completed") != NULL);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'etl.transform'"), 1);
+    TT_EQ_INT(obx_join_cancel(s, "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"), OBX_ERR_NOT_FOUND);
+    TT_EQ_INT(obx_join_cancel(s, "nope"), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_join_cancel: join_id");
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -3668,6 +3719,7 @@ int main(int argc, char **argv) {
     RUN("OBX-PAUSE", "OBX_PAUSE: no attempt used, topic paused 60 s then 120 s (capped), others flow, first success resumes", test_pause_on_outage);
     RUN("OBX-PAUSE-LONG", "a downstream down for 1,000 handler calls: 0 dead, attempts unchanged, all delivered after", test_pause_long_outage);
     RUN("OBX-DEAD-LETTERS", "dead letters: paged list with filters, replay (attempts reset, error kept, once under concurrency), purge", test_dead_letters);
+    RUN("OBX-JOIN-CANCEL", "a cancelled join's join.wait ends without its follow-up; too late once completed", test_join_cancel);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     if (g_my) {
         RUN("OBX-MY-NO-GAP-LOCK", "an open claim does not block producers (no gap locks)", test_my_no_gap_lock);

@@ -778,6 +778,22 @@ static void test_dead_letters(void) {
     ibx_store_close(in);
 }
 
+
+/* Join cancel: the join's finish statement with Cancelled (3), one transaction. */
+static void test_join_cancel(void) {
+    obx_store *s = outbox();
+    int e;
+    TT_ASSERT(s != NULL);
+    fake_push_ok(1);
+    TT_EQ_INT(obx_join_cancel(s, "0190A1B2-C3D4-7E5F-8A9B-00000000000A"), OBX_OK);
+    e = first_exec();
+    TT_EXPECT(strncmp(fake_log_sql(e), "UPDATE [dbo].[OutboxJoin] SET [Status] = ?", 42) == 0);
+    TT_EQ_STR(fake_log_param_text(e, 0, 1), "3");
+    TT_EQ_STR(fake_log_param_text(e, 0, 2), "0190a1b2-c3d4-7e5f-8a9b-00000000000a");
+    TT_EQ_INT(fake_commits(), 1);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--tsql") == 0) return dump_tsql(argv[2]);
     RUN("MSSQL-SCHEMA-FILES", "sql/sqlserver/{outbox,inbox}.sql are what deploy runs: the seed's tables, filtered indexes, procedures, GO batches", test_schema_files);
@@ -794,6 +810,7 @@ int main(int argc, char **argv) {
     RUN("IBX-030", "inbox claim, ack, abandon, fail, reap call the seed's procedures", test_inbox_work_queue);
     RUN("MSSQL-KEY-SPACES", "inbox keys ending in a space are refused (SQL Server would pad them)", test_inbox_trailing_space);
     RUN("MSSQL-DEAD-LETTERS", "dead letters: list (OFFSET/FETCH, NULL filters), replay, purge (TOP batches); the inbox's by source", test_dead_letters);
+    RUN("OBX-JOIN-CANCEL", "join cancel is the join's finish statement with Cancelled", test_join_cancel);
     RUN("MSSQL-ERRORS", "1205 and 1222 are redone; 2627/2601 permanent; HYT00 timeout; 10054 lost", test_errors);
     return tt_done();
 }
