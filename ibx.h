@@ -21,7 +21,8 @@
  *   Then the API: common (results, hooks, limits, backoff, selection,
  *   UUIDs), store and messages (dedup, mark, enqueue, ack, abandon, fail,
  *   lease extend, get), SHA-256 and HMAC, the work queue and dispatcher
- *   (claim, reap, cleanup, providers, routers).
+ *   (claim, reap, cleanup, providers, routers, batch handlers, pauses),
+ *   dead letters (list, replay: the inbox's revive, purge).
  *
  * 1. QUICK START ------------------------------------------------------------
  *   A whole program (it is compiled and run by `make check`): record a
@@ -118,6 +119,15 @@
  *                a device without /dev/urandom should give this hook)
  *   The hook types are laid out identically in ibx.h and ibx.h, so one
  *   allocator, clock or logger implementation plugs into both.
+ *   Dispatching (ibx_dispatcher_desc): handlers take one message each
+ *   (ibx_dispatcher_on), or all of a claim's messages of their topic in
+ *   one call with an outcome per message (ibx_dispatcher_on_batch). A
+ *   handler's IBX_PAUSE (downstream unavailable) puts the message back
+ *   without using an attempt and pauses its topic for pause_ms, doubling
+ *   up to pause_max_ms until the topic's first success; other topics go on.
+ *   Dead messages are tools' work: ibx_dead_list (paged, filtered),
+ *   ibx_dead_replay (ready again, attempts reset, last error kept) and
+ *   ibx_dead_purge.
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;

@@ -19,7 +19,8 @@
  *   Then the API: common (results, hooks, limits, backoff, selection,
  *   UUIDs), store and messages (enqueue, ack, abandon, fail, lease extend,
  *   get), the work queue and dispatcher (claim, reap, cleanup, providers,
- *   routers), joins (fan-in).
+ *   routers, batch handlers, pauses), dead letters (list, replay, purge),
+ *   joins (fan-in, cancel).
  *
  * 1. QUICK START ------------------------------------------------------------
  *   A whole program (it is compiled and run by `make check`): open a store
@@ -101,6 +102,15 @@
  *                a device without /dev/urandom should give this hook)
  *   The hook types are laid out identically in obx.h and ibx.h, so one
  *   allocator, clock or logger implementation plugs into both.
+ *   Dispatching (obx_dispatcher_desc): handlers take one message each
+ *   (obx_dispatcher_on), or all of a claim's messages of their topic in
+ *   one call with an outcome per message (obx_dispatcher_on_batch). A
+ *   handler's OBX_PAUSE (downstream unavailable) puts the message back
+ *   without using an attempt and pauses its topic for pause_ms, doubling
+ *   up to pause_max_ms until the topic's first success; other topics go on.
+ *   Dead messages are tools' work: obx_dead_list (paged, filtered),
+ *   obx_dead_replay (ready again, attempts reset, last error kept) and
+ *   obx_dead_purge.
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;
