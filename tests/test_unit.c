@@ -795,11 +795,15 @@ static void test_fake_ack_deadlock_retried(void) {
     fake_push_rows(1, 1, two);
     TT_EQ_INT(obx_ack(s, k_owner, ids, 1, &changed), OBX_OK);
     TT_EQ_INT(changed, 2);
-    first = fake_log_find("_Ack", 0);
+    first = fake_log_find("SET \"Status\" = 2", 0);
     TT_ASSERT(first >= 0);
     TT_EQ_STR(fake_log_sql(first + 1), "<ROLLBACK>");
-    TT_ASSERT(strstr(fake_log_sql(first + 2), "_Ack") != NULL);
-    TT_EQ_STR(fake_log_sql(first + 3), "<COMMIT>");
+    TT_EQ_STR(fake_log_sql(first + 2), fake_log_sql(first));
+    /* One statement, one round trip: it ran in autocommit, no COMMIT after. */
+    TT_EQ_INT(fake_log_autocommit(first), 1);
+    TT_EQ_INT(fake_log_autocommit(first + 2), 1);
+    TT_EQ_INT(fake_log_count(), first + 3);
+    TT_EQ_INT(fake_commits(), 0);
     /* The id list travels as one array parameter: one statement per batch. */
     TT_EQ_STR(fake_log_param_text(first, 0, 3), "{\"0192abcd-ef01-7000-8000-0000000000aa\"}");
     obx_store_close(s);
@@ -856,13 +860,85 @@ static void test_fake_one_round_trip(void) {
     const obx_message *ms;
     int n;
     TT_ASSERT(s != NULL);
-    /* Claim and ack are one statement each (plus the commit), prepared once. */
+    /* A claim is one statement in autocommit (no BEGIN or COMMIT round
+     * trips), prepared once; the connection is back in manual commit after. */
     TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_EMPTY);
     TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_EMPTY);
     TT_EQ_INT(fake_calls("SQLExecute"), 2);
     TT_EQ_INT(fake_calls("SQLPrepare"), 1);
-    TT_EQ_INT(fake_commits(), 2);
-    TT_ASSERT(strstr(fake_log_sql(0), "_Claim\"(CAST(? AS uuid)") != NULL);
+    TT_EQ_INT(fake_commits(), 0);
+    TT_EQ_INT(fake_log_autocommit(0), 1);
+    TT_ASSERT(strstr(fake_log_sql(0), "= ANY (ARRAY(SELECT \"Id\"") != NULL);
+    TT_ASSERT(strstr(fake_log_sql(0), "FOR UPDATE SKIP LOCKED)) RETURNING") != NULL);
+    {
+        SQLUINTEGER mode = 99;
+        TT_ASSERT(SQL_SUCCEEDED(SQLGetConnectAttr(s->db.dbc, SQL_ATTR_AUTOCOMMIT, &mode, 0, NULL)));
+        TT_EQ_INT((int)mode, SQL_AUTOCOMMIT_OFF);
+    }
+    /* A unit of several statements (a batch enqueue past one chunk of
+     * 1,000 rows) is one transaction in manual commit. */
+    {
+        static obx_new_message batch[1001];
+        int i, first;
+        for (i = 0; i < 1001; i++) {
+            batch[i].topic = "t";
+            batch[i].payload = "p";
+            batch[i].payload_len = OBX_NTS;
+        }
+        fake_reset();
+        fake_set_dbms_name("PostgreSQL");
+        TT_EQ_INT(obx_enqueue_batch(s, NULL, batch, 1001, NULL), OBX_OK);
+        first = fake_log_find("INSERT INTO", 0);
+        TT_ASSERT(first >= 0);
+        TT_EQ_INT(fake_log_autocommit(first), 0);
+        TT_EQ_INT(fake_log_autocommit(first + 1), 0);
+        TT_EQ_STR(fake_log_sql(first + 2), "<COMMIT>");
+        TT_EQ_INT(fake_commits(), 1);
+        /* One message: one statement, autocommit. */
+        TT_EQ_INT(obx_enqueue(s, &batch[0], NULL), OBX_OK);
+        first = fake_log_find("INSERT INTO", first + 3);
+        TT_ASSERT(first >= 0);
+        TT_EQ_INT(fake_log_autocommit(first), 1);
+        TT_EQ_INT(fake_commits(), 1);
+    }
+    obx_store_close(s);
+}
+
+/* MariaDB: our own connections rest in autocommit (switching costs the
+ * driver a round trip), so a one-statement step is one round trip and a
+ * claim is START TRANSACTION, its three statements and COMMIT; with a
+ * statement timeout every step is a transaction again (CORE-ROUND-TRIPS). */
+static void test_fake_mariadb_round_trips(void) {
+    obx_store *s = fake_store("MariaDB", NULL);
+    obx_new_message m;
+    const obx_message *ms;
+    int n, i, first;
+    TT_ASSERT(s != NULL);
+    memset(&m, 0, sizeof m);
+    m.topic = "t";
+    m.payload = "p";
+    m.payload_len = OBX_NTS;
+    TT_EQ_INT(obx_enqueue(s, &m, NULL), OBX_OK);
+    TT_EQ_INT(fake_log_count(), 1);
+    TT_ASSERT(strstr(fake_log_sql(0), "INSERT INTO") != NULL);
+    TT_EQ_INT(fake_log_autocommit(0), 1);
+    TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_EMPTY);
+    TT_EQ_STR(fake_log_sql(1), "START TRANSACTION");
+    TT_EQ_STR(fake_log_sql(fake_log_count() - 1), "COMMIT");
+    for (i = 1; i < fake_log_count(); i++) TT_EQ_INT(fake_log_autocommit(i), 1);
+    TT_EQ_INT(fake_commits(), 0); /* no SQLEndTran: the unit ends in SQL */
+    obx_store_close(s);
+    s = fake_store("MariaDB", "Driver=fake;");
+    TT_ASSERT(s != NULL);
+    s->db.statement_timeout_s = 1; /* as set by the desc; takes effect at the next connect */
+    s->db.lost = 1;
+    fake_reset();
+    fake_set_dbms_name("MariaDB");
+    TT_EQ_INT(obx_enqueue(s, &m, NULL), OBX_OK);
+    first = fake_log_find("INSERT INTO", 0);
+    TT_ASSERT(first >= 0);
+    TT_EQ_INT(fake_log_autocommit(first), 0);
+    TT_EQ_STR(fake_log_sql(first + 1), "<COMMIT>");
     obx_store_close(s);
 }
 
@@ -1033,7 +1109,9 @@ static void test_ibx_fake_deadlock(void) {
     first = fake_log_find("UPDATE", 0);
     TT_ASSERT(first >= 0);
     TT_EQ_STR(fake_log_sql(first + 1), "<ROLLBACK>");
-    TT_EQ_STR(fake_log_sql(first + 3), "<COMMIT>");
+    TT_EQ_STR(fake_log_sql(first + 2), fake_log_sql(first));
+    TT_EQ_INT(fake_log_autocommit(first + 2), 1); /* one statement: autocommit */
+    TT_EQ_INT(fake_log_count(), first + 3);
     /* The key lists travel as two array parameters: one statement per batch. */
     TT_EQ_STR(fake_log_param_text(first, 0, 2), "{\"src\"}");
     TT_EQ_STR(fake_log_param_text(first, 0, 3), "{\"m1\"}");
@@ -1411,7 +1489,8 @@ int main(void) {
     TT_RUN("CORE-NO-POSIX-CLOCK", "fake", "without POSIX clocks a dispatcher needs a clock hook that sleeps", test_no_posix_clock);
     TT_RUN("CORE-DESC-DEFAULTS", "pure", "dispatcher defaults in one place, as documented", test_desc_defaults);
     TT_RUN("CORE-STALE-HANDLE", "fake", "a failed second pick pass never reuses the freed statement", test_fake_pick_stale_handle);
-    TT_RUN("OBX-120", "fake", "claim is one prepared statement per call (a function on PostgreSQL)", test_fake_one_round_trip);
+    TT_RUN("CORE-ROUND-TRIPS", "fake", "MariaDB: one round trip per one-statement step; a claim is one transaction", test_fake_mariadb_round_trips);
+    TT_RUN("OBX-120", "fake", "claim is one prepared statement per call, in autocommit", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
     TT_RUN("OBX-097", "fake", "a batch enqueue is one transaction; bad input stops it before SQL", test_fake_enqueue_batch_one_tx);
     return tt_done();
