@@ -897,7 +897,8 @@ typedef struct obx_dispatcher_desc {
                                     topic ends the pause. While paused, the topic's claimed
                                     messages go back unhandled, due when the pause ends (so
                                     other dispatchers wait too), their attempts unchanged;
-                                    other topics flow */
+                                    other topics flow. Pauses are per dispatcher and topic
+                                    (with a provider: the topic on every store) */
 } obx_dispatcher_desc;
 /* Intervals are saturating: a huge one (INT64_MAX) means "never again". */
 
