@@ -3193,7 +3193,7 @@ static void test_batch_handler(void) {
     obx_dispatcher *d = NULL;
     batch_probe p;
     obx_new_message *ms = (obx_new_message *)calloc(CHUNK, sizeof *ms);
-    static char payloads[N][8];
+    static char payloads[N][12];
     obx_run_stats st;
     int i, rounds = 0, bad = 0, dead = 0, retried = 0, single = 0;
     obx_result r;
