@@ -962,7 +962,8 @@ IBX_API ibx_result ibx_dispatcher_on_batch(ibx_dispatcher *dispatcher, const cha
 
 /* One round: reap if the reap interval has passed, claim one batch, run
  * the handlers, then settle: all successes in one ack, each failure
- * abandoned (with backoff) or failed. *stats (if not NULL) gets the counts.
+ * abandoned (with backoff) or failed, the messages of a paused topic put
+ * back in one statement per topic. *stats (if not NULL) gets the counts.
  * Returns IBX_OK (messages handled), IBX_EMPTY (nothing to claim), or the
  * database error of the claim or a settle (messages not settled stay
  * leased and are retried after their lease expires: nothing is lost). */

@@ -943,7 +943,8 @@ OBX_API obx_result obx_dispatcher_on_batch(obx_dispatcher *dispatcher, const cha
 
 /* One round: reap if the reap interval has passed, claim one batch, run
  * the handlers, then settle: all successes in one ack, each failure
- * abandoned (with backoff) or failed. *stats (if not NULL) gets the counts.
+ * abandoned (with backoff) or failed, the messages of a paused topic put
+ * back in one statement per topic. *stats (if not NULL) gets the counts.
  * Returns OBX_OK (messages handled), OBX_EMPTY (nothing to claim), or the
  * database error of the claim or a settle (messages not settled stay
  * leased and are retried after their lease expires: nothing is lost). */
