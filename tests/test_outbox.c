@@ -6,7 +6,10 @@
 #include "tt.h"
 
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1862,6 +1865,86 @@ static void test_wake_and_stop(void) {
     TT_EXPECT(now_ms() - t0 < 2000); /* stop interrupts the 10 s wait */
     obx_dispatcher_destroy(d);
     obx_store_close(producer);
+    obx_store_close(s);
+}
+
+/* A producer in another process wakes a dispatcher waiting on a 10 s
+ * poll through the wake socket; a stale socket file is replaced; a bad
+ * path is refused, naming it (CORE-WAKE-SOCKET). */
+static void test_wake_socket(void) {
+    obx_store *s = fresh(), *bad = NULL;
+    obx_store_desc sd;
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    probe p;
+    loop_arg arg;
+    pthread_t thread;
+    char path[64], longpath[300];
+    struct sockaddr_un a;
+    struct stat st;
+    int waited, status, stale;
+    pid_t child;
+    TT_ASSERT(s != NULL);
+    obx_store_close(s); /* no connection may cross fork() */
+    snprintf(path, sizeof path, "/tmp/obx-wake-%d.sock", (int)getpid());
+    unlink(path);
+    /* A socket file left by a dispatcher that died. */
+    stale = socket(AF_UNIX, SOCK_DGRAM, 0);
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    TT_ASSERT(stale >= 0 && bind(stale, (struct sockaddr *)&a, sizeof a) == 0);
+    close(stale);
+    fflush(stdout);
+    child = fork();
+    if (child == 0) { /* the producer: waits for a live listener, enqueues once */
+        obx_store *producer = NULL;
+        obx_new_message m = msg("hot", "from another process");
+        int tries, probe_fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+        for (tries = 0; tries < 1000 && connect(probe_fd, (struct sockaddr *)&a, sizeof a) != 0; tries++)
+            sleep_ms(10);
+        memset(&sd, 0, sizeof sd);
+        sd.connection_string = g_conn;
+        sd.wake_path = path;
+        sd.hooks.logger.log = keep_log;
+        _exit(obx_store_open(&sd, &producer) == OBX_OK && obx_enqueue(producer, &m, NULL) == OBX_OK ? 0 : 1);
+    }
+    s = open_table("Outbox", 0);
+    TT_ASSERT(s != NULL && child > 0);
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.poll_interval_ms = 10000; /* without the wake-up, the message would wait 10 s */
+    dd.idle_max_ms = 10000;
+    dd.wake_path = path;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    memset(&p, 0, sizeof p);
+    obx_dispatcher_on(d, "hot", probe_handler, &p);
+    arg.d = d;
+    TT_ASSERT(pthread_create(&thread, NULL, loop_main, &arg) == 0);
+    for (waited = 0; p.calls == 0 && waited < 5000; waited += 5) sleep_ms(5);
+    TT_EQ_INT(p.calls, 1);
+    TT_EQ_STR(p.last_payload, "from another process");
+    obx_dispatcher_stop(d);
+    pthread_join(thread, NULL);
+    TT_ASSERT(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    TT_EXPECT(stat(path, &st) != 0); /* removed when run() returned */
+    obx_dispatcher_destroy(d);
+    /* A path no socket can have is refused, naming the field. */
+    memset(longpath, 'x', sizeof longpath - 1);
+    longpath[sizeof longpath - 1] = '\0';
+    dd.wake_path = longpath;
+    d = NULL;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_create: wake_path");
+    memset(&sd, 0, sizeof sd);
+    sd.connection_string = g_conn;
+    sd.wake_path = longpath;
+    sd.hooks.logger.log = keep_log;
+    TT_EQ_INT(obx_store_open(&sd, &bad), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(bad)->where, "obx_store_open: wake_path");
+    obx_store_close(bad);
+    TT_EQ_INT(obx_notify(s), OBX_OK); /* no wake_path: nothing to do */
+    TT_EQ_INT(obx_notify(NULL), OBX_ERR_INVALID_ARG);
     obx_store_close(s);
 }
 
@@ -3827,6 +3910,7 @@ int main(int argc, char **argv) {
     RUN("OBX-105", "handler failures logged at ERROR with id and error", test_056_failure_policy);
     RUN("OBX-122", "the poll interval doubles while idle, up to a cap", test_122_idle_backoff);
     RUN("OBX-WAKE", "wake-up dispatches at once; stop interrupts the wait", test_wake_and_stop);
+    RUN("CORE-WAKE-SOCKET", "a producer in another process wakes a waiting dispatcher through wake_path", test_wake_socket);
     RUN("OBX-METRICS", "counters, metrics hook, queue depth and oldest age", test_metrics);
     RUN("OBX-033", "ack counts a completed step in every join of the message", test_033_034_046_047_089_096_auto);
     RUN("OBX-034", "the join count changes in the ack's own transaction", test_033_034_046_047_089_096_auto);
