@@ -4875,128 +4875,6 @@ IBX_API ibx_result ibx_queue_stats(ibx_store *store, int64_t *ready, int64_t *ol
     return IBX_OK;
 }
 
-/* >> dead letters: list, replay, purge ------------------------------------------------- */
-
-/* A filter's arguments as every dialect's DEAD_* statements take them:
- * topic, error text, created from, created before, two key slots (the
- * face's), then limit and offset. NULL texts and zero times bind SQL NULL. */
-static ibx_result ibx__dead_params(ibx_store *s, const char *fn, const ibx_dead_filter *given,
-                                   ibx__param p[8], char buf[37]) {
-    char where[96];
-    ibx_dead_filter f;
-    ibx_result r = ibx__store_ready(s, fn);
-    if (r != IBX_OK) return r;
-    if (given) f = *given;
-    else memset(&f, 0, sizeof f);
-    if (f.topic && (r = ibx__check_text(&s->err, fn, "filter.topic", f.topic, IBX_TOPIC_MAX)) != IBX_OK)
-        return r;
-    if (f.error_contains && (r = ibx__check_text(&s->err, fn, "filter.error_contains", f.error_contains,
-                                                 IBX__HANDLER_ERROR_MAX - 1)) != IBX_OK)
-        return r;
-    snprintf(where, sizeof where, "%s: filter", fn);
-    if (f.created_from_ms < 0 || f.created_from_ms > IBX_TIME_MAX_MS || f.created_before_ms < 0 ||
-        f.created_before_ms > IBX_TIME_MAX_MS)
-        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, where,
-                         "created_from_ms and created_before_ms must be 0..%lld", (long long)IBX_TIME_MAX_MS);
-    ibx__p_text(&p[0], f.topic, (size_t)-1);
-    ibx__p_text(&p[1], f.error_contains, (size_t)-1);
-    ibx__p_i64(&p[2], f.created_from_ms);
-    ibx__p_i64(&p[3], f.created_before_ms);
-    if (!f.created_from_ms) p[2].ind = SQL_NULL_DATA;
-    if (!f.created_before_ms) p[3].ind = SQL_NULL_DATA;
-    ibx__p_i64(&p[6], 0);
-    ibx__p_i64(&p[7], 0);
-    if ((r = ibx__dead_key(s, fn, &f, &p[4], buf)) != IBX_OK) return r;
-    if (!s->sql[IBX__Q_DEAD_LIST])
-        return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, fn, "no dead-letter statements for %s",
-                         ibx__dialect_name(s->db.d->id));
-    return IBX_OK;
-}
-
-typedef struct ibx__list_ctx {
-    ibx_store *s;
-    ibx__param *p;
-    int limit, count;
-} ibx__list_ctx;
-
-static ibx_result ibx__dead_list_unit(ibx__db *db, void *vctx) {
-    ibx__list_ctx *c = (ibx__list_ctx *)vctx;
-    ibx_store *s = c->s;
-    SQLHSTMT cur = NULL;
-    ibx_result r;
-    c->count = 0;
-    s->rows.len = 0;
-    r = ibx__exec(db, IBX__Q_DEAD_LIST, s->sql[IBX__Q_DEAD_LIST], c->p, 8, NULL, &cur);
-    while (r == IBX_OK && c->count < c->limit && (r = ibx__fetch(db, cur)) == IBX_OK) {
-        r = ibx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
-        if (r == IBX_OK) c->count++;
-    }
-    ibx__close(cur);
-    return r == IBX_EMPTY ? IBX_OK : r;
-}
-
-IBX_API ibx_result ibx_dead_list(ibx_store *store, const ibx_dead_filter *filter, int offset,
-                                 int limit, const ibx_message **messages, int *count) {
-    ibx__param p[8];
-    ibx__list_ctx ctx;
-    char buf[37];
-    ibx_result r = ibx__dead_params(store, "ibx_dead_list", filter, p, buf);
-    int i;
-    if (r != IBX_OK) return r;
-    if (!messages || !count)
-        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_dead_list: messages",
-                         "output pointers must not be NULL");
-    if (limit < 1 || limit > IBX_BATCH_MAX || offset < 0)
-        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_dead_list: limit",
-                         "limit must be 1..%d and offset >= 0, got %d and %d", IBX_BATCH_MAX, limit, offset);
-    if ((r = ibx__claim_room(store, limit)) != IBX_OK) return r;
-    ibx__p_i64(&p[6], limit);
-    ibx__p_i64(&p[7], offset);
-    ctx.s = store;
-    ctx.p = p;
-    ctx.limit = limit;
-    r = ibx__unit_read(&store->db, ibx__dead_list_unit, &ctx, "dead list");
-    if (r != IBX_OK) return r;
-    for (i = 0; i < ctx.count; i++) {
-        ibx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
-        store->msgs[i].store = store;
-    }
-    *messages = store->msgs;
-    *count = ctx.count;
-    return ctx.count > 0 ? IBX_OK : IBX_EMPTY;
-}
-
-IBX_API ibx_result ibx_dead_replay(ibx_store *store, const ibx_dead_filter *filter, int64_t *replayed) {
-    ibx__param p[8];
-    char buf[37];
-    int64_t n = 0;
-    ibx_result r = ibx__dead_params(store, "ibx_dead_replay", filter, p, buf);
-    if (r == IBX_OK) r = ibx__run_count(store, IBX__Q_DEAD_REPLAY, p, 8, "dead replay", &n);
-    if (r != IBX_OK) return r;
-    ibx__log(&store->hooks, n > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
-             "replayed %lld dead message(s)", (long long)n);
-    if (replayed) *replayed = n;
-    return IBX_OK;
-}
-
-IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filter, int64_t *purged) {
-    ibx__param p[8];
-    char buf[37];
-    int64_t total = 0, n = 0;
-    ibx_result r = ibx__dead_params(store, "ibx_dead_purge", filter, p, buf);
-    ibx__p_i64(&p[6], IBX__CLEANUP_BATCH_DEFAULT);
-    while (r == IBX_OK) { /* one bounded transaction per batch */
-        r = ibx__run_count(store, IBX__Q_DEAD_PURGE, p, 8, "dead purge", &n);
-        total += r == IBX_OK ? n : 0;
-        if (n < IBX__CLEANUP_BATCH_DEFAULT) break;
-    }
-    if (total > 0 || r == IBX_OK)
-        ibx__log(&store->hooks, total > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
-                 "purged %lld dead message(s)", (long long)total);
-    if (r == IBX_OK && purged) *purged = total;
-    return r;
-}
-
 /* >> providers and routers --------------------------------------------------------- */
 
 struct ibx_provider {
@@ -5171,6 +5049,128 @@ IBX_API ibx_result ibx_router_get_guid(ibx_provider *p, const ibx_guid *key, ibx
     if (!key) return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get_guid: key", "key must not be NULL");
     ibx__guid_text(key->bytes, text);
     return ibx_router_get(p, text, out);
+}
+
+/* >> dead letters: list, replay, purge ------------------------------------------------- */
+
+/* A filter's arguments as every dialect's DEAD_* statements take them:
+ * topic, error text, created from, created before, two key slots (the
+ * face's), then limit and offset. NULL texts and zero times bind SQL NULL. */
+static ibx_result ibx__dead_params(ibx_store *s, const char *fn, const ibx_dead_filter *given,
+                                   ibx__param p[8], char buf[37]) {
+    char where[96];
+    ibx_dead_filter f;
+    ibx_result r = ibx__store_ready(s, fn);
+    if (r != IBX_OK) return r;
+    if (given) f = *given;
+    else memset(&f, 0, sizeof f);
+    if (f.topic && (r = ibx__check_text(&s->err, fn, "filter.topic", f.topic, IBX_TOPIC_MAX)) != IBX_OK)
+        return r;
+    if (f.error_contains && (r = ibx__check_text(&s->err, fn, "filter.error_contains", f.error_contains,
+                                                 IBX__HANDLER_ERROR_MAX - 1)) != IBX_OK)
+        return r;
+    snprintf(where, sizeof where, "%s: filter", fn);
+    if (f.created_from_ms < 0 || f.created_from_ms > IBX_TIME_MAX_MS || f.created_before_ms < 0 ||
+        f.created_before_ms > IBX_TIME_MAX_MS)
+        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, where,
+                         "created_from_ms and created_before_ms must be 0..%lld", (long long)IBX_TIME_MAX_MS);
+    ibx__p_text(&p[0], f.topic, (size_t)-1);
+    ibx__p_text(&p[1], f.error_contains, (size_t)-1);
+    ibx__p_i64(&p[2], f.created_from_ms);
+    ibx__p_i64(&p[3], f.created_before_ms);
+    if (!f.created_from_ms) p[2].ind = SQL_NULL_DATA;
+    if (!f.created_before_ms) p[3].ind = SQL_NULL_DATA;
+    ibx__p_i64(&p[6], 0);
+    ibx__p_i64(&p[7], 0);
+    if ((r = ibx__dead_key(s, fn, &f, &p[4], buf)) != IBX_OK) return r;
+    if (!s->sql[IBX__Q_DEAD_LIST])
+        return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, fn, "no dead-letter statements for %s",
+                         ibx__dialect_name(s->db.d->id));
+    return IBX_OK;
+}
+
+typedef struct ibx__list_ctx {
+    ibx_store *s;
+    ibx__param *p;
+    int limit, count;
+} ibx__list_ctx;
+
+static ibx_result ibx__dead_list_unit(ibx__db *db, void *vctx) {
+    ibx__list_ctx *c = (ibx__list_ctx *)vctx;
+    ibx_store *s = c->s;
+    SQLHSTMT cur = NULL;
+    ibx_result r;
+    c->count = 0;
+    s->rows.len = 0;
+    r = ibx__exec(db, IBX__Q_DEAD_LIST, s->sql[IBX__Q_DEAD_LIST], c->p, 8, NULL, &cur);
+    while (r == IBX_OK && c->count < c->limit && (r = ibx__fetch(db, cur)) == IBX_OK) {
+        r = ibx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        if (r == IBX_OK) c->count++;
+    }
+    ibx__close(cur);
+    return r == IBX_EMPTY ? IBX_OK : r;
+}
+
+IBX_API ibx_result ibx_dead_list(ibx_store *store, const ibx_dead_filter *filter, int offset,
+                                 int limit, const ibx_message **messages, int *count) {
+    ibx__param p[8];
+    ibx__list_ctx ctx;
+    char buf[37];
+    ibx_result r = ibx__dead_params(store, "ibx_dead_list", filter, p, buf);
+    int i;
+    if (r != IBX_OK) return r;
+    if (!messages || !count)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_dead_list: messages",
+                         "output pointers must not be NULL");
+    if (limit < 1 || limit > IBX_BATCH_MAX || offset < 0)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_dead_list: limit",
+                         "limit must be 1..%d and offset >= 0, got %d and %d", IBX_BATCH_MAX, limit, offset);
+    if ((r = ibx__claim_room(store, limit)) != IBX_OK) return r;
+    ibx__p_i64(&p[6], limit);
+    ibx__p_i64(&p[7], offset);
+    ctx.s = store;
+    ctx.p = p;
+    ctx.limit = limit;
+    r = ibx__unit_read(&store->db, ibx__dead_list_unit, &ctx, "dead list");
+    if (r != IBX_OK) return r;
+    for (i = 0; i < ctx.count; i++) {
+        ibx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
+        store->msgs[i].store = store;
+    }
+    *messages = store->msgs;
+    *count = ctx.count;
+    return ctx.count > 0 ? IBX_OK : IBX_EMPTY;
+}
+
+IBX_API ibx_result ibx_dead_replay(ibx_store *store, const ibx_dead_filter *filter, int64_t *replayed) {
+    ibx__param p[8];
+    char buf[37];
+    int64_t n = 0;
+    ibx_result r = ibx__dead_params(store, "ibx_dead_replay", filter, p, buf);
+    if (r == IBX_OK) r = ibx__run_count(store, IBX__Q_DEAD_REPLAY, p, 8, "dead replay", &n);
+    if (r != IBX_OK) return r;
+    ibx__log(&store->hooks, n > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
+             "replayed %lld dead message(s)", (long long)n);
+    if (replayed) *replayed = n;
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filter, int64_t *purged) {
+    ibx__param p[8];
+    char buf[37];
+    int64_t total = 0, n = 0;
+    ibx_result r = ibx__dead_params(store, "ibx_dead_purge", filter, p, buf);
+    ibx__p_i64(&p[6], IBX__CLEANUP_BATCH_DEFAULT);
+    while (r == IBX_OK) { /* one bounded transaction per batch */
+        r = ibx__run_count(store, IBX__Q_DEAD_PURGE, p, 8, "dead purge", &n);
+        total += r == IBX_OK ? n : 0;
+        if (n < IBX__CLEANUP_BATCH_DEFAULT) break;
+    }
+    if (total > 0 || r == IBX_OK)
+        ibx__log(&store->hooks, total > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
+                 "purged %lld dead message(s)", (long long)total);
+    if (r == IBX_OK && purged) *purged = total;
+    return r;
 }
 
 /* >> lease renewal ------------------------------------------------------------------ */

@@ -5082,128 +5082,6 @@ OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *ol
     return OBX_OK;
 }
 
-/* >> dead letters: list, replay, purge ------------------------------------------------- */
-
-/* A filter's arguments as every dialect's DEAD_* statements take them:
- * topic, error text, created from, created before, two key slots (the
- * face's), then limit and offset. NULL texts and zero times bind SQL NULL. */
-static obx_result obx__dead_params(obx_store *s, const char *fn, const obx_dead_filter *given,
-                                   obx__param p[8], char buf[37]) {
-    char where[96];
-    obx_dead_filter f;
-    obx_result r = obx__store_ready(s, fn);
-    if (r != OBX_OK) return r;
-    if (given) f = *given;
-    else memset(&f, 0, sizeof f);
-    if (f.topic && (r = obx__check_text(&s->err, fn, "filter.topic", f.topic, OBX_TOPIC_MAX)) != OBX_OK)
-        return r;
-    if (f.error_contains && (r = obx__check_text(&s->err, fn, "filter.error_contains", f.error_contains,
-                                                 OBX__HANDLER_ERROR_MAX - 1)) != OBX_OK)
-        return r;
-    snprintf(where, sizeof where, "%s: filter", fn);
-    if (f.created_from_ms < 0 || f.created_from_ms > OBX_TIME_MAX_MS || f.created_before_ms < 0 ||
-        f.created_before_ms > OBX_TIME_MAX_MS)
-        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, where,
-                         "created_from_ms and created_before_ms must be 0..%lld", (long long)OBX_TIME_MAX_MS);
-    obx__p_text(&p[0], f.topic, (size_t)-1);
-    obx__p_text(&p[1], f.error_contains, (size_t)-1);
-    obx__p_i64(&p[2], f.created_from_ms);
-    obx__p_i64(&p[3], f.created_before_ms);
-    if (!f.created_from_ms) p[2].ind = SQL_NULL_DATA;
-    if (!f.created_before_ms) p[3].ind = SQL_NULL_DATA;
-    obx__p_i64(&p[6], 0);
-    obx__p_i64(&p[7], 0);
-    if ((r = obx__dead_key(s, fn, &f, &p[4], buf)) != OBX_OK) return r;
-    if (!s->sql[OBX__Q_DEAD_LIST])
-        return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, fn, "no dead-letter statements for %s",
-                         obx__dialect_name(s->db.d->id));
-    return OBX_OK;
-}
-
-typedef struct obx__list_ctx {
-    obx_store *s;
-    obx__param *p;
-    int limit, count;
-} obx__list_ctx;
-
-static obx_result obx__dead_list_unit(obx__db *db, void *vctx) {
-    obx__list_ctx *c = (obx__list_ctx *)vctx;
-    obx_store *s = c->s;
-    SQLHSTMT cur = NULL;
-    obx_result r;
-    c->count = 0;
-    s->rows.len = 0;
-    r = obx__exec(db, OBX__Q_DEAD_LIST, s->sql[OBX__Q_DEAD_LIST], c->p, 8, NULL, &cur);
-    while (r == OBX_OK && c->count < c->limit && (r = obx__fetch(db, cur)) == OBX_OK) {
-        r = obx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
-        if (r == OBX_OK) c->count++;
-    }
-    obx__close(cur);
-    return r == OBX_EMPTY ? OBX_OK : r;
-}
-
-OBX_API obx_result obx_dead_list(obx_store *store, const obx_dead_filter *filter, int offset,
-                                 int limit, const obx_message **messages, int *count) {
-    obx__param p[8];
-    obx__list_ctx ctx;
-    char buf[37];
-    obx_result r = obx__dead_params(store, "obx_dead_list", filter, p, buf);
-    int i;
-    if (r != OBX_OK) return r;
-    if (!messages || !count)
-        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_dead_list: messages",
-                         "output pointers must not be NULL");
-    if (limit < 1 || limit > OBX_BATCH_MAX || offset < 0)
-        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_dead_list: limit",
-                         "limit must be 1..%d and offset >= 0, got %d and %d", OBX_BATCH_MAX, limit, offset);
-    if ((r = obx__claim_room(store, limit)) != OBX_OK) return r;
-    obx__p_i64(&p[6], limit);
-    obx__p_i64(&p[7], offset);
-    ctx.s = store;
-    ctx.p = p;
-    ctx.limit = limit;
-    r = obx__unit_read(&store->db, obx__dead_list_unit, &ctx, "dead list");
-    if (r != OBX_OK) return r;
-    for (i = 0; i < ctx.count; i++) {
-        obx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
-        store->msgs[i].store = store;
-    }
-    *messages = store->msgs;
-    *count = ctx.count;
-    return ctx.count > 0 ? OBX_OK : OBX_EMPTY;
-}
-
-OBX_API obx_result obx_dead_replay(obx_store *store, const obx_dead_filter *filter, int64_t *replayed) {
-    obx__param p[8];
-    char buf[37];
-    int64_t n = 0;
-    obx_result r = obx__dead_params(store, "obx_dead_replay", filter, p, buf);
-    if (r == OBX_OK) r = obx__run_count(store, OBX__Q_DEAD_REPLAY, p, 8, "dead replay", &n);
-    if (r != OBX_OK) return r;
-    obx__log(&store->hooks, n > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
-             "replayed %lld dead message(s)", (long long)n);
-    if (replayed) *replayed = n;
-    return OBX_OK;
-}
-
-OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filter, int64_t *purged) {
-    obx__param p[8];
-    char buf[37];
-    int64_t total = 0, n = 0;
-    obx_result r = obx__dead_params(store, "obx_dead_purge", filter, p, buf);
-    obx__p_i64(&p[6], OBX__CLEANUP_BATCH_DEFAULT);
-    while (r == OBX_OK) { /* one bounded transaction per batch */
-        r = obx__run_count(store, OBX__Q_DEAD_PURGE, p, 8, "dead purge", &n);
-        total += r == OBX_OK ? n : 0;
-        if (n < OBX__CLEANUP_BATCH_DEFAULT) break;
-    }
-    if (total > 0 || r == OBX_OK)
-        obx__log(&store->hooks, total > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
-                 "purged %lld dead message(s)", (long long)total);
-    if (r == OBX_OK && purged) *purged = total;
-    return r;
-}
-
 /* >> providers and routers --------------------------------------------------------- */
 
 struct obx_provider {
@@ -5378,6 +5256,128 @@ OBX_API obx_result obx_router_get_guid(obx_provider *p, const obx_guid *key, obx
     if (!key) return obx__fail(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get_guid: key", "key must not be NULL");
     obx__guid_text(key->bytes, text);
     return obx_router_get(p, text, out);
+}
+
+/* >> dead letters: list, replay, purge ------------------------------------------------- */
+
+/* A filter's arguments as every dialect's DEAD_* statements take them:
+ * topic, error text, created from, created before, two key slots (the
+ * face's), then limit and offset. NULL texts and zero times bind SQL NULL. */
+static obx_result obx__dead_params(obx_store *s, const char *fn, const obx_dead_filter *given,
+                                   obx__param p[8], char buf[37]) {
+    char where[96];
+    obx_dead_filter f;
+    obx_result r = obx__store_ready(s, fn);
+    if (r != OBX_OK) return r;
+    if (given) f = *given;
+    else memset(&f, 0, sizeof f);
+    if (f.topic && (r = obx__check_text(&s->err, fn, "filter.topic", f.topic, OBX_TOPIC_MAX)) != OBX_OK)
+        return r;
+    if (f.error_contains && (r = obx__check_text(&s->err, fn, "filter.error_contains", f.error_contains,
+                                                 OBX__HANDLER_ERROR_MAX - 1)) != OBX_OK)
+        return r;
+    snprintf(where, sizeof where, "%s: filter", fn);
+    if (f.created_from_ms < 0 || f.created_from_ms > OBX_TIME_MAX_MS || f.created_before_ms < 0 ||
+        f.created_before_ms > OBX_TIME_MAX_MS)
+        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, where,
+                         "created_from_ms and created_before_ms must be 0..%lld", (long long)OBX_TIME_MAX_MS);
+    obx__p_text(&p[0], f.topic, (size_t)-1);
+    obx__p_text(&p[1], f.error_contains, (size_t)-1);
+    obx__p_i64(&p[2], f.created_from_ms);
+    obx__p_i64(&p[3], f.created_before_ms);
+    if (!f.created_from_ms) p[2].ind = SQL_NULL_DATA;
+    if (!f.created_before_ms) p[3].ind = SQL_NULL_DATA;
+    obx__p_i64(&p[6], 0);
+    obx__p_i64(&p[7], 0);
+    if ((r = obx__dead_key(s, fn, &f, &p[4], buf)) != OBX_OK) return r;
+    if (!s->sql[OBX__Q_DEAD_LIST])
+        return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, fn, "no dead-letter statements for %s",
+                         obx__dialect_name(s->db.d->id));
+    return OBX_OK;
+}
+
+typedef struct obx__list_ctx {
+    obx_store *s;
+    obx__param *p;
+    int limit, count;
+} obx__list_ctx;
+
+static obx_result obx__dead_list_unit(obx__db *db, void *vctx) {
+    obx__list_ctx *c = (obx__list_ctx *)vctx;
+    obx_store *s = c->s;
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    c->count = 0;
+    s->rows.len = 0;
+    r = obx__exec(db, OBX__Q_DEAD_LIST, s->sql[OBX__Q_DEAD_LIST], c->p, 8, NULL, &cur);
+    while (r == OBX_OK && c->count < c->limit && (r = obx__fetch(db, cur)) == OBX_OK) {
+        r = obx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        if (r == OBX_OK) c->count++;
+    }
+    obx__close(cur);
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
+OBX_API obx_result obx_dead_list(obx_store *store, const obx_dead_filter *filter, int offset,
+                                 int limit, const obx_message **messages, int *count) {
+    obx__param p[8];
+    obx__list_ctx ctx;
+    char buf[37];
+    obx_result r = obx__dead_params(store, "obx_dead_list", filter, p, buf);
+    int i;
+    if (r != OBX_OK) return r;
+    if (!messages || !count)
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_dead_list: messages",
+                         "output pointers must not be NULL");
+    if (limit < 1 || limit > OBX_BATCH_MAX || offset < 0)
+        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_dead_list: limit",
+                         "limit must be 1..%d and offset >= 0, got %d and %d", OBX_BATCH_MAX, limit, offset);
+    if ((r = obx__claim_room(store, limit)) != OBX_OK) return r;
+    obx__p_i64(&p[6], limit);
+    obx__p_i64(&p[7], offset);
+    ctx.s = store;
+    ctx.p = p;
+    ctx.limit = limit;
+    r = obx__unit_read(&store->db, obx__dead_list_unit, &ctx, "dead list");
+    if (r != OBX_OK) return r;
+    for (i = 0; i < ctx.count; i++) {
+        obx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
+        store->msgs[i].store = store;
+    }
+    *messages = store->msgs;
+    *count = ctx.count;
+    return ctx.count > 0 ? OBX_OK : OBX_EMPTY;
+}
+
+OBX_API obx_result obx_dead_replay(obx_store *store, const obx_dead_filter *filter, int64_t *replayed) {
+    obx__param p[8];
+    char buf[37];
+    int64_t n = 0;
+    obx_result r = obx__dead_params(store, "obx_dead_replay", filter, p, buf);
+    if (r == OBX_OK) r = obx__run_count(store, OBX__Q_DEAD_REPLAY, p, 8, "dead replay", &n);
+    if (r != OBX_OK) return r;
+    obx__log(&store->hooks, n > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
+             "replayed %lld dead message(s)", (long long)n);
+    if (replayed) *replayed = n;
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filter, int64_t *purged) {
+    obx__param p[8];
+    char buf[37];
+    int64_t total = 0, n = 0;
+    obx_result r = obx__dead_params(store, "obx_dead_purge", filter, p, buf);
+    obx__p_i64(&p[6], OBX__CLEANUP_BATCH_DEFAULT);
+    while (r == OBX_OK) { /* one bounded transaction per batch */
+        r = obx__run_count(store, OBX__Q_DEAD_PURGE, p, 8, "dead purge", &n);
+        total += r == OBX_OK ? n : 0;
+        if (n < OBX__CLEANUP_BATCH_DEFAULT) break;
+    }
+    if (total > 0 || r == OBX_OK)
+        obx__log(&store->hooks, total > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
+                 "purged %lld dead message(s)", (long long)total);
+    if (r == OBX_OK && purged) *purged = total;
+    return r;
 }
 
 /* >> lease renewal ------------------------------------------------------------------ */
