@@ -43,7 +43,7 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
           $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay $(B)/obxctl $(B)/obxctl_fill $(B)/prom_check
 
-all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/obxctl
+all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder $(B)/obxctl
 
 deps:
 	@tests/deps.sh build pg mariadb tsql check static cross bench consumers
@@ -82,6 +82,9 @@ $(B)/quickstart: examples/quickstart.c obx.h | $(B)
 $(B)/multi_tenant: examples/multi_tenant.c obx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) examples/multi_tenant.c -o $@ -lodbc
 
+$(B)/forwarder: examples/forwarder.c obx.h | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) examples/forwarder.c -o $@ -lodbc
+
 $(B)/webhook_inbox: examples/webhook_inbox.c ibx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) examples/webhook_inbox.c -o $@ -lodbc
 
@@ -108,13 +111,15 @@ sql: $(B)/schema_dump
 # ---- quick start ------------------------------------------------------------------
 demo:
 	@tests/deps.sh build
-	@$(MAKE) --no-print-directory $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant
+	@$(MAKE) --no-print-directory $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder
 	@echo "== outbox: examples/quickstart.c =="
 	@cd $(B) && rm -f quickstart.db quickstart.db-wal quickstart.db-shm && ./quickstart
 	@echo "== inbox: examples/webhook_inbox.c =="
 	@cd $(B) && rm -f webhook.db webhook.db-wal webhook.db-shm && ./webhook_inbox --sample | ./webhook_inbox
 	@echo "== many databases: examples/multi_tenant.c =="
 	@cd $(B) && rm -f tenant-*.db* && ./multi_tenant
+	@echo "== a gateway's batched, paused, replayed forwarding: examples/forwarder.c =="
+	@cd $(B) && rm -f gateway.db gateway.db-wal gateway.db-shm && ./forwarder
 
 test:
 	@tests/deps.sh build pg mariadb tsql
@@ -177,7 +182,7 @@ check-docs: | $(B)
 check-warnings: | $(B)
 	@for cc in gcc clang; do for std in c99 c11; do \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/test_sqlserver.c tests/fake_odbc.c tests/fake_selftest.c tests/fuzz_core.c tests/fuzz_replay.c || exit 1; \
-	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c examples/quickstart.c examples/webhook_inbox.c examples/multi_tenant.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c examples/quickstart.c examples/webhook_inbox.c examples/multi_tenant.c examples/forwarder.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tools/obxctl.c tests/obxctl_fill.c tests/prom_check.c tests/consumer/main.c -I. || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -I. -I$(BENCH_PQ_INC) tests/bench.c || exit 1; \
 	done; done

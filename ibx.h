@@ -21,7 +21,8 @@
  *   Then the API: common (results, hooks, limits, backoff, selection,
  *   UUIDs), store and messages (dedup, mark, enqueue, ack, abandon, fail,
  *   lease extend, get), SHA-256 and HMAC, the work queue and dispatcher
- *   (claim, reap, cleanup, metrics, providers, routers).
+ *   (claim, reap, cleanup, metrics, providers, routers, batch handlers,
+ *   pauses), dead letters (list, replay: the inbox's revive, purge).
  *
  * 1. QUICK START ------------------------------------------------------------
  *   A whole program (it is compiled and run by `make check`): record a
@@ -125,6 +126,15 @@
  *                a device without /dev/urandom should give this hook)
  *   The hook types are laid out identically in ibx.h and ibx.h, so one
  *   allocator, clock or logger implementation plugs into both.
+ *   Dispatching (ibx_dispatcher_desc): handlers take one message each
+ *   (ibx_dispatcher_on), or all of a claim's messages of their topic in
+ *   one call with an outcome per message (ibx_dispatcher_on_batch). A
+ *   handler's IBX_PAUSE (downstream unavailable) puts the message back
+ *   without using an attempt and pauses its topic for pause_ms, doubling
+ *   up to pause_max_ms until the topic's first success; other topics go on.
+ *   Dead messages are tools' work: ibx_dead_list (paged, filtered),
+ *   ibx_dead_replay (ready again, attempts reset, last error kept) and
+ *   ibx_dead_purge.
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;
@@ -655,6 +665,19 @@ IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx
 IBX_API ibx_result ibx_get(ibx_store *store, const char *message_id, const char *source,
                            ibx_message *message);
 
+/* Which dead messages ibx_dead_list, ibx_dead_replay (the inbox's revive)
+ * and ibx_dead_purge take. Every field is optional (NULL or 0: no
+ * condition); the given ones must all hold. A NULL filter is every dead
+ * message. */
+typedef struct ibx_dead_filter {
+    const char *topic;           /* exactly this topic */
+    const char *error_contains;  /* the last error contains this text (byte for byte) */
+    int64_t created_from_ms;     /* first seen at or after (UTC Unix ms) ... */
+    int64_t created_before_ms;   /* ... and before this */
+    const char *source;          /* just this source ... */
+    const char *message_id;      /* ... and/or this message id */
+} ibx_dead_filter;
+
 /* >>common-begin api-engine */
 
 /* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
@@ -786,9 +809,15 @@ typedef enum ibx_outcome {
     IBX_DONE = 0,                /* handled: the message is acknowledged */
     IBX_RETRY = 1,               /* transient failure: retried after a backoff */
     IBX_DEAD = 2,                /* permanent failure: dead at once, never retried */
-    IBX_WAIT = 3                 /* not ready yet (e.g. a join): retried later, never counted
+    IBX_WAIT = 3,                /* not ready yet (e.g. a join): retried later, never counted
                                     as a failed attempt; the delay is the backoff, capped at 5 s */
+    IBX_PAUSE = 4                /* the downstream is unavailable (broker down, uplink off):
+                                    the message goes back without using an attempt and its
+                                    topic is paused (see pause_ms in ibx_dispatcher_desc) */
 } ibx_outcome;
+
+/* Room for a handler's error text, with its NUL. */
+#define IBX_HANDLER_ERROR_MAX 256
 
 /* A handler. It gets the whole message. `error` (error_size bytes, zeroed
  * before the call) takes a short reason for RETRY or DEAD; it is stored as
@@ -796,6 +825,19 @@ typedef enum ibx_outcome {
  * must be idempotent: delivery is at least once. */
 typedef ibx_outcome (*ibx_handler)(const ibx_message *message, char *error, size_t error_size,
                                    void *user);
+
+/* One message's outcome in a batch handler's call (see ibx_dispatcher_on_batch). */
+typedef struct ibx_batch_result {
+    ibx_outcome outcome;         /* preset IBX_RETRY: set IBX_DONE for each message delivered */
+    char error[IBX_HANDLER_ERROR_MAX]; /* preset "": the reason for RETRY, DEAD or PAUSE,
+                                    stored as the last error and logged (never the payload) */
+} ibx_batch_result;
+
+/* A batch handler: `count` messages (1..batch_size) of one topic, in claim
+ * order, and one result per message (results[i] is messages[i]'s). It
+ * owns none of them: both arrays are valid during the call only. */
+typedef void (*ibx_batch_handler)(const ibx_message *const *messages, ibx_batch_result *results,
+                                  int count, void *user);
 
 /* Delay in ms before the next attempt of a message that has failed
  * `attempts` times before this one. Values outside the range abandon
@@ -873,6 +915,8 @@ typedef struct ibx_run_stats {
     int dead;                    /* failed permanently (DEAD, or out of attempts) */
     int no_handler;              /* of the retried: no handler for their topic */
     int64_t reaped;              /* expired leases released by a periodic reap */
+    int paused;                  /* put back, attempts unchanged, because their topic is
+                                    paused (IBX_PAUSE); not counted in `retried` */
 } ibx_run_stats;
 
 /* How to dispatch. All-zero fields take the defaults shown. */
@@ -912,6 +956,14 @@ typedef struct ibx_dispatcher_desc {
                                     the lease (or call ibx_lease_extend themselves) */
     volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
                                     (safe to set from a signal handler; seen within one wait) */
+    int64_t pause_ms;            /* default 1000: a handler's IBX_PAUSE pauses its topic this
+                                    long; each further IBX_PAUSE in a row doubles it ... */
+    int64_t pause_max_ms;        /* default 60000: ... up to this. The first IBX_DONE of the
+                                    topic ends the pause. While paused, the topic's claimed
+                                    messages go back unhandled, due when the pause ends (so
+                                    other dispatchers wait too), their attempts unchanged;
+                                    other topics flow. Pauses are per dispatcher and topic
+                                    (with a provider: the topic on every store) */
     const char *wake_path;       /* optional (POSIX): while run() runs, listen on a Unix
                                     datagram socket at this path and claim at once when a
                                     producer's store with the same wake_path commits, in any
@@ -943,13 +995,27 @@ IBX_API void ibx_dispatcher_destroy(ibx_dispatcher *dispatcher);
  * order, then the "*" ones; the first that does not return IBX_DONE decides
  * the message's fate. A message with no handler at all is logged as a
  * warning and retried later. Returns IBX_OK, IBX_ERR_INVALID_ARG (NULL,
- * empty, not UTF-8 or over-long topic, NULL handler), IBX_ERR_NO_MEMORY. */
+ * empty, not UTF-8 or over-long topic, NULL handler, a topic with a batch
+ * handler), IBX_ERR_NO_MEMORY. Does not touch the database. */
 IBX_API ibx_result ibx_dispatcher_on(ibx_dispatcher *dispatcher, const char *topic,
                                      ibx_handler handler, void *user);
 
+/* Register a batch handler for `topic` (exact, case-sensitive), or for
+ * every topic that has no handler of its own with "*": the messages of
+ * that topic in a claim (up to batch_size) are handed to it in one call,
+ * in claim order, and it sets one outcome per message (done, retry with a
+ * reason, dead, wait, pause); messages of other topics go to their own
+ * handlers. A topic has one batch handler, or per-message handlers
+ * (ibx_dispatcher_on), not both. Returns IBX_OK, IBX_ERR_INVALID_ARG (as
+ * ibx_dispatcher_on; the topic already has a handler of the other kind or
+ * a batch handler), IBX_ERR_NO_MEMORY. Does not touch the database. */
+IBX_API ibx_result ibx_dispatcher_on_batch(ibx_dispatcher *dispatcher, const char *topic,
+                                           ibx_batch_handler handler, void *user);
+
 /* One round: reap if the reap interval has passed, claim one batch, run
  * the handlers, then settle: all successes in one ack, each failure
- * abandoned (with backoff) or failed. *stats (if not NULL) gets the counts.
+ * abandoned (with backoff) or failed, the messages of a paused topic put
+ * back in one statement per topic. *stats (if not NULL) gets the counts.
  * Returns IBX_OK (messages handled), IBX_EMPTY (nothing to claim), or the
  * database error of the claim or a settle (messages not settled stay
  * leased and are retried after their lease expires: nothing is lost). */
@@ -984,6 +1050,37 @@ IBX_API ibx_result ibx_notify(ibx_store *store);
  * outlives a store that discovery has since closed) or of the last
  * ibx_dispatcher_on. NULL gives a static "store is NULL" error. */
 IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *dispatcher);
+
+/* ---- Dead letters: list, replay, purge --------------------------------------------- */
+
+/* List dead messages matching `filter` (NULL: all), oldest first (by
+ * creation, then key), skipping `offset` (>= 0) and returning at most
+ * `limit` (1..IBX_BATCH_MAX). *messages points at *count messages in the
+ * store's claim buffer: valid until the next claim or list on this store
+ * (so not from a handler of a dispatcher on the same store). Pages are by
+ * offset: after a replay or purge, start again from 0. Touches the
+ * database (one read). Returns IBX_OK (count >= 1), IBX_EMPTY (none);
+ * IBX_ERR_INVALID_ARG (NULL pointers, a filter text empty, not UTF-8 or
+ * too long, a key that is not one); IBX_ERR_OUT_OF_RANGE (limit, offset,
+ * a time outside 0..IBX_TIME_MAX_MS); IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_dead_list(ibx_store *store, const ibx_dead_filter *filter, int offset,
+                                 int limit, const ibx_message **messages, int *count);
+
+/* Replay dead messages matching `filter` (NULL: all): ready again at once,
+ * attempts reset to 0, their last error kept for the record until a new
+ * one replaces it. One statement: a message is replayed once, whatever
+ * other callers do meanwhile, and dispatchers never touch dead ones. A
+ * join step it already counted as failed stays failed. *replayed (if not
+ * NULL) gets the count. Returns IBX_OK; the errors of ibx_dead_list but
+ * IBX_EMPTY. */
+IBX_API ibx_result ibx_dead_replay(ibx_store *store, const ibx_dead_filter *filter, int64_t *replayed);
+
+/* Delete dead messages matching `filter` (NULL: all), in transactions of
+ * at most 1000 rows each until none is left; *purged (if
+ * not NULL) gets the count. Done messages are deleted by ibx_cleanup.
+ * Returns as ibx_dead_replay (rows deleted by earlier batches stay
+ * deleted after an error). */
+IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filter, int64_t *purged);
 
 /* >>common-end api-engine */
 
@@ -2841,15 +2938,17 @@ typedef struct ibx__route {
     char *topic;                 /* "*" matches every topic */
     ibx__any_fn fn;
     void *user;
+    int batch;                   /* a batch handler (takes all of a claim's messages of a topic) */
 } ibx__route;
 
 typedef struct ibx__routes {
     ibx__route *items;
     int count, cap;
+    int batches;                 /* how many are batch routes (0: the per-message path only) */
 } ibx__routes;
 
 IBX__PRIVATE ibx_result ibx__routes_add(const ibx__hooks *h, ibx__routes *r, const char *topic,
-                                        ibx__any_fn fn, void *user) {
+                                        ibx__any_fn fn, void *user, int batch) {
     if (r->count == r->cap) {
         int cap = r->cap ? r->cap * 2 : 8;
         ibx__route *grown = (ibx__route *)ibx__realloc(h, r->items, sizeof *grown * (size_t)cap);
@@ -2861,6 +2960,8 @@ IBX__PRIVATE ibx_result ibx__routes_add(const ibx__hooks *h, ibx__routes *r, con
     if (!r->items[r->count].topic) return IBX_ERR_NO_MEMORY;
     r->items[r->count].fn = fn;
     r->items[r->count].user = user;
+    r->items[r->count].batch = batch;
+    r->batches += batch != 0;
     r->count++;
     return IBX_OK;
 }
@@ -2870,11 +2971,11 @@ IBX__PRIVATE void ibx__routes_free(const ibx__hooks *h, ibx__routes *r) {
     for (i = 0; i < r->count; i++) ibx__free(h, r->items[i].topic);
     ibx__free(h, r->items);
     r->items = NULL;
-    r->count = r->cap = 0;
+    r->count = r->cap = r->batches = 0;
 }
 
-/* The next route for `topic`: exact matches in registration order, then
- * the "*" ones. Start with *cursor = 0; NULL at the end. */
+/* The next per-message route for `topic`: exact matches in registration
+ * order, then the "*" ones. Start with *cursor = 0; NULL at the end. */
 IBX__PRIVATE const ibx__route *ibx__routes_next(const ibx__routes *r, const char *topic,
                                                 int *cursor) {
     while (*cursor < 2 * r->count) {
@@ -2882,9 +2983,30 @@ IBX__PRIVATE const ibx__route *ibx__routes_next(const ibx__routes *r, const char
         const ibx__route *route = &r->items[i];
         int wildcard = route->topic[0] == '*' && route->topic[1] == '\0';
         (*cursor)++;
+        if (route->batch) continue;
         if (pass == 0 ? (!wildcard && strcmp(route->topic, topic) == 0) : wildcard) return route;
     }
     return NULL;
+}
+
+/* The first route registered for exactly `topic` ("*" only for "*") of the
+ * given kind (batch or per-message), or NULL. */
+IBX__PRIVATE const ibx__route *ibx__routes_find(const ibx__routes *r, const char *topic, int batch) {
+    int i;
+    for (i = 0; i < r->count; i++)
+        if (r->items[i].batch == batch && strcmp(r->items[i].topic, topic) == 0) return &r->items[i];
+    return NULL;
+}
+
+/* The batch route for a message of `topic`: its own, else the "*" one
+ * when the topic has no per-message handler at all; NULL: per message. */
+IBX__PRIVATE const ibx__route *ibx__routes_batch(const ibx__routes *r, const char *topic) {
+    const ibx__route *b;
+    int cursor = 0;
+    if (!r->batches) return NULL;
+    b = ibx__routes_find(r, topic, 1);
+    if (b) return b;
+    return ibx__routes_next(r, topic, &cursor) ? NULL : ibx__routes_find(r, "*", 1);
 }
 
 /* Waiting between rounds, interruptible by wake and stop. Without threads
@@ -3343,6 +3465,10 @@ enum {
                           CLAIM_READ (see ibx__pick_keys) */
     IBX__Q_CLAIM_READ, /* sources, ids -> message rows */
     IBX__Q_GAUGES,     /* -> ready count, oldest ready age in ms, in flight, dead */
+    IBX__Q_DEAD_LIST,  /* dead filter (topic, error text, first seen from, before, source,
+                          message id), limit, offset -> message rows (markers numbered) */
+    IBX__Q_DEAD_REPLAY, /* dead filter -> rowcount */
+    IBX__Q_DEAD_PURGE, /* dead filter, batch -> rowcount */
     IBX__Q_COUNT
 };
 
@@ -3364,6 +3490,12 @@ enum {
     "(\"Source\", \"MessageId\") IN (SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[])))"
 
 #ifndef IBX_NO_SQLITE
+/* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
+#define IBX__SQLITE_DEAD                                                                           \
+    "\"Status\" = 'Dead' AND \"Topic\" = coalesce(?1, \"Topic\") AND (?2 IS NULL OR "                 \
+    "instr(coalesce(\"LastError\", ''), ?2) > 0) AND \"FirstSeenUtc\" >= coalesce(?3, \"FirstSeenUtc\") " \
+    "AND (?4 IS NULL OR \"FirstSeenUtc\" < ?4) AND \"Source\" = coalesce(?5, \"Source\") AND "          \
+    "\"MessageId\" = coalesce(?6, \"MessageId\")"
 static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     /* sqliteodbc shows RETURNING rows only after a leading WITH. */
     {IBX__Q_SEEN,
@@ -3420,6 +3552,14 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_STATS,
      "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} WHERE \"Status\" = 'Processing' AND "
      "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})"},
+    {IBX__Q_DEAD_LIST,
+     "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE " IBX__SQLITE_DEAD " ORDER BY \"FirstSeenUtc\", "
+     "\"Source\", \"MessageId\" LIMIT ?7 OFFSET ?8"},
+    {IBX__Q_DEAD_REPLAY,
+     "UPDATE {T} SET \"Status\" = 'Processing', \"Attempt\" = 0, \"NextAttemptAt\" = {W}, "
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " IBX__SQLITE_DEAD},
+    {IBX__Q_DEAD_PURGE,
+     "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE " IBX__SQLITE_DEAD " LIMIT ?7)"},
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
     {IBX__Q_GAUGES,
@@ -3461,6 +3601,13 @@ static const ibx__sqlset ibx__sqlite_inbox = {
 #endif
 
 #ifndef IBX_NO_POSTGRESQL
+/* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
+#define IBX__PG_DEAD                                                                               \
+    "\"Status\" = 'Dead' AND \"Topic\" = coalesce(CAST(?1 AS text), \"Topic\") AND (CAST(?2 AS text) "    \
+    "IS NULL OR strpos(coalesce(\"LastError\", ''), CAST(?2 AS text)) > 0) AND \"FirstSeenUtc\" >= "       \
+    "coalesce(to_timestamp(CAST(?3 AS bigint) / 1000.0), \"FirstSeenUtc\") AND \"FirstSeenUtc\" < "       \
+    "coalesce(to_timestamp(CAST(?4 AS bigint) / 1000.0), 'infinity') AND "                              \
+    "\"Source\" = coalesce(CAST(?5 AS text), \"Source\") AND \"MessageId\" = coalesce(CAST(?6 AS text), \"MessageId\")"
 static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_SEEN,
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
@@ -3532,6 +3679,15 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint) "
      "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
      "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())"},
+    {IBX__Q_DEAD_LIST,
+     "SELECT " IBX__PG_COLS " FROM {T} WHERE " IBX__PG_DEAD " ORDER BY \"FirstSeenUtc\", \"Source\", "
+     "\"MessageId\" LIMIT CAST(?7 AS bigint) OFFSET CAST(?8 AS bigint)"},
+    {IBX__Q_DEAD_REPLAY,
+     "UPDATE {T} SET \"Status\" = 'Processing', \"Attempt\" = 0, \"NextAttemptAt\" = now(), "
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " IBX__PG_DEAD},
+    {IBX__Q_DEAD_PURGE,
+     "DELETE FROM {T} WHERE (\"Source\", \"MessageId\") IN (SELECT \"Source\", \"MessageId\" FROM {T} "
+     "WHERE " IBX__PG_DEAD " LIMIT CAST(?7 AS bigint))"},
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
     {IBX__Q_GAUGES,
@@ -3598,6 +3754,12 @@ static const ibx__sqlset ibx__postgresql_inbox = {
  * statement: the driver's row count cannot tell an insert from an
  * untouched Done row. SET runs left to right: Status is assigned last. */
 #ifndef IBX_NO_MARIADB
+/* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
+#define IBX__MY_DEAD                                                                               \
+    "`Status` = 'Dead' AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                     \
+    "LOCATE(?2, COALESCE(`LastError`, '')) > 0) AND `FirstSeenUtc` >= COALESCE(" IBX__MY_FROM_MS("?3") \
+    ", `FirstSeenUtc`) AND (?4 IS NULL OR `FirstSeenUtc` < " IBX__MY_FROM_MS("?4") ") AND "          \
+    "`Source` = COALESCE(?5, `Source`) AND `MessageId` = COALESCE(?6, `MessageId`)"
 static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
     {IBX__Q_SEEN,
      "INSERT INTO {T} (`Source`, `MessageId`, `Hash`) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE "
@@ -3681,6 +3843,14 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {IBX__Q_CLAIM_READ,
      "SELECT " IBX__MY_COLS " FROM " IBX__MY_BY_KEYS("?", "?")},
+    {IBX__Q_DEAD_LIST,
+     "SELECT " IBX__MY_COLS " FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc`, `Source`, "
+     "`MessageId` LIMIT ?7 OFFSET ?8"},
+    {IBX__Q_DEAD_REPLAY,
+     "UPDATE {T} SET `Attempt` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
+     "`LockedUntil` = NULL, `Status` = 'Processing' WHERE " IBX__MY_DEAD},
+    {IBX__Q_DEAD_PURGE,
+     "DELETE FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc` LIMIT ?7"},
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__mariadb_inbox = {
@@ -3755,6 +3925,13 @@ static const ibx__sqlset ibx__mariadb_inbox = {
  * READ_COMMITTED_SNAPSHOT). Written to the documentation; not yet run
  * against a server. */
 #ifndef IBX_NO_SQLSERVER
+/* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
+#define IBX__MS_DEAD                                                                               \
+    "t.[Status] = 'Dead' AND t.[Topic] = COALESCE(?1, t.[Topic]) AND (?2 IS NULL OR "               \
+    "CHARINDEX(?2, COALESCE(t.[LastError], N'')) > 0) AND (?3 IS NULL OR t.[FirstSeenUtc] >= "       \
+    IBX__MS_FROM_MS("?3", IBX__MS_EPOCH) ") AND (?4 IS NULL OR t.[FirstSeenUtc] < "                 \
+    IBX__MS_FROM_MS("?4", IBX__MS_EPOCH) ") AND t.[Source] = COALESCE(?5, t.[Source]) AND "         \
+    "t.[MessageId] = COALESCE(?6, t.[MessageId])"
 static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
     {IBX__Q_SEEN,
      "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ? AS [Source], ? AS [MessageId], ? AS [Hash]) AS s "
@@ -3810,6 +3987,14 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, MIN([NextAttemptAt]), SYSUTCDATETIME()) FROM {T} "
      "WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME() AND "
      "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())"},
+    {IBX__Q_DEAD_LIST,
+     "SELECT " IBX__MS_COLS("t.") " FROM {T} AS t WHERE " IBX__MS_DEAD " ORDER BY t.[FirstSeenUtc], "
+     "t.[Source], t.[MessageId] OFFSET ?8 ROWS FETCH NEXT ?7 ROWS ONLY"},
+    {IBX__Q_DEAD_REPLAY,
+     "UPDATE t SET [Status] = 'Processing', [Attempt] = 0, [NextAttemptAt] = SYSUTCDATETIME(), "
+     "[OwnerToken] = NULL, [LockedUntil] = NULL FROM {T} AS t WHERE " IBX__MS_DEAD},
+    {IBX__Q_DEAD_PURGE,
+     "WITH d AS (SELECT TOP (?7) t.[Source] FROM {T} AS t WHERE " IBX__MS_DEAD ") DELETE FROM d"},
     {IBX__Q_PENDING,
      "SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing'"},
     {IBX__Q_GAUGES,
@@ -3976,6 +4161,10 @@ static int ibx__msg_key_add(const ibx__hooks *h, const ibx__dialect *d, ibx__buf
                             const ibx_message *m);
 /* A message's name in log lines. */
 static void ibx__msg_name(const ibx_message *m, char *out, size_t size);
+/* A dead-letter filter's key fields into p[0] and p[1] (SQL NULL where not
+ * given), checked; `buf` holds a normalised copy. */
+static ibx_result ibx__dead_key(ibx_store *s, const char *fn, const ibx_dead_filter *f,
+                                ibx__param p[2], char buf[37]);
 /* The worker name of a store description (NULL where the header has none). */
 static const char *ibx__desc_worker(const ibx_store_desc *desc);
 static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
@@ -3998,6 +4187,8 @@ static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
 #define IBX__LOGIN_TIMEOUT_DEFAULT_S 10    /* connecting gives up after this long */
 #define IBX__STALL_WARN_MS 3000            /* a dispatcher's database call this slow is logged */
 #define IBX__MAX_HANDLER_DEFAULT_MS 300000 /* leases are renewed for handlers this long */
+#define IBX__PAUSE_DEFAULT_MS 1000         /* a topic's first pause (IBX_PAUSE) ... */
+#define IBX__PAUSE_MAX_DEFAULT_MS 60000    /* ... doubling up to this */
 #ifdef IBX_NO_POSIX_CLOCK
 #define IBX__DEFAULT_CLOCK_SLEEPS 0        /* without POSIX clocks the default sleep is a no-op */
 #else
@@ -5191,6 +5382,128 @@ IBX_API ibx_result ibx_router_get_guid(ibx_provider *p, const ibx_guid *key, ibx
     return ibx_router_get(p, text, out);
 }
 
+/* >> dead letters: list, replay, purge ------------------------------------------------- */
+
+/* A filter's arguments as every dialect's DEAD_* statements take them:
+ * topic, error text, created from, created before, two key slots (the
+ * face's), then limit and offset. NULL texts and zero times bind SQL NULL. */
+static ibx_result ibx__dead_params(ibx_store *s, const char *fn, const ibx_dead_filter *given,
+                                   ibx__param p[8], char buf[37]) {
+    char where[96];
+    ibx_dead_filter f;
+    ibx_result r = ibx__store_ready(s, fn);
+    if (r != IBX_OK) return r;
+    if (given) f = *given;
+    else memset(&f, 0, sizeof f);
+    if (f.topic && (r = ibx__check_text(&s->err, fn, "filter.topic", f.topic, IBX_TOPIC_MAX)) != IBX_OK)
+        return r;
+    if (f.error_contains && (r = ibx__check_text(&s->err, fn, "filter.error_contains", f.error_contains,
+                                                 IBX__HANDLER_ERROR_MAX - 1)) != IBX_OK)
+        return r;
+    snprintf(where, sizeof where, "%s: filter", fn);
+    if (f.created_from_ms < 0 || f.created_from_ms > IBX_TIME_MAX_MS || f.created_before_ms < 0 ||
+        f.created_before_ms > IBX_TIME_MAX_MS)
+        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, where,
+                         "created_from_ms and created_before_ms must be 0..%lld", (long long)IBX_TIME_MAX_MS);
+    ibx__p_text(&p[0], f.topic, (size_t)-1);
+    ibx__p_text(&p[1], f.error_contains, (size_t)-1);
+    ibx__p_i64(&p[2], f.created_from_ms);
+    ibx__p_i64(&p[3], f.created_before_ms);
+    if (!f.created_from_ms) p[2].ind = SQL_NULL_DATA;
+    if (!f.created_before_ms) p[3].ind = SQL_NULL_DATA;
+    ibx__p_i64(&p[6], 0);
+    ibx__p_i64(&p[7], 0);
+    if ((r = ibx__dead_key(s, fn, &f, &p[4], buf)) != IBX_OK) return r;
+    if (!s->sql[IBX__Q_DEAD_LIST])
+        return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, fn, "no dead-letter statements for %s",
+                         ibx__dialect_name(s->db.d->id));
+    return IBX_OK;
+}
+
+typedef struct ibx__list_ctx {
+    ibx_store *s;
+    ibx__param *p;
+    int limit, count;
+} ibx__list_ctx;
+
+static ibx_result ibx__dead_list_unit(ibx__db *db, void *vctx) {
+    ibx__list_ctx *c = (ibx__list_ctx *)vctx;
+    ibx_store *s = c->s;
+    SQLHSTMT cur = NULL;
+    ibx_result r;
+    c->count = 0;
+    s->rows.len = 0;
+    r = ibx__exec(db, IBX__Q_DEAD_LIST, s->sql[IBX__Q_DEAD_LIST], c->p, 8, NULL, &cur);
+    while (r == IBX_OK && c->count < c->limit && (r = ibx__fetch(db, cur)) == IBX_OK) {
+        r = ibx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        if (r == IBX_OK) c->count++;
+    }
+    ibx__close(cur);
+    return r == IBX_EMPTY ? IBX_OK : r;
+}
+
+IBX_API ibx_result ibx_dead_list(ibx_store *store, const ibx_dead_filter *filter, int offset,
+                                 int limit, const ibx_message **messages, int *count) {
+    ibx__param p[8];
+    ibx__list_ctx ctx;
+    char buf[37];
+    ibx_result r = ibx__dead_params(store, "ibx_dead_list", filter, p, buf);
+    int i;
+    if (r != IBX_OK) return r;
+    if (!messages || !count)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_dead_list: messages",
+                         "output pointers must not be NULL");
+    if (limit < 1 || limit > IBX_BATCH_MAX || offset < 0)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_dead_list: limit",
+                         "limit must be 1..%d and offset >= 0, got %d and %d", IBX_BATCH_MAX, limit, offset);
+    if ((r = ibx__claim_room(store, limit)) != IBX_OK) return r;
+    ibx__p_i64(&p[6], limit);
+    ibx__p_i64(&p[7], offset);
+    ctx.s = store;
+    ctx.p = p;
+    ctx.limit = limit;
+    r = ibx__unit_read(&store->db, ibx__dead_list_unit, &ctx, "dead list");
+    if (r != IBX_OK) return r;
+    for (i = 0; i < ctx.count; i++) {
+        ibx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
+        store->msgs[i].store = store;
+    }
+    *messages = store->msgs;
+    *count = ctx.count;
+    return ctx.count > 0 ? IBX_OK : IBX_EMPTY;
+}
+
+IBX_API ibx_result ibx_dead_replay(ibx_store *store, const ibx_dead_filter *filter, int64_t *replayed) {
+    ibx__param p[8];
+    char buf[37];
+    int64_t n = 0;
+    ibx_result r = ibx__dead_params(store, "ibx_dead_replay", filter, p, buf);
+    if (r == IBX_OK) r = ibx__run_count(store, IBX__Q_DEAD_REPLAY, p, 8, "dead replay", &n);
+    if (r != IBX_OK) return r;
+    ibx__log(&store->hooks, n > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
+             "replayed %lld dead message(s)", (long long)n);
+    if (replayed) *replayed = n;
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filter, int64_t *purged) {
+    ibx__param p[8];
+    char buf[37];
+    int64_t total = 0, n = 0;
+    ibx_result r = ibx__dead_params(store, "ibx_dead_purge", filter, p, buf);
+    ibx__p_i64(&p[6], IBX__CLEANUP_BATCH_DEFAULT);
+    while (r == IBX_OK) { /* one bounded transaction per batch */
+        r = ibx__run_count(store, IBX__Q_DEAD_PURGE, p, 8, "dead purge", &n);
+        total += r == IBX_OK ? n : 0;
+        if (n < IBX__CLEANUP_BATCH_DEFAULT) break;
+    }
+    if (total > 0 || r == IBX_OK)
+        ibx__log(&store->hooks, total > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
+                 "purged %lld dead message(s)", (long long)total);
+    if (r == IBX_OK && purged) *purged = total;
+    return r;
+}
+
 /* >> lease renewal ------------------------------------------------------------------ */
 
 /* While a batch's handlers run, a thread of the dispatcher's own renews the
@@ -5396,8 +5709,17 @@ typedef struct ibx__renewer ibx__renewer; /* no threads: no renewal */
 
 /* >> dispatcher ------------------------------------------------------------------- */
 
-/* Outcome of a message left alone because its lease is about to end. */
-#define IBX__SKIPPED (-1)
+/* Outcomes of the dispatcher's own beside a handler's ibx_outcome. */
+#define IBX__SKIPPED (-1)  /* left alone: its lease is about to end (or already settled) */
+#define IBX__PENDING (-2)  /* not handled yet in this round */
+#define IBX__HELD (-3)     /* not handed out: its topic is paused */
+
+/* A topic paused by IBX_PAUSE: not handed out before until_ms (monotonic). */
+typedef struct ibx__pause {
+    char *topic;
+    int64_t until_ms;
+    int64_t next_ms;             /* the length of its next pause, if paused again */
+} ibx__pause;
 
 struct ibx_dispatcher {
     ibx_store *store;            /* single-store mode */
@@ -5423,8 +5745,14 @@ struct ibx_dispatcher {
     int64_t max_handler_ms;
     int *acked;                  /* indexes of messages handled with success */
     int *failures;               /* indexes of messages that did not succeed */
-    int *outcomes;               /* an ibx_outcome, or IBX__SKIPPED */
+    int *outcomes;               /* an ibx_outcome, or IBX__SKIPPED / _PENDING / _HELD */
     char (*errors)[IBX__HANDLER_ERROR_MAX];
+    const ibx_message **group;   /* a batch handler's messages (allocated by on_batch) */
+    int *group_index;            /* their indexes in the claim */
+    ibx_batch_result *results;   /* and their outcomes */
+    ibx__pause *pauses;          /* paused topics (none: no cost per message) */
+    int pause_count, pause_cap;
+    int64_t pause_ms, pause_max_ms;
     char wake_path[IBX__WAKE_PATH_MAX + 1]; /* empty: none */
     int wake_fd;                 /* listening while run() runs, else -1 */
 #if IBX__WAKE_SOCKET && !defined(IBX_NO_THREADS)
@@ -5448,13 +5776,14 @@ static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ib
         desc->poll_interval_ms < 0 || desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 ||
         desc->startup_delay_ms < 0 || desc->error_delay_ms < 0 || desc->cleanup_interval_ms < 0 ||
         desc->cleanup_retention_ms < 0 || desc->cleanup_retention_ms > IBX_RETENTION_MAX_MS ||
-        desc->max_handler_ms < 0 ||
+        desc->max_handler_ms < 0 || desc->pause_ms < 0 || desc->pause_ms > IBX_DELAY_MAX_MS ||
+        desc->pause_max_ms < 0 || desc->pause_max_ms > IBX_DELAY_MAX_MS ||
         (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF ||
         ((int)desc->selection != IBX_SELECT_ROUND_ROBIN && (int)desc->selection != IBX_SELECT_DRAIN_FIRST))
         return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, "ibx_dispatcher_create: desc",
-                         "batch_size 0..%d, lease_seconds 0..%d, a known selection and log level, and no "
-                         "negative attempts or intervals (0 means the default)", IBX_BATCH_MAX,
-                         IBX_LEASE_MAX_SECONDS);
+                         "batch_size 0..%d, lease_seconds 0..%d, pauses up to %lld ms, a known selection "
+                         "and log level, and no negative attempts or intervals (0 means the default)",
+                         IBX_BATCH_MAX, IBX_LEASE_MAX_SECONDS, (long long)IBX_DELAY_MAX_MS);
     return IBX_OK;
 }
 
@@ -5477,6 +5806,9 @@ IBX_API ibx_dispatcher_desc ibx_dispatcher_desc_defaults(const ibx_dispatcher_de
     if (!r.cleanup_retention_ms) r.cleanup_retention_ms = IBX_DEFAULT_RETENTION_MS;
     if (!r.max_handler_ms) r.max_handler_ms = IBX__MAX_HANDLER_DEFAULT_MS;
     if (!r.message_log_level) r.message_log_level = r.store ? r.store->message_log_level : IBX_LOG_DEBUG;
+    if (!r.pause_ms) r.pause_ms = IBX__PAUSE_DEFAULT_MS;
+    if (!r.pause_max_ms) r.pause_max_ms = IBX__PAUSE_MAX_DEFAULT_MS;
+    if (r.pause_max_ms < r.pause_ms) r.pause_max_ms = r.pause_ms;
     return r;
 }
 
@@ -5497,6 +5829,8 @@ static void ibx__dispatcher_defaults(ibx_dispatcher *d, const ibx_dispatcher_des
     d->strategy = desc.strategy;
     d->max_handler_ms = desc.max_handler_ms;
     d->message_log_level = desc.message_log_level;
+    d->pause_ms = desc.pause_ms;
+    d->pause_max_ms = desc.pause_max_ms;
 }
 
 IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_dispatcher **out) {
@@ -5559,6 +5893,11 @@ IBX_API void ibx_dispatcher_destroy(ibx_dispatcher *d) {
     ibx__free(h, d->failures);
     ibx__free(h, d->outcomes);
     ibx__free(h, d->errors);
+    ibx__free(h, d->group);
+    ibx__free(h, d->group_index);
+    ibx__free(h, d->results);
+    while (d->pause_count > 0) ibx__free(h, d->pauses[--d->pause_count].topic);
+    ibx__free(h, d->pauses);
     ibx__loop_destroy(&d->loop);
     ibx__free(h, d);
 }
@@ -5567,17 +5906,55 @@ IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *d) {
     return d ? d->err : &ibx__null_store_error;
 }
 
+/* Register a route of either kind, refusing a topic that already has a
+ * handler of the other kind (or a second batch handler). */
+static ibx_result ibx__dispatcher_route(ibx_dispatcher *d, const char *fn, const char *topic,
+                                       ibx__any_fn handler, void *user, int batch) {
+    char where[64];
+    ibx_result r = ibx__check_text(d->err, fn, "topic", topic, IBX_TOPIC_MAX);
+    if (r != IBX_OK) return r;
+    snprintf(where, sizeof where, "%s: handler", fn);
+    if (!handler) return ibx__fail(d->err, IBX_ERR_INVALID_ARG, where, "must not be NULL");
+    snprintf(where, sizeof where, "%s: topic", fn);
+    if (ibx__routes_find(&d->routes, topic, 1) || (batch && ibx__routes_find(&d->routes, topic, 0)))
+        return ibx__fail(d->err, IBX_ERR_INVALID_ARG, where, "topic %s already has a %s handler: a "
+                         "topic has one batch handler or per-message handlers", topic,
+                         ibx__routes_find(&d->routes, topic, 1) ? "batch" : "per-message");
+    if (ibx__routes_add(d->hooks, &d->routes, topic, handler, user, batch) != IBX_OK)
+        return ibx__fail(d->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
+    return IBX_OK;
+}
+
 IBX_API ibx_result ibx_dispatcher_on(ibx_dispatcher *d, const char *topic, ibx_handler handler,
                                      void *user) {
-    ibx_result r;
     if (!d) return IBX_ERR_INVALID_ARG;
-    r = ibx__check_text(d->err, "ibx_dispatcher_on", "topic", topic, IBX_TOPIC_MAX);
-    if (r != IBX_OK) return r;
-    if (!handler)
-        return ibx__fail(d->err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_on: handler", "must not be NULL");
-    if (ibx__routes_add(d->hooks, &d->routes, topic, (ibx__any_fn)handler, user) != IBX_OK)
-        return ibx__fail(d->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_on", "out of memory");
-    return IBX_OK;
+    return ibx__dispatcher_route(d, "ibx_dispatcher_on", topic, (ibx__any_fn)handler, user, 0);
+}
+
+IBX_API ibx_result ibx_dispatcher_on_batch(ibx_dispatcher *d, const char *topic,
+                                           ibx_batch_handler handler, void *user) {
+    size_t b;
+    if (!d) return IBX_ERR_INVALID_ARG;
+    b = (size_t)d->batch_size;
+    if (!d->group) { /* only dispatchers with batch handlers need room for a group */
+        d->group = (const ibx_message **)ibx__alloc(d->hooks, sizeof *d->group * b);
+        d->group_index = (int *)ibx__alloc(d->hooks, sizeof *d->group_index * b);
+        d->results = (ibx_batch_result *)ibx__alloc(d->hooks, sizeof *d->results * b);
+    }
+    if (!d->group || !d->group_index || !d->results) {
+        ibx__free(d->hooks, d->group);
+        ibx__free(d->hooks, d->group_index);
+        ibx__free(d->hooks, d->results);
+        d->group = NULL;
+        d->group_index = NULL;
+        d->results = NULL;
+        return ibx__fail(d->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_on_batch", "out of memory");
+    }
+    return ibx__dispatcher_route(d, "ibx_dispatcher_on_batch", topic, (ibx__any_fn)handler, user, 1);
+}
+
+static int ibx__outcome_valid(int o) {
+    return o == IBX_DONE || o == IBX_RETRY || o == IBX_DEAD || o == IBX_WAIT || o == IBX_PAUSE;
 }
 
 /* Run every handler for one message; the first that does not succeed decides. */
@@ -5591,13 +5968,173 @@ static ibx_outcome ibx__handle(ibx_dispatcher *d, const ibx_message *m, char *er
         memset(error, 0, IBX__HANDLER_ERROR_MAX);
         outcome = ((ibx_handler)r->fn)(m, error, IBX__HANDLER_ERROR_MAX, r->user);
         error[IBX__HANDLER_ERROR_MAX - 1] = '\0';
-        if (outcome != IBX_DONE && outcome != IBX_RETRY && outcome != IBX_DEAD && outcome != IBX_WAIT) {
+        if (!ibx__outcome_valid((int)outcome)) {
             snprintf(error, IBX__HANDLER_ERROR_MAX, "handler returned %d, not an ibx_outcome",
                      (int)outcome);
             outcome = IBX_DEAD;
         }
     }
     return outcome;
+}
+
+/* >> dispatcher: pauses (IBX_PAUSE) ------------------------------------------------- */
+
+static ibx__pause *ibx__pause_find(ibx_dispatcher *d, const char *topic) {
+    int i;
+    for (i = 0; i < d->pause_count; i++)
+        if (strcmp(d->pauses[i].topic, topic) == 0) return &d->pauses[i];
+    return NULL;
+}
+
+/* How long `topic` stays paused from `now` (monotonic); 0: not paused. */
+static int64_t ibx__pause_left(ibx_dispatcher *d, const char *topic, int64_t now) {
+    const ibx__pause *p = d->pause_count ? ibx__pause_find(d, topic) : NULL;
+    return p && p->until_ms > now ? p->until_ms - now : 0;
+}
+
+/* A handler said the downstream of `topic` is unavailable: pause the topic
+ * (once per round: a pause in force is not lengthened by its own batch),
+ * each pause in a row twice the last, up to pause_max_ms. */
+static void ibx__pause_begin(ibx_dispatcher *d, ibx_store *s, const char *topic, const char *why) {
+    int64_t now = ibx__mono_ms(&s->hooks), length;
+    ibx__pause *p = ibx__pause_find(d, topic);
+    if (!p && d->pause_count == d->pause_cap) {
+        int cap = d->pause_cap ? d->pause_cap * 2 : 4;
+        ibx__pause *grown = (ibx__pause *)ibx__realloc(d->hooks, d->pauses, sizeof *grown * (size_t)cap);
+        if (!grown) return; /* unrecorded: its messages still go back for pause_ms */
+        d->pauses = grown;
+        d->pause_cap = cap;
+    }
+    if (!p) {
+        p = &d->pauses[d->pause_count];
+        p->topic = ibx__strdup(d->hooks, topic);
+        if (!p->topic) return;
+        p->until_ms = 0;
+        p->next_ms = d->pause_ms;
+        d->pause_count++;
+    }
+    if (p->until_ms > now) return;
+    length = p->next_ms;
+    /* An outage is logged as it starts, then quietly once the pause is capped. */
+    ibx__log(&s->hooks, !p->until_ms ? IBX_LOG_WARN : length < d->pause_max_ms ? IBX_LOG_INFO : IBX_LOG_DEBUG,
+             s->store_id, "topic %s paused for %lld ms: %s", topic, (long long)length,
+             why[0] ? why : "handler returned IBX_PAUSE");
+    p->until_ms = ibx__sat_add(now, length);
+    p->next_ms = length > d->pause_max_ms / 2 ? d->pause_max_ms : length * 2;
+}
+
+/* The first success of a paused topic ends its pauses. */
+static void ibx__pause_end(ibx_dispatcher *d, ibx_store *s, const char *topic) {
+    ibx__pause *p = ibx__pause_find(d, topic);
+    if (!p) return;
+    ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "topic %s flows again", topic);
+    ibx__free(d->hooks, p->topic);
+    *p = d->pauses[--d->pause_count];
+}
+
+/* Put back every paused message (the handler's IBX_PAUSE, or held because
+ * its topic is paused), one statement per topic: no attempt used, due
+ * when the pause ends. */
+static ibx_result ibx__settle_paused(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
+                                     ibx_run_stats *st) {
+    char reason[IBX__HANDLER_ERROR_MAX + 16];
+    ibx_result r = IBX_OK;
+    int i, j, k;
+    for (i = 0; i < n && r == IBX_OK; i++) {
+        const char *why = NULL;
+        int64_t delay;
+        if (d->outcomes[i] != IBX_PAUSE && d->outcomes[i] != IBX__HELD) continue;
+        for (j = i, k = 0; j < n; j++)
+            if ((d->outcomes[j] == IBX_PAUSE || d->outcomes[j] == IBX__HELD) &&
+                strcmp(ms[j].topic, ms[i].topic) == 0) {
+                if (!why && d->outcomes[j] == IBX_PAUSE && d->errors[j][0]) why = d->errors[j];
+                d->failures[k++] = j;
+                d->outcomes[j] = IBX__SKIPPED;
+            }
+        snprintf(reason, sizeof reason, "paused: %s", why ? why : "downstream unavailable");
+        delay = ibx__pause_left(d, ms[i].topic, ibx__mono_ms(&s->hooks));
+        if (delay <= 0) delay = d->pause_ms;
+        r = ibx__settle_messages(s, IBX__SETTLE_ABANDON, ms, d->failures, k, reason,
+                                 delay < IBX__DELAY_MIN_MS ? IBX__DELAY_MIN_MS : delay, 0, NULL);
+        if (r == IBX_OK) st->paused += k;
+    }
+    return r;
+}
+
+/* >> dispatcher: handling a batch ----------------------------------------------------- */
+
+/* After a message's handler: log a failure, pause or resume its topic. */
+static void ibx__handled(ibx_dispatcher *d, ibx_store *s, const ibx_message *m, int i) {
+    int outcome = d->outcomes[i];
+    const char *error = d->errors[i];
+    char name[IBX__MSG_NAME_MAX];
+    if (outcome == IBX_PAUSE) ibx__pause_begin(d, s, m->topic, error);
+    else if (outcome == IBX_DONE && d->pause_count) ibx__pause_end(d, s, m->topic);
+    if (outcome != IBX_RETRY && outcome != IBX_DEAD) return;
+    ibx__msg_name(m, name, sizeof name);
+    ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id, "handler failed for %s topic=%s attempt %d: %s", name,
+             m->topic, IBX__MSG_ATTEMPTS(m) + 1,
+             error[0] ? error : outcome == IBX_DEAD ? "IBX_DEAD" : "IBX_RETRY");
+}
+
+/* One message through its per-message handlers. */
+static void ibx__handle_one(ibx_dispatcher *d, ibx_store *s, const ibx_message *m, int i,
+                            ibx_run_stats *st) {
+    char name[IBX__MSG_NAME_MAX];
+    char *error = d->errors[i];
+    int matched = 0;
+    int64_t started;
+    ibx_outcome outcome;
+    ibx__msg_name(m, name, sizeof name);
+    ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
+             m->topic, IBX__MSG_ATTEMPTS(m) + 1);
+    started = ibx__mono_ms(&s->hooks);
+    outcome = ibx__handle(d, m, error, &matched);
+    if (matched) ibx__hist_record(s, m->topic, ibx__mono_ms(&s->hooks) - started);
+    d->outcomes[i] = (int)outcome;
+    if (!matched) {
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
+                 "no handler for topic %s (message %s): retrying later", m->topic, name);
+        snprintf(error, IBX__HANDLER_ERROR_MAX, "no handler for topic %s", m->topic);
+        d->outcomes[i] = (int)IBX_WAIT;
+        st->no_handler++;
+    }
+    ibx__handled(d, s, m, i);
+}
+
+/* Every unhandled message of ms[first]'s topic through one batch handler call. */
+static void ibx__handle_group(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
+                              int first, const ibx__route *route) {
+    char name[IBX__MSG_NAME_MAX];
+    int j, k = 0;
+    for (j = first; j < n; j++) {
+        if (d->outcomes[j] != IBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
+        ibx__msg_name(&ms[j], name, sizeof name);
+        ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (batch)",
+                 name, ms[j].topic, IBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        d->group[k] = &ms[j];
+        d->group_index[k] = j;
+        d->results[k].outcome = IBX_RETRY;
+        memset(d->results[k].error, 0, sizeof d->results[k].error);
+        k++;
+    }
+    {
+        int64_t started = ibx__mono_ms(&s->hooks); /* one run of the histogram: the whole call */
+        ((ibx_batch_handler)route->fn)(d->group, d->results, k, route->user);
+        ibx__hist_record(s, ms[first].topic, ibx__mono_ms(&s->hooks) - started);
+    }
+    for (j = 0; j < k; j++) {
+        int i = d->group_index[j], outcome = (int)d->results[j].outcome;
+        memcpy(d->errors[i], d->results[j].error, IBX__HANDLER_ERROR_MAX);
+        d->errors[i][IBX__HANDLER_ERROR_MAX - 1] = '\0';
+        if (!ibx__outcome_valid(outcome)) {
+            snprintf(d->errors[i], IBX__HANDLER_ERROR_MAX, "batch handler set %d, not an ibx_outcome",
+                     outcome);
+            outcome = IBX_DEAD;
+        }
+        d->outcomes[i] = outcome;
+        ibx__handled(d, s, &ms[i], i);
+    }
 }
 
 /* Whether a periodic task is due; a clock that stepped back never stalls it. */
@@ -5618,39 +6155,27 @@ static ibx_result ibx__housekeep(ibx_dispatcher *d, ibx_store *s, ibx__entry *e,
 }
 
 /* Hand each claimed message to its handlers, until `deadline` (monotonic):
- * past it the lease may end under the handler, so the rest is skipped. */
+ * past it the lease may end under the handler, so the rest is skipped.
+ * Messages of a paused topic are held; a topic with a batch handler goes
+ * to it in one call. */
 static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
                               int64_t deadline, ibx_run_stats *st) {
-    char name[IBX__MSG_NAME_MAX];
     int i, skipped = 0;
+    for (i = 0; i < n; i++) d->outcomes[i] = IBX__PENDING;
     for (i = 0; i < n; i++) {
-        const ibx_message *m = &ms[i];
-        char *error = d->errors[i];
-        int matched = 0;
-        int64_t started;
-        ibx_outcome outcome;
-        if (ibx__mono_ms(&s->hooks) >= deadline) {
+        const ibx__route *batch;
+        int64_t now;
+        if (d->outcomes[i] != IBX__PENDING) continue;
+        now = ibx__mono_ms(&s->hooks);
+        if (now >= deadline) {
             d->outcomes[i] = IBX__SKIPPED;
             skipped++;
-            continue;
-        }
-        ibx__msg_name(m, name, sizeof name);
-        ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
-                 m->topic, IBX__MSG_ATTEMPTS(m) + 1);
-        started = ibx__mono_ms(&s->hooks);
-        outcome = ibx__handle(d, m, error, &matched);
-        if (matched) ibx__hist_record(s, m->topic, ibx__mono_ms(&s->hooks) - started);
-        d->outcomes[i] = (int)outcome;
-        if (!matched) {
-            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
-                     "no handler for topic %s (message %s): retrying later", m->topic, name);
-            snprintf(error, IBX__HANDLER_ERROR_MAX, "no handler for topic %s", m->topic);
-            d->outcomes[i] = (int)IBX_WAIT;
-            st->no_handler++;
-        } else if (d->outcomes[i] == IBX_RETRY || d->outcomes[i] == IBX_DEAD) {
-            ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id, "handler failed for %s topic=%s attempt %d: %s",
-                     name, m->topic, IBX__MSG_ATTEMPTS(m) + 1,
-                     error[0] ? error : d->outcomes[i] == IBX_DEAD ? "IBX_DEAD" : "IBX_RETRY");
+        } else if (d->pause_count && ibx__pause_left(d, ms[i].topic, now) > 0) {
+            d->outcomes[i] = IBX__HELD;
+        } else if ((batch = ibx__routes_batch(&d->routes, ms[i].topic)) != NULL) {
+            ibx__handle_group(d, s, ms, n, i, batch);
+        } else {
+            ibx__handle_one(d, s, &ms[i], i, st);
         }
     }
     if (skipped)
@@ -5702,9 +6227,10 @@ static ibx_result ibx__settle_failure(ibx_dispatcher *d, ibx_store *s, const ibx
 static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
                                     ibx_run_stats *st) {
     ibx_result r = IBX_OK;
-    int i, acks = 0, failures = 0;
+    int i, acks = 0, failures = 0, paused = 0;
     for (i = 0; i < n; i++) {
         if (d->outcomes[i] == IBX_DONE) d->acked[acks++] = i;
+        else if (d->outcomes[i] == IBX_PAUSE || d->outcomes[i] == IBX__HELD) paused++;
         else if (d->outcomes[i] != IBX__SKIPPED) d->failures[failures++] = i;
     }
     if (acks > 0) {
@@ -5718,6 +6244,7 @@ static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_m
                      acks - (int)changed, acks);
     }
     for (i = 0; i < failures && r == IBX_OK; i++) r = ibx__settle_failure(d, s, ms, d->failures[i], st);
+    if (paused && r == IBX_OK) r = ibx__settle_paused(d, s, ms, n, st);
     return r;
 }
 
@@ -6181,6 +6708,21 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
 }
 
 /* >> get ---------------------------------------------------------------------------- */
+
+/* The inbox's dead-letter key: a source and/or a message id. */
+static ibx_result ibx__dead_key(ibx_store *s, const char *fn, const ibx_dead_filter *f,
+                                ibx__param p[2], char buf[37]) {
+    ibx_result r;
+    (void)buf;
+    if (f->source && (r = ibx__check_text(&s->err, fn, "filter.source", f->source, IBX_KEY_MAX)) != IBX_OK)
+        return r;
+    if (f->message_id &&
+        (r = ibx__check_text(&s->err, fn, "filter.message_id", f->message_id, IBX_KEY_MAX)) != IBX_OK)
+        return r;
+    ibx__p_text(&p[0], f->source, (size_t)-1);
+    ibx__p_text(&p[1], f->message_id, (size_t)-1);
+    return IBX_OK;
+}
 
 IBX_API ibx_result ibx_get(ibx_store *store, const char *message_id, const char *source,
                            ibx_message *message) {

@@ -19,7 +19,8 @@
  *   Then the API: common (results, hooks, limits, backoff, selection,
  *   UUIDs), store and messages (enqueue, ack, abandon, fail, lease extend,
  *   get), the work queue and dispatcher (claim, reap, cleanup, metrics,
- *   providers, routers), joins (fan-in).
+ *   providers, routers, batch handlers, pauses), dead letters (list, replay,
+ *   purge), joins (fan-in, cancel).
  *
  * 1. QUICK START ------------------------------------------------------------
  *   A whole program (it is compiled and run by `make check`): open a store
@@ -108,6 +109,15 @@
  *                a device without /dev/urandom should give this hook)
  *   The hook types are laid out identically in obx.h and ibx.h, so one
  *   allocator, clock or logger implementation plugs into both.
+ *   Dispatching (obx_dispatcher_desc): handlers take one message each
+ *   (obx_dispatcher_on), or all of a claim's messages of their topic in
+ *   one call with an outcome per message (obx_dispatcher_on_batch). A
+ *   handler's OBX_PAUSE (downstream unavailable) puts the message back
+ *   without using an attempt and pauses its topic for pause_ms, doubling
+ *   up to pause_max_ms until the topic's first success; other topics go on.
+ *   Dead messages are tools' work: obx_dead_list (paged, filtered),
+ *   obx_dead_replay (ready again, attempts reset, last error kept) and
+ *   obx_dead_purge.
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;
@@ -641,6 +651,17 @@ OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const cha
  * OBX_ERR_NOT_FOUND, OBX_ERR_INVALID_ARG (id not a UUID), OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *message);
 
+/* Which dead messages obx_dead_list, obx_dead_replay and obx_dead_purge
+ * take. Every field is optional (NULL or 0: no condition); the given ones
+ * must all hold. A NULL filter is every dead message. */
+typedef struct obx_dead_filter {
+    const char *topic;           /* exactly this topic */
+    const char *error_contains;  /* the last error contains this text (byte for byte) */
+    int64_t created_from_ms;     /* enqueued at or after (UTC Unix ms) ... */
+    int64_t created_before_ms;   /* ... and before this */
+    const char *id;              /* just this message (work item id) */
+} obx_dead_filter;
+
 /* >>common-begin api-engine */
 
 /* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
@@ -772,9 +793,15 @@ typedef enum obx_outcome {
     OBX_DONE = 0,                /* handled: the message is acknowledged */
     OBX_RETRY = 1,               /* transient failure: retried after a backoff */
     OBX_DEAD = 2,                /* permanent failure: dead at once, never retried */
-    OBX_WAIT = 3                 /* not ready yet (e.g. a join): retried later, never counted
+    OBX_WAIT = 3,                /* not ready yet (e.g. a join): retried later, never counted
                                     as a failed attempt; the delay is the backoff, capped at 5 s */
+    OBX_PAUSE = 4                /* the downstream is unavailable (broker down, uplink off):
+                                    the message goes back without using an attempt and its
+                                    topic is paused (see pause_ms in obx_dispatcher_desc) */
 } obx_outcome;
+
+/* Room for a handler's error text, with its NUL. */
+#define OBX_HANDLER_ERROR_MAX 256
 
 /* A handler. It gets the whole message. `error` (error_size bytes, zeroed
  * before the call) takes a short reason for RETRY or DEAD; it is stored as
@@ -782,6 +809,19 @@ typedef enum obx_outcome {
  * must be idempotent: delivery is at least once. */
 typedef obx_outcome (*obx_handler)(const obx_message *message, char *error, size_t error_size,
                                    void *user);
+
+/* One message's outcome in a batch handler's call (see obx_dispatcher_on_batch). */
+typedef struct obx_batch_result {
+    obx_outcome outcome;         /* preset OBX_RETRY: set OBX_DONE for each message delivered */
+    char error[OBX_HANDLER_ERROR_MAX]; /* preset "": the reason for RETRY, DEAD or PAUSE,
+                                    stored as the last error and logged (never the payload) */
+} obx_batch_result;
+
+/* A batch handler: `count` messages (1..batch_size) of one topic, in claim
+ * order, and one result per message (results[i] is messages[i]'s). It
+ * owns none of them: both arrays are valid during the call only. */
+typedef void (*obx_batch_handler)(const obx_message *const *messages, obx_batch_result *results,
+                                  int count, void *user);
 
 /* Delay in ms before the next attempt of a message that has failed
  * `attempts` times before this one. Values outside the range abandon
@@ -859,6 +899,8 @@ typedef struct obx_run_stats {
     int dead;                    /* failed permanently (DEAD, or out of attempts) */
     int no_handler;              /* of the retried: no handler for their topic */
     int64_t reaped;              /* expired leases released by a periodic reap */
+    int paused;                  /* put back, attempts unchanged, because their topic is
+                                    paused (OBX_PAUSE); not counted in `retried` */
 } obx_run_stats;
 
 /* How to dispatch. All-zero fields take the defaults shown. */
@@ -898,6 +940,14 @@ typedef struct obx_dispatcher_desc {
                                     the lease (or call obx_lease_extend themselves) */
     volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
                                     (safe to set from a signal handler; seen within one wait) */
+    int64_t pause_ms;            /* default 1000: a handler's OBX_PAUSE pauses its topic this
+                                    long; each further OBX_PAUSE in a row doubles it ... */
+    int64_t pause_max_ms;        /* default 60000: ... up to this. The first OBX_DONE of the
+                                    topic ends the pause. While paused, the topic's claimed
+                                    messages go back unhandled, due when the pause ends (so
+                                    other dispatchers wait too), their attempts unchanged;
+                                    other topics flow. Pauses are per dispatcher and topic
+                                    (with a provider: the topic on every store) */
     const char *wake_path;       /* optional (POSIX): while run() runs, listen on a Unix
                                     datagram socket at this path and claim at once when a
                                     producer's store with the same wake_path commits, in any
@@ -929,13 +979,27 @@ OBX_API void obx_dispatcher_destroy(obx_dispatcher *dispatcher);
  * order, then the "*" ones; the first that does not return OBX_DONE decides
  * the message's fate. A message with no handler at all is logged as a
  * warning and retried later. Returns OBX_OK, OBX_ERR_INVALID_ARG (NULL,
- * empty, not UTF-8 or over-long topic, NULL handler), OBX_ERR_NO_MEMORY. */
+ * empty, not UTF-8 or over-long topic, NULL handler, a topic with a batch
+ * handler), OBX_ERR_NO_MEMORY. Does not touch the database. */
 OBX_API obx_result obx_dispatcher_on(obx_dispatcher *dispatcher, const char *topic,
                                      obx_handler handler, void *user);
 
+/* Register a batch handler for `topic` (exact, case-sensitive), or for
+ * every topic that has no handler of its own with "*": the messages of
+ * that topic in a claim (up to batch_size) are handed to it in one call,
+ * in claim order, and it sets one outcome per message (done, retry with a
+ * reason, dead, wait, pause); messages of other topics go to their own
+ * handlers. A topic has one batch handler, or per-message handlers
+ * (obx_dispatcher_on), not both. Returns OBX_OK, OBX_ERR_INVALID_ARG (as
+ * obx_dispatcher_on; the topic already has a handler of the other kind or
+ * a batch handler), OBX_ERR_NO_MEMORY. Does not touch the database. */
+OBX_API obx_result obx_dispatcher_on_batch(obx_dispatcher *dispatcher, const char *topic,
+                                           obx_batch_handler handler, void *user);
+
 /* One round: reap if the reap interval has passed, claim one batch, run
  * the handlers, then settle: all successes in one ack, each failure
- * abandoned (with backoff) or failed. *stats (if not NULL) gets the counts.
+ * abandoned (with backoff) or failed, the messages of a paused topic put
+ * back in one statement per topic. *stats (if not NULL) gets the counts.
  * Returns OBX_OK (messages handled), OBX_EMPTY (nothing to claim), or the
  * database error of the claim or a settle (messages not settled stay
  * leased and are retried after their lease expires: nothing is lost). */
@@ -970,6 +1034,37 @@ OBX_API obx_result obx_notify(obx_store *store);
  * outlives a store that discovery has since closed) or of the last
  * obx_dispatcher_on. NULL gives a static "store is NULL" error. */
 OBX_API const obx_error *obx_dispatcher_last_error(const obx_dispatcher *dispatcher);
+
+/* ---- Dead letters: list, replay, purge --------------------------------------------- */
+
+/* List dead messages matching `filter` (NULL: all), oldest first (by
+ * creation, then key), skipping `offset` (>= 0) and returning at most
+ * `limit` (1..OBX_BATCH_MAX). *messages points at *count messages in the
+ * store's claim buffer: valid until the next claim or list on this store
+ * (so not from a handler of a dispatcher on the same store). Pages are by
+ * offset: after a replay or purge, start again from 0. Touches the
+ * database (one read). Returns OBX_OK (count >= 1), OBX_EMPTY (none);
+ * OBX_ERR_INVALID_ARG (NULL pointers, a filter text empty, not UTF-8 or
+ * too long, a key that is not one); OBX_ERR_OUT_OF_RANGE (limit, offset,
+ * a time outside 0..OBX_TIME_MAX_MS); OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_dead_list(obx_store *store, const obx_dead_filter *filter, int offset,
+                                 int limit, const obx_message **messages, int *count);
+
+/* Replay dead messages matching `filter` (NULL: all): ready again at once,
+ * attempts reset to 0, their last error kept for the record until a new
+ * one replaces it. One statement: a message is replayed once, whatever
+ * other callers do meanwhile, and dispatchers never touch dead ones. A
+ * join step it already counted as failed stays failed. *replayed (if not
+ * NULL) gets the count. Returns OBX_OK; the errors of obx_dead_list but
+ * OBX_EMPTY. */
+OBX_API obx_result obx_dead_replay(obx_store *store, const obx_dead_filter *filter, int64_t *replayed);
+
+/* Delete dead messages matching `filter` (NULL: all), in transactions of
+ * at most 1000 rows each until none is left; *purged (if
+ * not NULL) gets the count. Done messages are deleted by obx_cleanup.
+ * Returns as obx_dead_replay (rows deleted by earlier batches stay
+ * deleted after an error). */
+OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filter, int64_t *purged);
 
 /* >>common-end api-engine */
 
@@ -1036,6 +1131,17 @@ OBX_API obx_result obx_join_report_tx(obx_store *store, void *hdbc, const char *
 /* Read a join. Returns OBX_OK, OBX_ERR_NOT_FOUND, OBX_ERR_INVALID_ARG,
  * OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_join_get(obx_store *store, const char *join_id, obx_join *join);
+
+/* Cancel a pending join (Pending -> Cancelled): its join.wait messages
+ * then end (OBX_DONE) without enqueuing their on-complete or on-fail
+ * message, whether the steps are in or not. A race with a join.wait that
+ * is finishing the join has one winner: the join is then Cancelled, or
+ * Completed/Failed with its follow-up enqueued. Steps may still be
+ * reported (counted, nothing follows). Touches the database (own
+ * transaction). Returns OBX_OK (cancelled now, or before); OBX_ERR_STATE
+ * (already Completed or Failed); OBX_ERR_NOT_FOUND; OBX_ERR_INVALID_ARG
+ * (join_id not a UUID); OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_join_cancel(obx_store *store, const char *join_id);
 
 /* What a join.wait message does when its join has all its steps. */
 typedef struct obx_join_wait {
@@ -2917,15 +3023,17 @@ typedef struct obx__route {
     char *topic;                 /* "*" matches every topic */
     obx__any_fn fn;
     void *user;
+    int batch;                   /* a batch handler (takes all of a claim's messages of a topic) */
 } obx__route;
 
 typedef struct obx__routes {
     obx__route *items;
     int count, cap;
+    int batches;                 /* how many are batch routes (0: the per-message path only) */
 } obx__routes;
 
 OBX__PRIVATE obx_result obx__routes_add(const obx__hooks *h, obx__routes *r, const char *topic,
-                                        obx__any_fn fn, void *user) {
+                                        obx__any_fn fn, void *user, int batch) {
     if (r->count == r->cap) {
         int cap = r->cap ? r->cap * 2 : 8;
         obx__route *grown = (obx__route *)obx__realloc(h, r->items, sizeof *grown * (size_t)cap);
@@ -2937,6 +3045,8 @@ OBX__PRIVATE obx_result obx__routes_add(const obx__hooks *h, obx__routes *r, con
     if (!r->items[r->count].topic) return OBX_ERR_NO_MEMORY;
     r->items[r->count].fn = fn;
     r->items[r->count].user = user;
+    r->items[r->count].batch = batch;
+    r->batches += batch != 0;
     r->count++;
     return OBX_OK;
 }
@@ -2946,11 +3056,11 @@ OBX__PRIVATE void obx__routes_free(const obx__hooks *h, obx__routes *r) {
     for (i = 0; i < r->count; i++) obx__free(h, r->items[i].topic);
     obx__free(h, r->items);
     r->items = NULL;
-    r->count = r->cap = 0;
+    r->count = r->cap = r->batches = 0;
 }
 
-/* The next route for `topic`: exact matches in registration order, then
- * the "*" ones. Start with *cursor = 0; NULL at the end. */
+/* The next per-message route for `topic`: exact matches in registration
+ * order, then the "*" ones. Start with *cursor = 0; NULL at the end. */
 OBX__PRIVATE const obx__route *obx__routes_next(const obx__routes *r, const char *topic,
                                                 int *cursor) {
     while (*cursor < 2 * r->count) {
@@ -2958,9 +3068,30 @@ OBX__PRIVATE const obx__route *obx__routes_next(const obx__routes *r, const char
         const obx__route *route = &r->items[i];
         int wildcard = route->topic[0] == '*' && route->topic[1] == '\0';
         (*cursor)++;
+        if (route->batch) continue;
         if (pass == 0 ? (!wildcard && strcmp(route->topic, topic) == 0) : wildcard) return route;
     }
     return NULL;
+}
+
+/* The first route registered for exactly `topic` ("*" only for "*") of the
+ * given kind (batch or per-message), or NULL. */
+OBX__PRIVATE const obx__route *obx__routes_find(const obx__routes *r, const char *topic, int batch) {
+    int i;
+    for (i = 0; i < r->count; i++)
+        if (r->items[i].batch == batch && strcmp(r->items[i].topic, topic) == 0) return &r->items[i];
+    return NULL;
+}
+
+/* The batch route for a message of `topic`: its own, else the "*" one
+ * when the topic has no per-message handler at all; NULL: per message. */
+OBX__PRIVATE const obx__route *obx__routes_batch(const obx__routes *r, const char *topic) {
+    const obx__route *b;
+    int cursor = 0;
+    if (!r->batches) return NULL;
+    b = obx__routes_find(r, topic, 1);
+    if (b) return b;
+    return obx__routes_next(r, topic, &cursor) ? NULL : obx__routes_find(r, "*", 1);
 }
 
 /* Waiting between rounds, interruptible by wake and stop. Without threads
@@ -3303,6 +3434,10 @@ enum {
                            obx__pick_keys for the window */
     OBX__Q_CLAIM_READ,  /* ids -> message rows */
     OBX__Q_GAUGES,      /* -> ready count, oldest ready age in ms, in flight, dead */
+    OBX__Q_DEAD_LIST,   /* dead filter (topic, error text, created from, created before, id,
+                           unused), limit, offset -> message rows (markers numbered) */
+    OBX__Q_DEAD_REPLAY, /* dead filter -> count */
+    OBX__Q_DEAD_PURGE,  /* dead filter, unused, batch -> count */
     OBX__Q_COUNT
 };
 
@@ -3320,6 +3455,11 @@ enum {
     OBX__PG_MS("NextAttemptAt")
 
 #ifndef OBX_NO_SQLITE
+/* The dead-letter filter (obx__dead_params): NULL arguments match all. */
+#define OBX__SQLITE_DEAD                                                                          \
+    "\"Status\" = 3 AND \"Topic\" = coalesce(?1, \"Topic\") AND (?2 IS NULL OR "                    \
+    "instr(coalesce(\"LastError\", ''), ?2) > 0) AND \"CreatedAt\" >= coalesce(?3, \"CreatedAt\") "   \
+    "AND (?4 IS NULL OR \"CreatedAt\" < ?4) AND \"Id\" = coalesce(?5, \"Id\")"
 static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
@@ -3384,6 +3524,14 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "\"Status\", \"Metadata\", \"CreatedUtc\", \"LastUpdatedUtc\" FROM {J} WHERE \"JoinId\" = ?"},
     {OBX__Q_JOIN_FINISH,
      "UPDATE {J} SET \"Status\" = ?, \"LastUpdatedUtc\" = {W} WHERE \"JoinId\" = ? AND \"Status\" = 0"},
+    {OBX__Q_DEAD_LIST,
+     "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE " OBX__SQLITE_DEAD " ORDER BY \"CreatedAt\", \"Id\" "
+     "LIMIT ?7 OFFSET ?8"},
+    {OBX__Q_DEAD_REPLAY,
+     "UPDATE {T} SET \"Status\" = 0, \"RetryCount\" = 0, \"NextAttemptAt\" = {W}, \"OwnerToken\" = NULL, "
+     "\"LockedUntil\" = NULL WHERE " OBX__SQLITE_DEAD},
+    {OBX__Q_DEAD_PURGE,
+     "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE " OBX__SQLITE_DEAD " LIMIT ?7)"},
     {OBX__Q_COUNT, NULL}};
 
 static const obx__sqlset obx__sqlite_outbox = {
@@ -3455,6 +3603,13 @@ static const obx__sqlset obx__sqlite_outbox = {
 #define OBX__SQLITE_SET &obx__sqlite_outbox
 #endif
 
+/* The dead-letter filter (obx__dead_params): NULL arguments match all. */
+#define OBX__PG_DEAD                                                                               \
+    "\"Status\" = 3 AND \"Topic\" = coalesce(CAST(?1 AS text), \"Topic\") AND (CAST(?2 AS text) IS NULL "  \
+    "OR strpos(coalesce(\"LastError\", ''), CAST(?2 AS text)) > 0) AND \"CreatedAt\" >= "                \
+    "coalesce(to_timestamp(CAST(?3 AS bigint) / 1000.0), \"CreatedAt\") AND \"CreatedAt\" < "            \
+    "coalesce(to_timestamp(CAST(?4 AS bigint) / 1000.0), 'infinity') AND "                             \
+    "\"Id\" = coalesce(CAST(?5 AS uuid), \"Id\")"
 /* PostgreSQL: the work-queue operations are also functions in the schema
  * (OBX-112), for SQL users; the library sends the same statements itself,
  * prepared: a function call costs twice a prepared UPDATE. The claim's
@@ -3534,6 +3689,15 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_JOIN_FINISH,
      "UPDATE {J} SET \"Status\" = CAST(? AS smallint), \"LastUpdatedUtc\" = now() "
      "WHERE \"JoinId\" = CAST(? AS uuid) AND \"Status\" = 0"},
+    {OBX__Q_DEAD_LIST,
+     "SELECT " OBX__PG_COLS " FROM {T} WHERE " OBX__PG_DEAD " ORDER BY \"CreatedAt\", \"Id\" "
+     "LIMIT CAST(?7 AS bigint) OFFSET CAST(?8 AS bigint)"},
+    {OBX__Q_DEAD_REPLAY,
+     "UPDATE {T} SET \"Status\" = 0, \"RetryCount\" = 0, \"NextAttemptAt\" = now(), \"OwnerToken\" = NULL, "
+     "\"LockedUntil\" = NULL WHERE " OBX__PG_DEAD},
+    {OBX__Q_DEAD_PURGE,
+     "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE " OBX__PG_DEAD
+     " LIMIT CAST(?7 AS bigint))"},
     {OBX__Q_COUNT, NULL}};
 
 static const obx__sqlset obx__postgresql_outbox = {
@@ -3703,6 +3867,12 @@ static const obx__sqlset obx__postgresql_outbox = {
  * topics compare byte for byte, trailing spaces included (utf8mb4_bin pads:
  * "m1" = "m1 "). No partial indexes: Status leads. */
 #ifndef OBX_NO_MARIADB
+/* The dead-letter filter (obx__dead_params): NULL arguments match all. */
+#define OBX__MY_DEAD                                                                              \
+    "`Status` = 3 AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                        \
+    "LOCATE(?2, COALESCE(`LastError`, '')) > 0) AND `CreatedAt` >= COALESCE(" OBX__MY_FROM_MS("?3") \
+    ", `CreatedAt`) AND (?4 IS NULL OR `CreatedAt` < " OBX__MY_FROM_MS("?4") ") AND "                \
+    "`Id` = COALESCE(?5, `Id`)"
 static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
@@ -3779,6 +3949,13 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
      "SELECT " OBX__MY_COLS " FROM " OBX__MY_BY_IDS("?")},
+    {OBX__Q_DEAD_LIST,
+     "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt`, `Id` LIMIT ?7 OFFSET ?8"},
+    {OBX__Q_DEAD_REPLAY,
+     "UPDATE {T} SET `RetryCount` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
+     "`LockedUntil` = NULL, `Status` = 0 WHERE " OBX__MY_DEAD},
+    {OBX__Q_DEAD_PURGE,
+     "DELETE FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt` LIMIT ?7"},
     {OBX__Q_COUNT, NULL}};
 
 static const obx__sqlset obx__mariadb_outbox = {
@@ -3889,6 +4066,12 @@ static const obx__sqlset obx__mariadb_outbox = {
  * must be on (the server default). Written to the documentation; not yet
  * run against a server. */
 #ifndef OBX_NO_SQLSERVER
+/* The dead-letter filter (obx__dead_params): NULL arguments match all. */
+#define OBX__MS_DEAD                                                                              \
+    "t.[Status] = 3 AND t.[Topic] = COALESCE(?1, t.[Topic]) AND (?2 IS NULL OR "                   \
+    "CHARINDEX(?2, COALESCE(t.[LastError], N'')) > 0) AND (?3 IS NULL OR t.[CreatedAt] >= "         \
+    OBX__MS_FROM_MS("?3", OBX__MS_EPOCH) ") AND (?4 IS NULL OR t.[CreatedAt] < "                   \
+    OBX__MS_FROM_MS("?4", OBX__MS_EPOCH) ") AND t.[Id] = COALESCE(CAST(?5 AS UNIQUEIDENTIFIER), t.[Id])"
 static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
@@ -3947,6 +4130,14 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      OBX__MS_UTC_MS("[LastUpdatedUtc]") " FROM {J} WHERE [JoinId] = ?"},
     {OBX__Q_JOIN_FINISH,
      "UPDATE {J} SET [Status] = ?, [LastUpdatedUtc] = SYSUTCDATETIME() WHERE [JoinId] = ? AND [Status] = 0"},
+    {OBX__Q_DEAD_LIST,
+     "SELECT " OBX__MS_COLS " FROM {T} AS t WHERE " OBX__MS_DEAD " ORDER BY t.[CreatedAt], t.[Id] "
+     "OFFSET ?8 ROWS FETCH NEXT ?7 ROWS ONLY"},
+    {OBX__Q_DEAD_REPLAY,
+     "UPDATE t SET [Status] = 0, [RetryCount] = 0, [NextAttemptAt] = SYSDATETIMEOFFSET(), "
+     "[OwnerToken] = NULL, [LockedUntil] = NULL FROM {T} AS t WHERE " OBX__MS_DEAD},
+    {OBX__Q_DEAD_PURGE,
+     "WITH d AS (SELECT TOP (?7) t.[Id] FROM {T} AS t WHERE " OBX__MS_DEAD ") DELETE FROM d"},
     {OBX__Q_COUNT, NULL}};
 
 static const obx__sqlset obx__sqlserver_outbox = {
@@ -4171,6 +4362,10 @@ static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf
                             const obx_message *m);
 /* A message's name in log lines. */
 static void obx__msg_name(const obx_message *m, char *out, size_t size);
+/* A dead-letter filter's key fields into p[0] and p[1] (SQL NULL where not
+ * given), checked; `buf` holds a normalised copy. */
+static obx_result obx__dead_key(obx_store *s, const char *fn, const obx_dead_filter *f,
+                                obx__param p[2], char buf[37]);
 /* The worker name of a store description (NULL where the header has none). */
 static const char *obx__desc_worker(const obx_store_desc *desc);
 static void obx__desc_set_worker(obx_store_desc *desc, const char *worker);
@@ -4193,6 +4388,8 @@ static void obx__desc_set_worker(obx_store_desc *desc, const char *worker);
 #define OBX__LOGIN_TIMEOUT_DEFAULT_S 10    /* connecting gives up after this long */
 #define OBX__STALL_WARN_MS 3000            /* a dispatcher's database call this slow is logged */
 #define OBX__MAX_HANDLER_DEFAULT_MS 300000 /* leases are renewed for handlers this long */
+#define OBX__PAUSE_DEFAULT_MS 1000         /* a topic's first pause (OBX_PAUSE) ... */
+#define OBX__PAUSE_MAX_DEFAULT_MS 60000    /* ... doubling up to this */
 #ifdef OBX_NO_POSIX_CLOCK
 #define OBX__DEFAULT_CLOCK_SLEEPS 0        /* without POSIX clocks the default sleep is a no-op */
 #else
@@ -5386,6 +5583,128 @@ OBX_API obx_result obx_router_get_guid(obx_provider *p, const obx_guid *key, obx
     return obx_router_get(p, text, out);
 }
 
+/* >> dead letters: list, replay, purge ------------------------------------------------- */
+
+/* A filter's arguments as every dialect's DEAD_* statements take them:
+ * topic, error text, created from, created before, two key slots (the
+ * face's), then limit and offset. NULL texts and zero times bind SQL NULL. */
+static obx_result obx__dead_params(obx_store *s, const char *fn, const obx_dead_filter *given,
+                                   obx__param p[8], char buf[37]) {
+    char where[96];
+    obx_dead_filter f;
+    obx_result r = obx__store_ready(s, fn);
+    if (r != OBX_OK) return r;
+    if (given) f = *given;
+    else memset(&f, 0, sizeof f);
+    if (f.topic && (r = obx__check_text(&s->err, fn, "filter.topic", f.topic, OBX_TOPIC_MAX)) != OBX_OK)
+        return r;
+    if (f.error_contains && (r = obx__check_text(&s->err, fn, "filter.error_contains", f.error_contains,
+                                                 OBX__HANDLER_ERROR_MAX - 1)) != OBX_OK)
+        return r;
+    snprintf(where, sizeof where, "%s: filter", fn);
+    if (f.created_from_ms < 0 || f.created_from_ms > OBX_TIME_MAX_MS || f.created_before_ms < 0 ||
+        f.created_before_ms > OBX_TIME_MAX_MS)
+        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, where,
+                         "created_from_ms and created_before_ms must be 0..%lld", (long long)OBX_TIME_MAX_MS);
+    obx__p_text(&p[0], f.topic, (size_t)-1);
+    obx__p_text(&p[1], f.error_contains, (size_t)-1);
+    obx__p_i64(&p[2], f.created_from_ms);
+    obx__p_i64(&p[3], f.created_before_ms);
+    if (!f.created_from_ms) p[2].ind = SQL_NULL_DATA;
+    if (!f.created_before_ms) p[3].ind = SQL_NULL_DATA;
+    obx__p_i64(&p[6], 0);
+    obx__p_i64(&p[7], 0);
+    if ((r = obx__dead_key(s, fn, &f, &p[4], buf)) != OBX_OK) return r;
+    if (!s->sql[OBX__Q_DEAD_LIST])
+        return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, fn, "no dead-letter statements for %s",
+                         obx__dialect_name(s->db.d->id));
+    return OBX_OK;
+}
+
+typedef struct obx__list_ctx {
+    obx_store *s;
+    obx__param *p;
+    int limit, count;
+} obx__list_ctx;
+
+static obx_result obx__dead_list_unit(obx__db *db, void *vctx) {
+    obx__list_ctx *c = (obx__list_ctx *)vctx;
+    obx_store *s = c->s;
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    c->count = 0;
+    s->rows.len = 0;
+    r = obx__exec(db, OBX__Q_DEAD_LIST, s->sql[OBX__Q_DEAD_LIST], c->p, 8, NULL, &cur);
+    while (r == OBX_OK && c->count < c->limit && (r = obx__fetch(db, cur)) == OBX_OK) {
+        r = obx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        if (r == OBX_OK) c->count++;
+    }
+    obx__close(cur);
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
+OBX_API obx_result obx_dead_list(obx_store *store, const obx_dead_filter *filter, int offset,
+                                 int limit, const obx_message **messages, int *count) {
+    obx__param p[8];
+    obx__list_ctx ctx;
+    char buf[37];
+    obx_result r = obx__dead_params(store, "obx_dead_list", filter, p, buf);
+    int i;
+    if (r != OBX_OK) return r;
+    if (!messages || !count)
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_dead_list: messages",
+                         "output pointers must not be NULL");
+    if (limit < 1 || limit > OBX_BATCH_MAX || offset < 0)
+        return obx__fail(&store->err, OBX_ERR_OUT_OF_RANGE, "obx_dead_list: limit",
+                         "limit must be 1..%d and offset >= 0, got %d and %d", OBX_BATCH_MAX, limit, offset);
+    if ((r = obx__claim_room(store, limit)) != OBX_OK) return r;
+    obx__p_i64(&p[6], limit);
+    obx__p_i64(&p[7], offset);
+    ctx.s = store;
+    ctx.p = p;
+    ctx.limit = limit;
+    r = obx__unit_read(&store->db, obx__dead_list_unit, &ctx, "dead list");
+    if (r != OBX_OK) return r;
+    for (i = 0; i < ctx.count; i++) {
+        obx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
+        store->msgs[i].store = store;
+    }
+    *messages = store->msgs;
+    *count = ctx.count;
+    return ctx.count > 0 ? OBX_OK : OBX_EMPTY;
+}
+
+OBX_API obx_result obx_dead_replay(obx_store *store, const obx_dead_filter *filter, int64_t *replayed) {
+    obx__param p[8];
+    char buf[37];
+    int64_t n = 0;
+    obx_result r = obx__dead_params(store, "obx_dead_replay", filter, p, buf);
+    if (r == OBX_OK) r = obx__run_count(store, OBX__Q_DEAD_REPLAY, p, 8, "dead replay", &n);
+    if (r != OBX_OK) return r;
+    obx__log(&store->hooks, n > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
+             "replayed %lld dead message(s)", (long long)n);
+    if (replayed) *replayed = n;
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filter, int64_t *purged) {
+    obx__param p[8];
+    char buf[37];
+    int64_t total = 0, n = 0;
+    obx_result r = obx__dead_params(store, "obx_dead_purge", filter, p, buf);
+    obx__p_i64(&p[6], OBX__CLEANUP_BATCH_DEFAULT);
+    while (r == OBX_OK) { /* one bounded transaction per batch */
+        r = obx__run_count(store, OBX__Q_DEAD_PURGE, p, 8, "dead purge", &n);
+        total += r == OBX_OK ? n : 0;
+        if (n < OBX__CLEANUP_BATCH_DEFAULT) break;
+    }
+    if (total > 0 || r == OBX_OK)
+        obx__log(&store->hooks, total > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
+                 "purged %lld dead message(s)", (long long)total);
+    if (r == OBX_OK && purged) *purged = total;
+    return r;
+}
+
 /* >> lease renewal ------------------------------------------------------------------ */
 
 /* While a batch's handlers run, a thread of the dispatcher's own renews the
@@ -5591,8 +5910,17 @@ typedef struct obx__renewer obx__renewer; /* no threads: no renewal */
 
 /* >> dispatcher ------------------------------------------------------------------- */
 
-/* Outcome of a message left alone because its lease is about to end. */
-#define OBX__SKIPPED (-1)
+/* Outcomes of the dispatcher's own beside a handler's obx_outcome. */
+#define OBX__SKIPPED (-1)  /* left alone: its lease is about to end (or already settled) */
+#define OBX__PENDING (-2)  /* not handled yet in this round */
+#define OBX__HELD (-3)     /* not handed out: its topic is paused */
+
+/* A topic paused by OBX_PAUSE: not handed out before until_ms (monotonic). */
+typedef struct obx__pause {
+    char *topic;
+    int64_t until_ms;
+    int64_t next_ms;             /* the length of its next pause, if paused again */
+} obx__pause;
 
 struct obx_dispatcher {
     obx_store *store;            /* single-store mode */
@@ -5618,8 +5946,14 @@ struct obx_dispatcher {
     int64_t max_handler_ms;
     int *acked;                  /* indexes of messages handled with success */
     int *failures;               /* indexes of messages that did not succeed */
-    int *outcomes;               /* an obx_outcome, or OBX__SKIPPED */
+    int *outcomes;               /* an obx_outcome, or OBX__SKIPPED / _PENDING / _HELD */
     char (*errors)[OBX__HANDLER_ERROR_MAX];
+    const obx_message **group;   /* a batch handler's messages (allocated by on_batch) */
+    int *group_index;            /* their indexes in the claim */
+    obx_batch_result *results;   /* and their outcomes */
+    obx__pause *pauses;          /* paused topics (none: no cost per message) */
+    int pause_count, pause_cap;
+    int64_t pause_ms, pause_max_ms;
     char wake_path[OBX__WAKE_PATH_MAX + 1]; /* empty: none */
     int wake_fd;                 /* listening while run() runs, else -1 */
 #if OBX__WAKE_SOCKET && !defined(OBX_NO_THREADS)
@@ -5643,13 +5977,14 @@ static obx_result obx__dispatcher_desc_check(const obx_dispatcher_desc *desc, ob
         desc->poll_interval_ms < 0 || desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 ||
         desc->startup_delay_ms < 0 || desc->error_delay_ms < 0 || desc->cleanup_interval_ms < 0 ||
         desc->cleanup_retention_ms < 0 || desc->cleanup_retention_ms > OBX_RETENTION_MAX_MS ||
-        desc->max_handler_ms < 0 ||
+        desc->max_handler_ms < 0 || desc->pause_ms < 0 || desc->pause_ms > OBX_DELAY_MAX_MS ||
+        desc->pause_max_ms < 0 || desc->pause_max_ms > OBX_DELAY_MAX_MS ||
         (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)OBX_LOG_OFF ||
         ((int)desc->selection != OBX_SELECT_ROUND_ROBIN && (int)desc->selection != OBX_SELECT_DRAIN_FIRST))
         return obx__fail(err, OBX_ERR_OUT_OF_RANGE, "obx_dispatcher_create: desc",
-                         "batch_size 0..%d, lease_seconds 0..%d, a known selection and log level, and no "
-                         "negative attempts or intervals (0 means the default)", OBX_BATCH_MAX,
-                         OBX_LEASE_MAX_SECONDS);
+                         "batch_size 0..%d, lease_seconds 0..%d, pauses up to %lld ms, a known selection "
+                         "and log level, and no negative attempts or intervals (0 means the default)",
+                         OBX_BATCH_MAX, OBX_LEASE_MAX_SECONDS, (long long)OBX_DELAY_MAX_MS);
     return OBX_OK;
 }
 
@@ -5672,6 +6007,9 @@ OBX_API obx_dispatcher_desc obx_dispatcher_desc_defaults(const obx_dispatcher_de
     if (!r.cleanup_retention_ms) r.cleanup_retention_ms = OBX_DEFAULT_RETENTION_MS;
     if (!r.max_handler_ms) r.max_handler_ms = OBX__MAX_HANDLER_DEFAULT_MS;
     if (!r.message_log_level) r.message_log_level = r.store ? r.store->message_log_level : OBX_LOG_DEBUG;
+    if (!r.pause_ms) r.pause_ms = OBX__PAUSE_DEFAULT_MS;
+    if (!r.pause_max_ms) r.pause_max_ms = OBX__PAUSE_MAX_DEFAULT_MS;
+    if (r.pause_max_ms < r.pause_ms) r.pause_max_ms = r.pause_ms;
     return r;
 }
 
@@ -5692,6 +6030,8 @@ static void obx__dispatcher_defaults(obx_dispatcher *d, const obx_dispatcher_des
     d->strategy = desc.strategy;
     d->max_handler_ms = desc.max_handler_ms;
     d->message_log_level = desc.message_log_level;
+    d->pause_ms = desc.pause_ms;
+    d->pause_max_ms = desc.pause_max_ms;
 }
 
 OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_dispatcher **out) {
@@ -5754,6 +6094,11 @@ OBX_API void obx_dispatcher_destroy(obx_dispatcher *d) {
     obx__free(h, d->failures);
     obx__free(h, d->outcomes);
     obx__free(h, d->errors);
+    obx__free(h, d->group);
+    obx__free(h, d->group_index);
+    obx__free(h, d->results);
+    while (d->pause_count > 0) obx__free(h, d->pauses[--d->pause_count].topic);
+    obx__free(h, d->pauses);
     obx__loop_destroy(&d->loop);
     obx__free(h, d);
 }
@@ -5762,17 +6107,55 @@ OBX_API const obx_error *obx_dispatcher_last_error(const obx_dispatcher *d) {
     return d ? d->err : &obx__null_store_error;
 }
 
+/* Register a route of either kind, refusing a topic that already has a
+ * handler of the other kind (or a second batch handler). */
+static obx_result obx__dispatcher_route(obx_dispatcher *d, const char *fn, const char *topic,
+                                       obx__any_fn handler, void *user, int batch) {
+    char where[64];
+    obx_result r = obx__check_text(d->err, fn, "topic", topic, OBX_TOPIC_MAX);
+    if (r != OBX_OK) return r;
+    snprintf(where, sizeof where, "%s: handler", fn);
+    if (!handler) return obx__fail(d->err, OBX_ERR_INVALID_ARG, where, "must not be NULL");
+    snprintf(where, sizeof where, "%s: topic", fn);
+    if (obx__routes_find(&d->routes, topic, 1) || (batch && obx__routes_find(&d->routes, topic, 0)))
+        return obx__fail(d->err, OBX_ERR_INVALID_ARG, where, "topic %s already has a %s handler: a "
+                         "topic has one batch handler or per-message handlers", topic,
+                         obx__routes_find(&d->routes, topic, 1) ? "batch" : "per-message");
+    if (obx__routes_add(d->hooks, &d->routes, topic, handler, user, batch) != OBX_OK)
+        return obx__fail(d->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
+    return OBX_OK;
+}
+
 OBX_API obx_result obx_dispatcher_on(obx_dispatcher *d, const char *topic, obx_handler handler,
                                      void *user) {
-    obx_result r;
     if (!d) return OBX_ERR_INVALID_ARG;
-    r = obx__check_text(d->err, "obx_dispatcher_on", "topic", topic, OBX_TOPIC_MAX);
-    if (r != OBX_OK) return r;
-    if (!handler)
-        return obx__fail(d->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_on: handler", "must not be NULL");
-    if (obx__routes_add(d->hooks, &d->routes, topic, (obx__any_fn)handler, user) != OBX_OK)
-        return obx__fail(d->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on", "out of memory");
-    return OBX_OK;
+    return obx__dispatcher_route(d, "obx_dispatcher_on", topic, (obx__any_fn)handler, user, 0);
+}
+
+OBX_API obx_result obx_dispatcher_on_batch(obx_dispatcher *d, const char *topic,
+                                           obx_batch_handler handler, void *user) {
+    size_t b;
+    if (!d) return OBX_ERR_INVALID_ARG;
+    b = (size_t)d->batch_size;
+    if (!d->group) { /* only dispatchers with batch handlers need room for a group */
+        d->group = (const obx_message **)obx__alloc(d->hooks, sizeof *d->group * b);
+        d->group_index = (int *)obx__alloc(d->hooks, sizeof *d->group_index * b);
+        d->results = (obx_batch_result *)obx__alloc(d->hooks, sizeof *d->results * b);
+    }
+    if (!d->group || !d->group_index || !d->results) {
+        obx__free(d->hooks, d->group);
+        obx__free(d->hooks, d->group_index);
+        obx__free(d->hooks, d->results);
+        d->group = NULL;
+        d->group_index = NULL;
+        d->results = NULL;
+        return obx__fail(d->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on_batch", "out of memory");
+    }
+    return obx__dispatcher_route(d, "obx_dispatcher_on_batch", topic, (obx__any_fn)handler, user, 1);
+}
+
+static int obx__outcome_valid(int o) {
+    return o == OBX_DONE || o == OBX_RETRY || o == OBX_DEAD || o == OBX_WAIT || o == OBX_PAUSE;
 }
 
 /* Run every handler for one message; the first that does not succeed decides. */
@@ -5786,13 +6169,173 @@ static obx_outcome obx__handle(obx_dispatcher *d, const obx_message *m, char *er
         memset(error, 0, OBX__HANDLER_ERROR_MAX);
         outcome = ((obx_handler)r->fn)(m, error, OBX__HANDLER_ERROR_MAX, r->user);
         error[OBX__HANDLER_ERROR_MAX - 1] = '\0';
-        if (outcome != OBX_DONE && outcome != OBX_RETRY && outcome != OBX_DEAD && outcome != OBX_WAIT) {
+        if (!obx__outcome_valid((int)outcome)) {
             snprintf(error, OBX__HANDLER_ERROR_MAX, "handler returned %d, not an obx_outcome",
                      (int)outcome);
             outcome = OBX_DEAD;
         }
     }
     return outcome;
+}
+
+/* >> dispatcher: pauses (OBX_PAUSE) ------------------------------------------------- */
+
+static obx__pause *obx__pause_find(obx_dispatcher *d, const char *topic) {
+    int i;
+    for (i = 0; i < d->pause_count; i++)
+        if (strcmp(d->pauses[i].topic, topic) == 0) return &d->pauses[i];
+    return NULL;
+}
+
+/* How long `topic` stays paused from `now` (monotonic); 0: not paused. */
+static int64_t obx__pause_left(obx_dispatcher *d, const char *topic, int64_t now) {
+    const obx__pause *p = d->pause_count ? obx__pause_find(d, topic) : NULL;
+    return p && p->until_ms > now ? p->until_ms - now : 0;
+}
+
+/* A handler said the downstream of `topic` is unavailable: pause the topic
+ * (once per round: a pause in force is not lengthened by its own batch),
+ * each pause in a row twice the last, up to pause_max_ms. */
+static void obx__pause_begin(obx_dispatcher *d, obx_store *s, const char *topic, const char *why) {
+    int64_t now = obx__mono_ms(&s->hooks), length;
+    obx__pause *p = obx__pause_find(d, topic);
+    if (!p && d->pause_count == d->pause_cap) {
+        int cap = d->pause_cap ? d->pause_cap * 2 : 4;
+        obx__pause *grown = (obx__pause *)obx__realloc(d->hooks, d->pauses, sizeof *grown * (size_t)cap);
+        if (!grown) return; /* unrecorded: its messages still go back for pause_ms */
+        d->pauses = grown;
+        d->pause_cap = cap;
+    }
+    if (!p) {
+        p = &d->pauses[d->pause_count];
+        p->topic = obx__strdup(d->hooks, topic);
+        if (!p->topic) return;
+        p->until_ms = 0;
+        p->next_ms = d->pause_ms;
+        d->pause_count++;
+    }
+    if (p->until_ms > now) return;
+    length = p->next_ms;
+    /* An outage is logged as it starts, then quietly once the pause is capped. */
+    obx__log(&s->hooks, !p->until_ms ? OBX_LOG_WARN : length < d->pause_max_ms ? OBX_LOG_INFO : OBX_LOG_DEBUG,
+             s->store_id, "topic %s paused for %lld ms: %s", topic, (long long)length,
+             why[0] ? why : "handler returned OBX_PAUSE");
+    p->until_ms = obx__sat_add(now, length);
+    p->next_ms = length > d->pause_max_ms / 2 ? d->pause_max_ms : length * 2;
+}
+
+/* The first success of a paused topic ends its pauses. */
+static void obx__pause_end(obx_dispatcher *d, obx_store *s, const char *topic) {
+    obx__pause *p = obx__pause_find(d, topic);
+    if (!p) return;
+    obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "topic %s flows again", topic);
+    obx__free(d->hooks, p->topic);
+    *p = d->pauses[--d->pause_count];
+}
+
+/* Put back every paused message (the handler's OBX_PAUSE, or held because
+ * its topic is paused), one statement per topic: no attempt used, due
+ * when the pause ends. */
+static obx_result obx__settle_paused(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
+                                     obx_run_stats *st) {
+    char reason[OBX__HANDLER_ERROR_MAX + 16];
+    obx_result r = OBX_OK;
+    int i, j, k;
+    for (i = 0; i < n && r == OBX_OK; i++) {
+        const char *why = NULL;
+        int64_t delay;
+        if (d->outcomes[i] != OBX_PAUSE && d->outcomes[i] != OBX__HELD) continue;
+        for (j = i, k = 0; j < n; j++)
+            if ((d->outcomes[j] == OBX_PAUSE || d->outcomes[j] == OBX__HELD) &&
+                strcmp(ms[j].topic, ms[i].topic) == 0) {
+                if (!why && d->outcomes[j] == OBX_PAUSE && d->errors[j][0]) why = d->errors[j];
+                d->failures[k++] = j;
+                d->outcomes[j] = OBX__SKIPPED;
+            }
+        snprintf(reason, sizeof reason, "paused: %s", why ? why : "downstream unavailable");
+        delay = obx__pause_left(d, ms[i].topic, obx__mono_ms(&s->hooks));
+        if (delay <= 0) delay = d->pause_ms;
+        r = obx__settle_messages(s, OBX__SETTLE_ABANDON, ms, d->failures, k, reason,
+                                 delay < OBX__DELAY_MIN_MS ? OBX__DELAY_MIN_MS : delay, 0, NULL);
+        if (r == OBX_OK) st->paused += k;
+    }
+    return r;
+}
+
+/* >> dispatcher: handling a batch ----------------------------------------------------- */
+
+/* After a message's handler: log a failure, pause or resume its topic. */
+static void obx__handled(obx_dispatcher *d, obx_store *s, const obx_message *m, int i) {
+    int outcome = d->outcomes[i];
+    const char *error = d->errors[i];
+    char name[OBX__MSG_NAME_MAX];
+    if (outcome == OBX_PAUSE) obx__pause_begin(d, s, m->topic, error);
+    else if (outcome == OBX_DONE && d->pause_count) obx__pause_end(d, s, m->topic);
+    if (outcome != OBX_RETRY && outcome != OBX_DEAD) return;
+    obx__msg_name(m, name, sizeof name);
+    obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "handler failed for %s topic=%s attempt %d: %s", name,
+             m->topic, OBX__MSG_ATTEMPTS(m) + 1,
+             error[0] ? error : outcome == OBX_DEAD ? "OBX_DEAD" : "OBX_RETRY");
+}
+
+/* One message through its per-message handlers. */
+static void obx__handle_one(obx_dispatcher *d, obx_store *s, const obx_message *m, int i,
+                            obx_run_stats *st) {
+    char name[OBX__MSG_NAME_MAX];
+    char *error = d->errors[i];
+    int matched = 0;
+    int64_t started;
+    obx_outcome outcome;
+    obx__msg_name(m, name, sizeof name);
+    obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
+             m->topic, OBX__MSG_ATTEMPTS(m) + 1);
+    started = obx__mono_ms(&s->hooks);
+    outcome = obx__handle(d, m, error, &matched);
+    if (matched) obx__hist_record(s, m->topic, obx__mono_ms(&s->hooks) - started);
+    d->outcomes[i] = (int)outcome;
+    if (!matched) {
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
+                 "no handler for topic %s (message %s): retrying later", m->topic, name);
+        snprintf(error, OBX__HANDLER_ERROR_MAX, "no handler for topic %s", m->topic);
+        d->outcomes[i] = (int)OBX_WAIT;
+        st->no_handler++;
+    }
+    obx__handled(d, s, m, i);
+}
+
+/* Every unhandled message of ms[first]'s topic through one batch handler call. */
+static void obx__handle_group(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
+                              int first, const obx__route *route) {
+    char name[OBX__MSG_NAME_MAX];
+    int j, k = 0;
+    for (j = first; j < n; j++) {
+        if (d->outcomes[j] != OBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
+        obx__msg_name(&ms[j], name, sizeof name);
+        obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (batch)",
+                 name, ms[j].topic, OBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        d->group[k] = &ms[j];
+        d->group_index[k] = j;
+        d->results[k].outcome = OBX_RETRY;
+        memset(d->results[k].error, 0, sizeof d->results[k].error);
+        k++;
+    }
+    {
+        int64_t started = obx__mono_ms(&s->hooks); /* one run of the histogram: the whole call */
+        ((obx_batch_handler)route->fn)(d->group, d->results, k, route->user);
+        obx__hist_record(s, ms[first].topic, obx__mono_ms(&s->hooks) - started);
+    }
+    for (j = 0; j < k; j++) {
+        int i = d->group_index[j], outcome = (int)d->results[j].outcome;
+        memcpy(d->errors[i], d->results[j].error, OBX__HANDLER_ERROR_MAX);
+        d->errors[i][OBX__HANDLER_ERROR_MAX - 1] = '\0';
+        if (!obx__outcome_valid(outcome)) {
+            snprintf(d->errors[i], OBX__HANDLER_ERROR_MAX, "batch handler set %d, not an obx_outcome",
+                     outcome);
+            outcome = OBX_DEAD;
+        }
+        d->outcomes[i] = outcome;
+        obx__handled(d, s, &ms[i], i);
+    }
 }
 
 /* Whether a periodic task is due; a clock that stepped back never stalls it. */
@@ -5813,39 +6356,27 @@ static obx_result obx__housekeep(obx_dispatcher *d, obx_store *s, obx__entry *e,
 }
 
 /* Hand each claimed message to its handlers, until `deadline` (monotonic):
- * past it the lease may end under the handler, so the rest is skipped. */
+ * past it the lease may end under the handler, so the rest is skipped.
+ * Messages of a paused topic are held; a topic with a batch handler goes
+ * to it in one call. */
 static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
                               int64_t deadline, obx_run_stats *st) {
-    char name[OBX__MSG_NAME_MAX];
     int i, skipped = 0;
+    for (i = 0; i < n; i++) d->outcomes[i] = OBX__PENDING;
     for (i = 0; i < n; i++) {
-        const obx_message *m = &ms[i];
-        char *error = d->errors[i];
-        int matched = 0;
-        int64_t started;
-        obx_outcome outcome;
-        if (obx__mono_ms(&s->hooks) >= deadline) {
+        const obx__route *batch;
+        int64_t now;
+        if (d->outcomes[i] != OBX__PENDING) continue;
+        now = obx__mono_ms(&s->hooks);
+        if (now >= deadline) {
             d->outcomes[i] = OBX__SKIPPED;
             skipped++;
-            continue;
-        }
-        obx__msg_name(m, name, sizeof name);
-        obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
-                 m->topic, OBX__MSG_ATTEMPTS(m) + 1);
-        started = obx__mono_ms(&s->hooks);
-        outcome = obx__handle(d, m, error, &matched);
-        if (matched) obx__hist_record(s, m->topic, obx__mono_ms(&s->hooks) - started);
-        d->outcomes[i] = (int)outcome;
-        if (!matched) {
-            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
-                     "no handler for topic %s (message %s): retrying later", m->topic, name);
-            snprintf(error, OBX__HANDLER_ERROR_MAX, "no handler for topic %s", m->topic);
-            d->outcomes[i] = (int)OBX_WAIT;
-            st->no_handler++;
-        } else if (d->outcomes[i] == OBX_RETRY || d->outcomes[i] == OBX_DEAD) {
-            obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "handler failed for %s topic=%s attempt %d: %s",
-                     name, m->topic, OBX__MSG_ATTEMPTS(m) + 1,
-                     error[0] ? error : d->outcomes[i] == OBX_DEAD ? "OBX_DEAD" : "OBX_RETRY");
+        } else if (d->pause_count && obx__pause_left(d, ms[i].topic, now) > 0) {
+            d->outcomes[i] = OBX__HELD;
+        } else if ((batch = obx__routes_batch(&d->routes, ms[i].topic)) != NULL) {
+            obx__handle_group(d, s, ms, n, i, batch);
+        } else {
+            obx__handle_one(d, s, &ms[i], i, st);
         }
     }
     if (skipped)
@@ -5897,9 +6428,10 @@ static obx_result obx__settle_failure(obx_dispatcher *d, obx_store *s, const obx
 static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
                                     obx_run_stats *st) {
     obx_result r = OBX_OK;
-    int i, acks = 0, failures = 0;
+    int i, acks = 0, failures = 0, paused = 0;
     for (i = 0; i < n; i++) {
         if (d->outcomes[i] == OBX_DONE) d->acked[acks++] = i;
+        else if (d->outcomes[i] == OBX_PAUSE || d->outcomes[i] == OBX__HELD) paused++;
         else if (d->outcomes[i] != OBX__SKIPPED) d->failures[failures++] = i;
     }
     if (acks > 0) {
@@ -5913,6 +6445,7 @@ static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_m
                      acks - (int)changed, acks);
     }
     for (i = 0; i < failures && r == OBX_OK; i++) r = obx__settle_failure(d, s, ms, d->failures[i], st);
+    if (paused && r == OBX_OK) r = obx__settle_paused(d, s, ms, n, st);
     return r;
 }
 
@@ -6397,6 +6930,24 @@ OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
 
 /* >> get ---------------------------------------------------------------------------- */
 
+/* The outbox's dead-letter key: a work item id. */
+static obx_result obx__dead_key(obx_store *s, const char *fn, const obx_dead_filter *f,
+                                obx__param p[2], char buf[37]) {
+    char where[96];
+    obx__p_text(&p[1], NULL, 0);
+    if (!f->id) {
+        obx__p_text(&p[0], NULL, 0);
+        return OBX_OK;
+    }
+    if (!obx__uuid_is_valid(f->id)) {
+        snprintf(where, sizeof where, "%s: filter.id", fn);
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "id must be a UUID");
+    }
+    obx__lower_uuid(f->id, buf);
+    obx__p_text(&p[0], buf, 36);
+    return OBX_OK;
+}
+
 OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *message) {
     obx__param p[1];
     char lower[37];
@@ -6863,6 +7414,32 @@ static obx_result obx__finish_unit(obx__db *db, void *vctx) {
         r = obx__insert_messages(db, &e);
     }
     return r;
+}
+
+OBX_API obx_result obx_join_cancel(obx_store *store, const char *join_id) {
+    obx__finish_ctx ctx;
+    char id[37];
+    obx_join j;
+    obx_result r = obx__store_ready(store, "obx_join_cancel");
+    if (r != OBX_OK) return r;
+    if (!join_id || !obx__uuid_is_valid(join_id))
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_cancel: join_id", "join_id must be a UUID");
+    obx__lower_uuid(join_id, id);
+    ctx.s = store;
+    ctx.join_id = id;
+    ctx.status = OBX_JOIN_CANCELLED;
+    ctx.follow = NULL;
+    ctx.finished = 0;
+    r = obx__unit(&store->db, obx__finish_unit, &ctx, "join cancel");
+    if (r != OBX_OK) return r;
+    if (ctx.finished) {
+        obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "join %s cancelled", id);
+        return OBX_OK;
+    }
+    r = obx_join_get(store, id, &j); /* not pending: why? */
+    if (r != OBX_OK || j.status == OBX_JOIN_CANCELLED) return r;
+    return obx__fail(&store->err, OBX_ERR_STATE, "obx_join_cancel",
+                     "join %s is already %s", id, j.status == OBX_JOIN_COMPLETED ? "completed" : "failed");
 }
 
 /* The follow-up message a join.wait payload asks for on success or failure

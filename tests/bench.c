@@ -48,13 +48,13 @@
 
 enum { K_SQLITE, K_PG, K_MY };
 enum { I_LIB, I_ODBC, I_NATIVE, I_COUNT };
-enum { W_ENQ1, W_ENQB, W_DRAIN1, W_DRAIN2, W_DRAIN1E, W_IDEDUPN, W_IDEDUPS, W_IENQ, W_IDRAIN, W_COUNT };
+enum { W_ENQ1, W_ENQB, W_DRAIN1, W_DRAIN2, W_DRAIN1E, W_IDEDUPN, W_IDEDUPS, W_IENQ, W_IDRAIN, W_DRAINB, W_COUNT };
 enum { Q_ENQ1, Q_ENQB, Q_CLAIM, Q_CLAIM2, Q_ACK, Q_COUNT };
 
 #define MAXREP 9
 
 /* Short names for BENCH_ONLY (W_IDEDUPS runs with "dedup"). */
-static const char *w_key[W_COUNT] = {"enq1", "enqb", "drain1", "drain2", "drain1e", "dedup", "dedup", "ienq", "idrain"};
+static const char *w_key[W_COUNT] = {"enq1", "enqb", "drain1", "drain2", "drain1e", "dedup", "dedup", "ienq", "idrain", "drainb"};
 
 static const char *w_name[W_COUNT] = {
     "outbox enqueue, 1 per transaction",
@@ -66,6 +66,7 @@ static const char *w_name[W_COUNT] = {
     "inbox dedup check, message seen before",
     "inbox enqueue, 1 per transaction",
     "inbox drain (claim 100, ack), 1 worker",
+    "outbox drain, 1 worker, batch handler",
 };
 
 static int g_kind, g_repeats = 3, g_counters, g_show_stmts;
@@ -304,6 +305,14 @@ static ibx_store *lib_open_inbox(int deploy) {
 }
 
 static obx_outcome noop(const obx_message *m, char *e, size_t n, void *u) { (void)m; (void)e; (void)n; (void)u; return OBX_DONE; }
+/* The library's batch handler (W_DRAINB; the ideal drains as in W_DRAIN1): all done. */
+static void batch_noop(const obx_message *const *m, obx_batch_result *res, int n, void *u) {
+    int i;
+    (void)m;
+    (void)u;
+    for (i = 0; i < n; i++) res[i].outcome = OBX_DONE;
+}
+static int g_batch_handler; /* W_DRAINB: the library's workers register batch_noop */
 static ibx_outcome inoop(const ibx_message *m, char *e, size_t n, void *u) { (void)m; (void)e; (void)n; (void)u; return IBX_DONE; }
 
 /* A random v4 UUID as text: the ideal's owner token. */
@@ -336,7 +345,8 @@ static void h_open(h *x, int impl, int inbox) {
             dd.store = x->s;
             dd.batch_size = 100;
             obx_dispatcher_create(&dd, &x->d);
-            obx_dispatcher_on(x->d, "bench.event", noop, NULL);
+            if (g_batch_handler) obx_dispatcher_on_batch(x->d, "bench.event", batch_noop, NULL);
+            else obx_dispatcher_on(x->d, "bench.event", noop, NULL);
         }
         return;
     }
@@ -866,6 +876,14 @@ static void run(int w, int impl, int n, int rep) {
         st = ctr_end(count);
         h_close(&x);
         break;
+    case W_DRAINB:
+        reset(impl, 0);
+        fill_ready(impl, 0, n);
+        analyze(impl, 0);
+        g_batch_handler = 1;
+        g_rate[w][impl][rep] = drain_procs(impl, 0, 1, n, &g_stmts[w][impl]);
+        g_batch_handler = 0;
+        return;
     case W_IDRAIN:
         reset(impl, 1);
         fill_ready(impl, 1, n);

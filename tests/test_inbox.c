@@ -1771,6 +1771,143 @@ static void test_lease_extend(void) {
     ibx_store_close(s);
 }
 
+
+/* ---- beyond the peers: batch handlers, pause on outage ----------------------------------- */
+
+static int64_t zero_backoff(int attempts, void *user) { (void)attempts; (void)user; return 0; }
+
+static int g_batch_calls, g_batch_wrong;
+/* Message id "<n>": n % 3 == 1 retries once, == 2 is dead (reason: its id). */
+static void inbox_batch(const ibx_message *const *ms, ibx_batch_result *results, int count, void *user) {
+    int i;
+    (void)user;
+    g_batch_calls++;
+    for (i = 0; i < count; i++) {
+        int n = atoi(ms[i]->message_id);
+        if (strcmp(ms[i]->topic, "b") != 0) g_batch_wrong++;
+        if (n % 3 == 1 && ms[i]->attempt == 0) {
+            results[i].outcome = IBX_RETRY;
+        } else if (n % 3 == 2) {
+            results[i].outcome = IBX_DEAD;
+            snprintf(results[i].error, sizeof results[i].error, "%s", ms[i]->message_id);
+        } else {
+            results[i].outcome = IBX_DONE;
+        }
+    }
+}
+
+static int g_inbox_down;
+static ibx_outcome inbox_uplink(const ibx_message *m, char *error, size_t size, void *user) {
+    (void)m; (void)user;
+    if (g_inbox_down > 0 && g_inbox_down--) {
+        snprintf(error, size, "down");
+        return IBX_PAUSE;
+    }
+    return IBX_DONE;
+}
+
+/* The engine's batch handlers and pauses, through the inbox's face. */
+static void test_batch_and_pause(void) {
+    ibx_store *s = fresh();
+    ibx_dispatcher_desc dd;
+    ibx_dispatcher *d = NULL;
+    ibx_run_stats st;
+    char id[16];
+    int i, rounds = 0, paused = 0;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < 300; i++) {
+        snprintf(id, sizeof id, "%d", i);
+        TT_ASSERT(enqueue(s, i % 30 == 0 ? "u" : "b", "src", id));
+    }
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.batch_size = 64;
+    dd.backoff = zero_backoff;
+    dd.pause_ms = 1;
+    dd.pause_max_ms = 2;
+    TT_EQ_INT(ibx_dispatcher_create(&dd, &d), IBX_OK);
+    TT_EQ_INT(ibx_dispatcher_on_batch(d, "b", inbox_batch, NULL), IBX_OK);
+    TT_EQ_INT(ibx_dispatcher_on(d, "u", inbox_uplink, NULL), IBX_OK);
+    g_batch_calls = g_batch_wrong = 0;
+    g_inbox_down = 50;
+    while (scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'") > 0 && rounds++ < 100000) {
+        ibx_result r = ibx_dispatcher_run_once(d, &st);
+        TT_ASSERT(r == IBX_OK || r == IBX_EMPTY);
+        paused += st.paused;
+        if (r == IBX_EMPTY) sleep_ms(1);
+    }
+    TT_EQ_INT(g_inbox_down, 0);
+    TT_EXPECT(paused >= 50);
+    TT_EQ_INT(g_batch_wrong, 0);
+    TT_EXPECT(g_batch_calls < 100);
+    /* 290 of topic b: ids 1, 4, ... retried once, 2, 5, ... dead with their id. */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead' AND \"LastError\" = \"MessageId\""), 100);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead'"), 100);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Done' AND \"Attempt\" = 1"), 100);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Done' AND \"Attempt\" = 0"), 100);
+    ibx_dispatcher_destroy(d);
+    ibx_store_close(s);
+}
+
+
+/* Enqueue one message and fail it with `error`. */
+static int dead_one(ibx_store *s, const char *source, const char *id, const char *error) {
+    char owner[37];
+    const ibx_message *ms;
+    ibx_key k;
+    if (!enqueue(s, "t", source, id)) return 0;
+    ibx_owner_token(s, owner);
+    if (claim(s, owner, 1, &ms) != 1) return 0;
+    k.source = ms[0].source;
+    k.message_id = ms[0].message_id;
+    return ibx_fail(s, owner, &k, 1, error, NULL) == IBX_OK;
+}
+
+/* The dead-letter tools through the inbox's face: keys are (source, id). */
+static void test_dead_letters(void) {
+    ibx_store *s = fresh();
+    ibx_dead_filter f;
+    const ibx_message *ms;
+    ibx_message m;
+    int n = 0;
+    int64_t changed = -1;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(dead_one(s, "s1", "m1", "boom 1") && dead_one(s, "s1", "m2", "boom 2") &&
+              dead_one(s, "s1", "m3", "boom 3") && dead_one(s, "s1", "m4", "boom 4") &&
+              dead_one(s, "s2", "m1", "nope") && dead_one(s, "s2", "m2", "nope"));
+    TT_ASSERT(enqueue(s, "t", "s3", "ready"));
+    TT_EQ_INT(ibx_dead_list(s, NULL, 0, 100, &ms, &n), IBX_OK);
+    TT_EQ_INT(n, 6);
+    TT_EQ_INT(ibx_dead_list(s, NULL, 4, 100, &ms, &n), IBX_OK);
+    TT_EQ_INT(n, 2);
+    memset(&f, 0, sizeof f);
+    f.source = "s1";
+    f.message_id = "m2";
+    TT_EQ_INT(ibx_dead_list(s, &f, 0, 100, &ms, &n), IBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_STR(ms[0].last_error, "boom 2");
+    f.message_id = "";
+    TT_EQ_INT(ibx_dead_list(s, &f, 0, 100, &ms, &n), IBX_ERR_INVALID_ARG);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_dead_list: filter.message_id");
+    /* Revive a source's dead messages: Processing again, attempts 0, error kept. */
+    memset(&f, 0, sizeof f);
+    f.source = "s2";
+    TT_EQ_INT(ibx_dead_replay(s, &f, &changed), IBX_OK);
+    TT_EQ_INT(changed, 2);
+    TT_EQ_INT(ibx_get(s, "m1", "s2", &m), IBX_OK);
+    TT_EQ_INT(m.status, IBX_STATUS_PROCESSING);
+    TT_EQ_INT(m.attempt, 0);
+    TT_EQ_STR(m.last_error, "nope");
+    /* Purge by error text. */
+    memset(&f, 0, sizeof f);
+    f.error_contains = "boom";
+    TT_EQ_INT(ibx_dead_purge(s, &f, &changed), IBX_OK);
+    TT_EQ_INT(changed, 4);
+    TT_EQ_INT(ibx_dead_list(s, NULL, 0, 100, &ms, &n), IBX_EMPTY);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 3);
+    ibx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -1901,6 +2038,8 @@ int main(int argc, char **argv) {
         RUN("CORE-TIME-ZONE", "times are right whatever the session's time zone (adopted connection)", test_time_zone);
     RUN("IBX-METRICS-TEXT", "ibx_metrics_text: counters, gauges, per-topic handler histogram, escaped labels, buffer size", test_metrics_text);
     RUN("IBX-KEY-EXACT", "keys differing only in a trailing space are different messages", test_key_exact);
+    RUN("IBX-BATCH-PAUSE", "a batch handler (mixed outcomes, each on its message) and OBX_PAUSE through the inbox", test_batch_and_pause);
+    RUN("IBX-DEAD-LETTERS", "dead letters by (source, id), topic, error: list, revive (attempts reset, error kept), purge", test_dead_letters);
     RUN("IBX-SCHEMA-FILE", "sql/<dialect>/inbox.sql is what the header deploys", test_schema_file);
     return tt_done();
 }

@@ -3352,6 +3352,476 @@ static void test_statement_timeout(void) {
     obx_store_close(s);
 }
 
+
+/* ---- beyond the peers: batch handlers, pause on outage ----------------------------------- */
+
+/* What a batch handler saw: calls, messages, any of another topic or over the batch size. */
+typedef struct batch_probe {
+    int calls, messages, wrong_topic, too_many, max_count;
+    unsigned char *seen;         /* per message number: times handed over */
+} batch_probe;
+
+/* Payload "<n>": n % 10 == 7 retries once ("retry <n>"), == 8 is dead
+ * (its reason is its payload), the rest succeed. */
+static void mixed_batch(const obx_message *const *ms, obx_batch_result *results, int count, void *user) {
+    batch_probe *p = (batch_probe *)user;
+    int i;
+    p->calls++;
+    p->messages += count;
+    if (count > p->max_count) p->too_many++;
+    for (i = 0; i < count; i++) {
+        int n = atoi(ms[i]->payload);
+        if (strcmp(ms[i]->topic, "uplink.batch") != 0) p->wrong_topic++;
+        p->seen[n]++;
+        if (n % 10 == 7 && ms[i]->retry_count == 0) {
+            results[i].outcome = OBX_RETRY;
+            snprintf(results[i].error, sizeof results[i].error, "retry %d", n);
+        } else if (n % 10 == 8) {
+            results[i].outcome = OBX_DEAD;
+            snprintf(results[i].error, sizeof results[i].error, "%s", ms[i]->payload);
+        } else {
+            results[i].outcome = OBX_DONE;
+        }
+    }
+}
+
+static int g_single_seen[20000];
+static obx_outcome single_handler(const obx_message *m, char *error, size_t size, void *user) {
+    (void)error; (void)size; (void)user;
+    g_single_seen[atoi(m->payload)]++;
+    return OBX_DONE;
+}
+
+/* 20,000 messages: 18,000 of a topic with a batch handler (mixed outcomes),
+ * 2,000 of a topic with a per-message handler, interleaved. */
+static void test_batch_handler(void) {
+    enum { N = 20000, CHUNK = 1000 };
+    obx_store *s = fresh();
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    batch_probe p;
+    obx_new_message *ms = (obx_new_message *)calloc(CHUNK, sizeof *ms);
+    static char payloads[N][12];
+    obx_run_stats st;
+    int i, rounds = 0, bad = 0, dead = 0, retried = 0, single = 0;
+    obx_result r;
+    TT_ASSERT(s && ms);
+    memset(&p, 0, sizeof p);
+    p.seen = (unsigned char *)calloc(N, 1);
+    TT_ASSERT(p.seen != NULL);
+    memset(g_single_seen, 0, sizeof g_single_seen);
+    for (i = 0; i < N; i++) {
+        obx_new_message *m = &ms[i % CHUNK];
+        snprintf(payloads[i], sizeof payloads[i], "%d", i);
+        *m = msg(i % 10 == 9 ? "uplink.single" : "uplink.batch", payloads[i]);
+        if (i % CHUNK == CHUNK - 1) TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, CHUNK, NULL), OBX_OK);
+    }
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.batch_size = 500;
+    dd.backoff = zero_backoff;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    p.max_count = 500;
+    TT_EQ_INT(obx_dispatcher_on_batch(d, "uplink.batch", mixed_batch, &p), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "uplink.single", single_handler, NULL), OBX_OK);
+    /* One kind of handler per topic; one batch handler per topic. */
+    TT_EQ_INT(obx_dispatcher_on(d, "uplink.batch", single_handler, NULL), OBX_ERR_INVALID_ARG);
+    TT_EXPECT(strstr(obx_dispatcher_last_error(d)->message, "batch") != NULL);
+    TT_EQ_INT(obx_dispatcher_on_batch(d, "uplink.batch", mixed_batch, &p), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_dispatcher_on_batch(d, "uplink.single", mixed_batch, &p), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_dispatcher_on_batch(d, "x", NULL, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_dispatcher_last_error(d)->where, "obx_dispatcher_on_batch: handler");
+    while ((r = obx_dispatcher_run_once(d, &st)) == OBX_OK && rounds < 1000) {
+        rounds++;
+        dead += st.dead;
+        retried += st.retried;
+    }
+    if (r != OBX_EMPTY) printf("    round %d: %s\n", rounds, obx_dispatcher_last_error(d)->message);
+    TT_EQ_INT(r, OBX_EMPTY);
+    for (i = 0; i < N; i++) {
+        int want = i % 10 == 9 ? 0 : i % 10 == 7 ? 2 : 1;
+        if (p.seen[i] != want || g_single_seen[i] != (i % 10 == 9)) bad++;
+        single += g_single_seen[i];
+    }
+    TT_EQ_INT(bad, 0);
+    TT_EQ_INT(single, N / 10);
+    TT_EQ_INT(p.wrong_topic, 0);
+    TT_EQ_INT(p.too_many, 0);
+    TT_EQ_INT(p.messages, N - N / 10 + N / 10);
+    TT_EXPECT(p.calls < p.messages / 100); /* handed over in batches, not one by one */
+    TT_EQ_INT(dead, N / 10);
+    TT_EQ_INT(retried, N / 10);
+    /* Every outcome on its own message, as the database has it. */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 3"), N / 10);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 3 AND \"LastError\" = \"Payload\""), N / 10);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 2 AND \"RetryCount\" = 1"), N / 10);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 2 AND \"RetryCount\" = 0"), N - 2 * (N / 10));
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+    free(p.seen);
+    free(ms);
+}
+
+
+/* A downstream that is down while g_down > 0 (each call counts one down). */
+static int g_down, g_up_calls, g_local_while_down;
+static obx_outcome uplink_handler(const obx_message *m, char *error, size_t size, void *user) {
+    (void)m; (void)user;
+    g_up_calls++;
+    if (g_down > 0) {
+        g_down--;
+        snprintf(error, size, "uplink down");
+        return OBX_PAUSE;
+    }
+    return OBX_DONE;
+}
+static obx_outcome local_handler(const obx_message *m, char *error, size_t size, void *user) {
+    (void)m; (void)error; (void)size; (void)user;
+    if (g_down > 0) g_local_while_down++;
+    return OBX_DONE;
+}
+
+static obx_dispatcher *pause_dispatcher(obx_store *s, int64_t pause_ms, int64_t pause_max_ms) {
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.batch_size = 100;
+    dd.backoff = zero_backoff;
+    dd.no_lease_renewal = 1;
+    dd.pause_ms = pause_ms;
+    dd.pause_max_ms = pause_max_ms;
+    if (obx_dispatcher_create(&dd, &d) != OBX_OK) return NULL;
+    if (obx_dispatcher_on(d, "uplink", uplink_handler, NULL) != OBX_OK ||
+        obx_dispatcher_on(d, "local", local_handler, NULL) != OBX_OK) {
+        obx_dispatcher_destroy(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* The message is ready, unattempted, due `lo`..`hi` ms from now. */
+static int paused_for(obx_store *s, const char *id, int64_t lo, int64_t hi) {
+    obx_message m;
+    int64_t now = now_ms();
+    if (obx_get(s, id, &m) != OBX_OK) return 0;
+    if (m.status != OBX_STATUS_READY || m.retry_count != 0 || m.next_attempt_ms < now + lo - 2000 ||
+        m.next_attempt_ms > now + hi + 2000) {
+        printf("    %s: status %d, retries %d, due in %lld ms (want %lld..%lld)\n", id, (int)m.status,
+               m.retry_count, (long long)(m.next_attempt_ms - now), (long long)lo, (long long)hi);
+        return 0;
+    }
+    return 1;
+}
+
+/* Pauses on a fake monotonic clock: 60 s, then 120 s (the cap), again 120 s;
+ * held messages are not handed out; the first success resumes the topic. */
+static void test_pause_on_outage(void) {
+    obx_store_desc sd;
+    obx_store *s = fresh(), *timed = NULL;
+    obx_dispatcher *d;
+    obx_run_stats st;
+    obx_message m;
+    char a1[37], a2[37], a3[37], l1[37];
+    TT_ASSERT(s != NULL);
+    memset(&sd, 0, sizeof sd);
+    sd.connection_string = g_conn;
+    sd.hooks.clock.monotonic_ms = fake_mono;
+    g_mono = 1000000;
+    TT_EQ_INT(obx_store_open(&sd, &timed), OBX_OK);
+    d = pause_dispatcher(timed, 60000, 120000);
+    TT_ASSERT(d != NULL);
+    g_down = 1000000;
+    g_up_calls = g_local_while_down = 0;
+    TT_ASSERT(enqueue(s, "uplink", "a1", a1) && enqueue(s, "local", "l1", l1));
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.paused, 1);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(st.retried + st.dead, 0);
+    TT_EQ_INT(g_up_calls, 1);
+    TT_ASSERT(paused_for(s, a1, 60000, 60000));
+    TT_EQ_INT(obx_get(s, a1, &m), OBX_OK);
+    TT_EQ_STR(m.last_error, "paused: uplink down");
+    /* Paused: a new message of the topic goes back unhandled; others flow. */
+    TT_ASSERT(enqueue(s, "uplink", "a2", a2) && enqueue(s, "local", "l2", l1));
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(g_up_calls, 1);
+    TT_EQ_INT(st.paused, 1);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(g_local_while_down, 2);
+    TT_ASSERT(paused_for(s, a2, 60000, 60000));
+    /* The pause is over (both clocks moved on), still down: twice as long. */
+    g_mono += 61000;
+    TT_ASSERT(sql(s, "UPDATE {T} SET \"NextAttemptAt\" = {W} WHERE \"Status\" = 0"));
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(g_up_calls, 2); /* one probe; the other one held */
+    TT_EQ_INT(st.paused, 2);
+    TT_ASSERT(paused_for(s, a1, 120000, 120000) && paused_for(s, a2, 120000, 120000));
+    g_mono += 121000; /* capped at 120 s */
+    TT_ASSERT(sql(s, "UPDATE {T} SET \"NextAttemptAt\" = {W} WHERE \"Status\" = 0"));
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(g_up_calls, 3);
+    TT_ASSERT(paused_for(s, a1, 120000, 120000) && paused_for(s, a2, 120000, 120000));
+    /* Back up: both delivered in the first round after the pause, no attempt used. */
+    g_mono += 121000;
+    g_down = 0;
+    TT_ASSERT(sql(s, "UPDATE {T} SET \"NextAttemptAt\" = {W} WHERE \"Status\" = 0"));
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.done, 2);
+    TT_EQ_INT(g_up_calls, 5);
+    TT_EQ_INT(obx_get(s, a2, &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_DONE);
+    TT_EQ_INT(m.retry_count, 0);
+    /* The success reset the pause: the next message goes at once. */
+    TT_ASSERT(enqueue(s, "uplink", "a3", a3));
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(count_status(s, OBX_STATUS_FAILED), 0);
+    obx_dispatcher_destroy(d);
+    obx_store_close(timed);
+    obx_store_close(s);
+}
+
+/* A downstream down for 1,000 handler calls (real time, pauses of 1..4 ms):
+ * nothing dead, no attempt used, every message delivered once it is back,
+ * the other topic handled while it was down. */
+static void test_pause_long_outage(void) {
+    obx_store *s = fresh();
+    obx_dispatcher *d;
+    obx_run_stats st;
+    char id[37];
+    int i, rounds = 0;
+    TT_ASSERT(s != NULL);
+    d = pause_dispatcher(s, 1, 4);
+    TT_ASSERT(d != NULL);
+    for (i = 0; i < 5; i++) TT_ASSERT(enqueue(s, "uplink", "u", id));
+    for (i = 0; i < 20; i++) TT_ASSERT(enqueue(s, "local", "l", id));
+    g_down = 1000;
+    g_up_calls = g_local_while_down = 0;
+    while (count_status(s, OBX_STATUS_DONE) < 25 && rounds++ < 200000) {
+        obx_result r = obx_dispatcher_run_once(d, &st);
+        if (r < 0) printf("    round %d: %s (%s)\n", rounds, obx_store_last_error(s)->message, obx_store_last_error(s)->where);
+        TT_ASSERT(r == OBX_OK || r == OBX_EMPTY);
+        TT_EQ_INT(st.dead + st.retried, 0);
+        if (r == OBX_EMPTY) sleep_ms(1);
+    }
+    TT_EQ_INT(count_status(s, OBX_STATUS_DONE), 25);
+    TT_EQ_INT(g_up_calls, 1000 + 5);
+    TT_EQ_INT(g_local_while_down, 20);
+    TT_EQ_INT(scalar(s, "SELECT COALESCE(MAX(\"RetryCount\"), -1) FROM {T}"), 0);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
+
+/* ---- dead letters: list, replay, purge ------------------------------------------------- */
+
+/* Enqueue `n` messages of `topic`, claim them and settle each: fail with
+ * `error` (NULL: ack). Their ids go to ids[] when given. */
+static int settle_new(obx_store *s, const char *topic, int n, const char *error, char (*ids)[37]) {
+    char owner[37], id[37];
+    const obx_message *ms;
+    int i, got = 0;
+    for (i = 0; i < n; i++) {
+        if (!enqueue(s, topic, "p", id)) return 0;
+        if (ids) memcpy(ids[i], id, 37);
+    }
+    obx_owner_token(s, owner);
+    if (obx_claim(s, owner, 30, n, &ms, &got) != OBX_OK || got != n) return 0;
+    for (i = 0; i < n; i++) {
+        const char *one[1];
+        one[0] = ms[i].id;
+        if ((error ? obx_fail(s, owner, one, 1, error, NULL) : obx_ack(s, owner, one, 1, NULL)) != OBX_OK)
+            return 0;
+    }
+    return 1;
+}
+
+static int64_t dead_count(obx_store *s, const obx_dead_filter *f) {
+    const obx_message *ms;
+    int n = 0, offset = 0, total = 0;
+    obx_result r;
+    while ((r = obx_dead_list(s, f, offset, 7, &ms, &n)) == OBX_OK) {
+        int i;
+        for (i = 0; i < n; i++)
+            if (ms[i].status != OBX_STATUS_FAILED) return -2;
+        total += n;
+        offset += n;
+    }
+    return r == OBX_EMPTY ? total : -1;
+}
+
+typedef struct replay_arg {
+    obx_store *s;
+    int64_t replayed;
+    obx_result r;
+} replay_arg;
+
+static void *replay_main(void *varg) {
+    replay_arg *a = (replay_arg *)varg;
+    obx_dead_filter f;
+    memset(&f, 0, sizeof f);
+    f.topic = "dl.a";
+    a->r = obx_dead_replay(a->s, &f, &a->replayed);
+    return NULL;
+}
+
+static void test_dead_letters(void) {
+    obx_store *s = fresh(), *other = open_table("Outbox", 0);
+    obx_dead_filter f;
+    const obx_message *ms;
+    obx_message m;
+    char b_ids[10][37], ready[37];
+    char seen[40][37];
+    int n = 0, i, j, pages = 0, total = 0;
+    int64_t changed = -1;
+    replay_arg ra, rb;
+    pthread_t ta, tb;
+    TT_ASSERT(s && other);
+    TT_ASSERT(settle_new(s, "dl.a", 10, "timeout 503", NULL) && settle_new(s, "dl.a", 10, "bad request 400", NULL));
+    TT_ASSERT(settle_new(s, "dl.b", 10, "timeout 504", b_ids));
+    TT_ASSERT(settle_new(s, "dl.a", 5, NULL, NULL) && enqueue(s, "dl.a", "p", ready));
+    /* Paged: every dead message once, oldest first, nothing else. */
+    while (obx_dead_list(s, NULL, total, 7, &ms, &n) == OBX_OK) {
+        for (i = 0; i < n; i++) {
+            TT_EQ_INT(ms[i].status, OBX_STATUS_FAILED);
+            for (j = 0; j < total + i; j++) TT_EXPECT(strcmp(seen[j], ms[i].id) != 0);
+            memcpy(seen[total + i], ms[i].id, 37);
+        }
+        total += n;
+        pages++;
+    }
+    TT_EQ_INT(total, 30);
+    TT_EQ_INT(pages, 5);
+    /* Filters: topic, error text, time, id; together. */
+    memset(&f, 0, sizeof f);
+    f.topic = "dl.a";
+    TT_EQ_INT(dead_count(s, &f), 20);
+    f.error_contains = "timeout";
+    TT_EQ_INT(dead_count(s, &f), 10);
+    f.topic = NULL;
+    TT_EQ_INT(dead_count(s, &f), 20);
+    f.error_contains = "Timeout"; /* byte for byte */
+    TT_EQ_INT(dead_count(s, &f), 0);
+    memset(&f, 0, sizeof f);
+    f.created_from_ms = now_ms() + 3600000;
+    TT_EQ_INT(obx_dead_list(s, &f, 0, 10, &ms, &n), OBX_EMPTY);
+    f.created_from_ms = now_ms() - 3600000;
+    f.created_before_ms = now_ms() + 3600000;
+    TT_EQ_INT(dead_count(s, &f), 30);
+    memset(&f, 0, sizeof f);
+    f.id = b_ids[3];
+    TT_EQ_INT(obx_dead_list(s, &f, 0, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_STR(ms[0].id, b_ids[3]);
+    TT_EQ_STR(ms[0].last_error, "timeout 504");
+    /* Bad arguments are named, before any SQL. */
+    TT_EQ_INT(obx_dead_list(s, NULL, 0, 0, &ms, &n), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_INT(obx_dead_list(s, NULL, -1, 5, &ms, &n), OBX_ERR_OUT_OF_RANGE);
+    f.id = "not-a-uuid";
+    TT_EQ_INT(obx_dead_replay(s, &f, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dead_replay: filter.id");
+    memset(&f, 0, sizeof f);
+    f.topic = "";
+    TT_EQ_INT(obx_dead_purge(s, &f, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dead_purge: filter.topic");
+    f.topic = NULL;
+    f.created_before_ms = -5;
+    TT_EQ_INT(obx_dead_list(s, &f, 0, 5, &ms, &n), OBX_ERR_OUT_OF_RANGE);
+    /* Replay one, then a topic: ready at once, attempts 0, last error kept. */
+    memset(&f, 0, sizeof f);
+    f.id = b_ids[3];
+    TT_EQ_INT(obx_dead_replay(s, &f, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(obx_dead_replay(s, &f, &changed), OBX_OK);
+    TT_EQ_INT(changed, 0);
+    f.id = NULL;
+    f.topic = "dl.b";
+    TT_EQ_INT(obx_dead_replay(s, &f, &changed), OBX_OK);
+    TT_EQ_INT(changed, 9);
+    TT_EQ_INT(obx_get(s, b_ids[0], &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_READY);
+    TT_EQ_INT(m.retry_count, 0);
+    TT_EQ_STR(m.last_error, "timeout 504");
+    TT_EXPECT(m.next_attempt_ms <= now_ms() + 2000);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}"), 11);
+    /* Two callers replaying the same messages at once: each replayed once. */
+    ra.s = s;
+    rb.s = other;
+    ra.replayed = rb.replayed = -1;
+    TT_ASSERT(pthread_create(&ta, NULL, replay_main, &ra) == 0);
+    TT_ASSERT(pthread_create(&tb, NULL, replay_main, &rb) == 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    TT_EQ_INT(ra.r, OBX_OK);
+    TT_EQ_INT(rb.r, OBX_OK);
+    TT_EQ_INT(ra.replayed + rb.replayed, 20);
+    TT_EQ_INT(count_status(s, OBX_STATUS_FAILED), 0);
+    /* Purge: dead ones matching the filter only. */
+    TT_ASSERT(settle_new(s, "dl.c", 6, "gone 410", NULL) && settle_new(s, "dl.c", 4, "kept 500", NULL));
+    memset(&f, 0, sizeof f);
+    f.error_contains = "410";
+    TT_EQ_INT(obx_dead_purge(s, &f, &changed), OBX_OK);
+    TT_EQ_INT(changed, 6);
+    TT_EQ_INT(obx_dead_purge(s, NULL, &changed), OBX_OK);
+    TT_EQ_INT(changed, 4);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 36);
+    TT_EQ_INT(count_status(s, OBX_STATUS_DONE), 5);
+    obx_store_close(other);
+    obx_store_close(s);
+}
+
+
+/* A cancelled join: its join.wait ends without the follow-up message. */
+static void test_join_cancel(void) {
+    obx_store *s = fresh();
+    obx_dispatcher *d;
+    char join_id[37], done_id[37], step[37];
+    int rounds;
+    obx_join_wait w;
+    obx_join j;
+    obx_run_stats st;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(obx_join_start(s, "etl", 1, NULL, join_id), OBX_OK);
+    TT_ASSERT(enqueue(s, "extract", "{}", step));
+    TT_EQ_INT(obx_join_attach(s, join_id, step), OBX_OK);
+    memset(&w, 0, sizeof w);
+    w.join_id = join_id;
+    w.on_complete_topic = "etl.transform";
+    w.on_complete_payload = "{}";
+    w.on_fail_topic = "etl.failed";
+    TT_EQ_INT(obx_join_enqueue_wait(s, NULL, &w, NULL), OBX_OK);
+    TT_EQ_INT(obx_join_cancel(s, join_id), OBX_OK);
+    TT_EQ_INT(obx_join_cancel(s, join_id), OBX_OK); /* again: nothing changes */
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
+    TT_EQ_INT(j.status, OBX_JOIN_CANCELLED);
+    /* Its step is done, its wait is delivered: no follow-up. */
+    TT_EQ_INT(obx_join_report(s, join_id, step, 0), OBX_OK);
+    d = dispatcher(s, 3, zero_backoff);
+    TT_ASSERT(d != NULL);
+    TT_EQ_INT(obx_dispatcher_on(d, "join.wait", obx_join_wait_handler, NULL), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "extract", single_handler, NULL), OBX_OK);
+    for (rounds = 0; rounds < 10 && obx_dispatcher_run_once(d, &st) == OBX_OK; rounds++) {}
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" LIKE 'etl.%'"), 0);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'join.wait' AND \"Status\" = 2"), 1);
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
+    TT_EQ_INT(j.status, OBX_JOIN_CANCELLED);
+    /* Too late for a completed join; unknown and malformed ids. */
+    TT_EQ_INT(obx_join_start(s, NULL, 1, NULL, done_id), OBX_OK);
+    w.join_id = done_id;
+    TT_EQ_INT(obx_join_report(s, done_id, step, 0), OBX_OK);
+    TT_EQ_INT(obx_join_enqueue_wait(s, NULL, &w, NULL), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK); /* completes it; its follow-up waits */
+    TT_EQ_INT(obx_join_cancel(s, done_id), OBX_ERR_STATE);
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "already completed") != NULL);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'etl.transform'"), 1);
+    TT_EQ_INT(obx_join_cancel(s, "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"), OBX_ERR_NOT_FOUND);
+    TT_EQ_INT(obx_join_cancel(s, "nope"), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_join_cancel: join_id");
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
 /* The plan of one library statement, one line per row of EXPLAIN, in
  * `out`; a full scan of the outbox is marked "FULL SCAN". PostgreSQL: the
  * plan as prepared (the generic plan, which knows no batch size).
@@ -3645,6 +4115,11 @@ int main(int argc, char **argv) {
     RUN("CORE-CLOCK-STEP", "a clock stepping back or INT64_MAX intervals never break the dispatcher", test_clock_step);
     RUN("OBX-BATCH-EXACT", "batch enqueue keeps quotes, braces, NULL-like text, newlines exact", test_batch_text_exact);
     RUN("OBX-CLEANUP", "cleanup deletes old done messages in batches, nothing else", test_cleanup);
+    RUN("OBX-BATCH-HANDLER", "20,000 messages through a batch handler and a per-message one: every outcome on its own message", test_batch_handler);
+    RUN("OBX-PAUSE", "OBX_PAUSE: no attempt used, topic paused 60 s then 120 s (capped), others flow, first success resumes", test_pause_on_outage);
+    RUN("OBX-PAUSE-LONG", "a downstream down for 1,000 handler calls: 0 dead, attempts unchanged, all delivered after", test_pause_long_outage);
+    RUN("OBX-DEAD-LETTERS", "dead letters: paged list with filters, replay (attempts reset, error kept, once under concurrency), purge", test_dead_letters);
+    RUN("OBX-JOIN-CANCEL", "a cancelled join's join.wait ends without its follow-up; too late once completed", test_join_cancel);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     if (g_my) {
         RUN("OBX-MY-NO-GAP-LOCK", "an open claim does not block producers (no gap locks)", test_my_no_gap_lock);

@@ -701,6 +701,99 @@ static int dump_tsql(const char *path) {
     return fclose(f) == 0 ? 0 : 1;
 }
 
+
+/* Dead letters: one statement each, the filter's NULLs bound as NULL,
+ * paged with OFFSET ... FETCH; the inbox's by (source, message id). */
+static void test_dead_letters(void) {
+    obx_store *s = outbox();
+    ibx_store *in = NULL;
+    obx_dead_filter f;
+    ibx_dead_filter g;
+    const obx_message *ms = NULL;
+    const ibx_message *ims = NULL;
+    int n = 0, e;
+    int64_t changed = -1;
+    static const char *const rows[] = {
+        "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c", "dl.a",
+        "{}", NULL, "1767225600000", NULL, "3", "timeout 503", "3", NULL, NULL, NULL, NULL, "1767225600500"};
+    TT_ASSERT(s != NULL);
+    memset(&f, 0, sizeof f);
+    f.topic = "dl.a";
+    f.error_contains = "timeout";
+    fake_push_rows(15, 1, rows);
+    TT_EQ_INT(obx_dead_list(s, &f, 5, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_STR(ms[0].last_error, "timeout 503");
+    TT_EQ_INT(ms[0].status, OBX_STATUS_FAILED);
+    e = first_exec();
+    TT_EXPECT(strstr(fake_log_sql(e), "FROM [dbo].[Outbox] AS t WHERE t.[Status] = 3 AND") != NULL);
+    TT_EXPECT(strstr(fake_log_sql(e), "CHARINDEX(?, COALESCE(t.[LastError], N'')) > 0") != NULL);
+    TT_EXPECT(strstr(fake_log_sql(e), "ORDER BY t.[CreatedAt], t.[Id] OFFSET ? ROWS FETCH NEXT ? ROWS ONLY") != NULL);
+    TT_EQ_INT(fake_log_param_count(e), 12);
+    TT_EQ_STR(fake_log_param_text(e, 0, 1), "dl.a");
+    TT_EQ_STR(fake_log_param_text(e, 0, 2), "timeout");
+    TT_EQ_STR(fake_log_param_text(e, 0, 3), "timeout");
+    TT_EXPECT(fake_log_param(e, 0, 4).is_null);  /* no time bounds */
+    TT_EXPECT(fake_log_param(e, 0, 7).is_null);
+    TT_EXPECT(fake_log_param(e, 0, 10).is_null); /* no id */
+    TT_EQ_STR(fake_log_param_text(e, 0, 11), "5");  /* OFFSET */
+    TT_EQ_STR(fake_log_param_text(e, 0, 12), "10"); /* FETCH NEXT */
+
+    forget();
+    memset(&f, 0, sizeof f);
+    f.id = "0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B";
+    fake_push_ok(1);
+    TT_EQ_INT(obx_dead_replay(s, &f, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    e = first_exec();
+    TT_EXPECT(strncmp(fake_log_sql(e), "UPDATE t SET [Status] = 0, [RetryCount] = 0, [NextAttemptAt] = SYSDATETIMEOFFSET()", sizeof "UPDATE t SET [Status] = 0, [RetryCount] = 0, [NextAttemptAt] = SYSDATETIMEOFFSET()" - 1) == 0);
+    TT_EQ_STR(fake_log_param_text(e, 0, 10), "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b");
+    TT_EQ_INT(fake_commits(), 1);
+
+    forget();
+    fake_push_ok(2);
+    TT_EQ_INT(obx_dead_purge(s, NULL, &changed), OBX_OK);
+    TT_EQ_INT(changed, 2);
+    e = first_exec();
+    TT_EXPECT(strncmp(fake_log_sql(e), "WITH d AS (SELECT TOP (?) t.[Id] FROM [dbo].[Outbox] AS t WHERE t.[Status] = 3", sizeof "WITH d AS (SELECT TOP (?) t.[Id] FROM [dbo].[Outbox] AS t WHERE t.[Status] = 3" - 1) == 0);
+    TT_EQ_STR(fake_log_param_text(e, 0, 1), "1000");
+    TT_EQ_INT(fake_commits(), 1); /* fewer than a batch: done */
+    obx_store_close(s);
+
+    in = inbox();
+    TT_ASSERT(in != NULL);
+    memset(&g, 0, sizeof g);
+    g.source = "stripe";
+    fake_push_rows(14, 0, NULL);
+    TT_EQ_INT(ibx_dead_list(in, &g, 0, 20, &ims, &n), IBX_EMPTY);
+    e = first_exec();
+    TT_EXPECT(strstr(fake_log_sql(e), "WHERE t.[Status] = 'Dead' AND") != NULL);
+    TT_EQ_STR(fake_log_param_text(e, 0, 10), "stripe");
+    TT_EXPECT(fake_log_param(e, 0, 11).is_null);
+    forget();
+    fake_push_ok(4);
+    TT_EQ_INT(ibx_dead_replay(in, &g, &changed), IBX_OK);
+    TT_EQ_INT(changed, 4);
+    TT_EXPECT(strncmp(fake_log_sql(first_exec()), "UPDATE t SET [Status] = 'Processing', [Attempt] = 0", 51) == 0);
+    ibx_store_close(in);
+}
+
+
+/* Join cancel: the join's finish statement with Cancelled (3), one transaction. */
+static void test_join_cancel(void) {
+    obx_store *s = outbox();
+    int e;
+    TT_ASSERT(s != NULL);
+    fake_push_ok(1);
+    TT_EQ_INT(obx_join_cancel(s, "0190A1B2-C3D4-7E5F-8A9B-00000000000A"), OBX_OK);
+    e = first_exec();
+    TT_EXPECT(strncmp(fake_log_sql(e), "UPDATE [dbo].[OutboxJoin] SET [Status] = ?", 42) == 0);
+    TT_EQ_STR(fake_log_param_text(e, 0, 1), "3");
+    TT_EQ_STR(fake_log_param_text(e, 0, 2), "0190a1b2-c3d4-7e5f-8a9b-00000000000a");
+    TT_EQ_INT(fake_commits(), 1);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--tsql") == 0) return dump_tsql(argv[2]);
     RUN("MSSQL-SCHEMA-FILES", "sql/sqlserver/{outbox,inbox}.sql are what deploy runs: the seed's tables, filtered indexes, procedures, GO batches", test_schema_files);
@@ -716,6 +809,8 @@ int main(int argc, char **argv) {
     RUN("IBX-002", "dedup and enqueue are MERGE WITH (HOLDLOCK); a Done message is left alone", test_inbox_dedup_enqueue);
     RUN("IBX-030", "inbox claim, ack, abandon, fail, reap call the seed's procedures", test_inbox_work_queue);
     RUN("MSSQL-KEY-SPACES", "inbox keys ending in a space are refused (SQL Server would pad them)", test_inbox_trailing_space);
+    RUN("MSSQL-DEAD-LETTERS", "dead letters: list (OFFSET/FETCH, NULL filters), replay, purge (TOP batches); the inbox's by source", test_dead_letters);
+    RUN("OBX-JOIN-CANCEL", "join cancel is the join's finish statement with Cancelled", test_join_cancel);
     RUN("MSSQL-ERRORS", "1205 and 1222 are redone; 2627/2601 permanent; HYT00 timeout; 10054 lost", test_errors);
     return tt_done();
 }
