@@ -1367,8 +1367,13 @@ IBX__PRIVATE ibx_result ibx__identifier_check(const char *name) {
  * (MariaDB's Connector/ODBC answers the next statement with "malformed
  * packet"): reported as a timeout, and the connection is reopened before
  * the next unit of work. */
+/* READ_ONLY: the server takes no writes (a standby, a read-only or
+ * non-primary node): nothing was written, so it is not "lost" to the
+ * caller, but the connection is reopened before the next unit, so that a
+ * multi-host connection string (target_session_attrs=read-write) or a
+ * moved address finds the writable server. */
 enum { IBX__FAULT_PERMANENT = 0, IBX__FAULT_TRANSIENT = 1, IBX__FAULT_TIMEOUT = 2, IBX__FAULT_LOST = 3,
-       IBX__FAULT_LOST_PERMANENT = 4, IBX__FAULT_TIMEOUT_RESET = 5 };
+       IBX__FAULT_LOST_PERMANENT = 4, IBX__FAULT_TIMEOUT_RESET = 5, IBX__FAULT_READ_ONLY = 6 };
 
 typedef struct ibx__native_fault {
     long native;
@@ -1424,6 +1429,8 @@ static const ibx__native_fault ibx__mariadb_natives[] = {
     {4031, IBX__FAULT_LOST},      /* disconnected by the server (idle timeout) */
     {5014, IBX__FAULT_LOST},      /* write error: broken pipe (HY000) */
     {1153, IBX__FAULT_LOST_PERMANENT}, /* packet over max_allowed_packet (08S01): never fits */
+    {1290, IBX__FAULT_READ_ONLY}, /* running with --read-only (HY000) */
+    {1792, IBX__FAULT_READ_ONLY}, /* read-only transaction (25006) */
     {0, 0}};
 /* A query timeout is HYT00 with native 0 (by SQLSTATE below). */
 static const ibx__native_fault ibx__sqlserver_natives[] = {
@@ -1518,6 +1525,7 @@ IBX__PRIVATE int ibx__classify(const ibx__dialect *d, const char *sqlstate, long
         for (n = d->natives; n->native != 0; n++)
             if (n->native == native) return n->fault;
     if (strncmp(sqlstate, "40", 2) == 0) return IBX__FAULT_TRANSIENT;    /* 40001, 40P01, 40003 */
+    if (strcmp(sqlstate, "25006") == 0) return IBX__FAULT_READ_ONLY;     /* a standby answered */
     if (strcmp(sqlstate, "57014") == 0 || strcmp(sqlstate, "HYT00") == 0 ||
         strcmp(sqlstate, "HYT01") == 0)
         return IBX__FAULT_TIMEOUT; /* statement cancelled by a timeout */
@@ -1785,9 +1793,9 @@ IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handl
         e->connection_lost = 1;
         db->lost = 1;
     }
-    if (fault == IBX__FAULT_TIMEOUT_RESET) { /* nothing was committed: not "lost" to the caller */
-        db->lost = 1;
-        fault = IBX__FAULT_TIMEOUT;
+    if (fault == IBX__FAULT_TIMEOUT_RESET || fault == IBX__FAULT_READ_ONLY) {
+        db->lost = 1; /* nothing was committed: not "lost" to the caller */
+        if (fault == IBX__FAULT_TIMEOUT_RESET) fault = IBX__FAULT_TIMEOUT;
     }
     e->result = fault == IBX__FAULT_PERMANENT || fault == IBX__FAULT_LOST_PERMANENT ? IBX_ERR_DB
                                                                                    : IBX_ERR_DB_TRANSIENT;

@@ -1437,8 +1437,13 @@ OBX__PRIVATE obx_result obx__identifier_check(const char *name) {
  * (MariaDB's Connector/ODBC answers the next statement with "malformed
  * packet"): reported as a timeout, and the connection is reopened before
  * the next unit of work. */
+/* READ_ONLY: the server takes no writes (a standby, a read-only or
+ * non-primary node): nothing was written, so it is not "lost" to the
+ * caller, but the connection is reopened before the next unit, so that a
+ * multi-host connection string (target_session_attrs=read-write) or a
+ * moved address finds the writable server. */
 enum { OBX__FAULT_PERMANENT = 0, OBX__FAULT_TRANSIENT = 1, OBX__FAULT_TIMEOUT = 2, OBX__FAULT_LOST = 3,
-       OBX__FAULT_LOST_PERMANENT = 4, OBX__FAULT_TIMEOUT_RESET = 5 };
+       OBX__FAULT_LOST_PERMANENT = 4, OBX__FAULT_TIMEOUT_RESET = 5, OBX__FAULT_READ_ONLY = 6 };
 
 typedef struct obx__native_fault {
     long native;
@@ -1494,6 +1499,8 @@ static const obx__native_fault obx__mariadb_natives[] = {
     {4031, OBX__FAULT_LOST},      /* disconnected by the server (idle timeout) */
     {5014, OBX__FAULT_LOST},      /* write error: broken pipe (HY000) */
     {1153, OBX__FAULT_LOST_PERMANENT}, /* packet over max_allowed_packet (08S01): never fits */
+    {1290, OBX__FAULT_READ_ONLY}, /* running with --read-only (HY000) */
+    {1792, OBX__FAULT_READ_ONLY}, /* read-only transaction (25006) */
     {0, 0}};
 /* A query timeout is HYT00 with native 0 (by SQLSTATE below). */
 static const obx__native_fault obx__sqlserver_natives[] = {
@@ -1588,6 +1595,7 @@ OBX__PRIVATE int obx__classify(const obx__dialect *d, const char *sqlstate, long
         for (n = d->natives; n->native != 0; n++)
             if (n->native == native) return n->fault;
     if (strncmp(sqlstate, "40", 2) == 0) return OBX__FAULT_TRANSIENT;    /* 40001, 40P01, 40003 */
+    if (strcmp(sqlstate, "25006") == 0) return OBX__FAULT_READ_ONLY;     /* a standby answered */
     if (strcmp(sqlstate, "57014") == 0 || strcmp(sqlstate, "HYT00") == 0 ||
         strcmp(sqlstate, "HYT01") == 0)
         return OBX__FAULT_TIMEOUT; /* statement cancelled by a timeout */
@@ -1855,9 +1863,9 @@ OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handl
         e->connection_lost = 1;
         db->lost = 1;
     }
-    if (fault == OBX__FAULT_TIMEOUT_RESET) { /* nothing was committed: not "lost" to the caller */
-        db->lost = 1;
-        fault = OBX__FAULT_TIMEOUT;
+    if (fault == OBX__FAULT_TIMEOUT_RESET || fault == OBX__FAULT_READ_ONLY) {
+        db->lost = 1; /* nothing was committed: not "lost" to the caller */
+        if (fault == OBX__FAULT_TIMEOUT_RESET) fault = OBX__FAULT_TIMEOUT;
     }
     e->result = fault == OBX__FAULT_PERMANENT || fault == OBX__FAULT_LOST_PERMANENT ? OBX_ERR_DB
                                                                                    : OBX_ERR_DB_TRANSIENT;
