@@ -37,6 +37,7 @@ stop_one() { # dir
     as_pg "$bin/pg_ctl" -D "$d" -m immediate -w -t 20 stop >/dev/null 2>&1 || kill -9 "$pid" 2>/dev/null || true
 }
 
+[ "${1:-}" = postgresql ] && shift # called as a fault script: "postgresql failover"
 case ${1:-} in
 start)
     mode=${2:-sync}
@@ -58,7 +59,7 @@ EOF
         die "primary did not start (see $RUNDIR/a.log)"
     psql_at "$P1" "create database obx" >/dev/null
     # The standby: a base backup with primary_conninfo and standby.signal (-R).
-    as_pg "$bin/pg_basebackup" -h 127.0.0.1 -p "$P1" -U postgres -D "$RUNDIR/b" -R -X stream \
+    as_pg "$bin/pg_basebackup" -h 127.0.0.1 -p "$P1" -U postgres -D "$RUNDIR/b" -R -X stream -c fast \
         >>"$RUNDIR/init.log" 2>&1 || die "pg_basebackup failed (see $RUNDIR/init.log)"
     sed -i "s/^port = $P1/port = $P2/" "$RUNDIR/b/postgresql.conf"
     as_pg "$bin/pg_ctl" -D "$RUNDIR/b" -l "$RUNDIR/b.log" -w -t 30 start >/dev/null ||
