@@ -1410,6 +1410,8 @@ typedef struct ibx__dialect {
                                    ending in a space are refused, or they would collide */
     const char *timeout_keys;   /* connection-string keys (space-separated) that make the
                                    driver stop waiting for the socket after N s, or NULL */
+    int autocommit_is_local;    /* switching SQL_ATTR_AUTOCOMMIT costs no round trip
+                                   (psqlODBC): one-statement units run in autocommit */
 } ibx__dialect;
 
 static const ibx__native_fault ibx__sqlite_natives[] = {
@@ -1445,29 +1447,29 @@ static const ibx__native_fault ibx__no_natives[] = {{0, 0}};
 /* Indexed by ibx_dialect. */
 static const ibx__dialect ibx__dialects[] = {
     {IBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     ibx__no_natives, 0, 0, ";\n", 1, 0, NULL},
+     ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0},
     {IBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL},
+     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0},
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
     {IBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, 0, 0, ";\n", 1, 0, NULL},
+     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
     {IBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, NULL, SQL_TXN_READ_COMMITTED, 0,
      '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     ibx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT"},
+     ibx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0},
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
     {IBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", ibx__sqlserver_natives, 1,
-     1, "\nGO\n", 1, 1, NULL},
+     1, "\nGO\n", 1, 1, NULL, 0},
 };
 #define IBX__DIALECT_COUNT ((int)(sizeof ibx__dialects / sizeof ibx__dialects[0]))
 
@@ -2495,26 +2497,55 @@ IBX__PRIVATE void ibx__rollback(ibx__db *db) {
 
 typedef ibx_result (*ibx__unit_fn)(ibx__db *db, void *ctx);
 
+enum { IBX__UNIT_READ = 0, IBX__UNIT_WRITE = 1, IBX__UNIT_ONE_STATEMENT = 2 };
+
+/* A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
+ * runs in autocommit, one round trip instead of three (psqlODBC sends
+ * BEGIN and COMMIT apart). Only on our own connections, where switching is
+ * free: tx_by_sql dialects rest in autocommit; psqlODBC switches locally.
+ * Returns 1 if the unit runs so. */
+IBX__PRIVATE int ibx__autocommit_for_one(ibx__db *db, int flags) {
+    if (!(flags & IBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
+    if (db->d->tx_by_sql) return 1;
+    if (!db->d->autocommit_is_local) return 0;
+    return SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
+                                           (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER));
+}
+
+/* Back to manual commit after a one-statement unit. A connection that
+ * cannot switch back is dropped: a later unit of several statements must
+ * never run as several transactions. */
+IBX__PRIVATE void ibx__autocommit_done(ibx__db *db) {
+    if (db->d->tx_by_sql) return;
+    if (!SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
+                                         (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER)))
+        db->lost = 1;
+}
+
 /* Run `fn` as one transaction on our own connection: begin, fn, commit.
  * Any error rolls the whole unit back (never commit after a failed
  * statement: psqlODBC would commit the statements before it). A deadlock,
  * serialization failure or busy/lock timeout redoes the unit up to
  * IBX__UNIT_RETRIES times with a short jittered pause; a lost connection is
- * reported at once (the next call reconnects). Returns fn's result. */
+ * reported at once (the next call reconnects). Returns fn's result.
+ * flags: IBX__UNIT_WRITE (SQLite readers take no write lock), and
+ * IBX__UNIT_ONE_STATEMENT when fn runs exactly one statement. */
 IBX__PRIVATE ibx_result ibx__unit_run(ibx__db *db, ibx__unit_fn fn, void *ctx, const char *what,
-                                      int write) {
+                                      int flags) {
     ibx_result r;
-    int attempt;
+    int attempt, autocommit;
     for (attempt = 0;; attempt++) {
         r = ibx__db_ensure(db);
         if (r != IBX_OK) return r;
         db->fault = IBX__FAULT_PERMANENT;
+        autocommit = ibx__autocommit_for_one(db, flags);
         /* SQLite readers need no write lock: without BEGIN each statement
          * is its own snapshot, and a writer elsewhere does not block them. */
-        r = write || !db->d->tx_by_sql ? ibx__begin(db) : IBX_OK;
+        r = autocommit || (!(flags & IBX__UNIT_WRITE) && db->d->tx_by_sql) ? IBX_OK : ibx__begin(db);
         if (r == IBX_OK) r = fn(db, ctx);
+        if (autocommit) ibx__autocommit_done(db);
         if (r >= 0) {
-            ibx_result c = ibx__commit(db);
+            ibx_result c = autocommit ? IBX_OK : ibx__commit(db);
             if (c == IBX_OK) {
                 if (db->err->result != IBX_OK) ibx__error_clear(db->err);
                 return r;
@@ -2542,12 +2573,17 @@ IBX__PRIVATE ibx_result ibx__unit_run(ibx__db *db, ibx__unit_fn fn, void *ctx, c
 }
 
 IBX__PRIVATE ibx_result ibx__unit(ibx__db *db, ibx__unit_fn fn, void *ctx, const char *what) {
-    return ibx__unit_run(db, fn, ctx, what, 1);
+    return ibx__unit_run(db, fn, ctx, what, IBX__UNIT_WRITE);
 }
 
-/* A unit that only reads: the same, without taking SQLite's write lock. */
+/* A unit of one statement that only reads (SQLite takes no write lock). */
 IBX__PRIVATE ibx_result ibx__unit_read(ibx__db *db, ibx__unit_fn fn, void *ctx, const char *what) {
-    return ibx__unit_run(db, fn, ctx, what, 0);
+    return ibx__unit_run(db, fn, ctx, what, IBX__UNIT_READ | IBX__UNIT_ONE_STATEMENT);
+}
+
+/* A unit of exactly one statement that writes. */
+IBX__PRIVATE ibx_result ibx__unit_one(ibx__db *db, ibx__unit_fn fn, void *ctx, const char *what) {
+    return ibx__unit_run(db, fn, ctx, what, IBX__UNIT_WRITE | IBX__UNIT_ONE_STATEMENT);
 }
 
 
@@ -3229,19 +3265,17 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "\"OwnerToken\" = CASE WHEN CAST(? AS varchar) IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
      "\"LockedUntil\" = CASE WHEN CAST(? AS varchar) IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
      "\"LastSeenUtc\" = now() WHERE \"Source\" = ? AND \"MessageId\" = ?"},
-    /* The LIMIT ... SKIP LOCKED pick is materialized: as a subquery it
-     * could run twice and claim more than asked. */
+    /* The pick is an ARRAY(...) of row addresses: an init plan, run once
+     * (a LIMIT ... SKIP LOCKED subquery run twice would claim more than
+     * asked), and the update finds its rows by address whatever the
+     * statistics say. A locked row keeps its address until we update it. */
     {IBX__Q_CLAIM,
-     "WITH arg AS (SELECT CAST(? AS uuid) AS owner, CAST(? AS integer) AS lease, "
-     "CAST(? AS integer) AS batch), "
-     "picked AS MATERIALIZED (SELECT \"Source\", \"MessageId\" FROM {T} "
-     "WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
-     "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) ORDER BY \"NextAttemptAt\" "
-     "LIMIT (SELECT batch FROM arg) FOR UPDATE SKIP LOCKED) "
-     "UPDATE {T} AS t SET \"OwnerToken\" = (SELECT owner FROM arg), "
-     "\"LockedUntil\" = now() + make_interval(secs => (SELECT lease FROM arg)) FROM picked "
-     "WHERE t.\"Source\" = picked.\"Source\" AND t.\"MessageId\" = picked.\"MessageId\" "
-     "RETURNING t.\"Source\", t.\"MessageId\", \"Topic\", \"Payload\", \"Hash\", "
+     "UPDATE {T} SET \"OwnerToken\" = CAST(? AS uuid), "
+     "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)) "
+     "WHERE ctid = ANY (ARRAY(SELECT ctid FROM {T} WHERE \"Status\" = 'Processing' "
+     "AND \"NextAttemptAt\" <= now() AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) "
+     "ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
+     "RETURNING \"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", "
      "CAST(floor(EXTRACT(EPOCH FROM \"FirstSeenUtc\") * 1000) AS bigint), "
      "CAST(floor(EXTRACT(EPOCH FROM \"LastSeenUtc\") * 1000) AS bigint), \"Status\", "
      "CAST(floor(EXTRACT(EPOCH FROM \"LockedUntil\") * 1000) AS bigint), CAST(\"OwnerToken\" AS text), "
@@ -4065,13 +4099,14 @@ static ibx_result ibx__check_token(ibx_store *s, const char *fn, const char *tok
 
 /* Run `unit` in the caller's transaction on `hdbc` (statements are made and
  * freed on it per call, and nothing is committed or rolled back here), or,
- * with hdbc NULL, as a unit of work of the store's own (committed). */
+ * with hdbc NULL, as a unit of work of the store's own (committed; `flags`
+ * as for ibx__unit_run). */
 IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
                                             ibx_result (*unit)(ibx__db *db, void *ctx), void *ctx,
-                                            const char *what) {
+                                            const char *what, int flags) {
     ibx__db caller;
     ibx_result r;
-    if (!hdbc) return ibx__unit(&s->db, unit, ctx, what);
+    if (!hdbc) return ibx__unit_run(&s->db, unit, ctx, what, flags);
     memset(&caller, 0, sizeof caller);
     caller.hooks = &s->hooks;
     caller.store_id = s->store_id;
@@ -4191,7 +4226,10 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
     ctx.lease_seconds = lease_seconds;
     ctx.batch_size = batch_size;
     ctx.count = 0;
-    r = ibx__unit(&store->db, ibx__claim_unit, &ctx, "claim");
+    /* Without UPDATE ... RETURNING a claim is three statements. */
+    r = ibx__unit_run(&store->db, ibx__claim_unit, &ctx, "claim",
+                      store->sql[IBX__Q_CLAIM_PICK] ? IBX__UNIT_WRITE
+                                                    : IBX__UNIT_WRITE | IBX__UNIT_ONE_STATEMENT);
     if (r != IBX_OK) return r;
     for (i = 0; i < ctx.count; i++) {
         ibx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
@@ -4276,7 +4314,7 @@ static ibx_result ibx__run_count(ibx_store *s, int slot, ibx__param *p, int n, c
     ctx.p = p;
     ctx.n = n;
     ctx.count = 0;
-    r = ibx__unit(&s->db, ibx__count_unit, &ctx, what);
+    r = ibx__unit_one(&s->db, ibx__count_unit, &ctx, what);
     if (r == IBX_OK && count) *count = ctx.count;
     return r;
 }
@@ -5416,7 +5454,7 @@ IBX_API ibx_result ibx_already_processed(ibx_store *store, const char *message_i
     ctx.message_id = message_id;
     ctx.hash = hash_len ? hash : NULL;
     ctx.hash_len = hash ? hash_len : 0;
-    r = ibx__unit(&store->db, ibx__seen_unit, &ctx, "dedup check");
+    r = ibx__unit_one(&store->db, ibx__seen_unit, &ctx, "dedup check");
     if (r != IBX_OK) return r;
     if (ctx.mismatch)
         ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id,
@@ -5533,7 +5571,9 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     ctx.p = p;
     ctx.hash = m->hash_len ? m->hash : NULL;
     ctx.hash_len = m->hash ? m->hash_len : 0;
-    r = ibx__unit(&store->db, ibx__enqueue_unit, &ctx, "enqueue");
+    /* With a hash to compare, the unit reads the stored one first. */
+    r = ibx__unit_run(&store->db, ibx__enqueue_unit, &ctx, "enqueue",
+                      IBX__UNIT_WRITE | (ctx.hash ? 0 : IBX__UNIT_ONE_STATEMENT));
     if (r != IBX_OK) return r;
     rows = ctx.rows;
     if (ctx.mismatch) /* IBX-008, as the dedup check does */

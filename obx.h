@@ -1480,6 +1480,10 @@ typedef struct obx__dialect {
                                    ending in a space are refused, or they would collide */
     const char *timeout_keys;   /* connection-string keys (space-separated) that make the
                                    driver stop waiting for the socket after N s, or NULL */
+    int autocommit_is_local;    /* switching SQL_ATTR_AUTOCOMMIT costs no round trip
+                                   (psqlODBC): one-statement units run in autocommit */
+    int batch_as_json_rows;     /* a multi-row INSERT takes one JSON array of rows, read in
+                                   one pass (json_each, JSON_TABLE), not a list per column */
 } obx__dialect;
 
 static const obx__native_fault obx__sqlite_natives[] = {
@@ -1515,29 +1519,29 @@ static const obx__native_fault obx__no_natives[] = {{0, 0}};
 /* Indexed by obx_dialect. */
 static const obx__dialect obx__dialects[] = {
     {OBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     obx__no_natives, 0, 0, ";\n", 1, 0, NULL},
+     obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0},
     {OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL},
+     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1},
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
     {OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, 0, 0, ";\n", 1, 0, NULL},
+     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1, 0},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
     {OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, NULL, SQL_TXN_READ_COMMITTED, 0,
      '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     obx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT"},
+     obx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0, 1},
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
     {OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives, 1,
-     1, "\nGO\n", 1, 1, NULL},
+     1, "\nGO\n", 1, 1, NULL, 0, 0},
 };
 #define OBX__DIALECT_COUNT ((int)(sizeof obx__dialects / sizeof obx__dialects[0]))
 
@@ -1725,14 +1729,12 @@ OBX__PRIVATE void obx__buf_free(const obx__hooks *h, obx__buf *b) {
 /* A list of values passed as one text parameter, so that a whole batch is
  * one statement: PostgreSQL array literal {"a","b"} (CAST(? AS uuid[])),
  * elsewhere a JSON array ["a","b"] (json_each, JSON_TABLE, OPENJSON). */
-OBX__PRIVATE int obx__list_add(const obx__hooks *h, obx__buf *b, const obx__dialect *d,
-                               const char *s, size_t n) {
+/* Append s[0..n) quoted: a JSON string, or (pg) an element of a
+ * PostgreSQL array literal, which escapes only '"' and '\\'. */
+OBX__PRIVATE int obx__quoted_add(const obx__hooks *h, obx__buf *b, const char *s, size_t n, int pg) {
     static const char hex[] = "0123456789abcdef";
     size_t i;
-    int pg = d->id == OBX_DIALECT_POSTGRESQL;
     if (n > SIZE_MAX / 8) return 0; /* n * 6 would wrap (32 bits) */
-    if (b->len == 0 && !obx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
-    if (b->len > 1 && !obx__buf_add(h, b, ",", 1)) return 0;
     if (!obx__buf_reserve(h, b, n * 6 + 2)) return 0; /* worst case: all \u00XX */
     b->data[b->len++] = '"';
     for (i = 0; i < n; i++) {
@@ -1752,6 +1754,15 @@ OBX__PRIVATE int obx__list_add(const obx__hooks *h, obx__buf *b, const obx__dial
     b->data[b->len++] = '"';
     b->data[b->len] = '\0';
     return 1;
+}
+
+OBX__PRIVATE int obx__list_add(const obx__hooks *h, obx__buf *b, const obx__dialect *d,
+                               const char *s, size_t n) {
+    int pg = d->id == OBX_DIALECT_POSTGRESQL;
+    if (n > SIZE_MAX / 8) return 0; /* refused before anything is written */
+    if (b->len == 0 && !obx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
+    if (b->len > 1 && !obx__buf_add(h, b, ",", 1)) return 0;
+    return obx__quoted_add(h, b, s, n, pg);
 }
 
 /* A NULL element. */
@@ -2565,26 +2576,55 @@ OBX__PRIVATE void obx__rollback(obx__db *db) {
 
 typedef obx_result (*obx__unit_fn)(obx__db *db, void *ctx);
 
+enum { OBX__UNIT_READ = 0, OBX__UNIT_WRITE = 1, OBX__UNIT_ONE_STATEMENT = 2 };
+
+/* A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
+ * runs in autocommit, one round trip instead of three (psqlODBC sends
+ * BEGIN and COMMIT apart). Only on our own connections, where switching is
+ * free: tx_by_sql dialects rest in autocommit; psqlODBC switches locally.
+ * Returns 1 if the unit runs so. */
+OBX__PRIVATE int obx__autocommit_for_one(obx__db *db, int flags) {
+    if (!(flags & OBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
+    if (db->d->tx_by_sql) return 1;
+    if (!db->d->autocommit_is_local) return 0;
+    return SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
+                                           (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER));
+}
+
+/* Back to manual commit after a one-statement unit. A connection that
+ * cannot switch back is dropped: a later unit of several statements must
+ * never run as several transactions. */
+OBX__PRIVATE void obx__autocommit_done(obx__db *db) {
+    if (db->d->tx_by_sql) return;
+    if (!SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
+                                         (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER)))
+        db->lost = 1;
+}
+
 /* Run `fn` as one transaction on our own connection: begin, fn, commit.
  * Any error rolls the whole unit back (never commit after a failed
  * statement: psqlODBC would commit the statements before it). A deadlock,
  * serialization failure or busy/lock timeout redoes the unit up to
  * OBX__UNIT_RETRIES times with a short jittered pause; a lost connection is
- * reported at once (the next call reconnects). Returns fn's result. */
+ * reported at once (the next call reconnects). Returns fn's result.
+ * flags: OBX__UNIT_WRITE (SQLite readers take no write lock), and
+ * OBX__UNIT_ONE_STATEMENT when fn runs exactly one statement. */
 OBX__PRIVATE obx_result obx__unit_run(obx__db *db, obx__unit_fn fn, void *ctx, const char *what,
-                                      int write) {
+                                      int flags) {
     obx_result r;
-    int attempt;
+    int attempt, autocommit;
     for (attempt = 0;; attempt++) {
         r = obx__db_ensure(db);
         if (r != OBX_OK) return r;
         db->fault = OBX__FAULT_PERMANENT;
+        autocommit = obx__autocommit_for_one(db, flags);
         /* SQLite readers need no write lock: without BEGIN each statement
          * is its own snapshot, and a writer elsewhere does not block them. */
-        r = write || !db->d->tx_by_sql ? obx__begin(db) : OBX_OK;
+        r = autocommit || (!(flags & OBX__UNIT_WRITE) && db->d->tx_by_sql) ? OBX_OK : obx__begin(db);
         if (r == OBX_OK) r = fn(db, ctx);
+        if (autocommit) obx__autocommit_done(db);
         if (r >= 0) {
-            obx_result c = obx__commit(db);
+            obx_result c = autocommit ? OBX_OK : obx__commit(db);
             if (c == OBX_OK) {
                 if (db->err->result != OBX_OK) obx__error_clear(db->err);
                 return r;
@@ -2612,12 +2652,17 @@ OBX__PRIVATE obx_result obx__unit_run(obx__db *db, obx__unit_fn fn, void *ctx, c
 }
 
 OBX__PRIVATE obx_result obx__unit(obx__db *db, obx__unit_fn fn, void *ctx, const char *what) {
-    return obx__unit_run(db, fn, ctx, what, 1);
+    return obx__unit_run(db, fn, ctx, what, OBX__UNIT_WRITE);
 }
 
-/* A unit that only reads: the same, without taking SQLite's write lock. */
+/* A unit of one statement that only reads (SQLite takes no write lock). */
 OBX__PRIVATE obx_result obx__unit_read(obx__db *db, obx__unit_fn fn, void *ctx, const char *what) {
-    return obx__unit_run(db, fn, ctx, what, 0);
+    return obx__unit_run(db, fn, ctx, what, OBX__UNIT_READ | OBX__UNIT_ONE_STATEMENT);
+}
+
+/* A unit of exactly one statement that writes. */
+OBX__PRIVATE obx_result obx__unit_one(obx__db *db, obx__unit_fn fn, void *ctx, const char *what) {
+    return obx__unit_run(db, fn, ctx, what, OBX__UNIT_WRITE | OBX__UNIT_ONE_STATEMENT);
 }
 
 
@@ -3039,7 +3084,8 @@ enum {
     OBX__Q_CLEANUP,  /* retention_ms, batch -> count */
     OBX__Q_STATS,    /* -> ready count, oldest ready age in ms */
     OBX__Q_INSERT_MANY, /* lists of: ids, message_ids, topics, payloads, correlations, dues;
-                           NULL where the dialect inserts a batch row by row */
+                           or (batch_as_json_rows) one JSON array of such rows; NULL where
+                           the dialect inserts a batch row by row */
     OBX__Q_JOIN_START,  /* join_id, grouping_key, expected_steps, metadata */
     OBX__Q_JOIN_ATTACH, /* message_id, join_id -> rowcount (0: attached before, or no join) */
     OBX__Q_JOIN_REPORT, /* status (1 done, 2 failed), join_id, message_id -> rowcount */
@@ -3106,7 +3152,13 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_STATS,
      "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} "
      "WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}"},
-    /* prepared single-row inserts in one transaction are as fast here */
+    /* A whole batch in one statement: sqliteodbc costs three times the C
+     * API per execute, so one execute per row is the slow part. */
+    {OBX__Q_INSERT_MANY,
+     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\") SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
+     "json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), "
+     "json_extract(value, '$[5]'), coalesce(json_extract(value, '$[5]'), {W}) FROM json_each(?)"},
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") VALUES (?, ?, ?, ?)"},
     {OBX__Q_JOIN_ATTACH,
@@ -3190,8 +3242,14 @@ static const obx__sqlset obx__sqlite_outbox = {
     obx__sqlite_outbox_rows
 };
 
-/* PostgreSQL: the work-queue operations are functions in the schema
- * (OBX-112), so SQL users get them too; each call is one round trip. */
+/* PostgreSQL: the work-queue operations are also functions in the schema
+ * (OBX-112), for SQL users; the library sends the same statements itself,
+ * prepared: a function call costs twice a prepared UPDATE. The claim's
+ * pick is an ARRAY(...) of ids: an init plan run once, so the update finds
+ * its rows by primary key whatever the statistics say (an "IN (SELECT
+ * ...)" or a join is planned from them, and on a large table may become a
+ * sequential scan). */
+#define OBX__PG_BY_IDS "\"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 1 AND \"Id\" = ANY (CAST(? AS uuid[]))"
 static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
@@ -3199,24 +3257,34 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "to_timestamp(CAST(? AS bigint) / 1000.0), "
      "coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()))"},
     {OBX__Q_CLAIM,
-     "SELECT " OBX__PG_COLS " FROM {S}.\"{N}_Claim\"(CAST(? AS uuid), CAST(? AS integer), "
-     "CAST(? AS integer))"},
+     "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
+     "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)) "
+     "WHERE \"Id\" = ANY (ARRAY(SELECT \"Id\" FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now() "
+     "AND NOT \"IsProcessed\" ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
+     "RETURNING " OBX__PG_COLS},
     {OBX__Q_ACK,
-     "SELECT {S}.\"{N}_Ack\"(CAST(? AS varchar), CAST(? AS uuid), CAST(? AS uuid[]))"},
+     "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = true, \"ProcessedAt\" = now(), "
+     "\"ProcessedBy\" = CAST(? AS varchar), \"LockedUntil\" = NULL WHERE " OBX__PG_BY_IDS},
     {OBX__Q_ABANDON,
-     "SELECT {S}.\"{N}_Abandon\"(p_delay_ms => CAST(? AS bigint), p_retries => CAST(? AS integer), "
-     "p_last_error => CAST(? AS text), p_owner => CAST(? AS uuid), p_ids => CAST(? AS uuid[]))"},
+     "UPDATE {T} SET \"NextAttemptAt\" = now() + make_interval(secs => coalesce(CAST(? AS bigint) / 1000.0, "
+     "least(60, 1 << least(\"RetryCount\", 6)))), \"RetryCount\" = \"RetryCount\" + CAST(? AS integer), "
+     "\"LastError\" = coalesce(CAST(? AS text), \"LastError\"), \"Status\" = 0, \"OwnerToken\" = NULL, "
+     "\"LockedUntil\" = NULL WHERE " OBX__PG_BY_IDS},
     {OBX__Q_FAIL,
-     "SELECT {S}.\"{N}_Fail\"(CAST(? AS text), CAST(? AS uuid), CAST(? AS uuid[]))"},
+     "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = CAST(? AS text) "
+     "WHERE " OBX__PG_BY_IDS},
     {OBX__Q_EXTEND,
      "UPDATE {T} SET \"LockedUntil\" = now() + make_interval(secs => CAST(? AS bigint)) "
-     "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 1 AND \"Id\" = ANY (CAST(? AS uuid[]))"},
+     "WHERE " OBX__PG_BY_IDS},
     {OBX__Q_REAP,
-     "SELECT {S}.\"{N}_ReapExpired\"()"},
+     "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+     "WHERE \"Status\" = 1 AND \"LockedUntil\" < now()"},
     {OBX__Q_GET,
      "SELECT " OBX__PG_COLS " FROM {T} WHERE \"Id\" = CAST(? AS uuid)"},
     {OBX__Q_CLEANUP,
-     "SELECT {S}.\"{N}_Cleanup\"(CAST(? AS bigint), CAST(? AS integer))"},
+     "DELETE FROM {T} WHERE \"Id\" = ANY (ARRAY(SELECT \"Id\" FROM {T} WHERE \"Status\" = 2 "
+     "AND \"ProcessedAt\" < now() - make_interval(secs => CAST(? AS bigint) / 1000.0) "
+     "ORDER BY \"ProcessedAt\" LIMIT CAST(? AS integer)))"},
     {OBX__Q_STATS,
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) "
      "AS bigint) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()"},
@@ -3325,15 +3393,14 @@ static const obx__sqlset obx__postgresql_outbox = {
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Claim\"(p_owner uuid, p_lease_seconds integer, "
     "p_batch integer)\n"
     "RETURNS SETOF {T} LANGUAGE sql AS $$\n"
-    "    WITH picked AS MATERIALIZED (\n"
+    "    UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = p_owner,\n"
+    "           \"LockedUntil\" = now() + make_interval(secs => p_lease_seconds)\n"
+    "     WHERE \"Id\" = ANY (ARRAY(\n"
     "        SELECT \"Id\" FROM {T}\n"
     "         WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now() AND NOT \"IsProcessed\"\n"
     "         ORDER BY \"NextAttemptAt\" LIMIT p_batch\n"
-    "           FOR UPDATE SKIP LOCKED)\n"
-    "    UPDATE {T} AS o SET \"Status\" = 1, \"OwnerToken\" = p_owner,\n"
-    "           \"LockedUntil\" = now() + make_interval(secs => p_lease_seconds)\n"
-    "      FROM picked WHERE o.\"Id\" = picked.\"Id\"\n"
-    "    RETURNING o.*\n"
+    "           FOR UPDATE SKIP LOCKED))\n"
+    "    RETURNING *\n"
     "$$",
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Ack\"(p_processed_by varchar, p_owner uuid, "
     "p_ids uuid[])\n"
@@ -3446,7 +3513,15 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_STATS,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
-    /* a batch is prepared single-row inserts in one transaction */
+    /* A whole batch in one statement, read from one JSON array of rows. */
+    {OBX__Q_INSERT_MANY,
+     "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
+     "`NextAttemptAt`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
+     OBX__MY_FROM_MS("j.`due`") ", COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6)) "
+     "FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$[0]', `mid` CHAR(36) PATH '$[1]', "
+     "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
+     "`payload` LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]', "
+     "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]')) AS j"},
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (`JoinId`, `GroupingKey`, `ExpectedSteps`, `Metadata`) VALUES (?, ?, ?, ?)"},
     {OBX__Q_JOIN_ATTACH,
@@ -4241,13 +4316,14 @@ static obx_result obx__check_token(obx_store *s, const char *fn, const char *tok
 
 /* Run `unit` in the caller's transaction on `hdbc` (statements are made and
  * freed on it per call, and nothing is committed or rolled back here), or,
- * with hdbc NULL, as a unit of work of the store's own (committed). */
+ * with hdbc NULL, as a unit of work of the store's own (committed; `flags`
+ * as for obx__unit_run). */
 OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
                                             obx_result (*unit)(obx__db *db, void *ctx), void *ctx,
-                                            const char *what) {
+                                            const char *what, int flags) {
     obx__db caller;
     obx_result r;
-    if (!hdbc) return obx__unit(&s->db, unit, ctx, what);
+    if (!hdbc) return obx__unit_run(&s->db, unit, ctx, what, flags);
     memset(&caller, 0, sizeof caller);
     caller.hooks = &s->hooks;
     caller.store_id = s->store_id;
@@ -4367,7 +4443,10 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
     ctx.lease_seconds = lease_seconds;
     ctx.batch_size = batch_size;
     ctx.count = 0;
-    r = obx__unit(&store->db, obx__claim_unit, &ctx, "claim");
+    /* Without UPDATE ... RETURNING a claim is three statements. */
+    r = obx__unit_run(&store->db, obx__claim_unit, &ctx, "claim",
+                      store->sql[OBX__Q_CLAIM_PICK] ? OBX__UNIT_WRITE
+                                                    : OBX__UNIT_WRITE | OBX__UNIT_ONE_STATEMENT);
     if (r != OBX_OK) return r;
     for (i = 0; i < ctx.count; i++) {
         obx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
@@ -4452,7 +4531,7 @@ static obx_result obx__run_count(obx_store *s, int slot, obx__param *p, int n, c
     ctx.p = p;
     ctx.n = n;
     ctx.count = 0;
-    r = obx__unit(&s->db, obx__count_unit, &ctx, what);
+    r = obx__unit_one(&s->db, obx__count_unit, &ctx, what);
     if (r == OBX_OK && count) *count = ctx.count;
     return r;
 }
@@ -5570,14 +5649,45 @@ typedef struct obx__enqueue_ctx {
     char (*ids)[37];
 } obx__enqueue_ctx;
 
+/* A batch statement takes up to 1,000 rows and about 1 MB of text: MariaDB
+ * refuses a packet over max_allowed_packet (16 MB by default), and JSON
+ * may escape a byte as six. */
 #define OBX__INSERT_CHUNK 1000
+#define OBX__INSERT_CHUNK_BYTES ((size_t)1 << 20)
 
-/* Messages from..to as one multi-row statement (dialects that have one). */
+/* How many of messages from.. the next batch statement takes. */
+static int obx__chunk_end(const obx__enqueue_ctx *c, int from) {
+    size_t bytes = 0;
+    int i;
+    for (i = from; i < c->count && i - from < OBX__INSERT_CHUNK; i++) {
+        bytes += c->lens[i] + strlen(c->msgs[i].topic);
+        if (i > from && bytes > OBX__INSERT_CHUNK_BYTES) break;
+    }
+    return i;
+}
+
+/* One message's columns as a JSON row: ["id","message id","topic",
+ * "payload",correlation or null,due ms or null]. */
+static int obx__json_row_add(const obx__hooks *h, obx__buf *b, const char *id, const char *message_id,
+                             const obx_new_message *m, size_t payload_len, const char *corr) {
+    char due[24];
+    int n = m->due_utc_ms > 0 ? snprintf(due, sizeof due, ",%lld]", (long long)m->due_utc_ms) : 0;
+    return obx__buf_add(h, b, b->len == 0 ? "[[" : ",[", 2) && obx__quoted_add(h, b, id, 36, 0) &&
+           obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, message_id, 36, 0) &&
+           obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, m->topic, strlen(m->topic), 0) &&
+           obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, (const char *)m->payload, payload_len, 0) &&
+           (corr ? obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, corr, strlen(corr), 0)
+                 : obx__buf_add(h, b, ",null", 5)) &&
+           (n > 0 ? obx__buf_add(h, b, due, (size_t)n) : obx__buf_add(h, b, ",null]", 6));
+}
+
+/* Messages from..to as one multi-row statement (dialects that have one):
+ * one list per column, or one JSON array of rows. */
 static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, int to) {
     obx_store *s = c->s;
     obx__buf *col = s->own.columns;
     obx__param p[6];
-    int i, k, ok = 1;
+    int i, k, ok = 1, rows = db->d->batch_as_json_rows, lists = rows ? 1 : 6;
     for (k = 0; k < 6; k++) col[k].len = 0;
     for (i = from; i < to && ok; i++) {
         const obx_new_message *m = &c->msgs[i];
@@ -5585,6 +5695,10 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
         const char *corr = m->correlation_id && m->correlation_id[0] ? m->correlation_id : NULL;
         obx__new_uuid(s, c->ids[i]);
         obx__new_uuid(s, message_id);
+        if (rows) {
+            ok = obx__json_row_add(db->hooks, &col[0], c->ids[i], message_id, m, c->lens[i], corr);
+            continue;
+        }
         snprintf(due, sizeof due, "%lld", (long long)m->due_utc_ms);
         ok = obx__list_add(db->hooks, &col[0], db->d, c->ids[i], 36) &&
              obx__list_add(db->hooks, &col[1], db->d, message_id, 36) &&
@@ -5595,12 +5709,12 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
              (m->due_utc_ms > 0 ? obx__list_add(db->hooks, &col[5], db->d, due, strlen(due))
                                 : obx__list_add_null(db->hooks, &col[5], db->d));
     }
-    for (k = 0; k < 6 && ok; k++) {
+    for (k = 0; k < lists && ok; k++) {
         ok = obx__list_end(db->hooks, &col[k], db->d);
         obx__p_text(&p[k], col[k].data, col[k].len);
     }
     if (!ok) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue_batch", "out of memory");
-    return obx__exec(db, OBX__Q_INSERT_MANY, s->sql[OBX__Q_INSERT_MANY], p, 6, NULL, NULL);
+    return obx__exec(db, OBX__Q_INSERT_MANY, s->sql[OBX__Q_INSERT_MANY], p, lists, NULL, NULL);
 }
 
 static obx_result obx__insert_messages(obx__db *db, void *vctx) {
@@ -5608,8 +5722,11 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
     int i;
     if (c->count > 1 && c->s->sql[OBX__Q_INSERT_MANY]) {
         obx_result r = OBX_OK;
-        for (i = 0; i < c->count && r == OBX_OK; i += OBX__INSERT_CHUNK)
-            r = obx__insert_chunk(db, c, i, c->count - i > OBX__INSERT_CHUNK ? i + OBX__INSERT_CHUNK : c->count);
+        int to;
+        for (i = 0; i < c->count && r == OBX_OK; i = to) {
+            to = obx__chunk_end(c, i);
+            r = obx__insert_chunk(db, c, i, to);
+        }
         return r;
     }
     for (i = 0; i < c->count; i++) {
@@ -5672,7 +5789,9 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
         ctx.lens = lens;
         ctx.count = count;
         ctx.ids = ids;
-        r = obx__unit_or_caller(s, hdbc, obx__insert_messages, &ctx, fn);
+        int one = count == 1 || (s->sql[OBX__Q_INSERT_MANY] && obx__chunk_end(&ctx, 0) == count);
+        r = obx__unit_or_caller(s, hdbc, obx__insert_messages, &ctx, fn,
+                                OBX__UNIT_WRITE | (one ? OBX__UNIT_ONE_STATEMENT : 0));
     }
     if (r == OBX_OK) {
         obx__count(s, OBX_METRIC_ENQUEUED, count);
@@ -5946,7 +6065,7 @@ static obx_result obx__attach(obx_store *store, void *hdbc, const char *fn, cons
     ctx.message_id = message_lower;
     ctx.status = status;
     ctx.missing = 0;
-    r = obx__unit_or_caller(store, hdbc, obx__attach_unit, &ctx, fn);
+    r = obx__unit_or_caller(store, hdbc, obx__attach_unit, &ctx, fn, OBX__UNIT_WRITE);
     if (r != OBX_OK) return r;
     if (ctx.missing) return obx__fail(&store->err, OBX_ERR_NOT_FOUND, fn, "no join %s", join_id);
     return OBX_OK;

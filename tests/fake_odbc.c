@@ -135,6 +135,7 @@ typedef struct snap {               /* a logged parameter value */
 typedef struct logent {
     char *sql;
     int paramset, nparams;
+    int autocommit;                 /* the connection's mode when it ran: 1 on */
     SQLRETURN rc;
     snap *p;                        /* paramset * nparams, row-major */
 } logent;
@@ -548,6 +549,7 @@ static SQLRETURN finish_execute(hnd *s)
         (SQLUSMALLINT *)(uintptr_t)attr_get(s, SQL_ATTR_PARAM_STATUS_PTR);
     logent *e = log_add(s->sql, (int)ps, s->nparams);
     SQLRETURN rc = SQL_SUCCESS;
+    e->autocommit = s->parent && attr_get(s->parent, SQL_ATTR_AUTOCOMMIT) == SQL_AUTOCOMMIT_ON;
     resp *q;
     int p;
 
@@ -1279,6 +1281,7 @@ int fake_log_count(void) { return G.nlog; }
 const char *fake_log_sql(int i) { return log_at(i) ? log_at(i)->sql : NULL; }
 SQLRETURN fake_log_rc(int i) { return log_at(i) ? log_at(i)->rc : SQL_ERROR; }
 int fake_log_paramset(int i) { return log_at(i) ? log_at(i)->paramset : -1; }
+int fake_log_autocommit(int i) { return log_at(i) ? log_at(i)->autocommit : -1; }
 int fake_log_param_count(int i) { return log_at(i) ? log_at(i)->nparams : -1; }
 
 fake_param fake_log_param(int i, int row, int param)

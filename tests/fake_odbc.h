@@ -100,6 +100,7 @@ int fake_log_count(void);
 const char *fake_log_sql(int i);
 SQLRETURN fake_log_rc(int i);          /* what the execute returned */
 int fake_log_paramset(int i);          /* rows; 0 for pseudo entries */
+int fake_log_autocommit(int i);        /* 1: the statement ran in autocommit */
 int fake_log_param_count(int i);       /* highest bound number; gaps log NULL */
 fake_param fake_log_param(int i, int row, int param /* 1-based */);
 const char *fake_log_param_text(int i, int row, int param); /* "NULL" */

@@ -418,6 +418,53 @@ static void test_014_unique_ids(void) {
     obx_store_close(s);
 }
 
+/* A batch enqueue stores every field byte for byte, whatever it holds,
+ * including a batch larger than one statement's share of text
+ * (CORE-BATCH-EXACT). */
+static void test_batch_exact(void) {
+    enum { N = 7 };
+    obx_store *s = fresh();
+    obx_new_message ms[N];
+    static char ids[N][37];
+    char controls[40], *big = (char *)malloc(700001);
+    int i, n = 0;
+    TT_ASSERT(s != NULL && big != NULL);
+    for (i = 1; i < 32; i++) controls[n++] = (char)i;
+    controls[n++] = '"';
+    controls[n++] = '\\';
+    controls[n] = '\0';
+    for (i = 0; i < 700000; i++) big[i] = (char)('a' + i % 26);
+    big[700000] = '\0';
+    ms[0] = msg("t", controls);
+    ms[1] = msg("t \"quoted\" \\ topic ", "{\"a\":\"b\\\"c\"}");
+    ms[2] = msg("\xc3\xa9t\xc3\xa9", "\xf0\x9f\x98\x80 \xe2\x82\xac \\u0041 not an escape");
+    ms[2].correlation_id = "corr \"1\"";
+    ms[3] = msg("t", "");
+    ms[3].due_utc_ms = now_ms() + 3600 * 1000;
+    ms[4] = msg("t", big); /* with ms[5], more than one statement's share of text */
+    ms[5] = msg("t", big);
+    ms[6] = msg("t", "null");
+    ms[6].correlation_id = "null";
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, N, ids), OBX_OK);
+    for (i = 0; i < N; i++) {
+        obx_message got;
+        TT_EQ_INT(obx_get(s, ids[i], &got), OBX_OK);
+        TT_EQ_STR(got.topic, ms[i].topic);
+        TT_EQ_INT((long long)got.payload_len, (long long)strlen((const char *)ms[i].payload));
+        TT_EXPECT(memcmp(got.payload, ms[i].payload, got.payload_len) == 0);
+        if (ms[i].correlation_id)
+            TT_EQ_STR(got.correlation_id, ms[i].correlation_id);
+        else
+            TT_EXPECT(got.correlation_id == NULL || got.correlation_id[0] == '\0');
+        if (ms[i].due_utc_ms)
+            TT_EXPECT(got.due_time_ms >= ms[i].due_utc_ms - 1 && got.due_time_ms <= ms[i].due_utc_ms + 1);
+        else
+            TT_EQ_INT((long long)got.due_time_ms, 0);
+    }
+    free(big);
+    obx_store_close(s);
+}
+
 static int64_t stuck_clock(void *user) { (void)user; return 86400000; /* 2 Jan 1970 */ }
 
 static void test_015_server_time(void) {
@@ -3122,6 +3169,7 @@ int main(int argc, char **argv) {
     RUN("OBX-012", "a future due time is not claimable before it passes", test_012_future_due);
     RUN("OBX-013", "no or past due time: claimable at once", test_013_past_or_no_due);
     RUN("OBX-014", "every message gets a unique id", test_014_unique_ids);
+    RUN("CORE-BATCH-EXACT", "a batch enqueue stores every field byte for byte, split over statements", test_batch_exact);
     RUN("OBX-015", "CreatedAt comes from the database clock", test_015_server_time);
     RUN("OBX-016", "new messages: retry count 0, not processed", test_016_initial_state);
     RUN("OBX-017", "claim locks atomically and skips rows locked by another worker", test_017_claim_locks);

@@ -823,11 +823,15 @@ static void test_fake_ack_deadlock_retried(void) {
     fake_push_rows(1, 1, two);
     TT_EQ_INT(obx_ack(s, k_owner, ids, 1, &changed), OBX_OK);
     TT_EQ_INT(changed, 2);
-    first = fake_log_find("_Ack", 0);
+    first = fake_log_find("SET \"Status\" = 2", 0);
     TT_ASSERT(first >= 0);
     TT_EQ_STR(fake_log_sql(first + 1), "<ROLLBACK>");
-    TT_ASSERT(strstr(fake_log_sql(first + 2), "_Ack") != NULL);
-    TT_EQ_STR(fake_log_sql(first + 3), "<COMMIT>");
+    TT_EQ_STR(fake_log_sql(first + 2), fake_log_sql(first));
+    /* One statement, one round trip: it ran in autocommit, no COMMIT after. */
+    TT_EQ_INT(fake_log_autocommit(first), 1);
+    TT_EQ_INT(fake_log_autocommit(first + 2), 1);
+    TT_EQ_INT(fake_log_count(), first + 3);
+    TT_EQ_INT(fake_commits(), 0);
     /* The id list travels as one array parameter: one statement per batch. */
     TT_EQ_STR(fake_log_param_text(first, 0, 3), "{\"0192abcd-ef01-7000-8000-0000000000aa\"}");
     obx_store_close(s);
@@ -884,13 +888,47 @@ static void test_fake_one_round_trip(void) {
     const obx_message *ms;
     int n;
     TT_ASSERT(s != NULL);
-    /* Claim and ack are one statement each (plus the commit), prepared once. */
+    /* A claim is one statement in autocommit (no BEGIN or COMMIT round
+     * trips), prepared once; the connection is back in manual commit after. */
     TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_EMPTY);
     TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_EMPTY);
     TT_EQ_INT(fake_calls("SQLExecute"), 2);
     TT_EQ_INT(fake_calls("SQLPrepare"), 1);
-    TT_EQ_INT(fake_commits(), 2);
-    TT_ASSERT(strstr(fake_log_sql(0), "_Claim\"(CAST(? AS uuid)") != NULL);
+    TT_EQ_INT(fake_commits(), 0);
+    TT_EQ_INT(fake_log_autocommit(0), 1);
+    TT_ASSERT(strstr(fake_log_sql(0), "= ANY (ARRAY(SELECT \"Id\"") != NULL);
+    TT_ASSERT(strstr(fake_log_sql(0), "FOR UPDATE SKIP LOCKED)) RETURNING") != NULL);
+    {
+        SQLUINTEGER mode = 99;
+        TT_ASSERT(SQL_SUCCEEDED(SQLGetConnectAttr(s->db.dbc, SQL_ATTR_AUTOCOMMIT, &mode, 0, NULL)));
+        TT_EQ_INT((int)mode, SQL_AUTOCOMMIT_OFF);
+    }
+    /* A unit of several statements (a batch enqueue past one chunk of
+     * 1,000 rows) is one transaction in manual commit. */
+    {
+        static obx_new_message batch[1001];
+        int i, first;
+        for (i = 0; i < 1001; i++) {
+            batch[i].topic = "t";
+            batch[i].payload = "p";
+            batch[i].payload_len = OBX_NTS;
+        }
+        fake_reset();
+        fake_set_dbms_name("PostgreSQL");
+        TT_EQ_INT(obx_enqueue_batch(s, NULL, batch, 1001, NULL), OBX_OK);
+        first = fake_log_find("INSERT INTO", 0);
+        TT_ASSERT(first >= 0);
+        TT_EQ_INT(fake_log_autocommit(first), 0);
+        TT_EQ_INT(fake_log_autocommit(first + 1), 0);
+        TT_EQ_STR(fake_log_sql(first + 2), "<COMMIT>");
+        TT_EQ_INT(fake_commits(), 1);
+        /* One message: one statement, autocommit. */
+        TT_EQ_INT(obx_enqueue(s, &batch[0], NULL), OBX_OK);
+        first = fake_log_find("INSERT INTO", first + 3);
+        TT_ASSERT(first >= 0);
+        TT_EQ_INT(fake_log_autocommit(first), 1);
+        TT_EQ_INT(fake_commits(), 1);
+    }
     obx_store_close(s);
 }
 
@@ -1061,7 +1099,9 @@ static void test_ibx_fake_deadlock(void) {
     first = fake_log_find("UPDATE", 0);
     TT_ASSERT(first >= 0);
     TT_EQ_STR(fake_log_sql(first + 1), "<ROLLBACK>");
-    TT_EQ_STR(fake_log_sql(first + 3), "<COMMIT>");
+    TT_EQ_STR(fake_log_sql(first + 2), fake_log_sql(first));
+    TT_EQ_INT(fake_log_autocommit(first + 2), 1); /* one statement: autocommit */
+    TT_EQ_INT(fake_log_count(), first + 3);
     /* The key lists travel as two array parameters: one statement per batch. */
     TT_EQ_STR(fake_log_param_text(first, 0, 2), "{\"src\"}");
     TT_EQ_STR(fake_log_param_text(first, 0, 3), "{\"m1\"}");
@@ -1440,7 +1480,7 @@ int main(void) {
     TT_RUN("CORE-NO-POSIX-CLOCK", "fake", "without POSIX clocks a dispatcher needs a clock hook that sleeps", test_no_posix_clock);
     TT_RUN("CORE-DESC-DEFAULTS", "pure", "dispatcher defaults in one place, as documented", test_desc_defaults);
     TT_RUN("CORE-STALE-HANDLE", "fake", "a failed second pick pass never reuses the freed statement", test_fake_pick_stale_handle);
-    TT_RUN("OBX-120", "fake", "claim is one prepared statement per call (a function on PostgreSQL)", test_fake_one_round_trip);
+    TT_RUN("OBX-120", "fake", "claim is one prepared statement per call, in autocommit", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
     TT_RUN("OBX-097", "fake", "a batch enqueue is one transaction; bad input stops it before SQL", test_fake_enqueue_batch_one_tx);
     return tt_done();

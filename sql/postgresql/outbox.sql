@@ -66,15 +66,14 @@ FOR EACH ROW WHEN (OLD."Status" = 0 AND NEW."Status" IN (1, 2))
 EXECUTE FUNCTION "dbo"."Outbox_JoinCount"();
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_Claim"(p_owner uuid, p_lease_seconds integer, p_batch integer)
 RETURNS SETOF "dbo"."Outbox" LANGUAGE sql AS $$
-    WITH picked AS MATERIALIZED (
+    UPDATE "dbo"."Outbox" SET "Status" = 1, "OwnerToken" = p_owner,
+           "LockedUntil" = now() + make_interval(secs => p_lease_seconds)
+     WHERE "Id" = ANY (ARRAY(
         SELECT "Id" FROM "dbo"."Outbox"
          WHERE "Status" = 0 AND "NextAttemptAt" <= now() AND NOT "IsProcessed"
          ORDER BY "NextAttemptAt" LIMIT p_batch
-           FOR UPDATE SKIP LOCKED)
-    UPDATE "dbo"."Outbox" AS o SET "Status" = 1, "OwnerToken" = p_owner,
-           "LockedUntil" = now() + make_interval(secs => p_lease_seconds)
-      FROM picked WHERE o."Id" = picked."Id"
-    RETURNING o.*
+           FOR UPDATE SKIP LOCKED))
+    RETURNING *
 $$;
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_Ack"(p_processed_by varchar, p_owner uuid, p_ids uuid[])
 RETURNS integer LANGUAGE sql AS $$
