@@ -308,5 +308,7 @@ torture:
 # Own ports (SCALE_PG_PORT, SCALE_MY_PORT, SCALE_GALERA_PORT); see tests/scale/run.sh.
 scale:
 	@tests/deps.sh build pg mariadb scale
-	@$(MAKE) --no-print-directory $(B)/torture/torture_crash $(B)/scale_tenants
-	tests/scale/run.sh $(B)/torture
+	@$(MAKE) --no-print-directory $(B)/torture/torture_crash $(B)/torture/scale_load $(TESTS)
+	tests/scale/run.sh $(B)
+$(B)/torture/scale_load: tests/scale/scale.c $(TORTURE_DEPS) | $(B)/torture
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/scale/scale.c -o $@ -lodbc

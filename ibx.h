@@ -1412,6 +1412,8 @@ typedef struct ibx__dialect {
                                    driver stop waiting for the socket after N s, or NULL */
     int autocommit_is_local;    /* switching SQL_ATTR_AUTOCOMMIT costs no round trip
                                    (psqlODBC): one-statement units run in autocommit */
+    int batch_as_json_rows;     /* a multi-row INSERT takes one JSON array of rows, read in
+                                   one pass (json_each, JSON_TABLE), not a list per column */
 } ibx__dialect;
 
 static const ibx__native_fault ibx__sqlite_natives[] = {
@@ -1447,29 +1449,29 @@ static const ibx__native_fault ibx__no_natives[] = {{0, 0}};
 /* Indexed by ibx_dialect. */
 static const ibx__dialect ibx__dialects[] = {
     {IBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0},
+     ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0},
     {IBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0},
+     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1},
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
     {IBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1},
+     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1, 0},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
     {IBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, NULL, SQL_TXN_READ_COMMITTED, 0,
      '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     ibx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0},
+     ibx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0, 1},
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
     {IBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", ibx__sqlserver_natives, 1,
-     1, "\nGO\n", 1, 1, NULL, 0},
+     1, "\nGO\n", 1, 1, NULL, 0, 0},
 };
 #define IBX__DIALECT_COUNT ((int)(sizeof ibx__dialects / sizeof ibx__dialects[0]))
 
@@ -1657,14 +1659,12 @@ IBX__PRIVATE void ibx__buf_free(const ibx__hooks *h, ibx__buf *b) {
 /* A list of values passed as one text parameter, so that a whole batch is
  * one statement: PostgreSQL array literal {"a","b"} (CAST(? AS uuid[])),
  * elsewhere a JSON array ["a","b"] (json_each, JSON_TABLE, OPENJSON). */
-IBX__PRIVATE int ibx__list_add(const ibx__hooks *h, ibx__buf *b, const ibx__dialect *d,
-                               const char *s, size_t n) {
+/* Append s[0..n) quoted: a JSON string, or (pg) an element of a
+ * PostgreSQL array literal, which escapes only '"' and '\\'. */
+IBX__PRIVATE int ibx__quoted_add(const ibx__hooks *h, ibx__buf *b, const char *s, size_t n, int pg) {
     static const char hex[] = "0123456789abcdef";
     size_t i;
-    int pg = d->id == IBX_DIALECT_POSTGRESQL;
     if (n > SIZE_MAX / 8) return 0; /* n * 6 would wrap (32 bits) */
-    if (b->len == 0 && !ibx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
-    if (b->len > 1 && !ibx__buf_add(h, b, ",", 1)) return 0;
     if (!ibx__buf_reserve(h, b, n * 6 + 2)) return 0; /* worst case: all \u00XX */
     b->data[b->len++] = '"';
     for (i = 0; i < n; i++) {
@@ -1684,6 +1684,15 @@ IBX__PRIVATE int ibx__list_add(const ibx__hooks *h, ibx__buf *b, const ibx__dial
     b->data[b->len++] = '"';
     b->data[b->len] = '\0';
     return 1;
+}
+
+IBX__PRIVATE int ibx__list_add(const ibx__hooks *h, ibx__buf *b, const ibx__dialect *d,
+                               const char *s, size_t n) {
+    int pg = d->id == IBX_DIALECT_POSTGRESQL;
+    if (n > SIZE_MAX / 8) return 0; /* refused before anything is written */
+    if (b->len == 0 && !ibx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
+    if (b->len > 1 && !ibx__buf_add(h, b, ",", 1)) return 0;
+    return ibx__quoted_add(h, b, s, n, pg);
 }
 
 /* A NULL element. */
@@ -1784,6 +1793,15 @@ IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handl
     fault = ibx__diag_records(db, type, handle);
     for (c = e->message; *c; c++) /* one line: drivers put newlines into messages */
         if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
+    /* psqlODBC's named server-side statements live in a server session; a
+     * pooler in transaction mode hands each transaction another one. */
+    if (db->d && db->d->id == IBX_DIALECT_POSTGRESQL && strstr(e->message, "_PLAN") &&
+        (strcmp(e->sqlstate, "26000") == 0 || strcmp(e->sqlstate, "42P05") == 0)) {
+        size_t used = strlen(e->message);
+        snprintf(e->message + used, sizeof e->message - used, "%s",
+                 " -- behind a pooler in transaction mode (PgBouncer)? add UseServerSidePrepare=0; to the "
+                 "connection string");
+    }
     /* A driver may report a dead connection with an ordinary code; ask. */
     if (db->dbc && db->connected) {
         SQLUINTEGER dead = 0;

@@ -530,6 +530,20 @@ static void test_fake_read_only(void) {
     TT_EQ_INT(fake_open_handles(), 0);
 }
 
+/* Behind PgBouncer in transaction mode psqlODBC's named statements vanish
+ * (or collide): the error says what to change. */
+static void test_fake_pooler_hint(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    TT_ASSERT(s != NULL);
+    fake_push_error(SQL_ERROR, "26000", 1, "ERROR: prepared statement \"_PLAN0x5\" does not exist");
+    TT_EQ_INT(obx__exec(&s->db, 0, "UPDATE t SET v = 1", NULL, 0, NULL, NULL), OBX_ERR_DB);
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "add UseServerSidePrepare=0;") != NULL);
+    fake_push_error(SQL_ERROR, "26000", 1, "ERROR: prepared statement \"mine\" does not exist");
+    TT_EQ_INT(obx__exec(&s->db, 0, "UPDATE t SET v = 1", NULL, 0, NULL, NULL), OBX_ERR_DB);
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "UseServerSidePrepare") == NULL);
+    obx_store_close(s);
+}
+
 static void test_fake_dead_commit(void) {
     obx_store *s = fake_store("PostgreSQL", NULL);
     TT_ASSERT(s != NULL);
@@ -1452,6 +1466,7 @@ int main(void) {
     TT_RUN("CORE-RETRY", "fake", "a deadlocked unit is rolled back and redone", test_fake_retry_transient);
     TT_RUN("CORE-RETRY-BOUNDED", "fake", "transient retries are bounded; permanent ones not retried", test_fake_retry_bounded);
     TT_RUN("CORE-RETRY-COMMIT", "fake", "a serialization failure at COMMIT redoes the unit", test_fake_retry_on_commit);
+    TT_RUN("CORE-POOLER-HINT", "fake", "psqlODBC's lost named statements (26000/42P05) name UseServerSidePrepare=0", test_fake_pooler_hint);
     TT_RUN("CORE-READ-ONLY", "fake", "a read-only server (25006) reconnects, not permanent, not lost", test_fake_read_only);
     TT_RUN("CORE-LOST", "fake", "a lost connection is surfaced, not retried; next call reconnects", test_fake_lost_connection);
     TT_RUN("CORE-DEAD-COMMIT", "fake", "a dead connection's lying COMMIT is not trusted", test_fake_dead_commit);
