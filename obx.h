@@ -140,7 +140,10 @@
  *   retries a round that failed transiently after 100 ms, backing off to
  *   1 s, so work resumes about a second after the database is back. A
  *   statement the server can never take (MariaDB: a payload over
- *   max_allowed_packet) is OBX_ERR_DB with connection_lost set.
+ *   max_allowed_packet) is OBX_ERR_DB with connection_lost set. A server
+ *   that takes no writes (SQLSTATE 25006, MariaDB 1290/1792: a standby
+ *   after a failover) is OBX_ERR_DB_TRANSIENT without connection_lost
+ *   (nothing was written), and the store reconnects before its next call.
  */
 /* >>common-end manual */
 /*
@@ -156,6 +159,15 @@
  *                 The library appends "Protocol=7.4-1;" when the string
  *                 does not set Protocol: without it psqlODBC wraps every
  *                 statement in a savepoint (half the speed).
+ *                 Failover: psqlODBC hands pqopt to libpq, so
+ *                 "Driver={PostgreSQL Unicode};Database=d;Uid=u;Pwd=p;
+ *                 pqopt={host=h1,h2 port=5432,5432
+ *                 target_session_attrs=read-write};" reaches whichever
+ *                 server is the primary, on every reconnect (leave Server
+ *                 and Port out: psqlODBC refuses a host in pqopt beside
+ *                 Server, and cuts Port to 9 characters). Behind PgBouncer
+ *                 in transaction mode add "UseServerSidePrepare=0;" (the
+ *                 error says so when it is missing).
  *     MariaDB     driver odbc-mariadb: "Driver={MariaDB Unicode};
  *                 Server=h;Port=3306;Database=d;Uid=u;Pwd=p;CHARSET=utf8mb4;"
  *                 MariaDB 10.6+ (SKIP LOCKED, JSON_TABLE). The library

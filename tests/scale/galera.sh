@@ -43,12 +43,31 @@ run_node() { # K [extra args]
         </dev/null >>"$RUNDIR/n$k.err" 2>&1 &
 }
 
-wait_synced() { # K seconds
-    local end=$(($(date +%s) + $2))
+wait_synced() { # K seconds: 0 when Synced, 1 when the node died or the time is up
+    local end=$(($(date +%s) + $2)) pid
+    sleep 0.5
     until [ "$(state "$1")" = Synced ]; do
-        [ "$(date +%s)" -lt "$end" ] || { tail -n 20 "$RUNDIR/n$1.err" >&2; die "node $1 not Synced after $2 s"; }
+        pid=$(cat "$RUNDIR/n$1.pid" 2>/dev/null || true)
+        if [ "$(date +%s)" -ge "$end" ] || { [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; }; then
+            tail -n 5 "$RUNDIR/n$1.err" >&2
+            return 1
+        fi
         sleep 0.2
     done
+}
+
+# Start node K until it is Synced: its ports are in the ephemeral range, so
+# a client socket of this machine may hold one for a moment (bind fails).
+up() { # K [extra args]
+    local k=$1 try
+    for try in 1 2 3; do
+        stop_node "$k"
+        run_node "$@"
+        wait_synced "$k" 120 && return 0
+        echo "galera: node $k did not come up (try $try)" >&2
+        sleep 1
+    done
+    die "node $k not Synced"
 }
 
 stop_node() {
@@ -71,23 +90,17 @@ start)
             --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve >"$RUNDIR/install-n$k.log" 2>&1 ||
             die "mariadb-install-db failed (see $RUNDIR/install-n$k.log)"
     done
-    run_node 1 --wsrep-new-cluster
-    wait_synced 1 60
+    up 1 --wsrep-new-cluster
     sql 1 "create database obx;
         create user 'obx'@'127.0.0.1' identified by 'obxpw';
         grant all on \`obx%\`.* to 'obx'@'127.0.0.1';
         grant process on *.* to 'obx'@'127.0.0.1';"
-    run_node 2
-    wait_synced 2 120
-    run_node 3
-    wait_synced 3 120
+    up 2
+    up 3
     echo "galera: 3 nodes Synced (cluster size $(sql 1 "SHOW STATUS LIKE 'wsrep_cluster_size'" | awk '{print $2}')) on 127.0.0.1:$(port 1)-$(port 3)"
     ;;
 kill) stop_node "$2" ;;
-rejoin)
-    run_node "$2"
-    wait_synced "$2" 120
-    ;;
+rejoin) up "$2" ;;
 conn) echo "Driver={MariaDB Unicode};Server=127.0.0.1;Port=$(port "$2");Database=obx;Uid=obx;Pwd=obxpw;CHARSET=utf8mb4;" ;;
 stop)
     for k in 1 2 3; do stop_node "$k"; done
