@@ -119,9 +119,13 @@ $(B)/bench: tests/bench.c tests/bench_api.c $(BENCH_HDR)/obx.h $(BENCH_HDR)/ibx.
 	$(CC) $(CSTD) $(WARN) -O2 -g -pthread -I$(BENCH_HDR) -I$(BENCH_PQ_INC) tests/bench.c -o $@ \
 	  -lodbc -lpq -lsqlite3
 
+$(B)/malloc_count.so: tests/malloc_count.c | $(B)
+	$(CC) -O2 -shared -fPIC tests/malloc_count.c -o $@
+
 bench:
 	@tests/deps.sh build pg mariadb bench
 	@$(MAKE) --no-print-directory -B $(B)/bench  # -B: BENCH_HDR may name other headers than last time
+	@$(MAKE) --no-print-directory $(B)/malloc_count.so
 	tests/bench.sh $(B)/bench $(BENCH_N)
 
 # ---- fuzz: libFuzzer over the pure code (clang); new inputs go to build/fuzz-corpus ----
@@ -260,6 +264,9 @@ check-gateway:
 check-options: | $(B)
 	@tests/deps.sh build cross
 	@WARN="$(WARN)" tests/options.sh
+	@$(CC) $(CSTD) $(WARN) -Werror -pthread tests/dialects_out.c tests/fake_odbc.c -o $(B)/dialects_out
+	@$(B)/dialects_out > $(B)/dialects_out.log || { cat $(B)/dialects_out.log; exit 1; }
+	@echo "check-options: ok (only the SQLite dialect built in: $$(tail -n 1 $(B)/dialects_out.log))"
 
 # ---- deps.sh -------------------------------------------------------------------
 # tests/deps.sh against stand-ins for apt-get and dpkg-query: a partly failed

@@ -95,8 +95,15 @@
  *                        the store a clock hook then (a dispatcher without
  *                        one is refused: it could not sleep between polls)
  *     IBX_NO_THREADS     build without pthreads: ibx_dispatcher_wake() does
- *                        nothing, run() sleeps in 50 ms slices, and leases
- *                        are not renewed while handlers run
+ *                        nothing, run() sleeps in 50 ms slices, leases are
+ *                        not renewed while handlers run, and a dispatcher
+ *                        does not listen at its wake_path
+ *     IBX_NO_WAKE_SOCKET build without sockets: a wake_path (store or
+ *                        dispatcher desc) is IBX_ERR_UNSUPPORTED
+ *     IBX_NO_SQLITE, IBX_NO_POSTGRESQL, IBX_NO_MARIADB, IBX_NO_SQLSERVER
+ *                        leave that dialect's SQL out (a gateway that only
+ *                        talks to SQLite needs none of the others); a store
+ *                        on a left-out dialect is IBX_ERR_UNSUPPORTED
  *   The implementation needs POSIX (clock_gettime): compile that one file
  *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
  *   an #error that says so.
@@ -497,6 +504,11 @@ typedef struct ibx_store_desc {
                                     per message (each enqueue, and each handler invocation
                                     of a dispatcher on this store); IBX_LOG_INFO for an
                                     audit trail at INFO */
+    const char *wake_path;       /* optional (POSIX): after each enqueue it commits, the store
+                                    sends a wake byte to a dispatcher listening at this Unix
+                                    socket path (its desc's wake_path), in any process of
+                                    this host: handled at once instead of at the next poll.
+                                    ibx_notify() does it by hand */
 } ibx_store_desc;
 
 /* ---- Messages ----------------------------------------------------------------- */
@@ -878,6 +890,12 @@ typedef struct ibx_dispatcher_desc {
                                     the lease (or call ibx_lease_extend themselves) */
     volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
                                     (safe to set from a signal handler; seen within one wait) */
+    const char *wake_path;       /* optional (POSIX): while run() runs, listen on a Unix
+                                    datagram socket at this path and claim at once when a
+                                    producer's store with the same wake_path commits, in any
+                                    process of this host. One dispatcher listens per path (a
+                                    live one is left alone; a stale socket file replaced);
+                                    the file is removed when run() returns */
 } ibx_dispatcher_desc;
 /* Intervals are saturating: a huge one (INT64_MAX) means "never again". */
 
@@ -931,6 +949,13 @@ IBX_API void ibx_dispatcher_stop(ibx_dispatcher *dispatcher);
  * cheap when the dispatcher is busy. Producers in other processes are seen
  * at the next poll. */
 IBX_API void ibx_dispatcher_wake(ibx_dispatcher *dispatcher);
+
+/* Wake the dispatcher listening at the store's wake_path (see the store
+ * desc), in this or another process. The store does it by itself after
+ * each enqueue it commits; call it after committing your own transaction
+ * that enqueued with a _tx call. Never blocks; no listener is not an
+ * error. Returns IBX_OK, or IBX_ERR_INVALID_ARG for a NULL store. */
+IBX_API ibx_result ibx_notify(ibx_store *store);
 
 /* The dispatcher's last error: with one store it is that store's error;
  * with a provider, the error of the last round that failed (copied, so it
@@ -1399,8 +1424,9 @@ typedef struct ibx__dialect {
     const char *name;           /* printed in logs and test lines */
     const char *dbms_match;     /* SQL_DBMS_NAME starts with this (case-insensitive) */
     const char *dbms_match2;    /* a second accepted name, or NULL */
-    int tx_by_sql;              /* autocommit stays on; BEGIN/COMMIT/ROLLBACK issued as SQL */
-    const char *begin_sql;      /* opens a write transaction when tx_by_sql */
+    int tx_by_sql;              /* autocommit stays on; BEGIN/COMMIT/ROLLBACK issued as SQL
+                                   (on every connection: a caller's must be in autocommit) */
+    const char *begin_sql;      /* opens a write transaction when tx_by_sql or own_tx_by_sql */
     SQLULEN isolation;          /* set on our own connections; 0 = leave the driver's */
     int has_schemas;            /* tables are qualified by a schema */
     char quote_open, quote_close;
@@ -1426,6 +1452,10 @@ typedef struct ibx__dialect {
                                    (psqlODBC): one-statement units run in autocommit */
     int batch_as_json_rows;     /* a multi-row INSERT takes one JSON array of rows, read in
                                    one pass (json_each, JSON_TABLE), not a list per column */
+    int own_tx_by_sql;          /* tx_by_sql on our own connections only (MariaDB: switching
+                                   autocommit costs a round trip, so ours rest in autocommit
+                                   and a unit of several statements opens with begin_sql;
+                                   not with a statement timeout, see ibx__db_setup) */
 } ibx__dialect;
 
 static const ibx__native_fault ibx__sqlite_natives[] = {
@@ -1461,29 +1491,29 @@ static const ibx__native_fault ibx__no_natives[] = {{0, 0}};
 /* Indexed by ibx_dialect. */
 static const ibx__dialect ibx__dialects[] = {
     {IBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0},
+     ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0, 0},
     {IBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1},
+     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1, 1},
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
     {IBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1, 0},
+     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1, 0, 0},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
-    {IBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, NULL, SQL_TXN_READ_COMMITTED, 0,
+    {IBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, "START TRANSACTION", SQL_TXN_READ_COMMITTED, 0,
      '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     ibx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0, 1},
+     ibx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0, 1, 1},
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
     {IBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", ibx__sqlserver_natives, 1,
-     1, "\nGO\n", 1, 1, NULL, 0, 0},
+     1, "\nGO\n", 1, 1, NULL, 0, 0, 0},
 };
 #define IBX__DIALECT_COUNT ((int)(sizeof ibx__dialects / sizeof ibx__dialects[0]))
 
@@ -1610,6 +1640,35 @@ typedef struct ibx__sqlset {
     const char *ddl[32];         /* the schema, one statement each, NULL-terminated */
     const ibx__stmt_row *rows;   /* the statements, by name; {id, NULL} ends */
 } ibx__sqlset;
+
+/* Expand a statement template with a store's names: {T} the quoted table,
+ * {S} the quoted schema, {N} the bare table name, {W} the dialect's "now"
+ * in Unix ms, and for each "<letter><suffix>" of `more` (NULL-terminated)
+ * {<letter>} the quoted table named table + suffix. Returns text from the
+ * allocator, or NULL when out of memory. */
+IBX__PRIVATE char *ibx__expand_names(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
+                                     const char *schema, const char *table, const char *tmpl,
+                                     const char *const *more) {
+    const char *names[26];
+    char *quoted[26], name[80], *out = NULL;
+    int i, ok = 1;
+    memset((void *)names, 0, sizeof names);
+    memset(quoted, 0, sizeof quoted);
+    if (!d->has_schemas) schema = NULL;
+    quoted['T' - 'A'] = ibx__quote_name(h, d, schema, table);
+    if (schema) quoted['S' - 'A'] = ibx__quote_name(h, d, NULL, schema);
+    ok = quoted['T' - 'A'] && (quoted['S' - 'A'] || !schema);
+    for (i = 0; ok && more && more[i]; i++) {
+        snprintf(name, sizeof name, "%s%s", table, more[i] + 1);
+        ok = (quoted[more[i][0] - 'A'] = ibx__quote_name(h, d, schema, name)) != NULL;
+    }
+    for (i = 0; i < 26; i++) names[i] = quoted[i];
+    names['N' - 'A'] = table;
+    names['W' - 'A'] = q->now_ms;
+    if (ok) out = ibx__sql_expand(h, tmpl, names);
+    for (i = 0; i < 26; i++) ibx__free(h, quoted[i]);
+    return out;
+}
 
 /* SQL Server: the first batch of every deploy. Deploys serialize on a lock
  * that ends with the transaction. In the library, manual commit is
@@ -1744,6 +1803,8 @@ typedef struct ibx__db {
     int connected;
     int lost;                    /* the connection died: reopen before the next use */
     int in_tx;                   /* a unit of work is open */
+    int tx_by_sql;               /* this connection rests in autocommit; units open with
+                                    the dialect's begin_sql (ibx__dialect) */
     int fault;                   /* IBX__FAULT_* of the last diagnosed failure */
     char dbms_name[64];
     char dbms_version[64];
@@ -1894,10 +1955,15 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
                          "of sqlite, postgresql, mariadb, sqlserver",
                          db->dbms_name, db->driver_name);
     db->d = d;
+    /* Not with a client-side statement timeout: a statement the driver gave
+     * up on runs on at the server, and in autocommit it would commit; in a
+     * transaction, the server rolls it back when it sees the socket closed. */
+    db->tx_by_sql = d->tx_by_sql || (db->own_connection && d->own_tx_by_sql &&
+                                     !(db->statement_timeout_s > 0 && d->timeout_keys));
     if (!db->own_connection) return IBX_OK; /* the caller's session is the caller's */
     r = ibx__check(db,
                    SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
-                                     (SQLPOINTER)(uintptr_t)(d->tx_by_sql ? SQL_AUTOCOMMIT_ON
+                                     (SQLPOINTER)(uintptr_t)(db->tx_by_sql ? SQL_AUTOCOMMIT_ON
                                                                           : SQL_AUTOCOMMIT_OFF),
                                      SQL_IS_UINTEGER),
                    SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(AUTOCOMMIT)");
@@ -1907,7 +1973,7 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
                                          (SQLPOINTER)(uintptr_t)d->isolation, SQL_IS_UINTEGER),
                        SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(TXN_ISOLATION)");
     if (r == IBX_OK && d->session_sql) r = ibx__exec_direct(db, d->session_sql, "session setup");
-    if (r == IBX_OK && !d->tx_by_sql) r = ibx__end_tran(db, SQL_COMMIT, "session setup commit");
+    if (r == IBX_OK && !db->tx_by_sql) r = ibx__end_tran(db, SQL_COMMIT, "session setup commit");
     if (r == IBX_OK && d->version_sql) {
         /* Best effort: SQL_DBMS_VER stays when the server will not say. */
         char version[64];
@@ -1915,7 +1981,7 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
             ibx__copy(db->dbms_version, sizeof db->dbms_version, version);
         else
             ibx__error_clear(db->err);
-        if (!d->tx_by_sql) ibx__end_tran(db, SQL_ROLLBACK, "version query end");
+        if (!db->tx_by_sql) ibx__end_tran(db, SQL_ROLLBACK, "version query end");
     }
     return r;
 }
@@ -2033,7 +2099,7 @@ IBX__PRIVATE ibx_result ibx__db_connect(ibx__db *db, const char *connstr) {
  * could claim one row. Asked of the driver manager: no round trip. */
 IBX__PRIVATE ibx_result ibx__check_autocommit(ibx__db *db) {
     SQLUINTEGER mode = 0;
-    SQLUINTEGER want = db->d->tx_by_sql ? SQL_AUTOCOMMIT_ON : SQL_AUTOCOMMIT_OFF;
+    SQLUINTEGER want = db->tx_by_sql ? SQL_AUTOCOMMIT_ON : SQL_AUTOCOMMIT_OFF;
     ibx_result r = ibx__check(db, SQLGetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT, &mode, 0, NULL),
                               SQL_HANDLE_DBC, db->dbc, "SQLGetConnectAttr(AUTOCOMMIT)");
     if (r != IBX_OK || mode == want) return r;
@@ -2477,7 +2543,7 @@ IBX__PRIVATE ibx_result ibx__begin(ibx__db *db) {
     ibx_result r = IBX_OK;
     /* SQLite: a deferred transaction that later writes can deadlock and burn
      * the whole busy timeout, so writers take the lock up front. */
-    if (db->d->tx_by_sql) r = ibx__exec_direct(db, db->d->begin_sql, "BEGIN");
+    if (db->tx_by_sql) r = ibx__exec_direct(db, db->d->begin_sql, "BEGIN");
     if (r == IBX_OK) db->in_tx = 1;
     return r;
 }
@@ -2498,12 +2564,12 @@ IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
         db->err->connection_lost = 1;
         return r;
     }
-    if (db->d->tx_by_sql && !db->in_tx) return IBX_OK; /* a read unit: nothing to commit */
-    r = db->d->tx_by_sql ? ibx__exec_direct(db, "COMMIT", "COMMIT")
+    if (db->tx_by_sql && !db->in_tx) return IBX_OK; /* a read unit: nothing to commit */
+    r = db->tx_by_sql ? ibx__exec_direct(db, "COMMIT", "COMMIT")
                          : ibx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
     /* A failed SQL COMMIT (SQLite BUSY) leaves the transaction open: keep
      * in_tx so that the rollback really runs and releases the lock. */
-    if (r == IBX_OK || !db->d->tx_by_sql) db->in_tx = 0;
+    if (r == IBX_OK || !db->tx_by_sql) db->in_tx = 0;
     if (r != IBX_OK && db->err->connection_lost)
         ibx__copy(db->err->message + strlen(db->err->message),
                   sizeof db->err->message - strlen(db->err->message),
@@ -2515,7 +2581,7 @@ IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
 IBX__PRIVATE void ibx__rollback(ibx__db *db) {
     ibx_error saved = *db->err;
     if (db->connected && !db->lost) {
-        if (db->d->tx_by_sql) {
+        if (db->tx_by_sql) {
             if (db->in_tx) ibx__exec_direct(db, "ROLLBACK", "ROLLBACK");
         } else {
             ibx__end_tran(db, SQL_ROLLBACK, "SQLEndTran(ROLLBACK)");
@@ -2532,11 +2598,11 @@ enum { IBX__UNIT_READ = 0, IBX__UNIT_WRITE = 1, IBX__UNIT_ONE_STATEMENT = 2 };
 /* A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
  * runs in autocommit, one round trip instead of three (psqlODBC sends
  * BEGIN and COMMIT apart). Only on our own connections, where switching is
- * free: tx_by_sql dialects rest in autocommit; psqlODBC switches locally.
+ * free: tx_by_sql connections rest in autocommit; psqlODBC switches locally.
  * Returns 1 if the unit runs so. */
 IBX__PRIVATE int ibx__autocommit_for_one(ibx__db *db, int flags) {
     if (!(flags & IBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
-    if (db->d->tx_by_sql) return 1;
+    if (db->tx_by_sql) return 1;
     if (!db->d->autocommit_is_local) return 0;
     return SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
                                            (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER));
@@ -2546,7 +2612,7 @@ IBX__PRIVATE int ibx__autocommit_for_one(ibx__db *db, int flags) {
  * cannot switch back is dropped: a later unit of several statements must
  * never run as several transactions. */
 IBX__PRIVATE void ibx__autocommit_done(ibx__db *db) {
-    if (db->d->tx_by_sql) return;
+    if (db->tx_by_sql) return;
     if (!SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
                                          (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER)))
         db->lost = 1;
@@ -2571,7 +2637,7 @@ IBX__PRIVATE ibx_result ibx__unit_run(ibx__db *db, ibx__unit_fn fn, void *ctx, c
         autocommit = ibx__autocommit_for_one(db, flags);
         /* SQLite readers need no write lock: without BEGIN each statement
          * is its own snapshot, and a writer elsewhere does not block them. */
-        r = autocommit || (!(flags & IBX__UNIT_WRITE) && db->d->tx_by_sql) ? IBX_OK : ibx__begin(db);
+        r = autocommit || (!(flags & IBX__UNIT_WRITE) && db->tx_by_sql) ? IBX_OK : ibx__begin(db);
         if (r == IBX_OK) r = fn(db, ctx);
         if (autocommit) ibx__autocommit_done(db);
         if (r >= 0) {
@@ -2921,6 +2987,98 @@ IBX__PRIVATE void ibx__loop_stop(ibx__loop *l) {
 #endif
 }
 
+/* >> cross-process wake-up: a Unix datagram socket ---------------------------------- */
+
+/* A producer in another process tells a waiting dispatcher that work was
+ * committed by sending one byte to the dispatcher's socket path; the
+ * database stays the only source of truth (a lost byte costs one poll).
+ * POSIX; IBX_NO_WAKE_SOCKET leaves it out. */
+#ifndef IBX_NO_WAKE_SOCKET
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#define IBX__WAKE_SOCKET 1
+#define IBX__WAKE_PATH_MAX ((int)sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+#else
+#define IBX__WAKE_SOCKET 0
+#define IBX__WAKE_PATH_MAX 107
+#endif
+
+/* A wake_path as given in a desc: none, or a path a socket can have. */
+IBX__PRIVATE ibx_result ibx__wake_path_check(ibx_error *err, const char *where, const char *path) {
+    if (!path) return IBX_OK;
+    if (!IBX__WAKE_SOCKET)
+        return ibx__fail(err, IBX_ERR_UNSUPPORTED, where, "built with IBX_NO_WAKE_SOCKET");
+    if (!path[0] || strlen(path) > (size_t)IBX__WAKE_PATH_MAX)
+        return ibx__fail(err, IBX_ERR_INVALID_ARG, where,
+                         "a socket path of 1..%d bytes, got %lu", IBX__WAKE_PATH_MAX,
+                         (unsigned long)strlen(path));
+    return IBX_OK;
+}
+
+#if IBX__WAKE_SOCKET
+IBX__PRIVATE void ibx__wake_addr(const char *path, struct sockaddr_un *a) {
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    memcpy(a->sun_path, path, strlen(path) + 1); /* length checked by ibx__wake_path_check */
+}
+
+/* A datagram socket that never blocks and is not inherited by exec. */
+IBX__PRIVATE int ibx__wake_socket(void) {
+    int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    if (fd >= 0 && (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 ||
+                    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* Send the wake byte to `path`; *fd is the sender's socket, made on first
+ * use. Never blocks: no listener, or a full queue (a wake is pending
+ * anyway), is not an error. */
+IBX__PRIVATE void ibx__wake_send(int *fd, const char *path) {
+    struct sockaddr_un a;
+    if (!path) return;
+    if (*fd < 0) *fd = ibx__wake_socket();
+    if (*fd < 0) return;
+    ibx__wake_addr(path, &a);
+    (void)sendto(*fd, "w", 1, 0, (const struct sockaddr *)&a, (socklen_t)sizeof a);
+}
+
+/* Bind a socket at `path` to receive wake bytes. A socket file left by a
+ * process that died is replaced; one another process still listens on is
+ * left to it (-1 then: this dispatcher polls). */
+IBX__PRIVATE int ibx__wake_bind(const ibx__hooks *h, const char *who, const char *path) {
+    struct sockaddr_un a;
+    int fd = ibx__wake_socket(), probe;
+    if (fd < 0) return -1;
+    ibx__wake_addr(path, &a);
+    if (bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0) return fd;
+    if (errno == EADDRINUSE && (probe = ibx__wake_socket()) >= 0) {
+        int live = connect(probe, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0;
+        close(probe);
+        if (!live && unlink(path) == 0 && bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0)
+            return fd;
+        if (live) {
+            ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: another process listens there; this "
+                     "dispatcher relies on polling", path);
+            close(fd);
+            return -1;
+        }
+    }
+    ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: cannot listen (%s); this dispatcher relies on polling",
+             path, strerror(errno));
+    close(fd);
+    return -1;
+}
+#else
+#define ibx__wake_send(fd, path) ((void)(fd), (void)(path))
+#endif
+
 typedef struct ibx__loop_timing {
     int64_t poll_ms, idle_max_ms, error_ms, startup_ms;
 } ibx__loop_timing;
@@ -3186,6 +3344,7 @@ enum {
 #define IBX__PG_KEYS \
     "(\"Source\", \"MessageId\") IN (SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[])))"
 
+#ifndef IBX_NO_SQLITE
 static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     /* sqliteodbc shows RETURNING rows only after a leading WITH. */
     {IBX__Q_SEEN,
@@ -3271,7 +3430,10 @@ static const ibx__sqlset ibx__sqlite_inbox = {
      NULL},
     ibx__sqlite_inbox_rows
 };
+#define IBX__SQLITE_SET &ibx__sqlite_inbox
+#endif
 
+#ifndef IBX_NO_POSTGRESQL
 static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_SEEN,
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
@@ -3374,6 +3536,8 @@ static const ibx__sqlset ibx__postgresql_inbox = {
      NULL},
     ibx__postgresql_inbox_rows
 };
+#define IBX__POSTGRESQL_SET &ibx__postgresql_inbox
+#endif
 
 /* DATETIME(6) holds UTC; these never pass through the session's time zone
  * (UNIX_TIMESTAMP and FROM_UNIXTIME would, on a caller's connection too). */
@@ -3398,6 +3562,7 @@ static const ibx__sqlset ibx__postgresql_inbox = {
  * 10.5+, not MySQL) gives the dedup answer and the enqueue count in one
  * statement: the driver's row count cannot tell an insert from an
  * untouched Done row. SET runs left to right: Status is assigned last. */
+#ifndef IBX_NO_MARIADB
 static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
     {IBX__Q_SEEN,
      "INSERT INTO {T} (`Source`, `MessageId`, `Hash`) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE "
@@ -3499,6 +3664,8 @@ static const ibx__sqlset ibx__mariadb_inbox = {
      NULL},
     ibx__mariadb_inbox_rows
 };
+#define IBX__MARIADB_SET &ibx__mariadb_inbox
+#endif
 
 /* SQL Server: DATETIME2(3) UTC times (the seed's) to and from Unix ms;
  * DATEADD takes an int, so whole days and the rest are added apart. */
@@ -3543,6 +3710,7 @@ static const ibx__sqlset ibx__mariadb_inbox = {
  * READCOMMITTEDLOCK (READPAST needs locking reads under
  * READ_COMMITTED_SNAPSHOT). Written to the documentation; not yet run
  * against a server. */
+#ifndef IBX_NO_SQLSERVER
 static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
     {IBX__Q_SEEN,
      "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ? AS [Source], ? AS [MessageId], ? AS [Hash]) AS s "
@@ -3669,29 +3837,34 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
      NULL},
     ibx__sqlserver_inbox_rows
 };
+#define IBX__SQLSERVER_SET &ibx__sqlserver_inbox
+#endif
 
-/* Indexed by ibx_dialect. */
-static const ibx__sqlset *const ibx__sqlsets[] = {
-    NULL, &ibx__sqlite_inbox, &ibx__postgresql_inbox, &ibx__mariadb_inbox, &ibx__sqlserver_inbox};
+/* >>common-begin sqlsets */
 
+/* The statement sets by dialect (ibx_dialect order); a dialect left out of
+ * the build (IBX_NO_<DIALECT>) has none. */
+#ifndef IBX__SQLITE_SET
+#define IBX__SQLITE_SET NULL
+#endif
+#ifndef IBX__POSTGRESQL_SET
+#define IBX__POSTGRESQL_SET NULL
+#endif
+#ifndef IBX__MARIADB_SET
+#define IBX__MARIADB_SET NULL
+#endif
+#ifndef IBX__SQLSERVER_SET
+#define IBX__SQLSERVER_SET NULL
+#endif
+static const ibx__sqlset *const ibx__sqlsets[] = {NULL, IBX__SQLITE_SET, IBX__POSTGRESQL_SET,
+                                                    IBX__MARIADB_SET, IBX__SQLSERVER_SET};
+
+/* >>common-end sqlsets */
+
+/* Expand a template with the store's names (see ibx__expand_names). */
 static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
-                               const char *schema, const char *table, const char *tmpl) {
-    const char *names[26];
-    char *t, *qs = NULL, *out = NULL;
-    memset((void *)names, 0, sizeof names);
-    if (!d->has_schemas) schema = NULL;
-    t = ibx__quote_name(h, d, schema, table);
-    if (schema) qs = ibx__quote_name(h, d, NULL, schema);
-    if (t && (qs || !schema)) {
-        names['T' - 'A'] = t;
-        names['S' - 'A'] = qs;
-        names['N' - 'A'] = table;
-        names['W' - 'A'] = q->now_ms;
-        out = ibx__sql_expand(h, tmpl, names);
-    }
-    ibx__free(h, t);
-    ibx__free(h, qs);
-    return out;
+                         const char *schema, const char *table, const char *tmpl) {
+    return ibx__expand_names(h, d, q, schema, table, tmpl, NULL);
 }
 
 /* >> the inbox's face: what the engine below needs of this header -------------- */
@@ -3794,6 +3967,8 @@ struct ibx_store {
     ibx_log_level message_log_level; /* per-message lines */
     int64_t counters[IBX_METRIC_COUNT_];
     char token[37];               /* the owner token of the current call, lower case */
+    char *wake_path;              /* where a dispatcher may listen (ibx_notify), or NULL */
+    int wake_fd;                  /* the sending socket, made at the first wake; -1 */
     ibx__store_own own;           /* what only this header keeps */
 };
 
@@ -3910,9 +4085,19 @@ static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
     return IBX_OK;
 }
 
+/* The option that leaves a dialect out, for the error that says so. */
+static const char *ibx__dialect_macro(ibx_dialect id) {
+    static const char *const names[] = {"AUTO", "SQLITE", "POSTGRESQL", "MARIADB", "SQLSERVER"};
+    return (int)id >= 0 && (int)id <= (int)IBX_DIALECT_SQLSERVER ? names[id] : "?";
+}
+
 static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     const ibx__stmt_row *row;
     s->q = ibx__sqlsets[s->db.d->id];
+    if (!s->q)
+        return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, "ibx_store_open: dialect",
+                              "%s was left out of this build (IBX_NO_%s)", s->db.d->name,
+                              ibx__dialect_macro(s->db.d->id));
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
         IBX_ASSERT(row->id >= 0 && row->id < IBX__Q_COUNT && !s->sql[row->id]);
         s->sql[row->id] = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, row->sql);
@@ -3964,7 +4149,7 @@ IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const
     ibx_result r = ibx__check_names(&err, "ibx_schema_sql", schema ? schema : IBX__DEFAULT_SCHEMA,
                                     table ? table : IBX__DEFAULT_TABLE);
     if (r != IBX_OK) return r;
-    if (!d) return IBX_ERR_UNSUPPORTED;
+    if (!d || !ibx__sqlsets[d->id]) return IBX_ERR_UNSUPPORTED; /* unknown, or left out */
     if (!out && cap > 0) return IBX_ERR_INVALID_ARG;
     ibx__hooks_resolve(&h, NULL);
     ddl = ibx__schema_text(&h, d, ibx__sqlsets[d->id], schema ? schema : IBX__DEFAULT_SCHEMA,
@@ -4004,6 +4189,10 @@ static ibx_result ibx__store_desc_check(ibx_store *s, const ibx_store_desc *desc
     if ((int)desc->dialect < 0 || (int)desc->dialect > (int)IBX_DIALECT_SQLSERVER)
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: dialect",
                          "dialect %d is not an ibx_dialect value", (int)desc->dialect);
+    if (ibx__wake_path_check(&s->err, "ibx_store_open: wake_path", desc->wake_path) != IBX_OK)
+        return s->err.result;
+    if (desc->wake_path && !(s->wake_path = ibx__strdup(&s->hooks, desc->wake_path)))
+        return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     return ibx__store_names(s, desc);
 }
 
@@ -4018,6 +4207,7 @@ IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out) {
     s = (ibx_store *)ibx__alloc(&hooks, sizeof *s);
     if (!s) return IBX_ERR_NO_MEMORY;
     memset(s, 0, sizeof *s);
+    s->wake_fd = -1;
     ibx__hooks_resolve(&s->hooks, &desc->hooks); /* again, in place: it must not move */
     s->db.hooks = &s->hooks;
     s->db.err = &s->err;
@@ -4064,6 +4254,10 @@ IBX_API void ibx_store_close(ibx_store *store) {
     ibx__free(&hooks, store->table);
     ibx__free(&hooks, store->store_id);
     ibx__free(&hooks, store->worker_name);
+    ibx__free(&hooks, store->wake_path);
+#if IBX__WAKE_SOCKET
+    if (store->wake_fd >= 0) close(store->wake_fd);
+#endif
     ibx__free(&hooks, store);
 }
 
@@ -4929,6 +5123,11 @@ struct ibx_dispatcher {
     int *failures;               /* indexes of messages that did not succeed */
     int *outcomes;               /* an ibx_outcome, or IBX__SKIPPED */
     char (*errors)[IBX__HANDLER_ERROR_MAX];
+    char wake_path[IBX__WAKE_PATH_MAX + 1]; /* empty: none */
+    int wake_fd;                 /* listening while run() runs, else -1 */
+#if IBX__WAKE_SOCKET && !defined(IBX_NO_THREADS)
+    pthread_t wake_thread;
+#endif
 };
 
 static int64_t ibx__default_backoff(int attempts, void *user) {
@@ -5009,6 +5208,8 @@ IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_di
     h = desc->store ? &desc->store->hooks : &desc->provider->hooks;
     err = desc->store ? &desc->store->err : &desc->provider->err;
     if (ibx__dispatcher_desc_check(desc, err) != IBX_OK) return err->result;
+    if (ibx__wake_path_check(err, "ibx_dispatcher_create: wake_path", desc->wake_path) != IBX_OK)
+        return err->result;
     if (!IBX__DEFAULT_CLOCK_SLEEPS && h->clock.sleep_ms == ibx__default_sleep_ms)
         return ibx__fail(err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: hooks.clock",
                          "built with IBX_NO_POSIX_CLOCK, the default clock cannot sleep: give the "
@@ -5021,6 +5222,8 @@ IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_di
     d->provider = desc->provider;
     d->hooks = h;
     d->err = desc->store ? err : &d->own_err;
+    d->wake_fd = -1;
+    if (desc->wake_path) ibx__copy(d->wake_path, sizeof d->wake_path, desc->wake_path);
     if (desc->owner_token) {
         ibx__lower_uuid(desc->owner_token, d->owner);
     } else {
@@ -5313,15 +5516,62 @@ static ibx_result ibx__dispatch_round(void *vd) {
     return r;
 }
 
+#if IBX__WAKE_SOCKET && !defined(IBX_NO_THREADS)
+/* The listener: a wake byte on the socket wakes the loop. It polls in
+ * 250 ms slices to see a stop; ibx__wake_unlisten ends a slice at once. */
+static void *ibx__wake_main(void *arg) {
+    ibx_dispatcher *d = (ibx_dispatcher *)arg;
+    while (!ibx__loop_stopped(&d->loop)) {
+        struct pollfd p;
+        char bytes[64];
+        int got = 0;
+        p.fd = d->wake_fd;
+        p.events = POLLIN;
+        p.revents = 0;
+        if (poll(&p, 1, 250) <= 0) continue;
+        while (recv(d->wake_fd, bytes, sizeof bytes, 0) > 0) got = 1;
+        if (got) ibx__loop_wake(&d->loop);
+    }
+    return NULL;
+}
+
+static void ibx__wake_listen(ibx_dispatcher *d, const char *name) {
+    if (!d->wake_path[0]) return;
+    d->wake_fd = ibx__wake_bind(d->hooks, name, d->wake_path);
+    if (d->wake_fd >= 0 && pthread_create(&d->wake_thread, NULL, ibx__wake_main, d) != 0) {
+        close(d->wake_fd);
+        unlink(d->wake_path);
+        d->wake_fd = -1;
+    }
+    if (d->wake_fd >= 0) ibx__log(d->hooks, IBX_LOG_INFO, name, "listening for wake-ups at %s", d->wake_path);
+}
+
+static void ibx__wake_unlisten(ibx_dispatcher *d) {
+    int self = -1;
+    if (d->wake_fd < 0) return;
+    ibx__wake_send(&self, d->wake_path);
+    if (self >= 0) close(self);
+    pthread_join(d->wake_thread, NULL);
+    close(d->wake_fd);
+    unlink(d->wake_path);
+    d->wake_fd = -1;
+}
+#else
+#define ibx__wake_listen(d, name) ((void)(d), (void)(name))
+#define ibx__wake_unlisten(d) ((void)(d))
+#endif
+
 IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *d) {
     const char *name;
     if (!d) return IBX_ERR_INVALID_ARG;
     name = d->store ? d->store->store_id : "dispatcher";
+    ibx__wake_listen(d, name);
     ibx__log(d->hooks, IBX_LOG_INFO, name,
              "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
              d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
              d->store ? 1 : d->provider->reg.count);
     ibx__loop_run(&d->loop, &d->timing, ibx__dispatch_round, d, name, d->err);
+    ibx__wake_unlisten(d);
     ibx__log(d->hooks, IBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
     return IBX_OK;
 }
@@ -5332,6 +5582,12 @@ IBX_API void ibx_dispatcher_stop(ibx_dispatcher *d) {
 
 IBX_API void ibx_dispatcher_wake(ibx_dispatcher *d) {
     if (d) ibx__loop_wake(&d->loop);
+}
+
+IBX_API ibx_result ibx_notify(ibx_store *s) {
+    if (!s) return IBX_ERR_INVALID_ARG;
+    ibx__wake_send(&s->wake_fd, s->wake_path);
+    return IBX_OK;
 }
 
 /* >>common-end engine */
@@ -5611,6 +5867,7 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
                  "message %s from %s enqueued again with a different content hash", m->message_id,
                  m->source);
     if (enqueued) *enqueued = rows > 0;
+    if (rows > 0) ibx__wake_send(&store->wake_fd, store->wake_path);
     ibx__count(store, IBX_METRIC_ENQUEUED, rows > 0 ? 1 : 0);
     ibx__log(&store->hooks, store->message_log_level, store->store_id, "%s topic=%s source=%s id=%s",
              rows > 0 ? "enqueued" : "already done, not enqueued:", m->topic, m->source, m->message_id);

@@ -78,8 +78,15 @@
  *                        the store a clock hook then (a dispatcher without
  *                        one is refused: it could not sleep between polls)
  *     OBX_NO_THREADS     build without pthreads: obx_dispatcher_wake() does
- *                        nothing, run() sleeps in 50 ms slices, and leases
- *                        are not renewed while handlers run
+ *                        nothing, run() sleeps in 50 ms slices, leases are
+ *                        not renewed while handlers run, and a dispatcher
+ *                        does not listen at its wake_path
+ *     OBX_NO_WAKE_SOCKET build without sockets: a wake_path (store or
+ *                        dispatcher desc) is OBX_ERR_UNSUPPORTED
+ *     OBX_NO_SQLITE, OBX_NO_POSTGRESQL, OBX_NO_MARIADB, OBX_NO_SQLSERVER
+ *                        leave that dialect's SQL out (a gateway that only
+ *                        talks to SQLite needs none of the others); a store
+ *                        on a left-out dialect is OBX_ERR_UNSUPPORTED
  *   The implementation needs POSIX (clock_gettime): compile that one file
  *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
  *   an #error that says so.
@@ -176,6 +183,9 @@
  *                 session's time zone. Needs no sql_mode of its own. A claim
  *                 is three statements in one transaction (pick with FOR
  *                 UPDATE SKIP LOCKED, update, read back): no RETURNING.
+ *                 The store's own connection rests in autocommit, so a
+ *                 one-statement step is one round trip (a caller's
+ *                 connection given as hdbc stays in manual commit).
  *                 Tables are utf8mb4_nopad_bin (byte-exact keys, trailing
  *                 spaces count). A statement stopped by max_statement_time
  *                 is OBX_ERR_DB_TRANSIENT, and the store reconnects before
@@ -501,6 +511,11 @@ typedef struct obx_store_desc {
                                     per message (each enqueue, and each handler invocation
                                     of a dispatcher on this store); OBX_LOG_INFO for an
                                     audit trail at INFO */
+    const char *wake_path;       /* optional (POSIX): after each enqueue it commits, the store
+                                    sends a wake byte to a dispatcher listening at this Unix
+                                    socket path (its desc's wake_path), in any process of
+                                    this host: claimed at once instead of at the next poll.
+                                    obx_notify() does it after your own commit of a _tx call */
 } obx_store_desc;
 
 /* ---- Messages ----------------------------------------------------------------- */
@@ -858,6 +873,12 @@ typedef struct obx_dispatcher_desc {
                                     the lease (or call obx_lease_extend themselves) */
     volatile sig_atomic_t *stop_flag; /* optional: run() stops when *stop_flag becomes nonzero
                                     (safe to set from a signal handler; seen within one wait) */
+    const char *wake_path;       /* optional (POSIX): while run() runs, listen on a Unix
+                                    datagram socket at this path and claim at once when a
+                                    producer's store with the same wake_path commits, in any
+                                    process of this host. One dispatcher listens per path (a
+                                    live one is left alone; a stale socket file replaced);
+                                    the file is removed when run() returns */
 } obx_dispatcher_desc;
 /* Intervals are saturating: a huge one (INT64_MAX) means "never again". */
 
@@ -911,6 +932,13 @@ OBX_API void obx_dispatcher_stop(obx_dispatcher *dispatcher);
  * cheap when the dispatcher is busy. Producers in other processes are seen
  * at the next poll. */
 OBX_API void obx_dispatcher_wake(obx_dispatcher *dispatcher);
+
+/* Wake the dispatcher listening at the store's wake_path (see the store
+ * desc), in this or another process. The store does it by itself after
+ * each enqueue it commits; call it after committing your own transaction
+ * that enqueued with a _tx call. Never blocks; no listener is not an
+ * error. Returns OBX_OK, or OBX_ERR_INVALID_ARG for a NULL store. */
+OBX_API obx_result obx_notify(obx_store *store);
 
 /* The dispatcher's last error: with one store it is that store's error;
  * with a provider, the error of the last round that failed (copied, so it
@@ -1469,8 +1497,9 @@ typedef struct obx__dialect {
     const char *name;           /* printed in logs and test lines */
     const char *dbms_match;     /* SQL_DBMS_NAME starts with this (case-insensitive) */
     const char *dbms_match2;    /* a second accepted name, or NULL */
-    int tx_by_sql;              /* autocommit stays on; BEGIN/COMMIT/ROLLBACK issued as SQL */
-    const char *begin_sql;      /* opens a write transaction when tx_by_sql */
+    int tx_by_sql;              /* autocommit stays on; BEGIN/COMMIT/ROLLBACK issued as SQL
+                                   (on every connection: a caller's must be in autocommit) */
+    const char *begin_sql;      /* opens a write transaction when tx_by_sql or own_tx_by_sql */
     SQLULEN isolation;          /* set on our own connections; 0 = leave the driver's */
     int has_schemas;            /* tables are qualified by a schema */
     char quote_open, quote_close;
@@ -1496,6 +1525,10 @@ typedef struct obx__dialect {
                                    (psqlODBC): one-statement units run in autocommit */
     int batch_as_json_rows;     /* a multi-row INSERT takes one JSON array of rows, read in
                                    one pass (json_each, JSON_TABLE), not a list per column */
+    int own_tx_by_sql;          /* tx_by_sql on our own connections only (MariaDB: switching
+                                   autocommit costs a round trip, so ours rest in autocommit
+                                   and a unit of several statements opens with begin_sql;
+                                   not with a statement timeout, see obx__db_setup) */
 } obx__dialect;
 
 static const obx__native_fault obx__sqlite_natives[] = {
@@ -1531,29 +1564,29 @@ static const obx__native_fault obx__no_natives[] = {{0, 0}};
 /* Indexed by obx_dialect. */
 static const obx__dialect obx__dialects[] = {
     {OBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0},
+     obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0, 0},
     {OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1},
+     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1, 1},
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
     {OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1, 0},
+     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1, 0, 0},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
-    {OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, NULL, SQL_TXN_READ_COMMITTED, 0,
+    {OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, "START TRANSACTION", SQL_TXN_READ_COMMITTED, 0,
      '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     obx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0, 1},
+     obx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0, 1, 1},
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
     {OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives, 1,
-     1, "\nGO\n", 1, 1, NULL, 0, 0},
+     1, "\nGO\n", 1, 1, NULL, 0, 0, 0},
 };
 #define OBX__DIALECT_COUNT ((int)(sizeof obx__dialects / sizeof obx__dialects[0]))
 
@@ -1680,6 +1713,35 @@ typedef struct obx__sqlset {
     const char *ddl[32];         /* the schema, one statement each, NULL-terminated */
     const obx__stmt_row *rows;   /* the statements, by name; {id, NULL} ends */
 } obx__sqlset;
+
+/* Expand a statement template with a store's names: {T} the quoted table,
+ * {S} the quoted schema, {N} the bare table name, {W} the dialect's "now"
+ * in Unix ms, and for each "<letter><suffix>" of `more` (NULL-terminated)
+ * {<letter>} the quoted table named table + suffix. Returns text from the
+ * allocator, or NULL when out of memory. */
+OBX__PRIVATE char *obx__expand_names(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
+                                     const char *schema, const char *table, const char *tmpl,
+                                     const char *const *more) {
+    const char *names[26];
+    char *quoted[26], name[80], *out = NULL;
+    int i, ok = 1;
+    memset((void *)names, 0, sizeof names);
+    memset(quoted, 0, sizeof quoted);
+    if (!d->has_schemas) schema = NULL;
+    quoted['T' - 'A'] = obx__quote_name(h, d, schema, table);
+    if (schema) quoted['S' - 'A'] = obx__quote_name(h, d, NULL, schema);
+    ok = quoted['T' - 'A'] && (quoted['S' - 'A'] || !schema);
+    for (i = 0; ok && more && more[i]; i++) {
+        snprintf(name, sizeof name, "%s%s", table, more[i] + 1);
+        ok = (quoted[more[i][0] - 'A'] = obx__quote_name(h, d, schema, name)) != NULL;
+    }
+    for (i = 0; i < 26; i++) names[i] = quoted[i];
+    names['N' - 'A'] = table;
+    names['W' - 'A'] = q->now_ms;
+    if (ok) out = obx__sql_expand(h, tmpl, names);
+    for (i = 0; i < 26; i++) obx__free(h, quoted[i]);
+    return out;
+}
 
 /* SQL Server: the first batch of every deploy. Deploys serialize on a lock
  * that ends with the transaction. In the library, manual commit is
@@ -1814,6 +1876,8 @@ typedef struct obx__db {
     int connected;
     int lost;                    /* the connection died: reopen before the next use */
     int in_tx;                   /* a unit of work is open */
+    int tx_by_sql;               /* this connection rests in autocommit; units open with
+                                    the dialect's begin_sql (obx__dialect) */
     int fault;                   /* OBX__FAULT_* of the last diagnosed failure */
     char dbms_name[64];
     char dbms_version[64];
@@ -1964,10 +2028,15 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
                          "of sqlite, postgresql, mariadb, sqlserver",
                          db->dbms_name, db->driver_name);
     db->d = d;
+    /* Not with a client-side statement timeout: a statement the driver gave
+     * up on runs on at the server, and in autocommit it would commit; in a
+     * transaction, the server rolls it back when it sees the socket closed. */
+    db->tx_by_sql = d->tx_by_sql || (db->own_connection && d->own_tx_by_sql &&
+                                     !(db->statement_timeout_s > 0 && d->timeout_keys));
     if (!db->own_connection) return OBX_OK; /* the caller's session is the caller's */
     r = obx__check(db,
                    SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
-                                     (SQLPOINTER)(uintptr_t)(d->tx_by_sql ? SQL_AUTOCOMMIT_ON
+                                     (SQLPOINTER)(uintptr_t)(db->tx_by_sql ? SQL_AUTOCOMMIT_ON
                                                                           : SQL_AUTOCOMMIT_OFF),
                                      SQL_IS_UINTEGER),
                    SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(AUTOCOMMIT)");
@@ -1977,7 +2046,7 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
                                          (SQLPOINTER)(uintptr_t)d->isolation, SQL_IS_UINTEGER),
                        SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(TXN_ISOLATION)");
     if (r == OBX_OK && d->session_sql) r = obx__exec_direct(db, d->session_sql, "session setup");
-    if (r == OBX_OK && !d->tx_by_sql) r = obx__end_tran(db, SQL_COMMIT, "session setup commit");
+    if (r == OBX_OK && !db->tx_by_sql) r = obx__end_tran(db, SQL_COMMIT, "session setup commit");
     if (r == OBX_OK && d->version_sql) {
         /* Best effort: SQL_DBMS_VER stays when the server will not say. */
         char version[64];
@@ -1985,7 +2054,7 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
             obx__copy(db->dbms_version, sizeof db->dbms_version, version);
         else
             obx__error_clear(db->err);
-        if (!d->tx_by_sql) obx__end_tran(db, SQL_ROLLBACK, "version query end");
+        if (!db->tx_by_sql) obx__end_tran(db, SQL_ROLLBACK, "version query end");
     }
     return r;
 }
@@ -2103,7 +2172,7 @@ OBX__PRIVATE obx_result obx__db_connect(obx__db *db, const char *connstr) {
  * could claim one row. Asked of the driver manager: no round trip. */
 OBX__PRIVATE obx_result obx__check_autocommit(obx__db *db) {
     SQLUINTEGER mode = 0;
-    SQLUINTEGER want = db->d->tx_by_sql ? SQL_AUTOCOMMIT_ON : SQL_AUTOCOMMIT_OFF;
+    SQLUINTEGER want = db->tx_by_sql ? SQL_AUTOCOMMIT_ON : SQL_AUTOCOMMIT_OFF;
     obx_result r = obx__check(db, SQLGetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT, &mode, 0, NULL),
                               SQL_HANDLE_DBC, db->dbc, "SQLGetConnectAttr(AUTOCOMMIT)");
     if (r != OBX_OK || mode == want) return r;
@@ -2547,7 +2616,7 @@ OBX__PRIVATE obx_result obx__begin(obx__db *db) {
     obx_result r = OBX_OK;
     /* SQLite: a deferred transaction that later writes can deadlock and burn
      * the whole busy timeout, so writers take the lock up front. */
-    if (db->d->tx_by_sql) r = obx__exec_direct(db, db->d->begin_sql, "BEGIN");
+    if (db->tx_by_sql) r = obx__exec_direct(db, db->d->begin_sql, "BEGIN");
     if (r == OBX_OK) db->in_tx = 1;
     return r;
 }
@@ -2568,12 +2637,12 @@ OBX__PRIVATE obx_result obx__commit(obx__db *db) {
         db->err->connection_lost = 1;
         return r;
     }
-    if (db->d->tx_by_sql && !db->in_tx) return OBX_OK; /* a read unit: nothing to commit */
-    r = db->d->tx_by_sql ? obx__exec_direct(db, "COMMIT", "COMMIT")
+    if (db->tx_by_sql && !db->in_tx) return OBX_OK; /* a read unit: nothing to commit */
+    r = db->tx_by_sql ? obx__exec_direct(db, "COMMIT", "COMMIT")
                          : obx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
     /* A failed SQL COMMIT (SQLite BUSY) leaves the transaction open: keep
      * in_tx so that the rollback really runs and releases the lock. */
-    if (r == OBX_OK || !db->d->tx_by_sql) db->in_tx = 0;
+    if (r == OBX_OK || !db->tx_by_sql) db->in_tx = 0;
     if (r != OBX_OK && db->err->connection_lost)
         obx__copy(db->err->message + strlen(db->err->message),
                   sizeof db->err->message - strlen(db->err->message),
@@ -2585,7 +2654,7 @@ OBX__PRIVATE obx_result obx__commit(obx__db *db) {
 OBX__PRIVATE void obx__rollback(obx__db *db) {
     obx_error saved = *db->err;
     if (db->connected && !db->lost) {
-        if (db->d->tx_by_sql) {
+        if (db->tx_by_sql) {
             if (db->in_tx) obx__exec_direct(db, "ROLLBACK", "ROLLBACK");
         } else {
             obx__end_tran(db, SQL_ROLLBACK, "SQLEndTran(ROLLBACK)");
@@ -2602,11 +2671,11 @@ enum { OBX__UNIT_READ = 0, OBX__UNIT_WRITE = 1, OBX__UNIT_ONE_STATEMENT = 2 };
 /* A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
  * runs in autocommit, one round trip instead of three (psqlODBC sends
  * BEGIN and COMMIT apart). Only on our own connections, where switching is
- * free: tx_by_sql dialects rest in autocommit; psqlODBC switches locally.
+ * free: tx_by_sql connections rest in autocommit; psqlODBC switches locally.
  * Returns 1 if the unit runs so. */
 OBX__PRIVATE int obx__autocommit_for_one(obx__db *db, int flags) {
     if (!(flags & OBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
-    if (db->d->tx_by_sql) return 1;
+    if (db->tx_by_sql) return 1;
     if (!db->d->autocommit_is_local) return 0;
     return SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
                                            (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER));
@@ -2616,7 +2685,7 @@ OBX__PRIVATE int obx__autocommit_for_one(obx__db *db, int flags) {
  * cannot switch back is dropped: a later unit of several statements must
  * never run as several transactions. */
 OBX__PRIVATE void obx__autocommit_done(obx__db *db) {
-    if (db->d->tx_by_sql) return;
+    if (db->tx_by_sql) return;
     if (!SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
                                          (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_OFF, SQL_IS_UINTEGER)))
         db->lost = 1;
@@ -2641,7 +2710,7 @@ OBX__PRIVATE obx_result obx__unit_run(obx__db *db, obx__unit_fn fn, void *ctx, c
         autocommit = obx__autocommit_for_one(db, flags);
         /* SQLite readers need no write lock: without BEGIN each statement
          * is its own snapshot, and a writer elsewhere does not block them. */
-        r = autocommit || (!(flags & OBX__UNIT_WRITE) && db->d->tx_by_sql) ? OBX_OK : obx__begin(db);
+        r = autocommit || (!(flags & OBX__UNIT_WRITE) && db->tx_by_sql) ? OBX_OK : obx__begin(db);
         if (r == OBX_OK) r = fn(db, ctx);
         if (autocommit) obx__autocommit_done(db);
         if (r >= 0) {
@@ -2991,6 +3060,98 @@ OBX__PRIVATE void obx__loop_stop(obx__loop *l) {
 #endif
 }
 
+/* >> cross-process wake-up: a Unix datagram socket ---------------------------------- */
+
+/* A producer in another process tells a waiting dispatcher that work was
+ * committed by sending one byte to the dispatcher's socket path; the
+ * database stays the only source of truth (a lost byte costs one poll).
+ * POSIX; OBX_NO_WAKE_SOCKET leaves it out. */
+#ifndef OBX_NO_WAKE_SOCKET
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#define OBX__WAKE_SOCKET 1
+#define OBX__WAKE_PATH_MAX ((int)sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+#else
+#define OBX__WAKE_SOCKET 0
+#define OBX__WAKE_PATH_MAX 107
+#endif
+
+/* A wake_path as given in a desc: none, or a path a socket can have. */
+OBX__PRIVATE obx_result obx__wake_path_check(obx_error *err, const char *where, const char *path) {
+    if (!path) return OBX_OK;
+    if (!OBX__WAKE_SOCKET)
+        return obx__fail(err, OBX_ERR_UNSUPPORTED, where, "built with OBX_NO_WAKE_SOCKET");
+    if (!path[0] || strlen(path) > (size_t)OBX__WAKE_PATH_MAX)
+        return obx__fail(err, OBX_ERR_INVALID_ARG, where,
+                         "a socket path of 1..%d bytes, got %lu", OBX__WAKE_PATH_MAX,
+                         (unsigned long)strlen(path));
+    return OBX_OK;
+}
+
+#if OBX__WAKE_SOCKET
+OBX__PRIVATE void obx__wake_addr(const char *path, struct sockaddr_un *a) {
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    memcpy(a->sun_path, path, strlen(path) + 1); /* length checked by obx__wake_path_check */
+}
+
+/* A datagram socket that never blocks and is not inherited by exec. */
+OBX__PRIVATE int obx__wake_socket(void) {
+    int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    if (fd >= 0 && (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 ||
+                    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* Send the wake byte to `path`; *fd is the sender's socket, made on first
+ * use. Never blocks: no listener, or a full queue (a wake is pending
+ * anyway), is not an error. */
+OBX__PRIVATE void obx__wake_send(int *fd, const char *path) {
+    struct sockaddr_un a;
+    if (!path) return;
+    if (*fd < 0) *fd = obx__wake_socket();
+    if (*fd < 0) return;
+    obx__wake_addr(path, &a);
+    (void)sendto(*fd, "w", 1, 0, (const struct sockaddr *)&a, (socklen_t)sizeof a);
+}
+
+/* Bind a socket at `path` to receive wake bytes. A socket file left by a
+ * process that died is replaced; one another process still listens on is
+ * left to it (-1 then: this dispatcher polls). */
+OBX__PRIVATE int obx__wake_bind(const obx__hooks *h, const char *who, const char *path) {
+    struct sockaddr_un a;
+    int fd = obx__wake_socket(), probe;
+    if (fd < 0) return -1;
+    obx__wake_addr(path, &a);
+    if (bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0) return fd;
+    if (errno == EADDRINUSE && (probe = obx__wake_socket()) >= 0) {
+        int live = connect(probe, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0;
+        close(probe);
+        if (!live && unlink(path) == 0 && bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0)
+            return fd;
+        if (live) {
+            obx__log(h, OBX_LOG_WARN, who, "wake_path %s: another process listens there; this "
+                     "dispatcher relies on polling", path);
+            close(fd);
+            return -1;
+        }
+    }
+    obx__log(h, OBX_LOG_WARN, who, "wake_path %s: cannot listen (%s); this dispatcher relies on polling",
+             path, strerror(errno));
+    close(fd);
+    return -1;
+}
+#else
+#define obx__wake_send(fd, path) ((void)(fd), (void)(path))
+#endif
+
 typedef struct obx__loop_timing {
     int64_t poll_ms, idle_max_ms, error_ms, startup_ms;
 } obx__loop_timing;
@@ -3136,6 +3297,7 @@ enum {
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
     OBX__PG_MS("NextAttemptAt")
 
+#ifndef OBX_NO_SQLITE
 static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
@@ -3262,6 +3424,8 @@ static const obx__sqlset obx__sqlite_outbox = {
         NULL},
     obx__sqlite_outbox_rows
 };
+#define OBX__SQLITE_SET &obx__sqlite_outbox
+#endif
 
 /* PostgreSQL: the work-queue operations are also functions in the schema
  * (OBX-112), for SQL users; the library sends the same statements itself,
@@ -3271,6 +3435,7 @@ static const obx__sqlset obx__sqlite_outbox = {
  * ...)" or a join is planned from them, and on a large table may become a
  * sequential scan). */
 #define OBX__PG_BY_IDS "\"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 1 AND \"Id\" = ANY (CAST(? AS uuid[]))"
+#ifndef OBX_NO_POSTGRESQL
 static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
@@ -3475,6 +3640,8 @@ static const obx__sqlset obx__postgresql_outbox = {
         NULL},
     obx__postgresql_outbox_rows
 };
+#define OBX__POSTGRESQL_SET &obx__postgresql_outbox
+#endif
 
 /* DATETIME(6) holds UTC; these never pass through the session's time zone
  * (UNIX_TIMESTAMP and FROM_UNIXTIME would, on a caller's connection too). */
@@ -3501,6 +3668,7 @@ static const obx__sqlset obx__postgresql_outbox = {
  * which is right either way. Tables are utf8mb4_nopad_bin: keys and
  * topics compare byte for byte, trailing spaces included (utf8mb4_bin pads:
  * "m1" = "m1 "). No partial indexes: Status leads. */
+#ifndef OBX_NO_MARIADB
 static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
@@ -3632,6 +3800,8 @@ static const obx__sqlset obx__mariadb_outbox = {
     NULL},
     obx__mariadb_outbox_rows
 };
+#define OBX__MARIADB_SET &obx__mariadb_outbox
+#endif
 
 /* SQL Server: Unix ms <-> time. DATETIMEOFFSET columns (the seed's) are
  * compared as instants and read as UTC, floored to the ms (a cast to
@@ -3677,6 +3847,7 @@ static const obx__sqlset obx__mariadb_outbox = {
  * triggers update join members from an outbox update: "nested triggers"
  * must be on (the server default). Written to the documentation; not yet
  * run against a server. */
+#ifndef OBX_NO_SQLSERVER
 static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
@@ -3865,41 +4036,36 @@ static const obx__sqlset obx__sqlserver_outbox = {
         NULL},
     obx__sqlserver_outbox_rows
 };
+#define OBX__SQLSERVER_SET &obx__sqlserver_outbox
+#endif
 
-/* Indexed by obx_dialect. */
-static const obx__sqlset *const obx__sqlsets[] = {
-    NULL, &obx__sqlite_outbox, &obx__postgresql_outbox, &obx__mariadb_outbox, &obx__sqlserver_outbox};
+/* >>common-begin sqlsets */
 
-/* Expand a template with the store's names. */
-static char *obx__expand(const obx__hooks *h, const obx__dialect *d,
-                                const obx__sqlset *q, const char *schema, const char *table,
-                                const char *tmpl) {
-    const char *names[26];
-    char join_name[80], member_name[80];
-    char *t, *j, *m, *qs, *out;
-    memset((void *)names, 0, sizeof names);
-    snprintf(join_name, sizeof join_name, "%sJoin", table);
-    snprintf(member_name, sizeof member_name, "%sJoinMember", table);
-    if (!d->has_schemas) schema = NULL;
-    t = obx__quote_name(h, d, schema, table);
-    j = obx__quote_name(h, d, schema, join_name);
-    m = obx__quote_name(h, d, schema, member_name);
-    qs = schema ? obx__quote_name(h, d, NULL, schema) : NULL;
-    out = NULL;
-    if (t && j && m && (qs || !schema)) {
-        names['T' - 'A'] = t;
-        names['J' - 'A'] = j;
-        names['M' - 'A'] = m;
-        names['S' - 'A'] = qs;
-        names['N' - 'A'] = table;
-        names['W' - 'A'] = q->now_ms;
-        out = obx__sql_expand(h, tmpl, names);
-    }
-    obx__free(h, t);
-    obx__free(h, j);
-    obx__free(h, m);
-    obx__free(h, qs);
-    return out;
+/* The statement sets by dialect (obx_dialect order); a dialect left out of
+ * the build (OBX_NO_<DIALECT>) has none. */
+#ifndef OBX__SQLITE_SET
+#define OBX__SQLITE_SET NULL
+#endif
+#ifndef OBX__POSTGRESQL_SET
+#define OBX__POSTGRESQL_SET NULL
+#endif
+#ifndef OBX__MARIADB_SET
+#define OBX__MARIADB_SET NULL
+#endif
+#ifndef OBX__SQLSERVER_SET
+#define OBX__SQLSERVER_SET NULL
+#endif
+static const obx__sqlset *const obx__sqlsets[] = {NULL, OBX__SQLITE_SET, OBX__POSTGRESQL_SET,
+                                                    OBX__MARIADB_SET, OBX__SQLSERVER_SET};
+
+/* >>common-end sqlsets */
+
+/* Expand a template with the store's names; {J} and {M} are the join and
+ * join-member tables. */
+static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
+                         const char *schema, const char *table, const char *tmpl) {
+    static const char *const joins[] = {"JJoin", "MJoinMember", NULL};
+    return obx__expand_names(h, d, q, schema, table, tmpl, joins);
 }
 
 /* >> the outbox's face: what the engine below needs of this header ------------- */
@@ -4002,6 +4168,8 @@ struct obx_store {
     obx_log_level message_log_level; /* per-message lines */
     int64_t counters[OBX_METRIC_COUNT_];
     char token[37];               /* the owner token of the current call, lower case */
+    char *wake_path;              /* where a dispatcher may listen (obx_notify), or NULL */
+    int wake_fd;                  /* the sending socket, made at the first wake; -1 */
     obx__store_own own;           /* what only this header keeps */
 };
 
@@ -4118,9 +4286,19 @@ static obx_result obx__store_names(obx_store *s, const obx_store_desc *desc) {
     return OBX_OK;
 }
 
+/* The option that leaves a dialect out, for the error that says so. */
+static const char *obx__dialect_macro(obx_dialect id) {
+    static const char *const names[] = {"AUTO", "SQLITE", "POSTGRESQL", "MARIADB", "SQLSERVER"};
+    return (int)id >= 0 && (int)id <= (int)OBX_DIALECT_SQLSERVER ? names[id] : "?";
+}
+
 static obx_result obx__store_prepare_sql(obx_store *s) {
     const obx__stmt_row *row;
     s->q = obx__sqlsets[s->db.d->id];
+    if (!s->q)
+        return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, "obx_store_open: dialect",
+                              "%s was left out of this build (OBX_NO_%s)", s->db.d->name,
+                              obx__dialect_macro(s->db.d->id));
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
         OBX_ASSERT(row->id >= 0 && row->id < OBX__Q_COUNT && !s->sql[row->id]);
         s->sql[row->id] = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, row->sql);
@@ -4172,7 +4350,7 @@ OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const
     obx_result r = obx__check_names(&err, "obx_schema_sql", schema ? schema : OBX__DEFAULT_SCHEMA,
                                     table ? table : OBX__DEFAULT_TABLE);
     if (r != OBX_OK) return r;
-    if (!d) return OBX_ERR_UNSUPPORTED;
+    if (!d || !obx__sqlsets[d->id]) return OBX_ERR_UNSUPPORTED; /* unknown, or left out */
     if (!out && cap > 0) return OBX_ERR_INVALID_ARG;
     obx__hooks_resolve(&h, NULL);
     ddl = obx__schema_text(&h, d, obx__sqlsets[d->id], schema ? schema : OBX__DEFAULT_SCHEMA,
@@ -4212,6 +4390,10 @@ static obx_result obx__store_desc_check(obx_store *s, const obx_store_desc *desc
     if ((int)desc->dialect < 0 || (int)desc->dialect > (int)OBX_DIALECT_SQLSERVER)
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: dialect",
                          "dialect %d is not an obx_dialect value", (int)desc->dialect);
+    if (obx__wake_path_check(&s->err, "obx_store_open: wake_path", desc->wake_path) != OBX_OK)
+        return s->err.result;
+    if (desc->wake_path && !(s->wake_path = obx__strdup(&s->hooks, desc->wake_path)))
+        return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     return obx__store_names(s, desc);
 }
 
@@ -4226,6 +4408,7 @@ OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
     s = (obx_store *)obx__alloc(&hooks, sizeof *s);
     if (!s) return OBX_ERR_NO_MEMORY;
     memset(s, 0, sizeof *s);
+    s->wake_fd = -1;
     obx__hooks_resolve(&s->hooks, &desc->hooks); /* again, in place: it must not move */
     s->db.hooks = &s->hooks;
     s->db.err = &s->err;
@@ -4272,6 +4455,10 @@ OBX_API void obx_store_close(obx_store *store) {
     obx__free(&hooks, store->table);
     obx__free(&hooks, store->store_id);
     obx__free(&hooks, store->worker_name);
+    obx__free(&hooks, store->wake_path);
+#if OBX__WAKE_SOCKET
+    if (store->wake_fd >= 0) close(store->wake_fd);
+#endif
     obx__free(&hooks, store);
 }
 
@@ -5137,6 +5324,11 @@ struct obx_dispatcher {
     int *failures;               /* indexes of messages that did not succeed */
     int *outcomes;               /* an obx_outcome, or OBX__SKIPPED */
     char (*errors)[OBX__HANDLER_ERROR_MAX];
+    char wake_path[OBX__WAKE_PATH_MAX + 1]; /* empty: none */
+    int wake_fd;                 /* listening while run() runs, else -1 */
+#if OBX__WAKE_SOCKET && !defined(OBX_NO_THREADS)
+    pthread_t wake_thread;
+#endif
 };
 
 static int64_t obx__default_backoff(int attempts, void *user) {
@@ -5217,6 +5409,8 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
     h = desc->store ? &desc->store->hooks : &desc->provider->hooks;
     err = desc->store ? &desc->store->err : &desc->provider->err;
     if (obx__dispatcher_desc_check(desc, err) != OBX_OK) return err->result;
+    if (obx__wake_path_check(err, "obx_dispatcher_create: wake_path", desc->wake_path) != OBX_OK)
+        return err->result;
     if (!OBX__DEFAULT_CLOCK_SLEEPS && h->clock.sleep_ms == obx__default_sleep_ms)
         return obx__fail(err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: hooks.clock",
                          "built with OBX_NO_POSIX_CLOCK, the default clock cannot sleep: give the "
@@ -5229,6 +5423,8 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
     d->provider = desc->provider;
     d->hooks = h;
     d->err = desc->store ? err : &d->own_err;
+    d->wake_fd = -1;
+    if (desc->wake_path) obx__copy(d->wake_path, sizeof d->wake_path, desc->wake_path);
     if (desc->owner_token) {
         obx__lower_uuid(desc->owner_token, d->owner);
     } else {
@@ -5521,15 +5717,62 @@ static obx_result obx__dispatch_round(void *vd) {
     return r;
 }
 
+#if OBX__WAKE_SOCKET && !defined(OBX_NO_THREADS)
+/* The listener: a wake byte on the socket wakes the loop. It polls in
+ * 250 ms slices to see a stop; obx__wake_unlisten ends a slice at once. */
+static void *obx__wake_main(void *arg) {
+    obx_dispatcher *d = (obx_dispatcher *)arg;
+    while (!obx__loop_stopped(&d->loop)) {
+        struct pollfd p;
+        char bytes[64];
+        int got = 0;
+        p.fd = d->wake_fd;
+        p.events = POLLIN;
+        p.revents = 0;
+        if (poll(&p, 1, 250) <= 0) continue;
+        while (recv(d->wake_fd, bytes, sizeof bytes, 0) > 0) got = 1;
+        if (got) obx__loop_wake(&d->loop);
+    }
+    return NULL;
+}
+
+static void obx__wake_listen(obx_dispatcher *d, const char *name) {
+    if (!d->wake_path[0]) return;
+    d->wake_fd = obx__wake_bind(d->hooks, name, d->wake_path);
+    if (d->wake_fd >= 0 && pthread_create(&d->wake_thread, NULL, obx__wake_main, d) != 0) {
+        close(d->wake_fd);
+        unlink(d->wake_path);
+        d->wake_fd = -1;
+    }
+    if (d->wake_fd >= 0) obx__log(d->hooks, OBX_LOG_INFO, name, "listening for wake-ups at %s", d->wake_path);
+}
+
+static void obx__wake_unlisten(obx_dispatcher *d) {
+    int self = -1;
+    if (d->wake_fd < 0) return;
+    obx__wake_send(&self, d->wake_path);
+    if (self >= 0) close(self);
+    pthread_join(d->wake_thread, NULL);
+    close(d->wake_fd);
+    unlink(d->wake_path);
+    d->wake_fd = -1;
+}
+#else
+#define obx__wake_listen(d, name) ((void)(d), (void)(name))
+#define obx__wake_unlisten(d) ((void)(d))
+#endif
+
 OBX_API obx_result obx_dispatcher_run(obx_dispatcher *d) {
     const char *name;
     if (!d) return OBX_ERR_INVALID_ARG;
     name = d->store ? d->store->store_id : "dispatcher";
+    obx__wake_listen(d, name);
     obx__log(d->hooks, OBX_LOG_INFO, name,
              "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
              d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
              d->store ? 1 : d->provider->reg.count);
     obx__loop_run(&d->loop, &d->timing, obx__dispatch_round, d, name, d->err);
+    obx__wake_unlisten(d);
     obx__log(d->hooks, OBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
     return OBX_OK;
 }
@@ -5540,6 +5783,12 @@ OBX_API void obx_dispatcher_stop(obx_dispatcher *d) {
 
 OBX_API void obx_dispatcher_wake(obx_dispatcher *d) {
     if (d) obx__loop_wake(&d->loop);
+}
+
+OBX_API obx_result obx_notify(obx_store *s) {
+    if (!s) return OBX_ERR_INVALID_ARG;
+    obx__wake_send(&s->wake_fd, s->wake_path);
+    return OBX_OK;
 }
 
 /* >>common-end engine */
@@ -5815,6 +6064,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
                                 OBX__UNIT_WRITE | (one ? OBX__UNIT_ONE_STATEMENT : 0));
     }
     if (r == OBX_OK) {
+        if (!hdbc) obx__wake_send(&s->wake_fd, s->wake_path);
         obx__count(s, OBX_METRIC_ENQUEUED, count);
         for (i = 0; i < count; i++)
             obx__log(&s->hooks, s->message_log_level, s->store_id,

@@ -40,6 +40,8 @@
 #include "bench_api.c"
 
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -965,6 +967,7 @@ static void sweep(const char *sizes, int ready) {
 typedef struct latency {
     double samples[400];
     volatile int seen;
+    int ack_fd;                  /* cross-process: tell the producer, or -1 */
 } latency;
 
 static obx_outcome measure(const obx_message *m, char *e, size_t n, void *user) {
@@ -972,6 +975,7 @@ static obx_outcome measure(const obx_message *m, char *e, size_t n, void *user) 
     (void)e; (void)n;
     if (l->seen < 400) l->samples[l->seen] = now_s() - atof(m->payload);
     __atomic_add_fetch(&l->seen, 1, __ATOMIC_SEQ_CST);
+    if (l->ack_fd >= 0 && write(l->ack_fd, "k", 1) != 1) die("latency: ack pipe");
     return OBX_DONE;
 }
 
@@ -991,6 +995,7 @@ static void latency_run(int count) {
     int i;
     reset(I_LIB, 0);
     memset(&l, 0, sizeof l);
+    l.ack_fd = -1;
     memset(&dd, 0, sizeof dd);
     dd.store = consumer;
     dd.poll_interval_ms = 500; /* without the wake-up, ~250 ms on average */
@@ -1023,19 +1028,121 @@ static void latency_run(int count) {
     obx_store_close(consumer);
 }
 
+/* The same with the producer in another process: its store and the
+ * dispatcher share a wake_path, so the commit wakes the dispatcher
+ * through the socket, not through obx_dispatcher_wake(). */
+static void latency_cross(int count) {
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_store *consumer;
+    latency l;
+    pthread_t th;
+    char path[64];
+    int ack[2], status;
+    pid_t child;
+    reset(I_LIB, 0);
+    snprintf(path, sizeof path, "/tmp/obx-bench-wake-%d.sock", (int)getpid());
+    if (pipe(ack) != 0) die("latency: pipe");
+    fflush(stdout);
+    child = fork();
+    if (child == 0) {
+        obx_store_desc sd;
+        obx_store *producer = NULL;
+        obx_new_message m;
+        struct sockaddr_un a;
+        char stamp[64], b;
+        int i, probe = socket(AF_UNIX, SOCK_DGRAM, 0);
+        close(ack[1]);
+        memset(&a, 0, sizeof a);
+        a.sun_family = AF_UNIX;
+        snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+        for (i = 0; i < 2000 && connect(probe, (struct sockaddr *)&a, sizeof a) != 0; i++) {
+            struct timespec w = {0, 5 * 1000000L};
+            nanosleep(&w, NULL); /* until the dispatcher listens */
+        }
+        memset(&sd, 0, sizeof sd);
+        sd.connection_string = g_conn;
+        sd.schema = "dbo";
+        sd.table = "OutboxBench";
+        sd.wake_path = path;
+        sd.hooks.logger.min_level = OBX_LOG_WARN;
+        if (obx_store_open(&sd, &producer) != OBX_OK) _exit(1);
+        memset(&m, 0, sizeof m);
+        m.topic = "latency";
+        m.payload = stamp;
+        m.payload_len = OBX_NTS;
+        for (i = 0; i < count; i++) {
+            struct timespec gap = {0, 3 * 1000000L};
+            nanosleep(&gap, NULL); /* let the loop go back to waiting */
+            snprintf(stamp, sizeof stamp, "%.9f", now_s());
+            if (obx_enqueue(producer, &m, NULL) != OBX_OK || read(ack[0], &b, 1) != 1) _exit(1);
+        }
+        obx_store_close(producer);
+        _exit(0);
+    }
+    close(ack[0]);
+    consumer = lib_open(0);
+    memset(&l, 0, sizeof l);
+    l.ack_fd = ack[1];
+    memset(&dd, 0, sizeof dd);
+    dd.store = consumer;
+    dd.poll_interval_ms = 500;
+    dd.idle_max_ms = 500;
+    dd.wake_path = path;
+    obx_dispatcher_create(&dd, &d);
+    obx_dispatcher_on(d, "latency", measure, &l);
+    pthread_create(&th, NULL, run_loop, d);
+    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        die("latency: the producer process failed");
+    obx_dispatcher_stop(d);
+    pthread_join(th, NULL);
+    obx_dispatcher_destroy(d);
+    close(ack[1]);
+    qsort(l.samples, (size_t)count, sizeof l.samples[0], cmp_double);
+    printf("%-46s p50 %.2f ms, p99 %.2f ms (poll 500 ms, producer in another process)\n",
+           "commit-to-handler latency, wake socket", l.samples[count / 2] * 1000,
+           l.samples[(count * 99) / 100] * 1000);
+    obx_store_close(consumer);
+}
+
+/* Every heap allocation of the process, when tests/malloc_count.c is
+ * preloaded (bench.sh does): the driver manager's and the driver's too. */
+extern long obx_bench_malloc_count __attribute__((weak));
+static long process_allocs(void) {
+    return &obx_bench_malloc_count ? __atomic_load_n(&obx_bench_malloc_count, __ATOMIC_RELAXED) : -1;
+}
+
 static void allocations(int n) {
     h x;
-    long before;
-    int got = 0, k;
+    long before, whole;
+    int got = 0, k, i;
+    obx_store *s;
+    obx_new_message m;
     reset(I_LIB, 0);
     fill_ready(I_LIB, 0, n);
     h_open(&x, I_LIB, 0);
     drain_round(&x, NULL); /* warm: the first batch sizes the buffers */
     before = g_allocs;
+    whole = process_allocs();
     while ((k = drain_round(&x, NULL)) > 0) got += k;
     printf("%-46s %.3f per message (%ld in %d)\n", "heap allocations while draining (obx.h)",
            got ? (double)(g_allocs - before) / got : 0.0, g_allocs - before, got);
+    if (whole >= 0)
+        printf("%-46s %.1f per message (claims of 100, acks)\n", "  whole process (driver manager, driver)",
+               got ? (double)(process_allocs() - whole) / got : 0.0);
     h_close(&x);
+    if (whole < 0) return;
+    s = lib_open(0);
+    memset(&m, 0, sizeof m);
+    m.topic = "bench.event";
+    m.payload = "{\"n\":1}";
+    m.payload_len = OBX_NTS;
+    obx_enqueue(s, &m, NULL); /* warm: statements prepared */
+    whole = process_allocs();
+    for (i = 0; i < n; i++) obx_enqueue(s, &m, NULL);
+    printf("%-46s %.1f per enqueue (one message per transaction)\n", "heap allocations, whole process",
+           (double)(process_allocs() - whole) / n);
+    obx_store_close(s);
 }
 
 /* ---- main ------------------------------------------------------------------------------------------ */
@@ -1091,6 +1198,7 @@ int main(int argc, char **argv) {
     if (!only || !*only) {
         allocations(n < 5000 ? n : 5000);
         latency_run(200);
+        latency_cross(200);
     }
     e = getenv("BENCH_SWEEP");
     if (e ? *e != 0 : !only || !*only) { /* with BENCH_ONLY, a sweep only when asked for */

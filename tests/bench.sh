@@ -38,24 +38,29 @@ pg_preload() {
     fi
 }
 
+# Whole-process allocation counts (driver manager and driver included),
+# where the counter is built beside the bench.
+preload=$(dirname "$bench")/malloc_count.so
+[[ -f $preload ]] || preload=
+
 for b in $backends; do
     case $b in
         sqlite)
             mkdir -p "$rundir/sqlite" && rm -f "$rundir/sqlite/"bench.db*
-            "$bench" sqlite "Driver={SQLite3};Database=$rundir/sqlite/bench.db;JournalMode=WAL;SyncPragma=NORMAL;Timeout=10000;" "$n"
+            LD_PRELOAD=$preload "$bench" sqlite "Driver={SQLite3};Database=$rundir/sqlite/bench.db;JournalMode=WAL;SyncPragma=NORMAL;Timeout=10000;" "$n"
             ;;
         pg)
             "$here/db.sh" start pg >/dev/null
             pg_preload
             eval "$("$here/db.sh" env pg)"
             # Protocol=7.4-1 as the library sets it, for the raw ODBC rows too.
-            "$bench" postgresql "${OBX_TEST_PG}Protocol=7.4-1;" "$n"
+            LD_PRELOAD=$preload "$bench" postgresql "${OBX_TEST_PG}Protocol=7.4-1;" "$n"
             "$here/db.sh" stop pg >/dev/null
             ;;
         mariadb)
             "$here/db.sh" start mariadb >/dev/null
             eval "$("$here/db.sh" env mariadb)"
-            "$bench" mariadb "$OBX_TEST_MY" "$n"
+            LD_PRELOAD=$preload "$bench" mariadb "$OBX_TEST_MY" "$n"
             "$here/db.sh" stop mariadb >/dev/null
             ;;
         *) echo "bench.sh: unknown backend '$b'" >&2; exit 2 ;;

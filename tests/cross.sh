@@ -192,11 +192,12 @@ driver_objects() {
     fi
 }
 
-# cc_prog TARGET OUT SOURCE...: our code, strict warnings as errors, static.
+# cc_prog TARGET OUT SOURCE...: our code, strict warnings as errors, static;
+# linked through tests/gwlink.sh (no call may go into an IFUNC resolver).
 cc_prog() {
     local t=$1 out=$2; shift 2
     # shellcheck disable=SC2086
-    $CC $CSTD $WARN -Werror $OPT -pthread -static -isystem "$GW/odbc-inc" "$@" -o "$out" -lm ||
+    tests/gwlink.sh link "$t" $CC $CSTD $WARN -Werror $OPT -pthread -static -isystem "$GW/odbc-inc" "$@" -o "$out" -lm ||
         die "FAILED: $t: building $out"
 }
 
@@ -328,6 +329,38 @@ replay_checks() {
     echo "PASS $t FUZZ-REPLAY-ALL all $want corpus files replayed; an empty or unreadable corpus fails"
 }
 
+# GW-IFUNC-GUARD (armhf): tests/ifunc_probe.S is the layout GNU ld's
+# Cortex-A8 erratum fix gets wrong. Linked plainly, the guard of
+# tests/gwlink.sh must flag it exactly when its call goes wrong (with ld
+# 2.40 both: the call runs the IFUNC's resolver); linked without the
+# erratum fix, it is clean and right.
+ifunc_guard() {
+    local t=$1 d=$2 got wrong=no flagged=no nofix_ok=yes
+    # shellcheck disable=SC2086
+    if ! $CC $CSTD $WARN -Werror -static tests/ifunc_probe.c tests/ifunc_probe.S -o "$d/ifunc_probe" ||
+        ! $CC $CSTD $WARN -Werror -static -Wl,--no-fix-cortex-a8 tests/ifunc_probe.c tests/ifunc_probe.S \
+            -o "$d/ifunc_probe_nofix"; then
+        echo "FAIL $t GW-IFUNC-GUARD the probe does not build"
+        return 1
+    fi
+    got=$($RUN "$d/ifunc_probe" || true)
+    [[ $got == 42 ]] || wrong=yes
+    tests/gwlink.sh check "$t" "$d/ifunc_probe" >/dev/null || flagged=yes
+    if ! tests/gwlink.sh check "$t" "$d/ifunc_probe_nofix" >/dev/null ||
+        [[ $($RUN "$d/ifunc_probe_nofix" || true) != 42 ]]; then
+        nofix_ok=no
+    fi
+    if [[ $nofix_ok == no || $wrong != "$flagged" ]]; then
+        echo "FAIL $t GW-IFUNC-GUARD the probe's call returned $got, flagged: $flagged; without the erratum fix clean and 42: $nofix_ok"
+        return 1
+    fi
+    if [[ $flagged == yes ]]; then
+        echo "PASS $t GW-IFUNC-GUARD a branch into an IFUNC resolver is flagged (the linker's veneer; the probe's call returned $got, not 42)"
+    else
+        echo "PASS $t GW-IFUNC-GUARD this linker calls the IFUNC through its PLT entry: nothing to flag, the probe returned 42"
+    fi
+}
+
 tests() {
     local t d rundir failed=0 conn
     for t in "$@"; do
@@ -354,6 +387,7 @@ tests() {
             cc_prog "$t" "$d/fuzz_replay" tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c
         run_test "$t" fuzz_replay "$d/fuzz_replay.log" "$d/fuzz_replay" tests/fuzz/corpus || failed=1
         replay_checks "$t" "$d" "$rundir" || failed=1
+        [[ $t != armhf ]] || ifunc_guard "$t" "$d" || failed=1
         # The requirement tests on real SQLite, the driver linked in.
         for p in test_real test_outbox test_inbox test_multi; do
             stale "$d/$p" "tests/$p.c" tests/tt.h obx.h ibx.h "$GW/$t/sqlite3odbc.o" &&

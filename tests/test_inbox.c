@@ -84,7 +84,7 @@ static int64_t scalar(ibx_store *s, const char *tmpl) {
     char *text = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
     char out[64] = "";
     ibx_result r = text ? ibx__query_text(&s->db, text, out, sizeof out) : IBX_ERR_NO_MEMORY;
-    if (!s->db.d->tx_by_sql) ibx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    if (!s->db.tx_by_sql) ibx__end_tran(&s->db, SQL_ROLLBACK, "end read");
     if (r != IBX_OK) printf("    scalar failed: %s\n      %s\n", s->err.message, text ? text : "-");
     ibx__free(&s->hooks, text);
     return r == IBX_OK ? atoll(out) : -1;

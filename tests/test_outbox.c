@@ -6,7 +6,10 @@
 #include "tt.h"
 
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -91,7 +94,7 @@ static int64_t scalar(obx_store *s, const char *tmpl) {
     char *text = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, tmpl);
     char out[64] = "";
     obx_result r = text ? obx__query_text(&s->db, text, out, sizeof out) : OBX_ERR_NO_MEMORY;
-    if (!s->db.d->tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    if (!s->db.tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
     if (r != OBX_OK) printf("    scalar failed: %s\n      %s\n", s->err.message, text ? text : "-");
     obx__free(&s->hooks, text);
     return r == OBX_OK ? atoll(out) : -1;
@@ -1865,6 +1868,86 @@ static void test_wake_and_stop(void) {
     obx_store_close(s);
 }
 
+/* A producer in another process wakes a dispatcher waiting on a 10 s
+ * poll through the wake socket; a stale socket file is replaced; a bad
+ * path is refused, naming it (CORE-WAKE-SOCKET). */
+static void test_wake_socket(void) {
+    obx_store *s = fresh(), *bad = NULL;
+    obx_store_desc sd;
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    probe p;
+    loop_arg arg;
+    pthread_t thread;
+    char path[64], longpath[300];
+    struct sockaddr_un a;
+    struct stat st;
+    int waited, status, stale;
+    pid_t child;
+    TT_ASSERT(s != NULL);
+    obx_store_close(s); /* no connection may cross fork() */
+    snprintf(path, sizeof path, "/tmp/obx-wake-%d.sock", (int)getpid());
+    unlink(path);
+    /* A socket file left by a dispatcher that died. */
+    stale = socket(AF_UNIX, SOCK_DGRAM, 0);
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    TT_ASSERT(stale >= 0 && bind(stale, (struct sockaddr *)&a, sizeof a) == 0);
+    close(stale);
+    fflush(stdout);
+    child = fork();
+    if (child == 0) { /* the producer: waits for a live listener, enqueues once */
+        obx_store *producer = NULL;
+        obx_new_message m = msg("hot", "from another process");
+        int tries, probe_fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+        for (tries = 0; tries < 1000 && connect(probe_fd, (struct sockaddr *)&a, sizeof a) != 0; tries++)
+            sleep_ms(10);
+        memset(&sd, 0, sizeof sd);
+        sd.connection_string = g_conn;
+        sd.wake_path = path;
+        sd.hooks.logger.log = keep_log;
+        _exit(obx_store_open(&sd, &producer) == OBX_OK && obx_enqueue(producer, &m, NULL) == OBX_OK ? 0 : 1);
+    }
+    s = open_table("Outbox", 0);
+    TT_ASSERT(s != NULL && child > 0);
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.poll_interval_ms = 10000; /* without the wake-up, the message would wait 10 s */
+    dd.idle_max_ms = 10000;
+    dd.wake_path = path;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    memset(&p, 0, sizeof p);
+    obx_dispatcher_on(d, "hot", probe_handler, &p);
+    arg.d = d;
+    TT_ASSERT(pthread_create(&thread, NULL, loop_main, &arg) == 0);
+    for (waited = 0; p.calls == 0 && waited < 5000; waited += 5) sleep_ms(5);
+    TT_EQ_INT(p.calls, 1);
+    TT_EQ_STR(p.last_payload, "from another process");
+    obx_dispatcher_stop(d);
+    pthread_join(thread, NULL);
+    TT_ASSERT(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    TT_EXPECT(stat(path, &st) != 0); /* removed when run() returned */
+    obx_dispatcher_destroy(d);
+    /* A path no socket can have is refused, naming the field. */
+    memset(longpath, 'x', sizeof longpath - 1);
+    longpath[sizeof longpath - 1] = '\0';
+    dd.wake_path = longpath;
+    d = NULL;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_create: wake_path");
+    memset(&sd, 0, sizeof sd);
+    sd.connection_string = g_conn;
+    sd.wake_path = longpath;
+    sd.hooks.logger.log = keep_log;
+    TT_EQ_INT(obx_store_open(&sd, &bad), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(bad)->where, "obx_store_open: wake_path");
+    obx_store_close(bad);
+    TT_EQ_INT(obx_notify(s), OBX_OK); /* no wake_path: nothing to do */
+    TT_EQ_INT(obx_notify(NULL), OBX_ERR_INVALID_ARG);
+    obx_store_close(s);
+}
+
 typedef struct metric_sums {
     int64_t n[OBX_METRIC_COUNT_];
     int calls;
@@ -3238,6 +3321,142 @@ static void test_statement_timeout(void) {
     obx_store_close(s);
 }
 
+/* The plan of one library statement, one line per row of EXPLAIN, in
+ * `out`; a full scan of the outbox is marked "FULL SCAN". PostgreSQL: the
+ * plan as prepared (the generic plan, which knows no batch size).
+ * MariaDB: EXPLAIN with args[] written in for the markers (?N or ?). */
+static int plan_of(obx_store *s, int slot, const char *const *args, char *out, size_t cap) {
+    char *q = (char *)malloc(16384), *run = (char *)malloc(1024);
+    const char *p;
+    size_t o = 0, used = 0;
+    int n = 0, ok = 1, i;
+    SQLHSTMT st = NULL;
+    if (!q || !run) {
+        free(q);
+        free(run);
+        return 0;
+    }
+    o = (size_t)snprintf(q, 16384, g_pg ? "PREPARE obx_plan AS " : "EXPLAIN ");
+    for (p = s->sql[slot]; *p && o + 512 < 16384; p++) {
+        int k;
+        if (*p != '?') {
+            q[o++] = *p;
+            continue;
+        }
+        for (k = 0; p[1] >= '0' && p[1] <= '9'; p++) k = k * 10 + (p[1] - '0');
+        k = k ? k : ++n;
+        o += (size_t)(g_pg ? snprintf(q + o, 16384 - o, "$%d", k) : snprintf(q + o, 16384 - o, "%s", args[k - 1]));
+    }
+    q[o] = '\0';
+    out[0] = '\0';
+    if (g_pg) {
+        size_t r = (size_t)snprintf(run, 1024, "EXPLAIN EXECUTE obx_plan");
+        for (i = 0; args[i]; i++) r += (size_t)snprintf(run + r, 1024 - r, "%s%s", i ? ", " : "(", args[i]);
+        if (i) snprintf(run + r, 1024 - r, ")");
+        ok = obx__exec_direct(&s->db, "SET plan_cache_mode = force_generic_plan", "plan") == OBX_OK &&
+             obx__exec_direct(&s->db, q, "prepare") == OBX_OK;
+    }
+    if (ok && SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, s->db.dbc, &st))) {
+        ok = SQL_SUCCEEDED(SQLExecDirect(st, (SQLCHAR *)(g_pg ? run : q), SQL_NTS));
+        while (ok && SQL_SUCCEEDED(SQLFetch(st))) {
+            char line[512] = "", table[128] = "", type[32] = "", key[128] = "";
+            SQLLEN ind = 0;
+            if (g_pg) {
+                SQLGetData(st, 1, SQL_C_CHAR, line, sizeof line, &ind);
+                if (strstr(line, "Seq Scan")) strcat(line, " FULL SCAN");
+            } else {
+                SQLGetData(st, 3, SQL_C_CHAR, table, sizeof table, &ind);
+                if (ind == SQL_NULL_DATA) table[0] = '\0';
+                SQLGetData(st, 4, SQL_C_CHAR, type, sizeof type, &ind);
+                if (ind == SQL_NULL_DATA) type[0] = '\0';
+                SQLGetData(st, 6, SQL_C_CHAR, key, sizeof key, &ind);
+                if (ind == SQL_NULL_DATA) key[0] = '\0';
+                /* derived tables (<derived2>) and JSON_TABLE (j) are small and ours */
+                snprintf(line, sizeof line, "%s %s key=%s%s", table, type, key,
+                         strcmp(type, "ALL") == 0 && table[0] != '<' && strcmp(table, "j") != 0 ? " FULL SCAN" : "");
+            }
+            if (used + strlen(line) + 2 < cap) used += (size_t)snprintf(out + used, cap - used, "%s\n", line);
+        }
+        SQLFreeHandle(SQL_HANDLE_STMT, st);
+    }
+    if (g_pg) {
+        obx__exec_direct(&s->db, "DEALLOCATE obx_plan", "deallocate");
+        obx__exec_direct(&s->db, "RESET plan_cache_mode", "plan");
+    }
+    if (!s->db.tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end plan");
+    if (!ok) printf("    plan failed: %s\n      %s\n", s->err.message, q);
+    free(q);
+    free(run);
+    return ok;
+}
+
+#define PLAN_OWNER "'0192abcd-ef01-7000-8000-000000000001'"
+#define PLAN_ID "0192abcd-ef01-7000-8000-0000000000aa"
+
+/* Every claim, settle, reap, cleanup, get and stats statement finds its
+ * rows through an index whatever the statistics say: on an analyzed
+ * table of 100,000 rows, most of them Done, and on one analyzed while
+ * empty (CORE-PLANS). */
+static void test_plans(void) {
+    static const char *const ids_pg = "'{" PLAN_ID "}'", *const ids_my = "'[\"" PLAN_ID "\"]'";
+    const char *ids = g_pg ? ids_pg : ids_my;
+    struct { int slot; const char *args[6]; } stmts[11];
+    obx_store *s = fresh();
+    static char plan[16384];
+    int state, i, n = 0;
+    TT_ASSERT(s != NULL);
+#define PLAN(slot_, ...) do { const char *a_[] = {__VA_ARGS__, NULL}; stmts[n].slot = slot_; \
+        memcpy(stmts[n].args, a_, sizeof a_); n++; } while (0)
+    PLAN(OBX__Q_CLAIM, PLAN_OWNER, "30", g_pg ? "100" : ids);
+    PLAN(OBX__Q_ACK, "'w'", PLAN_OWNER, ids);
+    PLAN(OBX__Q_ABANDON, "NULL", "1", "'e'", PLAN_OWNER, ids);
+    PLAN(OBX__Q_FAIL, "'e'", PLAN_OWNER, ids);
+    PLAN(OBX__Q_EXTEND, "30", PLAN_OWNER, ids);
+    PLAN(OBX__Q_REAP, NULL);
+    PLAN(OBX__Q_CLEANUP, "1000", "100");
+    PLAN(OBX__Q_GET, "'" PLAN_ID "'");
+    PLAN(OBX__Q_STATS, NULL);
+    if (g_my) {
+        PLAN(OBX__Q_CLAIM_PICK, "100", "200");
+        PLAN(OBX__Q_CLAIM_READ, ids);
+    }
+#undef PLAN
+    for (state = 0; state < 2; state++) {
+        if (state == 0 && g_pg) {
+            TT_ASSERT(sql(s, "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"Status\", "
+                             "\"IsProcessed\", \"ProcessedAt\") SELECT gen_random_uuid(), gen_random_uuid(), 't', "
+                             "'p', CASE WHEN g % 20 = 0 THEN 0 ELSE 2 END, g % 20 <> 0, "
+                             "CASE WHEN g % 20 = 0 THEN NULL ELSE now() END FROM generate_series(1, 100000) AS g"));
+        } else if (state == 0) {
+            TT_ASSERT(sql(s, "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"Status\", "
+                             "\"IsProcessed\", \"ProcessedAt\") SELECT UUID(), UUID(), 't', 'p', "
+                             "CASE WHEN seq % 20 = 0 THEN 0 ELSE 2 END, seq % 20 <> 0, "
+                             "CASE WHEN seq % 20 = 0 THEN NULL ELSE UTC_TIMESTAMP(6) END FROM seq_1_to_100000"));
+        } else {
+            TT_ASSERT(sql(s, "DELETE FROM {T}"));
+        }
+        TT_ASSERT(sql(s, g_pg ? "ANALYZE {T}" : "ANALYZE TABLE {T}"));
+        if (state == 0) { /* the check itself sees a scan: a statement no index serves */
+            char *saved = s->sql[OBX__Q_GET];
+            const char *args[] = {"'x'", NULL};
+            s->sql[OBX__Q_GET] = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
+                                             "SELECT \"Id\" FROM {T} WHERE \"Payload\" = ?");
+            TT_ASSERT(s->sql[OBX__Q_GET] != NULL);
+            TT_ASSERT(plan_of(s, OBX__Q_GET, args, plan, sizeof plan));
+            TT_EXPECT(strstr(plan, "FULL SCAN") != NULL);
+            obx__free(&s->hooks, s->sql[OBX__Q_GET]);
+            s->sql[OBX__Q_GET] = saved;
+        }
+        for (i = 0; i < n; i++) {
+            TT_ASSERT(plan_of(s, stmts[i].slot, stmts[i].args, plan, sizeof plan));
+            if (strstr(plan, "FULL SCAN") != NULL)
+                printf("    %s table, statement %d scans the table:\n%s", state ? "empty" : "100k-row", stmts[i].slot, plan);
+            TT_EXPECT(strstr(plan, "FULL SCAN") == NULL);
+        }
+    }
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -3315,6 +3534,7 @@ int main(int argc, char **argv) {
     RUN("OBX-105", "handler failures logged at ERROR with id and error", test_056_failure_policy);
     RUN("OBX-122", "the poll interval doubles while idle, up to a cap", test_122_idle_backoff);
     RUN("OBX-WAKE", "wake-up dispatches at once; stop interrupts the wait", test_wake_and_stop);
+    RUN("CORE-WAKE-SOCKET", "a producer in another process wakes a waiting dispatcher through wake_path", test_wake_socket);
     RUN("OBX-METRICS", "counters, metrics hook, queue depth and oldest age", test_metrics);
     RUN("OBX-033", "ack counts a completed step in every join of the message", test_033_034_046_047_089_096_auto);
     RUN("OBX-034", "the join count changes in the ack's own transaction", test_033_034_046_047_089_096_auto);
@@ -3377,6 +3597,10 @@ int main(int argc, char **argv) {
     RUN("CORE-RANGES", "abandon delay, cleanup retention and owner token: one rule, refused before SQL", test_ranges);
     RUN("CORE-LOG-FORGE", "names with control characters refused; logged text cannot start a line", test_log_forging);
     RUN("CORE-HOOKS-WHOLE", "a half-set allocator is refused", test_half_allocator);
+    if (g_srv)
+        RUN("CORE-PLANS", "claim, settle, reap, cleanup, get, stats use an index on a 100k-row and an empty-analyzed table", test_plans);
+    else
+        printf("N/A CORE-PLANS %s one writer and no planner statistics to go stale: plans are SQLite's own rules\n", g_backend);
     if (g_srv)
         RUN("CORE-STATEMENT-TIMEOUT", "a statement with no answer within statement_timeout_seconds fails, transient, saying so", test_statement_timeout);
     if (g_srv)

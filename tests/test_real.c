@@ -59,7 +59,7 @@ static int64_t count_rows(obx_store *s, const char *where) {
     char sql[256], out[32];
     snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM obx_core_test %s", where);
     if (obx__query_text(&s->db, sql, out, sizeof out) != OBX_OK) return -1;
-    if (!s->db.d->tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    if (!s->db.tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
     return atoll(out);
 }
 
@@ -194,7 +194,7 @@ static void test_commit_visible_elsewhere(void) {
     TT_EQ_STR(text, "Z\xc3\xbcrich \xe2\x9c\x93 \xf0\x9f\x98\x80");
     TT_EQ_INT(len, 16);
     obx__free(&other->hooks, text);
-    if (!other->db.d->tx_by_sql) obx__end_tran(&other->db, SQL_ROLLBACK, "end read");
+    if (!other->db.tx_by_sql) obx__end_tran(&other->db, SQL_ROLLBACK, "end read");
     obx_store_close(s);
     obx_store_close(other);
 }
@@ -247,7 +247,7 @@ static void test_large_text_roundtrip(void) {
     TT_EQ_INT(obx__fetch(&s->db, cur), OBX_OK);
     TT_EQ_INT(read_column(&s->db, cur, 1, SQL_C_CHAR, &back, &len), OBX_OK);
     obx__close(cur);
-    if (!s->db.d->tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    if (!s->db.tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
     TT_EQ_INT(len, n);
     TT_EXPECT(memcmp(back, big, n) == 0);
     obx__free(&s->hooks, back);

@@ -946,6 +946,44 @@ static void test_fake_one_round_trip(void) {
     obx_store_close(s);
 }
 
+/* MariaDB: our own connections rest in autocommit (switching costs the
+ * driver a round trip), so a one-statement step is one round trip and a
+ * claim is START TRANSACTION, its three statements and COMMIT; with a
+ * statement timeout every step is a transaction again (CORE-ROUND-TRIPS). */
+static void test_fake_mariadb_round_trips(void) {
+    obx_store *s = fake_store("MariaDB", NULL);
+    obx_new_message m;
+    const obx_message *ms;
+    int n, i, first;
+    TT_ASSERT(s != NULL);
+    memset(&m, 0, sizeof m);
+    m.topic = "t";
+    m.payload = "p";
+    m.payload_len = OBX_NTS;
+    TT_EQ_INT(obx_enqueue(s, &m, NULL), OBX_OK);
+    TT_EQ_INT(fake_log_count(), 1);
+    TT_ASSERT(strstr(fake_log_sql(0), "INSERT INTO") != NULL);
+    TT_EQ_INT(fake_log_autocommit(0), 1);
+    TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_EMPTY);
+    TT_EQ_STR(fake_log_sql(1), "START TRANSACTION");
+    TT_EQ_STR(fake_log_sql(fake_log_count() - 1), "COMMIT");
+    for (i = 1; i < fake_log_count(); i++) TT_EQ_INT(fake_log_autocommit(i), 1);
+    TT_EQ_INT(fake_commits(), 0); /* no SQLEndTran: the unit ends in SQL */
+    obx_store_close(s);
+    s = fake_store("MariaDB", "Driver=fake;");
+    TT_ASSERT(s != NULL);
+    s->db.statement_timeout_s = 1; /* as set by the desc; takes effect at the next connect */
+    s->db.lost = 1;
+    fake_reset();
+    fake_set_dbms_name("MariaDB");
+    TT_EQ_INT(obx_enqueue(s, &m, NULL), OBX_OK);
+    first = fake_log_find("INSERT INTO", 0);
+    TT_ASSERT(first >= 0);
+    TT_EQ_INT(fake_log_autocommit(first), 0);
+    TT_EQ_STR(fake_log_sql(first + 1), "<COMMIT>");
+    obx_store_close(s);
+}
+
 static void test_fake_connection_string_kept(void) {
     obx_store_desc desc;
     obx_store *t = NULL;
@@ -1495,6 +1533,7 @@ int main(void) {
     TT_RUN("CORE-NO-POSIX-CLOCK", "fake", "without POSIX clocks a dispatcher needs a clock hook that sleeps", test_no_posix_clock);
     TT_RUN("CORE-DESC-DEFAULTS", "pure", "dispatcher defaults in one place, as documented", test_desc_defaults);
     TT_RUN("CORE-STALE-HANDLE", "fake", "a failed second pick pass never reuses the freed statement", test_fake_pick_stale_handle);
+    TT_RUN("CORE-ROUND-TRIPS", "fake", "MariaDB: one round trip per one-statement step; a claim is one transaction", test_fake_mariadb_round_trips);
     TT_RUN("OBX-120", "fake", "claim is one prepared statement per call, in autocommit", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
     TT_RUN("OBX-097", "fake", "a batch enqueue is one transaction; bad input stops it before SQL", test_fake_enqueue_batch_one_tx);
