@@ -44,6 +44,9 @@ typedef struct shared {
     int inflight[MAX_MSG];
     long long enqueued, concurrent, redone, failed_rounds;
     long long lag_ms[MAX_TENANTS]; /* the largest per tenant */
+    char first_id[MAX_MSG][37];    /* the message id of the first handling, to tell a
+                                      claim handed out twice from a message enqueued twice */
+    long long same_id, other_id;   /* duplicates of each kind */
 } shared;
 
 static shared *g_sh;
@@ -75,7 +78,15 @@ static obx_outcome handle(const obx_message *m, char *e, size_t cap, void *u) {
     if (sscanf((const char *)m->payload, "%ld %ld %lld", &seq, &tenant, &t) < 1 || seq < 0 || seq >= MAX_MSG)
         return OBX_DONE;
     if (__sync_fetch_and_add(&g_sh->inflight[seq], 1) > 0) __sync_fetch_and_add(&g_sh->concurrent, 1);
-    __sync_fetch_and_add(&g_sh->handled[seq], 1);
+    if (__sync_fetch_and_add(&g_sh->handled[seq], 1) == 0) {
+        memcpy(g_sh->first_id[seq], m->id, 37);
+    } else {
+        int same = strcmp(g_sh->first_id[seq], m->id) == 0;
+        __sync_fetch_and_add(same ? &g_sh->same_id : &g_sh->other_id, 1);
+        if (getenv("SCALE_VERBOSE"))
+            fprintf(stderr, "  duplicate seq %ld id %s (%s) retries %d at %lld\n", seq, m->id,
+                    same ? "the same message again" : "another message", m->retry_count, (long long)tort_wall_us());
+    }
     if (tenant >= 0 && tenant < MAX_TENANTS && t > 0) {
         long long lag = (tort_wall_us() - t) / 1000;
         long long old = g_sh->lag_ms[tenant];
@@ -237,10 +248,10 @@ static int mode_rate(long n, int producers, int dispatchers) {
         if (g_sh->handled[i] == 0) lost++;
         else dups += g_sh->handled[i] - 1;
     }
-    printf("rate: messages=%ld seconds=%.1f per_s=%.0f lost=%ld duplicates=%ld concurrent=%lld redone=%lld "
-           "failed_rounds=%lld%s\n",
+    printf("rate: messages=%ld seconds=%.1f per_s=%.0f lost=%ld duplicates=%ld (redelivered %lld, enqueued twice "
+           "%lld) concurrent=%lld redone=%lld failed_rounds=%lld%s\n",
            n, (double)(t_end - t0) / 1000.0, (double)n * 1000.0 / (double)(t_end - t0 > 0 ? t_end - t0 : 1), lost,
-           dups, g_sh->concurrent, g_sh->redone, g_sh->failed_rounds, lost || g_sh->concurrent ? " FAILED" : "");
+           dups, g_sh->same_id, g_sh->other_id, g_sh->concurrent, g_sh->redone, g_sh->failed_rounds, lost || g_sh->concurrent ? " FAILED" : "");
     return lost || g_sh->concurrent ? 1 : 0;
 }
 
