@@ -25,9 +25,10 @@
 #   SCALE_SIZE     1 (default, about 8 minutes on 2 cores: what CI runs) or
 #                  more: longer runs and more messages (the full size is 5)
 #   SCALE_RUNDIR   scratch dir (default ${TMPDIR:-/tmp}/obx-scale-<uid>)
-#   SCALE_PG_PORT  first of 6 PostgreSQL ports (default 54420)
-#   SCALE_MY_PORT  first of 4 MariaDB ports (default 33420); Galera also uses
-#                  SCALE_GALERA_PORT.. +2 (45670), +5..+7 (SST), +10..+12 (IST)
+#   SCALE_PG_PORT  54420: +0 primary, +1 standby, +2 server of the pgbouncer and
+#                  tenants runs, +3 PgBouncer, +4 the tenants' second server
+#   SCALE_MY_PORT  33420: Galera node K listens on +K; the cluster also uses
+#                  SCALE_GALERA_PORT (45670) +0..+2 (group), +5..+7 (SST), +10..+12 (IST)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${1:?usage: run.sh BINDIR [SCENARIO...]}
