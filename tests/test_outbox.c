@@ -2850,6 +2850,30 @@ static void test_deadlock_real(void) {
     obx_store_close(s);
 }
 
+/* A session that takes no writes (a standby, or a server switched to read
+ * only) answers a write with SQLSTATE 25006 (MariaDB: 1792): transient,
+ * not "lost" (nothing was written), and the next call reconnects, where a
+ * multi-host connection string would find the primary. Here the new
+ * session is writable again. */
+static void test_read_only_real(void) {
+    obx_store *s = fresh();
+    char id[37];
+    obx_new_message m = msg("t", "p");
+    const obx_error *e;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(sql(s, g_pg ? "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY" : "SET SESSION TRANSACTION READ ONLY"));
+    log_reset();
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_ERR_DB_TRANSIENT);
+    e = obx_store_last_error(s);
+    TT_EQ_STR(e->sqlstate, "25006");
+    if (g_my) TT_EQ_INT(e->native, 1792);
+    TT_EQ_INT(e->connection_lost, 0);
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK); /* a new session */
+    TT_EXPECT(logged("reconnecting", NULL, NULL));
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 1);
+    obx_store_close(s);
+}
+
 static void test_my_settle_row_locks(void) {
     obx_store *s = fresh();
     caller_conn c;
@@ -3613,6 +3637,8 @@ int main(int argc, char **argv) {
     RUN("OBX-BATCH-EXACT", "batch enqueue keeps quotes, braces, NULL-like text, newlines exact", test_batch_text_exact);
     RUN("OBX-CLEANUP", "cleanup deletes old done messages in batches, nothing else", test_cleanup);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
+    if (g_srv)
+        RUN("CORE-READ-ONLY-REAL", "a read-only session (25006) is transient, not lost; the next call reconnects", test_read_only_real);
     if (g_srv)
         RUN("CORE-DEADLOCK-REAL", "a real deadlock (40P01 / 1213) in an ack: the library is the victim, redoes the unit, counts no attempt", test_deadlock_real);
     if (g_my) {
