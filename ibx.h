@@ -260,7 +260,9 @@ typedef enum ibx_result {
     IBX_ERR_DB = -5,             /* permanent database error: syntax, constraint, permission */
     IBX_ERR_DB_TRANSIENT = -6,   /* deadlock, serialization, lock/query timeout, busy, lost connection */
     IBX_ERR_STATE = -7,          /* call not valid now (e.g. store without a connection) */
-    IBX_ERR_UNSUPPORTED = -8     /* dialect or feature not supported (yet) */
+    IBX_ERR_UNSUPPORTED = -8,    /* dialect or feature not supported (yet) */
+    IBX_ERR_FULL = -9            /* the store holds max_pending unfinished messages: nothing
+                                    was enqueued; try again once the queue drains */
 } ibx_result;
 
 /* Details of the last error on a handle. Strings are always NUL-terminated. */
@@ -509,6 +511,11 @@ typedef struct ibx_store_desc {
                                     socket path (its desc's wake_path), in any process of
                                     this host: handled at once instead of at the next poll.
                                     ibx_notify() does it by hand */
+    int64_t max_pending;         /* default 0: no cap. Backpressure: an ibx_enqueue that would
+                                    take the messages still to handle (Processing) past this
+                                    many is refused with IBX_ERR_FULL and changes nothing.
+                                    Exact for one producer; counted near the cap and at most
+                                    once a second (ibx_pending_count) */
 } ibx_store_desc;
 
 /* ---- Messages ----------------------------------------------------------------- */
@@ -758,6 +765,12 @@ IBX_API ibx_result ibx_store_counters(const ibx_store *store, int64_t counters[I
  * clock. Touches the database (one read). Returns IBX_OK,
  * IBX_ERR_INVALID_ARG, IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_queue_stats(ibx_store *store, int64_t *ready, int64_t *oldest_ready_ms);
+
+/* The fill level a store's max_pending caps: messages enqueued and not yet
+ * finished (waiting, due later, or in a handler), counted now. Touches the
+ * database (one read). Returns IBX_OK, IBX_ERR_INVALID_ARG (NULL store or
+ * pending), IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_pending_count(ibx_store *store, int64_t *pending);
 
 /* What a handler says about a message. */
 typedef enum ibx_outcome {
@@ -1225,6 +1238,7 @@ IBX__PRIVATE const char *ibx__result_str(ibx_result r) {
     case IBX_ERR_DB_TRANSIENT: return "IBX_ERR_DB_TRANSIENT";
     case IBX_ERR_STATE: return "IBX_ERR_STATE";
     case IBX_ERR_UNSUPPORTED: return "IBX_ERR_UNSUPPORTED";
+    case IBX_ERR_FULL: return "IBX_ERR_FULL";
     }
     return "IBX_(unknown)";
 }
@@ -3320,6 +3334,7 @@ enum {
     IBX__Q_HASH,       /* source, id -> the stored hash (enqueue compares a new one) */
     IBX__Q_CLEANUP,    /* retention_ms, batch -> rowcount */
     IBX__Q_STATS,      /* -> ready count, oldest ready age */
+    IBX__Q_PENDING,    /* -> messages still to handle (Processing): max_pending's count */
     IBX__Q_CLAIM_PICK, /* batch, window -> keys, locked (FOR UPDATE SKIP LOCKED); where set,
                           the claim is pick, then CLAIM (owner, lease, sources, ids), then
                           CLAIM_READ (see ibx__pick_keys) */
@@ -3401,6 +3416,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_STATS,
      "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} WHERE \"Status\" = 'Processing' AND "
      "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})"},
+    {IBX__Q_PENDING,
+     "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__sqlite_inbox = {
@@ -3505,6 +3522,8 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint) "
      "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
      "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())"},
+    {IBX__Q_PENDING,
+     "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__postgresql_inbox = {
@@ -3624,6 +3643,8 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
+    {IBX__Q_PENDING,
+     "SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing'"},
     /* A window of the work queue read without locks, then those rows
      * locked by key and checked again (as the outbox's pick does: a
      * locking read of the index walks every entry moved since the last
@@ -3766,6 +3787,8 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, MIN([NextAttemptAt]), SYSUTCDATETIME()) FROM {T} "
      "WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME() AND "
      "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())"},
+    {IBX__Q_PENDING,
+     "SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing'"},
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__sqlserver_inbox = {
@@ -3968,6 +3991,9 @@ struct ibx_store {
     int64_t counters[IBX_METRIC_COUNT_];
     char token[37];               /* the owner token of the current call, lower case */
     char *wake_path;              /* where a dispatcher may listen (ibx_notify), or NULL */
+    int64_t max_pending;          /* enqueue refuses past this many unfinished; 0: no cap */
+    int64_t pending_estimate;     /* the last count plus what this store enqueued since */
+    int64_t pending_counted_ms;   /* when it was counted (monotonic) */
     int wake_fd;                  /* the sending socket, made at the first wake; -1 */
     ibx__store_own own;           /* what only this header keeps */
 };
@@ -4193,6 +4219,11 @@ static ibx_result ibx__store_desc_check(ibx_store *s, const ibx_store_desc *desc
         return s->err.result;
     if (desc->wake_path && !(s->wake_path = ibx__strdup(&s->hooks, desc->wake_path)))
         return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
+    if (desc->max_pending < 0)
+        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: max_pending",
+                         "max_pending must be 0 (no cap) or more, got %lld", (long long)desc->max_pending);
+    s->max_pending = desc->max_pending;
+    s->pending_estimate = INT64_MAX; /* unknown: the first enqueue counts */
     return ibx__store_names(s, desc);
 }
 
@@ -4710,6 +4741,58 @@ IBX_API ibx_result ibx_queue_stats(ibx_store *store, int64_t *ready, int64_t *ol
     if (r != IBX_OK) return r;
     if (ready) *ready = ctx.ready;
     if (oldest_ready_ms) *oldest_ready_ms = ctx.oldest > 0 ? ctx.oldest : 0;
+    return IBX_OK;
+}
+
+#define IBX__PENDING_RECOUNT_MS 1000
+
+static ibx_result ibx__pending_unit(ibx__db *db, void *vctx) {
+    ibx__stats_ctx *c = (ibx__stats_ctx *)vctx;
+    SQLHSTMT cur = NULL;
+    ibx_result r = ibx__exec(db, IBX__Q_PENDING, c->s->sql[IBX__Q_PENDING], NULL, 0, NULL, &cur);
+    if (r == IBX_OK) r = ibx__fetch(db, cur);
+    if (r == IBX_OK) r = ibx__get_i64(db, cur, 1, &c->ready, NULL);
+    ibx__close(cur);
+    return r == IBX_EMPTY ? IBX_OK : r;
+}
+
+IBX_API ibx_result ibx_pending_count(ibx_store *store, int64_t *pending) {
+    ibx__stats_ctx ctx;
+    ibx_result r = ibx__store_ready(store, "ibx_pending_count");
+    if (r != IBX_OK) return r;
+    if (!pending)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_pending_count: pending", "must not be NULL");
+    ctx.s = store;
+    ctx.ready = ctx.oldest = 0;
+    r = ibx__unit_read(&store->db, ibx__pending_unit, &ctx, "pending count");
+    if (r != IBX_OK) return r;
+    *pending = ctx.ready;
+    store->pending_estimate = ctx.ready;
+    store->pending_counted_ms = ibx__mono_ms(&store->hooks);
+    return IBX_OK;
+}
+
+/* Backpressure (max_pending): room for n more unfinished messages? The
+ * count runs when the estimate says the cap may be reached, and at most a
+ * second after the last one (other producers' messages are seen then), so
+ * a store with room pays one small read a second at most. IBX_ERR_FULL
+ * names the fill level. */
+static ibx_result ibx__pending_room(ibx_store *s, const char *fn, int64_t n) {
+    int64_t now;
+    ibx_result r;
+    if (s->max_pending <= 0) return IBX_OK;
+    if (s->pending_estimate <= s->max_pending - n &&
+        ibx__mono_ms(&s->hooks) - s->pending_counted_ms < IBX__PENDING_RECOUNT_MS) {
+        s->pending_estimate += n;
+        return IBX_OK;
+    }
+    if ((r = ibx_pending_count(s, &now)) != IBX_OK) return r;
+    if (now > s->max_pending - n)
+        return ibx__fail(&s->err, IBX_ERR_FULL, fn,
+                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more "
+                         "do not fit; enqueue again once the queue drains",
+                         (long long)now, (long long)s->max_pending, (long long)n);
+    s->pending_estimate = now + n;
     return IBX_OK;
 }
 
@@ -5852,6 +5935,7 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     ibx__p_i64(&p[5], m->due_utc_ms);
     if (m->due_utc_ms == 0) p[5].ind = SQL_NULL_DATA;
     p[6] = p[5];
+    if ((r = ibx__pending_room(store, "ibx_enqueue", 1)) != IBX_OK) return r;
     memset(&ctx, 0, sizeof ctx);
     ctx.s = store;
     ctx.p = p;

@@ -261,7 +261,9 @@ typedef enum obx_result {
     OBX_ERR_DB = -5,             /* permanent database error: syntax, constraint, permission */
     OBX_ERR_DB_TRANSIENT = -6,   /* deadlock, serialization, lock/query timeout, busy, lost connection */
     OBX_ERR_STATE = -7,          /* call not valid now (e.g. store without a connection) */
-    OBX_ERR_UNSUPPORTED = -8     /* dialect or feature not supported (yet) */
+    OBX_ERR_UNSUPPORTED = -8,    /* dialect or feature not supported (yet) */
+    OBX_ERR_FULL = -9            /* the store holds max_pending unfinished messages: nothing
+                                    was enqueued; try again once the queue drains */
 } obx_result;
 
 /* Details of the last error on a handle. Strings are always NUL-terminated. */
@@ -516,6 +518,14 @@ typedef struct obx_store_desc {
                                     socket path (its desc's wake_path), in any process of
                                     this host: claimed at once instead of at the next poll.
                                     obx_notify() does it after your own commit of a _tx call */
+    int64_t max_pending;         /* default 0: no cap. Backpressure: an enqueue that would
+                                    take the unfinished messages (Ready or Leased) past this
+                                    many is refused with OBX_ERR_FULL and changes nothing,
+                                    so a gateway offline for days stops before its flash is
+                                    full. Exact for one producer; each store counts near the
+                                    cap and at most once a second (obx_pending_count), so
+                                    other producers may pass it by what they enqueue within
+                                    that second */
 } obx_store_desc;
 
 /* ---- Messages ----------------------------------------------------------------- */
@@ -741,6 +751,12 @@ OBX_API obx_result obx_store_counters(const obx_store *store, int64_t counters[O
  * clock. Touches the database (one read). Returns OBX_OK,
  * OBX_ERR_INVALID_ARG, OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *oldest_ready_ms);
+
+/* The fill level a store's max_pending caps: messages enqueued and not yet
+ * finished (waiting, due later, or in a handler), counted now. Touches the
+ * database (one read). Returns OBX_OK, OBX_ERR_INVALID_ARG (NULL store or
+ * pending), OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_pending_count(obx_store *store, int64_t *pending);
 
 /* What a handler says about a message. */
 typedef enum obx_outcome {
@@ -1298,6 +1314,7 @@ OBX__PRIVATE const char *obx__result_str(obx_result r) {
     case OBX_ERR_DB_TRANSIENT: return "OBX_ERR_DB_TRANSIENT";
     case OBX_ERR_STATE: return "OBX_ERR_STATE";
     case OBX_ERR_UNSUPPORTED: return "OBX_ERR_UNSUPPORTED";
+    case OBX_ERR_FULL: return "OBX_ERR_FULL";
     }
     return "OBX_(unknown)";
 }
@@ -3265,6 +3282,7 @@ enum {
     OBX__Q_GET,      /* id -> message row */
     OBX__Q_CLEANUP,  /* retention_ms, batch -> count */
     OBX__Q_STATS,    /* -> ready count, oldest ready age in ms */
+    OBX__Q_PENDING,  /* -> unfinished messages (Ready or Leased): max_pending's count */
     OBX__Q_INSERT_MANY, /* lists of: ids, message_ids, topics, payloads, correlations, dues;
                            or (batch_as_json_rows) one JSON array of such rows; NULL where
                            the dialect inserts a batch row by row */
@@ -3335,6 +3353,8 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_STATS,
      "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} "
      "WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}"},
+    {OBX__Q_PENDING,
+     "SELECT (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0) + (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1)"},
     /* A whole batch in one statement: sqliteodbc costs three times the C
      * API per execute, so one execute per row is the slow part. */
     {OBX__Q_INSERT_MANY,
@@ -3474,6 +3494,8 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_STATS,
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) "
      "AS bigint) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()"},
+    {OBX__Q_PENDING,
+     "SELECT (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0) + (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1)"},
     /* A whole batch in one statement: array literals unnested by the
      * server (psqlODBC's own array binding sends one INSERT per row). */
     {OBX__Q_INSERT_MANY,
@@ -3702,6 +3724,8 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_STATS,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
+    {OBX__Q_PENDING,
+     "SELECT COUNT(*) FROM {T} WHERE `Status` IN (0, 1)"},
     /* A whole batch in one statement, read from one JSON array of rows. */
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
@@ -3874,6 +3898,8 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
     {OBX__Q_STATS,
      "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, CAST(SWITCHOFFSET(MIN([NextAttemptAt]), '+00:00') "
      "AS DATETIME2(7)), SYSUTCDATETIME()) FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()"},
+    {OBX__Q_PENDING,
+     "SELECT (SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 0) + (SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 1)"},
     /* A whole batch in one statement: the lists zipped by position. */
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
@@ -4169,6 +4195,9 @@ struct obx_store {
     int64_t counters[OBX_METRIC_COUNT_];
     char token[37];               /* the owner token of the current call, lower case */
     char *wake_path;              /* where a dispatcher may listen (obx_notify), or NULL */
+    int64_t max_pending;          /* enqueue refuses past this many unfinished; 0: no cap */
+    int64_t pending_estimate;     /* the last count plus what this store enqueued since */
+    int64_t pending_counted_ms;   /* when it was counted (monotonic) */
     int wake_fd;                  /* the sending socket, made at the first wake; -1 */
     obx__store_own own;           /* what only this header keeps */
 };
@@ -4394,6 +4423,11 @@ static obx_result obx__store_desc_check(obx_store *s, const obx_store_desc *desc
         return s->err.result;
     if (desc->wake_path && !(s->wake_path = obx__strdup(&s->hooks, desc->wake_path)))
         return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
+    if (desc->max_pending < 0)
+        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, "obx_store_open: max_pending",
+                         "max_pending must be 0 (no cap) or more, got %lld", (long long)desc->max_pending);
+    s->max_pending = desc->max_pending;
+    s->pending_estimate = INT64_MAX; /* unknown: the first enqueue counts */
     return obx__store_names(s, desc);
 }
 
@@ -4911,6 +4945,58 @@ OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *ol
     if (r != OBX_OK) return r;
     if (ready) *ready = ctx.ready;
     if (oldest_ready_ms) *oldest_ready_ms = ctx.oldest > 0 ? ctx.oldest : 0;
+    return OBX_OK;
+}
+
+#define OBX__PENDING_RECOUNT_MS 1000
+
+static obx_result obx__pending_unit(obx__db *db, void *vctx) {
+    obx__stats_ctx *c = (obx__stats_ctx *)vctx;
+    SQLHSTMT cur = NULL;
+    obx_result r = obx__exec(db, OBX__Q_PENDING, c->s->sql[OBX__Q_PENDING], NULL, 0, NULL, &cur);
+    if (r == OBX_OK) r = obx__fetch(db, cur);
+    if (r == OBX_OK) r = obx__get_i64(db, cur, 1, &c->ready, NULL);
+    obx__close(cur);
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
+OBX_API obx_result obx_pending_count(obx_store *store, int64_t *pending) {
+    obx__stats_ctx ctx;
+    obx_result r = obx__store_ready(store, "obx_pending_count");
+    if (r != OBX_OK) return r;
+    if (!pending)
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_pending_count: pending", "must not be NULL");
+    ctx.s = store;
+    ctx.ready = ctx.oldest = 0;
+    r = obx__unit_read(&store->db, obx__pending_unit, &ctx, "pending count");
+    if (r != OBX_OK) return r;
+    *pending = ctx.ready;
+    store->pending_estimate = ctx.ready;
+    store->pending_counted_ms = obx__mono_ms(&store->hooks);
+    return OBX_OK;
+}
+
+/* Backpressure (max_pending): room for n more unfinished messages? The
+ * count runs when the estimate says the cap may be reached, and at most a
+ * second after the last one (other producers' messages are seen then), so
+ * a store with room pays one small read a second at most. OBX_ERR_FULL
+ * names the fill level. */
+static obx_result obx__pending_room(obx_store *s, const char *fn, int64_t n) {
+    int64_t now;
+    obx_result r;
+    if (s->max_pending <= 0) return OBX_OK;
+    if (s->pending_estimate <= s->max_pending - n &&
+        obx__mono_ms(&s->hooks) - s->pending_counted_ms < OBX__PENDING_RECOUNT_MS) {
+        s->pending_estimate += n;
+        return OBX_OK;
+    }
+    if ((r = obx_pending_count(s, &now)) != OBX_OK) return r;
+    if (now > s->max_pending - n)
+        return obx__fail(&s->err, OBX_ERR_FULL, fn,
+                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more "
+                         "do not fit; enqueue again once the queue drains",
+                         (long long)now, (long long)s->max_pending, (long long)n);
+    s->pending_estimate = now + n;
     return OBX_OK;
 }
 
@@ -6053,6 +6139,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     }
     for (i = 0; r == OBX_OK && i < count; i++)
         r = obx__check_message(&s->err, fn, count > 1 ? i : -1, &msgs[i], &lens[i]);
+    if (r == OBX_OK) r = obx__pending_room(s, fn, count);
     if (r == OBX_OK) {
         ctx.s = s;
         ctx.msgs = msgs;

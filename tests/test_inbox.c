@@ -172,6 +172,45 @@ static int claim(ibx_store *s, const char *owner, int batch, const ibx_message *
     return r == IBX_OK || r == IBX_EMPTY ? n : -1;
 }
 
+/* max_pending caps the messages still to handle: past it ibx_enqueue is
+ * IBX_ERR_FULL and changes nothing; handled ones make room
+ * (CORE-MAX-PENDING). */
+static void test_max_pending(void) {
+    ibx_store *s = fresh(), *capped = NULL;
+    ibx_store_desc desc;
+    ibx_new_message m;
+    const ibx_message *ms;
+    ibx_key keys[1];
+    char owner[37], id[16];
+    int i;
+    int64_t pending = -1;
+    TT_ASSERT(s != NULL);
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.hooks.logger.log = keep_log;
+    desc.max_pending = 3;
+    TT_EQ_INT(ibx_store_open(&desc, &capped), IBX_OK);
+    for (i = 0; i < 3; i++) {
+        snprintf(id, sizeof id, "m%d", i);
+        m = msg("cap", "src", id, "p");
+        TT_EQ_INT(ibx_enqueue(capped, &m, NULL), IBX_OK);
+    }
+    m = msg("cap", "src", "m3", "p");
+    TT_EQ_INT(ibx_enqueue(capped, &m, NULL), IBX_ERR_FULL);
+    TT_EQ_STR(ibx_store_last_error(capped)->where, "ibx_enqueue");
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 3);
+    TT_EQ_INT(ibx_pending_count(capped, &pending), IBX_OK);
+    TT_EQ_INT(pending, 3);
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(claim(s, owner, 1, &ms), 1);
+    keys[0].source = ms[0].source;
+    keys[0].message_id = ms[0].message_id;
+    TT_EQ_INT(ibx_ack(s, owner, keys, 1, NULL), IBX_OK);
+    TT_EQ_INT(ibx_enqueue(capped, &m, NULL), IBX_OK);
+    ibx_store_close(capped);
+    ibx_store_close(s);
+}
+
 /* ---- dedup ------------------------------------------------------------------------------- */
 
 static void test_001_natural_key(void) {
@@ -1799,6 +1838,7 @@ int main(int argc, char **argv) {
     RUN("IBX-006", "concurrent dedup checks from four processes are safe", test_006_concurrent_dedup);
     RUN("IBX-007", "a hash is stored for later verification", test_007_008_hash);
     RUN("IBX-008", "a different hash is a warning, not a failure", test_007_008_hash);
+    RUN("CORE-MAX-PENDING", "past max_pending messages to handle ibx_enqueue is IBX_ERR_FULL and changes nothing", test_max_pending);
     RUN("IBX-009", "NULL or empty message id rejected", test_009_012_dedup_args);
     RUN("IBX-010", "NULL or empty source rejected", test_009_012_dedup_args);
     RUN("IBX-011", "message id over 255 characters rejected", test_009_012_dedup_args);

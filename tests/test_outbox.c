@@ -1948,6 +1948,56 @@ static void test_wake_socket(void) {
     obx_store_close(s);
 }
 
+/* max_pending caps the unfinished messages: past it, enqueue and batch
+ * enqueue are OBX_ERR_FULL and change nothing; settled messages make room
+ * again (CORE-MAX-PENDING). */
+static void test_max_pending(void) {
+    obx_store *s = fresh(), *capped = NULL, *bad = NULL;
+    obx_store_desc desc;
+    obx_new_message ms[3];
+    const obx_message *got;
+    const char *ids[2];
+    char owner[37];
+    int i, n = 0;
+    int64_t pending = -1;
+    TT_ASSERT(s != NULL);
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.hooks.logger.log = keep_log;
+    desc.max_pending = -1;
+    TT_EQ_INT(obx_store_open(&desc, &bad), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(bad)->where, "obx_store_open: max_pending");
+    obx_store_close(bad);
+    desc.max_pending = 5;
+    TT_EQ_INT(obx_store_open(&desc, &capped), OBX_OK);
+    for (i = 0; i < 3; i++) ms[i] = msg("cap", "p");
+    TT_EQ_INT(obx_enqueue_batch(capped, NULL, ms, 3, NULL), OBX_OK);
+    TT_ASSERT(enqueue(s, "cap", "p", NULL)); /* another producer: seen at the next count */
+    TT_EQ_INT(obx_pending_count(capped, &pending), OBX_OK);
+    TT_EQ_INT(pending, 4);
+    TT_EQ_INT(obx_enqueue_batch(capped, NULL, ms, 2, NULL), OBX_ERR_FULL); /* 4 + 2 > 5 */
+    TT_EQ_STR(obx_store_last_error(capped)->where, "obx_enqueue_batch");
+    TT_EXPECT(strstr(obx_store_last_error(capped)->message, "max_pending 5") != NULL);
+    TT_EQ_INT(obx_enqueue(capped, &ms[0], NULL), OBX_OK); /* the fifth */
+    TT_EQ_INT(obx_enqueue(capped, &ms[0], NULL), OBX_ERR_FULL);
+    TT_EQ_INT(obx_pending_count(capped, &pending), OBX_OK);
+    TT_EQ_INT(pending, 5);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 5); /* the refused changed nothing */
+    /* Leased messages still count; finished ones make room. */
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 2, &got, &n), OBX_OK);
+    TT_EQ_INT(n, 2);
+    TT_EQ_INT(obx_enqueue(capped, &ms[0], NULL), OBX_ERR_FULL);
+    ids[0] = got[0].id;
+    ids[1] = got[1].id;
+    TT_EQ_INT(obx_ack(s, owner, ids, 2, NULL), OBX_OK);
+    TT_EQ_INT(obx_enqueue_batch(capped, NULL, ms, 2, NULL), OBX_OK);
+    TT_EQ_INT(obx_enqueue(capped, &ms[0], NULL), OBX_ERR_FULL);
+    TT_EQ_INT(obx_pending_count(capped, NULL), OBX_ERR_INVALID_ARG);
+    obx_store_close(capped);
+    obx_store_close(s);
+}
+
 typedef struct metric_sums {
     int64_t n[OBX_METRIC_COUNT_];
     int calls;
@@ -3558,6 +3608,7 @@ int main(int argc, char **argv) {
     RUN("OBX-105", "handler failures logged at ERROR with id and error", test_056_failure_policy);
     RUN("OBX-122", "the poll interval doubles while idle, up to a cap", test_122_idle_backoff);
     RUN("OBX-WAKE", "wake-up dispatches at once; stop interrupts the wait", test_wake_and_stop);
+    RUN("CORE-MAX-PENDING", "past max_pending unfinished messages enqueue is OBX_ERR_FULL and changes nothing", test_max_pending);
     RUN("CORE-WAKE-SOCKET", "a producer in another process wakes a waiting dispatcher through wake_path", test_wake_socket);
     RUN("OBX-METRICS", "counters, metrics hook, queue depth and oldest age", test_metrics);
     RUN("OBX-033", "ack counts a completed step in every join of the message", test_033_034_046_047_089_096_auto);

@@ -215,7 +215,8 @@ static void test_result_strings(void) {
         {OBX_ERR_INVALID_ARG, "OBX_ERR_INVALID_ARG"}, {OBX_ERR_OUT_OF_RANGE, "OBX_ERR_OUT_OF_RANGE"},
         {OBX_ERR_NOT_FOUND, "OBX_ERR_NOT_FOUND"}, {OBX_ERR_NO_MEMORY, "OBX_ERR_NO_MEMORY"},
         {OBX_ERR_DB, "OBX_ERR_DB"}, {OBX_ERR_DB_TRANSIENT, "OBX_ERR_DB_TRANSIENT"},
-        {OBX_ERR_STATE, "OBX_ERR_STATE"}, {OBX_ERR_UNSUPPORTED, "OBX_ERR_UNSUPPORTED"}};
+        {OBX_ERR_STATE, "OBX_ERR_STATE"}, {OBX_ERR_UNSUPPORTED, "OBX_ERR_UNSUPPORTED"},
+        {OBX_ERR_FULL, "OBX_ERR_FULL"}};
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) TT_EQ_STR(obx_result_str(cases[i].r), cases[i].s);
     TT_EQ_STR(obx_result_str((obx_result)42), "OBX_(unknown)");
