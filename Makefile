@@ -37,7 +37,7 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 .PHONY: all demo test check bench fuzz deps clean sql check-docs check-common check-warnings check-cxx check-link \
         check-nm check-asan check-valgrind
 .PHONY: static cross check-static check-cross check-gateway check-options size check-deps
-.PHONY: torture install check-consumers
+.PHONY: torture scale install check-consumers
 .DELETE_ON_ERROR:
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
@@ -360,3 +360,14 @@ torture:
 	@tests/deps.sh build pg mariadb
 	@$(MAKE) --no-print-directory $(TORTURE_BINS)
 	tests/torture/run.sh $(B)/torture
+
+# ---- scale: high availability and scale-out on real engines (issue 16): PostgreSQL
+# failover, PgBouncer, a 3-node Galera cluster, 50 tenants; prints "scale:" figures.
+# SCALE_SIZE=1 (default) fits in about 8 minutes on 2 cores; SCALE_SIZE=5 is the full size.
+# Own ports (SCALE_PG_PORT, SCALE_MY_PORT, SCALE_GALERA_PORT); see tests/scale/run.sh.
+scale:
+	@tests/deps.sh build pg mariadb scale
+	@$(MAKE) --no-print-directory $(B)/torture/torture_crash $(B)/torture/scale_load $(TESTS)
+	tests/scale/run.sh $(B)
+$(B)/torture/scale_load: tests/scale/scale.c $(TORTURE_DEPS) | $(B)/torture
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/scale/scale.c -o $@ -lodbc

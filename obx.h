@@ -157,7 +157,10 @@
  *   retries a round that failed transiently after 100 ms, backing off to
  *   1 s, so work resumes about a second after the database is back. A
  *   statement the server can never take (MariaDB: a payload over
- *   max_allowed_packet) is OBX_ERR_DB with connection_lost set.
+ *   max_allowed_packet) is OBX_ERR_DB with connection_lost set. A server
+ *   that takes no writes (SQLSTATE 25006, MariaDB 1290/1792: a standby
+ *   after a failover) is OBX_ERR_DB_TRANSIENT without connection_lost
+ *   (nothing was written), and the store reconnects before its next call.
  */
 /* >>common-end manual */
 /*
@@ -173,6 +176,15 @@
  *                 The library appends "Protocol=7.4-1;" when the string
  *                 does not set Protocol: without it psqlODBC wraps every
  *                 statement in a savepoint (half the speed).
+ *                 Failover: psqlODBC hands pqopt to libpq, so
+ *                 "Driver={PostgreSQL Unicode};Database=d;Uid=u;Pwd=p;
+ *                 pqopt={host=h1,h2 port=5432,5432
+ *                 target_session_attrs=read-write};" reaches whichever
+ *                 server is the primary, on every reconnect (leave Server
+ *                 and Port out: psqlODBC refuses a host in pqopt beside
+ *                 Server, and cuts Port to 9 characters). Behind PgBouncer
+ *                 in transaction mode add "UseServerSidePrepare=0;" (the
+ *                 error says so when it is missing).
  *     MariaDB     driver odbc-mariadb: "Driver={MariaDB Unicode};
  *                 Server=h;Port=3306;Database=d;Uid=u;Pwd=p;CHARSET=utf8mb4;"
  *                 MariaDB 10.6+ (SKIP LOCKED, JSON_TABLE). The library
@@ -1609,8 +1621,13 @@ OBX__PRIVATE obx_result obx__identifier_check(const char *name) {
  * (MariaDB's Connector/ODBC answers the next statement with "malformed
  * packet"): reported as a timeout, and the connection is reopened before
  * the next unit of work. */
+/* READ_ONLY: the server takes no writes (a standby, a read-only or
+ * non-primary node): nothing was written, so it is not "lost" to the
+ * caller, but the connection is reopened before the next unit, so that a
+ * multi-host connection string (target_session_attrs=read-write) or a
+ * moved address finds the writable server. */
 enum { OBX__FAULT_PERMANENT = 0, OBX__FAULT_TRANSIENT = 1, OBX__FAULT_TIMEOUT = 2, OBX__FAULT_LOST = 3,
-       OBX__FAULT_LOST_PERMANENT = 4, OBX__FAULT_TIMEOUT_RESET = 5 };
+       OBX__FAULT_LOST_PERMANENT = 4, OBX__FAULT_TIMEOUT_RESET = 5, OBX__FAULT_READ_ONLY = 6 };
 
 typedef struct obx__native_fault {
     long native;
@@ -1675,6 +1692,8 @@ static const obx__native_fault obx__mariadb_natives[] = {
     {4031, OBX__FAULT_LOST},      /* disconnected by the server (idle timeout) */
     {5014, OBX__FAULT_LOST},      /* write error: broken pipe (HY000) */
     {1153, OBX__FAULT_LOST_PERMANENT}, /* packet over max_allowed_packet (08S01): never fits */
+    {1290, OBX__FAULT_READ_ONLY}, /* running with --read-only (HY000) */
+    {1792, OBX__FAULT_READ_ONLY}, /* read-only transaction (25006) */
     {0, 0}};
 /* A query timeout is HYT00 with native 0 (by SQLSTATE below). */
 static const obx__native_fault obx__sqlserver_natives[] = {
@@ -1769,6 +1788,7 @@ OBX__PRIVATE int obx__classify(const obx__dialect *d, const char *sqlstate, long
         for (n = d->natives; n->native != 0; n++)
             if (n->native == native) return n->fault;
     if (strncmp(sqlstate, "40", 2) == 0) return OBX__FAULT_TRANSIENT;    /* 40001, 40P01, 40003 */
+    if (strcmp(sqlstate, "25006") == 0) return OBX__FAULT_READ_ONLY;     /* a standby answered */
     if (strcmp(sqlstate, "57014") == 0 || strcmp(sqlstate, "HYT00") == 0 ||
         strcmp(sqlstate, "HYT01") == 0)
         return OBX__FAULT_TIMEOUT; /* statement cancelled by a timeout */
@@ -2065,6 +2085,15 @@ OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handl
     fault = obx__diag_records(db, type, handle);
     for (c = e->message; *c; c++) /* one line: drivers put newlines into messages */
         if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
+    /* psqlODBC's named server-side statements live in a server session; a
+     * pooler in transaction mode hands each transaction another one. */
+    if (db->d && db->d->id == OBX_DIALECT_POSTGRESQL && strstr(e->message, "_PLAN") &&
+        (strcmp(e->sqlstate, "26000") == 0 || strcmp(e->sqlstate, "42P05") == 0)) {
+        size_t used = strlen(e->message);
+        snprintf(e->message + used, sizeof e->message - used, "%s",
+                 " -- behind a pooler in transaction mode (PgBouncer)? add UseServerSidePrepare=0; to the "
+                 "connection string");
+    }
     /* A driver may report a dead connection with an ordinary code; ask. */
     if (db->dbc && db->connected) {
         SQLUINTEGER dead = 0;
@@ -2076,9 +2105,9 @@ OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handl
         e->connection_lost = 1;
         db->lost = 1;
     }
-    if (fault == OBX__FAULT_TIMEOUT_RESET) { /* nothing was committed: not "lost" to the caller */
-        db->lost = 1;
-        fault = OBX__FAULT_TIMEOUT;
+    if (fault == OBX__FAULT_TIMEOUT_RESET || fault == OBX__FAULT_READ_ONLY) {
+        db->lost = 1; /* nothing was committed: not "lost" to the caller */
+        if (fault == OBX__FAULT_TIMEOUT_RESET) fault = OBX__FAULT_TIMEOUT;
     }
     e->result = fault == OBX__FAULT_PERMANENT || fault == OBX__FAULT_LOST_PERMANENT ? OBX_ERR_DB
                                                                                    : OBX_ERR_DB_TRANSIENT;

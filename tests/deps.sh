@@ -14,6 +14,7 @@
 #   bench    libpq-dev libsqlite3-dev (make bench only: the ideal outbox through
 #            libpq and the sqlite3 C API, the physical limit the library is
 #            measured against)
+#   scale    galera-4 pgbouncer rsync (make scale only)
 #   all      all of the above
 # With no group, "build" is used.
 #
@@ -39,10 +40,10 @@
 #   - postgresql-15 only recommends sysstat.
 set -euo pipefail
 
-readonly GROUPS_ALL="build pg mariadb tsql check static cross bench consumers"
+readonly GROUPS_ALL="build pg mariadb tsql check static cross bench consumers scale"
 
 usage() {
-    echo "usage: ${0##*/} [build|pg|mariadb|tsql|check|static|cross|bench|consumers|all]...   (default: build)"
+    echo "usage: ${0##*/} [build|pg|mariadb|tsql|check|static|cross|bench|consumers|scale|all]...   (default: build)"
 }
 
 # The packages in one group.
@@ -60,6 +61,7 @@ group_packages() {
         cross)   echo "gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user-static" ;;
         bench)   echo "libpq-dev libsqlite3-dev" ;;
         consumers) echo "cmake pkgconf" ;;
+        scale)   echo "galera-4 pgbouncer rsync" ;; # make scale: a Galera cluster (rsync SST), a pooler
         *)       return 1 ;;
     esac
 }

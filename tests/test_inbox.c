@@ -1513,6 +1513,117 @@ static void test_126_permissions(void) {
     ibx_store_close(admin);
 }
 
+/* A real deadlock (issue 10 item 24), as CORE-DEADLOCK-REAL of the
+ * outbox: the test's transaction holds B, the library's ack of {A, B}
+ * holds A and waits for B, then the test asks for A. The library is the
+ * victim (our deadlock_timeout is long; InnoDB rolls back the lighter
+ * transaction, and ours wrote rows first), rolls back, and redoes the ack
+ * whole; no attempt is counted. */
+typedef struct raw_conn {
+    SQLHENV env;
+    SQLHDBC dbc;
+} raw_conn;
+static int raw_exec(raw_conn *c, const char *text, int64_t *value) {
+    SQLHSTMT st;
+    SQLRETURN rc;
+    char out[32] = "";
+    SQLLEN ind = 0;
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, c->dbc, &st))) return 0;
+    rc = SQLExecDirect(st, (SQLCHAR *)(uintptr_t)text, SQL_NTS);
+    if (value && SQL_SUCCEEDED(rc) && SQL_SUCCEEDED(SQLFetch(st)) &&
+        SQL_SUCCEEDED(SQLGetData(st, 1, SQL_C_CHAR, out, sizeof out, &ind)))
+        *value = atoll(out);
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    return SQL_SUCCEEDED(rc) || rc == SQL_NO_DATA;
+}
+static int raw_open(raw_conn *c) {
+    memset(c, 0, sizeof *c);
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_ENV, NULL, &c->env))) return 0;
+    SQLSetEnvAttr(c->env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0);
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_DBC, c->env, &c->dbc))) return 0;
+    return SQL_SUCCEEDED(SQLDriverConnect(c->dbc, NULL, (SQLCHAR *)(uintptr_t)g_conn, SQL_NTS, NULL, 0, NULL,
+                                          SQL_DRIVER_NOPROMPT)) &&
+           SQL_SUCCEEDED(SQLSetConnectAttr(c->dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF,
+                                           SQL_IS_UINTEGER));
+}
+static void raw_close(raw_conn *c) {
+    SQLEndTran(SQL_HANDLE_DBC, c->dbc, SQL_ROLLBACK);
+    SQLDisconnect(c->dbc);
+    SQLFreeHandle(SQL_HANDLE_DBC, c->dbc);
+    SQLFreeHandle(SQL_HANDLE_ENV, c->env);
+}
+static int raw_lock(raw_conn *c, ibx_store *s, const char *id) {
+    char q[320];
+    snprintf(q, sizeof q, g_pg ? "SELECT 1 FROM \"%s\".\"%s\" WHERE \"Source\" = 'src' AND \"MessageId\" = '%s' FOR UPDATE"
+                               : "SELECT 1 FROM `%.0s%s` WHERE `Source` = 'src' AND `MessageId` = '%s' FOR UPDATE",
+             s->schema ? s->schema : "", s->table, id);
+    return raw_exec(c, q, NULL);
+}
+typedef struct iack_job {
+    ibx_store *s;
+    const char *owner;
+    ibx_key keys[2];
+    ibx_result r;
+    int64_t changed;
+} iack_job;
+static void *iack_main(void *v) {
+    iack_job *j = (iack_job *)v;
+    j->r = ibx_ack(j->s, j->owner, j->keys, 2, &j->changed);
+    return NULL;
+}
+static void test_deadlock_real(void) {
+    ibx_store *s = fresh();
+    raw_conn c;
+    char owner[37];
+    const ibx_message *ms;
+    int held = 0, crossed = 0, i;
+    int64_t waiting = 0;
+    iack_job job;
+    pthread_t th;
+    TT_ASSERT(s && enqueue(s, "t", "src", "dl-a") && enqueue(s, "t", "src", "dl-b"));
+    TT_ASSERT(sql(s, "CREATE TABLE IF NOT EXISTS ibx_dl_weight (id INT NOT NULL PRIMARY KEY)"));
+    TT_ASSERT(sql(s, "DELETE FROM ibx_dl_weight"));
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(claim(s, owner, 2, &ms), 2);
+    memset(&job, 0, sizeof job);
+    job.s = s;
+    job.owner = owner;
+    job.keys[0].source = job.keys[1].source = "src";
+    job.keys[0].message_id = "dl-a";
+    job.keys[1].message_id = "dl-b";
+    log_reset();
+    TT_ASSERT(raw_open(&c));
+    if (g_pg) held = raw_exec(&c, "SET deadlock_timeout = '20s'", NULL);
+    else held = 1;
+    for (i = 0; i < 50; i++) { /* the heavier transaction */
+        char q[80];
+        snprintf(q, sizeof q, "INSERT INTO ibx_dl_weight (id) VALUES (%d)", i);
+        held = held && raw_exec(&c, q, NULL);
+    }
+    held = held && raw_lock(&c, s, "dl-b");
+    if (held && pthread_create(&th, NULL, iack_main, &job) == 0) {
+        for (i = 0; i < 200 && waiting < 1; i++) {
+            sleep_ms(20);
+            raw_exec(&c, g_pg ? "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                              : "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'",
+                     &waiting);
+        }
+        crossed = waiting > 0 && raw_lock(&c, s, "dl-a");
+        SQLEndTran(SQL_HANDLE_DBC, c.dbc, SQL_ROLLBACK);
+        pthread_join(th, NULL);
+    }
+    raw_close(&c);
+    TT_ASSERT(held);
+    TT_ASSERT(crossed);
+    TT_EQ_INT(job.r, IBX_OK);
+    TT_EQ_INT(job.changed, 2);
+    TT_EXPECT(logged("ack: transient failure", g_pg ? "[40P01/" : "/1213]", "retrying"));
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Done'"), 2);
+    TT_EQ_INT(scalar(s, "SELECT MAX(\"Attempt\") FROM {T}"), 0); /* no attempt counted */
+    TT_ASSERT(sql(s, "DROP TABLE ibx_dl_weight"));
+    ibx_store_close(s);
+}
+
 static void test_119_120_ranges(void) {
     ibx_store *s = fresh();
     char owner[37], id[16];
@@ -2010,6 +2121,8 @@ int main(int argc, char **argv) {
     RUN("IBX-077", "redelivery after a crash keeps the key to dedupe on", test_077_redelivery);
     RUN("IBX-103", "claims never see uncommitted messages", test_103_no_dirty_reads);
     RUN("IBX-105", "three worker processes drain one table safely", test_105_processes);
+    if (g_pg || g_my)
+        RUN("IBX-DEADLOCK-REAL", "a real deadlock (40P01 / 1213) in an ack: the library is the victim, redoes the unit, counts no attempt", test_deadlock_real);
     RUN("IBX-119", "leases 10..300 s work", test_119_120_ranges);
     RUN("IBX-120", "batches 1..100 work", test_119_120_ranges);
     RUN("IBX-124", "the poll interval doubles while idle, up to a cap", test_124_idle_backoff);

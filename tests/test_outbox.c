@@ -2881,6 +2881,124 @@ static void test_my_lock_timeout(void) {
 /* Settling a message waits only for that message's row: another worker's
  * claim and ack in flight (taken, not committed) do not hold up ack,
  * abandon or fail of other messages. */
+/* A real deadlock (issue 10 item 24): the test's own transaction holds B
+ * and then asks for A while the library's ack of {A, B} holds A and waits
+ * for B. The server picks the library as the victim (PostgreSQL: our
+ * session's deadlock_timeout is long, so the library's check fires first;
+ * InnoDB: the lighter transaction, and ours wrote rows first). The library
+ * must roll back, redo the ack as a whole once the test lets go, never
+ * count an attempt, and leave nothing half done. */
+typedef struct ack_job {
+    obx_store *s;
+    const char *owner;
+    const char *ids[2];
+    obx_result r;
+    int64_t changed;
+} ack_job;
+static void *ack_main(void *v) {
+    ack_job *j = (ack_job *)v;
+    j->r = obx_ack(j->s, j->owner, j->ids, 2, &j->changed);
+    return NULL;
+}
+static int64_t caller_scalar(caller_conn *c, const char *text) {
+    SQLHSTMT st;
+    SQLLEN ind = 0;
+    char out[32] = "";
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, c->dbc, &st))) return -1;
+    if (!SQL_SUCCEEDED(SQLExecDirect(st, (SQLCHAR *)(uintptr_t)text, SQL_NTS)) || !SQL_SUCCEEDED(SQLFetch(st)) ||
+        !SQL_SUCCEEDED(SQLGetData(st, 1, SQL_C_CHAR, out, sizeof out, &ind)))
+        out[0] = 0;
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    return out[0] ? atoll(out) : -1;
+}
+static int caller_lock_row(caller_conn *c, obx_store *s, const char *id) {
+    char t[160], q[320];
+    snprintf(t, sizeof t, g_pg ? "\"%s\".\"%s\"" : "\"%s\"", g_pg ? s->schema : s->table, s->table);
+    snprintf(q, sizeof q, "SELECT \"Id\" FROM %s WHERE \"Id\" = '%s' FOR UPDATE", t, id);
+    return caller_exec(c, q);
+}
+static void test_deadlock_real(void) {
+    obx_store *s = fresh();
+    caller_conn c;
+    char a[37], b[37], owner[37];
+    const obx_message *ms;
+    int n = 0, held = 0, crossed = 0, waited = 0, i;
+    ack_job job;
+    pthread_t th;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(sql(s, "CREATE TABLE IF NOT EXISTS obx_dl_weight (id INT NOT NULL PRIMARY KEY)"));
+    TT_ASSERT(sql(s, "DELETE FROM obx_dl_weight"));
+    TT_ASSERT(enqueue(s, "t", "a", a)); /* A first: the ack reaches it first */
+    TT_ASSERT(enqueue(s, "t", "b", b));
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 60, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 2);
+    log_reset();
+    TT_ASSERT(caller_open(&c));
+    if (g_pg) TT_ASSERT(caller_exec(&c, "SET deadlock_timeout = '20s'"));
+    /* The heavier transaction: InnoDB rolls back the one that wrote less. */
+    for (i = 0; i < 50; i++) {
+        char q[80];
+        snprintf(q, sizeof q, "INSERT INTO obx_dl_weight (id) VALUES (%d)", i);
+        held += caller_exec(&c, q);
+    }
+    held = held == 50 && caller_lock_row(&c, s, b);
+    memset(&job, 0, sizeof job);
+    job.s = s;
+    job.owner = owner;
+    job.ids[0] = a;
+    job.ids[1] = b;
+    if (held && pthread_create(&th, NULL, ack_main, &job) == 0) {
+        /* Wait until the library's ack waits for B (holding A). */
+        for (i = 0; i < 200 && !waited; i++) {
+            sleep_ms(20);
+            waited = caller_scalar(&c, g_pg ? "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                            : "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'") > 0;
+        }
+        crossed = waited && caller_lock_row(&c, s, a); /* closes the cycle; the library is the victim */
+        caller_end(&c, 0);
+        pthread_join(th, NULL);
+    } else {
+        caller_end(&c, 0);
+    }
+    caller_close(&c);
+    TT_ASSERT(held);
+    TT_ASSERT(waited);
+    TT_ASSERT(crossed);
+    TT_EQ_INT(job.r, OBX_OK);
+    TT_EQ_INT(job.changed, 2);
+    /* The deadlock happened, was called transient and the ack redone. */
+    TT_EXPECT(logged("ack: transient failure", g_pg ? "[40P01/" : "/1213]", "retrying"));
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 2"), 2);
+    TT_EQ_INT(scalar(s, "SELECT SUM(\"RetryCount\") FROM {T}"), 0); /* no attempt counted */
+    TT_ASSERT(sql(s, "DROP TABLE obx_dl_weight"));
+    obx_store_close(s);
+}
+
+/* A session that takes no writes (a standby, or a server switched to read
+ * only) answers a write with SQLSTATE 25006 (MariaDB: 1792): transient,
+ * not "lost" (nothing was written), and the next call reconnects, where a
+ * multi-host connection string would find the primary. Here the new
+ * session is writable again. */
+static void test_read_only_real(void) {
+    obx_store *s = fresh();
+    char id[37];
+    obx_new_message m = msg("t", "p");
+    const obx_error *e;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(sql(s, g_pg ? "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY" : "SET SESSION TRANSACTION READ ONLY"));
+    log_reset();
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_ERR_DB_TRANSIENT);
+    e = obx_store_last_error(s);
+    TT_EQ_STR(e->sqlstate, "25006");
+    if (g_my) TT_EQ_INT(e->native, 1792);
+    TT_EQ_INT(e->connection_lost, 0);
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK); /* a new session */
+    TT_EXPECT(logged("reconnecting", NULL, NULL));
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 1);
+    obx_store_close(s);
+}
+
 static void test_my_settle_row_locks(void) {
     obx_store *s = fresh();
     caller_conn c;
@@ -4121,6 +4239,10 @@ int main(int argc, char **argv) {
     RUN("OBX-DEAD-LETTERS", "dead letters: paged list with filters, replay (attempts reset, error kept, once under concurrency), purge", test_dead_letters);
     RUN("OBX-JOIN-CANCEL", "a cancelled join's join.wait ends without its follow-up; too late once completed", test_join_cancel);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
+    if (g_srv)
+        RUN("CORE-READ-ONLY-REAL", "a read-only session (25006) is transient, not lost; the next call reconnects", test_read_only_real);
+    if (g_srv)
+        RUN("CORE-DEADLOCK-REAL", "a real deadlock (40P01 / 1213) in an ack: the library is the victim, redoes the unit, counts no attempt", test_deadlock_real);
     if (g_my) {
         RUN("OBX-MY-NO-GAP-LOCK", "an open claim does not block producers (no gap locks)", test_my_no_gap_lock);
         RUN("OBX-MY-PACKET", "a payload over max_allowed_packet: clear error, the store goes on", test_my_packet);

@@ -257,6 +257,9 @@ static void test_classification(void) {
         {OBX_DIALECT_POSTGRESQL, "08S01", 35, OBX__FAULT_LOST},
         {OBX_DIALECT_POSTGRESQL, "08001", 101, OBX__FAULT_LOST},
         {OBX_DIALECT_POSTGRESQL, "HY000", 5, OBX__FAULT_PERMANENT}, /* natives are per dialect */
+        {OBX_DIALECT_POSTGRESQL, "25006", 1, OBX__FAULT_READ_ONLY}, /* a standby */
+        {OBX_DIALECT_MARIADB, "HY000", 1290, OBX__FAULT_READ_ONLY},  /* --read-only */
+        {OBX_DIALECT_MARIADB, "25006", 1792, OBX__FAULT_READ_ONLY},
         {OBX_DIALECT_MARIADB, "23000", 1062, OBX__FAULT_PERMANENT},
         {OBX_DIALECT_MARIADB, "23000", 1048, OBX__FAULT_PERMANENT},
         {OBX_DIALECT_MARIADB, "42000", 1064, OBX__FAULT_PERMANENT},
@@ -501,6 +504,45 @@ static void test_fake_lost_connection(void) {
     TT_EXPECT(fake_log_find("SET TIME ZONE", 0) >= 0);
     obx_store_close(s);
     TT_EQ_INT(fake_open_handles(), 0);
+}
+
+/* A standby (or a read-only node) answered: nothing was written, so the
+ * caller is not told "lost", the unit is not redone on the same server,
+ * and the next unit connects again (where a multi-host connection string
+ * finds the writable server). */
+static void test_fake_read_only(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    int commits;
+    TT_ASSERT(s != NULL);
+    commits = fake_commits();
+    fake_push_error(SQL_ERROR, "25006", 1, "cannot execute UPDATE in a read-only transaction");
+    TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_ERR_DB_TRANSIENT);
+    TT_EQ_INT(obx_store_last_error(s)->connection_lost, 0);
+    TT_EQ_STR(obx_store_last_error(s)->sqlstate, "25006");
+    TT_EQ_INT(g_sleeps, 0);
+    TT_EQ_INT(fake_calls("SQLExecute"), 1);
+    TT_EQ_INT(fake_calls("SQLDriverConnect"), 0);
+    TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_OK);
+    TT_EQ_INT(fake_calls("SQLDriverConnect"), 1);
+    TT_EQ_STR(fake_log_sql(fake_log_count() - 2), "UPDATE t SET v = 1");
+    TT_EQ_STR(fake_log_sql(fake_log_count() - 1), "<COMMIT>");
+    TT_EXPECT(fake_commits() > commits);
+    obx_store_close(s);
+    TT_EQ_INT(fake_open_handles(), 0);
+}
+
+/* Behind PgBouncer in transaction mode psqlODBC's named statements vanish
+ * (or collide): the error says what to change. */
+static void test_fake_pooler_hint(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    TT_ASSERT(s != NULL);
+    fake_push_error(SQL_ERROR, "26000", 1, "ERROR: prepared statement \"_PLAN0x5\" does not exist");
+    TT_EQ_INT(obx__exec(&s->db, 0, "UPDATE t SET v = 1", NULL, 0, NULL, NULL), OBX_ERR_DB);
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "add UseServerSidePrepare=0;") != NULL);
+    fake_push_error(SQL_ERROR, "26000", 1, "ERROR: prepared statement \"mine\" does not exist");
+    TT_EQ_INT(obx__exec(&s->db, 0, "UPDATE t SET v = 1", NULL, 0, NULL, NULL), OBX_ERR_DB);
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "UseServerSidePrepare") == NULL);
+    obx_store_close(s);
 }
 
 static void test_fake_dead_commit(void) {
@@ -1463,6 +1505,8 @@ int main(void) {
     TT_RUN("CORE-RETRY", "fake", "a deadlocked unit is rolled back and redone", test_fake_retry_transient);
     TT_RUN("CORE-RETRY-BOUNDED", "fake", "transient retries are bounded; permanent ones not retried", test_fake_retry_bounded);
     TT_RUN("CORE-RETRY-COMMIT", "fake", "a serialization failure at COMMIT redoes the unit", test_fake_retry_on_commit);
+    TT_RUN("CORE-POOLER-HINT", "fake", "psqlODBC's lost named statements (26000/42P05) name UseServerSidePrepare=0", test_fake_pooler_hint);
+    TT_RUN("CORE-READ-ONLY", "fake", "a read-only server (25006) reconnects, not permanent, not lost", test_fake_read_only);
     TT_RUN("CORE-LOST", "fake", "a lost connection is surfaced, not retried; next call reconnects", test_fake_lost_connection);
     TT_RUN("CORE-DEAD-COMMIT", "fake", "a dead connection's lying COMMIT is not trusted", test_fake_dead_commit);
     TT_RUN("CORE-NO-DATA", "fake", "SQL_NO_DATA from an UPDATE is zero rows", test_fake_no_data);
