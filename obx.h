@@ -208,6 +208,11 @@
  *                 FreeTDS (tdsodbc): "Driver={FreeTDS};Server=h;Port=1433;
  *                 Database=d;UID=u;PWD=p;TDS_Version=7.4;ClientCharset=UTF-8;"
  *                 (ClientCharset=UTF-8 or text is converted to a code page).
+ *                 Text limits count characters (code points); NVARCHAR
+ *                 counts UTF-16 units, so 255 characters beyond U+FFFF
+ *                 (emoji) are 510 units: the server refuses such a text
+ *                 (truncation, a permanent OBX_ERR_DB) although the
+ *                 library's check passed it.
  *                 Microsoft (msodbcsql18): "Driver={ODBC Driver 18 for SQL
  *                 Server};Server=h,1433;Database=d;UID=u;PWD=p;Encrypt=yes;"
  *                 (char data in the locale's code set: keep it UTF-8).
