@@ -3492,7 +3492,7 @@ enum {
     IBX__Q_CLAIM_PICK, /* batch, window -> keys, locked (FOR UPDATE SKIP LOCKED); where set,
                           the claim is pick, then CLAIM (owner, lease, sources, ids), then
                           CLAIM_READ (see ibx__pick_keys) */
-    IBX__Q_CLAIM_READ, /* sources, ids -> message rows */
+    IBX__Q_CLAIM_READ, /* owner, lease (unused), sources, ids -> the rows the owner holds */
     IBX__Q_GAUGES,     /* -> ready count, oldest ready age in ms, in flight, dead */
     IBX__Q_DEAD_LIST,  /* dead filter (topic, error text, first seen from, before, source,
                           message id), limit, offset -> message rows (markers numbered) */
@@ -3815,9 +3815,11 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`LockedUntil` = IF(? IN ('Done', 'Dead'), NULL, `LockedUntil`), "
      "`LastSeenUtc` = UTC_TIMESTAMP(6), `Status` = IF(" IBX__MY_DONE ", 'Done', ?) "
      "WHERE `Source` = ? AND `MessageId` = ?"},
+    /* Checked again, and read back only with our token (see the outbox). */
     {IBX__Q_CLAIM,
      "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `OwnerToken` = ?1, "
-     "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND"},
+     "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND WHERE {T}.`Status` = 'Processing' AND "
+     "({T}.`LockedUntil` IS NULL OR {T}.`LockedUntil` < UTC_TIMESTAMP(6))"},
     {IBX__Q_ACK,
      "UPDATE " IBX__MY_BY_KEYS("?2", "?3") " SET `Status` = 'Done', `OwnerToken` = NULL, "
      "`LockedUntil` = NULL, `LastSeenUtc` = UTC_TIMESTAMP(6) "
@@ -3871,7 +3873,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "WHERE t.`Status` = 'Processing' AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {IBX__Q_CLAIM_READ,
-     "SELECT " IBX__MY_COLS " FROM " IBX__MY_BY_KEYS("?", "?")},
+     "SELECT " IBX__MY_COLS " FROM " IBX__MY_BY_KEYS("?3", "?4") " WHERE {T}.`OwnerToken` = ?1"},
     {IBX__Q_DEAD_LIST,
      "SELECT " IBX__MY_COLS " FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc`, `Source`, "
      "`MessageId` LIMIT ?7 OFFSET ?8"},
@@ -4678,7 +4680,7 @@ static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cu
     for (k = 0; k < IBX__KEY_LISTS; k++) ibx__p_text(&p[2 + k], s->keys[k].data, s->keys[k].len);
     r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 2 + IBX__KEY_LISTS, NULL, NULL);
     if (r != IBX_OK) return r;
-    return ibx__exec(db, IBX__Q_CLAIM_READ, s->sql[IBX__Q_CLAIM_READ], p + 2, IBX__KEY_LISTS, NULL, cur);
+    return ibx__exec(db, IBX__Q_CLAIM_READ, s->sql[IBX__Q_CLAIM_READ], p, 2 + IBX__KEY_LISTS, NULL, cur);
 }
 
 static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {

@@ -3466,7 +3466,7 @@ enum {
                            the claim is pick, then CLAIM (owner, lease, ids), then CLAIM_READ
                            (ids): for dialects without UPDATE ... RETURNING. See
                            obx__pick_keys for the window */
-    OBX__Q_CLAIM_READ,  /* ids -> message rows */
+    OBX__Q_CLAIM_READ,  /* owner, lease (unused), ids -> the rows of these ids the owner holds */
     OBX__Q_GAUGES,      /* -> ready count, oldest ready age in ms, in flight, dead */
     OBX__Q_DEAD_LIST,   /* dead filter (topic, error text, created from, created before, id,
                            unused), limit, offset -> message rows (markers numbered) */
@@ -3912,9 +3912,12 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", "
      "COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)))"},
+    /* The update checks the row again and the read takes only rows that
+     * carry our token: where row locks are per node (Galera), two nodes
+     * can pick one row, and the one that updates second must not get it. */
     {OBX__Q_CLAIM,
      "UPDATE " OBX__MY_BY_IDS("?3") " SET `Status` = 1, `OwnerToken` = ?1, "
-     "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND"},
+     "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND WHERE {T}.`Status` = 0"},
     {OBX__Q_ACK,
      "UPDATE " OBX__MY_BY_IDS("?3") " SET `IsProcessed` = 1, `ProcessedAt` = UTC_TIMESTAMP(6), "
      "`ProcessedBy` = ?1, `LockedUntil` = NULL, `Status` = 2 WHERE `OwnerToken` = ?2 AND `Status` = 1"},
@@ -3982,7 +3985,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
-     "SELECT " OBX__MY_COLS " FROM " OBX__MY_BY_IDS("?")},
+     "SELECT " OBX__MY_COLS " FROM " OBX__MY_BY_IDS("?3") " WHERE {T}.`OwnerToken` = ?1"},
     {OBX__Q_DEAD_LIST,
      "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt`, `Id` LIMIT ?7 OFFSET ?8"},
     {OBX__Q_DEAD_REPLAY,
@@ -4884,7 +4887,7 @@ static obx_result obx__claim_picked(obx__db *db, obx__claim_ctx *c, SQLHSTMT *cu
     for (k = 0; k < OBX__KEY_LISTS; k++) obx__p_text(&p[2 + k], s->keys[k].data, s->keys[k].len);
     r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 2 + OBX__KEY_LISTS, NULL, NULL);
     if (r != OBX_OK) return r;
-    return obx__exec(db, OBX__Q_CLAIM_READ, s->sql[OBX__Q_CLAIM_READ], p + 2, OBX__KEY_LISTS, NULL, cur);
+    return obx__exec(db, OBX__Q_CLAIM_READ, s->sql[OBX__Q_CLAIM_READ], p, 2 + OBX__KEY_LISTS, NULL, cur);
 }
 
 static obx_result obx__claim_unit(obx__db *db, void *vctx) {

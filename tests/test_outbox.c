@@ -2999,6 +2999,50 @@ static void test_read_only_real(void) {
     obx_store_close(s);
 }
 
+typedef struct recheck_ctx {
+    obx_store *s;
+    int64_t updated;
+    int read;
+} recheck_ctx;
+
+/* The second and third statements of a claim, for ids the pick returned. */
+static obx_result recheck_unit(obx__db *db, void *vctx) {
+    recheck_ctx *c = (recheck_ctx *)vctx;
+    obx__param p[3];
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    obx__p_text(&p[0], c->s->token, 36);
+    obx__p_i64(&p[1], 30);
+    obx__p_text(&p[2], c->s->keys[0].data, c->s->keys[0].len);
+    r = obx__exec(db, OBX__Q_CLAIM, c->s->sql[OBX__Q_CLAIM], p, 3, &c->updated, NULL);
+    if (r == OBX_OK) r = obx__exec(db, OBX__Q_CLAIM_READ, c->s->sql[OBX__Q_CLAIM_READ], p, 3, NULL, &cur);
+    while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) c->read++;
+    obx__close(cur);
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
+/* Where row locks are per node (Galera), a row another node claimed after
+ * our pick is neither taken over by our update nor handed out by our read
+ * (OBX-MY-CLAIM-RECHECK). */
+static void test_my_claim_recheck(void) {
+    obx_store *s = fresh();
+    recheck_ctx c;
+    char id[37];
+    TT_ASSERT(s != NULL && enqueue(s, "t", "p", id));
+    /* "The other node": the row is claimed by someone else meanwhile. */
+    TT_ASSERT(sql(s, "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = '00000000-0000-4000-8000-0000000000bb'"));
+    memset(&c, 0, sizeof c);
+    c.s = s;
+    obx_owner_token(s, s->token);
+    s->keys[0].len = 0;
+    TT_ASSERT(obx__list_add(&s->hooks, &s->keys[0], s->db.d, id, 36) && obx__list_end(&s->hooks, &s->keys[0], s->db.d));
+    TT_EQ_INT(obx__unit(&s->db, recheck_unit, &c, "recheck"), OBX_OK);
+    TT_EQ_INT(c.updated, 0);
+    TT_EQ_INT(c.read, 0);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"OwnerToken\" = '00000000-0000-4000-8000-0000000000bb'"), 1);
+    obx_store_close(s);
+}
+
 static void test_my_settle_row_locks(void) {
     obx_store *s = fresh();
     caller_conn c;
@@ -4037,7 +4081,7 @@ static void test_plans(void) {
     PLAN(OBX__Q_STATS, NULL);
     if (g_my) {
         PLAN(OBX__Q_CLAIM_PICK, "100", "200");
-        PLAN(OBX__Q_CLAIM_READ, ids);
+        PLAN(OBX__Q_CLAIM_READ, PLAN_OWNER, "30", ids);
     }
 #undef PLAN
     for (state = 0; state < 2; state++) {
@@ -4252,6 +4296,7 @@ int main(int argc, char **argv) {
         RUN("OBX-MY-PICK-WINDOW", "a claim finds work when others hold the whole first window", test_my_pick_window);
         RUN("OBX-MY-NO-PING", "50 enqueues (one commit each) send no ping to the server", test_my_no_ping);
         RUN("OBX-MY-SETTLE-ROW-LOCKS", "ack, abandon, fail wait only for their own rows", test_my_settle_row_locks);
+        RUN("OBX-MY-CLAIM-RECHECK", "a row claimed elsewhere after the pick is neither updated nor read back", test_my_claim_recheck);
     }
     return tt_done();
 }
