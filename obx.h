@@ -1041,9 +1041,10 @@ OBX_API void obx_dispatcher_wake(obx_dispatcher *dispatcher);
 
 /* Wake the dispatcher listening at the store's wake_path (see the store
  * desc), in this or another process. The store does it by itself after
- * each enqueue it commits; call it after committing your own transaction
- * that enqueued with a _tx call. Never blocks; no listener is not an
- * error. Returns OBX_OK, or OBX_ERR_INVALID_ARG for a NULL store. */
+ * each enqueue it commits; call it when messages reached the table another
+ * way (after you commit a transaction that enqueued through a _tx call, or
+ * rows written with SQL). Never blocks; no listener is not an error.
+ * Returns OBX_OK, or OBX_ERR_INVALID_ARG for a NULL store. */
 OBX_API obx_result obx_notify(obx_store *store);
 
 /* The dispatcher's last error: with one store it is that store's error;
