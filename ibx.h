@@ -3701,10 +3701,12 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "SELECT \"Hash\" FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__PG_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+    /* By row address from an init plan: "IN (SELECT ... LIMIT ?)" is planned
+     * without the limit, a hash join over the whole table (CORE-PLANS). */
     {IBX__Q_CLEANUP,
-     "DELETE FROM {T} WHERE (\"Source\", \"MessageId\") IN (SELECT \"Source\", \"MessageId\" "
+     "DELETE FROM {T} WHERE ctid = ANY (ARRAY(SELECT ctid "
      "FROM {T} WHERE \"Status\" = 'Done' AND \"LastSeenUtc\" < now() - make_interval(secs => "
-     "CAST(? AS bigint) / 1000.0) ORDER BY \"LastSeenUtc\" LIMIT CAST(? AS integer))"},
+     "CAST(? AS bigint) / 1000.0) ORDER BY \"LastSeenUtc\" LIMIT CAST(? AS integer)))"},
     {IBX__Q_STATS,
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint) "
      "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
