@@ -64,10 +64,10 @@ $(B)/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc.h | 
 $(B)/test_real: tests/test_real.c tests/tt.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_real.c -o $@ -lodbc
 
-$(B)/test_outbox: tests/test_outbox.c tests/tt.h obx.h | $(B)
+$(B)/test_outbox: tests/test_outbox.c tests/tt.h tests/plans.h obx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_outbox.c -o $@ -lodbc
 
-$(B)/test_inbox: tests/test_inbox.c tests/tt.h ibx.h | $(B)
+$(B)/test_inbox: tests/test_inbox.c tests/tt.h tests/plans.h ibx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_inbox.c -o $@ -lodbc
 
 $(B)/test_multi: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)
@@ -218,9 +218,9 @@ $(B)/asan/test_sqlserver: tests/test_sqlserver.c tests/fake_odbc.c $(HEADERS) | 
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_sqlserver.c tests/fake_odbc.c -o $@
 $(B)/asan/test_real: tests/test_real.c $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_real.c -o $@ -lodbc
-$(B)/asan/test_outbox: tests/test_outbox.c obx.h | $(B)/asan
+$(B)/asan/test_outbox: tests/test_outbox.c tests/plans.h obx.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_outbox.c -o $@ -lodbc
-$(B)/asan/test_inbox: tests/test_inbox.c ibx.h | $(B)/asan
+$(B)/asan/test_inbox: tests/test_inbox.c tests/plans.h ibx.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_inbox.c -o $@ -lodbc
 $(B)/asan/test_multi: tests/test_multi.c $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_multi.c -o $@ -lodbc

@@ -4,6 +4,7 @@
 #define OBX_IMPLEMENTATION
 #include "../obx.h"
 #include "tt.h"
+#include "plans.h"
 
 #include <pthread.h>
 #include <sys/socket.h>
@@ -3984,73 +3985,9 @@ static void test_join_cancel(void) {
     obx_store_close(s);
 }
 
-/* The plan of one library statement, one line per row of EXPLAIN, in
- * `out`; a full scan of the outbox is marked "FULL SCAN". PostgreSQL: the
- * plan as prepared (the generic plan, which knows no batch size).
- * MariaDB: EXPLAIN with args[] written in for the markers (?N or ?). */
+/* The plan of one library statement (tests/plans.h). */
 static int plan_of(obx_store *s, int slot, const char *const *args, char *out, size_t cap) {
-    char *q = (char *)malloc(16384), *run = (char *)malloc(1024);
-    const char *p;
-    size_t o = 0, used = 0;
-    int n = 0, ok = 1, i;
-    SQLHSTMT st = NULL;
-    if (!q || !run) {
-        free(q);
-        free(run);
-        return 0;
-    }
-    o = (size_t)snprintf(q, 16384, g_pg ? "PREPARE obx_plan AS " : "EXPLAIN ");
-    for (p = s->sql[slot]; *p && o + 512 < 16384; p++) {
-        int k;
-        if (*p != '?') {
-            q[o++] = *p;
-            continue;
-        }
-        for (k = 0; p[1] >= '0' && p[1] <= '9'; p++) k = k * 10 + (p[1] - '0');
-        k = k ? k : ++n;
-        o += (size_t)(g_pg ? snprintf(q + o, 16384 - o, "$%d", k) : snprintf(q + o, 16384 - o, "%s", args[k - 1]));
-    }
-    q[o] = '\0';
-    out[0] = '\0';
-    if (g_pg) {
-        size_t r = (size_t)snprintf(run, 1024, "EXPLAIN EXECUTE obx_plan");
-        for (i = 0; args[i]; i++) r += (size_t)snprintf(run + r, 1024 - r, "%s%s", i ? ", " : "(", args[i]);
-        if (i) snprintf(run + r, 1024 - r, ")");
-        ok = obx__exec_direct(&s->db, "SET plan_cache_mode = force_generic_plan", "plan") == OBX_OK &&
-             obx__exec_direct(&s->db, q, "prepare") == OBX_OK;
-    }
-    if (ok && SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, s->db.dbc, &st))) {
-        ok = SQL_SUCCEEDED(SQLExecDirect(st, (SQLCHAR *)(g_pg ? run : q), SQL_NTS));
-        while (ok && SQL_SUCCEEDED(SQLFetch(st))) {
-            char line[512] = "", table[128] = "", type[32] = "", key[128] = "";
-            SQLLEN ind = 0;
-            if (g_pg) {
-                SQLGetData(st, 1, SQL_C_CHAR, line, sizeof line, &ind);
-                if (strstr(line, "Seq Scan")) strcat(line, " FULL SCAN");
-            } else {
-                SQLGetData(st, 3, SQL_C_CHAR, table, sizeof table, &ind);
-                if (ind == SQL_NULL_DATA) table[0] = '\0';
-                SQLGetData(st, 4, SQL_C_CHAR, type, sizeof type, &ind);
-                if (ind == SQL_NULL_DATA) type[0] = '\0';
-                SQLGetData(st, 6, SQL_C_CHAR, key, sizeof key, &ind);
-                if (ind == SQL_NULL_DATA) key[0] = '\0';
-                /* derived tables (<derived2>) and JSON_TABLE (j) are small and ours */
-                snprintf(line, sizeof line, "%s %s key=%s%s", table, type, key,
-                         strcmp(type, "ALL") == 0 && table[0] != '<' && strcmp(table, "j") != 0 ? " FULL SCAN" : "");
-            }
-            if (used + strlen(line) + 2 < cap) used += (size_t)snprintf(out + used, cap - used, "%s\n", line);
-        }
-        SQLFreeHandle(SQL_HANDLE_STMT, st);
-    }
-    if (g_pg) {
-        obx__exec_direct(&s->db, "DEALLOCATE obx_plan", "deallocate");
-        obx__exec_direct(&s->db, "RESET plan_cache_mode", "plan");
-    }
-    if (!s->db.tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end plan");
-    if (!ok) printf("    plan failed: %s\n      %s\n", s->err.message, q);
-    free(q);
-    free(run);
-    return ok;
+    return plans_of(s->db.dbc, g_pg, !s->db.tx_by_sql, s->sql[slot], args, " j ", out, cap);
 }
 
 #define PLAN_OWNER "'0192abcd-ef01-7000-8000-000000000001'"
