@@ -2781,7 +2781,7 @@ IBX__PRIVATE ibx_result ibx__unit_run(ibx__db *db, ibx__unit_fn fn, void *ctx, c
         r = !autocommit && db->autocommit_on ? ibx__autocommit_off(db) : IBX_OK;
         /* SQLite readers need no write lock: without BEGIN each statement
          * is its own snapshot, and a writer elsewhere does not block them. */
-        if (r == IBX_OK && !autocommit && !(!(flags & IBX__UNIT_WRITE) && db->tx_by_sql)) r = ibx__begin(db);
+        if (r == IBX_OK && !autocommit && ((flags & IBX__UNIT_WRITE) || !db->tx_by_sql)) r = ibx__begin(db);
         if (r == IBX_OK) r = fn(db, ctx);
 
         if (r >= 0) {

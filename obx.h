@@ -2871,7 +2871,7 @@ OBX__PRIVATE obx_result obx__unit_run(obx__db *db, obx__unit_fn fn, void *ctx, c
         r = !autocommit && db->autocommit_on ? obx__autocommit_off(db) : OBX_OK;
         /* SQLite readers need no write lock: without BEGIN each statement
          * is its own snapshot, and a writer elsewhere does not block them. */
-        if (r == OBX_OK && !autocommit && !(!(flags & OBX__UNIT_WRITE) && db->tx_by_sql)) r = obx__begin(db);
+        if (r == OBX_OK && !autocommit && ((flags & OBX__UNIT_WRITE) || !db->tx_by_sql)) r = obx__begin(db);
         if (r == OBX_OK) r = fn(db, ctx);
 
         if (r >= 0) {
