@@ -199,6 +199,20 @@
  *                 Add "JournalMode=WAL;SyncPragma=NORMAL;Timeout=5000;"
  *                 for speed and a bounded busy wait (the driver waits about
  *                 twice Timeout). Writers use BEGIN IMMEDIATE.
+ *                 Power loss (the driver runs "PRAGMA synchronous = <the
+ *                 SyncPragma text>" on connect; without it, NORMAL):
+ *                 WAL + NORMAL   the file stays intact, but the commits
+ *                                since the last checkpoint may be gone
+ *                                (the WAL is synced at checkpoints only):
+ *                                a message the sender was told is stored
+ *                                may be lost, and a done one handled
+ *                                again. A process crash loses nothing.
+ *                 WAL + FULL     a commit that returned is on the storage
+ *                                (one sync per commit): use it when the
+ *                                sender is acknowledged after ibx_enqueue.
+ *                 no JournalMode the driver's rollback journal: NORMAL may
+ *                                corrupt the file on power loss: always
+ *                                set JournalMode=WAL. OFF: never.
  *     PostgreSQL  driver odbc-postgresql: "Driver={PostgreSQL Unicode};
  *                 Server=h;Port=5432;Database=d;Uid=u;Pwd=p;"
  *                 The library appends "Protocol=7.4-1;" when the string
