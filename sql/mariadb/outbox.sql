@@ -15,10 +15,12 @@ CREATE TABLE IF NOT EXISTS `Outbox` (
     `MessageId`     CHAR(36) NOT NULL,
     `CorrelationId` VARCHAR(255) NULL,
     `DueTimeUtc`    DATETIME(6) NULL,
+    `Starts`        INT NOT NULL DEFAULT 0,
     KEY `IX_Outbox_Ready` (`Status`, `NextAttemptAt`),
     KEY `IX_Outbox_Leased` (`Status`, `LockedUntil`),
     KEY `IX_Outbox_Done` (`Status`, `ProcessedAt`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `Starts` INT NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS `OutboxJoin` (
     `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,
     `GroupingKey`    VARCHAR(255) NULL,
