@@ -105,6 +105,16 @@
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store
  *                        on a left-out dialect is IBX_ERR_UNSUPPORTED
+ *   global, for a gateway that needs less (define them for the whole
+ *   program: a left-out function is not declared, so calling it is a
+ *   compile error; the schema and every struct stay the same):
+ *     IBX_NO_MULTI_STORE  no providers or routers (ibx_provider_*,
+ *                         ibx_router_*): a dispatcher serves one store
+ *     IBX_NO_METRICS_TEXT no ibx_metrics_text (ibx_store_counters and
+ *                         ibx_queue_stats stay)
+ *     IBX_NO_DEAD_LETTERS no ibx_dead_list/_replay/_purge (dead messages
+ *                         are still kept; tools built without the option
+ *                         handle them)
  *   The implementation needs POSIX (clock_gettime): compile that one file
  *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
  *   an #error that says so.
@@ -795,6 +805,8 @@ IBX_API ibx_result ibx_queue_stats(ibx_store *store, int64_t *ready, int64_t *ol
  * database (one read). Returns IBX_OK, IBX_ERR_INVALID_ARG (NULL store or
  * pending), IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_pending_count(ibx_store *store, int64_t *pending);
+
+#ifndef IBX_NO_METRICS_TEXT
 /* The store's metrics in the Prometheus text exposition format (0.0.4), for
  * node_exporter's textfile collector or a scrape endpoint of your own:
  *   ibx_messages_*_total, ibx_leases_reaped_total  counters since open
@@ -815,6 +827,7 @@ IBX_API ibx_result ibx_pending_count(ibx_store *store, int64_t *pending);
  * IBX_ERR_INVALID_ARG (store NULL, out NULL with cap > 0);
  * IBX_ERR_NO_MEMORY; IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_metrics_text(ibx_store *store, char *out, size_t cap, size_t *needed);
+#endif
 
 /* What a handler says about a message. */
 typedef enum ibx_outcome {
@@ -861,6 +874,7 @@ typedef struct ibx_dispatcher ibx_dispatcher;
 /* The stores of many databases (one per tenant or site), kept open. */
 typedef struct ibx_provider ibx_provider;
 
+#ifndef IBX_NO_MULTI_STORE
 /* A fixed list of databases, or a discovery callback that the provider
  * calls every refresh interval. All-zero fields take the defaults. */
 typedef struct ibx_provider_desc {
@@ -910,6 +924,7 @@ IBX_API ibx_result ibx_router_get(ibx_provider *provider, const char *key, ibx_s
 
 /* The same for a GUID key, by its canonical lower-case text. */
 IBX_API ibx_result ibx_router_get_guid(ibx_provider *provider, const ibx_guid *key, ibx_store **out);
+#endif /* IBX_NO_MULTI_STORE */
 
 /* A selection strategy of your own: which store to poll next, and what it
  * returned. */
@@ -1064,6 +1079,7 @@ IBX_API ibx_result ibx_notify(ibx_store *store);
  * ibx_dispatcher_on. NULL gives a static "store is NULL" error. */
 IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *dispatcher);
 
+#ifndef IBX_NO_DEAD_LETTERS
 /* ---- Dead letters: list, replay, purge --------------------------------------------- */
 
 /* List dead messages matching `filter` (NULL: all), oldest first (by
@@ -1094,6 +1110,7 @@ IBX_API ibx_result ibx_dead_replay(ibx_store *store, const ibx_dead_filter *filt
  * Returns as ibx_dead_replay (rows deleted by earlier batches stay
  * deleted after an error). */
 IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filter, int64_t *purged);
+#endif /* IBX_NO_DEAD_LETTERS */
 
 /* >>common-end api-engine */
 
@@ -2840,6 +2857,7 @@ typedef struct ibx__entry {
     int failures;                /* dispatch rounds failed in a row (for the log) */
 } ibx__entry;
 
+#ifndef IBX_NO_MULTI_STORE
 /* The stores of a provider, opened and closed through callbacks so that
  * both headers share the bookkeeping. */
 typedef struct ibx__registry {
@@ -2958,6 +2976,7 @@ IBX__PRIVATE void ibx__registry_free(ibx__registry *r) {
     r->items = NULL;
     r->count = r->cap = 0;
 }
+#endif /* IBX_NO_MULTI_STORE */
 
 /* >> dispatch loop: routes, waiting, waking ---------------------------------------- */
 
@@ -4158,6 +4177,7 @@ typedef struct ibx__row_offsets {
     size_t hash_len;
 } ibx__row_offsets;
 
+#ifndef IBX_NO_METRICS_TEXT
 /* The counters as Prometheus metrics (ibx_metrics_text): name after "ibx_", help. */
 static const char *const ibx__metric_text[IBX_METRIC_COUNT_][2] = {
     {"messages_enqueued_total", "Messages enqueued (inserted, or refreshed while not done)."},
@@ -4167,6 +4187,7 @@ static const char *const ibx__metric_text[IBX_METRIC_COUNT_][2] = {
     {"leases_reaped_total", "Expired leases released, their messages claimable again."},
     {"duplicates_total", "Dedup checks that found the message already done."},
     {"messages_expired_total", "Done messages deleted by cleanup after their retention."}};
+#endif
 
 /* What only an inbox store keeps: room for a stored hash being compared
  * (apart from read_rows, so a get's strings stay valid). */
@@ -4195,13 +4216,17 @@ static int ibx__msg_key_add(const ibx__hooks *h, const ibx__dialect *d, ibx__buf
                             const ibx_message *m);
 /* A message's name in log lines. */
 static void ibx__msg_name(const ibx_message *m, char *out, size_t size);
+#ifndef IBX_NO_DEAD_LETTERS
 /* A dead-letter filter's key fields into p[0] and p[1] (SQL NULL where not
  * given), checked; `buf` holds a normalised copy. */
 static ibx_result ibx__dead_key(ibx_store *s, const char *fn, const ibx_dead_filter *f,
                                 ibx__param p[2], char buf[37]);
+#endif
 /* The worker name of a store description (NULL where the header has none). */
 static const char *ibx__desc_worker(const ibx_store_desc *desc);
+#ifndef IBX_NO_MULTI_STORE
 static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
+#endif
 
 /* Defaults and limits of the engine, used by code and docs alike. */
 #define IBX__BATCH_DEFAULT 50              /* messages per claim */
@@ -5038,6 +5063,46 @@ static ibx_result ibx__pending_unit(ibx__db *db, void *vctx) {
     return r == IBX_EMPTY ? IBX_OK : r;
 }
 
+IBX_API ibx_result ibx_pending_count(ibx_store *store, int64_t *pending) {
+    ibx__stats_ctx ctx;
+    ibx_result r = ibx__store_ready(store, "ibx_pending_count");
+    if (r != IBX_OK) return r;
+    if (!pending)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_pending_count: pending", "must not be NULL");
+    ctx.s = store;
+    ctx.ready = ctx.oldest = 0;
+    r = ibx__unit_read(&store->db, ibx__pending_unit, &ctx, "pending count");
+    if (r != IBX_OK) return r;
+    *pending = ctx.ready;
+    store->pending_estimate = ctx.ready;
+    store->pending_counted_ms = ibx__mono_ms(&store->hooks);
+    return IBX_OK;
+}
+
+/* Backpressure (max_pending): room for n more unfinished messages? The
+ * count runs when the estimate says the cap may be reached, and at most a
+ * second after the last one (other producers' messages are seen then), so
+ * a store with room pays one small read a second at most. IBX_ERR_FULL
+ * names the fill level. */
+static ibx_result ibx__pending_room(ibx_store *s, const char *fn, int64_t n) {
+    int64_t now;
+    ibx_result r;
+    if (s->max_pending <= 0) return IBX_OK;
+    if (s->pending_estimate <= s->max_pending - n &&
+        ibx__mono_ms(&s->hooks) - s->pending_counted_ms < IBX__PENDING_RECOUNT_MS) {
+        s->pending_estimate += n;
+        return IBX_OK;
+    }
+    if ((r = ibx_pending_count(s, &now)) != IBX_OK) return r;
+    if (now > s->max_pending - n)
+        return ibx__fail(&s->err, IBX_ERR_FULL, fn,
+                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more "
+                         "do not fit; enqueue again once the queue drains",
+                         (long long)now, (long long)s->max_pending, (long long)n);
+    s->pending_estimate = now + n;
+    return IBX_OK;
+}
+
 /* >> metrics: handler durations, Prometheus text ------------------------------------ */
 
 /* Count one handler run of `ms` for `topic`. Best effort: out of memory,
@@ -5068,6 +5133,7 @@ static void ibx__hist_record(ibx_store *s, const char *topic, int64_t ms) {
     h->sum_ms += ms;
 }
 
+#ifndef IBX_NO_METRICS_TEXT
 /* Text being written; out of memory is noted once and checked at the end. */
 typedef struct ibx__text_buf {
     const ibx__hooks *h;
@@ -5150,46 +5216,6 @@ static ibx_result ibx__gauges_unit(ibx__db *db, void *vctx) {
     return r == IBX_EMPTY ? IBX_OK : r;
 }
 
-IBX_API ibx_result ibx_pending_count(ibx_store *store, int64_t *pending) {
-    ibx__stats_ctx ctx;
-    ibx_result r = ibx__store_ready(store, "ibx_pending_count");
-    if (r != IBX_OK) return r;
-    if (!pending)
-        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_pending_count: pending", "must not be NULL");
-    ctx.s = store;
-    ctx.ready = ctx.oldest = 0;
-    r = ibx__unit_read(&store->db, ibx__pending_unit, &ctx, "pending count");
-    if (r != IBX_OK) return r;
-    *pending = ctx.ready;
-    store->pending_estimate = ctx.ready;
-    store->pending_counted_ms = ibx__mono_ms(&store->hooks);
-    return IBX_OK;
-}
-
-/* Backpressure (max_pending): room for n more unfinished messages? The
- * count runs when the estimate says the cap may be reached, and at most a
- * second after the last one (other producers' messages are seen then), so
- * a store with room pays one small read a second at most. IBX_ERR_FULL
- * names the fill level. */
-static ibx_result ibx__pending_room(ibx_store *s, const char *fn, int64_t n) {
-    int64_t now;
-    ibx_result r;
-    if (s->max_pending <= 0) return IBX_OK;
-    if (s->pending_estimate <= s->max_pending - n &&
-        ibx__mono_ms(&s->hooks) - s->pending_counted_ms < IBX__PENDING_RECOUNT_MS) {
-        s->pending_estimate += n;
-        return IBX_OK;
-    }
-    if ((r = ibx_pending_count(s, &now)) != IBX_OK) return r;
-    if (now > s->max_pending - n)
-        return ibx__fail(&s->err, IBX_ERR_FULL, fn,
-                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more "
-                         "do not fit; enqueue again once the queue drains",
-                         (long long)now, (long long)s->max_pending, (long long)n);
-    s->pending_estimate = now + n;
-    return IBX_OK;
-}
-
 static void ibx__text_metrics(ibx_store *s, ibx__text_buf *t, const int64_t *gauges) {
     static const char *const gauge_text[4][2] = {
         {"queue_ready_messages", "Messages ready to claim now (due, not leased)."},
@@ -5239,9 +5265,11 @@ IBX_API ibx_result ibx_metrics_text(ibx_store *store, char *out, size_t cap, siz
     ibx__buf_free(&store->hooks, &t.b);
     return r;
 }
+#endif /* IBX_NO_METRICS_TEXT */
 
 /* >> providers and routers --------------------------------------------------------- */
 
+#ifndef IBX_NO_MULTI_STORE
 struct ibx_provider {
     ibx__hooks hooks;
     ibx_error err;
@@ -5415,9 +5443,11 @@ IBX_API ibx_result ibx_router_get_guid(ibx_provider *p, const ibx_guid *key, ibx
     ibx__guid_text(key->bytes, text);
     return ibx_router_get(p, text, out);
 }
+#endif /* IBX_NO_MULTI_STORE */
 
 /* >> dead letters: list, replay, purge ------------------------------------------------- */
 
+#ifndef IBX_NO_DEAD_LETTERS
 /* A filter's arguments as every dialect's DEAD_* statements take them:
  * topic, error text, created from, created before, two key slots (the
  * face's), then limit and offset. NULL texts and zero times bind SQL NULL. */
@@ -5537,6 +5567,7 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
     if (r == IBX_OK && purged) *purged = total;
     return r;
 }
+#endif /* IBX_NO_DEAD_LETTERS */
 
 /* >> lease renewal ------------------------------------------------------------------ */
 
@@ -5875,8 +5906,14 @@ IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_di
     if (!out) return IBX_ERR_INVALID_ARG;
     *out = NULL;
     if (!desc || (desc->store != NULL) == (desc->provider != NULL)) return IBX_ERR_INVALID_ARG;
+#ifdef IBX_NO_MULTI_STORE
+    if (desc->provider) return IBX_ERR_UNSUPPORTED; /* no provider can exist in this build */
+    h = &desc->store->hooks;
+    err = &desc->store->err;
+#else
     h = desc->store ? &desc->store->hooks : &desc->provider->hooks;
     err = desc->store ? &desc->store->err : &desc->provider->err;
+#endif
     if (ibx__dispatcher_desc_check(desc, err) != IBX_OK) return err->result;
     if (ibx__wake_path_check(err, "ibx_dispatcher_create: wake_path", desc->wake_path) != IBX_OK)
         return err->result;
@@ -6314,6 +6351,7 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     return r;
 }
 
+#ifndef IBX_NO_MULTI_STORE
 /* One round over a provider's stores: refresh discovery when due, then
  * poll the store the strategy picks; housekeeping runs per store. */
 /* A store of a provider failed a round: its error becomes the dispatcher's
@@ -6361,6 +6399,12 @@ static ibx_result ibx__dispatch_many(ibx_dispatcher *d, ibx_run_stats *st) {
     /* Empty only when every store has answered empty in a row. */
     return st->claimed > 0 || d->empty_streak < count ? IBX_OK : IBX_EMPTY;
 }
+/* The number of stores a dispatcher serves now. */
+#define IBX__STORE_COUNT(d) ((d)->store ? 1 : (d)->provider->reg.count)
+#else
+#define ibx__dispatch_many(d, st) ((void)(st), IBX_ERR_UNSUPPORTED) /* never: create refuses */
+#define IBX__STORE_COUNT(d) 1
+#endif /* IBX_NO_MULTI_STORE */
 
 IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *d, ibx_run_stats *stats) {
     ibx_run_stats st;
@@ -6378,7 +6422,7 @@ IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *d, ibx_run_stats *sta
 static ibx_result ibx__dispatch_round(void *vd) {
     ibx_dispatcher *d = (ibx_dispatcher *)vd;
     ibx_result r = ibx_dispatcher_run_once(d, NULL);
-    if (r < 0 && d->provider && d->fail_streak < d->provider->reg.count) return IBX_OK;
+    if (r < 0 && d->provider && d->fail_streak < IBX__STORE_COUNT(d)) return IBX_OK;
     return r;
 }
 
@@ -6435,7 +6479,7 @@ IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *d) {
     ibx__log(d->hooks, IBX_LOG_INFO, name,
              "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
              d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
-             d->store ? 1 : d->provider->reg.count);
+             IBX__STORE_COUNT(d));
     ibx__loop_run(&d->loop, &d->timing, ibx__dispatch_round, d, name, d->err);
     ibx__wake_unlisten(d);
     ibx__log(d->hooks, IBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
@@ -6481,10 +6525,12 @@ static const char *ibx__desc_worker(const ibx_store_desc *desc) {
     return NULL;
 }
 
+#ifndef IBX_NO_MULTI_STORE /* only a provider sets it */
 static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker) {
     (void)desc;
     (void)worker;
 }
+#endif
 
 /* A message key (source or message id): required text, and not ending in a
  * space where the database compares text ignoring trailing spaces ("m1 "
@@ -6743,6 +6789,7 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
 
 /* >> get ---------------------------------------------------------------------------- */
 
+#ifndef IBX_NO_DEAD_LETTERS
 /* The inbox's dead-letter key: a source and/or a message id. */
 static ibx_result ibx__dead_key(ibx_store *s, const char *fn, const ibx_dead_filter *f,
                                 ibx__param p[2], char buf[37]) {
@@ -6757,6 +6804,7 @@ static ibx_result ibx__dead_key(ibx_store *s, const char *fn, const ibx_dead_fil
     ibx__p_text(&p[1], f->message_id, (size_t)-1);
     return IBX_OK;
 }
+#endif
 
 IBX_API ibx_result ibx_get(ibx_store *store, const char *message_id, const char *source,
                            ibx_message *message) {

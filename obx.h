@@ -88,6 +88,16 @@
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store
  *                        on a left-out dialect is OBX_ERR_UNSUPPORTED
+ *   global, for a gateway that needs less (define them for the whole
+ *   program: a left-out function is not declared, so calling it is a
+ *   compile error; the schema and every struct stay the same):
+ *     OBX_NO_MULTI_STORE  no providers or routers (obx_provider_*,
+ *                         obx_router_*): a dispatcher serves one store
+ *     OBX_NO_METRICS_TEXT no obx_metrics_text (obx_store_counters and
+ *                         obx_queue_stats stay)
+ *     OBX_NO_DEAD_LETTERS no obx_dead_list/_replay/_purge (dead messages
+ *                         are still kept; tools built without the option
+ *                         handle them)
  *   The implementation needs POSIX (clock_gettime): compile that one file
  *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
  *   an #error that says so.
@@ -164,6 +174,11 @@
  */
 /* >>common-end manual */
 /*
+ *   And for obx.h alone (global, like the three above):
+ *     OBX_NO_JOIN         no joins (obx_join_*); the join tables and
+ *                         triggers are still deployed, so one database
+ *                         serves builds with and without them
+ *
  * 6. DATABASES AND ODBC NOTES ----------------------------------------------
  *   The dialect is detected from SQLGetInfo(SQL_DBMS_NAME) or forced with
  *   obx_store_desc.dialect.
@@ -784,6 +799,8 @@ OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *ol
  * database (one read). Returns OBX_OK, OBX_ERR_INVALID_ARG (NULL store or
  * pending), OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_pending_count(obx_store *store, int64_t *pending);
+
+#ifndef OBX_NO_METRICS_TEXT
 /* The store's metrics in the Prometheus text exposition format (0.0.4), for
  * node_exporter's textfile collector or a scrape endpoint of your own:
  *   obx_messages_*_total, obx_leases_reaped_total  counters since open
@@ -804,6 +821,7 @@ OBX_API obx_result obx_pending_count(obx_store *store, int64_t *pending);
  * OBX_ERR_INVALID_ARG (store NULL, out NULL with cap > 0);
  * OBX_ERR_NO_MEMORY; OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_metrics_text(obx_store *store, char *out, size_t cap, size_t *needed);
+#endif
 
 /* What a handler says about a message. */
 typedef enum obx_outcome {
@@ -850,6 +868,7 @@ typedef struct obx_dispatcher obx_dispatcher;
 /* The stores of many databases (one per tenant or site), kept open. */
 typedef struct obx_provider obx_provider;
 
+#ifndef OBX_NO_MULTI_STORE
 /* A fixed list of databases, or a discovery callback that the provider
  * calls every refresh interval. All-zero fields take the defaults. */
 typedef struct obx_provider_desc {
@@ -899,6 +918,7 @@ OBX_API obx_result obx_router_get(obx_provider *provider, const char *key, obx_s
 
 /* The same for a GUID key, by its canonical lower-case text. */
 OBX_API obx_result obx_router_get_guid(obx_provider *provider, const obx_guid *key, obx_store **out);
+#endif /* OBX_NO_MULTI_STORE */
 
 /* A selection strategy of your own: which store to poll next, and what it
  * returned. */
@@ -1053,6 +1073,7 @@ OBX_API obx_result obx_notify(obx_store *store);
  * obx_dispatcher_on. NULL gives a static "store is NULL" error. */
 OBX_API const obx_error *obx_dispatcher_last_error(const obx_dispatcher *dispatcher);
 
+#ifndef OBX_NO_DEAD_LETTERS
 /* ---- Dead letters: list, replay, purge --------------------------------------------- */
 
 /* List dead messages matching `filter` (NULL: all), oldest first (by
@@ -1083,9 +1104,11 @@ OBX_API obx_result obx_dead_replay(obx_store *store, const obx_dead_filter *filt
  * Returns as obx_dead_replay (rows deleted by earlier batches stay
  * deleted after an error). */
 OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filter, int64_t *purged);
+#endif /* OBX_NO_DEAD_LETTERS */
 
 /* >>common-end api-engine */
 
+#ifndef OBX_NO_JOIN
 /* ---- Joins (fan-in) --------------------------------------------------------------- */
 
 /* Join states (the OutboxJoin.Status column). */
@@ -1186,6 +1209,7 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
  * enqueued, in one transaction and only once. `user` is unused. */
 OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *error,
                                           size_t error_size, void *user);
+#endif /* OBX_NO_JOIN */
 
 /* >>common-begin head */
 #ifdef __cplusplus
@@ -2930,6 +2954,7 @@ typedef struct obx__entry {
     int failures;                /* dispatch rounds failed in a row (for the log) */
 } obx__entry;
 
+#ifndef OBX_NO_MULTI_STORE
 /* The stores of a provider, opened and closed through callbacks so that
  * both headers share the bookkeeping. */
 typedef struct obx__registry {
@@ -3048,6 +3073,7 @@ OBX__PRIVATE void obx__registry_free(obx__registry *r) {
     r->items = NULL;
     r->count = r->cap = 0;
 }
+#endif /* OBX_NO_MULTI_STORE */
 
 /* >> dispatch loop: routes, waiting, waking ---------------------------------------- */
 
@@ -4376,6 +4402,7 @@ typedef struct obx__row_offsets {
     size_t topic, payload, correlation, last_error, processed_by;
 } obx__row_offsets;
 
+#ifndef OBX_NO_METRICS_TEXT
 /* The counters as Prometheus metrics (obx_metrics_text): name after "obx_", help. */
 static const char *const obx__metric_text[OBX_METRIC_COUNT_][2] = {
     {"messages_enqueued_total", "Messages enqueued (committed, or written into a caller's transaction)."},
@@ -4384,6 +4411,7 @@ static const char *const obx__metric_text[OBX_METRIC_COUNT_][2] = {
     {"messages_dead_total", "Messages failed permanently."},
     {"leases_reaped_total", "Expired leases released, their messages claimable again."},
     {"messages_expired_total", "Done messages deleted by cleanup after their retention."}};
+#endif
 
 /* What only an outbox store keeps: the columns of a batch insert. */
 typedef struct obx__store_own {
@@ -4411,13 +4439,17 @@ static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf
                             const obx_message *m);
 /* A message's name in log lines. */
 static void obx__msg_name(const obx_message *m, char *out, size_t size);
+#ifndef OBX_NO_DEAD_LETTERS
 /* A dead-letter filter's key fields into p[0] and p[1] (SQL NULL where not
  * given), checked; `buf` holds a normalised copy. */
 static obx_result obx__dead_key(obx_store *s, const char *fn, const obx_dead_filter *f,
                                 obx__param p[2], char buf[37]);
+#endif
 /* The worker name of a store description (NULL where the header has none). */
 static const char *obx__desc_worker(const obx_store_desc *desc);
+#ifndef OBX_NO_MULTI_STORE
 static void obx__desc_set_worker(obx_store_desc *desc, const char *worker);
+#endif
 
 /* Defaults and limits of the engine, used by code and docs alike. */
 #define OBX__BATCH_DEFAULT 50              /* messages per claim */
@@ -5254,6 +5286,46 @@ static obx_result obx__pending_unit(obx__db *db, void *vctx) {
     return r == OBX_EMPTY ? OBX_OK : r;
 }
 
+OBX_API obx_result obx_pending_count(obx_store *store, int64_t *pending) {
+    obx__stats_ctx ctx;
+    obx_result r = obx__store_ready(store, "obx_pending_count");
+    if (r != OBX_OK) return r;
+    if (!pending)
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_pending_count: pending", "must not be NULL");
+    ctx.s = store;
+    ctx.ready = ctx.oldest = 0;
+    r = obx__unit_read(&store->db, obx__pending_unit, &ctx, "pending count");
+    if (r != OBX_OK) return r;
+    *pending = ctx.ready;
+    store->pending_estimate = ctx.ready;
+    store->pending_counted_ms = obx__mono_ms(&store->hooks);
+    return OBX_OK;
+}
+
+/* Backpressure (max_pending): room for n more unfinished messages? The
+ * count runs when the estimate says the cap may be reached, and at most a
+ * second after the last one (other producers' messages are seen then), so
+ * a store with room pays one small read a second at most. OBX_ERR_FULL
+ * names the fill level. */
+static obx_result obx__pending_room(obx_store *s, const char *fn, int64_t n) {
+    int64_t now;
+    obx_result r;
+    if (s->max_pending <= 0) return OBX_OK;
+    if (s->pending_estimate <= s->max_pending - n &&
+        obx__mono_ms(&s->hooks) - s->pending_counted_ms < OBX__PENDING_RECOUNT_MS) {
+        s->pending_estimate += n;
+        return OBX_OK;
+    }
+    if ((r = obx_pending_count(s, &now)) != OBX_OK) return r;
+    if (now > s->max_pending - n)
+        return obx__fail(&s->err, OBX_ERR_FULL, fn,
+                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more "
+                         "do not fit; enqueue again once the queue drains",
+                         (long long)now, (long long)s->max_pending, (long long)n);
+    s->pending_estimate = now + n;
+    return OBX_OK;
+}
+
 /* >> metrics: handler durations, Prometheus text ------------------------------------ */
 
 /* Count one handler run of `ms` for `topic`. Best effort: out of memory,
@@ -5284,6 +5356,7 @@ static void obx__hist_record(obx_store *s, const char *topic, int64_t ms) {
     h->sum_ms += ms;
 }
 
+#ifndef OBX_NO_METRICS_TEXT
 /* Text being written; out of memory is noted once and checked at the end. */
 typedef struct obx__text_buf {
     const obx__hooks *h;
@@ -5366,46 +5439,6 @@ static obx_result obx__gauges_unit(obx__db *db, void *vctx) {
     return r == OBX_EMPTY ? OBX_OK : r;
 }
 
-OBX_API obx_result obx_pending_count(obx_store *store, int64_t *pending) {
-    obx__stats_ctx ctx;
-    obx_result r = obx__store_ready(store, "obx_pending_count");
-    if (r != OBX_OK) return r;
-    if (!pending)
-        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_pending_count: pending", "must not be NULL");
-    ctx.s = store;
-    ctx.ready = ctx.oldest = 0;
-    r = obx__unit_read(&store->db, obx__pending_unit, &ctx, "pending count");
-    if (r != OBX_OK) return r;
-    *pending = ctx.ready;
-    store->pending_estimate = ctx.ready;
-    store->pending_counted_ms = obx__mono_ms(&store->hooks);
-    return OBX_OK;
-}
-
-/* Backpressure (max_pending): room for n more unfinished messages? The
- * count runs when the estimate says the cap may be reached, and at most a
- * second after the last one (other producers' messages are seen then), so
- * a store with room pays one small read a second at most. OBX_ERR_FULL
- * names the fill level. */
-static obx_result obx__pending_room(obx_store *s, const char *fn, int64_t n) {
-    int64_t now;
-    obx_result r;
-    if (s->max_pending <= 0) return OBX_OK;
-    if (s->pending_estimate <= s->max_pending - n &&
-        obx__mono_ms(&s->hooks) - s->pending_counted_ms < OBX__PENDING_RECOUNT_MS) {
-        s->pending_estimate += n;
-        return OBX_OK;
-    }
-    if ((r = obx_pending_count(s, &now)) != OBX_OK) return r;
-    if (now > s->max_pending - n)
-        return obx__fail(&s->err, OBX_ERR_FULL, fn,
-                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more "
-                         "do not fit; enqueue again once the queue drains",
-                         (long long)now, (long long)s->max_pending, (long long)n);
-    s->pending_estimate = now + n;
-    return OBX_OK;
-}
-
 static void obx__text_metrics(obx_store *s, obx__text_buf *t, const int64_t *gauges) {
     static const char *const gauge_text[4][2] = {
         {"queue_ready_messages", "Messages ready to claim now (due, not leased)."},
@@ -5455,9 +5488,11 @@ OBX_API obx_result obx_metrics_text(obx_store *store, char *out, size_t cap, siz
     obx__buf_free(&store->hooks, &t.b);
     return r;
 }
+#endif /* OBX_NO_METRICS_TEXT */
 
 /* >> providers and routers --------------------------------------------------------- */
 
+#ifndef OBX_NO_MULTI_STORE
 struct obx_provider {
     obx__hooks hooks;
     obx_error err;
@@ -5631,9 +5666,11 @@ OBX_API obx_result obx_router_get_guid(obx_provider *p, const obx_guid *key, obx
     obx__guid_text(key->bytes, text);
     return obx_router_get(p, text, out);
 }
+#endif /* OBX_NO_MULTI_STORE */
 
 /* >> dead letters: list, replay, purge ------------------------------------------------- */
 
+#ifndef OBX_NO_DEAD_LETTERS
 /* A filter's arguments as every dialect's DEAD_* statements take them:
  * topic, error text, created from, created before, two key slots (the
  * face's), then limit and offset. NULL texts and zero times bind SQL NULL. */
@@ -5753,6 +5790,7 @@ OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filte
     if (r == OBX_OK && purged) *purged = total;
     return r;
 }
+#endif /* OBX_NO_DEAD_LETTERS */
 
 /* >> lease renewal ------------------------------------------------------------------ */
 
@@ -6091,8 +6129,14 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
     if (!out) return OBX_ERR_INVALID_ARG;
     *out = NULL;
     if (!desc || (desc->store != NULL) == (desc->provider != NULL)) return OBX_ERR_INVALID_ARG;
+#ifdef OBX_NO_MULTI_STORE
+    if (desc->provider) return OBX_ERR_UNSUPPORTED; /* no provider can exist in this build */
+    h = &desc->store->hooks;
+    err = &desc->store->err;
+#else
     h = desc->store ? &desc->store->hooks : &desc->provider->hooks;
     err = desc->store ? &desc->store->err : &desc->provider->err;
+#endif
     if (obx__dispatcher_desc_check(desc, err) != OBX_OK) return err->result;
     if (obx__wake_path_check(err, "obx_dispatcher_create: wake_path", desc->wake_path) != OBX_OK)
         return err->result;
@@ -6530,6 +6574,7 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     return r;
 }
 
+#ifndef OBX_NO_MULTI_STORE
 /* One round over a provider's stores: refresh discovery when due, then
  * poll the store the strategy picks; housekeeping runs per store. */
 /* A store of a provider failed a round: its error becomes the dispatcher's
@@ -6577,6 +6622,12 @@ static obx_result obx__dispatch_many(obx_dispatcher *d, obx_run_stats *st) {
     /* Empty only when every store has answered empty in a row. */
     return st->claimed > 0 || d->empty_streak < count ? OBX_OK : OBX_EMPTY;
 }
+/* The number of stores a dispatcher serves now. */
+#define OBX__STORE_COUNT(d) ((d)->store ? 1 : (d)->provider->reg.count)
+#else
+#define obx__dispatch_many(d, st) ((void)(st), OBX_ERR_UNSUPPORTED) /* never: create refuses */
+#define OBX__STORE_COUNT(d) 1
+#endif /* OBX_NO_MULTI_STORE */
 
 OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *d, obx_run_stats *stats) {
     obx_run_stats st;
@@ -6594,7 +6645,7 @@ OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *d, obx_run_stats *sta
 static obx_result obx__dispatch_round(void *vd) {
     obx_dispatcher *d = (obx_dispatcher *)vd;
     obx_result r = obx_dispatcher_run_once(d, NULL);
-    if (r < 0 && d->provider && d->fail_streak < d->provider->reg.count) return OBX_OK;
+    if (r < 0 && d->provider && d->fail_streak < OBX__STORE_COUNT(d)) return OBX_OK;
     return r;
 }
 
@@ -6651,7 +6702,7 @@ OBX_API obx_result obx_dispatcher_run(obx_dispatcher *d) {
     obx__log(d->hooks, OBX_LOG_INFO, name,
              "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
              d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
-             d->store ? 1 : d->provider->reg.count);
+             OBX__STORE_COUNT(d));
     obx__loop_run(&d->loop, &d->timing, obx__dispatch_round, d, name, d->err);
     obx__wake_unlisten(d);
     obx__log(d->hooks, OBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
@@ -6693,9 +6744,11 @@ static void obx__msg_name(const obx_message *m, char *out, size_t size) {
 
 static const char *obx__desc_worker(const obx_store_desc *desc) { return desc->worker_name; }
 
+#ifndef OBX_NO_MULTI_STORE /* only a provider sets it */
 static void obx__desc_set_worker(obx_store_desc *desc, const char *worker) {
     desc->worker_name = worker;
 }
+#endif
 
 static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, obx__buf *buf,
                                     obx__row_offsets *o) {
@@ -6979,6 +7032,7 @@ OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
 
 /* >> get ---------------------------------------------------------------------------- */
 
+#ifndef OBX_NO_DEAD_LETTERS
 /* The outbox's dead-letter key: a work item id. */
 static obx_result obx__dead_key(obx_store *s, const char *fn, const obx_dead_filter *f,
                                 obx__param p[2], char buf[37]) {
@@ -6996,6 +7050,7 @@ static obx_result obx__dead_key(obx_store *s, const char *fn, const obx_dead_fil
     obx__p_text(&p[0], buf, 36);
     return OBX_OK;
 }
+#endif
 
 OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *message) {
     obx__param p[1];
@@ -7060,6 +7115,7 @@ OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const cha
     return r != OBX_OK ? r : obx__settle(store, OBX__SETTLE_FAIL, count, last_error, 0, 0, changed);
 }
 
+#ifndef OBX_NO_JOIN
 /* >> joins ------------------------------------------------------------------------- */
 
 static obx_result obx__check_uuid_arg(obx_store *s, const char *fn, const char *arg, const char *value) {
@@ -7569,6 +7625,7 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *m, char *error, siz
                  has_topic ? ": enqueued " : "", has_topic ? topic : "");
     return OBX_DONE;
 }
+#endif /* OBX_NO_JOIN */
 
 #endif /* OBX_IMPLEMENTATION */
 

@@ -3183,6 +3183,44 @@ static void *only_alloc(size_t n, void *user) {
     return malloc(n);
 }
 
+/* CORE-SQLITE-SYNC: the durability mode asked for in the connection string
+ * (sqliteodbc's SyncPragma=, README "Gateways") is the one the store's own
+ * connection runs with: PRAGMA synchronous read through that connection.
+ * Without SyncPragma the driver sets NORMAL. JournalMode=WAL takes effect
+ * too (the journal mode is a property of the file: it stays WAL). */
+static void test_sqlite_sync(void) {
+    static const struct { const char *ask; int64_t want; } cases[] = {
+        {"", 1}, {"SyncPragma=OFF;", 0}, {"SyncPragma=NORMAL;", 1}, {"SyncPragma=FULL;", 2},
+        {"SyncPragma=EXTRA;", 3}};
+    const char *saved = g_conn;
+    char base[1024], conn[1200], mode[32];
+    const char *at = strstr(g_conn, "SyncPragma="), *end;
+    size_t i;
+    /* The test's connection string without its own SyncPragma. */
+    if (at) {
+        end = strchr(at, ';');
+        snprintf(base, sizeof base, "%.*s%s", (int)(at - g_conn), g_conn, end ? end + 1 : "");
+    } else {
+        snprintf(base, sizeof base, "%s", g_conn);
+    }
+    TT_EXPECT(strstr(base, "SyncPragma") == NULL);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        obx_store *s;
+        snprintf(conn, sizeof conn, "%s%s%s", base, base[0] && base[strlen(base) - 1] != ';' ? ";" : "",
+                 cases[i].ask);
+        g_conn = conn;
+        s = open_table("Outbox", 1);
+        g_conn = saved;
+        TT_ASSERT(s != NULL);
+        TT_EQ_INT(scalar(s, "PRAGMA synchronous"), cases[i].want);
+        mode[0] = 0;
+        TT_EQ_INT(obx__query_text(&s->db, "PRAGMA journal_mode", mode, sizeof mode), OBX_OK);
+        if (!s->db.tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+        TT_EXPECT(strstr(base, "JournalMode=WAL") == NULL || strcmp(mode, "wal") == 0);
+        obx_store_close(s);
+    }
+}
+
 static void test_half_allocator(void) {
     obx_store_desc desc;
     obx_store *s = NULL;
@@ -4199,6 +4237,10 @@ int main(int argc, char **argv) {
     RUN("CORE-RANGES", "abandon delay, cleanup retention and owner token: one rule, refused before SQL", test_ranges);
     RUN("CORE-LOG-FORGE", "names with control characters refused; logged text cannot start a line", test_log_forging);
     RUN("CORE-HOOKS-WHOLE", "a half-set allocator is refused", test_half_allocator);
+    if (!g_pg && !g_my)
+        RUN("CORE-SQLITE-SYNC", "SyncPragma= in the connection string is the store connection's PRAGMA synchronous", test_sqlite_sync);
+    else
+        printf("N/A CORE-SQLITE-SYNC %s a SQLite driver setting (durability here is the server's)\n", g_backend);
     if (g_srv)
         RUN("CORE-PLANS", "claim, settle, reap, cleanup, get, stats use an index on a 100k-row and an empty-analyzed table", test_plans);
     else
