@@ -43,8 +43,10 @@ CREATE TABLE IF NOT EXISTS "dbo"."OutboxJoinMember" (
     PRIMARY KEY ("JoinId", "OutboxMessageId")
 );
 CREATE INDEX IF NOT EXISTS "IX_OutboxJoinMember_Message" ON "dbo"."OutboxJoinMember" ("OutboxMessageId");
+CREATE INDEX IF NOT EXISTS "IX_OutboxJoinMember_Pending" ON "dbo"."OutboxJoinMember" ("OutboxMessageId") WHERE "Status" = 0;
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_JoinStep"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    IF NOT EXISTS (SELECT 1 FROM "dbo"."OutboxJoinMember" WHERE "Status" = 0) THEN RETURN NULL; END IF;
     UPDATE "dbo"."OutboxJoinMember" AS m SET "Status" = CASE n."Status" WHEN 2 THEN 1 ELSE 2 END
       FROM new_rows AS n JOIN old_rows AS o ON o."Id" = n."Id"
      WHERE n."Status" IN (2, 3) AND o."Status" <> n."Status"
