@@ -1931,7 +1931,9 @@ typedef struct obx__sqlset {
      * statements may use it. A new index, trigger or function is one more
      * ddl entry that is idempotent on its own (IF NOT EXISTS, OR REPLACE,
      * the dialect's test); a function whose signature changes needs a DROP
-     * ... IF EXISTS of the old signature before it. */
+     * ... IF EXISTS of the old signature before it; a changed trigger that
+     * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
+     * new name, after a DROP TRIGGER IF EXISTS of the old one. */
     obx__column columns[OBX__COLUMNS_MAX + 1];
 } obx__sqlset;
 
@@ -4133,8 +4135,13 @@ static const obx__sqlset obx__mariadb_outbox = {
     /* Join counters follow acks and fails in the database (OBX-089), in the
      * settle's own transaction; a member leaving Pending counts once. The
      * IF keeps claims (and every other update) from running the member
-     * UPDATE at all: as a WHERE condition it ran 100 times per claim. */
-    "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep` AFTER UPDATE ON {T} FOR EACH ROW\n"
+     * UPDATE at all: as a WHERE condition it ran 100 times per claim.
+     * A changed trigger gets a new name (2: this IF), and the old name is
+     * dropped: CREATE OR REPLACE would lock the table on every deploy,
+     * IF NOT EXISTS would keep an old table's trigger as it was, and
+     * DROP TRIGGER IF EXISTS of a missing trigger takes no table lock. */
+    "DROP TRIGGER IF EXISTS `{N}_JoinStep`",
+    "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep2` AFTER UPDATE ON {T} FOR EACH ROW\n"
     "    IF NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN\n"
     "        UPDATE {M} SET `Status` = IF(NEW.`Status` = 2, 1, 2)\n"
     "         WHERE `OutboxMessageId` = NEW.`Id` AND `Status` = 0;\n"

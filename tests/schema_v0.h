@@ -88,6 +88,34 @@ static const char *v0_columns_sql(const char *backend) {
            "pragma_table_info('{N}') ORDER BY cid)";
 }
 
+/* A query that lists the indexes, triggers and functions of a table and
+ * its join tables as one text, each name with the table name as "*", so
+ * that an upgraded table compares equal to a new one. {S} is the quoted
+ * schema, {N} the bare table name. */
+static const char *v0_objects_sql(const char *backend) {
+    if (strcmp(backend, "postgresql") == 0)
+        return "SELECT string_agg(x, ', ' ORDER BY x) FROM ("
+               "SELECT 'index ' || replace(c.relname, '{N}', '*') AS x FROM pg_index AS i "
+               "JOIN pg_class AS c ON c.oid = i.indexrelid WHERE i.indrelid IN "
+               "(to_regclass('{S}.\"{N}\"'), to_regclass('{S}.\"{N}Join\"'), to_regclass('{S}.\"{N}JoinMember\"')) "
+               "UNION ALL SELECT 'trigger ' || replace(tgname, '{N}', '*') FROM pg_trigger WHERE NOT tgisinternal "
+               "AND tgrelid IN (to_regclass('{S}.\"{N}\"'), to_regclass('{S}.\"{N}JoinMember\"')) "
+               "UNION ALL SELECT 'function ' || replace(proname, '{N}', '*') || '(' || "
+               "pg_get_function_identity_arguments(oid) || ')' FROM pg_proc "
+               "WHERE pronamespace = to_regnamespace('{S}') AND proname LIKE '{N}\\_%') AS o";
+    if (strcmp(backend, "mariadb") == 0)
+        return "SELECT GROUP_CONCAT(x ORDER BY x SEPARATOR ', ') FROM ("
+               "SELECT DISTINCT CONCAT('index ', REPLACE(INDEX_NAME, '{N}', '*')) AS x "
+               "FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() "
+               "AND TABLE_NAME IN ('{N}', '{N}Join', '{N}JoinMember') "
+               "UNION ALL SELECT CONCAT('trigger ', REPLACE(TRIGGER_NAME, '{N}', '*')) "
+               "FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() "
+               "AND EVENT_OBJECT_TABLE IN ('{N}', '{N}JoinMember')) AS o";
+    return "SELECT group_concat(x, ', ') FROM (SELECT type || ' ' || replace(name, '{N}', '*') AS x "
+           "FROM sqlite_master WHERE tbl_name IN ('{N}', '{N}Join', '{N}JoinMember') "
+           "AND type IN ('index', 'trigger') AND name NOT LIKE 'sqlite_autoindex%' ORDER BY 1)";
+}
+
 /* The dialect's "now plus `later`" for fixture rows: 'l' an hour ahead,
  * 'p' a minute ago, anything else now. SQLite keeps Unix ms. */
 static const char *v0_time(const char *backend, char when) {

@@ -1313,6 +1313,16 @@ static int v0_columns(obx_store *s, char *out, size_t cap) {
     return r == OBX_OK;
 }
 
+/* Its indexes, triggers and functions, named relative to the table. */
+static int v0_objects(obx_store *s, char *out, size_t cap) {
+    char *text = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, v0_objects_sql(g_backend));
+    obx_result r = text ? obx__query_text(&s->db, text, out, cap) : OBX_ERR_NO_MEMORY;
+    if (!s->db.tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    if (r != OBX_OK) printf("    objects failed: %s\n", s->err.message);
+    obx__free(&s->hooks, text);
+    return r == OBX_OK;
+}
+
 /* One row of the v0 table in a given state, by plain SQL (no statement of
  * today's library may touch the old table before it is upgraded). */
 static int v0_row(obx_store *s, int n, int status, const char *next, const char *locked,
@@ -1334,6 +1344,7 @@ static void test_schema_upgrade(void) {
     static const obx_status want[] = {OBX_STATUS_READY, OBX_STATUS_READY, OBX_STATUS_IN_PROGRESS,
                                       OBX_STATUS_DONE, OBX_STATUS_FAILED};
     char path[128], cols_new[2048] = "", cols_old[2048] = "", cols_again[2048] = "", owner[37];
+    static char objs_new[4096], objs_old[4096];
     char *ddl, *pos, *one;
     const char *id1 = ids[0];
     obx_store *s, *fresh_store;
@@ -1349,6 +1360,8 @@ static void test_schema_upgrade(void) {
     TT_EQ_INT(obx_store_deploy(fresh_store), OBX_OK);
     TT_ASSERT(v0_columns(fresh_store, cols_new, sizeof cols_new));
     TT_EXPECT(strstr(cols_new, "Starts") != NULL);
+    TT_ASSERT(v0_objects(fresh_store, objs_new, sizeof objs_new));
+    TT_EXPECT(strstr(objs_new, "index IX_*_Ready") != NULL && strstr(objs_new, "trigger *_JoinCount") != NULL);
     /* The old table, from the frozen DDL. */
     s = open_v0("V0Outbox", 0);
     TT_ASSERT(s != NULL);
@@ -1378,6 +1391,9 @@ static void test_schema_upgrade(void) {
     TT_EXPECT(logged("schema upgraded: column Starts added to V0Outbox", NULL, NULL));
     TT_ASSERT(v0_columns(s, cols_old, sizeof cols_old));
     TT_EQ_STR(cols_old, cols_new);
+    TT_ASSERT(v0_objects(s, objs_old, sizeof objs_old));
+    if (getenv("OBX_TEST_VERBOSE")) printf("    objects: %s\n", objs_new);
+    TT_EQ_STR(objs_old, objs_new); /* indexes, triggers, functions: today's */
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 5);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Starts\" = 0"), 5);
     for (i = 0; i < 5; i++) {
@@ -1410,6 +1426,8 @@ static void test_schema_upgrade(void) {
     TT_EXPECT(!logged("schema upgraded", NULL, NULL));
     TT_ASSERT(v0_columns(s, cols_again, sizeof cols_again));
     TT_EQ_STR(cols_again, cols_new);
+    TT_ASSERT(v0_objects(s, objs_old, sizeof objs_old));
+    TT_EQ_STR(objs_old, objs_new);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 5);
     TT_EQ_INT(scalar(s, "SELECT \"Starts\" FROM {T} WHERE \"Id\" = '00000000-0000-7000-8000-000000000005'"), 7);
     TT_EQ_INT(obx_get(s, ids[4], &m), OBX_OK);
