@@ -16,8 +16,10 @@ CREATE TABLE IF NOT EXISTS "dbo"."Outbox" (
     "NextAttemptAt" timestamptz NOT NULL DEFAULT now(),
     "MessageId"     uuid NOT NULL,
     "CorrelationId" varchar(255) NULL,
-    "DueTimeUtc"    timestamptz NULL
+    "DueTimeUtc"    timestamptz NULL,
+    "Starts"        integer NOT NULL DEFAULT 0
 );
+ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "Starts" integer NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "dbo"."Outbox" ("NextAttemptAt") WHERE "Status" = 0;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "dbo"."Outbox" ("LockedUntil") WHERE "Status" = 1;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Done" ON "dbo"."Outbox" ("ProcessedAt") WHERE "Status" = 2;
@@ -41,8 +43,10 @@ CREATE TABLE IF NOT EXISTS "dbo"."OutboxJoinMember" (
     PRIMARY KEY ("JoinId", "OutboxMessageId")
 );
 CREATE INDEX IF NOT EXISTS "IX_OutboxJoinMember_Message" ON "dbo"."OutboxJoinMember" ("OutboxMessageId");
+CREATE INDEX IF NOT EXISTS "IX_OutboxJoinMember_Pending" ON "dbo"."OutboxJoinMember" ("OutboxMessageId") WHERE "Status" = 0;
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_JoinStep"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    IF NOT EXISTS (SELECT 1 FROM "dbo"."OutboxJoinMember" WHERE "Status" = 0) THEN RETURN NULL; END IF;
     UPDATE "dbo"."OutboxJoinMember" AS m SET "Status" = CASE n."Status" WHEN 2 THEN 1 ELSE 2 END
       FROM new_rows AS n JOIN old_rows AS o ON o."Id" = n."Id"
      WHERE n."Status" IN (2, 3) AND o."Status" <> n."Status"
