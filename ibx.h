@@ -1848,7 +1848,9 @@ typedef struct ibx__sqlset {
      * statements may use it. A new index, trigger or function is one more
      * ddl entry that is idempotent on its own (IF NOT EXISTS, OR REPLACE,
      * the dialect's test); a function whose signature changes needs a DROP
-     * ... IF EXISTS of the old signature before it. */
+     * ... IF EXISTS of the old signature before it; a changed trigger that
+     * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
+     * new name, after a DROP TRIGGER IF EXISTS of the old one. */
     ibx__column columns[IBX__COLUMNS_MAX + 1];
 } ibx__sqlset;
 
