@@ -525,7 +525,8 @@ typedef struct obx_store_desc {
     const char *schema;          /* default "dbo" where the dialect has schemas; ignored by SQLite */
     const char *table;           /* default "Outbox" */
     const char *store_id;        /* name on every log line; default "outbox" */
-    int deploy_schema;           /* nonzero: create tables, indexes, functions if missing */
+    int deploy_schema;           /* nonzero: create tables, indexes, functions if missing,
+                                    upgrade an older release's table (obx_store_deploy) */
     const char *worker_name;     /* ProcessedBy on ack; default: the owner token */
     obx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
     obx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
@@ -737,16 +738,27 @@ OBX_API const obx_error *obx_store_last_error(const obx_store *store);
  * procedures. Statements end with ";" and a newline; SQL Server's are
  * batches ended by a "GO" line (for sqlcmd or SSMS). Writes at most `cap`
  * bytes including the NUL into `out` (may be NULL with cap 0) and the full
- * size including the NUL into *needed (if not NULL). Returns OBX_OK;
+ * size including the NUL into *needed (if not NULL). The text creates new
+ * tables complete and, except on SQLite, also adds the columns an older
+ * release's table lacks (ALTER ... IF NOT EXISTS, SQL Server: IF
+ * COL_LENGTH); obx_store_deploy upgrades on every dialect. Returns OBX_OK;
  * OBX_ERR_INVALID_ARG (bad names); OBX_ERR_OUT_OF_RANGE (buffer too small:
  * *needed says how much); OBX_ERR_UNSUPPORTED (OBX_DIALECT_AUTO or not an
  * obx_dialect value). Pure; does not touch a database. */
 OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const char *table,
                                   char *out, size_t cap, size_t *needed);
 
-/* Create the schema objects if they are missing (idempotent; what
- * desc.deploy_schema does at open). Touches the database, own transaction.
- * Returns OBX_OK, OBX_ERR_DB, OBX_ERR_DB_TRANSIENT, OBX_ERR_INVALID_ARG. */
+/* Create the schema objects if they are missing, and upgrade in place a
+ * table an older release deployed: columns added since are added (with
+ * their defaults on existing rows; nothing is dropped or rewritten),
+ * missing indexes created, functions, procedures and triggers replaced by
+ * today's. Idempotent: a table that has every column is only looked at
+ * (one catalog query per added column; no ALTER, so no table lock). What
+ * desc.deploy_schema does at open. Needs CREATE and, for an upgrade,
+ * ALTER on the table. Touches the database, own transaction (MariaDB
+ * commits each DDL statement on its own). Returns OBX_OK, OBX_ERR_DB,
+ * OBX_ERR_DB_TRANSIENT, OBX_ERR_INVALID_ARG (store NULL), OBX_ERR_STATE
+ * (store not open), OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_store_deploy(obx_store *store);
 
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
@@ -1703,6 +1715,13 @@ typedef struct obx__dialect {
                                    autocommit costs a round trip, so ours rest in autocommit
                                    and a unit of several statements opens with begin_sql;
                                    not with a statement timeout, see obx__db_setup) */
+    /* Schema upgrades (obx__deploy_columns): {C} the quoted column, {K} its
+     * bare name, {D} its type, and the store's names. The probe counts the
+     * column (NULL: the add tests for it itself); it comes first because an
+     * ALTER locks the table even when there is nothing to add (PostgreSQL:
+     * ACCESS EXCLUSIVE, queued behind every open transaction on it). */
+    const char *column_probe;
+    const char *column_add;
 } obx__dialect;
 
 static const obx__native_fault obx__sqlite_natives[] = {
@@ -1738,29 +1757,38 @@ static const obx__native_fault obx__no_natives[] = {{0, 0}};
 /* Indexed by obx_dialect. */
 static const obx__dialect obx__dialects[] = {
     {OBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0, 0},
+     obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0, 0, NULL, NULL},
     {OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1, 1},
+     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1, 1,
+     "SELECT COUNT(*) FROM pragma_table_info('{N}') WHERE name = '{K}'",
+     "ALTER TABLE {T} ADD COLUMN {C} {D}"},
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
     {OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1, 0, 0},
+     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1, 0, 0,
+     "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
+     "AND NOT attisdropped",
+     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
     {OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, "START TRANSACTION", SQL_TXN_READ_COMMITTED, 0,
      '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     obx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0, 1, 1},
+     obx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0, 1, 1,
+     "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+     "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
+     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
     {OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives, 1,
-     1, "\nGO\n", 1, 1, NULL, 0, 0, 0},
+     1, "\nGO\n", 1, 1, NULL, 0, 0, 0, NULL,
+     "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}"},
 };
 #define OBX__DIALECT_COUNT ((int)(sizeof obx__dialects / sizeof obx__dialects[0]))
 
@@ -1881,11 +1909,32 @@ typedef struct obx__stmt_row {
     const char *sql;
 } obx__stmt_row;
 
+/* A column added to the message table after the first release: how a
+ * table deployed by an older release is upgraded in place (see
+ * obx__deploy_columns). */
+typedef struct obx__column {
+    const char *name;            /* bare name */
+    const char *type;            /* the dialect's type; NOT NULL needs a DEFAULT */
+} obx__column;
+#define OBX__COLUMNS_MAX 15
+
 /* A dialect's schema and statements, as each header writes them. */
 typedef struct obx__sqlset {
     const char *now_ms;          /* {W}: the database clock in Unix ms */
     const char *ddl[32];         /* the schema, one statement each, NULL-terminated */
     const obx__stmt_row *rows;   /* the statements, by name; {id, NULL} ends */
+    /* Columns of the message table added since the first release, oldest
+     * first, {NULL, NULL} ends. Adding a column is one entry here per
+     * dialect, nothing else: the message table's CREATE TABLE gets it at
+     * its "{A}" (new tables), and deploy adds it to an existing table right
+     * after that statement (old tables), so later DDL (an index on it) and
+     * statements may use it. A new index, trigger or function is one more
+     * ddl entry that is idempotent on its own (IF NOT EXISTS, OR REPLACE,
+     * the dialect's test); a function whose signature changes needs a DROP
+     * ... IF EXISTS of the old signature before it; a changed trigger that
+     * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
+     * new name, after a DROP TRIGGER IF EXISTS of the old one. */
+    obx__column columns[OBX__COLUMNS_MAX + 1];
 } obx__sqlset;
 
 /* Expand a statement template with a store's names: {T} the quoted table,
@@ -3614,7 +3663,7 @@ static const obx__sqlset obx__sqlite_outbox = {
     "    \"NextAttemptAt\" INTEGER NOT NULL DEFAULT ({W}),\n"
     "    \"MessageId\"     TEXT NOT NULL,\n"
     "    \"CorrelationId\" TEXT NULL,\n"
-    "    \"DueTimeUtc\"    INTEGER NULL\n"
+    "    \"DueTimeUtc\"    INTEGER NULL{A}\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") WHERE \"Status\" = 1",
@@ -3659,7 +3708,11 @@ static const obx__sqlset obx__sqlite_outbox = {
     "     WHERE \"JoinId\" = NEW.\"JoinId\";\n"
     "END",
         NULL},
-    obx__sqlite_outbox_rows
+    obx__sqlite_outbox_rows,
+    /* Columns added since the first release, oldest first: a new column is
+     * one more entry here and in each other dialect's set (obx__sqlset).
+     * Starts: handler starts since the last outcome (crash-loop quarantine). */
+    {{"Starts", "INTEGER NOT NULL DEFAULT 0"}}
 };
 #define OBX__SQLITE_SET &obx__sqlite_outbox
 #endif
@@ -3782,7 +3835,7 @@ static const obx__sqlset obx__postgresql_outbox = {
     "    \"NextAttemptAt\" timestamptz NOT NULL DEFAULT now(),\n"
     "    \"MessageId\"     uuid NOT NULL,\n"
     "    \"CorrelationId\" varchar(255) NULL,\n"
-    "    \"DueTimeUtc\"    timestamptz NULL\n"
+    "    \"DueTimeUtc\"    timestamptz NULL{A}\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") WHERE \"Status\" = 1",
@@ -3905,7 +3958,11 @@ static const obx__sqlset obx__postgresql_outbox = {
     "    SELECT CAST(count(*) AS integer) FROM gone\n"
     "$$",
         NULL},
-    obx__postgresql_outbox_rows
+    obx__postgresql_outbox_rows,
+    /* Columns added since the first release, oldest first: a new column is
+     * one more entry here and in each other dialect's set (obx__sqlset).
+     * Starts: handler starts since the last outcome (crash-loop quarantine). */
+    {{"Starts", "integer NOT NULL DEFAULT 0"}}
 };
 #define OBX__POSTGRESQL_SET &obx__postgresql_outbox
 #endif
@@ -4049,7 +4106,7 @@ static const obx__sqlset obx__mariadb_outbox = {
     "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
     "    `MessageId`     CHAR(36) NOT NULL,\n"
     "    `CorrelationId` VARCHAR(255) NULL,\n"
-    "    `DueTimeUtc`    DATETIME(6) NULL,\n"
+    "    `DueTimeUtc`    DATETIME(6) NULL{A},\n"
     "    KEY `IX_{N}_Ready` (`Status`, `NextAttemptAt`),\n"
     "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
     "    KEY `IX_{N}_Done` (`Status`, `ProcessedAt`)\n"
@@ -4078,8 +4135,13 @@ static const obx__sqlset obx__mariadb_outbox = {
     /* Join counters follow acks and fails in the database (OBX-089), in the
      * settle's own transaction; a member leaving Pending counts once. The
      * IF keeps claims (and every other update) from running the member
-     * UPDATE at all: as a WHERE condition it ran 100 times per claim. */
-    "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep` AFTER UPDATE ON {T} FOR EACH ROW\n"
+     * UPDATE at all: as a WHERE condition it ran 100 times per claim.
+     * A changed trigger gets a new name (2: this IF), and the old name is
+     * dropped: CREATE OR REPLACE would lock the table on every deploy,
+     * IF NOT EXISTS would keep an old table's trigger as it was, and
+     * DROP TRIGGER IF EXISTS of a missing trigger takes no table lock. */
+    "DROP TRIGGER IF EXISTS `{N}_JoinStep`",
+    "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep2` AFTER UPDATE ON {T} FOR EACH ROW\n"
     "    IF NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN\n"
     "        UPDATE {M} SET `Status` = IF(NEW.`Status` = 2, 1, 2)\n"
     "         WHERE `OutboxMessageId` = NEW.`Id` AND `Status` = 0;\n"
@@ -4091,7 +4153,11 @@ static const obx__sqlset obx__mariadb_outbox = {
     "        `CompletedSteps` = `CompletedSteps` + (NEW.`Status` = 1 AND `CompletedSteps` + `FailedSteps` < `ExpectedSteps`)\n"
     "     WHERE `JoinId` = NEW.`JoinId` AND OLD.`Status` = 0 AND NEW.`Status` IN (1, 2)",
     NULL},
-    obx__mariadb_outbox_rows
+    obx__mariadb_outbox_rows,
+    /* Columns added since the first release, oldest first: a new column is
+     * one more entry here and in each other dialect's set (obx__sqlset).
+     * Starts: handler starts since the last outcome (crash-loop quarantine). */
+    {{"Starts", "INT NOT NULL DEFAULT 0"}}
 };
 #define OBX__MARIADB_SET &obx__mariadb_outbox
 #endif
@@ -4237,7 +4303,7 @@ static const obx__sqlset obx__sqlserver_outbox = {
     "    [NextAttemptAt] DATETIMEOFFSET NOT NULL DEFAULT SYSDATETIMEOFFSET(),\n"
     "    [MessageId]     UNIQUEIDENTIFIER NOT NULL DEFAULT NEWID(),\n"
     "    [CorrelationId] NVARCHAR(255) NULL,\n"
-    "    [DueTimeUtc]    DATETIMEOFFSET NULL,\n"
+    "    [DueTimeUtc]    DATETIMEOFFSET NULL{A},\n"
     "    [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,\n"
     "    CONSTRAINT [PK_{N}] PRIMARY KEY NONCLUSTERED ([Id]),\n"
     "    CONSTRAINT [CX_{N}] UNIQUE CLUSTERED ([Seq])\n"
@@ -4348,7 +4414,11 @@ static const obx__sqlset obx__sqlserver_outbox = {
     "END",
     "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;", /* sqlcmd; the library commits itself */
         NULL},
-    obx__sqlserver_outbox_rows
+    obx__sqlserver_outbox_rows,
+    /* Columns added since the first release, oldest first: a new column is
+     * one more entry here and in each other dialect's set (obx__sqlset).
+     * Starts: handler starts since the last outcome (crash-loop quarantine). */
+    {{"Starts", "INT NOT NULL DEFAULT 0"}}
 };
 #define OBX__SQLSERVER_SET &obx__sqlserver_outbox
 #endif
@@ -4660,23 +4730,97 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
     return OBX_OK;
 }
 
+/* One DDL statement with a store's names. "{A}", in the message table's
+ * CREATE TABLE, becomes the columns added since the first release, so a
+ * new table has them all. */
+static char *obx__ddl_text(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
+                           const char *schema, const char *table, const char *tmpl) {
+    const char *names[26];
+    obx__buf cols = {NULL, 0, 0};
+    char *full, *out;
+    int i, ok = 1;
+    if (!strstr(tmpl, "{A}")) return obx__expand(h, d, q, schema, table, tmpl);
+    for (i = 0; ok && i < OBX__COLUMNS_MAX && q->columns[i].name; i++) {
+        char quoted[80], line[320];
+        snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
+        snprintf(line, sizeof line, ",\n    %-15s %s", quoted, q->columns[i].type);
+        ok = obx__buf_add(h, &cols, line, strlen(line));
+    }
+    memset((void *)names, 0, sizeof names);
+    names['A' - 'A'] = cols.data ? cols.data : "";
+    full = ok ? obx__sql_expand(h, tmpl, names) : NULL;
+    out = full ? obx__expand(h, d, q, schema, table, full) : NULL;
+    obx__free(h, full);
+    obx__buf_free(h, &cols);
+    return out;
+}
+
+/* A dialect's column template (probe or add) for one added column. */
+static char *obx__column_text(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
+                              const char *schema, const char *table, const char *tmpl,
+                              const obx__column *c) {
+    const char *names[26];
+    char quoted[80], *full, *out;
+    snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, c->name, d->quote_close);
+    memset((void *)names, 0, sizeof names);
+    names['C' - 'A'] = quoted;
+    names['K' - 'A'] = c->name;
+    names['D' - 'A'] = c->type;
+    full = obx__sql_expand(h, tmpl, names);
+    out = full ? obx__expand(h, d, q, schema, table, full) : NULL;
+    obx__free(h, full);
+    return out;
+}
+
 /* The schema for one dialect and set of names as one text, each statement
- * followed by the dialect's statement end (what sql/<dialect>/ holds). */
+ * followed by the dialect's statement end (what sql/<dialect>/ holds). The
+ * column additions follow the message table's CREATE TABLE, so that the
+ * text also upgrades an old table; SQLite has no conditional ALTER, so its
+ * text only creates (deploy upgrades its old tables). */
 static char *obx__schema_text(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
                               const char *schema, const char *table) {
     obx__buf text = {NULL, 0, 0};
-    int i;
-    for (i = 0; q->ddl[i]; i++) {
-        char *one = obx__expand(h, d, q, schema, table, q->ddl[i]);
-        int ok = one && obx__buf_add(h, &text, one, strlen(one)) &&
+    int i, c, ok = 1;
+    for (i = 0; ok && q->ddl[i]; i++) {
+        int adds = strstr(q->ddl[i], "{A}") && d->id != OBX_DIALECT_SQLITE ? OBX__COLUMNS_MAX : 0;
+        for (c = -1; ok && c < adds && (c < 0 || q->columns[c].name); c++) {
+            char *one = c < 0 ? obx__ddl_text(h, d, q, schema, table, q->ddl[i])
+                              : obx__column_text(h, d, q, schema, table, d->column_add, &q->columns[c]);
+            ok = one && obx__buf_add(h, &text, one, strlen(one)) &&
                  obx__buf_add(h, &text, d->statement_end, strlen(d->statement_end));
-        obx__free(h, one);
-        if (!ok) {
-            obx__buf_free(h, &text);
-            return NULL;
+            obx__free(h, one);
         }
     }
-    return text.data;
+    if (!ok) obx__buf_free(h, &text);
+    return ok ? text.data : NULL;
+}
+
+/* Upgrade in place: add each column of q->columns the table lacks (one
+ * deployed by an older release). The probe first, so that a table that has
+ * them all is not locked. */
+static obx_result obx__deploy_columns(obx__db *db, obx_store *s) {
+    obx_result r = OBX_OK;
+    int i;
+    for (i = 0; r == OBX_OK && i < OBX__COLUMNS_MAX && s->q->columns[i].name; i++) {
+        const obx__column *c = &s->q->columns[i];
+        char *probe = NULL, *add, found[32] = "0";
+        if (db->d->column_probe &&
+            !(probe = obx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_probe, c)))
+            break;
+        r = probe ? obx__query_text(db, probe, found, sizeof found) : OBX_OK;
+        obx__free(&s->hooks, probe);
+        if (r != OBX_OK || atoi(found) > 0) continue;
+        if (!(add = obx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_add, c)))
+            break;
+        r = obx__exec_direct(db, add, "deploy: add column");
+        obx__free(&s->hooks, add);
+        if (r == OBX_OK && db->d->column_probe)
+            obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "schema upgraded: column %s added to %s",
+                     c->name, s->table);
+    }
+    if (r == OBX_OK && i < OBX__COLUMNS_MAX && s->q->columns[i].name)
+        return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_store_deploy", "out of memory");
+    return r;
 }
 
 static obx_result obx__deploy_unit(obx__db *db, void *ctx) {
@@ -4684,10 +4828,11 @@ static obx_result obx__deploy_unit(obx__db *db, void *ctx) {
     obx_result r = OBX_OK;
     int i;
     for (i = 0; s->q->ddl[i] && r == OBX_OK; i++) {
-        char *one = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
+        char *one = obx__ddl_text(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
         if (!one) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_store_deploy", "out of memory");
         r = obx__exec_direct(db, one, "deploy");
         obx__free(&s->hooks, one);
+        if (r == OBX_OK && strstr(s->q->ddl[i], "{A}")) r = obx__deploy_columns(db, s);
     }
     return r;
 }

@@ -15,10 +15,12 @@ CREATE TABLE IF NOT EXISTS `Outbox` (
     `MessageId`     CHAR(36) NOT NULL,
     `CorrelationId` VARCHAR(255) NULL,
     `DueTimeUtc`    DATETIME(6) NULL,
+    `Starts`        INT NOT NULL DEFAULT 0,
     KEY `IX_Outbox_Ready` (`Status`, `NextAttemptAt`),
     KEY `IX_Outbox_Leased` (`Status`, `LockedUntil`),
     KEY `IX_Outbox_Done` (`Status`, `ProcessedAt`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `Starts` INT NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS `OutboxJoin` (
     `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,
     `GroupingKey`    VARCHAR(255) NULL,
@@ -40,7 +42,8 @@ CREATE TABLE IF NOT EXISTS `OutboxJoinMember` (
     KEY `IX_OutboxJoinMember_Message` (`OutboxMessageId`),
     CONSTRAINT `FK_OutboxJoinMember_Join` FOREIGN KEY (`JoinId`) REFERENCES `OutboxJoin` (`JoinId`) ON DELETE CASCADE
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
-CREATE TRIGGER IF NOT EXISTS `Outbox_JoinStep` AFTER UPDATE ON `Outbox` FOR EACH ROW
+DROP TRIGGER IF EXISTS `Outbox_JoinStep`;
+CREATE TRIGGER IF NOT EXISTS `Outbox_JoinStep2` AFTER UPDATE ON `Outbox` FOR EACH ROW
     IF NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN
         UPDATE `OutboxJoinMember` SET `Status` = IF(NEW.`Status` = 2, 1, 2)
          WHERE `OutboxMessageId` = NEW.`Id` AND `Status` = 0;

@@ -16,8 +16,10 @@ CREATE TABLE IF NOT EXISTS "dbo"."Outbox" (
     "NextAttemptAt" timestamptz NOT NULL DEFAULT now(),
     "MessageId"     uuid NOT NULL,
     "CorrelationId" varchar(255) NULL,
-    "DueTimeUtc"    timestamptz NULL
+    "DueTimeUtc"    timestamptz NULL,
+    "Starts"        integer NOT NULL DEFAULT 0
 );
+ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "Starts" integer NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "dbo"."Outbox" ("NextAttemptAt") WHERE "Status" = 0;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "dbo"."Outbox" ("LockedUntil") WHERE "Status" = 1;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Done" ON "dbo"."Outbox" ("ProcessedAt") WHERE "Status" = 2;

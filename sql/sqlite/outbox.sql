@@ -14,7 +14,8 @@ CREATE TABLE IF NOT EXISTS "Outbox" (
     "NextAttemptAt" INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
     "MessageId"     TEXT NOT NULL,
     "CorrelationId" TEXT NULL,
-    "DueTimeUtc"    INTEGER NULL
+    "DueTimeUtc"    INTEGER NULL,
+    "Starts"        INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "Outbox" ("NextAttemptAt") WHERE "Status" = 0;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "Outbox" ("LockedUntil") WHERE "Status" = 1;

@@ -26,10 +26,13 @@ CREATE TABLE [dbo].[Outbox] (
     [MessageId]     UNIQUEIDENTIFIER NOT NULL DEFAULT NEWID(),
     [CorrelationId] NVARCHAR(255) NULL,
     [DueTimeUtc]    DATETIMEOFFSET NULL,
+    [Starts]        INT NOT NULL DEFAULT 0,
     [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,
     CONSTRAINT [PK_Outbox] PRIMARY KEY NONCLUSTERED ([Id]),
     CONSTRAINT [CX_Outbox] UNIQUE CLUSTERED ([Seq])
 )
+GO
+IF COL_LENGTH(N'[dbo].[Outbox]', N'Starts') IS NULL ALTER TABLE [dbo].[Outbox] ADD [Starts] INT NOT NULL DEFAULT 0
 GO
 IF INDEXPROPERTY(OBJECT_ID(N'[dbo].[Outbox]'), N'IX_Outbox_Ready', 'IndexID') IS NULL
 CREATE INDEX [IX_Outbox_Ready] ON [dbo].[Outbox] ([NextAttemptAt]) WHERE [Status] = 0
