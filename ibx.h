@@ -3676,12 +3676,14 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
 #endif
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
+#ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
      "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\"), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead') "
      "FROM {T} WHERE \"Status\" = 'Processing' AND "
      "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})"},
+#endif
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__sqlite_inbox = {
@@ -3812,12 +3814,14 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
 #endif
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
+#ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead') "
      "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
      "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())"},
+#endif
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__postgresql_inbox = {
@@ -3951,6 +3955,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing'"},
+#ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED), "
@@ -3958,6 +3963,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Dead') "
      "FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
+#endif
     /* A window of the work queue read without locks, then those rows
      * locked by key and checked again (as the outbox's pick does: a
      * locking read of the index walks every entry moved since the last
@@ -4133,6 +4139,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
 #endif
     {IBX__Q_PENDING,
      "SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing'"},
+#ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
      "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, MIN([NextAttemptAt]), SYSUTCDATETIME()), "
      "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL), "
@@ -4140,6 +4147,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "FROM {T} "
      "WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME() AND "
      "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())"},
+#endif
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__sqlserver_inbox = {
@@ -4352,8 +4360,10 @@ static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
  * in ms, each bucket counting the runs that took at most that long. */
 #define IBX__HIST_BUCKETS 13
 #define IBX__HIST_TOPICS_MAX 100           /* more topics count as "(other)" */
+#ifndef IBX_NO_METRICS_TEXT
 static const int64_t ibx__hist_bounds_ms[IBX__HIST_BUCKETS] = {5, 10, 25, 50, 100, 250, 500, 1000,
                                                                 2500, 5000, 10000, 30000, 60000};
+#endif
 typedef struct ibx__hist {
     char *topic;
     int64_t buckets[IBX__HIST_BUCKETS];
@@ -5267,6 +5277,7 @@ static ibx_result ibx__pending_room(ibx_store *s, const char *fn, int64_t n) {
 
 /* >> metrics: handler durations, Prometheus text ------------------------------------ */
 
+#ifndef IBX_NO_METRICS_TEXT /* no one would read the histograms */
 /* Count one handler run of `ms` for `topic`. Best effort: out of memory,
  * the run is not counted (metrics never fail a dispatch). */
 static void ibx__hist_record(ibx_store *s, const char *topic, int64_t ms) {
@@ -5294,6 +5305,9 @@ static void ibx__hist_record(ibx_store *s, const char *topic, int64_t ms) {
     h->count++;
     h->sum_ms += ms;
 }
+#else
+#define ibx__hist_record(s, topic, ms) ((void)(s), (void)(topic), (void)(ms))
+#endif
 
 #ifndef IBX_NO_METRICS_TEXT
 /* Text being written; out of memory is noted once and checked at the end. */

@@ -3623,10 +3623,12 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}"},
     {OBX__Q_PENDING,
      "SELECT (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0) + (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1)"},
+#ifndef OBX_NO_METRICS_TEXT
     {OBX__Q_GAUGES,
      "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\"), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1), (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 3) "
      "FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}"},
+#endif
     /* A whole batch in one statement: sqliteodbc costs three times the C
      * API per execute, so one execute per row is the slow part. */
     {OBX__Q_INSERT_MANY,
@@ -3791,10 +3793,12 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "AS bigint) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()"},
     {OBX__Q_PENDING,
      "SELECT (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0) + (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1)"},
+#ifndef OBX_NO_METRICS_TEXT
     {OBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1), (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 3) "
      "FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()"},
+#endif
     /* A whole batch in one statement: array literals unnested by the
      * server (psqlODBC's own array binding sends one INSERT per row). */
     {OBX__Q_INSERT_MANY,
@@ -4059,11 +4063,13 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
     {OBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE `Status` IN (0, 1)"},
+#ifndef OBX_NO_METRICS_TEXT
     {OBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED), (SELECT COUNT(*) FROM {T} WHERE `Status` = 1), "
      "(SELECT COUNT(*) FROM {T} WHERE `Status` = 3) "
      "FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
+#endif
     /* A whole batch in one statement, read from one JSON array of rows. */
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
@@ -4267,11 +4273,13 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "AS DATETIME2(7)), SYSUTCDATETIME()) FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()"},
     {OBX__Q_PENDING,
      "SELECT (SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 0) + (SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 1)"},
+#ifndef OBX_NO_METRICS_TEXT
     {OBX__Q_GAUGES,
      "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, CAST(SWITCHOFFSET(MIN([NextAttemptAt]), '+00:00') "
      "AS DATETIME2(7)), SYSUTCDATETIME()), (SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 1), "
      "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 3) "
      "FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()"},
+#endif
     /* A whole batch in one statement: the lists zipped by position. */
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
@@ -4588,8 +4596,10 @@ static void obx__desc_set_worker(obx_store_desc *desc, const char *worker);
  * in ms, each bucket counting the runs that took at most that long. */
 #define OBX__HIST_BUCKETS 13
 #define OBX__HIST_TOPICS_MAX 100           /* more topics count as "(other)" */
+#ifndef OBX_NO_METRICS_TEXT
 static const int64_t obx__hist_bounds_ms[OBX__HIST_BUCKETS] = {5, 10, 25, 50, 100, 250, 500, 1000,
                                                                 2500, 5000, 10000, 30000, 60000};
+#endif
 typedef struct obx__hist {
     char *topic;
     int64_t buckets[OBX__HIST_BUCKETS];
@@ -5503,6 +5513,7 @@ static obx_result obx__pending_room(obx_store *s, const char *fn, int64_t n) {
 
 /* >> metrics: handler durations, Prometheus text ------------------------------------ */
 
+#ifndef OBX_NO_METRICS_TEXT /* no one would read the histograms */
 /* Count one handler run of `ms` for `topic`. Best effort: out of memory,
  * the run is not counted (metrics never fail a dispatch). */
 static void obx__hist_record(obx_store *s, const char *topic, int64_t ms) {
@@ -5530,6 +5541,9 @@ static void obx__hist_record(obx_store *s, const char *topic, int64_t ms) {
     h->count++;
     h->sum_ms += ms;
 }
+#else
+#define obx__hist_record(s, topic, ms) ((void)(s), (void)(topic), (void)(ms))
+#endif
 
 #ifndef OBX_NO_METRICS_TEXT
 /* Text being written; out of memory is noted once and checked at the end. */
