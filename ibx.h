@@ -110,8 +110,9 @@
  *   compile error; the schema and every struct stay the same):
  *     IBX_NO_MULTI_STORE  no providers or routers (ibx_provider_*,
  *                         ibx_router_*): a dispatcher serves one store
- *     IBX_NO_METRICS_TEXT no ibx_metrics_text (ibx_store_counters and
- *                         ibx_queue_stats stay)
+ *     IBX_NO_METRICS_TEXT no ibx_metrics_text, nor the handler-duration
+ *                         histograms only it reports (ibx_store_counters
+ *                         and ibx_queue_stats stay)
  *     IBX_NO_DEAD_LETTERS no ibx_dead_list/_replay/_purge (dead messages
  *                         are still kept; tools built without the option
  *                         handle them)

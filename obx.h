@@ -93,8 +93,9 @@
  *   compile error; the schema and every struct stay the same):
  *     OBX_NO_MULTI_STORE  no providers or routers (obx_provider_*,
  *                         obx_router_*): a dispatcher serves one store
- *     OBX_NO_METRICS_TEXT no obx_metrics_text (obx_store_counters and
- *                         obx_queue_stats stay)
+ *     OBX_NO_METRICS_TEXT no obx_metrics_text, nor the handler-duration
+ *                         histograms only it reports (obx_store_counters
+ *                         and obx_queue_stats stay)
  *     OBX_NO_DEAD_LETTERS no obx_dead_list/_replay/_purge (dead messages
  *                         are still kept; tools built without the option
  *                         handle them)
