@@ -795,8 +795,10 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
                              int batch_size, const ibx_message **messages, int *count);
 
 /* Release every expired lease (claimed, lease in the past): the messages
- * become claimable again, their attempt counts unchanged. Done and dead
- * messages are never touched. *reaped (if not NULL) receives the count.
+ * become claimable again, their attempt counts unchanged, except those
+ * claimed max_starts times without an outcome (a crash loop), which end
+ * dead, saying so in last_error. Done and dead messages are never touched.
+ * *reaped (if not NULL) receives the count, the dead included.
  * Returns IBX_OK or IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped);
 
@@ -981,7 +983,8 @@ typedef struct ibx_dispatcher_desc {
     int lease_seconds;           /* default 30, at most IBX_LEASE_MAX_SECONDS; longer than a
                                     handler may take */
     int max_attempts;            /* default 10: a handler runs at most this many times for a
-                                    message (a lease that expires does not count) */
+                                    message (a lease that expires does not count here: see
+                                    the store's max_starts) */
     ibx_backoff_fn backoff;      /* default min(2^attempts s, 60 s) */
     void *backoff_user;
     int64_t poll_interval_ms;    /* default 500: wait after an empty claim ... */

@@ -789,8 +789,10 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
                              int batch_size, const obx_message **messages, int *count);
 
 /* Release every expired lease (claimed, lease in the past): the messages
- * become claimable again, their attempt counts unchanged. Done and dead
- * messages are never touched. *reaped (if not NULL) receives the count.
+ * become claimable again, their attempt counts unchanged, except those
+ * claimed max_starts times without an outcome (a crash loop), which end
+ * dead, saying so in last_error. Done and dead messages are never touched.
+ * *reaped (if not NULL) receives the count, the dead included.
  * Returns OBX_OK or OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped);
 
@@ -975,7 +977,8 @@ typedef struct obx_dispatcher_desc {
     int lease_seconds;           /* default 30, at most OBX_LEASE_MAX_SECONDS; longer than a
                                     handler may take */
     int max_attempts;            /* default 10: a handler runs at most this many times for a
-                                    message (a lease that expires does not count) */
+                                    message (a lease that expires does not count here: see
+                                    the store's max_starts) */
     obx_backoff_fn backoff;      /* default min(2^attempts s, 60 s) */
     void *backoff_user;
     int64_t poll_interval_ms;    /* default 500: wait after an empty claim ... */

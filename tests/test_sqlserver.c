@@ -222,6 +222,24 @@ static void test_schema_upgrade(void) {
     TT_EQ_INT(fake_open_handles(), 0);
 }
 
+/* CORE-CRASH-LOOP through the fake layer: the claim procedures count a
+ * start in their UPDATE, the inbox's takes no message at max_starts, the
+ * reap procedures end such messages Dead, and the store passes its
+ * max_starts to both. */
+static void test_crash_loop(void) {
+    static char ddl[1 << 17];
+    size_t needed = 0;
+    TT_EQ_INT(obx_schema_sql(OBX_DIALECT_SQLSERVER, NULL, NULL, ddl, sizeof ddl, &needed), OBX_OK);
+    TT_EXPECT(strstr(ddl, "[LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME()), [Starts] = [Starts] + 1") != NULL);
+    TT_EXPECT(strstr(ddl, "PROCEDURE [dbo].[Outbox_ReapExpired] @MaxStarts INT = 3 AS") != NULL);
+    TT_EXPECT(strstr(ddl, "[Status] = CASE WHEN [Starts] >= @MaxStarts THEN 3 ELSE 0 END") != NULL);
+    TT_EXPECT(strstr(ddl, "[Starts] = CASE WHEN t.[Starts] > 0 THEN t.[Starts] - 1 ELSE 0 END") != NULL); /* abandon */
+    TT_EQ_INT(ibx_schema_sql(IBX_DIALECT_SQLSERVER, NULL, NULL, ddl, sizeof ddl, &needed), IBX_OK);
+    TT_EXPECT(strstr(ddl, "@BatchSize INT, @MaxStarts INT = 3 AS") != NULL);
+    TT_EXPECT(strstr(ddl, "AND [Starts] < @MaxStarts") != NULL);
+    TT_EXPECT(strstr(ddl, "[Status] = CASE WHEN [Starts] >= @MaxStarts THEN 'Dead' ELSE [Status] END") != NULL);
+}
+
 static void test_session(void) {
     obx_store_desc desc;
     obx_store *s = NULL;
@@ -839,6 +857,7 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--tsql") == 0) return dump_tsql(argv[2]);
     RUN("MSSQL-SCHEMA-FILES", "sql/sqlserver/{outbox,inbox}.sql are what deploy runs: the seed's tables, filtered indexes, procedures, GO batches", test_schema_files);
     RUN("OBX-089", "join counters move in triggers inside the Ack/Fail statement, capped at ExpectedSteps", test_089_join_triggers);
+    RUN("CORE-CRASH-LOOP", "claim procedures count starts (the inbox's takes none at max_starts), reap procedures end them Dead", test_crash_loop);
     RUN("CORE-SCHEMA-UPGRADE", "deploy adds columns new since the first release to an old table: one self-testing batch each, after its CREATE TABLE", test_schema_upgrade);
     RUN("MSSQL-DEPLOY", "deploy runs one batch per execute under sp_getapplock, in one transaction", test_deploy);
     RUN("MSSQL-SESSION", "detected from SQL_DBMS_NAME; XACT_ABORT ON, NOCOUNT OFF on our connections", test_session);
