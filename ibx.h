@@ -199,6 +199,20 @@
  *                 Add "JournalMode=WAL;SyncPragma=NORMAL;Timeout=5000;"
  *                 for speed and a bounded busy wait (the driver waits about
  *                 twice Timeout). Writers use BEGIN IMMEDIATE.
+ *                 Power loss (the driver runs "PRAGMA synchronous = <the
+ *                 SyncPragma text>" on connect; without it, NORMAL):
+ *                 WAL + NORMAL   the file stays intact, but the commits
+ *                                since the last checkpoint may be gone
+ *                                (the WAL is synced at checkpoints only):
+ *                                a message the sender was told is stored
+ *                                may be lost, and a done one handled
+ *                                again. A process crash loses nothing.
+ *                 WAL + FULL     a commit that returned is on the storage
+ *                                (one sync per commit): use it when the
+ *                                sender is acknowledged after ibx_enqueue.
+ *                 no JournalMode the driver's rollback journal: NORMAL may
+ *                                corrupt the file on power loss: always
+ *                                set JournalMode=WAL. OFF: never.
  *     PostgreSQL  driver odbc-postgresql: "Driver={PostgreSQL Unicode};
  *                 Server=h;Port=5432;Database=d;Uid=u;Pwd=p;"
  *                 The library appends "Protocol=7.4-1;" when the string
@@ -3674,6 +3688,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_STATS,
      "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} WHERE \"Status\" = 'Processing' AND "
      "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})"},
+#ifndef IBX_NO_DEAD_LETTERS
     {IBX__Q_DEAD_LIST,
      "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE " IBX__SQLITE_DEAD " ORDER BY \"FirstSeenUtc\", "
      "\"Source\", \"MessageId\" LIMIT ?7 OFFSET ?8"},
@@ -3682,6 +3697,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " IBX__SQLITE_DEAD},
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE " IBX__SQLITE_DEAD " LIMIT ?7)"},
+#endif
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
     {IBX__Q_GAUGES,
@@ -3811,6 +3827,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint) "
      "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
      "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())"},
+#ifndef IBX_NO_DEAD_LETTERS
     {IBX__Q_DEAD_LIST,
      "SELECT " IBX__PG_COLS " FROM {T} WHERE " IBX__PG_DEAD " ORDER BY \"FirstSeenUtc\", \"Source\", "
      "\"MessageId\" LIMIT CAST(?7 AS bigint) OFFSET CAST(?8 AS bigint)"},
@@ -3820,6 +3837,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE (\"Source\", \"MessageId\") IN (SELECT \"Source\", \"MessageId\" FROM {T} "
      "WHERE " IBX__PG_DEAD " LIMIT CAST(?7 AS bigint))"},
+#endif
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
     {IBX__Q_GAUGES,
@@ -3986,6 +4004,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {IBX__Q_CLAIM_READ,
      "SELECT " IBX__MY_COLS " FROM " IBX__MY_BY_KEYS("?3", "?4") " WHERE {T}.`OwnerToken` = ?1"},
+#ifndef IBX_NO_DEAD_LETTERS
     {IBX__Q_DEAD_LIST,
      "SELECT " IBX__MY_COLS " FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc`, `Source`, "
      "`MessageId` LIMIT ?7 OFFSET ?8"},
@@ -3994,6 +4013,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`LockedUntil` = NULL, `Status` = 'Processing' WHERE " IBX__MY_DEAD},
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc` LIMIT ?7"},
+#endif
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__mariadb_inbox = {
@@ -4134,6 +4154,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, MIN([NextAttemptAt]), SYSUTCDATETIME()) FROM {T} "
      "WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME() AND "
      "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())"},
+#ifndef IBX_NO_DEAD_LETTERS
     {IBX__Q_DEAD_LIST,
      "SELECT " IBX__MS_COLS("t.") " FROM {T} AS t WHERE " IBX__MS_DEAD " ORDER BY t.[FirstSeenUtc], "
      "t.[Source], t.[MessageId] OFFSET ?8 ROWS FETCH NEXT ?7 ROWS ONLY"},
@@ -4142,6 +4163,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "[OwnerToken] = NULL, [LockedUntil] = NULL FROM {T} AS t WHERE " IBX__MS_DEAD},
     {IBX__Q_DEAD_PURGE,
      "WITH d AS (SELECT TOP (?7) t.[Source] FROM {T} AS t WHERE " IBX__MS_DEAD ") DELETE FROM d"},
+#endif
     {IBX__Q_PENDING,
      "SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing'"},
     {IBX__Q_GAUGES,

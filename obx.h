@@ -186,6 +186,20 @@
  *                 Add "JournalMode=WAL;SyncPragma=NORMAL;Timeout=5000;"
  *                 for speed and a bounded busy wait (the driver waits about
  *                 twice Timeout). Writers use BEGIN IMMEDIATE.
+ *                 Power loss (the driver runs "PRAGMA synchronous = <the
+ *                 SyncPragma text>" on connect; without it, NORMAL):
+ *                 WAL + NORMAL   the file stays intact, but the commits
+ *                                since the last checkpoint may be gone
+ *                                (the WAL is synced at checkpoints only):
+ *                                an enqueue goes with its business change,
+ *                                never one without the other; an ack may
+ *                                be undone, so the message comes again.
+ *                                A process crash loses nothing.
+ *                 WAL + FULL     a commit that returned is on the storage
+ *                                (one sync per commit: slower on flash).
+ *                 no JournalMode the driver's rollback journal: NORMAL may
+ *                                corrupt the file on power loss: always
+ *                                set JournalMode=WAL. OFF: never.
  *     PostgreSQL  driver odbc-postgresql: "Driver={PostgreSQL Unicode};
  *                 Server=h;Port=5432;Database=d;Uid=u;Pwd=p;"
  *                 The library appends "Protocol=7.4-1;" when the string
@@ -3643,6 +3657,7 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "\"DueTimeUtc\", \"NextAttemptAt\") SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
      "json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), "
      "json_extract(value, '$[5]'), coalesce(json_extract(value, '$[5]'), {W}) FROM json_each(?)"},
+#ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") VALUES (?, ?, ?, ?)"},
     {OBX__Q_JOIN_ATTACH,
@@ -3657,6 +3672,8 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "\"Status\", \"Metadata\", \"CreatedUtc\", \"LastUpdatedUtc\" FROM {J} WHERE \"JoinId\" = ?"},
     {OBX__Q_JOIN_FINISH,
      "UPDATE {J} SET \"Status\" = ?, \"LastUpdatedUtc\" = {W} WHERE \"JoinId\" = ? AND \"Status\" = 0"},
+#endif
+#ifndef OBX_NO_DEAD_LETTERS
     {OBX__Q_DEAD_LIST,
      "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE " OBX__SQLITE_DEAD " ORDER BY \"CreatedAt\", \"Id\" "
      "LIMIT ?7 OFFSET ?8"},
@@ -3665,6 +3682,7 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " OBX__SQLITE_DEAD},
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE " OBX__SQLITE_DEAD " LIMIT ?7)"},
+#endif
     {OBX__Q_COUNT, NULL}};
 
 static const obx__sqlset obx__sqlite_outbox = {
@@ -3809,6 +3827,7 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()) "
      "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
      "CAST(? AS text[]), CAST(? AS bigint[])) AS u(id, mid, topic, payload, corr, due)"},
+#ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") "
      "VALUES (CAST(? AS uuid), ?, CAST(? AS integer), ?)"},
@@ -3827,6 +3846,8 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_JOIN_FINISH,
      "UPDATE {J} SET \"Status\" = CAST(? AS smallint), \"LastUpdatedUtc\" = now() "
      "WHERE \"JoinId\" = CAST(? AS uuid) AND \"Status\" = 0"},
+#endif
+#ifndef OBX_NO_DEAD_LETTERS
     {OBX__Q_DEAD_LIST,
      "SELECT " OBX__PG_COLS " FROM {T} WHERE " OBX__PG_DEAD " ORDER BY \"CreatedAt\", \"Id\" "
      "LIMIT CAST(?7 AS bigint) OFFSET CAST(?8 AS bigint)"},
@@ -3836,6 +3857,7 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE " OBX__PG_DEAD
      " LIMIT CAST(?7 AS bigint))"},
+#endif
     {OBX__Q_COUNT, NULL}};
 
 static const obx__sqlset obx__postgresql_outbox = {
@@ -4085,6 +4107,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
      "`payload` LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]', "
      "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]')) AS j"},
+#ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (`JoinId`, `GroupingKey`, `ExpectedSteps`, `Metadata`) VALUES (?, ?, ?, ?)"},
     {OBX__Q_JOIN_ATTACH,
@@ -4098,6 +4121,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`Metadata`, " OBX__MY_MS("CreatedUtc") ", " OBX__MY_MS("LastUpdatedUtc") " FROM {J} WHERE `JoinId` = ?"},
     {OBX__Q_JOIN_FINISH,
      "UPDATE {J} SET `Status` = ?, `LastUpdatedUtc` = UTC_TIMESTAMP(6) WHERE `JoinId` = ? AND `Status` = 0"},
+#endif
     /* The head of the ready index is read without locks (a window of
      * ids), then those rows are locked by primary key and checked again.
      * A locking read of the index walks every entry a claim or ack has
@@ -4112,6 +4136,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
      "SELECT " OBX__MY_COLS " FROM " OBX__MY_BY_IDS("?3") " WHERE {T}.`OwnerToken` = ?1"},
+#ifndef OBX_NO_DEAD_LETTERS
     {OBX__Q_DEAD_LIST,
      "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt`, `Id` LIMIT ?7 OFFSET ?8"},
     {OBX__Q_DEAD_REPLAY,
@@ -4119,6 +4144,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`LockedUntil` = NULL, `Status` = 0 WHERE " OBX__MY_DEAD},
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt` LIMIT ?7"},
+#endif
     {OBX__Q_COUNT, NULL}};
 
 static const obx__sqlset obx__mariadb_outbox = {
@@ -4289,6 +4315,7 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
      "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] "
      "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
+#ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} ([JoinId], [GroupingKey], [ExpectedSteps], [Metadata]) VALUES (?, ?, ?, ?)"},
     {OBX__Q_JOIN_ATTACH,
@@ -4305,6 +4332,8 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      OBX__MS_UTC_MS("[LastUpdatedUtc]") " FROM {J} WHERE [JoinId] = ?"},
     {OBX__Q_JOIN_FINISH,
      "UPDATE {J} SET [Status] = ?, [LastUpdatedUtc] = SYSUTCDATETIME() WHERE [JoinId] = ? AND [Status] = 0"},
+#endif
+#ifndef OBX_NO_DEAD_LETTERS
     {OBX__Q_DEAD_LIST,
      "SELECT " OBX__MS_COLS " FROM {T} AS t WHERE " OBX__MS_DEAD " ORDER BY t.[CreatedAt], t.[Id] "
      "OFFSET ?8 ROWS FETCH NEXT ?7 ROWS ONLY"},
@@ -4313,6 +4342,7 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "[OwnerToken] = NULL, [LockedUntil] = NULL FROM {T} AS t WHERE " OBX__MS_DEAD},
     {OBX__Q_DEAD_PURGE,
      "WITH d AS (SELECT TOP (?7) t.[Id] FROM {T} AS t WHERE " OBX__MS_DEAD ") DELETE FROM d"},
+#endif
     {OBX__Q_COUNT, NULL}};
 
 static const obx__sqlset obx__sqlserver_outbox = {

@@ -134,7 +134,7 @@ if [[ -n ${GW_PROFILE:-} ]]; then
             n=$((n + 1))
         fi
     done
-    [[ $n -eq $(echo $left_out | wc -w) ]] &&
+    [[ $n -eq $(echo "$left_out" | wc -w) ]] &&
         echo "PASS options profile: $n left-out functions are undeclared (a use does not compile)"
     for ex in quickstart webhook_inbox; do
         # shellcheck disable=SC2086
