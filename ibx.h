@@ -6467,7 +6467,7 @@ static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message
     if (skipped)
         ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
                  "%d message(s) not handled: their %d s lease was nearly over (handlers too slow for "
-                 "the lease?); they are delivered again after it expires", skipped, d->lease_seconds);
+                 "the lease?); they are released for the next claim", skipped, d->lease_seconds);
 }
 
 /* The backoff for a message's next attempt, within what abandon accepts. */
@@ -6513,11 +6513,12 @@ static ibx_result ibx__settle_failure(ibx_dispatcher *d, ibx_store *s, const ibx
 static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
                                     ibx_run_stats *st) {
     ibx_result r = IBX_OK;
-    int i, acks = 0, failures = 0, paused = 0;
-    for (i = 0; i < n; i++) {
+    int i, acks = 0, failures = 0, paused = 0, skipped = 0;
+    for (i = 0; i < n; i++) { /* skipped ones fill d->failures from its end */
         if (d->outcomes[i] == IBX_DONE) d->acked[acks++] = i;
         else if (d->outcomes[i] == IBX_PAUSE || d->outcomes[i] == IBX__HELD) paused++;
-        else if (d->outcomes[i] != IBX__SKIPPED) d->failures[failures++] = i;
+        else if (d->outcomes[i] == IBX__SKIPPED) d->failures[n - ++skipped] = i;
+        else d->failures[failures++] = i;
     }
     if (acks > 0) {
         int64_t changed = 0;
@@ -6530,6 +6531,10 @@ static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_m
                      acks - (int)changed, acks);
     }
     for (i = 0; i < failures && r == IBX_OK; i++) r = ibx__settle_failure(d, s, ms, d->failures[i], st);
+    /* Never started: released now, their claim's start taken back (max_starts). */
+    if (skipped && r == IBX_OK)
+        r = ibx__settle_messages(s, IBX__SETTLE_ABANDON, ms, d->failures + n - skipped, skipped, NULL,
+                                 IBX__DELAY_MIN_MS, 0, NULL);
     if (paused && r == IBX_OK) r = ibx__settle_paused(d, s, ms, n, st);
     return r;
 }

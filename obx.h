@@ -6704,7 +6704,7 @@ static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message
     if (skipped)
         obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
                  "%d message(s) not handled: their %d s lease was nearly over (handlers too slow for "
-                 "the lease?); they are delivered again after it expires", skipped, d->lease_seconds);
+                 "the lease?); they are released for the next claim", skipped, d->lease_seconds);
 }
 
 /* The backoff for a message's next attempt, within what abandon accepts. */
@@ -6750,11 +6750,12 @@ static obx_result obx__settle_failure(obx_dispatcher *d, obx_store *s, const obx
 static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
                                     obx_run_stats *st) {
     obx_result r = OBX_OK;
-    int i, acks = 0, failures = 0, paused = 0;
-    for (i = 0; i < n; i++) {
+    int i, acks = 0, failures = 0, paused = 0, skipped = 0;
+    for (i = 0; i < n; i++) { /* skipped ones fill d->failures from its end */
         if (d->outcomes[i] == OBX_DONE) d->acked[acks++] = i;
         else if (d->outcomes[i] == OBX_PAUSE || d->outcomes[i] == OBX__HELD) paused++;
-        else if (d->outcomes[i] != OBX__SKIPPED) d->failures[failures++] = i;
+        else if (d->outcomes[i] == OBX__SKIPPED) d->failures[n - ++skipped] = i;
+        else d->failures[failures++] = i;
     }
     if (acks > 0) {
         int64_t changed = 0;
@@ -6767,6 +6768,10 @@ static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_m
                      acks - (int)changed, acks);
     }
     for (i = 0; i < failures && r == OBX_OK; i++) r = obx__settle_failure(d, s, ms, d->failures[i], st);
+    /* Never started: released now, their claim's start taken back (max_starts). */
+    if (skipped && r == OBX_OK)
+        r = obx__settle_messages(s, OBX__SETTLE_ABANDON, ms, d->failures + n - skipped, skipped, NULL,
+                                 OBX__DELAY_MIN_MS, 0, NULL);
     if (paused && r == OBX_OK) r = obx__settle_paused(d, s, ms, n, st);
     return r;
 }
