@@ -573,6 +573,13 @@ typedef struct obx_store_desc {
                                     cap and at most once a second (obx_pending_count), so
                                     other producers may pass it by what they enqueue within
                                     that second */
+    int max_starts;              /* default 0: 3 (1..1000). Crash-loop quarantine: a message
+                                    claimed this many times without an outcome (its handler
+                                    killed the process, or its lease expired) ends Dead at
+                                    the reap that finds its last lease expired, with a
+                                    last_error that says so, and is never claimed again.
+                                    Ack, abandon (retry, wait, pause) and fail are outcomes;
+                                    obx_dead_replay starts the count again */
 } obx_store_desc;
 
 /* ---- Messages ----------------------------------------------------------------- */
@@ -628,6 +635,8 @@ typedef struct obx_message {
     int64_t locked_until_ms;
     char owner_token[37];        /* "" when not leased */
     int64_t next_attempt_ms;
+    int starts;                  /* claims without an outcome, this one included: 2 and more
+                                    after a crash or an expired lease (see max_starts) */
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
 } obx_message;
 
@@ -795,8 +804,10 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
                              int batch_size, const obx_message **messages, int *count);
 
 /* Release every expired lease (claimed, lease in the past): the messages
- * become claimable again, their attempt counts unchanged. Done and dead
- * messages are never touched. *reaped (if not NULL) receives the count.
+ * become claimable again, their attempt counts unchanged, except those
+ * claimed max_starts times without an outcome (a crash loop), which end
+ * dead, saying so in last_error. Done and dead messages are never touched.
+ * *reaped (if not NULL) receives the count, the dead included.
  * Returns OBX_OK or OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped);
 
@@ -981,7 +992,8 @@ typedef struct obx_dispatcher_desc {
     int lease_seconds;           /* default 30, at most OBX_LEASE_MAX_SECONDS; longer than a
                                     handler may take */
     int max_attempts;            /* default 10: a handler runs at most this many times for a
-                                    message (a lease that expires does not count) */
+                                    message (a lease that expires does not count here: see
+                                    the store's max_starts) */
     obx_backoff_fn backoff;      /* default min(2^attempts s, 60 s) */
     void *backoff_user;
     int64_t poll_interval_ms;    /* default 500: wait after an empty claim ... */
@@ -3570,14 +3582,24 @@ enum {
 #define OBX__SQLITE_COLS                                                                  \
     "\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", \"CreatedAt\", "     \
     "\"DueTimeUtc\", \"RetryCount\", \"LastError\", \"Status\", \"ProcessedAt\", "          \
-    "\"ProcessedBy\", \"LockedUntil\", \"OwnerToken\", \"NextAttemptAt\""
+    "\"ProcessedBy\", \"LockedUntil\", \"OwnerToken\", \"NextAttemptAt\", \"Starts\""
 #define OBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define OBX__PG_COLS                                                                      \
     "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), \"Topic\", \"Payload\", "           \
     "\"CorrelationId\", " OBX__PG_MS("CreatedAt") ", " OBX__PG_MS("DueTimeUtc") ", "        \
     "\"RetryCount\", \"LastError\", \"Status\", " OBX__PG_MS("ProcessedAt") ", "            \
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
-    OBX__PG_MS("NextAttemptAt")
+    OBX__PG_MS("NextAttemptAt") ", \"Starts\""
+
+/* Crash-loop quarantine (max_starts, {Q}): the claim counts a start
+ * ("Starts" + 1) in its own statement; an abandon, the one outcome that
+ * makes a message claimable again, takes it back (a retry, a wait, a pause
+ * or a release was an outcome); the reap of an expired lease ends the
+ * message Dead when it has {Q} starts without an outcome, else makes it
+ * Ready. Ready is reached no other way with that many, so the claim needs
+ * no condition and an N+1st start never happens, across processes too:
+ * the check and the move are one UPDATE of the row. */
+#define OBX__CRASH_LOOP "crash loop: claimed {Q} times without an outcome (the handler crashed or was killed, or its lease expired)"
 
 #ifndef OBX_NO_SQLITE
 /* The dead-letter filter (obx__dead_params): NULL arguments match all. */
@@ -3593,7 +3615,7 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      * with SELECT or WITH: hence the empty CTE. */
     {OBX__Q_CLAIM,
      "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
-     "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
+     "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 "
      "WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W} "
      "AND \"IsProcessed\" = 0 ORDER BY \"NextAttemptAt\" LIMIT ?) RETURNING " OBX__SQLITE_COLS},
     {OBX__Q_ACK,
@@ -3603,7 +3625,7 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_ABANDON,
      "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"RetryCount\", 6)))), "
      "\"RetryCount\" = \"RetryCount\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
-     "\"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+     "\"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Starts\" = max(\"Starts\" - 1, 0) "
      "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
     {OBX__Q_FAIL,
      "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = ? "
@@ -3612,8 +3634,9 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "UPDATE {T} SET \"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
      "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
     {OBX__Q_REAP,
-     "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
-     "WHERE \"Status\" = 1 AND \"LockedUntil\" < {W}"},
+     "UPDATE {T} SET \"Status\" = CASE WHEN \"Starts\" >= {Q} THEN 3 ELSE 0 END, \"LastError\" = "
+     "CASE WHEN \"Starts\" >= {Q} THEN '" OBX__CRASH_LOOP "' ELSE \"LastError\" END, "
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 1 AND \"LockedUntil\" < {W}"},
     {OBX__Q_GET,
      "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE \"Id\" = ?"},
     {OBX__Q_CLEANUP,
@@ -3658,8 +3681,8 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE " OBX__SQLITE_DEAD " ORDER BY \"CreatedAt\", \"Id\" "
      "LIMIT ?7 OFFSET ?8"},
     {OBX__Q_DEAD_REPLAY,
-     "UPDATE {T} SET \"Status\" = 0, \"RetryCount\" = 0, \"NextAttemptAt\" = {W}, \"OwnerToken\" = NULL, "
-     "\"LockedUntil\" = NULL WHERE " OBX__SQLITE_DEAD},
+     "UPDATE {T} SET \"Status\" = 0, \"RetryCount\" = 0, \"Starts\" = 0, \"NextAttemptAt\" = {W}, "
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " OBX__SQLITE_DEAD},
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE " OBX__SQLITE_DEAD " LIMIT ?7)"},
 #endif
@@ -3762,7 +3785,7 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()))"},
     {OBX__Q_CLAIM,
      "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
-     "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)) "
+     "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
      "WHERE \"Id\" = ANY (ARRAY(SELECT \"Id\" FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now() "
      "AND NOT \"IsProcessed\" ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
      "RETURNING " OBX__PG_COLS},
@@ -3773,7 +3796,7 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "UPDATE {T} SET \"NextAttemptAt\" = now() + make_interval(secs => coalesce(CAST(? AS bigint) / 1000.0, "
      "least(60, 1 << least(\"RetryCount\", 6)))), \"RetryCount\" = \"RetryCount\" + CAST(? AS integer), "
      "\"LastError\" = coalesce(CAST(? AS text), \"LastError\"), \"Status\" = 0, \"OwnerToken\" = NULL, "
-     "\"LockedUntil\" = NULL WHERE " OBX__PG_BY_IDS},
+     "\"LockedUntil\" = NULL, \"Starts\" = greatest(\"Starts\" - 1, 0) WHERE " OBX__PG_BY_IDS},
     {OBX__Q_FAIL,
      "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = CAST(? AS text) "
      "WHERE " OBX__PG_BY_IDS},
@@ -3781,8 +3804,9 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "UPDATE {T} SET \"LockedUntil\" = now() + make_interval(secs => CAST(? AS bigint)) "
      "WHERE " OBX__PG_BY_IDS},
     {OBX__Q_REAP,
-     "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
-     "WHERE \"Status\" = 1 AND \"LockedUntil\" < now()"},
+     "UPDATE {T} SET \"Status\" = CASE WHEN \"Starts\" >= {Q} THEN 3 ELSE 0 END, \"LastError\" = "
+     "CASE WHEN \"Starts\" >= {Q} THEN '" OBX__CRASH_LOOP "' ELSE \"LastError\" END, "
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 1 AND \"LockedUntil\" < now()"},
     {OBX__Q_GET,
      "SELECT " OBX__PG_COLS " FROM {T} WHERE \"Id\" = CAST(? AS uuid)"},
     {OBX__Q_CLEANUP,
@@ -3833,8 +3857,8 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "SELECT " OBX__PG_COLS " FROM {T} WHERE " OBX__PG_DEAD " ORDER BY \"CreatedAt\", \"Id\" "
      "LIMIT CAST(?7 AS bigint) OFFSET CAST(?8 AS bigint)"},
     {OBX__Q_DEAD_REPLAY,
-     "UPDATE {T} SET \"Status\" = 0, \"RetryCount\" = 0, \"NextAttemptAt\" = now(), \"OwnerToken\" = NULL, "
-     "\"LockedUntil\" = NULL WHERE " OBX__PG_DEAD},
+     "UPDATE {T} SET \"Status\" = 0, \"RetryCount\" = 0, \"Starts\" = 0, \"NextAttemptAt\" = now(), "
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " OBX__PG_DEAD},
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE " OBX__PG_DEAD
      " LIMIT CAST(?7 AS bigint))"},
@@ -3928,7 +3952,7 @@ static const obx__sqlset obx__postgresql_outbox = {
     "p_batch integer)\n"
     "RETURNS SETOF {T} LANGUAGE sql AS $$\n"
     "    UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = p_owner,\n"
-    "           \"LockedUntil\" = now() + make_interval(secs => p_lease_seconds)\n"
+    "           \"LockedUntil\" = now() + make_interval(secs => p_lease_seconds), \"Starts\" = \"Starts\" + 1\n"
     "     WHERE \"Id\" = ANY (ARRAY(\n"
     "        SELECT \"Id\" FROM {T}\n"
     "         WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now() AND NOT \"IsProcessed\"\n"
@@ -3951,7 +3975,7 @@ static const obx__sqlset obx__postgresql_outbox = {
     "RETURNS integer LANGUAGE sql AS $$\n"
     "    WITH changed AS (\n"
     "        UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL,\n"
-    "               \"RetryCount\" = \"RetryCount\" + p_retries,\n"
+    "               \"Starts\" = greatest(\"Starts\" - 1, 0), \"RetryCount\" = \"RetryCount\" + p_retries,\n"
     "               \"LastError\" = coalesce(p_last_error, \"LastError\"),\n"
     "               \"NextAttemptAt\" = now() + make_interval(secs => coalesce(p_delay_ms / 1000.0,\n"
     "                   least(60, 1 << least(\"RetryCount\", 6))))\n"
@@ -3967,10 +3991,17 @@ static const obx__sqlset obx__postgresql_outbox = {
     "        RETURNING 1)\n"
     "    SELECT CAST(count(*) AS integer) FROM changed\n"
     "$$",
-    "CREATE OR REPLACE FUNCTION {S}.\"{N}_ReapExpired\"()\n"
+    /* The first release's took no argument: dropped, or a call without
+     * one would be ambiguous. */
+    "DROP FUNCTION IF EXISTS {S}.\"{N}_ReapExpired\"()",
+    "CREATE OR REPLACE FUNCTION {S}.\"{N}_ReapExpired\"(p_max_starts integer DEFAULT 3)\n"
     "RETURNS integer LANGUAGE sql AS $$\n"
     "    WITH changed AS (\n"
-    "        UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL\n"
+    "        UPDATE {T} SET \"Status\" = CASE WHEN \"Starts\" >= p_max_starts THEN 3 ELSE 0 END,\n"
+    "               \"LastError\" = CASE WHEN \"Starts\" >= p_max_starts THEN 'crash loop: claimed '\n"
+    "                   || p_max_starts || ' times without an outcome (the handler crashed or was killed, '\n"
+    "                   || 'or its lease expired)' ELSE \"LastError\" END,\n"
+    "               \"OwnerToken\" = NULL, \"LockedUntil\" = NULL\n"
     "         WHERE \"Status\" = 1 AND \"LockedUntil\" < now()\n"
     "        RETURNING 1)\n"
     "    SELECT CAST(count(*) AS integer) FROM changed\n"
@@ -4002,7 +4033,8 @@ static const obx__sqlset obx__postgresql_outbox = {
 #define OBX__MY_COLS                                                                        \
     "`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, " OBX__MY_MS("CreatedAt") ", "   \
     OBX__MY_MS("DueTimeUtc") ", `RetryCount`, `LastError`, `Status`, " OBX__MY_MS("ProcessedAt") \
-    ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_MS("NextAttemptAt")
+    ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_MS("NextAttemptAt") \
+    ", `Starts`"
 /* The rows an id list names, by primary key: MariaDB 10.11 runs "Id IN
  * (SELECT ... JSON_TABLE)" in an UPDATE as a scan that also waits on other
  * workers' row locks, so settles join the list first (its marker is
@@ -4037,7 +4069,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      * can pick one row, and the one that updates second must not get it. */
     {OBX__Q_CLAIM,
      "UPDATE " OBX__MY_BY_IDS("?3") " SET `Status` = 1, `OwnerToken` = ?1, "
-     "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND WHERE {T}.`Status` = 0"},
+     "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND, `Starts` = `Starts` + 1 WHERE {T}.`Status` = 0"},
     {OBX__Q_ACK,
      "UPDATE " OBX__MY_BY_IDS("?3") " SET `IsProcessed` = 1, `ProcessedAt` = UTC_TIMESTAMP(6), "
      "`ProcessedBy` = ?1, `LockedUntil` = NULL, `Status` = 2 WHERE `OwnerToken` = ?2 AND `Status` = 1"},
@@ -4045,7 +4077,8 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "UPDATE " OBX__MY_BY_IDS("?5") " SET `NextAttemptAt` = UTC_TIMESTAMP(6) + INTERVAL "
      "COALESCE(?1, LEAST(60000, 1000 * (1 << LEAST(`RetryCount`, 6)))) * 1000 MICROSECOND, "
      "`RetryCount` = `RetryCount` + ?2, `LastError` = COALESCE(?3, `LastError`), "
-     "`OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 0 WHERE `OwnerToken` = ?4 AND `Status` = 1"},
+     "`OwnerToken` = NULL, `LockedUntil` = NULL, `Starts` = GREATEST(`Starts` - 1, 0), `Status` = 0 "
+     "WHERE `OwnerToken` = ?4 AND `Status` = 1"},
     {OBX__Q_FAIL,
      "UPDATE " OBX__MY_BY_IDS("?3") " SET `LockedUntil` = NULL, `LastError` = ?1, `Status` = 3 "
      "WHERE `OwnerToken` = ?2 AND `Status` = 1"},
@@ -4053,7 +4086,8 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "UPDATE " OBX__MY_BY_IDS("?3") " SET `LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?1 SECOND "
      "WHERE `OwnerToken` = ?2 AND `Status` = 1"},
     {OBX__Q_REAP,
-     "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 0 "
+     "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `LastError` = IF(`Starts` >= {Q}, '"
+     OBX__CRASH_LOOP "', `LastError`), `Status` = IF(`Starts` >= {Q}, 3, 0) "
      "WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)"},
     {OBX__Q_GET,
      "SELECT " OBX__MY_COLS " FROM {T} WHERE `Id` = ?"},
@@ -4114,7 +4148,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_DEAD_LIST,
      "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt`, `Id` LIMIT ?7 OFFSET ?8"},
     {OBX__Q_DEAD_REPLAY,
-     "UPDATE {T} SET `RetryCount` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
+     "UPDATE {T} SET `RetryCount` = 0, `Starts` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
      "`LockedUntil` = NULL, `Status` = 0 WHERE " OBX__MY_DEAD},
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt` LIMIT ?7"},
@@ -4212,7 +4246,7 @@ static const obx__sqlset obx__mariadb_outbox = {
     "t.[CorrelationId], " OBX__MS_TO_MS("t.[CreatedAt]") ", " OBX__MS_TO_MS("t.[DueTimeUtc]") ", "     \
     "t.[RetryCount], t.[LastError], t.[Status], " OBX__MS_TO_MS("t.[ProcessedAt]") ", "              \
     "t.[ProcessedBy], " OBX__MS_UTC_MS("t.[LockedUntil]") ", " OBX__MS_GUID("t.[OwnerToken]") ", "    \
-    OBX__MS_TO_MS("t.[NextAttemptAt]")
+    OBX__MS_TO_MS("t.[NextAttemptAt]") ", t.[Starts]"
 /* The rows an id list (a JSON array) names. */
 #define OBX__MS_BY_IDS(list) \
     "{T} AS t JOIN OPENJSON(" list ") AS j ON t.[Id] = CAST(j.[value] AS UNIQUEIDENTIFIER)"
@@ -4264,7 +4298,7 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "UPDATE t SET [LockedUntil] = DATEADD(SECOND, ?1, SYSUTCDATETIME()) FROM " OBX__MS_BY_IDS("?3") " "
      "WHERE t.[OwnerToken] = ?2 AND t.[Status] = 1"},
     {OBX__Q_REAP,
-     "{CALL {S}.[{N}_ReapExpired]}"},
+     "{CALL {S}.[{N}_ReapExpired]({Q})}"},
     {OBX__Q_GET,
      "SELECT " OBX__MS_COLS " FROM {T} AS t WHERE t.[Id] = ?"},
     {OBX__Q_CLEANUP,
@@ -4314,7 +4348,7 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "SELECT " OBX__MS_COLS " FROM {T} AS t WHERE " OBX__MS_DEAD " ORDER BY t.[CreatedAt], t.[Id] "
      "OFFSET ?8 ROWS FETCH NEXT ?7 ROWS ONLY"},
     {OBX__Q_DEAD_REPLAY,
-     "UPDATE t SET [Status] = 0, [RetryCount] = 0, [NextAttemptAt] = SYSDATETIMEOFFSET(), "
+     "UPDATE t SET [Status] = 0, [RetryCount] = 0, [Starts] = 0, [NextAttemptAt] = SYSDATETIMEOFFSET(), "
      "[OwnerToken] = NULL, [LockedUntil] = NULL FROM {T} AS t WHERE " OBX__MS_DEAD},
     {OBX__Q_DEAD_PURGE,
      "WITH d AS (SELECT TOP (?7) t.[Id] FROM {T} AS t WHERE " OBX__MS_DEAD ") DELETE FROM d"},
@@ -4419,12 +4453,12 @@ static const obx__sqlset obx__sqlserver_outbox = {
     "    SET NOCOUNT ON;\n"
     "    DECLARE @claimed TABLE ([ClaimedId] UNIQUEIDENTIFIER PRIMARY KEY);\n"
     "    WITH picked AS (\n"
-    "        SELECT TOP (@BatchSize) [Status], [OwnerToken], [LockedUntil], [Id], [NextAttemptAt]\n"
+    "        SELECT TOP (@BatchSize) [Status], [OwnerToken], [LockedUntil], [Id], [NextAttemptAt], [Starts]\n"
     "          FROM {T} WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)\n"
     "         WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET() AND [IsProcessed] = 0\n"
     "         ORDER BY [NextAttemptAt])\n"
     "    UPDATE picked SET [Status] = 1, [OwnerToken] = @OwnerToken,\n"
-    "           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME())\n"
+    "           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME()), [Starts] = [Starts] + 1\n"
     "    OUTPUT inserted.[Id] INTO @claimed;\n"
     "    SELECT " OBX__MS_COLS "\n"
     "      FROM {T} AS t JOIN @claimed AS c ON t.[Id] = c.[ClaimedId]\n"
@@ -4437,17 +4471,22 @@ static const obx__sqlset obx__sqlserver_outbox = {
     OBX__MS_SETTLE("Abandon", "@DelayMs BIGINT, @Retries INT, @LastError NVARCHAR(MAX), "
                    "@OwnerToken UNIQUEIDENTIFIER, @Ids NVARCHAR(MAX)",
                    "[Status] = 0, [OwnerToken] = NULL, [LockedUntil] = NULL, "
+                   "[Starts] = CASE WHEN t.[Starts] > 0 THEN t.[Starts] - 1 ELSE 0 END, "
                    "[RetryCount] = t.[RetryCount] + @Retries, "
                    "[LastError] = COALESCE(@LastError, t.[LastError]), [NextAttemptAt] = "
                    OBX__MS_FROM_MS("COALESCE(@DelayMs, CASE WHEN t.[RetryCount] >= 6 THEN 60000 "
                                    "ELSE 1000 * POWER(2, t.[RetryCount]) END)", "SYSDATETIMEOFFSET()")),
     OBX__MS_SETTLE("Fail", "@LastError NVARCHAR(MAX), @OwnerToken UNIQUEIDENTIFIER, @Ids NVARCHAR(MAX)",
                    "[Status] = 3, [LockedUntil] = NULL, [LastError] = @LastError"),
-    "CREATE OR ALTER PROCEDURE {S}.[{N}_ReapExpired] AS\n"
+    "CREATE OR ALTER PROCEDURE {S}.[{N}_ReapExpired] @MaxStarts INT = 3 AS\n"
     "BEGIN\n"
     "    SET NOCOUNT ON;\n"
     "    DECLARE @changed TABLE ([ChangedId] UNIQUEIDENTIFIER);\n"
-    "    UPDATE {T} SET [Status] = 0, [OwnerToken] = NULL, [LockedUntil] = NULL\n"
+    "    UPDATE {T} SET [Status] = CASE WHEN [Starts] >= @MaxStarts THEN 3 ELSE 0 END,\n"
+    "           [LastError] = CASE WHEN [Starts] >= @MaxStarts THEN N'crash loop: claimed '\n"
+    "               + CAST(@MaxStarts AS NVARCHAR(11)) + N' times without an outcome (the handler crashed "
+    "or was killed, or its lease expired)' ELSE [LastError] END,\n"
+    "           [OwnerToken] = NULL, [LockedUntil] = NULL\n"
     "    OUTPUT inserted.[Id] INTO @changed\n"
     "     WHERE [Status] = 1 AND [LockedUntil] < SYSUTCDATETIME();\n"
     "    SELECT COUNT(*) FROM @changed;\n"
@@ -4579,6 +4618,8 @@ static void obx__desc_set_worker(obx_store_desc *desc, const char *worker);
 #define OBX__LOGIN_TIMEOUT_DEFAULT_S 10    /* connecting gives up after this long */
 #define OBX__STALL_WARN_MS 3000            /* a dispatcher's database call this slow is logged */
 #define OBX__MAX_HANDLER_DEFAULT_MS 300000 /* leases are renewed for handlers this long */
+#define OBX__MAX_STARTS_DEFAULT 3          /* claims without an outcome before Dead ... */
+#define OBX__MAX_STARTS_LIMIT 1000         /* ... settable up to this */
 #define OBX__PAUSE_DEFAULT_MS 1000         /* a topic's first pause (OBX_PAUSE) ... */
 #define OBX__PAUSE_MAX_DEFAULT_MS 60000    /* ... doubling up to this */
 #ifdef OBX_NO_POSIX_CLOCK
@@ -4631,6 +4672,7 @@ struct obx_store {
     char token[37];               /* the owner token of the current call, lower case */
     char *wake_path;              /* where a dispatcher may listen (obx_notify), or NULL */
     int64_t max_pending;          /* enqueue refuses past this many unfinished; 0: no cap */
+    int max_starts;               /* claims without an outcome before Dead ({Q} in statements) */
     int64_t pending_estimate;     /* the last count plus what this store enqueued since */
     int64_t pending_counted_ms;   /* when it was counted (monotonic) */
     int wake_fd;                  /* the sending socket, made at the first wake; -1 */
@@ -4758,14 +4800,21 @@ static const char *obx__dialect_macro(obx_dialect id) {
 
 static obx_result obx__store_prepare_sql(obx_store *s) {
     const obx__stmt_row *row;
+    const char *names[26];
+    char limit[16];
     s->q = obx__sqlsets[s->db.d->id];
     if (!s->q)
         return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, "obx_store_open: dialect",
                               "%s was left out of this build (OBX_NO_%s)", s->db.d->name,
                               obx__dialect_macro(s->db.d->id));
+    snprintf(limit, sizeof limit, "%d", s->max_starts);
+    memset((void *)names, 0, sizeof names);
+    names['Q' - 'A'] = limit; /* {Q}: max_starts, a literal of the store's statements */
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
+        char *own = obx__sql_expand(&s->hooks, row->sql, names);
         OBX_ASSERT(row->id >= 0 && row->id < OBX__Q_COUNT && !s->sql[row->id]);
-        s->sql[row->id] = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, row->sql);
+        s->sql[row->id] = own ? obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, own) : NULL;
+        obx__free(&s->hooks, own);
         if (!s->sql[row->id])
             return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     }
@@ -4937,6 +4986,11 @@ static obx_result obx__store_desc_check(obx_store *s, const obx_store_desc *desc
         return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, "obx_store_open: max_pending",
                          "max_pending must be 0 (no cap) or more, got %lld", (long long)desc->max_pending);
     s->max_pending = desc->max_pending;
+    if (desc->max_starts < 0 || desc->max_starts > OBX__MAX_STARTS_LIMIT)
+        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, "obx_store_open: max_starts",
+                         "max_starts must be 0 (the default, %d) or 1..%d, got %d", OBX__MAX_STARTS_DEFAULT,
+                         OBX__MAX_STARTS_LIMIT, desc->max_starts);
+    s->max_starts = desc->max_starts ? desc->max_starts : OBX__MAX_STARTS_DEFAULT;
     s->pending_estimate = INT64_MAX; /* unknown: the first enqueue counts */
     return obx__store_names(s, desc);
 }
@@ -6666,7 +6720,7 @@ static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message
     if (skipped)
         obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
                  "%d message(s) not handled: their %d s lease was nearly over (handlers too slow for "
-                 "the lease?); they are delivered again after it expires", skipped, d->lease_seconds);
+                 "the lease?); they are released for the next claim", skipped, d->lease_seconds);
 }
 
 /* The backoff for a message's next attempt, within what abandon accepts. */
@@ -6712,16 +6766,17 @@ static obx_result obx__settle_failure(obx_dispatcher *d, obx_store *s, const obx
 static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
                                     obx_run_stats *st) {
     obx_result r = OBX_OK;
-    int i, acks = 0, failures = 0, paused = 0;
-    for (i = 0; i < n; i++) {
+    int i, acks = 0, failures = 0, paused = 0, skipped = 0;
+    for (i = 0; i < n; i++) { /* skipped ones fill d->failures from its end */
         if (d->outcomes[i] == OBX_DONE) d->acked[acks++] = i;
         else if (d->outcomes[i] == OBX_PAUSE || d->outcomes[i] == OBX__HELD) paused++;
-        else if (d->outcomes[i] != OBX__SKIPPED) d->failures[failures++] = i;
+        else if (d->outcomes[i] == OBX__SKIPPED) d->failures[n - ++skipped] = i;
+        else d->failures[failures++] = i;
     }
     if (acks > 0) {
         int64_t changed = 0;
         r = obx__settle_messages(s, OBX__SETTLE_ACK, ms, d->acked, acks, NULL, 0, 0, &changed);
-        if (r == OBX_OK) st->done = (int)changed;
+        if (r == OBX_OK) st->done += (int)changed;
         if (r == OBX_OK && changed < acks)
             obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
                      "%d of %d handled messages were no longer leased to this worker "
@@ -6729,14 +6784,47 @@ static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_m
                      acks - (int)changed, acks);
     }
     for (i = 0; i < failures && r == OBX_OK; i++) r = obx__settle_failure(d, s, ms, d->failures[i], st);
+    /* Never started: released now, their claim's start taken back (max_starts). */
+    if (skipped && r == OBX_OK)
+        r = obx__settle_messages(s, OBX__SETTLE_ABANDON, ms, d->failures + n - skipped, skipped, NULL,
+                                 OBX__DELAY_MIN_MS, 0, NULL);
     if (paused && r == OBX_OK) r = obx__settle_paused(d, s, ms, n, st);
+    return r;
+}
+
+/* Crash-loop isolation. A message claimed before without an outcome
+ * (starts > 1) may be what killed the last worker, and a claim counts a
+ * start for its whole batch. So the others are handled and settled first;
+ * of such suspects only the first is kept, handled last and alone, and the
+ * rest are released at once (an abandon, which takes back this claim's
+ * count): a crash then costs its batch-mates nothing. Reorders s->msgs
+ * (suspects last), shrinks *n, sets *first to the suspect (or *n). */
+static obx_result obx__isolate(obx_dispatcher *d, obx_store *s, int *n, int *first) {
+    obx_message *ms = s->msgs, t;
+    int i, k = 0, released = 0;
+    obx_result r = OBX_OK;
+    for (i = 0; i < *n; i++) /* the others first, in their order */
+        if (ms[i].starts <= 1) {
+            t = ms[k];
+            ms[k++] = ms[i];
+            ms[i] = t;
+        }
+    *first = k;
+    for (i = k + 1; i < *n; i++) d->acked[released++] = i;
+    if (released > 0) {
+        r = obx__settle_messages(s, OBX__SETTLE_ABANDON, ms, d->acked, released, NULL, OBX__DELAY_MIN_MS, 0, NULL);
+        if (r == OBX_OK) *n = k + 1;
+    }
+    if (k < *n)
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%d message(s) claimed before without an outcome "
+                 "(a crash?): one handled alone after the others, %d released", *n - k + released, released);
     return r;
 }
 
 /* One batch from one store: housekeeping, claim, handle, settle. */
 static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
     const obx_message *ms;
-    int n = 0;
+    int n = 0, first, from, to;
     int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline;
     obx_result r;
     obx__watch(d->renewer, s, 1);
@@ -6756,11 +6844,17 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     obx__watch(d->renewer, s, 0);
     if (r != OBX_OK) return r;
     st->claimed = n;
+    first = n;
+    for (from = 0; from < n && ms[from].starts <= 1; from++) {}
+    if (from < n && (r = obx__isolate(d, s, &n, &first)) != OBX_OK) return r;
     obx__renew_begin(d->renewer, s, d->owner, ms, n, d->lease_seconds, d->max_handler_ms);
-    obx__handle_batch(d, s, ms, n, deadline, st);
-    obx__watch(d->renewer, s, 1);
-    r = obx__settle_batch(d, s, ms, n, st);
-    obx__watch(d->renewer, s, 0);
+    for (from = 0; from < n && r == OBX_OK; from = to) { /* the others, then a suspect */
+        to = from < first ? first : n;
+        obx__handle_batch(d, s, ms + from, to - from, deadline, st);
+        obx__watch(d->renewer, s, 1);
+        r = obx__settle_batch(d, s, ms + from, to - from, st);
+        obx__watch(d->renewer, s, 0);
+    }
     obx__renew_end(d->renewer);
     return r;
 }
@@ -6986,7 +7080,11 @@ static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, ob
     for (col = 0; m->owner_token[col]; col++)
         if (m->owner_token[col] >= 'A' && m->owner_token[col] <= 'F')
             m->owner_token[col] = (char)(m->owner_token[col] + 32);
-    return obx__get_i64(db, st, 15, &m->next_attempt_ms, NULL);
+    if ((r = obx__get_i64(db, st, 15, &m->next_attempt_ms, NULL)) != OBX_OK ||
+        (r = obx__get_i64(db, st, 16, &v, NULL)) != OBX_OK)
+        return r;
+    m->starts = (int)v;
+    return OBX_OK;
 }
 
 static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o) {

@@ -12,7 +12,7 @@
  * "V0Outbox", "IX_Outbox_Ready" "IX_V0Outbox_Ready") except where base starts
  * a column name ("OutboxMessageId"), and every `schema_from` replaced by
  * `schema_to` (NULL: none). Malloc'ed; NULL when the file cannot be read. */
-static char *v0_text(const char *path, const char *base, const char *prefix, const char *schema_from,
+TT_UNUSED static char *v0_text(const char *path, const char *base, const char *prefix, const char *schema_from,
                      const char *schema_to) {
     FILE *f = fopen(path, "rb");
     char *in, *out;
@@ -50,7 +50,7 @@ static char *v0_text(const char *path, const char *base, const char *prefix, con
  * overwritten with NUL), or NULL at the end. Statements end with ";\n",
  * except inside a $$ body (PostgreSQL) and a trigger's BEGIN ... END
  * (SQLite); lines starting with "--" are skipped. */
-static char *v0_next(char **pos) {
+TT_UNUSED static char *v0_next(char **pos) {
     char *start = *pos, *p;
     while (strncmp(start, "--", 2) == 0) {
         char *nl = strchr(start, '\n');
@@ -76,7 +76,7 @@ static char *v0_next(char **pos) {
 
 /* A query that gives a table's columns as one text, "name type, ..." in
  * column order: {T} the quoted table, {N} its bare name. */
-static const char *v0_columns_sql(const char *backend) {
+TT_UNUSED static const char *v0_columns_sql(const char *backend) {
     if (strcmp(backend, "postgresql") == 0)
         return "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum) "
                "FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attnum > 0 AND NOT attisdropped";
@@ -92,7 +92,7 @@ static const char *v0_columns_sql(const char *backend) {
  * its join tables as one text, each name with the table name as "*", so
  * that an upgraded table compares equal to a new one. {S} is the quoted
  * schema, {N} the bare table name. */
-static const char *v0_objects_sql(const char *backend) {
+TT_UNUSED static const char *v0_objects_sql(const char *backend) {
     if (strcmp(backend, "postgresql") == 0)
         return "SELECT string_agg(x, ', ' ORDER BY x) FROM ("
                "SELECT 'index ' || replace(c.relname, '{N}', '*') AS x FROM pg_index AS i "
@@ -118,7 +118,7 @@ static const char *v0_objects_sql(const char *backend) {
 
 /* The dialect's "now plus `later`" for fixture rows: 'l' an hour ahead,
  * 'p' a minute ago, anything else now. SQLite keeps Unix ms. */
-static const char *v0_time(const char *backend, char when) {
+TT_UNUSED static const char *v0_time(const char *backend, char when) {
     int pg = strcmp(backend, "postgresql") == 0, my = strcmp(backend, "mariadb") == 0;
     if (when == 'l')
         return pg ? "now() + interval '1 hour'" : my ? "UTC_TIMESTAMP(6) + INTERVAL 1 HOUR" : "({W} + 3600000)";

@@ -8,6 +8,7 @@
 #include "schema_v0.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -1279,6 +1280,114 @@ static void test_schema_files(void) {
     TT_EQ_INT(obx_schema_sql(d, "bad name", NULL, want, sizeof want, &needed), OBX_ERR_INVALID_ARG);
     TT_EQ_INT(obx_schema_sql(OBX_DIALECT_AUTO, NULL, NULL, want, sizeof want, &needed), OBX_ERR_UNSUPPORTED);
     TT_EQ_INT(obx_schema_sql((obx_dialect)99, NULL, NULL, want, sizeof want, &needed), OBX_ERR_UNSUPPORTED);
+}
+
+/* ---- crash-loop quarantine (CORE-CRASH-LOOP) ---------------------------------------- */
+
+static obx_outcome crash_handler(const obx_message *m, char *error, size_t size, void *user) {
+    (void)m; (void)error; (void)size; (void)user;
+    abort(); /* as a segfault or an OOM kill would: no outcome reaches the database */
+}
+
+static obx_outcome done_handler(const obx_message *m, char *error, size_t size, void *user) {
+    (void)m; (void)error; (void)size; (void)user;
+    return OBX_DONE;
+}
+
+/* A worker process: a dispatcher (1 s lease) runs rounds until none is
+ * left or its handler kills it. Returns the wait status. */
+static int crash_worker(void) {
+    int status = 0;
+    pid_t pid;
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        obx_store *s = open_table("Outbox", 0);
+        obx_dispatcher_desc dd;
+        obx_dispatcher *d = NULL;
+        int rounds = 0, empty = 0;
+        obx_result r = OBX_OK;
+        if (!s) _exit(3);
+        memset(&dd, 0, sizeof dd);
+        dd.store = s;
+        dd.lease_seconds = 1;
+        dd.batch_size = 10;
+        if (obx_dispatcher_create(&dd, &d) != OBX_OK || obx_dispatcher_on(d, "crash", crash_handler, NULL) != OBX_OK ||
+            obx_dispatcher_on(d, "ok", done_handler, NULL) != OBX_OK)
+            _exit(4);
+        /* Done when two rounds 50 ms apart find nothing (a released
+         * message is due again 1 ms later). */
+        while (rounds++ < 100 && ((r = obx_dispatcher_run_once(d, NULL)) == OBX_OK || empty++ == 0))
+            if (r == OBX_EMPTY) sleep_ms(50);
+            else empty = 0;
+        _exit(r == OBX_EMPTY ? 0 : 5);
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
+    return status;
+}
+
+static void test_crash_loop(void) {
+    obx_store *s = fresh();
+    char crash_id[37], id[37];
+    obx_message m;
+    int64_t reaped = 0;
+    int crashes = 0, workers = 0, oks = 3, status, i;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(enqueue(s, "crash", "{}", crash_id));
+    for (i = 0; i < oks; i++) TT_ASSERT(enqueue(s, "ok", "{}", id));
+    obx_store_close(s); /* no connection may cross fork() */
+    /* Each worker dies on the message, until the reap finds it with 3
+     * starts; messages enqueued meanwhile are handled. */
+    for (;;) {
+        status = crash_worker();
+        workers++;
+        TT_ASSERT(status != -1 && workers <= 6);
+        if (WIFEXITED(status)) {
+            TT_EQ_INT(WEXITSTATUS(status), 0);
+            break;
+        }
+        TT_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+        crashes++;
+        sleep_ms(1100); /* the dead worker's lease expires */
+        s = open_table("Outbox", 0);
+        TT_ASSERT(s != NULL);
+        TT_EQ_INT(obx_reap(s, &reaped), OBX_OK);
+        TT_ASSERT(enqueue(s, "ok", "{}", id));
+        oks++;
+        obx_store_close(s);
+    }
+    s = open_table("Outbox", 0);
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(crashes, 3); /* the default max_starts: never a 4th start */
+    TT_EQ_INT(obx_get(s, crash_id, &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_FAILED);
+    TT_EQ_INT(m.starts, 3);
+    TT_ASSERT(m.last_error != NULL);
+    TT_EXPECT(strstr(m.last_error, "crash loop: claimed 3 times without an outcome") != NULL);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'ok' AND \"Status\" = 2"), oks);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" IN (0, 1)"), 0);
+    obx_store_close(s);
+}
+
+/* max_starts: 0 is the default, 1..1000, else refused naming the field. */
+static void test_max_starts_range(void) {
+    obx_store_desc desc;
+    obx_store *s = NULL;
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.max_starts = 1001;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: max_starts");
+    obx_store_close(s);
+    s = NULL;
+    desc.max_starts = -1;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_OUT_OF_RANGE);
+    obx_store_close(s);
+    s = NULL;
+    desc.max_starts = 1000;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_OK);
+    TT_EXPECT(strstr(s->sql[OBX__Q_REAP], ">= 1000") != NULL || s->db.d->id == OBX_DIALECT_SQLSERVER);
+    obx_store_close(s);
 }
 
 /* ---- schema upgrades (CORE-SCHEMA-UPGRADE) ---------------------------------------- */
@@ -4426,6 +4535,8 @@ int main(int argc, char **argv) {
     RUN("OBX-PAUSE-LONG", "a downstream down for 1,000 handler calls: 0 dead, attempts unchanged, all delivered after", test_pause_long_outage);
     RUN("OBX-DEAD-LETTERS", "dead letters: paged list with filters, replay (attempts reset, error kept, once under concurrency), purge", test_dead_letters);
     RUN("OBX-JOIN-CANCEL", "a cancelled join's join.wait ends without its follow-up; too late once completed", test_join_cancel);
+    RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);
+    RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
     RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     if (g_srv)
