@@ -2009,7 +2009,7 @@ IBX__PRIVATE int ibx__list_end(const ibx__hooks *h, ibx__buf *b, const ibx__dial
 /* >> odbc: connection state ----------------------------------------------------- */
 
 #define IBX__MAX_STMTS 48
-#define IBX__MAX_MARKERS 16
+#define IBX__MAX_MARKERS 24
 #define IBX__UNIT_RETRIES 3
 
 /* One ODBC connection with its dialect, prepared statements and the place
@@ -2441,6 +2441,7 @@ IBX__PRIVATE char *ibx__plain_markers(const ibx__hooks *h, const char *sql,
         out[o++] = *sql;
         if (*sql++ == '?' && *sql >= '1' && *sql <= '9') {
             unsigned arg = (unsigned)(*sql++ - '0');
+            if (*sql >= '0' && *sql <= '9') arg = arg * 10 + (unsigned)(*sql++ - '0'); /* ?10..?99 */
             if (k == IBX__MAX_MARKERS || (*sql >= '0' && *sql <= '9')) {
                 out[0] = '\0';
                 return out;

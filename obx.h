@@ -591,6 +591,25 @@ typedef struct obx_store_desc {
 #define OBX_TOPIC_MAX 255
 #define OBX_CORRELATION_MAX 255
 
+/* The envelope (seed 002 section 6): optional metadata a message carries
+ * beside its payload, each in a column of its own, returned by get and
+ * claim and so given to handlers. Limits in characters (UTF-8 code points;
+ * SQL Server counts a character outside the BMP as two). */
+#define OBX_TENANT_MAX 64            /* tenant_id */
+#define OBX_AGGREGATE_TYPE_MAX 64    /* aggregate_type */
+#define OBX_AGGREGATE_ID_MAX 128     /* aggregate_id */
+#define OBX_HEADERS_MAX 64           /* header pairs per message */
+#define OBX_HEADER_KEY_MAX 128       /* one header key, 1..128 characters */
+#define OBX_HEADER_VALUE_MAX 4096    /* one header value, 0..4096 characters */
+#define OBX_HEADERS_BYTES_MAX 16384  /* all keys and values of a message, in bytes */
+
+/* One header of a message: a string key and a string value (e.g.
+ * {"traceparent", "00-4bf9...-01"}). Keys are case-sensitive. */
+typedef struct obx_header {
+    const char *key;
+    const char *value;
+} obx_header;
+
 /* Retention of obx_cleanup() and the dispatcher's cleanup when given as 0:
  * none, every done message may go. */
 #define OBX_DEFAULT_RETENTION_MS ((int64_t)0)
@@ -610,6 +629,15 @@ typedef struct obx_new_message {
     size_t payload_len;          /* bytes, or OBX_NTS for a NUL-terminated payload */
     const char *correlation_id;  /* optional; "" is stored as NULL; <= 255 characters */
     int64_t due_utc_ms;          /* optional: not claimable before this UTC time (Unix ms); 0 = now */
+    /* The envelope, all optional ("" and NULL are stored as NULL; none of
+     * them costs anything when absent). The library copies what it needs
+     * before returning: the caller's strings and array may change after. */
+    const char *tenant_id;       /* <= OBX_TENANT_MAX characters; carried, never filtered on */
+    const char *aggregate_type;  /* <= OBX_AGGREGATE_TYPE_MAX characters */
+    const char *aggregate_id;    /* <= OBX_AGGREGATE_ID_MAX characters */
+    const obx_header *headers;   /* header_count pairs (NULL when 0), stored as one JSON
+                                    object in their order; a key given twice is refused */
+    int header_count;            /* 0..OBX_HEADERS_MAX */
 } obx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
@@ -638,13 +666,34 @@ typedef struct obx_message {
     int starts;                  /* claims without an outcome, this one included: 2 and more
                                     after a crash or an expired lease (see max_starts) */
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
+    const char *tenant_id;       /* the envelope: NULL when none */
+    const char *aggregate_type;  /* NULL when none */
+    const char *aggregate_id;    /* NULL when none */
+    int header_count;            /* headers: read them with obx_message_header(_at) */
+    const char *headers_packed;  /* header_count pairs as "key\0value\0key\0value\0..." in
+                                    their enqueue order; NULL when none */
 } obx_message;
+
+/* The value of header `key` (case-sensitive) of a message from get or
+ * claim (a handler's), or NULL when it has none, or message or key is
+ * NULL. Valid as long as the message's strings; allocates nothing. */
+OBX_API const char *obx_message_header(const obx_message *message, const char *key);
+
+/* Header `index` (0..header_count-1) of a message, in enqueue order: sets
+ * *key and *value (either may be NULL) and returns OBX_OK; OBX_ERR_INVALID_ARG
+ * when message is NULL; OBX_ERR_NOT_FOUND when index is out of range. */
+OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
+                                         const char **value);
 
 /* Enqueue one message in its own transaction, committed before return
  * (OBX-002). *out_id (if not NULL) receives the new work item id.
  * Returns OBX_OK; OBX_ERR_INVALID_ARG (store or message NULL; topic NULL,
- * empty or too long; payload NULL or containing a NUL byte; correlation id
- * too long: the error names the argument, and no SQL runs);
+ * empty or too long; payload NULL or containing a NUL byte; correlation id,
+ * tenant id, aggregate type or id too long or not UTF-8; header_count
+ * not 0..OBX_HEADERS_MAX, headers NULL with a count, a key NULL, empty,
+ * given twice or too long, a value NULL or too long, all headers over
+ * OBX_HEADERS_BYTES_MAX: the error names the argument, e.g.
+ * "headers[2].key", and no SQL runs);
  * OBX_ERR_OUT_OF_RANGE (due_utc_ms not 0..OBX_TIME_MAX_MS); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
 OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message, char out_id[37]);
 
@@ -2106,7 +2155,7 @@ OBX__PRIVATE int obx__list_end(const obx__hooks *h, obx__buf *b, const obx__dial
 /* >> odbc: connection state ----------------------------------------------------- */
 
 #define OBX__MAX_STMTS 48
-#define OBX__MAX_MARKERS 16
+#define OBX__MAX_MARKERS 24
 #define OBX__UNIT_RETRIES 3
 
 /* One ODBC connection with its dialect, prepared statements and the place
@@ -2538,6 +2587,7 @@ OBX__PRIVATE char *obx__plain_markers(const obx__hooks *h, const char *sql,
         out[o++] = *sql;
         if (*sql++ == '?' && *sql >= '1' && *sql <= '9') {
             unsigned arg = (unsigned)(*sql++ - '0');
+            if (*sql >= '0' && *sql <= '9') arg = arg * 10 + (unsigned)(*sql++ - '0'); /* ?10..?99 */
             if (k == OBX__MAX_MARKERS || (*sql >= '0' && *sql <= '9')) {
                 out[0] = '\0';
                 return out;
@@ -3542,7 +3592,8 @@ OBX_API obx_result obx_identifier_check(const char *name) { return obx__identifi
  * table name (for derived names), {W} the dialect's "now" in Unix ms.
  * Parameter order is the same in every dialect. */
 enum {
-    OBX__Q_INSERT,   /* id, message_id, topic, payload, correlation, due, next_attempt */
+    OBX__Q_INSERT,   /* id, message_id, topic, payload, correlation, due, next_attempt,
+                        tenant, aggregate type, aggregate id, headers (JSON object text) */
     OBX__Q_CLAIM,    /* owner, lease_seconds, batch -> message rows */
     OBX__Q_ACK,      /* processed_by, owner, ids -> count */
     OBX__Q_ABANDON,  /* delay_ms (NULL: default backoff), retries (1, or 0 for a wait),
@@ -3554,7 +3605,8 @@ enum {
     OBX__Q_CLEANUP,  /* retention_ms, batch -> count */
     OBX__Q_STATS,    /* -> ready count, oldest ready age in ms */
     OBX__Q_PENDING,  /* -> unfinished messages (Ready or Leased): max_pending's count */
-    OBX__Q_INSERT_MANY, /* lists of: ids, message_ids, topics, payloads, correlations, dues;
+    OBX__Q_INSERT_MANY, /* lists of: ids, message_ids, topics, payloads, correlations, dues,
+                           tenants, aggregate types, aggregate ids, headers (JSON texts);
                            or (batch_as_json_rows) one JSON array of such rows; NULL where
                            the dialect inserts a batch row by row */
     OBX__Q_JOIN_START,  /* join_id, grouping_key, expected_steps, metadata */
@@ -3582,14 +3634,16 @@ enum {
 #define OBX__SQLITE_COLS                                                                  \
     "\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", \"CreatedAt\", "     \
     "\"DueTimeUtc\", \"RetryCount\", \"LastError\", \"Status\", \"ProcessedAt\", "          \
-    "\"ProcessedBy\", \"LockedUntil\", \"OwnerToken\", \"NextAttemptAt\", \"Starts\""
+    "\"ProcessedBy\", \"LockedUntil\", \"OwnerToken\", \"NextAttemptAt\", \"Starts\", "         \
+    "\"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\""
 #define OBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define OBX__PG_COLS                                                                      \
     "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), \"Topic\", \"Payload\", "           \
     "\"CorrelationId\", " OBX__PG_MS("CreatedAt") ", " OBX__PG_MS("DueTimeUtc") ", "        \
     "\"RetryCount\", \"LastError\", \"Status\", " OBX__PG_MS("ProcessedAt") ", "            \
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
-    OBX__PG_MS("NextAttemptAt") ", \"Starts\""
+    OBX__PG_MS("NextAttemptAt") ", \"Starts\", \"TenantId\", \"AggregateType\", \"AggregateId\", " \
+    "CAST(\"Headers\" AS text)"
 
 /* Crash-loop quarantine (max_starts, {Q}): the claim counts a start
  * ("Starts" + 1) in its own statement; an abandon, the one outcome that
@@ -3610,7 +3664,8 @@ enum {
 static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))"},
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\") "
+     "VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}), ?, ?, ?, ?)"},
     /* sqliteodbc shows RETURNING rows only for statements that start
      * with SELECT or WITH: hence the empty CTE. */
     {OBX__Q_CLAIM,
@@ -3657,9 +3712,11 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      * API per execute, so one execute per row is the slow part. */
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\") SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\") "
+     "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
      "json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), "
-     "json_extract(value, '$[5]'), coalesce(json_extract(value, '$[5]'), {W}) FROM json_each(?)"},
+     "json_extract(value, '$[5]'), coalesce(json_extract(value, '$[5]'), {W}), json_extract(value, '$[6]'), "
+     "json_extract(value, '$[7]'), json_extract(value, '$[8]'), json_extract(value, '$[9]') FROM json_each(?)"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") VALUES (?, ?, ?, ?)"},
@@ -3755,8 +3812,10 @@ static const obx__sqlset obx__sqlite_outbox = {
     obx__sqlite_outbox_rows,
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (obx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine). */
-    {{"Starts", "INTEGER NOT NULL DEFAULT 0"}}
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * TenantId .. Headers: the envelope (NULL when a message has none). */
+    {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"},
+     {"AggregateId", "TEXT NULL"}, {"Headers", "TEXT NULL"}}
 };
 #define OBX__SQLITE_SET &obx__sqlite_outbox
 #endif
@@ -3780,9 +3839,11 @@ static const obx__sqlset obx__sqlite_outbox = {
 static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (CAST(? AS uuid), CAST(? AS uuid), ?, ?, ?, "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\") "
+     "VALUES (CAST(? AS uuid), CAST(? AS uuid), ?, ?, ?, "
      "to_timestamp(CAST(? AS bigint) / 1000.0), "
-     "coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()))"},
+     "coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()), CAST(? AS varchar), CAST(? AS varchar), "
+     "CAST(? AS varchar), CAST(CAST(? AS text) AS json))"},
     {OBX__Q_CLAIM,
      "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
      "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
@@ -3828,10 +3889,13 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      * server (psqlODBC's own array binding sends one INSERT per row). */
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\") SELECT u.id, u.mid, u.topic, u.payload, u.corr, "
-     "to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()) "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\") "
+     "SELECT u.id, u.mid, u.topic, u.payload, u.corr, "
+     "to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()), u.tenant, u.atype, "
+     "u.aid, CAST(u.hdr AS json) "
      "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
-     "CAST(? AS text[]), CAST(? AS bigint[])) AS u(id, mid, topic, payload, corr, due)"},
+     "CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), "
+     "CAST(? AS text[])) AS u(id, mid, topic, payload, corr, due, tenant, atype, aid, hdr)"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") "
@@ -4020,8 +4084,10 @@ static const obx__sqlset obx__postgresql_outbox = {
     obx__postgresql_outbox_rows,
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (obx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine). */
-    {{"Starts", "integer NOT NULL DEFAULT 0"}}
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * TenantId .. Headers: the envelope; json keeps the text as written. */
+    {{"Starts", "integer NOT NULL DEFAULT 0"}, {"TenantId", "varchar(64) NULL"},
+     {"AggregateType", "varchar(64) NULL"}, {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"}}
 };
 #define OBX__POSTGRESQL_SET &obx__postgresql_outbox
 #endif
@@ -4034,7 +4100,7 @@ static const obx__sqlset obx__postgresql_outbox = {
     "`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, " OBX__MY_MS("CreatedAt") ", "   \
     OBX__MY_MS("DueTimeUtc") ", `RetryCount`, `LastError`, `Status`, " OBX__MY_MS("ProcessedAt") \
     ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_MS("NextAttemptAt") \
-    ", `Starts`"
+    ", `Starts`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`"
 /* The rows an id list names, by primary key: MariaDB 10.11 runs "Id IN
  * (SELECT ... JSON_TABLE)" in an UPDATE as a scan that also waits on other
  * workers' row locks, so settles join the list first (its marker is
@@ -4062,8 +4128,8 @@ static const obx__sqlset obx__postgresql_outbox = {
 static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
-     "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", "
-     "COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)))"},
+     "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`) VALUES (?, ?, ?, ?, ?, "
+     OBX__MY_FROM_MS("?") ", COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, ?, ?)"},
     /* The update checks the row again and the read takes only rows that
      * carry our token: where row locks are per node (Galera), two nodes
      * can pick one row, and the one that updates second must not get it. */
@@ -4109,12 +4175,18 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     /* A whole batch in one statement, read from one JSON array of rows. */
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
-     "`NextAttemptAt`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
-     OBX__MY_FROM_MS("j.`due`") ", COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6)) "
+     "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`) "
+     "SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
+     OBX__MY_FROM_MS("j.`due`") ", COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6)), "
+     "j.`tenant`, j.`atype`, j.`aid`, j.`hdr` "
      "FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$[0]', `mid` CHAR(36) PATH '$[1]', "
      "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
      "`payload` LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]', "
-     "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]')) AS j"},
+     "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]', "
+     "`tenant` VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[6]', "
+     "`atype` VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[7]', "
+     "`aid` VARCHAR(128) CHARACTER SET utf8mb4 PATH '$[8]', "
+     "`hdr` LONGTEXT CHARACTER SET utf8mb4 PATH '$[9]')) AS j"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (`JoinId`, `GroupingKey`, `ExpectedSteps`, `Metadata`) VALUES (?, ?, ?, ?)"},
@@ -4224,8 +4296,10 @@ static const obx__sqlset obx__mariadb_outbox = {
     obx__mariadb_outbox_rows,
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (obx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine). */
-    {{"Starts", "INT NOT NULL DEFAULT 0"}}
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * TenantId .. Headers: the envelope (NULL when a message has none). */
+    {{"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "VARCHAR(64) NULL"},
+     {"AggregateType", "VARCHAR(64) NULL"}, {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}}
 };
 #define OBX__MARIADB_SET &obx__mariadb_outbox
 #endif
@@ -4246,7 +4320,8 @@ static const obx__sqlset obx__mariadb_outbox = {
     "t.[CorrelationId], " OBX__MS_TO_MS("t.[CreatedAt]") ", " OBX__MS_TO_MS("t.[DueTimeUtc]") ", "     \
     "t.[RetryCount], t.[LastError], t.[Status], " OBX__MS_TO_MS("t.[ProcessedAt]") ", "              \
     "t.[ProcessedBy], " OBX__MS_UTC_MS("t.[LockedUntil]") ", " OBX__MS_GUID("t.[OwnerToken]") ", "    \
-    OBX__MS_TO_MS("t.[NextAttemptAt]") ", t.[Starts]"
+    OBX__MS_TO_MS("t.[NextAttemptAt]") ", t.[Starts], t.[TenantId], t.[AggregateType], "             \
+    "t.[AggregateId], t.[Headers]"
 /* The rows an id list (a JSON array) names. */
 #define OBX__MS_BY_IDS(list) \
     "{T} AS t JOIN OPENJSON(" list ") AS j ON t.[Id] = CAST(j.[value] AS UNIQUEIDENTIFIER)"
@@ -4284,8 +4359,9 @@ static const obx__sqlset obx__mariadb_outbox = {
 static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
-     "[NextAttemptAt]) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", "
-     "COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", SYSDATETIMEOFFSET()))"},
+     "[NextAttemptAt], [TenantId], [AggregateType], [AggregateId], [Headers]) VALUES (?1, ?2, ?3, ?4, ?5, "
+     OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", "
+     "SYSDATETIMEOFFSET()), ?8, ?9, ?10, ?11)"},
     {OBX__Q_CLAIM,
      "{CALL {S}.[{N}_Claim](?, ?, ?)}"},
     {OBX__Q_ACK,
@@ -4319,11 +4395,14 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
     /* A whole batch in one statement: the lists zipped by position. */
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
-     "[NextAttemptAt]) SELECT i.[value], m.[value], p.[value], b.[value], c.[value], x.[Due], "
-     "COALESCE(x.[Due], SYSDATETIMEOFFSET()) FROM OPENJSON(?) AS i "
+     "[NextAttemptAt], [TenantId], [AggregateType], [AggregateId], [Headers]) "
+     "SELECT i.[value], m.[value], p.[value], b.[value], c.[value], x.[Due], "
+     "COALESCE(x.[Due], SYSDATETIMEOFFSET()), e1.[value], e2.[value], e3.[value], e4.[value] FROM OPENJSON(?) AS i "
      "JOIN OPENJSON(?) AS m ON m.[key] = i.[key] JOIN OPENJSON(?) AS p ON p.[key] = i.[key] "
      "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
      "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] "
+     "JOIN OPENJSON(?) AS e1 ON e1.[key] = i.[key] JOIN OPENJSON(?) AS e2 ON e2.[key] = i.[key] "
+     "JOIN OPENJSON(?) AS e3 ON e3.[key] = i.[key] JOIN OPENJSON(?) AS e4 ON e4.[key] = i.[key] "
      "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
@@ -4496,8 +4575,11 @@ static const obx__sqlset obx__sqlserver_outbox = {
     obx__sqlserver_outbox_rows,
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (obx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine). */
-    {{"Starts", "INT NOT NULL DEFAULT 0"}}
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * TenantId .. Headers: the envelope (NULL when a message has none). */
+    {{"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "NVARCHAR(64) NULL"},
+     {"AggregateType", "NVARCHAR(64) NULL"}, {"AggregateId", "NVARCHAR(128) NULL"},
+     {"Headers", "NVARCHAR(MAX) NULL"}}
 };
 #define OBX__SQLSERVER_SET &obx__sqlserver_outbox
 #endif
@@ -4549,6 +4631,7 @@ static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct obx__row_offsets {
     size_t topic, payload, correlation, last_error, processed_by;
+    size_t tenant, aggregate_type, aggregate_id, headers; /* the envelope */
 } obx__row_offsets;
 
 #ifndef OBX_NO_METRICS_TEXT
@@ -4562,9 +4645,12 @@ static const char *const obx__metric_text[OBX_METRIC_COUNT_][2] = {
     {"messages_expired_total", "Done messages deleted by cleanup after their retention."}};
 #endif
 
-/* What only an outbox store keeps: the columns of a batch insert. */
+/* What only an outbox store keeps: the columns of a batch insert (one per
+ * column of OBX__Q_INSERT_MANY), and a message's headers as JSON text. */
+#define OBX__INSERT_LISTS 10
 typedef struct obx__store_own {
-    obx__buf columns[6];
+    obx__buf columns[OBX__INSERT_LISTS];
+    obx__buf headers;
 } obx__store_own;
 
 
@@ -7015,7 +7101,8 @@ OBX_API obx_result obx_notify(obx_store *s) {
 
 static void obx__store_own_free(const obx__hooks *h, obx__store_own *own) {
     int i;
-    for (i = 0; i < 6; i++) obx__buf_free(h, &own->columns[i]);
+    for (i = 0; i < OBX__INSERT_LISTS; i++) obx__buf_free(h, &own->columns[i]);
+    obx__buf_free(h, &own->headers);
 }
 
 static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
@@ -7034,6 +7121,127 @@ static void obx__desc_set_worker(obx_store_desc *desc, const char *worker) {
     desc->worker_name = worker;
 }
 #endif
+
+/* Four hex digits at p as a number; -1 if any is not a hex digit (the
+ * terminator included, so a short escape never reads past the text). */
+static long obx__hex4(const char *p) {
+    long v = 0;
+    int k;
+    for (k = 0; k < 4; k++) {
+        int d = (unsigned char)p[k], x;
+        if (d >= '0' && d <= '9') x = d - '0';
+        else if ((d | 32) >= 'a' && (d | 32) <= 'f') x = (d | 32) - 'a' + 10;
+        else return -1;
+        v = v * 16 + x;
+    }
+    return v;
+}
+
+/* A code point as UTF-8 into out (4 bytes of room); the byte count. */
+static size_t obx__utf8_put(unsigned long cp, char *out) {
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* One escape at p (just after the backslash) into out; the bytes written,
+ * 0 if malformed. *p is moved past the escape. */
+static size_t obx__json_unescape(const char **p, char out[4]) {
+    const char *s = *p;
+    long cp, low;
+    switch (*s) {
+    case '"': case '\\': case '/': out[0] = *s; break;
+    case 'b': out[0] = '\b'; break;
+    case 'f': out[0] = '\f'; break;
+    case 'n': out[0] = '\n'; break;
+    case 'r': out[0] = '\r'; break;
+    case 't': out[0] = '\t'; break;
+    case 'u':
+        if ((cp = obx__hex4(s + 1)) < 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) return 0;
+        s += 5;
+        if (cp >= 0xD800 && cp <= 0xDBFF) { /* a high surrogate needs its low half */
+            if (s[0] != '\\' || s[1] != 'u' || (low = obx__hex4(s + 2)) < 0xDC00 || low > 0xDFFF) return 0;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+            s += 6;
+        }
+        *p = s;
+        return obx__utf8_put((unsigned long)cp, out);
+    default: return 0; /* the terminator included */
+    }
+    *p = s + 1;
+    return 1;
+}
+
+/* The JSON string that starts after the quote at p, decoded to *w (which
+ * never runs ahead of p: a decoded string is shorter than its JSON) and
+ * NUL-terminated; returns what follows its closing quote, or NULL when it
+ * is not a JSON string or holds a NUL. */
+static char *obx__json_string_in_place(char *p, char **w) {
+    for (;;) {
+        char one[4];
+        size_t n;
+        const char *q;
+        unsigned char c = (unsigned char)*p++;
+        if (c == '"') {
+            *(*w)++ = '\0';
+            return p;
+        }
+        if (c < 0x20) return NULL; /* the end of the text too */
+        if (c != '\\') {
+            *(*w)++ = (char)c;
+            continue;
+        }
+        q = p;
+        if ((n = obx__json_unescape(&q, one)) == 0 || one[0] == '\0') return NULL;
+        p += q - p;
+        memcpy(*w, one, n);
+        *w += n;
+    }
+}
+
+/* The Headers column, a JSON object of string values, turned in place into
+ * "key\0value\0..." (what obx_message_header reads); returns the number of
+ * pairs, or -1 when the text is not such an object (written by other
+ * software: read as no headers). */
+static int obx__headers_unpack(char *text) {
+    char *p = text, *w = text;
+    int n = 0;
+#define OBX__WS() while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++
+    OBX__WS();
+    if (*p++ != '{') return -1;
+    OBX__WS();
+    if (*p == '}') return 0;
+    for (;;) {
+        if (*p != '"' || !(p = obx__json_string_in_place(p + 1, &w))) return -1;
+        OBX__WS();
+        if (*p++ != ':') return -1;
+        OBX__WS();
+        if (*p != '"' || !(p = obx__json_string_in_place(p + 1, &w))) return -1;
+        n++;
+        OBX__WS();
+        if (*p == '}') return n;
+        if (*p++ != ',') return -1;
+        OBX__WS();
+    }
+#undef OBX__WS
+}
 
 static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, obx__buf *buf,
                                     obx__row_offsets *o) {
@@ -7084,6 +7292,15 @@ static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, ob
         (r = obx__get_i64(db, st, 16, &v, NULL)) != OBX_OK)
         return r;
     m->starts = (int)v;
+    if ((r = obx__get_append(db, st, 17, SQL_C_CHAR, buf, &o->tenant, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, 18, SQL_C_CHAR, buf, &o->aggregate_type, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, 19, SQL_C_CHAR, buf, &o->aggregate_id, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, 20, SQL_C_CHAR, buf, &o->headers, NULL)) != OBX_OK)
+        return r;
+    if (o->headers != (size_t)-1) {
+        m->header_count = obx__headers_unpack(buf->data + o->headers);
+        if (m->header_count <= 0) o->headers = (size_t)-1, m->header_count = 0;
+    }
     return OBX_OK;
 }
 
@@ -7093,6 +7310,37 @@ static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__r
     m->correlation_id = obx__at(buf, o->correlation);
     m->last_error = obx__at(buf, o->last_error);
     m->processed_by = obx__at(buf, o->processed_by);
+    m->tenant_id = obx__at(buf, o->tenant);
+    m->aggregate_type = obx__at(buf, o->aggregate_type);
+    m->aggregate_id = obx__at(buf, o->aggregate_id);
+    m->headers_packed = obx__at(buf, o->headers);
+}
+
+OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
+                                         const char **value) {
+    const char *at;
+    int i;
+    if (!message) return OBX_ERR_INVALID_ARG;
+    if (index < 0 || index >= message->header_count || !message->headers_packed) return OBX_ERR_NOT_FOUND;
+    at = message->headers_packed;
+    for (i = 0; i < index; i++) at += strlen(at) + 1, at += strlen(at) + 1;
+    if (key) *key = at;
+    if (value) *value = at + strlen(at) + 1;
+    return OBX_OK;
+}
+
+OBX_API const char *obx_message_header(const obx_message *message, const char *key) {
+    const char *at;
+    int i;
+    if (!message || !key || !message->headers_packed) return NULL;
+    at = message->headers_packed;
+    for (i = 0; i < message->header_count; i++) {
+        size_t n = strlen(at);
+        if (strcmp(at, key) == 0) return at + n + 1;
+        at += n + 1;
+        at += strlen(at) + 1;
+    }
+    return NULL;
 }
 
 
@@ -7104,6 +7352,7 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
     char where[96], item[24] = "";
     size_t n;
     const char *nul;
+    int i;
     if (index >= 0) snprintf(item, sizeof item, "messages[%d].", index);
 #define OBX__BAD(arg, result, ...)                                           \
     do {                                                                     \
@@ -7111,7 +7360,6 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
         return obx__fail(err, result, where, __VA_ARGS__);                   \
     } while (0)
     if (!m->topic || !m->topic[0]) OBX__BAD("topic", OBX_ERR_INVALID_ARG, "topic must not be NULL or empty");
-    n = strlen(m->topic);
     if (!obx__text_fits(m->topic, OBX_TOPIC_MAX))
         OBX__BAD("topic", OBX_ERR_INVALID_ARG, "topic must be valid UTF-8 of at most %d characters",
                  OBX_TOPIC_MAX);
@@ -7123,15 +7371,79 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
                  "payload has a NUL byte at offset %lu; the text column cannot store it "
                  "(encode binary data, e.g. base64)",
                  (unsigned long)(nul - (const char *)m->payload));
+    *payload_len = n;
     if (m->correlation_id && !obx__text_fits(m->correlation_id, OBX_CORRELATION_MAX))
         OBX__BAD("correlation_id", OBX_ERR_INVALID_ARG,
                  "correlation_id must be valid UTF-8 of at most %d characters", OBX_CORRELATION_MAX);
     if (m->due_utc_ms < 0 || m->due_utc_ms > OBX_TIME_MAX_MS)
         OBX__BAD("due_utc_ms", OBX_ERR_OUT_OF_RANGE,
                  "due_utc_ms must be 0 (now) or a Unix time in ms up to OBX_TIME_MAX_MS (year 9999)");
+    if (m->tenant_id && !obx__text_fits(m->tenant_id, OBX_TENANT_MAX))
+        OBX__BAD("tenant_id", OBX_ERR_INVALID_ARG, "tenant_id must be valid UTF-8 of at most %d characters",
+                 OBX_TENANT_MAX);
+    if (m->aggregate_type && !obx__text_fits(m->aggregate_type, OBX_AGGREGATE_TYPE_MAX))
+        OBX__BAD("aggregate_type", OBX_ERR_INVALID_ARG,
+                 "aggregate_type must be valid UTF-8 of at most %d characters", OBX_AGGREGATE_TYPE_MAX);
+    if (m->aggregate_id && !obx__text_fits(m->aggregate_id, OBX_AGGREGATE_ID_MAX))
+        OBX__BAD("aggregate_id", OBX_ERR_INVALID_ARG,
+                 "aggregate_id must be valid UTF-8 of at most %d characters", OBX_AGGREGATE_ID_MAX);
+    if (m->header_count < 0 || m->header_count > OBX_HEADERS_MAX)
+        OBX__BAD("header_count", OBX_ERR_INVALID_ARG, "header_count must be 0..%d", OBX_HEADERS_MAX);
+    if (m->header_count > 0 && !m->headers)
+        OBX__BAD("headers", OBX_ERR_INVALID_ARG, "headers must not be NULL when header_count > 0");
+    n = 0;
+    for (i = 0; i < m->header_count; i++) {
+        const obx_header *x = &m->headers[i];
+        char arg[40];
+        int j;
+        snprintf(arg, sizeof arg, "headers[%d].key", i);
+        if (!x->key || !x->key[0]) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header key must not be NULL or empty");
+        if (!obx__text_fits(x->key, OBX_HEADER_KEY_MAX))
+            OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header key must be valid UTF-8 of at most %d characters",
+                     OBX_HEADER_KEY_MAX);
+        for (j = 0; j < i; j++)
+            if (strcmp(m->headers[j].key, x->key) == 0)
+                OBX__BAD(arg, OBX_ERR_INVALID_ARG, "key repeats headers[%d].key (keys are unique)", j);
+        snprintf(arg, sizeof arg, "headers[%d].value", i);
+        if (!x->value) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must not be NULL (\"\" is a value)");
+        if (!obx__text_fits(x->value, OBX_HEADER_VALUE_MAX))
+            OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must be valid UTF-8 of at most %d characters",
+                     OBX_HEADER_VALUE_MAX);
+        n += strlen(x->key) + strlen(x->value);
+    }
+    if (n > OBX_HEADERS_BYTES_MAX)
+        OBX__BAD("headers", OBX_ERR_INVALID_ARG, "keys and values take %lu bytes, over OBX_HEADERS_BYTES_MAX (%d)",
+                 (unsigned long)n, OBX_HEADERS_BYTES_MAX);
 #undef OBX__BAD
-    *payload_len = n;
     return OBX_OK;
+}
+
+/* An optional envelope string: "" is stored as NULL. */
+static const char *obx__opt(const char *s) { return s && s[0] ? s : NULL; }
+
+/* m's headers as one JSON object {"key":"value",...} in b (emptied first),
+ * keys in their given order; 0 when out of memory. */
+static int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_message *m) {
+    int i, ok;
+    b->len = 0;
+    ok = obx__buf_add(h, b, "{", 1);
+    for (i = 0; ok && i < m->header_count; i++) {
+        const obx_header *x = &m->headers[i];
+        ok = (i == 0 || obx__buf_add(h, b, ",", 1)) && obx__quoted_add(h, b, x->key, strlen(x->key), 0) &&
+             obx__buf_add(h, b, ":", 1) && obx__quoted_add(h, b, x->value, strlen(x->value), 0);
+    }
+    return ok && obx__buf_add(h, b, "}", 1);
+}
+
+/* Bytes of m's envelope (for the size of a batch statement). */
+static size_t obx__envelope_bytes(const obx_new_message *m) {
+    size_t n = 0;
+    int i;
+    if (m->tenant_id) n += strlen(m->tenant_id);
+    if (m->aggregate_type) n += strlen(m->aggregate_type);
+    if (m->aggregate_id) n += strlen(m->aggregate_id);
+    for (i = 0; i < m->header_count; i++) n += strlen(m->headers[i].key) + strlen(m->headers[i].value) + 6;
+    return n;
 }
 
 typedef struct obx__enqueue_ctx {
@@ -7153,43 +7465,68 @@ static int obx__chunk_end(const obx__enqueue_ctx *c, int from) {
     size_t bytes = 0;
     int i;
     for (i = from; i < c->count && i - from < OBX__INSERT_CHUNK; i++) {
-        bytes += c->lens[i] + strlen(c->msgs[i].topic);
+        bytes += c->lens[i] + strlen(c->msgs[i].topic) + obx__envelope_bytes(&c->msgs[i]);
         if (i > from && bytes > OBX__INSERT_CHUNK_BYTES) break;
     }
     return i;
 }
 
+/* ,"s" or ,null to a JSON row. */
+static int obx__json_opt_add(const obx__hooks *h, obx__buf *b, const char *s, size_t n) {
+    return s ? obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, s, n, 0) : obx__buf_add(h, b, ",null", 5);
+}
+
 /* One message's columns as a JSON row: ["id","message id","topic",
- * "payload",correlation or null,due ms or null]. */
+ * "payload",correlation or null,due ms or null,tenant,aggregate type,
+ * aggregate id,headers (the JSON object as a string) or nulls]. */
 static int obx__json_row_add(const obx__hooks *h, obx__buf *b, const char *id, const char *message_id,
-                             const obx_new_message *m, size_t payload_len, const char *corr) {
+                             const obx_new_message *m, size_t payload_len, const char *corr,
+                             const obx__buf *headers) {
     char due[24];
-    int n = m->due_utc_ms > 0 ? snprintf(due, sizeof due, ",%lld]", (long long)m->due_utc_ms) : 0;
+    const char *tenant = obx__opt(m->tenant_id), *atype = obx__opt(m->aggregate_type);
+    const char *aid = obx__opt(m->aggregate_id);
+    int n = m->due_utc_ms > 0 ? snprintf(due, sizeof due, ",%lld", (long long)m->due_utc_ms) : 0;
     return obx__buf_add(h, b, b->len == 0 ? "[[" : ",[", 2) && obx__quoted_add(h, b, id, 36, 0) &&
            obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, message_id, 36, 0) &&
            obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, m->topic, strlen(m->topic), 0) &&
            obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, (const char *)m->payload, payload_len, 0) &&
-           (corr ? obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, corr, strlen(corr), 0)
-                 : obx__buf_add(h, b, ",null", 5)) &&
-           (n > 0 ? obx__buf_add(h, b, due, (size_t)n) : obx__buf_add(h, b, ",null]", 6));
+           obx__json_opt_add(h, b, corr, corr ? strlen(corr) : 0) &&
+           (n > 0 ? obx__buf_add(h, b, due, (size_t)n) : obx__buf_add(h, b, ",null", 5)) &&
+           obx__json_opt_add(h, b, tenant, tenant ? strlen(tenant) : 0) &&
+           obx__json_opt_add(h, b, atype, atype ? strlen(atype) : 0) &&
+           obx__json_opt_add(h, b, aid, aid ? strlen(aid) : 0) &&
+           obx__json_opt_add(h, b, m->header_count > 0 ? headers->data : NULL, headers->len) &&
+           obx__buf_add(h, b, "]", 1);
+}
+
+/* An optional text to a column list: the element, or a NULL one. */
+static int obx__list_opt_add(const obx__hooks *h, obx__buf *b, const obx__dialect *d, const char *s,
+                             size_t n) {
+    return s ? obx__list_add(h, b, d, s, n) : obx__list_add_null(h, b, d);
 }
 
 /* Messages from..to as one multi-row statement (dialects that have one):
  * one list per column, or one JSON array of rows. */
 static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, int to) {
     obx_store *s = c->s;
-    obx__buf *col = s->own.columns;
-    obx__param p[6];
-    int i, k, ok = 1, rows = db->d->batch_as_json_rows, lists = rows ? 1 : 6;
-    for (k = 0; k < 6; k++) col[k].len = 0;
+    obx__buf *col = s->own.columns, *hdr = &s->own.headers;
+    obx__param p[OBX__INSERT_LISTS];
+    int i, k, ok = 1, rows = db->d->batch_as_json_rows, lists = rows ? 1 : OBX__INSERT_LISTS;
+    for (k = 0; k < OBX__INSERT_LISTS; k++) col[k].len = 0;
     for (i = from; i < to && ok; i++) {
         const obx_new_message *m = &c->msgs[i];
         char message_id[37], due[24];
         const char *corr = m->correlation_id && m->correlation_id[0] ? m->correlation_id : NULL;
+        const char *tenant = obx__opt(m->tenant_id), *atype = obx__opt(m->aggregate_type);
+        const char *aid = obx__opt(m->aggregate_id);
         obx__new_uuid(s, c->ids[i]);
         obx__new_uuid(s, message_id);
+        if (m->header_count > 0 && !obx__headers_json(db->hooks, hdr, m)) {
+            ok = 0;
+            break;
+        }
         if (rows) {
-            ok = obx__json_row_add(db->hooks, &col[0], c->ids[i], message_id, m, c->lens[i], corr);
+            ok = obx__json_row_add(db->hooks, &col[0], c->ids[i], message_id, m, c->lens[i], corr, hdr);
             continue;
         }
         snprintf(due, sizeof due, "%lld", (long long)m->due_utc_ms);
@@ -7200,7 +7537,11 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
              (corr ? obx__list_add(db->hooks, &col[4], db->d, corr, strlen(corr))
                    : obx__list_add_null(db->hooks, &col[4], db->d)) &&
              (m->due_utc_ms > 0 ? obx__list_add(db->hooks, &col[5], db->d, due, strlen(due))
-                                : obx__list_add_null(db->hooks, &col[5], db->d));
+                                : obx__list_add_null(db->hooks, &col[5], db->d)) &&
+             obx__list_opt_add(db->hooks, &col[6], db->d, tenant, tenant ? strlen(tenant) : 0) &&
+             obx__list_opt_add(db->hooks, &col[7], db->d, atype, atype ? strlen(atype) : 0) &&
+             obx__list_opt_add(db->hooks, &col[8], db->d, aid, aid ? strlen(aid) : 0) &&
+             obx__list_opt_add(db->hooks, &col[9], db->d, m->header_count > 0 ? hdr->data : NULL, hdr->len);
     }
     for (k = 0; k < lists && ok; k++) {
         ok = obx__list_end(db->hooks, &col[k], db->d);
@@ -7225,7 +7566,7 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
     for (i = 0; i < c->count; i++) {
         const obx_new_message *m = &c->msgs[i];
         char message_id[37];
-        obx__param p[7];
+        obx__param p[11];
         const char *corr = m->correlation_id && m->correlation_id[0] ? m->correlation_id : NULL;
         obx_result r;
         obx__new_uuid(c->s, c->ids[i]);
@@ -7243,7 +7584,13 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
             p[5].ind = SQL_NULL_DATA;
             p[6] = p[5];
         }
-        r = obx__exec(db, OBX__Q_INSERT, c->s->sql[OBX__Q_INSERT], p, 7, NULL, NULL);
+        obx__p_text(&p[7], obx__opt(m->tenant_id), (size_t)-1);
+        obx__p_text(&p[8], obx__opt(m->aggregate_type), (size_t)-1);
+        obx__p_text(&p[9], obx__opt(m->aggregate_id), (size_t)-1);
+        if (m->header_count > 0 && !obx__headers_json(db->hooks, &c->s->own.headers, m))
+            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue", "out of memory");
+        obx__p_text(&p[10], m->header_count > 0 ? c->s->own.headers.data : NULL, c->s->own.headers.len);
+        r = obx__exec(db, OBX__Q_INSERT, c->s->sql[OBX__Q_INSERT], p, 11, NULL, NULL);
         if (r != OBX_OK) return r;
     }
     return OBX_OK;
@@ -7635,73 +7982,6 @@ static int obx__json_string(obx__buf *b, const obx__hooks *h, const char *key, c
         }
     }
     return obx__buf_add(h, b, "\"", 1);
-}
-
-/* Four hex digits at p as a number; -1 if any is not a hex digit (the
- * terminator included, so a short escape never reads past the text). */
-static long obx__hex4(const char *p) {
-    long v = 0;
-    int k;
-    for (k = 0; k < 4; k++) {
-        int d = (unsigned char)p[k], x;
-        if (d >= '0' && d <= '9') x = d - '0';
-        else if ((d | 32) >= 'a' && (d | 32) <= 'f') x = (d | 32) - 'a' + 10;
-        else return -1;
-        v = v * 16 + x;
-    }
-    return v;
-}
-
-/* A code point as UTF-8 into out (4 bytes of room); the byte count. */
-static size_t obx__utf8_put(unsigned long cp, char *out) {
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* One escape at p (just after the backslash) into out; the bytes written,
- * 0 if malformed. *p is moved past the escape. */
-static size_t obx__json_unescape(const char **p, char out[4]) {
-    const char *s = *p;
-    long cp, low;
-    switch (*s) {
-    case '"': case '\\': case '/': out[0] = *s; break;
-    case 'b': out[0] = '\b'; break;
-    case 'f': out[0] = '\f'; break;
-    case 'n': out[0] = '\n'; break;
-    case 'r': out[0] = '\r'; break;
-    case 't': out[0] = '\t'; break;
-    case 'u':
-        if ((cp = obx__hex4(s + 1)) < 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) return 0;
-        s += 5;
-        if (cp >= 0xD800 && cp <= 0xDBFF) { /* a high surrogate needs its low half */
-            if (s[0] != '\\' || s[1] != 'u' || (low = obx__hex4(s + 2)) < 0xDC00 || low > 0xDFFF) return 0;
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-            s += 6;
-        }
-        *p = s;
-        return obx__utf8_put((unsigned long)cp, out);
-    default: return 0; /* the terminator included */
-    }
-    *p = s + 1;
-    return 1;
 }
 
 /* The value of "key" in a flat JSON object: a string (every JSON escape

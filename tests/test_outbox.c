@@ -1791,6 +1791,195 @@ static void test_057_whole_message(void) {
     obx_store_close(s);
 }
 
+/* ---- the envelope (OBX-ENVELOPE-*) ---------------------------------------------------- */
+
+/* Awkward bytes: quotes, backslashes, a control character, 2- and 4-byte UTF-8. */
+#define ENV_ODD "q\"uote 'single' back\\slash \\\\n tab\t caf\xc3\xa9 \xf0\x9f\x98\x80 end"
+static const obx_header k_env_headers[] = {
+    {"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+    {"k\"ey\\\xf0\x9f\x98\x80", ENV_ODD},
+    {"empty", ""}};
+
+static obx_new_message env_msg(int which) {
+    obx_new_message m = msg("env.t", which == 1 ? "{\"a\":1}" : "plain");
+    if (which == 1) {
+        m.tenant_id = "tenant-\xf0\x9f\x98\x80\"'\\";
+        m.aggregate_type = "Order";
+        m.aggregate_id = "order/42 \"x\" \\ \xc3\xa9";
+        m.headers = k_env_headers;
+        m.header_count = 3;
+    } else if (which == 2) {
+        m.headers = k_env_headers + 2; /* one header, an empty value */
+        m.header_count = 1;
+        m.tenant_id = ""; /* "" is none */
+    }
+    return m;
+}
+
+/* m carries what env_msg(which) gave, byte for byte. */
+static int env_matches(const obx_message *m, int which) {
+    const char *k = NULL, *v = NULL;
+    int i;
+    if (which == 0 || which == 2) {
+        if (m->tenant_id || m->aggregate_type || m->aggregate_id) return 0;
+        if (which == 0) return m->header_count == 0 && m->headers_packed == NULL &&
+                               obx_message_header(m, "traceparent") == NULL;
+        return m->header_count == 1 && obx_message_header(m, "empty") &&
+               strcmp(obx_message_header(m, "empty"), "") == 0;
+    }
+    if (!m->tenant_id || strcmp(m->tenant_id, "tenant-\xf0\x9f\x98\x80\"'\\") != 0) return 0;
+    if (!m->aggregate_type || strcmp(m->aggregate_type, "Order") != 0) return 0;
+    if (!m->aggregate_id || strcmp(m->aggregate_id, "order/42 \"x\" \\ \xc3\xa9") != 0) return 0;
+    if (m->header_count != 3) return 0;
+    for (i = 0; i < 3; i++) /* in enqueue order, byte for byte */
+        if (obx_message_header_at(m, i, &k, &v) != OBX_OK || strcmp(k, k_env_headers[i].key) != 0 ||
+            strcmp(v, k_env_headers[i].value) != 0)
+            return 0;
+    return obx_message_header(m, "traceparent") && strcmp(obx_message_header(m, "traceparent"), k_env_headers[0].value) == 0 &&
+           obx_message_header(m, "TRACEPARENT") == NULL && obx_message_header(m, "missing") == NULL;
+}
+
+typedef struct env_probe {
+    int calls, ok;
+} env_probe;
+
+static obx_outcome env_handler(const obx_message *m, char *error, size_t size, void *user) {
+    env_probe *p = (env_probe *)user;
+    (void)error; (void)size;
+    p->calls++;
+    /* The payload says which: the handler gets the envelope it was enqueued with. */
+    if (env_matches(m, strcmp(m->payload, "{\"a\":1}") == 0 ? 1 : obx_message_header(m, "empty") ? 2 : 0)) p->ok++;
+    return OBX_DONE;
+}
+
+/* Every field of the envelope through enqueue (single, and a batch in one
+ * statement), get, claim and a handler; each in its own column. */
+static void test_envelope_roundtrip(void) {
+    obx_store *s = fresh();
+    obx_new_message batch[3];
+    char ids[4][37], owner[37];
+    const obx_message *ms;
+    obx_message m;
+    obx_dispatcher *d;
+    env_probe p;
+    int i, j, n = 0, seen = 0;
+    const int which[4] = {1, 1, 0, 2};
+    TT_ASSERT(s != NULL);
+    batch[0] = env_msg(1);
+    TT_EQ_INT(obx_enqueue(s, &batch[0], ids[0]), OBX_OK);
+    for (i = 0; i < 3; i++) batch[i] = env_msg(which[i + 1]);
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, batch, 3, ids + 1), OBX_OK);
+    /* Their own columns: NULL where a message has none. */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"TenantId\" IS NOT NULL"), 2);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"AggregateType\" = 'Order' AND \"AggregateId\" IS NOT NULL"), 2);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Headers\" IS NULL"), 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"TenantId\" IS NULL AND \"AggregateType\" IS NULL "
+                        "AND \"AggregateId\" IS NULL"), 2);
+    for (i = 0; i < 4; i++) {
+        TT_EQ_INT(obx_get(s, ids[i], &m), OBX_OK);
+        TT_EXPECT(env_matches(&m, which[i]));
+    }
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 4);
+    for (i = 0; i < n; i++)
+        for (j = 0; j < 4; j++)
+            if (strcmp(ms[i].id, ids[j]) == 0) {
+                seen++;
+                TT_EXPECT(env_matches(&ms[i], which[j]));
+            }
+    TT_EQ_INT(seen, 4);
+    {
+        const char *list[4];
+        for (i = 0; i < 4; i++) list[i] = ids[i];
+        TT_EQ_INT(obx_abandon(s, owner, list, 4, NULL, 0, NULL), OBX_OK);
+    }
+    memset(&p, 0, sizeof p);
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    obx_dispatcher_on(d, "env.t", env_handler, &p);
+    TT_EQ_INT(obx_dispatcher_run_once(d, NULL), OBX_OK);
+    TT_EQ_INT(p.calls, 4);
+    TT_EQ_INT(p.ok, 4);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
+/* Each envelope argument refused before any SQL, naming it. */
+static void test_envelope_validation(void) {
+    obx_store *s = fresh();
+    obx_new_message m, two[2];
+    obx_header h[OBX_HEADERS_MAX + 1];
+    static char big[OBX_HEADER_VALUE_MAX + 2], key[OBX_HEADER_KEY_MAX + 2], tenant[OBX_AGGREGATE_ID_MAX + 2];
+    char id[37];
+    int i;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i <= OBX_HEADERS_MAX; i++) {
+        static char names[OBX_HEADERS_MAX + 1][8];
+        snprintf(names[i], sizeof names[i], "h%d", i);
+        h[i].key = names[i];
+        h[i].value = "v";
+    }
+#define BAD(field_setup, want_where)                                                     \
+    do {                                                                                 \
+        m = msg("env.bad", "p");                                                         \
+        field_setup;                                                                     \
+        TT_EQ_INT(obx_enqueue(s, &m, id), OBX_ERR_INVALID_ARG);                          \
+        TT_EQ_STR(obx_store_last_error(s)->where, want_where);                           \
+    } while (0)
+    memset(tenant, 'x', OBX_TENANT_MAX + 1);
+    BAD(m.tenant_id = tenant, "obx_enqueue: tenant_id");
+    tenant[OBX_TENANT_MAX] = '\0';
+    m = msg("env.bad", "p");
+    m.tenant_id = tenant; /* exactly the limit fits */
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    tenant[OBX_TENANT_MAX] = 'x';
+    BAD(m.aggregate_type = tenant, "obx_enqueue: aggregate_type");
+    memset(tenant, 'y', OBX_AGGREGATE_ID_MAX + 1);
+    BAD(m.aggregate_id = tenant, "obx_enqueue: aggregate_id");
+    BAD(m.tenant_id = "bad \xff utf-8", "obx_enqueue: tenant_id");
+    BAD(m.header_count = -1, "obx_enqueue: header_count");
+    BAD((m.headers = h, m.header_count = OBX_HEADERS_MAX + 1), "obx_enqueue: header_count");
+    BAD(m.header_count = 1, "obx_enqueue: headers");
+    h[1].key = "";
+    BAD((m.headers = h, m.header_count = 2), "obx_enqueue: headers[1].key");
+    h[1].key = NULL;
+    BAD((m.headers = h, m.header_count = 2), "obx_enqueue: headers[1].key");
+    h[1].key = "h0";
+    BAD((m.headers = h, m.header_count = 2), "obx_enqueue: headers[1].key"); /* a duplicate */
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "headers[0]") != NULL);
+    memset(key, 'k', OBX_HEADER_KEY_MAX + 1);
+    h[1].key = key;
+    BAD((m.headers = h, m.header_count = 2), "obx_enqueue: headers[1].key");
+    h[1].key = "h1";
+    h[1].value = NULL;
+    BAD((m.headers = h, m.header_count = 2), "obx_enqueue: headers[1].value");
+    memset(big, 'v', OBX_HEADER_VALUE_MAX + 1);
+    h[1].value = big;
+    BAD((m.headers = h, m.header_count = 2), "obx_enqueue: headers[1].value");
+    h[1].value = "bad \xc3 utf-8";
+    BAD((m.headers = h, m.header_count = 2), "obx_enqueue: headers[1].value");
+    big[OBX_HEADER_VALUE_MAX] = '\0'; /* at the limit each, five of them pass the total */
+    for (i = 0; i < 5; i++) h[i].value = big;
+    BAD((m.headers = h, m.header_count = 5), "obx_enqueue: headers");
+    h[3].value = h[4].value = "v";
+    m = msg("env.bad", "p");
+    m.headers = h;
+    m.header_count = OBX_HEADERS_MAX; /* the most pairs, three of them at the value limit */
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    /* In a batch: the message's index too, and nothing written. */
+    two[0] = msg("env.bad", "p");
+    two[1] = msg("env.bad", "p");
+    two[1].headers = h;
+    two[1].header_count = 1;
+    h[0].value = NULL;
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, two, 2, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_batch: messages[1].headers[0].value");
+#undef BAD
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 2); /* only the two that fit */
+    obx_store_close(s);
+}
+
 static void test_058_redelivery_same_message_id(void) {
     obx_store *s = fresh();
     obx_dispatcher *d;
@@ -4434,6 +4623,8 @@ int main(int argc, char **argv) {
     RUN("OBX-055", "no handler: warning, and the message is retried later", test_055_no_handler);
     RUN("OBX-056", "a handler failure is abandoned (transient) or failed (permanent)", test_056_failure_policy);
     RUN("OBX-057", "the handler gets the whole message", test_057_whole_message);
+    RUN("OBX-ENVELOPE-ROUNDTRIP", "tenant, aggregate type and id, headers: own columns, byte-exact through enqueue, batch, get, claim and handler", test_envelope_roundtrip);
+    RUN("OBX-ENVELOPE-LIMITS", "each envelope argument refused before any SQL, naming it (sizes, counts, UTF-8, duplicate keys)", test_envelope_validation);
     RUN("OBX-058", "redelivery after a crash keeps the MessageId for idempotency", test_058_redelivery_same_message_id);
     RUN("OBX-059", "two dispatchers never run one message at once", test_059_060_two_dispatchers);
     RUN("OBX-060", "dispatchers handle different messages concurrently", test_059_060_two_dispatchers);

@@ -16,11 +16,19 @@ CREATE TABLE IF NOT EXISTS `Outbox` (
     `CorrelationId` VARCHAR(255) NULL,
     `DueTimeUtc`    DATETIME(6) NULL,
     `Starts`        INT NOT NULL DEFAULT 0,
+    `TenantId`      VARCHAR(64) NULL,
+    `AggregateType` VARCHAR(64) NULL,
+    `AggregateId`   VARCHAR(128) NULL,
+    `Headers`       JSON NULL,
     KEY `IX_Outbox_Ready` (`Status`, `NextAttemptAt`),
     KEY `IX_Outbox_Leased` (`Status`, `LockedUntil`),
     KEY `IX_Outbox_Done` (`Status`, `ProcessedAt`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `Starts` INT NOT NULL DEFAULT 0;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `TenantId` VARCHAR(64) NULL;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `AggregateType` VARCHAR(64) NULL;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `AggregateId` VARCHAR(128) NULL;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `Headers` JSON NULL;
 CREATE TABLE IF NOT EXISTS `OutboxJoin` (
     `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,
     `GroupingKey`    VARCHAR(255) NULL,

@@ -17,9 +17,17 @@ CREATE TABLE IF NOT EXISTS "dbo"."Outbox" (
     "MessageId"     uuid NOT NULL,
     "CorrelationId" varchar(255) NULL,
     "DueTimeUtc"    timestamptz NULL,
-    "Starts"        integer NOT NULL DEFAULT 0
+    "Starts"        integer NOT NULL DEFAULT 0,
+    "TenantId"      varchar(64) NULL,
+    "AggregateType" varchar(64) NULL,
+    "AggregateId"   varchar(128) NULL,
+    "Headers"       json NULL
 );
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "Starts" integer NOT NULL DEFAULT 0;
+ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "TenantId" varchar(64) NULL;
+ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "AggregateType" varchar(64) NULL;
+ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "AggregateId" varchar(128) NULL;
+ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "Headers" json NULL;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "dbo"."Outbox" ("NextAttemptAt") WHERE "Status" = 0;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "dbo"."Outbox" ("LockedUntil") WHERE "Status" = 1;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Done" ON "dbo"."Outbox" ("ProcessedAt") WHERE "Status" = 2;

@@ -15,7 +15,11 @@ CREATE TABLE IF NOT EXISTS "Outbox" (
     "MessageId"     TEXT NOT NULL,
     "CorrelationId" TEXT NULL,
     "DueTimeUtc"    INTEGER NULL,
-    "Starts"        INTEGER NOT NULL DEFAULT 0
+    "Starts"        INTEGER NOT NULL DEFAULT 0,
+    "TenantId"      TEXT NULL,
+    "AggregateType" TEXT NULL,
+    "AggregateId"   TEXT NULL,
+    "Headers"       TEXT NULL
 );
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "Outbox" ("NextAttemptAt") WHERE "Status" = 0;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "Outbox" ("LockedUntil") WHERE "Status" = 1;
