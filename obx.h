@@ -549,9 +549,10 @@ typedef struct obx_store_desc {
 /* payload_len value meaning "up to the NUL terminator". */
 #define OBX_NTS ((size_t)-1)
 
-/* Largest topic and correlation id, in characters (UTF-8 code points). */
+/* Largest topic, correlation id and ordering key, in characters (UTF-8 code points). */
 #define OBX_TOPIC_MAX 255
 #define OBX_CORRELATION_MAX 255
+#define OBX_ORDERING_KEY_MAX 255
 
 /* Retention of obx_cleanup() and the dispatcher's cleanup when given as 0:
  * none, every done message may go. */
@@ -572,6 +573,14 @@ typedef struct obx_new_message {
     size_t payload_len;          /* bytes, or OBX_NTS for a NUL-terminated payload */
     const char *correlation_id;  /* optional; "" is stored as NULL; <= 255 characters */
     int64_t due_utc_ms;          /* optional: not claimable before this UTC time (Unix ms); 0 = now */
+    const char *ordering_key;    /* optional; "" is stored as NULL; <= 255 characters. Messages
+                                    of one key are handled one at a time, in enqueue order: no
+                                    handler starts one while an earlier one of its key is not
+                                    yet Done or Dead (in flight, waiting for a retry, or due
+                                    later). Other keys, and messages without one, are not held
+                                    up. A Dead message lets its key move on; a replayed one is
+                                    handled before the key's later messages that have not
+                                    started. See README "Ordered delivery per key" */
 } obx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
@@ -598,13 +607,14 @@ typedef struct obx_message {
     char owner_token[37];        /* "" when not leased */
     int64_t next_attempt_ms;
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
+    const char *ordering_key;    /* NULL when enqueued without one */
 } obx_message;
 
 /* Enqueue one message in its own transaction, committed before return
  * (OBX-002). *out_id (if not NULL) receives the new work item id.
  * Returns OBX_OK; OBX_ERR_INVALID_ARG (store or message NULL; topic NULL,
  * empty or too long; payload NULL or containing a NUL byte; correlation id
- * too long: the error names the argument, and no SQL runs);
+ * too long; ordering key too long: the error names the argument, and no SQL runs);
  * OBX_ERR_OUT_OF_RANGE (due_utc_ms not 0..OBX_TIME_MAX_MS); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
 OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message, char out_id[37]);
 
@@ -3440,7 +3450,8 @@ OBX_API obx_result obx_identifier_check(const char *name) { return obx__identifi
  * table name (for derived names), {W} the dialect's "now" in Unix ms.
  * Parameter order is the same in every dialect. */
 enum {
-    OBX__Q_INSERT,   /* id, message_id, topic, payload, correlation, due, next_attempt */
+    OBX__Q_INSERT,   /* id, message_id, topic, payload, correlation, due, next_attempt,
+                        ordering key */
     OBX__Q_CLAIM,    /* owner, lease_seconds, batch -> message rows */
     OBX__Q_ACK,      /* processed_by, owner, ids -> count */
     OBX__Q_ABANDON,  /* delay_ms (NULL: default backoff), retries (1, or 0 for a wait),
@@ -3452,7 +3463,8 @@ enum {
     OBX__Q_CLEANUP,  /* retention_ms, batch -> count */
     OBX__Q_STATS,    /* -> ready count, oldest ready age in ms */
     OBX__Q_PENDING,  /* -> unfinished messages (Ready or Leased): max_pending's count */
-    OBX__Q_INSERT_MANY, /* lists of: ids, message_ids, topics, payloads, correlations, dues;
+    OBX__Q_INSERT_MANY, /* lists of: ids, message_ids, topics, payloads, correlations, dues,
+                           ordering keys;
                            or (batch_as_json_rows) one JSON array of such rows; NULL where
                            the dialect inserts a batch row by row */
     OBX__Q_JOIN_START,  /* join_id, grouping_key, expected_steps, metadata */
@@ -3476,18 +3488,62 @@ enum {
     OBX__Q_COUNT
 };
 
+/* Ordered delivery per key (obx_new_message.ordering_key).
+ * The order of a key is ("OrderingSeq", "Id"). An enqueue sets OrderingSeq
+ * to 1 + the largest OrderingSeq of the key's rows that are not Done (plus
+ * the row's place in a batch statement), read in the insert itself; Done
+ * rows never come back, every other row of the key is counted, so a message
+ * enqueued after another's commit sorts after it, whatever the producers'
+ * clocks. Two transactions enqueuing one key at the same time may read the
+ * same largest value: Id (unique) breaks the tie, so the order is total, and
+ * which of the two goes first is as undefined as their commit order.
+ * The claim takes a keyed row only when no other row of its key is in
+ * flight (Status 1) and none is Ready (Status 0: due later, waiting for a
+ * retry) with a smaller (OrderingSeq, Id). Why two workers never start two
+ * messages of one key:
+ *  - only the smallest Ready row of a key passes, so one claim statement
+ *    takes at most one row per key;
+ *  - a row passes only while its key has nothing in flight and nothing
+ *    earlier Ready, and those states end only by Done or Dead: a claim that
+ *    read an older state can only see more rows blocked, never fewer. The
+ *    row it takes is locked and checked again where its state moved under
+ *    it: PostgreSQL's FOR UPDATE SKIP LOCKED re-evaluates the row that was
+ *    committed meanwhile (Status is no longer 0) and skips one a claim
+ *    holds; MariaDB's update re-checks Status; SQL Server's READPAST skips
+ *    a held row while the check, without READPAST, waits for a claim's
+ *    uncommitted update of a row of the same key (or reads its committed
+ *    version under READ_COMMITTED_SNAPSHOT, still Ready: blocked); SQLite
+ *    has one writer at a time.
+ *  - "nothing in flight" also covers what the order cannot: the loser of
+ *    an enqueue race that commits after a later row started, and a dead
+ *    message replayed while its successor runs, wait for the running one.
+ * Dead (Status 3) rows do not hold their key back: the key moves on. Rows
+ * without a key skip the check at its first term. The index of keyed rows
+ * that are not Done serves both the insert's largest value and the
+ * claim's check (SQLite, PostgreSQL, SQL Server: a partial index; MariaDB
+ * has none: a generated column that is NULL for those rows, so rows
+ * without a key never change that index). */
+#define OBX__ORDERED_HEAD                                                                         \
+    "(c.\"OrderingKey\" IS NULL OR NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = "      \
+    "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND (o.\"Status\" = 1 OR (o.\"Status\" = 0 AND "         \
+    "(o.\"OrderingSeq\" < c.\"OrderingSeq\" OR (o.\"OrderingSeq\" = c.\"OrderingSeq\" AND o.\"Id\" < c.\"Id\"))))))"
+/* The next OrderingSeq of key `k` (an expression): NULL without a key. */
+#define OBX__ORDERED_NEXT(k)                                                                      \
+    "CASE WHEN " k " IS NULL THEN NULL ELSE (SELECT coalesce(max(o.\"OrderingSeq\"), 0) + 1 FROM {T} AS o "  \
+    "WHERE o.\"OrderingKey\" = " k " AND o.\"Status\" <> 2) END"
+
 /* Columns of a message row, in the order obx__read_message expects. */
 #define OBX__SQLITE_COLS                                                                  \
     "\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", \"CreatedAt\", "     \
     "\"DueTimeUtc\", \"RetryCount\", \"LastError\", \"Status\", \"ProcessedAt\", "          \
-    "\"ProcessedBy\", \"LockedUntil\", \"OwnerToken\", \"NextAttemptAt\""
+    "\"ProcessedBy\", \"LockedUntil\", \"OwnerToken\", \"NextAttemptAt\", \"OrderingKey\""
 #define OBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define OBX__PG_COLS                                                                      \
     "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), \"Topic\", \"Payload\", "           \
     "\"CorrelationId\", " OBX__PG_MS("CreatedAt") ", " OBX__PG_MS("DueTimeUtc") ", "        \
     "\"RetryCount\", \"LastError\", \"Status\", " OBX__PG_MS("ProcessedAt") ", "            \
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
-    OBX__PG_MS("NextAttemptAt")
+    OBX__PG_MS("NextAttemptAt") ", \"OrderingKey\""
 
 #ifndef OBX_NO_SQLITE
 /* The dead-letter filter (obx__dead_params): NULL arguments match all. */
@@ -3498,14 +3554,16 @@ enum {
 static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))"},
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+     "coalesce(?7, {W}), ?8, " OBX__ORDERED_NEXT("?8") ")"},
     /* sqliteodbc shows RETURNING rows only for statements that start
      * with SELECT or WITH: hence the empty CTE. */
     {OBX__Q_CLAIM,
      "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
      "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
-     "WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W} "
-     "AND \"IsProcessed\" = 0 ORDER BY \"NextAttemptAt\" LIMIT ?) RETURNING " OBX__SQLITE_COLS},
+     "WHERE \"Id\" IN (SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= {W} "
+     "AND c.\"IsProcessed\" = 0 AND " OBX__ORDERED_HEAD " ORDER BY c.\"NextAttemptAt\" LIMIT ?) "
+     "RETURNING " OBX__SQLITE_COLS},
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
      "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
@@ -3542,9 +3600,11 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      * API per execute, so one execute per row is the slow part. */
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\") SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
-     "json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), "
-     "json_extract(value, '$[5]'), coalesce(json_extract(value, '$[5]'), {W}) FROM json_each(?)"},
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\") SELECT json_extract(j.value, '$[0]'), "
+     "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
+     "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), coalesce(json_extract(j.value, '$[5]'), {W}), "
+     "json_extract(j.value, '$[6]'), " OBX__ORDERED_NEXT("json_extract(j.value, '$[6]')") " + j.key "
+     "FROM json_each(?) AS j"},
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") VALUES (?, ?, ?, ?)"},
     {OBX__Q_JOIN_ATTACH,
@@ -3588,9 +3648,13 @@ static const obx__sqlset obx__sqlite_outbox = {
     "    \"NextAttemptAt\" INTEGER NOT NULL DEFAULT ({W}),\n"
     "    \"MessageId\"     TEXT NOT NULL,\n"
     "    \"CorrelationId\" TEXT NULL,\n"
-    "    \"DueTimeUtc\"    INTEGER NULL\n"
+    "    \"DueTimeUtc\"    INTEGER NULL,\n"
+    "    \"OrderingKey\"   TEXT NULL,\n"
+    "    \"OrderingSeq\"   INTEGER NULL\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (\"OrderingKey\", \"OrderingSeq\") "
+    "WHERE \"OrderingKey\" IS NOT NULL AND \"Status\" <> 2",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") WHERE \"Status\" = 1",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (\"ProcessedAt\") WHERE \"Status\" = 2",
     "CREATE TABLE IF NOT EXISTS {J} (\n"
@@ -3657,14 +3721,16 @@ static const obx__sqlset obx__sqlite_outbox = {
 static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (CAST(? AS uuid), CAST(? AS uuid), ?, ?, ?, "
-     "to_timestamp(CAST(? AS bigint) / 1000.0), "
-     "coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()))"},
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\") VALUES (CAST(?1 AS uuid), "
+     "CAST(?2 AS uuid), ?3, ?4, ?5, to_timestamp(CAST(?6 AS bigint) / 1000.0), "
+     "coalesce(to_timestamp(CAST(?7 AS bigint) / 1000.0), now()), CAST(?8 AS varchar), "
+     OBX__ORDERED_NEXT("CAST(?8 AS varchar)") ")"},
     {OBX__Q_CLAIM,
      "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
      "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)) "
-     "WHERE \"Id\" = ANY (ARRAY(SELECT \"Id\" FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now() "
-     "AND NOT \"IsProcessed\" ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
+     "WHERE \"Id\" = ANY (ARRAY(SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND "
+     "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_HEAD " "
+     "ORDER BY c.\"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
      "RETURNING " OBX__PG_COLS},
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = true, \"ProcessedAt\" = now(), "
@@ -3702,10 +3768,12 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      * server (psqlODBC's own array binding sends one INSERT per row). */
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\") SELECT u.id, u.mid, u.topic, u.payload, u.corr, "
-     "to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()) "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\") SELECT u.id, u.mid, u.topic, "
+     "u.payload, u.corr, to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()), "
+     "u.okey, " OBX__ORDERED_NEXT("u.okey") " + u.n - 1 "
      "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
-     "CAST(? AS text[]), CAST(? AS bigint[])) AS u(id, mid, topic, payload, corr, due)"},
+     "CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS text[])) WITH ORDINALITY "
+     "AS u(id, mid, topic, payload, corr, due, okey, n)"},
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") "
      "VALUES (CAST(? AS uuid), ?, CAST(? AS integer), ?)"},
@@ -3756,9 +3824,13 @@ static const obx__sqlset obx__postgresql_outbox = {
     "    \"NextAttemptAt\" timestamptz NOT NULL DEFAULT now(),\n"
     "    \"MessageId\"     uuid NOT NULL,\n"
     "    \"CorrelationId\" varchar(255) NULL,\n"
-    "    \"DueTimeUtc\"    timestamptz NULL\n"
+    "    \"DueTimeUtc\"    timestamptz NULL,\n"
+    "    \"OrderingKey\"   varchar(255) NULL,\n"
+    "    \"OrderingSeq\"   bigint NULL\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (\"OrderingKey\", \"OrderingSeq\") "
+    "WHERE \"OrderingKey\" IS NOT NULL AND \"Status\" <> 2",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") WHERE \"Status\" = 1",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (\"ProcessedAt\") WHERE \"Status\" = 2",
     "CREATE TABLE IF NOT EXISTS {J} (\n"
@@ -3815,10 +3887,11 @@ static const obx__sqlset obx__postgresql_outbox = {
     "    UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = p_owner,\n"
     "           \"LockedUntil\" = now() + make_interval(secs => p_lease_seconds)\n"
     "     WHERE \"Id\" = ANY (ARRAY(\n"
-    "        SELECT \"Id\" FROM {T}\n"
-    "         WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now() AND NOT \"IsProcessed\"\n"
-    "         ORDER BY \"NextAttemptAt\" LIMIT p_batch\n"
-    "           FOR UPDATE SKIP LOCKED))\n"
+    "        SELECT c.\"Id\" FROM {T} AS c\n"
+    "         WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\"\n"
+    "           AND " OBX__ORDERED_HEAD "\n"
+    "         ORDER BY c.\"NextAttemptAt\" LIMIT p_batch\n"
+    "           FOR UPDATE OF c SKIP LOCKED))\n"
     "    RETURNING *\n"
     "$$",
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Ack\"(p_processed_by varchar, p_owner uuid, "
@@ -3883,7 +3956,17 @@ static const obx__sqlset obx__postgresql_outbox = {
 #define OBX__MY_COLS                                                                        \
     "`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, " OBX__MY_MS("CreatedAt") ", "   \
     OBX__MY_MS("DueTimeUtc") ", `RetryCount`, `LastError`, `Status`, " OBX__MY_MS("ProcessedAt") \
-    ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_MS("NextAttemptAt")
+    ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_MS("NextAttemptAt") \
+    ", `OrderingKey`"
+/* Ordered delivery (see OBX__ORDERED_HEAD): `OrderingLive` is the key of a
+ * row that is not Done, else NULL. */
+#define OBX__MY_ORDERED_HEAD                                                                      \
+    "(c.`OrderingKey` IS NULL OR NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.`OrderingLive` = "       \
+    "c.`OrderingKey` AND (o.`Status` = 1 OR (o.`Status` = 0 AND (o.`OrderingSeq` < c.`OrderingSeq` "  \
+    "OR (o.`OrderingSeq` = c.`OrderingSeq` AND o.`Id` < c.`Id`))))))"
+#define OBX__MY_ORDERED_NEXT(k)                                                                   \
+    "IF(" k " IS NULL, NULL, (SELECT COALESCE(MAX(o.`OrderingSeq`), 0) + 1 FROM {T} AS o "           \
+    "WHERE o.`OrderingLive` = " k "))"
 /* The rows an id list names, by primary key: MariaDB 10.11 runs "Id IN
  * (SELECT ... JSON_TABLE)" in an UPDATE as a scan that also waits on other
  * workers' row locks, so settles join the list first (its marker is
@@ -3911,8 +3994,8 @@ static const obx__sqlset obx__postgresql_outbox = {
 static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
-     "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", "
-     "COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)))"},
+     "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MY_FROM_MS("?6") ", "
+     "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6)), ?8, " OBX__MY_ORDERED_NEXT("?8") ")"},
     /* The update checks the row again and the read takes only rows that
      * carry our token: where row locks are per node (Galera), two nodes
      * can pick one row, and the one that updates second must not get it. */
@@ -3954,12 +4037,14 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     /* A whole batch in one statement, read from one JSON array of rows. */
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
-     "`NextAttemptAt`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
-     OBX__MY_FROM_MS("j.`due`") ", COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6)) "
+     "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
+     OBX__MY_FROM_MS("j.`due`") ", COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6)), j.`okey`, "
+     OBX__MY_ORDERED_NEXT("j.`okey`") " + j.`n` - 1 "
      "FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$[0]', `mid` CHAR(36) PATH '$[1]', "
      "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
      "`payload` LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]', "
-     "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]')) AS j"},
+     "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]', "
+     "`okey` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[6]', `n` FOR ORDINALITY)) AS j"},
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (`JoinId`, `GroupingKey`, `ExpectedSteps`, `Metadata`) VALUES (?, ?, ?, ?)"},
     {OBX__Q_JOIN_ATTACH,
@@ -3980,9 +4065,9 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      * each, 4-17 ms per pick; the window makes it 0.6 ms, and the drain
      * 1.8x. The index is forced: a scan and sort would read every row. */
     {OBX__Q_CLAIM_PICK,
-     "SELECT t.`Id` FROM (SELECT `Id` FROM {T} FORCE INDEX (`IX_{N}_Ready`) WHERE `Status` = 0 "
-     "AND `NextAttemptAt` <= UTC_TIMESTAMP(6) AND `IsProcessed` = 0 ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
-     "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
+     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_Ready`) WHERE c.`Status` = 0 "
+     "AND c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND c.`IsProcessed` = 0 AND " OBX__MY_ORDERED_HEAD " "
+     "ORDER BY c.`NextAttemptAt` LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
      "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
@@ -4016,7 +4101,11 @@ static const obx__sqlset obx__mariadb_outbox = {
     "    `MessageId`     CHAR(36) NOT NULL,\n"
     "    `CorrelationId` VARCHAR(255) NULL,\n"
     "    `DueTimeUtc`    DATETIME(6) NULL,\n"
+    "    `OrderingKey`   VARCHAR(255) NULL,\n"
+    "    `OrderingSeq`   BIGINT NULL,\n"
+    "    `OrderingLive`  VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT,\n"
     "    KEY `IX_{N}_Ready` (`Status`, `NextAttemptAt`),\n"
+    "    KEY `IX_{N}_Ordering` (`OrderingLive`, `OrderingSeq`),\n"
     "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
     "    KEY `IX_{N}_Done` (`Status`, `ProcessedAt`)\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
@@ -4075,7 +4164,17 @@ static const obx__sqlset obx__mariadb_outbox = {
     "t.[CorrelationId], " OBX__MS_TO_MS("t.[CreatedAt]") ", " OBX__MS_TO_MS("t.[DueTimeUtc]") ", "     \
     "t.[RetryCount], t.[LastError], t.[Status], " OBX__MS_TO_MS("t.[ProcessedAt]") ", "              \
     "t.[ProcessedBy], " OBX__MS_UTC_MS("t.[LockedUntil]") ", " OBX__MS_GUID("t.[OwnerToken]") ", "    \
-    OBX__MS_TO_MS("t.[NextAttemptAt]")
+    OBX__MS_TO_MS("t.[NextAttemptAt]") ", t.[OrderingKey]"
+/* Ordered delivery (see OBX__ORDERED_HEAD). The check reads without
+ * READPAST: a row of the key that a concurrent claim holds is waited for,
+ * not skipped as if it were not there. */
+#define OBX__MS_ORDERED_HEAD                                                                      \
+    "(c.[OrderingKey] IS NULL OR NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.[OrderingKey] IS NOT NULL " \
+    "AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND (o.[Status] = 1 OR (o.[Status] = 0 "  \
+    "AND (o.[OrderingSeq] < c.[OrderingSeq] OR (o.[OrderingSeq] = c.[OrderingSeq] AND o.[Id] < c.[Id]))))))"
+#define OBX__MS_ORDERED_NEXT(k)                                                                   \
+    "CASE WHEN " k " IS NULL THEN NULL ELSE (SELECT COALESCE(MAX(o.[OrderingSeq]), 0) + 1 FROM {T} AS o "  \
+    "WHERE o.[OrderingKey] IS NOT NULL AND o.[OrderingKey] = " k " AND o.[Status] <> 2) END"
 /* The rows an id list (a JSON array) names. */
 #define OBX__MS_BY_IDS(list) \
     "{T} AS t JOIN OPENJSON(" list ") AS j ON t.[Id] = CAST(j.[value] AS UNIQUEIDENTIFIER)"
@@ -4113,8 +4212,9 @@ static const obx__sqlset obx__mariadb_outbox = {
 static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
-     "[NextAttemptAt]) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", "
-     "COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", SYSDATETIMEOFFSET()))"},
+     "[NextAttemptAt], [OrderingKey], [OrderingSeq]) SELECT ?1, ?2, ?3, ?4, ?5, "
+     OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", "
+     "SYSDATETIMEOFFSET()), ?8, " OBX__MS_ORDERED_NEXT("?8")},
     {OBX__Q_CLAIM,
      "{CALL {S}.[{N}_Claim](?, ?, ?)}"},
     {OBX__Q_ACK,
@@ -4146,11 +4246,12 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
     /* A whole batch in one statement: the lists zipped by position. */
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
-     "[NextAttemptAt]) SELECT i.[value], m.[value], p.[value], b.[value], c.[value], x.[Due], "
-     "COALESCE(x.[Due], SYSDATETIMEOFFSET()) FROM OPENJSON(?) AS i "
+     "[NextAttemptAt], [OrderingKey], [OrderingSeq]) SELECT i.[value], m.[value], p.[value], b.[value], "
+     "c.[value], x.[Due], COALESCE(x.[Due], SYSDATETIMEOFFSET()), k.[value], "
+     OBX__MS_ORDERED_NEXT("k.[value]") " + CAST(i.[key] AS BIGINT) FROM OPENJSON(?) AS i "
      "JOIN OPENJSON(?) AS m ON m.[key] = i.[key] JOIN OPENJSON(?) AS p ON p.[key] = i.[key] "
      "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
-     "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] "
+     "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] JOIN OPENJSON(?) AS k ON k.[key] = i.[key] "
      "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} ([JoinId], [GroupingKey], [ExpectedSteps], [Metadata]) VALUES (?, ?, ?, ?)"},
@@ -4202,11 +4303,16 @@ static const obx__sqlset obx__sqlserver_outbox = {
     "    [CorrelationId] NVARCHAR(255) NULL,\n"
     "    [DueTimeUtc]    DATETIMEOFFSET NULL,\n"
     "    [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,\n"
+    "    [OrderingKey]   NVARCHAR(255) NULL,\n"
+    "    [OrderingSeq]   BIGINT NULL,\n"
     "    CONSTRAINT [PK_{N}] PRIMARY KEY NONCLUSTERED ([Id]),\n"
     "    CONSTRAINT [CX_{N}] UNIQUE CLUSTERED ([Seq])\n"
     ")",
     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Ready', 'IndexID') IS NULL\n"
     "CREATE INDEX [IX_{N}_Ready] ON {T} ([NextAttemptAt]) WHERE [Status] = 0",
+    "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Ordering', 'IndexID') IS NULL\n"
+    "CREATE INDEX [IX_{N}_Ordering] ON {T} ([OrderingKey], [OrderingSeq]) INCLUDE ([Status]) "
+    "WHERE [OrderingKey] IS NOT NULL AND [Status] <> 2",
     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Leased', 'IndexID') IS NULL\n"
     "CREATE INDEX [IX_{N}_Leased] ON {T} ([LockedUntil]) WHERE [Status] = 1",
     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Done', 'IndexID') IS NULL\n"
@@ -4276,10 +4382,11 @@ static const obx__sqlset obx__sqlserver_outbox = {
     "    SET NOCOUNT ON;\n"
     "    DECLARE @claimed TABLE ([ClaimedId] UNIQUEIDENTIFIER PRIMARY KEY);\n"
     "    WITH picked AS (\n"
-    "        SELECT TOP (@BatchSize) [Status], [OwnerToken], [LockedUntil], [Id], [NextAttemptAt]\n"
-    "          FROM {T} WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)\n"
-    "         WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET() AND [IsProcessed] = 0\n"
-    "         ORDER BY [NextAttemptAt])\n"
+    "        SELECT TOP (@BatchSize) c.[Status], c.[OwnerToken], c.[LockedUntil], c.[Id], c.[NextAttemptAt]\n"
+    "          FROM {T} AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)\n"
+    "         WHERE c.[Status] = 0 AND c.[NextAttemptAt] <= SYSDATETIMEOFFSET() AND c.[IsProcessed] = 0\n"
+    "           AND " OBX__MS_ORDERED_HEAD "\n"
+    "         ORDER BY c.[NextAttemptAt])\n"
     "    UPDATE picked SET [Status] = 1, [OwnerToken] = @OwnerToken,\n"
     "           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME())\n"
     "    OUTPUT inserted.[Id] INTO @claimed;\n"
@@ -4362,7 +4469,7 @@ static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct obx__row_offsets {
-    size_t topic, payload, correlation, last_error, processed_by;
+    size_t topic, payload, correlation, last_error, processed_by, ordering_key;
 } obx__row_offsets;
 
 /* The counters as Prometheus metrics (obx_metrics_text): name after "obx_", help. */
@@ -4376,7 +4483,7 @@ static const char *const obx__metric_text[OBX_METRIC_COUNT_][2] = {
 
 /* What only an outbox store keeps: the columns of a batch insert. */
 typedef struct obx__store_own {
-    obx__buf columns[6];
+    obx__buf columns[7];
 } obx__store_own;
 
 
@@ -6668,7 +6775,7 @@ OBX_API obx_result obx_notify(obx_store *s) {
 
 static void obx__store_own_free(const obx__hooks *h, obx__store_own *own) {
     int i;
-    for (i = 0; i < 6; i++) obx__buf_free(h, &own->columns[i]);
+    for (i = 0; i < 7; i++) obx__buf_free(h, &own->columns[i]);
 }
 
 static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
@@ -6731,7 +6838,8 @@ static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, ob
     for (col = 0; m->owner_token[col]; col++)
         if (m->owner_token[col] >= 'A' && m->owner_token[col] <= 'F')
             m->owner_token[col] = (char)(m->owner_token[col] + 32);
-    return obx__get_i64(db, st, 15, &m->next_attempt_ms, NULL);
+    if ((r = obx__get_i64(db, st, 15, &m->next_attempt_ms, NULL)) != OBX_OK) return r;
+    return obx__get_append(db, st, 16, SQL_C_CHAR, buf, &o->ordering_key, NULL);
 }
 
 static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o) {
@@ -6740,6 +6848,7 @@ static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__r
     m->correlation_id = obx__at(buf, o->correlation);
     m->last_error = obx__at(buf, o->last_error);
     m->processed_by = obx__at(buf, o->processed_by);
+    m->ordering_key = obx__at(buf, o->ordering_key);
 }
 
 
@@ -6773,6 +6882,9 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
     if (m->correlation_id && !obx__text_fits(m->correlation_id, OBX_CORRELATION_MAX))
         OBX__BAD("correlation_id", OBX_ERR_INVALID_ARG,
                  "correlation_id must be valid UTF-8 of at most %d characters", OBX_CORRELATION_MAX);
+    if (m->ordering_key && !obx__text_fits(m->ordering_key, OBX_ORDERING_KEY_MAX))
+        OBX__BAD("ordering_key", OBX_ERR_INVALID_ARG,
+                 "ordering_key must be valid UTF-8 of at most %d characters", OBX_ORDERING_KEY_MAX);
     if (m->due_utc_ms < 0 || m->due_utc_ms > OBX_TIME_MAX_MS)
         OBX__BAD("due_utc_ms", OBX_ERR_OUT_OF_RANGE,
                  "due_utc_ms must be 0 (now) or a Unix time in ms up to OBX_TIME_MAX_MS (year 9999)");
@@ -6806,19 +6918,26 @@ static int obx__chunk_end(const obx__enqueue_ctx *c, int from) {
     return i;
 }
 
+/* An optional text: "" is stored as NULL. */
+static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
+
 /* One message's columns as a JSON row: ["id","message id","topic",
- * "payload",correlation or null,due ms or null]. */
+ * "payload",correlation or null,due ms or null,ordering key or null]. */
 static int obx__json_row_add(const obx__hooks *h, obx__buf *b, const char *id, const char *message_id,
                              const obx_new_message *m, size_t payload_len, const char *corr) {
     char due[24];
-    int n = m->due_utc_ms > 0 ? snprintf(due, sizeof due, ",%lld]", (long long)m->due_utc_ms) : 0;
+    const char *key = obx__opt_text(m->ordering_key);
+    int n = m->due_utc_ms > 0 ? snprintf(due, sizeof due, ",%lld", (long long)m->due_utc_ms) : 0;
     return obx__buf_add(h, b, b->len == 0 ? "[[" : ",[", 2) && obx__quoted_add(h, b, id, 36, 0) &&
            obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, message_id, 36, 0) &&
            obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, m->topic, strlen(m->topic), 0) &&
            obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, (const char *)m->payload, payload_len, 0) &&
            (corr ? obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, corr, strlen(corr), 0)
                  : obx__buf_add(h, b, ",null", 5)) &&
-           (n > 0 ? obx__buf_add(h, b, due, (size_t)n) : obx__buf_add(h, b, ",null]", 6));
+           (n > 0 ? obx__buf_add(h, b, due, (size_t)n) : obx__buf_add(h, b, ",null", 5)) &&
+           (key ? obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, key, strlen(key), 0)
+                : obx__buf_add(h, b, ",null", 5)) &&
+           obx__buf_add(h, b, "]", 1);
 }
 
 /* Messages from..to as one multi-row statement (dialects that have one):
@@ -6826,13 +6945,13 @@ static int obx__json_row_add(const obx__hooks *h, obx__buf *b, const char *id, c
 static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, int to) {
     obx_store *s = c->s;
     obx__buf *col = s->own.columns;
-    obx__param p[6];
-    int i, k, ok = 1, rows = db->d->batch_as_json_rows, lists = rows ? 1 : 6;
-    for (k = 0; k < 6; k++) col[k].len = 0;
+    obx__param p[7];
+    int i, k, ok = 1, rows = db->d->batch_as_json_rows, lists = rows ? 1 : 7;
+    for (k = 0; k < 7; k++) col[k].len = 0;
     for (i = from; i < to && ok; i++) {
         const obx_new_message *m = &c->msgs[i];
         char message_id[37], due[24];
-        const char *corr = m->correlation_id && m->correlation_id[0] ? m->correlation_id : NULL;
+        const char *corr = obx__opt_text(m->correlation_id), *key = obx__opt_text(m->ordering_key);
         obx__new_uuid(s, c->ids[i]);
         obx__new_uuid(s, message_id);
         if (rows) {
@@ -6847,7 +6966,9 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
              (corr ? obx__list_add(db->hooks, &col[4], db->d, corr, strlen(corr))
                    : obx__list_add_null(db->hooks, &col[4], db->d)) &&
              (m->due_utc_ms > 0 ? obx__list_add(db->hooks, &col[5], db->d, due, strlen(due))
-                                : obx__list_add_null(db->hooks, &col[5], db->d));
+                                : obx__list_add_null(db->hooks, &col[5], db->d)) &&
+             (key ? obx__list_add(db->hooks, &col[6], db->d, key, strlen(key))
+                  : obx__list_add_null(db->hooks, &col[6], db->d));
     }
     for (k = 0; k < lists && ok; k++) {
         ok = obx__list_end(db->hooks, &col[k], db->d);
@@ -6872,8 +6993,8 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
     for (i = 0; i < c->count; i++) {
         const obx_new_message *m = &c->msgs[i];
         char message_id[37];
-        obx__param p[7];
-        const char *corr = m->correlation_id && m->correlation_id[0] ? m->correlation_id : NULL;
+        obx__param p[8];
+        const char *corr = obx__opt_text(m->correlation_id);
         obx_result r;
         obx__new_uuid(c->s, c->ids[i]);
         obx__new_uuid(c->s, message_id);
@@ -6890,7 +7011,8 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
             p[5].ind = SQL_NULL_DATA;
             p[6] = p[5];
         }
-        r = obx__exec(db, OBX__Q_INSERT, c->s->sql[OBX__Q_INSERT], p, 7, NULL, NULL);
+        obx__p_text(&p[7], obx__opt_text(m->ordering_key), (size_t)-1);
+        r = obx__exec(db, OBX__Q_INSERT, c->s->sql[OBX__Q_INSERT], p, 8, NULL, NULL);
         if (r != OBX_OK) return r;
     }
     return OBX_OK;

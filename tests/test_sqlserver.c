@@ -165,7 +165,7 @@ static void test_deploy(void) {
         TT_EXPECT(strstr(q, "\nGO") == NULL);
         if (q[0] != '<') batches++;
     }
-    TT_EQ_INT(batches, 18);
+    TT_EQ_INT(batches, 19);
     TT_EXPECT(strstr(fake_log_sql(0), "SET QUOTED_IDENTIFIER ON;") != NULL); /* filtered indexes need it */
     TT_EQ_STR(fake_log_sql(fake_log_count() - 2), "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;");
     TT_EQ_INT(fake_commits(), 1);
@@ -215,17 +215,23 @@ static void test_enqueue(void) {
     m.payload_len = OBX_NTS;
     m.correlation_id = "corr-1";
     m.due_utc_ms = 1767225600123; /* 2026-01-01T00:00:00.123Z */
+    m.ordering_key = "customer-7";
     TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
     e = first_exec();
     q = fake_log_sql(e);
     TT_EXPECT(strncmp(q, "INSERT INTO [dbo].[Outbox] ([Id], [MessageId], [Topic], [Payload], [CorrelationId], "
-                         "[DueTimeUtc], [NextAttemptAt]) VALUES (?, ?, ?, ?, ?, DATEADD(MILLISECOND, CAST(? % 86400000 AS INT), "
-                         "DATEADD(DAY, CAST(? / 86400000 AS INT), CAST('1970-01-01T00:00:00+00:00' AS DATETIMEOFFSET(3))))",
+                         "[DueTimeUtc], [NextAttemptAt], [OrderingKey], [OrderingSeq]) SELECT ?, ?, ?, ?, ?, DATEADD(MILLISECOND, "
+                         "CAST(? % 86400000 AS INT), DATEADD(DAY, CAST(? / 86400000 AS INT), "
+                         "CAST('1970-01-01T00:00:00+00:00' AS DATETIMEOFFSET(3))))",
                   200) == 0);
-    /* The due time is used twice, the next attempt twice: numbered markers
-     * bind it at each place. */
-    TT_EQ_INT(count_char(q, '?'), 9);
-    TT_EQ_INT(fake_log_param_count(e), 9);
+    /* The due time is used twice, the next attempt twice, the ordering key
+     * three times: numbered markers bind it at each place. */
+    TT_EQ_INT(count_char(q, '?'), 12);
+    TT_EQ_INT(fake_log_param_count(e), 12);
+    TT_EQ_STR(fake_log_param_text(e, 0, 10), "customer-7");
+    TT_EQ_STR(fake_log_param_text(e, 0, 12), "customer-7");
+    TT_EXPECT(strstr(q, "MAX(o.[OrderingSeq]), 0) + 1 FROM [dbo].[Outbox] AS o WHERE o.[OrderingKey] IS NOT NULL "
+                        "AND o.[OrderingKey] = ? AND o.[Status] <> 2") != NULL);
     TT_EQ_STR(fake_log_param_text(e, 0, 1), id);
     TT_EQ_STR(fake_log_param_text(e, 0, 3), "order.created");
     TT_EQ_STR(fake_log_param_text(e, 0, 6), "1767225600123");
@@ -272,9 +278,10 @@ static void test_enqueue_batch(void) {
     TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 3, ids), OBX_OK);
     e = first_exec();
     q = fake_log_sql(e);
-    /* One statement for the batch: six JSON arrays zipped by position. */
+    /* One statement for the batch: seven JSON arrays zipped by position. */
     TT_EXPECT(strstr(q, "FROM OPENJSON(?) AS i JOIN OPENJSON(?) AS m ON m.[key] = i.[key]") != NULL);
-    TT_EQ_INT(fake_log_param_count(e), 6);
+    TT_EQ_INT(fake_log_param_count(e), 7);
+    TT_EQ_STR(fake_log_param_text(e, 0, 7), "[null,null,null]");
     TT_EXPECT(strstr(fake_log_param_text(e, 0, 1), ids[2]) != NULL);
     TT_EXPECT(strstr(fake_log_param_text(e, 0, 3), "\"t\\\"quoted\\\"\"") != NULL);
     TT_EQ_STR(fake_log_param_text(e, 0, 6), "[null,null,\"1767225600000\"]");
@@ -292,10 +299,10 @@ static void test_017_claim(void) {
     static const char *const rows[] = {
         "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c", "order.created",
         "{\"n\":1}", NULL, "1767225600000", NULL, "2", "boom", "1", NULL, NULL, "1767225660000",
-        "0190a1b2-0000-7000-8000-000000000001", "1767225600500"};
+        "0190a1b2-0000-7000-8000-000000000001", "1767225600500", "customer-7"};
     TT_ASSERT(s != NULL);
     strcpy(owner, "0190a1b2-0000-7000-8000-000000000001");
-    fake_push_rows(15, 1, rows);
+    fake_push_rows(16, 1, rows);
     TT_EQ_INT(obx_claim(s, owner, 30, 50, &ms, &n), OBX_OK);
     e = first_exec();
     /* The seed's Outbox_Claim: one round trip, an RPC call. */
@@ -315,6 +322,7 @@ static void test_017_claim(void) {
     TT_EQ_INT(ms[0].locked_until_ms, 1767225660000);
     TT_EQ_INT(ms[0].next_attempt_ms, 1767225600500);
     TT_EQ_INT(ms[0].due_time_ms, 0);
+    TT_EQ_STR(ms[0].ordering_key, "customer-7");
     TT_EQ_INT(fake_commits(), 1);
     obx_store_close(s);
 }
@@ -378,7 +386,7 @@ static void test_get_cleanup_stats(void) {
     int e;
     static const char *const stats[] = {"7", "1500"};
     TT_ASSERT(s != NULL);
-    fake_push_rows(15, 0, NULL);
+    fake_push_rows(16, 0, NULL);
     TT_EQ_INT(obx_get(s, "0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B", &m), OBX_ERR_NOT_FOUND);
     e = first_exec();
     TT_EXPECT(strstr(fake_log_sql(e), "FROM [dbo].[Outbox] AS t WHERE t.[Id] = ?") != NULL);
@@ -715,12 +723,12 @@ static void test_dead_letters(void) {
     int64_t changed = -1;
     static const char *const rows[] = {
         "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c", "dl.a",
-        "{}", NULL, "1767225600000", NULL, "3", "timeout 503", "3", NULL, NULL, NULL, NULL, "1767225600500"};
+        "{}", NULL, "1767225600000", NULL, "3", "timeout 503", "3", NULL, NULL, NULL, NULL, "1767225600500", NULL};
     TT_ASSERT(s != NULL);
     memset(&f, 0, sizeof f);
     f.topic = "dl.a";
     f.error_contains = "timeout";
-    fake_push_rows(15, 1, rows);
+    fake_push_rows(16, 1, rows);
     TT_EQ_INT(obx_dead_list(s, &f, 5, 10, &ms, &n), OBX_OK);
     TT_EQ_INT(n, 1);
     TT_EQ_STR(ms[0].last_error, "timeout 503");

@@ -14,9 +14,12 @@ CREATE TABLE IF NOT EXISTS "Outbox" (
     "NextAttemptAt" INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
     "MessageId"     TEXT NOT NULL,
     "CorrelationId" TEXT NULL,
-    "DueTimeUtc"    INTEGER NULL
+    "DueTimeUtc"    INTEGER NULL,
+    "OrderingKey"   TEXT NULL,
+    "OrderingSeq"   INTEGER NULL
 );
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "Outbox" ("NextAttemptAt") WHERE "Status" = 0;
+CREATE INDEX IF NOT EXISTS "IX_Outbox_Ordering" ON "Outbox" ("OrderingKey", "OrderingSeq") WHERE "OrderingKey" IS NOT NULL AND "Status" <> 2;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "Outbox" ("LockedUntil") WHERE "Status" = 1;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Done" ON "Outbox" ("ProcessedAt") WHERE "Status" = 2;
 CREATE TABLE IF NOT EXISTS "OutboxJoin" (

@@ -27,12 +27,17 @@ CREATE TABLE [dbo].[Outbox] (
     [CorrelationId] NVARCHAR(255) NULL,
     [DueTimeUtc]    DATETIMEOFFSET NULL,
     [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,
+    [OrderingKey]   NVARCHAR(255) NULL,
+    [OrderingSeq]   BIGINT NULL,
     CONSTRAINT [PK_Outbox] PRIMARY KEY NONCLUSTERED ([Id]),
     CONSTRAINT [CX_Outbox] UNIQUE CLUSTERED ([Seq])
 )
 GO
 IF INDEXPROPERTY(OBJECT_ID(N'[dbo].[Outbox]'), N'IX_Outbox_Ready', 'IndexID') IS NULL
 CREATE INDEX [IX_Outbox_Ready] ON [dbo].[Outbox] ([NextAttemptAt]) WHERE [Status] = 0
+GO
+IF INDEXPROPERTY(OBJECT_ID(N'[dbo].[Outbox]'), N'IX_Outbox_Ordering', 'IndexID') IS NULL
+CREATE INDEX [IX_Outbox_Ordering] ON [dbo].[Outbox] ([OrderingKey], [OrderingSeq]) INCLUDE ([Status]) WHERE [OrderingKey] IS NOT NULL AND [Status] <> 2
 GO
 IF INDEXPROPERTY(OBJECT_ID(N'[dbo].[Outbox]'), N'IX_Outbox_Leased', 'IndexID') IS NULL
 CREATE INDEX [IX_Outbox_Leased] ON [dbo].[Outbox] ([LockedUntil]) WHERE [Status] = 1
@@ -104,14 +109,15 @@ BEGIN
     SET NOCOUNT ON;
     DECLARE @claimed TABLE ([ClaimedId] UNIQUEIDENTIFIER PRIMARY KEY);
     WITH picked AS (
-        SELECT TOP (@BatchSize) [Status], [OwnerToken], [LockedUntil], [Id], [NextAttemptAt]
-          FROM [dbo].[Outbox] WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
-         WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET() AND [IsProcessed] = 0
-         ORDER BY [NextAttemptAt])
+        SELECT TOP (@BatchSize) c.[Status], c.[OwnerToken], c.[LockedUntil], c.[Id], c.[NextAttemptAt]
+          FROM [dbo].[Outbox] AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
+         WHERE c.[Status] = 0 AND c.[NextAttemptAt] <= SYSDATETIMEOFFSET() AND c.[IsProcessed] = 0
+           AND (c.[OrderingKey] IS NULL OR NOT EXISTS (SELECT 1 FROM [dbo].[Outbox] AS o WHERE o.[OrderingKey] IS NOT NULL AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND (o.[Status] = 1 OR (o.[Status] = 0 AND (o.[OrderingSeq] < c.[OrderingSeq] OR (o.[OrderingSeq] = c.[OrderingSeq] AND o.[Id] < c.[Id]))))))
+         ORDER BY c.[NextAttemptAt])
     UPDATE picked SET [Status] = 1, [OwnerToken] = @OwnerToken,
            [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME())
     OUTPUT inserted.[Id] INTO @claimed;
-    SELECT LOWER(CONVERT(NCHAR(36), t.[Id])), LOWER(CONVERT(NCHAR(36), t.[MessageId])), t.[Topic], t.[Payload], t.[CorrelationId], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[CreatedAt], '+00:00') AS DATETIME2(7))), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[DueTimeUtc], '+00:00') AS DATETIME2(7))), t.[RetryCount], t.[LastError], t.[Status], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[ProcessedAt], '+00:00') AS DATETIME2(7))), t.[ProcessedBy], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), t.[LockedUntil]), LOWER(CONVERT(NCHAR(36), t.[OwnerToken])), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[NextAttemptAt], '+00:00') AS DATETIME2(7)))
+    SELECT LOWER(CONVERT(NCHAR(36), t.[Id])), LOWER(CONVERT(NCHAR(36), t.[MessageId])), t.[Topic], t.[Payload], t.[CorrelationId], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[CreatedAt], '+00:00') AS DATETIME2(7))), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[DueTimeUtc], '+00:00') AS DATETIME2(7))), t.[RetryCount], t.[LastError], t.[Status], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[ProcessedAt], '+00:00') AS DATETIME2(7))), t.[ProcessedBy], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), t.[LockedUntil]), LOWER(CONVERT(NCHAR(36), t.[OwnerToken])), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[NextAttemptAt], '+00:00') AS DATETIME2(7))), t.[OrderingKey]
       FROM [dbo].[Outbox] AS t JOIN @claimed AS c ON t.[Id] = c.[ClaimedId]
      ORDER BY t.[NextAttemptAt];
 END
