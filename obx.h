@@ -3524,13 +3524,19 @@ enum {
  * has none: a generated column that is NULL for those rows, so rows
  * without a key never change that index). */
 #define OBX__ORDERED_HEAD                                                                         \
-    "(c.\"OrderingKey\" IS NULL OR NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = "      \
-    "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND (o.\"Status\" = 1 OR (o.\"Status\" = 0 AND "         \
-    "(o.\"OrderingSeq\" < c.\"OrderingSeq\" OR (o.\"OrderingSeq\" = c.\"OrderingSeq\" AND o.\"Id\" < c.\"Id\"))))))"
-/* The next OrderingSeq of key `k` (an expression): NULL without a key. */
+    "(c.\"OrderingKey\" IS NULL OR (NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = "     \
+    "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 0 AND o.\"OrderingSeq\" <= c.\"OrderingSeq\" "  \
+    "AND (o.\"OrderingSeq\" < c.\"OrderingSeq\" OR o.\"Id\" < c.\"Id\")) AND NOT EXISTS (SELECT 1 FROM {T} AS o "  \
+    "WHERE o.\"OrderingKey\" = c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 1)))"
+/* The next OrderingSeq of key `k` (an expression): NULL without a key. One
+ * probe per state that counts, each the top of an index range. */
+#define OBX__ORDERED_MAX(k, st)                                                                   \
+    "coalesce((SELECT max(o.\"OrderingSeq\") FROM {T} AS o WHERE o.\"OrderingKey\" = " k " AND "         \
+    "o.\"Status\" <> 2 AND o.\"Status\" = " st "), 0)"
 #define OBX__ORDERED_NEXT(k)                                                                      \
-    "CASE WHEN " k " IS NULL THEN NULL ELSE (SELECT coalesce(max(o.\"OrderingSeq\"), 0) + 1 FROM {T} AS o "  \
-    "WHERE o.\"OrderingKey\" = " k " AND o.\"Status\" <> 2) END"
+    "CASE WHEN " k " IS NULL THEN NULL ELSE (SELECT max(v) + 1 FROM (SELECT " OBX__ORDERED_MAX(k, "0")  \
+    " AS v UNION ALL SELECT " OBX__ORDERED_MAX(k, "1") " UNION ALL SELECT " OBX__ORDERED_MAX(k, "3")     \
+    ") AS m) END"
 
 /* Columns of a message row, in the order obx__read_message expects. */
 #define OBX__SQLITE_COLS                                                                  \
@@ -3653,7 +3659,7 @@ static const obx__sqlset obx__sqlite_outbox = {
     "    \"OrderingSeq\"   INTEGER NULL\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (\"OrderingKey\", \"OrderingSeq\") "
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (\"OrderingKey\", \"Status\", \"OrderingSeq\") "
     "WHERE \"OrderingKey\" IS NOT NULL AND \"Status\" <> 2",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") WHERE \"Status\" = 1",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (\"ProcessedAt\") WHERE \"Status\" = 2",
@@ -3829,7 +3835,7 @@ static const obx__sqlset obx__postgresql_outbox = {
     "    \"OrderingSeq\"   bigint NULL\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (\"OrderingKey\", \"OrderingSeq\") "
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (\"OrderingKey\", \"Status\", \"OrderingSeq\") "
     "WHERE \"OrderingKey\" IS NOT NULL AND \"Status\" <> 2",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") WHERE \"Status\" = 1",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (\"ProcessedAt\") WHERE \"Status\" = 2",
@@ -3959,14 +3965,18 @@ static const obx__sqlset obx__postgresql_outbox = {
     ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_MS("NextAttemptAt") \
     ", `OrderingKey`"
 /* Ordered delivery (see OBX__ORDERED_HEAD): `OrderingLive` is the key of a
- * row that is not Done, else NULL. */
+ * row that is not Done, `OrderingState` its Status, both else NULL. */
 #define OBX__MY_ORDERED_HEAD                                                                      \
-    "(c.`OrderingKey` IS NULL OR NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.`OrderingLive` = "       \
-    "c.`OrderingKey` AND (o.`Status` = 1 OR (o.`Status` = 0 AND (o.`OrderingSeq` < c.`OrderingSeq` "  \
-    "OR (o.`OrderingSeq` = c.`OrderingSeq` AND o.`Id` < c.`Id`))))))"
+    "(c.`OrderingKey` IS NULL OR (NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.`OrderingLive` = "      \
+    "c.`OrderingKey` AND o.`OrderingState` = 0 AND o.`OrderingSeq` <= c.`OrderingSeq` AND "           \
+    "(o.`OrderingSeq` < c.`OrderingSeq` OR o.`Id` < c.`Id`)) AND NOT EXISTS (SELECT 1 FROM {T} AS o "  \
+    "WHERE o.`OrderingLive` = c.`OrderingKey` AND o.`OrderingState` = 1)))"
+#define OBX__MY_ORDERED_MAX(k, st)                                                                \
+    "COALESCE((SELECT MAX(o.`OrderingSeq`) FROM {T} AS o WHERE o.`OrderingLive` = " k " AND "        \
+    "o.`OrderingState` = " st "), 0)"
 #define OBX__MY_ORDERED_NEXT(k)                                                                   \
-    "IF(" k " IS NULL, NULL, (SELECT COALESCE(MAX(o.`OrderingSeq`), 0) + 1 FROM {T} AS o "           \
-    "WHERE o.`OrderingLive` = " k "))"
+    "IF(" k " IS NULL, NULL, GREATEST(" OBX__MY_ORDERED_MAX(k, "0") ", " OBX__MY_ORDERED_MAX(k, "1")    \
+    ", " OBX__MY_ORDERED_MAX(k, "3") ") + 1)"
 /* The rows an id list names, by primary key: MariaDB 10.11 runs "Id IN
  * (SELECT ... JSON_TABLE)" in an UPDATE as a scan that also waits on other
  * workers' row locks, so settles join the list first (its marker is
@@ -4104,8 +4114,9 @@ static const obx__sqlset obx__mariadb_outbox = {
     "    `OrderingKey`   VARCHAR(255) NULL,\n"
     "    `OrderingSeq`   BIGINT NULL,\n"
     "    `OrderingLive`  VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT,\n"
+    "    `OrderingState` TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT,\n"
     "    KEY `IX_{N}_Ready` (`Status`, `NextAttemptAt`),\n"
-    "    KEY `IX_{N}_Ordering` (`OrderingLive`, `OrderingSeq`),\n"
+    "    KEY `IX_{N}_Ordering` (`OrderingLive`, `OrderingState`, `OrderingSeq`),\n"
     "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
     "    KEY `IX_{N}_Done` (`Status`, `ProcessedAt`)\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
@@ -4169,12 +4180,18 @@ static const obx__sqlset obx__mariadb_outbox = {
  * READPAST: a row of the key that a concurrent claim holds is waited for,
  * not skipped as if it were not there. */
 #define OBX__MS_ORDERED_HEAD                                                                      \
-    "(c.[OrderingKey] IS NULL OR NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.[OrderingKey] IS NOT NULL " \
-    "AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND (o.[Status] = 1 OR (o.[Status] = 0 "  \
-    "AND (o.[OrderingSeq] < c.[OrderingSeq] OR (o.[OrderingSeq] = c.[OrderingSeq] AND o.[Id] < c.[Id]))))))"
+    "(c.[OrderingKey] IS NULL OR (NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.[OrderingKey] IS NOT NULL " \
+    "AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] = 0 AND "                 \
+    "o.[OrderingSeq] <= c.[OrderingSeq] AND (o.[OrderingSeq] < c.[OrderingSeq] OR o.[Id] < c.[Id])) "     \
+    "AND NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.[OrderingKey] IS NOT NULL AND "                     \
+    "o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] = 1)))"
+#define OBX__MS_ORDERED_MAX(k, st)                                                                \
+    "(SELECT MAX(o.[OrderingSeq]) FROM {T} AS o WHERE o.[OrderingKey] IS NOT NULL AND "              \
+    "o.[OrderingKey] = " k " AND o.[Status] <> 2 AND o.[Status] = " st ")"
 #define OBX__MS_ORDERED_NEXT(k)                                                                   \
-    "CASE WHEN " k " IS NULL THEN NULL ELSE (SELECT COALESCE(MAX(o.[OrderingSeq]), 0) + 1 FROM {T} AS o "  \
-    "WHERE o.[OrderingKey] IS NOT NULL AND o.[OrderingKey] = " k " AND o.[Status] <> 2) END"
+    "CASE WHEN " k " IS NULL THEN NULL ELSE (SELECT COALESCE(MAX(m.[v]), 0) + 1 FROM (VALUES ("         \
+    OBX__MS_ORDERED_MAX(k, "0") "), (" OBX__MS_ORDERED_MAX(k, "1") "), (" OBX__MS_ORDERED_MAX(k, "3")  \
+    ")) AS m([v])) END"
 /* The rows an id list (a JSON array) names. */
 #define OBX__MS_BY_IDS(list) \
     "{T} AS t JOIN OPENJSON(" list ") AS j ON t.[Id] = CAST(j.[value] AS UNIQUEIDENTIFIER)"
@@ -4311,7 +4328,7 @@ static const obx__sqlset obx__sqlserver_outbox = {
     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Ready', 'IndexID') IS NULL\n"
     "CREATE INDEX [IX_{N}_Ready] ON {T} ([NextAttemptAt]) WHERE [Status] = 0",
     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Ordering', 'IndexID') IS NULL\n"
-    "CREATE INDEX [IX_{N}_Ordering] ON {T} ([OrderingKey], [OrderingSeq]) INCLUDE ([Status]) "
+    "CREATE INDEX [IX_{N}_Ordering] ON {T} ([OrderingKey], [Status], [OrderingSeq]) "
     "WHERE [OrderingKey] IS NOT NULL AND [Status] <> 2",
     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Leased', 'IndexID') IS NULL\n"
     "CREATE INDEX [IX_{N}_Leased] ON {T} ([LockedUntil]) WHERE [Status] = 1",

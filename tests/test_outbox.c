@@ -1266,26 +1266,26 @@ static int ord_cmp(const void *a, const void *b) {
 }
 
 /* One worker process: claim, "handle" (about 1 in 8 fail transiently and
- * are retried at once), settle, until the queue is empty twice running. */
+ * are retried at once), settle, until nothing is left unfinished. */
 static int ordered_worker(const char *path, unsigned seed) {
     obx_store *mine = open_table("Outbox", 0);
     char owner[37];
     FILE *out = fopen(path, "w");
     const obx_message *got;
-    int n = 0, i, empty = 0;
+    int n = 0, i;
+    int64_t pending = 1;
     obx_result r;
     if (!mine || !out) return 3;
     obx_owner_token(mine, owner);
-    while (empty < 2) {
+    while (pending > 0) {
         r = obx_claim(mine, owner, 60, 10, &got, &n);
         if (r == OBX_ERR_DB_TRANSIENT) continue;
-        if (r == OBX_EMPTY) {
-            empty++;
-            sleep_ms(20);
+        if (r == OBX_EMPTY) { /* every key busy elsewhere, or all done */
+            if (obx_pending_count(mine, &pending) != OBX_OK) pending = 1;
+            if (pending > 0) sleep_ms(5);
             continue;
         }
         if (r != OBX_OK) return 5;
-        empty = 0;
         for (i = 0; i < n; i++) {
             int key = 0, idx = 0;
             long long start = mono_ns(), end;

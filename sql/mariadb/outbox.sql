@@ -18,8 +18,9 @@ CREATE TABLE IF NOT EXISTS `Outbox` (
     `OrderingKey`   VARCHAR(255) NULL,
     `OrderingSeq`   BIGINT NULL,
     `OrderingLive`  VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT,
+    `OrderingState` TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT,
     KEY `IX_Outbox_Ready` (`Status`, `NextAttemptAt`),
-    KEY `IX_Outbox_Ordering` (`OrderingLive`, `OrderingSeq`),
+    KEY `IX_Outbox_Ordering` (`OrderingLive`, `OrderingState`, `OrderingSeq`),
     KEY `IX_Outbox_Leased` (`Status`, `LockedUntil`),
     KEY `IX_Outbox_Done` (`Status`, `ProcessedAt`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;

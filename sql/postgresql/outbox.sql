@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS "dbo"."Outbox" (
     "OrderingSeq"   bigint NULL
 );
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "dbo"."Outbox" ("NextAttemptAt") WHERE "Status" = 0;
-CREATE INDEX IF NOT EXISTS "IX_Outbox_Ordering" ON "dbo"."Outbox" ("OrderingKey", "OrderingSeq") WHERE "OrderingKey" IS NOT NULL AND "Status" <> 2;
+CREATE INDEX IF NOT EXISTS "IX_Outbox_Ordering" ON "dbo"."Outbox" ("OrderingKey", "Status", "OrderingSeq") WHERE "OrderingKey" IS NOT NULL AND "Status" <> 2;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "dbo"."Outbox" ("LockedUntil") WHERE "Status" = 1;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Done" ON "dbo"."Outbox" ("ProcessedAt") WHERE "Status" = 2;
 CREATE TABLE IF NOT EXISTS "dbo"."OutboxJoin" (
@@ -74,7 +74,7 @@ RETURNS SETOF "dbo"."Outbox" LANGUAGE sql AS $$
      WHERE "Id" = ANY (ARRAY(
         SELECT c."Id" FROM "dbo"."Outbox" AS c
          WHERE c."Status" = 0 AND c."NextAttemptAt" <= now() AND NOT c."IsProcessed"
-           AND (c."OrderingKey" IS NULL OR NOT EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = c."OrderingKey" AND o."Status" <> 2 AND (o."Status" = 1 OR (o."Status" = 0 AND (o."OrderingSeq" < c."OrderingSeq" OR (o."OrderingSeq" = c."OrderingSeq" AND o."Id" < c."Id"))))))
+           AND (c."OrderingKey" IS NULL OR (NOT EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = c."OrderingKey" AND o."Status" <> 2 AND o."Status" = 0 AND o."OrderingSeq" <= c."OrderingSeq" AND (o."OrderingSeq" < c."OrderingSeq" OR o."Id" < c."Id")) AND NOT EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = c."OrderingKey" AND o."Status" <> 2 AND o."Status" = 1)))
          ORDER BY c."NextAttemptAt" LIMIT p_batch
            FOR UPDATE OF c SKIP LOCKED))
     RETURNING *

@@ -37,7 +37,7 @@ IF INDEXPROPERTY(OBJECT_ID(N'[dbo].[Outbox]'), N'IX_Outbox_Ready', 'IndexID') IS
 CREATE INDEX [IX_Outbox_Ready] ON [dbo].[Outbox] ([NextAttemptAt]) WHERE [Status] = 0
 GO
 IF INDEXPROPERTY(OBJECT_ID(N'[dbo].[Outbox]'), N'IX_Outbox_Ordering', 'IndexID') IS NULL
-CREATE INDEX [IX_Outbox_Ordering] ON [dbo].[Outbox] ([OrderingKey], [OrderingSeq]) INCLUDE ([Status]) WHERE [OrderingKey] IS NOT NULL AND [Status] <> 2
+CREATE INDEX [IX_Outbox_Ordering] ON [dbo].[Outbox] ([OrderingKey], [Status], [OrderingSeq]) WHERE [OrderingKey] IS NOT NULL AND [Status] <> 2
 GO
 IF INDEXPROPERTY(OBJECT_ID(N'[dbo].[Outbox]'), N'IX_Outbox_Leased', 'IndexID') IS NULL
 CREATE INDEX [IX_Outbox_Leased] ON [dbo].[Outbox] ([LockedUntil]) WHERE [Status] = 1
@@ -112,7 +112,7 @@ BEGIN
         SELECT TOP (@BatchSize) c.[Status], c.[OwnerToken], c.[LockedUntil], c.[Id], c.[NextAttemptAt]
           FROM [dbo].[Outbox] AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
          WHERE c.[Status] = 0 AND c.[NextAttemptAt] <= SYSDATETIMEOFFSET() AND c.[IsProcessed] = 0
-           AND (c.[OrderingKey] IS NULL OR NOT EXISTS (SELECT 1 FROM [dbo].[Outbox] AS o WHERE o.[OrderingKey] IS NOT NULL AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND (o.[Status] = 1 OR (o.[Status] = 0 AND (o.[OrderingSeq] < c.[OrderingSeq] OR (o.[OrderingSeq] = c.[OrderingSeq] AND o.[Id] < c.[Id]))))))
+           AND (c.[OrderingKey] IS NULL OR (NOT EXISTS (SELECT 1 FROM [dbo].[Outbox] AS o WHERE o.[OrderingKey] IS NOT NULL AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] = 0 AND o.[OrderingSeq] <= c.[OrderingSeq] AND (o.[OrderingSeq] < c.[OrderingSeq] OR o.[Id] < c.[Id])) AND NOT EXISTS (SELECT 1 FROM [dbo].[Outbox] AS o WHERE o.[OrderingKey] IS NOT NULL AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] = 1)))
          ORDER BY c.[NextAttemptAt])
     UPDATE picked SET [Status] = 1, [OwnerToken] = @OwnerToken,
            [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME())
