@@ -291,7 +291,7 @@ check-gateway:
 # (tests/options.sh).
 check-options: | $(B)
 	@tests/deps.sh build cross
-	@WARN="$(WARN)" tests/options.sh
+	@WARN="$(WARN)" GW_PROFILE="$(GW_PROFILE)" tests/options.sh
 	@$(CC) $(CSTD) $(WARN) -Werror -pthread tests/dialects_out.c tests/fake_odbc.c -o $(B)/dialects_out
 	@$(B)/dialects_out > $(B)/dialects_out.log || { cat $(B)/dialects_out.log; exit 1; }
 	@echo "check-options: ok (only the SQLite dialect built in: $$(tail -n 1 $(B)/dialects_out.log))"
@@ -329,8 +329,14 @@ check-deps:
 # ---- size -------------------------------------------------------------------------
 # What one header adds to a program, per architecture and -Os/-O2; each
 # SIZE_SETS entry is "label=defines", one row pair per entry (tests/size.sh).
-SIZE_SETS ?= "all dialects=" \
-             "sqlite only=-DOBX_NO_POSTGRESQL -DOBX_NO_MARIADB -DOBX_NO_SQLSERVER -DIBX_NO_POSTGRESQL -DIBX_NO_MARIADB -DIBX_NO_SQLSERVER"
+# The gateway profile: SQLite only, and none of the features a single-store
+# gateway does without (README "Gateways"); tests/options.sh builds it.
+SQLITE_ONLY = -DOBX_NO_POSTGRESQL -DOBX_NO_MARIADB -DOBX_NO_SQLSERVER \
+              -DIBX_NO_POSTGRESQL -DIBX_NO_MARIADB -DIBX_NO_SQLSERVER
+GW_PROFILE = $(SQLITE_ONLY) -DOBX_NO_JOIN -DOBX_NO_MULTI_STORE -DOBX_NO_METRICS_TEXT \
+             -DOBX_NO_DEAD_LETTERS -DOBX_NO_WAKE_SOCKET -DIBX_NO_MULTI_STORE \
+             -DIBX_NO_METRICS_TEXT -DIBX_NO_DEAD_LETTERS -DIBX_NO_WAKE_SOCKET
+SIZE_SETS ?= "all dialects=" "sqlite only=$(SQLITE_ONLY)" "gateway profile=$(GW_PROFILE)"
 size:
 	@tests/deps.sh build cross
 	@tests/size.sh $(SIZE_SETS)

@@ -105,6 +105,16 @@
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store
  *                        on a left-out dialect is IBX_ERR_UNSUPPORTED
+ *   global, for a gateway that needs less (define them for the whole
+ *   program: a left-out function is not declared, so calling it is a
+ *   compile error; the schema and every struct stay the same):
+ *     IBX_NO_MULTI_STORE  no providers or routers (ibx_provider_*,
+ *                         ibx_router_*): a dispatcher serves one store
+ *     IBX_NO_METRICS_TEXT no ibx_metrics_text (ibx_store_counters and
+ *                         ibx_queue_stats stay)
+ *     IBX_NO_DEAD_LETTERS no ibx_dead_list/_replay/_purge (dead messages
+ *                         are still kept; tools built without the option
+ *                         handle them)
  *   The implementation needs POSIX (clock_gettime): compile that one file
  *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
  *   an #error that says so.
@@ -499,7 +509,8 @@ typedef struct ibx_store_desc {
     const char *schema;          /* default "infra" where the dialect has schemas; ignored by SQLite */
     const char *table;           /* default "Inbox" */
     const char *store_id;        /* name on every log line; default "inbox" */
-    int deploy_schema;           /* nonzero: create the table and indexes if missing */
+    int deploy_schema;           /* nonzero: create the table and indexes if missing, upgrade
+                                    an older release's table (ibx_store_deploy) */
     ibx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
     ibx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
     int statement_timeout_seconds; /* default 0: none. A statement that has no answer after
@@ -733,16 +744,27 @@ IBX_API const ibx_error *ibx_store_last_error(const ibx_store *store);
  * procedures. Statements end with ";" and a newline; SQL Server's are
  * batches ended by a "GO" line (for sqlcmd or SSMS). Writes at most `cap`
  * bytes including the NUL into `out` (may be NULL with cap 0) and the full
- * size including the NUL into *needed (if not NULL). Returns IBX_OK;
+ * size including the NUL into *needed (if not NULL). The text creates new
+ * tables complete and, except on SQLite, also adds the columns an older
+ * release's table lacks (ALTER ... IF NOT EXISTS, SQL Server: IF
+ * COL_LENGTH); ibx_store_deploy upgrades on every dialect. Returns IBX_OK;
  * IBX_ERR_INVALID_ARG (bad names); IBX_ERR_OUT_OF_RANGE (buffer too small:
  * *needed says how much); IBX_ERR_UNSUPPORTED (IBX_DIALECT_AUTO or not an
  * ibx_dialect value). Pure; does not touch a database. */
 IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const char *table,
                                   char *out, size_t cap, size_t *needed);
 
-/* Create the schema objects if they are missing (idempotent; what
- * desc.deploy_schema does at open). Touches the database, own transaction.
- * Returns IBX_OK, IBX_ERR_DB, IBX_ERR_DB_TRANSIENT, IBX_ERR_INVALID_ARG. */
+/* Create the schema objects if they are missing, and upgrade in place a
+ * table an older release deployed: columns added since are added (with
+ * their defaults on existing rows; nothing is dropped or rewritten),
+ * missing indexes created, functions, procedures and triggers replaced by
+ * today's. Idempotent: a table that has every column is only looked at
+ * (one catalog query per added column; no ALTER, so no table lock). What
+ * desc.deploy_schema does at open. Needs CREATE and, for an upgrade,
+ * ALTER on the table. Touches the database, own transaction (MariaDB
+ * commits each DDL statement on its own). Returns IBX_OK, IBX_ERR_DB,
+ * IBX_ERR_DB_TRANSIENT, IBX_ERR_INVALID_ARG (store NULL), IBX_ERR_STATE
+ * (store not open), IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_store_deploy(ibx_store *store);
 
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
@@ -795,6 +817,8 @@ IBX_API ibx_result ibx_queue_stats(ibx_store *store, int64_t *ready, int64_t *ol
  * database (one read). Returns IBX_OK, IBX_ERR_INVALID_ARG (NULL store or
  * pending), IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_pending_count(ibx_store *store, int64_t *pending);
+
+#ifndef IBX_NO_METRICS_TEXT
 /* The store's metrics in the Prometheus text exposition format (0.0.4), for
  * node_exporter's textfile collector or a scrape endpoint of your own:
  *   ibx_messages_*_total, ibx_leases_reaped_total  counters since open
@@ -815,6 +839,7 @@ IBX_API ibx_result ibx_pending_count(ibx_store *store, int64_t *pending);
  * IBX_ERR_INVALID_ARG (store NULL, out NULL with cap > 0);
  * IBX_ERR_NO_MEMORY; IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_metrics_text(ibx_store *store, char *out, size_t cap, size_t *needed);
+#endif
 
 /* What a handler says about a message. */
 typedef enum ibx_outcome {
@@ -861,6 +886,7 @@ typedef struct ibx_dispatcher ibx_dispatcher;
 /* The stores of many databases (one per tenant or site), kept open. */
 typedef struct ibx_provider ibx_provider;
 
+#ifndef IBX_NO_MULTI_STORE
 /* A fixed list of databases, or a discovery callback that the provider
  * calls every refresh interval. All-zero fields take the defaults. */
 typedef struct ibx_provider_desc {
@@ -910,6 +936,7 @@ IBX_API ibx_result ibx_router_get(ibx_provider *provider, const char *key, ibx_s
 
 /* The same for a GUID key, by its canonical lower-case text. */
 IBX_API ibx_result ibx_router_get_guid(ibx_provider *provider, const ibx_guid *key, ibx_store **out);
+#endif /* IBX_NO_MULTI_STORE */
 
 /* A selection strategy of your own: which store to poll next, and what it
  * returned. */
@@ -1064,6 +1091,7 @@ IBX_API ibx_result ibx_notify(ibx_store *store);
  * ibx_dispatcher_on. NULL gives a static "store is NULL" error. */
 IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *dispatcher);
 
+#ifndef IBX_NO_DEAD_LETTERS
 /* ---- Dead letters: list, replay, purge --------------------------------------------- */
 
 /* List dead messages matching `filter` (NULL: all), oldest first (by
@@ -1094,6 +1122,7 @@ IBX_API ibx_result ibx_dead_replay(ibx_store *store, const ibx_dead_filter *filt
  * Returns as ibx_dead_replay (rows deleted by earlier batches stay
  * deleted after an error). */
 IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filter, int64_t *purged);
+#endif /* IBX_NO_DEAD_LETTERS */
 
 /* >>common-end api-engine */
 
@@ -1589,6 +1618,13 @@ typedef struct ibx__dialect {
                                    autocommit costs a round trip, so ours rest in autocommit
                                    and a unit of several statements opens with begin_sql;
                                    not with a statement timeout, see ibx__db_setup) */
+    /* Schema upgrades (ibx__deploy_columns): {C} the quoted column, {K} its
+     * bare name, {D} its type, and the store's names. The probe counts the
+     * column (NULL: the add tests for it itself); it comes first because an
+     * ALTER locks the table even when there is nothing to add (PostgreSQL:
+     * ACCESS EXCLUSIVE, queued behind every open transaction on it). */
+    const char *column_probe;
+    const char *column_add;
 } ibx__dialect;
 
 static const ibx__native_fault ibx__sqlite_natives[] = {
@@ -1624,29 +1660,38 @@ static const ibx__native_fault ibx__no_natives[] = {{0, 0}};
 /* Indexed by ibx_dialect. */
 static const ibx__dialect ibx__dialects[] = {
     {IBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0, 0},
+     ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0, 0, NULL, NULL},
     {IBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1, 1},
+     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1, 1,
+     "SELECT COUNT(*) FROM pragma_table_info('{N}') WHERE name = '{K}'",
+     "ALTER TABLE {T} ADD COLUMN {C} {D}"},
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
     {IBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1, 0, 0},
+     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1, 0, 0,
+     "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
+     "AND NOT attisdropped",
+     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
     {IBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, "START TRANSACTION", SQL_TXN_READ_COMMITTED, 0,
      '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     ibx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0, 1, 1},
+     ibx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0, 1, 1,
+     "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+     "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
+     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
     {IBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", ibx__sqlserver_natives, 1,
-     1, "\nGO\n", 1, 1, NULL, 0, 0, 0},
+     1, "\nGO\n", 1, 1, NULL, 0, 0, 0, NULL,
+     "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}"},
 };
 #define IBX__DIALECT_COUNT ((int)(sizeof ibx__dialects / sizeof ibx__dialects[0]))
 
@@ -1767,11 +1812,30 @@ typedef struct ibx__stmt_row {
     const char *sql;
 } ibx__stmt_row;
 
+/* A column added to the message table after the first release: how a
+ * table deployed by an older release is upgraded in place (see
+ * ibx__deploy_columns). */
+typedef struct ibx__column {
+    const char *name;            /* bare name */
+    const char *type;            /* the dialect's type; NOT NULL needs a DEFAULT */
+} ibx__column;
+#define IBX__COLUMNS_MAX 15
+
 /* A dialect's schema and statements, as each header writes them. */
 typedef struct ibx__sqlset {
     const char *now_ms;          /* {W}: the database clock in Unix ms */
     const char *ddl[32];         /* the schema, one statement each, NULL-terminated */
     const ibx__stmt_row *rows;   /* the statements, by name; {id, NULL} ends */
+    /* Columns of the message table added since the first release, oldest
+     * first, {NULL, NULL} ends. Adding a column is one entry here per
+     * dialect, nothing else: the message table's CREATE TABLE gets it at
+     * its "{A}" (new tables), and deploy adds it to an existing table right
+     * after that statement (old tables), so later DDL (an index on it) and
+     * statements may use it. A new index, trigger or function is one more
+     * ddl entry that is idempotent on its own (IF NOT EXISTS, OR REPLACE,
+     * the dialect's test); a function whose signature changes needs a DROP
+     * ... IF EXISTS of the old signature before it. */
+    ibx__column columns[IBX__COLUMNS_MAX + 1];
 } ibx__sqlset;
 
 /* Expand a statement template with a store's names: {T} the quoted table,
@@ -2840,6 +2904,7 @@ typedef struct ibx__entry {
     int failures;                /* dispatch rounds failed in a row (for the log) */
 } ibx__entry;
 
+#ifndef IBX_NO_MULTI_STORE
 /* The stores of a provider, opened and closed through callbacks so that
  * both headers share the bookkeeping. */
 typedef struct ibx__registry {
@@ -2958,6 +3023,7 @@ IBX__PRIVATE void ibx__registry_free(ibx__registry *r) {
     r->items = NULL;
     r->count = r->cap = 0;
 }
+#endif /* IBX_NO_MULTI_STORE */
 
 /* >> dispatch loop: routes, waiting, waking ---------------------------------------- */
 
@@ -3616,7 +3682,7 @@ static const ibx__sqlset ibx__sqlite_inbox = {
      "    \"Attempt\"       INTEGER NOT NULL DEFAULT 0,\n"
      "    \"LastError\"     TEXT NULL,\n"
      "    \"NextAttemptAt\" INTEGER NOT NULL DEFAULT ({W}),\n"
-     "    \"DueTimeUtc\"    INTEGER NULL,\n"
+     "    \"DueTimeUtc\"    INTEGER NULL{A},\n"
      "    PRIMARY KEY (\"Source\", \"MessageId\")\n"
      ")",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_WorkQueue\" ON {T} (\"NextAttemptAt\") "
@@ -3625,7 +3691,11 @@ static const ibx__sqlset ibx__sqlite_inbox = {
      "WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (\"LastSeenUtc\") WHERE \"Status\" = 'Done'",
      NULL},
-    ibx__sqlite_inbox_rows
+    ibx__sqlite_inbox_rows,
+    /* Columns added since the first release, oldest first: a new column is
+     * one more entry here and in each other dialect's set (ibx__sqlset).
+     * Starts: handler starts since the last outcome (crash-loop quarantine). */
+    {{"Starts", "INTEGER NOT NULL DEFAULT 0"}}
 };
 #define IBX__SQLITE_SET &ibx__sqlite_inbox
 #endif
@@ -3748,7 +3818,7 @@ static const ibx__sqlset ibx__postgresql_inbox = {
      "    \"Attempt\"       integer NOT NULL DEFAULT 0,\n"
      "    \"LastError\"     text NULL,\n"
      "    \"NextAttemptAt\" timestamptz NOT NULL DEFAULT now(),\n"
-     "    \"DueTimeUtc\"    timestamptz NULL,\n"
+     "    \"DueTimeUtc\"    timestamptz NULL{A},\n"
      "    PRIMARY KEY (\"Source\", \"MessageId\")\n"
      ")",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_WorkQueue\" ON {T} (\"NextAttemptAt\") "
@@ -3757,7 +3827,11 @@ static const ibx__sqlset ibx__postgresql_inbox = {
      "WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (\"LastSeenUtc\") WHERE \"Status\" = 'Done'",
      NULL},
-    ibx__postgresql_inbox_rows
+    ibx__postgresql_inbox_rows,
+    /* Columns added since the first release, oldest first: a new column is
+     * one more entry here and in each other dialect's set (ibx__sqlset).
+     * Starts: handler starts since the last outcome (crash-loop quarantine). */
+    {{"Starts", "integer NOT NULL DEFAULT 0"}}
 };
 #define IBX__POSTGRESQL_SET &ibx__postgresql_inbox
 #endif
@@ -3903,14 +3977,18 @@ static const ibx__sqlset ibx__mariadb_inbox = {
      "    `Attempt`       INT NOT NULL DEFAULT 0,\n"
      "    `LastError`     LONGTEXT NULL,\n"
      "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
-     "    `DueTimeUtc`    DATETIME(6) NULL,\n"
+     "    `DueTimeUtc`    DATETIME(6) NULL{A},\n"
      "    PRIMARY KEY (`Source`, `MessageId`),\n"
      "    KEY `IX_{N}_WorkQueue` (`Status`, `NextAttemptAt`),\n"
      "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
      "    KEY `IX_{N}_Cleanup` (`Status`, `LastSeenUtc`)\n"
      ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
      NULL},
-    ibx__mariadb_inbox_rows
+    ibx__mariadb_inbox_rows,
+    /* Columns added since the first release, oldest first: a new column is
+     * one more entry here and in each other dialect's set (ibx__sqlset).
+     * Starts: handler starts since the last outcome (crash-loop quarantine). */
+    {{"Starts", "INT NOT NULL DEFAULT 0"}}
 };
 #define IBX__MARIADB_SET &ibx__mariadb_inbox
 #endif
@@ -4059,7 +4137,7 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
      "    [Attempt]       INT NOT NULL DEFAULT 0,\n"
      "    [LastError]     NVARCHAR(MAX) NULL,\n"
      "    [NextAttemptAt] DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),\n"
-     "    [DueTimeUtc]    DATETIME2(3) NULL,\n"
+     "    [DueTimeUtc]    DATETIME2(3) NULL{A},\n"
      "    [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,\n"
      "    CONSTRAINT [PK_{N}] PRIMARY KEY NONCLUSTERED ([Source], [MessageId]),\n"
      "    CONSTRAINT [CX_{N}] UNIQUE CLUSTERED ([Seq])\n"
@@ -4107,7 +4185,11 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
      "END",
      "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;", /* sqlcmd; the library commits itself */
      NULL},
-    ibx__sqlserver_inbox_rows
+    ibx__sqlserver_inbox_rows,
+    /* Columns added since the first release, oldest first: a new column is
+     * one more entry here and in each other dialect's set (ibx__sqlset).
+     * Starts: handler starts since the last outcome (crash-loop quarantine). */
+    {{"Starts", "INT NOT NULL DEFAULT 0"}}
 };
 #define IBX__SQLSERVER_SET &ibx__sqlserver_inbox
 #endif
@@ -4158,6 +4240,7 @@ typedef struct ibx__row_offsets {
     size_t hash_len;
 } ibx__row_offsets;
 
+#ifndef IBX_NO_METRICS_TEXT
 /* The counters as Prometheus metrics (ibx_metrics_text): name after "ibx_", help. */
 static const char *const ibx__metric_text[IBX_METRIC_COUNT_][2] = {
     {"messages_enqueued_total", "Messages enqueued (inserted, or refreshed while not done)."},
@@ -4167,6 +4250,7 @@ static const char *const ibx__metric_text[IBX_METRIC_COUNT_][2] = {
     {"leases_reaped_total", "Expired leases released, their messages claimable again."},
     {"duplicates_total", "Dedup checks that found the message already done."},
     {"messages_expired_total", "Done messages deleted by cleanup after their retention."}};
+#endif
 
 /* What only an inbox store keeps: room for a stored hash being compared
  * (apart from read_rows, so a get's strings stay valid). */
@@ -4195,13 +4279,17 @@ static int ibx__msg_key_add(const ibx__hooks *h, const ibx__dialect *d, ibx__buf
                             const ibx_message *m);
 /* A message's name in log lines. */
 static void ibx__msg_name(const ibx_message *m, char *out, size_t size);
+#ifndef IBX_NO_DEAD_LETTERS
 /* A dead-letter filter's key fields into p[0] and p[1] (SQL NULL where not
  * given), checked; `buf` holds a normalised copy. */
 static ibx_result ibx__dead_key(ibx_store *s, const char *fn, const ibx_dead_filter *f,
                                 ibx__param p[2], char buf[37]);
+#endif
 /* The worker name of a store description (NULL where the header has none). */
 static const char *ibx__desc_worker(const ibx_store_desc *desc);
+#ifndef IBX_NO_MULTI_STORE
 static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
+#endif
 
 /* Defaults and limits of the engine, used by code and docs alike. */
 #define IBX__BATCH_DEFAULT 50              /* messages per claim */
@@ -4412,23 +4500,97 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     return IBX_OK;
 }
 
+/* One DDL statement with a store's names. "{A}", in the message table's
+ * CREATE TABLE, becomes the columns added since the first release, so a
+ * new table has them all. */
+static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
+                           const char *schema, const char *table, const char *tmpl) {
+    const char *names[26];
+    ibx__buf cols = {NULL, 0, 0};
+    char *full, *out;
+    int i, ok = 1;
+    if (!strstr(tmpl, "{A}")) return ibx__expand(h, d, q, schema, table, tmpl);
+    for (i = 0; ok && i < IBX__COLUMNS_MAX && q->columns[i].name; i++) {
+        char quoted[80], line[320];
+        snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
+        snprintf(line, sizeof line, ",\n    %-15s %s", quoted, q->columns[i].type);
+        ok = ibx__buf_add(h, &cols, line, strlen(line));
+    }
+    memset((void *)names, 0, sizeof names);
+    names['A' - 'A'] = cols.data ? cols.data : "";
+    full = ok ? ibx__sql_expand(h, tmpl, names) : NULL;
+    out = full ? ibx__expand(h, d, q, schema, table, full) : NULL;
+    ibx__free(h, full);
+    ibx__buf_free(h, &cols);
+    return out;
+}
+
+/* A dialect's column template (probe or add) for one added column. */
+static char *ibx__column_text(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
+                              const char *schema, const char *table, const char *tmpl,
+                              const ibx__column *c) {
+    const char *names[26];
+    char quoted[80], *full, *out;
+    snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, c->name, d->quote_close);
+    memset((void *)names, 0, sizeof names);
+    names['C' - 'A'] = quoted;
+    names['K' - 'A'] = c->name;
+    names['D' - 'A'] = c->type;
+    full = ibx__sql_expand(h, tmpl, names);
+    out = full ? ibx__expand(h, d, q, schema, table, full) : NULL;
+    ibx__free(h, full);
+    return out;
+}
+
 /* The schema for one dialect and set of names as one text, each statement
- * followed by the dialect's statement end (what sql/<dialect>/ holds). */
+ * followed by the dialect's statement end (what sql/<dialect>/ holds). The
+ * column additions follow the message table's CREATE TABLE, so that the
+ * text also upgrades an old table; SQLite has no conditional ALTER, so its
+ * text only creates (deploy upgrades its old tables). */
 static char *ibx__schema_text(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
                               const char *schema, const char *table) {
     ibx__buf text = {NULL, 0, 0};
-    int i;
-    for (i = 0; q->ddl[i]; i++) {
-        char *one = ibx__expand(h, d, q, schema, table, q->ddl[i]);
-        int ok = one && ibx__buf_add(h, &text, one, strlen(one)) &&
+    int i, c, ok = 1;
+    for (i = 0; ok && q->ddl[i]; i++) {
+        int adds = strstr(q->ddl[i], "{A}") && d->id != IBX_DIALECT_SQLITE ? IBX__COLUMNS_MAX : 0;
+        for (c = -1; ok && c < adds && (c < 0 || q->columns[c].name); c++) {
+            char *one = c < 0 ? ibx__ddl_text(h, d, q, schema, table, q->ddl[i])
+                              : ibx__column_text(h, d, q, schema, table, d->column_add, &q->columns[c]);
+            ok = one && ibx__buf_add(h, &text, one, strlen(one)) &&
                  ibx__buf_add(h, &text, d->statement_end, strlen(d->statement_end));
-        ibx__free(h, one);
-        if (!ok) {
-            ibx__buf_free(h, &text);
-            return NULL;
+            ibx__free(h, one);
         }
     }
-    return text.data;
+    if (!ok) ibx__buf_free(h, &text);
+    return ok ? text.data : NULL;
+}
+
+/* Upgrade in place: add each column of q->columns the table lacks (one
+ * deployed by an older release). The probe first, so that a table that has
+ * them all is not locked. */
+static ibx_result ibx__deploy_columns(ibx__db *db, ibx_store *s) {
+    ibx_result r = IBX_OK;
+    int i;
+    for (i = 0; r == IBX_OK && i < IBX__COLUMNS_MAX && s->q->columns[i].name; i++) {
+        const ibx__column *c = &s->q->columns[i];
+        char *probe = NULL, *add, found[32] = "0";
+        if (db->d->column_probe &&
+            !(probe = ibx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_probe, c)))
+            break;
+        r = probe ? ibx__query_text(db, probe, found, sizeof found) : IBX_OK;
+        ibx__free(&s->hooks, probe);
+        if (r != IBX_OK || atoi(found) > 0) continue;
+        if (!(add = ibx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_add, c)))
+            break;
+        r = ibx__exec_direct(db, add, "deploy: add column");
+        ibx__free(&s->hooks, add);
+        if (r == IBX_OK && db->d->column_probe)
+            ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "schema upgraded: column %s added to %s",
+                     c->name, s->table);
+    }
+    if (r == IBX_OK && i < IBX__COLUMNS_MAX && s->q->columns[i].name)
+        return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_store_deploy", "out of memory");
+    return r;
 }
 
 static ibx_result ibx__deploy_unit(ibx__db *db, void *ctx) {
@@ -4436,10 +4598,11 @@ static ibx_result ibx__deploy_unit(ibx__db *db, void *ctx) {
     ibx_result r = IBX_OK;
     int i;
     for (i = 0; s->q->ddl[i] && r == IBX_OK; i++) {
-        char *one = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
+        char *one = ibx__ddl_text(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
         if (!one) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_store_deploy", "out of memory");
         r = ibx__exec_direct(db, one, "deploy");
         ibx__free(&s->hooks, one);
+        if (r == IBX_OK && strstr(s->q->ddl[i], "{A}")) r = ibx__deploy_columns(db, s);
     }
     return r;
 }
@@ -5038,6 +5201,46 @@ static ibx_result ibx__pending_unit(ibx__db *db, void *vctx) {
     return r == IBX_EMPTY ? IBX_OK : r;
 }
 
+IBX_API ibx_result ibx_pending_count(ibx_store *store, int64_t *pending) {
+    ibx__stats_ctx ctx;
+    ibx_result r = ibx__store_ready(store, "ibx_pending_count");
+    if (r != IBX_OK) return r;
+    if (!pending)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_pending_count: pending", "must not be NULL");
+    ctx.s = store;
+    ctx.ready = ctx.oldest = 0;
+    r = ibx__unit_read(&store->db, ibx__pending_unit, &ctx, "pending count");
+    if (r != IBX_OK) return r;
+    *pending = ctx.ready;
+    store->pending_estimate = ctx.ready;
+    store->pending_counted_ms = ibx__mono_ms(&store->hooks);
+    return IBX_OK;
+}
+
+/* Backpressure (max_pending): room for n more unfinished messages? The
+ * count runs when the estimate says the cap may be reached, and at most a
+ * second after the last one (other producers' messages are seen then), so
+ * a store with room pays one small read a second at most. IBX_ERR_FULL
+ * names the fill level. */
+static ibx_result ibx__pending_room(ibx_store *s, const char *fn, int64_t n) {
+    int64_t now;
+    ibx_result r;
+    if (s->max_pending <= 0) return IBX_OK;
+    if (s->pending_estimate <= s->max_pending - n &&
+        ibx__mono_ms(&s->hooks) - s->pending_counted_ms < IBX__PENDING_RECOUNT_MS) {
+        s->pending_estimate += n;
+        return IBX_OK;
+    }
+    if ((r = ibx_pending_count(s, &now)) != IBX_OK) return r;
+    if (now > s->max_pending - n)
+        return ibx__fail(&s->err, IBX_ERR_FULL, fn,
+                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more "
+                         "do not fit; enqueue again once the queue drains",
+                         (long long)now, (long long)s->max_pending, (long long)n);
+    s->pending_estimate = now + n;
+    return IBX_OK;
+}
+
 /* >> metrics: handler durations, Prometheus text ------------------------------------ */
 
 /* Count one handler run of `ms` for `topic`. Best effort: out of memory,
@@ -5068,6 +5271,7 @@ static void ibx__hist_record(ibx_store *s, const char *topic, int64_t ms) {
     h->sum_ms += ms;
 }
 
+#ifndef IBX_NO_METRICS_TEXT
 /* Text being written; out of memory is noted once and checked at the end. */
 typedef struct ibx__text_buf {
     const ibx__hooks *h;
@@ -5150,46 +5354,6 @@ static ibx_result ibx__gauges_unit(ibx__db *db, void *vctx) {
     return r == IBX_EMPTY ? IBX_OK : r;
 }
 
-IBX_API ibx_result ibx_pending_count(ibx_store *store, int64_t *pending) {
-    ibx__stats_ctx ctx;
-    ibx_result r = ibx__store_ready(store, "ibx_pending_count");
-    if (r != IBX_OK) return r;
-    if (!pending)
-        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_pending_count: pending", "must not be NULL");
-    ctx.s = store;
-    ctx.ready = ctx.oldest = 0;
-    r = ibx__unit_read(&store->db, ibx__pending_unit, &ctx, "pending count");
-    if (r != IBX_OK) return r;
-    *pending = ctx.ready;
-    store->pending_estimate = ctx.ready;
-    store->pending_counted_ms = ibx__mono_ms(&store->hooks);
-    return IBX_OK;
-}
-
-/* Backpressure (max_pending): room for n more unfinished messages? The
- * count runs when the estimate says the cap may be reached, and at most a
- * second after the last one (other producers' messages are seen then), so
- * a store with room pays one small read a second at most. IBX_ERR_FULL
- * names the fill level. */
-static ibx_result ibx__pending_room(ibx_store *s, const char *fn, int64_t n) {
-    int64_t now;
-    ibx_result r;
-    if (s->max_pending <= 0) return IBX_OK;
-    if (s->pending_estimate <= s->max_pending - n &&
-        ibx__mono_ms(&s->hooks) - s->pending_counted_ms < IBX__PENDING_RECOUNT_MS) {
-        s->pending_estimate += n;
-        return IBX_OK;
-    }
-    if ((r = ibx_pending_count(s, &now)) != IBX_OK) return r;
-    if (now > s->max_pending - n)
-        return ibx__fail(&s->err, IBX_ERR_FULL, fn,
-                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more "
-                         "do not fit; enqueue again once the queue drains",
-                         (long long)now, (long long)s->max_pending, (long long)n);
-    s->pending_estimate = now + n;
-    return IBX_OK;
-}
-
 static void ibx__text_metrics(ibx_store *s, ibx__text_buf *t, const int64_t *gauges) {
     static const char *const gauge_text[4][2] = {
         {"queue_ready_messages", "Messages ready to claim now (due, not leased)."},
@@ -5239,9 +5403,11 @@ IBX_API ibx_result ibx_metrics_text(ibx_store *store, char *out, size_t cap, siz
     ibx__buf_free(&store->hooks, &t.b);
     return r;
 }
+#endif /* IBX_NO_METRICS_TEXT */
 
 /* >> providers and routers --------------------------------------------------------- */
 
+#ifndef IBX_NO_MULTI_STORE
 struct ibx_provider {
     ibx__hooks hooks;
     ibx_error err;
@@ -5415,9 +5581,11 @@ IBX_API ibx_result ibx_router_get_guid(ibx_provider *p, const ibx_guid *key, ibx
     ibx__guid_text(key->bytes, text);
     return ibx_router_get(p, text, out);
 }
+#endif /* IBX_NO_MULTI_STORE */
 
 /* >> dead letters: list, replay, purge ------------------------------------------------- */
 
+#ifndef IBX_NO_DEAD_LETTERS
 /* A filter's arguments as every dialect's DEAD_* statements take them:
  * topic, error text, created from, created before, two key slots (the
  * face's), then limit and offset. NULL texts and zero times bind SQL NULL. */
@@ -5537,6 +5705,7 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
     if (r == IBX_OK && purged) *purged = total;
     return r;
 }
+#endif /* IBX_NO_DEAD_LETTERS */
 
 /* >> lease renewal ------------------------------------------------------------------ */
 
@@ -5875,8 +6044,14 @@ IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_di
     if (!out) return IBX_ERR_INVALID_ARG;
     *out = NULL;
     if (!desc || (desc->store != NULL) == (desc->provider != NULL)) return IBX_ERR_INVALID_ARG;
+#ifdef IBX_NO_MULTI_STORE
+    if (desc->provider) return IBX_ERR_UNSUPPORTED; /* no provider can exist in this build */
+    h = &desc->store->hooks;
+    err = &desc->store->err;
+#else
     h = desc->store ? &desc->store->hooks : &desc->provider->hooks;
     err = desc->store ? &desc->store->err : &desc->provider->err;
+#endif
     if (ibx__dispatcher_desc_check(desc, err) != IBX_OK) return err->result;
     if (ibx__wake_path_check(err, "ibx_dispatcher_create: wake_path", desc->wake_path) != IBX_OK)
         return err->result;
@@ -6314,6 +6489,7 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     return r;
 }
 
+#ifndef IBX_NO_MULTI_STORE
 /* One round over a provider's stores: refresh discovery when due, then
  * poll the store the strategy picks; housekeeping runs per store. */
 /* A store of a provider failed a round: its error becomes the dispatcher's
@@ -6361,6 +6537,12 @@ static ibx_result ibx__dispatch_many(ibx_dispatcher *d, ibx_run_stats *st) {
     /* Empty only when every store has answered empty in a row. */
     return st->claimed > 0 || d->empty_streak < count ? IBX_OK : IBX_EMPTY;
 }
+/* The number of stores a dispatcher serves now. */
+#define IBX__STORE_COUNT(d) ((d)->store ? 1 : (d)->provider->reg.count)
+#else
+#define ibx__dispatch_many(d, st) ((void)(st), IBX_ERR_UNSUPPORTED) /* never: create refuses */
+#define IBX__STORE_COUNT(d) 1
+#endif /* IBX_NO_MULTI_STORE */
 
 IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *d, ibx_run_stats *stats) {
     ibx_run_stats st;
@@ -6378,7 +6560,7 @@ IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *d, ibx_run_stats *sta
 static ibx_result ibx__dispatch_round(void *vd) {
     ibx_dispatcher *d = (ibx_dispatcher *)vd;
     ibx_result r = ibx_dispatcher_run_once(d, NULL);
-    if (r < 0 && d->provider && d->fail_streak < d->provider->reg.count) return IBX_OK;
+    if (r < 0 && d->provider && d->fail_streak < IBX__STORE_COUNT(d)) return IBX_OK;
     return r;
 }
 
@@ -6435,7 +6617,7 @@ IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *d) {
     ibx__log(d->hooks, IBX_LOG_INFO, name,
              "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
              d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
-             d->store ? 1 : d->provider->reg.count);
+             IBX__STORE_COUNT(d));
     ibx__loop_run(&d->loop, &d->timing, ibx__dispatch_round, d, name, d->err);
     ibx__wake_unlisten(d);
     ibx__log(d->hooks, IBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
@@ -6481,10 +6663,12 @@ static const char *ibx__desc_worker(const ibx_store_desc *desc) {
     return NULL;
 }
 
+#ifndef IBX_NO_MULTI_STORE /* only a provider sets it */
 static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker) {
     (void)desc;
     (void)worker;
 }
+#endif
 
 /* A message key (source or message id): required text, and not ending in a
  * space where the database compares text ignoring trailing spaces ("m1 "
@@ -6743,6 +6927,7 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
 
 /* >> get ---------------------------------------------------------------------------- */
 
+#ifndef IBX_NO_DEAD_LETTERS
 /* The inbox's dead-letter key: a source and/or a message id. */
 static ibx_result ibx__dead_key(ibx_store *s, const char *fn, const ibx_dead_filter *f,
                                 ibx__param p[2], char buf[37]) {
@@ -6757,6 +6942,7 @@ static ibx_result ibx__dead_key(ibx_store *s, const char *fn, const ibx_dead_fil
     ibx__p_text(&p[1], f->message_id, (size_t)-1);
     return IBX_OK;
 }
+#endif
 
 IBX_API ibx_result ibx_get(ibx_store *store, const char *message_id, const char *source,
                            ibx_message *message) {

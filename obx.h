@@ -88,6 +88,16 @@
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store
  *                        on a left-out dialect is OBX_ERR_UNSUPPORTED
+ *   global, for a gateway that needs less (define them for the whole
+ *   program: a left-out function is not declared, so calling it is a
+ *   compile error; the schema and every struct stay the same):
+ *     OBX_NO_MULTI_STORE  no providers or routers (obx_provider_*,
+ *                         obx_router_*): a dispatcher serves one store
+ *     OBX_NO_METRICS_TEXT no obx_metrics_text (obx_store_counters and
+ *                         obx_queue_stats stay)
+ *     OBX_NO_DEAD_LETTERS no obx_dead_list/_replay/_purge (dead messages
+ *                         are still kept; tools built without the option
+ *                         handle them)
  *   The implementation needs POSIX (clock_gettime): compile that one file
  *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
  *   an #error that says so.
@@ -164,6 +174,11 @@
  */
 /* >>common-end manual */
 /*
+ *   And for obx.h alone (global, like the three above):
+ *     OBX_NO_JOIN         no joins (obx_join_*); the join tables and
+ *                         triggers are still deployed, so one database
+ *                         serves builds with and without them
+ *
  * 6. DATABASES AND ODBC NOTES ----------------------------------------------
  *   The dialect is detected from SQLGetInfo(SQL_DBMS_NAME) or forced with
  *   obx_store_desc.dialect.
@@ -510,7 +525,8 @@ typedef struct obx_store_desc {
     const char *schema;          /* default "dbo" where the dialect has schemas; ignored by SQLite */
     const char *table;           /* default "Outbox" */
     const char *store_id;        /* name on every log line; default "outbox" */
-    int deploy_schema;           /* nonzero: create tables, indexes, functions if missing */
+    int deploy_schema;           /* nonzero: create tables, indexes, functions if missing,
+                                    upgrade an older release's table (obx_store_deploy) */
     const char *worker_name;     /* ProcessedBy on ack; default: the owner token */
     obx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
     obx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
@@ -732,16 +748,27 @@ OBX_API const obx_error *obx_store_last_error(const obx_store *store);
  * procedures. Statements end with ";" and a newline; SQL Server's are
  * batches ended by a "GO" line (for sqlcmd or SSMS). Writes at most `cap`
  * bytes including the NUL into `out` (may be NULL with cap 0) and the full
- * size including the NUL into *needed (if not NULL). Returns OBX_OK;
+ * size including the NUL into *needed (if not NULL). The text creates new
+ * tables complete and, except on SQLite, also adds the columns an older
+ * release's table lacks (ALTER ... IF NOT EXISTS, SQL Server: IF
+ * COL_LENGTH); obx_store_deploy upgrades on every dialect. Returns OBX_OK;
  * OBX_ERR_INVALID_ARG (bad names); OBX_ERR_OUT_OF_RANGE (buffer too small:
  * *needed says how much); OBX_ERR_UNSUPPORTED (OBX_DIALECT_AUTO or not an
  * obx_dialect value). Pure; does not touch a database. */
 OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const char *table,
                                   char *out, size_t cap, size_t *needed);
 
-/* Create the schema objects if they are missing (idempotent; what
- * desc.deploy_schema does at open). Touches the database, own transaction.
- * Returns OBX_OK, OBX_ERR_DB, OBX_ERR_DB_TRANSIENT, OBX_ERR_INVALID_ARG. */
+/* Create the schema objects if they are missing, and upgrade in place a
+ * table an older release deployed: columns added since are added (with
+ * their defaults on existing rows; nothing is dropped or rewritten),
+ * missing indexes created, functions, procedures and triggers replaced by
+ * today's. Idempotent: a table that has every column is only looked at
+ * (one catalog query per added column; no ALTER, so no table lock). What
+ * desc.deploy_schema does at open. Needs CREATE and, for an upgrade,
+ * ALTER on the table. Touches the database, own transaction (MariaDB
+ * commits each DDL statement on its own). Returns OBX_OK, OBX_ERR_DB,
+ * OBX_ERR_DB_TRANSIENT, OBX_ERR_INVALID_ARG (store NULL), OBX_ERR_STATE
+ * (store not open), OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_store_deploy(obx_store *store);
 
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
@@ -794,6 +821,8 @@ OBX_API obx_result obx_queue_stats(obx_store *store, int64_t *ready, int64_t *ol
  * database (one read). Returns OBX_OK, OBX_ERR_INVALID_ARG (NULL store or
  * pending), OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_pending_count(obx_store *store, int64_t *pending);
+
+#ifndef OBX_NO_METRICS_TEXT
 /* The store's metrics in the Prometheus text exposition format (0.0.4), for
  * node_exporter's textfile collector or a scrape endpoint of your own:
  *   obx_messages_*_total, obx_leases_reaped_total  counters since open
@@ -814,6 +843,7 @@ OBX_API obx_result obx_pending_count(obx_store *store, int64_t *pending);
  * OBX_ERR_INVALID_ARG (store NULL, out NULL with cap > 0);
  * OBX_ERR_NO_MEMORY; OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_metrics_text(obx_store *store, char *out, size_t cap, size_t *needed);
+#endif
 
 /* What a handler says about a message. */
 typedef enum obx_outcome {
@@ -860,6 +890,7 @@ typedef struct obx_dispatcher obx_dispatcher;
 /* The stores of many databases (one per tenant or site), kept open. */
 typedef struct obx_provider obx_provider;
 
+#ifndef OBX_NO_MULTI_STORE
 /* A fixed list of databases, or a discovery callback that the provider
  * calls every refresh interval. All-zero fields take the defaults. */
 typedef struct obx_provider_desc {
@@ -909,6 +940,7 @@ OBX_API obx_result obx_router_get(obx_provider *provider, const char *key, obx_s
 
 /* The same for a GUID key, by its canonical lower-case text. */
 OBX_API obx_result obx_router_get_guid(obx_provider *provider, const obx_guid *key, obx_store **out);
+#endif /* OBX_NO_MULTI_STORE */
 
 /* A selection strategy of your own: which store to poll next, and what it
  * returned. */
@@ -1063,6 +1095,7 @@ OBX_API obx_result obx_notify(obx_store *store);
  * obx_dispatcher_on. NULL gives a static "store is NULL" error. */
 OBX_API const obx_error *obx_dispatcher_last_error(const obx_dispatcher *dispatcher);
 
+#ifndef OBX_NO_DEAD_LETTERS
 /* ---- Dead letters: list, replay, purge --------------------------------------------- */
 
 /* List dead messages matching `filter` (NULL: all), oldest first (by
@@ -1093,9 +1126,11 @@ OBX_API obx_result obx_dead_replay(obx_store *store, const obx_dead_filter *filt
  * Returns as obx_dead_replay (rows deleted by earlier batches stay
  * deleted after an error). */
 OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filter, int64_t *purged);
+#endif /* OBX_NO_DEAD_LETTERS */
 
 /* >>common-end api-engine */
 
+#ifndef OBX_NO_JOIN
 /* ---- Joins (fan-in) --------------------------------------------------------------- */
 
 /* Join states (the OutboxJoin.Status column). */
@@ -1196,6 +1231,7 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
  * enqueued, in one transaction and only once. `user` is unused. */
 OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *error,
                                           size_t error_size, void *user);
+#endif /* OBX_NO_JOIN */
 
 /* >>common-begin head */
 #ifdef __cplusplus
@@ -1689,6 +1725,13 @@ typedef struct obx__dialect {
                                    autocommit costs a round trip, so ours rest in autocommit
                                    and a unit of several statements opens with begin_sql;
                                    not with a statement timeout, see obx__db_setup) */
+    /* Schema upgrades (obx__deploy_columns): {C} the quoted column, {K} its
+     * bare name, {D} its type, and the store's names. The probe counts the
+     * column (NULL: the add tests for it itself); it comes first because an
+     * ALTER locks the table even when there is nothing to add (PostgreSQL:
+     * ACCESS EXCLUSIVE, queued behind every open transaction on it). */
+    const char *column_probe;
+    const char *column_add;
 } obx__dialect;
 
 static const obx__native_fault obx__sqlite_natives[] = {
@@ -1724,29 +1767,38 @@ static const obx__native_fault obx__no_natives[] = {{0, 0}};
 /* Indexed by obx_dialect. */
 static const obx__dialect obx__dialects[] = {
     {OBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0, 0},
+     obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0, 0, NULL, NULL},
     {OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1, 1},
+     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1, 1,
+     "SELECT COUNT(*) FROM pragma_table_info('{N}') WHERE name = '{K}'",
+     "ALTER TABLE {T} ADD COLUMN {C} {D}"},
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
     {OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1, 0, 0},
+     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1, 0, 0,
+     "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
+     "AND NOT attisdropped",
+     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
     {OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, "START TRANSACTION", SQL_TXN_READ_COMMITTED, 0,
      '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     obx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0, 1, 1},
+     obx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0, 1, 1,
+     "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+     "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
+     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
     {OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
      SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives, 1,
-     1, "\nGO\n", 1, 1, NULL, 0, 0, 0},
+     1, "\nGO\n", 1, 1, NULL, 0, 0, 0, NULL,
+     "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}"},
 };
 #define OBX__DIALECT_COUNT ((int)(sizeof obx__dialects / sizeof obx__dialects[0]))
 
@@ -1867,11 +1919,30 @@ typedef struct obx__stmt_row {
     const char *sql;
 } obx__stmt_row;
 
+/* A column added to the message table after the first release: how a
+ * table deployed by an older release is upgraded in place (see
+ * obx__deploy_columns). */
+typedef struct obx__column {
+    const char *name;            /* bare name */
+    const char *type;            /* the dialect's type; NOT NULL needs a DEFAULT */
+} obx__column;
+#define OBX__COLUMNS_MAX 15
+
 /* A dialect's schema and statements, as each header writes them. */
 typedef struct obx__sqlset {
     const char *now_ms;          /* {W}: the database clock in Unix ms */
     const char *ddl[32];         /* the schema, one statement each, NULL-terminated */
     const obx__stmt_row *rows;   /* the statements, by name; {id, NULL} ends */
+    /* Columns of the message table added since the first release, oldest
+     * first, {NULL, NULL} ends. Adding a column is one entry here per
+     * dialect, nothing else: the message table's CREATE TABLE gets it at
+     * its "{A}" (new tables), and deploy adds it to an existing table right
+     * after that statement (old tables), so later DDL (an index on it) and
+     * statements may use it. A new index, trigger or function is one more
+     * ddl entry that is idempotent on its own (IF NOT EXISTS, OR REPLACE,
+     * the dialect's test); a function whose signature changes needs a DROP
+     * ... IF EXISTS of the old signature before it. */
+    obx__column columns[OBX__COLUMNS_MAX + 1];
 } obx__sqlset;
 
 /* Expand a statement template with a store's names: {T} the quoted table,
@@ -2940,6 +3011,7 @@ typedef struct obx__entry {
     int failures;                /* dispatch rounds failed in a row (for the log) */
 } obx__entry;
 
+#ifndef OBX_NO_MULTI_STORE
 /* The stores of a provider, opened and closed through callbacks so that
  * both headers share the bookkeeping. */
 typedef struct obx__registry {
@@ -3058,6 +3130,7 @@ OBX__PRIVATE void obx__registry_free(obx__registry *r) {
     r->items = NULL;
     r->count = r->cap = 0;
 }
+#endif /* OBX_NO_MULTI_STORE */
 
 /* >> dispatch loop: routes, waiting, waking ---------------------------------------- */
 
@@ -3654,9 +3727,7 @@ static const obx__sqlset obx__sqlite_outbox = {
     "    \"NextAttemptAt\" INTEGER NOT NULL DEFAULT ({W}),\n"
     "    \"MessageId\"     TEXT NOT NULL,\n"
     "    \"CorrelationId\" TEXT NULL,\n"
-    "    \"DueTimeUtc\"    INTEGER NULL,\n"
-    "    \"OrderingKey\"   TEXT NULL,\n"
-    "    \"OrderingSeq\"   INTEGER NULL\n"
+    "    \"DueTimeUtc\"    INTEGER NULL{A}\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (\"OrderingKey\", \"Status\", \"OrderingSeq\") "
@@ -3703,7 +3774,12 @@ static const obx__sqlset obx__sqlite_outbox = {
     "     WHERE \"JoinId\" = NEW.\"JoinId\";\n"
     "END",
         NULL},
-    obx__sqlite_outbox_rows
+    obx__sqlite_outbox_rows,
+    /* Columns added since the first release, oldest first: a new column is
+     * one more entry here and in each other dialect's set (obx__sqlset).
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD). */
+    {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"OrderingKey", "TEXT NULL"}, {"OrderingSeq", "INTEGER NULL"}}
 };
 #define OBX__SQLITE_SET &obx__sqlite_outbox
 #endif
@@ -3830,9 +3906,7 @@ static const obx__sqlset obx__postgresql_outbox = {
     "    \"NextAttemptAt\" timestamptz NOT NULL DEFAULT now(),\n"
     "    \"MessageId\"     uuid NOT NULL,\n"
     "    \"CorrelationId\" varchar(255) NULL,\n"
-    "    \"DueTimeUtc\"    timestamptz NULL,\n"
-    "    \"OrderingKey\"   varchar(255) NULL,\n"
-    "    \"OrderingSeq\"   bigint NULL\n"
+    "    \"DueTimeUtc\"    timestamptz NULL{A}\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (\"OrderingKey\", \"Status\", \"OrderingSeq\") "
@@ -3860,12 +3934,20 @@ static const obx__sqlset obx__postgresql_outbox = {
     "    PRIMARY KEY (\"JoinId\", \"OutboxMessageId\")\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}JoinMember_Message\" ON {M} (\"OutboxMessageId\")",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}JoinMember_Pending\" ON {M} (\"OutboxMessageId\") "
+    "WHERE \"Status\" = 0",
     /* Join counters follow acks and fails in the database itself (OBX-089),
      * in the same transaction (OBX-034/047). One statement-level trigger per
      * settle marks the members; a member leaving Pending counts once, under
-     * the join row's lock, so concurrent acks add up exactly. */
+     * the join row's lock, so concurrent acks add up exactly. It runs on
+     * every claim and ack: with no member pending anywhere (a look into the
+     * empty Pending index) it returns before the join of the transition
+     * tables, which cost an ack of 100 about a fifth of the ideal ack
+     * (make bench, BENCH_STMTS=1). A member attached concurrently holds
+     * the message's row lock until it commits, so it is visible here. */
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_JoinStep\"() RETURNS trigger LANGUAGE plpgsql AS $$\n"
     "BEGIN\n"
+    "    IF NOT EXISTS (SELECT 1 FROM {M} WHERE \"Status\" = 0) THEN RETURN NULL; END IF;\n"
     "    UPDATE {M} AS m SET \"Status\" = CASE n.\"Status\" WHEN 2 THEN 1 ELSE 2 END\n"
     "      FROM new_rows AS n JOIN old_rows AS o ON o.\"Id\" = n.\"Id\"\n"
     "     WHERE n.\"Status\" IN (2, 3) AND o.\"Status\" <> n.\"Status\"\n"
@@ -3950,7 +4032,13 @@ static const obx__sqlset obx__postgresql_outbox = {
     "    SELECT CAST(count(*) AS integer) FROM gone\n"
     "$$",
         NULL},
-    obx__postgresql_outbox_rows
+    obx__postgresql_outbox_rows,
+    /* Columns added since the first release, oldest first: a new column is
+     * one more entry here and in each other dialect's set (obx__sqlset).
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD). */
+    {{"Starts", "integer NOT NULL DEFAULT 0"}, {"OrderingKey", "varchar(255) NULL"},
+     {"OrderingSeq", "bigint NULL"}}
 };
 #define OBX__POSTGRESQL_SET &obx__postgresql_outbox
 #endif
@@ -4110,16 +4198,12 @@ static const obx__sqlset obx__mariadb_outbox = {
     "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
     "    `MessageId`     CHAR(36) NOT NULL,\n"
     "    `CorrelationId` VARCHAR(255) NULL,\n"
-    "    `DueTimeUtc`    DATETIME(6) NULL,\n"
-    "    `OrderingKey`   VARCHAR(255) NULL,\n"
-    "    `OrderingSeq`   BIGINT NULL,\n"
-    "    `OrderingLive`  VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT,\n"
-    "    `OrderingState` TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT,\n"
+    "    `DueTimeUtc`    DATETIME(6) NULL{A},\n"
     "    KEY `IX_{N}_Ready` (`Status`, `NextAttemptAt`),\n"
-    "    KEY `IX_{N}_Ordering` (`OrderingLive`, `OrderingState`, `OrderingSeq`),\n"
     "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
     "    KEY `IX_{N}_Done` (`Status`, `ProcessedAt`)\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_Ordering` ON {T} (`OrderingLive`, `OrderingState`, `OrderingSeq`)",
     "CREATE TABLE IF NOT EXISTS {J} (\n"
     "    `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,\n"
     "    `GroupingKey`    VARCHAR(255) NULL,\n"
@@ -4142,11 +4226,14 @@ static const obx__sqlset obx__mariadb_outbox = {
     "    CONSTRAINT `FK_{N}JoinMember_Join` FOREIGN KEY (`JoinId`) REFERENCES {J} (`JoinId`) ON DELETE CASCADE\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
     /* Join counters follow acks and fails in the database (OBX-089), in the
-     * settle's own transaction; a member leaving Pending counts once. */
+     * settle's own transaction; a member leaving Pending counts once. The
+     * IF keeps claims (and every other update) from running the member
+     * UPDATE at all: as a WHERE condition it ran 100 times per claim. */
     "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep` AFTER UPDATE ON {T} FOR EACH ROW\n"
-    "    UPDATE {M} SET `Status` = IF(NEW.`Status` = 2, 1, 2)\n"
-    "     WHERE NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status`\n"
-    "       AND `OutboxMessageId` = NEW.`Id` AND `Status` = 0",
+    "    IF NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN\n"
+    "        UPDATE {M} SET `Status` = IF(NEW.`Status` = 2, 1, 2)\n"
+    "         WHERE `OutboxMessageId` = NEW.`Id` AND `Status` = 0;\n"
+    "    END IF",
     "CREATE TRIGGER IF NOT EXISTS `{N}_JoinCount` AFTER UPDATE ON {M} FOR EACH ROW\n"
     "    UPDATE {J} SET\n"
     "        `LastUpdatedUtc` = UTC_TIMESTAMP(6),\n"
@@ -4154,7 +4241,16 @@ static const obx__sqlset obx__mariadb_outbox = {
     "        `CompletedSteps` = `CompletedSteps` + (NEW.`Status` = 1 AND `CompletedSteps` + `FailedSteps` < `ExpectedSteps`)\n"
     "     WHERE `JoinId` = NEW.`JoinId` AND OLD.`Status` = 0 AND NEW.`Status` IN (1, 2)",
     NULL},
-    obx__mariadb_outbox_rows
+    obx__mariadb_outbox_rows,
+    /* Columns added since the first release, oldest first: a new column is
+     * one more entry here and in each other dialect's set (obx__sqlset).
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD);
+     * OrderingLive, OrderingState: their index's columns (MariaDB has no
+     * partial index: NULL for rows without a key or Done). */
+    {{"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "VARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
+     {"OrderingLive", "VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT"},
+     {"OrderingState", "TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT"}}
 };
 #define OBX__MARIADB_SET &obx__mariadb_outbox
 #endif
@@ -4318,10 +4414,8 @@ static const obx__sqlset obx__sqlserver_outbox = {
     "    [NextAttemptAt] DATETIMEOFFSET NOT NULL DEFAULT SYSDATETIMEOFFSET(),\n"
     "    [MessageId]     UNIQUEIDENTIFIER NOT NULL DEFAULT NEWID(),\n"
     "    [CorrelationId] NVARCHAR(255) NULL,\n"
-    "    [DueTimeUtc]    DATETIMEOFFSET NULL,\n"
+    "    [DueTimeUtc]    DATETIMEOFFSET NULL{A},\n"
     "    [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,\n"
-    "    [OrderingKey]   NVARCHAR(255) NULL,\n"
-    "    [OrderingSeq]   BIGINT NULL,\n"
     "    CONSTRAINT [PK_{N}] PRIMARY KEY NONCLUSTERED ([Id]),\n"
     "    CONSTRAINT [CX_{N}] UNIQUE CLUSTERED ([Seq])\n"
     ")",
@@ -4435,7 +4529,12 @@ static const obx__sqlset obx__sqlserver_outbox = {
     "END",
     "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;", /* sqlcmd; the library commits itself */
         NULL},
-    obx__sqlserver_outbox_rows
+    obx__sqlserver_outbox_rows,
+    /* Columns added since the first release, oldest first: a new column is
+     * one more entry here and in each other dialect's set (obx__sqlset).
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD). */
+    {{"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "NVARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"}}
 };
 #define OBX__SQLSERVER_SET &obx__sqlserver_outbox
 #endif
@@ -4489,6 +4588,7 @@ typedef struct obx__row_offsets {
     size_t topic, payload, correlation, last_error, processed_by, ordering_key;
 } obx__row_offsets;
 
+#ifndef OBX_NO_METRICS_TEXT
 /* The counters as Prometheus metrics (obx_metrics_text): name after "obx_", help. */
 static const char *const obx__metric_text[OBX_METRIC_COUNT_][2] = {
     {"messages_enqueued_total", "Messages enqueued (committed, or written into a caller's transaction)."},
@@ -4497,6 +4597,7 @@ static const char *const obx__metric_text[OBX_METRIC_COUNT_][2] = {
     {"messages_dead_total", "Messages failed permanently."},
     {"leases_reaped_total", "Expired leases released, their messages claimable again."},
     {"messages_expired_total", "Done messages deleted by cleanup after their retention."}};
+#endif
 
 /* What only an outbox store keeps: the columns of a batch insert. */
 typedef struct obx__store_own {
@@ -4524,13 +4625,17 @@ static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf
                             const obx_message *m);
 /* A message's name in log lines. */
 static void obx__msg_name(const obx_message *m, char *out, size_t size);
+#ifndef OBX_NO_DEAD_LETTERS
 /* A dead-letter filter's key fields into p[0] and p[1] (SQL NULL where not
  * given), checked; `buf` holds a normalised copy. */
 static obx_result obx__dead_key(obx_store *s, const char *fn, const obx_dead_filter *f,
                                 obx__param p[2], char buf[37]);
+#endif
 /* The worker name of a store description (NULL where the header has none). */
 static const char *obx__desc_worker(const obx_store_desc *desc);
+#ifndef OBX_NO_MULTI_STORE
 static void obx__desc_set_worker(obx_store_desc *desc, const char *worker);
+#endif
 
 /* Defaults and limits of the engine, used by code and docs alike. */
 #define OBX__BATCH_DEFAULT 50              /* messages per claim */
@@ -4741,23 +4846,97 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
     return OBX_OK;
 }
 
+/* One DDL statement with a store's names. "{A}", in the message table's
+ * CREATE TABLE, becomes the columns added since the first release, so a
+ * new table has them all. */
+static char *obx__ddl_text(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
+                           const char *schema, const char *table, const char *tmpl) {
+    const char *names[26];
+    obx__buf cols = {NULL, 0, 0};
+    char *full, *out;
+    int i, ok = 1;
+    if (!strstr(tmpl, "{A}")) return obx__expand(h, d, q, schema, table, tmpl);
+    for (i = 0; ok && i < OBX__COLUMNS_MAX && q->columns[i].name; i++) {
+        char quoted[80], line[320];
+        snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
+        snprintf(line, sizeof line, ",\n    %-15s %s", quoted, q->columns[i].type);
+        ok = obx__buf_add(h, &cols, line, strlen(line));
+    }
+    memset((void *)names, 0, sizeof names);
+    names['A' - 'A'] = cols.data ? cols.data : "";
+    full = ok ? obx__sql_expand(h, tmpl, names) : NULL;
+    out = full ? obx__expand(h, d, q, schema, table, full) : NULL;
+    obx__free(h, full);
+    obx__buf_free(h, &cols);
+    return out;
+}
+
+/* A dialect's column template (probe or add) for one added column. */
+static char *obx__column_text(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
+                              const char *schema, const char *table, const char *tmpl,
+                              const obx__column *c) {
+    const char *names[26];
+    char quoted[80], *full, *out;
+    snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, c->name, d->quote_close);
+    memset((void *)names, 0, sizeof names);
+    names['C' - 'A'] = quoted;
+    names['K' - 'A'] = c->name;
+    names['D' - 'A'] = c->type;
+    full = obx__sql_expand(h, tmpl, names);
+    out = full ? obx__expand(h, d, q, schema, table, full) : NULL;
+    obx__free(h, full);
+    return out;
+}
+
 /* The schema for one dialect and set of names as one text, each statement
- * followed by the dialect's statement end (what sql/<dialect>/ holds). */
+ * followed by the dialect's statement end (what sql/<dialect>/ holds). The
+ * column additions follow the message table's CREATE TABLE, so that the
+ * text also upgrades an old table; SQLite has no conditional ALTER, so its
+ * text only creates (deploy upgrades its old tables). */
 static char *obx__schema_text(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
                               const char *schema, const char *table) {
     obx__buf text = {NULL, 0, 0};
-    int i;
-    for (i = 0; q->ddl[i]; i++) {
-        char *one = obx__expand(h, d, q, schema, table, q->ddl[i]);
-        int ok = one && obx__buf_add(h, &text, one, strlen(one)) &&
+    int i, c, ok = 1;
+    for (i = 0; ok && q->ddl[i]; i++) {
+        int adds = strstr(q->ddl[i], "{A}") && d->id != OBX_DIALECT_SQLITE ? OBX__COLUMNS_MAX : 0;
+        for (c = -1; ok && c < adds && (c < 0 || q->columns[c].name); c++) {
+            char *one = c < 0 ? obx__ddl_text(h, d, q, schema, table, q->ddl[i])
+                              : obx__column_text(h, d, q, schema, table, d->column_add, &q->columns[c]);
+            ok = one && obx__buf_add(h, &text, one, strlen(one)) &&
                  obx__buf_add(h, &text, d->statement_end, strlen(d->statement_end));
-        obx__free(h, one);
-        if (!ok) {
-            obx__buf_free(h, &text);
-            return NULL;
+            obx__free(h, one);
         }
     }
-    return text.data;
+    if (!ok) obx__buf_free(h, &text);
+    return ok ? text.data : NULL;
+}
+
+/* Upgrade in place: add each column of q->columns the table lacks (one
+ * deployed by an older release). The probe first, so that a table that has
+ * them all is not locked. */
+static obx_result obx__deploy_columns(obx__db *db, obx_store *s) {
+    obx_result r = OBX_OK;
+    int i;
+    for (i = 0; r == OBX_OK && i < OBX__COLUMNS_MAX && s->q->columns[i].name; i++) {
+        const obx__column *c = &s->q->columns[i];
+        char *probe = NULL, *add, found[32] = "0";
+        if (db->d->column_probe &&
+            !(probe = obx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_probe, c)))
+            break;
+        r = probe ? obx__query_text(db, probe, found, sizeof found) : OBX_OK;
+        obx__free(&s->hooks, probe);
+        if (r != OBX_OK || atoi(found) > 0) continue;
+        if (!(add = obx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_add, c)))
+            break;
+        r = obx__exec_direct(db, add, "deploy: add column");
+        obx__free(&s->hooks, add);
+        if (r == OBX_OK && db->d->column_probe)
+            obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "schema upgraded: column %s added to %s",
+                     c->name, s->table);
+    }
+    if (r == OBX_OK && i < OBX__COLUMNS_MAX && s->q->columns[i].name)
+        return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_store_deploy", "out of memory");
+    return r;
 }
 
 static obx_result obx__deploy_unit(obx__db *db, void *ctx) {
@@ -4765,10 +4944,11 @@ static obx_result obx__deploy_unit(obx__db *db, void *ctx) {
     obx_result r = OBX_OK;
     int i;
     for (i = 0; s->q->ddl[i] && r == OBX_OK; i++) {
-        char *one = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
+        char *one = obx__ddl_text(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
         if (!one) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_store_deploy", "out of memory");
         r = obx__exec_direct(db, one, "deploy");
         obx__free(&s->hooks, one);
+        if (r == OBX_OK && strstr(s->q->ddl[i], "{A}")) r = obx__deploy_columns(db, s);
     }
     return r;
 }
@@ -5367,6 +5547,46 @@ static obx_result obx__pending_unit(obx__db *db, void *vctx) {
     return r == OBX_EMPTY ? OBX_OK : r;
 }
 
+OBX_API obx_result obx_pending_count(obx_store *store, int64_t *pending) {
+    obx__stats_ctx ctx;
+    obx_result r = obx__store_ready(store, "obx_pending_count");
+    if (r != OBX_OK) return r;
+    if (!pending)
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_pending_count: pending", "must not be NULL");
+    ctx.s = store;
+    ctx.ready = ctx.oldest = 0;
+    r = obx__unit_read(&store->db, obx__pending_unit, &ctx, "pending count");
+    if (r != OBX_OK) return r;
+    *pending = ctx.ready;
+    store->pending_estimate = ctx.ready;
+    store->pending_counted_ms = obx__mono_ms(&store->hooks);
+    return OBX_OK;
+}
+
+/* Backpressure (max_pending): room for n more unfinished messages? The
+ * count runs when the estimate says the cap may be reached, and at most a
+ * second after the last one (other producers' messages are seen then), so
+ * a store with room pays one small read a second at most. OBX_ERR_FULL
+ * names the fill level. */
+static obx_result obx__pending_room(obx_store *s, const char *fn, int64_t n) {
+    int64_t now;
+    obx_result r;
+    if (s->max_pending <= 0) return OBX_OK;
+    if (s->pending_estimate <= s->max_pending - n &&
+        obx__mono_ms(&s->hooks) - s->pending_counted_ms < OBX__PENDING_RECOUNT_MS) {
+        s->pending_estimate += n;
+        return OBX_OK;
+    }
+    if ((r = obx_pending_count(s, &now)) != OBX_OK) return r;
+    if (now > s->max_pending - n)
+        return obx__fail(&s->err, OBX_ERR_FULL, fn,
+                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more "
+                         "do not fit; enqueue again once the queue drains",
+                         (long long)now, (long long)s->max_pending, (long long)n);
+    s->pending_estimate = now + n;
+    return OBX_OK;
+}
+
 /* >> metrics: handler durations, Prometheus text ------------------------------------ */
 
 /* Count one handler run of `ms` for `topic`. Best effort: out of memory,
@@ -5397,6 +5617,7 @@ static void obx__hist_record(obx_store *s, const char *topic, int64_t ms) {
     h->sum_ms += ms;
 }
 
+#ifndef OBX_NO_METRICS_TEXT
 /* Text being written; out of memory is noted once and checked at the end. */
 typedef struct obx__text_buf {
     const obx__hooks *h;
@@ -5479,46 +5700,6 @@ static obx_result obx__gauges_unit(obx__db *db, void *vctx) {
     return r == OBX_EMPTY ? OBX_OK : r;
 }
 
-OBX_API obx_result obx_pending_count(obx_store *store, int64_t *pending) {
-    obx__stats_ctx ctx;
-    obx_result r = obx__store_ready(store, "obx_pending_count");
-    if (r != OBX_OK) return r;
-    if (!pending)
-        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_pending_count: pending", "must not be NULL");
-    ctx.s = store;
-    ctx.ready = ctx.oldest = 0;
-    r = obx__unit_read(&store->db, obx__pending_unit, &ctx, "pending count");
-    if (r != OBX_OK) return r;
-    *pending = ctx.ready;
-    store->pending_estimate = ctx.ready;
-    store->pending_counted_ms = obx__mono_ms(&store->hooks);
-    return OBX_OK;
-}
-
-/* Backpressure (max_pending): room for n more unfinished messages? The
- * count runs when the estimate says the cap may be reached, and at most a
- * second after the last one (other producers' messages are seen then), so
- * a store with room pays one small read a second at most. OBX_ERR_FULL
- * names the fill level. */
-static obx_result obx__pending_room(obx_store *s, const char *fn, int64_t n) {
-    int64_t now;
-    obx_result r;
-    if (s->max_pending <= 0) return OBX_OK;
-    if (s->pending_estimate <= s->max_pending - n &&
-        obx__mono_ms(&s->hooks) - s->pending_counted_ms < OBX__PENDING_RECOUNT_MS) {
-        s->pending_estimate += n;
-        return OBX_OK;
-    }
-    if ((r = obx_pending_count(s, &now)) != OBX_OK) return r;
-    if (now > s->max_pending - n)
-        return obx__fail(&s->err, OBX_ERR_FULL, fn,
-                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more "
-                         "do not fit; enqueue again once the queue drains",
-                         (long long)now, (long long)s->max_pending, (long long)n);
-    s->pending_estimate = now + n;
-    return OBX_OK;
-}
-
 static void obx__text_metrics(obx_store *s, obx__text_buf *t, const int64_t *gauges) {
     static const char *const gauge_text[4][2] = {
         {"queue_ready_messages", "Messages ready to claim now (due, not leased)."},
@@ -5568,9 +5749,11 @@ OBX_API obx_result obx_metrics_text(obx_store *store, char *out, size_t cap, siz
     obx__buf_free(&store->hooks, &t.b);
     return r;
 }
+#endif /* OBX_NO_METRICS_TEXT */
 
 /* >> providers and routers --------------------------------------------------------- */
 
+#ifndef OBX_NO_MULTI_STORE
 struct obx_provider {
     obx__hooks hooks;
     obx_error err;
@@ -5744,9 +5927,11 @@ OBX_API obx_result obx_router_get_guid(obx_provider *p, const obx_guid *key, obx
     obx__guid_text(key->bytes, text);
     return obx_router_get(p, text, out);
 }
+#endif /* OBX_NO_MULTI_STORE */
 
 /* >> dead letters: list, replay, purge ------------------------------------------------- */
 
+#ifndef OBX_NO_DEAD_LETTERS
 /* A filter's arguments as every dialect's DEAD_* statements take them:
  * topic, error text, created from, created before, two key slots (the
  * face's), then limit and offset. NULL texts and zero times bind SQL NULL. */
@@ -5866,6 +6051,7 @@ OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filte
     if (r == OBX_OK && purged) *purged = total;
     return r;
 }
+#endif /* OBX_NO_DEAD_LETTERS */
 
 /* >> lease renewal ------------------------------------------------------------------ */
 
@@ -6204,8 +6390,14 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
     if (!out) return OBX_ERR_INVALID_ARG;
     *out = NULL;
     if (!desc || (desc->store != NULL) == (desc->provider != NULL)) return OBX_ERR_INVALID_ARG;
+#ifdef OBX_NO_MULTI_STORE
+    if (desc->provider) return OBX_ERR_UNSUPPORTED; /* no provider can exist in this build */
+    h = &desc->store->hooks;
+    err = &desc->store->err;
+#else
     h = desc->store ? &desc->store->hooks : &desc->provider->hooks;
     err = desc->store ? &desc->store->err : &desc->provider->err;
+#endif
     if (obx__dispatcher_desc_check(desc, err) != OBX_OK) return err->result;
     if (obx__wake_path_check(err, "obx_dispatcher_create: wake_path", desc->wake_path) != OBX_OK)
         return err->result;
@@ -6643,6 +6835,7 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     return r;
 }
 
+#ifndef OBX_NO_MULTI_STORE
 /* One round over a provider's stores: refresh discovery when due, then
  * poll the store the strategy picks; housekeeping runs per store. */
 /* A store of a provider failed a round: its error becomes the dispatcher's
@@ -6690,6 +6883,12 @@ static obx_result obx__dispatch_many(obx_dispatcher *d, obx_run_stats *st) {
     /* Empty only when every store has answered empty in a row. */
     return st->claimed > 0 || d->empty_streak < count ? OBX_OK : OBX_EMPTY;
 }
+/* The number of stores a dispatcher serves now. */
+#define OBX__STORE_COUNT(d) ((d)->store ? 1 : (d)->provider->reg.count)
+#else
+#define obx__dispatch_many(d, st) ((void)(st), OBX_ERR_UNSUPPORTED) /* never: create refuses */
+#define OBX__STORE_COUNT(d) 1
+#endif /* OBX_NO_MULTI_STORE */
 
 OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *d, obx_run_stats *stats) {
     obx_run_stats st;
@@ -6707,7 +6906,7 @@ OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *d, obx_run_stats *sta
 static obx_result obx__dispatch_round(void *vd) {
     obx_dispatcher *d = (obx_dispatcher *)vd;
     obx_result r = obx_dispatcher_run_once(d, NULL);
-    if (r < 0 && d->provider && d->fail_streak < d->provider->reg.count) return OBX_OK;
+    if (r < 0 && d->provider && d->fail_streak < OBX__STORE_COUNT(d)) return OBX_OK;
     return r;
 }
 
@@ -6764,7 +6963,7 @@ OBX_API obx_result obx_dispatcher_run(obx_dispatcher *d) {
     obx__log(d->hooks, OBX_LOG_INFO, name,
              "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
              d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
-             d->store ? 1 : d->provider->reg.count);
+             OBX__STORE_COUNT(d));
     obx__loop_run(&d->loop, &d->timing, obx__dispatch_round, d, name, d->err);
     obx__wake_unlisten(d);
     obx__log(d->hooks, OBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
@@ -6806,9 +7005,11 @@ static void obx__msg_name(const obx_message *m, char *out, size_t size) {
 
 static const char *obx__desc_worker(const obx_store_desc *desc) { return desc->worker_name; }
 
+#ifndef OBX_NO_MULTI_STORE /* only a provider sets it */
 static void obx__desc_set_worker(obx_store_desc *desc, const char *worker) {
     desc->worker_name = worker;
 }
+#endif
 
 static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, obx__buf *buf,
                                     obx__row_offsets *o) {
@@ -7107,6 +7308,7 @@ OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
 
 /* >> get ---------------------------------------------------------------------------- */
 
+#ifndef OBX_NO_DEAD_LETTERS
 /* The outbox's dead-letter key: a work item id. */
 static obx_result obx__dead_key(obx_store *s, const char *fn, const obx_dead_filter *f,
                                 obx__param p[2], char buf[37]) {
@@ -7124,6 +7326,7 @@ static obx_result obx__dead_key(obx_store *s, const char *fn, const obx_dead_fil
     obx__p_text(&p[0], buf, 36);
     return OBX_OK;
 }
+#endif
 
 OBX_API obx_result obx_get(obx_store *store, const char *id, obx_message *message) {
     obx__param p[1];
@@ -7188,6 +7391,7 @@ OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const cha
     return r != OBX_OK ? r : obx__settle(store, OBX__SETTLE_FAIL, count, last_error, 0, 0, changed);
 }
 
+#ifndef OBX_NO_JOIN
 /* >> joins ------------------------------------------------------------------------- */
 
 static obx_result obx__check_uuid_arg(obx_store *s, const char *fn, const char *arg, const char *value) {
@@ -7697,6 +7901,7 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *m, char *error, siz
                  has_topic ? ": enqueued " : "", has_topic ? topic : "");
     return OBX_DONE;
 }
+#endif /* OBX_NO_JOIN */
 
 #endif /* OBX_IMPLEMENTATION */
 

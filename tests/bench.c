@@ -770,14 +770,16 @@ static double ctr_end(long long messages) {
 
 static void print_stmt(void *u, int ncols, char **cols) {
     (void)u;
-    if (ncols >= 2) printf("      %8s  %s\n", cols[0] ? cols[0] : "", cols[1] ? cols[1] : "");
+    if (ncols >= 3) printf("      %8s %8s  %s\n", cols[0] ? cols[0] : "", cols[1] ? cols[1] : "", cols[2] ? cols[2] : "");
 }
 
-static void show_stmts(int w) {
+static void show_stmts(int w, int impl) {
     if (!g_show_stmts || !g_counters || g_kind != K_PG) return;
-    printf("    statements of the library, %s:\n", w_name[w]);
+    printf("    statements of %s, %s (calls, server ms per call):\n",
+           impl == I_LIB ? "the library" : impl == I_ODBC ? "ideal ODBC" : "ideal libpq", w_name[w]);
     api_direct(&g_mon,
-               "SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) FROM pg_stat_statements WHERE dbid = "
+               "SELECT calls, round(CAST(mean_exec_time AS numeric), 3), left(regexp_replace(query, '\\s+', ' ', 'g'), 100) "
+               "FROM pg_stat_statements WHERE dbid = "
                "(SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '%pg_stat_statements%' "
                "AND query NOT LIKE '%pg_database%' ORDER BY calls DESC LIMIT 8",
                print_stmt, NULL);
@@ -815,7 +817,7 @@ static double drain_procs(int impl, int inbox, int workers, int n, double *stmts
     for (w = 0; w < workers; w++) waitpid(pids[w], &status, 0);
     t = now_s() - t;
     *stmts = ctr_end(n);
-    if (impl == I_LIB && !inbox) show_stmts(workers == 1 ? W_DRAIN1 : W_DRAIN2);
+    show_stmts(inbox ? W_IDRAIN : workers == 1 ? W_DRAIN1 : W_DRAIN2, impl);
     close(ready[0]);
     close(ready[1]);
     close(go[0]);
@@ -841,7 +843,7 @@ static void run(int w, int impl, int n, int rep) {
         for (i = 0; i < count; i += w == W_ENQ1 ? 1 : 100) (w == W_ENQ1 ? enq1 : enqb)(&x);
         t = now_s() - t;
         st = ctr_end(count);
-        if (impl == I_LIB && rep == 0) show_stmts(w);
+        if (rep == 0) show_stmts(w, impl);
         h_close(&x);
         break;
     case W_DRAIN1:

@@ -4,6 +4,7 @@
 #   OBX_NO_THREADS / IBX_NO_THREADS          no pthreads
 #   OBX_NO_POSIX_CLOCK / IBX_NO_POSIX_CLOCK  no clock_gettime()/nanosleep()
 #   OBX_NO_WAKE_SOCKET / IBX_NO_WAKE_SOCKET  no sockets (no cross-process wake-up)
+#   GW_PROFILE (the gateway profile's defines, from the Makefile): below
 # For each set (and both together): each header's implementation object
 # compiles with -Werror and calls none of what the option leaves out, and the
 # fake-ODBC tests build with -Werror and pass, on the host and, when its
@@ -12,6 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CC=${CC:-cc}
+HOST_CC=$CC
 CSTD="-std=c99 -D_POSIX_C_SOURCE=200809L"
 WARN=${WARN:-}
 out=build/options
@@ -75,8 +77,90 @@ if command -v arm-linux-gnueabihf-gcc >/dev/null && command -v qemu-arm-static >
     LINK="tests/gwlink.sh link armhf"
     sets "armhf-"
 fi
+# The gateway profile (GW_PROFILE, from the Makefile: SQLite only, no
+# joins, providers, metrics text, dead-letter tools or wake socket):
+# - each header's implementation compiles with -Werror and defines none of
+#   the left-out public functions (host and armhf);
+# - a call to each left-out function is a compile error (undeclared), and
+#   the same call compiles without the profile (so this check can fail);
+# - quickstart and webhook_inbox built with it run on SQLite as they do
+#   in the default build (CORE-GATEWAY-PROFILE).
+profile_check() {
+    local cc=$1 nm=$2 xflags=$3 tag=$4 h bad
+    for h in obx ibx; do
+        # shellcheck disable=SC2086
+        if ! $cc $CSTD $WARN $xflags -Werror -Os $GW_PROFILE -c "tests/impl_$h.c" -o "$out/profile-$tag-$h.o" \
+            2>"$out/profile-$tag-$h.err"; then
+            cat "$out/profile-$tag-$h.err"
+            echo "FAIL options profile-$tag: $h.h does not compile with the gateway profile"
+            failed=1
+            continue
+        fi
+        bad=$($nm --defined-only "$out/profile-$tag-$h.o" | awk '{ print $3 }' |
+              grep -E '^(obx|ibx)_(provider_|router_|metrics_text|dead_|join_)' | tr '\n' ' ' || true)
+        if [[ -n $bad ]]; then
+            echo "FAIL options profile-$tag: $h.h still defines $bad"
+            failed=1
+        else
+            echo "PASS options profile-$tag: $h.h compiles without the left-out functions"
+        fi
+    done
+}
+left_out="obx_provider_create obx_provider_destroy obx_provider_refresh obx_provider_count obx_provider_store
+obx_provider_store_id obx_provider_last_error obx_router_get obx_router_get_guid obx_metrics_text
+obx_dead_list obx_dead_replay obx_dead_purge obx_join_start obx_join_attach obx_join_attach_tx
+obx_join_report obx_join_report_tx obx_join_get obx_join_cancel obx_join_enqueue_wait
+obx_join_wait_handler ibx_provider_create ibx_router_get ibx_metrics_text ibx_dead_list ibx_dead_replay
+ibx_dead_purge"
+if [[ -n ${GW_PROFILE:-} ]]; then
+    profile_check "$HOST_CC" nm "" host
+    if command -v arm-linux-gnueabihf-gcc >/dev/null; then
+        profile_check arm-linux-gnueabihf-gcc arm-linux-gnueabihf-nm "-isystem build/gw/odbc-inc" armhf
+    fi
+    n=0
+    for fn in $left_out; do
+        printf '#include "../../obx.h"\n#include "../../ibx.h"\nvoid (*probe(void))(void);\nvoid (*probe(void))(void) { return (void (*)(void))%s; }\n' \
+            "$fn" >"$out/probe.c"
+        # shellcheck disable=SC2086
+        if ! $HOST_CC $CSTD -fsyntax-only "$out/probe.c" 2>"$out/probe.err"; then
+            cat "$out/probe.err"
+            echo "FAIL options profile: $fn does not compile even without the profile"
+            failed=1
+        elif $HOST_CC $CSTD -fsyntax-only $GW_PROFILE "$out/probe.c" 2>"$out/probe.err" ||
+            ! grep -q "undeclared" "$out/probe.err"; then
+            echo "FAIL options profile: $fn is still declared with the profile"
+            failed=1
+        else
+            n=$((n + 1))
+        fi
+    done
+    [[ $n -eq $(echo $left_out | wc -w) ]] &&
+        echo "PASS options profile: $n left-out functions are undeclared (a use does not compile)"
+    for ex in quickstart webhook_inbox; do
+        # shellcheck disable=SC2086
+        if ! $HOST_CC $CSTD $WARN -Werror -O1 -pthread $GW_PROFILE "examples/$ex.c" -o "$out/profile-$ex" -lodbc \
+            2>"$out/profile-$ex.err"; then
+            cat "$out/profile-$ex.err"
+            echo "FAIL options profile: examples/$ex.c does not build with the gateway profile"
+            failed=1
+        fi
+    done
+    rm -rf "$out/profile-run"
+    mkdir -p "$out/profile-run"
+    if [[ $failed -eq 0 ]] &&
+        (cd "$out/profile-run" && ../profile-quickstart >quickstart.log 2>&1 &&
+             grep -q 'done: 2 delivered, 2 retries, 1 dead' quickstart.log &&
+             ../profile-webhook_inbox --sample | ../profile-webhook_inbox >webhook.log 2>&1 &&
+             grep -q 'each event exactly once' webhook.log); then
+        echo "PASS CORE-GATEWAY-PROFILE sqlite quickstart and webhook_inbox built with the gateway profile run as in the default build"
+    else
+        cat "$out/profile-run/"*.log 2>/dev/null | tail -n 20
+        echo "FAIL CORE-GATEWAY-PROFILE sqlite quickstart/webhook_inbox with the gateway profile"
+        failed=1
+    fi
+fi
 if [[ $failed -ne 0 ]]; then
     echo "check-options: FAILED"
     exit 1
 fi
-echo "check-options: ok (OBX/IBX_NO_THREADS, OBX/IBX_NO_POSIX_CLOCK, both, OBX/IBX_NO_WAKE_SOCKET; host${RUN:+ and armhf})"
+echo "check-options: ok (OBX/IBX_NO_THREADS, OBX/IBX_NO_POSIX_CLOCK, both, OBX/IBX_NO_WAKE_SOCKET${GW_PROFILE:+, the gateway profile}; host${RUN:+ and armhf})"

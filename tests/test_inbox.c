@@ -4,6 +4,7 @@
 #include "../ibx.h"
 #include "tt.h"
 #include "plans.h"
+#include "schema_v0.h"
 
 #include <pthread.h>
 #include <sys/types.h>
@@ -1418,6 +1419,133 @@ static void test_122_125_indexes(void) {
     ibx_store_close(s);
 }
 
+/* ---- schema upgrades (CORE-SCHEMA-UPGRADE) ---------------------------------------- */
+
+/* A store on the upgrade tests' tables (schema ibxv0 on PostgreSQL). */
+static ibx_store *open_v0(const char *table) {
+    ibx_store_desc desc;
+    ibx_store *s = NULL;
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.schema = g_pg ? "ibxv0" : NULL;
+    desc.table = table;
+    desc.store_id = "ibx-test";
+    desc.hooks.logger.log = keep_log;
+    desc.hooks.logger.min_level = IBX_LOG_DEBUG;
+    if (ibx_store_open(&desc, &s) != IBX_OK) {
+        printf("    open failed: %s (%s)\n", ibx_store_last_error(s)->message, ibx_store_last_error(s)->where);
+        ibx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static int v0_columns(ibx_store *s, char *out, size_t cap) {
+    char *text = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, v0_columns_sql(g_backend));
+    ibx_result r = text ? ibx__query_text(&s->db, text, out, cap) : IBX_ERR_NO_MEMORY;
+    if (!s->db.tx_by_sql) ibx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    ibx__free(&s->hooks, text);
+    return r == IBX_OK;
+}
+
+/* One row of the v0 table in a given state, by plain SQL. */
+static int v0_row(ibx_store *s, int n, const char *status, const char *next, const char *locked,
+                  const char *owner, int attempt, const char *error) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Status\", \"NextAttemptAt\", "
+             "\"LockedUntil\", \"OwnerToken\", \"Attempt\", \"LastError\") "
+             "VALUES ('v0', 'm%d', 'v0.%d', 'payload %d', '%s', %s, %s, %s, %d, %s)",
+             n, n, n, status, next, locked, owner, attempt, error);
+    return sql(s, text);
+}
+
+static void test_schema_upgrade(void) {
+    static const ibx_status want[] = {IBX_STATUS_SEEN, IBX_STATUS_PROCESSING, IBX_STATUS_PROCESSING,
+                                      IBX_STATUS_PROCESSING, IBX_STATUS_DONE, IBX_STATUS_DEAD};
+    char path[128], cols_new[2048] = "", cols_old[2048] = "", cols_again[2048] = "", owner[37];
+    char *ddl, *pos, *one;
+    const char *p = v0_time(g_backend, 'p'), *l = v0_time(g_backend, 'l');
+    ibx_store *s, *fresh_store;
+    const ibx_message *ms;
+    ibx_message m;
+    ibx_key key;
+    int n = 0, i, statements = 0;
+    fresh_store = open_v0("V1Inbox");
+    TT_ASSERT(fresh_store != NULL);
+    TT_ASSERT(g_pg ? sql(fresh_store, "DROP SCHEMA IF EXISTS ibxv0 CASCADE") : sql(fresh_store, "DROP TABLE IF EXISTS {T}"));
+    TT_EQ_INT(ibx_store_deploy(fresh_store), IBX_OK);
+    TT_ASSERT(v0_columns(fresh_store, cols_new, sizeof cols_new));
+    TT_EXPECT(strstr(cols_new, "Starts") != NULL);
+    s = open_v0("V0Inbox");
+    TT_ASSERT(s != NULL);
+    if (!g_pg) TT_ASSERT(sql(s, "DROP TABLE IF EXISTS {T}"));
+    snprintf(path, sizeof path, "tests/schema/v0/%s/inbox.sql", g_backend);
+    ddl = v0_text(path, "Inbox", "V0", g_pg ? "\"infra\"" : NULL, "\"ibxv0\"");
+    TT_ASSERT(ddl != NULL);
+    for (pos = ddl; (one = v0_next(&pos)) != NULL; statements++)
+        if (!sql(s, one)) break;
+    free(ddl);
+    TT_ASSERT(one == NULL);
+    TT_EXPECT(statements >= 1);
+    TT_ASSERT(v0_columns(s, cols_old, sizeof cols_old));
+    TT_EXPECT(strstr(cols_old, "Starts") == NULL);
+    /* Seen, ready, due later, leased, done, dead. */
+    TT_ASSERT(v0_row(s, 1, "Seen", p, "NULL", "NULL", 0, "NULL"));
+    TT_ASSERT(v0_row(s, 2, "Processing", p, "NULL", "NULL", 0, "NULL"));
+    TT_ASSERT(v0_row(s, 3, "Processing", l, "NULL", "NULL", 2, "'retried'"));
+    TT_ASSERT(v0_row(s, 4, "Processing", p, l, "'00000000-0000-7000-a000-000000000004'", 1, "NULL"));
+    TT_ASSERT(v0_row(s, 5, "Done", p, "NULL", "NULL", 0, "NULL"));
+    TT_ASSERT(v0_row(s, 6, "Dead", p, "NULL", "NULL", 9, "'boom'"));
+    log_reset();
+    TT_EQ_INT(ibx_store_deploy(s), IBX_OK);
+    TT_EXPECT(logged("schema upgraded: column Starts added to V0Inbox", NULL, NULL));
+    TT_ASSERT(v0_columns(s, cols_old, sizeof cols_old));
+    TT_EQ_STR(cols_old, cols_new);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Starts\" = 0"), 6);
+    for (i = 0; i < 6; i++) {
+        char id[8], topic[16], payload[16];
+        snprintf(id, sizeof id, "m%d", i + 1);
+        snprintf(topic, sizeof topic, "v0.%d", i + 1);
+        snprintf(payload, sizeof payload, "payload %d", i + 1);
+        TT_EQ_INT(ibx_get(s, id, "v0", &m), IBX_OK);
+        TT_EQ_STR(m.topic, topic);
+        TT_EQ_STR(m.payload, payload);
+        TT_EQ_INT(m.status, want[i]);
+    }
+    TT_EQ_INT(ibx_get(s, "m3", "v0", &m), IBX_OK);
+    TT_EQ_INT(m.attempt, 2);
+    TT_EQ_STR(m.last_error, "retried");
+    TT_EQ_INT(ibx_get(s, "m4", "v0", &m), IBX_OK);
+    TT_EQ_STR(m.owner_token, "00000000-0000-7000-a000-000000000004");
+    TT_EQ_INT(ibx_get(s, "m6", "v0", &m), IBX_OK);
+    TT_EQ_INT(m.attempt, 9);
+    TT_EQ_STR(m.last_error, "boom");
+    TT_ASSERT(sql(s, "UPDATE {T} SET \"Starts\" = 7 WHERE \"MessageId\" = 'm6'"));
+    TT_EQ_INT(scalar(s, "SELECT \"Starts\" FROM {T} WHERE \"MessageId\" = 'm6'"), 7);
+    /* Again: nothing to add, nothing changes. */
+    log_reset();
+    TT_EQ_INT(ibx_store_deploy(s), IBX_OK);
+    TT_EXPECT(!logged("schema upgraded", NULL, NULL));
+    TT_ASSERT(v0_columns(s, cols_again, sizeof cols_again));
+    TT_EQ_STR(cols_again, cols_new);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 6);
+    TT_EQ_INT(scalar(s, "SELECT \"Starts\" FROM {T} WHERE \"MessageId\" = 'm6'"), 7);
+    /* The work queue runs on it: the one ready message is claimed and acked. */
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(ibx_claim(s, owner, 30, 10, &ms, &n), IBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_STR(ms[0].message_id, "m2");
+    key.source = "v0";
+    key.message_id = "m2";
+    TT_EQ_INT(ibx_ack(s, owner, &key, 1, NULL), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "m2", "v0", &m), IBX_OK);
+    TT_EQ_INT(m.status, IBX_STATUS_DONE);
+    TT_EQ_INT(ibx_claim(s, owner, 30, 10, &ms, &n), IBX_EMPTY);
+    ibx_store_close(s);
+    ibx_store_close(fresh_store);
+}
+
 static void test_schema_file(void) {
     static char want[1 << 15], have[1 << 15];
     char path[128];
@@ -2210,6 +2338,7 @@ int main(int argc, char **argv) {
     RUN("IBX-KEY-EXACT", "keys differing only in a trailing space are different messages", test_key_exact);
     RUN("IBX-BATCH-PAUSE", "a batch handler (mixed outcomes, each on its message) and OBX_PAUSE through the inbox", test_batch_and_pause);
     RUN("IBX-DEAD-LETTERS", "dead letters by (source, id), topic, error: list, revive (attempts reset, error kept), purge", test_dead_letters);
+    RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);
     RUN("IBX-SCHEMA-FILE", "sql/<dialect>/inbox.sql is what the header deploys", test_schema_file);
     if (g_pg || g_my)
         RUN("CORE-PLANS", "claim, settle, reap, cleanup, get use an index on a 100k-row and an empty-analyzed inbox", test_plans);

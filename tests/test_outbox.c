@@ -5,6 +5,7 @@
 #include "../obx.h"
 #include "tt.h"
 #include "plans.h"
+#include "schema_v0.h"
 
 #include <pthread.h>
 #include <sys/socket.h>
@@ -1573,6 +1574,152 @@ static void test_schema_files(void) {
     TT_EQ_INT(obx_schema_sql(d, "bad name", NULL, want, sizeof want, &needed), OBX_ERR_INVALID_ARG);
     TT_EQ_INT(obx_schema_sql(OBX_DIALECT_AUTO, NULL, NULL, want, sizeof want, &needed), OBX_ERR_UNSUPPORTED);
     TT_EQ_INT(obx_schema_sql((obx_dialect)99, NULL, NULL, want, sizeof want, &needed), OBX_ERR_UNSUPPORTED);
+}
+
+/* ---- schema upgrades (CORE-SCHEMA-UPGRADE) ---------------------------------------- */
+
+/* A store on the upgrade tests' tables: V0Outbox (in schema obxv0 on
+ * PostgreSQL, so that dropping the schema drops its functions too). */
+static obx_store *open_v0(const char *table, int deploy) {
+    obx_store_desc desc;
+    obx_store *s = NULL;
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.schema = g_pg ? "obxv0" : NULL;
+    desc.table = table;
+    desc.deploy_schema = deploy;
+    desc.store_id = "obx-test";
+    desc.hooks.logger.log = keep_log;
+    desc.hooks.logger.min_level = OBX_LOG_DEBUG;
+    if (obx_store_open(&desc, &s) != OBX_OK) {
+        printf("    open failed: %s (%s)\n", obx_store_last_error(s)->message, obx_store_last_error(s)->where);
+        obx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* The table's columns ("name type, ..."), into out. */
+static int v0_columns(obx_store *s, char *out, size_t cap) {
+    char *text = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, v0_columns_sql(g_backend));
+    obx_result r = text ? obx__query_text(&s->db, text, out, cap) : OBX_ERR_NO_MEMORY;
+    if (!s->db.tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    obx__free(&s->hooks, text);
+    return r == OBX_OK;
+}
+
+/* One row of the v0 table in a given state, by plain SQL (no statement of
+ * today's library may touch the old table before it is upgraded). */
+static int v0_row(obx_store *s, int n, int status, const char *next, const char *locked,
+                  const char *owner, const char *processed, int retries, const char *error) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"Status\", \"NextAttemptAt\", "
+             "\"LockedUntil\", \"OwnerToken\", \"IsProcessed\", \"ProcessedAt\", \"RetryCount\", \"LastError\") "
+             "VALUES ('00000000-0000-7000-8000-00000000000%d', '00000000-0000-7000-9000-00000000000%d', "
+             "'v0.%d', 'payload %d', %d, %s, %s, %s, '%d', %s, %d, %s)",
+             n, n, n, n, status, next, locked, owner, status == 2, processed, retries, error);
+    return sql(s, text);
+}
+
+static void test_schema_upgrade(void) {
+    static const char *const ids[] = {"00000000-0000-7000-8000-000000000001", "00000000-0000-7000-8000-000000000002",
+                                      "00000000-0000-7000-8000-000000000003", "00000000-0000-7000-8000-000000000004",
+                                      "00000000-0000-7000-8000-000000000005"};
+    static const obx_status want[] = {OBX_STATUS_READY, OBX_STATUS_READY, OBX_STATUS_IN_PROGRESS,
+                                      OBX_STATUS_DONE, OBX_STATUS_FAILED};
+    char path[128], cols_new[2048] = "", cols_old[2048] = "", cols_again[2048] = "", owner[37];
+    char *ddl, *pos, *one;
+    const char *id1 = ids[0];
+    obx_store *s, *fresh_store;
+    const obx_message *ms;
+    obx_message m;
+    int n = 0, i, statements = 0;
+    /* A table the new release creates, for its columns. */
+    fresh_store = open_v0("V1Outbox", 0);
+    TT_ASSERT(fresh_store != NULL);
+    TT_ASSERT(g_pg ? sql(fresh_store, "DROP SCHEMA IF EXISTS obxv0 CASCADE")
+                   : (sql(fresh_store, "DROP TABLE IF EXISTS {M}") && sql(fresh_store, "DROP TABLE IF EXISTS {J}") &&
+                      sql(fresh_store, "DROP TABLE IF EXISTS {T}")));
+    TT_EQ_INT(obx_store_deploy(fresh_store), OBX_OK);
+    TT_ASSERT(v0_columns(fresh_store, cols_new, sizeof cols_new));
+    TT_EXPECT(strstr(cols_new, "Starts") != NULL);
+    /* The old table, from the frozen DDL. */
+    s = open_v0("V0Outbox", 0);
+    TT_ASSERT(s != NULL);
+    if (!g_pg)
+        TT_ASSERT(sql(s, "DROP TABLE IF EXISTS {M}") && sql(s, "DROP TABLE IF EXISTS {J}") && sql(s, "DROP TABLE IF EXISTS {T}"));
+    snprintf(path, sizeof path, "tests/schema/v0/%s/outbox.sql", g_backend);
+    ddl = v0_text(path, "Outbox", "V0", g_pg ? "\"dbo\"" : NULL, "\"obxv0\"");
+    TT_ASSERT(ddl != NULL);
+    for (pos = ddl; (one = v0_next(&pos)) != NULL; statements++)
+        if (!sql(s, one)) break;
+    free(ddl);
+    TT_ASSERT(one == NULL);
+    TT_EXPECT(statements >= 5); /* MariaDB: three tables, two triggers */
+    TT_ASSERT(v0_columns(s, cols_old, sizeof cols_old));
+    TT_EXPECT(strstr(cols_old, "Starts") == NULL);
+    TT_EXPECT(strcmp(cols_old, cols_new) != 0);
+    /* Messages in every state: ready, due later, leased, done, dead. */
+    TT_ASSERT(v0_row(s, 1, 0, v0_time(g_backend, 'p'), "NULL", "NULL", "NULL", 0, "NULL"));
+    TT_ASSERT(v0_row(s, 2, 0, v0_time(g_backend, 'l'), "NULL", "NULL", "NULL", 2, "'retried'"));
+    TT_ASSERT(v0_row(s, 3, 1, v0_time(g_backend, 'p'), v0_time(g_backend, 'l'),
+                     "'00000000-0000-7000-a000-000000000003'", "NULL", 1, "NULL"));
+    TT_ASSERT(v0_row(s, 4, 2, v0_time(g_backend, 'p'), "NULL", "NULL", v0_time(g_backend, 'p'), 0, "NULL"));
+    TT_ASSERT(v0_row(s, 5, 3, v0_time(g_backend, 'p'), "NULL", "NULL", "NULL", 9, "'boom'"));
+    /* Upgrade: the columns a new table has, each row as it was. */
+    log_reset();
+    TT_EQ_INT(obx_store_deploy(s), OBX_OK);
+    TT_EXPECT(logged("schema upgraded: column Starts added to V0Outbox", NULL, NULL));
+    TT_ASSERT(v0_columns(s, cols_old, sizeof cols_old));
+    TT_EQ_STR(cols_old, cols_new);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 5);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Starts\" = 0"), 5);
+    for (i = 0; i < 5; i++) {
+        char topic[16], payload[16];
+        TT_EQ_INT(obx_get(s, ids[i], &m), OBX_OK);
+        snprintf(topic, sizeof topic, "v0.%d", i + 1);
+        snprintf(payload, sizeof payload, "payload %d", i + 1);
+        TT_EQ_STR(m.topic, topic);
+        TT_EQ_STR(m.payload, payload);
+        TT_EQ_INT(m.status, want[i]);
+    }
+    TT_EQ_INT(obx_get(s, ids[1], &m), OBX_OK);
+    TT_EQ_INT(m.retry_count, 2);
+    TT_EQ_STR(m.last_error, "retried");
+    TT_EXPECT(m.next_attempt_ms > now_ms() + 3000 * 1000);
+    TT_EQ_INT(obx_get(s, ids[2], &m), OBX_OK);
+    TT_EQ_STR(m.owner_token, "00000000-0000-7000-a000-000000000003");
+    TT_EXPECT(m.locked_until_ms > now_ms() + 3000 * 1000);
+    TT_EQ_INT(obx_get(s, ids[3], &m), OBX_OK);
+    TT_EXPECT(m.is_processed && m.processed_at_ms > 0);
+    TT_EQ_INT(obx_get(s, ids[4], &m), OBX_OK);
+    TT_EQ_INT(m.retry_count, 9);
+    TT_EQ_STR(m.last_error, "boom");
+    /* The new column takes values. */
+    TT_ASSERT(sql(s, "UPDATE {T} SET \"Starts\" = 7 WHERE \"Id\" = '00000000-0000-7000-8000-000000000005'"));
+    TT_EQ_INT(scalar(s, "SELECT \"Starts\" FROM {T} WHERE \"Id\" = '00000000-0000-7000-8000-000000000005'"), 7);
+    /* Again: nothing to add, nothing changes. */
+    log_reset();
+    TT_EQ_INT(obx_store_deploy(s), OBX_OK);
+    TT_EXPECT(!logged("schema upgraded", NULL, NULL));
+    TT_ASSERT(v0_columns(s, cols_again, sizeof cols_again));
+    TT_EQ_STR(cols_again, cols_new);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 5);
+    TT_EQ_INT(scalar(s, "SELECT \"Starts\" FROM {T} WHERE \"Id\" = '00000000-0000-7000-8000-000000000005'"), 7);
+    TT_EQ_INT(obx_get(s, ids[4], &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_FAILED);
+    /* The work queue runs on it: the one ready message is claimed and acked. */
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_STR(ms[0].id, id1);
+    TT_EQ_INT(obx_ack(s, owner, &id1, 1, NULL), OBX_OK);
+    TT_EQ_INT(obx_get(s, id1, &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_DONE);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_EMPTY);
+    obx_store_close(s);
+    obx_store_close(fresh_store);
 }
 
 static void test_102_107_logging(void) {
@@ -3478,6 +3625,44 @@ static void *only_alloc(size_t n, void *user) {
     return malloc(n);
 }
 
+/* CORE-SQLITE-SYNC: the durability mode asked for in the connection string
+ * (sqliteodbc's SyncPragma=, README "Gateways") is the one the store's own
+ * connection runs with: PRAGMA synchronous read through that connection.
+ * Without SyncPragma the driver sets NORMAL. JournalMode=WAL takes effect
+ * too (the journal mode is a property of the file: it stays WAL). */
+static void test_sqlite_sync(void) {
+    static const struct { const char *ask; int64_t want; } cases[] = {
+        {"", 1}, {"SyncPragma=OFF;", 0}, {"SyncPragma=NORMAL;", 1}, {"SyncPragma=FULL;", 2},
+        {"SyncPragma=EXTRA;", 3}};
+    const char *saved = g_conn;
+    char base[1024], conn[1200], mode[32];
+    const char *at = strstr(g_conn, "SyncPragma="), *end;
+    size_t i;
+    /* The test's connection string without its own SyncPragma. */
+    if (at) {
+        end = strchr(at, ';');
+        snprintf(base, sizeof base, "%.*s%s", (int)(at - g_conn), g_conn, end ? end + 1 : "");
+    } else {
+        snprintf(base, sizeof base, "%s", g_conn);
+    }
+    TT_EXPECT(strstr(base, "SyncPragma") == NULL);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        obx_store *s;
+        snprintf(conn, sizeof conn, "%s%s%s", base, base[0] && base[strlen(base) - 1] != ';' ? ";" : "",
+                 cases[i].ask);
+        g_conn = conn;
+        s = open_table("Outbox", 1);
+        g_conn = saved;
+        TT_ASSERT(s != NULL);
+        TT_EQ_INT(scalar(s, "PRAGMA synchronous"), cases[i].want);
+        mode[0] = 0;
+        TT_EQ_INT(obx__query_text(&s->db, "PRAGMA journal_mode", mode, sizeof mode), OBX_OK);
+        if (!s->db.tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+        TT_EXPECT(strstr(base, "JournalMode=WAL") == NULL || strcmp(mode, "wal") == 0);
+        obx_store_close(s);
+    }
+}
+
 static void test_half_allocator(void) {
     obx_store_desc desc;
     obx_store *s = NULL;
@@ -4494,6 +4679,10 @@ int main(int argc, char **argv) {
     RUN("CORE-RANGES", "abandon delay, cleanup retention and owner token: one rule, refused before SQL", test_ranges);
     RUN("CORE-LOG-FORGE", "names with control characters refused; logged text cannot start a line", test_log_forging);
     RUN("CORE-HOOKS-WHOLE", "a half-set allocator is refused", test_half_allocator);
+    if (!g_pg && !g_my)
+        RUN("CORE-SQLITE-SYNC", "SyncPragma= in the connection string is the store connection's PRAGMA synchronous", test_sqlite_sync);
+    else
+        printf("N/A CORE-SQLITE-SYNC %s a SQLite driver setting (durability here is the server's)\n", g_backend);
     if (g_srv)
         RUN("CORE-PLANS", "claim, settle, reap, cleanup, get, stats use an index on a 100k-row and an empty-analyzed table", test_plans);
     else
@@ -4514,6 +4703,7 @@ int main(int argc, char **argv) {
     RUN("OBX-PAUSE-LONG", "a downstream down for 1,000 handler calls: 0 dead, attempts unchanged, all delivered after", test_pause_long_outage);
     RUN("OBX-DEAD-LETTERS", "dead letters: paged list with filters, replay (attempts reset, error kept, once under concurrency), purge", test_dead_letters);
     RUN("OBX-JOIN-CANCEL", "a cancelled join's join.wait ends without its follow-up; too late once completed", test_join_cancel);
+    RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("OBX-ORDERED-PROCS", "worker processes, keys x messages, transient failures: per key, starts strictly in order, never overlapping", test_ordered_processes);

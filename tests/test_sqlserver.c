@@ -181,6 +181,47 @@ static void test_deploy(void) {
     TT_EQ_INT(fake_open_handles(), 0);
 }
 
+/* CORE-SCHEMA-UPGRADE through the fake layer: a column added since the
+ * first release is in CREATE TABLE (new tables) and added by a batch that
+ * tests for it itself (old tables), right after the CREATE TABLE, before
+ * the indexes and procedures that may use it. */
+static void test_schema_upgrade(void) {
+    obx_store *s = outbox();
+    ibx_store *in;
+    const char *v0;
+    int create, add;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(obx_store_deploy(s), OBX_OK);
+    create = fake_log_find("CREATE TABLE [dbo].[Outbox] (", 0);
+    add = fake_log_find("IF COL_LENGTH(N'[dbo].[Outbox]', N'Starts') IS NULL", 0);
+    TT_ASSERT(create >= 0 && add > create);
+    TT_EQ_STR(fake_log_sql(add), "IF COL_LENGTH(N'[dbo].[Outbox]', N'Starts') IS NULL "
+                                 "ALTER TABLE [dbo].[Outbox] ADD [Starts] INT NOT NULL DEFAULT 0");
+    TT_EXPECT(strstr(fake_log_sql(create), "    [Starts]        INT NOT NULL DEFAULT 0,\n    [Seq]") != NULL);
+    TT_EXPECT(fake_log_find("CREATE INDEX [IX_Outbox_Ready]", 0) > add);
+    TT_EXPECT(fake_log_find("COL_LENGTH", add + 1) < 0); /* once; no probe query before it */
+    TT_EQ_INT(fake_commits(), 1);
+    obx_store_close(s);
+    in = inbox();
+    TT_ASSERT(in != NULL);
+    TT_EQ_INT(ibx_store_deploy(in), IBX_OK);
+    create = fake_log_find("CREATE TABLE [infra].[Inbox] (", 0);
+    add = fake_log_find("IF COL_LENGTH(N'[infra].[Inbox]', N'Starts') IS NULL", 0);
+    TT_ASSERT(create >= 0 && add > create);
+    TT_EQ_STR(fake_log_sql(add), "IF COL_LENGTH(N'[infra].[Inbox]', N'Starts') IS NULL "
+                                 "ALTER TABLE [infra].[Inbox] ADD [Starts] INT NOT NULL DEFAULT 0");
+    TT_EXPECT(fake_log_find("CREATE INDEX [IX_Inbox_WorkQueue]", 0) > add);
+    ibx_store_close(in);
+    /* The first release's tables lacked it (the frozen DDL the real backends upgrade). */
+    v0 = read_file("tests/schema/v0/sqlserver/outbox.sql");
+    TT_ASSERT(v0 != NULL && strstr(v0, "CREATE TABLE [dbo].[Outbox] (") != NULL);
+    TT_EXPECT(strstr(v0, "[Starts]") == NULL);
+    v0 = read_file("tests/schema/v0/sqlserver/inbox.sql");
+    TT_ASSERT(v0 != NULL && strstr(v0, "CREATE TABLE [infra].[Inbox] (") != NULL);
+    TT_EXPECT(strstr(v0, "[Starts]") == NULL);
+    TT_EQ_INT(fake_open_handles(), 0);
+}
+
 static void test_session(void) {
     obx_store_desc desc;
     obx_store *s = NULL;
@@ -806,6 +847,7 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--tsql") == 0) return dump_tsql(argv[2]);
     RUN("MSSQL-SCHEMA-FILES", "sql/sqlserver/{outbox,inbox}.sql are what deploy runs: the seed's tables, filtered indexes, procedures, GO batches", test_schema_files);
     RUN("OBX-089", "join counters move in triggers inside the Ack/Fail statement, capped at ExpectedSteps", test_089_join_triggers);
+    RUN("CORE-SCHEMA-UPGRADE", "deploy adds columns new since the first release to an old table: one self-testing batch each, after its CREATE TABLE", test_schema_upgrade);
     RUN("MSSQL-DEPLOY", "deploy runs one batch per execute under sp_getapplock, in one transaction", test_deploy);
     RUN("MSSQL-SESSION", "detected from SQL_DBMS_NAME; XACT_ABORT ON, NOCOUNT OFF on our connections", test_session);
     RUN("OBX-001", "enqueue: one INSERT, text as NVARCHAR (NVARCHAR(MAX) over 4000 bytes), times as ms", test_enqueue);

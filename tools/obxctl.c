@@ -35,7 +35,7 @@ static const char usage_text[] =
     "  reap                      release expired leases\n"
     "  cleanup                   delete done messages (--older-than 7d)\n"
     "  schema --dialect D        print the DDL (sqlite, postgresql, mariadb, sqlserver)\n"
-    "  deploy                    create the tables if they are missing\n"
+    "  deploy                    create missing tables, upgrade old ones in place\n"
     "  metrics                   gauges in the Prometheus text format\n"
     "\n"
     "Options for every command:\n"
@@ -91,7 +91,8 @@ static const cmd_help helps[] = {
                "Print the DDL that deploy runs, for --table and --schema. Needs no database.\n"},
     {"deploy", "usage: obxctl deploy\n"
                "Create the tables, indexes and (where the dialect has them) triggers and\n"
-               "procedures that are missing. Idempotent.\n"},
+               "procedures that are missing, and upgrade a table an older release deployed\n"
+               "in place (new columns added, rows kept). Idempotent.\n"},
     {"metrics", "usage: obxctl metrics\n"
                 "The queue gauges in the Prometheus text format (for node_exporter's textfile\n"
                 "collector): the library's obx_queue_* gauges plus obx_queue_topic_messages\n"

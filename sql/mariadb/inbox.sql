@@ -13,8 +13,10 @@ CREATE TABLE IF NOT EXISTS `Inbox` (
     `LastError`     LONGTEXT NULL,
     `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
     `DueTimeUtc`    DATETIME(6) NULL,
+    `Starts`        INT NOT NULL DEFAULT 0,
     PRIMARY KEY (`Source`, `MessageId`),
     KEY `IX_Inbox_WorkQueue` (`Status`, `NextAttemptAt`),
     KEY `IX_Inbox_Leased` (`Status`, `LockedUntil`),
     KEY `IX_Inbox_Cleanup` (`Status`, `LastSeenUtc`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
+ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `Starts` INT NOT NULL DEFAULT 0;

@@ -15,8 +15,10 @@ CREATE TABLE IF NOT EXISTS "infra"."Inbox" (
     "LastError"     text NULL,
     "NextAttemptAt" timestamptz NOT NULL DEFAULT now(),
     "DueTimeUtc"    timestamptz NULL,
+    "Starts"        integer NOT NULL DEFAULT 0,
     PRIMARY KEY ("Source", "MessageId")
 );
+ALTER TABLE "infra"."Inbox" ADD COLUMN IF NOT EXISTS "Starts" integer NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS "IX_Inbox_WorkQueue" ON "infra"."Inbox" ("NextAttemptAt") WHERE "Status" = 'Processing';
 CREATE INDEX IF NOT EXISTS "IX_Inbox_Leased" ON "infra"."Inbox" ("LockedUntil") WHERE "Status" = 'Processing' AND "LockedUntil" IS NOT NULL;
 CREATE INDEX IF NOT EXISTS "IX_Inbox_Cleanup" ON "infra"."Inbox" ("LastSeenUtc") WHERE "Status" = 'Done';

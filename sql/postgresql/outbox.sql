@@ -17,9 +17,13 @@ CREATE TABLE IF NOT EXISTS "dbo"."Outbox" (
     "MessageId"     uuid NOT NULL,
     "CorrelationId" varchar(255) NULL,
     "DueTimeUtc"    timestamptz NULL,
+    "Starts"        integer NOT NULL DEFAULT 0,
     "OrderingKey"   varchar(255) NULL,
     "OrderingSeq"   bigint NULL
 );
+ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "Starts" integer NOT NULL DEFAULT 0;
+ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "OrderingKey" varchar(255) NULL;
+ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "OrderingSeq" bigint NULL;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "dbo"."Outbox" ("NextAttemptAt") WHERE "Status" = 0;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ordering" ON "dbo"."Outbox" ("OrderingKey", "Status", "OrderingSeq") WHERE "OrderingKey" IS NOT NULL AND "Status" <> 2;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "dbo"."Outbox" ("LockedUntil") WHERE "Status" = 1;
@@ -44,8 +48,10 @@ CREATE TABLE IF NOT EXISTS "dbo"."OutboxJoinMember" (
     PRIMARY KEY ("JoinId", "OutboxMessageId")
 );
 CREATE INDEX IF NOT EXISTS "IX_OutboxJoinMember_Message" ON "dbo"."OutboxJoinMember" ("OutboxMessageId");
+CREATE INDEX IF NOT EXISTS "IX_OutboxJoinMember_Pending" ON "dbo"."OutboxJoinMember" ("OutboxMessageId") WHERE "Status" = 0;
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_JoinStep"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    IF NOT EXISTS (SELECT 1 FROM "dbo"."OutboxJoinMember" WHERE "Status" = 0) THEN RETURN NULL; END IF;
     UPDATE "dbo"."OutboxJoinMember" AS m SET "Status" = CASE n."Status" WHEN 2 THEN 1 ELSE 2 END
       FROM new_rows AS n JOIN old_rows AS o ON o."Id" = n."Id"
      WHERE n."Status" IN (2, 3) AND o."Status" <> n."Status"

@@ -13,6 +13,7 @@ CREATE TABLE IF NOT EXISTS "Inbox" (
     "LastError"     TEXT NULL,
     "NextAttemptAt" INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
     "DueTimeUtc"    INTEGER NULL,
+    "Starts"        INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY ("Source", "MessageId")
 );
 CREATE INDEX IF NOT EXISTS "IX_Inbox_WorkQueue" ON "Inbox" ("NextAttemptAt") WHERE "Status" = 'Processing';

@@ -15,6 +15,7 @@ CREATE TABLE IF NOT EXISTS "Outbox" (
     "MessageId"     TEXT NOT NULL,
     "CorrelationId" TEXT NULL,
     "DueTimeUtc"    INTEGER NULL,
+    "Starts"        INTEGER NOT NULL DEFAULT 0,
     "OrderingKey"   TEXT NULL,
     "OrderingSeq"   INTEGER NULL
 );

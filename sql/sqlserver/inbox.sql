@@ -24,10 +24,13 @@ CREATE TABLE [infra].[Inbox] (
     [LastError]     NVARCHAR(MAX) NULL,
     [NextAttemptAt] DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),
     [DueTimeUtc]    DATETIME2(3) NULL,
+    [Starts]        INT NOT NULL DEFAULT 0,
     [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,
     CONSTRAINT [PK_Inbox] PRIMARY KEY NONCLUSTERED ([Source], [MessageId]),
     CONSTRAINT [CX_Inbox] UNIQUE CLUSTERED ([Seq])
 )
+GO
+IF COL_LENGTH(N'[infra].[Inbox]', N'Starts') IS NULL ALTER TABLE [infra].[Inbox] ADD [Starts] INT NOT NULL DEFAULT 0
 GO
 IF INDEXPROPERTY(OBJECT_ID(N'[infra].[Inbox]'), N'IX_Inbox_WorkQueue', 'IndexID') IS NULL
 CREATE INDEX [IX_Inbox_WorkQueue] ON [infra].[Inbox] ([NextAttemptAt]) INCLUDE ([LockedUntil], [OwnerToken]) WHERE [Status] = 'Processing'

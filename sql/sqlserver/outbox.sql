@@ -26,12 +26,19 @@ CREATE TABLE [dbo].[Outbox] (
     [MessageId]     UNIQUEIDENTIFIER NOT NULL DEFAULT NEWID(),
     [CorrelationId] NVARCHAR(255) NULL,
     [DueTimeUtc]    DATETIMEOFFSET NULL,
-    [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,
+    [Starts]        INT NOT NULL DEFAULT 0,
     [OrderingKey]   NVARCHAR(255) NULL,
     [OrderingSeq]   BIGINT NULL,
+    [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,
     CONSTRAINT [PK_Outbox] PRIMARY KEY NONCLUSTERED ([Id]),
     CONSTRAINT [CX_Outbox] UNIQUE CLUSTERED ([Seq])
 )
+GO
+IF COL_LENGTH(N'[dbo].[Outbox]', N'Starts') IS NULL ALTER TABLE [dbo].[Outbox] ADD [Starts] INT NOT NULL DEFAULT 0
+GO
+IF COL_LENGTH(N'[dbo].[Outbox]', N'OrderingKey') IS NULL ALTER TABLE [dbo].[Outbox] ADD [OrderingKey] NVARCHAR(255) NULL
+GO
+IF COL_LENGTH(N'[dbo].[Outbox]', N'OrderingSeq') IS NULL ALTER TABLE [dbo].[Outbox] ADD [OrderingSeq] BIGINT NULL
 GO
 IF INDEXPROPERTY(OBJECT_ID(N'[dbo].[Outbox]'), N'IX_Outbox_Ready', 'IndexID') IS NULL
 CREATE INDEX [IX_Outbox_Ready] ON [dbo].[Outbox] ([NextAttemptAt]) WHERE [Status] = 0

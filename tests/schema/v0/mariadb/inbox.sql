@@ -1,0 +1,21 @@
+-- Frozen: sql/mariadb/inbox.sql as first deployed (before schema upgrades); the upgrade tests create old tables from it.
+CREATE TABLE IF NOT EXISTS `Inbox` (
+    `Source`        VARCHAR(255) NOT NULL,
+    `MessageId`     VARCHAR(255) NOT NULL,
+    `Topic`         VARCHAR(255) NOT NULL DEFAULT '',
+    `Payload`       LONGTEXT NOT NULL DEFAULT '',
+    `Hash`          BLOB NULL,
+    `FirstSeenUtc`  DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
+    `LastSeenUtc`   DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
+    `Status`        VARCHAR(20) NOT NULL DEFAULT 'Seen',
+    `LockedUntil`   DATETIME(6) NULL,
+    `OwnerToken`    CHAR(36) NULL,
+    `Attempt`       INT NOT NULL DEFAULT 0,
+    `LastError`     LONGTEXT NULL,
+    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
+    `DueTimeUtc`    DATETIME(6) NULL,
+    PRIMARY KEY (`Source`, `MessageId`),
+    KEY `IX_Inbox_WorkQueue` (`Status`, `NextAttemptAt`),
+    KEY `IX_Inbox_Leased` (`Status`, `LockedUntil`),
+    KEY `IX_Inbox_Cleanup` (`Status`, `LastSeenUtc`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;

@@ -1,0 +1,53 @@
+-- Frozen: sql/mariadb/outbox.sql as first deployed (before schema upgrades); the upgrade tests create old tables from it.
+CREATE TABLE IF NOT EXISTS `Outbox` (
+    `Id`            CHAR(36) NOT NULL PRIMARY KEY,
+    `Topic`         VARCHAR(255) NOT NULL,
+    `Payload`       LONGTEXT NOT NULL,
+    `CreatedAt`     DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
+    `Status`        TINYINT NOT NULL DEFAULT 0,
+    `LockedUntil`   DATETIME(6) NULL,
+    `OwnerToken`    CHAR(36) NULL,
+    `IsProcessed`   TINYINT NOT NULL DEFAULT 0,
+    `ProcessedAt`   DATETIME(6) NULL,
+    `ProcessedBy`   VARCHAR(100) NULL,
+    `RetryCount`    INT NOT NULL DEFAULT 0,
+    `LastError`     LONGTEXT NULL,
+    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
+    `MessageId`     CHAR(36) NOT NULL,
+    `CorrelationId` VARCHAR(255) NULL,
+    `DueTimeUtc`    DATETIME(6) NULL,
+    KEY `IX_Outbox_Ready` (`Status`, `NextAttemptAt`),
+    KEY `IX_Outbox_Leased` (`Status`, `LockedUntil`),
+    KEY `IX_Outbox_Done` (`Status`, `ProcessedAt`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
+CREATE TABLE IF NOT EXISTS `OutboxJoin` (
+    `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,
+    `GroupingKey`    VARCHAR(255) NULL,
+    `ExpectedSteps`  INT NOT NULL,
+    `CompletedSteps` INT NOT NULL DEFAULT 0,
+    `FailedSteps`    INT NOT NULL DEFAULT 0,
+    `Status`         TINYINT NOT NULL DEFAULT 0,
+    `CreatedUtc`     DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
+    `LastUpdatedUtc` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
+    `Metadata`       LONGTEXT NULL,
+    KEY `IX_OutboxJoin_GroupingKey` (`GroupingKey`)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
+CREATE TABLE IF NOT EXISTS `OutboxJoinMember` (
+    `JoinId`          CHAR(36) NOT NULL,
+    `OutboxMessageId` CHAR(36) NOT NULL,
+    `Status`          TINYINT NOT NULL DEFAULT 0,
+    `CreatedUtc`      DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
+    PRIMARY KEY (`JoinId`, `OutboxMessageId`),
+    KEY `IX_OutboxJoinMember_Message` (`OutboxMessageId`),
+    CONSTRAINT `FK_OutboxJoinMember_Join` FOREIGN KEY (`JoinId`) REFERENCES `OutboxJoin` (`JoinId`) ON DELETE CASCADE
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
+CREATE TRIGGER IF NOT EXISTS `Outbox_JoinStep` AFTER UPDATE ON `Outbox` FOR EACH ROW
+    UPDATE `OutboxJoinMember` SET `Status` = IF(NEW.`Status` = 2, 1, 2)
+     WHERE NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status`
+       AND `OutboxMessageId` = NEW.`Id` AND `Status` = 0;
+CREATE TRIGGER IF NOT EXISTS `Outbox_JoinCount` AFTER UPDATE ON `OutboxJoinMember` FOR EACH ROW
+    UPDATE `OutboxJoin` SET
+        `LastUpdatedUtc` = UTC_TIMESTAMP(6),
+        `FailedSteps` = `FailedSteps` + (NEW.`Status` = 2 AND `CompletedSteps` + `FailedSteps` < `ExpectedSteps`),
+        `CompletedSteps` = `CompletedSteps` + (NEW.`Status` = 1 AND `CompletedSteps` + `FailedSteps` < `ExpectedSteps`)
+     WHERE `JoinId` = NEW.`JoinId` AND OLD.`Status` = 0 AND NEW.`Status` IN (1, 2);

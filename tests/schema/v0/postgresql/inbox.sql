@@ -1,0 +1,23 @@
+-- Frozen: sql/postgresql/inbox.sql as first deployed (before schema upgrades); the upgrade tests create old tables from it.
+SELECT pg_advisory_xact_lock(hashtext('ibx deploy "infra"."Inbox"'));
+CREATE SCHEMA IF NOT EXISTS "infra";
+CREATE TABLE IF NOT EXISTS "infra"."Inbox" (
+    "Source"        varchar(255) NOT NULL,
+    "MessageId"     varchar(255) NOT NULL,
+    "Topic"         varchar(255) NOT NULL DEFAULT '',
+    "Payload"       text NOT NULL DEFAULT '',
+    "Hash"          bytea NULL,
+    "FirstSeenUtc"  timestamptz NOT NULL DEFAULT now(),
+    "LastSeenUtc"   timestamptz NOT NULL DEFAULT now(),
+    "Status"        varchar(20) NOT NULL DEFAULT 'Seen',
+    "LockedUntil"   timestamptz NULL,
+    "OwnerToken"    uuid NULL,
+    "Attempt"       integer NOT NULL DEFAULT 0,
+    "LastError"     text NULL,
+    "NextAttemptAt" timestamptz NOT NULL DEFAULT now(),
+    "DueTimeUtc"    timestamptz NULL,
+    PRIMARY KEY ("Source", "MessageId")
+);
+CREATE INDEX IF NOT EXISTS "IX_Inbox_WorkQueue" ON "infra"."Inbox" ("NextAttemptAt") WHERE "Status" = 'Processing';
+CREATE INDEX IF NOT EXISTS "IX_Inbox_Leased" ON "infra"."Inbox" ("LockedUntil") WHERE "Status" = 'Processing' AND "LockedUntil" IS NOT NULL;
+CREATE INDEX IF NOT EXISTS "IX_Inbox_Cleanup" ON "infra"."Inbox" ("LastSeenUtc") WHERE "Status" = 'Done';

@@ -1,0 +1,125 @@
+-- Frozen: sql/postgresql/outbox.sql as first deployed (before schema upgrades); the upgrade tests create old tables from it.
+SELECT pg_advisory_xact_lock(hashtext('obx deploy "dbo"."Outbox"'));
+CREATE SCHEMA IF NOT EXISTS "dbo";
+CREATE TABLE IF NOT EXISTS "dbo"."Outbox" (
+    "Id"            uuid NOT NULL PRIMARY KEY,
+    "Topic"         varchar(255) NOT NULL,
+    "Payload"       text NOT NULL,
+    "CreatedAt"     timestamptz NOT NULL DEFAULT now(),
+    "Status"        smallint NOT NULL DEFAULT 0,
+    "LockedUntil"   timestamptz NULL,
+    "OwnerToken"    uuid NULL,
+    "IsProcessed"   boolean NOT NULL DEFAULT false,
+    "ProcessedAt"   timestamptz NULL,
+    "ProcessedBy"   varchar(100) NULL,
+    "RetryCount"    integer NOT NULL DEFAULT 0,
+    "LastError"     text NULL,
+    "NextAttemptAt" timestamptz NOT NULL DEFAULT now(),
+    "MessageId"     uuid NOT NULL,
+    "CorrelationId" varchar(255) NULL,
+    "DueTimeUtc"    timestamptz NULL
+);
+CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "dbo"."Outbox" ("NextAttemptAt") WHERE "Status" = 0;
+CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "dbo"."Outbox" ("LockedUntil") WHERE "Status" = 1;
+CREATE INDEX IF NOT EXISTS "IX_Outbox_Done" ON "dbo"."Outbox" ("ProcessedAt") WHERE "Status" = 2;
+CREATE TABLE IF NOT EXISTS "dbo"."OutboxJoin" (
+    "JoinId"         uuid NOT NULL PRIMARY KEY,
+    "GroupingKey"    varchar(255) NULL,
+    "ExpectedSteps"  integer NOT NULL,
+    "CompletedSteps" integer NOT NULL DEFAULT 0,
+    "FailedSteps"    integer NOT NULL DEFAULT 0,
+    "Status"         smallint NOT NULL DEFAULT 0,
+    "CreatedUtc"     timestamptz NOT NULL DEFAULT now(),
+    "LastUpdatedUtc" timestamptz NOT NULL DEFAULT now(),
+    "Metadata"       text NULL
+);
+CREATE INDEX IF NOT EXISTS "IX_OutboxJoin_GroupingKey" ON "dbo"."OutboxJoin" ("GroupingKey") WHERE "GroupingKey" IS NOT NULL;
+CREATE TABLE IF NOT EXISTS "dbo"."OutboxJoinMember" (
+    "JoinId"          uuid NOT NULL REFERENCES "dbo"."OutboxJoin" ("JoinId") ON DELETE CASCADE,
+    "OutboxMessageId" uuid NOT NULL,
+    "Status"          smallint NOT NULL DEFAULT 0,
+    "CreatedUtc"      timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY ("JoinId", "OutboxMessageId")
+);
+CREATE INDEX IF NOT EXISTS "IX_OutboxJoinMember_Message" ON "dbo"."OutboxJoinMember" ("OutboxMessageId");
+CREATE OR REPLACE FUNCTION "dbo"."Outbox_JoinStep"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE "dbo"."OutboxJoinMember" AS m SET "Status" = CASE n."Status" WHEN 2 THEN 1 ELSE 2 END
+      FROM new_rows AS n JOIN old_rows AS o ON o."Id" = n."Id"
+     WHERE n."Status" IN (2, 3) AND o."Status" <> n."Status"
+       AND m."OutboxMessageId" = n."Id" AND m."Status" = 0;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER "Outbox_JoinStep" AFTER UPDATE ON "dbo"."Outbox"
+REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION "dbo"."Outbox_JoinStep"();
+CREATE OR REPLACE FUNCTION "dbo"."Outbox_JoinCount"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE "dbo"."OutboxJoin" SET
+        "CompletedSteps" = "CompletedSteps" + CASE WHEN NEW."Status" = 1 AND "CompletedSteps" + "FailedSteps" < "ExpectedSteps" THEN 1 ELSE 0 END,
+        "FailedSteps" = "FailedSteps" + CASE WHEN NEW."Status" = 2 AND "CompletedSteps" + "FailedSteps" < "ExpectedSteps" THEN 1 ELSE 0 END,
+        "LastUpdatedUtc" = now()
+     WHERE "JoinId" = NEW."JoinId";
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER "Outbox_JoinCount" AFTER UPDATE OF "Status" ON "dbo"."OutboxJoinMember"
+FOR EACH ROW WHEN (OLD."Status" = 0 AND NEW."Status" IN (1, 2))
+EXECUTE FUNCTION "dbo"."Outbox_JoinCount"();
+CREATE OR REPLACE FUNCTION "dbo"."Outbox_Claim"(p_owner uuid, p_lease_seconds integer, p_batch integer)
+RETURNS SETOF "dbo"."Outbox" LANGUAGE sql AS $$
+    UPDATE "dbo"."Outbox" SET "Status" = 1, "OwnerToken" = p_owner,
+           "LockedUntil" = now() + make_interval(secs => p_lease_seconds)
+     WHERE "Id" = ANY (ARRAY(
+        SELECT "Id" FROM "dbo"."Outbox"
+         WHERE "Status" = 0 AND "NextAttemptAt" <= now() AND NOT "IsProcessed"
+         ORDER BY "NextAttemptAt" LIMIT p_batch
+           FOR UPDATE SKIP LOCKED))
+    RETURNING *
+$$;
+CREATE OR REPLACE FUNCTION "dbo"."Outbox_Ack"(p_processed_by varchar, p_owner uuid, p_ids uuid[])
+RETURNS integer LANGUAGE sql AS $$
+    WITH changed AS (
+        UPDATE "dbo"."Outbox" SET "Status" = 2, "IsProcessed" = true, "ProcessedAt" = now(),
+               "ProcessedBy" = p_processed_by, "LockedUntil" = NULL
+         WHERE "OwnerToken" = p_owner AND "Status" = 1 AND "Id" = ANY (p_ids)
+        RETURNING 1)
+    SELECT CAST(count(*) AS integer) FROM changed
+$$;
+CREATE OR REPLACE FUNCTION "dbo"."Outbox_Abandon"(p_retries integer, p_last_error text, p_delay_ms bigint, p_owner uuid, p_ids uuid[])
+RETURNS integer LANGUAGE sql AS $$
+    WITH changed AS (
+        UPDATE "dbo"."Outbox" SET "Status" = 0, "OwnerToken" = NULL, "LockedUntil" = NULL,
+               "RetryCount" = "RetryCount" + p_retries,
+               "LastError" = coalesce(p_last_error, "LastError"),
+               "NextAttemptAt" = now() + make_interval(secs => coalesce(p_delay_ms / 1000.0,
+                   least(60, 1 << least("RetryCount", 6))))
+         WHERE "OwnerToken" = p_owner AND "Status" = 1 AND "Id" = ANY (p_ids)
+        RETURNING 1)
+    SELECT CAST(count(*) AS integer) FROM changed
+$$;
+CREATE OR REPLACE FUNCTION "dbo"."Outbox_Fail"(p_last_error text, p_owner uuid, p_ids uuid[])
+RETURNS integer LANGUAGE sql AS $$
+    WITH changed AS (
+        UPDATE "dbo"."Outbox" SET "Status" = 3, "LockedUntil" = NULL, "LastError" = p_last_error
+         WHERE "OwnerToken" = p_owner AND "Status" = 1 AND "Id" = ANY (p_ids)
+        RETURNING 1)
+    SELECT CAST(count(*) AS integer) FROM changed
+$$;
+CREATE OR REPLACE FUNCTION "dbo"."Outbox_ReapExpired"()
+RETURNS integer LANGUAGE sql AS $$
+    WITH changed AS (
+        UPDATE "dbo"."Outbox" SET "Status" = 0, "OwnerToken" = NULL, "LockedUntil" = NULL
+         WHERE "Status" = 1 AND "LockedUntil" < now()
+        RETURNING 1)
+    SELECT CAST(count(*) AS integer) FROM changed
+$$;
+CREATE OR REPLACE FUNCTION "dbo"."Outbox_Cleanup"(p_retention_ms bigint, p_batch integer)
+RETURNS integer LANGUAGE sql AS $$
+    WITH gone AS (
+        DELETE FROM "dbo"."Outbox" WHERE "Id" IN (
+            SELECT "Id" FROM "dbo"."Outbox" WHERE "Status" = 2
+               AND "ProcessedAt" < now() - make_interval(secs => p_retention_ms / 1000.0)
+             ORDER BY "ProcessedAt" LIMIT p_batch)
+        RETURNING 1)
+    SELECT CAST(count(*) AS integer) FROM gone
+$$;

@@ -1,0 +1,21 @@
+-- Frozen: sql/sqlite/inbox.sql as first deployed (before schema upgrades); the upgrade tests create old tables from it.
+CREATE TABLE IF NOT EXISTS "Inbox" (
+    "Source"        TEXT NOT NULL,
+    "MessageId"     TEXT NOT NULL,
+    "Topic"         TEXT NOT NULL DEFAULT '',
+    "Payload"       TEXT NOT NULL DEFAULT '',
+    "Hash"          BLOB NULL,
+    "FirstSeenUtc"  INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
+    "LastSeenUtc"   INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
+    "Status"        TEXT NOT NULL DEFAULT 'Seen',
+    "LockedUntil"   INTEGER NULL,
+    "OwnerToken"    TEXT NULL,
+    "Attempt"       INTEGER NOT NULL DEFAULT 0,
+    "LastError"     TEXT NULL,
+    "NextAttemptAt" INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
+    "DueTimeUtc"    INTEGER NULL,
+    PRIMARY KEY ("Source", "MessageId")
+);
+CREATE INDEX IF NOT EXISTS "IX_Inbox_WorkQueue" ON "Inbox" ("NextAttemptAt") WHERE "Status" = 'Processing';
+CREATE INDEX IF NOT EXISTS "IX_Inbox_Leased" ON "Inbox" ("LockedUntil") WHERE "Status" = 'Processing' AND "LockedUntil" IS NOT NULL;
+CREATE INDEX IF NOT EXISTS "IX_Inbox_Cleanup" ON "Inbox" ("LastSeenUtc") WHERE "Status" = 'Done';

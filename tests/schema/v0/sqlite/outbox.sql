@@ -1,0 +1,57 @@
+-- Frozen: sql/sqlite/outbox.sql as first deployed (before schema upgrades); the upgrade tests create old tables from it.
+CREATE TABLE IF NOT EXISTS "Outbox" (
+    "Id"            TEXT NOT NULL PRIMARY KEY,
+    "Topic"         TEXT NOT NULL,
+    "Payload"       TEXT NOT NULL,
+    "CreatedAt"     INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
+    "Status"        INTEGER NOT NULL DEFAULT 0,
+    "LockedUntil"   INTEGER NULL,
+    "OwnerToken"    TEXT NULL,
+    "IsProcessed"   INTEGER NOT NULL DEFAULT 0,
+    "ProcessedAt"   INTEGER NULL,
+    "ProcessedBy"   TEXT NULL,
+    "RetryCount"    INTEGER NOT NULL DEFAULT 0,
+    "LastError"     TEXT NULL,
+    "NextAttemptAt" INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
+    "MessageId"     TEXT NOT NULL,
+    "CorrelationId" TEXT NULL,
+    "DueTimeUtc"    INTEGER NULL
+);
+CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "Outbox" ("NextAttemptAt") WHERE "Status" = 0;
+CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "Outbox" ("LockedUntil") WHERE "Status" = 1;
+CREATE INDEX IF NOT EXISTS "IX_Outbox_Done" ON "Outbox" ("ProcessedAt") WHERE "Status" = 2;
+CREATE TABLE IF NOT EXISTS "OutboxJoin" (
+    "JoinId"         TEXT NOT NULL PRIMARY KEY,
+    "GroupingKey"    TEXT NULL,
+    "ExpectedSteps"  INTEGER NOT NULL,
+    "CompletedSteps" INTEGER NOT NULL DEFAULT 0,
+    "FailedSteps"    INTEGER NOT NULL DEFAULT 0,
+    "Status"         INTEGER NOT NULL DEFAULT 0,
+    "CreatedUtc"     INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
+    "LastUpdatedUtc" INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
+    "Metadata"       TEXT NULL
+);
+CREATE INDEX IF NOT EXISTS "IX_OutboxJoin_GroupingKey" ON "OutboxJoin" ("GroupingKey") WHERE "GroupingKey" IS NOT NULL;
+CREATE TABLE IF NOT EXISTS "OutboxJoinMember" (
+    "JoinId"          TEXT NOT NULL REFERENCES "OutboxJoin" ("JoinId") ON DELETE CASCADE,
+    "OutboxMessageId" TEXT NOT NULL,
+    "Status"          INTEGER NOT NULL DEFAULT 0,
+    "CreatedUtc"      INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
+    PRIMARY KEY ("JoinId", "OutboxMessageId")
+);
+CREATE INDEX IF NOT EXISTS "IX_OutboxJoinMember_Message" ON "OutboxJoinMember" ("OutboxMessageId");
+CREATE TRIGGER IF NOT EXISTS "Outbox_JoinStep" AFTER UPDATE OF "Status" ON "Outbox"
+WHEN NEW."Status" IN (2, 3) AND OLD."Status" <> NEW."Status"
+BEGIN
+    UPDATE "OutboxJoinMember" SET "Status" = CASE NEW."Status" WHEN 2 THEN 1 ELSE 2 END
+     WHERE "OutboxMessageId" = NEW."Id" AND "Status" = 0;
+END;
+CREATE TRIGGER IF NOT EXISTS "Outbox_JoinCount" AFTER UPDATE OF "Status" ON "OutboxJoinMember"
+WHEN OLD."Status" = 0 AND NEW."Status" IN (1, 2)
+BEGIN
+    UPDATE "OutboxJoin" SET
+        "CompletedSteps" = "CompletedSteps" + (NEW."Status" = 1 AND "CompletedSteps" + "FailedSteps" < "ExpectedSteps"),
+        "FailedSteps" = "FailedSteps" + (NEW."Status" = 2 AND "CompletedSteps" + "FailedSteps" < "ExpectedSteps"),
+        "LastUpdatedUtc" = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
+     WHERE "JoinId" = NEW."JoinId";
+END;

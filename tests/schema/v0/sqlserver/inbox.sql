@@ -1,0 +1,103 @@
+-- Frozen: sql/sqlserver/inbox.sql as first deployed (before schema upgrades); the upgrade tests create old tables from it.
+SET QUOTED_IDENTIFIER ON; SET ANSI_NULLS ON; SET XACT_ABORT ON;
+DECLARE @lock INT;
+IF @@TRANCOUNT = 0 AND (@@OPTIONS & 2) = 0 BEGIN TRANSACTION;
+IF @@TRANCOUNT = 0 BEGIN CREATE TABLE #ibx_deploy (x INT); DROP TABLE #ibx_deploy; END;
+IF @@TRANCOUNT = 0 THROW 50000, N'ibx deploy: no transaction for the deploy lock', 1;
+EXEC @lock = sp_getapplock @Resource = N'ibx deploy [infra].[Inbox]', @LockMode = N'Exclusive', @LockOwner = N'Transaction';
+IF @lock < 0 THROW 50000, N'ibx deploy: the deploy lock was not granted', 1;
+GO
+IF SCHEMA_ID(PARSENAME(N'[infra]', 1)) IS NULL EXEC sp_executesql N'CREATE SCHEMA [infra]'
+GO
+IF OBJECT_ID(N'[infra].[Inbox]', N'U') IS NULL
+CREATE TABLE [infra].[Inbox] (
+    [Source]        NVARCHAR(255) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    [MessageId]     NVARCHAR(255) COLLATE Latin1_General_100_BIN2 NOT NULL,
+    [Topic]         NVARCHAR(255) NOT NULL DEFAULT N'',
+    [Payload]       NVARCHAR(MAX) NOT NULL DEFAULT N'',
+    [Hash]          VARBINARY(MAX) NULL,
+    [FirstSeenUtc]  DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),
+    [LastSeenUtc]   DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),
+    [Status]        VARCHAR(20) NOT NULL DEFAULT 'Seen',
+    [LockedUntil]   DATETIME2(3) NULL,
+    [OwnerToken]    UNIQUEIDENTIFIER NULL,
+    [Attempt]       INT NOT NULL DEFAULT 0,
+    [LastError]     NVARCHAR(MAX) NULL,
+    [NextAttemptAt] DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),
+    [DueTimeUtc]    DATETIME2(3) NULL,
+    [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,
+    CONSTRAINT [PK_Inbox] PRIMARY KEY NONCLUSTERED ([Source], [MessageId]),
+    CONSTRAINT [CX_Inbox] UNIQUE CLUSTERED ([Seq])
+)
+GO
+IF INDEXPROPERTY(OBJECT_ID(N'[infra].[Inbox]'), N'IX_Inbox_WorkQueue', 'IndexID') IS NULL
+CREATE INDEX [IX_Inbox_WorkQueue] ON [infra].[Inbox] ([NextAttemptAt]) INCLUDE ([LockedUntil], [OwnerToken]) WHERE [Status] = 'Processing'
+GO
+IF INDEXPROPERTY(OBJECT_ID(N'[infra].[Inbox]'), N'IX_Inbox_Leased', 'IndexID') IS NULL
+CREATE INDEX [IX_Inbox_Leased] ON [infra].[Inbox] ([LockedUntil]) WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL
+GO
+IF INDEXPROPERTY(OBJECT_ID(N'[infra].[Inbox]'), N'IX_Inbox_Cleanup', 'IndexID') IS NULL
+CREATE INDEX [IX_Inbox_Cleanup] ON [infra].[Inbox] ([LastSeenUtc]) WHERE [Status] = 'Done'
+GO
+CREATE OR ALTER PROCEDURE [infra].[Inbox_Claim] @OwnerToken UNIQUEIDENTIFIER, @LeaseSeconds INT, @BatchSize INT AS
+BEGIN
+    SET NOCOUNT ON;
+    WITH picked AS (
+        SELECT TOP (@BatchSize) * FROM [infra].[Inbox] WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
+         WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME()
+           AND ([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())
+         ORDER BY [NextAttemptAt])
+    UPDATE picked SET [OwnerToken] = @OwnerToken,
+           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME())
+    OUTPUT inserted.[Source], inserted.[MessageId], inserted.[Topic], inserted.[Payload], inserted.[Hash], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[FirstSeenUtc]), DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[LastSeenUtc]), inserted.[Status], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[LockedUntil]), LOWER(CONVERT(NCHAR(36), inserted.[OwnerToken])), inserted.[Attempt], inserted.[LastError], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[NextAttemptAt]), DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[DueTimeUtc]);
+END
+GO
+CREATE OR ALTER PROCEDURE [infra].[Inbox_Ack] @OwnerToken UNIQUEIDENTIFIER, @Sources NVARCHAR(MAX), @MessageIds NVARCHAR(MAX) AS
+BEGIN
+    SET NOCOUNT ON;
+    UPDATE t SET [Status] = 'Done', [OwnerToken] = NULL, [LockedUntil] = NULL, [LastSeenUtc] = SYSUTCDATETIME()
+      FROM [infra].[Inbox] AS t JOIN (SELECT CAST(s.[value] AS NVARCHAR(255)) COLLATE Latin1_General_100_BIN2 AS [Source],
+                                 CAST(m.[value] AS NVARCHAR(255)) COLLATE Latin1_General_100_BIN2 AS [MessageId]
+                            FROM OPENJSON(@Sources) AS s JOIN OPENJSON(@MessageIds) AS m
+                              ON m.[key] = s.[key]) AS k
+        ON t.[Source] = k.[Source] AND t.[MessageId] = k.[MessageId]
+     WHERE t.[OwnerToken] = @OwnerToken AND t.[Status] = 'Processing';
+    SELECT @@ROWCOUNT;
+END
+GO
+CREATE OR ALTER PROCEDURE [infra].[Inbox_Abandon] @DelayMs BIGINT, @Attempts INT, @LastError NVARCHAR(MAX), @OwnerToken UNIQUEIDENTIFIER, @Sources NVARCHAR(MAX), @MessageIds NVARCHAR(MAX) AS
+BEGIN
+    SET NOCOUNT ON;
+    UPDATE t SET [NextAttemptAt] = DATEADD(MILLISECOND, CAST(COALESCE(@DelayMs, CASE WHEN t.[Attempt] >= 6 THEN 60000 ELSE 1000 * POWER(2, t.[Attempt]) END) % 86400000 AS INT), DATEADD(DAY, CAST(COALESCE(@DelayMs, CASE WHEN t.[Attempt] >= 6 THEN 60000 ELSE 1000 * POWER(2, t.[Attempt]) END) / 86400000 AS INT), SYSUTCDATETIME())), [Attempt] = t.[Attempt] + @Attempts, [LastError] = COALESCE(@LastError, t.[LastError]), [OwnerToken] = NULL, [LockedUntil] = NULL
+      FROM [infra].[Inbox] AS t JOIN (SELECT CAST(s.[value] AS NVARCHAR(255)) COLLATE Latin1_General_100_BIN2 AS [Source],
+                                 CAST(m.[value] AS NVARCHAR(255)) COLLATE Latin1_General_100_BIN2 AS [MessageId]
+                            FROM OPENJSON(@Sources) AS s JOIN OPENJSON(@MessageIds) AS m
+                              ON m.[key] = s.[key]) AS k
+        ON t.[Source] = k.[Source] AND t.[MessageId] = k.[MessageId]
+     WHERE t.[OwnerToken] = @OwnerToken AND t.[Status] = 'Processing';
+    SELECT @@ROWCOUNT;
+END
+GO
+CREATE OR ALTER PROCEDURE [infra].[Inbox_Fail] @LastError NVARCHAR(MAX), @OwnerToken UNIQUEIDENTIFIER, @Sources NVARCHAR(MAX), @MessageIds NVARCHAR(MAX) AS
+BEGIN
+    SET NOCOUNT ON;
+    UPDATE t SET [Status] = 'Dead', [OwnerToken] = NULL, [LockedUntil] = NULL, [LastSeenUtc] = SYSUTCDATETIME(), [LastError] = @LastError
+      FROM [infra].[Inbox] AS t JOIN (SELECT CAST(s.[value] AS NVARCHAR(255)) COLLATE Latin1_General_100_BIN2 AS [Source],
+                                 CAST(m.[value] AS NVARCHAR(255)) COLLATE Latin1_General_100_BIN2 AS [MessageId]
+                            FROM OPENJSON(@Sources) AS s JOIN OPENJSON(@MessageIds) AS m
+                              ON m.[key] = s.[key]) AS k
+        ON t.[Source] = k.[Source] AND t.[MessageId] = k.[MessageId]
+     WHERE t.[OwnerToken] = @OwnerToken AND t.[Status] = 'Processing';
+    SELECT @@ROWCOUNT;
+END
+GO
+CREATE OR ALTER PROCEDURE [infra].[Inbox_ReapExpired] AS
+BEGIN
+    SET NOCOUNT ON;
+    UPDATE [infra].[Inbox] SET [OwnerToken] = NULL, [LockedUntil] = NULL
+     WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL AND [LockedUntil] < SYSUTCDATETIME();
+    SELECT @@ROWCOUNT;
+END
+GO
+IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;
+GO

@@ -1,0 +1,101 @@
+/* schema_v0.h: tables as the first release deployed them, for the upgrade
+ * tests (CORE-SCHEMA-UPGRADE in test_outbox.c and test_inbox.c). The DDL is
+ * frozen in tests/schema/v0/<dialect>/{outbox,inbox}.sql; these helpers read
+ * it under other names and split it into statements. Test code only. */
+#ifndef SCHEMA_V0_H
+#define SCHEMA_V0_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The file at `path` with `prefix` put before every `base` ("Outbox" becomes
+ * "V0Outbox", "IX_Outbox_Ready" "IX_V0Outbox_Ready") except where base starts
+ * a column name ("OutboxMessageId"), and every `schema_from` replaced by
+ * `schema_to` (NULL: none). Malloc'ed; NULL when the file cannot be read. */
+static char *v0_text(const char *path, const char *base, const char *prefix, const char *schema_from,
+                     const char *schema_to) {
+    FILE *f = fopen(path, "rb");
+    char *in, *out;
+    size_t n, o = 0, i, bl = strlen(base), pl = strlen(prefix);
+    size_t fl = schema_from ? strlen(schema_from) : 0, tl = schema_to ? strlen(schema_to) : 0;
+    long size;
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    in = (char *)malloc((size_t)size + 1);
+    n = in ? fread(in, 1, (size_t)size, f) : 0;
+    fclose(f);
+    if (!in) return NULL;
+    in[n] = '\0';
+    out = (char *)malloc(n * (pl + tl + 1) + 1);
+    for (i = 0; out && i < n;) {
+        if (strncmp(in + i, base, bl) == 0 && strncmp(in + i + bl, "MessageId", 9) != 0) {
+            memcpy(out + o, prefix, pl);
+            o += pl;
+        } else if (fl && strncmp(in + i, schema_from, fl) == 0) {
+            memcpy(out + o, schema_to, tl);
+            o += tl;
+            i += fl;
+            continue;
+        }
+        out[o++] = in[i++];
+    }
+    if (out) out[o] = '\0';
+    free(in);
+    return out;
+}
+
+/* The next statement of a schema text, cut out in place (its end
+ * overwritten with NUL), or NULL at the end. Statements end with ";\n",
+ * except inside a $$ body (PostgreSQL) and a trigger's BEGIN ... END
+ * (SQLite); lines starting with "--" are skipped. */
+static char *v0_next(char **pos) {
+    char *start = *pos, *p;
+    while (strncmp(start, "--", 2) == 0) {
+        char *nl = strchr(start, '\n');
+        start = nl ? nl + 1 : start + strlen(start);
+    }
+    if (!*start) return NULL;
+    for (p = start; (p = strstr(p, ";\n")) != NULL; p++) {
+        int dollars = 0;
+        const char *q;
+        char keep = *p;
+        *p = '\0';
+        for (q = start; (q = strstr(q, "$$")) != NULL; q += 2) dollars++;
+        if (dollars % 2 == 0 && (dollars > 0 || !strstr(start, "\nBEGIN\n") ||
+                                 (p - start >= 4 && strcmp(p - 4, "\nEND") == 0))) {
+            *pos = p + 2;
+            return start;
+        }
+        *p = keep;
+    }
+    *pos = start + strlen(start);
+    return start;
+}
+
+/* A query that gives a table's columns as one text, "name type, ..." in
+ * column order: {T} the quoted table, {N} its bare name. */
+static const char *v0_columns_sql(const char *backend) {
+    if (strcmp(backend, "postgresql") == 0)
+        return "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum) "
+               "FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attnum > 0 AND NOT attisdropped";
+    if (strcmp(backend, "mariadb") == 0)
+        return "SELECT GROUP_CONCAT(CONCAT(COLUMN_NAME, ' ', COLUMN_TYPE) ORDER BY ORDINAL_POSITION "
+               "SEPARATOR ', ') FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+               "AND TABLE_NAME = '{N}'";
+    return "SELECT group_concat(c, ', ') FROM (SELECT name || ' ' || type AS c FROM "
+           "pragma_table_info('{N}') ORDER BY cid)";
+}
+
+/* The dialect's "now plus `later`" for fixture rows: 'l' an hour ahead,
+ * 'p' a minute ago, anything else now. SQLite keeps Unix ms. */
+static const char *v0_time(const char *backend, char when) {
+    int pg = strcmp(backend, "postgresql") == 0, my = strcmp(backend, "mariadb") == 0;
+    if (when == 'l')
+        return pg ? "now() + interval '1 hour'" : my ? "UTC_TIMESTAMP(6) + INTERVAL 1 HOUR" : "({W} + 3600000)";
+    if (when == 'p')
+        return pg ? "now() - interval '1 minute'" : my ? "UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE" : "({W} - 60000)";
+    return "{W}";
+}
+#endif
