@@ -558,6 +558,10 @@ typedef struct obx_store_desc {
                                     cap and at most once a second (obx_pending_count), so
                                     other producers may pass it by what they enqueue within
                                     that second */
+    int ordering_dead_holds;     /* default 0: a Dead message lets its ordering key move on
+                                    (the key's next message is handled). Nonzero: the key
+                                    waits until the dead one is replayed or purged. Applies
+                                    to the claims of this store */
 } obx_store_desc;
 
 /* ---- Messages ----------------------------------------------------------------- */
@@ -594,9 +598,10 @@ typedef struct obx_new_message {
                                     handler starts one while an earlier one of its key is not
                                     yet Done or Dead (in flight, waiting for a retry, or due
                                     later). Other keys, and messages without one, are not held
-                                    up. A Dead message lets its key move on; a replayed one is
-                                    handled before the key's later messages that have not
-                                    started. See README "Ordered delivery per key" */
+                                    up. A Dead message lets its key move on (unless the store
+                                    has ordering_dead_holds); a replayed one is handled before
+                                    the key's later messages that have not started. See README
+                                    "Ordered delivery per key" */
 } obx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
@@ -3558,6 +3563,8 @@ enum {
                            unused), limit, offset -> message rows (markers numbered) */
     OBX__Q_DEAD_REPLAY, /* dead filter -> count */
     OBX__Q_DEAD_PURGE,  /* dead filter, unused, batch -> count */
+    OBX__Q_CLAIM_HOLD,  /* CLAIM, where a Dead message holds its key (ordering_dead_holds) */
+    OBX__Q_CLAIM_PICK_HOLD, /* CLAIM_PICK, likewise */
     OBX__Q_COUNT
 };
 
@@ -3590,17 +3597,22 @@ enum {
  *  - "nothing in flight" also covers what the order cannot: the loser of
  *    an enqueue race that commits after a later row started, and a dead
  *    message replayed while its successor runs, wait for the running one.
- * Dead (Status 3) rows do not hold their key back: the key moves on. Rows
+ * Dead (Status 3) rows do not hold their key back: the key moves on; a
+ * store with ordering_dead_holds counts them as waiting, so its claims
+ * leave the key alone until the dead one is replayed or purged. Rows
  * without a key skip the check at its first term. The index of keyed rows
  * that are not Done serves both the insert's largest value and the
  * claim's check (SQLite, PostgreSQL, SQL Server: a partial index; MariaDB
  * has none: a generated column that is NULL for those rows, so rows
  * without a key never change that index). */
-#define OBX__ORDERED_HEAD                                                                         \
+#define OBX__ORDERED_CHECK(waits)                                                                 \
     "(c.\"OrderingKey\" IS NULL OR (NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = "     \
-    "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 0 AND o.\"OrderingSeq\" <= c.\"OrderingSeq\" "  \
+    "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" " waits " AND o.\"OrderingSeq\" <= c.\"OrderingSeq\" "  \
     "AND (o.\"OrderingSeq\" < c.\"OrderingSeq\" OR o.\"Id\" < c.\"Id\")) AND NOT EXISTS (SELECT 1 FROM {T} AS o "  \
     "WHERE o.\"OrderingKey\" = c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 1)))"
+/* Ready rows wait; with ordering_dead_holds, Dead ones too. */
+#define OBX__ORDERED_HEAD OBX__ORDERED_CHECK("= 0")
+#define OBX__ORDERED_HEAD_HOLD OBX__ORDERED_CHECK("IN (0, 3)")
 /* The next OrderingSeq of key `k` (an expression): NULL without a key. One
  * probe per state that counts, each the top of an index range. */
 #define OBX__ORDERED_MAX(k, st)                                                                   \
@@ -3642,6 +3654,12 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
      "WHERE \"Id\" IN (SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= {W} "
      "AND c.\"IsProcessed\" = 0 AND " OBX__ORDERED_HEAD " ORDER BY c.\"NextAttemptAt\" LIMIT ?) "
+     "RETURNING " OBX__SQLITE_COLS},
+    {OBX__Q_CLAIM_HOLD,
+     "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
+     "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
+     "WHERE \"Id\" IN (SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= {W} "
+     "AND c.\"IsProcessed\" = 0 AND " OBX__ORDERED_HEAD_HOLD " ORDER BY c.\"NextAttemptAt\" LIMIT ?) "
      "RETURNING " OBX__SQLITE_COLS},
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
@@ -3812,6 +3830,13 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)) "
      "WHERE \"Id\" = ANY (ARRAY(SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND "
      "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_HEAD " "
+     "ORDER BY c.\"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
+     "RETURNING " OBX__PG_COLS},
+    {OBX__Q_CLAIM_HOLD,
+     "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
+     "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)) "
+     "WHERE \"Id\" = ANY (ARRAY(SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND "
+     "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_HEAD_HOLD " "
      "ORDER BY c.\"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
      "RETURNING " OBX__PG_COLS},
     {OBX__Q_ACK,
@@ -4054,11 +4079,13 @@ static const obx__sqlset obx__postgresql_outbox = {
     ", `OrderingKey`"
 /* Ordered delivery (see OBX__ORDERED_HEAD): `OrderingLive` is the key of a
  * row that is not Done, `OrderingState` its Status, both else NULL. */
-#define OBX__MY_ORDERED_HEAD                                                                      \
+#define OBX__MY_ORDERED_CHECK(waits)                                                              \
     "(c.`OrderingKey` IS NULL OR (NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.`OrderingLive` = "      \
-    "c.`OrderingKey` AND o.`OrderingState` = 0 AND o.`OrderingSeq` <= c.`OrderingSeq` AND "           \
+    "c.`OrderingKey` AND o.`OrderingState` " waits " AND o.`OrderingSeq` <= c.`OrderingSeq` AND "           \
     "(o.`OrderingSeq` < c.`OrderingSeq` OR o.`Id` < c.`Id`)) AND NOT EXISTS (SELECT 1 FROM {T} AS o "  \
     "WHERE o.`OrderingLive` = c.`OrderingKey` AND o.`OrderingState` = 1)))"
+#define OBX__MY_ORDERED_HEAD OBX__MY_ORDERED_CHECK("= 0")
+#define OBX__MY_ORDERED_HEAD_HOLD OBX__MY_ORDERED_CHECK("IN (0, 3)")
 #define OBX__MY_ORDERED_MAX(k, st)                                                                \
     "COALESCE((SELECT MAX(o.`OrderingSeq`) FROM {T} AS o WHERE o.`OrderingLive` = " k " AND "        \
     "o.`OrderingState` = " st "), 0)"
@@ -4168,6 +4195,12 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "ORDER BY c.`NextAttemptAt` LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
      "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
+    {OBX__Q_CLAIM_PICK_HOLD,
+     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_Ready`) WHERE c.`Status` = 0 "
+     "AND c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND c.`IsProcessed` = 0 AND " OBX__MY_ORDERED_HEAD_HOLD " "
+     "ORDER BY c.`NextAttemptAt` LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
+     "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
+     "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
      "SELECT " OBX__MY_COLS " FROM " OBX__MY_BY_IDS("?3") " WHERE {T}.`OwnerToken` = ?1"},
     {OBX__Q_DEAD_LIST,
@@ -4274,10 +4307,11 @@ static const obx__sqlset obx__mariadb_outbox = {
     OBX__MS_TO_MS("t.[NextAttemptAt]") ", t.[OrderingKey]"
 /* Ordered delivery (see OBX__ORDERED_HEAD). The check reads without
  * READPAST: a row of the key that a concurrent claim holds is waited for,
- * not skipped as if it were not there. */
+ * not skipped as if it were not there. @DeadHolds (0 or 1) is the claim
+ * procedure's: 1 counts Dead rows as waiting (ordering_dead_holds). */
 #define OBX__MS_ORDERED_HEAD                                                                      \
     "(c.[OrderingKey] IS NULL OR (NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.[OrderingKey] IS NOT NULL " \
-    "AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] = 0 AND "                 \
+    "AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] IN (0, 3 * @DeadHolds) AND " \
     "o.[OrderingSeq] <= c.[OrderingSeq] AND (o.[OrderingSeq] < c.[OrderingSeq] OR o.[Id] < c.[Id])) "     \
     "AND NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.[OrderingKey] IS NOT NULL AND "                     \
     "o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] = 1)))"
@@ -4330,6 +4364,8 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "SYSDATETIMEOFFSET()), ?8, " OBX__MS_ORDERED_NEXT("?8")},
     {OBX__Q_CLAIM,
      "{CALL {S}.[{N}_Claim](?, ?, ?)}"},
+    {OBX__Q_CLAIM_HOLD,
+     "{CALL {S}.[{N}_Claim](?, ?, ?, 1)}"},
     {OBX__Q_ACK,
      "{CALL {S}.[{N}_Ack](?, ?, ?)}"},
     {OBX__Q_ABANDON,
@@ -4488,7 +4524,7 @@ static const obx__sqlset obx__sqlserver_outbox = {
     "                          ELSE r.[Room] - d1.[Done] END AS [Failed]) AS c;\n"
     "END",
     "CREATE OR ALTER PROCEDURE {S}.[{N}_Claim] @OwnerToken UNIQUEIDENTIFIER, @LeaseSeconds INT, "
-    "@BatchSize INT AS\n"
+    "@BatchSize INT, @DeadHolds INT = 0 AS\n"
     "BEGIN\n"
     "    SET NOCOUNT ON;\n"
     "    DECLARE @claimed TABLE ([ClaimedId] UNIQUEIDENTIFIER PRIMARY KEY);\n"
@@ -4599,9 +4635,11 @@ static const char *const obx__metric_text[OBX_METRIC_COUNT_][2] = {
     {"messages_expired_total", "Done messages deleted by cleanup after their retention."}};
 #endif
 
-/* What only an outbox store keeps: the columns of a batch insert. */
+/* What only an outbox store keeps: the columns of a batch insert, and
+ * whether a Dead message holds its ordering key. */
 typedef struct obx__store_own {
     obx__buf columns[7];
+    int dead_holds;
 } obx__store_own;
 
 
@@ -4614,6 +4652,11 @@ typedef struct obx__store_own {
 
 /* What each header defines for the engine (its face), below the engine. */
 static void obx__store_own_free(const obx__hooks *h, obx__store_own *own);
+/* The header's own options of a store description, kept at open. */
+static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc);
+/* The expanded statements, by id: the header may swap a statement for a
+ * variant its options ask for. */
+static void obx__store_own_sql(const obx__store_own *own, char **sql);
 /* The current row (the dialect's message columns) into *m; its strings go
  * to buf, at offsets *o, and are pointed at by obx__point_strings once the
  * buffer stops moving. */
@@ -4843,6 +4886,7 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
         if (!s->sql[row->id])
             return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     }
+    obx__store_own_sql(&s->own, s->sql);
     return OBX_OK;
 }
 
@@ -5037,6 +5081,7 @@ OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
     s->db.statement_timeout_s = desc->statement_timeout_seconds > 0 ? desc->statement_timeout_seconds : 0;
     s->metrics = desc->metrics;
     s->message_log_level = desc->message_log_level ? desc->message_log_level : OBX_LOG_DEBUG;
+    obx__store_own_open(&s->own, desc);
     *out = s;
     r = obx__store_desc_check(s, desc);
     if (r != OBX_OK) return r;
@@ -6992,6 +7037,23 @@ OBX_API obx_result obx_notify(obx_store *s) {
 static void obx__store_own_free(const obx__hooks *h, obx__store_own *own) {
     int i;
     for (i = 0; i < 7; i++) obx__buf_free(h, &own->columns[i]);
+}
+
+static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc) {
+    own->dead_holds = desc->ordering_dead_holds != 0;
+}
+
+/* ordering_dead_holds: the claim variants where a Dead message waits. */
+static void obx__store_own_sql(const obx__store_own *own, char **sql) {
+    static const int pairs[2][2] = {{OBX__Q_CLAIM, OBX__Q_CLAIM_HOLD},
+                                    {OBX__Q_CLAIM_PICK, OBX__Q_CLAIM_PICK_HOLD}};
+    int i;
+    for (i = 0; i < 2 && own->dead_holds; i++) {
+        char *t = sql[pairs[i][0]];
+        if (!sql[pairs[i][1]]) continue; /* the dialect has no such step */
+        sql[pairs[i][0]] = sql[pairs[i][1]];
+        sql[pairs[i][1]] = t;
+    }
 }
 
 static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,

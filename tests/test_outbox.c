@@ -1246,6 +1246,51 @@ static void test_ordered_key(void) {
     obx_store_close(s);
 }
 
+/* ordering_dead_holds: a Dead message holds its key until it is replayed
+ * (or purged); unkeyed messages and other keys flow meanwhile. */
+static void test_ordered_dead_holds(void) {
+    obx_store_desc desc;
+    obx_store *s = fresh(), *h = NULL;
+    obx_new_message ms[4];
+    char owner[37], got_list[256];
+    const obx_message *got = NULL;
+    const char *id;
+    int n = 0;
+    int64_t changed = 0;
+    TT_ASSERT(s != NULL);
+    obx_store_close(s);
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.ordering_dead_holds = 1;
+    desc.hooks.logger.min_level = OBX_LOG_WARN;
+    TT_ASSERT(obx_store_open(&desc, &h) == OBX_OK);
+    obx_owner_token(h, owner);
+    ms[0] = keyed("a1", "A");
+    ms[1] = keyed("a2", "A");
+    ms[2] = keyed("b1", "B");
+    ms[3] = keyed("u1", NULL);
+    TT_EQ_INT(obx_enqueue_batch(h, NULL, ms, 4, NULL), OBX_OK);
+    TT_ASSERT(claim_payloads(h, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "a1,b1,u1");
+    id = id_of(got, n, "a1");
+    TT_EQ_INT(obx_fail(h, owner, &id, 1, "poison", NULL), OBX_OK);
+    ms[0] = keyed("b2", "B");
+    TT_EQ_INT(obx_enqueue(h, &ms[0], NULL), OBX_OK);
+    id = id_of(got, n, "b1");
+    TT_EQ_INT(obx_ack(h, owner, &id, 1, NULL), OBX_OK);
+    TT_ASSERT(claim_payloads(h, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "b2"); /* a2 waits behind the dead a1 */
+    TT_EQ_INT(obx_dead_replay(h, NULL, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_ASSERT(claim_payloads(h, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "a1");
+    id = got[0].id;
+    TT_EQ_INT(obx_ack(h, owner, &id, 1, NULL), OBX_OK);
+    TT_ASSERT(claim_payloads(h, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "a2");
+    obx_store_close(h);
+}
+
 /* One line per handler start: key, index in the key, start and end (ns,
  * CLOCK_MONOTONIC: one clock for all processes), outcome (d done, r retry). */
 typedef struct ord_rec {
@@ -4706,6 +4751,7 @@ int main(int argc, char **argv) {
     RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
+    RUN("OBX-ORDERED-DEAD-HOLDS", "ordering_dead_holds: a Dead message holds its key until replayed; others flow", test_ordered_dead_holds);
     RUN("OBX-ORDERED-PROCS", "worker processes, keys x messages, transient failures: per key, starts strictly in order, never overlapping", test_ordered_processes);
     if (g_srv)
         RUN("CORE-READ-ONLY-REAL", "a read-only session (25006) is transient, not lost; the next call reconnects", test_read_only_real);

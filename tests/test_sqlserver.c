@@ -31,11 +31,14 @@ static void forget(void) {
     fake_set_dbms_name(g_mssql);
 }
 
+static int g_dead_holds; /* the next outbox() has ordering_dead_holds */
+
 static obx_store *outbox(void) {
     obx_store_desc desc;
     obx_store *s = NULL;
     forget();
     memset(&desc, 0, sizeof desc);
+    desc.ordering_dead_holds = g_dead_holds;
     desc.connection_string = "Driver={FreeTDS};Server=h;Port=1433;Database=d;UID=u;PWD=p;"
                              "TDS_Version=7.4;ClientCharset=UTF-8;";
     desc.worker_name = "worker-1";
@@ -165,7 +168,7 @@ static void test_deploy(void) {
         TT_EXPECT(strstr(q, "\nGO") == NULL);
         if (q[0] != '<') batches++;
     }
-    TT_EQ_INT(batches, 19);
+    TT_EQ_INT(batches, 22);
     TT_EXPECT(strstr(fake_log_sql(0), "SET QUOTED_IDENTIFIER ON;") != NULL); /* filtered indexes need it */
     TT_EQ_STR(fake_log_sql(fake_log_count() - 2), "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;");
     TT_EQ_INT(fake_commits(), 1);
@@ -197,9 +200,15 @@ static void test_schema_upgrade(void) {
     TT_ASSERT(create >= 0 && add > create);
     TT_EQ_STR(fake_log_sql(add), "IF COL_LENGTH(N'[dbo].[Outbox]', N'Starts') IS NULL "
                                  "ALTER TABLE [dbo].[Outbox] ADD [Starts] INT NOT NULL DEFAULT 0");
-    TT_EXPECT(strstr(fake_log_sql(create), "    [Starts]        INT NOT NULL DEFAULT 0,\n    [Seq]") != NULL);
-    TT_EXPECT(fake_log_find("CREATE INDEX [IX_Outbox_Ready]", 0) > add);
-    TT_EXPECT(fake_log_find("COL_LENGTH", add + 1) < 0); /* once; no probe query before it */
+    TT_EXPECT(strstr(fake_log_sql(create), "    [Starts]        INT NOT NULL DEFAULT 0,\n    [OrderingKey]   "
+                                           "NVARCHAR(255) NULL,\n    [OrderingSeq]   BIGINT NULL,\n    [Seq]") != NULL);
+    TT_EQ_STR(fake_log_sql(add + 1), "IF COL_LENGTH(N'[dbo].[Outbox]', N'OrderingKey') IS NULL "
+                                     "ALTER TABLE [dbo].[Outbox] ADD [OrderingKey] NVARCHAR(255) NULL");
+    TT_EQ_STR(fake_log_sql(add + 2), "IF COL_LENGTH(N'[dbo].[Outbox]', N'OrderingSeq') IS NULL "
+                                     "ALTER TABLE [dbo].[Outbox] ADD [OrderingSeq] BIGINT NULL");
+    TT_EXPECT(fake_log_find("CREATE INDEX [IX_Outbox_Ready]", 0) > add + 2);
+    TT_EXPECT(fake_log_find("CREATE INDEX [IX_Outbox_Ordering]", 0) > add + 2);
+    TT_EXPECT(fake_log_find("COL_LENGTH", add + 3) < 0); /* once each; no probe query before it */
     TT_EQ_INT(fake_commits(), 1);
     obx_store_close(s);
     in = inbox();
@@ -365,6 +374,15 @@ static void test_017_claim(void) {
     TT_EQ_INT(ms[0].due_time_ms, 0);
     TT_EQ_STR(ms[0].ordering_key, "customer-7");
     TT_EQ_INT(fake_commits(), 1);
+    obx_store_close(s);
+    /* ordering_dead_holds: the same procedure, Dead rows counted as waiting. */
+    g_dead_holds = 1;
+    s = outbox();
+    g_dead_holds = 0;
+    TT_ASSERT(s != NULL);
+    fake_push_rows(16, 0, NULL);
+    TT_EQ_INT(obx_claim(s, owner, 30, 50, &ms, &n), OBX_EMPTY);
+    TT_EQ_STR(fake_log_sql(first_exec()), "{CALL [dbo].[Outbox_Claim](?, ?, ?, 1)}");
     obx_store_close(s);
 }
 

@@ -111,7 +111,7 @@ BEGIN
                           ELSE r.[Room] - d1.[Done] END AS [Failed]) AS c;
 END
 GO
-CREATE OR ALTER PROCEDURE [dbo].[Outbox_Claim] @OwnerToken UNIQUEIDENTIFIER, @LeaseSeconds INT, @BatchSize INT AS
+CREATE OR ALTER PROCEDURE [dbo].[Outbox_Claim] @OwnerToken UNIQUEIDENTIFIER, @LeaseSeconds INT, @BatchSize INT, @DeadHolds INT = 0 AS
 BEGIN
     SET NOCOUNT ON;
     DECLARE @claimed TABLE ([ClaimedId] UNIQUEIDENTIFIER PRIMARY KEY);
@@ -119,7 +119,7 @@ BEGIN
         SELECT TOP (@BatchSize) c.[Status], c.[OwnerToken], c.[LockedUntil], c.[Id], c.[NextAttemptAt]
           FROM [dbo].[Outbox] AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
          WHERE c.[Status] = 0 AND c.[NextAttemptAt] <= SYSDATETIMEOFFSET() AND c.[IsProcessed] = 0
-           AND (c.[OrderingKey] IS NULL OR (NOT EXISTS (SELECT 1 FROM [dbo].[Outbox] AS o WHERE o.[OrderingKey] IS NOT NULL AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] = 0 AND o.[OrderingSeq] <= c.[OrderingSeq] AND (o.[OrderingSeq] < c.[OrderingSeq] OR o.[Id] < c.[Id])) AND NOT EXISTS (SELECT 1 FROM [dbo].[Outbox] AS o WHERE o.[OrderingKey] IS NOT NULL AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] = 1)))
+           AND (c.[OrderingKey] IS NULL OR (NOT EXISTS (SELECT 1 FROM [dbo].[Outbox] AS o WHERE o.[OrderingKey] IS NOT NULL AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] IN (0, 3 * @DeadHolds) AND o.[OrderingSeq] <= c.[OrderingSeq] AND (o.[OrderingSeq] < c.[OrderingSeq] OR o.[Id] < c.[Id])) AND NOT EXISTS (SELECT 1 FROM [dbo].[Outbox] AS o WHERE o.[OrderingKey] IS NOT NULL AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] = 1)))
          ORDER BY c.[NextAttemptAt])
     UPDATE picked SET [Status] = 1, [OwnerToken] = @OwnerToken,
            [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME())
