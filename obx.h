@@ -3528,8 +3528,7 @@ OBX_API obx_result obx_identifier_check(const char *name) { return obx__identifi
  * table name (for derived names), {W} the dialect's "now" in Unix ms.
  * Parameter order is the same in every dialect. */
 enum {
-    OBX__Q_INSERT,   /* id, message_id, topic, payload, correlation, due, next_attempt,
-                        ordering key */
+    OBX__Q_INSERT,   /* id, message_id, topic, payload, correlation, due, next_attempt */
     OBX__Q_CLAIM,    /* owner, lease_seconds, batch -> message rows */
     OBX__Q_ACK,      /* processed_by, owner, ids -> count */
     OBX__Q_ABANDON,  /* delay_ms (NULL: default backoff), retries (1, or 0 for a wait),
@@ -3541,8 +3540,7 @@ enum {
     OBX__Q_CLEANUP,  /* retention_ms, batch -> count */
     OBX__Q_STATS,    /* -> ready count, oldest ready age in ms */
     OBX__Q_PENDING,  /* -> unfinished messages (Ready or Leased): max_pending's count */
-    OBX__Q_INSERT_MANY, /* lists of: ids, message_ids, topics, payloads, correlations, dues,
-                           ordering keys;
+    OBX__Q_INSERT_MANY, /* lists of: ids, message_ids, topics, payloads, correlations, dues;
                            or (batch_as_json_rows) one JSON array of such rows; NULL where
                            the dialect inserts a batch row by row */
     OBX__Q_JOIN_START,  /* join_id, grouping_key, expected_steps, metadata */
@@ -3565,6 +3563,9 @@ enum {
     OBX__Q_DEAD_PURGE,  /* dead filter, unused, batch -> count */
     OBX__Q_CLAIM_HOLD,  /* CLAIM, where a Dead message holds its key (ordering_dead_holds) */
     OBX__Q_CLAIM_PICK_HOLD, /* CLAIM_PICK, likewise */
+    OBX__Q_INSERT_KEYED, /* INSERT with an ordering key: its arguments and the key */
+    OBX__Q_INSERT_MANY_KEYED, /* INSERT_MANY where a message has an ordering key: one more list
+                                 (JSON rows: one more element) */
     OBX__Q_COUNT
 };
 
@@ -3645,6 +3646,9 @@ enum {
 static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))"},
+    {OBX__Q_INSERT_KEYED,
+     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
      "coalesce(?7, {W}), ?8, " OBX__ORDERED_NEXT("?8") ")"},
     /* sqliteodbc shows RETURNING rows only for statements that start
@@ -3696,6 +3700,11 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     /* A whole batch in one statement: sqliteodbc costs three times the C
      * API per execute, so one execute per row is the slow part. */
     {OBX__Q_INSERT_MANY,
+     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\") SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
+     "json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), "
+     "json_extract(value, '$[5]'), coalesce(json_extract(value, '$[5]'), {W}) FROM json_each(?)"},
+    {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\") SELECT json_extract(j.value, '$[0]'), "
      "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
@@ -3821,6 +3830,11 @@ static const obx__sqlset obx__sqlite_outbox = {
 static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (CAST(? AS uuid), CAST(? AS uuid), ?, ?, ?, "
+     "to_timestamp(CAST(? AS bigint) / 1000.0), "
+     "coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()))"},
+    {OBX__Q_INSERT_KEYED,
+     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\") VALUES (CAST(?1 AS uuid), "
      "CAST(?2 AS uuid), ?3, ?4, ?5, to_timestamp(CAST(?6 AS bigint) / 1000.0), "
      "coalesce(to_timestamp(CAST(?7 AS bigint) / 1000.0), now()), CAST(?8 AS varchar), "
@@ -3874,6 +3888,12 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     /* A whole batch in one statement: array literals unnested by the
      * server (psqlODBC's own array binding sends one INSERT per row). */
     {OBX__Q_INSERT_MANY,
+     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\") SELECT u.id, u.mid, u.topic, u.payload, u.corr, "
+     "to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()) "
+     "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
+     "CAST(? AS text[]), CAST(? AS bigint[])) AS u(id, mid, topic, payload, corr, due)"},
+    {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\") SELECT u.id, u.mid, u.topic, "
      "u.payload, u.corr, to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()), "
@@ -4119,6 +4139,10 @@ static const obx__sqlset obx__postgresql_outbox = {
 static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
+     "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", "
+     "COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)))"},
+    {OBX__Q_INSERT_KEYED,
+     "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MY_FROM_MS("?6") ", "
      "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6)), ?8, " OBX__MY_ORDERED_NEXT("?8") ")"},
     /* The update checks the row again and the read takes only rows that
@@ -4161,6 +4185,14 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
     /* A whole batch in one statement, read from one JSON array of rows. */
     {OBX__Q_INSERT_MANY,
+     "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
+     "`NextAttemptAt`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
+     OBX__MY_FROM_MS("j.`due`") ", COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6)) "
+     "FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$[0]', `mid` CHAR(36) PATH '$[1]', "
+     "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
+     "`payload` LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]', "
+     "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]')) AS j"},
+    {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
      OBX__MY_FROM_MS("j.`due`") ", COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6)), j.`okey`, "
@@ -4359,6 +4391,10 @@ static const obx__sqlset obx__mariadb_outbox = {
 static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
+     "[NextAttemptAt]) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", "
+     "COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", SYSDATETIMEOFFSET()))"},
+    {OBX__Q_INSERT_KEYED,
+     "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
      "[NextAttemptAt], [OrderingKey], [OrderingSeq]) SELECT ?1, ?2, ?3, ?4, ?5, "
      OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", "
      "SYSDATETIMEOFFSET()), ?8, " OBX__MS_ORDERED_NEXT("?8")},
@@ -4394,6 +4430,14 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()"},
     /* A whole batch in one statement: the lists zipped by position. */
     {OBX__Q_INSERT_MANY,
+     "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
+     "[NextAttemptAt]) SELECT i.[value], m.[value], p.[value], b.[value], c.[value], x.[Due], "
+     "COALESCE(x.[Due], SYSDATETIMEOFFSET()) FROM OPENJSON(?) AS i "
+     "JOIN OPENJSON(?) AS m ON m.[key] = i.[key] JOIN OPENJSON(?) AS p ON p.[key] = i.[key] "
+     "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
+     "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] "
+     "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
+    {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
      "[NextAttemptAt], [OrderingKey], [OrderingSeq]) SELECT i.[value], m.[value], p.[value], b.[value], "
      "c.[value], x.[Due], COALESCE(x.[Due], SYSDATETIMEOFFSET()), k.[value], "
@@ -7202,9 +7246,10 @@ static int obx__chunk_end(const obx__enqueue_ctx *c, int from) {
 static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
 
 /* One message's columns as a JSON row: ["id","message id","topic",
- * "payload",correlation or null,due ms or null,ordering key or null]. */
+ * "payload",correlation or null,due ms or null] and, in a keyed batch, the
+ * ordering key or null. */
 static int obx__json_row_add(const obx__hooks *h, obx__buf *b, const char *id, const char *message_id,
-                             const obx_new_message *m, size_t payload_len, const char *corr) {
+                             const obx_new_message *m, size_t payload_len, const char *corr, int keyed) {
     char due[24];
     const char *key = obx__opt_text(m->ordering_key);
     int n = m->due_utc_ms > 0 ? snprintf(due, sizeof due, ",%lld", (long long)m->due_utc_ms) : 0;
@@ -7215,18 +7260,21 @@ static int obx__json_row_add(const obx__hooks *h, obx__buf *b, const char *id, c
            (corr ? obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, corr, strlen(corr), 0)
                  : obx__buf_add(h, b, ",null", 5)) &&
            (n > 0 ? obx__buf_add(h, b, due, (size_t)n) : obx__buf_add(h, b, ",null", 5)) &&
-           (key ? obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, key, strlen(key), 0)
-                : obx__buf_add(h, b, ",null", 5)) &&
+           (!keyed || (key ? obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, key, strlen(key), 0)
+                           : obx__buf_add(h, b, ",null", 5))) &&
            obx__buf_add(h, b, "]", 1);
 }
 
 /* Messages from..to as one multi-row statement (dialects that have one):
- * one list per column, or one JSON array of rows. */
+ * one list per column, or one JSON array of rows. The keyed statement only
+ * where a message has an ordering key: the plain one does no key work. */
 static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, int to) {
     obx_store *s = c->s;
     obx__buf *col = s->own.columns;
     obx__param p[7];
-    int i, k, ok = 1, rows = db->d->batch_as_json_rows, lists = rows ? 1 : 7;
+    int i, k, ok = 1, keyed = 0, rows = db->d->batch_as_json_rows, lists;
+    for (i = from; i < to && !keyed; i++) keyed = obx__opt_text(c->msgs[i].ordering_key) != NULL;
+    lists = rows ? 1 : keyed ? 7 : 6;
     for (k = 0; k < 7; k++) col[k].len = 0;
     for (i = from; i < to && ok; i++) {
         const obx_new_message *m = &c->msgs[i];
@@ -7235,7 +7283,7 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
         obx__new_uuid(s, c->ids[i]);
         obx__new_uuid(s, message_id);
         if (rows) {
-            ok = obx__json_row_add(db->hooks, &col[0], c->ids[i], message_id, m, c->lens[i], corr);
+            ok = obx__json_row_add(db->hooks, &col[0], c->ids[i], message_id, m, c->lens[i], corr, keyed);
             continue;
         }
         snprintf(due, sizeof due, "%lld", (long long)m->due_utc_ms);
@@ -7247,15 +7295,16 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
                    : obx__list_add_null(db->hooks, &col[4], db->d)) &&
              (m->due_utc_ms > 0 ? obx__list_add(db->hooks, &col[5], db->d, due, strlen(due))
                                 : obx__list_add_null(db->hooks, &col[5], db->d)) &&
-             (key ? obx__list_add(db->hooks, &col[6], db->d, key, strlen(key))
-                  : obx__list_add_null(db->hooks, &col[6], db->d));
+             (!keyed || (key ? obx__list_add(db->hooks, &col[6], db->d, key, strlen(key))
+                             : obx__list_add_null(db->hooks, &col[6], db->d)));
     }
     for (k = 0; k < lists && ok; k++) {
         ok = obx__list_end(db->hooks, &col[k], db->d);
         obx__p_text(&p[k], col[k].data, col[k].len);
     }
     if (!ok) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue_batch", "out of memory");
-    return obx__exec(db, OBX__Q_INSERT_MANY, s->sql[OBX__Q_INSERT_MANY], p, lists, NULL, NULL);
+    k = keyed ? OBX__Q_INSERT_MANY_KEYED : OBX__Q_INSERT_MANY;
+    return obx__exec(db, k, s->sql[k], p, lists, NULL, NULL);
 }
 
 static obx_result obx__insert_messages(obx__db *db, void *vctx) {
@@ -7292,7 +7341,10 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
             p[6] = p[5];
         }
         obx__p_text(&p[7], obx__opt_text(m->ordering_key), (size_t)-1);
-        r = obx__exec(db, OBX__Q_INSERT, c->s->sql[OBX__Q_INSERT], p, 8, NULL, NULL);
+        if (p[7].ptr) /* a key: the statement that orders it */
+            r = obx__exec(db, OBX__Q_INSERT_KEYED, c->s->sql[OBX__Q_INSERT_KEYED], p, 8, NULL, NULL);
+        else
+            r = obx__exec(db, OBX__Q_INSERT, c->s->sql[OBX__Q_INSERT], p, 7, NULL, NULL);
         if (r != OBX_OK) return r;
     }
     return OBX_OK;

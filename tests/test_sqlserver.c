@@ -328,16 +328,25 @@ static void test_enqueue_batch(void) {
     TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 3, ids), OBX_OK);
     e = first_exec();
     q = fake_log_sql(e);
-    /* One statement for the batch: seven JSON arrays zipped by position. */
+    /* One statement for the batch: six JSON arrays zipped by position. */
     TT_EXPECT(strstr(q, "FROM OPENJSON(?) AS i JOIN OPENJSON(?) AS m ON m.[key] = i.[key]") != NULL);
-    TT_EQ_INT(fake_log_param_count(e), 7);
-    TT_EQ_STR(fake_log_param_text(e, 0, 7), "[null,null,null]");
+    TT_EXPECT(strstr(q, "OrderingKey") == NULL); /* no key: the plain statement */
+    TT_EQ_INT(fake_log_param_count(e), 6);
     TT_EXPECT(strstr(fake_log_param_text(e, 0, 1), ids[2]) != NULL);
     TT_EXPECT(strstr(fake_log_param_text(e, 0, 3), "\"t\\\"quoted\\\"\"") != NULL);
     TT_EQ_STR(fake_log_param_text(e, 0, 6), "[null,null,\"1767225600000\"]");
     TT_EQ_INT(param_type(e, 4), SQL_WVARCHAR);
     TT_EQ_INT(fake_commits(), 1);
     TT_EQ_INT(fake_log_count(), 2); /* the insert, the commit */
+    /* One key in the batch: the keyed statement, a seventh list. */
+    ms[1].ordering_key = "k\"1";
+    fake_reset();
+    fake_set_dbms_name(g_mssql);
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 3, ids), OBX_OK);
+    e = first_exec();
+    TT_EXPECT(strstr(fake_log_sql(e), "JOIN OPENJSON(?) AS k ON k.[key] = i.[key]") != NULL);
+    TT_EQ_INT(fake_log_param_count(e), 7);
+    TT_EQ_STR(fake_log_param_text(e, 0, 7), "[null,\"k\\\"1\",null]");
     obx_store_close(s);
 }
 
