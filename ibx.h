@@ -110,8 +110,9 @@
  *   compile error; the schema and every struct stay the same):
  *     IBX_NO_MULTI_STORE  no providers or routers (ibx_provider_*,
  *                         ibx_router_*): a dispatcher serves one store
- *     IBX_NO_METRICS_TEXT no ibx_metrics_text (ibx_store_counters and
- *                         ibx_queue_stats stay)
+ *     IBX_NO_METRICS_TEXT no ibx_metrics_text, nor the handler-duration
+ *                         histograms only it reports (ibx_store_counters
+ *                         and ibx_queue_stats stay)
  *     IBX_NO_DEAD_LETTERS no ibx_dead_list/_replay/_purge (dead messages
  *                         are still kept; tools built without the option
  *                         handle them)
@@ -199,6 +200,20 @@
  *                 Add "JournalMode=WAL;SyncPragma=NORMAL;Timeout=5000;"
  *                 for speed and a bounded busy wait (the driver waits about
  *                 twice Timeout). Writers use BEGIN IMMEDIATE.
+ *                 Power loss (the driver runs "PRAGMA synchronous = <the
+ *                 SyncPragma text>" on connect; without it, NORMAL):
+ *                 WAL + NORMAL   the file stays intact, but the commits
+ *                                since the last checkpoint may be gone
+ *                                (the WAL is synced at checkpoints only):
+ *                                a message the sender was told is stored
+ *                                may be lost, and a done one handled
+ *                                again. A process crash loses nothing.
+ *                 WAL + FULL     a commit that returned is on the storage
+ *                                (one sync per commit): use it when the
+ *                                sender is acknowledged after ibx_enqueue.
+ *                 no JournalMode the driver's rollback journal: NORMAL may
+ *                                corrupt the file on power loss: always
+ *                                set JournalMode=WAL. OFF: never.
  *     PostgreSQL  driver odbc-postgresql: "Driver={PostgreSQL Unicode};
  *                 Server=h;Port=5432;Database=d;Uid=u;Pwd=p;"
  *                 The library appends "Protocol=7.4-1;" when the string
@@ -538,6 +553,13 @@ typedef struct ibx_store_desc {
                                     many is refused with IBX_ERR_FULL and changes nothing.
                                     Exact for one producer; counted near the cap and at most
                                     once a second (ibx_pending_count) */
+    int max_starts;              /* default 0: 3 (1..1000). Crash-loop quarantine: a message
+                                    claimed this many times without an outcome (its handler
+                                    killed the process, or its lease expired) is claimed no
+                                    more, and ends Dead at the next reap, with a last_error
+                                    that says so. Ack, abandon (retry, wait, pause) and fail
+                                    are outcomes; a replay or re-enqueue of a dead message
+                                    starts the count again */
 } ibx_store_desc;
 
 /* ---- Messages ----------------------------------------------------------------- */
@@ -596,6 +618,8 @@ typedef struct ibx_message {
     ibx_status status;
     int attempt;                 /* abandons so far */
     const char *last_error;      /* NULL when none */
+    int starts;                  /* claims without an outcome, this one included: 2 and more
+                                    after a crash or an expired lease (see max_starts) */
     int64_t first_seen_ms;
     int64_t last_seen_ms;
     int64_t due_time_ms;         /* 0 when enqueued without a due time */
@@ -786,8 +810,10 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
                              int batch_size, const ibx_message **messages, int *count);
 
 /* Release every expired lease (claimed, lease in the past): the messages
- * become claimable again, their attempt counts unchanged. Done and dead
- * messages are never touched. *reaped (if not NULL) receives the count.
+ * become claimable again, their attempt counts unchanged, except those
+ * claimed max_starts times without an outcome (a crash loop), which end
+ * dead, saying so in last_error. Done and dead messages are never touched.
+ * *reaped (if not NULL) receives the count, the dead included.
  * Returns IBX_OK or IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped);
 
@@ -972,7 +998,8 @@ typedef struct ibx_dispatcher_desc {
     int lease_seconds;           /* default 30, at most IBX_LEASE_MAX_SECONDS; longer than a
                                     handler may take */
     int max_attempts;            /* default 10: a handler runs at most this many times for a
-                                    message (a lease that expires does not count) */
+                                    message (a lease that expires does not count here: see
+                                    the store's max_starts) */
     ibx_backoff_fn backoff;      /* default min(2^attempts s, 60 s) */
     void *backoff_user;
     int64_t poll_interval_ms;    /* default 500: wait after an empty claim ... */
@@ -1834,7 +1861,9 @@ typedef struct ibx__sqlset {
      * statements may use it. A new index, trigger or function is one more
      * ddl entry that is idempotent on its own (IF NOT EXISTS, OR REPLACE,
      * the dialect's test); a function whose signature changes needs a DROP
-     * ... IF EXISTS of the old signature before it. */
+     * ... IF EXISTS of the old signature before it; a changed trigger that
+     * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
+     * new name, after a DROP TRIGGER IF EXISTS of the old one. */
     ibx__column columns[IBX__COLUMNS_MAX + 1];
 } ibx__sqlset;
 
@@ -3571,19 +3600,28 @@ enum {
 #define IBX__SQLITE_COLS                                                                     \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"FirstSeenUtc\", "          \
     "\"LastSeenUtc\", \"Status\", \"LockedUntil\", \"OwnerToken\", \"Attempt\", \"LastError\", " \
-    "\"NextAttemptAt\", \"DueTimeUtc\""
+    "\"NextAttemptAt\", \"DueTimeUtc\", \"Starts\""
 #define IBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define IBX__PG_COLS                                                                         \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", " IBX__PG_MS("FirstSeenUtc") \
     ", " IBX__PG_MS("LastSeenUtc") ", \"Status\", " IBX__PG_MS("LockedUntil") ", "            \
     "CAST(\"OwnerToken\" AS text), \"Attempt\", \"LastError\", " IBX__PG_MS("NextAttemptAt")  \
-    ", " IBX__PG_MS("DueTimeUtc")
+    ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\""
 /* The rows a key list names. */
 #define IBX__SQLITE_KEYS                                                                     \
     "(\"Source\", \"MessageId\") IN (SELECT s.value, m.value FROM json_each(?) AS s "          \
     "JOIN json_each(?) AS m ON s.key = m.key)"
 #define IBX__PG_KEYS \
     "(\"Source\", \"MessageId\") IN (SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[])))"
+
+/* Crash-loop quarantine (max_starts, {Q}): the claim counts a start in its
+ * own statement and takes no message with {Q} starts (a claim may take a
+ * message whose lease expired, unreaped); an abandon takes its start back
+ * (an outcome); the reap ends such a message Dead, saying why. Check and
+ * count are one UPDATE of the row: no N+1st start, across processes. A
+ * dead message made Processing again (replay, re-enqueue, mark) starts
+ * with 0. */
+#define IBX__CRASH_LOOP "crash loop: claimed {Q} times without an outcome (the handler crashed or was killed, or its lease expired)"
 
 #ifndef IBX_NO_SQLITE
 /* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
@@ -3607,18 +3645,19 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
      "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
+     "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
      "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
     {IBX__Q_MARK,
      "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE ? END, "
      "\"Attempt\" = CASE WHEN \"Status\" = 'Dead' AND ? = 'Processing' THEN 0 ELSE \"Attempt\" END, "
      "\"OwnerToken\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
      "\"LockedUntil\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
-     "\"LastSeenUtc\" = {W} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+     "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, \"LastSeenUtc\" = {W} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
     {IBX__Q_CLAIM,
      "WITH _ AS (SELECT 1) UPDATE {T} SET \"OwnerToken\" = ?, "
-     "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 WHERE rowid IN (SELECT rowid FROM {T} "
-     "WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= {W} AND "
-     "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W}) ORDER BY \"NextAttemptAt\" LIMIT ?) "
+     "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 WHERE rowid IN "
+     "(SELECT rowid FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= {W} AND "
+     "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W}) AND \"Starts\" < {Q} ORDER BY \"NextAttemptAt\" LIMIT ?) "
      "RETURNING " IBX__SQLITE_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
@@ -3626,7 +3665,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_ABANDON,
      "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"Attempt\", 6)))), "
      "\"Attempt\" = \"Attempt\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
-     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Starts\" = max(\"Starts\" - 1, 0) "
      "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
     {IBX__Q_FAIL,
      "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
@@ -3636,7 +3675,9 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "UPDATE {T} SET \"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
      "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
     {IBX__Q_REAP,
-     "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
+     "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Status\" = CASE WHEN \"Starts\" >= {Q} "
+     "THEN 'Dead' ELSE \"Status\" END, \"LastError\" = CASE WHEN \"Starts\" >= {Q} THEN '" IBX__CRASH_LOOP "' "
+     "ELSE \"LastError\" END WHERE \"Status\" = 'Processing' "
      "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < {W}"},
     {IBX__Q_HASH,
      "SELECT \"Hash\" FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
@@ -3648,22 +3689,26 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_STATS,
      "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} WHERE \"Status\" = 'Processing' AND "
      "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})"},
+#ifndef IBX_NO_DEAD_LETTERS
     {IBX__Q_DEAD_LIST,
      "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE " IBX__SQLITE_DEAD " ORDER BY \"FirstSeenUtc\", "
      "\"Source\", \"MessageId\" LIMIT ?7 OFFSET ?8"},
     {IBX__Q_DEAD_REPLAY,
-     "UPDATE {T} SET \"Status\" = 'Processing', \"Attempt\" = 0, \"NextAttemptAt\" = {W}, "
+     "UPDATE {T} SET \"Status\" = 'Processing', \"Attempt\" = 0, \"Starts\" = 0, \"NextAttemptAt\" = {W}, "
      "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " IBX__SQLITE_DEAD},
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE " IBX__SQLITE_DEAD " LIMIT ?7)"},
+#endif
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
+#ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
      "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\"), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead') "
      "FROM {T} WHERE \"Status\" = 'Processing' AND "
      "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})"},
+#endif
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__sqlite_inbox = {
@@ -3723,6 +3768,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
      "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
+     "\"Starts\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Starts\" END, "
      "\"Status\" = 'Processing' WHERE t.\"Status\" <> 'Done'"},
     {IBX__Q_MARK,
      "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE CAST(? AS varchar) END, "
@@ -3730,23 +3776,23 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "ELSE \"Attempt\" END, "
      "\"OwnerToken\" = CASE WHEN CAST(? AS varchar) IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
      "\"LockedUntil\" = CASE WHEN CAST(? AS varchar) IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
-     "\"LastSeenUtc\" = now() WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+     "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, \"LastSeenUtc\" = now() WHERE \"Source\" = ? AND \"MessageId\" = ?"},
     /* The pick is an ARRAY(...) of row addresses: an init plan, run once
      * (a LIMIT ... SKIP LOCKED subquery run twice would claim more than
      * asked), and the update finds its rows by address whatever the
      * statistics say. A locked row keeps its address until we update it. */
     {IBX__Q_CLAIM,
      "UPDATE {T} SET \"OwnerToken\" = CAST(? AS uuid), "
-     "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)) "
+     "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
      "WHERE ctid = ANY (ARRAY(SELECT ctid FROM {T} WHERE \"Status\" = 'Processing' "
-     "AND \"NextAttemptAt\" <= now() AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) "
+     "AND \"NextAttemptAt\" <= now() AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) AND \"Starts\" < {Q} "
      "ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
      "RETURNING \"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", "
      "CAST(floor(EXTRACT(EPOCH FROM \"FirstSeenUtc\") * 1000) AS bigint), "
      "CAST(floor(EXTRACT(EPOCH FROM \"LastSeenUtc\") * 1000) AS bigint), \"Status\", "
      "CAST(floor(EXTRACT(EPOCH FROM \"LockedUntil\") * 1000) AS bigint), CAST(\"OwnerToken\" AS text), "
      "\"Attempt\", \"LastError\", CAST(floor(EXTRACT(EPOCH FROM \"NextAttemptAt\") * 1000) AS bigint), "
-     "CAST(floor(EXTRACT(EPOCH FROM \"DueTimeUtc\") * 1000) AS bigint)"},
+     "CAST(floor(EXTRACT(EPOCH FROM \"DueTimeUtc\") * 1000) AS bigint), \"Starts\""},
     {IBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
      "\"LastSeenUtc\" = now() WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND "
@@ -3755,7 +3801,8 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "UPDATE {T} SET \"NextAttemptAt\" = now() + "
      "make_interval(secs => coalesce(CAST(? AS bigint) / 1000.0, least(60, 1 << least(\"Attempt\", 6)))), "
      "\"Attempt\" = \"Attempt\" + CAST(? AS integer), "
-     "\"LastError\" = coalesce(CAST(? AS text), \"LastError\"), \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+     "\"LastError\" = coalesce(CAST(? AS text), \"LastError\"), \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+     "\"Starts\" = greatest(\"Starts\" - 1, 0) "
      "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND " IBX__PG_KEYS},
     {IBX__Q_FAIL,
      "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
@@ -3765,7 +3812,9 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "UPDATE {T} SET \"LockedUntil\" = now() + make_interval(secs => CAST(? AS bigint)) "
      "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND " IBX__PG_KEYS},
     {IBX__Q_REAP,
-     "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 'Processing' "
+     "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Status\" = CASE WHEN \"Starts\" >= {Q} "
+     "THEN 'Dead' ELSE \"Status\" END, \"LastError\" = CASE WHEN \"Starts\" >= {Q} THEN '" IBX__CRASH_LOOP "' "
+     "ELSE \"LastError\" END WHERE \"Status\" = 'Processing' "
      "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < now()"},
     {IBX__Q_HASH,
      "SELECT \"Hash\" FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
@@ -3781,23 +3830,27 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint) "
      "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
      "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())"},
+#ifndef IBX_NO_DEAD_LETTERS
     {IBX__Q_DEAD_LIST,
      "SELECT " IBX__PG_COLS " FROM {T} WHERE " IBX__PG_DEAD " ORDER BY \"FirstSeenUtc\", \"Source\", "
      "\"MessageId\" LIMIT CAST(?7 AS bigint) OFFSET CAST(?8 AS bigint)"},
     {IBX__Q_DEAD_REPLAY,
-     "UPDATE {T} SET \"Status\" = 'Processing', \"Attempt\" = 0, \"NextAttemptAt\" = now(), "
+     "UPDATE {T} SET \"Status\" = 'Processing', \"Attempt\" = 0, \"Starts\" = 0, \"NextAttemptAt\" = now(), "
      "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " IBX__PG_DEAD},
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE (\"Source\", \"MessageId\") IN (SELECT \"Source\", \"MessageId\" FROM {T} "
      "WHERE " IBX__PG_DEAD " LIMIT CAST(?7 AS bigint))"},
+#endif
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
+#ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead') "
      "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
      "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())"},
+#endif
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__postgresql_inbox = {
@@ -3843,7 +3896,7 @@ static const ibx__sqlset ibx__postgresql_inbox = {
 #define IBX__MY_COLS                                                                          \
     "`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, " IBX__MY_MS("FirstSeenUtc") ", "     \
     IBX__MY_MS("LastSeenUtc") ", `Status`, " IBX__MY_MS("LockedUntil") ", `OwnerToken`, "      \
-    "`Attempt`, `LastError`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc")
+    "`Attempt`, `LastError`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`"
 /* The rows a key list names, by primary key (an IN subquery would scan and
  * wait on other workers' row locks); the lists' markers are numbered. */
 #define IBX__MY_LIST(marker, alias) \
@@ -3882,7 +3935,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`DueTimeUtc` = IF(" IBX__MY_DONE ", `DueTimeUtc`, VALUES(`DueTimeUtc`)), "
      "`NextAttemptAt` = IF(" IBX__MY_DONE ", `NextAttemptAt`, VALUES(`NextAttemptAt`)), "
      "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
-     "`Attempt` = IF(`Status` = 'Dead', 0, `Attempt`), "
+     "`Attempt` = IF(`Status` = 'Dead', 0, `Attempt`), `Starts` = IF(`Status` = 'Dead', 0, `Starts`), "
      "`Status` = IF(" IBX__MY_DONE ", 'Done', 'Processing') "
      "RETURNING `Status` = 'Processing'"},
     /* the count, as a row */
@@ -3890,13 +3943,14 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "UPDATE {T} SET `Attempt` = IF(`Status` = 'Dead' AND ? = 'Processing', 0, `Attempt`), "
      "`OwnerToken` = IF(? IN ('Done', 'Dead'), NULL, `OwnerToken`), "
      "`LockedUntil` = IF(? IN ('Done', 'Dead'), NULL, `LockedUntil`), "
+     "`Starts` = IF(`Status` = 'Dead', 0, `Starts`), "
      "`LastSeenUtc` = UTC_TIMESTAMP(6), `Status` = IF(" IBX__MY_DONE ", 'Done', ?) "
      "WHERE `Source` = ? AND `MessageId` = ?"},
     /* Checked again, and read back only with our token (see the outbox). */
     {IBX__Q_CLAIM,
      "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `OwnerToken` = ?1, "
-     "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND WHERE {T}.`Status` = 'Processing' AND "
-     "({T}.`LockedUntil` IS NULL OR {T}.`LockedUntil` < UTC_TIMESTAMP(6))"},
+     "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND, `Starts` = `Starts` + 1 WHERE {T}.`Status` = "
+     "'Processing' AND ({T}.`LockedUntil` IS NULL OR {T}.`LockedUntil` < UTC_TIMESTAMP(6)) AND {T}.`Starts` < {Q}"},
     {IBX__Q_ACK,
      "UPDATE " IBX__MY_BY_KEYS("?2", "?3") " SET `Status` = 'Done', `OwnerToken` = NULL, "
      "`LockedUntil` = NULL, `LastSeenUtc` = UTC_TIMESTAMP(6) "
@@ -3905,7 +3959,8 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "UPDATE " IBX__MY_BY_KEYS("?5", "?6") " SET `NextAttemptAt` = UTC_TIMESTAMP(6) + INTERVAL "
      "COALESCE(?1, LEAST(60000, 1000 * (1 << LEAST(`Attempt`, 6)))) * 1000 MICROSECOND, "
      "`Attempt` = `Attempt` + ?2, `LastError` = COALESCE(?3, `LastError`), "
-     "`OwnerToken` = NULL, `LockedUntil` = NULL WHERE `OwnerToken` = ?4 AND `Status` = 'Processing'"},
+     "`OwnerToken` = NULL, `LockedUntil` = NULL, `Starts` = GREATEST(`Starts` - 1, 0) "
+     "WHERE `OwnerToken` = ?4 AND `Status` = 'Processing'"},
     {IBX__Q_FAIL,
      "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `OwnerToken` = NULL, `LockedUntil` = NULL, "
      "`LastSeenUtc` = UTC_TIMESTAMP(6), `LastError` = ?1, `Status` = 'Dead' "
@@ -3916,8 +3971,9 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?1 SECOND "
      "WHERE `OwnerToken` = ?2 AND `Status` = 'Processing'"},
     {IBX__Q_REAP,
-     "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL WHERE `Status` = 'Processing' "
-     "AND `LockedUntil` IS NOT NULL AND `LockedUntil` < UTC_TIMESTAMP(6)"},
+     "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `LastError` = IF(`Starts` >= {Q}, '"
+     IBX__CRASH_LOOP "', `LastError`), `Status` = IF(`Starts` >= {Q}, 'Dead', `Status`) "
+     "WHERE `Status` = 'Processing' AND `LockedUntil` IS NOT NULL AND `LockedUntil` < UTC_TIMESTAMP(6)"},
     {IBX__Q_HASH,
      "SELECT `Hash` FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
     {IBX__Q_GET,
@@ -3931,6 +3987,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing'"},
+#ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED), "
@@ -3938,6 +3995,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Dead') "
      "FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
+#endif
     /* A window of the work queue read without locks, then those rows
      * locked by key and checked again (as the outbox's pick does: a
      * locking read of the index walks every entry moved since the last
@@ -3945,20 +4003,24 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
     {IBX__Q_CLAIM_PICK,
      "SELECT t.`Source`, t.`MessageId` FROM (SELECT `Source`, `MessageId` FROM {T} "
      "FORCE INDEX (`IX_{N}_WorkQueue`) WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
-     "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6)) ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
+     "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6)) AND `Starts` < {Q} "
+     "ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
      "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Source` = c.`Source` AND t.`MessageId` = c.`MessageId` "
      "WHERE t.`Status` = 'Processing' AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) "
-     "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) LIMIT ?1 FOR UPDATE SKIP LOCKED"},
+     "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) AND t.`Starts` < {Q} "
+     "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {IBX__Q_CLAIM_READ,
      "SELECT " IBX__MY_COLS " FROM " IBX__MY_BY_KEYS("?3", "?4") " WHERE {T}.`OwnerToken` = ?1"},
+#ifndef IBX_NO_DEAD_LETTERS
     {IBX__Q_DEAD_LIST,
      "SELECT " IBX__MY_COLS " FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc`, `Source`, "
      "`MessageId` LIMIT ?7 OFFSET ?8"},
     {IBX__Q_DEAD_REPLAY,
-     "UPDATE {T} SET `Attempt` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
+     "UPDATE {T} SET `Attempt` = 0, `Starts` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
      "`LockedUntil` = NULL, `Status` = 'Processing' WHERE " IBX__MY_DEAD},
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc` LIMIT ?7"},
+#endif
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__mariadb_inbox = {
@@ -4004,7 +4066,7 @@ static const ibx__sqlset ibx__mariadb_inbox = {
     t "[Source], " t "[MessageId], " t "[Topic], " t "[Payload], " t "[Hash], "                     \
     IBX__MS_MS(t "[FirstSeenUtc]") ", " IBX__MS_MS(t "[LastSeenUtc]") ", " t "[Status], "          \
     IBX__MS_MS(t "[LockedUntil]") ", LOWER(CONVERT(NCHAR(36), " t "[OwnerToken])), " t "[Attempt], " \
-    t "[LastError], " IBX__MS_MS(t "[NextAttemptAt]") ", " IBX__MS_MS(t "[DueTimeUtc]")
+    t "[LastError], " IBX__MS_MS(t "[NextAttemptAt]") ", " IBX__MS_MS(t "[DueTimeUtc]") ", " t "[Starts]"
 /* Keys compare byte for byte, as on the other databases. */
 #define IBX__MS_BIN "COLLATE Latin1_General_100_BIN2"
 /* A settle procedure: one UPDATE of the caller's leased rows named by two
@@ -4061,7 +4123,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET [Topic] = s.[Topic], [Payload] = s.[Payload], "
      "[Hash] = s.[Hash], [DueTimeUtc] = s.[Due], [NextAttemptAt] = s.[NextAt], "
      "[LastSeenUtc] = SYSUTCDATETIME(), [Attempt] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Attempt] END, "
-     "[Status] = 'Processing' "
+     "[Starts] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Starts] END, [Status] = 'Processing' "
      "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
      "[DueTimeUtc], [NextAttemptAt]) VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], "
      "'Processing', s.[Due], s.[NextAt]);"},
@@ -4070,9 +4132,9 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "[Attempt] = CASE WHEN [Status] = 'Dead' AND ? = 'Processing' THEN 0 ELSE [Attempt] END, "
      "[OwnerToken] = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE [OwnerToken] END, "
      "[LockedUntil] = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE [LockedUntil] END, "
-     "[LastSeenUtc] = SYSUTCDATETIME() WHERE [Source] = ? AND [MessageId] = ?"},
+     "[Starts] = CASE WHEN [Status] = 'Dead' THEN 0 ELSE [Starts] END, [LastSeenUtc] = SYSUTCDATETIME() WHERE [Source] = ? AND [MessageId] = ?"},
     {IBX__Q_CLAIM,
-     "{CALL {S}.[{N}_Claim](?, ?, ?)}"},
+     "{CALL {S}.[{N}_Claim](?, ?, ?, {Q})}"},
     {IBX__Q_ACK,
      "{CALL {S}.[{N}_Ack](?, ?, ?)}"},
     {IBX__Q_ABANDON,
@@ -4087,7 +4149,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "ON t.[Source] = k.[Source] AND t.[MessageId] = k.[MessageId] "
      "WHERE t.[OwnerToken] = ?2 AND t.[Status] = 'Processing'"},
     {IBX__Q_REAP,
-     "{CALL {S}.[{N}_ReapExpired]}"},
+     "{CALL {S}.[{N}_ReapExpired]({Q})}"},
     {IBX__Q_HASH,
      "SELECT [Hash] FROM {T} WHERE [Source] = ? AND [MessageId] = ?"},
     {IBX__Q_GET,
@@ -4099,16 +4161,19 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, MIN([NextAttemptAt]), SYSUTCDATETIME()) FROM {T} "
      "WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME() AND "
      "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())"},
+#ifndef IBX_NO_DEAD_LETTERS
     {IBX__Q_DEAD_LIST,
      "SELECT " IBX__MS_COLS("t.") " FROM {T} AS t WHERE " IBX__MS_DEAD " ORDER BY t.[FirstSeenUtc], "
      "t.[Source], t.[MessageId] OFFSET ?8 ROWS FETCH NEXT ?7 ROWS ONLY"},
     {IBX__Q_DEAD_REPLAY,
-     "UPDATE t SET [Status] = 'Processing', [Attempt] = 0, [NextAttemptAt] = SYSUTCDATETIME(), "
+     "UPDATE t SET [Status] = 'Processing', [Attempt] = 0, [Starts] = 0, [NextAttemptAt] = SYSUTCDATETIME(), "
      "[OwnerToken] = NULL, [LockedUntil] = NULL FROM {T} AS t WHERE " IBX__MS_DEAD},
     {IBX__Q_DEAD_PURGE,
      "WITH d AS (SELECT TOP (?7) t.[Source] FROM {T} AS t WHERE " IBX__MS_DEAD ") DELETE FROM d"},
+#endif
     {IBX__Q_PENDING,
      "SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing'"},
+#ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
      "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, MIN([NextAttemptAt]), SYSUTCDATETIME()), "
      "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL), "
@@ -4116,6 +4181,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "FROM {T} "
      "WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME() AND "
      "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())"},
+#endif
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__sqlserver_inbox = {
@@ -4151,16 +4217,16 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
      "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Cleanup', 'IndexID') IS NULL\n"
      "CREATE INDEX [IX_{N}_Cleanup] ON {T} ([LastSeenUtc]) WHERE [Status] = 'Done'",
      "CREATE OR ALTER PROCEDURE {S}.[{N}_Claim] @OwnerToken UNIQUEIDENTIFIER, @LeaseSeconds INT, "
-     "@BatchSize INT AS\n"
+     "@BatchSize INT, @MaxStarts INT = 3 AS\n"
      "BEGIN\n"
      "    SET NOCOUNT ON;\n"
      "    WITH picked AS (\n"
      "        SELECT TOP (@BatchSize) * FROM {T} WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)\n"
      "         WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME()\n"
-     "           AND ([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())\n"
+     "           AND ([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME()) AND [Starts] < @MaxStarts\n"
      "         ORDER BY [NextAttemptAt])\n"
      "    UPDATE picked SET [OwnerToken] = @OwnerToken,\n"
-     "           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME())\n"
+     "           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME()), [Starts] = [Starts] + 1\n"
      "    OUTPUT " IBX__MS_COLS("inserted.") ";\n"
      "END",
      IBX__MS_SETTLE("Ack", "@OwnerToken UNIQUEIDENTIFIER, " IBX__MS_LIST_PARAMS,
@@ -4172,14 +4238,19 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
                     "[NextAttemptAt] = " IBX__MS_FROM_MS("COALESCE(@DelayMs, CASE WHEN t.[Attempt] >= 6 "
                     "THEN 60000 ELSE 1000 * POWER(2, t.[Attempt]) END)", "SYSUTCDATETIME()") ", "
                     "[Attempt] = t.[Attempt] + @Attempts, [LastError] = COALESCE(@LastError, t.[LastError]), "
-                    "[OwnerToken] = NULL, [LockedUntil] = NULL"),
+                    "[OwnerToken] = NULL, [LockedUntil] = NULL, "
+                    "[Starts] = CASE WHEN t.[Starts] > 0 THEN t.[Starts] - 1 ELSE 0 END"),
      IBX__MS_SETTLE("Fail", "@LastError NVARCHAR(MAX), @OwnerToken UNIQUEIDENTIFIER, " IBX__MS_LIST_PARAMS,
                     "[Status] = 'Dead', [OwnerToken] = NULL, [LockedUntil] = NULL, "
                     "[LastSeenUtc] = SYSUTCDATETIME(), [LastError] = @LastError"),
-     "CREATE OR ALTER PROCEDURE {S}.[{N}_ReapExpired] AS\n"
+     "CREATE OR ALTER PROCEDURE {S}.[{N}_ReapExpired] @MaxStarts INT = 3 AS\n"
      "BEGIN\n"
      "    SET NOCOUNT ON;\n"
-     "    UPDATE {T} SET [OwnerToken] = NULL, [LockedUntil] = NULL\n"
+     "    UPDATE {T} SET [OwnerToken] = NULL, [LockedUntil] = NULL,\n"
+     "           [Status] = CASE WHEN [Starts] >= @MaxStarts THEN 'Dead' ELSE [Status] END,\n"
+     "           [LastError] = CASE WHEN [Starts] >= @MaxStarts THEN N'crash loop: claimed '\n"
+     "               + CAST(@MaxStarts AS NVARCHAR(11)) + N' times without an outcome (the handler crashed "
+     "or was killed, or its lease expired)' ELSE [LastError] END\n"
      "     WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL AND [LockedUntil] < SYSUTCDATETIME();\n"
      "    SELECT @@ROWCOUNT;\n"
      "END",
@@ -4314,6 +4385,8 @@ static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
 #define IBX__LOGIN_TIMEOUT_DEFAULT_S 10    /* connecting gives up after this long */
 #define IBX__STALL_WARN_MS 3000            /* a dispatcher's database call this slow is logged */
 #define IBX__MAX_HANDLER_DEFAULT_MS 300000 /* leases are renewed for handlers this long */
+#define IBX__MAX_STARTS_DEFAULT 3          /* claims without an outcome before Dead ... */
+#define IBX__MAX_STARTS_LIMIT 1000         /* ... settable up to this */
 #define IBX__PAUSE_DEFAULT_MS 1000         /* a topic's first pause (IBX_PAUSE) ... */
 #define IBX__PAUSE_MAX_DEFAULT_MS 60000    /* ... doubling up to this */
 #ifdef IBX_NO_POSIX_CLOCK
@@ -4333,8 +4406,10 @@ static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
  * in ms, each bucket counting the runs that took at most that long. */
 #define IBX__HIST_BUCKETS 13
 #define IBX__HIST_TOPICS_MAX 100           /* more topics count as "(other)" */
+#ifndef IBX_NO_METRICS_TEXT
 static const int64_t ibx__hist_bounds_ms[IBX__HIST_BUCKETS] = {5, 10, 25, 50, 100, 250, 500, 1000,
                                                                 2500, 5000, 10000, 30000, 60000};
+#endif
 typedef struct ibx__hist {
     char *topic;
     int64_t buckets[IBX__HIST_BUCKETS];
@@ -4364,6 +4439,7 @@ struct ibx_store {
     char token[37];               /* the owner token of the current call, lower case */
     char *wake_path;              /* where a dispatcher may listen (ibx_notify), or NULL */
     int64_t max_pending;          /* enqueue refuses past this many unfinished; 0: no cap */
+    int max_starts;               /* claims without an outcome before Dead ({Q} in statements) */
     int64_t pending_estimate;     /* the last count plus what this store enqueued since */
     int64_t pending_counted_ms;   /* when it was counted (monotonic) */
     int wake_fd;                  /* the sending socket, made at the first wake; -1 */
@@ -4491,14 +4567,21 @@ static const char *ibx__dialect_macro(ibx_dialect id) {
 
 static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     const ibx__stmt_row *row;
+    const char *names[26];
+    char limit[16];
     s->q = ibx__sqlsets[s->db.d->id];
     if (!s->q)
         return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, "ibx_store_open: dialect",
                               "%s was left out of this build (IBX_NO_%s)", s->db.d->name,
                               ibx__dialect_macro(s->db.d->id));
+    snprintf(limit, sizeof limit, "%d", s->max_starts);
+    memset((void *)names, 0, sizeof names);
+    names['Q' - 'A'] = limit; /* {Q}: max_starts, a literal of the store's statements */
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
+        char *own = ibx__sql_expand(&s->hooks, row->sql, names);
         IBX_ASSERT(row->id >= 0 && row->id < IBX__Q_COUNT && !s->sql[row->id]);
-        s->sql[row->id] = ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, row->sql);
+        s->sql[row->id] = own ? ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, own) : NULL;
+        ibx__free(&s->hooks, own);
         if (!s->sql[row->id])
             return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     }
@@ -4671,6 +4754,11 @@ static ibx_result ibx__store_desc_check(ibx_store *s, const ibx_store_desc *desc
         return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: max_pending",
                          "max_pending must be 0 (no cap) or more, got %lld", (long long)desc->max_pending);
     s->max_pending = desc->max_pending;
+    if (desc->max_starts < 0 || desc->max_starts > IBX__MAX_STARTS_LIMIT)
+        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: max_starts",
+                         "max_starts must be 0 (the default, %d) or 1..%d, got %d", IBX__MAX_STARTS_DEFAULT,
+                         IBX__MAX_STARTS_LIMIT, desc->max_starts);
+    s->max_starts = desc->max_starts ? desc->max_starts : IBX__MAX_STARTS_DEFAULT;
     s->pending_estimate = INT64_MAX; /* unknown: the first enqueue counts */
     return ibx__store_names(s, desc);
 }
@@ -5250,6 +5338,7 @@ static ibx_result ibx__pending_room(ibx_store *s, const char *fn, int64_t n) {
 
 /* >> metrics: handler durations, Prometheus text ------------------------------------ */
 
+#ifndef IBX_NO_METRICS_TEXT /* no one would read the histograms */
 /* Count one handler run of `ms` for `topic`. Best effort: out of memory,
  * the run is not counted (metrics never fail a dispatch). */
 static void ibx__hist_record(ibx_store *s, const char *topic, int64_t ms) {
@@ -5277,6 +5366,9 @@ static void ibx__hist_record(ibx_store *s, const char *topic, int64_t ms) {
     h->count++;
     h->sum_ms += ms;
 }
+#else
+#define ibx__hist_record(s, topic, ms) ((void)(s), (void)(topic), (void)(ms))
+#endif
 
 #ifndef IBX_NO_METRICS_TEXT
 /* Text being written; out of memory is noted once and checked at the end. */
@@ -6397,7 +6489,7 @@ static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message
     if (skipped)
         ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
                  "%d message(s) not handled: their %d s lease was nearly over (handlers too slow for "
-                 "the lease?); they are delivered again after it expires", skipped, d->lease_seconds);
+                 "the lease?); they are released for the next claim", skipped, d->lease_seconds);
 }
 
 /* The backoff for a message's next attempt, within what abandon accepts. */
@@ -6443,16 +6535,17 @@ static ibx_result ibx__settle_failure(ibx_dispatcher *d, ibx_store *s, const ibx
 static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
                                     ibx_run_stats *st) {
     ibx_result r = IBX_OK;
-    int i, acks = 0, failures = 0, paused = 0;
-    for (i = 0; i < n; i++) {
+    int i, acks = 0, failures = 0, paused = 0, skipped = 0;
+    for (i = 0; i < n; i++) { /* skipped ones fill d->failures from its end */
         if (d->outcomes[i] == IBX_DONE) d->acked[acks++] = i;
         else if (d->outcomes[i] == IBX_PAUSE || d->outcomes[i] == IBX__HELD) paused++;
-        else if (d->outcomes[i] != IBX__SKIPPED) d->failures[failures++] = i;
+        else if (d->outcomes[i] == IBX__SKIPPED) d->failures[n - ++skipped] = i;
+        else d->failures[failures++] = i;
     }
     if (acks > 0) {
         int64_t changed = 0;
         r = ibx__settle_messages(s, IBX__SETTLE_ACK, ms, d->acked, acks, NULL, 0, 0, &changed);
-        if (r == IBX_OK) st->done = (int)changed;
+        if (r == IBX_OK) st->done += (int)changed;
         if (r == IBX_OK && changed < acks)
             ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
                      "%d of %d handled messages were no longer leased to this worker "
@@ -6460,14 +6553,47 @@ static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_m
                      acks - (int)changed, acks);
     }
     for (i = 0; i < failures && r == IBX_OK; i++) r = ibx__settle_failure(d, s, ms, d->failures[i], st);
+    /* Never started: released now, their claim's start taken back (max_starts). */
+    if (skipped && r == IBX_OK)
+        r = ibx__settle_messages(s, IBX__SETTLE_ABANDON, ms, d->failures + n - skipped, skipped, NULL,
+                                 IBX__DELAY_MIN_MS, 0, NULL);
     if (paused && r == IBX_OK) r = ibx__settle_paused(d, s, ms, n, st);
+    return r;
+}
+
+/* Crash-loop isolation. A message claimed before without an outcome
+ * (starts > 1) may be what killed the last worker, and a claim counts a
+ * start for its whole batch. So the others are handled and settled first;
+ * of such suspects only the first is kept, handled last and alone, and the
+ * rest are released at once (an abandon, which takes back this claim's
+ * count): a crash then costs its batch-mates nothing. Reorders s->msgs
+ * (suspects last), shrinks *n, sets *first to the suspect (or *n). */
+static ibx_result ibx__isolate(ibx_dispatcher *d, ibx_store *s, int *n, int *first) {
+    ibx_message *ms = s->msgs, t;
+    int i, k = 0, released = 0;
+    ibx_result r = IBX_OK;
+    for (i = 0; i < *n; i++) /* the others first, in their order */
+        if (ms[i].starts <= 1) {
+            t = ms[k];
+            ms[k++] = ms[i];
+            ms[i] = t;
+        }
+    *first = k;
+    for (i = k + 1; i < *n; i++) d->acked[released++] = i;
+    if (released > 0) {
+        r = ibx__settle_messages(s, IBX__SETTLE_ABANDON, ms, d->acked, released, NULL, IBX__DELAY_MIN_MS, 0, NULL);
+        if (r == IBX_OK) *n = k + 1;
+    }
+    if (k < *n)
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%d message(s) claimed before without an outcome "
+                 "(a crash?): one handled alone after the others, %d released", *n - k + released, released);
     return r;
 }
 
 /* One batch from one store: housekeeping, claim, handle, settle. */
 static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
     const ibx_message *ms;
-    int n = 0;
+    int n = 0, first, from, to;
     int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline;
     ibx_result r;
     ibx__watch(d->renewer, s, 1);
@@ -6487,11 +6613,17 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     ibx__watch(d->renewer, s, 0);
     if (r != IBX_OK) return r;
     st->claimed = n;
+    first = n;
+    for (from = 0; from < n && ms[from].starts <= 1; from++) {}
+    if (from < n && (r = ibx__isolate(d, s, &n, &first)) != IBX_OK) return r;
     ibx__renew_begin(d->renewer, s, d->owner, ms, n, d->lease_seconds, d->max_handler_ms);
-    ibx__handle_batch(d, s, ms, n, deadline, st);
-    ibx__watch(d->renewer, s, 1);
-    r = ibx__settle_batch(d, s, ms, n, st);
-    ibx__watch(d->renewer, s, 0);
+    for (from = 0; from < n && r == IBX_OK; from = to) { /* the others, then a suspect */
+        to = from < first ? first : n;
+        ibx__handle_batch(d, s, ms + from, to - from, deadline, st);
+        ibx__watch(d->renewer, s, 1);
+        r = ibx__settle_batch(d, s, ms + from, to - from, st);
+        ibx__watch(d->renewer, s, 0);
+    }
     ibx__renew_end(d->renewer);
     return r;
 }
@@ -6734,7 +6866,11 @@ static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ib
     if ((r = ibx__get_append(db, st, 12, SQL_C_CHAR, buf, &o->last_error, &skip)) != IBX_OK ||
         (r = ibx__get_i64(db, st, 13, &m->next_attempt_ms, NULL)) != IBX_OK)
         return r;
-    return ibx__get_i64(db, st, 14, &m->due_time_ms, NULL);
+    if ((r = ibx__get_i64(db, st, 14, &m->due_time_ms, NULL)) != IBX_OK ||
+        (r = ibx__get_i64(db, st, 15, &v, NULL)) != IBX_OK)
+        return r;
+    m->starts = (int)v;
+    return IBX_OK;
 }
 
 static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o) {

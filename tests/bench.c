@@ -39,7 +39,9 @@
 #include "ibx.h"
 #include "bench_api.c"
 
+#include <dirent.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -76,6 +78,11 @@ static char g_payload[201];
 static api g_mon; /* ODBC, autocommit: resets, fills, statistics, counters */
 static double g_rate[W_COUNT][I_COUNT][MAXREP];
 static double g_stmts[W_COUNT][I_COUNT];
+/* CPU seconds per message, server and client (BENCH_SERVER_PID): rates on a
+ * shared machine move with the load, CPU per message much less. */
+static double g_cpu_srv[W_COUNT][I_COUNT][MAXREP], g_cpu_cli[W_COUNT][I_COUNT][MAXREP];
+static int g_srv_pid, g_cur_w, g_cur_impl, g_cur_rep;
+static double g_srv0, g_cli0;
 static long long g_ctr_base;
 
 static double now_s(void) {
@@ -754,14 +761,71 @@ static const char *pgss_sum =
     "(SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '%pg_stat_statements%' "
     "AND query NOT LIKE '%pg_database%'";
 
+/* CPU seconds of the server: the process itself and its reaped children
+ * (/proc stat fields 14-17), plus its live children (PostgreSQL's
+ * backends; MariaDB has threads, counted in the process). */
+static double proc_cpu(int pid, int with_reaped) {
+    char path[64], buf[1024], *p;
+    unsigned long long v[4] = {0, 0, 0, 0};
+    long tick = sysconf(_SC_CLK_TCK);
+    FILE *f;
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    if (!(f = fopen(path, "r"))) return 0;
+    p = fgets(buf, sizeof buf, f) ? strrchr(buf, ')') : NULL;
+    fclose(f);
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu",
+                     &v[0], &v[1], &v[2], &v[3]) != 4)
+        return 0;
+    return (double)(v[0] + v[1] + (with_reaped ? v[2] + v[3] : 0)) / (double)tick;
+}
+
+static double server_cpu(void) {
+    double sum;
+    DIR *d;
+    struct dirent *e;
+    if (g_srv_pid <= 0) return 0;
+    sum = proc_cpu(g_srv_pid, 1);
+    if (!(d = opendir("/proc"))) return sum;
+    while ((e = readdir(d))) {
+        char path[300], buf[512], *p;
+        int pid = atoi(e->d_name), ppid = 0;
+        FILE *f;
+        if (pid <= 0) continue;
+        snprintf(path, sizeof path, "/proc/%d/stat", pid);
+        if (!(f = fopen(path, "r"))) continue;
+        p = fgets(buf, sizeof buf, f) ? strrchr(buf, ')') : NULL;
+        fclose(f);
+        if (p && sscanf(p + 2, "%*c %d", &ppid) == 1 && ppid == g_srv_pid) sum += proc_cpu(pid, 0);
+    }
+    closedir(d);
+    return sum;
+}
+
+static double client_cpu(void) {
+    struct rusage a, b;
+    getrusage(RUSAGE_SELF, &a);
+    getrusage(RUSAGE_CHILDREN, &b);
+    return (double)(a.ru_utime.tv_sec + a.ru_stime.tv_sec + b.ru_utime.tv_sec + b.ru_stime.tv_sec) +
+           (double)(a.ru_utime.tv_usec + a.ru_stime.tv_usec + b.ru_utime.tv_usec + b.ru_stime.tv_usec) / 1e6;
+}
+
 static void ctr_begin(void) {
-    if (!g_counters) return;
-    if (g_kind == K_PG) mon("SELECT pg_stat_statements_reset()");
-    else g_ctr_base = api_i64(&g_mon, "SHOW GLOBAL STATUS LIKE 'Questions'");
+    if (g_counters) {
+        if (g_kind == K_PG) mon("SELECT pg_stat_statements_reset()");
+        else g_ctr_base = api_i64(&g_mon, "SHOW GLOBAL STATUS LIKE 'Questions'");
+    }
+    g_srv0 = server_cpu();
+    g_cli0 = client_cpu();
 }
 
 static double ctr_end(long long messages) {
     long long n;
+    if (g_srv_pid > 0) {
+        struct timespec settle = {0, 100 * 1000000L}; /* exited workers' backends: reaped */
+        nanosleep(&settle, NULL);
+        g_cpu_srv[g_cur_w][g_cur_impl][g_cur_rep] = (server_cpu() - g_srv0) / (double)messages;
+        g_cpu_cli[g_cur_w][g_cur_impl][g_cur_rep] = (client_cpu() - g_cli0) / (double)messages;
+    }
     if (!g_counters) return -1;
     if (g_kind == K_PG) n = api_i64(&g_mon, pgss_sum);
     else n = api_i64(&g_mon, "SHOW GLOBAL STATUS LIKE 'Questions'") - g_ctr_base - 1;
@@ -832,6 +896,9 @@ static void run(int w, int impl, int n, int rep) {
     double t, st = -1;
     int i, count = n / 4;
     char id[48];
+    g_cur_w = w;
+    g_cur_impl = impl;
+    g_cur_rep = rep;
     switch (w) {
     case W_ENQ1:
     case W_ENQB:
@@ -860,6 +927,7 @@ static void run(int w, int impl, int n, int rep) {
         reset(impl, 1);
         h_open(&x, impl, 1);
         for (w = W_IDEDUPN; w <= W_IDEDUPS; w++) {
+            g_cur_w = w;
             ctr_begin();
             t = now_s();
             for (i = 0; i < count; i++) {
@@ -929,6 +997,37 @@ static int selected(int w) {
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+static double median(int w, int impl);
+static double median_of(double (*a)[I_COUNT][MAXREP], int w, int impl) {
+    double v[MAXREP];
+    memcpy(v, a[w][impl], sizeof v);
+    qsort(v, (size_t)g_repeats, sizeof v[0], cmp_double);
+    return v[g_repeats / 2];
+}
+
+/* CPU microseconds per message, medians: what each side spent, which the
+ * load of other programs changes much less than it changes the rates. */
+static void print_cpu(void) {
+    int w, k;
+    if (g_srv_pid <= 0) return;
+    printf("\n== %s: CPU us per message, medians (server: pid %d and its children; client: the bench and its "
+           "workers, connect included)\n", g_backend, g_srv_pid);
+    printf("%-46s %10s %10s %10s | %10s %10s %10s\n", "workload", "srv obx.h", "srv ODBC", has_native() ? "srv native" : "",
+           "cli obx.h", "cli ODBC", has_native() ? "cli native" : "");
+    for (w = 0; w < W_COUNT; w++) {
+        char c[6][16];
+        if (median(w, I_LIB) == 0) continue;
+        for (k = 0; k < 3; k++) {
+            c[k][0] = c[k + 3][0] = 0;
+            if (k == I_NATIVE && !has_native()) continue;
+            snprintf(c[k], sizeof c[k], "%.1f", median_of(g_cpu_srv, w, k) * 1e6);
+            snprintf(c[k + 3], sizeof c[k + 3], "%.1f", median_of(g_cpu_cli, w, k) * 1e6);
+        }
+        printf("%-46s %10s %10s %10s | %10s %10s %10s\n", w_name[w], c[0], c[1], c[2], c[3], c[4], c[5]);
+    }
+    fflush(stdout);
 }
 
 static double median(int w, int impl) {
@@ -1197,6 +1296,7 @@ int main(int argc, char **argv) {
     n = (n + 99) / 100 * 100;
     if ((e = getenv("BENCH_REPEATS")) && atoi(e) > 0) g_repeats = atoi(e) > MAXREP ? MAXREP : atoi(e);
     g_show_stmts = (e = getenv("BENCH_STMTS")) && *e == '1';
+    if ((e = getenv("BENCH_SERVER_PID"))) g_srv_pid = atoi(e);
     for (i = 0; i < 200; i++) g_payload[i] = "{\"k\":\"abcdefghijklmnopqrstuvwxyz0123456789\"}"[i % 42];
     memcpy(g_payload, "{\"event\":\"bench\",\"data\":\"", 25);
     memcpy(g_payload + 197, "\"}", 3);
@@ -1229,6 +1329,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench %s: repeat %d of %d done\n", g_backend, rep + 1, g_repeats);
     }
     print_table(n);
+    print_cpu();
     only = getenv("BENCH_ONLY");
     if (!only || !*only) {
         allocations(n < 5000 ? n : 5000);

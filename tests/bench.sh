@@ -11,6 +11,10 @@
 #   BENCH_SWEEP      table sizes of the claim/drain sweep, default 10000,100000
 #                    (add 1000000 for the slow one; empty: no sweep)
 #   BENCH_STMTS=1    print the library's statements per workload (PostgreSQL)
+#   BENCH_ONLY       a subset of the workloads, e.g. drain1,drain2 (bench.c)
+#
+# The server's pid goes to the bench as BENCH_SERVER_PID: it prints the CPU
+# time per message of the server and of the client beside the rates.
 #
 # PostgreSQL is restarted once with pg_stat_statements preloaded: the bench
 # reads statements per message from it.
@@ -54,13 +58,14 @@ for b in $backends; do
             pg_preload
             eval "$("$here/db.sh" env pg)"
             # Protocol=7.4-1 as the library sets it, for the raw ODBC rows too.
-            LD_PRELOAD=$preload "$bench" postgresql "${OBX_TEST_PG}Protocol=7.4-1;" "$n"
+            BENCH_SERVER_PID=$(head -n 1 "$rundir/pg/postmaster.pid") \
+                LD_PRELOAD=$preload "$bench" postgresql "${OBX_TEST_PG}Protocol=7.4-1;" "$n"
             "$here/db.sh" stop pg >/dev/null
             ;;
         mariadb)
             "$here/db.sh" start mariadb >/dev/null
             eval "$("$here/db.sh" env mariadb)"
-            LD_PRELOAD=$preload "$bench" mariadb "$OBX_TEST_MY" "$n"
+            BENCH_SERVER_PID=$(cat "$rundir/my.pid") LD_PRELOAD=$preload "$bench" mariadb "$OBX_TEST_MY" "$n"
             "$here/db.sh" stop mariadb >/dev/null
             ;;
         *) echo "bench.sh: unknown backend '$b'" >&2; exit 2 ;;

@@ -12,7 +12,7 @@
  * "V0Outbox", "IX_Outbox_Ready" "IX_V0Outbox_Ready") except where base starts
  * a column name ("OutboxMessageId"), and every `schema_from` replaced by
  * `schema_to` (NULL: none). Malloc'ed; NULL when the file cannot be read. */
-static char *v0_text(const char *path, const char *base, const char *prefix, const char *schema_from,
+TT_UNUSED static char *v0_text(const char *path, const char *base, const char *prefix, const char *schema_from,
                      const char *schema_to) {
     FILE *f = fopen(path, "rb");
     char *in, *out;
@@ -50,7 +50,7 @@ static char *v0_text(const char *path, const char *base, const char *prefix, con
  * overwritten with NUL), or NULL at the end. Statements end with ";\n",
  * except inside a $$ body (PostgreSQL) and a trigger's BEGIN ... END
  * (SQLite); lines starting with "--" are skipped. */
-static char *v0_next(char **pos) {
+TT_UNUSED static char *v0_next(char **pos) {
     char *start = *pos, *p;
     while (strncmp(start, "--", 2) == 0) {
         char *nl = strchr(start, '\n');
@@ -76,7 +76,7 @@ static char *v0_next(char **pos) {
 
 /* A query that gives a table's columns as one text, "name type, ..." in
  * column order: {T} the quoted table, {N} its bare name. */
-static const char *v0_columns_sql(const char *backend) {
+TT_UNUSED static const char *v0_columns_sql(const char *backend) {
     if (strcmp(backend, "postgresql") == 0)
         return "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum) "
                "FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attnum > 0 AND NOT attisdropped";
@@ -88,9 +88,37 @@ static const char *v0_columns_sql(const char *backend) {
            "pragma_table_info('{N}') ORDER BY cid)";
 }
 
+/* A query that lists the indexes, triggers and functions of a table and
+ * its join tables as one text, each name with the table name as "*", so
+ * that an upgraded table compares equal to a new one. {S} is the quoted
+ * schema, {N} the bare table name. */
+TT_UNUSED static const char *v0_objects_sql(const char *backend) {
+    if (strcmp(backend, "postgresql") == 0)
+        return "SELECT string_agg(x, ', ' ORDER BY x) FROM ("
+               "SELECT 'index ' || replace(c.relname, '{N}', '*') AS x FROM pg_index AS i "
+               "JOIN pg_class AS c ON c.oid = i.indexrelid WHERE i.indrelid IN "
+               "(to_regclass('{S}.\"{N}\"'), to_regclass('{S}.\"{N}Join\"'), to_regclass('{S}.\"{N}JoinMember\"')) "
+               "UNION ALL SELECT 'trigger ' || replace(tgname, '{N}', '*') FROM pg_trigger WHERE NOT tgisinternal "
+               "AND tgrelid IN (to_regclass('{S}.\"{N}\"'), to_regclass('{S}.\"{N}JoinMember\"')) "
+               "UNION ALL SELECT 'function ' || replace(proname, '{N}', '*') || '(' || "
+               "pg_get_function_identity_arguments(oid) || ')' FROM pg_proc "
+               "WHERE pronamespace = to_regnamespace('{S}') AND proname LIKE '{N}\\_%') AS o";
+    if (strcmp(backend, "mariadb") == 0)
+        return "SELECT GROUP_CONCAT(x ORDER BY x SEPARATOR ', ') FROM ("
+               "SELECT DISTINCT CONCAT('index ', REPLACE(INDEX_NAME, '{N}', '*')) AS x "
+               "FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() "
+               "AND TABLE_NAME IN ('{N}', '{N}Join', '{N}JoinMember') "
+               "UNION ALL SELECT CONCAT('trigger ', REPLACE(TRIGGER_NAME, '{N}', '*')) "
+               "FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() "
+               "AND EVENT_OBJECT_TABLE IN ('{N}', '{N}JoinMember')) AS o";
+    return "SELECT group_concat(x, ', ') FROM (SELECT type || ' ' || replace(name, '{N}', '*') AS x "
+           "FROM sqlite_master WHERE tbl_name IN ('{N}', '{N}Join', '{N}JoinMember') "
+           "AND type IN ('index', 'trigger') AND name NOT LIKE 'sqlite_autoindex%' ORDER BY 1)";
+}
+
 /* The dialect's "now plus `later`" for fixture rows: 'l' an hour ahead,
  * 'p' a minute ago, anything else now. SQLite keeps Unix ms. */
-static const char *v0_time(const char *backend, char when) {
+TT_UNUSED static const char *v0_time(const char *backend, char when) {
     int pg = strcmp(backend, "postgresql") == 0, my = strcmp(backend, "mariadb") == 0;
     if (when == 'l')
         return pg ? "now() + interval '1 hour'" : my ? "UTC_TIMESTAMP(6) + INTERVAL 1 HOUR" : "({W} + 3600000)";

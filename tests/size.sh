@@ -11,6 +11,18 @@
 #   text   code plus read-only data (size's Berkeley "text": what goes to flash)
 #   .text  the code section alone
 # An architecture whose compiler is missing prints "-" (tests/deps.sh cross).
+#
+# A second table: what a program keeps of the header when linked the way a
+# gateway would link it, -ffunction-sections -fdata-sections and
+# --gc-sections, static with the SQLite driver: examples/quickstart.c (obx.h)
+# and examples/webhook_inbox.c (ibx.h) with their implementation compiled
+# apart, and the kept input sections of that object summed (code, strings,
+# tables, unwind tables; strings before the linker merges their tails). It
+# needs the driver objects of `make cross ARCH=...` (build/gw/<arch>);
+# without them the cell is "-". SIZE_PROGRAMS=0 skips it.
+# SIZE_XFLAGS: more compiler flags for every cell (e.g.
+# "-fno-asynchronous-unwind-tables -fno-unwind-tables": aarch64 objects
+# carry about 6 KB of .eh_frame by default, counted in "text").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=build/size
@@ -37,10 +49,58 @@ cell() {
     fi
     o=$out/$h-$arch$opt.o
     # shellcheck disable=SC2086
-    $cc -std=c99 -D_POSIX_C_SOURCE=200809L $opt -pthread -isystem "$odbc" $defs -c "tests/impl_$h.c" -o "$o" || return 1
+    $cc -std=c99 -D_POSIX_C_SOURCE=200809L $opt -pthread -isystem "$odbc" $defs ${SIZE_XFLAGS:-} -c "tests/impl_$h.c" -o "$o" || return 1
     text=$("$sz" -B "$o" | awk 'NR == 2 { print $1 }')
     code=$("$sz" -A "$o" | awk '$1 == ".text" { print $2 }')
     echo "$(kb "$text")/$(kb "$code")"
+}
+
+# kept MAP OBJECT: KB of OBJECT's input sections kept in the link map.
+kept() {
+    awk -v obj="$2" '
+        function hex(s,   i, n, c) {
+            n = 0
+            s = tolower(substr(s, 3))
+            for (i = 1; i <= length(s); i++) { c = index("0123456789abcdef", substr(s, i, 1)); n = n * 16 + c - 1 }
+            return n
+        }
+        /^Linker script and memory map/ { on = 1; next }
+        !on { next }
+        /^ \.[^ ]+$/ { sec = $1; next }
+        {
+            if ($1 ~ /^\./) { sec = $1; a = $2; z = $3; f = $4 } else { a = $1; z = $2; f = $3 }
+            if (sec ~ /^\.(text|rodata|data\.rel\.ro|eh_frame|ARM\.ex)/ && f != "" &&
+                substr(f, length(f) - length(obj) + 1) == obj && hex(a) != 0)
+                total += hex(z)
+            sec = ""
+        }
+        END { printf "%.1f", total / 1000 }' "$1"
+}
+
+# prog_cell HEADER DEFINES ARCH-SPEC: KB the header's example keeps, or "-".
+prog_cell() {
+    local h=$1 defs=$2 spec=$3 arch cc sz ex d app
+    IFS='|' read -r arch cc sz <<<"$spec"
+    d=build/gw/$arch
+    if ! command -v "$cc" >/dev/null || [[ ! -f $d/sqlite3odbc.o || ! -f $d/sqlite3.o ]]; then
+        echo "-"
+        return
+    fi
+    ex=quickstart
+    [[ $h == ibx ]] && ex=webhook_inbox
+    app=$out/prog-$h-$arch
+    # The example without its implementation define: that comes apart.
+    { printf '#include <sql.h>\n#include <sqlext.h>\n'; grep -v "^#define ${h^^}_IMPLEMENTATION" "examples/$ex.c" |
+        sed "s|\"\.\./\([oi]bx\.h\)\"|\"../../\1\"|"; } >"$app.c"
+    # shellcheck disable=SC2086
+    $cc -std=c99 -D_POSIX_C_SOURCE=200809L -Os -pthread -isystem "$odbc" $defs ${SIZE_XFLAGS:-} \
+        -ffunction-sections -fdata-sections -c "$app.c" -o "$app.o" || return 1
+    # shellcheck disable=SC2086
+    $cc -std=c99 -D_POSIX_C_SOURCE=200809L -Os -pthread -isystem "$odbc" $defs ${SIZE_XFLAGS:-} \
+        -ffunction-sections -fdata-sections -c "tests/impl_$h.c" -o "$app-impl.o" || return 1
+    $cc -static -pthread -Wl,--gc-sections -Wl,-Map="$app.map" "$app.o" "$app-impl.o" "$d/sqlite3odbc.o" \
+        "$d/sqlite3.o" -o "$app" -lm || return 1
+    kept "$app.map" "$(basename "$app-impl.o")"
 }
 
 # Every cell first, one job per architecture at a time, into files.
@@ -55,6 +115,9 @@ for spec in "${arches[@]}"; do
                 for opt in "${opts[@]}"; do
                     cell "$h" "$defs" "$spec" "$opt" >"$out/cell-$n-$h-${spec%%|*}$opt"
                 done
+                if [[ ${SIZE_PROGRAMS:-1} != 0 && ${spec%%|*} != x86_64 ]]; then
+                    prog_cell "$h" "$defs" "$spec" >"$out/prog-$n-$h-${spec%%|*}"
+                fi
             done
         done
     ) &
@@ -86,5 +149,17 @@ for n in $(seq 1 $#); do
             done
         done
         echo "$row"
+    done
+done
+[[ ${SIZE_PROGRAMS:-1} != 0 ]] || exit 0
+echo
+echo "Kept of the header in a static program linked with --gc-sections (-Os), KB: quickstart (obx.h), webhook_inbox (ibx.h)"
+echo "| header | defines | aarch64 | armhf |"
+echo "|---|---|---:|---:|"
+for n in $(seq 1 $#); do
+    label=${!n}
+    label=${label%%=*}
+    for h in obx ibx; do
+        echo "| $h.h | $label | $(cat "$out/prog-$n-$h-aarch64") | $(cat "$out/prog-$n-$h-armhf") |"
     done
 done

@@ -7,6 +7,7 @@
 #include "schema_v0.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1419,6 +1420,99 @@ static void test_122_125_indexes(void) {
     ibx_store_close(s);
 }
 
+/* ---- crash-loop quarantine (CORE-CRASH-LOOP) ---------------------------------------- */
+
+static ibx_outcome crash_handler(const ibx_message *m, char *error, size_t size, void *user) {
+    (void)m; (void)error; (void)size; (void)user;
+    abort(); /* as a segfault or an OOM kill would: no outcome reaches the database */
+}
+
+static ibx_outcome done_handler(const ibx_message *m, char *error, size_t size, void *user) {
+    (void)m; (void)error; (void)size; (void)user;
+    return IBX_DONE;
+}
+
+/* A worker process: a dispatcher (1 s lease) runs rounds until none is
+ * left or its handler kills it. Returns the wait status. */
+static int crash_worker(void) {
+    int status = 0;
+    pid_t pid;
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        ibx_store *s = open_table("Inbox", 0);
+        ibx_dispatcher_desc dd;
+        ibx_dispatcher *d = NULL;
+        int rounds = 0, empty = 0;
+        ibx_result r = IBX_OK;
+        if (!s) _exit(3);
+        memset(&dd, 0, sizeof dd);
+        dd.store = s;
+        dd.lease_seconds = 1;
+        dd.batch_size = 10;
+        if (ibx_dispatcher_create(&dd, &d) != IBX_OK || ibx_dispatcher_on(d, "crash", crash_handler, NULL) != IBX_OK ||
+            ibx_dispatcher_on(d, "ok", done_handler, NULL) != IBX_OK)
+            _exit(4);
+        /* Done when two rounds 50 ms apart find nothing (a released
+         * message is due again 1 ms later). */
+        while (rounds++ < 100 && ((r = ibx_dispatcher_run_once(d, NULL)) == IBX_OK || empty++ == 0))
+            if (r == IBX_EMPTY) sleep_ms(50);
+            else empty = 0;
+        _exit(r == IBX_EMPTY ? 0 : 5);
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
+    return status;
+}
+
+static void test_crash_loop(void) {
+    ibx_store *s = fresh();
+    char id[16];
+    ibx_message m;
+    int64_t reaped = 0;
+    int crashes = 0, workers = 0, oks = 3, status, i;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(enqueue(s, "crash", "crashsrc", "c1"));
+    for (i = 0; i < oks; i++) {
+        snprintf(id, sizeof id, "ok%d", i);
+        TT_ASSERT(enqueue(s, "ok", "crashsrc", id));
+    }
+    ibx_store_close(s); /* no connection may cross fork() */
+    for (;;) {
+        status = crash_worker();
+        workers++;
+        TT_ASSERT(status != -1 && workers <= 6);
+        if (WIFEXITED(status)) {
+            TT_EQ_INT(WEXITSTATUS(status), 0);
+            break;
+        }
+        TT_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+        crashes++;
+        sleep_ms(1100); /* the dead worker's lease expires */
+        s = open_table("Inbox", 0);
+        TT_ASSERT(s != NULL);
+        TT_EQ_INT(ibx_reap(s, &reaped), IBX_OK);
+        snprintf(id, sizeof id, "ok%d", oks++);
+        TT_ASSERT(enqueue(s, "ok", "crashsrc", id));
+        ibx_store_close(s);
+    }
+    s = open_table("Inbox", 0);
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(crashes, 3); /* the default max_starts: never a 4th start */
+    TT_EQ_INT(ibx_get(s, "c1", "crashsrc", &m), IBX_OK);
+    TT_EQ_INT(m.status, IBX_STATUS_DEAD);
+    TT_EQ_INT(m.starts, 3);
+    TT_ASSERT(m.last_error != NULL);
+    TT_EXPECT(strstr(m.last_error, "crash loop: claimed 3 times without an outcome") != NULL);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'ok' AND \"Status\" = 'Done'"), oks);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"), 0);
+    /* A re-enqueue of the dead message starts its count again. */
+    TT_ASSERT(enqueue(s, "ok", "crashsrc", "c1"));
+    TT_EQ_INT(ibx_get(s, "c1", "crashsrc", &m), IBX_OK);
+    TT_EQ_INT(m.status, IBX_STATUS_PROCESSING);
+    TT_EQ_INT(m.starts, 0);
+    ibx_store_close(s);
+}
+
 /* ---- schema upgrades (CORE-SCHEMA-UPGRADE) ---------------------------------------- */
 
 /* A store on the upgrade tests' tables (schema ibxv0 on PostgreSQL). */
@@ -2338,6 +2432,7 @@ int main(int argc, char **argv) {
     RUN("IBX-KEY-EXACT", "keys differing only in a trailing space are different messages", test_key_exact);
     RUN("IBX-BATCH-PAUSE", "a batch handler (mixed outcomes, each on its message) and OBX_PAUSE through the inbox", test_batch_and_pause);
     RUN("IBX-DEAD-LETTERS", "dead letters by (source, id), topic, error: list, revive (attempts reset, error kept), purge", test_dead_letters);
+    RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);
     RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);
     RUN("IBX-SCHEMA-FILE", "sql/<dialect>/inbox.sql is what the header deploys", test_schema_file);
     if (g_pg || g_my)

@@ -8,6 +8,7 @@
 #include "schema_v0.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -1621,6 +1622,114 @@ static void test_schema_files(void) {
     TT_EQ_INT(obx_schema_sql((obx_dialect)99, NULL, NULL, want, sizeof want, &needed), OBX_ERR_UNSUPPORTED);
 }
 
+/* ---- crash-loop quarantine (CORE-CRASH-LOOP) ---------------------------------------- */
+
+static obx_outcome crash_handler(const obx_message *m, char *error, size_t size, void *user) {
+    (void)m; (void)error; (void)size; (void)user;
+    abort(); /* as a segfault or an OOM kill would: no outcome reaches the database */
+}
+
+static obx_outcome done_handler(const obx_message *m, char *error, size_t size, void *user) {
+    (void)m; (void)error; (void)size; (void)user;
+    return OBX_DONE;
+}
+
+/* A worker process: a dispatcher (1 s lease) runs rounds until none is
+ * left or its handler kills it. Returns the wait status. */
+static int crash_worker(void) {
+    int status = 0;
+    pid_t pid;
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        obx_store *s = open_table("Outbox", 0);
+        obx_dispatcher_desc dd;
+        obx_dispatcher *d = NULL;
+        int rounds = 0, empty = 0;
+        obx_result r = OBX_OK;
+        if (!s) _exit(3);
+        memset(&dd, 0, sizeof dd);
+        dd.store = s;
+        dd.lease_seconds = 1;
+        dd.batch_size = 10;
+        if (obx_dispatcher_create(&dd, &d) != OBX_OK || obx_dispatcher_on(d, "crash", crash_handler, NULL) != OBX_OK ||
+            obx_dispatcher_on(d, "ok", done_handler, NULL) != OBX_OK)
+            _exit(4);
+        /* Done when two rounds 50 ms apart find nothing (a released
+         * message is due again 1 ms later). */
+        while (rounds++ < 100 && ((r = obx_dispatcher_run_once(d, NULL)) == OBX_OK || empty++ == 0))
+            if (r == OBX_EMPTY) sleep_ms(50);
+            else empty = 0;
+        _exit(r == OBX_EMPTY ? 0 : 5);
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
+    return status;
+}
+
+static void test_crash_loop(void) {
+    obx_store *s = fresh();
+    char crash_id[37], id[37];
+    obx_message m;
+    int64_t reaped = 0;
+    int crashes = 0, workers = 0, oks = 3, status, i;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(enqueue(s, "crash", "{}", crash_id));
+    for (i = 0; i < oks; i++) TT_ASSERT(enqueue(s, "ok", "{}", id));
+    obx_store_close(s); /* no connection may cross fork() */
+    /* Each worker dies on the message, until the reap finds it with 3
+     * starts; messages enqueued meanwhile are handled. */
+    for (;;) {
+        status = crash_worker();
+        workers++;
+        TT_ASSERT(status != -1 && workers <= 6);
+        if (WIFEXITED(status)) {
+            TT_EQ_INT(WEXITSTATUS(status), 0);
+            break;
+        }
+        TT_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+        crashes++;
+        sleep_ms(1100); /* the dead worker's lease expires */
+        s = open_table("Outbox", 0);
+        TT_ASSERT(s != NULL);
+        TT_EQ_INT(obx_reap(s, &reaped), OBX_OK);
+        TT_ASSERT(enqueue(s, "ok", "{}", id));
+        oks++;
+        obx_store_close(s);
+    }
+    s = open_table("Outbox", 0);
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(crashes, 3); /* the default max_starts: never a 4th start */
+    TT_EQ_INT(obx_get(s, crash_id, &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_FAILED);
+    TT_EQ_INT(m.starts, 3);
+    TT_ASSERT(m.last_error != NULL);
+    TT_EXPECT(strstr(m.last_error, "crash loop: claimed 3 times without an outcome") != NULL);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'ok' AND \"Status\" = 2"), oks);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" IN (0, 1)"), 0);
+    obx_store_close(s);
+}
+
+/* max_starts: 0 is the default, 1..1000, else refused naming the field. */
+static void test_max_starts_range(void) {
+    obx_store_desc desc;
+    obx_store *s = NULL;
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.max_starts = 1001;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: max_starts");
+    obx_store_close(s);
+    s = NULL;
+    desc.max_starts = -1;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_OUT_OF_RANGE);
+    obx_store_close(s);
+    s = NULL;
+    desc.max_starts = 1000;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_OK);
+    TT_EXPECT(strstr(s->sql[OBX__Q_REAP], ">= 1000") != NULL || s->db.d->id == OBX_DIALECT_SQLSERVER);
+    obx_store_close(s);
+}
+
 /* ---- schema upgrades (CORE-SCHEMA-UPGRADE) ---------------------------------------- */
 
 /* A store on the upgrade tests' tables: V0Outbox (in schema obxv0 on
@@ -1653,6 +1762,16 @@ static int v0_columns(obx_store *s, char *out, size_t cap) {
     return r == OBX_OK;
 }
 
+/* Its indexes, triggers and functions, named relative to the table. */
+static int v0_objects(obx_store *s, char *out, size_t cap) {
+    char *text = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, v0_objects_sql(g_backend));
+    obx_result r = text ? obx__query_text(&s->db, text, out, cap) : OBX_ERR_NO_MEMORY;
+    if (!s->db.tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    if (r != OBX_OK) printf("    objects failed: %s\n", s->err.message);
+    obx__free(&s->hooks, text);
+    return r == OBX_OK;
+}
+
 /* One row of the v0 table in a given state, by plain SQL (no statement of
  * today's library may touch the old table before it is upgraded). */
 static int v0_row(obx_store *s, int n, int status, const char *next, const char *locked,
@@ -1674,6 +1793,7 @@ static void test_schema_upgrade(void) {
     static const obx_status want[] = {OBX_STATUS_READY, OBX_STATUS_READY, OBX_STATUS_IN_PROGRESS,
                                       OBX_STATUS_DONE, OBX_STATUS_FAILED};
     char path[128], cols_new[2048] = "", cols_old[2048] = "", cols_again[2048] = "", owner[37];
+    static char objs_new[4096], objs_old[4096];
     char *ddl, *pos, *one;
     const char *id1 = ids[0];
     obx_store *s, *fresh_store;
@@ -1689,6 +1809,8 @@ static void test_schema_upgrade(void) {
     TT_EQ_INT(obx_store_deploy(fresh_store), OBX_OK);
     TT_ASSERT(v0_columns(fresh_store, cols_new, sizeof cols_new));
     TT_EXPECT(strstr(cols_new, "Starts") != NULL);
+    TT_ASSERT(v0_objects(fresh_store, objs_new, sizeof objs_new));
+    TT_EXPECT(strstr(objs_new, "index IX_*_Ready") != NULL && strstr(objs_new, "trigger *_JoinCount") != NULL);
     /* The old table, from the frozen DDL. */
     s = open_v0("V0Outbox", 0);
     TT_ASSERT(s != NULL);
@@ -1718,6 +1840,9 @@ static void test_schema_upgrade(void) {
     TT_EXPECT(logged("schema upgraded: column Starts added to V0Outbox", NULL, NULL));
     TT_ASSERT(v0_columns(s, cols_old, sizeof cols_old));
     TT_EQ_STR(cols_old, cols_new);
+    TT_ASSERT(v0_objects(s, objs_old, sizeof objs_old));
+    if (getenv("OBX_TEST_VERBOSE")) printf("    objects: %s\n", objs_new);
+    TT_EQ_STR(objs_old, objs_new); /* indexes, triggers, functions: today's */
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 5);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Starts\" = 0"), 5);
     for (i = 0; i < 5; i++) {
@@ -1750,6 +1875,8 @@ static void test_schema_upgrade(void) {
     TT_EXPECT(!logged("schema upgraded", NULL, NULL));
     TT_ASSERT(v0_columns(s, cols_again, sizeof cols_again));
     TT_EQ_STR(cols_again, cols_new);
+    TT_ASSERT(v0_objects(s, objs_old, sizeof objs_old));
+    TT_EQ_STR(objs_old, objs_new);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 5);
     TT_EQ_INT(scalar(s, "SELECT \"Starts\" FROM {T} WHERE \"Id\" = '00000000-0000-7000-8000-000000000005'"), 7);
     TT_EQ_INT(obx_get(s, ids[4], &m), OBX_OK);
@@ -4748,6 +4875,8 @@ int main(int argc, char **argv) {
     RUN("OBX-PAUSE-LONG", "a downstream down for 1,000 handler calls: 0 dead, attempts unchanged, all delivered after", test_pause_long_outage);
     RUN("OBX-DEAD-LETTERS", "dead letters: paged list with filters, replay (attempts reset, error kept, once under concurrency), purge", test_dead_letters);
     RUN("OBX-JOIN-CANCEL", "a cancelled join's join.wait ends without its follow-up; too late once completed", test_join_cancel);
+    RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);
+    RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
     RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);

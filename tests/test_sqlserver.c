@@ -231,6 +231,24 @@ static void test_schema_upgrade(void) {
     TT_EQ_INT(fake_open_handles(), 0);
 }
 
+/* CORE-CRASH-LOOP through the fake layer: the claim procedures count a
+ * start in their UPDATE, the inbox's takes no message at max_starts, the
+ * reap procedures end such messages Dead, and the store passes its
+ * max_starts to both. */
+static void test_crash_loop(void) {
+    static char ddl[1 << 17];
+    size_t needed = 0;
+    TT_EQ_INT(obx_schema_sql(OBX_DIALECT_SQLSERVER, NULL, NULL, ddl, sizeof ddl, &needed), OBX_OK);
+    TT_EXPECT(strstr(ddl, "[LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME()), [Starts] = [Starts] + 1") != NULL);
+    TT_EXPECT(strstr(ddl, "PROCEDURE [dbo].[Outbox_ReapExpired] @MaxStarts INT = 3 AS") != NULL);
+    TT_EXPECT(strstr(ddl, "[Status] = CASE WHEN [Starts] >= @MaxStarts THEN 3 ELSE 0 END") != NULL);
+    TT_EXPECT(strstr(ddl, "[Starts] = CASE WHEN t.[Starts] > 0 THEN t.[Starts] - 1 ELSE 0 END") != NULL); /* abandon */
+    TT_EQ_INT(ibx_schema_sql(IBX_DIALECT_SQLSERVER, NULL, NULL, ddl, sizeof ddl, &needed), IBX_OK);
+    TT_EXPECT(strstr(ddl, "@BatchSize INT, @MaxStarts INT = 3 AS") != NULL);
+    TT_EXPECT(strstr(ddl, "AND [Starts] < @MaxStarts") != NULL);
+    TT_EXPECT(strstr(ddl, "[Status] = CASE WHEN [Starts] >= @MaxStarts THEN 'Dead' ELSE [Status] END") != NULL);
+}
+
 static void test_session(void) {
     obx_store_desc desc;
     obx_store *s = NULL;
@@ -358,10 +376,10 @@ static void test_017_claim(void) {
     static const char *const rows[] = {
         "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c", "order.created",
         "{\"n\":1}", NULL, "1767225600000", NULL, "2", "boom", "1", NULL, NULL, "1767225660000",
-        "0190a1b2-0000-7000-8000-000000000001", "1767225600500", "customer-7"};
+        "0190a1b2-0000-7000-8000-000000000001", "1767225600500", "1", "customer-7"};
     TT_ASSERT(s != NULL);
     strcpy(owner, "0190a1b2-0000-7000-8000-000000000001");
-    fake_push_rows(16, 1, rows);
+    fake_push_rows(17, 1, rows);
     TT_EQ_INT(obx_claim(s, owner, 30, 50, &ms, &n), OBX_OK);
     e = first_exec();
     /* The seed's Outbox_Claim: one round trip, an RPC call. */
@@ -389,7 +407,7 @@ static void test_017_claim(void) {
     s = outbox();
     g_dead_holds = 0;
     TT_ASSERT(s != NULL);
-    fake_push_rows(16, 0, NULL);
+    fake_push_rows(17, 0, NULL);
     TT_EQ_INT(obx_claim(s, owner, 30, 50, &ms, &n), OBX_EMPTY);
     TT_EQ_STR(fake_log_sql(first_exec()), "{CALL [dbo].[Outbox_Claim](?, ?, ?, 1)}");
     obx_store_close(s);
@@ -443,7 +461,7 @@ static void test_settles(void) {
     fake_push_rows(1, 1, two);
     TT_EQ_INT(obx_reap(s, &changed), OBX_OK);
     TT_EQ_INT(changed, 2);
-    TT_EQ_STR(fake_log_sql(first_exec()), "{CALL [dbo].[Outbox_ReapExpired]}");
+    TT_EQ_STR(fake_log_sql(first_exec()), "{CALL [dbo].[Outbox_ReapExpired](3)}");
     obx_store_close(s);
 }
 
@@ -454,7 +472,7 @@ static void test_get_cleanup_stats(void) {
     int e;
     static const char *const stats[] = {"7", "1500"};
     TT_ASSERT(s != NULL);
-    fake_push_rows(16, 0, NULL);
+    fake_push_rows(17, 0, NULL);
     TT_EQ_INT(obx_get(s, "0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B", &m), OBX_ERR_NOT_FOUND);
     e = first_exec();
     TT_EXPECT(strstr(fake_log_sql(e), "FROM [dbo].[Outbox] AS t WHERE t.[Id] = ?") != NULL);
@@ -601,18 +619,18 @@ static void test_inbox_work_queue(void) {
     const char *owner = "0190a1b2-0000-7000-8000-000000000001";
     static const char *const rows[] = {"stripe", "m-1", "payment.received", "{}", NULL, "1767225600000",
                                        "1767225600000", "Processing", "1767225630000",
-                                       "0190a1b2-0000-7000-8000-000000000001", "0", NULL, "1767225600000", NULL};
+                                       "0190a1b2-0000-7000-8000-000000000001", "0", NULL, "1767225600000", NULL, "1"};
     static const char *const one[] = {"1"};
     const ibx_message *ms = NULL;
     ibx_key keys[1];
     int n = 0, e;
     int64_t changed = 0;
     TT_ASSERT(s != NULL);
-    fake_push_rows(14, 1, rows);
+    fake_push_rows(15, 1, rows);
     TT_EQ_INT(ibx_claim(s, owner, 30, 10, &ms, &n), IBX_OK);
     TT_EQ_INT(n, 1);
     e = first_exec();
-    TT_EQ_STR(fake_log_sql(e), "{CALL [infra].[Inbox_Claim](?, ?, ?)}");
+    TT_EQ_STR(fake_log_sql(e), "{CALL [infra].[Inbox_Claim](?, ?, ?, 3)}");
     TT_EQ_STR(fake_log_param_text(e, 0, 3), "10");
     TT_EQ_STR(ms[0].source, "stripe");
     TT_EQ_STR(ms[0].message_id, "m-1");
@@ -645,7 +663,7 @@ static void test_inbox_work_queue(void) {
     fake_push_rows(1, 1, one);
     TT_EQ_INT(ibx_reap(s, &changed), IBX_OK);
     TT_EQ_INT(changed, 1);
-    TT_EQ_STR(fake_log_sql(first_exec()), "{CALL [infra].[Inbox_ReapExpired]}");
+    TT_EQ_STR(fake_log_sql(first_exec()), "{CALL [infra].[Inbox_ReapExpired](3)}");
     ibx_store_close(s);
 }
 
@@ -791,12 +809,12 @@ static void test_dead_letters(void) {
     int64_t changed = -1;
     static const char *const rows[] = {
         "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c", "dl.a",
-        "{}", NULL, "1767225600000", NULL, "3", "timeout 503", "3", NULL, NULL, NULL, NULL, "1767225600500", NULL};
+        "{}", NULL, "1767225600000", NULL, "3", "timeout 503", "3", NULL, NULL, NULL, NULL, "1767225600500", "3", NULL};
     TT_ASSERT(s != NULL);
     memset(&f, 0, sizeof f);
     f.topic = "dl.a";
     f.error_contains = "timeout";
-    fake_push_rows(16, 1, rows);
+    fake_push_rows(17, 1, rows);
     TT_EQ_INT(obx_dead_list(s, &f, 5, 10, &ms, &n), OBX_OK);
     TT_EQ_INT(n, 1);
     TT_EQ_STR(ms[0].last_error, "timeout 503");
@@ -822,7 +840,7 @@ static void test_dead_letters(void) {
     TT_EQ_INT(obx_dead_replay(s, &f, &changed), OBX_OK);
     TT_EQ_INT(changed, 1);
     e = first_exec();
-    TT_EXPECT(strncmp(fake_log_sql(e), "UPDATE t SET [Status] = 0, [RetryCount] = 0, [NextAttemptAt] = SYSDATETIMEOFFSET()", sizeof "UPDATE t SET [Status] = 0, [RetryCount] = 0, [NextAttemptAt] = SYSDATETIMEOFFSET()" - 1) == 0);
+    TT_EXPECT(strncmp(fake_log_sql(e), "UPDATE t SET [Status] = 0, [RetryCount] = 0, [Starts] = 0, [NextAttemptAt] = SYSDATETIMEOFFSET()", sizeof "UPDATE t SET [Status] = 0, [RetryCount] = 0, [Starts] = 0, [NextAttemptAt] = SYSDATETIMEOFFSET()" - 1) == 0);
     TT_EQ_STR(fake_log_param_text(e, 0, 10), "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b");
     TT_EQ_INT(fake_commits(), 1);
 
@@ -840,7 +858,7 @@ static void test_dead_letters(void) {
     TT_ASSERT(in != NULL);
     memset(&g, 0, sizeof g);
     g.source = "stripe";
-    fake_push_rows(14, 0, NULL);
+    fake_push_rows(15, 0, NULL);
     TT_EQ_INT(ibx_dead_list(in, &g, 0, 20, &ims, &n), IBX_EMPTY);
     e = first_exec();
     TT_EXPECT(strstr(fake_log_sql(e), "WHERE t.[Status] = 'Dead' AND") != NULL);
@@ -874,6 +892,7 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "--tsql") == 0) return dump_tsql(argv[2]);
     RUN("MSSQL-SCHEMA-FILES", "sql/sqlserver/{outbox,inbox}.sql are what deploy runs: the seed's tables, filtered indexes, procedures, GO batches", test_schema_files);
     RUN("OBX-089", "join counters move in triggers inside the Ack/Fail statement, capped at ExpectedSteps", test_089_join_triggers);
+    RUN("CORE-CRASH-LOOP", "claim procedures count starts (the inbox's takes none at max_starts), reap procedures end them Dead", test_crash_loop);
     RUN("CORE-SCHEMA-UPGRADE", "deploy adds columns new since the first release to an old table: one self-testing batch each, after its CREATE TABLE", test_schema_upgrade);
     RUN("MSSQL-DEPLOY", "deploy runs one batch per execute under sp_getapplock, in one transaction", test_deploy);
     RUN("MSSQL-SESSION", "detected from SQL_DBMS_NAME; XACT_ABORT ON, NOCOUNT OFF on our connections", test_session);

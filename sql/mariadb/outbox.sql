@@ -51,7 +51,8 @@ CREATE TABLE IF NOT EXISTS `OutboxJoinMember` (
     KEY `IX_OutboxJoinMember_Message` (`OutboxMessageId`),
     CONSTRAINT `FK_OutboxJoinMember_Join` FOREIGN KEY (`JoinId`) REFERENCES `OutboxJoin` (`JoinId`) ON DELETE CASCADE
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
-CREATE TRIGGER IF NOT EXISTS `Outbox_JoinStep` AFTER UPDATE ON `Outbox` FOR EACH ROW
+DROP TRIGGER IF EXISTS `Outbox_JoinStep`;
+CREATE TRIGGER IF NOT EXISTS `Outbox_JoinStep2` AFTER UPDATE ON `Outbox` FOR EACH ROW
     IF NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN
         UPDATE `OutboxJoinMember` SET `Status` = IF(NEW.`Status` = 2, 1, 2)
          WHERE `OutboxMessageId` = NEW.`Id` AND `Status` = 0;

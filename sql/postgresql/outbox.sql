@@ -76,7 +76,7 @@ EXECUTE FUNCTION "dbo"."Outbox_JoinCount"();
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_Claim"(p_owner uuid, p_lease_seconds integer, p_batch integer)
 RETURNS SETOF "dbo"."Outbox" LANGUAGE sql AS $$
     UPDATE "dbo"."Outbox" SET "Status" = 1, "OwnerToken" = p_owner,
-           "LockedUntil" = now() + make_interval(secs => p_lease_seconds)
+           "LockedUntil" = now() + make_interval(secs => p_lease_seconds), "Starts" = "Starts" + 1
      WHERE "Id" = ANY (ARRAY(
         SELECT c."Id" FROM "dbo"."Outbox" AS c
          WHERE c."Status" = 0 AND c."NextAttemptAt" <= now() AND NOT c."IsProcessed"
@@ -98,7 +98,7 @@ CREATE OR REPLACE FUNCTION "dbo"."Outbox_Abandon"(p_retries integer, p_last_erro
 RETURNS integer LANGUAGE sql AS $$
     WITH changed AS (
         UPDATE "dbo"."Outbox" SET "Status" = 0, "OwnerToken" = NULL, "LockedUntil" = NULL,
-               "RetryCount" = "RetryCount" + p_retries,
+               "Starts" = greatest("Starts" - 1, 0), "RetryCount" = "RetryCount" + p_retries,
                "LastError" = coalesce(p_last_error, "LastError"),
                "NextAttemptAt" = now() + make_interval(secs => coalesce(p_delay_ms / 1000.0,
                    least(60, 1 << least("RetryCount", 6))))
@@ -114,10 +114,15 @@ RETURNS integer LANGUAGE sql AS $$
         RETURNING 1)
     SELECT CAST(count(*) AS integer) FROM changed
 $$;
-CREATE OR REPLACE FUNCTION "dbo"."Outbox_ReapExpired"()
+DROP FUNCTION IF EXISTS "dbo"."Outbox_ReapExpired"();
+CREATE OR REPLACE FUNCTION "dbo"."Outbox_ReapExpired"(p_max_starts integer DEFAULT 3)
 RETURNS integer LANGUAGE sql AS $$
     WITH changed AS (
-        UPDATE "dbo"."Outbox" SET "Status" = 0, "OwnerToken" = NULL, "LockedUntil" = NULL
+        UPDATE "dbo"."Outbox" SET "Status" = CASE WHEN "Starts" >= p_max_starts THEN 3 ELSE 0 END,
+               "LastError" = CASE WHEN "Starts" >= p_max_starts THEN 'crash loop: claimed '
+                   || p_max_starts || ' times without an outcome (the handler crashed or was killed, '
+                   || 'or its lease expired)' ELSE "LastError" END,
+               "OwnerToken" = NULL, "LockedUntil" = NULL
          WHERE "Status" = 1 AND "LockedUntil" < now()
         RETURNING 1)
     SELECT CAST(count(*) AS integer) FROM changed

@@ -41,17 +41,17 @@ GO
 IF INDEXPROPERTY(OBJECT_ID(N'[infra].[Inbox]'), N'IX_Inbox_Cleanup', 'IndexID') IS NULL
 CREATE INDEX [IX_Inbox_Cleanup] ON [infra].[Inbox] ([LastSeenUtc]) WHERE [Status] = 'Done'
 GO
-CREATE OR ALTER PROCEDURE [infra].[Inbox_Claim] @OwnerToken UNIQUEIDENTIFIER, @LeaseSeconds INT, @BatchSize INT AS
+CREATE OR ALTER PROCEDURE [infra].[Inbox_Claim] @OwnerToken UNIQUEIDENTIFIER, @LeaseSeconds INT, @BatchSize INT, @MaxStarts INT = 3 AS
 BEGIN
     SET NOCOUNT ON;
     WITH picked AS (
         SELECT TOP (@BatchSize) * FROM [infra].[Inbox] WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
          WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME()
-           AND ([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())
+           AND ([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME()) AND [Starts] < @MaxStarts
          ORDER BY [NextAttemptAt])
     UPDATE picked SET [OwnerToken] = @OwnerToken,
-           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME())
-    OUTPUT inserted.[Source], inserted.[MessageId], inserted.[Topic], inserted.[Payload], inserted.[Hash], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[FirstSeenUtc]), DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[LastSeenUtc]), inserted.[Status], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[LockedUntil]), LOWER(CONVERT(NCHAR(36), inserted.[OwnerToken])), inserted.[Attempt], inserted.[LastError], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[NextAttemptAt]), DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[DueTimeUtc]);
+           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME()), [Starts] = [Starts] + 1
+    OUTPUT inserted.[Source], inserted.[MessageId], inserted.[Topic], inserted.[Payload], inserted.[Hash], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[FirstSeenUtc]), DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[LastSeenUtc]), inserted.[Status], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[LockedUntil]), LOWER(CONVERT(NCHAR(36), inserted.[OwnerToken])), inserted.[Attempt], inserted.[LastError], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[NextAttemptAt]), DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[DueTimeUtc]), inserted.[Starts];
 END
 GO
 CREATE OR ALTER PROCEDURE [infra].[Inbox_Ack] @OwnerToken UNIQUEIDENTIFIER, @Sources NVARCHAR(MAX), @MessageIds NVARCHAR(MAX) AS
@@ -70,7 +70,7 @@ GO
 CREATE OR ALTER PROCEDURE [infra].[Inbox_Abandon] @DelayMs BIGINT, @Attempts INT, @LastError NVARCHAR(MAX), @OwnerToken UNIQUEIDENTIFIER, @Sources NVARCHAR(MAX), @MessageIds NVARCHAR(MAX) AS
 BEGIN
     SET NOCOUNT ON;
-    UPDATE t SET [NextAttemptAt] = DATEADD(MILLISECOND, CAST(COALESCE(@DelayMs, CASE WHEN t.[Attempt] >= 6 THEN 60000 ELSE 1000 * POWER(2, t.[Attempt]) END) % 86400000 AS INT), DATEADD(DAY, CAST(COALESCE(@DelayMs, CASE WHEN t.[Attempt] >= 6 THEN 60000 ELSE 1000 * POWER(2, t.[Attempt]) END) / 86400000 AS INT), SYSUTCDATETIME())), [Attempt] = t.[Attempt] + @Attempts, [LastError] = COALESCE(@LastError, t.[LastError]), [OwnerToken] = NULL, [LockedUntil] = NULL
+    UPDATE t SET [NextAttemptAt] = DATEADD(MILLISECOND, CAST(COALESCE(@DelayMs, CASE WHEN t.[Attempt] >= 6 THEN 60000 ELSE 1000 * POWER(2, t.[Attempt]) END) % 86400000 AS INT), DATEADD(DAY, CAST(COALESCE(@DelayMs, CASE WHEN t.[Attempt] >= 6 THEN 60000 ELSE 1000 * POWER(2, t.[Attempt]) END) / 86400000 AS INT), SYSUTCDATETIME())), [Attempt] = t.[Attempt] + @Attempts, [LastError] = COALESCE(@LastError, t.[LastError]), [OwnerToken] = NULL, [LockedUntil] = NULL, [Starts] = CASE WHEN t.[Starts] > 0 THEN t.[Starts] - 1 ELSE 0 END
       FROM [infra].[Inbox] AS t JOIN (SELECT CAST(s.[value] AS NVARCHAR(255)) COLLATE Latin1_General_100_BIN2 AS [Source],
                                  CAST(m.[value] AS NVARCHAR(255)) COLLATE Latin1_General_100_BIN2 AS [MessageId]
                             FROM OPENJSON(@Sources) AS s JOIN OPENJSON(@MessageIds) AS m
@@ -93,10 +93,13 @@ BEGIN
     SELECT @@ROWCOUNT;
 END
 GO
-CREATE OR ALTER PROCEDURE [infra].[Inbox_ReapExpired] AS
+CREATE OR ALTER PROCEDURE [infra].[Inbox_ReapExpired] @MaxStarts INT = 3 AS
 BEGIN
     SET NOCOUNT ON;
-    UPDATE [infra].[Inbox] SET [OwnerToken] = NULL, [LockedUntil] = NULL
+    UPDATE [infra].[Inbox] SET [OwnerToken] = NULL, [LockedUntil] = NULL,
+           [Status] = CASE WHEN [Starts] >= @MaxStarts THEN 'Dead' ELSE [Status] END,
+           [LastError] = CASE WHEN [Starts] >= @MaxStarts THEN N'crash loop: claimed '
+               + CAST(@MaxStarts AS NVARCHAR(11)) + N' times without an outcome (the handler crashed or was killed, or its lease expired)' ELSE [LastError] END
      WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL AND [LockedUntil] < SYSUTCDATETIME();
     SELECT @@ROWCOUNT;
 END

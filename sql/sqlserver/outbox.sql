@@ -116,15 +116,15 @@ BEGIN
     SET NOCOUNT ON;
     DECLARE @claimed TABLE ([ClaimedId] UNIQUEIDENTIFIER PRIMARY KEY);
     WITH picked AS (
-        SELECT TOP (@BatchSize) c.[Status], c.[OwnerToken], c.[LockedUntil], c.[Id], c.[NextAttemptAt]
+        SELECT TOP (@BatchSize) c.[Status], c.[OwnerToken], c.[LockedUntil], c.[Id], c.[NextAttemptAt], c.[Starts]
           FROM [dbo].[Outbox] AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
          WHERE c.[Status] = 0 AND c.[NextAttemptAt] <= SYSDATETIMEOFFSET() AND c.[IsProcessed] = 0
            AND (c.[OrderingKey] IS NULL OR (NOT EXISTS (SELECT 1 FROM [dbo].[Outbox] AS o WHERE o.[OrderingKey] IS NOT NULL AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] IN (0, 3 * @DeadHolds) AND o.[OrderingSeq] <= c.[OrderingSeq] AND (o.[OrderingSeq] < c.[OrderingSeq] OR o.[Id] < c.[Id])) AND NOT EXISTS (SELECT 1 FROM [dbo].[Outbox] AS o WHERE o.[OrderingKey] IS NOT NULL AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] = 1)))
          ORDER BY c.[NextAttemptAt])
     UPDATE picked SET [Status] = 1, [OwnerToken] = @OwnerToken,
-           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME())
+           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME()), [Starts] = [Starts] + 1
     OUTPUT inserted.[Id] INTO @claimed;
-    SELECT LOWER(CONVERT(NCHAR(36), t.[Id])), LOWER(CONVERT(NCHAR(36), t.[MessageId])), t.[Topic], t.[Payload], t.[CorrelationId], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[CreatedAt], '+00:00') AS DATETIME2(7))), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[DueTimeUtc], '+00:00') AS DATETIME2(7))), t.[RetryCount], t.[LastError], t.[Status], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[ProcessedAt], '+00:00') AS DATETIME2(7))), t.[ProcessedBy], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), t.[LockedUntil]), LOWER(CONVERT(NCHAR(36), t.[OwnerToken])), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[NextAttemptAt], '+00:00') AS DATETIME2(7))), t.[OrderingKey]
+    SELECT LOWER(CONVERT(NCHAR(36), t.[Id])), LOWER(CONVERT(NCHAR(36), t.[MessageId])), t.[Topic], t.[Payload], t.[CorrelationId], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[CreatedAt], '+00:00') AS DATETIME2(7))), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[DueTimeUtc], '+00:00') AS DATETIME2(7))), t.[RetryCount], t.[LastError], t.[Status], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[ProcessedAt], '+00:00') AS DATETIME2(7))), t.[ProcessedBy], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), t.[LockedUntil]), LOWER(CONVERT(NCHAR(36), t.[OwnerToken])), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[NextAttemptAt], '+00:00') AS DATETIME2(7))), t.[Starts], t.[OrderingKey]
       FROM [dbo].[Outbox] AS t JOIN @claimed AS c ON t.[Id] = c.[ClaimedId]
      ORDER BY t.[NextAttemptAt];
 END
@@ -144,7 +144,7 @@ CREATE OR ALTER PROCEDURE [dbo].[Outbox_Abandon] @DelayMs BIGINT, @Retries INT, 
 BEGIN
     SET NOCOUNT ON;
     DECLARE @changed TABLE ([ChangedId] UNIQUEIDENTIFIER);
-    UPDATE t SET [Status] = 0, [OwnerToken] = NULL, [LockedUntil] = NULL, [RetryCount] = t.[RetryCount] + @Retries, [LastError] = COALESCE(@LastError, t.[LastError]), [NextAttemptAt] = DATEADD(MILLISECOND, CAST(COALESCE(@DelayMs, CASE WHEN t.[RetryCount] >= 6 THEN 60000 ELSE 1000 * POWER(2, t.[RetryCount]) END) % 86400000 AS INT), DATEADD(DAY, CAST(COALESCE(@DelayMs, CASE WHEN t.[RetryCount] >= 6 THEN 60000 ELSE 1000 * POWER(2, t.[RetryCount]) END) / 86400000 AS INT), SYSDATETIMEOFFSET()))
+    UPDATE t SET [Status] = 0, [OwnerToken] = NULL, [LockedUntil] = NULL, [Starts] = CASE WHEN t.[Starts] > 0 THEN t.[Starts] - 1 ELSE 0 END, [RetryCount] = t.[RetryCount] + @Retries, [LastError] = COALESCE(@LastError, t.[LastError]), [NextAttemptAt] = DATEADD(MILLISECOND, CAST(COALESCE(@DelayMs, CASE WHEN t.[RetryCount] >= 6 THEN 60000 ELSE 1000 * POWER(2, t.[RetryCount]) END) % 86400000 AS INT), DATEADD(DAY, CAST(COALESCE(@DelayMs, CASE WHEN t.[RetryCount] >= 6 THEN 60000 ELSE 1000 * POWER(2, t.[RetryCount]) END) / 86400000 AS INT), SYSDATETIMEOFFSET()))
     OUTPUT inserted.[Id] INTO @changed
       FROM [dbo].[Outbox] AS t JOIN OPENJSON(@Ids) AS j ON t.[Id] = CAST(j.[value] AS UNIQUEIDENTIFIER)
      WHERE t.[OwnerToken] = @OwnerToken AND t.[Status] = 1;
@@ -162,11 +162,14 @@ BEGIN
     SELECT COUNT(*) FROM @changed;
 END
 GO
-CREATE OR ALTER PROCEDURE [dbo].[Outbox_ReapExpired] AS
+CREATE OR ALTER PROCEDURE [dbo].[Outbox_ReapExpired] @MaxStarts INT = 3 AS
 BEGIN
     SET NOCOUNT ON;
     DECLARE @changed TABLE ([ChangedId] UNIQUEIDENTIFIER);
-    UPDATE [dbo].[Outbox] SET [Status] = 0, [OwnerToken] = NULL, [LockedUntil] = NULL
+    UPDATE [dbo].[Outbox] SET [Status] = CASE WHEN [Starts] >= @MaxStarts THEN 3 ELSE 0 END,
+           [LastError] = CASE WHEN [Starts] >= @MaxStarts THEN N'crash loop: claimed '
+               + CAST(@MaxStarts AS NVARCHAR(11)) + N' times without an outcome (the handler crashed or was killed, or its lease expired)' ELSE [LastError] END,
+           [OwnerToken] = NULL, [LockedUntil] = NULL
     OUTPUT inserted.[Id] INTO @changed
      WHERE [Status] = 1 AND [LockedUntil] < SYSUTCDATETIME();
     SELECT COUNT(*) FROM @changed;
