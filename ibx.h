@@ -110,8 +110,9 @@
  *   compile error; the schema and every struct stay the same):
  *     IBX_NO_MULTI_STORE  no providers or routers (ibx_provider_*,
  *                         ibx_router_*): a dispatcher serves one store
- *     IBX_NO_METRICS_TEXT no ibx_metrics_text (ibx_store_counters and
- *                         ibx_queue_stats stay)
+ *     IBX_NO_METRICS_TEXT no ibx_metrics_text, nor the handler-duration
+ *                         histograms only it reports (ibx_store_counters
+ *                         and ibx_queue_stats stay)
  *     IBX_NO_DEAD_LETTERS no ibx_dead_list/_replay/_purge (dead messages
  *                         are still kept; tools built without the option
  *                         handle them)
@@ -3706,12 +3707,14 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
 #endif
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
+#ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
      "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\"), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead') "
      "FROM {T} WHERE \"Status\" = 'Processing' AND "
      "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})"},
+#endif
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__sqlite_inbox = {
@@ -3846,12 +3849,14 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
 #endif
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
+#ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead') "
      "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
      "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())"},
+#endif
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__postgresql_inbox = {
@@ -3988,6 +3993,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing'"},
+#ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED), "
@@ -3995,6 +4001,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Dead') "
      "FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
+#endif
     /* A window of the work queue read without locks, then those rows
      * locked by key and checked again (as the outbox's pick does: a
      * locking read of the index walks every entry moved since the last
@@ -4172,6 +4179,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
 #endif
     {IBX__Q_PENDING,
      "SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing'"},
+#ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
      "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, MIN([NextAttemptAt]), SYSUTCDATETIME()), "
      "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL), "
@@ -4179,6 +4187,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "FROM {T} "
      "WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME() AND "
      "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())"},
+#endif
     {IBX__Q_COUNT, NULL}};
 
 static const ibx__sqlset ibx__sqlserver_inbox = {
@@ -4336,6 +4345,11 @@ typedef struct ibx__store_own {
 
 /* What each header defines for the engine (its face), below the engine. */
 static void ibx__store_own_free(const ibx__hooks *h, ibx__store_own *own);
+/* The header's own options of a store description, kept at open. */
+static void ibx__store_own_open(ibx__store_own *own, const ibx_store_desc *desc);
+/* The expanded statements, by id: the header may swap a statement for a
+ * variant its options ask for. */
+static void ibx__store_own_sql(const ibx__store_own *own, char **sql);
 /* The current row (the dialect's message columns) into *m; its strings go
  * to buf, at offsets *o, and are pointed at by ibx__point_strings once the
  * buffer stops moving. */
@@ -4398,8 +4412,10 @@ static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
  * in ms, each bucket counting the runs that took at most that long. */
 #define IBX__HIST_BUCKETS 13
 #define IBX__HIST_TOPICS_MAX 100           /* more topics count as "(other)" */
+#ifndef IBX_NO_METRICS_TEXT
 static const int64_t ibx__hist_bounds_ms[IBX__HIST_BUCKETS] = {5, 10, 25, 50, 100, 250, 500, 1000,
                                                                 2500, 5000, 10000, 30000, 60000};
+#endif
 typedef struct ibx__hist {
     char *topic;
     int64_t buckets[IBX__HIST_BUCKETS];
@@ -4575,6 +4591,7 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
         if (!s->sql[row->id])
             return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     }
+    ibx__store_own_sql(&s->own, s->sql);
     return IBX_OK;
 }
 
@@ -4774,6 +4791,7 @@ IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out) {
     s->db.statement_timeout_s = desc->statement_timeout_seconds > 0 ? desc->statement_timeout_seconds : 0;
     s->metrics = desc->metrics;
     s->message_log_level = desc->message_log_level ? desc->message_log_level : IBX_LOG_DEBUG;
+    ibx__store_own_open(&s->own, desc);
     *out = s;
     r = ibx__store_desc_check(s, desc);
     if (r != IBX_OK) return r;
@@ -5326,6 +5344,7 @@ static ibx_result ibx__pending_room(ibx_store *s, const char *fn, int64_t n) {
 
 /* >> metrics: handler durations, Prometheus text ------------------------------------ */
 
+#ifndef IBX_NO_METRICS_TEXT /* no one would read the histograms */
 /* Count one handler run of `ms` for `topic`. Best effort: out of memory,
  * the run is not counted (metrics never fail a dispatch). */
 static void ibx__hist_record(ibx_store *s, const char *topic, int64_t ms) {
@@ -5353,6 +5372,9 @@ static void ibx__hist_record(ibx_store *s, const char *topic, int64_t ms) {
     h->count++;
     h->sum_ms += ms;
 }
+#else
+#define ibx__hist_record(s, topic, ms) ((void)(s), (void)(topic), (void)(ms))
+#endif
 
 #ifndef IBX_NO_METRICS_TEXT
 /* Text being written; out of memory is noted once and checked at the end. */
@@ -6768,6 +6790,17 @@ IBX_API ibx_result ibx_notify(ibx_store *s) {
 
 static void ibx__store_own_free(const ibx__hooks *h, ibx__store_own *own) {
     ibx__buf_free(h, &own->scratch);
+}
+
+/* The inbox has no options of its own and no statement variants. */
+static void ibx__store_own_open(ibx__store_own *own, const ibx_store_desc *desc) {
+    (void)own;
+    (void)desc;
+}
+
+static void ibx__store_own_sql(const ibx__store_own *own, char **sql) {
+    (void)own;
+    (void)sql;
 }
 
 static int ibx__msg_key_add(const ibx__hooks *h, const ibx__dialect *d, ibx__buf *keys,

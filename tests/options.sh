@@ -117,6 +117,17 @@ if [[ -n ${GW_PROFILE:-} ]]; then
     if command -v arm-linux-gnueabihf-gcc >/dev/null; then
         profile_check arm-linux-gnueabihf-gcc arm-linux-gnueabihf-nm "-isystem build/gw/odbc-inc" armhf
     fi
+    if command -v g++ >/dev/null; then
+        # shellcheck disable=SC2086
+        if g++ -std=c++11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror $GW_PROFILE -x c++ -c tests/impl_both.c \
+            -o "$out/profile-cxx.o" 2>"$out/profile-cxx.err"; then
+            echo "PASS options profile: both implementations compile as C++ with the gateway profile"
+        else
+            cat "$out/profile-cxx.err"
+            echo "FAIL options profile: the gateway profile does not compile as C++"
+            failed=1
+        fi
+    fi
     n=0
     for fn in $left_out; do
         printf '#include "../../obx.h"\n#include "../../ibx.h"\nvoid (*probe(void))(void);\nvoid (*probe(void))(void) { return (void (*)(void))%s; }\n' \
