@@ -175,7 +175,7 @@
  */
 /* >>common-end manual */
 /*
- *   And for obx.h alone (global, like the three above):
+ *   (2. continued) For obx.h alone, global like OBX_NO_MULTI_STORE:
  *     OBX_NO_JOIN         no joins (obx_join_*); the join tables and
  *                         triggers are still deployed, so one database
  *                         serves builds with and without them
