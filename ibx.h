@@ -4365,6 +4365,11 @@ typedef struct ibx__store_own {
 
 /* What each header defines for the engine (its face), below the engine. */
 static void ibx__store_own_free(const ibx__hooks *h, ibx__store_own *own);
+/* The header's own options of a store description, kept at open. */
+static void ibx__store_own_open(ibx__store_own *own, const ibx_store_desc *desc);
+/* The expanded statements, by id: the header may swap a statement for a
+ * variant its options ask for. */
+static void ibx__store_own_sql(const ibx__store_own *own, char **sql);
 /* The current row (the dialect's message columns) into *m; its strings go
  * to buf, at offsets *o, and are pointed at by ibx__point_strings once the
  * buffer stops moving. */
@@ -4606,6 +4611,7 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
         if (!s->sql[row->id])
             return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     }
+    ibx__store_own_sql(&s->own, s->sql);
     return IBX_OK;
 }
 
@@ -4805,6 +4811,7 @@ IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out) {
     s->db.statement_timeout_s = desc->statement_timeout_seconds > 0 ? desc->statement_timeout_seconds : 0;
     s->metrics = desc->metrics;
     s->message_log_level = desc->message_log_level ? desc->message_log_level : IBX_LOG_DEBUG;
+    ibx__store_own_open(&s->own, desc);
     *out = s;
     r = ibx__store_desc_check(s, desc);
     if (r != IBX_OK) return r;
@@ -6803,6 +6810,17 @@ IBX_API ibx_result ibx_notify(ibx_store *s) {
 
 static void ibx__store_own_free(const ibx__hooks *h, ibx__store_own *own) {
     ibx__buf_free(h, &own->scratch);
+}
+
+/* The inbox has no options of its own and no statement variants. */
+static void ibx__store_own_open(ibx__store_own *own, const ibx_store_desc *desc) {
+    (void)own;
+    (void)desc;
+}
+
+static void ibx__store_own_sql(const ibx__store_own *own, char **sql) {
+    (void)own;
+    (void)sql;
 }
 
 static int ibx__msg_key_add(const ibx__hooks *h, const ibx__dialect *d, ibx__buf *keys,

@@ -573,6 +573,10 @@ typedef struct obx_store_desc {
                                     cap and at most once a second (obx_pending_count), so
                                     other producers may pass it by what they enqueue within
                                     that second */
+    int ordering_dead_holds;     /* default 0: a Dead message lets its ordering key move on
+                                    (the key's next message is handled). Nonzero: the key
+                                    waits until the dead one is replayed or purged. Applies
+                                    to the claims of this store */
     int max_starts;              /* default 0: 3 (1..1000). Crash-loop quarantine: a message
                                     claimed this many times without an outcome (its handler
                                     killed the process, or its lease expired) ends Dead at
@@ -587,9 +591,10 @@ typedef struct obx_store_desc {
 /* payload_len value meaning "up to the NUL terminator". */
 #define OBX_NTS ((size_t)-1)
 
-/* Largest topic and correlation id, in characters (UTF-8 code points). */
+/* Largest topic, correlation id and ordering key, in characters (UTF-8 code points). */
 #define OBX_TOPIC_MAX 255
 #define OBX_CORRELATION_MAX 255
+#define OBX_ORDERING_KEY_MAX 255
 
 /* Retention of obx_cleanup() and the dispatcher's cleanup when given as 0:
  * none, every done message may go. */
@@ -610,6 +615,15 @@ typedef struct obx_new_message {
     size_t payload_len;          /* bytes, or OBX_NTS for a NUL-terminated payload */
     const char *correlation_id;  /* optional; "" is stored as NULL; <= 255 characters */
     int64_t due_utc_ms;          /* optional: not claimable before this UTC time (Unix ms); 0 = now */
+    const char *ordering_key;    /* optional; "" is stored as NULL; <= 255 characters. Messages
+                                    of one key are handled one at a time, in enqueue order: no
+                                    handler starts one while an earlier one of its key is not
+                                    yet Done or Dead (in flight, waiting for a retry, or due
+                                    later). Other keys, and messages without one, are not held
+                                    up. A Dead message lets its key move on (unless the store
+                                    has ordering_dead_holds); a replayed one is handled before
+                                    the key's later messages that have not started. See README
+                                    "Ordered delivery per key" */
 } obx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
@@ -638,13 +652,14 @@ typedef struct obx_message {
     int starts;                  /* claims without an outcome, this one included: 2 and more
                                     after a crash or an expired lease (see max_starts) */
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
+    const char *ordering_key;    /* NULL when enqueued without one */
 } obx_message;
 
 /* Enqueue one message in its own transaction, committed before return
  * (OBX-002). *out_id (if not NULL) receives the new work item id.
  * Returns OBX_OK; OBX_ERR_INVALID_ARG (store or message NULL; topic NULL,
  * empty or too long; payload NULL or containing a NUL byte; correlation id
- * too long: the error names the argument, and no SQL runs);
+ * too long; ordering key too long: the error names the argument, and no SQL runs);
  * OBX_ERR_OUT_OF_RANGE (due_utc_ms not 0..OBX_TIME_MAX_MS); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
 OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message, char out_id[37]);
 
@@ -3601,21 +3616,81 @@ enum {
                            unused), limit, offset -> message rows (markers numbered) */
     OBX__Q_DEAD_REPLAY, /* dead filter -> count */
     OBX__Q_DEAD_PURGE,  /* dead filter, unused, batch -> count */
+    OBX__Q_CLAIM_HOLD,  /* CLAIM, where a Dead message holds its key (ordering_dead_holds) */
+    OBX__Q_CLAIM_PICK_HOLD, /* CLAIM_PICK, likewise */
+    OBX__Q_INSERT_KEYED, /* INSERT with an ordering key: its arguments and the key */
+    OBX__Q_INSERT_MANY_KEYED, /* INSERT_MANY where a message has an ordering key: one more list
+                                 (JSON rows: one more element) */
     OBX__Q_COUNT
 };
+
+/* Ordered delivery per key (obx_new_message.ordering_key).
+ * The order of a key is ("OrderingSeq", "Id"). An enqueue sets OrderingSeq
+ * to 1 + the largest OrderingSeq of the key's rows that are not Done (plus
+ * the row's place in a batch statement), read in the insert itself; Done
+ * rows never come back, every other row of the key is counted, so a message
+ * enqueued after another's commit sorts after it, whatever the producers'
+ * clocks. Two transactions enqueuing one key at the same time may read the
+ * same largest value: Id (unique) breaks the tie, so the order is total, and
+ * which of the two goes first is as undefined as their commit order.
+ * The claim takes a keyed row only when no other row of its key is in
+ * flight (Status 1) and none is Ready (Status 0: due later, waiting for a
+ * retry) with a smaller (OrderingSeq, Id). Why two workers never start two
+ * messages of one key:
+ *  - only the smallest Ready row of a key passes, so one claim statement
+ *    takes at most one row per key;
+ *  - a row passes only while its key has nothing in flight and nothing
+ *    earlier Ready, and those states end only by Done or Dead: a claim that
+ *    read an older state can only see more rows blocked, never fewer. The
+ *    row it takes is locked and checked again where its state moved under
+ *    it: PostgreSQL's FOR UPDATE SKIP LOCKED re-evaluates the row that was
+ *    committed meanwhile (Status is no longer 0) and skips one a claim
+ *    holds; MariaDB's update re-checks Status; SQL Server's READPAST skips
+ *    a held row while the check, without READPAST, waits for a claim's
+ *    uncommitted update of a row of the same key (or reads its committed
+ *    version under READ_COMMITTED_SNAPSHOT, still Ready: blocked); SQLite
+ *    has one writer at a time.
+ *  - "nothing in flight" also covers what the order cannot: the loser of
+ *    an enqueue race that commits after a later row started, and a dead
+ *    message replayed while its successor runs, wait for the running one.
+ * Dead (Status 3) rows do not hold their key back: the key moves on; a
+ * store with ordering_dead_holds counts them as waiting, so its claims
+ * leave the key alone until the dead one is replayed or purged. Rows
+ * without a key skip the check at its first term. The index of keyed rows
+ * that are not Done serves both the insert's largest value and the
+ * claim's check (SQLite, PostgreSQL, SQL Server: a partial index; MariaDB
+ * has none: a generated column that is NULL for those rows, so rows
+ * without a key never change that index). */
+#define OBX__ORDERED_CHECK(waits)                                                                 \
+    "(c.\"OrderingKey\" IS NULL OR (NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = "     \
+    "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" " waits " AND o.\"OrderingSeq\" <= c.\"OrderingSeq\" "  \
+    "AND (o.\"OrderingSeq\" < c.\"OrderingSeq\" OR o.\"Id\" < c.\"Id\")) AND NOT EXISTS (SELECT 1 FROM {T} AS o "  \
+    "WHERE o.\"OrderingKey\" = c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 1)))"
+/* Ready rows wait; with ordering_dead_holds, Dead ones too. */
+#define OBX__ORDERED_HEAD OBX__ORDERED_CHECK("= 0")
+#define OBX__ORDERED_HEAD_HOLD OBX__ORDERED_CHECK("IN (0, 3)")
+/* The next OrderingSeq of key `k` (an expression): NULL without a key. One
+ * probe per state that counts, each the top of an index range. */
+#define OBX__ORDERED_MAX(k, st)                                                                   \
+    "coalesce((SELECT max(o.\"OrderingSeq\") FROM {T} AS o WHERE o.\"OrderingKey\" = " k " AND "         \
+    "o.\"Status\" <> 2 AND o.\"Status\" = " st "), 0)"
+#define OBX__ORDERED_NEXT(k)                                                                      \
+    "CASE WHEN " k " IS NULL THEN NULL ELSE (SELECT max(v) + 1 FROM (SELECT " OBX__ORDERED_MAX(k, "0")  \
+    " AS v UNION ALL SELECT " OBX__ORDERED_MAX(k, "1") " UNION ALL SELECT " OBX__ORDERED_MAX(k, "3")     \
+    ") AS m) END"
 
 /* Columns of a message row, in the order obx__read_message expects. */
 #define OBX__SQLITE_COLS                                                                  \
     "\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", \"CreatedAt\", "     \
     "\"DueTimeUtc\", \"RetryCount\", \"LastError\", \"Status\", \"ProcessedAt\", "          \
-    "\"ProcessedBy\", \"LockedUntil\", \"OwnerToken\", \"NextAttemptAt\", \"Starts\""
+    "\"ProcessedBy\", \"LockedUntil\", \"OwnerToken\", \"NextAttemptAt\", \"Starts\", \"OrderingKey\""
 #define OBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define OBX__PG_COLS                                                                      \
     "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), \"Topic\", \"Payload\", "           \
     "\"CorrelationId\", " OBX__PG_MS("CreatedAt") ", " OBX__PG_MS("DueTimeUtc") ", "        \
     "\"RetryCount\", \"LastError\", \"Status\", " OBX__PG_MS("ProcessedAt") ", "            \
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
-    OBX__PG_MS("NextAttemptAt") ", \"Starts\""
+    OBX__PG_MS("NextAttemptAt") ", \"Starts\", \"OrderingKey\""
 
 /* Crash-loop quarantine (max_starts, {Q}): the claim counts a start
  * ("Starts" + 1) in its own statement; an abandon, the one outcome that
@@ -3637,13 +3712,24 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))"},
+    {OBX__Q_INSERT_KEYED,
+     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+     "coalesce(?7, {W}), ?8, " OBX__ORDERED_NEXT("?8") ")"},
     /* sqliteodbc shows RETURNING rows only for statements that start
      * with SELECT or WITH: hence the empty CTE. */
     {OBX__Q_CLAIM,
      "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
      "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 "
-     "WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W} "
-     "AND \"IsProcessed\" = 0 ORDER BY \"NextAttemptAt\" LIMIT ?) RETURNING " OBX__SQLITE_COLS},
+     "WHERE \"Id\" IN (SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= {W} "
+     "AND c.\"IsProcessed\" = 0 AND " OBX__ORDERED_HEAD " ORDER BY c.\"NextAttemptAt\" LIMIT ?) "
+     "RETURNING " OBX__SQLITE_COLS},
+    {OBX__Q_CLAIM_HOLD,
+     "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
+     "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 "
+     "WHERE \"Id\" IN (SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= {W} "
+     "AND c.\"IsProcessed\" = 0 AND " OBX__ORDERED_HEAD_HOLD " ORDER BY c.\"NextAttemptAt\" LIMIT ?) "
+     "RETURNING " OBX__SQLITE_COLS},
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
      "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
@@ -3686,6 +3772,13 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "\"DueTimeUtc\", \"NextAttemptAt\") SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
      "json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), "
      "json_extract(value, '$[5]'), coalesce(json_extract(value, '$[5]'), {W}) FROM json_each(?)"},
+    {OBX__Q_INSERT_MANY_KEYED,
+     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\") SELECT json_extract(j.value, '$[0]'), "
+     "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
+     "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), coalesce(json_extract(j.value, '$[5]'), {W}), "
+     "json_extract(j.value, '$[6]'), " OBX__ORDERED_NEXT("json_extract(j.value, '$[6]')") " + j.key "
+     "FROM json_each(?) AS j"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") VALUES (?, ?, ?, ?)"},
@@ -3736,6 +3829,8 @@ static const obx__sqlset obx__sqlite_outbox = {
     "    \"DueTimeUtc\"    INTEGER NULL{A}\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (\"OrderingKey\", \"Status\", \"OrderingSeq\") "
+    "WHERE \"OrderingKey\" IS NOT NULL AND \"Status\" <> 2",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") WHERE \"Status\" = 1",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (\"ProcessedAt\") WHERE \"Status\" = 2",
     "CREATE TABLE IF NOT EXISTS {J} (\n"
@@ -3781,8 +3876,9 @@ static const obx__sqlset obx__sqlite_outbox = {
     obx__sqlite_outbox_rows,
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (obx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine). */
-    {{"Starts", "INTEGER NOT NULL DEFAULT 0"}}
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD). */
+    {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"OrderingKey", "TEXT NULL"}, {"OrderingSeq", "INTEGER NULL"}}
 };
 #define OBX__SQLITE_SET &obx__sqlite_outbox
 #endif
@@ -3809,11 +3905,25 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (CAST(? AS uuid), CAST(? AS uuid), ?, ?, ?, "
      "to_timestamp(CAST(? AS bigint) / 1000.0), "
      "coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()))"},
+    {OBX__Q_INSERT_KEYED,
+     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\") VALUES (CAST(?1 AS uuid), "
+     "CAST(?2 AS uuid), ?3, ?4, ?5, to_timestamp(CAST(?6 AS bigint) / 1000.0), "
+     "coalesce(to_timestamp(CAST(?7 AS bigint) / 1000.0), now()), CAST(?8 AS varchar), "
+     OBX__ORDERED_NEXT("CAST(?8 AS varchar)") ")"},
     {OBX__Q_CLAIM,
      "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
      "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
-     "WHERE \"Id\" = ANY (ARRAY(SELECT \"Id\" FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now() "
-     "AND NOT \"IsProcessed\" ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
+     "WHERE \"Id\" = ANY (ARRAY(SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND "
+     "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_HEAD " "
+     "ORDER BY c.\"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
+     "RETURNING " OBX__PG_COLS},
+    {OBX__Q_CLAIM_HOLD,
+     "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
+     "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
+     "WHERE \"Id\" = ANY (ARRAY(SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND "
+     "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_HEAD_HOLD " "
+     "ORDER BY c.\"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
      "RETURNING " OBX__PG_COLS},
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = true, \"ProcessedAt\" = now(), "
@@ -3858,6 +3968,14 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()) "
      "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
      "CAST(? AS text[]), CAST(? AS bigint[])) AS u(id, mid, topic, payload, corr, due)"},
+    {OBX__Q_INSERT_MANY_KEYED,
+     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\") SELECT u.id, u.mid, u.topic, "
+     "u.payload, u.corr, to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()), "
+     "u.okey, " OBX__ORDERED_NEXT("u.okey") " + u.n - 1 "
+     "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
+     "CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS text[])) WITH ORDINALITY "
+     "AS u(id, mid, topic, payload, corr, due, okey, n)"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") "
@@ -3915,6 +4033,8 @@ static const obx__sqlset obx__postgresql_outbox = {
     "    \"DueTimeUtc\"    timestamptz NULL{A}\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (\"OrderingKey\", \"Status\", \"OrderingSeq\") "
+    "WHERE \"OrderingKey\" IS NOT NULL AND \"Status\" <> 2",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") WHERE \"Status\" = 1",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (\"ProcessedAt\") WHERE \"Status\" = 2",
     "CREATE TABLE IF NOT EXISTS {J} (\n"
@@ -3980,10 +4100,11 @@ static const obx__sqlset obx__postgresql_outbox = {
     "    UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = p_owner,\n"
     "           \"LockedUntil\" = now() + make_interval(secs => p_lease_seconds), \"Starts\" = \"Starts\" + 1\n"
     "     WHERE \"Id\" = ANY (ARRAY(\n"
-    "        SELECT \"Id\" FROM {T}\n"
-    "         WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now() AND NOT \"IsProcessed\"\n"
-    "         ORDER BY \"NextAttemptAt\" LIMIT p_batch\n"
-    "           FOR UPDATE SKIP LOCKED))\n"
+    "        SELECT c.\"Id\" FROM {T} AS c\n"
+    "         WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\"\n"
+    "           AND " OBX__ORDERED_HEAD "\n"
+    "         ORDER BY c.\"NextAttemptAt\" LIMIT p_batch\n"
+    "           FOR UPDATE OF c SKIP LOCKED))\n"
     "    RETURNING *\n"
     "$$",
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Ack\"(p_processed_by varchar, p_owner uuid, "
@@ -4046,8 +4167,10 @@ static const obx__sqlset obx__postgresql_outbox = {
     obx__postgresql_outbox_rows,
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (obx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine). */
-    {{"Starts", "integer NOT NULL DEFAULT 0"}}
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD). */
+    {{"Starts", "integer NOT NULL DEFAULT 0"}, {"OrderingKey", "varchar(255) NULL"},
+     {"OrderingSeq", "bigint NULL"}}
 };
 #define OBX__POSTGRESQL_SET &obx__postgresql_outbox
 #endif
@@ -4060,7 +4183,22 @@ static const obx__sqlset obx__postgresql_outbox = {
     "`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, " OBX__MY_MS("CreatedAt") ", "   \
     OBX__MY_MS("DueTimeUtc") ", `RetryCount`, `LastError`, `Status`, " OBX__MY_MS("ProcessedAt") \
     ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_MS("NextAttemptAt") \
-    ", `Starts`"
+    ", `Starts`, `OrderingKey`"
+/* Ordered delivery (see OBX__ORDERED_HEAD): `OrderingLive` is the key of a
+ * row that is not Done, `OrderingState` its Status, both else NULL. */
+#define OBX__MY_ORDERED_CHECK(waits)                                                              \
+    "(c.`OrderingKey` IS NULL OR (NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.`OrderingLive` = "      \
+    "c.`OrderingKey` AND o.`OrderingState` " waits " AND o.`OrderingSeq` <= c.`OrderingSeq` AND "           \
+    "(o.`OrderingSeq` < c.`OrderingSeq` OR o.`Id` < c.`Id`)) AND NOT EXISTS (SELECT 1 FROM {T} AS o "  \
+    "WHERE o.`OrderingLive` = c.`OrderingKey` AND o.`OrderingState` = 1)))"
+#define OBX__MY_ORDERED_HEAD OBX__MY_ORDERED_CHECK("= 0")
+#define OBX__MY_ORDERED_HEAD_HOLD OBX__MY_ORDERED_CHECK("IN (0, 3)")
+#define OBX__MY_ORDERED_MAX(k, st)                                                                \
+    "COALESCE((SELECT MAX(o.`OrderingSeq`) FROM {T} AS o WHERE o.`OrderingLive` = " k " AND "        \
+    "o.`OrderingState` = " st "), 0)"
+#define OBX__MY_ORDERED_NEXT(k)                                                                   \
+    "IF(" k " IS NULL, NULL, GREATEST(" OBX__MY_ORDERED_MAX(k, "0") ", " OBX__MY_ORDERED_MAX(k, "1")    \
+    ", " OBX__MY_ORDERED_MAX(k, "3") ") + 1)"
 /* The rows an id list names, by primary key: MariaDB 10.11 runs "Id IN
  * (SELECT ... JSON_TABLE)" in an UPDATE as a scan that also waits on other
  * workers' row locks, so settles join the list first (its marker is
@@ -4090,6 +4228,10 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", "
      "COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)))"},
+    {OBX__Q_INSERT_KEYED,
+     "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
+     "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MY_FROM_MS("?6") ", "
+     "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6)), ?8, " OBX__MY_ORDERED_NEXT("?8") ")"},
     /* The update checks the row again and the read takes only rows that
      * carry our token: where row locks are per node (Galera), two nodes
      * can pick one row, and the one that updates second must not get it. */
@@ -4141,6 +4283,16 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
      "`payload` LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]', "
      "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]')) AS j"},
+    {OBX__Q_INSERT_MANY_KEYED,
+     "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
+     "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
+     OBX__MY_FROM_MS("j.`due`") ", COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6)), j.`okey`, "
+     OBX__MY_ORDERED_NEXT("j.`okey`") " + j.`n` - 1 "
+     "FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$[0]', `mid` CHAR(36) PATH '$[1]', "
+     "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
+     "`payload` LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]', "
+     "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]', "
+     "`okey` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[6]', `n` FOR ORDINALITY)) AS j"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (`JoinId`, `GroupingKey`, `ExpectedSteps`, `Metadata`) VALUES (?, ?, ?, ?)"},
@@ -4163,9 +4315,15 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      * each, 4-17 ms per pick; the window makes it 0.6 ms, and the drain
      * 1.8x. The index is forced: a scan and sort would read every row. */
     {OBX__Q_CLAIM_PICK,
-     "SELECT t.`Id` FROM (SELECT `Id` FROM {T} FORCE INDEX (`IX_{N}_Ready`) WHERE `Status` = 0 "
-     "AND `NextAttemptAt` <= UTC_TIMESTAMP(6) AND `IsProcessed` = 0 ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
-     "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
+     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_Ready`) WHERE c.`Status` = 0 "
+     "AND c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND c.`IsProcessed` = 0 AND " OBX__MY_ORDERED_HEAD " "
+     "ORDER BY c.`NextAttemptAt` LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
+     "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
+     "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
+    {OBX__Q_CLAIM_PICK_HOLD,
+     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_Ready`) WHERE c.`Status` = 0 "
+     "AND c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND c.`IsProcessed` = 0 AND " OBX__MY_ORDERED_HEAD_HOLD " "
+     "ORDER BY c.`NextAttemptAt` LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
      "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
@@ -4205,6 +4363,7 @@ static const obx__sqlset obx__mariadb_outbox = {
     "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
     "    KEY `IX_{N}_Done` (`Status`, `ProcessedAt`)\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_Ordering` ON {T} (`OrderingLive`, `OrderingState`, `OrderingSeq`)",
     "CREATE TABLE IF NOT EXISTS {J} (\n"
     "    `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,\n"
     "    `GroupingKey`    VARCHAR(255) NULL,\n"
@@ -4250,8 +4409,13 @@ static const obx__sqlset obx__mariadb_outbox = {
     obx__mariadb_outbox_rows,
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (obx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine). */
-    {{"Starts", "INT NOT NULL DEFAULT 0"}}
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD);
+     * OrderingLive, OrderingState: their index's columns (MariaDB has no
+     * partial index: NULL for rows without a key or Done). */
+    {{"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "VARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
+     {"OrderingLive", "VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT"},
+     {"OrderingState", "TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT"}}
 };
 #define OBX__MARIADB_SET &obx__mariadb_outbox
 #endif
@@ -4272,7 +4436,24 @@ static const obx__sqlset obx__mariadb_outbox = {
     "t.[CorrelationId], " OBX__MS_TO_MS("t.[CreatedAt]") ", " OBX__MS_TO_MS("t.[DueTimeUtc]") ", "     \
     "t.[RetryCount], t.[LastError], t.[Status], " OBX__MS_TO_MS("t.[ProcessedAt]") ", "              \
     "t.[ProcessedBy], " OBX__MS_UTC_MS("t.[LockedUntil]") ", " OBX__MS_GUID("t.[OwnerToken]") ", "    \
-    OBX__MS_TO_MS("t.[NextAttemptAt]") ", t.[Starts]"
+    OBX__MS_TO_MS("t.[NextAttemptAt]") ", t.[Starts], t.[OrderingKey]"
+/* Ordered delivery (see OBX__ORDERED_HEAD). The check reads without
+ * READPAST: a row of the key that a concurrent claim holds is waited for,
+ * not skipped as if it were not there. @DeadHolds (0 or 1) is the claim
+ * procedure's: 1 counts Dead rows as waiting (ordering_dead_holds). */
+#define OBX__MS_ORDERED_HEAD                                                                      \
+    "(c.[OrderingKey] IS NULL OR (NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.[OrderingKey] IS NOT NULL " \
+    "AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] IN (0, 3 * @DeadHolds) AND " \
+    "o.[OrderingSeq] <= c.[OrderingSeq] AND (o.[OrderingSeq] < c.[OrderingSeq] OR o.[Id] < c.[Id])) "     \
+    "AND NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.[OrderingKey] IS NOT NULL AND "                     \
+    "o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] = 1)))"
+#define OBX__MS_ORDERED_MAX(k, st)                                                                \
+    "(SELECT MAX(o.[OrderingSeq]) FROM {T} AS o WHERE o.[OrderingKey] IS NOT NULL AND "              \
+    "o.[OrderingKey] = " k " AND o.[Status] <> 2 AND o.[Status] = " st ")"
+#define OBX__MS_ORDERED_NEXT(k)                                                                   \
+    "CASE WHEN " k " IS NULL THEN NULL ELSE (SELECT COALESCE(MAX(m.[v]), 0) + 1 FROM (VALUES ("         \
+    OBX__MS_ORDERED_MAX(k, "0") "), (" OBX__MS_ORDERED_MAX(k, "1") "), (" OBX__MS_ORDERED_MAX(k, "3")  \
+    ")) AS m([v])) END"
 /* The rows an id list (a JSON array) names. */
 #define OBX__MS_BY_IDS(list) \
     "{T} AS t JOIN OPENJSON(" list ") AS j ON t.[Id] = CAST(j.[value] AS UNIQUEIDENTIFIER)"
@@ -4312,8 +4493,15 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
      "[NextAttemptAt]) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", "
      "COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", SYSDATETIMEOFFSET()))"},
+    {OBX__Q_INSERT_KEYED,
+     "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
+     "[NextAttemptAt], [OrderingKey], [OrderingSeq]) SELECT ?1, ?2, ?3, ?4, ?5, "
+     OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", "
+     "SYSDATETIMEOFFSET()), ?8, " OBX__MS_ORDERED_NEXT("?8")},
     {OBX__Q_CLAIM,
      "{CALL {S}.[{N}_Claim](?, ?, ?)}"},
+    {OBX__Q_CLAIM_HOLD,
+     "{CALL {S}.[{N}_Claim](?, ?, ?, 1)}"},
     {OBX__Q_ACK,
      "{CALL {S}.[{N}_Ack](?, ?, ?)}"},
     {OBX__Q_ABANDON,
@@ -4350,6 +4538,15 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "JOIN OPENJSON(?) AS m ON m.[key] = i.[key] JOIN OPENJSON(?) AS p ON p.[key] = i.[key] "
      "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
      "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] "
+     "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
+    {OBX__Q_INSERT_MANY_KEYED,
+     "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
+     "[NextAttemptAt], [OrderingKey], [OrderingSeq]) SELECT i.[value], m.[value], p.[value], b.[value], "
+     "c.[value], x.[Due], COALESCE(x.[Due], SYSDATETIMEOFFSET()), k.[value], "
+     OBX__MS_ORDERED_NEXT("k.[value]") " + CAST(i.[key] AS BIGINT) FROM OPENJSON(?) AS i "
+     "JOIN OPENJSON(?) AS m ON m.[key] = i.[key] JOIN OPENJSON(?) AS p ON p.[key] = i.[key] "
+     "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
+     "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] JOIN OPENJSON(?) AS k ON k.[key] = i.[key] "
      "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
@@ -4410,6 +4607,9 @@ static const obx__sqlset obx__sqlserver_outbox = {
     ")",
     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Ready', 'IndexID') IS NULL\n"
     "CREATE INDEX [IX_{N}_Ready] ON {T} ([NextAttemptAt]) WHERE [Status] = 0",
+    "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Ordering', 'IndexID') IS NULL\n"
+    "CREATE INDEX [IX_{N}_Ordering] ON {T} ([OrderingKey], [Status], [OrderingSeq]) "
+    "WHERE [OrderingKey] IS NOT NULL AND [Status] <> 2",
     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Leased', 'IndexID') IS NULL\n"
     "CREATE INDEX [IX_{N}_Leased] ON {T} ([LockedUntil]) WHERE [Status] = 1",
     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Done', 'IndexID') IS NULL\n"
@@ -4474,15 +4674,16 @@ static const obx__sqlset obx__sqlserver_outbox = {
     "                          ELSE r.[Room] - d1.[Done] END AS [Failed]) AS c;\n"
     "END",
     "CREATE OR ALTER PROCEDURE {S}.[{N}_Claim] @OwnerToken UNIQUEIDENTIFIER, @LeaseSeconds INT, "
-    "@BatchSize INT AS\n"
+    "@BatchSize INT, @DeadHolds INT = 0 AS\n"
     "BEGIN\n"
     "    SET NOCOUNT ON;\n"
     "    DECLARE @claimed TABLE ([ClaimedId] UNIQUEIDENTIFIER PRIMARY KEY);\n"
     "    WITH picked AS (\n"
-    "        SELECT TOP (@BatchSize) [Status], [OwnerToken], [LockedUntil], [Id], [NextAttemptAt], [Starts]\n"
-    "          FROM {T} WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)\n"
-    "         WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET() AND [IsProcessed] = 0\n"
-    "         ORDER BY [NextAttemptAt])\n"
+    "        SELECT TOP (@BatchSize) c.[Status], c.[OwnerToken], c.[LockedUntil], c.[Id], c.[NextAttemptAt], c.[Starts]\n"
+    "          FROM {T} AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)\n"
+    "         WHERE c.[Status] = 0 AND c.[NextAttemptAt] <= SYSDATETIMEOFFSET() AND c.[IsProcessed] = 0\n"
+    "           AND " OBX__MS_ORDERED_HEAD "\n"
+    "         ORDER BY c.[NextAttemptAt])\n"
     "    UPDATE picked SET [Status] = 1, [OwnerToken] = @OwnerToken,\n"
     "           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME()), [Starts] = [Starts] + 1\n"
     "    OUTPUT inserted.[Id] INTO @claimed;\n"
@@ -4522,8 +4723,9 @@ static const obx__sqlset obx__sqlserver_outbox = {
     obx__sqlserver_outbox_rows,
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (obx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine). */
-    {{"Starts", "INT NOT NULL DEFAULT 0"}}
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD). */
+    {{"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "NVARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"}}
 };
 #define OBX__SQLSERVER_SET &obx__sqlserver_outbox
 #endif
@@ -4574,7 +4776,7 @@ static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct obx__row_offsets {
-    size_t topic, payload, correlation, last_error, processed_by;
+    size_t topic, payload, correlation, last_error, processed_by, ordering_key;
 } obx__row_offsets;
 
 #ifndef OBX_NO_METRICS_TEXT
@@ -4588,9 +4790,11 @@ static const char *const obx__metric_text[OBX_METRIC_COUNT_][2] = {
     {"messages_expired_total", "Done messages deleted by cleanup after their retention."}};
 #endif
 
-/* What only an outbox store keeps: the columns of a batch insert. */
+/* What only an outbox store keeps: the columns of a batch insert, and
+ * whether a Dead message holds its ordering key. */
 typedef struct obx__store_own {
-    obx__buf columns[6];
+    obx__buf columns[7];
+    int dead_holds;
 } obx__store_own;
 
 
@@ -4603,6 +4807,11 @@ typedef struct obx__store_own {
 
 /* What each header defines for the engine (its face), below the engine. */
 static void obx__store_own_free(const obx__hooks *h, obx__store_own *own);
+/* The header's own options of a store description, kept at open. */
+static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc);
+/* The expanded statements, by id: the header may swap a statement for a
+ * variant its options ask for. */
+static void obx__store_own_sql(const obx__store_own *own, char **sql);
 /* The current row (the dialect's message columns) into *m; its strings go
  * to buf, at offsets *o, and are pointed at by obx__point_strings once the
  * buffer stops moving. */
@@ -4844,6 +5053,7 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
         if (!s->sql[row->id])
             return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     }
+    obx__store_own_sql(&s->own, s->sql);
     return OBX_OK;
 }
 
@@ -5043,6 +5253,7 @@ OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
     s->db.statement_timeout_s = desc->statement_timeout_seconds > 0 ? desc->statement_timeout_seconds : 0;
     s->metrics = desc->metrics;
     s->message_log_level = desc->message_log_level ? desc->message_log_level : OBX_LOG_DEBUG;
+    obx__store_own_open(&s->own, desc);
     *out = s;
     r = obx__store_desc_check(s, desc);
     if (r != OBX_OK) return r;
@@ -7041,7 +7252,24 @@ OBX_API obx_result obx_notify(obx_store *s) {
 
 static void obx__store_own_free(const obx__hooks *h, obx__store_own *own) {
     int i;
-    for (i = 0; i < 6; i++) obx__buf_free(h, &own->columns[i]);
+    for (i = 0; i < 7; i++) obx__buf_free(h, &own->columns[i]);
+}
+
+static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc) {
+    own->dead_holds = desc->ordering_dead_holds != 0;
+}
+
+/* ordering_dead_holds: the claim variants where a Dead message waits. */
+static void obx__store_own_sql(const obx__store_own *own, char **sql) {
+    static const int pairs[2][2] = {{OBX__Q_CLAIM, OBX__Q_CLAIM_HOLD},
+                                    {OBX__Q_CLAIM_PICK, OBX__Q_CLAIM_PICK_HOLD}};
+    int i;
+    for (i = 0; i < 2 && own->dead_holds; i++) {
+        char *t = sql[pairs[i][0]];
+        if (!sql[pairs[i][1]]) continue; /* the dialect has no such step */
+        sql[pairs[i][0]] = sql[pairs[i][1]];
+        sql[pairs[i][1]] = t;
+    }
 }
 
 static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
@@ -7110,7 +7338,7 @@ static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, ob
         (r = obx__get_i64(db, st, 16, &v, NULL)) != OBX_OK)
         return r;
     m->starts = (int)v;
-    return OBX_OK;
+    return obx__get_append(db, st, 17, SQL_C_CHAR, buf, &o->ordering_key, NULL);
 }
 
 static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o) {
@@ -7119,6 +7347,7 @@ static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__r
     m->correlation_id = obx__at(buf, o->correlation);
     m->last_error = obx__at(buf, o->last_error);
     m->processed_by = obx__at(buf, o->processed_by);
+    m->ordering_key = obx__at(buf, o->ordering_key);
 }
 
 
@@ -7152,6 +7381,9 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
     if (m->correlation_id && !obx__text_fits(m->correlation_id, OBX_CORRELATION_MAX))
         OBX__BAD("correlation_id", OBX_ERR_INVALID_ARG,
                  "correlation_id must be valid UTF-8 of at most %d characters", OBX_CORRELATION_MAX);
+    if (m->ordering_key && !obx__text_fits(m->ordering_key, OBX_ORDERING_KEY_MAX))
+        OBX__BAD("ordering_key", OBX_ERR_INVALID_ARG,
+                 "ordering_key must be valid UTF-8 of at most %d characters", OBX_ORDERING_KEY_MAX);
     if (m->due_utc_ms < 0 || m->due_utc_ms > OBX_TIME_MAX_MS)
         OBX__BAD("due_utc_ms", OBX_ERR_OUT_OF_RANGE,
                  "due_utc_ms must be 0 (now) or a Unix time in ms up to OBX_TIME_MAX_MS (year 9999)");
@@ -7185,37 +7417,48 @@ static int obx__chunk_end(const obx__enqueue_ctx *c, int from) {
     return i;
 }
 
+/* An optional text: "" is stored as NULL. */
+static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
+
 /* One message's columns as a JSON row: ["id","message id","topic",
- * "payload",correlation or null,due ms or null]. */
+ * "payload",correlation or null,due ms or null] and, in a keyed batch, the
+ * ordering key or null. */
 static int obx__json_row_add(const obx__hooks *h, obx__buf *b, const char *id, const char *message_id,
-                             const obx_new_message *m, size_t payload_len, const char *corr) {
+                             const obx_new_message *m, size_t payload_len, const char *corr, int keyed) {
     char due[24];
-    int n = m->due_utc_ms > 0 ? snprintf(due, sizeof due, ",%lld]", (long long)m->due_utc_ms) : 0;
+    const char *key = obx__opt_text(m->ordering_key);
+    int n = m->due_utc_ms > 0 ? snprintf(due, sizeof due, ",%lld", (long long)m->due_utc_ms) : 0;
     return obx__buf_add(h, b, b->len == 0 ? "[[" : ",[", 2) && obx__quoted_add(h, b, id, 36, 0) &&
            obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, message_id, 36, 0) &&
            obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, m->topic, strlen(m->topic), 0) &&
            obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, (const char *)m->payload, payload_len, 0) &&
            (corr ? obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, corr, strlen(corr), 0)
                  : obx__buf_add(h, b, ",null", 5)) &&
-           (n > 0 ? obx__buf_add(h, b, due, (size_t)n) : obx__buf_add(h, b, ",null]", 6));
+           (n > 0 ? obx__buf_add(h, b, due, (size_t)n) : obx__buf_add(h, b, ",null", 5)) &&
+           (!keyed || (key ? obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, key, strlen(key), 0)
+                           : obx__buf_add(h, b, ",null", 5))) &&
+           obx__buf_add(h, b, "]", 1);
 }
 
 /* Messages from..to as one multi-row statement (dialects that have one):
- * one list per column, or one JSON array of rows. */
+ * one list per column, or one JSON array of rows. The keyed statement only
+ * where a message has an ordering key: the plain one does no key work. */
 static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, int to) {
     obx_store *s = c->s;
     obx__buf *col = s->own.columns;
-    obx__param p[6];
-    int i, k, ok = 1, rows = db->d->batch_as_json_rows, lists = rows ? 1 : 6;
-    for (k = 0; k < 6; k++) col[k].len = 0;
+    obx__param p[7];
+    int i, k, ok = 1, keyed = 0, rows = db->d->batch_as_json_rows, lists;
+    for (i = from; i < to && !keyed; i++) keyed = obx__opt_text(c->msgs[i].ordering_key) != NULL;
+    lists = rows ? 1 : keyed ? 7 : 6;
+    for (k = 0; k < 7; k++) col[k].len = 0;
     for (i = from; i < to && ok; i++) {
         const obx_new_message *m = &c->msgs[i];
         char message_id[37], due[24];
-        const char *corr = m->correlation_id && m->correlation_id[0] ? m->correlation_id : NULL;
+        const char *corr = obx__opt_text(m->correlation_id), *key = obx__opt_text(m->ordering_key);
         obx__new_uuid(s, c->ids[i]);
         obx__new_uuid(s, message_id);
         if (rows) {
-            ok = obx__json_row_add(db->hooks, &col[0], c->ids[i], message_id, m, c->lens[i], corr);
+            ok = obx__json_row_add(db->hooks, &col[0], c->ids[i], message_id, m, c->lens[i], corr, keyed);
             continue;
         }
         snprintf(due, sizeof due, "%lld", (long long)m->due_utc_ms);
@@ -7226,14 +7469,17 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
              (corr ? obx__list_add(db->hooks, &col[4], db->d, corr, strlen(corr))
                    : obx__list_add_null(db->hooks, &col[4], db->d)) &&
              (m->due_utc_ms > 0 ? obx__list_add(db->hooks, &col[5], db->d, due, strlen(due))
-                                : obx__list_add_null(db->hooks, &col[5], db->d));
+                                : obx__list_add_null(db->hooks, &col[5], db->d)) &&
+             (!keyed || (key ? obx__list_add(db->hooks, &col[6], db->d, key, strlen(key))
+                             : obx__list_add_null(db->hooks, &col[6], db->d)));
     }
     for (k = 0; k < lists && ok; k++) {
         ok = obx__list_end(db->hooks, &col[k], db->d);
         obx__p_text(&p[k], col[k].data, col[k].len);
     }
     if (!ok) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue_batch", "out of memory");
-    return obx__exec(db, OBX__Q_INSERT_MANY, s->sql[OBX__Q_INSERT_MANY], p, lists, NULL, NULL);
+    k = keyed ? OBX__Q_INSERT_MANY_KEYED : OBX__Q_INSERT_MANY;
+    return obx__exec(db, k, s->sql[k], p, lists, NULL, NULL);
 }
 
 static obx_result obx__insert_messages(obx__db *db, void *vctx) {
@@ -7251,8 +7497,8 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
     for (i = 0; i < c->count; i++) {
         const obx_new_message *m = &c->msgs[i];
         char message_id[37];
-        obx__param p[7];
-        const char *corr = m->correlation_id && m->correlation_id[0] ? m->correlation_id : NULL;
+        obx__param p[8];
+        const char *corr = obx__opt_text(m->correlation_id);
         obx_result r;
         obx__new_uuid(c->s, c->ids[i]);
         obx__new_uuid(c->s, message_id);
@@ -7269,7 +7515,11 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
             p[5].ind = SQL_NULL_DATA;
             p[6] = p[5];
         }
-        r = obx__exec(db, OBX__Q_INSERT, c->s->sql[OBX__Q_INSERT], p, 7, NULL, NULL);
+        obx__p_text(&p[7], obx__opt_text(m->ordering_key), (size_t)-1);
+        if (p[7].ptr) /* a key: the statement that orders it */
+            r = obx__exec(db, OBX__Q_INSERT_KEYED, c->s->sql[OBX__Q_INSERT_KEYED], p, 8, NULL, NULL);
+        else
+            r = obx__exec(db, OBX__Q_INSERT, c->s->sql[OBX__Q_INSERT], p, 7, NULL, NULL);
         if (r != OBX_OK) return r;
     }
     return OBX_OK;

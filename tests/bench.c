@@ -50,13 +50,13 @@
 
 enum { K_SQLITE, K_PG, K_MY };
 enum { I_LIB, I_ODBC, I_NATIVE, I_COUNT };
-enum { W_ENQ1, W_ENQB, W_DRAIN1, W_DRAIN2, W_DRAIN1E, W_IDEDUPN, W_IDEDUPS, W_IENQ, W_IDRAIN, W_DRAINB, W_COUNT };
+enum { W_ENQ1, W_ENQB, W_DRAIN1, W_DRAIN2, W_DRAIN1E, W_IDEDUPN, W_IDEDUPS, W_IENQ, W_IDRAIN, W_DRAINB, W_DRAINO, W_COUNT };
 enum { Q_ENQ1, Q_ENQB, Q_CLAIM, Q_CLAIM2, Q_ACK, Q_COUNT };
 
 #define MAXREP 9
 
 /* Short names for BENCH_ONLY (W_IDEDUPS runs with "dedup"). */
-static const char *w_key[W_COUNT] = {"enq1", "enqb", "drain1", "drain2", "drain1e", "dedup", "dedup", "ienq", "idrain", "drainb"};
+static const char *w_key[W_COUNT] = {"enq1", "enqb", "drain1", "drain2", "drain1e", "dedup", "dedup", "ienq", "idrain", "drainb", "draino"};
 
 static const char *w_name[W_COUNT] = {
     "outbox enqueue, 1 per transaction",
@@ -69,6 +69,7 @@ static const char *w_name[W_COUNT] = {
     "inbox enqueue, 1 per transaction",
     "inbox drain (claim 100, ack), 1 worker",
     "outbox drain, 1 worker, batch handler",
+    "outbox drain, 1 worker, 100 ordering keys",
 };
 
 static int g_kind, g_repeats = 3, g_counters, g_show_stmts;
@@ -320,6 +321,7 @@ static void batch_noop(const obx_message *const *m, obx_batch_result *res, int n
     for (i = 0; i < n; i++) res[i].outcome = OBX_DONE;
 }
 static int g_batch_handler; /* W_DRAINB: the library's workers register batch_noop */
+static int g_ordered; /* W_DRAINO: the library's messages carry one of 100 ordering keys, round robin */
 static ibx_outcome inoop(const ibx_message *m, char *e, size_t n, void *u) { (void)m; (void)e; (void)n; (void)u; return IBX_DONE; }
 
 /* A random v4 UUID as text: the ideal's owner token. */
@@ -419,10 +421,15 @@ static void enqb(h *x) {
     if (x->impl == I_LIB) {
         obx_new_message ms[100];
         memset(ms, 0, sizeof ms);
+        static char keys[100][8];
         for (i = 0; i < 100; i++) {
             ms[i].topic = "bench.event";
             ms[i].payload = g_payload;
             ms[i].payload_len = OBX_NTS;
+            if (g_ordered) {
+                snprintf(keys[i], sizeof keys[i], "k%d", i);
+                ms[i].ordering_key = keys[i];
+            }
         }
         if (obx_enqueue_batch(x->s, NULL, ms, 100, NULL) != OBX_OK)
             die("obx_enqueue_batch: %s", obx_store_last_error(x->s)->message);
@@ -946,6 +953,14 @@ static void run(int w, int impl, int n, int rep) {
         st = ctr_end(count);
         h_close(&x);
         break;
+    case W_DRAINO: /* the ideal drains as in W_DRAIN1 */
+        reset(impl, 0);
+        g_ordered = 1;
+        fill_ready(impl, 0, n);
+        g_ordered = 0;
+        analyze(impl, 0);
+        g_rate[w][impl][rep] = drain_procs(impl, 0, 1, n, &g_stmts[w][impl]);
+        return;
     case W_DRAINB:
         reset(impl, 0);
         fill_ready(impl, 0, n);

@@ -31,11 +31,14 @@ static void forget(void) {
     fake_set_dbms_name(g_mssql);
 }
 
+static int g_dead_holds; /* the next outbox() has ordering_dead_holds */
+
 static obx_store *outbox(void) {
     obx_store_desc desc;
     obx_store *s = NULL;
     forget();
     memset(&desc, 0, sizeof desc);
+    desc.ordering_dead_holds = g_dead_holds;
     desc.connection_string = "Driver={FreeTDS};Server=h;Port=1433;Database=d;UID=u;PWD=p;"
                              "TDS_Version=7.4;ClientCharset=UTF-8;";
     desc.worker_name = "worker-1";
@@ -165,7 +168,7 @@ static void test_deploy(void) {
         TT_EXPECT(strstr(q, "\nGO") == NULL);
         if (q[0] != '<') batches++;
     }
-    TT_EQ_INT(batches, 19);
+    TT_EQ_INT(batches, 22);
     TT_EXPECT(strstr(fake_log_sql(0), "SET QUOTED_IDENTIFIER ON;") != NULL); /* filtered indexes need it */
     TT_EQ_STR(fake_log_sql(fake_log_count() - 2), "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;");
     TT_EQ_INT(fake_commits(), 1);
@@ -197,9 +200,15 @@ static void test_schema_upgrade(void) {
     TT_ASSERT(create >= 0 && add > create);
     TT_EQ_STR(fake_log_sql(add), "IF COL_LENGTH(N'[dbo].[Outbox]', N'Starts') IS NULL "
                                  "ALTER TABLE [dbo].[Outbox] ADD [Starts] INT NOT NULL DEFAULT 0");
-    TT_EXPECT(strstr(fake_log_sql(create), "    [Starts]        INT NOT NULL DEFAULT 0,\n    [Seq]") != NULL);
-    TT_EXPECT(fake_log_find("CREATE INDEX [IX_Outbox_Ready]", 0) > add);
-    TT_EXPECT(fake_log_find("COL_LENGTH", add + 1) < 0); /* once; no probe query before it */
+    TT_EXPECT(strstr(fake_log_sql(create), "    [Starts]        INT NOT NULL DEFAULT 0,\n    [OrderingKey]   "
+                                           "NVARCHAR(255) NULL,\n    [OrderingSeq]   BIGINT NULL,\n    [Seq]") != NULL);
+    TT_EQ_STR(fake_log_sql(add + 1), "IF COL_LENGTH(N'[dbo].[Outbox]', N'OrderingKey') IS NULL "
+                                     "ALTER TABLE [dbo].[Outbox] ADD [OrderingKey] NVARCHAR(255) NULL");
+    TT_EQ_STR(fake_log_sql(add + 2), "IF COL_LENGTH(N'[dbo].[Outbox]', N'OrderingSeq') IS NULL "
+                                     "ALTER TABLE [dbo].[Outbox] ADD [OrderingSeq] BIGINT NULL");
+    TT_EXPECT(fake_log_find("CREATE INDEX [IX_Outbox_Ready]", 0) > add + 2);
+    TT_EXPECT(fake_log_find("CREATE INDEX [IX_Outbox_Ordering]", 0) > add + 2);
+    TT_EXPECT(fake_log_find("COL_LENGTH", add + 3) < 0); /* once each; no probe query before it */
     TT_EQ_INT(fake_commits(), 1);
     obx_store_close(s);
     in = inbox();
@@ -274,17 +283,23 @@ static void test_enqueue(void) {
     m.payload_len = OBX_NTS;
     m.correlation_id = "corr-1";
     m.due_utc_ms = 1767225600123; /* 2026-01-01T00:00:00.123Z */
+    m.ordering_key = "customer-7";
     TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
     e = first_exec();
     q = fake_log_sql(e);
     TT_EXPECT(strncmp(q, "INSERT INTO [dbo].[Outbox] ([Id], [MessageId], [Topic], [Payload], [CorrelationId], "
-                         "[DueTimeUtc], [NextAttemptAt]) VALUES (?, ?, ?, ?, ?, DATEADD(MILLISECOND, CAST(? % 86400000 AS INT), "
-                         "DATEADD(DAY, CAST(? / 86400000 AS INT), CAST('1970-01-01T00:00:00+00:00' AS DATETIMEOFFSET(3))))",
+                         "[DueTimeUtc], [NextAttemptAt], [OrderingKey], [OrderingSeq]) SELECT ?, ?, ?, ?, ?, DATEADD(MILLISECOND, "
+                         "CAST(? % 86400000 AS INT), DATEADD(DAY, CAST(? / 86400000 AS INT), "
+                         "CAST('1970-01-01T00:00:00+00:00' AS DATETIMEOFFSET(3))))",
                   200) == 0);
-    /* The due time is used twice, the next attempt twice: numbered markers
-     * bind it at each place. */
-    TT_EQ_INT(count_char(q, '?'), 9);
-    TT_EQ_INT(fake_log_param_count(e), 9);
+    /* The due time is used twice, the next attempt twice, the ordering key
+     * three times: numbered markers bind it at each place. */
+    TT_EQ_INT(count_char(q, '?'), 14);
+    TT_EQ_INT(fake_log_param_count(e), 14);
+    TT_EQ_STR(fake_log_param_text(e, 0, 10), "customer-7");
+    TT_EQ_STR(fake_log_param_text(e, 0, 14), "customer-7");
+    TT_EXPECT(strstr(q, "(SELECT MAX(o.[OrderingSeq]) FROM [dbo].[Outbox] AS o WHERE o.[OrderingKey] IS NOT NULL "
+                        "AND o.[OrderingKey] = ? AND o.[Status] <> 2 AND o.[Status] = 3)") != NULL);
     TT_EQ_STR(fake_log_param_text(e, 0, 1), id);
     TT_EQ_STR(fake_log_param_text(e, 0, 3), "order.created");
     TT_EQ_STR(fake_log_param_text(e, 0, 6), "1767225600123");
@@ -333,6 +348,7 @@ static void test_enqueue_batch(void) {
     q = fake_log_sql(e);
     /* One statement for the batch: six JSON arrays zipped by position. */
     TT_EXPECT(strstr(q, "FROM OPENJSON(?) AS i JOIN OPENJSON(?) AS m ON m.[key] = i.[key]") != NULL);
+    TT_EXPECT(strstr(q, "OrderingKey") == NULL); /* no key: the plain statement */
     TT_EQ_INT(fake_log_param_count(e), 6);
     TT_EXPECT(strstr(fake_log_param_text(e, 0, 1), ids[2]) != NULL);
     TT_EXPECT(strstr(fake_log_param_text(e, 0, 3), "\"t\\\"quoted\\\"\"") != NULL);
@@ -340,6 +356,15 @@ static void test_enqueue_batch(void) {
     TT_EQ_INT(param_type(e, 4), SQL_WVARCHAR);
     TT_EQ_INT(fake_commits(), 1);
     TT_EQ_INT(fake_log_count(), 2); /* the insert, the commit */
+    /* One key in the batch: the keyed statement, a seventh list. */
+    ms[1].ordering_key = "k\"1";
+    fake_reset();
+    fake_set_dbms_name(g_mssql);
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 3, ids), OBX_OK);
+    e = first_exec();
+    TT_EXPECT(strstr(fake_log_sql(e), "JOIN OPENJSON(?) AS k ON k.[key] = i.[key]") != NULL);
+    TT_EQ_INT(fake_log_param_count(e), 7);
+    TT_EQ_STR(fake_log_param_text(e, 0, 7), "[null,\"k\\\"1\",null]");
     obx_store_close(s);
 }
 
@@ -351,10 +376,10 @@ static void test_017_claim(void) {
     static const char *const rows[] = {
         "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c", "order.created",
         "{\"n\":1}", NULL, "1767225600000", NULL, "2", "boom", "1", NULL, NULL, "1767225660000",
-        "0190a1b2-0000-7000-8000-000000000001", "1767225600500", "1"};
+        "0190a1b2-0000-7000-8000-000000000001", "1767225600500", "1", "customer-7"};
     TT_ASSERT(s != NULL);
     strcpy(owner, "0190a1b2-0000-7000-8000-000000000001");
-    fake_push_rows(16, 1, rows);
+    fake_push_rows(17, 1, rows);
     TT_EQ_INT(obx_claim(s, owner, 30, 50, &ms, &n), OBX_OK);
     e = first_exec();
     /* The seed's Outbox_Claim: one round trip, an RPC call. */
@@ -374,7 +399,17 @@ static void test_017_claim(void) {
     TT_EQ_INT(ms[0].locked_until_ms, 1767225660000);
     TT_EQ_INT(ms[0].next_attempt_ms, 1767225600500);
     TT_EQ_INT(ms[0].due_time_ms, 0);
+    TT_EQ_STR(ms[0].ordering_key, "customer-7");
     TT_EQ_INT(fake_commits(), 1);
+    obx_store_close(s);
+    /* ordering_dead_holds: the same procedure, Dead rows counted as waiting. */
+    g_dead_holds = 1;
+    s = outbox();
+    g_dead_holds = 0;
+    TT_ASSERT(s != NULL);
+    fake_push_rows(17, 0, NULL);
+    TT_EQ_INT(obx_claim(s, owner, 30, 50, &ms, &n), OBX_EMPTY);
+    TT_EQ_STR(fake_log_sql(first_exec()), "{CALL [dbo].[Outbox_Claim](?, ?, ?, 1)}");
     obx_store_close(s);
 }
 
@@ -437,7 +472,7 @@ static void test_get_cleanup_stats(void) {
     int e;
     static const char *const stats[] = {"7", "1500"};
     TT_ASSERT(s != NULL);
-    fake_push_rows(16, 0, NULL);
+    fake_push_rows(17, 0, NULL);
     TT_EQ_INT(obx_get(s, "0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B", &m), OBX_ERR_NOT_FOUND);
     e = first_exec();
     TT_EXPECT(strstr(fake_log_sql(e), "FROM [dbo].[Outbox] AS t WHERE t.[Id] = ?") != NULL);
@@ -774,12 +809,12 @@ static void test_dead_letters(void) {
     int64_t changed = -1;
     static const char *const rows[] = {
         "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c", "dl.a",
-        "{}", NULL, "1767225600000", NULL, "3", "timeout 503", "3", NULL, NULL, NULL, NULL, "1767225600500", "3"};
+        "{}", NULL, "1767225600000", NULL, "3", "timeout 503", "3", NULL, NULL, NULL, NULL, "1767225600500", "3", NULL};
     TT_ASSERT(s != NULL);
     memset(&f, 0, sizeof f);
     f.topic = "dl.a";
     f.error_contains = "timeout";
-    fake_push_rows(16, 1, rows);
+    fake_push_rows(17, 1, rows);
     TT_EQ_INT(obx_dead_list(s, &f, 5, 10, &ms, &n), OBX_OK);
     TT_EQ_INT(n, 1);
     TT_EQ_STR(ms[0].last_error, "timeout 503");

@@ -16,11 +16,20 @@ CREATE TABLE IF NOT EXISTS `Outbox` (
     `CorrelationId` VARCHAR(255) NULL,
     `DueTimeUtc`    DATETIME(6) NULL,
     `Starts`        INT NOT NULL DEFAULT 0,
+    `OrderingKey`   VARCHAR(255) NULL,
+    `OrderingSeq`   BIGINT NULL,
+    `OrderingLive`  VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT,
+    `OrderingState` TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT,
     KEY `IX_Outbox_Ready` (`Status`, `NextAttemptAt`),
     KEY `IX_Outbox_Leased` (`Status`, `LockedUntil`),
     KEY `IX_Outbox_Done` (`Status`, `ProcessedAt`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `Starts` INT NOT NULL DEFAULT 0;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `OrderingKey` VARCHAR(255) NULL;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `OrderingSeq` BIGINT NULL;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `OrderingLive` VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `OrderingState` TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT;
+CREATE INDEX IF NOT EXISTS `IX_Outbox_Ordering` ON `Outbox` (`OrderingLive`, `OrderingState`, `OrderingSeq`);
 CREATE TABLE IF NOT EXISTS `OutboxJoin` (
     `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,
     `GroupingKey`    VARCHAR(255) NULL,

@@ -17,10 +17,15 @@ CREATE TABLE IF NOT EXISTS "dbo"."Outbox" (
     "MessageId"     uuid NOT NULL,
     "CorrelationId" varchar(255) NULL,
     "DueTimeUtc"    timestamptz NULL,
-    "Starts"        integer NOT NULL DEFAULT 0
+    "Starts"        integer NOT NULL DEFAULT 0,
+    "OrderingKey"   varchar(255) NULL,
+    "OrderingSeq"   bigint NULL
 );
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "Starts" integer NOT NULL DEFAULT 0;
+ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "OrderingKey" varchar(255) NULL;
+ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "OrderingSeq" bigint NULL;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "dbo"."Outbox" ("NextAttemptAt") WHERE "Status" = 0;
+CREATE INDEX IF NOT EXISTS "IX_Outbox_Ordering" ON "dbo"."Outbox" ("OrderingKey", "Status", "OrderingSeq") WHERE "OrderingKey" IS NOT NULL AND "Status" <> 2;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "dbo"."Outbox" ("LockedUntil") WHERE "Status" = 1;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Done" ON "dbo"."Outbox" ("ProcessedAt") WHERE "Status" = 2;
 CREATE TABLE IF NOT EXISTS "dbo"."OutboxJoin" (
@@ -73,10 +78,11 @@ RETURNS SETOF "dbo"."Outbox" LANGUAGE sql AS $$
     UPDATE "dbo"."Outbox" SET "Status" = 1, "OwnerToken" = p_owner,
            "LockedUntil" = now() + make_interval(secs => p_lease_seconds), "Starts" = "Starts" + 1
      WHERE "Id" = ANY (ARRAY(
-        SELECT "Id" FROM "dbo"."Outbox"
-         WHERE "Status" = 0 AND "NextAttemptAt" <= now() AND NOT "IsProcessed"
-         ORDER BY "NextAttemptAt" LIMIT p_batch
-           FOR UPDATE SKIP LOCKED))
+        SELECT c."Id" FROM "dbo"."Outbox" AS c
+         WHERE c."Status" = 0 AND c."NextAttemptAt" <= now() AND NOT c."IsProcessed"
+           AND (c."OrderingKey" IS NULL OR (NOT EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = c."OrderingKey" AND o."Status" <> 2 AND o."Status" = 0 AND o."OrderingSeq" <= c."OrderingSeq" AND (o."OrderingSeq" < c."OrderingSeq" OR o."Id" < c."Id")) AND NOT EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = c."OrderingKey" AND o."Status" <> 2 AND o."Status" = 1)))
+         ORDER BY c."NextAttemptAt" LIMIT p_batch
+           FOR UPDATE OF c SKIP LOCKED))
     RETURNING *
 $$;
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_Ack"(p_processed_by varchar, p_owner uuid, p_ids uuid[])

@@ -15,9 +15,12 @@ CREATE TABLE IF NOT EXISTS "Outbox" (
     "MessageId"     TEXT NOT NULL,
     "CorrelationId" TEXT NULL,
     "DueTimeUtc"    INTEGER NULL,
-    "Starts"        INTEGER NOT NULL DEFAULT 0
+    "Starts"        INTEGER NOT NULL DEFAULT 0,
+    "OrderingKey"   TEXT NULL,
+    "OrderingSeq"   INTEGER NULL
 );
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "Outbox" ("NextAttemptAt") WHERE "Status" = 0;
+CREATE INDEX IF NOT EXISTS "IX_Outbox_Ordering" ON "Outbox" ("OrderingKey", "Status", "OrderingSeq") WHERE "OrderingKey" IS NOT NULL AND "Status" <> 2;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "Outbox" ("LockedUntil") WHERE "Status" = 1;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Done" ON "Outbox" ("ProcessedAt") WHERE "Status" = 2;
 CREATE TABLE IF NOT EXISTS "OutboxJoin" (

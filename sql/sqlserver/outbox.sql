@@ -27,6 +27,8 @@ CREATE TABLE [dbo].[Outbox] (
     [CorrelationId] NVARCHAR(255) NULL,
     [DueTimeUtc]    DATETIMEOFFSET NULL,
     [Starts]        INT NOT NULL DEFAULT 0,
+    [OrderingKey]   NVARCHAR(255) NULL,
+    [OrderingSeq]   BIGINT NULL,
     [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,
     CONSTRAINT [PK_Outbox] PRIMARY KEY NONCLUSTERED ([Id]),
     CONSTRAINT [CX_Outbox] UNIQUE CLUSTERED ([Seq])
@@ -34,8 +36,15 @@ CREATE TABLE [dbo].[Outbox] (
 GO
 IF COL_LENGTH(N'[dbo].[Outbox]', N'Starts') IS NULL ALTER TABLE [dbo].[Outbox] ADD [Starts] INT NOT NULL DEFAULT 0
 GO
+IF COL_LENGTH(N'[dbo].[Outbox]', N'OrderingKey') IS NULL ALTER TABLE [dbo].[Outbox] ADD [OrderingKey] NVARCHAR(255) NULL
+GO
+IF COL_LENGTH(N'[dbo].[Outbox]', N'OrderingSeq') IS NULL ALTER TABLE [dbo].[Outbox] ADD [OrderingSeq] BIGINT NULL
+GO
 IF INDEXPROPERTY(OBJECT_ID(N'[dbo].[Outbox]'), N'IX_Outbox_Ready', 'IndexID') IS NULL
 CREATE INDEX [IX_Outbox_Ready] ON [dbo].[Outbox] ([NextAttemptAt]) WHERE [Status] = 0
+GO
+IF INDEXPROPERTY(OBJECT_ID(N'[dbo].[Outbox]'), N'IX_Outbox_Ordering', 'IndexID') IS NULL
+CREATE INDEX [IX_Outbox_Ordering] ON [dbo].[Outbox] ([OrderingKey], [Status], [OrderingSeq]) WHERE [OrderingKey] IS NOT NULL AND [Status] <> 2
 GO
 IF INDEXPROPERTY(OBJECT_ID(N'[dbo].[Outbox]'), N'IX_Outbox_Leased', 'IndexID') IS NULL
 CREATE INDEX [IX_Outbox_Leased] ON [dbo].[Outbox] ([LockedUntil]) WHERE [Status] = 1
@@ -102,19 +111,20 @@ BEGIN
                           ELSE r.[Room] - d1.[Done] END AS [Failed]) AS c;
 END
 GO
-CREATE OR ALTER PROCEDURE [dbo].[Outbox_Claim] @OwnerToken UNIQUEIDENTIFIER, @LeaseSeconds INT, @BatchSize INT AS
+CREATE OR ALTER PROCEDURE [dbo].[Outbox_Claim] @OwnerToken UNIQUEIDENTIFIER, @LeaseSeconds INT, @BatchSize INT, @DeadHolds INT = 0 AS
 BEGIN
     SET NOCOUNT ON;
     DECLARE @claimed TABLE ([ClaimedId] UNIQUEIDENTIFIER PRIMARY KEY);
     WITH picked AS (
-        SELECT TOP (@BatchSize) [Status], [OwnerToken], [LockedUntil], [Id], [NextAttemptAt], [Starts]
-          FROM [dbo].[Outbox] WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
-         WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET() AND [IsProcessed] = 0
-         ORDER BY [NextAttemptAt])
+        SELECT TOP (@BatchSize) c.[Status], c.[OwnerToken], c.[LockedUntil], c.[Id], c.[NextAttemptAt], c.[Starts]
+          FROM [dbo].[Outbox] AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
+         WHERE c.[Status] = 0 AND c.[NextAttemptAt] <= SYSDATETIMEOFFSET() AND c.[IsProcessed] = 0
+           AND (c.[OrderingKey] IS NULL OR (NOT EXISTS (SELECT 1 FROM [dbo].[Outbox] AS o WHERE o.[OrderingKey] IS NOT NULL AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] IN (0, 3 * @DeadHolds) AND o.[OrderingSeq] <= c.[OrderingSeq] AND (o.[OrderingSeq] < c.[OrderingSeq] OR o.[Id] < c.[Id])) AND NOT EXISTS (SELECT 1 FROM [dbo].[Outbox] AS o WHERE o.[OrderingKey] IS NOT NULL AND o.[OrderingKey] = c.[OrderingKey] AND o.[Status] <> 2 AND o.[Status] = 1)))
+         ORDER BY c.[NextAttemptAt])
     UPDATE picked SET [Status] = 1, [OwnerToken] = @OwnerToken,
            [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME()), [Starts] = [Starts] + 1
     OUTPUT inserted.[Id] INTO @claimed;
-    SELECT LOWER(CONVERT(NCHAR(36), t.[Id])), LOWER(CONVERT(NCHAR(36), t.[MessageId])), t.[Topic], t.[Payload], t.[CorrelationId], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[CreatedAt], '+00:00') AS DATETIME2(7))), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[DueTimeUtc], '+00:00') AS DATETIME2(7))), t.[RetryCount], t.[LastError], t.[Status], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[ProcessedAt], '+00:00') AS DATETIME2(7))), t.[ProcessedBy], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), t.[LockedUntil]), LOWER(CONVERT(NCHAR(36), t.[OwnerToken])), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[NextAttemptAt], '+00:00') AS DATETIME2(7))), t.[Starts]
+    SELECT LOWER(CONVERT(NCHAR(36), t.[Id])), LOWER(CONVERT(NCHAR(36), t.[MessageId])), t.[Topic], t.[Payload], t.[CorrelationId], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[CreatedAt], '+00:00') AS DATETIME2(7))), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[DueTimeUtc], '+00:00') AS DATETIME2(7))), t.[RetryCount], t.[LastError], t.[Status], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[ProcessedAt], '+00:00') AS DATETIME2(7))), t.[ProcessedBy], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), t.[LockedUntil]), LOWER(CONVERT(NCHAR(36), t.[OwnerToken])), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[NextAttemptAt], '+00:00') AS DATETIME2(7))), t.[Starts], t.[OrderingKey]
       FROM [dbo].[Outbox] AS t JOIN @claimed AS c ON t.[Id] = c.[ClaimedId]
      ORDER BY t.[NextAttemptAt];
 END
