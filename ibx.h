@@ -145,7 +145,13 @@
  *   up to pause_max_ms until the topic's first success; other topics go on.
  *   Dead messages are tools' work: ibx_dead_list (paged, filtered),
  *   ibx_dead_replay (ready again, attempts reset, last error kept) and
- *   ibx_dead_purge.
+ *   ibx_dead_purge. Crash loops: a message claimed max_starts times (store
+ *   desc, default 3) without an outcome, its handler having killed the
+ *   process each time, ends dead at the next reap instead of taking a
+ *   worker down again; a dispatcher handles a message claimed before
+ *   without an outcome alone, after the rest of its batch is settled.
+ *   Schema: deploy_schema and ibx_store_deploy create the tables, or
+ *   upgrade in place those an older release deployed (rows kept).
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;
@@ -166,7 +172,7 @@
  *   are). Without threads, or on a caller's connection, there is no
  *   renewal: a handler must finish well within the lease or extend it
  *   itself (ibx_lease_extend); a message whose lease is nearly over when
- *   its turn comes is left for redelivery rather than handled.
+ *   its turn comes is released for redelivery rather than handled.
  *
  * 5. ERRORS -----------------------------------------------------------------
  *   Every function returns an ibx_result: IBX_OK (0), a small positive

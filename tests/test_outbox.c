@@ -1709,6 +1709,40 @@ static void test_crash_loop(void) {
     obx_store_close(s);
 }
 
+static obx_outcome nine_tenths_handler(const obx_message *m, char *error, size_t size, void *user) {
+    (void)m; (void)error; (void)size; (void)user;
+    sleep_ms(900);
+    return OBX_DONE;
+}
+
+/* A message the dispatcher has no time to start (its lease nearly over)
+ * is released at once, its claim's start taken back, not left to expire
+ * and count toward max_starts (CORE-SKIPPED-RELEASED). */
+static void test_skipped_released(void) {
+    obx_store *s = fresh();
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    char a[37], b[37];
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(enqueue(s, "slow", "{}", a) && enqueue(s, "slow", "{}", b));
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.lease_seconds = 1;    /* handlers may start for 800 ms ... */
+    dd.max_handler_ms = 500; /* ... renewal or not */
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "slow", nine_tenths_handler, NULL), OBX_OK);
+    memset(&st, 0, sizeof st);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.claimed, 2);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 2"), 1);
+    /* The other: ready again now, no owner, no start counted. */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0 AND \"OwnerToken\" IS NULL AND \"Starts\" = 0"), 1);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
 /* max_starts: 0 is the default, 1..1000, else refused naming the field. */
 static void test_max_starts_range(void) {
     obx_store_desc desc;
@@ -4876,6 +4910,7 @@ int main(int argc, char **argv) {
     RUN("OBX-DEAD-LETTERS", "dead letters: paged list with filters, replay (attempts reset, error kept, once under concurrency), purge", test_dead_letters);
     RUN("OBX-JOIN-CANCEL", "a cancelled join's join.wait ends without its follow-up; too late once completed", test_join_cancel);
     RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);
+    RUN("CORE-SKIPPED-RELEASED", "a message with no time left to start is released at once, its start taken back", test_skipped_released);
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
     RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
