@@ -1664,6 +1664,7 @@ static const ibx__native_fault ibx__sqlite_natives[] = {
     {5, IBX__FAULT_TRANSIENT}, /* SQLITE_BUSY: another writer holds the lock */
     {6, IBX__FAULT_TRANSIENT}, /* SQLITE_LOCKED */
     {0, 0}};
+#ifndef IBX_NO_MARIADB
 static const ibx__native_fault ibx__mariadb_natives[] = {
     {1205, IBX__FAULT_TRANSIENT}, /* lock wait timeout (SQLSTATE HY000) */
     {1213, IBX__FAULT_TRANSIENT}, /* deadlock: the whole transaction was rolled back */
@@ -1680,6 +1681,8 @@ static const ibx__native_fault ibx__mariadb_natives[] = {
     {1290, IBX__FAULT_READ_ONLY}, /* running with --read-only (HY000) */
     {1792, IBX__FAULT_READ_ONLY}, /* read-only transaction (25006) */
     {0, 0}};
+#endif
+#ifndef IBX_NO_SQLSERVER
 /* A query timeout is HYT00 with native 0 (by SQLSTATE below). */
 static const ibx__native_fault ibx__sqlserver_natives[] = {
     {1205, IBX__FAULT_TRANSIENT},  /* deadlock victim (40001; FreeTDS says 42000) */
@@ -1688,16 +1691,28 @@ static const ibx__native_fault ibx__sqlserver_natives[] = {
     {10053, IBX__FAULT_LOST},      /* connection aborted */
     {10054, IBX__FAULT_LOST},      /* connection reset by peer */
     {0, 0}};
+#endif
 static const ibx__native_fault ibx__no_natives[] = {{0, 0}};
+
+/* A dialect left out of the build (IBX_NO_<DIALECT>): only what detects
+ * it, so that a store on it is refused by name; none of its SQL. */
+#define IBX__LEFT_OUT(id, name, dbms, dbms2)                                                       \
+    {id, name, dbms, dbms2, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL, ibx__no_natives, 0, 0, \
+     ";\n", 1, 0, NULL, 0, 0, 0, NULL, NULL}
 
 /* Indexed by ibx_dialect. */
 static const ibx__dialect ibx__dialects[] = {
     {IBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
      ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0, 0, NULL, NULL},
+#ifndef IBX_NO_SQLITE
     {IBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
      NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1, 1,
      "SELECT COUNT(*) FROM pragma_table_info('{N}') WHERE name = '{K}'",
      "ALTER TABLE {T} ADD COLUMN {C} {D}"},
+#else
+    IBX__LEFT_OUT(IBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL),
+#endif
+#ifndef IBX_NO_POSTGRESQL
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
@@ -1708,6 +1723,10 @@ static const ibx__dialect ibx__dialects[] = {
      "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
      "AND NOT attisdropped",
      "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
+#else
+    IBX__LEFT_OUT(IBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL),
+#endif
+#ifndef IBX_NO_MARIADB
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
@@ -1717,6 +1736,10 @@ static const ibx__dialect ibx__dialects[] = {
      "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
      "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
      "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
+#else
+    IBX__LEFT_OUT(IBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL"),
+#endif
+#ifndef IBX_NO_SQLSERVER
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
@@ -1725,6 +1748,9 @@ static const ibx__dialect ibx__dialects[] = {
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", ibx__sqlserver_natives, 1,
      1, "\nGO\n", 1, 1, NULL, 0, 0, 0, NULL,
      "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}"},
+#else
+    IBX__LEFT_OUT(IBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL),
+#endif
 };
 #define IBX__DIALECT_COUNT ((int)(sizeof ibx__dialects / sizeof ibx__dialects[0]))
 

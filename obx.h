@@ -182,7 +182,7 @@
  */
 /* >>common-end manual */
 /*
- *   And for obx.h alone (global, like the three above):
+ *   (2. continued) For obx.h alone, global like OBX_NO_MULTI_STORE:
  *     OBX_NO_JOIN         no joins (obx_join_*); the join tables and
  *                         triggers are still deployed, so one database
  *                         serves builds with and without them
@@ -1826,6 +1826,7 @@ static const obx__native_fault obx__sqlite_natives[] = {
     {5, OBX__FAULT_TRANSIENT}, /* SQLITE_BUSY: another writer holds the lock */
     {6, OBX__FAULT_TRANSIENT}, /* SQLITE_LOCKED */
     {0, 0}};
+#ifndef OBX_NO_MARIADB
 static const obx__native_fault obx__mariadb_natives[] = {
     {1205, OBX__FAULT_TRANSIENT}, /* lock wait timeout (SQLSTATE HY000) */
     {1213, OBX__FAULT_TRANSIENT}, /* deadlock: the whole transaction was rolled back */
@@ -1842,6 +1843,8 @@ static const obx__native_fault obx__mariadb_natives[] = {
     {1290, OBX__FAULT_READ_ONLY}, /* running with --read-only (HY000) */
     {1792, OBX__FAULT_READ_ONLY}, /* read-only transaction (25006) */
     {0, 0}};
+#endif
+#ifndef OBX_NO_SQLSERVER
 /* A query timeout is HYT00 with native 0 (by SQLSTATE below). */
 static const obx__native_fault obx__sqlserver_natives[] = {
     {1205, OBX__FAULT_TRANSIENT},  /* deadlock victim (40001; FreeTDS says 42000) */
@@ -1850,16 +1853,28 @@ static const obx__native_fault obx__sqlserver_natives[] = {
     {10053, OBX__FAULT_LOST},      /* connection aborted */
     {10054, OBX__FAULT_LOST},      /* connection reset by peer */
     {0, 0}};
+#endif
 static const obx__native_fault obx__no_natives[] = {{0, 0}};
+
+/* A dialect left out of the build (OBX_NO_<DIALECT>): only what detects
+ * it, so that a store on it is refused by name; none of its SQL. */
+#define OBX__LEFT_OUT(id, name, dbms, dbms2)                                                       \
+    {id, name, dbms, dbms2, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL, obx__no_natives, 0, 0, \
+     ";\n", 1, 0, NULL, 0, 0, 0, NULL, NULL}
 
 /* Indexed by obx_dialect. */
 static const obx__dialect obx__dialects[] = {
     {OBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
      obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0, 0, NULL, NULL},
+#ifndef OBX_NO_SQLITE
     {OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
      NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1, 1,
      "SELECT COUNT(*) FROM pragma_table_info('{N}') WHERE name = '{K}'",
      "ALTER TABLE {T} ADD COLUMN {C} {D}"},
+#else
+    OBX__LEFT_OUT(OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL),
+#endif
+#ifndef OBX_NO_POSTGRESQL
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
@@ -1870,6 +1885,10 @@ static const obx__dialect obx__dialects[] = {
      "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
      "AND NOT attisdropped",
      "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
+#else
+    OBX__LEFT_OUT(OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL),
+#endif
+#ifndef OBX_NO_MARIADB
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
@@ -1879,6 +1898,10 @@ static const obx__dialect obx__dialects[] = {
      "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
      "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
      "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
+#else
+    OBX__LEFT_OUT(OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL"),
+#endif
+#ifndef OBX_NO_SQLSERVER
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
@@ -1887,6 +1910,9 @@ static const obx__dialect obx__dialects[] = {
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives, 1,
      1, "\nGO\n", 1, 1, NULL, 0, 0, 0, NULL,
      "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}"},
+#else
+    OBX__LEFT_OUT(OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL),
+#endif
 };
 #define OBX__DIALECT_COUNT ((int)(sizeof obx__dialects / sizeof obx__dialects[0]))
 
