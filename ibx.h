@@ -64,7 +64,7 @@
  *         ibx_store *store = NULL;
  *         ibx_dispatcher *d = NULL;
  *         ibx_result r;
- *         desc.connection_string = "Driver={SQLite3};Database=inbox-quickstart.db;";
+ *         desc.connection_string = "Driver={SQLite3};Database=inbox-quickstart.db;JournalMode=WAL;";
  *         desc.deploy_schema = 1; // create the table if it is missing
  *         if (ibx_store_open(&desc, &store) != IBX_OK) {
  *             fprintf(stderr, "open: %s\n", ibx_store_last_error(store)->message);
@@ -772,9 +772,11 @@ IBX_API const ibx_error *ibx_store_last_error(const ibx_store *store);
  * names (NULL: the defaults of ibx_store_desc), exactly what deployment
  * runs: tables, indexes and, where the dialect has them, triggers and
  * procedures. Statements end with ";" and a newline; SQL Server's are
- * batches ended by a "GO" line (for sqlcmd or SSMS). Writes at most `cap`
- * bytes including the NUL into `out` (may be NULL with cap 0) and the full
- * size including the NUL into *needed (if not NULL). The text creates new
+ * batches ended by a "GO" line (for sqlcmd or SSMS); a MariaDB trigger
+ * whose body holds ";" is set off by DELIMITER lines (for the mariadb
+ * client). Writes at most `cap` bytes including the NUL into `out` (may
+ * be NULL with cap 0) and the full size including the NUL into *needed
+ * (if not NULL). The text creates new
  * tables complete and, except on SQLite, also adds the columns an older
  * release's table lacks (ALTER ... IF NOT EXISTS, SQL Server: IF
  * COL_LENGTH); ibx_store_deploy upgrades on every dialect. Returns IBX_OK;
@@ -4678,8 +4680,13 @@ static char *ibx__schema_text(const ibx__hooks *h, const ibx__dialect *d, const 
         for (c = -1; ok && c < adds && (c < 0 || q->columns[c].name); c++) {
             char *one = c < 0 ? ibx__ddl_text(h, d, q, schema, table, q->ddl[i])
                               : ibx__column_text(h, d, q, schema, table, d->column_add, &q->columns[c]);
-            ok = one && ibx__buf_add(h, &text, one, strlen(one)) &&
-                 ibx__buf_add(h, &text, d->statement_end, strlen(d->statement_end));
+            /* A MariaDB trigger with a compound body has ';' inside: the
+             * mysql/mariadb client splits at each one unless DELIMITER says. */
+            int compound = one && d->id == IBX_DIALECT_MARIADB && strchr(one, ';');
+            const char *open = compound ? "DELIMITER $$\n" : "";
+            const char *end = compound ? "$$\nDELIMITER ;\n" : d->statement_end;
+            ok = one && ibx__buf_add(h, &text, open, strlen(open)) &&
+                 ibx__buf_add(h, &text, one, strlen(one)) && ibx__buf_add(h, &text, end, strlen(end));
             ibx__free(h, one);
         }
     }

@@ -44,7 +44,7 @@
  *         obx_store *store = NULL;
  *         obx_dispatcher *d = NULL;
  *         obx_result r;
- *         desc.connection_string = "Driver={SQLite3};Database=quickstart.db;";
+ *         desc.connection_string = "Driver={SQLite3};Database=quickstart.db;JournalMode=WAL;";
  *         desc.deploy_schema = 1; // create the tables if they are missing
  *         if (obx_store_open(&desc, &store) != OBX_OK) {
  *             fprintf(stderr, "open: %s\n", obx_store_last_error(store)->message);
@@ -831,9 +831,11 @@ OBX_API const obx_error *obx_store_last_error(const obx_store *store);
  * names (NULL: the defaults of obx_store_desc), exactly what deployment
  * runs: tables, indexes and, where the dialect has them, triggers and
  * procedures. Statements end with ";" and a newline; SQL Server's are
- * batches ended by a "GO" line (for sqlcmd or SSMS). Writes at most `cap`
- * bytes including the NUL into `out` (may be NULL with cap 0) and the full
- * size including the NUL into *needed (if not NULL). The text creates new
+ * batches ended by a "GO" line (for sqlcmd or SSMS); a MariaDB trigger
+ * whose body holds ";" is set off by DELIMITER lines (for the mariadb
+ * client). Writes at most `cap` bytes including the NUL into `out` (may
+ * be NULL with cap 0) and the full size including the NUL into *needed
+ * (if not NULL). The text creates new
  * tables complete and, except on SQLite, also adds the columns an older
  * release's table lacks (ALTER ... IF NOT EXISTS, SQL Server: IF
  * COL_LENGTH); obx_store_deploy upgrades on every dialect. Returns OBX_OK;
@@ -5207,8 +5209,13 @@ static char *obx__schema_text(const obx__hooks *h, const obx__dialect *d, const 
         for (c = -1; ok && c < adds && (c < 0 || q->columns[c].name); c++) {
             char *one = c < 0 ? obx__ddl_text(h, d, q, schema, table, q->ddl[i])
                               : obx__column_text(h, d, q, schema, table, d->column_add, &q->columns[c]);
-            ok = one && obx__buf_add(h, &text, one, strlen(one)) &&
-                 obx__buf_add(h, &text, d->statement_end, strlen(d->statement_end));
+            /* A MariaDB trigger with a compound body has ';' inside: the
+             * mysql/mariadb client splits at each one unless DELIMITER says. */
+            int compound = one && d->id == OBX_DIALECT_MARIADB && strchr(one, ';');
+            const char *open = compound ? "DELIMITER $$\n" : "";
+            const char *end = compound ? "$$\nDELIMITER ;\n" : d->statement_end;
+            ok = one && obx__buf_add(h, &text, open, strlen(open)) &&
+                 obx__buf_add(h, &text, one, strlen(one)) && obx__buf_add(h, &text, end, strlen(end));
             obx__free(h, one);
         }
     }
