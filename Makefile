@@ -122,7 +122,7 @@ demo:
 	@cd $(B) && rm -f gateway.db gateway.db-wal gateway.db-shm && ./forwarder
 
 test:
-	@tests/deps.sh build pg mariadb tsql
+	@tests/deps.sh build pg mariadb tsql clients
 	@$(MAKE) --no-print-directory $(TESTS)
 	tests/run.sh $(B)
 

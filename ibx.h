@@ -64,7 +64,7 @@
  *         ibx_store *store = NULL;
  *         ibx_dispatcher *d = NULL;
  *         ibx_result r;
- *         desc.connection_string = "Driver={SQLite3};Database=inbox-quickstart.db;";
+ *         desc.connection_string = "Driver={SQLite3};Database=inbox-quickstart.db;JournalMode=WAL;";
  *         desc.deploy_schema = 1; // create the table if it is missing
  *         if (ibx_store_open(&desc, &store) != IBX_OK) {
  *             fprintf(stderr, "open: %s\n", ibx_store_last_error(store)->message);
@@ -145,7 +145,13 @@
  *   up to pause_max_ms until the topic's first success; other topics go on.
  *   Dead messages are tools' work: ibx_dead_list (paged, filtered),
  *   ibx_dead_replay (ready again, attempts reset, last error kept) and
- *   ibx_dead_purge.
+ *   ibx_dead_purge. Crash loops: a message claimed max_starts times (store
+ *   desc, default 3) without an outcome, its handler having killed the
+ *   process each time, ends dead at the next reap instead of taking a
+ *   worker down again; a dispatcher handles a message claimed before
+ *   without an outcome alone, after the rest of its batch is settled.
+ *   Schema: deploy_schema and ibx_store_deploy create the tables, or
+ *   upgrade in place those an older release deployed (rows kept).
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;
@@ -166,7 +172,7 @@
  *   are). Without threads, or on a caller's connection, there is no
  *   renewal: a handler must finish well within the lease or extend it
  *   itself (ibx_lease_extend); a message whose lease is nearly over when
- *   its turn comes is left for redelivery rather than handled.
+ *   its turn comes is released for redelivery rather than handled.
  *
  * 5. ERRORS -----------------------------------------------------------------
  *   Every function returns an ibx_result: IBX_OK (0), a small positive
@@ -766,9 +772,11 @@ IBX_API const ibx_error *ibx_store_last_error(const ibx_store *store);
  * names (NULL: the defaults of ibx_store_desc), exactly what deployment
  * runs: tables, indexes and, where the dialect has them, triggers and
  * procedures. Statements end with ";" and a newline; SQL Server's are
- * batches ended by a "GO" line (for sqlcmd or SSMS). Writes at most `cap`
- * bytes including the NUL into `out` (may be NULL with cap 0) and the full
- * size including the NUL into *needed (if not NULL). The text creates new
+ * batches ended by a "GO" line (for sqlcmd or SSMS); a MariaDB trigger
+ * whose body holds ";" is set off by DELIMITER lines (for the mariadb
+ * client). Writes at most `cap` bytes including the NUL into `out` (may
+ * be NULL with cap 0) and the full size including the NUL into *needed
+ * (if not NULL). The text creates new
  * tables complete and, except on SQLite, also adds the columns an older
  * release's table lacks (ALTER ... IF NOT EXISTS, SQL Server: IF
  * COL_LENGTH); ibx_store_deploy upgrades on every dialect. Returns IBX_OK;
@@ -1658,6 +1666,7 @@ static const ibx__native_fault ibx__sqlite_natives[] = {
     {5, IBX__FAULT_TRANSIENT}, /* SQLITE_BUSY: another writer holds the lock */
     {6, IBX__FAULT_TRANSIENT}, /* SQLITE_LOCKED */
     {0, 0}};
+#ifndef IBX_NO_MARIADB
 static const ibx__native_fault ibx__mariadb_natives[] = {
     {1205, IBX__FAULT_TRANSIENT}, /* lock wait timeout (SQLSTATE HY000) */
     {1213, IBX__FAULT_TRANSIENT}, /* deadlock: the whole transaction was rolled back */
@@ -1674,6 +1683,8 @@ static const ibx__native_fault ibx__mariadb_natives[] = {
     {1290, IBX__FAULT_READ_ONLY}, /* running with --read-only (HY000) */
     {1792, IBX__FAULT_READ_ONLY}, /* read-only transaction (25006) */
     {0, 0}};
+#endif
+#ifndef IBX_NO_SQLSERVER
 /* A query timeout is HYT00 with native 0 (by SQLSTATE below). */
 static const ibx__native_fault ibx__sqlserver_natives[] = {
     {1205, IBX__FAULT_TRANSIENT},  /* deadlock victim (40001; FreeTDS says 42000) */
@@ -1682,16 +1693,28 @@ static const ibx__native_fault ibx__sqlserver_natives[] = {
     {10053, IBX__FAULT_LOST},      /* connection aborted */
     {10054, IBX__FAULT_LOST},      /* connection reset by peer */
     {0, 0}};
+#endif
 static const ibx__native_fault ibx__no_natives[] = {{0, 0}};
+
+/* A dialect left out of the build (IBX_NO_<DIALECT>): only what detects
+ * it, so that a store on it is refused by name; none of its SQL. */
+#define IBX__LEFT_OUT(id, name, dbms, dbms2)                                                       \
+    {id, name, dbms, dbms2, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL, ibx__no_natives, 0, 0, \
+     ";\n", 1, 0, NULL, 0, 0, 0, NULL, NULL}
 
 /* Indexed by ibx_dialect. */
 static const ibx__dialect ibx__dialects[] = {
     {IBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
      ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0, 0, NULL, NULL},
+#ifndef IBX_NO_SQLITE
     {IBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
      NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1, 1,
      "SELECT COUNT(*) FROM pragma_table_info('{N}') WHERE name = '{K}'",
      "ALTER TABLE {T} ADD COLUMN {C} {D}"},
+#else
+    IBX__LEFT_OUT(IBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL),
+#endif
+#ifndef IBX_NO_POSTGRESQL
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
@@ -1702,6 +1725,10 @@ static const ibx__dialect ibx__dialects[] = {
      "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
      "AND NOT attisdropped",
      "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
+#else
+    IBX__LEFT_OUT(IBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL),
+#endif
+#ifndef IBX_NO_MARIADB
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
@@ -1711,6 +1738,10 @@ static const ibx__dialect ibx__dialects[] = {
      "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
      "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
      "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
+#else
+    IBX__LEFT_OUT(IBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL"),
+#endif
+#ifndef IBX_NO_SQLSERVER
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
@@ -1719,6 +1750,9 @@ static const ibx__dialect ibx__dialects[] = {
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", ibx__sqlserver_natives, 1,
      1, "\nGO\n", 1, 1, NULL, 0, 0, 0, NULL,
      "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}"},
+#else
+    IBX__LEFT_OUT(IBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL),
+#endif
 };
 #define IBX__DIALECT_COUNT ((int)(sizeof ibx__dialects / sizeof ibx__dialects[0]))
 
@@ -2009,7 +2043,7 @@ IBX__PRIVATE int ibx__list_end(const ibx__hooks *h, ibx__buf *b, const ibx__dial
 /* >> odbc: connection state ----------------------------------------------------- */
 
 #define IBX__MAX_STMTS 48
-#define IBX__MAX_MARKERS 16
+#define IBX__MAX_MARKERS 24
 #define IBX__UNIT_RETRIES 3
 
 /* One ODBC connection with its dialect, prepared statements and the place
@@ -2441,6 +2475,7 @@ IBX__PRIVATE char *ibx__plain_markers(const ibx__hooks *h, const char *sql,
         out[o++] = *sql;
         if (*sql++ == '?' && *sql >= '1' && *sql <= '9') {
             unsigned arg = (unsigned)(*sql++ - '0');
+            if (*sql >= '0' && *sql <= '9') arg = arg * 10 + (unsigned)(*sql++ - '0'); /* ?10..?99 */
             if (k == IBX__MAX_MARKERS || (*sql >= '0' && *sql <= '9')) {
                 out[0] = '\0';
                 return out;
@@ -4645,8 +4680,13 @@ static char *ibx__schema_text(const ibx__hooks *h, const ibx__dialect *d, const 
         for (c = -1; ok && c < adds && (c < 0 || q->columns[c].name); c++) {
             char *one = c < 0 ? ibx__ddl_text(h, d, q, schema, table, q->ddl[i])
                               : ibx__column_text(h, d, q, schema, table, d->column_add, &q->columns[c]);
-            ok = one && ibx__buf_add(h, &text, one, strlen(one)) &&
-                 ibx__buf_add(h, &text, d->statement_end, strlen(d->statement_end));
+            /* A MariaDB trigger with a compound body has ';' inside: the
+             * mysql/mariadb client splits at each one unless DELIMITER says. */
+            int compound = one && d->id == IBX_DIALECT_MARIADB && strchr(one, ';');
+            const char *open = compound ? "DELIMITER $$\n" : "";
+            const char *end = compound ? "$$\nDELIMITER ;\n" : d->statement_end;
+            ok = one && ibx__buf_add(h, &text, open, strlen(open)) &&
+                 ibx__buf_add(h, &text, one, strlen(one)) && ibx__buf_add(h, &text, end, strlen(end));
             ibx__free(h, one);
         }
     }

@@ -17,10 +17,11 @@
  *   3. Runtime options       7. Testing with the fake ODBC layer
  *   4. Threads               8. License (end of file)
  *   Then the API: common (results, hooks, limits, backoff, selection,
- *   UUIDs), store and messages (enqueue, ordering keys, ack, abandon, fail,
- *   lease extend, get), the work queue and dispatcher (claim, reap, cleanup, metrics,
- *   providers, routers, batch handlers, pauses), dead letters (list, replay,
- *   purge), joins (fan-in, cancel).
+ *   UUIDs), store and messages (enqueue, ordering keys, the envelope: tenant,
+ *   aggregate and headers, ack, abandon, fail, lease extend, get), the work queue and
+ *   dispatcher (claim, reap, cleanup, metrics, providers, routers, batch
+ *   handlers, pauses), dead letters (list, replay, purge), joins (fan-in,
+ *   cancel).
  *
  * 1. QUICK START ------------------------------------------------------------
  *   A whole program (it is compiled and run by `make check`): open a store
@@ -43,7 +44,7 @@
  *         obx_store *store = NULL;
  *         obx_dispatcher *d = NULL;
  *         obx_result r;
- *         desc.connection_string = "Driver={SQLite3};Database=quickstart.db;";
+ *         desc.connection_string = "Driver={SQLite3};Database=quickstart.db;JournalMode=WAL;";
  *         desc.deploy_schema = 1; // create the tables if they are missing
  *         if (obx_store_open(&desc, &store) != OBX_OK) {
  *             fprintf(stderr, "open: %s\n", obx_store_last_error(store)->message);
@@ -128,7 +129,13 @@
  *   up to pause_max_ms until the topic's first success; other topics go on.
  *   Dead messages are tools' work: obx_dead_list (paged, filtered),
  *   obx_dead_replay (ready again, attempts reset, last error kept) and
- *   obx_dead_purge.
+ *   obx_dead_purge. Crash loops: a message claimed max_starts times (store
+ *   desc, default 3) without an outcome, its handler having killed the
+ *   process each time, ends dead at the next reap instead of taking a
+ *   worker down again; a dispatcher handles a message claimed before
+ *   without an outcome alone, after the rest of its batch is settled.
+ *   Schema: deploy_schema and obx_store_deploy create the tables, or
+ *   upgrade in place those an older release deployed (rows kept).
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;
@@ -149,7 +156,7 @@
  *   are). Without threads, or on a caller's connection, there is no
  *   renewal: a handler must finish well within the lease or extend it
  *   itself (obx_lease_extend); a message whose lease is nearly over when
- *   its turn comes is left for redelivery rather than handled.
+ *   its turn comes is released for redelivery rather than handled.
  *
  * 5. ERRORS -----------------------------------------------------------------
  *   Every function returns an obx_result: OBX_OK (0), a small positive
@@ -175,7 +182,7 @@
  */
 /* >>common-end manual */
 /*
- *   And for obx.h alone (global, like the three above):
+ *   (2. continued) For obx.h alone, global like OBX_NO_MULTI_STORE:
  *     OBX_NO_JOIN         no joins (obx_join_*); the join tables and
  *                         triggers are still deployed, so one database
  *                         serves builds with and without them
@@ -596,6 +603,25 @@ typedef struct obx_store_desc {
 #define OBX_CORRELATION_MAX 255
 #define OBX_ORDERING_KEY_MAX 255
 
+/* The envelope (seed 002 section 6): optional metadata a message carries
+ * beside its payload, each in a column of its own, returned by get and
+ * claim and so given to handlers. Limits in characters (UTF-8 code points;
+ * SQL Server counts a character outside the BMP as two). */
+#define OBX_TENANT_MAX 64            /* tenant_id */
+#define OBX_AGGREGATE_TYPE_MAX 64    /* aggregate_type */
+#define OBX_AGGREGATE_ID_MAX 128     /* aggregate_id */
+#define OBX_HEADERS_MAX 64           /* header pairs per message */
+#define OBX_HEADER_KEY_MAX 128       /* one header key, 1..128 characters */
+#define OBX_HEADER_VALUE_MAX 4096    /* one header value, 0..4096 characters */
+#define OBX_HEADERS_BYTES_MAX 16384  /* all keys and values of a message, in bytes */
+
+/* One header of a message: a string key and a string value (e.g.
+ * {"traceparent", "00-4bf9...-01"}). Keys are case-sensitive. */
+typedef struct obx_header {
+    const char *key;
+    const char *value;
+} obx_header;
+
 /* Retention of obx_cleanup() and the dispatcher's cleanup when given as 0:
  * none, every done message may go. */
 #define OBX_DEFAULT_RETENTION_MS ((int64_t)0)
@@ -624,6 +650,15 @@ typedef struct obx_new_message {
                                     has ordering_dead_holds); a replayed one is handled before
                                     the key's later messages that have not started. See README
                                     "Ordered delivery per key" */
+    /* The envelope, all optional ("" and NULL are stored as NULL; none of
+     * them costs anything when absent). The library copies what it needs
+     * before returning: the caller's strings and array may change after. */
+    const char *tenant_id;       /* <= OBX_TENANT_MAX characters; carried, never filtered on */
+    const char *aggregate_type;  /* <= OBX_AGGREGATE_TYPE_MAX characters */
+    const char *aggregate_id;    /* <= OBX_AGGREGATE_ID_MAX characters */
+    const obx_header *headers;   /* header_count pairs (NULL when 0), stored as one JSON
+                                    object in their order; a key given twice is refused */
+    int header_count;            /* 0..OBX_HEADERS_MAX */
 } obx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
@@ -653,13 +688,34 @@ typedef struct obx_message {
                                     after a crash or an expired lease (see max_starts) */
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
     const char *ordering_key;    /* NULL when enqueued without one */
+    const char *tenant_id;       /* the envelope: NULL when none */
+    const char *aggregate_type;  /* NULL when none */
+    const char *aggregate_id;    /* NULL when none */
+    int header_count;            /* headers: read them with obx_message_header(_at) */
+    const char *headers_packed;  /* header_count pairs as "key\0value\0key\0value\0..." in
+                                    their enqueue order; NULL when none */
 } obx_message;
+
+/* The value of header `key` (case-sensitive) of a message from get or
+ * claim (a handler's), or NULL when it has none, or message or key is
+ * NULL. Valid as long as the message's strings; allocates nothing. */
+OBX_API const char *obx_message_header(const obx_message *message, const char *key);
+
+/* Header `index` (0..header_count-1) of a message, in enqueue order: sets
+ * *key and *value (either may be NULL) and returns OBX_OK; OBX_ERR_INVALID_ARG
+ * when message is NULL; OBX_ERR_NOT_FOUND when index is out of range. */
+OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
+                                         const char **value);
 
 /* Enqueue one message in its own transaction, committed before return
  * (OBX-002). *out_id (if not NULL) receives the new work item id.
  * Returns OBX_OK; OBX_ERR_INVALID_ARG (store or message NULL; topic NULL,
- * empty or too long; payload NULL or containing a NUL byte; correlation id
- * too long; ordering key too long: the error names the argument, and no SQL runs);
+ * empty or too long; payload NULL or containing a NUL byte; correlation id,
+ * ordering key, tenant id, aggregate type or id too long or not UTF-8;
+ * header_count not 0..OBX_HEADERS_MAX, headers NULL with a count, a key
+ * NULL, empty, given twice or too long, a value NULL or too long, all
+ * headers over OBX_HEADERS_BYTES_MAX: the error names the argument, e.g.
+ * "headers[2].key", and no SQL runs);
  * OBX_ERR_OUT_OF_RANGE (due_utc_ms not 0..OBX_TIME_MAX_MS); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
 OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message, char out_id[37]);
 
@@ -775,9 +831,11 @@ OBX_API const obx_error *obx_store_last_error(const obx_store *store);
  * names (NULL: the defaults of obx_store_desc), exactly what deployment
  * runs: tables, indexes and, where the dialect has them, triggers and
  * procedures. Statements end with ";" and a newline; SQL Server's are
- * batches ended by a "GO" line (for sqlcmd or SSMS). Writes at most `cap`
- * bytes including the NUL into `out` (may be NULL with cap 0) and the full
- * size including the NUL into *needed (if not NULL). The text creates new
+ * batches ended by a "GO" line (for sqlcmd or SSMS); a MariaDB trigger
+ * whose body holds ";" is set off by DELIMITER lines (for the mariadb
+ * client). Writes at most `cap` bytes including the NUL into `out` (may
+ * be NULL with cap 0) and the full size including the NUL into *needed
+ * (if not NULL). The text creates new
  * tables complete and, except on SQLite, also adds the columns an older
  * release's table lacks (ALTER ... IF NOT EXISTS, SQL Server: IF
  * COL_LENGTH); obx_store_deploy upgrades on every dialect. Returns OBX_OK;
@@ -1770,6 +1828,7 @@ static const obx__native_fault obx__sqlite_natives[] = {
     {5, OBX__FAULT_TRANSIENT}, /* SQLITE_BUSY: another writer holds the lock */
     {6, OBX__FAULT_TRANSIENT}, /* SQLITE_LOCKED */
     {0, 0}};
+#ifndef OBX_NO_MARIADB
 static const obx__native_fault obx__mariadb_natives[] = {
     {1205, OBX__FAULT_TRANSIENT}, /* lock wait timeout (SQLSTATE HY000) */
     {1213, OBX__FAULT_TRANSIENT}, /* deadlock: the whole transaction was rolled back */
@@ -1786,6 +1845,8 @@ static const obx__native_fault obx__mariadb_natives[] = {
     {1290, OBX__FAULT_READ_ONLY}, /* running with --read-only (HY000) */
     {1792, OBX__FAULT_READ_ONLY}, /* read-only transaction (25006) */
     {0, 0}};
+#endif
+#ifndef OBX_NO_SQLSERVER
 /* A query timeout is HYT00 with native 0 (by SQLSTATE below). */
 static const obx__native_fault obx__sqlserver_natives[] = {
     {1205, OBX__FAULT_TRANSIENT},  /* deadlock victim (40001; FreeTDS says 42000) */
@@ -1794,16 +1855,28 @@ static const obx__native_fault obx__sqlserver_natives[] = {
     {10053, OBX__FAULT_LOST},      /* connection aborted */
     {10054, OBX__FAULT_LOST},      /* connection reset by peer */
     {0, 0}};
+#endif
 static const obx__native_fault obx__no_natives[] = {{0, 0}};
+
+/* A dialect left out of the build (OBX_NO_<DIALECT>): only what detects
+ * it, so that a store on it is refused by name; none of its SQL. */
+#define OBX__LEFT_OUT(id, name, dbms, dbms2)                                                       \
+    {id, name, dbms, dbms2, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL, obx__no_natives, 0, 0, \
+     ";\n", 1, 0, NULL, 0, 0, 0, NULL, NULL}
 
 /* Indexed by obx_dialect. */
 static const obx__dialect obx__dialects[] = {
     {OBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
      obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0, 0, NULL, NULL},
+#ifndef OBX_NO_SQLITE
     {OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
      NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1, 1,
      "SELECT COUNT(*) FROM pragma_table_info('{N}') WHERE name = '{K}'",
      "ALTER TABLE {T} ADD COLUMN {C} {D}"},
+#else
+    OBX__LEFT_OUT(OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL),
+#endif
+#ifndef OBX_NO_POSTGRESQL
     /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
@@ -1814,6 +1887,10 @@ static const obx__dialect obx__dialects[] = {
      "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
      "AND NOT attisdropped",
      "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
+#else
+    OBX__LEFT_OUT(OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL),
+#endif
+#ifndef OBX_NO_MARIADB
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
@@ -1823,6 +1900,10 @@ static const obx__dialect obx__dialects[] = {
      "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
      "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
      "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
+#else
+    OBX__LEFT_OUT(OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL"),
+#endif
+#ifndef OBX_NO_SQLSERVER
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
@@ -1831,6 +1912,9 @@ static const obx__dialect obx__dialects[] = {
      "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives, 1,
      1, "\nGO\n", 1, 1, NULL, 0, 0, 0, NULL,
      "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}"},
+#else
+    OBX__LEFT_OUT(OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL),
+#endif
 };
 #define OBX__DIALECT_COUNT ((int)(sizeof obx__dialects / sizeof obx__dialects[0]))
 
@@ -2121,7 +2205,7 @@ OBX__PRIVATE int obx__list_end(const obx__hooks *h, obx__buf *b, const obx__dial
 /* >> odbc: connection state ----------------------------------------------------- */
 
 #define OBX__MAX_STMTS 48
-#define OBX__MAX_MARKERS 16
+#define OBX__MAX_MARKERS 24
 #define OBX__UNIT_RETRIES 3
 
 /* One ODBC connection with its dialect, prepared statements and the place
@@ -2553,6 +2637,7 @@ OBX__PRIVATE char *obx__plain_markers(const obx__hooks *h, const char *sql,
         out[o++] = *sql;
         if (*sql++ == '?' && *sql >= '1' && *sql <= '9') {
             unsigned arg = (unsigned)(*sql++ - '0');
+            if (*sql >= '0' && *sql <= '9') arg = arg * 10 + (unsigned)(*sql++ - '0'); /* ?10..?99 */
             if (k == OBX__MAX_MARKERS || (*sql >= '0' && *sql <= '9')) {
                 out[0] = '\0';
                 return out;
@@ -3592,9 +3677,10 @@ enum {
     OBX__Q_DEAD_PURGE,  /* dead filter, unused, batch -> count */
     OBX__Q_CLAIM_HOLD,  /* CLAIM, where a Dead message holds its key (ordering_dead_holds) */
     OBX__Q_CLAIM_PICK_HOLD, /* CLAIM_PICK, likewise */
-    OBX__Q_INSERT_KEYED, /* INSERT with an ordering key: its arguments and the key */
-    OBX__Q_INSERT_MANY_KEYED, /* INSERT_MANY where a message has an ordering key: one more list
-                                 (JSON rows: one more element) */
+    OBX__Q_INSERT_KEYED, /* INSERT with an ordering key or an envelope: its arguments, the key,
+                            tenant, aggregate type, aggregate id, headers (JSON object text) */
+    OBX__Q_INSERT_MANY_KEYED, /* INSERT_MANY where a message has an ordering key or an envelope:
+                                 five more lists (JSON rows: five more elements) */
     OBX__Q_COUNT
 };
 
@@ -3657,14 +3743,16 @@ enum {
 #define OBX__SQLITE_COLS                                                                  \
     "\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", \"CreatedAt\", "     \
     "\"DueTimeUtc\", \"RetryCount\", \"LastError\", \"Status\", \"ProcessedAt\", "          \
-    "\"ProcessedBy\", \"LockedUntil\", \"OwnerToken\", \"NextAttemptAt\", \"Starts\", \"OrderingKey\""
+    "\"ProcessedBy\", \"LockedUntil\", \"OwnerToken\", \"NextAttemptAt\", \"Starts\", \"OrderingKey\", " \
+    "\"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\""
 #define OBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define OBX__PG_COLS                                                                      \
     "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), \"Topic\", \"Payload\", "           \
     "\"CorrelationId\", " OBX__PG_MS("CreatedAt") ", " OBX__PG_MS("DueTimeUtc") ", "        \
     "\"RetryCount\", \"LastError\", \"Status\", " OBX__PG_MS("ProcessedAt") ", "            \
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
-    OBX__PG_MS("NextAttemptAt") ", \"Starts\", \"OrderingKey\""
+    OBX__PG_MS("NextAttemptAt") ", \"Starts\", \"OrderingKey\", \"TenantId\", \"AggregateType\", "      \
+    "\"AggregateId\", CAST(\"Headers\" AS text)"
 
 /* Crash-loop quarantine (max_starts, {Q}): the claim counts a start
  * ("Starts" + 1) in its own statement; an abandon, the one outcome that
@@ -3688,8 +3776,9 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))"},
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-     "coalesce(?7, {W}), ?8, " OBX__ORDERED_NEXT("?8") ")"},
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
+     "\"AggregateId\", \"Headers\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+     "coalesce(?7, {W}), ?8, " OBX__ORDERED_NEXT("?8") ", ?9, ?10, ?11, ?12)"},
     /* sqliteodbc shows RETURNING rows only for statements that start
      * with SELECT or WITH: hence the empty CTE. */
     {OBX__Q_CLAIM,
@@ -3748,11 +3837,13 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "json_extract(value, '$[5]'), coalesce(json_extract(value, '$[5]'), {W}) FROM json_each(?)"},
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\") SELECT json_extract(j.value, '$[0]'), "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
+     "\"AggregateId\", \"Headers\") SELECT json_extract(j.value, '$[0]'), "
      "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
      "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), coalesce(json_extract(j.value, '$[5]'), {W}), "
-     "json_extract(j.value, '$[6]'), " OBX__ORDERED_NEXT("json_extract(j.value, '$[6]')") " + j.key "
-     "FROM json_each(?) AS j"},
+     "json_extract(j.value, '$[6]'), " OBX__ORDERED_NEXT("json_extract(j.value, '$[6]')") " + j.key, "
+     "json_extract(j.value, '$[7]'), json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]'), "
+     "json_extract(j.value, '$[10]') FROM json_each(?) AS j"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") VALUES (?, ?, ?, ?)"},
@@ -3851,8 +3942,11 @@ static const obx__sqlset obx__sqlite_outbox = {
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (obx__sqlset).
      * Starts: handler starts since the last outcome (crash-loop quarantine).
-     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD). */
-    {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"OrderingKey", "TEXT NULL"}, {"OrderingSeq", "INTEGER NULL"}}
+     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD).
+     * TenantId .. Headers: the envelope (NULL when a message has none). */
+    {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"OrderingKey", "TEXT NULL"}, {"OrderingSeq", "INTEGER NULL"},
+     {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"}, {"AggregateId", "TEXT NULL"},
+     {"Headers", "TEXT NULL"}}
 };
 #define OBX__SQLITE_SET &obx__sqlite_outbox
 #endif
@@ -3881,10 +3975,12 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()))"},
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\") VALUES (CAST(?1 AS uuid), "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
+     "\"AggregateId\", \"Headers\") VALUES (CAST(?1 AS uuid), "
      "CAST(?2 AS uuid), ?3, ?4, ?5, to_timestamp(CAST(?6 AS bigint) / 1000.0), "
      "coalesce(to_timestamp(CAST(?7 AS bigint) / 1000.0), now()), CAST(?8 AS varchar), "
-     OBX__ORDERED_NEXT("CAST(?8 AS varchar)") ")"},
+     OBX__ORDERED_NEXT("CAST(?8 AS varchar)") ", CAST(?9 AS varchar), CAST(?10 AS varchar), "
+     "CAST(?11 AS varchar), CAST(CAST(?12 AS text) AS json))"},
     {OBX__Q_CLAIM,
      "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
      "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
@@ -3944,12 +4040,14 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "CAST(? AS text[]), CAST(? AS bigint[])) AS u(id, mid, topic, payload, corr, due)"},
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\") SELECT u.id, u.mid, u.topic, "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
+     "\"AggregateId\", \"Headers\") SELECT u.id, u.mid, u.topic, "
      "u.payload, u.corr, to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()), "
-     "u.okey, " OBX__ORDERED_NEXT("u.okey") " + u.n - 1 "
+     "u.okey, " OBX__ORDERED_NEXT("u.okey") " + u.n - 1, u.tenant, u.atype, u.aid, CAST(u.hdr AS json) "
      "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
-     "CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS text[])) WITH ORDINALITY "
-     "AS u(id, mid, topic, payload, corr, due, okey, n)"},
+     "CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), "
+     "CAST(? AS text[]), CAST(? AS text[])) WITH ORDINALITY "
+     "AS u(id, mid, topic, payload, corr, due, okey, tenant, atype, aid, hdr, n)"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") "
@@ -4142,9 +4240,11 @@ static const obx__sqlset obx__postgresql_outbox = {
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (obx__sqlset).
      * Starts: handler starts since the last outcome (crash-loop quarantine).
-     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD). */
+     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD).
+     * TenantId .. Headers: the envelope; json keeps the text as written. */
     {{"Starts", "integer NOT NULL DEFAULT 0"}, {"OrderingKey", "varchar(255) NULL"},
-     {"OrderingSeq", "bigint NULL"}}
+     {"OrderingSeq", "bigint NULL"}, {"TenantId", "varchar(64) NULL"}, {"AggregateType", "varchar(64) NULL"},
+     {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"}}
 };
 #define OBX__POSTGRESQL_SET &obx__postgresql_outbox
 #endif
@@ -4157,7 +4257,7 @@ static const obx__sqlset obx__postgresql_outbox = {
     "`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, " OBX__MY_MS("CreatedAt") ", "   \
     OBX__MY_MS("DueTimeUtc") ", `RetryCount`, `LastError`, `Status`, " OBX__MY_MS("ProcessedAt") \
     ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_MS("NextAttemptAt") \
-    ", `Starts`, `OrderingKey`"
+    ", `Starts`, `OrderingKey`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`"
 /* Ordered delivery (see OBX__ORDERED_HEAD): `OrderingLive` is the key of a
  * row that is not Done, `OrderingState` its Status, both else NULL. */
 #define OBX__MY_ORDERED_CHECK(waits)                                                              \
@@ -4204,8 +4304,9 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)))"},
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
-     "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MY_FROM_MS("?6") ", "
-     "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6)), ?8, " OBX__MY_ORDERED_NEXT("?8") ")"},
+     "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`) "
+     "VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MY_FROM_MS("?6") ", "
+     "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6)), ?8, " OBX__MY_ORDERED_NEXT("?8") ", ?9, ?10, ?11, ?12)"},
     /* The update checks the row again and the read takes only rows that
      * carry our token: where row locks are per node (Galera), two nodes
      * can pick one row, and the one that updates second must not get it. */
@@ -4259,14 +4360,19 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]')) AS j"},
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
-     "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
+     "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`) "
+     "SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
      OBX__MY_FROM_MS("j.`due`") ", COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6)), j.`okey`, "
-     OBX__MY_ORDERED_NEXT("j.`okey`") " + j.`n` - 1 "
+     OBX__MY_ORDERED_NEXT("j.`okey`") " + j.`n` - 1, j.`tenant`, j.`atype`, j.`aid`, j.`hdr` "
      "FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$[0]', `mid` CHAR(36) PATH '$[1]', "
      "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
      "`payload` LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]', "
      "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]', "
-     "`okey` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[6]', `n` FOR ORDINALITY)) AS j"},
+     "`okey` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[6]', "
+     "`tenant` VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[7]', "
+     "`atype` VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[8]', "
+     "`aid` VARCHAR(128) CHARACTER SET utf8mb4 PATH '$[9]', "
+     "`hdr` LONGTEXT CHARACTER SET utf8mb4 PATH '$[10]', `n` FOR ORDINALITY)) AS j"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (`JoinId`, `GroupingKey`, `ExpectedSteps`, `Metadata`) VALUES (?, ?, ?, ?)"},
@@ -4386,10 +4492,13 @@ static const obx__sqlset obx__mariadb_outbox = {
      * Starts: handler starts since the last outcome (crash-loop quarantine).
      * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD);
      * OrderingLive, OrderingState: their index's columns (MariaDB has no
-     * partial index: NULL for rows without a key or Done). */
+     * partial index: NULL for rows without a key or Done).
+     * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "VARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
      {"OrderingLive", "VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT"},
-     {"OrderingState", "TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT"}}
+     {"OrderingState", "TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT"},
+     {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"}, {"AggregateId", "VARCHAR(128) NULL"},
+     {"Headers", "JSON NULL"}}
 };
 #define OBX__MARIADB_SET &obx__mariadb_outbox
 #endif
@@ -4410,7 +4519,8 @@ static const obx__sqlset obx__mariadb_outbox = {
     "t.[CorrelationId], " OBX__MS_TO_MS("t.[CreatedAt]") ", " OBX__MS_TO_MS("t.[DueTimeUtc]") ", "     \
     "t.[RetryCount], t.[LastError], t.[Status], " OBX__MS_TO_MS("t.[ProcessedAt]") ", "              \
     "t.[ProcessedBy], " OBX__MS_UTC_MS("t.[LockedUntil]") ", " OBX__MS_GUID("t.[OwnerToken]") ", "    \
-    OBX__MS_TO_MS("t.[NextAttemptAt]") ", t.[Starts], t.[OrderingKey]"
+    OBX__MS_TO_MS("t.[NextAttemptAt]") ", t.[Starts], t.[OrderingKey], t.[TenantId], "                 \
+    "t.[AggregateType], t.[AggregateId], t.[Headers]"
 /* Ordered delivery (see OBX__ORDERED_HEAD). The check reads without
  * READPAST: a row of the key that a concurrent claim holds is waited for,
  * not skipped as if it were not there. @DeadHolds (0 or 1) is the claim
@@ -4469,9 +4579,10 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", SYSDATETIMEOFFSET()))"},
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
-     "[NextAttemptAt], [OrderingKey], [OrderingSeq]) SELECT ?1, ?2, ?3, ?4, ?5, "
+     "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers]) "
+     "SELECT ?1, ?2, ?3, ?4, ?5, "
      OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", "
-     "SYSDATETIMEOFFSET()), ?8, " OBX__MS_ORDERED_NEXT("?8")},
+     "SYSDATETIMEOFFSET()), ?8, " OBX__MS_ORDERED_NEXT("?8") ", ?9, ?10, ?11, ?12"},
     {OBX__Q_CLAIM,
      "{CALL {S}.[{N}_Claim](?, ?, ?)}"},
     {OBX__Q_CLAIM_HOLD,
@@ -4515,12 +4626,16 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
-     "[NextAttemptAt], [OrderingKey], [OrderingSeq]) SELECT i.[value], m.[value], p.[value], b.[value], "
+     "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers]) "
+     "SELECT i.[value], m.[value], p.[value], b.[value], "
      "c.[value], x.[Due], COALESCE(x.[Due], SYSDATETIMEOFFSET()), k.[value], "
-     OBX__MS_ORDERED_NEXT("k.[value]") " + CAST(i.[key] AS BIGINT) FROM OPENJSON(?) AS i "
+     OBX__MS_ORDERED_NEXT("k.[value]") " + CAST(i.[key] AS BIGINT), e1.[value], e2.[value], e3.[value], "
+     "e4.[value] FROM OPENJSON(?) AS i "
      "JOIN OPENJSON(?) AS m ON m.[key] = i.[key] JOIN OPENJSON(?) AS p ON p.[key] = i.[key] "
      "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
      "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] JOIN OPENJSON(?) AS k ON k.[key] = i.[key] "
+     "JOIN OPENJSON(?) AS e1 ON e1.[key] = i.[key] JOIN OPENJSON(?) AS e2 ON e2.[key] = i.[key] "
+     "JOIN OPENJSON(?) AS e3 ON e3.[key] = i.[key] JOIN OPENJSON(?) AS e4 ON e4.[key] = i.[key] "
      "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
@@ -4698,8 +4813,11 @@ static const obx__sqlset obx__sqlserver_outbox = {
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (obx__sqlset).
      * Starts: handler starts since the last outcome (crash-loop quarantine).
-     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD). */
-    {{"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "NVARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"}}
+     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD).
+     * TenantId .. Headers: the envelope (NULL when a message has none). */
+    {{"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "NVARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
+     {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
+     {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"}}
 };
 #define OBX__SQLSERVER_SET &obx__sqlserver_outbox
 #endif
@@ -4751,6 +4869,7 @@ static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct obx__row_offsets {
     size_t topic, payload, correlation, last_error, processed_by, ordering_key;
+    size_t tenant, aggregate_type, aggregate_id, headers; /* the envelope */
 } obx__row_offsets;
 
 #ifndef OBX_NO_METRICS_TEXT
@@ -4764,10 +4883,13 @@ static const char *const obx__metric_text[OBX_METRIC_COUNT_][2] = {
     {"messages_expired_total", "Done messages deleted by cleanup after their retention."}};
 #endif
 
-/* What only an outbox store keeps: the columns of a batch insert, and
+/* What only an outbox store keeps: the columns of a batch insert (one per
+ * list of OBX__Q_INSERT_MANY_KEYED), a message's headers as JSON text, and
  * whether a Dead message holds its ordering key. */
+#define OBX__INSERT_LISTS 11
 typedef struct obx__store_own {
-    obx__buf columns[7];
+    obx__buf columns[OBX__INSERT_LISTS];
+    obx__buf headers;
     int dead_holds;
 } obx__store_own;
 
@@ -5087,8 +5209,13 @@ static char *obx__schema_text(const obx__hooks *h, const obx__dialect *d, const 
         for (c = -1; ok && c < adds && (c < 0 || q->columns[c].name); c++) {
             char *one = c < 0 ? obx__ddl_text(h, d, q, schema, table, q->ddl[i])
                               : obx__column_text(h, d, q, schema, table, d->column_add, &q->columns[c]);
-            ok = one && obx__buf_add(h, &text, one, strlen(one)) &&
-                 obx__buf_add(h, &text, d->statement_end, strlen(d->statement_end));
+            /* A MariaDB trigger with a compound body has ';' inside: the
+             * mysql/mariadb client splits at each one unless DELIMITER says. */
+            int compound = one && d->id == OBX_DIALECT_MARIADB && strchr(one, ';');
+            const char *open = compound ? "DELIMITER $$\n" : "";
+            const char *end = compound ? "$$\nDELIMITER ;\n" : d->statement_end;
+            ok = one && obx__buf_add(h, &text, open, strlen(open)) &&
+                 obx__buf_add(h, &text, one, strlen(one)) && obx__buf_add(h, &text, end, strlen(end));
             obx__free(h, one);
         }
     }
@@ -7226,7 +7353,8 @@ OBX_API obx_result obx_notify(obx_store *s) {
 
 static void obx__store_own_free(const obx__hooks *h, obx__store_own *own) {
     int i;
-    for (i = 0; i < 7; i++) obx__buf_free(h, &own->columns[i]);
+    for (i = 0; i < OBX__INSERT_LISTS; i++) obx__buf_free(h, &own->columns[i]);
+    obx__buf_free(h, &own->headers);
 }
 
 static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc) {
@@ -7262,6 +7390,127 @@ static void obx__desc_set_worker(obx_store_desc *desc, const char *worker) {
     desc->worker_name = worker;
 }
 #endif
+
+/* Four hex digits at p as a number; -1 if any is not a hex digit (the
+ * terminator included, so a short escape never reads past the text). */
+static long obx__hex4(const char *p) {
+    long v = 0;
+    int k;
+    for (k = 0; k < 4; k++) {
+        int d = (unsigned char)p[k], x;
+        if (d >= '0' && d <= '9') x = d - '0';
+        else if ((d | 32) >= 'a' && (d | 32) <= 'f') x = (d | 32) - 'a' + 10;
+        else return -1;
+        v = v * 16 + x;
+    }
+    return v;
+}
+
+/* A code point as UTF-8 into out (4 bytes of room); the byte count. */
+static size_t obx__utf8_put(unsigned long cp, char *out) {
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* One escape at p (just after the backslash) into out; the bytes written,
+ * 0 if malformed. *p is moved past the escape. */
+static size_t obx__json_unescape(const char **p, char out[4]) {
+    const char *s = *p;
+    long cp, low;
+    switch (*s) {
+    case '"': case '\\': case '/': out[0] = *s; break;
+    case 'b': out[0] = '\b'; break;
+    case 'f': out[0] = '\f'; break;
+    case 'n': out[0] = '\n'; break;
+    case 'r': out[0] = '\r'; break;
+    case 't': out[0] = '\t'; break;
+    case 'u':
+        if ((cp = obx__hex4(s + 1)) < 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) return 0;
+        s += 5;
+        if (cp >= 0xD800 && cp <= 0xDBFF) { /* a high surrogate needs its low half */
+            if (s[0] != '\\' || s[1] != 'u' || (low = obx__hex4(s + 2)) < 0xDC00 || low > 0xDFFF) return 0;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+            s += 6;
+        }
+        *p = s;
+        return obx__utf8_put((unsigned long)cp, out);
+    default: return 0; /* the terminator included */
+    }
+    *p = s + 1;
+    return 1;
+}
+
+/* The JSON string that starts after the quote at p, decoded to *w (which
+ * never runs ahead of p: a decoded string is shorter than its JSON) and
+ * NUL-terminated; returns what follows its closing quote, or NULL when it
+ * is not a JSON string or holds a NUL. */
+static char *obx__json_string_in_place(char *p, char **w) {
+    for (;;) {
+        char one[4];
+        size_t n;
+        const char *q;
+        unsigned char c = (unsigned char)*p++;
+        if (c == '"') {
+            *(*w)++ = '\0';
+            return p;
+        }
+        if (c < 0x20) return NULL; /* the end of the text too */
+        if (c != '\\') {
+            *(*w)++ = (char)c;
+            continue;
+        }
+        q = p;
+        if ((n = obx__json_unescape(&q, one)) == 0 || one[0] == '\0') return NULL;
+        p += q - p;
+        memcpy(*w, one, n);
+        *w += n;
+    }
+}
+
+/* The Headers column, a JSON object of string values, turned in place into
+ * "key\0value\0..." (what obx_message_header reads); returns the number of
+ * pairs, or -1 when the text is not such an object (written by other
+ * software: read as no headers). */
+static int obx__headers_unpack(char *text) {
+    char *p = text, *w = text;
+    int n = 0;
+#define OBX__WS() while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++
+    OBX__WS();
+    if (*p++ != '{') return -1;
+    OBX__WS();
+    if (*p == '}') return 0;
+    for (;;) {
+        if (*p != '"' || !(p = obx__json_string_in_place(p + 1, &w))) return -1;
+        OBX__WS();
+        if (*p++ != ':') return -1;
+        OBX__WS();
+        if (*p != '"' || !(p = obx__json_string_in_place(p + 1, &w))) return -1;
+        n++;
+        OBX__WS();
+        if (*p == '}') return n;
+        if (*p++ != ',') return -1;
+        OBX__WS();
+    }
+#undef OBX__WS
+}
 
 static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, obx__buf *buf,
                                     obx__row_offsets *o) {
@@ -7312,7 +7561,17 @@ static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, ob
         (r = obx__get_i64(db, st, 16, &v, NULL)) != OBX_OK)
         return r;
     m->starts = (int)v;
-    return obx__get_append(db, st, 17, SQL_C_CHAR, buf, &o->ordering_key, NULL);
+    if ((r = obx__get_append(db, st, 17, SQL_C_CHAR, buf, &o->ordering_key, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, 18, SQL_C_CHAR, buf, &o->tenant, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, 19, SQL_C_CHAR, buf, &o->aggregate_type, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, 20, SQL_C_CHAR, buf, &o->aggregate_id, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, 21, SQL_C_CHAR, buf, &o->headers, NULL)) != OBX_OK)
+        return r;
+    if (o->headers != (size_t)-1) {
+        m->header_count = obx__headers_unpack(buf->data + o->headers);
+        if (m->header_count <= 0) o->headers = (size_t)-1, m->header_count = 0;
+    }
+    return OBX_OK;
 }
 
 static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o) {
@@ -7322,10 +7581,90 @@ static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__r
     m->last_error = obx__at(buf, o->last_error);
     m->processed_by = obx__at(buf, o->processed_by);
     m->ordering_key = obx__at(buf, o->ordering_key);
+    m->tenant_id = obx__at(buf, o->tenant);
+    m->aggregate_type = obx__at(buf, o->aggregate_type);
+    m->aggregate_id = obx__at(buf, o->aggregate_id);
+    m->headers_packed = obx__at(buf, o->headers);
+}
+
+OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
+                                         const char **value) {
+    const char *at;
+    int i;
+    if (!message) return OBX_ERR_INVALID_ARG;
+    if (index < 0 || index >= message->header_count || !message->headers_packed) return OBX_ERR_NOT_FOUND;
+    at = message->headers_packed;
+    for (i = 0; i < index; i++) at += strlen(at) + 1, at += strlen(at) + 1;
+    if (key) *key = at;
+    if (value) *value = at + strlen(at) + 1;
+    return OBX_OK;
+}
+
+OBX_API const char *obx_message_header(const obx_message *message, const char *key) {
+    const char *at;
+    int i;
+    if (!message || !key || !message->headers_packed) return NULL;
+    at = message->headers_packed;
+    for (i = 0; i < message->header_count; i++) {
+        size_t n = strlen(at);
+        if (strcmp(at, key) == 0) return at + n + 1;
+        at += n + 1;
+        at += strlen(at) + 1;
+    }
+    return NULL;
 }
 
 
 /* >> enqueue ------------------------------------------------------------------------ */
+
+/* Check a message's envelope; `item` ("messages[3]." or "") names it. */
+static obx_result obx__check_envelope(obx_error *err, const char *fn, const char *item, const obx_new_message *m) {
+    char where[96];
+    size_t n = 0;
+    int i;
+#define OBX__BAD(arg, result, ...)                                           \
+    do {                                                                     \
+        snprintf(where, sizeof where, "%s: %s%s", fn, item, arg);            \
+        return obx__fail(err, result, where, __VA_ARGS__);                   \
+    } while (0)
+    if (m->tenant_id && !obx__text_fits(m->tenant_id, OBX_TENANT_MAX))
+        OBX__BAD("tenant_id", OBX_ERR_INVALID_ARG, "tenant_id must be valid UTF-8 of at most %d characters",
+                 OBX_TENANT_MAX);
+    if (m->aggregate_type && !obx__text_fits(m->aggregate_type, OBX_AGGREGATE_TYPE_MAX))
+        OBX__BAD("aggregate_type", OBX_ERR_INVALID_ARG,
+                 "aggregate_type must be valid UTF-8 of at most %d characters", OBX_AGGREGATE_TYPE_MAX);
+    if (m->aggregate_id && !obx__text_fits(m->aggregate_id, OBX_AGGREGATE_ID_MAX))
+        OBX__BAD("aggregate_id", OBX_ERR_INVALID_ARG,
+                 "aggregate_id must be valid UTF-8 of at most %d characters", OBX_AGGREGATE_ID_MAX);
+    if (m->header_count < 0 || m->header_count > OBX_HEADERS_MAX)
+        OBX__BAD("header_count", OBX_ERR_INVALID_ARG, "header_count must be 0..%d", OBX_HEADERS_MAX);
+    if (m->header_count > 0 && !m->headers)
+        OBX__BAD("headers", OBX_ERR_INVALID_ARG, "headers must not be NULL when header_count > 0");
+    for (i = 0; i < m->header_count; i++) {
+        const obx_header *x = &m->headers[i];
+        char arg[40];
+        int j;
+        snprintf(arg, sizeof arg, "headers[%d].key", i);
+        if (!x->key || !x->key[0]) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header key must not be NULL or empty");
+        if (!obx__text_fits(x->key, OBX_HEADER_KEY_MAX))
+            OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header key must be valid UTF-8 of at most %d characters",
+                     OBX_HEADER_KEY_MAX);
+        for (j = 0; j < i; j++)
+            if (strcmp(m->headers[j].key, x->key) == 0)
+                OBX__BAD(arg, OBX_ERR_INVALID_ARG, "key repeats headers[%d].key (keys are unique)", j);
+        snprintf(arg, sizeof arg, "headers[%d].value", i);
+        if (!x->value) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must not be NULL (\"\" is a value)");
+        if (!obx__text_fits(x->value, OBX_HEADER_VALUE_MAX))
+            OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must be valid UTF-8 of at most %d characters",
+                     OBX_HEADER_VALUE_MAX);
+        n += strlen(x->key) + strlen(x->value);
+    }
+    if (n > OBX_HEADERS_BYTES_MAX)
+        OBX__BAD("headers", OBX_ERR_INVALID_ARG, "keys and values take %lu bytes, over OBX_HEADERS_BYTES_MAX (%d)",
+                 (unsigned long)n, OBX_HEADERS_BYTES_MAX);
+#undef OBX__BAD
+    return OBX_OK;
+}
 
 /* Check one message; `fn` and `index` (-1: single) name it in the error. */
 static obx_result obx__check_message(obx_error *err, const char *fn, int index,
@@ -7340,7 +7679,6 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
         return obx__fail(err, result, where, __VA_ARGS__);                   \
     } while (0)
     if (!m->topic || !m->topic[0]) OBX__BAD("topic", OBX_ERR_INVALID_ARG, "topic must not be NULL or empty");
-    n = strlen(m->topic);
     if (!obx__text_fits(m->topic, OBX_TOPIC_MAX))
         OBX__BAD("topic", OBX_ERR_INVALID_ARG, "topic must be valid UTF-8 of at most %d characters",
                  OBX_TOPIC_MAX);
@@ -7352,6 +7690,7 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
                  "payload has a NUL byte at offset %lu; the text column cannot store it "
                  "(encode binary data, e.g. base64)",
                  (unsigned long)(nul - (const char *)m->payload));
+    *payload_len = n;
     if (m->correlation_id && !obx__text_fits(m->correlation_id, OBX_CORRELATION_MAX))
         OBX__BAD("correlation_id", OBX_ERR_INVALID_ARG,
                  "correlation_id must be valid UTF-8 of at most %d characters", OBX_CORRELATION_MAX);
@@ -7361,9 +7700,8 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
     if (m->due_utc_ms < 0 || m->due_utc_ms > OBX_TIME_MAX_MS)
         OBX__BAD("due_utc_ms", OBX_ERR_OUT_OF_RANGE,
                  "due_utc_ms must be 0 (now) or a Unix time in ms up to OBX_TIME_MAX_MS (year 9999)");
+    return obx__check_envelope(err, fn, item, m);
 #undef OBX__BAD
-    *payload_len = n;
-    return OBX_OK;
 }
 
 typedef struct obx__enqueue_ctx {
@@ -7385,7 +7723,13 @@ static int obx__chunk_end(const obx__enqueue_ctx *c, int from) {
     size_t bytes = 0;
     int i;
     for (i = from; i < c->count && i - from < OBX__INSERT_CHUNK; i++) {
-        bytes += c->lens[i] + strlen(c->msgs[i].topic);
+        const obx_new_message *m = &c->msgs[i];
+        int k;
+        bytes += c->lens[i] + strlen(m->topic);
+        if (m->tenant_id) bytes += strlen(m->tenant_id);
+        if (m->aggregate_type) bytes += strlen(m->aggregate_type);
+        if (m->aggregate_id) bytes += strlen(m->aggregate_id);
+        for (k = 0; k < m->header_count; k++) bytes += strlen(m->headers[k].key) + strlen(m->headers[k].value) + 6;
         if (i > from && bytes > OBX__INSERT_CHUNK_BYTES) break;
     }
     return i;
@@ -7394,45 +7738,84 @@ static int obx__chunk_end(const obx__enqueue_ctx *c, int from) {
 /* An optional text: "" is stored as NULL. */
 static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
 
+/* m's headers as one JSON object {"key":"value",...} in b (emptied first),
+ * keys in their given order; 0 when out of memory. */
+static int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_message *m) {
+    int i, ok;
+    b->len = 0;
+    ok = obx__buf_add(h, b, "{", 1);
+    for (i = 0; ok && i < m->header_count; i++) {
+        const obx_header *x = &m->headers[i];
+        ok = (i == 0 || obx__buf_add(h, b, ",", 1)) && obx__quoted_add(h, b, x->key, strlen(x->key), 0) &&
+             obx__buf_add(h, b, ":", 1) && obx__quoted_add(h, b, x->value, strlen(x->value), 0);
+    }
+    return ok && obx__buf_add(h, b, "}", 1);
+}
+
+/* Whether m needs the statements with the ordering key and the envelope:
+ * messages without either take the plain ones, as before both existed. */
+static int obx__extended(const obx_new_message *m) {
+    return obx__opt_text(m->ordering_key) || obx__opt_text(m->tenant_id) || obx__opt_text(m->aggregate_type) ||
+           obx__opt_text(m->aggregate_id) || m->header_count > 0;
+}
+
+/* ,"s" or ,null to a JSON row. */
+static int obx__json_opt_add(const obx__hooks *h, obx__buf *b, const char *s) {
+    return s ? obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, s, strlen(s), 0) : obx__buf_add(h, b, ",null", 5);
+}
+
 /* One message's columns as a JSON row: ["id","message id","topic",
- * "payload",correlation or null,due ms or null] and, in a keyed batch, the
- * ordering key or null. */
+ * "payload",correlation or null,due ms or null] and, in an extended batch,
+ * the ordering key, tenant, aggregate type, aggregate id and headers (the
+ * JSON object as a string), each or null. */
 static int obx__json_row_add(const obx__hooks *h, obx__buf *b, const char *id, const char *message_id,
-                             const obx_new_message *m, size_t payload_len, const char *corr, int keyed) {
+                             const obx_new_message *m, size_t payload_len, const char *corr, int ext,
+                             const char *headers) {
     char due[24];
-    const char *key = obx__opt_text(m->ordering_key);
     int n = m->due_utc_ms > 0 ? snprintf(due, sizeof due, ",%lld", (long long)m->due_utc_ms) : 0;
     return obx__buf_add(h, b, b->len == 0 ? "[[" : ",[", 2) && obx__quoted_add(h, b, id, 36, 0) &&
            obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, message_id, 36, 0) &&
            obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, m->topic, strlen(m->topic), 0) &&
            obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, (const char *)m->payload, payload_len, 0) &&
-           (corr ? obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, corr, strlen(corr), 0)
-                 : obx__buf_add(h, b, ",null", 5)) &&
+           obx__json_opt_add(h, b, corr) &&
            (n > 0 ? obx__buf_add(h, b, due, (size_t)n) : obx__buf_add(h, b, ",null", 5)) &&
-           (!keyed || (key ? obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, key, strlen(key), 0)
-                           : obx__buf_add(h, b, ",null", 5))) &&
+           (!ext || (obx__json_opt_add(h, b, obx__opt_text(m->ordering_key)) &&
+                     obx__json_opt_add(h, b, obx__opt_text(m->tenant_id)) &&
+                     obx__json_opt_add(h, b, obx__opt_text(m->aggregate_type)) &&
+                     obx__json_opt_add(h, b, obx__opt_text(m->aggregate_id)) &&
+                     obx__json_opt_add(h, b, headers))) &&
            obx__buf_add(h, b, "]", 1);
 }
 
+/* An optional text to a column list: the element, or a NULL one. */
+static int obx__list_opt_add(const obx__hooks *h, obx__buf *b, const obx__dialect *d, const char *s) {
+    return s ? obx__list_add(h, b, d, s, strlen(s)) : obx__list_add_null(h, b, d);
+}
+
 /* Messages from..to as one multi-row statement (dialects that have one):
- * one list per column, or one JSON array of rows. The keyed statement only
- * where a message has an ordering key: the plain one does no key work. */
+ * one list per column, or one JSON array of rows. The extended statement
+ * only where a message has an ordering key or an envelope: the plain one
+ * does no key work and binds no envelope. */
 static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, int to) {
     obx_store *s = c->s;
     obx__buf *col = s->own.columns;
-    obx__param p[7];
-    int i, k, ok = 1, keyed = 0, rows = db->d->batch_as_json_rows, lists;
-    for (i = from; i < to && !keyed; i++) keyed = obx__opt_text(c->msgs[i].ordering_key) != NULL;
-    lists = rows ? 1 : keyed ? 7 : 6;
-    for (k = 0; k < 7; k++) col[k].len = 0;
+    obx__param p[OBX__INSERT_LISTS];
+    int i, k, ok = 1, ext = 0, rows = db->d->batch_as_json_rows, lists;
+    for (i = from; i < to && !ext; i++) ext = obx__extended(&c->msgs[i]);
+    lists = rows ? 1 : ext ? OBX__INSERT_LISTS : 6;
+    for (k = 0; k < OBX__INSERT_LISTS; k++) col[k].len = 0;
     for (i = from; i < to && ok; i++) {
         const obx_new_message *m = &c->msgs[i];
         char message_id[37], due[24];
-        const char *corr = obx__opt_text(m->correlation_id), *key = obx__opt_text(m->ordering_key);
+        const char *corr = obx__opt_text(m->correlation_id), *headers = NULL;
         obx__new_uuid(s, c->ids[i]);
         obx__new_uuid(s, message_id);
+        if (m->header_count > 0) {
+            if (!(ok = obx__headers_json(db->hooks, &s->own.headers, m))) break;
+            headers = s->own.headers.data;
+        }
         if (rows) {
-            ok = obx__json_row_add(db->hooks, &col[0], c->ids[i], message_id, m, c->lens[i], corr, keyed);
+            ok = obx__json_row_add(db->hooks, &col[0], c->ids[i], message_id, m, c->lens[i], corr, ext, headers);
             continue;
         }
         snprintf(due, sizeof due, "%lld", (long long)m->due_utc_ms);
@@ -7440,19 +7823,20 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
              obx__list_add(db->hooks, &col[1], db->d, message_id, 36) &&
              obx__list_add(db->hooks, &col[2], db->d, m->topic, strlen(m->topic)) &&
              obx__list_add(db->hooks, &col[3], db->d, (const char *)m->payload, c->lens[i]) &&
-             (corr ? obx__list_add(db->hooks, &col[4], db->d, corr, strlen(corr))
-                   : obx__list_add_null(db->hooks, &col[4], db->d)) &&
-             (m->due_utc_ms > 0 ? obx__list_add(db->hooks, &col[5], db->d, due, strlen(due))
-                                : obx__list_add_null(db->hooks, &col[5], db->d)) &&
-             (!keyed || (key ? obx__list_add(db->hooks, &col[6], db->d, key, strlen(key))
-                             : obx__list_add_null(db->hooks, &col[6], db->d)));
+             obx__list_opt_add(db->hooks, &col[4], db->d, corr) &&
+             obx__list_opt_add(db->hooks, &col[5], db->d, m->due_utc_ms > 0 ? due : NULL) &&
+             (!ext || (obx__list_opt_add(db->hooks, &col[6], db->d, obx__opt_text(m->ordering_key)) &&
+                       obx__list_opt_add(db->hooks, &col[7], db->d, obx__opt_text(m->tenant_id)) &&
+                       obx__list_opt_add(db->hooks, &col[8], db->d, obx__opt_text(m->aggregate_type)) &&
+                       obx__list_opt_add(db->hooks, &col[9], db->d, obx__opt_text(m->aggregate_id)) &&
+                       obx__list_opt_add(db->hooks, &col[10], db->d, headers)));
     }
     for (k = 0; k < lists && ok; k++) {
         ok = obx__list_end(db->hooks, &col[k], db->d);
         obx__p_text(&p[k], col[k].data, col[k].len);
     }
     if (!ok) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue_batch", "out of memory");
-    k = keyed ? OBX__Q_INSERT_MANY_KEYED : OBX__Q_INSERT_MANY;
+    k = ext ? OBX__Q_INSERT_MANY_KEYED : OBX__Q_INSERT_MANY;
     return obx__exec(db, k, s->sql[k], p, lists, NULL, NULL);
 }
 
@@ -7471,7 +7855,7 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
     for (i = 0; i < c->count; i++) {
         const obx_new_message *m = &c->msgs[i];
         char message_id[37];
-        obx__param p[8];
+        obx__param p[12];
         const char *corr = obx__opt_text(m->correlation_id);
         obx_result r;
         obx__new_uuid(c->s, c->ids[i]);
@@ -7489,11 +7873,20 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
             p[5].ind = SQL_NULL_DATA;
             p[6] = p[5];
         }
-        obx__p_text(&p[7], obx__opt_text(m->ordering_key), (size_t)-1);
-        if (p[7].ptr) /* a key: the statement that orders it */
-            r = obx__exec(db, OBX__Q_INSERT_KEYED, c->s->sql[OBX__Q_INSERT_KEYED], p, 8, NULL, NULL);
-        else
+        if (!obx__extended(m)) {
             r = obx__exec(db, OBX__Q_INSERT, c->s->sql[OBX__Q_INSERT], p, 7, NULL, NULL);
+            if (r != OBX_OK) return r;
+            continue;
+        }
+        /* A key (the statement that orders it) or an envelope. */
+        if (m->header_count > 0 && !obx__headers_json(db->hooks, &c->s->own.headers, m))
+            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue", "out of memory");
+        obx__p_text(&p[7], obx__opt_text(m->ordering_key), (size_t)-1);
+        obx__p_text(&p[8], obx__opt_text(m->tenant_id), (size_t)-1);
+        obx__p_text(&p[9], obx__opt_text(m->aggregate_type), (size_t)-1);
+        obx__p_text(&p[10], obx__opt_text(m->aggregate_id), (size_t)-1);
+        obx__p_text(&p[11], m->header_count > 0 ? c->s->own.headers.data : NULL, (size_t)-1);
+        r = obx__exec(db, OBX__Q_INSERT_KEYED, c->s->sql[OBX__Q_INSERT_KEYED], p, 12, NULL, NULL);
         if (r != OBX_OK) return r;
     }
     return OBX_OK;
@@ -7885,73 +8278,6 @@ static int obx__json_string(obx__buf *b, const obx__hooks *h, const char *key, c
         }
     }
     return obx__buf_add(h, b, "\"", 1);
-}
-
-/* Four hex digits at p as a number; -1 if any is not a hex digit (the
- * terminator included, so a short escape never reads past the text). */
-static long obx__hex4(const char *p) {
-    long v = 0;
-    int k;
-    for (k = 0; k < 4; k++) {
-        int d = (unsigned char)p[k], x;
-        if (d >= '0' && d <= '9') x = d - '0';
-        else if ((d | 32) >= 'a' && (d | 32) <= 'f') x = (d | 32) - 'a' + 10;
-        else return -1;
-        v = v * 16 + x;
-    }
-    return v;
-}
-
-/* A code point as UTF-8 into out (4 bytes of room); the byte count. */
-static size_t obx__utf8_put(unsigned long cp, char *out) {
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* One escape at p (just after the backslash) into out; the bytes written,
- * 0 if malformed. *p is moved past the escape. */
-static size_t obx__json_unescape(const char **p, char out[4]) {
-    const char *s = *p;
-    long cp, low;
-    switch (*s) {
-    case '"': case '\\': case '/': out[0] = *s; break;
-    case 'b': out[0] = '\b'; break;
-    case 'f': out[0] = '\f'; break;
-    case 'n': out[0] = '\n'; break;
-    case 'r': out[0] = '\r'; break;
-    case 't': out[0] = '\t'; break;
-    case 'u':
-        if ((cp = obx__hex4(s + 1)) < 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) return 0;
-        s += 5;
-        if (cp >= 0xD800 && cp <= 0xDBFF) { /* a high surrogate needs its low half */
-            if (s[0] != '\\' || s[1] != 'u' || (low = obx__hex4(s + 2)) < 0xDC00 || low > 0xDFFF) return 0;
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-            s += 6;
-        }
-        *p = s;
-        return obx__utf8_put((unsigned long)cp, out);
-    default: return 0; /* the terminator included */
-    }
-    *p = s + 1;
-    return 1;
 }
 
 /* The value of "key" in a flat JSON object: a string (every JSON escape

@@ -5,6 +5,8 @@
 #   build    gcc make libc6-dev unixodbc-dev unixodbc odbcinst libsqliteodbc
 #   pg       postgresql-15 odbc-postgresql
 #   mariadb  mariadb-server odbc-mariadb
+#   clients  sqlite3 (tests/sqlfiles.sh: the schema files through each database's
+#            own client; psql and mariadb come with the servers)
 #   check    valgrind clang libclang-rt-14-dev llvm-14 g++
 #   static   musl-tools dpkg-dev tcl xz-utils (static builds: musl, and the
 #            SQLite ODBC driver and SQLite built from Debian's sources)
@@ -40,10 +42,10 @@
 #   - postgresql-15 only recommends sysstat.
 set -euo pipefail
 
-readonly GROUPS_ALL="build pg mariadb tsql check static cross bench consumers scale"
+readonly GROUPS_ALL="build pg mariadb tsql clients check static cross bench consumers scale"
 
 usage() {
-    echo "usage: ${0##*/} [build|pg|mariadb|tsql|check|static|cross|bench|consumers|scale|all]...   (default: build)"
+    echo "usage: ${0##*/} [build|pg|mariadb|tsql|clients|check|static|cross|bench|consumers|scale|all]...   (default: build)"
 }
 
 # The packages in one group.
@@ -56,6 +58,8 @@ group_packages() {
         # 32-bit tests run on armhf under qemu (make check-gateway) instead.
         check)   echo "valgrind clang libclang-rt-14-dev llvm-14 g++" ;;
         tsql)    echo "sqlfluff" ;; # parses the SQL Server dialect's T-SQL (no server here)
+        # sql/sqlite/*.sql through SQLite's own client (psql and mariadb come with the servers)
+        clients) echo "sqlite3" ;;
         # dpkg-dev runs 'apt-get source'; tcl generates SQLite's amalgamation.
         static)  echo "musl-tools dpkg-dev tcl xz-utils" ;;
         cross)   echo "gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user-static" ;;

@@ -48,6 +48,12 @@ run_ctl() { # backend connection
     fi
 }
 
+# The schema files through each database's own client (tests/sqlfiles.sh);
+# not under OBX_TEST_WRAP, for the same reason.
+run_sqlfiles() { # backend connection
+    [ -z "$wrap" ] && run sqlfiles "$1" "$here/sqlfiles.sh" "$1" "$2"
+}
+
 skip_or_fail() { # backend reason
     if [ "${CI:-}" = true ]; then
         echo "FAIL BACKEND $1 required under CI=true but unavailable: $2" | tee -a "$log"
@@ -105,6 +111,7 @@ for backend in $backends; do
         run test_multi sqlite "$bin/test_multi" sqlite "Driver={SQLite3};Database=$rundir/sqlite/t1.db;$opts" \
             "Driver={SQLite3};Database=$rundir/sqlite/t2.db;$opts" "Driver={SQLite3};Database=$rundir/sqlite/t3.db;$opts"
         run_ctl sqlite "Driver={SQLite3};Database=$rundir/sqlite/ctl.db;$opts"
+        run_sqlfiles sqlite "$conn"
         ;;
     postgresql)
         if "$here/db.sh" start pg; then
@@ -118,6 +125,7 @@ for backend in $backends; do
             run test_inbox postgresql "$bin/test_inbox" postgresql "$pg_tests"
             run test_multi postgresql "$bin/test_multi" postgresql "$OBX_TEST_PG" "$OBX_TEST_PG2" "$OBX_TEST_PG3"
             run_ctl postgresql "$OBX_TEST_PG2"
+            run_sqlfiles postgresql "$OBX_TEST_PG"
         else
             skip_or_fail postgresql "the throwaway server did not start (see above)"
         fi
@@ -136,6 +144,7 @@ for backend in $backends; do
             run test_inbox mariadb "$bin/test_inbox" mariadb "$my_tests"
             run test_multi mariadb "$bin/test_multi" mariadb "$OBX_TEST_MY" "$OBX_TEST_MY2" "$OBX_TEST_MY3"
             run_ctl mariadb "$OBX_TEST_MY2"
+            run_sqlfiles mariadb "$OBX_TEST_MY"
         else
             skip_or_fail mariadb "the throwaway server did not start (see above)"
         fi

@@ -1513,6 +1513,23 @@ static void test_crash_loop(void) {
     ibx_store_close(s);
 }
 
+/* max_starts: 0 is the default, 1..1000, else refused naming the field. */
+static void test_max_starts_range(void) {
+    ibx_store_desc desc;
+    ibx_store *s = NULL;
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.max_starts = 1001;
+    TT_EQ_INT(ibx_store_open(&desc, &s), IBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_store_open: max_starts");
+    ibx_store_close(s);
+    s = NULL;
+    desc.max_starts = 2;
+    TT_EQ_INT(ibx_store_open(&desc, &s), IBX_OK);
+    TT_EXPECT(strstr(s->sql[IBX__Q_CLAIM], "< 2") != NULL); /* the claim takes none at 2 starts */
+    ibx_store_close(s);
+}
+
 /* ---- schema upgrades (CORE-SCHEMA-UPGRADE) ---------------------------------------- */
 
 /* A store on the upgrade tests' tables (schema ibxv0 on PostgreSQL). */
@@ -2433,6 +2450,7 @@ int main(int argc, char **argv) {
     RUN("IBX-BATCH-PAUSE", "a batch handler (mixed outcomes, each on its message) and OBX_PAUSE through the inbox", test_batch_and_pause);
     RUN("IBX-DEAD-LETTERS", "dead letters by (source, id), topic, error: list, revive (attempts reset, error kept), purge", test_dead_letters);
     RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);
+    RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
     RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);
     RUN("IBX-SCHEMA-FILE", "sql/<dialect>/inbox.sql is what the header deploys", test_schema_file);
     if (g_pg || g_my)

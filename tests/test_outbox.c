@@ -1709,6 +1709,40 @@ static void test_crash_loop(void) {
     obx_store_close(s);
 }
 
+static obx_outcome nine_tenths_handler(const obx_message *m, char *error, size_t size, void *user) {
+    (void)m; (void)error; (void)size; (void)user;
+    sleep_ms(900);
+    return OBX_DONE;
+}
+
+/* A message the dispatcher has no time to start (its lease nearly over)
+ * is released at once, its claim's start taken back, not left to expire
+ * and count toward max_starts (CORE-SKIPPED-RELEASED). */
+static void test_skipped_released(void) {
+    obx_store *s = fresh();
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    char a[37], b[37];
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(enqueue(s, "slow", "{}", a) && enqueue(s, "slow", "{}", b));
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.lease_seconds = 1;    /* handlers may start for 800 ms ... */
+    dd.max_handler_ms = 500; /* ... renewal or not */
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "slow", nine_tenths_handler, NULL), OBX_OK);
+    memset(&st, 0, sizeof st);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.claimed, 2);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 2"), 1);
+    /* The other: ready again now, no owner, no start counted. */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0 AND \"OwnerToken\" IS NULL AND \"Starts\" = 0"), 1);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
 /* max_starts: 0 is the default, 1..1000, else refused naming the field. */
 static void test_max_starts_range(void) {
     obx_store_desc desc;
@@ -2128,6 +2162,201 @@ static void test_057_whole_message(void) {
     /* OBX-104: each handler invocation logged at INFO with topic and id. */
     TT_EXPECT(logged("INFO [obx-test]", "handling", id) && logged("INFO", "order.created", id));
     obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
+/* ---- the envelope (OBX-ENVELOPE-*) ---------------------------------------------------- */
+
+/* Awkward bytes: quotes, backslashes, a control character, 2- and 4-byte UTF-8. */
+#define ENV_ODD "q\"uote 'single' back\\slash \\\\n tab\t caf\xc3\xa9 \xf0\x9f\x98\x80 end"
+static const obx_header k_env_headers[] = {
+    {"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+    {"k\"ey\\\xf0\x9f\x98\x80", ENV_ODD},
+    {"empty", ""}};
+
+static obx_new_message env_msg(int which) {
+    obx_new_message m = msg("env.t", which == 1 ? "{\"a\":1}" : "plain");
+    if (which == 1) {
+        m.tenant_id = "tenant-\xf0\x9f\x98\x80\"'\\";
+        m.aggregate_type = "Order";
+        m.aggregate_id = "order/42 \"x\" \\ \xc3\xa9";
+        m.headers = k_env_headers;
+        m.header_count = 3;
+    } else if (which == 2) {
+        m.headers = k_env_headers + 2; /* one header, an empty value */
+        m.header_count = 1;
+        m.tenant_id = ""; /* "" is none */
+    }
+    return m;
+}
+
+/* m carries what env_msg(which) gave, byte for byte. */
+static int env_matches(const obx_message *m, int which) {
+    const char *k = NULL, *v = NULL;
+    int i;
+    if (which == 0 || which == 2) {
+        if (m->tenant_id || m->aggregate_type || m->aggregate_id) return 0;
+        if (which == 0) return m->header_count == 0 && m->headers_packed == NULL &&
+                               obx_message_header(m, "traceparent") == NULL;
+        return m->header_count == 1 && obx_message_header(m, "empty") &&
+               strcmp(obx_message_header(m, "empty"), "") == 0;
+    }
+    if (!m->tenant_id || strcmp(m->tenant_id, "tenant-\xf0\x9f\x98\x80\"'\\") != 0) return 0;
+    if (!m->aggregate_type || strcmp(m->aggregate_type, "Order") != 0) return 0;
+    if (!m->aggregate_id || strcmp(m->aggregate_id, "order/42 \"x\" \\ \xc3\xa9") != 0) return 0;
+    if (m->header_count != 3) return 0;
+    for (i = 0; i < 3; i++) /* in enqueue order, byte for byte */
+        if (obx_message_header_at(m, i, &k, &v) != OBX_OK || strcmp(k, k_env_headers[i].key) != 0 ||
+            strcmp(v, k_env_headers[i].value) != 0)
+            return 0;
+    return obx_message_header(m, "traceparent") && strcmp(obx_message_header(m, "traceparent"), k_env_headers[0].value) == 0 &&
+           obx_message_header(m, "TRACEPARENT") == NULL && obx_message_header(m, "missing") == NULL;
+}
+
+typedef struct env_probe {
+    int calls, ok;
+} env_probe;
+
+static obx_outcome env_handler(const obx_message *m, char *error, size_t size, void *user) {
+    env_probe *p = (env_probe *)user;
+    (void)error; (void)size;
+    p->calls++;
+    /* The payload says which: the handler gets the envelope it was enqueued with. */
+    if (env_matches(m, strcmp(m->payload, "{\"a\":1}") == 0 ? 1 : obx_message_header(m, "empty") ? 2 : 0)) p->ok++;
+    return OBX_DONE;
+}
+
+/* Every field of the envelope through enqueue (single, and a batch in one
+ * statement), get, claim and a handler; each in its own column. */
+static void test_envelope_roundtrip(void) {
+    obx_store *s = fresh();
+    obx_new_message batch[3], keyed;
+    char ids[5][37], owner[37];
+    const obx_message *ms;
+    obx_message m;
+    obx_dispatcher *d;
+    env_probe p;
+    int i, j, n = 0, seen = 0;
+    const int which[5] = {1, 1, 0, 2, 1};
+    TT_ASSERT(s != NULL);
+    batch[0] = env_msg(1);
+    TT_EQ_INT(obx_enqueue(s, &batch[0], ids[0]), OBX_OK);
+    for (i = 0; i < 3; i++) batch[i] = env_msg(which[i + 1]);
+    batch[0].ordering_key = "env-k1"; /* with an ordering key: the keyed batch statement */
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, batch, 3, ids + 1), OBX_OK);
+    keyed = env_msg(1);
+    keyed.ordering_key = "env-k2"; /* and the keyed single insert */
+    TT_EQ_INT(obx_enqueue(s, &keyed, ids[4]), OBX_OK);
+    /* Their own columns: NULL where a message has none. */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"TenantId\" IS NOT NULL"), 3);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"AggregateType\" = 'Order' AND \"AggregateId\" IS NOT NULL"), 3);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Headers\" IS NULL"), 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"TenantId\" IS NULL AND \"AggregateType\" IS NULL "
+                        "AND \"AggregateId\" IS NULL"), 2);
+    for (i = 0; i < 5; i++) {
+        TT_EQ_INT(obx_get(s, ids[i], &m), OBX_OK);
+        TT_EXPECT(env_matches(&m, which[i]));
+        TT_EXPECT(i == 1 || i == 4 ? m.ordering_key && strcmp(m.ordering_key, i == 1 ? "env-k1" : "env-k2") == 0
+                                   : m.ordering_key == NULL);
+    }
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 5);
+    for (i = 0; i < n; i++)
+        for (j = 0; j < 5; j++)
+            if (strcmp(ms[i].id, ids[j]) == 0) {
+                seen++;
+                TT_EXPECT(env_matches(&ms[i], which[j]));
+            }
+    TT_EQ_INT(seen, 5);
+    {
+        const char *list[5];
+        for (i = 0; i < 5; i++) list[i] = ids[i];
+        TT_EQ_INT(obx_abandon(s, owner, list, 5, NULL, 0, NULL), OBX_OK);
+    }
+    memset(&p, 0, sizeof p);
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    obx_dispatcher_on(d, "env.t", env_handler, &p);
+    TT_EQ_INT(obx_dispatcher_run_once(d, NULL), OBX_OK);
+    TT_EQ_INT(p.calls, 5);
+    TT_EQ_INT(p.ok, 5);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
+/* Each envelope argument refused before any SQL, naming it. */
+static void test_envelope_validation(void) {
+    obx_store *s = fresh();
+    obx_new_message m, two[2];
+    obx_header h[OBX_HEADERS_MAX + 1];
+    static char big[OBX_HEADER_VALUE_MAX + 2], key[OBX_HEADER_KEY_MAX + 2], tenant[OBX_AGGREGATE_ID_MAX + 2];
+    char id[37];
+    int i;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i <= OBX_HEADERS_MAX; i++) {
+        static char names[OBX_HEADERS_MAX + 1][8];
+        snprintf(names[i], sizeof names[i], "h%d", i);
+        h[i].key = names[i];
+        h[i].value = "v";
+    }
+#define BAD(field_setup, want_where)                                                     \
+    do {                                                                                 \
+        m = msg("env.bad", "p");                                                         \
+        field_setup;                                                                     \
+        TT_EQ_INT(obx_enqueue(s, &m, id), OBX_ERR_INVALID_ARG);                          \
+        TT_EQ_STR(obx_store_last_error(s)->where, want_where);                           \
+    } while (0)
+    memset(tenant, 'x', OBX_TENANT_MAX + 1);
+    BAD(m.tenant_id = tenant, "obx_enqueue: tenant_id");
+    tenant[OBX_TENANT_MAX] = '\0';
+    m = msg("env.bad", "p");
+    m.tenant_id = tenant; /* exactly the limit fits */
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    tenant[OBX_TENANT_MAX] = 'x';
+    BAD(m.aggregate_type = tenant, "obx_enqueue: aggregate_type");
+    memset(tenant, 'y', OBX_AGGREGATE_ID_MAX + 1);
+    BAD(m.aggregate_id = tenant, "obx_enqueue: aggregate_id");
+    BAD(m.tenant_id = "bad \xff utf-8", "obx_enqueue: tenant_id");
+    BAD(m.header_count = -1, "obx_enqueue: header_count");
+    BAD((m.headers = h, m.header_count = OBX_HEADERS_MAX + 1), "obx_enqueue: header_count");
+    BAD(m.header_count = 1, "obx_enqueue: headers");
+    h[1].key = "";
+    BAD((m.headers = h, m.header_count = 2), "obx_enqueue: headers[1].key");
+    h[1].key = NULL;
+    BAD((m.headers = h, m.header_count = 2), "obx_enqueue: headers[1].key");
+    h[1].key = "h0";
+    BAD((m.headers = h, m.header_count = 2), "obx_enqueue: headers[1].key"); /* a duplicate */
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "headers[0]") != NULL);
+    memset(key, 'k', OBX_HEADER_KEY_MAX + 1);
+    h[1].key = key;
+    BAD((m.headers = h, m.header_count = 2), "obx_enqueue: headers[1].key");
+    h[1].key = "h1";
+    h[1].value = NULL;
+    BAD((m.headers = h, m.header_count = 2), "obx_enqueue: headers[1].value");
+    memset(big, 'v', OBX_HEADER_VALUE_MAX + 1);
+    h[1].value = big;
+    BAD((m.headers = h, m.header_count = 2), "obx_enqueue: headers[1].value");
+    h[1].value = "bad \xc3 utf-8";
+    BAD((m.headers = h, m.header_count = 2), "obx_enqueue: headers[1].value");
+    big[OBX_HEADER_VALUE_MAX] = '\0'; /* at the limit each, five of them pass the total */
+    for (i = 0; i < 5; i++) h[i].value = big;
+    BAD((m.headers = h, m.header_count = 5), "obx_enqueue: headers");
+    h[3].value = h[4].value = "v";
+    m = msg("env.bad", "p");
+    m.headers = h;
+    m.header_count = OBX_HEADERS_MAX; /* the most pairs, three of them at the value limit */
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    /* In a batch: the message's index too, and nothing written. */
+    two[0] = msg("env.bad", "p");
+    two[1] = msg("env.bad", "p");
+    two[1].headers = h;
+    two[1].header_count = 1;
+    h[0].value = NULL;
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, two, 2, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_batch: messages[1].headers[0].value");
+#undef BAD
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 2); /* only the two that fit */
     obx_store_close(s);
 }
 
@@ -4774,6 +5003,8 @@ int main(int argc, char **argv) {
     RUN("OBX-055", "no handler: warning, and the message is retried later", test_055_no_handler);
     RUN("OBX-056", "a handler failure is abandoned (transient) or failed (permanent)", test_056_failure_policy);
     RUN("OBX-057", "the handler gets the whole message", test_057_whole_message);
+    RUN("OBX-ENVELOPE-ROUNDTRIP", "tenant, aggregate type and id, headers: own columns, byte-exact through enqueue, batch, get, claim and handler", test_envelope_roundtrip);
+    RUN("OBX-ENVELOPE-LIMITS", "each envelope argument refused before any SQL, naming it (sizes, counts, UTF-8, duplicate keys)", test_envelope_validation);
     RUN("OBX-058", "redelivery after a crash keeps the MessageId for idempotency", test_058_redelivery_same_message_id);
     RUN("OBX-059", "two dispatchers never run one message at once", test_059_060_two_dispatchers);
     RUN("OBX-060", "dispatchers handle different messages concurrently", test_059_060_two_dispatchers);
@@ -4876,6 +5107,7 @@ int main(int argc, char **argv) {
     RUN("OBX-DEAD-LETTERS", "dead letters: paged list with filters, replay (attempts reset, error kept, once under concurrency), purge", test_dead_letters);
     RUN("OBX-JOIN-CANCEL", "a cancelled join's join.wait ends without its follow-up; too late once completed", test_join_cancel);
     RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);
+    RUN("CORE-SKIPPED-RELEASED", "a message with no time left to start is released at once, its start taken back", test_skipped_released);
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
     RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);

@@ -168,7 +168,7 @@ static void test_deploy(void) {
         TT_EXPECT(strstr(q, "\nGO") == NULL);
         if (q[0] != '<') batches++;
     }
-    TT_EQ_INT(batches, 22);
+    TT_EQ_INT(batches, 26);
     TT_EXPECT(strstr(fake_log_sql(0), "SET QUOTED_IDENTIFIER ON;") != NULL); /* filtered indexes need it */
     TT_EQ_STR(fake_log_sql(fake_log_count() - 2), "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;");
     TT_EQ_INT(fake_commits(), 1);
@@ -201,14 +201,21 @@ static void test_schema_upgrade(void) {
     TT_EQ_STR(fake_log_sql(add), "IF COL_LENGTH(N'[dbo].[Outbox]', N'Starts') IS NULL "
                                  "ALTER TABLE [dbo].[Outbox] ADD [Starts] INT NOT NULL DEFAULT 0");
     TT_EXPECT(strstr(fake_log_sql(create), "    [Starts]        INT NOT NULL DEFAULT 0,\n    [OrderingKey]   "
-                                           "NVARCHAR(255) NULL,\n    [OrderingSeq]   BIGINT NULL,\n    [Seq]") != NULL);
+                                           "NVARCHAR(255) NULL,\n    [OrderingSeq]   BIGINT NULL,\n    [TenantId]") != NULL);
+    TT_EXPECT(strstr(fake_log_sql(create), "    [Headers]       NVARCHAR(MAX) NULL,\n    [Seq]") != NULL);
     TT_EQ_STR(fake_log_sql(add + 1), "IF COL_LENGTH(N'[dbo].[Outbox]', N'OrderingKey') IS NULL "
                                      "ALTER TABLE [dbo].[Outbox] ADD [OrderingKey] NVARCHAR(255) NULL");
     TT_EQ_STR(fake_log_sql(add + 2), "IF COL_LENGTH(N'[dbo].[Outbox]', N'OrderingSeq') IS NULL "
                                      "ALTER TABLE [dbo].[Outbox] ADD [OrderingSeq] BIGINT NULL");
     TT_EXPECT(fake_log_find("CREATE INDEX [IX_Outbox_Ready]", 0) > add + 2);
     TT_EXPECT(fake_log_find("CREATE INDEX [IX_Outbox_Ordering]", 0) > add + 2);
-    TT_EXPECT(fake_log_find("COL_LENGTH", add + 3) < 0); /* once each; no probe query before it */
+    /* The envelope's columns (OBX-ENVELOPE) follow, oldest first. */
+    TT_EQ_STR(fake_log_sql(add + 3), "IF COL_LENGTH(N'[dbo].[Outbox]', N'TenantId') IS NULL "
+                                     "ALTER TABLE [dbo].[Outbox] ADD [TenantId] NVARCHAR(64) NULL");
+    TT_EQ_STR(fake_log_sql(add + 6), "IF COL_LENGTH(N'[dbo].[Outbox]', N'Headers') IS NULL "
+                                     "ALTER TABLE [dbo].[Outbox] ADD [Headers] NVARCHAR(MAX) NULL");
+    TT_EXPECT(fake_log_find("CREATE INDEX [IX_Outbox_Ready]", 0) > add + 6);
+    TT_EXPECT(fake_log_find("COL_LENGTH", add + 7) < 0); /* once each; no probe query before it */
     TT_EQ_INT(fake_commits(), 1);
     obx_store_close(s);
     in = inbox();
@@ -288,14 +295,17 @@ static void test_enqueue(void) {
     e = first_exec();
     q = fake_log_sql(e);
     TT_EXPECT(strncmp(q, "INSERT INTO [dbo].[Outbox] ([Id], [MessageId], [Topic], [Payload], [CorrelationId], "
-                         "[DueTimeUtc], [NextAttemptAt], [OrderingKey], [OrderingSeq]) SELECT ?, ?, ?, ?, ?, DATEADD(MILLISECOND, "
+                         "[DueTimeUtc], [NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], "
+                         "[AggregateId], [Headers]) SELECT ?, ?, ?, ?, ?, DATEADD(MILLISECOND, "
                          "CAST(? % 86400000 AS INT), DATEADD(DAY, CAST(? / 86400000 AS INT), "
                          "CAST('1970-01-01T00:00:00+00:00' AS DATETIMEOFFSET(3))))",
                   200) == 0);
     /* The due time is used twice, the next attempt twice, the ordering key
-     * three times: numbered markers bind it at each place. */
-    TT_EQ_INT(count_char(q, '?'), 14);
-    TT_EQ_INT(fake_log_param_count(e), 14);
+     * three times: numbered markers bind it at each place; then the
+     * envelope's four (NULL here). */
+    TT_EQ_INT(count_char(q, '?'), 18);
+    TT_EQ_INT(fake_log_param_count(e), 18);
+    TT_EXPECT(fake_log_param(e, 0, 15).is_null && fake_log_param(e, 0, 18).is_null);
     TT_EQ_STR(fake_log_param_text(e, 0, 10), "customer-7");
     TT_EQ_STR(fake_log_param_text(e, 0, 14), "customer-7");
     TT_EXPECT(strstr(q, "(SELECT MAX(o.[OrderingSeq]) FROM [dbo].[Outbox] AS o WHERE o.[OrderingKey] IS NOT NULL "
@@ -356,15 +366,17 @@ static void test_enqueue_batch(void) {
     TT_EQ_INT(param_type(e, 4), SQL_WVARCHAR);
     TT_EQ_INT(fake_commits(), 1);
     TT_EQ_INT(fake_log_count(), 2); /* the insert, the commit */
-    /* One key in the batch: the keyed statement, a seventh list. */
+    /* One key in the batch: the keyed statement, a seventh list (and the
+     * envelope's four, all null here). */
     ms[1].ordering_key = "k\"1";
     fake_reset();
     fake_set_dbms_name(g_mssql);
     TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 3, ids), OBX_OK);
     e = first_exec();
     TT_EXPECT(strstr(fake_log_sql(e), "JOIN OPENJSON(?) AS k ON k.[key] = i.[key]") != NULL);
-    TT_EQ_INT(fake_log_param_count(e), 7);
+    TT_EQ_INT(fake_log_param_count(e), 11);
     TT_EQ_STR(fake_log_param_text(e, 0, 7), "[null,\"k\\\"1\",null]");
+    TT_EQ_STR(fake_log_param_text(e, 0, 11), "[null,null,null]");
     obx_store_close(s);
 }
 
@@ -376,10 +388,10 @@ static void test_017_claim(void) {
     static const char *const rows[] = {
         "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c", "order.created",
         "{\"n\":1}", NULL, "1767225600000", NULL, "2", "boom", "1", NULL, NULL, "1767225660000",
-        "0190a1b2-0000-7000-8000-000000000001", "1767225600500", "1", "customer-7"};
+        "0190a1b2-0000-7000-8000-000000000001", "1767225600500", "1", "customer-7", NULL, NULL, NULL, NULL};
     TT_ASSERT(s != NULL);
     strcpy(owner, "0190a1b2-0000-7000-8000-000000000001");
-    fake_push_rows(17, 1, rows);
+    fake_push_rows(21, 1, rows);
     TT_EQ_INT(obx_claim(s, owner, 30, 50, &ms, &n), OBX_OK);
     e = first_exec();
     /* The seed's Outbox_Claim: one round trip, an RPC call. */
@@ -410,6 +422,85 @@ static void test_017_claim(void) {
     fake_push_rows(17, 0, NULL);
     TT_EQ_INT(obx_claim(s, owner, 30, 50, &ms, &n), OBX_EMPTY);
     TT_EQ_STR(fake_log_sql(first_exec()), "{CALL [dbo].[Outbox_Claim](?, ?, ?, 1)}");
+    obx_store_close(s);
+}
+
+/* OBX-ENVELOPE through the fake layer: tenant, aggregate and headers bound
+ * as NVARCHAR after the ordering key (?9..?12) in the extended statement,
+ * the batch's as four more JSON arrays, and a claimed row's read back (headers decoded,
+ * escapes and a surrogate pair included). */
+static void test_envelope(void) {
+    obx_store *s = outbox();
+    obx_new_message m[2];
+    obx_header h[2];
+    char ids[2][37];
+    const obx_message *ms = NULL;
+    const char *key = NULL, *value = NULL;
+    int e, n = 0, last;
+    static const char *const rows[] = {
+        "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c", "order.created",
+        "{}", NULL, "1767225600000", NULL, "0", NULL, "1", NULL, NULL, "1767225660000",
+        "0190a1b2-0000-7000-8000-000000000001", "1767225600500", "1", NULL, "tenant-1", "order", NULL,
+        "{\"traceparent\":\"00-ab\", \"q\" : \"\\\"\\\\\\ud83d\\ude00\\u00e9\"}"};
+    TT_ASSERT(s != NULL);
+    memset(m, 0, sizeof m);
+    h[0].key = "traceparent";
+    h[0].value = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    h[1].key = "q\"k";
+    h[1].value = "a\\b\xf0\x9f\x98\x80";
+    m[0].topic = m[1].topic = "t";
+    m[0].payload = m[1].payload = "p";
+    m[0].payload_len = m[1].payload_len = OBX_NTS;
+    m[0].tenant_id = "tenant-1";
+    m[0].aggregate_type = "order";
+    m[0].aggregate_id = "o-42";
+    m[0].headers = h;
+    m[0].header_count = 2;
+    TT_EQ_INT(obx_enqueue(s, &m[0], ids[0]), OBX_OK);
+    e = first_exec();
+    /* No ordering key: the extended statement, with a NULL key. */
+    TT_EXPECT(strstr(fake_log_sql(e), "[TenantId], [AggregateType], [AggregateId], [Headers]) SELECT") != NULL);
+    last = fake_log_param_count(e);
+    TT_EQ_INT(last, 18);
+    TT_EXPECT(fake_log_param(e, 0, 10).is_null);
+    TT_EQ_STR(fake_log_param_text(e, 0, last - 3), "tenant-1");
+    TT_EQ_STR(fake_log_param_text(e, 0, last - 2), "order");
+    TT_EQ_STR(fake_log_param_text(e, 0, last - 1), "o-42");
+    TT_EQ_STR(fake_log_param_text(e, 0, last),
+              "{\"traceparent\":\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\","
+              "\"q\\\"k\":\"a\\\\b\xf0\x9f\x98\x80\"}");
+    TT_EQ_INT(param_type(e, last), SQL_WVARCHAR);
+    forget();
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 2, ids), OBX_OK);
+    e = first_exec();
+    TT_EQ_INT(fake_log_param_count(e), 11);
+    TT_EQ_STR(fake_log_param_text(e, 0, 7), "[null,null]"); /* ordering keys */
+    TT_EQ_STR(fake_log_param_text(e, 0, 8), "[\"tenant-1\",null]");
+    TT_EQ_STR(fake_log_param_text(e, 0, 10), "[\"o-42\",null]");
+    TT_EQ_STR(fake_log_param_text(e, 0, 11),
+              "[\"{\\\"traceparent\\\":\\\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\\\","
+              "\\\"q\\\\\\\"k\\\":\\\"a\\\\\\\\b\xf0\x9f\x98\x80\\\"}\",null]");
+    TT_EXPECT(strstr(fake_log_sql(e), "JOIN OPENJSON(?) AS e4 ON e4.[key] = i.[key]") != NULL);
+    /* A bad header is refused before any SQL. */
+    forget();
+    h[1].key = "traceparent";
+    TT_EQ_INT(obx_enqueue(s, &m[0], ids[0]), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue: headers[1].key");
+    TT_EQ_INT(fake_log_count(), 0);
+    /* Read back by the claim procedure. */
+    fake_push_rows(21, 1, rows);
+    TT_EQ_INT(obx_claim(s, rows[13], 30, 50, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_STR(ms[0].tenant_id, "tenant-1");
+    TT_EQ_STR(ms[0].aggregate_type, "order");
+    TT_EXPECT(ms[0].aggregate_id == NULL);
+    TT_EQ_INT(ms[0].header_count, 2);
+    TT_EQ_STR(obx_message_header(&ms[0], "traceparent"), "00-ab");
+    TT_EQ_STR(obx_message_header(&ms[0], "q"), "\"\\\xf0\x9f\x98\x80\xc3\xa9");
+    TT_EXPECT(obx_message_header(&ms[0], "Traceparent") == NULL);
+    TT_EQ_INT(obx_message_header_at(&ms[0], 1, &key, &value), OBX_OK);
+    TT_EQ_STR(key, "q");
+    TT_EQ_INT(obx_message_header_at(&ms[0], 2, &key, &value), OBX_ERR_NOT_FOUND);
     obx_store_close(s);
 }
 
@@ -472,7 +563,7 @@ static void test_get_cleanup_stats(void) {
     int e;
     static const char *const stats[] = {"7", "1500"};
     TT_ASSERT(s != NULL);
-    fake_push_rows(17, 0, NULL);
+    fake_push_rows(21, 0, NULL);
     TT_EQ_INT(obx_get(s, "0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B", &m), OBX_ERR_NOT_FOUND);
     e = first_exec();
     TT_EXPECT(strstr(fake_log_sql(e), "FROM [dbo].[Outbox] AS t WHERE t.[Id] = ?") != NULL);
@@ -809,12 +900,13 @@ static void test_dead_letters(void) {
     int64_t changed = -1;
     static const char *const rows[] = {
         "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c", "dl.a",
-        "{}", NULL, "1767225600000", NULL, "3", "timeout 503", "3", NULL, NULL, NULL, NULL, "1767225600500", "3", NULL};
+        "{}", NULL, "1767225600000", NULL, "3", "timeout 503", "3", NULL, NULL, NULL, NULL, "1767225600500", "3", NULL,
+        NULL, NULL, NULL, NULL};
     TT_ASSERT(s != NULL);
     memset(&f, 0, sizeof f);
     f.topic = "dl.a";
     f.error_contains = "timeout";
-    fake_push_rows(17, 1, rows);
+    fake_push_rows(21, 1, rows);
     TT_EQ_INT(obx_dead_list(s, &f, 5, 10, &ms, &n), OBX_OK);
     TT_EQ_INT(n, 1);
     TT_EQ_STR(ms[0].last_error, "timeout 503");
@@ -894,6 +986,7 @@ int main(int argc, char **argv) {
     RUN("OBX-089", "join counters move in triggers inside the Ack/Fail statement, capped at ExpectedSteps", test_089_join_triggers);
     RUN("CORE-CRASH-LOOP", "claim procedures count starts (the inbox's takes none at max_starts), reap procedures end them Dead", test_crash_loop);
     RUN("CORE-SCHEMA-UPGRADE", "deploy adds columns new since the first release to an old table: one self-testing batch each, after its CREATE TABLE", test_schema_upgrade);
+    RUN("OBX-ENVELOPE", "tenant, aggregate and headers: bound after the ordering key in the extended statement, four more batch arrays, claimed rows decoded", test_envelope);
     RUN("MSSQL-DEPLOY", "deploy runs one batch per execute under sp_getapplock, in one transaction", test_deploy);
     RUN("MSSQL-SESSION", "detected from SQL_DBMS_NAME; XACT_ABORT ON, NOCOUNT OFF on our connections", test_session);
     RUN("OBX-001", "enqueue: one INSERT, text as NVARCHAR (NVARCHAR(MAX) over 4000 bytes), times as ms", test_enqueue);

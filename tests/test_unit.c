@@ -856,9 +856,10 @@ static void test_fake_claim_lost_connection(void) {
     obx_store *s = fake_store("PostgreSQL", NULL);
     const obx_message *ms = NULL;
     int n = 77;
-    const char *row[17] = {"0192ABCD-EF01-7000-8000-0000000000AA", "0192abcd-ef01-7000-8000-0000000000bb",
-                           "t", "p", NULL, "1", NULL, "0", NULL, "1", NULL, NULL, "2", NULL, "3", "1", NULL};
-    const char *rows2[34];
+    const char *row[21] = {"0192ABCD-EF01-7000-8000-0000000000AA", "0192abcd-ef01-7000-8000-0000000000bb",
+                           "t", "p", NULL, "1", NULL, "0", NULL, "1", NULL, NULL, "2", NULL, "3", "1", NULL,
+                           NULL, NULL, NULL, NULL};
+    const char *rows2[42];
     const char *version[1] = {"15.18"};
     int i;
     TT_ASSERT(s != NULL);
@@ -872,10 +873,10 @@ static void test_fake_claim_lost_connection(void) {
     /* The next call reconnects, sets the session up again, then claims. */
     fake_reset();
     fake_set_dbms_name("PostgreSQL");
-    for (i = 0; i < 34; i++) rows2[i] = row[i % 17];
+    for (i = 0; i < 42; i++) rows2[i] = row[i % 21];
     fake_push_ok(0);                /* SET TIME ZONE */
     fake_push_rows(1, 1, version);  /* SHOW server_version */
-    fake_push_rows(17, 2, rows2);
+    fake_push_rows(21, 2, rows2);
     TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_OK);
     TT_EQ_INT(n, 2);
     TT_EQ_STR(ms[0].id, "0192abcd-ef01-7000-8000-0000000000aa"); /* psqlODBC's upper case folded */
@@ -1486,8 +1487,73 @@ static void test_desc_defaults(void) {
     TT_EQ_INT(ir.cleanup_retention_ms, IBX_DEFAULT_RETENTION_MS);
 }
 
+/* OBX-ENVELOPE-DECODE: the Headers column read back (obx__headers_unpack):
+ * any JSON object of strings, whitespace and every escape, decoded in place;
+ * anything else (another writer's numbers, a NUL, a lone surrogate, a cut
+ * text) reads as no headers rather than a wrong one. */
+static void test_envelope_decode(void) {
+    static const struct {
+        const char *json;
+        int count;
+        const char *packed; /* the pairs, '|' for each NUL */
+    } cases[] = {
+        {"{}", 0, ""},
+        {" { } ", 0, ""},
+        {"{\"traceparent\":\"00-ab-01\"}", 1, "traceparent|00-ab-01|"},
+        {"{ \"a\" : \"1\" ,\n\t\"b\":\"\" }", 2, "a|1|b||"},
+        {"{\"q\\\"k\":\"\\\\ \\/ \\b\\f\\n\\r\\t\"}", 1, "q\"k|\\ / \b\f\n\r\t|"},
+        {"{\"e\":\"\\u00e9\\u20ac\\ud83d\\ude00\"}", 1, "e|\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80|"},
+        {"{\"raw\":\"\xf0\x9f\x98\x80\"}", 1, "raw|\xf0\x9f\x98\x80|"},
+        {"{\"n\":1}", -1, NULL},
+        {"{\"nul\":\"a\\u0000b\"}", -1, NULL},
+        {"{\"lone\":\"\\ud83d\"}", -1, NULL},
+        {"{\"low\":\"\\ude00\"}", -1, NULL},
+        {"{\"cut\":\"abc", -1, NULL},
+        {"{\"a\":\"1\",}", -1, NULL},
+        {"[\"a\",\"b\"]", -1, NULL},
+        {"{\"ctl\":\"a\tb\"}", -1, NULL},
+        {"", -1, NULL}};
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[128], want[128];
+        size_t k, n;
+        int got;
+        snprintf(text, sizeof text, "%s", cases[i].json);
+        got = obx__headers_unpack(text);
+        TT_EQ_INT(got, cases[i].count);
+        if (got < 0) continue;
+        n = strlen(cases[i].packed);
+        snprintf(want, sizeof want, "%s", cases[i].packed);
+        for (k = 0; k < n; k++)
+            if (want[k] == '|') want[k] = '\0';
+        TT_EXPECT(memcmp(text, want, n) == 0);
+    }
+    {   /* The lookups over what the decoder wrote; NULL and range checks. */
+        obx_message m;
+        const char *k = NULL, *v = NULL;
+        char text[] = "{\"a\":\"1\",\"bb\":\"\",\"c\":\"3\"}";
+        memset(&m, 0, sizeof m);
+        TT_EXPECT(obx_message_header(&m, "a") == NULL); /* none */
+        m.header_count = obx__headers_unpack(text);
+        m.headers_packed = text;
+        TT_EQ_INT(m.header_count, 3);
+        TT_EQ_STR(obx_message_header(&m, "c"), "3");
+        TT_EQ_STR(obx_message_header(&m, "bb"), "");
+        TT_EXPECT(obx_message_header(&m, "b") == NULL && obx_message_header(&m, NULL) == NULL);
+        TT_EXPECT(obx_message_header(NULL, "a") == NULL);
+        TT_EQ_INT(obx_message_header_at(&m, 2, &k, &v), OBX_OK);
+        TT_EQ_STR(k, "c");
+        TT_EQ_STR(v, "3");
+        TT_EQ_INT(obx_message_header_at(&m, 3, &k, &v), OBX_ERR_NOT_FOUND);
+        TT_EQ_INT(obx_message_header_at(&m, -1, &k, &v), OBX_ERR_NOT_FOUND);
+        TT_EQ_INT(obx_message_header_at(NULL, 0, &k, &v), OBX_ERR_INVALID_ARG);
+        TT_EQ_INT(obx_message_header_at(&m, 0, NULL, NULL), OBX_OK);
+    }
+}
+
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
+    TT_RUN("OBX-ENVELOPE-DECODE", "pure", "the Headers column decoded in place: escapes, surrogates, whitespace; malformed reads as none", test_envelope_decode);
     TT_RUN("CORE-BACKOFF-JITTER", "pure", "base/max/jitter policy of seed 002 section 13", test_backoff_jitter);
     TT_RUN("OBX-068", "pure", "round-robin selection cycles through every store", test_selection_round_robin);
     TT_RUN("OBX-069", "pure", "drain-first selection stays until a store is empty", test_selection_drain_first);

@@ -20,6 +20,10 @@ CREATE TABLE IF NOT EXISTS `Outbox` (
     `OrderingSeq`   BIGINT NULL,
     `OrderingLive`  VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT,
     `OrderingState` TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT,
+    `TenantId`      VARCHAR(64) NULL,
+    `AggregateType` VARCHAR(64) NULL,
+    `AggregateId`   VARCHAR(128) NULL,
+    `Headers`       JSON NULL,
     KEY `IX_Outbox_Ready` (`Status`, `NextAttemptAt`),
     KEY `IX_Outbox_Leased` (`Status`, `LockedUntil`),
     KEY `IX_Outbox_Done` (`Status`, `ProcessedAt`)
@@ -29,6 +33,10 @@ ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `OrderingKey` VARCHAR(255) NULL;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `OrderingSeq` BIGINT NULL;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `OrderingLive` VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `OrderingState` TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `TenantId` VARCHAR(64) NULL;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `AggregateType` VARCHAR(64) NULL;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `AggregateId` VARCHAR(128) NULL;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `Headers` JSON NULL;
 CREATE INDEX IF NOT EXISTS `IX_Outbox_Ordering` ON `Outbox` (`OrderingLive`, `OrderingState`, `OrderingSeq`);
 CREATE TABLE IF NOT EXISTS `OutboxJoin` (
     `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,
@@ -52,11 +60,13 @@ CREATE TABLE IF NOT EXISTS `OutboxJoinMember` (
     CONSTRAINT `FK_OutboxJoinMember_Join` FOREIGN KEY (`JoinId`) REFERENCES `OutboxJoin` (`JoinId`) ON DELETE CASCADE
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
 DROP TRIGGER IF EXISTS `Outbox_JoinStep`;
+DELIMITER $$
 CREATE TRIGGER IF NOT EXISTS `Outbox_JoinStep2` AFTER UPDATE ON `Outbox` FOR EACH ROW
     IF NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN
         UPDATE `OutboxJoinMember` SET `Status` = IF(NEW.`Status` = 2, 1, 2)
          WHERE `OutboxMessageId` = NEW.`Id` AND `Status` = 0;
-    END IF;
+    END IF$$
+DELIMITER ;
 CREATE TRIGGER IF NOT EXISTS `Outbox_JoinCount` AFTER UPDATE ON `OutboxJoinMember` FOR EACH ROW
     UPDATE `OutboxJoin` SET
         `LastUpdatedUtc` = UTC_TIMESTAMP(6),

@@ -17,7 +17,11 @@ CREATE TABLE IF NOT EXISTS "Outbox" (
     "DueTimeUtc"    INTEGER NULL,
     "Starts"        INTEGER NOT NULL DEFAULT 0,
     "OrderingKey"   TEXT NULL,
-    "OrderingSeq"   INTEGER NULL
+    "OrderingSeq"   INTEGER NULL,
+    "TenantId"      TEXT NULL,
+    "AggregateType" TEXT NULL,
+    "AggregateId"   TEXT NULL,
+    "Headers"       TEXT NULL
 );
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "Outbox" ("NextAttemptAt") WHERE "Status" = 0;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ordering" ON "Outbox" ("OrderingKey", "Status", "OrderingSeq") WHERE "OrderingKey" IS NOT NULL AND "Status" <> 2;
