@@ -118,7 +118,7 @@ demo:
 	@cd $(B) && rm -f webhook.db webhook.db-wal webhook.db-shm && ./webhook_inbox --sample | ./webhook_inbox
 	@echo "== many databases: examples/multi_tenant.c =="
 	@cd $(B) && rm -f tenant-*.db* && ./multi_tenant
-	@echo "== a gateway's batched, paused, replayed forwarding: examples/forwarder.c =="
+	@echo "== a gateway's batched, ordered, paused, replayed forwarding: examples/forwarder.c =="
 	@cd $(B) && rm -f gateway.db gateway.db-wal gateway.db-shm && ./forwarder
 
 test:
