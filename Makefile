@@ -339,8 +339,13 @@ GW_PROFILE = $(SQLITE_ONLY) -DOBX_NO_JOIN -DOBX_NO_MULTI_STORE -DOBX_NO_METRICS_
 # Shorter error and log texts, measured on top of the profile (a trade, not
 # part of it: README "Size").
 GW_TERSE = -DOBX_TERSE_MESSAGES -DIBX_TERSE_MESSAGES
+# Flags a gateway build uses anyway (README "Size"): no unwind tables (a C
+# program does not unwind; aarch64 GCC emits them by default). The programs'
+# table links with -ffunction-sections -fdata-sections --gc-sections always.
+GW_CFLAGS = -fno-asynchronous-unwind-tables -fno-unwind-tables
 SIZE_SETS ?= "all dialects=" "sqlite only=$(SQLITE_ONLY)" "gateway profile=$(GW_PROFILE)" \
-             "profile + terse=$(GW_PROFILE) $(GW_TERSE)"
+             "profile, gateway flags=$(GW_PROFILE) $(GW_CFLAGS)" \
+             "profile, flags, terse=$(GW_PROFILE) $(GW_CFLAGS) $(GW_TERSE)"
 size:
 	@tests/deps.sh build cross
 	@tests/size.sh $(SIZE_SETS)

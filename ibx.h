@@ -2144,6 +2144,7 @@ IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handl
     fault = ibx__diag_records(db, type, handle);
     for (c = e->message; *c; c++) /* one line: drivers put newlines into messages */
         if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
+#ifndef IBX_NO_POSTGRESQL
     /* psqlODBC's named server-side statements live in a server session; a
      * pooler in transaction mode hands each transaction another one. */
     if (db->d && db->d->id == IBX_DIALECT_POSTGRESQL && strstr(e->message, "_PLAN") &&
@@ -2153,6 +2154,7 @@ IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handl
                  " -- behind a pooler in transaction mode (PgBouncer)? add UseServerSidePrepare=0; to the "
                  "connection string");
     }
+#endif
     /* A driver may report a dead connection with an ordinary code; ask. */
     if (db->dbc && db->connected) {
         SQLUINTEGER dead = 0;
@@ -7096,7 +7098,7 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
         return r;
     if (!m->payload)
         return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: payload",
-                         "payload must not be NULL (use \"\" for none)");
+                         "payload must not be NULL" IBX__WHY(" (use \"\" for none)"));
     if (!m->hash && m->hash_len > 0)
         return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: hash",
                          "hash is NULL but hash_len is %lu", (unsigned long)m->hash_len);
@@ -7104,11 +7106,11 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     nul = (const char *)memchr(m->payload, 0, len);
     if (nul)
         return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: payload",
-                         "payload has a NUL byte at offset %lu; the text column cannot store it",
+                         "payload has a NUL byte at offset %lu" IBX__WHY("; the text column cannot store it"),
                          (unsigned long)(nul - (const char *)m->payload));
     if (m->due_utc_ms < 0 || m->due_utc_ms > IBX_TIME_MAX_MS)
         return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: due_utc_ms",
-                         "due_utc_ms must be 0 (now) or a Unix time in ms up to IBX_TIME_MAX_MS (year 9999)");
+                         "due_utc_ms must be 0 (now) or a Unix time in ms up to IBX_TIME_MAX_MS" IBX__WHY(" (year 9999)"));
     ibx__p_text(&p[0], m->source, (size_t)-1);
     ibx__p_text(&p[1], m->message_id, (size_t)-1);
     ibx__p_text(&p[2], m->topic, (size_t)-1);

@@ -2306,6 +2306,7 @@ OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handl
     fault = obx__diag_records(db, type, handle);
     for (c = e->message; *c; c++) /* one line: drivers put newlines into messages */
         if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
+#ifndef OBX_NO_POSTGRESQL
     /* psqlODBC's named server-side statements live in a server session; a
      * pooler in transaction mode hands each transaction another one. */
     if (db->d && db->d->id == OBX_DIALECT_POSTGRESQL && strstr(e->message, "_PLAN") &&
@@ -2315,6 +2316,7 @@ OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handl
                  " -- behind a pooler in transaction mode (PgBouncer)? add UseServerSidePrepare=0; to the "
                  "connection string");
     }
+#endif
     /* A driver may report a dead connection with an ordinary code; ask. */
     if (db->dbc && db->connected) {
         SQLUINTEGER dead = 0;
