@@ -345,7 +345,8 @@ GW_TERSE = -DOBX_TERSE_MESSAGES -DIBX_TERSE_MESSAGES
 GW_CFLAGS = -fno-asynchronous-unwind-tables -fno-unwind-tables
 SIZE_SETS ?= "all dialects=" "sqlite only=$(SQLITE_ONLY)" "gateway profile=$(GW_PROFILE)" \
              "profile, gateway flags=$(GW_PROFILE) $(GW_CFLAGS)" \
-             "profile, flags, terse=$(GW_PROFILE) $(GW_CFLAGS) $(GW_TERSE)"
+             "profile, flags, terse=$(GW_PROFILE) $(GW_CFLAGS) $(GW_TERSE)" \
+             "... and no threads=$(GW_PROFILE) $(GW_CFLAGS) $(GW_TERSE) -DOBX_NO_THREADS -DIBX_NO_THREADS"
 size:
 	@tests/deps.sh build cross
 	@tests/size.sh $(SIZE_SETS)
