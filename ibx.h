@@ -512,7 +512,9 @@ typedef enum ibx_metric {
     IBX_METRIC_REAPED = 4,       /* expired leases released */
     IBX_METRIC_DUPLICATE = 5,    /* dedup checks that found the message already Done */
     IBX_METRIC_EXPIRED = 6,      /* done messages deleted by cleanup: their retention expired */
-    IBX_METRIC_COUNT_ = 7
+    IBX_METRIC_EXPIRED_UNHANDLED = 7, /* messages past their expiry when claimed: ended Dead
+                                    ("expired"), never handled; also counted in DEAD */
+    IBX_METRIC_COUNT_ = 8
 } ibx_metric;
 #define IBX_METRIC_FAILED IBX_METRIC_RETRIED /* the old name: it counts retries, not the dead */
 
@@ -633,6 +635,8 @@ typedef struct ibx_message {
     int64_t next_attempt_ms;
     char owner_token[37];        /* "" when not leased */
     ibx_store *store;            /* the store it came from */
+    int64_t expires_ms;          /* when it expires (the dispatcher then ends it Dead, "expired",
+                                    unhandled); 0 = never. The inbox sets no expiry yet */
 } ibx_message;
 
 /* Name of a status as stored: "Seen", "Processing", "Done", "Dead"
@@ -4355,7 +4359,8 @@ static const char *const ibx__metric_text[IBX_METRIC_COUNT_][2] = {
     {"messages_dead_total", "Messages failed permanently (Dead)."},
     {"leases_reaped_total", "Expired leases released, their messages claimable again."},
     {"duplicates_total", "Dedup checks that found the message already done."},
-    {"messages_expired_total", "Done messages deleted by cleanup after their retention."}};
+    {"messages_expired_total", "Done messages deleted by cleanup after their retention."},
+    {"messages_expired_unhandled_total", "Messages past their expiry when claimed: dead, never handled."}};
 #endif
 
 /* What only an inbox store keeps: room for a stored hash being compared
@@ -6055,6 +6060,7 @@ typedef struct ibx__renewer ibx__renewer; /* no threads: no renewal */
 #define IBX__SKIPPED (-1)  /* left alone: its lease is about to end (or already settled) */
 #define IBX__PENDING (-2)  /* not handled yet in this round */
 #define IBX__HELD (-3)     /* not handed out: its topic is paused */
+#define IBX__EXPIRED (-4)  /* not handed out: past its expires_ms when claimed */
 
 /* A topic paused by IBX_PAUSE: not handed out before until_ms (monotonic). */
 typedef struct ibx__pause {
@@ -6087,7 +6093,7 @@ struct ibx_dispatcher {
     int64_t max_handler_ms;
     int *acked;                  /* indexes of messages handled with success */
     int *failures;               /* indexes of messages that did not succeed */
-    int *outcomes;               /* an ibx_outcome, or IBX__SKIPPED / _PENDING / _HELD */
+    int *outcomes;               /* an ibx_outcome, or IBX__SKIPPED / _PENDING / _HELD / _EXPIRED */
     char (*errors)[IBX__HANDLER_ERROR_MAX];
     const ibx_message **group;   /* a batch handler's messages (allocated by on_batch) */
     int *group_index;            /* their indexes in the claim */
@@ -6509,7 +6515,13 @@ static ibx_result ibx__housekeep(ibx_dispatcher *d, ibx_store *s, ibx__entry *e,
 static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
                               int64_t deadline, ibx_run_stats *st) {
     int i, skipped = 0;
-    for (i = 0; i < n; i++) d->outcomes[i] = IBX__PENDING;
+    /* Expiry on the database clock: the claim set the lease to its now
+     * plus lease_seconds, so no clock of this host is compared. */
+    for (i = 0; i < n; i++)
+        d->outcomes[i] = ms[i].expires_ms > 0 &&
+                                 ms[i].expires_ms <= ms[i].locked_until_ms - (int64_t)d->lease_seconds * 1000
+                             ? IBX__EXPIRED
+                             : IBX__PENDING;
     for (i = 0; i < n; i++) {
         const ibx__route *batch;
         int64_t now;
@@ -6576,11 +6588,23 @@ static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_m
                                     ibx_run_stats *st) {
     ibx_result r = IBX_OK;
     int i, acks = 0, failures = 0, paused = 0, skipped = 0;
+    for (i = 0; i < n; i++) /* expired ones first, in one statement (d->acked lent) */
+        if (d->outcomes[i] == IBX__EXPIRED) d->acked[acks++] = i;
+    if (acks > 0) {
+        int64_t changed = 0;
+        r = ibx__settle_messages(s, IBX__SETTLE_FAIL, ms, d->acked, acks, "expired", 0, 0, &changed);
+        if (r != IBX_OK) return r;
+        ibx__count(s, IBX_METRIC_EXPIRED_UNHANDLED, changed);
+        st->dead += (int)changed;
+        ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "%d message(s) past their expiry: dead, not handled",
+                 acks);
+        acks = 0;
+    }
     for (i = 0; i < n; i++) { /* skipped ones fill d->failures from its end */
         if (d->outcomes[i] == IBX_DONE) d->acked[acks++] = i;
         else if (d->outcomes[i] == IBX_PAUSE || d->outcomes[i] == IBX__HELD) paused++;
         else if (d->outcomes[i] == IBX__SKIPPED) d->failures[n - ++skipped] = i;
-        else d->failures[failures++] = i;
+        else if (d->outcomes[i] != IBX__EXPIRED) d->failures[failures++] = i;
     }
     if (acks > 0) {
         int64_t changed = 0;
