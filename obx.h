@@ -509,6 +509,42 @@ OBX_API int obx_uuid_is_valid(const char *text);
  * also quoted when used, but nothing else ever reaches SQL text. */
 OBX_API obx_result obx_identifier_check(const char *name);
 
+/* The envelope (seed 002 section 6): optional metadata a message carries
+ * beside its payload, each in a column of its own, returned by get and
+ * claim and so given to handlers. Limits in characters (UTF-8 code points;
+ * SQL Server counts a character outside the BMP as two). */
+#define OBX_TENANT_MAX 64            /* tenant_id */
+#define OBX_AGGREGATE_TYPE_MAX 64    /* aggregate_type */
+#define OBX_AGGREGATE_ID_MAX 128     /* aggregate_id */
+#define OBX_HEADERS_MAX 64           /* header pairs per message */
+#define OBX_HEADER_KEY_MAX 128       /* one header key, 1..128 characters */
+#define OBX_HEADER_VALUE_MAX 4096    /* one header value, 0..4096 characters */
+#define OBX_HEADERS_BYTES_MAX 16384  /* all keys and values of a message, in bytes */
+
+/* One header of a message: a string key and a string value (e.g.
+ * {"traceparent", "00-4bf9...-01"}). Keys are case-sensitive. */
+typedef struct obx_header {
+    const char *key;
+    const char *value;
+} obx_header;
+
+/* The envelope's fields, the last of obx_new_message (to enqueue) and of
+ * obx_message (as get and claim return it). */
+#define OBX__ENVELOPE_NEW_FIELDS                                                                \
+    const char *tenant_id;       /* <= OBX_TENANT_MAX characters; carried, never filtered on */ \
+    const char *aggregate_type;  /* <= OBX_AGGREGATE_TYPE_MAX characters */                    \
+    const char *aggregate_id;    /* <= OBX_AGGREGATE_ID_MAX characters */                      \
+    const obx_header *headers;   /* header_count pairs (NULL when 0), stored as one JSON       \
+                                    object in their order; a key given twice is refused */      \
+    int header_count;            /* 0..OBX_HEADERS_MAX */
+#define OBX__ENVELOPE_FIELDS                                                                    \
+    const char *tenant_id;       /* NULL when none */                                           \
+    const char *aggregate_type;  /* NULL when none */                                           \
+    const char *aggregate_id;    /* NULL when none */                                           \
+    int header_count;            /* headers: read them with obx_message_header(_at) */          \
+    const char *headers_packed;  /* header_count pairs as "key\0value\0key\0value\0..." in    \
+                                    their enqueue order; NULL when none */
+
 /* >>common-end api */
 
 /* ---- Store ---------------------------------------------------------------- */
@@ -603,25 +639,6 @@ typedef struct obx_store_desc {
 #define OBX_CORRELATION_MAX 255
 #define OBX_ORDERING_KEY_MAX 255
 
-/* The envelope (seed 002 section 6): optional metadata a message carries
- * beside its payload, each in a column of its own, returned by get and
- * claim and so given to handlers. Limits in characters (UTF-8 code points;
- * SQL Server counts a character outside the BMP as two). */
-#define OBX_TENANT_MAX 64            /* tenant_id */
-#define OBX_AGGREGATE_TYPE_MAX 64    /* aggregate_type */
-#define OBX_AGGREGATE_ID_MAX 128     /* aggregate_id */
-#define OBX_HEADERS_MAX 64           /* header pairs per message */
-#define OBX_HEADER_KEY_MAX 128       /* one header key, 1..128 characters */
-#define OBX_HEADER_VALUE_MAX 4096    /* one header value, 0..4096 characters */
-#define OBX_HEADERS_BYTES_MAX 16384  /* all keys and values of a message, in bytes */
-
-/* One header of a message: a string key and a string value (e.g.
- * {"traceparent", "00-4bf9...-01"}). Keys are case-sensitive. */
-typedef struct obx_header {
-    const char *key;
-    const char *value;
-} obx_header;
-
 /* Retention of obx_cleanup() and the dispatcher's cleanup when given as 0:
  * none, every done message may go. */
 #define OBX_DEFAULT_RETENTION_MS ((int64_t)0)
@@ -653,12 +670,7 @@ typedef struct obx_new_message {
     /* The envelope, all optional ("" and NULL are stored as NULL; none of
      * them costs anything when absent). The library copies what it needs
      * before returning: the caller's strings and array may change after. */
-    const char *tenant_id;       /* <= OBX_TENANT_MAX characters; carried, never filtered on */
-    const char *aggregate_type;  /* <= OBX_AGGREGATE_TYPE_MAX characters */
-    const char *aggregate_id;    /* <= OBX_AGGREGATE_ID_MAX characters */
-    const obx_header *headers;   /* header_count pairs (NULL when 0), stored as one JSON
-                                    object in their order; a key given twice is refused */
-    int header_count;            /* 0..OBX_HEADERS_MAX */
+    OBX__ENVELOPE_NEW_FIELDS
 } obx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
@@ -688,24 +700,8 @@ typedef struct obx_message {
                                     after a crash or an expired lease (see max_starts) */
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
     const char *ordering_key;    /* NULL when enqueued without one */
-    const char *tenant_id;       /* the envelope: NULL when none */
-    const char *aggregate_type;  /* NULL when none */
-    const char *aggregate_id;    /* NULL when none */
-    int header_count;            /* headers: read them with obx_message_header(_at) */
-    const char *headers_packed;  /* header_count pairs as "key\0value\0key\0value\0..." in
-                                    their enqueue order; NULL when none */
+    OBX__ENVELOPE_FIELDS
 } obx_message;
-
-/* The value of header `key` (case-sensitive) of a message from get or
- * claim (a handler's), or NULL when it has none, or message or key is
- * NULL. Valid as long as the message's strings; allocates nothing. */
-OBX_API const char *obx_message_header(const obx_message *message, const char *key);
-
-/* Header `index` (0..header_count-1) of a message, in enqueue order: sets
- * *key and *value (either may be NULL) and returns OBX_OK; OBX_ERR_INVALID_ARG
- * when message is NULL; OBX_ERR_NOT_FOUND when index is out of range. */
-OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
-                                         const char **value);
 
 /* Enqueue one message in its own transaction, committed before return
  * (OBX-002). *out_id (if not NULL) receives the new work item id.
@@ -791,6 +787,17 @@ typedef struct obx_dead_filter {
 } obx_dead_filter;
 
 /* >>common-begin api-engine */
+
+/* The value of header `key` (case-sensitive) of a message from get or
+ * claim (a handler's), or NULL when it has none, or message or key is
+ * NULL. Valid as long as the message's strings; allocates nothing. */
+OBX_API const char *obx_message_header(const obx_message *message, const char *key);
+
+/* Header `index` (0..header_count-1) of a message, in enqueue order: sets
+ * *key and *value (either may be NULL) and returns OBX_OK; OBX_ERR_INVALID_ARG
+ * when message is NULL; OBX_ERR_NOT_FOUND when index is out of range. */
+OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
+                                         const char **value);
 
 /* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
 
@@ -3594,6 +3601,12 @@ OBX__PRIVATE void obx__loop_run(obx__loop *l, const obx__loop_timing *t,
     }
 }
 
+/* Where a row's envelope strings sit in the read buffer (each header's
+ * row offsets hold one). */
+typedef struct obx__envelope_offsets {
+    size_t tenant, aggregate_type, aggregate_id, headers;
+} obx__envelope_offsets;
+
 /* >>common-end core */
 
 /* >>common-begin public */
@@ -4868,8 +4881,8 @@ static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct obx__row_offsets {
+    struct obx__envelope_offsets env;
     size_t topic, payload, correlation, last_error, processed_by, ordering_key;
-    size_t tenant, aggregate_type, aggregate_id, headers; /* the envelope */
 } obx__row_offsets;
 
 #ifndef OBX_NO_METRICS_TEXT
@@ -7346,50 +7359,9 @@ OBX_API obx_result obx_notify(obx_store *s) {
     return OBX_OK;
 }
 
-/* >>common-end engine */
-
-
-/* >> the outbox's messages: rows, keys, names ---------------------------------- */
-
-static void obx__store_own_free(const obx__hooks *h, obx__store_own *own) {
-    int i;
-    for (i = 0; i < OBX__INSERT_LISTS; i++) obx__buf_free(h, &own->columns[i]);
-    obx__buf_free(h, &own->headers);
-}
-
-static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc) {
-    own->dead_holds = desc->ordering_dead_holds != 0;
-}
-
-/* ordering_dead_holds: the claim variants where a Dead message waits. */
-static void obx__store_own_sql(const obx__store_own *own, char **sql) {
-    static const int pairs[2][2] = {{OBX__Q_CLAIM, OBX__Q_CLAIM_HOLD},
-                                    {OBX__Q_CLAIM_PICK, OBX__Q_CLAIM_PICK_HOLD}};
-    int i;
-    for (i = 0; i < 2 && own->dead_holds; i++) {
-        char *t = sql[pairs[i][0]];
-        if (!sql[pairs[i][1]]) continue; /* the dialect has no such step */
-        sql[pairs[i][0]] = sql[pairs[i][1]];
-        sql[pairs[i][1]] = t;
-    }
-}
-
-static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
-                            const obx_message *m) {
-    return obx__list_add(h, &keys[0], d, m->id, 36);
-}
-
-static void obx__msg_name(const obx_message *m, char *out, size_t size) {
-    snprintf(out, size, "%s", m->id);
-}
-
-static const char *obx__desc_worker(const obx_store_desc *desc) { return desc->worker_name; }
-
-#ifndef OBX_NO_MULTI_STORE /* only a provider sets it */
-static void obx__desc_set_worker(obx_store_desc *desc, const char *worker) {
-    desc->worker_name = worker;
-}
-#endif
+/* The envelope (seed 002 section 6), the same in both headers: checks,
+ * the Headers column as JSON text (written by enqueue, decoded in place
+ * when a row is read) and the lookups handlers use. */
 
 /* Four hex digits at p as a number; -1 if any is not a hex digit (the
  * terminator included, so a short escape never reads past the text). */
@@ -7512,6 +7484,189 @@ static int obx__headers_unpack(char *text) {
 #undef OBX__WS
 }
 
+/* Check a message's envelope; `item` ("messages[3]." or "") names it. */
+static obx_result obx__check_envelope(obx_error *err, const char *fn, const char *item, const obx_new_message *m) {
+    char where[96];
+    size_t n = 0;
+    int i;
+#define OBX__BAD(arg, result, ...)                                           \
+    do {                                                                     \
+        snprintf(where, sizeof where, "%s: %s%s", fn, item, arg);            \
+        return obx__fail(err, result, where, __VA_ARGS__);                   \
+    } while (0)
+    if (m->tenant_id && !obx__text_fits(m->tenant_id, OBX_TENANT_MAX))
+        OBX__BAD("tenant_id", OBX_ERR_INVALID_ARG, "tenant_id must be valid UTF-8 of at most %d characters",
+                 OBX_TENANT_MAX);
+    if (m->aggregate_type && !obx__text_fits(m->aggregate_type, OBX_AGGREGATE_TYPE_MAX))
+        OBX__BAD("aggregate_type", OBX_ERR_INVALID_ARG,
+                 "aggregate_type must be valid UTF-8 of at most %d characters", OBX_AGGREGATE_TYPE_MAX);
+    if (m->aggregate_id && !obx__text_fits(m->aggregate_id, OBX_AGGREGATE_ID_MAX))
+        OBX__BAD("aggregate_id", OBX_ERR_INVALID_ARG,
+                 "aggregate_id must be valid UTF-8 of at most %d characters", OBX_AGGREGATE_ID_MAX);
+    if (m->header_count < 0 || m->header_count > OBX_HEADERS_MAX)
+        OBX__BAD("header_count", OBX_ERR_INVALID_ARG, "header_count must be 0..%d", OBX_HEADERS_MAX);
+    if (m->header_count > 0 && !m->headers)
+        OBX__BAD("headers", OBX_ERR_INVALID_ARG, "headers must not be NULL when header_count > 0");
+    for (i = 0; i < m->header_count; i++) {
+        const obx_header *x = &m->headers[i];
+        char arg[40];
+        int j;
+        snprintf(arg, sizeof arg, "headers[%d].key", i);
+        if (!x->key || !x->key[0]) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header key must not be NULL or empty");
+        if (!obx__text_fits(x->key, OBX_HEADER_KEY_MAX))
+            OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header key must be valid UTF-8 of at most %d characters",
+                     OBX_HEADER_KEY_MAX);
+        for (j = 0; j < i; j++)
+            if (strcmp(m->headers[j].key, x->key) == 0)
+                OBX__BAD(arg, OBX_ERR_INVALID_ARG, "key repeats headers[%d].key (keys are unique)", j);
+        snprintf(arg, sizeof arg, "headers[%d].value", i);
+        if (!x->value) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must not be NULL (\"\" is a value)");
+        if (!obx__text_fits(x->value, OBX_HEADER_VALUE_MAX))
+            OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must be valid UTF-8 of at most %d characters",
+                     OBX_HEADER_VALUE_MAX);
+        n += strlen(x->key) + strlen(x->value);
+    }
+    if (n > OBX_HEADERS_BYTES_MAX)
+        OBX__BAD("headers", OBX_ERR_INVALID_ARG, "keys and values take %lu bytes, over OBX_HEADERS_BYTES_MAX (%d)",
+                 (unsigned long)n, OBX_HEADERS_BYTES_MAX);
+#undef OBX__BAD
+    return OBX_OK;
+}
+
+/* An optional text: "" is stored as NULL. */
+static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
+
+/* m's headers as one JSON object {"key":"value",...} in b (emptied first),
+ * keys in their given order; 0 when out of memory. */
+static int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_message *m) {
+    int i, ok;
+    b->len = 0;
+    ok = obx__buf_add(h, b, "{", 1);
+    for (i = 0; ok && i < m->header_count; i++) {
+        const obx_header *x = &m->headers[i];
+        ok = (i == 0 || obx__buf_add(h, b, ",", 1)) && obx__quoted_add(h, b, x->key, strlen(x->key), 0) &&
+             obx__buf_add(h, b, ":", 1) && obx__quoted_add(h, b, x->value, strlen(x->value), 0);
+    }
+    return ok && obx__buf_add(h, b, "}", 1);
+}
+
+/* The envelope's four columns from `col` on: the strings to buf, the
+ * Headers object decoded in place (text that is not one reads as none). */
+static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, obx__buf *buf, obx__envelope_offsets *o,
+                                     int *header_count) {
+    obx_result r;
+    *header_count = 0;
+    if ((r = obx__get_append(db, st, col, SQL_C_CHAR, buf, &o->tenant, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, col + 1, SQL_C_CHAR, buf, &o->aggregate_type, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, col + 2, SQL_C_CHAR, buf, &o->aggregate_id, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, col + 3, SQL_C_CHAR, buf, &o->headers, NULL)) != OBX_OK)
+        return r;
+    if (o->headers != (size_t)-1) {
+        *header_count = obx__headers_unpack(buf->data + o->headers);
+        if (*header_count <= 0) o->headers = (size_t)-1, *header_count = 0;
+    }
+    return OBX_OK;
+}
+
+/* A message's envelope strings, once the buffer no longer moves. */
+static void obx__point_envelope(const obx__buf *buf, obx_message *m, const obx__envelope_offsets *o) {
+    m->tenant_id = obx__at(buf, o->tenant);
+    m->aggregate_type = obx__at(buf, o->aggregate_type);
+    m->aggregate_id = obx__at(buf, o->aggregate_id);
+    m->headers_packed = obx__at(buf, o->headers);
+}
+
+/* Whether m has an envelope: a message without one runs the plain statements. */
+static int obx__has_envelope(const obx_new_message *m) {
+    return obx__opt_text(m->tenant_id) || obx__opt_text(m->aggregate_type) || obx__opt_text(m->aggregate_id) ||
+           m->header_count > 0;
+}
+
+/* Bind m's envelope as p[0..3], its headers' JSON made in `json`; 0 when
+ * out of memory. */
+static int obx__envelope_params(const obx__hooks *h, obx__buf *json, obx__param *p, const obx_new_message *m) {
+    if (m->header_count > 0 && !obx__headers_json(h, json, m)) return 0;
+    obx__p_text(&p[0], obx__opt_text(m->tenant_id), (size_t)-1);
+    obx__p_text(&p[1], obx__opt_text(m->aggregate_type), (size_t)-1);
+    obx__p_text(&p[2], obx__opt_text(m->aggregate_id), (size_t)-1);
+    obx__p_text(&p[3], m->header_count > 0 ? json->data : NULL, (size_t)-1);
+    return 1;
+}
+
+
+OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
+                                         const char **value) {
+    const char *at;
+    int i;
+    if (!message) return OBX_ERR_INVALID_ARG;
+    if (index < 0 || index >= message->header_count || !message->headers_packed) return OBX_ERR_NOT_FOUND;
+    at = message->headers_packed;
+    for (i = 0; i < index; i++) at += strlen(at) + 1, at += strlen(at) + 1;
+    if (key) *key = at;
+    if (value) *value = at + strlen(at) + 1;
+    return OBX_OK;
+}
+
+OBX_API const char *obx_message_header(const obx_message *message, const char *key) {
+    const char *at;
+    int i;
+    if (!message || !key || !message->headers_packed) return NULL;
+    at = message->headers_packed;
+    for (i = 0; i < message->header_count; i++) {
+        size_t n = strlen(at);
+        if (strcmp(at, key) == 0) return at + n + 1;
+        at += n + 1;
+        at += strlen(at) + 1;
+    }
+    return NULL;
+}
+
+
+/* >>common-end engine */
+
+
+/* >> the outbox's messages: rows, keys, names ---------------------------------- */
+
+static void obx__store_own_free(const obx__hooks *h, obx__store_own *own) {
+    int i;
+    for (i = 0; i < OBX__INSERT_LISTS; i++) obx__buf_free(h, &own->columns[i]);
+    obx__buf_free(h, &own->headers);
+}
+
+static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc) {
+    own->dead_holds = desc->ordering_dead_holds != 0;
+}
+
+/* ordering_dead_holds: the claim variants where a Dead message waits. */
+static void obx__store_own_sql(const obx__store_own *own, char **sql) {
+    static const int pairs[2][2] = {{OBX__Q_CLAIM, OBX__Q_CLAIM_HOLD},
+                                    {OBX__Q_CLAIM_PICK, OBX__Q_CLAIM_PICK_HOLD}};
+    int i;
+    for (i = 0; i < 2 && own->dead_holds; i++) {
+        char *t = sql[pairs[i][0]];
+        if (!sql[pairs[i][1]]) continue; /* the dialect has no such step */
+        sql[pairs[i][0]] = sql[pairs[i][1]];
+        sql[pairs[i][1]] = t;
+    }
+}
+
+static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
+                            const obx_message *m) {
+    return obx__list_add(h, &keys[0], d, m->id, 36);
+}
+
+static void obx__msg_name(const obx_message *m, char *out, size_t size) {
+    snprintf(out, size, "%s", m->id);
+}
+
+static const char *obx__desc_worker(const obx_store_desc *desc) { return desc->worker_name; }
+
+#ifndef OBX_NO_MULTI_STORE /* only a provider sets it */
+static void obx__desc_set_worker(obx_store_desc *desc, const char *worker) {
+    desc->worker_name = worker;
+}
+#endif
+
 static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, obx__buf *buf,
                                     obx__row_offsets *o) {
     char text[40];
@@ -7561,17 +7716,9 @@ static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, ob
         (r = obx__get_i64(db, st, 16, &v, NULL)) != OBX_OK)
         return r;
     m->starts = (int)v;
-    if ((r = obx__get_append(db, st, 17, SQL_C_CHAR, buf, &o->ordering_key, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, 18, SQL_C_CHAR, buf, &o->tenant, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, 19, SQL_C_CHAR, buf, &o->aggregate_type, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, 20, SQL_C_CHAR, buf, &o->aggregate_id, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, 21, SQL_C_CHAR, buf, &o->headers, NULL)) != OBX_OK)
+    if ((r = obx__get_append(db, st, 17, SQL_C_CHAR, buf, &o->ordering_key, NULL)) != OBX_OK)
         return r;
-    if (o->headers != (size_t)-1) {
-        m->header_count = obx__headers_unpack(buf->data + o->headers);
-        if (m->header_count <= 0) o->headers = (size_t)-1, m->header_count = 0;
-    }
-    return OBX_OK;
+    return obx__read_envelope(db, st, 18, buf, &o->env, &m->header_count);
 }
 
 static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o) {
@@ -7581,90 +7728,10 @@ static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__r
     m->last_error = obx__at(buf, o->last_error);
     m->processed_by = obx__at(buf, o->processed_by);
     m->ordering_key = obx__at(buf, o->ordering_key);
-    m->tenant_id = obx__at(buf, o->tenant);
-    m->aggregate_type = obx__at(buf, o->aggregate_type);
-    m->aggregate_id = obx__at(buf, o->aggregate_id);
-    m->headers_packed = obx__at(buf, o->headers);
+    obx__point_envelope(buf, m, &o->env);
 }
-
-OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
-                                         const char **value) {
-    const char *at;
-    int i;
-    if (!message) return OBX_ERR_INVALID_ARG;
-    if (index < 0 || index >= message->header_count || !message->headers_packed) return OBX_ERR_NOT_FOUND;
-    at = message->headers_packed;
-    for (i = 0; i < index; i++) at += strlen(at) + 1, at += strlen(at) + 1;
-    if (key) *key = at;
-    if (value) *value = at + strlen(at) + 1;
-    return OBX_OK;
-}
-
-OBX_API const char *obx_message_header(const obx_message *message, const char *key) {
-    const char *at;
-    int i;
-    if (!message || !key || !message->headers_packed) return NULL;
-    at = message->headers_packed;
-    for (i = 0; i < message->header_count; i++) {
-        size_t n = strlen(at);
-        if (strcmp(at, key) == 0) return at + n + 1;
-        at += n + 1;
-        at += strlen(at) + 1;
-    }
-    return NULL;
-}
-
 
 /* >> enqueue ------------------------------------------------------------------------ */
-
-/* Check a message's envelope; `item` ("messages[3]." or "") names it. */
-static obx_result obx__check_envelope(obx_error *err, const char *fn, const char *item, const obx_new_message *m) {
-    char where[96];
-    size_t n = 0;
-    int i;
-#define OBX__BAD(arg, result, ...)                                           \
-    do {                                                                     \
-        snprintf(where, sizeof where, "%s: %s%s", fn, item, arg);            \
-        return obx__fail(err, result, where, __VA_ARGS__);                   \
-    } while (0)
-    if (m->tenant_id && !obx__text_fits(m->tenant_id, OBX_TENANT_MAX))
-        OBX__BAD("tenant_id", OBX_ERR_INVALID_ARG, "tenant_id must be valid UTF-8 of at most %d characters",
-                 OBX_TENANT_MAX);
-    if (m->aggregate_type && !obx__text_fits(m->aggregate_type, OBX_AGGREGATE_TYPE_MAX))
-        OBX__BAD("aggregate_type", OBX_ERR_INVALID_ARG,
-                 "aggregate_type must be valid UTF-8 of at most %d characters", OBX_AGGREGATE_TYPE_MAX);
-    if (m->aggregate_id && !obx__text_fits(m->aggregate_id, OBX_AGGREGATE_ID_MAX))
-        OBX__BAD("aggregate_id", OBX_ERR_INVALID_ARG,
-                 "aggregate_id must be valid UTF-8 of at most %d characters", OBX_AGGREGATE_ID_MAX);
-    if (m->header_count < 0 || m->header_count > OBX_HEADERS_MAX)
-        OBX__BAD("header_count", OBX_ERR_INVALID_ARG, "header_count must be 0..%d", OBX_HEADERS_MAX);
-    if (m->header_count > 0 && !m->headers)
-        OBX__BAD("headers", OBX_ERR_INVALID_ARG, "headers must not be NULL when header_count > 0");
-    for (i = 0; i < m->header_count; i++) {
-        const obx_header *x = &m->headers[i];
-        char arg[40];
-        int j;
-        snprintf(arg, sizeof arg, "headers[%d].key", i);
-        if (!x->key || !x->key[0]) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header key must not be NULL or empty");
-        if (!obx__text_fits(x->key, OBX_HEADER_KEY_MAX))
-            OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header key must be valid UTF-8 of at most %d characters",
-                     OBX_HEADER_KEY_MAX);
-        for (j = 0; j < i; j++)
-            if (strcmp(m->headers[j].key, x->key) == 0)
-                OBX__BAD(arg, OBX_ERR_INVALID_ARG, "key repeats headers[%d].key (keys are unique)", j);
-        snprintf(arg, sizeof arg, "headers[%d].value", i);
-        if (!x->value) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must not be NULL (\"\" is a value)");
-        if (!obx__text_fits(x->value, OBX_HEADER_VALUE_MAX))
-            OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must be valid UTF-8 of at most %d characters",
-                     OBX_HEADER_VALUE_MAX);
-        n += strlen(x->key) + strlen(x->value);
-    }
-    if (n > OBX_HEADERS_BYTES_MAX)
-        OBX__BAD("headers", OBX_ERR_INVALID_ARG, "keys and values take %lu bytes, over OBX_HEADERS_BYTES_MAX (%d)",
-                 (unsigned long)n, OBX_HEADERS_BYTES_MAX);
-#undef OBX__BAD
-    return OBX_OK;
-}
 
 /* Check one message; `fn` and `index` (-1: single) name it in the error. */
 static obx_result obx__check_message(obx_error *err, const char *fn, int index,
@@ -7735,28 +7802,10 @@ static int obx__chunk_end(const obx__enqueue_ctx *c, int from) {
     return i;
 }
 
-/* An optional text: "" is stored as NULL. */
-static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
-
-/* m's headers as one JSON object {"key":"value",...} in b (emptied first),
- * keys in their given order; 0 when out of memory. */
-static int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_message *m) {
-    int i, ok;
-    b->len = 0;
-    ok = obx__buf_add(h, b, "{", 1);
-    for (i = 0; ok && i < m->header_count; i++) {
-        const obx_header *x = &m->headers[i];
-        ok = (i == 0 || obx__buf_add(h, b, ",", 1)) && obx__quoted_add(h, b, x->key, strlen(x->key), 0) &&
-             obx__buf_add(h, b, ":", 1) && obx__quoted_add(h, b, x->value, strlen(x->value), 0);
-    }
-    return ok && obx__buf_add(h, b, "}", 1);
-}
-
 /* Whether m needs the statements with the ordering key and the envelope:
  * messages without either take the plain ones, as before both existed. */
 static int obx__extended(const obx_new_message *m) {
-    return obx__opt_text(m->ordering_key) || obx__opt_text(m->tenant_id) || obx__opt_text(m->aggregate_type) ||
-           obx__opt_text(m->aggregate_id) || m->header_count > 0;
+    return obx__opt_text(m->ordering_key) || obx__has_envelope(m);
 }
 
 /* ,"s" or ,null to a JSON row. */
@@ -7879,13 +7928,9 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
             continue;
         }
         /* A key (the statement that orders it) or an envelope. */
-        if (m->header_count > 0 && !obx__headers_json(db->hooks, &c->s->own.headers, m))
+        if (!obx__envelope_params(db->hooks, &c->s->own.headers, &p[8], m))
             return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue", "out of memory");
         obx__p_text(&p[7], obx__opt_text(m->ordering_key), (size_t)-1);
-        obx__p_text(&p[8], obx__opt_text(m->tenant_id), (size_t)-1);
-        obx__p_text(&p[9], obx__opt_text(m->aggregate_type), (size_t)-1);
-        obx__p_text(&p[10], obx__opt_text(m->aggregate_id), (size_t)-1);
-        obx__p_text(&p[11], m->header_count > 0 ? c->s->own.headers.data : NULL, (size_t)-1);
         r = obx__exec(db, OBX__Q_INSERT_KEYED, c->s->sql[OBX__Q_INSERT_KEYED], p, 12, NULL, NULL);
         if (r != OBX_OK) return r;
     }

@@ -710,16 +710,21 @@ static void test_inbox_work_queue(void) {
     const char *owner = "0190a1b2-0000-7000-8000-000000000001";
     static const char *const rows[] = {"stripe", "m-1", "payment.received", "{}", NULL, "1767225600000",
                                        "1767225600000", "Processing", "1767225630000",
-                                       "0190a1b2-0000-7000-8000-000000000001", "0", NULL, "1767225600000", NULL, "1"};
+                                       "0190a1b2-0000-7000-8000-000000000001", "0", NULL, "1767225600000", NULL, "1",
+                                       "acme", "Order", "o-1", "{\"traceparent\": \"00-x\"}"};
     static const char *const one[] = {"1"};
     const ibx_message *ms = NULL;
     ibx_key keys[1];
     int n = 0, e;
     int64_t changed = 0;
     TT_ASSERT(s != NULL);
-    fake_push_rows(15, 1, rows);
+    fake_push_rows(19, 1, rows);
     TT_EQ_INT(ibx_claim(s, owner, 30, 10, &ms, &n), IBX_OK);
     TT_EQ_INT(n, 1);
+    /* The envelope's columns come last (IBX-ENVELOPE), the headers decoded. */
+    TT_EQ_STR(ms[0].tenant_id, "acme");
+    TT_EQ_STR(ms[0].aggregate_id, "o-1");
+    TT_EQ_STR(ibx_message_header(&ms[0], "traceparent"), "00-x");
     e = first_exec();
     TT_EQ_STR(fake_log_sql(e), "{CALL [infra].[Inbox_Claim](?, ?, ?, 3)}");
     TT_EQ_STR(fake_log_param_text(e, 0, 3), "10");
@@ -950,7 +955,7 @@ static void test_dead_letters(void) {
     TT_ASSERT(in != NULL);
     memset(&g, 0, sizeof g);
     g.source = "stripe";
-    fake_push_rows(15, 0, NULL);
+    fake_push_rows(19, 0, NULL);
     TT_EQ_INT(ibx_dead_list(in, &g, 0, 20, &ims, &n), IBX_EMPTY);
     e = first_exec();
     TT_EXPECT(strstr(fake_log_sql(e), "WHERE t.[Status] = 'Dead' AND") != NULL);
