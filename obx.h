@@ -17,8 +17,8 @@
  *   3. Runtime options       7. Testing with the fake ODBC layer
  *   4. Threads               8. License (end of file)
  *   Then the API: common (results, hooks, limits, backoff, selection,
- *   UUIDs), store and messages (enqueue, the envelope: tenant, aggregate
- *   and headers, ack, abandon, fail, lease extend, get), the work queue and
+ *   UUIDs), store and messages (enqueue, ordering keys, the envelope: tenant,
+ *   aggregate and headers, ack, abandon, fail, lease extend, get), the work queue and
  *   dispatcher (claim, reap, cleanup, metrics, providers, routers, batch
  *   handlers, pauses), dead letters (list, replay, purge), joins (fan-in,
  *   cancel).
