@@ -105,6 +105,11 @@
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store
  *                        on a left-out dialect is IBX_ERR_UNSUPPORTED
+ *     IBX_TERSE_MESSAGES error and log texts without the sentence that
+ *                        explains them (how to fix it, what happens next):
+ *                        `where` (call and argument), the result, the
+ *                        cause and the database's own text stay; about
+ *                        1 KB less on each header
  *   global, for a gateway that needs less (define them for the whole
  *   program: a left-out function is not declared, so calling it is a
  *   compile error; the schema and every struct stay the same):
@@ -1486,6 +1491,17 @@ IBX__PRIVATE void ibx__error_clear(ibx_error *e) {
     memset(e, 0, sizeof *e);
 }
 
+/* IBX_TERSE_MESSAGES (a gateway short of flash): an error or log text keeps
+ * what names the failure - the call and argument (`where`), the cause in a
+ * word or two, the numbers, the database's own diagnostic - and drops the
+ * sentence that explains it, written IBX__WHY("...") at the call site. The
+ * default build's texts stay as they are. */
+#ifdef IBX_TERSE_MESSAGES
+#define IBX__WHY(text) ""
+#else
+#define IBX__WHY(text) text
+#endif
+
 /* Record an error that did not come from the driver; returns `r`. */
 IBX__PRINTF(4, 5)
 IBX__PRIVATE ibx_result ibx__fail(ibx_error *e, ibx_result r, const char *where, const char *fmt,
@@ -2269,8 +2285,8 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
                                        : ibx__dialect_detect(db->dbms_name);
     if (!d)
         return ibx__fail(db->err, IBX_ERR_UNSUPPORTED, "SQLGetInfo(SQL_DBMS_NAME)",
-                         "unknown database '%s' (driver %s); force a dialect if it speaks one "
-                         "of sqlite, postgresql, mariadb, sqlserver",
+                         "unknown database '%s' (driver %s)"
+                         IBX__WHY("; force a dialect if it speaks one of sqlite, postgresql, mariadb, sqlserver"),
                          db->dbms_name, db->driver_name);
     db->d = d;
     /* Not with a client-side statement timeout: a statement the driver gave
@@ -2385,7 +2401,7 @@ IBX__PRIVATE ibx_result ibx__db_connect(ibx__db *db, const char *connstr) {
         if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_ENV, NULL, &db->env))) {
             db->env = NULL;
             return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLAllocHandle(ENV)",
-                             "cannot allocate an ODBC environment (is a driver manager installed?)");
+                             "cannot allocate an ODBC environment" IBX__WHY(" (is a driver manager installed?)"));
         }
         r = ibx__check(db,
                        SQLSetEnvAttr(db->env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0),
@@ -2444,8 +2460,8 @@ IBX__PRIVATE ibx_result ibx__db_ensure(ibx__db *db) {
     if (!db->lost && db->connected) return db->own_connection ? IBX_OK : ibx__check_autocommit(db);
     if (!db->own_connection)
         return ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "connection",
-                         "the caller's connection was lost; reconnect it and open the store again");
-    ibx__log(db->hooks, IBX_LOG_WARN, db->store_id, "reconnecting (the connection was lost, or left out of step by a timeout)");
+                         "the caller's connection was lost" IBX__WHY("; reconnect it and open the store again"));
+    ibx__log(db->hooks, IBX_LOG_WARN, db->store_id, "reconnecting" IBX__WHY(" (the connection was lost, or left out of step by a timeout)"));
     ibx__db_disconnect(db);
     r = ibx__driver_connect(db, db->connstr);
     if (r == IBX_OK) r = ibx__db_setup(db);
@@ -2880,7 +2896,7 @@ IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
         db->lost = 1;
         db->in_tx = 0;
         r = ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "commit",
-                      "connection lost before commit; the transaction was not committed");
+                      "connection lost before commit" IBX__WHY("; the transaction was not committed"));
         db->err->connection_lost = 1;
         return r;
     }
@@ -3419,13 +3435,13 @@ IBX__PRIVATE int ibx__wake_bind(const ibx__hooks *h, const char *who, const char
         if (!live && unlink(path) == 0 && bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0)
             return fd;
         if (live) {
-            ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: another process listens there; this "
-                     "dispatcher relies on polling", path);
+            ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: another process listens there"
+                     IBX__WHY("; this dispatcher relies on polling"), path);
             close(fd);
             return -1;
         }
     }
-    ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: cannot listen (%s); this dispatcher relies on polling",
+    ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: cannot listen (%s)" IBX__WHY("; this dispatcher relies on polling"),
              path, strerror(errno));
     close(fd);
     return -1;
@@ -4690,14 +4706,15 @@ static ibx_result ibx__check_names(ibx_error *err, const char *fn, const char *s
     if (ibx__identifier_check(schema) != IBX_OK) {
         snprintf(where, sizeof where, "%s: schema", fn);
         return ibx__fail(err, IBX_ERR_INVALID_ARG, where,
-                         "schema must be 1-63 characters of A-Z, a-z, 0-9, _ and not start "
-                         "with a digit");
+                         "schema must be 1-63 characters"
+                         IBX__WHY(" of A-Z, a-z, 0-9, _ and not start with a digit"));
     }
     if (ibx__identifier_check(table) != IBX_OK || strlen(table) > IBX__TABLE_MAX) {
         snprintf(where, sizeof where, "%s: table", fn);
         return ibx__fail(err, IBX_ERR_INVALID_ARG, where,
-                         "table must be 1-%d characters of A-Z, a-z, 0-9, _ and not start "
-                         "with a digit (derived index names must fit 63)", IBX__TABLE_MAX);
+                         "table must be 1-%d characters"
+                         IBX__WHY(" of A-Z, a-z, 0-9, _ and not start with a digit (derived index names must fit 63)"),
+                         IBX__TABLE_MAX);
     }
     return IBX_OK;
 }
@@ -4718,10 +4735,10 @@ static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
     if (r != IBX_OK) return r;
     if (!id[0] || strlen(id) > 63 || !ibx__printable(id))
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: store_id",
-                         "store_id must be 1-63 characters, none of them control characters");
+                         "store_id must be 1-63 characters" IBX__WHY(", none of them control characters"));
     if (worker && (!worker[0] || strlen(worker) > 100 || !ibx__printable(worker)))
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: worker_name",
-                         "worker_name must be 1-100 characters, none of them control characters");
+                         "worker_name must be 1-100 characters" IBX__WHY(", none of them control characters"));
     s->schema = ibx__strdup(&s->hooks, schema);
     s->table = ibx__strdup(&s->hooks, table);
     s->store_id = ibx__strdup(&s->hooks, id);
@@ -5061,7 +5078,7 @@ static ibx_result ibx__check_token(ibx_store *s, const char *fn, const char *tok
     snprintf(where, sizeof where, "%s: owner_token", fn);
     if (!ibx__uuid_is_valid(token))
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where,
-                         "owner_token must be a UUID (ibx_owner_token)");
+                         "owner_token must be a UUID" IBX__WHY(" (ibx_owner_token)"));
     if (strcmp(token, "00000000-0000-0000-0000-000000000000") == 0)
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
     ibx__lower_uuid(token, s->token);
@@ -5142,7 +5159,7 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
          * subquery run twice does it): roll the claim back, lose nothing. */
         if (c->count >= c->batch_size) {
             r = ibx__fail(db->err, IBX_ERR_STATE, "ibx_claim",
-                          "the claim statement returned more than %d rows; rolled back",
+                          "the claim statement returned more than %d rows" IBX__WHY("; rolled back"),
                           c->batch_size);
             break;
         }
@@ -5506,8 +5523,8 @@ static ibx_result ibx__pending_room(ibx_store *s, const char *fn, int64_t n) {
     if ((r = ibx_pending_count(s, &now)) != IBX_OK) return r;
     if (now > s->max_pending - n)
         return ibx__fail(&s->err, IBX_ERR_FULL, fn,
-                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more "
-                         "do not fit; enqueue again once the queue drains",
+                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more do not fit"
+                         IBX__WHY("; enqueue again once the queue drains"),
                          (long long)now, (long long)s->max_pending, (long long)n);
     s->pending_estimate = now + n;
     return IBX_OK;
@@ -6022,8 +6039,8 @@ static ibx_result ibx__renew_connect(ibx__renewer *w) {
     if (!s->db.own_connection || !s->db.connstr) {
         if (!w->warned++)
             ibx__log(w->hooks, IBX_LOG_WARN, s->store_id,
-                     "leases are not renewed: the store uses the caller's connection (a handler "
-                     "slower than the lease may run twice; it can call ibx_lease_extend)");
+                     "leases are not renewed: the store uses the caller's connection"
+                     IBX__WHY(" (a handler slower than the lease may run twice; it can call ibx_lease_extend)"));
         return IBX_ERR_STATE;
     }
     w->side.hooks = &s->hooks;
@@ -6068,15 +6085,16 @@ static void *ibx__renew_main(void *arg) {
         int64_t now = ibx__mono_ms(w->hooks);
         if (w->call_started_ms && !w->stall_logged && now - w->call_started_ms >= IBX__STALL_WARN_MS) {
             ibx__log(w->hooks, IBX_LOG_WARN, w->store ? w->store->store_id : "dispatcher",
-                     "still waiting for the database after %lld ms (a frozen or unreachable server? "
-                     "statement_timeout_seconds ends such a wait with an error)",
+                     "still waiting for the database after %lld ms"
+                     IBX__WHY(" (a frozen or unreachable server? statement_timeout_seconds ends such a wait with an error)"),
                      (long long)(now - w->call_started_ms));
             w->stall_logged = 1;
         }
         if (w->active && now >= w->next_ms && now - w->started_ms >= w->max_ms) {
             ibx__log(w->hooks, IBX_LOG_WARN, w->store->store_id,
-                     "handlers ran %lld ms, longer than max_handler_ms: leases are no longer renewed "
-                     "and the batch's messages may be delivered again", (long long)(now - w->started_ms));
+                     "handlers ran %lld ms, longer than max_handler_ms"
+                     IBX__WHY(": leases are no longer renewed and the batch's messages may be delivered again"),
+                     (long long)(now - w->started_ms));
             w->next_ms = INT64_MAX;
         } else if (w->active && now >= w->next_ms) {
             w->busy = 1;
@@ -6260,8 +6278,9 @@ static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ib
         (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF ||
         ((int)desc->selection != IBX_SELECT_ROUND_ROBIN && (int)desc->selection != IBX_SELECT_DRAIN_FIRST))
         return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, "ibx_dispatcher_create: desc",
-                         "batch_size 0..%d, lease_seconds 0..%d, pauses up to %lld ms, a known selection "
-                         "and log level, and no negative attempts or intervals (0 means the default)",
+                         "batch_size 0..%d, lease_seconds 0..%d, pauses up to %lld ms"
+                         IBX__WHY(", a known selection and log level, and no negative attempts or intervals (0 means "
+                                  "the default)"),
                          IBX_BATCH_MAX, IBX_LEASE_MAX_SECONDS, (long long)IBX_DELAY_MAX_MS);
     return IBX_OK;
 }
@@ -6333,8 +6352,9 @@ IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_di
         return err->result;
     if (!IBX__DEFAULT_CLOCK_SLEEPS && h->clock.sleep_ms == ibx__default_sleep_ms)
         return ibx__fail(err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: hooks.clock",
-                         "built with IBX_NO_POSIX_CLOCK, the default clock cannot sleep: give the "
-                         "store a clock hook with sleep_ms (a dispatcher would poll without pause)");
+                         "built with IBX_NO_POSIX_CLOCK"
+                         IBX__WHY(", the default clock cannot sleep: give the store a clock hook with sleep_ms (a "
+                                  "dispatcher would poll without pause)"));
     d = (ibx_dispatcher *)ibx__alloc(h, sizeof *d);
     if (!d) return IBX_ERR_NO_MEMORY;
     memset(d, 0, sizeof *d);
@@ -6402,8 +6422,8 @@ static ibx_result ibx__dispatcher_route(ibx_dispatcher *d, const char *fn, const
     if (!handler) return ibx__fail(d->err, IBX_ERR_INVALID_ARG, where, "must not be NULL");
     snprintf(where, sizeof where, "%s: topic", fn);
     if (ibx__routes_find(&d->routes, topic, 1) || (batch && ibx__routes_find(&d->routes, topic, 0)))
-        return ibx__fail(d->err, IBX_ERR_INVALID_ARG, where, "topic %s already has a %s handler: a "
-                         "topic has one batch handler or per-message handlers", topic,
+        return ibx__fail(d->err, IBX_ERR_INVALID_ARG, where, "topic %s already has a %s handler"
+                         IBX__WHY(": a topic has one batch handler or per-message handlers"), topic,
                          ibx__routes_find(&d->routes, topic, 1) ? "batch" : "per-message");
     if (ibx__routes_add(d->hooks, &d->routes, topic, handler, user, batch) != IBX_OK)
         return ibx__fail(d->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
@@ -6579,7 +6599,7 @@ static void ibx__handle_one(ibx_dispatcher *d, ibx_store *s, const ibx_message *
     d->outcomes[i] = (int)outcome;
     if (!matched) {
         ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
-                 "no handler for topic %s (message %s): retrying later", m->topic, name);
+                 "no handler for topic %s (message %s)" IBX__WHY(": retrying later"), m->topic, name);
         snprintf(error, IBX__HANDLER_ERROR_MAX, "no handler for topic %s", m->topic);
         d->outcomes[i] = (int)IBX_WAIT;
         st->no_handler++;
@@ -6665,8 +6685,9 @@ static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message
     }
     if (skipped)
         ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
-                 "%d message(s) not handled: their %d s lease was nearly over (handlers too slow for "
-                 "the lease?); they are released for the next claim", skipped, d->lease_seconds);
+                 "%d message(s) not handled: their %d s lease was nearly over"
+                 IBX__WHY(" (handlers too slow for the lease?); they are released for the next claim"), skipped,
+                 d->lease_seconds);
 }
 
 /* The backoff for a message's next attempt, within what abandon accepts. */
@@ -6725,8 +6746,8 @@ static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_m
         if (r == IBX_OK) st->done += (int)changed;
         if (r == IBX_OK && changed < acks)
             ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
-                     "%d of %d handled messages were no longer leased to this worker "
-                     "(lease expired during handling?); they will be delivered again",
+                     "%d of %d handled messages were no longer leased to this worker"
+                     IBX__WHY(" (lease expired during handling?); they will be delivered again"),
                      acks - (int)changed, acks);
     }
     for (i = 0; i < failures && r == IBX_OK; i++) r = ibx__settle_failure(d, s, ms, d->failures[i], st);
@@ -6762,8 +6783,8 @@ static ibx_result ibx__isolate(ibx_dispatcher *d, ibx_store *s, int *n, int *fir
         if (r == IBX_OK) *n = k + 1;
     }
     if (k < *n)
-        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%d message(s) claimed before without an outcome "
-                 "(a crash?): one handled alone after the others, %d released", *n - k + released, released);
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%d message(s) claimed before without an outcome"
+                 IBX__WHY(" (a crash?)") ": one handled alone after the others, %d released", *n - k + released, released);
     return r;
 }
 
@@ -6816,7 +6837,7 @@ static ibx_result ibx__store_failed(ibx_dispatcher *d, ibx__entry *e, ibx_result
     d->own_err = s->err;
     if (e->failures++ % 60 == 0)
         ibx__log(d->hooks, e->failures == 1 ? IBX_LOG_ERROR : IBX_LOG_WARN, s->store_id,
-                 "dispatch failed (%d in a row): %s: %s (%s); the other databases go on",
+                 "dispatch failed (%d in a row): %s: %s (%s)" IBX__WHY("; the other databases go on"),
                  e->failures, ibx__result_str(r), s->err.message, s->err.where);
     return r;
 }
@@ -7113,9 +7134,9 @@ static ibx_result ibx__check_envelope(ibx_error *err, const char *fn, const char
                      IBX_HEADER_KEY_MAX);
         for (j = 0; j < i; j++)
             if (strcmp(m->headers[j].key, x->key) == 0)
-                IBX__BAD(arg, IBX_ERR_INVALID_ARG, "key repeats headers[%d].key (keys are unique)", j);
+                IBX__BAD(arg, IBX_ERR_INVALID_ARG, "key repeats headers[%d].key" IBX__WHY(" (keys are unique)"), j);
         snprintf(arg, sizeof arg, "headers[%d].value", i);
-        if (!x->value) IBX__BAD(arg, IBX_ERR_INVALID_ARG, "a header value must not be NULL (\"\" is a value)");
+        if (!x->value) IBX__BAD(arg, IBX_ERR_INVALID_ARG, "a header value must not be NULL" IBX__WHY(" (\"\" is a value)"));
         if (!ibx__text_fits(x->value, IBX_HEADER_VALUE_MAX))
             IBX__BAD(arg, IBX_ERR_INVALID_ARG, "a header value must be valid UTF-8 of at most %d characters",
                      IBX_HEADER_VALUE_MAX);

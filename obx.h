@@ -89,6 +89,11 @@
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store
  *                        on a left-out dialect is OBX_ERR_UNSUPPORTED
+ *     OBX_TERSE_MESSAGES error and log texts without the sentence that
+ *                        explains them (how to fix it, what happens next):
+ *                        `where` (call and argument), the result, the
+ *                        cause and the database's own text stay; about
+ *                        1 KB less on each header
  *   global, for a gateway that needs less (define them for the whole
  *   program: a left-out function is not declared, so calling it is a
  *   compile error; the schema and every struct stay the same):
@@ -1599,6 +1604,17 @@ OBX__PRIVATE void obx__error_clear(obx_error *e) {
     memset(e, 0, sizeof *e);
 }
 
+/* OBX_TERSE_MESSAGES (a gateway short of flash): an error or log text keeps
+ * what names the failure - the call and argument (`where`), the cause in a
+ * word or two, the numbers, the database's own diagnostic - and drops the
+ * sentence that explains it, written OBX__WHY("...") at the call site. The
+ * default build's texts stay as they are. */
+#ifdef OBX_TERSE_MESSAGES
+#define OBX__WHY(text) ""
+#else
+#define OBX__WHY(text) text
+#endif
+
 /* Record an error that did not come from the driver; returns `r`. */
 OBX__PRINTF(4, 5)
 OBX__PRIVATE obx_result obx__fail(obx_error *e, obx_result r, const char *where, const char *fmt,
@@ -2382,8 +2398,8 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
                                        : obx__dialect_detect(db->dbms_name);
     if (!d)
         return obx__fail(db->err, OBX_ERR_UNSUPPORTED, "SQLGetInfo(SQL_DBMS_NAME)",
-                         "unknown database '%s' (driver %s); force a dialect if it speaks one "
-                         "of sqlite, postgresql, mariadb, sqlserver",
+                         "unknown database '%s' (driver %s)"
+                         OBX__WHY("; force a dialect if it speaks one of sqlite, postgresql, mariadb, sqlserver"),
                          db->dbms_name, db->driver_name);
     db->d = d;
     /* Not with a client-side statement timeout: a statement the driver gave
@@ -2498,7 +2514,7 @@ OBX__PRIVATE obx_result obx__db_connect(obx__db *db, const char *connstr) {
         if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_ENV, NULL, &db->env))) {
             db->env = NULL;
             return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLAllocHandle(ENV)",
-                             "cannot allocate an ODBC environment (is a driver manager installed?)");
+                             "cannot allocate an ODBC environment" OBX__WHY(" (is a driver manager installed?)"));
         }
         r = obx__check(db,
                        SQLSetEnvAttr(db->env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0),
@@ -2557,8 +2573,8 @@ OBX__PRIVATE obx_result obx__db_ensure(obx__db *db) {
     if (!db->lost && db->connected) return db->own_connection ? OBX_OK : obx__check_autocommit(db);
     if (!db->own_connection)
         return obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "connection",
-                         "the caller's connection was lost; reconnect it and open the store again");
-    obx__log(db->hooks, OBX_LOG_WARN, db->store_id, "reconnecting (the connection was lost, or left out of step by a timeout)");
+                         "the caller's connection was lost" OBX__WHY("; reconnect it and open the store again"));
+    obx__log(db->hooks, OBX_LOG_WARN, db->store_id, "reconnecting" OBX__WHY(" (the connection was lost, or left out of step by a timeout)"));
     obx__db_disconnect(db);
     r = obx__driver_connect(db, db->connstr);
     if (r == OBX_OK) r = obx__db_setup(db);
@@ -2993,7 +3009,7 @@ OBX__PRIVATE obx_result obx__commit(obx__db *db) {
         db->lost = 1;
         db->in_tx = 0;
         r = obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "commit",
-                      "connection lost before commit; the transaction was not committed");
+                      "connection lost before commit" OBX__WHY("; the transaction was not committed"));
         db->err->connection_lost = 1;
         return r;
     }
@@ -3532,13 +3548,13 @@ OBX__PRIVATE int obx__wake_bind(const obx__hooks *h, const char *who, const char
         if (!live && unlink(path) == 0 && bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0)
             return fd;
         if (live) {
-            obx__log(h, OBX_LOG_WARN, who, "wake_path %s: another process listens there; this "
-                     "dispatcher relies on polling", path);
+            obx__log(h, OBX_LOG_WARN, who, "wake_path %s: another process listens there"
+                     OBX__WHY("; this dispatcher relies on polling"), path);
             close(fd);
             return -1;
         }
     }
-    obx__log(h, OBX_LOG_WARN, who, "wake_path %s: cannot listen (%s); this dispatcher relies on polling",
+    obx__log(h, OBX_LOG_WARN, who, "wake_path %s: cannot listen (%s)" OBX__WHY("; this dispatcher relies on polling"),
              path, strerror(errno));
     close(fd);
     return -1;
@@ -5095,14 +5111,15 @@ static obx_result obx__check_names(obx_error *err, const char *fn, const char *s
     if (obx__identifier_check(schema) != OBX_OK) {
         snprintf(where, sizeof where, "%s: schema", fn);
         return obx__fail(err, OBX_ERR_INVALID_ARG, where,
-                         "schema must be 1-63 characters of A-Z, a-z, 0-9, _ and not start "
-                         "with a digit");
+                         "schema must be 1-63 characters"
+                         OBX__WHY(" of A-Z, a-z, 0-9, _ and not start with a digit"));
     }
     if (obx__identifier_check(table) != OBX_OK || strlen(table) > OBX__TABLE_MAX) {
         snprintf(where, sizeof where, "%s: table", fn);
         return obx__fail(err, OBX_ERR_INVALID_ARG, where,
-                         "table must be 1-%d characters of A-Z, a-z, 0-9, _ and not start "
-                         "with a digit (derived index names must fit 63)", OBX__TABLE_MAX);
+                         "table must be 1-%d characters"
+                         OBX__WHY(" of A-Z, a-z, 0-9, _ and not start with a digit (derived index names must fit 63)"),
+                         OBX__TABLE_MAX);
     }
     return OBX_OK;
 }
@@ -5123,10 +5140,10 @@ static obx_result obx__store_names(obx_store *s, const obx_store_desc *desc) {
     if (r != OBX_OK) return r;
     if (!id[0] || strlen(id) > 63 || !obx__printable(id))
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: store_id",
-                         "store_id must be 1-63 characters, none of them control characters");
+                         "store_id must be 1-63 characters" OBX__WHY(", none of them control characters"));
     if (worker && (!worker[0] || strlen(worker) > 100 || !obx__printable(worker)))
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: worker_name",
-                         "worker_name must be 1-100 characters, none of them control characters");
+                         "worker_name must be 1-100 characters" OBX__WHY(", none of them control characters"));
     s->schema = obx__strdup(&s->hooks, schema);
     s->table = obx__strdup(&s->hooks, table);
     s->store_id = obx__strdup(&s->hooks, id);
@@ -5466,7 +5483,7 @@ static obx_result obx__check_token(obx_store *s, const char *fn, const char *tok
     snprintf(where, sizeof where, "%s: owner_token", fn);
     if (!obx__uuid_is_valid(token))
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where,
-                         "owner_token must be a UUID (obx_owner_token)");
+                         "owner_token must be a UUID" OBX__WHY(" (obx_owner_token)"));
     if (strcmp(token, "00000000-0000-0000-0000-000000000000") == 0)
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
     obx__lower_uuid(token, s->token);
@@ -5547,7 +5564,7 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
          * subquery run twice does it): roll the claim back, lose nothing. */
         if (c->count >= c->batch_size) {
             r = obx__fail(db->err, OBX_ERR_STATE, "obx_claim",
-                          "the claim statement returned more than %d rows; rolled back",
+                          "the claim statement returned more than %d rows" OBX__WHY("; rolled back"),
                           c->batch_size);
             break;
         }
@@ -5911,8 +5928,8 @@ static obx_result obx__pending_room(obx_store *s, const char *fn, int64_t n) {
     if ((r = obx_pending_count(s, &now)) != OBX_OK) return r;
     if (now > s->max_pending - n)
         return obx__fail(&s->err, OBX_ERR_FULL, fn,
-                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more "
-                         "do not fit; enqueue again once the queue drains",
+                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more do not fit"
+                         OBX__WHY("; enqueue again once the queue drains"),
                          (long long)now, (long long)s->max_pending, (long long)n);
     s->pending_estimate = now + n;
     return OBX_OK;
@@ -6427,8 +6444,8 @@ static obx_result obx__renew_connect(obx__renewer *w) {
     if (!s->db.own_connection || !s->db.connstr) {
         if (!w->warned++)
             obx__log(w->hooks, OBX_LOG_WARN, s->store_id,
-                     "leases are not renewed: the store uses the caller's connection (a handler "
-                     "slower than the lease may run twice; it can call obx_lease_extend)");
+                     "leases are not renewed: the store uses the caller's connection"
+                     OBX__WHY(" (a handler slower than the lease may run twice; it can call obx_lease_extend)"));
         return OBX_ERR_STATE;
     }
     w->side.hooks = &s->hooks;
@@ -6473,15 +6490,16 @@ static void *obx__renew_main(void *arg) {
         int64_t now = obx__mono_ms(w->hooks);
         if (w->call_started_ms && !w->stall_logged && now - w->call_started_ms >= OBX__STALL_WARN_MS) {
             obx__log(w->hooks, OBX_LOG_WARN, w->store ? w->store->store_id : "dispatcher",
-                     "still waiting for the database after %lld ms (a frozen or unreachable server? "
-                     "statement_timeout_seconds ends such a wait with an error)",
+                     "still waiting for the database after %lld ms"
+                     OBX__WHY(" (a frozen or unreachable server? statement_timeout_seconds ends such a wait with an error)"),
                      (long long)(now - w->call_started_ms));
             w->stall_logged = 1;
         }
         if (w->active && now >= w->next_ms && now - w->started_ms >= w->max_ms) {
             obx__log(w->hooks, OBX_LOG_WARN, w->store->store_id,
-                     "handlers ran %lld ms, longer than max_handler_ms: leases are no longer renewed "
-                     "and the batch's messages may be delivered again", (long long)(now - w->started_ms));
+                     "handlers ran %lld ms, longer than max_handler_ms"
+                     OBX__WHY(": leases are no longer renewed and the batch's messages may be delivered again"),
+                     (long long)(now - w->started_ms));
             w->next_ms = INT64_MAX;
         } else if (w->active && now >= w->next_ms) {
             w->busy = 1;
@@ -6665,8 +6683,9 @@ static obx_result obx__dispatcher_desc_check(const obx_dispatcher_desc *desc, ob
         (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)OBX_LOG_OFF ||
         ((int)desc->selection != OBX_SELECT_ROUND_ROBIN && (int)desc->selection != OBX_SELECT_DRAIN_FIRST))
         return obx__fail(err, OBX_ERR_OUT_OF_RANGE, "obx_dispatcher_create: desc",
-                         "batch_size 0..%d, lease_seconds 0..%d, pauses up to %lld ms, a known selection "
-                         "and log level, and no negative attempts or intervals (0 means the default)",
+                         "batch_size 0..%d, lease_seconds 0..%d, pauses up to %lld ms"
+                         OBX__WHY(", a known selection and log level, and no negative attempts or intervals (0 means "
+                                  "the default)"),
                          OBX_BATCH_MAX, OBX_LEASE_MAX_SECONDS, (long long)OBX_DELAY_MAX_MS);
     return OBX_OK;
 }
@@ -6738,8 +6757,9 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
         return err->result;
     if (!OBX__DEFAULT_CLOCK_SLEEPS && h->clock.sleep_ms == obx__default_sleep_ms)
         return obx__fail(err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: hooks.clock",
-                         "built with OBX_NO_POSIX_CLOCK, the default clock cannot sleep: give the "
-                         "store a clock hook with sleep_ms (a dispatcher would poll without pause)");
+                         "built with OBX_NO_POSIX_CLOCK"
+                         OBX__WHY(", the default clock cannot sleep: give the store a clock hook with sleep_ms (a "
+                                  "dispatcher would poll without pause)"));
     d = (obx_dispatcher *)obx__alloc(h, sizeof *d);
     if (!d) return OBX_ERR_NO_MEMORY;
     memset(d, 0, sizeof *d);
@@ -6807,8 +6827,8 @@ static obx_result obx__dispatcher_route(obx_dispatcher *d, const char *fn, const
     if (!handler) return obx__fail(d->err, OBX_ERR_INVALID_ARG, where, "must not be NULL");
     snprintf(where, sizeof where, "%s: topic", fn);
     if (obx__routes_find(&d->routes, topic, 1) || (batch && obx__routes_find(&d->routes, topic, 0)))
-        return obx__fail(d->err, OBX_ERR_INVALID_ARG, where, "topic %s already has a %s handler: a "
-                         "topic has one batch handler or per-message handlers", topic,
+        return obx__fail(d->err, OBX_ERR_INVALID_ARG, where, "topic %s already has a %s handler"
+                         OBX__WHY(": a topic has one batch handler or per-message handlers"), topic,
                          obx__routes_find(&d->routes, topic, 1) ? "batch" : "per-message");
     if (obx__routes_add(d->hooks, &d->routes, topic, handler, user, batch) != OBX_OK)
         return obx__fail(d->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
@@ -6984,7 +7004,7 @@ static void obx__handle_one(obx_dispatcher *d, obx_store *s, const obx_message *
     d->outcomes[i] = (int)outcome;
     if (!matched) {
         obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
-                 "no handler for topic %s (message %s): retrying later", m->topic, name);
+                 "no handler for topic %s (message %s)" OBX__WHY(": retrying later"), m->topic, name);
         snprintf(error, OBX__HANDLER_ERROR_MAX, "no handler for topic %s", m->topic);
         d->outcomes[i] = (int)OBX_WAIT;
         st->no_handler++;
@@ -7070,8 +7090,9 @@ static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message
     }
     if (skipped)
         obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
-                 "%d message(s) not handled: their %d s lease was nearly over (handlers too slow for "
-                 "the lease?); they are released for the next claim", skipped, d->lease_seconds);
+                 "%d message(s) not handled: their %d s lease was nearly over"
+                 OBX__WHY(" (handlers too slow for the lease?); they are released for the next claim"), skipped,
+                 d->lease_seconds);
 }
 
 /* The backoff for a message's next attempt, within what abandon accepts. */
@@ -7130,8 +7151,8 @@ static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_m
         if (r == OBX_OK) st->done += (int)changed;
         if (r == OBX_OK && changed < acks)
             obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
-                     "%d of %d handled messages were no longer leased to this worker "
-                     "(lease expired during handling?); they will be delivered again",
+                     "%d of %d handled messages were no longer leased to this worker"
+                     OBX__WHY(" (lease expired during handling?); they will be delivered again"),
                      acks - (int)changed, acks);
     }
     for (i = 0; i < failures && r == OBX_OK; i++) r = obx__settle_failure(d, s, ms, d->failures[i], st);
@@ -7167,8 +7188,8 @@ static obx_result obx__isolate(obx_dispatcher *d, obx_store *s, int *n, int *fir
         if (r == OBX_OK) *n = k + 1;
     }
     if (k < *n)
-        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%d message(s) claimed before without an outcome "
-                 "(a crash?): one handled alone after the others, %d released", *n - k + released, released);
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%d message(s) claimed before without an outcome"
+                 OBX__WHY(" (a crash?)") ": one handled alone after the others, %d released", *n - k + released, released);
     return r;
 }
 
@@ -7221,7 +7242,7 @@ static obx_result obx__store_failed(obx_dispatcher *d, obx__entry *e, obx_result
     d->own_err = s->err;
     if (e->failures++ % 60 == 0)
         obx__log(d->hooks, e->failures == 1 ? OBX_LOG_ERROR : OBX_LOG_WARN, s->store_id,
-                 "dispatch failed (%d in a row): %s: %s (%s); the other databases go on",
+                 "dispatch failed (%d in a row): %s: %s (%s)" OBX__WHY("; the other databases go on"),
                  e->failures, obx__result_str(r), s->err.message, s->err.where);
     return r;
 }
@@ -7518,9 +7539,9 @@ static obx_result obx__check_envelope(obx_error *err, const char *fn, const char
                      OBX_HEADER_KEY_MAX);
         for (j = 0; j < i; j++)
             if (strcmp(m->headers[j].key, x->key) == 0)
-                OBX__BAD(arg, OBX_ERR_INVALID_ARG, "key repeats headers[%d].key (keys are unique)", j);
+                OBX__BAD(arg, OBX_ERR_INVALID_ARG, "key repeats headers[%d].key" OBX__WHY(" (keys are unique)"), j);
         snprintf(arg, sizeof arg, "headers[%d].value", i);
-        if (!x->value) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must not be NULL (\"\" is a value)");
+        if (!x->value) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must not be NULL" OBX__WHY(" (\"\" is a value)"));
         if (!obx__text_fits(x->value, OBX_HEADER_VALUE_MAX))
             OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must be valid UTF-8 of at most %d characters",
                      OBX_HEADER_VALUE_MAX);
@@ -7749,13 +7770,13 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
     if (!obx__text_fits(m->topic, OBX_TOPIC_MAX))
         OBX__BAD("topic", OBX_ERR_INVALID_ARG, "topic must be valid UTF-8 of at most %d characters",
                  OBX_TOPIC_MAX);
-    if (!m->payload) OBX__BAD("payload", OBX_ERR_INVALID_ARG, "payload must not be NULL (use \"\" for none)");
+    if (!m->payload) OBX__BAD("payload", OBX_ERR_INVALID_ARG, "payload must not be NULL" OBX__WHY(" (use \"\" for none)"));
     n = m->payload_len == OBX_NTS ? strlen((const char *)m->payload) : m->payload_len;
     nul = (const char *)memchr(m->payload, 0, n);
     if (nul)
         OBX__BAD("payload", OBX_ERR_INVALID_ARG,
-                 "payload has a NUL byte at offset %lu; the text column cannot store it "
-                 "(encode binary data, e.g. base64)",
+                 "payload has a NUL byte at offset %lu"
+                 OBX__WHY("; the text column cannot store it (encode binary data, e.g. base64)"),
                  (unsigned long)(nul - (const char *)m->payload));
     *payload_len = n;
     if (m->correlation_id && !obx__text_fits(m->correlation_id, OBX_CORRELATION_MAX))
@@ -7766,7 +7787,7 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
                  "ordering_key must be valid UTF-8 of at most %d characters", OBX_ORDERING_KEY_MAX);
     if (m->due_utc_ms < 0 || m->due_utc_ms > OBX_TIME_MAX_MS)
         OBX__BAD("due_utc_ms", OBX_ERR_OUT_OF_RANGE,
-                 "due_utc_ms must be 0 (now) or a Unix time in ms up to OBX_TIME_MAX_MS (year 9999)");
+                 "due_utc_ms must be 0 (now) or a Unix time in ms up to OBX_TIME_MAX_MS" OBX__WHY(" (year 9999)"));
     return obx__check_envelope(err, fn, item, m);
 #undef OBX__BAD
 }
