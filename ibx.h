@@ -105,6 +105,11 @@
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store
  *                        on a left-out dialect is IBX_ERR_UNSUPPORTED
+ *     IBX_TERSE_MESSAGES error and log texts without the sentence that
+ *                        explains them (how to fix it, what happens next):
+ *                        `where` (call and argument), the result, the
+ *                        cause and the database's own text stay; about
+ *                        1 KB less on each header
  *   global, for a gateway that needs less (define them for the whole
  *   program: a left-out function is not declared, so calling it is a
  *   compile error; the schema and every struct stay the same):
@@ -497,6 +502,42 @@ IBX_API int ibx_uuid_is_valid(const char *text);
  * also quoted when used, but nothing else ever reaches SQL text. */
 IBX_API ibx_result ibx_identifier_check(const char *name);
 
+/* The envelope (seed 002 section 6): optional metadata a message carries
+ * beside its payload, each in a column of its own, returned by get and
+ * claim and so given to handlers. Limits in characters (UTF-8 code points;
+ * SQL Server counts a character outside the BMP as two). */
+#define IBX_TENANT_MAX 64            /* tenant_id */
+#define IBX_AGGREGATE_TYPE_MAX 64    /* aggregate_type */
+#define IBX_AGGREGATE_ID_MAX 128     /* aggregate_id */
+#define IBX_HEADERS_MAX 64           /* header pairs per message */
+#define IBX_HEADER_KEY_MAX 128       /* one header key, 1..128 characters */
+#define IBX_HEADER_VALUE_MAX 4096    /* one header value, 0..4096 characters */
+#define IBX_HEADERS_BYTES_MAX 16384  /* all keys and values of a message, in bytes */
+
+/* One header of a message: a string key and a string value (e.g.
+ * {"traceparent", "00-4bf9...-01"}). Keys are case-sensitive. */
+typedef struct ibx_header {
+    const char *key;
+    const char *value;
+} ibx_header;
+
+/* The envelope's fields, the last of ibx_new_message (to enqueue) and of
+ * ibx_message (as get and claim return it). */
+#define IBX__ENVELOPE_NEW_FIELDS                                                                \
+    const char *tenant_id;       /* <= IBX_TENANT_MAX characters; carried, never filtered on */ \
+    const char *aggregate_type;  /* <= IBX_AGGREGATE_TYPE_MAX characters */                    \
+    const char *aggregate_id;    /* <= IBX_AGGREGATE_ID_MAX characters */                      \
+    const ibx_header *headers;   /* header_count pairs (NULL when 0), stored as one JSON       \
+                                    object in their order; a key given twice is refused */      \
+    int header_count;            /* 0..IBX_HEADERS_MAX */
+#define IBX__ENVELOPE_FIELDS                                                                    \
+    const char *tenant_id;       /* NULL when none */                                           \
+    const char *aggregate_type;  /* NULL when none */                                           \
+    const char *aggregate_id;    /* NULL when none */                                           \
+    int header_count;            /* headers: read them with ibx_message_header(_at) */          \
+    const char *headers_packed;  /* header_count pairs as "key\0value\0key\0value\0..." in    \
+                                    their enqueue order; NULL when none */
+
 /* >>common-end api */
 
 /* ---- Store ---------------------------------------------------------------- */
@@ -608,6 +649,13 @@ typedef struct ibx_new_message {
     const void *hash;            /* optional content hash (e.g. ibx_sha256 of the body) */
     size_t hash_len;             /* any length; 0 with hash NULL = none */
     int64_t due_utc_ms;          /* optional: not claimable before this UTC time; 0 = now */
+    /* The envelope, all optional, as obx_new_message's ("" and NULL are
+     * stored as NULL; a message without one runs the plain statement). A
+     * redelivery (enqueue of a known source and id) is the same message:
+     * the envelope stored first stays, and an envelope column still NULL
+     * (e.g. a row from ibx_already_processed) takes the new value. The
+     * library copies what it needs before returning. */
+    IBX__ENVELOPE_NEW_FIELDS
 } ibx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
@@ -635,6 +683,7 @@ typedef struct ibx_message {
     int64_t next_attempt_ms;
     char owner_token[37];        /* "" when not leased */
     ibx_store *store;            /* the store it came from */
+    IBX__ENVELOPE_FIELDS
     int64_t expires_ms;          /* when it expires (the dispatcher then ends it Dead, "expired",
                                     unhandled); 0 = never. The inbox sets no expiry yet */
 } ibx_message;
@@ -677,8 +726,9 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * (*enqueued = 0 if given, else 1). A known message enqueued with a
  * different hash logs a warning, as the dedup check does. Returns IBX_OK;
  * IBX_ERR_INVALID_ARG (a required field NULL, empty, not UTF-8 or too long,
- * a NUL in the payload, hash NULL with hash_len > 0: the error names it;
- * nothing is written); IBX_ERR_OUT_OF_RANGE (due_utc_ms not 0..IBX_TIME_MAX_MS);
+ * a NUL in the payload, hash NULL with hash_len > 0, an envelope field as
+ * obx_enqueue refuses it, e.g. "headers[2].key": the error names it;
+ * nothing is written); IBX_ERR_NO_MEMORY; IBX_ERR_OUT_OF_RANGE (due_utc_ms not 0..IBX_TIME_MAX_MS);
  * IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *message, int *enqueued);
 
@@ -736,6 +786,17 @@ typedef struct ibx_dead_filter {
 } ibx_dead_filter;
 
 /* >>common-begin api-engine */
+
+/* The value of header `key` (case-sensitive) of a message from get or
+ * claim (a handler's), or NULL when it has none, or message or key is
+ * NULL. Valid as long as the message's strings; allocates nothing. */
+IBX_API const char *ibx_message_header(const ibx_message *message, const char *key);
+
+/* Header `index` (0..header_count-1) of a message, in enqueue order: sets
+ * *key and *value (either may be NULL) and returns IBX_OK; IBX_ERR_INVALID_ARG
+ * when message is NULL; IBX_ERR_NOT_FOUND when index is out of range. */
+IBX_API ibx_result ibx_message_header_at(const ibx_message *message, int index, const char **key,
+                                         const char **value);
 
 /* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
 
@@ -1433,6 +1494,17 @@ IBX__PRIVATE const char *ibx__result_str(ibx_result r) {
 IBX__PRIVATE void ibx__error_clear(ibx_error *e) {
     memset(e, 0, sizeof *e);
 }
+
+/* IBX_TERSE_MESSAGES (a gateway short of flash): an error or log text keeps
+ * what names the failure - the call and argument (`where`), the cause in a
+ * word or two, the numbers, the database's own diagnostic - and drops the
+ * sentence that explains it, written IBX__WHY("...") at the call site. The
+ * default build's texts stay as they are. */
+#ifdef IBX_TERSE_MESSAGES
+#define IBX__WHY(text) ""
+#else
+#define IBX__WHY(text) text
+#endif
 
 /* Record an error that did not come from the driver; returns `r`. */
 IBX__PRINTF(4, 5)
@@ -2217,8 +2289,8 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
                                        : ibx__dialect_detect(db->dbms_name);
     if (!d)
         return ibx__fail(db->err, IBX_ERR_UNSUPPORTED, "SQLGetInfo(SQL_DBMS_NAME)",
-                         "unknown database '%s' (driver %s); force a dialect if it speaks one "
-                         "of sqlite, postgresql, mariadb, sqlserver",
+                         "unknown database '%s' (driver %s)"
+                         IBX__WHY("; force a dialect if it speaks one of sqlite, postgresql, mariadb, sqlserver"),
                          db->dbms_name, db->driver_name);
     db->d = d;
     /* Not with a client-side statement timeout: a statement the driver gave
@@ -2333,7 +2405,7 @@ IBX__PRIVATE ibx_result ibx__db_connect(ibx__db *db, const char *connstr) {
         if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_ENV, NULL, &db->env))) {
             db->env = NULL;
             return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "SQLAllocHandle(ENV)",
-                             "cannot allocate an ODBC environment (is a driver manager installed?)");
+                             "cannot allocate an ODBC environment" IBX__WHY(" (is a driver manager installed?)"));
         }
         r = ibx__check(db,
                        SQLSetEnvAttr(db->env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0),
@@ -2392,8 +2464,8 @@ IBX__PRIVATE ibx_result ibx__db_ensure(ibx__db *db) {
     if (!db->lost && db->connected) return db->own_connection ? IBX_OK : ibx__check_autocommit(db);
     if (!db->own_connection)
         return ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "connection",
-                         "the caller's connection was lost; reconnect it and open the store again");
-    ibx__log(db->hooks, IBX_LOG_WARN, db->store_id, "reconnecting (the connection was lost, or left out of step by a timeout)");
+                         "the caller's connection was lost" IBX__WHY("; reconnect it and open the store again"));
+    ibx__log(db->hooks, IBX_LOG_WARN, db->store_id, "reconnecting" IBX__WHY(" (the connection was lost, or left out of step by a timeout)"));
     ibx__db_disconnect(db);
     r = ibx__driver_connect(db, db->connstr);
     if (r == IBX_OK) r = ibx__db_setup(db);
@@ -2828,7 +2900,7 @@ IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
         db->lost = 1;
         db->in_tx = 0;
         r = ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "commit",
-                      "connection lost before commit; the transaction was not committed");
+                      "connection lost before commit" IBX__WHY("; the transaction was not committed"));
         db->err->connection_lost = 1;
         return r;
     }
@@ -3367,13 +3439,13 @@ IBX__PRIVATE int ibx__wake_bind(const ibx__hooks *h, const char *who, const char
         if (!live && unlink(path) == 0 && bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0)
             return fd;
         if (live) {
-            ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: another process listens there; this "
-                     "dispatcher relies on polling", path);
+            ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: another process listens there"
+                     IBX__WHY("; this dispatcher relies on polling"), path);
             close(fd);
             return -1;
         }
     }
-    ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: cannot listen (%s); this dispatcher relies on polling",
+    ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: cannot listen (%s)" IBX__WHY("; this dispatcher relies on polling"),
              path, strerror(errno));
     close(fd);
     return -1;
@@ -3435,6 +3507,12 @@ IBX__PRIVATE void ibx__loop_run(ibx__loop *l, const ibx__loop_timing *t,
         }
     }
 }
+
+/* Where a row's envelope strings sit in the read buffer (each header's
+ * row offsets hold one). */
+typedef struct ibx__envelope_offsets {
+    size_t tenant, aggregate_type, aggregate_id, headers;
+} ibx__envelope_offsets;
 
 /* >>common-end core */
 
@@ -3611,6 +3689,8 @@ static ibx_status ibx__status_parse(const char *text) {
 enum {
     IBX__Q_SEEN,       /* source, message_id, hash -> status, stored hash */
     IBX__Q_ENQUEUE,    /* source, id, topic, payload, hash, due, next_attempt -> rowcount */
+    IBX__Q_ENQUEUE_ENV, /* ENQUEUE's seven, tenant, aggregate type, aggregate id, headers: a
+                          message with an envelope (a known one keeps what it has) */
     IBX__Q_MARK,       /* status x4, source, id -> rowcount (see ibx__mark) */
     IBX__Q_CLAIM,      /* owner, lease_seconds, batch -> message rows (see CLAIM_PICK) */
     IBX__Q_ACK,        /* owner, sources, ids -> rowcount */
@@ -3639,13 +3719,14 @@ enum {
 #define IBX__SQLITE_COLS                                                                     \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"FirstSeenUtc\", "          \
     "\"LastSeenUtc\", \"Status\", \"LockedUntil\", \"OwnerToken\", \"Attempt\", \"LastError\", " \
-    "\"NextAttemptAt\", \"DueTimeUtc\", \"Starts\""
+    "\"NextAttemptAt\", \"DueTimeUtc\", \"Starts\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\""
 #define IBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define IBX__PG_COLS                                                                         \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", " IBX__PG_MS("FirstSeenUtc") \
     ", " IBX__PG_MS("LastSeenUtc") ", \"Status\", " IBX__PG_MS("LockedUntil") ", "            \
     "CAST(\"OwnerToken\" AS text), \"Attempt\", \"LastError\", " IBX__PG_MS("NextAttemptAt")  \
-    ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\""
+    ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\", \"TenantId\", \"AggregateType\", \"AggregateId\", " \
+    "CAST(\"Headers\" AS text)"
 /* The rows a key list names. */
 #define IBX__SQLITE_KEYS                                                                     \
     "(\"Source\", \"MessageId\") IN (SELECT s.value, m.value FROM json_each(?) AS s "          \
@@ -3685,6 +3766,20 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
      "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
      "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
+     "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
+    {IBX__Q_ENQUEUE_ENV,
+     "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\") "
+     "VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W}), ?, ?, ?, ?) "
+     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+     "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
+     "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
+     "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
+     "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
+     "\"TenantId\" = coalesce(\"TenantId\", excluded.\"TenantId\"), "
+     "\"AggregateType\" = coalesce(\"AggregateType\", excluded.\"AggregateType\"), "
+     "\"AggregateId\" = coalesce(\"AggregateId\", excluded.\"AggregateId\"), "
+     "\"Headers\" = coalesce(\"Headers\", excluded.\"Headers\"), "
      "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
     {IBX__Q_MARK,
      "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE ? END, "
@@ -3778,8 +3873,10 @@ static const ibx__sqlset ibx__sqlite_inbox = {
     ibx__sqlite_inbox_rows,
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (ibx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine). */
-    {{"Starts", "INTEGER NOT NULL DEFAULT 0"}}
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * TenantId .. Headers: the envelope (NULL when a message has none). */
+    {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"},
+     {"AggregateId", "TEXT NULL"}, {"Headers", "TEXT NULL"}}
 };
 #define IBX__SQLITE_SET &ibx__sqlite_inbox
 #endif
@@ -3809,6 +3906,22 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
      "\"Starts\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Starts\" END, "
      "\"Status\" = 'Processing' WHERE t.\"Status\" <> 'Done'"},
+    {IBX__Q_ENQUEUE_ENV,
+     "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\") "
+     "VALUES (?, ?, ?, ?, ?, 'Processing', "
+     "to_timestamp(CAST(? AS bigint) / 1000.0), coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()), "
+     "?, ?, ?, CAST(? AS json)) "
+     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+     "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
+     "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
+     "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
+     "\"Starts\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Starts\" END, "
+     "\"TenantId\" = coalesce(t.\"TenantId\", excluded.\"TenantId\"), "
+     "\"AggregateType\" = coalesce(t.\"AggregateType\", excluded.\"AggregateType\"), "
+     "\"AggregateId\" = coalesce(t.\"AggregateId\", excluded.\"AggregateId\"), "
+     "\"Headers\" = coalesce(t.\"Headers\", excluded.\"Headers\"), "
+     "\"Status\" = 'Processing' WHERE t.\"Status\" <> 'Done'"},
     {IBX__Q_MARK,
      "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE CAST(? AS varchar) END, "
      "\"Attempt\" = CASE WHEN \"Status\" = 'Dead' AND CAST(? AS varchar) = 'Processing' THEN 0 "
@@ -3826,12 +3939,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "WHERE ctid = ANY (ARRAY(SELECT ctid FROM {T} WHERE \"Status\" = 'Processing' "
      "AND \"NextAttemptAt\" <= now() AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) AND \"Starts\" < {Q} "
      "ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
-     "RETURNING \"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", "
-     "CAST(floor(EXTRACT(EPOCH FROM \"FirstSeenUtc\") * 1000) AS bigint), "
-     "CAST(floor(EXTRACT(EPOCH FROM \"LastSeenUtc\") * 1000) AS bigint), \"Status\", "
-     "CAST(floor(EXTRACT(EPOCH FROM \"LockedUntil\") * 1000) AS bigint), CAST(\"OwnerToken\" AS text), "
-     "\"Attempt\", \"LastError\", CAST(floor(EXTRACT(EPOCH FROM \"NextAttemptAt\") * 1000) AS bigint), "
-     "CAST(floor(EXTRACT(EPOCH FROM \"DueTimeUtc\") * 1000) AS bigint), \"Starts\""},
+     "RETURNING " IBX__PG_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
      "\"LastSeenUtc\" = now() WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND "
@@ -3922,8 +4030,10 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     ibx__postgresql_inbox_rows,
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (ibx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine). */
-    {{"Starts", "integer NOT NULL DEFAULT 0"}}
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * TenantId .. Headers: the envelope (NULL when a message has none). */
+    {{"Starts", "integer NOT NULL DEFAULT 0"}, {"TenantId", "varchar(64) NULL"},
+     {"AggregateType", "varchar(64) NULL"}, {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"}}
 };
 #define IBX__POSTGRESQL_SET &ibx__postgresql_inbox
 #endif
@@ -3935,7 +4045,8 @@ static const ibx__sqlset ibx__postgresql_inbox = {
 #define IBX__MY_COLS                                                                          \
     "`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, " IBX__MY_MS("FirstSeenUtc") ", "     \
     IBX__MY_MS("LastSeenUtc") ", `Status`, " IBX__MY_MS("LockedUntil") ", `OwnerToken`, "      \
-    "`Attempt`, `LastError`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`"
+    "`Attempt`, `LastError`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, " \
+    "`TenantId`, `AggregateType`, `AggregateId`, `Headers`"
 /* The rows a key list names, by primary key (an IN subquery would scan and
  * wait on other workers' row locks); the lists' markers are numbered. */
 #define IBX__MY_LIST(marker, alias) \
@@ -3975,6 +4086,23 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`NextAttemptAt` = IF(" IBX__MY_DONE ", `NextAttemptAt`, VALUES(`NextAttemptAt`)), "
      "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
      "`Attempt` = IF(`Status` = 'Dead', 0, `Attempt`), `Starts` = IF(`Status` = 'Dead', 0, `Starts`), "
+     "`Status` = IF(" IBX__MY_DONE ", 'Done', 'Processing') "
+     "RETURNING `Status` = 'Processing'"},
+    {IBX__Q_ENQUEUE_ENV,
+     "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
+     "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`) VALUES (?, ?, ?, ?, ?, 'Processing', "
+     IBX__MY_FROM_MS("?") ", COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, ?, ?) ON DUPLICATE KEY UPDATE "
+     "`Topic` = IF(" IBX__MY_DONE ", `Topic`, VALUES(`Topic`)), "
+     "`Payload` = IF(" IBX__MY_DONE ", `Payload`, VALUES(`Payload`)), "
+     "`Hash` = IF(" IBX__MY_DONE ", `Hash`, VALUES(`Hash`)), "
+     "`DueTimeUtc` = IF(" IBX__MY_DONE ", `DueTimeUtc`, VALUES(`DueTimeUtc`)), "
+     "`NextAttemptAt` = IF(" IBX__MY_DONE ", `NextAttemptAt`, VALUES(`NextAttemptAt`)), "
+     "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
+     "`Attempt` = IF(`Status` = 'Dead', 0, `Attempt`), `Starts` = IF(`Status` = 'Dead', 0, `Starts`), "
+     "`TenantId` = IF(" IBX__MY_DONE ", `TenantId`, COALESCE(`TenantId`, VALUES(`TenantId`))), "
+     "`AggregateType` = IF(" IBX__MY_DONE ", `AggregateType`, COALESCE(`AggregateType`, VALUES(`AggregateType`))), "
+     "`AggregateId` = IF(" IBX__MY_DONE ", `AggregateId`, COALESCE(`AggregateId`, VALUES(`AggregateId`))), "
+     "`Headers` = IF(" IBX__MY_DONE ", `Headers`, COALESCE(`Headers`, VALUES(`Headers`))), "
      "`Status` = IF(" IBX__MY_DONE ", 'Done', 'Processing') "
      "RETURNING `Status` = 'Processing'"},
     /* the count, as a row */
@@ -4088,8 +4216,10 @@ static const ibx__sqlset ibx__mariadb_inbox = {
     ibx__mariadb_inbox_rows,
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (ibx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine). */
-    {{"Starts", "INT NOT NULL DEFAULT 0"}}
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * TenantId .. Headers: the envelope (NULL when a message has none). */
+    {{"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"},
+     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}}
 };
 #define IBX__MARIADB_SET &ibx__mariadb_inbox
 #endif
@@ -4105,7 +4235,8 @@ static const ibx__sqlset ibx__mariadb_inbox = {
     t "[Source], " t "[MessageId], " t "[Topic], " t "[Payload], " t "[Hash], "                     \
     IBX__MS_MS(t "[FirstSeenUtc]") ", " IBX__MS_MS(t "[LastSeenUtc]") ", " t "[Status], "          \
     IBX__MS_MS(t "[LockedUntil]") ", LOWER(CONVERT(NCHAR(36), " t "[OwnerToken])), " t "[Attempt], " \
-    t "[LastError], " IBX__MS_MS(t "[NextAttemptAt]") ", " IBX__MS_MS(t "[DueTimeUtc]") ", " t "[Starts]"
+    t "[LastError], " IBX__MS_MS(t "[NextAttemptAt]") ", " IBX__MS_MS(t "[DueTimeUtc]") ", " t "[Starts], " \
+    t "[TenantId], " t "[AggregateType], " t "[AggregateId], " t "[Headers]"
 /* Keys compare byte for byte, as on the other databases. */
 #define IBX__MS_BIN "COLLATE Latin1_General_100_BIN2"
 /* A settle procedure: one UPDATE of the caller's leased rows named by two
@@ -4166,6 +4297,24 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
      "[DueTimeUtc], [NextAttemptAt]) VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], "
      "'Processing', s.[Due], s.[NextAt]);"},
+    {IBX__Q_ENQUEUE_ENV,
+     "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ?1 AS [Source], ?2 AS [MessageId], ?3 AS [Topic], "
+     "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
+     "COALESCE(" IBX__MS_FROM_MS("?7", IBX__MS_EPOCH) ", SYSUTCDATETIME()) AS [NextAt], ?8 AS [TenantId], "
+     "?9 AS [AggregateType], ?10 AS [AggregateId], ?11 AS [Headers]) AS s "
+     "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
+     "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET [Topic] = s.[Topic], [Payload] = s.[Payload], "
+     "[Hash] = s.[Hash], [DueTimeUtc] = s.[Due], [NextAttemptAt] = s.[NextAt], "
+     "[LastSeenUtc] = SYSUTCDATETIME(), [Attempt] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Attempt] END, "
+     "[Starts] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Starts] END, "
+     "[TenantId] = COALESCE(t.[TenantId], s.[TenantId]), "
+     "[AggregateType] = COALESCE(t.[AggregateType], s.[AggregateType]), "
+     "[AggregateId] = COALESCE(t.[AggregateId], s.[AggregateId]), "
+     "[Headers] = COALESCE(t.[Headers], s.[Headers]), [Status] = 'Processing' "
+     "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
+     "[DueTimeUtc], [NextAttemptAt], [TenantId], [AggregateType], [AggregateId], [Headers]) "
+     "VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], "
+     "'Processing', s.[Due], s.[NextAt], s.[TenantId], s.[AggregateType], s.[AggregateId], s.[Headers]);"},
     {IBX__Q_MARK,
      "UPDATE {T} SET [Status] = CASE WHEN [Status] = 'Done' THEN 'Done' ELSE ? END, "
      "[Attempt] = CASE WHEN [Status] = 'Dead' AND ? = 'Processing' THEN 0 ELSE [Attempt] END, "
@@ -4298,8 +4447,10 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
     ibx__sqlserver_inbox_rows,
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (ibx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine). */
-    {{"Starts", "INT NOT NULL DEFAULT 0"}}
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * TenantId .. Headers: the envelope (NULL when a message has none). */
+    {{"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
+     {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"}}
 };
 #define IBX__SQLSERVER_SET &ibx__sqlserver_inbox
 #endif
@@ -4346,6 +4497,7 @@ static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct ibx__row_offsets {
+    struct ibx__envelope_offsets env;
     size_t source, message_id, topic, payload, hash, last_error;
     size_t hash_len;
 } ibx__row_offsets;
@@ -4367,6 +4519,7 @@ static const char *const ibx__metric_text[IBX_METRIC_COUNT_][2] = {
  * (apart from read_rows, so a get's strings stay valid). */
 typedef struct ibx__store_own {
     ibx__buf scratch;
+    ibx__buf headers;            /* a message's headers as JSON text (enqueue) */
 } ibx__store_own;
 
 
@@ -4558,14 +4711,15 @@ static ibx_result ibx__check_names(ibx_error *err, const char *fn, const char *s
     if (ibx__identifier_check(schema) != IBX_OK) {
         snprintf(where, sizeof where, "%s: schema", fn);
         return ibx__fail(err, IBX_ERR_INVALID_ARG, where,
-                         "schema must be 1-63 characters of A-Z, a-z, 0-9, _ and not start "
-                         "with a digit");
+                         "schema must be 1-63 characters"
+                         IBX__WHY(" of A-Z, a-z, 0-9, _ and not start with a digit"));
     }
     if (ibx__identifier_check(table) != IBX_OK || strlen(table) > IBX__TABLE_MAX) {
         snprintf(where, sizeof where, "%s: table", fn);
         return ibx__fail(err, IBX_ERR_INVALID_ARG, where,
-                         "table must be 1-%d characters of A-Z, a-z, 0-9, _ and not start "
-                         "with a digit (derived index names must fit 63)", IBX__TABLE_MAX);
+                         "table must be 1-%d characters"
+                         IBX__WHY(" of A-Z, a-z, 0-9, _ and not start with a digit (derived index names must fit 63)"),
+                         IBX__TABLE_MAX);
     }
     return IBX_OK;
 }
@@ -4586,10 +4740,10 @@ static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
     if (r != IBX_OK) return r;
     if (!id[0] || strlen(id) > 63 || !ibx__printable(id))
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: store_id",
-                         "store_id must be 1-63 characters, none of them control characters");
+                         "store_id must be 1-63 characters" IBX__WHY(", none of them control characters"));
     if (worker && (!worker[0] || strlen(worker) > 100 || !ibx__printable(worker)))
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: worker_name",
-                         "worker_name must be 1-100 characters, none of them control characters");
+                         "worker_name must be 1-100 characters" IBX__WHY(", none of them control characters"));
     s->schema = ibx__strdup(&s->hooks, schema);
     s->table = ibx__strdup(&s->hooks, table);
     s->store_id = ibx__strdup(&s->hooks, id);
@@ -4929,7 +5083,7 @@ static ibx_result ibx__check_token(ibx_store *s, const char *fn, const char *tok
     snprintf(where, sizeof where, "%s: owner_token", fn);
     if (!ibx__uuid_is_valid(token))
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where,
-                         "owner_token must be a UUID (ibx_owner_token)");
+                         "owner_token must be a UUID" IBX__WHY(" (ibx_owner_token)"));
     if (strcmp(token, "00000000-0000-0000-0000-000000000000") == 0)
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
     ibx__lower_uuid(token, s->token);
@@ -5010,7 +5164,7 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
          * subquery run twice does it): roll the claim back, lose nothing. */
         if (c->count >= c->batch_size) {
             r = ibx__fail(db->err, IBX_ERR_STATE, "ibx_claim",
-                          "the claim statement returned more than %d rows; rolled back",
+                          "the claim statement returned more than %d rows" IBX__WHY("; rolled back"),
                           c->batch_size);
             break;
         }
@@ -5374,8 +5528,8 @@ static ibx_result ibx__pending_room(ibx_store *s, const char *fn, int64_t n) {
     if ((r = ibx_pending_count(s, &now)) != IBX_OK) return r;
     if (now > s->max_pending - n)
         return ibx__fail(&s->err, IBX_ERR_FULL, fn,
-                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more "
-                         "do not fit; enqueue again once the queue drains",
+                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more do not fit"
+                         IBX__WHY("; enqueue again once the queue drains"),
                          (long long)now, (long long)s->max_pending, (long long)n);
     s->pending_estimate = now + n;
     return IBX_OK;
@@ -5890,8 +6044,8 @@ static ibx_result ibx__renew_connect(ibx__renewer *w) {
     if (!s->db.own_connection || !s->db.connstr) {
         if (!w->warned++)
             ibx__log(w->hooks, IBX_LOG_WARN, s->store_id,
-                     "leases are not renewed: the store uses the caller's connection (a handler "
-                     "slower than the lease may run twice; it can call ibx_lease_extend)");
+                     "leases are not renewed: the store uses the caller's connection"
+                     IBX__WHY(" (a handler slower than the lease may run twice; it can call ibx_lease_extend)"));
         return IBX_ERR_STATE;
     }
     w->side.hooks = &s->hooks;
@@ -5936,15 +6090,16 @@ static void *ibx__renew_main(void *arg) {
         int64_t now = ibx__mono_ms(w->hooks);
         if (w->call_started_ms && !w->stall_logged && now - w->call_started_ms >= IBX__STALL_WARN_MS) {
             ibx__log(w->hooks, IBX_LOG_WARN, w->store ? w->store->store_id : "dispatcher",
-                     "still waiting for the database after %lld ms (a frozen or unreachable server? "
-                     "statement_timeout_seconds ends such a wait with an error)",
+                     "still waiting for the database after %lld ms"
+                     IBX__WHY(" (a frozen or unreachable server? statement_timeout_seconds ends such a wait with an error)"),
                      (long long)(now - w->call_started_ms));
             w->stall_logged = 1;
         }
         if (w->active && now >= w->next_ms && now - w->started_ms >= w->max_ms) {
             ibx__log(w->hooks, IBX_LOG_WARN, w->store->store_id,
-                     "handlers ran %lld ms, longer than max_handler_ms: leases are no longer renewed "
-                     "and the batch's messages may be delivered again", (long long)(now - w->started_ms));
+                     "handlers ran %lld ms, longer than max_handler_ms"
+                     IBX__WHY(": leases are no longer renewed and the batch's messages may be delivered again"),
+                     (long long)(now - w->started_ms));
             w->next_ms = INT64_MAX;
         } else if (w->active && now >= w->next_ms) {
             w->busy = 1;
@@ -6129,8 +6284,9 @@ static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ib
         (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF ||
         ((int)desc->selection != IBX_SELECT_ROUND_ROBIN && (int)desc->selection != IBX_SELECT_DRAIN_FIRST))
         return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, "ibx_dispatcher_create: desc",
-                         "batch_size 0..%d, lease_seconds 0..%d, pauses up to %lld ms, a known selection "
-                         "and log level, and no negative attempts or intervals (0 means the default)",
+                         "batch_size 0..%d, lease_seconds 0..%d, pauses up to %lld ms"
+                         IBX__WHY(", a known selection and log level, and no negative attempts or intervals (0 means "
+                                  "the default)"),
                          IBX_BATCH_MAX, IBX_LEASE_MAX_SECONDS, (long long)IBX_DELAY_MAX_MS);
     return IBX_OK;
 }
@@ -6202,8 +6358,9 @@ IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_di
         return err->result;
     if (!IBX__DEFAULT_CLOCK_SLEEPS && h->clock.sleep_ms == ibx__default_sleep_ms)
         return ibx__fail(err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: hooks.clock",
-                         "built with IBX_NO_POSIX_CLOCK, the default clock cannot sleep: give the "
-                         "store a clock hook with sleep_ms (a dispatcher would poll without pause)");
+                         "built with IBX_NO_POSIX_CLOCK"
+                         IBX__WHY(", the default clock cannot sleep: give the store a clock hook with sleep_ms (a "
+                                  "dispatcher would poll without pause)"));
     d = (ibx_dispatcher *)ibx__alloc(h, sizeof *d);
     if (!d) return IBX_ERR_NO_MEMORY;
     memset(d, 0, sizeof *d);
@@ -6271,8 +6428,8 @@ static ibx_result ibx__dispatcher_route(ibx_dispatcher *d, const char *fn, const
     if (!handler) return ibx__fail(d->err, IBX_ERR_INVALID_ARG, where, "must not be NULL");
     snprintf(where, sizeof where, "%s: topic", fn);
     if (ibx__routes_find(&d->routes, topic, 1) || (batch && ibx__routes_find(&d->routes, topic, 0)))
-        return ibx__fail(d->err, IBX_ERR_INVALID_ARG, where, "topic %s already has a %s handler: a "
-                         "topic has one batch handler or per-message handlers", topic,
+        return ibx__fail(d->err, IBX_ERR_INVALID_ARG, where, "topic %s already has a %s handler"
+                         IBX__WHY(": a topic has one batch handler or per-message handlers"), topic,
                          ibx__routes_find(&d->routes, topic, 1) ? "batch" : "per-message");
     if (ibx__routes_add(d->hooks, &d->routes, topic, handler, user, batch) != IBX_OK)
         return ibx__fail(d->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
@@ -6448,7 +6605,7 @@ static void ibx__handle_one(ibx_dispatcher *d, ibx_store *s, const ibx_message *
     d->outcomes[i] = (int)outcome;
     if (!matched) {
         ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
-                 "no handler for topic %s (message %s): retrying later", m->topic, name);
+                 "no handler for topic %s (message %s)" IBX__WHY(": retrying later"), m->topic, name);
         snprintf(error, IBX__HANDLER_ERROR_MAX, "no handler for topic %s", m->topic);
         d->outcomes[i] = (int)IBX_WAIT;
         st->no_handler++;
@@ -6540,8 +6697,9 @@ static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message
     }
     if (skipped)
         ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
-                 "%d message(s) not handled: their %d s lease was nearly over (handlers too slow for "
-                 "the lease?); they are released for the next claim", skipped, d->lease_seconds);
+                 "%d message(s) not handled: their %d s lease was nearly over"
+                 IBX__WHY(" (handlers too slow for the lease?); they are released for the next claim"), skipped,
+                 d->lease_seconds);
 }
 
 /* The backoff for a message's next attempt, within what abandon accepts. */
@@ -6612,8 +6770,8 @@ static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_m
         if (r == IBX_OK) st->done += (int)changed;
         if (r == IBX_OK && changed < acks)
             ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
-                     "%d of %d handled messages were no longer leased to this worker "
-                     "(lease expired during handling?); they will be delivered again",
+                     "%d of %d handled messages were no longer leased to this worker"
+                     IBX__WHY(" (lease expired during handling?); they will be delivered again"),
                      acks - (int)changed, acks);
     }
     for (i = 0; i < failures && r == IBX_OK; i++) r = ibx__settle_failure(d, s, ms, d->failures[i], st);
@@ -6649,8 +6807,8 @@ static ibx_result ibx__isolate(ibx_dispatcher *d, ibx_store *s, int *n, int *fir
         if (r == IBX_OK) *n = k + 1;
     }
     if (k < *n)
-        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%d message(s) claimed before without an outcome "
-                 "(a crash?): one handled alone after the others, %d released", *n - k + released, released);
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%d message(s) claimed before without an outcome"
+                 IBX__WHY(" (a crash?)") ": one handled alone after the others, %d released", *n - k + released, released);
     return r;
 }
 
@@ -6703,7 +6861,7 @@ static ibx_result ibx__store_failed(ibx_dispatcher *d, ibx__entry *e, ibx_result
     d->own_err = s->err;
     if (e->failures++ % 60 == 0)
         ibx__log(d->hooks, e->failures == 1 ? IBX_LOG_ERROR : IBX_LOG_WARN, s->store_id,
-                 "dispatch failed (%d in a row): %s: %s (%s); the other databases go on",
+                 "dispatch failed (%d in a row): %s: %s (%s)" IBX__WHY("; the other databases go on"),
                  e->failures, ibx__result_str(r), s->err.message, s->err.where);
     return r;
 }
@@ -6841,6 +6999,269 @@ IBX_API ibx_result ibx_notify(ibx_store *s) {
     return IBX_OK;
 }
 
+/* The envelope (seed 002 section 6), the same in both headers: checks,
+ * the Headers column as JSON text (written by enqueue, decoded in place
+ * when a row is read) and the lookups handlers use. */
+
+/* Four hex digits at p as a number; -1 if any is not a hex digit (the
+ * terminator included, so a short escape never reads past the text). */
+static long ibx__hex4(const char *p) {
+    long v = 0;
+    int k;
+    for (k = 0; k < 4; k++) {
+        int d = (unsigned char)p[k], x;
+        if (d >= '0' && d <= '9') x = d - '0';
+        else if ((d | 32) >= 'a' && (d | 32) <= 'f') x = (d | 32) - 'a' + 10;
+        else return -1;
+        v = v * 16 + x;
+    }
+    return v;
+}
+
+/* A code point as UTF-8 into out (4 bytes of room); the byte count. */
+static size_t ibx__utf8_put(unsigned long cp, char *out) {
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* One escape at p (just after the backslash) into out; the bytes written,
+ * 0 if malformed. *p is moved past the escape. */
+static size_t ibx__json_unescape(const char **p, char out[4]) {
+    const char *s = *p;
+    long cp, low;
+    switch (*s) {
+    case '"': case '\\': case '/': out[0] = *s; break;
+    case 'b': out[0] = '\b'; break;
+    case 'f': out[0] = '\f'; break;
+    case 'n': out[0] = '\n'; break;
+    case 'r': out[0] = '\r'; break;
+    case 't': out[0] = '\t'; break;
+    case 'u':
+        if ((cp = ibx__hex4(s + 1)) < 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) return 0;
+        s += 5;
+        if (cp >= 0xD800 && cp <= 0xDBFF) { /* a high surrogate needs its low half */
+            if (s[0] != '\\' || s[1] != 'u' || (low = ibx__hex4(s + 2)) < 0xDC00 || low > 0xDFFF) return 0;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+            s += 6;
+        }
+        *p = s;
+        return ibx__utf8_put((unsigned long)cp, out);
+    default: return 0; /* the terminator included */
+    }
+    *p = s + 1;
+    return 1;
+}
+
+/* The JSON string that starts after the quote at p, decoded to *w (which
+ * never runs ahead of p: a decoded string is shorter than its JSON) and
+ * NUL-terminated; returns what follows its closing quote, or NULL when it
+ * is not a JSON string or holds a NUL. */
+static char *ibx__json_string_in_place(char *p, char **w) {
+    for (;;) {
+        char one[4];
+        size_t n;
+        const char *q;
+        unsigned char c = (unsigned char)*p++;
+        if (c == '"') {
+            *(*w)++ = '\0';
+            return p;
+        }
+        if (c < 0x20) return NULL; /* the end of the text too */
+        if (c != '\\') {
+            *(*w)++ = (char)c;
+            continue;
+        }
+        q = p;
+        if ((n = ibx__json_unescape(&q, one)) == 0 || one[0] == '\0') return NULL;
+        p += q - p;
+        memcpy(*w, one, n);
+        *w += n;
+    }
+}
+
+/* The Headers column, a JSON object of string values, turned in place into
+ * "key\0value\0..." (what ibx_message_header reads); returns the number of
+ * pairs, or -1 when the text is not such an object (written by other
+ * software: read as no headers). */
+static int ibx__headers_unpack(char *text) {
+    char *p = text, *w = text;
+    int n = 0;
+#define IBX__WS() while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++
+    IBX__WS();
+    if (*p++ != '{') return -1;
+    IBX__WS();
+    if (*p == '}') return 0;
+    for (;;) {
+        if (*p != '"' || !(p = ibx__json_string_in_place(p + 1, &w))) return -1;
+        IBX__WS();
+        if (*p++ != ':') return -1;
+        IBX__WS();
+        if (*p != '"' || !(p = ibx__json_string_in_place(p + 1, &w))) return -1;
+        n++;
+        IBX__WS();
+        if (*p == '}') return n;
+        if (*p++ != ',') return -1;
+        IBX__WS();
+    }
+#undef IBX__WS
+}
+
+/* Check a message's envelope; `item` ("messages[3]." or "") names it. */
+static ibx_result ibx__check_envelope(ibx_error *err, const char *fn, const char *item, const ibx_new_message *m) {
+    char where[96];
+    size_t n = 0;
+    int i;
+#define IBX__BAD(arg, result, ...)                                           \
+    do {                                                                     \
+        snprintf(where, sizeof where, "%s: %s%s", fn, item, arg);            \
+        return ibx__fail(err, result, where, __VA_ARGS__);                   \
+    } while (0)
+    if (m->tenant_id && !ibx__text_fits(m->tenant_id, IBX_TENANT_MAX))
+        IBX__BAD("tenant_id", IBX_ERR_INVALID_ARG, "tenant_id must be valid UTF-8 of at most %d characters",
+                 IBX_TENANT_MAX);
+    if (m->aggregate_type && !ibx__text_fits(m->aggregate_type, IBX_AGGREGATE_TYPE_MAX))
+        IBX__BAD("aggregate_type", IBX_ERR_INVALID_ARG,
+                 "aggregate_type must be valid UTF-8 of at most %d characters", IBX_AGGREGATE_TYPE_MAX);
+    if (m->aggregate_id && !ibx__text_fits(m->aggregate_id, IBX_AGGREGATE_ID_MAX))
+        IBX__BAD("aggregate_id", IBX_ERR_INVALID_ARG,
+                 "aggregate_id must be valid UTF-8 of at most %d characters", IBX_AGGREGATE_ID_MAX);
+    if (m->header_count < 0 || m->header_count > IBX_HEADERS_MAX)
+        IBX__BAD("header_count", IBX_ERR_INVALID_ARG, "header_count must be 0..%d", IBX_HEADERS_MAX);
+    if (m->header_count > 0 && !m->headers)
+        IBX__BAD("headers", IBX_ERR_INVALID_ARG, "headers must not be NULL when header_count > 0");
+    for (i = 0; i < m->header_count; i++) {
+        const ibx_header *x = &m->headers[i];
+        char arg[40];
+        int j;
+        snprintf(arg, sizeof arg, "headers[%d].key", i);
+        if (!x->key || !x->key[0]) IBX__BAD(arg, IBX_ERR_INVALID_ARG, "a header key must not be NULL or empty");
+        if (!ibx__text_fits(x->key, IBX_HEADER_KEY_MAX))
+            IBX__BAD(arg, IBX_ERR_INVALID_ARG, "a header key must be valid UTF-8 of at most %d characters",
+                     IBX_HEADER_KEY_MAX);
+        for (j = 0; j < i; j++)
+            if (strcmp(m->headers[j].key, x->key) == 0)
+                IBX__BAD(arg, IBX_ERR_INVALID_ARG, "key repeats headers[%d].key" IBX__WHY(" (keys are unique)"), j);
+        snprintf(arg, sizeof arg, "headers[%d].value", i);
+        if (!x->value) IBX__BAD(arg, IBX_ERR_INVALID_ARG, "a header value must not be NULL" IBX__WHY(" (\"\" is a value)"));
+        if (!ibx__text_fits(x->value, IBX_HEADER_VALUE_MAX))
+            IBX__BAD(arg, IBX_ERR_INVALID_ARG, "a header value must be valid UTF-8 of at most %d characters",
+                     IBX_HEADER_VALUE_MAX);
+        n += strlen(x->key) + strlen(x->value);
+    }
+    if (n > IBX_HEADERS_BYTES_MAX)
+        IBX__BAD("headers", IBX_ERR_INVALID_ARG, "keys and values take %lu bytes, over IBX_HEADERS_BYTES_MAX (%d)",
+                 (unsigned long)n, IBX_HEADERS_BYTES_MAX);
+#undef IBX__BAD
+    return IBX_OK;
+}
+
+/* An optional text: "" is stored as NULL. */
+static const char *ibx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
+
+/* m's headers as one JSON object {"key":"value",...} in b (emptied first),
+ * keys in their given order; 0 when out of memory. */
+static int ibx__headers_json(const ibx__hooks *h, ibx__buf *b, const ibx_new_message *m) {
+    int i, ok;
+    b->len = 0;
+    ok = ibx__buf_add(h, b, "{", 1);
+    for (i = 0; ok && i < m->header_count; i++) {
+        const ibx_header *x = &m->headers[i];
+        ok = (i == 0 || ibx__buf_add(h, b, ",", 1)) && ibx__quoted_add(h, b, x->key, strlen(x->key), 0) &&
+             ibx__buf_add(h, b, ":", 1) && ibx__quoted_add(h, b, x->value, strlen(x->value), 0);
+    }
+    return ok && ibx__buf_add(h, b, "}", 1);
+}
+
+/* The envelope's four columns from `col` on: the strings to buf, the
+ * Headers object decoded in place (text that is not one reads as none). */
+static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, ibx__buf *buf, ibx__envelope_offsets *o,
+                                     int *header_count) {
+    ibx_result r;
+    *header_count = 0;
+    if ((r = ibx__get_append(db, st, col, SQL_C_CHAR, buf, &o->tenant, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, col + 1, SQL_C_CHAR, buf, &o->aggregate_type, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, col + 2, SQL_C_CHAR, buf, &o->aggregate_id, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, col + 3, SQL_C_CHAR, buf, &o->headers, NULL)) != IBX_OK)
+        return r;
+    if (o->headers != (size_t)-1) {
+        *header_count = ibx__headers_unpack(buf->data + o->headers);
+        if (*header_count <= 0) o->headers = (size_t)-1, *header_count = 0;
+    }
+    return IBX_OK;
+}
+
+/* A message's envelope strings, once the buffer no longer moves. */
+static void ibx__point_envelope(const ibx__buf *buf, ibx_message *m, const ibx__envelope_offsets *o) {
+    m->tenant_id = ibx__at(buf, o->tenant);
+    m->aggregate_type = ibx__at(buf, o->aggregate_type);
+    m->aggregate_id = ibx__at(buf, o->aggregate_id);
+    m->headers_packed = ibx__at(buf, o->headers);
+}
+
+/* Whether m has an envelope: a message without one runs the plain statements. */
+static int ibx__has_envelope(const ibx_new_message *m) {
+    return ibx__opt_text(m->tenant_id) || ibx__opt_text(m->aggregate_type) || ibx__opt_text(m->aggregate_id) ||
+           m->header_count > 0;
+}
+
+/* Bind m's envelope as p[0..3], its headers' JSON made in `json`; 0 when
+ * out of memory. */
+static int ibx__envelope_params(const ibx__hooks *h, ibx__buf *json, ibx__param *p, const ibx_new_message *m) {
+    if (m->header_count > 0 && !ibx__headers_json(h, json, m)) return 0;
+    ibx__p_text(&p[0], ibx__opt_text(m->tenant_id), (size_t)-1);
+    ibx__p_text(&p[1], ibx__opt_text(m->aggregate_type), (size_t)-1);
+    ibx__p_text(&p[2], ibx__opt_text(m->aggregate_id), (size_t)-1);
+    ibx__p_text(&p[3], m->header_count > 0 ? json->data : NULL, (size_t)-1);
+    return 1;
+}
+
+
+IBX_API ibx_result ibx_message_header_at(const ibx_message *message, int index, const char **key,
+                                         const char **value) {
+    const char *at;
+    int i;
+    if (!message) return IBX_ERR_INVALID_ARG;
+    if (index < 0 || index >= message->header_count || !message->headers_packed) return IBX_ERR_NOT_FOUND;
+    at = message->headers_packed;
+    for (i = 0; i < index; i++) at += strlen(at) + 1, at += strlen(at) + 1;
+    if (key) *key = at;
+    if (value) *value = at + strlen(at) + 1;
+    return IBX_OK;
+}
+
+IBX_API const char *ibx_message_header(const ibx_message *message, const char *key) {
+    const char *at;
+    int i;
+    if (!message || !key || !message->headers_packed) return NULL;
+    at = message->headers_packed;
+    for (i = 0; i < message->header_count; i++) {
+        size_t n = strlen(at);
+        if (strcmp(at, key) == 0) return at + n + 1;
+        at += n + 1;
+        at += strlen(at) + 1;
+    }
+    return NULL;
+}
+
+
 /* >>common-end engine */
 
 
@@ -6848,6 +7269,7 @@ IBX_API ibx_result ibx_notify(ibx_store *s) {
 
 static void ibx__store_own_free(const ibx__hooks *h, ibx__store_own *own) {
     ibx__buf_free(h, &own->scratch);
+    ibx__buf_free(h, &own->headers);
 }
 
 /* The inbox has no options of its own and no statement variants. */
@@ -6934,7 +7356,7 @@ static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ib
         (r = ibx__get_i64(db, st, 15, &v, NULL)) != IBX_OK)
         return r;
     m->starts = (int)v;
-    return IBX_OK;
+    return ibx__read_envelope(db, st, 16, buf, &o->env, &m->header_count);
 }
 
 static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o) {
@@ -6945,6 +7367,7 @@ static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__r
     m->hash = (const unsigned char *)ibx__at(buf, o->hash);
     m->hash_len = o->hash == (size_t)-1 ? 0 : o->hash_len;
     m->last_error = ibx__at(buf, o->last_error);
+    ibx__point_envelope(buf, m, &o->env);
 }
 
 
@@ -7052,7 +7475,8 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
 
 typedef struct ibx__enqueue_ctx {
     ibx_store *s;
-    ibx__param *p;               /* the upsert's seven */
+    ibx__param *p;               /* the upsert's seven, and the envelope's four */
+    int envelope;                /* the upsert with the envelope */
     const void *hash;
     size_t hash_len;
     int64_t rows;
@@ -7080,19 +7504,18 @@ static ibx_result ibx__enqueue_unit(ibx__db *db, void *vctx) {
         ibx__close(cur);
         if (r == IBX_EMPTY) r = IBX_OK; /* a new message */
     }
-    if (r == IBX_OK) r = ibx__exec(db, IBX__Q_ENQUEUE, s->sql[IBX__Q_ENQUEUE], c->p, 7, &c->rows, NULL);
+    if (r == IBX_OK && c->envelope)
+        r = ibx__exec(db, IBX__Q_ENQUEUE_ENV, s->sql[IBX__Q_ENQUEUE_ENV], c->p, 11, &c->rows, NULL);
+    else if (r == IBX_OK)
+        r = ibx__exec(db, IBX__Q_ENQUEUE, s->sql[IBX__Q_ENQUEUE], c->p, 7, &c->rows, NULL);
     return r;
 }
 
-IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued) {
-    ibx__enqueue_ctx ctx;
-    ibx__param p[7];
-    int64_t rows = 0;
+/* ibx_enqueue's checks of a message, before any SQL; *payload_len its bytes. */
+static ibx_result ibx__check_new(ibx_store *store, const ibx_new_message *m, size_t *payload_len) {
     size_t len;
     const char *nul;
-    ibx_result r = ibx__store_ready(store, "ibx_enqueue");
-    if (r != IBX_OK) return r;
-    if (!m) return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: message", "must not be NULL");
+    ibx_result r;
     if ((r = ibx__check_text(&store->err, "ibx_enqueue", "topic", m->topic, IBX_TOPIC_MAX)) != IBX_OK ||
         (r = ibx__check_key(store, "ibx_enqueue", "source", m->source)) != IBX_OK ||
         (r = ibx__check_key(store, "ibx_enqueue", "message_id", m->message_id)) != IBX_OK)
@@ -7112,6 +7535,20 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     if (m->due_utc_ms < 0 || m->due_utc_ms > IBX_TIME_MAX_MS)
         return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: due_utc_ms",
                          "due_utc_ms must be 0 (now) or a Unix time in ms up to IBX_TIME_MAX_MS (year 9999)");
+    *payload_len = len;
+    return ibx__check_envelope(&store->err, "ibx_enqueue", "", m);
+}
+
+IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued) {
+    ibx__enqueue_ctx ctx;
+    ibx__param p[11];
+    int envelope;
+    int64_t rows = 0;
+    size_t len = 0;
+    ibx_result r = ibx__store_ready(store, "ibx_enqueue");
+    if (r != IBX_OK) return r;
+    if (!m) return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: message", "must not be NULL");
+    if ((r = ibx__check_new(store, m, &len)) != IBX_OK) return r;
     ibx__p_text(&p[0], m->source, (size_t)-1);
     ibx__p_text(&p[1], m->message_id, (size_t)-1);
     ibx__p_text(&p[2], m->topic, (size_t)-1);
@@ -7120,8 +7557,13 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     ibx__p_i64(&p[5], m->due_utc_ms);
     if (m->due_utc_ms == 0) p[5].ind = SQL_NULL_DATA;
     p[6] = p[5];
+    /* Without an envelope, the plain upsert: nothing more to bind. */
+    envelope = ibx__has_envelope(m);
+    if (envelope && !ibx__envelope_params(&store->hooks, &store->own.headers, &p[7], m))
+        return ibx__fail(&store->err, IBX_ERR_NO_MEMORY, "ibx_enqueue", "out of memory");
     if ((r = ibx__pending_room(store, "ibx_enqueue", 1)) != IBX_OK) return r;
     memset(&ctx, 0, sizeof ctx);
+    ctx.envelope = envelope;
     ctx.s = store;
     ctx.p = p;
     ctx.hash = m->hash_len ? m->hash : NULL;

@@ -89,6 +89,11 @@
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store
  *                        on a left-out dialect is OBX_ERR_UNSUPPORTED
+ *     OBX_TERSE_MESSAGES error and log texts without the sentence that
+ *                        explains them (how to fix it, what happens next):
+ *                        `where` (call and argument), the result, the
+ *                        cause and the database's own text stay; about
+ *                        1 KB less on each header
  *   global, for a gateway that needs less (define them for the whole
  *   program: a left-out function is not declared, so calling it is a
  *   compile error; the schema and every struct stay the same):
@@ -509,6 +514,42 @@ OBX_API int obx_uuid_is_valid(const char *text);
  * also quoted when used, but nothing else ever reaches SQL text. */
 OBX_API obx_result obx_identifier_check(const char *name);
 
+/* The envelope (seed 002 section 6): optional metadata a message carries
+ * beside its payload, each in a column of its own, returned by get and
+ * claim and so given to handlers. Limits in characters (UTF-8 code points;
+ * SQL Server counts a character outside the BMP as two). */
+#define OBX_TENANT_MAX 64            /* tenant_id */
+#define OBX_AGGREGATE_TYPE_MAX 64    /* aggregate_type */
+#define OBX_AGGREGATE_ID_MAX 128     /* aggregate_id */
+#define OBX_HEADERS_MAX 64           /* header pairs per message */
+#define OBX_HEADER_KEY_MAX 128       /* one header key, 1..128 characters */
+#define OBX_HEADER_VALUE_MAX 4096    /* one header value, 0..4096 characters */
+#define OBX_HEADERS_BYTES_MAX 16384  /* all keys and values of a message, in bytes */
+
+/* One header of a message: a string key and a string value (e.g.
+ * {"traceparent", "00-4bf9...-01"}). Keys are case-sensitive. */
+typedef struct obx_header {
+    const char *key;
+    const char *value;
+} obx_header;
+
+/* The envelope's fields, the last of obx_new_message (to enqueue) and of
+ * obx_message (as get and claim return it). */
+#define OBX__ENVELOPE_NEW_FIELDS                                                                \
+    const char *tenant_id;       /* <= OBX_TENANT_MAX characters; carried, never filtered on */ \
+    const char *aggregate_type;  /* <= OBX_AGGREGATE_TYPE_MAX characters */                    \
+    const char *aggregate_id;    /* <= OBX_AGGREGATE_ID_MAX characters */                      \
+    const obx_header *headers;   /* header_count pairs (NULL when 0), stored as one JSON       \
+                                    object in their order; a key given twice is refused */      \
+    int header_count;            /* 0..OBX_HEADERS_MAX */
+#define OBX__ENVELOPE_FIELDS                                                                    \
+    const char *tenant_id;       /* NULL when none */                                           \
+    const char *aggregate_type;  /* NULL when none */                                           \
+    const char *aggregate_id;    /* NULL when none */                                           \
+    int header_count;            /* headers: read them with obx_message_header(_at) */          \
+    const char *headers_packed;  /* header_count pairs as "key\0value\0key\0value\0..." in    \
+                                    their enqueue order; NULL when none */
+
 /* >>common-end api */
 
 /* ---- Store ---------------------------------------------------------------- */
@@ -605,25 +646,6 @@ typedef struct obx_store_desc {
 #define OBX_CORRELATION_MAX 255
 #define OBX_ORDERING_KEY_MAX 255
 
-/* The envelope (seed 002 section 6): optional metadata a message carries
- * beside its payload, each in a column of its own, returned by get and
- * claim and so given to handlers. Limits in characters (UTF-8 code points;
- * SQL Server counts a character outside the BMP as two). */
-#define OBX_TENANT_MAX 64            /* tenant_id */
-#define OBX_AGGREGATE_TYPE_MAX 64    /* aggregate_type */
-#define OBX_AGGREGATE_ID_MAX 128     /* aggregate_id */
-#define OBX_HEADERS_MAX 64           /* header pairs per message */
-#define OBX_HEADER_KEY_MAX 128       /* one header key, 1..128 characters */
-#define OBX_HEADER_VALUE_MAX 4096    /* one header value, 0..4096 characters */
-#define OBX_HEADERS_BYTES_MAX 16384  /* all keys and values of a message, in bytes */
-
-/* One header of a message: a string key and a string value (e.g.
- * {"traceparent", "00-4bf9...-01"}). Keys are case-sensitive. */
-typedef struct obx_header {
-    const char *key;
-    const char *value;
-} obx_header;
-
 /* Retention of obx_cleanup() and the dispatcher's cleanup when given as 0:
  * none, every done message may go. */
 #define OBX_DEFAULT_RETENTION_MS ((int64_t)0)
@@ -655,12 +677,7 @@ typedef struct obx_new_message {
     /* The envelope, all optional ("" and NULL are stored as NULL; none of
      * them costs anything when absent). The library copies what it needs
      * before returning: the caller's strings and array may change after. */
-    const char *tenant_id;       /* <= OBX_TENANT_MAX characters; carried, never filtered on */
-    const char *aggregate_type;  /* <= OBX_AGGREGATE_TYPE_MAX characters */
-    const char *aggregate_id;    /* <= OBX_AGGREGATE_ID_MAX characters */
-    const obx_header *headers;   /* header_count pairs (NULL when 0), stored as one JSON
-                                    object in their order; a key given twice is refused */
-    int header_count;            /* 0..OBX_HEADERS_MAX */
+    OBX__ENVELOPE_NEW_FIELDS
     /* Expiry: a message not handled by this UTC time (Unix ms, the database
      * clock) is never given to a handler: the dispatcher's claim that finds
      * it expired ends it Dead with last_error "expired" and counts it in
@@ -696,28 +713,12 @@ typedef struct obx_message {
                                     after a crash or an expired lease (see max_starts) */
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
     const char *ordering_key;    /* NULL when enqueued without one */
-    const char *tenant_id;       /* the envelope: NULL when none */
-    const char *aggregate_type;  /* NULL when none */
-    const char *aggregate_id;    /* NULL when none */
-    int header_count;            /* headers: read them with obx_message_header(_at) */
-    const char *headers_packed;  /* header_count pairs as "key\0value\0key\0value\0..." in
-                                    their enqueue order; NULL when none */
+    OBX__ENVELOPE_FIELDS
     int64_t expires_ms;          /* expires_utc_ms as enqueued; 0 = never. obx_claim returns
                                     expired messages too (it reports what it claimed): a
                                     caller of its own checks this against locked_until_ms
                                     less the lease, as the dispatcher does */
 } obx_message;
-
-/* The value of header `key` (case-sensitive) of a message from get or
- * claim (a handler's), or NULL when it has none, or message or key is
- * NULL. Valid as long as the message's strings; allocates nothing. */
-OBX_API const char *obx_message_header(const obx_message *message, const char *key);
-
-/* Header `index` (0..header_count-1) of a message, in enqueue order: sets
- * *key and *value (either may be NULL) and returns OBX_OK; OBX_ERR_INVALID_ARG
- * when message is NULL; OBX_ERR_NOT_FOUND when index is out of range. */
-OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
-                                         const char **value);
 
 /* Enqueue one message in its own transaction, committed before return
  * (OBX-002). *out_id (if not NULL) receives the new work item id.
@@ -804,6 +805,17 @@ typedef struct obx_dead_filter {
 } obx_dead_filter;
 
 /* >>common-begin api-engine */
+
+/* The value of header `key` (case-sensitive) of a message from get or
+ * claim (a handler's), or NULL when it has none, or message or key is
+ * NULL. Valid as long as the message's strings; allocates nothing. */
+OBX_API const char *obx_message_header(const obx_message *message, const char *key);
+
+/* Header `index` (0..header_count-1) of a message, in enqueue order: sets
+ * *key and *value (either may be NULL) and returns OBX_OK; OBX_ERR_INVALID_ARG
+ * when message is NULL; OBX_ERR_NOT_FOUND when index is out of range. */
+OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
+                                         const char **value);
 
 /* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
 
@@ -1605,6 +1617,17 @@ OBX__PRIVATE void obx__error_clear(obx_error *e) {
     memset(e, 0, sizeof *e);
 }
 
+/* OBX_TERSE_MESSAGES (a gateway short of flash): an error or log text keeps
+ * what names the failure - the call and argument (`where`), the cause in a
+ * word or two, the numbers, the database's own diagnostic - and drops the
+ * sentence that explains it, written OBX__WHY("...") at the call site. The
+ * default build's texts stay as they are. */
+#ifdef OBX_TERSE_MESSAGES
+#define OBX__WHY(text) ""
+#else
+#define OBX__WHY(text) text
+#endif
+
 /* Record an error that did not come from the driver; returns `r`. */
 OBX__PRINTF(4, 5)
 OBX__PRIVATE obx_result obx__fail(obx_error *e, obx_result r, const char *where, const char *fmt,
@@ -2388,8 +2411,8 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
                                        : obx__dialect_detect(db->dbms_name);
     if (!d)
         return obx__fail(db->err, OBX_ERR_UNSUPPORTED, "SQLGetInfo(SQL_DBMS_NAME)",
-                         "unknown database '%s' (driver %s); force a dialect if it speaks one "
-                         "of sqlite, postgresql, mariadb, sqlserver",
+                         "unknown database '%s' (driver %s)"
+                         OBX__WHY("; force a dialect if it speaks one of sqlite, postgresql, mariadb, sqlserver"),
                          db->dbms_name, db->driver_name);
     db->d = d;
     /* Not with a client-side statement timeout: a statement the driver gave
@@ -2504,7 +2527,7 @@ OBX__PRIVATE obx_result obx__db_connect(obx__db *db, const char *connstr) {
         if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_ENV, NULL, &db->env))) {
             db->env = NULL;
             return obx__fail(db->err, OBX_ERR_NO_MEMORY, "SQLAllocHandle(ENV)",
-                             "cannot allocate an ODBC environment (is a driver manager installed?)");
+                             "cannot allocate an ODBC environment" OBX__WHY(" (is a driver manager installed?)"));
         }
         r = obx__check(db,
                        SQLSetEnvAttr(db->env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0),
@@ -2563,8 +2586,8 @@ OBX__PRIVATE obx_result obx__db_ensure(obx__db *db) {
     if (!db->lost && db->connected) return db->own_connection ? OBX_OK : obx__check_autocommit(db);
     if (!db->own_connection)
         return obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "connection",
-                         "the caller's connection was lost; reconnect it and open the store again");
-    obx__log(db->hooks, OBX_LOG_WARN, db->store_id, "reconnecting (the connection was lost, or left out of step by a timeout)");
+                         "the caller's connection was lost" OBX__WHY("; reconnect it and open the store again"));
+    obx__log(db->hooks, OBX_LOG_WARN, db->store_id, "reconnecting" OBX__WHY(" (the connection was lost, or left out of step by a timeout)"));
     obx__db_disconnect(db);
     r = obx__driver_connect(db, db->connstr);
     if (r == OBX_OK) r = obx__db_setup(db);
@@ -2999,7 +3022,7 @@ OBX__PRIVATE obx_result obx__commit(obx__db *db) {
         db->lost = 1;
         db->in_tx = 0;
         r = obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "commit",
-                      "connection lost before commit; the transaction was not committed");
+                      "connection lost before commit" OBX__WHY("; the transaction was not committed"));
         db->err->connection_lost = 1;
         return r;
     }
@@ -3538,13 +3561,13 @@ OBX__PRIVATE int obx__wake_bind(const obx__hooks *h, const char *who, const char
         if (!live && unlink(path) == 0 && bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0)
             return fd;
         if (live) {
-            obx__log(h, OBX_LOG_WARN, who, "wake_path %s: another process listens there; this "
-                     "dispatcher relies on polling", path);
+            obx__log(h, OBX_LOG_WARN, who, "wake_path %s: another process listens there"
+                     OBX__WHY("; this dispatcher relies on polling"), path);
             close(fd);
             return -1;
         }
     }
-    obx__log(h, OBX_LOG_WARN, who, "wake_path %s: cannot listen (%s); this dispatcher relies on polling",
+    obx__log(h, OBX_LOG_WARN, who, "wake_path %s: cannot listen (%s)" OBX__WHY("; this dispatcher relies on polling"),
              path, strerror(errno));
     close(fd);
     return -1;
@@ -3606,6 +3629,12 @@ OBX__PRIVATE void obx__loop_run(obx__loop *l, const obx__loop_timing *t,
         }
     }
 }
+
+/* Where a row's envelope strings sit in the read buffer (each header's
+ * row offsets hold one). */
+typedef struct obx__envelope_offsets {
+    size_t tenant, aggregate_type, aggregate_id, headers;
+} obx__envelope_offsets;
 
 /* >>common-end core */
 
@@ -4891,8 +4920,8 @@ static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct obx__row_offsets {
+    struct obx__envelope_offsets env;
     size_t topic, payload, correlation, last_error, processed_by, ordering_key;
-    size_t tenant, aggregate_type, aggregate_id, headers; /* the envelope */
 } obx__row_offsets;
 
 #ifndef OBX_NO_METRICS_TEXT
@@ -5106,14 +5135,15 @@ static obx_result obx__check_names(obx_error *err, const char *fn, const char *s
     if (obx__identifier_check(schema) != OBX_OK) {
         snprintf(where, sizeof where, "%s: schema", fn);
         return obx__fail(err, OBX_ERR_INVALID_ARG, where,
-                         "schema must be 1-63 characters of A-Z, a-z, 0-9, _ and not start "
-                         "with a digit");
+                         "schema must be 1-63 characters"
+                         OBX__WHY(" of A-Z, a-z, 0-9, _ and not start with a digit"));
     }
     if (obx__identifier_check(table) != OBX_OK || strlen(table) > OBX__TABLE_MAX) {
         snprintf(where, sizeof where, "%s: table", fn);
         return obx__fail(err, OBX_ERR_INVALID_ARG, where,
-                         "table must be 1-%d characters of A-Z, a-z, 0-9, _ and not start "
-                         "with a digit (derived index names must fit 63)", OBX__TABLE_MAX);
+                         "table must be 1-%d characters"
+                         OBX__WHY(" of A-Z, a-z, 0-9, _ and not start with a digit (derived index names must fit 63)"),
+                         OBX__TABLE_MAX);
     }
     return OBX_OK;
 }
@@ -5134,10 +5164,10 @@ static obx_result obx__store_names(obx_store *s, const obx_store_desc *desc) {
     if (r != OBX_OK) return r;
     if (!id[0] || strlen(id) > 63 || !obx__printable(id))
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: store_id",
-                         "store_id must be 1-63 characters, none of them control characters");
+                         "store_id must be 1-63 characters" OBX__WHY(", none of them control characters"));
     if (worker && (!worker[0] || strlen(worker) > 100 || !obx__printable(worker)))
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: worker_name",
-                         "worker_name must be 1-100 characters, none of them control characters");
+                         "worker_name must be 1-100 characters" OBX__WHY(", none of them control characters"));
     s->schema = obx__strdup(&s->hooks, schema);
     s->table = obx__strdup(&s->hooks, table);
     s->store_id = obx__strdup(&s->hooks, id);
@@ -5477,7 +5507,7 @@ static obx_result obx__check_token(obx_store *s, const char *fn, const char *tok
     snprintf(where, sizeof where, "%s: owner_token", fn);
     if (!obx__uuid_is_valid(token))
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where,
-                         "owner_token must be a UUID (obx_owner_token)");
+                         "owner_token must be a UUID" OBX__WHY(" (obx_owner_token)"));
     if (strcmp(token, "00000000-0000-0000-0000-000000000000") == 0)
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
     obx__lower_uuid(token, s->token);
@@ -5558,7 +5588,7 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
          * subquery run twice does it): roll the claim back, lose nothing. */
         if (c->count >= c->batch_size) {
             r = obx__fail(db->err, OBX_ERR_STATE, "obx_claim",
-                          "the claim statement returned more than %d rows; rolled back",
+                          "the claim statement returned more than %d rows" OBX__WHY("; rolled back"),
                           c->batch_size);
             break;
         }
@@ -5922,8 +5952,8 @@ static obx_result obx__pending_room(obx_store *s, const char *fn, int64_t n) {
     if ((r = obx_pending_count(s, &now)) != OBX_OK) return r;
     if (now > s->max_pending - n)
         return obx__fail(&s->err, OBX_ERR_FULL, fn,
-                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more "
-                         "do not fit; enqueue again once the queue drains",
+                         "the store holds %lld unfinished message(s) of max_pending %lld: %lld more do not fit"
+                         OBX__WHY("; enqueue again once the queue drains"),
                          (long long)now, (long long)s->max_pending, (long long)n);
     s->pending_estimate = now + n;
     return OBX_OK;
@@ -6438,8 +6468,8 @@ static obx_result obx__renew_connect(obx__renewer *w) {
     if (!s->db.own_connection || !s->db.connstr) {
         if (!w->warned++)
             obx__log(w->hooks, OBX_LOG_WARN, s->store_id,
-                     "leases are not renewed: the store uses the caller's connection (a handler "
-                     "slower than the lease may run twice; it can call obx_lease_extend)");
+                     "leases are not renewed: the store uses the caller's connection"
+                     OBX__WHY(" (a handler slower than the lease may run twice; it can call obx_lease_extend)"));
         return OBX_ERR_STATE;
     }
     w->side.hooks = &s->hooks;
@@ -6484,15 +6514,16 @@ static void *obx__renew_main(void *arg) {
         int64_t now = obx__mono_ms(w->hooks);
         if (w->call_started_ms && !w->stall_logged && now - w->call_started_ms >= OBX__STALL_WARN_MS) {
             obx__log(w->hooks, OBX_LOG_WARN, w->store ? w->store->store_id : "dispatcher",
-                     "still waiting for the database after %lld ms (a frozen or unreachable server? "
-                     "statement_timeout_seconds ends such a wait with an error)",
+                     "still waiting for the database after %lld ms"
+                     OBX__WHY(" (a frozen or unreachable server? statement_timeout_seconds ends such a wait with an error)"),
                      (long long)(now - w->call_started_ms));
             w->stall_logged = 1;
         }
         if (w->active && now >= w->next_ms && now - w->started_ms >= w->max_ms) {
             obx__log(w->hooks, OBX_LOG_WARN, w->store->store_id,
-                     "handlers ran %lld ms, longer than max_handler_ms: leases are no longer renewed "
-                     "and the batch's messages may be delivered again", (long long)(now - w->started_ms));
+                     "handlers ran %lld ms, longer than max_handler_ms"
+                     OBX__WHY(": leases are no longer renewed and the batch's messages may be delivered again"),
+                     (long long)(now - w->started_ms));
             w->next_ms = INT64_MAX;
         } else if (w->active && now >= w->next_ms) {
             w->busy = 1;
@@ -6677,8 +6708,9 @@ static obx_result obx__dispatcher_desc_check(const obx_dispatcher_desc *desc, ob
         (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)OBX_LOG_OFF ||
         ((int)desc->selection != OBX_SELECT_ROUND_ROBIN && (int)desc->selection != OBX_SELECT_DRAIN_FIRST))
         return obx__fail(err, OBX_ERR_OUT_OF_RANGE, "obx_dispatcher_create: desc",
-                         "batch_size 0..%d, lease_seconds 0..%d, pauses up to %lld ms, a known selection "
-                         "and log level, and no negative attempts or intervals (0 means the default)",
+                         "batch_size 0..%d, lease_seconds 0..%d, pauses up to %lld ms"
+                         OBX__WHY(", a known selection and log level, and no negative attempts or intervals (0 means "
+                                  "the default)"),
                          OBX_BATCH_MAX, OBX_LEASE_MAX_SECONDS, (long long)OBX_DELAY_MAX_MS);
     return OBX_OK;
 }
@@ -6750,8 +6782,9 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
         return err->result;
     if (!OBX__DEFAULT_CLOCK_SLEEPS && h->clock.sleep_ms == obx__default_sleep_ms)
         return obx__fail(err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: hooks.clock",
-                         "built with OBX_NO_POSIX_CLOCK, the default clock cannot sleep: give the "
-                         "store a clock hook with sleep_ms (a dispatcher would poll without pause)");
+                         "built with OBX_NO_POSIX_CLOCK"
+                         OBX__WHY(", the default clock cannot sleep: give the store a clock hook with sleep_ms (a "
+                                  "dispatcher would poll without pause)"));
     d = (obx_dispatcher *)obx__alloc(h, sizeof *d);
     if (!d) return OBX_ERR_NO_MEMORY;
     memset(d, 0, sizeof *d);
@@ -6819,8 +6852,8 @@ static obx_result obx__dispatcher_route(obx_dispatcher *d, const char *fn, const
     if (!handler) return obx__fail(d->err, OBX_ERR_INVALID_ARG, where, "must not be NULL");
     snprintf(where, sizeof where, "%s: topic", fn);
     if (obx__routes_find(&d->routes, topic, 1) || (batch && obx__routes_find(&d->routes, topic, 0)))
-        return obx__fail(d->err, OBX_ERR_INVALID_ARG, where, "topic %s already has a %s handler: a "
-                         "topic has one batch handler or per-message handlers", topic,
+        return obx__fail(d->err, OBX_ERR_INVALID_ARG, where, "topic %s already has a %s handler"
+                         OBX__WHY(": a topic has one batch handler or per-message handlers"), topic,
                          obx__routes_find(&d->routes, topic, 1) ? "batch" : "per-message");
     if (obx__routes_add(d->hooks, &d->routes, topic, handler, user, batch) != OBX_OK)
         return obx__fail(d->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
@@ -6996,7 +7029,7 @@ static void obx__handle_one(obx_dispatcher *d, obx_store *s, const obx_message *
     d->outcomes[i] = (int)outcome;
     if (!matched) {
         obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
-                 "no handler for topic %s (message %s): retrying later", m->topic, name);
+                 "no handler for topic %s (message %s)" OBX__WHY(": retrying later"), m->topic, name);
         snprintf(error, OBX__HANDLER_ERROR_MAX, "no handler for topic %s", m->topic);
         d->outcomes[i] = (int)OBX_WAIT;
         st->no_handler++;
@@ -7088,8 +7121,9 @@ static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message
     }
     if (skipped)
         obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
-                 "%d message(s) not handled: their %d s lease was nearly over (handlers too slow for "
-                 "the lease?); they are released for the next claim", skipped, d->lease_seconds);
+                 "%d message(s) not handled: their %d s lease was nearly over"
+                 OBX__WHY(" (handlers too slow for the lease?); they are released for the next claim"), skipped,
+                 d->lease_seconds);
 }
 
 /* The backoff for a message's next attempt, within what abandon accepts. */
@@ -7160,8 +7194,8 @@ static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_m
         if (r == OBX_OK) st->done += (int)changed;
         if (r == OBX_OK && changed < acks)
             obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
-                     "%d of %d handled messages were no longer leased to this worker "
-                     "(lease expired during handling?); they will be delivered again",
+                     "%d of %d handled messages were no longer leased to this worker"
+                     OBX__WHY(" (lease expired during handling?); they will be delivered again"),
                      acks - (int)changed, acks);
     }
     for (i = 0; i < failures && r == OBX_OK; i++) r = obx__settle_failure(d, s, ms, d->failures[i], st);
@@ -7197,8 +7231,8 @@ static obx_result obx__isolate(obx_dispatcher *d, obx_store *s, int *n, int *fir
         if (r == OBX_OK) *n = k + 1;
     }
     if (k < *n)
-        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%d message(s) claimed before without an outcome "
-                 "(a crash?): one handled alone after the others, %d released", *n - k + released, released);
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%d message(s) claimed before without an outcome"
+                 OBX__WHY(" (a crash?)") ": one handled alone after the others, %d released", *n - k + released, released);
     return r;
 }
 
@@ -7251,7 +7285,7 @@ static obx_result obx__store_failed(obx_dispatcher *d, obx__entry *e, obx_result
     d->own_err = s->err;
     if (e->failures++ % 60 == 0)
         obx__log(d->hooks, e->failures == 1 ? OBX_LOG_ERROR : OBX_LOG_WARN, s->store_id,
-                 "dispatch failed (%d in a row): %s: %s (%s); the other databases go on",
+                 "dispatch failed (%d in a row): %s: %s (%s)" OBX__WHY("; the other databases go on"),
                  e->failures, obx__result_str(r), s->err.message, s->err.where);
     return r;
 }
@@ -7389,50 +7423,9 @@ OBX_API obx_result obx_notify(obx_store *s) {
     return OBX_OK;
 }
 
-/* >>common-end engine */
-
-
-/* >> the outbox's messages: rows, keys, names ---------------------------------- */
-
-static void obx__store_own_free(const obx__hooks *h, obx__store_own *own) {
-    int i;
-    for (i = 0; i < OBX__INSERT_LISTS; i++) obx__buf_free(h, &own->columns[i]);
-    obx__buf_free(h, &own->headers);
-}
-
-static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc) {
-    own->dead_holds = desc->ordering_dead_holds != 0;
-}
-
-/* ordering_dead_holds: the claim variants where a Dead message waits. */
-static void obx__store_own_sql(const obx__store_own *own, char **sql) {
-    static const int pairs[2][2] = {{OBX__Q_CLAIM, OBX__Q_CLAIM_HOLD},
-                                    {OBX__Q_CLAIM_PICK, OBX__Q_CLAIM_PICK_HOLD}};
-    int i;
-    for (i = 0; i < 2 && own->dead_holds; i++) {
-        char *t = sql[pairs[i][0]];
-        if (!sql[pairs[i][1]]) continue; /* the dialect has no such step */
-        sql[pairs[i][0]] = sql[pairs[i][1]];
-        sql[pairs[i][1]] = t;
-    }
-}
-
-static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
-                            const obx_message *m) {
-    return obx__list_add(h, &keys[0], d, m->id, 36);
-}
-
-static void obx__msg_name(const obx_message *m, char *out, size_t size) {
-    snprintf(out, size, "%s", m->id);
-}
-
-static const char *obx__desc_worker(const obx_store_desc *desc) { return desc->worker_name; }
-
-#ifndef OBX_NO_MULTI_STORE /* only a provider sets it */
-static void obx__desc_set_worker(obx_store_desc *desc, const char *worker) {
-    desc->worker_name = worker;
-}
-#endif
+/* The envelope (seed 002 section 6), the same in both headers: checks,
+ * the Headers column as JSON text (written by enqueue, decoded in place
+ * when a row is read) and the lookups handlers use. */
 
 /* Four hex digits at p as a number; -1 if any is not a hex digit (the
  * terminator included, so a short escape never reads past the text). */
@@ -7555,6 +7548,189 @@ static int obx__headers_unpack(char *text) {
 #undef OBX__WS
 }
 
+/* Check a message's envelope; `item` ("messages[3]." or "") names it. */
+static obx_result obx__check_envelope(obx_error *err, const char *fn, const char *item, const obx_new_message *m) {
+    char where[96];
+    size_t n = 0;
+    int i;
+#define OBX__BAD(arg, result, ...)                                           \
+    do {                                                                     \
+        snprintf(where, sizeof where, "%s: %s%s", fn, item, arg);            \
+        return obx__fail(err, result, where, __VA_ARGS__);                   \
+    } while (0)
+    if (m->tenant_id && !obx__text_fits(m->tenant_id, OBX_TENANT_MAX))
+        OBX__BAD("tenant_id", OBX_ERR_INVALID_ARG, "tenant_id must be valid UTF-8 of at most %d characters",
+                 OBX_TENANT_MAX);
+    if (m->aggregate_type && !obx__text_fits(m->aggregate_type, OBX_AGGREGATE_TYPE_MAX))
+        OBX__BAD("aggregate_type", OBX_ERR_INVALID_ARG,
+                 "aggregate_type must be valid UTF-8 of at most %d characters", OBX_AGGREGATE_TYPE_MAX);
+    if (m->aggregate_id && !obx__text_fits(m->aggregate_id, OBX_AGGREGATE_ID_MAX))
+        OBX__BAD("aggregate_id", OBX_ERR_INVALID_ARG,
+                 "aggregate_id must be valid UTF-8 of at most %d characters", OBX_AGGREGATE_ID_MAX);
+    if (m->header_count < 0 || m->header_count > OBX_HEADERS_MAX)
+        OBX__BAD("header_count", OBX_ERR_INVALID_ARG, "header_count must be 0..%d", OBX_HEADERS_MAX);
+    if (m->header_count > 0 && !m->headers)
+        OBX__BAD("headers", OBX_ERR_INVALID_ARG, "headers must not be NULL when header_count > 0");
+    for (i = 0; i < m->header_count; i++) {
+        const obx_header *x = &m->headers[i];
+        char arg[40];
+        int j;
+        snprintf(arg, sizeof arg, "headers[%d].key", i);
+        if (!x->key || !x->key[0]) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header key must not be NULL or empty");
+        if (!obx__text_fits(x->key, OBX_HEADER_KEY_MAX))
+            OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header key must be valid UTF-8 of at most %d characters",
+                     OBX_HEADER_KEY_MAX);
+        for (j = 0; j < i; j++)
+            if (strcmp(m->headers[j].key, x->key) == 0)
+                OBX__BAD(arg, OBX_ERR_INVALID_ARG, "key repeats headers[%d].key" OBX__WHY(" (keys are unique)"), j);
+        snprintf(arg, sizeof arg, "headers[%d].value", i);
+        if (!x->value) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must not be NULL" OBX__WHY(" (\"\" is a value)"));
+        if (!obx__text_fits(x->value, OBX_HEADER_VALUE_MAX))
+            OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must be valid UTF-8 of at most %d characters",
+                     OBX_HEADER_VALUE_MAX);
+        n += strlen(x->key) + strlen(x->value);
+    }
+    if (n > OBX_HEADERS_BYTES_MAX)
+        OBX__BAD("headers", OBX_ERR_INVALID_ARG, "keys and values take %lu bytes, over OBX_HEADERS_BYTES_MAX (%d)",
+                 (unsigned long)n, OBX_HEADERS_BYTES_MAX);
+#undef OBX__BAD
+    return OBX_OK;
+}
+
+/* An optional text: "" is stored as NULL. */
+static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
+
+/* m's headers as one JSON object {"key":"value",...} in b (emptied first),
+ * keys in their given order; 0 when out of memory. */
+static int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_message *m) {
+    int i, ok;
+    b->len = 0;
+    ok = obx__buf_add(h, b, "{", 1);
+    for (i = 0; ok && i < m->header_count; i++) {
+        const obx_header *x = &m->headers[i];
+        ok = (i == 0 || obx__buf_add(h, b, ",", 1)) && obx__quoted_add(h, b, x->key, strlen(x->key), 0) &&
+             obx__buf_add(h, b, ":", 1) && obx__quoted_add(h, b, x->value, strlen(x->value), 0);
+    }
+    return ok && obx__buf_add(h, b, "}", 1);
+}
+
+/* The envelope's four columns from `col` on: the strings to buf, the
+ * Headers object decoded in place (text that is not one reads as none). */
+static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, obx__buf *buf, obx__envelope_offsets *o,
+                                     int *header_count) {
+    obx_result r;
+    *header_count = 0;
+    if ((r = obx__get_append(db, st, col, SQL_C_CHAR, buf, &o->tenant, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, col + 1, SQL_C_CHAR, buf, &o->aggregate_type, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, col + 2, SQL_C_CHAR, buf, &o->aggregate_id, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, col + 3, SQL_C_CHAR, buf, &o->headers, NULL)) != OBX_OK)
+        return r;
+    if (o->headers != (size_t)-1) {
+        *header_count = obx__headers_unpack(buf->data + o->headers);
+        if (*header_count <= 0) o->headers = (size_t)-1, *header_count = 0;
+    }
+    return OBX_OK;
+}
+
+/* A message's envelope strings, once the buffer no longer moves. */
+static void obx__point_envelope(const obx__buf *buf, obx_message *m, const obx__envelope_offsets *o) {
+    m->tenant_id = obx__at(buf, o->tenant);
+    m->aggregate_type = obx__at(buf, o->aggregate_type);
+    m->aggregate_id = obx__at(buf, o->aggregate_id);
+    m->headers_packed = obx__at(buf, o->headers);
+}
+
+/* Whether m has an envelope: a message without one runs the plain statements. */
+static int obx__has_envelope(const obx_new_message *m) {
+    return obx__opt_text(m->tenant_id) || obx__opt_text(m->aggregate_type) || obx__opt_text(m->aggregate_id) ||
+           m->header_count > 0;
+}
+
+/* Bind m's envelope as p[0..3], its headers' JSON made in `json`; 0 when
+ * out of memory. */
+static int obx__envelope_params(const obx__hooks *h, obx__buf *json, obx__param *p, const obx_new_message *m) {
+    if (m->header_count > 0 && !obx__headers_json(h, json, m)) return 0;
+    obx__p_text(&p[0], obx__opt_text(m->tenant_id), (size_t)-1);
+    obx__p_text(&p[1], obx__opt_text(m->aggregate_type), (size_t)-1);
+    obx__p_text(&p[2], obx__opt_text(m->aggregate_id), (size_t)-1);
+    obx__p_text(&p[3], m->header_count > 0 ? json->data : NULL, (size_t)-1);
+    return 1;
+}
+
+
+OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
+                                         const char **value) {
+    const char *at;
+    int i;
+    if (!message) return OBX_ERR_INVALID_ARG;
+    if (index < 0 || index >= message->header_count || !message->headers_packed) return OBX_ERR_NOT_FOUND;
+    at = message->headers_packed;
+    for (i = 0; i < index; i++) at += strlen(at) + 1, at += strlen(at) + 1;
+    if (key) *key = at;
+    if (value) *value = at + strlen(at) + 1;
+    return OBX_OK;
+}
+
+OBX_API const char *obx_message_header(const obx_message *message, const char *key) {
+    const char *at;
+    int i;
+    if (!message || !key || !message->headers_packed) return NULL;
+    at = message->headers_packed;
+    for (i = 0; i < message->header_count; i++) {
+        size_t n = strlen(at);
+        if (strcmp(at, key) == 0) return at + n + 1;
+        at += n + 1;
+        at += strlen(at) + 1;
+    }
+    return NULL;
+}
+
+
+/* >>common-end engine */
+
+
+/* >> the outbox's messages: rows, keys, names ---------------------------------- */
+
+static void obx__store_own_free(const obx__hooks *h, obx__store_own *own) {
+    int i;
+    for (i = 0; i < OBX__INSERT_LISTS; i++) obx__buf_free(h, &own->columns[i]);
+    obx__buf_free(h, &own->headers);
+}
+
+static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc) {
+    own->dead_holds = desc->ordering_dead_holds != 0;
+}
+
+/* ordering_dead_holds: the claim variants where a Dead message waits. */
+static void obx__store_own_sql(const obx__store_own *own, char **sql) {
+    static const int pairs[2][2] = {{OBX__Q_CLAIM, OBX__Q_CLAIM_HOLD},
+                                    {OBX__Q_CLAIM_PICK, OBX__Q_CLAIM_PICK_HOLD}};
+    int i;
+    for (i = 0; i < 2 && own->dead_holds; i++) {
+        char *t = sql[pairs[i][0]];
+        if (!sql[pairs[i][1]]) continue; /* the dialect has no such step */
+        sql[pairs[i][0]] = sql[pairs[i][1]];
+        sql[pairs[i][1]] = t;
+    }
+}
+
+static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
+                            const obx_message *m) {
+    return obx__list_add(h, &keys[0], d, m->id, 36);
+}
+
+static void obx__msg_name(const obx_message *m, char *out, size_t size) {
+    snprintf(out, size, "%s", m->id);
+}
+
+static const char *obx__desc_worker(const obx_store_desc *desc) { return desc->worker_name; }
+
+#ifndef OBX_NO_MULTI_STORE /* only a provider sets it */
+static void obx__desc_set_worker(obx_store_desc *desc, const char *worker) {
+    desc->worker_name = worker;
+}
+#endif
+
 static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, obx__buf *buf,
                                     obx__row_offsets *o) {
     char text[40];
@@ -7605,17 +7781,9 @@ static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, ob
         return r;
     m->starts = (int)v;
     if ((r = obx__get_append(db, st, 17, SQL_C_CHAR, buf, &o->ordering_key, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, 18, SQL_C_CHAR, buf, &o->tenant, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, 19, SQL_C_CHAR, buf, &o->aggregate_type, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, 20, SQL_C_CHAR, buf, &o->aggregate_id, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, 21, SQL_C_CHAR, buf, &o->headers, NULL)) != OBX_OK ||
-        (r = obx__get_i64(db, st, 22, &m->expires_ms, NULL)) != OBX_OK)
+        (r = obx__read_envelope(db, st, 18, buf, &o->env, &m->header_count)) != OBX_OK)
         return r;
-    if (o->headers != (size_t)-1) {
-        m->header_count = obx__headers_unpack(buf->data + o->headers);
-        if (m->header_count <= 0) o->headers = (size_t)-1, m->header_count = 0;
-    }
-    return OBX_OK;
+    return obx__get_i64(db, st, 22, &m->expires_ms, NULL); /* after the envelope's 18..21 */
 }
 
 static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o) {
@@ -7625,90 +7793,10 @@ static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__r
     m->last_error = obx__at(buf, o->last_error);
     m->processed_by = obx__at(buf, o->processed_by);
     m->ordering_key = obx__at(buf, o->ordering_key);
-    m->tenant_id = obx__at(buf, o->tenant);
-    m->aggregate_type = obx__at(buf, o->aggregate_type);
-    m->aggregate_id = obx__at(buf, o->aggregate_id);
-    m->headers_packed = obx__at(buf, o->headers);
+    obx__point_envelope(buf, m, &o->env);
 }
-
-OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
-                                         const char **value) {
-    const char *at;
-    int i;
-    if (!message) return OBX_ERR_INVALID_ARG;
-    if (index < 0 || index >= message->header_count || !message->headers_packed) return OBX_ERR_NOT_FOUND;
-    at = message->headers_packed;
-    for (i = 0; i < index; i++) at += strlen(at) + 1, at += strlen(at) + 1;
-    if (key) *key = at;
-    if (value) *value = at + strlen(at) + 1;
-    return OBX_OK;
-}
-
-OBX_API const char *obx_message_header(const obx_message *message, const char *key) {
-    const char *at;
-    int i;
-    if (!message || !key || !message->headers_packed) return NULL;
-    at = message->headers_packed;
-    for (i = 0; i < message->header_count; i++) {
-        size_t n = strlen(at);
-        if (strcmp(at, key) == 0) return at + n + 1;
-        at += n + 1;
-        at += strlen(at) + 1;
-    }
-    return NULL;
-}
-
 
 /* >> enqueue ------------------------------------------------------------------------ */
-
-/* Check a message's envelope; `item` ("messages[3]." or "") names it. */
-static obx_result obx__check_envelope(obx_error *err, const char *fn, const char *item, const obx_new_message *m) {
-    char where[96];
-    size_t n = 0;
-    int i;
-#define OBX__BAD(arg, result, ...)                                           \
-    do {                                                                     \
-        snprintf(where, sizeof where, "%s: %s%s", fn, item, arg);            \
-        return obx__fail(err, result, where, __VA_ARGS__);                   \
-    } while (0)
-    if (m->tenant_id && !obx__text_fits(m->tenant_id, OBX_TENANT_MAX))
-        OBX__BAD("tenant_id", OBX_ERR_INVALID_ARG, "tenant_id must be valid UTF-8 of at most %d characters",
-                 OBX_TENANT_MAX);
-    if (m->aggregate_type && !obx__text_fits(m->aggregate_type, OBX_AGGREGATE_TYPE_MAX))
-        OBX__BAD("aggregate_type", OBX_ERR_INVALID_ARG,
-                 "aggregate_type must be valid UTF-8 of at most %d characters", OBX_AGGREGATE_TYPE_MAX);
-    if (m->aggregate_id && !obx__text_fits(m->aggregate_id, OBX_AGGREGATE_ID_MAX))
-        OBX__BAD("aggregate_id", OBX_ERR_INVALID_ARG,
-                 "aggregate_id must be valid UTF-8 of at most %d characters", OBX_AGGREGATE_ID_MAX);
-    if (m->header_count < 0 || m->header_count > OBX_HEADERS_MAX)
-        OBX__BAD("header_count", OBX_ERR_INVALID_ARG, "header_count must be 0..%d", OBX_HEADERS_MAX);
-    if (m->header_count > 0 && !m->headers)
-        OBX__BAD("headers", OBX_ERR_INVALID_ARG, "headers must not be NULL when header_count > 0");
-    for (i = 0; i < m->header_count; i++) {
-        const obx_header *x = &m->headers[i];
-        char arg[40];
-        int j;
-        snprintf(arg, sizeof arg, "headers[%d].key", i);
-        if (!x->key || !x->key[0]) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header key must not be NULL or empty");
-        if (!obx__text_fits(x->key, OBX_HEADER_KEY_MAX))
-            OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header key must be valid UTF-8 of at most %d characters",
-                     OBX_HEADER_KEY_MAX);
-        for (j = 0; j < i; j++)
-            if (strcmp(m->headers[j].key, x->key) == 0)
-                OBX__BAD(arg, OBX_ERR_INVALID_ARG, "key repeats headers[%d].key (keys are unique)", j);
-        snprintf(arg, sizeof arg, "headers[%d].value", i);
-        if (!x->value) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must not be NULL (\"\" is a value)");
-        if (!obx__text_fits(x->value, OBX_HEADER_VALUE_MAX))
-            OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must be valid UTF-8 of at most %d characters",
-                     OBX_HEADER_VALUE_MAX);
-        n += strlen(x->key) + strlen(x->value);
-    }
-    if (n > OBX_HEADERS_BYTES_MAX)
-        OBX__BAD("headers", OBX_ERR_INVALID_ARG, "keys and values take %lu bytes, over OBX_HEADERS_BYTES_MAX (%d)",
-                 (unsigned long)n, OBX_HEADERS_BYTES_MAX);
-#undef OBX__BAD
-    return OBX_OK;
-}
 
 /* Check one message; `fn` and `index` (-1: single) name it in the error. */
 static obx_result obx__check_message(obx_error *err, const char *fn, int index,
@@ -7726,13 +7814,13 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
     if (!obx__text_fits(m->topic, OBX_TOPIC_MAX))
         OBX__BAD("topic", OBX_ERR_INVALID_ARG, "topic must be valid UTF-8 of at most %d characters",
                  OBX_TOPIC_MAX);
-    if (!m->payload) OBX__BAD("payload", OBX_ERR_INVALID_ARG, "payload must not be NULL (use \"\" for none)");
+    if (!m->payload) OBX__BAD("payload", OBX_ERR_INVALID_ARG, "payload must not be NULL" OBX__WHY(" (use \"\" for none)"));
     n = m->payload_len == OBX_NTS ? strlen((const char *)m->payload) : m->payload_len;
     nul = (const char *)memchr(m->payload, 0, n);
     if (nul)
         OBX__BAD("payload", OBX_ERR_INVALID_ARG,
-                 "payload has a NUL byte at offset %lu; the text column cannot store it "
-                 "(encode binary data, e.g. base64)",
+                 "payload has a NUL byte at offset %lu"
+                 OBX__WHY("; the text column cannot store it (encode binary data, e.g. base64)"),
                  (unsigned long)(nul - (const char *)m->payload));
     *payload_len = n;
     if (m->correlation_id && !obx__text_fits(m->correlation_id, OBX_CORRELATION_MAX))
@@ -7743,10 +7831,10 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
                  "ordering_key must be valid UTF-8 of at most %d characters", OBX_ORDERING_KEY_MAX);
     if (m->due_utc_ms < 0 || m->due_utc_ms > OBX_TIME_MAX_MS)
         OBX__BAD("due_utc_ms", OBX_ERR_OUT_OF_RANGE,
-                 "due_utc_ms must be 0 (now) or a Unix time in ms up to OBX_TIME_MAX_MS (year 9999)");
+                 "due_utc_ms must be 0 (now) or a Unix time in ms up to OBX_TIME_MAX_MS" OBX__WHY(" (year 9999)"));
     if (m->expires_utc_ms < 0 || m->expires_utc_ms > OBX_TIME_MAX_MS)
         OBX__BAD("expires_utc_ms", OBX_ERR_OUT_OF_RANGE,
-                 "expires_utc_ms must be 0 (never) or a Unix time in ms up to OBX_TIME_MAX_MS (year 9999)");
+                 "expires_utc_ms must be 0 (never) or a Unix time in ms up to OBX_TIME_MAX_MS" OBX__WHY(" (year 9999)"));
     if (m->expires_utc_ms > 0 && m->expires_utc_ms < m->due_utc_ms)
         OBX__BAD("expires_utc_ms", OBX_ERR_OUT_OF_RANGE, "expires_utc_ms must not be before due_utc_ms");
     return obx__check_envelope(err, fn, item, m);
@@ -7784,28 +7872,10 @@ static int obx__chunk_end(const obx__enqueue_ctx *c, int from) {
     return i;
 }
 
-/* An optional text: "" is stored as NULL. */
-static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
-
-/* m's headers as one JSON object {"key":"value",...} in b (emptied first),
- * keys in their given order; 0 when out of memory. */
-static int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_message *m) {
-    int i, ok;
-    b->len = 0;
-    ok = obx__buf_add(h, b, "{", 1);
-    for (i = 0; ok && i < m->header_count; i++) {
-        const obx_header *x = &m->headers[i];
-        ok = (i == 0 || obx__buf_add(h, b, ",", 1)) && obx__quoted_add(h, b, x->key, strlen(x->key), 0) &&
-             obx__buf_add(h, b, ":", 1) && obx__quoted_add(h, b, x->value, strlen(x->value), 0);
-    }
-    return ok && obx__buf_add(h, b, "}", 1);
-}
-
 /* Whether m needs the statements with the ordering key and the envelope:
  * messages without either take the plain ones, as before both existed. */
 static int obx__extended(const obx_new_message *m) {
-    return obx__opt_text(m->ordering_key) || obx__opt_text(m->tenant_id) || obx__opt_text(m->aggregate_type) ||
-           obx__opt_text(m->aggregate_id) || m->header_count > 0 || m->expires_utc_ms > 0;
+    return obx__opt_text(m->ordering_key) || obx__has_envelope(m) || m->expires_utc_ms > 0;
 }
 
 /* ,"s" or ,null to a JSON row. */
@@ -7932,13 +8002,9 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
             continue;
         }
         /* A key (the statement that orders it) or an envelope. */
-        if (m->header_count > 0 && !obx__headers_json(db->hooks, &c->s->own.headers, m))
+        if (!obx__envelope_params(db->hooks, &c->s->own.headers, &p[8], m))
             return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue", "out of memory");
         obx__p_text(&p[7], obx__opt_text(m->ordering_key), (size_t)-1);
-        obx__p_text(&p[8], obx__opt_text(m->tenant_id), (size_t)-1);
-        obx__p_text(&p[9], obx__opt_text(m->aggregate_type), (size_t)-1);
-        obx__p_text(&p[10], obx__opt_text(m->aggregate_id), (size_t)-1);
-        obx__p_text(&p[11], m->header_count > 0 ? c->s->own.headers.data : NULL, (size_t)-1);
         obx__p_i64(&p[12], m->expires_utc_ms);
         if (m->expires_utc_ms <= 0) p[12].ind = SQL_NULL_DATA;
         r = obx__exec(db, OBX__Q_INSERT_KEYED, c->s->sql[OBX__Q_INSERT_KEYED], p, 13, NULL, NULL);

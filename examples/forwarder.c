@@ -4,6 +4,8 @@
  *   - readings are enqueued by the hundred; a batch handler sends all of a
  *     claim's "telemetry" messages in one (simulated) uplink request and
  *     answers per reading: delivered, retry later, or dead (malformed);
+ *   - each sensor's readings carry its ordering key, so the uplink gets them
+ *     in order per sensor even when one is retried (its successors wait);
  *   - the uplink goes down for a while: the handler says OBX_PAUSE, the
  *     topic pauses (growing pauses, no attempts used, nothing dies) while
  *     "alarm" messages, on a handler of their own, keep flowing;
@@ -19,11 +21,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define SENSORS 4
+
 typedef struct uplink {
     int requests;                /* batch requests sent */
     int down_for;                /* the next this many requests fail: uplink unavailable */
     int delivered, refused;
     int accept_malformed;        /* the operator's fix, applied before the replay */
+    int last_seq[SENSORS];       /* the newest reading delivered per sensor */
+    int out_of_order;            /* a reading delivered after a newer one of its sensor */
 } uplink;
 
 /* One uplink request for the whole batch; the uplink answers per reading. */
@@ -48,6 +54,10 @@ static void send_telemetry(const obx_message *const *ms, obx_batch_result *res, 
             res[i].outcome = OBX_RETRY; /* e.g. a 429 for this one: later */
             snprintf(res[i].error, sizeof res[i].error, "throttled");
         } else {
+            int seq = atoi(ms[i]->payload + 7), sensor = seq % SENSORS;
+            /* A replayed dead reading is late by design: its key moved on. */
+            if (seq < u->last_seq[sensor] && !u->accept_malformed) u->out_of_order++;
+            if (seq > u->last_seq[sensor]) u->last_seq[sensor] = seq;
             res[i].outcome = OBX_DONE;
             u->delivered++;
         }
@@ -91,7 +101,7 @@ int main(void) {
     obx_store *store = NULL;
     obx_dispatcher *d = NULL;
     obx_new_message batch[100];
-    char payloads[100][64];
+    char payloads[100][64], keys[SENSORS][16];
     uplink u;
     obx_dead_filter f;
     const obx_message *dead;
@@ -108,7 +118,8 @@ int main(void) {
         obx_store_close(store);
         return 1;
     }
-    /* 300 readings (every 50th without a value) and 3 alarms. */
+    /* 300 readings of 4 sensors (every 50th without a value) and 3 alarms. */
+    for (i = 0; i < SENSORS; i++) snprintf(keys[i], sizeof keys[i], "sensor-%d", i);
     for (k = 0; k < 3; k++) {
         for (i = 0; i < 100; i++) {
             int seq = k * 100 + i;
@@ -118,6 +129,7 @@ int main(void) {
             batch[i].topic = "telemetry";
             batch[i].payload = payloads[i];
             batch[i].payload_len = OBX_NTS;
+            batch[i].ordering_key = keys[seq % SENSORS];
         }
         if (obx_enqueue_batch(store, NULL, batch, 100, NULL) != OBX_OK) goto fail;
         memset(&batch[0], 0, sizeof batch[0]);
@@ -128,6 +140,7 @@ int main(void) {
     }
 
     memset(&u, 0, sizeof u);
+    for (i = 0; i < SENSORS; i++) u.last_seq[i] = -1;
     u.down_for = 6; /* the uplink is down for the first six requests */
     memset(&dd, 0, sizeof dd);
     dd.store = store;
@@ -142,6 +155,8 @@ int main(void) {
     if (drain(d, &paused) < 0) goto fail;
     printf("uplink: %d requests for 300 readings, %d delivered, %d refused as malformed\n",
            u.requests, u.delivered, u.refused);
+    printf("order: %d readings delivered out of order per sensor (one claim takes one per sensor)\n",
+           u.out_of_order);
     printf("outage: readings put back %d times while paused (no attempt used), %d alarms sent meanwhile\n",
            paused, alarms);
 
@@ -160,7 +175,7 @@ int main(void) {
            (long long)replayed, u.delivered, (long long)left);
     obx_dispatcher_destroy(d);
     obx_store_close(store);
-    return u.delivered == 300 && left == 0 ? 0 : 1;
+    return u.delivered == 300 && left == 0 && u.out_of_order == 0 ? 0 : 1;
 fail:
     fprintf(stderr, "error: %s\n", obx_store_last_error(store)->message);
     obx_dispatcher_destroy(d);

@@ -4,6 +4,9 @@
 #   OBX_NO_THREADS / IBX_NO_THREADS          no pthreads
 #   OBX_NO_POSIX_CLOCK / IBX_NO_POSIX_CLOCK  no clock_gettime()/nanosleep()
 #   OBX_NO_WAKE_SOCKET / IBX_NO_WAKE_SOCKET  no sockets (no cross-process wake-up)
+#   OBX_TERSE_MESSAGES / IBX_TERSE_MESSAGES  errors and log lines without their
+#                                            explanations (CORE-TERSE-MESSAGES
+#                                            in test_unit checks the text)
 #   GW_PROFILE (the gateway profile's defines, from the Makefile): below
 # For each set (and both together): each header's implementation object
 # compiles with -Werror and calls none of what the option leaves out, and the
@@ -22,6 +25,7 @@ mkdir -p "$out"
 threads="-DOBX_NO_THREADS -DIBX_NO_THREADS"
 clock="-DOBX_NO_POSIX_CLOCK -DIBX_NO_POSIX_CLOCK"
 nowake="-DOBX_NO_WAKE_SOCKET -DIBX_NO_WAKE_SOCKET"
+terse="-DOBX_TERSE_MESSAGES -DIBX_TERSE_MESSAGES"
 failed=0
 
 # check_set NAME DEFINES FORBIDDEN-SYMBOL-REGEX, with CC, XFLAGS (extra
@@ -68,6 +72,7 @@ sets() {
     check_set "$1no-posix-clock" "$clock" '^(clock_gettime|nanosleep)$'
     check_set "$1neither" "$threads $clock" '^(pthread_|clock_gettime$|nanosleep$)'
     check_set "$1no-wake-socket" "$nowake" '^(socket|bind|sendto|recv|poll|connect|unlink)$'
+    check_set "$1terse" "$terse" '^$'
 }
 XFLAGS="" NM=nm RUN="" LINK=""
 sets ""
@@ -173,8 +178,28 @@ if [[ -n ${GW_PROFILE:-} ]]; then
         failed=1
     fi
 fi
+# Terse messages with the profile: warning-free, and an explanation the
+# default object holds is gone from the terse one (so this check can fail).
+if [[ -n ${GW_PROFILE:-} ]]; then
+    for h in obx ibx; do
+        for v in default terse; do
+            defs=$GW_PROFILE
+            [[ $v == terse ]] && defs+=" $terse"
+            # shellcheck disable=SC2086
+            $HOST_CC $CSTD $WARN -Werror -Os $defs -c "tests/impl_$h.c" -o "$out/profile-$v-$h.o" \
+                2>"$out/profile-$v-$h.err" || { cat "$out/profile-$v-$h.err"; failed=1; }
+        done
+        if strings "$out/profile-default-$h.o" | grep -q 'none of them control characters' &&
+            ! strings "$out/profile-terse-$h.o" | grep -q 'none of them control characters'; then
+            echo "PASS options profile-terse: $h.h ($(size -B "$out/profile-terse-$h.o" | awk 'NR == 2 { print $1 }') bytes of text, $(size -B "$out/profile-default-$h.o" | awk 'NR == 2 { print $1 }') without)"
+        else
+            echo "FAIL options profile-terse: $h.h's explanations are not left out"
+            failed=1
+        fi
+    done
+fi
 if [[ $failed -ne 0 ]]; then
     echo "check-options: FAILED"
     exit 1
 fi
-echo "check-options: ok (OBX/IBX_NO_THREADS, OBX/IBX_NO_POSIX_CLOCK, both, OBX/IBX_NO_WAKE_SOCKET${GW_PROFILE:+, the gateway profile}; host${RUN:+ and armhf})"
+echo "check-options: ok (OBX/IBX_NO_THREADS, OBX/IBX_NO_POSIX_CLOCK, both, OBX/IBX_NO_WAKE_SOCKET, OBX/IBX_TERSE_MESSAGES${GW_PROFILE:+, the gateway profile}; host${RUN:+ and armhf})"

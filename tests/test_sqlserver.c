@@ -692,6 +692,51 @@ static void test_joins(void) {
 
 /* ---- inbox operations ------------------------------------------------------------------- */
 
+/* IBX-ENVELOPE through the fake layer: a message with an envelope takes the
+ * MERGE that carries it (a known row keeps its own: COALESCE of the stored
+ * value first); one without takes the plain MERGE, binding nothing more. */
+static void test_inbox_envelope(void) {
+    ibx_store *s = inbox();
+    static const ibx_header h[] = {{"traceparent", "00-x"}, {"q\"k", "v\\"}};
+    ibx_new_message m;
+    int e;
+    const char *q;
+    TT_ASSERT(s != NULL);
+    memset(&m, 0, sizeof m);
+    m.topic = "payment.received";
+    m.source = "stripe";
+    m.message_id = "m-env";
+    m.payload = "{}";
+    m.payload_len = IBX_NTS;
+    fake_push_ok(1);
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    q = fake_log_sql(first_exec());
+    TT_EXPECT(strstr(q, "[TenantId]") == NULL && strstr(q, "[Headers]") == NULL);
+    TT_EQ_INT(count_char(q, '?'), 9);
+
+    forget();
+    m.tenant_id = "acme";
+    m.aggregate_type = "Payment";
+    m.aggregate_id = "p-1";
+    m.headers = h;
+    m.header_count = 2;
+    fake_push_ok(1);
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    e = first_exec();
+    q = fake_log_sql(e);
+    TT_EXPECT(strncmp(q, "MERGE [infra].[Inbox] WITH (HOLDLOCK) AS t", 42) == 0);
+    TT_EXPECT(strstr(q, "[TenantId] = COALESCE(t.[TenantId], s.[TenantId])") != NULL);
+    TT_EXPECT(strstr(q, "[Headers] = COALESCE(t.[Headers], s.[Headers])") != NULL);
+    TT_EXPECT(strstr(q, "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE") != NULL);
+    TT_EQ_INT(count_char(q, '?'), 13);
+    TT_EQ_STR(fake_log_param_text(e, 0, 10), "acme");
+    TT_EQ_STR(fake_log_param_text(e, 0, 11), "Payment");
+    TT_EQ_STR(fake_log_param_text(e, 0, 12), "p-1");
+    TT_EQ_STR(fake_log_param_text(e, 0, 13), "{\"traceparent\":\"00-x\",\"q\\\"k\":\"v\\\\\"}");
+    TT_EQ_INT(param_type(e, 13), SQL_WVARCHAR);
+    ibx_store_close(s);
+}
+
 static void test_inbox_dedup_enqueue(void) {
     ibx_store *s = inbox();
     static const char *const seen[] = {"Seen", NULL}, *const done[] = {"Done", NULL};
@@ -761,16 +806,21 @@ static void test_inbox_work_queue(void) {
     const char *owner = "0190a1b2-0000-7000-8000-000000000001";
     static const char *const rows[] = {"stripe", "m-1", "payment.received", "{}", NULL, "1767225600000",
                                        "1767225600000", "Processing", "1767225630000",
-                                       "0190a1b2-0000-7000-8000-000000000001", "0", NULL, "1767225600000", NULL, "1"};
+                                       "0190a1b2-0000-7000-8000-000000000001", "0", NULL, "1767225600000", NULL, "1",
+                                       "acme", "Order", "o-1", "{\"traceparent\": \"00-x\"}"};
     static const char *const one[] = {"1"};
     const ibx_message *ms = NULL;
     ibx_key keys[1];
     int n = 0, e;
     int64_t changed = 0;
     TT_ASSERT(s != NULL);
-    fake_push_rows(15, 1, rows);
+    fake_push_rows(19, 1, rows);
     TT_EQ_INT(ibx_claim(s, owner, 30, 10, &ms, &n), IBX_OK);
     TT_EQ_INT(n, 1);
+    /* The envelope's columns come last (IBX-ENVELOPE), the headers decoded. */
+    TT_EQ_STR(ms[0].tenant_id, "acme");
+    TT_EQ_STR(ms[0].aggregate_id, "o-1");
+    TT_EQ_STR(ibx_message_header(&ms[0], "traceparent"), "00-x");
     e = first_exec();
     TT_EQ_STR(fake_log_sql(e), "{CALL [infra].[Inbox_Claim](?, ?, ?, 3)}");
     TT_EQ_STR(fake_log_param_text(e, 0, 3), "10");
@@ -1001,7 +1051,7 @@ static void test_dead_letters(void) {
     TT_ASSERT(in != NULL);
     memset(&g, 0, sizeof g);
     g.source = "stripe";
-    fake_push_rows(15, 0, NULL);
+    fake_push_rows(19, 0, NULL);
     TT_EQ_INT(ibx_dead_list(in, &g, 0, 20, &ims, &n), IBX_EMPTY);
     e = first_exec();
     TT_EXPECT(strstr(fake_log_sql(e), "WHERE t.[Status] = 'Dead' AND") != NULL);
@@ -1048,6 +1098,7 @@ int main(int argc, char **argv) {
     RUN("MSSQL-OUTBOX-READS", "get, cleanup (TOP, oldest first, batch per transaction), queue stats", test_get_cleanup_stats);
     RUN("OBX-083", "join start, attach (idempotent, no duplicate-key error), get", test_joins);
     RUN("IBX-002", "dedup and enqueue are MERGE WITH (HOLDLOCK); a Done message is left alone", test_inbox_dedup_enqueue);
+    RUN("IBX-ENVELOPE", "an envelope takes the MERGE that carries it (COALESCE keeps a known row's), four more parameters; none, the plain MERGE", test_inbox_envelope);
     RUN("IBX-030", "inbox claim, ack, abandon, fail, reap call the seed's procedures", test_inbox_work_queue);
     RUN("MSSQL-KEY-SPACES", "inbox keys ending in a space are refused (SQL Server would pad them)", test_inbox_trailing_space);
     RUN("MSSQL-DEAD-LETTERS", "dead letters: list (OFFSET/FETCH, NULL filters), replay, purge (TOP batches); the inbox's by source", test_dead_letters);

@@ -381,6 +381,44 @@ static obx_store *fake_store(const char *dbms, const char *connstr) {
     return s;
 }
 
+/* CORE-TERSE-MESSAGES: built with OBX_TERSE_MESSAGES, an error keeps the
+ * call and argument (`where`), the result and the cause, and loses only the
+ * explanation; the default build keeps the whole sentence. tests/options.sh
+ * builds this file both ways. */
+static void test_terse_messages(void) {
+    obx_store_desc od;
+    ibx_store_desc id;
+    obx_store *os = NULL;
+    ibx_store *is = NULL;
+    fake_reset();
+    memset(&od, 0, sizeof od);
+    od.connection_string = "Driver=fake;";
+    od.store_id = "bad\nid";
+    TT_EQ_INT(obx_store_open(&od, &os), OBX_ERR_INVALID_ARG);
+    TT_ASSERT(os != NULL);
+    TT_EQ_INT(obx_store_last_error(os)->result, OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(os)->where, "obx_store_open: store_id");
+#ifdef OBX_TERSE_MESSAGES
+    TT_EQ_STR(obx_store_last_error(os)->message, "store_id must be 1-63 characters");
+#else
+    TT_EQ_STR(obx_store_last_error(os)->message, "store_id must be 1-63 characters, none of them control characters");
+#endif
+    obx_store_close(os);
+    memset(&id, 0, sizeof id);
+    id.connection_string = "Driver=fake;";
+    id.store_id = "";
+    TT_EQ_INT(ibx_store_open(&id, &is), IBX_ERR_INVALID_ARG);
+    TT_ASSERT(is != NULL);
+    TT_EQ_STR(ibx_store_last_error(is)->where, "ibx_store_open: store_id");
+#ifdef IBX_TERSE_MESSAGES
+    TT_EQ_STR(ibx_store_last_error(is)->message, "store_id must be 1-63 characters");
+#else
+    TT_EQ_STR(ibx_store_last_error(is)->message, "store_id must be 1-63 characters, none of them control characters");
+#endif
+    ibx_store_close(is);
+    TT_EQ_INT(fake_open_handles(), 0);
+}
+
 static obx_result one_statement(obx__db *db, void *ctx) {
     (void)ctx;
     return obx__exec(db, 0, "UPDATE t SET v = 1", NULL, 0, NULL, NULL);
@@ -1599,6 +1637,7 @@ int main(void) {
     TT_RUN("CORE-NULL-WALK", "fake", "ibx.h: every public function with NULL and odd arguments", test_null_walk_ibx);
     TT_RUN("CORE-NO-POSIX-CLOCK", "fake", "without POSIX clocks a dispatcher needs a clock hook that sleeps", test_no_posix_clock);
     TT_RUN("CORE-DESC-DEFAULTS", "pure", "dispatcher defaults in one place, as documented", test_desc_defaults);
+    TT_RUN("CORE-TERSE-MESSAGES", "fake", "a terse build names the call, argument and cause of an error", test_terse_messages);
     TT_RUN("CORE-STALE-HANDLE", "fake", "a failed second pick pass never reuses the freed statement", test_fake_pick_stale_handle);
     TT_RUN("CORE-ROUND-TRIPS", "fake", "MariaDB: one round trip per one-statement step; a claim is one transaction", test_fake_mariadb_round_trips);
     TT_RUN("OBX-120", "fake", "claim is one prepared statement per call, one transaction", test_fake_one_round_trip);
