@@ -656,6 +656,12 @@ typedef struct ibx_new_message {
      * (e.g. a row from ibx_already_processed) takes the new value. The
      * library copies what it needs before returning. */
     IBX__ENVELOPE_NEW_FIELDS
+    /* Expiry: not handled by this UTC time (Unix ms, the database clock),
+     * the dispatcher ends it Dead with last_error "expired", unhandled, and
+     * counts it in IBX_METRIC_EXPIRED_UNHANDLED. 0 = never; else
+     * 1..IBX_TIME_MAX_MS and not before due_utc_ms. A redelivery keeps the
+     * expiry first stored (as the envelope): the sender's first deadline. */
+    int64_t expires_utc_ms;
 } ibx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
@@ -684,8 +690,8 @@ typedef struct ibx_message {
     char owner_token[37];        /* "" when not leased */
     ibx_store *store;            /* the store it came from */
     IBX__ENVELOPE_FIELDS
-    int64_t expires_ms;          /* when it expires (the dispatcher then ends it Dead, "expired",
-                                    unhandled); 0 = never. The inbox sets no expiry yet */
+    int64_t expires_ms;          /* expires_utc_ms as first stored; 0 = never. ibx_claim returns
+                                    expired messages too; the dispatcher ends them Dead */
 } ibx_message;
 
 /* Name of a status as stored: "Seen", "Processing", "Done", "Dead"
@@ -3719,14 +3725,15 @@ enum {
 #define IBX__SQLITE_COLS                                                                     \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"FirstSeenUtc\", "          \
     "\"LastSeenUtc\", \"Status\", \"LockedUntil\", \"OwnerToken\", \"Attempt\", \"LastError\", " \
-    "\"NextAttemptAt\", \"DueTimeUtc\", \"Starts\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\""
+    "\"NextAttemptAt\", \"DueTimeUtc\", \"Starts\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "   \
+    "\"ExpiresAt\""
 #define IBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define IBX__PG_COLS                                                                         \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", " IBX__PG_MS("FirstSeenUtc") \
     ", " IBX__PG_MS("LastSeenUtc") ", \"Status\", " IBX__PG_MS("LockedUntil") ", "            \
     "CAST(\"OwnerToken\" AS text), \"Attempt\", \"LastError\", " IBX__PG_MS("NextAttemptAt")  \
     ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\", \"TenantId\", \"AggregateType\", \"AggregateId\", " \
-    "CAST(\"Headers\" AS text)"
+    "CAST(\"Headers\" AS text), " IBX__PG_MS("ExpiresAt")
 /* The rows a key list names. */
 #define IBX__SQLITE_KEYS                                                                     \
     "(\"Source\", \"MessageId\") IN (SELECT s.value, m.value FROM json_each(?) AS s "          \
@@ -3769,8 +3776,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\") "
-     "VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W}), ?, ?, ?, ?) "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "
+     "\"ExpiresAt\") VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W}), ?, ?, ?, ?, ?) "
      "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
      "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
@@ -3780,6 +3787,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"AggregateType\" = coalesce(\"AggregateType\", excluded.\"AggregateType\"), "
      "\"AggregateId\" = coalesce(\"AggregateId\", excluded.\"AggregateId\"), "
      "\"Headers\" = coalesce(\"Headers\", excluded.\"Headers\"), "
+     "\"ExpiresAt\" = coalesce(\"ExpiresAt\", excluded.\"ExpiresAt\"), "
      "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
     {IBX__Q_MARK,
      "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE ? END, "
@@ -3876,7 +3884,7 @@ static const ibx__sqlset ibx__sqlite_inbox = {
      * Starts: handler starts since the last outcome (crash-loop quarantine).
      * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"},
-     {"AggregateId", "TEXT NULL"}, {"Headers", "TEXT NULL"}}
+     {"AggregateId", "TEXT NULL"}, {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}}
 };
 #define IBX__SQLITE_SET &ibx__sqlite_inbox
 #endif
@@ -3908,10 +3916,10 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "\"Status\" = 'Processing' WHERE t.\"Status\" <> 'Done'"},
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\") "
-     "VALUES (?, ?, ?, ?, ?, 'Processing', "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "
+     "\"ExpiresAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
      "to_timestamp(CAST(? AS bigint) / 1000.0), coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()), "
-     "?, ?, ?, CAST(? AS json)) "
+     "?, ?, ?, CAST(? AS json), to_timestamp(CAST(? AS bigint) / 1000.0)) "
      "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
      "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
@@ -3921,6 +3929,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "\"AggregateType\" = coalesce(t.\"AggregateType\", excluded.\"AggregateType\"), "
      "\"AggregateId\" = coalesce(t.\"AggregateId\", excluded.\"AggregateId\"), "
      "\"Headers\" = coalesce(t.\"Headers\", excluded.\"Headers\"), "
+     "\"ExpiresAt\" = coalesce(t.\"ExpiresAt\", excluded.\"ExpiresAt\"), "
      "\"Status\" = 'Processing' WHERE t.\"Status\" <> 'Done'"},
     {IBX__Q_MARK,
      "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE CAST(? AS varchar) END, "
@@ -4033,7 +4042,8 @@ static const ibx__sqlset ibx__postgresql_inbox = {
      * Starts: handler starts since the last outcome (crash-loop quarantine).
      * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "integer NOT NULL DEFAULT 0"}, {"TenantId", "varchar(64) NULL"},
-     {"AggregateType", "varchar(64) NULL"}, {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"}}
+     {"AggregateType", "varchar(64) NULL"}, {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
+     {"ExpiresAt", "timestamptz NULL"}}
 };
 #define IBX__POSTGRESQL_SET &ibx__postgresql_inbox
 #endif
@@ -4046,7 +4056,7 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     "`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, " IBX__MY_MS("FirstSeenUtc") ", "     \
     IBX__MY_MS("LastSeenUtc") ", `Status`, " IBX__MY_MS("LockedUntil") ", `OwnerToken`, "      \
     "`Attempt`, `LastError`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, " \
-    "`TenantId`, `AggregateType`, `AggregateId`, `Headers`"
+    "`TenantId`, `AggregateType`, `AggregateId`, `Headers`, " IBX__MY_MS("ExpiresAt")
 /* The rows a key list names, by primary key (an IN subquery would scan and
  * wait on other workers' row locks); the lists' markers are numbered. */
 #define IBX__MY_LIST(marker, alias) \
@@ -4090,8 +4100,9 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "RETURNING `Status` = 'Processing'"},
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
-     "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`) VALUES (?, ?, ?, ?, ?, 'Processing', "
-     IBX__MY_FROM_MS("?") ", COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, ?, ?) ON DUPLICATE KEY UPDATE "
+     "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`) VALUES (?, ?, ?, ?, ?, "
+     "'Processing', " IBX__MY_FROM_MS("?") ", COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, ?, ?, "
+     IBX__MY_FROM_MS("?") ") ON DUPLICATE KEY UPDATE "
      "`Topic` = IF(" IBX__MY_DONE ", `Topic`, VALUES(`Topic`)), "
      "`Payload` = IF(" IBX__MY_DONE ", `Payload`, VALUES(`Payload`)), "
      "`Hash` = IF(" IBX__MY_DONE ", `Hash`, VALUES(`Hash`)), "
@@ -4103,6 +4114,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`AggregateType` = IF(" IBX__MY_DONE ", `AggregateType`, COALESCE(`AggregateType`, VALUES(`AggregateType`))), "
      "`AggregateId` = IF(" IBX__MY_DONE ", `AggregateId`, COALESCE(`AggregateId`, VALUES(`AggregateId`))), "
      "`Headers` = IF(" IBX__MY_DONE ", `Headers`, COALESCE(`Headers`, VALUES(`Headers`))), "
+     "`ExpiresAt` = IF(" IBX__MY_DONE ", `ExpiresAt`, COALESCE(`ExpiresAt`, VALUES(`ExpiresAt`))), "
      "`Status` = IF(" IBX__MY_DONE ", 'Done', 'Processing') "
      "RETURNING `Status` = 'Processing'"},
     /* the count, as a row */
@@ -4219,7 +4231,7 @@ static const ibx__sqlset ibx__mariadb_inbox = {
      * Starts: handler starts since the last outcome (crash-loop quarantine).
      * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"},
-     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}}
+     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}}
 };
 #define IBX__MARIADB_SET &ibx__mariadb_inbox
 #endif
@@ -4236,7 +4248,7 @@ static const ibx__sqlset ibx__mariadb_inbox = {
     IBX__MS_MS(t "[FirstSeenUtc]") ", " IBX__MS_MS(t "[LastSeenUtc]") ", " t "[Status], "          \
     IBX__MS_MS(t "[LockedUntil]") ", LOWER(CONVERT(NCHAR(36), " t "[OwnerToken])), " t "[Attempt], " \
     t "[LastError], " IBX__MS_MS(t "[NextAttemptAt]") ", " IBX__MS_MS(t "[DueTimeUtc]") ", " t "[Starts], " \
-    t "[TenantId], " t "[AggregateType], " t "[AggregateId], " t "[Headers]"
+    t "[TenantId], " t "[AggregateType], " t "[AggregateId], " t "[Headers], " IBX__MS_MS(t "[ExpiresAt]")
 /* Keys compare byte for byte, as on the other databases. */
 #define IBX__MS_BIN "COLLATE Latin1_General_100_BIN2"
 /* A settle procedure: one UPDATE of the caller's leased rows named by two
@@ -4301,7 +4313,8 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ?1 AS [Source], ?2 AS [MessageId], ?3 AS [Topic], "
      "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
      "COALESCE(" IBX__MS_FROM_MS("?7", IBX__MS_EPOCH) ", SYSUTCDATETIME()) AS [NextAt], ?8 AS [TenantId], "
-     "?9 AS [AggregateType], ?10 AS [AggregateId], ?11 AS [Headers]) AS s "
+     "?9 AS [AggregateType], ?10 AS [AggregateId], ?11 AS [Headers], "
+     IBX__MS_FROM_MS("?12", IBX__MS_EPOCH) " AS [ExpiresAt]) AS s "
      "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
      "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET [Topic] = s.[Topic], [Payload] = s.[Payload], "
      "[Hash] = s.[Hash], [DueTimeUtc] = s.[Due], [NextAttemptAt] = s.[NextAt], "
@@ -4310,11 +4323,12 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "[TenantId] = COALESCE(t.[TenantId], s.[TenantId]), "
      "[AggregateType] = COALESCE(t.[AggregateType], s.[AggregateType]), "
      "[AggregateId] = COALESCE(t.[AggregateId], s.[AggregateId]), "
-     "[Headers] = COALESCE(t.[Headers], s.[Headers]), [Status] = 'Processing' "
+     "[Headers] = COALESCE(t.[Headers], s.[Headers]), [ExpiresAt] = COALESCE(t.[ExpiresAt], s.[ExpiresAt]), "
+     "[Status] = 'Processing' "
      "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
-     "[DueTimeUtc], [NextAttemptAt], [TenantId], [AggregateType], [AggregateId], [Headers]) "
-     "VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], "
-     "'Processing', s.[Due], s.[NextAt], s.[TenantId], s.[AggregateType], s.[AggregateId], s.[Headers]);"},
+     "[DueTimeUtc], [NextAttemptAt], [TenantId], [AggregateType], [AggregateId], [Headers], [ExpiresAt]) "
+     "VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], 'Processing', s.[Due], s.[NextAt], "
+     "s.[TenantId], s.[AggregateType], s.[AggregateId], s.[Headers], s.[ExpiresAt]);"},
     {IBX__Q_MARK,
      "UPDATE {T} SET [Status] = CASE WHEN [Status] = 'Done' THEN 'Done' ELSE ? END, "
      "[Attempt] = CASE WHEN [Status] = 'Dead' AND ? = 'Processing' THEN 0 ELSE [Attempt] END, "
@@ -4450,7 +4464,8 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
      * Starts: handler starts since the last outcome (crash-loop quarantine).
      * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
-     {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"}}
+     {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
+     {"ExpiresAt", "DATETIME2(3) NULL"}}
 };
 #define IBX__SQLSERVER_SET &ibx__sqlserver_inbox
 #endif
@@ -7356,7 +7371,8 @@ static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ib
         (r = ibx__get_i64(db, st, 15, &v, NULL)) != IBX_OK)
         return r;
     m->starts = (int)v;
-    return ibx__read_envelope(db, st, 16, buf, &o->env, &m->header_count);
+    if ((r = ibx__read_envelope(db, st, 16, buf, &o->env, &m->header_count)) != IBX_OK) return r;
+    return ibx__get_i64(db, st, 20, &m->expires_ms, NULL); /* after the envelope's 16..19 */
 }
 
 static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o) {
@@ -7475,8 +7491,8 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
 
 typedef struct ibx__enqueue_ctx {
     ibx_store *s;
-    ibx__param *p;               /* the upsert's seven, and the envelope's four */
-    int envelope;                /* the upsert with the envelope */
+    ibx__param *p;               /* the upsert's seven, the envelope's four, the expiry */
+    int envelope;                /* the upsert with the envelope and the expiry */
     const void *hash;
     size_t hash_len;
     int64_t rows;
@@ -7505,7 +7521,7 @@ static ibx_result ibx__enqueue_unit(ibx__db *db, void *vctx) {
         if (r == IBX_EMPTY) r = IBX_OK; /* a new message */
     }
     if (r == IBX_OK && c->envelope)
-        r = ibx__exec(db, IBX__Q_ENQUEUE_ENV, s->sql[IBX__Q_ENQUEUE_ENV], c->p, 11, &c->rows, NULL);
+        r = ibx__exec(db, IBX__Q_ENQUEUE_ENV, s->sql[IBX__Q_ENQUEUE_ENV], c->p, 12, &c->rows, NULL);
     else if (r == IBX_OK)
         r = ibx__exec(db, IBX__Q_ENQUEUE, s->sql[IBX__Q_ENQUEUE], c->p, 7, &c->rows, NULL);
     return r;
@@ -7535,13 +7551,19 @@ static ibx_result ibx__check_new(ibx_store *store, const ibx_new_message *m, siz
     if (m->due_utc_ms < 0 || m->due_utc_ms > IBX_TIME_MAX_MS)
         return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: due_utc_ms",
                          "due_utc_ms must be 0 (now) or a Unix time in ms up to IBX_TIME_MAX_MS (year 9999)");
+    if (m->expires_utc_ms < 0 || m->expires_utc_ms > IBX_TIME_MAX_MS)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: expires_utc_ms",
+                         "expires_utc_ms must be 0 (never) or a Unix time in ms up to IBX_TIME_MAX_MS");
+    if (m->expires_utc_ms > 0 && m->expires_utc_ms < m->due_utc_ms)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: expires_utc_ms",
+                         "expires_utc_ms must not be before due_utc_ms");
     *payload_len = len;
     return ibx__check_envelope(&store->err, "ibx_enqueue", "", m);
 }
 
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued) {
     ibx__enqueue_ctx ctx;
-    ibx__param p[11];
+    ibx__param p[12];
     int envelope;
     int64_t rows = 0;
     size_t len = 0;
@@ -7557,8 +7579,10 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     ibx__p_i64(&p[5], m->due_utc_ms);
     if (m->due_utc_ms == 0) p[5].ind = SQL_NULL_DATA;
     p[6] = p[5];
-    /* Without an envelope, the plain upsert: nothing more to bind. */
-    envelope = ibx__has_envelope(m);
+    /* Without an envelope or an expiry, the plain upsert: nothing more to bind. */
+    envelope = ibx__has_envelope(m) || m->expires_utc_ms > 0;
+    ibx__p_i64(&p[11], m->expires_utc_ms);
+    if (m->expires_utc_ms <= 0) p[11].ind = SQL_NULL_DATA;
     if (envelope && !ibx__envelope_params(&store->hooks, &store->own.headers, &p[7], m))
         return ibx__fail(&store->err, IBX_ERR_NO_MEMORY, "ibx_enqueue", "out of memory");
     if ((r = ibx__pending_room(store, "ibx_enqueue", 1)) != IBX_OK) return r;

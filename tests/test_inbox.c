@@ -2538,6 +2538,73 @@ static void test_plans(void) {
     ibx_store_close(s);
 }
 
+/* CORE-EXPIRY for the inbox: past expires_utc_ms when claimed, a message is
+ * never handed to a handler: Dead with "expired", counted. A redelivery
+ * keeps the expiry first stored. */
+static int g_expiry_calls;
+static ibx_outcome expiry_handler(const ibx_message *m, char *error, size_t size, void *user) {
+    (void)m; (void)error; (void)size; (void)user;
+    g_expiry_calls++;
+    return IBX_DONE;
+}
+
+static void test_expiry(void) {
+    ibx_store *s = fresh();
+    ibx_dispatcher *d;
+    ibx_run_stats st;
+    ibx_new_message m;
+    ibx_message got;
+    int64_t counters[IBX_METRIC_COUNT_];
+    int64_t past = now_ms() - 60000, later = now_ms() + 3600000;
+    TT_ASSERT(s != NULL);
+    m = msg("exp", "src", "late", "{}");
+    m.expires_utc_ms = past;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    m = msg("exp", "src", "fine", "{}");
+    m.expires_utc_ms = later;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    m.expires_utc_ms = past; /* a redelivery: the first expiry stays */
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    TT_ASSERT(enqueue(s, "exp", "src", "plain"));
+    TT_EQ_INT(ibx_get(s, "late", "src", &got), IBX_OK);
+    TT_EQ_INT(got.expires_ms, past);
+    TT_EQ_INT(ibx_get(s, "fine", "src", &got), IBX_OK);
+    TT_EQ_INT(got.expires_ms, later);
+    TT_EQ_INT(ibx_get(s, "plain", "src", &got), IBX_OK);
+    TT_EQ_INT(got.expires_ms, 0);
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    TT_EQ_INT(ibx_dispatcher_on(d, "exp", expiry_handler, NULL), IBX_OK);
+    g_expiry_calls = 0;
+    memset(&st, 0, sizeof st);
+    TT_EQ_INT(ibx_dispatcher_run_once(d, &st), IBX_OK);
+    TT_EQ_INT(st.claimed, 3);
+    TT_EQ_INT(g_expiry_calls, 2);
+    TT_EQ_INT(st.dead, 1);
+    TT_EQ_INT(ibx_get(s, "late", "src", &got), IBX_OK);
+    TT_EQ_INT(got.status, IBX_STATUS_DEAD);
+    TT_EQ_STR(got.last_error, "expired");
+    TT_EQ_INT(ibx_get(s, "fine", "src", &got), IBX_OK);
+    TT_EQ_INT(got.status, IBX_STATUS_DONE);
+    TT_EQ_INT(ibx_store_counters(s, counters), IBX_OK);
+    TT_EQ_INT(counters[IBX_METRIC_EXPIRED_UNHANDLED], 1);
+    TT_EQ_INT(counters[IBX_METRIC_DEAD], 1);
+    ibx_dispatcher_destroy(d);
+    /* Validation, naming the field. */
+    m = msg("exp", "src", "bad", "{}");
+    m.expires_utc_ms = -1;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_enqueue: expires_utc_ms");
+    m.expires_utc_ms = IBX_TIME_MAX_MS + 1;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_ERR_OUT_OF_RANGE);
+    m.due_utc_ms = later;
+    m.expires_utc_ms = later - 1;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_enqueue: expires_utc_ms");
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"MessageId\" = 'bad'"), 0);
+    ibx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -2671,6 +2738,7 @@ int main(int argc, char **argv) {
     RUN("IBX-METRICS-TEXT", "ibx_metrics_text: counters, gauges, per-topic handler histogram, escaped labels, buffer size", test_metrics_text);
     RUN("IBX-KEY-EXACT", "keys differing only in a trailing space are different messages", test_key_exact);
     RUN("IBX-BATCH-PAUSE", "a batch handler (mixed outcomes, each on its message) and OBX_PAUSE through the inbox", test_batch_and_pause);
+    RUN("CORE-EXPIRY", "a message past expires_utc_ms when claimed is never handled: Dead, \"expired\", counted; a redelivery keeps the first expiry; validation names the field", test_expiry);
     RUN("IBX-ENVELOPE-ROUNDTRIP", "tenant, aggregate type and id, headers: own columns, byte-exact through enqueue, get, claim and handler", test_envelope_roundtrip);
     RUN("IBX-ENVELOPE-LIMITS", "each envelope argument refused before any SQL, naming it; values at the limits fit", test_envelope_limits);
     RUN("IBX-ENVELOPE-REDELIVERY", "a redelivery keeps the envelope stored first; a dedup-check row takes the first enqueue's; Done is untouched", test_envelope_redelivery);

@@ -728,7 +728,9 @@ static void test_inbox_envelope(void) {
     TT_EXPECT(strstr(q, "[TenantId] = COALESCE(t.[TenantId], s.[TenantId])") != NULL);
     TT_EXPECT(strstr(q, "[Headers] = COALESCE(t.[Headers], s.[Headers])") != NULL);
     TT_EXPECT(strstr(q, "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE") != NULL);
-    TT_EQ_INT(count_char(q, '?'), 13);
+    TT_EQ_INT(count_char(q, '?'), 15); /* and the expiry, twice (NULL: never) */
+    TT_EXPECT(fake_log_param(e, 0, 14).is_null && fake_log_param(e, 0, 15).is_null);
+    TT_EXPECT(strstr(q, "[ExpiresAt] = COALESCE(t.[ExpiresAt], s.[ExpiresAt])") != NULL);
     TT_EQ_STR(fake_log_param_text(e, 0, 10), "acme");
     TT_EQ_STR(fake_log_param_text(e, 0, 11), "Payment");
     TT_EQ_STR(fake_log_param_text(e, 0, 12), "p-1");
@@ -807,16 +809,17 @@ static void test_inbox_work_queue(void) {
     static const char *const rows[] = {"stripe", "m-1", "payment.received", "{}", NULL, "1767225600000",
                                        "1767225600000", "Processing", "1767225630000",
                                        "0190a1b2-0000-7000-8000-000000000001", "0", NULL, "1767225600000", NULL, "1",
-                                       "acme", "Order", "o-1", "{\"traceparent\": \"00-x\"}"};
+                                       "acme", "Order", "o-1", "{\"traceparent\": \"00-x\"}", "1767225700000"};
     static const char *const one[] = {"1"};
     const ibx_message *ms = NULL;
     ibx_key keys[1];
     int n = 0, e;
     int64_t changed = 0;
     TT_ASSERT(s != NULL);
-    fake_push_rows(19, 1, rows);
+    fake_push_rows(20, 1, rows);
     TT_EQ_INT(ibx_claim(s, owner, 30, 10, &ms, &n), IBX_OK);
     TT_EQ_INT(n, 1);
+    TT_EQ_INT(ms[0].expires_ms, 1767225700000); /* CORE-EXPIRY: the last column */
     /* The envelope's columns come last (IBX-ENVELOPE), the headers decoded. */
     TT_EQ_STR(ms[0].tenant_id, "acme");
     TT_EQ_STR(ms[0].aggregate_id, "o-1");
@@ -1051,7 +1054,7 @@ static void test_dead_letters(void) {
     TT_ASSERT(in != NULL);
     memset(&g, 0, sizeof g);
     g.source = "stripe";
-    fake_push_rows(19, 0, NULL);
+    fake_push_rows(20, 0, NULL);
     TT_EQ_INT(ibx_dead_list(in, &g, 0, 20, &ims, &n), IBX_EMPTY);
     e = first_exec();
     TT_EXPECT(strstr(fake_log_sql(e), "WHERE t.[Status] = 'Dead' AND") != NULL);

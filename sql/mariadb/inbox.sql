@@ -18,6 +18,7 @@ CREATE TABLE IF NOT EXISTS `Inbox` (
     `AggregateType` VARCHAR(64) NULL,
     `AggregateId`   VARCHAR(128) NULL,
     `Headers`       JSON NULL,
+    `ExpiresAt`     DATETIME(6) NULL,
     PRIMARY KEY (`Source`, `MessageId`),
     KEY `IX_Inbox_WorkQueue` (`Status`, `NextAttemptAt`),
     KEY `IX_Inbox_Leased` (`Status`, `LockedUntil`),
@@ -28,3 +29,4 @@ ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `TenantId` VARCHAR(64) NULL;
 ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `AggregateType` VARCHAR(64) NULL;
 ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `AggregateId` VARCHAR(128) NULL;
 ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `Headers` JSON NULL;
+ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `ExpiresAt` DATETIME(6) NULL;

@@ -18,6 +18,7 @@ CREATE TABLE IF NOT EXISTS "Inbox" (
     "AggregateType" TEXT NULL,
     "AggregateId"   TEXT NULL,
     "Headers"       TEXT NULL,
+    "ExpiresAt"     INTEGER NULL,
     PRIMARY KEY ("Source", "MessageId")
 );
 CREATE INDEX IF NOT EXISTS "IX_Inbox_WorkQueue" ON "Inbox" ("NextAttemptAt") WHERE "Status" = 'Processing';
