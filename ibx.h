@@ -502,6 +502,42 @@ IBX_API int ibx_uuid_is_valid(const char *text);
  * also quoted when used, but nothing else ever reaches SQL text. */
 IBX_API ibx_result ibx_identifier_check(const char *name);
 
+/* The envelope (seed 002 section 6): optional metadata a message carries
+ * beside its payload, each in a column of its own, returned by get and
+ * claim and so given to handlers. Limits in characters (UTF-8 code points;
+ * SQL Server counts a character outside the BMP as two). */
+#define IBX_TENANT_MAX 64            /* tenant_id */
+#define IBX_AGGREGATE_TYPE_MAX 64    /* aggregate_type */
+#define IBX_AGGREGATE_ID_MAX 128     /* aggregate_id */
+#define IBX_HEADERS_MAX 64           /* header pairs per message */
+#define IBX_HEADER_KEY_MAX 128       /* one header key, 1..128 characters */
+#define IBX_HEADER_VALUE_MAX 4096    /* one header value, 0..4096 characters */
+#define IBX_HEADERS_BYTES_MAX 16384  /* all keys and values of a message, in bytes */
+
+/* One header of a message: a string key and a string value (e.g.
+ * {"traceparent", "00-4bf9...-01"}). Keys are case-sensitive. */
+typedef struct ibx_header {
+    const char *key;
+    const char *value;
+} ibx_header;
+
+/* The envelope's fields, the last of ibx_new_message (to enqueue) and of
+ * ibx_message (as get and claim return it). */
+#define IBX__ENVELOPE_NEW_FIELDS                                                                \
+    const char *tenant_id;       /* <= IBX_TENANT_MAX characters; carried, never filtered on */ \
+    const char *aggregate_type;  /* <= IBX_AGGREGATE_TYPE_MAX characters */                    \
+    const char *aggregate_id;    /* <= IBX_AGGREGATE_ID_MAX characters */                      \
+    const ibx_header *headers;   /* header_count pairs (NULL when 0), stored as one JSON       \
+                                    object in their order; a key given twice is refused */      \
+    int header_count;            /* 0..IBX_HEADERS_MAX */
+#define IBX__ENVELOPE_FIELDS                                                                    \
+    const char *tenant_id;       /* NULL when none */                                           \
+    const char *aggregate_type;  /* NULL when none */                                           \
+    const char *aggregate_id;    /* NULL when none */                                           \
+    int header_count;            /* headers: read them with ibx_message_header(_at) */          \
+    const char *headers_packed;  /* header_count pairs as "key\0value\0key\0value\0..." in    \
+                                    their enqueue order; NULL when none */
+
 /* >>common-end api */
 
 /* ---- Store ---------------------------------------------------------------- */
@@ -517,7 +553,9 @@ typedef enum ibx_metric {
     IBX_METRIC_REAPED = 4,       /* expired leases released */
     IBX_METRIC_DUPLICATE = 5,    /* dedup checks that found the message already Done */
     IBX_METRIC_EXPIRED = 6,      /* done messages deleted by cleanup: their retention expired */
-    IBX_METRIC_COUNT_ = 7
+    IBX_METRIC_EXPIRED_UNHANDLED = 7, /* messages past their expiry when claimed: ended Dead
+                                    ("expired"), never handled; also counted in DEAD */
+    IBX_METRIC_COUNT_ = 8
 } ibx_metric;
 #define IBX_METRIC_FAILED IBX_METRIC_RETRIED /* the old name: it counts retries, not the dead */
 
@@ -611,6 +649,19 @@ typedef struct ibx_new_message {
     const void *hash;            /* optional content hash (e.g. ibx_sha256 of the body) */
     size_t hash_len;             /* any length; 0 with hash NULL = none */
     int64_t due_utc_ms;          /* optional: not claimable before this UTC time; 0 = now */
+    /* The envelope, all optional, as obx_new_message's ("" and NULL are
+     * stored as NULL; a message without one runs the plain statement). A
+     * redelivery (enqueue of a known source and id) is the same message:
+     * the envelope stored first stays, and an envelope column still NULL
+     * (e.g. a row from ibx_already_processed) takes the new value. The
+     * library copies what it needs before returning. */
+    IBX__ENVELOPE_NEW_FIELDS
+    /* Expiry: not handled by this UTC time (Unix ms, the database clock),
+     * the dispatcher ends it Dead with last_error "expired", unhandled, and
+     * counts it in IBX_METRIC_EXPIRED_UNHANDLED. 0 = never; else
+     * 1..IBX_TIME_MAX_MS and not before due_utc_ms. A redelivery keeps the
+     * expiry first stored (as the envelope): the sender's first deadline. */
+    int64_t expires_utc_ms;
 } ibx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
@@ -638,6 +689,9 @@ typedef struct ibx_message {
     int64_t next_attempt_ms;
     char owner_token[37];        /* "" when not leased */
     ibx_store *store;            /* the store it came from */
+    IBX__ENVELOPE_FIELDS
+    int64_t expires_ms;          /* expires_utc_ms as first stored; 0 = never. ibx_claim returns
+                                    expired messages too; the dispatcher ends them Dead */
 } ibx_message;
 
 /* Name of a status as stored: "Seen", "Processing", "Done", "Dead"
@@ -678,8 +732,9 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * (*enqueued = 0 if given, else 1). A known message enqueued with a
  * different hash logs a warning, as the dedup check does. Returns IBX_OK;
  * IBX_ERR_INVALID_ARG (a required field NULL, empty, not UTF-8 or too long,
- * a NUL in the payload, hash NULL with hash_len > 0: the error names it;
- * nothing is written); IBX_ERR_OUT_OF_RANGE (due_utc_ms not 0..IBX_TIME_MAX_MS);
+ * a NUL in the payload, hash NULL with hash_len > 0, an envelope field as
+ * obx_enqueue refuses it, e.g. "headers[2].key": the error names it;
+ * nothing is written); IBX_ERR_NO_MEMORY; IBX_ERR_OUT_OF_RANGE (due_utc_ms not 0..IBX_TIME_MAX_MS);
  * IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *message, int *enqueued);
 
@@ -737,6 +792,17 @@ typedef struct ibx_dead_filter {
 } ibx_dead_filter;
 
 /* >>common-begin api-engine */
+
+/* The value of header `key` (case-sensitive) of a message from get or
+ * claim (a handler's), or NULL when it has none, or message or key is
+ * NULL. Valid as long as the message's strings; allocates nothing. */
+IBX_API const char *ibx_message_header(const ibx_message *message, const char *key);
+
+/* Header `index` (0..header_count-1) of a message, in enqueue order: sets
+ * *key and *value (either may be NULL) and returns IBX_OK; IBX_ERR_INVALID_ARG
+ * when message is NULL; IBX_ERR_NOT_FOUND when index is out of range. */
+IBX_API ibx_result ibx_message_header_at(const ibx_message *message, int index, const char **key,
+                                         const char **value);
 
 /* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
 
@@ -3450,6 +3516,12 @@ IBX__PRIVATE void ibx__loop_run(ibx__loop *l, const ibx__loop_timing *t,
     }
 }
 
+/* Where a row's envelope strings sit in the read buffer (each header's
+ * row offsets hold one). */
+typedef struct ibx__envelope_offsets {
+    size_t tenant, aggregate_type, aggregate_id, headers;
+} ibx__envelope_offsets;
+
 /* >>common-end core */
 
 /* >>common-begin public */
@@ -3625,6 +3697,8 @@ static ibx_status ibx__status_parse(const char *text) {
 enum {
     IBX__Q_SEEN,       /* source, message_id, hash -> status, stored hash */
     IBX__Q_ENQUEUE,    /* source, id, topic, payload, hash, due, next_attempt -> rowcount */
+    IBX__Q_ENQUEUE_ENV, /* ENQUEUE's seven, tenant, aggregate type, aggregate id, headers: a
+                          message with an envelope (a known one keeps what it has) */
     IBX__Q_MARK,       /* status x4, source, id -> rowcount (see ibx__mark) */
     IBX__Q_CLAIM,      /* owner, lease_seconds, batch -> message rows (see CLAIM_PICK) */
     IBX__Q_ACK,        /* owner, sources, ids -> rowcount */
@@ -3653,13 +3727,15 @@ enum {
 #define IBX__SQLITE_COLS                                                                     \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"FirstSeenUtc\", "          \
     "\"LastSeenUtc\", \"Status\", \"LockedUntil\", \"OwnerToken\", \"Attempt\", \"LastError\", " \
-    "\"NextAttemptAt\", \"DueTimeUtc\", \"Starts\""
+    "\"NextAttemptAt\", \"DueTimeUtc\", \"Starts\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "   \
+    "\"ExpiresAt\""
 #define IBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define IBX__PG_COLS                                                                         \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", " IBX__PG_MS("FirstSeenUtc") \
     ", " IBX__PG_MS("LastSeenUtc") ", \"Status\", " IBX__PG_MS("LockedUntil") ", "            \
     "CAST(\"OwnerToken\" AS text), \"Attempt\", \"LastError\", " IBX__PG_MS("NextAttemptAt")  \
-    ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\""
+    ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\", \"TenantId\", \"AggregateType\", \"AggregateId\", " \
+    "CAST(\"Headers\" AS text), " IBX__PG_MS("ExpiresAt")
 /* The rows a key list names. */
 #define IBX__SQLITE_KEYS                                                                     \
     "(\"Source\", \"MessageId\") IN (SELECT s.value, m.value FROM json_each(?) AS s "          \
@@ -3699,6 +3775,21 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
      "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
      "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
+     "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
+    {IBX__Q_ENQUEUE_ENV,
+     "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "
+     "\"ExpiresAt\") VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W}), ?, ?, ?, ?, ?) "
+     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+     "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
+     "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
+     "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
+     "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
+     "\"TenantId\" = coalesce(\"TenantId\", excluded.\"TenantId\"), "
+     "\"AggregateType\" = coalesce(\"AggregateType\", excluded.\"AggregateType\"), "
+     "\"AggregateId\" = coalesce(\"AggregateId\", excluded.\"AggregateId\"), "
+     "\"Headers\" = coalesce(\"Headers\", excluded.\"Headers\"), "
+     "\"ExpiresAt\" = coalesce(\"ExpiresAt\", excluded.\"ExpiresAt\"), "
      "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
     {IBX__Q_MARK,
      "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE ? END, "
@@ -3792,8 +3883,10 @@ static const ibx__sqlset ibx__sqlite_inbox = {
     ibx__sqlite_inbox_rows,
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (ibx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine). */
-    {{"Starts", "INTEGER NOT NULL DEFAULT 0"}}
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * TenantId .. Headers: the envelope (NULL when a message has none). */
+    {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"},
+     {"AggregateId", "TEXT NULL"}, {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}}
 };
 #define IBX__SQLITE_SET &ibx__sqlite_inbox
 #endif
@@ -3823,6 +3916,23 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
      "\"Starts\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Starts\" END, "
      "\"Status\" = 'Processing' WHERE t.\"Status\" <> 'Done'"},
+    {IBX__Q_ENQUEUE_ENV,
+     "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "
+     "\"ExpiresAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
+     "to_timestamp(CAST(? AS bigint) / 1000.0), coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()), "
+     "?, ?, ?, CAST(? AS json), to_timestamp(CAST(? AS bigint) / 1000.0)) "
+     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+     "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
+     "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
+     "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
+     "\"Starts\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Starts\" END, "
+     "\"TenantId\" = coalesce(t.\"TenantId\", excluded.\"TenantId\"), "
+     "\"AggregateType\" = coalesce(t.\"AggregateType\", excluded.\"AggregateType\"), "
+     "\"AggregateId\" = coalesce(t.\"AggregateId\", excluded.\"AggregateId\"), "
+     "\"Headers\" = coalesce(t.\"Headers\", excluded.\"Headers\"), "
+     "\"ExpiresAt\" = coalesce(t.\"ExpiresAt\", excluded.\"ExpiresAt\"), "
+     "\"Status\" = 'Processing' WHERE t.\"Status\" <> 'Done'"},
     {IBX__Q_MARK,
      "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE CAST(? AS varchar) END, "
      "\"Attempt\" = CASE WHEN \"Status\" = 'Dead' AND CAST(? AS varchar) = 'Processing' THEN 0 "
@@ -3840,12 +3950,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "WHERE ctid = ANY (ARRAY(SELECT ctid FROM {T} WHERE \"Status\" = 'Processing' "
      "AND \"NextAttemptAt\" <= now() AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) AND \"Starts\" < {Q} "
      "ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
-     "RETURNING \"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", "
-     "CAST(floor(EXTRACT(EPOCH FROM \"FirstSeenUtc\") * 1000) AS bigint), "
-     "CAST(floor(EXTRACT(EPOCH FROM \"LastSeenUtc\") * 1000) AS bigint), \"Status\", "
-     "CAST(floor(EXTRACT(EPOCH FROM \"LockedUntil\") * 1000) AS bigint), CAST(\"OwnerToken\" AS text), "
-     "\"Attempt\", \"LastError\", CAST(floor(EXTRACT(EPOCH FROM \"NextAttemptAt\") * 1000) AS bigint), "
-     "CAST(floor(EXTRACT(EPOCH FROM \"DueTimeUtc\") * 1000) AS bigint), \"Starts\""},
+     "RETURNING " IBX__PG_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
      "\"LastSeenUtc\" = now() WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND "
@@ -3936,8 +4041,11 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     ibx__postgresql_inbox_rows,
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (ibx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine). */
-    {{"Starts", "integer NOT NULL DEFAULT 0"}}
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * TenantId .. Headers: the envelope (NULL when a message has none). */
+    {{"Starts", "integer NOT NULL DEFAULT 0"}, {"TenantId", "varchar(64) NULL"},
+     {"AggregateType", "varchar(64) NULL"}, {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
+     {"ExpiresAt", "timestamptz NULL"}}
 };
 #define IBX__POSTGRESQL_SET &ibx__postgresql_inbox
 #endif
@@ -3949,7 +4057,8 @@ static const ibx__sqlset ibx__postgresql_inbox = {
 #define IBX__MY_COLS                                                                          \
     "`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, " IBX__MY_MS("FirstSeenUtc") ", "     \
     IBX__MY_MS("LastSeenUtc") ", `Status`, " IBX__MY_MS("LockedUntil") ", `OwnerToken`, "      \
-    "`Attempt`, `LastError`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`"
+    "`Attempt`, `LastError`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, " \
+    "`TenantId`, `AggregateType`, `AggregateId`, `Headers`, " IBX__MY_MS("ExpiresAt")
 /* The rows a key list names, by primary key (an IN subquery would scan and
  * wait on other workers' row locks); the lists' markers are numbered. */
 #define IBX__MY_LIST(marker, alias) \
@@ -3989,6 +4098,25 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`NextAttemptAt` = IF(" IBX__MY_DONE ", `NextAttemptAt`, VALUES(`NextAttemptAt`)), "
      "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
      "`Attempt` = IF(`Status` = 'Dead', 0, `Attempt`), `Starts` = IF(`Status` = 'Dead', 0, `Starts`), "
+     "`Status` = IF(" IBX__MY_DONE ", 'Done', 'Processing') "
+     "RETURNING `Status` = 'Processing'"},
+    {IBX__Q_ENQUEUE_ENV,
+     "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
+     "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`) VALUES (?, ?, ?, ?, ?, "
+     "'Processing', " IBX__MY_FROM_MS("?") ", COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, ?, ?, "
+     IBX__MY_FROM_MS("?") ") ON DUPLICATE KEY UPDATE "
+     "`Topic` = IF(" IBX__MY_DONE ", `Topic`, VALUES(`Topic`)), "
+     "`Payload` = IF(" IBX__MY_DONE ", `Payload`, VALUES(`Payload`)), "
+     "`Hash` = IF(" IBX__MY_DONE ", `Hash`, VALUES(`Hash`)), "
+     "`DueTimeUtc` = IF(" IBX__MY_DONE ", `DueTimeUtc`, VALUES(`DueTimeUtc`)), "
+     "`NextAttemptAt` = IF(" IBX__MY_DONE ", `NextAttemptAt`, VALUES(`NextAttemptAt`)), "
+     "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
+     "`Attempt` = IF(`Status` = 'Dead', 0, `Attempt`), `Starts` = IF(`Status` = 'Dead', 0, `Starts`), "
+     "`TenantId` = IF(" IBX__MY_DONE ", `TenantId`, COALESCE(`TenantId`, VALUES(`TenantId`))), "
+     "`AggregateType` = IF(" IBX__MY_DONE ", `AggregateType`, COALESCE(`AggregateType`, VALUES(`AggregateType`))), "
+     "`AggregateId` = IF(" IBX__MY_DONE ", `AggregateId`, COALESCE(`AggregateId`, VALUES(`AggregateId`))), "
+     "`Headers` = IF(" IBX__MY_DONE ", `Headers`, COALESCE(`Headers`, VALUES(`Headers`))), "
+     "`ExpiresAt` = IF(" IBX__MY_DONE ", `ExpiresAt`, COALESCE(`ExpiresAt`, VALUES(`ExpiresAt`))), "
      "`Status` = IF(" IBX__MY_DONE ", 'Done', 'Processing') "
      "RETURNING `Status` = 'Processing'"},
     /* the count, as a row */
@@ -4102,8 +4230,10 @@ static const ibx__sqlset ibx__mariadb_inbox = {
     ibx__mariadb_inbox_rows,
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (ibx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine). */
-    {{"Starts", "INT NOT NULL DEFAULT 0"}}
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * TenantId .. Headers: the envelope (NULL when a message has none). */
+    {{"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"},
+     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}}
 };
 #define IBX__MARIADB_SET &ibx__mariadb_inbox
 #endif
@@ -4119,7 +4249,8 @@ static const ibx__sqlset ibx__mariadb_inbox = {
     t "[Source], " t "[MessageId], " t "[Topic], " t "[Payload], " t "[Hash], "                     \
     IBX__MS_MS(t "[FirstSeenUtc]") ", " IBX__MS_MS(t "[LastSeenUtc]") ", " t "[Status], "          \
     IBX__MS_MS(t "[LockedUntil]") ", LOWER(CONVERT(NCHAR(36), " t "[OwnerToken])), " t "[Attempt], " \
-    t "[LastError], " IBX__MS_MS(t "[NextAttemptAt]") ", " IBX__MS_MS(t "[DueTimeUtc]") ", " t "[Starts]"
+    t "[LastError], " IBX__MS_MS(t "[NextAttemptAt]") ", " IBX__MS_MS(t "[DueTimeUtc]") ", " t "[Starts], " \
+    t "[TenantId], " t "[AggregateType], " t "[AggregateId], " t "[Headers], " IBX__MS_MS(t "[ExpiresAt]")
 /* Keys compare byte for byte, as on the other databases. */
 #define IBX__MS_BIN "COLLATE Latin1_General_100_BIN2"
 /* A settle procedure: one UPDATE of the caller's leased rows named by two
@@ -4180,6 +4311,26 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
      "[DueTimeUtc], [NextAttemptAt]) VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], "
      "'Processing', s.[Due], s.[NextAt]);"},
+    {IBX__Q_ENQUEUE_ENV,
+     "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ?1 AS [Source], ?2 AS [MessageId], ?3 AS [Topic], "
+     "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
+     "COALESCE(" IBX__MS_FROM_MS("?7", IBX__MS_EPOCH) ", SYSUTCDATETIME()) AS [NextAt], ?8 AS [TenantId], "
+     "?9 AS [AggregateType], ?10 AS [AggregateId], ?11 AS [Headers], "
+     IBX__MS_FROM_MS("?12", IBX__MS_EPOCH) " AS [ExpiresAt]) AS s "
+     "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
+     "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET [Topic] = s.[Topic], [Payload] = s.[Payload], "
+     "[Hash] = s.[Hash], [DueTimeUtc] = s.[Due], [NextAttemptAt] = s.[NextAt], "
+     "[LastSeenUtc] = SYSUTCDATETIME(), [Attempt] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Attempt] END, "
+     "[Starts] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Starts] END, "
+     "[TenantId] = COALESCE(t.[TenantId], s.[TenantId]), "
+     "[AggregateType] = COALESCE(t.[AggregateType], s.[AggregateType]), "
+     "[AggregateId] = COALESCE(t.[AggregateId], s.[AggregateId]), "
+     "[Headers] = COALESCE(t.[Headers], s.[Headers]), [ExpiresAt] = COALESCE(t.[ExpiresAt], s.[ExpiresAt]), "
+     "[Status] = 'Processing' "
+     "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
+     "[DueTimeUtc], [NextAttemptAt], [TenantId], [AggregateType], [AggregateId], [Headers], [ExpiresAt]) "
+     "VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], 'Processing', s.[Due], s.[NextAt], "
+     "s.[TenantId], s.[AggregateType], s.[AggregateId], s.[Headers], s.[ExpiresAt]);"},
     {IBX__Q_MARK,
      "UPDATE {T} SET [Status] = CASE WHEN [Status] = 'Done' THEN 'Done' ELSE ? END, "
      "[Attempt] = CASE WHEN [Status] = 'Dead' AND ? = 'Processing' THEN 0 ELSE [Attempt] END, "
@@ -4312,8 +4463,11 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
     ibx__sqlserver_inbox_rows,
     /* Columns added since the first release, oldest first: a new column is
      * one more entry here and in each other dialect's set (ibx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine). */
-    {{"Starts", "INT NOT NULL DEFAULT 0"}}
+     * Starts: handler starts since the last outcome (crash-loop quarantine).
+     * TenantId .. Headers: the envelope (NULL when a message has none). */
+    {{"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
+     {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
+     {"ExpiresAt", "DATETIME2(3) NULL"}}
 };
 #define IBX__SQLSERVER_SET &ibx__sqlserver_inbox
 #endif
@@ -4360,6 +4514,7 @@ static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct ibx__row_offsets {
+    struct ibx__envelope_offsets env;
     size_t source, message_id, topic, payload, hash, last_error;
     size_t hash_len;
 } ibx__row_offsets;
@@ -4373,13 +4528,15 @@ static const char *const ibx__metric_text[IBX_METRIC_COUNT_][2] = {
     {"messages_dead_total", "Messages failed permanently (Dead)."},
     {"leases_reaped_total", "Expired leases released, their messages claimable again."},
     {"duplicates_total", "Dedup checks that found the message already done."},
-    {"messages_expired_total", "Done messages deleted by cleanup after their retention."}};
+    {"messages_expired_total", "Done messages deleted by cleanup after their retention."},
+    {"messages_expired_unhandled_total", "Messages past their expiry when claimed: dead, never handled."}};
 #endif
 
 /* What only an inbox store keeps: room for a stored hash being compared
  * (apart from read_rows, so a get's strings stay valid). */
 typedef struct ibx__store_own {
     ibx__buf scratch;
+    ibx__buf headers;            /* a message's headers as JSON text (enqueue) */
 } ibx__store_own;
 
 
@@ -6075,6 +6232,7 @@ typedef struct ibx__renewer ibx__renewer; /* no threads: no renewal */
 #define IBX__SKIPPED (-1)  /* left alone: its lease is about to end (or already settled) */
 #define IBX__PENDING (-2)  /* not handled yet in this round */
 #define IBX__HELD (-3)     /* not handed out: its topic is paused */
+#define IBX__EXPIRED (-4)  /* not handed out: past its expires_ms when claimed */
 
 /* A topic paused by IBX_PAUSE: not handed out before until_ms (monotonic). */
 typedef struct ibx__pause {
@@ -6107,7 +6265,7 @@ struct ibx_dispatcher {
     int64_t max_handler_ms;
     int *acked;                  /* indexes of messages handled with success */
     int *failures;               /* indexes of messages that did not succeed */
-    int *outcomes;               /* an ibx_outcome, or IBX__SKIPPED / _PENDING / _HELD */
+    int *outcomes;               /* an ibx_outcome, or IBX__SKIPPED / _PENDING / _HELD / _EXPIRED */
     char (*errors)[IBX__HANDLER_ERROR_MAX];
     const ibx_message **group;   /* a batch handler's messages (allocated by on_batch) */
     int *group_index;            /* their indexes in the claim */
@@ -6531,7 +6689,13 @@ static ibx_result ibx__housekeep(ibx_dispatcher *d, ibx_store *s, ibx__entry *e,
 static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
                               int64_t deadline, ibx_run_stats *st) {
     int i, skipped = 0;
-    for (i = 0; i < n; i++) d->outcomes[i] = IBX__PENDING;
+    /* Expiry on the database clock: the claim set the lease to its now
+     * plus lease_seconds, so no clock of this host is compared. */
+    for (i = 0; i < n; i++)
+        d->outcomes[i] = ms[i].expires_ms > 0 &&
+                                 ms[i].expires_ms <= ms[i].locked_until_ms - (int64_t)d->lease_seconds * 1000
+                             ? IBX__EXPIRED
+                             : IBX__PENDING;
     for (i = 0; i < n; i++) {
         const ibx__route *batch;
         int64_t now;
@@ -6599,11 +6763,23 @@ static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_m
                                     ibx_run_stats *st) {
     ibx_result r = IBX_OK;
     int i, acks = 0, failures = 0, paused = 0, skipped = 0;
+    for (i = 0; i < n; i++) /* expired ones first, in one statement (d->acked lent) */
+        if (d->outcomes[i] == IBX__EXPIRED) d->acked[acks++] = i;
+    if (acks > 0) {
+        int64_t changed = 0;
+        r = ibx__settle_messages(s, IBX__SETTLE_FAIL, ms, d->acked, acks, "expired", 0, 0, &changed);
+        if (r != IBX_OK) return r;
+        ibx__count(s, IBX_METRIC_EXPIRED_UNHANDLED, changed);
+        st->dead += (int)changed;
+        ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "%d message(s) past their expiry: dead, not handled",
+                 acks);
+        acks = 0;
+    }
     for (i = 0; i < n; i++) { /* skipped ones fill d->failures from its end */
         if (d->outcomes[i] == IBX_DONE) d->acked[acks++] = i;
         else if (d->outcomes[i] == IBX_PAUSE || d->outcomes[i] == IBX__HELD) paused++;
         else if (d->outcomes[i] == IBX__SKIPPED) d->failures[n - ++skipped] = i;
-        else d->failures[failures++] = i;
+        else if (d->outcomes[i] != IBX__EXPIRED) d->failures[failures++] = i;
     }
     if (acks > 0) {
         int64_t changed = 0;
@@ -6840,6 +7016,269 @@ IBX_API ibx_result ibx_notify(ibx_store *s) {
     return IBX_OK;
 }
 
+/* The envelope (seed 002 section 6), the same in both headers: checks,
+ * the Headers column as JSON text (written by enqueue, decoded in place
+ * when a row is read) and the lookups handlers use. */
+
+/* Four hex digits at p as a number; -1 if any is not a hex digit (the
+ * terminator included, so a short escape never reads past the text). */
+static long ibx__hex4(const char *p) {
+    long v = 0;
+    int k;
+    for (k = 0; k < 4; k++) {
+        int d = (unsigned char)p[k], x;
+        if (d >= '0' && d <= '9') x = d - '0';
+        else if ((d | 32) >= 'a' && (d | 32) <= 'f') x = (d | 32) - 'a' + 10;
+        else return -1;
+        v = v * 16 + x;
+    }
+    return v;
+}
+
+/* A code point as UTF-8 into out (4 bytes of room); the byte count. */
+static size_t ibx__utf8_put(unsigned long cp, char *out) {
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* One escape at p (just after the backslash) into out; the bytes written,
+ * 0 if malformed. *p is moved past the escape. */
+static size_t ibx__json_unescape(const char **p, char out[4]) {
+    const char *s = *p;
+    long cp, low;
+    switch (*s) {
+    case '"': case '\\': case '/': out[0] = *s; break;
+    case 'b': out[0] = '\b'; break;
+    case 'f': out[0] = '\f'; break;
+    case 'n': out[0] = '\n'; break;
+    case 'r': out[0] = '\r'; break;
+    case 't': out[0] = '\t'; break;
+    case 'u':
+        if ((cp = ibx__hex4(s + 1)) < 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) return 0;
+        s += 5;
+        if (cp >= 0xD800 && cp <= 0xDBFF) { /* a high surrogate needs its low half */
+            if (s[0] != '\\' || s[1] != 'u' || (low = ibx__hex4(s + 2)) < 0xDC00 || low > 0xDFFF) return 0;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+            s += 6;
+        }
+        *p = s;
+        return ibx__utf8_put((unsigned long)cp, out);
+    default: return 0; /* the terminator included */
+    }
+    *p = s + 1;
+    return 1;
+}
+
+/* The JSON string that starts after the quote at p, decoded to *w (which
+ * never runs ahead of p: a decoded string is shorter than its JSON) and
+ * NUL-terminated; returns what follows its closing quote, or NULL when it
+ * is not a JSON string or holds a NUL. */
+static char *ibx__json_string_in_place(char *p, char **w) {
+    for (;;) {
+        char one[4];
+        size_t n;
+        const char *q;
+        unsigned char c = (unsigned char)*p++;
+        if (c == '"') {
+            *(*w)++ = '\0';
+            return p;
+        }
+        if (c < 0x20) return NULL; /* the end of the text too */
+        if (c != '\\') {
+            *(*w)++ = (char)c;
+            continue;
+        }
+        q = p;
+        if ((n = ibx__json_unescape(&q, one)) == 0 || one[0] == '\0') return NULL;
+        p += q - p;
+        memcpy(*w, one, n);
+        *w += n;
+    }
+}
+
+/* The Headers column, a JSON object of string values, turned in place into
+ * "key\0value\0..." (what ibx_message_header reads); returns the number of
+ * pairs, or -1 when the text is not such an object (written by other
+ * software: read as no headers). */
+static int ibx__headers_unpack(char *text) {
+    char *p = text, *w = text;
+    int n = 0;
+#define IBX__WS() while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++
+    IBX__WS();
+    if (*p++ != '{') return -1;
+    IBX__WS();
+    if (*p == '}') return 0;
+    for (;;) {
+        if (*p != '"' || !(p = ibx__json_string_in_place(p + 1, &w))) return -1;
+        IBX__WS();
+        if (*p++ != ':') return -1;
+        IBX__WS();
+        if (*p != '"' || !(p = ibx__json_string_in_place(p + 1, &w))) return -1;
+        n++;
+        IBX__WS();
+        if (*p == '}') return n;
+        if (*p++ != ',') return -1;
+        IBX__WS();
+    }
+#undef IBX__WS
+}
+
+/* Check a message's envelope; `item` ("messages[3]." or "") names it. */
+static ibx_result ibx__check_envelope(ibx_error *err, const char *fn, const char *item, const ibx_new_message *m) {
+    char where[96];
+    size_t n = 0;
+    int i;
+#define IBX__BAD(arg, result, ...)                                           \
+    do {                                                                     \
+        snprintf(where, sizeof where, "%s: %s%s", fn, item, arg);            \
+        return ibx__fail(err, result, where, __VA_ARGS__);                   \
+    } while (0)
+    if (m->tenant_id && !ibx__text_fits(m->tenant_id, IBX_TENANT_MAX))
+        IBX__BAD("tenant_id", IBX_ERR_INVALID_ARG, "tenant_id must be valid UTF-8 of at most %d characters",
+                 IBX_TENANT_MAX);
+    if (m->aggregate_type && !ibx__text_fits(m->aggregate_type, IBX_AGGREGATE_TYPE_MAX))
+        IBX__BAD("aggregate_type", IBX_ERR_INVALID_ARG,
+                 "aggregate_type must be valid UTF-8 of at most %d characters", IBX_AGGREGATE_TYPE_MAX);
+    if (m->aggregate_id && !ibx__text_fits(m->aggregate_id, IBX_AGGREGATE_ID_MAX))
+        IBX__BAD("aggregate_id", IBX_ERR_INVALID_ARG,
+                 "aggregate_id must be valid UTF-8 of at most %d characters", IBX_AGGREGATE_ID_MAX);
+    if (m->header_count < 0 || m->header_count > IBX_HEADERS_MAX)
+        IBX__BAD("header_count", IBX_ERR_INVALID_ARG, "header_count must be 0..%d", IBX_HEADERS_MAX);
+    if (m->header_count > 0 && !m->headers)
+        IBX__BAD("headers", IBX_ERR_INVALID_ARG, "headers must not be NULL when header_count > 0");
+    for (i = 0; i < m->header_count; i++) {
+        const ibx_header *x = &m->headers[i];
+        char arg[40];
+        int j;
+        snprintf(arg, sizeof arg, "headers[%d].key", i);
+        if (!x->key || !x->key[0]) IBX__BAD(arg, IBX_ERR_INVALID_ARG, "a header key must not be NULL or empty");
+        if (!ibx__text_fits(x->key, IBX_HEADER_KEY_MAX))
+            IBX__BAD(arg, IBX_ERR_INVALID_ARG, "a header key must be valid UTF-8 of at most %d characters",
+                     IBX_HEADER_KEY_MAX);
+        for (j = 0; j < i; j++)
+            if (strcmp(m->headers[j].key, x->key) == 0)
+                IBX__BAD(arg, IBX_ERR_INVALID_ARG, "key repeats headers[%d].key" IBX__WHY(" (keys are unique)"), j);
+        snprintf(arg, sizeof arg, "headers[%d].value", i);
+        if (!x->value) IBX__BAD(arg, IBX_ERR_INVALID_ARG, "a header value must not be NULL" IBX__WHY(" (\"\" is a value)"));
+        if (!ibx__text_fits(x->value, IBX_HEADER_VALUE_MAX))
+            IBX__BAD(arg, IBX_ERR_INVALID_ARG, "a header value must be valid UTF-8 of at most %d characters",
+                     IBX_HEADER_VALUE_MAX);
+        n += strlen(x->key) + strlen(x->value);
+    }
+    if (n > IBX_HEADERS_BYTES_MAX)
+        IBX__BAD("headers", IBX_ERR_INVALID_ARG, "keys and values take %lu bytes, over IBX_HEADERS_BYTES_MAX (%d)",
+                 (unsigned long)n, IBX_HEADERS_BYTES_MAX);
+#undef IBX__BAD
+    return IBX_OK;
+}
+
+/* An optional text: "" is stored as NULL. */
+static const char *ibx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
+
+/* m's headers as one JSON object {"key":"value",...} in b (emptied first),
+ * keys in their given order; 0 when out of memory. */
+static int ibx__headers_json(const ibx__hooks *h, ibx__buf *b, const ibx_new_message *m) {
+    int i, ok;
+    b->len = 0;
+    ok = ibx__buf_add(h, b, "{", 1);
+    for (i = 0; ok && i < m->header_count; i++) {
+        const ibx_header *x = &m->headers[i];
+        ok = (i == 0 || ibx__buf_add(h, b, ",", 1)) && ibx__quoted_add(h, b, x->key, strlen(x->key), 0) &&
+             ibx__buf_add(h, b, ":", 1) && ibx__quoted_add(h, b, x->value, strlen(x->value), 0);
+    }
+    return ok && ibx__buf_add(h, b, "}", 1);
+}
+
+/* The envelope's four columns from `col` on: the strings to buf, the
+ * Headers object decoded in place (text that is not one reads as none). */
+static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, ibx__buf *buf, ibx__envelope_offsets *o,
+                                     int *header_count) {
+    ibx_result r;
+    *header_count = 0;
+    if ((r = ibx__get_append(db, st, col, SQL_C_CHAR, buf, &o->tenant, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, col + 1, SQL_C_CHAR, buf, &o->aggregate_type, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, col + 2, SQL_C_CHAR, buf, &o->aggregate_id, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, col + 3, SQL_C_CHAR, buf, &o->headers, NULL)) != IBX_OK)
+        return r;
+    if (o->headers != (size_t)-1) {
+        *header_count = ibx__headers_unpack(buf->data + o->headers);
+        if (*header_count <= 0) o->headers = (size_t)-1, *header_count = 0;
+    }
+    return IBX_OK;
+}
+
+/* A message's envelope strings, once the buffer no longer moves. */
+static void ibx__point_envelope(const ibx__buf *buf, ibx_message *m, const ibx__envelope_offsets *o) {
+    m->tenant_id = ibx__at(buf, o->tenant);
+    m->aggregate_type = ibx__at(buf, o->aggregate_type);
+    m->aggregate_id = ibx__at(buf, o->aggregate_id);
+    m->headers_packed = ibx__at(buf, o->headers);
+}
+
+/* Whether m has an envelope: a message without one runs the plain statements. */
+static int ibx__has_envelope(const ibx_new_message *m) {
+    return ibx__opt_text(m->tenant_id) || ibx__opt_text(m->aggregate_type) || ibx__opt_text(m->aggregate_id) ||
+           m->header_count > 0;
+}
+
+/* Bind m's envelope as p[0..3], its headers' JSON made in `json`; 0 when
+ * out of memory. */
+static int ibx__envelope_params(const ibx__hooks *h, ibx__buf *json, ibx__param *p, const ibx_new_message *m) {
+    if (m->header_count > 0 && !ibx__headers_json(h, json, m)) return 0;
+    ibx__p_text(&p[0], ibx__opt_text(m->tenant_id), (size_t)-1);
+    ibx__p_text(&p[1], ibx__opt_text(m->aggregate_type), (size_t)-1);
+    ibx__p_text(&p[2], ibx__opt_text(m->aggregate_id), (size_t)-1);
+    ibx__p_text(&p[3], m->header_count > 0 ? json->data : NULL, (size_t)-1);
+    return 1;
+}
+
+
+IBX_API ibx_result ibx_message_header_at(const ibx_message *message, int index, const char **key,
+                                         const char **value) {
+    const char *at;
+    int i;
+    if (!message) return IBX_ERR_INVALID_ARG;
+    if (index < 0 || index >= message->header_count || !message->headers_packed) return IBX_ERR_NOT_FOUND;
+    at = message->headers_packed;
+    for (i = 0; i < index; i++) at += strlen(at) + 1, at += strlen(at) + 1;
+    if (key) *key = at;
+    if (value) *value = at + strlen(at) + 1;
+    return IBX_OK;
+}
+
+IBX_API const char *ibx_message_header(const ibx_message *message, const char *key) {
+    const char *at;
+    int i;
+    if (!message || !key || !message->headers_packed) return NULL;
+    at = message->headers_packed;
+    for (i = 0; i < message->header_count; i++) {
+        size_t n = strlen(at);
+        if (strcmp(at, key) == 0) return at + n + 1;
+        at += n + 1;
+        at += strlen(at) + 1;
+    }
+    return NULL;
+}
+
+
 /* >>common-end engine */
 
 
@@ -6847,6 +7286,7 @@ IBX_API ibx_result ibx_notify(ibx_store *s) {
 
 static void ibx__store_own_free(const ibx__hooks *h, ibx__store_own *own) {
     ibx__buf_free(h, &own->scratch);
+    ibx__buf_free(h, &own->headers);
 }
 
 /* The inbox has no options of its own and no statement variants. */
@@ -6933,7 +7373,8 @@ static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ib
         (r = ibx__get_i64(db, st, 15, &v, NULL)) != IBX_OK)
         return r;
     m->starts = (int)v;
-    return IBX_OK;
+    if ((r = ibx__read_envelope(db, st, 16, buf, &o->env, &m->header_count)) != IBX_OK) return r;
+    return ibx__get_i64(db, st, 20, &m->expires_ms, NULL); /* after the envelope's 16..19 */
 }
 
 static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o) {
@@ -6944,6 +7385,7 @@ static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__r
     m->hash = (const unsigned char *)ibx__at(buf, o->hash);
     m->hash_len = o->hash == (size_t)-1 ? 0 : o->hash_len;
     m->last_error = ibx__at(buf, o->last_error);
+    ibx__point_envelope(buf, m, &o->env);
 }
 
 
@@ -7051,7 +7493,8 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
 
 typedef struct ibx__enqueue_ctx {
     ibx_store *s;
-    ibx__param *p;               /* the upsert's seven */
+    ibx__param *p;               /* the upsert's seven, the envelope's four, the expiry */
+    int envelope;                /* the upsert with the envelope and the expiry */
     const void *hash;
     size_t hash_len;
     int64_t rows;
@@ -7079,19 +7522,18 @@ static ibx_result ibx__enqueue_unit(ibx__db *db, void *vctx) {
         ibx__close(cur);
         if (r == IBX_EMPTY) r = IBX_OK; /* a new message */
     }
-    if (r == IBX_OK) r = ibx__exec(db, IBX__Q_ENQUEUE, s->sql[IBX__Q_ENQUEUE], c->p, 7, &c->rows, NULL);
+    if (r == IBX_OK && c->envelope)
+        r = ibx__exec(db, IBX__Q_ENQUEUE_ENV, s->sql[IBX__Q_ENQUEUE_ENV], c->p, 12, &c->rows, NULL);
+    else if (r == IBX_OK)
+        r = ibx__exec(db, IBX__Q_ENQUEUE, s->sql[IBX__Q_ENQUEUE], c->p, 7, &c->rows, NULL);
     return r;
 }
 
-IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued) {
-    ibx__enqueue_ctx ctx;
-    ibx__param p[7];
-    int64_t rows = 0;
+/* ibx_enqueue's checks of a message, before any SQL; *payload_len its bytes. */
+static ibx_result ibx__check_new(ibx_store *store, const ibx_new_message *m, size_t *payload_len) {
     size_t len;
     const char *nul;
-    ibx_result r = ibx__store_ready(store, "ibx_enqueue");
-    if (r != IBX_OK) return r;
-    if (!m) return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: message", "must not be NULL");
+    ibx_result r;
     if ((r = ibx__check_text(&store->err, "ibx_enqueue", "topic", m->topic, IBX_TOPIC_MAX)) != IBX_OK ||
         (r = ibx__check_key(store, "ibx_enqueue", "source", m->source)) != IBX_OK ||
         (r = ibx__check_key(store, "ibx_enqueue", "message_id", m->message_id)) != IBX_OK)
@@ -7111,6 +7553,26 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     if (m->due_utc_ms < 0 || m->due_utc_ms > IBX_TIME_MAX_MS)
         return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: due_utc_ms",
                          "due_utc_ms must be 0 (now) or a Unix time in ms up to IBX_TIME_MAX_MS" IBX__WHY(" (year 9999)"));
+    if (m->expires_utc_ms < 0 || m->expires_utc_ms > IBX_TIME_MAX_MS)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: expires_utc_ms",
+                         "expires_utc_ms must be 0 (never) or a Unix time in ms up to IBX_TIME_MAX_MS");
+    if (m->expires_utc_ms > 0 && m->expires_utc_ms < m->due_utc_ms)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: expires_utc_ms",
+                         "expires_utc_ms must not be before due_utc_ms");
+    *payload_len = len;
+    return ibx__check_envelope(&store->err, "ibx_enqueue", "", m);
+}
+
+IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued) {
+    ibx__enqueue_ctx ctx;
+    ibx__param p[12];
+    int envelope;
+    int64_t rows = 0;
+    size_t len = 0;
+    ibx_result r = ibx__store_ready(store, "ibx_enqueue");
+    if (r != IBX_OK) return r;
+    if (!m) return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_enqueue: message", "must not be NULL");
+    if ((r = ibx__check_new(store, m, &len)) != IBX_OK) return r;
     ibx__p_text(&p[0], m->source, (size_t)-1);
     ibx__p_text(&p[1], m->message_id, (size_t)-1);
     ibx__p_text(&p[2], m->topic, (size_t)-1);
@@ -7119,8 +7581,15 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     ibx__p_i64(&p[5], m->due_utc_ms);
     if (m->due_utc_ms == 0) p[5].ind = SQL_NULL_DATA;
     p[6] = p[5];
+    /* Without an envelope or an expiry, the plain upsert: nothing more to bind. */
+    envelope = ibx__has_envelope(m) || m->expires_utc_ms > 0;
+    ibx__p_i64(&p[11], m->expires_utc_ms);
+    if (m->expires_utc_ms <= 0) p[11].ind = SQL_NULL_DATA;
+    if (envelope && !ibx__envelope_params(&store->hooks, &store->own.headers, &p[7], m))
+        return ibx__fail(&store->err, IBX_ERR_NO_MEMORY, "ibx_enqueue", "out of memory");
     if ((r = ibx__pending_room(store, "ibx_enqueue", 1)) != IBX_OK) return r;
     memset(&ctx, 0, sizeof ctx);
+    ctx.envelope = envelope;
     ctx.s = store;
     ctx.p = p;
     ctx.hash = m->hash_len ? m->hash : NULL;

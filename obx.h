@@ -514,6 +514,42 @@ OBX_API int obx_uuid_is_valid(const char *text);
  * also quoted when used, but nothing else ever reaches SQL text. */
 OBX_API obx_result obx_identifier_check(const char *name);
 
+/* The envelope (seed 002 section 6): optional metadata a message carries
+ * beside its payload, each in a column of its own, returned by get and
+ * claim and so given to handlers. Limits in characters (UTF-8 code points;
+ * SQL Server counts a character outside the BMP as two). */
+#define OBX_TENANT_MAX 64            /* tenant_id */
+#define OBX_AGGREGATE_TYPE_MAX 64    /* aggregate_type */
+#define OBX_AGGREGATE_ID_MAX 128     /* aggregate_id */
+#define OBX_HEADERS_MAX 64           /* header pairs per message */
+#define OBX_HEADER_KEY_MAX 128       /* one header key, 1..128 characters */
+#define OBX_HEADER_VALUE_MAX 4096    /* one header value, 0..4096 characters */
+#define OBX_HEADERS_BYTES_MAX 16384  /* all keys and values of a message, in bytes */
+
+/* One header of a message: a string key and a string value (e.g.
+ * {"traceparent", "00-4bf9...-01"}). Keys are case-sensitive. */
+typedef struct obx_header {
+    const char *key;
+    const char *value;
+} obx_header;
+
+/* The envelope's fields, the last of obx_new_message (to enqueue) and of
+ * obx_message (as get and claim return it). */
+#define OBX__ENVELOPE_NEW_FIELDS                                                                \
+    const char *tenant_id;       /* <= OBX_TENANT_MAX characters; carried, never filtered on */ \
+    const char *aggregate_type;  /* <= OBX_AGGREGATE_TYPE_MAX characters */                    \
+    const char *aggregate_id;    /* <= OBX_AGGREGATE_ID_MAX characters */                      \
+    const obx_header *headers;   /* header_count pairs (NULL when 0), stored as one JSON       \
+                                    object in their order; a key given twice is refused */      \
+    int header_count;            /* 0..OBX_HEADERS_MAX */
+#define OBX__ENVELOPE_FIELDS                                                                    \
+    const char *tenant_id;       /* NULL when none */                                           \
+    const char *aggregate_type;  /* NULL when none */                                           \
+    const char *aggregate_id;    /* NULL when none */                                           \
+    int header_count;            /* headers: read them with obx_message_header(_at) */          \
+    const char *headers_packed;  /* header_count pairs as "key\0value\0key\0value\0..." in    \
+                                    their enqueue order; NULL when none */
+
 /* >>common-end api */
 
 /* ---- Store ---------------------------------------------------------------- */
@@ -529,7 +565,9 @@ typedef enum obx_metric {
     OBX_METRIC_DEAD = 3,         /* messages failed permanently */
     OBX_METRIC_REAPED = 4,       /* expired leases released */
     OBX_METRIC_EXPIRED = 5,      /* done messages deleted by cleanup: their retention expired */
-    OBX_METRIC_COUNT_ = 6
+    OBX_METRIC_EXPIRED_UNHANDLED = 6, /* messages past expires_utc_ms when claimed: ended Dead
+                                    ("expired"), never handled; also counted in DEAD */
+    OBX_METRIC_COUNT_ = 7
 } obx_metric;
 #define OBX_METRIC_FAILED OBX_METRIC_RETRIED /* the old name: it counts retries, not the dead */
 
@@ -608,25 +646,6 @@ typedef struct obx_store_desc {
 #define OBX_CORRELATION_MAX 255
 #define OBX_ORDERING_KEY_MAX 255
 
-/* The envelope (seed 002 section 6): optional metadata a message carries
- * beside its payload, each in a column of its own, returned by get and
- * claim and so given to handlers. Limits in characters (UTF-8 code points;
- * SQL Server counts a character outside the BMP as two). */
-#define OBX_TENANT_MAX 64            /* tenant_id */
-#define OBX_AGGREGATE_TYPE_MAX 64    /* aggregate_type */
-#define OBX_AGGREGATE_ID_MAX 128     /* aggregate_id */
-#define OBX_HEADERS_MAX 64           /* header pairs per message */
-#define OBX_HEADER_KEY_MAX 128       /* one header key, 1..128 characters */
-#define OBX_HEADER_VALUE_MAX 4096    /* one header value, 0..4096 characters */
-#define OBX_HEADERS_BYTES_MAX 16384  /* all keys and values of a message, in bytes */
-
-/* One header of a message: a string key and a string value (e.g.
- * {"traceparent", "00-4bf9...-01"}). Keys are case-sensitive. */
-typedef struct obx_header {
-    const char *key;
-    const char *value;
-} obx_header;
-
 /* Retention of obx_cleanup() and the dispatcher's cleanup when given as 0:
  * none, every done message may go. */
 #define OBX_DEFAULT_RETENTION_MS ((int64_t)0)
@@ -658,12 +677,13 @@ typedef struct obx_new_message {
     /* The envelope, all optional ("" and NULL are stored as NULL; none of
      * them costs anything when absent). The library copies what it needs
      * before returning: the caller's strings and array may change after. */
-    const char *tenant_id;       /* <= OBX_TENANT_MAX characters; carried, never filtered on */
-    const char *aggregate_type;  /* <= OBX_AGGREGATE_TYPE_MAX characters */
-    const char *aggregate_id;    /* <= OBX_AGGREGATE_ID_MAX characters */
-    const obx_header *headers;   /* header_count pairs (NULL when 0), stored as one JSON
-                                    object in their order; a key given twice is refused */
-    int header_count;            /* 0..OBX_HEADERS_MAX */
+    OBX__ENVELOPE_NEW_FIELDS
+    /* Expiry: a message not handled by this UTC time (Unix ms, the database
+     * clock) is never given to a handler: the dispatcher's claim that finds
+     * it expired ends it Dead with last_error "expired" and counts it in
+     * OBX_METRIC_EXPIRED_UNHANDLED. 0 = never; else 1..OBX_TIME_MAX_MS and
+     * not before due_utc_ms. */
+    int64_t expires_utc_ms;
 } obx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
@@ -693,24 +713,12 @@ typedef struct obx_message {
                                     after a crash or an expired lease (see max_starts) */
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
     const char *ordering_key;    /* NULL when enqueued without one */
-    const char *tenant_id;       /* the envelope: NULL when none */
-    const char *aggregate_type;  /* NULL when none */
-    const char *aggregate_id;    /* NULL when none */
-    int header_count;            /* headers: read them with obx_message_header(_at) */
-    const char *headers_packed;  /* header_count pairs as "key\0value\0key\0value\0..." in
-                                    their enqueue order; NULL when none */
+    OBX__ENVELOPE_FIELDS
+    int64_t expires_ms;          /* expires_utc_ms as enqueued; 0 = never. obx_claim returns
+                                    expired messages too (it reports what it claimed): a
+                                    caller of its own checks this against locked_until_ms
+                                    less the lease, as the dispatcher does */
 } obx_message;
-
-/* The value of header `key` (case-sensitive) of a message from get or
- * claim (a handler's), or NULL when it has none, or message or key is
- * NULL. Valid as long as the message's strings; allocates nothing. */
-OBX_API const char *obx_message_header(const obx_message *message, const char *key);
-
-/* Header `index` (0..header_count-1) of a message, in enqueue order: sets
- * *key and *value (either may be NULL) and returns OBX_OK; OBX_ERR_INVALID_ARG
- * when message is NULL; OBX_ERR_NOT_FOUND when index is out of range. */
-OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
-                                         const char **value);
 
 /* Enqueue one message in its own transaction, committed before return
  * (OBX-002). *out_id (if not NULL) receives the new work item id.
@@ -721,7 +729,8 @@ OBX_API obx_result obx_message_header_at(const obx_message *message, int index, 
  * NULL, empty, given twice or too long, a value NULL or too long, all
  * headers over OBX_HEADERS_BYTES_MAX: the error names the argument, e.g.
  * "headers[2].key", and no SQL runs);
- * OBX_ERR_OUT_OF_RANGE (due_utc_ms not 0..OBX_TIME_MAX_MS); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
+ * OBX_ERR_OUT_OF_RANGE (due_utc_ms or expires_utc_ms not 0..OBX_TIME_MAX_MS, or expires_utc_ms
+ * before due_utc_ms: named as above); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
 OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message, char out_id[37]);
 
 /* Enqueue inside the caller's transaction on `hdbc` (an SQLHDBC with
@@ -796,6 +805,17 @@ typedef struct obx_dead_filter {
 } obx_dead_filter;
 
 /* >>common-begin api-engine */
+
+/* The value of header `key` (case-sensitive) of a message from get or
+ * claim (a handler's), or NULL when it has none, or message or key is
+ * NULL. Valid as long as the message's strings; allocates nothing. */
+OBX_API const char *obx_message_header(const obx_message *message, const char *key);
+
+/* Header `index` (0..header_count-1) of a message, in enqueue order: sets
+ * *key and *value (either may be NULL) and returns OBX_OK; OBX_ERR_INVALID_ARG
+ * when message is NULL; OBX_ERR_NOT_FOUND when index is out of range. */
+OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
+                                         const char **value);
 
 /* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
 
@@ -3612,6 +3632,12 @@ OBX__PRIVATE void obx__loop_run(obx__loop *l, const obx__loop_timing *t,
     }
 }
 
+/* Where a row's envelope strings sit in the read buffer (each header's
+ * row offsets hold one). */
+typedef struct obx__envelope_offsets {
+    size_t tenant, aggregate_type, aggregate_id, headers;
+} obx__envelope_offsets;
+
 /* >>common-end core */
 
 /* >>common-begin public */
@@ -3762,7 +3788,7 @@ enum {
     "\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", \"CreatedAt\", "     \
     "\"DueTimeUtc\", \"RetryCount\", \"LastError\", \"Status\", \"ProcessedAt\", "          \
     "\"ProcessedBy\", \"LockedUntil\", \"OwnerToken\", \"NextAttemptAt\", \"Starts\", \"OrderingKey\", " \
-    "\"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\""
+    "\"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", \"ExpiresAt\""
 #define OBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define OBX__PG_COLS                                                                      \
     "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), \"Topic\", \"Payload\", "           \
@@ -3770,7 +3796,7 @@ enum {
     "\"RetryCount\", \"LastError\", \"Status\", " OBX__PG_MS("ProcessedAt") ", "            \
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
     OBX__PG_MS("NextAttemptAt") ", \"Starts\", \"OrderingKey\", \"TenantId\", \"AggregateType\", "      \
-    "\"AggregateId\", CAST(\"Headers\" AS text)"
+    "\"AggregateId\", CAST(\"Headers\" AS text), " OBX__PG_MS("ExpiresAt")
 
 /* Crash-loop quarantine (max_starts, {Q}): the claim counts a start
  * ("Starts" + 1) in its own statement; an abandon, the one outcome that
@@ -3795,8 +3821,8 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
-     "\"AggregateId\", \"Headers\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-     "coalesce(?7, {W}), ?8, " OBX__ORDERED_NEXT("?8") ", ?9, ?10, ?11, ?12)"},
+     "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+     "coalesce(?7, {W}), ?8, " OBX__ORDERED_NEXT("?8") ", ?9, ?10, ?11, ?12, ?13)"},
     /* sqliteodbc shows RETURNING rows only for statements that start
      * with SELECT or WITH: hence the empty CTE. */
     {OBX__Q_CLAIM,
@@ -3856,12 +3882,12 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
-     "\"AggregateId\", \"Headers\") SELECT json_extract(j.value, '$[0]'), "
+     "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT json_extract(j.value, '$[0]'), "
      "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
      "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), coalesce(json_extract(j.value, '$[5]'), {W}), "
      "json_extract(j.value, '$[6]'), " OBX__ORDERED_NEXT("json_extract(j.value, '$[6]')") " + j.key, "
      "json_extract(j.value, '$[7]'), json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]'), "
-     "json_extract(j.value, '$[10]') FROM json_each(?) AS j"},
+     "json_extract(j.value, '$[10]'), json_extract(j.value, '$[11]') FROM json_each(?) AS j"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") VALUES (?, ?, ?, ?)"},
@@ -3961,10 +3987,11 @@ static const obx__sqlset obx__sqlite_outbox = {
      * one more entry here and in each other dialect's set (obx__sqlset).
      * Starts: handler starts since the last outcome (crash-loop quarantine).
      * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD).
-     * TenantId .. Headers: the envelope (NULL when a message has none). */
+     * TenantId .. Headers: the envelope (NULL when a message has none).
+     * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
     {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"OrderingKey", "TEXT NULL"}, {"OrderingSeq", "INTEGER NULL"},
      {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"}, {"AggregateId", "TEXT NULL"},
-     {"Headers", "TEXT NULL"}}
+     {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}}
 };
 #define OBX__SQLITE_SET &obx__sqlite_outbox
 #endif
@@ -3994,11 +4021,11 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
-     "\"AggregateId\", \"Headers\") VALUES (CAST(?1 AS uuid), "
+     "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (CAST(?1 AS uuid), "
      "CAST(?2 AS uuid), ?3, ?4, ?5, to_timestamp(CAST(?6 AS bigint) / 1000.0), "
      "coalesce(to_timestamp(CAST(?7 AS bigint) / 1000.0), now()), CAST(?8 AS varchar), "
      OBX__ORDERED_NEXT("CAST(?8 AS varchar)") ", CAST(?9 AS varchar), CAST(?10 AS varchar), "
-     "CAST(?11 AS varchar), CAST(CAST(?12 AS text) AS json))"},
+     "CAST(?11 AS varchar), CAST(CAST(?12 AS text) AS json), to_timestamp(CAST(?13 AS bigint) / 1000.0))"},
     {OBX__Q_CLAIM,
      "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
      "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
@@ -4059,13 +4086,14 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
-     "\"AggregateId\", \"Headers\") SELECT u.id, u.mid, u.topic, "
+     "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT u.id, u.mid, u.topic, "
      "u.payload, u.corr, to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()), "
-     "u.okey, " OBX__ORDERED_NEXT("u.okey") " + u.n - 1, u.tenant, u.atype, u.aid, CAST(u.hdr AS json) "
+     "u.okey, " OBX__ORDERED_NEXT("u.okey") " + u.n - 1, u.tenant, u.atype, u.aid, CAST(u.hdr AS json), "
+     "to_timestamp(u.exp / 1000.0) "
      "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
      "CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), "
-     "CAST(? AS text[]), CAST(? AS text[])) WITH ORDINALITY "
-     "AS u(id, mid, topic, payload, corr, due, okey, tenant, atype, aid, hdr, n)"},
+     "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[])) WITH ORDINALITY "
+     "AS u(id, mid, topic, payload, corr, due, okey, tenant, atype, aid, hdr, exp, n)"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") "
@@ -4259,10 +4287,12 @@ static const obx__sqlset obx__postgresql_outbox = {
      * one more entry here and in each other dialect's set (obx__sqlset).
      * Starts: handler starts since the last outcome (crash-loop quarantine).
      * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD).
-     * TenantId .. Headers: the envelope; json keeps the text as written. */
+     * TenantId .. Headers: the envelope; json keeps the text as written.
+     * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
     {{"Starts", "integer NOT NULL DEFAULT 0"}, {"OrderingKey", "varchar(255) NULL"},
      {"OrderingSeq", "bigint NULL"}, {"TenantId", "varchar(64) NULL"}, {"AggregateType", "varchar(64) NULL"},
-     {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"}}
+     {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
+     {"ExpiresAt", "timestamptz NULL"}}
 };
 #define OBX__POSTGRESQL_SET &obx__postgresql_outbox
 #endif
@@ -4275,7 +4305,7 @@ static const obx__sqlset obx__postgresql_outbox = {
     "`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, " OBX__MY_MS("CreatedAt") ", "   \
     OBX__MY_MS("DueTimeUtc") ", `RetryCount`, `LastError`, `Status`, " OBX__MY_MS("ProcessedAt") \
     ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_MS("NextAttemptAt") \
-    ", `Starts`, `OrderingKey`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`"
+    ", `Starts`, `OrderingKey`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, " OBX__MY_MS("ExpiresAt")
 /* Ordered delivery (see OBX__ORDERED_HEAD): `OrderingLive` is the key of a
  * row that is not Done, `OrderingState` its Status, both else NULL. */
 #define OBX__MY_ORDERED_CHECK(waits)                                                              \
@@ -4322,9 +4352,10 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)))"},
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
-     "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`) "
-     "VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MY_FROM_MS("?6") ", "
-     "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6)), ?8, " OBX__MY_ORDERED_NEXT("?8") ", ?9, ?10, ?11, ?12)"},
+     "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
+     "`ExpiresAt`) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MY_FROM_MS("?6") ", "
+     "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6)), ?8, " OBX__MY_ORDERED_NEXT("?8") ", ?9, ?10, ?11, ?12, "
+     OBX__MY_FROM_MS("?13") ")"},
     /* The update checks the row again and the read takes only rows that
      * carry our token: where row locks are per node (Galera), two nodes
      * can pick one row, and the one that updates second must not get it. */
@@ -4378,10 +4409,11 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]')) AS j"},
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
-     "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`) "
-     "SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
+     "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
+     "`ExpiresAt`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
      OBX__MY_FROM_MS("j.`due`") ", COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6)), j.`okey`, "
-     OBX__MY_ORDERED_NEXT("j.`okey`") " + j.`n` - 1, j.`tenant`, j.`atype`, j.`aid`, j.`hdr` "
+     OBX__MY_ORDERED_NEXT("j.`okey`") " + j.`n` - 1, j.`tenant`, j.`atype`, j.`aid`, j.`hdr`, "
+     OBX__MY_FROM_MS("j.`exp`") " "
      "FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$[0]', `mid` CHAR(36) PATH '$[1]', "
      "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
      "`payload` LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]', "
@@ -4390,7 +4422,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`tenant` VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[7]', "
      "`atype` VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[8]', "
      "`aid` VARCHAR(128) CHARACTER SET utf8mb4 PATH '$[9]', "
-     "`hdr` LONGTEXT CHARACTER SET utf8mb4 PATH '$[10]', `n` FOR ORDINALITY)) AS j"},
+     "`hdr` LONGTEXT CHARACTER SET utf8mb4 PATH '$[10]', `exp` BIGINT PATH '$[11]', `n` FOR ORDINALITY)) AS j"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (`JoinId`, `GroupingKey`, `ExpectedSteps`, `Metadata`) VALUES (?, ?, ?, ?)"},
@@ -4511,12 +4543,13 @@ static const obx__sqlset obx__mariadb_outbox = {
      * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD);
      * OrderingLive, OrderingState: their index's columns (MariaDB has no
      * partial index: NULL for rows without a key or Done).
-     * TenantId .. Headers: the envelope (NULL when a message has none). */
+     * TenantId .. Headers: the envelope (NULL when a message has none).
+     * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
     {{"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "VARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
      {"OrderingLive", "VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT"},
      {"OrderingState", "TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT"},
      {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"}, {"AggregateId", "VARCHAR(128) NULL"},
-     {"Headers", "JSON NULL"}}
+     {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}}
 };
 #define OBX__MARIADB_SET &obx__mariadb_outbox
 #endif
@@ -4538,7 +4571,7 @@ static const obx__sqlset obx__mariadb_outbox = {
     "t.[RetryCount], t.[LastError], t.[Status], " OBX__MS_TO_MS("t.[ProcessedAt]") ", "              \
     "t.[ProcessedBy], " OBX__MS_UTC_MS("t.[LockedUntil]") ", " OBX__MS_GUID("t.[OwnerToken]") ", "    \
     OBX__MS_TO_MS("t.[NextAttemptAt]") ", t.[Starts], t.[OrderingKey], t.[TenantId], "                 \
-    "t.[AggregateType], t.[AggregateId], t.[Headers]"
+    "t.[AggregateType], t.[AggregateId], t.[Headers], " OBX__MS_TO_MS("t.[ExpiresAt]")
 /* Ordered delivery (see OBX__ORDERED_HEAD). The check reads without
  * READPAST: a row of the key that a concurrent claim holds is waited for,
  * not skipped as if it were not there. @DeadHolds (0 or 1) is the claim
@@ -4597,10 +4630,11 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", SYSDATETIMEOFFSET()))"},
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
-     "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers]) "
-     "SELECT ?1, ?2, ?3, ?4, ?5, "
+     "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers], "
+     "[ExpiresAt]) SELECT ?1, ?2, ?3, ?4, ?5, "
      OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", "
-     "SYSDATETIMEOFFSET()), ?8, " OBX__MS_ORDERED_NEXT("?8") ", ?9, ?10, ?11, ?12"},
+     "SYSDATETIMEOFFSET()), ?8, " OBX__MS_ORDERED_NEXT("?8") ", ?9, ?10, ?11, ?12, "
+     OBX__MS_FROM_MS("?13", OBX__MS_EPOCH)},
     {OBX__Q_CLAIM,
      "{CALL {S}.[{N}_Claim](?, ?, ?)}"},
     {OBX__Q_CLAIM_HOLD,
@@ -4644,17 +4678,17 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
-     "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers]) "
-     "SELECT i.[value], m.[value], p.[value], b.[value], "
+     "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers], "
+     "[ExpiresAt]) SELECT i.[value], m.[value], p.[value], b.[value], "
      "c.[value], x.[Due], COALESCE(x.[Due], SYSDATETIMEOFFSET()), k.[value], "
      OBX__MS_ORDERED_NEXT("k.[value]") " + CAST(i.[key] AS BIGINT), e1.[value], e2.[value], e3.[value], "
-     "e4.[value] FROM OPENJSON(?) AS i "
+     "e4.[value], " OBX__MS_FROM_MS("CAST(e5.[value] AS BIGINT)", OBX__MS_EPOCH) " FROM OPENJSON(?) AS i "
      "JOIN OPENJSON(?) AS m ON m.[key] = i.[key] JOIN OPENJSON(?) AS p ON p.[key] = i.[key] "
      "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
      "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] JOIN OPENJSON(?) AS k ON k.[key] = i.[key] "
      "JOIN OPENJSON(?) AS e1 ON e1.[key] = i.[key] JOIN OPENJSON(?) AS e2 ON e2.[key] = i.[key] "
      "JOIN OPENJSON(?) AS e3 ON e3.[key] = i.[key] JOIN OPENJSON(?) AS e4 ON e4.[key] = i.[key] "
-     "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
+     "JOIN OPENJSON(?) AS e5 ON e5.[key] = i.[key] CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} ([JoinId], [GroupingKey], [ExpectedSteps], [Metadata]) VALUES (?, ?, ?, ?)"},
@@ -4832,10 +4866,12 @@ static const obx__sqlset obx__sqlserver_outbox = {
      * one more entry here and in each other dialect's set (obx__sqlset).
      * Starts: handler starts since the last outcome (crash-loop quarantine).
      * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD).
-     * TenantId .. Headers: the envelope (NULL when a message has none). */
+     * TenantId .. Headers: the envelope (NULL when a message has none).
+     * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
     {{"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "NVARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
      {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
-     {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"}}
+     {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
+     {"ExpiresAt", "DATETIMEOFFSET NULL"}}
 };
 #define OBX__SQLSERVER_SET &obx__sqlserver_outbox
 #endif
@@ -4886,8 +4922,8 @@ static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct obx__row_offsets {
+    struct obx__envelope_offsets env;
     size_t topic, payload, correlation, last_error, processed_by, ordering_key;
-    size_t tenant, aggregate_type, aggregate_id, headers; /* the envelope */
 } obx__row_offsets;
 
 #ifndef OBX_NO_METRICS_TEXT
@@ -4898,13 +4934,14 @@ static const char *const obx__metric_text[OBX_METRIC_COUNT_][2] = {
     {"messages_retried_total", "Messages released for a later attempt."},
     {"messages_dead_total", "Messages failed permanently."},
     {"leases_reaped_total", "Expired leases released, their messages claimable again."},
-    {"messages_expired_total", "Done messages deleted by cleanup after their retention."}};
+    {"messages_expired_total", "Done messages deleted by cleanup after their retention."},
+    {"messages_expired_unhandled_total", "Messages past their expiry when claimed: dead, never handled."}};
 #endif
 
 /* What only an outbox store keeps: the columns of a batch insert (one per
  * list of OBX__Q_INSERT_MANY_KEYED), a message's headers as JSON text, and
  * whether a Dead message holds its ordering key. */
-#define OBX__INSERT_LISTS 11
+#define OBX__INSERT_LISTS 12
 typedef struct obx__store_own {
     obx__buf columns[OBX__INSERT_LISTS];
     obx__buf headers;
@@ -6604,6 +6641,7 @@ typedef struct obx__renewer obx__renewer; /* no threads: no renewal */
 #define OBX__SKIPPED (-1)  /* left alone: its lease is about to end (or already settled) */
 #define OBX__PENDING (-2)  /* not handled yet in this round */
 #define OBX__HELD (-3)     /* not handed out: its topic is paused */
+#define OBX__EXPIRED (-4)  /* not handed out: past its expires_ms when claimed */
 
 /* A topic paused by OBX_PAUSE: not handed out before until_ms (monotonic). */
 typedef struct obx__pause {
@@ -6636,7 +6674,7 @@ struct obx_dispatcher {
     int64_t max_handler_ms;
     int *acked;                  /* indexes of messages handled with success */
     int *failures;               /* indexes of messages that did not succeed */
-    int *outcomes;               /* an obx_outcome, or OBX__SKIPPED / _PENDING / _HELD */
+    int *outcomes;               /* an obx_outcome, or OBX__SKIPPED / _PENDING / _HELD / _EXPIRED */
     char (*errors)[OBX__HANDLER_ERROR_MAX];
     const obx_message **group;   /* a batch handler's messages (allocated by on_batch) */
     int *group_index;            /* their indexes in the claim */
@@ -7060,7 +7098,13 @@ static obx_result obx__housekeep(obx_dispatcher *d, obx_store *s, obx__entry *e,
 static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
                               int64_t deadline, obx_run_stats *st) {
     int i, skipped = 0;
-    for (i = 0; i < n; i++) d->outcomes[i] = OBX__PENDING;
+    /* Expiry on the database clock: the claim set the lease to its now
+     * plus lease_seconds, so no clock of this host is compared. */
+    for (i = 0; i < n; i++)
+        d->outcomes[i] = ms[i].expires_ms > 0 &&
+                                 ms[i].expires_ms <= ms[i].locked_until_ms - (int64_t)d->lease_seconds * 1000
+                             ? OBX__EXPIRED
+                             : OBX__PENDING;
     for (i = 0; i < n; i++) {
         const obx__route *batch;
         int64_t now;
@@ -7128,11 +7172,23 @@ static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_m
                                     obx_run_stats *st) {
     obx_result r = OBX_OK;
     int i, acks = 0, failures = 0, paused = 0, skipped = 0;
+    for (i = 0; i < n; i++) /* expired ones first, in one statement (d->acked lent) */
+        if (d->outcomes[i] == OBX__EXPIRED) d->acked[acks++] = i;
+    if (acks > 0) {
+        int64_t changed = 0;
+        r = obx__settle_messages(s, OBX__SETTLE_FAIL, ms, d->acked, acks, "expired", 0, 0, &changed);
+        if (r != OBX_OK) return r;
+        obx__count(s, OBX_METRIC_EXPIRED_UNHANDLED, changed);
+        st->dead += (int)changed;
+        obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "%d message(s) past their expiry: dead, not handled",
+                 acks);
+        acks = 0;
+    }
     for (i = 0; i < n; i++) { /* skipped ones fill d->failures from its end */
         if (d->outcomes[i] == OBX_DONE) d->acked[acks++] = i;
         else if (d->outcomes[i] == OBX_PAUSE || d->outcomes[i] == OBX__HELD) paused++;
         else if (d->outcomes[i] == OBX__SKIPPED) d->failures[n - ++skipped] = i;
-        else d->failures[failures++] = i;
+        else if (d->outcomes[i] != OBX__EXPIRED) d->failures[failures++] = i;
     }
     if (acks > 0) {
         int64_t changed = 0;
@@ -7369,50 +7425,9 @@ OBX_API obx_result obx_notify(obx_store *s) {
     return OBX_OK;
 }
 
-/* >>common-end engine */
-
-
-/* >> the outbox's messages: rows, keys, names ---------------------------------- */
-
-static void obx__store_own_free(const obx__hooks *h, obx__store_own *own) {
-    int i;
-    for (i = 0; i < OBX__INSERT_LISTS; i++) obx__buf_free(h, &own->columns[i]);
-    obx__buf_free(h, &own->headers);
-}
-
-static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc) {
-    own->dead_holds = desc->ordering_dead_holds != 0;
-}
-
-/* ordering_dead_holds: the claim variants where a Dead message waits. */
-static void obx__store_own_sql(const obx__store_own *own, char **sql) {
-    static const int pairs[2][2] = {{OBX__Q_CLAIM, OBX__Q_CLAIM_HOLD},
-                                    {OBX__Q_CLAIM_PICK, OBX__Q_CLAIM_PICK_HOLD}};
-    int i;
-    for (i = 0; i < 2 && own->dead_holds; i++) {
-        char *t = sql[pairs[i][0]];
-        if (!sql[pairs[i][1]]) continue; /* the dialect has no such step */
-        sql[pairs[i][0]] = sql[pairs[i][1]];
-        sql[pairs[i][1]] = t;
-    }
-}
-
-static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
-                            const obx_message *m) {
-    return obx__list_add(h, &keys[0], d, m->id, 36);
-}
-
-static void obx__msg_name(const obx_message *m, char *out, size_t size) {
-    snprintf(out, size, "%s", m->id);
-}
-
-static const char *obx__desc_worker(const obx_store_desc *desc) { return desc->worker_name; }
-
-#ifndef OBX_NO_MULTI_STORE /* only a provider sets it */
-static void obx__desc_set_worker(obx_store_desc *desc, const char *worker) {
-    desc->worker_name = worker;
-}
-#endif
+/* The envelope (seed 002 section 6), the same in both headers: checks,
+ * the Headers column as JSON text (written by enqueue, decoded in place
+ * when a row is read) and the lookups handlers use. */
 
 /* Four hex digits at p as a number; -1 if any is not a hex digit (the
  * terminator included, so a short escape never reads past the text). */
@@ -7535,6 +7550,189 @@ static int obx__headers_unpack(char *text) {
 #undef OBX__WS
 }
 
+/* Check a message's envelope; `item` ("messages[3]." or "") names it. */
+static obx_result obx__check_envelope(obx_error *err, const char *fn, const char *item, const obx_new_message *m) {
+    char where[96];
+    size_t n = 0;
+    int i;
+#define OBX__BAD(arg, result, ...)                                           \
+    do {                                                                     \
+        snprintf(where, sizeof where, "%s: %s%s", fn, item, arg);            \
+        return obx__fail(err, result, where, __VA_ARGS__);                   \
+    } while (0)
+    if (m->tenant_id && !obx__text_fits(m->tenant_id, OBX_TENANT_MAX))
+        OBX__BAD("tenant_id", OBX_ERR_INVALID_ARG, "tenant_id must be valid UTF-8 of at most %d characters",
+                 OBX_TENANT_MAX);
+    if (m->aggregate_type && !obx__text_fits(m->aggregate_type, OBX_AGGREGATE_TYPE_MAX))
+        OBX__BAD("aggregate_type", OBX_ERR_INVALID_ARG,
+                 "aggregate_type must be valid UTF-8 of at most %d characters", OBX_AGGREGATE_TYPE_MAX);
+    if (m->aggregate_id && !obx__text_fits(m->aggregate_id, OBX_AGGREGATE_ID_MAX))
+        OBX__BAD("aggregate_id", OBX_ERR_INVALID_ARG,
+                 "aggregate_id must be valid UTF-8 of at most %d characters", OBX_AGGREGATE_ID_MAX);
+    if (m->header_count < 0 || m->header_count > OBX_HEADERS_MAX)
+        OBX__BAD("header_count", OBX_ERR_INVALID_ARG, "header_count must be 0..%d", OBX_HEADERS_MAX);
+    if (m->header_count > 0 && !m->headers)
+        OBX__BAD("headers", OBX_ERR_INVALID_ARG, "headers must not be NULL when header_count > 0");
+    for (i = 0; i < m->header_count; i++) {
+        const obx_header *x = &m->headers[i];
+        char arg[40];
+        int j;
+        snprintf(arg, sizeof arg, "headers[%d].key", i);
+        if (!x->key || !x->key[0]) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header key must not be NULL or empty");
+        if (!obx__text_fits(x->key, OBX_HEADER_KEY_MAX))
+            OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header key must be valid UTF-8 of at most %d characters",
+                     OBX_HEADER_KEY_MAX);
+        for (j = 0; j < i; j++)
+            if (strcmp(m->headers[j].key, x->key) == 0)
+                OBX__BAD(arg, OBX_ERR_INVALID_ARG, "key repeats headers[%d].key" OBX__WHY(" (keys are unique)"), j);
+        snprintf(arg, sizeof arg, "headers[%d].value", i);
+        if (!x->value) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must not be NULL" OBX__WHY(" (\"\" is a value)"));
+        if (!obx__text_fits(x->value, OBX_HEADER_VALUE_MAX))
+            OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must be valid UTF-8 of at most %d characters",
+                     OBX_HEADER_VALUE_MAX);
+        n += strlen(x->key) + strlen(x->value);
+    }
+    if (n > OBX_HEADERS_BYTES_MAX)
+        OBX__BAD("headers", OBX_ERR_INVALID_ARG, "keys and values take %lu bytes, over OBX_HEADERS_BYTES_MAX (%d)",
+                 (unsigned long)n, OBX_HEADERS_BYTES_MAX);
+#undef OBX__BAD
+    return OBX_OK;
+}
+
+/* An optional text: "" is stored as NULL. */
+static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
+
+/* m's headers as one JSON object {"key":"value",...} in b (emptied first),
+ * keys in their given order; 0 when out of memory. */
+static int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_message *m) {
+    int i, ok;
+    b->len = 0;
+    ok = obx__buf_add(h, b, "{", 1);
+    for (i = 0; ok && i < m->header_count; i++) {
+        const obx_header *x = &m->headers[i];
+        ok = (i == 0 || obx__buf_add(h, b, ",", 1)) && obx__quoted_add(h, b, x->key, strlen(x->key), 0) &&
+             obx__buf_add(h, b, ":", 1) && obx__quoted_add(h, b, x->value, strlen(x->value), 0);
+    }
+    return ok && obx__buf_add(h, b, "}", 1);
+}
+
+/* The envelope's four columns from `col` on: the strings to buf, the
+ * Headers object decoded in place (text that is not one reads as none). */
+static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, obx__buf *buf, obx__envelope_offsets *o,
+                                     int *header_count) {
+    obx_result r;
+    *header_count = 0;
+    if ((r = obx__get_append(db, st, col, SQL_C_CHAR, buf, &o->tenant, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, col + 1, SQL_C_CHAR, buf, &o->aggregate_type, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, col + 2, SQL_C_CHAR, buf, &o->aggregate_id, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, col + 3, SQL_C_CHAR, buf, &o->headers, NULL)) != OBX_OK)
+        return r;
+    if (o->headers != (size_t)-1) {
+        *header_count = obx__headers_unpack(buf->data + o->headers);
+        if (*header_count <= 0) o->headers = (size_t)-1, *header_count = 0;
+    }
+    return OBX_OK;
+}
+
+/* A message's envelope strings, once the buffer no longer moves. */
+static void obx__point_envelope(const obx__buf *buf, obx_message *m, const obx__envelope_offsets *o) {
+    m->tenant_id = obx__at(buf, o->tenant);
+    m->aggregate_type = obx__at(buf, o->aggregate_type);
+    m->aggregate_id = obx__at(buf, o->aggregate_id);
+    m->headers_packed = obx__at(buf, o->headers);
+}
+
+/* Whether m has an envelope: a message without one runs the plain statements. */
+static int obx__has_envelope(const obx_new_message *m) {
+    return obx__opt_text(m->tenant_id) || obx__opt_text(m->aggregate_type) || obx__opt_text(m->aggregate_id) ||
+           m->header_count > 0;
+}
+
+/* Bind m's envelope as p[0..3], its headers' JSON made in `json`; 0 when
+ * out of memory. */
+static int obx__envelope_params(const obx__hooks *h, obx__buf *json, obx__param *p, const obx_new_message *m) {
+    if (m->header_count > 0 && !obx__headers_json(h, json, m)) return 0;
+    obx__p_text(&p[0], obx__opt_text(m->tenant_id), (size_t)-1);
+    obx__p_text(&p[1], obx__opt_text(m->aggregate_type), (size_t)-1);
+    obx__p_text(&p[2], obx__opt_text(m->aggregate_id), (size_t)-1);
+    obx__p_text(&p[3], m->header_count > 0 ? json->data : NULL, (size_t)-1);
+    return 1;
+}
+
+
+OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
+                                         const char **value) {
+    const char *at;
+    int i;
+    if (!message) return OBX_ERR_INVALID_ARG;
+    if (index < 0 || index >= message->header_count || !message->headers_packed) return OBX_ERR_NOT_FOUND;
+    at = message->headers_packed;
+    for (i = 0; i < index; i++) at += strlen(at) + 1, at += strlen(at) + 1;
+    if (key) *key = at;
+    if (value) *value = at + strlen(at) + 1;
+    return OBX_OK;
+}
+
+OBX_API const char *obx_message_header(const obx_message *message, const char *key) {
+    const char *at;
+    int i;
+    if (!message || !key || !message->headers_packed) return NULL;
+    at = message->headers_packed;
+    for (i = 0; i < message->header_count; i++) {
+        size_t n = strlen(at);
+        if (strcmp(at, key) == 0) return at + n + 1;
+        at += n + 1;
+        at += strlen(at) + 1;
+    }
+    return NULL;
+}
+
+
+/* >>common-end engine */
+
+
+/* >> the outbox's messages: rows, keys, names ---------------------------------- */
+
+static void obx__store_own_free(const obx__hooks *h, obx__store_own *own) {
+    int i;
+    for (i = 0; i < OBX__INSERT_LISTS; i++) obx__buf_free(h, &own->columns[i]);
+    obx__buf_free(h, &own->headers);
+}
+
+static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc) {
+    own->dead_holds = desc->ordering_dead_holds != 0;
+}
+
+/* ordering_dead_holds: the claim variants where a Dead message waits. */
+static void obx__store_own_sql(const obx__store_own *own, char **sql) {
+    static const int pairs[2][2] = {{OBX__Q_CLAIM, OBX__Q_CLAIM_HOLD},
+                                    {OBX__Q_CLAIM_PICK, OBX__Q_CLAIM_PICK_HOLD}};
+    int i;
+    for (i = 0; i < 2 && own->dead_holds; i++) {
+        char *t = sql[pairs[i][0]];
+        if (!sql[pairs[i][1]]) continue; /* the dialect has no such step */
+        sql[pairs[i][0]] = sql[pairs[i][1]];
+        sql[pairs[i][1]] = t;
+    }
+}
+
+static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
+                            const obx_message *m) {
+    return obx__list_add(h, &keys[0], d, m->id, 36);
+}
+
+static void obx__msg_name(const obx_message *m, char *out, size_t size) {
+    snprintf(out, size, "%s", m->id);
+}
+
+static const char *obx__desc_worker(const obx_store_desc *desc) { return desc->worker_name; }
+
+#ifndef OBX_NO_MULTI_STORE /* only a provider sets it */
+static void obx__desc_set_worker(obx_store_desc *desc, const char *worker) {
+    desc->worker_name = worker;
+}
+#endif
+
 static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, obx__buf *buf,
                                     obx__row_offsets *o) {
     char text[40];
@@ -7585,16 +7783,9 @@ static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, ob
         return r;
     m->starts = (int)v;
     if ((r = obx__get_append(db, st, 17, SQL_C_CHAR, buf, &o->ordering_key, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, 18, SQL_C_CHAR, buf, &o->tenant, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, 19, SQL_C_CHAR, buf, &o->aggregate_type, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, 20, SQL_C_CHAR, buf, &o->aggregate_id, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, 21, SQL_C_CHAR, buf, &o->headers, NULL)) != OBX_OK)
+        (r = obx__read_envelope(db, st, 18, buf, &o->env, &m->header_count)) != OBX_OK)
         return r;
-    if (o->headers != (size_t)-1) {
-        m->header_count = obx__headers_unpack(buf->data + o->headers);
-        if (m->header_count <= 0) o->headers = (size_t)-1, m->header_count = 0;
-    }
-    return OBX_OK;
+    return obx__get_i64(db, st, 22, &m->expires_ms, NULL); /* after the envelope's 18..21 */
 }
 
 static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o) {
@@ -7604,90 +7795,10 @@ static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__r
     m->last_error = obx__at(buf, o->last_error);
     m->processed_by = obx__at(buf, o->processed_by);
     m->ordering_key = obx__at(buf, o->ordering_key);
-    m->tenant_id = obx__at(buf, o->tenant);
-    m->aggregate_type = obx__at(buf, o->aggregate_type);
-    m->aggregate_id = obx__at(buf, o->aggregate_id);
-    m->headers_packed = obx__at(buf, o->headers);
+    obx__point_envelope(buf, m, &o->env);
 }
-
-OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
-                                         const char **value) {
-    const char *at;
-    int i;
-    if (!message) return OBX_ERR_INVALID_ARG;
-    if (index < 0 || index >= message->header_count || !message->headers_packed) return OBX_ERR_NOT_FOUND;
-    at = message->headers_packed;
-    for (i = 0; i < index; i++) at += strlen(at) + 1, at += strlen(at) + 1;
-    if (key) *key = at;
-    if (value) *value = at + strlen(at) + 1;
-    return OBX_OK;
-}
-
-OBX_API const char *obx_message_header(const obx_message *message, const char *key) {
-    const char *at;
-    int i;
-    if (!message || !key || !message->headers_packed) return NULL;
-    at = message->headers_packed;
-    for (i = 0; i < message->header_count; i++) {
-        size_t n = strlen(at);
-        if (strcmp(at, key) == 0) return at + n + 1;
-        at += n + 1;
-        at += strlen(at) + 1;
-    }
-    return NULL;
-}
-
 
 /* >> enqueue ------------------------------------------------------------------------ */
-
-/* Check a message's envelope; `item` ("messages[3]." or "") names it. */
-static obx_result obx__check_envelope(obx_error *err, const char *fn, const char *item, const obx_new_message *m) {
-    char where[96];
-    size_t n = 0;
-    int i;
-#define OBX__BAD(arg, result, ...)                                           \
-    do {                                                                     \
-        snprintf(where, sizeof where, "%s: %s%s", fn, item, arg);            \
-        return obx__fail(err, result, where, __VA_ARGS__);                   \
-    } while (0)
-    if (m->tenant_id && !obx__text_fits(m->tenant_id, OBX_TENANT_MAX))
-        OBX__BAD("tenant_id", OBX_ERR_INVALID_ARG, "tenant_id must be valid UTF-8 of at most %d characters",
-                 OBX_TENANT_MAX);
-    if (m->aggregate_type && !obx__text_fits(m->aggregate_type, OBX_AGGREGATE_TYPE_MAX))
-        OBX__BAD("aggregate_type", OBX_ERR_INVALID_ARG,
-                 "aggregate_type must be valid UTF-8 of at most %d characters", OBX_AGGREGATE_TYPE_MAX);
-    if (m->aggregate_id && !obx__text_fits(m->aggregate_id, OBX_AGGREGATE_ID_MAX))
-        OBX__BAD("aggregate_id", OBX_ERR_INVALID_ARG,
-                 "aggregate_id must be valid UTF-8 of at most %d characters", OBX_AGGREGATE_ID_MAX);
-    if (m->header_count < 0 || m->header_count > OBX_HEADERS_MAX)
-        OBX__BAD("header_count", OBX_ERR_INVALID_ARG, "header_count must be 0..%d", OBX_HEADERS_MAX);
-    if (m->header_count > 0 && !m->headers)
-        OBX__BAD("headers", OBX_ERR_INVALID_ARG, "headers must not be NULL when header_count > 0");
-    for (i = 0; i < m->header_count; i++) {
-        const obx_header *x = &m->headers[i];
-        char arg[40];
-        int j;
-        snprintf(arg, sizeof arg, "headers[%d].key", i);
-        if (!x->key || !x->key[0]) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header key must not be NULL or empty");
-        if (!obx__text_fits(x->key, OBX_HEADER_KEY_MAX))
-            OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header key must be valid UTF-8 of at most %d characters",
-                     OBX_HEADER_KEY_MAX);
-        for (j = 0; j < i; j++)
-            if (strcmp(m->headers[j].key, x->key) == 0)
-                OBX__BAD(arg, OBX_ERR_INVALID_ARG, "key repeats headers[%d].key" OBX__WHY(" (keys are unique)"), j);
-        snprintf(arg, sizeof arg, "headers[%d].value", i);
-        if (!x->value) OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must not be NULL" OBX__WHY(" (\"\" is a value)"));
-        if (!obx__text_fits(x->value, OBX_HEADER_VALUE_MAX))
-            OBX__BAD(arg, OBX_ERR_INVALID_ARG, "a header value must be valid UTF-8 of at most %d characters",
-                     OBX_HEADER_VALUE_MAX);
-        n += strlen(x->key) + strlen(x->value);
-    }
-    if (n > OBX_HEADERS_BYTES_MAX)
-        OBX__BAD("headers", OBX_ERR_INVALID_ARG, "keys and values take %lu bytes, over OBX_HEADERS_BYTES_MAX (%d)",
-                 (unsigned long)n, OBX_HEADERS_BYTES_MAX);
-#undef OBX__BAD
-    return OBX_OK;
-}
 
 /* Check one message; `fn` and `index` (-1: single) name it in the error. */
 static obx_result obx__check_message(obx_error *err, const char *fn, int index,
@@ -7723,6 +7834,11 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
     if (m->due_utc_ms < 0 || m->due_utc_ms > OBX_TIME_MAX_MS)
         OBX__BAD("due_utc_ms", OBX_ERR_OUT_OF_RANGE,
                  "due_utc_ms must be 0 (now) or a Unix time in ms up to OBX_TIME_MAX_MS" OBX__WHY(" (year 9999)"));
+    if (m->expires_utc_ms < 0 || m->expires_utc_ms > OBX_TIME_MAX_MS)
+        OBX__BAD("expires_utc_ms", OBX_ERR_OUT_OF_RANGE,
+                 "expires_utc_ms must be 0 (never) or a Unix time in ms up to OBX_TIME_MAX_MS" OBX__WHY(" (year 9999)"));
+    if (m->expires_utc_ms > 0 && m->expires_utc_ms < m->due_utc_ms)
+        OBX__BAD("expires_utc_ms", OBX_ERR_OUT_OF_RANGE, "expires_utc_ms must not be before due_utc_ms");
     return obx__check_envelope(err, fn, item, m);
 #undef OBX__BAD
 }
@@ -7758,28 +7874,10 @@ static int obx__chunk_end(const obx__enqueue_ctx *c, int from) {
     return i;
 }
 
-/* An optional text: "" is stored as NULL. */
-static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
-
-/* m's headers as one JSON object {"key":"value",...} in b (emptied first),
- * keys in their given order; 0 when out of memory. */
-static int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_message *m) {
-    int i, ok;
-    b->len = 0;
-    ok = obx__buf_add(h, b, "{", 1);
-    for (i = 0; ok && i < m->header_count; i++) {
-        const obx_header *x = &m->headers[i];
-        ok = (i == 0 || obx__buf_add(h, b, ",", 1)) && obx__quoted_add(h, b, x->key, strlen(x->key), 0) &&
-             obx__buf_add(h, b, ":", 1) && obx__quoted_add(h, b, x->value, strlen(x->value), 0);
-    }
-    return ok && obx__buf_add(h, b, "}", 1);
-}
-
 /* Whether m needs the statements with the ordering key and the envelope:
  * messages without either take the plain ones, as before both existed. */
 static int obx__extended(const obx_new_message *m) {
-    return obx__opt_text(m->ordering_key) || obx__opt_text(m->tenant_id) || obx__opt_text(m->aggregate_type) ||
-           obx__opt_text(m->aggregate_id) || m->header_count > 0;
+    return obx__opt_text(m->ordering_key) || obx__has_envelope(m) || m->expires_utc_ms > 0;
 }
 
 /* ,"s" or ,null to a JSON row. */
@@ -7794,8 +7892,9 @@ static int obx__json_opt_add(const obx__hooks *h, obx__buf *b, const char *s) {
 static int obx__json_row_add(const obx__hooks *h, obx__buf *b, const char *id, const char *message_id,
                              const obx_new_message *m, size_t payload_len, const char *corr, int ext,
                              const char *headers) {
-    char due[24];
+    char due[24], exp[24];
     int n = m->due_utc_ms > 0 ? snprintf(due, sizeof due, ",%lld", (long long)m->due_utc_ms) : 0;
+    int e = m->expires_utc_ms > 0 ? snprintf(exp, sizeof exp, ",%lld", (long long)m->expires_utc_ms) : 0;
     return obx__buf_add(h, b, b->len == 0 ? "[[" : ",[", 2) && obx__quoted_add(h, b, id, 36, 0) &&
            obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, message_id, 36, 0) &&
            obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, m->topic, strlen(m->topic), 0) &&
@@ -7806,7 +7905,8 @@ static int obx__json_row_add(const obx__hooks *h, obx__buf *b, const char *id, c
                      obx__json_opt_add(h, b, obx__opt_text(m->tenant_id)) &&
                      obx__json_opt_add(h, b, obx__opt_text(m->aggregate_type)) &&
                      obx__json_opt_add(h, b, obx__opt_text(m->aggregate_id)) &&
-                     obx__json_opt_add(h, b, headers))) &&
+                     obx__json_opt_add(h, b, headers) &&
+                     (e > 0 ? obx__buf_add(h, b, exp, (size_t)e) : obx__buf_add(h, b, ",null", 5)))) &&
            obx__buf_add(h, b, "]", 1);
 }
 
@@ -7829,7 +7929,7 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
     for (k = 0; k < OBX__INSERT_LISTS; k++) col[k].len = 0;
     for (i = from; i < to && ok; i++) {
         const obx_new_message *m = &c->msgs[i];
-        char message_id[37], due[24];
+        char message_id[37], due[24], exp[24];
         const char *corr = obx__opt_text(m->correlation_id), *headers = NULL;
         obx__new_uuid(s, c->ids[i]);
         obx__new_uuid(s, message_id);
@@ -7842,6 +7942,7 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
             continue;
         }
         snprintf(due, sizeof due, "%lld", (long long)m->due_utc_ms);
+        snprintf(exp, sizeof exp, "%lld", (long long)m->expires_utc_ms);
         ok = obx__list_add(db->hooks, &col[0], db->d, c->ids[i], 36) &&
              obx__list_add(db->hooks, &col[1], db->d, message_id, 36) &&
              obx__list_add(db->hooks, &col[2], db->d, m->topic, strlen(m->topic)) &&
@@ -7852,7 +7953,8 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
                        obx__list_opt_add(db->hooks, &col[7], db->d, obx__opt_text(m->tenant_id)) &&
                        obx__list_opt_add(db->hooks, &col[8], db->d, obx__opt_text(m->aggregate_type)) &&
                        obx__list_opt_add(db->hooks, &col[9], db->d, obx__opt_text(m->aggregate_id)) &&
-                       obx__list_opt_add(db->hooks, &col[10], db->d, headers)));
+                       obx__list_opt_add(db->hooks, &col[10], db->d, headers) &&
+                       obx__list_opt_add(db->hooks, &col[11], db->d, m->expires_utc_ms > 0 ? exp : NULL)));
     }
     for (k = 0; k < lists && ok; k++) {
         ok = obx__list_end(db->hooks, &col[k], db->d);
@@ -7878,7 +7980,7 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
     for (i = 0; i < c->count; i++) {
         const obx_new_message *m = &c->msgs[i];
         char message_id[37];
-        obx__param p[12];
+        obx__param p[13];
         const char *corr = obx__opt_text(m->correlation_id);
         obx_result r;
         obx__new_uuid(c->s, c->ids[i]);
@@ -7902,14 +8004,12 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
             continue;
         }
         /* A key (the statement that orders it) or an envelope. */
-        if (m->header_count > 0 && !obx__headers_json(db->hooks, &c->s->own.headers, m))
+        if (!obx__envelope_params(db->hooks, &c->s->own.headers, &p[8], m))
             return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue", "out of memory");
         obx__p_text(&p[7], obx__opt_text(m->ordering_key), (size_t)-1);
-        obx__p_text(&p[8], obx__opt_text(m->tenant_id), (size_t)-1);
-        obx__p_text(&p[9], obx__opt_text(m->aggregate_type), (size_t)-1);
-        obx__p_text(&p[10], obx__opt_text(m->aggregate_id), (size_t)-1);
-        obx__p_text(&p[11], m->header_count > 0 ? c->s->own.headers.data : NULL, (size_t)-1);
-        r = obx__exec(db, OBX__Q_INSERT_KEYED, c->s->sql[OBX__Q_INSERT_KEYED], p, 12, NULL, NULL);
+        obx__p_i64(&p[12], m->expires_utc_ms);
+        if (m->expires_utc_ms <= 0) p[12].ind = SQL_NULL_DATA;
+        r = obx__exec(db, OBX__Q_INSERT_KEYED, c->s->sql[OBX__Q_INSERT_KEYED], p, 13, NULL, NULL);
         if (r != OBX_OK) return r;
     }
     return OBX_OK;

@@ -1530,6 +1530,229 @@ static void test_max_starts_range(void) {
     ibx_store_close(s);
 }
 
+/* ---- the envelope (IBX-ENVELOPE-*) ---------------------------------------------------- */
+
+/* Awkward bytes: quotes, backslashes, a control character, 2- and 4-byte UTF-8. */
+#define ENV_ODD "q\"uote 'single' back\\slash \\\\n tab\t caf\xc3\xa9 \xf0\x9f\x98\x80 end"
+#define ENV_TENANT "tenant-\xf0\x9f\x98\x80\"'\\"
+#define ENV_AID "order/42 \"x\" \\ \xc3\xa9"
+static const ibx_header k_env_headers[] = {
+    {"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+    {"k\"ey\\\xf0\x9f\x98\x80", ENV_ODD},
+    {"empty", ""}};
+
+/* Message `id` with envelope `which`: 0 none, 1 all of it, 2 one header ("" tenant is none). */
+static ibx_new_message env_msg(const char *id, int which) {
+    ibx_new_message m = msg("env.t", "env-src", id, which == 1 ? "{\"a\":1}" : which == 2 ? "two" : "plain");
+    if (which == 1) {
+        m.tenant_id = ENV_TENANT;
+        m.aggregate_type = "Order";
+        m.aggregate_id = ENV_AID;
+        m.headers = k_env_headers;
+        m.header_count = 3;
+    } else if (which == 2) {
+        m.headers = k_env_headers + 2;
+        m.header_count = 1;
+        m.tenant_id = "";
+    }
+    return m;
+}
+
+/* m carries what env_msg(which) gave, byte for byte. */
+static int env_matches(const ibx_message *m, int which) {
+    const char *k = NULL, *v = NULL;
+    int i;
+    if (which == 0 || which == 2) {
+        if (m->tenant_id || m->aggregate_type || m->aggregate_id) return 0;
+        if (which == 0) return m->header_count == 0 && m->headers_packed == NULL &&
+                               ibx_message_header(m, "traceparent") == NULL;
+        return m->header_count == 1 && ibx_message_header(m, "empty") &&
+               strcmp(ibx_message_header(m, "empty"), "") == 0;
+    }
+    if (!m->tenant_id || strcmp(m->tenant_id, ENV_TENANT) != 0) return 0;
+    if (!m->aggregate_type || strcmp(m->aggregate_type, "Order") != 0) return 0;
+    if (!m->aggregate_id || strcmp(m->aggregate_id, ENV_AID) != 0) return 0;
+    if (m->header_count != 3) return 0;
+    for (i = 0; i < 3; i++)
+        if (ibx_message_header_at(m, i, &k, &v) != IBX_OK || strcmp(k, k_env_headers[i].key) != 0 ||
+            strcmp(v, k_env_headers[i].value) != 0)
+            return 0;
+    return ibx_message_header_at(m, 3, &k, &v) == IBX_ERR_NOT_FOUND && ibx_message_header(m, "TRACEPARENT") == NULL &&
+           strcmp(ibx_message_header(m, "traceparent"), k_env_headers[0].value) == 0;
+}
+
+static int env_which(const ibx_message *m) {
+    return strcmp(m->payload, "{\"a\":1}") == 0 ? 1 : strcmp(m->payload, "two") == 0 ? 2 : 0;
+}
+
+typedef struct env_probe {
+    int calls, ok;
+} env_probe;
+
+static ibx_outcome env_handler(const ibx_message *m, char *error, size_t size, void *user) {
+    env_probe *p = (env_probe *)user;
+    (void)error; (void)size;
+    p->calls++;
+    if (env_matches(m, env_which(m))) p->ok++;
+    return IBX_DONE;
+}
+
+/* The envelope through enqueue, get, claim and a handler, in its own columns. */
+static void test_envelope_roundtrip(void) {
+    ibx_store *s = fresh();
+    static const char *ids[3] = {"e1", "e0", "e2"};
+    static const int which[3] = {1, 0, 2};
+    ibx_new_message m;
+    ibx_message got;
+    ibx_key keys[3];
+    const ibx_message *ms = NULL;
+    ibx_dispatcher *d;
+    char owner[37];
+    env_probe p;
+    int i, j, n, seen = 0, enqueued = 0;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < 3; i++) {
+        m = env_msg(ids[i], which[i]);
+        TT_EQ_INT(ibx_enqueue(s, &m, &enqueued), IBX_OK);
+        TT_EQ_INT(enqueued, 1);
+    }
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"TenantId\" IS NOT NULL AND \"AggregateType\" = 'Order' "
+                        "AND \"AggregateId\" IS NOT NULL"), 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Headers\" IS NULL AND \"TenantId\" IS NULL"), 1);
+    for (i = 0; i < 3; i++) {
+        TT_EQ_INT(ibx_get(s, ids[i], "env-src", &got), IBX_OK);
+        TT_EXPECT(env_matches(&got, which[i]));
+    }
+    TT_EQ_INT(ibx_owner_token(s, owner), IBX_OK);
+    n = claim(s, owner, 10, &ms);
+    TT_EQ_INT(n, 3);
+    for (i = 0; i < n; i++)
+        for (j = 0; j < 3; j++)
+            if (strcmp(ms[i].message_id, ids[j]) == 0) {
+                seen++;
+                TT_EXPECT(env_matches(&ms[i], which[j]));
+                keys[j].source = "env-src";
+                keys[j].message_id = ids[j];
+            }
+    TT_EQ_INT(seen, 3);
+    TT_EQ_INT(ibx_abandon(s, owner, keys, 3, NULL, 1, NULL), IBX_OK);
+    sleep_ms(20);
+    memset(&p, 0, sizeof p);
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    TT_EQ_INT(ibx_dispatcher_on(d, "env.t", env_handler, &p), IBX_OK);
+    TT_EQ_INT(ibx_dispatcher_run_once(d, NULL), IBX_OK);
+    TT_EQ_INT(p.calls, 3);
+    TT_EQ_INT(p.ok, 3);
+    ibx_dispatcher_destroy(d);
+    ibx_store_close(s);
+}
+
+/* Each envelope argument refused before any SQL, naming it (the checks
+ * are the outbox's, shared). */
+static void test_envelope_limits(void) {
+    ibx_store *s = fresh();
+    ibx_new_message m;
+    ibx_header h[IBX_HEADERS_MAX + 1];
+    static char names[IBX_HEADERS_MAX + 1][8], big[IBX_HEADER_VALUE_MAX + 2], text[IBX_AGGREGATE_ID_MAX + 2];
+    int i;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i <= IBX_HEADERS_MAX; i++) {
+        snprintf(names[i], sizeof names[i], "h%d", i);
+        h[i].key = names[i];
+        h[i].value = "v";
+    }
+#define BAD(field_setup, want_where)                                                     \
+    do {                                                                                 \
+        m = msg("env.bad", "env-src", "bad", "p");                                       \
+        field_setup;                                                                     \
+        TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_ERR_INVALID_ARG);                        \
+        TT_EQ_STR(ibx_store_last_error(s)->where, want_where);                           \
+    } while (0)
+    memset(text, 'x', IBX_TENANT_MAX + 1);
+    BAD(m.tenant_id = text, "ibx_enqueue: tenant_id");
+    BAD(m.aggregate_type = text, "ibx_enqueue: aggregate_type");
+    memset(text, 'y', IBX_AGGREGATE_ID_MAX + 1);
+    BAD(m.aggregate_id = text, "ibx_enqueue: aggregate_id");
+    BAD(m.tenant_id = "bad \xff utf-8", "ibx_enqueue: tenant_id");
+    BAD(m.header_count = -1, "ibx_enqueue: header_count");
+    BAD((m.headers = h, m.header_count = IBX_HEADERS_MAX + 1), "ibx_enqueue: header_count");
+    BAD(m.header_count = 1, "ibx_enqueue: headers");
+    h[1].key = "";
+    BAD((m.headers = h, m.header_count = 2), "ibx_enqueue: headers[1].key");
+    h[1].key = "h0";
+    BAD((m.headers = h, m.header_count = 2), "ibx_enqueue: headers[1].key"); /* a duplicate */
+    h[1].key = "h1";
+    h[1].value = NULL;
+    BAD((m.headers = h, m.header_count = 2), "ibx_enqueue: headers[1].value");
+    memset(big, 'v', IBX_HEADER_VALUE_MAX + 1);
+    h[1].value = big;
+    BAD((m.headers = h, m.header_count = 2), "ibx_enqueue: headers[1].value");
+    big[IBX_HEADER_VALUE_MAX] = '\0'; /* at the limit each, five of them pass the total */
+    for (i = 0; i < 5; i++) h[i].value = big;
+    BAD((m.headers = h, m.header_count = 5), "ibx_enqueue: headers");
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 0); /* nothing written */
+#undef BAD
+    /* The limits themselves fit: the most pairs, three at the value limit,
+     * each text at its length. */
+    h[3].value = h[4].value = "v";
+    m = msg("env.bad", "env-src", "fits", "p");
+    m.headers = h;
+    m.header_count = IBX_HEADERS_MAX;
+    text[IBX_AGGREGATE_ID_MAX] = '\0';
+    m.aggregate_id = text;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    {
+        ibx_message got;
+        const char *k = NULL, *v = NULL;
+        TT_EQ_INT(ibx_get(s, "fits", "env-src", &got), IBX_OK);
+        TT_EQ_INT(got.header_count, IBX_HEADERS_MAX);
+        TT_EQ_INT((int)strlen(ibx_message_header(&got, "h2")), IBX_HEADER_VALUE_MAX);
+        TT_EQ_INT(ibx_message_header_at(&got, IBX_HEADERS_MAX - 1, &k, &v), IBX_OK);
+        TT_EQ_STR(k, names[IBX_HEADERS_MAX - 1]);
+        TT_EQ_INT((int)strlen(got.aggregate_id), IBX_AGGREGATE_ID_MAX);
+    }
+    ibx_store_close(s);
+}
+
+/* A redelivery is the same message: the envelope stored first stays; a
+ * row the dedup check made (no envelope) takes the first enqueue's; a
+ * Done message is not changed. */
+static void test_envelope_redelivery(void) {
+    ibx_store *s = fresh();
+    ibx_new_message first = env_msg("r1", 1), again = env_msg("r1", 2), plain = env_msg("r1", 0);
+    ibx_message got;
+    int processed = -1, enqueued = -1;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(ibx_enqueue(s, &first, &enqueued), IBX_OK);
+    again.tenant_id = "other-tenant";
+    again.aggregate_type = "Invoice";
+    TT_EQ_INT(ibx_enqueue(s, &again, &enqueued), IBX_OK); /* another envelope */
+    TT_EQ_INT(enqueued, 1);
+    TT_EQ_INT(ibx_enqueue(s, &plain, &enqueued), IBX_OK); /* none: the plain statement */
+    TT_EQ_INT(ibx_get(s, "r1", "env-src", &got), IBX_OK);
+    TT_EXPECT(strcmp(got.payload, "plain") == 0); /* the payload is the latest, */
+    TT_EXPECT(env_matches(&got, 1));              /* the envelope the first */
+    /* Seen by the dedup check first: the enqueue brings the envelope. */
+    TT_EQ_INT(ibx_already_processed(s, "r2", "env-src", NULL, 0, &processed), IBX_OK);
+    TT_EQ_INT(processed, 0);
+    first.message_id = "r2";
+    TT_EQ_INT(ibx_enqueue(s, &first, &enqueued), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "r2", "env-src", &got), IBX_OK);
+    TT_EXPECT(env_matches(&got, 1));
+    /* Done: a redelivery changes nothing, the envelope included. */
+    plain.message_id = "r3";
+    TT_EQ_INT(ibx_enqueue(s, &plain, &enqueued), IBX_OK);
+    TT_EQ_INT(ibx_mark_processed(s, "r3", "env-src"), IBX_OK);
+    first.message_id = "r3";
+    TT_EQ_INT(ibx_enqueue(s, &first, &enqueued), IBX_OK);
+    TT_EQ_INT(enqueued, 0);
+    TT_EQ_INT(ibx_get(s, "r3", "env-src", &got), IBX_OK);
+    TT_EXPECT(env_matches(&got, 0));
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Headers\" IS NOT NULL"), 2);
+    ibx_store_close(s);
+}
+
 /* ---- schema upgrades (CORE-SCHEMA-UPGRADE) ---------------------------------------- */
 
 /* A store on the upgrade tests' tables (schema ibxv0 on PostgreSQL). */
@@ -2315,6 +2538,73 @@ static void test_plans(void) {
     ibx_store_close(s);
 }
 
+/* CORE-EXPIRY for the inbox: past expires_utc_ms when claimed, a message is
+ * never handed to a handler: Dead with "expired", counted. A redelivery
+ * keeps the expiry first stored. */
+static int g_expiry_calls;
+static ibx_outcome expiry_handler(const ibx_message *m, char *error, size_t size, void *user) {
+    (void)m; (void)error; (void)size; (void)user;
+    g_expiry_calls++;
+    return IBX_DONE;
+}
+
+static void test_expiry(void) {
+    ibx_store *s = fresh();
+    ibx_dispatcher *d;
+    ibx_run_stats st;
+    ibx_new_message m;
+    ibx_message got;
+    int64_t counters[IBX_METRIC_COUNT_];
+    int64_t past = now_ms() - 60000, later = now_ms() + 3600000;
+    TT_ASSERT(s != NULL);
+    m = msg("exp", "src", "late", "{}");
+    m.expires_utc_ms = past;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    m = msg("exp", "src", "fine", "{}");
+    m.expires_utc_ms = later;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    m.expires_utc_ms = past; /* a redelivery: the first expiry stays */
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    TT_ASSERT(enqueue(s, "exp", "src", "plain"));
+    TT_EQ_INT(ibx_get(s, "late", "src", &got), IBX_OK);
+    TT_EQ_INT(got.expires_ms, past);
+    TT_EQ_INT(ibx_get(s, "fine", "src", &got), IBX_OK);
+    TT_EQ_INT(got.expires_ms, later);
+    TT_EQ_INT(ibx_get(s, "plain", "src", &got), IBX_OK);
+    TT_EQ_INT(got.expires_ms, 0);
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    TT_EQ_INT(ibx_dispatcher_on(d, "exp", expiry_handler, NULL), IBX_OK);
+    g_expiry_calls = 0;
+    memset(&st, 0, sizeof st);
+    TT_EQ_INT(ibx_dispatcher_run_once(d, &st), IBX_OK);
+    TT_EQ_INT(st.claimed, 3);
+    TT_EQ_INT(g_expiry_calls, 2);
+    TT_EQ_INT(st.dead, 1);
+    TT_EQ_INT(ibx_get(s, "late", "src", &got), IBX_OK);
+    TT_EQ_INT(got.status, IBX_STATUS_DEAD);
+    TT_EQ_STR(got.last_error, "expired");
+    TT_EQ_INT(ibx_get(s, "fine", "src", &got), IBX_OK);
+    TT_EQ_INT(got.status, IBX_STATUS_DONE);
+    TT_EQ_INT(ibx_store_counters(s, counters), IBX_OK);
+    TT_EQ_INT(counters[IBX_METRIC_EXPIRED_UNHANDLED], 1);
+    TT_EQ_INT(counters[IBX_METRIC_DEAD], 1);
+    ibx_dispatcher_destroy(d);
+    /* Validation, naming the field. */
+    m = msg("exp", "src", "bad", "{}");
+    m.expires_utc_ms = -1;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_enqueue: expires_utc_ms");
+    m.expires_utc_ms = IBX_TIME_MAX_MS + 1;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_ERR_OUT_OF_RANGE);
+    m.due_utc_ms = later;
+    m.expires_utc_ms = later - 1;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_enqueue: expires_utc_ms");
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"MessageId\" = 'bad'"), 0);
+    ibx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -2448,6 +2738,10 @@ int main(int argc, char **argv) {
     RUN("IBX-METRICS-TEXT", "ibx_metrics_text: counters, gauges, per-topic handler histogram, escaped labels, buffer size", test_metrics_text);
     RUN("IBX-KEY-EXACT", "keys differing only in a trailing space are different messages", test_key_exact);
     RUN("IBX-BATCH-PAUSE", "a batch handler (mixed outcomes, each on its message) and OBX_PAUSE through the inbox", test_batch_and_pause);
+    RUN("CORE-EXPIRY", "a message past expires_utc_ms when claimed is never handled: Dead, \"expired\", counted; a redelivery keeps the first expiry; validation names the field", test_expiry);
+    RUN("IBX-ENVELOPE-ROUNDTRIP", "tenant, aggregate type and id, headers: own columns, byte-exact through enqueue, get, claim and handler", test_envelope_roundtrip);
+    RUN("IBX-ENVELOPE-LIMITS", "each envelope argument refused before any SQL, naming it; values at the limits fit", test_envelope_limits);
+    RUN("IBX-ENVELOPE-REDELIVERY", "a redelivery keeps the envelope stored first; a dedup-check row takes the first enqueue's; Done is untouched", test_envelope_redelivery);
     RUN("IBX-DEAD-LETTERS", "dead letters by (source, id), topic, error: list, revive (attempts reset, error kept), purge", test_dead_letters);
     RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);

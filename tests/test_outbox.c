@@ -1928,6 +1928,95 @@ static void test_schema_upgrade(void) {
     obx_store_close(fresh_store);
 }
 
+/* Expiry: a message past expires_utc_ms when claimed is never handed to a
+ * handler; it ends Dead with "expired", counted. Single and batch enqueue. */
+static int g_expiry_calls;
+static obx_outcome expiry_handler(const obx_message *m, char *error, size_t size, void *user) {
+    (void)error; (void)size; (void)user;
+    g_expiry_calls++;
+    return strcmp(m->payload, "late") == 0 ? OBX_DEAD : OBX_DONE; /* "late" never gets here */
+}
+
+static void test_expiry(void) {
+    obx_store *s = fresh();
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    obx_new_message m, batch[3];
+    obx_message got;
+    int64_t counters[OBX_METRIC_COUNT_];
+    char late[37], fine[37], ids[3][37];
+    int64_t past = now_ms() - 60000, later = now_ms() + 3600000;
+    TT_ASSERT(s != NULL);
+    m = msg("exp", "late");
+    m.expires_utc_ms = past;
+    TT_EQ_INT(obx_enqueue(s, &m, late), OBX_OK);
+    m = msg("exp", "fine");
+    m.expires_utc_ms = later;
+    TT_EQ_INT(obx_enqueue(s, &m, fine), OBX_OK);
+    TT_EQ_INT(obx_get(s, late, &got), OBX_OK);
+    TT_EQ_INT(got.expires_ms, past);
+    TT_EQ_INT(obx_get(s, fine, &got), OBX_OK);
+    TT_EQ_INT(got.expires_ms, later);
+    /* A batch: expired, unexpired, none (one statement where the dialect has one). */
+    batch[0] = msg("exp", "late");
+    batch[0].expires_utc_ms = past;
+    batch[1] = msg("exp", "fine");
+    batch[1].expires_utc_ms = later;
+    batch[2] = msg("exp", "plain");
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, batch, 3, ids), OBX_OK);
+    TT_EQ_INT(obx_get(s, ids[0], &got), OBX_OK);
+    TT_EQ_INT(got.expires_ms, past);
+    TT_EQ_INT(obx_get(s, ids[2], &got), OBX_OK);
+    TT_EQ_INT(got.expires_ms, 0);
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "exp", expiry_handler, NULL), OBX_OK);
+    g_expiry_calls = 0;
+    memset(&st, 0, sizeof st);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.claimed, 5);
+    TT_EQ_INT(g_expiry_calls, 3); /* fine, fine, plain */
+    TT_EQ_INT(st.done, 3);
+    TT_EQ_INT(st.dead, 2);
+    TT_EQ_INT(obx_get(s, late, &got), OBX_OK);
+    TT_EQ_INT(got.status, OBX_STATUS_FAILED);
+    TT_EQ_STR(got.last_error, "expired");
+    TT_EQ_INT(obx_get(s, ids[0], &got), OBX_OK);
+    TT_EQ_INT(got.status, OBX_STATUS_FAILED);
+    TT_EQ_STR(got.last_error, "expired");
+    TT_EQ_INT(obx_get(s, fine, &got), OBX_OK);
+    TT_EQ_INT(got.status, OBX_STATUS_DONE);
+    TT_EQ_INT(obx_store_counters(s, counters), OBX_OK);
+    TT_EQ_INT(counters[OBX_METRIC_EXPIRED_UNHANDLED], 2);
+    TT_EQ_INT(counters[OBX_METRIC_DEAD], 2);
+    TT_EQ_INT(counters[OBX_METRIC_EXPIRED], 0);
+    obx_dispatcher_destroy(d);
+    /* Validation, before any SQL, naming the field. */
+#define BAD_EXP(due, exp)                                                              \
+    do {                                                                               \
+        m = msg("exp.bad", "p");                                                       \
+        m.due_utc_ms = (due);                                                          \
+        m.expires_utc_ms = (exp);                                                      \
+        TT_EQ_INT(obx_enqueue(s, &m, late), OBX_ERR_OUT_OF_RANGE);                     \
+        TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue: expires_utc_ms");      \
+    } while (0)
+    BAD_EXP(0, -1);
+    BAD_EXP(0, OBX_TIME_MAX_MS + 1);
+    BAD_EXP(later, later - 1);
+    batch[1].expires_utc_ms = -5;
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, batch, 3, ids), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_batch: messages[1].expires_utc_ms");
+#undef BAD_EXP
+    m = msg("exp.ok", "p");
+    m.due_utc_ms = later;
+    m.expires_utc_ms = later; /* equal is allowed */
+    TT_EQ_INT(obx_enqueue(s, &m, late), OBX_OK);
+    TT_EQ_INT(count_status(s, 0), 1);
+    obx_store_close(s);
+}
+
 static void test_102_107_logging(void) {
     obx_store *s;
     char owner[37], id[37];
@@ -5109,6 +5198,7 @@ int main(int argc, char **argv) {
     RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);
     RUN("CORE-SKIPPED-RELEASED", "a message with no time left to start is released at once, its start taken back", test_skipped_released);
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
+    RUN("CORE-EXPIRY", "a message past expires_utc_ms when claimed is never handled: Dead, \"expired\", counted; single and batch enqueue; validation names the field", test_expiry);
     RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);

@@ -168,7 +168,7 @@ static void test_deploy(void) {
         TT_EXPECT(strstr(q, "\nGO") == NULL);
         if (q[0] != '<') batches++;
     }
-    TT_EQ_INT(batches, 26);
+    TT_EQ_INT(batches, 27);
     TT_EXPECT(strstr(fake_log_sql(0), "SET QUOTED_IDENTIFIER ON;") != NULL); /* filtered indexes need it */
     TT_EQ_STR(fake_log_sql(fake_log_count() - 2), "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;");
     TT_EQ_INT(fake_commits(), 1);
@@ -202,7 +202,8 @@ static void test_schema_upgrade(void) {
                                  "ALTER TABLE [dbo].[Outbox] ADD [Starts] INT NOT NULL DEFAULT 0");
     TT_EXPECT(strstr(fake_log_sql(create), "    [Starts]        INT NOT NULL DEFAULT 0,\n    [OrderingKey]   "
                                            "NVARCHAR(255) NULL,\n    [OrderingSeq]   BIGINT NULL,\n    [TenantId]") != NULL);
-    TT_EXPECT(strstr(fake_log_sql(create), "    [Headers]       NVARCHAR(MAX) NULL,\n    [Seq]") != NULL);
+    TT_EXPECT(strstr(fake_log_sql(create), "    [Headers]       NVARCHAR(MAX) NULL,\n    [ExpiresAt]     "
+                                           "DATETIMEOFFSET NULL,\n    [Seq]") != NULL);
     TT_EQ_STR(fake_log_sql(add + 1), "IF COL_LENGTH(N'[dbo].[Outbox]', N'OrderingKey') IS NULL "
                                      "ALTER TABLE [dbo].[Outbox] ADD [OrderingKey] NVARCHAR(255) NULL");
     TT_EQ_STR(fake_log_sql(add + 2), "IF COL_LENGTH(N'[dbo].[Outbox]', N'OrderingSeq') IS NULL "
@@ -215,7 +216,10 @@ static void test_schema_upgrade(void) {
     TT_EQ_STR(fake_log_sql(add + 6), "IF COL_LENGTH(N'[dbo].[Outbox]', N'Headers') IS NULL "
                                      "ALTER TABLE [dbo].[Outbox] ADD [Headers] NVARCHAR(MAX) NULL");
     TT_EXPECT(fake_log_find("CREATE INDEX [IX_Outbox_Ready]", 0) > add + 6);
-    TT_EXPECT(fake_log_find("COL_LENGTH", add + 7) < 0); /* once each; no probe query before it */
+    /* Expiry's (CORE-EXPIRY) last. */
+    TT_EQ_STR(fake_log_sql(add + 7), "IF COL_LENGTH(N'[dbo].[Outbox]', N'ExpiresAt') IS NULL "
+                                     "ALTER TABLE [dbo].[Outbox] ADD [ExpiresAt] DATETIMEOFFSET NULL");
+    TT_EXPECT(fake_log_find("COL_LENGTH", add + 8) < 0); /* once each; no probe query before it */
     TT_EQ_INT(fake_commits(), 1);
     obx_store_close(s);
     in = inbox();
@@ -296,16 +300,17 @@ static void test_enqueue(void) {
     q = fake_log_sql(e);
     TT_EXPECT(strncmp(q, "INSERT INTO [dbo].[Outbox] ([Id], [MessageId], [Topic], [Payload], [CorrelationId], "
                          "[DueTimeUtc], [NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], "
-                         "[AggregateId], [Headers]) SELECT ?, ?, ?, ?, ?, DATEADD(MILLISECOND, "
+                         "[AggregateId], [Headers], [ExpiresAt]) SELECT ?, ?, ?, ?, ?, DATEADD(MILLISECOND, "
                          "CAST(? % 86400000 AS INT), DATEADD(DAY, CAST(? / 86400000 AS INT), "
                          "CAST('1970-01-01T00:00:00+00:00' AS DATETIMEOFFSET(3))))",
                   200) == 0);
     /* The due time is used twice, the next attempt twice, the ordering key
      * three times: numbered markers bind it at each place; then the
-     * envelope's four (NULL here). */
-    TT_EQ_INT(count_char(q, '?'), 18);
-    TT_EQ_INT(fake_log_param_count(e), 18);
+     * envelope's four (NULL here), the expiry twice (NULL: never). */
+    TT_EQ_INT(count_char(q, '?'), 20);
+    TT_EQ_INT(fake_log_param_count(e), 20);
     TT_EXPECT(fake_log_param(e, 0, 15).is_null && fake_log_param(e, 0, 18).is_null);
+    TT_EXPECT(fake_log_param(e, 0, 19).is_null && fake_log_param(e, 0, 20).is_null);
     TT_EQ_STR(fake_log_param_text(e, 0, 10), "customer-7");
     TT_EQ_STR(fake_log_param_text(e, 0, 14), "customer-7");
     TT_EXPECT(strstr(q, "(SELECT MAX(o.[OrderingSeq]) FROM [dbo].[Outbox] AS o WHERE o.[OrderingKey] IS NOT NULL "
@@ -374,10 +379,54 @@ static void test_enqueue_batch(void) {
     TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 3, ids), OBX_OK);
     e = first_exec();
     TT_EXPECT(strstr(fake_log_sql(e), "JOIN OPENJSON(?) AS k ON k.[key] = i.[key]") != NULL);
-    TT_EQ_INT(fake_log_param_count(e), 11);
+    TT_EQ_INT(fake_log_param_count(e), 12);
+    TT_EQ_STR(fake_log_param_text(e, 0, 12), "[null,null,null]"); /* expiries */
     TT_EQ_STR(fake_log_param_text(e, 0, 7), "[null,\"k\\\"1\",null]");
     TT_EQ_STR(fake_log_param_text(e, 0, 11), "[null,null,null]");
     obx_store_close(s);
+}
+
+/* CORE-EXPIRY through the fake layer: expires_utc_ms takes the extended
+ * statement (bound twice, ms to DATETIMEOFFSET), a batch's as a twelfth
+ * JSON array; a message without it keeps the plain statements. */
+static void test_expiry(void) {
+    obx_store *s = outbox();
+    obx_new_message m[2];
+    char ids[2][37];
+    int e, n;
+    TT_ASSERT(s != NULL);
+    memset(m, 0, sizeof m);
+    m[0].topic = m[1].topic = "t";
+    m[0].payload = m[1].payload = "p";
+    m[0].payload_len = m[1].payload_len = OBX_NTS;
+    m[0].expires_utc_ms = 1767225700000;
+    TT_EQ_INT(obx_enqueue(s, &m[0], ids[0]), OBX_OK);
+    e = first_exec();
+    n = fake_log_param_count(e);
+    TT_EQ_INT(n, 20);
+    TT_EXPECT(strstr(fake_log_sql(e), "[Headers], [ExpiresAt]) SELECT") != NULL);
+    TT_EQ_STR(fake_log_param_text(e, 0, 19), "1767225700000");
+    TT_EQ_STR(fake_log_param_text(e, 0, 20), "1767225700000");
+    TT_EQ_INT(param_type(e, 19), SQL_BIGINT);
+    forget();
+    TT_EQ_INT(obx_enqueue(s, &m[1], ids[1]), OBX_OK);
+    e = first_exec();
+    TT_EXPECT(strstr(fake_log_sql(e), "ExpiresAt") == NULL); /* none: the plain statement */
+    forget();
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 2, ids), OBX_OK);
+    e = first_exec();
+    TT_EQ_INT(fake_log_param_count(e), 12);
+    TT_EQ_STR(fake_log_param_text(e, 0, 12), "[\"1767225700000\",null]");
+    TT_EXPECT(strstr(fake_log_sql(e), "JOIN OPENJSON(?) AS e5 ON e5.[key] = i.[key]") != NULL);
+    /* Refused before any SQL, naming the field. */
+    forget();
+    m[1].due_utc_ms = 1767225800000;
+    m[1].expires_utc_ms = 1767225700000;
+    TT_EQ_INT(obx_enqueue(s, &m[1], ids[1]), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue: expires_utc_ms");
+    TT_EQ_INT(fake_log_count(), 0);
+    obx_store_close(s);
+    TT_EQ_INT(fake_open_handles(), 0);
 }
 
 static void test_017_claim(void) {
@@ -388,10 +437,11 @@ static void test_017_claim(void) {
     static const char *const rows[] = {
         "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c", "order.created",
         "{\"n\":1}", NULL, "1767225600000", NULL, "2", "boom", "1", NULL, NULL, "1767225660000",
-        "0190a1b2-0000-7000-8000-000000000001", "1767225600500", "1", "customer-7", NULL, NULL, NULL, NULL};
+        "0190a1b2-0000-7000-8000-000000000001", "1767225600500", "1", "customer-7", NULL, NULL, NULL, NULL,
+        "1767225700000"};
     TT_ASSERT(s != NULL);
     strcpy(owner, "0190a1b2-0000-7000-8000-000000000001");
-    fake_push_rows(21, 1, rows);
+    fake_push_rows(22, 1, rows);
     TT_EQ_INT(obx_claim(s, owner, 30, 50, &ms, &n), OBX_OK);
     e = first_exec();
     /* The seed's Outbox_Claim: one round trip, an RPC call. */
@@ -412,6 +462,7 @@ static void test_017_claim(void) {
     TT_EQ_INT(ms[0].next_attempt_ms, 1767225600500);
     TT_EQ_INT(ms[0].due_time_ms, 0);
     TT_EQ_STR(ms[0].ordering_key, "customer-7");
+    TT_EQ_INT(ms[0].expires_ms, 1767225700000);
     TT_EQ_INT(fake_commits(), 1);
     obx_store_close(s);
     /* ordering_dead_holds: the same procedure, Dead rows counted as waiting. */
@@ -441,7 +492,7 @@ static void test_envelope(void) {
         "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c", "order.created",
         "{}", NULL, "1767225600000", NULL, "0", NULL, "1", NULL, NULL, "1767225660000",
         "0190a1b2-0000-7000-8000-000000000001", "1767225600500", "1", NULL, "tenant-1", "order", NULL,
-        "{\"traceparent\":\"00-ab\", \"q\" : \"\\\"\\\\\\ud83d\\ude00\\u00e9\"}"};
+        "{\"traceparent\":\"00-ab\", \"q\" : \"\\\"\\\\\\ud83d\\ude00\\u00e9\"}", NULL};
     TT_ASSERT(s != NULL);
     memset(m, 0, sizeof m);
     h[0].key = "traceparent";
@@ -459,8 +510,8 @@ static void test_envelope(void) {
     TT_EQ_INT(obx_enqueue(s, &m[0], ids[0]), OBX_OK);
     e = first_exec();
     /* No ordering key: the extended statement, with a NULL key. */
-    TT_EXPECT(strstr(fake_log_sql(e), "[TenantId], [AggregateType], [AggregateId], [Headers]) SELECT") != NULL);
-    last = fake_log_param_count(e);
+    TT_EXPECT(strstr(fake_log_sql(e), "[TenantId], [AggregateType], [AggregateId], [Headers], [ExpiresAt]) SELECT") != NULL);
+    last = fake_log_param_count(e) - 2; /* the expiry's two last */
     TT_EQ_INT(last, 18);
     TT_EXPECT(fake_log_param(e, 0, 10).is_null);
     TT_EQ_STR(fake_log_param_text(e, 0, last - 3), "tenant-1");
@@ -473,7 +524,7 @@ static void test_envelope(void) {
     forget();
     TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 2, ids), OBX_OK);
     e = first_exec();
-    TT_EQ_INT(fake_log_param_count(e), 11);
+    TT_EQ_INT(fake_log_param_count(e), 12);
     TT_EQ_STR(fake_log_param_text(e, 0, 7), "[null,null]"); /* ordering keys */
     TT_EQ_STR(fake_log_param_text(e, 0, 8), "[\"tenant-1\",null]");
     TT_EQ_STR(fake_log_param_text(e, 0, 10), "[\"o-42\",null]");
@@ -488,7 +539,7 @@ static void test_envelope(void) {
     TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue: headers[1].key");
     TT_EQ_INT(fake_log_count(), 0);
     /* Read back by the claim procedure. */
-    fake_push_rows(21, 1, rows);
+    fake_push_rows(22, 1, rows);
     TT_EQ_INT(obx_claim(s, rows[13], 30, 50, &ms, &n), OBX_OK);
     TT_EQ_INT(n, 1);
     TT_EQ_STR(ms[0].tenant_id, "tenant-1");
@@ -563,7 +614,7 @@ static void test_get_cleanup_stats(void) {
     int e;
     static const char *const stats[] = {"7", "1500"};
     TT_ASSERT(s != NULL);
-    fake_push_rows(21, 0, NULL);
+    fake_push_rows(22, 0, NULL);
     TT_EQ_INT(obx_get(s, "0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B", &m), OBX_ERR_NOT_FOUND);
     e = first_exec();
     TT_EXPECT(strstr(fake_log_sql(e), "FROM [dbo].[Outbox] AS t WHERE t.[Id] = ?") != NULL);
@@ -641,6 +692,53 @@ static void test_joins(void) {
 
 /* ---- inbox operations ------------------------------------------------------------------- */
 
+/* IBX-ENVELOPE through the fake layer: a message with an envelope takes the
+ * MERGE that carries it (a known row keeps its own: COALESCE of the stored
+ * value first); one without takes the plain MERGE, binding nothing more. */
+static void test_inbox_envelope(void) {
+    ibx_store *s = inbox();
+    static const ibx_header h[] = {{"traceparent", "00-x"}, {"q\"k", "v\\"}};
+    ibx_new_message m;
+    int e;
+    const char *q;
+    TT_ASSERT(s != NULL);
+    memset(&m, 0, sizeof m);
+    m.topic = "payment.received";
+    m.source = "stripe";
+    m.message_id = "m-env";
+    m.payload = "{}";
+    m.payload_len = IBX_NTS;
+    fake_push_ok(1);
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    q = fake_log_sql(first_exec());
+    TT_EXPECT(strstr(q, "[TenantId]") == NULL && strstr(q, "[Headers]") == NULL);
+    TT_EQ_INT(count_char(q, '?'), 9);
+
+    forget();
+    m.tenant_id = "acme";
+    m.aggregate_type = "Payment";
+    m.aggregate_id = "p-1";
+    m.headers = h;
+    m.header_count = 2;
+    fake_push_ok(1);
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    e = first_exec();
+    q = fake_log_sql(e);
+    TT_EXPECT(strncmp(q, "MERGE [infra].[Inbox] WITH (HOLDLOCK) AS t", 42) == 0);
+    TT_EXPECT(strstr(q, "[TenantId] = COALESCE(t.[TenantId], s.[TenantId])") != NULL);
+    TT_EXPECT(strstr(q, "[Headers] = COALESCE(t.[Headers], s.[Headers])") != NULL);
+    TT_EXPECT(strstr(q, "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE") != NULL);
+    TT_EQ_INT(count_char(q, '?'), 15); /* and the expiry, twice (NULL: never) */
+    TT_EXPECT(fake_log_param(e, 0, 14).is_null && fake_log_param(e, 0, 15).is_null);
+    TT_EXPECT(strstr(q, "[ExpiresAt] = COALESCE(t.[ExpiresAt], s.[ExpiresAt])") != NULL);
+    TT_EQ_STR(fake_log_param_text(e, 0, 10), "acme");
+    TT_EQ_STR(fake_log_param_text(e, 0, 11), "Payment");
+    TT_EQ_STR(fake_log_param_text(e, 0, 12), "p-1");
+    TT_EQ_STR(fake_log_param_text(e, 0, 13), "{\"traceparent\":\"00-x\",\"q\\\"k\":\"v\\\\\"}");
+    TT_EQ_INT(param_type(e, 13), SQL_WVARCHAR);
+    ibx_store_close(s);
+}
+
 static void test_inbox_dedup_enqueue(void) {
     ibx_store *s = inbox();
     static const char *const seen[] = {"Seen", NULL}, *const done[] = {"Done", NULL};
@@ -710,16 +808,22 @@ static void test_inbox_work_queue(void) {
     const char *owner = "0190a1b2-0000-7000-8000-000000000001";
     static const char *const rows[] = {"stripe", "m-1", "payment.received", "{}", NULL, "1767225600000",
                                        "1767225600000", "Processing", "1767225630000",
-                                       "0190a1b2-0000-7000-8000-000000000001", "0", NULL, "1767225600000", NULL, "1"};
+                                       "0190a1b2-0000-7000-8000-000000000001", "0", NULL, "1767225600000", NULL, "1",
+                                       "acme", "Order", "o-1", "{\"traceparent\": \"00-x\"}", "1767225700000"};
     static const char *const one[] = {"1"};
     const ibx_message *ms = NULL;
     ibx_key keys[1];
     int n = 0, e;
     int64_t changed = 0;
     TT_ASSERT(s != NULL);
-    fake_push_rows(15, 1, rows);
+    fake_push_rows(20, 1, rows);
     TT_EQ_INT(ibx_claim(s, owner, 30, 10, &ms, &n), IBX_OK);
     TT_EQ_INT(n, 1);
+    TT_EQ_INT(ms[0].expires_ms, 1767225700000); /* CORE-EXPIRY: the last column */
+    /* The envelope's columns come last (IBX-ENVELOPE), the headers decoded. */
+    TT_EQ_STR(ms[0].tenant_id, "acme");
+    TT_EQ_STR(ms[0].aggregate_id, "o-1");
+    TT_EQ_STR(ibx_message_header(&ms[0], "traceparent"), "00-x");
     e = first_exec();
     TT_EQ_STR(fake_log_sql(e), "{CALL [infra].[Inbox_Claim](?, ?, ?, 3)}");
     TT_EQ_STR(fake_log_param_text(e, 0, 3), "10");
@@ -901,12 +1005,12 @@ static void test_dead_letters(void) {
     static const char *const rows[] = {
         "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c", "dl.a",
         "{}", NULL, "1767225600000", NULL, "3", "timeout 503", "3", NULL, NULL, NULL, NULL, "1767225600500", "3", NULL,
-        NULL, NULL, NULL, NULL};
+        NULL, NULL, NULL, NULL, NULL};
     TT_ASSERT(s != NULL);
     memset(&f, 0, sizeof f);
     f.topic = "dl.a";
     f.error_contains = "timeout";
-    fake_push_rows(21, 1, rows);
+    fake_push_rows(22, 1, rows);
     TT_EQ_INT(obx_dead_list(s, &f, 5, 10, &ms, &n), OBX_OK);
     TT_EQ_INT(n, 1);
     TT_EQ_STR(ms[0].last_error, "timeout 503");
@@ -950,7 +1054,7 @@ static void test_dead_letters(void) {
     TT_ASSERT(in != NULL);
     memset(&g, 0, sizeof g);
     g.source = "stripe";
-    fake_push_rows(15, 0, NULL);
+    fake_push_rows(20, 0, NULL);
     TT_EQ_INT(ibx_dead_list(in, &g, 0, 20, &ims, &n), IBX_EMPTY);
     e = first_exec();
     TT_EXPECT(strstr(fake_log_sql(e), "WHERE t.[Status] = 'Dead' AND") != NULL);
@@ -986,6 +1090,7 @@ int main(int argc, char **argv) {
     RUN("OBX-089", "join counters move in triggers inside the Ack/Fail statement, capped at ExpectedSteps", test_089_join_triggers);
     RUN("CORE-CRASH-LOOP", "claim procedures count starts (the inbox's takes none at max_starts), reap procedures end them Dead", test_crash_loop);
     RUN("CORE-SCHEMA-UPGRADE", "deploy adds columns new since the first release to an old table: one self-testing batch each, after its CREATE TABLE", test_schema_upgrade);
+    RUN("CORE-EXPIRY", "expires_utc_ms: the extended statement binds it twice as ms, a batch as a twelfth array; validation before SQL", test_expiry);
     RUN("OBX-ENVELOPE", "tenant, aggregate and headers: bound after the ordering key in the extended statement, four more batch arrays, claimed rows decoded", test_envelope);
     RUN("MSSQL-DEPLOY", "deploy runs one batch per execute under sp_getapplock, in one transaction", test_deploy);
     RUN("MSSQL-SESSION", "detected from SQL_DBMS_NAME; XACT_ABORT ON, NOCOUNT OFF on our connections", test_session);
@@ -996,6 +1101,7 @@ int main(int argc, char **argv) {
     RUN("MSSQL-OUTBOX-READS", "get, cleanup (TOP, oldest first, batch per transaction), queue stats", test_get_cleanup_stats);
     RUN("OBX-083", "join start, attach (idempotent, no duplicate-key error), get", test_joins);
     RUN("IBX-002", "dedup and enqueue are MERGE WITH (HOLDLOCK); a Done message is left alone", test_inbox_dedup_enqueue);
+    RUN("IBX-ENVELOPE", "an envelope takes the MERGE that carries it (COALESCE keeps a known row's), four more parameters; none, the plain MERGE", test_inbox_envelope);
     RUN("IBX-030", "inbox claim, ack, abandon, fail, reap call the seed's procedures", test_inbox_work_queue);
     RUN("MSSQL-KEY-SPACES", "inbox keys ending in a space are refused (SQL Server would pad them)", test_inbox_trailing_space);
     RUN("MSSQL-DEAD-LETTERS", "dead letters: list (OFFSET/FETCH, NULL filters), replay, purge (TOP batches); the inbox's by source", test_dead_letters);

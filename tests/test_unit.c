@@ -894,10 +894,10 @@ static void test_fake_claim_lost_connection(void) {
     obx_store *s = fake_store("PostgreSQL", NULL);
     const obx_message *ms = NULL;
     int n = 77;
-    const char *row[21] = {"0192ABCD-EF01-7000-8000-0000000000AA", "0192abcd-ef01-7000-8000-0000000000bb",
+    const char *row[22] = {"0192ABCD-EF01-7000-8000-0000000000AA", "0192abcd-ef01-7000-8000-0000000000bb",
                            "t", "p", NULL, "1", NULL, "0", NULL, "1", NULL, NULL, "2", NULL, "3", "1", NULL,
-                           NULL, NULL, NULL, NULL};
-    const char *rows2[42];
+                           NULL, NULL, NULL, NULL, NULL};
+    const char *rows2[44];
     const char *version[1] = {"15.18"};
     int i;
     TT_ASSERT(s != NULL);
@@ -911,10 +911,10 @@ static void test_fake_claim_lost_connection(void) {
     /* The next call reconnects, sets the session up again, then claims. */
     fake_reset();
     fake_set_dbms_name("PostgreSQL");
-    for (i = 0; i < 42; i++) rows2[i] = row[i % 21];
+    for (i = 0; i < 44; i++) rows2[i] = row[i % 22];
     fake_push_ok(0);                /* SET TIME ZONE */
     fake_push_rows(1, 1, version);  /* SHOW server_version */
-    fake_push_rows(21, 2, rows2);
+    fake_push_rows(22, 2, rows2);
     TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_OK);
     TT_EQ_INT(n, 2);
     TT_EQ_STR(ms[0].id, "0192abcd-ef01-7000-8000-0000000000aa"); /* psqlODBC's upper case folded */

@@ -14,9 +14,19 @@ CREATE TABLE IF NOT EXISTS `Inbox` (
     `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
     `DueTimeUtc`    DATETIME(6) NULL,
     `Starts`        INT NOT NULL DEFAULT 0,
+    `TenantId`      VARCHAR(64) NULL,
+    `AggregateType` VARCHAR(64) NULL,
+    `AggregateId`   VARCHAR(128) NULL,
+    `Headers`       JSON NULL,
+    `ExpiresAt`     DATETIME(6) NULL,
     PRIMARY KEY (`Source`, `MessageId`),
     KEY `IX_Inbox_WorkQueue` (`Status`, `NextAttemptAt`),
     KEY `IX_Inbox_Leased` (`Status`, `LockedUntil`),
     KEY `IX_Inbox_Cleanup` (`Status`, `LastSeenUtc`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
 ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `Starts` INT NOT NULL DEFAULT 0;
+ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `TenantId` VARCHAR(64) NULL;
+ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `AggregateType` VARCHAR(64) NULL;
+ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `AggregateId` VARCHAR(128) NULL;
+ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `Headers` JSON NULL;
+ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `ExpiresAt` DATETIME(6) NULL;

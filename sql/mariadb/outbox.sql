@@ -24,6 +24,7 @@ CREATE TABLE IF NOT EXISTS `Outbox` (
     `AggregateType` VARCHAR(64) NULL,
     `AggregateId`   VARCHAR(128) NULL,
     `Headers`       JSON NULL,
+    `ExpiresAt`     DATETIME(6) NULL,
     KEY `IX_Outbox_Ready` (`Status`, `NextAttemptAt`),
     KEY `IX_Outbox_Leased` (`Status`, `LockedUntil`),
     KEY `IX_Outbox_Done` (`Status`, `ProcessedAt`)
@@ -37,6 +38,7 @@ ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `TenantId` VARCHAR(64) NULL;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `AggregateType` VARCHAR(64) NULL;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `AggregateId` VARCHAR(128) NULL;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `Headers` JSON NULL;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `ExpiresAt` DATETIME(6) NULL;
 CREATE INDEX IF NOT EXISTS `IX_Outbox_Ordering` ON `Outbox` (`OrderingLive`, `OrderingState`, `OrderingSeq`);
 CREATE TABLE IF NOT EXISTS `OutboxJoin` (
     `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,

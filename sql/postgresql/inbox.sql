@@ -16,9 +16,19 @@ CREATE TABLE IF NOT EXISTS "infra"."Inbox" (
     "NextAttemptAt" timestamptz NOT NULL DEFAULT now(),
     "DueTimeUtc"    timestamptz NULL,
     "Starts"        integer NOT NULL DEFAULT 0,
+    "TenantId"      varchar(64) NULL,
+    "AggregateType" varchar(64) NULL,
+    "AggregateId"   varchar(128) NULL,
+    "Headers"       json NULL,
+    "ExpiresAt"     timestamptz NULL,
     PRIMARY KEY ("Source", "MessageId")
 );
 ALTER TABLE "infra"."Inbox" ADD COLUMN IF NOT EXISTS "Starts" integer NOT NULL DEFAULT 0;
+ALTER TABLE "infra"."Inbox" ADD COLUMN IF NOT EXISTS "TenantId" varchar(64) NULL;
+ALTER TABLE "infra"."Inbox" ADD COLUMN IF NOT EXISTS "AggregateType" varchar(64) NULL;
+ALTER TABLE "infra"."Inbox" ADD COLUMN IF NOT EXISTS "AggregateId" varchar(128) NULL;
+ALTER TABLE "infra"."Inbox" ADD COLUMN IF NOT EXISTS "Headers" json NULL;
+ALTER TABLE "infra"."Inbox" ADD COLUMN IF NOT EXISTS "ExpiresAt" timestamptz NULL;
 CREATE INDEX IF NOT EXISTS "IX_Inbox_WorkQueue" ON "infra"."Inbox" ("NextAttemptAt") WHERE "Status" = 'Processing';
 CREATE INDEX IF NOT EXISTS "IX_Inbox_Leased" ON "infra"."Inbox" ("LockedUntil") WHERE "Status" = 'Processing' AND "LockedUntil" IS NOT NULL;
 CREATE INDEX IF NOT EXISTS "IX_Inbox_Cleanup" ON "infra"."Inbox" ("LastSeenUtc") WHERE "Status" = 'Done';

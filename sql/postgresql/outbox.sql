@@ -23,7 +23,8 @@ CREATE TABLE IF NOT EXISTS "dbo"."Outbox" (
     "TenantId"      varchar(64) NULL,
     "AggregateType" varchar(64) NULL,
     "AggregateId"   varchar(128) NULL,
-    "Headers"       json NULL
+    "Headers"       json NULL,
+    "ExpiresAt"     timestamptz NULL
 );
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "Starts" integer NOT NULL DEFAULT 0;
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "OrderingKey" varchar(255) NULL;
@@ -32,6 +33,7 @@ ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "TenantId" varchar(64) NULL;
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "AggregateType" varchar(64) NULL;
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "AggregateId" varchar(128) NULL;
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "Headers" json NULL;
+ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "ExpiresAt" timestamptz NULL;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "dbo"."Outbox" ("NextAttemptAt") WHERE "Status" = 0;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ordering" ON "dbo"."Outbox" ("OrderingKey", "Status", "OrderingSeq") WHERE "OrderingKey" IS NOT NULL AND "Status" <> 2;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "dbo"."Outbox" ("LockedUntil") WHERE "Status" = 1;

@@ -14,6 +14,11 @@ CREATE TABLE IF NOT EXISTS "Inbox" (
     "NextAttemptAt" INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)),
     "DueTimeUtc"    INTEGER NULL,
     "Starts"        INTEGER NOT NULL DEFAULT 0,
+    "TenantId"      TEXT NULL,
+    "AggregateType" TEXT NULL,
+    "AggregateId"   TEXT NULL,
+    "Headers"       TEXT NULL,
+    "ExpiresAt"     INTEGER NULL,
     PRIMARY KEY ("Source", "MessageId")
 );
 CREATE INDEX IF NOT EXISTS "IX_Inbox_WorkQueue" ON "Inbox" ("NextAttemptAt") WHERE "Status" = 'Processing';

@@ -21,7 +21,8 @@ CREATE TABLE IF NOT EXISTS "Outbox" (
     "TenantId"      TEXT NULL,
     "AggregateType" TEXT NULL,
     "AggregateId"   TEXT NULL,
-    "Headers"       TEXT NULL
+    "Headers"       TEXT NULL,
+    "ExpiresAt"     INTEGER NULL
 );
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "Outbox" ("NextAttemptAt") WHERE "Status" = 0;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ordering" ON "Outbox" ("OrderingKey", "Status", "OrderingSeq") WHERE "OrderingKey" IS NOT NULL AND "Status" <> 2;

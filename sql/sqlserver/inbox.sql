@@ -25,12 +25,27 @@ CREATE TABLE [infra].[Inbox] (
     [NextAttemptAt] DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),
     [DueTimeUtc]    DATETIME2(3) NULL,
     [Starts]        INT NOT NULL DEFAULT 0,
+    [TenantId]      NVARCHAR(64) NULL,
+    [AggregateType] NVARCHAR(64) NULL,
+    [AggregateId]   NVARCHAR(128) NULL,
+    [Headers]       NVARCHAR(MAX) NULL,
+    [ExpiresAt]     DATETIME2(3) NULL,
     [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,
     CONSTRAINT [PK_Inbox] PRIMARY KEY NONCLUSTERED ([Source], [MessageId]),
     CONSTRAINT [CX_Inbox] UNIQUE CLUSTERED ([Seq])
 )
 GO
 IF COL_LENGTH(N'[infra].[Inbox]', N'Starts') IS NULL ALTER TABLE [infra].[Inbox] ADD [Starts] INT NOT NULL DEFAULT 0
+GO
+IF COL_LENGTH(N'[infra].[Inbox]', N'TenantId') IS NULL ALTER TABLE [infra].[Inbox] ADD [TenantId] NVARCHAR(64) NULL
+GO
+IF COL_LENGTH(N'[infra].[Inbox]', N'AggregateType') IS NULL ALTER TABLE [infra].[Inbox] ADD [AggregateType] NVARCHAR(64) NULL
+GO
+IF COL_LENGTH(N'[infra].[Inbox]', N'AggregateId') IS NULL ALTER TABLE [infra].[Inbox] ADD [AggregateId] NVARCHAR(128) NULL
+GO
+IF COL_LENGTH(N'[infra].[Inbox]', N'Headers') IS NULL ALTER TABLE [infra].[Inbox] ADD [Headers] NVARCHAR(MAX) NULL
+GO
+IF COL_LENGTH(N'[infra].[Inbox]', N'ExpiresAt') IS NULL ALTER TABLE [infra].[Inbox] ADD [ExpiresAt] DATETIME2(3) NULL
 GO
 IF INDEXPROPERTY(OBJECT_ID(N'[infra].[Inbox]'), N'IX_Inbox_WorkQueue', 'IndexID') IS NULL
 CREATE INDEX [IX_Inbox_WorkQueue] ON [infra].[Inbox] ([NextAttemptAt]) INCLUDE ([LockedUntil], [OwnerToken]) WHERE [Status] = 'Processing'
@@ -51,7 +66,7 @@ BEGIN
          ORDER BY [NextAttemptAt])
     UPDATE picked SET [OwnerToken] = @OwnerToken,
            [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME()), [Starts] = [Starts] + 1
-    OUTPUT inserted.[Source], inserted.[MessageId], inserted.[Topic], inserted.[Payload], inserted.[Hash], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[FirstSeenUtc]), DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[LastSeenUtc]), inserted.[Status], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[LockedUntil]), LOWER(CONVERT(NCHAR(36), inserted.[OwnerToken])), inserted.[Attempt], inserted.[LastError], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[NextAttemptAt]), DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[DueTimeUtc]), inserted.[Starts];
+    OUTPUT inserted.[Source], inserted.[MessageId], inserted.[Topic], inserted.[Payload], inserted.[Hash], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[FirstSeenUtc]), DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[LastSeenUtc]), inserted.[Status], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[LockedUntil]), LOWER(CONVERT(NCHAR(36), inserted.[OwnerToken])), inserted.[Attempt], inserted.[LastError], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[NextAttemptAt]), DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[DueTimeUtc]), inserted.[Starts], inserted.[TenantId], inserted.[AggregateType], inserted.[AggregateId], inserted.[Headers], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), inserted.[ExpiresAt]);
 END
 GO
 CREATE OR ALTER PROCEDURE [infra].[Inbox_Ack] @OwnerToken UNIQUEIDENTIFIER, @Sources NVARCHAR(MAX), @MessageIds NVARCHAR(MAX) AS

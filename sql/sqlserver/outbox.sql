@@ -33,6 +33,7 @@ CREATE TABLE [dbo].[Outbox] (
     [AggregateType] NVARCHAR(64) NULL,
     [AggregateId]   NVARCHAR(128) NULL,
     [Headers]       NVARCHAR(MAX) NULL,
+    [ExpiresAt]     DATETIMEOFFSET NULL,
     [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,
     CONSTRAINT [PK_Outbox] PRIMARY KEY NONCLUSTERED ([Id]),
     CONSTRAINT [CX_Outbox] UNIQUE CLUSTERED ([Seq])
@@ -51,6 +52,8 @@ GO
 IF COL_LENGTH(N'[dbo].[Outbox]', N'AggregateId') IS NULL ALTER TABLE [dbo].[Outbox] ADD [AggregateId] NVARCHAR(128) NULL
 GO
 IF COL_LENGTH(N'[dbo].[Outbox]', N'Headers') IS NULL ALTER TABLE [dbo].[Outbox] ADD [Headers] NVARCHAR(MAX) NULL
+GO
+IF COL_LENGTH(N'[dbo].[Outbox]', N'ExpiresAt') IS NULL ALTER TABLE [dbo].[Outbox] ADD [ExpiresAt] DATETIMEOFFSET NULL
 GO
 IF INDEXPROPERTY(OBJECT_ID(N'[dbo].[Outbox]'), N'IX_Outbox_Ready', 'IndexID') IS NULL
 CREATE INDEX [IX_Outbox_Ready] ON [dbo].[Outbox] ([NextAttemptAt]) WHERE [Status] = 0
@@ -136,7 +139,7 @@ BEGIN
     UPDATE picked SET [Status] = 1, [OwnerToken] = @OwnerToken,
            [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME()), [Starts] = [Starts] + 1
     OUTPUT inserted.[Id] INTO @claimed;
-    SELECT LOWER(CONVERT(NCHAR(36), t.[Id])), LOWER(CONVERT(NCHAR(36), t.[MessageId])), t.[Topic], t.[Payload], t.[CorrelationId], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[CreatedAt], '+00:00') AS DATETIME2(7))), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[DueTimeUtc], '+00:00') AS DATETIME2(7))), t.[RetryCount], t.[LastError], t.[Status], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[ProcessedAt], '+00:00') AS DATETIME2(7))), t.[ProcessedBy], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), t.[LockedUntil]), LOWER(CONVERT(NCHAR(36), t.[OwnerToken])), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[NextAttemptAt], '+00:00') AS DATETIME2(7))), t.[Starts], t.[OrderingKey], t.[TenantId], t.[AggregateType], t.[AggregateId], t.[Headers]
+    SELECT LOWER(CONVERT(NCHAR(36), t.[Id])), LOWER(CONVERT(NCHAR(36), t.[MessageId])), t.[Topic], t.[Payload], t.[CorrelationId], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[CreatedAt], '+00:00') AS DATETIME2(7))), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[DueTimeUtc], '+00:00') AS DATETIME2(7))), t.[RetryCount], t.[LastError], t.[Status], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[ProcessedAt], '+00:00') AS DATETIME2(7))), t.[ProcessedBy], DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(3)), t.[LockedUntil]), LOWER(CONVERT(NCHAR(36), t.[OwnerToken])), DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[NextAttemptAt], '+00:00') AS DATETIME2(7))), t.[Starts], t.[OrderingKey], t.[TenantId], t.[AggregateType], t.[AggregateId], t.[Headers], DATEDIFF_BIG(MILLISECOND, '19700101', CAST(SWITCHOFFSET(t.[ExpiresAt], '+00:00') AS DATETIME2(7)))
       FROM [dbo].[Outbox] AS t JOIN @claimed AS c ON t.[Id] = c.[ClaimedId]
      ORDER BY t.[NextAttemptAt];
 END
