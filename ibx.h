@@ -734,8 +734,9 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * IBX_ERR_INVALID_ARG (a required field NULL, empty, not UTF-8 or too long,
  * a NUL in the payload, hash NULL with hash_len > 0, an envelope field as
  * obx_enqueue refuses it, e.g. "headers[2].key": the error names it;
- * nothing is written); IBX_ERR_NO_MEMORY; IBX_ERR_OUT_OF_RANGE (due_utc_ms not 0..IBX_TIME_MAX_MS);
- * IBX_ERR_DB(_TRANSIENT). */
+ * nothing is written); IBX_ERR_NO_MEMORY; IBX_ERR_OUT_OF_RANGE (due_utc_ms or
+ * expires_utc_ms not 0..IBX_TIME_MAX_MS, or expires_utc_ms before due_utc_ms,
+ * named); IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *message, int *enqueued);
 
 /* Mark messages Done, clearing owner and lease (IBX-044/049). Keys the
@@ -880,7 +881,10 @@ IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]);
  * trip. *messages points at an array of *count messages owned by the store
  * (valid until the next claim/close). Two workers never hold the same
  * message while its lease lasts; after it expires (a crash, or a handler
- * slower than the lease) it is delivered again. Returns IBX_OK (count >= 1)
+ * slower than the lease) it is delivered again. Messages past their
+ * expires_ms are returned like the others (this reports what was claimed):
+ * the dispatcher ends those Dead ("expired") unhandled; a caller handling
+ * claims itself checks expires_ms. Returns IBX_OK (count >= 1)
  * or IBX_EMPTY (count 0); IBX_ERR_INVALID_ARG (owner token not a UUID or
  * the empty one, NULL pointers); IBX_ERR_OUT_OF_RANGE (lease_seconds not
  * 1..IBX_LEASE_MAX_SECONDS, batch_size not 1..IBX_BATCH_MAX);

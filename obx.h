@@ -18,7 +18,7 @@
  *   4. Threads               8. License (end of file)
  *   Then the API: common (results, hooks, limits, backoff, selection,
  *   UUIDs), store and messages (enqueue, ordering keys, the envelope: tenant,
- *   aggregate and headers, ack, abandon, fail, lease extend, get), the work queue and
+ *   aggregate and headers, expiry, ack, abandon, fail, lease extend, get), the work queue and
  *   dispatcher (claim, reap, cleanup, metrics, providers, routers, batch
  *   handlers, pauses), dead letters (list, replay, purge), joins (fan-in,
  *   cancel).
@@ -893,7 +893,10 @@ OBX_API obx_result obx_owner_token(obx_store *store, char out[37]);
  * trip. *messages points at an array of *count messages owned by the store
  * (valid until the next claim/close). Two workers never hold the same
  * message while its lease lasts; after it expires (a crash, or a handler
- * slower than the lease) it is delivered again. Returns OBX_OK (count >= 1)
+ * slower than the lease) it is delivered again. Messages past their
+ * expires_ms are returned like the others (this reports what was claimed):
+ * the dispatcher ends those Dead ("expired") unhandled; a caller handling
+ * claims itself checks expires_ms. Returns OBX_OK (count >= 1)
  * or OBX_EMPTY (count 0); OBX_ERR_INVALID_ARG (owner token not a UUID or
  * the empty one, NULL pointers); OBX_ERR_OUT_OF_RANGE (lease_seconds not
  * 1..OBX_LEASE_MAX_SECONDS, batch_size not 1..OBX_BATCH_MAX);
