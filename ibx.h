@@ -4888,6 +4888,9 @@ static ibx_result ibx__deploy_columns(ibx__db *db, ibx_store *s) {
             break;
         r = probe ? ibx__query_text(db, probe, found, sizeof found) : IBX_OK;
         ibx__free(&s->hooks, probe);
+        if (r == IBX_ERR_NOT_FOUND) /* a COUNT(*) without its row: the database's fault */
+            r = ibx__fail(db->err, IBX_ERR_DB, "ibx_store_deploy",
+                          "the catalog query for column %s returned no row", c->name);
         if (r != IBX_OK || atoi(found) > 0) continue;
         if (!(add = ibx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_add, c)))
             break;

@@ -5296,6 +5296,9 @@ static obx_result obx__deploy_columns(obx__db *db, obx_store *s) {
             break;
         r = probe ? obx__query_text(db, probe, found, sizeof found) : OBX_OK;
         obx__free(&s->hooks, probe);
+        if (r == OBX_ERR_NOT_FOUND) /* a COUNT(*) without its row: the database's fault */
+            r = obx__fail(db->err, OBX_ERR_DB, "obx_store_deploy",
+                          "the catalog query for column %s returned no row", c->name);
         if (r != OBX_OK || atoi(found) > 0) continue;
         if (!(add = obx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_add, c)))
             break;
