@@ -1325,11 +1325,17 @@ static int ordered_worker(const char *path, unsigned seed) {
     if (!mine || !out) return 3;
     obx_owner_token(mine, owner);
     while (pending > 0) {
-        r = obx_claim(mine, owner, 60, 10, &got, &n);
+        r = obx_claim(mine, owner, 5, 10, &got, &n);
         if (r == OBX_ERR_DB_TRANSIENT) continue;
         if (r == OBX_EMPTY) { /* every key busy elsewhere, or all done */
             if (obx_pending_count(mine, &pending) != OBX_OK) pending = 1;
-            if (pending > 0) sleep_ms(5);
+            /* As a dispatcher does: a claim reported failed may still have
+             * committed (a lost reply, seen through a pooler), and only a
+             * reap frees its leases. */
+            if (pending > 0) {
+                obx_reap(mine, NULL);
+                sleep_ms(5);
+            }
             continue;
         }
         if (r != OBX_OK) return 5;
