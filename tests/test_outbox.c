@@ -1338,7 +1338,10 @@ static int ordered_worker(const char *path, unsigned seed) {
             }
             continue;
         }
-        if (r != OBX_OK) return 5;
+        if (r != OBX_OK) {
+            fprintf(stderr, "ordered worker: claim: %s\n", obx_store_last_error(mine)->message);
+            return 5;
+        }
         for (i = 0; i < n; i++) {
             int key = 0, idx = 0;
             long long start = mono_ns(), end;
@@ -1352,7 +1355,11 @@ static int ordered_worker(const char *path, unsigned seed) {
             do
                 r = retry ? obx_abandon(mine, owner, &id, 1, "flaky", 0, NULL) : obx_ack(mine, owner, &id, 1, NULL);
             while (r == OBX_ERR_DB_TRANSIENT);
-            if (r != OBX_OK) return 4;
+            if (r != OBX_OK) {
+                fprintf(stderr, "ordered worker: %s: %s\n", retry ? "abandon" : "ack",
+                        obx_store_last_error(mine)->message);
+                return 4;
+            }
         }
     }
     fclose(out);
