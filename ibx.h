@@ -2636,6 +2636,11 @@ IBX__PRIVATE ibx_result ibx__bind(ibx__db *db, SQLHSTMT st, ibx__param *ps, int 
             sql_type = text ? SQL_VARCHAR : SQL_VARBINARY;
             size = p->size <= (text ? 4000u : 8000u) ? (text ? 4000u : 8000u) : 0;
         }
+        /* psqlODBC (BoolsAsChar, its default) takes a VARCHAR(5) parameter
+         * for a boolean and describes the statement first, in a round trip
+         * of its own: slower, and through PgBouncer in transaction pooling
+         * the describe and the execute reach different servers (26000). */
+        if (sql_type == SQL_VARCHAR && size == 5) size = 6;
         if (db->d && db->d->wide_text)
             sql_type = sql_type == SQL_VARCHAR ? SQL_WVARCHAR
                      : sql_type == SQL_LONGVARCHAR ? SQL_WLONGVARCHAR : sql_type;
