@@ -1045,12 +1045,15 @@ IBX_API const char *ibx_provider_store_id(const ibx_provider *provider, int inde
 /* Details of the provider's last error. */
 IBX_API const ibx_error *ibx_provider_last_error(const ibx_provider *provider);
 
-/* The store for a routing key: the database id. No database is opened:
- * the provider's stores are reused. Returns IBX_OK; IBX_ERR_INVALID_ARG
- * (key NULL or empty); IBX_ERR_NOT_FOUND (no database with that id). */
+/* The store for a routing key: the database id, exactly. No database is
+ * opened: the provider's stores are reused. Returns IBX_OK;
+ * IBX_ERR_INVALID_ARG (provider, key or out NULL, key empty);
+ * IBX_ERR_NOT_FOUND (no database with that id). */
 IBX_API ibx_result ibx_router_get(ibx_provider *provider, const char *key, ibx_store **out);
 
-/* The same for a GUID key, by its canonical lower-case text. */
+/* The same for a GUID key: the database whose id is that GUID's text, in
+ * any case, with or without braces ("6f1c2a3b-...", "6F1C2A3B-...",
+ * "{6f1c2a3b-...}"). */
 IBX_API ibx_result ibx_router_get_guid(ibx_provider *provider, const ibx_guid *key, ibx_store **out);
 #endif /* IBX_NO_MULTI_STORE */
 
@@ -2640,6 +2643,11 @@ IBX__PRIVATE ibx_result ibx__bind(ibx__db *db, SQLHSTMT st, ibx__param *ps, int 
             sql_type = text ? SQL_VARCHAR : SQL_VARBINARY;
             size = p->size <= (text ? 4000u : 8000u) ? (text ? 4000u : 8000u) : 0;
         }
+        /* psqlODBC (BoolsAsChar, its default) takes a VARCHAR(5) parameter
+         * for a boolean and describes the statement first, in a round trip
+         * of its own: slower, and through PgBouncer in transaction pooling
+         * the describe and the execute reach different servers (26000). */
+        if (sql_type == SQL_VARCHAR && size == 5) size = 6;
         if (db->d && db->d->wide_text)
             sql_type = sql_type == SQL_VARCHAR ? SQL_WVARCHAR
                      : sql_type == SQL_LONGVARCHAR ? SQL_WLONGVARCHAR : sql_type;
@@ -5889,26 +5897,45 @@ IBX_API const ibx_error *ibx_provider_last_error(const ibx_provider *p) {
     return p ? &p->err : &ibx__null_store_error;
 }
 
-IBX_API ibx_result ibx_router_get(ibx_provider *p, const char *key, ibx_store **out) {
-    int at;
-    if (!p || !out) return IBX_ERR_INVALID_ARG;
+/* The store of routing key `key`, or IBX_ERR_NOT_FOUND. A GUID key also
+ * finds a database whose id is the same GUID in upper case or in braces
+ * (as SQL Server and .NET's "B" format write them): a GUID names one value
+ * whatever its spelling. */
+static ibx_result ibx__router_find(ibx_provider *p, const char *fn, const char *key, int guid,
+                             ibx_store **out) {
+    char where[96];
+    int at, i, k;
+    snprintf(where, sizeof where, "%s: key", fn);
+    if (!p) return IBX_ERR_INVALID_ARG;
     ibx__error_clear(&p->err);
-    if (!key || !key[0])
-        return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get: key", "key must not be NULL or empty");
+    if (!out) return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, fn, "out must not be NULL");
+    if (!key || !key[0]) return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, where, "key must not be NULL or empty");
     at = ibx__registry_find(&p->reg, key);
-    if (at < 0)
-        return ibx__fail(&p->err, IBX_ERR_NOT_FOUND, "ibx_router_get: key",
-                         "no " IBX__NOUN " for routing key '%s'", key);
+    for (i = 0; at < 0 && guid && i < p->reg.count; i++) {
+        const char *id = p->reg.items[i].id;
+        size_t n = strlen(id);
+        if (n == 38 && id[0] == '{' && id[37] == '}') id++;
+        else if (n != 36) continue;
+        for (k = 0; k < 36; k++) {
+            char c = id[k] >= 'A' && id[k] <= 'F' ? (char)(id[k] + 32) : id[k];
+            if (c != key[k]) break;
+        }
+        if (k == 36) at = i;
+    }
+    if (at < 0) return ibx__fail(&p->err, IBX_ERR_NOT_FOUND, where, "no " IBX__NOUN " for routing key '%s'", key);
     *out = (ibx_store *)p->reg.items[at].store;
     return IBX_OK;
 }
 
+IBX_API ibx_result ibx_router_get(ibx_provider *p, const char *key, ibx_store **out) {
+    return ibx__router_find(p, "ibx_router_get", key, 0, out);
+}
+
 IBX_API ibx_result ibx_router_get_guid(ibx_provider *p, const ibx_guid *key, ibx_store **out) {
     char text[37];
-    if (!p || !out) return IBX_ERR_INVALID_ARG;
-    if (!key) return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get_guid: key", "key must not be NULL");
-    ibx__guid_text(key->bytes, text);
-    return ibx_router_get(p, text, out);
+    if (p && key) ibx__guid_text(key->bytes, text);
+    else if (p) return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get_guid: key", "key must not be NULL");
+    return ibx__router_find(p, "ibx_router_get_guid", key ? text : NULL, 1, out);
 }
 #endif /* IBX_NO_MULTI_STORE */
 

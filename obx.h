@@ -1062,12 +1062,15 @@ OBX_API const char *obx_provider_store_id(const obx_provider *provider, int inde
 /* Details of the provider's last error. */
 OBX_API const obx_error *obx_provider_last_error(const obx_provider *provider);
 
-/* The store for a routing key: the database id. No database is opened:
- * the provider's stores are reused. Returns OBX_OK; OBX_ERR_INVALID_ARG
- * (key NULL or empty); OBX_ERR_NOT_FOUND (no database with that id). */
+/* The store for a routing key: the database id, exactly. No database is
+ * opened: the provider's stores are reused. Returns OBX_OK;
+ * OBX_ERR_INVALID_ARG (provider, key or out NULL, key empty);
+ * OBX_ERR_NOT_FOUND (no database with that id). */
 OBX_API obx_result obx_router_get(obx_provider *provider, const char *key, obx_store **out);
 
-/* The same for a GUID key, by its canonical lower-case text. */
+/* The same for a GUID key: the database whose id is that GUID's text, in
+ * any case, with or without braces ("6f1c2a3b-...", "6F1C2A3B-...",
+ * "{6f1c2a3b-...}"). */
 OBX_API obx_result obx_router_get_guid(obx_provider *provider, const obx_guid *key, obx_store **out);
 #endif /* OBX_NO_MULTI_STORE */
 
@@ -2760,6 +2763,11 @@ OBX__PRIVATE obx_result obx__bind(obx__db *db, SQLHSTMT st, obx__param *ps, int 
             sql_type = text ? SQL_VARCHAR : SQL_VARBINARY;
             size = p->size <= (text ? 4000u : 8000u) ? (text ? 4000u : 8000u) : 0;
         }
+        /* psqlODBC (BoolsAsChar, its default) takes a VARCHAR(5) parameter
+         * for a boolean and describes the statement first, in a round trip
+         * of its own: slower, and through PgBouncer in transaction pooling
+         * the describe and the execute reach different servers (26000). */
+        if (sql_type == SQL_VARCHAR && size == 5) size = 6;
         if (db->d && db->d->wide_text)
             sql_type = sql_type == SQL_VARCHAR ? SQL_WVARCHAR
                      : sql_type == SQL_LONGVARCHAR ? SQL_WLONGVARCHAR : sql_type;
@@ -6310,26 +6318,45 @@ OBX_API const obx_error *obx_provider_last_error(const obx_provider *p) {
     return p ? &p->err : &obx__null_store_error;
 }
 
-OBX_API obx_result obx_router_get(obx_provider *p, const char *key, obx_store **out) {
-    int at;
-    if (!p || !out) return OBX_ERR_INVALID_ARG;
+/* The store of routing key `key`, or OBX_ERR_NOT_FOUND. A GUID key also
+ * finds a database whose id is the same GUID in upper case or in braces
+ * (as SQL Server and .NET's "B" format write them): a GUID names one value
+ * whatever its spelling. */
+static obx_result obx__router_find(obx_provider *p, const char *fn, const char *key, int guid,
+                             obx_store **out) {
+    char where[96];
+    int at, i, k;
+    snprintf(where, sizeof where, "%s: key", fn);
+    if (!p) return OBX_ERR_INVALID_ARG;
     obx__error_clear(&p->err);
-    if (!key || !key[0])
-        return obx__fail(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get: key", "key must not be NULL or empty");
+    if (!out) return obx__fail(&p->err, OBX_ERR_INVALID_ARG, fn, "out must not be NULL");
+    if (!key || !key[0]) return obx__fail(&p->err, OBX_ERR_INVALID_ARG, where, "key must not be NULL or empty");
     at = obx__registry_find(&p->reg, key);
-    if (at < 0)
-        return obx__fail(&p->err, OBX_ERR_NOT_FOUND, "obx_router_get: key",
-                         "no " OBX__NOUN " for routing key '%s'", key);
+    for (i = 0; at < 0 && guid && i < p->reg.count; i++) {
+        const char *id = p->reg.items[i].id;
+        size_t n = strlen(id);
+        if (n == 38 && id[0] == '{' && id[37] == '}') id++;
+        else if (n != 36) continue;
+        for (k = 0; k < 36; k++) {
+            char c = id[k] >= 'A' && id[k] <= 'F' ? (char)(id[k] + 32) : id[k];
+            if (c != key[k]) break;
+        }
+        if (k == 36) at = i;
+    }
+    if (at < 0) return obx__fail(&p->err, OBX_ERR_NOT_FOUND, where, "no " OBX__NOUN " for routing key '%s'", key);
     *out = (obx_store *)p->reg.items[at].store;
     return OBX_OK;
 }
 
+OBX_API obx_result obx_router_get(obx_provider *p, const char *key, obx_store **out) {
+    return obx__router_find(p, "obx_router_get", key, 0, out);
+}
+
 OBX_API obx_result obx_router_get_guid(obx_provider *p, const obx_guid *key, obx_store **out) {
     char text[37];
-    if (!p || !out) return OBX_ERR_INVALID_ARG;
-    if (!key) return obx__fail(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get_guid: key", "key must not be NULL");
-    obx__guid_text(key->bytes, text);
-    return obx_router_get(p, text, out);
+    if (p && key) obx__guid_text(key->bytes, text);
+    else if (p) return obx__fail(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get_guid: key", "key must not be NULL");
+    return obx__router_find(p, "obx_router_get_guid", key ? text : NULL, 1, out);
 }
 #endif /* OBX_NO_MULTI_STORE */
 

@@ -2374,7 +2374,20 @@ static void test_envelope_roundtrip(void) {
     {
         const char *list[5];
         for (i = 0; i < 5; i++) list[i] = ids[i];
-        TT_EQ_INT(obx_abandon(s, owner, list, 5, NULL, 0, NULL), OBX_OK);
+        int64_t replayed = 0;
+        /* Dead letters keep it: listed with it, replayed with it. */
+        TT_EQ_INT(obx_fail(s, owner, list, 5, "env dead", NULL), OBX_OK);
+        TT_EQ_INT(obx_dead_list(s, NULL, 0, 10, &ms, &n), OBX_OK);
+        TT_EQ_INT(n, 5);
+        for (seen = 0, i = 0; i < n; i++)
+            for (j = 0; j < 5; j++)
+                if (strcmp(ms[i].id, ids[j]) == 0) {
+                    seen++;
+                    TT_EXPECT(env_matches(&ms[i], which[j]));
+                }
+        TT_EQ_INT(seen, 5);
+        TT_EQ_INT(obx_dead_replay(s, NULL, &replayed), OBX_OK);
+        TT_EQ_INT(replayed, 5);
     }
     memset(&p, 0, sizeof p);
     d = dispatcher(s, 0, NULL);
@@ -5105,7 +5118,7 @@ int main(int argc, char **argv) {
     RUN("OBX-055", "no handler: warning, and the message is retried later", test_055_no_handler);
     RUN("OBX-056", "a handler failure is abandoned (transient) or failed (permanent)", test_056_failure_policy);
     RUN("OBX-057", "the handler gets the whole message", test_057_whole_message);
-    RUN("OBX-ENVELOPE-ROUNDTRIP", "tenant, aggregate type and id, headers: own columns, byte-exact through enqueue, batch, get, claim and handler", test_envelope_roundtrip);
+    RUN("OBX-ENVELOPE-ROUNDTRIP", "tenant, aggregate type and id, headers: own columns, byte-exact through enqueue, batch, get, claim, dead-letter list and handler", test_envelope_roundtrip);
     RUN("OBX-ENVELOPE-LIMITS", "each envelope argument refused before any SQL, naming it (sizes, counts, UTF-8, duplicate keys)", test_envelope_validation);
     RUN("OBX-058", "redelivery after a crash keeps the MessageId for idempotency", test_058_redelivery_same_message_id);
     RUN("OBX-059", "two dispatchers never run one message at once", test_059_060_two_dispatchers);

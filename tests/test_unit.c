@@ -1068,6 +1068,34 @@ static void test_fake_enqueue_batch_one_tx(void) {
     obx_store_close(s);
 }
 
+/* psqlODBC takes a VARCHAR(5) parameter for a boolean (BoolsAsChar) and
+ * describes the statement in a round trip of its own, which PgBouncer's
+ * transaction pooling sends to another server: no text is bound as one. */
+static void test_fake_no_bool_sized_text(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    obx_new_message m;
+    const char *id = "0190a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b";
+    char out[37];
+    int i, k, seen = 0;
+    TT_ASSERT(s != NULL);
+    memset(&m, 0, sizeof m);
+    m.topic = "abcde";
+    m.payload = "12345";
+    m.payload_len = OBX_NTS;
+    fake_push_ok(1);
+    TT_EQ_INT(obx_enqueue(s, &m, out), OBX_OK);
+    fake_push_ok(1);
+    TT_EQ_INT(obx_abandon(s, id, &id, 1, "flaky", 0, NULL), OBX_OK);
+    for (i = 0; i < fake_log_count(); i++)
+        for (k = 1; k <= fake_log_param_count(i); k++) {
+            fake_param p = fake_log_param(i, 0, k);
+            if (p.c_type == SQL_C_CHAR && p.len == 5) seen++;
+            TT_ASSERT(!(p.sql_type == SQL_VARCHAR && p.column_size == 5));
+        }
+    TT_ASSERT(seen >= 2); /* the topic and the error were bound */
+    obx_store_close(s);
+}
+
 /* ---- SHA-256 and HMAC (ibx.h) ------------------------------------------------------------- */
 
 static void hex32(const unsigned char *d, char out[65]) {
@@ -1639,6 +1667,7 @@ int main(void) {
     TT_RUN("CORE-DESC-DEFAULTS", "pure", "dispatcher defaults in one place, as documented", test_desc_defaults);
     TT_RUN("CORE-TERSE-MESSAGES", "fake", "a terse build names the call, argument and cause of an error", test_terse_messages);
     TT_RUN("CORE-STALE-HANDLE", "fake", "a failed second pick pass never reuses the freed statement", test_fake_pick_stale_handle);
+    TT_RUN("CORE-BIND-NO-BOOL-SIZE", "fake", "no text parameter is bound as VARCHAR(5), which psqlODBC describes first", test_fake_no_bool_sized_text);
     TT_RUN("CORE-ROUND-TRIPS", "fake", "MariaDB: one round trip per one-statement step; a claim is one transaction", test_fake_mariadb_round_trips);
     TT_RUN("OBX-120", "fake", "claim is one prepared statement per call, one transaction", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
