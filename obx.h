@@ -718,7 +718,8 @@ typedef struct obx_message {
     const char *processed_by;    /* NULL until acknowledged */
     int64_t locked_until_ms;
     char owner_token[37];        /* "" when not leased */
-    int64_t next_attempt_ms;
+    int64_t next_attempt_ms;     /* OBX_TIME_MAX_MS + 1 while parked behind an earlier message
+                                    of its ordering key (SQLite; see README) */
     int starts;                  /* claims without an outcome, this one included: 2 and more
                                     after a crash or an expired lease (see max_starts) */
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
@@ -3814,6 +3815,30 @@ enum {
 #define OBX__SEQ(next) next
 #endif
 
+/* SQLite parks a keyed message enqueued while an earlier one of its key is
+ * Ready or in flight: its NextAttemptAt is OBX__PARKED_MS, after any due
+ * time, so a claim's walk of the ready index stops before it instead of
+ * reading past every message queued behind a busy key (a backlog of a few
+ * keys cost each claim the whole backlog). The trigger {N}_OrderingWake
+ * gives the key's first Ready message its place back (its due time, else
+ * its enqueue time) when it is parked and nothing of the key is in flight
+ * any more: unparked messages of a key always come before its parked ones
+ * (a message is parked behind an earlier one, and woken first in order).
+ * SQLite has one writer at a time, so an enqueue and a wake never miss
+ * each other. Parking is only a shortcut: the claim's check
+ * (OBX__ORDERED_HEAD) decides as before; a message another release left
+ * unparked is merely read past. `later`: an earlier message of the same
+ * key in the same statement. */
+#define OBX__PARKED_MS "253402300800000"
+#ifdef OBX_NO_ORDERING_KEYS
+#define OBX__SQLITE_PARK(k, due, later) due
+#else
+#define OBX__SQLITE_PARK(k, due, later)                                                           \
+    "CASE WHEN " k " IS NOT NULL AND (" later " OR EXISTS (SELECT 1 FROM {T} AS o WHERE "              \
+    "o.\"OrderingKey\" = " k " AND o.\"Status\" <> 2 AND o.\"Status\" IN (0, 1))) THEN "                 \
+    OBX__PARKED_MS " ELSE " due " END"
+#endif
+
 /* Columns of a message row, in the order obx__read_message expects. */
 #define OBX__SQLITE_COLS                                                                  \
     "\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", \"CreatedAt\", "     \
@@ -3853,7 +3878,8 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-     "coalesce(?7, {W}), ?8, " OBX__SEQ(OBX__ORDERED_NEXT("?8")) ", ?9, ?10, ?11, ?12, ?13)"},
+     OBX__SQLITE_PARK("?8", "coalesce(?7, {W})", "0") ", ?8, " OBX__SEQ(OBX__ORDERED_NEXT("?8")) ", ?9, ?10, "
+     "?11, ?12, ?13)"},
     /* sqliteodbc shows RETURNING rows only for statements that start
      * with SELECT or WITH: hence the empty CTE. */
     {OBX__Q_CLAIM,
@@ -3915,7 +3941,9 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT json_extract(j.value, '$[0]'), "
      "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
-     "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), coalesce(json_extract(j.value, '$[5]'), {W}), "
+     "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), "
+     OBX__SQLITE_PARK("json_extract(j.value, '$[6]')", "coalesce(json_extract(j.value, '$[5]'), {W})",
+                      "row_number() OVER (PARTITION BY json_extract(j.value, '$[6]') ORDER BY j.key) > 1") ", "
      "json_extract(j.value, '$[6]'), " OBX__SEQ(OBX__ORDERED_NEXT("json_extract(j.value, '$[6]')")) " + j.key, "
      "json_extract(j.value, '$[7]'), json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]'), "
      "json_extract(j.value, '$[10]'), json_extract(j.value, '$[11]') FROM json_each(?) AS j"},
@@ -4011,6 +4039,16 @@ static const obx__sqlset obx__sqlite_outbox = {
     "        \"FailedSteps\" = \"FailedSteps\" + (NEW.\"Status\" = 2 AND \"CompletedSteps\" + \"FailedSteps\" < \"ExpectedSteps\"),\n"
     "        \"LastUpdatedUtc\" = {W}\n"
     "     WHERE \"JoinId\" = NEW.\"JoinId\";\n"
+    "END",
+    /* Parked messages (OBX__PARKED_MS): the next of the key gets its place. */
+    "CREATE TRIGGER IF NOT EXISTS \"{N}_OrderingWake\" AFTER UPDATE OF \"Status\" ON {T}\n"
+    "WHEN NEW.\"OrderingKey\" IS NOT NULL AND OLD.\"Status\" IN (0, 1) AND NEW.\"Status\" IN (2, 3)\n"
+    "BEGIN\n"
+    "    UPDATE {T} SET \"NextAttemptAt\" = coalesce(\"DueTimeUtc\", \"CreatedAt\")\n"
+    "     WHERE \"Id\" = (SELECT p.\"Id\" FROM {T} AS p WHERE p.\"OrderingKey\" = NEW.\"OrderingKey\"\n"
+    "                     AND p.\"Status\" <> 2 AND p.\"Status\" = 0 ORDER BY p.\"OrderingSeq\", p.\"Id\" LIMIT 1)\n"
+    "       AND \"NextAttemptAt\" = " OBX__PARKED_MS " AND NOT EXISTS (SELECT 1 FROM {T} AS o\n"
+    "           WHERE o.\"OrderingKey\" = NEW.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 1);\n"
     "END",
         NULL},
     obx__sqlite_outbox_rows,
