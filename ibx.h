@@ -5139,6 +5139,14 @@ IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
     caller.d = s->db.d;
     caller.dbc = (SQLHDBC)hdbc;
     caller.connected = 1;
+    caller.tx_by_sql = caller.d->tx_by_sql;
+    /* In autocommit (PostgreSQL, MariaDB) the write would commit at once,
+     * apart from the caller's transaction, and survive its rollback. */
+    r = ibx__check_autocommit(&caller);
+    if (r != IBX_OK) {
+        snprintf(s->err.where, sizeof s->err.where, "%s: hdbc", what);
+        return r;
+    }
     r = unit(&caller, ctx);
     ibx__db_free_statements(&caller);
     return r;

@@ -737,15 +737,17 @@ OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message,
  * autocommit off, or for SQLite inside the caller's BEGIN IMMEDIATE). The
  * library never commits or rolls back `hdbc` (OBX-003): a rollback by the
  * caller leaves no message. `hdbc` must be connected to the same database
- * as the store. Results as obx_enqueue. */
+ * as the store. Results as obx_enqueue, plus OBX_ERR_STATE naming hdbc
+ * when its autocommit mode is not the one above (nothing is written: in
+ * autocommit the message would commit apart from the caller's work). */
 OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_message *message,
                                   char out_id[37]);
 
 /* Enqueue `count` messages in one transaction: the caller's on `hdbc`, or
  * the store's own (committed) when hdbc is NULL. All or nothing: one bad
  * message rejects the batch before any SQL runs. out_ids (if not NULL)
- * receives count ids. Results as obx_enqueue; count < 0 or messages NULL
- * with count > 0 is OBX_ERR_INVALID_ARG. */
+ * receives count ids. Results as obx_enqueue (and obx_enqueue_tx with
+ * hdbc); count < 0 or messages NULL with count > 0 is OBX_ERR_INVALID_ARG. */
 OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
                                      const obx_new_message *messages, int count,
                                      char (*out_ids)[37]);
@@ -1296,7 +1298,8 @@ OBX_API obx_result obx_join_attach(obx_store *store, const char *join_id, const 
 /* obx_join_attach in the caller's transaction on `hdbc` (as obx_enqueue_tx:
  * never committed or rolled back here), so that an enqueue and its attach
  * are one atomic step. Returns as obx_join_attach; OBX_ERR_INVALID_ARG
- * when hdbc is NULL. */
+ * when hdbc is NULL; OBX_ERR_STATE in the wrong autocommit mode (as
+ * obx_enqueue_tx). */
 OBX_API obx_result obx_join_attach_tx(obx_store *store, void *hdbc, const char *join_id,
                                       const char *message_id);
 
@@ -1308,7 +1311,8 @@ OBX_API obx_result obx_join_report(obx_store *store, const char *join_id, const 
                                    int failed);
 
 /* obx_join_report in the caller's transaction on `hdbc`. Returns as
- * obx_join_report; OBX_ERR_INVALID_ARG when hdbc is NULL. */
+ * obx_join_report; OBX_ERR_INVALID_ARG when hdbc is NULL; OBX_ERR_STATE in
+ * the wrong autocommit mode (as obx_enqueue_tx). */
 OBX_API obx_result obx_join_report_tx(obx_store *store, void *hdbc, const char *join_id,
                                       const char *message_id, int failed);
 
@@ -5547,6 +5551,14 @@ OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
     caller.d = s->db.d;
     caller.dbc = (SQLHDBC)hdbc;
     caller.connected = 1;
+    caller.tx_by_sql = caller.d->tx_by_sql;
+    /* In autocommit (PostgreSQL, MariaDB) the write would commit at once,
+     * apart from the caller's transaction, and survive its rollback. */
+    r = obx__check_autocommit(&caller);
+    if (r != OBX_OK) {
+        snprintf(s->err.where, sizeof s->err.where, "%s: hdbc", what);
+        return r;
+    }
     r = unit(&caller, ctx);
     obx__db_free_statements(&caller);
     return r;

@@ -245,6 +245,51 @@ static void test_003_caller_transaction(void) {
     obx_store_close(s);
 }
 
+/* A caller's connection in the wrong autocommit mode is refused by every
+ * _tx call before it writes: on PostgreSQL and MariaDB autocommit on would
+ * commit the message at once, apart from the caller's work, so the
+ * caller's rollback would leave it behind (SQLite: autocommit off leaves the
+ * driver's own transaction open). Nothing is written; the right mode works. */
+static void test_003_autocommit_refused(void) {
+    obx_store *s = fresh();
+    caller_conn c;
+    char id[37], ids[2][37], join_id[37];
+    obx_new_message m = msg("order.created", "{\"order\":8}");
+    obx_new_message two[2];
+    obx_join_wait w;
+    int64_t before;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(caller_open(&c));
+    two[0] = m;
+    two[1] = m;
+    TT_EQ_INT(obx_join_start(s, NULL, 1, NULL, join_id), OBX_OK);
+    memset(&w, 0, sizeof w);
+    w.join_id = join_id;
+    before = scalar(s, "SELECT COUNT(*) FROM {T}");
+    TT_ASSERT(SQL_SUCCEEDED(SQLSetConnectAttr(c.dbc, SQL_ATTR_AUTOCOMMIT,
+                                              (SQLPOINTER)(uintptr_t)(g_srv ? SQL_AUTOCOMMIT_ON : SQL_AUTOCOMMIT_OFF),
+                                              SQL_IS_UINTEGER)));
+    TT_EQ_INT(obx_enqueue_tx(s, c.dbc, &m, id), OBX_ERR_STATE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_tx: hdbc");
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "autocommit") != NULL);
+    TT_EQ_INT(obx_enqueue_batch(s, c.dbc, two, 2, ids), OBX_ERR_STATE);
+    TT_EQ_INT(obx_join_enqueue_wait(s, c.dbc, &w, id), OBX_ERR_STATE);
+    TT_EQ_INT(obx_join_attach_tx(s, c.dbc, join_id, "01a21868-10d2-7792-974e-72daf11cf6d9"), OBX_ERR_STATE);
+    TT_EQ_INT(obx_join_report_tx(s, c.dbc, join_id, "01a21868-10d2-7792-974e-72daf11cf6d9", 0), OBX_ERR_STATE);
+    SQLEndTran(SQL_HANDLE_DBC, c.dbc, SQL_ROLLBACK); /* the SQLite driver's own transaction, if any */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), before); /* nothing written, even committed */
+    TT_ASSERT(SQL_SUCCEEDED(SQLSetConnectAttr(c.dbc, SQL_ATTR_AUTOCOMMIT,
+                                              (SQLPOINTER)(uintptr_t)(g_srv ? SQL_AUTOCOMMIT_OFF : SQL_AUTOCOMMIT_ON),
+                                              SQL_IS_UINTEGER)));
+    TT_ASSERT(caller_begin(&c));
+    TT_EQ_INT(obx_enqueue_tx(s, c.dbc, &m, id), OBX_OK);
+    TT_EQ_INT(obx_enqueue_batch(s, c.dbc, two, 2, ids), OBX_OK);
+    TT_ASSERT(caller_end(&c, 0));
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), before); /* rolled back: all gone */
+    caller_close(&c);
+    obx_store_close(s);
+}
+
 static void expect_rejected(obx_store *s, const obx_new_message *m, obx_result want,
                             const char *where) {
     char id[37];
@@ -5067,6 +5112,7 @@ int main(int argc, char **argv) {
     RUN("OBX-001", "enqueue persists the message durably", test_001_durable);
     RUN("OBX-002", "standalone enqueue commits its own transaction", test_002_standalone_commits);
     RUN("OBX-003", "enqueue in the caller's transaction: never committed or rolled back by us", test_003_caller_transaction);
+    RUN("OBX-003-AUTOCOMMIT", "a caller's connection in the wrong autocommit mode is refused by every _tx call, nothing written", test_003_autocommit_refused);
     RUN("OBX-004", "NULL or empty topic rejected, naming the argument", test_004_topic_required);
     RUN("OBX-005", "NULL payload rejected (and an embedded NUL)", test_005_payload_required);
     RUN("OBX-006", "empty payload accepted", test_006_empty_payload);
