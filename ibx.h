@@ -121,6 +121,11 @@
  *     IBX_NO_DEAD_LETTERS no ibx_dead_list/_replay/_purge (dead messages
  *                         are still kept; tools built without the option
  *                         handle them)
+ *     IBX_NO_ENVELOPE     no envelope on enqueue: a message that sets
+ *                         tenant_id, aggregate_type, aggregate_id or headers
+ *                         is refused with IBX_ERR_UNSUPPORTED naming the
+ *                         field; messages read back have none (the columns
+ *                         are not read); no ibx_message_header(_at)
  *   The implementation needs POSIX (clock_gettime): compile that one file
  *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
  *   an #error that says so.
@@ -794,6 +799,7 @@ typedef struct ibx_dead_filter {
 
 /* >>common-begin api-engine */
 
+#ifndef IBX_NO_ENVELOPE
 /* The value of header `key` (case-sensitive) of a message from get or
  * claim (a handler's), or NULL when it has none, or message or key is
  * NULL. Valid as long as the message's strings; allocates nothing. */
@@ -804,6 +810,7 @@ IBX_API const char *ibx_message_header(const ibx_message *message, const char *k
  * when message is NULL; IBX_ERR_NOT_FOUND when index is out of range. */
 IBX_API ibx_result ibx_message_header_at(const ibx_message *message, int index, const char **key,
                                          const char **value);
+#endif /* IBX_NO_ENVELOPE */
 
 /* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
 
@@ -7064,7 +7071,7 @@ IBX_API ibx_result ibx_notify(ibx_store *s) {
 
 /* Four hex digits at p as a number; -1 if any is not a hex digit (the
  * terminator included, so a short escape never reads past the text). */
-static long ibx__hex4(const char *p) {
+IBX__PRIVATE long ibx__hex4(const char *p) {
     long v = 0;
     int k;
     for (k = 0; k < 4; k++) {
@@ -7078,7 +7085,7 @@ static long ibx__hex4(const char *p) {
 }
 
 /* A code point as UTF-8 into out (4 bytes of room); the byte count. */
-static size_t ibx__utf8_put(unsigned long cp, char *out) {
+IBX__PRIVATE size_t ibx__utf8_put(unsigned long cp, char *out) {
     if (cp < 0x80) {
         out[0] = (char)cp;
         return 1;
@@ -7103,7 +7110,7 @@ static size_t ibx__utf8_put(unsigned long cp, char *out) {
 
 /* One escape at p (just after the backslash) into out; the bytes written,
  * 0 if malformed. *p is moved past the escape. */
-static size_t ibx__json_unescape(const char **p, char out[4]) {
+IBX__PRIVATE size_t ibx__json_unescape(const char **p, char out[4]) {
     const char *s = *p;
     long cp, low;
     switch (*s) {
@@ -7129,6 +7136,10 @@ static size_t ibx__json_unescape(const char **p, char out[4]) {
     return 1;
 }
 
+/* An optional text: "" is stored as NULL. */
+static const char *ibx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
+
+#ifndef IBX_NO_ENVELOPE
 /* The JSON string that starts after the quote at p, decoded to *w (which
  * never runs ahead of p: a decoded string is shorter than its JSON) and
  * NUL-terminated; returns what follows its closing quote, or NULL when it
@@ -7232,9 +7243,6 @@ static ibx_result ibx__check_envelope(ibx_error *err, const char *fn, const char
     return IBX_OK;
 }
 
-/* An optional text: "" is stored as NULL. */
-static const char *ibx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
-
 /* m's headers as one JSON object {"key":"value",...} in b (emptied first),
  * keys in their given order; 0 when out of memory. */
 static int ibx__headers_json(const ibx__hooks *h, ibx__buf *b, const ibx_new_message *m) {
@@ -7319,6 +7327,52 @@ IBX_API const char *ibx_message_header(const ibx_message *message, const char *k
     }
     return NULL;
 }
+#else
+/* IBX_NO_ENVELOPE: a message that sets a field is refused by name (""
+ * is no value, as everywhere); rows are read without the envelope. */
+static ibx_result ibx__check_envelope(ibx_error *err, const char *fn, const char *item, const ibx_new_message *m) {
+    char where[96];
+    const char *arg = ibx__opt_text(m->tenant_id)        ? "tenant_id"
+                      : ibx__opt_text(m->aggregate_type) ? "aggregate_type"
+                      : ibx__opt_text(m->aggregate_id)   ? "aggregate_id"
+                      : m->header_count != 0             ? "headers"
+                                                         : NULL;
+    if (!arg) return IBX_OK;
+    snprintf(where, sizeof where, "%s: %s%s", fn, item, arg);
+    return ibx__fail(err, IBX_ERR_UNSUPPORTED, where, "%s: the envelope was left out of this build (IBX_NO_ENVELOPE)",
+                     arg);
+}
+
+static int ibx__has_envelope(const ibx_new_message *m) {
+    (void)m;
+    return 0;
+}
+
+/* Never reached with a header (the check refused it); the inbox does not
+ * call it. */
+IBX__PRIVATE int ibx__headers_json(const ibx__hooks *h, ibx__buf *b, const ibx_new_message *m) {
+    (void)h, (void)b, (void)m;
+    return 0;
+}
+
+static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, ibx__buf *buf, ibx__envelope_offsets *o,
+                                     int *header_count) {
+    (void)db, (void)st, (void)col, (void)buf, (void)o;
+    *header_count = 0;
+    return IBX_OK;
+}
+
+static void ibx__point_envelope(const ibx__buf *buf, ibx_message *m, const ibx__envelope_offsets *o) {
+    (void)buf, (void)m, (void)o;
+}
+
+static int ibx__envelope_params(const ibx__hooks *h, ibx__buf *json, ibx__param *p, const ibx_new_message *m) {
+    int i;
+    (void)h, (void)json, (void)m;
+    for (i = 0; i < 4; i++) ibx__p_text(&p[i], NULL, (size_t)-1);
+    return 1;
+}
+#endif /* IBX_NO_ENVELOPE */
 
 
 /* >>common-end engine */

@@ -105,6 +105,11 @@
  *     OBX_NO_DEAD_LETTERS no obx_dead_list/_replay/_purge (dead messages
  *                         are still kept; tools built without the option
  *                         handle them)
+ *     OBX_NO_ENVELOPE     no envelope on enqueue: a message that sets
+ *                         tenant_id, aggregate_type, aggregate_id or headers
+ *                         is refused with OBX_ERR_UNSUPPORTED naming the
+ *                         field; messages read back have none (the columns
+ *                         are not read); no obx_message_header(_at)
  *   The implementation needs POSIX (clock_gettime): compile that one file
  *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
  *   an #error that says so.
@@ -191,6 +196,11 @@
  *     OBX_NO_JOIN         no joins (obx_join_*); the join tables and
  *                         triggers are still deployed, so one database
  *                         serves builds with and without them
+ *     OBX_NO_ORDERING_KEYS no ordering keys on enqueue: a message that
+ *                         sets ordering_key is refused with
+ *                         OBX_ERR_UNSUPPORTED naming it; the claim still
+ *                         keeps the order of keys other builds enqueue
+ *                         into the same database
  *
  * 6. DATABASES AND ODBC NOTES ----------------------------------------------
  *   The dialect is detected from SQLGetInfo(SQL_DBMS_NAME) or forced with
@@ -808,6 +818,7 @@ typedef struct obx_dead_filter {
 
 /* >>common-begin api-engine */
 
+#ifndef OBX_NO_ENVELOPE
 /* The value of header `key` (case-sensitive) of a message from get or
  * claim (a handler's), or NULL when it has none, or message or key is
  * NULL. Valid as long as the message's strings; allocates nothing. */
@@ -818,6 +829,7 @@ OBX_API const char *obx_message_header(const obx_message *message, const char *k
  * when message is NULL; OBX_ERR_NOT_FOUND when index is out of range. */
 OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
                                          const char **value);
+#endif /* OBX_NO_ENVELOPE */
 
 /* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
 
@@ -3798,6 +3810,14 @@ enum {
     " AS v UNION ALL SELECT " OBX__ORDERED_MAX(k, "1") " UNION ALL SELECT " OBX__ORDERED_MAX(k, "3")     \
     ") AS m) END"
 
+/* The OrderingSeq an insert stores: with OBX_NO_ORDERING_KEYS no key is
+ * enqueued, so none (and none of the key's SQL in the build). */
+#ifdef OBX_NO_ORDERING_KEYS
+#define OBX__SEQ(next) "NULL"
+#else
+#define OBX__SEQ(next) next
+#endif
+
 /* Columns of a message row, in the order obx__read_message expects. */
 #define OBX__SQLITE_COLS                                                                  \
     "\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", \"CreatedAt\", "     \
@@ -3837,7 +3857,7 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-     "coalesce(?7, {W}), ?8, " OBX__ORDERED_NEXT("?8") ", ?9, ?10, ?11, ?12, ?13)"},
+     "coalesce(?7, {W}), ?8, " OBX__SEQ(OBX__ORDERED_NEXT("?8")) ", ?9, ?10, ?11, ?12, ?13)"},
     /* sqliteodbc shows RETURNING rows only for statements that start
      * with SELECT or WITH: hence the empty CTE. */
     {OBX__Q_CLAIM,
@@ -3900,7 +3920,7 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT json_extract(j.value, '$[0]'), "
      "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
      "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), coalesce(json_extract(j.value, '$[5]'), {W}), "
-     "json_extract(j.value, '$[6]'), " OBX__ORDERED_NEXT("json_extract(j.value, '$[6]')") " + j.key, "
+     "json_extract(j.value, '$[6]'), " OBX__SEQ(OBX__ORDERED_NEXT("json_extract(j.value, '$[6]')")) " + j.key, "
      "json_extract(j.value, '$[7]'), json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]'), "
      "json_extract(j.value, '$[10]'), json_extract(j.value, '$[11]') FROM json_each(?) AS j"},
 #ifndef OBX_NO_JOIN
@@ -4039,7 +4059,7 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (CAST(?1 AS uuid), "
      "CAST(?2 AS uuid), ?3, ?4, ?5, to_timestamp(CAST(?6 AS bigint) / 1000.0), "
      "coalesce(to_timestamp(CAST(?7 AS bigint) / 1000.0), now()), CAST(?8 AS varchar), "
-     OBX__ORDERED_NEXT("CAST(?8 AS varchar)") ", CAST(?9 AS varchar), CAST(?10 AS varchar), "
+     OBX__SEQ(OBX__ORDERED_NEXT("CAST(?8 AS varchar)")) ", CAST(?9 AS varchar), CAST(?10 AS varchar), "
      "CAST(?11 AS varchar), CAST(CAST(?12 AS text) AS json), to_timestamp(CAST(?13 AS bigint) / 1000.0))"},
     {OBX__Q_CLAIM,
      "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
@@ -4103,7 +4123,7 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT u.id, u.mid, u.topic, "
      "u.payload, u.corr, to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()), "
-     "u.okey, " OBX__ORDERED_NEXT("u.okey") " + u.n - 1, u.tenant, u.atype, u.aid, CAST(u.hdr AS json), "
+     "u.okey, " OBX__SEQ(OBX__ORDERED_NEXT("u.okey")) " + u.n - 1, u.tenant, u.atype, u.aid, CAST(u.hdr AS json), "
      "to_timestamp(u.exp / 1000.0) "
      "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
      "CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), "
@@ -4369,7 +4389,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
      "`ExpiresAt`) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MY_FROM_MS("?6") ", "
-     "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6)), ?8, " OBX__MY_ORDERED_NEXT("?8") ", ?9, ?10, ?11, ?12, "
+     "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6)), ?8, " OBX__SEQ(OBX__MY_ORDERED_NEXT("?8")) ", ?9, ?10, ?11, ?12, "
      OBX__MY_FROM_MS("?13") ")"},
     /* The update checks the row again and the read takes only rows that
      * carry our token: where row locks are per node (Galera), two nodes
@@ -4427,7 +4447,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
      "`ExpiresAt`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
      OBX__MY_FROM_MS("j.`due`") ", COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6)), j.`okey`, "
-     OBX__MY_ORDERED_NEXT("j.`okey`") " + j.`n` - 1, j.`tenant`, j.`atype`, j.`aid`, j.`hdr`, "
+     OBX__SEQ(OBX__MY_ORDERED_NEXT("j.`okey`")) " + j.`n` - 1, j.`tenant`, j.`atype`, j.`aid`, j.`hdr`, "
      OBX__MY_FROM_MS("j.`exp`") " "
      "FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$[0]', `mid` CHAR(36) PATH '$[1]', "
      "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
@@ -4648,7 +4668,7 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers], "
      "[ExpiresAt]) SELECT ?1, ?2, ?3, ?4, ?5, "
      OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", "
-     "SYSDATETIMEOFFSET()), ?8, " OBX__MS_ORDERED_NEXT("?8") ", ?9, ?10, ?11, ?12, "
+     "SYSDATETIMEOFFSET()), ?8, " OBX__SEQ(OBX__MS_ORDERED_NEXT("?8")) ", ?9, ?10, ?11, ?12, "
      OBX__MS_FROM_MS("?13", OBX__MS_EPOCH)},
     {OBX__Q_CLAIM,
      "{CALL {S}.[{N}_Claim](?, ?, ?)}"},
@@ -4696,7 +4716,7 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers], "
      "[ExpiresAt]) SELECT i.[value], m.[value], p.[value], b.[value], "
      "c.[value], x.[Due], COALESCE(x.[Due], SYSDATETIMEOFFSET()), k.[value], "
-     OBX__MS_ORDERED_NEXT("k.[value]") " + CAST(i.[key] AS BIGINT), e1.[value], e2.[value], e3.[value], "
+     OBX__SEQ(OBX__MS_ORDERED_NEXT("k.[value]")) " + CAST(i.[key] AS BIGINT), e1.[value], e2.[value], e3.[value], "
      "e4.[value], " OBX__MS_FROM_MS("CAST(e5.[value] AS BIGINT)", OBX__MS_EPOCH) " FROM OPENJSON(?) AS i "
      "JOIN OPENJSON(?) AS m ON m.[key] = i.[key] JOIN OPENJSON(?) AS p ON p.[key] = i.[key] "
      "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
@@ -7476,7 +7496,7 @@ OBX_API obx_result obx_notify(obx_store *s) {
 
 /* Four hex digits at p as a number; -1 if any is not a hex digit (the
  * terminator included, so a short escape never reads past the text). */
-static long obx__hex4(const char *p) {
+OBX__PRIVATE long obx__hex4(const char *p) {
     long v = 0;
     int k;
     for (k = 0; k < 4; k++) {
@@ -7490,7 +7510,7 @@ static long obx__hex4(const char *p) {
 }
 
 /* A code point as UTF-8 into out (4 bytes of room); the byte count. */
-static size_t obx__utf8_put(unsigned long cp, char *out) {
+OBX__PRIVATE size_t obx__utf8_put(unsigned long cp, char *out) {
     if (cp < 0x80) {
         out[0] = (char)cp;
         return 1;
@@ -7515,7 +7535,7 @@ static size_t obx__utf8_put(unsigned long cp, char *out) {
 
 /* One escape at p (just after the backslash) into out; the bytes written,
  * 0 if malformed. *p is moved past the escape. */
-static size_t obx__json_unescape(const char **p, char out[4]) {
+OBX__PRIVATE size_t obx__json_unescape(const char **p, char out[4]) {
     const char *s = *p;
     long cp, low;
     switch (*s) {
@@ -7541,6 +7561,10 @@ static size_t obx__json_unescape(const char **p, char out[4]) {
     return 1;
 }
 
+/* An optional text: "" is stored as NULL. */
+static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
+
+#ifndef OBX_NO_ENVELOPE
 /* The JSON string that starts after the quote at p, decoded to *w (which
  * never runs ahead of p: a decoded string is shorter than its JSON) and
  * NUL-terminated; returns what follows its closing quote, or NULL when it
@@ -7644,9 +7668,6 @@ static obx_result obx__check_envelope(obx_error *err, const char *fn, const char
     return OBX_OK;
 }
 
-/* An optional text: "" is stored as NULL. */
-static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
-
 /* m's headers as one JSON object {"key":"value",...} in b (emptied first),
  * keys in their given order; 0 when out of memory. */
 static int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_message *m) {
@@ -7731,6 +7752,52 @@ OBX_API const char *obx_message_header(const obx_message *message, const char *k
     }
     return NULL;
 }
+#else
+/* OBX_NO_ENVELOPE: a message that sets a field is refused by name (""
+ * is no value, as everywhere); rows are read without the envelope. */
+static obx_result obx__check_envelope(obx_error *err, const char *fn, const char *item, const obx_new_message *m) {
+    char where[96];
+    const char *arg = obx__opt_text(m->tenant_id)        ? "tenant_id"
+                      : obx__opt_text(m->aggregate_type) ? "aggregate_type"
+                      : obx__opt_text(m->aggregate_id)   ? "aggregate_id"
+                      : m->header_count != 0             ? "headers"
+                                                         : NULL;
+    if (!arg) return OBX_OK;
+    snprintf(where, sizeof where, "%s: %s%s", fn, item, arg);
+    return obx__fail(err, OBX_ERR_UNSUPPORTED, where, "%s: the envelope was left out of this build (OBX_NO_ENVELOPE)",
+                     arg);
+}
+
+static int obx__has_envelope(const obx_new_message *m) {
+    (void)m;
+    return 0;
+}
+
+/* Never reached with a header (the check refused it); the inbox does not
+ * call it. */
+OBX__PRIVATE int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_message *m) {
+    (void)h, (void)b, (void)m;
+    return 0;
+}
+
+static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, obx__buf *buf, obx__envelope_offsets *o,
+                                     int *header_count) {
+    (void)db, (void)st, (void)col, (void)buf, (void)o;
+    *header_count = 0;
+    return OBX_OK;
+}
+
+static void obx__point_envelope(const obx__buf *buf, obx_message *m, const obx__envelope_offsets *o) {
+    (void)buf, (void)m, (void)o;
+}
+
+static int obx__envelope_params(const obx__hooks *h, obx__buf *json, obx__param *p, const obx_new_message *m) {
+    int i;
+    (void)h, (void)json, (void)m;
+    for (i = 0; i < 4; i++) obx__p_text(&p[i], NULL, (size_t)-1);
+    return 1;
+}
+#endif /* OBX_NO_ENVELOPE */
 
 
 /* >>common-end engine */
@@ -7873,9 +7940,15 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
     if (m->correlation_id && !obx__text_fits(m->correlation_id, OBX_CORRELATION_MAX))
         OBX__BAD("correlation_id", OBX_ERR_INVALID_ARG,
                  "correlation_id must be valid UTF-8 of at most %d characters", OBX_CORRELATION_MAX);
+#ifndef OBX_NO_ORDERING_KEYS
     if (m->ordering_key && !obx__text_fits(m->ordering_key, OBX_ORDERING_KEY_MAX))
         OBX__BAD("ordering_key", OBX_ERR_INVALID_ARG,
                  "ordering_key must be valid UTF-8 of at most %d characters", OBX_ORDERING_KEY_MAX);
+#else
+    if (obx__opt_text(m->ordering_key))
+        OBX__BAD("ordering_key", OBX_ERR_UNSUPPORTED,
+                 "ordering_key: ordering keys were left out of this build (OBX_NO_ORDERING_KEYS)");
+#endif
     if (m->due_utc_ms < 0 || m->due_utc_ms > OBX_TIME_MAX_MS)
         OBX__BAD("due_utc_ms", OBX_ERR_OUT_OF_RANGE,
                  "due_utc_ms must be 0 (now) or a Unix time in ms up to OBX_TIME_MAX_MS" OBX__WHY(" (year 9999)"));
