@@ -1186,7 +1186,10 @@ IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *dispatcher, ibx_run_s
  * ibx_dispatcher_wake(). Returns IBX_OK when stopped. */
 IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *dispatcher);
 
-/* Ask run() to return after the current round. Thread-safe (not
+/* Ask run() to return after the current round. Final: a stop given
+ * before run() starts is kept (run() then returns at once), and every
+ * later run() returns IBX_OK at once, handling nothing (run_once() still
+ * works); to dispatch again, create a new dispatcher. Thread-safe (not
  * async-signal-safe: from a signal handler use desc.stop_flag). */
 IBX_API void ibx_dispatcher_stop(ibx_dispatcher *dispatcher);
 

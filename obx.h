@@ -1205,7 +1205,10 @@ OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *dispatcher, obx_run_s
  * obx_dispatcher_wake(). Returns OBX_OK when stopped. */
 OBX_API obx_result obx_dispatcher_run(obx_dispatcher *dispatcher);
 
-/* Ask run() to return after the current round. Thread-safe (not
+/* Ask run() to return after the current round. Final: a stop given
+ * before run() starts is kept (run() then returns at once), and every
+ * later run() returns OBX_OK at once, handling nothing (run_once() still
+ * works); to dispatch again, create a new dispatcher. Thread-safe (not
  * async-signal-safe: from a signal handler use desc.stop_flag). */
 OBX_API void obx_dispatcher_stop(obx_dispatcher *dispatcher);
 

@@ -2872,6 +2872,39 @@ static void test_wake_and_stop(void) {
     obx_store_close(s);
 }
 
+/* A stop is final, as obx_dispatcher_stop says: a stop before run() is
+ * kept (run() returns at once, nothing handled), and so is every later
+ * run(); run_once() still handles (OBX-STOP-FINAL). */
+static void test_stop_final(void) {
+    obx_store *s = fresh();
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    probe p;
+    char id[37];
+    int64_t t0;
+    TT_ASSERT(s != NULL);
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.poll_interval_ms = 10000;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    memset(&p, 0, sizeof p);
+    obx_dispatcher_on(d, "hot", probe_handler, &p);
+    TT_ASSERT(enqueue(s, "hot", "kept", id));
+    obx_dispatcher_stop(d); /* before run(): not forgotten */
+    t0 = now_ms();
+    TT_EQ_INT(obx_dispatcher_run(d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_run(d), OBX_OK);
+    TT_EXPECT(now_ms() - t0 < 2000);
+    TT_EQ_INT(p.calls, 0);
+    memset(&st, 0, sizeof st);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(p.calls, 1);
+    TT_EQ_INT(st.done, 1);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
 /* A producer in another process wakes a dispatcher waiting on a 10 s
  * poll through the wake socket; a stale socket file is replaced; a bad
  * path is refused, naming it (CORE-WAKE-SOCKET). */
@@ -5180,6 +5213,7 @@ int main(int argc, char **argv) {
     RUN("OBX-WAKE", "wake-up dispatches at once; stop interrupts the wait", test_wake_and_stop);
     RUN("CORE-MAX-PENDING", "past max_pending unfinished messages enqueue is OBX_ERR_FULL and changes nothing", test_max_pending);
     RUN("CORE-WAKE-SOCKET", "a producer in another process wakes a waiting dispatcher through wake_path", test_wake_socket);
+    RUN("OBX-STOP-FINAL", "a stop is final: before run() it is kept, every later run() returns at once", test_stop_final);
     RUN("OBX-METRICS", "counters, metrics hook, queue depth and oldest age", test_metrics);
     RUN("OBX-METRICS-TEXT", "obx_metrics_text: counters, gauges, per-topic handler histogram, escaped labels, buffer size", test_metrics_text);
     RUN("OBX-033", "ack counts a completed step in every join of the message", test_033_034_046_047_089_096_auto);
