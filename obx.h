@@ -1299,8 +1299,12 @@ typedef struct obx_join {
 OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, int expected_steps,
                                   const char *metadata, char out_join_id[37]);
 
-/* Attach a message (the id obx_enqueue returned) to a join; attaching again
- * has no effect. A message may be in several joins. When it is
+/* Attach a message to a join by its work item id: the id obx_enqueue
+ * returned, obx_message.id (not obx_message.message_id: the triggers
+ * count settles by work item id). Attaching again has no effect. An id no
+ * row has yet is accepted (its enqueue may be in a transaction not yet
+ * committed) and counts once such a message is settled. A message may be
+ * in several joins. When it is
  * acknowledged or failed, every one of its joins counts a completed or
  * failed step in the same transaction (done by triggers in the database).
  * A message already acknowledged or failed when it is attached counts at
@@ -1318,7 +1322,8 @@ OBX_API obx_result obx_join_attach(obx_store *store, const char *join_id, const 
 OBX_API obx_result obx_join_attach_tx(obx_store *store, void *hdbc, const char *join_id,
                                       const char *message_id);
 
-/* Report a step by hand (OBX-085..088): completed (failed = 0) or failed.
+/* Report a step by hand (OBX-085..088): completed (failed = 0) or failed,
+ * for a message named by its work item id as in obx_join_attach.
  * Idempotent per message: a step reported twice, or also acked, counts
  * once; a message not attached yet is attached. Returns OBX_OK,
  * OBX_ERR_NOT_FOUND (no such join), OBX_ERR_INVALID_ARG, OBX_ERR_DB(_TRANSIENT). */
