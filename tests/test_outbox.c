@@ -1035,6 +1035,47 @@ static void test_049_052_reap(void) {
     obx_store_close(s);
 }
 
+/* An expired lease comes back through the reap (obx_claim's doc): until
+ * then no other worker claims the message and its holder may still settle
+ * it; after the reap another worker claims it and the old holder's ack
+ * changes nothing (OBX-049-HOLDER). */
+static void test_049_expired_holder(void) {
+    obx_store *s = fresh();
+    char a[37], b[37], ids[2][37];
+    const char *one[1];
+    const obx_message *ms;
+    obx_message m;
+    int64_t reaped = -1, changed = -1;
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, a);
+    obx_owner_token(s, b);
+    TT_ASSERT(enqueue(s, "t", "p", ids[0]));
+    TT_EQ_INT(obx_claim(s, a, 1, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    sleep_ms(1300);
+    TT_EQ_INT(obx_claim(s, b, 30, 10, &ms, &n), OBX_EMPTY); /* expired, not yet reaped */
+    one[0] = ids[0];
+    TT_EQ_INT(obx_ack(s, a, one, 1, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1); /* the holder still settles it */
+    TT_EQ_INT(obx_get(s, ids[0], &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_DONE);
+    TT_ASSERT(enqueue(s, "t", "p", ids[1]));
+    TT_EQ_INT(obx_claim(s, a, 1, 10, &ms, &n), OBX_OK);
+    sleep_ms(1300);
+    TT_EQ_INT(obx_reap(s, &reaped), OBX_OK);
+    TT_EQ_INT(reaped, 1);
+    TT_EQ_INT(obx_claim(s, b, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_STR(ms[0].id, ids[1]);
+    one[0] = ids[1];
+    TT_EQ_INT(obx_ack(s, a, one, 1, &changed), OBX_OK);
+    TT_EQ_INT(changed, 0); /* b holds it now */
+    TT_EQ_INT(obx_ack(s, b, one, 1, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    obx_store_close(s);
+}
+
 /* ---- transactions, concurrency ------------------------------------------------------------------- */
 
 static void test_097_one_transaction(void) {
@@ -5192,6 +5233,7 @@ int main(int argc, char **argv) {
     RUN("OBX-050", "reap clears owner and lease", test_049_052_reap);
     RUN("OBX-051", "reaped messages are claimable", test_049_052_reap);
     RUN("OBX-052", "reap never touches done or failed messages", test_049_052_reap);
+    RUN("OBX-049-HOLDER", "an expired lease comes back through the reap; until then its holder settles it", test_049_expired_holder);
     RUN("OBX-053", "the dispatcher reaps expired leases periodically", test_053_periodic_reap);
     RUN("OBX-054", "handlers are chosen by exact topic; wildcard runs after", test_054_route_by_topic);
     RUN("OBX-055", "no handler: warning, and the message is retried later", test_055_no_handler);
