@@ -888,7 +888,11 @@ IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]);
  * trip. *messages points at an array of *count messages owned by the store
  * (valid until the next claim/close). Two workers never hold the same
  * message while its lease lasts; after it expires (a crash, or a handler
- * slower than the lease) it is delivered again. Messages past their
+ * slower than the lease) it is delivered again: an outbox message once a
+ * reap has released it (a dispatcher reaps at its first round and every
+ * reap_interval_ms), an inbox message by the next claim, reap or not.
+ * Until then its holder's ack, abandon or fail still count (nobody else
+ * holds it). Messages past their
  * expires_ms are returned like the others (this reports what was claimed):
  * the dispatcher ends those Dead ("expired") unhandled; a caller handling
  * claims itself checks expires_ms. Returns IBX_OK (count >= 1)
@@ -1186,7 +1190,10 @@ IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *dispatcher, ibx_run_s
  * ibx_dispatcher_wake(). Returns IBX_OK when stopped. */
 IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *dispatcher);
 
-/* Ask run() to return after the current round. Thread-safe (not
+/* Ask run() to return after the current round. Final: a stop given
+ * before run() starts is kept (run() then returns at once), and every
+ * later run() returns IBX_OK at once, handling nothing (run_once() still
+ * works); to dispatch again, create a new dispatcher. Thread-safe (not
  * async-signal-safe: from a signal handler use desc.stop_flag). */
 IBX_API void ibx_dispatcher_stop(ibx_dispatcher *dispatcher);
 
@@ -5146,6 +5153,14 @@ IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
     caller.d = s->db.d;
     caller.dbc = (SQLHDBC)hdbc;
     caller.connected = 1;
+    caller.tx_by_sql = caller.d->tx_by_sql;
+    /* In autocommit (PostgreSQL, MariaDB) the write would commit at once,
+     * apart from the caller's transaction, and survive its rollback. */
+    r = ibx__check_autocommit(&caller);
+    if (r != IBX_OK) {
+        snprintf(s->err.where, sizeof s->err.where, "%s: hdbc", what);
+        return r;
+    }
     r = unit(&caller, ctx);
     ibx__db_free_statements(&caller);
     return r;

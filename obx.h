@@ -748,15 +748,17 @@ OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message,
  * autocommit off, or for SQLite inside the caller's BEGIN IMMEDIATE). The
  * library never commits or rolls back `hdbc` (OBX-003): a rollback by the
  * caller leaves no message. `hdbc` must be connected to the same database
- * as the store. Results as obx_enqueue. */
+ * as the store. Results as obx_enqueue, plus OBX_ERR_STATE naming hdbc
+ * when its autocommit mode is not the one above (nothing is written: in
+ * autocommit the message would commit apart from the caller's work). */
 OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_message *message,
                                   char out_id[37]);
 
 /* Enqueue `count` messages in one transaction: the caller's on `hdbc`, or
  * the store's own (committed) when hdbc is NULL. All or nothing: one bad
  * message rejects the batch before any SQL runs. out_ids (if not NULL)
- * receives count ids. Results as obx_enqueue; count < 0 or messages NULL
- * with count > 0 is OBX_ERR_INVALID_ARG. */
+ * receives count ids. Results as obx_enqueue (and obx_enqueue_tx with
+ * hdbc); count < 0 or messages NULL with count > 0 is OBX_ERR_INVALID_ARG. */
 OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
                                      const obx_new_message *messages, int count,
                                      char (*out_ids)[37]);
@@ -906,7 +908,11 @@ OBX_API obx_result obx_owner_token(obx_store *store, char out[37]);
  * trip. *messages points at an array of *count messages owned by the store
  * (valid until the next claim/close). Two workers never hold the same
  * message while its lease lasts; after it expires (a crash, or a handler
- * slower than the lease) it is delivered again. Messages past their
+ * slower than the lease) it is delivered again: an outbox message once a
+ * reap has released it (a dispatcher reaps at its first round and every
+ * reap_interval_ms), an inbox message by the next claim, reap or not.
+ * Until then its holder's ack, abandon or fail still count (nobody else
+ * holds it). Messages past their
  * expires_ms are returned like the others (this reports what was claimed):
  * the dispatcher ends those Dead ("expired") unhandled; a caller handling
  * claims itself checks expires_ms. Returns OBX_OK (count >= 1)
@@ -1204,7 +1210,10 @@ OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *dispatcher, obx_run_s
  * obx_dispatcher_wake(). Returns OBX_OK when stopped. */
 OBX_API obx_result obx_dispatcher_run(obx_dispatcher *dispatcher);
 
-/* Ask run() to return after the current round. Thread-safe (not
+/* Ask run() to return after the current round. Final: a stop given
+ * before run() starts is kept (run() then returns at once), and every
+ * later run() returns OBX_OK at once, handling nothing (run_once() still
+ * works); to dispatch again, create a new dispatcher. Thread-safe (not
  * async-signal-safe: from a signal handler use desc.stop_flag). */
 OBX_API void obx_dispatcher_stop(obx_dispatcher *dispatcher);
 
@@ -1295,8 +1304,12 @@ typedef struct obx_join {
 OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, int expected_steps,
                                   const char *metadata, char out_join_id[37]);
 
-/* Attach a message (the id obx_enqueue returned) to a join; attaching again
- * has no effect. A message may be in several joins. When it is
+/* Attach a message to a join by its work item id: the id obx_enqueue
+ * returned, obx_message.id (not obx_message.message_id: the triggers
+ * count settles by work item id). Attaching again has no effect. An id no
+ * row has yet is accepted (its enqueue may be in a transaction not yet
+ * committed) and counts once such a message is settled. A message may be
+ * in several joins. When it is
  * acknowledged or failed, every one of its joins counts a completed or
  * failed step in the same transaction (done by triggers in the database).
  * A message already acknowledged or failed when it is attached counts at
@@ -1309,11 +1322,13 @@ OBX_API obx_result obx_join_attach(obx_store *store, const char *join_id, const 
 /* obx_join_attach in the caller's transaction on `hdbc` (as obx_enqueue_tx:
  * never committed or rolled back here), so that an enqueue and its attach
  * are one atomic step. Returns as obx_join_attach; OBX_ERR_INVALID_ARG
- * when hdbc is NULL. */
+ * when hdbc is NULL; OBX_ERR_STATE in the wrong autocommit mode (as
+ * obx_enqueue_tx). */
 OBX_API obx_result obx_join_attach_tx(obx_store *store, void *hdbc, const char *join_id,
                                       const char *message_id);
 
-/* Report a step by hand (OBX-085..088): completed (failed = 0) or failed.
+/* Report a step by hand (OBX-085..088): completed (failed = 0) or failed,
+ * for a message named by its work item id as in obx_join_attach.
  * Idempotent per message: a step reported twice, or also acked, counts
  * once; a message not attached yet is attached. Returns OBX_OK,
  * OBX_ERR_NOT_FOUND (no such join), OBX_ERR_INVALID_ARG, OBX_ERR_DB(_TRANSIENT). */
@@ -1321,7 +1336,8 @@ OBX_API obx_result obx_join_report(obx_store *store, const char *join_id, const 
                                    int failed);
 
 /* obx_join_report in the caller's transaction on `hdbc`. Returns as
- * obx_join_report; OBX_ERR_INVALID_ARG when hdbc is NULL. */
+ * obx_join_report; OBX_ERR_INVALID_ARG when hdbc is NULL; OBX_ERR_STATE in
+ * the wrong autocommit mode (as obx_enqueue_tx). */
 OBX_API obx_result obx_join_report_tx(obx_store *store, void *hdbc, const char *join_id,
                                       const char *message_id, int failed);
 
@@ -5605,6 +5621,14 @@ OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
     caller.d = s->db.d;
     caller.dbc = (SQLHDBC)hdbc;
     caller.connected = 1;
+    caller.tx_by_sql = caller.d->tx_by_sql;
+    /* In autocommit (PostgreSQL, MariaDB) the write would commit at once,
+     * apart from the caller's transaction, and survive its rollback. */
+    r = obx__check_autocommit(&caller);
+    if (r != OBX_OK) {
+        snprintf(s->err.where, sizeof s->err.where, "%s: hdbc", what);
+        return r;
+    }
     r = unit(&caller, ctx);
     obx__db_free_statements(&caller);
     return r;
