@@ -1042,10 +1042,13 @@ typedef struct obx_provider_desc {
 /* Create a provider and open a store per database (discovery is called
  * once now). A database whose store cannot be opened is logged and left
  * out until the next refresh. Returns OBX_OK; OBX_ERR_INVALID_ARG (both or
- * neither of databases and discover, a NULL or empty or duplicate id,
- * desc->store.hdbc set, a half-set allocator); OBX_ERR_DB (the first
+ * neither of databases and discover, database_count < 0, a NULL or empty
+ * or duplicate id, desc->store.hdbc set, a half-set allocator);
+ * OBX_ERR_OUT_OF_RANGE (refresh_interval_ms < 0); OBX_ERR_DB (the first
  * discovery failed: *out is a provider with no stores, refreshed later);
- * OBX_ERR_NO_MEMORY. */
+ * OBX_ERR_NO_MEMORY. On the other errors *out is NULL, so the refusal is
+ * logged at ERROR through desc->store.hooks' logger, naming the field
+ * (e.g. "obx_provider_create: refresh_interval_ms: must be >= 0"). */
 OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provider **out);
 
 /* Close every store and free the provider. NULL is a no-op. */
@@ -6308,16 +6311,35 @@ static int obx__provider_copy_desc(obx_provider *p, const obx_store_desc *store)
     return (!store->schema || p->schema) && (!store->table || p->table) && (!worker || p->worker_name);
 }
 
+/* A refused provider description: no provider exists to hold the error,
+ * so the refusal is logged, naming the field. */
+static obx_result obx__provider_refuse(const obx__hooks *h, obx_result r, const char *field,
+                                       const char *why) {
+    obx__log(h, OBX_LOG_ERROR, "provider", "obx_provider_create: %s: %s (%s)", field, why, obx__result_str(r));
+    return r;
+}
+
 OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provider **out) {
     obx__hooks hooks;
     obx_provider *p;
     obx_result r;
     if (!out) return OBX_ERR_INVALID_ARG;
     *out = NULL;
-    if (!desc || (desc->databases != NULL) == (desc->discover != NULL) || desc->store.hdbc ||
-        desc->database_count < 0 || (desc->database_count > 0 && !desc->databases) ||
-        desc->refresh_interval_ms < 0 || obx__hooks_resolve(&hooks, &desc->store.hooks) != OBX_OK)
-        return OBX_ERR_INVALID_ARG;
+    if (!desc) return OBX_ERR_INVALID_ARG;
+    if (obx__hooks_resolve(&hooks, &desc->store.hooks) != OBX_OK)
+        return obx__provider_refuse(&hooks, OBX_ERR_INVALID_ARG, "store.hooks.allocator",
+                                    "give all three functions or none");
+    if ((desc->databases != NULL) == (desc->discover != NULL))
+        return obx__provider_refuse(&hooks, OBX_ERR_INVALID_ARG, "databases",
+                                    "give exactly one of databases and discover");
+    if (desc->store.hdbc)
+        return obx__provider_refuse(&hooks, OBX_ERR_INVALID_ARG, "store.hdbc",
+                                    "must be NULL: each database is opened from its connection string");
+    if (desc->database_count < 0)
+        return obx__provider_refuse(&hooks, OBX_ERR_INVALID_ARG, "database_count", "must be >= 0");
+    if (desc->refresh_interval_ms < 0)
+        return obx__provider_refuse(&hooks, OBX_ERR_OUT_OF_RANGE, "refresh_interval_ms",
+                                    "must be >= 0 (0: 5 minutes)");
     p = (obx_provider *)obx__alloc(&hooks, sizeof *p);
     if (!p) return OBX_ERR_NO_MEMORY;
     memset(p, 0, sizeof *p);
@@ -6338,8 +6360,9 @@ OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provid
     r = p->discover ? obx__provider_discover(p)
                     : obx__registry_apply(&p->reg, desc->databases, desc->database_count, NULL, NULL);
     if (r == OBX_ERR_INVALID_ARG)
-        obx__fail(&p->err, r, "obx_provider_create: databases",
-                  "every database needs a unique, non-empty id and a connection string");
+        obx__provider_refuse(&p->hooks, r, p->discover ? "discover" : "databases",
+                             p->discover ? p->err.message
+                                         : "every database needs a unique, non-empty id and a connection string");
     if (r != OBX_OK && r != OBX_ERR_DB) { /* a failed first discovery still gives a provider */
         obx_provider_destroy(p);
         *out = NULL;
