@@ -1860,7 +1860,7 @@ static const ibx__dialect ibx__dialects[] = {
  * been refused. */
 #if defined(IBX_NO_POSTGRESQL) && defined(IBX_NO_MARIADB) && defined(IBX_NO_SQLSERVER)
 #define IBX__SQLITE_ONLY 1
-#define IBX__ONE(d) (&ibx__dialects[IBX_DIALECT_SQLITE])
+#define IBX__ONE(d) ((void)(d), &ibx__dialects[IBX_DIALECT_SQLITE])
 #else
 #define IBX__SQLITE_ONLY 0
 #define IBX__ONE(d) (d)

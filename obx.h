@@ -1980,7 +1980,7 @@ static const obx__dialect obx__dialects[] = {
  * been refused. */
 #if defined(OBX_NO_POSTGRESQL) && defined(OBX_NO_MARIADB) && defined(OBX_NO_SQLSERVER)
 #define OBX__SQLITE_ONLY 1
-#define OBX__ONE(d) (&obx__dialects[OBX_DIALECT_SQLITE])
+#define OBX__ONE(d) ((void)(d), &obx__dialects[OBX_DIALECT_SQLITE])
 #else
 #define OBX__SQLITE_ONLY 0
 #define OBX__ONE(d) (d)
