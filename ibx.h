@@ -888,7 +888,11 @@ IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]);
  * trip. *messages points at an array of *count messages owned by the store
  * (valid until the next claim/close). Two workers never hold the same
  * message while its lease lasts; after it expires (a crash, or a handler
- * slower than the lease) it is delivered again. Messages past their
+ * slower than the lease) it is delivered again: an outbox message once a
+ * reap has released it (a dispatcher reaps at its first round and every
+ * reap_interval_ms), an inbox message by the next claim, reap or not.
+ * Until then its holder's ack, abandon or fail still count (nobody else
+ * holds it). Messages past their
  * expires_ms are returned like the others (this reports what was claimed):
  * the dispatcher ends those Dead ("expired") unhandled; a caller handling
  * claims itself checks expires_ms. Returns IBX_OK (count >= 1)
@@ -1018,10 +1022,13 @@ typedef struct ibx_provider_desc {
 /* Create a provider and open a store per database (discovery is called
  * once now). A database whose store cannot be opened is logged and left
  * out until the next refresh. Returns IBX_OK; IBX_ERR_INVALID_ARG (both or
- * neither of databases and discover, a NULL or empty or duplicate id,
- * desc->store.hdbc set, a half-set allocator); IBX_ERR_DB (the first
+ * neither of databases and discover, database_count < 0, a NULL or empty
+ * or duplicate id, desc->store.hdbc set, a half-set allocator);
+ * IBX_ERR_OUT_OF_RANGE (refresh_interval_ms < 0); IBX_ERR_DB (the first
  * discovery failed: *out is a provider with no stores, refreshed later);
- * IBX_ERR_NO_MEMORY. */
+ * IBX_ERR_NO_MEMORY. On the other errors *out is NULL, so the refusal is
+ * logged at ERROR through desc->store.hooks' logger, naming the field
+ * (e.g. "ibx_provider_create: refresh_interval_ms: must be >= 0"). */
 IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provider **out);
 
 /* Close every store and free the provider. NULL is a no-op. */
@@ -1186,7 +1193,10 @@ IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *dispatcher, ibx_run_s
  * ibx_dispatcher_wake(). Returns IBX_OK when stopped. */
 IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *dispatcher);
 
-/* Ask run() to return after the current round. Thread-safe (not
+/* Ask run() to return after the current round. Final: a stop given
+ * before run() starts is kept (run() then returns at once), and every
+ * later run() returns IBX_OK at once, handling nothing (run_once() still
+ * works); to dispatch again, create a new dispatcher. Thread-safe (not
  * async-signal-safe: from a signal handler use desc.stop_flag). */
 IBX_API void ibx_dispatcher_stop(ibx_dispatcher *dispatcher);
 
@@ -5164,6 +5174,14 @@ IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
     caller.d = s->db.d;
     caller.dbc = (SQLHDBC)hdbc;
     caller.connected = 1;
+    caller.tx_by_sql = caller.d->tx_by_sql;
+    /* In autocommit (PostgreSQL, MariaDB) the write would commit at once,
+     * apart from the caller's transaction, and survive its rollback. */
+    r = ibx__check_autocommit(&caller);
+    if (r != IBX_OK) {
+        snprintf(s->err.where, sizeof s->err.where, "%s: hdbc", what);
+        return r;
+    }
     r = unit(&caller, ctx);
     ibx__db_free_statements(&caller);
     return r;
@@ -5843,16 +5861,35 @@ static int ibx__provider_copy_desc(ibx_provider *p, const ibx_store_desc *store)
     return (!store->schema || p->schema) && (!store->table || p->table) && (!worker || p->worker_name);
 }
 
+/* A refused provider description: no provider exists to hold the error,
+ * so the refusal is logged, naming the field. */
+static ibx_result ibx__provider_refuse(const ibx__hooks *h, ibx_result r, const char *field,
+                                       const char *why) {
+    ibx__log(h, IBX_LOG_ERROR, "provider", "ibx_provider_create: %s: %s (%s)", field, why, ibx__result_str(r));
+    return r;
+}
+
 IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provider **out) {
     ibx__hooks hooks;
     ibx_provider *p;
     ibx_result r;
     if (!out) return IBX_ERR_INVALID_ARG;
     *out = NULL;
-    if (!desc || (desc->databases != NULL) == (desc->discover != NULL) || desc->store.hdbc ||
-        desc->database_count < 0 || (desc->database_count > 0 && !desc->databases) ||
-        desc->refresh_interval_ms < 0 || ibx__hooks_resolve(&hooks, &desc->store.hooks) != IBX_OK)
-        return IBX_ERR_INVALID_ARG;
+    if (!desc) return IBX_ERR_INVALID_ARG;
+    if (ibx__hooks_resolve(&hooks, &desc->store.hooks) != IBX_OK)
+        return ibx__provider_refuse(&hooks, IBX_ERR_INVALID_ARG, "store.hooks.allocator",
+                                    "give all three functions or none");
+    if ((desc->databases != NULL) == (desc->discover != NULL))
+        return ibx__provider_refuse(&hooks, IBX_ERR_INVALID_ARG, "databases",
+                                    "give exactly one of databases and discover");
+    if (desc->store.hdbc)
+        return ibx__provider_refuse(&hooks, IBX_ERR_INVALID_ARG, "store.hdbc",
+                                    "must be NULL: each database is opened from its connection string");
+    if (desc->database_count < 0)
+        return ibx__provider_refuse(&hooks, IBX_ERR_INVALID_ARG, "database_count", "must be >= 0");
+    if (desc->refresh_interval_ms < 0)
+        return ibx__provider_refuse(&hooks, IBX_ERR_OUT_OF_RANGE, "refresh_interval_ms",
+                                    "must be >= 0 (0: 5 minutes)");
     p = (ibx_provider *)ibx__alloc(&hooks, sizeof *p);
     if (!p) return IBX_ERR_NO_MEMORY;
     memset(p, 0, sizeof *p);
@@ -5873,8 +5910,9 @@ IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provid
     r = p->discover ? ibx__provider_discover(p)
                     : ibx__registry_apply(&p->reg, desc->databases, desc->database_count, NULL, NULL);
     if (r == IBX_ERR_INVALID_ARG)
-        ibx__fail(&p->err, r, "ibx_provider_create: databases",
-                  "every database needs a unique, non-empty id and a connection string");
+        ibx__provider_refuse(&p->hooks, r, p->discover ? "discover" : "databases",
+                             p->discover ? p->err.message
+                                         : "every database needs a unique, non-empty id and a connection string");
     if (r != IBX_OK && r != IBX_ERR_DB) { /* a failed first discovery still gives a provider */
         ibx_provider_destroy(p);
         *out = NULL;

@@ -718,7 +718,8 @@ typedef struct obx_message {
     const char *processed_by;    /* NULL until acknowledged */
     int64_t locked_until_ms;
     char owner_token[37];        /* "" when not leased */
-    int64_t next_attempt_ms;
+    int64_t next_attempt_ms;     /* OBX_TIME_MAX_MS + 1 while parked behind an earlier message
+                                    of its ordering key (SQLite; see README) */
     int starts;                  /* claims without an outcome, this one included: 2 and more
                                     after a crash or an expired lease (see max_starts) */
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
@@ -747,15 +748,17 @@ OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message,
  * autocommit off, or for SQLite inside the caller's BEGIN IMMEDIATE). The
  * library never commits or rolls back `hdbc` (OBX-003): a rollback by the
  * caller leaves no message. `hdbc` must be connected to the same database
- * as the store. Results as obx_enqueue. */
+ * as the store. Results as obx_enqueue, plus OBX_ERR_STATE naming hdbc
+ * when its autocommit mode is not the one above (nothing is written: in
+ * autocommit the message would commit apart from the caller's work). */
 OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_message *message,
                                   char out_id[37]);
 
 /* Enqueue `count` messages in one transaction: the caller's on `hdbc`, or
  * the store's own (committed) when hdbc is NULL. All or nothing: one bad
  * message rejects the batch before any SQL runs. out_ids (if not NULL)
- * receives count ids. Results as obx_enqueue; count < 0 or messages NULL
- * with count > 0 is OBX_ERR_INVALID_ARG. */
+ * receives count ids. Results as obx_enqueue (and obx_enqueue_tx with
+ * hdbc); count < 0 or messages NULL with count > 0 is OBX_ERR_INVALID_ARG. */
 OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
                                      const obx_new_message *messages, int count,
                                      char (*out_ids)[37]);
@@ -905,7 +908,11 @@ OBX_API obx_result obx_owner_token(obx_store *store, char out[37]);
  * trip. *messages points at an array of *count messages owned by the store
  * (valid until the next claim/close). Two workers never hold the same
  * message while its lease lasts; after it expires (a crash, or a handler
- * slower than the lease) it is delivered again. Messages past their
+ * slower than the lease) it is delivered again: an outbox message once a
+ * reap has released it (a dispatcher reaps at its first round and every
+ * reap_interval_ms), an inbox message by the next claim, reap or not.
+ * Until then its holder's ack, abandon or fail still count (nobody else
+ * holds it). Messages past their
  * expires_ms are returned like the others (this reports what was claimed):
  * the dispatcher ends those Dead ("expired") unhandled; a caller handling
  * claims itself checks expires_ms. Returns OBX_OK (count >= 1)
@@ -1035,10 +1042,13 @@ typedef struct obx_provider_desc {
 /* Create a provider and open a store per database (discovery is called
  * once now). A database whose store cannot be opened is logged and left
  * out until the next refresh. Returns OBX_OK; OBX_ERR_INVALID_ARG (both or
- * neither of databases and discover, a NULL or empty or duplicate id,
- * desc->store.hdbc set, a half-set allocator); OBX_ERR_DB (the first
+ * neither of databases and discover, database_count < 0, a NULL or empty
+ * or duplicate id, desc->store.hdbc set, a half-set allocator);
+ * OBX_ERR_OUT_OF_RANGE (refresh_interval_ms < 0); OBX_ERR_DB (the first
  * discovery failed: *out is a provider with no stores, refreshed later);
- * OBX_ERR_NO_MEMORY. */
+ * OBX_ERR_NO_MEMORY. On the other errors *out is NULL, so the refusal is
+ * logged at ERROR through desc->store.hooks' logger, naming the field
+ * (e.g. "obx_provider_create: refresh_interval_ms: must be >= 0"). */
 OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provider **out);
 
 /* Close every store and free the provider. NULL is a no-op. */
@@ -1203,7 +1213,10 @@ OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *dispatcher, obx_run_s
  * obx_dispatcher_wake(). Returns OBX_OK when stopped. */
 OBX_API obx_result obx_dispatcher_run(obx_dispatcher *dispatcher);
 
-/* Ask run() to return after the current round. Thread-safe (not
+/* Ask run() to return after the current round. Final: a stop given
+ * before run() starts is kept (run() then returns at once), and every
+ * later run() returns OBX_OK at once, handling nothing (run_once() still
+ * works); to dispatch again, create a new dispatcher. Thread-safe (not
  * async-signal-safe: from a signal handler use desc.stop_flag). */
 OBX_API void obx_dispatcher_stop(obx_dispatcher *dispatcher);
 
@@ -1294,8 +1307,12 @@ typedef struct obx_join {
 OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, int expected_steps,
                                   const char *metadata, char out_join_id[37]);
 
-/* Attach a message (the id obx_enqueue returned) to a join; attaching again
- * has no effect. A message may be in several joins. When it is
+/* Attach a message to a join by its work item id: the id obx_enqueue
+ * returned, obx_message.id (not obx_message.message_id: the triggers
+ * count settles by work item id). Attaching again has no effect. An id no
+ * row has yet is accepted (its enqueue may be in a transaction not yet
+ * committed) and counts once such a message is settled. A message may be
+ * in several joins. When it is
  * acknowledged or failed, every one of its joins counts a completed or
  * failed step in the same transaction (done by triggers in the database).
  * A message already acknowledged or failed when it is attached counts at
@@ -1308,11 +1325,13 @@ OBX_API obx_result obx_join_attach(obx_store *store, const char *join_id, const 
 /* obx_join_attach in the caller's transaction on `hdbc` (as obx_enqueue_tx:
  * never committed or rolled back here), so that an enqueue and its attach
  * are one atomic step. Returns as obx_join_attach; OBX_ERR_INVALID_ARG
- * when hdbc is NULL. */
+ * when hdbc is NULL; OBX_ERR_STATE in the wrong autocommit mode (as
+ * obx_enqueue_tx). */
 OBX_API obx_result obx_join_attach_tx(obx_store *store, void *hdbc, const char *join_id,
                                       const char *message_id);
 
-/* Report a step by hand (OBX-085..088): completed (failed = 0) or failed.
+/* Report a step by hand (OBX-085..088): completed (failed = 0) or failed,
+ * for a message named by its work item id as in obx_join_attach.
  * Idempotent per message: a step reported twice, or also acked, counts
  * once; a message not attached yet is attached. Returns OBX_OK,
  * OBX_ERR_NOT_FOUND (no such join), OBX_ERR_INVALID_ARG, OBX_ERR_DB(_TRANSIENT). */
@@ -1320,7 +1339,8 @@ OBX_API obx_result obx_join_report(obx_store *store, const char *join_id, const 
                                    int failed);
 
 /* obx_join_report in the caller's transaction on `hdbc`. Returns as
- * obx_join_report; OBX_ERR_INVALID_ARG when hdbc is NULL. */
+ * obx_join_report; OBX_ERR_INVALID_ARG when hdbc is NULL; OBX_ERR_STATE in
+ * the wrong autocommit mode (as obx_enqueue_tx). */
 OBX_API obx_result obx_join_report_tx(obx_store *store, void *hdbc, const char *join_id,
                                       const char *message_id, int failed);
 
@@ -3830,6 +3850,30 @@ enum {
 #define OBX__SEQ(next) next
 #endif
 
+/* SQLite parks a keyed message enqueued while an earlier one of its key is
+ * Ready or in flight: its NextAttemptAt is OBX__PARKED_MS, after any due
+ * time, so a claim's walk of the ready index stops before it instead of
+ * reading past every message queued behind a busy key (a backlog of a few
+ * keys cost each claim the whole backlog). The trigger {N}_OrderingWake
+ * gives the key's first Ready message its place back (its due time, else
+ * its enqueue time) when it is parked and nothing of the key is in flight
+ * any more: unparked messages of a key always come before its parked ones
+ * (a message is parked behind an earlier one, and woken first in order).
+ * SQLite has one writer at a time, so an enqueue and a wake never miss
+ * each other. Parking is only a shortcut: the claim's check
+ * (OBX__ORDERED_HEAD) decides as before; a message another release left
+ * unparked is merely read past. `later`: an earlier message of the same
+ * key in the same statement. */
+#define OBX__PARKED_MS "253402300800000"
+#ifdef OBX_NO_ORDERING_KEYS
+#define OBX__SQLITE_PARK(k, due, later) due
+#else
+#define OBX__SQLITE_PARK(k, due, later)                                                           \
+    "CASE WHEN " k " IS NOT NULL AND (" later " OR EXISTS (SELECT 1 FROM {T} AS o WHERE "              \
+    "o.\"OrderingKey\" = " k " AND o.\"Status\" <> 2 AND o.\"Status\" IN (0, 1))) THEN "                 \
+    OBX__PARKED_MS " ELSE " due " END"
+#endif
+
 /* Columns of a message row, in the order obx__read_message expects. */
 #define OBX__SQLITE_COLS                                                                  \
     "\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", \"CreatedAt\", "     \
@@ -3869,7 +3913,8 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-     "coalesce(?7, {W}), ?8, " OBX__SEQ(OBX__ORDERED_NEXT("?8")) ", ?9, ?10, ?11, ?12, ?13)"},
+     OBX__SQLITE_PARK("?8", "coalesce(?7, {W})", "0") ", ?8, " OBX__SEQ(OBX__ORDERED_NEXT("?8")) ", ?9, ?10, "
+     "?11, ?12, ?13)"},
     /* sqliteodbc shows RETURNING rows only for statements that start
      * with SELECT or WITH: hence the empty CTE. */
     {OBX__Q_CLAIM,
@@ -3925,7 +3970,9 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT json_extract(j.value, '$[0]'), "
      "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
-     "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), coalesce(json_extract(j.value, '$[5]'), {W}), "
+     "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), "
+     OBX__SQLITE_PARK("json_extract(j.value, '$[6]')", "coalesce(json_extract(j.value, '$[5]'), {W})",
+                      "row_number() OVER (PARTITION BY json_extract(j.value, '$[6]') ORDER BY j.key) > 1") ", "
      "json_extract(j.value, '$[6]'), " OBX__SEQ(OBX__ORDERED_NEXT("json_extract(j.value, '$[6]')")) " + j.key, "
      "json_extract(j.value, '$[7]'), json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]'), "
      "json_extract(j.value, '$[10]'), json_extract(j.value, '$[11]') FROM json_each(?) AS j"},
@@ -4021,6 +4068,16 @@ static const obx__sqlset obx__sqlite_outbox = {
     "        \"FailedSteps\" = \"FailedSteps\" + (NEW.\"Status\" = 2 AND \"CompletedSteps\" + \"FailedSteps\" < \"ExpectedSteps\"),\n"
     "        \"LastUpdatedUtc\" = {W}\n"
     "     WHERE \"JoinId\" = NEW.\"JoinId\";\n"
+    "END",
+    /* Parked messages (OBX__PARKED_MS): the next of the key gets its place. */
+    "CREATE TRIGGER IF NOT EXISTS \"{N}_OrderingWake\" AFTER UPDATE OF \"Status\" ON {T}\n"
+    "WHEN NEW.\"OrderingKey\" IS NOT NULL AND OLD.\"Status\" IN (0, 1) AND NEW.\"Status\" IN (2, 3)\n"
+    "BEGIN\n"
+    "    UPDATE {T} SET \"NextAttemptAt\" = coalesce(\"DueTimeUtc\", \"CreatedAt\")\n"
+    "     WHERE \"Id\" = (SELECT p.\"Id\" FROM {T} AS p WHERE p.\"OrderingKey\" = NEW.\"OrderingKey\"\n"
+    "                     AND p.\"Status\" <> 2 AND p.\"Status\" = 0 ORDER BY p.\"OrderingSeq\", p.\"Id\" LIMIT 1)\n"
+    "       AND \"NextAttemptAt\" = " OBX__PARKED_MS " AND NOT EXISTS (SELECT 1 FROM {T} AS o\n"
+    "           WHERE o.\"OrderingKey\" = NEW.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 1);\n"
     "END",
         NULL},
     obx__sqlite_outbox_rows,
@@ -5565,6 +5622,14 @@ OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
     caller.d = s->db.d;
     caller.dbc = (SQLHDBC)hdbc;
     caller.connected = 1;
+    caller.tx_by_sql = caller.d->tx_by_sql;
+    /* In autocommit (PostgreSQL, MariaDB) the write would commit at once,
+     * apart from the caller's transaction, and survive its rollback. */
+    r = obx__check_autocommit(&caller);
+    if (r != OBX_OK) {
+        snprintf(s->err.where, sizeof s->err.where, "%s: hdbc", what);
+        return r;
+    }
     r = unit(&caller, ctx);
     obx__db_free_statements(&caller);
     return r;
@@ -6244,16 +6309,35 @@ static int obx__provider_copy_desc(obx_provider *p, const obx_store_desc *store)
     return (!store->schema || p->schema) && (!store->table || p->table) && (!worker || p->worker_name);
 }
 
+/* A refused provider description: no provider exists to hold the error,
+ * so the refusal is logged, naming the field. */
+static obx_result obx__provider_refuse(const obx__hooks *h, obx_result r, const char *field,
+                                       const char *why) {
+    obx__log(h, OBX_LOG_ERROR, "provider", "obx_provider_create: %s: %s (%s)", field, why, obx__result_str(r));
+    return r;
+}
+
 OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provider **out) {
     obx__hooks hooks;
     obx_provider *p;
     obx_result r;
     if (!out) return OBX_ERR_INVALID_ARG;
     *out = NULL;
-    if (!desc || (desc->databases != NULL) == (desc->discover != NULL) || desc->store.hdbc ||
-        desc->database_count < 0 || (desc->database_count > 0 && !desc->databases) ||
-        desc->refresh_interval_ms < 0 || obx__hooks_resolve(&hooks, &desc->store.hooks) != OBX_OK)
-        return OBX_ERR_INVALID_ARG;
+    if (!desc) return OBX_ERR_INVALID_ARG;
+    if (obx__hooks_resolve(&hooks, &desc->store.hooks) != OBX_OK)
+        return obx__provider_refuse(&hooks, OBX_ERR_INVALID_ARG, "store.hooks.allocator",
+                                    "give all three functions or none");
+    if ((desc->databases != NULL) == (desc->discover != NULL))
+        return obx__provider_refuse(&hooks, OBX_ERR_INVALID_ARG, "databases",
+                                    "give exactly one of databases and discover");
+    if (desc->store.hdbc)
+        return obx__provider_refuse(&hooks, OBX_ERR_INVALID_ARG, "store.hdbc",
+                                    "must be NULL: each database is opened from its connection string");
+    if (desc->database_count < 0)
+        return obx__provider_refuse(&hooks, OBX_ERR_INVALID_ARG, "database_count", "must be >= 0");
+    if (desc->refresh_interval_ms < 0)
+        return obx__provider_refuse(&hooks, OBX_ERR_OUT_OF_RANGE, "refresh_interval_ms",
+                                    "must be >= 0 (0: 5 minutes)");
     p = (obx_provider *)obx__alloc(&hooks, sizeof *p);
     if (!p) return OBX_ERR_NO_MEMORY;
     memset(p, 0, sizeof *p);
@@ -6274,8 +6358,9 @@ OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provid
     r = p->discover ? obx__provider_discover(p)
                     : obx__registry_apply(&p->reg, desc->databases, desc->database_count, NULL, NULL);
     if (r == OBX_ERR_INVALID_ARG)
-        obx__fail(&p->err, r, "obx_provider_create: databases",
-                  "every database needs a unique, non-empty id and a connection string");
+        obx__provider_refuse(&p->hooks, r, p->discover ? "discover" : "databases",
+                             p->discover ? p->err.message
+                                         : "every database needs a unique, non-empty id and a connection string");
     if (r != OBX_OK && r != OBX_ERR_DB) { /* a failed first discovery still gives a provider */
         obx_provider_destroy(p);
         *out = NULL;

@@ -551,6 +551,8 @@ static void test_033_expired_lease(void) {
     ibx_store *s = fresh();
     char a[37], b[37];
     const ibx_message *ms;
+    ibx_key k;
+    int64_t changed = -1;
     int n = 0;
     TT_ASSERT(s && enqueue(s, "t", "src", "x"));
     ibx_owner_token(s, a);
@@ -560,6 +562,10 @@ static void test_033_expired_lease(void) {
     sleep_ms(1200);
     TT_EQ_INT(claim(s, b, 1, &ms), 1); /* the lease is in the past: claimable */
     TT_EQ_STR(ms[0].owner_token, b);
+    k.source = "src";
+    k.message_id = "x";
+    TT_EQ_INT(ibx_ack(s, a, &k, 1, &changed), IBX_OK);
+    TT_EQ_INT(changed, 0); /* the old holder's ack changes nothing */
     ibx_store_close(s);
 }
 

@@ -358,6 +358,50 @@ static void capture_log(obx_log_level level, const char *store_id, const char *m
     snprintf(g_last_log_store, sizeof g_last_log_store, "%s", store_id);
 }
 
+static void *fake_alloc_for_refusal(size_t size, void *user) { (void)size; (void)user; return NULL; }
+
+/* obx_provider_create leaves *out NULL when it refuses its description, so
+ * it logs the refusal through the template's logger, naming the field;
+ * a negative refresh interval is a number out of range. No database is
+ * touched (CORE-PROVIDER-REFUSAL). */
+static void test_provider_refusal(void) {
+    obx_provider_desc pd;
+    obx_provider *p = NULL;
+    obx_database db = {"a", "Driver={none};"};
+    memset(&pd, 0, sizeof pd);
+    pd.store.hooks.logger.log = capture_log;
+    g_log_lines = 0;
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_ERR_INVALID_ARG); /* neither list nor discovery */
+    TT_ASSERT(p == NULL);
+    TT_EQ_INT(g_log_lines, 1);
+    TT_EXPECT(strstr(g_last_log, "obx_provider_create: databases") != NULL);
+    pd.databases = &db;
+    pd.database_count = 1;
+    pd.refresh_interval_ms = -1;
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_ERR_OUT_OF_RANGE);
+    TT_EXPECT(strstr(g_last_log, "refresh_interval_ms") != NULL);
+    pd.refresh_interval_ms = 0;
+    pd.database_count = -1;
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_ERR_INVALID_ARG);
+    TT_EXPECT(strstr(g_last_log, "database_count") != NULL);
+    pd.database_count = 1;
+    pd.store.hdbc = &db;
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_ERR_INVALID_ARG);
+    TT_EXPECT(strstr(g_last_log, "store.hdbc") != NULL);
+    pd.store.hdbc = NULL;
+    db.id = "";
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_ERR_INVALID_ARG);
+    TT_EXPECT(strstr(g_last_log, "obx_provider_create: databases") != NULL);
+    pd.store.hooks.allocator.alloc = fake_alloc_for_refusal;
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_ERR_INVALID_ARG);
+    TT_EXPECT(strstr(g_last_log, "allocator") != NULL);
+    TT_ASSERT(p == NULL);
+    g_log_lines = 0;
+    pd.store.hooks.logger.min_level = OBX_LOG_OFF; /* the logger's level holds */
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(g_log_lines, 0);
+}
+
 /* A store on the fake driver, answering as `dbms`; no real sleeping. */
 static obx_store *fake_store(const char *dbms, const char *connstr) {
     obx_store_desc desc;
@@ -1662,6 +1706,7 @@ int main(void) {
     TT_RUN("OBX-CLAIM-TIMEOUT", "fake", "a statement timeout is transient, reported, not redone", test_fake_claim_timeout);
     TT_RUN("CORE-RECONNECT-FAST", "pure", "after a transient failure the loop retries in 100 ms, backing off to 1 s", test_error_wait);
     TT_RUN("CORE-NULL-WALK", "fake", "obx.h: every public function with NULL and odd arguments", test_null_walk_obx);
+    TT_RUN("CORE-PROVIDER-REFUSAL", "pure", "obx_provider_create logs each refusal naming the field; a negative refresh interval is out of range", test_provider_refusal);
     TT_RUN("CORE-NULL-WALK", "fake", "ibx.h: every public function with NULL and odd arguments", test_null_walk_ibx);
     TT_RUN("CORE-NO-POSIX-CLOCK", "fake", "without POSIX clocks a dispatcher needs a clock hook that sleeps", test_no_posix_clock);
     TT_RUN("CORE-DESC-DEFAULTS", "pure", "dispatcher defaults in one place, as documented", test_desc_defaults);
