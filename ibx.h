@@ -3765,6 +3765,8 @@ enum {
                           message id), limit, offset -> message rows (markers numbered) */
     IBX__Q_DEAD_REPLAY, /* dead filter -> rowcount */
     IBX__Q_DEAD_PURGE, /* dead filter, batch -> rowcount */
+    IBX__Q_OWNED,      /* not a statement: {O} in the others, the rows of a key list the
+                          owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
 };
 
@@ -3804,6 +3806,7 @@ enum {
     "AND (?4 IS NULL OR \"FirstSeenUtc\" < ?4) AND \"Source\" = coalesce(?5, \"Source\") AND "          \
     "\"MessageId\" = coalesce(?6, \"MessageId\")"
 static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
+    {IBX__Q_OWNED, "\"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
     /* sqliteodbc shows RETURNING rows only after a leading WITH. */
     {IBX__Q_SEEN,
      "WITH _ AS (SELECT 1) INSERT INTO {T} (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
@@ -3849,19 +3852,18 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "RETURNING " IBX__SQLITE_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-     "\"LastSeenUtc\" = {W} WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+     "\"LastSeenUtc\" = {W} WHERE {O}"},
     {IBX__Q_ABANDON,
      "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"Attempt\", 6)))), "
      "\"Attempt\" = \"Attempt\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
      "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Starts\" = max(\"Starts\" - 1, 0) "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+     "WHERE {O}"},
     {IBX__Q_FAIL,
      "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-     "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND "
-     IBX__SQLITE_KEYS},
+     "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE {O}"},
     {IBX__Q_EXTEND,
      "UPDATE {T} SET \"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+     "WHERE {O}"},
     {IBX__Q_REAP,
      "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Status\" = CASE WHEN \"Starts\" >= {Q} "
      "THEN 'Dead' ELSE \"Status\" END, \"LastError\" = CASE WHEN \"Starts\" >= {Q} THEN '" IBX__CRASH_LOOP "' "
@@ -4835,8 +4837,12 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     memset((void *)names, 0, sizeof names);
     names['Q' - 'A'] = limit; /* {Q}: max_starts, a literal of the store's statements */
     ibx__store_own_names(&s->own, names);
+    for (row = s->q->rows; row->sql; row++) /* {O}: a condition several statements share */
+        if (row->id == IBX__Q_OWNED) names['O' - 'A'] = row->sql;
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
-        char *own = ibx__sql_expand(&s->hooks, row->sql, names);
+        char *own;
+        if (row->id == IBX__Q_OWNED) continue;
+        own = ibx__sql_expand(&s->hooks, row->sql, names);
         IBX_ASSERT(row->id >= 0 && row->id < IBX__Q_COUNT && !s->sql[row->id]);
         s->sql[row->id] = own ? ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, own) : NULL;
         ibx__free(&s->hooks, own);

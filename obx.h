@@ -3783,6 +3783,8 @@ enum {
                             tenant, aggregate type, aggregate id, headers (JSON object text) */
     OBX__Q_INSERT_MANY_KEYED, /* INSERT_MANY where a message has an ordering key or an envelope:
                                  five more lists (JSON rows: five more elements) */
+    OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
+                           owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
 };
 
@@ -3906,6 +3908,7 @@ enum {
     "instr(coalesce(\"LastError\", ''), ?2) > 0) AND \"CreatedAt\" >= coalesce(?3, \"CreatedAt\") "   \
     "AND (?4 IS NULL OR \"CreatedAt\" < ?4) AND \"Id\" = coalesce(?5, \"Id\")"
 static const obx__stmt_row obx__sqlite_outbox_rows[] = {
+    {OBX__Q_OWNED, "\"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))"},
@@ -3926,18 +3929,18 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
      "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+     "WHERE {O}"},
     {OBX__Q_ABANDON,
      "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"RetryCount\", 6)))), "
      "\"RetryCount\" = \"RetryCount\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
      "\"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Starts\" = max(\"Starts\" - 1, 0) "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+     "WHERE {O}"},
     {OBX__Q_FAIL,
      "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = ? "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+     "WHERE {O}"},
     {OBX__Q_EXTEND,
      "UPDATE {T} SET \"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+     "WHERE {O}"},
     {OBX__Q_REAP,
      "UPDATE {T} SET \"Status\" = CASE WHEN \"Starts\" >= {Q} THEN 3 ELSE 0 END, \"LastError\" = "
      "CASE WHEN \"Starts\" >= {Q} THEN '" OBX__CRASH_LOOP "' ELSE \"LastError\" END, "
@@ -5283,8 +5286,12 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
     memset((void *)names, 0, sizeof names);
     names['Q' - 'A'] = limit; /* {Q}: max_starts, a literal of the store's statements */
     obx__store_own_names(&s->own, names);
+    for (row = s->q->rows; row->sql; row++) /* {O}: a condition several statements share */
+        if (row->id == OBX__Q_OWNED) names['O' - 'A'] = row->sql;
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
-        char *own = obx__sql_expand(&s->hooks, row->sql, names);
+        char *own;
+        if (row->id == OBX__Q_OWNED) continue;
+        own = obx__sql_expand(&s->hooks, row->sql, names);
         OBX_ASSERT(row->id >= 0 && row->id < OBX__Q_COUNT && !s->sql[row->id]);
         s->sql[row->id] = own ? obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, own) : NULL;
         obx__free(&s->hooks, own);
