@@ -4710,8 +4710,26 @@ static void ibx__count(ibx_store *s, ibx_metric metric, int64_t n) {
     if (s->metrics.count) s->metrics.count(metric, n, s->store_id, s->metrics.user);
 }
 
-static const ibx_error ibx__null_store_error = {IBX_ERR_INVALID_ARG, "", 0, 0, "store",
-                                                "store is NULL"};
+/* The error of a NULL handle. With threads it is filled once, at first
+ * use: an initialized ibx_error is 628 bytes of flash, nearly all zeros. */
+#ifndef IBX_NO_THREADS
+static ibx_error ibx__null_error_at;
+static pthread_once_t ibx__null_error_once = PTHREAD_ONCE_INIT;
+
+static void ibx__null_error_fill(void) {
+    ibx__null_error_at.result = IBX_ERR_INVALID_ARG;
+    ibx__copy(ibx__null_error_at.where, sizeof ibx__null_error_at.where, "store");
+    ibx__copy(ibx__null_error_at.message, sizeof ibx__null_error_at.message, "store is NULL");
+}
+
+static const ibx_error *ibx__null_error(void) {
+    pthread_once(&ibx__null_error_once, ibx__null_error_fill);
+    return &ibx__null_error_at;
+}
+#else
+static const ibx_error ibx__null_error_at = {IBX_ERR_INVALID_ARG, "", 0, 0, "store", "store is NULL"};
+#define ibx__null_error() (&ibx__null_error_at)
+#endif
 
 /* a + b for times and intervals, saturating: a huge interval means never. */
 static int64_t ibx__sat_add(int64_t a, int64_t b) {
@@ -5115,7 +5133,7 @@ IBX_API ibx_result ibx_store_get_info(const ibx_store *store, ibx_store_info *in
 }
 
 IBX_API const ibx_error *ibx_store_last_error(const ibx_store *store) {
-    return store ? &store->err : &ibx__null_store_error;
+    return store ? &store->err : ibx__null_error();
 }
 
 IBX_API ibx_result ibx_store_counters(const ibx_store *store, int64_t counters[IBX_METRIC_COUNT_]) {
@@ -5956,7 +5974,7 @@ IBX_API const char *ibx_provider_store_id(const ibx_provider *p, int index) {
 }
 
 IBX_API const ibx_error *ibx_provider_last_error(const ibx_provider *p) {
-    return p ? &p->err : &ibx__null_store_error;
+    return p ? &p->err : ibx__null_error();
 }
 
 /* The store of routing key `key`, or IBX_ERR_NOT_FOUND. A GUID key also
@@ -6534,7 +6552,7 @@ IBX_API void ibx_dispatcher_destroy(ibx_dispatcher *d) {
 }
 
 IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *d) {
-    return d ? d->err : &ibx__null_store_error;
+    return d ? d->err : ibx__null_error();
 }
 
 /* Register a route of either kind, refusing a topic that already has a

@@ -5159,8 +5159,26 @@ static void obx__count(obx_store *s, obx_metric metric, int64_t n) {
     if (s->metrics.count) s->metrics.count(metric, n, s->store_id, s->metrics.user);
 }
 
-static const obx_error obx__null_store_error = {OBX_ERR_INVALID_ARG, "", 0, 0, "store",
-                                                "store is NULL"};
+/* The error of a NULL handle. With threads it is filled once, at first
+ * use: an initialized obx_error is 628 bytes of flash, nearly all zeros. */
+#ifndef OBX_NO_THREADS
+static obx_error obx__null_error_at;
+static pthread_once_t obx__null_error_once = PTHREAD_ONCE_INIT;
+
+static void obx__null_error_fill(void) {
+    obx__null_error_at.result = OBX_ERR_INVALID_ARG;
+    obx__copy(obx__null_error_at.where, sizeof obx__null_error_at.where, "store");
+    obx__copy(obx__null_error_at.message, sizeof obx__null_error_at.message, "store is NULL");
+}
+
+static const obx_error *obx__null_error(void) {
+    pthread_once(&obx__null_error_once, obx__null_error_fill);
+    return &obx__null_error_at;
+}
+#else
+static const obx_error obx__null_error_at = {OBX_ERR_INVALID_ARG, "", 0, 0, "store", "store is NULL"};
+#define obx__null_error() (&obx__null_error_at)
+#endif
 
 /* a + b for times and intervals, saturating: a huge interval means never. */
 static int64_t obx__sat_add(int64_t a, int64_t b) {
@@ -5564,7 +5582,7 @@ OBX_API obx_result obx_store_get_info(const obx_store *store, obx_store_info *in
 }
 
 OBX_API const obx_error *obx_store_last_error(const obx_store *store) {
-    return store ? &store->err : &obx__null_store_error;
+    return store ? &store->err : obx__null_error();
 }
 
 OBX_API obx_result obx_store_counters(const obx_store *store, int64_t counters[OBX_METRIC_COUNT_]) {
@@ -6405,7 +6423,7 @@ OBX_API const char *obx_provider_store_id(const obx_provider *p, int index) {
 }
 
 OBX_API const obx_error *obx_provider_last_error(const obx_provider *p) {
-    return p ? &p->err : &obx__null_store_error;
+    return p ? &p->err : obx__null_error();
 }
 
 /* The store of routing key `key`, or OBX_ERR_NOT_FOUND. A GUID key also
@@ -6983,7 +7001,7 @@ OBX_API void obx_dispatcher_destroy(obx_dispatcher *d) {
 }
 
 OBX_API const obx_error *obx_dispatcher_last_error(const obx_dispatcher *d) {
-    return d ? d->err : &obx__null_store_error;
+    return d ? d->err : obx__null_error();
 }
 
 /* Register a route of either kind, refusing a topic that already has a
