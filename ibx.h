@@ -1876,6 +1876,14 @@ static const ibx__dialect ibx__dialects[] = {
 #define IBX__ONE(d) (d)
 #endif
 
+/* Text of a statement that only the envelope needs: with IBX_NO_ENVELOPE
+ * its columns stay NULL, and a statement may leave them out. */
+#ifdef IBX_NO_ENVELOPE
+#define IBX__ENV(text) ""
+#else
+#define IBX__ENV(text) text
+#endif
+
 IBX__PRIVATE const ibx__dialect *ibx__dialect_get(ibx_dialect id) {
     int i = (int)id;
     return (i > 0 && i < IBX__DIALECT_COUNT) ? &ibx__dialects[i] : NULL;
@@ -3823,19 +3831,20 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
      "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
      "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
+    /* With IBX_NO_ENVELOPE, for an expiry only: no envelope columns. */
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "
-     "\"ExpiresAt\") VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W}), ?, ?, ?, ?, ?) "
-     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\", " IBX__ENV("\"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", ")
+     "\"ExpiresAt\") VALUES (?1, ?2, ?3, ?4, ?5, 'Processing', ?6, coalesce(?7, {W}), " IBX__ENV("?8, ?9, ?10, ?11, ")
+     "?12) ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
      "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
      "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
      "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
-     "\"TenantId\" = coalesce(\"TenantId\", excluded.\"TenantId\"), "
-     "\"AggregateType\" = coalesce(\"AggregateType\", excluded.\"AggregateType\"), "
-     "\"AggregateId\" = coalesce(\"AggregateId\", excluded.\"AggregateId\"), "
-     "\"Headers\" = coalesce(\"Headers\", excluded.\"Headers\"), "
+     IBX__ENV("\"TenantId\" = coalesce(\"TenantId\", excluded.\"TenantId\"), "
+              "\"AggregateType\" = coalesce(\"AggregateType\", excluded.\"AggregateType\"), "
+              "\"AggregateId\" = coalesce(\"AggregateId\", excluded.\"AggregateId\"), "
+              "\"Headers\" = coalesce(\"Headers\", excluded.\"Headers\"), ")
      "\"ExpiresAt\" = coalesce(\"ExpiresAt\", excluded.\"ExpiresAt\"), "
      "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
     {IBX__Q_MARK,

@@ -2006,6 +2006,14 @@ static const obx__dialect obx__dialects[] = {
 #define OBX__ONE(d) (d)
 #endif
 
+/* Text of a statement that only the envelope needs: with OBX_NO_ENVELOPE
+ * its columns stay NULL, and a statement may leave them out. */
+#ifdef OBX_NO_ENVELOPE
+#define OBX__ENV(text) ""
+#else
+#define OBX__ENV(text) text
+#endif
+
 OBX__PRIVATE const obx__dialect *obx__dialect_get(obx_dialect id) {
     int i = (int)id;
     return (i > 0 && i < OBX__DIALECT_COUNT) ? &obx__dialects[i] : NULL;
