@@ -121,6 +121,11 @@
  *     IBX_NO_DEAD_LETTERS no ibx_dead_list/_replay/_purge (dead messages
  *                         are still kept; tools built without the option
  *                         handle them)
+ *     IBX_NO_ENVELOPE     no envelope on enqueue: a message that sets
+ *                         tenant_id, aggregate_type, aggregate_id or headers
+ *                         is refused with IBX_ERR_UNSUPPORTED naming the
+ *                         field; messages read back have none (the columns
+ *                         are not read); no ibx_message_header(_at)
  *   The implementation needs POSIX (clock_gettime): compile that one file
  *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
  *   an #error that says so.
@@ -794,6 +799,7 @@ typedef struct ibx_dead_filter {
 
 /* >>common-begin api-engine */
 
+#ifndef IBX_NO_ENVELOPE
 /* The value of header `key` (case-sensitive) of a message from get or
  * claim (a handler's), or NULL when it has none, or message or key is
  * NULL. Valid as long as the message's strings; allocates nothing. */
@@ -804,6 +810,7 @@ IBX_API const char *ibx_message_header(const ibx_message *message, const char *k
  * when message is NULL; IBX_ERR_NOT_FOUND when index is out of range. */
 IBX_API ibx_result ibx_message_header_at(const ibx_message *message, int index, const char **key,
                                          const char **value);
+#endif /* IBX_NO_ENVELOPE */
 
 /* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
 
@@ -881,7 +888,11 @@ IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]);
  * trip. *messages points at an array of *count messages owned by the store
  * (valid until the next claim/close). Two workers never hold the same
  * message while its lease lasts; after it expires (a crash, or a handler
- * slower than the lease) it is delivered again. Messages past their
+ * slower than the lease) it is delivered again: an outbox message once a
+ * reap has released it (a dispatcher reaps at its first round and every
+ * reap_interval_ms), an inbox message by the next claim, reap or not.
+ * Until then its holder's ack, abandon or fail still count (nobody else
+ * holds it). Messages past their
  * expires_ms are returned like the others (this reports what was claimed):
  * the dispatcher ends those Dead ("expired") unhandled; a caller handling
  * claims itself checks expires_ms. Returns IBX_OK (count >= 1)
@@ -1011,10 +1022,13 @@ typedef struct ibx_provider_desc {
 /* Create a provider and open a store per database (discovery is called
  * once now). A database whose store cannot be opened is logged and left
  * out until the next refresh. Returns IBX_OK; IBX_ERR_INVALID_ARG (both or
- * neither of databases and discover, a NULL or empty or duplicate id,
- * desc->store.hdbc set, a half-set allocator); IBX_ERR_DB (the first
+ * neither of databases and discover, database_count < 0, a NULL or empty
+ * or duplicate id, desc->store.hdbc set, a half-set allocator);
+ * IBX_ERR_OUT_OF_RANGE (refresh_interval_ms < 0); IBX_ERR_DB (the first
  * discovery failed: *out is a provider with no stores, refreshed later);
- * IBX_ERR_NO_MEMORY. */
+ * IBX_ERR_NO_MEMORY. On the other errors *out is NULL, so the refusal is
+ * logged at ERROR through desc->store.hooks' logger, naming the field
+ * (e.g. "ibx_provider_create: refresh_interval_ms: must be >= 0"). */
 IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provider **out);
 
 /* Close every store and free the provider. NULL is a no-op. */
@@ -1038,12 +1052,15 @@ IBX_API const char *ibx_provider_store_id(const ibx_provider *provider, int inde
 /* Details of the provider's last error. */
 IBX_API const ibx_error *ibx_provider_last_error(const ibx_provider *provider);
 
-/* The store for a routing key: the database id. No database is opened:
- * the provider's stores are reused. Returns IBX_OK; IBX_ERR_INVALID_ARG
- * (key NULL or empty); IBX_ERR_NOT_FOUND (no database with that id). */
+/* The store for a routing key: the database id, exactly. No database is
+ * opened: the provider's stores are reused. Returns IBX_OK;
+ * IBX_ERR_INVALID_ARG (provider, key or out NULL, key empty);
+ * IBX_ERR_NOT_FOUND (no database with that id). */
 IBX_API ibx_result ibx_router_get(ibx_provider *provider, const char *key, ibx_store **out);
 
-/* The same for a GUID key, by its canonical lower-case text. */
+/* The same for a GUID key: the database whose id is that GUID's text, in
+ * any case, with or without braces ("6f1c2a3b-...", "6F1C2A3B-...",
+ * "{6f1c2a3b-...}"). */
 IBX_API ibx_result ibx_router_get_guid(ibx_provider *provider, const ibx_guid *key, ibx_store **out);
 #endif /* IBX_NO_MULTI_STORE */
 
@@ -1176,7 +1193,10 @@ IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *dispatcher, ibx_run_s
  * ibx_dispatcher_wake(). Returns IBX_OK when stopped. */
 IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *dispatcher);
 
-/* Ask run() to return after the current round. Thread-safe (not
+/* Ask run() to return after the current round. Final: a stop given
+ * before run() starts is kept (run() then returns at once), and every
+ * later run() returns IBX_OK at once, handling nothing (run_once() still
+ * works); to dispatch again, create a new dispatcher. Thread-safe (not
  * async-signal-safe: from a signal handler use desc.stop_flag). */
 IBX_API void ibx_dispatcher_stop(ibx_dispatcher *dispatcher);
 
@@ -2638,6 +2658,11 @@ IBX__PRIVATE ibx_result ibx__bind(ibx__db *db, SQLHSTMT st, ibx__param *ps, int 
             sql_type = text ? SQL_VARCHAR : SQL_VARBINARY;
             size = p->size <= (text ? 4000u : 8000u) ? (text ? 4000u : 8000u) : 0;
         }
+        /* psqlODBC (BoolsAsChar, its default) takes a VARCHAR(5) parameter
+         * for a boolean and describes the statement first, in a round trip
+         * of its own: slower, and through PgBouncer in transaction pooling
+         * the describe and the execute reach different servers (26000). */
+        if (sql_type == SQL_VARCHAR && size == 5) size = 6;
         if (db->d && db->d->wide_text)
             sql_type = sql_type == SQL_VARCHAR ? SQL_WVARCHAR
                      : sql_type == SQL_LONGVARCHAR ? SQL_WLONGVARCHAR : sql_type;
@@ -5203,6 +5228,14 @@ IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
     caller.d = s->db.d;
     caller.dbc = (SQLHDBC)hdbc;
     caller.connected = 1;
+    caller.tx_by_sql = caller.d->tx_by_sql;
+    /* In autocommit (PostgreSQL, MariaDB) the write would commit at once,
+     * apart from the caller's transaction, and survive its rollback. */
+    r = ibx__check_autocommit(&caller);
+    if (r != IBX_OK) {
+        snprintf(s->err.where, sizeof s->err.where, "%s: hdbc", what);
+        return r;
+    }
     r = unit(&caller, ctx);
     ibx__db_free_statements(&caller);
     return r;
@@ -5888,16 +5921,35 @@ static int ibx__provider_copy_desc(ibx_provider *p, const ibx_store_desc *store)
     return (!store->schema || p->schema) && (!store->table || p->table) && (!worker || p->worker_name);
 }
 
+/* A refused provider description: no provider exists to hold the error,
+ * so the refusal is logged, naming the field. */
+static ibx_result ibx__provider_refuse(const ibx__hooks *h, ibx_result r, const char *field,
+                                       const char *why) {
+    ibx__log(h, IBX_LOG_ERROR, "provider", "ibx_provider_create: %s: %s (%s)", field, why, ibx__result_str(r));
+    return r;
+}
+
 IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provider **out) {
     ibx__hooks hooks;
     ibx_provider *p;
     ibx_result r;
     if (!out) return IBX_ERR_INVALID_ARG;
     *out = NULL;
-    if (!desc || (desc->databases != NULL) == (desc->discover != NULL) || desc->store.hdbc ||
-        desc->database_count < 0 || (desc->database_count > 0 && !desc->databases) ||
-        desc->refresh_interval_ms < 0 || ibx__hooks_resolve(&hooks, &desc->store.hooks) != IBX_OK)
-        return IBX_ERR_INVALID_ARG;
+    if (!desc) return IBX_ERR_INVALID_ARG;
+    if (ibx__hooks_resolve(&hooks, &desc->store.hooks) != IBX_OK)
+        return ibx__provider_refuse(&hooks, IBX_ERR_INVALID_ARG, "store.hooks.allocator",
+                                    "give all three functions or none");
+    if ((desc->databases != NULL) == (desc->discover != NULL))
+        return ibx__provider_refuse(&hooks, IBX_ERR_INVALID_ARG, "databases",
+                                    "give exactly one of databases and discover");
+    if (desc->store.hdbc)
+        return ibx__provider_refuse(&hooks, IBX_ERR_INVALID_ARG, "store.hdbc",
+                                    "must be NULL: each database is opened from its connection string");
+    if (desc->database_count < 0)
+        return ibx__provider_refuse(&hooks, IBX_ERR_INVALID_ARG, "database_count", "must be >= 0");
+    if (desc->refresh_interval_ms < 0)
+        return ibx__provider_refuse(&hooks, IBX_ERR_OUT_OF_RANGE, "refresh_interval_ms",
+                                    "must be >= 0 (0: 5 minutes)");
     p = (ibx_provider *)ibx__alloc(&hooks, sizeof *p);
     if (!p) return IBX_ERR_NO_MEMORY;
     memset(p, 0, sizeof *p);
@@ -5918,8 +5970,9 @@ IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provid
     r = p->discover ? ibx__provider_discover(p)
                     : ibx__registry_apply(&p->reg, desc->databases, desc->database_count, NULL, NULL);
     if (r == IBX_ERR_INVALID_ARG)
-        ibx__fail(&p->err, r, "ibx_provider_create: databases",
-                  "every database needs a unique, non-empty id and a connection string");
+        ibx__provider_refuse(&p->hooks, r, p->discover ? "discover" : "databases",
+                             p->discover ? p->err.message
+                                         : "every database needs a unique, non-empty id and a connection string");
     if (r != IBX_OK && r != IBX_ERR_DB) { /* a failed first discovery still gives a provider */
         ibx_provider_destroy(p);
         *out = NULL;
@@ -5960,26 +6013,45 @@ IBX_API const ibx_error *ibx_provider_last_error(const ibx_provider *p) {
     return p ? &p->err : &ibx__null_store_error;
 }
 
-IBX_API ibx_result ibx_router_get(ibx_provider *p, const char *key, ibx_store **out) {
-    int at;
-    if (!p || !out) return IBX_ERR_INVALID_ARG;
+/* The store of routing key `key`, or IBX_ERR_NOT_FOUND. A GUID key also
+ * finds a database whose id is the same GUID in upper case or in braces
+ * (as SQL Server and .NET's "B" format write them): a GUID names one value
+ * whatever its spelling. */
+static ibx_result ibx__router_find(ibx_provider *p, const char *fn, const char *key, int guid,
+                             ibx_store **out) {
+    char where[96];
+    int at, i, k;
+    snprintf(where, sizeof where, "%s: key", fn);
+    if (!p) return IBX_ERR_INVALID_ARG;
     ibx__error_clear(&p->err);
-    if (!key || !key[0])
-        return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get: key", "key must not be NULL or empty");
+    if (!out) return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, fn, "out must not be NULL");
+    if (!key || !key[0]) return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, where, "key must not be NULL or empty");
     at = ibx__registry_find(&p->reg, key);
-    if (at < 0)
-        return ibx__fail(&p->err, IBX_ERR_NOT_FOUND, "ibx_router_get: key",
-                         "no " IBX__NOUN " for routing key '%s'", key);
+    for (i = 0; at < 0 && guid && i < p->reg.count; i++) {
+        const char *id = p->reg.items[i].id;
+        size_t n = strlen(id);
+        if (n == 38 && id[0] == '{' && id[37] == '}') id++;
+        else if (n != 36) continue;
+        for (k = 0; k < 36; k++) {
+            char c = id[k] >= 'A' && id[k] <= 'F' ? (char)(id[k] + 32) : id[k];
+            if (c != key[k]) break;
+        }
+        if (k == 36) at = i;
+    }
+    if (at < 0) return ibx__fail(&p->err, IBX_ERR_NOT_FOUND, where, "no " IBX__NOUN " for routing key '%s'", key);
     *out = (ibx_store *)p->reg.items[at].store;
     return IBX_OK;
 }
 
+IBX_API ibx_result ibx_router_get(ibx_provider *p, const char *key, ibx_store **out) {
+    return ibx__router_find(p, "ibx_router_get", key, 0, out);
+}
+
 IBX_API ibx_result ibx_router_get_guid(ibx_provider *p, const ibx_guid *key, ibx_store **out) {
     char text[37];
-    if (!p || !out) return IBX_ERR_INVALID_ARG;
-    if (!key) return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get_guid: key", "key must not be NULL");
-    ibx__guid_text(key->bytes, text);
-    return ibx_router_get(p, text, out);
+    if (p && key) ibx__guid_text(key->bytes, text);
+    else if (p) return ibx__fail(&p->err, IBX_ERR_INVALID_ARG, "ibx_router_get_guid: key", "key must not be NULL");
+    return ibx__router_find(p, "ibx_router_get_guid", key ? text : NULL, 1, out);
 }
 #endif /* IBX_NO_MULTI_STORE */
 
@@ -7107,7 +7179,7 @@ IBX_API ibx_result ibx_notify(ibx_store *s) {
 
 /* Four hex digits at p as a number; -1 if any is not a hex digit (the
  * terminator included, so a short escape never reads past the text). */
-static long ibx__hex4(const char *p) {
+IBX__PRIVATE long ibx__hex4(const char *p) {
     long v = 0;
     int k;
     for (k = 0; k < 4; k++) {
@@ -7121,7 +7193,7 @@ static long ibx__hex4(const char *p) {
 }
 
 /* A code point as UTF-8 into out (4 bytes of room); the byte count. */
-static size_t ibx__utf8_put(unsigned long cp, char *out) {
+IBX__PRIVATE size_t ibx__utf8_put(unsigned long cp, char *out) {
     if (cp < 0x80) {
         out[0] = (char)cp;
         return 1;
@@ -7146,7 +7218,7 @@ static size_t ibx__utf8_put(unsigned long cp, char *out) {
 
 /* One escape at p (just after the backslash) into out; the bytes written,
  * 0 if malformed. *p is moved past the escape. */
-static size_t ibx__json_unescape(const char **p, char out[4]) {
+IBX__PRIVATE size_t ibx__json_unescape(const char **p, char out[4]) {
     const char *s = *p;
     long cp, low;
     switch (*s) {
@@ -7172,6 +7244,10 @@ static size_t ibx__json_unescape(const char **p, char out[4]) {
     return 1;
 }
 
+/* An optional text: "" is stored as NULL. */
+static const char *ibx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
+
+#ifndef IBX_NO_ENVELOPE
 /* The JSON string that starts after the quote at p, decoded to *w (which
  * never runs ahead of p: a decoded string is shorter than its JSON) and
  * NUL-terminated; returns what follows its closing quote, or NULL when it
@@ -7275,9 +7351,6 @@ static ibx_result ibx__check_envelope(ibx_error *err, const char *fn, const char
     return IBX_OK;
 }
 
-/* An optional text: "" is stored as NULL. */
-static const char *ibx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
-
 /* m's headers as one JSON object {"key":"value",...} in b (emptied first),
  * keys in their given order; 0 when out of memory. */
 static int ibx__headers_json(const ibx__hooks *h, ibx__buf *b, const ibx_new_message *m) {
@@ -7373,6 +7446,52 @@ IBX_API const char *ibx_message_header(const ibx_message *message, const char *k
     }
     return NULL;
 }
+#else
+/* IBX_NO_ENVELOPE: a message that sets a field is refused by name (""
+ * is no value, as everywhere); rows are read without the envelope. */
+static ibx_result ibx__check_envelope(ibx_error *err, const char *fn, const char *item, const ibx_new_message *m) {
+    char where[96];
+    const char *arg = ibx__opt_text(m->tenant_id)        ? "tenant_id"
+                      : ibx__opt_text(m->aggregate_type) ? "aggregate_type"
+                      : ibx__opt_text(m->aggregate_id)   ? "aggregate_id"
+                      : m->header_count != 0             ? "headers"
+                                                         : NULL;
+    if (!arg) return IBX_OK;
+    snprintf(where, sizeof where, "%s: %s%s", fn, item, arg);
+    return ibx__fail(err, IBX_ERR_UNSUPPORTED, where, "%s: the envelope was left out of this build (IBX_NO_ENVELOPE)",
+                     arg);
+}
+
+static int ibx__has_envelope(const ibx_new_message *m) {
+    (void)m;
+    return 0;
+}
+
+/* Never reached with a header (the check refused it); the inbox does not
+ * call it. */
+IBX__PRIVATE int ibx__headers_json(const ibx__hooks *h, ibx__buf *b, const ibx_new_message *m) {
+    (void)h, (void)b, (void)m;
+    return 0;
+}
+
+static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, ibx__buf *buf, ibx__envelope_offsets *o,
+                                     int *header_count) {
+    (void)db, (void)st, (void)col, (void)buf, (void)o;
+    *header_count = 0;
+    return IBX_OK;
+}
+
+static void ibx__point_envelope(const ibx__buf *buf, ibx_message *m, const ibx__envelope_offsets *o) {
+    (void)buf, (void)m, (void)o;
+}
+
+static int ibx__envelope_params(const ibx__hooks *h, ibx__buf *json, ibx__param *p, const ibx_new_message *m) {
+    int i;
+    (void)h, (void)json, (void)m;
+    for (i = 0; i < 4; i++) ibx__p_text(&p[i], NULL, (size_t)-1);
+    return 1;
+}
+#endif /* IBX_NO_ENVELOPE */
 
 
 /* >>common-end engine */

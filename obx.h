@@ -105,6 +105,11 @@
  *     OBX_NO_DEAD_LETTERS no obx_dead_list/_replay/_purge (dead messages
  *                         are still kept; tools built without the option
  *                         handle them)
+ *     OBX_NO_ENVELOPE     no envelope on enqueue: a message that sets
+ *                         tenant_id, aggregate_type, aggregate_id or headers
+ *                         is refused with OBX_ERR_UNSUPPORTED naming the
+ *                         field; messages read back have none (the columns
+ *                         are not read); no obx_message_header(_at)
  *   The implementation needs POSIX (clock_gettime): compile that one file
  *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
  *   an #error that says so.
@@ -191,6 +196,11 @@
  *     OBX_NO_JOIN         no joins (obx_join_*); the join tables and
  *                         triggers are still deployed, so one database
  *                         serves builds with and without them
+ *     OBX_NO_ORDERING_KEYS no ordering keys on enqueue: a message that
+ *                         sets ordering_key is refused with
+ *                         OBX_ERR_UNSUPPORTED naming it; the claim still
+ *                         keeps the order of keys other builds enqueue
+ *                         into the same database
  *
  * 6. DATABASES AND ODBC NOTES ----------------------------------------------
  *   The dialect is detected from SQLGetInfo(SQL_DBMS_NAME) or forced with
@@ -708,7 +718,8 @@ typedef struct obx_message {
     const char *processed_by;    /* NULL until acknowledged */
     int64_t locked_until_ms;
     char owner_token[37];        /* "" when not leased */
-    int64_t next_attempt_ms;
+    int64_t next_attempt_ms;     /* OBX_TIME_MAX_MS + 1 while parked behind an earlier message
+                                    of its ordering key (SQLite; see README) */
     int starts;                  /* claims without an outcome, this one included: 2 and more
                                     after a crash or an expired lease (see max_starts) */
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
@@ -737,15 +748,17 @@ OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message,
  * autocommit off, or for SQLite inside the caller's BEGIN IMMEDIATE). The
  * library never commits or rolls back `hdbc` (OBX-003): a rollback by the
  * caller leaves no message. `hdbc` must be connected to the same database
- * as the store. Results as obx_enqueue. */
+ * as the store. Results as obx_enqueue, plus OBX_ERR_STATE naming hdbc
+ * when its autocommit mode is not the one above (nothing is written: in
+ * autocommit the message would commit apart from the caller's work). */
 OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_message *message,
                                   char out_id[37]);
 
 /* Enqueue `count` messages in one transaction: the caller's on `hdbc`, or
  * the store's own (committed) when hdbc is NULL. All or nothing: one bad
  * message rejects the batch before any SQL runs. out_ids (if not NULL)
- * receives count ids. Results as obx_enqueue; count < 0 or messages NULL
- * with count > 0 is OBX_ERR_INVALID_ARG. */
+ * receives count ids. Results as obx_enqueue (and obx_enqueue_tx with
+ * hdbc); count < 0 or messages NULL with count > 0 is OBX_ERR_INVALID_ARG. */
 OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
                                      const obx_new_message *messages, int count,
                                      char (*out_ids)[37]);
@@ -806,6 +819,7 @@ typedef struct obx_dead_filter {
 
 /* >>common-begin api-engine */
 
+#ifndef OBX_NO_ENVELOPE
 /* The value of header `key` (case-sensitive) of a message from get or
  * claim (a handler's), or NULL when it has none, or message or key is
  * NULL. Valid as long as the message's strings; allocates nothing. */
@@ -816,6 +830,7 @@ OBX_API const char *obx_message_header(const obx_message *message, const char *k
  * when message is NULL; OBX_ERR_NOT_FOUND when index is out of range. */
 OBX_API obx_result obx_message_header_at(const obx_message *message, int index, const char **key,
                                          const char **value);
+#endif /* OBX_NO_ENVELOPE */
 
 /* ---- Store, work queue, dispatcher: the same in both headers ------------------- */
 
@@ -893,7 +908,11 @@ OBX_API obx_result obx_owner_token(obx_store *store, char out[37]);
  * trip. *messages points at an array of *count messages owned by the store
  * (valid until the next claim/close). Two workers never hold the same
  * message while its lease lasts; after it expires (a crash, or a handler
- * slower than the lease) it is delivered again. Messages past their
+ * slower than the lease) it is delivered again: an outbox message once a
+ * reap has released it (a dispatcher reaps at its first round and every
+ * reap_interval_ms), an inbox message by the next claim, reap or not.
+ * Until then its holder's ack, abandon or fail still count (nobody else
+ * holds it). Messages past their
  * expires_ms are returned like the others (this reports what was claimed):
  * the dispatcher ends those Dead ("expired") unhandled; a caller handling
  * claims itself checks expires_ms. Returns OBX_OK (count >= 1)
@@ -1023,10 +1042,13 @@ typedef struct obx_provider_desc {
 /* Create a provider and open a store per database (discovery is called
  * once now). A database whose store cannot be opened is logged and left
  * out until the next refresh. Returns OBX_OK; OBX_ERR_INVALID_ARG (both or
- * neither of databases and discover, a NULL or empty or duplicate id,
- * desc->store.hdbc set, a half-set allocator); OBX_ERR_DB (the first
+ * neither of databases and discover, database_count < 0, a NULL or empty
+ * or duplicate id, desc->store.hdbc set, a half-set allocator);
+ * OBX_ERR_OUT_OF_RANGE (refresh_interval_ms < 0); OBX_ERR_DB (the first
  * discovery failed: *out is a provider with no stores, refreshed later);
- * OBX_ERR_NO_MEMORY. */
+ * OBX_ERR_NO_MEMORY. On the other errors *out is NULL, so the refusal is
+ * logged at ERROR through desc->store.hooks' logger, naming the field
+ * (e.g. "obx_provider_create: refresh_interval_ms: must be >= 0"). */
 OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provider **out);
 
 /* Close every store and free the provider. NULL is a no-op. */
@@ -1050,12 +1072,15 @@ OBX_API const char *obx_provider_store_id(const obx_provider *provider, int inde
 /* Details of the provider's last error. */
 OBX_API const obx_error *obx_provider_last_error(const obx_provider *provider);
 
-/* The store for a routing key: the database id. No database is opened:
- * the provider's stores are reused. Returns OBX_OK; OBX_ERR_INVALID_ARG
- * (key NULL or empty); OBX_ERR_NOT_FOUND (no database with that id). */
+/* The store for a routing key: the database id, exactly. No database is
+ * opened: the provider's stores are reused. Returns OBX_OK;
+ * OBX_ERR_INVALID_ARG (provider, key or out NULL, key empty);
+ * OBX_ERR_NOT_FOUND (no database with that id). */
 OBX_API obx_result obx_router_get(obx_provider *provider, const char *key, obx_store **out);
 
-/* The same for a GUID key, by its canonical lower-case text. */
+/* The same for a GUID key: the database whose id is that GUID's text, in
+ * any case, with or without braces ("6f1c2a3b-...", "6F1C2A3B-...",
+ * "{6f1c2a3b-...}"). */
 OBX_API obx_result obx_router_get_guid(obx_provider *provider, const obx_guid *key, obx_store **out);
 #endif /* OBX_NO_MULTI_STORE */
 
@@ -1188,7 +1213,10 @@ OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *dispatcher, obx_run_s
  * obx_dispatcher_wake(). Returns OBX_OK when stopped. */
 OBX_API obx_result obx_dispatcher_run(obx_dispatcher *dispatcher);
 
-/* Ask run() to return after the current round. Thread-safe (not
+/* Ask run() to return after the current round. Final: a stop given
+ * before run() starts is kept (run() then returns at once), and every
+ * later run() returns OBX_OK at once, handling nothing (run_once() still
+ * works); to dispatch again, create a new dispatcher. Thread-safe (not
  * async-signal-safe: from a signal handler use desc.stop_flag). */
 OBX_API void obx_dispatcher_stop(obx_dispatcher *dispatcher);
 
@@ -1279,8 +1307,12 @@ typedef struct obx_join {
 OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, int expected_steps,
                                   const char *metadata, char out_join_id[37]);
 
-/* Attach a message (the id obx_enqueue returned) to a join; attaching again
- * has no effect. A message may be in several joins. When it is
+/* Attach a message to a join by its work item id: the id obx_enqueue
+ * returned, obx_message.id (not obx_message.message_id: the triggers
+ * count settles by work item id). Attaching again has no effect. An id no
+ * row has yet is accepted (its enqueue may be in a transaction not yet
+ * committed) and counts once such a message is settled. A message may be
+ * in several joins. When it is
  * acknowledged or failed, every one of its joins counts a completed or
  * failed step in the same transaction (done by triggers in the database).
  * A message already acknowledged or failed when it is attached counts at
@@ -1293,11 +1325,13 @@ OBX_API obx_result obx_join_attach(obx_store *store, const char *join_id, const 
 /* obx_join_attach in the caller's transaction on `hdbc` (as obx_enqueue_tx:
  * never committed or rolled back here), so that an enqueue and its attach
  * are one atomic step. Returns as obx_join_attach; OBX_ERR_INVALID_ARG
- * when hdbc is NULL. */
+ * when hdbc is NULL; OBX_ERR_STATE in the wrong autocommit mode (as
+ * obx_enqueue_tx). */
 OBX_API obx_result obx_join_attach_tx(obx_store *store, void *hdbc, const char *join_id,
                                       const char *message_id);
 
-/* Report a step by hand (OBX-085..088): completed (failed = 0) or failed.
+/* Report a step by hand (OBX-085..088): completed (failed = 0) or failed,
+ * for a message named by its work item id as in obx_join_attach.
  * Idempotent per message: a step reported twice, or also acked, counts
  * once; a message not attached yet is attached. Returns OBX_OK,
  * OBX_ERR_NOT_FOUND (no such join), OBX_ERR_INVALID_ARG, OBX_ERR_DB(_TRANSIENT). */
@@ -1305,7 +1339,8 @@ OBX_API obx_result obx_join_report(obx_store *store, const char *join_id, const 
                                    int failed);
 
 /* obx_join_report in the caller's transaction on `hdbc`. Returns as
- * obx_join_report; OBX_ERR_INVALID_ARG when hdbc is NULL. */
+ * obx_join_report; OBX_ERR_INVALID_ARG when hdbc is NULL; OBX_ERR_STATE in
+ * the wrong autocommit mode (as obx_enqueue_tx). */
 OBX_API obx_result obx_join_report_tx(obx_store *store, void *hdbc, const char *join_id,
                                       const char *message_id, int failed);
 
@@ -2753,6 +2788,11 @@ OBX__PRIVATE obx_result obx__bind(obx__db *db, SQLHSTMT st, obx__param *ps, int 
             sql_type = text ? SQL_VARCHAR : SQL_VARBINARY;
             size = p->size <= (text ? 4000u : 8000u) ? (text ? 4000u : 8000u) : 0;
         }
+        /* psqlODBC (BoolsAsChar, its default) takes a VARCHAR(5) parameter
+         * for a boolean and describes the statement first, in a round trip
+         * of its own: slower, and through PgBouncer in transaction pooling
+         * the describe and the execute reach different servers (26000). */
+        if (sql_type == SQL_VARCHAR && size == 5) size = 6;
         if (db->d && db->d->wide_text)
             sql_type = sql_type == SQL_VARCHAR ? SQL_WVARCHAR
                      : sql_type == SQL_LONGVARCHAR ? SQL_WLONGVARCHAR : sql_type;
@@ -3823,6 +3863,38 @@ enum {
     " AS v UNION ALL SELECT " OBX__ORDERED_MAX(k, "1") " UNION ALL SELECT " OBX__ORDERED_MAX(k, "3")     \
     ") AS m) END"
 
+/* The OrderingSeq an insert stores: with OBX_NO_ORDERING_KEYS no key is
+ * enqueued, so none (and none of the key's SQL in the build). */
+#ifdef OBX_NO_ORDERING_KEYS
+#define OBX__SEQ(next) "NULL"
+#else
+#define OBX__SEQ(next) next
+#endif
+
+/* SQLite parks a keyed message enqueued while an earlier one of its key is
+ * Ready or in flight: its NextAttemptAt is OBX__PARKED_MS, after any due
+ * time, so a claim's walk of the ready index stops before it instead of
+ * reading past every message queued behind a busy key (a backlog of a few
+ * keys cost each claim the whole backlog). The trigger {N}_OrderingWake
+ * gives the key's first Ready message its place back (its due time, else
+ * its enqueue time) when it is parked and nothing of the key is in flight
+ * any more: unparked messages of a key always come before its parked ones
+ * (a message is parked behind an earlier one, and woken first in order).
+ * SQLite has one writer at a time, so an enqueue and a wake never miss
+ * each other. Parking is only a shortcut: the claim's check
+ * (OBX__ORDERED_HEAD) decides as before; a message another release left
+ * unparked is merely read past. `later`: an earlier message of the same
+ * key in the same statement. */
+#define OBX__PARKED_MS "253402300800000"
+#ifdef OBX_NO_ORDERING_KEYS
+#define OBX__SQLITE_PARK(k, due, later) due
+#else
+#define OBX__SQLITE_PARK(k, due, later)                                                           \
+    "CASE WHEN " k " IS NOT NULL AND (" later " OR EXISTS (SELECT 1 FROM {T} AS o WHERE "              \
+    "o.\"OrderingKey\" = " k " AND o.\"Status\" <> 2 AND o.\"Status\" IN (0, 1))) THEN "                 \
+    OBX__PARKED_MS " ELSE " due " END"
+#endif
+
 /* Columns of a message row, in the order obx__read_message expects. */
 #define OBX__SQLITE_COLS                                                                  \
     "\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", \"CreatedAt\", "     \
@@ -3882,7 +3954,8 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-     "coalesce(?7, {W}), ?8, " OBX__ORDERED_NEXT("?8") ", ?9, ?10, ?11, ?12, ?13)"},
+     OBX__SQLITE_PARK("?8", "coalesce(?7, {W})", "0") ", ?8, " OBX__SEQ(OBX__ORDERED_NEXT("?8")) ", ?9, ?10, "
+     "?11, ?12, ?13)"},
     /* sqliteodbc shows RETURNING rows only for statements that start
      * with SELECT or WITH: hence the empty CTE. */
     {OBX__Q_CLAIM,
@@ -3944,8 +4017,10 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT json_extract(j.value, '$[0]'), "
      "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
-     "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), coalesce(json_extract(j.value, '$[5]'), {W}), "
-     "json_extract(j.value, '$[6]'), " OBX__ORDERED_NEXT("json_extract(j.value, '$[6]')") " + j.key, "
+     "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), "
+     OBX__SQLITE_PARK("json_extract(j.value, '$[6]')", "coalesce(json_extract(j.value, '$[5]'), {W})",
+                      "row_number() OVER (PARTITION BY json_extract(j.value, '$[6]') ORDER BY j.key) > 1") ", "
+     "json_extract(j.value, '$[6]'), " OBX__SEQ(OBX__ORDERED_NEXT("json_extract(j.value, '$[6]')")) " + j.key, "
      "json_extract(j.value, '$[7]'), json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]'), "
      "json_extract(j.value, '$[10]'), json_extract(j.value, '$[11]') FROM json_each(?) AS j"},
 #ifndef OBX_NO_JOIN
@@ -4041,6 +4116,16 @@ static const obx__sqlset obx__sqlite_outbox = {
     "        \"LastUpdatedUtc\" = {W}\n"
     "     WHERE \"JoinId\" = NEW.\"JoinId\";\n"
     "END",
+    /* Parked messages (OBX__PARKED_MS): the next of the key gets its place. */
+    "CREATE TRIGGER IF NOT EXISTS \"{N}_OrderingWake\" AFTER UPDATE OF \"Status\" ON {T}\n"
+    "WHEN NEW.\"OrderingKey\" IS NOT NULL AND OLD.\"Status\" IN (0, 1) AND NEW.\"Status\" IN (2, 3)\n"
+    "BEGIN\n"
+    "    UPDATE {T} SET \"NextAttemptAt\" = coalesce(\"DueTimeUtc\", \"CreatedAt\")\n"
+    "     WHERE \"Id\" = (SELECT p.\"Id\" FROM {T} AS p WHERE p.\"OrderingKey\" = NEW.\"OrderingKey\"\n"
+    "                     AND p.\"Status\" <> 2 AND p.\"Status\" = 0 ORDER BY p.\"OrderingSeq\", p.\"Id\" LIMIT 1)\n"
+    "       AND \"NextAttemptAt\" = " OBX__PARKED_MS " AND NOT EXISTS (SELECT 1 FROM {T} AS o\n"
+    "           WHERE o.\"OrderingKey\" = NEW.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 1);\n"
+    "END",
         NULL},
     obx__sqlite_outbox_rows,
     /* Columns added since the first release, oldest first: a new column is
@@ -4085,7 +4170,7 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (CAST(?1 AS uuid), "
      "CAST(?2 AS uuid), ?3, ?4, ?5, to_timestamp(CAST(?6 AS bigint) / 1000.0), "
      "coalesce(to_timestamp(CAST(?7 AS bigint) / 1000.0), now()), CAST(?8 AS varchar), "
-     OBX__ORDERED_NEXT("CAST(?8 AS varchar)") ", CAST(?9 AS varchar), CAST(?10 AS varchar), "
+     OBX__SEQ(OBX__ORDERED_NEXT("CAST(?8 AS varchar)")) ", CAST(?9 AS varchar), CAST(?10 AS varchar), "
      "CAST(?11 AS varchar), CAST(CAST(?12 AS text) AS json), to_timestamp(CAST(?13 AS bigint) / 1000.0))"},
     {OBX__Q_CLAIM,
      "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
@@ -4149,7 +4234,7 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT u.id, u.mid, u.topic, "
      "u.payload, u.corr, to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()), "
-     "u.okey, " OBX__ORDERED_NEXT("u.okey") " + u.n - 1, u.tenant, u.atype, u.aid, CAST(u.hdr AS json), "
+     "u.okey, " OBX__SEQ(OBX__ORDERED_NEXT("u.okey")) " + u.n - 1, u.tenant, u.atype, u.aid, CAST(u.hdr AS json), "
      "to_timestamp(u.exp / 1000.0) "
      "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
      "CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), "
@@ -4421,7 +4506,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
      "`ExpiresAt`) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MY_FROM_MS("?6") ", "
-     "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6)), ?8, " OBX__MY_ORDERED_NEXT("?8") ", ?9, ?10, ?11, ?12, "
+     "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6)), ?8, " OBX__SEQ(OBX__MY_ORDERED_NEXT("?8")) ", ?9, ?10, ?11, ?12, "
      OBX__MY_FROM_MS("?13") ")"},
     /* The update checks the row again and the read takes only rows that
      * carry our token: where row locks are per node (Galera), two nodes
@@ -4479,7 +4564,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
      "`ExpiresAt`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
      OBX__MY_FROM_MS("j.`due`") ", COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6)), j.`okey`, "
-     OBX__MY_ORDERED_NEXT("j.`okey`") " + j.`n` - 1, j.`tenant`, j.`atype`, j.`aid`, j.`hdr`, "
+     OBX__SEQ(OBX__MY_ORDERED_NEXT("j.`okey`")) " + j.`n` - 1, j.`tenant`, j.`atype`, j.`aid`, j.`hdr`, "
      OBX__MY_FROM_MS("j.`exp`") " "
      "FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$[0]', `mid` CHAR(36) PATH '$[1]', "
      "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
@@ -4701,7 +4786,7 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers], "
      "[ExpiresAt]) SELECT ?1, ?2, ?3, ?4, ?5, "
      OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", "
-     "SYSDATETIMEOFFSET()), ?8, " OBX__MS_ORDERED_NEXT("?8") ", ?9, ?10, ?11, ?12, "
+     "SYSDATETIMEOFFSET()), ?8, " OBX__SEQ(OBX__MS_ORDERED_NEXT("?8")) ", ?9, ?10, ?11, ?12, "
      OBX__MS_FROM_MS("?13", OBX__MS_EPOCH)},
     {OBX__Q_CLAIM,
      "{CALL {S}.[{N}_Claim](?, ?, ?)}"},
@@ -4749,7 +4834,7 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers], "
      "[ExpiresAt]) SELECT i.[value], m.[value], p.[value], b.[value], "
      "c.[value], x.[Due], COALESCE(x.[Due], SYSDATETIMEOFFSET()), k.[value], "
-     OBX__MS_ORDERED_NEXT("k.[value]") " + CAST(i.[key] AS BIGINT), e1.[value], e2.[value], e3.[value], "
+     OBX__SEQ(OBX__MS_ORDERED_NEXT("k.[value]")) " + CAST(i.[key] AS BIGINT), e1.[value], e2.[value], e3.[value], "
      "e4.[value], " OBX__MS_FROM_MS("CAST(e5.[value] AS BIGINT)", OBX__MS_EPOCH) " FROM OPENJSON(?) AS i "
      "JOIN OPENJSON(?) AS m ON m.[key] = i.[key] JOIN OPENJSON(?) AS p ON p.[key] = i.[key] "
      "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
@@ -5613,6 +5698,14 @@ OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
     caller.d = s->db.d;
     caller.dbc = (SQLHDBC)hdbc;
     caller.connected = 1;
+    caller.tx_by_sql = caller.d->tx_by_sql;
+    /* In autocommit (PostgreSQL, MariaDB) the write would commit at once,
+     * apart from the caller's transaction, and survive its rollback. */
+    r = obx__check_autocommit(&caller);
+    if (r != OBX_OK) {
+        snprintf(s->err.where, sizeof s->err.where, "%s: hdbc", what);
+        return r;
+    }
     r = unit(&caller, ctx);
     obx__db_free_statements(&caller);
     return r;
@@ -6298,16 +6391,35 @@ static int obx__provider_copy_desc(obx_provider *p, const obx_store_desc *store)
     return (!store->schema || p->schema) && (!store->table || p->table) && (!worker || p->worker_name);
 }
 
+/* A refused provider description: no provider exists to hold the error,
+ * so the refusal is logged, naming the field. */
+static obx_result obx__provider_refuse(const obx__hooks *h, obx_result r, const char *field,
+                                       const char *why) {
+    obx__log(h, OBX_LOG_ERROR, "provider", "obx_provider_create: %s: %s (%s)", field, why, obx__result_str(r));
+    return r;
+}
+
 OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provider **out) {
     obx__hooks hooks;
     obx_provider *p;
     obx_result r;
     if (!out) return OBX_ERR_INVALID_ARG;
     *out = NULL;
-    if (!desc || (desc->databases != NULL) == (desc->discover != NULL) || desc->store.hdbc ||
-        desc->database_count < 0 || (desc->database_count > 0 && !desc->databases) ||
-        desc->refresh_interval_ms < 0 || obx__hooks_resolve(&hooks, &desc->store.hooks) != OBX_OK)
-        return OBX_ERR_INVALID_ARG;
+    if (!desc) return OBX_ERR_INVALID_ARG;
+    if (obx__hooks_resolve(&hooks, &desc->store.hooks) != OBX_OK)
+        return obx__provider_refuse(&hooks, OBX_ERR_INVALID_ARG, "store.hooks.allocator",
+                                    "give all three functions or none");
+    if ((desc->databases != NULL) == (desc->discover != NULL))
+        return obx__provider_refuse(&hooks, OBX_ERR_INVALID_ARG, "databases",
+                                    "give exactly one of databases and discover");
+    if (desc->store.hdbc)
+        return obx__provider_refuse(&hooks, OBX_ERR_INVALID_ARG, "store.hdbc",
+                                    "must be NULL: each database is opened from its connection string");
+    if (desc->database_count < 0)
+        return obx__provider_refuse(&hooks, OBX_ERR_INVALID_ARG, "database_count", "must be >= 0");
+    if (desc->refresh_interval_ms < 0)
+        return obx__provider_refuse(&hooks, OBX_ERR_OUT_OF_RANGE, "refresh_interval_ms",
+                                    "must be >= 0 (0: 5 minutes)");
     p = (obx_provider *)obx__alloc(&hooks, sizeof *p);
     if (!p) return OBX_ERR_NO_MEMORY;
     memset(p, 0, sizeof *p);
@@ -6328,8 +6440,9 @@ OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provid
     r = p->discover ? obx__provider_discover(p)
                     : obx__registry_apply(&p->reg, desc->databases, desc->database_count, NULL, NULL);
     if (r == OBX_ERR_INVALID_ARG)
-        obx__fail(&p->err, r, "obx_provider_create: databases",
-                  "every database needs a unique, non-empty id and a connection string");
+        obx__provider_refuse(&p->hooks, r, p->discover ? "discover" : "databases",
+                             p->discover ? p->err.message
+                                         : "every database needs a unique, non-empty id and a connection string");
     if (r != OBX_OK && r != OBX_ERR_DB) { /* a failed first discovery still gives a provider */
         obx_provider_destroy(p);
         *out = NULL;
@@ -6370,26 +6483,45 @@ OBX_API const obx_error *obx_provider_last_error(const obx_provider *p) {
     return p ? &p->err : &obx__null_store_error;
 }
 
-OBX_API obx_result obx_router_get(obx_provider *p, const char *key, obx_store **out) {
-    int at;
-    if (!p || !out) return OBX_ERR_INVALID_ARG;
+/* The store of routing key `key`, or OBX_ERR_NOT_FOUND. A GUID key also
+ * finds a database whose id is the same GUID in upper case or in braces
+ * (as SQL Server and .NET's "B" format write them): a GUID names one value
+ * whatever its spelling. */
+static obx_result obx__router_find(obx_provider *p, const char *fn, const char *key, int guid,
+                             obx_store **out) {
+    char where[96];
+    int at, i, k;
+    snprintf(where, sizeof where, "%s: key", fn);
+    if (!p) return OBX_ERR_INVALID_ARG;
     obx__error_clear(&p->err);
-    if (!key || !key[0])
-        return obx__fail(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get: key", "key must not be NULL or empty");
+    if (!out) return obx__fail(&p->err, OBX_ERR_INVALID_ARG, fn, "out must not be NULL");
+    if (!key || !key[0]) return obx__fail(&p->err, OBX_ERR_INVALID_ARG, where, "key must not be NULL or empty");
     at = obx__registry_find(&p->reg, key);
-    if (at < 0)
-        return obx__fail(&p->err, OBX_ERR_NOT_FOUND, "obx_router_get: key",
-                         "no " OBX__NOUN " for routing key '%s'", key);
+    for (i = 0; at < 0 && guid && i < p->reg.count; i++) {
+        const char *id = p->reg.items[i].id;
+        size_t n = strlen(id);
+        if (n == 38 && id[0] == '{' && id[37] == '}') id++;
+        else if (n != 36) continue;
+        for (k = 0; k < 36; k++) {
+            char c = id[k] >= 'A' && id[k] <= 'F' ? (char)(id[k] + 32) : id[k];
+            if (c != key[k]) break;
+        }
+        if (k == 36) at = i;
+    }
+    if (at < 0) return obx__fail(&p->err, OBX_ERR_NOT_FOUND, where, "no " OBX__NOUN " for routing key '%s'", key);
     *out = (obx_store *)p->reg.items[at].store;
     return OBX_OK;
 }
 
+OBX_API obx_result obx_router_get(obx_provider *p, const char *key, obx_store **out) {
+    return obx__router_find(p, "obx_router_get", key, 0, out);
+}
+
 OBX_API obx_result obx_router_get_guid(obx_provider *p, const obx_guid *key, obx_store **out) {
     char text[37];
-    if (!p || !out) return OBX_ERR_INVALID_ARG;
-    if (!key) return obx__fail(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get_guid: key", "key must not be NULL");
-    obx__guid_text(key->bytes, text);
-    return obx_router_get(p, text, out);
+    if (p && key) obx__guid_text(key->bytes, text);
+    else if (p) return obx__fail(&p->err, OBX_ERR_INVALID_ARG, "obx_router_get_guid: key", "key must not be NULL");
+    return obx__router_find(p, "obx_router_get_guid", key ? text : NULL, 1, out);
 }
 #endif /* OBX_NO_MULTI_STORE */
 
@@ -7517,7 +7649,7 @@ OBX_API obx_result obx_notify(obx_store *s) {
 
 /* Four hex digits at p as a number; -1 if any is not a hex digit (the
  * terminator included, so a short escape never reads past the text). */
-static long obx__hex4(const char *p) {
+OBX__PRIVATE long obx__hex4(const char *p) {
     long v = 0;
     int k;
     for (k = 0; k < 4; k++) {
@@ -7531,7 +7663,7 @@ static long obx__hex4(const char *p) {
 }
 
 /* A code point as UTF-8 into out (4 bytes of room); the byte count. */
-static size_t obx__utf8_put(unsigned long cp, char *out) {
+OBX__PRIVATE size_t obx__utf8_put(unsigned long cp, char *out) {
     if (cp < 0x80) {
         out[0] = (char)cp;
         return 1;
@@ -7556,7 +7688,7 @@ static size_t obx__utf8_put(unsigned long cp, char *out) {
 
 /* One escape at p (just after the backslash) into out; the bytes written,
  * 0 if malformed. *p is moved past the escape. */
-static size_t obx__json_unescape(const char **p, char out[4]) {
+OBX__PRIVATE size_t obx__json_unescape(const char **p, char out[4]) {
     const char *s = *p;
     long cp, low;
     switch (*s) {
@@ -7582,6 +7714,10 @@ static size_t obx__json_unescape(const char **p, char out[4]) {
     return 1;
 }
 
+/* An optional text: "" is stored as NULL. */
+static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
+
+#ifndef OBX_NO_ENVELOPE
 /* The JSON string that starts after the quote at p, decoded to *w (which
  * never runs ahead of p: a decoded string is shorter than its JSON) and
  * NUL-terminated; returns what follows its closing quote, or NULL when it
@@ -7685,9 +7821,6 @@ static obx_result obx__check_envelope(obx_error *err, const char *fn, const char
     return OBX_OK;
 }
 
-/* An optional text: "" is stored as NULL. */
-static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
-
 /* m's headers as one JSON object {"key":"value",...} in b (emptied first),
  * keys in their given order; 0 when out of memory. */
 static int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_message *m) {
@@ -7783,6 +7916,52 @@ OBX_API const char *obx_message_header(const obx_message *message, const char *k
     }
     return NULL;
 }
+#else
+/* OBX_NO_ENVELOPE: a message that sets a field is refused by name (""
+ * is no value, as everywhere); rows are read without the envelope. */
+static obx_result obx__check_envelope(obx_error *err, const char *fn, const char *item, const obx_new_message *m) {
+    char where[96];
+    const char *arg = obx__opt_text(m->tenant_id)        ? "tenant_id"
+                      : obx__opt_text(m->aggregate_type) ? "aggregate_type"
+                      : obx__opt_text(m->aggregate_id)   ? "aggregate_id"
+                      : m->header_count != 0             ? "headers"
+                                                         : NULL;
+    if (!arg) return OBX_OK;
+    snprintf(where, sizeof where, "%s: %s%s", fn, item, arg);
+    return obx__fail(err, OBX_ERR_UNSUPPORTED, where, "%s: the envelope was left out of this build (OBX_NO_ENVELOPE)",
+                     arg);
+}
+
+static int obx__has_envelope(const obx_new_message *m) {
+    (void)m;
+    return 0;
+}
+
+/* Never reached with a header (the check refused it); the inbox does not
+ * call it. */
+OBX__PRIVATE int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_message *m) {
+    (void)h, (void)b, (void)m;
+    return 0;
+}
+
+static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, obx__buf *buf, obx__envelope_offsets *o,
+                                     int *header_count) {
+    (void)db, (void)st, (void)col, (void)buf, (void)o;
+    *header_count = 0;
+    return OBX_OK;
+}
+
+static void obx__point_envelope(const obx__buf *buf, obx_message *m, const obx__envelope_offsets *o) {
+    (void)buf, (void)m, (void)o;
+}
+
+static int obx__envelope_params(const obx__hooks *h, obx__buf *json, obx__param *p, const obx_new_message *m) {
+    int i;
+    (void)h, (void)json, (void)m;
+    for (i = 0; i < 4; i++) obx__p_text(&p[i], NULL, (size_t)-1);
+    return 1;
+}
+#endif /* OBX_NO_ENVELOPE */
 
 
 /* >>common-end engine */
@@ -7956,9 +8135,15 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
     if (m->correlation_id && !obx__text_fits(m->correlation_id, OBX_CORRELATION_MAX))
         OBX__BAD("correlation_id", OBX_ERR_INVALID_ARG,
                  "correlation_id must be valid UTF-8 of at most %d characters", OBX_CORRELATION_MAX);
+#ifndef OBX_NO_ORDERING_KEYS
     if (m->ordering_key && !obx__text_fits(m->ordering_key, OBX_ORDERING_KEY_MAX))
         OBX__BAD("ordering_key", OBX_ERR_INVALID_ARG,
                  "ordering_key must be valid UTF-8 of at most %d characters", OBX_ORDERING_KEY_MAX);
+#else
+    if (obx__opt_text(m->ordering_key))
+        OBX__BAD("ordering_key", OBX_ERR_UNSUPPORTED,
+                 "ordering_key: ordering keys were left out of this build (OBX_NO_ORDERING_KEYS)");
+#endif
     if (m->due_utc_ms < 0 || m->due_utc_ms > OBX_TIME_MAX_MS)
         OBX__BAD("due_utc_ms", OBX_ERR_OUT_OF_RANGE,
                  "due_utc_ms must be 0 (now) or a Unix time in ms up to OBX_TIME_MAX_MS" OBX__WHY(" (year 9999)"));

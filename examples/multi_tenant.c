@@ -76,10 +76,11 @@ static void *dispatch(void *d) {
     return NULL;
 }
 
+/* Both providers log discovery; `user` says whose line it is. */
+static char producer[] = "producer", dispatcher_name[] = "dispatcher";
 static void quiet(obx_log_level level, const char *store, const char *message, void *user) {
-    (void)user;
     if (level >= OBX_LOG_WARN || strstr(message, "discovery:") || strstr(message, "closing"))
-        printf("  (log) [%s] %s\n", store, message);
+        printf("  (log, %s) [%s] %s\n", (const char *)user, store, message);
 }
 
 static void route_order(obx_provider *p, const char *tenant, const char *order) {
@@ -113,12 +114,16 @@ int main(void) {
     char join_id[37], step[37];
     static const char *const extracts[3] = {"extract.customers", "extract.orders", "extract.products"};
     int i, waited;
+    obx_result created;
 
     pd.discover = discover_tenants;
     pd.refresh_interval_ms = 200; /* minutes in production (default 5); short for the demo */
     pd.store.deploy_schema = 1;
     pd.store.hooks.logger.log = quiet;
-    if (obx_provider_create(&pd, &tenants) != OBX_OK || obx_provider_create(&pd, &workers) != OBX_OK) {
+    pd.store.hooks.logger.user = producer;
+    created = obx_provider_create(&pd, &tenants);
+    pd.store.hooks.logger.user = dispatcher_name;
+    if (created != OBX_OK || obx_provider_create(&pd, &workers) != OBX_OK) {
         fprintf(stderr, "provider: %s\n", obx_provider_last_error(tenants)->message);
         return 1;
     }

@@ -54,7 +54,7 @@ longest=$(for h in obx.h ibx.h; do
         cand && !start && /;[ ]*$/ { cand = 0 }
         cand && !start && /\{[ ]*$/ { start = NR }
         start && /^\}/ { print NR - start - 1 "\t" h ":" cand "\t" name; start = 0; cand = 0 }' "$h"
-done | sort -rn | head -n 1)
+done | sort -rn | awk 'NR == 1')  # not head: under pipefail sort could die of SIGPIPE (141)
 lf=${longest%%$'\t'*}
 echo "core-measure: ibx.h repeats obx.h outside the common core in $repeat lines ($runs runs; bound $max_repeat)"
 echo "core-measure: longest function $lf lines: $(printf '%s' "$longest" | cut -f2- | cut -c1-100) (bound $max_function)"

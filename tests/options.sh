@@ -102,7 +102,7 @@ profile_check() {
             continue
         fi
         bad=$($nm --defined-only "$out/profile-$tag-$h.o" | awk '{ print $3 }' |
-              grep -E '^(obx|ibx)_(provider_|router_|metrics_text|dead_|join_)' | tr '\n' ' ' || true)
+              grep -E '^(obx|ibx)_(provider_|router_|metrics_text|dead_|join_|message_header)' | tr '\n' ' ' || true)
         # The left-out dialects' own SQL (session setup, version query) is gone too.
         bad+=$(strings "$out/profile-$tag-$h.o" | grep -E "SHOW server_version|SERVERPROPERTY|SELECT VERSION\(\)" |
                tr '\n' ' ' || true)
@@ -118,8 +118,8 @@ left_out="obx_provider_create obx_provider_destroy obx_provider_refresh obx_prov
 obx_provider_store_id obx_provider_last_error obx_router_get obx_router_get_guid obx_metrics_text
 obx_dead_list obx_dead_replay obx_dead_purge obx_join_start obx_join_attach obx_join_attach_tx
 obx_join_report obx_join_report_tx obx_join_get obx_join_cancel obx_join_enqueue_wait
-obx_join_wait_handler ibx_provider_create ibx_router_get ibx_metrics_text ibx_dead_list ibx_dead_replay
-ibx_dead_purge"
+obx_join_wait_handler obx_message_header obx_message_header_at ibx_provider_create ibx_router_get
+ibx_metrics_text ibx_dead_list ibx_dead_replay ibx_dead_purge ibx_message_header ibx_message_header_at"
 if [[ -n ${GW_PROFILE:-} ]]; then
     profile_check "$HOST_CC" nm "" host
     if command -v arm-linux-gnueabihf-gcc >/dev/null; then
@@ -155,6 +155,13 @@ if [[ -n ${GW_PROFILE:-} ]]; then
     done
     [[ $n -eq $(echo "$left_out" | wc -w) ]] &&
         echo "PASS options profile: $n left-out functions are undeclared (a use does not compile)"
+    # shellcheck disable=SC2086
+    if ! $HOST_CC $CSTD $WARN -Werror -O1 -pthread $GW_PROFILE tests/profile_refuse.c -o "$out/profile-refuse" -lodbc \
+        2>"$out/profile-refuse.err"; then
+        cat "$out/profile-refuse.err"
+        echo "FAIL options profile: tests/profile_refuse.c does not build with the gateway profile"
+        failed=1
+    fi
     for ex in quickstart webhook_inbox; do
         # shellcheck disable=SC2086
         if ! $HOST_CC $CSTD $WARN -Werror -O1 -pthread $GW_PROFILE "examples/$ex.c" -o "$out/profile-$ex" -lodbc \
@@ -175,6 +182,14 @@ if [[ -n ${GW_PROFILE:-} ]]; then
     else
         cat "$out/profile-run/"*.log 2>/dev/null | tail -n 20
         echo "FAIL CORE-GATEWAY-PROFILE sqlite quickstart/webhook_inbox with the gateway profile"
+        failed=1
+    fi
+    # CORE-NO-ENVELOPE, OBX-NO-ORDERING-KEYS: what the profile refuses, by name.
+    if [[ -x $out/profile-refuse ]] && (cd "$out/profile-run" && ../profile-refuse >refuse.log 2>&1); then
+        grep '^PASS' "$out/profile-run/refuse.log"
+    else
+        tail -n 20 "$out/profile-run/refuse.log" 2>/dev/null
+        echo "FAIL CORE-NO-ENVELOPE / OBX-NO-ORDERING-KEYS sqlite: tests/profile_refuse.c"
         failed=1
     fi
 fi

@@ -551,6 +551,8 @@ static void test_033_expired_lease(void) {
     ibx_store *s = fresh();
     char a[37], b[37];
     const ibx_message *ms;
+    ibx_key k;
+    int64_t changed = -1;
     int n = 0;
     TT_ASSERT(s && enqueue(s, "t", "src", "x"));
     ibx_owner_token(s, a);
@@ -560,6 +562,10 @@ static void test_033_expired_lease(void) {
     sleep_ms(1200);
     TT_EQ_INT(claim(s, b, 1, &ms), 1); /* the lease is in the past: claimable */
     TT_EQ_STR(ms[0].owner_token, b);
+    k.source = "src";
+    k.message_id = "x";
+    TT_EQ_INT(ibx_ack(s, a, &k, 1, &changed), IBX_OK);
+    TT_EQ_INT(changed, 0); /* the old holder's ack changes nothing */
     ibx_store_close(s);
 }
 
@@ -1635,8 +1641,21 @@ static void test_envelope_roundtrip(void) {
                 keys[j].message_id = ids[j];
             }
     TT_EQ_INT(seen, 3);
-    TT_EQ_INT(ibx_abandon(s, owner, keys, 3, NULL, 1, NULL), IBX_OK);
-    sleep_ms(20);
+    { /* dead letters keep it: listed with it, replayed with it */
+        int64_t replayed = 0;
+        TT_EQ_INT(ibx_fail(s, owner, keys, 3, "env dead", NULL), IBX_OK);
+        TT_EQ_INT(ibx_dead_list(s, NULL, 0, 10, &ms, &n), IBX_OK);
+        TT_EQ_INT(n, 3);
+        for (seen = 0, i = 0; i < n; i++)
+            for (j = 0; j < 3; j++)
+                if (strcmp(ms[i].message_id, ids[j]) == 0) {
+                    seen++;
+                    TT_EXPECT(env_matches(&ms[i], which[j]));
+                }
+        TT_EQ_INT(seen, 3);
+        TT_EQ_INT(ibx_dead_replay(s, NULL, &replayed), IBX_OK);
+        TT_EQ_INT(replayed, 3);
+    }
     memset(&p, 0, sizeof p);
     d = dispatcher(s, 0, NULL);
     TT_ASSERT(d != NULL);
@@ -2739,7 +2758,7 @@ int main(int argc, char **argv) {
     RUN("IBX-KEY-EXACT", "keys differing only in a trailing space are different messages", test_key_exact);
     RUN("IBX-BATCH-PAUSE", "a batch handler (mixed outcomes, each on its message) and OBX_PAUSE through the inbox", test_batch_and_pause);
     RUN("CORE-EXPIRY", "a message past expires_utc_ms when claimed is never handled: Dead, \"expired\", counted; a redelivery keeps the first expiry; validation names the field", test_expiry);
-    RUN("IBX-ENVELOPE-ROUNDTRIP", "tenant, aggregate type and id, headers: own columns, byte-exact through enqueue, get, claim and handler", test_envelope_roundtrip);
+    RUN("IBX-ENVELOPE-ROUNDTRIP", "tenant, aggregate type and id, headers: own columns, byte-exact through enqueue, get, claim, dead-letter list and handler", test_envelope_roundtrip);
     RUN("IBX-ENVELOPE-LIMITS", "each envelope argument refused before any SQL, naming it; values at the limits fit", test_envelope_limits);
     RUN("IBX-ENVELOPE-REDELIVERY", "a redelivery keeps the envelope stored first; a dedup-check row takes the first enqueue's; Done is untouched", test_envelope_redelivery);
     RUN("IBX-DEAD-LETTERS", "dead letters by (source, id), topic, error: list, revive (attempts reset, error kept), purge", test_dead_letters);

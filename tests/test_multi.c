@@ -249,6 +249,43 @@ static void test_074_guid_key(void) {
     obx_provider_destroy(p);
 }
 
+/* A GUID is one value however it is spelled: a database registered under
+ * its upper-case text (SQL Server's NEWID()) or in braces (.NET's "B"
+ * format) is found by the GUID key; a string key stays exact. */
+static void test_074_guid_spelling(void) {
+    obx_provider_desc d;
+    obx_database db[3];
+    obx_provider *p = NULL;
+    obx_guid g = {{0x6f, 0x1c, 0x2a, 0x3b, 0x4d, 0x5e, 0x4f, 0x60, 0x81, 0x92, 0xa3, 0xb4, 0xc5, 0xd6, 0xe7, 0xf8}};
+    obx_guid g2 = {{0x0a, 0x1c, 0x2a, 0x3b, 0x4d, 0x5e, 0x4f, 0x60, 0x81, 0x92, 0xa3, 0xb4, 0xc5, 0xd6, 0xe7, 0xf8}};
+    obx_guid g3 = {{0x0b, 0x1c, 0x2a, 0x3b, 0x4d, 0x5e, 0x4f, 0x60, 0x81, 0x92, 0xa3, 0xb4, 0xc5, 0xd6, 0xe7, 0xf8}};
+    obx_store *s = NULL;
+    memset(&d, 0, sizeof d);
+    db[0].id = "6F1C2A3B-4D5E-4F60-8192-A3B4C5D6E7F8";
+    db[1].id = "{0a1c2a3b-4d5e-4f60-8192-a3b4c5d6e7f8}";
+    db[2].id = "{0B1C2A3B-4D5E-4F60-8192-A3B4C5D6E7F8";  /* no closing brace: not a GUID */
+    db[0].connection_string = db[1].connection_string = db[2].connection_string = g_conn[0];
+    d.databases = db;
+    d.database_count = 3;
+    d.store.table = "OutboxMulti";
+    d.store.hooks.logger.log = keep_log;
+    TT_EQ_INT(obx_provider_create(&d, &p), OBX_OK);
+    TT_EQ_INT(obx_router_get_guid(p, &g, &s), OBX_OK);
+    TT_ASSERT(s == obx_provider_store(p, 0));
+    TT_EQ_INT(obx_router_get_guid(p, &g2, &s), OBX_OK);
+    TT_ASSERT(s == obx_provider_store(p, 1));
+    s = NULL;
+    TT_EQ_INT(obx_router_get_guid(p, &g3, &s), OBX_ERR_NOT_FOUND);
+    TT_EXPECT(s == NULL);
+    TT_EXPECT(strstr(obx_provider_last_error(p)->where, "obx_router_get_guid") != NULL);
+    TT_EQ_INT(obx_router_get(p, "6f1c2a3b-4d5e-4f60-8192-a3b4c5d6e7f8", &s), OBX_ERR_NOT_FOUND);
+    TT_EQ_INT(obx_router_get(p, "6F1C2A3B-4D5E-4F60-8192-A3B4C5D6E7F8", &s), OBX_OK);
+    TT_EQ_INT(obx_router_get(p, "tenant", NULL), OBX_ERR_INVALID_ARG);
+    TT_EXPECT(strstr(obx_provider_last_error(p)->message, "out") != NULL);
+    TT_EQ_INT(obx_router_get_guid(p, NULL, &s), OBX_ERR_INVALID_ARG);
+    obx_provider_destroy(p);
+}
+
 /* Discovery that returns whatever the test sets. */
 typedef struct discovered {
     obx_database dbs[3];
@@ -596,6 +633,7 @@ int main(int argc, char **argv) {
     RUN("OBX-072", "the router returns the store of a key", test_072_073_router);
     RUN("OBX-073", "an unknown key is not found (an empty one invalid)", test_072_073_router);
     RUN("OBX-074", "GUID keys by their canonical text", test_074_guid_key);
+    RUN("OBX-074-SPELLING", "a GUID key finds its database in upper case or braces", test_074_guid_spelling);
     RUN("OBX-075", "discovery runs at start and every refresh interval", test_075_079_discovery);
     RUN("OBX-076", "the refresh interval defaults to 5 minutes", test_075_079_discovery);
     RUN("OBX-077", "a new database gets a store", test_075_079_discovery);

@@ -358,6 +358,50 @@ static void capture_log(obx_log_level level, const char *store_id, const char *m
     snprintf(g_last_log_store, sizeof g_last_log_store, "%s", store_id);
 }
 
+static void *fake_alloc_for_refusal(size_t size, void *user) { (void)size; (void)user; return NULL; }
+
+/* obx_provider_create leaves *out NULL when it refuses its description, so
+ * it logs the refusal through the template's logger, naming the field;
+ * a negative refresh interval is a number out of range. No database is
+ * touched (CORE-PROVIDER-REFUSAL). */
+static void test_provider_refusal(void) {
+    obx_provider_desc pd;
+    obx_provider *p = NULL;
+    obx_database db = {"a", "Driver={none};"};
+    memset(&pd, 0, sizeof pd);
+    pd.store.hooks.logger.log = capture_log;
+    g_log_lines = 0;
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_ERR_INVALID_ARG); /* neither list nor discovery */
+    TT_ASSERT(p == NULL);
+    TT_EQ_INT(g_log_lines, 1);
+    TT_EXPECT(strstr(g_last_log, "obx_provider_create: databases") != NULL);
+    pd.databases = &db;
+    pd.database_count = 1;
+    pd.refresh_interval_ms = -1;
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_ERR_OUT_OF_RANGE);
+    TT_EXPECT(strstr(g_last_log, "refresh_interval_ms") != NULL);
+    pd.refresh_interval_ms = 0;
+    pd.database_count = -1;
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_ERR_INVALID_ARG);
+    TT_EXPECT(strstr(g_last_log, "database_count") != NULL);
+    pd.database_count = 1;
+    pd.store.hdbc = &db;
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_ERR_INVALID_ARG);
+    TT_EXPECT(strstr(g_last_log, "store.hdbc") != NULL);
+    pd.store.hdbc = NULL;
+    db.id = "";
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_ERR_INVALID_ARG);
+    TT_EXPECT(strstr(g_last_log, "obx_provider_create: databases") != NULL);
+    pd.store.hooks.allocator.alloc = fake_alloc_for_refusal;
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_ERR_INVALID_ARG);
+    TT_EXPECT(strstr(g_last_log, "allocator") != NULL);
+    TT_ASSERT(p == NULL);
+    g_log_lines = 0;
+    pd.store.hooks.logger.min_level = OBX_LOG_OFF; /* the logger's level holds */
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(g_log_lines, 0);
+}
+
 /* A store on the fake driver, answering as `dbms`; no real sleeping. */
 static obx_store *fake_store(const char *dbms, const char *connstr) {
     obx_store_desc desc;
@@ -1069,6 +1113,34 @@ static void test_fake_enqueue_batch_one_tx(void) {
     obx_store_close(s);
 }
 
+/* psqlODBC takes a VARCHAR(5) parameter for a boolean (BoolsAsChar) and
+ * describes the statement in a round trip of its own, which PgBouncer's
+ * transaction pooling sends to another server: no text is bound as one. */
+static void test_fake_no_bool_sized_text(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    obx_new_message m;
+    const char *id = "0190a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b";
+    char out[37];
+    int i, k, seen = 0;
+    TT_ASSERT(s != NULL);
+    memset(&m, 0, sizeof m);
+    m.topic = "abcde";
+    m.payload = "12345";
+    m.payload_len = OBX_NTS;
+    fake_push_ok(1);
+    TT_EQ_INT(obx_enqueue(s, &m, out), OBX_OK);
+    fake_push_ok(1);
+    TT_EQ_INT(obx_abandon(s, id, &id, 1, "flaky", 0, NULL), OBX_OK);
+    for (i = 0; i < fake_log_count(); i++)
+        for (k = 1; k <= fake_log_param_count(i); k++) {
+            fake_param p = fake_log_param(i, 0, k);
+            if (p.c_type == SQL_C_CHAR && p.len == 5) seen++;
+            TT_ASSERT(!(p.sql_type == SQL_VARCHAR && p.column_size == 5));
+        }
+    TT_ASSERT(seen >= 2); /* the topic and the error were bound */
+    obx_store_close(s);
+}
+
 /* ---- SHA-256 and HMAC (ibx.h) ------------------------------------------------------------- */
 
 static void hex32(const unsigned char *d, char out[65]) {
@@ -1734,11 +1806,13 @@ int main(void) {
     TT_RUN("OBX-CLAIM-TIMEOUT", "fake", "a statement timeout is transient, reported, not redone", test_fake_claim_timeout);
     TT_RUN("CORE-RECONNECT-FAST", "pure", "after a transient failure the loop retries in 100 ms, backing off to 1 s", test_error_wait);
     TT_RUN("CORE-NULL-WALK", "fake", "obx.h: every public function with NULL and odd arguments", test_null_walk_obx);
+    TT_RUN("CORE-PROVIDER-REFUSAL", "pure", "obx_provider_create logs each refusal naming the field; a negative refresh interval is out of range", test_provider_refusal);
     TT_RUN("CORE-NULL-WALK", "fake", "ibx.h: every public function with NULL and odd arguments", test_null_walk_ibx);
     TT_RUN("CORE-NO-POSIX-CLOCK", "fake", "without POSIX clocks a dispatcher needs a clock hook that sleeps", test_no_posix_clock);
     TT_RUN("CORE-DESC-DEFAULTS", "pure", "dispatcher defaults in one place, as documented", test_desc_defaults);
     TT_RUN("CORE-TERSE-MESSAGES", "fake", "a terse build names the call, argument and cause of an error", test_terse_messages);
     TT_RUN("CORE-STALE-HANDLE", "fake", "a failed second pick pass never reuses the freed statement", test_fake_pick_stale_handle);
+    TT_RUN("CORE-BIND-NO-BOOL-SIZE", "fake", "no text parameter is bound as VARCHAR(5), which psqlODBC describes first", test_fake_no_bool_sized_text);
     TT_RUN("CORE-ROUND-TRIPS", "fake", "MariaDB: one round trip per one-statement step; a claim is one transaction", test_fake_mariadb_round_trips);
     TT_RUN("OBX-120", "fake", "claim is one prepared statement per call, one transaction", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
