@@ -1868,6 +1868,20 @@ static const ibx__dialect ibx__dialects[] = {
 };
 #define IBX__DIALECT_COUNT ((int)(sizeof ibx__dialects / sizeof ibx__dialects[0]))
 
+/* With SQLite the only dialect built in, IBX__ONE(d)->flag is SQLite's
+ * flag, a constant, and the code only other dialects need folds away (the
+ * claim in three statements, batches as one list per column, PostgreSQL's
+ * arrays, SQL Server's types). Only for flags a left-out dialect's entry
+ * has the same (zero) value, or past the point where a store on it has
+ * been refused. */
+#if defined(IBX_NO_POSTGRESQL) && defined(IBX_NO_MARIADB) && defined(IBX_NO_SQLSERVER)
+#define IBX__SQLITE_ONLY 1
+#define IBX__ONE(d) ((void)(d), &ibx__dialects[IBX_DIALECT_SQLITE])
+#else
+#define IBX__SQLITE_ONLY 0
+#define IBX__ONE(d) (d)
+#endif
+
 IBX__PRIVATE const ibx__dialect *ibx__dialect_get(ibx_dialect id) {
     int i = (int)id;
     return (i > 0 && i < IBX__DIALECT_COUNT) ? &ibx__dialects[i] : NULL;
@@ -2026,7 +2040,7 @@ IBX__PRIVATE char *ibx__expand_names(const ibx__hooks *h, const ibx__dialect *d,
     int i, ok = 1;
     memset((void *)names, 0, sizeof names);
     memset(quoted, 0, sizeof quoted);
-    if (!d->has_schemas) schema = NULL;
+    if (!IBX__ONE(d)->has_schemas) schema = NULL;
     quoted['T' - 'A'] = ibx__quote_name(h, d, schema, table);
     if (schema) quoted['S' - 'A'] = ibx__quote_name(h, d, NULL, schema);
     ok = quoted['T' - 'A'] && (quoted['S' - 'A'] || !schema);
@@ -2131,7 +2145,7 @@ IBX__PRIVATE int ibx__quoted_add(const ibx__hooks *h, ibx__buf *b, const char *s
 
 IBX__PRIVATE int ibx__list_add(const ibx__hooks *h, ibx__buf *b, const ibx__dialect *d,
                                const char *s, size_t n) {
-    int pg = d->id == IBX_DIALECT_POSTGRESQL;
+    int pg = IBX__ONE(d)->id == IBX_DIALECT_POSTGRESQL;
     if (n > SIZE_MAX / 8) return 0; /* refused before anything is written */
     if (b->len == 0 && !ibx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
     if (b->len > 1 && !ibx__buf_add(h, b, ",", 1)) return 0;
@@ -2140,14 +2154,14 @@ IBX__PRIVATE int ibx__list_add(const ibx__hooks *h, ibx__buf *b, const ibx__dial
 
 /* A NULL element. */
 IBX__PRIVATE int ibx__list_add_null(const ibx__hooks *h, ibx__buf *b, const ibx__dialect *d) {
-    int pg = d->id == IBX_DIALECT_POSTGRESQL;
+    int pg = IBX__ONE(d)->id == IBX_DIALECT_POSTGRESQL;
     if (b->len == 0 && !ibx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
     if (b->len > 1 && !ibx__buf_add(h, b, ",", 1)) return 0;
     return ibx__buf_add(h, b, pg ? "NULL" : "null", 4);
 }
 
 IBX__PRIVATE int ibx__list_end(const ibx__hooks *h, ibx__buf *b, const ibx__dialect *d) {
-    int pg = d->id == IBX_DIALECT_POSTGRESQL;
+    int pg = IBX__ONE(d)->id == IBX_DIALECT_POSTGRESQL;
     if (b->len == 0) return ibx__buf_add(h, b, pg ? "{}" : "[]", 2);
     return ibx__buf_add(h, b, pg ? "}" : "]", 1);
 }
@@ -2344,12 +2358,12 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
                                                                           : SQL_AUTOCOMMIT_OFF),
                                      SQL_IS_UINTEGER),
                    SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(AUTOCOMMIT)");
-    if (r == IBX_OK && d->isolation)
+    if (r == IBX_OK && IBX__ONE(d)->isolation)
         r = ibx__check(db,
                        SQLSetConnectAttr(db->dbc, SQL_ATTR_TXN_ISOLATION,
-                                         (SQLPOINTER)(uintptr_t)d->isolation, SQL_IS_UINTEGER),
+                                         (SQLPOINTER)(uintptr_t)IBX__ONE(d)->isolation, SQL_IS_UINTEGER),
                        SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(TXN_ISOLATION)");
-    if (r == IBX_OK && d->session_sql) r = ibx__exec_direct(db, d->session_sql, "session setup");
+    if (r == IBX_OK && IBX__ONE(d)->session_sql) r = ibx__exec_direct(db, IBX__ONE(d)->session_sql, "session setup");
     if (r == IBX_OK && !db->tx_by_sql) r = ibx__end_tran(db, SQL_COMMIT, "session setup commit");
     if (r == IBX_OK && d->version_sql) {
         /* Best effort: SQL_DBMS_VER stays when the server will not say. */
@@ -2406,9 +2420,10 @@ IBX__PRIVATE void ibx__db_disconnect(ibx__db *db) {
  * timeouts. Returns 1 when db->connstr grew (then reconnect), 0 when
  * nothing was added, -1 when out of memory. */
 IBX__PRIVATE int ibx__connstr_extras(ibx__db *db) {
-    const char *extra = db->d->connect_extra && !ibx__contains_nocase(db->connstr, db->d->connect_key)
-                            ? db->d->connect_extra : "";
-    const char *k = db->statement_timeout_s > 0 && db->d->timeout_keys ? db->d->timeout_keys : "";
+    const ibx__dialect *d = IBX__ONE(db->d);
+    const char *extra = d->connect_extra && !ibx__contains_nocase(db->connstr, d->connect_key)
+                            ? d->connect_extra : "";
+    const char *k = db->statement_timeout_s > 0 && d->timeout_keys ? d->timeout_keys : "";
     char timeouts[96], *longer;
     size_t used = 0, n = strlen(db->connstr);
     timeouts[0] = '\0';
@@ -2654,7 +2669,7 @@ IBX__PRIVATE ibx_result ibx__bind(ibx__db *db, SQLHSTMT st, ibx__param *ps, int 
         SQLSMALLINT sql_type = p->sql_type;
         SQLULEN size = p->size;
         SQLRETURN rc;
-        if (db->d && db->d->max_types && p->c_type != SQL_C_SBIGINT) {
+        if (db->d && IBX__ONE(db->d)->max_types && p->c_type != SQL_C_SBIGINT) {
             int text = p->c_type == SQL_C_CHAR;
             sql_type = text ? SQL_VARCHAR : SQL_VARBINARY;
             size = p->size <= (text ? 4000u : 8000u) ? (text ? 4000u : 8000u) : 0;
@@ -2664,7 +2679,7 @@ IBX__PRIVATE ibx_result ibx__bind(ibx__db *db, SQLHSTMT st, ibx__param *ps, int 
          * of its own: slower, and through PgBouncer in transaction pooling
          * the describe and the execute reach different servers (26000). */
         if (sql_type == SQL_VARCHAR && size == 5) size = 6;
-        if (db->d && db->d->wide_text)
+        if (db->d && IBX__ONE(db->d)->wide_text)
             sql_type = sql_type == SQL_VARCHAR ? SQL_WVARCHAR
                      : sql_type == SQL_LONGVARCHAR ? SQL_WLONGVARCHAR : sql_type;
         rc = SQLBindParameter(st, (SQLUSMALLINT)(i + 1), SQL_PARAM_INPUT, p->c_type, sql_type,
@@ -2989,7 +3004,7 @@ enum { IBX__UNIT_READ = 0, IBX__UNIT_WRITE = 1, IBX__UNIT_ONE_STATEMENT = 2 };
 IBX__PRIVATE int ibx__autocommit_for_one(ibx__db *db, int flags) {
     if (!(flags & IBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
     if (db->tx_by_sql || db->autocommit_on) return 1;
-    if (!db->d->autocommit_is_local ||
+    if (!IBX__ONE(db->d)->autocommit_is_local ||
         !SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
                                          (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER)))
         return 0; /* then as a transaction */
@@ -4589,6 +4604,8 @@ static void ibx__store_own_open(ibx__store_own *own, const ibx_store_desc *desc)
 /* The expanded statements, by id: the header may swap a statement for a
  * variant its options ask for. */
 static void ibx__store_own_sql(const ibx__store_own *own, char **sql);
+/* Names the header's own options give its statement templates ({H}...). */
+static void ibx__store_own_names(const ibx__store_own *own, const char **names);
 /* The current row (the dialect's message columns) into *m; its strings go
  * to buf, at offsets *o, and are pointed at by ibx__point_strings once the
  * buffer stops moving. */
@@ -4823,6 +4840,7 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     snprintf(limit, sizeof limit, "%d", s->max_starts);
     memset((void *)names, 0, sizeof names);
     names['Q' - 'A'] = limit; /* {Q}: max_starts, a literal of the store's statements */
+    ibx__store_own_names(&s->own, names);
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
         char *own = ibx__sql_expand(&s->hooks, row->sql, names);
         IBX_ASSERT(row->id >= 0 && row->id < IBX__Q_COUNT && !s->sql[row->id]);
@@ -5224,7 +5242,7 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
     ibx_result r;
     c->count = 0;
     s->rows.len = 0;
-    if (s->sql[IBX__Q_CLAIM_PICK]) {
+    if (!IBX__SQLITE_ONLY && s->sql[IBX__Q_CLAIM_PICK]) {
         r = ibx__claim_picked(db, c, &cur);
     } else {
         ibx__param p[3];
@@ -7478,6 +7496,11 @@ static void ibx__store_own_open(ibx__store_own *own, const ibx_store_desc *desc)
 static void ibx__store_own_sql(const ibx__store_own *own, char **sql) {
     (void)own;
     (void)sql;
+}
+
+static void ibx__store_own_names(const ibx__store_own *own, const char **names) {
+    (void)own;
+    (void)names;
 }
 
 static int ibx__msg_key_add(const ibx__hooks *h, const ibx__dialect *d, ibx__buf *keys,

@@ -718,7 +718,8 @@ typedef struct obx_message {
     const char *processed_by;    /* NULL until acknowledged */
     int64_t locked_until_ms;
     char owner_token[37];        /* "" when not leased */
-    int64_t next_attempt_ms;
+    int64_t next_attempt_ms;     /* OBX_TIME_MAX_MS + 1 while parked behind an earlier message
+                                    of its ordering key (SQLite; see README) */
     int starts;                  /* claims without an outcome, this one included: 2 and more
                                     after a crash or an expired lease (see max_starts) */
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
@@ -1997,6 +1998,20 @@ static const obx__dialect obx__dialects[] = {
 };
 #define OBX__DIALECT_COUNT ((int)(sizeof obx__dialects / sizeof obx__dialects[0]))
 
+/* With SQLite the only dialect built in, OBX__ONE(d)->flag is SQLite's
+ * flag, a constant, and the code only other dialects need folds away (the
+ * claim in three statements, batches as one list per column, PostgreSQL's
+ * arrays, SQL Server's types). Only for flags a left-out dialect's entry
+ * has the same (zero) value, or past the point where a store on it has
+ * been refused. */
+#if defined(OBX_NO_POSTGRESQL) && defined(OBX_NO_MARIADB) && defined(OBX_NO_SQLSERVER)
+#define OBX__SQLITE_ONLY 1
+#define OBX__ONE(d) ((void)(d), &obx__dialects[OBX_DIALECT_SQLITE])
+#else
+#define OBX__SQLITE_ONLY 0
+#define OBX__ONE(d) (d)
+#endif
+
 OBX__PRIVATE const obx__dialect *obx__dialect_get(obx_dialect id) {
     int i = (int)id;
     return (i > 0 && i < OBX__DIALECT_COUNT) ? &obx__dialects[i] : NULL;
@@ -2155,7 +2170,7 @@ OBX__PRIVATE char *obx__expand_names(const obx__hooks *h, const obx__dialect *d,
     int i, ok = 1;
     memset((void *)names, 0, sizeof names);
     memset(quoted, 0, sizeof quoted);
-    if (!d->has_schemas) schema = NULL;
+    if (!OBX__ONE(d)->has_schemas) schema = NULL;
     quoted['T' - 'A'] = obx__quote_name(h, d, schema, table);
     if (schema) quoted['S' - 'A'] = obx__quote_name(h, d, NULL, schema);
     ok = quoted['T' - 'A'] && (quoted['S' - 'A'] || !schema);
@@ -2260,7 +2275,7 @@ OBX__PRIVATE int obx__quoted_add(const obx__hooks *h, obx__buf *b, const char *s
 
 OBX__PRIVATE int obx__list_add(const obx__hooks *h, obx__buf *b, const obx__dialect *d,
                                const char *s, size_t n) {
-    int pg = d->id == OBX_DIALECT_POSTGRESQL;
+    int pg = OBX__ONE(d)->id == OBX_DIALECT_POSTGRESQL;
     if (n > SIZE_MAX / 8) return 0; /* refused before anything is written */
     if (b->len == 0 && !obx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
     if (b->len > 1 && !obx__buf_add(h, b, ",", 1)) return 0;
@@ -2269,14 +2284,14 @@ OBX__PRIVATE int obx__list_add(const obx__hooks *h, obx__buf *b, const obx__dial
 
 /* A NULL element. */
 OBX__PRIVATE int obx__list_add_null(const obx__hooks *h, obx__buf *b, const obx__dialect *d) {
-    int pg = d->id == OBX_DIALECT_POSTGRESQL;
+    int pg = OBX__ONE(d)->id == OBX_DIALECT_POSTGRESQL;
     if (b->len == 0 && !obx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
     if (b->len > 1 && !obx__buf_add(h, b, ",", 1)) return 0;
     return obx__buf_add(h, b, pg ? "NULL" : "null", 4);
 }
 
 OBX__PRIVATE int obx__list_end(const obx__hooks *h, obx__buf *b, const obx__dialect *d) {
-    int pg = d->id == OBX_DIALECT_POSTGRESQL;
+    int pg = OBX__ONE(d)->id == OBX_DIALECT_POSTGRESQL;
     if (b->len == 0) return obx__buf_add(h, b, pg ? "{}" : "[]", 2);
     return obx__buf_add(h, b, pg ? "}" : "]", 1);
 }
@@ -2473,12 +2488,12 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
                                                                           : SQL_AUTOCOMMIT_OFF),
                                      SQL_IS_UINTEGER),
                    SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(AUTOCOMMIT)");
-    if (r == OBX_OK && d->isolation)
+    if (r == OBX_OK && OBX__ONE(d)->isolation)
         r = obx__check(db,
                        SQLSetConnectAttr(db->dbc, SQL_ATTR_TXN_ISOLATION,
-                                         (SQLPOINTER)(uintptr_t)d->isolation, SQL_IS_UINTEGER),
+                                         (SQLPOINTER)(uintptr_t)OBX__ONE(d)->isolation, SQL_IS_UINTEGER),
                        SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(TXN_ISOLATION)");
-    if (r == OBX_OK && d->session_sql) r = obx__exec_direct(db, d->session_sql, "session setup");
+    if (r == OBX_OK && OBX__ONE(d)->session_sql) r = obx__exec_direct(db, OBX__ONE(d)->session_sql, "session setup");
     if (r == OBX_OK && !db->tx_by_sql) r = obx__end_tran(db, SQL_COMMIT, "session setup commit");
     if (r == OBX_OK && d->version_sql) {
         /* Best effort: SQL_DBMS_VER stays when the server will not say. */
@@ -2535,9 +2550,10 @@ OBX__PRIVATE void obx__db_disconnect(obx__db *db) {
  * timeouts. Returns 1 when db->connstr grew (then reconnect), 0 when
  * nothing was added, -1 when out of memory. */
 OBX__PRIVATE int obx__connstr_extras(obx__db *db) {
-    const char *extra = db->d->connect_extra && !obx__contains_nocase(db->connstr, db->d->connect_key)
-                            ? db->d->connect_extra : "";
-    const char *k = db->statement_timeout_s > 0 && db->d->timeout_keys ? db->d->timeout_keys : "";
+    const obx__dialect *d = OBX__ONE(db->d);
+    const char *extra = d->connect_extra && !obx__contains_nocase(db->connstr, d->connect_key)
+                            ? d->connect_extra : "";
+    const char *k = db->statement_timeout_s > 0 && d->timeout_keys ? d->timeout_keys : "";
     char timeouts[96], *longer;
     size_t used = 0, n = strlen(db->connstr);
     timeouts[0] = '\0';
@@ -2783,7 +2799,7 @@ OBX__PRIVATE obx_result obx__bind(obx__db *db, SQLHSTMT st, obx__param *ps, int 
         SQLSMALLINT sql_type = p->sql_type;
         SQLULEN size = p->size;
         SQLRETURN rc;
-        if (db->d && db->d->max_types && p->c_type != SQL_C_SBIGINT) {
+        if (db->d && OBX__ONE(db->d)->max_types && p->c_type != SQL_C_SBIGINT) {
             int text = p->c_type == SQL_C_CHAR;
             sql_type = text ? SQL_VARCHAR : SQL_VARBINARY;
             size = p->size <= (text ? 4000u : 8000u) ? (text ? 4000u : 8000u) : 0;
@@ -2793,7 +2809,7 @@ OBX__PRIVATE obx_result obx__bind(obx__db *db, SQLHSTMT st, obx__param *ps, int 
          * of its own: slower, and through PgBouncer in transaction pooling
          * the describe and the execute reach different servers (26000). */
         if (sql_type == SQL_VARCHAR && size == 5) size = 6;
-        if (db->d && db->d->wide_text)
+        if (db->d && OBX__ONE(db->d)->wide_text)
             sql_type = sql_type == SQL_VARCHAR ? SQL_WVARCHAR
                      : sql_type == SQL_LONGVARCHAR ? SQL_WLONGVARCHAR : sql_type;
         rc = SQLBindParameter(st, (SQLUSMALLINT)(i + 1), SQL_PARAM_INPUT, p->c_type, sql_type,
@@ -3118,7 +3134,7 @@ enum { OBX__UNIT_READ = 0, OBX__UNIT_WRITE = 1, OBX__UNIT_ONE_STATEMENT = 2 };
 OBX__PRIVATE int obx__autocommit_for_one(obx__db *db, int flags) {
     if (!(flags & OBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
     if (db->tx_by_sql || db->autocommit_on) return 1;
-    if (!db->d->autocommit_is_local ||
+    if (!OBX__ONE(db->d)->autocommit_is_local ||
         !SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
                                          (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER)))
         return 0; /* then as a transaction */
@@ -3767,8 +3783,8 @@ enum {
                            unused), limit, offset -> message rows (markers numbered) */
     OBX__Q_DEAD_REPLAY, /* dead filter -> count */
     OBX__Q_DEAD_PURGE,  /* dead filter, unused, batch -> count */
-    OBX__Q_CLAIM_HOLD,  /* CLAIM, where a Dead message holds its key (ordering_dead_holds) */
-    OBX__Q_CLAIM_PICK_HOLD, /* CLAIM_PICK, likewise */
+    OBX__Q_CLAIM_HOLD,  /* CLAIM, where a Dead message holds its key (ordering_dead_holds) and
+                           the statement cannot say it with {H} (SQL Server's procedure call) */
     OBX__Q_INSERT_KEYED, /* INSERT with an ordering key or an envelope: its arguments, the key,
                             tenant, aggregate type, aggregate id, headers (JSON object text) */
     OBX__Q_INSERT_MANY_KEYED, /* INSERT_MANY where a message has an ordering key or an envelope:
@@ -3818,9 +3834,10 @@ enum {
     "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" " waits " AND o.\"OrderingSeq\" <= c.\"OrderingSeq\" "  \
     "AND (o.\"OrderingSeq\" < c.\"OrderingSeq\" OR o.\"Id\" < c.\"Id\")) AND NOT EXISTS (SELECT 1 FROM {T} AS o "  \
     "WHERE o.\"OrderingKey\" = c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 1)))"
-/* Ready rows wait; with ordering_dead_holds, Dead ones too. */
+/* Ready rows wait; with ordering_dead_holds, Dead ones too: in the
+ * claim statements {H} is the store's choice (obx__store_own_names). */
 #define OBX__ORDERED_HEAD OBX__ORDERED_CHECK("= 0")
-#define OBX__ORDERED_HEAD_HOLD OBX__ORDERED_CHECK("IN (0, 3)")
+#define OBX__ORDERED_CLAIM OBX__ORDERED_CHECK("{H}")
 /* The next OrderingSeq of key `k` (an expression): NULL without a key. One
  * probe per state that counts, each the top of an index range. */
 #define OBX__ORDERED_MAX(k, st)                                                                   \
@@ -3837,6 +3854,30 @@ enum {
 #define OBX__SEQ(next) "NULL"
 #else
 #define OBX__SEQ(next) next
+#endif
+
+/* SQLite parks a keyed message enqueued while an earlier one of its key is
+ * Ready or in flight: its NextAttemptAt is OBX__PARKED_MS, after any due
+ * time, so a claim's walk of the ready index stops before it instead of
+ * reading past every message queued behind a busy key (a backlog of a few
+ * keys cost each claim the whole backlog). The trigger {N}_OrderingWake
+ * gives the key's first Ready message its place back (its due time, else
+ * its enqueue time) when it is parked and nothing of the key is in flight
+ * any more: unparked messages of a key always come before its parked ones
+ * (a message is parked behind an earlier one, and woken first in order).
+ * SQLite has one writer at a time, so an enqueue and a wake never miss
+ * each other. Parking is only a shortcut: the claim's check
+ * (OBX__ORDERED_HEAD) decides as before; a message another release left
+ * unparked is merely read past. `later`: an earlier message of the same
+ * key in the same statement. */
+#define OBX__PARKED_MS "253402300800000"
+#ifdef OBX_NO_ORDERING_KEYS
+#define OBX__SQLITE_PARK(k, due, later) due
+#else
+#define OBX__SQLITE_PARK(k, due, later)                                                           \
+    "CASE WHEN " k " IS NOT NULL AND (" later " OR EXISTS (SELECT 1 FROM {T} AS o WHERE "              \
+    "o.\"OrderingKey\" = " k " AND o.\"Status\" <> 2 AND o.\"Status\" IN (0, 1))) THEN "                 \
+    OBX__PARKED_MS " ELSE " due " END"
 #endif
 
 /* Columns of a message row, in the order obx__read_message expects. */
@@ -3878,20 +3919,15 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-     "coalesce(?7, {W}), ?8, " OBX__SEQ(OBX__ORDERED_NEXT("?8")) ", ?9, ?10, ?11, ?12, ?13)"},
+     OBX__SQLITE_PARK("?8", "coalesce(?7, {W})", "0") ", ?8, " OBX__SEQ(OBX__ORDERED_NEXT("?8")) ", ?9, ?10, "
+     "?11, ?12, ?13)"},
     /* sqliteodbc shows RETURNING rows only for statements that start
      * with SELECT or WITH: hence the empty CTE. */
     {OBX__Q_CLAIM,
      "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
      "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 "
      "WHERE \"Id\" IN (SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= {W} "
-     "AND c.\"IsProcessed\" = 0 AND " OBX__ORDERED_HEAD " ORDER BY c.\"NextAttemptAt\" LIMIT ?) "
-     "RETURNING " OBX__SQLITE_COLS},
-    {OBX__Q_CLAIM_HOLD,
-     "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
-     "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 "
-     "WHERE \"Id\" IN (SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= {W} "
-     "AND c.\"IsProcessed\" = 0 AND " OBX__ORDERED_HEAD_HOLD " ORDER BY c.\"NextAttemptAt\" LIMIT ?) "
+     "AND c.\"IsProcessed\" = 0 AND " OBX__ORDERED_CLAIM " ORDER BY c.\"NextAttemptAt\" LIMIT ?) "
      "RETURNING " OBX__SQLITE_COLS},
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
@@ -3940,7 +3976,9 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT json_extract(j.value, '$[0]'), "
      "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
-     "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), coalesce(json_extract(j.value, '$[5]'), {W}), "
+     "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), "
+     OBX__SQLITE_PARK("json_extract(j.value, '$[6]')", "coalesce(json_extract(j.value, '$[5]'), {W})",
+                      "row_number() OVER (PARTITION BY json_extract(j.value, '$[6]') ORDER BY j.key) > 1") ", "
      "json_extract(j.value, '$[6]'), " OBX__SEQ(OBX__ORDERED_NEXT("json_extract(j.value, '$[6]')")) " + j.key, "
      "json_extract(j.value, '$[7]'), json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]'), "
      "json_extract(j.value, '$[10]'), json_extract(j.value, '$[11]') FROM json_each(?) AS j"},
@@ -4037,6 +4075,16 @@ static const obx__sqlset obx__sqlite_outbox = {
     "        \"LastUpdatedUtc\" = {W}\n"
     "     WHERE \"JoinId\" = NEW.\"JoinId\";\n"
     "END",
+    /* Parked messages (OBX__PARKED_MS): the next of the key gets its place. */
+    "CREATE TRIGGER IF NOT EXISTS \"{N}_OrderingWake\" AFTER UPDATE OF \"Status\" ON {T}\n"
+    "WHEN NEW.\"OrderingKey\" IS NOT NULL AND OLD.\"Status\" IN (0, 1) AND NEW.\"Status\" IN (2, 3)\n"
+    "BEGIN\n"
+    "    UPDATE {T} SET \"NextAttemptAt\" = coalesce(\"DueTimeUtc\", \"CreatedAt\")\n"
+    "     WHERE \"Id\" = (SELECT p.\"Id\" FROM {T} AS p WHERE p.\"OrderingKey\" = NEW.\"OrderingKey\"\n"
+    "                     AND p.\"Status\" <> 2 AND p.\"Status\" = 0 ORDER BY p.\"OrderingSeq\", p.\"Id\" LIMIT 1)\n"
+    "       AND \"NextAttemptAt\" = " OBX__PARKED_MS " AND NOT EXISTS (SELECT 1 FROM {T} AS o\n"
+    "           WHERE o.\"OrderingKey\" = NEW.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 1);\n"
+    "END",
         NULL},
     obx__sqlite_outbox_rows,
     /* Columns added since the first release, oldest first: a new column is
@@ -4086,14 +4134,7 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
      "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
      "WHERE \"Id\" = ANY (ARRAY(SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND "
-     "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_HEAD " "
-     "ORDER BY c.\"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
-     "RETURNING " OBX__PG_COLS},
-    {OBX__Q_CLAIM_HOLD,
-     "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
-     "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
-     "WHERE \"Id\" = ANY (ARRAY(SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND "
-     "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_HEAD_HOLD " "
+     "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_CLAIM " "
      "ORDER BY c.\"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
      "RETURNING " OBX__PG_COLS},
     {OBX__Q_ACK,
@@ -4369,8 +4410,6 @@ static const obx__sqlset obx__postgresql_outbox = {
     "c.`OrderingKey` AND o.`OrderingState` " waits " AND o.`OrderingSeq` <= c.`OrderingSeq` AND "           \
     "(o.`OrderingSeq` < c.`OrderingSeq` OR o.`Id` < c.`Id`)) AND NOT EXISTS (SELECT 1 FROM {T} AS o "  \
     "WHERE o.`OrderingLive` = c.`OrderingKey` AND o.`OrderingState` = 1)))"
-#define OBX__MY_ORDERED_HEAD OBX__MY_ORDERED_CHECK("= 0")
-#define OBX__MY_ORDERED_HEAD_HOLD OBX__MY_ORDERED_CHECK("IN (0, 3)")
 #define OBX__MY_ORDERED_MAX(k, st)                                                                \
     "COALESCE((SELECT MAX(o.`OrderingSeq`) FROM {T} AS o WHERE o.`OrderingLive` = " k " AND "        \
     "o.`OrderingState` = " st "), 0)"
@@ -4502,13 +4541,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      * 1.8x. The index is forced: a scan and sort would read every row. */
     {OBX__Q_CLAIM_PICK,
      "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_Ready`) WHERE c.`Status` = 0 "
-     "AND c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND c.`IsProcessed` = 0 AND " OBX__MY_ORDERED_HEAD " "
-     "ORDER BY c.`NextAttemptAt` LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
-     "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
-     "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
-    {OBX__Q_CLAIM_PICK_HOLD,
-     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_Ready`) WHERE c.`Status` = 0 "
-     "AND c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND c.`IsProcessed` = 0 AND " OBX__MY_ORDERED_HEAD_HOLD " "
+     "AND c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND c.`IsProcessed` = 0 AND " OBX__MY_ORDERED_CHECK("{H}") " "
      "ORDER BY c.`NextAttemptAt` LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
      "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
@@ -5019,6 +5052,8 @@ static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc)
 /* The expanded statements, by id: the header may swap a statement for a
  * variant its options ask for. */
 static void obx__store_own_sql(const obx__store_own *own, char **sql);
+/* Names the header's own options give its statement templates ({H}...). */
+static void obx__store_own_names(const obx__store_own *own, const char **names);
 /* The current row (the dialect's message columns) into *m; its strings go
  * to buf, at offsets *o, and are pointed at by obx__point_strings once the
  * buffer stops moving. */
@@ -5253,6 +5288,7 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
     snprintf(limit, sizeof limit, "%d", s->max_starts);
     memset((void *)names, 0, sizeof names);
     names['Q' - 'A'] = limit; /* {Q}: max_starts, a literal of the store's statements */
+    obx__store_own_names(&s->own, names);
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
         char *own = obx__sql_expand(&s->hooks, row->sql, names);
         OBX_ASSERT(row->id >= 0 && row->id < OBX__Q_COUNT && !s->sql[row->id]);
@@ -5654,7 +5690,7 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
     obx_result r;
     c->count = 0;
     s->rows.len = 0;
-    if (s->sql[OBX__Q_CLAIM_PICK]) {
+    if (!OBX__SQLITE_ONLY && s->sql[OBX__Q_CLAIM_PICK]) {
         r = obx__claim_picked(db, c, &cur);
     } else {
         obx__param p[3];
@@ -7904,17 +7940,17 @@ static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc)
     own->dead_holds = desc->ordering_dead_holds != 0;
 }
 
-/* ordering_dead_holds: the claim variants where a Dead message waits. */
+/* ordering_dead_holds, where a Dead message waits: {H} in the claim's
+ * ordered check (the states that wait), and SQL Server's claim variant. */
+static void obx__store_own_names(const obx__store_own *own, const char **names) {
+    names['H' - 'A'] = own->dead_holds ? "IN (0, 3)" : "= 0";
+}
+
 static void obx__store_own_sql(const obx__store_own *own, char **sql) {
-    static const int pairs[2][2] = {{OBX__Q_CLAIM, OBX__Q_CLAIM_HOLD},
-                                    {OBX__Q_CLAIM_PICK, OBX__Q_CLAIM_PICK_HOLD}};
-    int i;
-    for (i = 0; i < 2 && own->dead_holds; i++) {
-        char *t = sql[pairs[i][0]];
-        if (!sql[pairs[i][1]]) continue; /* the dialect has no such step */
-        sql[pairs[i][0]] = sql[pairs[i][1]];
-        sql[pairs[i][1]] = t;
-    }
+    char *t = sql[OBX__Q_CLAIM];
+    if (!own->dead_holds || !sql[OBX__Q_CLAIM_HOLD]) return;
+    sql[OBX__Q_CLAIM] = sql[OBX__Q_CLAIM_HOLD];
+    sql[OBX__Q_CLAIM_HOLD] = t;
 }
 
 static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
@@ -8130,7 +8166,7 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
     obx_store *s = c->s;
     obx__buf *col = s->own.columns;
     obx__param p[OBX__INSERT_LISTS];
-    int i, k, ok = 1, ext = 0, rows = db->d->batch_as_json_rows, lists;
+    int i, k, ok = 1, ext = 0, rows = OBX__ONE(db->d)->batch_as_json_rows, lists;
     for (i = from; i < to && !ext; i++) ext = obx__extended(&c->msgs[i]);
     lists = rows ? 1 : ext ? OBX__INSERT_LISTS : 6;
     for (k = 0; k < OBX__INSERT_LISTS; k++) col[k].len = 0;
