@@ -829,9 +829,13 @@ typedef struct ibx_store_info {
  * handle when one could be allocated (so ibx_store_last_error() explains
  * the failure; close it) and NULL only on IBX_ERR_NO_MEMORY, a NULL desc or
  * a half-set allocator hook. Returns IBX_OK; IBX_ERR_INVALID_ARG (desc/out
- * NULL, neither or both of connection_string and hdbc, bad
- * schema/table/store_id, an allocator with some but not all functions);
- * IBX_ERR_DB or IBX_ERR_DB_TRANSIENT (connect failed); IBX_ERR_NO_MEMORY. */
+ * NULL, neither or both of connection_string and hdbc, a bad name or
+ * path (schema, table, store_id, ...), a dialect that is not an
+ * ibx_dialect, an allocator with some but not all functions);
+ * IBX_ERR_OUT_OF_RANGE (max_pending, max_starts, statement_timeout_seconds
+ * or login_timeout_seconds outside what its field says, message_log_level
+ * not 0 or an ibx_log_level), naming the field; IBX_ERR_DB or
+ * IBX_ERR_DB_TRANSIENT (connect failed); IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out);
 
 /* Close a store and its connection (a caller's hdbc is left open). A store
@@ -1145,7 +1149,9 @@ typedef struct ibx_dispatcher_desc {
  * IBX_ERR_INVALID_ARG (desc or out NULL; neither or both of store and
  * provider; owner_token not a UUID; built with IBX_NO_POSIX_CLOCK and no
  * clock hook with sleep_ms); IBX_ERR_OUT_OF_RANGE (a negative or too large
- * number); IBX_ERR_NO_MEMORY. */
+ * number); IBX_ERR_NO_MEMORY. The error, on the store (with a provider: on
+ * the provider), names the field, e.g. "ibx_dispatcher_create:
+ * lease_seconds"; with neither store nor provider there is nowhere to say. */
 IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_dispatcher **out);
 
 /* The description a dispatcher would run with: a copy of *desc (NULL: all
@@ -5097,6 +5103,17 @@ static ibx_result ibx__store_desc_check(ibx_store *s, const ibx_store_desc *desc
                          "max_starts must be 0 (the default, %d) or 1..%d, got %d", IBX__MAX_STARTS_DEFAULT,
                          IBX__MAX_STARTS_LIMIT, desc->max_starts);
     s->max_starts = desc->max_starts ? desc->max_starts : IBX__MAX_STARTS_DEFAULT;
+    if (desc->statement_timeout_seconds < 0)
+        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: statement_timeout_seconds",
+                         "statement_timeout_seconds must be 0 (none) or more, got %d", desc->statement_timeout_seconds);
+    if (desc->login_timeout_seconds < -1)
+        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: login_timeout_seconds",
+                         "login_timeout_seconds must be -1 (the driver's), 0 (the default) or more, got %d",
+                         desc->login_timeout_seconds);
+    if ((int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF)
+        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: message_log_level",
+                         "message_log_level must be 0 (the default) or an ibx_log_level, got %d",
+                         (int)desc->message_log_level);
     s->pending_estimate = INT64_MAX; /* unknown: the first enqueue counts */
     return ibx__store_names(s, desc);
 }
@@ -6460,27 +6477,61 @@ static int64_t ibx__default_backoff(int attempts, void *user) {
     return ibx__backoff_default_ms(attempts);
 }
 
+/* The numbers of a dispatcher description and their ranges (0 is always
+ * allowed: the default), so that a refusal names the field. */
+static const struct {
+    const char *name;
+    unsigned short offset;
+    unsigned char is_int;        /* an int; else an int64_t */
+    int64_t max;
+} ibx__dispatcher_numbers[] = {
+    {"batch_size", offsetof(ibx_dispatcher_desc, batch_size), 1, IBX_BATCH_MAX},
+    {"lease_seconds", offsetof(ibx_dispatcher_desc, lease_seconds), 1, IBX_LEASE_MAX_SECONDS},
+    {"max_attempts", offsetof(ibx_dispatcher_desc, max_attempts), 1, INT_MAX},
+    {"poll_interval_ms", offsetof(ibx_dispatcher_desc, poll_interval_ms), 0, INT64_MAX},
+    {"idle_max_ms", offsetof(ibx_dispatcher_desc, idle_max_ms), 0, INT64_MAX},
+    {"reap_interval_ms", offsetof(ibx_dispatcher_desc, reap_interval_ms), 0, INT64_MAX},
+    {"startup_delay_ms", offsetof(ibx_dispatcher_desc, startup_delay_ms), 0, INT64_MAX},
+    {"error_delay_ms", offsetof(ibx_dispatcher_desc, error_delay_ms), 0, INT64_MAX},
+    {"cleanup_interval_ms", offsetof(ibx_dispatcher_desc, cleanup_interval_ms), 0, INT64_MAX},
+    {"cleanup_retention_ms", offsetof(ibx_dispatcher_desc, cleanup_retention_ms), 0, IBX_RETENTION_MAX_MS},
+    {"max_handler_ms", offsetof(ibx_dispatcher_desc, max_handler_ms), 0, INT64_MAX},
+    {"pause_ms", offsetof(ibx_dispatcher_desc, pause_ms), 0, IBX_DELAY_MAX_MS},
+    {"pause_max_ms", offsetof(ibx_dispatcher_desc, pause_max_ms), 0, IBX_DELAY_MAX_MS}};
+
 /* The checks of a dispatcher description, reported to `err`. */
 static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ibx_error *err) {
+    char where[64];
+    const char *name = NULL;
+    int64_t value = 0, max = 0;
+    size_t i;
     if (desc->owner_token && (!ibx__uuid_is_valid(desc->owner_token) ||
                               strcmp(desc->owner_token, "00000000-0000-0000-0000-000000000000") == 0))
         return ibx__fail(err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: owner_token",
                          "owner_token must be a UUID, not the empty one");
-    if (desc->batch_size < 0 || desc->batch_size > IBX_BATCH_MAX || desc->lease_seconds < 0 ||
-        desc->lease_seconds > IBX_LEASE_MAX_SECONDS || desc->max_attempts < 0 ||
-        desc->poll_interval_ms < 0 || desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 ||
-        desc->startup_delay_ms < 0 || desc->error_delay_ms < 0 || desc->cleanup_interval_ms < 0 ||
-        desc->cleanup_retention_ms < 0 || desc->cleanup_retention_ms > IBX_RETENTION_MAX_MS ||
-        desc->max_handler_ms < 0 || desc->pause_ms < 0 || desc->pause_ms > IBX_DELAY_MAX_MS ||
-        desc->pause_max_ms < 0 || desc->pause_max_ms > IBX_DELAY_MAX_MS ||
-        (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF ||
-        ((int)desc->selection != IBX_SELECT_ROUND_ROBIN && (int)desc->selection != IBX_SELECT_DRAIN_FIRST))
-        return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, "ibx_dispatcher_create: desc",
-                         "batch_size 0..%d, lease_seconds 0..%d, pauses up to %lld ms"
-                         IBX__WHY(", a known selection and log level, and no negative attempts or intervals (0 means "
-                                  "the default)"),
-                         IBX_BATCH_MAX, IBX_LEASE_MAX_SECONDS, (long long)IBX_DELAY_MAX_MS);
-    return IBX_OK;
+    for (i = 0; !name && i < sizeof ibx__dispatcher_numbers / sizeof ibx__dispatcher_numbers[0]; i++) {
+        const char *at = (const char *)desc + ibx__dispatcher_numbers[i].offset;
+        int v;
+        if (ibx__dispatcher_numbers[i].is_int) {
+            memcpy(&v, at, sizeof v);
+            value = v;
+        } else {
+            memcpy(&value, at, sizeof value);
+        }
+        max = ibx__dispatcher_numbers[i].max;
+        if (value < 0 || value > max) name = ibx__dispatcher_numbers[i].name;
+    }
+    if (!name && ((int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF))
+        name = "message_log_level", value = (int)desc->message_log_level, max = IBX_LOG_OFF;
+    if (!name && (int)desc->selection != IBX_SELECT_ROUND_ROBIN && (int)desc->selection != IBX_SELECT_DRAIN_FIRST)
+        name = "selection", value = (int)desc->selection, max = IBX_SELECT_DRAIN_FIRST;
+    if (!name) return IBX_OK;
+    snprintf(where, sizeof where, "ibx_dispatcher_create: %s", name);
+    if (max >= INT_MAX)
+        return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, where, "%s must not be negative (0: the default), got %lld", name,
+                         (long long)value);
+    return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, where, "%s must be 0..%lld (0: the default), got %lld", name,
+                     (long long)max, (long long)value);
 }
 
 /* Defaults for every zero field (one place; see the desc's field docs). */
@@ -6536,7 +6587,10 @@ IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_di
     size_t b;
     if (!out) return IBX_ERR_INVALID_ARG;
     *out = NULL;
-    if (!desc || (desc->store != NULL) == (desc->provider != NULL)) return IBX_ERR_INVALID_ARG;
+    if (!desc || (!desc->store && !desc->provider)) return IBX_ERR_INVALID_ARG; /* nowhere to say why */
+    if (desc->store && desc->provider)
+        return ibx__fail(&desc->store->err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: provider",
+                         "give a store or a provider, not both");
 #ifdef IBX_NO_MULTI_STORE
     if (desc->provider) return IBX_ERR_UNSUPPORTED; /* no provider can exist in this build */
     h = &desc->store->hooks;

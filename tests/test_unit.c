@@ -425,6 +425,47 @@ static obx_store *fake_store(const char *dbms, const char *connstr) {
     return s;
 }
 
+/* obx_dispatcher_create names the field it refuses, on the store: each
+ * number out of range, and a store given with a provider
+ * (CORE-DISPATCHER-ARGS). */
+static void test_dispatcher_args(void) {
+    obx_store *s = fake_store("SQLite", NULL);
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    TT_ASSERT(s != NULL);
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.lease_seconds = -1;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_create: lease_seconds");
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "got -1") != NULL);
+    dd.lease_seconds = 0;
+    dd.batch_size = OBX_BATCH_MAX + 1;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_create: batch_size");
+    dd.batch_size = 0;
+    dd.reap_interval_ms = -5;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_create: reap_interval_ms");
+    dd.reap_interval_ms = 0;
+    dd.pause_max_ms = OBX_DELAY_MAX_MS + 1;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_create: pause_max_ms");
+    dd.pause_max_ms = 0;
+    dd.selection = (obx_selection)7;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_create: selection");
+    dd.selection = OBX_SELECT_ROUND_ROBIN;
+    dd.provider = (obx_provider *)(void *)s; /* never used: refused first */
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_create: provider");
+    TT_ASSERT(d == NULL);
+    dd.provider = NULL;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
 /* CORE-TERSE-MESSAGES: built with OBX_TERSE_MESSAGES, an error keeps the
  * call and argument (`where`), the result and the cause, and loses only the
  * explanation; the default build keeps the whole sentence. tests/options.sh
@@ -762,6 +803,23 @@ static void test_fake_open_arguments(void) {
     TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_INVALID_ARG);
     TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: dialect");
     obx_store_close(s);
+    desc.dialect = OBX_DIALECT_AUTO;
+    /* Numbers out of their range, named (CORE-STORE-OPEN-RANGES). */
+    desc.statement_timeout_seconds = -1;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: statement_timeout_seconds");
+    obx_store_close(s);
+    desc.statement_timeout_seconds = 0;
+    desc.login_timeout_seconds = -2; /* -1 is the driver's own */
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: login_timeout_seconds");
+    obx_store_close(s);
+    desc.login_timeout_seconds = 0;
+    desc.message_log_level = (obx_log_level)(OBX_LOG_OFF + 1);
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: message_log_level");
+    obx_store_close(s);
+    desc.message_log_level = (obx_log_level)0;
     /* Bad input is rejected before any ODBC call. */
     TT_EQ_INT(fake_calls("SQLDriverConnect"), 0);
     TT_EQ_INT(fake_calls("SQLAllocHandle"), 0);
@@ -1806,6 +1864,7 @@ int main(void) {
     TT_RUN("OBX-CLAIM-TIMEOUT", "fake", "a statement timeout is transient, reported, not redone", test_fake_claim_timeout);
     TT_RUN("CORE-RECONNECT-FAST", "pure", "after a transient failure the loop retries in 100 ms, backing off to 1 s", test_error_wait);
     TT_RUN("CORE-NULL-WALK", "fake", "obx.h: every public function with NULL and odd arguments", test_null_walk_obx);
+    TT_RUN("CORE-DISPATCHER-ARGS", "fake", "obx_dispatcher_create names the field it refuses", test_dispatcher_args);
     TT_RUN("CORE-PROVIDER-REFUSAL", "pure", "obx_provider_create logs each refusal naming the field; a negative refresh interval is out of range", test_provider_refusal);
     TT_RUN("CORE-NULL-WALK", "fake", "ibx.h: every public function with NULL and odd arguments", test_null_walk_ibx);
     TT_RUN("CORE-NO-POSIX-CLOCK", "fake", "without POSIX clocks a dispatcher needs a clock hook that sleeps", test_no_posix_clock);
