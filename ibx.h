@@ -829,9 +829,13 @@ typedef struct ibx_store_info {
  * handle when one could be allocated (so ibx_store_last_error() explains
  * the failure; close it) and NULL only on IBX_ERR_NO_MEMORY, a NULL desc or
  * a half-set allocator hook. Returns IBX_OK; IBX_ERR_INVALID_ARG (desc/out
- * NULL, neither or both of connection_string and hdbc, bad
- * schema/table/store_id, an allocator with some but not all functions);
- * IBX_ERR_DB or IBX_ERR_DB_TRANSIENT (connect failed); IBX_ERR_NO_MEMORY. */
+ * NULL, neither or both of connection_string and hdbc, a bad name or
+ * path (schema, table, store_id, ...), a dialect that is not an
+ * ibx_dialect, an allocator with some but not all functions);
+ * IBX_ERR_OUT_OF_RANGE (max_pending, max_starts, statement_timeout_seconds
+ * or login_timeout_seconds outside what its field says, message_log_level
+ * not 0 or an ibx_log_level), naming the field; IBX_ERR_DB or
+ * IBX_ERR_DB_TRANSIENT (connect failed); IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out);
 
 /* Close a store and its connection (a caller's hdbc is left open). A store
@@ -1145,7 +1149,9 @@ typedef struct ibx_dispatcher_desc {
  * IBX_ERR_INVALID_ARG (desc or out NULL; neither or both of store and
  * provider; owner_token not a UUID; built with IBX_NO_POSIX_CLOCK and no
  * clock hook with sleep_ms); IBX_ERR_OUT_OF_RANGE (a negative or too large
- * number); IBX_ERR_NO_MEMORY. */
+ * number); IBX_ERR_NO_MEMORY. The error, on the store (with a provider: on
+ * the provider), names the field, e.g. "ibx_dispatcher_create:
+ * lease_seconds"; with neither store nor provider there is nowhere to say. */
 IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_dispatcher **out);
 
 /* The description a dispatcher would run with: a copy of *desc (NULL: all
@@ -2027,6 +2033,11 @@ typedef struct ibx__sqlset {
      * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
      * new name, after a DROP TRIGGER IF EXISTS of the old one. */
     ibx__column columns[IBX__COLUMNS_MAX + 1];
+    /* The claim returns whole message rows (ibx__read_message), not the
+     * short row of ibx__read_claimed: SQL Server's comes from a deployed
+     * procedure, which workers of the previous release still call while
+     * an upgrade replaces it. */
+    int claim_full_rows;
 } ibx__sqlset;
 
 /* Expand a statement template with a store's names: {T} the quoted table,
@@ -2897,6 +2908,38 @@ IBX__PRIVATE ibx_result ibx__get_append(ibx__db *db, SQLHSTMT st, int col, SQLSM
     *offset = start;
     if (out_len) *out_len = buf->len - start - 1;
     return IBX_OK;
+}
+
+/* A claimed row's fixed-size columns, bound so that one SQLFetch fills
+ * them all: `texts` short texts (UUIDs) first, then integers. Its variable
+ * texts come after them and are read with SQLGetData in column order, which
+ * every driver allows after the last bound column. A claim of 100 rows took
+ * 22 SQLGetData calls per row, each through the driver manager. */
+#define IBX__HEAD_INTS 10
+typedef struct ibx__row_head {
+    char text[2][40];
+    SQLLEN text_ind[2];
+    SQLBIGINT v[IBX__HEAD_INTS];
+    SQLLEN ind[IBX__HEAD_INTS];
+} ibx__row_head;
+
+IBX__PRIVATE ibx_result ibx__bind_head(ibx__db *db, SQLHSTMT st, ibx__row_head *h, int texts, int ints) {
+    int i;
+    IBX_ASSERT(texts <= 2 && ints <= IBX__HEAD_INTS);
+    for (i = 0; i < texts + ints; i++) {
+        SQLRETURN rc = i < texts ? SQLBindCol(st, (SQLUSMALLINT)(i + 1), SQL_C_CHAR, h->text[i],
+                                              (SQLLEN)sizeof h->text[i], &h->text_ind[i])
+                                 : SQLBindCol(st, (SQLUSMALLINT)(i + 1), SQL_C_SBIGINT, &h->v[i - texts], 0,
+                                              &h->ind[i - texts]);
+        ibx_result r = ibx__check(db, rc, SQL_HANDLE_STMT, st, "SQLBindCol");
+        if (r != IBX_OK) return r;
+    }
+    return IBX_OK;
+}
+
+/* Integer k of the bound head; 0 for NULL. */
+IBX__PRIVATE int64_t ibx__head_int(const ibx__row_head *h, int k) {
+    return h->ind[k] == SQL_NULL_DATA ? 0 : (int64_t)h->v[k];
 }
 
 /* Run one statement that returns nothing, outside the cache (DDL,
@@ -3790,6 +3833,24 @@ enum {
     "CAST(\"OwnerToken\" AS text), \"Attempt\", \"LastError\", " IBX__PG_MS("NextAttemptAt")  \
     ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\", \"TenantId\", \"AggregateType\", \"AggregateId\", " \
     "CAST(\"Headers\" AS text), " IBX__PG_MS("ExpiresAt")
+/* A claim's short row (ibx__read_claimed): what the claim did not set, the
+ * integers first (bound), the last a mask of the optional columns that are
+ * not NULL (read only those), then the texts. o and c quote a name. */
+#define IBX__NN(col, bit) "(CASE WHEN " col " IS NULL THEN 0 ELSE " bit " END)"
+#define IBX__CLAIM_MASK(o, c)                                                                     \
+    IBX__NN(o "Hash" c, "1") " + " IBX__NN(o "LastError" c, "2") " + " IBX__NN(o "TenantId" c, "4")  \
+    " + " IBX__NN(o "AggregateType" c, "8") " + " IBX__NN(o "AggregateId" c, "16") " + "              \
+    IBX__NN(o "Headers" c, "32")
+#define IBX__SQLITE_CLAIM_COLS                                                                    \
+    "\"FirstSeenUtc\", \"LastSeenUtc\", \"LockedUntil\", \"Attempt\", \"NextAttemptAt\", \"DueTimeUtc\", " \
+    "\"Starts\", \"ExpiresAt\", " IBX__CLAIM_MASK("\"", "\"") ", \"Source\", \"MessageId\", \"Topic\", "  \
+    "\"Payload\", \"Hash\", \"LastError\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\""
+#define IBX__PG_CLAIM_COLS                                                                        \
+    IBX__PG_MS("FirstSeenUtc") ", " IBX__PG_MS("LastSeenUtc") ", " IBX__PG_MS("LockedUntil") ", "  \
+    "\"Attempt\", " IBX__PG_MS("NextAttemptAt") ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\", "      \
+    IBX__PG_MS("ExpiresAt") ", " IBX__CLAIM_MASK("\"", "\"") ", \"Source\", \"MessageId\", \"Topic\", " \
+    "\"Payload\", \"Hash\", \"LastError\", \"TenantId\", \"AggregateType\", \"AggregateId\", "          \
+    "CAST(\"Headers\" AS text)"
 /* The rows a key list names. */
 #define IBX__SQLITE_KEYS                                                                     \
     "(\"Source\", \"MessageId\") IN (SELECT s.value, m.value FROM json_each(?) AS s "          \
@@ -3858,7 +3919,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 WHERE rowid IN "
      "(SELECT rowid FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= {W} AND "
      "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W}) AND \"Starts\" < {Q} ORDER BY \"NextAttemptAt\" LIMIT ?) "
-     "RETURNING " IBX__SQLITE_COLS},
+     "RETURNING " IBX__SQLITE_CLAIM_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
      "\"LastSeenUtc\" = {W} WHERE {O}"},
@@ -3941,7 +4002,8 @@ static const ibx__sqlset ibx__sqlite_inbox = {
      * Starts: handler starts since the last outcome (crash-loop quarantine).
      * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"},
-     {"AggregateId", "TEXT NULL"}, {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}}
+     {"AggregateId", "TEXT NULL"}, {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define IBX__SQLITE_SET &ibx__sqlite_inbox
 #endif
@@ -4005,7 +4067,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "WHERE ctid = ANY (ARRAY(SELECT ctid FROM {T} WHERE \"Status\" = 'Processing' "
      "AND \"NextAttemptAt\" <= now() AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) AND \"Starts\" < {Q} "
      "ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
-     "RETURNING " IBX__PG_COLS},
+     "RETURNING " IBX__PG_CLAIM_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
      "\"LastSeenUtc\" = now() WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND "
@@ -4100,7 +4162,8 @@ static const ibx__sqlset ibx__postgresql_inbox = {
      * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "integer NOT NULL DEFAULT 0"}, {"TenantId", "varchar(64) NULL"},
      {"AggregateType", "varchar(64) NULL"}, {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
-     {"ExpiresAt", "timestamptz NULL"}}
+     {"ExpiresAt", "timestamptz NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define IBX__POSTGRESQL_SET &ibx__postgresql_inbox
 #endif
@@ -4114,6 +4177,11 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     IBX__MY_MS("LastSeenUtc") ", `Status`, " IBX__MY_MS("LockedUntil") ", `OwnerToken`, "      \
     "`Attempt`, `LastError`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, " \
     "`TenantId`, `AggregateType`, `AggregateId`, `Headers`, " IBX__MY_MS("ExpiresAt")
+#define IBX__MY_CLAIM_COLS                                                                        \
+    IBX__MY_MS("FirstSeenUtc") ", " IBX__MY_MS("LastSeenUtc") ", " IBX__MY_MS("LockedUntil") ", "  \
+    "`Attempt`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, "          \
+    IBX__MY_MS("ExpiresAt") ", " IBX__CLAIM_MASK("`", "`") ", `Source`, `MessageId`, `Topic`, "     \
+    "`Payload`, `Hash`, `LastError`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`"
 /* The rows a key list names, by primary key (an IN subquery would scan and
  * wait on other workers' row locks); the lists' markers are numbered. */
 #define IBX__MY_LIST(marker, alias) \
@@ -4246,7 +4314,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) AND t.`Starts` < {Q} "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {IBX__Q_CLAIM_READ,
-     "SELECT " IBX__MY_COLS " FROM " IBX__MY_BY_KEYS("?3", "?4") " WHERE {T}.`OwnerToken` = ?1"},
+     "SELECT " IBX__MY_CLAIM_COLS " FROM " IBX__MY_BY_KEYS("?3", "?4") " WHERE {T}.`OwnerToken` = ?1"},
 #ifndef IBX_NO_DEAD_LETTERS
     {IBX__Q_DEAD_LIST,
      "SELECT " IBX__MY_COLS " FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc`, `Source`, "
@@ -4288,7 +4356,8 @@ static const ibx__sqlset ibx__mariadb_inbox = {
      * Starts: handler starts since the last outcome (crash-loop quarantine).
      * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"},
-     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}}
+     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define IBX__MARIADB_SET &ibx__mariadb_inbox
 #endif
@@ -4522,7 +4591,8 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
      * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
      {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
-     {"ExpiresAt", "DATETIME2(3) NULL"}}
+     {"ExpiresAt", "DATETIME2(3) NULL"}},
+    1 /* claim_full_rows: the rows of the deployed <table>_Claim */
 };
 #define IBX__SQLSERVER_SET &ibx__sqlserver_inbox
 #endif
@@ -4566,6 +4636,8 @@ static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__
 #define IBX__DELAY_MIN_MS 1           /* a given delay must be positive (IBX-058) */
 #define IBX__RETENTION_DEFAULT_MS IBX_DEFAULT_RETENTION_MS /* cleanup with retention 0 */
 #define IBX__MSG_ATTEMPTS(m) ((m)->attempt)
+#define IBX__CLAIM_TEXTS 0            /* a claim's short row: 8 times and counts, */
+#define IBX__CLAIM_INTS 9             /* the mask (IBX__CLAIM_MASK), then the texts */
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct ibx__row_offsets {
@@ -4617,6 +4689,12 @@ static void ibx__store_own_names(const ibx__store_own *own, const char **names);
 static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ibx__buf *buf,
                                     ibx__row_offsets *o);
 static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o);
+/* A claim's short row: its head bound in `head` (IBX__CLAIM_TEXTS texts,
+ * IBX__CLAIM_INTS integers, the last a mask of the optional texts that are
+ * not NULL), then its texts; what the claim itself set (status, owner
+ * `token`) filled in, not read. */
+static ibx_result ibx__read_claimed(ibx__db *db, SQLHSTMT st, const ibx__row_head *head, const char *token,
+                                    ibx_message *m, ibx__buf *buf, ibx__row_offsets *o);
 /* Add a claimed message's key to key lists `keys`; 0 when out of memory. */
 static int ibx__msg_key_add(const ibx__hooks *h, const ibx__dialect *d, ibx__buf *keys,
                             const ibx_message *m);
@@ -5058,6 +5136,17 @@ static ibx_result ibx__store_desc_check(ibx_store *s, const ibx_store_desc *desc
                          "max_starts must be 0 (the default, %d) or 1..%d, got %d", IBX__MAX_STARTS_DEFAULT,
                          IBX__MAX_STARTS_LIMIT, desc->max_starts);
     s->max_starts = desc->max_starts ? desc->max_starts : IBX__MAX_STARTS_DEFAULT;
+    if (desc->statement_timeout_seconds < 0)
+        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: statement_timeout_seconds",
+                         "statement_timeout_seconds must be 0 (none) or more, got %d", desc->statement_timeout_seconds);
+    if (desc->login_timeout_seconds < -1)
+        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: login_timeout_seconds",
+                         "login_timeout_seconds must be -1 (the driver's), 0 (the default) or more, got %d",
+                         desc->login_timeout_seconds);
+    if ((int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF)
+        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: message_log_level",
+                         "message_log_level must be 0 (the default) or an ibx_log_level, got %d",
+                         (int)desc->message_log_level);
     s->pending_estimate = INT64_MAX; /* unknown: the first enqueue counts */
     return ibx__store_names(s, desc);
 }
@@ -5255,6 +5344,8 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
     ibx__claim_ctx *c = (ibx__claim_ctx *)vctx;
     ibx_store *s = c->s;
     SQLHSTMT cur = NULL;
+    ibx__row_head head;
+    const int short_rows = !s->q->claim_full_rows;
     ibx_result r;
     c->count = 0;
     s->rows.len = 0;
@@ -5267,6 +5358,7 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
         ibx__p_i64(&p[2], c->batch_size);
         r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 3, NULL, &cur);
     }
+    if (r == IBX_OK && cur && short_rows) r = ibx__bind_head(db, cur, &head, IBX__CLAIM_TEXTS, IBX__CLAIM_INTS);
     while (r == IBX_OK && cur && (r = ibx__fetch(db, cur)) == IBX_OK) {
         /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
          * subquery run twice does it): roll the claim back, lose nothing. */
@@ -5276,9 +5368,12 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
                           c->batch_size);
             break;
         }
-        r = ibx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        r = short_rows ? ibx__read_claimed(db, cur, &head, s->token, &s->msgs[c->count], &s->rows,
+                                           &s->offsets[c->count])
+                       : ibx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
         if (r == IBX_OK) c->count++;
     }
+    if (cur && short_rows) SQLFreeStmt(cur, SQL_UNBIND); /* `head` is about to go */
     ibx__close(cur);
     return r == IBX_EMPTY ? IBX_OK : r;
 }
@@ -6415,27 +6510,61 @@ static int64_t ibx__default_backoff(int attempts, void *user) {
     return ibx__backoff_default_ms(attempts);
 }
 
+/* The numbers of a dispatcher description and their ranges (0 is always
+ * allowed: the default), so that a refusal names the field. */
+static const struct {
+    const char *name;
+    unsigned short offset;
+    unsigned char is_int;        /* an int; else an int64_t */
+    int64_t max;
+} ibx__dispatcher_numbers[] = {
+    {"batch_size", offsetof(ibx_dispatcher_desc, batch_size), 1, IBX_BATCH_MAX},
+    {"lease_seconds", offsetof(ibx_dispatcher_desc, lease_seconds), 1, IBX_LEASE_MAX_SECONDS},
+    {"max_attempts", offsetof(ibx_dispatcher_desc, max_attempts), 1, INT_MAX},
+    {"poll_interval_ms", offsetof(ibx_dispatcher_desc, poll_interval_ms), 0, INT64_MAX},
+    {"idle_max_ms", offsetof(ibx_dispatcher_desc, idle_max_ms), 0, INT64_MAX},
+    {"reap_interval_ms", offsetof(ibx_dispatcher_desc, reap_interval_ms), 0, INT64_MAX},
+    {"startup_delay_ms", offsetof(ibx_dispatcher_desc, startup_delay_ms), 0, INT64_MAX},
+    {"error_delay_ms", offsetof(ibx_dispatcher_desc, error_delay_ms), 0, INT64_MAX},
+    {"cleanup_interval_ms", offsetof(ibx_dispatcher_desc, cleanup_interval_ms), 0, INT64_MAX},
+    {"cleanup_retention_ms", offsetof(ibx_dispatcher_desc, cleanup_retention_ms), 0, IBX_RETENTION_MAX_MS},
+    {"max_handler_ms", offsetof(ibx_dispatcher_desc, max_handler_ms), 0, INT64_MAX},
+    {"pause_ms", offsetof(ibx_dispatcher_desc, pause_ms), 0, IBX_DELAY_MAX_MS},
+    {"pause_max_ms", offsetof(ibx_dispatcher_desc, pause_max_ms), 0, IBX_DELAY_MAX_MS}};
+
 /* The checks of a dispatcher description, reported to `err`. */
 static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ibx_error *err) {
+    char where[64];
+    const char *name = NULL;
+    int64_t value = 0, max = 0;
+    size_t i;
     if (desc->owner_token && (!ibx__uuid_is_valid(desc->owner_token) ||
                               strcmp(desc->owner_token, "00000000-0000-0000-0000-000000000000") == 0))
         return ibx__fail(err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: owner_token",
                          "owner_token must be a UUID, not the empty one");
-    if (desc->batch_size < 0 || desc->batch_size > IBX_BATCH_MAX || desc->lease_seconds < 0 ||
-        desc->lease_seconds > IBX_LEASE_MAX_SECONDS || desc->max_attempts < 0 ||
-        desc->poll_interval_ms < 0 || desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 ||
-        desc->startup_delay_ms < 0 || desc->error_delay_ms < 0 || desc->cleanup_interval_ms < 0 ||
-        desc->cleanup_retention_ms < 0 || desc->cleanup_retention_ms > IBX_RETENTION_MAX_MS ||
-        desc->max_handler_ms < 0 || desc->pause_ms < 0 || desc->pause_ms > IBX_DELAY_MAX_MS ||
-        desc->pause_max_ms < 0 || desc->pause_max_ms > IBX_DELAY_MAX_MS ||
-        (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF ||
-        ((int)desc->selection != IBX_SELECT_ROUND_ROBIN && (int)desc->selection != IBX_SELECT_DRAIN_FIRST))
-        return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, "ibx_dispatcher_create: desc",
-                         "batch_size 0..%d, lease_seconds 0..%d, pauses up to %lld ms"
-                         IBX__WHY(", a known selection and log level, and no negative attempts or intervals (0 means "
-                                  "the default)"),
-                         IBX_BATCH_MAX, IBX_LEASE_MAX_SECONDS, (long long)IBX_DELAY_MAX_MS);
-    return IBX_OK;
+    for (i = 0; !name && i < sizeof ibx__dispatcher_numbers / sizeof ibx__dispatcher_numbers[0]; i++) {
+        const char *at = (const char *)desc + ibx__dispatcher_numbers[i].offset;
+        int v;
+        if (ibx__dispatcher_numbers[i].is_int) {
+            memcpy(&v, at, sizeof v);
+            value = v;
+        } else {
+            memcpy(&value, at, sizeof value);
+        }
+        max = ibx__dispatcher_numbers[i].max;
+        if (value < 0 || value > max) name = ibx__dispatcher_numbers[i].name;
+    }
+    if (!name && ((int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF))
+        name = "message_log_level", value = (int)desc->message_log_level, max = IBX_LOG_OFF;
+    if (!name && (int)desc->selection != IBX_SELECT_ROUND_ROBIN && (int)desc->selection != IBX_SELECT_DRAIN_FIRST)
+        name = "selection", value = (int)desc->selection, max = IBX_SELECT_DRAIN_FIRST;
+    if (!name) return IBX_OK;
+    snprintf(where, sizeof where, "ibx_dispatcher_create: %s", name);
+    if (max >= INT_MAX)
+        return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, where, "%s must not be negative (0: the default), got %lld", name,
+                         (long long)value);
+    return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, where, "%s must be 0..%lld (0: the default), got %lld", name,
+                     (long long)max, (long long)value);
 }
 
 /* Defaults for every zero field (one place; see the desc's field docs). */
@@ -6491,7 +6620,10 @@ IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_di
     size_t b;
     if (!out) return IBX_ERR_INVALID_ARG;
     *out = NULL;
-    if (!desc || (desc->store != NULL) == (desc->provider != NULL)) return IBX_ERR_INVALID_ARG;
+    if (!desc || (!desc->store && !desc->provider)) return IBX_ERR_INVALID_ARG; /* nowhere to say why */
+    if (desc->store && desc->provider)
+        return ibx__fail(&desc->store->err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: provider",
+                         "give a store or a provider, not both");
 #ifdef IBX_NO_MULTI_STORE
     if (desc->provider) return IBX_ERR_UNSUPPORTED; /* no provider can exist in this build */
     h = &desc->store->hooks;
@@ -7338,16 +7470,27 @@ static int ibx__headers_json(const ibx__hooks *h, ibx__buf *b, const ibx_new_mes
     return ok && ibx__buf_add(h, b, "}", 1);
 }
 
-/* The envelope's four columns from `col` on: the strings to buf, the
- * Headers object decoded in place (text that is not one reads as none). */
-static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, ibx__buf *buf, ibx__envelope_offsets *o,
-                                     int *header_count) {
+/* Column `col` appended to buf (ibx__get_append) where bit `bit` of
+ * `present` says it is not NULL; else NULL without a driver call. */
+static ibx_result ibx__get_opt(ibx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type, unsigned present,
+                               unsigned bit, ibx__buf *buf, size_t *offset, size_t *out_len) {
+    if (present & bit) return ibx__get_append(db, st, col, c_type, buf, offset, out_len);
+    *offset = (size_t)-1;
+    if (out_len) *out_len = 0;
+    return IBX_OK;
+}
+
+/* The envelope's four columns from `col` on, those whose bit (1, 2, 4, 8)
+ * is in `present`: the strings to buf, the Headers object decoded in
+ * place (text that is not one reads as none). */
+static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, unsigned present, ibx__buf *buf,
+                                     ibx__envelope_offsets *o, int *header_count) {
     ibx_result r;
     *header_count = 0;
-    if ((r = ibx__get_append(db, st, col, SQL_C_CHAR, buf, &o->tenant, NULL)) != IBX_OK ||
-        (r = ibx__get_append(db, st, col + 1, SQL_C_CHAR, buf, &o->aggregate_type, NULL)) != IBX_OK ||
-        (r = ibx__get_append(db, st, col + 2, SQL_C_CHAR, buf, &o->aggregate_id, NULL)) != IBX_OK ||
-        (r = ibx__get_append(db, st, col + 3, SQL_C_CHAR, buf, &o->headers, NULL)) != IBX_OK)
+    if ((r = ibx__get_opt(db, st, col, SQL_C_CHAR, present, 1, buf, &o->tenant, NULL)) != IBX_OK ||
+        (r = ibx__get_opt(db, st, col + 1, SQL_C_CHAR, present, 2, buf, &o->aggregate_type, NULL)) != IBX_OK ||
+        (r = ibx__get_opt(db, st, col + 2, SQL_C_CHAR, present, 4, buf, &o->aggregate_id, NULL)) != IBX_OK ||
+        (r = ibx__get_opt(db, st, col + 3, SQL_C_CHAR, present, 8, buf, &o->headers, NULL)) != IBX_OK)
         return r;
     if (o->headers != (size_t)-1) {
         *header_count = ibx__headers_unpack(buf->data + o->headers);
@@ -7555,8 +7698,33 @@ static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ib
         (r = ibx__get_i64(db, st, 15, &v, NULL)) != IBX_OK)
         return r;
     m->starts = (int)v;
-    if ((r = ibx__read_envelope(db, st, 16, buf, &o->env, &m->header_count)) != IBX_OK) return r;
+    if ((r = ibx__read_envelope(db, st, 16, 15, buf, &o->env, &m->header_count)) != IBX_OK) return r;
     return ibx__get_i64(db, st, 20, &m->expires_ms, NULL); /* after the envelope's 16..19 */
+}
+
+static ibx_result ibx__read_claimed(ibx__db *db, SQLHSTMT st, const ibx__row_head *head, const char *token,
+                                    ibx_message *m, ibx__buf *buf, ibx__row_offsets *o) {
+    const unsigned opt = (unsigned)ibx__head_int(head, 8);
+    ibx_result r;
+    memset(m, 0, sizeof *m);
+    m->first_seen_ms = ibx__head_int(head, 0);
+    m->last_seen_ms = ibx__head_int(head, 1);
+    m->locked_until_ms = ibx__head_int(head, 2);
+    m->attempt = (int)ibx__head_int(head, 3);
+    m->next_attempt_ms = ibx__head_int(head, 4);
+    m->due_time_ms = ibx__head_int(head, 5);
+    m->starts = (int)ibx__head_int(head, 6);
+    m->expires_ms = ibx__head_int(head, 7);
+    m->status = IBX_STATUS_PROCESSING;
+    ibx__copy(m->owner_token, sizeof m->owner_token, token);
+    if ((r = ibx__get_append(db, st, 10, SQL_C_CHAR, buf, &o->source, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 11, SQL_C_CHAR, buf, &o->message_id, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 12, SQL_C_CHAR, buf, &o->topic, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 13, SQL_C_CHAR, buf, &o->payload, &m->payload_len)) != IBX_OK ||
+        (r = ibx__get_opt(db, st, 14, SQL_C_BINARY, opt, 1, buf, &o->hash, &o->hash_len)) != IBX_OK ||
+        (r = ibx__get_opt(db, st, 15, SQL_C_CHAR, opt, 2, buf, &o->last_error, NULL)) != IBX_OK)
+        return r;
+    return ibx__read_envelope(db, st, 16, opt >> 2, buf, &o->env, &m->header_count);
 }
 
 static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o) {

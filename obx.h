@@ -849,9 +849,13 @@ typedef struct obx_store_info {
  * handle when one could be allocated (so obx_store_last_error() explains
  * the failure; close it) and NULL only on OBX_ERR_NO_MEMORY, a NULL desc or
  * a half-set allocator hook. Returns OBX_OK; OBX_ERR_INVALID_ARG (desc/out
- * NULL, neither or both of connection_string and hdbc, bad
- * schema/table/store_id, an allocator with some but not all functions);
- * OBX_ERR_DB or OBX_ERR_DB_TRANSIENT (connect failed); OBX_ERR_NO_MEMORY. */
+ * NULL, neither or both of connection_string and hdbc, a bad name or
+ * path (schema, table, store_id, ...), a dialect that is not an
+ * obx_dialect, an allocator with some but not all functions);
+ * OBX_ERR_OUT_OF_RANGE (max_pending, max_starts, statement_timeout_seconds
+ * or login_timeout_seconds outside what its field says, message_log_level
+ * not 0 or an obx_log_level), naming the field; OBX_ERR_DB or
+ * OBX_ERR_DB_TRANSIENT (connect failed); OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out);
 
 /* Close a store and its connection (a caller's hdbc is left open). A store
@@ -1165,7 +1169,9 @@ typedef struct obx_dispatcher_desc {
  * OBX_ERR_INVALID_ARG (desc or out NULL; neither or both of store and
  * provider; owner_token not a UUID; built with OBX_NO_POSIX_CLOCK and no
  * clock hook with sleep_ms); OBX_ERR_OUT_OF_RANGE (a negative or too large
- * number); OBX_ERR_NO_MEMORY. */
+ * number); OBX_ERR_NO_MEMORY. The error, on the store (with a provider: on
+ * the provider), names the field, e.g. "obx_dispatcher_create:
+ * lease_seconds"; with neither store nor provider there is nowhere to say. */
 OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_dispatcher **out);
 
 /* The description a dispatcher would run with: a copy of *desc (NULL: all
@@ -2157,6 +2163,11 @@ typedef struct obx__sqlset {
      * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
      * new name, after a DROP TRIGGER IF EXISTS of the old one. */
     obx__column columns[OBX__COLUMNS_MAX + 1];
+    /* The claim returns whole message rows (obx__read_message), not the
+     * short row of obx__read_claimed: SQL Server's comes from a deployed
+     * procedure, which workers of the previous release still call while
+     * an upgrade replaces it. */
+    int claim_full_rows;
 } obx__sqlset;
 
 /* Expand a statement template with a store's names: {T} the quoted table,
@@ -3029,6 +3040,38 @@ OBX__PRIVATE obx_result obx__get_append(obx__db *db, SQLHSTMT st, int col, SQLSM
     return OBX_OK;
 }
 
+/* A claimed row's fixed-size columns, bound so that one SQLFetch fills
+ * them all: `texts` short texts (UUIDs) first, then integers. Its variable
+ * texts come after them and are read with SQLGetData in column order, which
+ * every driver allows after the last bound column. A claim of 100 rows took
+ * 22 SQLGetData calls per row, each through the driver manager. */
+#define OBX__HEAD_INTS 10
+typedef struct obx__row_head {
+    char text[2][40];
+    SQLLEN text_ind[2];
+    SQLBIGINT v[OBX__HEAD_INTS];
+    SQLLEN ind[OBX__HEAD_INTS];
+} obx__row_head;
+
+OBX__PRIVATE obx_result obx__bind_head(obx__db *db, SQLHSTMT st, obx__row_head *h, int texts, int ints) {
+    int i;
+    OBX_ASSERT(texts <= 2 && ints <= OBX__HEAD_INTS);
+    for (i = 0; i < texts + ints; i++) {
+        SQLRETURN rc = i < texts ? SQLBindCol(st, (SQLUSMALLINT)(i + 1), SQL_C_CHAR, h->text[i],
+                                              (SQLLEN)sizeof h->text[i], &h->text_ind[i])
+                                 : SQLBindCol(st, (SQLUSMALLINT)(i + 1), SQL_C_SBIGINT, &h->v[i - texts], 0,
+                                              &h->ind[i - texts]);
+        obx_result r = obx__check(db, rc, SQL_HANDLE_STMT, st, "SQLBindCol");
+        if (r != OBX_OK) return r;
+    }
+    return OBX_OK;
+}
+
+/* Integer k of the bound head; 0 for NULL. */
+OBX__PRIVATE int64_t obx__head_int(const obx__row_head *h, int k) {
+    return h->ind[k] == SQL_NULL_DATA ? 0 : (int64_t)h->v[k];
+}
+
 /* Run one statement that returns nothing, outside the cache (DDL,
  * transaction control, session settings). */
 OBX__PRIVATE obx_result obx__exec_direct(obx__db *db, const char *sql, const char *where) {
@@ -3898,6 +3941,26 @@ enum {
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
     OBX__PG_MS("NextAttemptAt") ", \"Starts\", \"OrderingKey\", \"TenantId\", \"AggregateType\", "      \
     "\"AggregateId\", CAST(\"Headers\" AS text), " OBX__PG_MS("ExpiresAt")
+/* A claim's short row (obx__read_claimed): what the claim did not set, the
+ * fixed-size columns first (bound), then a mask of the optional texts that
+ * are not NULL (read only those), then the texts. o and c quote a name. */
+#define OBX__NN(col, bit) "(CASE WHEN " col " IS NULL THEN 0 ELSE " bit " END)"
+#define OBX__CLAIM_MASK(o, c)                                                                     \
+    OBX__NN(o "CorrelationId" c, "1") " + " OBX__NN(o "LastError" c, "2") " + "                     \
+    OBX__NN(o "OrderingKey" c, "4") " + " OBX__NN(o "TenantId" c, "8") " + "                        \
+    OBX__NN(o "AggregateType" c, "16") " + " OBX__NN(o "AggregateId" c, "32") " + "                 \
+    OBX__NN(o "Headers" c, "64")
+#define OBX__SQLITE_CLAIM_COLS                                                                    \
+    "\"Id\", \"MessageId\", \"CreatedAt\", \"DueTimeUtc\", \"RetryCount\", \"LockedUntil\", "       \
+    "\"NextAttemptAt\", \"Starts\", \"ExpiresAt\", " OBX__CLAIM_MASK("\"", "\"") ", \"Topic\", "      \
+    "\"Payload\", \"CorrelationId\", \"LastError\", \"OrderingKey\", \"TenantId\", \"AggregateType\", " \
+    "\"AggregateId\", \"Headers\""
+#define OBX__PG_CLAIM_COLS                                                                        \
+    "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), " OBX__PG_MS("CreatedAt") ", "            \
+    OBX__PG_MS("DueTimeUtc") ", \"RetryCount\", " OBX__PG_MS("LockedUntil") ", "                   \
+    OBX__PG_MS("NextAttemptAt") ", \"Starts\", " OBX__PG_MS("ExpiresAt") ", "                      \
+    OBX__CLAIM_MASK("\"", "\"") ", \"Topic\", \"Payload\", \"CorrelationId\", \"LastError\", "          \
+    "\"OrderingKey\", \"TenantId\", \"AggregateType\", \"AggregateId\", CAST(\"Headers\" AS text)"
 
 /* Crash-loop quarantine (max_starts, {Q}): the claim counts a start
  * ("Starts" + 1) in its own statement; an abandon, the one outcome that
@@ -3933,7 +3996,7 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 "
      "WHERE \"Id\" IN (SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= {W} "
      "AND c.\"IsProcessed\" = 0 AND " OBX__ORDERED_CLAIM " ORDER BY c.\"NextAttemptAt\" LIMIT ?) "
-     "RETURNING " OBX__SQLITE_COLS},
+     "RETURNING " OBX__SQLITE_CLAIM_COLS},
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
      "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
@@ -4100,7 +4163,8 @@ static const obx__sqlset obx__sqlite_outbox = {
      * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
     {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"OrderingKey", "TEXT NULL"}, {"OrderingSeq", "INTEGER NULL"},
      {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"}, {"AggregateId", "TEXT NULL"},
-     {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}}
+     {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define OBX__SQLITE_SET &obx__sqlite_outbox
 #endif
@@ -4141,7 +4205,7 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "WHERE \"Id\" = ANY (ARRAY(SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND "
      "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_CLAIM " "
      "ORDER BY c.\"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
-     "RETURNING " OBX__PG_COLS},
+     "RETURNING " OBX__PG_CLAIM_COLS},
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = true, \"ProcessedAt\" = now(), "
      "\"ProcessedBy\" = CAST(? AS varchar), \"LockedUntil\" = NULL WHERE " OBX__PG_BY_IDS},
@@ -4394,7 +4458,8 @@ static const obx__sqlset obx__postgresql_outbox = {
     {{"Starts", "integer NOT NULL DEFAULT 0"}, {"OrderingKey", "varchar(255) NULL"},
      {"OrderingSeq", "bigint NULL"}, {"TenantId", "varchar(64) NULL"}, {"AggregateType", "varchar(64) NULL"},
      {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
-     {"ExpiresAt", "timestamptz NULL"}}
+     {"ExpiresAt", "timestamptz NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define OBX__POSTGRESQL_SET &obx__postgresql_outbox
 #endif
@@ -4408,6 +4473,11 @@ static const obx__sqlset obx__postgresql_outbox = {
     OBX__MY_MS("DueTimeUtc") ", `RetryCount`, `LastError`, `Status`, " OBX__MY_MS("ProcessedAt") \
     ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_MS("NextAttemptAt") \
     ", `Starts`, `OrderingKey`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, " OBX__MY_MS("ExpiresAt")
+#define OBX__MY_CLAIM_COLS                                                                        \
+    "`Id`, `MessageId`, " OBX__MY_MS("CreatedAt") ", " OBX__MY_MS("DueTimeUtc") ", `RetryCount`, "   \
+    OBX__MY_MS("LockedUntil") ", " OBX__MY_MS("NextAttemptAt") ", `Starts`, " OBX__MY_MS("ExpiresAt") \
+    ", " OBX__CLAIM_MASK("`", "`") ", `Topic`, `Payload`, `CorrelationId`, `LastError`, `OrderingKey`, " \
+    "`TenantId`, `AggregateType`, `AggregateId`, `Headers`"
 /* Ordered delivery (see OBX__ORDERED_HEAD): `OrderingLive` is the key of a
  * row that is not Done, `OrderingState` its Status, both else NULL. */
 #define OBX__MY_ORDERED_CHECK(waits)                                                              \
@@ -4551,7 +4621,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
-     "SELECT " OBX__MY_COLS " FROM " OBX__MY_BY_IDS("?3") " WHERE {T}.`OwnerToken` = ?1"},
+     "SELECT " OBX__MY_CLAIM_COLS " FROM " OBX__MY_BY_IDS("?3") " WHERE {T}.`OwnerToken` = ?1"},
 #ifndef OBX_NO_DEAD_LETTERS
     {OBX__Q_DEAD_LIST,
      "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt`, `Id` LIMIT ?7 OFFSET ?8"},
@@ -4643,7 +4713,8 @@ static const obx__sqlset obx__mariadb_outbox = {
      {"OrderingLive", "VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT"},
      {"OrderingState", "TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT"},
      {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"}, {"AggregateId", "VARCHAR(128) NULL"},
-     {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}}
+     {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define OBX__MARIADB_SET &obx__mariadb_outbox
 #endif
@@ -4965,7 +5036,8 @@ static const obx__sqlset obx__sqlserver_outbox = {
     {{"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "NVARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
      {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
      {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
-     {"ExpiresAt", "DATETIMEOFFSET NULL"}}
+     {"ExpiresAt", "DATETIMEOFFSET NULL"}},
+    1 /* claim_full_rows: the rows of the deployed <table>_Claim */
 };
 #define OBX__SQLSERVER_SET &obx__sqlserver_outbox
 #endif
@@ -5013,6 +5085,8 @@ static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__
 #define OBX__DELAY_MIN_MS 0           /* abandon with delay 0: claimable again at once */
 #define OBX__RETENTION_DEFAULT_MS OBX_DEFAULT_RETENTION_MS /* cleanup with retention 0 */
 #define OBX__MSG_ATTEMPTS(m) ((m)->retry_count)
+#define OBX__CLAIM_TEXTS 2            /* a claim's short row: Id, MessageId, */
+#define OBX__CLAIM_INTS 8             /* then 7 times and counts and the mask (OBX__CLAIM_MASK) */
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct obx__row_offsets {
@@ -5065,6 +5139,12 @@ static void obx__store_own_names(const obx__store_own *own, const char **names);
 static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, obx__buf *buf,
                                     obx__row_offsets *o);
 static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o);
+/* A claim's short row: its head bound in `head` (OBX__CLAIM_TEXTS texts,
+ * OBX__CLAIM_INTS integers, the last a mask of the optional texts that are
+ * not NULL), then its texts; what the claim itself set (status, owner
+ * `token`) filled in, not read. */
+static obx_result obx__read_claimed(obx__db *db, SQLHSTMT st, const obx__row_head *head, const char *token,
+                                    obx_message *m, obx__buf *buf, obx__row_offsets *o);
 /* Add a claimed message's key to key lists `keys`; 0 when out of memory. */
 static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
                             const obx_message *m);
@@ -5506,6 +5586,17 @@ static obx_result obx__store_desc_check(obx_store *s, const obx_store_desc *desc
                          "max_starts must be 0 (the default, %d) or 1..%d, got %d", OBX__MAX_STARTS_DEFAULT,
                          OBX__MAX_STARTS_LIMIT, desc->max_starts);
     s->max_starts = desc->max_starts ? desc->max_starts : OBX__MAX_STARTS_DEFAULT;
+    if (desc->statement_timeout_seconds < 0)
+        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, "obx_store_open: statement_timeout_seconds",
+                         "statement_timeout_seconds must be 0 (none) or more, got %d", desc->statement_timeout_seconds);
+    if (desc->login_timeout_seconds < -1)
+        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, "obx_store_open: login_timeout_seconds",
+                         "login_timeout_seconds must be -1 (the driver's), 0 (the default) or more, got %d",
+                         desc->login_timeout_seconds);
+    if ((int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)OBX_LOG_OFF)
+        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, "obx_store_open: message_log_level",
+                         "message_log_level must be 0 (the default) or an obx_log_level, got %d",
+                         (int)desc->message_log_level);
     s->pending_estimate = INT64_MAX; /* unknown: the first enqueue counts */
     return obx__store_names(s, desc);
 }
@@ -5703,6 +5794,8 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
     obx__claim_ctx *c = (obx__claim_ctx *)vctx;
     obx_store *s = c->s;
     SQLHSTMT cur = NULL;
+    obx__row_head head;
+    const int short_rows = !s->q->claim_full_rows;
     obx_result r;
     c->count = 0;
     s->rows.len = 0;
@@ -5715,6 +5808,7 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
         obx__p_i64(&p[2], c->batch_size);
         r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, &cur);
     }
+    if (r == OBX_OK && cur && short_rows) r = obx__bind_head(db, cur, &head, OBX__CLAIM_TEXTS, OBX__CLAIM_INTS);
     while (r == OBX_OK && cur && (r = obx__fetch(db, cur)) == OBX_OK) {
         /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
          * subquery run twice does it): roll the claim back, lose nothing. */
@@ -5724,9 +5818,12 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
                           c->batch_size);
             break;
         }
-        r = obx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        r = short_rows ? obx__read_claimed(db, cur, &head, s->token, &s->msgs[c->count], &s->rows,
+                                           &s->offsets[c->count])
+                       : obx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
         if (r == OBX_OK) c->count++;
     }
+    if (cur && short_rows) SQLFreeStmt(cur, SQL_UNBIND); /* `head` is about to go */
     obx__close(cur);
     return r == OBX_EMPTY ? OBX_OK : r;
 }
@@ -6863,27 +6960,61 @@ static int64_t obx__default_backoff(int attempts, void *user) {
     return obx__backoff_default_ms(attempts);
 }
 
+/* The numbers of a dispatcher description and their ranges (0 is always
+ * allowed: the default), so that a refusal names the field. */
+static const struct {
+    const char *name;
+    unsigned short offset;
+    unsigned char is_int;        /* an int; else an int64_t */
+    int64_t max;
+} obx__dispatcher_numbers[] = {
+    {"batch_size", offsetof(obx_dispatcher_desc, batch_size), 1, OBX_BATCH_MAX},
+    {"lease_seconds", offsetof(obx_dispatcher_desc, lease_seconds), 1, OBX_LEASE_MAX_SECONDS},
+    {"max_attempts", offsetof(obx_dispatcher_desc, max_attempts), 1, INT_MAX},
+    {"poll_interval_ms", offsetof(obx_dispatcher_desc, poll_interval_ms), 0, INT64_MAX},
+    {"idle_max_ms", offsetof(obx_dispatcher_desc, idle_max_ms), 0, INT64_MAX},
+    {"reap_interval_ms", offsetof(obx_dispatcher_desc, reap_interval_ms), 0, INT64_MAX},
+    {"startup_delay_ms", offsetof(obx_dispatcher_desc, startup_delay_ms), 0, INT64_MAX},
+    {"error_delay_ms", offsetof(obx_dispatcher_desc, error_delay_ms), 0, INT64_MAX},
+    {"cleanup_interval_ms", offsetof(obx_dispatcher_desc, cleanup_interval_ms), 0, INT64_MAX},
+    {"cleanup_retention_ms", offsetof(obx_dispatcher_desc, cleanup_retention_ms), 0, OBX_RETENTION_MAX_MS},
+    {"max_handler_ms", offsetof(obx_dispatcher_desc, max_handler_ms), 0, INT64_MAX},
+    {"pause_ms", offsetof(obx_dispatcher_desc, pause_ms), 0, OBX_DELAY_MAX_MS},
+    {"pause_max_ms", offsetof(obx_dispatcher_desc, pause_max_ms), 0, OBX_DELAY_MAX_MS}};
+
 /* The checks of a dispatcher description, reported to `err`. */
 static obx_result obx__dispatcher_desc_check(const obx_dispatcher_desc *desc, obx_error *err) {
+    char where[64];
+    const char *name = NULL;
+    int64_t value = 0, max = 0;
+    size_t i;
     if (desc->owner_token && (!obx__uuid_is_valid(desc->owner_token) ||
                               strcmp(desc->owner_token, "00000000-0000-0000-0000-000000000000") == 0))
         return obx__fail(err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: owner_token",
                          "owner_token must be a UUID, not the empty one");
-    if (desc->batch_size < 0 || desc->batch_size > OBX_BATCH_MAX || desc->lease_seconds < 0 ||
-        desc->lease_seconds > OBX_LEASE_MAX_SECONDS || desc->max_attempts < 0 ||
-        desc->poll_interval_ms < 0 || desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 ||
-        desc->startup_delay_ms < 0 || desc->error_delay_ms < 0 || desc->cleanup_interval_ms < 0 ||
-        desc->cleanup_retention_ms < 0 || desc->cleanup_retention_ms > OBX_RETENTION_MAX_MS ||
-        desc->max_handler_ms < 0 || desc->pause_ms < 0 || desc->pause_ms > OBX_DELAY_MAX_MS ||
-        desc->pause_max_ms < 0 || desc->pause_max_ms > OBX_DELAY_MAX_MS ||
-        (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)OBX_LOG_OFF ||
-        ((int)desc->selection != OBX_SELECT_ROUND_ROBIN && (int)desc->selection != OBX_SELECT_DRAIN_FIRST))
-        return obx__fail(err, OBX_ERR_OUT_OF_RANGE, "obx_dispatcher_create: desc",
-                         "batch_size 0..%d, lease_seconds 0..%d, pauses up to %lld ms"
-                         OBX__WHY(", a known selection and log level, and no negative attempts or intervals (0 means "
-                                  "the default)"),
-                         OBX_BATCH_MAX, OBX_LEASE_MAX_SECONDS, (long long)OBX_DELAY_MAX_MS);
-    return OBX_OK;
+    for (i = 0; !name && i < sizeof obx__dispatcher_numbers / sizeof obx__dispatcher_numbers[0]; i++) {
+        const char *at = (const char *)desc + obx__dispatcher_numbers[i].offset;
+        int v;
+        if (obx__dispatcher_numbers[i].is_int) {
+            memcpy(&v, at, sizeof v);
+            value = v;
+        } else {
+            memcpy(&value, at, sizeof value);
+        }
+        max = obx__dispatcher_numbers[i].max;
+        if (value < 0 || value > max) name = obx__dispatcher_numbers[i].name;
+    }
+    if (!name && ((int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)OBX_LOG_OFF))
+        name = "message_log_level", value = (int)desc->message_log_level, max = OBX_LOG_OFF;
+    if (!name && (int)desc->selection != OBX_SELECT_ROUND_ROBIN && (int)desc->selection != OBX_SELECT_DRAIN_FIRST)
+        name = "selection", value = (int)desc->selection, max = OBX_SELECT_DRAIN_FIRST;
+    if (!name) return OBX_OK;
+    snprintf(where, sizeof where, "obx_dispatcher_create: %s", name);
+    if (max >= INT_MAX)
+        return obx__fail(err, OBX_ERR_OUT_OF_RANGE, where, "%s must not be negative (0: the default), got %lld", name,
+                         (long long)value);
+    return obx__fail(err, OBX_ERR_OUT_OF_RANGE, where, "%s must be 0..%lld (0: the default), got %lld", name,
+                     (long long)max, (long long)value);
 }
 
 /* Defaults for every zero field (one place; see the desc's field docs). */
@@ -6939,7 +7070,10 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
     size_t b;
     if (!out) return OBX_ERR_INVALID_ARG;
     *out = NULL;
-    if (!desc || (desc->store != NULL) == (desc->provider != NULL)) return OBX_ERR_INVALID_ARG;
+    if (!desc || (!desc->store && !desc->provider)) return OBX_ERR_INVALID_ARG; /* nowhere to say why */
+    if (desc->store && desc->provider)
+        return obx__fail(&desc->store->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: provider",
+                         "give a store or a provider, not both");
 #ifdef OBX_NO_MULTI_STORE
     if (desc->provider) return OBX_ERR_UNSUPPORTED; /* no provider can exist in this build */
     h = &desc->store->hooks;
@@ -7786,16 +7920,27 @@ static int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_mes
     return ok && obx__buf_add(h, b, "}", 1);
 }
 
-/* The envelope's four columns from `col` on: the strings to buf, the
- * Headers object decoded in place (text that is not one reads as none). */
-static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, obx__buf *buf, obx__envelope_offsets *o,
-                                     int *header_count) {
+/* Column `col` appended to buf (obx__get_append) where bit `bit` of
+ * `present` says it is not NULL; else NULL without a driver call. */
+static obx_result obx__get_opt(obx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type, unsigned present,
+                               unsigned bit, obx__buf *buf, size_t *offset, size_t *out_len) {
+    if (present & bit) return obx__get_append(db, st, col, c_type, buf, offset, out_len);
+    *offset = (size_t)-1;
+    if (out_len) *out_len = 0;
+    return OBX_OK;
+}
+
+/* The envelope's four columns from `col` on, those whose bit (1, 2, 4, 8)
+ * is in `present`: the strings to buf, the Headers object decoded in
+ * place (text that is not one reads as none). */
+static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, unsigned present, obx__buf *buf,
+                                     obx__envelope_offsets *o, int *header_count) {
     obx_result r;
     *header_count = 0;
-    if ((r = obx__get_append(db, st, col, SQL_C_CHAR, buf, &o->tenant, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, col + 1, SQL_C_CHAR, buf, &o->aggregate_type, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, col + 2, SQL_C_CHAR, buf, &o->aggregate_id, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, col + 3, SQL_C_CHAR, buf, &o->headers, NULL)) != OBX_OK)
+    if ((r = obx__get_opt(db, st, col, SQL_C_CHAR, present, 1, buf, &o->tenant, NULL)) != OBX_OK ||
+        (r = obx__get_opt(db, st, col + 1, SQL_C_CHAR, present, 2, buf, &o->aggregate_type, NULL)) != OBX_OK ||
+        (r = obx__get_opt(db, st, col + 2, SQL_C_CHAR, present, 4, buf, &o->aggregate_id, NULL)) != OBX_OK ||
+        (r = obx__get_opt(db, st, col + 3, SQL_C_CHAR, present, 8, buf, &o->headers, NULL)) != OBX_OK)
         return r;
     if (o->headers != (size_t)-1) {
         *header_count = obx__headers_unpack(buf->data + o->headers);
@@ -7999,9 +8144,40 @@ static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, ob
         return r;
     m->starts = (int)v;
     if ((r = obx__get_append(db, st, 17, SQL_C_CHAR, buf, &o->ordering_key, NULL)) != OBX_OK ||
-        (r = obx__read_envelope(db, st, 18, buf, &o->env, &m->header_count)) != OBX_OK)
+        (r = obx__read_envelope(db, st, 18, 15, buf, &o->env, &m->header_count)) != OBX_OK)
         return r;
     return obx__get_i64(db, st, 22, &m->expires_ms, NULL); /* after the envelope's 18..21 */
+}
+
+static obx_result obx__read_claimed(obx__db *db, SQLHSTMT st, const obx__row_head *head, const char *token,
+                                    obx_message *m, obx__buf *buf, obx__row_offsets *o) {
+    const unsigned opt = (unsigned)obx__head_int(head, 7);
+    obx_result r;
+    int k, i;
+    memset(m, 0, sizeof *m);
+    for (k = 0; k < 2; k++) {
+        char *out = k == 0 ? m->id : m->message_id;
+        obx__copy(out, 37, head->text_ind[k] == SQL_NULL_DATA ? "" : head->text[k]);
+        for (i = 0; out[i]; i++) /* psqlODBC renders uuid in upper case */
+            if (out[i] >= 'A' && out[i] <= 'F') out[i] = (char)(out[i] + 32);
+    }
+    m->created_at_ms = obx__head_int(head, 0);
+    m->due_time_ms = obx__head_int(head, 1);
+    m->retry_count = (int)obx__head_int(head, 2);
+    m->locked_until_ms = obx__head_int(head, 3);
+    m->next_attempt_ms = obx__head_int(head, 4);
+    m->starts = (int)obx__head_int(head, 5);
+    m->expires_ms = obx__head_int(head, 6);
+    m->status = OBX_STATUS_IN_PROGRESS; /* not processed: no ProcessedAt, ProcessedBy */
+    obx__copy(m->owner_token, sizeof m->owner_token, token);
+    o->processed_by = (size_t)-1;
+    if ((r = obx__get_append(db, st, 11, SQL_C_CHAR, buf, &o->topic, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, 12, SQL_C_CHAR, buf, &o->payload, &m->payload_len)) != OBX_OK ||
+        (r = obx__get_opt(db, st, 13, SQL_C_CHAR, opt, 1, buf, &o->correlation, NULL)) != OBX_OK ||
+        (r = obx__get_opt(db, st, 14, SQL_C_CHAR, opt, 2, buf, &o->last_error, NULL)) != OBX_OK ||
+        (r = obx__get_opt(db, st, 15, SQL_C_CHAR, opt, 4, buf, &o->ordering_key, NULL)) != OBX_OK)
+        return r;
+    return obx__read_envelope(db, st, 16, opt >> 3, buf, &o->env, &m->header_count);
 }
 
 static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o) {
