@@ -7352,6 +7352,16 @@ IBX__PRIVATE size_t ibx__json_unescape(const char **p, char out[4]) {
 /* An optional text: "" is stored as NULL. */
 static const char *ibx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
 
+/* Column `col` appended to buf (ibx__get_append) where bit `bit` of
+ * `present` says it is not NULL; else NULL without a driver call. */
+static ibx_result ibx__get_opt(ibx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type, unsigned present,
+                               unsigned bit, ibx__buf *buf, size_t *offset, size_t *out_len) {
+    if (present & bit) return ibx__get_append(db, st, col, c_type, buf, offset, out_len);
+    *offset = (size_t)-1;
+    if (out_len) *out_len = 0;
+    return IBX_OK;
+}
+
 #ifndef IBX_NO_ENVELOPE
 /* The JSON string that starts after the quote at p, decoded to *w (which
  * never runs ahead of p: a decoded string is shorter than its JSON) and
@@ -7470,16 +7480,6 @@ static int ibx__headers_json(const ibx__hooks *h, ibx__buf *b, const ibx_new_mes
     return ok && ibx__buf_add(h, b, "}", 1);
 }
 
-/* Column `col` appended to buf (ibx__get_append) where bit `bit` of
- * `present` says it is not NULL; else NULL without a driver call. */
-static ibx_result ibx__get_opt(ibx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type, unsigned present,
-                               unsigned bit, ibx__buf *buf, size_t *offset, size_t *out_len) {
-    if (present & bit) return ibx__get_append(db, st, col, c_type, buf, offset, out_len);
-    *offset = (size_t)-1;
-    if (out_len) *out_len = 0;
-    return IBX_OK;
-}
-
 /* The envelope's four columns from `col` on, those whose bit (1, 2, 4, 8)
  * is in `present`: the strings to buf, the Headers object decoded in
  * place (text that is not one reads as none). */
@@ -7579,9 +7579,9 @@ IBX__PRIVATE int ibx__headers_json(const ibx__hooks *h, ibx__buf *b, const ibx_n
     return 0;
 }
 
-static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, ibx__buf *buf, ibx__envelope_offsets *o,
-                                     int *header_count) {
-    (void)db, (void)st, (void)col, (void)buf, (void)o;
+static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, unsigned present, ibx__buf *buf,
+                                     ibx__envelope_offsets *o, int *header_count) {
+    (void)db, (void)st, (void)col, (void)present, (void)buf, (void)o;
     *header_count = 0;
     return IBX_OK;
 }

@@ -7802,6 +7802,16 @@ OBX__PRIVATE size_t obx__json_unescape(const char **p, char out[4]) {
 /* An optional text: "" is stored as NULL. */
 static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
 
+/* Column `col` appended to buf (obx__get_append) where bit `bit` of
+ * `present` says it is not NULL; else NULL without a driver call. */
+static obx_result obx__get_opt(obx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type, unsigned present,
+                               unsigned bit, obx__buf *buf, size_t *offset, size_t *out_len) {
+    if (present & bit) return obx__get_append(db, st, col, c_type, buf, offset, out_len);
+    *offset = (size_t)-1;
+    if (out_len) *out_len = 0;
+    return OBX_OK;
+}
+
 #ifndef OBX_NO_ENVELOPE
 /* The JSON string that starts after the quote at p, decoded to *w (which
  * never runs ahead of p: a decoded string is shorter than its JSON) and
@@ -7920,16 +7930,6 @@ static int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_mes
     return ok && obx__buf_add(h, b, "}", 1);
 }
 
-/* Column `col` appended to buf (obx__get_append) where bit `bit` of
- * `present` says it is not NULL; else NULL without a driver call. */
-static obx_result obx__get_opt(obx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type, unsigned present,
-                               unsigned bit, obx__buf *buf, size_t *offset, size_t *out_len) {
-    if (present & bit) return obx__get_append(db, st, col, c_type, buf, offset, out_len);
-    *offset = (size_t)-1;
-    if (out_len) *out_len = 0;
-    return OBX_OK;
-}
-
 /* The envelope's four columns from `col` on, those whose bit (1, 2, 4, 8)
  * is in `present`: the strings to buf, the Headers object decoded in
  * place (text that is not one reads as none). */
@@ -8029,9 +8029,9 @@ OBX__PRIVATE int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_n
     return 0;
 }
 
-static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, obx__buf *buf, obx__envelope_offsets *o,
-                                     int *header_count) {
-    (void)db, (void)st, (void)col, (void)buf, (void)o;
+static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, unsigned present, obx__buf *buf,
+                                     obx__envelope_offsets *o, int *header_count) {
+    (void)db, (void)st, (void)col, (void)present, (void)buf, (void)o;
     *header_count = 0;
     return OBX_OK;
 }
