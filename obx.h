@@ -1311,7 +1311,7 @@ typedef struct obx_join {
  * optional grouping key (<= 255 characters) and metadata; *out_join_id gets
  * its id. Counters start at 0. Touches the database (own transaction).
  * Returns OBX_OK, OBX_ERR_INVALID_ARG (out_join_id NULL, a grouping key not
- * UTF-8 or too long), OBX_ERR_OUT_OF_RANGE (steps < 1),
+ * UTF-8 or too long, metadata not UTF-8), OBX_ERR_OUT_OF_RANGE (steps < 1),
  * OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, int expected_steps,
                                   const char *metadata, char out_join_id[37]);
@@ -1382,7 +1382,8 @@ typedef struct obx_join_wait {
  * in the caller's transaction on `hdbc` or (NULL) its own. Register
  * obx_join_wait_handler for the topic "join.wait" on a dispatcher. Returns
  * as obx_enqueue; OBX_ERR_INVALID_ARG (no join id, a join id that is not a
- * UUID, a follow-up topic over 255 characters). */
+ * UUID, a follow-up topic over 255 characters or a follow-up topic or
+ * payload not UTF-8, each named). */
 OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx_join_wait *wait,
                                          char out_id[37]);
 
@@ -8470,7 +8471,8 @@ OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, in
                          "expected_steps must be >= 1, got %d", expected_steps);
     if (grouping_key && !obx__text_fits(grouping_key, 255))
         return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_start: grouping_key",
-                         "grouping_key is longer than 255 characters");
+                         "grouping_key must be valid UTF-8 of at most 255 characters");
+    if ((r = obx__check_utf8(&store->err, "obx_join_start", "metadata", metadata)) != OBX_OK) return r;
     obx__new_uuid(store, id);
     obx__p_text(&p[0], id, 36);
     obx__p_text(&p[1], grouping_key && grouping_key[0] ? grouping_key : NULL, (size_t)-1);
@@ -8727,10 +8729,16 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
     if (r != OBX_OK) return r;
     if (!w) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: wait", "must not be NULL");
     if ((r = obx__check_uuid_arg(store, "obx_join_enqueue_wait", "join_id", w->join_id)) != OBX_OK) return r;
-    if ((w->on_complete_topic && !obx__text_fits(w->on_complete_topic, OBX_TOPIC_MAX)) ||
-        (w->on_fail_topic && !obx__text_fits(w->on_fail_topic, OBX_TOPIC_MAX)))
-        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: topic",
-                         "a follow-up topic is longer than 255 characters");
+    if (w->on_complete_topic && !obx__text_fits(w->on_complete_topic, OBX_TOPIC_MAX))
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: on_complete_topic",
+                         "on_complete_topic must be valid UTF-8 of at most 255 characters");
+    if (w->on_fail_topic && !obx__text_fits(w->on_fail_topic, OBX_TOPIC_MAX))
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: on_fail_topic",
+                         "on_fail_topic must be valid UTF-8 of at most 255 characters");
+    if ((r = obx__check_utf8(&store->err, "obx_join_enqueue_wait", "on_complete_payload",
+                             w->on_complete_payload)) != OBX_OK ||
+        (r = obx__check_utf8(&store->err, "obx_join_enqueue_wait", "on_fail_payload", w->on_fail_payload)) != OBX_OK)
+        return r;
     ok = obx__json_string(&b, &store->hooks, "joinId", w->join_id, 1) &&
          obx__json_string(&b, &store->hooks, "onCompleteTopic", w->on_complete_topic, 0) &&
          obx__json_string(&b, &store->hooks, "onCompletePayload", w->on_complete_payload, 0) &&

@@ -3022,6 +3022,25 @@ static void test_error_utf8(void) {
     TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
     TT_EQ_INT(got.status, OBX_STATUS_IN_PROGRESS); /* nothing was written */
     TT_EQ_INT(obx_fail(s, owner, one, 1, "\xe2\x82\xac fine", NULL), OBX_OK);
+    {
+        obx_join_wait w;
+        char join_id[37];
+        int64_t before = scalar(s, "SELECT COUNT(*) FROM {T}");
+        TT_EQ_INT(obx_join_start(s, NULL, 1, "meta \xff", join_id), OBX_ERR_INVALID_ARG);
+        TT_EQ_STR(obx_store_last_error(s)->where, "obx_join_start: metadata");
+        TT_EQ_INT(obx_join_start(s, NULL, 1, "{\"k\":\"\xc3\xa9\"}", join_id), OBX_OK);
+        memset(&w, 0, sizeof w);
+        w.join_id = join_id;
+        w.on_complete_topic = "next";
+        w.on_complete_payload = "\xc3";
+        TT_EQ_INT(obx_join_enqueue_wait(s, NULL, &w, id), OBX_ERR_INVALID_ARG);
+        TT_EQ_STR(obx_store_last_error(s)->where, "obx_join_enqueue_wait: on_complete_payload");
+        w.on_complete_payload = "{}";
+        w.on_fail_topic = "f\xff";
+        TT_EQ_INT(obx_join_enqueue_wait(s, NULL, &w, id), OBX_ERR_INVALID_ARG);
+        TT_EQ_STR(obx_store_last_error(s)->where, "obx_join_enqueue_wait: on_fail_topic");
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), before);
+    }
     obx_store_close(s);
 }
 
@@ -5367,7 +5386,7 @@ int main(int argc, char **argv) {
     RUN("OBX-WAKE", "wake-up dispatches at once; stop interrupts the wait", test_wake_and_stop);
     RUN("CORE-MAX-PENDING", "past max_pending unfinished messages enqueue is OBX_ERR_FULL and changes nothing", test_max_pending);
     RUN("CORE-WAKE-SOCKET", "a producer in another process wakes a waiting dispatcher through wake_path", test_wake_socket);
-    RUN("CORE-ERROR-UTF8", "a handler's reason that is not UTF-8 is stored with '?', the API refuses one", test_error_utf8);
+    RUN("CORE-ERROR-UTF8", "a handler's reason that is not UTF-8 is stored with '?'; the API refuses such stored text, naming it", test_error_utf8);
     RUN("OBX-STOP-FINAL", "a stop is final: before run() it is kept, every later run() returns at once", test_stop_final);
     RUN("OBX-METRICS", "counters, metrics hook, queue depth and oldest age", test_metrics);
     RUN("OBX-METRICS-TEXT", "obx_metrics_text: counters, gauges, per-topic handler histogram, escaped labels, buffer size", test_metrics_text);
