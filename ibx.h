@@ -1885,6 +1885,14 @@ static const ibx__dialect ibx__dialects[] = {
 #define IBX__ONE(d) (d)
 #endif
 
+/* Text of a statement that only the envelope needs: with IBX_NO_ENVELOPE
+ * its columns stay NULL, and a statement may leave them out. */
+#ifdef IBX_NO_ENVELOPE
+#define IBX__ENV(text) ""
+#else
+#define IBX__ENV(text) text
+#endif
+
 IBX__PRIVATE const ibx__dialect *ibx__dialect_get(ibx_dialect id) {
     int i = (int)id;
     return (i > 0 && i < IBX__DIALECT_COUNT) ? &ibx__dialects[i] : NULL;
@@ -2028,6 +2036,11 @@ typedef struct ibx__sqlset {
      * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
      * new name, after a DROP TRIGGER IF EXISTS of the old one. */
     ibx__column columns[IBX__COLUMNS_MAX + 1];
+    /* The claim returns whole message rows (ibx__read_message), not the
+     * short row of ibx__read_claimed: SQL Server's comes from a deployed
+     * procedure, which workers of the previous release still call while
+     * an upgrade replaces it. */
+    int claim_full_rows;
 } ibx__sqlset;
 
 /* Expand a statement template with a store's names: {T} the quoted table,
@@ -2898,6 +2911,38 @@ IBX__PRIVATE ibx_result ibx__get_append(ibx__db *db, SQLHSTMT st, int col, SQLSM
     *offset = start;
     if (out_len) *out_len = buf->len - start - 1;
     return IBX_OK;
+}
+
+/* A claimed row's fixed-size columns, bound so that one SQLFetch fills
+ * them all: `texts` short texts (UUIDs) first, then integers. Its variable
+ * texts come after them and are read with SQLGetData in column order, which
+ * every driver allows after the last bound column. A claim of 100 rows took
+ * 22 SQLGetData calls per row, each through the driver manager. */
+#define IBX__HEAD_INTS 10
+typedef struct ibx__row_head {
+    char text[2][40];
+    SQLLEN text_ind[2];
+    SQLBIGINT v[IBX__HEAD_INTS];
+    SQLLEN ind[IBX__HEAD_INTS];
+} ibx__row_head;
+
+IBX__PRIVATE ibx_result ibx__bind_head(ibx__db *db, SQLHSTMT st, ibx__row_head *h, int texts, int ints) {
+    int i;
+    IBX_ASSERT(texts <= 2 && ints <= IBX__HEAD_INTS);
+    for (i = 0; i < texts + ints; i++) {
+        SQLRETURN rc = i < texts ? SQLBindCol(st, (SQLUSMALLINT)(i + 1), SQL_C_CHAR, h->text[i],
+                                              (SQLLEN)sizeof h->text[i], &h->text_ind[i])
+                                 : SQLBindCol(st, (SQLUSMALLINT)(i + 1), SQL_C_SBIGINT, &h->v[i - texts], 0,
+                                              &h->ind[i - texts]);
+        ibx_result r = ibx__check(db, rc, SQL_HANDLE_STMT, st, "SQLBindCol");
+        if (r != IBX_OK) return r;
+    }
+    return IBX_OK;
+}
+
+/* Integer k of the bound head; 0 for NULL. */
+IBX__PRIVATE int64_t ibx__head_int(const ibx__row_head *h, int k) {
+    return h->ind[k] == SQL_NULL_DATA ? 0 : (int64_t)h->v[k];
 }
 
 /* Run one statement that returns nothing, outside the cache (DDL,
@@ -3774,6 +3819,8 @@ enum {
                           message id), limit, offset -> message rows (markers numbered) */
     IBX__Q_DEAD_REPLAY, /* dead filter -> rowcount */
     IBX__Q_DEAD_PURGE, /* dead filter, batch -> rowcount */
+    IBX__Q_OWNED,      /* not a statement: {O} in the others, the rows of a key list the
+                          owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
 };
 
@@ -3789,6 +3836,24 @@ enum {
     "CAST(\"OwnerToken\" AS text), \"Attempt\", \"LastError\", " IBX__PG_MS("NextAttemptAt")  \
     ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\", \"TenantId\", \"AggregateType\", \"AggregateId\", " \
     "CAST(\"Headers\" AS text), " IBX__PG_MS("ExpiresAt")
+/* A claim's short row (ibx__read_claimed): what the claim did not set, the
+ * integers first (bound), the last a mask of the optional columns that are
+ * not NULL (read only those), then the texts. o and c quote a name. */
+#define IBX__NN(col, bit) "(CASE WHEN " col " IS NULL THEN 0 ELSE " bit " END)"
+#define IBX__CLAIM_MASK(o, c)                                                                     \
+    IBX__NN(o "Hash" c, "1") " + " IBX__NN(o "LastError" c, "2") " + " IBX__NN(o "TenantId" c, "4")  \
+    " + " IBX__NN(o "AggregateType" c, "8") " + " IBX__NN(o "AggregateId" c, "16") " + "              \
+    IBX__NN(o "Headers" c, "32")
+#define IBX__SQLITE_CLAIM_COLS                                                                    \
+    "\"FirstSeenUtc\", \"LastSeenUtc\", \"LockedUntil\", \"Attempt\", \"NextAttemptAt\", \"DueTimeUtc\", " \
+    "\"Starts\", \"ExpiresAt\", " IBX__CLAIM_MASK("\"", "\"") ", \"Source\", \"MessageId\", \"Topic\", "  \
+    "\"Payload\", \"Hash\", \"LastError\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\""
+#define IBX__PG_CLAIM_COLS                                                                        \
+    IBX__PG_MS("FirstSeenUtc") ", " IBX__PG_MS("LastSeenUtc") ", " IBX__PG_MS("LockedUntil") ", "  \
+    "\"Attempt\", " IBX__PG_MS("NextAttemptAt") ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\", "      \
+    IBX__PG_MS("ExpiresAt") ", " IBX__CLAIM_MASK("\"", "\"") ", \"Source\", \"MessageId\", \"Topic\", " \
+    "\"Payload\", \"Hash\", \"LastError\", \"TenantId\", \"AggregateType\", \"AggregateId\", "          \
+    "CAST(\"Headers\" AS text)"
 /* The rows a key list names. */
 #define IBX__SQLITE_KEYS                                                                     \
     "(\"Source\", \"MessageId\") IN (SELECT s.value, m.value FROM json_each(?) AS s "          \
@@ -3813,6 +3878,7 @@ enum {
     "AND (?4 IS NULL OR \"FirstSeenUtc\" < ?4) AND \"Source\" = coalesce(?5, \"Source\") AND "          \
     "\"MessageId\" = coalesce(?6, \"MessageId\")"
 static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
+    {IBX__Q_OWNED, "\"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
     /* sqliteodbc shows RETURNING rows only after a leading WITH. */
     {IBX__Q_SEEN,
      "WITH _ AS (SELECT 1) INSERT INTO {T} (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
@@ -3829,19 +3895,20 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
      "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
      "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
+    /* With IBX_NO_ENVELOPE, for an expiry only: no envelope columns. */
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "
-     "\"ExpiresAt\") VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W}), ?, ?, ?, ?, ?) "
-     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\", " IBX__ENV("\"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", ")
+     "\"ExpiresAt\") VALUES (?1, ?2, ?3, ?4, ?5, 'Processing', ?6, coalesce(?7, {W}), " IBX__ENV("?8, ?9, ?10, ?11, ")
+     "?12) ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
      "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
      "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
      "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
-     "\"TenantId\" = coalesce(\"TenantId\", excluded.\"TenantId\"), "
-     "\"AggregateType\" = coalesce(\"AggregateType\", excluded.\"AggregateType\"), "
-     "\"AggregateId\" = coalesce(\"AggregateId\", excluded.\"AggregateId\"), "
-     "\"Headers\" = coalesce(\"Headers\", excluded.\"Headers\"), "
+     IBX__ENV("\"TenantId\" = coalesce(\"TenantId\", excluded.\"TenantId\"), "
+              "\"AggregateType\" = coalesce(\"AggregateType\", excluded.\"AggregateType\"), "
+              "\"AggregateId\" = coalesce(\"AggregateId\", excluded.\"AggregateId\"), "
+              "\"Headers\" = coalesce(\"Headers\", excluded.\"Headers\"), ")
      "\"ExpiresAt\" = coalesce(\"ExpiresAt\", excluded.\"ExpiresAt\"), "
      "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
     {IBX__Q_MARK,
@@ -3855,22 +3922,21 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 WHERE rowid IN "
      "(SELECT rowid FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= {W} AND "
      "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W}) AND \"Starts\" < {Q} ORDER BY \"NextAttemptAt\" LIMIT ?) "
-     "RETURNING " IBX__SQLITE_COLS},
+     "RETURNING " IBX__SQLITE_CLAIM_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-     "\"LastSeenUtc\" = {W} WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+     "\"LastSeenUtc\" = {W} WHERE {O}"},
     {IBX__Q_ABANDON,
      "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"Attempt\", 6)))), "
      "\"Attempt\" = \"Attempt\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
      "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Starts\" = max(\"Starts\" - 1, 0) "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+     "WHERE {O}"},
     {IBX__Q_FAIL,
      "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-     "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND "
-     IBX__SQLITE_KEYS},
+     "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE {O}"},
     {IBX__Q_EXTEND,
      "UPDATE {T} SET \"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+     "WHERE {O}"},
     {IBX__Q_REAP,
      "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Status\" = CASE WHEN \"Starts\" >= {Q} "
      "THEN 'Dead' ELSE \"Status\" END, \"LastError\" = CASE WHEN \"Starts\" >= {Q} THEN '" IBX__CRASH_LOOP "' "
@@ -3939,7 +4005,8 @@ static const ibx__sqlset ibx__sqlite_inbox = {
      * Starts: handler starts since the last outcome (crash-loop quarantine).
      * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"},
-     {"AggregateId", "TEXT NULL"}, {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}}
+     {"AggregateId", "TEXT NULL"}, {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define IBX__SQLITE_SET &ibx__sqlite_inbox
 #endif
@@ -4003,7 +4070,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "WHERE ctid = ANY (ARRAY(SELECT ctid FROM {T} WHERE \"Status\" = 'Processing' "
      "AND \"NextAttemptAt\" <= now() AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) AND \"Starts\" < {Q} "
      "ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
-     "RETURNING " IBX__PG_COLS},
+     "RETURNING " IBX__PG_CLAIM_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
      "\"LastSeenUtc\" = now() WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND "
@@ -4098,7 +4165,8 @@ static const ibx__sqlset ibx__postgresql_inbox = {
      * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "integer NOT NULL DEFAULT 0"}, {"TenantId", "varchar(64) NULL"},
      {"AggregateType", "varchar(64) NULL"}, {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
-     {"ExpiresAt", "timestamptz NULL"}}
+     {"ExpiresAt", "timestamptz NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define IBX__POSTGRESQL_SET &ibx__postgresql_inbox
 #endif
@@ -4112,6 +4180,11 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     IBX__MY_MS("LastSeenUtc") ", `Status`, " IBX__MY_MS("LockedUntil") ", `OwnerToken`, "      \
     "`Attempt`, `LastError`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, " \
     "`TenantId`, `AggregateType`, `AggregateId`, `Headers`, " IBX__MY_MS("ExpiresAt")
+#define IBX__MY_CLAIM_COLS                                                                        \
+    IBX__MY_MS("FirstSeenUtc") ", " IBX__MY_MS("LastSeenUtc") ", " IBX__MY_MS("LockedUntil") ", "  \
+    "`Attempt`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, "          \
+    IBX__MY_MS("ExpiresAt") ", " IBX__CLAIM_MASK("`", "`") ", `Source`, `MessageId`, `Topic`, "     \
+    "`Payload`, `Hash`, `LastError`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`"
 /* The rows a key list names, by primary key (an IN subquery would scan and
  * wait on other workers' row locks); the lists' markers are numbered. */
 #define IBX__MY_LIST(marker, alias) \
@@ -4244,7 +4317,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) AND t.`Starts` < {Q} "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {IBX__Q_CLAIM_READ,
-     "SELECT " IBX__MY_COLS " FROM " IBX__MY_BY_KEYS("?3", "?4") " WHERE {T}.`OwnerToken` = ?1"},
+     "SELECT " IBX__MY_CLAIM_COLS " FROM " IBX__MY_BY_KEYS("?3", "?4") " WHERE {T}.`OwnerToken` = ?1"},
 #ifndef IBX_NO_DEAD_LETTERS
     {IBX__Q_DEAD_LIST,
      "SELECT " IBX__MY_COLS " FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc`, `Source`, "
@@ -4286,7 +4359,8 @@ static const ibx__sqlset ibx__mariadb_inbox = {
      * Starts: handler starts since the last outcome (crash-loop quarantine).
      * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"},
-     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}}
+     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define IBX__MARIADB_SET &ibx__mariadb_inbox
 #endif
@@ -4520,7 +4594,8 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
      * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
      {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
-     {"ExpiresAt", "DATETIME2(3) NULL"}}
+     {"ExpiresAt", "DATETIME2(3) NULL"}},
+    1 /* claim_full_rows: the rows of the deployed <table>_Claim */
 };
 #define IBX__SQLSERVER_SET &ibx__sqlserver_inbox
 #endif
@@ -4564,6 +4639,8 @@ static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__
 #define IBX__DELAY_MIN_MS 1           /* a given delay must be positive (IBX-058) */
 #define IBX__RETENTION_DEFAULT_MS IBX_DEFAULT_RETENTION_MS /* cleanup with retention 0 */
 #define IBX__MSG_ATTEMPTS(m) ((m)->attempt)
+#define IBX__CLAIM_TEXTS 0            /* a claim's short row: 8 times and counts, */
+#define IBX__CLAIM_INTS 9             /* the mask (IBX__CLAIM_MASK), then the texts */
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct ibx__row_offsets {
@@ -4615,6 +4692,12 @@ static void ibx__store_own_names(const ibx__store_own *own, const char **names);
 static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ibx__buf *buf,
                                     ibx__row_offsets *o);
 static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o);
+/* A claim's short row: its head bound in `head` (IBX__CLAIM_TEXTS texts,
+ * IBX__CLAIM_INTS integers, the last a mask of the optional texts that are
+ * not NULL), then its texts; what the claim itself set (status, owner
+ * `token`) filled in, not read. */
+static ibx_result ibx__read_claimed(ibx__db *db, SQLHSTMT st, const ibx__row_head *head, const char *token,
+                                    ibx_message *m, ibx__buf *buf, ibx__row_offsets *o);
 /* Add a claimed message's key to key lists `keys`; 0 when out of memory. */
 static int ibx__msg_key_add(const ibx__hooks *h, const ibx__dialect *d, ibx__buf *keys,
                             const ibx_message *m);
@@ -4717,8 +4800,26 @@ static void ibx__count(ibx_store *s, ibx_metric metric, int64_t n) {
     if (s->metrics.count) s->metrics.count(metric, n, s->store_id, s->metrics.user);
 }
 
-static const ibx_error ibx__null_store_error = {IBX_ERR_INVALID_ARG, "", 0, 0, "store",
-                                                "store is NULL"};
+/* The error of a NULL handle. With threads it is filled once, at first
+ * use: an initialized ibx_error is 628 bytes of flash, nearly all zeros. */
+#ifndef IBX_NO_THREADS
+static ibx_error ibx__null_error_at;
+static pthread_once_t ibx__null_error_once = PTHREAD_ONCE_INIT;
+
+static void ibx__null_error_fill(void) {
+    ibx__null_error_at.result = IBX_ERR_INVALID_ARG;
+    ibx__copy(ibx__null_error_at.where, sizeof ibx__null_error_at.where, "store");
+    ibx__copy(ibx__null_error_at.message, sizeof ibx__null_error_at.message, "store is NULL");
+}
+
+static const ibx_error *ibx__null_error(void) {
+    pthread_once(&ibx__null_error_once, ibx__null_error_fill);
+    return &ibx__null_error_at;
+}
+#else
+static const ibx_error ibx__null_error_at = {IBX_ERR_INVALID_ARG, "", 0, 0, "store", "store is NULL"};
+#define ibx__null_error() (&ibx__null_error_at)
+#endif
 
 /* a + b for times and intervals, saturating: a huge interval means never. */
 static int64_t ibx__sat_add(int64_t a, int64_t b) {
@@ -4872,8 +4973,12 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     memset((void *)names, 0, sizeof names);
     names['Q' - 'A'] = limit; /* {Q}: max_starts, a literal of the store's statements */
     ibx__store_own_names(&s->own, names);
+    for (row = s->q->rows; row->sql; row++) /* {O}: a condition several statements share */
+        if (row->id == IBX__Q_OWNED) names['O' - 'A'] = row->sql;
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
-        char *own = ibx__sql_expand(&s->hooks, row->sql, names);
+        char *own;
+        if (row->id == IBX__Q_OWNED) continue;
+        own = ibx__sql_expand(&s->hooks, row->sql, names);
         IBX_ASSERT(row->id >= 0 && row->id < IBX__Q_COUNT && !s->sql[row->id]);
         s->sql[row->id] = own ? ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, own) : NULL;
         ibx__free(&s->hooks, own);
@@ -5157,7 +5262,7 @@ IBX_API ibx_result ibx_store_get_info(const ibx_store *store, ibx_store_info *in
 }
 
 IBX_API const ibx_error *ibx_store_last_error(const ibx_store *store) {
-    return store ? &store->err : &ibx__null_store_error;
+    return store ? &store->err : ibx__null_error();
 }
 
 IBX_API ibx_result ibx_store_counters(const ibx_store *store, int64_t counters[IBX_METRIC_COUNT_]) {
@@ -5270,6 +5375,8 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
     ibx__claim_ctx *c = (ibx__claim_ctx *)vctx;
     ibx_store *s = c->s;
     SQLHSTMT cur = NULL;
+    ibx__row_head head;
+    const int short_rows = !s->q->claim_full_rows;
     ibx_result r;
     c->count = 0;
     s->rows.len = 0;
@@ -5282,6 +5389,7 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
         ibx__p_i64(&p[2], c->batch_size);
         r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 3, NULL, &cur);
     }
+    if (r == IBX_OK && cur && short_rows) r = ibx__bind_head(db, cur, &head, IBX__CLAIM_TEXTS, IBX__CLAIM_INTS);
     while (r == IBX_OK && cur && (r = ibx__fetch(db, cur)) == IBX_OK) {
         /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
          * subquery run twice does it): roll the claim back, lose nothing. */
@@ -5291,9 +5399,12 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
                           c->batch_size);
             break;
         }
-        r = ibx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        r = short_rows ? ibx__read_claimed(db, cur, &head, s->token, &s->msgs[c->count], &s->rows,
+                                           &s->offsets[c->count])
+                       : ibx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
         if (r == IBX_OK) c->count++;
     }
+    if (cur && short_rows) SQLFreeStmt(cur, SQL_UNBIND); /* `head` is about to go */
     ibx__close(cur);
     return r == IBX_EMPTY ? IBX_OK : r;
 }
@@ -5998,7 +6109,7 @@ IBX_API const char *ibx_provider_store_id(const ibx_provider *p, int index) {
 }
 
 IBX_API const ibx_error *ibx_provider_last_error(const ibx_provider *p) {
-    return p ? &p->err : &ibx__null_store_error;
+    return p ? &p->err : ibx__null_error();
 }
 
 /* The store of routing key `key`, or IBX_ERR_NOT_FOUND. A GUID key also
@@ -6613,7 +6724,7 @@ IBX_API void ibx_dispatcher_destroy(ibx_dispatcher *d) {
 }
 
 IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *d) {
-    return d ? d->err : &ibx__null_store_error;
+    return d ? d->err : ibx__null_error();
 }
 
 /* Register a route of either kind, refusing a topic that already has a
@@ -7273,6 +7384,16 @@ IBX__PRIVATE size_t ibx__json_unescape(const char **p, char out[4]) {
 /* An optional text: "" is stored as NULL. */
 static const char *ibx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
 
+/* Column `col` appended to buf (ibx__get_append) where bit `bit` of
+ * `present` says it is not NULL; else NULL without a driver call. */
+static ibx_result ibx__get_opt(ibx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type, unsigned present,
+                               unsigned bit, ibx__buf *buf, size_t *offset, size_t *out_len) {
+    if (present & bit) return ibx__get_append(db, st, col, c_type, buf, offset, out_len);
+    *offset = (size_t)-1;
+    if (out_len) *out_len = 0;
+    return IBX_OK;
+}
+
 #ifndef IBX_NO_ENVELOPE
 /* The JSON string that starts after the quote at p, decoded to *w (which
  * never runs ahead of p: a decoded string is shorter than its JSON) and
@@ -7391,16 +7512,17 @@ static int ibx__headers_json(const ibx__hooks *h, ibx__buf *b, const ibx_new_mes
     return ok && ibx__buf_add(h, b, "}", 1);
 }
 
-/* The envelope's four columns from `col` on: the strings to buf, the
- * Headers object decoded in place (text that is not one reads as none). */
-static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, ibx__buf *buf, ibx__envelope_offsets *o,
-                                     int *header_count) {
+/* The envelope's four columns from `col` on, those whose bit (1, 2, 4, 8)
+ * is in `present`: the strings to buf, the Headers object decoded in
+ * place (text that is not one reads as none). */
+static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, unsigned present, ibx__buf *buf,
+                                     ibx__envelope_offsets *o, int *header_count) {
     ibx_result r;
     *header_count = 0;
-    if ((r = ibx__get_append(db, st, col, SQL_C_CHAR, buf, &o->tenant, NULL)) != IBX_OK ||
-        (r = ibx__get_append(db, st, col + 1, SQL_C_CHAR, buf, &o->aggregate_type, NULL)) != IBX_OK ||
-        (r = ibx__get_append(db, st, col + 2, SQL_C_CHAR, buf, &o->aggregate_id, NULL)) != IBX_OK ||
-        (r = ibx__get_append(db, st, col + 3, SQL_C_CHAR, buf, &o->headers, NULL)) != IBX_OK)
+    if ((r = ibx__get_opt(db, st, col, SQL_C_CHAR, present, 1, buf, &o->tenant, NULL)) != IBX_OK ||
+        (r = ibx__get_opt(db, st, col + 1, SQL_C_CHAR, present, 2, buf, &o->aggregate_type, NULL)) != IBX_OK ||
+        (r = ibx__get_opt(db, st, col + 2, SQL_C_CHAR, present, 4, buf, &o->aggregate_id, NULL)) != IBX_OK ||
+        (r = ibx__get_opt(db, st, col + 3, SQL_C_CHAR, present, 8, buf, &o->headers, NULL)) != IBX_OK)
         return r;
     if (o->headers != (size_t)-1) {
         *header_count = ibx__headers_unpack(buf->data + o->headers);
@@ -7489,9 +7611,9 @@ IBX__PRIVATE int ibx__headers_json(const ibx__hooks *h, ibx__buf *b, const ibx_n
     return 0;
 }
 
-static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, ibx__buf *buf, ibx__envelope_offsets *o,
-                                     int *header_count) {
-    (void)db, (void)st, (void)col, (void)buf, (void)o;
+static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, unsigned present, ibx__buf *buf,
+                                     ibx__envelope_offsets *o, int *header_count) {
+    (void)db, (void)st, (void)col, (void)present, (void)buf, (void)o;
     *header_count = 0;
     return IBX_OK;
 }
@@ -7608,8 +7730,33 @@ static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ib
         (r = ibx__get_i64(db, st, 15, &v, NULL)) != IBX_OK)
         return r;
     m->starts = (int)v;
-    if ((r = ibx__read_envelope(db, st, 16, buf, &o->env, &m->header_count)) != IBX_OK) return r;
+    if ((r = ibx__read_envelope(db, st, 16, 15, buf, &o->env, &m->header_count)) != IBX_OK) return r;
     return ibx__get_i64(db, st, 20, &m->expires_ms, NULL); /* after the envelope's 16..19 */
+}
+
+static ibx_result ibx__read_claimed(ibx__db *db, SQLHSTMT st, const ibx__row_head *head, const char *token,
+                                    ibx_message *m, ibx__buf *buf, ibx__row_offsets *o) {
+    const unsigned opt = (unsigned)ibx__head_int(head, 8);
+    ibx_result r;
+    memset(m, 0, sizeof *m);
+    m->first_seen_ms = ibx__head_int(head, 0);
+    m->last_seen_ms = ibx__head_int(head, 1);
+    m->locked_until_ms = ibx__head_int(head, 2);
+    m->attempt = (int)ibx__head_int(head, 3);
+    m->next_attempt_ms = ibx__head_int(head, 4);
+    m->due_time_ms = ibx__head_int(head, 5);
+    m->starts = (int)ibx__head_int(head, 6);
+    m->expires_ms = ibx__head_int(head, 7);
+    m->status = IBX_STATUS_PROCESSING;
+    ibx__copy(m->owner_token, sizeof m->owner_token, token);
+    if ((r = ibx__get_append(db, st, 10, SQL_C_CHAR, buf, &o->source, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 11, SQL_C_CHAR, buf, &o->message_id, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 12, SQL_C_CHAR, buf, &o->topic, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 13, SQL_C_CHAR, buf, &o->payload, &m->payload_len)) != IBX_OK ||
+        (r = ibx__get_opt(db, st, 14, SQL_C_BINARY, opt, 1, buf, &o->hash, &o->hash_len)) != IBX_OK ||
+        (r = ibx__get_opt(db, st, 15, SQL_C_CHAR, opt, 2, buf, &o->last_error, NULL)) != IBX_OK)
+        return r;
+    return ibx__read_envelope(db, st, 16, opt >> 2, buf, &o->env, &m->header_count);
 }
 
 static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o) {

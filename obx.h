@@ -2016,6 +2016,14 @@ static const obx__dialect obx__dialects[] = {
 #define OBX__ONE(d) (d)
 #endif
 
+/* Text of a statement that only the envelope needs: with OBX_NO_ENVELOPE
+ * its columns stay NULL, and a statement may leave them out. */
+#ifdef OBX_NO_ENVELOPE
+#define OBX__ENV(text) ""
+#else
+#define OBX__ENV(text) text
+#endif
+
 OBX__PRIVATE const obx__dialect *obx__dialect_get(obx_dialect id) {
     int i = (int)id;
     return (i > 0 && i < OBX__DIALECT_COUNT) ? &obx__dialects[i] : NULL;
@@ -2159,6 +2167,11 @@ typedef struct obx__sqlset {
      * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
      * new name, after a DROP TRIGGER IF EXISTS of the old one. */
     obx__column columns[OBX__COLUMNS_MAX + 1];
+    /* The claim returns whole message rows (obx__read_message), not the
+     * short row of obx__read_claimed: SQL Server's comes from a deployed
+     * procedure, which workers of the previous release still call while
+     * an upgrade replaces it. */
+    int claim_full_rows;
 } obx__sqlset;
 
 /* Expand a statement template with a store's names: {T} the quoted table,
@@ -3031,6 +3044,38 @@ OBX__PRIVATE obx_result obx__get_append(obx__db *db, SQLHSTMT st, int col, SQLSM
     return OBX_OK;
 }
 
+/* A claimed row's fixed-size columns, bound so that one SQLFetch fills
+ * them all: `texts` short texts (UUIDs) first, then integers. Its variable
+ * texts come after them and are read with SQLGetData in column order, which
+ * every driver allows after the last bound column. A claim of 100 rows took
+ * 22 SQLGetData calls per row, each through the driver manager. */
+#define OBX__HEAD_INTS 10
+typedef struct obx__row_head {
+    char text[2][40];
+    SQLLEN text_ind[2];
+    SQLBIGINT v[OBX__HEAD_INTS];
+    SQLLEN ind[OBX__HEAD_INTS];
+} obx__row_head;
+
+OBX__PRIVATE obx_result obx__bind_head(obx__db *db, SQLHSTMT st, obx__row_head *h, int texts, int ints) {
+    int i;
+    OBX_ASSERT(texts <= 2 && ints <= OBX__HEAD_INTS);
+    for (i = 0; i < texts + ints; i++) {
+        SQLRETURN rc = i < texts ? SQLBindCol(st, (SQLUSMALLINT)(i + 1), SQL_C_CHAR, h->text[i],
+                                              (SQLLEN)sizeof h->text[i], &h->text_ind[i])
+                                 : SQLBindCol(st, (SQLUSMALLINT)(i + 1), SQL_C_SBIGINT, &h->v[i - texts], 0,
+                                              &h->ind[i - texts]);
+        obx_result r = obx__check(db, rc, SQL_HANDLE_STMT, st, "SQLBindCol");
+        if (r != OBX_OK) return r;
+    }
+    return OBX_OK;
+}
+
+/* Integer k of the bound head; 0 for NULL. */
+OBX__PRIVATE int64_t obx__head_int(const obx__row_head *h, int k) {
+    return h->ind[k] == SQL_NULL_DATA ? 0 : (int64_t)h->v[k];
+}
+
 /* Run one statement that returns nothing, outside the cache (DDL,
  * transaction control, session settings). */
 OBX__PRIVATE obx_result obx__exec_direct(obx__db *db, const char *sql, const char *where) {
@@ -3793,6 +3838,8 @@ enum {
                             tenant, aggregate type, aggregate id, headers (JSON object text) */
     OBX__Q_INSERT_MANY_KEYED, /* INSERT_MANY where a message has an ordering key or an envelope:
                                  five more lists (JSON rows: five more elements) */
+    OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
+                           owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
 };
 
@@ -3898,6 +3945,26 @@ enum {
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
     OBX__PG_MS("NextAttemptAt") ", \"Starts\", \"OrderingKey\", \"TenantId\", \"AggregateType\", "      \
     "\"AggregateId\", CAST(\"Headers\" AS text), " OBX__PG_MS("ExpiresAt")
+/* A claim's short row (obx__read_claimed): what the claim did not set, the
+ * fixed-size columns first (bound), then a mask of the optional texts that
+ * are not NULL (read only those), then the texts. o and c quote a name. */
+#define OBX__NN(col, bit) "(CASE WHEN " col " IS NULL THEN 0 ELSE " bit " END)"
+#define OBX__CLAIM_MASK(o, c)                                                                     \
+    OBX__NN(o "CorrelationId" c, "1") " + " OBX__NN(o "LastError" c, "2") " + "                     \
+    OBX__NN(o "OrderingKey" c, "4") " + " OBX__NN(o "TenantId" c, "8") " + "                        \
+    OBX__NN(o "AggregateType" c, "16") " + " OBX__NN(o "AggregateId" c, "32") " + "                 \
+    OBX__NN(o "Headers" c, "64")
+#define OBX__SQLITE_CLAIM_COLS                                                                    \
+    "\"Id\", \"MessageId\", \"CreatedAt\", \"DueTimeUtc\", \"RetryCount\", \"LockedUntil\", "       \
+    "\"NextAttemptAt\", \"Starts\", \"ExpiresAt\", " OBX__CLAIM_MASK("\"", "\"") ", \"Topic\", "      \
+    "\"Payload\", \"CorrelationId\", \"LastError\", \"OrderingKey\", \"TenantId\", \"AggregateType\", " \
+    "\"AggregateId\", \"Headers\""
+#define OBX__PG_CLAIM_COLS                                                                        \
+    "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), " OBX__PG_MS("CreatedAt") ", "            \
+    OBX__PG_MS("DueTimeUtc") ", \"RetryCount\", " OBX__PG_MS("LockedUntil") ", "                   \
+    OBX__PG_MS("NextAttemptAt") ", \"Starts\", " OBX__PG_MS("ExpiresAt") ", "                      \
+    OBX__CLAIM_MASK("\"", "\"") ", \"Topic\", \"Payload\", \"CorrelationId\", \"LastError\", "          \
+    "\"OrderingKey\", \"TenantId\", \"AggregateType\", \"AggregateId\", CAST(\"Headers\" AS text)"
 
 /* Crash-loop quarantine (max_starts, {Q}): the claim counts a start
  * ("Starts" + 1) in its own statement; an abandon, the one outcome that
@@ -3916,6 +3983,7 @@ enum {
     "instr(coalesce(\"LastError\", ''), ?2) > 0) AND \"CreatedAt\" >= coalesce(?3, \"CreatedAt\") "   \
     "AND (?4 IS NULL OR \"CreatedAt\" < ?4) AND \"Id\" = coalesce(?5, \"Id\")"
 static const obx__stmt_row obx__sqlite_outbox_rows[] = {
+    {OBX__Q_OWNED, "\"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))"},
@@ -3932,22 +4000,22 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 "
      "WHERE \"Id\" IN (SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= {W} "
      "AND c.\"IsProcessed\" = 0 AND " OBX__ORDERED_CLAIM " ORDER BY c.\"NextAttemptAt\" LIMIT ?) "
-     "RETURNING " OBX__SQLITE_COLS},
+     "RETURNING " OBX__SQLITE_CLAIM_COLS},
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
      "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+     "WHERE {O}"},
     {OBX__Q_ABANDON,
      "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"RetryCount\", 6)))), "
      "\"RetryCount\" = \"RetryCount\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
      "\"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Starts\" = max(\"Starts\" - 1, 0) "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+     "WHERE {O}"},
     {OBX__Q_FAIL,
      "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = ? "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+     "WHERE {O}"},
     {OBX__Q_EXTEND,
      "UPDATE {T} SET \"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+     "WHERE {O}"},
     {OBX__Q_REAP,
      "UPDATE {T} SET \"Status\" = CASE WHEN \"Starts\" >= {Q} THEN 3 ELSE 0 END, \"LastError\" = "
      "CASE WHEN \"Starts\" >= {Q} THEN '" OBX__CRASH_LOOP "' ELSE \"LastError\" END, "
@@ -4099,7 +4167,8 @@ static const obx__sqlset obx__sqlite_outbox = {
      * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
     {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"OrderingKey", "TEXT NULL"}, {"OrderingSeq", "INTEGER NULL"},
      {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"}, {"AggregateId", "TEXT NULL"},
-     {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}}
+     {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define OBX__SQLITE_SET &obx__sqlite_outbox
 #endif
@@ -4140,7 +4209,7 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "WHERE \"Id\" = ANY (ARRAY(SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND "
      "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_CLAIM " "
      "ORDER BY c.\"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
-     "RETURNING " OBX__PG_COLS},
+     "RETURNING " OBX__PG_CLAIM_COLS},
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = true, \"ProcessedAt\" = now(), "
      "\"ProcessedBy\" = CAST(? AS varchar), \"LockedUntil\" = NULL WHERE " OBX__PG_BY_IDS},
@@ -4393,7 +4462,8 @@ static const obx__sqlset obx__postgresql_outbox = {
     {{"Starts", "integer NOT NULL DEFAULT 0"}, {"OrderingKey", "varchar(255) NULL"},
      {"OrderingSeq", "bigint NULL"}, {"TenantId", "varchar(64) NULL"}, {"AggregateType", "varchar(64) NULL"},
      {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
-     {"ExpiresAt", "timestamptz NULL"}}
+     {"ExpiresAt", "timestamptz NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define OBX__POSTGRESQL_SET &obx__postgresql_outbox
 #endif
@@ -4407,6 +4477,11 @@ static const obx__sqlset obx__postgresql_outbox = {
     OBX__MY_MS("DueTimeUtc") ", `RetryCount`, `LastError`, `Status`, " OBX__MY_MS("ProcessedAt") \
     ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_MS("NextAttemptAt") \
     ", `Starts`, `OrderingKey`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, " OBX__MY_MS("ExpiresAt")
+#define OBX__MY_CLAIM_COLS                                                                        \
+    "`Id`, `MessageId`, " OBX__MY_MS("CreatedAt") ", " OBX__MY_MS("DueTimeUtc") ", `RetryCount`, "   \
+    OBX__MY_MS("LockedUntil") ", " OBX__MY_MS("NextAttemptAt") ", `Starts`, " OBX__MY_MS("ExpiresAt") \
+    ", " OBX__CLAIM_MASK("`", "`") ", `Topic`, `Payload`, `CorrelationId`, `LastError`, `OrderingKey`, " \
+    "`TenantId`, `AggregateType`, `AggregateId`, `Headers`"
 /* Ordered delivery (see OBX__ORDERED_HEAD): `OrderingLive` is the key of a
  * row that is not Done, `OrderingState` its Status, both else NULL. */
 #define OBX__MY_ORDERED_CHECK(waits)                                                              \
@@ -4550,7 +4625,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
-     "SELECT " OBX__MY_COLS " FROM " OBX__MY_BY_IDS("?3") " WHERE {T}.`OwnerToken` = ?1"},
+     "SELECT " OBX__MY_CLAIM_COLS " FROM " OBX__MY_BY_IDS("?3") " WHERE {T}.`OwnerToken` = ?1"},
 #ifndef OBX_NO_DEAD_LETTERS
     {OBX__Q_DEAD_LIST,
      "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt`, `Id` LIMIT ?7 OFFSET ?8"},
@@ -4642,7 +4717,8 @@ static const obx__sqlset obx__mariadb_outbox = {
      {"OrderingLive", "VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT"},
      {"OrderingState", "TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT"},
      {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"}, {"AggregateId", "VARCHAR(128) NULL"},
-     {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}}
+     {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define OBX__MARIADB_SET &obx__mariadb_outbox
 #endif
@@ -4964,7 +5040,8 @@ static const obx__sqlset obx__sqlserver_outbox = {
     {{"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "NVARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
      {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
      {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
-     {"ExpiresAt", "DATETIMEOFFSET NULL"}}
+     {"ExpiresAt", "DATETIMEOFFSET NULL"}},
+    1 /* claim_full_rows: the rows of the deployed <table>_Claim */
 };
 #define OBX__SQLSERVER_SET &obx__sqlserver_outbox
 #endif
@@ -5012,6 +5089,8 @@ static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__
 #define OBX__DELAY_MIN_MS 0           /* abandon with delay 0: claimable again at once */
 #define OBX__RETENTION_DEFAULT_MS OBX_DEFAULT_RETENTION_MS /* cleanup with retention 0 */
 #define OBX__MSG_ATTEMPTS(m) ((m)->retry_count)
+#define OBX__CLAIM_TEXTS 2            /* a claim's short row: Id, MessageId, */
+#define OBX__CLAIM_INTS 8             /* then 7 times and counts and the mask (OBX__CLAIM_MASK) */
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct obx__row_offsets {
@@ -5064,6 +5143,12 @@ static void obx__store_own_names(const obx__store_own *own, const char **names);
 static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, obx__buf *buf,
                                     obx__row_offsets *o);
 static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o);
+/* A claim's short row: its head bound in `head` (OBX__CLAIM_TEXTS texts,
+ * OBX__CLAIM_INTS integers, the last a mask of the optional texts that are
+ * not NULL), then its texts; what the claim itself set (status, owner
+ * `token`) filled in, not read. */
+static obx_result obx__read_claimed(obx__db *db, SQLHSTMT st, const obx__row_head *head, const char *token,
+                                    obx_message *m, obx__buf *buf, obx__row_offsets *o);
 /* Add a claimed message's key to key lists `keys`; 0 when out of memory. */
 static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
                             const obx_message *m);
@@ -5166,8 +5251,26 @@ static void obx__count(obx_store *s, obx_metric metric, int64_t n) {
     if (s->metrics.count) s->metrics.count(metric, n, s->store_id, s->metrics.user);
 }
 
-static const obx_error obx__null_store_error = {OBX_ERR_INVALID_ARG, "", 0, 0, "store",
-                                                "store is NULL"};
+/* The error of a NULL handle. With threads it is filled once, at first
+ * use: an initialized obx_error is 628 bytes of flash, nearly all zeros. */
+#ifndef OBX_NO_THREADS
+static obx_error obx__null_error_at;
+static pthread_once_t obx__null_error_once = PTHREAD_ONCE_INIT;
+
+static void obx__null_error_fill(void) {
+    obx__null_error_at.result = OBX_ERR_INVALID_ARG;
+    obx__copy(obx__null_error_at.where, sizeof obx__null_error_at.where, "store");
+    obx__copy(obx__null_error_at.message, sizeof obx__null_error_at.message, "store is NULL");
+}
+
+static const obx_error *obx__null_error(void) {
+    pthread_once(&obx__null_error_once, obx__null_error_fill);
+    return &obx__null_error_at;
+}
+#else
+static const obx_error obx__null_error_at = {OBX_ERR_INVALID_ARG, "", 0, 0, "store", "store is NULL"};
+#define obx__null_error() (&obx__null_error_at)
+#endif
 
 /* a + b for times and intervals, saturating: a huge interval means never. */
 static int64_t obx__sat_add(int64_t a, int64_t b) {
@@ -5321,8 +5424,12 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
     memset((void *)names, 0, sizeof names);
     names['Q' - 'A'] = limit; /* {Q}: max_starts, a literal of the store's statements */
     obx__store_own_names(&s->own, names);
+    for (row = s->q->rows; row->sql; row++) /* {O}: a condition several statements share */
+        if (row->id == OBX__Q_OWNED) names['O' - 'A'] = row->sql;
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
-        char *own = obx__sql_expand(&s->hooks, row->sql, names);
+        char *own;
+        if (row->id == OBX__Q_OWNED) continue;
+        own = obx__sql_expand(&s->hooks, row->sql, names);
         OBX_ASSERT(row->id >= 0 && row->id < OBX__Q_COUNT && !s->sql[row->id]);
         s->sql[row->id] = own ? obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, own) : NULL;
         obx__free(&s->hooks, own);
@@ -5606,7 +5713,7 @@ OBX_API obx_result obx_store_get_info(const obx_store *store, obx_store_info *in
 }
 
 OBX_API const obx_error *obx_store_last_error(const obx_store *store) {
-    return store ? &store->err : &obx__null_store_error;
+    return store ? &store->err : obx__null_error();
 }
 
 OBX_API obx_result obx_store_counters(const obx_store *store, int64_t counters[OBX_METRIC_COUNT_]) {
@@ -5719,6 +5826,8 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
     obx__claim_ctx *c = (obx__claim_ctx *)vctx;
     obx_store *s = c->s;
     SQLHSTMT cur = NULL;
+    obx__row_head head;
+    const int short_rows = !s->q->claim_full_rows;
     obx_result r;
     c->count = 0;
     s->rows.len = 0;
@@ -5731,6 +5840,7 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
         obx__p_i64(&p[2], c->batch_size);
         r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, &cur);
     }
+    if (r == OBX_OK && cur && short_rows) r = obx__bind_head(db, cur, &head, OBX__CLAIM_TEXTS, OBX__CLAIM_INTS);
     while (r == OBX_OK && cur && (r = obx__fetch(db, cur)) == OBX_OK) {
         /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
          * subquery run twice does it): roll the claim back, lose nothing. */
@@ -5740,9 +5850,12 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
                           c->batch_size);
             break;
         }
-        r = obx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        r = short_rows ? obx__read_claimed(db, cur, &head, s->token, &s->msgs[c->count], &s->rows,
+                                           &s->offsets[c->count])
+                       : obx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
         if (r == OBX_OK) c->count++;
     }
+    if (cur && short_rows) SQLFreeStmt(cur, SQL_UNBIND); /* `head` is about to go */
     obx__close(cur);
     return r == OBX_EMPTY ? OBX_OK : r;
 }
@@ -6447,7 +6560,7 @@ OBX_API const char *obx_provider_store_id(const obx_provider *p, int index) {
 }
 
 OBX_API const obx_error *obx_provider_last_error(const obx_provider *p) {
-    return p ? &p->err : &obx__null_store_error;
+    return p ? &p->err : obx__null_error();
 }
 
 /* The store of routing key `key`, or OBX_ERR_NOT_FOUND. A GUID key also
@@ -7062,7 +7175,7 @@ OBX_API void obx_dispatcher_destroy(obx_dispatcher *d) {
 }
 
 OBX_API const obx_error *obx_dispatcher_last_error(const obx_dispatcher *d) {
-    return d ? d->err : &obx__null_store_error;
+    return d ? d->err : obx__null_error();
 }
 
 /* Register a route of either kind, refusing a topic that already has a
@@ -7722,6 +7835,16 @@ OBX__PRIVATE size_t obx__json_unescape(const char **p, char out[4]) {
 /* An optional text: "" is stored as NULL. */
 static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
 
+/* Column `col` appended to buf (obx__get_append) where bit `bit` of
+ * `present` says it is not NULL; else NULL without a driver call. */
+static obx_result obx__get_opt(obx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type, unsigned present,
+                               unsigned bit, obx__buf *buf, size_t *offset, size_t *out_len) {
+    if (present & bit) return obx__get_append(db, st, col, c_type, buf, offset, out_len);
+    *offset = (size_t)-1;
+    if (out_len) *out_len = 0;
+    return OBX_OK;
+}
+
 #ifndef OBX_NO_ENVELOPE
 /* The JSON string that starts after the quote at p, decoded to *w (which
  * never runs ahead of p: a decoded string is shorter than its JSON) and
@@ -7840,16 +7963,17 @@ static int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_mes
     return ok && obx__buf_add(h, b, "}", 1);
 }
 
-/* The envelope's four columns from `col` on: the strings to buf, the
- * Headers object decoded in place (text that is not one reads as none). */
-static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, obx__buf *buf, obx__envelope_offsets *o,
-                                     int *header_count) {
+/* The envelope's four columns from `col` on, those whose bit (1, 2, 4, 8)
+ * is in `present`: the strings to buf, the Headers object decoded in
+ * place (text that is not one reads as none). */
+static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, unsigned present, obx__buf *buf,
+                                     obx__envelope_offsets *o, int *header_count) {
     obx_result r;
     *header_count = 0;
-    if ((r = obx__get_append(db, st, col, SQL_C_CHAR, buf, &o->tenant, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, col + 1, SQL_C_CHAR, buf, &o->aggregate_type, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, col + 2, SQL_C_CHAR, buf, &o->aggregate_id, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, col + 3, SQL_C_CHAR, buf, &o->headers, NULL)) != OBX_OK)
+    if ((r = obx__get_opt(db, st, col, SQL_C_CHAR, present, 1, buf, &o->tenant, NULL)) != OBX_OK ||
+        (r = obx__get_opt(db, st, col + 1, SQL_C_CHAR, present, 2, buf, &o->aggregate_type, NULL)) != OBX_OK ||
+        (r = obx__get_opt(db, st, col + 2, SQL_C_CHAR, present, 4, buf, &o->aggregate_id, NULL)) != OBX_OK ||
+        (r = obx__get_opt(db, st, col + 3, SQL_C_CHAR, present, 8, buf, &o->headers, NULL)) != OBX_OK)
         return r;
     if (o->headers != (size_t)-1) {
         *header_count = obx__headers_unpack(buf->data + o->headers);
@@ -7938,9 +8062,9 @@ OBX__PRIVATE int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_n
     return 0;
 }
 
-static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, obx__buf *buf, obx__envelope_offsets *o,
-                                     int *header_count) {
-    (void)db, (void)st, (void)col, (void)buf, (void)o;
+static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, unsigned present, obx__buf *buf,
+                                     obx__envelope_offsets *o, int *header_count) {
+    (void)db, (void)st, (void)col, (void)present, (void)buf, (void)o;
     *header_count = 0;
     return OBX_OK;
 }
@@ -8053,9 +8177,40 @@ static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, ob
         return r;
     m->starts = (int)v;
     if ((r = obx__get_append(db, st, 17, SQL_C_CHAR, buf, &o->ordering_key, NULL)) != OBX_OK ||
-        (r = obx__read_envelope(db, st, 18, buf, &o->env, &m->header_count)) != OBX_OK)
+        (r = obx__read_envelope(db, st, 18, 15, buf, &o->env, &m->header_count)) != OBX_OK)
         return r;
     return obx__get_i64(db, st, 22, &m->expires_ms, NULL); /* after the envelope's 18..21 */
+}
+
+static obx_result obx__read_claimed(obx__db *db, SQLHSTMT st, const obx__row_head *head, const char *token,
+                                    obx_message *m, obx__buf *buf, obx__row_offsets *o) {
+    const unsigned opt = (unsigned)obx__head_int(head, 7);
+    obx_result r;
+    int k, i;
+    memset(m, 0, sizeof *m);
+    for (k = 0; k < 2; k++) {
+        char *out = k == 0 ? m->id : m->message_id;
+        obx__copy(out, 37, head->text_ind[k] == SQL_NULL_DATA ? "" : head->text[k]);
+        for (i = 0; out[i]; i++) /* psqlODBC renders uuid in upper case */
+            if (out[i] >= 'A' && out[i] <= 'F') out[i] = (char)(out[i] + 32);
+    }
+    m->created_at_ms = obx__head_int(head, 0);
+    m->due_time_ms = obx__head_int(head, 1);
+    m->retry_count = (int)obx__head_int(head, 2);
+    m->locked_until_ms = obx__head_int(head, 3);
+    m->next_attempt_ms = obx__head_int(head, 4);
+    m->starts = (int)obx__head_int(head, 5);
+    m->expires_ms = obx__head_int(head, 6);
+    m->status = OBX_STATUS_IN_PROGRESS; /* not processed: no ProcessedAt, ProcessedBy */
+    obx__copy(m->owner_token, sizeof m->owner_token, token);
+    o->processed_by = (size_t)-1;
+    if ((r = obx__get_append(db, st, 11, SQL_C_CHAR, buf, &o->topic, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, 12, SQL_C_CHAR, buf, &o->payload, &m->payload_len)) != OBX_OK ||
+        (r = obx__get_opt(db, st, 13, SQL_C_CHAR, opt, 1, buf, &o->correlation, NULL)) != OBX_OK ||
+        (r = obx__get_opt(db, st, 14, SQL_C_CHAR, opt, 2, buf, &o->last_error, NULL)) != OBX_OK ||
+        (r = obx__get_opt(db, st, 15, SQL_C_CHAR, opt, 4, buf, &o->ordering_key, NULL)) != OBX_OK)
+        return r;
+    return obx__read_envelope(db, st, 16, opt >> 3, buf, &o->env, &m->header_count);
 }
 
 static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o) {
