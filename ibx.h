@@ -756,7 +756,8 @@ IBX_API ibx_result ibx_ack(ibx_store *store, const char *owner_token, const ibx_
  * recorded (NULL or "" keeps none), next attempt after `delay_ms`
  * (1..IBX_DELAY_MAX_MS), or with IBX_DELAY_BACKOFF after min(2^attempt s,
  * 60 s) from each message's attempt count before this abandon. Any other
- * delay_ms (0 or negative, IBX-058) is IBX_ERR_OUT_OF_RANGE, checked first.
+ * delay_ms (0 or negative, IBX-058) is IBX_ERR_OUT_OF_RANGE, checked first;
+ * a last_error that is not valid UTF-8 is IBX_ERR_INVALID_ARG.
  * Ownership and results as ibx_ack. */
 IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const ibx_key *keys,
                                int count, const char *last_error, int64_t delay_ms,
@@ -774,7 +775,8 @@ IBX_API ibx_result ibx_lease_extend(ibx_store *store, const char *owner_token, c
                                     int count, int lease_seconds, int64_t *changed);
 
 /* Mark messages Dead with `error` (required: NULL is IBX_ERR_INVALID_ARG,
- * IBX-067), clearing owner and lease. Ownership and results as ibx_ack. */
+ * IBX-067; not valid UTF-8: IBX_ERR_INVALID_ARG), clearing owner and lease.
+ * Ownership and results as ibx_ack. */
 IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx_key *keys,
                             int count, const char *error, int64_t *changed);
 
@@ -982,8 +984,9 @@ typedef enum ibx_outcome {
 
 /* A handler. It gets the whole message. `error` (error_size bytes, zeroed
  * before the call) takes a short reason for RETRY or DEAD; it is stored as
- * the last error and logged, so it must not contain the payload. Handlers
- * must be idempotent: delivery is at least once. */
+ * the last error and logged, so it must not contain the payload (a byte
+ * that starts no UTF-8 character, as when snprintf cuts one, is stored as
+ * '?'). Handlers must be idempotent: delivery is at least once. */
 typedef ibx_outcome (*ibx_handler)(const ibx_message *message, char *error, size_t error_size,
                                    void *user);
 
@@ -4842,32 +4845,60 @@ static int64_t ibx__sat_add(int64_t a, int64_t b) {
     return a + b;
 }
 
-/* Code points in UTF-8 text of n bytes, or -1 when it is not valid UTF-8
- * (overlong forms, surrogates, past U+10FFFF): such text could never match. */
+/* The length of the valid UTF-8 character at s (`left` bytes there), or 0
+ * when none starts there (overlong forms, surrogates, past U+10FFFF). */
+static size_t ibx__utf8_char(const unsigned char *s, size_t left) {
+    unsigned long cp = s[0];
+    size_t k, more;
+    if (cp < 0x80) return 1;
+    if (cp >= 0xC2 && cp <= 0xDF) more = 1;
+    else if ((cp & 0xF0) == 0xE0) more = 2;
+    else if (cp >= 0xF0 && cp <= 0xF4) more = 3;
+    else return 0;
+    if (more >= left) return 0;
+    cp &= 0x3Fu >> more;
+    for (k = 1; k <= more; k++) {
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[k] & 0x3Fu);
+    }
+    if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return more + 1;
+}
+
+/* Code points in UTF-8 text of n bytes, or -1 when it is not valid UTF-8:
+ * such text could never match, and PostgreSQL and MariaDB refuse to store it. */
 static long ibx__utf8_length(const char *text, size_t n) {
     const unsigned char *s = (const unsigned char *)text;
-    size_t i = 0, k, more;
+    size_t i, len;
     long chars = 0;
-    while (i < n) {
-        unsigned long cp = s[i];
-        if (cp < 0x80) more = 0;
-        else if (cp >= 0xC2 && cp <= 0xDF) more = 1;
-        else if ((cp & 0xF0) == 0xE0) more = 2;
-        else if (cp >= 0xF0 && cp <= 0xF4) more = 3;
-        else return -1;
-        if (more >= n - i) return -1;
-        if (more) cp &= 0x3Fu >> more;
-        for (k = 1; k <= more; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return -1;
-            cp = (cp << 6) | (s[i + k] & 0x3Fu);
-        }
-        if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return -1;
-        i += more + 1;
-        chars++;
-    }
+    for (i = 0; i < n; i += len, chars++)
+        if (!(len = ibx__utf8_char(s + i, n - i))) return -1;
     return chars;
+}
+
+/* A handler's error text made valid UTF-8 in place (each byte that starts
+ * no character becomes '?'): stored as the last error, text that is not
+ * (bytes from a device, a message cut by snprintf inside a character)
+ * would make PostgreSQL and MariaDB refuse the settle, again at every
+ * redelivery, and the message would never use up its attempts. */
+static void ibx__utf8_repair(char *text) {
+    unsigned char *s = (unsigned char *)text;
+    size_t n = strlen(text), i, len;
+    for (i = 0; i < n; i += len)
+        if (!(len = ibx__utf8_char(s + i, n - i))) {
+            s[i] = '?';
+            len = 1;
+        }
+}
+
+/* An optional text argument (NULL passes) that is stored: valid UTF-8. */
+static ibx_result ibx__check_utf8(ibx_error *err, const char *fn, const char *arg, const char *value) {
+    char where[96];
+    if (!value || ibx__utf8_length(value, strlen(value)) >= 0) return IBX_OK;
+    snprintf(where, sizeof where, "%s: %s", fn, arg);
+    return ibx__fail(err, IBX_ERR_INVALID_ARG, where, "%s must be valid UTF-8", arg);
 }
 
 /* Whether text is valid UTF-8 of at most `max` characters. */
@@ -6875,6 +6906,7 @@ static void ibx__handled(ibx_dispatcher *d, ibx_store *s, const ibx_message *m, 
     int outcome = d->outcomes[i];
     const char *error = d->errors[i];
     char name[IBX__MSG_NAME_MAX];
+    ibx__utf8_repair(d->errors[i]);
     if (outcome == IBX_PAUSE) ibx__pause_begin(d, s, m->topic, error);
     else if (outcome == IBX_DONE && d->pause_count) ibx__pause_end(d, s, m->topic);
     if (outcome != IBX_RETRY && outcome != IBX_DEAD) return;
@@ -8048,6 +8080,7 @@ IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const 
                                int64_t *changed) {
     ibx_result r = store ? ibx__check_delay(store, "ibx_abandon", delay_ms) : IBX_ERR_INVALID_ARG;
     if (r == IBX_OK) r = ibx__settle_keys(store, "ibx_abandon", owner_token, keys, count);
+    if (r == IBX_OK) r = ibx__check_utf8(&store->err, "ibx_abandon", "last_error", last_error);
     return r != IBX_OK ? r : ibx__settle(store, IBX__SETTLE_ABANDON, count, last_error, delay_ms, 1, changed);
 }
 
@@ -8064,6 +8097,7 @@ IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx
     if (store && !error)
         return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_fail: error", "error must not be NULL");
     r = ibx__settle_keys(store, "ibx_fail", owner_token, keys, count);
+    if (r == IBX_OK) r = ibx__check_utf8(&store->err, "ibx_fail", "error", error);
     return r != IBX_OK ? r : ibx__settle(store, IBX__SETTLE_FAIL, count, error, 0, 0, changed);
 }
 
