@@ -756,7 +756,8 @@ IBX_API ibx_result ibx_ack(ibx_store *store, const char *owner_token, const ibx_
  * recorded (NULL or "" keeps none), next attempt after `delay_ms`
  * (1..IBX_DELAY_MAX_MS), or with IBX_DELAY_BACKOFF after min(2^attempt s,
  * 60 s) from each message's attempt count before this abandon. Any other
- * delay_ms (0 or negative, IBX-058) is IBX_ERR_OUT_OF_RANGE, checked first.
+ * delay_ms (0 or negative, IBX-058) is IBX_ERR_OUT_OF_RANGE, checked first;
+ * a last_error that is not valid UTF-8 is IBX_ERR_INVALID_ARG.
  * Ownership and results as ibx_ack. */
 IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const ibx_key *keys,
                                int count, const char *last_error, int64_t delay_ms,
@@ -774,7 +775,8 @@ IBX_API ibx_result ibx_lease_extend(ibx_store *store, const char *owner_token, c
                                     int count, int lease_seconds, int64_t *changed);
 
 /* Mark messages Dead with `error` (required: NULL is IBX_ERR_INVALID_ARG,
- * IBX-067), clearing owner and lease. Ownership and results as ibx_ack. */
+ * IBX-067; not valid UTF-8: IBX_ERR_INVALID_ARG), clearing owner and lease.
+ * Ownership and results as ibx_ack. */
 IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx_key *keys,
                             int count, const char *error, int64_t *changed);
 
@@ -983,8 +985,9 @@ typedef enum ibx_outcome {
 
 /* A handler. It gets the whole message. `error` (error_size bytes, zeroed
  * before the call) takes a short reason for RETRY or DEAD; it is stored as
- * the last error and logged, so it must not contain the payload. Handlers
- * must be idempotent: delivery is at least once. */
+ * the last error and logged, so it must not contain the payload (a byte
+ * that starts no UTF-8 character, as when snprintf cuts one, is stored as
+ * '?'). Handlers must be idempotent: delivery is at least once. */
 typedef ibx_outcome (*ibx_handler)(const ibx_message *message, char *error, size_t error_size,
                                    void *user);
 
@@ -1881,6 +1884,14 @@ static const ibx__dialect ibx__dialects[] = {
 #else
 #define IBX__SQLITE_ONLY 0
 #define IBX__ONE(d) (d)
+#endif
+
+/* Text of a statement that only the envelope needs: with IBX_NO_ENVELOPE
+ * its columns stay NULL, and a statement may leave them out. */
+#ifdef IBX_NO_ENVELOPE
+#define IBX__ENV(text) ""
+#else
+#define IBX__ENV(text) text
 #endif
 
 IBX__PRIVATE const ibx__dialect *ibx__dialect_get(ibx_dialect id) {
@@ -3809,6 +3820,8 @@ enum {
                           message id), limit, offset -> message rows (markers numbered) */
     IBX__Q_DEAD_REPLAY, /* dead filter -> rowcount */
     IBX__Q_DEAD_PURGE, /* dead filter, batch -> rowcount */
+    IBX__Q_OWNED,      /* not a statement: {O} in the others, the rows of a key list the
+                          owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
 };
 
@@ -3866,6 +3879,7 @@ enum {
     "AND (?4 IS NULL OR \"FirstSeenUtc\" < ?4) AND \"Source\" = coalesce(?5, \"Source\") AND "          \
     "\"MessageId\" = coalesce(?6, \"MessageId\")"
 static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
+    {IBX__Q_OWNED, "\"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
     /* sqliteodbc shows RETURNING rows only after a leading WITH. */
     {IBX__Q_SEEN,
      "WITH _ AS (SELECT 1) INSERT INTO {T} (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
@@ -3882,19 +3896,20 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
      "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
      "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
+    /* With IBX_NO_ENVELOPE, for an expiry only: no envelope columns. */
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "
-     "\"ExpiresAt\") VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W}), ?, ?, ?, ?, ?) "
-     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\", " IBX__ENV("\"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", ")
+     "\"ExpiresAt\") VALUES (?1, ?2, ?3, ?4, ?5, 'Processing', ?6, coalesce(?7, {W}), " IBX__ENV("?8, ?9, ?10, ?11, ")
+     "?12) ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
      "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
      "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
      "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
-     "\"TenantId\" = coalesce(\"TenantId\", excluded.\"TenantId\"), "
-     "\"AggregateType\" = coalesce(\"AggregateType\", excluded.\"AggregateType\"), "
-     "\"AggregateId\" = coalesce(\"AggregateId\", excluded.\"AggregateId\"), "
-     "\"Headers\" = coalesce(\"Headers\", excluded.\"Headers\"), "
+     IBX__ENV("\"TenantId\" = coalesce(\"TenantId\", excluded.\"TenantId\"), "
+              "\"AggregateType\" = coalesce(\"AggregateType\", excluded.\"AggregateType\"), "
+              "\"AggregateId\" = coalesce(\"AggregateId\", excluded.\"AggregateId\"), "
+              "\"Headers\" = coalesce(\"Headers\", excluded.\"Headers\"), ")
      "\"ExpiresAt\" = coalesce(\"ExpiresAt\", excluded.\"ExpiresAt\"), "
      "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
     {IBX__Q_MARK,
@@ -3911,19 +3926,18 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "RETURNING " IBX__SQLITE_CLAIM_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-     "\"LastSeenUtc\" = {W} WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+     "\"LastSeenUtc\" = {W} WHERE {O}"},
     {IBX__Q_ABANDON,
      "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"Attempt\", 6)))), "
      "\"Attempt\" = \"Attempt\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
      "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Starts\" = max(\"Starts\" - 1, 0) "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+     "WHERE {O}"},
     {IBX__Q_FAIL,
      "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-     "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND "
-     IBX__SQLITE_KEYS},
+     "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE {O}"},
     {IBX__Q_EXTEND,
      "UPDATE {T} SET \"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+     "WHERE {O}"},
     {IBX__Q_REAP,
      "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Status\" = CASE WHEN \"Starts\" >= {Q} "
      "THEN 'Dead' ELSE \"Status\" END, \"LastError\" = CASE WHEN \"Starts\" >= {Q} THEN '" IBX__CRASH_LOOP "' "
@@ -4787,8 +4801,26 @@ static void ibx__count(ibx_store *s, ibx_metric metric, int64_t n) {
     if (s->metrics.count) s->metrics.count(metric, n, s->store_id, s->metrics.user);
 }
 
-static const ibx_error ibx__null_store_error = {IBX_ERR_INVALID_ARG, "", 0, 0, "store",
-                                                "store is NULL"};
+/* The error of a NULL handle. With threads it is filled once, at first
+ * use: an initialized ibx_error is 628 bytes of flash, nearly all zeros. */
+#ifndef IBX_NO_THREADS
+static ibx_error ibx__null_error_at;
+static pthread_once_t ibx__null_error_once = PTHREAD_ONCE_INIT;
+
+static void ibx__null_error_fill(void) {
+    ibx__null_error_at.result = IBX_ERR_INVALID_ARG;
+    ibx__copy(ibx__null_error_at.where, sizeof ibx__null_error_at.where, "store");
+    ibx__copy(ibx__null_error_at.message, sizeof ibx__null_error_at.message, "store is NULL");
+}
+
+static const ibx_error *ibx__null_error(void) {
+    pthread_once(&ibx__null_error_once, ibx__null_error_fill);
+    return &ibx__null_error_at;
+}
+#else
+static const ibx_error ibx__null_error_at = {IBX_ERR_INVALID_ARG, "", 0, 0, "store", "store is NULL"};
+#define ibx__null_error() (&ibx__null_error_at)
+#endif
 
 /* a + b for times and intervals, saturating: a huge interval means never. */
 static int64_t ibx__sat_add(int64_t a, int64_t b) {
@@ -4797,32 +4829,60 @@ static int64_t ibx__sat_add(int64_t a, int64_t b) {
     return a + b;
 }
 
-/* Code points in UTF-8 text of n bytes, or -1 when it is not valid UTF-8
- * (overlong forms, surrogates, past U+10FFFF): such text could never match. */
+/* The length of the valid UTF-8 character at s (`left` bytes there), or 0
+ * when none starts there (overlong forms, surrogates, past U+10FFFF). */
+static size_t ibx__utf8_char(const unsigned char *s, size_t left) {
+    unsigned long cp = s[0];
+    size_t k, more;
+    if (cp < 0x80) return 1;
+    if (cp >= 0xC2 && cp <= 0xDF) more = 1;
+    else if ((cp & 0xF0) == 0xE0) more = 2;
+    else if (cp >= 0xF0 && cp <= 0xF4) more = 3;
+    else return 0;
+    if (more >= left) return 0;
+    cp &= 0x3Fu >> more;
+    for (k = 1; k <= more; k++) {
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[k] & 0x3Fu);
+    }
+    if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return more + 1;
+}
+
+/* Code points in UTF-8 text of n bytes, or -1 when it is not valid UTF-8:
+ * such text could never match, and PostgreSQL and MariaDB refuse to store it. */
 static long ibx__utf8_length(const char *text, size_t n) {
     const unsigned char *s = (const unsigned char *)text;
-    size_t i = 0, k, more;
+    size_t i, len;
     long chars = 0;
-    while (i < n) {
-        unsigned long cp = s[i];
-        if (cp < 0x80) more = 0;
-        else if (cp >= 0xC2 && cp <= 0xDF) more = 1;
-        else if ((cp & 0xF0) == 0xE0) more = 2;
-        else if (cp >= 0xF0 && cp <= 0xF4) more = 3;
-        else return -1;
-        if (more >= n - i) return -1;
-        if (more) cp &= 0x3Fu >> more;
-        for (k = 1; k <= more; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return -1;
-            cp = (cp << 6) | (s[i + k] & 0x3Fu);
-        }
-        if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return -1;
-        i += more + 1;
-        chars++;
-    }
+    for (i = 0; i < n; i += len, chars++)
+        if (!(len = ibx__utf8_char(s + i, n - i))) return -1;
     return chars;
+}
+
+/* A handler's error text made valid UTF-8 in place (each byte that starts
+ * no character becomes '?'): stored as the last error, text that is not
+ * (bytes from a device, a message cut by snprintf inside a character)
+ * would make PostgreSQL and MariaDB refuse the settle, again at every
+ * redelivery, and the message would never use up its attempts. */
+static void ibx__utf8_repair(char *text) {
+    unsigned char *s = (unsigned char *)text;
+    size_t n = strlen(text), i, len;
+    for (i = 0; i < n; i += len)
+        if (!(len = ibx__utf8_char(s + i, n - i))) {
+            s[i] = '?';
+            len = 1;
+        }
+}
+
+/* An optional text argument (NULL passes) that is stored: valid UTF-8. */
+static ibx_result ibx__check_utf8(ibx_error *err, const char *fn, const char *arg, const char *value) {
+    char where[96];
+    if (!value || ibx__utf8_length(value, strlen(value)) >= 0) return IBX_OK;
+    snprintf(where, sizeof where, "%s: %s", fn, arg);
+    return ibx__fail(err, IBX_ERR_INVALID_ARG, where, "%s must be valid UTF-8", arg);
 }
 
 /* Whether text is valid UTF-8 of at most `max` characters. */
@@ -4914,8 +4974,12 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     memset((void *)names, 0, sizeof names);
     names['Q' - 'A'] = limit; /* {Q}: max_starts, a literal of the store's statements */
     ibx__store_own_names(&s->own, names);
+    for (row = s->q->rows; row->sql; row++) /* {O}: a condition several statements share */
+        if (row->id == IBX__Q_OWNED) names['O' - 'A'] = row->sql;
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
-        char *own = ibx__sql_expand(&s->hooks, row->sql, names);
+        char *own;
+        if (row->id == IBX__Q_OWNED) continue;
+        own = ibx__sql_expand(&s->hooks, row->sql, names);
         IBX_ASSERT(row->id >= 0 && row->id < IBX__Q_COUNT && !s->sql[row->id]);
         s->sql[row->id] = own ? ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, own) : NULL;
         ibx__free(&s->hooks, own);
@@ -5199,7 +5263,7 @@ IBX_API ibx_result ibx_store_get_info(const ibx_store *store, ibx_store_info *in
 }
 
 IBX_API const ibx_error *ibx_store_last_error(const ibx_store *store) {
-    return store ? &store->err : &ibx__null_store_error;
+    return store ? &store->err : ibx__null_error();
 }
 
 IBX_API ibx_result ibx_store_counters(const ibx_store *store, int64_t counters[IBX_METRIC_COUNT_]) {
@@ -6046,7 +6110,7 @@ IBX_API const char *ibx_provider_store_id(const ibx_provider *p, int index) {
 }
 
 IBX_API const ibx_error *ibx_provider_last_error(const ibx_provider *p) {
-    return p ? &p->err : &ibx__null_store_error;
+    return p ? &p->err : ibx__null_error();
 }
 
 /* The store of routing key `key`, or IBX_ERR_NOT_FOUND. A GUID key also
@@ -6661,7 +6725,7 @@ IBX_API void ibx_dispatcher_destroy(ibx_dispatcher *d) {
 }
 
 IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *d) {
-    return d ? d->err : &ibx__null_store_error;
+    return d ? d->err : ibx__null_error();
 }
 
 /* Register a route of either kind, refusing a topic that already has a
@@ -6826,6 +6890,7 @@ static void ibx__handled(ibx_dispatcher *d, ibx_store *s, const ibx_message *m, 
     int outcome = d->outcomes[i];
     const char *error = d->errors[i];
     char name[IBX__MSG_NAME_MAX];
+    ibx__utf8_repair(d->errors[i]);
     if (outcome == IBX_PAUSE) ibx__pause_begin(d, s, m->topic, error);
     else if (outcome == IBX_DONE && d->pause_count) ibx__pause_end(d, s, m->topic);
     if (outcome != IBX_RETRY && outcome != IBX_DEAD) return;
@@ -7320,6 +7385,16 @@ IBX__PRIVATE size_t ibx__json_unescape(const char **p, char out[4]) {
 /* An optional text: "" is stored as NULL. */
 static const char *ibx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
 
+/* Column `col` appended to buf (ibx__get_append) where bit `bit` of
+ * `present` says it is not NULL; else NULL without a driver call. */
+static ibx_result ibx__get_opt(ibx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type, unsigned present,
+                               unsigned bit, ibx__buf *buf, size_t *offset, size_t *out_len) {
+    if (present & bit) return ibx__get_append(db, st, col, c_type, buf, offset, out_len);
+    *offset = (size_t)-1;
+    if (out_len) *out_len = 0;
+    return IBX_OK;
+}
+
 #ifndef IBX_NO_ENVELOPE
 /* The JSON string that starts after the quote at p, decoded to *w (which
  * never runs ahead of p: a decoded string is shorter than its JSON) and
@@ -7438,16 +7513,6 @@ static int ibx__headers_json(const ibx__hooks *h, ibx__buf *b, const ibx_new_mes
     return ok && ibx__buf_add(h, b, "}", 1);
 }
 
-/* Column `col` appended to buf (ibx__get_append) where bit `bit` of
- * `present` says it is not NULL; else NULL without a driver call. */
-static ibx_result ibx__get_opt(ibx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type, unsigned present,
-                               unsigned bit, ibx__buf *buf, size_t *offset, size_t *out_len) {
-    if (present & bit) return ibx__get_append(db, st, col, c_type, buf, offset, out_len);
-    *offset = (size_t)-1;
-    if (out_len) *out_len = 0;
-    return IBX_OK;
-}
-
 /* The envelope's four columns from `col` on, those whose bit (1, 2, 4, 8)
  * is in `present`: the strings to buf, the Headers object decoded in
  * place (text that is not one reads as none). */
@@ -7547,9 +7612,9 @@ IBX__PRIVATE int ibx__headers_json(const ibx__hooks *h, ibx__buf *b, const ibx_n
     return 0;
 }
 
-static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, ibx__buf *buf, ibx__envelope_offsets *o,
-                                     int *header_count) {
-    (void)db, (void)st, (void)col, (void)buf, (void)o;
+static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, unsigned present, ibx__buf *buf,
+                                     ibx__envelope_offsets *o, int *header_count) {
+    (void)db, (void)st, (void)col, (void)present, (void)buf, (void)o;
     *header_count = 0;
     return IBX_OK;
 }
@@ -7998,6 +8063,7 @@ IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const 
                                int64_t *changed) {
     ibx_result r = store ? ibx__check_delay(store, "ibx_abandon", delay_ms) : IBX_ERR_INVALID_ARG;
     if (r == IBX_OK) r = ibx__settle_keys(store, "ibx_abandon", owner_token, keys, count);
+    if (r == IBX_OK) r = ibx__check_utf8(&store->err, "ibx_abandon", "last_error", last_error);
     return r != IBX_OK ? r : ibx__settle(store, IBX__SETTLE_ABANDON, count, last_error, delay_ms, 1, changed);
 }
 
@@ -8014,6 +8080,7 @@ IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx
     if (store && !error)
         return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_fail: error", "error must not be NULL");
     r = ibx__settle_keys(store, "ibx_fail", owner_token, keys, count);
+    if (r == IBX_OK) r = ibx__check_utf8(&store->err, "ibx_fail", "error", error);
     return r != IBX_OK ? r : ibx__settle(store, IBX__SETTLE_FAIL, count, error, 0, 0, changed);
 }
 

@@ -779,7 +779,8 @@ OBX_API obx_result obx_ack(obx_store *store, const char *owner_token, const char
  * OBX_DELAY_BACKOFF after the default backoff min(2^retry_count s, 60 s)
  * computed per message from its retry count before this abandon.
  * Ownership and results as obx_ack, plus OBX_ERR_OUT_OF_RANGE for any
- * other delay_ms (checked after the ids). */
+ * other delay_ms (checked after the ids) and OBX_ERR_INVALID_ARG for a
+ * last_error that is not valid UTF-8. */
 OBX_API obx_result obx_abandon(obx_store *store, const char *owner_token,
                                const char *const *ids, int count, const char *last_error,
                                int64_t delay_ms, int64_t *changed);
@@ -797,7 +798,8 @@ OBX_API obx_result obx_lease_extend(obx_store *store, const char *owner_token,
                                     int64_t *changed);
 
 /* Fail messages permanently (never claimed again), recording `last_error`
- * (NULL or "" stores no text). Ownership and results as obx_ack. */
+ * (NULL or "" stores no text; not valid UTF-8: OBX_ERR_INVALID_ARG).
+ * Ownership and results as obx_ack. */
 OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const char *const *ids,
                             int count, const char *last_error, int64_t *changed);
 
@@ -1003,8 +1005,9 @@ typedef enum obx_outcome {
 
 /* A handler. It gets the whole message. `error` (error_size bytes, zeroed
  * before the call) takes a short reason for RETRY or DEAD; it is stored as
- * the last error and logged, so it must not contain the payload. Handlers
- * must be idempotent: delivery is at least once. */
+ * the last error and logged, so it must not contain the payload (a byte
+ * that starts no UTF-8 character, as when snprintf cuts one, is stored as
+ * '?'). Handlers must be idempotent: delivery is at least once. */
 typedef obx_outcome (*obx_handler)(const obx_message *message, char *error, size_t error_size,
                                    void *user);
 
@@ -1309,7 +1312,7 @@ typedef struct obx_join {
  * optional grouping key (<= 255 characters) and metadata; *out_join_id gets
  * its id. Counters start at 0. Touches the database (own transaction).
  * Returns OBX_OK, OBX_ERR_INVALID_ARG (out_join_id NULL, a grouping key not
- * UTF-8 or too long), OBX_ERR_OUT_OF_RANGE (steps < 1),
+ * UTF-8 or too long, metadata not UTF-8), OBX_ERR_OUT_OF_RANGE (steps < 1),
  * OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, int expected_steps,
                                   const char *metadata, char out_join_id[37]);
@@ -1380,7 +1383,8 @@ typedef struct obx_join_wait {
  * in the caller's transaction on `hdbc` or (NULL) its own. Register
  * obx_join_wait_handler for the topic "join.wait" on a dispatcher. Returns
  * as obx_enqueue; OBX_ERR_INVALID_ARG (no join id, a join id that is not a
- * UUID, a follow-up topic over 255 characters). */
+ * UUID, a follow-up topic over 255 characters or a follow-up topic or
+ * payload not UTF-8, each named). */
 OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx_join_wait *wait,
                                          char out_id[37]);
 
@@ -2011,6 +2015,14 @@ static const obx__dialect obx__dialects[] = {
 #else
 #define OBX__SQLITE_ONLY 0
 #define OBX__ONE(d) (d)
+#endif
+
+/* Text of a statement that only the envelope needs: with OBX_NO_ENVELOPE
+ * its columns stay NULL, and a statement may leave them out. */
+#ifdef OBX_NO_ENVELOPE
+#define OBX__ENV(text) ""
+#else
+#define OBX__ENV(text) text
 #endif
 
 OBX__PRIVATE const obx__dialect *obx__dialect_get(obx_dialect id) {
@@ -3827,6 +3839,8 @@ enum {
                             tenant, aggregate type, aggregate id, headers (JSON object text) */
     OBX__Q_INSERT_MANY_KEYED, /* INSERT_MANY where a message has an ordering key or an envelope:
                                  five more lists (JSON rows: five more elements) */
+    OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
+                           owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
 };
 
@@ -3970,6 +3984,7 @@ enum {
     "instr(coalesce(\"LastError\", ''), ?2) > 0) AND \"CreatedAt\" >= coalesce(?3, \"CreatedAt\") "   \
     "AND (?4 IS NULL OR \"CreatedAt\" < ?4) AND \"Id\" = coalesce(?5, \"Id\")"
 static const obx__stmt_row obx__sqlite_outbox_rows[] = {
+    {OBX__Q_OWNED, "\"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))"},
@@ -3990,18 +4005,18 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
      "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+     "WHERE {O}"},
     {OBX__Q_ABANDON,
      "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"RetryCount\", 6)))), "
      "\"RetryCount\" = \"RetryCount\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
      "\"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Starts\" = max(\"Starts\" - 1, 0) "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+     "WHERE {O}"},
     {OBX__Q_FAIL,
      "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = ? "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+     "WHERE {O}"},
     {OBX__Q_EXTEND,
      "UPDATE {T} SET \"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+     "WHERE {O}"},
     {OBX__Q_REAP,
      "UPDATE {T} SET \"Status\" = CASE WHEN \"Starts\" >= {Q} THEN 3 ELSE 0 END, \"LastError\" = "
      "CASE WHEN \"Starts\" >= {Q} THEN '" OBX__CRASH_LOOP "' ELSE \"LastError\" END, "
@@ -5237,8 +5252,26 @@ static void obx__count(obx_store *s, obx_metric metric, int64_t n) {
     if (s->metrics.count) s->metrics.count(metric, n, s->store_id, s->metrics.user);
 }
 
-static const obx_error obx__null_store_error = {OBX_ERR_INVALID_ARG, "", 0, 0, "store",
-                                                "store is NULL"};
+/* The error of a NULL handle. With threads it is filled once, at first
+ * use: an initialized obx_error is 628 bytes of flash, nearly all zeros. */
+#ifndef OBX_NO_THREADS
+static obx_error obx__null_error_at;
+static pthread_once_t obx__null_error_once = PTHREAD_ONCE_INIT;
+
+static void obx__null_error_fill(void) {
+    obx__null_error_at.result = OBX_ERR_INVALID_ARG;
+    obx__copy(obx__null_error_at.where, sizeof obx__null_error_at.where, "store");
+    obx__copy(obx__null_error_at.message, sizeof obx__null_error_at.message, "store is NULL");
+}
+
+static const obx_error *obx__null_error(void) {
+    pthread_once(&obx__null_error_once, obx__null_error_fill);
+    return &obx__null_error_at;
+}
+#else
+static const obx_error obx__null_error_at = {OBX_ERR_INVALID_ARG, "", 0, 0, "store", "store is NULL"};
+#define obx__null_error() (&obx__null_error_at)
+#endif
 
 /* a + b for times and intervals, saturating: a huge interval means never. */
 static int64_t obx__sat_add(int64_t a, int64_t b) {
@@ -5247,32 +5280,60 @@ static int64_t obx__sat_add(int64_t a, int64_t b) {
     return a + b;
 }
 
-/* Code points in UTF-8 text of n bytes, or -1 when it is not valid UTF-8
- * (overlong forms, surrogates, past U+10FFFF): such text could never match. */
+/* The length of the valid UTF-8 character at s (`left` bytes there), or 0
+ * when none starts there (overlong forms, surrogates, past U+10FFFF). */
+static size_t obx__utf8_char(const unsigned char *s, size_t left) {
+    unsigned long cp = s[0];
+    size_t k, more;
+    if (cp < 0x80) return 1;
+    if (cp >= 0xC2 && cp <= 0xDF) more = 1;
+    else if ((cp & 0xF0) == 0xE0) more = 2;
+    else if (cp >= 0xF0 && cp <= 0xF4) more = 3;
+    else return 0;
+    if (more >= left) return 0;
+    cp &= 0x3Fu >> more;
+    for (k = 1; k <= more; k++) {
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[k] & 0x3Fu);
+    }
+    if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return more + 1;
+}
+
+/* Code points in UTF-8 text of n bytes, or -1 when it is not valid UTF-8:
+ * such text could never match, and PostgreSQL and MariaDB refuse to store it. */
 static long obx__utf8_length(const char *text, size_t n) {
     const unsigned char *s = (const unsigned char *)text;
-    size_t i = 0, k, more;
+    size_t i, len;
     long chars = 0;
-    while (i < n) {
-        unsigned long cp = s[i];
-        if (cp < 0x80) more = 0;
-        else if (cp >= 0xC2 && cp <= 0xDF) more = 1;
-        else if ((cp & 0xF0) == 0xE0) more = 2;
-        else if (cp >= 0xF0 && cp <= 0xF4) more = 3;
-        else return -1;
-        if (more >= n - i) return -1;
-        if (more) cp &= 0x3Fu >> more;
-        for (k = 1; k <= more; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return -1;
-            cp = (cp << 6) | (s[i + k] & 0x3Fu);
-        }
-        if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return -1;
-        i += more + 1;
-        chars++;
-    }
+    for (i = 0; i < n; i += len, chars++)
+        if (!(len = obx__utf8_char(s + i, n - i))) return -1;
     return chars;
+}
+
+/* A handler's error text made valid UTF-8 in place (each byte that starts
+ * no character becomes '?'): stored as the last error, text that is not
+ * (bytes from a device, a message cut by snprintf inside a character)
+ * would make PostgreSQL and MariaDB refuse the settle, again at every
+ * redelivery, and the message would never use up its attempts. */
+static void obx__utf8_repair(char *text) {
+    unsigned char *s = (unsigned char *)text;
+    size_t n = strlen(text), i, len;
+    for (i = 0; i < n; i += len)
+        if (!(len = obx__utf8_char(s + i, n - i))) {
+            s[i] = '?';
+            len = 1;
+        }
+}
+
+/* An optional text argument (NULL passes) that is stored: valid UTF-8. */
+static obx_result obx__check_utf8(obx_error *err, const char *fn, const char *arg, const char *value) {
+    char where[96];
+    if (!value || obx__utf8_length(value, strlen(value)) >= 0) return OBX_OK;
+    snprintf(where, sizeof where, "%s: %s", fn, arg);
+    return obx__fail(err, OBX_ERR_INVALID_ARG, where, "%s must be valid UTF-8", arg);
 }
 
 /* Whether text is valid UTF-8 of at most `max` characters. */
@@ -5364,8 +5425,12 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
     memset((void *)names, 0, sizeof names);
     names['Q' - 'A'] = limit; /* {Q}: max_starts, a literal of the store's statements */
     obx__store_own_names(&s->own, names);
+    for (row = s->q->rows; row->sql; row++) /* {O}: a condition several statements share */
+        if (row->id == OBX__Q_OWNED) names['O' - 'A'] = row->sql;
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
-        char *own = obx__sql_expand(&s->hooks, row->sql, names);
+        char *own;
+        if (row->id == OBX__Q_OWNED) continue;
+        own = obx__sql_expand(&s->hooks, row->sql, names);
         OBX_ASSERT(row->id >= 0 && row->id < OBX__Q_COUNT && !s->sql[row->id]);
         s->sql[row->id] = own ? obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, own) : NULL;
         obx__free(&s->hooks, own);
@@ -5649,7 +5714,7 @@ OBX_API obx_result obx_store_get_info(const obx_store *store, obx_store_info *in
 }
 
 OBX_API const obx_error *obx_store_last_error(const obx_store *store) {
-    return store ? &store->err : &obx__null_store_error;
+    return store ? &store->err : obx__null_error();
 }
 
 OBX_API obx_result obx_store_counters(const obx_store *store, int64_t counters[OBX_METRIC_COUNT_]) {
@@ -6496,7 +6561,7 @@ OBX_API const char *obx_provider_store_id(const obx_provider *p, int index) {
 }
 
 OBX_API const obx_error *obx_provider_last_error(const obx_provider *p) {
-    return p ? &p->err : &obx__null_store_error;
+    return p ? &p->err : obx__null_error();
 }
 
 /* The store of routing key `key`, or OBX_ERR_NOT_FOUND. A GUID key also
@@ -7111,7 +7176,7 @@ OBX_API void obx_dispatcher_destroy(obx_dispatcher *d) {
 }
 
 OBX_API const obx_error *obx_dispatcher_last_error(const obx_dispatcher *d) {
-    return d ? d->err : &obx__null_store_error;
+    return d ? d->err : obx__null_error();
 }
 
 /* Register a route of either kind, refusing a topic that already has a
@@ -7276,6 +7341,7 @@ static void obx__handled(obx_dispatcher *d, obx_store *s, const obx_message *m, 
     int outcome = d->outcomes[i];
     const char *error = d->errors[i];
     char name[OBX__MSG_NAME_MAX];
+    obx__utf8_repair(d->errors[i]);
     if (outcome == OBX_PAUSE) obx__pause_begin(d, s, m->topic, error);
     else if (outcome == OBX_DONE && d->pause_count) obx__pause_end(d, s, m->topic);
     if (outcome != OBX_RETRY && outcome != OBX_DEAD) return;
@@ -7770,6 +7836,16 @@ OBX__PRIVATE size_t obx__json_unescape(const char **p, char out[4]) {
 /* An optional text: "" is stored as NULL. */
 static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
 
+/* Column `col` appended to buf (obx__get_append) where bit `bit` of
+ * `present` says it is not NULL; else NULL without a driver call. */
+static obx_result obx__get_opt(obx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type, unsigned present,
+                               unsigned bit, obx__buf *buf, size_t *offset, size_t *out_len) {
+    if (present & bit) return obx__get_append(db, st, col, c_type, buf, offset, out_len);
+    *offset = (size_t)-1;
+    if (out_len) *out_len = 0;
+    return OBX_OK;
+}
+
 #ifndef OBX_NO_ENVELOPE
 /* The JSON string that starts after the quote at p, decoded to *w (which
  * never runs ahead of p: a decoded string is shorter than its JSON) and
@@ -7888,16 +7964,6 @@ static int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_mes
     return ok && obx__buf_add(h, b, "}", 1);
 }
 
-/* Column `col` appended to buf (obx__get_append) where bit `bit` of
- * `present` says it is not NULL; else NULL without a driver call. */
-static obx_result obx__get_opt(obx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type, unsigned present,
-                               unsigned bit, obx__buf *buf, size_t *offset, size_t *out_len) {
-    if (present & bit) return obx__get_append(db, st, col, c_type, buf, offset, out_len);
-    *offset = (size_t)-1;
-    if (out_len) *out_len = 0;
-    return OBX_OK;
-}
-
 /* The envelope's four columns from `col` on, those whose bit (1, 2, 4, 8)
  * is in `present`: the strings to buf, the Headers object decoded in
  * place (text that is not one reads as none). */
@@ -7997,9 +8063,9 @@ OBX__PRIVATE int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_n
     return 0;
 }
 
-static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, obx__buf *buf, obx__envelope_offsets *o,
-                                     int *header_count) {
-    (void)db, (void)st, (void)col, (void)buf, (void)o;
+static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, unsigned present, obx__buf *buf,
+                                     obx__envelope_offsets *o, int *header_count) {
+    (void)db, (void)st, (void)col, (void)present, (void)buf, (void)o;
     *header_count = 0;
     return OBX_OK;
 }
@@ -8519,6 +8585,7 @@ OBX_API obx_result obx_abandon(obx_store *store, const char *owner_token,
                                int64_t delay_ms, int64_t *changed) {
     obx_result r = obx__settle_ids(store, "obx_abandon", owner_token, ids, count);
     if (r == OBX_OK) r = obx__check_delay(store, "obx_abandon", delay_ms);
+    if (r == OBX_OK) r = obx__check_utf8(&store->err, "obx_abandon", "last_error", last_error);
     return r != OBX_OK ? r : obx__settle(store, OBX__SETTLE_ABANDON, count, last_error, delay_ms, 1, changed);
 }
 
@@ -8533,6 +8600,7 @@ OBX_API obx_result obx_lease_extend(obx_store *store, const char *owner_token,
 OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const char *const *ids,
                             int count, const char *last_error, int64_t *changed) {
     obx_result r = obx__settle_ids(store, "obx_fail", owner_token, ids, count);
+    if (r == OBX_OK) r = obx__check_utf8(&store->err, "obx_fail", "last_error", last_error);
     return r != OBX_OK ? r : obx__settle(store, OBX__SETTLE_FAIL, count, last_error, 0, 0, changed);
 }
 
@@ -8559,7 +8627,8 @@ OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, in
                          "expected_steps must be >= 1, got %d", expected_steps);
     if (grouping_key && !obx__text_fits(grouping_key, 255))
         return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_start: grouping_key",
-                         "grouping_key is longer than 255 characters");
+                         "grouping_key must be valid UTF-8 of at most 255 characters");
+    if ((r = obx__check_utf8(&store->err, "obx_join_start", "metadata", metadata)) != OBX_OK) return r;
     obx__new_uuid(store, id);
     obx__p_text(&p[0], id, 36);
     obx__p_text(&p[1], grouping_key && grouping_key[0] ? grouping_key : NULL, (size_t)-1);
@@ -8816,10 +8885,16 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
     if (r != OBX_OK) return r;
     if (!w) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: wait", "must not be NULL");
     if ((r = obx__check_uuid_arg(store, "obx_join_enqueue_wait", "join_id", w->join_id)) != OBX_OK) return r;
-    if ((w->on_complete_topic && !obx__text_fits(w->on_complete_topic, OBX_TOPIC_MAX)) ||
-        (w->on_fail_topic && !obx__text_fits(w->on_fail_topic, OBX_TOPIC_MAX)))
-        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: topic",
-                         "a follow-up topic is longer than 255 characters");
+    if (w->on_complete_topic && !obx__text_fits(w->on_complete_topic, OBX_TOPIC_MAX))
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: on_complete_topic",
+                         "on_complete_topic must be valid UTF-8 of at most 255 characters");
+    if (w->on_fail_topic && !obx__text_fits(w->on_fail_topic, OBX_TOPIC_MAX))
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: on_fail_topic",
+                         "on_fail_topic must be valid UTF-8 of at most 255 characters");
+    if ((r = obx__check_utf8(&store->err, "obx_join_enqueue_wait", "on_complete_payload",
+                             w->on_complete_payload)) != OBX_OK ||
+        (r = obx__check_utf8(&store->err, "obx_join_enqueue_wait", "on_fail_payload", w->on_fail_payload)) != OBX_OK)
+        return r;
     ok = obx__json_string(&b, &store->hooks, "joinId", w->join_id, 1) &&
          obx__json_string(&b, &store->hooks, "onCompleteTopic", w->on_complete_topic, 0) &&
          obx__json_string(&b, &store->hooks, "onCompletePayload", w->on_complete_payload, 0) &&

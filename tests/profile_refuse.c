@@ -162,7 +162,10 @@ static void inbox(void) {
           "CORE-NO-ENVELOPE", what);
     check(ibx_get(s, "m1", "src", &got) == IBX_ERR_NOT_FOUND, "CORE-NO-ENVELOPE", "a refused message is not stored");
     m.tenant_id = "";
+    m.expires_utc_ms = 4102444800000LL; /* 2100: the statement for an expiry, without envelope columns */
     check(ibx_enqueue(s, &m, NULL) == IBX_OK, "CORE-NO-ENVELOPE", "\"\" is no value: the message enqueues");
+    check(ibx_get(s, "m1", "src", &got) == IBX_OK && got.expires_ms == 4102444800000LL && got.tenant_id == NULL,
+          "CORE-NO-ENVELOPE", "the expiry was stored, no envelope read");
     ibx_store_close(s);
 }
 
