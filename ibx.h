@@ -901,7 +901,8 @@ IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]);
  * holds it). Messages past their
  * expires_ms are returned like the others (this reports what was claimed):
  * the dispatcher ends those Dead ("expired") unhandled; a caller handling
- * claims itself checks expires_ms. Returns IBX_OK (count >= 1)
+ * claims itself checks expires_ms. Each message's status and owner_token
+ * are what the claim set (filled in, not read back). Returns IBX_OK (count >= 1)
  * or IBX_EMPTY (count 0); IBX_ERR_INVALID_ARG (owner token not a UUID or
  * the empty one, NULL pointers); IBX_ERR_OUT_OF_RANGE (lease_seconds not
  * 1..IBX_LEASE_MAX_SECONDS, batch_size not 1..IBX_BATCH_MAX);

@@ -921,7 +921,8 @@ OBX_API obx_result obx_owner_token(obx_store *store, char out[37]);
  * holds it). Messages past their
  * expires_ms are returned like the others (this reports what was claimed):
  * the dispatcher ends those Dead ("expired") unhandled; a caller handling
- * claims itself checks expires_ms. Returns OBX_OK (count >= 1)
+ * claims itself checks expires_ms. Each message's status and owner_token
+ * are what the claim set (filled in, not read back). Returns OBX_OK (count >= 1)
  * or OBX_EMPTY (count 0); OBX_ERR_INVALID_ARG (owner token not a UUID or
  * the empty one, NULL pointers); OBX_ERR_OUT_OF_RANGE (lease_seconds not
  * 1..OBX_LEASE_MAX_SECONDS, batch_size not 1..OBX_BATCH_MAX);
