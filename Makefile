@@ -341,9 +341,11 @@ GW_PROFILE = $(SQLITE_ONLY) -DOBX_NO_JOIN -DOBX_NO_MULTI_STORE -DOBX_NO_METRICS_
 # part of it: README "Size").
 GW_TERSE = -DOBX_TERSE_MESSAGES -DIBX_TERSE_MESSAGES
 # Flags a gateway build uses anyway (README "Size"): no unwind tables (a C
-# program does not unwind; aarch64 GCC emits them by default). The programs'
-# table links with -ffunction-sections -fdata-sections --gc-sections always.
-GW_CFLAGS = -fno-asynchronous-unwind-tables -fno-unwind-tables
+# program does not unwind; aarch64 GCC emits them by default), and no
+# position-independent code (Debian's GCC makes it by default, for PIE; a
+# program linked with -static is not one). The programs' table links with
+# -ffunction-sections -fdata-sections --gc-sections always.
+GW_CFLAGS = -fno-asynchronous-unwind-tables -fno-unwind-tables -fno-pie
 SIZE_SETS ?= "all dialects=" "sqlite only=$(SQLITE_ONLY)" "gateway profile=$(GW_PROFILE)" \
              "profile, gateway flags=$(GW_PROFILE) $(GW_CFLAGS)" \
              "profile, flags, terse=$(GW_PROFILE) $(GW_CFLAGS) $(GW_TERSE)" \

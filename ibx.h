@@ -756,7 +756,8 @@ IBX_API ibx_result ibx_ack(ibx_store *store, const char *owner_token, const ibx_
  * recorded (NULL or "" keeps none), next attempt after `delay_ms`
  * (1..IBX_DELAY_MAX_MS), or with IBX_DELAY_BACKOFF after min(2^attempt s,
  * 60 s) from each message's attempt count before this abandon. Any other
- * delay_ms (0 or negative, IBX-058) is IBX_ERR_OUT_OF_RANGE, checked first.
+ * delay_ms (0 or negative, IBX-058) is IBX_ERR_OUT_OF_RANGE, checked first;
+ * a last_error that is not valid UTF-8 is IBX_ERR_INVALID_ARG.
  * Ownership and results as ibx_ack. */
 IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const ibx_key *keys,
                                int count, const char *last_error, int64_t delay_ms,
@@ -774,7 +775,8 @@ IBX_API ibx_result ibx_lease_extend(ibx_store *store, const char *owner_token, c
                                     int count, int lease_seconds, int64_t *changed);
 
 /* Mark messages Dead with `error` (required: NULL is IBX_ERR_INVALID_ARG,
- * IBX-067), clearing owner and lease. Ownership and results as ibx_ack. */
+ * IBX-067; not valid UTF-8: IBX_ERR_INVALID_ARG), clearing owner and lease.
+ * Ownership and results as ibx_ack. */
 IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx_key *keys,
                             int count, const char *error, int64_t *changed);
 
@@ -829,9 +831,13 @@ typedef struct ibx_store_info {
  * handle when one could be allocated (so ibx_store_last_error() explains
  * the failure; close it) and NULL only on IBX_ERR_NO_MEMORY, a NULL desc or
  * a half-set allocator hook. Returns IBX_OK; IBX_ERR_INVALID_ARG (desc/out
- * NULL, neither or both of connection_string and hdbc, bad
- * schema/table/store_id, an allocator with some but not all functions);
- * IBX_ERR_DB or IBX_ERR_DB_TRANSIENT (connect failed); IBX_ERR_NO_MEMORY. */
+ * NULL, neither or both of connection_string and hdbc, a bad name or
+ * path (schema, table, store_id, ...), a dialect that is not an
+ * ibx_dialect, an allocator with some but not all functions);
+ * IBX_ERR_OUT_OF_RANGE (max_pending, max_starts, statement_timeout_seconds
+ * or login_timeout_seconds outside what its field says, message_log_level
+ * not 0 or an ibx_log_level), naming the field; IBX_ERR_DB or
+ * IBX_ERR_DB_TRANSIENT (connect failed); IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out);
 
 /* Close a store and its connection (a caller's hdbc is left open). A store
@@ -895,7 +901,8 @@ IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]);
  * holds it). Messages past their
  * expires_ms are returned like the others (this reports what was claimed):
  * the dispatcher ends those Dead ("expired") unhandled; a caller handling
- * claims itself checks expires_ms. Returns IBX_OK (count >= 1)
+ * claims itself checks expires_ms. Each message's status and owner_token
+ * are what the claim set (filled in, not read back). Returns IBX_OK (count >= 1)
  * or IBX_EMPTY (count 0); IBX_ERR_INVALID_ARG (owner token not a UUID or
  * the empty one, NULL pointers); IBX_ERR_OUT_OF_RANGE (lease_seconds not
  * 1..IBX_LEASE_MAX_SECONDS, batch_size not 1..IBX_BATCH_MAX);
@@ -981,8 +988,9 @@ typedef enum ibx_outcome {
 
 /* A handler. It gets the whole message. `error` (error_size bytes, zeroed
  * before the call) takes a short reason for RETRY or DEAD; it is stored as
- * the last error and logged, so it must not contain the payload. Handlers
- * must be idempotent: delivery is at least once. */
+ * the last error and logged, so it must not contain the payload (a byte
+ * that starts no UTF-8 character, as when snprintf cuts one, is stored as
+ * '?'). Handlers must be idempotent: delivery is at least once. */
 typedef ibx_outcome (*ibx_handler)(const ibx_message *message, char *error, size_t error_size,
                                    void *user);
 
@@ -1148,7 +1156,9 @@ typedef struct ibx_dispatcher_desc {
  * IBX_ERR_INVALID_ARG (desc or out NULL; neither or both of store and
  * provider; owner_token not a UUID; built with IBX_NO_POSIX_CLOCK and no
  * clock hook with sleep_ms); IBX_ERR_OUT_OF_RANGE (a negative or too large
- * number); IBX_ERR_NO_MEMORY. */
+ * number); IBX_ERR_NO_MEMORY. The error, on the store (with a provider: on
+ * the provider), names the field, e.g. "ibx_dispatcher_create:
+ * lease_seconds"; with neither store nor provider there is nowhere to say. */
 IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_dispatcher **out);
 
 /* The description a dispatcher would run with: a copy of *desc (NULL: all
@@ -1865,6 +1875,28 @@ static const ibx__dialect ibx__dialects[] = {
 };
 #define IBX__DIALECT_COUNT ((int)(sizeof ibx__dialects / sizeof ibx__dialects[0]))
 
+/* With SQLite the only dialect built in, IBX__ONE(d)->flag is SQLite's
+ * flag, a constant, and the code only other dialects need folds away (the
+ * claim in three statements, batches as one list per column, PostgreSQL's
+ * arrays, SQL Server's types). Only for flags a left-out dialect's entry
+ * has the same (zero) value, or past the point where a store on it has
+ * been refused. */
+#if defined(IBX_NO_POSTGRESQL) && defined(IBX_NO_MARIADB) && defined(IBX_NO_SQLSERVER)
+#define IBX__SQLITE_ONLY 1
+#define IBX__ONE(d) ((void)(d), &ibx__dialects[IBX_DIALECT_SQLITE])
+#else
+#define IBX__SQLITE_ONLY 0
+#define IBX__ONE(d) (d)
+#endif
+
+/* Text of a statement that only the envelope needs: with IBX_NO_ENVELOPE
+ * its columns stay NULL, and a statement may leave them out. */
+#ifdef IBX_NO_ENVELOPE
+#define IBX__ENV(text) ""
+#else
+#define IBX__ENV(text) text
+#endif
+
 IBX__PRIVATE const ibx__dialect *ibx__dialect_get(ibx_dialect id) {
     int i = (int)id;
     return (i > 0 && i < IBX__DIALECT_COUNT) ? &ibx__dialects[i] : NULL;
@@ -2008,6 +2040,11 @@ typedef struct ibx__sqlset {
      * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
      * new name, after a DROP TRIGGER IF EXISTS of the old one. */
     ibx__column columns[IBX__COLUMNS_MAX + 1];
+    /* The claim returns whole message rows (ibx__read_message), not the
+     * short row of ibx__read_claimed: SQL Server's comes from a deployed
+     * procedure, which workers of the previous release still call while
+     * an upgrade replaces it. */
+    int claim_full_rows;
 } ibx__sqlset;
 
 /* Expand a statement template with a store's names: {T} the quoted table,
@@ -2023,7 +2060,7 @@ IBX__PRIVATE char *ibx__expand_names(const ibx__hooks *h, const ibx__dialect *d,
     int i, ok = 1;
     memset((void *)names, 0, sizeof names);
     memset(quoted, 0, sizeof quoted);
-    if (!d->has_schemas) schema = NULL;
+    if (!IBX__ONE(d)->has_schemas) schema = NULL;
     quoted['T' - 'A'] = ibx__quote_name(h, d, schema, table);
     if (schema) quoted['S' - 'A'] = ibx__quote_name(h, d, NULL, schema);
     ok = quoted['T' - 'A'] && (quoted['S' - 'A'] || !schema);
@@ -2128,7 +2165,7 @@ IBX__PRIVATE int ibx__quoted_add(const ibx__hooks *h, ibx__buf *b, const char *s
 
 IBX__PRIVATE int ibx__list_add(const ibx__hooks *h, ibx__buf *b, const ibx__dialect *d,
                                const char *s, size_t n) {
-    int pg = d->id == IBX_DIALECT_POSTGRESQL;
+    int pg = IBX__ONE(d)->id == IBX_DIALECT_POSTGRESQL;
     if (n > SIZE_MAX / 8) return 0; /* refused before anything is written */
     if (b->len == 0 && !ibx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
     if (b->len > 1 && !ibx__buf_add(h, b, ",", 1)) return 0;
@@ -2137,14 +2174,14 @@ IBX__PRIVATE int ibx__list_add(const ibx__hooks *h, ibx__buf *b, const ibx__dial
 
 /* A NULL element. */
 IBX__PRIVATE int ibx__list_add_null(const ibx__hooks *h, ibx__buf *b, const ibx__dialect *d) {
-    int pg = d->id == IBX_DIALECT_POSTGRESQL;
+    int pg = IBX__ONE(d)->id == IBX_DIALECT_POSTGRESQL;
     if (b->len == 0 && !ibx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
     if (b->len > 1 && !ibx__buf_add(h, b, ",", 1)) return 0;
     return ibx__buf_add(h, b, pg ? "NULL" : "null", 4);
 }
 
 IBX__PRIVATE int ibx__list_end(const ibx__hooks *h, ibx__buf *b, const ibx__dialect *d) {
-    int pg = d->id == IBX_DIALECT_POSTGRESQL;
+    int pg = IBX__ONE(d)->id == IBX_DIALECT_POSTGRESQL;
     if (b->len == 0) return ibx__buf_add(h, b, pg ? "{}" : "[]", 2);
     return ibx__buf_add(h, b, pg ? "}" : "]", 1);
 }
@@ -2341,12 +2378,12 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
                                                                           : SQL_AUTOCOMMIT_OFF),
                                      SQL_IS_UINTEGER),
                    SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(AUTOCOMMIT)");
-    if (r == IBX_OK && d->isolation)
+    if (r == IBX_OK && IBX__ONE(d)->isolation)
         r = ibx__check(db,
                        SQLSetConnectAttr(db->dbc, SQL_ATTR_TXN_ISOLATION,
-                                         (SQLPOINTER)(uintptr_t)d->isolation, SQL_IS_UINTEGER),
+                                         (SQLPOINTER)(uintptr_t)IBX__ONE(d)->isolation, SQL_IS_UINTEGER),
                        SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(TXN_ISOLATION)");
-    if (r == IBX_OK && d->session_sql) r = ibx__exec_direct(db, d->session_sql, "session setup");
+    if (r == IBX_OK && IBX__ONE(d)->session_sql) r = ibx__exec_direct(db, IBX__ONE(d)->session_sql, "session setup");
     if (r == IBX_OK && !db->tx_by_sql) r = ibx__end_tran(db, SQL_COMMIT, "session setup commit");
     if (r == IBX_OK && d->version_sql) {
         /* Best effort: SQL_DBMS_VER stays when the server will not say. */
@@ -2403,9 +2440,10 @@ IBX__PRIVATE void ibx__db_disconnect(ibx__db *db) {
  * timeouts. Returns 1 when db->connstr grew (then reconnect), 0 when
  * nothing was added, -1 when out of memory. */
 IBX__PRIVATE int ibx__connstr_extras(ibx__db *db) {
-    const char *extra = db->d->connect_extra && !ibx__contains_nocase(db->connstr, db->d->connect_key)
-                            ? db->d->connect_extra : "";
-    const char *k = db->statement_timeout_s > 0 && db->d->timeout_keys ? db->d->timeout_keys : "";
+    const ibx__dialect *d = IBX__ONE(db->d);
+    const char *extra = d->connect_extra && !ibx__contains_nocase(db->connstr, d->connect_key)
+                            ? d->connect_extra : "";
+    const char *k = db->statement_timeout_s > 0 && d->timeout_keys ? d->timeout_keys : "";
     char timeouts[96], *longer;
     size_t used = 0, n = strlen(db->connstr);
     timeouts[0] = '\0';
@@ -2651,7 +2689,7 @@ IBX__PRIVATE ibx_result ibx__bind(ibx__db *db, SQLHSTMT st, ibx__param *ps, int 
         SQLSMALLINT sql_type = p->sql_type;
         SQLULEN size = p->size;
         SQLRETURN rc;
-        if (db->d && db->d->max_types && p->c_type != SQL_C_SBIGINT) {
+        if (db->d && IBX__ONE(db->d)->max_types && p->c_type != SQL_C_SBIGINT) {
             int text = p->c_type == SQL_C_CHAR;
             sql_type = text ? SQL_VARCHAR : SQL_VARBINARY;
             size = p->size <= (text ? 4000u : 8000u) ? (text ? 4000u : 8000u) : 0;
@@ -2661,7 +2699,7 @@ IBX__PRIVATE ibx_result ibx__bind(ibx__db *db, SQLHSTMT st, ibx__param *ps, int 
          * of its own: slower, and through PgBouncer in transaction pooling
          * the describe and the execute reach different servers (26000). */
         if (sql_type == SQL_VARCHAR && size == 5) size = 6;
-        if (db->d && db->d->wide_text)
+        if (db->d && IBX__ONE(db->d)->wide_text)
             sql_type = sql_type == SQL_VARCHAR ? SQL_WVARCHAR
                      : sql_type == SQL_LONGVARCHAR ? SQL_WLONGVARCHAR : sql_type;
         rc = SQLBindParameter(st, (SQLUSMALLINT)(i + 1), SQL_PARAM_INPUT, p->c_type, sql_type,
@@ -2879,6 +2917,38 @@ IBX__PRIVATE ibx_result ibx__get_append(ibx__db *db, SQLHSTMT st, int col, SQLSM
     return IBX_OK;
 }
 
+/* A claimed row's fixed-size columns, bound so that one SQLFetch fills
+ * them all: `texts` short texts (UUIDs) first, then integers. Its variable
+ * texts come after them and are read with SQLGetData in column order, which
+ * every driver allows after the last bound column. A claim of 100 rows took
+ * 22 SQLGetData calls per row, each through the driver manager. */
+#define IBX__HEAD_INTS 10
+typedef struct ibx__row_head {
+    char text[2][40];
+    SQLLEN text_ind[2];
+    SQLBIGINT v[IBX__HEAD_INTS];
+    SQLLEN ind[IBX__HEAD_INTS];
+} ibx__row_head;
+
+IBX__PRIVATE ibx_result ibx__bind_head(ibx__db *db, SQLHSTMT st, ibx__row_head *h, int texts, int ints) {
+    int i;
+    IBX_ASSERT(texts <= 2 && ints <= IBX__HEAD_INTS);
+    for (i = 0; i < texts + ints; i++) {
+        SQLRETURN rc = i < texts ? SQLBindCol(st, (SQLUSMALLINT)(i + 1), SQL_C_CHAR, h->text[i],
+                                              (SQLLEN)sizeof h->text[i], &h->text_ind[i])
+                                 : SQLBindCol(st, (SQLUSMALLINT)(i + 1), SQL_C_SBIGINT, &h->v[i - texts], 0,
+                                              &h->ind[i - texts]);
+        ibx_result r = ibx__check(db, rc, SQL_HANDLE_STMT, st, "SQLBindCol");
+        if (r != IBX_OK) return r;
+    }
+    return IBX_OK;
+}
+
+/* Integer k of the bound head; 0 for NULL. */
+IBX__PRIVATE int64_t ibx__head_int(const ibx__row_head *h, int k) {
+    return h->ind[k] == SQL_NULL_DATA ? 0 : (int64_t)h->v[k];
+}
+
 /* Run one statement that returns nothing, outside the cache (DDL,
  * transaction control, session settings). */
 IBX__PRIVATE ibx_result ibx__exec_direct(ibx__db *db, const char *sql, const char *where) {
@@ -2986,7 +3056,7 @@ enum { IBX__UNIT_READ = 0, IBX__UNIT_WRITE = 1, IBX__UNIT_ONE_STATEMENT = 2 };
 IBX__PRIVATE int ibx__autocommit_for_one(ibx__db *db, int flags) {
     if (!(flags & IBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
     if (db->tx_by_sql || db->autocommit_on) return 1;
-    if (!db->d->autocommit_is_local ||
+    if (!IBX__ONE(db->d)->autocommit_is_local ||
         !SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
                                          (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER)))
         return 0; /* then as a transaction */
@@ -3726,9 +3796,18 @@ static ibx_status ibx__status_parse(const char *text) {
  * two parameters (sources, message ids) of equal length. Where the text
  * runs left to right (MariaDB's SET), parameters come in the order that
  * lets every column be read before it is assigned. */
+/* The plain upsert (no envelope, no expiry: fewer parameters) is a
+ * statement of its own, except with IBX_NO_ENVELOPE: then the expiry's
+ * upsert, with the expiry NULL, takes every message (one statement less). */
+#ifdef IBX_NO_ENVELOPE
+#define IBX__PLAIN_UPSERT 0
+#else
+#define IBX__PLAIN_UPSERT 1
+#endif
 enum {
     IBX__Q_SEEN,       /* source, message_id, hash -> status, stored hash */
-    IBX__Q_ENQUEUE,    /* source, id, topic, payload, hash, due, next_attempt -> rowcount */
+    IBX__Q_ENQUEUE,    /* source, id, topic, payload, hash, due, next_attempt -> rowcount; not
+                          with IBX_NO_ENVELOPE (IBX__PLAIN_UPSERT) */
     IBX__Q_ENQUEUE_ENV, /* ENQUEUE's seven, tenant, aggregate type, aggregate id, headers: a
                           message with an envelope (a known one keeps what it has) */
     IBX__Q_MARK,       /* status x4, source, id -> rowcount (see ibx__mark) */
@@ -3755,6 +3834,8 @@ enum {
     IBX__Q_DEAD_PURGE, /* dead filter, batch -> rowcount */
     IBX__Q_WAKE,       /* none: the inbox has no ordering keys, so nothing is parked (the
                           common reap asks for it) */
+    IBX__Q_OWNED,      /* not a statement: {O} in the others, the rows of a key list the
+                          owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
 };
 
@@ -3770,6 +3851,24 @@ enum {
     "CAST(\"OwnerToken\" AS text), \"Attempt\", \"LastError\", " IBX__PG_MS("NextAttemptAt")  \
     ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\", \"TenantId\", \"AggregateType\", \"AggregateId\", " \
     "CAST(\"Headers\" AS text), " IBX__PG_MS("ExpiresAt")
+/* A claim's short row (ibx__read_claimed): what the claim did not set, the
+ * integers first (bound), the last a mask of the optional columns that are
+ * not NULL (read only those), then the texts. o and c quote a name. */
+#define IBX__NN(col, bit) "(CASE WHEN " col " IS NULL THEN 0 ELSE " bit " END)"
+#define IBX__CLAIM_MASK(o, c)                                                                     \
+    IBX__NN(o "Hash" c, "1") " + " IBX__NN(o "LastError" c, "2") " + " IBX__NN(o "TenantId" c, "4")  \
+    " + " IBX__NN(o "AggregateType" c, "8") " + " IBX__NN(o "AggregateId" c, "16") " + "              \
+    IBX__NN(o "Headers" c, "32")
+#define IBX__SQLITE_CLAIM_COLS                                                                    \
+    "\"FirstSeenUtc\", \"LastSeenUtc\", \"LockedUntil\", \"Attempt\", \"NextAttemptAt\", \"DueTimeUtc\", " \
+    "\"Starts\", \"ExpiresAt\", " IBX__CLAIM_MASK("\"", "\"") ", \"Source\", \"MessageId\", \"Topic\", "  \
+    "\"Payload\", \"Hash\", \"LastError\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\""
+#define IBX__PG_CLAIM_COLS                                                                        \
+    IBX__PG_MS("FirstSeenUtc") ", " IBX__PG_MS("LastSeenUtc") ", " IBX__PG_MS("LockedUntil") ", "  \
+    "\"Attempt\", " IBX__PG_MS("NextAttemptAt") ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\", "      \
+    IBX__PG_MS("ExpiresAt") ", " IBX__CLAIM_MASK("\"", "\"") ", \"Source\", \"MessageId\", \"Topic\", " \
+    "\"Payload\", \"Hash\", \"LastError\", \"TenantId\", \"AggregateType\", \"AggregateId\", "          \
+    "CAST(\"Headers\" AS text)"
 /* The rows a key list names. */
 #define IBX__SQLITE_KEYS                                                                     \
     "(\"Source\", \"MessageId\") IN (SELECT s.value, m.value FROM json_each(?) AS s "          \
@@ -3794,6 +3893,7 @@ enum {
     "AND (?4 IS NULL OR \"FirstSeenUtc\" < ?4) AND \"Source\" = coalesce(?5, \"Source\") AND "          \
     "\"MessageId\" = coalesce(?6, \"MessageId\")"
 static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
+    {IBX__Q_OWNED, "\"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
     /* sqliteodbc shows RETURNING rows only after a leading WITH. */
     {IBX__Q_SEEN,
      "WITH _ AS (SELECT 1) INSERT INTO {T} (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
@@ -3801,6 +3901,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"LastSeenUtc\" = CASE WHEN \"Status\" = 'Done' THEN \"LastSeenUtc\" ELSE {W} END, "
      "\"Hash\" = CASE WHEN \"Status\" = 'Done' THEN \"Hash\" ELSE coalesce(\"Hash\", excluded.\"Hash\") END "
      "RETURNING \"Status\", \"Hash\""},
+#if IBX__PLAIN_UPSERT
     {IBX__Q_ENQUEUE,
      "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W})) "
@@ -3810,19 +3911,21 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
      "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
      "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
+#endif
+    /* With IBX_NO_ENVELOPE, for an expiry only: no envelope columns. */
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "
-     "\"ExpiresAt\") VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W}), ?, ?, ?, ?, ?) "
-     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+     "\"DueTimeUtc\", \"NextAttemptAt\", " IBX__ENV("\"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", ")
+     "\"ExpiresAt\") VALUES (?1, ?2, ?3, ?4, ?5, 'Processing', ?6, coalesce(?7, {W}), " IBX__ENV("?8, ?9, ?10, ?11, ")
+     "?12) ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
      "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
      "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
      "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
-     "\"TenantId\" = coalesce(\"TenantId\", excluded.\"TenantId\"), "
-     "\"AggregateType\" = coalesce(\"AggregateType\", excluded.\"AggregateType\"), "
-     "\"AggregateId\" = coalesce(\"AggregateId\", excluded.\"AggregateId\"), "
-     "\"Headers\" = coalesce(\"Headers\", excluded.\"Headers\"), "
+     IBX__ENV("\"TenantId\" = coalesce(\"TenantId\", excluded.\"TenantId\"), "
+              "\"AggregateType\" = coalesce(\"AggregateType\", excluded.\"AggregateType\"), "
+              "\"AggregateId\" = coalesce(\"AggregateId\", excluded.\"AggregateId\"), "
+              "\"Headers\" = coalesce(\"Headers\", excluded.\"Headers\"), ")
      "\"ExpiresAt\" = coalesce(\"ExpiresAt\", excluded.\"ExpiresAt\"), "
      "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
     {IBX__Q_MARK,
@@ -3836,22 +3939,21 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 WHERE rowid IN "
      "(SELECT rowid FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= {W} AND "
      "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W}) AND \"Starts\" < {Q} ORDER BY \"NextAttemptAt\" LIMIT ?) "
-     "RETURNING " IBX__SQLITE_COLS},
+     "RETURNING " IBX__SQLITE_CLAIM_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-     "\"LastSeenUtc\" = {W} WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+     "\"LastSeenUtc\" = {W} WHERE {O}"},
     {IBX__Q_ABANDON,
      "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"Attempt\", 6)))), "
      "\"Attempt\" = \"Attempt\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
      "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Starts\" = max(\"Starts\" - 1, 0) "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+     "WHERE {O}"},
     {IBX__Q_FAIL,
      "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-     "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND "
-     IBX__SQLITE_KEYS},
+     "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE {O}"},
     {IBX__Q_EXTEND,
      "UPDATE {T} SET \"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+     "WHERE {O}"},
     {IBX__Q_REAP,
      "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Status\" = CASE WHEN \"Starts\" >= {Q} "
      "THEN 'Dead' ELSE \"Status\" END, \"LastError\" = CASE WHEN \"Starts\" >= {Q} THEN '" IBX__CRASH_LOOP "' "
@@ -3920,7 +4022,8 @@ static const ibx__sqlset ibx__sqlite_inbox = {
      * Starts: handler starts since the last outcome (crash-loop quarantine).
      * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"},
-     {"AggregateId", "TEXT NULL"}, {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}}
+     {"AggregateId", "TEXT NULL"}, {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define IBX__SQLITE_SET &ibx__sqlite_inbox
 #endif
@@ -3940,6 +4043,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "\"LastSeenUtc\" = CASE WHEN t.\"Status\" = 'Done' THEN t.\"LastSeenUtc\" ELSE now() END, "
      "\"Hash\" = CASE WHEN t.\"Status\" = 'Done' THEN t.\"Hash\" ELSE coalesce(t.\"Hash\", excluded.\"Hash\") END "
      "RETURNING \"Status\", \"Hash\""},
+#if IBX__PLAIN_UPSERT
     {IBX__Q_ENQUEUE,
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
@@ -3950,6 +4054,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
      "\"Starts\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Starts\" END, "
      "\"Status\" = 'Processing' WHERE t.\"Status\" <> 'Done'"},
+#endif
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "
@@ -3984,7 +4089,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "WHERE ctid = ANY (ARRAY(SELECT ctid FROM {T} WHERE \"Status\" = 'Processing' "
      "AND \"NextAttemptAt\" <= now() AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) AND \"Starts\" < {Q} "
      "ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
-     "RETURNING " IBX__PG_COLS},
+     "RETURNING " IBX__PG_CLAIM_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
      "\"LastSeenUtc\" = now() WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND "
@@ -4079,7 +4184,8 @@ static const ibx__sqlset ibx__postgresql_inbox = {
      * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "integer NOT NULL DEFAULT 0"}, {"TenantId", "varchar(64) NULL"},
      {"AggregateType", "varchar(64) NULL"}, {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
-     {"ExpiresAt", "timestamptz NULL"}}
+     {"ExpiresAt", "timestamptz NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define IBX__POSTGRESQL_SET &ibx__postgresql_inbox
 #endif
@@ -4093,6 +4199,11 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     IBX__MY_MS("LastSeenUtc") ", `Status`, " IBX__MY_MS("LockedUntil") ", `OwnerToken`, "      \
     "`Attempt`, `LastError`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, " \
     "`TenantId`, `AggregateType`, `AggregateId`, `Headers`, " IBX__MY_MS("ExpiresAt")
+#define IBX__MY_CLAIM_COLS                                                                        \
+    IBX__MY_MS("FirstSeenUtc") ", " IBX__MY_MS("LastSeenUtc") ", " IBX__MY_MS("LockedUntil") ", "  \
+    "`Attempt`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, "          \
+    IBX__MY_MS("ExpiresAt") ", " IBX__CLAIM_MASK("`", "`") ", `Source`, `MessageId`, `Topic`, "     \
+    "`Payload`, `Hash`, `LastError`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`"
 /* The rows a key list names, by primary key (an IN subquery would scan and
  * wait on other workers' row locks); the lists' markers are numbered. */
 #define IBX__MY_LIST(marker, alias) \
@@ -4121,6 +4232,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
      "`Hash` = IF(" IBX__MY_DONE ", `Hash`, COALESCE(`Hash`, VALUES(`Hash`))) "
      "RETURNING `Status`, `Hash`"},
+#if IBX__PLAIN_UPSERT
     {IBX__Q_ENQUEUE,
      "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
      "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, 'Processing', " IBX__MY_FROM_MS("?") ", "
@@ -4134,6 +4246,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`Attempt` = IF(`Status` = 'Dead', 0, `Attempt`), `Starts` = IF(`Status` = 'Dead', 0, `Starts`), "
      "`Status` = IF(" IBX__MY_DONE ", 'Done', 'Processing') "
      "RETURNING `Status` = 'Processing'"},
+#endif
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
      "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`) VALUES (?, ?, ?, ?, ?, "
@@ -4225,7 +4338,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) AND t.`Starts` < {Q} "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {IBX__Q_CLAIM_READ,
-     "SELECT " IBX__MY_COLS " FROM " IBX__MY_BY_KEYS("?3", "?4") " WHERE {T}.`OwnerToken` = ?1"},
+     "SELECT " IBX__MY_CLAIM_COLS " FROM " IBX__MY_BY_KEYS("?3", "?4") " WHERE {T}.`OwnerToken` = ?1"},
 #ifndef IBX_NO_DEAD_LETTERS
     {IBX__Q_DEAD_LIST,
      "SELECT " IBX__MY_COLS " FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc`, `Source`, "
@@ -4267,7 +4380,8 @@ static const ibx__sqlset ibx__mariadb_inbox = {
      * Starts: handler starts since the last outcome (crash-loop quarantine).
      * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"},
-     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}}
+     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define IBX__MARIADB_SET &ibx__mariadb_inbox
 #endif
@@ -4333,6 +4447,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "[Hash] = CASE WHEN t.[Status] = 'Done' THEN t.[Hash] ELSE COALESCE(t.[Hash], s.[Hash]) END "
      "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Hash]) VALUES (s.[Source], s.[MessageId], s.[Hash]) "
      "OUTPUT inserted.[Status], inserted.[Hash];"},
+#if IBX__PLAIN_UPSERT
     {IBX__Q_ENQUEUE,
      "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ?1 AS [Source], ?2 AS [MessageId], ?3 AS [Topic], "
      "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
@@ -4345,6 +4460,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
      "[DueTimeUtc], [NextAttemptAt]) VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], "
      "'Processing', s.[Due], s.[NextAt]);"},
+#endif
     {IBX__Q_ENQUEUE_ENV,
      "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ?1 AS [Source], ?2 AS [MessageId], ?3 AS [Topic], "
      "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
@@ -4501,7 +4617,8 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
      * TenantId .. Headers: the envelope (NULL when a message has none). */
     {{"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
      {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
-     {"ExpiresAt", "DATETIME2(3) NULL"}}
+     {"ExpiresAt", "DATETIME2(3) NULL"}},
+    1 /* claim_full_rows: the rows of the deployed <table>_Claim */
 };
 #define IBX__SQLSERVER_SET &ibx__sqlserver_inbox
 #endif
@@ -4545,6 +4662,8 @@ static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__
 #define IBX__DELAY_MIN_MS 1           /* a given delay must be positive (IBX-058) */
 #define IBX__RETENTION_DEFAULT_MS IBX_DEFAULT_RETENTION_MS /* cleanup with retention 0 */
 #define IBX__MSG_ATTEMPTS(m) ((m)->attempt)
+#define IBX__CLAIM_TEXTS 0            /* a claim's short row: 8 times and counts, */
+#define IBX__CLAIM_INTS 9             /* the mask (IBX__CLAIM_MASK), then the texts */
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct ibx__row_offsets {
@@ -4588,12 +4707,20 @@ static void ibx__store_own_open(ibx__store_own *own, const ibx_store_desc *desc)
 /* The expanded statements, by id: the header may swap a statement for a
  * variant its options ask for. */
 static void ibx__store_own_sql(const ibx__store_own *own, char **sql);
+/* Names the header's own options give its statement templates ({H}...). */
+static void ibx__store_own_names(const ibx__store_own *own, const char **names);
 /* The current row (the dialect's message columns) into *m; its strings go
  * to buf, at offsets *o, and are pointed at by ibx__point_strings once the
  * buffer stops moving. */
 static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ibx__buf *buf,
                                     ibx__row_offsets *o);
 static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o);
+/* A claim's short row: its head bound in `head` (IBX__CLAIM_TEXTS texts,
+ * IBX__CLAIM_INTS integers, the last a mask of the optional texts that are
+ * not NULL), then its texts; what the claim itself set (status, owner
+ * `token`) filled in, not read. */
+static ibx_result ibx__read_claimed(ibx__db *db, SQLHSTMT st, const ibx__row_head *head, const char *token,
+                                    ibx_message *m, ibx__buf *buf, ibx__row_offsets *o);
 /* Add a claimed message's key to key lists `keys`; 0 when out of memory. */
 static int ibx__msg_key_add(const ibx__hooks *h, const ibx__dialect *d, ibx__buf *keys,
                             const ibx_message *m);
@@ -4696,8 +4823,26 @@ static void ibx__count(ibx_store *s, ibx_metric metric, int64_t n) {
     if (s->metrics.count) s->metrics.count(metric, n, s->store_id, s->metrics.user);
 }
 
-static const ibx_error ibx__null_store_error = {IBX_ERR_INVALID_ARG, "", 0, 0, "store",
-                                                "store is NULL"};
+/* The error of a NULL handle. With threads it is filled once, at first
+ * use: an initialized ibx_error is 628 bytes of flash, nearly all zeros. */
+#ifndef IBX_NO_THREADS
+static ibx_error ibx__null_error_at;
+static pthread_once_t ibx__null_error_once = PTHREAD_ONCE_INIT;
+
+static void ibx__null_error_fill(void) {
+    ibx__null_error_at.result = IBX_ERR_INVALID_ARG;
+    ibx__copy(ibx__null_error_at.where, sizeof ibx__null_error_at.where, "store");
+    ibx__copy(ibx__null_error_at.message, sizeof ibx__null_error_at.message, "store is NULL");
+}
+
+static const ibx_error *ibx__null_error(void) {
+    pthread_once(&ibx__null_error_once, ibx__null_error_fill);
+    return &ibx__null_error_at;
+}
+#else
+static const ibx_error ibx__null_error_at = {IBX_ERR_INVALID_ARG, "", 0, 0, "store", "store is NULL"};
+#define ibx__null_error() (&ibx__null_error_at)
+#endif
 
 /* a + b for times and intervals, saturating: a huge interval means never. */
 static int64_t ibx__sat_add(int64_t a, int64_t b) {
@@ -4706,32 +4851,60 @@ static int64_t ibx__sat_add(int64_t a, int64_t b) {
     return a + b;
 }
 
-/* Code points in UTF-8 text of n bytes, or -1 when it is not valid UTF-8
- * (overlong forms, surrogates, past U+10FFFF): such text could never match. */
+/* The length of the valid UTF-8 character at s (`left` bytes there), or 0
+ * when none starts there (overlong forms, surrogates, past U+10FFFF). */
+static size_t ibx__utf8_char(const unsigned char *s, size_t left) {
+    unsigned long cp = s[0];
+    size_t k, more;
+    if (cp < 0x80) return 1;
+    if (cp >= 0xC2 && cp <= 0xDF) more = 1;
+    else if ((cp & 0xF0) == 0xE0) more = 2;
+    else if (cp >= 0xF0 && cp <= 0xF4) more = 3;
+    else return 0;
+    if (more >= left) return 0;
+    cp &= 0x3Fu >> more;
+    for (k = 1; k <= more; k++) {
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[k] & 0x3Fu);
+    }
+    if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return more + 1;
+}
+
+/* Code points in UTF-8 text of n bytes, or -1 when it is not valid UTF-8:
+ * such text could never match, and PostgreSQL and MariaDB refuse to store it. */
 static long ibx__utf8_length(const char *text, size_t n) {
     const unsigned char *s = (const unsigned char *)text;
-    size_t i = 0, k, more;
+    size_t i, len;
     long chars = 0;
-    while (i < n) {
-        unsigned long cp = s[i];
-        if (cp < 0x80) more = 0;
-        else if (cp >= 0xC2 && cp <= 0xDF) more = 1;
-        else if ((cp & 0xF0) == 0xE0) more = 2;
-        else if (cp >= 0xF0 && cp <= 0xF4) more = 3;
-        else return -1;
-        if (more >= n - i) return -1;
-        if (more) cp &= 0x3Fu >> more;
-        for (k = 1; k <= more; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return -1;
-            cp = (cp << 6) | (s[i + k] & 0x3Fu);
-        }
-        if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return -1;
-        i += more + 1;
-        chars++;
-    }
+    for (i = 0; i < n; i += len, chars++)
+        if (!(len = ibx__utf8_char(s + i, n - i))) return -1;
     return chars;
+}
+
+/* A handler's error text made valid UTF-8 in place (each byte that starts
+ * no character becomes '?'): stored as the last error, text that is not
+ * (bytes from a device, a message cut by snprintf inside a character)
+ * would make PostgreSQL and MariaDB refuse the settle, again at every
+ * redelivery, and the message would never use up its attempts. */
+static void ibx__utf8_repair(char *text) {
+    unsigned char *s = (unsigned char *)text;
+    size_t n = strlen(text), i, len;
+    for (i = 0; i < n; i += len)
+        if (!(len = ibx__utf8_char(s + i, n - i))) {
+            s[i] = '?';
+            len = 1;
+        }
+}
+
+/* An optional text argument (NULL passes) that is stored: valid UTF-8. */
+static ibx_result ibx__check_utf8(ibx_error *err, const char *fn, const char *arg, const char *value) {
+    char where[96];
+    if (!value || ibx__utf8_length(value, strlen(value)) >= 0) return IBX_OK;
+    snprintf(where, sizeof where, "%s: %s", fn, arg);
+    return ibx__fail(err, IBX_ERR_INVALID_ARG, where, "%s must be valid UTF-8", arg);
 }
 
 /* Whether text is valid UTF-8 of at most `max` characters. */
@@ -4822,8 +4995,13 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     snprintf(limit, sizeof limit, "%d", s->max_starts);
     memset((void *)names, 0, sizeof names);
     names['Q' - 'A'] = limit; /* {Q}: max_starts, a literal of the store's statements */
+    ibx__store_own_names(&s->own, names);
+    for (row = s->q->rows; row->sql; row++) /* {O}: a condition several statements share */
+        if (row->id == IBX__Q_OWNED) names['O' - 'A'] = row->sql;
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
-        char *own = ibx__sql_expand(&s->hooks, row->sql, names);
+        char *own;
+        if (row->id == IBX__Q_OWNED) continue;
+        own = ibx__sql_expand(&s->hooks, row->sql, names);
         IBX_ASSERT(row->id >= 0 && row->id < IBX__Q_COUNT && !s->sql[row->id]);
         s->sql[row->id] = own ? ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, own) : NULL;
         ibx__free(&s->hooks, own);
@@ -5012,6 +5190,17 @@ static ibx_result ibx__store_desc_check(ibx_store *s, const ibx_store_desc *desc
                          "max_starts must be 0 (the default, %d) or 1..%d, got %d", IBX__MAX_STARTS_DEFAULT,
                          IBX__MAX_STARTS_LIMIT, desc->max_starts);
     s->max_starts = desc->max_starts ? desc->max_starts : IBX__MAX_STARTS_DEFAULT;
+    if (desc->statement_timeout_seconds < 0)
+        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: statement_timeout_seconds",
+                         "statement_timeout_seconds must be 0 (none) or more, got %d", desc->statement_timeout_seconds);
+    if (desc->login_timeout_seconds < -1)
+        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: login_timeout_seconds",
+                         "login_timeout_seconds must be -1 (the driver's), 0 (the default) or more, got %d",
+                         desc->login_timeout_seconds);
+    if ((int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF)
+        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: message_log_level",
+                         "message_log_level must be 0 (the default) or an ibx_log_level, got %d",
+                         (int)desc->message_log_level);
     s->pending_estimate = INT64_MAX; /* unknown: the first enqueue counts */
     return ibx__store_names(s, desc);
 }
@@ -5096,7 +5285,7 @@ IBX_API ibx_result ibx_store_get_info(const ibx_store *store, ibx_store_info *in
 }
 
 IBX_API const ibx_error *ibx_store_last_error(const ibx_store *store) {
-    return store ? &store->err : &ibx__null_store_error;
+    return store ? &store->err : ibx__null_error();
 }
 
 IBX_API ibx_result ibx_store_counters(const ibx_store *store, int64_t counters[IBX_METRIC_COUNT_]) {
@@ -5209,10 +5398,12 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
     ibx__claim_ctx *c = (ibx__claim_ctx *)vctx;
     ibx_store *s = c->s;
     SQLHSTMT cur = NULL;
+    ibx__row_head head;
+    const int short_rows = !s->q->claim_full_rows;
     ibx_result r;
     c->count = 0;
     s->rows.len = 0;
-    if (s->sql[IBX__Q_CLAIM_PICK]) {
+    if (!IBX__SQLITE_ONLY && s->sql[IBX__Q_CLAIM_PICK]) {
         r = ibx__claim_picked(db, c, &cur);
     } else {
         ibx__param p[3];
@@ -5221,6 +5412,7 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
         ibx__p_i64(&p[2], c->batch_size);
         r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 3, NULL, &cur);
     }
+    if (r == IBX_OK && cur && short_rows) r = ibx__bind_head(db, cur, &head, IBX__CLAIM_TEXTS, IBX__CLAIM_INTS);
     while (r == IBX_OK && cur && (r = ibx__fetch(db, cur)) == IBX_OK) {
         /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
          * subquery run twice does it): roll the claim back, lose nothing. */
@@ -5230,9 +5422,12 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
                           c->batch_size);
             break;
         }
-        r = ibx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        r = short_rows ? ibx__read_claimed(db, cur, &head, s->token, &s->msgs[c->count], &s->rows,
+                                           &s->offsets[c->count])
+                       : ibx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
         if (r == IBX_OK) c->count++;
     }
+    if (cur && short_rows) SQLFreeStmt(cur, SQL_UNBIND); /* `head` is about to go */
     ibx__close(cur);
     return r == IBX_EMPTY ? IBX_OK : r;
 }
@@ -5945,7 +6140,7 @@ IBX_API const char *ibx_provider_store_id(const ibx_provider *p, int index) {
 }
 
 IBX_API const ibx_error *ibx_provider_last_error(const ibx_provider *p) {
-    return p ? &p->err : &ibx__null_store_error;
+    return p ? &p->err : ibx__null_error();
 }
 
 /* The store of routing key `key`, or IBX_ERR_NOT_FOUND. A GUID key also
@@ -6377,27 +6572,61 @@ static int64_t ibx__default_backoff(int attempts, void *user) {
     return ibx__backoff_default_ms(attempts);
 }
 
+/* The numbers of a dispatcher description and their ranges (0 is always
+ * allowed: the default), so that a refusal names the field. */
+static const struct {
+    const char *name;
+    unsigned short offset;
+    unsigned char is_int;        /* an int; else an int64_t */
+    int64_t max;
+} ibx__dispatcher_numbers[] = {
+    {"batch_size", offsetof(ibx_dispatcher_desc, batch_size), 1, IBX_BATCH_MAX},
+    {"lease_seconds", offsetof(ibx_dispatcher_desc, lease_seconds), 1, IBX_LEASE_MAX_SECONDS},
+    {"max_attempts", offsetof(ibx_dispatcher_desc, max_attempts), 1, INT_MAX},
+    {"poll_interval_ms", offsetof(ibx_dispatcher_desc, poll_interval_ms), 0, INT64_MAX},
+    {"idle_max_ms", offsetof(ibx_dispatcher_desc, idle_max_ms), 0, INT64_MAX},
+    {"reap_interval_ms", offsetof(ibx_dispatcher_desc, reap_interval_ms), 0, INT64_MAX},
+    {"startup_delay_ms", offsetof(ibx_dispatcher_desc, startup_delay_ms), 0, INT64_MAX},
+    {"error_delay_ms", offsetof(ibx_dispatcher_desc, error_delay_ms), 0, INT64_MAX},
+    {"cleanup_interval_ms", offsetof(ibx_dispatcher_desc, cleanup_interval_ms), 0, INT64_MAX},
+    {"cleanup_retention_ms", offsetof(ibx_dispatcher_desc, cleanup_retention_ms), 0, IBX_RETENTION_MAX_MS},
+    {"max_handler_ms", offsetof(ibx_dispatcher_desc, max_handler_ms), 0, INT64_MAX},
+    {"pause_ms", offsetof(ibx_dispatcher_desc, pause_ms), 0, IBX_DELAY_MAX_MS},
+    {"pause_max_ms", offsetof(ibx_dispatcher_desc, pause_max_ms), 0, IBX_DELAY_MAX_MS}};
+
 /* The checks of a dispatcher description, reported to `err`. */
 static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ibx_error *err) {
+    char where[64];
+    const char *name = NULL;
+    int64_t value = 0, max = 0;
+    size_t i;
     if (desc->owner_token && (!ibx__uuid_is_valid(desc->owner_token) ||
                               strcmp(desc->owner_token, "00000000-0000-0000-0000-000000000000") == 0))
         return ibx__fail(err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: owner_token",
                          "owner_token must be a UUID, not the empty one");
-    if (desc->batch_size < 0 || desc->batch_size > IBX_BATCH_MAX || desc->lease_seconds < 0 ||
-        desc->lease_seconds > IBX_LEASE_MAX_SECONDS || desc->max_attempts < 0 ||
-        desc->poll_interval_ms < 0 || desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 ||
-        desc->startup_delay_ms < 0 || desc->error_delay_ms < 0 || desc->cleanup_interval_ms < 0 ||
-        desc->cleanup_retention_ms < 0 || desc->cleanup_retention_ms > IBX_RETENTION_MAX_MS ||
-        desc->max_handler_ms < 0 || desc->pause_ms < 0 || desc->pause_ms > IBX_DELAY_MAX_MS ||
-        desc->pause_max_ms < 0 || desc->pause_max_ms > IBX_DELAY_MAX_MS ||
-        (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF ||
-        ((int)desc->selection != IBX_SELECT_ROUND_ROBIN && (int)desc->selection != IBX_SELECT_DRAIN_FIRST))
-        return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, "ibx_dispatcher_create: desc",
-                         "batch_size 0..%d, lease_seconds 0..%d, pauses up to %lld ms"
-                         IBX__WHY(", a known selection and log level, and no negative attempts or intervals (0 means "
-                                  "the default)"),
-                         IBX_BATCH_MAX, IBX_LEASE_MAX_SECONDS, (long long)IBX_DELAY_MAX_MS);
-    return IBX_OK;
+    for (i = 0; !name && i < sizeof ibx__dispatcher_numbers / sizeof ibx__dispatcher_numbers[0]; i++) {
+        const char *at = (const char *)desc + ibx__dispatcher_numbers[i].offset;
+        int v;
+        if (ibx__dispatcher_numbers[i].is_int) {
+            memcpy(&v, at, sizeof v);
+            value = v;
+        } else {
+            memcpy(&value, at, sizeof value);
+        }
+        max = ibx__dispatcher_numbers[i].max;
+        if (value < 0 || value > max) name = ibx__dispatcher_numbers[i].name;
+    }
+    if (!name && ((int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF))
+        name = "message_log_level", value = (int)desc->message_log_level, max = IBX_LOG_OFF;
+    if (!name && (int)desc->selection != IBX_SELECT_ROUND_ROBIN && (int)desc->selection != IBX_SELECT_DRAIN_FIRST)
+        name = "selection", value = (int)desc->selection, max = IBX_SELECT_DRAIN_FIRST;
+    if (!name) return IBX_OK;
+    snprintf(where, sizeof where, "ibx_dispatcher_create: %s", name);
+    if (max >= INT_MAX)
+        return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, where, "%s must not be negative (0: the default), got %lld", name,
+                         (long long)value);
+    return ibx__fail(err, IBX_ERR_OUT_OF_RANGE, where, "%s must be 0..%lld (0: the default), got %lld", name,
+                     (long long)max, (long long)value);
 }
 
 /* Defaults for every zero field (one place; see the desc's field docs). */
@@ -6453,7 +6682,10 @@ IBX_API ibx_result ibx_dispatcher_create(const ibx_dispatcher_desc *desc, ibx_di
     size_t b;
     if (!out) return IBX_ERR_INVALID_ARG;
     *out = NULL;
-    if (!desc || (desc->store != NULL) == (desc->provider != NULL)) return IBX_ERR_INVALID_ARG;
+    if (!desc || (!desc->store && !desc->provider)) return IBX_ERR_INVALID_ARG; /* nowhere to say why */
+    if (desc->store && desc->provider)
+        return ibx__fail(&desc->store->err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: provider",
+                         "give a store or a provider, not both");
 #ifdef IBX_NO_MULTI_STORE
     if (desc->provider) return IBX_ERR_UNSUPPORTED; /* no provider can exist in this build */
     h = &desc->store->hooks;
@@ -6523,7 +6755,7 @@ IBX_API void ibx_dispatcher_destroy(ibx_dispatcher *d) {
 }
 
 IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *d) {
-    return d ? d->err : &ibx__null_store_error;
+    return d ? d->err : ibx__null_error();
 }
 
 /* Register a route of either kind, refusing a topic that already has a
@@ -6688,6 +6920,7 @@ static void ibx__handled(ibx_dispatcher *d, ibx_store *s, const ibx_message *m, 
     int outcome = d->outcomes[i];
     const char *error = d->errors[i];
     char name[IBX__MSG_NAME_MAX];
+    ibx__utf8_repair(d->errors[i]);
     if (outcome == IBX_PAUSE) ibx__pause_begin(d, s, m->topic, error);
     else if (outcome == IBX_DONE && d->pause_count) ibx__pause_end(d, s, m->topic);
     if (outcome != IBX_RETRY && outcome != IBX_DEAD) return;
@@ -7182,6 +7415,16 @@ IBX__PRIVATE size_t ibx__json_unescape(const char **p, char out[4]) {
 /* An optional text: "" is stored as NULL. */
 static const char *ibx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
 
+/* Column `col` appended to buf (ibx__get_append) where bit `bit` of
+ * `present` says it is not NULL; else NULL without a driver call. */
+static ibx_result ibx__get_opt(ibx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type, unsigned present,
+                               unsigned bit, ibx__buf *buf, size_t *offset, size_t *out_len) {
+    if (present & bit) return ibx__get_append(db, st, col, c_type, buf, offset, out_len);
+    *offset = (size_t)-1;
+    if (out_len) *out_len = 0;
+    return IBX_OK;
+}
+
 #ifndef IBX_NO_ENVELOPE
 /* The JSON string that starts after the quote at p, decoded to *w (which
  * never runs ahead of p: a decoded string is shorter than its JSON) and
@@ -7300,16 +7543,17 @@ static int ibx__headers_json(const ibx__hooks *h, ibx__buf *b, const ibx_new_mes
     return ok && ibx__buf_add(h, b, "}", 1);
 }
 
-/* The envelope's four columns from `col` on: the strings to buf, the
- * Headers object decoded in place (text that is not one reads as none). */
-static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, ibx__buf *buf, ibx__envelope_offsets *o,
-                                     int *header_count) {
+/* The envelope's four columns from `col` on, those whose bit (1, 2, 4, 8)
+ * is in `present`: the strings to buf, the Headers object decoded in
+ * place (text that is not one reads as none). */
+static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, unsigned present, ibx__buf *buf,
+                                     ibx__envelope_offsets *o, int *header_count) {
     ibx_result r;
     *header_count = 0;
-    if ((r = ibx__get_append(db, st, col, SQL_C_CHAR, buf, &o->tenant, NULL)) != IBX_OK ||
-        (r = ibx__get_append(db, st, col + 1, SQL_C_CHAR, buf, &o->aggregate_type, NULL)) != IBX_OK ||
-        (r = ibx__get_append(db, st, col + 2, SQL_C_CHAR, buf, &o->aggregate_id, NULL)) != IBX_OK ||
-        (r = ibx__get_append(db, st, col + 3, SQL_C_CHAR, buf, &o->headers, NULL)) != IBX_OK)
+    if ((r = ibx__get_opt(db, st, col, SQL_C_CHAR, present, 1, buf, &o->tenant, NULL)) != IBX_OK ||
+        (r = ibx__get_opt(db, st, col + 1, SQL_C_CHAR, present, 2, buf, &o->aggregate_type, NULL)) != IBX_OK ||
+        (r = ibx__get_opt(db, st, col + 2, SQL_C_CHAR, present, 4, buf, &o->aggregate_id, NULL)) != IBX_OK ||
+        (r = ibx__get_opt(db, st, col + 3, SQL_C_CHAR, present, 8, buf, &o->headers, NULL)) != IBX_OK)
         return r;
     if (o->headers != (size_t)-1) {
         *header_count = ibx__headers_unpack(buf->data + o->headers);
@@ -7398,9 +7642,9 @@ IBX__PRIVATE int ibx__headers_json(const ibx__hooks *h, ibx__buf *b, const ibx_n
     return 0;
 }
 
-static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, ibx__buf *buf, ibx__envelope_offsets *o,
-                                     int *header_count) {
-    (void)db, (void)st, (void)col, (void)buf, (void)o;
+static ibx_result ibx__read_envelope(ibx__db *db, SQLHSTMT st, int col, unsigned present, ibx__buf *buf,
+                                     ibx__envelope_offsets *o, int *header_count) {
+    (void)db, (void)st, (void)col, (void)present, (void)buf, (void)o;
     *header_count = 0;
     return IBX_OK;
 }
@@ -7437,6 +7681,11 @@ static void ibx__store_own_open(ibx__store_own *own, const ibx_store_desc *desc)
 static void ibx__store_own_sql(const ibx__store_own *own, char **sql) {
     (void)own;
     (void)sql;
+}
+
+static void ibx__store_own_names(const ibx__store_own *own, const char **names) {
+    (void)own;
+    (void)names;
 }
 
 static int ibx__msg_key_add(const ibx__hooks *h, const ibx__dialect *d, ibx__buf *keys,
@@ -7512,8 +7761,33 @@ static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ib
         (r = ibx__get_i64(db, st, 15, &v, NULL)) != IBX_OK)
         return r;
     m->starts = (int)v;
-    if ((r = ibx__read_envelope(db, st, 16, buf, &o->env, &m->header_count)) != IBX_OK) return r;
+    if ((r = ibx__read_envelope(db, st, 16, 15, buf, &o->env, &m->header_count)) != IBX_OK) return r;
     return ibx__get_i64(db, st, 20, &m->expires_ms, NULL); /* after the envelope's 16..19 */
+}
+
+static ibx_result ibx__read_claimed(ibx__db *db, SQLHSTMT st, const ibx__row_head *head, const char *token,
+                                    ibx_message *m, ibx__buf *buf, ibx__row_offsets *o) {
+    const unsigned opt = (unsigned)ibx__head_int(head, 8);
+    ibx_result r;
+    memset(m, 0, sizeof *m);
+    m->first_seen_ms = ibx__head_int(head, 0);
+    m->last_seen_ms = ibx__head_int(head, 1);
+    m->locked_until_ms = ibx__head_int(head, 2);
+    m->attempt = (int)ibx__head_int(head, 3);
+    m->next_attempt_ms = ibx__head_int(head, 4);
+    m->due_time_ms = ibx__head_int(head, 5);
+    m->starts = (int)ibx__head_int(head, 6);
+    m->expires_ms = ibx__head_int(head, 7);
+    m->status = IBX_STATUS_PROCESSING;
+    ibx__copy(m->owner_token, sizeof m->owner_token, token);
+    if ((r = ibx__get_append(db, st, 10, SQL_C_CHAR, buf, &o->source, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 11, SQL_C_CHAR, buf, &o->message_id, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 12, SQL_C_CHAR, buf, &o->topic, NULL)) != IBX_OK ||
+        (r = ibx__get_append(db, st, 13, SQL_C_CHAR, buf, &o->payload, &m->payload_len)) != IBX_OK ||
+        (r = ibx__get_opt(db, st, 14, SQL_C_BINARY, opt, 1, buf, &o->hash, &o->hash_len)) != IBX_OK ||
+        (r = ibx__get_opt(db, st, 15, SQL_C_CHAR, opt, 2, buf, &o->last_error, NULL)) != IBX_OK)
+        return r;
+    return ibx__read_envelope(db, st, 16, opt >> 2, buf, &o->env, &m->header_count);
 }
 
 static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o) {
@@ -7661,7 +7935,7 @@ static ibx_result ibx__enqueue_unit(ibx__db *db, void *vctx) {
         ibx__close(cur);
         if (r == IBX_EMPTY) r = IBX_OK; /* a new message */
     }
-    if (r == IBX_OK && c->envelope)
+    if (r == IBX_OK && (!IBX__PLAIN_UPSERT || c->envelope))
         r = ibx__exec(db, IBX__Q_ENQUEUE_ENV, s->sql[IBX__Q_ENQUEUE_ENV], c->p, 12, &c->rows, NULL);
     else if (r == IBX_OK)
         r = ibx__exec(db, IBX__Q_ENQUEUE, s->sql[IBX__Q_ENQUEUE], c->p, 7, &c->rows, NULL);
@@ -7720,8 +7994,9 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     ibx__p_i64(&p[5], m->due_utc_ms);
     if (m->due_utc_ms == 0) p[5].ind = SQL_NULL_DATA;
     p[6] = p[5];
-    /* Without an envelope or an expiry, the plain upsert: nothing more to bind. */
-    envelope = ibx__has_envelope(m) || m->expires_utc_ms > 0;
+    /* Without an envelope or an expiry, the plain upsert: nothing more to
+     * bind. With IBX_NO_ENVELOPE, one upsert for all (the expiry's). */
+    envelope = !IBX__PLAIN_UPSERT || ibx__has_envelope(m) || m->expires_utc_ms > 0;
     ibx__p_i64(&p[11], m->expires_utc_ms);
     if (m->expires_utc_ms <= 0) p[11].ind = SQL_NULL_DATA;
     if (envelope && !ibx__envelope_params(&store->hooks, &store->own.headers, &p[7], m))
@@ -7819,6 +8094,7 @@ IBX_API ibx_result ibx_abandon(ibx_store *store, const char *owner_token, const 
                                int64_t *changed) {
     ibx_result r = store ? ibx__check_delay(store, "ibx_abandon", delay_ms) : IBX_ERR_INVALID_ARG;
     if (r == IBX_OK) r = ibx__settle_keys(store, "ibx_abandon", owner_token, keys, count);
+    if (r == IBX_OK) r = ibx__check_utf8(&store->err, "ibx_abandon", "last_error", last_error);
     return r != IBX_OK ? r : ibx__settle(store, IBX__SETTLE_ABANDON, count, last_error, delay_ms, 1, changed);
 }
 
@@ -7835,6 +8111,7 @@ IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx
     if (store && !error)
         return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_fail: error", "error must not be NULL");
     r = ibx__settle_keys(store, "ibx_fail", owner_token, keys, count);
+    if (r == IBX_OK) r = ibx__check_utf8(&store->err, "ibx_fail", "error", error);
     return r != IBX_OK ? r : ibx__settle(store, IBX__SETTLE_FAIL, count, error, 0, 0, changed);
 }
 

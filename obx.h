@@ -779,7 +779,8 @@ OBX_API obx_result obx_ack(obx_store *store, const char *owner_token, const char
  * OBX_DELAY_BACKOFF after the default backoff min(2^retry_count s, 60 s)
  * computed per message from its retry count before this abandon.
  * Ownership and results as obx_ack, plus OBX_ERR_OUT_OF_RANGE for any
- * other delay_ms (checked after the ids). */
+ * other delay_ms (checked after the ids) and OBX_ERR_INVALID_ARG for a
+ * last_error that is not valid UTF-8. */
 OBX_API obx_result obx_abandon(obx_store *store, const char *owner_token,
                                const char *const *ids, int count, const char *last_error,
                                int64_t delay_ms, int64_t *changed);
@@ -797,7 +798,8 @@ OBX_API obx_result obx_lease_extend(obx_store *store, const char *owner_token,
                                     int64_t *changed);
 
 /* Fail messages permanently (never claimed again), recording `last_error`
- * (NULL or "" stores no text). Ownership and results as obx_ack. */
+ * (NULL or "" stores no text; not valid UTF-8: OBX_ERR_INVALID_ARG).
+ * Ownership and results as obx_ack. */
 OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const char *const *ids,
                             int count, const char *last_error, int64_t *changed);
 
@@ -849,9 +851,13 @@ typedef struct obx_store_info {
  * handle when one could be allocated (so obx_store_last_error() explains
  * the failure; close it) and NULL only on OBX_ERR_NO_MEMORY, a NULL desc or
  * a half-set allocator hook. Returns OBX_OK; OBX_ERR_INVALID_ARG (desc/out
- * NULL, neither or both of connection_string and hdbc, bad
- * schema/table/store_id, an allocator with some but not all functions);
- * OBX_ERR_DB or OBX_ERR_DB_TRANSIENT (connect failed); OBX_ERR_NO_MEMORY. */
+ * NULL, neither or both of connection_string and hdbc, a bad name or
+ * path (schema, table, store_id, ...), a dialect that is not an
+ * obx_dialect, an allocator with some but not all functions);
+ * OBX_ERR_OUT_OF_RANGE (max_pending, max_starts, statement_timeout_seconds
+ * or login_timeout_seconds outside what its field says, message_log_level
+ * not 0 or an obx_log_level), naming the field; OBX_ERR_DB or
+ * OBX_ERR_DB_TRANSIENT (connect failed); OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out);
 
 /* Close a store and its connection (a caller's hdbc is left open). A store
@@ -915,7 +921,8 @@ OBX_API obx_result obx_owner_token(obx_store *store, char out[37]);
  * holds it). Messages past their
  * expires_ms are returned like the others (this reports what was claimed):
  * the dispatcher ends those Dead ("expired") unhandled; a caller handling
- * claims itself checks expires_ms. Returns OBX_OK (count >= 1)
+ * claims itself checks expires_ms. Each message's status and owner_token
+ * are what the claim set (filled in, not read back). Returns OBX_OK (count >= 1)
  * or OBX_EMPTY (count 0); OBX_ERR_INVALID_ARG (owner token not a UUID or
  * the empty one, NULL pointers); OBX_ERR_OUT_OF_RANGE (lease_seconds not
  * 1..OBX_LEASE_MAX_SECONDS, batch_size not 1..OBX_BATCH_MAX);
@@ -1001,8 +1008,9 @@ typedef enum obx_outcome {
 
 /* A handler. It gets the whole message. `error` (error_size bytes, zeroed
  * before the call) takes a short reason for RETRY or DEAD; it is stored as
- * the last error and logged, so it must not contain the payload. Handlers
- * must be idempotent: delivery is at least once. */
+ * the last error and logged, so it must not contain the payload (a byte
+ * that starts no UTF-8 character, as when snprintf cuts one, is stored as
+ * '?'). Handlers must be idempotent: delivery is at least once. */
 typedef obx_outcome (*obx_handler)(const obx_message *message, char *error, size_t error_size,
                                    void *user);
 
@@ -1168,7 +1176,9 @@ typedef struct obx_dispatcher_desc {
  * OBX_ERR_INVALID_ARG (desc or out NULL; neither or both of store and
  * provider; owner_token not a UUID; built with OBX_NO_POSIX_CLOCK and no
  * clock hook with sleep_ms); OBX_ERR_OUT_OF_RANGE (a negative or too large
- * number); OBX_ERR_NO_MEMORY. */
+ * number); OBX_ERR_NO_MEMORY. The error, on the store (with a provider: on
+ * the provider), names the field, e.g. "obx_dispatcher_create:
+ * lease_seconds"; with neither store nor provider there is nowhere to say. */
 OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_dispatcher **out);
 
 /* The description a dispatcher would run with: a copy of *desc (NULL: all
@@ -1305,7 +1315,7 @@ typedef struct obx_join {
  * optional grouping key (<= 255 characters) and metadata; *out_join_id gets
  * its id. Counters start at 0. Touches the database (own transaction).
  * Returns OBX_OK, OBX_ERR_INVALID_ARG (out_join_id NULL, a grouping key not
- * UTF-8 or too long), OBX_ERR_OUT_OF_RANGE (steps < 1),
+ * UTF-8 or too long, metadata not UTF-8), OBX_ERR_OUT_OF_RANGE (steps < 1),
  * OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, int expected_steps,
                                   const char *metadata, char out_join_id[37]);
@@ -1376,7 +1386,8 @@ typedef struct obx_join_wait {
  * in the caller's transaction on `hdbc` or (NULL) its own. Register
  * obx_join_wait_handler for the topic "join.wait" on a dispatcher. Returns
  * as obx_enqueue; OBX_ERR_INVALID_ARG (no join id, a join id that is not a
- * UUID, a follow-up topic over 255 characters). */
+ * UUID, a follow-up topic over 255 characters or a follow-up topic or
+ * payload not UTF-8, each named). */
 OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx_join_wait *wait,
                                          char out_id[37]);
 
@@ -1995,6 +2006,28 @@ static const obx__dialect obx__dialects[] = {
 };
 #define OBX__DIALECT_COUNT ((int)(sizeof obx__dialects / sizeof obx__dialects[0]))
 
+/* With SQLite the only dialect built in, OBX__ONE(d)->flag is SQLite's
+ * flag, a constant, and the code only other dialects need folds away (the
+ * claim in three statements, batches as one list per column, PostgreSQL's
+ * arrays, SQL Server's types). Only for flags a left-out dialect's entry
+ * has the same (zero) value, or past the point where a store on it has
+ * been refused. */
+#if defined(OBX_NO_POSTGRESQL) && defined(OBX_NO_MARIADB) && defined(OBX_NO_SQLSERVER)
+#define OBX__SQLITE_ONLY 1
+#define OBX__ONE(d) ((void)(d), &obx__dialects[OBX_DIALECT_SQLITE])
+#else
+#define OBX__SQLITE_ONLY 0
+#define OBX__ONE(d) (d)
+#endif
+
+/* Text of a statement that only the envelope needs: with OBX_NO_ENVELOPE
+ * its columns stay NULL, and a statement may leave them out. */
+#ifdef OBX_NO_ENVELOPE
+#define OBX__ENV(text) ""
+#else
+#define OBX__ENV(text) text
+#endif
+
 OBX__PRIVATE const obx__dialect *obx__dialect_get(obx_dialect id) {
     int i = (int)id;
     return (i > 0 && i < OBX__DIALECT_COUNT) ? &obx__dialects[i] : NULL;
@@ -2138,6 +2171,11 @@ typedef struct obx__sqlset {
      * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
      * new name, after a DROP TRIGGER IF EXISTS of the old one. */
     obx__column columns[OBX__COLUMNS_MAX + 1];
+    /* The claim returns whole message rows (obx__read_message), not the
+     * short row of obx__read_claimed: SQL Server's comes from a deployed
+     * procedure, which workers of the previous release still call while
+     * an upgrade replaces it. */
+    int claim_full_rows;
 } obx__sqlset;
 
 /* Expand a statement template with a store's names: {T} the quoted table,
@@ -2153,7 +2191,7 @@ OBX__PRIVATE char *obx__expand_names(const obx__hooks *h, const obx__dialect *d,
     int i, ok = 1;
     memset((void *)names, 0, sizeof names);
     memset(quoted, 0, sizeof quoted);
-    if (!d->has_schemas) schema = NULL;
+    if (!OBX__ONE(d)->has_schemas) schema = NULL;
     quoted['T' - 'A'] = obx__quote_name(h, d, schema, table);
     if (schema) quoted['S' - 'A'] = obx__quote_name(h, d, NULL, schema);
     ok = quoted['T' - 'A'] && (quoted['S' - 'A'] || !schema);
@@ -2258,7 +2296,7 @@ OBX__PRIVATE int obx__quoted_add(const obx__hooks *h, obx__buf *b, const char *s
 
 OBX__PRIVATE int obx__list_add(const obx__hooks *h, obx__buf *b, const obx__dialect *d,
                                const char *s, size_t n) {
-    int pg = d->id == OBX_DIALECT_POSTGRESQL;
+    int pg = OBX__ONE(d)->id == OBX_DIALECT_POSTGRESQL;
     if (n > SIZE_MAX / 8) return 0; /* refused before anything is written */
     if (b->len == 0 && !obx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
     if (b->len > 1 && !obx__buf_add(h, b, ",", 1)) return 0;
@@ -2267,14 +2305,14 @@ OBX__PRIVATE int obx__list_add(const obx__hooks *h, obx__buf *b, const obx__dial
 
 /* A NULL element. */
 OBX__PRIVATE int obx__list_add_null(const obx__hooks *h, obx__buf *b, const obx__dialect *d) {
-    int pg = d->id == OBX_DIALECT_POSTGRESQL;
+    int pg = OBX__ONE(d)->id == OBX_DIALECT_POSTGRESQL;
     if (b->len == 0 && !obx__buf_add(h, b, pg ? "{" : "[", 1)) return 0;
     if (b->len > 1 && !obx__buf_add(h, b, ",", 1)) return 0;
     return obx__buf_add(h, b, pg ? "NULL" : "null", 4);
 }
 
 OBX__PRIVATE int obx__list_end(const obx__hooks *h, obx__buf *b, const obx__dialect *d) {
-    int pg = d->id == OBX_DIALECT_POSTGRESQL;
+    int pg = OBX__ONE(d)->id == OBX_DIALECT_POSTGRESQL;
     if (b->len == 0) return obx__buf_add(h, b, pg ? "{}" : "[]", 2);
     return obx__buf_add(h, b, pg ? "}" : "]", 1);
 }
@@ -2471,12 +2509,12 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
                                                                           : SQL_AUTOCOMMIT_OFF),
                                      SQL_IS_UINTEGER),
                    SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(AUTOCOMMIT)");
-    if (r == OBX_OK && d->isolation)
+    if (r == OBX_OK && OBX__ONE(d)->isolation)
         r = obx__check(db,
                        SQLSetConnectAttr(db->dbc, SQL_ATTR_TXN_ISOLATION,
-                                         (SQLPOINTER)(uintptr_t)d->isolation, SQL_IS_UINTEGER),
+                                         (SQLPOINTER)(uintptr_t)OBX__ONE(d)->isolation, SQL_IS_UINTEGER),
                        SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(TXN_ISOLATION)");
-    if (r == OBX_OK && d->session_sql) r = obx__exec_direct(db, d->session_sql, "session setup");
+    if (r == OBX_OK && OBX__ONE(d)->session_sql) r = obx__exec_direct(db, OBX__ONE(d)->session_sql, "session setup");
     if (r == OBX_OK && !db->tx_by_sql) r = obx__end_tran(db, SQL_COMMIT, "session setup commit");
     if (r == OBX_OK && d->version_sql) {
         /* Best effort: SQL_DBMS_VER stays when the server will not say. */
@@ -2533,9 +2571,10 @@ OBX__PRIVATE void obx__db_disconnect(obx__db *db) {
  * timeouts. Returns 1 when db->connstr grew (then reconnect), 0 when
  * nothing was added, -1 when out of memory. */
 OBX__PRIVATE int obx__connstr_extras(obx__db *db) {
-    const char *extra = db->d->connect_extra && !obx__contains_nocase(db->connstr, db->d->connect_key)
-                            ? db->d->connect_extra : "";
-    const char *k = db->statement_timeout_s > 0 && db->d->timeout_keys ? db->d->timeout_keys : "";
+    const obx__dialect *d = OBX__ONE(db->d);
+    const char *extra = d->connect_extra && !obx__contains_nocase(db->connstr, d->connect_key)
+                            ? d->connect_extra : "";
+    const char *k = db->statement_timeout_s > 0 && d->timeout_keys ? d->timeout_keys : "";
     char timeouts[96], *longer;
     size_t used = 0, n = strlen(db->connstr);
     timeouts[0] = '\0';
@@ -2781,7 +2820,7 @@ OBX__PRIVATE obx_result obx__bind(obx__db *db, SQLHSTMT st, obx__param *ps, int 
         SQLSMALLINT sql_type = p->sql_type;
         SQLULEN size = p->size;
         SQLRETURN rc;
-        if (db->d && db->d->max_types && p->c_type != SQL_C_SBIGINT) {
+        if (db->d && OBX__ONE(db->d)->max_types && p->c_type != SQL_C_SBIGINT) {
             int text = p->c_type == SQL_C_CHAR;
             sql_type = text ? SQL_VARCHAR : SQL_VARBINARY;
             size = p->size <= (text ? 4000u : 8000u) ? (text ? 4000u : 8000u) : 0;
@@ -2791,7 +2830,7 @@ OBX__PRIVATE obx_result obx__bind(obx__db *db, SQLHSTMT st, obx__param *ps, int 
          * of its own: slower, and through PgBouncer in transaction pooling
          * the describe and the execute reach different servers (26000). */
         if (sql_type == SQL_VARCHAR && size == 5) size = 6;
-        if (db->d && db->d->wide_text)
+        if (db->d && OBX__ONE(db->d)->wide_text)
             sql_type = sql_type == SQL_VARCHAR ? SQL_WVARCHAR
                      : sql_type == SQL_LONGVARCHAR ? SQL_WLONGVARCHAR : sql_type;
         rc = SQLBindParameter(st, (SQLUSMALLINT)(i + 1), SQL_PARAM_INPUT, p->c_type, sql_type,
@@ -3009,6 +3048,38 @@ OBX__PRIVATE obx_result obx__get_append(obx__db *db, SQLHSTMT st, int col, SQLSM
     return OBX_OK;
 }
 
+/* A claimed row's fixed-size columns, bound so that one SQLFetch fills
+ * them all: `texts` short texts (UUIDs) first, then integers. Its variable
+ * texts come after them and are read with SQLGetData in column order, which
+ * every driver allows after the last bound column. A claim of 100 rows took
+ * 22 SQLGetData calls per row, each through the driver manager. */
+#define OBX__HEAD_INTS 10
+typedef struct obx__row_head {
+    char text[2][40];
+    SQLLEN text_ind[2];
+    SQLBIGINT v[OBX__HEAD_INTS];
+    SQLLEN ind[OBX__HEAD_INTS];
+} obx__row_head;
+
+OBX__PRIVATE obx_result obx__bind_head(obx__db *db, SQLHSTMT st, obx__row_head *h, int texts, int ints) {
+    int i;
+    OBX_ASSERT(texts <= 2 && ints <= OBX__HEAD_INTS);
+    for (i = 0; i < texts + ints; i++) {
+        SQLRETURN rc = i < texts ? SQLBindCol(st, (SQLUSMALLINT)(i + 1), SQL_C_CHAR, h->text[i],
+                                              (SQLLEN)sizeof h->text[i], &h->text_ind[i])
+                                 : SQLBindCol(st, (SQLUSMALLINT)(i + 1), SQL_C_SBIGINT, &h->v[i - texts], 0,
+                                              &h->ind[i - texts]);
+        obx_result r = obx__check(db, rc, SQL_HANDLE_STMT, st, "SQLBindCol");
+        if (r != OBX_OK) return r;
+    }
+    return OBX_OK;
+}
+
+/* Integer k of the bound head; 0 for NULL. */
+OBX__PRIVATE int64_t obx__head_int(const obx__row_head *h, int k) {
+    return h->ind[k] == SQL_NULL_DATA ? 0 : (int64_t)h->v[k];
+}
+
 /* Run one statement that returns nothing, outside the cache (DDL,
  * transaction control, session settings). */
 OBX__PRIVATE obx_result obx__exec_direct(obx__db *db, const char *sql, const char *where) {
@@ -3116,7 +3187,7 @@ enum { OBX__UNIT_READ = 0, OBX__UNIT_WRITE = 1, OBX__UNIT_ONE_STATEMENT = 2 };
 OBX__PRIVATE int obx__autocommit_for_one(obx__db *db, int flags) {
     if (!(flags & OBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
     if (db->tx_by_sql || db->autocommit_on) return 1;
-    if (!db->d->autocommit_is_local ||
+    if (!OBX__ONE(db->d)->autocommit_is_local ||
         !SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
                                          (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER)))
         return 0; /* then as a transaction */
@@ -3765,13 +3836,15 @@ enum {
                            unused), limit, offset -> message rows (markers numbered) */
     OBX__Q_DEAD_REPLAY, /* dead filter -> count */
     OBX__Q_DEAD_PURGE,  /* dead filter, unused, batch -> count */
-    OBX__Q_CLAIM_HOLD,  /* CLAIM, where a Dead message holds its key (ordering_dead_holds) */
-    OBX__Q_CLAIM_PICK_HOLD, /* CLAIM_PICK, likewise */
+    OBX__Q_CLAIM_HOLD,  /* CLAIM, where a Dead message holds its key (ordering_dead_holds) and
+                           the statement cannot say it with {H} (SQL Server's procedure call) */
     OBX__Q_INSERT_KEYED, /* INSERT with an ordering key or an envelope: its arguments, the key,
                             tenant, aggregate type, aggregate id, headers (JSON object text) */
     OBX__Q_INSERT_MANY_KEYED, /* INSERT_MANY where a message has an ordering key or an envelope:
                                  five more lists (JSON rows: five more elements) */
     OBX__Q_WAKE,        /* -> count: parked messages whose wake was missed (OBX__PARKED_MS) */
+    OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
+                           owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
 };
 
@@ -3821,12 +3894,15 @@ enum {
  * first entry of an index range (ORDER BY ... LIMIT 1), which PostgreSQL
  * plans as an index probe whatever the statistics; as "no earlier Ready
  * row exists" it scanned the whole table per candidate once a few keys
- * held most rows. With ordering_dead_holds, Dead ones wait too. */
+ * held most rows. With ordering_dead_holds, Dead ones wait too: no Dead
+ * row of the key may come before c. In the claim statements {E} is the
+ * store's choice (obx__store_own_names): 3, or NULL, which matches no
+ * row and which the planners fold away. */
 #define OBX__ORDERED_HEAD OBX__ORDERED_CHECK("")
-#define OBX__ORDERED_HEAD_HOLD                                                                    \
+#define OBX__ORDERED_CLAIM                                                                        \
     OBX__ORDERED_CHECK("AND NOT coalesce((SELECT o.\"OrderingSeq\" < c.\"OrderingSeq\" OR (o.\"OrderingSeq\" = "   \
                        "c.\"OrderingSeq\" AND o.\"Id\" < c.\"Id\") FROM {T} AS o WHERE o.\"OrderingKey\" = "        \
-                       "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 3 ORDER BY o.\"OrderingSeq\", "  \
+                       "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = {E} ORDER BY o.\"OrderingSeq\", "  \
                        "o.\"Id\" LIMIT 1), false) ")
 /* The next OrderingSeq of key `k` (an expression): NULL without a key. One
  * probe per state that counts, each the top of an index range. */
@@ -3844,6 +3920,16 @@ enum {
 #define OBX__SEQ(next) "NULL"
 #else
 #define OBX__SEQ(next) next
+#endif
+
+/* With neither ordering keys nor the envelope, the extended inserts differ
+ * from the plain ones only by columns left NULL and the expiry: they take
+ * every message, and the plain ones are left out (fewer parameters were
+ * all they saved). */
+#if defined(OBX_NO_ORDERING_KEYS) && defined(OBX_NO_ENVELOPE)
+#define OBX__PLAIN_INSERT 0
+#else
+#define OBX__PLAIN_INSERT 1
 #endif
 
 /* SQLite parks a keyed message enqueued while an earlier one of its key is
@@ -3900,6 +3986,26 @@ enum {
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
     OBX__PG_MS("NextAttemptAt") ", \"Starts\", \"OrderingKey\", \"TenantId\", \"AggregateType\", "      \
     "\"AggregateId\", CAST(\"Headers\" AS text), " OBX__PG_MS("ExpiresAt")
+/* A claim's short row (obx__read_claimed): what the claim did not set, the
+ * fixed-size columns first (bound), then a mask of the optional texts that
+ * are not NULL (read only those), then the texts. o and c quote a name. */
+#define OBX__NN(col, bit) "(CASE WHEN " col " IS NULL THEN 0 ELSE " bit " END)"
+#define OBX__CLAIM_MASK(o, c)                                                                     \
+    OBX__NN(o "CorrelationId" c, "1") " + " OBX__NN(o "LastError" c, "2") " + "                     \
+    OBX__NN(o "OrderingKey" c, "4") " + " OBX__NN(o "TenantId" c, "8") " + "                        \
+    OBX__NN(o "AggregateType" c, "16") " + " OBX__NN(o "AggregateId" c, "32") " + "                 \
+    OBX__NN(o "Headers" c, "64")
+#define OBX__SQLITE_CLAIM_COLS                                                                    \
+    "\"Id\", \"MessageId\", \"CreatedAt\", \"DueTimeUtc\", \"RetryCount\", \"LockedUntil\", "       \
+    "\"NextAttemptAt\", \"Starts\", \"ExpiresAt\", " OBX__CLAIM_MASK("\"", "\"") ", \"Topic\", "      \
+    "\"Payload\", \"CorrelationId\", \"LastError\", \"OrderingKey\", \"TenantId\", \"AggregateType\", " \
+    "\"AggregateId\", \"Headers\""
+#define OBX__PG_CLAIM_COLS                                                                        \
+    "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), " OBX__PG_MS("CreatedAt") ", "            \
+    OBX__PG_MS("DueTimeUtc") ", \"RetryCount\", " OBX__PG_MS("LockedUntil") ", "                   \
+    OBX__PG_MS("NextAttemptAt") ", \"Starts\", " OBX__PG_MS("ExpiresAt") ", "                      \
+    OBX__CLAIM_MASK("\"", "\"") ", \"Topic\", \"Payload\", \"CorrelationId\", \"LastError\", "          \
+    "\"OrderingKey\", \"TenantId\", \"AggregateType\", \"AggregateId\", CAST(\"Headers\" AS text)"
 
 /* Crash-loop quarantine (max_starts, {Q}): the claim counts a start
  * ("Starts" + 1) in its own statement; an abandon, the one outcome that
@@ -3918,9 +4024,12 @@ enum {
     "instr(coalesce(\"LastError\", ''), ?2) > 0) AND \"CreatedAt\" >= coalesce(?3, \"CreatedAt\") "   \
     "AND (?4 IS NULL OR \"CreatedAt\" < ?4) AND \"Id\" = coalesce(?5, \"Id\")"
 static const obx__stmt_row obx__sqlite_outbox_rows[] = {
+    {OBX__Q_OWNED, "\"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+#if OBX__PLAIN_INSERT
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))"},
+#endif
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
@@ -3933,29 +4042,23 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
      "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 "
      "WHERE \"Id\" IN (SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= {W} "
-     "AND c.\"IsProcessed\" = 0 AND " OBX__ORDERED_HEAD " ORDER BY c.\"NextAttemptAt\" LIMIT ?) "
-     "RETURNING " OBX__SQLITE_COLS},
-    {OBX__Q_CLAIM_HOLD,
-     "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
-     "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 "
-     "WHERE \"Id\" IN (SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= {W} "
-     "AND c.\"IsProcessed\" = 0 AND " OBX__ORDERED_HEAD_HOLD " ORDER BY c.\"NextAttemptAt\" LIMIT ?) "
-     "RETURNING " OBX__SQLITE_COLS},
+     "AND c.\"IsProcessed\" = 0 AND " OBX__ORDERED_CLAIM " ORDER BY c.\"NextAttemptAt\" LIMIT ?) "
+     "RETURNING " OBX__SQLITE_CLAIM_COLS},
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
      "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+     "WHERE {O}"},
     {OBX__Q_ABANDON,
      "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"RetryCount\", 6)))), "
      "\"RetryCount\" = \"RetryCount\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
      "\"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Starts\" = max(\"Starts\" - 1, 0) "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+     "WHERE {O}"},
     {OBX__Q_FAIL,
      "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = ? "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+     "WHERE {O}"},
     {OBX__Q_EXTEND,
      "UPDATE {T} SET \"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
-     "WHERE \"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+     "WHERE {O}"},
     {OBX__Q_REAP,
      "UPDATE {T} SET \"Status\" = CASE WHEN \"Starts\" >= {Q} THEN 3 ELSE 0 END, \"LastError\" = "
      "CASE WHEN \"Starts\" >= {Q} THEN '" OBX__CRASH_LOOP "' ELSE \"LastError\" END, "
@@ -3978,11 +4081,13 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
 #endif
     /* A whole batch in one statement: sqliteodbc costs three times the C
      * API per execute, so one execute per row is the slow part. */
+#if OBX__PLAIN_INSERT
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
      "json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), "
      "json_extract(value, '$[5]'), coalesce(json_extract(value, '$[5]'), {W}) FROM json_each(?)"},
+#endif
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
@@ -4107,7 +4212,8 @@ static const obx__sqlset obx__sqlite_outbox = {
      * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
     {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"OrderingKey", "TEXT NULL"}, {"OrderingSeq", "INTEGER NULL"},
      {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"}, {"AggregateId", "TEXT NULL"},
-     {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}}
+     {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define OBX__SQLITE_SET &obx__sqlite_outbox
 #endif
@@ -4129,11 +4235,13 @@ static const obx__sqlset obx__sqlite_outbox = {
 #define OBX__PG_BY_IDS "\"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 1 AND \"Id\" = ANY (CAST(? AS uuid[]))"
 #ifndef OBX_NO_POSTGRESQL
 static const obx__stmt_row obx__postgresql_outbox_rows[] = {
+#if OBX__PLAIN_INSERT
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (CAST(? AS uuid), CAST(? AS uuid), ?, ?, ?, "
      "to_timestamp(CAST(? AS bigint) / 1000.0), "
      "coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()))"},
+#endif
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
@@ -4146,16 +4254,9 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
      "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
      "WHERE \"Id\" = ANY (ARRAY(SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND "
-     "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_HEAD " "
+     "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_CLAIM " "
      "ORDER BY c.\"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
-     "RETURNING " OBX__PG_COLS},
-    {OBX__Q_CLAIM_HOLD,
-     "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
-     "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
-     "WHERE \"Id\" = ANY (ARRAY(SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND "
-     "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_HEAD_HOLD " "
-     "ORDER BY c.\"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
-     "RETURNING " OBX__PG_COLS},
+     "RETURNING " OBX__PG_CLAIM_COLS},
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = true, \"ProcessedAt\" = now(), "
      "\"ProcessedBy\" = CAST(? AS varchar), \"LockedUntil\" = NULL WHERE " OBX__PG_BY_IDS},
@@ -4205,12 +4306,14 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
 #endif
     /* A whole batch in one statement: array literals unnested by the
      * server (psqlODBC's own array binding sends one INSERT per row). */
+#if OBX__PLAIN_INSERT
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") SELECT u.id, u.mid, u.topic, u.payload, u.corr, "
      "to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()) "
      "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
      "CAST(? AS text[]), CAST(? AS bigint[])) AS u(id, mid, topic, payload, corr, due)"},
+#endif
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
@@ -4435,7 +4538,8 @@ static const obx__sqlset obx__postgresql_outbox = {
     {{"Starts", "integer NOT NULL DEFAULT 0"}, {"OrderingKey", "varchar(255) NULL"},
      {"OrderingSeq", "bigint NULL"}, {"TenantId", "varchar(64) NULL"}, {"AggregateType", "varchar(64) NULL"},
      {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
-     {"ExpiresAt", "timestamptz NULL"}}
+     {"ExpiresAt", "timestamptz NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define OBX__POSTGRESQL_SET &obx__postgresql_outbox
 #endif
@@ -4449,6 +4553,11 @@ static const obx__sqlset obx__postgresql_outbox = {
     OBX__MY_MS("DueTimeUtc") ", `RetryCount`, `LastError`, `Status`, " OBX__MY_MS("ProcessedAt") \
     ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_MS("NextAttemptAt") \
     ", `Starts`, `OrderingKey`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, " OBX__MY_MS("ExpiresAt")
+#define OBX__MY_CLAIM_COLS                                                                        \
+    "`Id`, `MessageId`, " OBX__MY_MS("CreatedAt") ", " OBX__MY_MS("DueTimeUtc") ", `RetryCount`, "   \
+    OBX__MY_MS("LockedUntil") ", " OBX__MY_MS("NextAttemptAt") ", `Starts`, " OBX__MY_MS("ExpiresAt") \
+    ", " OBX__CLAIM_MASK("`", "`") ", `Topic`, `Payload`, `CorrelationId`, `LastError`, `OrderingKey`, " \
+    "`TenantId`, `AggregateType`, `AggregateId`, `Headers`"
 /* Ordered delivery (see OBX__ORDERED_HEAD): `OrderingLive` is the key of a
  * row that is not Done, `OrderingState` its Status, both else NULL. */
 #define OBX__MY_ORDERED_CHECK(waits)                                                              \
@@ -4456,8 +4565,6 @@ static const obx__sqlset obx__postgresql_outbox = {
     "c.`OrderingKey` AND o.`OrderingState` " waits " AND o.`OrderingSeq` <= c.`OrderingSeq` AND "           \
     "(o.`OrderingSeq` < c.`OrderingSeq` OR o.`Id` < c.`Id`)) AND NOT EXISTS (SELECT 1 FROM {T} AS o "  \
     "WHERE o.`OrderingLive` = c.`OrderingKey` AND o.`OrderingState` = 1)))"
-#define OBX__MY_ORDERED_HEAD OBX__MY_ORDERED_CHECK("= 0")
-#define OBX__MY_ORDERED_HEAD_HOLD OBX__MY_ORDERED_CHECK("IN (0, 3)")
 #define OBX__MY_ORDERED_MAX(k, st)                                                                \
     "COALESCE((SELECT MAX(o.`OrderingSeq`) FROM {T} AS o WHERE o.`OrderingLive` = " k " AND "        \
     "o.`OrderingState` = " st "), 0)"
@@ -4489,10 +4596,12 @@ static const obx__sqlset obx__postgresql_outbox = {
     ", `CreatedAt`) AND (?4 IS NULL OR `CreatedAt` < " OBX__MY_FROM_MS("?4") ") AND "                \
     "`Id` = COALESCE(?5, `Id`)"
 static const obx__stmt_row obx__mariadb_outbox_rows[] = {
+#if OBX__PLAIN_INSERT
     {OBX__Q_INSERT,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", "
      "COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)))"},
+#endif
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
@@ -4542,6 +4651,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
 #endif
     /* A whole batch in one statement, read from one JSON array of rows. */
+#if OBX__PLAIN_INSERT
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
@@ -4550,6 +4660,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
      "`payload` LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]', "
      "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]')) AS j"},
+#endif
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
@@ -4589,18 +4700,12 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      * 1.8x. The index is forced: a scan and sort would read every row. */
     {OBX__Q_CLAIM_PICK,
      "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_Ready`) WHERE c.`Status` = 0 "
-     "AND c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND c.`IsProcessed` = 0 AND " OBX__MY_ORDERED_HEAD " "
-     "ORDER BY c.`NextAttemptAt` LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
-     "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
-     "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
-    {OBX__Q_CLAIM_PICK_HOLD,
-     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_Ready`) WHERE c.`Status` = 0 "
-     "AND c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND c.`IsProcessed` = 0 AND " OBX__MY_ORDERED_HEAD_HOLD " "
+     "AND c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND c.`IsProcessed` = 0 AND " OBX__MY_ORDERED_CHECK("{H}") " "
      "ORDER BY c.`NextAttemptAt` LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
      "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
-     "SELECT " OBX__MY_COLS " FROM " OBX__MY_BY_IDS("?3") " WHERE {T}.`OwnerToken` = ?1"},
+     "SELECT " OBX__MY_CLAIM_COLS " FROM " OBX__MY_BY_IDS("?3") " WHERE {T}.`OwnerToken` = ?1"},
 #ifndef OBX_NO_DEAD_LETTERS
     {OBX__Q_DEAD_LIST,
      "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt`, `Id` LIMIT ?7 OFFSET ?8"},
@@ -4692,7 +4797,8 @@ static const obx__sqlset obx__mariadb_outbox = {
      {"OrderingLive", "VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT"},
      {"OrderingState", "TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT"},
      {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"}, {"AggregateId", "VARCHAR(128) NULL"},
-     {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}}
+     {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}},
+    0 /* claim_full_rows: the short row */
 };
 #define OBX__MARIADB_SET &obx__mariadb_outbox
 #endif
@@ -4767,10 +4873,12 @@ static const obx__sqlset obx__mariadb_outbox = {
     OBX__MS_FROM_MS("?3", OBX__MS_EPOCH) ") AND (?4 IS NULL OR t.[CreatedAt] < "                   \
     OBX__MS_FROM_MS("?4", OBX__MS_EPOCH) ") AND t.[Id] = COALESCE(CAST(?5 AS UNIQUEIDENTIFIER), t.[Id])"
 static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
+#if OBX__PLAIN_INSERT
     {OBX__Q_INSERT,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
      "[NextAttemptAt]) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", "
      "COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", SYSDATETIMEOFFSET()))"},
+#endif
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
      "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers], "
@@ -4811,6 +4919,7 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()"},
 #endif
     /* A whole batch in one statement: the lists zipped by position. */
+#if OBX__PLAIN_INSERT
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
      "[NextAttemptAt]) SELECT i.[value], m.[value], p.[value], b.[value], c.[value], x.[Due], "
@@ -4819,6 +4928,7 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
      "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] "
      "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
+#endif
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
      "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers], "
@@ -5014,7 +5124,8 @@ static const obx__sqlset obx__sqlserver_outbox = {
     {{"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "NVARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
      {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
      {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
-     {"ExpiresAt", "DATETIMEOFFSET NULL"}}
+     {"ExpiresAt", "DATETIMEOFFSET NULL"}},
+    1 /* claim_full_rows: the rows of the deployed <table>_Claim */
 };
 #define OBX__SQLSERVER_SET &obx__sqlserver_outbox
 #endif
@@ -5062,6 +5173,8 @@ static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__
 #define OBX__DELAY_MIN_MS 0           /* abandon with delay 0: claimable again at once */
 #define OBX__RETENTION_DEFAULT_MS OBX_DEFAULT_RETENTION_MS /* cleanup with retention 0 */
 #define OBX__MSG_ATTEMPTS(m) ((m)->retry_count)
+#define OBX__CLAIM_TEXTS 2            /* a claim's short row: Id, MessageId, */
+#define OBX__CLAIM_INTS 8             /* then 7 times and counts and the mask (OBX__CLAIM_MASK) */
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct obx__row_offsets {
@@ -5106,12 +5219,20 @@ static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc)
 /* The expanded statements, by id: the header may swap a statement for a
  * variant its options ask for. */
 static void obx__store_own_sql(const obx__store_own *own, char **sql);
+/* Names the header's own options give its statement templates ({H}...). */
+static void obx__store_own_names(const obx__store_own *own, const char **names);
 /* The current row (the dialect's message columns) into *m; its strings go
  * to buf, at offsets *o, and are pointed at by obx__point_strings once the
  * buffer stops moving. */
 static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, obx__buf *buf,
                                     obx__row_offsets *o);
 static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o);
+/* A claim's short row: its head bound in `head` (OBX__CLAIM_TEXTS texts,
+ * OBX__CLAIM_INTS integers, the last a mask of the optional texts that are
+ * not NULL), then its texts; what the claim itself set (status, owner
+ * `token`) filled in, not read. */
+static obx_result obx__read_claimed(obx__db *db, SQLHSTMT st, const obx__row_head *head, const char *token,
+                                    obx_message *m, obx__buf *buf, obx__row_offsets *o);
 /* Add a claimed message's key to key lists `keys`; 0 when out of memory. */
 static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
                             const obx_message *m);
@@ -5214,8 +5335,26 @@ static void obx__count(obx_store *s, obx_metric metric, int64_t n) {
     if (s->metrics.count) s->metrics.count(metric, n, s->store_id, s->metrics.user);
 }
 
-static const obx_error obx__null_store_error = {OBX_ERR_INVALID_ARG, "", 0, 0, "store",
-                                                "store is NULL"};
+/* The error of a NULL handle. With threads it is filled once, at first
+ * use: an initialized obx_error is 628 bytes of flash, nearly all zeros. */
+#ifndef OBX_NO_THREADS
+static obx_error obx__null_error_at;
+static pthread_once_t obx__null_error_once = PTHREAD_ONCE_INIT;
+
+static void obx__null_error_fill(void) {
+    obx__null_error_at.result = OBX_ERR_INVALID_ARG;
+    obx__copy(obx__null_error_at.where, sizeof obx__null_error_at.where, "store");
+    obx__copy(obx__null_error_at.message, sizeof obx__null_error_at.message, "store is NULL");
+}
+
+static const obx_error *obx__null_error(void) {
+    pthread_once(&obx__null_error_once, obx__null_error_fill);
+    return &obx__null_error_at;
+}
+#else
+static const obx_error obx__null_error_at = {OBX_ERR_INVALID_ARG, "", 0, 0, "store", "store is NULL"};
+#define obx__null_error() (&obx__null_error_at)
+#endif
 
 /* a + b for times and intervals, saturating: a huge interval means never. */
 static int64_t obx__sat_add(int64_t a, int64_t b) {
@@ -5224,32 +5363,60 @@ static int64_t obx__sat_add(int64_t a, int64_t b) {
     return a + b;
 }
 
-/* Code points in UTF-8 text of n bytes, or -1 when it is not valid UTF-8
- * (overlong forms, surrogates, past U+10FFFF): such text could never match. */
+/* The length of the valid UTF-8 character at s (`left` bytes there), or 0
+ * when none starts there (overlong forms, surrogates, past U+10FFFF). */
+static size_t obx__utf8_char(const unsigned char *s, size_t left) {
+    unsigned long cp = s[0];
+    size_t k, more;
+    if (cp < 0x80) return 1;
+    if (cp >= 0xC2 && cp <= 0xDF) more = 1;
+    else if ((cp & 0xF0) == 0xE0) more = 2;
+    else if (cp >= 0xF0 && cp <= 0xF4) more = 3;
+    else return 0;
+    if (more >= left) return 0;
+    cp &= 0x3Fu >> more;
+    for (k = 1; k <= more; k++) {
+        if ((s[k] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[k] & 0x3Fu);
+    }
+    if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return more + 1;
+}
+
+/* Code points in UTF-8 text of n bytes, or -1 when it is not valid UTF-8:
+ * such text could never match, and PostgreSQL and MariaDB refuse to store it. */
 static long obx__utf8_length(const char *text, size_t n) {
     const unsigned char *s = (const unsigned char *)text;
-    size_t i = 0, k, more;
+    size_t i, len;
     long chars = 0;
-    while (i < n) {
-        unsigned long cp = s[i];
-        if (cp < 0x80) more = 0;
-        else if (cp >= 0xC2 && cp <= 0xDF) more = 1;
-        else if ((cp & 0xF0) == 0xE0) more = 2;
-        else if (cp >= 0xF0 && cp <= 0xF4) more = 3;
-        else return -1;
-        if (more >= n - i) return -1;
-        if (more) cp &= 0x3Fu >> more;
-        for (k = 1; k <= more; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return -1;
-            cp = (cp << 6) | (s[i + k] & 0x3Fu);
-        }
-        if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return -1;
-        i += more + 1;
-        chars++;
-    }
+    for (i = 0; i < n; i += len, chars++)
+        if (!(len = obx__utf8_char(s + i, n - i))) return -1;
     return chars;
+}
+
+/* A handler's error text made valid UTF-8 in place (each byte that starts
+ * no character becomes '?'): stored as the last error, text that is not
+ * (bytes from a device, a message cut by snprintf inside a character)
+ * would make PostgreSQL and MariaDB refuse the settle, again at every
+ * redelivery, and the message would never use up its attempts. */
+static void obx__utf8_repair(char *text) {
+    unsigned char *s = (unsigned char *)text;
+    size_t n = strlen(text), i, len;
+    for (i = 0; i < n; i += len)
+        if (!(len = obx__utf8_char(s + i, n - i))) {
+            s[i] = '?';
+            len = 1;
+        }
+}
+
+/* An optional text argument (NULL passes) that is stored: valid UTF-8. */
+static obx_result obx__check_utf8(obx_error *err, const char *fn, const char *arg, const char *value) {
+    char where[96];
+    if (!value || obx__utf8_length(value, strlen(value)) >= 0) return OBX_OK;
+    snprintf(where, sizeof where, "%s: %s", fn, arg);
+    return obx__fail(err, OBX_ERR_INVALID_ARG, where, "%s must be valid UTF-8", arg);
 }
 
 /* Whether text is valid UTF-8 of at most `max` characters. */
@@ -5340,8 +5507,13 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
     snprintf(limit, sizeof limit, "%d", s->max_starts);
     memset((void *)names, 0, sizeof names);
     names['Q' - 'A'] = limit; /* {Q}: max_starts, a literal of the store's statements */
+    obx__store_own_names(&s->own, names);
+    for (row = s->q->rows; row->sql; row++) /* {O}: a condition several statements share */
+        if (row->id == OBX__Q_OWNED) names['O' - 'A'] = row->sql;
     for (row = s->q->rows; row->sql; row++) { /* a statement a dialect lacks stays NULL */
-        char *own = obx__sql_expand(&s->hooks, row->sql, names);
+        char *own;
+        if (row->id == OBX__Q_OWNED) continue;
+        own = obx__sql_expand(&s->hooks, row->sql, names);
         OBX_ASSERT(row->id >= 0 && row->id < OBX__Q_COUNT && !s->sql[row->id]);
         s->sql[row->id] = own ? obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, own) : NULL;
         obx__free(&s->hooks, own);
@@ -5530,6 +5702,17 @@ static obx_result obx__store_desc_check(obx_store *s, const obx_store_desc *desc
                          "max_starts must be 0 (the default, %d) or 1..%d, got %d", OBX__MAX_STARTS_DEFAULT,
                          OBX__MAX_STARTS_LIMIT, desc->max_starts);
     s->max_starts = desc->max_starts ? desc->max_starts : OBX__MAX_STARTS_DEFAULT;
+    if (desc->statement_timeout_seconds < 0)
+        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, "obx_store_open: statement_timeout_seconds",
+                         "statement_timeout_seconds must be 0 (none) or more, got %d", desc->statement_timeout_seconds);
+    if (desc->login_timeout_seconds < -1)
+        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, "obx_store_open: login_timeout_seconds",
+                         "login_timeout_seconds must be -1 (the driver's), 0 (the default) or more, got %d",
+                         desc->login_timeout_seconds);
+    if ((int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)OBX_LOG_OFF)
+        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, "obx_store_open: message_log_level",
+                         "message_log_level must be 0 (the default) or an obx_log_level, got %d",
+                         (int)desc->message_log_level);
     s->pending_estimate = INT64_MAX; /* unknown: the first enqueue counts */
     return obx__store_names(s, desc);
 }
@@ -5614,7 +5797,7 @@ OBX_API obx_result obx_store_get_info(const obx_store *store, obx_store_info *in
 }
 
 OBX_API const obx_error *obx_store_last_error(const obx_store *store) {
-    return store ? &store->err : &obx__null_store_error;
+    return store ? &store->err : obx__null_error();
 }
 
 OBX_API obx_result obx_store_counters(const obx_store *store, int64_t counters[OBX_METRIC_COUNT_]) {
@@ -5727,10 +5910,12 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
     obx__claim_ctx *c = (obx__claim_ctx *)vctx;
     obx_store *s = c->s;
     SQLHSTMT cur = NULL;
+    obx__row_head head;
+    const int short_rows = !s->q->claim_full_rows;
     obx_result r;
     c->count = 0;
     s->rows.len = 0;
-    if (s->sql[OBX__Q_CLAIM_PICK]) {
+    if (!OBX__SQLITE_ONLY && s->sql[OBX__Q_CLAIM_PICK]) {
         r = obx__claim_picked(db, c, &cur);
     } else {
         obx__param p[3];
@@ -5739,6 +5924,7 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
         obx__p_i64(&p[2], c->batch_size);
         r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, &cur);
     }
+    if (r == OBX_OK && cur && short_rows) r = obx__bind_head(db, cur, &head, OBX__CLAIM_TEXTS, OBX__CLAIM_INTS);
     while (r == OBX_OK && cur && (r = obx__fetch(db, cur)) == OBX_OK) {
         /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
          * subquery run twice does it): roll the claim back, lose nothing. */
@@ -5748,9 +5934,12 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
                           c->batch_size);
             break;
         }
-        r = obx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        r = short_rows ? obx__read_claimed(db, cur, &head, s->token, &s->msgs[c->count], &s->rows,
+                                           &s->offsets[c->count])
+                       : obx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
         if (r == OBX_OK) c->count++;
     }
+    if (cur && short_rows) SQLFreeStmt(cur, SQL_UNBIND); /* `head` is about to go */
     obx__close(cur);
     return r == OBX_EMPTY ? OBX_OK : r;
 }
@@ -6463,7 +6652,7 @@ OBX_API const char *obx_provider_store_id(const obx_provider *p, int index) {
 }
 
 OBX_API const obx_error *obx_provider_last_error(const obx_provider *p) {
-    return p ? &p->err : &obx__null_store_error;
+    return p ? &p->err : obx__null_error();
 }
 
 /* The store of routing key `key`, or OBX_ERR_NOT_FOUND. A GUID key also
@@ -6895,27 +7084,61 @@ static int64_t obx__default_backoff(int attempts, void *user) {
     return obx__backoff_default_ms(attempts);
 }
 
+/* The numbers of a dispatcher description and their ranges (0 is always
+ * allowed: the default), so that a refusal names the field. */
+static const struct {
+    const char *name;
+    unsigned short offset;
+    unsigned char is_int;        /* an int; else an int64_t */
+    int64_t max;
+} obx__dispatcher_numbers[] = {
+    {"batch_size", offsetof(obx_dispatcher_desc, batch_size), 1, OBX_BATCH_MAX},
+    {"lease_seconds", offsetof(obx_dispatcher_desc, lease_seconds), 1, OBX_LEASE_MAX_SECONDS},
+    {"max_attempts", offsetof(obx_dispatcher_desc, max_attempts), 1, INT_MAX},
+    {"poll_interval_ms", offsetof(obx_dispatcher_desc, poll_interval_ms), 0, INT64_MAX},
+    {"idle_max_ms", offsetof(obx_dispatcher_desc, idle_max_ms), 0, INT64_MAX},
+    {"reap_interval_ms", offsetof(obx_dispatcher_desc, reap_interval_ms), 0, INT64_MAX},
+    {"startup_delay_ms", offsetof(obx_dispatcher_desc, startup_delay_ms), 0, INT64_MAX},
+    {"error_delay_ms", offsetof(obx_dispatcher_desc, error_delay_ms), 0, INT64_MAX},
+    {"cleanup_interval_ms", offsetof(obx_dispatcher_desc, cleanup_interval_ms), 0, INT64_MAX},
+    {"cleanup_retention_ms", offsetof(obx_dispatcher_desc, cleanup_retention_ms), 0, OBX_RETENTION_MAX_MS},
+    {"max_handler_ms", offsetof(obx_dispatcher_desc, max_handler_ms), 0, INT64_MAX},
+    {"pause_ms", offsetof(obx_dispatcher_desc, pause_ms), 0, OBX_DELAY_MAX_MS},
+    {"pause_max_ms", offsetof(obx_dispatcher_desc, pause_max_ms), 0, OBX_DELAY_MAX_MS}};
+
 /* The checks of a dispatcher description, reported to `err`. */
 static obx_result obx__dispatcher_desc_check(const obx_dispatcher_desc *desc, obx_error *err) {
+    char where[64];
+    const char *name = NULL;
+    int64_t value = 0, max = 0;
+    size_t i;
     if (desc->owner_token && (!obx__uuid_is_valid(desc->owner_token) ||
                               strcmp(desc->owner_token, "00000000-0000-0000-0000-000000000000") == 0))
         return obx__fail(err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: owner_token",
                          "owner_token must be a UUID, not the empty one");
-    if (desc->batch_size < 0 || desc->batch_size > OBX_BATCH_MAX || desc->lease_seconds < 0 ||
-        desc->lease_seconds > OBX_LEASE_MAX_SECONDS || desc->max_attempts < 0 ||
-        desc->poll_interval_ms < 0 || desc->idle_max_ms < 0 || desc->reap_interval_ms < 0 ||
-        desc->startup_delay_ms < 0 || desc->error_delay_ms < 0 || desc->cleanup_interval_ms < 0 ||
-        desc->cleanup_retention_ms < 0 || desc->cleanup_retention_ms > OBX_RETENTION_MAX_MS ||
-        desc->max_handler_ms < 0 || desc->pause_ms < 0 || desc->pause_ms > OBX_DELAY_MAX_MS ||
-        desc->pause_max_ms < 0 || desc->pause_max_ms > OBX_DELAY_MAX_MS ||
-        (int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)OBX_LOG_OFF ||
-        ((int)desc->selection != OBX_SELECT_ROUND_ROBIN && (int)desc->selection != OBX_SELECT_DRAIN_FIRST))
-        return obx__fail(err, OBX_ERR_OUT_OF_RANGE, "obx_dispatcher_create: desc",
-                         "batch_size 0..%d, lease_seconds 0..%d, pauses up to %lld ms"
-                         OBX__WHY(", a known selection and log level, and no negative attempts or intervals (0 means "
-                                  "the default)"),
-                         OBX_BATCH_MAX, OBX_LEASE_MAX_SECONDS, (long long)OBX_DELAY_MAX_MS);
-    return OBX_OK;
+    for (i = 0; !name && i < sizeof obx__dispatcher_numbers / sizeof obx__dispatcher_numbers[0]; i++) {
+        const char *at = (const char *)desc + obx__dispatcher_numbers[i].offset;
+        int v;
+        if (obx__dispatcher_numbers[i].is_int) {
+            memcpy(&v, at, sizeof v);
+            value = v;
+        } else {
+            memcpy(&value, at, sizeof value);
+        }
+        max = obx__dispatcher_numbers[i].max;
+        if (value < 0 || value > max) name = obx__dispatcher_numbers[i].name;
+    }
+    if (!name && ((int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)OBX_LOG_OFF))
+        name = "message_log_level", value = (int)desc->message_log_level, max = OBX_LOG_OFF;
+    if (!name && (int)desc->selection != OBX_SELECT_ROUND_ROBIN && (int)desc->selection != OBX_SELECT_DRAIN_FIRST)
+        name = "selection", value = (int)desc->selection, max = OBX_SELECT_DRAIN_FIRST;
+    if (!name) return OBX_OK;
+    snprintf(where, sizeof where, "obx_dispatcher_create: %s", name);
+    if (max >= INT_MAX)
+        return obx__fail(err, OBX_ERR_OUT_OF_RANGE, where, "%s must not be negative (0: the default), got %lld", name,
+                         (long long)value);
+    return obx__fail(err, OBX_ERR_OUT_OF_RANGE, where, "%s must be 0..%lld (0: the default), got %lld", name,
+                     (long long)max, (long long)value);
 }
 
 /* Defaults for every zero field (one place; see the desc's field docs). */
@@ -6971,7 +7194,10 @@ OBX_API obx_result obx_dispatcher_create(const obx_dispatcher_desc *desc, obx_di
     size_t b;
     if (!out) return OBX_ERR_INVALID_ARG;
     *out = NULL;
-    if (!desc || (desc->store != NULL) == (desc->provider != NULL)) return OBX_ERR_INVALID_ARG;
+    if (!desc || (!desc->store && !desc->provider)) return OBX_ERR_INVALID_ARG; /* nowhere to say why */
+    if (desc->store && desc->provider)
+        return obx__fail(&desc->store->err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: provider",
+                         "give a store or a provider, not both");
 #ifdef OBX_NO_MULTI_STORE
     if (desc->provider) return OBX_ERR_UNSUPPORTED; /* no provider can exist in this build */
     h = &desc->store->hooks;
@@ -7041,7 +7267,7 @@ OBX_API void obx_dispatcher_destroy(obx_dispatcher *d) {
 }
 
 OBX_API const obx_error *obx_dispatcher_last_error(const obx_dispatcher *d) {
-    return d ? d->err : &obx__null_store_error;
+    return d ? d->err : obx__null_error();
 }
 
 /* Register a route of either kind, refusing a topic that already has a
@@ -7206,6 +7432,7 @@ static void obx__handled(obx_dispatcher *d, obx_store *s, const obx_message *m, 
     int outcome = d->outcomes[i];
     const char *error = d->errors[i];
     char name[OBX__MSG_NAME_MAX];
+    obx__utf8_repair(d->errors[i]);
     if (outcome == OBX_PAUSE) obx__pause_begin(d, s, m->topic, error);
     else if (outcome == OBX_DONE && d->pause_count) obx__pause_end(d, s, m->topic);
     if (outcome != OBX_RETRY && outcome != OBX_DEAD) return;
@@ -7700,6 +7927,16 @@ OBX__PRIVATE size_t obx__json_unescape(const char **p, char out[4]) {
 /* An optional text: "" is stored as NULL. */
 static const char *obx__opt_text(const char *text) { return text && text[0] ? text : NULL; }
 
+/* Column `col` appended to buf (obx__get_append) where bit `bit` of
+ * `present` says it is not NULL; else NULL without a driver call. */
+static obx_result obx__get_opt(obx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type, unsigned present,
+                               unsigned bit, obx__buf *buf, size_t *offset, size_t *out_len) {
+    if (present & bit) return obx__get_append(db, st, col, c_type, buf, offset, out_len);
+    *offset = (size_t)-1;
+    if (out_len) *out_len = 0;
+    return OBX_OK;
+}
+
 #ifndef OBX_NO_ENVELOPE
 /* The JSON string that starts after the quote at p, decoded to *w (which
  * never runs ahead of p: a decoded string is shorter than its JSON) and
@@ -7818,16 +8055,17 @@ static int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_new_mes
     return ok && obx__buf_add(h, b, "}", 1);
 }
 
-/* The envelope's four columns from `col` on: the strings to buf, the
- * Headers object decoded in place (text that is not one reads as none). */
-static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, obx__buf *buf, obx__envelope_offsets *o,
-                                     int *header_count) {
+/* The envelope's four columns from `col` on, those whose bit (1, 2, 4, 8)
+ * is in `present`: the strings to buf, the Headers object decoded in
+ * place (text that is not one reads as none). */
+static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, unsigned present, obx__buf *buf,
+                                     obx__envelope_offsets *o, int *header_count) {
     obx_result r;
     *header_count = 0;
-    if ((r = obx__get_append(db, st, col, SQL_C_CHAR, buf, &o->tenant, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, col + 1, SQL_C_CHAR, buf, &o->aggregate_type, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, col + 2, SQL_C_CHAR, buf, &o->aggregate_id, NULL)) != OBX_OK ||
-        (r = obx__get_append(db, st, col + 3, SQL_C_CHAR, buf, &o->headers, NULL)) != OBX_OK)
+    if ((r = obx__get_opt(db, st, col, SQL_C_CHAR, present, 1, buf, &o->tenant, NULL)) != OBX_OK ||
+        (r = obx__get_opt(db, st, col + 1, SQL_C_CHAR, present, 2, buf, &o->aggregate_type, NULL)) != OBX_OK ||
+        (r = obx__get_opt(db, st, col + 2, SQL_C_CHAR, present, 4, buf, &o->aggregate_id, NULL)) != OBX_OK ||
+        (r = obx__get_opt(db, st, col + 3, SQL_C_CHAR, present, 8, buf, &o->headers, NULL)) != OBX_OK)
         return r;
     if (o->headers != (size_t)-1) {
         *header_count = obx__headers_unpack(buf->data + o->headers);
@@ -7916,9 +8154,9 @@ OBX__PRIVATE int obx__headers_json(const obx__hooks *h, obx__buf *b, const obx_n
     return 0;
 }
 
-static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, obx__buf *buf, obx__envelope_offsets *o,
-                                     int *header_count) {
-    (void)db, (void)st, (void)col, (void)buf, (void)o;
+static obx_result obx__read_envelope(obx__db *db, SQLHSTMT st, int col, unsigned present, obx__buf *buf,
+                                     obx__envelope_offsets *o, int *header_count) {
+    (void)db, (void)st, (void)col, (void)present, (void)buf, (void)o;
     *header_count = 0;
     return OBX_OK;
 }
@@ -7951,17 +8189,19 @@ static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc)
     own->dead_holds = desc->ordering_dead_holds != 0;
 }
 
-/* ordering_dead_holds: the claim variants where a Dead message waits. */
+/* ordering_dead_holds, where a Dead message waits: {H} in MariaDB's claim
+ * check (the states that wait), {E} in the others' (the Dead state, or
+ * none), and SQL Server's claim variant. */
+static void obx__store_own_names(const obx__store_own *own, const char **names) {
+    names['H' - 'A'] = own->dead_holds ? "IN (0, 3)" : "= 0";
+    names['E' - 'A'] = own->dead_holds ? "3" : "NULL";
+}
+
 static void obx__store_own_sql(const obx__store_own *own, char **sql) {
-    static const int pairs[2][2] = {{OBX__Q_CLAIM, OBX__Q_CLAIM_HOLD},
-                                    {OBX__Q_CLAIM_PICK, OBX__Q_CLAIM_PICK_HOLD}};
-    int i;
-    for (i = 0; i < 2 && own->dead_holds; i++) {
-        char *t = sql[pairs[i][0]];
-        if (!sql[pairs[i][1]]) continue; /* the dialect has no such step */
-        sql[pairs[i][0]] = sql[pairs[i][1]];
-        sql[pairs[i][1]] = t;
-    }
+    char *t = sql[OBX__Q_CLAIM];
+    if (!own->dead_holds || !sql[OBX__Q_CLAIM_HOLD]) return;
+    sql[OBX__Q_CLAIM] = sql[OBX__Q_CLAIM_HOLD];
+    sql[OBX__Q_CLAIM_HOLD] = t;
 }
 
 static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
@@ -8031,9 +8271,40 @@ static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, ob
         return r;
     m->starts = (int)v;
     if ((r = obx__get_append(db, st, 17, SQL_C_CHAR, buf, &o->ordering_key, NULL)) != OBX_OK ||
-        (r = obx__read_envelope(db, st, 18, buf, &o->env, &m->header_count)) != OBX_OK)
+        (r = obx__read_envelope(db, st, 18, 15, buf, &o->env, &m->header_count)) != OBX_OK)
         return r;
     return obx__get_i64(db, st, 22, &m->expires_ms, NULL); /* after the envelope's 18..21 */
+}
+
+static obx_result obx__read_claimed(obx__db *db, SQLHSTMT st, const obx__row_head *head, const char *token,
+                                    obx_message *m, obx__buf *buf, obx__row_offsets *o) {
+    const unsigned opt = (unsigned)obx__head_int(head, 7);
+    obx_result r;
+    int k, i;
+    memset(m, 0, sizeof *m);
+    for (k = 0; k < 2; k++) {
+        char *out = k == 0 ? m->id : m->message_id;
+        obx__copy(out, 37, head->text_ind[k] == SQL_NULL_DATA ? "" : head->text[k]);
+        for (i = 0; out[i]; i++) /* psqlODBC renders uuid in upper case */
+            if (out[i] >= 'A' && out[i] <= 'F') out[i] = (char)(out[i] + 32);
+    }
+    m->created_at_ms = obx__head_int(head, 0);
+    m->due_time_ms = obx__head_int(head, 1);
+    m->retry_count = (int)obx__head_int(head, 2);
+    m->locked_until_ms = obx__head_int(head, 3);
+    m->next_attempt_ms = obx__head_int(head, 4);
+    m->starts = (int)obx__head_int(head, 5);
+    m->expires_ms = obx__head_int(head, 6);
+    m->status = OBX_STATUS_IN_PROGRESS; /* not processed: no ProcessedAt, ProcessedBy */
+    obx__copy(m->owner_token, sizeof m->owner_token, token);
+    o->processed_by = (size_t)-1;
+    if ((r = obx__get_append(db, st, 11, SQL_C_CHAR, buf, &o->topic, NULL)) != OBX_OK ||
+        (r = obx__get_append(db, st, 12, SQL_C_CHAR, buf, &o->payload, &m->payload_len)) != OBX_OK ||
+        (r = obx__get_opt(db, st, 13, SQL_C_CHAR, opt, 1, buf, &o->correlation, NULL)) != OBX_OK ||
+        (r = obx__get_opt(db, st, 14, SQL_C_CHAR, opt, 2, buf, &o->last_error, NULL)) != OBX_OK ||
+        (r = obx__get_opt(db, st, 15, SQL_C_CHAR, opt, 4, buf, &o->ordering_key, NULL)) != OBX_OK)
+        return r;
+    return obx__read_envelope(db, st, 16, opt >> 3, buf, &o->env, &m->header_count);
 }
 
 static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o) {
@@ -8131,37 +8402,35 @@ static int obx__chunk_end(const obx__enqueue_ctx *c, int from) {
 /* Whether m needs the statements with the ordering key and the envelope:
  * messages without either take the plain ones, as before both existed. */
 static int obx__extended(const obx_new_message *m) {
-    return obx__opt_text(m->ordering_key) || obx__has_envelope(m) || m->expires_utc_ms > 0;
-}
-
-/* ,"s" or ,null to a JSON row. */
-static int obx__json_opt_add(const obx__hooks *h, obx__buf *b, const char *s) {
-    return s ? obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, s, strlen(s), 0) : obx__buf_add(h, b, ",null", 5);
+    return !OBX__PLAIN_INSERT || obx__opt_text(m->ordering_key) || obx__has_envelope(m) || m->expires_utc_ms > 0;
 }
 
 /* One message's columns as a JSON row: ["id","message id","topic",
  * "payload",correlation or null,due ms or null] and, in an extended batch,
- * the ordering key, tenant, aggregate type, aggregate id and headers (the
- * JSON object as a string), each or null. */
+ * the ordering key, tenant, aggregate type, aggregate id, headers (the
+ * JSON object as a string) and expiry ms, each or null. One loop over the
+ * values: a call per element costs more code than the table. */
 static int obx__json_row_add(const obx__hooks *h, obx__buf *b, const char *id, const char *message_id,
                              const obx_new_message *m, size_t payload_len, const char *corr, int ext,
                              const char *headers) {
     char due[24], exp[24];
-    int n = m->due_utc_ms > 0 ? snprintf(due, sizeof due, ",%lld", (long long)m->due_utc_ms) : 0;
-    int e = m->expires_utc_ms > 0 ? snprintf(exp, sizeof exp, ",%lld", (long long)m->expires_utc_ms) : 0;
-    return obx__buf_add(h, b, b->len == 0 ? "[[" : ",[", 2) && obx__quoted_add(h, b, id, 36, 0) &&
-           obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, message_id, 36, 0) &&
-           obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, m->topic, strlen(m->topic), 0) &&
-           obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, (const char *)m->payload, payload_len, 0) &&
-           obx__json_opt_add(h, b, corr) &&
-           (n > 0 ? obx__buf_add(h, b, due, (size_t)n) : obx__buf_add(h, b, ",null", 5)) &&
-           (!ext || (obx__json_opt_add(h, b, obx__opt_text(m->ordering_key)) &&
-                     obx__json_opt_add(h, b, obx__opt_text(m->tenant_id)) &&
-                     obx__json_opt_add(h, b, obx__opt_text(m->aggregate_type)) &&
-                     obx__json_opt_add(h, b, obx__opt_text(m->aggregate_id)) &&
-                     obx__json_opt_add(h, b, headers) &&
-                     (e > 0 ? obx__buf_add(h, b, exp, (size_t)e) : obx__buf_add(h, b, ",null", 5)))) &&
-           obx__buf_add(h, b, "]", 1);
+    const char *v[12];
+    int i, ok;
+    snprintf(due, sizeof due, "%lld", (long long)m->due_utc_ms);
+    snprintf(exp, sizeof exp, "%lld", (long long)m->expires_utc_ms);
+    v[0] = id, v[1] = message_id, v[2] = m->topic, v[3] = (const char *)m->payload, v[4] = corr;
+    v[5] = m->due_utc_ms > 0 ? due : NULL; /* numbers: 5 and 11, not quoted */
+    v[6] = obx__opt_text(m->ordering_key), v[7] = obx__opt_text(m->tenant_id);
+    v[8] = obx__opt_text(m->aggregate_type), v[9] = obx__opt_text(m->aggregate_id), v[10] = headers;
+    v[11] = m->expires_utc_ms > 0 ? exp : NULL;
+    ok = obx__buf_add(h, b, b->len == 0 ? "[[" : ",[", 2);
+    for (i = 0; ok && i < (ext ? 12 : 6); i++) {
+        if (i > 0 && !obx__buf_add(h, b, ",", 1)) return 0;
+        if (!v[i]) ok = obx__buf_add(h, b, "null", 4);
+        else if (i == 5 || i == 11) ok = obx__buf_add(h, b, v[i], strlen(v[i]));
+        else ok = obx__quoted_add(h, b, v[i], i == 3 ? payload_len : strlen(v[i]), 0);
+    }
+    return ok && obx__buf_add(h, b, "]", 1);
 }
 
 /* An optional text to a column list: the element, or a NULL one. */
@@ -8177,7 +8446,7 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
     obx_store *s = c->s;
     obx__buf *col = s->own.columns;
     obx__param p[OBX__INSERT_LISTS];
-    int i, k, ok = 1, ext = 0, rows = db->d->batch_as_json_rows, lists;
+    int i, k, ok = 1, ext = 0, rows = OBX__ONE(db->d)->batch_as_json_rows, lists;
     for (i = from; i < to && !ext; i++) ext = obx__extended(&c->msgs[i]);
     lists = rows ? 1 : ext ? OBX__INSERT_LISTS : 6;
     for (k = 0; k < OBX__INSERT_LISTS; k++) col[k].len = 0;
@@ -8222,7 +8491,7 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
 static obx_result obx__insert_messages(obx__db *db, void *vctx) {
     obx__enqueue_ctx *c = (obx__enqueue_ctx *)vctx;
     int i;
-    if (c->count > 1 && c->s->sql[OBX__Q_INSERT_MANY]) {
+    if (c->count > 1 && c->s->sql[OBX__Q_INSERT_MANY_KEYED]) { /* the dialect has batch statements */
         obx_result r = OBX_OK;
         int to;
         for (i = 0; i < c->count && r == OBX_OK; i = to) {
@@ -8303,7 +8572,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
         ctx.lens = lens;
         ctx.count = count;
         ctx.ids = ids;
-        int one = count == 1 || (s->sql[OBX__Q_INSERT_MANY] && obx__chunk_end(&ctx, 0) == count);
+        int one = count == 1 || (s->sql[OBX__Q_INSERT_MANY_KEYED] && obx__chunk_end(&ctx, 0) == count);
         r = obx__unit_or_caller(s, hdbc, obx__insert_messages, &ctx, fn,
                                 OBX__UNIT_WRITE | (one ? OBX__UNIT_ONE_STATEMENT : 0));
     }
@@ -8407,6 +8676,7 @@ OBX_API obx_result obx_abandon(obx_store *store, const char *owner_token,
                                int64_t delay_ms, int64_t *changed) {
     obx_result r = obx__settle_ids(store, "obx_abandon", owner_token, ids, count);
     if (r == OBX_OK) r = obx__check_delay(store, "obx_abandon", delay_ms);
+    if (r == OBX_OK) r = obx__check_utf8(&store->err, "obx_abandon", "last_error", last_error);
     return r != OBX_OK ? r : obx__settle(store, OBX__SETTLE_ABANDON, count, last_error, delay_ms, 1, changed);
 }
 
@@ -8421,6 +8691,7 @@ OBX_API obx_result obx_lease_extend(obx_store *store, const char *owner_token,
 OBX_API obx_result obx_fail(obx_store *store, const char *owner_token, const char *const *ids,
                             int count, const char *last_error, int64_t *changed) {
     obx_result r = obx__settle_ids(store, "obx_fail", owner_token, ids, count);
+    if (r == OBX_OK) r = obx__check_utf8(&store->err, "obx_fail", "last_error", last_error);
     return r != OBX_OK ? r : obx__settle(store, OBX__SETTLE_FAIL, count, last_error, 0, 0, changed);
 }
 
@@ -8447,7 +8718,8 @@ OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, in
                          "expected_steps must be >= 1, got %d", expected_steps);
     if (grouping_key && !obx__text_fits(grouping_key, 255))
         return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_start: grouping_key",
-                         "grouping_key is longer than 255 characters");
+                         "grouping_key must be valid UTF-8 of at most 255 characters");
+    if ((r = obx__check_utf8(&store->err, "obx_join_start", "metadata", metadata)) != OBX_OK) return r;
     obx__new_uuid(store, id);
     obx__p_text(&p[0], id, 36);
     obx__p_text(&p[1], grouping_key && grouping_key[0] ? grouping_key : NULL, (size_t)-1);
@@ -8704,10 +8976,16 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
     if (r != OBX_OK) return r;
     if (!w) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: wait", "must not be NULL");
     if ((r = obx__check_uuid_arg(store, "obx_join_enqueue_wait", "join_id", w->join_id)) != OBX_OK) return r;
-    if ((w->on_complete_topic && !obx__text_fits(w->on_complete_topic, OBX_TOPIC_MAX)) ||
-        (w->on_fail_topic && !obx__text_fits(w->on_fail_topic, OBX_TOPIC_MAX)))
-        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: topic",
-                         "a follow-up topic is longer than 255 characters");
+    if (w->on_complete_topic && !obx__text_fits(w->on_complete_topic, OBX_TOPIC_MAX))
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: on_complete_topic",
+                         "on_complete_topic must be valid UTF-8 of at most 255 characters");
+    if (w->on_fail_topic && !obx__text_fits(w->on_fail_topic, OBX_TOPIC_MAX))
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: on_fail_topic",
+                         "on_fail_topic must be valid UTF-8 of at most 255 characters");
+    if ((r = obx__check_utf8(&store->err, "obx_join_enqueue_wait", "on_complete_payload",
+                             w->on_complete_payload)) != OBX_OK ||
+        (r = obx__check_utf8(&store->err, "obx_join_enqueue_wait", "on_fail_payload", w->on_fail_payload)) != OBX_OK)
+        return r;
     ok = obx__json_string(&b, &store->hooks, "joinId", w->join_id, 1) &&
          obx__json_string(&b, &store->hooks, "onCompleteTopic", w->on_complete_topic, 0) &&
          obx__json_string(&b, &store->hooks, "onCompletePayload", w->on_complete_payload, 0) &&

@@ -804,6 +804,10 @@ static void test_067_fail_needs_error(void) {
     TT_ASSERT(s != NULL);
     ibx_owner_token(s, owner);
     expect_bad_arg(s, ibx_fail(s, owner, &k, 1, NULL, &changed), "ibx_fail: error");
+    /* Text PostgreSQL and MariaDB could not store is refused before any SQL
+     * (CORE-ERROR-UTF8). */
+    expect_bad_arg(s, ibx_fail(s, owner, &k, 1, "cut \xc3", &changed), "ibx_fail: error");
+    expect_bad_arg(s, ibx_abandon(s, owner, &k, 1, "\xff", 1000, &changed), "ibx_abandon: last_error");
     ibx_store_close(s);
 }
 

@@ -2979,6 +2979,84 @@ static void test_wake_and_stop(void) {
     obx_store_close(s);
 }
 
+/* A handler's reason that is not valid UTF-8 (bytes from a device, or a
+ * long non-ASCII text cut by snprintf inside a character) is stored with
+ * '?' for each bad byte: PostgreSQL and MariaDB refused it, the settle
+ * failed at every redelivery, and the message never used up its attempts.
+ * The API refuses such a last_error, naming it (CORE-ERROR-UTF8). */
+static obx_outcome cut_reason(const obx_message *m, char *error, size_t size, void *user) {
+    char text[600];
+    int i;
+    (void)m;
+    (void)user;
+    for (i = 0; i < 250; i++) memcpy(text + 2 * i, "\xc3\xa9", 2); /* 250 x U+00E9, 500 bytes */
+    text[500] = '\0';
+    snprintf(error, size, "\xff %s", text); /* cut inside a character */
+    return OBX_RETRY;
+}
+
+static void test_error_utf8(void) {
+    obx_store *s = fresh();
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    obx_message got;
+    const obx_message *ms;
+    const char *one[1];
+    char id[37], owner[37];
+    size_t n;
+    int count = 0;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(enqueue(s, "cut", "p", id));
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "cut", cut_reason, NULL), OBX_OK);
+    memset(&st, 0, sizeof st);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.retried, 1);
+    TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+    TT_EQ_INT(got.status, OBX_STATUS_READY);
+    TT_EQ_INT(got.retry_count, 1);
+    TT_ASSERT(got.last_error != NULL);
+    n = strlen(got.last_error);
+    TT_EXPECT(n == OBX_HANDLER_ERROR_MAX - 1);
+    TT_EXPECT(got.last_error[0] == '?' && got.last_error[n - 1] == '?'); /* \xff, the cut lead byte */
+    TT_EXPECT(memcmp(got.last_error + 2, "\xc3\xa9", 2) == 0);
+    obx_dispatcher_destroy(d);
+    obx_owner_token(s, owner);
+    TT_ASSERT(enqueue(s, "api", "p", id));
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &count), OBX_OK);
+    one[0] = id;
+    TT_EQ_INT(obx_fail(s, owner, one, 1, "bad \xff", NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_fail: last_error");
+    TT_EQ_INT(obx_abandon(s, owner, one, 1, "\xe2\x82", 0, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_abandon: last_error");
+    TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+    TT_EQ_INT(got.status, OBX_STATUS_IN_PROGRESS); /* nothing was written */
+    TT_EQ_INT(obx_fail(s, owner, one, 1, "\xe2\x82\xac fine", NULL), OBX_OK);
+    {
+        obx_join_wait w;
+        char join_id[37];
+        int64_t before = scalar(s, "SELECT COUNT(*) FROM {T}");
+        TT_EQ_INT(obx_join_start(s, NULL, 1, "meta \xff", join_id), OBX_ERR_INVALID_ARG);
+        TT_EQ_STR(obx_store_last_error(s)->where, "obx_join_start: metadata");
+        TT_EQ_INT(obx_join_start(s, NULL, 1, "{\"k\":\"\xc3\xa9\"}", join_id), OBX_OK);
+        memset(&w, 0, sizeof w);
+        w.join_id = join_id;
+        w.on_complete_topic = "next";
+        w.on_complete_payload = "\xc3";
+        TT_EQ_INT(obx_join_enqueue_wait(s, NULL, &w, id), OBX_ERR_INVALID_ARG);
+        TT_EQ_STR(obx_store_last_error(s)->where, "obx_join_enqueue_wait: on_complete_payload");
+        w.on_complete_payload = "{}";
+        w.on_fail_topic = "f\xff";
+        TT_EQ_INT(obx_join_enqueue_wait(s, NULL, &w, id), OBX_ERR_INVALID_ARG);
+        TT_EQ_STR(obx_store_last_error(s)->where, "obx_join_enqueue_wait: on_fail_topic");
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), before);
+    }
+    obx_store_close(s);
+}
+
 /* A stop is final, as obx_dispatcher_stop says: a stop before run() is
  * kept (run() returns at once, nothing handled), and so is every later
  * run(); run_once() still handles (OBX-STOP-FINAL). */
@@ -5340,6 +5418,7 @@ int main(int argc, char **argv) {
     RUN("OBX-WAKE", "wake-up dispatches at once; stop interrupts the wait", test_wake_and_stop);
     RUN("CORE-MAX-PENDING", "past max_pending unfinished messages enqueue is OBX_ERR_FULL and changes nothing", test_max_pending);
     RUN("CORE-WAKE-SOCKET", "a producer in another process wakes a waiting dispatcher through wake_path", test_wake_socket);
+    RUN("CORE-ERROR-UTF8", "a handler's reason that is not UTF-8 is stored with '?'; the API refuses such stored text, naming it", test_error_utf8);
     RUN("OBX-STOP-FINAL", "a stop is final: before run() it is kept, every later run() returns at once", test_stop_final);
     RUN("OBX-METRICS", "counters, metrics hook, queue depth and oldest age", test_metrics);
     RUN("OBX-METRICS-TEXT", "obx_metrics_text: counters, gauges, per-topic handler histogram, escaped labels, buffer size", test_metrics_text);

@@ -425,6 +425,47 @@ static obx_store *fake_store(const char *dbms, const char *connstr) {
     return s;
 }
 
+/* obx_dispatcher_create names the field it refuses, on the store: each
+ * number out of range, and a store given with a provider
+ * (CORE-DISPATCHER-ARGS). */
+static void test_dispatcher_args(void) {
+    obx_store *s = fake_store("SQLite", NULL);
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    TT_ASSERT(s != NULL);
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.lease_seconds = -1;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_create: lease_seconds");
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "got -1") != NULL);
+    dd.lease_seconds = 0;
+    dd.batch_size = OBX_BATCH_MAX + 1;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_create: batch_size");
+    dd.batch_size = 0;
+    dd.reap_interval_ms = -5;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_create: reap_interval_ms");
+    dd.reap_interval_ms = 0;
+    dd.pause_max_ms = OBX_DELAY_MAX_MS + 1;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_create: pause_max_ms");
+    dd.pause_max_ms = 0;
+    dd.selection = (obx_selection)7;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_create: selection");
+    dd.selection = OBX_SELECT_ROUND_ROBIN;
+    dd.provider = (obx_provider *)(void *)s; /* never used: refused first */
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_create: provider");
+    TT_ASSERT(d == NULL);
+    dd.provider = NULL;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
 /* CORE-TERSE-MESSAGES: built with OBX_TERSE_MESSAGES, an error keeps the
  * call and argument (`where`), the result and the cause, and loses only the
  * explanation; the default build keeps the whole sentence. tests/options.sh
@@ -762,6 +803,23 @@ static void test_fake_open_arguments(void) {
     TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_INVALID_ARG);
     TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: dialect");
     obx_store_close(s);
+    desc.dialect = OBX_DIALECT_AUTO;
+    /* Numbers out of their range, named (CORE-STORE-OPEN-RANGES). */
+    desc.statement_timeout_seconds = -1;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: statement_timeout_seconds");
+    obx_store_close(s);
+    desc.statement_timeout_seconds = 0;
+    desc.login_timeout_seconds = -2; /* -1 is the driver's own */
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: login_timeout_seconds");
+    obx_store_close(s);
+    desc.login_timeout_seconds = 0;
+    desc.message_log_level = (obx_log_level)(OBX_LOG_OFF + 1);
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: message_log_level");
+    obx_store_close(s);
+    desc.message_log_level = (obx_log_level)0;
     /* Bad input is rejected before any ODBC call. */
     TT_EQ_INT(fake_calls("SQLDriverConnect"), 0);
     TT_EQ_INT(fake_calls("SQLAllocHandle"), 0);
@@ -938,10 +996,11 @@ static void test_fake_claim_lost_connection(void) {
     obx_store *s = fake_store("PostgreSQL", NULL);
     const obx_message *ms = NULL;
     int n = 77;
-    const char *row[22] = {"0192ABCD-EF01-7000-8000-0000000000AA", "0192abcd-ef01-7000-8000-0000000000bb",
-                           "t", "p", NULL, "1", NULL, "0", NULL, "1", NULL, NULL, "2", NULL, "3", "1", NULL,
-                           NULL, NULL, NULL, NULL, NULL};
-    const char *rows2[44];
+    /* A claim's short row: ids, times and counts, the mask of optional texts, topic, payload. */
+    const char *row[19] = {"0192ABCD-EF01-7000-8000-0000000000AA", "0192abcd-ef01-7000-8000-0000000000bb",
+                           "1", NULL, "0", "2", "3", "1", NULL, "0", "t", "p", NULL,
+                           NULL, NULL, NULL, NULL, NULL, NULL};
+    const char *rows2[38];
     const char *version[1] = {"15.18"};
     int i;
     TT_ASSERT(s != NULL);
@@ -955,10 +1014,10 @@ static void test_fake_claim_lost_connection(void) {
     /* The next call reconnects, sets the session up again, then claims. */
     fake_reset();
     fake_set_dbms_name("PostgreSQL");
-    for (i = 0; i < 44; i++) rows2[i] = row[i % 22];
+    for (i = 0; i < 38; i++) rows2[i] = row[i % 19];
     fake_push_ok(0);                /* SET TIME ZONE */
     fake_push_rows(1, 1, version);  /* SHOW server_version */
-    fake_push_rows(22, 2, rows2);
+    fake_push_rows(19, 2, rows2);
     TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_OK);
     TT_EQ_INT(n, 2);
     TT_EQ_STR(ms[0].id, "0192abcd-ef01-7000-8000-0000000000aa"); /* psqlODBC's upper case folded */
@@ -1296,6 +1355,104 @@ static void test_fake_pick_stale_handle(void) {
     obx_store_close(s);
 }
 
+
+/* CORE-CLAIM-ROW: a claim reads its short row: the fixed-size head bound
+ * (one SQLFetch fills it), then topic and payload and only the optional
+ * texts the mask names, each one SQLGetData; what the claim set (status,
+ * owner, no ProcessedAt/By) is filled in, not read. A non-NULL cell whose
+ * bit is off is never asked for, so the mask alone decides. */
+static void test_fake_claim_short_row(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    ibx_store_desc d;
+    ibx_store *is = NULL;
+    const obx_message *ms = NULL;
+    const ibx_message *ims = NULL;
+    int n = 0, e;
+    static const char *const rows[2 * 19] = {
+        "0192ABCD-EF01-7000-8000-0000000000AA", "0192abcd-ef01-7000-8000-0000000000bb", "1000", NULL, "0", "31000",
+        "900", "1", NULL, "0", "t.plain", "p1", NULL, "never read", NULL, NULL, NULL, NULL, NULL,
+        "0192abcd-ef01-7000-8000-0000000000cc", "0192abcd-ef01-7000-8000-0000000000dd", "2000", "1500", "2", "31000",
+        "1900", "3", "99000", "79", "t.keyed", "p2", "corr-9", "boom", "key-1", "acme", "never read", NULL,
+        "{\"k\":\"v\"}"};
+    static const char *const irows[19] = {
+        "1000", "1100", "31000", "1", "1200", NULL, "2", "88000", "48", "stripe", "m-1", "paid", "{}",
+        "never read", NULL, NULL, NULL, "o-1", "{\"a\":\"b\"}"};
+    TT_ASSERT(s != NULL);
+    fake_push_rows(19, 2, rows);
+    TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 2);
+    e = fake_log_find("UPDATE", 0);
+    TT_ASSERT(e >= 0);
+    TT_EXPECT(strstr(fake_log_sql(e), "\"ProcessedBy\"") == NULL);
+    TT_EXPECT(strstr(fake_log_sql(e), "(CASE WHEN \"CorrelationId\" IS NULL THEN 0 ELSE 1 END)") != NULL);
+    TT_EQ_INT(fake_calls("SQLBindCol"), 10);
+    TT_EQ_INT(fake_calls("SQLGetData"), 2 + 7); /* topic, payload; then the second row's five */
+    TT_EQ_STR(ms[0].id, "0192abcd-ef01-7000-8000-0000000000aa");
+    TT_EQ_STR(ms[0].message_id, "0192abcd-ef01-7000-8000-0000000000bb");
+    TT_EQ_INT(ms[0].status, OBX_STATUS_IN_PROGRESS);
+    TT_EQ_INT(ms[0].is_processed, 0);
+    TT_EXPECT(ms[0].processed_by == NULL && ms[0].processed_at_ms == 0);
+    TT_EQ_STR(ms[0].owner_token, k_owner);
+    TT_EQ_INT(ms[0].created_at_ms, 1000);
+    TT_EQ_INT(ms[0].due_time_ms, 0);
+    TT_EQ_INT(ms[0].locked_until_ms, 31000);
+    TT_EQ_INT(ms[0].next_attempt_ms, 900);
+    TT_EQ_INT(ms[0].starts, 1);
+    TT_EQ_INT(ms[0].expires_ms, 0);
+    TT_EQ_STR(ms[0].topic, "t.plain");
+    TT_EQ_STR(ms[0].payload, "p1");
+    TT_EQ_INT(ms[0].payload_len, 2);
+    TT_EXPECT(ms[0].last_error == NULL && ms[0].correlation_id == NULL && ms[0].ordering_key == NULL);
+    TT_EXPECT(ms[0].tenant_id == NULL && ms[0].header_count == 0);
+    TT_EQ_INT(ms[1].due_time_ms, 1500);
+    TT_EQ_INT(ms[1].retry_count, 2);
+    TT_EQ_INT(ms[1].starts, 3);
+    TT_EQ_INT(ms[1].expires_ms, 99000);
+    TT_EQ_STR(ms[1].topic, "t.keyed");
+    TT_EQ_STR(ms[1].correlation_id, "corr-9");
+    TT_EQ_STR(ms[1].last_error, "boom");
+    TT_EQ_STR(ms[1].ordering_key, "key-1");
+    TT_EQ_STR(ms[1].tenant_id, "acme");
+    TT_EXPECT(ms[1].aggregate_type == NULL && ms[1].aggregate_id == NULL);
+    TT_EQ_STR(obx_message_header(&ms[1], "k"), "v");
+    TT_EQ_STR(ms[1].owner_token, k_owner);
+    obx_store_close(s);
+    /* The inbox's: no texts in the head; hash and the envelope by the mask. */
+    fake_reset();
+    fake_set_dbms_name("SQLite");
+    memset(&d, 0, sizeof d);
+    d.connection_string = "Driver=fake;";
+    d.hooks.clock.sleep_ms = fake_sleep;
+    d.hooks.logger.log = ibx_quiet;
+    TT_EQ_INT(ibx_store_open(&d, &is), IBX_OK);
+    fake_reset();
+    fake_set_dbms_name("SQLite");
+    fake_push_ok(0); /* BEGIN IMMEDIATE */
+    fake_push_rows(19, 1, irows);
+    TT_EQ_INT(ibx_claim(is, k_owner, 30, 10, &ims, &n), IBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_INT(fake_calls("SQLBindCol"), 9);
+    TT_EQ_INT(fake_calls("SQLGetData"), 4 + 2); /* source, id, topic, payload; aggregate id, headers */
+    TT_EQ_INT(ims[0].status, IBX_STATUS_PROCESSING);
+    TT_EQ_STR(ims[0].owner_token, k_owner);
+    TT_EQ_INT(ims[0].first_seen_ms, 1000);
+    TT_EQ_INT(ims[0].last_seen_ms, 1100);
+    TT_EQ_INT(ims[0].locked_until_ms, 31000);
+    TT_EQ_INT(ims[0].attempt, 1);
+    TT_EQ_INT(ims[0].next_attempt_ms, 1200);
+    TT_EQ_INT(ims[0].due_time_ms, 0);
+    TT_EQ_INT(ims[0].starts, 2);
+    TT_EQ_INT(ims[0].expires_ms, 88000);
+    TT_EQ_STR(ims[0].source, "stripe");
+    TT_EQ_STR(ims[0].message_id, "m-1");
+    TT_EQ_STR(ims[0].topic, "paid");
+    TT_EXPECT(ims[0].hash == NULL && ims[0].hash_len == 0 && ims[0].last_error == NULL);
+    TT_EXPECT(ims[0].tenant_id == NULL && ims[0].aggregate_type == NULL);
+    TT_EQ_STR(ims[0].aggregate_id, "o-1");
+    TT_EQ_STR(ibx_message_header(&ims[0], "a"), "b");
+    ibx_store_close(is);
+    TT_EQ_INT(fake_open_handles(), 0);
+}
 
 /* After a lost connection the loop retries fast and backs off to 1 s; other
  * failures wait the error delay (CORE-RECONNECT-FAST). */
@@ -1703,9 +1860,11 @@ int main(void) {
     TT_RUN("IBX-128", "fake", "encryption settings in the connection string reach the driver", test_ibx_fake_deadlock);
     TT_RUN("OBX-099", "fake", "a deadlock on ack is rolled back and retried", test_fake_ack_deadlock_retried);
     TT_RUN("OBX-CLAIM-LOST", "fake", "a lost connection mid-claim is surfaced; next call reconnects", test_fake_claim_lost_connection);
+    TT_RUN("CORE-CLAIM-ROW", "fake", "a claim's short row: head bound, optional texts read by the mask, status and owner filled in", test_fake_claim_short_row);
     TT_RUN("OBX-CLAIM-TIMEOUT", "fake", "a statement timeout is transient, reported, not redone", test_fake_claim_timeout);
     TT_RUN("CORE-RECONNECT-FAST", "pure", "after a transient failure the loop retries in 100 ms, backing off to 1 s", test_error_wait);
     TT_RUN("CORE-NULL-WALK", "fake", "obx.h: every public function with NULL and odd arguments", test_null_walk_obx);
+    TT_RUN("CORE-DISPATCHER-ARGS", "fake", "obx_dispatcher_create names the field it refuses", test_dispatcher_args);
     TT_RUN("CORE-PROVIDER-REFUSAL", "pure", "obx_provider_create logs each refusal naming the field; a negative refresh interval is out of range", test_provider_refusal);
     TT_RUN("CORE-NULL-WALK", "fake", "ibx.h: every public function with NULL and odd arguments", test_null_walk_ibx);
     TT_RUN("CORE-NO-POSIX-CLOCK", "fake", "without POSIX clocks a dispatcher needs a clock hook that sleeps", test_no_posix_clock);

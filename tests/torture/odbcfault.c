@@ -132,6 +132,47 @@ static void push_obx_rows(int n, const char *topic) {
     }
     p_rows(22, n, rows);
 }
+/* Two rows of an outbox claim in OBX__PG_CLAIM_COLS order: the head (ids,
+ * times, counts, no optional text in the mask), topic, payload, the rest NULL. */
+static void push_obx_claim(int n) {
+    const char *rows[2 * 19];
+    int i, k;
+    for (i = 0; i < n; i++) {
+        const char *row[19];
+        for (k = 0; k < 19; k++) row[k] = NULL;
+        row[0] = row[1] = i ? k_uuid2 : k_uuid1;
+        row[2] = "1700000000000";
+        row[4] = "0";
+        row[5] = "1700000060000";
+        row[6] = "1700000000000";
+        row[7] = "1";
+        row[9] = "0";
+        row[10] = "t";
+        row[11] = "payload";
+        memcpy(rows + 19 * i, row, sizeof row);
+    }
+    p_rows(19, n, rows);
+}
+/* Rows of an inbox claim in IBX__PG_CLAIM_COLS order, likewise. */
+static void push_ibx_claim(int n) {
+    const char *rows[2 * 19];
+    int i, k;
+    for (i = 0; i < n; i++) {
+        const char *row[19];
+        for (k = 0; k < 19; k++) row[k] = NULL;
+        row[0] = row[1] = row[4] = "1700000000000";
+        row[2] = "1700000060000";
+        row[3] = "0";
+        row[6] = "1";
+        row[8] = "0";
+        row[9] = "src";
+        row[10] = i ? "m2" : "m1";
+        row[11] = "t";
+        row[12] = "payload";
+        memcpy(rows + 19 * i, row, sizeof row);
+    }
+    p_rows(19, n, rows);
+}
 /* Inbox rows in IBX__PG_COLS order. */
 static void push_ibx_rows(int n) {
     const char *rows[2 * 20];
@@ -243,7 +284,7 @@ static int o_batch(world *w) {
     }
     return okind(obx_enqueue_batch(w->os, NULL, m, 3, NULL));
 }
-static void push_claim2(void) { push_obx_rows(2, "t"); }
+static void push_claim2(void) { push_obx_claim(2); }
 static int o_claim(world *w) {
     const obx_message *ms = NULL;
     int n = 0;
@@ -315,7 +356,7 @@ static obx_outcome o_handler(const obx_message *m, char *e, size_t cap, void *u)
 }
 static void push_dispatch(void) {
     push_count("0"); /* the first round reaps */
-    push_obx_rows(2, "t");
+    push_obx_claim(2);
     push_count("2"); /* the ack */
 }
 static int o_dispatch(world *w) {
@@ -392,7 +433,7 @@ static int i_enqueue(world *w) {
     m.payload_len = IBX_NTS;
     return ikind(ibx_enqueue(w->is, &m, &enq));
 }
-static void push_iclaim(void) { push_ibx_rows(2); }
+static void push_iclaim(void) { push_ibx_claim(2); }
 static int i_claim(world *w) {
     const ibx_message *ms = NULL;
     int n = 0;
@@ -427,7 +468,7 @@ static ibx_outcome i_handler(const ibx_message *m, char *e, size_t cap, void *u)
 }
 static void push_idispatch(void) {
     push_count("0");
-    push_ibx_rows(2);
+    push_ibx_claim(2);
     push_count("2");
 }
 static int i_dispatch(world *w) {
