@@ -901,7 +901,8 @@ IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]);
  * holds it). Messages past their
  * expires_ms are returned like the others (this reports what was claimed):
  * the dispatcher ends those Dead ("expired") unhandled; a caller handling
- * claims itself checks expires_ms. Returns IBX_OK (count >= 1)
+ * claims itself checks expires_ms. Each message's status and owner_token
+ * are what the claim set (filled in, not read back). Returns IBX_OK (count >= 1)
  * or IBX_EMPTY (count 0); IBX_ERR_INVALID_ARG (owner token not a UUID or
  * the empty one, NULL pointers); IBX_ERR_OUT_OF_RANGE (lease_seconds not
  * 1..IBX_LEASE_MAX_SECONDS, batch_size not 1..IBX_BATCH_MAX);
@@ -3792,9 +3793,18 @@ static ibx_status ibx__status_parse(const char *text) {
  * two parameters (sources, message ids) of equal length. Where the text
  * runs left to right (MariaDB's SET), parameters come in the order that
  * lets every column be read before it is assigned. */
+/* The plain upsert (no envelope, no expiry: fewer parameters) is a
+ * statement of its own, except with IBX_NO_ENVELOPE: then the expiry's
+ * upsert, with the expiry NULL, takes every message (one statement less). */
+#ifdef IBX_NO_ENVELOPE
+#define IBX__PLAIN_UPSERT 0
+#else
+#define IBX__PLAIN_UPSERT 1
+#endif
 enum {
     IBX__Q_SEEN,       /* source, message_id, hash -> status, stored hash */
-    IBX__Q_ENQUEUE,    /* source, id, topic, payload, hash, due, next_attempt -> rowcount */
+    IBX__Q_ENQUEUE,    /* source, id, topic, payload, hash, due, next_attempt -> rowcount; not
+                          with IBX_NO_ENVELOPE (IBX__PLAIN_UPSERT) */
     IBX__Q_ENQUEUE_ENV, /* ENQUEUE's seven, tenant, aggregate type, aggregate id, headers: a
                           message with an envelope (a known one keeps what it has) */
     IBX__Q_MARK,       /* status x4, source, id -> rowcount (see ibx__mark) */
@@ -3886,6 +3896,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"LastSeenUtc\" = CASE WHEN \"Status\" = 'Done' THEN \"LastSeenUtc\" ELSE {W} END, "
      "\"Hash\" = CASE WHEN \"Status\" = 'Done' THEN \"Hash\" ELSE coalesce(\"Hash\", excluded.\"Hash\") END "
      "RETURNING \"Status\", \"Hash\""},
+#if IBX__PLAIN_UPSERT
     {IBX__Q_ENQUEUE,
      "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W})) "
@@ -3895,6 +3906,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
      "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
      "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
+#endif
     /* With IBX_NO_ENVELOPE, for an expiry only: no envelope columns. */
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
@@ -4026,6 +4038,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "\"LastSeenUtc\" = CASE WHEN t.\"Status\" = 'Done' THEN t.\"LastSeenUtc\" ELSE now() END, "
      "\"Hash\" = CASE WHEN t.\"Status\" = 'Done' THEN t.\"Hash\" ELSE coalesce(t.\"Hash\", excluded.\"Hash\") END "
      "RETURNING \"Status\", \"Hash\""},
+#if IBX__PLAIN_UPSERT
     {IBX__Q_ENQUEUE,
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
@@ -4036,6 +4049,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
      "\"Starts\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Starts\" END, "
      "\"Status\" = 'Processing' WHERE t.\"Status\" <> 'Done'"},
+#endif
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "
@@ -4213,6 +4227,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
      "`Hash` = IF(" IBX__MY_DONE ", `Hash`, COALESCE(`Hash`, VALUES(`Hash`))) "
      "RETURNING `Status`, `Hash`"},
+#if IBX__PLAIN_UPSERT
     {IBX__Q_ENQUEUE,
      "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
      "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, 'Processing', " IBX__MY_FROM_MS("?") ", "
@@ -4226,6 +4241,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`Attempt` = IF(`Status` = 'Dead', 0, `Attempt`), `Starts` = IF(`Status` = 'Dead', 0, `Starts`), "
      "`Status` = IF(" IBX__MY_DONE ", 'Done', 'Processing') "
      "RETURNING `Status` = 'Processing'"},
+#endif
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
      "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`) VALUES (?, ?, ?, ?, ?, "
@@ -4426,6 +4442,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "[Hash] = CASE WHEN t.[Status] = 'Done' THEN t.[Hash] ELSE COALESCE(t.[Hash], s.[Hash]) END "
      "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Hash]) VALUES (s.[Source], s.[MessageId], s.[Hash]) "
      "OUTPUT inserted.[Status], inserted.[Hash];"},
+#if IBX__PLAIN_UPSERT
     {IBX__Q_ENQUEUE,
      "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ?1 AS [Source], ?2 AS [MessageId], ?3 AS [Topic], "
      "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
@@ -4438,6 +4455,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
      "[DueTimeUtc], [NextAttemptAt]) VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], "
      "'Processing', s.[Due], s.[NextAt]);"},
+#endif
     {IBX__Q_ENQUEUE_ENV,
      "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ?1 AS [Source], ?2 AS [MessageId], ?3 AS [Topic], "
      "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
@@ -7909,7 +7927,7 @@ static ibx_result ibx__enqueue_unit(ibx__db *db, void *vctx) {
         ibx__close(cur);
         if (r == IBX_EMPTY) r = IBX_OK; /* a new message */
     }
-    if (r == IBX_OK && c->envelope)
+    if (r == IBX_OK && (!IBX__PLAIN_UPSERT || c->envelope))
         r = ibx__exec(db, IBX__Q_ENQUEUE_ENV, s->sql[IBX__Q_ENQUEUE_ENV], c->p, 12, &c->rows, NULL);
     else if (r == IBX_OK)
         r = ibx__exec(db, IBX__Q_ENQUEUE, s->sql[IBX__Q_ENQUEUE], c->p, 7, &c->rows, NULL);
@@ -7968,8 +7986,9 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     ibx__p_i64(&p[5], m->due_utc_ms);
     if (m->due_utc_ms == 0) p[5].ind = SQL_NULL_DATA;
     p[6] = p[5];
-    /* Without an envelope or an expiry, the plain upsert: nothing more to bind. */
-    envelope = ibx__has_envelope(m) || m->expires_utc_ms > 0;
+    /* Without an envelope or an expiry, the plain upsert: nothing more to
+     * bind. With IBX_NO_ENVELOPE, one upsert for all (the expiry's). */
+    envelope = !IBX__PLAIN_UPSERT || ibx__has_envelope(m) || m->expires_utc_ms > 0;
     ibx__p_i64(&p[11], m->expires_utc_ms);
     if (m->expires_utc_ms <= 0) p[11].ind = SQL_NULL_DATA;
     if (envelope && !ibx__envelope_params(&store->hooks, &store->own.headers, &p[7], m))
