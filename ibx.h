@@ -4948,8 +4948,13 @@ static ibx_result ibx__check_names(ibx_error *err, const char *fn, const char *s
     return IBX_OK;
 }
 
-/* A name that reaches log lines: printable, no control characters. */
-static int ibx__printable(const char *text) {
+/* A name that reaches log lines and metrics labels (worker_name also a
+ * column): valid UTF-8 of 1..max characters and at most max_bytes bytes,
+ * no control characters. Not UTF-8, worker_name made every ack fail on
+ * PostgreSQL and MariaDB. */
+static int ibx__name_ok(const char *text, long max, size_t max_bytes) {
+    long chars = ibx__utf8_length(text, strlen(text));
+    if (chars < 1 || chars > max || strlen(text) > max_bytes) return 0;
     for (; *text; text++)
         if ((unsigned char)*text < 0x20 || *text == 0x7F) return 0;
     return 1;
@@ -4962,12 +4967,12 @@ static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
     const char *worker = ibx__desc_worker(desc);
     ibx_result r = ibx__check_names(&s->err, "ibx_store_open", schema, table);
     if (r != IBX_OK) return r;
-    if (!id[0] || strlen(id) > 63 || !ibx__printable(id))
+    if (!ibx__name_ok(id, 63, 63)) /* ibx_store_info.store_id holds 63 bytes */
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: store_id",
-                         "store_id must be 1-63 characters" IBX__WHY(", none of them control characters"));
-    if (worker && (!worker[0] || strlen(worker) > 100 || !ibx__printable(worker)))
+                         "store_id must be 1-63 bytes of UTF-8" IBX__WHY(", none of them control characters"));
+    if (worker && !ibx__name_ok(worker, 100, 400))
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: worker_name",
-                         "worker_name must be 1-100 characters" IBX__WHY(", none of them control characters"));
+                         "worker_name must be 1-100 characters of UTF-8" IBX__WHY(", none of them control characters"));
     s->schema = ibx__strdup(&s->hooks, schema);
     s->table = ibx__strdup(&s->hooks, table);
     s->store_id = ibx__strdup(&s->hooks, id);

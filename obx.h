@@ -602,7 +602,8 @@ typedef struct obx_store_desc {
     const char *store_id;        /* name on every log line; default "outbox" */
     int deploy_schema;           /* nonzero: create tables, indexes, functions if missing,
                                     upgrade an older release's table (obx_store_deploy) */
-    const char *worker_name;     /* ProcessedBy on ack; default: the owner token */
+    const char *worker_name;     /* ProcessedBy on ack, 1..100 characters of UTF-8;
+                                    default: the owner token */
     obx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
     obx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
     int statement_timeout_seconds; /* default 0: none. A statement that has no answer after
@@ -5460,8 +5461,13 @@ static obx_result obx__check_names(obx_error *err, const char *fn, const char *s
     return OBX_OK;
 }
 
-/* A name that reaches log lines: printable, no control characters. */
-static int obx__printable(const char *text) {
+/* A name that reaches log lines and metrics labels (worker_name also a
+ * column): valid UTF-8 of 1..max characters and at most max_bytes bytes,
+ * no control characters. Not UTF-8, worker_name made every ack fail on
+ * PostgreSQL and MariaDB. */
+static int obx__name_ok(const char *text, long max, size_t max_bytes) {
+    long chars = obx__utf8_length(text, strlen(text));
+    if (chars < 1 || chars > max || strlen(text) > max_bytes) return 0;
     for (; *text; text++)
         if ((unsigned char)*text < 0x20 || *text == 0x7F) return 0;
     return 1;
@@ -5474,12 +5480,12 @@ static obx_result obx__store_names(obx_store *s, const obx_store_desc *desc) {
     const char *worker = obx__desc_worker(desc);
     obx_result r = obx__check_names(&s->err, "obx_store_open", schema, table);
     if (r != OBX_OK) return r;
-    if (!id[0] || strlen(id) > 63 || !obx__printable(id))
+    if (!obx__name_ok(id, 63, 63)) /* obx_store_info.store_id holds 63 bytes */
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: store_id",
-                         "store_id must be 1-63 characters" OBX__WHY(", none of them control characters"));
-    if (worker && (!worker[0] || strlen(worker) > 100 || !obx__printable(worker)))
+                         "store_id must be 1-63 bytes of UTF-8" OBX__WHY(", none of them control characters"));
+    if (worker && !obx__name_ok(worker, 100, 400))
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: worker_name",
-                         "worker_name must be 1-100 characters" OBX__WHY(", none of them control characters"));
+                         "worker_name must be 1-100 characters of UTF-8" OBX__WHY(", none of them control characters"));
     s->schema = obx__strdup(&s->hooks, schema);
     s->table = obx__strdup(&s->hooks, table);
     s->store_id = obx__strdup(&s->hooks, id);
