@@ -1736,42 +1736,21 @@ typedef struct ibx__native_fault {
 /* Everything that differs between databases outside the statements
  * themselves. The headers' statement tables are indexed by the same id. */
 typedef struct ibx__dialect {
+    /* Pointers first, then the flags as bytes: an entry is 136 bytes on a
+     * 64-bit target instead of 168 (five entries in every build). */
     ibx_dialect id;
     const char *name;           /* printed in logs and test lines */
     const char *dbms_match;     /* SQL_DBMS_NAME starts with this (case-insensitive) */
     const char *dbms_match2;    /* a second accepted name, or NULL */
-    int tx_by_sql;              /* autocommit stays on; BEGIN/COMMIT/ROLLBACK issued as SQL
-                                   (on every connection: a caller's must be in autocommit) */
     const char *begin_sql;      /* opens a write transaction when tx_by_sql or own_tx_by_sql */
-    SQLULEN isolation;          /* set on our own connections; 0 = leave the driver's */
-    int has_schemas;            /* tables are qualified by a schema */
-    char quote_open, quote_close;
     const char *connect_key;    /* connection-string key the dialect wants set ... */
     const char *connect_extra;  /* ... and what to append when the caller did not set it */
     const char *session_sql;    /* run once after connecting (our own connections), or NULL */
     const char *version_sql;    /* returns the server version as one text column */
     const ibx__native_fault *natives; /* native codes that are not permanent; {0,0} ends */
-    int wide_text;              /* text binds as SQL_WVARCHAR: NVARCHAR columns keep every
-                                   character (SQL_VARCHAR would pass the server code page) */
-    int max_types;              /* one declared size per type, (N)VARCHAR(4000) /
-                                   VARBINARY(8000), longer values size 0 = (MAX): not the
-                                   deprecated ntext/image (which JSON functions refuse), and
-                                   one cached plan instead of one per length */
     const char *statement_end;  /* ends each statement of a schema text */
-    int dead_flag_is_local;     /* SQL_ATTR_CONNECTION_DEAD costs no round trip (MariaDB's
-                                   driver pings), so it may be asked before every commit */
-    int pads_text;              /* "m1" = "m1 " in every collation (SQL Server): text keys
-                                   ending in a space are refused, or they would collide */
     const char *timeout_keys;   /* connection-string keys (space-separated) that make the
                                    driver stop waiting for the socket after N s, or NULL */
-    int autocommit_is_local;    /* switching SQL_ATTR_AUTOCOMMIT costs no round trip
-                                   (psqlODBC): one-statement units run in autocommit */
-    int batch_as_json_rows;     /* a multi-row INSERT takes one JSON array of rows, read in
-                                   one pass (json_each, JSON_TABLE), not a list per column */
-    int own_tx_by_sql;          /* tx_by_sql on our own connections only (MariaDB: switching
-                                   autocommit costs a round trip, so ours rest in autocommit
-                                   and a unit of several statements opens with begin_sql;
-                                   not with a statement timeout, see ibx__db_setup) */
     /* Schema upgrades (ibx__deploy_columns): {C} the quoted column, {K} its
      * bare name, {D} its type, and the store's names. The probe counts the
      * column (NULL: the add tests for it itself); it comes first because an
@@ -1779,6 +1758,29 @@ typedef struct ibx__dialect {
      * ACCESS EXCLUSIVE, queued behind every open transaction on it). */
     const char *column_probe;
     const char *column_add;
+    SQLULEN isolation;          /* set on our own connections; 0 = leave the driver's */
+    unsigned char tx_by_sql;    /* autocommit stays on; BEGIN/COMMIT/ROLLBACK issued as SQL
+                                   (on every connection: a caller's must be in autocommit) */
+    unsigned char has_schemas;  /* tables are qualified by a schema */
+    char quote_open, quote_close;
+    unsigned char wide_text;    /* text binds as SQL_WVARCHAR: NVARCHAR columns keep every
+                                   character (SQL_VARCHAR would pass the server code page) */
+    unsigned char max_types;    /* one declared size per type, (N)VARCHAR(4000) /
+                                   VARBINARY(8000), longer values size 0 = (MAX): not the
+                                   deprecated ntext/image (which JSON functions refuse), and
+                                   one cached plan instead of one per length */
+    unsigned char dead_flag_is_local; /* SQL_ATTR_CONNECTION_DEAD costs no round trip (MariaDB's
+                                   driver pings), so it may be asked before every commit */
+    unsigned char pads_text;    /* "m1" = "m1 " in every collation (SQL Server): text keys
+                                   ending in a space are refused, or they would collide */
+    unsigned char autocommit_is_local; /* switching SQL_ATTR_AUTOCOMMIT costs no round trip
+                                   (psqlODBC): one-statement units run in autocommit */
+    unsigned char batch_as_json_rows; /* a multi-row INSERT takes one JSON array of rows, read in
+                                   one pass (json_each, JSON_TABLE), not a list per column */
+    unsigned char own_tx_by_sql; /* tx_by_sql on our own connections only (MariaDB: switching
+                                   autocommit costs a round trip, so ours rest in autocommit
+                                   and a unit of several statements opens with begin_sql;
+                                   not with a statement timeout, see ibx__db_setup) */
 } ibx__dialect;
 
 static const ibx__native_fault ibx__sqlite_natives[] = {
@@ -1818,18 +1820,18 @@ static const ibx__native_fault ibx__no_natives[] = {{0, 0}};
 /* A dialect left out of the build (IBX_NO_<DIALECT>): only what detects
  * it, so that a store on it is refused by name; none of its SQL. */
 #define IBX__LEFT_OUT(id, name, dbms, dbms2)                                                       \
-    {id, name, dbms, dbms2, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL, ibx__no_natives, 0, 0, \
-     ";\n", 1, 0, NULL, 0, 0, 0, NULL, NULL}
+    {id, name, dbms, dbms2, NULL, NULL, NULL, NULL, NULL, ibx__no_natives, ";\n", NULL, NULL,      \
+     NULL, 0, 0, 0, '"', '"', 0, 0, 1, 0, 0, 0, 0}
 
 /* Indexed by ibx_dialect. */
 static const ibx__dialect ibx__dialects[] = {
-    {IBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0, 0, NULL, NULL},
+    {IBX_DIALECT_AUTO, "auto", "", NULL, NULL, NULL, NULL, NULL, NULL, ibx__no_natives, ";\n", NULL,
+     NULL, NULL, 0, 0, 0, '"', '"', 0, 0, 1, 0, 0, 0, 0},
 #ifndef IBX_NO_SQLITE
-    {IBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", ibx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1, 1,
+    {IBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, "BEGIN IMMEDIATE", NULL, NULL, NULL,
+     "SELECT sqlite_version()", ibx__sqlite_natives, ";\n", NULL,
      "SELECT COUNT(*) FROM pragma_table_info('{N}') WHERE name = '{K}'",
-     "ALTER TABLE {T} ADD COLUMN {C} {D}"},
+     "ALTER TABLE {T} ADD COLUMN {C} {D}", 0, 1, 0, '"', '"', 0, 0, 1, 0, 0, 1, 1},
 #else
     IBX__LEFT_OUT(IBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL),
 #endif
@@ -1838,12 +1840,12 @@ static const ibx__dialect ibx__dialects[] = {
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
-    {IBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
-     SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1, 0, 0,
+    {IBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, NULL, "Protocol=", "Protocol=7.4-1;",
+     "SET TIME ZONE 'UTC'", "SHOW server_version", ibx__no_natives, ";\n", NULL,
      "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
      "AND NOT attisdropped",
-     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
+     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 1, '"', '"', 0,
+     0, 1, 0, 1, 0, 0},
 #else
     IBX__LEFT_OUT(IBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL),
 #endif
@@ -1851,12 +1853,13 @@ static const ibx__dialect ibx__dialects[] = {
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
-    {IBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, "START TRANSACTION", SQL_TXN_READ_COMMITTED, 0,
-     '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     ibx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0, 1, 1,
+    {IBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", "START TRANSACTION", "OPTION=",
+     "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()", ibx__mariadb_natives, ";\n",
+     "READ_TIMEOUT WRITE_TIMEOUT",
      "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
      "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
-     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
+     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 0, '`', '`', 0,
+     0, 0, 0, 0, 1, 1},
 #else
     IBX__LEFT_OUT(IBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL"),
 #endif
@@ -1864,11 +1867,11 @@ static const ibx__dialect ibx__dialects[] = {
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
-    {IBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
-     SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
-     "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", ibx__sqlserver_natives, 1,
-     1, "\nGO\n", 1, 1, NULL, 0, 0, 0, NULL,
-     "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}"},
+    {IBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, NULL, NULL, NULL,
+     "SET XACT_ABORT ON; SET NOCOUNT OFF",
+     "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", ibx__sqlserver_natives,
+     "\nGO\n", NULL, NULL, "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}",
+     SQL_TXN_READ_COMMITTED, 0, 1, '[', ']', 1, 1, 1, 1, 0, 0, 0},
 #else
     IBX__LEFT_OUT(IBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL),
 #endif
@@ -2026,7 +2029,7 @@ typedef struct ibx__column {
 /* A dialect's schema and statements, as each header writes them. */
 typedef struct ibx__sqlset {
     const char *now_ms;          /* {W}: the database clock in Unix ms */
-    const char *ddl[32];         /* the schema, one statement each, NULL-terminated */
+    const char *const *ddl;      /* the schema, one statement each, NULL-terminated */
     const ibx__stmt_row *rows;   /* the statements, by name; {id, NULL} ends */
     /* Columns of the message table added since the first release, oldest
      * first, {NULL, NULL} ends. Adding a column is one entry here per
@@ -2039,7 +2042,7 @@ typedef struct ibx__sqlset {
      * ... IF EXISTS of the old signature before it; a changed trigger that
      * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
      * new name, after a DROP TRIGGER IF EXISTS of the old one. */
-    ibx__column columns[IBX__COLUMNS_MAX + 1];
+    const ibx__column *columns;
     /* The claim returns whole message rows (ibx__read_message), not the
      * short row of ibx__read_claimed: SQL Server's comes from a deployed
      * procedure, which workers of the previous release still call while
@@ -3991,9 +3994,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
 #endif
     {IBX__Q_COUNT, NULL}};
 
-static const ibx__sqlset ibx__sqlite_inbox = {
-    "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
-    {"CREATE TABLE IF NOT EXISTS {T} (\n"
+static const char *const ibx__sqlite_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS {T} (\n"
      "    \"Source\"        TEXT NOT NULL,\n"
      "    \"MessageId\"     TEXT NOT NULL,\n"
      "    \"Topic\"         TEXT NOT NULL DEFAULT '',\n"
@@ -4015,14 +4016,20 @@ static const ibx__sqlset ibx__sqlite_inbox = {
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") "
      "WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (\"LastSeenUtc\") WHERE \"Status\" = 'Done'",
-     NULL},
+     NULL};
+/* Columns added since the first release, oldest first: a new column is
+ * one more entry here and in each other dialect's set (ibx__sqlset).
+ * Starts: handler starts since the last outcome (crash-loop quarantine).
+ * TenantId .. Headers: the envelope (NULL when a message has none). */
+static const ibx__column ibx__sqlite_inbox_columns[] = {
+    {"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"},
+    {"AggregateId", "TEXT NULL"}, {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"},
+    {NULL, NULL}};
+static const ibx__sqlset ibx__sqlite_inbox = {
+    "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+    ibx__sqlite_inbox_ddl,
     ibx__sqlite_inbox_rows,
-    /* Columns added since the first release, oldest first: a new column is
-     * one more entry here and in each other dialect's set (ibx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine).
-     * TenantId .. Headers: the envelope (NULL when a message has none). */
-    {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"},
-     {"AggregateId", "TEXT NULL"}, {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}},
+    ibx__sqlite_inbox_columns,
     0 /* claim_full_rows: the short row */
 };
 #define IBX__SQLITE_SET &ibx__sqlite_inbox
@@ -4150,9 +4157,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
 #endif
     {IBX__Q_COUNT, NULL}};
 
-static const ibx__sqlset ibx__postgresql_inbox = {
-    "now()",
-    {"SELECT pg_advisory_xact_lock(hashtext('ibx deploy {T}'))",
+static const char *const ibx__postgresql_inbox_ddl[] = {"SELECT pg_advisory_xact_lock(hashtext('ibx deploy {T}'))",
      "CREATE SCHEMA IF NOT EXISTS {S}",
      "CREATE TABLE IF NOT EXISTS {T} (\n"
      "    \"Source\"        varchar(255) NOT NULL,\n"
@@ -4176,15 +4181,21 @@ static const ibx__sqlset ibx__postgresql_inbox = {
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") "
      "WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (\"LastSeenUtc\") WHERE \"Status\" = 'Done'",
-     NULL},
+     NULL};
+/* Columns added since the first release, oldest first: a new column is
+ * one more entry here and in each other dialect's set (ibx__sqlset).
+ * Starts: handler starts since the last outcome (crash-loop quarantine).
+ * TenantId .. Headers: the envelope (NULL when a message has none). */
+static const ibx__column ibx__postgresql_inbox_columns[] = {
+    {"Starts", "integer NOT NULL DEFAULT 0"}, {"TenantId", "varchar(64) NULL"},
+    {"AggregateType", "varchar(64) NULL"}, {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
+    {"ExpiresAt", "timestamptz NULL"},
+    {NULL, NULL}};
+static const ibx__sqlset ibx__postgresql_inbox = {
+    "now()",
+    ibx__postgresql_inbox_ddl,
     ibx__postgresql_inbox_rows,
-    /* Columns added since the first release, oldest first: a new column is
-     * one more entry here and in each other dialect's set (ibx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine).
-     * TenantId .. Headers: the envelope (NULL when a message has none). */
-    {{"Starts", "integer NOT NULL DEFAULT 0"}, {"TenantId", "varchar(64) NULL"},
-     {"AggregateType", "varchar(64) NULL"}, {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
-     {"ExpiresAt", "timestamptz NULL"}},
+    ibx__postgresql_inbox_columns,
     0 /* claim_full_rows: the short row */
 };
 #define IBX__POSTGRESQL_SET &ibx__postgresql_inbox
@@ -4351,9 +4362,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
 #endif
     {IBX__Q_COUNT, NULL}};
 
-static const ibx__sqlset ibx__mariadb_inbox = {
-    "UTC_TIMESTAMP(6)",
-    {"CREATE TABLE IF NOT EXISTS {T} (\n"
+static const char *const ibx__mariadb_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS {T} (\n"
      "    `Source`        VARCHAR(255) NOT NULL,\n"
      "    `MessageId`     VARCHAR(255) NOT NULL,\n"
      "    `Topic`         VARCHAR(255) NOT NULL DEFAULT '',\n"
@@ -4373,14 +4382,20 @@ static const ibx__sqlset ibx__mariadb_inbox = {
      "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
      "    KEY `IX_{N}_Cleanup` (`Status`, `LastSeenUtc`)\n"
      ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
-     NULL},
+     NULL};
+/* Columns added since the first release, oldest first: a new column is
+ * one more entry here and in each other dialect's set (ibx__sqlset).
+ * Starts: handler starts since the last outcome (crash-loop quarantine).
+ * TenantId .. Headers: the envelope (NULL when a message has none). */
+static const ibx__column ibx__mariadb_inbox_columns[] = {
+    {"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"},
+    {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"},
+    {NULL, NULL}};
+static const ibx__sqlset ibx__mariadb_inbox = {
+    "UTC_TIMESTAMP(6)",
+    ibx__mariadb_inbox_ddl,
     ibx__mariadb_inbox_rows,
-    /* Columns added since the first release, oldest first: a new column is
-     * one more entry here and in each other dialect's set (ibx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine).
-     * TenantId .. Headers: the envelope (NULL when a message has none). */
-    {{"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"},
-     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}},
+    ibx__mariadb_inbox_columns,
     0 /* claim_full_rows: the short row */
 };
 #define IBX__MARIADB_SET &ibx__mariadb_inbox
@@ -4538,86 +4553,90 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
 #endif
     {IBX__Q_COUNT, NULL}};
 
+static const char *const ibx__sqlserver_inbox_ddl[] = {IBX__MS_DEPLOY_LOCK,
+      "IF SCHEMA_ID(PARSENAME(N'{S}', 1)) IS NULL EXEC sp_executesql N'CREATE SCHEMA {S}'",
+      "IF OBJECT_ID(N'{T}', N'U') IS NULL\n"
+      "CREATE TABLE {T} (\n"
+      "    [Source]        NVARCHAR(255) " IBX__MS_BIN " NOT NULL,\n"
+      "    [MessageId]     NVARCHAR(255) " IBX__MS_BIN " NOT NULL,\n"
+      "    [Topic]         NVARCHAR(255) NOT NULL DEFAULT N'',\n"
+      "    [Payload]       NVARCHAR(MAX) NOT NULL DEFAULT N'',\n"
+      "    [Hash]          VARBINARY(MAX) NULL,\n"
+      "    [FirstSeenUtc]  DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),\n"
+      "    [LastSeenUtc]   DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),\n"
+      "    [Status]        VARCHAR(20) NOT NULL DEFAULT 'Seen',\n"
+      "    [LockedUntil]   DATETIME2(3) NULL,\n"
+      "    [OwnerToken]    UNIQUEIDENTIFIER NULL,\n"
+      "    [Attempt]       INT NOT NULL DEFAULT 0,\n"
+      "    [LastError]     NVARCHAR(MAX) NULL,\n"
+      "    [NextAttemptAt] DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),\n"
+      "    [DueTimeUtc]    DATETIME2(3) NULL{A},\n"
+      "    [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,\n"
+      "    CONSTRAINT [PK_{N}] PRIMARY KEY NONCLUSTERED ([Source], [MessageId]),\n"
+      "    CONSTRAINT [CX_{N}] UNIQUE CLUSTERED ([Seq])\n"
+      ")",
+      "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_WorkQueue', 'IndexID') IS NULL\n"
+      "CREATE INDEX [IX_{N}_WorkQueue] ON {T} ([NextAttemptAt]) INCLUDE ([LockedUntil], [OwnerToken]) "
+      "WHERE [Status] = 'Processing'",
+      "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Leased', 'IndexID') IS NULL\n"
+      "CREATE INDEX [IX_{N}_Leased] ON {T} ([LockedUntil]) "
+      "WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL",
+      "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Cleanup', 'IndexID') IS NULL\n"
+      "CREATE INDEX [IX_{N}_Cleanup] ON {T} ([LastSeenUtc]) WHERE [Status] = 'Done'",
+      "CREATE OR ALTER PROCEDURE {S}.[{N}_Claim] @OwnerToken UNIQUEIDENTIFIER, @LeaseSeconds INT, "
+      "@BatchSize INT, @MaxStarts INT = 3 AS\n"
+      "BEGIN\n"
+      "    SET NOCOUNT ON;\n"
+      "    WITH picked AS (\n"
+      "        SELECT TOP (@BatchSize) * FROM {T} WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)\n"
+      "         WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME()\n"
+      "           AND ([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME()) AND [Starts] < @MaxStarts\n"
+      "         ORDER BY [NextAttemptAt])\n"
+      "    UPDATE picked SET [OwnerToken] = @OwnerToken,\n"
+      "           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME()), [Starts] = [Starts] + 1\n"
+      "    OUTPUT " IBX__MS_COLS("inserted.") ";\n"
+      "END",
+      IBX__MS_SETTLE("Ack", "@OwnerToken UNIQUEIDENTIFIER, " IBX__MS_LIST_PARAMS,
+                     "[Status] = 'Done', [OwnerToken] = NULL, [LockedUntil] = NULL, "
+                     "[LastSeenUtc] = SYSUTCDATETIME()"),
+      /* No delay: the default backoff, min(60 s, 2^Attempt s). */
+      IBX__MS_SETTLE("Abandon", "@DelayMs BIGINT, @Attempts INT, @LastError NVARCHAR(MAX), "
+                     "@OwnerToken UNIQUEIDENTIFIER, " IBX__MS_LIST_PARAMS,
+                     "[NextAttemptAt] = " IBX__MS_FROM_MS("COALESCE(@DelayMs, CASE WHEN t.[Attempt] >= 6 "
+                     "THEN 60000 ELSE 1000 * POWER(2, t.[Attempt]) END)", "SYSUTCDATETIME()") ", "
+                     "[Attempt] = t.[Attempt] + @Attempts, [LastError] = COALESCE(@LastError, t.[LastError]), "
+                     "[OwnerToken] = NULL, [LockedUntil] = NULL, "
+                     "[Starts] = CASE WHEN t.[Starts] > 0 THEN t.[Starts] - 1 ELSE 0 END"),
+      IBX__MS_SETTLE("Fail", "@LastError NVARCHAR(MAX), @OwnerToken UNIQUEIDENTIFIER, " IBX__MS_LIST_PARAMS,
+                     "[Status] = 'Dead', [OwnerToken] = NULL, [LockedUntil] = NULL, "
+                     "[LastSeenUtc] = SYSUTCDATETIME(), [LastError] = @LastError"),
+      "CREATE OR ALTER PROCEDURE {S}.[{N}_ReapExpired] @MaxStarts INT = 3 AS\n"
+      "BEGIN\n"
+      "    SET NOCOUNT ON;\n"
+      "    UPDATE {T} SET [OwnerToken] = NULL, [LockedUntil] = NULL,\n"
+      "           [Status] = CASE WHEN [Starts] >= @MaxStarts THEN 'Dead' ELSE [Status] END,\n"
+      "           [LastError] = CASE WHEN [Starts] >= @MaxStarts THEN N'crash loop: claimed '\n"
+      "               + CAST(@MaxStarts AS NVARCHAR(11)) + N' times without an outcome (the handler crashed "
+      "or was killed, or its lease expired)' ELSE [LastError] END\n"
+      "     WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL AND [LockedUntil] < SYSUTCDATETIME();\n"
+      "    SELECT @@ROWCOUNT;\n"
+      "END",
+      "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;", /* sqlcmd; the library commits itself */
+      NULL};
+/* Columns added since the first release, oldest first: a new column is
+ * one more entry here and in each other dialect's set (ibx__sqlset).
+ * Starts: handler starts since the last outcome (crash-loop quarantine).
+ * TenantId .. Headers: the envelope (NULL when a message has none). */
+static const ibx__column ibx__sqlserver_inbox_columns[] = {
+    {"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
+    {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
+    {"ExpiresAt", "DATETIME2(3) NULL"},
+    {NULL, NULL}};
 static const ibx__sqlset ibx__sqlserver_inbox = {
     "SYSUTCDATETIME()",
-    {     IBX__MS_DEPLOY_LOCK,
-     "IF SCHEMA_ID(PARSENAME(N'{S}', 1)) IS NULL EXEC sp_executesql N'CREATE SCHEMA {S}'",
-     "IF OBJECT_ID(N'{T}', N'U') IS NULL\n"
-     "CREATE TABLE {T} (\n"
-     "    [Source]        NVARCHAR(255) " IBX__MS_BIN " NOT NULL,\n"
-     "    [MessageId]     NVARCHAR(255) " IBX__MS_BIN " NOT NULL,\n"
-     "    [Topic]         NVARCHAR(255) NOT NULL DEFAULT N'',\n"
-     "    [Payload]       NVARCHAR(MAX) NOT NULL DEFAULT N'',\n"
-     "    [Hash]          VARBINARY(MAX) NULL,\n"
-     "    [FirstSeenUtc]  DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),\n"
-     "    [LastSeenUtc]   DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),\n"
-     "    [Status]        VARCHAR(20) NOT NULL DEFAULT 'Seen',\n"
-     "    [LockedUntil]   DATETIME2(3) NULL,\n"
-     "    [OwnerToken]    UNIQUEIDENTIFIER NULL,\n"
-     "    [Attempt]       INT NOT NULL DEFAULT 0,\n"
-     "    [LastError]     NVARCHAR(MAX) NULL,\n"
-     "    [NextAttemptAt] DATETIME2(3) NOT NULL DEFAULT SYSUTCDATETIME(),\n"
-     "    [DueTimeUtc]    DATETIME2(3) NULL{A},\n"
-     "    [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,\n"
-     "    CONSTRAINT [PK_{N}] PRIMARY KEY NONCLUSTERED ([Source], [MessageId]),\n"
-     "    CONSTRAINT [CX_{N}] UNIQUE CLUSTERED ([Seq])\n"
-     ")",
-     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_WorkQueue', 'IndexID') IS NULL\n"
-     "CREATE INDEX [IX_{N}_WorkQueue] ON {T} ([NextAttemptAt]) INCLUDE ([LockedUntil], [OwnerToken]) "
-     "WHERE [Status] = 'Processing'",
-     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Leased', 'IndexID') IS NULL\n"
-     "CREATE INDEX [IX_{N}_Leased] ON {T} ([LockedUntil]) "
-     "WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL",
-     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Cleanup', 'IndexID') IS NULL\n"
-     "CREATE INDEX [IX_{N}_Cleanup] ON {T} ([LastSeenUtc]) WHERE [Status] = 'Done'",
-     "CREATE OR ALTER PROCEDURE {S}.[{N}_Claim] @OwnerToken UNIQUEIDENTIFIER, @LeaseSeconds INT, "
-     "@BatchSize INT, @MaxStarts INT = 3 AS\n"
-     "BEGIN\n"
-     "    SET NOCOUNT ON;\n"
-     "    WITH picked AS (\n"
-     "        SELECT TOP (@BatchSize) * FROM {T} WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)\n"
-     "         WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME()\n"
-     "           AND ([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME()) AND [Starts] < @MaxStarts\n"
-     "         ORDER BY [NextAttemptAt])\n"
-     "    UPDATE picked SET [OwnerToken] = @OwnerToken,\n"
-     "           [LockedUntil] = DATEADD(SECOND, @LeaseSeconds, SYSUTCDATETIME()), [Starts] = [Starts] + 1\n"
-     "    OUTPUT " IBX__MS_COLS("inserted.") ";\n"
-     "END",
-     IBX__MS_SETTLE("Ack", "@OwnerToken UNIQUEIDENTIFIER, " IBX__MS_LIST_PARAMS,
-                    "[Status] = 'Done', [OwnerToken] = NULL, [LockedUntil] = NULL, "
-                    "[LastSeenUtc] = SYSUTCDATETIME()"),
-     /* No delay: the default backoff, min(60 s, 2^Attempt s). */
-     IBX__MS_SETTLE("Abandon", "@DelayMs BIGINT, @Attempts INT, @LastError NVARCHAR(MAX), "
-                    "@OwnerToken UNIQUEIDENTIFIER, " IBX__MS_LIST_PARAMS,
-                    "[NextAttemptAt] = " IBX__MS_FROM_MS("COALESCE(@DelayMs, CASE WHEN t.[Attempt] >= 6 "
-                    "THEN 60000 ELSE 1000 * POWER(2, t.[Attempt]) END)", "SYSUTCDATETIME()") ", "
-                    "[Attempt] = t.[Attempt] + @Attempts, [LastError] = COALESCE(@LastError, t.[LastError]), "
-                    "[OwnerToken] = NULL, [LockedUntil] = NULL, "
-                    "[Starts] = CASE WHEN t.[Starts] > 0 THEN t.[Starts] - 1 ELSE 0 END"),
-     IBX__MS_SETTLE("Fail", "@LastError NVARCHAR(MAX), @OwnerToken UNIQUEIDENTIFIER, " IBX__MS_LIST_PARAMS,
-                    "[Status] = 'Dead', [OwnerToken] = NULL, [LockedUntil] = NULL, "
-                    "[LastSeenUtc] = SYSUTCDATETIME(), [LastError] = @LastError"),
-     "CREATE OR ALTER PROCEDURE {S}.[{N}_ReapExpired] @MaxStarts INT = 3 AS\n"
-     "BEGIN\n"
-     "    SET NOCOUNT ON;\n"
-     "    UPDATE {T} SET [OwnerToken] = NULL, [LockedUntil] = NULL,\n"
-     "           [Status] = CASE WHEN [Starts] >= @MaxStarts THEN 'Dead' ELSE [Status] END,\n"
-     "           [LastError] = CASE WHEN [Starts] >= @MaxStarts THEN N'crash loop: claimed '\n"
-     "               + CAST(@MaxStarts AS NVARCHAR(11)) + N' times without an outcome (the handler crashed "
-     "or was killed, or its lease expired)' ELSE [LastError] END\n"
-     "     WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL AND [LockedUntil] < SYSUTCDATETIME();\n"
-     "    SELECT @@ROWCOUNT;\n"
-     "END",
-     "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;", /* sqlcmd; the library commits itself */
-     NULL},
+    ibx__sqlserver_inbox_ddl,
     ibx__sqlserver_inbox_rows,
-    /* Columns added since the first release, oldest first: a new column is
-     * one more entry here and in each other dialect's set (ibx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine).
-     * TenantId .. Headers: the envelope (NULL when a message has none). */
-    {{"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
-     {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
-     {"ExpiresAt", "DATETIME2(3) NULL"}},
+    ibx__sqlserver_inbox_columns,
     1 /* claim_full_rows: the rows of the deployed <table>_Claim */
 };
 #define IBX__SQLSERVER_SET &ibx__sqlserver_inbox

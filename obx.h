@@ -1868,42 +1868,21 @@ typedef struct obx__native_fault {
 /* Everything that differs between databases outside the statements
  * themselves. The headers' statement tables are indexed by the same id. */
 typedef struct obx__dialect {
+    /* Pointers first, then the flags as bytes: an entry is 136 bytes on a
+     * 64-bit target instead of 168 (five entries in every build). */
     obx_dialect id;
     const char *name;           /* printed in logs and test lines */
     const char *dbms_match;     /* SQL_DBMS_NAME starts with this (case-insensitive) */
     const char *dbms_match2;    /* a second accepted name, or NULL */
-    int tx_by_sql;              /* autocommit stays on; BEGIN/COMMIT/ROLLBACK issued as SQL
-                                   (on every connection: a caller's must be in autocommit) */
     const char *begin_sql;      /* opens a write transaction when tx_by_sql or own_tx_by_sql */
-    SQLULEN isolation;          /* set on our own connections; 0 = leave the driver's */
-    int has_schemas;            /* tables are qualified by a schema */
-    char quote_open, quote_close;
     const char *connect_key;    /* connection-string key the dialect wants set ... */
     const char *connect_extra;  /* ... and what to append when the caller did not set it */
     const char *session_sql;    /* run once after connecting (our own connections), or NULL */
     const char *version_sql;    /* returns the server version as one text column */
     const obx__native_fault *natives; /* native codes that are not permanent; {0,0} ends */
-    int wide_text;              /* text binds as SQL_WVARCHAR: NVARCHAR columns keep every
-                                   character (SQL_VARCHAR would pass the server code page) */
-    int max_types;              /* one declared size per type, (N)VARCHAR(4000) /
-                                   VARBINARY(8000), longer values size 0 = (MAX): not the
-                                   deprecated ntext/image (which JSON functions refuse), and
-                                   one cached plan instead of one per length */
     const char *statement_end;  /* ends each statement of a schema text */
-    int dead_flag_is_local;     /* SQL_ATTR_CONNECTION_DEAD costs no round trip (MariaDB's
-                                   driver pings), so it may be asked before every commit */
-    int pads_text;              /* "m1" = "m1 " in every collation (SQL Server): text keys
-                                   ending in a space are refused, or they would collide */
     const char *timeout_keys;   /* connection-string keys (space-separated) that make the
                                    driver stop waiting for the socket after N s, or NULL */
-    int autocommit_is_local;    /* switching SQL_ATTR_AUTOCOMMIT costs no round trip
-                                   (psqlODBC): one-statement units run in autocommit */
-    int batch_as_json_rows;     /* a multi-row INSERT takes one JSON array of rows, read in
-                                   one pass (json_each, JSON_TABLE), not a list per column */
-    int own_tx_by_sql;          /* tx_by_sql on our own connections only (MariaDB: switching
-                                   autocommit costs a round trip, so ours rest in autocommit
-                                   and a unit of several statements opens with begin_sql;
-                                   not with a statement timeout, see obx__db_setup) */
     /* Schema upgrades (obx__deploy_columns): {C} the quoted column, {K} its
      * bare name, {D} its type, and the store's names. The probe counts the
      * column (NULL: the add tests for it itself); it comes first because an
@@ -1911,6 +1890,29 @@ typedef struct obx__dialect {
      * ACCESS EXCLUSIVE, queued behind every open transaction on it). */
     const char *column_probe;
     const char *column_add;
+    SQLULEN isolation;          /* set on our own connections; 0 = leave the driver's */
+    unsigned char tx_by_sql;    /* autocommit stays on; BEGIN/COMMIT/ROLLBACK issued as SQL
+                                   (on every connection: a caller's must be in autocommit) */
+    unsigned char has_schemas;  /* tables are qualified by a schema */
+    char quote_open, quote_close;
+    unsigned char wide_text;    /* text binds as SQL_WVARCHAR: NVARCHAR columns keep every
+                                   character (SQL_VARCHAR would pass the server code page) */
+    unsigned char max_types;    /* one declared size per type, (N)VARCHAR(4000) /
+                                   VARBINARY(8000), longer values size 0 = (MAX): not the
+                                   deprecated ntext/image (which JSON functions refuse), and
+                                   one cached plan instead of one per length */
+    unsigned char dead_flag_is_local; /* SQL_ATTR_CONNECTION_DEAD costs no round trip (MariaDB's
+                                   driver pings), so it may be asked before every commit */
+    unsigned char pads_text;    /* "m1" = "m1 " in every collation (SQL Server): text keys
+                                   ending in a space are refused, or they would collide */
+    unsigned char autocommit_is_local; /* switching SQL_ATTR_AUTOCOMMIT costs no round trip
+                                   (psqlODBC): one-statement units run in autocommit */
+    unsigned char batch_as_json_rows; /* a multi-row INSERT takes one JSON array of rows, read in
+                                   one pass (json_each, JSON_TABLE), not a list per column */
+    unsigned char own_tx_by_sql; /* tx_by_sql on our own connections only (MariaDB: switching
+                                   autocommit costs a round trip, so ours rest in autocommit
+                                   and a unit of several statements opens with begin_sql;
+                                   not with a statement timeout, see obx__db_setup) */
 } obx__dialect;
 
 static const obx__native_fault obx__sqlite_natives[] = {
@@ -1950,18 +1952,18 @@ static const obx__native_fault obx__no_natives[] = {{0, 0}};
 /* A dialect left out of the build (OBX_NO_<DIALECT>): only what detects
  * it, so that a store on it is refused by name; none of its SQL. */
 #define OBX__LEFT_OUT(id, name, dbms, dbms2)                                                       \
-    {id, name, dbms, dbms2, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL, obx__no_natives, 0, 0, \
-     ";\n", 1, 0, NULL, 0, 0, 0, NULL, NULL}
+    {id, name, dbms, dbms2, NULL, NULL, NULL, NULL, NULL, obx__no_natives, ";\n", NULL, NULL,      \
+     NULL, 0, 0, 0, '"', '"', 0, 0, 1, 0, 0, 0, 0}
 
 /* Indexed by obx_dialect. */
 static const obx__dialect obx__dialects[] = {
-    {OBX_DIALECT_AUTO, "auto", "", NULL, 0, NULL, 0, 0, '"', '"', NULL, NULL, NULL, NULL,
-     obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 0, 0, 0, NULL, NULL},
+    {OBX_DIALECT_AUTO, "auto", "", NULL, NULL, NULL, NULL, NULL, NULL, obx__no_natives, ";\n", NULL,
+     NULL, NULL, 0, 0, 0, '"', '"', 0, 0, 1, 0, 0, 0, 0},
 #ifndef OBX_NO_SQLITE
-    {OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, 1, "BEGIN IMMEDIATE", 0, 0, '"', '"', NULL,
-     NULL, NULL, "SELECT sqlite_version()", obx__sqlite_natives, 0, 0, ";\n", 1, 0, NULL, 0, 1, 1,
+    {OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, "BEGIN IMMEDIATE", NULL, NULL, NULL,
+     "SELECT sqlite_version()", obx__sqlite_natives, ";\n", NULL,
      "SELECT COUNT(*) FROM pragma_table_info('{N}') WHERE name = '{K}'",
-     "ALTER TABLE {T} ADD COLUMN {C} {D}"},
+     "ALTER TABLE {T} ADD COLUMN {C} {D}", 0, 1, 0, '"', '"', 0, 0, 1, 0, 0, 1, 1},
 #else
     OBX__LEFT_OUT(OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL),
 #endif
@@ -1970,12 +1972,12 @@ static const obx__dialect obx__dialects[] = {
      * the round trips, and a failed statement would not abort the unit.
      * 7.4-1 rolls the whole transaction back on error, which is what we do
      * anyway. */
-    {OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, 0, NULL,
-     SQL_TXN_READ_COMMITTED, 1, '"', '"', "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, 0, 0, ";\n", 1, 0, NULL, 1, 0, 0,
+    {OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, NULL, "Protocol=", "Protocol=7.4-1;",
+     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, ";\n", NULL,
      "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
      "AND NOT attisdropped",
-     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
+     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 1, '"', '"', 0,
+     0, 1, 0, 1, 0, 0},
 #else
     OBX__LEFT_OUT(OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL),
 #endif
@@ -1983,12 +1985,13 @@ static const obx__dialect obx__dialects[] = {
     /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
     /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
      * The database of the connection string is the schema. */
-    {OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", 0, "START TRANSACTION", SQL_TXN_READ_COMMITTED, 0,
-     '`', '`', "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()",
-     obx__mariadb_natives, 0, 0, ";\n", 0, 0, "READ_TIMEOUT WRITE_TIMEOUT", 0, 1, 1,
+    {OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", "START TRANSACTION", "OPTION=",
+     "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()", obx__mariadb_natives, ";\n",
+     "READ_TIMEOUT WRITE_TIMEOUT",
      "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
      "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
-     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}"},
+     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 0, '`', '`', 0,
+     0, 0, 0, 0, 1, 1},
 #else
     OBX__LEFT_OUT(OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL"),
 #endif
@@ -1996,11 +1999,11 @@ static const obx__dialect obx__dialects[] = {
     /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
      * NOCOUNT OFF: plain statements report their row counts. A schema
      * text is batches for sqlcmd/SSMS, each ended by GO. */
-    {OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, 0, NULL,
-     SQL_TXN_READ_COMMITTED, 1, '[', ']', NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
-     "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives, 1,
-     1, "\nGO\n", 1, 1, NULL, 0, 0, 0, NULL,
-     "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}"},
+    {OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, NULL, NULL, NULL,
+     "SET XACT_ABORT ON; SET NOCOUNT OFF",
+     "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives,
+     "\nGO\n", NULL, NULL, "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}",
+     SQL_TXN_READ_COMMITTED, 0, 1, '[', ']', 1, 1, 1, 1, 0, 0, 0},
 #else
     OBX__LEFT_OUT(OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL),
 #endif
@@ -2158,7 +2161,7 @@ typedef struct obx__column {
 /* A dialect's schema and statements, as each header writes them. */
 typedef struct obx__sqlset {
     const char *now_ms;          /* {W}: the database clock in Unix ms */
-    const char *ddl[32];         /* the schema, one statement each, NULL-terminated */
+    const char *const *ddl;      /* the schema, one statement each, NULL-terminated */
     const obx__stmt_row *rows;   /* the statements, by name; {id, NULL} ends */
     /* Columns of the message table added since the first release, oldest
      * first, {NULL, NULL} ends. Adding a column is one entry here per
@@ -2171,7 +2174,7 @@ typedef struct obx__sqlset {
      * ... IF EXISTS of the old signature before it; a changed trigger that
      * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
      * new name, after a DROP TRIGGER IF EXISTS of the old one. */
-    obx__column columns[OBX__COLUMNS_MAX + 1];
+    const obx__column *columns;
     /* The claim returns whole message rows (obx__read_message), not the
      * short row of obx__read_claimed: SQL Server's comes from a deployed
      * procedure, which workers of the previous release still call while
@@ -4128,9 +4131,7 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
 #endif
     {OBX__Q_COUNT, NULL}};
 
-static const obx__sqlset obx__sqlite_outbox = {
-    "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
-    {
+static const char *const obx__sqlite_outbox_ddl[] = {
     "CREATE TABLE IF NOT EXISTS {T} (\n"
     "    \"Id\"            TEXT NOT NULL PRIMARY KEY,\n"
     "    \"Topic\"         TEXT NOT NULL,\n"
@@ -4203,17 +4204,23 @@ static const obx__sqlset obx__sqlite_outbox = {
     "       AND \"NextAttemptAt\" = " OBX__PARKED_MS " AND NOT EXISTS (SELECT 1 FROM {T} AS o\n"
     "           WHERE o.\"OrderingKey\" = NEW.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 1);\n"
     "END",
-        NULL},
+        NULL};
+/* Columns added since the first release, oldest first: a new column is
+ * one more entry here and in each other dialect's set (obx__sqlset).
+ * Starts: handler starts since the last outcome (crash-loop quarantine).
+ * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD).
+ * TenantId .. Headers: the envelope (NULL when a message has none).
+ * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
+static const obx__column obx__sqlite_outbox_columns[] = {
+    {"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"OrderingKey", "TEXT NULL"}, {"OrderingSeq", "INTEGER NULL"},
+    {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"}, {"AggregateId", "TEXT NULL"},
+    {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"},
+    {NULL, NULL}};
+static const obx__sqlset obx__sqlite_outbox = {
+    "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+    obx__sqlite_outbox_ddl,
     obx__sqlite_outbox_rows,
-    /* Columns added since the first release, oldest first: a new column is
-     * one more entry here and in each other dialect's set (obx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine).
-     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD).
-     * TenantId .. Headers: the envelope (NULL when a message has none).
-     * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
-    {{"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"OrderingKey", "TEXT NULL"}, {"OrderingSeq", "INTEGER NULL"},
-     {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"}, {"AggregateId", "TEXT NULL"},
-     {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}},
+    obx__sqlite_outbox_columns,
     0 /* claim_full_rows: the short row */
 };
 #define OBX__SQLITE_SET &obx__sqlite_outbox
@@ -4361,9 +4368,7 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
 #endif
     {OBX__Q_COUNT, NULL}};
 
-static const obx__sqlset obx__postgresql_outbox = {
-    "now()",
-    {
+static const char *const obx__postgresql_outbox_ddl[] = {
     "SELECT pg_advisory_xact_lock(hashtext('obx deploy {T}'))",
     "CREATE SCHEMA IF NOT EXISTS {S}",
     "CREATE TABLE IF NOT EXISTS {T} (\n"
@@ -4528,18 +4533,24 @@ static const obx__sqlset obx__postgresql_outbox = {
     "        RETURNING 1)\n"
     "    SELECT CAST(count(*) AS integer) FROM gone\n"
     "$$",
-        NULL},
+        NULL};
+/* Columns added since the first release, oldest first: a new column is
+ * one more entry here and in each other dialect's set (obx__sqlset).
+ * Starts: handler starts since the last outcome (crash-loop quarantine).
+ * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD).
+ * TenantId .. Headers: the envelope; json keeps the text as written.
+ * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
+static const obx__column obx__postgresql_outbox_columns[] = {
+    {"Starts", "integer NOT NULL DEFAULT 0"}, {"OrderingKey", "varchar(255) NULL"},
+    {"OrderingSeq", "bigint NULL"}, {"TenantId", "varchar(64) NULL"}, {"AggregateType", "varchar(64) NULL"},
+    {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
+    {"ExpiresAt", "timestamptz NULL"},
+    {NULL, NULL}};
+static const obx__sqlset obx__postgresql_outbox = {
+    "now()",
+    obx__postgresql_outbox_ddl,
     obx__postgresql_outbox_rows,
-    /* Columns added since the first release, oldest first: a new column is
-     * one more entry here and in each other dialect's set (obx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine).
-     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD).
-     * TenantId .. Headers: the envelope; json keeps the text as written.
-     * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
-    {{"Starts", "integer NOT NULL DEFAULT 0"}, {"OrderingKey", "varchar(255) NULL"},
-     {"OrderingSeq", "bigint NULL"}, {"TenantId", "varchar(64) NULL"}, {"AggregateType", "varchar(64) NULL"},
-     {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
-     {"ExpiresAt", "timestamptz NULL"}},
+    obx__postgresql_outbox_columns,
     0 /* claim_full_rows: the short row */
 };
 #define OBX__POSTGRESQL_SET &obx__postgresql_outbox
@@ -4718,9 +4729,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
 #endif
     {OBX__Q_COUNT, NULL}};
 
-static const obx__sqlset obx__mariadb_outbox = {
-    "UTC_TIMESTAMP(6)",
-    {
+static const char *const obx__mariadb_outbox_ddl[] = {
     "CREATE TABLE IF NOT EXISTS {T} (\n"
     "    `Id`            CHAR(36) NOT NULL PRIMARY KEY,\n"
     "    `Topic`         VARCHAR(255) NOT NULL,\n"
@@ -4784,21 +4793,27 @@ static const obx__sqlset obx__mariadb_outbox = {
     "        `FailedSteps` = `FailedSteps` + (NEW.`Status` = 2 AND `CompletedSteps` + `FailedSteps` < `ExpectedSteps`),\n"
     "        `CompletedSteps` = `CompletedSteps` + (NEW.`Status` = 1 AND `CompletedSteps` + `FailedSteps` < `ExpectedSteps`)\n"
     "     WHERE `JoinId` = NEW.`JoinId` AND OLD.`Status` = 0 AND NEW.`Status` IN (1, 2)",
-    NULL},
+    NULL};
+/* Columns added since the first release, oldest first: a new column is
+ * one more entry here and in each other dialect's set (obx__sqlset).
+ * Starts: handler starts since the last outcome (crash-loop quarantine).
+ * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD);
+ * OrderingLive, OrderingState: their index's columns (MariaDB has no
+ * partial index: NULL for rows without a key or Done).
+ * TenantId .. Headers: the envelope (NULL when a message has none).
+ * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
+static const obx__column obx__mariadb_outbox_columns[] = {
+    {"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "VARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
+    {"OrderingLive", "VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT"},
+    {"OrderingState", "TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT"},
+    {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"}, {"AggregateId", "VARCHAR(128) NULL"},
+    {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"},
+    {NULL, NULL}};
+static const obx__sqlset obx__mariadb_outbox = {
+    "UTC_TIMESTAMP(6)",
+    obx__mariadb_outbox_ddl,
     obx__mariadb_outbox_rows,
-    /* Columns added since the first release, oldest first: a new column is
-     * one more entry here and in each other dialect's set (obx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine).
-     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD);
-     * OrderingLive, OrderingState: their index's columns (MariaDB has no
-     * partial index: NULL for rows without a key or Done).
-     * TenantId .. Headers: the envelope (NULL when a message has none).
-     * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
-    {{"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "VARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
-     {"OrderingLive", "VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT"},
-     {"OrderingState", "TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT"},
-     {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"}, {"AggregateId", "VARCHAR(128) NULL"},
-     {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"}},
+    obx__mariadb_outbox_columns,
     0 /* claim_full_rows: the short row */
 };
 #define OBX__MARIADB_SET &obx__mariadb_outbox
@@ -4973,9 +4988,7 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
 #endif
     {OBX__Q_COUNT, NULL}};
 
-static const obx__sqlset obx__sqlserver_outbox = {
-    "SYSDATETIMEOFFSET()",
-    {
+static const char *const obx__sqlserver_outbox_ddl[] = {
     OBX__MS_DEPLOY_LOCK,
     "IF SCHEMA_ID(PARSENAME(N'{S}', 1)) IS NULL EXEC sp_executesql N'CREATE SCHEMA {S}'",
     "IF OBJECT_ID(N'{T}', N'U') IS NULL\n"
@@ -5114,18 +5127,24 @@ static const obx__sqlset obx__sqlserver_outbox = {
     "    SELECT COUNT(*) FROM @changed;\n"
     "END",
     "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;", /* sqlcmd; the library commits itself */
-        NULL},
+        NULL};
+/* Columns added since the first release, oldest first: a new column is
+ * one more entry here and in each other dialect's set (obx__sqlset).
+ * Starts: handler starts since the last outcome (crash-loop quarantine).
+ * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD).
+ * TenantId .. Headers: the envelope (NULL when a message has none).
+ * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
+static const obx__column obx__sqlserver_outbox_columns[] = {
+    {"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "NVARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
+    {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
+    {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
+    {"ExpiresAt", "DATETIMEOFFSET NULL"},
+    {NULL, NULL}};
+static const obx__sqlset obx__sqlserver_outbox = {
+    "SYSDATETIMEOFFSET()",
+    obx__sqlserver_outbox_ddl,
     obx__sqlserver_outbox_rows,
-    /* Columns added since the first release, oldest first: a new column is
-     * one more entry here and in each other dialect's set (obx__sqlset).
-     * Starts: handler starts since the last outcome (crash-loop quarantine).
-     * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD).
-     * TenantId .. Headers: the envelope (NULL when a message has none).
-     * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
-    {{"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "NVARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
-     {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
-     {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
-     {"ExpiresAt", "DATETIMEOFFSET NULL"}},
+    obx__sqlserver_outbox_columns,
     1 /* claim_full_rows: the rows of the deployed <table>_Claim */
 };
 #define OBX__SQLSERVER_SET &obx__sqlserver_outbox
