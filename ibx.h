@@ -3793,9 +3793,18 @@ static ibx_status ibx__status_parse(const char *text) {
  * two parameters (sources, message ids) of equal length. Where the text
  * runs left to right (MariaDB's SET), parameters come in the order that
  * lets every column be read before it is assigned. */
+/* The plain upsert (no envelope, no expiry: fewer parameters) is a
+ * statement of its own, except with IBX_NO_ENVELOPE: then the expiry's
+ * upsert, with the expiry NULL, takes every message (one statement less). */
+#ifdef IBX_NO_ENVELOPE
+#define IBX__PLAIN_UPSERT 0
+#else
+#define IBX__PLAIN_UPSERT 1
+#endif
 enum {
     IBX__Q_SEEN,       /* source, message_id, hash -> status, stored hash */
-    IBX__Q_ENQUEUE,    /* source, id, topic, payload, hash, due, next_attempt -> rowcount */
+    IBX__Q_ENQUEUE,    /* source, id, topic, payload, hash, due, next_attempt -> rowcount; not
+                          with IBX_NO_ENVELOPE (IBX__PLAIN_UPSERT) */
     IBX__Q_ENQUEUE_ENV, /* ENQUEUE's seven, tenant, aggregate type, aggregate id, headers: a
                           message with an envelope (a known one keeps what it has) */
     IBX__Q_MARK,       /* status x4, source, id -> rowcount (see ibx__mark) */
@@ -3887,6 +3896,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"LastSeenUtc\" = CASE WHEN \"Status\" = 'Done' THEN \"LastSeenUtc\" ELSE {W} END, "
      "\"Hash\" = CASE WHEN \"Status\" = 'Done' THEN \"Hash\" ELSE coalesce(\"Hash\", excluded.\"Hash\") END "
      "RETURNING \"Status\", \"Hash\""},
+#if IBX__PLAIN_UPSERT
     {IBX__Q_ENQUEUE,
      "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W})) "
@@ -3896,6 +3906,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
      "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
      "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
+#endif
     /* With IBX_NO_ENVELOPE, for an expiry only: no envelope columns. */
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
@@ -4027,6 +4038,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "\"LastSeenUtc\" = CASE WHEN t.\"Status\" = 'Done' THEN t.\"LastSeenUtc\" ELSE now() END, "
      "\"Hash\" = CASE WHEN t.\"Status\" = 'Done' THEN t.\"Hash\" ELSE coalesce(t.\"Hash\", excluded.\"Hash\") END "
      "RETURNING \"Status\", \"Hash\""},
+#if IBX__PLAIN_UPSERT
     {IBX__Q_ENQUEUE,
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
@@ -4037,6 +4049,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
      "\"Starts\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Starts\" END, "
      "\"Status\" = 'Processing' WHERE t.\"Status\" <> 'Done'"},
+#endif
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "
@@ -4214,6 +4227,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`LastSeenUtc` = IF(" IBX__MY_DONE ", `LastSeenUtc`, UTC_TIMESTAMP(6)), "
      "`Hash` = IF(" IBX__MY_DONE ", `Hash`, COALESCE(`Hash`, VALUES(`Hash`))) "
      "RETURNING `Status`, `Hash`"},
+#if IBX__PLAIN_UPSERT
     {IBX__Q_ENQUEUE,
      "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
      "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, 'Processing', " IBX__MY_FROM_MS("?") ", "
@@ -4227,6 +4241,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`Attempt` = IF(`Status` = 'Dead', 0, `Attempt`), `Starts` = IF(`Status` = 'Dead', 0, `Starts`), "
      "`Status` = IF(" IBX__MY_DONE ", 'Done', 'Processing') "
      "RETURNING `Status` = 'Processing'"},
+#endif
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
      "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`) VALUES (?, ?, ?, ?, ?, "
@@ -4427,6 +4442,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "[Hash] = CASE WHEN t.[Status] = 'Done' THEN t.[Hash] ELSE COALESCE(t.[Hash], s.[Hash]) END "
      "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Hash]) VALUES (s.[Source], s.[MessageId], s.[Hash]) "
      "OUTPUT inserted.[Status], inserted.[Hash];"},
+#if IBX__PLAIN_UPSERT
     {IBX__Q_ENQUEUE,
      "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ?1 AS [Source], ?2 AS [MessageId], ?3 AS [Topic], "
      "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
@@ -4439,6 +4455,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
      "[DueTimeUtc], [NextAttemptAt]) VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], "
      "'Processing', s.[Due], s.[NextAt]);"},
+#endif
     {IBX__Q_ENQUEUE_ENV,
      "MERGE {T} WITH (HOLDLOCK) AS t USING (SELECT ?1 AS [Source], ?2 AS [MessageId], ?3 AS [Topic], "
      "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
@@ -4926,8 +4943,13 @@ static ibx_result ibx__check_names(ibx_error *err, const char *fn, const char *s
     return IBX_OK;
 }
 
-/* A name that reaches log lines: printable, no control characters. */
-static int ibx__printable(const char *text) {
+/* A name that reaches log lines and metrics labels (worker_name also a
+ * column): valid UTF-8 of 1..max characters and at most max_bytes bytes,
+ * no control characters. Not UTF-8, worker_name made every ack fail on
+ * PostgreSQL and MariaDB. */
+static int ibx__name_ok(const char *text, long max, size_t max_bytes) {
+    long chars = ibx__utf8_length(text, strlen(text));
+    if (chars < 1 || chars > max || strlen(text) > max_bytes) return 0;
     for (; *text; text++)
         if ((unsigned char)*text < 0x20 || *text == 0x7F) return 0;
     return 1;
@@ -4940,12 +4962,12 @@ static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
     const char *worker = ibx__desc_worker(desc);
     ibx_result r = ibx__check_names(&s->err, "ibx_store_open", schema, table);
     if (r != IBX_OK) return r;
-    if (!id[0] || strlen(id) > 63 || !ibx__printable(id))
+    if (!ibx__name_ok(id, 63, 63)) /* ibx_store_info.store_id holds 63 bytes */
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: store_id",
-                         "store_id must be 1-63 characters" IBX__WHY(", none of them control characters"));
-    if (worker && (!worker[0] || strlen(worker) > 100 || !ibx__printable(worker)))
+                         "store_id must be 1-63 bytes of UTF-8" IBX__WHY(", none of them control characters"));
+    if (worker && !ibx__name_ok(worker, 100, 400))
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: worker_name",
-                         "worker_name must be 1-100 characters" IBX__WHY(", none of them control characters"));
+                         "worker_name must be 1-100 characters of UTF-8" IBX__WHY(", none of them control characters"));
     s->schema = ibx__strdup(&s->hooks, schema);
     s->table = ibx__strdup(&s->hooks, table);
     s->store_id = ibx__strdup(&s->hooks, id);
@@ -7905,7 +7927,7 @@ static ibx_result ibx__enqueue_unit(ibx__db *db, void *vctx) {
         ibx__close(cur);
         if (r == IBX_EMPTY) r = IBX_OK; /* a new message */
     }
-    if (r == IBX_OK && c->envelope)
+    if (r == IBX_OK && (!IBX__PLAIN_UPSERT || c->envelope))
         r = ibx__exec(db, IBX__Q_ENQUEUE_ENV, s->sql[IBX__Q_ENQUEUE_ENV], c->p, 12, &c->rows, NULL);
     else if (r == IBX_OK)
         r = ibx__exec(db, IBX__Q_ENQUEUE, s->sql[IBX__Q_ENQUEUE], c->p, 7, &c->rows, NULL);
@@ -7964,8 +7986,9 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     ibx__p_i64(&p[5], m->due_utc_ms);
     if (m->due_utc_ms == 0) p[5].ind = SQL_NULL_DATA;
     p[6] = p[5];
-    /* Without an envelope or an expiry, the plain upsert: nothing more to bind. */
-    envelope = ibx__has_envelope(m) || m->expires_utc_ms > 0;
+    /* Without an envelope or an expiry, the plain upsert: nothing more to
+     * bind. With IBX_NO_ENVELOPE, one upsert for all (the expiry's). */
+    envelope = !IBX__PLAIN_UPSERT || ibx__has_envelope(m) || m->expires_utc_ms > 0;
     ibx__p_i64(&p[11], m->expires_utc_ms);
     if (m->expires_utc_ms <= 0) p[11].ind = SQL_NULL_DATA;
     if (envelope && !ibx__envelope_params(&store->hooks, &store->own.headers, &p[7], m))

@@ -602,7 +602,8 @@ typedef struct obx_store_desc {
     const char *store_id;        /* name on every log line; default "outbox" */
     int deploy_schema;           /* nonzero: create tables, indexes, functions if missing,
                                     upgrade an older release's table (obx_store_deploy) */
-    const char *worker_name;     /* ProcessedBy on ack; default: the owner token */
+    const char *worker_name;     /* ProcessedBy on ack, 1..100 characters of UTF-8;
+                                    default: the owner token */
     obx_hooks hooks;             /* allocator, clock, logger, random (all-zero: defaults) */
     obx_metrics_hook metrics;    /* counters as they happen (all-zero: none) */
     int statement_timeout_seconds; /* default 0: none. A statement that has no answer after
@@ -3908,6 +3909,16 @@ enum {
 #define OBX__SEQ(next) next
 #endif
 
+/* With neither ordering keys nor the envelope, the extended inserts differ
+ * from the plain ones only by columns left NULL and the expiry: they take
+ * every message, and the plain ones are left out (fewer parameters were
+ * all they saved). */
+#if defined(OBX_NO_ORDERING_KEYS) && defined(OBX_NO_ENVELOPE)
+#define OBX__PLAIN_INSERT 0
+#else
+#define OBX__PLAIN_INSERT 1
+#endif
+
 /* SQLite parks a keyed message enqueued while an earlier one of its key is
  * Ready or in flight: its NextAttemptAt is OBX__PARKED_MS, after any due
  * time, so a claim's walk of the ready index stops before it instead of
@@ -3985,9 +3996,11 @@ enum {
     "AND (?4 IS NULL OR \"CreatedAt\" < ?4) AND \"Id\" = coalesce(?5, \"Id\")"
 static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_OWNED, "\"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+#if OBX__PLAIN_INSERT
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))"},
+#endif
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
@@ -4039,11 +4052,13 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
 #endif
     /* A whole batch in one statement: sqliteodbc costs three times the C
      * API per execute, so one execute per row is the slow part. */
+#if OBX__PLAIN_INSERT
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
      "json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), "
      "json_extract(value, '$[5]'), coalesce(json_extract(value, '$[5]'), {W}) FROM json_each(?)"},
+#endif
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
@@ -4191,11 +4206,13 @@ static const obx__sqlset obx__sqlite_outbox = {
 #define OBX__PG_BY_IDS "\"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 1 AND \"Id\" = ANY (CAST(? AS uuid[]))"
 #ifndef OBX_NO_POSTGRESQL
 static const obx__stmt_row obx__postgresql_outbox_rows[] = {
+#if OBX__PLAIN_INSERT
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (CAST(? AS uuid), CAST(? AS uuid), ?, ?, ?, "
      "to_timestamp(CAST(? AS bigint) / 1000.0), "
      "coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()))"},
+#endif
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
@@ -4248,12 +4265,14 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
 #endif
     /* A whole batch in one statement: array literals unnested by the
      * server (psqlODBC's own array binding sends one INSERT per row). */
+#if OBX__PLAIN_INSERT
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") SELECT u.id, u.mid, u.topic, u.payload, u.corr, "
      "to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()) "
      "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
      "CAST(? AS text[]), CAST(? AS bigint[])) AS u(id, mid, topic, payload, corr, due)"},
+#endif
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
@@ -4521,10 +4540,12 @@ static const obx__sqlset obx__postgresql_outbox = {
     ", `CreatedAt`) AND (?4 IS NULL OR `CreatedAt` < " OBX__MY_FROM_MS("?4") ") AND "                \
     "`Id` = COALESCE(?5, `Id`)"
 static const obx__stmt_row obx__mariadb_outbox_rows[] = {
+#if OBX__PLAIN_INSERT
     {OBX__Q_INSERT,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", "
      "COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)))"},
+#endif
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
@@ -4574,6 +4595,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
 #endif
     /* A whole batch in one statement, read from one JSON array of rows. */
+#if OBX__PLAIN_INSERT
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
@@ -4582,6 +4604,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
      "`payload` LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]', "
      "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]')) AS j"},
+#endif
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
@@ -4794,10 +4817,12 @@ static const obx__sqlset obx__mariadb_outbox = {
     OBX__MS_FROM_MS("?3", OBX__MS_EPOCH) ") AND (?4 IS NULL OR t.[CreatedAt] < "                   \
     OBX__MS_FROM_MS("?4", OBX__MS_EPOCH) ") AND t.[Id] = COALESCE(CAST(?5 AS UNIQUEIDENTIFIER), t.[Id])"
 static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
+#if OBX__PLAIN_INSERT
     {OBX__Q_INSERT,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
      "[NextAttemptAt]) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", "
      "COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", SYSDATETIMEOFFSET()))"},
+#endif
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
      "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers], "
@@ -4838,6 +4863,7 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()"},
 #endif
     /* A whole batch in one statement: the lists zipped by position. */
+#if OBX__PLAIN_INSERT
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
      "[NextAttemptAt]) SELECT i.[value], m.[value], p.[value], b.[value], c.[value], x.[Due], "
@@ -4846,6 +4872,7 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
      "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] "
      "CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
+#endif
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
      "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers], "
@@ -5377,8 +5404,13 @@ static obx_result obx__check_names(obx_error *err, const char *fn, const char *s
     return OBX_OK;
 }
 
-/* A name that reaches log lines: printable, no control characters. */
-static int obx__printable(const char *text) {
+/* A name that reaches log lines and metrics labels (worker_name also a
+ * column): valid UTF-8 of 1..max characters and at most max_bytes bytes,
+ * no control characters. Not UTF-8, worker_name made every ack fail on
+ * PostgreSQL and MariaDB. */
+static int obx__name_ok(const char *text, long max, size_t max_bytes) {
+    long chars = obx__utf8_length(text, strlen(text));
+    if (chars < 1 || chars > max || strlen(text) > max_bytes) return 0;
     for (; *text; text++)
         if ((unsigned char)*text < 0x20 || *text == 0x7F) return 0;
     return 1;
@@ -5391,12 +5423,12 @@ static obx_result obx__store_names(obx_store *s, const obx_store_desc *desc) {
     const char *worker = obx__desc_worker(desc);
     obx_result r = obx__check_names(&s->err, "obx_store_open", schema, table);
     if (r != OBX_OK) return r;
-    if (!id[0] || strlen(id) > 63 || !obx__printable(id))
+    if (!obx__name_ok(id, 63, 63)) /* obx_store_info.store_id holds 63 bytes */
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: store_id",
-                         "store_id must be 1-63 characters" OBX__WHY(", none of them control characters"));
-    if (worker && (!worker[0] || strlen(worker) > 100 || !obx__printable(worker)))
+                         "store_id must be 1-63 bytes of UTF-8" OBX__WHY(", none of them control characters"));
+    if (worker && !obx__name_ok(worker, 100, 400))
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: worker_name",
-                         "worker_name must be 1-100 characters" OBX__WHY(", none of them control characters"));
+                         "worker_name must be 1-100 characters of UTF-8" OBX__WHY(", none of them control characters"));
     s->schema = obx__strdup(&s->hooks, schema);
     s->table = obx__strdup(&s->hooks, table);
     s->store_id = obx__strdup(&s->hooks, id);
@@ -8309,37 +8341,35 @@ static int obx__chunk_end(const obx__enqueue_ctx *c, int from) {
 /* Whether m needs the statements with the ordering key and the envelope:
  * messages without either take the plain ones, as before both existed. */
 static int obx__extended(const obx_new_message *m) {
-    return obx__opt_text(m->ordering_key) || obx__has_envelope(m) || m->expires_utc_ms > 0;
-}
-
-/* ,"s" or ,null to a JSON row. */
-static int obx__json_opt_add(const obx__hooks *h, obx__buf *b, const char *s) {
-    return s ? obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, s, strlen(s), 0) : obx__buf_add(h, b, ",null", 5);
+    return !OBX__PLAIN_INSERT || obx__opt_text(m->ordering_key) || obx__has_envelope(m) || m->expires_utc_ms > 0;
 }
 
 /* One message's columns as a JSON row: ["id","message id","topic",
  * "payload",correlation or null,due ms or null] and, in an extended batch,
- * the ordering key, tenant, aggregate type, aggregate id and headers (the
- * JSON object as a string), each or null. */
+ * the ordering key, tenant, aggregate type, aggregate id, headers (the
+ * JSON object as a string) and expiry ms, each or null. One loop over the
+ * values: a call per element costs more code than the table. */
 static int obx__json_row_add(const obx__hooks *h, obx__buf *b, const char *id, const char *message_id,
                              const obx_new_message *m, size_t payload_len, const char *corr, int ext,
                              const char *headers) {
     char due[24], exp[24];
-    int n = m->due_utc_ms > 0 ? snprintf(due, sizeof due, ",%lld", (long long)m->due_utc_ms) : 0;
-    int e = m->expires_utc_ms > 0 ? snprintf(exp, sizeof exp, ",%lld", (long long)m->expires_utc_ms) : 0;
-    return obx__buf_add(h, b, b->len == 0 ? "[[" : ",[", 2) && obx__quoted_add(h, b, id, 36, 0) &&
-           obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, message_id, 36, 0) &&
-           obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, m->topic, strlen(m->topic), 0) &&
-           obx__buf_add(h, b, ",", 1) && obx__quoted_add(h, b, (const char *)m->payload, payload_len, 0) &&
-           obx__json_opt_add(h, b, corr) &&
-           (n > 0 ? obx__buf_add(h, b, due, (size_t)n) : obx__buf_add(h, b, ",null", 5)) &&
-           (!ext || (obx__json_opt_add(h, b, obx__opt_text(m->ordering_key)) &&
-                     obx__json_opt_add(h, b, obx__opt_text(m->tenant_id)) &&
-                     obx__json_opt_add(h, b, obx__opt_text(m->aggregate_type)) &&
-                     obx__json_opt_add(h, b, obx__opt_text(m->aggregate_id)) &&
-                     obx__json_opt_add(h, b, headers) &&
-                     (e > 0 ? obx__buf_add(h, b, exp, (size_t)e) : obx__buf_add(h, b, ",null", 5)))) &&
-           obx__buf_add(h, b, "]", 1);
+    const char *v[12];
+    int i, ok;
+    snprintf(due, sizeof due, "%lld", (long long)m->due_utc_ms);
+    snprintf(exp, sizeof exp, "%lld", (long long)m->expires_utc_ms);
+    v[0] = id, v[1] = message_id, v[2] = m->topic, v[3] = (const char *)m->payload, v[4] = corr;
+    v[5] = m->due_utc_ms > 0 ? due : NULL; /* numbers: 5 and 11, not quoted */
+    v[6] = obx__opt_text(m->ordering_key), v[7] = obx__opt_text(m->tenant_id);
+    v[8] = obx__opt_text(m->aggregate_type), v[9] = obx__opt_text(m->aggregate_id), v[10] = headers;
+    v[11] = m->expires_utc_ms > 0 ? exp : NULL;
+    ok = obx__buf_add(h, b, b->len == 0 ? "[[" : ",[", 2);
+    for (i = 0; ok && i < (ext ? 12 : 6); i++) {
+        if (i > 0 && !obx__buf_add(h, b, ",", 1)) return 0;
+        if (!v[i]) ok = obx__buf_add(h, b, "null", 4);
+        else if (i == 5 || i == 11) ok = obx__buf_add(h, b, v[i], strlen(v[i]));
+        else ok = obx__quoted_add(h, b, v[i], i == 3 ? payload_len : strlen(v[i]), 0);
+    }
+    return ok && obx__buf_add(h, b, "]", 1);
 }
 
 /* An optional text to a column list: the element, or a NULL one. */
@@ -8400,7 +8430,7 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
 static obx_result obx__insert_messages(obx__db *db, void *vctx) {
     obx__enqueue_ctx *c = (obx__enqueue_ctx *)vctx;
     int i;
-    if (c->count > 1 && c->s->sql[OBX__Q_INSERT_MANY]) {
+    if (c->count > 1 && c->s->sql[OBX__Q_INSERT_MANY_KEYED]) { /* the dialect has batch statements */
         obx_result r = OBX_OK;
         int to;
         for (i = 0; i < c->count && r == OBX_OK; i = to) {
@@ -8481,7 +8511,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
         ctx.lens = lens;
         ctx.count = count;
         ctx.ids = ids;
-        int one = count == 1 || (s->sql[OBX__Q_INSERT_MANY] && obx__chunk_end(&ctx, 0) == count);
+        int one = count == 1 || (s->sql[OBX__Q_INSERT_MANY_KEYED] && obx__chunk_end(&ctx, 0) == count);
         r = obx__unit_or_caller(s, hdbc, obx__insert_messages, &ctx, fn,
                                 OBX__UNIT_WRITE | (one ? OBX__UNIT_ONE_STATEMENT : 0));
     }

@@ -59,7 +59,8 @@ static void outbox(SQLHDBC app) {
     obx_new_message m, batch[2];
     obx_header hdr = {"k", "v"};
     const obx_message *got = NULL;
-    int count = 0;
+    int count = 0, i;
+    int64_t pending;
     char id[37], sql[256];
     const char *owner = "0190a0b0-0000-7000-8000-000000000001";
     memset(&desc, 0, sizeof desc);
@@ -111,9 +112,21 @@ static void outbox(SQLHDBC app) {
     snprintf(sql, sizeof sql,
              "UPDATE \"Outbox\" SET \"OrderingKey\" = 'device-7', \"OrderingSeq\" = 2 WHERE \"Id\" = '%s'", id);
     app_sql(app, sql);
-    check(obx_claim(s, owner, 30, 10, &got, &count) == OBX_OK && count == 1, "OBX-NO-ORDERING-KEYS",
-          "the claim takes one row of the key, not both");
-    if (count == 1) {
+    /* A batch: the profile's one batch statement (the plain one is left out). */
+    batch[0] = m;
+    batch[1] = m;
+    batch[1].expires_utc_ms = 4102444800000LL;
+    pending = 0;
+    check(obx_enqueue_batch(s, NULL, batch, 2, NULL) == OBX_OK && obx_pending_count(s, &pending) == OBX_OK &&
+              pending == 4,
+          "CORE-NO-ENVELOPE", "a batch enqueues (4 messages pending)");
+    check(obx_claim(s, owner, 30, 10, &got, &count) == OBX_OK && count == 3, "OBX-NO-ORDERING-KEYS",
+          "the claim takes one row of the key, not both (and the two without a key)");
+    for (i = 0; i < count; i++)
+        if (got[i].ordering_key) break;
+    check(i < count, "OBX-NO-ORDERING-KEYS", "the key's first row is among the claimed");
+    if (i < count) {
+        got += i;
         check(got[0].tenant_id == NULL && got[0].header_count == 0 && got[0].headers_packed == NULL,
               "CORE-NO-ENVELOPE", "a row with an envelope is read without it");
         check(got[0].expires_ms == 4102444800000LL, "CORE-NO-ENVELOPE", "the expiry was stored");

@@ -484,9 +484,9 @@ static void test_terse_messages(void) {
     TT_EQ_INT(obx_store_last_error(os)->result, OBX_ERR_INVALID_ARG);
     TT_EQ_STR(obx_store_last_error(os)->where, "obx_store_open: store_id");
 #ifdef OBX_TERSE_MESSAGES
-    TT_EQ_STR(obx_store_last_error(os)->message, "store_id must be 1-63 characters");
+    TT_EQ_STR(obx_store_last_error(os)->message, "store_id must be 1-63 bytes of UTF-8");
 #else
-    TT_EQ_STR(obx_store_last_error(os)->message, "store_id must be 1-63 characters, none of them control characters");
+    TT_EQ_STR(obx_store_last_error(os)->message, "store_id must be 1-63 bytes of UTF-8, none of them control characters");
 #endif
     obx_store_close(os);
     memset(&id, 0, sizeof id);
@@ -496,9 +496,9 @@ static void test_terse_messages(void) {
     TT_ASSERT(is != NULL);
     TT_EQ_STR(ibx_store_last_error(is)->where, "ibx_store_open: store_id");
 #ifdef IBX_TERSE_MESSAGES
-    TT_EQ_STR(ibx_store_last_error(is)->message, "store_id must be 1-63 characters");
+    TT_EQ_STR(ibx_store_last_error(is)->message, "store_id must be 1-63 bytes of UTF-8");
 #else
-    TT_EQ_STR(ibx_store_last_error(is)->message, "store_id must be 1-63 characters, none of them control characters");
+    TT_EQ_STR(ibx_store_last_error(is)->message, "store_id must be 1-63 bytes of UTF-8, none of them control characters");
 #endif
     ibx_store_close(is);
     TT_EQ_INT(fake_open_handles(), 0);
@@ -820,6 +820,18 @@ static void test_fake_open_arguments(void) {
     TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: message_log_level");
     obx_store_close(s);
     desc.message_log_level = (obx_log_level)0;
+    /* Names that reach a column, log lines or metrics labels are UTF-8: a
+     * worker_name that is not made every ack fail on PostgreSQL and MariaDB. */
+    desc.worker_name = "worker-\xff";
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: worker_name");
+    obx_store_close(s);
+    desc.worker_name = NULL;
+    desc.store_id = "node-\xe2\x82";
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_store_open: store_id");
+    obx_store_close(s);
+    desc.store_id = NULL;
     /* Bad input is rejected before any ODBC call. */
     TT_EQ_INT(fake_calls("SQLDriverConnect"), 0);
     TT_EQ_INT(fake_calls("SQLAllocHandle"), 0);
