@@ -914,6 +914,9 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
  * become claimable again, their attempt counts unchanged, except those
  * claimed max_starts times without an outcome (a crash loop), which end
  * dead, saying so in last_error. Done and dead messages are never touched.
+ * Where messages wait parked behind their ordering key (the outbox on
+ * PostgreSQL), it also wakes any key left with only parked messages (a
+ * wake that a concurrent enqueue or settle missed; not counted).
  * *reaped (if not NULL) receives the count, the dead included.
  * Returns IBX_OK or IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped);
@@ -3829,6 +3832,8 @@ enum {
                           message id), limit, offset -> message rows (markers numbered) */
     IBX__Q_DEAD_REPLAY, /* dead filter -> rowcount */
     IBX__Q_DEAD_PURGE, /* dead filter, batch -> rowcount */
+    IBX__Q_WAKE,       /* none: the inbox has no ordering keys, so nothing is parked (the
+                          common reap asks for it) */
     IBX__Q_OWNED,      /* not a statement: {O} in the others, the rows of a key list the
                           owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
@@ -5675,6 +5680,14 @@ IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped) {
     if (r != IBX_OK) return r;
     r = ibx__run_count(store, IBX__Q_REAP, NULL, 0, "reap", &n);
     if (r != IBX_OK) return r;
+    if (store->sql[IBX__Q_WAKE]) { /* parked messages a concurrent enqueue hid from their wake */
+        int64_t woken = 0;
+        r = ibx__run_count(store, IBX__Q_WAKE, NULL, 0, "wake parked", &woken);
+        if (r != IBX_OK) return r;
+        if (woken > 0)
+            ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id,
+                     "woke %lld ordering key(s) left with only parked messages", (long long)woken);
+    }
     ibx__count(store, IBX_METRIC_REAPED, n);
     if (reaped) *reaped = n;
     ibx__log(&store->hooks, n > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,

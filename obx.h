@@ -720,7 +720,7 @@ typedef struct obx_message {
     int64_t locked_until_ms;
     char owner_token[37];        /* "" when not leased */
     int64_t next_attempt_ms;     /* OBX_TIME_MAX_MS + 1 while parked behind an earlier message
-                                    of its ordering key (SQLite; see README) */
+                                    of its ordering key (SQLite, PostgreSQL; see README) */
     int starts;                  /* claims without an outcome, this one included: 2 and more
                                     after a crash or an expired lease (see max_starts) */
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
@@ -935,6 +935,9 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
  * become claimable again, their attempt counts unchanged, except those
  * claimed max_starts times without an outcome (a crash loop), which end
  * dead, saying so in last_error. Done and dead messages are never touched.
+ * Where messages wait parked behind their ordering key (the outbox on
+ * PostgreSQL), it also wakes any key left with only parked messages (a
+ * wake that a concurrent enqueue or settle missed; not counted).
  * *reaped (if not NULL) receives the count, the dead included.
  * Returns OBX_OK or OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped);
@@ -3840,6 +3843,7 @@ enum {
                             tenant, aggregate type, aggregate id, headers (JSON object text) */
     OBX__Q_INSERT_MANY_KEYED, /* INSERT_MANY where a message has an ordering key or an envelope:
                                  five more lists (JSON rows: five more elements) */
+    OBX__Q_WAKE,        /* -> count: parked messages whose wake was missed (OBX__PARKED_MS) */
     OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
                            owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
@@ -3882,15 +3886,25 @@ enum {
  * claim's check (SQLite, PostgreSQL, SQL Server: a partial index; MariaDB
  * has none: a generated column that is NULL for those rows, so rows
  * without a key never change that index). */
-#define OBX__ORDERED_CHECK(waits)                                                                 \
-    "(c.\"OrderingKey\" IS NULL OR (NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = "     \
-    "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" " waits " AND o.\"OrderingSeq\" <= c.\"OrderingSeq\" "  \
-    "AND (o.\"OrderingSeq\" < c.\"OrderingSeq\" OR o.\"Id\" < c.\"Id\")) AND NOT EXISTS (SELECT 1 FROM {T} AS o "  \
-    "WHERE o.\"OrderingKey\" = c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 1)))"
-/* Ready rows wait; with ordering_dead_holds, Dead ones too: in the
- * claim statements {H} is the store's choice (obx__store_own_names). */
-#define OBX__ORDERED_HEAD OBX__ORDERED_CHECK("= 0")
-#define OBX__ORDERED_CLAIM OBX__ORDERED_CHECK("{H}")
+#define OBX__ORDERED_CHECK(dead_waits)                                                            \
+    "(c.\"OrderingKey\" IS NULL OR (c.\"Id\" = (SELECT o.\"Id\" FROM {T} AS o WHERE o.\"OrderingKey\" = "   \
+    "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 0 ORDER BY o.\"OrderingSeq\", o.\"Id\" LIMIT 1) "  \
+    dead_waits "AND NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = c.\"OrderingKey\" AND "      \
+    "o.\"Status\" <> 2 AND o.\"Status\" = 1)))"
+/* Ready rows wait: c must be the first Ready row of its key, asked as the
+ * first entry of an index range (ORDER BY ... LIMIT 1), which PostgreSQL
+ * plans as an index probe whatever the statistics; as "no earlier Ready
+ * row exists" it scanned the whole table per candidate once a few keys
+ * held most rows. With ordering_dead_holds, Dead ones wait too: no Dead
+ * row of the key may come before c. In the claim statements {E} is the
+ * store's choice (obx__store_own_names): 3, or NULL, which matches no
+ * row and which the planners fold away. */
+#define OBX__ORDERED_HEAD OBX__ORDERED_CHECK("")
+#define OBX__ORDERED_CLAIM                                                                        \
+    OBX__ORDERED_CHECK("AND NOT coalesce((SELECT o.\"OrderingSeq\" < c.\"OrderingSeq\" OR (o.\"OrderingSeq\" = "   \
+                       "c.\"OrderingSeq\" AND o.\"Id\" < c.\"Id\") FROM {T} AS o WHERE o.\"OrderingKey\" = "        \
+                       "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = {E} ORDER BY o.\"OrderingSeq\", "  \
+                       "o.\"Id\" LIMIT 1), false) ")
 /* The next OrderingSeq of key `k` (an expression): NULL without a key. One
  * probe per state that counts, each the top of an index range. */
 #define OBX__ORDERED_MAX(k, st)                                                                   \
@@ -3938,9 +3952,25 @@ enum {
 #define OBX__SQLITE_PARK(k, due, later) due
 #else
 #define OBX__SQLITE_PARK(k, due, later)                                                           \
-    "CASE WHEN " k " IS NOT NULL AND (" later " OR EXISTS (SELECT 1 FROM {T} AS o WHERE "              \
-    "o.\"OrderingKey\" = " k " AND o.\"Status\" <> 2 AND o.\"Status\" IN (0, 1))) THEN "                 \
-    OBX__PARKED_MS " ELSE " due " END"
+    "CASE WHEN " k " IS NOT NULL AND (" later " OR " OBX__ORDERED_MAX(k, "0") " > 0 OR "                \
+    OBX__ORDERED_MAX(k, "1") " > 0) THEN " OBX__PARKED_MS " ELSE " due " END"
+#endif
+
+/* PostgreSQL parks as SQLite does, but there an enqueue and a settle run at
+ * the same time: an enqueue that read the key busy may commit after the
+ * last busy message's wake looked for it, and two messages of a key in
+ * flight at once (a replay) may each see the other still running. Either
+ * leaves a key with only parked messages; obx_reap, which dispatchers run
+ * every reap interval, wakes them (OBX__Q_WAKE). Locking the key in the
+ * enqueue instead would hold a key's running message for as long as any
+ * producer's transaction, and a claim skips locked rows. */
+#define OBX__PG_PARKED "CAST('10000-01-01 00:00:00+00' AS timestamptz)"
+#ifdef OBX_NO_ORDERING_KEYS
+#define OBX__PG_PARK(k, due, later) due
+#else
+#define OBX__PG_PARK(k, due, later)                                                               \
+    "CASE WHEN " k " IS NOT NULL AND (" later " OR " OBX__ORDERED_MAX(k, "0") " > 0 OR "                \
+    OBX__ORDERED_MAX(k, "1") " > 0) THEN " OBX__PG_PARKED " ELSE " due " END"
 #endif
 
 /* Columns of a message row, in the order obx__read_message expects. */
@@ -4218,8 +4248,8 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (CAST(?1 AS uuid), "
      "CAST(?2 AS uuid), ?3, ?4, ?5, to_timestamp(CAST(?6 AS bigint) / 1000.0), "
-     "coalesce(to_timestamp(CAST(?7 AS bigint) / 1000.0), now()), CAST(?8 AS varchar), "
-     OBX__SEQ(OBX__ORDERED_NEXT("CAST(?8 AS varchar)")) ", CAST(?9 AS varchar), CAST(?10 AS varchar), "
+     OBX__PG_PARK("CAST(?8 AS varchar)", "coalesce(to_timestamp(CAST(?7 AS bigint) / 1000.0), now())", "false")
+     ", CAST(?8 AS varchar), " OBX__SEQ(OBX__ORDERED_NEXT("CAST(?8 AS varchar)")) ", CAST(?9 AS varchar), CAST(?10 AS varchar), "
      "CAST(?11 AS varchar), CAST(CAST(?12 AS text) AS json), to_timestamp(CAST(?13 AS bigint) / 1000.0))"},
     {OBX__Q_CLAIM,
      "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
@@ -4248,6 +4278,18 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 1 AND \"LockedUntil\" < now()"},
     {OBX__Q_GET,
      "SELECT " OBX__PG_COLS " FROM {T} WHERE \"Id\" = CAST(? AS uuid)"},
+    /* The keys with parked messages (a walk of the ready index past the due
+     * ones) whose first Ready message is parked with nothing in flight; the
+     * rows named by an array, an init plan, so that no statistics make the
+     * update walk the table to match them. */
+    {OBX__Q_WAKE,
+     "UPDATE {T} SET \"NextAttemptAt\" = coalesce(\"DueTimeUtc\", \"CreatedAt\") WHERE \"Id\" = ANY (ARRAY(SELECT h.\"Id\" "
+     "FROM (SELECT DISTINCT \"OrderingKey\" AS k FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" = "
+     OBX__PG_PARKED ") AS pk CROSS JOIN LATERAL (SELECT p.\"Id\", p.\"NextAttemptAt\" FROM {T} AS p "
+     "WHERE p.\"OrderingKey\" = pk.k AND p.\"Status\" <> 2 AND p.\"Status\" = 0 "
+     "ORDER BY p.\"OrderingSeq\", p.\"Id\" LIMIT 1) AS h WHERE h.\"NextAttemptAt\" = " OBX__PG_PARKED " AND "
+     "NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = pk.k AND o.\"Status\" <> 2 AND "
+     "o.\"Status\" = 1)))"},
     {OBX__Q_CLEANUP,
      "DELETE FROM {T} WHERE \"Id\" = ANY (ARRAY(SELECT \"Id\" FROM {T} WHERE \"Status\" = 2 "
      "AND \"ProcessedAt\" < now() - make_interval(secs => CAST(? AS bigint) / 1000.0) "
@@ -4277,7 +4319,9 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT u.id, u.mid, u.topic, "
-     "u.payload, u.corr, to_timestamp(u.due / 1000.0), coalesce(to_timestamp(u.due / 1000.0), now()), "
+     "u.payload, u.corr, to_timestamp(u.due / 1000.0), "
+     OBX__PG_PARK("u.okey", "coalesce(to_timestamp(u.due / 1000.0), now())",
+                  "row_number() OVER (PARTITION BY u.okey ORDER BY u.n) > 1") ", "
      "u.okey, " OBX__SEQ(OBX__ORDERED_NEXT("u.okey")) " + u.n - 1, u.tenant, u.atype, u.aid, CAST(u.hdr AS json), "
      "to_timestamp(u.exp / 1000.0) "
      "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
@@ -4390,6 +4434,19 @@ static const obx__sqlset obx__postgresql_outbox = {
     "CREATE OR REPLACE TRIGGER \"{N}_JoinStep\" AFTER UPDATE ON {T}\n"
     "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows\n"
     "FOR EACH STATEMENT EXECUTE FUNCTION {S}.\"{N}_JoinStep\"()",
+    /* Parked messages (OBX__PG_PARKED): the key's next one gets its place. */
+    "CREATE OR REPLACE FUNCTION {S}.\"{N}_OrderingWake\"() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+    "BEGIN\n"
+    "    UPDATE {T} SET \"NextAttemptAt\" = coalesce(\"DueTimeUtc\", \"CreatedAt\")\n"
+    "     WHERE \"Id\" = (SELECT p.\"Id\" FROM {T} AS p WHERE p.\"OrderingKey\" = NEW.\"OrderingKey\"\n"
+    "                     AND p.\"Status\" <> 2 AND p.\"Status\" = 0 ORDER BY p.\"OrderingSeq\", p.\"Id\" LIMIT 1)\n"
+    "       AND \"NextAttemptAt\" = " OBX__PG_PARKED " AND NOT EXISTS (SELECT 1 FROM {T} AS o\n"
+    "           WHERE o.\"OrderingKey\" = NEW.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 1);\n"
+    "    RETURN NULL;\n"
+    "END $$",
+    "CREATE OR REPLACE TRIGGER \"{N}_OrderingWake\" AFTER UPDATE OF \"Status\" ON {T} FOR EACH ROW\n"
+    "WHEN (NEW.\"OrderingKey\" IS NOT NULL AND OLD.\"Status\" IN (0, 1) AND NEW.\"Status\" IN (2, 3))\n"
+    "EXECUTE FUNCTION {S}.\"{N}_OrderingWake\"()",
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_JoinCount\"() RETURNS trigger LANGUAGE plpgsql AS $$\n"
     "BEGIN\n"
     "    UPDATE {J} SET\n"
@@ -6136,6 +6193,14 @@ OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped) {
     if (r != OBX_OK) return r;
     r = obx__run_count(store, OBX__Q_REAP, NULL, 0, "reap", &n);
     if (r != OBX_OK) return r;
+    if (store->sql[OBX__Q_WAKE]) { /* parked messages a concurrent enqueue hid from their wake */
+        int64_t woken = 0;
+        r = obx__run_count(store, OBX__Q_WAKE, NULL, 0, "wake parked", &woken);
+        if (r != OBX_OK) return r;
+        if (woken > 0)
+            obx__log(&store->hooks, OBX_LOG_INFO, store->store_id,
+                     "woke %lld ordering key(s) left with only parked messages", (long long)woken);
+    }
     obx__count(store, OBX_METRIC_REAPED, n);
     if (reaped) *reaped = n;
     obx__log(&store->hooks, n > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
@@ -8130,10 +8195,12 @@ static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc)
     own->dead_holds = desc->ordering_dead_holds != 0;
 }
 
-/* ordering_dead_holds, where a Dead message waits: {H} in the claim's
- * ordered check (the states that wait), and SQL Server's claim variant. */
+/* ordering_dead_holds, where a Dead message waits: {H} in MariaDB's claim
+ * check (the states that wait), {E} in the others' (the Dead state, or
+ * none), and SQL Server's claim variant. */
 static void obx__store_own_names(const obx__store_own *own, const char **names) {
     names['H' - 'A'] = own->dead_holds ? "IN (0, 3)" : "= 0";
+    names['E' - 'A'] = own->dead_holds ? "3" : "NULL";
 }
 
 static void obx__store_own_sql(const obx__store_own *own, char **sql) {

@@ -19,6 +19,43 @@ static int plans_exec(SQLHDBC dbc, const char *sql) {
     return ok;
 }
 
+/* PostgreSQL: an index scan with no Index Cond walks the whole index, a
+ * scan all the same (a claim's key check once did that per candidate).
+ * The index of leased rows is exempt: it holds only what workers have in
+ * flight, and the in-flight check reads it once, hashed. */
+static void plans_mark_index_walks(char *out, size_t cap) {
+    char *line = out;
+    while (*line) {
+        char *end = strchr(line, '\n'), *q;
+        size_t indent = strspn(line, " "), used;
+        int walk, cond = 0;
+        if (!end) break;
+        *end = '\0'; /* the checks below read this line only */
+        walk = (strstr(line, "Index Scan using") || strstr(line, "Index Only Scan using")) &&
+               !strstr(line, "Bitmap") && !strstr(line, "_Leased\"") && !strstr(line, "FULL SCAN");
+        *end = '\n';
+        for (q = end + 1; walk && *q;) {
+            char *e = strchr(q, '\n');
+            if (!e) break;
+            *e = '\0';
+            if (strspn(q, " ") <= indent || strstr(q, "->")) {
+                *e = '\n';
+                break;
+            }
+            if (strstr(q, "Index Cond")) cond = 1;
+            *e = '\n';
+            q = e + 1;
+        }
+        used = strlen(out);
+        if (walk && !cond && used + 11 < cap) {
+            memmove(end + 10, end, used - (size_t)(end - out) + 1);
+            memcpy(end, " FULL SCAN", 10);
+            end += 10;
+        }
+        line = end + 1;
+    }
+}
+
 /* One line per row of EXPLAIN for `stmt` into `out`; a full scan of a
  * table is marked "FULL SCAN". PostgreSQL (pg): the plan as prepared (the
  * generic plan, which knows no batch size); MariaDB: EXPLAIN with args[]
@@ -59,26 +96,31 @@ static int plans_of(SQLHDBC dbc, int pg, int end_tran, const char *stmt, const c
     if (ok && SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, dbc, &st))) {
         ok = SQL_SUCCEEDED(SQLExecDirect(st, (SQLCHAR *)(pg ? run : q), SQL_NTS));
         while (ok && SQL_SUCCEEDED(SQLFetch(st))) {
-            char line[512] = "", table[128] = "", type[32] = "", key[128] = "", alias[132];
+            char line[512] = "", table[128] = "", type[32] = "", key[128] = "", alias[132], select[32] = "";
             SQLLEN ind = 0;
             if (pg) {
                 SQLGetData(st, 1, SQL_C_CHAR, line, sizeof line, &ind);
                 if (strstr(line, "Seq Scan")) strcat(line, " FULL SCAN");
             } else {
+                SQLGetData(st, 2, SQL_C_CHAR, select, sizeof select, &ind);
+                if (ind == SQL_NULL_DATA) select[0] = '\0';
                 SQLGetData(st, 3, SQL_C_CHAR, table, sizeof table, &ind);
                 if (ind == SQL_NULL_DATA) table[0] = '\0';
                 SQLGetData(st, 4, SQL_C_CHAR, type, sizeof type, &ind);
                 if (ind == SQL_NULL_DATA) type[0] = '\0';
                 SQLGetData(st, 6, SQL_C_CHAR, key, sizeof key, &ind);
                 if (ind == SQL_NULL_DATA) key[0] = '\0';
-                /* derived tables (<derived2>) and our own key lists are small */
+                /* derived tables (<derived2>) and our own key lists are small;
+                 * an INSERT's own row ("INSERT ... ALL") is no read */
                 snprintf(alias, sizeof alias, " %s ", table);
                 snprintf(line, sizeof line, "%s %s key=%s%s", table, type, key,
-                         strcmp(type, "ALL") == 0 && table[0] != '<' && !strstr(ours, alias) ? " FULL SCAN" : "");
+                         strcmp(type, "ALL") == 0 && table[0] != '<' && !strstr(ours, alias) &&
+                                 strcmp(select, "INSERT") != 0 ? " FULL SCAN" : "");
             }
             if (used + strlen(line) + 2 < cap) used += (size_t)snprintf(out + used, cap - used, "%s\n", line);
         }
         SQLFreeHandle(SQL_HANDLE_STMT, st);
+        if (pg) plans_mark_index_walks(out, cap);
     }
     if (pg) {
         plans_exec(dbc, "DEALLOCATE plans_stmt");

@@ -71,6 +71,18 @@ END $$;
 CREATE OR REPLACE TRIGGER "Outbox_JoinStep" AFTER UPDATE ON "dbo"."Outbox"
 REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
 FOR EACH STATEMENT EXECUTE FUNCTION "dbo"."Outbox_JoinStep"();
+CREATE OR REPLACE FUNCTION "dbo"."Outbox_OrderingWake"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE "dbo"."Outbox" SET "NextAttemptAt" = coalesce("DueTimeUtc", "CreatedAt")
+     WHERE "Id" = (SELECT p."Id" FROM "dbo"."Outbox" AS p WHERE p."OrderingKey" = NEW."OrderingKey"
+                     AND p."Status" <> 2 AND p."Status" = 0 ORDER BY p."OrderingSeq", p."Id" LIMIT 1)
+       AND "NextAttemptAt" = CAST('10000-01-01 00:00:00+00' AS timestamptz) AND NOT EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o
+           WHERE o."OrderingKey" = NEW."OrderingKey" AND o."Status" <> 2 AND o."Status" = 1);
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER "Outbox_OrderingWake" AFTER UPDATE OF "Status" ON "dbo"."Outbox" FOR EACH ROW
+WHEN (NEW."OrderingKey" IS NOT NULL AND OLD."Status" IN (0, 1) AND NEW."Status" IN (2, 3))
+EXECUTE FUNCTION "dbo"."Outbox_OrderingWake"();
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_JoinCount"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     UPDATE "dbo"."OutboxJoin" SET
@@ -90,7 +102,7 @@ RETURNS SETOF "dbo"."Outbox" LANGUAGE sql AS $$
      WHERE "Id" = ANY (ARRAY(
         SELECT c."Id" FROM "dbo"."Outbox" AS c
          WHERE c."Status" = 0 AND c."NextAttemptAt" <= now() AND NOT c."IsProcessed"
-           AND (c."OrderingKey" IS NULL OR (NOT EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = c."OrderingKey" AND o."Status" <> 2 AND o."Status" = 0 AND o."OrderingSeq" <= c."OrderingSeq" AND (o."OrderingSeq" < c."OrderingSeq" OR o."Id" < c."Id")) AND NOT EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = c."OrderingKey" AND o."Status" <> 2 AND o."Status" = 1)))
+           AND (c."OrderingKey" IS NULL OR (c."Id" = (SELECT o."Id" FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = c."OrderingKey" AND o."Status" <> 2 AND o."Status" = 0 ORDER BY o."OrderingSeq", o."Id" LIMIT 1) AND NOT EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = c."OrderingKey" AND o."Status" <> 2 AND o."Status" = 1)))
          ORDER BY c."NextAttemptAt" LIMIT p_batch
            FOR UPDATE OF c SKIP LOCKED))
     RETURNING *
