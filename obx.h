@@ -1868,12 +1868,9 @@ typedef struct obx__native_fault {
 /* Everything that differs between databases outside the statements
  * themselves. The headers' statement tables are indexed by the same id. */
 typedef struct obx__dialect {
-    /* Pointers first, then the flags as bytes: an entry is 136 bytes on a
-     * 64-bit target instead of 168 (five entries in every build). */
+    /* Pointers first, then the flags as bytes (112 bytes on a 64-bit
+     * target; its name and how it is detected are in obx__dialect_names). */
     obx_dialect id;
-    const char *name;           /* printed in logs and test lines */
-    const char *dbms_match;     /* SQL_DBMS_NAME starts with this (case-insensitive) */
-    const char *dbms_match2;    /* a second accepted name, or NULL */
     const char *begin_sql;      /* opens a write transaction when tx_by_sql or own_tx_by_sql */
     const char *connect_key;    /* connection-string key the dialect wants set ... */
     const char *connect_extra;  /* ... and what to append when the caller did not set it */
@@ -1947,78 +1944,95 @@ static const obx__native_fault obx__sqlserver_natives[] = {
     {10054, OBX__FAULT_LOST},      /* connection reset by peer */
     {0, 0}};
 #endif
-static const obx__native_fault obx__no_natives[] = {{0, 0}};
-
-/* A dialect left out of the build (OBX_NO_<DIALECT>): only what detects
- * it, so that a store on it is refused by name; none of its SQL. */
-#define OBX__LEFT_OUT(id, name, dbms, dbms2)                                                       \
-    {id, name, dbms, dbms2, NULL, NULL, NULL, NULL, NULL, obx__no_natives, ";\n", NULL, NULL,      \
-     NULL, 0, 0, 0, '"', '"', 0, 0, 1, 0, 0, 0, 0}
-
-/* Indexed by obx_dialect. */
-static const obx__dialect obx__dialects[] = {
-    {OBX_DIALECT_AUTO, "auto", "", NULL, NULL, NULL, NULL, NULL, NULL, obx__no_natives, ";\n", NULL,
-     NULL, NULL, 0, 0, 0, '"', '"', 0, 0, 1, 0, 0, 0, 0},
-#ifndef OBX_NO_SQLITE
-    {OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL, "BEGIN IMMEDIATE", NULL, NULL, NULL,
-     "SELECT sqlite_version()", obx__sqlite_natives, ";\n", NULL,
-     "SELECT COUNT(*) FROM pragma_table_info('{N}') WHERE name = '{K}'",
-     "ALTER TABLE {T} ADD COLUMN {C} {D}", 0, 1, 0, '"', '"', 0, 0, 1, 0, 0, 1, 1},
-#else
-    OBX__LEFT_OUT(OBX_DIALECT_SQLITE, "sqlite", "SQLite", NULL),
-#endif
 #ifndef OBX_NO_POSTGRESQL
-    /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
-     * the round trips, and a failed statement would not abort the unit.
-     * 7.4-1 rolls the whole transaction back on error, which is what we do
-     * anyway. */
-    {OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL, NULL, "Protocol=", "Protocol=7.4-1;",
-     "SET TIME ZONE 'UTC'", "SHOW server_version", obx__no_natives, ";\n", NULL,
-     "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
-     "AND NOT attisdropped",
-     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 1, '"', '"', 0,
-     0, 1, 0, 1, 0, 0},
-#else
-    OBX__LEFT_OUT(OBX_DIALECT_POSTGRESQL, "postgresql", "PostgreSQL", NULL),
+static const obx__native_fault obx__no_natives[] = {{0, 0}};
 #endif
+
+#ifndef OBX_NO_SQLITE
+static const obx__dialect obx__sqlite_dialect = {
+    OBX_DIALECT_SQLITE, "BEGIN IMMEDIATE", NULL, NULL, NULL, "SELECT sqlite_version()",
+    obx__sqlite_natives, ";\n", NULL,
+    "SELECT COUNT(*) FROM pragma_table_info('{N}') WHERE name = '{K}'",
+    "ALTER TABLE {T} ADD COLUMN {C} {D}", 0, 1, 0, '"', '"', 0, 0, 1, 0, 0, 1, 1};
+#define OBX__SQLITE_DIALECT &obx__sqlite_dialect
+#else
+#define OBX__SQLITE_DIALECT NULL
+#endif
+
+#ifndef OBX_NO_POSTGRESQL
+/* psqlODBC's default Protocol wraps each statement in a savepoint: twice
+ * the round trips, and a failed statement would not abort the unit.
+ * 7.4-1 rolls the whole transaction back on error, which is what we do
+ * anyway. */
+static const obx__dialect obx__postgresql_dialect = {
+    OBX_DIALECT_POSTGRESQL, NULL, "Protocol=", "Protocol=7.4-1;", "SET TIME ZONE 'UTC'",
+    "SHOW server_version", obx__no_natives, ";\n", NULL,
+    "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
+    "AND NOT attisdropped",
+    "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 1, '"', '"', 0,
+    0, 1, 0, 1, 0, 0};
+#define OBX__POSTGRESQL_DIALECT &obx__postgresql_dialect
+#else
+#define OBX__POSTGRESQL_DIALECT NULL
+#endif
+
 #ifndef OBX_NO_MARIADB
-    /* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
-    /* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
-     * The database of the connection string is the schema. */
-    {OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL", "START TRANSACTION", "OPTION=",
-     "OPTION=2;", "SET time_zone = '+00:00'", "SELECT VERSION()", obx__mariadb_natives, ";\n",
-     "READ_TIMEOUT WRITE_TIMEOUT",
-     "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
-     "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
-     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 0, '`', '`', 0,
-     0, 0, 0, 0, 1, 1},
+/* READ COMMITTED: at REPEATABLE READ a claim's gap locks block producers. */
+/* OPTION=2 (CLIENT_FOUND_ROWS): row counts are rows matched, as elsewhere.
+ * The database of the connection string is the schema. */
+static const obx__dialect obx__mariadb_dialect = {
+    OBX_DIALECT_MARIADB, "START TRANSACTION", "OPTION=", "OPTION=2;", "SET time_zone = '+00:00'",
+    "SELECT VERSION()", obx__mariadb_natives, ";\n", "READ_TIMEOUT WRITE_TIMEOUT",
+    "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+    "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
+    "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 0, '`', '`', 0,
+    0, 0, 0, 0, 1, 1};
+#define OBX__MARIADB_DIALECT &obx__mariadb_dialect
 #else
-    OBX__LEFT_OUT(OBX_DIALECT_MARIADB, "mariadb", "MariaDB", "MySQL"),
+#define OBX__MARIADB_DIALECT NULL
 #endif
+
 #ifndef OBX_NO_SQLSERVER
-    /* XACT_ABORT: any error ends the whole transaction, as elsewhere.
-     * NOCOUNT OFF: plain statements report their row counts. A schema
-     * text is batches for sqlcmd/SSMS, each ended by GO. */
-    {OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL, NULL, NULL, NULL,
-     "SET XACT_ABORT ON; SET NOCOUNT OFF",
-     "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives,
-     "\nGO\n", NULL, NULL, "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}",
-     SQL_TXN_READ_COMMITTED, 0, 1, '[', ']', 1, 1, 1, 1, 0, 0, 0},
+/* XACT_ABORT: any error ends the whole transaction, as elsewhere.
+ * NOCOUNT OFF: plain statements report their row counts. A schema
+ * text is batches for sqlcmd/SSMS, each ended by GO. */
+static const obx__dialect obx__sqlserver_dialect = {
+    OBX_DIALECT_SQLSERVER, NULL, NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
+    "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives,
+    "\nGO\n", NULL, NULL, "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}",
+    SQL_TXN_READ_COMMITTED, 0, 1, '[', ']', 1, 1, 1, 1, 0, 0, 0};
+#define OBX__SQLSERVER_DIALECT &obx__sqlserver_dialect
 #else
-    OBX__LEFT_OUT(OBX_DIALECT_SQLSERVER, "sqlserver", "Microsoft SQL Server", NULL),
+#define OBX__SQLSERVER_DIALECT NULL
 #endif
-};
+
+/* Every dialect, built in or not, indexed by obx_dialect: its name, what
+ * SQL_DBMS_NAME starts with (case-insensitive; a second name or NULL), and
+ * the option that leaves it out. A store on a left-out one is detected
+ * and refused by name (obx__db_setup). */
+typedef struct obx__dialect_id {
+    const char *name, *dbms_match, *dbms_match2, *macro;
+} obx__dialect_id;
+static const obx__dialect_id obx__dialect_names[] = {
+    {"auto", "", NULL, "AUTO"},
+    {"sqlite", "SQLite", NULL, "SQLITE"},
+    {"postgresql", "PostgreSQL", NULL, "POSTGRESQL"},
+    {"mariadb", "MariaDB", "MySQL", "MARIADB"},
+    {"sqlserver", "Microsoft SQL Server", NULL, "SQLSERVER"}};
+/* The dialects built in, by obx_dialect; NULL: auto, or left out. */
+static const obx__dialect *const obx__dialects[] = {NULL, OBX__SQLITE_DIALECT, OBX__POSTGRESQL_DIALECT,
+                                                    OBX__MARIADB_DIALECT, OBX__SQLSERVER_DIALECT};
 #define OBX__DIALECT_COUNT ((int)(sizeof obx__dialects / sizeof obx__dialects[0]))
 
 /* With SQLite the only dialect built in, OBX__ONE(d)->flag is SQLite's
  * flag, a constant, and the code only other dialects need folds away (the
  * claim in three statements, batches as one list per column, PostgreSQL's
- * arrays, SQL Server's types). Only for flags a left-out dialect's entry
- * has the same (zero) value, or past the point where a store on it has
- * been refused. */
-#if defined(OBX_NO_POSTGRESQL) && defined(OBX_NO_MARIADB) && defined(OBX_NO_SQLSERVER)
+ * arrays, SQL Server's types): a store's dialect is always a built-in one
+ * (obx__db_setup refuses the others). */
+#if defined(OBX_NO_POSTGRESQL) && defined(OBX_NO_MARIADB) && defined(OBX_NO_SQLSERVER) && \
+    !defined(OBX_NO_SQLITE)
 #define OBX__SQLITE_ONLY 1
-#define OBX__ONE(d) ((void)(d), &obx__dialects[OBX_DIALECT_SQLITE])
+#define OBX__ONE(d) ((void)(d), &obx__sqlite_dialect)
 #else
 #define OBX__SQLITE_ONLY 0
 #define OBX__ONE(d) (d)
@@ -2032,14 +2046,15 @@ static const obx__dialect obx__dialects[] = {
 #define OBX__ENV(text) text
 #endif
 
+/* A built-in dialect, or NULL (auto, unknown, or left out). */
 OBX__PRIVATE const obx__dialect *obx__dialect_get(obx_dialect id) {
     int i = (int)id;
-    return (i > 0 && i < OBX__DIALECT_COUNT) ? &obx__dialects[i] : NULL;
+    return (i > 0 && i < OBX__DIALECT_COUNT) ? obx__dialects[i] : NULL;
 }
 
 OBX__PRIVATE const char *obx__dialect_name(obx_dialect id) {
     int i = (int)id;
-    return (i >= 0 && i < OBX__DIALECT_COUNT) ? obx__dialects[i].name : "unknown";
+    return (i >= 0 && i < OBX__DIALECT_COUNT) ? obx__dialect_names[i].name : "unknown";
 }
 
 OBX__PRIVATE int obx__starts_with_nocase(const char *s, const char *prefix) {
@@ -2058,16 +2073,17 @@ OBX__PRIVATE int obx__contains_nocase(const char *s, const char *needle) {
     return 0;
 }
 
-/* The dialect for an SQL_DBMS_NAME, or NULL when none matches. */
-OBX__PRIVATE const obx__dialect *obx__dialect_detect(const char *dbms_name) {
+/* The dialect of an SQL_DBMS_NAME, built in or not, or OBX_DIALECT_AUTO
+ * when none matches. */
+OBX__PRIVATE obx_dialect obx__dialect_detect(const char *dbms_name) {
     int i;
     for (i = 1; i < OBX__DIALECT_COUNT; i++) {
-        const obx__dialect *d = &obx__dialects[i];
-        if (obx__starts_with_nocase(dbms_name, d->dbms_match) ||
-            (d->dbms_match2 && obx__starts_with_nocase(dbms_name, d->dbms_match2)))
-            return d;
+        const obx__dialect_id *n = &obx__dialect_names[i];
+        if (obx__starts_with_nocase(dbms_name, n->dbms_match) ||
+            (n->dbms_match2 && obx__starts_with_nocase(dbms_name, n->dbms_match2)))
+            return (obx_dialect)i;
     }
-    return NULL;
+    return OBX_DIALECT_AUTO;
 }
 
 /* Classify a failure. A lost connection (class 08) first, then the
@@ -2484,6 +2500,7 @@ OBX__PRIVATE obx_result obx__query_text(obx__db *db, const char *sql, char *out,
  * session up. Leaves no transaction open. */
 OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
     const obx__dialect *d;
+    obx_dialect id;
     obx_result r;
     /* The name decides the dialect: a driver that cannot say it (a
      * connection lost at once) is that error, not "unknown database". */
@@ -2492,13 +2509,17 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
     if (obx__get_info(db, SQL_DRIVER_NAME, db->driver_name, sizeof db->driver_name) != OBX_OK ||
         obx__get_info(db, SQL_DBMS_VER, db->dbms_version, sizeof db->dbms_version) != OBX_OK)
         obx__error_clear(db->err); /* only for log lines */
-    d = db->forced != OBX_DIALECT_AUTO ? obx__dialect_get(db->forced)
-                                       : obx__dialect_detect(db->dbms_name);
-    if (!d)
+    id = db->forced != OBX_DIALECT_AUTO ? db->forced : obx__dialect_detect(db->dbms_name);
+    if (id == OBX_DIALECT_AUTO)
         return obx__fail(db->err, OBX_ERR_UNSUPPORTED, "SQLGetInfo(SQL_DBMS_NAME)",
                          "unknown database '%s' (driver %s)"
                          OBX__WHY("; force a dialect if it speaks one of sqlite, postgresql, mariadb, sqlserver"),
                          db->dbms_name, db->driver_name);
+    d = obx__dialect_get(id);
+    if (!d)
+        return obx__fail(db->err, OBX_ERR_UNSUPPORTED, "obx_store_open: dialect",
+                         "%s was left out of this build (OBX_NO_%s)", obx__dialect_names[id].name,
+                         obx__dialect_names[id].macro);
     db->d = d;
     /* Not with a client-side statement timeout: a statement the driver gave
      * up on runs on at the server, and in autocommit it would commit; in a
@@ -2653,7 +2674,7 @@ OBX__PRIVATE obx_result obx__check_autocommit(obx__db *db) {
     return obx__fail(db->err, OBX_ERR_STATE, "hdbc: autocommit",
                      "the caller's connection has autocommit %s; on %s the store needs it %s "
                      "(SQLSetConnectAttr(SQL_ATTR_AUTOCOMMIT, SQL_AUTOCOMMIT_%s))",
-                     mode == SQL_AUTOCOMMIT_ON ? "on" : "off", db->d->name,
+                     mode == SQL_AUTOCOMMIT_ON ? "on" : "off", obx__dialect_name(db->d->id),
                      want == SQL_AUTOCOMMIT_ON ? "on" : "off", want == SQL_AUTOCOMMIT_ON ? "ON" : "OFF");
 }
 
@@ -5514,21 +5535,11 @@ static obx_result obx__store_names(obx_store *s, const obx_store_desc *desc) {
     return OBX_OK;
 }
 
-/* The option that leaves a dialect out, for the error that says so. */
-static const char *obx__dialect_macro(obx_dialect id) {
-    static const char *const names[] = {"AUTO", "SQLITE", "POSTGRESQL", "MARIADB", "SQLSERVER"};
-    return (int)id >= 0 && (int)id <= (int)OBX_DIALECT_SQLSERVER ? names[id] : "?";
-}
-
 static obx_result obx__store_prepare_sql(obx_store *s) {
     const obx__stmt_row *row;
     const char *names[26];
     char limit[16];
-    s->q = obx__sqlsets[s->db.d->id];
-    if (!s->q)
-        return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, "obx_store_open: dialect",
-                              "%s was left out of this build (OBX_NO_%s)", s->db.d->name,
-                              obx__dialect_macro(s->db.d->id));
+    s->q = obx__sqlsets[s->db.d->id]; /* built in: obx__db_setup refused a left-out one */
     snprintf(limit, sizeof limit, "%d", s->max_starts);
     memset((void *)names, 0, sizeof names);
     names['Q' - 'A'] = limit; /* {Q}: max_starts, a literal of the store's statements */
