@@ -1563,6 +1563,15 @@ IBX__PRIVATE ibx_result ibx__fail(ibx_error *e, ibx_result r, const char *where,
     return r;
 }
 
+/* An argument out of range: `where` "<fn>: <name>", the message "<name>
+ * must be <rule>, got <value>"; one format for several checks. */
+IBX__PRIVATE ibx_result ibx__range_fail(ibx_error *e, const char *fn, const char *name,
+                                        const char *rule, long long value) {
+    char where[96];
+    snprintf(where, sizeof where, "%s: %s", fn, name);
+    return ibx__fail(e, IBX_ERR_OUT_OF_RANGE, where, "%s must be %s, got %lld", name, rule, value);
+}
+
 /* >> pure functions: backoff -------------------------------------------------- */
 
 IBX__PRIVATE int64_t ibx__backoff_default_ms(int attempt) {
@@ -4798,6 +4807,8 @@ static void ibx__desc_set_worker(ibx_store_desc *desc, const char *worker);
 #define IBX__MAX_HANDLER_DEFAULT_MS 300000 /* leases are renewed for handlers this long */
 #define IBX__MAX_STARTS_DEFAULT 3          /* claims without an outcome before Dead ... */
 #define IBX__MAX_STARTS_LIMIT 1000         /* ... settable up to this */
+#define IBX__STR_(x) #x
+#define IBX__STR(x) IBX__STR_(x) /* a number macro as text */
 #define IBX__PAUSE_DEFAULT_MS 1000         /* a topic's first pause (IBX_PAUSE) ... */
 #define IBX__PAUSE_MAX_DEFAULT_MS 60000    /* ... doubling up to this */
 #ifdef IBX_NO_POSIX_CLOCK
@@ -5203,6 +5214,7 @@ IBX_API ibx_result ibx_store_deploy(ibx_store *store) {
 
 /* The checks of ibx_store_open that need no allocation beyond the store. */
 static ibx_result ibx__store_desc_check(ibx_store *s, const ibx_store_desc *desc) {
+    static const char fn[] = "ibx_store_open";
     if ((desc->connection_string != NULL) == (desc->hdbc != NULL))
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, "ibx_store_open: connection_string",
                          "give exactly one of connection_string and hdbc");
@@ -5217,25 +5229,21 @@ static ibx_result ibx__store_desc_check(ibx_store *s, const ibx_store_desc *desc
     if (desc->wake_path && !(s->wake_path = ibx__strdup(&s->hooks, desc->wake_path)))
         return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     if (desc->max_pending < 0)
-        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: max_pending",
-                         "max_pending must be 0 (no cap) or more, got %lld", (long long)desc->max_pending);
+        return ibx__range_fail(&s->err, fn, "max_pending", "0 (no cap) or more", (long long)desc->max_pending);
     s->max_pending = desc->max_pending;
     if (desc->max_starts < 0 || desc->max_starts > IBX__MAX_STARTS_LIMIT)
-        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: max_starts",
-                         "max_starts must be 0 (the default, %d) or 1..%d, got %d", IBX__MAX_STARTS_DEFAULT,
-                         IBX__MAX_STARTS_LIMIT, desc->max_starts);
+        return ibx__range_fail(&s->err, fn, "max_starts", "0 (the default, " IBX__STR(IBX__MAX_STARTS_DEFAULT)
+                               ") or 1.." IBX__STR(IBX__MAX_STARTS_LIMIT), desc->max_starts);
     s->max_starts = desc->max_starts ? desc->max_starts : IBX__MAX_STARTS_DEFAULT;
     if (desc->statement_timeout_seconds < 0)
-        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: statement_timeout_seconds",
-                         "statement_timeout_seconds must be 0 (none) or more, got %d", desc->statement_timeout_seconds);
+        return ibx__range_fail(&s->err, fn, "statement_timeout_seconds", "0 (none) or more",
+                               desc->statement_timeout_seconds);
     if (desc->login_timeout_seconds < -1)
-        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: login_timeout_seconds",
-                         "login_timeout_seconds must be -1 (the driver's), 0 (the default) or more, got %d",
-                         desc->login_timeout_seconds);
+        return ibx__range_fail(&s->err, fn, "login_timeout_seconds",
+                               "-1 (the driver's), 0 (the default) or more", desc->login_timeout_seconds);
     if ((int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF)
-        return ibx__fail(&s->err, IBX_ERR_OUT_OF_RANGE, "ibx_store_open: message_log_level",
-                         "message_log_level must be 0 (the default) or an ibx_log_level, got %d",
-                         (int)desc->message_log_level);
+        return ibx__range_fail(&s->err, fn, "message_log_level", "0 (the default) or an ibx_log_level",
+                               (int)desc->message_log_level);
     s->pending_estimate = INT64_MAX; /* unknown: the first enqueue counts */
     return ibx__store_names(s, desc);
 }

@@ -1695,6 +1695,15 @@ OBX__PRIVATE obx_result obx__fail(obx_error *e, obx_result r, const char *where,
     return r;
 }
 
+/* An argument out of range: `where` "<fn>: <name>", the message "<name>
+ * must be <rule>, got <value>"; one format for several checks. */
+OBX__PRIVATE obx_result obx__range_fail(obx_error *e, const char *fn, const char *name,
+                                        const char *rule, long long value) {
+    char where[96];
+    snprintf(where, sizeof where, "%s: %s", fn, name);
+    return obx__fail(e, OBX_ERR_OUT_OF_RANGE, where, "%s must be %s, got %lld", name, rule, value);
+}
+
 /* >> pure functions: backoff -------------------------------------------------- */
 
 OBX__PRIVATE int64_t obx__backoff_default_ms(int attempt) {
@@ -5311,6 +5320,8 @@ static void obx__desc_set_worker(obx_store_desc *desc, const char *worker);
 #define OBX__MAX_HANDLER_DEFAULT_MS 300000 /* leases are renewed for handlers this long */
 #define OBX__MAX_STARTS_DEFAULT 3          /* claims without an outcome before Dead ... */
 #define OBX__MAX_STARTS_LIMIT 1000         /* ... settable up to this */
+#define OBX__STR_(x) #x
+#define OBX__STR(x) OBX__STR_(x) /* a number macro as text */
 #define OBX__PAUSE_DEFAULT_MS 1000         /* a topic's first pause (OBX_PAUSE) ... */
 #define OBX__PAUSE_MAX_DEFAULT_MS 60000    /* ... doubling up to this */
 #ifdef OBX_NO_POSIX_CLOCK
@@ -5716,6 +5727,7 @@ OBX_API obx_result obx_store_deploy(obx_store *store) {
 
 /* The checks of obx_store_open that need no allocation beyond the store. */
 static obx_result obx__store_desc_check(obx_store *s, const obx_store_desc *desc) {
+    static const char fn[] = "obx_store_open";
     if ((desc->connection_string != NULL) == (desc->hdbc != NULL))
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, "obx_store_open: connection_string",
                          "give exactly one of connection_string and hdbc");
@@ -5730,25 +5742,21 @@ static obx_result obx__store_desc_check(obx_store *s, const obx_store_desc *desc
     if (desc->wake_path && !(s->wake_path = obx__strdup(&s->hooks, desc->wake_path)))
         return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     if (desc->max_pending < 0)
-        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, "obx_store_open: max_pending",
-                         "max_pending must be 0 (no cap) or more, got %lld", (long long)desc->max_pending);
+        return obx__range_fail(&s->err, fn, "max_pending", "0 (no cap) or more", (long long)desc->max_pending);
     s->max_pending = desc->max_pending;
     if (desc->max_starts < 0 || desc->max_starts > OBX__MAX_STARTS_LIMIT)
-        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, "obx_store_open: max_starts",
-                         "max_starts must be 0 (the default, %d) or 1..%d, got %d", OBX__MAX_STARTS_DEFAULT,
-                         OBX__MAX_STARTS_LIMIT, desc->max_starts);
+        return obx__range_fail(&s->err, fn, "max_starts", "0 (the default, " OBX__STR(OBX__MAX_STARTS_DEFAULT)
+                               ") or 1.." OBX__STR(OBX__MAX_STARTS_LIMIT), desc->max_starts);
     s->max_starts = desc->max_starts ? desc->max_starts : OBX__MAX_STARTS_DEFAULT;
     if (desc->statement_timeout_seconds < 0)
-        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, "obx_store_open: statement_timeout_seconds",
-                         "statement_timeout_seconds must be 0 (none) or more, got %d", desc->statement_timeout_seconds);
+        return obx__range_fail(&s->err, fn, "statement_timeout_seconds", "0 (none) or more",
+                               desc->statement_timeout_seconds);
     if (desc->login_timeout_seconds < -1)
-        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, "obx_store_open: login_timeout_seconds",
-                         "login_timeout_seconds must be -1 (the driver's), 0 (the default) or more, got %d",
-                         desc->login_timeout_seconds);
+        return obx__range_fail(&s->err, fn, "login_timeout_seconds",
+                               "-1 (the driver's), 0 (the default) or more", desc->login_timeout_seconds);
     if ((int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)OBX_LOG_OFF)
-        return obx__fail(&s->err, OBX_ERR_OUT_OF_RANGE, "obx_store_open: message_log_level",
-                         "message_log_level must be 0 (the default) or an obx_log_level, got %d",
-                         (int)desc->message_log_level);
+        return obx__range_fail(&s->err, fn, "message_log_level", "0 (the default) or an obx_log_level",
+                               (int)desc->message_log_level);
     s->pending_estimate = INT64_MAX; /* unknown: the first enqueue counts */
     return obx__store_names(s, desc);
 }
