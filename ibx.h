@@ -108,8 +108,9 @@
  *     IBX_TERSE_MESSAGES error and log texts without the sentence that
  *                        explains them (how to fix it, what happens next):
  *                        `where` (call and argument), the result, the
- *                        cause and the database's own text stay; about
- *                        1 KB less on each header
+ *                        cause and the database's own text stay; an
+ *                        internal assertion says only its line; about
+ *                        1.1 KB less on each header
  *   global, for a gateway that needs less (define them for the whole
  *   program: a left-out function is not declared, so calling it is a
  *   compile error; the schema and every struct stay the same):
@@ -1319,11 +1320,6 @@ IBX__SHARED pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
 #error "ibx: the default clock needs POSIX clock_gettime(): compile the implementation file with -D_POSIX_C_SOURCE=200809L (or -std=gnu99), or define IBX_NO_POSIX_CLOCK and pass a clock hook"
 #endif
 
-#ifndef IBX_ASSERT
-#include <assert.h>
-#define IBX_ASSERT(c) assert(c)
-#endif
-
 /* Core functions are static; some are used by only one of the two headers,
  * so tell the compiler that an unused one is not a mistake. */
 #if defined(__GNUC__) || defined(__clang__)
@@ -1332,6 +1328,21 @@ IBX__SHARED pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
 #else
 #define IBX__PRIVATE static
 #define IBX__PRINTF(f, a)
+#endif
+
+#ifndef IBX_ASSERT
+#if defined(IBX_TERSE_MESSAGES) && !defined(NDEBUG)
+/* Terse: the line names the invariant; the expression's text, the
+ * function's name and the file's path are left out. */
+#define IBX_ASSERT(c) ((c) ? (void)0 : ibx__assert_failed(__LINE__))
+IBX__PRIVATE void ibx__assert_failed(int line) {
+    fprintf(stderr, "ibx.h:%d: internal assertion failed\n", line);
+    abort();
+}
+#else
+#include <assert.h>
+#define IBX_ASSERT(c) assert(c)
+#endif
 #endif
 
 /* A wrong unixodbc.h (copied from another architecture) or

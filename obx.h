@@ -92,8 +92,9 @@
  *     OBX_TERSE_MESSAGES error and log texts without the sentence that
  *                        explains them (how to fix it, what happens next):
  *                        `where` (call and argument), the result, the
- *                        cause and the database's own text stay; about
- *                        1 KB less on each header
+ *                        cause and the database's own text stay; an
+ *                        internal assertion says only its line; about
+ *                        1.1 KB less on each header
  *   global, for a gateway that needs less (define them for the whole
  *   program: a left-out function is not declared, so calling it is a
  *   compile error; the schema and every struct stay the same):
@@ -1451,11 +1452,6 @@ OBX__SHARED pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
 #error "obx: the default clock needs POSIX clock_gettime(): compile the implementation file with -D_POSIX_C_SOURCE=200809L (or -std=gnu99), or define OBX_NO_POSIX_CLOCK and pass a clock hook"
 #endif
 
-#ifndef OBX_ASSERT
-#include <assert.h>
-#define OBX_ASSERT(c) assert(c)
-#endif
-
 /* Core functions are static; some are used by only one of the two headers,
  * so tell the compiler that an unused one is not a mistake. */
 #if defined(__GNUC__) || defined(__clang__)
@@ -1464,6 +1460,21 @@ OBX__SHARED pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
 #else
 #define OBX__PRIVATE static
 #define OBX__PRINTF(f, a)
+#endif
+
+#ifndef OBX_ASSERT
+#if defined(OBX_TERSE_MESSAGES) && !defined(NDEBUG)
+/* Terse: the line names the invariant; the expression's text, the
+ * function's name and the file's path are left out. */
+#define OBX_ASSERT(c) ((c) ? (void)0 : obx__assert_failed(__LINE__))
+OBX__PRIVATE void obx__assert_failed(int line) {
+    fprintf(stderr, "obx.h:%d: internal assertion failed\n", line);
+    abort();
+}
+#else
+#include <assert.h>
+#define OBX_ASSERT(c) assert(c)
+#endif
 #endif
 
 /* A wrong unixodbc.h (copied from another architecture) or
