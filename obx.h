@@ -4480,19 +4480,30 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "CREATE OR REPLACE TRIGGER \"{N}_JoinStep\" AFTER UPDATE ON {T}\n"
     "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows\n"
     "FOR EACH STATEMENT EXECUTE FUNCTION {S}.\"{N}_JoinStep\"()",
-    /* Parked messages (OBX__PG_PARKED): the key's next one gets its place. */
+    /* Parked messages (OBX__PG_PARKED): the next of each key that a
+     * statement finished gets its place. One statement per settle, not one
+     * per row: a row trigger's call cost an ack of 100 keyed messages 5 ms
+     * against 0.6 without; this one about 3, most of it the woken rows'
+     * writes. Statements that finish no keyed message leave at the first
+     * line. */
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_OrderingWake\"() RETURNS trigger LANGUAGE plpgsql AS $$\n"
     "BEGIN\n"
-    "    UPDATE {T} SET \"NextAttemptAt\" = coalesce(\"DueTimeUtc\", \"CreatedAt\")\n"
-    "     WHERE \"Id\" = (SELECT p.\"Id\" FROM {T} AS p WHERE p.\"OrderingKey\" = NEW.\"OrderingKey\"\n"
-    "                     AND p.\"Status\" <> 2 AND p.\"Status\" = 0 ORDER BY p.\"OrderingSeq\", p.\"Id\" LIMIT 1)\n"
-    "       AND \"NextAttemptAt\" = " OBX__PG_PARKED " AND NOT EXISTS (SELECT 1 FROM {T} AS o\n"
-    "           WHERE o.\"OrderingKey\" = NEW.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 1);\n"
+    "    IF NOT EXISTS (SELECT 1 FROM new_rows WHERE \"OrderingKey\" IS NOT NULL AND \"Status\" IN (2, 3)) THEN\n"
+    "        RETURN NULL;\n"
+    "    END IF;\n"
+    "    UPDATE {T} SET \"NextAttemptAt\" = coalesce(\"DueTimeUtc\", \"CreatedAt\") WHERE \"Id\" = ANY (ARRAY(\n"
+    "        SELECT h.\"Id\" FROM (SELECT DISTINCT n.\"OrderingKey\" AS k FROM new_rows AS n\n"
+    "                              JOIN old_rows AS o ON o.\"Id\" = n.\"Id\" WHERE n.\"OrderingKey\" IS NOT NULL\n"
+    "                               AND n.\"Status\" IN (2, 3) AND o.\"Status\" IN (0, 1)) AS pk\n"
+    "        CROSS JOIN LATERAL (SELECT p.\"Id\", p.\"NextAttemptAt\" FROM {T} AS p WHERE p.\"OrderingKey\" = pk.k\n"
+    "                              AND p.\"Status\" <> 2 AND p.\"Status\" = 0 ORDER BY p.\"OrderingSeq\", p.\"Id\" LIMIT 1) AS h\n"
+    "        WHERE h.\"NextAttemptAt\" = " OBX__PG_PARKED " AND NOT EXISTS (SELECT 1 FROM {T} AS f\n"
+    "              WHERE f.\"OrderingKey\" = pk.k AND f.\"Status\" <> 2 AND f.\"Status\" = 1)));\n"
     "    RETURN NULL;\n"
     "END $$",
-    "CREATE OR REPLACE TRIGGER \"{N}_OrderingWake\" AFTER UPDATE OF \"Status\" ON {T} FOR EACH ROW\n"
-    "WHEN (NEW.\"OrderingKey\" IS NOT NULL AND OLD.\"Status\" IN (0, 1) AND NEW.\"Status\" IN (2, 3))\n"
-    "EXECUTE FUNCTION {S}.\"{N}_OrderingWake\"()",
+    "CREATE OR REPLACE TRIGGER \"{N}_OrderingWake\" AFTER UPDATE ON {T}\n"
+    "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows\n"
+    "FOR EACH STATEMENT EXECUTE FUNCTION {S}.\"{N}_OrderingWake\"()",
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_JoinCount\"() RETURNS trigger LANGUAGE plpgsql AS $$\n"
     "BEGIN\n"
     "    UPDATE {J} SET\n"

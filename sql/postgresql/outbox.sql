@@ -73,16 +73,22 @@ REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
 FOR EACH STATEMENT EXECUTE FUNCTION "dbo"."Outbox_JoinStep"();
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_OrderingWake"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE "dbo"."Outbox" SET "NextAttemptAt" = coalesce("DueTimeUtc", "CreatedAt")
-     WHERE "Id" = (SELECT p."Id" FROM "dbo"."Outbox" AS p WHERE p."OrderingKey" = NEW."OrderingKey"
-                     AND p."Status" <> 2 AND p."Status" = 0 ORDER BY p."OrderingSeq", p."Id" LIMIT 1)
-       AND "NextAttemptAt" = CAST('10000-01-01 00:00:00+00' AS timestamptz) AND NOT EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o
-           WHERE o."OrderingKey" = NEW."OrderingKey" AND o."Status" <> 2 AND o."Status" = 1);
+    IF NOT EXISTS (SELECT 1 FROM new_rows WHERE "OrderingKey" IS NOT NULL AND "Status" IN (2, 3)) THEN
+        RETURN NULL;
+    END IF;
+    UPDATE "dbo"."Outbox" SET "NextAttemptAt" = coalesce("DueTimeUtc", "CreatedAt") WHERE "Id" = ANY (ARRAY(
+        SELECT h."Id" FROM (SELECT DISTINCT n."OrderingKey" AS k FROM new_rows AS n
+                              JOIN old_rows AS o ON o."Id" = n."Id" WHERE n."OrderingKey" IS NOT NULL
+                               AND n."Status" IN (2, 3) AND o."Status" IN (0, 1)) AS pk
+        CROSS JOIN LATERAL (SELECT p."Id", p."NextAttemptAt" FROM "dbo"."Outbox" AS p WHERE p."OrderingKey" = pk.k
+                              AND p."Status" <> 2 AND p."Status" = 0 ORDER BY p."OrderingSeq", p."Id" LIMIT 1) AS h
+        WHERE h."NextAttemptAt" = CAST('10000-01-01 00:00:00+00' AS timestamptz) AND NOT EXISTS (SELECT 1 FROM "dbo"."Outbox" AS f
+              WHERE f."OrderingKey" = pk.k AND f."Status" <> 2 AND f."Status" = 1)));
     RETURN NULL;
 END $$;
-CREATE OR REPLACE TRIGGER "Outbox_OrderingWake" AFTER UPDATE OF "Status" ON "dbo"."Outbox" FOR EACH ROW
-WHEN (NEW."OrderingKey" IS NOT NULL AND OLD."Status" IN (0, 1) AND NEW."Status" IN (2, 3))
-EXECUTE FUNCTION "dbo"."Outbox_OrderingWake"();
+CREATE OR REPLACE TRIGGER "Outbox_OrderingWake" AFTER UPDATE ON "dbo"."Outbox"
+REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION "dbo"."Outbox_OrderingWake"();
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_JoinCount"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     UPDATE "dbo"."OutboxJoin" SET
