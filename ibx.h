@@ -4889,22 +4889,31 @@ static void ibx__count(ibx_store *s, ibx_metric metric, int64_t n) {
     if (s->metrics.count) s->metrics.count(metric, n, s->store_id, s->metrics.user);
 }
 
-/* The error of a NULL handle. With threads it is filled once, at first
- * use: an initialized ibx_error is 628 bytes of flash, nearly all zeros. */
-#ifndef IBX_NO_THREADS
+/* The error of a NULL handle, filled once: an initialized ibx_error is
+ * 628 bytes of flash, nearly all zeros. GCC and Clang fill it before main
+ * (a constructor: no lock, with or without threads); other compilers at
+ * first use, under pthread_once. */
+#if defined(__GNUC__) || defined(__clang__) || !defined(IBX_NO_THREADS)
 static ibx_error ibx__null_error_at;
-static pthread_once_t ibx__null_error_once = PTHREAD_ONCE_INIT;
 
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((constructor))
+#endif
 static void ibx__null_error_fill(void) {
     ibx__null_error_at.result = IBX_ERR_INVALID_ARG;
     ibx__copy(ibx__null_error_at.where, sizeof ibx__null_error_at.where, "store");
     ibx__copy(ibx__null_error_at.message, sizeof ibx__null_error_at.message, "store is NULL");
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#define ibx__null_error() ((const ibx_error *)&ibx__null_error_at)
+#else
+static pthread_once_t ibx__null_error_once = PTHREAD_ONCE_INIT;
 static const ibx_error *ibx__null_error(void) {
     pthread_once(&ibx__null_error_once, ibx__null_error_fill);
     return &ibx__null_error_at;
 }
+#endif
 #else
 static const ibx_error ibx__null_error_at = {IBX_ERR_INVALID_ARG, "", 0, 0, "store", "store is NULL"};
 #define ibx__null_error() (&ibx__null_error_at)

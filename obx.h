@@ -5413,22 +5413,31 @@ static void obx__count(obx_store *s, obx_metric metric, int64_t n) {
     if (s->metrics.count) s->metrics.count(metric, n, s->store_id, s->metrics.user);
 }
 
-/* The error of a NULL handle. With threads it is filled once, at first
- * use: an initialized obx_error is 628 bytes of flash, nearly all zeros. */
-#ifndef OBX_NO_THREADS
+/* The error of a NULL handle, filled once: an initialized obx_error is
+ * 628 bytes of flash, nearly all zeros. GCC and Clang fill it before main
+ * (a constructor: no lock, with or without threads); other compilers at
+ * first use, under pthread_once. */
+#if defined(__GNUC__) || defined(__clang__) || !defined(OBX_NO_THREADS)
 static obx_error obx__null_error_at;
-static pthread_once_t obx__null_error_once = PTHREAD_ONCE_INIT;
 
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((constructor))
+#endif
 static void obx__null_error_fill(void) {
     obx__null_error_at.result = OBX_ERR_INVALID_ARG;
     obx__copy(obx__null_error_at.where, sizeof obx__null_error_at.where, "store");
     obx__copy(obx__null_error_at.message, sizeof obx__null_error_at.message, "store is NULL");
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#define obx__null_error() ((const obx_error *)&obx__null_error_at)
+#else
+static pthread_once_t obx__null_error_once = PTHREAD_ONCE_INIT;
 static const obx_error *obx__null_error(void) {
     pthread_once(&obx__null_error_once, obx__null_error_fill);
     return &obx__null_error_at;
 }
+#endif
 #else
 static const obx_error obx__null_error_at = {OBX_ERR_INVALID_ARG, "", 0, 0, "store", "store is NULL"};
 #define obx__null_error() (&obx__null_error_at)
