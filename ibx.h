@@ -2560,10 +2560,14 @@ IBX__PRIVATE ibx_result ibx__check_autocommit(ibx__db *db) {
                               SQL_HANDLE_DBC, db->dbc, "SQLGetConnectAttr(AUTOCOMMIT)");
     if (r != IBX_OK || mode == want) return r;
     return ibx__fail(db->err, IBX_ERR_STATE, "hdbc: autocommit",
-                     "the caller's connection has autocommit %s; on %s the store needs it %s "
-                     "(SQLSetConnectAttr(SQL_ATTR_AUTOCOMMIT, SQL_AUTOCOMMIT_%s))",
+                     "the caller's connection has autocommit %s; on %s the store needs it %s"
+                     IBX__WHY(" (SQLSetConnectAttr(SQL_ATTR_AUTOCOMMIT, SQL_AUTOCOMMIT_%s))"),
                      mode == SQL_AUTOCOMMIT_ON ? "on" : "off", ibx__dialect_name(db->d->id),
-                     want == SQL_AUTOCOMMIT_ON ? "on" : "off", want == SQL_AUTOCOMMIT_ON ? "ON" : "OFF");
+                     want == SQL_AUTOCOMMIT_ON ? "on" : "off"
+#ifndef IBX_TERSE_MESSAGES
+                     , want == SQL_AUTOCOMMIT_ON ? "ON" : "OFF"
+#endif
+                     );
 }
 
 IBX__PRIVATE ibx_result ibx__db_adopt(ibx__db *db, void *hdbc) {

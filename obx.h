@@ -2692,10 +2692,14 @@ OBX__PRIVATE obx_result obx__check_autocommit(obx__db *db) {
                               SQL_HANDLE_DBC, db->dbc, "SQLGetConnectAttr(AUTOCOMMIT)");
     if (r != OBX_OK || mode == want) return r;
     return obx__fail(db->err, OBX_ERR_STATE, "hdbc: autocommit",
-                     "the caller's connection has autocommit %s; on %s the store needs it %s "
-                     "(SQLSetConnectAttr(SQL_ATTR_AUTOCOMMIT, SQL_AUTOCOMMIT_%s))",
+                     "the caller's connection has autocommit %s; on %s the store needs it %s"
+                     OBX__WHY(" (SQLSetConnectAttr(SQL_ATTR_AUTOCOMMIT, SQL_AUTOCOMMIT_%s))"),
                      mode == SQL_AUTOCOMMIT_ON ? "on" : "off", obx__dialect_name(db->d->id),
-                     want == SQL_AUTOCOMMIT_ON ? "on" : "off", want == SQL_AUTOCOMMIT_ON ? "ON" : "OFF");
+                     want == SQL_AUTOCOMMIT_ON ? "on" : "off"
+#ifndef OBX_TERSE_MESSAGES
+                     , want == SQL_AUTOCOMMIT_ON ? "ON" : "OFF"
+#endif
+                     );
 }
 
 OBX__PRIVATE obx_result obx__db_adopt(obx__db *db, void *hdbc) {
