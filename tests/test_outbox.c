@@ -1464,8 +1464,14 @@ static int ord_cmp(const void *a, const void *b) {
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* The producer's mark that it has enqueued its last message. */
+static void ordered_done_path(char *out, size_t size, int parent) {
+    snprintf(out, size, "/tmp/obx-ord-%d-producer-done", parent);
+}
+
 /* One worker process: claim, "handle" (about 1 in 8 fail transiently and
- * are retried at once), settle, until nothing is left unfinished. */
+ * are retried at once), settle, until the producer is done and nothing is
+ * left unfinished. */
 static int ordered_worker(const char *path, unsigned seed) {
     obx_store *mine = open_table("Outbox", 0);
     char owner[37];
@@ -1474,13 +1480,15 @@ static int ordered_worker(const char *path, unsigned seed) {
     int n = 0, i;
     int64_t pending = 1;
     obx_result r;
+    char done_path[64];
     if (!mine || !out) return 3;
     obx_owner_token(mine, owner);
+    ordered_done_path(done_path, sizeof done_path, (int)getppid());
     while (pending > 0) {
         r = obx_claim(mine, owner, 5, 10, &got, &n);
         if (r == OBX_ERR_DB_TRANSIENT) continue;
         if (r == OBX_EMPTY) { /* every key busy elsewhere, or all done */
-            if (obx_pending_count(mine, &pending) != OBX_OK) pending = 1;
+            if (obx_pending_count(mine, &pending) != OBX_OK || access(done_path, F_OK) != 0) pending = 1;
             /* As a dispatcher does: a claim reported failed may still have
              * committed (a lost reply, seen through a pooler), and only a
              * reap frees its leases. */
@@ -1519,16 +1527,51 @@ static int ordered_worker(const char *path, unsigned seed) {
     return 0;
 }
 
+/* A producer process: messages first..total-1 of the round robin, one per
+ * key in each statement, while the workers drain: an enqueue meets a
+ * settle of its key (PostgreSQL: the race a reap's wake resolves). */
+static int ordered_producer(int keys, int first, int total, int with_keys) {
+    obx_store *mine = open_table("Outbox", 0);
+    obx_new_message *ms = (obx_new_message *)calloc((size_t)keys, sizeof *ms);
+    char (*payloads)[24] = (char (*)[24])calloc((size_t)keys, 24), (*names)[16] = (char (*)[16])calloc((size_t)keys, 16);
+    char done_path[64];
+    int i = first, n;
+    FILE *f;
+    if (!mine || !ms || !payloads || !names) return 3;
+    while (i < total) {
+        for (n = 0; n < keys && i < total; n++, i++) {
+                snprintf(payloads[n], 24, "%d:%d", i % keys, i / keys);
+            snprintf(names[n], 16, "k%03d", i % keys);
+            ms[n] = keyed(payloads[n], with_keys ? names[n] : NULL);
+        }
+        if (obx_enqueue_batch(mine, NULL, ms, n, NULL) != OBX_OK) {
+            fprintf(stderr, "ordered producer: %s\n", obx_store_last_error(mine)->message);
+            return 4;
+        }
+        sleep_ms(2);
+    }
+    obx_store_close(mine);
+    free(ms);
+    free(payloads);
+    free(names);
+    ordered_done_path(done_path, sizeof done_path, (int)getppid());
+    f = fopen(done_path, "w");
+    if (!f) return 5;
+    fclose(f);
+    return 0;
+}
+
 /* Runs `workers` processes over keys x per_key messages (or as many
- * unkeyed ones); returns messages per second, or -1. */
+ * unkeyed ones), half of them enqueued first and half by a producer while
+ * they drain; returns messages per second, or -1. */
 static double ordered_run(int workers, int keys, int per_key, int with_keys, ord_rec **recs, int *nrec) {
     obx_store *s = fresh();
-    int total = keys * per_key, i, w, status, cap = total * 2 + 64, ok = 1;
+    int total = keys * per_key, first = keys * (per_key / 2), i, w, status, cap = total * 2 + 64, ok = 1;
     obx_new_message *ms = (obx_new_message *)calloc((size_t)total, sizeof *ms);
     char (*payloads)[24] = (char (*)[24])calloc((size_t)total, 24);
     char (*names)[16] = (char (*)[16])calloc((size_t)keys, 16);
     char path[64];
-    pid_t pids[64];
+    pid_t pids[65];
     long long t0, t1;
     if (!s || !ms || !payloads || !names || workers > 64) return -1;
     for (i = 0; i < keys; i++) snprintf(names[i], 16, "k%03d", i);
@@ -1536,13 +1579,15 @@ static double ordered_run(int workers, int keys, int per_key, int with_keys, ord
         snprintf(payloads[i], 24, "%d:%d", i % keys, i / keys);
         ms[i] = keyed(payloads[i], with_keys ? names[i % keys] : NULL);
     }
-    if (obx_enqueue_batch(s, NULL, ms, total, NULL) != OBX_OK) ok = 0;
+    if (first > 0 && obx_enqueue_batch(s, NULL, ms, first, NULL) != OBX_OK) ok = 0;
     obx_store_close(s); /* no connection may cross fork() */
     free(ms);
     free(payloads);
     free(names);
     if (!ok) return -1;
     fflush(stdout);
+    ordered_done_path(path, sizeof path, (int)getpid());
+    remove(path);
     t0 = mono_ns();
     for (w = 0; w < workers; w++) {
         pids[w] = fork();
@@ -1551,9 +1596,13 @@ static double ordered_run(int workers, int keys, int per_key, int with_keys, ord
             _exit(ordered_worker(path, 7919u * (unsigned)(w + 1)));
         }
     }
-    for (w = 0; w < workers; w++)
+    pids[workers] = fork();
+    if (pids[workers] == 0) _exit(ordered_producer(keys, first, total, with_keys));
+    for (w = 0; w <= workers; w++)
         if (waitpid(pids[w], &status, 0) != pids[w] || !WIFEXITED(status) || WEXITSTATUS(status) != 0) ok = 0;
     t1 = mono_ns();
+    ordered_done_path(path, sizeof path, (int)getpid());
+    remove(path);
     *recs = (ord_rec *)calloc((size_t)cap, sizeof **recs);
     *nrec = 0;
     for (w = 0; w < workers && *recs; w++) {
@@ -5519,7 +5568,7 @@ int main(int argc, char **argv) {
     else
         printf("N/A CORE-ORDERED-PARKING %s not yet on MariaDB: a claim reads past the messages behind busy keys\n", g_backend);
     RUN("OBX-ORDERED-DEAD-HOLDS", "ordering_dead_holds: a Dead message holds its key until replayed; others flow", test_ordered_dead_holds);
-    RUN("OBX-ORDERED-PROCS", "worker processes, keys x messages, transient failures: per key, starts strictly in order, never overlapping", test_ordered_processes);
+    RUN("OBX-ORDERED-PROCS", "worker processes and a producer, keys x messages, transient failures: per key, starts strictly in order, never overlapping", test_ordered_processes);
     if (g_srv)
         RUN("CORE-READ-ONLY-REAL", "a read-only session (25006) is transient, not lost; the next call reconnects", test_read_only_real);
     if (g_srv)
