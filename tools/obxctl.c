@@ -60,8 +60,9 @@ typedef struct cmd_help {
 
 static const cmd_help helps[] = {
     {"stats", "usage: obxctl stats [--json] [--watch SECONDS [--count N]]\n"
-              "Messages per status (ready, scheduled: waiting for a due time or backoff,\n"
-              "in flight, done, dead; inbox also seen) and per topic; how long the oldest\n"
+              "Messages per status (ready, scheduled: waiting for a due time, a backoff\n"
+              "or an earlier message of its ordering key, in flight, done, dead; inbox\n"
+              "also seen) and per topic; how long the oldest\n"
               "ready message has waited; when the next scheduled one is due; when the\n"
               "first lease ends and how many leases have expired; rows and approximate\n"
               "table size. --json prints one JSON object; --watch repeats every SECONDS\n"
@@ -694,8 +695,10 @@ static int stats_read(ctl *c, const dia *d, stats *s) {
     memset(&b, 0, sizeof b);
     col_ms(d, "NextAttemptAt", na);
     col_ms(d, "LockedUntil", lu);
-    sb_add(&b, "SELECT st, topic, COUNT(*), MIN(na), MIN(CASE WHEN ex = 0 THEN lu END), SUM(ex), MAX(nw) "
-               "FROM (SELECT ");
+    /* A message parked behind an earlier one of its ordering key waits for
+     * that one, not for a time: its NextAttemptAt (year 10000) is no due. */
+    sb_add(&b, "SELECT st, topic, COUNT(*), MIN(CASE WHEN na < 253402300800000 THEN na END), "
+               "MIN(CASE WHEN ex = 0 THEN lu END), SUM(ex), MAX(nw) FROM (SELECT ");
     add_state(c, d, &b);
     sb_add(&b, " AS st, %s AS topic, %s AS na, %s AS lu, CASE WHEN %s IS NOT NULL AND %s < %s THEN 1 ELSE 0 END "
                "AS ex, %s AS nw FROM ", col(d, "Topic", tq), na, lu, col(d, "LockedUntil", lk), lu, d->now_ms,
@@ -782,8 +785,9 @@ static void stats_table(const ctl *c, const stats *s) {
     for (i = 0; i < states; i++) {
         printf("%-10s %10lld", labels[i], (long long)s->n[i]);
         if (i == 0 && s->n[0] > 0) printf("  oldest waiting %s", human_ms(s->oldest_ready, t1));
-        if (i == 1 && s->n[1] > 0) printf("  next due in %s", human_ms(s->next_due, t1));
-        if (i == 2 && s->n[2] > 0) printf("  first lease ends in %s", human_ms(s->lease_end, t1));
+        /* -1: none known (all parked behind their keys; no lease time) */
+        if (i == 1 && s->n[1] > 0 && s->next_due >= 0) printf("  next due in %s", human_ms(s->next_due, t1));
+        if (i == 2 && s->n[2] > 0 && s->lease_end >= 0) printf("  first lease ends in %s", human_ms(s->lease_end, t1));
         if (i == 2 && s->expired > 0) printf("  (%lld expired: obxctl reap)", (long long)s->expired);
         printf("\n");
     }
