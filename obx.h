@@ -3934,11 +3934,17 @@ enum {
  * claim's check (SQLite, PostgreSQL, SQL Server: a partial index; MariaDB
  * has none: a generated column that is NULL for those rows, so rows
  * without a key never change that index). */
+/* The id of key k's first Ready row, and whether the key has a row in
+ * flight: each the first entry of a range of the index of keyed rows. */
+#define OBX__KEY_FIRST_READY(k)                                                                   \
+    "(SELECT o.\"Id\" FROM {T} AS o WHERE o.\"OrderingKey\" = " k " AND o.\"Status\" <> 2 AND "             \
+    "o.\"Status\" = 0 ORDER BY o.\"OrderingSeq\", o.\"Id\" LIMIT 1)"
+#define OBX__KEY_IN_FLIGHT(k)                                                                     \
+    "EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = " k " AND o.\"Status\" <> 2 AND "             \
+    "o.\"Status\" = 1)"
 #define OBX__ORDERED_CHECK(dead_waits)                                                            \
-    "(c.\"OrderingKey\" IS NULL OR (c.\"Id\" = (SELECT o.\"Id\" FROM {T} AS o WHERE o.\"OrderingKey\" = "   \
-    "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 0 ORDER BY o.\"OrderingSeq\", o.\"Id\" LIMIT 1) "  \
-    dead_waits "AND NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = c.\"OrderingKey\" AND "      \
-    "o.\"Status\" <> 2 AND o.\"Status\" = 1)))"
+    "(c.\"OrderingKey\" IS NULL OR (c.\"Id\" = " OBX__KEY_FIRST_READY("c.\"OrderingKey\"") " " dead_waits      \
+    "AND NOT " OBX__KEY_IN_FLIGHT("c.\"OrderingKey\"") "))"
 /* Ready rows wait: c must be the first Ready row of its key, asked as the
  * first entry of an index range (ORDER BY ... LIMIT 1), which PostgreSQL
  * plans as an index probe whatever the statistics; as "no earlier Ready
@@ -3997,12 +4003,17 @@ enum {
  * key in the same statement. */
 #define OBX__PARKED_MS "253402300800000"
 #ifdef OBX_NO_ORDERING_KEYS
-#define OBX__SQLITE_PARK(k, due, later) due
+#define OBX__PARK(k, due, later, parked) due
 #else
-#define OBX__SQLITE_PARK(k, due, later)                                                           \
+#define OBX__PARK(k, due, later, parked)                                                          \
     "CASE WHEN " k " IS NOT NULL AND (" later " OR " OBX__ORDERED_MAX(k, "0") " > 0 OR "                \
-    OBX__ORDERED_MAX(k, "1") " > 0) THEN " OBX__PARKED_MS " ELSE " due " END"
+    OBX__ORDERED_MAX(k, "1") " > 0) THEN " parked " ELSE " due " END"
 #endif
+/* The wake: the key's first Ready row back in its place when it is parked
+ * and nothing of the key is in flight; `which` names the row(s). */
+#define OBX__UNPARK(parked, which)                                                                \
+    "UPDATE {T} SET \"NextAttemptAt\" = coalesce(\"DueTimeUtc\", \"CreatedAt\") WHERE \"NextAttemptAt\" = "  \
+    parked " AND \"Id\" " which
 
 /* PostgreSQL parks as SQLite does, but there an enqueue and a settle run at
  * the same time: an enqueue that read the key busy may commit after the
@@ -4013,13 +4024,12 @@ enum {
  * enqueue instead would hold a key's running message for as long as any
  * producer's transaction, and a claim skips locked rows. */
 #define OBX__PG_PARKED "CAST('10000-01-01 00:00:00+00' AS timestamptz)"
-#ifdef OBX_NO_ORDERING_KEYS
-#define OBX__PG_PARK(k, due, later) due
-#else
-#define OBX__PG_PARK(k, due, later)                                                               \
-    "CASE WHEN " k " IS NOT NULL AND (" later " OR " OBX__ORDERED_MAX(k, "0") " > 0 OR "                \
-    OBX__ORDERED_MAX(k, "1") " > 0) THEN " OBX__PG_PARKED " ELSE " due " END"
-#endif
+/* The PostgreSQL wake of the keys `keys` (a query of column k) names the
+ * rows by an array, an init plan, so that no statistics make the update
+ * walk the table to match them. */
+#define OBX__PG_WAKE(keys)                                                                        \
+    OBX__UNPARK(OBX__PG_PARKED, "= ANY (ARRAY(SELECT " OBX__KEY_FIRST_READY("pk.k") " FROM (" keys ") AS pk " \
+                "WHERE NOT " OBX__KEY_IN_FLIGHT("pk.k") "))")
 
 /* Columns of a message row, in the order obx__read_message expects. */
 #define OBX__SQLITE_COLS                                                                  \
@@ -4083,7 +4093,7 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-     OBX__SQLITE_PARK("?8", "coalesce(?7, {W})", "0") ", ?8, " OBX__SEQ(OBX__ORDERED_NEXT("?8")) ", ?9, ?10, "
+     OBX__PARK("?8", "coalesce(?7, {W})", "0", OBX__PARKED_MS) ", ?8, " OBX__SEQ(OBX__ORDERED_NEXT("?8")) ", ?9, ?10, "
      "?11, ?12, ?13)"},
     /* sqliteodbc shows RETURNING rows only for statements that start
      * with SELECT or WITH: hence the empty CTE. */
@@ -4143,8 +4153,8 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT json_extract(j.value, '$[0]'), "
      "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
      "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), "
-     OBX__SQLITE_PARK("json_extract(j.value, '$[6]')", "coalesce(json_extract(j.value, '$[5]'), {W})",
-                      "row_number() OVER (PARTITION BY json_extract(j.value, '$[6]') ORDER BY j.key) > 1") ", "
+     OBX__PARK("json_extract(j.value, '$[6]')", "coalesce(json_extract(j.value, '$[5]'), {W})",
+               "row_number() OVER (PARTITION BY json_extract(j.value, '$[6]') ORDER BY j.key) > 1", OBX__PARKED_MS) ", "
      "json_extract(j.value, '$[6]'), " OBX__SEQ(OBX__ORDERED_NEXT("json_extract(j.value, '$[6]')")) " + j.key, "
      "json_extract(j.value, '$[7]'), json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]'), "
      "json_extract(j.value, '$[10]'), json_extract(j.value, '$[11]') FROM json_each(?) AS j"},
@@ -4243,11 +4253,8 @@ static const char *const obx__sqlite_outbox_ddl[] = {
     "CREATE TRIGGER IF NOT EXISTS \"{N}_OrderingWake\" AFTER UPDATE OF \"Status\" ON {T}\n"
     "WHEN NEW.\"OrderingKey\" IS NOT NULL AND OLD.\"Status\" IN (0, 1) AND NEW.\"Status\" IN (2, 3)\n"
     "BEGIN\n"
-    "    UPDATE {T} SET \"NextAttemptAt\" = coalesce(\"DueTimeUtc\", \"CreatedAt\")\n"
-    "     WHERE \"Id\" = (SELECT p.\"Id\" FROM {T} AS p WHERE p.\"OrderingKey\" = NEW.\"OrderingKey\"\n"
-    "                     AND p.\"Status\" <> 2 AND p.\"Status\" = 0 ORDER BY p.\"OrderingSeq\", p.\"Id\" LIMIT 1)\n"
-    "       AND \"NextAttemptAt\" = " OBX__PARKED_MS " AND NOT EXISTS (SELECT 1 FROM {T} AS o\n"
-    "           WHERE o.\"OrderingKey\" = NEW.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = 1);\n"
+    "    " OBX__UNPARK(OBX__PARKED_MS, "= " OBX__KEY_FIRST_READY("NEW.\"OrderingKey\"") "\n"
+    "       AND NOT " OBX__KEY_IN_FLIGHT("NEW.\"OrderingKey\"")) ";\n"
     "END",
         NULL};
 /* Columns added since the first release, oldest first: a new column is
@@ -4300,7 +4307,8 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (CAST(?1 AS uuid), "
      "CAST(?2 AS uuid), ?3, ?4, ?5, to_timestamp(CAST(?6 AS bigint) / 1000.0), "
-     OBX__PG_PARK("CAST(?8 AS varchar)", "coalesce(to_timestamp(CAST(?7 AS bigint) / 1000.0), now())", "false")
+     OBX__PARK("CAST(?8 AS varchar)", "coalesce(to_timestamp(CAST(?7 AS bigint) / 1000.0), now())", "false",
+               OBX__PG_PARKED)
      ", CAST(?8 AS varchar), " OBX__SEQ(OBX__ORDERED_NEXT("CAST(?8 AS varchar)")) ", CAST(?9 AS varchar), CAST(?10 AS varchar), "
      "CAST(?11 AS varchar), CAST(CAST(?12 AS text) AS json), to_timestamp(CAST(?13 AS bigint) / 1000.0))"},
     {OBX__Q_CLAIM,
@@ -4330,18 +4338,11 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 1 AND \"LockedUntil\" < now()"},
     {OBX__Q_GET,
      "SELECT " OBX__PG_COLS " FROM {T} WHERE \"Id\" = CAST(? AS uuid)"},
-    /* The keys with parked messages (a walk of the ready index past the due
-     * ones) whose first Ready message is parked with nothing in flight; the
-     * rows named by an array, an init plan, so that no statistics make the
-     * update walk the table to match them. */
+    /* The keys with parked messages: a walk of the ready index past the due
+     * ones. */
     {OBX__Q_WAKE,
-     "UPDATE {T} SET \"NextAttemptAt\" = coalesce(\"DueTimeUtc\", \"CreatedAt\") WHERE \"Id\" = ANY (ARRAY(SELECT h.\"Id\" "
-     "FROM (SELECT DISTINCT \"OrderingKey\" AS k FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" = "
-     OBX__PG_PARKED ") AS pk CROSS JOIN LATERAL (SELECT p.\"Id\", p.\"NextAttemptAt\" FROM {T} AS p "
-     "WHERE p.\"OrderingKey\" = pk.k AND p.\"Status\" <> 2 AND p.\"Status\" = 0 "
-     "ORDER BY p.\"OrderingSeq\", p.\"Id\" LIMIT 1) AS h WHERE h.\"NextAttemptAt\" = " OBX__PG_PARKED " AND "
-     "NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = pk.k AND o.\"Status\" <> 2 AND "
-     "o.\"Status\" = 1)))"},
+     OBX__PG_WAKE("SELECT DISTINCT \"OrderingKey\" AS k FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" = "
+                  OBX__PG_PARKED)},
     {OBX__Q_CLEANUP,
      "DELETE FROM {T} WHERE \"Id\" = ANY (ARRAY(SELECT \"Id\" FROM {T} WHERE \"Status\" = 2 "
      "AND \"ProcessedAt\" < now() - make_interval(secs => CAST(? AS bigint) / 1000.0) "
@@ -4372,8 +4373,8 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT u.id, u.mid, u.topic, "
      "u.payload, u.corr, to_timestamp(u.due / 1000.0), "
-     OBX__PG_PARK("u.okey", "coalesce(to_timestamp(u.due / 1000.0), now())",
-                  "row_number() OVER (PARTITION BY u.okey ORDER BY u.n) > 1") ", "
+     OBX__PARK("u.okey", "coalesce(to_timestamp(u.due / 1000.0), now())",
+               "row_number() OVER (PARTITION BY u.okey ORDER BY u.n) > 1", OBX__PG_PARKED) ", "
      "u.okey, " OBX__SEQ(OBX__ORDERED_NEXT("u.okey")) " + u.n - 1, u.tenant, u.atype, u.aid, CAST(u.hdr AS json), "
      "to_timestamp(u.exp / 1000.0) "
      "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
@@ -4495,14 +4496,9 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "    IF NOT EXISTS (SELECT 1 FROM new_rows WHERE \"OrderingKey\" IS NOT NULL AND \"Status\" IN (2, 3)) THEN\n"
     "        RETURN NULL;\n"
     "    END IF;\n"
-    "    UPDATE {T} SET \"NextAttemptAt\" = coalesce(\"DueTimeUtc\", \"CreatedAt\") WHERE \"Id\" = ANY (ARRAY(\n"
-    "        SELECT h.\"Id\" FROM (SELECT DISTINCT n.\"OrderingKey\" AS k FROM new_rows AS n\n"
-    "                              JOIN old_rows AS o ON o.\"Id\" = n.\"Id\" WHERE n.\"OrderingKey\" IS NOT NULL\n"
-    "                               AND n.\"Status\" IN (2, 3) AND o.\"Status\" IN (0, 1)) AS pk\n"
-    "        CROSS JOIN LATERAL (SELECT p.\"Id\", p.\"NextAttemptAt\" FROM {T} AS p WHERE p.\"OrderingKey\" = pk.k\n"
-    "                              AND p.\"Status\" <> 2 AND p.\"Status\" = 0 ORDER BY p.\"OrderingSeq\", p.\"Id\" LIMIT 1) AS h\n"
-    "        WHERE h.\"NextAttemptAt\" = " OBX__PG_PARKED " AND NOT EXISTS (SELECT 1 FROM {T} AS f\n"
-    "              WHERE f.\"OrderingKey\" = pk.k AND f.\"Status\" <> 2 AND f.\"Status\" = 1)));\n"
+    "    " OBX__PG_WAKE("SELECT DISTINCT n.\"OrderingKey\" AS k FROM new_rows AS n JOIN old_rows AS p ON "
+                      "p.\"Id\" = n.\"Id\" WHERE n.\"OrderingKey\" IS NOT NULL AND n.\"Status\" IN (2, 3) AND "
+                      "p.\"Status\" IN (0, 1)") ";\n"
     "    RETURN NULL;\n"
     "END $$",
     "CREATE OR REPLACE TRIGGER \"{N}_OrderingWake\" AFTER UPDATE ON {T}\n"

@@ -66,9 +66,6 @@ END;
 CREATE TRIGGER IF NOT EXISTS "Outbox_OrderingWake" AFTER UPDATE OF "Status" ON "Outbox"
 WHEN NEW."OrderingKey" IS NOT NULL AND OLD."Status" IN (0, 1) AND NEW."Status" IN (2, 3)
 BEGIN
-    UPDATE "Outbox" SET "NextAttemptAt" = coalesce("DueTimeUtc", "CreatedAt")
-     WHERE "Id" = (SELECT p."Id" FROM "Outbox" AS p WHERE p."OrderingKey" = NEW."OrderingKey"
-                     AND p."Status" <> 2 AND p."Status" = 0 ORDER BY p."OrderingSeq", p."Id" LIMIT 1)
-       AND "NextAttemptAt" = 253402300800000 AND NOT EXISTS (SELECT 1 FROM "Outbox" AS o
-           WHERE o."OrderingKey" = NEW."OrderingKey" AND o."Status" <> 2 AND o."Status" = 1);
+    UPDATE "Outbox" SET "NextAttemptAt" = coalesce("DueTimeUtc", "CreatedAt") WHERE "NextAttemptAt" = 253402300800000 AND "Id" = (SELECT o."Id" FROM "Outbox" AS o WHERE o."OrderingKey" = NEW."OrderingKey" AND o."Status" <> 2 AND o."Status" = 0 ORDER BY o."OrderingSeq", o."Id" LIMIT 1)
+       AND NOT EXISTS (SELECT 1 FROM "Outbox" AS o WHERE o."OrderingKey" = NEW."OrderingKey" AND o."Status" <> 2 AND o."Status" = 1);
 END;
