@@ -742,7 +742,9 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * obx_enqueue refuses it, e.g. "headers[2].key": the error names it;
  * nothing is written); IBX_ERR_NO_MEMORY; IBX_ERR_OUT_OF_RANGE (due_utc_ms or
  * expires_utc_ms not 0..IBX_TIME_MAX_MS, or expires_utc_ms before due_utc_ms,
- * named); IBX_ERR_DB(_TRANSIENT). */
+ * named); IBX_ERR_FULL (the store's max_pending is reached and the message
+ * is new, Seen or Dead: a redelivery of one still to handle or done adds
+ * none and is taken); IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *message, int *enqueued);
 
 /* Mark messages Done, clearing owner and lease (IBX-044/049). Keys the
@@ -3867,7 +3869,7 @@ enum {
     IBX__Q_EXTEND,     /* lease_seconds, owner, sources, ids -> rowcount: leases renewed */
     IBX__Q_REAP,       /* -> rowcount */
     IBX__Q_GET,        /* source, id -> message row */
-    IBX__Q_HASH,       /* source, id -> the stored hash (enqueue compares a new one) */
+    IBX__Q_HASH,       /* source, id -> the stored hash (enqueue compares a new one), status */
     IBX__Q_CLEANUP,    /* retention_ms, batch -> rowcount */
     IBX__Q_STATS,      /* -> ready count, oldest ready age */
     IBX__Q_PENDING,    /* -> messages still to handle (Processing): max_pending's count */
@@ -4008,7 +4010,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "ELSE \"LastError\" END WHERE \"Status\" = 'Processing' "
      "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < {W}"},
     {IBX__Q_HASH,
-     "SELECT \"Hash\" FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+     "SELECT \"Hash\", \"Status\" FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
     {IBX__Q_CLEANUP,
@@ -4166,7 +4168,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "ELSE \"LastError\" END WHERE \"Status\" = 'Processing' "
      "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < now()"},
     {IBX__Q_HASH,
-     "SELECT \"Hash\" FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+     "SELECT \"Hash\", \"Status\" FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__PG_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
     /* By row address from an init plan: "IN (SELECT ... LIMIT ?)" is planned
@@ -4359,7 +4361,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      IBX__CRASH_LOOP "', `LastError`), `Status` = IF(`Starts` >= {Q}, 'Dead', `Status`) "
      "WHERE `Status` = 'Processing' AND `LockedUntil` IS NOT NULL AND `LockedUntil` < UTC_TIMESTAMP(6)"},
     {IBX__Q_HASH,
-     "SELECT `Hash` FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
+     "SELECT `Hash`, `Status` FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__MY_COLS " FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
     {IBX__Q_CLEANUP,
@@ -4565,7 +4567,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
     {IBX__Q_REAP,
      "{CALL {S}.[{N}_ReapExpired]({Q})}"},
     {IBX__Q_HASH,
-     "SELECT [Hash] FROM {T} WHERE [Source] = ? AND [MessageId] = ?"},
+     "SELECT [Hash], [Status] FROM {T} WHERE [Source] = ? AND [MessageId] = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__MS_COLS("t.") " FROM {T} AS t WHERE t.[Source] = ? AND t.[MessageId] = ?"},
     {IBX__Q_CLEANUP,
@@ -8043,6 +8045,43 @@ static ibx_result ibx__check_new(ibx_store *store, const ibx_new_message *m, siz
     return ibx__check_envelope(&store->err, "ibx_enqueue", "", m);
 }
 
+typedef struct ibx__known_ctx {
+    ibx_store *s;
+    ibx__param *p;               /* source, message id */
+    int known;                   /* stored, and Processing or Done */
+} ibx__known_ctx;
+
+static ibx_result ibx__known_unit(ibx__db *db, void *vctx) {
+    ibx__known_ctx *c = (ibx__known_ctx *)vctx;
+    SQLHSTMT cur = NULL;
+    SQLLEN ind = 0;
+    char status[16] = "";
+    ibx_result r = ibx__exec(db, IBX__Q_HASH, c->s->sql[IBX__Q_HASH], c->p, 2, NULL, &cur);
+    if (r == IBX_OK) r = ibx__fetch(db, cur);
+    if (r == IBX_OK)
+        r = ibx__check(db, SQLGetData(cur, 2, SQL_C_CHAR, status, sizeof status, &ind), SQL_HANDLE_STMT, cur,
+                       "SQLGetData");
+    ibx__close(cur);
+    c->known = r == IBX_OK && ind != SQL_NULL_DATA && (!strcmp(status, "Processing") || !strcmp(status, "Done"));
+    return r == IBX_EMPTY ? IBX_OK : r;
+}
+
+/* At max_pending (r is IBX_ERR_FULL), a redelivery of a message still to
+ * handle or done adds none to handle, so it is taken; the error stays for
+ * a new, Seen or Dead one (or when the look fails). */
+static int ibx__full_redelivery(ibx_store *s, ibx_result r, ibx__param *p) {
+    ibx__known_ctx ctx;
+    ibx_error full;
+    if (r != IBX_ERR_FULL) return 0;
+    full = s->err;
+    ctx.s = s;
+    ctx.p = p;
+    ctx.known = 0;
+    if (ibx__unit_read(&s->db, ibx__known_unit, &ctx, "enqueue") == IBX_OK && ctx.known) return 1;
+    s->err = full;
+    return 0;
+}
+
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued) {
     ibx__enqueue_ctx ctx;
     ibx__param p[12];
@@ -8068,7 +8107,8 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     if (m->expires_utc_ms <= 0) p[11].ind = SQL_NULL_DATA;
     if (envelope && !ibx__envelope_params(&store->hooks, &store->own.headers, &p[7], m))
         return ibx__fail(&store->err, IBX_ERR_NO_MEMORY, "ibx_enqueue", "out of memory");
-    if ((r = ibx__pending_room(store, "ibx_enqueue", 1)) != IBX_OK) return r;
+    if ((r = ibx__pending_room(store, "ibx_enqueue", 1)) != IBX_OK && !ibx__full_redelivery(store, r, p))
+        return r;
     memset(&ctx, 0, sizeof ctx);
     ctx.envelope = envelope;
     ctx.s = store;
