@@ -165,6 +165,8 @@ result $ok OBXCTL-JSON-UTF8 "--json is UTF-8 with 255-character topics and ids w
 # Exit codes and help.
 status OBXCTL-EXIT-USAGE "an unknown command: exit 1, one line" 1 ctl frobnicate
 status OBXCTL-EXIT-OPTION "an option the command does not take: exit 1" 1 ctl --table "$table" stats --full
+status OBXCTL-EXIT-STATUS "list --status seen of an outbox (an inbox status): exit 1" 1 \
+    ctl --table "$table" list --status seen
 status OBXCTL-EXIT-DB "a missing table: exit 2, one line naming it" 2 ctl --table NoSuchTable stats
 status OBXCTL-EXIT-NOCONN "no connection: exit 1" 1 env -u OBXCTL_CONNECTION "$bin/obxctl" stats
 ok=0

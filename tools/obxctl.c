@@ -858,6 +858,8 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
     if (!d) return code;
     if (status && state_index(status) < 0)
         return fail(CTL_USAGE, "--status: '%s' is not one of ready, scheduled, in-flight, done, dead, seen", status);
+    if (status && !c->ib && strcmp(status, "seen") == 0)
+        return fail(CTL_USAGE, "--status: 'seen' is an inbox status (--inbox)");
     memset(&b, 0, sizeof b);
     col_ms(d, c->ib ? "FirstSeenUtc" : "CreatedAt", created);
     subst(sz, sizeof sz, d->bytes, col(d, "Payload", q1));
