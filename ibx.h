@@ -756,7 +756,7 @@ IBX_API ibx_result ibx_ack(ibx_store *store, const char *owner_token, const ibx_
                            int count, int64_t *changed);
 
 /* Release messages for a retry: lease cleared, attempt + 1, last error
- * recorded (NULL or "" keeps none), next attempt after `delay_ms`
+ * recorded (NULL or "": the one before stays), next attempt after `delay_ms`
  * (1..IBX_DELAY_MAX_MS), or with IBX_DELAY_BACKOFF after min(2^attempt s,
  * 60 s) from each message's attempt count before this abandon. Any other
  * delay_ms (0 or negative, IBX-058) is IBX_ERR_OUT_OF_RANGE, checked first;
@@ -778,7 +778,8 @@ IBX_API ibx_result ibx_lease_extend(ibx_store *store, const char *owner_token, c
                                     int count, int lease_seconds, int64_t *changed);
 
 /* Mark messages Dead with `error` (required: NULL is IBX_ERR_INVALID_ARG,
- * IBX-067; not valid UTF-8: IBX_ERR_INVALID_ARG), clearing owner and lease.
+ * IBX-067; "" is stored as none, NULL in last_error; not valid UTF-8:
+ * IBX_ERR_INVALID_ARG), clearing owner and lease.
  * Ownership and results as ibx_ack. */
 IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx_key *keys,
                             int count, const char *error, int64_t *changed);
