@@ -3891,10 +3891,10 @@ enum {
 };
 
 #define IBX__SQLITE_COLS                                                                     \
-    "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"FirstSeenUtc\", "          \
-    "\"LastSeenUtc\", \"Status\", \"LockedUntil\", \"OwnerToken\", \"Attempt\", \"LastError\", " \
-    "\"NextAttemptAt\", \"DueTimeUtc\", \"Starts\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "   \
-    "\"ExpiresAt\""
+    "Source, MessageId, Topic, Payload, Hash, FirstSeenUtc, "          \
+    "LastSeenUtc, Status, LockedUntil, OwnerToken, Attempt, LastError, " \
+    "NextAttemptAt, DueTimeUtc, Starts, TenantId, AggregateType, AggregateId, Headers, "   \
+    "ExpiresAt"
 #define IBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define IBX__PG_COLS                                                                         \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", " IBX__PG_MS("FirstSeenUtc") \
@@ -3911,9 +3911,9 @@ enum {
     " + " IBX__NN(o "AggregateType" c, "8") " + " IBX__NN(o "AggregateId" c, "16") " + "              \
     IBX__NN(o "Headers" c, "32")
 #define IBX__SQLITE_CLAIM_COLS                                                                    \
-    "\"FirstSeenUtc\", \"LastSeenUtc\", \"LockedUntil\", \"Attempt\", \"NextAttemptAt\", \"DueTimeUtc\", " \
-    "\"Starts\", \"ExpiresAt\", " IBX__CLAIM_MASK("\"", "\"") ", \"Source\", \"MessageId\", \"Topic\", "  \
-    "\"Payload\", \"Hash\", \"LastError\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\""
+    "FirstSeenUtc, LastSeenUtc, LockedUntil, Attempt, NextAttemptAt, DueTimeUtc, " \
+    "Starts, ExpiresAt, " IBX__CLAIM_MASK("", "") ", Source, MessageId, Topic, "  \
+    "Payload, Hash, LastError, TenantId, AggregateType, AggregateId, Headers"
 #define IBX__PG_CLAIM_COLS                                                                        \
     IBX__PG_MS("FirstSeenUtc") ", " IBX__PG_MS("LastSeenUtc") ", " IBX__PG_MS("LockedUntil") ", "  \
     "\"Attempt\", " IBX__PG_MS("NextAttemptAt") ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\", "      \
@@ -3922,7 +3922,7 @@ enum {
     "CAST(\"Headers\" AS text)"
 /* The rows a key list names. */
 #define IBX__SQLITE_KEYS                                                                     \
-    "(\"Source\", \"MessageId\") IN (SELECT s.value, m.value FROM json_each(?) AS s "          \
+    "(Source, MessageId) IN (SELECT s.value, m.value FROM json_each(?) AS s "          \
     "JOIN json_each(?) AS m ON s.key = m.key)"
 #define IBX__PG_KEYS \
     "(\"Source\", \"MessageId\") IN (SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[])))"
@@ -3939,131 +3939,131 @@ enum {
 #ifndef IBX_NO_SQLITE
 /* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
 #define IBX__SQLITE_DEAD                                                                           \
-    "\"Status\" = 'Dead' AND \"Topic\" = coalesce(?1, \"Topic\") AND (?2 IS NULL OR "                 \
-    "instr(coalesce(\"LastError\", ''), ?2) > 0) AND \"FirstSeenUtc\" >= coalesce(?3, \"FirstSeenUtc\") " \
-    "AND (?4 IS NULL OR \"FirstSeenUtc\" < ?4) AND \"Source\" = coalesce(?5, \"Source\") AND "          \
-    "\"MessageId\" = coalesce(?6, \"MessageId\")"
+    "Status = 'Dead' AND Topic = coalesce(?1, Topic) AND (?2 IS NULL OR "                 \
+    "instr(coalesce(LastError, ''), ?2) > 0) AND FirstSeenUtc >= coalesce(?3, FirstSeenUtc) " \
+    "AND (?4 IS NULL OR FirstSeenUtc < ?4) AND Source = coalesce(?5, Source) AND "          \
+    "MessageId = coalesce(?6, MessageId)"
 static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
-    {IBX__Q_OWNED, "\"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+    {IBX__Q_OWNED, "OwnerToken = ? AND Status = 'Processing' AND " IBX__SQLITE_KEYS},
     /* sqliteodbc shows RETURNING rows only after a leading WITH. */
     {IBX__Q_SEEN,
-     "WITH _ AS (SELECT 1) INSERT INTO {T} (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
-     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET "
-     "\"LastSeenUtc\" = CASE WHEN \"Status\" = 'Done' THEN \"LastSeenUtc\" ELSE {W} END, "
-     "\"Hash\" = CASE WHEN \"Status\" = 'Done' THEN \"Hash\" ELSE coalesce(\"Hash\", excluded.\"Hash\") END "
-     "RETURNING \"Status\", \"Hash\""},
+     "WITH _ AS (SELECT 1) INSERT INTO {T} (Source, MessageId, Hash) VALUES (?, ?, ?) "
+     "ON CONFLICT (Source, MessageId) DO UPDATE SET "
+     "LastSeenUtc = CASE WHEN Status = 'Done' THEN LastSeenUtc ELSE {W} END, "
+     "Hash = CASE WHEN Status = 'Done' THEN Hash ELSE coalesce(Hash, excluded.Hash) END "
+     "RETURNING Status, Hash"},
 #if IBX__PLAIN_UPSERT
     {IBX__Q_ENQUEUE,
-     "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W})) "
-     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
-     "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
-     "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
-     "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
-     "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
-     "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
+     "INSERT INTO {T} (Source, MessageId, Topic, Payload, Hash, Status, "
+     "DueTimeUtc, NextAttemptAt) VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W})) "
+     "ON CONFLICT (Source, MessageId) DO UPDATE SET Topic = excluded.Topic, "
+     "Payload = excluded.Payload, Hash = excluded.Hash, "
+     "DueTimeUtc = excluded.DueTimeUtc, NextAttemptAt = excluded.NextAttemptAt, "
+     "LastSeenUtc = {W}, Attempt = CASE WHEN Status = 'Dead' THEN 0 ELSE Attempt END, "
+     "Starts = CASE WHEN Status = 'Dead' THEN 0 ELSE Starts END, "
+     "Status = 'Processing' WHERE Status <> 'Done'"},
 #endif
     /* With IBX_NO_ENVELOPE, for an expiry only: no envelope columns. */
     {IBX__Q_ENQUEUE_ENV,
-     "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\", " IBX__ENV("\"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", ")
-     "\"ExpiresAt\") VALUES (?1, ?2, ?3, ?4, ?5, 'Processing', ?6, coalesce(?7, {W}), " IBX__ENV("?8, ?9, ?10, ?11, ")
-     "?12) ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
-     "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
-     "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
-     "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
-     "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
-     IBX__ENV("\"TenantId\" = coalesce(\"TenantId\", excluded.\"TenantId\"), "
-              "\"AggregateType\" = coalesce(\"AggregateType\", excluded.\"AggregateType\"), "
-              "\"AggregateId\" = coalesce(\"AggregateId\", excluded.\"AggregateId\"), "
-              "\"Headers\" = coalesce(\"Headers\", excluded.\"Headers\"), ")
-     "\"ExpiresAt\" = coalesce(\"ExpiresAt\", excluded.\"ExpiresAt\"), "
-     "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
+     "INSERT INTO {T} (Source, MessageId, Topic, Payload, Hash, Status, "
+     "DueTimeUtc, NextAttemptAt, " IBX__ENV("TenantId, AggregateType, AggregateId, Headers, ")
+     "ExpiresAt) VALUES (?1, ?2, ?3, ?4, ?5, 'Processing', ?6, coalesce(?7, {W}), " IBX__ENV("?8, ?9, ?10, ?11, ")
+     "?12) ON CONFLICT (Source, MessageId) DO UPDATE SET Topic = excluded.Topic, "
+     "Payload = excluded.Payload, Hash = excluded.Hash, "
+     "DueTimeUtc = excluded.DueTimeUtc, NextAttemptAt = excluded.NextAttemptAt, "
+     "LastSeenUtc = {W}, Attempt = CASE WHEN Status = 'Dead' THEN 0 ELSE Attempt END, "
+     "Starts = CASE WHEN Status = 'Dead' THEN 0 ELSE Starts END, "
+     IBX__ENV("TenantId = coalesce(TenantId, excluded.TenantId), "
+              "AggregateType = coalesce(AggregateType, excluded.AggregateType), "
+              "AggregateId = coalesce(AggregateId, excluded.AggregateId), "
+              "Headers = coalesce(Headers, excluded.Headers), ")
+     "ExpiresAt = coalesce(ExpiresAt, excluded.ExpiresAt), "
+     "Status = 'Processing' WHERE Status <> 'Done'"},
     {IBX__Q_MARK,
-     "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE ? END, "
-     "\"Attempt\" = CASE WHEN \"Status\" = 'Dead' AND ? = 'Processing' THEN 0 ELSE \"Attempt\" END, "
-     "\"OwnerToken\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
-     "\"LockedUntil\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
-     "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, \"LastSeenUtc\" = {W} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+     "UPDATE {T} SET Status = CASE WHEN Status = 'Done' THEN 'Done' ELSE ? END, "
+     "Attempt = CASE WHEN Status = 'Dead' AND ? = 'Processing' THEN 0 ELSE Attempt END, "
+     "OwnerToken = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE OwnerToken END, "
+     "LockedUntil = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE LockedUntil END, "
+     "Starts = CASE WHEN Status = 'Dead' THEN 0 ELSE Starts END, LastSeenUtc = {W} WHERE Source = ? AND MessageId = ?"},
     {IBX__Q_CLAIM,
-     "WITH _ AS (SELECT 1) UPDATE {T} SET \"OwnerToken\" = ?, "
-     "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 WHERE rowid IN "
-     "(SELECT rowid FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= {W} AND "
-     "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W}) AND \"Starts\" < {Q} ORDER BY \"NextAttemptAt\" LIMIT ?) "
+     "WITH _ AS (SELECT 1) UPDATE {T} SET OwnerToken = ?, "
+     "LockedUntil = {W} + CAST(? AS INTEGER) * 1000, Starts = Starts + 1 WHERE rowid IN "
+     "(SELECT rowid FROM {T} WHERE Status = 'Processing' AND NextAttemptAt <= {W} AND "
+     "(LockedUntil IS NULL OR LockedUntil < {W}) AND Starts < {Q} ORDER BY NextAttemptAt LIMIT ?) "
      "RETURNING " IBX__SQLITE_CLAIM_COLS},
     {IBX__Q_ACK,
-     "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-     "\"LastSeenUtc\" = {W} WHERE {O}"},
+     "UPDATE {T} SET Status = 'Done', OwnerToken = NULL, LockedUntil = NULL, "
+     "LastSeenUtc = {W} WHERE {O}"},
     {IBX__Q_ABANDON,
-     "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"Attempt\", 6)))), "
-     "\"Attempt\" = \"Attempt\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
-     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Starts\" = max(\"Starts\" - 1, 0) "
+     "UPDATE {T} SET NextAttemptAt = {W} + coalesce(?, min(60000, 1000 * (1 << min(Attempt, 6)))), "
+     "Attempt = Attempt + ?, LastError = coalesce(?, LastError), "
+     "OwnerToken = NULL, LockedUntil = NULL, Starts = max(Starts - 1, 0) "
      "WHERE {O}"},
     {IBX__Q_FAIL,
-     "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-     "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE {O}"},
+     "UPDATE {T} SET Status = 'Dead', OwnerToken = NULL, LockedUntil = NULL, "
+     "LastSeenUtc = {W}, LastError = ? WHERE {O}"},
     {IBX__Q_EXTEND,
-     "UPDATE {T} SET \"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
+     "UPDATE {T} SET LockedUntil = {W} + CAST(? AS INTEGER) * 1000 "
      "WHERE {O}"},
     {IBX__Q_REAP,
-     "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Status\" = CASE WHEN \"Starts\" >= {Q} "
-     "THEN 'Dead' ELSE \"Status\" END, \"LastError\" = CASE WHEN \"Starts\" >= {Q} THEN '" IBX__CRASH_LOOP "' "
-     "ELSE \"LastError\" END WHERE \"Status\" = 'Processing' "
-     "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < {W}"},
+     "UPDATE {T} SET OwnerToken = NULL, LockedUntil = NULL, Status = CASE WHEN Starts >= {Q} "
+     "THEN 'Dead' ELSE Status END, LastError = CASE WHEN Starts >= {Q} THEN '" IBX__CRASH_LOOP "' "
+     "ELSE LastError END WHERE Status = 'Processing' "
+     "AND LockedUntil IS NOT NULL AND LockedUntil < {W}"},
     {IBX__Q_HASH,
-     "SELECT \"Hash\", \"Status\" FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+     "SELECT Hash, Status FROM {T} WHERE Source = ? AND MessageId = ?"},
     {IBX__Q_GET,
-     "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+     "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE Source = ? AND MessageId = ?"},
     {IBX__Q_CLEANUP,
-     "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE \"Status\" = 'Done' AND "
-     "\"LastSeenUtc\" < {W} - ? ORDER BY \"LastSeenUtc\" LIMIT ?)"},
+     "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE Status = 'Done' AND "
+     "LastSeenUtc < {W} - ? ORDER BY LastSeenUtc LIMIT ?)"},
     {IBX__Q_STATS,
-     "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} WHERE \"Status\" = 'Processing' AND "
-     "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})"},
+     "SELECT COUNT(*), {W} - MIN(NextAttemptAt) FROM {T} WHERE Status = 'Processing' AND "
+     "NextAttemptAt <= {W} AND (LockedUntil IS NULL OR LockedUntil < {W})"},
 #ifndef IBX_NO_DEAD_LETTERS
     {IBX__Q_DEAD_LIST,
-     "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE " IBX__SQLITE_DEAD " ORDER BY \"FirstSeenUtc\", "
-     "\"Source\", \"MessageId\" LIMIT ?7 OFFSET ?8"},
+     "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE " IBX__SQLITE_DEAD " ORDER BY FirstSeenUtc, "
+     "Source, MessageId LIMIT ?7 OFFSET ?8"},
     {IBX__Q_DEAD_REPLAY,
-     "UPDATE {T} SET \"Status\" = 'Processing', \"Attempt\" = 0, \"Starts\" = 0, \"NextAttemptAt\" = {W}, "
-     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " IBX__SQLITE_DEAD},
+     "UPDATE {T} SET Status = 'Processing', Attempt = 0, Starts = 0, NextAttemptAt = {W}, "
+     "OwnerToken = NULL, LockedUntil = NULL WHERE " IBX__SQLITE_DEAD},
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE " IBX__SQLITE_DEAD " LIMIT ?7)"},
 #endif
     {IBX__Q_PENDING,
-     "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
+     "SELECT COUNT(*) FROM {T} WHERE Status = 'Processing'"},
 #ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
-     "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\"), "
-     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL), "
-     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead') "
-     "FROM {T} WHERE \"Status\" = 'Processing' AND "
-     "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})"},
+     "SELECT COUNT(*), {W} - MIN(NextAttemptAt), "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 'Processing' AND LockedUntil IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 'Dead') "
+     "FROM {T} WHERE Status = 'Processing' AND "
+     "NextAttemptAt <= {W} AND (LockedUntil IS NULL OR LockedUntil < {W})"},
 #endif
     {IBX__Q_COUNT, NULL}};
 
 static const char *const ibx__sqlite_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS {T} (\n"
-     "    \"Source\"        TEXT NOT NULL,\n"
-     "    \"MessageId\"     TEXT NOT NULL,\n"
-     "    \"Topic\"         TEXT NOT NULL DEFAULT '',\n"
-     "    \"Payload\"       TEXT NOT NULL DEFAULT '',\n"
-     "    \"Hash\"          BLOB NULL,\n"
-     "    \"FirstSeenUtc\"  INTEGER NOT NULL DEFAULT ({W}),\n"
-     "    \"LastSeenUtc\"   INTEGER NOT NULL DEFAULT ({W}),\n"
-     "    \"Status\"        TEXT NOT NULL DEFAULT 'Seen',\n"
-     "    \"LockedUntil\"   INTEGER NULL,\n"
-     "    \"OwnerToken\"    TEXT NULL,\n"
-     "    \"Attempt\"       INTEGER NOT NULL DEFAULT 0,\n"
-     "    \"LastError\"     TEXT NULL,\n"
-     "    \"NextAttemptAt\" INTEGER NOT NULL DEFAULT ({W}),\n"
-     "    \"DueTimeUtc\"    INTEGER NULL{A},\n"
-     "    PRIMARY KEY (\"Source\", \"MessageId\")\n"
+     "    Source        TEXT NOT NULL,\n"
+     "    MessageId     TEXT NOT NULL,\n"
+     "    Topic         TEXT NOT NULL DEFAULT '',\n"
+     "    Payload       TEXT NOT NULL DEFAULT '',\n"
+     "    Hash          BLOB NULL,\n"
+     "    FirstSeenUtc  INTEGER NOT NULL DEFAULT ({W}),\n"
+     "    LastSeenUtc   INTEGER NOT NULL DEFAULT ({W}),\n"
+     "    Status        TEXT NOT NULL DEFAULT 'Seen',\n"
+     "    LockedUntil   INTEGER NULL,\n"
+     "    OwnerToken    TEXT NULL,\n"
+     "    Attempt       INTEGER NOT NULL DEFAULT 0,\n"
+     "    LastError     TEXT NULL,\n"
+     "    NextAttemptAt INTEGER NOT NULL DEFAULT ({W}),\n"
+     "    DueTimeUtc    INTEGER NULL{A},\n"
+     "    PRIMARY KEY (Source, MessageId)\n"
      ")",
-     "CREATE INDEX IF NOT EXISTS \"IX_{N}_WorkQueue\" ON {T} (\"NextAttemptAt\") "
-     "WHERE \"Status\" = 'Processing'",
-     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") "
-     "WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL",
-     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (\"LastSeenUtc\") WHERE \"Status\" = 'Done'",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_WorkQueue\" ON {T} (NextAttemptAt) "
+     "WHERE Status = 'Processing'",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (LockedUntil) "
+     "WHERE Status = 'Processing' AND LockedUntil IS NOT NULL",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (LastSeenUtc) WHERE Status = 'Done'",
      NULL};
 /* Columns added since the first release, oldest first: a new column is
  * one more entry here and in each other dialect's set (ibx__sqlset).

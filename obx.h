@@ -4033,10 +4033,10 @@ enum {
 
 /* Columns of a message row, in the order obx__read_message expects. */
 #define OBX__SQLITE_COLS                                                                  \
-    "\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", \"CreatedAt\", "     \
-    "\"DueTimeUtc\", \"RetryCount\", \"LastError\", \"Status\", \"ProcessedAt\", "          \
-    "\"ProcessedBy\", \"LockedUntil\", \"OwnerToken\", \"NextAttemptAt\", \"Starts\", \"OrderingKey\", " \
-    "\"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", \"ExpiresAt\""
+    "Id, MessageId, Topic, Payload, CorrelationId, CreatedAt, "     \
+    "DueTimeUtc, RetryCount, LastError, Status, ProcessedAt, "          \
+    "ProcessedBy, LockedUntil, OwnerToken, NextAttemptAt, Starts, OrderingKey, " \
+    "TenantId, AggregateType, AggregateId, Headers, ExpiresAt"
 #define OBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define OBX__PG_COLS                                                                      \
     "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), \"Topic\", \"Payload\", "           \
@@ -4055,10 +4055,10 @@ enum {
     OBX__NN(o "AggregateType" c, "16") " + " OBX__NN(o "AggregateId" c, "32") " + "                 \
     OBX__NN(o "Headers" c, "64")
 #define OBX__SQLITE_CLAIM_COLS                                                                    \
-    "\"Id\", \"MessageId\", \"CreatedAt\", \"DueTimeUtc\", \"RetryCount\", \"LockedUntil\", "       \
-    "\"NextAttemptAt\", \"Starts\", \"ExpiresAt\", " OBX__CLAIM_MASK("\"", "\"") ", \"Topic\", "      \
-    "\"Payload\", \"CorrelationId\", \"LastError\", \"OrderingKey\", \"TenantId\", \"AggregateType\", " \
-    "\"AggregateId\", \"Headers\""
+    "Id, MessageId, CreatedAt, DueTimeUtc, RetryCount, LockedUntil, "       \
+    "NextAttemptAt, Starts, ExpiresAt, " OBX__CLAIM_MASK("", "") ", Topic, "      \
+    "Payload, CorrelationId, LastError, OrderingKey, TenantId, AggregateType, " \
+    "AggregateId, Headers"
 #define OBX__PG_CLAIM_COLS                                                                        \
     "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), " OBX__PG_MS("CreatedAt") ", "            \
     OBX__PG_MS("DueTimeUtc") ", \"RetryCount\", " OBX__PG_MS("LockedUntil") ", "                   \
@@ -4079,78 +4079,78 @@ enum {
 #ifndef OBX_NO_SQLITE
 /* The dead-letter filter (obx__dead_params): NULL arguments match all. */
 #define OBX__SQLITE_DEAD                                                                          \
-    "\"Status\" = 3 AND \"Topic\" = coalesce(?1, \"Topic\") AND (?2 IS NULL OR "                    \
-    "instr(coalesce(\"LastError\", ''), ?2) > 0) AND \"CreatedAt\" >= coalesce(?3, \"CreatedAt\") "   \
-    "AND (?4 IS NULL OR \"CreatedAt\" < ?4) AND \"Id\" = coalesce(?5, \"Id\")"
+    "Status = 3 AND Topic = coalesce(?1, Topic) AND (?2 IS NULL OR "                    \
+    "instr(coalesce(LastError, ''), ?2) > 0) AND CreatedAt >= coalesce(?3, CreatedAt) "   \
+    "AND (?4 IS NULL OR CreatedAt < ?4) AND Id = coalesce(?5, Id)"
 static const obx__stmt_row obx__sqlite_outbox_rows[] = {
-    {OBX__Q_OWNED, "\"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+    {OBX__Q_OWNED, "OwnerToken = ? AND Status = 1 AND Id IN (SELECT value FROM json_each(?))"},
 #if OBX__PLAIN_INSERT
     {OBX__Q_INSERT,
-     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))"},
+     "INSERT INTO {T} (Id, MessageId, Topic, Payload, CorrelationId, "
+     "DueTimeUtc, NextAttemptAt) VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))"},
 #endif
     {OBX__Q_INSERT_KEYED,
-     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
-     "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+     "INSERT INTO {T} (Id, MessageId, Topic, Payload, CorrelationId, "
+     "DueTimeUtc, NextAttemptAt, OrderingKey, OrderingSeq, TenantId, AggregateType, "
+     "AggregateId, Headers, ExpiresAt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
      OBX__PARK("?8", "coalesce(?7, {W})", "0", OBX__PARKED_MS) ", ?8, " OBX__SEQ(OBX__ORDERED_NEXT("?8")) ", ?9, ?10, "
      "?11, ?12, ?13)"},
     /* sqliteodbc shows RETURNING rows only for statements that start
      * with SELECT or WITH: hence the empty CTE. */
     {OBX__Q_CLAIM,
-     "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
-     "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 "
-     "WHERE \"Id\" IN (SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= {W} "
-     "AND c.\"IsProcessed\" = 0 AND " OBX__ORDERED_CLAIM " ORDER BY c.\"NextAttemptAt\" LIMIT ?) "
+     "WITH _ AS (SELECT 1) UPDATE {T} SET Status = 1, OwnerToken = ?, "
+     "LockedUntil = {W} + CAST(? AS INTEGER) * 1000, Starts = Starts + 1 "
+     "WHERE Id IN (SELECT c.Id FROM {T} AS c WHERE c.Status = 0 AND c.NextAttemptAt <= {W} "
+     "AND c.IsProcessed = 0 AND " OBX__ORDERED_CLAIM " ORDER BY c.NextAttemptAt LIMIT ?) "
      "RETURNING " OBX__SQLITE_CLAIM_COLS},
     {OBX__Q_ACK,
-     "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
-     "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
+     "UPDATE {T} SET Status = 2, IsProcessed = 1, ProcessedAt = {W}, "
+     "ProcessedBy = ?, LockedUntil = NULL "
      "WHERE {O}"},
     {OBX__Q_ABANDON,
-     "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"RetryCount\", 6)))), "
-     "\"RetryCount\" = \"RetryCount\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
-     "\"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Starts\" = max(\"Starts\" - 1, 0) "
+     "UPDATE {T} SET NextAttemptAt = {W} + coalesce(?, min(60000, 1000 * (1 << min(RetryCount, 6)))), "
+     "RetryCount = RetryCount + ?, LastError = coalesce(?, LastError), "
+     "Status = 0, OwnerToken = NULL, LockedUntil = NULL, Starts = max(Starts - 1, 0) "
      "WHERE {O}"},
     {OBX__Q_FAIL,
-     "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = ? "
+     "UPDATE {T} SET Status = 3, LockedUntil = NULL, LastError = ? "
      "WHERE {O}"},
     {OBX__Q_EXTEND,
-     "UPDATE {T} SET \"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
+     "UPDATE {T} SET LockedUntil = {W} + CAST(? AS INTEGER) * 1000 "
      "WHERE {O}"},
     {OBX__Q_REAP,
-     "UPDATE {T} SET \"Status\" = CASE WHEN \"Starts\" >= {Q} THEN 3 ELSE 0 END, \"LastError\" = "
-     "CASE WHEN \"Starts\" >= {Q} THEN '" OBX__CRASH_LOOP "' ELSE \"LastError\" END, "
-     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 1 AND \"LockedUntil\" < {W}"},
+     "UPDATE {T} SET Status = CASE WHEN Starts >= {Q} THEN 3 ELSE 0 END, LastError = "
+     "CASE WHEN Starts >= {Q} THEN '" OBX__CRASH_LOOP "' ELSE LastError END, "
+     "OwnerToken = NULL, LockedUntil = NULL WHERE Status = 1 AND LockedUntil < {W}"},
     {OBX__Q_GET,
-     "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE \"Id\" = ?"},
+     "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE Id = ?"},
     {OBX__Q_CLEANUP,
-     "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 2 AND "
-     "\"ProcessedAt\" < {W} - ? ORDER BY \"ProcessedAt\" LIMIT ?)"},
+     "DELETE FROM {T} WHERE Id IN (SELECT Id FROM {T} WHERE Status = 2 AND "
+     "ProcessedAt < {W} - ? ORDER BY ProcessedAt LIMIT ?)"},
     {OBX__Q_STATS,
-     "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} "
-     "WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}"},
+     "SELECT COUNT(*), {W} - MIN(NextAttemptAt) FROM {T} "
+     "WHERE Status = 0 AND NextAttemptAt <= {W}"},
     {OBX__Q_PENDING,
-     "SELECT (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0) + (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1)"},
+     "SELECT (SELECT COUNT(*) FROM {T} WHERE Status = 0) + (SELECT COUNT(*) FROM {T} WHERE Status = 1)"},
 #ifndef OBX_NO_METRICS_TEXT
     {OBX__Q_GAUGES,
-     "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\"), "
-     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1), (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 3) "
-     "FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}"},
+     "SELECT COUNT(*), {W} - MIN(NextAttemptAt), "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 1), (SELECT COUNT(*) FROM {T} WHERE Status = 3) "
+     "FROM {T} WHERE Status = 0 AND NextAttemptAt <= {W}"},
 #endif
     /* A whole batch in one statement: sqliteodbc costs three times the C
      * API per execute, so one execute per row is the slow part. */
 #if OBX__PLAIN_INSERT
     {OBX__Q_INSERT_MANY,
-     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\") SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
+     "INSERT INTO {T} (Id, MessageId, Topic, Payload, CorrelationId, "
+     "DueTimeUtc, NextAttemptAt) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
      "json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), "
      "json_extract(value, '$[5]'), coalesce(json_extract(value, '$[5]'), {W}) FROM json_each(?)"},
 #endif
     {OBX__Q_INSERT_MANY_KEYED,
-     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
-     "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT json_extract(j.value, '$[0]'), "
+     "INSERT INTO {T} (Id, MessageId, Topic, Payload, CorrelationId, "
+     "DueTimeUtc, NextAttemptAt, OrderingKey, OrderingSeq, TenantId, AggregateType, "
+     "AggregateId, Headers, ExpiresAt) SELECT json_extract(j.value, '$[0]'), "
      "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
      "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), "
      OBX__PARK("json_extract(j.value, '$[6]')", "coalesce(json_extract(j.value, '$[5]'), {W})",
@@ -4160,101 +4160,101 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "json_extract(j.value, '$[10]'), json_extract(j.value, '$[11]') FROM json_each(?) AS j"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
-     "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") VALUES (?, ?, ?, ?)"},
+     "INSERT INTO {J} (JoinId, GroupingKey, ExpectedSteps, Metadata) VALUES (?, ?, ?, ?)"},
     {OBX__Q_JOIN_ATTACH,
-     "INSERT INTO {M} (\"JoinId\", \"OutboxMessageId\") SELECT \"JoinId\", ? FROM {J} "
-     "WHERE \"JoinId\" = ? ON CONFLICT DO NOTHING"},
+     "INSERT INTO {M} (JoinId, OutboxMessageId) SELECT JoinId, ? FROM {J} "
+     "WHERE JoinId = ? ON CONFLICT DO NOTHING"},
     {OBX__Q_JOIN_MESSAGE,
-     "SELECT \"Status\" FROM {T} WHERE \"Id\" = ?"},
+     "SELECT Status FROM {T} WHERE Id = ?"},
     {OBX__Q_JOIN_REPORT,
-     "UPDATE {M} SET \"Status\" = ? WHERE \"JoinId\" = ? AND \"OutboxMessageId\" = ? AND \"Status\" = 0"},
+     "UPDATE {M} SET Status = ? WHERE JoinId = ? AND OutboxMessageId = ? AND Status = 0"},
     {OBX__Q_JOIN_GET,
-     "SELECT \"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"CompletedSteps\", \"FailedSteps\", "
-     "\"Status\", \"Metadata\", \"CreatedUtc\", \"LastUpdatedUtc\" FROM {J} WHERE \"JoinId\" = ?"},
+     "SELECT JoinId, GroupingKey, ExpectedSteps, CompletedSteps, FailedSteps, "
+     "Status, Metadata, CreatedUtc, LastUpdatedUtc FROM {J} WHERE JoinId = ?"},
     {OBX__Q_JOIN_FINISH,
-     "UPDATE {J} SET \"Status\" = ?, \"LastUpdatedUtc\" = {W} WHERE \"JoinId\" = ? AND \"Status\" = 0"},
+     "UPDATE {J} SET Status = ?, LastUpdatedUtc = {W} WHERE JoinId = ? AND Status = 0"},
 #endif
 #ifndef OBX_NO_DEAD_LETTERS
     {OBX__Q_DEAD_LIST,
-     "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE " OBX__SQLITE_DEAD " ORDER BY \"CreatedAt\", \"Id\" "
+     "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE " OBX__SQLITE_DEAD " ORDER BY CreatedAt, Id "
      "LIMIT ?7 OFFSET ?8"},
     {OBX__Q_DEAD_REPLAY,
-     "UPDATE {T} SET \"Status\" = 0, \"RetryCount\" = 0, \"Starts\" = 0, \"NextAttemptAt\" = {W}, "
-     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " OBX__SQLITE_DEAD},
+     "UPDATE {T} SET Status = 0, RetryCount = 0, Starts = 0, NextAttemptAt = {W}, "
+     "OwnerToken = NULL, LockedUntil = NULL WHERE " OBX__SQLITE_DEAD},
     {OBX__Q_DEAD_PURGE,
-     "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE " OBX__SQLITE_DEAD " LIMIT ?7)"},
+     "DELETE FROM {T} WHERE Id IN (SELECT Id FROM {T} WHERE " OBX__SQLITE_DEAD " LIMIT ?7)"},
 #endif
     {OBX__Q_COUNT, NULL}};
 
 static const char *const obx__sqlite_outbox_ddl[] = {
     "CREATE TABLE IF NOT EXISTS {T} (\n"
-    "    \"Id\"            TEXT NOT NULL PRIMARY KEY,\n"
-    "    \"Topic\"         TEXT NOT NULL,\n"
-    "    \"Payload\"       TEXT NOT NULL,\n"
-    "    \"CreatedAt\"     INTEGER NOT NULL DEFAULT ({W}),\n"
-    "    \"Status\"        INTEGER NOT NULL DEFAULT 0,\n"
-    "    \"LockedUntil\"   INTEGER NULL,\n"
-    "    \"OwnerToken\"    TEXT NULL,\n"
-    "    \"IsProcessed\"   INTEGER NOT NULL DEFAULT 0,\n"
-    "    \"ProcessedAt\"   INTEGER NULL,\n"
-    "    \"ProcessedBy\"   TEXT NULL,\n"
-    "    \"RetryCount\"    INTEGER NOT NULL DEFAULT 0,\n"
-    "    \"LastError\"     TEXT NULL,\n"
-    "    \"NextAttemptAt\" INTEGER NOT NULL DEFAULT ({W}),\n"
-    "    \"MessageId\"     TEXT NOT NULL,\n"
-    "    \"CorrelationId\" TEXT NULL,\n"
-    "    \"DueTimeUtc\"    INTEGER NULL{A}\n"
+    "    Id            TEXT NOT NULL PRIMARY KEY,\n"
+    "    Topic         TEXT NOT NULL,\n"
+    "    Payload       TEXT NOT NULL,\n"
+    "    CreatedAt     INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    Status        INTEGER NOT NULL DEFAULT 0,\n"
+    "    LockedUntil   INTEGER NULL,\n"
+    "    OwnerToken    TEXT NULL,\n"
+    "    IsProcessed   INTEGER NOT NULL DEFAULT 0,\n"
+    "    ProcessedAt   INTEGER NULL,\n"
+    "    ProcessedBy   TEXT NULL,\n"
+    "    RetryCount    INTEGER NOT NULL DEFAULT 0,\n"
+    "    LastError     TEXT NULL,\n"
+    "    NextAttemptAt INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    MessageId     TEXT NOT NULL,\n"
+    "    CorrelationId TEXT NULL,\n"
+    "    DueTimeUtc    INTEGER NULL{A}\n"
     ")",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (\"OrderingKey\", \"Status\", \"OrderingSeq\") "
-    "WHERE \"OrderingKey\" IS NOT NULL AND \"Status\" <> 2",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") WHERE \"Status\" = 1",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (\"ProcessedAt\") WHERE \"Status\" = 2",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (NextAttemptAt) WHERE Status = 0",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (OrderingKey, Status, OrderingSeq) "
+    "WHERE OrderingKey IS NOT NULL AND Status <> 2",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (LockedUntil) WHERE Status = 1",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (ProcessedAt) WHERE Status = 2",
     "CREATE TABLE IF NOT EXISTS {J} (\n"
-    "    \"JoinId\"         TEXT NOT NULL PRIMARY KEY,\n"
-    "    \"GroupingKey\"    TEXT NULL,\n"
-    "    \"ExpectedSteps\"  INTEGER NOT NULL,\n"
-    "    \"CompletedSteps\" INTEGER NOT NULL DEFAULT 0,\n"
-    "    \"FailedSteps\"    INTEGER NOT NULL DEFAULT 0,\n"
-    "    \"Status\"         INTEGER NOT NULL DEFAULT 0,\n"
-    "    \"CreatedUtc\"     INTEGER NOT NULL DEFAULT ({W}),\n"
-    "    \"LastUpdatedUtc\" INTEGER NOT NULL DEFAULT ({W}),\n"
-    "    \"Metadata\"       TEXT NULL\n"
+    "    JoinId         TEXT NOT NULL PRIMARY KEY,\n"
+    "    GroupingKey    TEXT NULL,\n"
+    "    ExpectedSteps  INTEGER NOT NULL,\n"
+    "    CompletedSteps INTEGER NOT NULL DEFAULT 0,\n"
+    "    FailedSteps    INTEGER NOT NULL DEFAULT 0,\n"
+    "    Status         INTEGER NOT NULL DEFAULT 0,\n"
+    "    CreatedUtc     INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    LastUpdatedUtc INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    Metadata       TEXT NULL\n"
     ")",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}Join_GroupingKey\" ON {J} (\"GroupingKey\") "
-    "WHERE \"GroupingKey\" IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}Join_GroupingKey\" ON {J} (GroupingKey) "
+    "WHERE GroupingKey IS NOT NULL",
     "CREATE TABLE IF NOT EXISTS {M} (\n"
-    "    \"JoinId\"          TEXT NOT NULL REFERENCES {J} (\"JoinId\") ON DELETE CASCADE,\n"
-    "    \"OutboxMessageId\" TEXT NOT NULL,\n"
-    "    \"Status\"          INTEGER NOT NULL DEFAULT 0,\n"
-    "    \"CreatedUtc\"      INTEGER NOT NULL DEFAULT ({W}),\n"
-    "    PRIMARY KEY (\"JoinId\", \"OutboxMessageId\")\n"
+    "    JoinId          TEXT NOT NULL REFERENCES {J} (JoinId) ON DELETE CASCADE,\n"
+    "    OutboxMessageId TEXT NOT NULL,\n"
+    "    Status          INTEGER NOT NULL DEFAULT 0,\n"
+    "    CreatedUtc      INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    PRIMARY KEY (JoinId, OutboxMessageId)\n"
     ")",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}JoinMember_Message\" ON {M} (\"OutboxMessageId\")",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}JoinMember_Message\" ON {M} (OutboxMessageId)",
     /* Join counters follow acks and fails in the database itself (OBX-089),
      * in the same transaction (OBX-034/047): a message's state change marks
      * its join members, and a member that leaves Pending counts once. */
-    "CREATE TRIGGER IF NOT EXISTS \"{N}_JoinStep\" AFTER UPDATE OF \"Status\" ON {T}\n"
-    "WHEN NEW.\"Status\" IN (2, 3) AND OLD.\"Status\" <> NEW.\"Status\"\n"
+    "CREATE TRIGGER IF NOT EXISTS \"{N}_JoinStep\" AFTER UPDATE OF Status ON {T}\n"
+    "WHEN NEW.Status IN (2, 3) AND OLD.Status <> NEW.Status\n"
     "BEGIN\n"
-    "    UPDATE {M} SET \"Status\" = CASE NEW.\"Status\" WHEN 2 THEN 1 ELSE 2 END\n"
-    "     WHERE \"OutboxMessageId\" = NEW.\"Id\" AND \"Status\" = 0;\n"
+    "    UPDATE {M} SET Status = CASE NEW.Status WHEN 2 THEN 1 ELSE 2 END\n"
+    "     WHERE OutboxMessageId = NEW.Id AND Status = 0;\n"
     "END",
-    "CREATE TRIGGER IF NOT EXISTS \"{N}_JoinCount\" AFTER UPDATE OF \"Status\" ON {M}\n"
-    "WHEN OLD.\"Status\" = 0 AND NEW.\"Status\" IN (1, 2)\n"
+    "CREATE TRIGGER IF NOT EXISTS \"{N}_JoinCount\" AFTER UPDATE OF Status ON {M}\n"
+    "WHEN OLD.Status = 0 AND NEW.Status IN (1, 2)\n"
     "BEGIN\n"
     "    UPDATE {J} SET\n"
-    "        \"CompletedSteps\" = \"CompletedSteps\" + (NEW.\"Status\" = 1 AND \"CompletedSteps\" + \"FailedSteps\" < \"ExpectedSteps\"),\n"
-    "        \"FailedSteps\" = \"FailedSteps\" + (NEW.\"Status\" = 2 AND \"CompletedSteps\" + \"FailedSteps\" < \"ExpectedSteps\"),\n"
-    "        \"LastUpdatedUtc\" = {W}\n"
-    "     WHERE \"JoinId\" = NEW.\"JoinId\";\n"
+    "        CompletedSteps = CompletedSteps + (NEW.Status = 1 AND CompletedSteps + FailedSteps < ExpectedSteps),\n"
+    "        FailedSteps = FailedSteps + (NEW.Status = 2 AND CompletedSteps + FailedSteps < ExpectedSteps),\n"
+    "        LastUpdatedUtc = {W}\n"
+    "     WHERE JoinId = NEW.JoinId;\n"
     "END",
     /* Parked messages (OBX__PARKED_MS): the next of the key gets its place. */
-    "CREATE TRIGGER IF NOT EXISTS \"{N}_OrderingWake\" AFTER UPDATE OF \"Status\" ON {T}\n"
-    "WHEN NEW.\"OrderingKey\" IS NOT NULL AND OLD.\"Status\" IN (0, 1) AND NEW.\"Status\" IN (2, 3)\n"
+    "CREATE TRIGGER IF NOT EXISTS \"{N}_OrderingWake\" AFTER UPDATE OF Status ON {T}\n"
+    "WHEN NEW.OrderingKey IS NOT NULL AND OLD.Status IN (0, 1) AND NEW.Status IN (2, 3)\n"
     "BEGIN\n"
-    "    " OBX__UNPARK(OBX__PARKED_MS, "= " OBX__KEY_FIRST_READY("NEW.\"OrderingKey\"") "\n"
-    "       AND NOT " OBX__KEY_IN_FLIGHT("NEW.\"OrderingKey\"")) ";\n"
+    "    " OBX__UNPARK(OBX__PARKED_MS, "= " OBX__KEY_FIRST_READY("NEW.OrderingKey") "\n"
+    "       AND NOT " OBX__KEY_IN_FLIGHT("NEW.OrderingKey")) ";\n"
     "END",
         NULL};
 /* Columns added since the first release, oldest first: a new column is
