@@ -194,9 +194,11 @@
 /* >>common-end manual */
 /*
  *   (2. continued) For obx.h alone, global like OBX_NO_MULTI_STORE:
- *     OBX_NO_JOIN         no joins (obx_join_*); the join tables and
- *                         triggers are still deployed, so one database
- *                         serves builds with and without them
+ *     OBX_NO_JOIN         no joins (obx_join_*), and a deploy creates
+ *                         no join tables or triggers (acks and fails
+ *                         skip the trigger); a build with joins creates
+ *                         them when it deploys, as it adds any column,
+ *                         so one database serves builds with and without
  *     OBX_NO_ORDERING_KEYS no ordering keys on enqueue: a message that
  *                         sets ordering_key is refused with
  *                         OBX_ERR_UNSUPPORTED naming it; the claim still
@@ -4210,6 +4212,7 @@ static const char *const obx__sqlite_outbox_ddl[] = {
     "WHERE OrderingKey IS NOT NULL AND Status <> 2",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (LockedUntil) WHERE Status = 1",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (ProcessedAt) WHERE Status = 2",
+#ifndef OBX_NO_JOIN
     "CREATE TABLE IF NOT EXISTS {J} (\n"
     "    JoinId         TEXT NOT NULL PRIMARY KEY,\n"
     "    GroupingKey    TEXT NULL,\n"
@@ -4249,6 +4252,7 @@ static const char *const obx__sqlite_outbox_ddl[] = {
     "        LastUpdatedUtc = {W}\n"
     "     WHERE JoinId = NEW.JoinId;\n"
     "END",
+#endif
     /* Parked messages (OBX__PARKED_MS): the next of the key gets its place. */
     "CREATE TRIGGER IF NOT EXISTS \"{N}_OrderingWake\" AFTER UPDATE OF Status ON {T}\n"
     "WHEN NEW.OrderingKey IS NOT NULL AND OLD.Status IN (0, 1) AND NEW.Status IN (2, 3)\n"
@@ -4440,6 +4444,7 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "WHERE \"OrderingKey\" IS NOT NULL AND \"Status\" <> 2",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") WHERE \"Status\" = 1",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (\"ProcessedAt\") WHERE \"Status\" = 2",
+#ifndef OBX_NO_JOIN
     "CREATE TABLE IF NOT EXISTS {J} (\n"
     "    \"JoinId\"         uuid NOT NULL PRIMARY KEY,\n"
     "    \"GroupingKey\"    varchar(255) NULL,\n"
@@ -4485,6 +4490,7 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "CREATE OR REPLACE TRIGGER \"{N}_JoinStep\" AFTER UPDATE ON {T}\n"
     "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows\n"
     "FOR EACH STATEMENT EXECUTE FUNCTION {S}.\"{N}_JoinStep\"()",
+#endif
     /* Parked messages (OBX__PG_PARKED): the next of each key that a
      * statement finished gets its place. One statement per settle, not one
      * per row: a row trigger's call cost an ack of 100 keyed messages 5 ms
@@ -4504,6 +4510,7 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "CREATE OR REPLACE TRIGGER \"{N}_OrderingWake\" AFTER UPDATE ON {T}\n"
     "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows\n"
     "FOR EACH STATEMENT EXECUTE FUNCTION {S}.\"{N}_OrderingWake\"()",
+#ifndef OBX_NO_JOIN
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_JoinCount\"() RETURNS trigger LANGUAGE plpgsql AS $$\n"
     "BEGIN\n"
     "    UPDATE {J} SET\n"
@@ -4516,6 +4523,7 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "CREATE OR REPLACE TRIGGER \"{N}_JoinCount\" AFTER UPDATE OF \"Status\" ON {M}\n"
     "FOR EACH ROW WHEN (OLD.\"Status\" = 0 AND NEW.\"Status\" IN (1, 2))\n"
     "EXECUTE FUNCTION {S}.\"{N}_JoinCount\"()",
+#endif
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Claim\"(p_owner uuid, p_lease_seconds integer, "
     "p_batch integer)\n"
     "RETURNS SETOF {T} LANGUAGE sql AS $$\n"
@@ -4804,6 +4812,7 @@ static const char *const obx__mariadb_outbox_ddl[] = {
     "    KEY `IX_{N}_Done` (`Status`, `ProcessedAt`)\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
     "CREATE INDEX IF NOT EXISTS `IX_{N}_Ordering` ON {T} (`OrderingLive`, `OrderingState`, `OrderingSeq`)",
+#ifndef OBX_NO_JOIN
     "CREATE TABLE IF NOT EXISTS {J} (\n"
     "    `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,\n"
     "    `GroupingKey`    VARCHAR(255) NULL,\n"
@@ -4845,6 +4854,7 @@ static const char *const obx__mariadb_outbox_ddl[] = {
     "        `FailedSteps` = `FailedSteps` + (NEW.`Status` = 2 AND `CompletedSteps` + `FailedSteps` < `ExpectedSteps`),\n"
     "        `CompletedSteps` = `CompletedSteps` + (NEW.`Status` = 1 AND `CompletedSteps` + `FailedSteps` < `ExpectedSteps`)\n"
     "     WHERE `JoinId` = NEW.`JoinId` AND OLD.`Status` = 0 AND NEW.`Status` IN (1, 2)",
+#endif
     NULL};
 /* Columns added since the first release, oldest first: a new column is
  * one more entry here and in each other dialect's set (obx__sqlset).
@@ -5074,6 +5084,7 @@ static const char *const obx__sqlserver_outbox_ddl[] = {
     "CREATE INDEX [IX_{N}_Leased] ON {T} ([LockedUntil]) WHERE [Status] = 1",
     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Done', 'IndexID') IS NULL\n"
     "CREATE INDEX [IX_{N}_Done] ON {T} ([ProcessedAt]) WHERE [Status] = 2",
+#ifndef OBX_NO_JOIN
     "IF OBJECT_ID(N'{J}', N'U') IS NULL\n"
     "CREATE TABLE {J} (\n"
     "    [JoinId]         UNIQUEIDENTIFIER NOT NULL PRIMARY KEY DEFAULT NEWID(),\n"
@@ -5133,6 +5144,7 @@ static const char *const obx__sqlserver_outbox_ddl[] = {
     "      CROSS APPLY (SELECT d1.[Done], CASE WHEN moved.[Failed] < r.[Room] - d1.[Done] THEN moved.[Failed]\n"
     "                          ELSE r.[Room] - d1.[Done] END AS [Failed]) AS c;\n"
     "END",
+#endif
     "CREATE OR ALTER PROCEDURE {S}.[{N}_Claim] @OwnerToken UNIQUEIDENTIFIER, @LeaseSeconds INT, "
     "@BatchSize INT, @DeadHolds INT = 0 AS\n"
     "BEGIN\n"
@@ -5224,11 +5236,15 @@ static const obx__sqlset *const obx__sqlsets[] = {NULL, OBX__SQLITE_SET, OBX__PO
 /* >>common-end sqlsets */
 
 /* Expand a template with the store's names; {J} and {M} are the join and
- * join-member tables. */
+ * join-member tables (with OBX_NO_JOIN no template names them). */
 static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
                          const char *schema, const char *table, const char *tmpl) {
+#ifdef OBX_NO_JOIN
+    return obx__expand_names(h, d, q, schema, table, tmpl, NULL);
+#else
     static const char *const joins[] = {"JJoin", "MJoinMember", NULL};
     return obx__expand_names(h, d, q, schema, table, tmpl, joins);
+#endif
 }
 
 /* >> the outbox's face: what the engine below needs of this header ------------- */
