@@ -3904,20 +3904,23 @@ enum {
     "CAST(\"Headers\" AS text), " IBX__PG_MS("ExpiresAt")
 /* A claim's short row (ibx__read_claimed): what the claim did not set, the
  * integers first (bound), the last a mask of the optional columns that are
- * not NULL (read only those), then the texts. o and c quote a name. */
+ * not NULL (read only those), then the texts. nn writes one bit (IBX__NN, or
+ * IBX__NN_INT), o and c quote a name. */
 #define IBX__NN(col, bit) "(CASE WHEN " col " IS NULL THEN 0 ELSE " bit " END)"
-#define IBX__CLAIM_MASK(o, c)                                                                     \
-    IBX__NN(o "Hash" c, "1") " + " IBX__NN(o "LastError" c, "2") " + " IBX__NN(o "TenantId" c, "4")  \
-    " + " IBX__NN(o "AggregateType" c, "8") " + " IBX__NN(o "AggregateId" c, "16") " + "              \
-    IBX__NN(o "Headers" c, "32")
+/* SQLite gives a comparison's truth as 1 or 0: a shorter bit there. */
+#define IBX__NN_INT(col, bit) "(" col " IS NOT NULL) * " bit
+#define IBX__CLAIM_MASK(nn, o, c)                                                                     \
+    nn(o "Hash" c, "1") " + " nn(o "LastError" c, "2") " + " nn(o "TenantId" c, "4")  \
+    " + " nn(o "AggregateType" c, "8") " + " nn(o "AggregateId" c, "16") " + "              \
+    nn(o "Headers" c, "32")
 #define IBX__SQLITE_CLAIM_COLS                                                                    \
     "FirstSeenUtc, LastSeenUtc, LockedUntil, Attempt, NextAttemptAt, DueTimeUtc, " \
-    "Starts, ExpiresAt, " IBX__CLAIM_MASK("", "") ", Source, MessageId, Topic, "  \
+    "Starts, ExpiresAt, " IBX__CLAIM_MASK(IBX__NN_INT, "", "") ", Source, MessageId, Topic, "  \
     "Payload, Hash, LastError, TenantId, AggregateType, AggregateId, Headers"
 #define IBX__PG_CLAIM_COLS                                                                        \
     IBX__PG_MS("FirstSeenUtc") ", " IBX__PG_MS("LastSeenUtc") ", " IBX__PG_MS("LockedUntil") ", "  \
     "\"Attempt\", " IBX__PG_MS("NextAttemptAt") ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\", "      \
-    IBX__PG_MS("ExpiresAt") ", " IBX__CLAIM_MASK("\"", "\"") ", \"Source\", \"MessageId\", \"Topic\", " \
+    IBX__PG_MS("ExpiresAt") ", " IBX__CLAIM_MASK(IBX__NN, "\"", "\"") ", \"Source\", \"MessageId\", \"Topic\", " \
     "\"Payload\", \"Hash\", \"LastError\", \"TenantId\", \"AggregateType\", \"AggregateId\", "          \
     "CAST(\"Headers\" AS text)"
 /* The rows a key list names. */
@@ -3934,7 +3937,7 @@ enum {
  * count are one UPDATE of the row: no N+1st start, across processes. A
  * dead message made Processing again (replay, re-enqueue, mark) starts
  * with 0. */
-#define IBX__CRASH_LOOP "crash loop: claimed {Q} times without an outcome (the handler crashed or was killed, or its lease expired)"
+#define IBX__CRASH_LOOP "crash loop: claimed {Q} times without an outcome" IBX__WHY(" (the handler crashed or was killed, or its lease expired)")
 
 #ifndef IBX_NO_SQLITE
 /* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
@@ -3949,8 +3952,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_SEEN,
      "WITH _ AS (SELECT 1) INSERT INTO {T} (Source, MessageId, Hash) VALUES (?, ?, ?) "
      "ON CONFLICT (Source, MessageId) DO UPDATE SET "
-     "LastSeenUtc = CASE WHEN Status = 'Done' THEN LastSeenUtc ELSE {W} END, "
-     "Hash = CASE WHEN Status = 'Done' THEN Hash ELSE coalesce(Hash, excluded.Hash) END "
+     "LastSeenUtc = iif(Status = 'Done', LastSeenUtc, {W}), "
+     "Hash = iif(Status = 'Done', Hash, coalesce(Hash, excluded.Hash)) "
      "RETURNING Status, Hash"},
 #if IBX__PLAIN_UPSERT
     {IBX__Q_ENQUEUE,
@@ -3959,8 +3962,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "ON CONFLICT (Source, MessageId) DO UPDATE SET Topic = excluded.Topic, "
      "Payload = excluded.Payload, Hash = excluded.Hash, "
      "DueTimeUtc = excluded.DueTimeUtc, NextAttemptAt = excluded.NextAttemptAt, "
-     "LastSeenUtc = {W}, Attempt = CASE WHEN Status = 'Dead' THEN 0 ELSE Attempt END, "
-     "Starts = CASE WHEN Status = 'Dead' THEN 0 ELSE Starts END, "
+     "LastSeenUtc = {W}, Attempt = iif(Status = 'Dead', 0, Attempt), "
+     "Starts = iif(Status = 'Dead', 0, Starts), "
      "Status = 'Processing' WHERE Status <> 'Done'"},
 #endif
     /* With IBX_NO_ENVELOPE, for an expiry only: no envelope columns. */
@@ -3971,8 +3974,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "?12) ON CONFLICT (Source, MessageId) DO UPDATE SET Topic = excluded.Topic, "
      "Payload = excluded.Payload, Hash = excluded.Hash, "
      "DueTimeUtc = excluded.DueTimeUtc, NextAttemptAt = excluded.NextAttemptAt, "
-     "LastSeenUtc = {W}, Attempt = CASE WHEN Status = 'Dead' THEN 0 ELSE Attempt END, "
-     "Starts = CASE WHEN Status = 'Dead' THEN 0 ELSE Starts END, "
+     "LastSeenUtc = {W}, Attempt = iif(Status = 'Dead', 0, Attempt), "
+     "Starts = iif(Status = 'Dead', 0, Starts), "
      IBX__ENV("TenantId = coalesce(TenantId, excluded.TenantId), "
               "AggregateType = coalesce(AggregateType, excluded.AggregateType), "
               "AggregateId = coalesce(AggregateId, excluded.AggregateId), "
@@ -3980,11 +3983,11 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "ExpiresAt = coalesce(ExpiresAt, excluded.ExpiresAt), "
      "Status = 'Processing' WHERE Status <> 'Done'"},
     {IBX__Q_MARK,
-     "UPDATE {T} SET Status = CASE WHEN Status = 'Done' THEN 'Done' ELSE ? END, "
-     "Attempt = CASE WHEN Status = 'Dead' AND ? = 'Processing' THEN 0 ELSE Attempt END, "
-     "OwnerToken = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE OwnerToken END, "
-     "LockedUntil = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE LockedUntil END, "
-     "Starts = CASE WHEN Status = 'Dead' THEN 0 ELSE Starts END, LastSeenUtc = {W} WHERE Source = ? AND MessageId = ?"},
+     "UPDATE {T} SET Status = iif(Status = 'Done', 'Done', ?), "
+     "Attempt = iif(Status = 'Dead' AND ? = 'Processing', 0, Attempt), "
+     "OwnerToken = iif(? IN ('Done', 'Dead'), NULL, OwnerToken), "
+     "LockedUntil = iif(? IN ('Done', 'Dead'), NULL, LockedUntil), "
+     "Starts = iif(Status = 'Dead', 0, Starts), LastSeenUtc = {W} WHERE Source = ? AND MessageId = ?"},
     {IBX__Q_CLAIM,
      "WITH _ AS (SELECT 1) UPDATE {T} SET OwnerToken = ?, "
      "LockedUntil = {W} + CAST(? AS INTEGER) * 1000, Starts = Starts + 1 WHERE rowid IN "
@@ -4006,9 +4009,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "UPDATE {T} SET LockedUntil = {W} + CAST(? AS INTEGER) * 1000 "
      "WHERE {O}"},
     {IBX__Q_REAP,
-     "UPDATE {T} SET OwnerToken = NULL, LockedUntil = NULL, Status = CASE WHEN Starts >= {Q} "
-     "THEN 'Dead' ELSE Status END, LastError = CASE WHEN Starts >= {Q} THEN '" IBX__CRASH_LOOP "' "
-     "ELSE LastError END WHERE Status = 'Processing' "
+     "UPDATE {T} SET OwnerToken = NULL, LockedUntil = NULL, Status = iif(Starts >= {Q}, 'Dead', Status), "
+     "LastError = iif(Starts >= {Q}, '" IBX__CRASH_LOOP "', LastError) WHERE Status = 'Processing' "
      "AND LockedUntil IS NOT NULL AND LockedUntil < {W}"},
     {IBX__Q_HASH,
      "SELECT Hash, Status FROM {T} WHERE Source = ? AND MessageId = ?"},
@@ -4261,7 +4263,7 @@ static const ibx__sqlset ibx__postgresql_inbox = {
 #define IBX__MY_CLAIM_COLS                                                                        \
     IBX__MY_MS("FirstSeenUtc") ", " IBX__MY_MS("LastSeenUtc") ", " IBX__MY_MS("LockedUntil") ", "  \
     "`Attempt`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, "          \
-    IBX__MY_MS("ExpiresAt") ", " IBX__CLAIM_MASK("`", "`") ", `Source`, `MessageId`, `Topic`, "     \
+    IBX__MY_MS("ExpiresAt") ", " IBX__CLAIM_MASK(IBX__NN, "`", "`") ", `Source`, `MessageId`, `Topic`, "     \
     "`Payload`, `Hash`, `LastError`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`"
 /* The rows a key list names, by primary key (an IN subquery would scan and
  * wait on other workers' row locks); the lists' markers are numbered. */
@@ -6643,26 +6645,29 @@ static int64_t ibx__default_backoff(int attempts, void *user) {
 }
 
 /* The numbers of a dispatcher description and their ranges (0 is always
- * allowed: the default), so that a refusal names the field. */
+ * allowed: the default), so that a refusal names the field. A range is an
+ * index into ibx__number_max: a row of 8 bytes instead of 16 (armhf). */
+static const int64_t ibx__number_max[] = {INT64_MAX, INT_MAX, IBX_BATCH_MAX, IBX_LEASE_MAX_SECONDS,
+                                          IBX_RETENTION_MAX_MS, IBX_DELAY_MAX_MS};
 static const struct {
     const char *name;
     unsigned short offset;
     unsigned char is_int;        /* an int; else an int64_t */
-    int64_t max;
+    unsigned char max;           /* ibx__number_max[max] */
 } ibx__dispatcher_numbers[] = {
-    {"batch_size", offsetof(ibx_dispatcher_desc, batch_size), 1, IBX_BATCH_MAX},
-    {"lease_seconds", offsetof(ibx_dispatcher_desc, lease_seconds), 1, IBX_LEASE_MAX_SECONDS},
-    {"max_attempts", offsetof(ibx_dispatcher_desc, max_attempts), 1, INT_MAX},
-    {"poll_interval_ms", offsetof(ibx_dispatcher_desc, poll_interval_ms), 0, INT64_MAX},
-    {"idle_max_ms", offsetof(ibx_dispatcher_desc, idle_max_ms), 0, INT64_MAX},
-    {"reap_interval_ms", offsetof(ibx_dispatcher_desc, reap_interval_ms), 0, INT64_MAX},
-    {"startup_delay_ms", offsetof(ibx_dispatcher_desc, startup_delay_ms), 0, INT64_MAX},
-    {"error_delay_ms", offsetof(ibx_dispatcher_desc, error_delay_ms), 0, INT64_MAX},
-    {"cleanup_interval_ms", offsetof(ibx_dispatcher_desc, cleanup_interval_ms), 0, INT64_MAX},
-    {"cleanup_retention_ms", offsetof(ibx_dispatcher_desc, cleanup_retention_ms), 0, IBX_RETENTION_MAX_MS},
-    {"max_handler_ms", offsetof(ibx_dispatcher_desc, max_handler_ms), 0, INT64_MAX},
-    {"pause_ms", offsetof(ibx_dispatcher_desc, pause_ms), 0, IBX_DELAY_MAX_MS},
-    {"pause_max_ms", offsetof(ibx_dispatcher_desc, pause_max_ms), 0, IBX_DELAY_MAX_MS}};
+    {"batch_size", offsetof(ibx_dispatcher_desc, batch_size), 1, 2},
+    {"lease_seconds", offsetof(ibx_dispatcher_desc, lease_seconds), 1, 3},
+    {"max_attempts", offsetof(ibx_dispatcher_desc, max_attempts), 1, 1},
+    {"poll_interval_ms", offsetof(ibx_dispatcher_desc, poll_interval_ms), 0, 0},
+    {"idle_max_ms", offsetof(ibx_dispatcher_desc, idle_max_ms), 0, 0},
+    {"reap_interval_ms", offsetof(ibx_dispatcher_desc, reap_interval_ms), 0, 0},
+    {"startup_delay_ms", offsetof(ibx_dispatcher_desc, startup_delay_ms), 0, 0},
+    {"error_delay_ms", offsetof(ibx_dispatcher_desc, error_delay_ms), 0, 0},
+    {"cleanup_interval_ms", offsetof(ibx_dispatcher_desc, cleanup_interval_ms), 0, 0},
+    {"cleanup_retention_ms", offsetof(ibx_dispatcher_desc, cleanup_retention_ms), 0, 4},
+    {"max_handler_ms", offsetof(ibx_dispatcher_desc, max_handler_ms), 0, 0},
+    {"pause_ms", offsetof(ibx_dispatcher_desc, pause_ms), 0, 5},
+    {"pause_max_ms", offsetof(ibx_dispatcher_desc, pause_max_ms), 0, 5}};
 
 /* The checks of a dispatcher description, reported to `err`. */
 static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ibx_error *err) {
@@ -6683,7 +6688,7 @@ static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ib
         } else {
             memcpy(&value, at, sizeof value);
         }
-        max = ibx__dispatcher_numbers[i].max;
+        max = ibx__number_max[ibx__dispatcher_numbers[i].max];
         if (value < 0 || value > max) name = ibx__dispatcher_numbers[i].name;
     }
     if (!name && ((int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF))

@@ -4049,23 +4049,26 @@ enum {
     "\"AggregateId\", CAST(\"Headers\" AS text), " OBX__PG_MS("ExpiresAt")
 /* A claim's short row (obx__read_claimed): what the claim did not set, the
  * fixed-size columns first (bound), then a mask of the optional texts that
- * are not NULL (read only those), then the texts. o and c quote a name. */
+ * are not NULL (read only those), then the texts. nn writes one bit (OBX__NN,
+ * or OBX__NN_INT), o and c quote a name. */
 #define OBX__NN(col, bit) "(CASE WHEN " col " IS NULL THEN 0 ELSE " bit " END)"
-#define OBX__CLAIM_MASK(o, c)                                                                     \
-    OBX__NN(o "CorrelationId" c, "1") " + " OBX__NN(o "LastError" c, "2") " + "                     \
-    OBX__NN(o "OrderingKey" c, "4") " + " OBX__NN(o "TenantId" c, "8") " + "                        \
-    OBX__NN(o "AggregateType" c, "16") " + " OBX__NN(o "AggregateId" c, "32") " + "                 \
-    OBX__NN(o "Headers" c, "64")
+/* SQLite gives a comparison's truth as 1 or 0: a shorter bit there. */
+#define OBX__NN_INT(col, bit) "(" col " IS NOT NULL) * " bit
+#define OBX__CLAIM_MASK(nn, o, c)                                                                     \
+    nn(o "CorrelationId" c, "1") " + " nn(o "LastError" c, "2") " + "                     \
+    nn(o "OrderingKey" c, "4") " + " nn(o "TenantId" c, "8") " + "                        \
+    nn(o "AggregateType" c, "16") " + " nn(o "AggregateId" c, "32") " + "                 \
+    nn(o "Headers" c, "64")
 #define OBX__SQLITE_CLAIM_COLS                                                                    \
     "Id, MessageId, CreatedAt, DueTimeUtc, RetryCount, LockedUntil, "       \
-    "NextAttemptAt, Starts, ExpiresAt, " OBX__CLAIM_MASK("", "") ", Topic, "      \
+    "NextAttemptAt, Starts, ExpiresAt, " OBX__CLAIM_MASK(OBX__NN_INT, "", "") ", Topic, "      \
     "Payload, CorrelationId, LastError, OrderingKey, TenantId, AggregateType, " \
     "AggregateId, Headers"
 #define OBX__PG_CLAIM_COLS                                                                        \
     "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), " OBX__PG_MS("CreatedAt") ", "            \
     OBX__PG_MS("DueTimeUtc") ", \"RetryCount\", " OBX__PG_MS("LockedUntil") ", "                   \
     OBX__PG_MS("NextAttemptAt") ", \"Starts\", " OBX__PG_MS("ExpiresAt") ", "                      \
-    OBX__CLAIM_MASK("\"", "\"") ", \"Topic\", \"Payload\", \"CorrelationId\", \"LastError\", "          \
+    OBX__CLAIM_MASK(OBX__NN, "\"", "\"") ", \"Topic\", \"Payload\", \"CorrelationId\", \"LastError\", "          \
     "\"OrderingKey\", \"TenantId\", \"AggregateType\", \"AggregateId\", CAST(\"Headers\" AS text)"
 
 /* Crash-loop quarantine (max_starts, {Q}): the claim counts a start
@@ -4076,7 +4079,7 @@ enum {
  * Ready. Ready is reached no other way with that many, so the claim needs
  * no condition and an N+1st start never happens, across processes too:
  * the check and the move are one UPDATE of the row. */
-#define OBX__CRASH_LOOP "crash loop: claimed {Q} times without an outcome (the handler crashed or was killed, or its lease expired)"
+#define OBX__CRASH_LOOP "crash loop: claimed {Q} times without an outcome" OBX__WHY(" (the handler crashed or was killed, or its lease expired)")
 
 #ifndef OBX_NO_SQLITE
 /* The dead-letter filter (obx__dead_params): NULL arguments match all. */
@@ -4121,8 +4124,8 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "UPDATE {T} SET LockedUntil = {W} + CAST(? AS INTEGER) * 1000 "
      "WHERE {O}"},
     {OBX__Q_REAP,
-     "UPDATE {T} SET Status = CASE WHEN Starts >= {Q} THEN 3 ELSE 0 END, LastError = "
-     "CASE WHEN Starts >= {Q} THEN '" OBX__CRASH_LOOP "' ELSE LastError END, "
+     "UPDATE {T} SET Status = iif(Starts >= {Q}, 3, 0), LastError = "
+     "iif(Starts >= {Q}, '" OBX__CRASH_LOOP "', LastError), "
      "OwnerToken = NULL, LockedUntil = NULL WHERE Status = 1 AND LockedUntil < {W}"},
     {OBX__Q_GET,
      "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE Id = ?"},
@@ -4628,7 +4631,7 @@ static const obx__sqlset obx__postgresql_outbox = {
 #define OBX__MY_CLAIM_COLS                                                                        \
     "`Id`, `MessageId`, " OBX__MY_MS("CreatedAt") ", " OBX__MY_MS("DueTimeUtc") ", `RetryCount`, "   \
     OBX__MY_MS("LockedUntil") ", " OBX__MY_MS("NextAttemptAt") ", `Starts`, " OBX__MY_MS("ExpiresAt") \
-    ", " OBX__CLAIM_MASK("`", "`") ", `Topic`, `Payload`, `CorrelationId`, `LastError`, `OrderingKey`, " \
+    ", " OBX__CLAIM_MASK(OBX__NN, "`", "`") ", `Topic`, `Payload`, `CorrelationId`, `LastError`, `OrderingKey`, " \
     "`TenantId`, `AggregateType`, `AggregateId`, `Headers`"
 /* Ordered delivery (see OBX__ORDERED_HEAD): `OrderingLive` is the key of a
  * row that is not Done, `OrderingState` its Status, both else NULL. */
@@ -7176,26 +7179,29 @@ static int64_t obx__default_backoff(int attempts, void *user) {
 }
 
 /* The numbers of a dispatcher description and their ranges (0 is always
- * allowed: the default), so that a refusal names the field. */
+ * allowed: the default), so that a refusal names the field. A range is an
+ * index into obx__number_max: a row of 8 bytes instead of 16 (armhf). */
+static const int64_t obx__number_max[] = {INT64_MAX, INT_MAX, OBX_BATCH_MAX, OBX_LEASE_MAX_SECONDS,
+                                          OBX_RETENTION_MAX_MS, OBX_DELAY_MAX_MS};
 static const struct {
     const char *name;
     unsigned short offset;
     unsigned char is_int;        /* an int; else an int64_t */
-    int64_t max;
+    unsigned char max;           /* obx__number_max[max] */
 } obx__dispatcher_numbers[] = {
-    {"batch_size", offsetof(obx_dispatcher_desc, batch_size), 1, OBX_BATCH_MAX},
-    {"lease_seconds", offsetof(obx_dispatcher_desc, lease_seconds), 1, OBX_LEASE_MAX_SECONDS},
-    {"max_attempts", offsetof(obx_dispatcher_desc, max_attempts), 1, INT_MAX},
-    {"poll_interval_ms", offsetof(obx_dispatcher_desc, poll_interval_ms), 0, INT64_MAX},
-    {"idle_max_ms", offsetof(obx_dispatcher_desc, idle_max_ms), 0, INT64_MAX},
-    {"reap_interval_ms", offsetof(obx_dispatcher_desc, reap_interval_ms), 0, INT64_MAX},
-    {"startup_delay_ms", offsetof(obx_dispatcher_desc, startup_delay_ms), 0, INT64_MAX},
-    {"error_delay_ms", offsetof(obx_dispatcher_desc, error_delay_ms), 0, INT64_MAX},
-    {"cleanup_interval_ms", offsetof(obx_dispatcher_desc, cleanup_interval_ms), 0, INT64_MAX},
-    {"cleanup_retention_ms", offsetof(obx_dispatcher_desc, cleanup_retention_ms), 0, OBX_RETENTION_MAX_MS},
-    {"max_handler_ms", offsetof(obx_dispatcher_desc, max_handler_ms), 0, INT64_MAX},
-    {"pause_ms", offsetof(obx_dispatcher_desc, pause_ms), 0, OBX_DELAY_MAX_MS},
-    {"pause_max_ms", offsetof(obx_dispatcher_desc, pause_max_ms), 0, OBX_DELAY_MAX_MS}};
+    {"batch_size", offsetof(obx_dispatcher_desc, batch_size), 1, 2},
+    {"lease_seconds", offsetof(obx_dispatcher_desc, lease_seconds), 1, 3},
+    {"max_attempts", offsetof(obx_dispatcher_desc, max_attempts), 1, 1},
+    {"poll_interval_ms", offsetof(obx_dispatcher_desc, poll_interval_ms), 0, 0},
+    {"idle_max_ms", offsetof(obx_dispatcher_desc, idle_max_ms), 0, 0},
+    {"reap_interval_ms", offsetof(obx_dispatcher_desc, reap_interval_ms), 0, 0},
+    {"startup_delay_ms", offsetof(obx_dispatcher_desc, startup_delay_ms), 0, 0},
+    {"error_delay_ms", offsetof(obx_dispatcher_desc, error_delay_ms), 0, 0},
+    {"cleanup_interval_ms", offsetof(obx_dispatcher_desc, cleanup_interval_ms), 0, 0},
+    {"cleanup_retention_ms", offsetof(obx_dispatcher_desc, cleanup_retention_ms), 0, 4},
+    {"max_handler_ms", offsetof(obx_dispatcher_desc, max_handler_ms), 0, 0},
+    {"pause_ms", offsetof(obx_dispatcher_desc, pause_ms), 0, 5},
+    {"pause_max_ms", offsetof(obx_dispatcher_desc, pause_max_ms), 0, 5}};
 
 /* The checks of a dispatcher description, reported to `err`. */
 static obx_result obx__dispatcher_desc_check(const obx_dispatcher_desc *desc, obx_error *err) {
@@ -7216,7 +7222,7 @@ static obx_result obx__dispatcher_desc_check(const obx_dispatcher_desc *desc, ob
         } else {
             memcpy(&value, at, sizeof value);
         }
-        max = obx__dispatcher_numbers[i].max;
+        max = obx__number_max[obx__dispatcher_numbers[i].max];
         if (value < 0 || value > max) name = obx__dispatcher_numbers[i].name;
     }
     if (!name && ((int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)OBX_LOG_OFF))
