@@ -307,9 +307,11 @@ install: $(B)/obxctl
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/share/cmake/obx $(DESTDIR)$(PREFIX)/bin
 	install -m 644 obx.h ibx.h $(DESTDIR)$(PREFIX)/include/
-	for lib in obx ibx; do sed -e 's|@prefix@|$(PREFIX)|' -e 's|@version@|$(VERSION)|' $$lib.pc.in \
+	for lib in obx ibx; do sed -e 's|@prefix@|$(PREFIX)|' -e 's|@includedir@|$${prefix}/include|' \
+	  -e 's|@version@|$(VERSION)|' $$lib.pc.in \
 	  > $(DESTDIR)$(PREFIX)/share/pkgconfig/$$lib.pc || exit 1; done
-	install -m 644 cmake/obxConfig.cmake $(DESTDIR)$(PREFIX)/share/cmake/obx/
+	sed -e 's|@OBX_CONFIG_INCLUDEDIR@|../../../include|' cmake/obxConfig.cmake.in \
+	  > $(DESTDIR)$(PREFIX)/share/cmake/obx/obxConfig.cmake
 	sed -e 's|@version@|$(VERSION)|' -e 's|@major@|$(MAJOR)|' cmake/obxConfigVersion.cmake.in \
 	  > $(DESTDIR)$(PREFIX)/share/cmake/obx/obxConfigVersion.cmake
 	install -m 755 $(B)/obxctl $(DESTDIR)$(PREFIX)/bin/

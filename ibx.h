@@ -146,7 +146,7 @@
  *                asks for INFO; control characters in logged text become '?'
  *     random     splitmix64 seeded from /dev/urandom (else time, address:
  *                a device without /dev/urandom should give this hook)
- *   The hook types are laid out identically in ibx.h and ibx.h, so one
+ *   The hook types are laid out identically in both headers, so one
  *   allocator, clock or logger implementation plugs into both.
  *   Dispatching (ibx_dispatcher_desc): handlers take one message each
  *   (ibx_dispatcher_on), or all of a claim's messages of their topic in
@@ -171,7 +171,7 @@
  *   Thread-safe: ibx_dispatcher_wake() and ibx_dispatcher_stop() (call them
  *   from any thread), and the pure functions (backoff, selection, UUIDs,
  *   identifier checks). Opening connections is serialized internally, for
- *   ibx.h and ibx.h together (psqlODBC is not safe to connect from two
+ *   both headers together (psqlODBC is not safe to connect from two
  *   threads at once). With a custom clock.sleep_ms hook the dispatcher
  *   sleeps through the hook, so ibx_dispatcher_wake() cannot shorten its
  *   waits.
@@ -742,7 +742,9 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * obx_enqueue refuses it, e.g. "headers[2].key": the error names it;
  * nothing is written); IBX_ERR_NO_MEMORY; IBX_ERR_OUT_OF_RANGE (due_utc_ms or
  * expires_utc_ms not 0..IBX_TIME_MAX_MS, or expires_utc_ms before due_utc_ms,
- * named); IBX_ERR_DB(_TRANSIENT). */
+ * named); IBX_ERR_FULL (the store's max_pending is reached and the message
+ * is new, Seen or Dead: a redelivery of one still to handle or done adds
+ * none and is taken); IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *message, int *enqueued);
 
 /* Mark messages Done, clearing owner and lease (IBX-044/049). Keys the
@@ -754,7 +756,7 @@ IBX_API ibx_result ibx_ack(ibx_store *store, const char *owner_token, const ibx_
                            int count, int64_t *changed);
 
 /* Release messages for a retry: lease cleared, attempt + 1, last error
- * recorded (NULL or "" keeps none), next attempt after `delay_ms`
+ * recorded (NULL or "": the one before stays), next attempt after `delay_ms`
  * (1..IBX_DELAY_MAX_MS), or with IBX_DELAY_BACKOFF after min(2^attempt s,
  * 60 s) from each message's attempt count before this abandon. Any other
  * delay_ms (0 or negative, IBX-058) is IBX_ERR_OUT_OF_RANGE, checked first;
@@ -776,7 +778,8 @@ IBX_API ibx_result ibx_lease_extend(ibx_store *store, const char *owner_token, c
                                     int count, int lease_seconds, int64_t *changed);
 
 /* Mark messages Dead with `error` (required: NULL is IBX_ERR_INVALID_ARG,
- * IBX-067; not valid UTF-8: IBX_ERR_INVALID_ARG), clearing owner and lease.
+ * IBX-067; "" is stored as none, NULL in last_error; not valid UTF-8:
+ * IBX_ERR_INVALID_ARG), clearing owner and lease.
  * Ownership and results as ibx_ack. */
 IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx_key *keys,
                             int count, const char *error, int64_t *changed);
@@ -2444,7 +2447,7 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
 /* psqlODBC rewrites process-wide settings while it connects: two threads
  * connecting at once read freed memory (seen under ASan). Connecting is
  * rare; it is done one thread at a time, under IBX__CONNECT_LOCK (one lock
- * for ibx.h and ibx.h together, defined above the core). */
+ * for both headers together, defined above the core). */
 
 IBX__PRIVATE ibx_result ibx__driver_connect(ibx__db *db, const char *connstr) {
     SQLCHAR out[1024];
@@ -3867,7 +3870,7 @@ enum {
     IBX__Q_EXTEND,     /* lease_seconds, owner, sources, ids -> rowcount: leases renewed */
     IBX__Q_REAP,       /* -> rowcount */
     IBX__Q_GET,        /* source, id -> message row */
-    IBX__Q_HASH,       /* source, id -> the stored hash (enqueue compares a new one) */
+    IBX__Q_HASH,       /* source, id -> the stored hash (enqueue compares a new one), status */
     IBX__Q_CLEANUP,    /* retention_ms, batch -> rowcount */
     IBX__Q_STATS,      /* -> ready count, oldest ready age */
     IBX__Q_PENDING,    /* -> messages still to handle (Processing): max_pending's count */
@@ -4008,7 +4011,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "ELSE \"LastError\" END WHERE \"Status\" = 'Processing' "
      "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < {W}"},
     {IBX__Q_HASH,
-     "SELECT \"Hash\" FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+     "SELECT \"Hash\", \"Status\" FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
     {IBX__Q_CLEANUP,
@@ -4166,7 +4169,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "ELSE \"LastError\" END WHERE \"Status\" = 'Processing' "
      "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < now()"},
     {IBX__Q_HASH,
-     "SELECT \"Hash\" FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+     "SELECT \"Hash\", \"Status\" FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__PG_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
     /* By row address from an init plan: "IN (SELECT ... LIMIT ?)" is planned
@@ -4359,7 +4362,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      IBX__CRASH_LOOP "', `LastError`), `Status` = IF(`Starts` >= {Q}, 'Dead', `Status`) "
      "WHERE `Status` = 'Processing' AND `LockedUntil` IS NOT NULL AND `LockedUntil` < UTC_TIMESTAMP(6)"},
     {IBX__Q_HASH,
-     "SELECT `Hash` FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
+     "SELECT `Hash`, `Status` FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__MY_COLS " FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
     {IBX__Q_CLEANUP,
@@ -4565,7 +4568,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
     {IBX__Q_REAP,
      "{CALL {S}.[{N}_ReapExpired]({Q})}"},
     {IBX__Q_HASH,
-     "SELECT [Hash] FROM {T} WHERE [Source] = ? AND [MessageId] = ?"},
+     "SELECT [Hash], [Status] FROM {T} WHERE [Source] = ? AND [MessageId] = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__MS_COLS("t.") " FROM {T} AS t WHERE t.[Source] = ? AND t.[MessageId] = ?"},
     {IBX__Q_CLEANUP,
@@ -4764,7 +4767,7 @@ typedef struct ibx__store_own {
 /* >>common-begin engine */
 
 /* The engine: the store, its work queue (claim, settle, reap, cleanup),
- * providers, routers and the dispatcher. The same text in ibx.h and ibx.h;
+ * providers, routers and the dispatcher. The same text in both headers;
  * what differs between them is the "face" defined just above: the
  * statements, the row layout, a message's key and a few constants. */
 
@@ -8049,6 +8052,43 @@ static ibx_result ibx__check_new(ibx_store *store, const ibx_new_message *m, siz
     return ibx__check_envelope(&store->err, "ibx_enqueue", "", m);
 }
 
+typedef struct ibx__known_ctx {
+    ibx_store *s;
+    ibx__param *p;               /* source, message id */
+    int known;                   /* stored, and Processing or Done */
+} ibx__known_ctx;
+
+static ibx_result ibx__known_unit(ibx__db *db, void *vctx) {
+    ibx__known_ctx *c = (ibx__known_ctx *)vctx;
+    SQLHSTMT cur = NULL;
+    SQLLEN ind = 0;
+    char status[16] = "";
+    ibx_result r = ibx__exec(db, IBX__Q_HASH, c->s->sql[IBX__Q_HASH], c->p, 2, NULL, &cur);
+    if (r == IBX_OK) r = ibx__fetch(db, cur);
+    if (r == IBX_OK)
+        r = ibx__check(db, SQLGetData(cur, 2, SQL_C_CHAR, status, sizeof status, &ind), SQL_HANDLE_STMT, cur,
+                       "SQLGetData");
+    ibx__close(cur);
+    c->known = r == IBX_OK && ind != SQL_NULL_DATA && (!strcmp(status, "Processing") || !strcmp(status, "Done"));
+    return r == IBX_EMPTY ? IBX_OK : r;
+}
+
+/* At max_pending (r is IBX_ERR_FULL), a redelivery of a message still to
+ * handle or done adds none to handle, so it is taken; the error stays for
+ * a new, Seen or Dead one (or when the look fails). */
+static int ibx__full_redelivery(ibx_store *s, ibx_result r, ibx__param *p) {
+    ibx__known_ctx ctx;
+    ibx_error full;
+    if (r != IBX_ERR_FULL) return 0;
+    full = s->err;
+    ctx.s = s;
+    ctx.p = p;
+    ctx.known = 0;
+    if (ibx__unit_read(&s->db, ibx__known_unit, &ctx, "enqueue") == IBX_OK && ctx.known) return 1;
+    s->err = full;
+    return 0;
+}
+
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued) {
     ibx__enqueue_ctx ctx;
     ibx__param p[12];
@@ -8074,7 +8114,8 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     if (m->expires_utc_ms <= 0) p[11].ind = SQL_NULL_DATA;
     if (envelope && !ibx__envelope_params(&store->hooks, &store->own.headers, &p[7], m))
         return ibx__fail(&store->err, IBX_ERR_NO_MEMORY, "ibx_enqueue", "out of memory");
-    if ((r = ibx__pending_room(store, "ibx_enqueue", 1)) != IBX_OK) return r;
+    if ((r = ibx__pending_room(store, "ibx_enqueue", 1)) != IBX_OK && !ibx__full_redelivery(store, r, p))
+        return r;
     memset(&ctx, 0, sizeof ctx);
     ctx.envelope = envelope;
     ctx.s = store;

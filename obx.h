@@ -130,7 +130,7 @@
  *                asks for INFO; control characters in logged text become '?'
  *     random     splitmix64 seeded from /dev/urandom (else time, address:
  *                a device without /dev/urandom should give this hook)
- *   The hook types are laid out identically in obx.h and ibx.h, so one
+ *   The hook types are laid out identically in both headers, so one
  *   allocator, clock or logger implementation plugs into both.
  *   Dispatching (obx_dispatcher_desc): handlers take one message each
  *   (obx_dispatcher_on), or all of a claim's messages of their topic in
@@ -155,7 +155,7 @@
  *   Thread-safe: obx_dispatcher_wake() and obx_dispatcher_stop() (call them
  *   from any thread), and the pure functions (backoff, selection, UUIDs,
  *   identifier checks). Opening connections is serialized internally, for
- *   obx.h and ibx.h together (psqlODBC is not safe to connect from two
+ *   both headers together (psqlODBC is not safe to connect from two
  *   threads at once). With a custom clock.sleep_ms hook the dispatcher
  *   sleeps through the hook, so obx_dispatcher_wake() cannot shorten its
  *   waits.
@@ -2577,7 +2577,7 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
 /* psqlODBC rewrites process-wide settings while it connects: two threads
  * connecting at once read freed memory (seen under ASan). Connecting is
  * rare; it is done one thread at a time, under OBX__CONNECT_LOCK (one lock
- * for obx.h and ibx.h together, defined above the core). */
+ * for both headers together, defined above the core). */
 
 OBX__PRIVATE obx_result obx__driver_connect(obx__db *db, const char *connstr) {
     SQLCHAR out[1024];
@@ -5344,7 +5344,7 @@ static void obx__own_settled(struct obx_store *s, int kind, int64_t rows);
 /* >>common-begin engine */
 
 /* The engine: the store, its work queue (claim, settle, reap, cleanup),
- * providers, routers and the dispatcher. The same text in obx.h and ibx.h;
+ * providers, routers and the dispatcher. The same text in both headers;
  * what differs between them is the "face" defined just above: the
  * statements, the row layout, a message's key and a few constants. */
 

@@ -5,6 +5,9 @@
 #   2. find_package(obx) of a copy installed by `make install PREFIX=...`
 #   3. pkg-config --cflags --libs obx ibx of that installed copy
 #   4. find_package and pkg-config of a copy installed by `cmake --install`
+#   5. add_subdirectory and find_package from a C++ project (LANGUAGES CXX)
+#   6. find_package and pkg-config of a `cmake --install` whose headers go
+#      to a directory of their own (CMAKE_INSTALL_INCLUDEDIR=include/obx)
 # Each one must compile, link against unixODBC and run on SQLite.
 # Prints "PASS CONSUMER-<way> ..." lines and exits non-zero on a failure.
 set -uo pipefail
@@ -60,9 +63,30 @@ cmake_installed() {
         case "$flags " in *"-I$out/cprefix/include "*) ;; *) return 1 ;; esac
 }
 
+# A C++ project: nothing of the C targets' may need a C compiler's features.
+cxx() {
+    cmake -S "$here/consumer" -B "$out/cxx-subdir" -DCONSUMER_LANGUAGE=CXX -DOBX_SOURCE_DIR="$root" &&
+        cmake --build "$out/cxx-subdir" && run_consumer "$out/cxx-subdir/consumer" &&
+        cmake -S "$here/consumer" -B "$out/cxx-found" -DCONSUMER_LANGUAGE=CXX -DCMAKE_PREFIX_PATH="$out/prefix" &&
+        cmake --build "$out/cxx-found" && run_consumer "$out/cxx-found/consumer"
+}
+
+# A packager's include directory: the package and the .pc files name it.
+includedir() {
+    local flags
+    cmake -S "$root" -B "$out/incdir" -DCMAKE_INSTALL_INCLUDEDIR=include/obx && cmake --build "$out/incdir" &&
+        cmake --install "$out/incdir" --prefix "$out/iprefix" && [ -f "$out/iprefix/include/obx/obx.h" ] &&
+        cmake -S "$here/consumer" -B "$out/ifound" -DCMAKE_PREFIX_PATH="$out/iprefix" &&
+        cmake --build "$out/ifound" && run_consumer "$out/ifound/consumer" &&
+        flags=$(PKG_CONFIG_PATH="$out/iprefix/share/pkgconfig" pkg-config --cflags obx ibx) &&
+        echo "pkg-config: $flags" && case "$flags " in *"-I$out/iprefix/include/obx "*) ;; *) return 1 ;; esac
+}
+
 step CONSUMER-SUBDIRECTORY "cmake add_subdirectory of the checkout: obx::obx and ibx::ibx build and run" subdir
 step CONSUMER-FIND-PACKAGE "make install PREFIX=...; cmake find_package(obx 0.1) finds it, builds and runs" installed
 step CONSUMER-PKG-CONFIG "pkg-config --cflags --libs obx ibx of the installed copy builds and runs" pkgconfig
+step CONSUMER-CXX "a C++ project (LANGUAGES CXX): add_subdirectory and find_package build and run" cxx
+step CONSUMER-INCLUDEDIR "cmake --install with CMAKE_INSTALL_INCLUDEDIR=include/obx: find_package and pkg-config name it" includedir
 step CONSUMER-CMAKE-INSTALL "cmake --install --prefix P: obxctl, find_package(obx) and obx.pc naming P" cmake_installed
 [ -x "$out/prefix/bin/obxctl" ] && "$out/prefix/bin/obxctl" --version >/dev/null &&
     echo "PASS CONSUMER-OBXCTL make install puts a working obxctl in PREFIX/bin" ||

@@ -144,9 +144,29 @@ ctl --table "$table" metrics >"$work/m" && "$bin/prom_check" <"$work/m" >"$work/
     "$bin/prom_check" <"$work/mi" >>"$work/pc" 2>&1 && grep -q '^ibx_queue_dead_messages{store="site \\"7\\""} 0$' "$work/mi"
 result $? OBXCTL-METRICS "metrics: gauges only, per topic and status; passes the strict parser" "$work/pc"
 
+# JSON stays JSON at the limits: 255-character topics and ids of 2-byte
+# characters whole (not cut, not merged), a long last error, a payload cut
+# at 1024 bytes inside a character; a table's cut cell does not offer --full.
+wide=CtlWide$$
+a=$(printf '\xc3\xa4%.0s' {1..255}) b=$(printf '\xc3\xa4%.0s' {1..254})b e=$(printf '\xc3\xa9%.0s' {1..255}) o=$(printf '\xc3\xb6%.0s' {1..300})
+ok=0
+"$bin/obxctl_fill" inbox-wide "$OBXCTL_CONNECTION" "$wide" ctl /dev/null >"$work/err" 2>&1 || ok=1
+ctl --inbox --table "$wide" stats --json >"$work/j1" 2>>"$work/err" || ok=1
+ctl --inbox --table "$wide" list --json >"$work/j2" 2>>"$work/err" || ok=1
+ctl --inbox --table "$wide" dead list --json >"$work/j3" 2>>"$work/err" || ok=1
+ctl --inbox --table "$wide" show --json --source wide "$e" >"$work/j4" 2>>"$work/err" || ok=1
+for j in j1 j2 j3 j4; do iconv -f UTF-8 -t UTF-8 <"$work/$j" >/dev/null 2>>"$work/err" || { echo "$j: not UTF-8" >>"$work/err"; ok=1; }; done
+grep -qF "{\"topic\":\"$a\",\"ready\":1," "$work/j1" && grep -qF "{\"topic\":\"$b\",\"ready\":1," "$work/j1" &&
+    grep -qF "\"message_id\":\"$e\",\"status\":\"dead\",\"topic\":\"$a\"" "$work/j2" &&
+    grep -qF "\"last_error\":\"$o\"" "$work/j3" && grep -qF '"payload_cut":true' "$work/j4" || ok=1
+ctl --inbox --table "$wide" list >"$work/t" 2>>"$work/err" && ! grep -q -- '--full' "$work/t" || ok=1
+result $ok OBXCTL-JSON-UTF8 "--json is UTF-8 with 255-character topics and ids whole; cut cells say ..." "$work/err"
+
 # Exit codes and help.
 status OBXCTL-EXIT-USAGE "an unknown command: exit 1, one line" 1 ctl frobnicate
 status OBXCTL-EXIT-OPTION "an option the command does not take: exit 1" 1 ctl --table "$table" stats --full
+status OBXCTL-EXIT-STATUS "list --status seen of an outbox (an inbox status): exit 1" 1 \
+    ctl --table "$table" list --status seen
 status OBXCTL-EXIT-DB "a missing table: exit 2, one line naming it" 2 ctl --table NoSuchTable stats
 status OBXCTL-EXIT-NOCONN "no connection: exit 1" 1 env -u OBXCTL_CONNECTION "$bin/obxctl" stats
 ok=0

@@ -9,7 +9,12 @@
  *   ready  email.send x2
  *   scheduled  report.monthly (due in an hour)
  * and writes the library's *_metrics_text() after the dispatch (counters and
- * handler histograms included) to METRICS_FILE. Exit 0, or 1 with a line. */
+ * handler histograms included) to METRICS_FILE. Exit 0, or 1 with a line.
+ * Mode inbox-wide (METRICS_FILE unused): texts at their limits for JSON
+ * output. Dead: source "wide", message id 255 x "e-acute", topic 255 x
+ * "a-umlaut", last error 300 x "o-umlaut", a payload whose 1024th byte
+ * starts an "a-umlaut". Ready: one of that topic and one of 254 x
+ * "a-umlaut" + "b" (source "stripe"). */
 #define OBX_IMPLEMENTATION
 #define IBX_IMPLEMENTATION
 #include "../obx.h"
@@ -153,12 +158,58 @@ failed:
     return 1;
 }
 
+/* A text of `n` copies of the 2-byte character `c` (then `tail`). */
+static char *repeat2(char *out, const char *c, int n, const char *tail) {
+    int i;
+    out[0] = '\0';
+    for (i = 0; i < n; i++) strcat(out, c);
+    return strcat(out, tail);
+}
+
+static int inbox_wide(const char *conn, const char *table, const char *schema) {
+    static char id[1024], topic[1024], topic2[1024], error[1024], payload[2048];
+    ibx_store_desc sd;
+    ibx_store *s = NULL;
+    ibx_new_message m;
+    ibx_key k;
+    const ibx_message *ms;
+    int n = 0, ok;
+    int64_t changed = 0;
+    memset(&sd, 0, sizeof sd);
+    sd.connection_string = conn;
+    sd.table = table;
+    sd.schema = schema;
+    sd.deploy_schema = 1;
+    sd.hooks.logger.min_level = IBX_LOG_OFF;
+    repeat2(id, "\xc3\xa9", 255, "");
+    repeat2(topic, "\xc3\xa4", 255, "");
+    repeat2(topic2, "\xc3\xa4", 254, "b");
+    repeat2(error, "\xc3\xb6", 300, "");
+    memset(payload, 'x', 1023);
+    strcpy(payload + 1023, "\xc3\xa4 and more");
+    memset(&m, 0, sizeof m);
+    m.topic = topic;
+    m.source = "wide";
+    m.message_id = id;
+    m.payload = payload;
+    m.payload_len = IBX_NTS;
+    k.source = "wide";
+    k.message_id = id;
+    ok = ibx_store_open(&sd, &s) == IBX_OK && ibx_enqueue(s, &m, NULL) == IBX_OK &&
+         ibx_claim(s, TOKEN, 300, 1, &ms, &n) == IBX_OK && ibx_fail(s, TOKEN, &k, 1, error, &changed) == IBX_OK &&
+         changed == 1 && enq(s, topic, "r1", "{}", 0) && enq(s, topic2, "r2", "{}", 0);
+    if (!ok) fprintf(stderr, "obxctl_fill: %s\n", ibx_store_last_error(s)->message);
+    ibx_store_close(s);
+    return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     memset(big, 'x', sizeof big - 1);
     if (argc != 6) {
-        fprintf(stderr, "usage: obxctl_fill outbox|inbox CONNECTION TABLE SCHEMA METRICS_FILE\n");
+        fprintf(stderr, "usage: obxctl_fill outbox|inbox|inbox-wide CONNECTION TABLE SCHEMA METRICS_FILE\n");
         return 1;
     }
+    if (strcmp(argv[1], "inbox-wide") == 0) return inbox_wide(argv[2], argv[3], argv[4]);
     if (strcmp(argv[1], "inbox") == 0) return inbox(argv[2], argv[3], argv[4], argv[5]);
     return outbox(argv[2], argv[3], argv[4], argv[5]);
 }

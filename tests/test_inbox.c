@@ -214,6 +214,64 @@ static void test_max_pending(void) {
     ibx_store_close(s);
 }
 
+/* At the cap a redelivery adds no message still to handle: one of a
+ * message waiting or being handled is taken (the new payload with it), one
+ * of a done message is taken and changes nothing (*enqueued 0); a new one,
+ * and one that would make a Seen message Processing, are IBX_ERR_FULL
+ * (IBX-MAX-PENDING-REDELIVERY). */
+static void test_max_pending_redelivery(void) {
+    ibx_store *s = fresh(), *capped = NULL;
+    ibx_store_desc desc;
+    ibx_new_message m;
+    ibx_message got;
+    const ibx_message *ms;
+    ibx_key keys[1];
+    char owner[37];
+    int enqueued = -1;
+    TT_ASSERT(s != NULL);
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.hooks.logger.log = keep_log;
+    desc.max_pending = 2;
+    TT_EQ_INT(ibx_store_open(&desc, &capped), IBX_OK);
+    m = msg("cap", "src", "done", "p");
+    TT_EQ_INT(ibx_enqueue(capped, &m, NULL), IBX_OK);
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(claim(s, owner, 1, &ms), 1);
+    keys[0].source = "src";
+    keys[0].message_id = "done";
+    TT_EQ_INT(ibx_ack(s, owner, keys, 1, NULL), IBX_OK);
+    TT_EQ_INT(seen(s, "seen", "src"), 0);
+    m = msg("cap", "src", "m1", "p");
+    TT_EQ_INT(ibx_enqueue(capped, &m, NULL), IBX_OK);
+    m = msg("cap", "src", "m2", "p");
+    TT_EQ_INT(ibx_enqueue(capped, &m, NULL), IBX_OK);
+    TT_EQ_INT(claim(s, owner, 1, &ms), 1); /* m1 in a handler, m2 waiting: the cap is reached */
+    m = msg("cap", "src", "m3", "p");
+    TT_EQ_INT(ibx_enqueue(capped, &m, NULL), IBX_ERR_FULL);
+    m = msg("cap", "src", "seen", "p");
+    TT_EQ_INT(ibx_enqueue(capped, &m, NULL), IBX_ERR_FULL);
+    TT_EQ_STR(ibx_store_last_error(capped)->where, "ibx_enqueue");
+    m = msg("cap", "src", "m2", "p2");
+    TT_EQ_INT(ibx_enqueue(capped, &m, &enqueued), IBX_OK);
+    TT_EQ_INT(enqueued, 1);
+    m = msg("cap", "src", "m1", "p1");
+    TT_EQ_INT(ibx_enqueue(capped, &m, &enqueued), IBX_OK);
+    m = msg("cap2", "src", "done", "p");
+    TT_EQ_INT(ibx_enqueue(capped, &m, &enqueued), IBX_OK);
+    TT_EQ_INT(enqueued, 0);
+    TT_EQ_INT(ibx_get(s, "m2", "src", &got), IBX_OK);
+    TT_EQ_STR(got.payload, "p2");
+    TT_EQ_INT(ibx_get(s, "done", "src", &got), IBX_OK);
+    TT_EQ_INT(got.status, IBX_STATUS_DONE);
+    TT_EQ_STR(got.topic, "cap");
+    TT_EQ_INT(ibx_get(s, "seen", "src", &got), IBX_OK);
+    TT_EQ_INT(got.status, IBX_STATUS_SEEN);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 4);
+    ibx_store_close(capped);
+    ibx_store_close(s);
+}
+
 /* ---- dedup ------------------------------------------------------------------------------- */
 
 static void test_001_natural_key(void) {
@@ -2647,6 +2705,7 @@ int main(int argc, char **argv) {
     RUN("IBX-007", "a hash is stored for later verification", test_007_008_hash);
     RUN("IBX-008", "a different hash is a warning, not a failure", test_007_008_hash);
     RUN("CORE-MAX-PENDING", "past max_pending messages to handle ibx_enqueue is IBX_ERR_FULL and changes nothing", test_max_pending);
+    RUN("IBX-MAX-PENDING-REDELIVERY", "at max_pending a redelivery of a waiting, leased or done message is taken; a new one is IBX_ERR_FULL", test_max_pending_redelivery);
     RUN("IBX-009", "NULL or empty message id rejected", test_009_012_dedup_args);
     RUN("IBX-010", "NULL or empty source rejected", test_009_012_dedup_args);
     RUN("IBX-011", "message id over 255 characters rejected", test_009_012_dedup_args);

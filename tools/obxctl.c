@@ -273,9 +273,27 @@ static int check_options(void) {
 
 /* ---- output helpers -------------------------------------------------------------- */
 
-/* A string in JSON, or null. */
+/* Length of a valid UTF-8 sequence at p that is not a C1 control, else 0
+ * (overlong forms, surrogates and code points past U+10FFFF are not valid). */
+static size_t utf8_len(const unsigned char *p, size_t left) {
+    size_t n, i;
+    if (*p < 0xc2 || *p > 0xf4) return 0;
+    n = *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : 2;
+    if (n > left) return 0;
+    for (i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0;
+    if (p[0] == 0xc2 && p[1] < 0xa0) return 0; /* U+0080..U+009F: terminal controls */
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) || (p[0] == 0xf0 && p[1] < 0x90) ||
+        (p[0] == 0xf4 && p[1] >= 0x90))
+        return 0;
+    return n;
+}
+
+/* A string in JSON, or null: always valid UTF-8 (what is not becomes
+ * U+FFFD), so a parser takes it whatever the column held. */
 static void json_str(FILE *f, const char *s) {
     const unsigned char *p;
+    size_t n;
     if (!s) {
         fputs("null", f);
         return;
@@ -287,26 +305,23 @@ static void json_str(FILE *f, const char *s) {
         else if (*p == '\t') fputs("\\t", f);
         else if (*p == '\r') fputs("\\r", f);
         else if (*p < 0x20 || *p == 0x7f) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
+        else if (*p < 0x80) fputc(*p, f);
+        else if ((n = utf8_len(p, 4)) > 0) { /* the NUL ends a sequence before 4 */
+            fwrite(p, 1, n, f);
+            p += n - 1;
+        } else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0) {
+            fprintf(f, "\\u%04x", p[1]); /* a C1 control */
+            p++;
+        } else fputs("\\ufffd", f); /* not UTF-8: a SQLite text, or a cut column */
     }
     fputc('"', f);
 }
 
-/* Length of a valid UTF-8 sequence at p that is not a C1 control, else 0. */
-static size_t utf8_len(const unsigned char *p, size_t left) {
-    size_t n, i;
-    if (*p < 0xc2 || *p > 0xf4) return 0;
-    n = *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : 2;
-    if (n > left) return 0;
-    for (i = 1; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80) return 0;
-    if (p[0] == 0xc2 && p[1] < 0xa0) return 0; /* U+0080..U+009F: terminal controls */
-    return n;
-}
-
 /* Text safe for a terminal: control characters, backslashes and invalid
- * UTF-8 escaped (\n, \t, \\, \xNN); at most `max` input bytes unless 0. */
-static void safe_text(FILE *f, const char *s, size_t len, size_t max) {
+ * UTF-8 escaped (\n, \t, \\, \xNN); at most `max` input bytes unless 0.
+ * A cut is said: in a table's cell (`cell`) by "...", else with how much
+ * --full would show. */
+static void safe_text(FILE *f, const char *s, size_t len, size_t max, int cell) {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0, n, shown = max && len > max ? max : len;
     while (i < shown) {
@@ -322,7 +337,8 @@ static void safe_text(FILE *f, const char *s, size_t len, size_t max) {
         } else fprintf(f, "\\x%02x", p[i]);
         i++;
     }
-    if (shown < len)
+    if (shown < len && cell) fputs("...", f);
+    else if (shown < len)
         fprintf(f, " ... [cut: %lu more bytes; --full shows all]", (unsigned long)(len - shown));
 }
 
@@ -666,8 +682,11 @@ static const dia *need_sql(ctl *c, int *code) {
 #define N_STATES 6
 static const char *const state_names[N_STATES] = {"ready", "scheduled", "in-flight", "done", "dead", "seen"};
 
+/* Room for a topic, a source or a message id: 255 characters of up to 4 bytes. */
+#define TEXT_MAX (4 * OBX_TOPIC_MAX + 1)
+
 typedef struct topic_row {
-    char topic[256];
+    char topic[TEXT_MAX];
     int64_t n[N_STATES];
 } topic_row;
 
@@ -685,7 +704,7 @@ static int state_index(const char *s) {
 }
 
 static int stats_read(ctl *c, const dia *d, stats *s) {
-    char na[160], lu[160], tq[48], lk[48], word[32], topic[256];
+    char na[160], lu[160], tq[48], lk[48], word[32], topic[TEXT_MAX];
     const char *params[1];
     sb b;
     SQLHSTMT st;
@@ -802,7 +821,7 @@ static void stats_table(const ctl *c, const stats *s) {
     printf("\n");
     for (k = 0; k < s->ntopics; k++) {
         int len = (int)strlen(s->topics[k].topic);
-        safe_text(stdout, s->topics[k].topic, strlen(s->topics[k].topic), 60);
+        safe_text(stdout, s->topics[k].topic, strlen(s->topics[k].topic), 60, 1);
         printf("%*s", len < w ? w - len : 0, "");
         for (i = 0; i < states; i++) printf(" %10lld", (long long)s->topics[k].n[i]);
         printf("\n");
@@ -832,7 +851,7 @@ static int cmd_stats(ctl *c) {
 static int cmd_list(ctl *c, const char *status, int with_error) {
     const char *params[2];
     char created[160], q1[48], q2[48], q3[48], q4[48], q5[48], sz[160];
-    char v[4][256], when[32], err[80], k1[80], k2[80];
+    char v[4][TEXT_MAX], when[32], err[4096], k1[80], k2[80];
     int n = 0, r, rows = 0, code;
     SQLHSTMT st;
     sb b;
@@ -840,6 +859,8 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
     if (!d) return code;
     if (status && state_index(status) < 0)
         return fail(CTL_USAGE, "--status: '%s' is not one of ready, scheduled, in-flight, done, dead, seen", status);
+    if (status && !c->ib && strcmp(status, "seen") == 0)
+        return fail(CTL_USAGE, "--status: 'seen' is an inbox status (--inbox)");
     memset(&b, 0, sizeof b);
     col_ms(d, c->ib ? "FirstSeenUtc" : "CreatedAt", created);
     subst(sz, sizeof sz, d->bytes, col(d, "Payload", q1));
@@ -897,18 +918,18 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
             printf("}");
         } else {
             if (c->ib) {
-                safe_text(stdout, v[0], strlen(v[0]), 20);
+                safe_text(stdout, v[0], strlen(v[0]), 20, 1);
                 printf("%*s ", 20 - (int)(strlen(v[0]) < 20 ? strlen(v[0]) : 20), "");
-                safe_text(stdout, v[1], strlen(v[1]), 24);
+                safe_text(stdout, v[1], strlen(v[1]), 24, 1);
                 printf("%*s ", 24 - (int)(strlen(v[1]) < 24 ? strlen(v[1]) : 24), "");
             } else printf("%-36s ", v[0]);
             printf("%-9s ", v[2]);
-            safe_text(stdout, v[3], strlen(v[3]), 20);
+            safe_text(stdout, v[3], strlen(v[3]), 20, 1);
             printf("%*s %8lld  %-23s %8lld", 20 - (int)(strlen(v[3]) < 20 ? strlen(v[3]) : 20), "", (long long)att,
                    utc(cr, when), (long long)bytes);
             if (with_error) {
                 printf("  ");
-                safe_text(stdout, err, strlen(err), 60);
+                safe_text(stdout, err, strlen(err), 60, 1);
             }
             printf("\n");
         }
@@ -924,7 +945,7 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
 
 static void field(const char *name, const char *value) {
     printf("%-14s ", name);
-    if (value) safe_text(stdout, value, strlen(value), 0);
+    if (value) safe_text(stdout, value, strlen(value), 0, 0);
     else printf("-");
     printf("\n");
 }
@@ -936,7 +957,7 @@ static void field_time(const char *name, int64_t ms) {
 
 static void show_payload(const char *payload, size_t len) {
     printf("%-14s %lu bytes\n  ", "payload", (unsigned long)len);
-    safe_text(stdout, payload, len, o.full ? 0 : 1024);
+    safe_text(stdout, payload, len, o.full ? 0 : 1024, 0);
     printf("\n");
 }
 
