@@ -919,8 +919,9 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
  * claimed max_starts times without an outcome (a crash loop), which end
  * dead, saying so in last_error. Done and dead messages are never touched.
  * Where messages wait parked behind their ordering key (the outbox on
- * PostgreSQL), it also wakes any key left with only parked messages (a
- * wake that a concurrent enqueue or settle missed; not counted).
+ * PostgreSQL and MariaDB), it also wakes any key left with only parked
+ * messages (a wake that a concurrent enqueue or settle missed, or that no
+ * ack or fail of this library ran; not counted).
  * *reaped (if not NULL) receives the count, the dead included.
  * Returns IBX_OK or IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped);
