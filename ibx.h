@@ -919,8 +919,9 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
  * claimed max_starts times without an outcome (a crash loop), which end
  * dead, saying so in last_error. Done and dead messages are never touched.
  * Where messages wait parked behind their ordering key (the outbox on
- * PostgreSQL), it also wakes any key left with only parked messages (a
- * wake that a concurrent enqueue or settle missed; not counted).
+ * PostgreSQL and MariaDB), it also wakes any key left with only parked
+ * messages (a wake that a concurrent enqueue or settle missed, or that no
+ * ack or fail of this library ran; not counted).
  * *reaped (if not NULL) receives the count, the dead included.
  * Returns IBX_OK or IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped);
@@ -4761,6 +4762,10 @@ typedef struct ibx__store_own {
     ibx__buf headers;            /* a message's headers as JSON text (enqueue) */
 } ibx__store_own;
 
+/* The inbox parks nothing (it has no ordering keys): nothing to wake. */
+#define ibx__own_claimed(s, m) ((void)(s), (void)(m))
+#define ibx__own_settled(s, kind, rows) ((void)(s), (void)(kind), (void)(rows))
+
 
 /* >>common-begin engine */
 
@@ -5556,6 +5561,7 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
     for (i = 0; i < ctx.count; i++) {
         ibx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
         store->msgs[i].store = store;
+        ibx__own_claimed(store, &store->msgs[i]);
     }
     *messages = store->msgs;
     *count = ctx.count;
@@ -5725,6 +5731,7 @@ static ibx_result ibx__settle(ibx_store *s, int kind, int count, const char *err
     if (metrics[kind] >= 0) ibx__count(s, (ibx_metric)metrics[kind], rows);
     if (changed) *changed = rows;
     ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
+    ibx__own_settled(s, kind, rows);
     return IBX_OK;
 }
 

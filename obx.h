@@ -723,7 +723,7 @@ typedef struct obx_message {
     int64_t locked_until_ms;
     char owner_token[37];        /* "" when not leased */
     int64_t next_attempt_ms;     /* OBX_TIME_MAX_MS + 1 while parked behind an earlier message
-                                    of its ordering key (SQLite, PostgreSQL; see README) */
+                                    of its ordering key (SQL Server excepted; see README) */
     int starts;                  /* claims without an outcome, this one included: 2 and more
                                     after a crash or an expired lease (see max_starts) */
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
@@ -939,8 +939,9 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
  * claimed max_starts times without an outcome (a crash loop), which end
  * dead, saying so in last_error. Done and dead messages are never touched.
  * Where messages wait parked behind their ordering key (the outbox on
- * PostgreSQL), it also wakes any key left with only parked messages (a
- * wake that a concurrent enqueue or settle missed; not counted).
+ * PostgreSQL and MariaDB), it also wakes any key left with only parked
+ * messages (a wake that a concurrent enqueue or settle missed, or that no
+ * ack or fail of this library ran; not counted).
  * *reaped (if not NULL) receives the count, the dead included.
  * Returns OBX_OK or OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped);
@@ -3894,6 +3895,8 @@ enum {
     OBX__Q_INSERT_MANY_KEYED, /* INSERT_MANY where a message has an ordering key or an envelope:
                                  five more lists (JSON rows: five more elements) */
     OBX__Q_WAKE,        /* -> count: parked messages whose wake was missed (OBX__PARKED_MS) */
+    OBX__Q_WAKE_SETTLED, /* ids -> count: where no trigger can (MariaDB), the wake of the keys
+                            of messages an ack or fail just finished (OBX__MY_PARKED) */
     OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
                            owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
@@ -4626,7 +4629,7 @@ static const obx__sqlset obx__postgresql_outbox = {
 #define OBX__MY_COLS                                                                        \
     "`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, " OBX__MY_MS("CreatedAt") ", "   \
     OBX__MY_MS("DueTimeUtc") ", `RetryCount`, `LastError`, `Status`, " OBX__MY_MS("ProcessedAt") \
-    ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_MS("NextAttemptAt") \
+    ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_NEXT_ATTEMPT_MS \
     ", `Starts`, `OrderingKey`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, " OBX__MY_MS("ExpiresAt")
 #define OBX__MY_CLAIM_COLS                                                                        \
     "`Id`, `MessageId`, " OBX__MY_MS("CreatedAt") ", " OBX__MY_MS("DueTimeUtc") ", `RetryCount`, "   \
@@ -4646,6 +4649,41 @@ static const obx__sqlset obx__postgresql_outbox = {
 #define OBX__MY_ORDERED_NEXT(k)                                                                   \
     "IF(" k " IS NULL, NULL, GREATEST(" OBX__MY_ORDERED_MAX(k, "0") ", " OBX__MY_ORDERED_MAX(k, "1")    \
     ", " OBX__MY_ORDERED_MAX(k, "3") ") + 1)"
+/* MariaDB parks as SQLite and PostgreSQL do (OBX__PARK), at the last
+ * microsecond a DATETIME(6) holds: after any due time, those being whole
+ * milliseconds; read back as OBX_TIME_MAX_MS + 1 like the others. Its
+ * triggers cannot update their own table, so the wake is a statement of
+ * its own after each ack and fail that finished a keyed message
+ * (OBX__Q_WAKE_SETTLED, obx__settle), and the reap wakes what a concurrent
+ * enqueue or another program's update hid from it (OBX__Q_WAKE), as on
+ * PostgreSQL. */
+#define OBX__MY_PARKED "'9999-12-31 23:59:59.999999'"
+#ifdef OBX_NO_ORDERING_KEYS
+#define OBX__MY_PARK_IF(k, due, busy) due
+#define OBX__MY_KEY_COLUMNS(k, n) ""
+#else
+#define OBX__MY_PARK_IF(k, due, busy) "IF(" k " IS NOT NULL AND (" busy "), " OBX__MY_PARKED ", " due ")"
+/* A batch reads each key's three maxima once, for its seq and its park,
+ * and numbers the rows of a key (`rn` > 1: parked behind one of the same
+ * batch). The window is a column of its own: MariaDB 10.11 gave a wrong
+ * ROW_NUMBER() inside IF(... OR ...) over this derived table. */
+#define OBX__MY_KEY_COLUMNS(k, n)                                                                 \
+    ", " OBX__MY_ORDERED_MAX(k, "0") " AS `m0`, " OBX__MY_ORDERED_MAX(k, "1") " AS `m1`, "             \
+    OBX__MY_ORDERED_MAX(k, "3") " AS `m3`, ROW_NUMBER() OVER (PARTITION BY " k " ORDER BY " n ") AS `rn`"
+#endif
+#define OBX__MY_PARK(k, due)                                                                      \
+    OBX__MY_PARK_IF(k, due, OBX__MY_ORDERED_MAX(k, "0") " > 0 OR " OBX__MY_ORDERED_MAX(k, "1") " > 0")
+#define OBX__MY_NEXT_ATTEMPT_MS                                                                   \
+    "IF(`NextAttemptAt` = " OBX__MY_PARKED ", " OBX__PARKED_MS ", " OBX__MY_MS("NextAttemptAt") ")"
+/* The wake of keys `keys` (a query of column k): each key's first Ready
+ * row back in its place when it is parked and nothing of the key is in
+ * flight. MariaDB reads the table it updates in a derived table. */
+#define OBX__MY_WAKE(keys)                                                                        \
+    "UPDATE {T} AS t JOIN (SELECT (SELECT o.`Id` FROM {T} AS o WHERE o.`OrderingLive` = pk.k AND "   \
+    "o.`OrderingState` = 0 ORDER BY o.`OrderingSeq`, o.`Id` LIMIT 1) AS `id` FROM (" keys ") AS pk "  \
+    "WHERE NOT EXISTS (SELECT 1 FROM {T} AS o WHERE o.`OrderingLive` = pk.k AND o.`OrderingState` = 1)) " \
+    "AS w ON t.`Id` = w.`id` SET t.`NextAttemptAt` = COALESCE(t.`DueTimeUtc`, t.`CreatedAt`) "        \
+    "WHERE t.`NextAttemptAt` = " OBX__MY_PARKED
 /* The rows an id list names, by primary key: MariaDB 10.11 runs "Id IN
  * (SELECT ... JSON_TABLE)" in an UPDATE as a scan that also waits on other
  * workers' row locks, so settles join the list first (its marker is
@@ -4681,7 +4719,8 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
      "`ExpiresAt`) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MY_FROM_MS("?6") ", "
-     "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6)), ?8, " OBX__SEQ(OBX__MY_ORDERED_NEXT("?8")) ", ?9, ?10, ?11, ?12, "
+     OBX__MY_PARK("?8", "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6))") ", ?8, "
+     OBX__SEQ(OBX__MY_ORDERED_NEXT("?8")) ", ?9, ?10, ?11, ?12, "
      OBX__MY_FROM_MS("?13") ")"},
     /* The update checks the row again and the read takes only rows that
      * carry our token: where row locks are per node (Galera), two nodes
@@ -4710,6 +4749,17 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)"},
     {OBX__Q_GET,
      "SELECT " OBX__MY_COLS " FROM {T} WHERE `Id` = ?"},
+    /* The keys with parked messages: a range of the ready index (forced:
+     * with most Ready rows parked the optimizer would scan the table).
+     * Kept without ordering keys too: other builds may enqueue keyed ones. */
+    {OBX__Q_WAKE,
+     OBX__MY_WAKE("SELECT DISTINCT `OrderingKey` AS k FROM {T} FORCE INDEX (`IX_{N}_Ready`) WHERE `Status` = 0 "
+                  "AND `NextAttemptAt` = "
+                  OBX__MY_PARKED)},
+    {OBX__Q_WAKE_SETTLED,
+     OBX__MY_WAKE("SELECT DISTINCT s.`OrderingKey` AS k FROM JSON_TABLE(?, '$[*]' COLUMNS (`obx_id` CHAR(36) "
+                  "PATH '$')) AS j STRAIGHT_JOIN {T} AS s FORCE INDEX (PRIMARY) ON s.`Id` = j.`obx_id` "
+                  "WHERE s.`OrderingKey` IS NOT NULL")},
     {OBX__Q_CLEANUP,
      "DELETE FROM {T} WHERE `Status` = 2 AND `ProcessedAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
      "MICROSECOND ORDER BY `ProcessedAt` LIMIT ?"},
@@ -4740,10 +4790,12 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
      "`ExpiresAt`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
-     OBX__MY_FROM_MS("j.`due`") ", COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6)), j.`okey`, "
-     OBX__SEQ(OBX__MY_ORDERED_NEXT("j.`okey`")) " + j.`n` - 1, j.`tenant`, j.`atype`, j.`aid`, j.`hdr`, "
-     OBX__MY_FROM_MS("j.`exp`") " "
-     "FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$[0]', `mid` CHAR(36) PATH '$[1]', "
+     OBX__MY_FROM_MS("j.`due`") ", "
+     OBX__MY_PARK_IF("j.`okey`", "COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6))",
+                     "j.`rn` > 1 OR j.`m0` > 0 OR j.`m1` > 0")
+     ", j.`okey`, " OBX__SEQ("IF(j.`okey` IS NULL, NULL, GREATEST(j.`m0`, j.`m1`, j.`m3`) + 1)")
+     " + j.`n` - 1, j.`tenant`, j.`atype`, j.`aid`, j.`hdr`, " OBX__MY_FROM_MS("j.`exp`") " "
+     "FROM (SELECT jt.*" OBX__MY_KEY_COLUMNS("jt.`okey`", "jt.`n`") " FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$[0]', `mid` CHAR(36) PATH '$[1]', "
      "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
      "`payload` LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]', "
      "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]', "
@@ -4751,7 +4803,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`tenant` VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[7]', "
      "`atype` VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[8]', "
      "`aid` VARCHAR(128) CHARACTER SET utf8mb4 PATH '$[9]', "
-     "`hdr` LONGTEXT CHARACTER SET utf8mb4 PATH '$[10]', `exp` BIGINT PATH '$[11]', `n` FOR ORDINALITY)) AS j"},
+     "`hdr` LONGTEXT CHARACTER SET utf8mb4 PATH '$[10]', `exp` BIGINT PATH '$[11]', `n` FOR ORDINALITY)) AS jt) AS j"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (`JoinId`, `GroupingKey`, `ExpectedSteps`, `Metadata`) VALUES (?, ?, ?, ?)"},
@@ -5293,7 +5345,19 @@ typedef struct obx__store_own {
     obx__buf columns[OBX__INSERT_LISTS];
     obx__buf headers;
     int dead_holds;
+    int keyed_claims;             /* a claim returned a message with an ordering key */
 } obx__store_own;
+
+/* Where no trigger wakes the messages parked behind a key (MariaDB: see
+ * OBX__MY_PARKED), a store that has claimed a keyed message runs the wake
+ * after each ack and fail that finished messages. */
+#ifdef OBX_NO_MARIADB
+#define obx__own_claimed(s, m) ((void)(s), (void)(m))
+#define obx__own_settled(s, kind, rows) ((void)(s), (void)(kind), (void)(rows))
+#else
+static void obx__own_claimed(struct obx_store *s, const obx_message *m);
+static void obx__own_settled(struct obx_store *s, int kind, int64_t rows);
+#endif
 
 
 /* >>common-begin engine */
@@ -6090,6 +6154,7 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
     for (i = 0; i < ctx.count; i++) {
         obx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
         store->msgs[i].store = store;
+        obx__own_claimed(store, &store->msgs[i]);
     }
     *messages = store->msgs;
     *count = ctx.count;
@@ -6259,6 +6324,7 @@ static obx_result obx__settle(obx_store *s, int kind, int count, const char *err
     if (metrics[kind] >= 0) obx__count(s, (obx_metric)metrics[kind], rows);
     if (changed) *changed = rows;
     obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
+    obx__own_settled(s, kind, rows);
     return OBX_OK;
 }
 
@@ -8284,7 +8350,29 @@ static void obx__store_own_free(const obx__hooks *h, obx__store_own *own) {
 
 static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc) {
     own->dead_holds = desc->ordering_dead_holds != 0;
+    own->keyed_claims = 0;
 }
+
+#ifndef OBX_NO_MARIADB
+static void obx__own_claimed(obx_store *s, const obx_message *m) {
+    if (m->ordering_key) s->own.keyed_claims = 1;
+}
+
+/* The ack or fail is committed whatever the wake does: a wake that fails
+ * is left to the reap's (OBX__Q_WAKE), one reap interval later. */
+static void obx__own_settled(obx_store *s, int kind, int64_t rows) {
+    obx__param p[1];
+    int64_t woken = 0;
+    if ((kind != OBX__SETTLE_ACK && kind != OBX__SETTLE_FAIL) || rows <= 0 || !s->own.keyed_claims ||
+        !s->sql[OBX__Q_WAKE_SETTLED])
+        return;
+    obx__p_text(&p[0], s->keys[0].data, s->keys[0].len);
+    if (obx__run_count(s, OBX__Q_WAKE_SETTLED, p, 1, "wake parked", &woken) != OBX_OK)
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
+                 "waking the messages parked behind finished ones failed: %s" OBX__WHY("; the reap wakes them"),
+                 s->err.message);
+}
+#endif
 
 /* ordering_dead_holds, where a Dead message waits: {H} in MariaDB's claim
  * check (the states that wait), {E} in the others' (the Dead state, or

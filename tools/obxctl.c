@@ -715,8 +715,9 @@ static int stats_read(ctl *c, const dia *d, stats *s) {
     col_ms(d, "NextAttemptAt", na);
     col_ms(d, "LockedUntil", lu);
     /* A message parked behind an earlier one of its ordering key waits for
-     * that one, not for a time: its NextAttemptAt (year 10000) is no due. */
-    sb_add(&b, "SELECT st, topic, COUNT(*), MIN(CASE WHEN na < 253402300800000 THEN na END), "
+     * that one, not for a time: its NextAttemptAt (year 10000; MariaDB's
+     * last microsecond of 9999, read here as OBX_TIME_MAX_MS) is no due. */
+    sb_add(&b, "SELECT st, topic, COUNT(*), MIN(CASE WHEN na < 253402300799999 THEN na END), "
                "MIN(CASE WHEN ex = 0 THEN lu END), SUM(ex), MAX(nw) FROM (SELECT ");
     add_state(c, d, &b);
     sb_add(&b, " AS st, %s AS topic, %s AS na, %s AS lu, CASE WHEN %s IS NOT NULL AND %s < %s THEN 1 ELSE 0 END "
