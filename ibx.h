@@ -2487,14 +2487,25 @@ IBX__PRIVATE void ibx__db_disconnect(ibx__db *db) {
  * say it: its keys (connect_extra), and the statement timeout as socket
  * timeouts. Returns 1 when db->connstr grew (then reconnect), 0 when
  * nothing was added, -1 when out of memory. */
-IBX__PRIVATE int ibx__connstr_extras(ibx__db *db) {
-    const ibx__dialect *d = IBX__ONE(db->d);
-    const char *extra = d->connect_extra && !ibx__contains_nocase(db->connstr, d->connect_key)
+/* MariaDB's driver bounds only the TCP connect by SQL_ATTR_LOGIN_TIMEOUT,
+ * then waits for the server's greeting without end (a frozen server, a
+ * port that accepts and never answers): its CONN_TIMEOUT key bounds both.
+ * Before the first connect (d NULL: the dialect is not known yet) it is
+ * added when the string or the forced dialect says MariaDB or MySQL. */
+IBX__PRIVATE int ibx__connstr_extras(ibx__db *db, const ibx__dialect *d) {
+    const char *extra = d && d->connect_extra && !ibx__contains_nocase(db->connstr, d->connect_key)
                             ? d->connect_extra : "";
-    const char *k = db->statement_timeout_s > 0 && d->timeout_keys ? d->timeout_keys : "";
-    char timeouts[96], *longer;
+    const char *k = d && db->statement_timeout_s > 0 && d->timeout_keys ? d->timeout_keys : "";
+    int my = d ? d->id == IBX_DIALECT_MARIADB
+               : db->forced == IBX_DIALECT_MARIADB || ibx__contains_nocase(db->connstr, "mariadb") ||
+                     ibx__contains_nocase(db->connstr, "mysql");
+    char timeouts[128], *longer;
     size_t used = 0, n = strlen(db->connstr);
     timeouts[0] = '\0';
+    if (my && db->login_timeout_s > 0 && !ibx__contains_nocase(db->connstr, "CONN_TIMEOUT=")) {
+        int w = snprintf(timeouts, sizeof timeouts, "CONN_TIMEOUT=%ld;", db->login_timeout_s);
+        used = w > 0 ? (size_t)w : 0;
+    }
     while (*k && used < sizeof timeouts) { /* "KEY=<s>;" for each key the caller did not set */
         size_t len = strcspn(k, " ");
         char key[32];
@@ -2539,12 +2550,13 @@ IBX__PRIVATE ibx_result ibx__db_connect(ibx__db *db, const char *connstr) {
     }
     if (!db->connstr) {
         db->connstr = ibx__strdup(db->hooks, connstr);
-        if (!db->connstr) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "connection_string", "out of memory");
+        if (!db->connstr || ibx__connstr_extras(db, NULL) < 0)
+            return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "connection_string", "out of memory");
     }
     r = ibx__driver_connect(db, db->connstr);
     if (r == IBX_OK) r = ibx__db_setup(db);
     if (r != IBX_OK) return r;
-    grown = ibx__connstr_extras(db);
+    grown = ibx__connstr_extras(db, IBX__ONE(db->d));
     if (grown < 0) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "connection_string", "out of memory");
     if (grown == 0) return IBX_OK;
     ibx__db_disconnect(db);

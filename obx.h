@@ -2618,14 +2618,25 @@ OBX__PRIVATE void obx__db_disconnect(obx__db *db) {
  * say it: its keys (connect_extra), and the statement timeout as socket
  * timeouts. Returns 1 when db->connstr grew (then reconnect), 0 when
  * nothing was added, -1 when out of memory. */
-OBX__PRIVATE int obx__connstr_extras(obx__db *db) {
-    const obx__dialect *d = OBX__ONE(db->d);
-    const char *extra = d->connect_extra && !obx__contains_nocase(db->connstr, d->connect_key)
+/* MariaDB's driver bounds only the TCP connect by SQL_ATTR_LOGIN_TIMEOUT,
+ * then waits for the server's greeting without end (a frozen server, a
+ * port that accepts and never answers): its CONN_TIMEOUT key bounds both.
+ * Before the first connect (d NULL: the dialect is not known yet) it is
+ * added when the string or the forced dialect says MariaDB or MySQL. */
+OBX__PRIVATE int obx__connstr_extras(obx__db *db, const obx__dialect *d) {
+    const char *extra = d && d->connect_extra && !obx__contains_nocase(db->connstr, d->connect_key)
                             ? d->connect_extra : "";
-    const char *k = db->statement_timeout_s > 0 && d->timeout_keys ? d->timeout_keys : "";
-    char timeouts[96], *longer;
+    const char *k = d && db->statement_timeout_s > 0 && d->timeout_keys ? d->timeout_keys : "";
+    int my = d ? d->id == OBX_DIALECT_MARIADB
+               : db->forced == OBX_DIALECT_MARIADB || obx__contains_nocase(db->connstr, "mariadb") ||
+                     obx__contains_nocase(db->connstr, "mysql");
+    char timeouts[128], *longer;
     size_t used = 0, n = strlen(db->connstr);
     timeouts[0] = '\0';
+    if (my && db->login_timeout_s > 0 && !obx__contains_nocase(db->connstr, "CONN_TIMEOUT=")) {
+        int w = snprintf(timeouts, sizeof timeouts, "CONN_TIMEOUT=%ld;", db->login_timeout_s);
+        used = w > 0 ? (size_t)w : 0;
+    }
     while (*k && used < sizeof timeouts) { /* "KEY=<s>;" for each key the caller did not set */
         size_t len = strcspn(k, " ");
         char key[32];
@@ -2670,12 +2681,13 @@ OBX__PRIVATE obx_result obx__db_connect(obx__db *db, const char *connstr) {
     }
     if (!db->connstr) {
         db->connstr = obx__strdup(db->hooks, connstr);
-        if (!db->connstr) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "connection_string", "out of memory");
+        if (!db->connstr || obx__connstr_extras(db, NULL) < 0)
+            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "connection_string", "out of memory");
     }
     r = obx__driver_connect(db, db->connstr);
     if (r == OBX_OK) r = obx__db_setup(db);
     if (r != OBX_OK) return r;
-    grown = obx__connstr_extras(db);
+    grown = obx__connstr_extras(db, OBX__ONE(db->d));
     if (grown < 0) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "connection_string", "out of memory");
     if (grown == 0) return OBX_OK;
     obx__db_disconnect(db);

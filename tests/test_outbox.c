@@ -8,7 +8,10 @@
 #include "schema_v0.h"
 
 #include <pthread.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -4784,6 +4787,58 @@ static void test_lease_extend(void) {
 }
 
 
+/* A server that accepts the connection and never answers (frozen, or a
+ * port held by something else) is an error after login_timeout_seconds,
+ * not a hang: MariaDB's driver waits for the greeting without end unless
+ * its CONN_TIMEOUT is set, which the store adds, also to the string it
+ * reconnects with (CORE-LOGIN-TIMEOUT-FROZEN). */
+static void test_login_timeout_frozen(void) {
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    char conn[1024];
+    const char *c;
+    size_t n = 0;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    obx_store_desc desc;
+    obx_store *s = NULL;
+    int64_t t0;
+    obx_result r;
+    TT_ASSERT(fd >= 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    TT_ASSERT(bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 8) == 0);
+    TT_ASSERT(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+    /* The test's string with Server and Port pointed at the silent listener. */
+    for (c = g_conn; *c && n + 64 < sizeof conn;) {
+        size_t k = strcspn(c, ";");
+        if (strncasecmp(c, "Server=", 7) != 0 && strncasecmp(c, "Port=", 5) != 0) {
+            memcpy(conn + n, c, k);
+            n += k;
+            conn[n++] = ';';
+        }
+        c += k + (c[k] == ';');
+    }
+    snprintf(conn + n, sizeof conn - n, "Server=127.0.0.1;Port=%d;", ntohs(a.sin_port));
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = conn;
+    desc.login_timeout_seconds = 2;
+    t0 = now_ms();
+    r = obx_store_open(&desc, &s);
+    TT_EQ_INT(r, OBX_ERR_DB_TRANSIENT);
+    TT_EXPECT(now_ms() - t0 < 8000);
+    obx_store_close(s);
+    close(fd);
+    if (g_my) { /* kept in the string the store reconnects with */
+        s = NULL;
+        desc.connection_string = g_conn;
+        desc.login_timeout_seconds = 7;
+        TT_ASSERT(obx_store_open(&desc, &s) == OBX_OK);
+        TT_EXPECT(strstr(s->db.connstr, "CONN_TIMEOUT=7;") != NULL);
+        obx_store_close(s);
+    }
+}
+
 /* A statement timeout ends a wait that would otherwise have no end (a row
  * locked by another session here; a frozen server in the torture suite),
  * as a transient error that says so (CORE-STATEMENT-TIMEOUT). */
@@ -5544,6 +5599,10 @@ int main(int argc, char **argv) {
         RUN("CORE-PLANS", "claim, settle, reap, cleanup, get, stats use an index on a 100k-row and an empty-analyzed table", test_plans);
     else
         printf("N/A CORE-PLANS %s one writer and no planner statistics to go stale: plans are SQLite's own rules\n", g_backend);
+    if (g_srv)
+        RUN("CORE-LOGIN-TIMEOUT-FROZEN", "a server that accepts and never answers fails the open after login_timeout_seconds", test_login_timeout_frozen);
+    else
+        printf("N/A CORE-LOGIN-TIMEOUT-FROZEN %s a file: no server to wait for\n", g_backend);
     if (g_srv)
         RUN("CORE-STATEMENT-TIMEOUT", "a statement with no answer within statement_timeout_seconds fails, transient, saying so", test_statement_timeout);
     if (g_srv)
