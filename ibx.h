@@ -921,7 +921,11 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
  * Where messages wait parked behind their ordering key (the outbox on
  * PostgreSQL and MariaDB), it also wakes any key left with only parked
  * messages (a wake that a concurrent enqueue or settle missed, or that no
- * ack or fail of this library ran; not counted).
+ * ack or fail of this library ran; not counted). On PostgreSQL it also
+ * analyzes a table grown to twice the size its statistics know (a new
+ * table above all), which autovacuum may not do for a minute: plans made
+ * meanwhile read every Ready row per claim. A dispatcher reaps at its
+ * first round, then every reap_interval_ms.
  * *reaped (if not NULL) receives the count, the dead included.
  * Returns IBX_OK or IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped);
@@ -3886,6 +3890,7 @@ enum {
     IBX__Q_DEAD_PURGE, /* dead filter, batch -> rowcount */
     IBX__Q_WAKE,       /* none: the inbox has no ordering keys, so nothing is parked (the
                           common reap asks for it) */
+    IBX__Q_ANALYZE,    /* none: statistics refreshed where stale (PostgreSQL; see ibx_reap) */
     IBX__Q_OWNED,      /* not a statement: {O} in the others, the rows of a key list the
                           owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
@@ -4093,6 +4098,10 @@ static const ibx__sqlset ibx__sqlite_inbox = {
     "coalesce(to_timestamp(CAST(?4 AS bigint) / 1000.0), 'infinity') AND "                              \
     "\"Source\" = coalesce(CAST(?5 AS text), \"Source\") AND \"MessageId\" = coalesce(CAST(?6 AS text), \"MessageId\")"
 static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
+    /* Statistics older than half the table (see ibx_reap). */
+    {IBX__Q_ANALYZE,
+     "DO $$ BEGIN IF (SELECT c.relpages < pg_relation_size(c.oid) / current_setting('block_size')::integer / 2 "
+     "FROM pg_class AS c WHERE c.oid = CAST('{T}' AS regclass)) THEN ANALYZE {T}; END IF; END $$"},
     {IBX__Q_SEEN,
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
      "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET "
@@ -5760,6 +5769,20 @@ IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped) {
             ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id,
                      "woke %lld ordering key(s) left with only parked messages", (long long)woken);
     }
+    /* PostgreSQL plans by statistics that autovacuum refreshes a minute
+     * apart at best, and keeps a prepared statement's plan until they
+     * change. A table filled since (a new one above all: never analyzed)
+     * got plans that sorted every Ready row per claim: 100,000 messages
+     * enqueued into a new table drained at a third of their speed. So the
+     * reap (a dispatcher's first round, then every reap interval) analyzes
+     * the table where it has grown to twice the pages its statistics know:
+     * a handful of times as a table grows from empty to any size. Not on
+     * a caller's connection (its transaction is the caller's); where the
+     * user may not analyze, PostgreSQL skips with a warning. */
+    if (store->sql[IBX__Q_ANALYZE] && store->db.own_connection &&
+        ibx__run_count(store, IBX__Q_ANALYZE, NULL, 0, "analyze", NULL) != IBX_OK)
+        ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id, "refreshing the table's statistics failed: %s",
+                 store->err.message);
     ibx__count(store, IBX_METRIC_REAPED, n);
     if (reaped) *reaped = n;
     ibx__log(&store->hooks, n > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
