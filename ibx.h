@@ -1898,19 +1898,17 @@ static const ibx__dialect ibx__sqlserver_dialect = {
 #define IBX__SQLSERVER_DIALECT NULL
 #endif
 
-/* Every dialect, built in or not, indexed by ibx_dialect: its name, what
- * SQL_DBMS_NAME starts with (case-insensitive; a second name or NULL), and
- * the option that leaves it out. A store on a left-out one is detected
- * and refused by name (ibx__db_setup). */
+/* Every dialect, built in or not, indexed by ibx_dialect: its name, which
+ * an SQL_DBMS_NAME starts with (case-insensitive), or the other name it
+ * may start with (or NULL); upper-cased, the name is the option that
+ * leaves it out. A store on a left-out one is detected and refused by
+ * name (ibx__db_setup). */
 typedef struct ibx__dialect_id {
-    const char *name, *dbms_match, *dbms_match2, *macro;
+    const char *name, *dbms_match;
 } ibx__dialect_id;
 static const ibx__dialect_id ibx__dialect_names[] = {
-    {"auto", "", NULL, "AUTO"},
-    {"sqlite", "SQLite", NULL, "SQLITE"},
-    {"postgresql", "PostgreSQL", NULL, "POSTGRESQL"},
-    {"mariadb", "MariaDB", "MySQL", "MARIADB"},
-    {"sqlserver", "Microsoft SQL Server", NULL, "SQLSERVER"}};
+    {"auto", NULL}, {"sqlite", NULL}, {"postgresql", NULL}, {"mariadb", "MySQL"},
+    {"sqlserver", "Microsoft SQL Server"}};
 /* The dialects built in, by ibx_dialect; NULL: auto, or left out. */
 static const ibx__dialect *const ibx__dialects[] = {NULL, IBX__SQLITE_DIALECT, IBX__POSTGRESQL_DIALECT,
                                                     IBX__MARIADB_DIALECT, IBX__SQLSERVER_DIALECT};
@@ -1971,8 +1969,8 @@ IBX__PRIVATE ibx_dialect ibx__dialect_detect(const char *dbms_name) {
     int i;
     for (i = 1; i < IBX__DIALECT_COUNT; i++) {
         const ibx__dialect_id *n = &ibx__dialect_names[i];
-        if (ibx__starts_with_nocase(dbms_name, n->dbms_match) ||
-            (n->dbms_match2 && ibx__starts_with_nocase(dbms_name, n->dbms_match2)))
+        if (ibx__starts_with_nocase(dbms_name, n->name) ||
+            (n->dbms_match && ibx__starts_with_nocase(dbms_name, n->dbms_match)))
             return (ibx_dialect)i;
     }
     return IBX_DIALECT_AUTO;
@@ -2408,10 +2406,15 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
                          IBX__WHY("; force a dialect if it speaks one of sqlite, postgresql, mariadb, sqlserver"),
                          db->dbms_name, db->driver_name);
     d = ibx__dialect_get(id);
-    if (!d)
+    if (!d) {
+        const char *name = ibx__dialect_names[id].name;
+        char macro[16];
+        size_t i;
+        for (i = 0; name[i] && i + 1 < sizeof macro; i++) macro[i] = (char)(name[i] - 'a' + 'A');
+        macro[i] = '\0';
         return ibx__fail(db->err, IBX_ERR_UNSUPPORTED, "ibx_store_open: dialect",
-                         "%s was left out of this build (IBX_NO_%s)", ibx__dialect_names[id].name,
-                         ibx__dialect_names[id].macro);
+                         "%s was left out of this build (IBX_NO_%s)", name, macro);
+    }
     db->d = d;
     /* Not with a client-side statement timeout: a statement the driver gave
      * up on runs on at the server, and in autocommit it would commit; in a

@@ -2029,19 +2029,17 @@ static const obx__dialect obx__sqlserver_dialect = {
 #define OBX__SQLSERVER_DIALECT NULL
 #endif
 
-/* Every dialect, built in or not, indexed by obx_dialect: its name, what
- * SQL_DBMS_NAME starts with (case-insensitive; a second name or NULL), and
- * the option that leaves it out. A store on a left-out one is detected
- * and refused by name (obx__db_setup). */
+/* Every dialect, built in or not, indexed by obx_dialect: its name, which
+ * an SQL_DBMS_NAME starts with (case-insensitive), or the other name it
+ * may start with (or NULL); upper-cased, the name is the option that
+ * leaves it out. A store on a left-out one is detected and refused by
+ * name (obx__db_setup). */
 typedef struct obx__dialect_id {
-    const char *name, *dbms_match, *dbms_match2, *macro;
+    const char *name, *dbms_match;
 } obx__dialect_id;
 static const obx__dialect_id obx__dialect_names[] = {
-    {"auto", "", NULL, "AUTO"},
-    {"sqlite", "SQLite", NULL, "SQLITE"},
-    {"postgresql", "PostgreSQL", NULL, "POSTGRESQL"},
-    {"mariadb", "MariaDB", "MySQL", "MARIADB"},
-    {"sqlserver", "Microsoft SQL Server", NULL, "SQLSERVER"}};
+    {"auto", NULL}, {"sqlite", NULL}, {"postgresql", NULL}, {"mariadb", "MySQL"},
+    {"sqlserver", "Microsoft SQL Server"}};
 /* The dialects built in, by obx_dialect; NULL: auto, or left out. */
 static const obx__dialect *const obx__dialects[] = {NULL, OBX__SQLITE_DIALECT, OBX__POSTGRESQL_DIALECT,
                                                     OBX__MARIADB_DIALECT, OBX__SQLSERVER_DIALECT};
@@ -2102,8 +2100,8 @@ OBX__PRIVATE obx_dialect obx__dialect_detect(const char *dbms_name) {
     int i;
     for (i = 1; i < OBX__DIALECT_COUNT; i++) {
         const obx__dialect_id *n = &obx__dialect_names[i];
-        if (obx__starts_with_nocase(dbms_name, n->dbms_match) ||
-            (n->dbms_match2 && obx__starts_with_nocase(dbms_name, n->dbms_match2)))
+        if (obx__starts_with_nocase(dbms_name, n->name) ||
+            (n->dbms_match && obx__starts_with_nocase(dbms_name, n->dbms_match)))
             return (obx_dialect)i;
     }
     return OBX_DIALECT_AUTO;
@@ -2539,10 +2537,15 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
                          OBX__WHY("; force a dialect if it speaks one of sqlite, postgresql, mariadb, sqlserver"),
                          db->dbms_name, db->driver_name);
     d = obx__dialect_get(id);
-    if (!d)
+    if (!d) {
+        const char *name = obx__dialect_names[id].name;
+        char macro[16];
+        size_t i;
+        for (i = 0; name[i] && i + 1 < sizeof macro; i++) macro[i] = (char)(name[i] - 'a' + 'A');
+        macro[i] = '\0';
         return obx__fail(db->err, OBX_ERR_UNSUPPORTED, "obx_store_open: dialect",
-                         "%s was left out of this build (OBX_NO_%s)", obx__dialect_names[id].name,
-                         obx__dialect_names[id].macro);
+                         "%s was left out of this build (OBX_NO_%s)", name, macro);
+    }
     db->d = d;
     /* Not with a client-side statement timeout: a statement the driver gave
      * up on runs on at the server, and in autocommit it would commit; in a
