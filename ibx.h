@@ -1902,19 +1902,17 @@ static const ibx__dialect ibx__sqlserver_dialect = {
 #define IBX__SQLSERVER_DIALECT NULL
 #endif
 
-/* Every dialect, built in or not, indexed by ibx_dialect: its name, what
- * SQL_DBMS_NAME starts with (case-insensitive; a second name or NULL), and
- * the option that leaves it out. A store on a left-out one is detected
- * and refused by name (ibx__db_setup). */
+/* Every dialect, built in or not, indexed by ibx_dialect: its name, which
+ * an SQL_DBMS_NAME starts with (case-insensitive), or the other name it
+ * may start with (or NULL); upper-cased, the name is the option that
+ * leaves it out. A store on a left-out one is detected and refused by
+ * name (ibx__db_setup). */
 typedef struct ibx__dialect_id {
-    const char *name, *dbms_match, *dbms_match2, *macro;
+    const char *name, *dbms_match;
 } ibx__dialect_id;
 static const ibx__dialect_id ibx__dialect_names[] = {
-    {"auto", "", NULL, "AUTO"},
-    {"sqlite", "SQLite", NULL, "SQLITE"},
-    {"postgresql", "PostgreSQL", NULL, "POSTGRESQL"},
-    {"mariadb", "MariaDB", "MySQL", "MARIADB"},
-    {"sqlserver", "Microsoft SQL Server", NULL, "SQLSERVER"}};
+    {"auto", NULL}, {"sqlite", NULL}, {"postgresql", NULL}, {"mariadb", "MySQL"},
+    {"sqlserver", "Microsoft SQL Server"}};
 /* The dialects built in, by ibx_dialect; NULL: auto, or left out. */
 static const ibx__dialect *const ibx__dialects[] = {NULL, IBX__SQLITE_DIALECT, IBX__POSTGRESQL_DIALECT,
                                                     IBX__MARIADB_DIALECT, IBX__SQLSERVER_DIALECT};
@@ -1975,8 +1973,8 @@ IBX__PRIVATE ibx_dialect ibx__dialect_detect(const char *dbms_name) {
     int i;
     for (i = 1; i < IBX__DIALECT_COUNT; i++) {
         const ibx__dialect_id *n = &ibx__dialect_names[i];
-        if (ibx__starts_with_nocase(dbms_name, n->dbms_match) ||
-            (n->dbms_match2 && ibx__starts_with_nocase(dbms_name, n->dbms_match2)))
+        if (ibx__starts_with_nocase(dbms_name, n->name) ||
+            (n->dbms_match && ibx__starts_with_nocase(dbms_name, n->dbms_match)))
             return (ibx_dialect)i;
     }
     return IBX_DIALECT_AUTO;
@@ -2412,10 +2410,15 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
                          IBX__WHY("; force a dialect if it speaks one of sqlite, postgresql, mariadb, sqlserver"),
                          db->dbms_name, db->driver_name);
     d = ibx__dialect_get(id);
-    if (!d)
+    if (!d) {
+        const char *name = ibx__dialect_names[id].name;
+        char macro[16];
+        size_t i;
+        for (i = 0; name[i] && i + 1 < sizeof macro; i++) macro[i] = (char)(name[i] - 'a' + 'A');
+        macro[i] = '\0';
         return ibx__fail(db->err, IBX_ERR_UNSUPPORTED, "ibx_store_open: dialect",
-                         "%s was left out of this build (IBX_NO_%s)", ibx__dialect_names[id].name,
-                         ibx__dialect_names[id].macro);
+                         "%s was left out of this build (IBX_NO_%s)", name, macro);
+    }
     db->d = d;
     /* Not with a client-side statement timeout: a statement the driver gave
      * up on runs on at the server, and in autocommit it would commit; in a
@@ -3897,10 +3900,10 @@ enum {
 };
 
 #define IBX__SQLITE_COLS                                                                     \
-    "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"FirstSeenUtc\", "          \
-    "\"LastSeenUtc\", \"Status\", \"LockedUntil\", \"OwnerToken\", \"Attempt\", \"LastError\", " \
-    "\"NextAttemptAt\", \"DueTimeUtc\", \"Starts\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "   \
-    "\"ExpiresAt\""
+    "Source, MessageId, Topic, Payload, Hash, FirstSeenUtc, "          \
+    "LastSeenUtc, Status, LockedUntil, OwnerToken, Attempt, LastError, " \
+    "NextAttemptAt, DueTimeUtc, Starts, TenantId, AggregateType, AggregateId, Headers, "   \
+    "ExpiresAt"
 #define IBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define IBX__PG_COLS                                                                         \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", " IBX__PG_MS("FirstSeenUtc") \
@@ -3910,25 +3913,28 @@ enum {
     "CAST(\"Headers\" AS text), " IBX__PG_MS("ExpiresAt")
 /* A claim's short row (ibx__read_claimed): what the claim did not set, the
  * integers first (bound), the last a mask of the optional columns that are
- * not NULL (read only those), then the texts. o and c quote a name. */
+ * not NULL (read only those), then the texts. nn writes one bit (IBX__NN, or
+ * IBX__NN_INT), o and c quote a name. */
 #define IBX__NN(col, bit) "(CASE WHEN " col " IS NULL THEN 0 ELSE " bit " END)"
-#define IBX__CLAIM_MASK(o, c)                                                                     \
-    IBX__NN(o "Hash" c, "1") " + " IBX__NN(o "LastError" c, "2") " + " IBX__NN(o "TenantId" c, "4")  \
-    " + " IBX__NN(o "AggregateType" c, "8") " + " IBX__NN(o "AggregateId" c, "16") " + "              \
-    IBX__NN(o "Headers" c, "32")
+/* SQLite gives a comparison's truth as 1 or 0: a shorter bit there. */
+#define IBX__NN_INT(col, bit) "(" col " IS NOT NULL) * " bit
+#define IBX__CLAIM_MASK(nn, o, c)                                                                     \
+    nn(o "Hash" c, "1") " + " nn(o "LastError" c, "2") " + " nn(o "TenantId" c, "4")  \
+    " + " nn(o "AggregateType" c, "8") " + " nn(o "AggregateId" c, "16") " + "              \
+    nn(o "Headers" c, "32")
 #define IBX__SQLITE_CLAIM_COLS                                                                    \
-    "\"FirstSeenUtc\", \"LastSeenUtc\", \"LockedUntil\", \"Attempt\", \"NextAttemptAt\", \"DueTimeUtc\", " \
-    "\"Starts\", \"ExpiresAt\", " IBX__CLAIM_MASK("\"", "\"") ", \"Source\", \"MessageId\", \"Topic\", "  \
-    "\"Payload\", \"Hash\", \"LastError\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\""
+    "FirstSeenUtc, LastSeenUtc, LockedUntil, Attempt, NextAttemptAt, DueTimeUtc, " \
+    "Starts, ExpiresAt, " IBX__CLAIM_MASK(IBX__NN_INT, "", "") ", Source, MessageId, Topic, "  \
+    "Payload, Hash, LastError, TenantId, AggregateType, AggregateId, Headers"
 #define IBX__PG_CLAIM_COLS                                                                        \
     IBX__PG_MS("FirstSeenUtc") ", " IBX__PG_MS("LastSeenUtc") ", " IBX__PG_MS("LockedUntil") ", "  \
     "\"Attempt\", " IBX__PG_MS("NextAttemptAt") ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\", "      \
-    IBX__PG_MS("ExpiresAt") ", " IBX__CLAIM_MASK("\"", "\"") ", \"Source\", \"MessageId\", \"Topic\", " \
+    IBX__PG_MS("ExpiresAt") ", " IBX__CLAIM_MASK(IBX__NN, "\"", "\"") ", \"Source\", \"MessageId\", \"Topic\", " \
     "\"Payload\", \"Hash\", \"LastError\", \"TenantId\", \"AggregateType\", \"AggregateId\", "          \
     "CAST(\"Headers\" AS text)"
 /* The rows a key list names. */
 #define IBX__SQLITE_KEYS                                                                     \
-    "(\"Source\", \"MessageId\") IN (SELECT s.value, m.value FROM json_each(?) AS s "          \
+    "(Source, MessageId) IN (SELECT s.value, m.value FROM json_each(?) AS s "          \
     "JOIN json_each(?) AS m ON s.key = m.key)"
 #define IBX__PG_KEYS \
     "(\"Source\", \"MessageId\") IN (SELECT * FROM unnest(CAST(? AS text[]), CAST(? AS text[])))"
@@ -3940,136 +3946,135 @@ enum {
  * count are one UPDATE of the row: no N+1st start, across processes. A
  * dead message made Processing again (replay, re-enqueue, mark) starts
  * with 0. */
-#define IBX__CRASH_LOOP "crash loop: claimed {Q} times without an outcome (the handler crashed or was killed, or its lease expired)"
+#define IBX__CRASH_LOOP "crash loop: claimed {Q} times without an outcome" IBX__WHY(" (the handler crashed or was killed, or its lease expired)")
 
 #ifndef IBX_NO_SQLITE
 /* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
 #define IBX__SQLITE_DEAD                                                                           \
-    "\"Status\" = 'Dead' AND \"Topic\" = coalesce(?1, \"Topic\") AND (?2 IS NULL OR "                 \
-    "instr(coalesce(\"LastError\", ''), ?2) > 0) AND \"FirstSeenUtc\" >= coalesce(?3, \"FirstSeenUtc\") " \
-    "AND (?4 IS NULL OR \"FirstSeenUtc\" < ?4) AND \"Source\" = coalesce(?5, \"Source\") AND "          \
-    "\"MessageId\" = coalesce(?6, \"MessageId\")"
+    "Status = 'Dead' AND Topic = coalesce(?1, Topic) AND (?2 IS NULL OR "                 \
+    "instr(coalesce(LastError, ''), ?2) > 0) AND FirstSeenUtc >= coalesce(?3, FirstSeenUtc) " \
+    "AND (?4 IS NULL OR FirstSeenUtc < ?4) AND Source = coalesce(?5, Source) AND "          \
+    "MessageId = coalesce(?6, MessageId)"
 static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
-    {IBX__Q_OWNED, "\"OwnerToken\" = ? AND \"Status\" = 'Processing' AND " IBX__SQLITE_KEYS},
+    {IBX__Q_OWNED, "OwnerToken = ? AND Status = 'Processing' AND " IBX__SQLITE_KEYS},
     /* sqliteodbc shows RETURNING rows only after a leading WITH. */
     {IBX__Q_SEEN,
-     "WITH _ AS (SELECT 1) INSERT INTO {T} (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
-     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET "
-     "\"LastSeenUtc\" = CASE WHEN \"Status\" = 'Done' THEN \"LastSeenUtc\" ELSE {W} END, "
-     "\"Hash\" = CASE WHEN \"Status\" = 'Done' THEN \"Hash\" ELSE coalesce(\"Hash\", excluded.\"Hash\") END "
-     "RETURNING \"Status\", \"Hash\""},
+     "WITH _ AS (SELECT 1) INSERT INTO {T} (Source, MessageId, Hash) VALUES (?, ?, ?) "
+     "ON CONFLICT (Source, MessageId) DO UPDATE SET "
+     "LastSeenUtc = iif(Status = 'Done', LastSeenUtc, {W}), "
+     "Hash = iif(Status = 'Done', Hash, coalesce(Hash, excluded.Hash)) "
+     "RETURNING Status, Hash"},
 #if IBX__PLAIN_UPSERT
     {IBX__Q_ENQUEUE,
-     "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W})) "
-     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
-     "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
-     "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
-     "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
-     "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
-     "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
+     "INSERT INTO {T} (Source, MessageId, Topic, Payload, Hash, Status, "
+     "DueTimeUtc, NextAttemptAt) VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W})) "
+     "ON CONFLICT (Source, MessageId) DO UPDATE SET Topic = excluded.Topic, "
+     "Payload = excluded.Payload, Hash = excluded.Hash, "
+     "DueTimeUtc = excluded.DueTimeUtc, NextAttemptAt = excluded.NextAttemptAt, "
+     "LastSeenUtc = {W}, Attempt = iif(Status = 'Dead', 0, Attempt), "
+     "Starts = iif(Status = 'Dead', 0, Starts), "
+     "Status = 'Processing' WHERE Status <> 'Done'"},
 #endif
     /* With IBX_NO_ENVELOPE, for an expiry only: no envelope columns. */
     {IBX__Q_ENQUEUE_ENV,
-     "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\", " IBX__ENV("\"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", ")
-     "\"ExpiresAt\") VALUES (?1, ?2, ?3, ?4, ?5, 'Processing', ?6, coalesce(?7, {W}), " IBX__ENV("?8, ?9, ?10, ?11, ")
-     "?12) ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
-     "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
-     "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
-     "\"LastSeenUtc\" = {W}, \"Attempt\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Attempt\" END, "
-     "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, "
-     IBX__ENV("\"TenantId\" = coalesce(\"TenantId\", excluded.\"TenantId\"), "
-              "\"AggregateType\" = coalesce(\"AggregateType\", excluded.\"AggregateType\"), "
-              "\"AggregateId\" = coalesce(\"AggregateId\", excluded.\"AggregateId\"), "
-              "\"Headers\" = coalesce(\"Headers\", excluded.\"Headers\"), ")
-     "\"ExpiresAt\" = coalesce(\"ExpiresAt\", excluded.\"ExpiresAt\"), "
-     "\"Status\" = 'Processing' WHERE \"Status\" <> 'Done'"},
+     "INSERT INTO {T} (Source, MessageId, Topic, Payload, Hash, Status, "
+     "DueTimeUtc, NextAttemptAt, " IBX__ENV("TenantId, AggregateType, AggregateId, Headers, ")
+     "ExpiresAt) VALUES (?1, ?2, ?3, ?4, ?5, 'Processing', ?6, coalesce(?7, {W}), " IBX__ENV("?8, ?9, ?10, ?11, ")
+     "?12) ON CONFLICT (Source, MessageId) DO UPDATE SET Topic = excluded.Topic, "
+     "Payload = excluded.Payload, Hash = excluded.Hash, "
+     "DueTimeUtc = excluded.DueTimeUtc, NextAttemptAt = excluded.NextAttemptAt, "
+     "LastSeenUtc = {W}, Attempt = iif(Status = 'Dead', 0, Attempt), "
+     "Starts = iif(Status = 'Dead', 0, Starts), "
+     IBX__ENV("TenantId = coalesce(TenantId, excluded.TenantId), "
+              "AggregateType = coalesce(AggregateType, excluded.AggregateType), "
+              "AggregateId = coalesce(AggregateId, excluded.AggregateId), "
+              "Headers = coalesce(Headers, excluded.Headers), ")
+     "ExpiresAt = coalesce(ExpiresAt, excluded.ExpiresAt), "
+     "Status = 'Processing' WHERE Status <> 'Done'"},
     {IBX__Q_MARK,
-     "UPDATE {T} SET \"Status\" = CASE WHEN \"Status\" = 'Done' THEN 'Done' ELSE ? END, "
-     "\"Attempt\" = CASE WHEN \"Status\" = 'Dead' AND ? = 'Processing' THEN 0 ELSE \"Attempt\" END, "
-     "\"OwnerToken\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"OwnerToken\" END, "
-     "\"LockedUntil\" = CASE WHEN ? IN ('Done', 'Dead') THEN NULL ELSE \"LockedUntil\" END, "
-     "\"Starts\" = CASE WHEN \"Status\" = 'Dead' THEN 0 ELSE \"Starts\" END, \"LastSeenUtc\" = {W} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+     "UPDATE {T} SET Status = iif(Status = 'Done', 'Done', ?), "
+     "Attempt = iif(Status = 'Dead' AND ? = 'Processing', 0, Attempt), "
+     "OwnerToken = iif(? IN ('Done', 'Dead'), NULL, OwnerToken), "
+     "LockedUntil = iif(? IN ('Done', 'Dead'), NULL, LockedUntil), "
+     "Starts = iif(Status = 'Dead', 0, Starts), LastSeenUtc = {W} WHERE Source = ? AND MessageId = ?"},
     {IBX__Q_CLAIM,
-     "WITH _ AS (SELECT 1) UPDATE {T} SET \"OwnerToken\" = ?, "
-     "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 WHERE rowid IN "
-     "(SELECT rowid FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= {W} AND "
-     "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W}) AND \"Starts\" < {Q} ORDER BY \"NextAttemptAt\" LIMIT ?) "
+     "WITH _ AS (SELECT 1) UPDATE {T} SET OwnerToken = ?, "
+     "LockedUntil = {W} + CAST(? AS INTEGER) * 1000, Starts = Starts + 1 WHERE rowid IN "
+     "(SELECT rowid FROM {T} WHERE Status = 'Processing' AND NextAttemptAt <= {W} AND "
+     "(LockedUntil IS NULL OR LockedUntil < {W}) AND Starts < {Q} ORDER BY NextAttemptAt LIMIT ?) "
      "RETURNING " IBX__SQLITE_CLAIM_COLS},
     {IBX__Q_ACK,
-     "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-     "\"LastSeenUtc\" = {W} WHERE {O}"},
+     "UPDATE {T} SET Status = 'Done', OwnerToken = NULL, LockedUntil = NULL, "
+     "LastSeenUtc = {W} WHERE {O}"},
     {IBX__Q_ABANDON,
-     "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"Attempt\", 6)))), "
-     "\"Attempt\" = \"Attempt\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
-     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Starts\" = max(\"Starts\" - 1, 0) "
+     "UPDATE {T} SET NextAttemptAt = {W} + coalesce(?, min(60000, 1000 * (1 << min(Attempt, 6)))), "
+     "Attempt = Attempt + ?, LastError = coalesce(?, LastError), "
+     "OwnerToken = NULL, LockedUntil = NULL, Starts = max(Starts - 1, 0) "
      "WHERE {O}"},
     {IBX__Q_FAIL,
-     "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-     "\"LastSeenUtc\" = {W}, \"LastError\" = ? WHERE {O}"},
+     "UPDATE {T} SET Status = 'Dead', OwnerToken = NULL, LockedUntil = NULL, "
+     "LastSeenUtc = {W}, LastError = ? WHERE {O}"},
     {IBX__Q_EXTEND,
-     "UPDATE {T} SET \"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
+     "UPDATE {T} SET LockedUntil = {W} + CAST(? AS INTEGER) * 1000 "
      "WHERE {O}"},
     {IBX__Q_REAP,
-     "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Status\" = CASE WHEN \"Starts\" >= {Q} "
-     "THEN 'Dead' ELSE \"Status\" END, \"LastError\" = CASE WHEN \"Starts\" >= {Q} THEN '" IBX__CRASH_LOOP "' "
-     "ELSE \"LastError\" END WHERE \"Status\" = 'Processing' "
-     "AND \"LockedUntil\" IS NOT NULL AND \"LockedUntil\" < {W}"},
+     "UPDATE {T} SET OwnerToken = NULL, LockedUntil = NULL, Status = iif(Starts >= {Q}, 'Dead', Status), "
+     "LastError = iif(Starts >= {Q}, '" IBX__CRASH_LOOP "', LastError) WHERE Status = 'Processing' "
+     "AND LockedUntil IS NOT NULL AND LockedUntil < {W}"},
     {IBX__Q_HASH,
-     "SELECT \"Hash\", \"Status\" FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+     "SELECT Hash, Status FROM {T} WHERE Source = ? AND MessageId = ?"},
     {IBX__Q_GET,
-     "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE \"Source\" = ? AND \"MessageId\" = ?"},
+     "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE Source = ? AND MessageId = ?"},
     {IBX__Q_CLEANUP,
-     "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE \"Status\" = 'Done' AND "
-     "\"LastSeenUtc\" < {W} - ? ORDER BY \"LastSeenUtc\" LIMIT ?)"},
+     "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE Status = 'Done' AND "
+     "LastSeenUtc < {W} - ? ORDER BY LastSeenUtc LIMIT ?)"},
     {IBX__Q_STATS,
-     "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} WHERE \"Status\" = 'Processing' AND "
-     "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})"},
+     "SELECT COUNT(*), {W} - MIN(NextAttemptAt) FROM {T} WHERE Status = 'Processing' AND "
+     "NextAttemptAt <= {W} AND (LockedUntil IS NULL OR LockedUntil < {W})"},
 #ifndef IBX_NO_DEAD_LETTERS
     {IBX__Q_DEAD_LIST,
-     "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE " IBX__SQLITE_DEAD " ORDER BY \"FirstSeenUtc\", "
-     "\"Source\", \"MessageId\" LIMIT ?7 OFFSET ?8"},
+     "SELECT " IBX__SQLITE_COLS " FROM {T} WHERE " IBX__SQLITE_DEAD " ORDER BY FirstSeenUtc, "
+     "Source, MessageId LIMIT ?7 OFFSET ?8"},
     {IBX__Q_DEAD_REPLAY,
-     "UPDATE {T} SET \"Status\" = 'Processing', \"Attempt\" = 0, \"Starts\" = 0, \"NextAttemptAt\" = {W}, "
-     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " IBX__SQLITE_DEAD},
+     "UPDATE {T} SET Status = 'Processing', Attempt = 0, Starts = 0, NextAttemptAt = {W}, "
+     "OwnerToken = NULL, LockedUntil = NULL WHERE " IBX__SQLITE_DEAD},
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE " IBX__SQLITE_DEAD " LIMIT ?7)"},
 #endif
     {IBX__Q_PENDING,
-     "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
+     "SELECT COUNT(*) FROM {T} WHERE Status = 'Processing'"},
 #ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
-     "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\"), "
-     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL), "
-     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead') "
-     "FROM {T} WHERE \"Status\" = 'Processing' AND "
-     "\"NextAttemptAt\" <= {W} AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < {W})"},
+     "SELECT COUNT(*), {W} - MIN(NextAttemptAt), "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 'Processing' AND LockedUntil IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 'Dead') "
+     "FROM {T} WHERE Status = 'Processing' AND "
+     "NextAttemptAt <= {W} AND (LockedUntil IS NULL OR LockedUntil < {W})"},
 #endif
     {IBX__Q_COUNT, NULL}};
 
 static const char *const ibx__sqlite_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS {T} (\n"
-     "    \"Source\"        TEXT NOT NULL,\n"
-     "    \"MessageId\"     TEXT NOT NULL,\n"
-     "    \"Topic\"         TEXT NOT NULL DEFAULT '',\n"
-     "    \"Payload\"       TEXT NOT NULL DEFAULT '',\n"
-     "    \"Hash\"          BLOB NULL,\n"
-     "    \"FirstSeenUtc\"  INTEGER NOT NULL DEFAULT ({W}),\n"
-     "    \"LastSeenUtc\"   INTEGER NOT NULL DEFAULT ({W}),\n"
-     "    \"Status\"        TEXT NOT NULL DEFAULT 'Seen',\n"
-     "    \"LockedUntil\"   INTEGER NULL,\n"
-     "    \"OwnerToken\"    TEXT NULL,\n"
-     "    \"Attempt\"       INTEGER NOT NULL DEFAULT 0,\n"
-     "    \"LastError\"     TEXT NULL,\n"
-     "    \"NextAttemptAt\" INTEGER NOT NULL DEFAULT ({W}),\n"
-     "    \"DueTimeUtc\"    INTEGER NULL{A},\n"
-     "    PRIMARY KEY (\"Source\", \"MessageId\")\n"
+     "    Source        TEXT NOT NULL,\n"
+     "    MessageId     TEXT NOT NULL,\n"
+     "    Topic         TEXT NOT NULL DEFAULT '',\n"
+     "    Payload       TEXT NOT NULL DEFAULT '',\n"
+     "    Hash          BLOB NULL,\n"
+     "    FirstSeenUtc  INTEGER NOT NULL DEFAULT ({W}),\n"
+     "    LastSeenUtc   INTEGER NOT NULL DEFAULT ({W}),\n"
+     "    Status        TEXT NOT NULL DEFAULT 'Seen',\n"
+     "    LockedUntil   INTEGER NULL,\n"
+     "    OwnerToken    TEXT NULL,\n"
+     "    Attempt       INTEGER NOT NULL DEFAULT 0,\n"
+     "    LastError     TEXT NULL,\n"
+     "    NextAttemptAt INTEGER NOT NULL DEFAULT ({W}),\n"
+     "    DueTimeUtc    INTEGER NULL{A},\n"
+     "    PRIMARY KEY (Source, MessageId)\n"
      ")",
-     "CREATE INDEX IF NOT EXISTS \"IX_{N}_WorkQueue\" ON {T} (\"NextAttemptAt\") "
-     "WHERE \"Status\" = 'Processing'",
-     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") "
-     "WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL",
-     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (\"LastSeenUtc\") WHERE \"Status\" = 'Done'",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_WorkQueue\" ON {T} (NextAttemptAt) "
+     "WHERE Status = 'Processing'",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (LockedUntil) "
+     "WHERE Status = 'Processing' AND LockedUntil IS NOT NULL",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (LastSeenUtc) WHERE Status = 'Done'",
      NULL};
 /* Columns added since the first release, oldest first: a new column is
  * one more entry here and in each other dialect's set (ibx__sqlset).
@@ -4271,7 +4276,7 @@ static const ibx__sqlset ibx__postgresql_inbox = {
 #define IBX__MY_CLAIM_COLS                                                                        \
     IBX__MY_MS("FirstSeenUtc") ", " IBX__MY_MS("LastSeenUtc") ", " IBX__MY_MS("LockedUntil") ", "  \
     "`Attempt`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, "          \
-    IBX__MY_MS("ExpiresAt") ", " IBX__CLAIM_MASK("`", "`") ", `Source`, `MessageId`, `Topic`, "     \
+    IBX__MY_MS("ExpiresAt") ", " IBX__CLAIM_MASK(IBX__NN, "`", "`") ", `Source`, `MessageId`, `Topic`, "     \
     "`Payload`, `Hash`, `LastError`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`"
 /* The rows a key list names, by primary key (an IN subquery would scan and
  * wait on other workers' row locks); the lists' markers are numbered. */
@@ -6673,26 +6678,29 @@ static int64_t ibx__default_backoff(int attempts, void *user) {
 }
 
 /* The numbers of a dispatcher description and their ranges (0 is always
- * allowed: the default), so that a refusal names the field. */
+ * allowed: the default), so that a refusal names the field. A range is an
+ * index into ibx__number_max: a row of 8 bytes instead of 16 (armhf). */
+static const int64_t ibx__number_max[] = {INT64_MAX, INT_MAX, IBX_BATCH_MAX, IBX_LEASE_MAX_SECONDS,
+                                          IBX_RETENTION_MAX_MS, IBX_DELAY_MAX_MS};
 static const struct {
     const char *name;
     unsigned short offset;
     unsigned char is_int;        /* an int; else an int64_t */
-    int64_t max;
+    unsigned char max;           /* ibx__number_max[max] */
 } ibx__dispatcher_numbers[] = {
-    {"batch_size", offsetof(ibx_dispatcher_desc, batch_size), 1, IBX_BATCH_MAX},
-    {"lease_seconds", offsetof(ibx_dispatcher_desc, lease_seconds), 1, IBX_LEASE_MAX_SECONDS},
-    {"max_attempts", offsetof(ibx_dispatcher_desc, max_attempts), 1, INT_MAX},
-    {"poll_interval_ms", offsetof(ibx_dispatcher_desc, poll_interval_ms), 0, INT64_MAX},
-    {"idle_max_ms", offsetof(ibx_dispatcher_desc, idle_max_ms), 0, INT64_MAX},
-    {"reap_interval_ms", offsetof(ibx_dispatcher_desc, reap_interval_ms), 0, INT64_MAX},
-    {"startup_delay_ms", offsetof(ibx_dispatcher_desc, startup_delay_ms), 0, INT64_MAX},
-    {"error_delay_ms", offsetof(ibx_dispatcher_desc, error_delay_ms), 0, INT64_MAX},
-    {"cleanup_interval_ms", offsetof(ibx_dispatcher_desc, cleanup_interval_ms), 0, INT64_MAX},
-    {"cleanup_retention_ms", offsetof(ibx_dispatcher_desc, cleanup_retention_ms), 0, IBX_RETENTION_MAX_MS},
-    {"max_handler_ms", offsetof(ibx_dispatcher_desc, max_handler_ms), 0, INT64_MAX},
-    {"pause_ms", offsetof(ibx_dispatcher_desc, pause_ms), 0, IBX_DELAY_MAX_MS},
-    {"pause_max_ms", offsetof(ibx_dispatcher_desc, pause_max_ms), 0, IBX_DELAY_MAX_MS}};
+    {"batch_size", offsetof(ibx_dispatcher_desc, batch_size), 1, 2},
+    {"lease_seconds", offsetof(ibx_dispatcher_desc, lease_seconds), 1, 3},
+    {"max_attempts", offsetof(ibx_dispatcher_desc, max_attempts), 1, 1},
+    {"poll_interval_ms", offsetof(ibx_dispatcher_desc, poll_interval_ms), 0, 0},
+    {"idle_max_ms", offsetof(ibx_dispatcher_desc, idle_max_ms), 0, 0},
+    {"reap_interval_ms", offsetof(ibx_dispatcher_desc, reap_interval_ms), 0, 0},
+    {"startup_delay_ms", offsetof(ibx_dispatcher_desc, startup_delay_ms), 0, 0},
+    {"error_delay_ms", offsetof(ibx_dispatcher_desc, error_delay_ms), 0, 0},
+    {"cleanup_interval_ms", offsetof(ibx_dispatcher_desc, cleanup_interval_ms), 0, 0},
+    {"cleanup_retention_ms", offsetof(ibx_dispatcher_desc, cleanup_retention_ms), 0, 4},
+    {"max_handler_ms", offsetof(ibx_dispatcher_desc, max_handler_ms), 0, 0},
+    {"pause_ms", offsetof(ibx_dispatcher_desc, pause_ms), 0, 5},
+    {"pause_max_ms", offsetof(ibx_dispatcher_desc, pause_max_ms), 0, 5}};
 
 /* The checks of a dispatcher description, reported to `err`. */
 static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ibx_error *err) {
@@ -6713,7 +6721,7 @@ static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ib
         } else {
             memcpy(&value, at, sizeof value);
         }
-        max = ibx__dispatcher_numbers[i].max;
+        max = ibx__number_max[ibx__dispatcher_numbers[i].max];
         if (value < 0 || value > max) name = ibx__dispatcher_numbers[i].name;
     }
     if (!name && ((int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)IBX_LOG_OFF))

@@ -194,9 +194,11 @@
 /* >>common-end manual */
 /*
  *   (2. continued) For obx.h alone, global like OBX_NO_MULTI_STORE:
- *     OBX_NO_JOIN         no joins (obx_join_*); the join tables and
- *                         triggers are still deployed, so one database
- *                         serves builds with and without them
+ *     OBX_NO_JOIN         no joins (obx_join_*), and a deploy creates
+ *                         no join tables or triggers (acks and fails
+ *                         skip the trigger); a build with joins creates
+ *                         them when it deploys, as it adds any column,
+ *                         so one database serves builds with and without
  *     OBX_NO_ORDERING_KEYS no ordering keys on enqueue: a message that
  *                         sets ordering_key is refused with
  *                         OBX_ERR_UNSUPPORTED naming it; the claim still
@@ -2031,19 +2033,17 @@ static const obx__dialect obx__sqlserver_dialect = {
 #define OBX__SQLSERVER_DIALECT NULL
 #endif
 
-/* Every dialect, built in or not, indexed by obx_dialect: its name, what
- * SQL_DBMS_NAME starts with (case-insensitive; a second name or NULL), and
- * the option that leaves it out. A store on a left-out one is detected
- * and refused by name (obx__db_setup). */
+/* Every dialect, built in or not, indexed by obx_dialect: its name, which
+ * an SQL_DBMS_NAME starts with (case-insensitive), or the other name it
+ * may start with (or NULL); upper-cased, the name is the option that
+ * leaves it out. A store on a left-out one is detected and refused by
+ * name (obx__db_setup). */
 typedef struct obx__dialect_id {
-    const char *name, *dbms_match, *dbms_match2, *macro;
+    const char *name, *dbms_match;
 } obx__dialect_id;
 static const obx__dialect_id obx__dialect_names[] = {
-    {"auto", "", NULL, "AUTO"},
-    {"sqlite", "SQLite", NULL, "SQLITE"},
-    {"postgresql", "PostgreSQL", NULL, "POSTGRESQL"},
-    {"mariadb", "MariaDB", "MySQL", "MARIADB"},
-    {"sqlserver", "Microsoft SQL Server", NULL, "SQLSERVER"}};
+    {"auto", NULL}, {"sqlite", NULL}, {"postgresql", NULL}, {"mariadb", "MySQL"},
+    {"sqlserver", "Microsoft SQL Server"}};
 /* The dialects built in, by obx_dialect; NULL: auto, or left out. */
 static const obx__dialect *const obx__dialects[] = {NULL, OBX__SQLITE_DIALECT, OBX__POSTGRESQL_DIALECT,
                                                     OBX__MARIADB_DIALECT, OBX__SQLSERVER_DIALECT};
@@ -2104,8 +2104,8 @@ OBX__PRIVATE obx_dialect obx__dialect_detect(const char *dbms_name) {
     int i;
     for (i = 1; i < OBX__DIALECT_COUNT; i++) {
         const obx__dialect_id *n = &obx__dialect_names[i];
-        if (obx__starts_with_nocase(dbms_name, n->dbms_match) ||
-            (n->dbms_match2 && obx__starts_with_nocase(dbms_name, n->dbms_match2)))
+        if (obx__starts_with_nocase(dbms_name, n->name) ||
+            (n->dbms_match && obx__starts_with_nocase(dbms_name, n->dbms_match)))
             return (obx_dialect)i;
     }
     return OBX_DIALECT_AUTO;
@@ -2541,10 +2541,15 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
                          OBX__WHY("; force a dialect if it speaks one of sqlite, postgresql, mariadb, sqlserver"),
                          db->dbms_name, db->driver_name);
     d = obx__dialect_get(id);
-    if (!d)
+    if (!d) {
+        const char *name = obx__dialect_names[id].name;
+        char macro[16];
+        size_t i;
+        for (i = 0; name[i] && i + 1 < sizeof macro; i++) macro[i] = (char)(name[i] - 'a' + 'A');
+        macro[i] = '\0';
         return obx__fail(db->err, OBX_ERR_UNSUPPORTED, "obx_store_open: dialect",
-                         "%s was left out of this build (OBX_NO_%s)", obx__dialect_names[id].name,
-                         obx__dialect_names[id].macro);
+                         "%s was left out of this build (OBX_NO_%s)", name, macro);
+    }
     db->d = d;
     /* Not with a client-side statement timeout: a statement the driver gave
      * up on runs on at the server, and in autocommit it would commit; in a
@@ -4057,10 +4062,10 @@ enum {
 
 /* Columns of a message row, in the order obx__read_message expects. */
 #define OBX__SQLITE_COLS                                                                  \
-    "\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", \"CreatedAt\", "     \
-    "\"DueTimeUtc\", \"RetryCount\", \"LastError\", \"Status\", \"ProcessedAt\", "          \
-    "\"ProcessedBy\", \"LockedUntil\", \"OwnerToken\", \"NextAttemptAt\", \"Starts\", \"OrderingKey\", " \
-    "\"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", \"ExpiresAt\""
+    "Id, MessageId, Topic, Payload, CorrelationId, CreatedAt, "     \
+    "DueTimeUtc, RetryCount, LastError, Status, ProcessedAt, "          \
+    "ProcessedBy, LockedUntil, OwnerToken, NextAttemptAt, Starts, OrderingKey, " \
+    "TenantId, AggregateType, AggregateId, Headers, ExpiresAt"
 #define OBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define OBX__PG_COLS                                                                      \
     "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), \"Topic\", \"Payload\", "           \
@@ -4071,23 +4076,26 @@ enum {
     "\"AggregateId\", CAST(\"Headers\" AS text), " OBX__PG_MS("ExpiresAt")
 /* A claim's short row (obx__read_claimed): what the claim did not set, the
  * fixed-size columns first (bound), then a mask of the optional texts that
- * are not NULL (read only those), then the texts. o and c quote a name. */
+ * are not NULL (read only those), then the texts. nn writes one bit (OBX__NN,
+ * or OBX__NN_INT), o and c quote a name. */
 #define OBX__NN(col, bit) "(CASE WHEN " col " IS NULL THEN 0 ELSE " bit " END)"
-#define OBX__CLAIM_MASK(o, c)                                                                     \
-    OBX__NN(o "CorrelationId" c, "1") " + " OBX__NN(o "LastError" c, "2") " + "                     \
-    OBX__NN(o "OrderingKey" c, "4") " + " OBX__NN(o "TenantId" c, "8") " + "                        \
-    OBX__NN(o "AggregateType" c, "16") " + " OBX__NN(o "AggregateId" c, "32") " + "                 \
-    OBX__NN(o "Headers" c, "64")
+/* SQLite gives a comparison's truth as 1 or 0: a shorter bit there. */
+#define OBX__NN_INT(col, bit) "(" col " IS NOT NULL) * " bit
+#define OBX__CLAIM_MASK(nn, o, c)                                                                     \
+    nn(o "CorrelationId" c, "1") " + " nn(o "LastError" c, "2") " + "                     \
+    nn(o "OrderingKey" c, "4") " + " nn(o "TenantId" c, "8") " + "                        \
+    nn(o "AggregateType" c, "16") " + " nn(o "AggregateId" c, "32") " + "                 \
+    nn(o "Headers" c, "64")
 #define OBX__SQLITE_CLAIM_COLS                                                                    \
-    "\"Id\", \"MessageId\", \"CreatedAt\", \"DueTimeUtc\", \"RetryCount\", \"LockedUntil\", "       \
-    "\"NextAttemptAt\", \"Starts\", \"ExpiresAt\", " OBX__CLAIM_MASK("\"", "\"") ", \"Topic\", "      \
-    "\"Payload\", \"CorrelationId\", \"LastError\", \"OrderingKey\", \"TenantId\", \"AggregateType\", " \
-    "\"AggregateId\", \"Headers\""
+    "Id, MessageId, CreatedAt, DueTimeUtc, RetryCount, LockedUntil, "       \
+    "NextAttemptAt, Starts, ExpiresAt, " OBX__CLAIM_MASK(OBX__NN_INT, "", "") ", Topic, "      \
+    "Payload, CorrelationId, LastError, OrderingKey, TenantId, AggregateType, " \
+    "AggregateId, Headers"
 #define OBX__PG_CLAIM_COLS                                                                        \
     "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), " OBX__PG_MS("CreatedAt") ", "            \
     OBX__PG_MS("DueTimeUtc") ", \"RetryCount\", " OBX__PG_MS("LockedUntil") ", "                   \
     OBX__PG_MS("NextAttemptAt") ", \"Starts\", " OBX__PG_MS("ExpiresAt") ", "                      \
-    OBX__CLAIM_MASK("\"", "\"") ", \"Topic\", \"Payload\", \"CorrelationId\", \"LastError\", "          \
+    OBX__CLAIM_MASK(OBX__NN, "\"", "\"") ", \"Topic\", \"Payload\", \"CorrelationId\", \"LastError\", "          \
     "\"OrderingKey\", \"TenantId\", \"AggregateType\", \"AggregateId\", CAST(\"Headers\" AS text)"
 
 /* Crash-loop quarantine (max_starts, {Q}): the claim counts a start
@@ -4098,83 +4106,83 @@ enum {
  * Ready. Ready is reached no other way with that many, so the claim needs
  * no condition and an N+1st start never happens, across processes too:
  * the check and the move are one UPDATE of the row. */
-#define OBX__CRASH_LOOP "crash loop: claimed {Q} times without an outcome (the handler crashed or was killed, or its lease expired)"
+#define OBX__CRASH_LOOP "crash loop: claimed {Q} times without an outcome" OBX__WHY(" (the handler crashed or was killed, or its lease expired)")
 
 #ifndef OBX_NO_SQLITE
 /* The dead-letter filter (obx__dead_params): NULL arguments match all. */
 #define OBX__SQLITE_DEAD                                                                          \
-    "\"Status\" = 3 AND \"Topic\" = coalesce(?1, \"Topic\") AND (?2 IS NULL OR "                    \
-    "instr(coalesce(\"LastError\", ''), ?2) > 0) AND \"CreatedAt\" >= coalesce(?3, \"CreatedAt\") "   \
-    "AND (?4 IS NULL OR \"CreatedAt\" < ?4) AND \"Id\" = coalesce(?5, \"Id\")"
+    "Status = 3 AND Topic = coalesce(?1, Topic) AND (?2 IS NULL OR "                    \
+    "instr(coalesce(LastError, ''), ?2) > 0) AND CreatedAt >= coalesce(?3, CreatedAt) "   \
+    "AND (?4 IS NULL OR CreatedAt < ?4) AND Id = coalesce(?5, Id)"
 static const obx__stmt_row obx__sqlite_outbox_rows[] = {
-    {OBX__Q_OWNED, "\"OwnerToken\" = ? AND \"Status\" = 1 AND \"Id\" IN (SELECT value FROM json_each(?))"},
+    {OBX__Q_OWNED, "OwnerToken = ? AND Status = 1 AND Id IN (SELECT value FROM json_each(?))"},
 #if OBX__PLAIN_INSERT
     {OBX__Q_INSERT,
-     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))"},
+     "INSERT INTO {T} (Id, MessageId, Topic, Payload, CorrelationId, "
+     "DueTimeUtc, NextAttemptAt) VALUES (?, ?, ?, ?, ?, ?, coalesce(?, {W}))"},
 #endif
     {OBX__Q_INSERT_KEYED,
-     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
-     "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+     "INSERT INTO {T} (Id, MessageId, Topic, Payload, CorrelationId, "
+     "DueTimeUtc, NextAttemptAt, OrderingKey, OrderingSeq, TenantId, AggregateType, "
+     "AggregateId, Headers, ExpiresAt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
      OBX__PARK("?8", "coalesce(?7, {W})", "0", OBX__PARKED_MS) ", ?8, " OBX__SEQ(OBX__ORDERED_NEXT("?8")) ", ?9, ?10, "
      "?11, ?12, ?13)"},
     /* sqliteodbc shows RETURNING rows only for statements that start
      * with SELECT or WITH: hence the empty CTE. */
     {OBX__Q_CLAIM,
-     "WITH _ AS (SELECT 1) UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = ?, "
-     "\"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000, \"Starts\" = \"Starts\" + 1 "
-     "WHERE \"Id\" IN (SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= {W} "
-     "AND c.\"IsProcessed\" = 0 AND " OBX__ORDERED_CLAIM " ORDER BY c.\"NextAttemptAt\" LIMIT ?) "
+     "WITH _ AS (SELECT 1) UPDATE {T} SET Status = 1, OwnerToken = ?, "
+     "LockedUntil = {W} + CAST(? AS INTEGER) * 1000, Starts = Starts + 1 "
+     "WHERE Id IN (SELECT c.Id FROM {T} AS c WHERE c.Status = 0 AND c.NextAttemptAt <= {W} "
+     "AND c.IsProcessed = 0 AND " OBX__ORDERED_CLAIM " ORDER BY c.NextAttemptAt LIMIT ?) "
      "RETURNING " OBX__SQLITE_CLAIM_COLS},
     {OBX__Q_ACK,
-     "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = 1, \"ProcessedAt\" = {W}, "
-     "\"ProcessedBy\" = ?, \"LockedUntil\" = NULL "
+     "UPDATE {T} SET Status = 2, IsProcessed = 1, ProcessedAt = {W}, "
+     "ProcessedBy = ?, LockedUntil = NULL "
      "WHERE {O}"},
     {OBX__Q_ABANDON,
-     "UPDATE {T} SET \"NextAttemptAt\" = {W} + coalesce(?, min(60000, 1000 * (1 << min(\"RetryCount\", 6)))), "
-     "\"RetryCount\" = \"RetryCount\" + ?, \"LastError\" = coalesce(?, \"LastError\"), "
-     "\"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Starts\" = max(\"Starts\" - 1, 0) "
+     "UPDATE {T} SET NextAttemptAt = {W} + coalesce(?, min(60000, 1000 * (1 << min(RetryCount, 6)))), "
+     "RetryCount = RetryCount + ?, LastError = coalesce(?, LastError), "
+     "Status = 0, OwnerToken = NULL, LockedUntil = NULL, Starts = max(Starts - 1, 0) "
      "WHERE {O}"},
     {OBX__Q_FAIL,
-     "UPDATE {T} SET \"Status\" = 3, \"LockedUntil\" = NULL, \"LastError\" = ? "
+     "UPDATE {T} SET Status = 3, LockedUntil = NULL, LastError = ? "
      "WHERE {O}"},
     {OBX__Q_EXTEND,
-     "UPDATE {T} SET \"LockedUntil\" = {W} + CAST(? AS INTEGER) * 1000 "
+     "UPDATE {T} SET LockedUntil = {W} + CAST(? AS INTEGER) * 1000 "
      "WHERE {O}"},
     {OBX__Q_REAP,
-     "UPDATE {T} SET \"Status\" = CASE WHEN \"Starts\" >= {Q} THEN 3 ELSE 0 END, \"LastError\" = "
-     "CASE WHEN \"Starts\" >= {Q} THEN '" OBX__CRASH_LOOP "' ELSE \"LastError\" END, "
-     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 1 AND \"LockedUntil\" < {W}"},
+     "UPDATE {T} SET Status = iif(Starts >= {Q}, 3, 0), LastError = "
+     "iif(Starts >= {Q}, '" OBX__CRASH_LOOP "', LastError), "
+     "OwnerToken = NULL, LockedUntil = NULL WHERE Status = 1 AND LockedUntil < {W}"},
     {OBX__Q_GET,
-     "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE \"Id\" = ?"},
+     "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE Id = ?"},
     {OBX__Q_CLEANUP,
-     "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE \"Status\" = 2 AND "
-     "\"ProcessedAt\" < {W} - ? ORDER BY \"ProcessedAt\" LIMIT ?)"},
+     "DELETE FROM {T} WHERE Id IN (SELECT Id FROM {T} WHERE Status = 2 AND "
+     "ProcessedAt < {W} - ? ORDER BY ProcessedAt LIMIT ?)"},
     {OBX__Q_STATS,
-     "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\") FROM {T} "
-     "WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}"},
+     "SELECT COUNT(*), {W} - MIN(NextAttemptAt) FROM {T} "
+     "WHERE Status = 0 AND NextAttemptAt <= {W}"},
     {OBX__Q_PENDING,
-     "SELECT (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0) + (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1)"},
+     "SELECT (SELECT COUNT(*) FROM {T} WHERE Status = 0) + (SELECT COUNT(*) FROM {T} WHERE Status = 1)"},
 #ifndef OBX_NO_METRICS_TEXT
     {OBX__Q_GAUGES,
-     "SELECT COUNT(*), {W} - MIN(\"NextAttemptAt\"), "
-     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1), (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 3) "
-     "FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= {W}"},
+     "SELECT COUNT(*), {W} - MIN(NextAttemptAt), "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 1), (SELECT COUNT(*) FROM {T} WHERE Status = 3) "
+     "FROM {T} WHERE Status = 0 AND NextAttemptAt <= {W}"},
 #endif
     /* A whole batch in one statement: sqliteodbc costs three times the C
      * API per execute, so one execute per row is the slow part. */
 #if OBX__PLAIN_INSERT
     {OBX__Q_INSERT_MANY,
-     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\") SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
+     "INSERT INTO {T} (Id, MessageId, Topic, Payload, CorrelationId, "
+     "DueTimeUtc, NextAttemptAt) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
      "json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), "
      "json_extract(value, '$[5]'), coalesce(json_extract(value, '$[5]'), {W}) FROM json_each(?)"},
 #endif
     {OBX__Q_INSERT_MANY_KEYED,
-     "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
-     "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
-     "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT json_extract(j.value, '$[0]'), "
+     "INSERT INTO {T} (Id, MessageId, Topic, Payload, CorrelationId, "
+     "DueTimeUtc, NextAttemptAt, OrderingKey, OrderingSeq, TenantId, AggregateType, "
+     "AggregateId, Headers, ExpiresAt) SELECT json_extract(j.value, '$[0]'), "
      "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
      "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), "
      OBX__PARK("json_extract(j.value, '$[6]')", "coalesce(json_extract(j.value, '$[5]'), {W})",
@@ -4184,101 +4192,103 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "json_extract(j.value, '$[10]'), json_extract(j.value, '$[11]') FROM json_each(?) AS j"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
-     "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") VALUES (?, ?, ?, ?)"},
+     "INSERT INTO {J} (JoinId, GroupingKey, ExpectedSteps, Metadata) VALUES (?, ?, ?, ?)"},
     {OBX__Q_JOIN_ATTACH,
-     "INSERT INTO {M} (\"JoinId\", \"OutboxMessageId\") SELECT \"JoinId\", ? FROM {J} "
-     "WHERE \"JoinId\" = ? ON CONFLICT DO NOTHING"},
+     "INSERT INTO {M} (JoinId, OutboxMessageId) SELECT JoinId, ? FROM {J} "
+     "WHERE JoinId = ? ON CONFLICT DO NOTHING"},
     {OBX__Q_JOIN_MESSAGE,
-     "SELECT \"Status\" FROM {T} WHERE \"Id\" = ?"},
+     "SELECT Status FROM {T} WHERE Id = ?"},
     {OBX__Q_JOIN_REPORT,
-     "UPDATE {M} SET \"Status\" = ? WHERE \"JoinId\" = ? AND \"OutboxMessageId\" = ? AND \"Status\" = 0"},
+     "UPDATE {M} SET Status = ? WHERE JoinId = ? AND OutboxMessageId = ? AND Status = 0"},
     {OBX__Q_JOIN_GET,
-     "SELECT \"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"CompletedSteps\", \"FailedSteps\", "
-     "\"Status\", \"Metadata\", \"CreatedUtc\", \"LastUpdatedUtc\" FROM {J} WHERE \"JoinId\" = ?"},
+     "SELECT JoinId, GroupingKey, ExpectedSteps, CompletedSteps, FailedSteps, "
+     "Status, Metadata, CreatedUtc, LastUpdatedUtc FROM {J} WHERE JoinId = ?"},
     {OBX__Q_JOIN_FINISH,
-     "UPDATE {J} SET \"Status\" = ?, \"LastUpdatedUtc\" = {W} WHERE \"JoinId\" = ? AND \"Status\" = 0"},
+     "UPDATE {J} SET Status = ?, LastUpdatedUtc = {W} WHERE JoinId = ? AND Status = 0"},
 #endif
 #ifndef OBX_NO_DEAD_LETTERS
     {OBX__Q_DEAD_LIST,
-     "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE " OBX__SQLITE_DEAD " ORDER BY \"CreatedAt\", \"Id\" "
+     "SELECT " OBX__SQLITE_COLS " FROM {T} WHERE " OBX__SQLITE_DEAD " ORDER BY CreatedAt, Id "
      "LIMIT ?7 OFFSET ?8"},
     {OBX__Q_DEAD_REPLAY,
-     "UPDATE {T} SET \"Status\" = 0, \"RetryCount\" = 0, \"Starts\" = 0, \"NextAttemptAt\" = {W}, "
-     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " OBX__SQLITE_DEAD},
+     "UPDATE {T} SET Status = 0, RetryCount = 0, Starts = 0, NextAttemptAt = {W}, "
+     "OwnerToken = NULL, LockedUntil = NULL WHERE " OBX__SQLITE_DEAD},
     {OBX__Q_DEAD_PURGE,
-     "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE " OBX__SQLITE_DEAD " LIMIT ?7)"},
+     "DELETE FROM {T} WHERE Id IN (SELECT Id FROM {T} WHERE " OBX__SQLITE_DEAD " LIMIT ?7)"},
 #endif
     {OBX__Q_COUNT, NULL}};
 
 static const char *const obx__sqlite_outbox_ddl[] = {
     "CREATE TABLE IF NOT EXISTS {T} (\n"
-    "    \"Id\"            TEXT NOT NULL PRIMARY KEY,\n"
-    "    \"Topic\"         TEXT NOT NULL,\n"
-    "    \"Payload\"       TEXT NOT NULL,\n"
-    "    \"CreatedAt\"     INTEGER NOT NULL DEFAULT ({W}),\n"
-    "    \"Status\"        INTEGER NOT NULL DEFAULT 0,\n"
-    "    \"LockedUntil\"   INTEGER NULL,\n"
-    "    \"OwnerToken\"    TEXT NULL,\n"
-    "    \"IsProcessed\"   INTEGER NOT NULL DEFAULT 0,\n"
-    "    \"ProcessedAt\"   INTEGER NULL,\n"
-    "    \"ProcessedBy\"   TEXT NULL,\n"
-    "    \"RetryCount\"    INTEGER NOT NULL DEFAULT 0,\n"
-    "    \"LastError\"     TEXT NULL,\n"
-    "    \"NextAttemptAt\" INTEGER NOT NULL DEFAULT ({W}),\n"
-    "    \"MessageId\"     TEXT NOT NULL,\n"
-    "    \"CorrelationId\" TEXT NULL,\n"
-    "    \"DueTimeUtc\"    INTEGER NULL{A}\n"
+    "    Id            TEXT NOT NULL PRIMARY KEY,\n"
+    "    Topic         TEXT NOT NULL,\n"
+    "    Payload       TEXT NOT NULL,\n"
+    "    CreatedAt     INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    Status        INTEGER NOT NULL DEFAULT 0,\n"
+    "    LockedUntil   INTEGER NULL,\n"
+    "    OwnerToken    TEXT NULL,\n"
+    "    IsProcessed   INTEGER NOT NULL DEFAULT 0,\n"
+    "    ProcessedAt   INTEGER NULL,\n"
+    "    ProcessedBy   TEXT NULL,\n"
+    "    RetryCount    INTEGER NOT NULL DEFAULT 0,\n"
+    "    LastError     TEXT NULL,\n"
+    "    NextAttemptAt INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    MessageId     TEXT NOT NULL,\n"
+    "    CorrelationId TEXT NULL,\n"
+    "    DueTimeUtc    INTEGER NULL{A}\n"
     ")",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (\"OrderingKey\", \"Status\", \"OrderingSeq\") "
-    "WHERE \"OrderingKey\" IS NOT NULL AND \"Status\" <> 2",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") WHERE \"Status\" = 1",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (\"ProcessedAt\") WHERE \"Status\" = 2",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (NextAttemptAt) WHERE Status = 0",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (OrderingKey, Status, OrderingSeq) "
+    "WHERE OrderingKey IS NOT NULL AND Status <> 2",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (LockedUntil) WHERE Status = 1",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (ProcessedAt) WHERE Status = 2",
+#ifndef OBX_NO_JOIN
     "CREATE TABLE IF NOT EXISTS {J} (\n"
-    "    \"JoinId\"         TEXT NOT NULL PRIMARY KEY,\n"
-    "    \"GroupingKey\"    TEXT NULL,\n"
-    "    \"ExpectedSteps\"  INTEGER NOT NULL,\n"
-    "    \"CompletedSteps\" INTEGER NOT NULL DEFAULT 0,\n"
-    "    \"FailedSteps\"    INTEGER NOT NULL DEFAULT 0,\n"
-    "    \"Status\"         INTEGER NOT NULL DEFAULT 0,\n"
-    "    \"CreatedUtc\"     INTEGER NOT NULL DEFAULT ({W}),\n"
-    "    \"LastUpdatedUtc\" INTEGER NOT NULL DEFAULT ({W}),\n"
-    "    \"Metadata\"       TEXT NULL\n"
+    "    JoinId         TEXT NOT NULL PRIMARY KEY,\n"
+    "    GroupingKey    TEXT NULL,\n"
+    "    ExpectedSteps  INTEGER NOT NULL,\n"
+    "    CompletedSteps INTEGER NOT NULL DEFAULT 0,\n"
+    "    FailedSteps    INTEGER NOT NULL DEFAULT 0,\n"
+    "    Status         INTEGER NOT NULL DEFAULT 0,\n"
+    "    CreatedUtc     INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    LastUpdatedUtc INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    Metadata       TEXT NULL\n"
     ")",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}Join_GroupingKey\" ON {J} (\"GroupingKey\") "
-    "WHERE \"GroupingKey\" IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}Join_GroupingKey\" ON {J} (GroupingKey) "
+    "WHERE GroupingKey IS NOT NULL",
     "CREATE TABLE IF NOT EXISTS {M} (\n"
-    "    \"JoinId\"          TEXT NOT NULL REFERENCES {J} (\"JoinId\") ON DELETE CASCADE,\n"
-    "    \"OutboxMessageId\" TEXT NOT NULL,\n"
-    "    \"Status\"          INTEGER NOT NULL DEFAULT 0,\n"
-    "    \"CreatedUtc\"      INTEGER NOT NULL DEFAULT ({W}),\n"
-    "    PRIMARY KEY (\"JoinId\", \"OutboxMessageId\")\n"
+    "    JoinId          TEXT NOT NULL REFERENCES {J} (JoinId) ON DELETE CASCADE,\n"
+    "    OutboxMessageId TEXT NOT NULL,\n"
+    "    Status          INTEGER NOT NULL DEFAULT 0,\n"
+    "    CreatedUtc      INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    PRIMARY KEY (JoinId, OutboxMessageId)\n"
     ")",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}JoinMember_Message\" ON {M} (\"OutboxMessageId\")",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}JoinMember_Message\" ON {M} (OutboxMessageId)",
     /* Join counters follow acks and fails in the database itself (OBX-089),
      * in the same transaction (OBX-034/047): a message's state change marks
      * its join members, and a member that leaves Pending counts once. */
-    "CREATE TRIGGER IF NOT EXISTS \"{N}_JoinStep\" AFTER UPDATE OF \"Status\" ON {T}\n"
-    "WHEN NEW.\"Status\" IN (2, 3) AND OLD.\"Status\" <> NEW.\"Status\"\n"
+    "CREATE TRIGGER IF NOT EXISTS \"{N}_JoinStep\" AFTER UPDATE OF Status ON {T}\n"
+    "WHEN NEW.Status IN (2, 3) AND OLD.Status <> NEW.Status\n"
     "BEGIN\n"
-    "    UPDATE {M} SET \"Status\" = CASE NEW.\"Status\" WHEN 2 THEN 1 ELSE 2 END\n"
-    "     WHERE \"OutboxMessageId\" = NEW.\"Id\" AND \"Status\" = 0;\n"
+    "    UPDATE {M} SET Status = CASE NEW.Status WHEN 2 THEN 1 ELSE 2 END\n"
+    "     WHERE OutboxMessageId = NEW.Id AND Status = 0;\n"
     "END",
-    "CREATE TRIGGER IF NOT EXISTS \"{N}_JoinCount\" AFTER UPDATE OF \"Status\" ON {M}\n"
-    "WHEN OLD.\"Status\" = 0 AND NEW.\"Status\" IN (1, 2)\n"
+    "CREATE TRIGGER IF NOT EXISTS \"{N}_JoinCount\" AFTER UPDATE OF Status ON {M}\n"
+    "WHEN OLD.Status = 0 AND NEW.Status IN (1, 2)\n"
     "BEGIN\n"
     "    UPDATE {J} SET\n"
-    "        \"CompletedSteps\" = \"CompletedSteps\" + (NEW.\"Status\" = 1 AND \"CompletedSteps\" + \"FailedSteps\" < \"ExpectedSteps\"),\n"
-    "        \"FailedSteps\" = \"FailedSteps\" + (NEW.\"Status\" = 2 AND \"CompletedSteps\" + \"FailedSteps\" < \"ExpectedSteps\"),\n"
-    "        \"LastUpdatedUtc\" = {W}\n"
-    "     WHERE \"JoinId\" = NEW.\"JoinId\";\n"
+    "        CompletedSteps = CompletedSteps + (NEW.Status = 1 AND CompletedSteps + FailedSteps < ExpectedSteps),\n"
+    "        FailedSteps = FailedSteps + (NEW.Status = 2 AND CompletedSteps + FailedSteps < ExpectedSteps),\n"
+    "        LastUpdatedUtc = {W}\n"
+    "     WHERE JoinId = NEW.JoinId;\n"
     "END",
+#endif
     /* Parked messages (OBX__PARKED_MS): the next of the key gets its place. */
-    "CREATE TRIGGER IF NOT EXISTS \"{N}_OrderingWake\" AFTER UPDATE OF \"Status\" ON {T}\n"
-    "WHEN NEW.\"OrderingKey\" IS NOT NULL AND OLD.\"Status\" IN (0, 1) AND NEW.\"Status\" IN (2, 3)\n"
+    "CREATE TRIGGER IF NOT EXISTS \"{N}_OrderingWake\" AFTER UPDATE OF Status ON {T}\n"
+    "WHEN NEW.OrderingKey IS NOT NULL AND OLD.Status IN (0, 1) AND NEW.Status IN (2, 3)\n"
     "BEGIN\n"
-    "    " OBX__UNPARK(OBX__PARKED_MS, "= " OBX__KEY_FIRST_READY("NEW.\"OrderingKey\"") "\n"
-    "       AND NOT " OBX__KEY_IN_FLIGHT("NEW.\"OrderingKey\"")) ";\n"
+    "    " OBX__UNPARK(OBX__PARKED_MS, "= " OBX__KEY_FIRST_READY("NEW.OrderingKey") "\n"
+    "       AND NOT " OBX__KEY_IN_FLIGHT("NEW.OrderingKey")) ";\n"
     "END",
         NULL};
 /* Columns added since the first release, oldest first: a new column is
@@ -4468,6 +4478,7 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "WHERE \"OrderingKey\" IS NOT NULL AND \"Status\" <> 2",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") WHERE \"Status\" = 1",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (\"ProcessedAt\") WHERE \"Status\" = 2",
+#ifndef OBX_NO_JOIN
     "CREATE TABLE IF NOT EXISTS {J} (\n"
     "    \"JoinId\"         uuid NOT NULL PRIMARY KEY,\n"
     "    \"GroupingKey\"    varchar(255) NULL,\n"
@@ -4513,6 +4524,7 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "CREATE OR REPLACE TRIGGER \"{N}_JoinStep\" AFTER UPDATE ON {T}\n"
     "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows\n"
     "FOR EACH STATEMENT EXECUTE FUNCTION {S}.\"{N}_JoinStep\"()",
+#endif
     /* Parked messages (OBX__PG_PARKED): the next of each key that a
      * statement finished gets its place. One statement per settle, not one
      * per row: a row trigger's call cost an ack of 100 keyed messages 5 ms
@@ -4532,6 +4544,7 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "CREATE OR REPLACE TRIGGER \"{N}_OrderingWake\" AFTER UPDATE ON {T}\n"
     "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows\n"
     "FOR EACH STATEMENT EXECUTE FUNCTION {S}.\"{N}_OrderingWake\"()",
+#ifndef OBX_NO_JOIN
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_JoinCount\"() RETURNS trigger LANGUAGE plpgsql AS $$\n"
     "BEGIN\n"
     "    UPDATE {J} SET\n"
@@ -4544,6 +4557,7 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "CREATE OR REPLACE TRIGGER \"{N}_JoinCount\" AFTER UPDATE OF \"Status\" ON {M}\n"
     "FOR EACH ROW WHEN (OLD.\"Status\" = 0 AND NEW.\"Status\" IN (1, 2))\n"
     "EXECUTE FUNCTION {S}.\"{N}_JoinCount\"()",
+#endif
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Claim\"(p_owner uuid, p_lease_seconds integer, "
     "p_batch integer)\n"
     "RETURNS SETOF {T} LANGUAGE sql AS $$\n"
@@ -4648,7 +4662,7 @@ static const obx__sqlset obx__postgresql_outbox = {
 #define OBX__MY_CLAIM_COLS                                                                        \
     "`Id`, `MessageId`, " OBX__MY_MS("CreatedAt") ", " OBX__MY_MS("DueTimeUtc") ", `RetryCount`, "   \
     OBX__MY_MS("LockedUntil") ", " OBX__MY_MS("NextAttemptAt") ", `Starts`, " OBX__MY_MS("ExpiresAt") \
-    ", " OBX__CLAIM_MASK("`", "`") ", `Topic`, `Payload`, `CorrelationId`, `LastError`, `OrderingKey`, " \
+    ", " OBX__CLAIM_MASK(OBX__NN, "`", "`") ", `Topic`, `Payload`, `CorrelationId`, `LastError`, `OrderingKey`, " \
     "`TenantId`, `AggregateType`, `AggregateId`, `Headers`"
 /* Ordered delivery (see OBX__ORDERED_HEAD): `OrderingLive` is the key of a
  * row that is not Done, `OrderingState` its Status, both else NULL. */
@@ -4881,6 +4895,7 @@ static const char *const obx__mariadb_outbox_ddl[] = {
     "    KEY `IX_{N}_Done` (`Status`, `ProcessedAt`)\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
     "CREATE INDEX IF NOT EXISTS `IX_{N}_Ordering` ON {T} (`OrderingLive`, `OrderingState`, `OrderingSeq`)",
+#ifndef OBX_NO_JOIN
     "CREATE TABLE IF NOT EXISTS {J} (\n"
     "    `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,\n"
     "    `GroupingKey`    VARCHAR(255) NULL,\n"
@@ -4922,6 +4937,7 @@ static const char *const obx__mariadb_outbox_ddl[] = {
     "        `FailedSteps` = `FailedSteps` + (NEW.`Status` = 2 AND `CompletedSteps` + `FailedSteps` < `ExpectedSteps`),\n"
     "        `CompletedSteps` = `CompletedSteps` + (NEW.`Status` = 1 AND `CompletedSteps` + `FailedSteps` < `ExpectedSteps`)\n"
     "     WHERE `JoinId` = NEW.`JoinId` AND OLD.`Status` = 0 AND NEW.`Status` IN (1, 2)",
+#endif
     NULL};
 /* Columns added since the first release, oldest first: a new column is
  * one more entry here and in each other dialect's set (obx__sqlset).
@@ -5151,6 +5167,7 @@ static const char *const obx__sqlserver_outbox_ddl[] = {
     "CREATE INDEX [IX_{N}_Leased] ON {T} ([LockedUntil]) WHERE [Status] = 1",
     "IF INDEXPROPERTY(OBJECT_ID(N'{T}'), N'IX_{N}_Done', 'IndexID') IS NULL\n"
     "CREATE INDEX [IX_{N}_Done] ON {T} ([ProcessedAt]) WHERE [Status] = 2",
+#ifndef OBX_NO_JOIN
     "IF OBJECT_ID(N'{J}', N'U') IS NULL\n"
     "CREATE TABLE {J} (\n"
     "    [JoinId]         UNIQUEIDENTIFIER NOT NULL PRIMARY KEY DEFAULT NEWID(),\n"
@@ -5210,6 +5227,7 @@ static const char *const obx__sqlserver_outbox_ddl[] = {
     "      CROSS APPLY (SELECT d1.[Done], CASE WHEN moved.[Failed] < r.[Room] - d1.[Done] THEN moved.[Failed]\n"
     "                          ELSE r.[Room] - d1.[Done] END AS [Failed]) AS c;\n"
     "END",
+#endif
     "CREATE OR ALTER PROCEDURE {S}.[{N}_Claim] @OwnerToken UNIQUEIDENTIFIER, @LeaseSeconds INT, "
     "@BatchSize INT, @DeadHolds INT = 0 AS\n"
     "BEGIN\n"
@@ -5301,11 +5319,15 @@ static const obx__sqlset *const obx__sqlsets[] = {NULL, OBX__SQLITE_SET, OBX__PO
 /* >>common-end sqlsets */
 
 /* Expand a template with the store's names; {J} and {M} are the join and
- * join-member tables. */
+ * join-member tables (with OBX_NO_JOIN no template names them). */
 static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
                          const char *schema, const char *table, const char *tmpl) {
+#ifdef OBX_NO_JOIN
+    return obx__expand_names(h, d, q, schema, table, tmpl, NULL);
+#else
     static const char *const joins[] = {"JJoin", "MJoinMember", NULL};
     return obx__expand_names(h, d, q, schema, table, tmpl, joins);
+#endif
 }
 
 /* >> the outbox's face: what the engine below needs of this header ------------- */
@@ -7265,26 +7287,29 @@ static int64_t obx__default_backoff(int attempts, void *user) {
 }
 
 /* The numbers of a dispatcher description and their ranges (0 is always
- * allowed: the default), so that a refusal names the field. */
+ * allowed: the default), so that a refusal names the field. A range is an
+ * index into obx__number_max: a row of 8 bytes instead of 16 (armhf). */
+static const int64_t obx__number_max[] = {INT64_MAX, INT_MAX, OBX_BATCH_MAX, OBX_LEASE_MAX_SECONDS,
+                                          OBX_RETENTION_MAX_MS, OBX_DELAY_MAX_MS};
 static const struct {
     const char *name;
     unsigned short offset;
     unsigned char is_int;        /* an int; else an int64_t */
-    int64_t max;
+    unsigned char max;           /* obx__number_max[max] */
 } obx__dispatcher_numbers[] = {
-    {"batch_size", offsetof(obx_dispatcher_desc, batch_size), 1, OBX_BATCH_MAX},
-    {"lease_seconds", offsetof(obx_dispatcher_desc, lease_seconds), 1, OBX_LEASE_MAX_SECONDS},
-    {"max_attempts", offsetof(obx_dispatcher_desc, max_attempts), 1, INT_MAX},
-    {"poll_interval_ms", offsetof(obx_dispatcher_desc, poll_interval_ms), 0, INT64_MAX},
-    {"idle_max_ms", offsetof(obx_dispatcher_desc, idle_max_ms), 0, INT64_MAX},
-    {"reap_interval_ms", offsetof(obx_dispatcher_desc, reap_interval_ms), 0, INT64_MAX},
-    {"startup_delay_ms", offsetof(obx_dispatcher_desc, startup_delay_ms), 0, INT64_MAX},
-    {"error_delay_ms", offsetof(obx_dispatcher_desc, error_delay_ms), 0, INT64_MAX},
-    {"cleanup_interval_ms", offsetof(obx_dispatcher_desc, cleanup_interval_ms), 0, INT64_MAX},
-    {"cleanup_retention_ms", offsetof(obx_dispatcher_desc, cleanup_retention_ms), 0, OBX_RETENTION_MAX_MS},
-    {"max_handler_ms", offsetof(obx_dispatcher_desc, max_handler_ms), 0, INT64_MAX},
-    {"pause_ms", offsetof(obx_dispatcher_desc, pause_ms), 0, OBX_DELAY_MAX_MS},
-    {"pause_max_ms", offsetof(obx_dispatcher_desc, pause_max_ms), 0, OBX_DELAY_MAX_MS}};
+    {"batch_size", offsetof(obx_dispatcher_desc, batch_size), 1, 2},
+    {"lease_seconds", offsetof(obx_dispatcher_desc, lease_seconds), 1, 3},
+    {"max_attempts", offsetof(obx_dispatcher_desc, max_attempts), 1, 1},
+    {"poll_interval_ms", offsetof(obx_dispatcher_desc, poll_interval_ms), 0, 0},
+    {"idle_max_ms", offsetof(obx_dispatcher_desc, idle_max_ms), 0, 0},
+    {"reap_interval_ms", offsetof(obx_dispatcher_desc, reap_interval_ms), 0, 0},
+    {"startup_delay_ms", offsetof(obx_dispatcher_desc, startup_delay_ms), 0, 0},
+    {"error_delay_ms", offsetof(obx_dispatcher_desc, error_delay_ms), 0, 0},
+    {"cleanup_interval_ms", offsetof(obx_dispatcher_desc, cleanup_interval_ms), 0, 0},
+    {"cleanup_retention_ms", offsetof(obx_dispatcher_desc, cleanup_retention_ms), 0, 4},
+    {"max_handler_ms", offsetof(obx_dispatcher_desc, max_handler_ms), 0, 0},
+    {"pause_ms", offsetof(obx_dispatcher_desc, pause_ms), 0, 5},
+    {"pause_max_ms", offsetof(obx_dispatcher_desc, pause_max_ms), 0, 5}};
 
 /* The checks of a dispatcher description, reported to `err`. */
 static obx_result obx__dispatcher_desc_check(const obx_dispatcher_desc *desc, obx_error *err) {
@@ -7305,7 +7330,7 @@ static obx_result obx__dispatcher_desc_check(const obx_dispatcher_desc *desc, ob
         } else {
             memcpy(&value, at, sizeof value);
         }
-        max = obx__dispatcher_numbers[i].max;
+        max = obx__number_max[obx__dispatcher_numbers[i].max];
         if (value < 0 || value > max) name = obx__dispatcher_numbers[i].name;
     }
     if (!name && ((int)desc->message_log_level < 0 || (int)desc->message_log_level > (int)OBX_LOG_OFF))

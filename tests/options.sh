@@ -184,12 +184,13 @@ if [[ -n ${GW_PROFILE:-} ]]; then
         echo "FAIL CORE-GATEWAY-PROFILE sqlite quickstart/webhook_inbox with the gateway profile"
         failed=1
     fi
-    # CORE-NO-ENVELOPE, OBX-NO-ORDERING-KEYS: what the profile refuses, by name.
+    # CORE-NO-ENVELOPE, OBX-NO-ORDERING-KEYS: what the profile refuses, by name;
+    # OBX-NO-JOIN-SCHEMA: what it deploys.
     if [[ -x $out/profile-refuse ]] && (cd "$out/profile-run" && ../profile-refuse >refuse.log 2>&1); then
         grep '^PASS' "$out/profile-run/refuse.log"
     else
         tail -n 20 "$out/profile-run/refuse.log" 2>/dev/null
-        echo "FAIL CORE-NO-ENVELOPE / OBX-NO-ORDERING-KEYS sqlite: tests/profile_refuse.c"
+        echo "FAIL CORE-NO-ENVELOPE / OBX-NO-ORDERING-KEYS / OBX-NO-JOIN-SCHEMA sqlite: tests/profile_refuse.c"
         failed=1
     fi
 fi

@@ -9,6 +9,8 @@
  *   OBX-NO-ORDERING-KEYS  a message with an ordering key is refused the
  *                         same way; the claim still holds back a key's
  *                         later row that another build enqueued
+ *   OBX-NO-JOIN-SCHEMA    the deploy creates no join tables or triggers,
+ *                         and the ordering keys' wake trigger still
  * Prints "PASS <ID>" / "FAIL <ID> ..." lines and "N passed, M failed". */
 #ifndef OBX_NO_ENVELOPE
 #error "build with the gateway profile (OBX_NO_ENVELOPE, OBX_NO_ORDERING_KEYS, IBX_NO_ENVELOPE)"
@@ -42,6 +44,19 @@ static void app_sql(SQLHDBC dbc, const char *sql) {
     SQLFreeHandle(SQL_HANDLE_STMT, st);
 }
 
+/* The count the app's query returns, or -1. */
+static long app_count(SQLHDBC dbc, const char *sql) {
+    SQLHSTMT st;
+    SQLINTEGER n = -1;
+    SQLLEN ind = 0;
+    SQLAllocHandle(SQL_HANDLE_STMT, dbc, &st);
+    if (!SQL_SUCCEEDED(SQLExecDirect(st, (SQLCHAR *)(uintptr_t)sql, SQL_NTS)) || !SQL_SUCCEEDED(SQLFetch(st)) ||
+        !SQL_SUCCEEDED(SQLGetData(st, 1, SQL_C_SLONG, &n, 0, &ind)))
+        n = -1;
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    return (long)n;
+}
+
 /* One refused enqueue: the result, the argument named, nothing pending. */
 static void refused_obx(obx_store *s, const obx_new_message *m, int count, const char *where, const char *id) {
     int64_t pending = -1;
@@ -73,6 +88,13 @@ static void outbox(SQLHDBC app) {
         obx_store_close(s);
         return;
     }
+    /* OBX_NO_JOIN: a join table is created by a build with joins when it
+     * deploys; the other objects are all there. */
+    check(app_count(app, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%Join%'") == 0,
+          "OBX-NO-JOIN-SCHEMA", "no join table, index or trigger deployed");
+    check(app_count(app, "SELECT count(*) FROM sqlite_master WHERE name IN ('Outbox', 'IX_Outbox_Ready', "
+                         "'IX_Outbox_Ordering', 'IX_Outbox_Leased', 'IX_Outbox_Done', 'Outbox_OrderingWake')") == 6,
+          "OBX-NO-JOIN-SCHEMA", "the message table, its indexes and the ordering wake trigger deployed");
     memset(&m, 0, sizeof m);
     m.topic = "t";
     m.payload = "p";
@@ -205,6 +227,7 @@ int main(void) {
     if (failed == 0) {
         printf("PASS CORE-NO-ENVELOPE sqlite\n");
         printf("PASS OBX-NO-ORDERING-KEYS sqlite\n");
+        printf("PASS OBX-NO-JOIN-SCHEMA sqlite\n");
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
