@@ -5784,10 +5784,12 @@ IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped) {
      * a handful of times as a table grows from empty to any size. Not on
      * a caller's connection (its transaction is the caller's); where the
      * user may not analyze, PostgreSQL skips with a warning. */
+#ifndef IBX_NO_POSTGRESQL
     if (store->sql[IBX__Q_ANALYZE] && store->db.own_connection &&
         ibx__run_count(store, IBX__Q_ANALYZE, NULL, 0, "analyze", NULL) != IBX_OK)
         ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id, "refreshing the table's statistics failed: %s",
                  store->err.message);
+#endif
     ibx__count(store, IBX_METRIC_REAPED, n);
     if (reaped) *reaped = n;
     ibx__log(&store->hooks, n > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,

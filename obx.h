@@ -6393,10 +6393,12 @@ OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped) {
      * a handful of times as a table grows from empty to any size. Not on
      * a caller's connection (its transaction is the caller's); where the
      * user may not analyze, PostgreSQL skips with a warning. */
+#ifndef OBX_NO_POSTGRESQL
     if (store->sql[OBX__Q_ANALYZE] && store->db.own_connection &&
         obx__run_count(store, OBX__Q_ANALYZE, NULL, 0, "analyze", NULL) != OBX_OK)
         obx__log(&store->hooks, OBX_LOG_WARN, store->store_id, "refreshing the table's statistics failed: %s",
                  store->err.message);
+#endif
     obx__count(store, OBX_METRIC_REAPED, n);
     if (reaped) *reaped = n;
     obx__log(&store->hooks, n > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
