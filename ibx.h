@@ -923,7 +923,11 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
  * Where messages wait parked behind their ordering key (the outbox on
  * PostgreSQL and MariaDB), it also wakes any key left with only parked
  * messages (a wake that a concurrent enqueue or settle missed, or that no
- * ack or fail of this library ran; not counted).
+ * ack or fail of this library ran; not counted). On PostgreSQL it also
+ * analyzes a table grown to twice the size its statistics know (a new
+ * table above all), which autovacuum may not do for a minute: plans made
+ * meanwhile read every Ready row per claim. A dispatcher reaps at its
+ * first round, then every reap_interval_ms.
  * *reaped (if not NULL) receives the count, the dead included.
  * Returns IBX_OK or IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped);
@@ -1900,19 +1904,17 @@ static const ibx__dialect ibx__sqlserver_dialect = {
 #define IBX__SQLSERVER_DIALECT NULL
 #endif
 
-/* Every dialect, built in or not, indexed by ibx_dialect: its name, what
- * SQL_DBMS_NAME starts with (case-insensitive; a second name or NULL), and
- * the option that leaves it out. A store on a left-out one is detected
- * and refused by name (ibx__db_setup). */
+/* Every dialect, built in or not, indexed by ibx_dialect: its name, which
+ * an SQL_DBMS_NAME starts with (case-insensitive), or the other name it
+ * may start with (or NULL); upper-cased, the name is the option that
+ * leaves it out. A store on a left-out one is detected and refused by
+ * name (ibx__db_setup). */
 typedef struct ibx__dialect_id {
-    const char *name, *dbms_match, *dbms_match2, *macro;
+    const char *name, *dbms_match;
 } ibx__dialect_id;
 static const ibx__dialect_id ibx__dialect_names[] = {
-    {"auto", "", NULL, "AUTO"},
-    {"sqlite", "SQLite", NULL, "SQLITE"},
-    {"postgresql", "PostgreSQL", NULL, "POSTGRESQL"},
-    {"mariadb", "MariaDB", "MySQL", "MARIADB"},
-    {"sqlserver", "Microsoft SQL Server", NULL, "SQLSERVER"}};
+    {"auto", NULL}, {"sqlite", NULL}, {"postgresql", NULL}, {"mariadb", "MySQL"},
+    {"sqlserver", "Microsoft SQL Server"}};
 /* The dialects built in, by ibx_dialect; NULL: auto, or left out. */
 static const ibx__dialect *const ibx__dialects[] = {NULL, IBX__SQLITE_DIALECT, IBX__POSTGRESQL_DIALECT,
                                                     IBX__MARIADB_DIALECT, IBX__SQLSERVER_DIALECT};
@@ -1973,8 +1975,8 @@ IBX__PRIVATE ibx_dialect ibx__dialect_detect(const char *dbms_name) {
     int i;
     for (i = 1; i < IBX__DIALECT_COUNT; i++) {
         const ibx__dialect_id *n = &ibx__dialect_names[i];
-        if (ibx__starts_with_nocase(dbms_name, n->dbms_match) ||
-            (n->dbms_match2 && ibx__starts_with_nocase(dbms_name, n->dbms_match2)))
+        if (ibx__starts_with_nocase(dbms_name, n->name) ||
+            (n->dbms_match && ibx__starts_with_nocase(dbms_name, n->dbms_match)))
             return (ibx_dialect)i;
     }
     return IBX_DIALECT_AUTO;
@@ -2410,10 +2412,15 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
                          IBX__WHY("; force a dialect if it speaks one of sqlite, postgresql, mariadb, sqlserver"),
                          db->dbms_name, db->driver_name);
     d = ibx__dialect_get(id);
-    if (!d)
+    if (!d) {
+        const char *name = ibx__dialect_names[id].name;
+        char macro[16];
+        size_t i;
+        for (i = 0; name[i] && i + 1 < sizeof macro; i++) macro[i] = (char)(name[i] - 'a' + 'A');
+        macro[i] = '\0';
         return ibx__fail(db->err, IBX_ERR_UNSUPPORTED, "ibx_store_open: dialect",
-                         "%s was left out of this build (IBX_NO_%s)", ibx__dialect_names[id].name,
-                         ibx__dialect_names[id].macro);
+                         "%s was left out of this build (IBX_NO_%s)", name, macro);
+    }
     db->d = d;
     /* Not with a client-side statement timeout: a statement the driver gave
      * up on runs on at the server, and in autocommit it would commit; in a
@@ -3900,6 +3907,7 @@ enum {
     IBX__Q_DEAD_PURGE, /* dead filter, batch -> rowcount */
     IBX__Q_WAKE,       /* none: the inbox has no ordering keys, so nothing is parked (the
                           common reap asks for it) */
+    IBX__Q_ANALYZE,    /* none: statistics refreshed where stale (PostgreSQL; see ibx_reap) */
     IBX__Q_OWNED,      /* not a statement: {O} in the others, the rows of a key list the
                           owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
@@ -4109,6 +4117,10 @@ static const ibx__sqlset ibx__sqlite_inbox = {
     "coalesce(to_timestamp(CAST(?4 AS bigint) / 1000.0), 'infinity') AND "                              \
     "\"Source\" = coalesce(CAST(?5 AS text), \"Source\") AND \"MessageId\" = coalesce(CAST(?6 AS text), \"MessageId\")"
 static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
+    /* Statistics older than half the table (see ibx_reap). */
+    {IBX__Q_ANALYZE,
+     "DO $$ BEGIN IF (SELECT c.relpages < pg_relation_size(c.oid) / current_setting('block_size')::integer / 2 "
+     "FROM pg_class AS c WHERE c.oid = CAST('{T}' AS regclass)) THEN ANALYZE {T}; END IF; END $$"},
     {IBX__Q_SEEN,
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Hash\") VALUES (?, ?, ?) "
      "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET "
@@ -5776,6 +5788,22 @@ IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped) {
             ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id,
                      "woke %lld ordering key(s) left with only parked messages", (long long)woken);
     }
+    /* PostgreSQL plans by statistics that autovacuum refreshes a minute
+     * apart at best, and keeps a prepared statement's plan until they
+     * change. A table filled since (a new one above all: never analyzed)
+     * got plans that sorted every Ready row per claim: 100,000 messages
+     * enqueued into a new table drained at a third of their speed. So the
+     * reap (a dispatcher's first round, then every reap interval) analyzes
+     * the table where it has grown to twice the pages its statistics know:
+     * a handful of times as a table grows from empty to any size. Not on
+     * a caller's connection (its transaction is the caller's); where the
+     * user may not analyze, PostgreSQL skips with a warning. */
+#ifndef IBX_NO_POSTGRESQL
+    if (store->sql[IBX__Q_ANALYZE] && store->db.own_connection &&
+        ibx__run_count(store, IBX__Q_ANALYZE, NULL, 0, "analyze", NULL) != IBX_OK)
+        ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id, "refreshing the table's statistics failed: %s",
+                 store->err.message);
+#endif
     ibx__count(store, IBX_METRIC_REAPED, n);
     if (reaped) *reaped = n;
     ibx__log(&store->hooks, n > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,

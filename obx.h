@@ -943,7 +943,11 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
  * Where messages wait parked behind their ordering key (the outbox on
  * PostgreSQL and MariaDB), it also wakes any key left with only parked
  * messages (a wake that a concurrent enqueue or settle missed, or that no
- * ack or fail of this library ran; not counted).
+ * ack or fail of this library ran; not counted). On PostgreSQL it also
+ * analyzes a table grown to twice the size its statistics know (a new
+ * table above all), which autovacuum may not do for a minute: plans made
+ * meanwhile read every Ready row per claim. A dispatcher reaps at its
+ * first round, then every reap_interval_ms.
  * *reaped (if not NULL) receives the count, the dead included.
  * Returns OBX_OK or OBX_ERR_DB(_TRANSIENT). */
 OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped);
@@ -2031,19 +2035,17 @@ static const obx__dialect obx__sqlserver_dialect = {
 #define OBX__SQLSERVER_DIALECT NULL
 #endif
 
-/* Every dialect, built in or not, indexed by obx_dialect: its name, what
- * SQL_DBMS_NAME starts with (case-insensitive; a second name or NULL), and
- * the option that leaves it out. A store on a left-out one is detected
- * and refused by name (obx__db_setup). */
+/* Every dialect, built in or not, indexed by obx_dialect: its name, which
+ * an SQL_DBMS_NAME starts with (case-insensitive), or the other name it
+ * may start with (or NULL); upper-cased, the name is the option that
+ * leaves it out. A store on a left-out one is detected and refused by
+ * name (obx__db_setup). */
 typedef struct obx__dialect_id {
-    const char *name, *dbms_match, *dbms_match2, *macro;
+    const char *name, *dbms_match;
 } obx__dialect_id;
 static const obx__dialect_id obx__dialect_names[] = {
-    {"auto", "", NULL, "AUTO"},
-    {"sqlite", "SQLite", NULL, "SQLITE"},
-    {"postgresql", "PostgreSQL", NULL, "POSTGRESQL"},
-    {"mariadb", "MariaDB", "MySQL", "MARIADB"},
-    {"sqlserver", "Microsoft SQL Server", NULL, "SQLSERVER"}};
+    {"auto", NULL}, {"sqlite", NULL}, {"postgresql", NULL}, {"mariadb", "MySQL"},
+    {"sqlserver", "Microsoft SQL Server"}};
 /* The dialects built in, by obx_dialect; NULL: auto, or left out. */
 static const obx__dialect *const obx__dialects[] = {NULL, OBX__SQLITE_DIALECT, OBX__POSTGRESQL_DIALECT,
                                                     OBX__MARIADB_DIALECT, OBX__SQLSERVER_DIALECT};
@@ -2104,8 +2106,8 @@ OBX__PRIVATE obx_dialect obx__dialect_detect(const char *dbms_name) {
     int i;
     for (i = 1; i < OBX__DIALECT_COUNT; i++) {
         const obx__dialect_id *n = &obx__dialect_names[i];
-        if (obx__starts_with_nocase(dbms_name, n->dbms_match) ||
-            (n->dbms_match2 && obx__starts_with_nocase(dbms_name, n->dbms_match2)))
+        if (obx__starts_with_nocase(dbms_name, n->name) ||
+            (n->dbms_match && obx__starts_with_nocase(dbms_name, n->dbms_match)))
             return (obx_dialect)i;
     }
     return OBX_DIALECT_AUTO;
@@ -2541,10 +2543,15 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
                          OBX__WHY("; force a dialect if it speaks one of sqlite, postgresql, mariadb, sqlserver"),
                          db->dbms_name, db->driver_name);
     d = obx__dialect_get(id);
-    if (!d)
+    if (!d) {
+        const char *name = obx__dialect_names[id].name;
+        char macro[16];
+        size_t i;
+        for (i = 0; name[i] && i + 1 < sizeof macro; i++) macro[i] = (char)(name[i] - 'a' + 'A');
+        macro[i] = '\0';
         return obx__fail(db->err, OBX_ERR_UNSUPPORTED, "obx_store_open: dialect",
-                         "%s was left out of this build (OBX_NO_%s)", obx__dialect_names[id].name,
-                         obx__dialect_names[id].macro);
+                         "%s was left out of this build (OBX_NO_%s)", name, macro);
+    }
     db->d = d;
     /* Not with a client-side statement timeout: a statement the driver gave
      * up on runs on at the server, and in autocommit it would commit; in a
@@ -3911,6 +3918,7 @@ enum {
     OBX__Q_WAKE,        /* -> count: parked messages whose wake was missed (OBX__PARKED_MS) */
     OBX__Q_WAKE_SETTLED, /* ids -> count: where no trigger can (MariaDB), the wake of the keys
                             of messages an ack or fail just finished (OBX__MY_PARKED) */
+    OBX__Q_ANALYZE,     /* none: statistics refreshed where stale (PostgreSQL; see obx_reap) */
     OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
                            owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
@@ -3979,14 +3987,29 @@ enum {
                        "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = {E} ORDER BY o.\"OrderingSeq\", "  \
                        "o.\"Id\" LIMIT 1), false) ")
 /* The next OrderingSeq of key `k` (an expression): NULL without a key. One
- * probe per state that counts, each the top of an index range. */
+ * probe per state that counts, each the top of an index range, the state
+ * spelled by S: SQLite's is the literal (OBX__STATE), PostgreSQL's a
+ * one-row subquery (OBX__PG_STATE). PostgreSQL keeps a prepared
+ * statement's generic plan, made at its sixth run, until the table's next
+ * ANALYZE. Made while a new table was small and never analyzed, a literal
+ * state let it probe the Ready or Leased partial index (the literal proves
+ * its predicate) and filter by key, then walk every Ready row per probe
+ * as the table grew: 20,000 messages of distinct keys enqueued into a new
+ * table at 426 msg/s. A subquery proves no predicate: only the index of
+ * keyed rows serves these probes, at any size (CORE-PLANS, its new-table
+ * state). The claim's checks keep literals: there the statistics, which
+ * the reap refreshes (obx_reap), know how rare a key in flight is, and
+ * with a subquery PostgreSQL chose to scan for one. */
+#define OBX__STATE(n) #n
+#define OBX__PG_STATE(n) "(SELECT " #n ")"
 #define OBX__ORDERED_MAX(k, st)                                                                   \
     "coalesce((SELECT max(o.\"OrderingSeq\") FROM {T} AS o WHERE o.\"OrderingKey\" = " k " AND "         \
     "o.\"Status\" <> 2 AND o.\"Status\" = " st "), 0)"
-#define OBX__ORDERED_NEXT(k)                                                                      \
-    "CASE WHEN " k " IS NULL THEN NULL ELSE (SELECT max(v) + 1 FROM (SELECT " OBX__ORDERED_MAX(k, "0")  \
-    " AS v UNION ALL SELECT " OBX__ORDERED_MAX(k, "1") " UNION ALL SELECT " OBX__ORDERED_MAX(k, "3")     \
+#define OBX__ORDERED_NEXT_S(k, S)                                                                 \
+    "CASE WHEN " k " IS NULL THEN NULL ELSE (SELECT max(v) + 1 FROM (SELECT " OBX__ORDERED_MAX(k, S(0))  \
+    " AS v UNION ALL SELECT " OBX__ORDERED_MAX(k, S(1)) " UNION ALL SELECT " OBX__ORDERED_MAX(k, S(3))     \
     ") AS m) END"
+#define OBX__ORDERED_NEXT(k) OBX__ORDERED_NEXT_S(k, OBX__STATE)
 
 /* The OrderingSeq an insert stores: with OBX_NO_ORDERING_KEYS no key is
  * enqueued, so none (and none of the key's SQL in the build). */
@@ -4022,12 +4045,13 @@ enum {
  * key in the same statement. */
 #define OBX__PARKED_MS "253402300800000"
 #ifdef OBX_NO_ORDERING_KEYS
-#define OBX__PARK(k, due, later, parked) due
+#define OBX__PARK_S(k, due, later, parked, S) due
 #else
-#define OBX__PARK(k, due, later, parked)                                                          \
-    "CASE WHEN " k " IS NOT NULL AND (" later " OR " OBX__ORDERED_MAX(k, "0") " > 0 OR "                \
-    OBX__ORDERED_MAX(k, "1") " > 0) THEN " parked " ELSE " due " END"
+#define OBX__PARK_S(k, due, later, parked, S)                                                     \
+    "CASE WHEN " k " IS NOT NULL AND (" later " OR " OBX__ORDERED_MAX(k, S(0)) " > 0 OR "               \
+    OBX__ORDERED_MAX(k, S(1)) " > 0) THEN " parked " ELSE " due " END"
 #endif
+#define OBX__PARK(k, due, later, parked) OBX__PARK_S(k, due, later, parked, OBX__STATE)
 /* The wake: the key's first Ready row back in its place when it is parked
  * and nothing of the key is in flight; `which` names the row(s). */
 #define OBX__UNPARK(parked, which)                                                                \
@@ -4319,6 +4343,10 @@ static const obx__sqlset obx__sqlite_outbox = {
 #define OBX__PG_BY_IDS "\"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 1 AND \"Id\" = ANY (CAST(? AS uuid[]))"
 #ifndef OBX_NO_POSTGRESQL
 static const obx__stmt_row obx__postgresql_outbox_rows[] = {
+    /* Statistics older than half the table (see obx_reap). */
+    {OBX__Q_ANALYZE,
+     "DO $$ BEGIN IF (SELECT c.relpages < pg_relation_size(c.oid) / current_setting('block_size')::integer / 2 "
+     "FROM pg_class AS c WHERE c.oid = CAST('{T}' AS regclass)) THEN ANALYZE {T}; END IF; END $$"},
 #if OBX__PLAIN_INSERT
     {OBX__Q_INSERT,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
@@ -4331,9 +4359,9 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (CAST(?1 AS uuid), "
      "CAST(?2 AS uuid), ?3, ?4, ?5, to_timestamp(CAST(?6 AS bigint) / 1000.0), "
-     OBX__PARK("CAST(?8 AS varchar)", "coalesce(to_timestamp(CAST(?7 AS bigint) / 1000.0), now())", "false",
-               OBX__PG_PARKED)
-     ", CAST(?8 AS varchar), " OBX__SEQ(OBX__ORDERED_NEXT("CAST(?8 AS varchar)")) ", CAST(?9 AS varchar), CAST(?10 AS varchar), "
+     OBX__PARK_S("CAST(?8 AS varchar)", "coalesce(to_timestamp(CAST(?7 AS bigint) / 1000.0), now())", "false",
+                 OBX__PG_PARKED, OBX__PG_STATE)
+     ", CAST(?8 AS varchar), " OBX__SEQ(OBX__ORDERED_NEXT_S("CAST(?8 AS varchar)", OBX__PG_STATE)) ", CAST(?9 AS varchar), CAST(?10 AS varchar), "
      "CAST(?11 AS varchar), CAST(CAST(?12 AS text) AS json), to_timestamp(CAST(?13 AS bigint) / 1000.0))"},
     {OBX__Q_CLAIM,
      "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
@@ -4397,9 +4425,9 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
      "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT u.id, u.mid, u.topic, "
      "u.payload, u.corr, to_timestamp(u.due / 1000.0), "
-     OBX__PARK("u.okey", "coalesce(to_timestamp(u.due / 1000.0), now())",
-               "row_number() OVER (PARTITION BY u.okey ORDER BY u.n) > 1", OBX__PG_PARKED) ", "
-     "u.okey, " OBX__SEQ(OBX__ORDERED_NEXT("u.okey")) " + u.n - 1, u.tenant, u.atype, u.aid, CAST(u.hdr AS json), "
+     OBX__PARK_S("u.okey", "coalesce(to_timestamp(u.due / 1000.0), now())",
+                 "row_number() OVER (PARTITION BY u.okey ORDER BY u.n) > 1", OBX__PG_PARKED, OBX__PG_STATE) ", "
+     "u.okey, " OBX__SEQ(OBX__ORDERED_NEXT_S("u.okey", OBX__PG_STATE)) " + u.n - 1, u.tenant, u.atype, u.aid, CAST(u.hdr AS json), "
      "to_timestamp(u.exp / 1000.0) "
      "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
      "CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), "
@@ -6369,6 +6397,22 @@ OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped) {
             obx__log(&store->hooks, OBX_LOG_INFO, store->store_id,
                      "woke %lld ordering key(s) left with only parked messages", (long long)woken);
     }
+    /* PostgreSQL plans by statistics that autovacuum refreshes a minute
+     * apart at best, and keeps a prepared statement's plan until they
+     * change. A table filled since (a new one above all: never analyzed)
+     * got plans that sorted every Ready row per claim: 100,000 messages
+     * enqueued into a new table drained at a third of their speed. So the
+     * reap (a dispatcher's first round, then every reap interval) analyzes
+     * the table where it has grown to twice the pages its statistics know:
+     * a handful of times as a table grows from empty to any size. Not on
+     * a caller's connection (its transaction is the caller's); where the
+     * user may not analyze, PostgreSQL skips with a warning. */
+#ifndef OBX_NO_POSTGRESQL
+    if (store->sql[OBX__Q_ANALYZE] && store->db.own_connection &&
+        obx__run_count(store, OBX__Q_ANALYZE, NULL, 0, "analyze", NULL) != OBX_OK)
+        obx__log(&store->hooks, OBX_LOG_WARN, store->store_id, "refreshing the table's statistics failed: %s",
+                 store->err.message);
+#endif
     obx__count(store, OBX_METRIC_REAPED, n);
     if (reaped) *reaped = n;
     obx__log(&store->hooks, n > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,

@@ -5363,7 +5363,9 @@ static int plan_of(obx_store *s, int slot, const char *const *args, char *out, s
  * say: on an analyzed table of 100,000 rows, most of them Done, on one
  * analyzed while empty, and on 20,000 rows of ten ordering keys, 6,000 of
  * them Ready (CORE-PLANS; where a claim's key check once chose to scan the
- * table for each candidate). */
+ * table for each candidate); on PostgreSQL also on a new table of 200 rows
+ * never analyzed, the keyed insert (whose probes once filtered the Ready
+ * index by key: OBX__PG_STATE), and that the reap analyzes such a table. */
 static void test_plans(void) {
     static const char *const ids_pg = "'{" PLAN_ID "}'", *const ids_my = "'[\"" PLAN_ID "\"]'";
     const char *ids = g_pg ? ids_pg : ids_my;
@@ -5441,6 +5443,34 @@ static void test_plans(void) {
         }
     }
     obx_store_close(s);
+    if (g_pg) { /* a new table, never analyzed, its generic plans made while small */
+        s = open_table("PlansNew", 1);
+        TT_ASSERT(s != NULL);
+        TT_ASSERT(sql(s, "DROP TABLE {M}, {J}, {T} CASCADE"));
+        obx_store_close(s);
+        s = open_table("PlansNew", 1);
+        TT_ASSERT(s != NULL);
+        TT_ASSERT(sql(s, "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"OrderingKey\", "
+                         "\"OrderingSeq\") SELECT gen_random_uuid(), gen_random_uuid(), 't', 'p', 'k' || (g % 10), g "
+                         "FROM generate_series(1, 200) AS g"));
+        /* What a producer runs before any claim: the keyed insert. */
+        TT_ASSERT(plan_of(s, OBX__Q_INSERT_KEYED, stmts[9].args, plan, sizeof plan));
+        TT_EXPECT(strstr(plan, "FULL SCAN") == NULL);
+        /* The reap analyzes the table: a manual ANALYZE, which
+         * autovacuum's never is. */
+#define LAST_ANALYZE "SELECT CAST(last_analyze IS NOT NULL AS integer) FROM pg_stat_user_tables " \
+                     "WHERE relid = CAST('{T}' AS regclass)"
+        TT_EQ_INT(scalar(s, LAST_ANALYZE), 0);
+        {
+            int tries;
+            TT_EQ_INT(obx_reap(s, NULL), OBX_OK);
+            for (tries = 0; tries < 20 && scalar(s, LAST_ANALYZE) != 1; tries++) sleep_ms(100);
+        }
+        TT_EQ_INT(scalar(s, LAST_ANALYZE), 1);
+#undef LAST_ANALYZE
+        TT_ASSERT(sql(s, "DROP TABLE {M}, {J}, {T} CASCADE"));
+        obx_store_close(s);
+    }
 }
 
 int main(int argc, char **argv) {

@@ -355,10 +355,16 @@ static obx_outcome o_handler(const obx_message *m, char *e, size_t cap, void *u)
     return OBX_DONE;
 }
 /* A reap: its statement, then (PostgreSQL) the wake of keys left with only
- * parked messages. */
+ * parked messages and the analyze of a grown table (a DO block: no rows). */
 static void push_reap(void) {
     push_count("0");
     push_count("0");
+    p_ok(0);
+}
+/* The inbox's: no wake. */
+static void push_ireap(void) {
+    push_count("0");
+    p_ok(0);
 }
 static void push_dispatch(void) {
     push_reap(); /* the first round reaps */
@@ -473,7 +479,7 @@ static ibx_outcome i_handler(const ibx_message *m, char *e, size_t cap, void *u)
     return IBX_DONE;
 }
 static void push_idispatch(void) {
-    push_count("0");
+    push_ireap(); /* the first round reaps */
     push_ibx_claim(2);
     push_count("2");
 }
@@ -508,7 +514,7 @@ static const step k_isteps[] = {
     {"ack", 1, push_two, i_ack},
     {"abandon", 1, push_one, i_abandon},
     {"fail", 1, push_one, i_fail},
-    {"reap", 1, push_zero, i_reap},
+    {"reap", 1, push_ireap, i_reap},
     {"get", 1, push_iget, i_get},
     {"cleanup", 0, push_zero, i_cleanup},
     {"dispatch", 0, push_idispatch, i_dispatch},
