@@ -593,9 +593,8 @@ typedef struct ibx_store_desc {
                                     SQL_ATTR_QUERY_TIMEOUT */
     int login_timeout_seconds;   /* default 10: give up connecting (and reconnecting) after
                                     this long, so an unreachable or frozen server is an error
-                                    (IBX_ERR_DB_TRANSIENT), not a hang (MariaDB: as the
-                                    driver's CONN_TIMEOUT, added to the connection string
-                                    unless it sets one); -1: the driver's own */
+                                    (IBX_ERR_DB_TRANSIENT), not a hang (MariaDB: its driver's
+                                    CONN_TIMEOUT, unless set); -1: the driver's own */
     ibx_log_level message_log_level; /* default IBX_LOG_DEBUG: the level of the lines logged
                                     per message (each enqueue, and each handler invocation
                                     of a dispatcher on this store); IBX_LOG_INFO for an
