@@ -1057,12 +1057,14 @@ typedef struct obx_provider_desc {
     int database_count;
     obx_discover_fn discover;    /* ... or discovery (then databases must be NULL) */
     void *discover_user;
-    int64_t refresh_interval_ms; /* default 300000 (5 min) */
+    int64_t refresh_interval_ms; /* default 300000 (5 min); with a fixed list: how often a
+                                    dispatcher retries a database that did not open */
 } obx_provider_desc;
 
 /* Create a provider and open a store per database (discovery is called
  * once now). A database whose store cannot be opened is logged and left
- * out until the next refresh. Returns OBX_OK; OBX_ERR_INVALID_ARG (both or
+ * out until the next refresh (a fixed list's too: a dispatcher opens it
+ * then, every refresh_interval_ms, until it opens). Returns OBX_OK; OBX_ERR_INVALID_ARG (both or
  * neither of databases and discover, database_count < 0, a NULL or empty
  * or duplicate id, desc->store.hdbc set, a half-set allocator);
  * OBX_ERR_OUT_OF_RANGE (refresh_interval_ms < 0); OBX_ERR_DB (the first
@@ -6709,7 +6711,37 @@ struct obx_provider {
     obx_discover_fn discover;
     void *discover_user;
     int64_t refresh_ms, next_refresh_ms;
+    obx_database *fixed;         /* a fixed list's copy, answered as discovery would */
+    char **fixed_text;           /* its strings, ids then connection strings */
+    int fixed_count;
 };
+
+/* A fixed list is a discovery that always answers the same, so a database
+ * that could not be opened is tried again at each refresh, not dropped. */
+static int obx__provider_fixed(obx_database *out, int cap, void *user) {
+    const obx_provider *p = (const obx_provider *)user;
+    int i;
+    for (i = 0; i < p->fixed_count && i < cap; i++) out[i] = p->fixed[i];
+    return p->fixed_count;
+}
+
+static int obx__provider_copy_list(obx_provider *p, const obx_database *dbs, int n) {
+    int i;
+    p->fixed = (obx_database *)obx__alloc(&p->hooks, sizeof *p->fixed * (size_t)(n + 1));
+    p->fixed_text = (char **)obx__alloc(&p->hooks, sizeof *p->fixed_text * (size_t)(2 * n + 1));
+    if (!p->fixed || !p->fixed_text) return 0;
+    memset(p->fixed_text, 0, sizeof *p->fixed_text * (size_t)(2 * n + 1));
+    p->fixed_count = n;
+    for (i = 0; i < n; i++) {
+        p->fixed[i].id = p->fixed_text[2 * i] = obx__strdup(&p->hooks, dbs[i].id);
+        p->fixed[i].connection_string = p->fixed_text[2 * i + 1] =
+            obx__strdup(&p->hooks, dbs[i].connection_string);
+        if (!p->fixed_text[2 * i] || !p->fixed_text[2 * i + 1]) return 0;
+    }
+    p->discover = obx__provider_fixed;
+    p->discover_user = p;
+    return 1;
+}
 
 static void *obx__provider_open(void *ctx, const char *id, const char *connstr) {
     obx_provider *p = (obx_provider *)ctx;
@@ -6826,12 +6858,18 @@ OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provid
         return OBX_ERR_NO_MEMORY;
     }
     *out = p;
-    r = p->discover ? obx__provider_discover(p)
+    if (desc->databases && obx__registry_valid(desc->databases, desc->database_count) &&
+        !obx__provider_copy_list(p, desc->databases, desc->database_count)) {
+        obx_provider_destroy(p);
+        *out = NULL;
+        return OBX_ERR_NO_MEMORY;
+    }
+    r = p->discover ? obx__provider_discover(p) /* an invalid fixed list: refused here */
                     : obx__registry_apply(&p->reg, desc->databases, desc->database_count, NULL, NULL);
     if (r == OBX_ERR_INVALID_ARG)
-        obx__provider_refuse(&p->hooks, r, p->discover ? "discover" : "databases",
-                             p->discover ? p->err.message
-                                         : "every database needs a unique, non-empty id and a connection string");
+        obx__provider_refuse(&p->hooks, r, desc->discover ? "discover" : "databases",
+                             desc->discover ? p->err.message
+                                            : "every database needs a unique, non-empty id and a connection string");
     if (r != OBX_OK && r != OBX_ERR_DB) { /* a failed first discovery still gives a provider */
         obx_provider_destroy(p);
         *out = NULL;
@@ -6841,9 +6879,13 @@ OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provid
 
 OBX_API void obx_provider_destroy(obx_provider *p) {
     obx__hooks hooks;
+    int i;
     if (!p) return;
     obx__registry_free(&p->reg);
     hooks = p->hooks;
+    for (i = 0; p->fixed_text && i < 2 * p->fixed_count; i++) obx__free(&hooks, p->fixed_text[i]);
+    obx__free(&hooks, p->fixed_text);
+    obx__free(&hooks, p->fixed);
     obx__free(&hooks, p->schema);
     obx__free(&hooks, p->table);
     obx__free(&hooks, p->worker_name);
@@ -6853,7 +6895,7 @@ OBX_API void obx_provider_destroy(obx_provider *p) {
 OBX_API obx_result obx_provider_refresh(obx_provider *p) {
     if (!p) return OBX_ERR_INVALID_ARG;
     obx__error_clear(&p->err);
-    if (!p->discover)
+    if (p->fixed)
         return obx__fail(&p->err, OBX_ERR_STATE, "obx_provider_refresh", "a fixed list has no discovery");
     return obx__provider_discover(p);
 }

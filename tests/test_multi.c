@@ -329,6 +329,58 @@ static obx_provider *provider_dynamic(discovered *found, int64_t refresh_ms) {
     return p;
 }
 
+/* A database of a fixed list that cannot be opened when the provider is
+ * created (down, or here: its store's memory refused) is not dropped for
+ * good: the dispatcher opens it at the next refresh, as discovery's
+ * (OBX-066-RETRY). */
+static int g_refuse_stores;
+static void *refusing_alloc(size_t n, void *u) {
+    (void)u;
+    return g_refuse_stores && n == sizeof(struct obx_store) ? NULL : malloc(n);
+}
+static void *refusing_realloc(void *ptr, size_t n, void *u) { (void)u; return realloc(ptr, n); }
+static void refusing_free(void *ptr, void *u) { (void)u; free(ptr); }
+
+static void test_066_fixed_retry(void) {
+    obx_provider_desc pd;
+    obx_database dbs[2];
+    obx_provider *p = NULL;
+    obx_dispatcher *d;
+    obx_run_stats st;
+    obx_store *s;
+    memset(&pd, 0, sizeof pd);
+    dbs[0].id = k_ids[0];
+    dbs[0].connection_string = g_conn[0];
+    dbs[1].id = k_ids[1];
+    dbs[1].connection_string = g_conn[1];
+    pd.databases = dbs;
+    pd.database_count = 2;
+    pd.refresh_interval_ms = 60000;
+    pd.store.table = "OutboxMulti";
+    pd.store.deploy_schema = 1;
+    pd.store.hooks.allocator.alloc = refusing_alloc;
+    pd.store.hooks.allocator.realloc = refusing_realloc;
+    pd.store.hooks.allocator.free = refusing_free;
+    pd.store.hooks.logger.log = keep_log;
+    pd.store.hooks.clock.monotonic_ms = skewed_monotonic_ms;
+    g_refuse_stores = 1;
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_OK);
+    g_refuse_stores = 0;
+    TT_ASSERT(p != NULL);
+    TT_EQ_INT(obx_provider_count(p), 0);
+    TT_EQ_INT(obx_router_get(p, "tenant-b", &s), OBX_ERR_NOT_FOUND);
+    TT_EQ_INT(obx_provider_refresh(p), OBX_ERR_STATE); /* a fixed list: nothing to ask */
+    d = dispatcher_over(p, OBX_SELECT_ROUND_ROBIN, 10);
+    TT_ASSERT(d != NULL);
+    g_mono_skew_ms += 60000;
+    obx_dispatcher_run_once(d, &st);
+    TT_EQ_INT(obx_provider_count(p), 2);
+    TT_EQ_INT(obx_router_get(p, "tenant-b", &s), OBX_OK);
+    TT_EQ_STR(obx_provider_store_id(p, 0), "tenant-a");
+    obx_dispatcher_destroy(d);
+    obx_provider_destroy(p);
+}
+
 static void test_075_079_discovery(void) {
     discovered found;
     obx_provider *p;
@@ -625,6 +677,7 @@ int main(int argc, char **argv) {
     g_conn[2] = argv[4];
 #define RUN(id, what, fn) TT_RUN(id, g_backend, what, fn)
     RUN("OBX-066", "a store per database, messages kept apart", test_066_separate_stores);
+    RUN("OBX-066-RETRY", "a fixed-list database that could not be opened is opened at the next refresh", test_066_fixed_retry);
     RUN("OBX-067", "the dispatcher asks a selection strategy every round", test_067_strategy);
     RUN("OBX-068", "round-robin: one batch from each store in turn", test_068_round_robin);
     RUN("OBX-069", "drain-first: a store until it is empty, then the next", test_069_drain_first);
