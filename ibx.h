@@ -1037,12 +1037,14 @@ typedef struct ibx_provider_desc {
     int database_count;
     ibx_discover_fn discover;    /* ... or discovery (then databases must be NULL) */
     void *discover_user;
-    int64_t refresh_interval_ms; /* default 300000 (5 min) */
+    int64_t refresh_interval_ms; /* default 300000 (5 min); with a fixed list: how often a
+                                    dispatcher retries a database that did not open */
 } ibx_provider_desc;
 
 /* Create a provider and open a store per database (discovery is called
  * once now). A database whose store cannot be opened is logged and left
- * out until the next refresh. Returns IBX_OK; IBX_ERR_INVALID_ARG (both or
+ * out until the next refresh (a fixed list's too: a dispatcher opens it
+ * then, every refresh_interval_ms, until it opens). Returns IBX_OK; IBX_ERR_INVALID_ARG (both or
  * neither of databases and discover, database_count < 0, a NULL or empty
  * or duplicate id, desc->store.hdbc set, a half-set allocator);
  * IBX_ERR_OUT_OF_RANGE (refresh_interval_ms < 0); IBX_ERR_DB (the first
@@ -6100,7 +6102,37 @@ struct ibx_provider {
     ibx_discover_fn discover;
     void *discover_user;
     int64_t refresh_ms, next_refresh_ms;
+    ibx_database *fixed;         /* a fixed list's copy, answered as discovery would */
+    char **fixed_text;           /* its strings, ids then connection strings */
+    int fixed_count;
 };
+
+/* A fixed list is a discovery that always answers the same, so a database
+ * that could not be opened is tried again at each refresh, not dropped. */
+static int ibx__provider_fixed(ibx_database *out, int cap, void *user) {
+    const ibx_provider *p = (const ibx_provider *)user;
+    int i;
+    for (i = 0; i < p->fixed_count && i < cap; i++) out[i] = p->fixed[i];
+    return p->fixed_count;
+}
+
+static int ibx__provider_copy_list(ibx_provider *p, const ibx_database *dbs, int n) {
+    int i;
+    p->fixed = (ibx_database *)ibx__alloc(&p->hooks, sizeof *p->fixed * (size_t)(n + 1));
+    p->fixed_text = (char **)ibx__alloc(&p->hooks, sizeof *p->fixed_text * (size_t)(2 * n + 1));
+    if (!p->fixed || !p->fixed_text) return 0;
+    memset(p->fixed_text, 0, sizeof *p->fixed_text * (size_t)(2 * n + 1));
+    p->fixed_count = n;
+    for (i = 0; i < n; i++) {
+        p->fixed[i].id = p->fixed_text[2 * i] = ibx__strdup(&p->hooks, dbs[i].id);
+        p->fixed[i].connection_string = p->fixed_text[2 * i + 1] =
+            ibx__strdup(&p->hooks, dbs[i].connection_string);
+        if (!p->fixed_text[2 * i] || !p->fixed_text[2 * i + 1]) return 0;
+    }
+    p->discover = ibx__provider_fixed;
+    p->discover_user = p;
+    return 1;
+}
 
 static void *ibx__provider_open(void *ctx, const char *id, const char *connstr) {
     ibx_provider *p = (ibx_provider *)ctx;
@@ -6217,12 +6249,18 @@ IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provid
         return IBX_ERR_NO_MEMORY;
     }
     *out = p;
-    r = p->discover ? ibx__provider_discover(p)
+    if (desc->databases && ibx__registry_valid(desc->databases, desc->database_count) &&
+        !ibx__provider_copy_list(p, desc->databases, desc->database_count)) {
+        ibx_provider_destroy(p);
+        *out = NULL;
+        return IBX_ERR_NO_MEMORY;
+    }
+    r = p->discover ? ibx__provider_discover(p) /* an invalid fixed list: refused here */
                     : ibx__registry_apply(&p->reg, desc->databases, desc->database_count, NULL, NULL);
     if (r == IBX_ERR_INVALID_ARG)
-        ibx__provider_refuse(&p->hooks, r, p->discover ? "discover" : "databases",
-                             p->discover ? p->err.message
-                                         : "every database needs a unique, non-empty id and a connection string");
+        ibx__provider_refuse(&p->hooks, r, desc->discover ? "discover" : "databases",
+                             desc->discover ? p->err.message
+                                            : "every database needs a unique, non-empty id and a connection string");
     if (r != IBX_OK && r != IBX_ERR_DB) { /* a failed first discovery still gives a provider */
         ibx_provider_destroy(p);
         *out = NULL;
@@ -6232,9 +6270,13 @@ IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provid
 
 IBX_API void ibx_provider_destroy(ibx_provider *p) {
     ibx__hooks hooks;
+    int i;
     if (!p) return;
     ibx__registry_free(&p->reg);
     hooks = p->hooks;
+    for (i = 0; p->fixed_text && i < 2 * p->fixed_count; i++) ibx__free(&hooks, p->fixed_text[i]);
+    ibx__free(&hooks, p->fixed_text);
+    ibx__free(&hooks, p->fixed);
     ibx__free(&hooks, p->schema);
     ibx__free(&hooks, p->table);
     ibx__free(&hooks, p->worker_name);
@@ -6244,7 +6286,7 @@ IBX_API void ibx_provider_destroy(ibx_provider *p) {
 IBX_API ibx_result ibx_provider_refresh(ibx_provider *p) {
     if (!p) return IBX_ERR_INVALID_ARG;
     ibx__error_clear(&p->err);
-    if (!p->discover)
+    if (p->fixed)
         return ibx__fail(&p->err, IBX_ERR_STATE, "ibx_provider_refresh", "a fixed list has no discovery");
     return ibx__provider_discover(p);
 }
