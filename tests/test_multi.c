@@ -570,6 +570,53 @@ static void idrain_order(ibx_selection sel, const char *want) {
     ibx_provider_destroy(p);
 }
 
+/* The same for the inbox's fixed list (IBX-PROVIDER-RETRY). */
+static void *irefusing_alloc(size_t n, void *u) {
+    (void)u;
+    return g_refuse_stores && n == sizeof(struct ibx_store) ? NULL : malloc(n);
+}
+
+static void test_ibx_fixed_retry(void) {
+    ibx_provider_desc pd;
+    ibx_database dbs[2];
+    ibx_provider *p = NULL;
+    ibx_dispatcher_desc dd;
+    ibx_dispatcher *d = NULL;
+    ibx_run_stats st;
+    ibx_store *s;
+    memset(&pd, 0, sizeof pd);
+    dbs[0].id = k_ids[0];
+    dbs[0].connection_string = g_conn[0];
+    dbs[1].id = k_ids[1];
+    dbs[1].connection_string = g_conn[1];
+    pd.databases = dbs;
+    pd.database_count = 2;
+    pd.refresh_interval_ms = 60000;
+    pd.store.table = "InboxMulti";
+    pd.store.deploy_schema = 1;
+    pd.store.hooks.allocator.alloc = irefusing_alloc;
+    pd.store.hooks.allocator.realloc = refusing_realloc;
+    pd.store.hooks.allocator.free = refusing_free;
+    pd.store.hooks.logger.log = ikeep_log;
+    pd.store.hooks.clock.monotonic_ms = skewed_monotonic_ms;
+    g_refuse_stores = 1;
+    TT_EQ_INT(ibx_provider_create(&pd, &p), IBX_OK);
+    g_refuse_stores = 0;
+    TT_ASSERT(p != NULL);
+    TT_EQ_INT(ibx_provider_count(p), 0);
+    TT_EQ_INT(ibx_provider_refresh(p), IBX_ERR_STATE);
+    memset(&dd, 0, sizeof dd);
+    dd.provider = p;
+    TT_EQ_INT(ibx_dispatcher_create(&dd, &d), IBX_OK);
+    ibx_dispatcher_on(d, "*", irecord, NULL);
+    g_mono_skew_ms += 60000;
+    ibx_dispatcher_run_once(d, &st);
+    TT_EQ_INT(ibx_provider_count(p), 2);
+    TT_EQ_INT(ibx_router_get(p, "tenant-b", &s), IBX_OK);
+    ibx_dispatcher_destroy(d);
+    ibx_provider_destroy(p);
+}
+
 static void test_ibx_085_086(void) {
     ibx_provider *p = iprovider_fixed();
     int64_t ready = 0;
@@ -694,6 +741,7 @@ int main(int argc, char **argv) {
     RUN("OBX-079", "unchanged databases keep their stores", test_075_079_discovery);
     RUN("OBX-REAP-ALL", "expired leases are reaped in every store, not only the first", test_reap_every_store);
     RUN("OBX-121", "router lookups reuse the open stores", test_121_cached);
+    RUN("IBX-PROVIDER-RETRY", "an inbox fixed-list database that could not be opened is opened at the next refresh", test_ibx_fixed_retry);
     RUN("IBX-085", "a store per database", test_ibx_085_086);
     RUN("IBX-086", "the dispatcher selects a store every round", test_ibx_087);
     RUN("IBX-087", "round-robin over inbox stores", test_ibx_087);
