@@ -2256,6 +2256,7 @@ typedef struct ibx__db {
     long statement_timeout_s;    /* a statement's limit (see ibx__stmt, connect); 0: none */
     int connected;
     int lost;                    /* the connection died: reopen before the next use */
+    int reconnects_failed;       /* in a row: an outage logs its first attempt at WARN only */
     int in_tx;                   /* a unit of work is open */
     int tx_by_sql;               /* this connection rests in autocommit; units open with
                                     the dialect's begin_sql (ibx__dialect) */
@@ -2612,16 +2613,19 @@ IBX__PRIVATE ibx_result ibx__db_ensure(ibx__db *db) {
     if (!db->own_connection)
         return ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "connection",
                          "the caller's connection was lost" IBX__WHY("; reconnect it and open the store again"));
-    ibx__log(db->hooks, IBX_LOG_WARN, db->store_id, "reconnecting" IBX__WHY(" (the connection was lost, or left out of step by a timeout)"));
+    ibx__log(db->hooks, db->reconnects_failed ? IBX_LOG_DEBUG : IBX_LOG_WARN, db->store_id,
+             "reconnecting" IBX__WHY(" (the connection was lost, or left out of step by a timeout)"));
     ibx__db_disconnect(db);
     r = ibx__driver_connect(db, db->connstr);
     if (r == IBX_OK) r = ibx__db_setup(db);
     if (r != IBX_OK) { /* a half-set-up session is not usable: try again next time */
         ibx__db_disconnect(db);
         db->lost = 1;
+        db->reconnects_failed++;
         return r;
     }
-    ibx__log(db->hooks, IBX_LOG_INFO, db->store_id, "reconnected");
+    ibx__log(db->hooks, IBX_LOG_INFO, db->store_id, "reconnected after %d failed attempt(s)", db->reconnects_failed);
+    db->reconnects_failed = 0;
     return r;
 }
 

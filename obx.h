@@ -2387,6 +2387,7 @@ typedef struct obx__db {
     long statement_timeout_s;    /* a statement's limit (see obx__stmt, connect); 0: none */
     int connected;
     int lost;                    /* the connection died: reopen before the next use */
+    int reconnects_failed;       /* in a row: an outage logs its first attempt at WARN only */
     int in_tx;                   /* a unit of work is open */
     int tx_by_sql;               /* this connection rests in autocommit; units open with
                                     the dialect's begin_sql (obx__dialect) */
@@ -2743,16 +2744,19 @@ OBX__PRIVATE obx_result obx__db_ensure(obx__db *db) {
     if (!db->own_connection)
         return obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "connection",
                          "the caller's connection was lost" OBX__WHY("; reconnect it and open the store again"));
-    obx__log(db->hooks, OBX_LOG_WARN, db->store_id, "reconnecting" OBX__WHY(" (the connection was lost, or left out of step by a timeout)"));
+    obx__log(db->hooks, db->reconnects_failed ? OBX_LOG_DEBUG : OBX_LOG_WARN, db->store_id,
+             "reconnecting" OBX__WHY(" (the connection was lost, or left out of step by a timeout)"));
     obx__db_disconnect(db);
     r = obx__driver_connect(db, db->connstr);
     if (r == OBX_OK) r = obx__db_setup(db);
     if (r != OBX_OK) { /* a half-set-up session is not usable: try again next time */
         obx__db_disconnect(db);
         db->lost = 1;
+        db->reconnects_failed++;
         return r;
     }
-    obx__log(db->hooks, OBX_LOG_INFO, db->store_id, "reconnected");
+    obx__log(db->hooks, OBX_LOG_INFO, db->store_id, "reconnected after %d failed attempt(s)", db->reconnects_failed);
+    db->reconnects_failed = 0;
     return r;
 }
 

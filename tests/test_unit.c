@@ -628,6 +628,46 @@ static void test_fake_lost_connection(void) {
     TT_EQ_INT(fake_open_handles(), 0);
 }
 
+/* An outage logs one WARN "reconnecting", not one per attempt: the
+ * attempts that fail again are DEBUG, and the reconnect says how many
+ * failed (a dispatcher retries every second: an hour down was 3,600 WARN
+ * lines, where the loop's own lines are one a minute) (CORE-RECONNECT-LOG). */
+static int g_reconnect_warns, g_reconnect_debugs, g_reconnected;
+static void count_reconnect_log(obx_log_level level, const char *store_id, const char *msg, void *user) {
+    (void)store_id; (void)user;
+    if (strstr(msg, "reconnecting")) {
+        if (level == OBX_LOG_WARN) g_reconnect_warns++;
+        if (level == OBX_LOG_DEBUG) g_reconnect_debugs++;
+    }
+    if (strstr(msg, "reconnected after 3 failed")) g_reconnected++;
+}
+
+static void test_fake_reconnect_log(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    int i;
+    TT_ASSERT(s != NULL);
+    s->hooks.log.log = count_reconnect_log;
+    g_reconnect_warns = g_reconnect_debugs = g_reconnected = 0;
+    fake_kill_connection_after(0);
+    TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_ERR_DB_TRANSIENT);
+    fake_set_connect_error("08001", 101, "could not connect to server: Connection refused");
+    for (i = 0; i < 3; i++) TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_ERR_DB_TRANSIENT);
+    TT_EQ_INT(g_reconnect_warns, 1);
+    TT_EQ_INT(g_reconnect_debugs, 2);
+    fake_set_connect_error(NULL, 0, NULL);
+    TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_OK);
+    TT_EQ_INT(g_reconnected, 1);
+    TT_EQ_INT(g_reconnect_warns, 1);
+    /* The next outage is new: WARN again. */
+    fake_kill_connection_after(0);
+    TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_ERR_DB_TRANSIENT);
+    fake_set_connect_error(NULL, 0, NULL);
+    TT_EQ_INT(obx__unit(&s->db, one_statement, NULL, "unit"), OBX_OK);
+    TT_EQ_INT(g_reconnect_warns, 2);
+    obx_store_close(s);
+    TT_EQ_INT(fake_open_handles(), 0);
+}
+
 /* A standby (or a read-only node) answered: nothing was written, so the
  * caller is not told "lost", the unit is not redone on the same server,
  * and the next unit connects again (where a multi-host connection string
@@ -1851,6 +1891,7 @@ int main(void) {
     TT_RUN("CORE-RETRY-COMMIT", "fake", "a serialization failure at COMMIT redoes the unit", test_fake_retry_on_commit);
     TT_RUN("CORE-POOLER-HINT", "fake", "psqlODBC's lost named statements (26000/42P05) name UseServerSidePrepare=0", test_fake_pooler_hint);
     TT_RUN("CORE-READ-ONLY", "fake", "a read-only server (25006) reconnects, not permanent, not lost", test_fake_read_only);
+    TT_RUN("CORE-RECONNECT-LOG", "fake", "an outage logs one WARN reconnecting, then DEBUG per failed attempt; the reconnect counts them", test_fake_reconnect_log);
     TT_RUN("CORE-LOST", "fake", "a lost connection is surfaced, not retried; next call reconnects", test_fake_lost_connection);
     TT_RUN("CORE-DEAD-COMMIT", "fake", "a dead connection's lying COMMIT is not trusted", test_fake_dead_commit);
     TT_RUN("CORE-NO-DATA", "fake", "SQL_NO_DATA from an UPDATE is zero rows", test_fake_no_data);
