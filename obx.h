@@ -866,7 +866,10 @@ typedef struct obx_store_info {
 OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out);
 
 /* Close a store and its connection (a caller's hdbc is left open). A store
- * with an open unit of work is rolled back first. NULL is a no-op. */
+ * with an open unit of work is rolled back first. NULL is a no-op. Destroy
+ * the dispatchers over it first (a dispatcher keeps the pointer; a running
+ * one must have returned from run()); a provider's stores are closed by
+ * obx_provider_destroy, never by this. */
 OBX_API void obx_store_close(obx_store *store);
 
 /* Fill *info. Returns OBX_OK or OBX_ERR_INVALID_ARG (NULL argument).
