@@ -846,7 +846,10 @@ typedef struct ibx_store_info {
 IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out);
 
 /* Close a store and its connection (a caller's hdbc is left open). A store
- * with an open unit of work is rolled back first. NULL is a no-op. */
+ * with an open unit of work is rolled back first. NULL is a no-op. Destroy
+ * the dispatchers over it first (a dispatcher keeps the pointer; a running
+ * one must have returned from run()); a provider's stores are closed by
+ * ibx_provider_destroy, never by this. */
 IBX_API void ibx_store_close(ibx_store *store);
 
 /* Fill *info. Returns IBX_OK or IBX_ERR_INVALID_ARG (NULL argument).
