@@ -2510,9 +2510,13 @@ IBX__PRIVATE int ibx__connstr_extras(ibx__db *db, const ibx__dialect *d) {
     const char *extra = d && d->connect_extra && !ibx__contains_nocase(db->connstr, d->connect_key)
                             ? d->connect_extra : "";
     const char *k = d && db->statement_timeout_s > 0 && d->timeout_keys ? d->timeout_keys : "";
+#ifdef IBX_NO_MARIADB
+    int my = 0; /* and the code below folds away */
+#else
     int my = d ? d->id == IBX_DIALECT_MARIADB
                : db->forced == IBX_DIALECT_MARIADB || ibx__contains_nocase(db->connstr, "mariadb") ||
                      ibx__contains_nocase(db->connstr, "mysql");
+#endif
     char timeouts[128], *longer;
     size_t used = 0, n = strlen(db->connstr);
     timeouts[0] = '\0';
@@ -2564,7 +2568,11 @@ IBX__PRIVATE ibx_result ibx__db_connect(ibx__db *db, const char *connstr) {
     }
     if (!db->connstr) {
         db->connstr = ibx__strdup(db->hooks, connstr);
+#ifdef IBX_NO_MARIADB
+        if (!db->connstr) /* only MariaDB's driver wants a key before it connects */
+#else
         if (!db->connstr || ibx__connstr_extras(db, NULL) < 0)
+#endif
             return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "connection_string", "out of memory");
     }
     r = ibx__driver_connect(db, db->connstr);

@@ -2641,9 +2641,13 @@ OBX__PRIVATE int obx__connstr_extras(obx__db *db, const obx__dialect *d) {
     const char *extra = d && d->connect_extra && !obx__contains_nocase(db->connstr, d->connect_key)
                             ? d->connect_extra : "";
     const char *k = d && db->statement_timeout_s > 0 && d->timeout_keys ? d->timeout_keys : "";
+#ifdef OBX_NO_MARIADB
+    int my = 0; /* and the code below folds away */
+#else
     int my = d ? d->id == OBX_DIALECT_MARIADB
                : db->forced == OBX_DIALECT_MARIADB || obx__contains_nocase(db->connstr, "mariadb") ||
                      obx__contains_nocase(db->connstr, "mysql");
+#endif
     char timeouts[128], *longer;
     size_t used = 0, n = strlen(db->connstr);
     timeouts[0] = '\0';
@@ -2695,7 +2699,11 @@ OBX__PRIVATE obx_result obx__db_connect(obx__db *db, const char *connstr) {
     }
     if (!db->connstr) {
         db->connstr = obx__strdup(db->hooks, connstr);
+#ifdef OBX_NO_MARIADB
+        if (!db->connstr) /* only MariaDB's driver wants a key before it connects */
+#else
         if (!db->connstr || obx__connstr_extras(db, NULL) < 0)
+#endif
             return obx__fail(db->err, OBX_ERR_NO_MEMORY, "connection_string", "out of memory");
     }
     r = obx__driver_connect(db, db->connstr);
