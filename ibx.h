@@ -1,4 +1,4 @@
-/* ibx.h — an idempotent inbox for C, over ODBC.                   v0.1.0
+/* ibx.h — an idempotent inbox for C, over ODBC.                   v0.2.0
  *
  * Messages from outside (webhooks, brokers, other services) are recorded by
  * (source, message id) and an optional content hash, so a redelivery is
@@ -276,10 +276,15 @@
 
 /* >>common-begin api */
 
+/* Semantic versioning (CHANGELOG.md). While the major version is 0, a minor
+ * version may change the API or the schema, each change marked in the
+ * changelog with how to migrate; a patch version never does. Compare
+ * IBX_VERSION_NUMBER in #if: MAJOR * 1000000 + MINOR * 1000 + PATCH. */
 #define IBX_VERSION_MAJOR 0
-#define IBX_VERSION_MINOR 1
+#define IBX_VERSION_MINOR 2
 #define IBX_VERSION_PATCH 0
-#define IBX_VERSION_STRING "0.1.0"
+#define IBX_VERSION_STRING "0.2.0"
+#define IBX_VERSION_NUMBER (IBX_VERSION_MAJOR * 1000000 + IBX_VERSION_MINOR * 1000 + IBX_VERSION_PATCH)
 
 #include <stddef.h>
 #include <stdint.h>
@@ -445,7 +450,8 @@ typedef struct ibx_uuid_state {
 
 /* ---- Common functions (pure unless said otherwise) ----------------------- */
 
-/* Version of the implementation, e.g. "0.1.0". */
+/* Version of the implementation, IBX_VERSION_STRING of the header it was built
+ * from (e.g. "0.2.0"); never NULL. */
 IBX_API const char *ibx_version(void);
 
 /* Name of a result code, e.g. "IBX_ERR_INVALID_ARG"; "IBX_(unknown)" for a

@@ -1,4 +1,4 @@
-/* obx.h — a transactional outbox for C, over ODBC.               v0.1.0
+/* obx.h — a transactional outbox for C, over ODBC.               v0.2.0
  *
  * A message is written in the same database transaction as the business
  * change that caused it, then handed to a handler by topic, at least once.
@@ -295,10 +295,15 @@
 
 /* >>common-begin api */
 
+/* Semantic versioning (CHANGELOG.md). While the major version is 0, a minor
+ * version may change the API or the schema, each change marked in the
+ * changelog with how to migrate; a patch version never does. Compare
+ * OBX_VERSION_NUMBER in #if: MAJOR * 1000000 + MINOR * 1000 + PATCH. */
 #define OBX_VERSION_MAJOR 0
-#define OBX_VERSION_MINOR 1
+#define OBX_VERSION_MINOR 2
 #define OBX_VERSION_PATCH 0
-#define OBX_VERSION_STRING "0.1.0"
+#define OBX_VERSION_STRING "0.2.0"
+#define OBX_VERSION_NUMBER (OBX_VERSION_MAJOR * 1000000 + OBX_VERSION_MINOR * 1000 + OBX_VERSION_PATCH)
 
 #include <stddef.h>
 #include <stdint.h>
@@ -464,7 +469,8 @@ typedef struct obx_uuid_state {
 
 /* ---- Common functions (pure unless said otherwise) ----------------------- */
 
-/* Version of the implementation, e.g. "0.1.0". */
+/* Version of the implementation, OBX_VERSION_STRING of the header it was built
+ * from (e.g. "0.2.0"); never NULL. */
 OBX_API const char *obx_version(void);
 
 /* Name of a result code, e.g. "OBX_ERR_INVALID_ARG"; "OBX_(unknown)" for a

@@ -222,6 +222,14 @@ static void test_result_strings(void) {
     TT_EQ_STR(obx_result_str((obx_result)42), "OBX_(unknown)");
     TT_EQ_STR(ibx_result_str(IBX_ERR_DB_TRANSIENT), "IBX_ERR_DB_TRANSIENT");
     TT_EQ_STR(obx_version(), OBX_VERSION_STRING);
+    { /* the string, the parts and the number for #if say one version, in both headers */
+        char parts[32];
+        snprintf(parts, sizeof parts, "%d.%d.%d", OBX_VERSION_MAJOR, OBX_VERSION_MINOR, OBX_VERSION_PATCH);
+        TT_EQ_STR(parts, OBX_VERSION_STRING);
+        TT_EQ_STR(ibx_version(), obx_version());
+        TT_EQ_INT(OBX_VERSION_NUMBER, OBX_VERSION_MAJOR * 1000000 + OBX_VERSION_MINOR * 1000 + OBX_VERSION_PATCH);
+        TT_EQ_INT(IBX_VERSION_NUMBER, OBX_VERSION_NUMBER);
+    }
 }
 
 static void test_dialect_detection(void) {
