@@ -74,5 +74,13 @@ ok=0
     [ "$(grep -m 1 -E '^## \[?[0-9]+\.[0-9]+\.[0-9]+' CHANGELOG.md | grep -oE '[0-9]+\.[0-9]+\.[0-9]+')" = "$version" ] || ok=1
 result $ok DOC-VERSION "obx.h and ibx.h (first line and macros) and CHANGELOG.md's newest release say one version ($version)"
 
+# Every requirement ID the README, the docs, the headers and the examples cite
+# is stated in docs/REQUIREMENTS.md.
+missing=$(grep -ohE '\b(OBX|IBX|CORE|OBXCTL|MSSQL)-[A-Z0-9]+(-[A-Z0-9]+)*\b' README.md docs/*.md obx.h ibx.h \
+        examples/*.c tools/*.c | sort -u |
+    while read -r id; do grep -q "^- \`$id\` " docs/REQUIREMENTS.md || printf '%s ' "$id"; done)
+[ -z "$missing" ] || echo "    not stated: $missing"
+result "$([ -z "$missing" ] && echo 0 || echo 1)" DOC-REQUIREMENTS-CITED "every requirement ID the README, docs, headers and examples cite is stated in docs/REQUIREMENTS.md"
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
