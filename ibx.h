@@ -119,7 +119,8 @@
  *     IBX_NO_METRICS_TEXT no ibx_metrics_text, nor the handler-duration
  *                         histograms only it reports (ibx_store_counters
  *                         and ibx_queue_stats stay)
- *     IBX_NO_DEAD_LETTERS no ibx_dead_list/_replay/_purge (dead messages
+ *     IBX_NO_DEAD_LETTERS no ibx_dead_list/_replay/_purge, ibx_dead_move,
+ *                         ibx_run_now (dead messages
  *                         are still kept; tools built without the option
  *                         handle them)
  *     IBX_NO_ENVELOPE     no envelope on enqueue: a message that sets
@@ -1314,6 +1315,29 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
 #endif /* IBX_NO_DEAD_LETTERS */
 
 /* >>common-end api-engine */
+
+#ifndef IBX_NO_DEAD_LETTERS
+/* Operator actions on one message (obxctl --inbox cancel, dead move, run). */
+
+/* Move message (`source`, `message_id`) to Dead now, with `reason` as its
+ * last error: one waiting to be handled (due or scheduled), and with
+ * `in_flight` non-zero also one in flight (its lease ends: the holder's
+ * ack, abandon or fail then changes nothing). Done, Dead and seen messages
+ * are left as they are. *moved (if not NULL) gets 1, or 0 when there is no
+ * such message in a state it may leave. Returns IBX_OK;
+ * IBX_ERR_INVALID_ARG (source or message id NULL, empty or too long;
+ * reason NULL, empty, not UTF-8 or over 255 characters);
+ * IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_dead_move(ibx_store *store, const char *message_id, const char *source,
+                                 const char *reason, int in_flight, int64_t *moved);
+
+/* Make message (`source`, `message_id`), waiting for its due time or a
+ * retry's backoff, claimable now (its next attempt: the database's clock).
+ * One in flight, Done, Dead or seen is left as it is (*changed 0).
+ * *changed (if not NULL) gets 1 or 0. Returns as ibx_dead_move. */
+IBX_API ibx_result ibx_run_now(ibx_store *store, const char *message_id, const char *source,
+                               int64_t *changed);
+#endif /* IBX_NO_DEAD_LETTERS */
 
 /* >>common-begin head */
 #ifdef __cplusplus
@@ -4053,6 +4077,8 @@ enum {
                           message id), limit, offset -> message rows (markers numbered) */
     IBX__Q_DEAD_REPLAY, /* dead filter -> rowcount */
     IBX__Q_DEAD_PURGE, /* dead filter, batch -> rowcount */
+    IBX__Q_MOVE,       /* reason, source, id, in flight too (0/1) -> rowcount (ibx_dead_move) */
+    IBX__Q_RUN_NOW,    /* source, id -> rowcount: a waiting message due now (ibx_run_now) */
     IBX__Q_WAKE,       /* none: the inbox has no ordering keys, so nothing is parked (the
                           common reap asks for it) */
     IBX__Q_ANALYZE,    /* none: statistics refreshed where stale (PostgreSQL; see ibx_reap) */
@@ -4218,6 +4244,12 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "OwnerToken = NULL, LockedUntil = NULL WHERE " IBX__SQLITE_DEAD},
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE " IBX__SQLITE_DEAD " LIMIT ?7)"},
+    {IBX__Q_MOVE,
+     "UPDATE {T} SET Status = 'Dead', LastError = ?1, OwnerToken = NULL, LockedUntil = NULL "
+     "WHERE Source = ?2 AND MessageId = ?3 AND Status = 'Processing' AND (LockedUntil IS NULL OR ?4 = 1)"},
+    {IBX__Q_RUN_NOW,
+     "UPDATE {T} SET NextAttemptAt = {W} WHERE Source = ?1 AND MessageId = ?2 AND Status = 'Processing' "
+     "AND LockedUntil IS NULL AND NextAttemptAt > {W}"},
 #endif
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE Status = 'Processing'"},
@@ -4397,6 +4429,14 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE (\"Source\", \"MessageId\") IN (SELECT \"Source\", \"MessageId\" FROM {T} "
      "WHERE " IBX__PG_DEAD " LIMIT CAST(?7 AS bigint))"},
+    {IBX__Q_MOVE,
+     "UPDATE {T} SET \"Status\" = 'Dead', \"LastError\" = CAST(?1 AS text), \"OwnerToken\" = NULL, "
+     "\"LockedUntil\" = NULL WHERE \"Source\" = CAST(?2 AS text) AND \"MessageId\" = CAST(?3 AS text) AND "
+     "\"Status\" = 'Processing' AND (\"LockedUntil\" IS NULL OR CAST(?4 AS integer) = 1)"},
+    {IBX__Q_RUN_NOW,
+     "UPDATE {T} SET \"NextAttemptAt\" = now() WHERE \"Source\" = CAST(?1 AS text) AND "
+     "\"MessageId\" = CAST(?2 AS text) AND \"Status\" = 'Processing' AND \"LockedUntil\" IS NULL AND "
+     "\"NextAttemptAt\" > now()"},
 #endif
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
@@ -4626,6 +4666,12 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`LockedUntil` = NULL, `Status` = 'Processing' WHERE " IBX__MY_DEAD},
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc` LIMIT ?7"},
+    {IBX__Q_MOVE,
+     "UPDATE {T} SET `LastError` = ?1, `OwnerToken` = NULL, `Status` = 'Dead', `LockedUntil` = NULL "
+     "WHERE `Source` = ?2 AND `MessageId` = ?3 AND `Status` = 'Processing' AND (`LockedUntil` IS NULL OR ?4 = 1)"},
+    {IBX__Q_RUN_NOW,
+     "UPDATE {T} SET `NextAttemptAt` = UTC_TIMESTAMP(6) WHERE `Source` = ?1 AND `MessageId` = ?2 AND "
+     "`Status` = 'Processing' AND `LockedUntil` IS NULL AND `NextAttemptAt` > UTC_TIMESTAMP(6)"},
 #endif
     {IBX__Q_COUNT, NULL}};
 
@@ -4815,6 +4861,14 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "[OwnerToken] = NULL, [LockedUntil] = NULL FROM {T} AS t WHERE " IBX__MS_DEAD},
     {IBX__Q_DEAD_PURGE,
      "WITH d AS (SELECT TOP (?7) t.[Source] FROM {T} AS t WHERE " IBX__MS_DEAD ") DELETE FROM d"},
+    {IBX__Q_MOVE,
+     "UPDATE t SET [Status] = 'Dead', [LastError] = ?1, [OwnerToken] = NULL, [LockedUntil] = NULL "
+     "FROM {T} AS t WHERE t.[Source] = ?2 AND t.[MessageId] = ?3 AND t.[Status] = 'Processing' AND "
+     "(t.[LockedUntil] IS NULL OR ?4 = 1)"},
+    {IBX__Q_RUN_NOW,
+     "UPDATE t SET [NextAttemptAt] = SYSUTCDATETIME() FROM {T} AS t WHERE t.[Source] = ?1 AND "
+     "t.[MessageId] = ?2 AND t.[Status] = 'Processing' AND t.[LockedUntil] IS NULL AND "
+     "t.[NextAttemptAt] > SYSUTCDATETIME()"},
 #endif
     {IBX__Q_PENDING,
      "SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing'"},
@@ -8464,6 +8518,46 @@ static ibx_result ibx__dead_key(ibx_store *s, const char *fn, const ibx_dead_fil
     ibx__p_text(&p[0], f->source, (size_t)-1);
     ibx__p_text(&p[1], f->message_id, (size_t)-1);
     return IBX_OK;
+}
+#endif
+
+#ifndef IBX_NO_DEAD_LETTERS
+/* ibx_dead_move and ibx_run_now: one statement on one message by key. */
+static ibx_result ibx__one_message(ibx_store *s, const char *fn, int slot, const char *message_id,
+                                   const char *source, const char *reason, int in_flight, int64_t *changed) {
+    ibx__param p[4];
+    int64_t n = 0;
+    int k = 0;
+    ibx_result r = ibx__store_ready(s, fn);
+    if (r != IBX_OK) return r;
+    if ((r = ibx__check_key(s, fn, "source", source)) != IBX_OK ||
+        (r = ibx__check_key(s, fn, "message_id", message_id)) != IBX_OK)
+        return r;
+    if (slot == IBX__Q_MOVE &&
+        (r = ibx__check_text(&s->err, fn, "reason", reason, IBX__HANDLER_ERROR_MAX - 1)) != IBX_OK)
+        return r;
+    if (!s->sql[slot])
+        return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, fn, "no statement for %s", ibx__dialect_name(s->db.d->id));
+    if (slot == IBX__Q_MOVE) ibx__p_text(&p[k++], reason, (size_t)-1);
+    ibx__p_text(&p[k++], source, (size_t)-1);
+    ibx__p_text(&p[k++], message_id, (size_t)-1);
+    if (slot == IBX__Q_MOVE) ibx__p_i64(&p[k++], in_flight ? 1 : 0);
+    r = ibx__run_count(s, slot, p, k, fn + 4, &n);
+    if (r != IBX_OK) return r;
+    ibx__log(&s->hooks, n > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, s->store_id, "%s %s/%s: %lld changed", fn + 4,
+             source, message_id, (long long)n);
+    if (changed) *changed = n;
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_dead_move(ibx_store *store, const char *message_id, const char *source,
+                                 const char *reason, int in_flight, int64_t *moved) {
+    return ibx__one_message(store, "ibx_dead_move", IBX__Q_MOVE, message_id, source, reason, in_flight, moved);
+}
+
+IBX_API ibx_result ibx_run_now(ibx_store *store, const char *message_id, const char *source,
+                               int64_t *changed) {
+    return ibx__one_message(store, "ibx_run_now", IBX__Q_RUN_NOW, message_id, source, NULL, 0, changed);
 }
 #endif
 

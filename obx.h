@@ -103,7 +103,8 @@
  *     OBX_NO_METRICS_TEXT no obx_metrics_text, nor the handler-duration
  *                         histograms only it reports (obx_store_counters
  *                         and obx_queue_stats stay)
- *     OBX_NO_DEAD_LETTERS no obx_dead_list/_replay/_purge (dead messages
+ *     OBX_NO_DEAD_LETTERS no obx_dead_list/_replay/_purge, obx_dead_move,
+ *                         obx_run_now (dead messages
  *                         are still kept; tools built without the option
  *                         handle them)
  *     OBX_NO_ENVELOPE     no envelope on enqueue: a message that sets
@@ -1322,6 +1323,30 @@ OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filte
 #endif /* OBX_NO_DEAD_LETTERS */
 
 /* >>common-end api-engine */
+
+#ifndef OBX_NO_DEAD_LETTERS
+/* Operator actions on one message (obxctl cancel, dead move, run). */
+
+/* Move message `id` (a work item id) to Dead now, with `reason` as its
+ * last error: a Ready message (due or scheduled, parked ones included),
+ * and with `in_flight` non-zero also one in flight (its lease ends: the
+ * holder's ack, abandon or fail then changes nothing). Done and Dead
+ * messages are left as they are. The messages of its ordering key after
+ * it move on as after a fail. *moved (if not NULL) gets 1, or 0 when
+ * there is no such message in a state it may leave. Returns OBX_OK;
+ * OBX_ERR_INVALID_ARG (id not a UUID; reason NULL, empty, not UTF-8 or
+ * over 255 characters); OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_dead_move(obx_store *store, const char *id, const char *reason, int in_flight,
+                                 int64_t *moved);
+
+/* Make Ready message `id`, waiting for its due time or a retry's backoff,
+ * claimable now (its next attempt: the database's clock). One parked
+ * behind an earlier message of its ordering key, in flight, Done or Dead
+ * is left as it is (*changed 0); a parked one runs when the key's earlier
+ * messages are Done or Dead. *changed (if not NULL) gets 1 or 0. Returns
+ * as obx_dead_move. */
+OBX_API obx_result obx_run_now(obx_store *store, const char *id, int64_t *changed);
+#endif /* OBX_NO_DEAD_LETTERS */
 
 #ifndef OBX_NO_JOIN
 /* ---- Joins (fan-in) --------------------------------------------------------------- */
@@ -4045,6 +4070,8 @@ enum {
                            unused), limit, offset -> message rows (markers numbered) */
     OBX__Q_DEAD_REPLAY, /* dead filter -> count */
     OBX__Q_DEAD_PURGE,  /* dead filter, unused, batch -> count */
+    OBX__Q_MOVE,        /* reason, id, in flight too (0/1) -> count: to Dead (obx_dead_move) */
+    OBX__Q_RUN_NOW,     /* id -> count: a waiting Ready message due now (obx_run_now) */
     OBX__Q_CLAIM_HOLD,  /* CLAIM, where a Dead message holds its key (ordering_dead_holds) and
                            the statement cannot say it with {H} (SQL Server's procedure call) */
     OBX__Q_INSERT_KEYED, /* INSERT with an ordering key or an envelope: its arguments, the key,
@@ -4367,6 +4394,12 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "OwnerToken = NULL, LockedUntil = NULL WHERE " OBX__SQLITE_DEAD},
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE Id IN (SELECT Id FROM {T} WHERE " OBX__SQLITE_DEAD " LIMIT ?7)"},
+    {OBX__Q_MOVE,
+     "UPDATE {T} SET Status = 3, LastError = ?1, OwnerToken = NULL, LockedUntil = NULL "
+     "WHERE Id = ?2 AND (Status = 0 OR (Status = 1 AND ?3 = 1))"},
+    {OBX__Q_RUN_NOW,
+     "UPDATE {T} SET NextAttemptAt = {W} WHERE Id = ?1 AND Status = 0 AND NextAttemptAt > {W} "
+     "AND NextAttemptAt < " OBX__PARKED_MS},
 #endif
     {OBX__Q_COUNT, NULL}};
 
@@ -4603,6 +4636,13 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE " OBX__PG_DEAD
      " LIMIT CAST(?7 AS bigint))"},
+    {OBX__Q_MOVE,
+     "UPDATE {T} SET \"Status\" = 3, \"LastError\" = CAST(?1 AS text), \"OwnerToken\" = NULL, "
+     "\"LockedUntil\" = NULL WHERE \"Id\" = CAST(?2 AS uuid) AND (\"Status\" = 0 OR "
+     "(\"Status\" = 1 AND CAST(?3 AS integer) = 1))"},
+    {OBX__Q_RUN_NOW,
+     "UPDATE {T} SET \"NextAttemptAt\" = now() WHERE \"Id\" = CAST(?1 AS uuid) AND \"Status\" = 0 "
+     "AND \"NextAttemptAt\" > now() AND \"NextAttemptAt\" < " OBX__PG_PARKED},
 #endif
     {OBX__Q_COUNT, NULL}};
 
@@ -5025,6 +5065,12 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`LockedUntil` = NULL, `Status` = 0 WHERE " OBX__MY_DEAD},
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt` LIMIT ?7"},
+    {OBX__Q_MOVE,
+     "UPDATE {T} SET `LastError` = ?1, `OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 3 "
+     "WHERE `Id` = ?2 AND (`Status` = 0 OR (`Status` = 1 AND ?3 = 1))"},
+    {OBX__Q_RUN_NOW,
+     "UPDATE {T} SET `NextAttemptAt` = UTC_TIMESTAMP(6) WHERE `Id` = ?1 AND `Status` = 0 "
+     "AND `NextAttemptAt` > UTC_TIMESTAMP(6) AND `NextAttemptAt` < " OBX__MY_PARKED},
 #endif
     {OBX__Q_COUNT, NULL}};
 
@@ -5288,6 +5334,14 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "[OwnerToken] = NULL, [LockedUntil] = NULL FROM {T} AS t WHERE " OBX__MS_DEAD},
     {OBX__Q_DEAD_PURGE,
      "WITH d AS (SELECT TOP (?7) t.[Id] FROM {T} AS t WHERE " OBX__MS_DEAD ") DELETE FROM d"},
+    /* SQL Server parks no message: every waiting Ready one may run now. */
+    {OBX__Q_MOVE,
+     "UPDATE t SET [Status] = 3, [LastError] = ?1, [OwnerToken] = NULL, [LockedUntil] = NULL "
+     "FROM {T} AS t WHERE t.[Id] = CAST(?2 AS UNIQUEIDENTIFIER) AND (t.[Status] = 0 OR "
+     "(t.[Status] = 1 AND ?3 = 1))"},
+    {OBX__Q_RUN_NOW,
+     "UPDATE t SET [NextAttemptAt] = SYSDATETIMEOFFSET() FROM {T} AS t WHERE "
+     "t.[Id] = CAST(?1 AS UNIQUEIDENTIFIER) AND t.[Status] = 0 AND t.[NextAttemptAt] > SYSDATETIMEOFFSET()"},
 #endif
     {OBX__Q_COUNT, NULL}};
 
@@ -9072,6 +9126,53 @@ static obx_result obx__dead_key(obx_store *s, const char *fn, const obx_dead_fil
     obx__lower_uuid(f->id, buf);
     obx__p_text(&p[0], buf, 36);
     return OBX_OK;
+}
+#endif
+
+#ifndef OBX_NO_DEAD_LETTERS
+/* obx_dead_move and obx_run_now: one statement on one message by id. */
+static obx_result obx__one_message(obx_store *s, const char *fn, int slot, const char *id,
+                                   const char *reason, int in_flight, int64_t *changed) {
+    obx__param p[3];
+    char lower[37], where[96];
+    int64_t n = 0, woken = 0;
+    obx_result r = obx__store_ready(s, fn);
+    if (r != OBX_OK) return r;
+    snprintf(where, sizeof where, "%s: id", fn);
+    if (!obx__uuid_is_valid(id)) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "id must be a UUID");
+    if (slot == OBX__Q_MOVE &&
+        (r = obx__check_text(&s->err, fn, "reason", reason, OBX__HANDLER_ERROR_MAX - 1)) != OBX_OK)
+        return r;
+    if (!s->sql[slot])
+        return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, fn, "no statement for %s", obx__dialect_name(s->db.d->id));
+    obx__lower_uuid(id, lower);
+    if (slot == OBX__Q_MOVE) {
+        obx__p_text(&p[0], reason, (size_t)-1);
+        obx__p_text(&p[1], lower, 36);
+        obx__p_i64(&p[2], in_flight ? 1 : 0);
+    } else obx__p_text(&p[0], lower, 36);
+    r = obx__run_count(s, slot, p, slot == OBX__Q_MOVE ? 3 : 1, fn + 4, &n);
+    if (r != OBX_OK) return r;
+    /* A moved head of an ordering key: the messages parked behind it move
+     * on (triggers do it where the dialect has them; else the reap's wake,
+     * now rather than a reap interval later; if it fails, the reap does). */
+    if (slot == OBX__Q_MOVE && n > 0 && s->sql[OBX__Q_WAKE] &&
+        obx__run_count(s, OBX__Q_WAKE, NULL, 0, "wake parked", &woken) != OBX_OK)
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "waking the messages parked behind %s failed: %s", lower,
+                 s->err.message);
+    obx__log(&s->hooks, n > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, s->store_id, "%s %s: %lld changed", fn + 4, lower,
+             (long long)n);
+    if (changed) *changed = n;
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_dead_move(obx_store *store, const char *id, const char *reason, int in_flight,
+                                 int64_t *moved) {
+    return obx__one_message(store, "obx_dead_move", OBX__Q_MOVE, id, reason, in_flight, moved);
+}
+
+OBX_API obx_result obx_run_now(obx_store *store, const char *id, int64_t *changed) {
+    return obx__one_message(store, "obx_run_now", OBX__Q_RUN_NOW, id, NULL, 0, changed);
 }
 #endif
 
