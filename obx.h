@@ -143,7 +143,8 @@
  *   up to pause_max_ms until the topic's first success; other topics go on.
  *   Dead messages are tools' work: obx_dead_list (paged, filtered),
  *   obx_dead_replay (ready again, attempts reset, last error kept) and
- *   obx_dead_purge. Crash loops: a message claimed max_starts times (store
+ *   obx_dead_purge; obx_dead_move (an operator's cancel: a message to Dead
+ *   with a reason) and obx_run_now (a scheduled one due now). Crash loops: a message claimed max_starts times (store
  *   desc, default 3) without an outcome, its handler having killed the
  *   process each time, ends dead at the next reap instead of taking a
  *   worker down again; a dispatcher handles a message claimed before
