@@ -6745,6 +6745,32 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
     if (r == IBX_OK && purged) *purged = total;
     return r;
 }
+
+/* ibx_dead_move and ibx_run_now once the face has checked the message's key
+ * into p (after the reason's slot p[0] of a move): one statement, then a
+ * moved head of an ordering key lets the messages parked behind it move on
+ * (triggers do it where the dialect has them; else the reap's wake, now
+ * rather than a reap interval later; if it fails, the reap does). */
+static ibx_result ibx__one_message(ibx_store *s, const char *fn, int slot, const char *reason, ibx__param *p,
+                                   int n, const char *name, int64_t *changed) {
+    int64_t count = 0, woken = 0;
+    ibx_result r;
+    if (slot == IBX__Q_MOVE &&
+        (r = ibx__check_text(&s->err, fn, "reason", reason, IBX__HANDLER_ERROR_MAX - 1)) != IBX_OK)
+        return r;
+    if (!s->sql[slot])
+        return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, fn, "no statement for %s", ibx__dialect_name(s->db.d->id));
+    if (slot == IBX__Q_MOVE) ibx__p_text(&p[0], reason, (size_t)-1);
+    if ((r = ibx__run_count(s, slot, p, n, fn + 4, &count)) != IBX_OK) return r;
+    if (slot == IBX__Q_MOVE && count > 0 && s->sql[IBX__Q_WAKE] &&
+        ibx__run_count(s, IBX__Q_WAKE, NULL, 0, "wake parked", &woken) != IBX_OK)
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "waking the messages parked behind %s failed: %s", name,
+                 s->err.message);
+    ibx__log(&s->hooks, count > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, s->store_id, "%s %s: %lld changed", fn + 4, name,
+             (long long)count);
+    if (changed) *changed = count;
+    return IBX_OK;
+}
 #endif /* IBX_NO_DEAD_LETTERS */
 
 /* >> lease renewal ------------------------------------------------------------------ */
@@ -8523,42 +8549,38 @@ static ibx_result ibx__dead_key(ibx_store *s, const char *fn, const ibx_dead_fil
 #endif
 
 #ifndef IBX_NO_DEAD_LETTERS
-/* ibx_dead_move and ibx_run_now: one statement on one message by key. */
-static ibx_result ibx__one_message(ibx_store *s, const char *fn, int slot, const char *message_id,
-                                   const char *source, const char *reason, int in_flight, int64_t *changed) {
-    ibx__param p[4];
-    int64_t n = 0;
-    int k = 0;
+/* The inbox's key of ibx_dead_move and ibx_run_now: source and message id,
+ * into p[0] and p[1]; their name for log lines into `name`. */
+static ibx_result ibx__one_key(ibx_store *s, const char *fn, const char *message_id, const char *source,
+                               ibx__param *p, char *name, size_t size) {
     ibx_result r = ibx__store_ready(s, fn);
     if (r != IBX_OK) return r;
     if ((r = ibx__check_key(s, fn, "source", source)) != IBX_OK ||
         (r = ibx__check_key(s, fn, "message_id", message_id)) != IBX_OK)
         return r;
-    if (slot == IBX__Q_MOVE &&
-        (r = ibx__check_text(&s->err, fn, "reason", reason, IBX__HANDLER_ERROR_MAX - 1)) != IBX_OK)
-        return r;
-    if (!s->sql[slot])
-        return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, fn, "no statement for %s", ibx__dialect_name(s->db.d->id));
-    if (slot == IBX__Q_MOVE) ibx__p_text(&p[k++], reason, (size_t)-1);
-    ibx__p_text(&p[k++], source, (size_t)-1);
-    ibx__p_text(&p[k++], message_id, (size_t)-1);
-    if (slot == IBX__Q_MOVE) ibx__p_i64(&p[k++], in_flight ? 1 : 0);
-    r = ibx__run_count(s, slot, p, k, fn + 4, &n);
-    if (r != IBX_OK) return r;
-    ibx__log(&s->hooks, n > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, s->store_id, "%s %s/%s: %lld changed", fn + 4,
-             source, message_id, (long long)n);
-    if (changed) *changed = n;
+    ibx__p_text(&p[0], source, (size_t)-1);
+    ibx__p_text(&p[1], message_id, (size_t)-1);
+    snprintf(name, size, "%s/%s", source, message_id);
     return IBX_OK;
 }
 
 IBX_API ibx_result ibx_dead_move(ibx_store *store, const char *message_id, const char *source,
                                  const char *reason, int in_flight, int64_t *moved) {
-    return ibx__one_message(store, "ibx_dead_move", IBX__Q_MOVE, message_id, source, reason, in_flight, moved);
+    ibx__param p[4];
+    char name[2 * IBX__MSG_NAME_MAX];
+    ibx_result r = ibx__one_key(store, "ibx_dead_move", message_id, source, &p[1], name, sizeof name);
+    if (r != IBX_OK) return r;
+    ibx__p_i64(&p[3], in_flight ? 1 : 0);
+    return ibx__one_message(store, "ibx_dead_move", IBX__Q_MOVE, reason, p, 4, name, moved);
 }
 
 IBX_API ibx_result ibx_run_now(ibx_store *store, const char *message_id, const char *source,
                                int64_t *changed) {
-    return ibx__one_message(store, "ibx_run_now", IBX__Q_RUN_NOW, message_id, source, NULL, 0, changed);
+    ibx__param p[2];
+    char name[2 * IBX__MSG_NAME_MAX];
+    ibx_result r = ibx__one_key(store, "ibx_run_now", message_id, source, p, name, sizeof name);
+    if (r != IBX_OK) return r;
+    return ibx__one_message(store, "ibx_run_now", IBX__Q_RUN_NOW, NULL, p, 2, name, changed);
 }
 #endif
 

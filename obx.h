@@ -7293,6 +7293,32 @@ OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filte
     if (r == OBX_OK && purged) *purged = total;
     return r;
 }
+
+/* obx_dead_move and obx_run_now once the face has checked the message's key
+ * into p (after the reason's slot p[0] of a move): one statement, then a
+ * moved head of an ordering key lets the messages parked behind it move on
+ * (triggers do it where the dialect has them; else the reap's wake, now
+ * rather than a reap interval later; if it fails, the reap does). */
+static obx_result obx__one_message(obx_store *s, const char *fn, int slot, const char *reason, obx__param *p,
+                                   int n, const char *name, int64_t *changed) {
+    int64_t count = 0, woken = 0;
+    obx_result r;
+    if (slot == OBX__Q_MOVE &&
+        (r = obx__check_text(&s->err, fn, "reason", reason, OBX__HANDLER_ERROR_MAX - 1)) != OBX_OK)
+        return r;
+    if (!s->sql[slot])
+        return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, fn, "no statement for %s", obx__dialect_name(s->db.d->id));
+    if (slot == OBX__Q_MOVE) obx__p_text(&p[0], reason, (size_t)-1);
+    if ((r = obx__run_count(s, slot, p, n, fn + 4, &count)) != OBX_OK) return r;
+    if (slot == OBX__Q_MOVE && count > 0 && s->sql[OBX__Q_WAKE] &&
+        obx__run_count(s, OBX__Q_WAKE, NULL, 0, "wake parked", &woken) != OBX_OK)
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "waking the messages parked behind %s failed: %s", name,
+                 s->err.message);
+    obx__log(&s->hooks, count > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, s->store_id, "%s %s: %lld changed", fn + 4, name,
+             (long long)count);
+    if (changed) *changed = count;
+    return OBX_OK;
+}
 #endif /* OBX_NO_DEAD_LETTERS */
 
 /* >> lease renewal ------------------------------------------------------------------ */
@@ -9131,49 +9157,34 @@ static obx_result obx__dead_key(obx_store *s, const char *fn, const obx_dead_fil
 #endif
 
 #ifndef OBX_NO_DEAD_LETTERS
-/* obx_dead_move and obx_run_now: one statement on one message by id. */
-static obx_result obx__one_message(obx_store *s, const char *fn, int slot, const char *id,
-                                   const char *reason, int in_flight, int64_t *changed) {
-    obx__param p[3];
-    char lower[37], where[96];
-    int64_t n = 0, woken = 0;
+/* The outbox's key of obx_dead_move and obx_run_now: a work item id, into p[k]. */
+static obx_result obx__one_key(obx_store *s, const char *fn, const char *id, obx__param *p, char lower[37]) {
+    char where[96];
     obx_result r = obx__store_ready(s, fn);
     if (r != OBX_OK) return r;
     snprintf(where, sizeof where, "%s: id", fn);
     if (!obx__uuid_is_valid(id)) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "id must be a UUID");
-    if (slot == OBX__Q_MOVE &&
-        (r = obx__check_text(&s->err, fn, "reason", reason, OBX__HANDLER_ERROR_MAX - 1)) != OBX_OK)
-        return r;
-    if (!s->sql[slot])
-        return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, fn, "no statement for %s", obx__dialect_name(s->db.d->id));
     obx__lower_uuid(id, lower);
-    if (slot == OBX__Q_MOVE) {
-        obx__p_text(&p[0], reason, (size_t)-1);
-        obx__p_text(&p[1], lower, 36);
-        obx__p_i64(&p[2], in_flight ? 1 : 0);
-    } else obx__p_text(&p[0], lower, 36);
-    r = obx__run_count(s, slot, p, slot == OBX__Q_MOVE ? 3 : 1, fn + 4, &n);
-    if (r != OBX_OK) return r;
-    /* A moved head of an ordering key: the messages parked behind it move
-     * on (triggers do it where the dialect has them; else the reap's wake,
-     * now rather than a reap interval later; if it fails, the reap does). */
-    if (slot == OBX__Q_MOVE && n > 0 && s->sql[OBX__Q_WAKE] &&
-        obx__run_count(s, OBX__Q_WAKE, NULL, 0, "wake parked", &woken) != OBX_OK)
-        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "waking the messages parked behind %s failed: %s", lower,
-                 s->err.message);
-    obx__log(&s->hooks, n > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, s->store_id, "%s %s: %lld changed", fn + 4, lower,
-             (long long)n);
-    if (changed) *changed = n;
+    obx__p_text(p, lower, 36);
     return OBX_OK;
 }
 
 OBX_API obx_result obx_dead_move(obx_store *store, const char *id, const char *reason, int in_flight,
                                  int64_t *moved) {
-    return obx__one_message(store, "obx_dead_move", OBX__Q_MOVE, id, reason, in_flight, moved);
+    obx__param p[3];
+    char lower[37];
+    obx_result r = obx__one_key(store, "obx_dead_move", id, &p[1], lower);
+    if (r != OBX_OK) return r;
+    obx__p_i64(&p[2], in_flight ? 1 : 0);
+    return obx__one_message(store, "obx_dead_move", OBX__Q_MOVE, reason, p, 3, lower, moved);
 }
 
 OBX_API obx_result obx_run_now(obx_store *store, const char *id, int64_t *changed) {
-    return obx__one_message(store, "obx_run_now", OBX__Q_RUN_NOW, id, NULL, 0, changed);
+    obx__param p[1];
+    char lower[37];
+    obx_result r = obx__one_key(store, "obx_run_now", id, &p[0], lower);
+    if (r != OBX_OK) return r;
+    return obx__one_message(store, "obx_run_now", OBX__Q_RUN_NOW, NULL, p, 1, lower, changed);
 }
 #endif
 
