@@ -383,6 +383,7 @@ tac "$work/asc" | sed -n 2,4p | cmp -s - "$work/desc" || { echo "newest/offset d
 [ "$(ctl --inbox --table "$iops" list --tenant t-9 --json | grep -o '"message_id":"[^"]*"' | cut -d'"' -f4)" = evt_ping ] || ok=1
 ctl --inbox --table "$iops" list --key acct-7 >/dev/null 2>&1
 [ $? = 1 ] || ok=1
+[ "$(ctl --table "$ops" list --status in_flight --json)" = "$(ctl --table "$ops" list --status in-flight --json)" ] || ok=1
 result $ok OBXCTL-LIST-FIND "list --newest --offset; --correlation, --key, --tenant find their messages (inbox: --tenant)" "$work/err"
 
 # Guards: dead purge --all without --yes deletes nothing, says how many it would.

@@ -4,7 +4,8 @@
  *
  * Rule for maintainers: tools and callbacks go through the library. A tool
  * never re-implements a library operation in its own SQL: every change
- * (dead replay and purge, reap, cleanup, deploy) is a library call, so it
+ * (enqueue, cancel and dead move, run, dead replay and purge, reap,
+ * cleanup, deploy) is a library call, so it
  * has the library's semantics (replay resets the start count, purge works
  * in bounded batches, ...) and its tests. obxctl's own SQL, on a second
  * connection, only reads what the library does not offer: counts per
@@ -1020,6 +1021,7 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
     sb b;
     const dia *d = need_sql(c, &code);
     if (!d) return code;
+    if (status && strcmp(status, "in_flight") == 0) status = "in-flight"; /* the metrics' spelling */
     if (status && state_index(status) < 0)
         return fail(CTL_USAGE, "--status: '%s' is not one of ready, scheduled, in-flight, done, dead, seen", status);
     if (status && !c->ib && strcmp(status, "seen") == 0)
