@@ -1179,9 +1179,12 @@ typedef struct obx_dispatcher_desc {
     const char *wake_path;       /* optional (POSIX): while run() runs, listen on a Unix
                                     datagram socket at this path and claim at once when a
                                     producer's store with the same wake_path commits, in any
-                                    process of this host. One dispatcher listens per path (a
-                                    live one is left alone; a stale socket file replaced);
-                                    the file is removed when run() returns */
+                                    process of this host. One dispatcher listens per path: a
+                                    socket file nobody listens on is replaced; anything else
+                                    there (a live socket, a file that is not a socket) is
+                                    left alone and this dispatcher polls (WARN). When run()
+                                    returns it removes the socket file it bound, if that is
+                                    still the one at the path */
 } obx_dispatcher_desc;
 /* Intervals are saturating: a huge one (INT64_MAX) means "never again". */
 
@@ -3702,7 +3705,9 @@ OBX__PRIVATE void obx__loop_stop(obx__loop *l) {
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #define OBX__WAKE_SOCKET 1
@@ -3754,31 +3759,72 @@ OBX__PRIVATE void obx__wake_send(int *fd, const char *path) {
     (void)sendto(*fd, "w", 1, 0, (const struct sockaddr *)&a, (socklen_t)sizeof a);
 }
 
-/* Bind a socket at `path` to receive wake bytes. A socket file left by a
- * process that died is replaced; one another process still listens on is
- * left to it (-1 then: this dispatcher polls). */
-OBX__PRIVATE int obx__wake_bind(const obx__hooks *h, const char *who, const char *path) {
+/* 1 when `a` names a socket file nobody listens on (connect says
+ * ECONNREFUSED), its device and inode in *st; 0 for anything else: a live
+ * socket, a regular file, a socket this process may not write to. */
+OBX__PRIVATE int obx__wake_stale(const struct sockaddr_un *a, struct stat *st) {
+    int probe, refused;
+    if (lstat(a->sun_path, st) != 0 || !S_ISSOCK(st->st_mode) || (probe = obx__wake_socket()) < 0) return 0;
+    refused = connect(probe, (const struct sockaddr *)a, (socklen_t)sizeof *a) != 0 && errno == ECONNREFUSED;
+    close(probe);
+    return refused;
+}
+
+/* Replace a stale socket file at `a` and bind `fd` there. Dispatchers take
+ * over only holding an flock on the path's directory and remove only the
+ * inode they saw refuse a connect; a live socket accepts connects until its
+ * owner, after unlinking it, closes it. So two dispatchers racing for one
+ * path never remove each other's socket. */
+OBX__PRIVATE int obx__wake_take_over(int fd, const struct sockaddr_un *a) {
+    char dir[OBX__WAKE_PATH_MAX + 1], *slash;
+    struct stat seen, now;
+    int dfd, bound = 0;
+    obx__copy(dir, sizeof dir, a->sun_path);
+    slash = strrchr(dir, '/');
+    if (!slash) obx__copy(dir, sizeof dir, ".");
+    else slash[slash == dir] = '\0'; /* "/x" -> "/" */
+    if ((dfd = open(dir, O_RDONLY | O_CLOEXEC)) < 0) return 0;
+    if (flock(dfd, LOCK_EX) == 0) {
+        if (obx__wake_stale(a, &seen) && lstat(a->sun_path, &now) == 0 && now.st_dev == seen.st_dev &&
+            now.st_ino == seen.st_ino && unlink(a->sun_path) == 0)
+            bound = bind(fd, (const struct sockaddr *)a, (socklen_t)sizeof *a) == 0;
+        (void)flock(dfd, LOCK_UN);
+    }
+    close(dfd);
+    return bound;
+}
+
+/* Bind a socket at `path` to receive wake bytes; *at gets the socket file's
+ * device and inode (what obx__wake_unbind may remove). A socket file left by
+ * a process that died is replaced; anything else there (a live socket, a
+ * file that is not a socket) is left alone (-1 then: this dispatcher polls). */
+OBX__PRIVATE int obx__wake_bind(const obx__hooks *h, const char *who, const char *path, struct stat *at) {
     struct sockaddr_un a;
-    int fd = obx__wake_socket(), probe;
+    int fd = obx__wake_socket(), e = 0;
     if (fd < 0) return -1;
     obx__wake_addr(path, &a);
-    if (bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0) return fd;
-    if (errno == EADDRINUSE && (probe = obx__wake_socket()) >= 0) {
-        int live = connect(probe, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0;
-        close(probe);
-        if (!live && unlink(path) == 0 && bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0)
-            return fd;
-        if (live) {
-            obx__log(h, OBX_LOG_WARN, who, "wake_path %s: another process listens there"
-                     OBX__WHY("; this dispatcher relies on polling"), path);
-            close(fd);
-            return -1;
-        }
+    if (bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0 ||
+        ((e = errno) == EADDRINUSE && obx__wake_take_over(fd, &a))) {
+        if (lstat(path, at) != 0) memset(at, 0, sizeof *at); /* then never removed */
+        return fd;
     }
-    obx__log(h, OBX_LOG_WARN, who, "wake_path %s: cannot listen (%s)" OBX__WHY("; this dispatcher relies on polling"),
-             path, strerror(errno));
+    if (e != EADDRINUSE)
+        obx__log(h, OBX_LOG_WARN, who, "wake_path %s: cannot listen (%s)" OBX__WHY("; this dispatcher relies on polling"),
+                 path, strerror(e));
+    else
+        obx__log(h, OBX_LOG_WARN, who, "wake_path %s: taken (another process listens there, or it is not a"
+                 " socket)" OBX__WHY("; this dispatcher relies on polling"), path);
     close(fd);
     return -1;
+}
+
+/* Stop listening: remove the socket file only while it is still the one
+ * bound (same device and inode), and before closing, so that nobody sees it
+ * refuse a connect and takes the path over in between. */
+OBX__PRIVATE void obx__wake_unbind(int fd, const char *path, const struct stat *at) {
+    struct stat now;
+    if (lstat(path, &now) == 0 && now.st_dev == at->st_dev && now.st_ino == at->st_ino) unlink(path);
+    close(fd);
 }
 #else
 #define obx__wake_send(fd, path) ((void)(fd), (void)(path))
@@ -7350,6 +7396,7 @@ struct obx_dispatcher {
     int wake_fd;                 /* listening while run() runs, else -1 */
 #if OBX__WAKE_SOCKET && !defined(OBX_NO_THREADS)
     pthread_t wake_thread;
+    struct stat wake_at;         /* the socket file it bound: the one it may remove */
 #endif
 };
 
@@ -8077,10 +8124,9 @@ static void *obx__wake_main(void *arg) {
 
 static void obx__wake_listen(obx_dispatcher *d, const char *name) {
     if (!d->wake_path[0]) return;
-    d->wake_fd = obx__wake_bind(d->hooks, name, d->wake_path);
+    d->wake_fd = obx__wake_bind(d->hooks, name, d->wake_path, &d->wake_at);
     if (d->wake_fd >= 0 && pthread_create(&d->wake_thread, NULL, obx__wake_main, d) != 0) {
-        close(d->wake_fd);
-        unlink(d->wake_path);
+        obx__wake_unbind(d->wake_fd, d->wake_path, &d->wake_at);
         d->wake_fd = -1;
     }
     if (d->wake_fd >= 0) obx__log(d->hooks, OBX_LOG_INFO, name, "listening for wake-ups at %s", d->wake_path);
@@ -8092,8 +8138,7 @@ static void obx__wake_unlisten(obx_dispatcher *d) {
     obx__wake_send(&self, d->wake_path);
     if (self >= 0) close(self);
     pthread_join(d->wake_thread, NULL);
-    close(d->wake_fd);
-    unlink(d->wake_path);
+    obx__wake_unbind(d->wake_fd, d->wake_path, &d->wake_at);
     d->wake_fd = -1;
 }
 #else

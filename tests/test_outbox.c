@@ -3224,6 +3224,166 @@ static void test_wake_socket(void) {
     obx_store_close(s);
 }
 
+/* wake_path is shared with the file system: a dispatcher takes over only a
+ * socket file nobody listens on (ECONNREFUSED), leaves a regular file, a
+ * live stream socket or a path it cannot connect to alone, removes on stop
+ * only the socket it bound, and of two dispatchers racing for one stale
+ * path exactly one listens (CORE-WAKE-PATH-SAFE). */
+typedef struct wake_seen {
+    pthread_mutex_t mu;
+    int listening, started;
+} wake_seen;
+
+static void wake_seen_log(obx_log_level level, const char *id, const char *msg, void *user) {
+    wake_seen *w = (wake_seen *)user;
+    (void)level;
+    (void)id;
+    pthread_mutex_lock(&w->mu);
+    if (strstr(msg, "listening for wake-ups")) w->listening++;
+    if (strstr(msg, "started:")) w->started++;
+    pthread_mutex_unlock(&w->mu);
+}
+
+static int wake_seen_get(wake_seen *w, int started) {
+    int n;
+    pthread_mutex_lock(&w->mu);
+    n = started ? w->started : w->listening;
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
+
+typedef struct wake_runner {
+    loop_arg arg;
+    obx_dispatcher *d;
+    pthread_t thread;
+} wake_runner;
+
+static void wake_start(wake_runner *r, obx_store *s, const char *path) {
+    obx_dispatcher_desc dd;
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.poll_interval_ms = 10000;
+    dd.idle_max_ms = 10000;
+    dd.wake_path = path;
+    r->d = NULL;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &r->d), OBX_OK);
+    r->arg.d = r->d;
+    TT_ASSERT(pthread_create(&r->thread, NULL, loop_main, &r->arg) == 0);
+}
+
+static void wake_stop(wake_runner *r) {
+    obx_dispatcher_stop(r->d);
+    pthread_join(r->thread, NULL);
+    obx_dispatcher_destroy(r->d);
+}
+
+static void wake_wait_started(wake_seen *w, int n) {
+    int waited;
+    for (waited = 0; wake_seen_get(w, 1) < n && waited < 10000; waited += 5) sleep_ms(5);
+    TT_EQ_INT(wake_seen_get(w, 1), n);
+}
+
+static int unix_socket_at(const char *path, int type, int listen_too) {
+    struct sockaddr_un a;
+    int fd = socket(AF_UNIX, type, 0);
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || (listen_too && listen(fd, 4) != 0)) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int unix_connects(const char *path, int type) {
+    struct sockaddr_un a;
+    int fd = socket(AF_UNIX, type, 0), ok;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+static void test_wake_path_safe(void) {
+    obx_store_desc sd;
+    obx_store *s = NULL;
+    wake_seen w;
+    wake_runner a, b;
+    char path[64], text[16] = "";
+    struct stat before, after;
+    FILE *f;
+    int fd, round;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.mu, NULL);
+    memset(&sd, 0, sizeof sd);
+    sd.connection_string = g_conn;
+    sd.store_id = "wake-safe";
+    sd.hooks.logger.log = wake_seen_log;
+    sd.hooks.logger.user = &w;
+    sd.hooks.logger.min_level = OBX_LOG_DEBUG;
+    TT_EQ_INT(obx_store_open(&sd, &s), OBX_OK);
+    snprintf(path, sizeof path, "/tmp/obx-wake-safe-%d.sock", (int)getpid());
+    unlink(path);
+    /* A regular file (a database, say) at the path is left as it is. */
+    f = fopen(path, "w");
+    TT_ASSERT(f != NULL);
+    fputs("precious", f);
+    fclose(f);
+    wake_start(&a, s, path);
+    wake_wait_started(&w, 1);
+    wake_stop(&a);
+    TT_EQ_INT(wake_seen_get(&w, 0), 0);
+    f = fopen(path, "r");
+    TT_ASSERT(f != NULL && fgets(text, sizeof text, f) != NULL);
+    if (f) fclose(f);
+    TT_EQ_STR(text, "precious");
+    unlink(path);
+    /* Another service's live stream socket is left to it. */
+    fd = unix_socket_at(path, SOCK_STREAM, 1);
+    TT_ASSERT(fd >= 0 && lstat(path, &before) == 0);
+    wake_start(&a, s, path);
+    wake_wait_started(&w, 2);
+    wake_stop(&a);
+    TT_EQ_INT(wake_seen_get(&w, 0), 0);
+    TT_ASSERT(lstat(path, &after) == 0 && after.st_ino == before.st_ino);
+    TT_EXPECT(unix_connects(path, SOCK_STREAM));
+    close(fd);
+    unlink(path);
+    /* On stop, a socket someone else put at the path is not removed. */
+    wake_start(&a, s, path);
+    wake_wait_started(&w, 3);
+    TT_EQ_INT(wake_seen_get(&w, 0), 1);
+    TT_ASSERT(unlink(path) == 0);
+    fd = unix_socket_at(path, SOCK_DGRAM, 0);
+    TT_ASSERT(fd >= 0 && lstat(path, &before) == 0);
+    wake_stop(&a);
+    TT_ASSERT(lstat(path, &after) == 0 && after.st_ino == before.st_ino);
+    close(fd);
+    unlink(path);
+    /* Two dispatchers racing for one stale socket file: one listens, the
+     * path stays live while both run, and it is gone after both stop. */
+    for (round = 0; round < 10; round++) {
+        int listening = wake_seen_get(&w, 0), started = wake_seen_get(&w, 1);
+        fd = unix_socket_at(path, SOCK_DGRAM, 0);
+        TT_ASSERT(fd >= 0);
+        close(fd); /* stale: nobody listens */
+        wake_start(&a, s, path);
+        wake_start(&b, s, path);
+        wake_wait_started(&w, started + 2);
+        TT_EQ_INT(wake_seen_get(&w, 0) - listening, 1);
+        TT_EXPECT(unix_connects(path, SOCK_DGRAM));
+        wake_stop(&a);
+        wake_stop(&b);
+        TT_EXPECT(lstat(path, &after) != 0);
+        unlink(path);
+    }
+    obx_store_close(s);
+    pthread_mutex_destroy(&w.mu);
+}
+
 /* max_pending caps the unfinished messages: past it, enqueue and batch
  * enqueue are OBX_ERR_FULL and change nothing; settled messages make room
  * again (CORE-MAX-PENDING). */
@@ -5556,6 +5716,7 @@ int main(int argc, char **argv) {
     RUN("OBX-WAKE", "wake-up dispatches at once; stop interrupts the wait", test_wake_and_stop);
     RUN("CORE-MAX-PENDING", "past max_pending unfinished messages enqueue is OBX_ERR_FULL and changes nothing", test_max_pending);
     RUN("CORE-WAKE-SOCKET", "a producer in another process wakes a waiting dispatcher through wake_path", test_wake_socket);
+    RUN("CORE-WAKE-PATH-SAFE", "wake_path takes over only a socket nobody listens on, removes only its own", test_wake_path_safe);
     RUN("CORE-ERROR-UTF8", "a handler's reason that is not UTF-8 is stored with '?'; the API refuses such stored text, naming it", test_error_utf8);
     RUN("OBX-STOP-FINAL", "a stop is final: before run() it is kept, every later run() returns at once", test_stop_final);
     RUN("OBX-METRICS", "counters, metrics hook, queue depth and oldest age", test_metrics);
