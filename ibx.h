@@ -2933,9 +2933,12 @@ IBX__PRIVATE ibx_result ibx__pick_keys(ibx__db *db, int slot, const char *sql, i
             for (k = 0; k < ncols && r == IBX_OK; k++) {
                 char key[1024]; /* 255 characters of up to 4 bytes */
                 SQLLEN ind = 0;
+                key[0] = '\0';
                 r = ibx__check(db, SQLGetData(cur, (SQLUSMALLINT)(k + 1), SQL_C_CHAR, key, sizeof key, &ind),
                                SQL_HANDLE_STMT, cur, "SQLGetData");
-                if (r == IBX_OK && !ibx__list_add(db->hooks, lists[k], db->d, key, strlen(key)))
+                /* A NULL leaves the buffer as it was: it stays a null, which matches nothing. */
+                if (r == IBX_OK && !(ind == SQL_NULL_DATA ? ibx__list_add_null(db->hooks, lists[k], db->d)
+                                                          : ibx__list_add(db->hooks, lists[k], db->d, key, strlen(key))))
                     r = ibx__fail(db->err, IBX_ERR_NO_MEMORY, "claim", "out of memory");
             }
             (*picked)++;

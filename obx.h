@@ -762,8 +762,9 @@ OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_me
 /* Enqueue `count` messages in one transaction: the caller's on `hdbc`, or
  * the store's own (committed) when hdbc is NULL. All or nothing: one bad
  * message rejects the batch before any SQL runs. out_ids (if not NULL)
- * receives count ids. Results as obx_enqueue (and obx_enqueue_tx with
- * hdbc); count < 0 or messages NULL with count > 0 is OBX_ERR_INVALID_ARG. */
+ * receives count ids, written only on success. Results as obx_enqueue
+ * (and obx_enqueue_tx with hdbc); count < 0 or messages NULL with
+ * count > 0 is OBX_ERR_INVALID_ARG. */
 OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
                                      const obx_new_message *messages, int count,
                                      char (*out_ids)[37]);
@@ -3064,9 +3065,12 @@ OBX__PRIVATE obx_result obx__pick_keys(obx__db *db, int slot, const char *sql, i
             for (k = 0; k < ncols && r == OBX_OK; k++) {
                 char key[1024]; /* 255 characters of up to 4 bytes */
                 SQLLEN ind = 0;
+                key[0] = '\0';
                 r = obx__check(db, SQLGetData(cur, (SQLUSMALLINT)(k + 1), SQL_C_CHAR, key, sizeof key, &ind),
                                SQL_HANDLE_STMT, cur, "SQLGetData");
-                if (r == OBX_OK && !obx__list_add(db->hooks, lists[k], db->d, key, strlen(key)))
+                /* A NULL leaves the buffer as it was: it stays a null, which matches nothing. */
+                if (r == OBX_OK && !(ind == SQL_NULL_DATA ? obx__list_add_null(db->hooks, lists[k], db->d)
+                                                          : obx__list_add(db->hooks, lists[k], db->d, key, strlen(key))))
                     r = obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
             }
             (*picked)++;
@@ -8887,7 +8891,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     size_t one_len;
     size_t *lens = &one_len;
     char one_id[37];
-    char (*ids)[37] = out_ids;
+    char (*ids)[37] = NULL; /* copied to out_ids only on success */
     obx__enqueue_ctx ctx;
     obx_result r;
     int i;
@@ -8903,10 +8907,8 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
         lens = (size_t *)obx__alloc(&s->hooks, sizeof *lens * (size_t)count);
         if (!lens) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
     }
-    if (!ids) {
-        ids = count > 1 ? (char (*)[37])obx__alloc(&s->hooks, 37 * (size_t)count) : &one_id;
-        if (!ids) r = obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
-    }
+    ids = count > 1 ? (char (*)[37])obx__alloc(&s->hooks, 37 * (size_t)count) : &one_id;
+    if (!ids) r = obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
     for (i = 0; r == OBX_OK && i < count; i++)
         r = obx__check_message(&s->err, fn, count > 1 ? i : -1, &msgs[i], &lens[i]);
     if (r == OBX_OK) r = obx__pending_room(s, fn, count);
@@ -8922,6 +8924,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     }
     if (r == OBX_OK) {
         if (!hdbc) obx__wake_send(&s->wake_fd, s->wake_path);
+        if (out_ids) memcpy(out_ids, ids, 37 * (size_t)count);
         obx__count(s, OBX_METRIC_ENQUEUED, count);
         for (i = 0; i < count; i++)
             obx__log(&s->hooks, s->message_log_level, s->store_id,
@@ -8930,7 +8933,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
                      hdbc ? " (in caller's transaction)" : "");
     }
     if (lens != &one_len) obx__free(&s->hooks, lens);
-    if (ids != out_ids && ids != &one_id) obx__free(&s->hooks, ids);
+    if (ids != &one_id) obx__free(&s->hooks, ids);
     return r;
 }
 

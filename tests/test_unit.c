@@ -1222,6 +1222,59 @@ static void test_fake_enqueue_batch_one_tx(void) {
     obx_store_close(s);
 }
 
+/* Out-parameters are written only on success: a batch (or a single
+ * enqueue) that fails leaves the caller's id buffers as they were
+ * (OBX-ENQUEUE-OUT-IDS). */
+static void test_fake_enqueue_out_ids(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    obx_new_message m[3];
+    char ids[3][37], one[37];
+    int i;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < 3; i++) {
+        memset(&m[i], 0, sizeof m[i]);
+        m[i].topic = "t";
+        m[i].payload = "p";
+        m[i].payload_len = OBX_NTS;
+    }
+    memset(ids, 'x', sizeof ids);
+    ids[0][36] = ids[1][36] = ids[2][36] = '\0';
+    fake_push_error(SQL_ERROR, "23505", 1, "duplicate key");
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, ids), OBX_ERR_DB);
+    for (i = 0; i < 3; i++) TT_EQ_INT(strspn(ids[i], "x"), 36);
+    snprintf(one, sizeof one, "untouched");
+    fake_push_error(SQL_ERROR, "23505", 1, "duplicate key");
+    TT_EQ_INT(obx_enqueue(s, &m[0], one), OBX_ERR_DB);
+    TT_EQ_STR(one, "untouched");
+    /* And on success every id is written. */
+    fake_push_ok(3);
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, ids), OBX_OK);
+    for (i = 0; i < 3; i++) TT_EQ_INT(obx_uuid_is_valid(ids[i]), 1);
+    obx_store_close(s);
+}
+
+/* A picked key that is NULL (the pick of a three-statement claim, MariaDB)
+ * travels as a null element: never the bytes of an earlier row or of an
+ * uninitialised buffer (CORE-PICK-NULL-KEY). */
+static void test_fake_pick_null_key(void) {
+    obx_store *s = fake_store("MariaDB", NULL);
+    const obx_message *ms;
+    static const char *const picked[2] = {"0192abcd-ef01-7000-8000-0000000000aa", NULL};
+    char owner[37];
+    int n = -1, at;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    fake_push_ok(0); /* START TRANSACTION */
+    fake_push_rows(1, 2, picked);
+    fake_push_ok(1);
+    fake_push_rows(1, 0, NULL);
+    (void)obx_claim(s, owner, 30, 10, &ms, &n);
+    at = fake_log_find("`Status` = 1, `OwnerToken` =", 0);
+    TT_ASSERT(at > 0);
+    TT_EQ_STR(fake_log_param_text(at, 0, 1), "[\"0192abcd-ef01-7000-8000-0000000000aa\",null]");
+    obx_store_close(s);
+}
+
 /* psqlODBC takes a VARCHAR(5) parameter for a boolean (BoolsAsChar) and
  * describes the statement in a round trip of its own, which PgBouncer's
  * transaction pooling sends to another server: no text is bound as one. */
@@ -1928,5 +1981,7 @@ int main(void) {
     TT_RUN("OBX-120", "fake", "claim is one prepared statement per call, one transaction", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
     TT_RUN("OBX-097", "fake", "a batch enqueue is one transaction; bad input stops it before SQL", test_fake_enqueue_batch_one_tx);
+    TT_RUN("OBX-ENQUEUE-OUT-IDS", "fake", "a failed enqueue or batch leaves the caller's id buffers untouched", test_fake_enqueue_out_ids);
+    TT_RUN("CORE-PICK-NULL-KEY", "fake", "a NULL picked key is bound as null, never an earlier row's bytes", test_fake_pick_null_key);
     return tt_done();
 }
