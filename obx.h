@@ -1947,7 +1947,12 @@ typedef struct obx__dialect {
                                    autocommit costs a round trip, so ours rest in autocommit
                                    and a unit of several statements opens with begin_sql;
                                    not with a statement timeout, see obx__db_setup) */
+    const char *deploy_lock_sql;   /* before a deploy's first change: its lock timeout, or NULL */
+    const char *deploy_unlock_sql; /* after that deploy: the connection's own again, or NULL */
 } obx__dialect;
+
+/* How long a schema change waits for its table lock, in seconds (text). */
+#define OBX__DEPLOY_LOCK_WAIT "5"
 
 static const obx__native_fault obx__sqlite_natives[] = {
     {5, OBX__FAULT_TRANSIENT}, /* SQLITE_BUSY: another writer holds the lock */
@@ -1990,7 +1995,7 @@ static const obx__dialect obx__sqlite_dialect = {
     OBX_DIALECT_SQLITE, "BEGIN IMMEDIATE", NULL, NULL, NULL, "SELECT sqlite_version()",
     obx__sqlite_natives, ";\n", NULL,
     "SELECT COUNT(*) FROM pragma_table_info('{N}') WHERE name = '{K}'",
-    "ALTER TABLE {T} ADD COLUMN {C} {D}", 0, 1, 0, '"', '"', 0, 0, 1, 0, 0, 1, 1};
+    "ALTER TABLE {T} ADD COLUMN {C} {D}", 0, 1, 0, '"', '"', 0, 0, 1, 0, 0, 1, 1, NULL, NULL};
 #define OBX__SQLITE_DIALECT &obx__sqlite_dialect
 #else
 #define OBX__SQLITE_DIALECT NULL
@@ -2007,7 +2012,7 @@ static const obx__dialect obx__postgresql_dialect = {
     "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
     "AND NOT attisdropped",
     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 1, '"', '"', 0,
-    0, 1, 0, 1, 0, 0};
+    0, 1, 0, 1, 0, 0, "SET LOCAL lock_timeout = '" OBX__DEPLOY_LOCK_WAIT "s'", NULL};
 #define OBX__POSTGRESQL_DIALECT &obx__postgresql_dialect
 #else
 #define OBX__POSTGRESQL_DIALECT NULL
@@ -2023,7 +2028,8 @@ static const obx__dialect obx__mariadb_dialect = {
     "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
     "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 0, '`', '`', 0,
-    0, 0, 0, 0, 1, 1};
+    0, 0, 0, 0, 1, 1, "SET SESSION lock_wait_timeout = " OBX__DEPLOY_LOCK_WAIT,
+    "SET SESSION lock_wait_timeout = DEFAULT"};
 #define OBX__MARIADB_DIALECT &obx__mariadb_dialect
 #else
 #define OBX__MARIADB_DIALECT NULL
@@ -2037,7 +2043,7 @@ static const obx__dialect obx__sqlserver_dialect = {
     OBX_DIALECT_SQLSERVER, NULL, NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
     "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives,
     "\nGO\n", NULL, NULL, "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}",
-    SQL_TXN_READ_COMMITTED, 0, 1, '[', ']', 1, 1, 1, 1, 0, 0, 0};
+    SQL_TXN_READ_COMMITTED, 0, 1, '[', ']', 1, 1, 1, 1, 0, 0, 0, NULL, NULL};
 #define OBX__SQLSERVER_DIALECT &obx__sqlserver_dialect
 #else
 #define OBX__SQLSERVER_DIALECT NULL
@@ -5863,10 +5869,118 @@ static char *obx__schema_text(const obx__hooks *h, const obx__dialect *d, const 
     return ok ? text.data : NULL;
 }
 
+/* printf into memory from the allocator; NULL when out of memory. */
+OBX__PRINTF(2, 3)
+static char *obx__format(const obx__hooks *h, const char *fmt, ...) {
+    va_list ap;
+    char *out;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !(out = (char *)obx__alloc(h, (size_t)n + 1))) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(out, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return out;
+}
+
+/* Look before changing (obx__deploy_unit). Some IF NOT EXISTS and OR REPLACE
+ * statements lock their table even when there is nothing to do (PostgreSQL:
+ * CREATE INDEX a SHARE lock, CREATE OR REPLACE TRIGGER SHARE ROW EXCLUSIVE;
+ * MariaDB: CREATE TRIGGER an exclusive metadata lock), queued behind every
+ * open transaction on the table and with every writer after them queued
+ * behind them. Each such statement gets a catalog query, which locks
+ * nothing and returns 1 when the object is there as the statement would
+ * make it; the statement runs only otherwise. A PostgreSQL trigger's
+ * definition is too far from its text to compare: its comment carries a
+ * hash of the text (*after sets it). */
+
+/* The quoted name at p (quote characters q0, q1) into out; the text after it. */
+static const char *obx__ddl_name(const char *p, char q0, char q1, char *out, size_t cap) {
+    size_t n = 0;
+    out[0] = '\0';
+    if (!p || *p != q0) return NULL;
+    for (p++; *p && *p != q1 && n + 1 < cap; p++) out[n++] = *p;
+    out[n] = '\0';
+    return *p == q1 ? p + 1 : NULL;
+}
+
+static char *obx__ddl_probe(const obx__hooks *h, const obx__dialect *d, const char *schema, const char *one,
+                            char **after) {
+    static const char *const pg_index[] = {"CREATE INDEX IF NOT EXISTS ", "CREATE UNIQUE INDEX IF NOT EXISTS ", NULL};
+    char name[160], table[400], *out = NULL;
+    const char *p, *on;
+    size_t n;
+    int i;
+    *after = NULL;
+    if (d->id == OBX_DIALECT_POSTGRESQL) {
+        for (i = 0; pg_index[i]; i++)
+            if (strncmp(one, pg_index[i], strlen(pg_index[i])) == 0 &&
+                obx__ddl_name(one + strlen(pg_index[i]), '"', '"', name, sizeof name))
+                return obx__format(h, "SELECT COUNT(*) FROM pg_class c JOIN pg_namespace n ON n.oid = "
+                                   "c.relnamespace WHERE n.nspname = '%s' AND c.relname = '%s'", schema, name);
+        if (strncmp(one, "CREATE OR REPLACE FUNCTION ", 27) == 0 &&
+            (p = obx__ddl_name(one + 27, '"', '"', table, sizeof table)) && *p == '.' &&
+            obx__ddl_name(p + 1, '"', '"', name, sizeof name) && (p = strstr(one, "$$")) &&
+            (on = strstr(p + 2, "$$")) && !strstr(one, "$obx$")) {
+            while (strstr(on + 2, "$$")) on = strstr(on + 2, "$$");
+            n = (size_t)(on - p - 2);
+            return obx__format(h, "SELECT COUNT(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = "
+                               "p.pronamespace WHERE n.nspname = '%s' AND p.proname = '%s' AND p.prosrc = "
+                               "$obx$%.*s$obx$", table, name, (int)n, p + 2);
+        }
+        if (strncmp(one, "CREATE OR REPLACE TRIGGER ", 26) == 0 &&
+            obx__ddl_name(one + 26, '"', '"', name, sizeof name) && (on = strstr(one, " ON ")) &&
+            (n = strcspn(on + 4, " \n")) < sizeof table) {
+            uint64_t hash = UINT64_C(14695981039346656037); /* FNV-1a of the text */
+            for (p = one; *p; p++) hash = (hash ^ (unsigned char)*p) * UINT64_C(1099511628211);
+            memcpy(table, on + 4, n);
+            table[n] = '\0';
+            *after = obx__format(h, "COMMENT ON TRIGGER \"%s\" ON %s IS 'obx %016llx'", name, table,
+                                 (unsigned long long)hash);
+            out = *after ? obx__format(h, "SELECT COUNT(*) FROM pg_trigger WHERE tgrelid = to_regclass('%s') "
+                                       "AND tgname = '%s' AND obj_description(oid, 'pg_trigger') = "
+                                       "'obx %016llx'", table, name, (unsigned long long)hash) : NULL;
+            if (!out) obx__free(h, *after), *after = NULL;
+            return out;
+        }
+    }
+    if (d->id == OBX_DIALECT_MARIADB) {
+        if (strncmp(one, "CREATE TRIGGER IF NOT EXISTS ", 29) == 0 &&
+            obx__ddl_name(one + 29, '`', '`', name, sizeof name))
+            return obx__format(h, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE "
+                               "TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = '%s'", name);
+        if (strncmp(one, "DROP TRIGGER IF EXISTS ", 23) == 0 && obx__ddl_name(one + 23, '`', '`', name, sizeof name))
+            return obx__format(h, "SELECT COUNT(*) = 0 FROM information_schema.TRIGGERS WHERE "
+                               "TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = '%s'", name);
+    }
+    return NULL;
+}
+
+typedef struct obx__deploy_ctx {
+    obx_store *s;
+    int changing; /* a change ran in this attempt: the lock timeout is set */
+} obx__deploy_ctx;
+
+/* Before each change: say so, and before the first, set the dialect's lock
+ * timeout, so that a change waits for its lock (and writers wait behind it)
+ * at most OBX__DEPLOY_LOCK_WAIT seconds. */
+static obx_result obx__deploy_change(obx__db *db, obx__deploy_ctx *c, const char *what) {
+    obx_store *s = c->s;
+    obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "schema change on %s: %.*s%s", s->table,
+             (int)strcspn(what, "\n"), what,
+             db->d->deploy_lock_sql ? " (waits at most " OBX__DEPLOY_LOCK_WAIT " s for its lock)" : "");
+    if (c->changing || !db->d->deploy_lock_sql) return OBX_OK;
+    c->changing = 1;
+    return obx__exec_direct(db, db->d->deploy_lock_sql, "deploy: lock timeout");
+}
+
 /* Upgrade in place: add each column of q->columns the table lacks (one
  * deployed by an older release). The probe first, so that a table that has
  * them all is not locked. */
-static obx_result obx__deploy_columns(obx__db *db, obx_store *s) {
+static obx_result obx__deploy_columns(obx__db *db, obx__deploy_ctx *dc) {
+    obx_store *s = dc->s;
     obx_result r = OBX_OK;
     int i;
     for (i = 0; r == OBX_OK && i < OBX__COLUMNS_MAX && s->q->columns[i].name; i++) {
@@ -5883,7 +5997,9 @@ static obx_result obx__deploy_columns(obx__db *db, obx_store *s) {
         if (r != OBX_OK || atoi(found) > 0) continue;
         if (!(add = obx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_add, c)))
             break;
-        r = obx__exec_direct(db, add, "deploy: add column");
+        if (db->d->column_probe) r = obx__deploy_change(db, dc, add);
+        if (r == OBX_OK) r = obx__exec_direct(db, add, "deploy: add column");
+        if (r == OBX_ERR_DB_TRANSIENT && dc->changing) db->fault = OBX__FAULT_PERMANENT; /* as obx__deploy_one */
         obx__free(&s->hooks, add);
         if (r == OBX_OK && db->d->column_probe)
             obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "schema upgraded: column %s added to %s",
@@ -5894,16 +6010,37 @@ static obx_result obx__deploy_columns(obx__db *db, obx_store *s) {
     return r;
 }
 
+/* One DDL statement: looked up first where it has a probe (obx__ddl_probe),
+ * run only when its object is missing or different. */
+static obx_result obx__deploy_one(obx__db *db, obx__deploy_ctx *c, const char *one) {
+    obx_store *s = c->s;
+    char *after = NULL, *probe = obx__ddl_probe(&s->hooks, db->d, s->schema, one, &after), found[32] = "0";
+    obx_result r = probe ? obx__query_text(db, probe, found, sizeof found) : OBX_OK;
+    if (r == OBX_OK && !(probe && atoi(found) > 0)) {
+        if (probe) r = obx__deploy_change(db, c, one);
+        if (r == OBX_OK) r = obx__exec_direct(db, one, "deploy");
+        if (r == OBX_OK && after) r = obx__exec_direct(db, after, "deploy: mark trigger");
+        /* A lock timeout is not retried here: writers would queue behind
+         * the change again. The caller deploys again later. */
+        if (r == OBX_ERR_DB_TRANSIENT && c->changing) db->fault = OBX__FAULT_PERMANENT;
+    }
+    obx__free(&s->hooks, probe);
+    obx__free(&s->hooks, after);
+    return r;
+}
+
 static obx_result obx__deploy_unit(obx__db *db, void *ctx) {
-    obx_store *s = (obx_store *)ctx;
+    obx__deploy_ctx *c = (obx__deploy_ctx *)ctx;
+    obx_store *s = c->s;
     obx_result r = OBX_OK;
     int i;
+    c->changing = 0; /* a retried unit sets its lock timeout again */
     for (i = 0; s->q->ddl[i] && r == OBX_OK; i++) {
         char *one = obx__ddl_text(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
         if (!one) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_store_deploy", "out of memory");
-        r = obx__exec_direct(db, one, "deploy");
+        r = obx__deploy_one(db, c, one);
         obx__free(&s->hooks, one);
-        if (r == OBX_OK && strstr(s->q->ddl[i], "{A}")) r = obx__deploy_columns(db, s);
+        if (r == OBX_OK && strstr(s->q->ddl[i], "{A}")) r = obx__deploy_columns(db, c);
     }
     return r;
 }
@@ -5936,13 +6073,22 @@ OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const
 }
 
 OBX_API obx_result obx_store_deploy(obx_store *store) {
+    obx__deploy_ctx c;
     obx_result r;
     if (!store) return OBX_ERR_INVALID_ARG;
     if (!store->q)
         return obx__fail(&store->err, OBX_ERR_STATE, "obx_store_deploy", "store is not open");
-    r = obx__unit(&store->db, obx__deploy_unit, store, "deploy schema");
+    c.s = store;
+    c.changing = 0;
+    r = obx__unit(&store->db, obx__deploy_unit, &c, "deploy schema");
+    if (c.changing && store->db.d->deploy_unlock_sql) /* our connection's own setting again */
+        (void)obx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "deploy: lock timeout");
     if (r == OBX_OK)
         obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "schema deployed (table %s)",
+                 store->table);
+    else if (c.changing && r == OBX_ERR_DB_TRANSIENT)
+        obx__log(&store->hooks, OBX_LOG_WARN, store->store_id, "schema change on %s did not get its lock within "
+                 OBX__DEPLOY_LOCK_WAIT " s (transactions hold the table): deploy again when they end",
                  store->table);
     return r;
 }

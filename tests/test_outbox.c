@@ -1983,6 +1983,111 @@ static void test_max_starts_range(void) {
     obx_store_close(s);
 }
 
+/* ---- a deploy beside live writers (CORE-DEPLOY-NO-LOCK) ----------------------------- */
+
+/* What one side of the race did, and whether it finished before the
+ * producer's transaction ended. */
+typedef struct deploy_side {
+    pthread_mutex_t *mu;
+    obx_store *store;            /* the enqueue's store; NULL: open one with deploy_schema */
+    obx_result r;
+    int done;
+} deploy_side;
+
+static void quiet_log(obx_log_level level, const char *id, const char *msg, void *user) {
+    (void)level, (void)id, (void)msg, (void)user;
+}
+
+static void *deploy_side_main(void *arg) {
+    deploy_side *d = (deploy_side *)arg;
+    obx_result r;
+    if (d->store) {
+        obx_new_message m = msg("unrelated", "p");
+        r = obx_enqueue(d->store, &m, NULL);
+    } else {
+        obx_store_desc desc;
+        obx_store *s = NULL;
+        memset(&desc, 0, sizeof desc);
+        desc.connection_string = g_conn;
+        desc.deploy_schema = 1;
+        desc.hooks.logger.log = quiet_log;
+        r = obx_store_open(&desc, &s);
+        obx_store_close(s);
+    }
+    pthread_mutex_lock(d->mu);
+    d->r = r;
+    d->done = 1;
+    pthread_mutex_unlock(d->mu);
+    return NULL;
+}
+
+static int deploy_side_done(deploy_side *d) {
+    int done;
+    pthread_mutex_lock(d->mu);
+    done = d->done;
+    pthread_mutex_unlock(d->mu);
+    return done;
+}
+
+/* deploy_schema on an up-to-date schema takes no lock that blocks writers:
+ * with a producer's transaction open on the table, a store opened with
+ * deploy_schema, and an unrelated enqueue issued meanwhile, both finish
+ * before that transaction ends. The producer commits when both are done or
+ * after 10 s (then the test fails: they waited for it). */
+static void test_deploy_no_lock(void) {
+    obx_store *s = fresh(), *other = open_table("Outbox", 0);
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    deploy_side deploy, unrelated;
+    pthread_t t1, t2;
+    caller_conn w;
+    obx_new_message m = msg("held", "open transaction");
+    int waited, deploy_first, unrelated_first;
+    int64_t t0;
+    TT_ASSERT(s && other);
+    TT_ASSERT(caller_open(&w) && caller_begin(&w));
+    TT_EQ_INT(obx_enqueue_tx(s, w.dbc, &m, NULL), OBX_OK);
+    memset(&deploy, 0, sizeof deploy);
+    memset(&unrelated, 0, sizeof unrelated);
+    deploy.mu = unrelated.mu = &mu;
+    unrelated.store = other;
+    TT_ASSERT(pthread_create(&t1, NULL, deploy_side_main, &deploy) == 0);
+    sleep_ms(300); /* the deploy is under way (or queued on a lock) */
+    TT_ASSERT(pthread_create(&t2, NULL, deploy_side_main, &unrelated) == 0);
+    for (waited = 0; waited < 10000 && !(deploy_side_done(&deploy) && deploy_side_done(&unrelated)); waited += 10)
+        sleep_ms(10);
+    deploy_first = deploy_side_done(&deploy);
+    unrelated_first = deploy_side_done(&unrelated);
+    TT_ASSERT(caller_end(&w, 1));
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    caller_close(&w);
+    TT_EXPECT(deploy_first);
+    TT_EXPECT(unrelated_first);
+    TT_EQ_INT(deploy.r, OBX_OK);
+    TT_EQ_INT(unrelated.r, OBX_OK);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 2);
+    /* A change that is needed waits for its lock at most 5 s, says so, and
+     * fails (transient) rather than hold the writers behind it longer. */
+    TT_ASSERT(sql(s, g_pg ? "DROP INDEX {S}.\"IX_{N}_Done\"" : "DROP TRIGGER `{N}_JoinStep2`"));
+    TT_ASSERT(caller_open(&w) && caller_begin(&w));
+    TT_EQ_INT(obx_enqueue_tx(s, w.dbc, &m, NULL), OBX_OK);
+    log_reset();
+    t0 = now_ms();
+    TT_EQ_INT(obx_store_deploy(other), OBX_ERR_DB_TRANSIENT);
+    TT_EXPECT(now_ms() - t0 < 9000);
+    TT_EXPECT(logged("schema change on Outbox: ", g_pg ? "IX_Outbox_Done" : "Outbox_JoinStep2",
+                     "waits at most 5 s for its lock"));
+    TT_EXPECT(logged("WARN", "did not get its lock within 5 s", NULL));
+    TT_ASSERT(caller_end(&w, 1));
+    caller_close(&w);
+    TT_EQ_INT(obx_store_deploy(other), OBX_OK); /* and once the writer is gone, it is made */
+    TT_EQ_INT(scalar(s, g_pg ? "SELECT COUNT(*) FROM pg_class WHERE relname = 'IX_{N}_Done'"
+                             : "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = "
+                               "DATABASE() AND TRIGGER_NAME = '{N}_JoinStep2'"), 1);
+    obx_store_close(other);
+    obx_store_close(s);
+}
+
 /* ---- schema upgrades (CORE-SCHEMA-UPGRADE) ---------------------------------------- */
 
 /* A store on the upgrade tests' tables: V0Outbox (in schema obxv0 on
@@ -5815,6 +5920,10 @@ int main(int argc, char **argv) {
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
     RUN("CORE-EXPIRY", "a message past expires_utc_ms when claimed is never handled: Dead, \"expired\", counted; single and batch enqueue; validation names the field", test_expiry);
     RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);
+    if (g_srv)
+        RUN("CORE-DEPLOY-NO-LOCK", "deploy_schema on an up-to-date table: a writer's open transaction blocks neither it nor an unrelated enqueue", test_deploy_no_lock);
+    else
+        printf("N/A CORE-DEPLOY-NO-LOCK %s one writer at a time: an open transaction holds back every other writer, deploy or not\n", g_backend);
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);
