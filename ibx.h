@@ -883,13 +883,20 @@ IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const
  * table an older release deployed: columns added since are added (with
  * their defaults on existing rows; nothing is dropped or rewritten),
  * missing indexes created, functions, procedures and triggers replaced by
- * today's. Idempotent: a table that has every column is only looked at
- * (one catalog query per added column; no ALTER, so no table lock). What
- * desc.deploy_schema does at open. Needs CREATE and, for an upgrade,
- * ALTER on the table. Touches the database, own transaction (MariaDB
- * commits each DDL statement on its own). Returns IBX_OK, IBX_ERR_DB,
- * IBX_ERR_DB_TRANSIENT, IBX_ERR_INVALID_ARG (store NULL), IBX_ERR_STATE
- * (store not open), IBX_ERR_NO_MEMORY. */
+ * today's. Looks before it changes: each column, index, function and
+ * trigger that a statement would lock the table for, even with nothing to
+ * do, is first looked up in the catalog, so an up-to-date schema is only
+ * read and takes no lock that blocks writers. A change that is needed is
+ * logged (INFO) and waits for its table lock at most 5 s (PostgreSQL
+ * lock_timeout, MariaDB lock_wait_timeout; writers queue behind it no
+ * longer), then fails with IBX_ERR_DB_TRANSIENT and a WARN line: deploy
+ * again when the long transactions end. What an upgrade locks, per
+ * database: section 3 of the manual, "Schema". What desc.deploy_schema
+ * does at open. Needs CREATE and, for an upgrade, ALTER on the table.
+ * Touches the database, own transaction (MariaDB commits each DDL
+ * statement on its own). Returns IBX_OK, IBX_ERR_DB, IBX_ERR_DB_TRANSIENT,
+ * IBX_ERR_INVALID_ARG (store NULL), IBX_ERR_STATE (store not open),
+ * IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_store_deploy(ibx_store *store);
 
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
@@ -1896,8 +1903,9 @@ static const ibx__dialect ibx__mariadb_dialect = {
     "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
     "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 0, '`', '`', 0,
-    0, 0, 0, 0, 1, 1, "SET SESSION lock_wait_timeout = " IBX__DEPLOY_LOCK_WAIT,
-    "SET SESSION lock_wait_timeout = DEFAULT"};
+    0, 0, 0, 0, 1, 1,
+    "SET @ibx_lock_wait = @@SESSION.lock_wait_timeout, SESSION lock_wait_timeout = " IBX__DEPLOY_LOCK_WAIT,
+    "SET SESSION lock_wait_timeout = @ibx_lock_wait"};
 #define IBX__MARIADB_DIALECT &ibx__mariadb_dialect
 #else
 #define IBX__MARIADB_DIALECT NULL
@@ -2098,7 +2106,11 @@ typedef struct ibx__sqlset {
      * the dialect's test); a function whose signature changes needs a DROP
      * ... IF EXISTS of the old signature before it; a changed trigger that
      * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
-     * new name, after a DROP TRIGGER IF EXISTS of the old one. */
+     * new name, and its DROP TRIGGER IF EXISTS of the old name comes after
+     * it (MariaDB commits each DDL statement: a settle between a DROP and
+     * a CREATE would run with neither; test CORE-TRIGGER-ORDER). Where a
+     * statement would lock its table even with nothing to do, deploy asks
+     * the catalog first (ibx__ddl_probe). */
     const ibx__column *columns;
     /* The claim returns whole message rows (ibx__read_message), not the
      * short row of ibx__read_claimed: SQL Server's comes from a deployed
@@ -5275,17 +5287,6 @@ static char *ibx__format(const ibx__hooks *h, const char *fmt, ...) {
     return out;
 }
 
-/* Look before changing (ibx__deploy_unit). Some IF NOT EXISTS and OR REPLACE
- * statements lock their table even when there is nothing to do (PostgreSQL:
- * CREATE INDEX a SHARE lock, CREATE OR REPLACE TRIGGER SHARE ROW EXCLUSIVE;
- * MariaDB: CREATE TRIGGER an exclusive metadata lock), queued behind every
- * open transaction on the table and with every writer after them queued
- * behind them. Each such statement gets a catalog query, which locks
- * nothing and returns 1 when the object is there as the statement would
- * make it; the statement runs only otherwise. A PostgreSQL trigger's
- * definition is too far from its text to compare: its comment carries a
- * hash of the text (*after sets it). */
-
 /* The quoted name at p (quote characters q0, q1) into out; the text after it. */
 static const char *ibx__ddl_name(const char *p, char q0, char q1, char *out, size_t cap) {
     size_t n = 0;
@@ -5296,6 +5297,16 @@ static const char *ibx__ddl_name(const char *p, char q0, char q1, char *out, siz
     return *p == q1 ? p + 1 : NULL;
 }
 
+/* Look before changing (ibx__deploy_unit). Some IF NOT EXISTS and OR REPLACE
+ * statements lock their table even when there is nothing to do (PostgreSQL:
+ * CREATE INDEX a SHARE lock, CREATE OR REPLACE TRIGGER SHARE ROW EXCLUSIVE;
+ * MariaDB: CREATE TRIGGER an exclusive metadata lock), queued behind every
+ * open transaction on the table and with every writer after them queued
+ * behind them. Each such statement gets a catalog query, which locks
+ * nothing and returns 1 when the object is there as the statement would
+ * make it; the statement runs only otherwise. A PostgreSQL trigger's
+ * definition is too far from its text to compare: its comment carries a
+ * hash of the text (*after sets it). */
 static char *ibx__ddl_probe(const ibx__hooks *h, const ibx__dialect *d, const char *schema, const char *one,
                             char **after) {
     static const char *const pg_index[] = {"CREATE INDEX IF NOT EXISTS ", "CREATE UNIQUE INDEX IF NOT EXISTS ", NULL};
@@ -5311,7 +5322,7 @@ static char *ibx__ddl_probe(const ibx__hooks *h, const ibx__dialect *d, const ch
                 return ibx__format(h, "SELECT COUNT(*) FROM pg_class c JOIN pg_namespace n ON n.oid = "
                                    "c.relnamespace WHERE n.nspname = '%s' AND c.relname = '%s'", schema, name);
         if (strncmp(one, "CREATE OR REPLACE FUNCTION ", 27) == 0 &&
-            (p = ibx__ddl_name(one + 27, '"', '"', table, sizeof table)) && *p == '.' &&
+            (p = ibx__ddl_name(one + 27, '"', '"', table, sizeof table)) && *p == '.' && /* table: its schema */
             ibx__ddl_name(p + 1, '"', '"', name, sizeof name) && (p = strstr(one, "$$")) &&
             (on = strstr(p + 2, "$$")) && !strstr(one, "$ibx$")) {
             while (strstr(on + 2, "$$")) on = strstr(on + 2, "$$");
@@ -5351,6 +5362,7 @@ static char *ibx__ddl_probe(const ibx__hooks *h, const ibx__dialect *d, const ch
 typedef struct ibx__deploy_ctx {
     ibx_store *s;
     int changing; /* a change ran in this attempt: the lock timeout is set */
+    int timed;    /* it was set in some attempt: ibx_store_deploy restores it */
 } ibx__deploy_ctx;
 
 /* Before each change: say so, and before the first, set the dialect's lock
@@ -5362,7 +5374,7 @@ static ibx_result ibx__deploy_change(ibx__db *db, ibx__deploy_ctx *c, const char
              (int)strcspn(what, "\n"), what,
              db->d->deploy_lock_sql ? " (waits at most " IBX__DEPLOY_LOCK_WAIT " s for its lock)" : "");
     if (c->changing || !db->d->deploy_lock_sql) return IBX_OK;
-    c->changing = 1;
+    c->changing = c->timed = 1;
     return ibx__exec_direct(db, db->d->deploy_lock_sql, "deploy: lock timeout");
 }
 
@@ -5469,9 +5481,9 @@ IBX_API ibx_result ibx_store_deploy(ibx_store *store) {
     if (!store->q)
         return ibx__fail(&store->err, IBX_ERR_STATE, "ibx_store_deploy", "store is not open");
     c.s = store;
-    c.changing = 0;
+    c.changing = c.timed = 0;
     r = ibx__unit(&store->db, ibx__deploy_unit, &c, "deploy schema");
-    if (c.changing && store->db.d->deploy_unlock_sql) /* our connection's own setting again */
+    if (c.timed && store->db.d->deploy_unlock_sql) /* our connection's own setting again */
         (void)ibx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "deploy: lock timeout");
     if (r == IBX_OK)
         ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "schema deployed (table %s)",

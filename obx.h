@@ -904,13 +904,20 @@ OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const
  * table an older release deployed: columns added since are added (with
  * their defaults on existing rows; nothing is dropped or rewritten),
  * missing indexes created, functions, procedures and triggers replaced by
- * today's. Idempotent: a table that has every column is only looked at
- * (one catalog query per added column; no ALTER, so no table lock). What
- * desc.deploy_schema does at open. Needs CREATE and, for an upgrade,
- * ALTER on the table. Touches the database, own transaction (MariaDB
- * commits each DDL statement on its own). Returns OBX_OK, OBX_ERR_DB,
- * OBX_ERR_DB_TRANSIENT, OBX_ERR_INVALID_ARG (store NULL), OBX_ERR_STATE
- * (store not open), OBX_ERR_NO_MEMORY. */
+ * today's. Looks before it changes: each column, index, function and
+ * trigger that a statement would lock the table for, even with nothing to
+ * do, is first looked up in the catalog, so an up-to-date schema is only
+ * read and takes no lock that blocks writers. A change that is needed is
+ * logged (INFO) and waits for its table lock at most 5 s (PostgreSQL
+ * lock_timeout, MariaDB lock_wait_timeout; writers queue behind it no
+ * longer), then fails with OBX_ERR_DB_TRANSIENT and a WARN line: deploy
+ * again when the long transactions end. What an upgrade locks, per
+ * database: section 3 of the manual, "Schema". What desc.deploy_schema
+ * does at open. Needs CREATE and, for an upgrade, ALTER on the table.
+ * Touches the database, own transaction (MariaDB commits each DDL
+ * statement on its own). Returns OBX_OK, OBX_ERR_DB, OBX_ERR_DB_TRANSIENT,
+ * OBX_ERR_INVALID_ARG (store NULL), OBX_ERR_STATE (store not open),
+ * OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_store_deploy(obx_store *store);
 
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
@@ -2028,8 +2035,9 @@ static const obx__dialect obx__mariadb_dialect = {
     "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
     "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 0, '`', '`', 0,
-    0, 0, 0, 0, 1, 1, "SET SESSION lock_wait_timeout = " OBX__DEPLOY_LOCK_WAIT,
-    "SET SESSION lock_wait_timeout = DEFAULT"};
+    0, 0, 0, 0, 1, 1,
+    "SET @obx_lock_wait = @@SESSION.lock_wait_timeout, SESSION lock_wait_timeout = " OBX__DEPLOY_LOCK_WAIT,
+    "SET SESSION lock_wait_timeout = @obx_lock_wait"};
 #define OBX__MARIADB_DIALECT &obx__mariadb_dialect
 #else
 #define OBX__MARIADB_DIALECT NULL
@@ -2230,7 +2238,11 @@ typedef struct obx__sqlset {
      * the dialect's test); a function whose signature changes needs a DROP
      * ... IF EXISTS of the old signature before it; a changed trigger that
      * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
-     * new name, after a DROP TRIGGER IF EXISTS of the old one. */
+     * new name, and its DROP TRIGGER IF EXISTS of the old name comes after
+     * it (MariaDB commits each DDL statement: a settle between a DROP and
+     * a CREATE would run with neither; test CORE-TRIGGER-ORDER). Where a
+     * statement would lock its table even with nothing to do, deploy asks
+     * the catalog first (obx__ddl_probe). */
     const obx__column *columns;
     /* The claim returns whole message rows (obx__read_message), not the
      * short row of obx__read_claimed: SQL Server's comes from a deployed
@@ -5007,16 +5019,18 @@ static const char *const obx__mariadb_outbox_ddl[] = {
      * settle's own transaction; a member leaving Pending counts once. The
      * IF keeps claims (and every other update) from running the member
      * UPDATE at all: as a WHERE condition it ran 100 times per claim.
-     * A changed trigger gets a new name (2: this IF), and the old name is
-     * dropped: CREATE OR REPLACE would lock the table on every deploy,
-     * IF NOT EXISTS would keep an old table's trigger as it was, and
-     * DROP TRIGGER IF EXISTS of a missing trigger takes no table lock. */
-    "DROP TRIGGER IF EXISTS `{N}_JoinStep`",
+     * A changed trigger gets a new name (2: this IF), created before the
+     * old name is dropped: each DDL statement commits on its own, and a
+     * settle queued behind a DROP first would run with neither trigger
+     * (both at once is harmless: the member update is guarded by its
+     * Status). CREATE OR REPLACE would lock the table on every deploy, and
+     * IF NOT EXISTS alone would keep an old table's trigger as it was. */
     "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep2` AFTER UPDATE ON {T} FOR EACH ROW\n"
     "    IF NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN\n"
     "        UPDATE {M} SET `Status` = IF(NEW.`Status` = 2, 1, 2)\n"
     "         WHERE `OutboxMessageId` = NEW.`Id` AND `Status` = 0;\n"
     "    END IF",
+    "DROP TRIGGER IF EXISTS `{N}_JoinStep`",
     "CREATE TRIGGER IF NOT EXISTS `{N}_JoinCount` AFTER UPDATE ON {M} FOR EACH ROW\n"
     "    UPDATE {J} SET\n"
     "        `LastUpdatedUtc` = UTC_TIMESTAMP(6),\n"
@@ -5885,17 +5899,6 @@ static char *obx__format(const obx__hooks *h, const char *fmt, ...) {
     return out;
 }
 
-/* Look before changing (obx__deploy_unit). Some IF NOT EXISTS and OR REPLACE
- * statements lock their table even when there is nothing to do (PostgreSQL:
- * CREATE INDEX a SHARE lock, CREATE OR REPLACE TRIGGER SHARE ROW EXCLUSIVE;
- * MariaDB: CREATE TRIGGER an exclusive metadata lock), queued behind every
- * open transaction on the table and with every writer after them queued
- * behind them. Each such statement gets a catalog query, which locks
- * nothing and returns 1 when the object is there as the statement would
- * make it; the statement runs only otherwise. A PostgreSQL trigger's
- * definition is too far from its text to compare: its comment carries a
- * hash of the text (*after sets it). */
-
 /* The quoted name at p (quote characters q0, q1) into out; the text after it. */
 static const char *obx__ddl_name(const char *p, char q0, char q1, char *out, size_t cap) {
     size_t n = 0;
@@ -5906,6 +5909,16 @@ static const char *obx__ddl_name(const char *p, char q0, char q1, char *out, siz
     return *p == q1 ? p + 1 : NULL;
 }
 
+/* Look before changing (obx__deploy_unit). Some IF NOT EXISTS and OR REPLACE
+ * statements lock their table even when there is nothing to do (PostgreSQL:
+ * CREATE INDEX a SHARE lock, CREATE OR REPLACE TRIGGER SHARE ROW EXCLUSIVE;
+ * MariaDB: CREATE TRIGGER an exclusive metadata lock), queued behind every
+ * open transaction on the table and with every writer after them queued
+ * behind them. Each such statement gets a catalog query, which locks
+ * nothing and returns 1 when the object is there as the statement would
+ * make it; the statement runs only otherwise. A PostgreSQL trigger's
+ * definition is too far from its text to compare: its comment carries a
+ * hash of the text (*after sets it). */
 static char *obx__ddl_probe(const obx__hooks *h, const obx__dialect *d, const char *schema, const char *one,
                             char **after) {
     static const char *const pg_index[] = {"CREATE INDEX IF NOT EXISTS ", "CREATE UNIQUE INDEX IF NOT EXISTS ", NULL};
@@ -5921,7 +5934,7 @@ static char *obx__ddl_probe(const obx__hooks *h, const obx__dialect *d, const ch
                 return obx__format(h, "SELECT COUNT(*) FROM pg_class c JOIN pg_namespace n ON n.oid = "
                                    "c.relnamespace WHERE n.nspname = '%s' AND c.relname = '%s'", schema, name);
         if (strncmp(one, "CREATE OR REPLACE FUNCTION ", 27) == 0 &&
-            (p = obx__ddl_name(one + 27, '"', '"', table, sizeof table)) && *p == '.' &&
+            (p = obx__ddl_name(one + 27, '"', '"', table, sizeof table)) && *p == '.' && /* table: its schema */
             obx__ddl_name(p + 1, '"', '"', name, sizeof name) && (p = strstr(one, "$$")) &&
             (on = strstr(p + 2, "$$")) && !strstr(one, "$obx$")) {
             while (strstr(on + 2, "$$")) on = strstr(on + 2, "$$");
@@ -5961,6 +5974,7 @@ static char *obx__ddl_probe(const obx__hooks *h, const obx__dialect *d, const ch
 typedef struct obx__deploy_ctx {
     obx_store *s;
     int changing; /* a change ran in this attempt: the lock timeout is set */
+    int timed;    /* it was set in some attempt: obx_store_deploy restores it */
 } obx__deploy_ctx;
 
 /* Before each change: say so, and before the first, set the dialect's lock
@@ -5972,7 +5986,7 @@ static obx_result obx__deploy_change(obx__db *db, obx__deploy_ctx *c, const char
              (int)strcspn(what, "\n"), what,
              db->d->deploy_lock_sql ? " (waits at most " OBX__DEPLOY_LOCK_WAIT " s for its lock)" : "");
     if (c->changing || !db->d->deploy_lock_sql) return OBX_OK;
-    c->changing = 1;
+    c->changing = c->timed = 1;
     return obx__exec_direct(db, db->d->deploy_lock_sql, "deploy: lock timeout");
 }
 
@@ -6079,9 +6093,9 @@ OBX_API obx_result obx_store_deploy(obx_store *store) {
     if (!store->q)
         return obx__fail(&store->err, OBX_ERR_STATE, "obx_store_deploy", "store is not open");
     c.s = store;
-    c.changing = 0;
+    c.changing = c.timed = 0;
     r = obx__unit(&store->db, obx__deploy_unit, &c, "deploy schema");
-    if (c.changing && store->db.d->deploy_unlock_sql) /* our connection's own setting again */
+    if (c.timed && store->db.d->deploy_unlock_sql) /* our connection's own setting again */
         (void)obx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "deploy: lock timeout");
     if (r == OBX_OK)
         obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "schema deployed (table %s)",

@@ -2088,6 +2088,77 @@ static void test_deploy_no_lock(void) {
     obx_store_close(s);
 }
 
+/* A changed trigger is created before the old one is dropped: on MariaDB
+ * each DDL statement commits on its own, and a settle queued behind a DROP
+ * TRIGGER would run with neither trigger. Here a writer's transaction holds
+ * the table, the upgrade waits for it, a worker's ack queues behind the
+ * upgrade, and its join step must still count (CORE-UPGRADE-TRIGGER-ORDER). */
+typedef struct trigger_side {
+    obx_store *store;
+    const char *owner, *id; /* the ack's; NULL: deploy */
+    obx_result r;
+} trigger_side;
+
+static void *trigger_side_main(void *arg) {
+    trigger_side *t = (trigger_side *)arg;
+    t->r = t->owner ? obx_ack(t->store, t->owner, &t->id, 1, NULL) : obx_store_deploy(t->store);
+    return NULL;
+}
+
+static void test_upgrade_trigger_order(void) {
+    obx_store *s = open_table("TgOutbox", 1), *upgrader = open_table("TgOutbox", 0),
+              *worker = open_table("TgOutbox", 0);
+    obx_new_message m = msg("held", "open transaction");
+    trigger_side deploy, ack;
+    pthread_t t1, t2;
+    caller_conn w;
+    const obx_message *ms = NULL;
+    obx_join j;
+    char id[37], join[37], owner[37];
+    int n = 0;
+    TT_ASSERT(s && upgrader && worker);
+    TT_ASSERT(sql(s, "DELETE FROM {M}") && sql(s, "DELETE FROM {J}") && sql(s, "DELETE FROM {T}"));
+    /* The table as the previous release left it: its join trigger under the old name. */
+    TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS `{N}_JoinStep2`"));
+    TT_ASSERT(sql(s, "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep` AFTER UPDATE ON {T} FOR EACH ROW "
+                     "UPDATE {M} SET `Status` = IF(NEW.`Status` = 2, 1, 2) WHERE NEW.`Status` IN (2, 3) "
+                     "AND OLD.`Status` <> NEW.`Status` AND `OutboxMessageId` = NEW.`Id` AND `Status` = 0"));
+    TT_ASSERT(enqueue(s, "step", "p", id));
+    TT_EQ_INT(obx_join_start(s, NULL, 1, NULL, join), OBX_OK);
+    TT_EQ_INT(obx_join_attach(s, join, id), OBX_OK);
+    obx_owner_token(worker, owner);
+    TT_EQ_INT(obx_claim(worker, owner, 60, 1, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_ASSERT(caller_open(&w) && caller_begin(&w));
+    TT_EQ_INT(obx_enqueue_tx(s, w.dbc, &m, NULL), OBX_OK);
+    memset(&deploy, 0, sizeof deploy);
+    memset(&ack, 0, sizeof ack);
+    deploy.store = upgrader;
+    ack.store = worker;
+    ack.owner = owner;
+    ack.id = id;
+    TT_ASSERT(pthread_create(&t1, NULL, trigger_side_main, &deploy) == 0);
+    sleep_ms(300); /* the upgrade waits for the writer's transaction */
+    TT_ASSERT(pthread_create(&t2, NULL, trigger_side_main, &ack) == 0);
+    sleep_ms(300); /* the ack waits behind the upgrade */
+    TT_ASSERT(caller_end(&w, 1));
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    caller_close(&w);
+    TT_EQ_INT(deploy.r, OBX_OK);
+    TT_EQ_INT(ack.r, OBX_OK);
+    TT_EQ_INT(obx_join_get(s, join, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {M} WHERE `Status` = 0"), 0);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() "
+                        "AND TRIGGER_NAME IN ('{N}_JoinStep', '{N}_JoinStep2')"), 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() "
+                        "AND TRIGGER_NAME = '{N}_JoinStep2'"), 1);
+    obx_store_close(worker);
+    obx_store_close(upgrader);
+    obx_store_close(s);
+}
+
 /* ---- schema upgrades (CORE-SCHEMA-UPGRADE) ---------------------------------------- */
 
 /* A store on the upgrade tests' tables: V0Outbox (in schema obxv0 on
@@ -5924,6 +5995,11 @@ int main(int argc, char **argv) {
         RUN("CORE-DEPLOY-NO-LOCK", "deploy_schema on an up-to-date table: a writer's open transaction blocks neither it nor an unrelated enqueue", test_deploy_no_lock);
     else
         printf("N/A CORE-DEPLOY-NO-LOCK %s one writer at a time: an open transaction holds back every other writer, deploy or not\n", g_backend);
+    if (g_my)
+        RUN("CORE-UPGRADE-TRIGGER-ORDER", "a changed trigger is created before the old one is dropped: an ack queued behind the upgrade counts its join step", test_upgrade_trigger_order);
+    else
+        printf("N/A CORE-UPGRADE-TRIGGER-ORDER %s %s\n", g_backend, g_pg ? "CREATE OR REPLACE TRIGGER replaces a trigger inside the deploy's one transaction"
+               : "the deploy, DDL included, is one transaction: a settle runs wholly before or after it");
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);

@@ -301,6 +301,49 @@ static void test_classification(void) {
     }
 }
 
+/* A changed trigger gets a new name that starts with the old one (JoinStep
+ * -> JoinStep2), and the DROP of the old name comes after the CREATE of the
+ * new, in every dialect of both headers: MariaDB commits each DDL statement,
+ * and a settle between a DROP and its CREATE would run with neither
+ * (CORE-TRIGGER-ORDER). */
+static int trigger_name(const char *ddl, const char *prefix, char *out, size_t cap) {
+    const char *p;
+    size_t n = 0;
+    if (strncmp(ddl, prefix, strlen(prefix)) != 0) return 0;
+    p = ddl + strlen(prefix);
+    if (strncmp(p, "IF NOT EXISTS ", 14) == 0) p += 14;
+    if (strncmp(p, "IF EXISTS ", 10) == 0) p += 10;
+    if (*p == '`' || *p == '"' || *p == '[') p++;
+    while (*p && *p != '`' && *p != '"' && *p != ']' && *p != ' ' && n + 1 < cap) out[n++] = *p++;
+    out[n] = '\0';
+    return 1;
+}
+
+static void check_trigger_order(const char *const *ddl, const char *what, int *drops) {
+    int i, k, found;
+    char dropped[128], created[128];
+    for (i = 0; ddl[i]; i++) {
+        if (!trigger_name(ddl[i], "DROP TRIGGER ", dropped, sizeof dropped)) continue;
+        (*drops)++;
+        for (found = 0, k = 0; k < i && !found; k++)
+            found = (trigger_name(ddl[k], "CREATE TRIGGER ", created, sizeof created) ||
+                     trigger_name(ddl[k], "CREATE OR REPLACE TRIGGER ", created, sizeof created) ||
+                     trigger_name(ddl[k], "CREATE OR ALTER TRIGGER ", created, sizeof created)) &&
+                    strncmp(created, dropped, strlen(dropped)) == 0 && strcmp(created, dropped) != 0;
+        if (!found) printf("    %s: DROP TRIGGER %s comes before its successor's CREATE\n", what, dropped);
+        TT_EXPECT(found);
+    }
+}
+
+static void test_trigger_order(void) {
+    int d, drops = 0;
+    for (d = 0; d < (int)(sizeof obx__sqlsets / sizeof obx__sqlsets[0]); d++)
+        if (obx__sqlsets[d]) check_trigger_order(obx__sqlsets[d]->ddl, obx_dialect_name((obx_dialect)d), &drops);
+    for (d = 0; d < (int)(sizeof ibx__sqlsets / sizeof ibx__sqlsets[0]); d++)
+        if (ibx__sqlsets[d]) check_trigger_order(ibx__sqlsets[d]->ddl, ibx_dialect_name((ibx_dialect)d), &drops);
+    TT_EXPECT(drops >= 1); /* MariaDB's JoinStep: the rule has a case to check */
+}
+
 static void test_sql_expand(void) {
     obx__hooks h;
     const char *names[26] = {0};
@@ -1936,6 +1979,7 @@ int main(void) {
     TT_RUN("CORE-DIALECT-DETECT", "pure", "dialect from SQL_DBMS_NAME", test_dialect_detection);
     TT_RUN("CORE-CLASSIFY", "pure", "transient/lost/permanent for every code in odbc-facts 8", test_classification);
     TT_RUN("CORE-SQL-EXPAND", "pure", "statement templates and quoted names", test_sql_expand);
+    TT_RUN("CORE-TRIGGER-ORDER", "pure", "a changed trigger's DROP of the old name follows the CREATE of the new, in every dialect", test_trigger_order);
     TT_RUN("CORE-SIZE-GUARDS", "pure", "buffer sizes that would wrap size_t (32 bits) are refused", test_size_guards);
     TT_RUN("CORE-DIAG", "fake", "every diagnostic record read; the error, not the warning, is the cause", test_fake_diagnostics);
     TT_RUN("CORE-CLASSIFY-DIAG", "fake", "driver errors become DB or DB_TRANSIENT with lost flag", test_fake_classification);
