@@ -3485,7 +3485,7 @@ static int unix_connects(const char *path, int type) {
 
 static void test_wake_path_safe(void) {
     obx_store_desc sd;
-    obx_store *s = NULL;
+    obx_store *s = NULL, *s2 = NULL; /* a store serves one dispatcher at a time */
     wake_seen w;
     wake_runner a, b;
     char path[64], text[16] = "";
@@ -3501,6 +3501,7 @@ static void test_wake_path_safe(void) {
     sd.hooks.logger.user = &w;
     sd.hooks.logger.min_level = OBX_LOG_DEBUG;
     TT_EQ_INT(obx_store_open(&sd, &s), OBX_OK);
+    TT_EQ_INT(obx_store_open(&sd, &s2), OBX_OK);
     snprintf(path, sizeof path, "/tmp/obx-wake-safe-%d.sock", (int)getpid());
     unlink(path);
     /* A regular file (a database, say) at the path is left as it is. */
@@ -3547,7 +3548,7 @@ static void test_wake_path_safe(void) {
         TT_ASSERT(fd >= 0);
         close(fd); /* stale: nobody listens */
         wake_start(&a, s, path);
-        wake_start(&b, s, path);
+        wake_start(&b, s2, path);
         wake_wait_started(&w, started + 2);
         TT_EQ_INT(wake_seen_get(&w, 0) - listening, 1);
         TT_EXPECT(unix_connects(path, SOCK_DGRAM));
@@ -3556,6 +3557,7 @@ static void test_wake_path_safe(void) {
         TT_EXPECT(lstat(path, &after) != 0);
         unlink(path);
     }
+    obx_store_close(s2);
     obx_store_close(s);
     pthread_mutex_destroy(&w.mu);
 }
