@@ -146,7 +146,20 @@
  *   worker down again; a dispatcher handles a message claimed before
  *   without an outcome alone, after the rest of its batch is settled.
  *   Schema: deploy_schema and obx_store_deploy create the tables, or
- *   upgrade in place those an older release deployed (rows kept).
+ *   upgrade in place those an older release deployed (rows kept). A deploy
+ *   looks in the catalog before each statement that would lock the table
+ *   and changes only what is missing or different, so on an up-to-date
+ *   schema (every start with deploy_schema, every obxctl deploy) it takes
+ *   no lock that blocks writers. A change waits for its lock at most 5 s
+ *   and says so (INFO; WARN and OBX_ERR_DB_TRANSIENT when the lock did not
+ *   come). What an upgrade locks: PostgreSQL runs it as one transaction,
+ *   so from its first added column to its commit the table is under ACCESS
+ *   EXCLUSIVE (no reads, no writes), index builds included. MariaDB
+ *   commits each statement: most added columns are instant, but the
+ *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
+ *   waiting for the copy. A changed trigger gets a new name and is created
+ *   before the old one is dropped, so no settle runs without one. Times
+ *   measured: README, "Upgrading".
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;

@@ -45,13 +45,13 @@ mariadb_() {
     sed 's/`Outbox/`UpOutbox/g' "$here/schema/v0/mariadb/outbox.sql" | "${M[@]}"
     "${M[@]}" -e "INSERT INTO UpOutbox (Id, Topic, Payload, MessageId, Status)
         SELECT UUID(), 't', CONCAT('payload ', seq), UUID(), seq % 4 FROM seq_1_to_$rows"
-    "${M[@]}" -e "CREATE OR REPLACE PROCEDURE up_writer(n INT) BEGIN
+    printf 'DELIMITER //\n%s//\n' "CREATE OR REPLACE PROCEDURE up_writer(n INT) BEGIN
         DECLARE i INT DEFAULT 0; DECLARE worst BIGINT DEFAULT 0; DECLARE t0 DATETIME(6);
         WHILE i < n DO SET t0 = SYSDATE(6);
           INSERT INTO UpOutbox (Id, Topic, Payload, MessageId) VALUES (UUID(), 'w', 'w', UUID());
           SET worst = GREATEST(worst, TIMESTAMPDIFF(MICROSECOND, t0, SYSDATE(6))), i = i + 1;
           DO SLEEP(0.002); END WHILE;
-        SELECT worst DIV 1000; END"
+        SELECT worst DIV 1000; END" | "${M[@]}"
     "${M[@]}" -N -e "CALL up_writer(5000)" >"$work/worst" &
     local writer=$!
     sleep 1
