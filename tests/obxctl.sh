@@ -242,6 +242,8 @@ done
 ctl --inbox --table NoSuchIn dead list >/dev/null 2>"$work/e1"
 grep -q "^obxctl: dead list: no readable inbox table .*NoSuchIn .*; to create it: obxctl --inbox --schema ctl --table NoSuchIn deploy\$" "$work/e1" ||
     { echo "inbox: $(cat "$work/e1")" >>"$work/err"; ok=1; }
+"$bin/obxctl" -c "Driver={No Such Driver};" dead list >/dev/null 2>"$work/e1"
+[ $? = 2 ] && grep -q '^obxctl: dead list: cannot open the store: ' "$work/e1" || { echo "no driver: $(cat "$work/e1")" >>"$work/err"; ok=1; }
 result $ok OBXCTL-MISSING-TABLE "a missing table: the command run, the table, and the deploy that creates it (--inbox, --schema, --table)" "$work/err"
 status OBXCTL-EXIT-NOCONN "no connection: exit 1" 1 env -u OBXCTL_CONNECTION "$bin/obxctl" stats
 ok=0

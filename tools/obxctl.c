@@ -535,7 +535,11 @@ static int open_store(ctl *c, int deploy) {
         r = obx_store_open(&d, &c->ob);
         if (!c->ob) return fail(CTL_INTERNAL, "out of memory");
     }
-    if (r != OBX_OK) return lib_fail(c, "cannot open the store", r);
+    if (r != OBX_OK) { /* named by the command run, as every other error */
+        char what[96];
+        snprintf(what, sizeof what, "%s%s%s: cannot open the store", o.command, o.sub ? " " : "", o.sub ? o.sub : "");
+        return lib_fail(c, what, r);
+    }
     if (c->ib) {
         ibx_store_info info;
         ibx_store_get_info(c->ib, &info);
