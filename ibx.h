@@ -2266,6 +2266,8 @@ typedef struct ibx__db {
     int autocommit_on;           /* left on by a one-statement unit (not tx_by_sql): off
                                     again before the next unit of several statements */
     int fault;                   /* IBX__FAULT_* of the last diagnosed failure */
+    char *const *sql;            /* the store's statements by id: checked against their
+                                    declared arguments when run (IBX__CHECK_ARGS) */
     char dbms_name[64];
     char dbms_version[64];
     char driver_name[64];
@@ -2697,6 +2699,52 @@ IBX__PRIVATE void ibx__p_blob(ibx__param *p, const void *data, size_t len) {
     p->i64 = 0;
 }
 
+/* Statements declare their arguments: each header's ibx__stmt_args gives
+ * one letter per argument, in binding order: i an integer, t a text, b
+ * bytes, l a list (one text of many values: a key list or a batch column,
+ * see ibx__list_add), j rows as one JSON array; upper case where a dialect's
+ * numbered markers may leave the argument out. Every dialect's text must
+ * take exactly those: checked when a store opens and when a statement is
+ * bound (IBX__CHECK_ARGS), and for every dialect by CORE-STMT-PARAMS. */
+#if !defined(NDEBUG) && !defined(IBX_TERSE_MESSAGES)
+#define IBX__CHECK_ARGS 1 /* debug builds; the terse ones are short of flash */
+#else
+#define IBX__CHECK_ARGS 0
+#endif
+static const char *ibx__stmt_args(const ibx__dialect *d, int id);
+
+/* Does statement text `sql` (expanded) take the arguments `args` declares?
+ * NULL if so, else `why`, saying what is wrong. The markers are counted as
+ * ibx__plain_markers reads them: plain "?"s, one per argument in order, or
+ * numbered "?N"s, each naming an argument, every lower-case one at least
+ * once; never both kinds in one text. */
+IBX__PRIVATE const char *ibx__args_check(const char *sql, const char *args, char *why, size_t cap) {
+    size_t n = args ? strlen(args) : 0, plain = 0, numbered = 0, i;
+    unsigned long used = 0;
+    if (!args) return snprintf(why, cap, "no declared arguments"), why;
+    while (*sql) {
+        unsigned arg;
+        if (*sql++ != '?') continue;
+        if (*sql < '1' || *sql > '9') {
+            plain++;
+            continue;
+        }
+        arg = (unsigned)(*sql++ - '0');
+        if (*sql >= '0' && *sql <= '9') arg = arg * 10 + (unsigned)(*sql++ - '0');
+        if (arg > n) return snprintf(why, cap, "marker ?%u, %u argument(s) declared", arg, (unsigned)n), why;
+        used |= 1ul << (arg - 1);
+        numbered++;
+    }
+    if (plain && numbered) return snprintf(why, cap, "plain and numbered markers mixed"), why;
+    if (numbered > IBX__MAX_MARKERS) return snprintf(why, cap, "%u numbered markers", (unsigned)numbered), why;
+    if (!numbered && plain != n)
+        return snprintf(why, cap, "%u marker(s), %u argument(s) declared", (unsigned)plain, (unsigned)n), why;
+    for (i = 0; numbered && i < n; i++)
+        if (args[i] >= 'a' && !(used & (1ul << i)))
+            return snprintf(why, cap, "argument %u (%c) has no marker", (unsigned)i + 1, args[i]), why;
+    return NULL;
+}
+
 /* The cached statement for `slot`, prepared from `sql` on first use. */
 /* A statement may number its markers, "?2": argument 2 is bound there, so a
  * dialect can take the canonical arguments in its own order (MariaDB's
@@ -2833,11 +2881,37 @@ static ibx_result ibx__affected_rows(ibx__db *db, SQLHSTMT st, int64_t *rows) {
     return r;
 }
 
+#if IBX__CHECK_ARGS
+/* Arguments ps[0..n) for text `sql` in `slot`: as many as its markers take,
+ * and, for a statement of the store's (db->sql), of the declared kinds. */
+static int ibx__args_bound(const ibx__db *db, int slot, const char *sql, const ibx__param *ps, int n) {
+    const char *args = db->d ? ibx__stmt_args(db->d, slot) : NULL;
+    char why[80], any[IBX__MAX_MARKERS + 1];
+    int i;
+    if (!(args && db->sql && db->sql[slot] == sql)) {
+        if (n > IBX__MAX_MARKERS) return 1; /* not the store's: only counted */
+        for (i = 0; i < n; i++) any[i] = 'T';
+        any[n] = '\0';
+        return !ibx__args_check(sql, any, why, sizeof why);
+    }
+    if ((int)strlen(args) != n) return 0;
+    for (i = 0; i < n; i++) {
+        int kind = args[i] | 0x20; /* lower case */
+        if (ps[i].c_type != (kind == 'i' ? SQL_C_SBIGINT : kind == 'b' ? SQL_C_BINARY : SQL_C_CHAR)) return 0;
+    }
+    return 1;
+}
+#endif
+
 static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__param *ps, int n,
                                  int64_t *rows, SQLHSTMT *cursor) {
     SQLHSTMT st = NULL;
     SQLRETURN rc;
-    ibx_result r = ibx__stmt(db, slot, sql, &st);
+    ibx_result r;
+#if IBX__CHECK_ARGS
+    IBX_ASSERT(ibx__args_bound(db, slot, sql, ps, n));
+#endif
+    r = ibx__stmt(db, slot, sql, &st);
     if (r != IBX_OK) return r;
     SQLFreeStmt(st, SQL_CLOSE); /* a cursor left open by an earlier failure */
     r = ibx__bind(db, st, ps, n, db->markers[slot]);
@@ -3881,10 +3955,17 @@ static ibx_status ibx__status_parse(const char *text) {
 /* >> inbox statements ------------------------------------------------------------ */
 
 /* Templates: {T} the quoted, qualified table, {N} its bare name, {W} the
- * dialect's "now". Parameter order is the same everywhere; a key list is
- * two parameters (sources, message ids) of equal length. Where the text
- * runs left to right (MariaDB's SET), parameters come in the order that
- * lets every column be read before it is assigned. */
+ * dialect's "now". Where the text runs left to right (MariaDB's SET),
+ * parameters come in the order that lets every column be read before it
+ * is assigned (numbered markers).
+ *
+ * Rule: statements declare their parameters. What each statement binds is
+ * declared once, in ibx__inbox_args below (count and kinds, the names in
+ * its comment), in the same order in every dialect; a dialect's text takes
+ * exactly those (markers counted after {O} and the other names are
+ * expanded). A new statement or dialect text that disagrees fails at store
+ * open in debug builds, at bind (ibx__exec), and for every dialect, SQL
+ * Server included, in CORE-STMT-PARAMS (make test). */
 /* The plain upsert (no envelope, no expiry: fewer parameters) is a
  * statement of its own, except with IBX_NO_ENVELOPE: then the expiry's
  * upsert, with the expiry NULL, takes every message (one statement less). */
@@ -3894,40 +3975,72 @@ static ibx_status ibx__status_parse(const char *text) {
 #define IBX__PLAIN_UPSERT 1
 #endif
 enum {
-    IBX__Q_SEEN,       /* source, message_id, hash -> status, stored hash */
-    IBX__Q_ENQUEUE,    /* source, id, topic, payload, hash, due, next_attempt -> rowcount; not
-                          with IBX_NO_ENVELOPE (IBX__PLAIN_UPSERT) */
-    IBX__Q_ENQUEUE_ENV, /* ENQUEUE's seven, tenant, aggregate type, aggregate id, headers: a
-                          message with an envelope (a known one keeps what it has) */
-    IBX__Q_MARK,       /* status x4, source, id -> rowcount (see ibx__mark) */
-    IBX__Q_CLAIM,      /* owner, lease_seconds, batch -> message rows (see CLAIM_PICK) */
-    IBX__Q_ACK,        /* owner, sources, ids -> rowcount */
-    IBX__Q_ABANDON,    /* delay_ms (NULL: backoff), attempts (1, or 0 for a wait), last_error,
-                          owner, sources, ids */
-    IBX__Q_FAIL,       /* error, owner, sources, ids */
-    IBX__Q_EXTEND,     /* lease_seconds, owner, sources, ids -> rowcount: leases renewed */
+    IBX__Q_SEEN,       /* -> status, stored hash */
+    IBX__Q_ENQUEUE,    /* -> rowcount; not with IBX_NO_ENVELOPE (IBX__PLAIN_UPSERT) */
+    IBX__Q_ENQUEUE_ENV, /* a message with an envelope (a known one keeps what it has) */
+    IBX__Q_MARK,       /* -> rowcount (see ibx__mark) */
+    IBX__Q_CLAIM,      /* -> message rows (see CLAIM_PICK) */
+    IBX__Q_ACK,        /* -> rowcount */
+    IBX__Q_ABANDON,    /* -> rowcount */
+    IBX__Q_FAIL,       /* -> rowcount */
+    IBX__Q_EXTEND,     /* -> rowcount: leases renewed */
     IBX__Q_REAP,       /* -> rowcount */
-    IBX__Q_GET,        /* source, id -> message row */
-    IBX__Q_HASH,       /* source, id -> the stored hash (enqueue compares a new one), status */
-    IBX__Q_CLEANUP,    /* retention_ms, batch -> rowcount */
+    IBX__Q_GET,        /* -> message row */
+    IBX__Q_HASH,       /* -> the stored hash (enqueue compares a new one), status */
+    IBX__Q_CLEANUP,    /* -> rowcount */
     IBX__Q_STATS,      /* -> ready count, oldest ready age */
     IBX__Q_PENDING,    /* -> messages still to handle (Processing): max_pending's count */
-    IBX__Q_CLAIM_PICK, /* batch, window -> keys, locked (FOR UPDATE SKIP LOCKED); where set,
-                          the claim is pick, then CLAIM (owner, lease, sources, ids), then
-                          CLAIM_READ (see ibx__pick_keys) */
-    IBX__Q_CLAIM_READ, /* owner, lease (unused), sources, ids -> the rows the owner holds */
+    IBX__Q_CLAIM_PICK, /* -> keys, locked (FOR UPDATE SKIP LOCKED); where set, the claim is
+                          pick, then CLAIM, then CLAIM_READ (see ibx__pick_keys) */
+    IBX__Q_CLAIM_READ, /* -> the rows the owner holds */
     IBX__Q_GAUGES,     /* -> ready count, oldest ready age in ms, in flight, dead */
-    IBX__Q_DEAD_LIST,  /* dead filter (topic, error text, first seen from, before, source,
-                          message id), limit, offset -> message rows (markers numbered) */
-    IBX__Q_DEAD_REPLAY, /* dead filter -> rowcount */
-    IBX__Q_DEAD_PURGE, /* dead filter, batch -> rowcount */
+    IBX__Q_DEAD_LIST,  /* -> message rows */
+    IBX__Q_DEAD_REPLAY, /* -> rowcount */
+    IBX__Q_DEAD_PURGE, /* -> rowcount */
     IBX__Q_WAKE,       /* none: the inbox has no ordering keys, so nothing is parked (the
                           common reap asks for it) */
-    IBX__Q_ANALYZE,    /* none: statistics refreshed where stale (PostgreSQL; see ibx_reap) */
+    IBX__Q_ANALYZE,    /* statistics refreshed where stale (PostgreSQL; see ibx_reap) */
     IBX__Q_OWNED,      /* not a statement: {O} in the others, the rows of a key list the
                           owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
 };
+
+/* What each statement binds (the letters: ibx__args_check; ibx__stmt_args
+ * gives a dialect's variant). A key list is two lists (sources, message
+ * ids) of equal length. A dead filter is topic, error text, first seen
+ * from, first seen before, source, message id. */
+#ifdef IBX_NO_ENVELOPE
+#define IBX__ENV_ARGS "TTTT" /* NULL, and a text may leave them out (IBX__ENV) */
+#else
+#define IBX__ENV_ARGS "tttt"
+#endif
+static const ibx__stmt_row ibx__inbox_args[] = {
+    {IBX__Q_SEEN, "ttb"},           /* source, message_id, hash */
+    {IBX__Q_ENQUEUE, "ttttbii"},    /* source, id, topic, payload, hash, due, next_attempt */
+    {IBX__Q_ENQUEUE_ENV, "ttttbii" IBX__ENV_ARGS "i"}, /* ENQUEUE's, tenant, aggregate type,
+                                                          aggregate id, headers, expiry */
+    {IBX__Q_MARK, "tttttt"},        /* status x4, source, id */
+    {IBX__Q_CLAIM, "tii"},          /* owner, lease_seconds, batch; after a CLAIM_PICK, CLAIM_READ's */
+    {IBX__Q_CLAIM_PICK, "ii"},      /* batch, window */
+    {IBX__Q_CLAIM_READ, "tIll"},    /* owner, lease (unused), sources, ids */
+    {IBX__Q_ACK, "tll"},            /* owner, sources, ids */
+    {IBX__Q_ABANDON, "iittll"},     /* delay_ms (NULL: backoff), attempts (1, or 0 for a wait),
+                                       last_error, owner, sources, ids */
+    {IBX__Q_FAIL, "ttll"},          /* error, owner, sources, ids */
+    {IBX__Q_EXTEND, "itll"},        /* lease_seconds, owner, sources, ids */
+    {IBX__Q_REAP, ""},
+    {IBX__Q_GET, "tt"},             /* source, id */
+    {IBX__Q_HASH, "tt"},            /* source, id */
+    {IBX__Q_CLEANUP, "ii"},         /* retention_ms, batch */
+    {IBX__Q_STATS, ""},
+    {IBX__Q_PENDING, ""},
+    {IBX__Q_GAUGES, ""},
+    {IBX__Q_DEAD_LIST, "ttiittii"}, /* dead filter, limit, offset */
+    {IBX__Q_DEAD_REPLAY, "ttiittII"}, /* dead filter, two unused */
+    {IBX__Q_DEAD_PURGE, "ttiittiI"}, /* dead filter, batch, unused */
+    {IBX__Q_WAKE, ""},
+    {IBX__Q_ANALYZE, ""},
+    {IBX__Q_COUNT, NULL}};
 
 #define IBX__SQLITE_COLS                                                                     \
     "Source, MessageId, Topic, Payload, Hash, FirstSeenUtc, "          \
@@ -4764,6 +4877,18 @@ static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__
 
 /* >> the inbox's face: what the engine below needs of this header -------------- */
 
+/* Statement `id`'s arguments on dialect d (ibx__inbox_args), or NULL. */
+IBX__PRIVATE const char *ibx__stmt_args(const ibx__dialect *d, int id) {
+    const ibx__sqlset *q = ibx__sqlsets[d->id];
+    const ibx__stmt_row *row;
+    if (id == IBX__Q_CLAIM && q) /* a claim that picks first names the picked keys */
+        for (row = q->rows; row->sql; row++)
+            if (row->id == IBX__Q_CLAIM_PICK) id = IBX__Q_CLAIM_READ;
+    for (row = ibx__inbox_args; row->sql; row++)
+        if (row->id == id) return row->sql;
+    return NULL;
+}
+
 #define IBX__KEY_LISTS 2              /* a message's key: (source, message id), two lists */
 #define IBX__KEYS_ARG "keys"          /* the settle calls' key argument */
 #define IBX__NOUN "inbox"
@@ -5131,6 +5256,17 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
             return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     }
     ibx__store_own_sql(&s->own, s->sql);
+#if IBX__CHECK_ARGS
+    { /* every statement takes what it declares (ibx__args_check) */
+        int i;
+        char why[80];
+        for (i = 0; i < IBX__Q_COUNT; i++)
+            if (s->sql[i] && ibx__args_check(s->sql[i], ibx__stmt_args(s->db.d, i), why, sizeof why))
+                return ibx__fail(&s->err, IBX_ERR_STATE, "ibx_store_open", "statement %d on %s: %s", i,
+                                 ibx__dialect_name(s->db.d->id), why);
+    }
+    s->db.sql = s->sql;
+#endif
     return IBX_OK;
 }
 
@@ -5470,6 +5606,7 @@ IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
     caller.dbc = (SQLHDBC)hdbc;
     caller.connected = 1;
     caller.tx_by_sql = caller.d->tx_by_sql;
+    caller.sql = s->db.sql;
     /* In autocommit (PostgreSQL, MariaDB) the write would commit at once,
      * apart from the caller's transaction, and survive its rollback. */
     r = ibx__check_autocommit(&caller);

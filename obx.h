@@ -2397,6 +2397,8 @@ typedef struct obx__db {
     int autocommit_on;           /* left on by a one-statement unit (not tx_by_sql): off
                                     again before the next unit of several statements */
     int fault;                   /* OBX__FAULT_* of the last diagnosed failure */
+    char *const *sql;            /* the store's statements by id: checked against their
+                                    declared arguments when run (OBX__CHECK_ARGS) */
     char dbms_name[64];
     char dbms_version[64];
     char driver_name[64];
@@ -2828,6 +2830,52 @@ OBX__PRIVATE void obx__p_blob(obx__param *p, const void *data, size_t len) {
     p->i64 = 0;
 }
 
+/* Statements declare their arguments: each header's obx__stmt_args gives
+ * one letter per argument, in binding order: i an integer, t a text, b
+ * bytes, l a list (one text of many values: a key list or a batch column,
+ * see obx__list_add), j rows as one JSON array; upper case where a dialect's
+ * numbered markers may leave the argument out. Every dialect's text must
+ * take exactly those: checked when a store opens and when a statement is
+ * bound (OBX__CHECK_ARGS), and for every dialect by CORE-STMT-PARAMS. */
+#if !defined(NDEBUG) && !defined(OBX_TERSE_MESSAGES)
+#define OBX__CHECK_ARGS 1 /* debug builds; the terse ones are short of flash */
+#else
+#define OBX__CHECK_ARGS 0
+#endif
+static const char *obx__stmt_args(const obx__dialect *d, int id);
+
+/* Does statement text `sql` (expanded) take the arguments `args` declares?
+ * NULL if so, else `why`, saying what is wrong. The markers are counted as
+ * obx__plain_markers reads them: plain "?"s, one per argument in order, or
+ * numbered "?N"s, each naming an argument, every lower-case one at least
+ * once; never both kinds in one text. */
+OBX__PRIVATE const char *obx__args_check(const char *sql, const char *args, char *why, size_t cap) {
+    size_t n = args ? strlen(args) : 0, plain = 0, numbered = 0, i;
+    unsigned long used = 0;
+    if (!args) return snprintf(why, cap, "no declared arguments"), why;
+    while (*sql) {
+        unsigned arg;
+        if (*sql++ != '?') continue;
+        if (*sql < '1' || *sql > '9') {
+            plain++;
+            continue;
+        }
+        arg = (unsigned)(*sql++ - '0');
+        if (*sql >= '0' && *sql <= '9') arg = arg * 10 + (unsigned)(*sql++ - '0');
+        if (arg > n) return snprintf(why, cap, "marker ?%u, %u argument(s) declared", arg, (unsigned)n), why;
+        used |= 1ul << (arg - 1);
+        numbered++;
+    }
+    if (plain && numbered) return snprintf(why, cap, "plain and numbered markers mixed"), why;
+    if (numbered > OBX__MAX_MARKERS) return snprintf(why, cap, "%u numbered markers", (unsigned)numbered), why;
+    if (!numbered && plain != n)
+        return snprintf(why, cap, "%u marker(s), %u argument(s) declared", (unsigned)plain, (unsigned)n), why;
+    for (i = 0; numbered && i < n; i++)
+        if (args[i] >= 'a' && !(used & (1ul << i)))
+            return snprintf(why, cap, "argument %u (%c) has no marker", (unsigned)i + 1, args[i]), why;
+    return NULL;
+}
+
 /* The cached statement for `slot`, prepared from `sql` on first use. */
 /* A statement may number its markers, "?2": argument 2 is bound there, so a
  * dialect can take the canonical arguments in its own order (MariaDB's
@@ -2964,11 +3012,37 @@ static obx_result obx__affected_rows(obx__db *db, SQLHSTMT st, int64_t *rows) {
     return r;
 }
 
+#if OBX__CHECK_ARGS
+/* Arguments ps[0..n) for text `sql` in `slot`: as many as its markers take,
+ * and, for a statement of the store's (db->sql), of the declared kinds. */
+static int obx__args_bound(const obx__db *db, int slot, const char *sql, const obx__param *ps, int n) {
+    const char *args = db->d ? obx__stmt_args(db->d, slot) : NULL;
+    char why[80], any[OBX__MAX_MARKERS + 1];
+    int i;
+    if (!(args && db->sql && db->sql[slot] == sql)) {
+        if (n > OBX__MAX_MARKERS) return 1; /* not the store's: only counted */
+        for (i = 0; i < n; i++) any[i] = 'T';
+        any[n] = '\0';
+        return !obx__args_check(sql, any, why, sizeof why);
+    }
+    if ((int)strlen(args) != n) return 0;
+    for (i = 0; i < n; i++) {
+        int kind = args[i] | 0x20; /* lower case */
+        if (ps[i].c_type != (kind == 'i' ? SQL_C_SBIGINT : kind == 'b' ? SQL_C_BINARY : SQL_C_CHAR)) return 0;
+    }
+    return 1;
+}
+#endif
+
 static obx_result obx__exec_once(obx__db *db, int slot, const char *sql, obx__param *ps, int n,
                                  int64_t *rows, SQLHSTMT *cursor) {
     SQLHSTMT st = NULL;
     SQLRETURN rc;
-    obx_result r = obx__stmt(db, slot, sql, &st);
+    obx_result r;
+#if OBX__CHECK_ARGS
+    OBX_ASSERT(obx__args_bound(db, slot, sql, ps, n));
+#endif
+    r = obx__stmt(db, slot, sql, &st);
     if (r != OBX_OK) return r;
     SQLFreeStmt(st, SQL_CLOSE); /* a cursor left open by an earlier failure */
     r = obx__bind(db, st, ps, n, db->markers[slot]);
@@ -3890,55 +3964,94 @@ OBX_API obx_result obx_identifier_check(const char *name) { return obx__identifi
 /* Statement templates. {T} is the quoted, qualified outbox table, {J} and
  * {M} the join and join-member tables, {S} the quoted schema, {N} the bare
  * table name (for derived names), {W} the dialect's "now" in Unix ms.
- * Parameter order is the same in every dialect. */
+ *
+ * Rule: statements declare their parameters. What each statement binds is
+ * declared once, in obx__outbox_args below (count and kinds, the names in
+ * its comment), in the same order in every dialect; a dialect's text takes
+ * exactly those (markers counted after {O} and the other names are
+ * expanded). A new statement or dialect text that disagrees fails at store
+ * open in debug builds, at bind (obx__exec), and for every dialect, SQL
+ * Server included, in CORE-STMT-PARAMS (make test). */
 enum {
-    OBX__Q_INSERT,   /* id, message_id, topic, payload, correlation, due, next_attempt */
-    OBX__Q_CLAIM,    /* owner, lease_seconds, batch -> message rows */
-    OBX__Q_ACK,      /* processed_by, owner, ids -> count */
-    OBX__Q_ABANDON,  /* delay_ms (NULL: default backoff), retries (1, or 0 for a wait),
-                        last_error, owner, ids -> count */
-    OBX__Q_FAIL,     /* last_error, owner, ids -> count */
-    OBX__Q_EXTEND,   /* lease_seconds, owner, ids -> count: leases renewed */
+    OBX__Q_INSERT,
+    OBX__Q_CLAIM,    /* -> message rows */
+    OBX__Q_ACK,      /* -> count */
+    OBX__Q_ABANDON,  /* -> count */
+    OBX__Q_FAIL,     /* -> count */
+    OBX__Q_EXTEND,   /* -> count: leases renewed */
     OBX__Q_REAP,     /* -> count */
-    OBX__Q_GET,      /* id -> message row */
-    OBX__Q_CLEANUP,  /* retention_ms, batch -> count */
+    OBX__Q_GET,      /* -> message row */
+    OBX__Q_CLEANUP,  /* -> count */
     OBX__Q_STATS,    /* -> ready count, oldest ready age in ms */
     OBX__Q_PENDING,  /* -> unfinished messages (Ready or Leased): max_pending's count */
-    OBX__Q_INSERT_MANY, /* lists of: ids, message_ids, topics, payloads, correlations, dues;
-                           or (batch_as_json_rows) one JSON array of such rows; NULL where
-                           the dialect inserts a batch row by row */
-    OBX__Q_JOIN_START,  /* join_id, grouping_key, expected_steps, metadata */
-    OBX__Q_JOIN_ATTACH, /* message_id, join_id -> rowcount (0: attached before, or no join) */
-    OBX__Q_JOIN_REPORT, /* status (1 done, 2 failed), join_id, message_id -> rowcount */
-    OBX__Q_JOIN_MESSAGE, /* message id -> its Status, the row locked until the unit ends (an
-                            attach and a settle of one message are serialized) */
-    OBX__Q_JOIN_GET,    /* join_id -> id, grouping key, expected, completed, failed, status,
+    OBX__Q_INSERT_MANY, /* NULL where the dialect inserts a batch row by row */
+    OBX__Q_JOIN_START,
+    OBX__Q_JOIN_ATTACH, /* -> rowcount (0: attached before, or no join) */
+    OBX__Q_JOIN_REPORT, /* -> rowcount */
+    OBX__Q_JOIN_MESSAGE, /* -> its Status, the row locked until the unit ends (an attach and
+                            a settle of one message are serialized) */
+    OBX__Q_JOIN_GET,    /* -> id, grouping key, expected, completed, failed, status,
                            metadata, created, updated */
-    OBX__Q_JOIN_FINISH, /* status, join_id -> rowcount (0: finished before) */
-    OBX__Q_CLAIM_PICK,  /* batch, window -> ids, locked (FOR UPDATE SKIP LOCKED); where set,
-                           the claim is pick, then CLAIM (owner, lease, ids), then CLAIM_READ
-                           (ids): for dialects without UPDATE ... RETURNING. See
-                           obx__pick_keys for the window */
-    OBX__Q_CLAIM_READ,  /* owner, lease (unused), ids -> the rows of these ids the owner holds */
+    OBX__Q_JOIN_FINISH, /* -> rowcount (0: finished before) */
+    OBX__Q_CLAIM_PICK,  /* -> ids, locked (FOR UPDATE SKIP LOCKED); where set, the claim is
+                           pick, then CLAIM, then CLAIM_READ: for dialects without UPDATE ...
+                           RETURNING. See obx__pick_keys for the window */
+    OBX__Q_CLAIM_READ,  /* -> the rows of these ids the owner holds */
     OBX__Q_GAUGES,      /* -> ready count, oldest ready age in ms, in flight, dead */
-    OBX__Q_DEAD_LIST,   /* dead filter (topic, error text, created from, created before, id,
-                           unused), limit, offset -> message rows (markers numbered) */
-    OBX__Q_DEAD_REPLAY, /* dead filter -> count */
-    OBX__Q_DEAD_PURGE,  /* dead filter, unused, batch -> count */
+    OBX__Q_DEAD_LIST,   /* -> message rows */
+    OBX__Q_DEAD_REPLAY, /* -> count */
+    OBX__Q_DEAD_PURGE,  /* -> count */
     OBX__Q_CLAIM_HOLD,  /* CLAIM, where a Dead message holds its key (ordering_dead_holds) and
                            the statement cannot say it with {H} (SQL Server's procedure call) */
-    OBX__Q_INSERT_KEYED, /* INSERT with an ordering key or an envelope: its arguments, the key,
-                            tenant, aggregate type, aggregate id, headers (JSON object text) */
-    OBX__Q_INSERT_MANY_KEYED, /* INSERT_MANY where a message has an ordering key or an envelope:
-                                 five more lists (JSON rows: five more elements) */
+    OBX__Q_INSERT_KEYED, /* INSERT with an ordering key or an envelope */
+    OBX__Q_INSERT_MANY_KEYED, /* INSERT_MANY where a message has an ordering key or an envelope */
     OBX__Q_WAKE,        /* -> count: parked messages whose wake was missed (OBX__PARKED_MS) */
-    OBX__Q_WAKE_SETTLED, /* ids -> count: where no trigger can (MariaDB), the wake of the keys
+    OBX__Q_WAKE_SETTLED, /* -> count: where no trigger can (MariaDB), the wake of the keys
                             of messages an ack or fail just finished (OBX__MY_PARKED) */
-    OBX__Q_ANALYZE,     /* none: statistics refreshed where stale (PostgreSQL; see obx_reap) */
+    OBX__Q_ANALYZE,     /* statistics refreshed where stale (PostgreSQL; see obx_reap) */
     OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
                            owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
 };
+
+/* What each statement binds (the letters: obx__args_check; obx__stmt_args
+ * gives a dialect's variant). A dead filter is topic, error text, created
+ * from, created before, id, and one unused (the inbox's second key). */
+static const obx__stmt_row obx__outbox_args[] = {
+    {OBX__Q_INSERT, "tttttii"},     /* id, message_id, topic, payload, correlation, due, next_attempt */
+    {OBX__Q_INSERT_KEYED, "tttttiittttti"}, /* INSERT's, then the ordering key, tenant, aggregate
+                                                type, aggregate id, headers (JSON), expiry */
+    {OBX__Q_INSERT_MANY, "llllll"}, /* lists of: ids, message_ids, topics, payloads, correlations,
+                                       dues; or (batch_as_json_rows) "j", one JSON array of rows */
+    {OBX__Q_INSERT_MANY_KEYED, "llllllllllll"}, /* six more lists (JSON rows: six more elements) */
+    {OBX__Q_CLAIM, "tii"},          /* owner, lease_seconds, batch; after a CLAIM_PICK, CLAIM_READ's */
+    {OBX__Q_CLAIM_HOLD, "tii"},     /* CLAIM's */
+    {OBX__Q_CLAIM_PICK, "ii"},      /* batch, window */
+    {OBX__Q_CLAIM_READ, "tIl"},     /* owner, lease (unused), ids */
+    {OBX__Q_ACK, "ttl"},            /* processed_by, owner, ids */
+    {OBX__Q_ABANDON, "iittl"},      /* delay_ms (NULL: default backoff), retries (1, or 0 for a
+                                       wait), last_error, owner, ids */
+    {OBX__Q_FAIL, "ttl"},           /* last_error, owner, ids */
+    {OBX__Q_EXTEND, "itl"},         /* lease_seconds, owner, ids */
+    {OBX__Q_REAP, ""},
+    {OBX__Q_GET, "t"},              /* id */
+    {OBX__Q_CLEANUP, "ii"},         /* retention_ms, batch */
+    {OBX__Q_STATS, ""},
+    {OBX__Q_PENDING, ""},
+    {OBX__Q_GAUGES, ""},
+    {OBX__Q_JOIN_START, "ttit"},    /* join_id, grouping_key, expected_steps, metadata */
+    {OBX__Q_JOIN_ATTACH, "tt"},     /* message_id, join_id */
+    {OBX__Q_JOIN_REPORT, "itt"},    /* status (1 done, 2 failed), join_id, message_id */
+    {OBX__Q_JOIN_MESSAGE, "t"},     /* message id */
+    {OBX__Q_JOIN_GET, "t"},         /* join_id */
+    {OBX__Q_JOIN_FINISH, "it"},     /* status, join_id */
+    {OBX__Q_DEAD_LIST, "ttiitTii"}, /* dead filter, limit, offset */
+    {OBX__Q_DEAD_REPLAY, "ttiitTII"}, /* dead filter, two unused */
+    {OBX__Q_DEAD_PURGE, "ttiitTiI"}, /* dead filter, batch, unused */
+    {OBX__Q_WAKE, ""},
+    {OBX__Q_WAKE_SETTLED, "l"},     /* ids */
+    {OBX__Q_ANALYZE, ""},
+    {OBX__Q_COUNT, NULL}};
 
 /* Ordered delivery per key (obx_new_message.ordering_key).
  * The order of a key is ("OrderingSeq", "Id"). An enqueue sets OrderingSeq
@@ -5362,6 +5475,20 @@ static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__
 
 /* >> the outbox's face: what the engine below needs of this header ------------- */
 
+/* Statement `id`'s arguments on dialect d (obx__outbox_args), or NULL. */
+OBX__PRIVATE const char *obx__stmt_args(const obx__dialect *d, int id) {
+    const obx__sqlset *q = obx__sqlsets[d->id];
+    const obx__stmt_row *row;
+    if (id == OBX__Q_CLAIM && q) /* a claim that picks first names the picked ids */
+        for (row = q->rows; row->sql; row++)
+            if (row->id == OBX__Q_CLAIM_PICK) id = OBX__Q_CLAIM_READ;
+    if ((id == OBX__Q_INSERT_MANY || id == OBX__Q_INSERT_MANY_KEYED) && OBX__ONE(d)->batch_as_json_rows)
+        return "j";
+    for (row = obx__outbox_args; row->sql; row++)
+        if (row->id == id) return row->sql;
+    return NULL;
+}
+
 #define OBX__KEY_LISTS 1              /* a message's key is its id: one list */
 #define OBX__KEYS_ARG "ids"           /* the settle calls' key argument */
 #define OBX__NOUN "outbox"
@@ -5740,6 +5867,17 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
             return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     }
     obx__store_own_sql(&s->own, s->sql);
+#if OBX__CHECK_ARGS
+    { /* every statement takes what it declares (obx__args_check) */
+        int i;
+        char why[80];
+        for (i = 0; i < OBX__Q_COUNT; i++)
+            if (s->sql[i] && obx__args_check(s->sql[i], obx__stmt_args(s->db.d, i), why, sizeof why))
+                return obx__fail(&s->err, OBX_ERR_STATE, "obx_store_open", "statement %d on %s: %s", i,
+                                 obx__dialect_name(s->db.d->id), why);
+    }
+    s->db.sql = s->sql;
+#endif
     return OBX_OK;
 }
 
@@ -6079,6 +6217,7 @@ OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
     caller.dbc = (SQLHDBC)hdbc;
     caller.connected = 1;
     caller.tx_by_sql = caller.d->tx_by_sql;
+    caller.sql = s->db.sql;
     /* In autocommit (PostgreSQL, MariaDB) the write would commit at once,
      * apart from the caller's transaction, and survive its rollback. */
     r = obx__check_autocommit(&caller);

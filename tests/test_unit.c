@@ -321,6 +321,67 @@ static void test_sql_expand(void) {
 }
 
 
+/* Statements declare their parameters: every statement of every dialect
+ * (SQL Server included), expanded as a store expands it ({O} and the other
+ * names), takes exactly the arguments its header declares, and a store
+ * opens with it (in debug builds the open checks it too). Both claim
+ * variants (ordering_dead_holds). A failure names header, dialect, id. */
+#define STMT_PARAMS_CHECK(P, p, head)                                                              \
+    do {                                                                                           \
+        int d_, hold_, i_;                                                                         \
+        for (d_ = 1; d_ <= 4; d_++)                                                                \
+            for (hold_ = 0; hold_ < 2 && p##__sqlsets[d_]; hold_++) {                              \
+                static p##_store st_;                                                              \
+                static char schema_[] = "dbo", table_[] = "Box";                                   \
+                p##_result r_;                                                                     \
+                memset(&st_, 0, sizeof st_);                                                       \
+                p##__hooks_resolve(&st_.hooks, NULL);                                              \
+                st_.db.hooks = &st_.hooks;                                                         \
+                st_.db.err = &st_.err;                                                             \
+                st_.db.d = p##__dialect_get((p##_dialect)d_);                                      \
+                st_.schema = schema_;                                                              \
+                st_.table = table_;                                                                \
+                st_.max_starts = 3;                                                                \
+                STMT_PARAMS_HOLD(st_, hold_);                                                      \
+                r_ = p##__store_prepare_sql(&st_);                                                 \
+                for (i_ = 0; i_ < P##__Q_COUNT; i_++) {                                            \
+                    char why_[80], msg_[200];                                                      \
+                    const char *bad_;                                                              \
+                    if (!st_.sql[i_]) continue;                                                    \
+                    bad_ = p##__args_check(st_.sql[i_], p##__stmt_args(st_.db.d, i_), why_, sizeof why_); \
+                    if (bad_) {                                                                    \
+                        snprintf(msg_, sizeof msg_, head " %s statement %d: %s",                   \
+                                 p##__dialect_name((p##_dialect)d_), i_, bad_);                    \
+                        tt_fail_at(__FILE__, __LINE__, msg_);                                      \
+                    }                                                                              \
+                    p##__free(&st_.hooks, st_.sql[i_]);                                            \
+                }                                                                                  \
+                TT_EQ_INT(r_, 0);                                                                  \
+            }                                                                                      \
+    } while (0)
+
+static void test_stmt_params(void) {
+    char why[80];
+    /* The checker itself: counts, numbering, unused arguments, mixing. */
+    TT_EXPECT(obx__args_check("UPDATE t SET a = ? WHERE b = ?", "it", why, sizeof why) == NULL);
+    TT_EXPECT(obx__args_check("UPDATE t SET a = ? WHERE b = ?", "itt", why, sizeof why) != NULL);
+    TT_EQ_STR(why, "2 marker(s), 3 argument(s) declared");
+    TT_EXPECT(obx__args_check("{CALL p(?, ?)}", "i", why, sizeof why) != NULL);
+    TT_EXPECT(obx__args_check("SELECT ?2, ?1, ?1", "it", why, sizeof why) == NULL);
+    TT_EXPECT(obx__args_check("SELECT ?3", "itt", why, sizeof why) != NULL);
+    TT_EQ_STR(why, "argument 1 (i) has no marker");
+    TT_EXPECT(obx__args_check("SELECT ?3", "ITt", why, sizeof why) == NULL);
+    TT_EXPECT(obx__args_check("SELECT ?4", "itt", why, sizeof why) != NULL);
+    TT_EXPECT(obx__args_check("SELECT ?1, ?", "it", why, sizeof why) != NULL);
+    TT_EXPECT(obx__args_check("SELECT 1", NULL, why, sizeof why) != NULL);
+#define STMT_PARAMS_HOLD(st, hold) ((st).own.dead_holds = (hold))
+    STMT_PARAMS_CHECK(OBX, obx, "obx.h");
+#undef STMT_PARAMS_HOLD
+#define STMT_PARAMS_HOLD(st, hold) ((void)(hold))
+    STMT_PARAMS_CHECK(IBX, ibx, "ibx.h");
+#undef STMT_PARAMS_HOLD
+}
+
 /* A size that would wrap size_t (a 32-bit gateway) is refused before any
  * allocation; before the guard the doubling loop never ended. */
 static int g_allocs;
@@ -1883,6 +1944,7 @@ int main(void) {
     TT_RUN("CORE-DIALECT-DETECT", "pure", "dialect from SQL_DBMS_NAME", test_dialect_detection);
     TT_RUN("CORE-CLASSIFY", "pure", "transient/lost/permanent for every code in odbc-facts 8", test_classification);
     TT_RUN("CORE-SQL-EXPAND", "pure", "statement templates and quoted names", test_sql_expand);
+    TT_RUN("CORE-STMT-PARAMS", "pure", "every dialect's statement text takes the arguments its header declares", test_stmt_params);
     TT_RUN("CORE-SIZE-GUARDS", "pure", "buffer sizes that would wrap size_t (32 bits) are refused", test_size_guards);
     TT_RUN("CORE-DIAG", "fake", "every diagnostic record read; the error, not the warning, is the cause", test_fake_diagnostics);
     TT_RUN("CORE-CLASSIFY-DIAG", "fake", "driver errors become DB or DB_TRANSIENT with lost flag", test_fake_classification);
