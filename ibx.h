@@ -2370,6 +2370,8 @@ typedef struct ibx__db {
                                     the dialect's begin_sql (ibx__dialect) */
     int autocommit_on;           /* left on by a one-statement unit (not tx_by_sql): off
                                     again before the next unit of several statements */
+    int unit;                    /* IBX__RUN_* of the current (or last) unit of work */
+    int callers_tx;              /* the caller's connection, in its transaction */
     int fault;                   /* IBX__FAULT_* of the last diagnosed failure */
     char *const *sql;            /* the store's statements by id: checked against their
                                     declared arguments when run (IBX__CHECK_ARGS) */
@@ -3252,84 +3254,56 @@ IBX__PRIVATE ibx_result ibx__query_text(ibx__db *db, const char *sql, char *out,
 
 /* >> odbc: transactions and units of work ------------------------------------------- */
 
+/* Rule: one place decides how a unit of work runs. A connection rests in
+ * one autocommit mode, chosen when it is set up (ibx__db_setup: tx_by_sql);
+ * each unit then runs in one of the modes below, chosen by ibx__unit_mode
+ * and by nothing else: ibx__begin, ibx__commit and ibx__rollback do what
+ * the unit's mode (db->unit) says and assert it; ibx__unit_or_caller asks
+ * it too. A new way to run a unit is a new mode there, not a test of
+ * tx_by_sql, autocommit_on or own_connection somewhere else. */
+enum {
+    IBX__RUN_NONE = 0,
+    IBX__RUN_AUTOCOMMIT, /* one statement that commits by itself: no BEGIN, no COMMIT */
+    IBX__RUN_SQL,        /* a transaction by SQL: the dialect's begin_sql, COMMIT, ROLLBACK,
+                            on a connection that rests in autocommit (tx_by_sql) */
+    IBX__RUN_SQL_READ,   /* a reader there: no BEGIN, each statement its own snapshot, no
+                            write lock (SQLite); its end only checks the connection */
+    IBX__RUN_ODBC,       /* an ODBC transaction: autocommit off, SQLEndTran */
+    IBX__RUN_CALLER      /* the caller's transaction on its hdbc: nothing is begun,
+                            committed or rolled back here */
+};
+
+enum { IBX__UNIT_READ = 0, IBX__UNIT_WRITE = 1, IBX__UNIT_ONE_STATEMENT = 2 };
+
 IBX__PRIVATE ibx_result ibx__end_tran(ibx__db *db, SQLSMALLINT completion, const char *where) {
     return ibx__check(db, SQLEndTran(SQL_HANDLE_DBC, db->dbc, completion), SQL_HANDLE_DBC, db->dbc,
                       where);
 }
 
-IBX__PRIVATE ibx_result ibx__begin(ibx__db *db) {
-    ibx_result r = IBX_OK;
-    /* SQLite: a deferred transaction that later writes can deadlock and burn
-     * the whole busy timeout, so writers take the lock up front. */
-    if (db->tx_by_sql) r = ibx__exec_direct(db, db->d->begin_sql, "BEGIN");
-    if (r == IBX_OK) db->in_tx = 1;
-    return r;
-}
-
-IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
-    SQLUINTEGER dead = 0;
-    ibx_result r;
-    /* psqlODBC reports a successful COMMIT on a connection it already knows
-     * is dead; believe the dead flag, not the commit. (Where asking costs a
-     * round trip, a dead connection fails the COMMIT itself.) */
-    if (db->d->dead_flag_is_local &&
-        SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
-        dead == SQL_CD_TRUE) {
-        db->lost = 1;
-        db->in_tx = 0;
-        r = ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "commit",
-                      "connection lost before commit" IBX__WHY("; the transaction was not committed"));
-        db->err->connection_lost = 1;
-        return r;
-    }
-    if (db->tx_by_sql && !db->in_tx) return IBX_OK; /* a read unit: nothing to commit */
-    r = db->tx_by_sql ? ibx__exec_direct(db, "COMMIT", "COMMIT")
-                         : ibx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
-    /* A failed SQL COMMIT (SQLite BUSY) leaves the transaction open: keep
-     * in_tx so that the rollback really runs and releases the lock. */
-    if (r == IBX_OK || !db->tx_by_sql) db->in_tx = 0;
-    if (r != IBX_OK && db->err->connection_lost)
-        ibx__copy(db->err->message + strlen(db->err->message),
-                  sizeof db->err->message - strlen(db->err->message),
-                  " (connection lost during commit: outcome unknown)");
-    return r;
-}
-
-/* Roll back, keeping the error that caused it. */
-IBX__PRIVATE void ibx__rollback(ibx__db *db) {
-    ibx_error saved = *db->err;
-    if (db->connected && !db->lost) {
-        if (db->tx_by_sql) {
-            if (db->in_tx) ibx__exec_direct(db, "ROLLBACK", "ROLLBACK");
-        } else {
-            ibx__end_tran(db, SQL_ROLLBACK, "SQLEndTran(ROLLBACK)");
-        }
-    }
-    db->in_tx = 0;
-    *db->err = saved;
-}
-
-typedef ibx_result (*ibx__unit_fn)(ibx__db *db, void *ctx);
-
-enum { IBX__UNIT_READ = 0, IBX__UNIT_WRITE = 1, IBX__UNIT_ONE_STATEMENT = 2 };
-
-/* A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
+/* How a unit with `flags` runs on db: the one place that decides.
+ * A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
  * runs in autocommit, one round trip instead of three (psqlODBC sends
  * BEGIN and COMMIT apart). Only for a statement after which nothing can
  * fail that would need it undone (a count, a read), and only on our own
  * connections, where switching is free: tx_by_sql connections rest in
- * autocommit; psqlODBC switches locally. The switch back waits for the
- * next unit of several statements (ibx__autocommit_off), where a failure
- * is that unit's error. Returns 1 if the unit runs in autocommit. */
-IBX__PRIVATE int ibx__autocommit_for_one(ibx__db *db, int flags) {
-    if (!(flags & IBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
-    if (db->tx_by_sql || db->autocommit_on) return 1;
-    if (!IBX__ONE(db->d)->autocommit_is_local ||
-        !SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
-                                         (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER)))
-        return 0; /* then as a transaction */
-    db->autocommit_on = 1;
-    return 1;
+ * autocommit; psqlODBC switches locally (done here: where it fails, the
+ * unit runs as a transaction). The switch back waits for the next unit of
+ * several statements (ibx__begin), where a failure is that unit's error. */
+IBX__PRIVATE int ibx__unit_mode(ibx__db *db, int flags) {
+    if (db->callers_tx) return IBX__RUN_CALLER;
+    if ((flags & IBX__UNIT_ONE_STATEMENT) && db->own_connection) {
+        if (db->tx_by_sql || db->autocommit_on) return IBX__RUN_AUTOCOMMIT;
+        if (IBX__ONE(db->d)->autocommit_is_local &&
+            SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
+                                            (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER))) {
+            db->autocommit_on = 1;
+            return IBX__RUN_AUTOCOMMIT;
+        }
+    }
+    /* SQLite readers need no write lock: without BEGIN each statement is
+     * its own snapshot, and a writer elsewhere does not block them. */
+    if (db->tx_by_sql) return (flags & IBX__UNIT_WRITE) ? IBX__RUN_SQL : IBX__RUN_SQL_READ;
+    return IBX__RUN_ODBC;
 }
 
 /* Manual commit again before a unit of several statements: they must never
@@ -3343,7 +3317,71 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
     return r;
 }
 
-/* Run `fn` as one transaction on our own connection: begin, fn, commit.
+/* Open a unit in `mode` (ibx__unit_mode). */
+IBX__PRIVATE ibx_result ibx__begin(ibx__db *db, int mode) {
+    ibx_result r = IBX_OK;
+    IBX_ASSERT(mode != IBX__RUN_NONE && mode != IBX__RUN_CALLER);
+    IBX_ASSERT((mode == IBX__RUN_SQL || mode == IBX__RUN_SQL_READ) == (db->tx_by_sql != 0) ||
+               mode == IBX__RUN_AUTOCOMMIT);
+    db->unit = mode;
+    if (mode == IBX__RUN_ODBC && db->autocommit_on) r = ibx__autocommit_off(db);
+    /* SQLite: a deferred transaction that later writes can deadlock and burn
+     * the whole busy timeout, so writers take the lock up front. */
+    if (r == IBX_OK && mode == IBX__RUN_SQL) r = ibx__exec_direct(db, db->d->begin_sql, "BEGIN");
+    if (r == IBX_OK && (mode == IBX__RUN_SQL || mode == IBX__RUN_ODBC)) db->in_tx = 1;
+    return r;
+}
+
+IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
+    SQLUINTEGER dead = 0;
+    ibx_result r;
+    IBX_ASSERT(db->unit == IBX__RUN_SQL || db->unit == IBX__RUN_SQL_READ || db->unit == IBX__RUN_ODBC);
+    /* psqlODBC reports a successful COMMIT on a connection it already knows
+     * is dead; believe the dead flag, not the commit. (Where asking costs a
+     * round trip, a dead connection fails the COMMIT itself.) */
+    if (db->d->dead_flag_is_local &&
+        SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
+        dead == SQL_CD_TRUE) {
+        db->lost = 1;
+        db->in_tx = 0;
+        r = ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "commit",
+                      "connection lost before commit" IBX__WHY("; the transaction was not committed"));
+        db->err->connection_lost = 1;
+        return r;
+    }
+    if (db->unit == IBX__RUN_SQL_READ) return IBX_OK; /* a read unit: nothing to commit */
+    r = db->unit == IBX__RUN_SQL ? ibx__exec_direct(db, "COMMIT", "COMMIT")
+                                 : ibx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
+    /* A failed SQL COMMIT (SQLite BUSY) leaves the transaction open: keep
+     * in_tx so that the rollback really runs and releases the lock. */
+    if (r == IBX_OK || db->unit != IBX__RUN_SQL) db->in_tx = 0;
+    if (r != IBX_OK && db->err->connection_lost)
+        ibx__copy(db->err->message + strlen(db->err->message),
+                  sizeof db->err->message - strlen(db->err->message),
+                  " (connection lost during commit: outcome unknown)");
+    return r;
+}
+
+/* Roll back, keeping the error that caused it. */
+IBX__PRIVATE void ibx__rollback(ibx__db *db) {
+    ibx_error saved = *db->err;
+    IBX_ASSERT(db->unit != IBX__RUN_NONE && db->unit != IBX__RUN_CALLER);
+    if (db->connected && !db->lost) {
+        /* An ODBC unit ends by SQLEndTran; so does one in autocommit on a
+         * connection that rests in manual commit (a no-op there, kept). */
+        if (db->unit == IBX__RUN_ODBC || (db->unit == IBX__RUN_AUTOCOMMIT && db->autocommit_on))
+            ibx__end_tran(db, SQL_ROLLBACK, "SQLEndTran(ROLLBACK)");
+        else if (db->in_tx)
+            ibx__exec_direct(db, "ROLLBACK", "ROLLBACK");
+    }
+    db->in_tx = 0;
+    *db->err = saved;
+}
+
+typedef ibx_result (*ibx__unit_fn)(ibx__db *db, void *ctx);
+
+/* Run `fn` as one unit of work on our own connection (or a store's adopted
+ * one), in the mode ibx__unit_mode chooses: begin, fn, commit.
  * Any error rolls the whole unit back (never commit after a failed
  * statement: psqlODBC would commit the statements before it). A deadlock,
  * serialization failure or busy/lock timeout redoes the unit up to
@@ -3354,20 +3392,18 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
 IBX__PRIVATE ibx_result ibx__unit_run(ibx__db *db, ibx__unit_fn fn, void *ctx, const char *what,
                                       int flags) {
     ibx_result r;
-    int attempt, autocommit;
+    int attempt, mode;
     for (attempt = 0;; attempt++) {
         r = ibx__db_ensure(db);
         if (r != IBX_OK) return r;
         db->fault = IBX__FAULT_PERMANENT;
-        autocommit = ibx__autocommit_for_one(db, flags);
-        r = !autocommit && db->autocommit_on ? ibx__autocommit_off(db) : IBX_OK;
-        /* SQLite readers need no write lock: without BEGIN each statement
-         * is its own snapshot, and a writer elsewhere does not block them. */
-        if (r == IBX_OK && !autocommit && ((flags & IBX__UNIT_WRITE) || !db->tx_by_sql)) r = ibx__begin(db);
+        mode = ibx__unit_mode(db, flags);
+        IBX_ASSERT(mode != IBX__RUN_CALLER); /* ibx__unit_or_caller runs those */
+        r = ibx__begin(db, mode);
         if (r == IBX_OK) r = fn(db, ctx);
 
         if (r >= 0) {
-            ibx_result c = autocommit ? IBX_OK : ibx__commit(db);
+            ibx_result c = mode == IBX__RUN_AUTOCOMMIT ? IBX_OK : ibx__commit(db);
             if (c == IBX_OK) {
                 if (db->err->result != IBX_OK) ibx__error_clear(db->err);
                 return r;
@@ -5734,6 +5770,9 @@ IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
     caller.connected = 1;
     caller.tx_by_sql = caller.d->tx_by_sql;
     caller.sql = s->db.sql;
+    caller.callers_tx = 1;
+    caller.unit = ibx__unit_mode(&caller, flags);
+    IBX_ASSERT(caller.unit == IBX__RUN_CALLER);
     /* In autocommit (PostgreSQL, MariaDB) the write would commit at once,
      * apart from the caller's transaction, and survive its rollback. */
     r = ibx__check_autocommit(&caller);

@@ -2501,6 +2501,8 @@ typedef struct obx__db {
                                     the dialect's begin_sql (obx__dialect) */
     int autocommit_on;           /* left on by a one-statement unit (not tx_by_sql): off
                                     again before the next unit of several statements */
+    int unit;                    /* OBX__RUN_* of the current (or last) unit of work */
+    int callers_tx;              /* the caller's connection, in its transaction */
     int fault;                   /* OBX__FAULT_* of the last diagnosed failure */
     char *const *sql;            /* the store's statements by id: checked against their
                                     declared arguments when run (OBX__CHECK_ARGS) */
@@ -3383,84 +3385,56 @@ OBX__PRIVATE obx_result obx__query_text(obx__db *db, const char *sql, char *out,
 
 /* >> odbc: transactions and units of work ------------------------------------------- */
 
+/* Rule: one place decides how a unit of work runs. A connection rests in
+ * one autocommit mode, chosen when it is set up (obx__db_setup: tx_by_sql);
+ * each unit then runs in one of the modes below, chosen by obx__unit_mode
+ * and by nothing else: obx__begin, obx__commit and obx__rollback do what
+ * the unit's mode (db->unit) says and assert it; obx__unit_or_caller asks
+ * it too. A new way to run a unit is a new mode there, not a test of
+ * tx_by_sql, autocommit_on or own_connection somewhere else. */
+enum {
+    OBX__RUN_NONE = 0,
+    OBX__RUN_AUTOCOMMIT, /* one statement that commits by itself: no BEGIN, no COMMIT */
+    OBX__RUN_SQL,        /* a transaction by SQL: the dialect's begin_sql, COMMIT, ROLLBACK,
+                            on a connection that rests in autocommit (tx_by_sql) */
+    OBX__RUN_SQL_READ,   /* a reader there: no BEGIN, each statement its own snapshot, no
+                            write lock (SQLite); its end only checks the connection */
+    OBX__RUN_ODBC,       /* an ODBC transaction: autocommit off, SQLEndTran */
+    OBX__RUN_CALLER      /* the caller's transaction on its hdbc: nothing is begun,
+                            committed or rolled back here */
+};
+
+enum { OBX__UNIT_READ = 0, OBX__UNIT_WRITE = 1, OBX__UNIT_ONE_STATEMENT = 2 };
+
 OBX__PRIVATE obx_result obx__end_tran(obx__db *db, SQLSMALLINT completion, const char *where) {
     return obx__check(db, SQLEndTran(SQL_HANDLE_DBC, db->dbc, completion), SQL_HANDLE_DBC, db->dbc,
                       where);
 }
 
-OBX__PRIVATE obx_result obx__begin(obx__db *db) {
-    obx_result r = OBX_OK;
-    /* SQLite: a deferred transaction that later writes can deadlock and burn
-     * the whole busy timeout, so writers take the lock up front. */
-    if (db->tx_by_sql) r = obx__exec_direct(db, db->d->begin_sql, "BEGIN");
-    if (r == OBX_OK) db->in_tx = 1;
-    return r;
-}
-
-OBX__PRIVATE obx_result obx__commit(obx__db *db) {
-    SQLUINTEGER dead = 0;
-    obx_result r;
-    /* psqlODBC reports a successful COMMIT on a connection it already knows
-     * is dead; believe the dead flag, not the commit. (Where asking costs a
-     * round trip, a dead connection fails the COMMIT itself.) */
-    if (db->d->dead_flag_is_local &&
-        SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
-        dead == SQL_CD_TRUE) {
-        db->lost = 1;
-        db->in_tx = 0;
-        r = obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "commit",
-                      "connection lost before commit" OBX__WHY("; the transaction was not committed"));
-        db->err->connection_lost = 1;
-        return r;
-    }
-    if (db->tx_by_sql && !db->in_tx) return OBX_OK; /* a read unit: nothing to commit */
-    r = db->tx_by_sql ? obx__exec_direct(db, "COMMIT", "COMMIT")
-                         : obx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
-    /* A failed SQL COMMIT (SQLite BUSY) leaves the transaction open: keep
-     * in_tx so that the rollback really runs and releases the lock. */
-    if (r == OBX_OK || !db->tx_by_sql) db->in_tx = 0;
-    if (r != OBX_OK && db->err->connection_lost)
-        obx__copy(db->err->message + strlen(db->err->message),
-                  sizeof db->err->message - strlen(db->err->message),
-                  " (connection lost during commit: outcome unknown)");
-    return r;
-}
-
-/* Roll back, keeping the error that caused it. */
-OBX__PRIVATE void obx__rollback(obx__db *db) {
-    obx_error saved = *db->err;
-    if (db->connected && !db->lost) {
-        if (db->tx_by_sql) {
-            if (db->in_tx) obx__exec_direct(db, "ROLLBACK", "ROLLBACK");
-        } else {
-            obx__end_tran(db, SQL_ROLLBACK, "SQLEndTran(ROLLBACK)");
-        }
-    }
-    db->in_tx = 0;
-    *db->err = saved;
-}
-
-typedef obx_result (*obx__unit_fn)(obx__db *db, void *ctx);
-
-enum { OBX__UNIT_READ = 0, OBX__UNIT_WRITE = 1, OBX__UNIT_ONE_STATEMENT = 2 };
-
-/* A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
+/* How a unit with `flags` runs on db: the one place that decides.
+ * A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
  * runs in autocommit, one round trip instead of three (psqlODBC sends
  * BEGIN and COMMIT apart). Only for a statement after which nothing can
  * fail that would need it undone (a count, a read), and only on our own
  * connections, where switching is free: tx_by_sql connections rest in
- * autocommit; psqlODBC switches locally. The switch back waits for the
- * next unit of several statements (obx__autocommit_off), where a failure
- * is that unit's error. Returns 1 if the unit runs in autocommit. */
-OBX__PRIVATE int obx__autocommit_for_one(obx__db *db, int flags) {
-    if (!(flags & OBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
-    if (db->tx_by_sql || db->autocommit_on) return 1;
-    if (!OBX__ONE(db->d)->autocommit_is_local ||
-        !SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
-                                         (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER)))
-        return 0; /* then as a transaction */
-    db->autocommit_on = 1;
-    return 1;
+ * autocommit; psqlODBC switches locally (done here: where it fails, the
+ * unit runs as a transaction). The switch back waits for the next unit of
+ * several statements (obx__begin), where a failure is that unit's error. */
+OBX__PRIVATE int obx__unit_mode(obx__db *db, int flags) {
+    if (db->callers_tx) return OBX__RUN_CALLER;
+    if ((flags & OBX__UNIT_ONE_STATEMENT) && db->own_connection) {
+        if (db->tx_by_sql || db->autocommit_on) return OBX__RUN_AUTOCOMMIT;
+        if (OBX__ONE(db->d)->autocommit_is_local &&
+            SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
+                                            (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER))) {
+            db->autocommit_on = 1;
+            return OBX__RUN_AUTOCOMMIT;
+        }
+    }
+    /* SQLite readers need no write lock: without BEGIN each statement is
+     * its own snapshot, and a writer elsewhere does not block them. */
+    if (db->tx_by_sql) return (flags & OBX__UNIT_WRITE) ? OBX__RUN_SQL : OBX__RUN_SQL_READ;
+    return OBX__RUN_ODBC;
 }
 
 /* Manual commit again before a unit of several statements: they must never
@@ -3474,7 +3448,71 @@ OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
     return r;
 }
 
-/* Run `fn` as one transaction on our own connection: begin, fn, commit.
+/* Open a unit in `mode` (obx__unit_mode). */
+OBX__PRIVATE obx_result obx__begin(obx__db *db, int mode) {
+    obx_result r = OBX_OK;
+    OBX_ASSERT(mode != OBX__RUN_NONE && mode != OBX__RUN_CALLER);
+    OBX_ASSERT((mode == OBX__RUN_SQL || mode == OBX__RUN_SQL_READ) == (db->tx_by_sql != 0) ||
+               mode == OBX__RUN_AUTOCOMMIT);
+    db->unit = mode;
+    if (mode == OBX__RUN_ODBC && db->autocommit_on) r = obx__autocommit_off(db);
+    /* SQLite: a deferred transaction that later writes can deadlock and burn
+     * the whole busy timeout, so writers take the lock up front. */
+    if (r == OBX_OK && mode == OBX__RUN_SQL) r = obx__exec_direct(db, db->d->begin_sql, "BEGIN");
+    if (r == OBX_OK && (mode == OBX__RUN_SQL || mode == OBX__RUN_ODBC)) db->in_tx = 1;
+    return r;
+}
+
+OBX__PRIVATE obx_result obx__commit(obx__db *db) {
+    SQLUINTEGER dead = 0;
+    obx_result r;
+    OBX_ASSERT(db->unit == OBX__RUN_SQL || db->unit == OBX__RUN_SQL_READ || db->unit == OBX__RUN_ODBC);
+    /* psqlODBC reports a successful COMMIT on a connection it already knows
+     * is dead; believe the dead flag, not the commit. (Where asking costs a
+     * round trip, a dead connection fails the COMMIT itself.) */
+    if (db->d->dead_flag_is_local &&
+        SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
+        dead == SQL_CD_TRUE) {
+        db->lost = 1;
+        db->in_tx = 0;
+        r = obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "commit",
+                      "connection lost before commit" OBX__WHY("; the transaction was not committed"));
+        db->err->connection_lost = 1;
+        return r;
+    }
+    if (db->unit == OBX__RUN_SQL_READ) return OBX_OK; /* a read unit: nothing to commit */
+    r = db->unit == OBX__RUN_SQL ? obx__exec_direct(db, "COMMIT", "COMMIT")
+                                 : obx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
+    /* A failed SQL COMMIT (SQLite BUSY) leaves the transaction open: keep
+     * in_tx so that the rollback really runs and releases the lock. */
+    if (r == OBX_OK || db->unit != OBX__RUN_SQL) db->in_tx = 0;
+    if (r != OBX_OK && db->err->connection_lost)
+        obx__copy(db->err->message + strlen(db->err->message),
+                  sizeof db->err->message - strlen(db->err->message),
+                  " (connection lost during commit: outcome unknown)");
+    return r;
+}
+
+/* Roll back, keeping the error that caused it. */
+OBX__PRIVATE void obx__rollback(obx__db *db) {
+    obx_error saved = *db->err;
+    OBX_ASSERT(db->unit != OBX__RUN_NONE && db->unit != OBX__RUN_CALLER);
+    if (db->connected && !db->lost) {
+        /* An ODBC unit ends by SQLEndTran; so does one in autocommit on a
+         * connection that rests in manual commit (a no-op there, kept). */
+        if (db->unit == OBX__RUN_ODBC || (db->unit == OBX__RUN_AUTOCOMMIT && db->autocommit_on))
+            obx__end_tran(db, SQL_ROLLBACK, "SQLEndTran(ROLLBACK)");
+        else if (db->in_tx)
+            obx__exec_direct(db, "ROLLBACK", "ROLLBACK");
+    }
+    db->in_tx = 0;
+    *db->err = saved;
+}
+
+typedef obx_result (*obx__unit_fn)(obx__db *db, void *ctx);
+
+/* Run `fn` as one unit of work on our own connection (or a store's adopted
+ * one), in the mode obx__unit_mode chooses: begin, fn, commit.
  * Any error rolls the whole unit back (never commit after a failed
  * statement: psqlODBC would commit the statements before it). A deadlock,
  * serialization failure or busy/lock timeout redoes the unit up to
@@ -3485,20 +3523,18 @@ OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
 OBX__PRIVATE obx_result obx__unit_run(obx__db *db, obx__unit_fn fn, void *ctx, const char *what,
                                       int flags) {
     obx_result r;
-    int attempt, autocommit;
+    int attempt, mode;
     for (attempt = 0;; attempt++) {
         r = obx__db_ensure(db);
         if (r != OBX_OK) return r;
         db->fault = OBX__FAULT_PERMANENT;
-        autocommit = obx__autocommit_for_one(db, flags);
-        r = !autocommit && db->autocommit_on ? obx__autocommit_off(db) : OBX_OK;
-        /* SQLite readers need no write lock: without BEGIN each statement
-         * is its own snapshot, and a writer elsewhere does not block them. */
-        if (r == OBX_OK && !autocommit && ((flags & OBX__UNIT_WRITE) || !db->tx_by_sql)) r = obx__begin(db);
+        mode = obx__unit_mode(db, flags);
+        OBX_ASSERT(mode != OBX__RUN_CALLER); /* obx__unit_or_caller runs those */
+        r = obx__begin(db, mode);
         if (r == OBX_OK) r = fn(db, ctx);
 
         if (r >= 0) {
-            obx_result c = autocommit ? OBX_OK : obx__commit(db);
+            obx_result c = mode == OBX__RUN_AUTOCOMMIT ? OBX_OK : obx__commit(db);
             if (c == OBX_OK) {
                 if (db->err->result != OBX_OK) obx__error_clear(db->err);
                 return r;
@@ -6343,6 +6379,9 @@ OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
     caller.connected = 1;
     caller.tx_by_sql = caller.d->tx_by_sql;
     caller.sql = s->db.sql;
+    caller.callers_tx = 1;
+    caller.unit = obx__unit_mode(&caller, flags);
+    OBX_ASSERT(caller.unit == OBX__RUN_CALLER);
     /* In autocommit (PostgreSQL, MariaDB) the write would commit at once,
      * apart from the caller's transaction, and survive its rollback. */
     r = obx__check_autocommit(&caller);

@@ -828,6 +828,55 @@ static void test_fake_sqlite_transactions(void) {
     obx_store_close(s);
 }
 
+/* One place decides how a unit runs (obx__unit_mode): per dialect and
+ * connection, a unit of one statement, one of several that writes, one that
+ * reads; the unit runs in the mode decided (db->unit) and issues only that
+ * mode's transaction calls. CORE-UNIT-MODE. */
+static void test_fake_unit_mode(void) {
+    enum { W1 = OBX__UNIT_WRITE | OBX__UNIT_ONE_STATEMENT, W = OBX__UNIT_WRITE, R1 = OBX__UNIT_ONE_STATEMENT };
+    static const struct {
+        const char *dbms;
+        int timeout; /* a statement timeout: MariaDB's units are ODBC transactions then */
+        int flags, want;
+    } cases[] = {
+        {"SQLite", 0, W1, OBX__RUN_AUTOCOMMIT}, {"SQLite", 0, R1, OBX__RUN_AUTOCOMMIT},
+        {"SQLite", 0, W, OBX__RUN_SQL}, {"SQLite", 0, 0, OBX__RUN_SQL_READ},
+        {"PostgreSQL", 0, W1, OBX__RUN_AUTOCOMMIT}, {"PostgreSQL", 0, R1, OBX__RUN_AUTOCOMMIT},
+        {"PostgreSQL", 0, W, OBX__RUN_ODBC}, {"PostgreSQL", 0, 0, OBX__RUN_ODBC},
+        {"MariaDB", 0, W1, OBX__RUN_AUTOCOMMIT}, {"MariaDB", 0, W, OBX__RUN_SQL},
+        {"MariaDB", 0, 0, OBX__RUN_SQL_READ},
+        {"MariaDB", 1, W1, OBX__RUN_ODBC}, {"MariaDB", 1, W, OBX__RUN_ODBC},
+        {"Microsoft SQL Server", 0, W1, OBX__RUN_ODBC}, {"Microsoft SQL Server", 0, W, OBX__RUN_ODBC}};
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        obx_store *s = fake_store(cases[i].dbms, NULL);
+        int mode, sql_tx, odbc_tx;
+        char what[96];
+        snprintf(what, sizeof what, "case %u: %s flags %d", (unsigned)i, cases[i].dbms, cases[i].flags);
+        TT_ASSERT(s != NULL);
+        if (cases[i].timeout) { /* as a statement timeout leaves it (obx__db_setup) */
+            s->db.statement_timeout_s = 5;
+            s->db.tx_by_sql = 0;
+        }
+        mode = cases[i].want;
+        sql_tx = mode == OBX__RUN_SQL;
+        odbc_tx = mode == OBX__RUN_ODBC;
+        TT_EQ_INT(obx__unit_run(&s->db, one_statement, NULL, what, cases[i].flags), OBX_OK);
+        if (s->db.unit != mode) printf("    %s\n", what);
+        TT_EQ_INT(s->db.unit, mode);
+        TT_EQ_STR(fake_log_sql(0), sql_tx ? s->db.d->begin_sql : "UPDATE t SET v = 1");
+        TT_EQ_INT(fake_calls("SQLEndTran"), odbc_tx);
+        TT_EQ_INT(s->db.in_tx, 0);
+        obx_store_close(s);
+    }
+    { /* the caller's transaction: nothing begun, committed or rolled back */
+        obx__db caller;
+        memset(&caller, 0, sizeof caller);
+        caller.callers_tx = 1;
+        TT_EQ_INT(obx__unit_mode(&caller, W), OBX__RUN_CALLER);
+    }
+}
+
 static void test_fake_open_dialects(void) {
     obx_store_desc desc;
     obx_store *s = NULL;
@@ -2058,6 +2107,7 @@ int main(void) {
     TT_RUN("CORE-LOST", "fake", "a lost connection is surfaced, not retried; next call reconnects", test_fake_lost_connection);
     TT_RUN("CORE-DEAD-COMMIT", "fake", "a dead connection's lying COMMIT is not trusted", test_fake_dead_commit);
     TT_RUN("CORE-NO-DATA", "fake", "SQL_NO_DATA from an UPDATE is zero rows", test_fake_no_data);
+    TT_RUN("CORE-UNIT-MODE", "fake", "one function decides how a unit runs; the unit runs so, with only that mode's transaction calls", test_fake_unit_mode);
     TT_RUN("CORE-SQLITE-TX", "fake", "SQLite writers use BEGIN IMMEDIATE/COMMIT/ROLLBACK as SQL", test_fake_sqlite_transactions);
     TT_RUN("CORE-OPEN-DIALECTS", "fake", "unsupported dialects say so; forcing; psqlODBC Protocol", test_fake_open_dialects);
     TT_RUN("CORE-OPEN-ARGS", "fake", "bad open arguments are named and rejected before any SQL", test_fake_open_arguments);
