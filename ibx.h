@@ -4101,7 +4101,7 @@ static ibx_status ibx__status_parse(const char *text) {
  * is assigned (numbered markers).
  *
  * Rule: statements declare their parameters. What each statement binds is
- * declared once, in ibx__inbox_args below (count and kinds, the names in
+ * declared once, in ibx__stmt_args_rows below (count and kinds, the names in
  * its comment), in the same order in every dialect; a dialect's text takes
  * exactly those (markers counted after {O} and the other names are
  * expanded). A new statement or dialect text that disagrees fails at store
@@ -4156,7 +4156,7 @@ enum {
 #else
 #define IBX__ENV_ARGS "tttt"
 #endif
-static const ibx__stmt_row ibx__inbox_args[] = {
+static const ibx__stmt_row ibx__stmt_args_rows[] = {
     {IBX__Q_SEEN, "ttb"},           /* source, message_id, hash */
     {IBX__Q_ENQUEUE, "ttttbii"},    /* source, id, topic, payload, hash, due, next_attempt */
     {IBX__Q_ENQUEUE_ENV, "ttttbii" IBX__ENV_ARGS "i"}, /* ENQUEUE's, tenant, aggregate type,
@@ -4173,16 +4173,17 @@ static const ibx__stmt_row ibx__inbox_args[] = {
     {IBX__Q_REAP, ""},
     {IBX__Q_GET, "tt"},             /* source, id */
     {IBX__Q_HASH, "tt"},            /* source, id */
-    {IBX__Q_CLEANUP, "ii"},         /* retention_ms, batch */
     {IBX__Q_STATS, ""},
     {IBX__Q_PENDING, ""},
     {IBX__Q_GAUGES, ""},
+    {IBX__Q_CLEANUP, "ii"},         /* retention_ms, batch */
     {IBX__Q_DEAD_LIST, "ttiittii"}, /* dead filter, limit, offset */
     {IBX__Q_DEAD_REPLAY, "ttiittII"}, /* dead filter, two unused */
     {IBX__Q_DEAD_PURGE, "ttiittiI"}, /* dead filter, batch, unused */
     {IBX__Q_WAKE, ""},
     {IBX__Q_ANALYZE, ""},
     {IBX__Q_COUNT, NULL}};
+#define IBX__ARGS_JSON_ROWS(id) 0 /* no statement takes JSON rows (obx.h's batch inserts do) */
 
 #define IBX__SQLITE_COLS                                                                     \
     "Source, MessageId, Topic, Payload, Hash, FirstSeenUtc, "          \
@@ -5030,17 +5031,6 @@ static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__
 
 /* >> the inbox's face: what the engine below needs of this header -------------- */
 
-/* Statement `id`'s arguments on dialect d (ibx__inbox_args), or NULL. */
-IBX__PRIVATE const char *ibx__stmt_args(const ibx__dialect *d, int id) {
-    const ibx__sqlset *q = ibx__sqlsets[d->id];
-    const ibx__stmt_row *row;
-    if (id == IBX__Q_CLAIM && q) /* a claim that picks first names the picked keys */
-        for (row = q->rows; row->sql; row++)
-            if (row->id == IBX__Q_CLAIM_PICK) id = IBX__Q_CLAIM_READ;
-    for (row = ibx__inbox_args; row->sql; row++)
-        if (row->id == id) return row->sql;
-    return NULL;
-}
 
 #define IBX__KEY_LISTS 2              /* a message's key: (source, message id), two lists */
 #define IBX__KEYS_ARG "keys"          /* the settle calls' key argument */
@@ -5393,6 +5383,20 @@ static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
     if (!s->schema || !s->table || !s->store_id || (worker && !s->worker_name))
         return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     return IBX_OK;
+}
+
+/* Statement `id`'s arguments on dialect d, as the header declares them
+ * (ibx__stmt_args_rows), or NULL. */
+IBX__PRIVATE const char *ibx__stmt_args(const ibx__dialect *d, int id) {
+    const ibx__sqlset *q = ibx__sqlsets[d->id];
+    const ibx__stmt_row *row;
+    if (id == IBX__Q_CLAIM && q) /* a claim that picks first names the picked keys */
+        for (row = q->rows; row->sql; row++)
+            if (row->id == IBX__Q_CLAIM_PICK) id = IBX__Q_CLAIM_READ;
+    if (IBX__ARGS_JSON_ROWS(id) && IBX__ONE(d)->batch_as_json_rows) return "j";
+    for (row = ibx__stmt_args_rows; row->sql; row++)
+        if (row->id == id) return row->sql;
+    return NULL;
 }
 
 static ibx_result ibx__store_prepare_sql(ibx_store *s) {

@@ -4107,7 +4107,7 @@ OBX_API obx_result obx_identifier_check(const char *name) { return obx__identifi
  * table name (for derived names), {W} the dialect's "now" in Unix ms.
  *
  * Rule: statements declare their parameters. What each statement binds is
- * declared once, in obx__outbox_args below (count and kinds, the names in
+ * declared once, in obx__stmt_args_rows below (count and kinds, the names in
  * its comment), in the same order in every dialect; a dialect's text takes
  * exactly those (markers counted after {O} and the other names are
  * expanded). A new statement or dialect text that disagrees fails at store
@@ -4159,7 +4159,7 @@ enum {
 /* What each statement binds (the letters: obx__args_check; obx__stmt_args
  * gives a dialect's variant). A dead filter is topic, error text, created
  * from, created before, id, and one unused (the inbox's second key). */
-static const obx__stmt_row obx__outbox_args[] = {
+static const obx__stmt_row obx__stmt_args_rows[] = {
     {OBX__Q_INSERT, "tttttii"},     /* id, message_id, topic, payload, correlation, due, next_attempt */
     {OBX__Q_INSERT_KEYED, "tttttiittttti"}, /* INSERT's, then the ordering key, tenant, aggregate
                                                 type, aggregate id, headers (JSON), expiry */
@@ -4194,6 +4194,8 @@ static const obx__stmt_row obx__outbox_args[] = {
     {OBX__Q_WAKE_SETTLED, "l"},     /* ids */
     {OBX__Q_ANALYZE, ""},
     {OBX__Q_COUNT, NULL}};
+/* Batch inserts take one JSON array of rows where the dialect reads a batch so. */
+#define OBX__ARGS_JSON_ROWS(id) ((id) == OBX__Q_INSERT_MANY || (id) == OBX__Q_INSERT_MANY_KEYED)
 
 /* Ordered delivery per key (obx_new_message.ordering_key).
  * The order of a key is ("OrderingSeq", "Id"). An enqueue sets OrderingSeq
@@ -5625,19 +5627,6 @@ static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__
 
 /* >> the outbox's face: what the engine below needs of this header ------------- */
 
-/* Statement `id`'s arguments on dialect d (obx__outbox_args), or NULL. */
-OBX__PRIVATE const char *obx__stmt_args(const obx__dialect *d, int id) {
-    const obx__sqlset *q = obx__sqlsets[d->id];
-    const obx__stmt_row *row;
-    if (id == OBX__Q_CLAIM && q) /* a claim that picks first names the picked ids */
-        for (row = q->rows; row->sql; row++)
-            if (row->id == OBX__Q_CLAIM_PICK) id = OBX__Q_CLAIM_READ;
-    if ((id == OBX__Q_INSERT_MANY || id == OBX__Q_INSERT_MANY_KEYED) && OBX__ONE(d)->batch_as_json_rows)
-        return "j";
-    for (row = obx__outbox_args; row->sql; row++)
-        if (row->id == id) return row->sql;
-    return NULL;
-}
 
 #define OBX__KEY_LISTS 1              /* a message's key is its id: one list */
 #define OBX__KEYS_ARG "ids"           /* the settle calls' key argument */
@@ -6002,6 +5991,20 @@ static obx_result obx__store_names(obx_store *s, const obx_store_desc *desc) {
     if (!s->schema || !s->table || !s->store_id || (worker && !s->worker_name))
         return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     return OBX_OK;
+}
+
+/* Statement `id`'s arguments on dialect d, as the header declares them
+ * (obx__stmt_args_rows), or NULL. */
+OBX__PRIVATE const char *obx__stmt_args(const obx__dialect *d, int id) {
+    const obx__sqlset *q = obx__sqlsets[d->id];
+    const obx__stmt_row *row;
+    if (id == OBX__Q_CLAIM && q) /* a claim that picks first names the picked keys */
+        for (row = q->rows; row->sql; row++)
+            if (row->id == OBX__Q_CLAIM_PICK) id = OBX__Q_CLAIM_READ;
+    if (OBX__ARGS_JSON_ROWS(id) && OBX__ONE(d)->batch_as_json_rows) return "j";
+    for (row = obx__stmt_args_rows; row->sql; row++)
+        if (row->id == id) return row->sql;
+    return NULL;
 }
 
 static obx_result obx__store_prepare_sql(obx_store *s) {
