@@ -2806,13 +2806,14 @@ IBX__PRIVATE void ibx__p_blob(ibx__param *p, const void *data, size_t len) {
     p->i64 = 0;
 }
 
-/* Statements declare their arguments: each header's ibx__stmt_args gives
- * one letter per argument, in binding order: i an integer, t a text, b
- * bytes, l a list (one text of many values: a key list or a batch column,
- * see ibx__list_add), j rows as one JSON array; upper case where a dialect's
- * numbered markers may leave the argument out. Every dialect's text must
- * take exactly those: checked when a store opens and when a statement is
- * bound (IBX__CHECK_ARGS), and for every dialect by CORE-STMT-PARAMS. */
+/* Statements declare their arguments: each header's ibx__stmt_args_rows
+ * (ibx__stmt_args: a dialect's variant) gives one letter per argument, in
+ * binding order: i an integer, t a text, b bytes, l a list (one text of
+ * many values: a key list or a batch column, see ibx__list_add), j rows as
+ * one JSON array; upper case where a dialect's numbered markers may leave
+ * the argument out. Every dialect's text must take exactly those: checked
+ * when a store opens and when a statement is bound (IBX__CHECK_ARGS), and
+ * for every dialect by CORE-STMT-PARAMS. */
 #if !defined(NDEBUG) && !defined(IBX_TERSE_MESSAGES)
 #define IBX__CHECK_ARGS 1 /* debug builds; the terse ones are short of flash */
 #else

@@ -2937,13 +2937,14 @@ OBX__PRIVATE void obx__p_blob(obx__param *p, const void *data, size_t len) {
     p->i64 = 0;
 }
 
-/* Statements declare their arguments: each header's obx__stmt_args gives
- * one letter per argument, in binding order: i an integer, t a text, b
- * bytes, l a list (one text of many values: a key list or a batch column,
- * see obx__list_add), j rows as one JSON array; upper case where a dialect's
- * numbered markers may leave the argument out. Every dialect's text must
- * take exactly those: checked when a store opens and when a statement is
- * bound (OBX__CHECK_ARGS), and for every dialect by CORE-STMT-PARAMS. */
+/* Statements declare their arguments: each header's obx__stmt_args_rows
+ * (obx__stmt_args: a dialect's variant) gives one letter per argument, in
+ * binding order: i an integer, t a text, b bytes, l a list (one text of
+ * many values: a key list or a batch column, see obx__list_add), j rows as
+ * one JSON array; upper case where a dialect's numbered markers may leave
+ * the argument out. Every dialect's text must take exactly those: checked
+ * when a store opens and when a statement is bound (OBX__CHECK_ARGS), and
+ * for every dialect by CORE-STMT-PARAMS. */
 #if !defined(NDEBUG) && !defined(OBX_TERSE_MESSAGES)
 #define OBX__CHECK_ARGS 1 /* debug builds; the terse ones are short of flash */
 #else
