@@ -2997,7 +2997,7 @@ static int ibx__args_bound(const ibx__db *db, int slot, const char *sql, const i
     char why[80], any[IBX__MAX_MARKERS + 1];
     int i;
     if (!(args && db->sql && db->sql[slot] == sql)) {
-        if (n > IBX__MAX_MARKERS) return 1; /* not the store's: only counted */
+        if (n > IBX__MAX_MARKERS) return 1; /* not the store's: only counted, up to this many */
         for (i = 0; i < n; i++) any[i] = 'T';
         any[n] = '\0';
         return !ibx__args_check(sql, any, why, sizeof why);

@@ -3128,7 +3128,7 @@ static int obx__args_bound(const obx__db *db, int slot, const char *sql, const o
     char why[80], any[OBX__MAX_MARKERS + 1];
     int i;
     if (!(args && db->sql && db->sql[slot] == sql)) {
-        if (n > OBX__MAX_MARKERS) return 1; /* not the store's: only counted */
+        if (n > OBX__MAX_MARKERS) return 1; /* not the store's: only counted, up to this many */
         for (i = 0; i < n; i++) any[i] = 'T';
         any[n] = '\0';
         return !obx__args_check(sql, any, why, sizeof why);
