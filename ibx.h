@@ -1338,7 +1338,15 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
  * needs and the API lacks is added here first. Likewise a callback
  * contract (discovery, handlers) has one protocol, documented where its
  * type is declared and followed by the examples. Checked by
- * tests/ibxctl.sh (IBXCTL-NO-DML: no DML or DDL in tools/ibxctl.c). */
+ * tests/ibxctl.sh (IBXCTL-NO-DML: no DML or DDL in tools/ibxctl.c).
+ *
+ * Statements declare their parameters: count and kinds once, in
+ * ibx__stmt_args_rows beside the statements; every dialect's text must take
+ * exactly those (CORE-STMT-PARAMS; debug builds check at open and bind).
+ *
+ * One place decides how a unit of work runs: ibx__unit_mode (see "odbc:
+ * transactions and units of work"); begin, commit and rollback assert it
+ * (CORE-UNIT-MODE). */
 
 #include <limits.h>
 #include <stdarg.h>

@@ -1457,7 +1457,15 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *erro
  * needs and the API lacks is added here first. Likewise a callback
  * contract (discovery, handlers) has one protocol, documented where its
  * type is declared and followed by the examples. Checked by
- * tests/obxctl.sh (OBXCTL-NO-DML: no DML or DDL in tools/obxctl.c). */
+ * tests/obxctl.sh (OBXCTL-NO-DML: no DML or DDL in tools/obxctl.c).
+ *
+ * Statements declare their parameters: count and kinds once, in
+ * obx__stmt_args_rows beside the statements; every dialect's text must take
+ * exactly those (CORE-STMT-PARAMS; debug builds check at open and bind).
+ *
+ * One place decides how a unit of work runs: obx__unit_mode (see "odbc:
+ * transactions and units of work"); begin, commit and rollback assert it
+ * (CORE-UNIT-MODE). */
 
 #include <limits.h>
 #include <stdarg.h>
