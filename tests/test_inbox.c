@@ -2062,7 +2062,7 @@ static void test_103_no_dirty_reads(void) {
     TT_ASSERT(s && writer);
     ibx_owner_token(s, owner);
     /* The writer's transaction is held open by hand: its row must not be claimable yet. */
-    TT_EQ_INT(ibx__begin(&writer->db), IBX_OK);
+    TT_EQ_INT(ibx__begin(&writer->db, ibx__unit_mode(&writer->db, IBX__UNIT_WRITE)), IBX_OK);
     {
         ibx__param p[7];
         ibx__p_text(&p[0], "src", (size_t)-1);
