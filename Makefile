@@ -41,7 +41,8 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 .DELETE_ON_ERROR:
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
-          $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay $(B)/obxctl $(B)/obxctl_fill $(B)/prom_check
+          $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay $(B)/obxctl $(B)/obxctl_fill $(B)/prom_check \
+          $(B)/example_protocols
 
 all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder $(B)/obxctl
 
@@ -57,6 +58,11 @@ $(B)/test_unit: tests/test_unit.c tests/fake_odbc.c tests/fake_odbc.h tests/tt.h
 
 $(B)/test_sqlserver: tests/test_sqlserver.c tests/fake_odbc.c tests/fake_odbc.h tests/tt.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_sqlserver.c tests/fake_odbc.c -o $@
+
+# The examples' callbacks against the protocols they follow (fake ODBC).
+$(B)/example_protocols: tests/example_protocols.c examples/multi_tenant.c tests/fake_odbc.c tests/fake_odbc.h \
+                        tests/tt.h obx.h | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/example_protocols.c tests/fake_odbc.c -o $@
 
 $(B)/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/fake_selftest.c tests/fake_odbc.c -o $@

@@ -1972,6 +1972,7 @@ static void test_discover_all(void) {
         memset(&pd, 0, sizeof pd);
         pd.discover = ifake_discover;
         pd.discover_user = &t;
+        pd.store.hooks.logger.min_level = IBX_LOG_OFF;
         TT_EQ_INT(ibx_provider_create(&pd, &q), IBX_OK);
         TT_EQ_INT(ibx_provider_count(q), 300);
         TT_EQ_INT(ibx_router_get(q, "db-299", &is), IBX_OK);
