@@ -168,6 +168,14 @@
  *   renewal: a handler must finish well within the lease or extend it
  *   itself (obx_lease_extend); a message whose lease is nearly over when
  *   its turn comes is released for redelivery rather than handled.
+ *   Providers: a database that is down is opened again on a thread of the
+ *   provider's own, one attempt at a time, so its connect (up to the login
+ *   timeout) never holds up the open stores. That thread owns only its
+ *   copies of the id and connection string and the store it opens; the
+ *   provider's thread takes the store in at a later refresh or round (under
+ *   a lock of the provider's) and owns it from then on; destroy waits for
+ *   an attempt that is out. It calls the template's hooks: thread-safe, as
+ *   for renewal.
  *
  * 5. ERRORS -----------------------------------------------------------------
  *   Every function returns an obx_result: OBX_OK (0), a small positive
