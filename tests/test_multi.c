@@ -863,7 +863,7 @@ int main(int argc, char **argv) {
     g_conn[2] = argv[4];
 #define RUN(id, what, fn) TT_RUN(id, g_backend, what, fn)
     RUN("OBX-066", "a store per database, messages kept apart", test_066_separate_stores);
-    RUN("OBX-066-RETRY", "a fixed-list database that could not be opened is opened at the next refresh", test_066_fixed_retry);
+    RUN("OBX-066-RETRY", "a fixed-list database that could not be opened is opened when its wait is over", test_066_fixed_retry);
     RUN("OBX-066-DOWN", "databases that are down are retried each on its own backoff, never stalling the others", test_066_down);
     RUN("OBX-067", "the dispatcher asks a selection strategy every round", test_067_strategy);
     RUN("OBX-068", "round-robin: one batch from each store in turn", test_068_round_robin);
@@ -881,7 +881,7 @@ int main(int argc, char **argv) {
     RUN("OBX-079", "unchanged databases keep their stores", test_075_079_discovery);
     RUN("OBX-REAP-ALL", "expired leases are reaped in every store, not only the first", test_reap_every_store);
     RUN("OBX-121", "router lookups reuse the open stores", test_121_cached);
-    RUN("IBX-PROVIDER-RETRY", "an inbox fixed-list database that could not be opened is opened at the next refresh", test_ibx_fixed_retry);
+    RUN("IBX-PROVIDER-RETRY", "an inbox fixed-list database that could not be opened is opened when its wait is over", test_ibx_fixed_retry);
     RUN("IBX-085", "a store per database", test_ibx_085_086);
     RUN("IBX-086", "the dispatcher selects a store every round", test_ibx_087);
     RUN("IBX-087", "round-robin over inbox stores", test_ibx_087);
