@@ -3570,33 +3570,18 @@ IBX__PRIVATE int ibx__registry_entry(ibx__registry *r, const ibx_database *db, i
     return 1;
 }
 
-/* Make the registry hold exactly `dbs`: new ids get a store, ids no longer
- * listed are closed, an id whose connection string changed is reopened, and
- * every other store is kept as it is (not reopened). Order is stable: kept
- * stores keep their place, new ones are appended. A listed database that
- * cannot be opened is kept aside (down) and tried again on its own backoff
- * by ibx__registry_retry, not at each refresh. *added counts new databases
- * now open, *removed those no longer listed. Returns IBX_OK,
- * IBX_ERR_INVALID_ARG (a NULL or empty id or connection string, a
- * duplicate id: nothing changed) or IBX_ERR_NO_MEMORY. */
-IBX__PRIVATE ibx_result ibx__registry_apply(ibx__registry *r, const ibx_database *dbs, int n,
-                                            int *added, int *removed) {
-    ibx__slot *known;
+/* Find each listed database among those known (open or down: `known`
+ * has room for them all, and is freed) and update or add its entry
+ * (ibx__registry_entry); marks every listed one seen. */
+IBX__PRIVATE ibx_result ibx__registry_match(ibx__registry *r, const ibx_database *dbs, int n,
+                                            ibx__slot *known) {
     ibx_result res = IBX_OK;
-    int i, j, k, nk = r->count + r->down_count, add = 0, drop = 0;
-    int valid = ibx__registry_valid(r->hooks, dbs, n);
-    if (valid <= 0) return valid < 0 ? IBX_ERR_NO_MEMORY : IBX_ERR_INVALID_ARG;
-    known = (ibx__slot *)ibx__alloc(r->hooks, sizeof *known * (size_t)(nk + 1));
-    if (!known) return IBX_ERR_NO_MEMORY;
-    for (i = 0; i < r->count; i++) {
-        known[i].id = r->items[i].id;
-        known[i].at = i;
-        r->items[i].seen = 0;
-    }
-    for (i = 0; i < r->down_count; i++) {
-        known[r->count + i].id = r->down[i].id;
-        known[r->count + i].at = -1 - i;
-        r->down[i].seen = 0;
+    int i, k, nk = r->count + r->down_count;
+    for (i = 0; i < nk; i++) {
+        ibx__entry *e = i < r->count ? &r->items[i] : &r->down[i - r->count];
+        known[i].id = e->id;
+        known[i].at = i < r->count ? i : -1 - (i - r->count);
+        e->seen = 0;
     }
     qsort(known, (size_t)nk, sizeof *known, ibx__slot_cmp);
     for (i = 0; i < n && res == IBX_OK; i++) {
@@ -3609,7 +3594,15 @@ IBX__PRIVATE ibx_result ibx__registry_apply(ibx__registry *r, const ibx_database
             ibx__entry *e = i < r->count ? &r->items[i] : &r->down[i - r->count];
             if (!e->seen) e->seen = 1;
         }
-    /* Room first, so that no entry is lost between the two lists. */
+    return res;
+}
+
+/* After matching: close what is no longer listed, move what did not open
+ * to down and what opened to items. Room is reserved first, so that no
+ * entry is lost between the two lists. */
+IBX__PRIVATE ibx_result ibx__registry_sort_out(ibx__registry *r, int *add, int *drop) {
+    ibx_result res = IBX_OK;
+    int i, j;
     if (!ibx__entries_reserve(r->hooks, &r->down, &r->down_cap, r->down_count + r->count) ||
         !ibx__entries_reserve(r->hooks, &r->items, &r->cap, r->count + r->down_count))
         res = IBX_ERR_NO_MEMORY;
@@ -3617,9 +3610,9 @@ IBX__PRIVATE ibx_result ibx__registry_apply(ibx__registry *r, const ibx_database
         ibx__entry *e = &r->items[i];
         if (!e->seen) {
             ibx__log(r->hooks, IBX_LOG_INFO, e->id, "%s: removed by discovery, closing", r->name);
-            drop++;
+            (*drop)++;
         } else if (e->store) {
-            add += e->seen == 2;
+            *add += e->seen == 2;
             if (i != j) r->items[j] = *e;
             j++;
             continue;
@@ -3634,10 +3627,10 @@ IBX__PRIVATE ibx_result ibx__registry_apply(ibx__registry *r, const ibx_database
         ibx__entry *e = &r->down[i];
         if (!e->seen) {
             ibx__log(r->hooks, IBX_LOG_INFO, e->id, "%s: removed by discovery", r->name);
-            drop++;
+            (*drop)++;
             ibx__entry_free(r, e);
         } else if (e->store && r->count < r->cap) { /* its new connection string worked */
-            add++;
+            (*add)++;
             e->open_failures = 0;
             r->items[r->count++] = *e;
         } else {
@@ -3647,10 +3640,32 @@ IBX__PRIVATE ibx_result ibx__registry_apply(ibx__registry *r, const ibx_database
     }
     r->down_count = j;
     r->retry_due_ms = 0;
-    if (!ibx__registry_reindex(r)) res = IBX_ERR_NO_MEMORY;
+    return res;
+}
+
+/* Make the registry hold exactly `dbs`: new ids get a store, ids no longer
+ * listed are closed, an id whose connection string changed is reopened, and
+ * every other store is kept as it is (not reopened). Order is stable: kept
+ * stores keep their place, new ones are appended. A listed database that
+ * cannot be opened is kept aside (down) and tried again on its own backoff
+ * by ibx__registry_retry, not at each refresh. *added counts new databases
+ * now open, *removed those no longer listed. Returns IBX_OK,
+ * IBX_ERR_INVALID_ARG (a NULL or empty id or connection string, a
+ * duplicate id: nothing changed) or IBX_ERR_NO_MEMORY. */
+IBX__PRIVATE ibx_result ibx__registry_apply(ibx__registry *r, const ibx_database *dbs, int n,
+                                            int *added, int *removed) {
+    int add = 0, drop = 0, valid = ibx__registry_valid(r->hooks, dbs, n);
+    ibx__slot *known;
+    ibx_result res, sorted;
+    if (valid <= 0) return valid < 0 ? IBX_ERR_NO_MEMORY : IBX_ERR_INVALID_ARG;
+    known = (ibx__slot *)ibx__alloc(r->hooks, sizeof *known * (size_t)(r->count + r->down_count + 1));
+    if (!known) return IBX_ERR_NO_MEMORY; /* nothing changed */
+    res = ibx__registry_match(r, dbs, n, known);
+    sorted = ibx__registry_sort_out(r, &add, &drop);
+    if (!ibx__registry_reindex(r)) sorted = IBX_ERR_NO_MEMORY;
     if (added) *added = add;
     if (removed) *removed = drop;
-    return res;
+    return res != IBX_OK ? res : sorted;
 }
 
 #ifndef IBX_NO_THREADS

@@ -3701,33 +3701,18 @@ OBX__PRIVATE int obx__registry_entry(obx__registry *r, const obx_database *db, i
     return 1;
 }
 
-/* Make the registry hold exactly `dbs`: new ids get a store, ids no longer
- * listed are closed, an id whose connection string changed is reopened, and
- * every other store is kept as it is (not reopened). Order is stable: kept
- * stores keep their place, new ones are appended. A listed database that
- * cannot be opened is kept aside (down) and tried again on its own backoff
- * by obx__registry_retry, not at each refresh. *added counts new databases
- * now open, *removed those no longer listed. Returns OBX_OK,
- * OBX_ERR_INVALID_ARG (a NULL or empty id or connection string, a
- * duplicate id: nothing changed) or OBX_ERR_NO_MEMORY. */
-OBX__PRIVATE obx_result obx__registry_apply(obx__registry *r, const obx_database *dbs, int n,
-                                            int *added, int *removed) {
-    obx__slot *known;
+/* Find each listed database among those known (open or down: `known`
+ * has room for them all, and is freed) and update or add its entry
+ * (obx__registry_entry); marks every listed one seen. */
+OBX__PRIVATE obx_result obx__registry_match(obx__registry *r, const obx_database *dbs, int n,
+                                            obx__slot *known) {
     obx_result res = OBX_OK;
-    int i, j, k, nk = r->count + r->down_count, add = 0, drop = 0;
-    int valid = obx__registry_valid(r->hooks, dbs, n);
-    if (valid <= 0) return valid < 0 ? OBX_ERR_NO_MEMORY : OBX_ERR_INVALID_ARG;
-    known = (obx__slot *)obx__alloc(r->hooks, sizeof *known * (size_t)(nk + 1));
-    if (!known) return OBX_ERR_NO_MEMORY;
-    for (i = 0; i < r->count; i++) {
-        known[i].id = r->items[i].id;
-        known[i].at = i;
-        r->items[i].seen = 0;
-    }
-    for (i = 0; i < r->down_count; i++) {
-        known[r->count + i].id = r->down[i].id;
-        known[r->count + i].at = -1 - i;
-        r->down[i].seen = 0;
+    int i, k, nk = r->count + r->down_count;
+    for (i = 0; i < nk; i++) {
+        obx__entry *e = i < r->count ? &r->items[i] : &r->down[i - r->count];
+        known[i].id = e->id;
+        known[i].at = i < r->count ? i : -1 - (i - r->count);
+        e->seen = 0;
     }
     qsort(known, (size_t)nk, sizeof *known, obx__slot_cmp);
     for (i = 0; i < n && res == OBX_OK; i++) {
@@ -3740,7 +3725,15 @@ OBX__PRIVATE obx_result obx__registry_apply(obx__registry *r, const obx_database
             obx__entry *e = i < r->count ? &r->items[i] : &r->down[i - r->count];
             if (!e->seen) e->seen = 1;
         }
-    /* Room first, so that no entry is lost between the two lists. */
+    return res;
+}
+
+/* After matching: close what is no longer listed, move what did not open
+ * to down and what opened to items. Room is reserved first, so that no
+ * entry is lost between the two lists. */
+OBX__PRIVATE obx_result obx__registry_sort_out(obx__registry *r, int *add, int *drop) {
+    obx_result res = OBX_OK;
+    int i, j;
     if (!obx__entries_reserve(r->hooks, &r->down, &r->down_cap, r->down_count + r->count) ||
         !obx__entries_reserve(r->hooks, &r->items, &r->cap, r->count + r->down_count))
         res = OBX_ERR_NO_MEMORY;
@@ -3748,9 +3741,9 @@ OBX__PRIVATE obx_result obx__registry_apply(obx__registry *r, const obx_database
         obx__entry *e = &r->items[i];
         if (!e->seen) {
             obx__log(r->hooks, OBX_LOG_INFO, e->id, "%s: removed by discovery, closing", r->name);
-            drop++;
+            (*drop)++;
         } else if (e->store) {
-            add += e->seen == 2;
+            *add += e->seen == 2;
             if (i != j) r->items[j] = *e;
             j++;
             continue;
@@ -3765,10 +3758,10 @@ OBX__PRIVATE obx_result obx__registry_apply(obx__registry *r, const obx_database
         obx__entry *e = &r->down[i];
         if (!e->seen) {
             obx__log(r->hooks, OBX_LOG_INFO, e->id, "%s: removed by discovery", r->name);
-            drop++;
+            (*drop)++;
             obx__entry_free(r, e);
         } else if (e->store && r->count < r->cap) { /* its new connection string worked */
-            add++;
+            (*add)++;
             e->open_failures = 0;
             r->items[r->count++] = *e;
         } else {
@@ -3778,10 +3771,32 @@ OBX__PRIVATE obx_result obx__registry_apply(obx__registry *r, const obx_database
     }
     r->down_count = j;
     r->retry_due_ms = 0;
-    if (!obx__registry_reindex(r)) res = OBX_ERR_NO_MEMORY;
+    return res;
+}
+
+/* Make the registry hold exactly `dbs`: new ids get a store, ids no longer
+ * listed are closed, an id whose connection string changed is reopened, and
+ * every other store is kept as it is (not reopened). Order is stable: kept
+ * stores keep their place, new ones are appended. A listed database that
+ * cannot be opened is kept aside (down) and tried again on its own backoff
+ * by obx__registry_retry, not at each refresh. *added counts new databases
+ * now open, *removed those no longer listed. Returns OBX_OK,
+ * OBX_ERR_INVALID_ARG (a NULL or empty id or connection string, a
+ * duplicate id: nothing changed) or OBX_ERR_NO_MEMORY. */
+OBX__PRIVATE obx_result obx__registry_apply(obx__registry *r, const obx_database *dbs, int n,
+                                            int *added, int *removed) {
+    int add = 0, drop = 0, valid = obx__registry_valid(r->hooks, dbs, n);
+    obx__slot *known;
+    obx_result res, sorted;
+    if (valid <= 0) return valid < 0 ? OBX_ERR_NO_MEMORY : OBX_ERR_INVALID_ARG;
+    known = (obx__slot *)obx__alloc(r->hooks, sizeof *known * (size_t)(r->count + r->down_count + 1));
+    if (!known) return OBX_ERR_NO_MEMORY; /* nothing changed */
+    res = obx__registry_match(r, dbs, n, known);
+    sorted = obx__registry_sort_out(r, &add, &drop);
+    if (!obx__registry_reindex(r)) sorted = OBX_ERR_NO_MEMORY;
     if (added) *added = add;
     if (removed) *removed = drop;
-    return res;
+    return res != OBX_OK ? res : sorted;
 }
 
 #ifndef OBX_NO_THREADS
