@@ -3489,7 +3489,7 @@ IBX__PRIVATE int ibx__registry_reindex(ibx__registry *r) {
         r->index[i].id = r->items[i].id;
         r->index[i].at = i;
     }
-    qsort(r->index, (size_t)r->count, sizeof *r->index, ibx__slot_cmp);
+    if (r->count > 1) qsort(r->index, (size_t)r->count, sizeof *r->index, ibx__slot_cmp);
     return 1;
 }
 

@@ -3620,7 +3620,7 @@ OBX__PRIVATE int obx__registry_reindex(obx__registry *r) {
         r->index[i].id = r->items[i].id;
         r->index[i].at = i;
     }
-    qsort(r->index, (size_t)r->count, sizeof *r->index, obx__slot_cmp);
+    if (r->count > 1) qsort(r->index, (size_t)r->count, sizeof *r->index, obx__slot_cmp);
     return 1;
 }
 
