@@ -3698,7 +3698,7 @@ IBX__PRIVATE void ibx__registry_take(ibx__registry *r) {
         e->next_reap_ms = e->next_cleanup_ms = 0;
         ibx__log(r->hooks, IBX_LOG_INFO, e->id, "%s: opened after %d failed attempt(s)", r->name,
                  e->open_failures);
-        e->open_failures = 0;
+        e->open_failures = e->failures = 0;
         r->down[i] = r->down[--r->down_count];
         if (!ibx__registry_reindex(r))
             ibx__log(r->hooks, IBX_LOG_ERROR, e->id, "%s: out of memory for the routing index", r->name);

@@ -3829,7 +3829,7 @@ OBX__PRIVATE void obx__registry_take(obx__registry *r) {
         e->next_reap_ms = e->next_cleanup_ms = 0;
         obx__log(r->hooks, OBX_LOG_INFO, e->id, "%s: opened after %d failed attempt(s)", r->name,
                  e->open_failures);
-        e->open_failures = 0;
+        e->open_failures = e->failures = 0;
         r->down[i] = r->down[--r->down_count];
         if (!obx__registry_reindex(r))
             obx__log(r->hooks, OBX_LOG_ERROR, e->id, "%s: out of memory for the routing index", r->name);
