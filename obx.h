@@ -1498,7 +1498,9 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *erro
  * needs and the API lacks is added here first. Likewise a callback
  * contract (discovery, handlers) has one protocol, documented where its
  * type is declared and followed by the examples. Checked by
- * tests/obxctl.sh (OBXCTL-NO-DML: no DML or DDL in tools/obxctl.c). */
+ * tests/obxctl.sh (OBXCTL-NO-DML: no DML or DDL in tools/obxctl.c) and
+ * tests/example_protocols.c (EXAMPLE-DISCOVERY: the multi-tenant example's
+ * discovery, run through a provider, serves 300 tenants). */
 
 #include <limits.h>
 #include <stdarg.h>
