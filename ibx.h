@@ -1379,7 +1379,9 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
  * needs and the API lacks is added here first. Likewise a callback
  * contract (discovery, handlers) has one protocol, documented where its
  * type is declared and followed by the examples. Checked by
- * tests/ibxctl.sh (IBXCTL-NO-DML: no DML or DDL in tools/ibxctl.c). */
+ * tests/ibxctl.sh (IBXCTL-NO-DML: no DML or DDL in tools/ibxctl.c) and
+ * tests/example_protocols.c (EXAMPLE-DISCOVERY: the multi-tenant example's
+ * discovery, run through a provider, serves 300 tenants). */
 
 #include <limits.h>
 #include <stdarg.h>
