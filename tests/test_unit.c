@@ -1869,6 +1869,35 @@ static void test_envelope_decode(void) {
     }
 }
 
+/* CORE-WAIT-FOREVER: a wait near INT64_MAX ms ("never again": an
+ * idle_max_ms, error_delay_ms or poll_interval_ms of INT64_MAX) waits until
+ * a stop. With a 32-bit time_t (armhf) its deadline once wrapped into the
+ * past: the wait returned at once and the dispatcher polled in a tight loop. */
+#if !defined(OBX_NO_THREADS) && !defined(OBX_NO_POSIX_CLOCK)
+static int g_wait_returned;
+static void *wait_forever(void *arg) {
+    obx__loop_wait((obx__loop *)arg, INT64_MAX);
+    __atomic_store_n(&g_wait_returned, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+static void test_wait_forever(void) {
+    obx__hooks h;
+    obx__loop l;
+    pthread_t t;
+    struct timespec pause = {0, 300000000L};
+    obx__hooks_resolve(&h, NULL);
+    obx__loop_init(&l, &h, NULL);
+    g_wait_returned = 0;
+    TT_ASSERT(pthread_create(&t, NULL, wait_forever, &l) == 0);
+    nanosleep(&pause, NULL);
+    TT_EXPECT(!__atomic_load_n(&g_wait_returned, __ATOMIC_SEQ_CST)); /* still waiting */
+    obx__loop_stop(&l);
+    pthread_join(t, NULL);
+    TT_EXPECT(__atomic_load_n(&g_wait_returned, __ATOMIC_SEQ_CST)); /* a stop ends it */
+    obx__loop_destroy(&l);
+}
+#endif
+
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("OBX-ENVELOPE-DECODE", "pure", "the Headers column decoded in place: escapes, surrogates, whitespace; malformed reads as none", test_envelope_decode);
@@ -1927,6 +1956,9 @@ int main(void) {
     TT_RUN("CORE-ROUND-TRIPS", "fake", "MariaDB: one round trip per one-statement step; a claim is one transaction", test_fake_mariadb_round_trips);
     TT_RUN("OBX-120", "fake", "claim is one prepared statement per call, one transaction", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
+#if !defined(OBX_NO_THREADS) && !defined(OBX_NO_POSIX_CLOCK)
+    TT_RUN("CORE-WAIT-FOREVER", "pure", "a wait of INT64_MAX ms waits until stopped, also with a 32-bit time_t", test_wait_forever);
+#endif
     TT_RUN("OBX-097", "fake", "a batch enqueue is one transaction; bad input stops it before SQL", test_fake_enqueue_batch_one_tx);
     return tt_done();
 }
