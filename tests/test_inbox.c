@@ -22,21 +22,34 @@ static int g_my; /* MariaDB / MySQL */
 
 static char g_log[1 << 16];
 static size_t g_log_len;
+static pthread_mutex_t g_log_mu = PTHREAD_MUTEX_INITIALIZER; /* the renewal thread logs too */
 static void keep_log(ibx_log_level level, const char *id, const char *msg, void *user) {
     static const char *const names[] = {"?", "DEBUG", "INFO", "WARN", "ERROR"};
     int n;
     (void)user;
     if (getenv("IBX_TEST_VERBOSE")) fprintf(stderr, "  log %d [%s] %s\n", (int)level, id, msg);
+    pthread_mutex_lock(&g_log_mu);
     n = snprintf(g_log + g_log_len, sizeof g_log - g_log_len, "%s [%s] %s\n",
                  names[level >= IBX_LOG_DEBUG && level <= IBX_LOG_ERROR ? level : 0], id, msg);
     if (n > 0 && g_log_len + (size_t)n < sizeof g_log) g_log_len += (size_t)n;
+    pthread_mutex_unlock(&g_log_mu);
 }
 static void log_reset(void) {
+    pthread_mutex_lock(&g_log_mu);
     g_log_len = 0;
     g_log[0] = '\0';
+    pthread_mutex_unlock(&g_log_mu);
 }
 /* Nonzero when one logged line holds all given fragments. */
+static int logged_locked(const char *a, const char *b, const char *c);
 static int logged(const char *a, const char *b, const char *c) {
+    int found;
+    pthread_mutex_lock(&g_log_mu);
+    found = logged_locked(a, b, c);
+    pthread_mutex_unlock(&g_log_mu);
+    return found;
+}
+static int logged_locked(const char *a, const char *b, const char *c) {
     const char *line = g_log;
     while (*line) {
         const char *end = strchr(line, '\n');
@@ -2310,7 +2323,7 @@ static void test_time_zone(void) {
 typedef struct lease_probe {
     pthread_mutex_t mu;
     int inside, overlaps, calls[2];
-    volatile int stop;
+    int stop;                    /* atomic */
 } lease_probe;
 
 typedef struct lease_worker {
@@ -2347,13 +2360,13 @@ static void *thief_main(void *arg) {
     if (s && ibx_dispatcher_create(&dd, &d) == IBX_OK) {
         int started = 0;
         ibx_dispatcher_on(d, "slow", slow_handler, w);
-        while (!started && !w->lp->stop) { /* the first worker claims first */
+        while (!started && !__atomic_load_n(&w->lp->stop, __ATOMIC_SEQ_CST)) { /* the first worker claims first */
             pthread_mutex_lock(&w->lp->mu);
             started = w->lp->calls[0] > 0;
             pthread_mutex_unlock(&w->lp->mu);
             sleep_ms(5);
         }
-        while (!w->lp->stop) {
+        while (!__atomic_load_n(&w->lp->stop, __ATOMIC_SEQ_CST)) {
             ibx_dispatcher_run_once(d, &st);
             sleep_ms(20);
         }
@@ -2387,7 +2400,7 @@ static void test_lease_renewal(void) {
     TT_ASSERT(pthread_create(&thief, NULL, thief_main, &theirs) == 0);
     TT_EQ_INT(ibx_dispatcher_run_once(d, &st), IBX_OK);
     sleep_ms(1500);
-    lp.stop = 1;
+    __atomic_store_n(&lp.stop, 1, __ATOMIC_SEQ_CST);
     pthread_join(thief, NULL);
     TT_EQ_INT(st.done, 1);
     TT_EQ_INT(lp.overlaps, 0);

@@ -2296,7 +2296,7 @@ typedef struct probe {
 
 static obx_outcome probe_handler(const obx_message *m, char *error, size_t size, void *user) {
     probe *p = (probe *)user;
-    p->calls++;
+    int calls = p->calls + 1;
     memcpy(p->last_id, m->id, 37);
     memcpy(p->last_message_id, m->message_id, 37);
     snprintf(p->last_topic, sizeof p->last_topic, "%s", m->topic);
@@ -2305,8 +2305,9 @@ static obx_outcome probe_handler(const obx_message *m, char *error, size_t size,
     p->last_retry = m->retry_count;
     p->last_created = m->created_at_ms;
     if (p->order) strcat(p->order, p->name);
-    if (p->calls <= p->fail_until) {
-        snprintf(error, size, "simulated failure %d", p->calls);
+    __atomic_store_n(&p->calls, calls, __ATOMIC_RELEASE); /* last: a test may watch from its own thread */
+    if (calls <= p->fail_until) {
+        snprintf(error, size, "simulated failure %d", calls);
         return p->fail_with;
     }
     return OBX_DONE;
@@ -3034,8 +3035,8 @@ static void test_wake_and_stop(void) {
     t0 = now_ms();
     TT_ASSERT(enqueue(producer, "hot", "now", id));
     obx_dispatcher_wake(d); /* after the commit */
-    for (waited = 0; p.calls == 0 && waited < 3000; waited += 5) sleep_ms(5);
-    TT_EQ_INT(p.calls, 1);
+    for (waited = 0; __atomic_load_n(&p.calls, __ATOMIC_ACQUIRE) == 0 && waited < 3000; waited += 5) sleep_ms(5);
+    TT_EQ_INT(__atomic_load_n(&p.calls, __ATOMIC_ACQUIRE), 1);
     TT_EXPECT(now_ms() - t0 < 3000);
     t0 = now_ms();
     obx_dispatcher_stop(d);
@@ -3210,8 +3211,8 @@ static void test_wake_socket(void) {
     obx_dispatcher_on(d, "hot", probe_handler, &p);
     arg.d = d;
     TT_ASSERT(pthread_create(&thread, NULL, loop_main, &arg) == 0);
-    for (waited = 0; p.calls == 0 && waited < 5000; waited += 5) sleep_ms(5);
-    TT_EQ_INT(p.calls, 1);
+    for (waited = 0; __atomic_load_n(&p.calls, __ATOMIC_ACQUIRE) == 0 && waited < 5000; waited += 5) sleep_ms(5);
+    TT_EQ_INT(__atomic_load_n(&p.calls, __ATOMIC_ACQUIRE), 1);
     TT_EQ_STR(p.last_payload, "from another process");
     obx_dispatcher_stop(d);
     pthread_join(thread, NULL);
@@ -4680,7 +4681,7 @@ static void test_join_wait_bad(void) {
 typedef struct lease_probe {
     pthread_mutex_t mu;
     int inside, overlaps, calls[2];
-    volatile int stop;
+    int stop;                    /* atomic */
 } lease_probe;
 
 typedef struct lease_worker {
@@ -4718,13 +4719,13 @@ static void *thief_main(void *arg) {
     if (s && obx_dispatcher_create(&dd, &d) == OBX_OK) {
         int started = 0;
         obx_dispatcher_on(d, "slow", slow_handler, w);
-        while (!started && !w->probe->stop) { /* the first worker claims first */
+        while (!started && !__atomic_load_n(&w->probe->stop, __ATOMIC_SEQ_CST)) { /* the first worker claims first */
             pthread_mutex_lock(&w->probe->mu);
             started = w->probe->calls[0] > 0;
             pthread_mutex_unlock(&w->probe->mu);
             sleep_ms(5);
         }
-        while (!w->probe->stop) {
+        while (!__atomic_load_n(&w->probe->stop, __ATOMIC_SEQ_CST)) {
             obx_dispatcher_run_once(d, &st);
             sleep_ms(20);
         }
@@ -4759,7 +4760,7 @@ static void test_lease_renewal(void) {
     TT_ASSERT(pthread_create(&thief, NULL, thief_main, &theirs) == 0);
     TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
     sleep_ms(1500); /* the thief keeps reaping after our ack */
-    lp.stop = 1;
+    __atomic_store_n(&lp.stop, 1, __ATOMIC_SEQ_CST);
     pthread_join(thief, NULL);
     TT_EQ_INT(st.done, 1);
     TT_EQ_INT(lp.overlaps, 0);
@@ -4891,6 +4892,47 @@ static void renewal_fault(int fault) {
 static void test_renewal_fault_alloc(void) { renewal_fault(FAULT_ALLOC); }
 static void test_renewal_fault_connect_lock(void) { renewal_fault(FAULT_CONNECT_LOCK); }
 static void test_renewal_lost(void) { renewal_fault(FAULT_LOST); }
+
+/* A handler that uses the dispatcher's own store, whose connection is lost
+ * and reopened meanwhile (a reconnect sets the connection's dialect again),
+ * while the renewal thread renews: the renewer reads nothing of the store's
+ * connection (its own copies), so ThreadSanitizer (make check-tsan) sees
+ * no race; and new ids drawn from the default random source meanwhile. */
+static obx_outcome reconnecting_handler(const obx_message *m, char *error, size_t size, void *user) {
+    obx_store *s = (obx_store *)user;
+    int64_t ready = 0;
+    int i;
+    char id[37];
+    (void)m; (void)error; (void)size;
+    for (i = 0; i < 3; i++) {
+        sleep_ms(250); /* renewals every 333 ms */
+        s->db.lost = 1;  /* as a failed statement marks it */
+        if (obx_queue_stats(s, &ready, NULL) != OBX_OK || !enqueue(s, "other", "{}", id)) return OBX_RETRY;
+    }
+    return OBX_DONE;
+}
+
+static void test_renew_reconnect(void) {
+    obx_store *s = fresh();
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    char id[37];
+    TT_ASSERT(s != NULL && enqueue(s, "reconnect", "{}", id));
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.lease_seconds = 1;
+    dd.batch_size = 1;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "reconnect", reconnecting_handler, s), OBX_OK);
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.done, 1);
+    TT_ASSERT(logged("reconnected after", NULL, NULL));
+    TT_ASSERT(logged("renewed the leases of 1", NULL, NULL));
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
 
 /* A handler's own extension, and a thief's that changes nothing. */
 static void test_lease_extend(void) {
@@ -5776,6 +5818,7 @@ int main(int argc, char **argv) {
     RUN("OBX-059-RENEW-FAULT", "a renewal that fails (allocations refused on its thread) starts no handler past the lease it holds", test_renewal_fault_alloc);
     RUN("OBX-059-RENEW-LOCK", "renewals never queue behind another thread's connect; no handler starts past the lease held", test_renewal_fault_connect_lock);
     RUN("OBX-059-RENEW-LOST", "a renewal that finds a lease taken away starts none of the batch's remaining handlers", test_renewal_lost);
+    RUN("CORE-RENEW-RECONNECT", "a handler's store reconnects while its leases are renewed: the renewer shares nothing of it", test_renew_reconnect);
     RUN("OBX-LEASE-EXTEND", "obx_lease_extend keeps a lease; a thief's extension changes nothing", test_lease_extend);
     RUN("CORE-CLOCK-STEP", "a clock stepping back or INT64_MAX intervals never break the dispatcher", test_clock_step);
     RUN("OBX-BATCH-EXACT", "batch enqueue keeps quotes, braces, NULL-like text, newlines exact", test_batch_text_exact);

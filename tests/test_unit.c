@@ -1898,6 +1898,35 @@ static void test_wait_forever(void) {
 }
 #endif
 
+/* CORE-RANDOM-THREADS: the default random source, drawn from two threads
+ * at once (the renewal thread's retry jitter, a handler's new ids), never
+ * races nor hands out one value twice (make check-tsan runs this too). */
+#if !defined(OBX_NO_THREADS)
+#define RANDOM_DRAWS 20000
+static obx__hooks g_random_hooks;
+static uint64_t g_draws[2 * RANDOM_DRAWS];
+static void *draw_random(void *arg) {
+    uint64_t *out = (uint64_t *)arg;
+    int i;
+    for (i = 0; i < RANDOM_DRAWS; i++) out[i] = obx__random(&g_random_hooks);
+    return NULL;
+}
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+static void test_random_threads(void) {
+    pthread_t t[2];
+    int i, repeats = 0;
+    obx__hooks_resolve(&g_random_hooks, NULL);
+    for (i = 0; i < 2; i++) TT_ASSERT(pthread_create(&t[i], NULL, draw_random, g_draws + i * RANDOM_DRAWS) == 0);
+    for (i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    qsort(g_draws, 2 * RANDOM_DRAWS, sizeof g_draws[0], cmp_u64);
+    for (i = 1; i < 2 * RANDOM_DRAWS; i++) repeats += g_draws[i] == g_draws[i - 1];
+    TT_EQ_INT(repeats, 0);
+}
+#endif
+
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("OBX-ENVELOPE-DECODE", "pure", "the Headers column decoded in place: escapes, surrogates, whitespace; malformed reads as none", test_envelope_decode);
@@ -1958,6 +1987,9 @@ int main(void) {
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
 #if !defined(OBX_NO_THREADS) && !defined(OBX_NO_POSIX_CLOCK)
     TT_RUN("CORE-WAIT-FOREVER", "pure", "a wait of INT64_MAX ms waits until stopped, also with a 32-bit time_t", test_wait_forever);
+#endif
+#if !defined(OBX_NO_THREADS)
+    TT_RUN("CORE-RANDOM-THREADS", "pure", "the default random source drawn from two threads: no race, no value twice", test_random_threads);
 #endif
     TT_RUN("OBX-097", "fake", "a batch enqueue is one transaction; bad input stops it before SQL", test_fake_enqueue_batch_one_tx);
     return tt_done();
