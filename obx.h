@@ -162,12 +162,45 @@
  *   Leases: while a batch is handled, one thread of the dispatcher's own
  *   renews its leases every third of the lease, on a connection of its own
  *   (opened when first needed), for up to max_handler_ms; so a handler
- *   slower than its lease is never run twice at once. That thread calls
- *   the store's hooks too: they must then be thread-safe (the defaults
- *   are). Without threads, or on a caller's connection, there is no
- *   renewal: a handler must finish well within the lease or extend it
- *   itself (obx_lease_extend); a message whose lease is nearly over when
- *   its turn comes is released for redelivery rather than handled.
+ *   slower than its lease is never run twice at once. A handler starts only
+ *   while the last renewal that extended every message of the batch (or
+ *   the claim) still covers it, less a margin: when renewals fail (no
+ *   connection slot, out of memory, another thread connecting) or find a
+ *   lease gone (reaped: someone else's now), the batch's handlers not yet
+ *   started are released, not run. That thread calls the store's hooks
+ *   too: they must then be thread-safe (the defaults are). Without
+ *   threads, or on a caller's connection, there is no renewal: a handler
+ *   must finish well within the lease or extend it itself
+ *   (obx_lease_extend); a message whose lease is nearly over when its
+ *   turn comes is released for redelivery rather than handled.
+ *
+ *   Threads and ownership (for maintainers: every object a second thread
+ *   touches; no thread keeps a pointer into an object that another
+ *   component may free):
+ *   - Lease renewer: owned by its dispatcher, from obx_dispatcher_create to
+ *     obx_dispatcher_destroy (which joins its thread). It holds copies, not
+ *     pointers into a store: the connection string, the extend statement,
+ *     the store id, the dialect, the hooks (the default random state its
+ *     own). Its connection is its own, closed when the batch's database
+ *     differs, when a provider closes a store (counted by the provider,
+ *     seen by the dispatcher between batches) and at destroy. The batch's
+ *     messages (the store's claim buffer) are read only between the
+ *     batch's start and its end, which waits out a renewal in flight; the
+ *     dispatcher stays inside that store's round meanwhile. Guarded by the
+ *     renewer's mutex.
+ *   - Wake listener (wake_path): owned by its dispatcher, alive only inside
+ *     obx_dispatcher_run (joined before it returns); touches the socket and
+ *     the loop's wait state, which the loop's mutex guards (as for
+ *     obx_dispatcher_wake and obx_dispatcher_stop from any thread).
+ *   - Provider registry and its stores: owned by the provider, used only by
+ *     the thread that uses the provider (its dispatcher's); no other thread
+ *     reads them.
+ *   - The connect lock: process-wide, one for both headers, held only
+ *     around SQLDriverConnect. The renewal thread only tries it: a renewal
+ *     never queues behind another thread's connect (to a frozen server).
+ *   - Hooks: the caller's functions, called from every thread above; the
+ *     defaults are thread-safe (the random source steps atomically).
+ *   make check-tsan runs the threaded tests under ThreadSanitizer.
  *
  * 5. ERRORS -----------------------------------------------------------------
  *   Every function returns an obx_result: OBX_OK (0), a small positive
