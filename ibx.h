@@ -6880,6 +6880,7 @@ static void ibx__renew_end(ibx__renewer *w) {
     pthread_mutex_unlock(&w->mutex);
 }
 
+#ifndef IBX_NO_MULTI_STORE
 /* A store was closed (a provider's refresh): the renewal connection may
  * serve its database, which may be gone; close it (the dispatcher's
  * thread, between batches). */
@@ -6891,6 +6892,7 @@ static void ibx__renew_forget(ibx__renewer *w) {
     memset(&w->side, 0, sizeof w->side);
     pthread_mutex_unlock(&w->mutex);
 }
+#endif
 #else
 typedef struct ibx__renewer ibx__renewer; /* no threads: no renewal */
 #define ibx__renewer_create(h) ((ibx__renewer *)NULL)

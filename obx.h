@@ -7489,6 +7489,7 @@ static void obx__renew_end(obx__renewer *w) {
     pthread_mutex_unlock(&w->mutex);
 }
 
+#ifndef OBX_NO_MULTI_STORE
 /* A store was closed (a provider's refresh): the renewal connection may
  * serve its database, which may be gone; close it (the dispatcher's
  * thread, between batches). */
@@ -7500,6 +7501,7 @@ static void obx__renew_forget(obx__renewer *w) {
     memset(&w->side, 0, sizeof w->side);
     pthread_mutex_unlock(&w->mutex);
 }
+#endif
 #else
 typedef struct obx__renewer obx__renewer; /* no threads: no renewal */
 #define obx__renewer_create(h) ((obx__renewer *)NULL)
