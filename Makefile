@@ -5,7 +5,7 @@
 #   make test    all tests: pure, fake ODBC, real SQLite, PostgreSQL, MariaDB, fuzz corpus replay
 #   make check   test + strict warnings (-Werror, gcc and clang), C++ compile,
 #                one/two translation units, OBX_STATIC, exported symbols,
-#                ASan+UBSan, valgrind,
+#                ASan+UBSan, ThreadSanitizer (the threaded tests), valgrind,
 #                common-core identity (and how little repeats outside it),
 #                OBX_NO_THREADS / OBX_NO_POSIX_CLOCK builds, the CMake and pkg-config
 #                consumer builds (check-consumers), and check-gateway:
@@ -35,7 +35,7 @@ HEADERS = obx.h ibx.h
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
 
 .PHONY: all demo test check bench fuzz deps clean sql check-docs check-common check-warnings check-cxx check-link \
-        check-nm check-asan check-valgrind
+        check-nm check-asan check-tsan check-valgrind
 .PHONY: static cross check-static check-cross check-gateway check-options size check-deps
 .PHONY: torture wear scale install uninstall check-consumers
 .DELETE_ON_ERROR:
@@ -172,7 +172,7 @@ check:
 	@$(MAKE) --no-print-directory check-common check-docs check-warnings check-cxx check-link check-nm \
 	  check-deps check-options check-consumers
 	@$(MAKE) --no-print-directory test
-	@$(MAKE) --no-print-directory check-asan check-valgrind
+	@$(MAKE) --no-print-directory check-asan check-tsan check-valgrind
 	@$(MAKE) --no-print-directory check-gateway size
 	@echo "check: all passed"
 
@@ -246,6 +246,23 @@ check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_sqlserver
             $(B)/asan/test_inbox $(B)/asan/test_multi $(B)/asan/fuzz_replay $(B)/asan/obxctl $(B)/asan/obxctl_fill \
             $(B)/asan/prom_check
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp tests/run.sh $(B)/asan
+
+# ThreadSanitizer on the threaded real-database tests (tests/tsan.sh): the
+# lease renewer, the wake listener, two dispatchers, a provider's refresh.
+TSAN    = -g -O1 -pthread -fno-omit-frame-pointer -fsanitize=thread
+$(B)/tsan:
+	@mkdir -p $@
+$(B)/tsan/test_unit: tests/test_unit.c tests/fake_odbc.c tests/tt.h $(HEADERS) | $(B)/tsan
+	$(CC) $(CSTD) $(WARN) $(TSAN) tests/test_unit.c tests/fake_odbc.c -o $@
+$(B)/tsan/test_outbox: tests/test_outbox.c tests/tt.h tests/plans.h obx.h | $(B)/tsan
+	$(CC) $(CSTD) $(WARN) $(TSAN) tests/test_outbox.c -o $@ -lodbc
+$(B)/tsan/test_inbox: tests/test_inbox.c tests/tt.h tests/plans.h ibx.h | $(B)/tsan
+	$(CC) $(CSTD) $(WARN) $(TSAN) tests/test_inbox.c -o $@ -lodbc
+$(B)/tsan/test_multi: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)/tsan
+	$(CC) $(CSTD) $(WARN) $(TSAN) tests/test_multi.c -o $@ -lodbc
+
+check-tsan: $(B)/tsan/test_unit $(B)/tsan/test_outbox $(B)/tsan/test_inbox $(B)/tsan/test_multi
+	tests/tsan.sh $(B)/tsan
 
 check-valgrind: $(TESTS)
 	OBX_TEST_WRAP="$(VALGRIND)" OBX_TEST_BACKENDS=sqlite tests/run.sh $(B)

@@ -179,20 +179,50 @@
  *   Leases: while a batch is handled, one thread of the dispatcher's own
  *   renews its leases every third of the lease, on a connection of its own
  *   (opened when first needed), for up to max_handler_ms; so a handler
- *   slower than its lease is never run twice at once. That thread calls
- *   the store's hooks too: they must then be thread-safe (the defaults
- *   are). Without threads, or on a caller's connection, there is no
- *   renewal: a handler must finish well within the lease or extend it
- *   itself (obx_lease_extend); a message whose lease is nearly over when
- *   its turn comes is released for redelivery rather than handled.
- *   Providers: a database that is down is opened again on a thread of the
- *   provider's own, one attempt at a time, so its connect (up to the login
- *   timeout) never holds up the open stores. That thread owns only its
- *   copies of the id and connection string and the store it opens; the
- *   provider's thread takes the store in at a later refresh or round (under
- *   a lock of the provider's) and owns it from then on; destroy waits for
- *   an attempt that is out. It calls the template's hooks: thread-safe, as
- *   for renewal.
+ *   slower than its lease is never run twice at once. A handler starts only
+ *   while the last renewal that extended every message of the batch (or
+ *   the claim) still covers it, less a margin: when renewals fail (no
+ *   connection slot, out of memory, another thread connecting) or find a
+ *   lease gone (reaped: someone else's now), the batch's handlers not yet
+ *   started are released, not run. That thread calls the store's hooks
+ *   too: they must then be thread-safe (the defaults are). Without
+ *   threads, or on a caller's connection, there is no renewal: a handler
+ *   must finish well within the lease or extend it itself
+ *   (obx_lease_extend); a message whose lease is nearly over when its
+ *   turn comes is released for redelivery rather than handled.
+ *
+ *   Threads and ownership (for maintainers: every object a second thread
+ *   touches; no thread keeps a pointer into an object that another
+ *   component may free):
+ *   - Lease renewer: owned by its dispatcher, from obx_dispatcher_create to
+ *     obx_dispatcher_destroy (which joins its thread). It holds copies, not
+ *     pointers into a store: the connection string, the extend statement,
+ *     the store id, the dialect, the hooks (the default random state its
+ *     own). Its connection is its own, closed when the batch's database
+ *     differs, when a provider closes a store (counted by the provider,
+ *     seen by the dispatcher between batches) and at destroy. The batch's
+ *     messages (the store's claim buffer) are read only between the
+ *     batch's start and its end, which waits out a renewal in flight; the
+ *     dispatcher stays inside that store's round meanwhile. Guarded by the
+ *     renewer's mutex.
+ *   - Wake listener (wake_path): owned by its dispatcher, alive only inside
+ *     obx_dispatcher_run (joined before it returns); touches the socket and
+ *     the loop's wait state, which the loop's mutex guards (as for
+ *     obx_dispatcher_wake and obx_dispatcher_stop from any thread).
+ *   - Provider registry and its stores: owned by the provider, used only by
+ *     the thread that uses the provider (its dispatcher's). A database that
+ *     is down is opened again on a thread of the provider's own, one attempt
+ *     at a time, so its connect (up to the login timeout) never holds up the
+ *     open stores: that thread owns only its copies of the id and connection
+ *     string and the store it opens; the provider's thread takes the store
+ *     in at a later refresh or round (under a lock of the provider's) and
+ *     owns it from then on; destroy waits for an attempt that is out.
+ *   - The connect lock: process-wide, one for both headers, held only
+ *     around SQLDriverConnect. The renewal thread only tries it: a renewal
+ *     never queues behind another thread's connect (to a frozen server).
+ *   - Hooks: the caller's functions, called from every thread above; the
+ *     defaults are thread-safe (the random source steps atomically).
+ *   make check-tsan runs the threaded tests under ThreadSanitizer.
  *
  * 5. ERRORS -----------------------------------------------------------------
  *   Every function returns an obx_result: OBX_OK (0), a small positive
@@ -1661,13 +1691,20 @@ static int64_t obx__clock_ms(clockid_t id) {
 }
 static int64_t obx__default_now_utc_ms(void *user) { (void)user; return obx__clock_ms(CLOCK_REALTIME); }
 static int64_t obx__default_monotonic_ms(void *user) { (void)user; return obx__clock_ms(CLOCK_MONOTONIC); }
+/* Waits are cut into slices of at most an hour: a 32-bit time_t (armhf)
+ * cannot hold a deadline near INT64_MAX ms ("never again"), and one that
+ * wrapped would be in the past: a wait that never waits. */
+#define OBX__WAIT_SLICE_MAX_MS 3600000
 static void obx__default_sleep_ms(int64_t ms, void *user) {
-    struct timespec ts;
     (void)user;
-    if (ms <= 0) return;
-    ts.tv_sec = (time_t)(ms / 1000);
-    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-    while (nanosleep(&ts, &ts) != 0) { /* interrupted by a signal: sleep the rest */ }
+    while (ms > 0) {
+        int64_t slice = ms < OBX__WAIT_SLICE_MAX_MS ? ms : OBX__WAIT_SLICE_MAX_MS;
+        struct timespec ts;
+        ts.tv_sec = (time_t)(slice / 1000);
+        ts.tv_nsec = (long)(slice % 1000) * 1000000L;
+        while (nanosleep(&ts, &ts) != 0) { /* interrupted by a signal: sleep the rest */ }
+        ms -= slice;
+    }
 }
 #else
 static int64_t obx__default_now_utc_ms(void *user) { (void)user; return (int64_t)time(NULL) * 1000; }
@@ -1751,14 +1788,26 @@ OBX__PRIVATE int obx__env_level(void) {
     return -1;
 }
 
-/* splitmix64: tiny, fast, and good enough for jitter and UUID randomness. */
-static uint64_t obx__splitmix64(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+/* splitmix64: tiny, fast, and good enough for jitter and UUID randomness.
+ * The default source is shared by every thread that uses one set of hooks
+ * (the renewal thread's retry jitter, a handler's new ids): the state
+ * takes one atomic step per draw, so two draws at once never race. */
+static uint64_t obx__default_random(void *user) {
+    uint64_t z;
+#if defined(__GNUC__) || defined(__clang__)
+    z = __atomic_add_fetch((uint64_t *)user, 0x9E3779B97F4A7C15ULL, __ATOMIC_RELAXED);
+#elif !defined(OBX_NO_THREADS)
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    z = (*(uint64_t *)user += 0x9E3779B97F4A7C15ULL);
+    pthread_mutex_unlock(&lock);
+#else
+    z = (*(uint64_t *)user += 0x9E3779B97F4A7C15ULL);
+#endif
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     return z ^ (z >> 31);
 }
-static uint64_t obx__default_random(void *user) { return obx__splitmix64((uint64_t *)user); }
 
 static uint64_t obx__random_seed(const void *salt) {
     uint64_t seed = 0;
@@ -2647,6 +2696,8 @@ typedef struct obx__db {
     int fault;                   /* OBX__FAULT_* of the last diagnosed failure */
     char *const *sql;            /* the store's statements by id: checked against their
                                     declared arguments when run (OBX__CHECK_ARGS) */
+    int connect_no_wait;         /* a connect fails at once while another thread connects */
+    int connect_busy;            /* ... and the last one did */
     char dbms_name[64];
     char dbms_version[64];
     char driver_name[64];
@@ -2851,8 +2902,15 @@ OBX__PRIVATE obx_result obx__driver_connect(obx__db *db, const char *connstr) {
     SQLRETURN rc;
     if (db->login_timeout_s > 0) /* a driver that cannot is still connected, without it */
         SQLSetConnectAttr(db->dbc, SQL_ATTR_LOGIN_TIMEOUT, (SQLPOINTER)(uintptr_t)db->login_timeout_s, 0);
+    db->connect_busy = 0;
 #ifndef OBX_NO_THREADS
-    pthread_mutex_lock(&OBX__CONNECT_LOCK);
+    if (!db->connect_no_wait) {
+        pthread_mutex_lock(&OBX__CONNECT_LOCK);
+    } else if (pthread_mutex_trylock(&OBX__CONNECT_LOCK) != 0) {
+        db->connect_busy = 1; /* the renewal thread: a connect to a frozen server must not hold it up */
+        return obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "SQLDriverConnect",
+                         "another thread is connecting" OBX__WHY("; tried again shortly"));
+    }
 #endif
     rc = SQLDriverConnect(db->dbc, NULL, OBX__SQLTEXT(connstr), SQL_NTS, out, (SQLSMALLINT)sizeof out,
                           &out_len, SQL_DRIVER_NOPROMPT);
@@ -4288,6 +4346,7 @@ OBX__PRIVATE int obx__loop_wait(obx__loop *l, int64_t ms) {
         while (ms > 0 && !woken) {
             int64_t slice = l->stop_flag && ms > 250 ? 250 : ms;
             struct timespec deadline;
+            if (slice > OBX__WAIT_SLICE_MAX_MS) slice = OBX__WAIT_SLICE_MAX_MS; /* 32-bit time_t */
             clock_gettime(CLOCK_MONOTONIC, &deadline);
             deadline.tv_sec += (time_t)(slice / 1000);
             deadline.tv_nsec += (long)(slice % 1000) * 1000000L;
@@ -7687,6 +7746,7 @@ struct obx_provider {
     char **fixed_text;           /* its strings, ids then connection strings */
     int fixed_count;
     obx_result discovered;       /* how the last discovery went: its failures are logged once */
+    unsigned closes;             /* stores closed so far (by refreshes) */
 };
 
 /* A fixed list is a discovery that always answers the same: asked once, at
@@ -7732,7 +7792,7 @@ static void *obx__provider_open(void *ctx, const char *id, const char *connstr) 
 }
 
 static void obx__provider_close(void *ctx, void *store) {
-    (void)ctx;
+    ((obx_provider *)ctx)->closes++; /* a dispatcher's renewal connection may serve it: see obx__renew_forget */
     obx_store_close((obx_store *)store);
 }
 
@@ -8114,102 +8174,163 @@ static obx_result obx__one_message(obx_store *s, const char *fn, int slot, const
  * lease is never handed to a second worker while it runs. It stops after
  * max_handler_ms (logged); then the messages may be delivered again.
  * Without threads, or on a caller's connection, there is no renewal: the
- * handler may call obx_lease_extend itself. */
+ * handler may call obx_lease_extend itself.
+ *
+ * Ownership: the renewer belongs to its dispatcher and lives as long as
+ * it. It keeps no pointer into a store (a provider may close one at any
+ * refresh): at obx__renew_begin it copies what it needs (connection string,
+ * statement, store id, dialect, hooks) and opens its own connection from
+ * those copies; it is closed when the batch's database differs, when the
+ * provider closes a store (obx__renew_forget) and at destroy. The batch
+ * itself (ms: the store's claim buffer) is read only between begin and
+ * end, while the dispatcher stays inside that store's round. `mutex`
+ * guards every field the two threads share (marked "shared"). */
 #ifndef OBX__LOOP_SLICED
 typedef struct obx__renewer {
     pthread_t thread;
     pthread_mutex_t mutex;
     pthread_cond_t cond;
-    int started, quit, active, busy, warned;
+    obx__hooks hooks;            /* a copy: outlives any store or provider */
+    int warned;                  /* the dispatcher's thread only */
+    /* shared: */
+    int started, quit, active, busy;
     int64_t call_started_ms;     /* a dispatcher call into the database began (0: none) */
     int stall_logged;
-    const obx__hooks *hooks;
-    obx_store *store;            /* the batch's store (read only here) */
-    const obx_message *ms;       /* the batch: stable while active */
+    char watch_id[64];           /* the store of that call, for the stall line */
+    const obx_message *ms;       /* the messages renewed: stable while active */
     int n, lease_seconds;
+    int starting;                /* handlers may still start: a renewal must find all n */
+    unsigned epoch;              /* bumped whenever ms/n/starting change */
     int64_t max_ms, started_ms, next_ms;
+    int64_t start_until_ms;      /* no handler starts at or past this (monotonic) */
     char owner[37];
-    obx__db side;                /* the renewal connection; reopened when the store changes */
+    char *connstr, *sql, *store_id; /* the batch's database: copies (w->hooks) */
+    obx_dialect dialect;
+    long login_timeout_s, statement_timeout_s;
+    int stale;                   /* the database changed: reconnect before renewing */
+    /* the renewal thread's own (and destroy's, after the join): */
+    obx__db side;                /* the renewal connection */
     obx_error side_err;
-    obx_store *side_for;
+    char side_id[64];
     obx__buf keys[OBX__KEY_LISTS];
 } obx__renewer;
 
-/* Open (or keep) the renewal connection for the batch's store. */
-static obx_result obx__renew_connect(obx__renewer *w) {
-    obx_store *s = w->store;
-    if (w->side_for == s && w->side.connected && !w->side.lost) return OBX_OK;
+/* Open (or keep) the renewal connection (the renewal thread, busy). */
+static obx_result obx__renew_connect(obx__renewer *w, int stale) {
+    if (!stale && w->side.connected && !w->side.lost) return OBX_OK;
     obx__db_close(&w->side);
     memset(&w->side, 0, sizeof w->side);
-    w->side_for = NULL;
-    if (!s->db.own_connection || !s->db.connstr) {
-        if (!w->warned++)
-            obx__log(w->hooks, OBX_LOG_WARN, s->store_id,
-                     "leases are not renewed: the store uses the caller's connection"
-                     OBX__WHY(" (a handler slower than the lease may run twice; it can call obx_lease_extend)"));
-        return OBX_ERR_STATE;
-    }
-    w->side.hooks = &s->hooks;
+    obx__copy(w->side_id, sizeof w->side_id, w->store_id);
+    w->side.hooks = &w->hooks;
     w->side.err = &w->side_err;
-    w->side.store_id = s->store_id;
-    w->side.forced = s->db.d->id;
-    w->side.login_timeout_s = s->db.login_timeout_s;
-    w->side.statement_timeout_s = s->db.statement_timeout_s;
-    w->side_for = s;
-    return obx__db_connect(&w->side, s->db.connstr);
+    w->side.store_id = w->side_id;
+    w->side.forced = w->dialect;
+    w->side.login_timeout_s = w->login_timeout_s;
+    w->side.statement_timeout_s = w->statement_timeout_s;
+    w->side.connect_no_wait = 1; /* never queue behind another thread's connect */
+    return obx__db_connect(&w->side, w->connstr);
 }
+
+typedef struct obx__renew_ctx {
+    obx__renewer *w;
+    const char *owner;
+    int lease_seconds;
+    int64_t rows;
+} obx__renew_ctx;
 
 static obx_result obx__renew_unit(obx__db *db, void *ctx) {
-    obx__renewer *w = (obx__renewer *)ctx;
+    obx__renew_ctx *c = (obx__renew_ctx *)ctx;
     obx__param p[5 + OBX__KEY_LISTS];
-    int n = obx__settle_params(p, OBX__SETTLE_EXTEND, NULL, w->owner, NULL, w->lease_seconds, 0, w->keys);
-    int64_t rows = 0;
-    return obx__exec(db, OBX__Q_EXTEND, w->store->sql[OBX__Q_EXTEND], p, n, &rows, NULL);
+    int n = obx__settle_params(p, OBX__SETTLE_EXTEND, NULL, c->owner, NULL, c->lease_seconds, 0, c->w->keys);
+    c->rows = 0;
+    return obx__exec(db, OBX__Q_EXTEND, c->w->sql, p, n, &c->rows, NULL);
 }
 
-/* Renew the batch's leases once (the renewal thread, mutex not held). */
-static void obx__renew_once(obx__renewer *w) {
-    obx_store *s = w->store;
-    obx_result r = obx__renew_connect(w);
+/* Renew the leases of ms[0..n) once (the renewal thread, mutex not held);
+ * the number of leases renewed into *rows. */
+static obx_result obx__renew_once(obx__renewer *w, const obx_message *ms, int n, int stale, int64_t *rows) {
+    obx__renew_ctx c;
+    obx_result r = obx__renew_connect(w, stale);
     int i, k, ok = 1;
-    if (r == OBX_ERR_STATE) return;
-    for (k = 0; k < OBX__KEY_LISTS; k++) w->keys[k].len = 0;
-    for (i = 0; i < w->n && ok; i++) ok = obx__msg_key_add(&s->hooks, s->db.d, w->keys, &w->ms[i]);
-    for (k = 0; k < OBX__KEY_LISTS && ok; k++) ok = obx__list_end(&s->hooks, &w->keys[k], s->db.d);
-    if (r == OBX_OK) r = ok ? obx__unit(&w->side, obx__renew_unit, w, "lease renewal") : OBX_ERR_NO_MEMORY;
+    c.w = w;
+    c.owner = w->owner;
+    c.lease_seconds = w->lease_seconds;
+    c.rows = 0;
+    if (r == OBX_OK) {
+        for (k = 0; k < OBX__KEY_LISTS; k++) w->keys[k].len = 0;
+        for (i = 0; i < n && ok; i++) ok = obx__msg_key_add(&w->hooks, w->side.d, w->keys, &ms[i]);
+        for (k = 0; k < OBX__KEY_LISTS && ok; k++) ok = obx__list_end(&w->hooks, &w->keys[k], w->side.d);
+        r = ok ? obx__unit(&w->side, obx__renew_unit, &c, "lease renewal")
+               : obx__fail(&w->side_err, OBX_ERR_NO_MEMORY, "lease renewal", "out of memory");
+    }
+    *rows = c.rows;
     if (r != OBX_OK)
-        obx__log(w->hooks, OBX_LOG_WARN, s->store_id, "lease renewal failed: %s: %s (tried again in %d s)",
-                 obx__result_str(r), w->side_err.message, w->lease_seconds / 3);
+        obx__log(&w->hooks, OBX_LOG_WARN, w->side_id, "lease renewal failed: %s: %s"
+                 OBX__WHY(" (handlers not started yet wait for a renewal that succeeds)"),
+                 obx__result_str(r), w->side_err.message);
     else
-        obx__log(w->hooks, OBX_LOG_DEBUG, s->store_id, "renewed the leases of %d message(s)", w->n);
+        obx__log(&w->hooks, OBX_LOG_DEBUG, w->side_id, "renewed the leases of %lld of %d message(s)",
+                 (long long)c.rows, n);
+    return r;
+}
+
+/* One renewal from the thread's loop (mutex held on entry and exit). A
+ * renewal that extended every message moves the start deadline to its own
+ * lease; one that failed leaves it; one that found fewer messages than it
+ * holds (a lease reaped, someone else's now) lets no further handler start. */
+static void obx__renew_step(obx__renewer *w, int64_t now) {
+    const obx_message *ms = w->ms;
+    int n = w->n, stale = w->stale;
+    unsigned epoch = w->epoch;
+    int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin;
+    obx_result r;
+    w->busy = 1;
+    w->stale = 0;
+    pthread_mutex_unlock(&w->mutex);
+    r = obx__renew_once(w, ms, n, stale, &rows);
+    pthread_mutex_lock(&w->mutex);
+    w->busy = 0;
+    margin = lease_ms / 5 < OBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : OBX__LEASE_MARGIN_MAX_MS;
+    if (r == OBX_OK && epoch == w->epoch && w->starting) {
+        if (rows >= n) { /* every lease now runs from `now` (taken before the statement) */
+            int64_t until = obx__sat_add(now, lease_ms - margin);
+            int64_t cap = obx__sat_add(w->started_ms, w->max_ms);
+            if (until > cap) until = cap;
+            if (until > w->start_until_ms) w->start_until_ms = until;
+        } else {
+            obx__log(&w->hooks, OBX_LOG_WARN, w->side_id,
+                     "lease renewal found %lld of %d message(s) still leased to this worker"
+                     OBX__WHY(": a lease was lost (reaped?); the batch's handlers not started yet are not started"),
+                     (long long)rows, n);
+            w->start_until_ms = 0;
+        }
+    }
+    /* A connect that found another thread connecting is tried again soon. */
+    w->next_ms = obx__sat_add(obx__mono_ms(&w->hooks),
+                              r != OBX_OK && w->side.connect_busy ? 100 : lease_ms / 3);
+    pthread_cond_broadcast(&w->cond);
 }
 
 static void *obx__renew_main(void *arg) {
     obx__renewer *w = (obx__renewer *)arg;
     pthread_mutex_lock(&w->mutex);
     while (!w->quit) {
-        int64_t now = obx__mono_ms(w->hooks);
+        int64_t now = obx__mono_ms(&w->hooks);
         if (w->call_started_ms && !w->stall_logged && now - w->call_started_ms >= OBX__STALL_WARN_MS) {
-            obx__log(w->hooks, OBX_LOG_WARN, w->store ? w->store->store_id : "dispatcher",
+            obx__log(&w->hooks, OBX_LOG_WARN, w->watch_id,
                      "still waiting for the database after %lld ms"
                      OBX__WHY(" (a frozen or unreachable server? statement_timeout_seconds ends such a wait with an error)"),
                      (long long)(now - w->call_started_ms));
             w->stall_logged = 1;
         }
         if (w->active && now >= w->next_ms && now - w->started_ms >= w->max_ms) {
-            obx__log(w->hooks, OBX_LOG_WARN, w->store->store_id,
+            obx__log(&w->hooks, OBX_LOG_WARN, w->store_id,
                      "handlers ran %lld ms, longer than max_handler_ms"
                      OBX__WHY(": leases are no longer renewed and the batch's messages may be delivered again"),
                      (long long)(now - w->started_ms));
             w->next_ms = INT64_MAX;
         } else if (w->active && now >= w->next_ms) {
-            w->busy = 1;
-            pthread_mutex_unlock(&w->mutex);
-            obx__renew_once(w);
-            pthread_mutex_lock(&w->mutex);
-            w->busy = 0;
-            w->next_ms = obx__sat_add(obx__mono_ms(w->hooks), (int64_t)w->lease_seconds * 1000 / 3);
-            pthread_cond_broadcast(&w->cond);
+            obx__renew_step(w, now);
         } else {
             /* Slices of at most 100 ms: the clock hook is read afresh each time. */
             struct timespec deadline;
@@ -8233,7 +8354,11 @@ static obx__renewer *obx__renewer_create(const obx__hooks *h) {
     pthread_condattr_t attr;
     if (!w) return NULL;
     memset(w, 0, sizeof *w);
-    w->hooks = h;
+    w->hooks = *h;
+    if (h->rng.user == &h->rng_state) { /* the default source: a state of its own */
+        w->hooks.rng_state = obx__random(h);
+        w->hooks.rng.user = &w->hooks.rng_state;
+    }
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_mutex_init(&w->mutex, NULL);
@@ -8243,6 +8368,7 @@ static obx__renewer *obx__renewer_create(const obx__hooks *h) {
 }
 
 static void obx__renewer_destroy(obx__renewer *w) {
+    obx__hooks h;
     int k;
     if (!w) return;
     if (w->started) {
@@ -8253,29 +8379,96 @@ static void obx__renewer_destroy(obx__renewer *w) {
         pthread_join(w->thread, NULL);
     }
     obx__db_close(&w->side);
-    for (k = 0; k < OBX__KEY_LISTS; k++) obx__buf_free(w->hooks, &w->keys[k]);
+    for (k = 0; k < OBX__KEY_LISTS; k++) obx__buf_free(&w->hooks, &w->keys[k]);
+    obx__free(&w->hooks, w->connstr);
+    obx__free(&w->hooks, w->sql);
+    obx__free(&w->hooks, w->store_id);
     pthread_mutex_destroy(&w->mutex);
     pthread_cond_destroy(&w->cond);
-    obx__free(w->hooks, w);
+    h = w->hooks;
+    obx__free(&h, w);
 }
 
-/* Renew the leases of batch ms[0..n) from now on (the dispatcher's thread). */
-static void obx__renew_begin(obx__renewer *w, obx_store *s, const char *owner, const obx_message *ms,
-                             int n, int lease_seconds, int64_t max_ms) {
-    if (!w || n == 0) return;
+/* Whether a copy already holds `text` (NULL-safe); else replace it. 0: out of memory. */
+static int obx__renew_keep(obx__renewer *w, char **copy, const char *text, int *changed) {
+    char *fresh;
+    if (*copy && text && strcmp(*copy, text) == 0) return 1;
+    fresh = text ? obx__strdup(&w->hooks, text) : NULL;
+    if (text && !fresh) return 0;
+    obx__free(&w->hooks, *copy);
+    *copy = fresh;
+    *changed = 1;
+    return 1;
+}
+
+/* Renew the leases of batch ms[0..n) of store s from now on (the
+ * dispatcher's thread). Handlers may start until `start_until` (the
+ * claim's lease less its margin), later only as renewals extend it.
+ * Returns 0 when there is no renewal (none, or the caller's connection,
+ * or out of memory): then start_until stays the limit. */
+static int obx__renew_begin(obx__renewer *w, obx_store *s, const char *owner, const obx_message *ms,
+                            int n, int lease_seconds, int64_t max_ms, int64_t start_until) {
+    int changed = 0, ok;
+    if (!w || n == 0) return 0;
+    if (!s->db.own_connection || !s->db.connstr) {
+        if (!w->warned++)
+            obx__log(&w->hooks, OBX_LOG_WARN, s->store_id,
+                     "leases are not renewed: the store uses the caller's connection"
+                     OBX__WHY(" (a handler slower than the lease may run twice; it can call obx_lease_extend)"));
+        return 0;
+    }
     pthread_mutex_lock(&w->mutex);
     if (!w->started)
         w->started = pthread_create(&w->thread, NULL, obx__renew_main, w) == 0;
-    w->store = s;
-    obx__copy(w->owner, sizeof w->owner, owner);
+    ok = w->started && obx__renew_keep(w, &w->connstr, s->db.connstr, &changed) &&
+         obx__renew_keep(w, &w->sql, s->sql[OBX__Q_EXTEND], &changed) &&
+         obx__renew_keep(w, &w->store_id, s->store_id, &changed);
+    if (ok) {
+        if (w->dialect != s->db.d->id || w->login_timeout_s != s->db.login_timeout_s ||
+            w->statement_timeout_s != s->db.statement_timeout_s)
+            changed = 1;
+        w->dialect = s->db.d->id;
+        w->login_timeout_s = s->db.login_timeout_s;
+        w->statement_timeout_s = s->db.statement_timeout_s;
+        w->stale |= changed;
+        obx__copy(w->owner, sizeof w->owner, owner);
+        w->ms = ms;
+        w->n = n;
+        w->starting = 1;
+        w->epoch++;
+        w->lease_seconds = lease_seconds;
+        w->max_ms = max_ms;
+        w->started_ms = obx__mono_ms(&w->hooks);
+        w->start_until_ms = start_until;
+        w->next_ms = obx__sat_add(w->started_ms, (int64_t)lease_seconds * 1000 / 3);
+        w->active = 1;
+        pthread_cond_broadcast(&w->cond);
+    } else {
+        w->stale = 1; /* a copy may be missing */
+    }
+    pthread_mutex_unlock(&w->mutex);
+    return ok;
+}
+
+/* Until when (monotonic) a handler of the batch may start. */
+static int64_t obx__renew_start_until(obx__renewer *w) {
+    int64_t until;
+    pthread_mutex_lock(&w->mutex);
+    until = w->start_until_ms;
+    pthread_mutex_unlock(&w->mutex);
+    return until;
+}
+
+/* The messages renewed from now on are ms[0..n); `starting`: whether
+ * handlers may still start (else the dispatcher settles, and a renewal
+ * that finds fewer leases is no news). */
+static void obx__renew_range(obx__renewer *w, const obx_message *ms, int n, int starting) {
+    if (!w) return;
+    pthread_mutex_lock(&w->mutex);
     w->ms = ms;
     w->n = n;
-    w->lease_seconds = lease_seconds;
-    w->max_ms = max_ms;
-    w->started_ms = obx__mono_ms(w->hooks);
-    w->next_ms = obx__sat_add(w->started_ms, (int64_t)lease_seconds * 1000 / 3);
-    w->active = 1;
-    pthread_cond_broadcast(&w->cond);
+    w->starting = starting;
+    w->epoch++;
     pthread_mutex_unlock(&w->mutex);
 }
 
@@ -8286,8 +8479,8 @@ static void obx__watch(obx__renewer *w, obx_store *s, int on) {
     if (!w) return;
     pthread_mutex_lock(&w->mutex);
     if (!w->started) w->started = pthread_create(&w->thread, NULL, obx__renew_main, w) == 0;
-    if (on) w->store = s;
-    w->call_started_ms = on ? obx__mono_ms(w->hooks) : 0;
+    if (on) obx__copy(w->watch_id, sizeof w->watch_id, s->store_id);
+    w->call_started_ms = on ? obx__mono_ms(&w->hooks) : 0;
     w->stall_logged = 0;
     pthread_mutex_unlock(&w->mutex);
 }
@@ -8298,15 +8491,34 @@ static void obx__renew_end(obx__renewer *w) {
     if (!w) return;
     pthread_mutex_lock(&w->mutex);
     w->active = 0;
+    w->ms = NULL;
+    w->n = 0;
     while (w->busy) pthread_cond_wait(&w->cond, &w->mutex);
     pthread_mutex_unlock(&w->mutex);
 }
+
+#ifndef OBX_NO_MULTI_STORE
+/* A store was closed (a provider's refresh): the renewal connection may
+ * serve its database, which may be gone; close it (the dispatcher's
+ * thread, between batches). */
+static void obx__renew_forget(obx__renewer *w) {
+    if (!w) return;
+    pthread_mutex_lock(&w->mutex);
+    while (w->busy) pthread_cond_wait(&w->cond, &w->mutex);
+    obx__db_close(&w->side);
+    memset(&w->side, 0, sizeof w->side);
+    pthread_mutex_unlock(&w->mutex);
+}
+#endif
 #else
 typedef struct obx__renewer obx__renewer; /* no threads: no renewal */
 #define obx__renewer_create(h) ((obx__renewer *)NULL)
 #define obx__renewer_destroy(w) ((void)(w))
-#define obx__renew_begin(w, s, owner, ms, n, lease, max) ((void)0)
+#define obx__renew_begin(w, s, owner, ms, n, lease, max, until) ((void)(until), 0)
+#define obx__renew_start_until(w) ((void)(w), (int64_t)0)
+#define obx__renew_range(w, ms, n, starting) ((void)0)
 #define obx__renew_end(w) ((void)(w))
+#define obx__renew_forget(w) ((void)(w))
 #define obx__watch(w, s, on) ((void)(w))
 #endif
 
@@ -8346,6 +8558,7 @@ struct obx_dispatcher {
     int empty_streak;
     int fail_streak;             /* rounds failed in a row, over a provider's stores */
     obx__renewer *renewer;       /* renews a batch's leases while it is handled; NULL: none */
+    unsigned closes_seen;        /* the provider's store closes the renewer has been told of */
     int64_t max_handler_ms;
     int *acked;                  /* indexes of messages handled with success */
     int *failures;               /* indexes of messages that did not succeed */
@@ -8807,12 +9020,12 @@ static obx_result obx__housekeep(obx_dispatcher *d, obx_store *s, obx__entry *e,
     return r;
 }
 
-/* Hand each claimed message to its handlers, until `deadline` (monotonic):
- * past it the lease may end under the handler, so the rest is skipped.
- * Messages of a paused topic are held; a topic with a batch handler goes
- * to it in one call. */
+/* Hand each claimed message to its handlers, until `deadline` (monotonic;
+ * with renewal `w`, the one its renewals have reached): past it the lease
+ * may end under the handler, so the rest is skipped. Messages of a paused
+ * topic are held; a topic with a batch handler goes to it in one call. */
 static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
-                              int64_t deadline, obx_run_stats *st) {
+                              obx__renewer *w, int64_t deadline, obx_run_stats *st) {
     int i, skipped = 0;
     /* Expiry on the database clock: the claim set the lease to its now
      * plus lease_seconds, so no clock of this host is compared. */
@@ -8826,6 +9039,7 @@ static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message
         int64_t now;
         if (d->outcomes[i] != OBX__PENDING) continue;
         now = obx__mono_ms(&s->hooks);
+        if (w) deadline = obx__renew_start_until(w);
         if (now >= deadline) {
             d->outcomes[i] = OBX__SKIPPED;
             skipped++;
@@ -8957,7 +9171,7 @@ static obx_result obx__isolate(obx_dispatcher *d, obx_store *s, int *n, int *fir
 /* One batch from one store: housekeeping, claim, handle, settle. */
 static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
     const obx_message *ms;
-    int n = 0, first, from, to;
+    int n = 0, first, from, to, renewed;
     int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline;
     obx_result r;
     obx__watch(d->renewer, s, 1);
@@ -8967,12 +9181,11 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
         return r;
     }
     /* The lease started no earlier than now: past its end less a margin a
-     * message may be reclaimed by another worker, so it is not handled. */
+     * message may be reclaimed by another worker, so it is not handled.
+     * Renewals move this out, each as far as its own lease: only one that
+     * extended every message of the batch (OBX-059). */
     deadline = obx__mono_ms(&s->hooks) + lease_ms -
                (lease_ms / 5 < OBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : OBX__LEASE_MARGIN_MAX_MS);
-    /* With renewal, handlers may start until max_handler_ms has passed. */
-    if (d->renewer && s->db.own_connection && deadline < obx__mono_ms(&s->hooks) + d->max_handler_ms)
-        deadline = obx__sat_add(obx__mono_ms(&s->hooks), d->max_handler_ms);
     r = obx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
     obx__watch(d->renewer, s, 0);
     if (r != OBX_OK) return r;
@@ -8980,10 +9193,12 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     first = n;
     for (from = 0; from < n && ms[from].starts <= 1; from++) {}
     if (from < n && (r = obx__isolate(d, s, &n, &first)) != OBX_OK) return r;
-    obx__renew_begin(d->renewer, s, d->owner, ms, n, d->lease_seconds, d->max_handler_ms);
+    renewed = obx__renew_begin(d->renewer, s, d->owner, ms, n, d->lease_seconds, d->max_handler_ms, deadline);
     for (from = 0; from < n && r == OBX_OK; from = to) { /* the others, then a suspect */
         to = from < first ? first : n;
-        obx__handle_batch(d, s, ms + from, to - from, deadline, st);
+        if (from > 0) obx__renew_range(d->renewer, ms + from, n - from, 1); /* the suspect, alone now */
+        obx__handle_batch(d, s, ms + from, to - from, renewed ? d->renewer : NULL, deadline, st);
+        obx__renew_range(d->renewer, ms + from, n - from, 0); /* settling: fewer leases is no news */
         obx__watch(d->renewer, s, 1);
         r = obx__settle_batch(d, s, ms + from, to - from, st);
         obx__watch(d->renewer, s, 0);
@@ -9017,6 +9232,10 @@ static obx_result obx__dispatch_many(obx_dispatcher *d, obx_run_stats *st) {
         obx__provider_discover(p) != OBX_OK) /* the current set is kept; logged */
         d->own_err = p->err;
     obx__registry_retry(&p->reg); /* a database not open, when its wait is over; never blocks */
+    if (p->closes != d->closes_seen) { /* here, or by obx_provider_refresh between rounds */
+        d->closes_seen = p->closes;
+        obx__renew_forget(d->renewer);
+    }
     count = p->reg.count;
     if (count != d->selector.store_count) {
         obx__selector_resize(&d->selector, count);

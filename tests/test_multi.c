@@ -20,12 +20,28 @@ static const char *const k_ids[3] = {"tenant-a", "tenant-b", "tenant-c"};
 
 static char g_log[1 << 16];
 static size_t g_log_len;
+static pthread_mutex_t g_log_mu = PTHREAD_MUTEX_INITIALIZER; /* renewal threads log too */
 static void keep_log(obx_log_level level, const char *id, const char *msg, void *user) {
     int n;
     (void)user;
     (void)level;
+    pthread_mutex_lock(&g_log_mu);
     n = snprintf(g_log + g_log_len, sizeof g_log - g_log_len, "[%s] %s\n", id, msg);
     if (n > 0 && g_log_len + (size_t)n < sizeof g_log) g_log_len += (size_t)n;
+    pthread_mutex_unlock(&g_log_mu);
+}
+static void log_reset(void) {
+    pthread_mutex_lock(&g_log_mu);
+    g_log_len = 0;
+    g_log[0] = '\0';
+    pthread_mutex_unlock(&g_log_mu);
+}
+static int log_has(const char *text) {
+    int found;
+    pthread_mutex_lock(&g_log_mu);
+    found = strstr(g_log, text) != NULL;
+    pthread_mutex_unlock(&g_log_mu);
+    return found;
 }
 static void ikeep_log(ibx_log_level level, const char *id, const char *msg, void *user) {
     keep_log((obx_log_level)level, id, msg, user);
@@ -313,7 +329,8 @@ static int64_t skewed_monotonic_ms(void *user) {
     struct timespec ts;
     (void)user;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + g_mono_skew_ms;
+    /* read by renewal threads too: atomic */
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + __atomic_load_n(&g_mono_skew_ms, __ATOMIC_RELAXED);
 }
 
 static obx_provider *provider_dynamic(discovered *found, int64_t refresh_ms) {
@@ -389,7 +406,7 @@ static void test_066_fixed_retry(void) {
     TT_EQ_INT(obx_provider_refresh(p), OBX_ERR_STATE); /* a fixed list: nothing to ask */
     d = dispatcher_over(p, OBX_SELECT_ROUND_ROBIN, 10);
     TT_ASSERT(d != NULL);
-    g_mono_skew_ms += 60000;
+    __atomic_add_fetch(&g_mono_skew_ms, 60000, __ATOMIC_RELAXED);
     TT_ASSERT(rounds_until_open(d, p, 2));
     TT_EQ_INT(obx_router_get(p, "tenant-b", &s), OBX_OK);
     TT_EQ_STR(obx_provider_store_id(p, 0), "tenant-a");
@@ -497,7 +514,7 @@ static void test_066_down(void) {
     g_order[0] = '\0';
     g_log_len = 0;
     g_log[0] = '\0';
-    g_mono_skew_ms += 60000; /* every wait is over (and a fixed list's old refresh was due) */
+    __atomic_add_fetch(&g_mono_skew_ms, 60000, __ATOMIC_RELAXED); /* every wait is over (and a fixed list's old refresh was due) */
     obx_dispatcher_run_once(d, &st);
     TT_EXPECT(!g_frozen_closed); /* the round did not wait for a frozen connect */
     TT_EQ_STR(g_order, "a");     /* and tenant a was served in it */
@@ -562,7 +579,7 @@ static void test_075_079_discovery(void) {
     d = dispatcher_over(p, OBX_SELECT_ROUND_ROBIN, 10);
     TT_ASSERT(d != NULL);
     found.calls = 0;
-    g_mono_skew_ms += 60000;
+    __atomic_add_fetch(&g_mono_skew_ms, 60000, __ATOMIC_RELAXED);
     obx_dispatcher_run_once(d, &st);
     TT_EQ_INT(found.calls, 1);
     obx_dispatcher_run_once(d, &st);
@@ -570,6 +587,80 @@ static void test_075_079_discovery(void) {
     obx_dispatcher_destroy(d);
     obx_provider_destroy(p);
 }
+
+/* ---- lease renewal across a provider's refresh (CORE-RENEW-PROVIDER) -----------------------
+ * The renewal thread once kept pointers into the store it renewed for and
+ * knew it by address: a refresh that closed that store (its connection
+ * string changed, or discovery dropped it) left the next renewal, or the
+ * dispatcher's destroy, closing its connection through freed memory; a new
+ * store at the old address had its leases "renewed" in the old database.
+ * Run under ASan by make check-asan. */
+static obx_outcome wait_renewal(const obx_message *m, char *e, size_t n, void *u) {
+    int tries;
+    (void)m; (void)e; (void)n; (void)u;
+    for (tries = 0; tries < 100 && !log_has("renewed the leases of 1"); tries++) sleep_ms(50);
+    return OBX_DONE;
+}
+
+static int clear_store(obx_store *s) {
+    char *sql = s ? obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "DELETE FROM {T}") : NULL;
+    obx_result r = sql ? obx__unit(&s->db, clear_unit, sql, "clear") : OBX_ERR_NO_MEMORY;
+    if (s) obx__free(&s->hooks, sql);
+    return r == OBX_OK;
+}
+
+static void renew_across_refresh(int drop) {
+    discovered found;
+    obx_provider *p = NULL;
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    memset(&found, 0, sizeof found);
+    found.dbs[0].id = k_ids[0];
+    found.dbs[0].connection_string = g_conn[0];
+    found.count = 1;
+    {
+        obx_provider_desc pd;
+        memset(&pd, 0, sizeof pd);
+        pd.discover = discover;
+        pd.discover_user = &found;
+        pd.refresh_interval_ms = 3600000;
+        pd.store.table = "OutboxMulti";
+        pd.store.deploy_schema = 1;
+        pd.store.hooks.logger.log = keep_log;
+        pd.store.hooks.logger.min_level = OBX_LOG_DEBUG; /* "renewed the leases ..." */
+        TT_EQ_INT(obx_provider_create(&pd, &p), OBX_OK);
+    }
+    TT_ASSERT(clear_store(obx_provider_store(p, 0)) && enqueue_to(p, "tenant-a", "t", 1));
+    memset(&dd, 0, sizeof dd);
+    dd.provider = p;
+    dd.lease_seconds = 1;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "*", wait_renewal, NULL), OBX_OK);
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.done, 1);
+    TT_ASSERT(log_has("renewed the leases of 1")); /* the renewal connection is open */
+    if (drop) { /* discovery drops the tenant; its store is closed; then destroy */
+        found.count = 0;
+        TT_EQ_INT(obx_provider_refresh(p), OBX_OK);
+        TT_EQ_INT(obx_provider_count(p), 0);
+        obx_dispatcher_run_once(d, &st);
+        TT_EXPECT(!d->renewer->side.connected); /* closed with the store it served */
+    } else { /* the tenant moves to another database: a second round renews there */
+        found.dbs[0].connection_string = g_conn[1];
+        TT_EQ_INT(obx_provider_refresh(p), OBX_OK);
+        TT_ASSERT(clear_store(obx_provider_store(p, 0)) && enqueue_to(p, "tenant-a", "t", 1));
+        log_reset();
+        TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+        TT_EQ_INT(st.done, 1);
+        TT_ASSERT(log_has("renewed the leases of 1 of 1")); /* in the new database, where the message is */
+    }
+    obx_dispatcher_destroy(d);
+    obx_provider_destroy(p);
+}
+static void test_renew_moved(void) { renew_across_refresh(0); }
+static void test_renew_dropped(void) { renew_across_refresh(1); }
 
 static void test_reap_every_store(void) {
     obx_provider *p = provider_fixed(3);
@@ -745,7 +836,7 @@ static void test_ibx_fixed_retry(void) {
     dd.provider = p;
     TT_EQ_INT(ibx_dispatcher_create(&dd, &d), IBX_OK);
     ibx_dispatcher_on(d, "*", irecord, NULL);
-    g_mono_skew_ms += 60000;
+    __atomic_add_fetch(&g_mono_skew_ms, 60000, __ATOMIC_RELAXED);
     for (i = 0; i < 2000 && ibx_provider_count(p) < 2; i++) { /* opened off this thread */
         ibx_dispatcher_run_once(d, &st);
         sleep_ms(5);
@@ -879,6 +970,8 @@ int main(int argc, char **argv) {
     RUN("OBX-077", "a new database gets a store", test_075_079_discovery);
     RUN("OBX-078", "a removed database's store is closed", test_075_079_discovery);
     RUN("OBX-079", "unchanged databases keep their stores", test_075_079_discovery);
+    RUN("CORE-RENEW-PROVIDER-MOVED", "a refresh that moves a tenant during renewal: the next round renews in the new database, no freed store used", test_renew_moved);
+    RUN("CORE-RENEW-PROVIDER-DROPPED", "discovery drops the tenant whose leases were renewed: its renewal connection closes, destroy uses no freed store", test_renew_dropped);
     RUN("OBX-REAP-ALL", "expired leases are reaped in every store, not only the first", test_reap_every_store);
     RUN("OBX-121", "router lookups reuse the open stores", test_121_cached);
     RUN("IBX-PROVIDER-RETRY", "an inbox fixed-list database that could not be opened is opened when its wait is over", test_ibx_fixed_retry);

@@ -2414,6 +2414,64 @@ static void test_registry_scale(void) {
     free(t.ids);
 }
 
+/* CORE-WAIT-FOREVER: a wait near INT64_MAX ms ("never again": an
+ * idle_max_ms, error_delay_ms or poll_interval_ms of INT64_MAX) waits until
+ * a stop. With a 32-bit time_t (armhf) its deadline once wrapped into the
+ * past: the wait returned at once and the dispatcher polled in a tight loop. */
+#if !defined(OBX_NO_THREADS) && !defined(OBX_NO_POSIX_CLOCK)
+static int g_wait_returned;
+static void *wait_forever(void *arg) {
+    obx__loop_wait((obx__loop *)arg, INT64_MAX);
+    __atomic_store_n(&g_wait_returned, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+static void test_wait_forever(void) {
+    obx__hooks h;
+    obx__loop l;
+    pthread_t t;
+    struct timespec pause = {0, 300000000L};
+    obx__hooks_resolve(&h, NULL);
+    obx__loop_init(&l, &h, NULL);
+    g_wait_returned = 0;
+    TT_ASSERT(pthread_create(&t, NULL, wait_forever, &l) == 0);
+    nanosleep(&pause, NULL);
+    TT_EXPECT(!__atomic_load_n(&g_wait_returned, __ATOMIC_SEQ_CST)); /* still waiting */
+    obx__loop_stop(&l);
+    pthread_join(t, NULL);
+    TT_EXPECT(__atomic_load_n(&g_wait_returned, __ATOMIC_SEQ_CST)); /* a stop ends it */
+    obx__loop_destroy(&l);
+}
+#endif
+
+/* CORE-RANDOM-THREADS: the default random source, drawn from two threads
+ * at once (the renewal thread's retry jitter, a handler's new ids), never
+ * races nor hands out one value twice (make check-tsan runs this too). */
+#if !defined(OBX_NO_THREADS)
+#define RANDOM_DRAWS 20000
+static obx__hooks g_random_hooks;
+static uint64_t g_draws[2 * RANDOM_DRAWS];
+static void *draw_random(void *arg) {
+    uint64_t *out = (uint64_t *)arg;
+    int i;
+    for (i = 0; i < RANDOM_DRAWS; i++) out[i] = obx__random(&g_random_hooks);
+    return NULL;
+}
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+static void test_random_threads(void) {
+    pthread_t t[2];
+    int i, repeats = 0;
+    obx__hooks_resolve(&g_random_hooks, NULL);
+    for (i = 0; i < 2; i++) TT_ASSERT(pthread_create(&t[i], NULL, draw_random, g_draws + i * RANDOM_DRAWS) == 0);
+    for (i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    qsort(g_draws, 2 * RANDOM_DRAWS, sizeof g_draws[0], cmp_u64);
+    for (i = 1; i < 2 * RANDOM_DRAWS; i++) repeats += g_draws[i] == g_draws[i - 1];
+    TT_EQ_INT(repeats, 0);
+}
+#endif
+
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("OBX-ENVELOPE-DECODE", "pure", "the Headers column decoded in place: escapes, surrogates, whitespace; malformed reads as none", test_envelope_decode);
@@ -2480,6 +2538,12 @@ int main(void) {
     TT_RUN("CORE-DISCOVER-ALL", "fake", "discovery serves past 256 databases, whether the callback returns the total or stops at cap", test_discover_all);
     TT_RUN("CORE-DISCOVER-FAIL-LOG", "fake", "a failed or invalid discovery in a dispatcher: one WARN per change of state, the dispatcher's last error", test_discover_fail_log);
     TT_RUN("CORE-REGISTRY-SCALE", "fake", "a refresh sorts, not compares pairwise (prints a scale figure; OBX_REGISTRY_SCALE=100000)", test_registry_scale);
+#if !defined(OBX_NO_THREADS) && !defined(OBX_NO_POSIX_CLOCK)
+    TT_RUN("CORE-WAIT-FOREVER", "pure", "a wait of INT64_MAX ms waits until stopped, also with a 32-bit time_t", test_wait_forever);
+#endif
+#if !defined(OBX_NO_THREADS)
+    TT_RUN("CORE-RANDOM-THREADS", "pure", "the default random source drawn from two threads: no race, no value twice", test_random_threads);
+#endif
     TT_RUN("OBX-097", "fake", "a batch enqueue is one transaction; bad input stops it before SQL", test_fake_enqueue_batch_one_tx);
     TT_RUN("OBX-ENQUEUE-OUT-IDS", "fake", "a failed enqueue or batch leaves the caller's id buffers untouched", test_fake_enqueue_out_ids);
     TT_RUN("CORE-PICK-NULL-KEY", "fake", "a NULL picked key is bound as null, never an earlier row's bytes", test_fake_pick_null_key);
