@@ -8311,6 +8311,7 @@ static int64_t ibx__pause_left(ibx_dispatcher *d, const char *topic, int64_t now
 static void ibx__pause_begin(ibx_dispatcher *d, ibx_store *s, const char *topic, const char *why) {
     int64_t now = ibx__mono_ms(&s->hooks), length;
     ibx__pause *p = ibx__pause_find(d, topic);
+    char quoted[IBX__KV_CAP];
     if (!p && d->pause_count == d->pause_cap) {
         int cap = d->pause_cap ? d->pause_cap * 2 : 4;
         ibx__pause *grown = (ibx__pause *)ibx__realloc(d->hooks, d->pauses, sizeof *grown * (size_t)cap);
@@ -8330,7 +8331,7 @@ static void ibx__pause_begin(ibx_dispatcher *d, ibx_store *s, const char *topic,
     length = p->next_ms;
     /* An outage is logged as it starts, then quietly once the pause is capped. */
     ibx__log(&s->hooks, !p->until_ms ? IBX_LOG_WARN : length < d->pause_max_ms ? IBX_LOG_INFO : IBX_LOG_DEBUG,
-             s->store_id, "topic %s paused for %lld ms: %s", topic, (long long)length,
+             s->store_id, "topic %s paused for %lld ms: %s", ibx__kv(quoted, topic), (long long)length,
              why[0] ? why : "handler returned IBX_PAUSE");
     p->until_ms = ibx__sat_add(now, length);
     p->next_ms = length > d->pause_max_ms / 2 ? d->pause_max_ms : length * 2;
@@ -8339,8 +8340,9 @@ static void ibx__pause_begin(ibx_dispatcher *d, ibx_store *s, const char *topic,
 /* The first success of a paused topic ends its pauses. */
 static void ibx__pause_end(ibx_dispatcher *d, ibx_store *s, const char *topic) {
     ibx__pause *p = ibx__pause_find(d, topic);
+    char quoted[IBX__KV_CAP];
     if (!p) return;
-    ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "topic %s flows again", topic);
+    ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "topic %s flows again", ibx__kv(quoted, topic));
     ibx__free(d->hooks, p->topic);
     *p = d->pauses[--d->pause_count];
 }
@@ -8376,39 +8378,40 @@ static ibx_result ibx__settle_paused(ibx_dispatcher *d, ibx_store *s, const ibx_
 
 /* >> dispatcher: handling a batch ----------------------------------------------------- */
 
-/* After a message's handler: log a failure, pause or resume its topic. */
+/* After a message's handler: log a failure, pause or resume its topic. A
+ * failure that will be tried again is a WARN; one that makes the message
+ * dead is said once, at ERROR, by ibx__settle_failure. */
 static void ibx__handled(ibx_dispatcher *d, ibx_store *s, const ibx_message *m, int i) {
     int outcome = d->outcomes[i];
     const char *error = d->errors[i];
-    char name[IBX__MSG_NAME_MAX];
+    char name[IBX__MSG_NAME_MAX], topic[IBX__KV_CAP];
     ibx__utf8_repair(d->errors[i]);
     if (outcome == IBX_PAUSE) ibx__pause_begin(d, s, m->topic, error);
     else if (outcome == IBX_DONE && d->pause_count) ibx__pause_end(d, s, m->topic);
-    if (outcome != IBX_RETRY && outcome != IBX_DEAD) return;
+    if (outcome != IBX_RETRY || IBX__MSG_ATTEMPTS(m) + 1 >= d->max_attempts) return;
     ibx__msg_name(m, name, sizeof name);
-    ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id, "handler failed for %s topic=%s attempt %d: %s", name,
-             m->topic, IBX__MSG_ATTEMPTS(m) + 1,
-             error[0] ? error : outcome == IBX_DEAD ? "IBX_DEAD" : "IBX_RETRY");
+    ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "handler failed for %s topic=%s attempt %d: %s", name,
+             ibx__kv(topic, m->topic), IBX__MSG_ATTEMPTS(m) + 1, error[0] ? error : "IBX_RETRY");
 }
 
 /* One message through its per-message handlers. */
 static void ibx__handle_one(ibx_dispatcher *d, ibx_store *s, const ibx_message *m, int i,
                             ibx_run_stats *st) {
-    char name[IBX__MSG_NAME_MAX];
+    char name[IBX__MSG_NAME_MAX], topic[IBX__KV_CAP];
     char *error = d->errors[i];
     int matched = 0;
     int64_t started;
     ibx_outcome outcome;
     ibx__msg_name(m, name, sizeof name);
     ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
-             m->topic, IBX__MSG_ATTEMPTS(m) + 1);
+             ibx__kv(topic, m->topic), IBX__MSG_ATTEMPTS(m) + 1);
     started = ibx__mono_ms(&s->hooks);
     outcome = ibx__handle(d, m, error, &matched);
     if (matched) ibx__hist_record(s, m->topic, ibx__mono_ms(&s->hooks) - started);
     d->outcomes[i] = (int)outcome;
     if (!matched) {
         ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
-                 "no handler for topic %s (message %s)" IBX__WHY(": retrying later"), m->topic, name);
+                 "no handler for topic %s (message %s)" IBX__WHY(": retrying later"), topic, name);
         snprintf(error, IBX__HANDLER_ERROR_MAX, "no handler for topic %s", m->topic);
         d->outcomes[i] = (int)IBX_WAIT;
         st->no_handler++;
@@ -8419,13 +8422,13 @@ static void ibx__handle_one(ibx_dispatcher *d, ibx_store *s, const ibx_message *
 /* Every unhandled message of ms[first]'s topic through one batch handler call. */
 static void ibx__handle_group(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
                               int first, const ibx__route *route) {
-    char name[IBX__MSG_NAME_MAX];
+    char name[IBX__MSG_NAME_MAX], topic[IBX__KV_CAP];
     int j, k = 0;
     for (j = first; j < n; j++) {
         if (d->outcomes[j] != IBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
         ibx__msg_name(&ms[j], name, sizeof name);
         ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (batch)",
-                 name, ms[j].topic, IBX__MSG_ATTEMPTS(&ms[j]) + 1);
+                 name, ibx__kv(topic, ms[j].topic), IBX__MSG_ATTEMPTS(&ms[j]) + 1);
         d->group[k] = &ms[j];
         d->group_index[k] = j;
         d->results[k].outcome = IBX_RETRY;
@@ -8519,7 +8522,7 @@ static ibx_result ibx__settle_failure(ibx_dispatcher *d, ibx_store *s, const ibx
     const ibx_message *m = &ms[i];
     int outcome = d->outcomes[i], attempt = IBX__MSG_ATTEMPTS(m) + 1;
     const char *error = d->errors[i];
-    char name[IBX__MSG_NAME_MAX], reason[IBX__HANDLER_ERROR_MAX + 64];
+    char name[IBX__MSG_NAME_MAX], reason[IBX__HANDLER_ERROR_MAX + 64], topic[IBX__KV_CAP];
     ibx_result r;
     ibx__msg_name(m, name, sizeof name);
     if (!error[0]) error = outcome == IBX_DEAD ? "handler returned IBX_DEAD" : "handler returned IBX_RETRY";
@@ -8539,7 +8542,8 @@ static ibx_result ibx__settle_failure(ibx_dispatcher *d, ibx_store *s, const ibx
     }
     if (outcome == IBX_DEAD) snprintf(reason, sizeof reason, "%s", error);
     else snprintf(reason, sizeof reason, "gave up after %d attempts: %s", attempt, error);
-    ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id, "message %s topic=%s is dead: %s", name, m->topic, reason);
+    ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id, "message %s topic=%s is dead: %s", name,
+             ibx__kv(topic, m->topic), reason);
     r = ibx__settle_messages(s, IBX__SETTLE_FAIL, ms, &i, 1, reason, 0, 0, NULL);
     if (r == IBX_OK) st->dead++;
     return r;
@@ -9161,8 +9165,15 @@ static int ibx__msg_key_add(const ibx__hooks *h, const ibx__dialect *d, ibx__buf
            ibx__list_add(h, &keys[1], d, m->message_id, strlen(m->message_id));
 }
 
+/* "<id> from <source>", each quoted when it needs it (ibx__kv): both are
+ * the sender's text. */
+static void ibx__key_name(const char *message_id, const char *source, char *out, size_t size) {
+    char id[IBX__KV_CAP], from[IBX__KV_CAP];
+    snprintf(out, size, "%s from %s", ibx__kv(id, message_id), ibx__kv(from, source));
+}
+
 static void ibx__msg_name(const ibx_message *m, char *out, size_t size) {
-    snprintf(out, size, "%s from %s", m->message_id, m->source);
+    ibx__key_name(m->message_id, m->source, out, size);
 }
 
 /* The inbox has no worker name (it records no ProcessedBy). */
@@ -9312,6 +9323,7 @@ IBX_API ibx_result ibx_already_processed(ibx_store *store, const char *message_i
                                          const char *source, const void *hash, size_t hash_len,
                                          int *processed) {
     ibx__seen_ctx ctx;
+    char name[IBX__MSG_NAME_MAX];
     ibx_result r = ibx__store_ready(store, "ibx_already_processed");
     if (r != IBX_OK) return r;
     if ((r = ibx__check_key(store, "ibx_already_processed", "message_id", message_id)) != IBX_OK ||
@@ -9331,10 +9343,11 @@ IBX_API ibx_result ibx_already_processed(ibx_store *store, const char *message_i
     ctx.hash_len = hash ? hash_len : 0;
     r = ibx__unit_one(&store->db, ibx__seen_unit, &ctx, "dedup check");
     if (r != IBX_OK) return r;
+    ibx__key_name(message_id, source, name, sizeof name);
     if (ctx.mismatch)
         ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id,
-                 "message %s from %s seen again with a different content hash", message_id, source);
-    ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "dedup %s from %s: %s", message_id, source,
+                 "message %s seen again with a different content hash", name);
+    ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "dedup %s: %s", name,
              ctx.done ? "already processed" : "not processed yet");
     if (ctx.done) ibx__count(store, IBX_METRIC_DUPLICATE, 1);
     *processed = ctx.done;
@@ -9357,7 +9370,11 @@ static ibx_result ibx__mark(ibx_store *s, const char *fn, const char *message_id
     r = ibx__run_count(s, IBX__Q_MARK, p, 6, fn, &rows);
     if (r != IBX_OK) return r;
     if (rows == 0) return ibx__fail(&s->err, IBX_ERR_NOT_FOUND, fn, "no message %s from %s", message_id, source);
-    ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "marked %s from %s %s", message_id, source, status);
+    if (ibx__log_enabled(&s->hooks, IBX_LOG_DEBUG)) {
+        char name[IBX__MSG_NAME_MAX];
+        ibx__key_name(message_id, source, name, sizeof name);
+        ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "marked %s %s", name, status);
+    }
     return IBX_OK;
 }
 
@@ -9518,15 +9535,21 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
                       IBX__UNIT_WRITE | (ctx.hash ? 0 : IBX__UNIT_ONE_STATEMENT));
     if (r != IBX_OK) return r;
     rows = ctx.rows;
-    if (ctx.mismatch) /* IBX-008, as the dedup check does */
+    if (ctx.mismatch) { /* IBX-008, as the dedup check does */
+        char name[IBX__MSG_NAME_MAX];
+        ibx__key_name(m->message_id, m->source, name, sizeof name);
         ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id,
-                 "message %s from %s enqueued again with a different content hash", m->message_id,
-                 m->source);
+                 "message %s enqueued again with a different content hash", name);
+    }
     if (enqueued) *enqueued = rows > 0;
     if (rows > 0) ibx__wake_send(&store->wake_fd, store->wake_path);
     ibx__count(store, IBX_METRIC_ENQUEUED, rows > 0 ? 1 : 0);
-    ibx__log(&store->hooks, store->message_log_level, store->store_id, "%s topic=%s source=%s id=%s",
-             rows > 0 ? "enqueued" : "already done, not enqueued:", m->topic, m->source, m->message_id);
+    if (ibx__log_enabled(&store->hooks, store->message_log_level)) {
+        char topic[IBX__KV_CAP], source[IBX__KV_CAP], id[IBX__KV_CAP];
+        ibx__log(&store->hooks, store->message_log_level, store->store_id, "%s topic=%s source=%s id=%s",
+                 rows > 0 ? "enqueued" : "already done, not enqueued:", ibx__kv(topic, m->topic),
+                 ibx__kv(source, m->source), ibx__kv(id, m->message_id));
+    }
     return IBX_OK;
 }
 

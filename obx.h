@@ -8863,6 +8863,7 @@ static int64_t obx__pause_left(obx_dispatcher *d, const char *topic, int64_t now
 static void obx__pause_begin(obx_dispatcher *d, obx_store *s, const char *topic, const char *why) {
     int64_t now = obx__mono_ms(&s->hooks), length;
     obx__pause *p = obx__pause_find(d, topic);
+    char quoted[OBX__KV_CAP];
     if (!p && d->pause_count == d->pause_cap) {
         int cap = d->pause_cap ? d->pause_cap * 2 : 4;
         obx__pause *grown = (obx__pause *)obx__realloc(d->hooks, d->pauses, sizeof *grown * (size_t)cap);
@@ -8882,7 +8883,7 @@ static void obx__pause_begin(obx_dispatcher *d, obx_store *s, const char *topic,
     length = p->next_ms;
     /* An outage is logged as it starts, then quietly once the pause is capped. */
     obx__log(&s->hooks, !p->until_ms ? OBX_LOG_WARN : length < d->pause_max_ms ? OBX_LOG_INFO : OBX_LOG_DEBUG,
-             s->store_id, "topic %s paused for %lld ms: %s", topic, (long long)length,
+             s->store_id, "topic %s paused for %lld ms: %s", obx__kv(quoted, topic), (long long)length,
              why[0] ? why : "handler returned OBX_PAUSE");
     p->until_ms = obx__sat_add(now, length);
     p->next_ms = length > d->pause_max_ms / 2 ? d->pause_max_ms : length * 2;
@@ -8891,8 +8892,9 @@ static void obx__pause_begin(obx_dispatcher *d, obx_store *s, const char *topic,
 /* The first success of a paused topic ends its pauses. */
 static void obx__pause_end(obx_dispatcher *d, obx_store *s, const char *topic) {
     obx__pause *p = obx__pause_find(d, topic);
+    char quoted[OBX__KV_CAP];
     if (!p) return;
-    obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "topic %s flows again", topic);
+    obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "topic %s flows again", obx__kv(quoted, topic));
     obx__free(d->hooks, p->topic);
     *p = d->pauses[--d->pause_count];
 }
@@ -8928,39 +8930,40 @@ static obx_result obx__settle_paused(obx_dispatcher *d, obx_store *s, const obx_
 
 /* >> dispatcher: handling a batch ----------------------------------------------------- */
 
-/* After a message's handler: log a failure, pause or resume its topic. */
+/* After a message's handler: log a failure, pause or resume its topic. A
+ * failure that will be tried again is a WARN; one that makes the message
+ * dead is said once, at ERROR, by obx__settle_failure. */
 static void obx__handled(obx_dispatcher *d, obx_store *s, const obx_message *m, int i) {
     int outcome = d->outcomes[i];
     const char *error = d->errors[i];
-    char name[OBX__MSG_NAME_MAX];
+    char name[OBX__MSG_NAME_MAX], topic[OBX__KV_CAP];
     obx__utf8_repair(d->errors[i]);
     if (outcome == OBX_PAUSE) obx__pause_begin(d, s, m->topic, error);
     else if (outcome == OBX_DONE && d->pause_count) obx__pause_end(d, s, m->topic);
-    if (outcome != OBX_RETRY && outcome != OBX_DEAD) return;
+    if (outcome != OBX_RETRY || OBX__MSG_ATTEMPTS(m) + 1 >= d->max_attempts) return;
     obx__msg_name(m, name, sizeof name);
-    obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "handler failed for %s topic=%s attempt %d: %s", name,
-             m->topic, OBX__MSG_ATTEMPTS(m) + 1,
-             error[0] ? error : outcome == OBX_DEAD ? "OBX_DEAD" : "OBX_RETRY");
+    obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "handler failed for %s topic=%s attempt %d: %s", name,
+             obx__kv(topic, m->topic), OBX__MSG_ATTEMPTS(m) + 1, error[0] ? error : "OBX_RETRY");
 }
 
 /* One message through its per-message handlers. */
 static void obx__handle_one(obx_dispatcher *d, obx_store *s, const obx_message *m, int i,
                             obx_run_stats *st) {
-    char name[OBX__MSG_NAME_MAX];
+    char name[OBX__MSG_NAME_MAX], topic[OBX__KV_CAP];
     char *error = d->errors[i];
     int matched = 0;
     int64_t started;
     obx_outcome outcome;
     obx__msg_name(m, name, sizeof name);
     obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
-             m->topic, OBX__MSG_ATTEMPTS(m) + 1);
+             obx__kv(topic, m->topic), OBX__MSG_ATTEMPTS(m) + 1);
     started = obx__mono_ms(&s->hooks);
     outcome = obx__handle(d, m, error, &matched);
     if (matched) obx__hist_record(s, m->topic, obx__mono_ms(&s->hooks) - started);
     d->outcomes[i] = (int)outcome;
     if (!matched) {
         obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
-                 "no handler for topic %s (message %s)" OBX__WHY(": retrying later"), m->topic, name);
+                 "no handler for topic %s (message %s)" OBX__WHY(": retrying later"), topic, name);
         snprintf(error, OBX__HANDLER_ERROR_MAX, "no handler for topic %s", m->topic);
         d->outcomes[i] = (int)OBX_WAIT;
         st->no_handler++;
@@ -8971,13 +8974,13 @@ static void obx__handle_one(obx_dispatcher *d, obx_store *s, const obx_message *
 /* Every unhandled message of ms[first]'s topic through one batch handler call. */
 static void obx__handle_group(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
                               int first, const obx__route *route) {
-    char name[OBX__MSG_NAME_MAX];
+    char name[OBX__MSG_NAME_MAX], topic[OBX__KV_CAP];
     int j, k = 0;
     for (j = first; j < n; j++) {
         if (d->outcomes[j] != OBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
         obx__msg_name(&ms[j], name, sizeof name);
         obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (batch)",
-                 name, ms[j].topic, OBX__MSG_ATTEMPTS(&ms[j]) + 1);
+                 name, obx__kv(topic, ms[j].topic), OBX__MSG_ATTEMPTS(&ms[j]) + 1);
         d->group[k] = &ms[j];
         d->group_index[k] = j;
         d->results[k].outcome = OBX_RETRY;
@@ -9071,7 +9074,7 @@ static obx_result obx__settle_failure(obx_dispatcher *d, obx_store *s, const obx
     const obx_message *m = &ms[i];
     int outcome = d->outcomes[i], attempt = OBX__MSG_ATTEMPTS(m) + 1;
     const char *error = d->errors[i];
-    char name[OBX__MSG_NAME_MAX], reason[OBX__HANDLER_ERROR_MAX + 64];
+    char name[OBX__MSG_NAME_MAX], reason[OBX__HANDLER_ERROR_MAX + 64], topic[OBX__KV_CAP];
     obx_result r;
     obx__msg_name(m, name, sizeof name);
     if (!error[0]) error = outcome == OBX_DEAD ? "handler returned OBX_DEAD" : "handler returned OBX_RETRY";
@@ -9091,7 +9094,8 @@ static obx_result obx__settle_failure(obx_dispatcher *d, obx_store *s, const obx
     }
     if (outcome == OBX_DEAD) snprintf(reason, sizeof reason, "%s", error);
     else snprintf(reason, sizeof reason, "gave up after %d attempts: %s", attempt, error);
-    obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "message %s topic=%s is dead: %s", name, m->topic, reason);
+    obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "message %s topic=%s is dead: %s", name,
+             obx__kv(topic, m->topic), reason);
     r = obx__settle_messages(s, OBX__SETTLE_FAIL, ms, &i, 1, reason, 0, 0, NULL);
     if (r == OBX_OK) st->dead++;
     return r;

@@ -1169,7 +1169,43 @@ static void test_075_083_failures(void) {
     TT_EQ_INT(ibx_get(s, "f", "src", &m), IBX_OK);
     TT_EQ_INT(m.status, IBX_STATUS_DEAD);
     TT_EQ_STR(m.last_error, "gave up after 3 attempts: simulated failure 3");
-    TT_EXPECT(logged("ERROR [ibx-test]", "handler failed for f from src", "simulated failure 1")); /* IBX-111 */
+    /* IBX-111: a retry at WARN; the dead message one ERROR line (CORE-LOG-LEVELS) */
+    TT_EXPECT(logged("WARN [ibx-test]", "handler failed for f from src", "simulated failure 1"));
+    TT_EXPECT(logged("ERROR [ibx-test]", "message f from src topic=flaky is dead", "gave up after 3 attempts"));
+    TT_EXPECT(logged("ERROR [ibx-test]", "message p from src topic=poison is dead", "simulated failure 1"));
+    TT_EXPECT(!logged("ERROR [ibx-test]", "handler failed", NULL));
+    ibx_dispatcher_destroy(d);
+    ibx_store_close(s);
+}
+
+/* A sender's message id, source and topic reach the log quoted when they
+ * need it: the enqueue, dedup and mark lines and the dispatcher's
+ * (IBX-LOG-KV). */
+static void test_log_kv_fields(void) {
+    ibx_store *s;
+    ibx_dispatcher *d;
+    ibx_run_stats st;
+    probe flaky;
+    int processed = 0;
+    ibx_new_message m = msg("t\"y", "s x", "a b\"c", "{}");
+    g_message_log_level = IBX_LOG_INFO;
+    s = fresh();
+    g_message_log_level = (ibx_log_level)0;
+    TT_ASSERT(s != NULL);
+    log_reset();
+    TT_EQ_INT(ibx_already_processed(s, "a b\"c", "s x", NULL, 0, &processed), IBX_OK);
+    TT_EXPECT(logged("DEBUG [ibx-test]", "dedup \"a b\\\"c\" from \"s x\"", "not processed"));
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    TT_EXPECT(logged("INFO [ibx-test]", "enqueued topic=\"t\\\"y\" source=\"s x\"", "id=\"a b\\\"c\""));
+    memset(&flaky, 0, sizeof flaky);
+    flaky.fail_until = 99;
+    flaky.fail_with = IBX_RETRY;
+    d = dispatcher(s, 3, tiny_backoff);
+    TT_ASSERT(d != NULL);
+    ibx_dispatcher_on(d, "t\"y", probe_handler, &flaky);
+    TT_EQ_INT(ibx_dispatcher_run_once(d, &st), IBX_OK);
+    TT_EXPECT(logged("WARN [ibx-test]", "handler failed for \"a b\\\"c\" from \"s x\" topic=\"t\\\"y\"", NULL));
+    TT_EXPECT(!logged("a b\"c", NULL, NULL) && !logged("topic=t\"y", NULL, NULL));
     ibx_dispatcher_destroy(d);
     ibx_store_close(s);
 }
@@ -3038,7 +3074,8 @@ int main(int argc, char **argv) {
     RUN("IBX-108", "enqueues logged at INFO with topic, source, id", test_107_113_logging);
     RUN("IBX-109", "claims logged at DEBUG with the count", test_107_113_logging);
     RUN("IBX-110", "handler invocations logged at INFO", test_076_whole_message);
-    RUN("IBX-111", "handler failures logged at ERROR with id and error", test_075_083_failures);
+    RUN("IBX-111", "handler failures logged with id and error: a retry at WARN, a dead message at ERROR", test_075_083_failures);
+    RUN("IBX-LOG-KV", "a sender's id, source and topic are quoted in log lines when they need it", test_log_kv_fields);
     RUN("IBX-112", "reaps logged at INFO with the count", test_107_113_logging);
     RUN("IBX-113", "every log line names its store", test_107_113_logging);
     RUN("IBX-114", "deployment creates what is missing", test_114_117_deploy);

@@ -2618,8 +2618,10 @@ static void test_056_failure_policy(void) {
     TT_EQ_INT(obx_get(s, id_p, &m), OBX_OK);
     TT_EQ_INT(m.status, OBX_STATUS_FAILED); /* permanent: failed at once */
     TT_EQ_STR(m.last_error, "simulated failure 1");
-    /* OBX-105: failures logged at ERROR with the message id and the error. */
-    TT_EXPECT(logged("ERROR [obx-test]", id_f, "simulated failure 1"));
+    /* OBX-105: failures logged with the message id and the error: a retry
+     * at WARN, a dead message at ERROR (CORE-LOG-LEVELS). */
+    TT_EXPECT(logged("WARN [obx-test]", id_f, "simulated failure 1"));
+    TT_EXPECT(!logged("ERROR [obx-test]", id_f, NULL));
     TT_EXPECT(logged("ERROR [obx-test]", id_p, "simulated failure 1"));
     obx_dispatcher_destroy(d);
     obx_store_close(s);
@@ -4807,11 +4809,76 @@ static void test_log_forging(void) {
     log_reset();
     TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
     TT_EQ_INT(st.retried, 1);
-    TT_EXPECT(logged("ERROR [obx-test]", "bad?ERROR [obx-test] forged line", id));
+    TT_EXPECT(logged("WARN [obx-test]", "bad?ERROR [obx-test] forged line", id)); /* a retry */
     TT_EXPECT(!logged("ERROR [obx-test] forged line", NULL, NULL) ||
               logged("bad?ERROR [obx-test] forged line", NULL, NULL));
     obx_dispatcher_destroy(d);
     obx_store_close(t);
+}
+
+/* How many logged lines hold every one of the given fragments. */
+static int logged_count(const char *a, const char *b, const char *c) {
+    const char *line;
+    int count = 0;
+    pthread_mutex_lock(&g_log_mu);
+    for (line = g_log; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        char one[1024];
+        snprintf(one, sizeof one, "%.*s", (int)(n < sizeof one ? n : sizeof one - 1), line);
+        if (strstr(one, a) && (!b || strstr(one, b)) && (!c || strstr(one, c))) count++;
+        line += n + (end ? 1 : 0);
+    }
+    pthread_mutex_unlock(&g_log_mu);
+    return count;
+}
+
+/* The dispatcher's lines quote a topic that needs it (CORE-LOG-KV-DISPATCH);
+ * a retry is a WARN, a dead message one ERROR line (CORE-LOG-LEVELS). */
+static void test_log_dispatch_fields(void) {
+    obx_store *s;
+    obx_dispatcher *d;
+    probe flaky, poison;
+    char id_f[37], id_p[37];
+    obx_run_stats st;
+    g_message_log_level = OBX_LOG_INFO;
+    s = fresh();
+    g_message_log_level = (obx_log_level)0;
+    TT_ASSERT(s && enqueue(s, "we\"ird topic", "p", id_f) && enqueue(s, "poison", "p", id_p));
+    memset(&flaky, 0, sizeof flaky);
+    memset(&poison, 0, sizeof poison);
+    flaky.fail_until = 99;
+    flaky.fail_with = OBX_RETRY;
+    poison.fail_until = 99;
+    poison.fail_with = OBX_DEAD;
+    d = dispatcher(s, 2, zero_backoff);
+    TT_ASSERT(d != NULL);
+    obx_dispatcher_on(d, "we\"ird topic", probe_handler, &flaky);
+    obx_dispatcher_on(d, "poison", probe_handler, &poison);
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.retried, 1);
+    TT_EQ_INT(st.dead, 1);
+    /* CORE-LOG-KV-DISPATCH */
+    TT_EXPECT(logged("INFO [obx-test]", "handling", "topic=\"we\\\"ird topic\" attempt 1"));
+    TT_EXPECT(logged("handler failed", id_f, "topic=\"we\\\"ird topic\" attempt 1"));
+    TT_EXPECT(!logged("topic=we\"ird", NULL, NULL));
+    /* CORE-LOG-LEVELS: the first failure of two allowed is a retry: WARN */
+    TT_EXPECT(logged("WARN [obx-test]", id_f, "simulated failure 1"));
+    TT_EQ_INT(logged_count("ERROR [obx-test]", id_f, NULL), 0);
+    /* ... the poison message is dead: one ERROR line, with its topic and cause */
+    TT_EQ_INT(logged_count("ERROR [obx-test]", id_p, NULL), 1);
+    TT_EXPECT(logged("ERROR [obx-test]", id_p, "topic=poison is dead: simulated failure 1"));
+    TT_EQ_INT(logged_count("ERROR [obx-test]", NULL, NULL), 1);
+    /* the second failure of the flaky one uses its last attempt: dead, one ERROR */
+    log_reset();
+    sleep_ms(20); /* past the shortest retry delay */
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.dead, 1);
+    TT_EQ_INT(logged_count("ERROR [obx-test]", NULL, NULL), 1);
+    TT_EXPECT(logged("ERROR [obx-test]", id_f, "topic=\"we\\\"ird topic\" is dead: gave up after 2 attempts"));
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
 }
 
 /* A half-set allocator is refused, not mixed with malloc (CORE-HOOKS-WHOLE). */
@@ -6207,6 +6274,8 @@ int main(int argc, char **argv) {
     RUN("CORE-UTF8-LIMITS", "text limits count UTF-8 characters; invalid UTF-8 is refused, naming the argument", test_utf8_limits);
     RUN("CORE-RANGES", "abandon delay, cleanup retention and owner token: one rule, refused before SQL", test_ranges);
     RUN("CORE-LOG-FORGE", "names with control characters refused; logged text cannot start a line", test_log_forging);
+    RUN("CORE-LOG-KV-DISPATCH", "the dispatcher's lines quote a topic that needs it (handling, failed, dead)", test_log_dispatch_fields);
+    RUN("CORE-LOG-LEVELS", "a handler's retry is a WARN; a dead message is one ERROR line", test_log_dispatch_fields);
     RUN("CORE-HOOKS-WHOLE", "a half-set allocator is refused", test_half_allocator);
     if (!g_pg && !g_my)
         RUN("CORE-SQLITE-SYNC", "SyncPragma= in the connection string is the store connection's PRAGMA synchronous", test_sqlite_sync);
