@@ -6219,13 +6219,35 @@ typedef struct ibx__deploy_ctx {
     ibx_store *s;
     int changing; /* a change ran in this attempt: the lock timeout is set */
     int timed;    /* it was set in some attempt: ibx_store_deploy restores it */
+    int changed;  /* something was created or changed (or may have been) */
 } ibx__deploy_ctx;
+
+/* A statement without a probe (CREATE TABLE/INDEX/SCHEMA IF NOT EXISTS, an
+ * unprobed ADD COLUMN IF NOT EXISTS) says nothing about what it did; a
+ * figure of the catalog that every such change moves, read before and
+ * after, does: SQLite's schema version, the objects and columns of the
+ * schema elsewhere. NULL: unknown (every deploy counts as a change). */
+static char *ibx__deploy_census(const ibx__hooks *h, const ibx__dialect *d, const char *schema) {
+    switch (d->id) {
+    case IBX_DIALECT_SQLITE: return ibx__strdup(h, "PRAGMA schema_version");
+    case IBX_DIALECT_POSTGRESQL:
+        return ibx__format(h, "SELECT (SELECT COUNT(*) FROM pg_namespace WHERE nspname = '%s') + "
+                           "(SELECT COUNT(*) + COALESCE(SUM(c.relnatts), 0) FROM pg_class c JOIN pg_namespace n "
+                           "ON n.oid = c.relnamespace WHERE n.nspname = '%s')", schema, schema);
+    case IBX_DIALECT_MARIADB:
+        return ibx__strdup(h, "SELECT (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+                              "DATABASE()) + (SELECT COUNT(*) FROM information_schema.STATISTICS WHERE "
+                              "TABLE_SCHEMA = DATABASE())");
+    default: return NULL;
+    }
+}
 
 /* Before each change: say so, and before the first, set the dialect's lock
  * timeout, so that a change waits for its lock (and writers wait behind it)
  * at most IBX__DEPLOY_LOCK_WAIT seconds. */
 static ibx_result ibx__deploy_change(ibx__db *db, ibx__deploy_ctx *c, const char *what) {
     ibx_store *s = c->s;
+    c->changed = 1;
     ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "schema change on %s: %.*s%s", s->table,
              (int)strcspn(what, "\n"), what,
              db->d->deploy_lock_sql ? " (waits at most " IBX__DEPLOY_LOCK_WAIT " s for its lock)" : "");
@@ -6291,15 +6313,24 @@ static ibx_result ibx__deploy_unit(ibx__db *db, void *ctx) {
     ibx__deploy_ctx *c = (ibx__deploy_ctx *)ctx;
     ibx_store *s = c->s;
     ibx_result r = IBX_OK;
+    char *census = ibx__deploy_census(&s->hooks, db->d, s->schema), before[32] = "", after[32] = "";
     int i;
     c->changing = 0; /* a retried unit sets its lock timeout again */
+    c->changed = !census;
+    if (census) r = ibx__query_text(db, census, before, sizeof before);
     for (i = 0; s->q->ddl[i] && r == IBX_OK; i++) {
         char *one = ibx__ddl_text(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
-        if (!one) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_store_deploy", "out of memory");
+        if (!one) {
+            ibx__free(&s->hooks, census);
+            return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_store_deploy", "out of memory");
+        }
         r = ibx__deploy_one(db, c, one);
         ibx__free(&s->hooks, one);
         if (r == IBX_OK && strstr(s->q->ddl[i], "{A}")) r = ibx__deploy_columns(db, c);
     }
+    if (r == IBX_OK && census) r = ibx__query_text(db, census, after, sizeof after);
+    if (r == IBX_OK && strcmp(before, after) != 0) c->changed = 1;
+    ibx__free(&s->hooks, census);
     return r;
 }
 
@@ -6337,13 +6368,13 @@ IBX_API ibx_result ibx_store_deploy(ibx_store *store) {
     if (!store->q)
         return ibx__fail(&store->err, IBX_ERR_STATE, "ibx_store_deploy", "store is not open");
     c.s = store;
-    c.changing = c.timed = 0;
+    c.changing = c.timed = c.changed = 0;
     r = ibx__unit(&store->db, ibx__deploy_unit, &c, "deploy schema");
     if (c.timed && store->db.d->deploy_unlock_sql) /* our connection's own setting again */
         (void)ibx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "deploy: lock timeout");
-    if (r == IBX_OK)
-        ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "schema deployed (table %s)",
-                 store->table);
+    if (r == IBX_OK) /* at every start with deploy_schema: said at INFO only when it did something */
+        ibx__log(&store->hooks, c.changed ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
+                 c.changed ? "schema deployed (table %s)" : "schema up to date (table %s)", store->table);
     else if (c.changing && r == IBX_ERR_DB_TRANSIENT)
         ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id, "schema change on %s did not get its lock within "
                  IBX__DEPLOY_LOCK_WAIT " s (transactions hold the table): deploy again when they end",

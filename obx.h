@@ -6771,13 +6771,35 @@ typedef struct obx__deploy_ctx {
     obx_store *s;
     int changing; /* a change ran in this attempt: the lock timeout is set */
     int timed;    /* it was set in some attempt: obx_store_deploy restores it */
+    int changed;  /* something was created or changed (or may have been) */
 } obx__deploy_ctx;
+
+/* A statement without a probe (CREATE TABLE/INDEX/SCHEMA IF NOT EXISTS, an
+ * unprobed ADD COLUMN IF NOT EXISTS) says nothing about what it did; a
+ * figure of the catalog that every such change moves, read before and
+ * after, does: SQLite's schema version, the objects and columns of the
+ * schema elsewhere. NULL: unknown (every deploy counts as a change). */
+static char *obx__deploy_census(const obx__hooks *h, const obx__dialect *d, const char *schema) {
+    switch (d->id) {
+    case OBX_DIALECT_SQLITE: return obx__strdup(h, "PRAGMA schema_version");
+    case OBX_DIALECT_POSTGRESQL:
+        return obx__format(h, "SELECT (SELECT COUNT(*) FROM pg_namespace WHERE nspname = '%s') + "
+                           "(SELECT COUNT(*) + COALESCE(SUM(c.relnatts), 0) FROM pg_class c JOIN pg_namespace n "
+                           "ON n.oid = c.relnamespace WHERE n.nspname = '%s')", schema, schema);
+    case OBX_DIALECT_MARIADB:
+        return obx__strdup(h, "SELECT (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+                              "DATABASE()) + (SELECT COUNT(*) FROM information_schema.STATISTICS WHERE "
+                              "TABLE_SCHEMA = DATABASE())");
+    default: return NULL;
+    }
+}
 
 /* Before each change: say so, and before the first, set the dialect's lock
  * timeout, so that a change waits for its lock (and writers wait behind it)
  * at most OBX__DEPLOY_LOCK_WAIT seconds. */
 static obx_result obx__deploy_change(obx__db *db, obx__deploy_ctx *c, const char *what) {
     obx_store *s = c->s;
+    c->changed = 1;
     obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "schema change on %s: %.*s%s", s->table,
              (int)strcspn(what, "\n"), what,
              db->d->deploy_lock_sql ? " (waits at most " OBX__DEPLOY_LOCK_WAIT " s for its lock)" : "");
@@ -6843,15 +6865,24 @@ static obx_result obx__deploy_unit(obx__db *db, void *ctx) {
     obx__deploy_ctx *c = (obx__deploy_ctx *)ctx;
     obx_store *s = c->s;
     obx_result r = OBX_OK;
+    char *census = obx__deploy_census(&s->hooks, db->d, s->schema), before[32] = "", after[32] = "";
     int i;
     c->changing = 0; /* a retried unit sets its lock timeout again */
+    c->changed = !census;
+    if (census) r = obx__query_text(db, census, before, sizeof before);
     for (i = 0; s->q->ddl[i] && r == OBX_OK; i++) {
         char *one = obx__ddl_text(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
-        if (!one) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_store_deploy", "out of memory");
+        if (!one) {
+            obx__free(&s->hooks, census);
+            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_store_deploy", "out of memory");
+        }
         r = obx__deploy_one(db, c, one);
         obx__free(&s->hooks, one);
         if (r == OBX_OK && strstr(s->q->ddl[i], "{A}")) r = obx__deploy_columns(db, c);
     }
+    if (r == OBX_OK && census) r = obx__query_text(db, census, after, sizeof after);
+    if (r == OBX_OK && strcmp(before, after) != 0) c->changed = 1;
+    obx__free(&s->hooks, census);
     return r;
 }
 
@@ -6889,13 +6920,13 @@ OBX_API obx_result obx_store_deploy(obx_store *store) {
     if (!store->q)
         return obx__fail(&store->err, OBX_ERR_STATE, "obx_store_deploy", "store is not open");
     c.s = store;
-    c.changing = c.timed = 0;
+    c.changing = c.timed = c.changed = 0;
     r = obx__unit(&store->db, obx__deploy_unit, &c, "deploy schema");
     if (c.timed && store->db.d->deploy_unlock_sql) /* our connection's own setting again */
         (void)obx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "deploy: lock timeout");
-    if (r == OBX_OK)
-        obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "schema deployed (table %s)",
-                 store->table);
+    if (r == OBX_OK) /* at every start with deploy_schema: said at INFO only when it did something */
+        obx__log(&store->hooks, c.changed ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
+                 c.changed ? "schema deployed (table %s)" : "schema up to date (table %s)", store->table);
     else if (c.changing && r == OBX_ERR_DB_TRANSIENT)
         obx__log(&store->hooks, OBX_LOG_WARN, store->store_id, "schema change on %s did not get its lock within "
                  OBX__DEPLOY_LOCK_WAIT " s (transactions hold the table): deploy again when they end",

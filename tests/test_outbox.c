@@ -1703,15 +1703,21 @@ static void test_108_109_110_111_deploy(void) {
     TT_EQ_INT(obx_claim(s, owner, 30, 1, &ms, &n), OBX_ERR_DB);
     TT_EXPECT(!table_exists(s, "ObxDeployTest"));
     /* OBX-108/111: deployment creates the three tables (and functions). */
+    log_reset();
     TT_EQ_INT(obx_store_deploy(s), OBX_OK);
     TT_EXPECT(table_exists(s, "ObxDeployTest"));
     TT_EXPECT(table_exists(s, "ObxDeployTestJoin"));
     TT_EXPECT(table_exists(s, "ObxDeployTestJoinMember"));
-    /* OBX-110: again, and again through open: no error. */
+    TT_EXPECT(logged("INFO [obx-test]", "schema deployed (table ObxDeployTest)", NULL)); /* CORE-DEPLOY-QUIET */
+    /* OBX-110: again, and again through open: no error; and nothing to say
+     * at INFO when nothing changed (CORE-DEPLOY-QUIET). */
+    log_reset();
     TT_EQ_INT(obx_store_deploy(s), OBX_OK);
     obx_store_close(s);
     s = open_table("ObxDeployTest", 1);
     TT_ASSERT(s != NULL);
+    TT_EXPECT(!logged("INFO [obx-test]", "schema", NULL));
+    TT_EXPECT(logged("DEBUG [obx-test]", "schema up to date (table ObxDeployTest)", NULL));
     TT_EQ_INT(obx_claim(s, owner, 30, 1, &ms, &n), OBX_EMPTY);
     obx_store_close(s);
 }
@@ -6275,6 +6281,7 @@ int main(int argc, char **argv) {
     RUN("CORE-RANGES", "abandon delay, cleanup retention and owner token: one rule, refused before SQL", test_ranges);
     RUN("CORE-LOG-FORGE", "names with control characters refused; logged text cannot start a line", test_log_forging);
     RUN("CORE-LOG-KV-DISPATCH", "the dispatcher's lines quote a topic that needs it (handling, failed, dead)", test_log_dispatch_fields);
+    RUN("CORE-DEPLOY-QUIET", "\"schema deployed\" at INFO only when a deploy created or changed something", test_108_109_110_111_deploy);
     RUN("CORE-LOG-LEVELS", "a handler's retry is a WARN; a dead message is one ERROR line", test_log_dispatch_fields);
     RUN("CORE-HOOKS-WHOLE", "a half-set allocator is refused", test_half_allocator);
     if (!g_pg && !g_my)
