@@ -7675,6 +7675,7 @@ typedef struct ibx__renewer {
     int started, quit, active, busy;
     int64_t call_started_ms;     /* a dispatcher call into the database began (0: none) */
     int stall_logged;
+    int watch_file;              /* that store is a file (SQLite): a stall is another writer's lock */
     char watch_id[64];           /* the store of that call, for the stall line */
     const ibx_message *ms;       /* the messages renewed: stable while active */
     int n, lease_seconds;
@@ -7796,10 +7797,17 @@ static void *ibx__renew_main(void *arg) {
     while (!w->quit) {
         int64_t now = ibx__mono_ms(&w->hooks);
         if (w->call_started_ms && !w->stall_logged && now - w->call_started_ms >= IBX__STALL_WARN_MS) {
-            ibx__log(&w->hooks, IBX_LOG_WARN, w->watch_id,
-                     "still waiting for the database after %lld ms"
-                     IBX__WHY(" (a frozen or unreachable server? statement_timeout_seconds ends such a wait with an error)"),
-                     (long long)(now - w->call_started_ms));
+            if (w->watch_file) /* SQLite waits for a lock in its busy handler, up to Timeout= */
+                ibx__log(&w->hooks, IBX_LOG_WARN, w->watch_id,
+                         "still waiting for the database after %lld ms: the file is locked by another writer"
+                         IBX__WHY(" (a long transaction in another connection or process?); the driver's Timeout= "
+                                  "ends the wait with 'database is locked'"),
+                         (long long)(now - w->call_started_ms));
+            else
+                ibx__log(&w->hooks, IBX_LOG_WARN, w->watch_id,
+                         "still waiting for the database after %lld ms"
+                         IBX__WHY(" (a frozen or unreachable server? statement_timeout_seconds ends such a wait with an error)"),
+                         (long long)(now - w->call_started_ms));
             w->stall_logged = 1;
         }
         if (w->active && now >= w->next_ms && now - w->started_ms >= w->max_ms) {
@@ -7958,7 +7966,13 @@ static void ibx__watch(ibx__renewer *w, ibx_store *s, int on) {
     if (!w) return;
     pthread_mutex_lock(&w->mutex);
     if (!w->started) w->started = pthread_create(&w->thread, NULL, ibx__renew_main, w) == 0;
-    if (on) ibx__copy(w->watch_id, sizeof w->watch_id, s->store_id);
+    if (w->stall_logged && w->call_started_ms) /* the stall was said: so is its end, once */
+        ibx__log(&w->hooks, IBX_LOG_INFO, w->watch_id, "the database answered again after %lld ms",
+                 (long long)(ibx__mono_ms(&w->hooks) - w->call_started_ms));
+    if (on) {
+        ibx__copy(w->watch_id, sizeof w->watch_id, s->store_id);
+        w->watch_file = s->db.d && s->db.d->id == IBX_DIALECT_SQLITE;
+    }
     w->call_started_ms = on ? ibx__mono_ms(&w->hooks) : 0;
     w->stall_logged = 0;
     pthread_mutex_unlock(&w->mutex);

@@ -8227,6 +8227,7 @@ typedef struct obx__renewer {
     int started, quit, active, busy;
     int64_t call_started_ms;     /* a dispatcher call into the database began (0: none) */
     int stall_logged;
+    int watch_file;              /* that store is a file (SQLite): a stall is another writer's lock */
     char watch_id[64];           /* the store of that call, for the stall line */
     const obx_message *ms;       /* the messages renewed: stable while active */
     int n, lease_seconds;
@@ -8348,10 +8349,17 @@ static void *obx__renew_main(void *arg) {
     while (!w->quit) {
         int64_t now = obx__mono_ms(&w->hooks);
         if (w->call_started_ms && !w->stall_logged && now - w->call_started_ms >= OBX__STALL_WARN_MS) {
-            obx__log(&w->hooks, OBX_LOG_WARN, w->watch_id,
-                     "still waiting for the database after %lld ms"
-                     OBX__WHY(" (a frozen or unreachable server? statement_timeout_seconds ends such a wait with an error)"),
-                     (long long)(now - w->call_started_ms));
+            if (w->watch_file) /* SQLite waits for a lock in its busy handler, up to Timeout= */
+                obx__log(&w->hooks, OBX_LOG_WARN, w->watch_id,
+                         "still waiting for the database after %lld ms: the file is locked by another writer"
+                         OBX__WHY(" (a long transaction in another connection or process?); the driver's Timeout= "
+                                  "ends the wait with 'database is locked'"),
+                         (long long)(now - w->call_started_ms));
+            else
+                obx__log(&w->hooks, OBX_LOG_WARN, w->watch_id,
+                         "still waiting for the database after %lld ms"
+                         OBX__WHY(" (a frozen or unreachable server? statement_timeout_seconds ends such a wait with an error)"),
+                         (long long)(now - w->call_started_ms));
             w->stall_logged = 1;
         }
         if (w->active && now >= w->next_ms && now - w->started_ms >= w->max_ms) {
@@ -8510,7 +8518,13 @@ static void obx__watch(obx__renewer *w, obx_store *s, int on) {
     if (!w) return;
     pthread_mutex_lock(&w->mutex);
     if (!w->started) w->started = pthread_create(&w->thread, NULL, obx__renew_main, w) == 0;
-    if (on) obx__copy(w->watch_id, sizeof w->watch_id, s->store_id);
+    if (w->stall_logged && w->call_started_ms) /* the stall was said: so is its end, once */
+        obx__log(&w->hooks, OBX_LOG_INFO, w->watch_id, "the database answered again after %lld ms",
+                 (long long)(obx__mono_ms(&w->hooks) - w->call_started_ms));
+    if (on) {
+        obx__copy(w->watch_id, sizeof w->watch_id, s->store_id);
+        w->watch_file = s->db.d && s->db.d->id == OBX_DIALECT_SQLITE;
+    }
     w->call_started_ms = on ? obx__mono_ms(&w->hooks) : 0;
     w->stall_logged = 0;
     pthread_mutex_unlock(&w->mutex);

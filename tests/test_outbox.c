@@ -4887,6 +4887,52 @@ static void test_log_dispatch_fields(void) {
     obx_store_close(s);
 }
 
+/* A SQLite file held by another writer: the dispatcher's stalled call is
+ * logged naming the lock, not a frozen server, and the answer that ends
+ * the stall is said once (CORE-STALL-LOCK). The other writer lets go
+ * after 3.5 s (the stall line comes after 3 s). */
+typedef struct stall_writer {
+    caller_conn c;
+    int ms, ok;
+} stall_writer;
+
+static void *stall_writer_main(void *arg) {
+    stall_writer *w = (stall_writer *)arg;
+    sleep_ms(w->ms);
+    w->ok = caller_end(&w->c, 1);
+    return NULL;
+}
+
+static void test_stall_lock(void) {
+    obx_store *s = fresh();
+    obx_dispatcher *d;
+    obx_run_stats st;
+    stall_writer w;
+    pthread_t t;
+    probe p;
+    char id[37];
+    TT_ASSERT(s && enqueue(s, "stall", "p", id));
+    memset(&p, 0, sizeof p);
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    obx_dispatcher_on(d, "stall", probe_handler, &p);
+    memset(&w, 0, sizeof w);
+    w.ms = 3500;
+    TT_ASSERT(caller_open(&w.c) && caller_begin(&w.c));
+    TT_ASSERT(pthread_create(&t, NULL, stall_writer_main, &w) == 0);
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    pthread_join(t, NULL);
+    caller_close(&w.c);
+    TT_EXPECT(w.ok);
+    TT_EQ_INT(p.calls, 1);
+    TT_EXPECT(logged("WARN [obx-test]", "still waiting for the database after", "locked by another writer"));
+    TT_EXPECT(!logged("frozen", NULL, NULL));
+    TT_EQ_INT(logged_count("INFO [obx-test]", "the database answered again after", NULL), 1);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
 /* A half-set allocator is refused, not mixed with malloc (CORE-HOOKS-WHOLE). */
 static void *only_alloc(size_t n, void *user) {
     (void)user;
@@ -6282,6 +6328,10 @@ int main(int argc, char **argv) {
     RUN("CORE-LOG-FORGE", "names with control characters refused; logged text cannot start a line", test_log_forging);
     RUN("CORE-LOG-KV-DISPATCH", "the dispatcher's lines quote a topic that needs it (handling, failed, dead)", test_log_dispatch_fields);
     RUN("CORE-DEPLOY-QUIET", "\"schema deployed\" at INFO only when a deploy created or changed something", test_108_109_110_111_deploy);
+    if (!g_srv)
+        RUN("CORE-STALL-LOCK", "a file locked by another writer: the stalled call names the lock; its end is said once", test_stall_lock);
+    else
+        printf("N/A CORE-STALL-LOCK %s a file's lock; the claim skips locked rows\n", g_backend);
     RUN("CORE-LOG-LEVELS", "a handler's retry is a WARN; a dead message is one ERROR line", test_log_dispatch_fields);
     RUN("CORE-HOOKS-WHOLE", "a half-set allocator is refused", test_half_allocator);
     if (!g_pg && !g_my)
