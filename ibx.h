@@ -1864,8 +1864,10 @@ IBX__PRIVATE void ibx__error_clear(ibx_error *e) {
  * default build's texts stay as they are. */
 #ifdef IBX_TERSE_MESSAGES
 #define IBX__WHY(text) ""
+#define IBX__WHY_ARG(arg)
 #else
 #define IBX__WHY(text) text
+#define IBX__WHY_ARG(arg) , arg
 #endif
 
 /* Record an error that did not come from the driver; returns `r`. */
@@ -2770,6 +2772,85 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
     return r;
 }
 
+/* The value of `key` in a connection string, braces taken off ("" when
+ * the string has no such key). */
+IBX__PRIVATE void ibx__connstr_value(const char *connstr, const char *key, char *out, size_t cap) {
+    const char *p = connstr;
+    size_t klen = strlen(key), n;
+    out[0] = '\0';
+    while (p && *p) {
+        const char *k = p, *v;
+        while (*k == ' ') k++;
+        v = k + klen;
+        while (*v == ' ') v++;
+        if (ibx__starts_with_nocase(k, key) && (k[klen] == '=' || k[klen] == ' ') && *v == '=') {
+            for (v++; *v == ' '; v++) {}
+            n = *v == '{' ? strcspn(++v, "}") : strcspn(v, ";");
+            while (n > 0 && v[n - 1] == ' ') n--;
+            snprintf(out, cap, "%.*s", (int)n, v);
+            return;
+        }
+        for (; *p && *p != ';'; p++) /* to the next pair; braces may hold ';' */
+            if (*p == '{' && strchr(p, '}')) p = strchr(p, '}');
+        if (*p == ';') p++;
+    }
+}
+
+/* A failed connect, explained: the driver manager says "Data source name
+ * not found" for a missing DSN and for a string without DSN= or Driver=
+ * alike, psqlODBC reports every refusal as 08001 (connection failed), and
+ * sqliteodbc only "connect failed". Names what was asked for and where to
+ * look, in front of the driver's own words; what no retry mends (a missing
+ * DSN, driver or database, a refused login, a file that cannot be opened)
+ * becomes IBX_ERR_DB, not transient. Never copies the string itself: it
+ * may hold a password. */
+IBX__PRIVATE void ibx__connect_explain(ibx__db *db, const char *connstr) {
+    ibx_error *e = db->err;
+    const char *m = e->message;
+    char dsn[96], driver[96], file[160], why[320], joined[sizeof e->message];
+    const char *sysini = getenv("ODBCSYSINI"), *ini = getenv("ODBCINI");
+    char env[200];
+    size_t used;
+    why[0] = '\0';
+    ibx__connstr_value(connstr, "DSN", dsn, sizeof dsn);
+    ibx__connstr_value(connstr, "Driver", driver, sizeof driver);
+    snprintf(env, sizeof env, "%s%s%s%s%s", sysini || ini ? " (" : "", sysini ? "ODBCSYSINI=" : "",
+             sysini ? sysini : "", ini ? (sysini ? ", ODBCINI=" : "ODBCINI=") : "", ini ? ini : "");
+    if (env[0]) ibx__copy(env + strlen(env), sizeof env - strlen(env), ")");
+    if (strcmp(e->sqlstate, "IM002") == 0 && dsn[0])
+        snprintf(why, sizeof why, "DSN '%s' is not defined"
+                 IBX__WHY(": `odbcinst -q -s` lists the DSNs the driver manager knows, `odbcinst -j` the files it read%s"),
+                 dsn IBX__WHY_ARG(env));
+    else if (strcmp(e->sqlstate, "IM002") == 0 && !driver[0])
+        snprintf(why, sizeof why, "the connection string names neither DSN= nor Driver="
+                 IBX__WHY(" (malformed? it is KEY=value; pairs, e.g. Driver={SQLite3};Database=app.db;)"));
+    else if (strstr(m, "Can't open lib") || strcmp(e->sqlstate, "IM002") == 0 || strcmp(e->sqlstate, "IM003") == 0)
+        snprintf(why, sizeof why, "%s%s%s could not be loaded"
+                 IBX__WHY(": `odbcinst -q -d` lists the drivers the driver manager knows, `odbcinst -j` the file "
+                          "it read%s; a driver given by path must exist"),
+                 driver[0] ? "driver '" : "the driver of DSN '", driver[0] ? driver : dsn, "'" IBX__WHY_ARG(env));
+    else if ((strstr(m, "FATAL:") && (strstr(m, "does not exist") || strstr(m, "authentication failed") ||
+                                      strstr(m, "no pg_hba.conf entry"))) ||
+             ((strcmp(e->sqlstate, "28000") == 0 || strcmp(e->sqlstate, "42000") == 0) &&
+              (e->native == 1044 || e->native == 1045 || e->native == 1049 || e->native == 1698)))
+        snprintf(why, sizeof why, "the server refused the database or the login"
+                 IBX__WHY(" (not tried again: fix the connection string or the server's grants)"));
+    else if (strstr(m, "[SQLite]") && e->native == 14) { /* SQLITE_CANTOPEN */
+        ibx__connstr_value(connstr, "Database", file, sizeof file);
+        snprintf(why, sizeof why, "cannot open the SQLite file '%s'"
+                 IBX__WHY(": does its directory exist, and may this process write there?"), file);
+    }
+    if (!why[0]) return;
+    ibx__copy(joined, sizeof joined, why); /* why (at most 319) first: the driver's words may be cut */
+    used = strlen(joined);
+    memcpy(joined + used, ": ", 3);
+    ibx__copy(joined + used + 2, sizeof joined - used - 2, m);
+    ibx__copy(e->message, sizeof e->message, joined);
+    e->result = IBX_ERR_DB;
+    e->connection_lost = 0;
+    db->fault = IBX__FAULT_PERMANENT;
+}
+
 /* psqlODBC rewrites process-wide settings while it connects: two threads
  * connecting at once read freed memory (seen under ASan). Connecting is
  * rare; it is done one thread at a time, under IBX__CONNECT_LOCK (one lock
@@ -2796,7 +2877,11 @@ IBX__PRIVATE ibx_result ibx__driver_connect(ibx__db *db, const char *connstr) {
 #ifndef IBX_NO_THREADS
     pthread_mutex_unlock(&IBX__CONNECT_LOCK);
 #endif
-    if (!SQL_SUCCEEDED(rc)) return ibx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLDriverConnect");
+    if (!SQL_SUCCEEDED(rc)) {
+        ibx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLDriverConnect");
+        ibx__connect_explain(db, connstr);
+        return db->err->result;
+    }
     db->connected = 1;
     db->lost = 0;
     return IBX_OK;

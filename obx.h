@@ -1985,8 +1985,10 @@ OBX__PRIVATE void obx__error_clear(obx_error *e) {
  * default build's texts stay as they are. */
 #ifdef OBX_TERSE_MESSAGES
 #define OBX__WHY(text) ""
+#define OBX__WHY_ARG(arg)
 #else
 #define OBX__WHY(text) text
+#define OBX__WHY_ARG(arg) , arg
 #endif
 
 /* Record an error that did not come from the driver; returns `r`. */
@@ -2891,6 +2893,85 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
     return r;
 }
 
+/* The value of `key` in a connection string, braces taken off ("" when
+ * the string has no such key). */
+OBX__PRIVATE void obx__connstr_value(const char *connstr, const char *key, char *out, size_t cap) {
+    const char *p = connstr;
+    size_t klen = strlen(key), n;
+    out[0] = '\0';
+    while (p && *p) {
+        const char *k = p, *v;
+        while (*k == ' ') k++;
+        v = k + klen;
+        while (*v == ' ') v++;
+        if (obx__starts_with_nocase(k, key) && (k[klen] == '=' || k[klen] == ' ') && *v == '=') {
+            for (v++; *v == ' '; v++) {}
+            n = *v == '{' ? strcspn(++v, "}") : strcspn(v, ";");
+            while (n > 0 && v[n - 1] == ' ') n--;
+            snprintf(out, cap, "%.*s", (int)n, v);
+            return;
+        }
+        for (; *p && *p != ';'; p++) /* to the next pair; braces may hold ';' */
+            if (*p == '{' && strchr(p, '}')) p = strchr(p, '}');
+        if (*p == ';') p++;
+    }
+}
+
+/* A failed connect, explained: the driver manager says "Data source name
+ * not found" for a missing DSN and for a string without DSN= or Driver=
+ * alike, psqlODBC reports every refusal as 08001 (connection failed), and
+ * sqliteodbc only "connect failed". Names what was asked for and where to
+ * look, in front of the driver's own words; what no retry mends (a missing
+ * DSN, driver or database, a refused login, a file that cannot be opened)
+ * becomes OBX_ERR_DB, not transient. Never copies the string itself: it
+ * may hold a password. */
+OBX__PRIVATE void obx__connect_explain(obx__db *db, const char *connstr) {
+    obx_error *e = db->err;
+    const char *m = e->message;
+    char dsn[96], driver[96], file[160], why[320], joined[sizeof e->message];
+    const char *sysini = getenv("ODBCSYSINI"), *ini = getenv("ODBCINI");
+    char env[200];
+    size_t used;
+    why[0] = '\0';
+    obx__connstr_value(connstr, "DSN", dsn, sizeof dsn);
+    obx__connstr_value(connstr, "Driver", driver, sizeof driver);
+    snprintf(env, sizeof env, "%s%s%s%s%s", sysini || ini ? " (" : "", sysini ? "ODBCSYSINI=" : "",
+             sysini ? sysini : "", ini ? (sysini ? ", ODBCINI=" : "ODBCINI=") : "", ini ? ini : "");
+    if (env[0]) obx__copy(env + strlen(env), sizeof env - strlen(env), ")");
+    if (strcmp(e->sqlstate, "IM002") == 0 && dsn[0])
+        snprintf(why, sizeof why, "DSN '%s' is not defined"
+                 OBX__WHY(": `odbcinst -q -s` lists the DSNs the driver manager knows, `odbcinst -j` the files it read%s"),
+                 dsn OBX__WHY_ARG(env));
+    else if (strcmp(e->sqlstate, "IM002") == 0 && !driver[0])
+        snprintf(why, sizeof why, "the connection string names neither DSN= nor Driver="
+                 OBX__WHY(" (malformed? it is KEY=value; pairs, e.g. Driver={SQLite3};Database=app.db;)"));
+    else if (strstr(m, "Can't open lib") || strcmp(e->sqlstate, "IM002") == 0 || strcmp(e->sqlstate, "IM003") == 0)
+        snprintf(why, sizeof why, "%s%s%s could not be loaded"
+                 OBX__WHY(": `odbcinst -q -d` lists the drivers the driver manager knows, `odbcinst -j` the file "
+                          "it read%s; a driver given by path must exist"),
+                 driver[0] ? "driver '" : "the driver of DSN '", driver[0] ? driver : dsn, "'" OBX__WHY_ARG(env));
+    else if ((strstr(m, "FATAL:") && (strstr(m, "does not exist") || strstr(m, "authentication failed") ||
+                                      strstr(m, "no pg_hba.conf entry"))) ||
+             ((strcmp(e->sqlstate, "28000") == 0 || strcmp(e->sqlstate, "42000") == 0) &&
+              (e->native == 1044 || e->native == 1045 || e->native == 1049 || e->native == 1698)))
+        snprintf(why, sizeof why, "the server refused the database or the login"
+                 OBX__WHY(" (not tried again: fix the connection string or the server's grants)"));
+    else if (strstr(m, "[SQLite]") && e->native == 14) { /* SQLITE_CANTOPEN */
+        obx__connstr_value(connstr, "Database", file, sizeof file);
+        snprintf(why, sizeof why, "cannot open the SQLite file '%s'"
+                 OBX__WHY(": does its directory exist, and may this process write there?"), file);
+    }
+    if (!why[0]) return;
+    obx__copy(joined, sizeof joined, why); /* why (at most 319) first: the driver's words may be cut */
+    used = strlen(joined);
+    memcpy(joined + used, ": ", 3);
+    obx__copy(joined + used + 2, sizeof joined - used - 2, m);
+    obx__copy(e->message, sizeof e->message, joined);
+    e->result = OBX_ERR_DB;
+    e->connection_lost = 0;
+    db->fault = OBX__FAULT_PERMANENT;
+}
+
 /* psqlODBC rewrites process-wide settings while it connects: two threads
  * connecting at once read freed memory (seen under ASan). Connecting is
  * rare; it is done one thread at a time, under OBX__CONNECT_LOCK (one lock
@@ -2917,7 +2998,11 @@ OBX__PRIVATE obx_result obx__driver_connect(obx__db *db, const char *connstr) {
 #ifndef OBX_NO_THREADS
     pthread_mutex_unlock(&OBX__CONNECT_LOCK);
 #endif
-    if (!SQL_SUCCEEDED(rc)) return obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLDriverConnect");
+    if (!SQL_SUCCEEDED(rc)) {
+        obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLDriverConnect");
+        obx__connect_explain(db, connstr);
+        return db->err->result;
+    }
     db->connected = 1;
     db->lost = 0;
     return OBX_OK;

@@ -102,6 +102,72 @@ static void test_connect_failure(void) {
     obx_store_close(s);
 }
 
+/* g_connstr with `key`'s value replaced (or the pair added) into out. */
+static const char *conn_with(char *out, size_t cap, const char *key, const char *value) {
+    const char *p = g_connstr, *hit = NULL;
+    size_t klen = strlen(key);
+    for (; *p; p++)
+        if ((p == g_connstr || p[-1] == ';') && obx__starts_with_nocase(p, key) && p[klen] == '=') hit = p;
+    if (!hit) {
+        snprintf(out, cap, "%s%s%s=%s;", g_connstr, g_connstr[0] && g_connstr[strlen(g_connstr) - 1] != ';' ? ";" : "",
+                 key, value);
+    } else {
+        const char *end = strchr(hit, ';');
+        snprintf(out, cap, "%.*s%s=%s%s", (int)(hit - g_connstr), g_connstr, key, value, end ? end : "");
+    }
+    return out;
+}
+
+/* What the real driver manager and drivers say when a connection cannot
+ * be made, explained, and classified: a missing DSN or driver, a database
+ * that does not exist, a refused login, a SQLite file in a missing
+ * directory are OBX_ERR_DB, never retried as transient (CORE-CONNECT-PERMANENT). */
+static obx_result open_fails(const char *connstr, const char *says, const char *also) {
+    obx_store_desc desc;
+    obx_store *s = NULL;
+    obx_result r;
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = connstr;
+    desc.hooks.logger.log = quiet_log;
+    desc.login_timeout_seconds = 5;
+    r = obx_store_open(&desc, &s);
+    if (r == OBX_OK || !strstr(obx_store_last_error(s)->message, says) ||
+        (also && !strstr(obx_store_last_error(s)->message, also)))
+        printf("    %s: %s\n", obx_result_str(r), obx_store_last_error(s)->message);
+    if (r != OBX_OK && (!strstr(obx_store_last_error(s)->message, says) ||
+                        (also && !strstr(obx_store_last_error(s)->message, also))))
+        r = OBX_ERR_NOT_FOUND; /* the text does not say it: never what a connect returns */
+    obx_store_close(s);
+    return r;
+}
+
+static void test_connect_permanent(void) {
+    char conn[1024];
+    int sqlite = strcmp(g_backend, "sqlite") == 0, pg = strcmp(g_backend, "postgresql") == 0;
+    obx_result r;
+    r = open_fails("DSN=obx_no_such_dsn;", "DSN 'obx_no_such_dsn' is not defined", "odbcinst -q -s");
+    TT_EQ_INT(r, OBX_ERR_DB);
+    r = open_fails("Server=localhost;Database=x;", "names neither DSN= nor Driver=", NULL);
+    TT_EQ_INT(r, OBX_ERR_DB);
+    conn_with(conn, sizeof conn, "Driver", "{obx no such driver}");
+    r = open_fails(conn, "driver 'obx no such driver' could not be loaded", "odbcinst -q -d");
+    TT_EQ_INT(r, OBX_ERR_DB);
+    if (sqlite) {
+        conn_with(conn, sizeof conn, "Database", "/nonexistent-obx-dir/x.db");
+        r = open_fails(conn, "cannot open the SQLite file '/nonexistent-obx-dir/x.db'", "directory");
+        TT_EQ_INT(r, OBX_ERR_DB);
+        return;
+    }
+    conn_with(conn, sizeof conn, "Database", "obx_no_such_db");
+    r = open_fails(conn, "the server refused the database or the login", "obx_no_such_db");
+    TT_EQ_INT(r, OBX_ERR_DB);
+    /* The test's PostgreSQL trusts every password: a role it does not know. */
+    if (pg) conn_with(conn, sizeof conn, "Uid", "obx_no_such_role");
+    else conn_with(conn, sizeof conn, "Pwd", "obx-wrong-password");
+    r = open_fails(conn, "the server refused the database or the login", pg ? "obx_no_such_role" : "Access denied");
+    TT_EQ_INT(r, OBX_ERR_DB);
+}
+
 static void test_rollback_leaves_nothing(void) {
     obx_store *s = open_store();
     obx__param p[2];
@@ -294,6 +360,7 @@ int main(int argc, char **argv) {
     g_connstr = argv[2];
     TT_RUN("CORE-CONNECT", g_backend, "connect and detect the dialect", test_connect_detect);
     TT_RUN("CORE-CONNECT-FAIL", g_backend, "a bad connection string reports SQLSTATE and call", test_connect_failure);
+    TT_RUN("CORE-CONNECT-PERMANENT", g_backend, "a missing DSN, driver or database, a refused login, a SQLite file's missing directory: named, OBX_ERR_DB", test_connect_permanent);
     TT_RUN("CORE-ADOPT", g_backend, "a caller's connection is used and left as it was", test_adopt_caller_connection);
     TT_RUN("CORE-TX-ROLLBACK", g_backend, "a rolled-back transaction leaves nothing", test_rollback_leaves_nothing);
     TT_RUN("CORE-TX-PARTIAL", g_backend, "a failed statement is never committed as partial work", test_failed_statement_never_partial);

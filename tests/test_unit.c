@@ -1056,6 +1056,77 @@ static void test_fake_connect_error(void) {
     TT_EQ_INT(fake_open_handles(), 0);
 }
 
+/* A connection that cannot be made says what was asked for and where the
+ * driver manager looked; what no retry can mend (a missing DSN, driver or
+ * database, refused credentials, a SQLite file's missing directory) is
+ * OBX_ERR_DB, not transient (CORE-CONNECT-EXPLAIN). The texts are the ones
+ * unixODBC 2.3, psqlODBC 13, MariaDB Connector/ODBC 3.1 and sqliteodbc
+ * return. */
+static void test_fake_connect_explain(void) {
+    static const struct {
+        const char *connstr, *sqlstate;
+        long native;
+        const char *text;
+        obx_result want;
+        const char *says, *also;
+    } cases[] = {
+        {"DSN=nosuch;", "IM002", 0, "[unixODBC][Driver Manager]Data source name not found and no default driver specified",
+         OBX_ERR_DB, "DSN 'nosuch' is not defined", "odbcinst -q -s"},
+        {"dsn = {my dsn};UID=u;PWD=secret;", "IM002", 0, "[unixODBC][Driver Manager]Data source name not found and no default driver specified",
+         OBX_ERR_DB, "DSN 'my dsn' is not defined", "odbcinst -j"},
+        {"garbage", "IM002", 0, "[unixODBC][Driver Manager]Data source name not found and no default driver specified",
+         OBX_ERR_DB, "names neither DSN= nor Driver=", "KEY=value;"},
+        {"Driver={NoSuch};Database=x;", "01000", 0, "[unixODBC][Driver Manager]Can't open lib 'NoSuch' : file not found",
+         OBX_ERR_DB, "driver 'NoSuch' could not be loaded", "odbcinst -q -d"},
+        {"DSN=old;", "01000", 0, "[unixODBC][Driver Manager]Can't open lib '/gone/libx.so' : file not found",
+         OBX_ERR_DB, "the driver of DSN 'old' could not be loaded", "odbcinst -q -d"},
+        {"Driver={PostgreSQL Unicode};Database=nosuchdb;", "08001", 101,
+         "connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  database \"nosuchdb\" does not exist",
+         OBX_ERR_DB, "the server refused the database or the login", "does not exist"},
+        {"Driver={PostgreSQL Unicode};Uid=x;", "08001", 101,
+         "connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  password authentication failed for user \"x\"",
+         OBX_ERR_DB, "the server refused the database or the login", "password authentication failed"},
+        {"Driver={PostgreSQL Unicode};Uid=x;", "08001", 101,
+         "connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  role \"x\" does not exist",
+         OBX_ERR_DB, "the server refused the database or the login", "role"},
+        {"Driver={PostgreSQL Unicode};", "08001", 101,
+         "connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  the database system is starting up",
+         OBX_ERR_DB_TRANSIENT, "starting up", NULL},
+        {"Driver={PostgreSQL Unicode};", "08001", 101,
+         "connection to server at \"127.0.0.1\", port 5432 failed: Connection refused",
+         OBX_ERR_DB_TRANSIENT, "Connection refused", NULL},
+        {"Driver={MariaDB Unicode};Database=nosuchdb;", "42000", 1049, "[ma-3.1.15]Unknown database 'nosuchdb'",
+         OBX_ERR_DB, "the server refused the database or the login", "Unknown database"},
+        {"Driver={MariaDB Unicode};Pwd=wrong;", "28000", 1045, "[ma-3.1.15]Access denied for user 'obx'@'127.0.0.1' (using password: YES)",
+         OBX_ERR_DB, "the server refused the database or the login", "Access denied"},
+        {"Driver={SQLite3};Database=/no-such-dir/x.db;", "HY000", 14, "[SQLite]connect failed",
+         OBX_ERR_DB, "cannot open the SQLite file '/no-such-dir/x.db'", "directory"},
+    };
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        obx_store_desc desc;
+        obx_store *s = NULL;
+        const obx_error *e;
+        fake_reset();
+        fake_set_connect_error(cases[i].sqlstate, cases[i].native, cases[i].text);
+        memset(&desc, 0, sizeof desc);
+        desc.connection_string = cases[i].connstr;
+        desc.hooks.logger.log = capture_log;
+        TT_EQ_INT(obx_store_open(&desc, &s), cases[i].want);
+        e = obx_store_last_error(s);
+        if (!strstr(e->message, cases[i].says) || (cases[i].also && !strstr(e->message, cases[i].also)))
+            printf("    case %lu: %s\n", (unsigned long)i, e->message);
+        TT_EXPECT(strstr(e->message, cases[i].says) != NULL);
+        TT_EXPECT(!cases[i].also || strstr(e->message, cases[i].also) != NULL);
+        TT_EXPECT(strstr(e->message, cases[i].text) != NULL || strlen(cases[i].text) > 200); /* the driver's own words */
+        TT_EXPECT(strstr(e->message, "secret") == NULL);  /* no password in the text */
+        TT_EQ_STR(e->sqlstate, cases[i].sqlstate);
+        TT_EXPECT(cases[i].want != OBX_ERR_DB || !e->connection_lost);
+        obx_store_close(s);
+    }
+    TT_EQ_INT(fake_open_handles(), 0);
+}
+
 static void test_fake_get_bytes(void) {
     obx_store *s = fake_store("SQLite", NULL);
     static char big[3000];
@@ -2505,6 +2576,7 @@ int main(void) {
     TT_RUN("CORE-OPEN-DIALECTS", "fake", "unsupported dialects say so; forcing; psqlODBC Protocol", test_fake_open_dialects);
     TT_RUN("CORE-OPEN-ARGS", "fake", "bad open arguments are named and rejected before any SQL", test_fake_open_arguments);
     TT_RUN("CORE-CONNECT-ERROR", "fake", "a refused connection reports SQLSTATE, native, call", test_fake_connect_error);
+    TT_RUN("CORE-CONNECT-EXPLAIN", "fake", "a failed connect names the DSN or driver asked for and where to look; a missing database or refused login is OBX_ERR_DB", test_fake_connect_explain);
     TT_RUN("CORE-GET-DATA", "fake", "chunked text, binary with NULs, NULL, 64-bit integers", test_fake_get_bytes);
     TT_RUN("CORE-BIND", "fake", "text, int64, blob and NULL parameters; prepared once", test_fake_bind_log);
     TT_RUN("CORE-NO-MEMORY", "fake", "allocation failure at every point of open: clean, no leak", test_fake_out_of_memory);
