@@ -147,6 +147,11 @@
  *                IBX_LOG_LEVEL says (debug, info, warn, error, off); lines
  *                about single messages are DEBUG unless message_log_level
  *                asks for INFO; control characters in logged text become '?'
+ *                and key=value values from outside (topic, ids) are quoted
+ *                when not plain. ERROR is for what needs a person (a dead
+ *                message, a store that fails and will not mend itself);
+ *                WARN for what the library retries (a handler's retry, an
+ *                outage, a lock it waits for)
  *     random     splitmix64 seeded from /dev/urandom (else time, address:
  *                a device without /dev/urandom should give this hook)
  *   The hook types are laid out identically in both headers, so one
@@ -261,6 +266,12 @@
  *   that takes no writes (SQLSTATE 25006, MariaDB 1290/1792: a standby
  *   after a failover) is IBX_ERR_DB_TRANSIENT without connection_lost
  *   (nothing was written), and the store reconnects before its next call.
+ *   A connect that no retry mends is IBX_ERR_DB, its message naming what
+ *   was asked for: a DSN not defined, a driver that cannot be loaded (where
+ *   to look: `odbcinst -j`, `odbcinst -q -d`, `odbcinst -q -s`), a database
+ *   that does not exist or a refused login, a SQLite file that cannot be
+ *   opened (its directory missing); a server that does not answer is
+ *   IBX_ERR_DB_TRANSIENT.
  */
 /* >>common-end manual */
 /*

@@ -6256,7 +6256,7 @@ int main(int argc, char **argv) {
     RUN("OBX-064", "out of attempts: failed (runs exactly max times; last may succeed)", test_064_max_attempts);
     RUN("OBX-065", "max attempts defaults to 10 (both sides of the boundary)", test_065_default_max_attempts);
     RUN("OBX-104", "handler invocations logged at INFO with topic and id", test_057_whole_message);
-    RUN("OBX-105", "handler failures logged at ERROR with id and error", test_056_failure_policy);
+    RUN("OBX-105", "handler failures logged with id and error: a retry at WARN, a dead message at ERROR", test_056_failure_policy);
     RUN("OBX-122", "the poll interval doubles while idle, up to a cap", test_122_idle_backoff);
     RUN("OBX-WAKE", "wake-up dispatches at once; stop interrupts the wait", test_wake_and_stop);
     RUN("CORE-MAX-PENDING", "past max_pending unfinished messages enqueue is OBX_ERR_FULL and changes nothing", test_max_pending);
