@@ -1,0 +1,718 @@
+/* The soak's checker (issue 26): the reference model. Reads every process's
+ * log in DIR (soak.h, soak.c) and the final tables, and fails (exit 1) on any
+ * broken rule, printing each broken rule with the history of the message
+ * that broke it (every log line about it from every process, in time order,
+ * and its row).
+ *
+ * Rules (each has a name, used in the report and by SOAK_KNOWN):
+ *   LOST             a committed message (enqueue returned OK, or its
+ *                    transaction's business row exists) has no row and was
+ *                    never handled to done
+ *   ROLLED-BACK      a message whose transaction was rolled back, or whose
+ *                    enqueue was refused, exists or was handled
+ *   BIZ              a business row without its message, or a transactional
+ *                    message without its business row
+ *   PHANTOM          a row or a handling that no producer enqueued
+ *   STUCK            not Done or Dead after the drain
+ *   DONE-UNHANDLED   Done, but no handler returned done for it
+ *   DEAD-REASON      Dead without a documented reason that applies (handler
+ *                    said dead; attempts used up; crash loop; expired)
+ *   EXPIRED-HANDLED  a message enqueued already expired reached a handler
+ *   CONCURRENT       two handlers inside one message at the same time
+ *                    (across processes; a killed handler ends at its death)
+ *   KEY-CONCURRENT   two handlers inside one ordering key at the same time
+ *   KEY-ORDER        per ordering key, first handlings not in enqueue order
+ *                    (for messages whose commit returned before the other's
+ *                    enqueue began)
+ *   ATTEMPT          a handling's attempt count moved by other than a retry
+ *                    (a pause, done or dead must not use an attempt)
+ *   INBOX-CONTENT    inbox: the last content accepted for (source, id) while
+ *                    it was not Done never reached a handler
+ *   INBOX-DONE-AGAIN inbox: handled again after a delivery found it Done
+ *
+ * Usage: check obx|ibx sqlite|postgresql|mariadb 'CONN' TABLE DIR
+ * Environment: SOAK_KNOWN="RULE,RULE": known, still unfixed defects; their
+ * violations are printed loudly as WAIVED and do not fail the run.
+ * Prints "soak: <hdr> <backend> ..." figures and "violations=N". */
+#include "soak.h"
+
+#include <dirent.h>
+
+static const char *g_hdr, *g_backend, *g_conn, *g_table, *g_dir;
+static int g_inbox;
+
+/* ---- growable arrays, strings -------------------------------------------------------- */
+
+static void *xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        fprintf(stderr, "soak-check: out of memory\n");
+        exit(2);
+    }
+    return q;
+}
+static char *xstrdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = (char *)xrealloc(NULL, n);
+    memcpy(d, s, n);
+    return d;
+}
+#define PUSH(arr, n, cap, val)                                                     \
+    do {                                                                           \
+        if ((n) == (cap)) {                                                        \
+            (cap) = (cap) ? (cap) * 2 : 8;                                         \
+            (arr) = xrealloc((arr), (size_t)(cap) * sizeof *(arr));                \
+        }                                                                          \
+        (arr)[(n)++] = (val);                                                      \
+    } while (0)
+
+/* ---- the model: one record per message ------------------------------------------------- */
+
+typedef struct handling {
+    int64_t start, end; /* end: the E line, else the death of its process, else INT64_MAX */
+    int attempt, starts, pid, ver;
+    char outcome[8];    /* "" when it never ended (killed) */
+    char okey[16];
+} handling;
+
+typedef struct delivery { /* inbox */
+    int ver, enq;         /* enq: 1 accepted, 0 found Done, -1 unknown, -2 failed */
+    int64_t t_intent, t_done;
+} delivery;
+
+typedef struct hline {
+    int64_t t;
+    char *text;
+} hline;
+
+typedef struct rec {
+    char *key;
+    char okey[16];
+    char mode, exp;
+    int intent, committed, rolled, failed, biz;
+    int64_t t_intent, t_commit;
+    handling *h;
+    int nh, caph;
+    delivery *d;
+    int nd, capd;
+    hline *lines;
+    int nl, capl;
+    int has_row, status, attempt, starts, row_ver;
+    char status_text[16];
+    char *last_error;
+    int violated;
+} rec;
+
+static rec **g_tab;
+static size_t g_cap, g_count;
+
+static uint64_t fnv(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+static rec *find(const char *key, int create) {
+    size_t i;
+    if (g_count * 2 >= g_cap) {
+        size_t oc = g_cap, j;
+        rec **old = g_tab;
+        g_cap = g_cap ? g_cap * 2 : 4096;
+        g_tab = (rec **)xrealloc(NULL, g_cap * sizeof *g_tab);
+        memset(g_tab, 0, g_cap * sizeof *g_tab);
+        for (j = 0; j < oc; j++)
+            if (old[j]) {
+                for (i = (size_t)fnv(old[j]->key) & (g_cap - 1); g_tab[i]; i = (i + 1) & (g_cap - 1)) {}
+                g_tab[i] = old[j];
+            }
+        free(old);
+    }
+    for (i = (size_t)fnv(key) & (g_cap - 1); g_tab[i]; i = (i + 1) & (g_cap - 1))
+        if (strcmp(g_tab[i]->key, key) == 0) return g_tab[i];
+    if (!create) return NULL;
+    g_tab[i] = (rec *)xrealloc(NULL, sizeof(rec));
+    memset(g_tab[i], 0, sizeof(rec));
+    g_tab[i]->key = xstrdup(key);
+    g_tab[i]->row_ver = -1;
+    g_count++;
+    return g_tab[i];
+}
+static void add_line(rec *r, int64_t t, const char *file, const char *line) {
+    char buf[1200];
+    hline l;
+    snprintf(buf, sizeof buf, "%-14s %s", file, line);
+    l.t = t;
+    l.text = xstrdup(buf);
+    PUSH(r->lines, r->nl, r->capl, l);
+}
+
+/* ---- process deaths (orch.log) ---------------------------------------------------------- */
+
+typedef struct life {
+    int pid;
+    int64_t born, died;
+} life;
+static life *g_lives;
+static int g_nlives, g_caplives;
+static long g_kills;
+
+static int64_t death_of(int pid, int64_t at) {
+    int i;
+    for (i = 0; i < g_nlives; i++)
+        if (g_lives[i].pid == pid && g_lives[i].born <= at && at <= g_lives[i].died) return g_lives[i].died;
+    return INT64_MAX;
+}
+
+static void read_orch(void) {
+    char path[1200], line[1200];
+    FILE *f;
+    snprintf(path, sizeof path, "%s/orch.log", g_dir);
+    f = fopen(path, "r");
+    if (!f) return;
+    while (fgets(line, sizeof line, f)) {
+        char name[64], how[32];
+        int pid;
+        long long t;
+        if (sscanf(line, "P %63s %d %lld", name, &pid, &t) == 3) {
+            life l;
+            l.pid = pid;
+            l.born = t;
+            l.died = INT64_MAX;
+            PUSH(g_lives, g_nlives, g_caplives, l);
+        } else if (sscanf(line, "D %63s %d %lld %31s", name, &pid, &t, how) == 4) {
+            int i;
+            for (i = g_nlives - 1; i >= 0; i--)
+                if (g_lives[i].pid == pid && g_lives[i].died == INT64_MAX) {
+                    g_lives[i].died = t;
+                    break;
+                }
+            if (strcmp(how, "kill") == 0) g_kills++;
+        }
+    }
+    fclose(f);
+}
+
+/* ---- the processes' logs ------------------------------------------------------------------ */
+
+static long g_nlines;
+
+static void read_worker(const char *file) {
+    char path[1200], line[1200];
+    FILE *f;
+    int producer = file[0] == 'p';
+    snprintf(path, sizeof path, "%s/%s", g_dir, file);
+    f = fopen(path, "r");
+    if (!f) return;
+    while (fgets(line, sizeof line, f)) {
+        char kind, key[600], a[64], b[64], c[64];
+        long long t = 0;
+        int pid = 0, x = 0, y = 0;
+        rec *r = NULL;
+        line[strcspn(line, "\n")] = 0;
+        g_nlines++;
+        kind = line[0];
+        if (producer && !g_inbox) {
+            if (kind == 'I' && sscanf(line, "I %599s %63s %63s %63s %lld", key, a, b, c, &t) == 5) {
+                r = find(key, 1);
+                r->intent = 1;
+                r->t_intent = t;
+                snprintf(r->okey, sizeof r->okey, "%.15s", strcmp(a, "-") ? a : "");
+                r->mode = b[0];
+                r->exp = c[0];
+            } else if (kind == 'C' && sscanf(line, "C %599s %63s %lld", key, a, &t) == 3) {
+                r = find(key, 1);
+                r->committed = 1;
+                r->t_commit = t;
+            } else if (kind == 'R' && sscanf(line, "R %599s %lld", key, &t) == 2) {
+                r = find(key, 1);
+                r->rolled = 1;
+            } else if (kind == 'F' && sscanf(line, "F %599s %63s %lld", key, a, &t) == 3) {
+                r = find(key, 1);
+                r->failed = 1;
+            }
+        } else if (producer) {
+            delivery d;
+            if (kind == 'I' && sscanf(line, "I %599s %d %lld", key, &x, &t) == 3) {
+                r = find(key, 1);
+                d.ver = x;
+                d.enq = -1;
+                d.t_intent = t;
+                d.t_done = 0;
+                PUSH(r->d, r->nd, r->capd, d);
+            } else if ((kind == 'A' || kind == 'F') && sscanf(line + 2, "%599s %d %d %lld", key, &x, &y, &t) == 4) {
+                int i;
+                r = find(key, 1);
+                for (i = r->nd - 1; i >= 0; i--)
+                    if (r->d[i].ver == x && r->d[i].enq == -1) {
+                        r->d[i].enq = kind == 'A' ? y : -2;
+                        r->d[i].t_done = t;
+                        break;
+                    }
+            }
+        } else if (kind == 'S' && sscanf(line, "S %599s %63s %63s %d %d %lld %d", key, a, b, &x, &y, &t, &pid) == 7) {
+            handling h;
+            memset(&h, 0, sizeof h);
+            h.start = t;
+            h.end = INT64_MAX;
+            h.attempt = x;
+            h.starts = y;
+            h.pid = pid;
+            h.ver = g_inbox ? atoi(a) : 0;
+            snprintf(h.okey, sizeof h.okey, "%.15s", strcmp(b, "-") ? b : "");
+            r = find(key, 1);
+            PUSH(r->h, r->nh, r->caph, h);
+        } else if (kind == 'E' && sscanf(line, "E %599s %63s %lld %d", key, a, &t, &pid) == 4) {
+            int i;
+            r = find(key, 1);
+            for (i = r->nh - 1; i >= 0; i--)
+                if (r->h[i].pid == pid && !r->h[i].outcome[0]) {
+                    r->h[i].end = t;
+                    snprintf(r->h[i].outcome, sizeof r->h[i].outcome, "%.7s", a);
+                    break;
+                }
+        }
+        if (r) add_line(r, t, file, line);
+    }
+    fclose(f);
+}
+
+static void read_logs(void) {
+    DIR *d = opendir(g_dir);
+    struct dirent *e;
+    if (!d) return;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".log") != 0) continue;
+        if (e->d_name[0] == 'p' || e->d_name[0] == 'd') read_worker(e->d_name);
+    }
+    closedir(d);
+}
+
+/* Handlings without an E line end at their process's death. */
+static void close_handlings(void) {
+    size_t i;
+    int j;
+    for (i = 0; i < g_cap; i++) {
+        rec *r = g_tab[i];
+        if (!r) continue;
+        for (j = 0; j < r->nh; j++)
+            if (!r->h[j].outcome[0]) r->h[j].end = death_of(r->h[j].pid, r->h[j].start);
+    }
+}
+
+/* ---- the tables ------------------------------------------------------------------------------ */
+
+static char *g_buf;
+#define BUF_CAP ((size_t)256 << 20)
+
+static int read_tables(void) {
+    tort_db db;
+    char err[600], sql[1024], t[160], c[8][64];
+    char *p;
+    if (tort_db_open(&db, g_conn, err, sizeof err) != 0) {
+        printf("soak: %s %s FAILED: checker cannot connect: %s\n", g_hdr, g_backend, err);
+        return -1;
+    }
+    g_buf = (char *)xrealloc(NULL, BUF_CAP);
+    g_buf[0] = 0;
+    if (g_inbox)
+        snprintf(sql, sizeof sql, "SELECT %s, %s, %s, %s, %s, %s FROM %s",
+                 soak_qcol(c[0], 64, g_backend, "Payload"), soak_qcol(c[1], 64, g_backend, "Status"),
+                 soak_qcol(c[2], 64, g_backend, "Attempt"), soak_qcol(c[3], 64, g_backend, "Starts"),
+                 soak_qcol(c[4], 64, g_backend, "Source"), soak_qcol(c[5], 64, g_backend, "LastError"),
+                 soak_qtable(t, sizeof t, g_backend, 1, g_table));
+    else
+        snprintf(sql, sizeof sql, "SELECT %s, %s, %s, %s, %s, %s FROM %s",
+                 soak_qcol(c[0], 64, g_backend, "Payload"), soak_qcol(c[1], 64, g_backend, "Status"),
+                 soak_qcol(c[2], 64, g_backend, "RetryCount"), soak_qcol(c[3], 64, g_backend, "Starts"),
+                 soak_qcol(c[4], 64, g_backend, "Id"), soak_qcol(c[5], 64, g_backend, "LastError"),
+                 soak_qtable(t, sizeof t, g_backend, 0, g_table));
+    if (tort_db_query(&db, sql, g_buf, BUF_CAP, err, sizeof err) != 0) {
+        printf("soak: %s %s FAILED: checker cannot read the table: %s\n", g_hdr, g_backend, err);
+        return -1;
+    }
+    for (p = g_buf; *p;) {
+        char *nl = strchr(p, '\n'), *f[6];
+        int k;
+        rec *r;
+        char key[600];
+        if (nl) *nl = 0;
+        f[0] = p;
+        for (k = 1; k < 6; k++) {
+            char *bar = f[k - 1] ? strchr(f[k - 1], '|') : NULL;
+            if (bar && k < 5) *bar = 0;
+            else if (bar) *bar = 0;
+            f[k] = bar ? bar + 1 : NULL;
+        }
+        if (f[5]) {
+            /* The payload starts with the key: "TAG hex" or "source/id vN hex". */
+            snprintf(key, sizeof key, "%.*s", (int)strcspn(f[0], " "), f[0]);
+            r = find(key, 1);
+            r->has_row = 1;
+            snprintf(r->status_text, sizeof r->status_text, "%s", f[1]);
+            r->status = atoi(f[1]);
+            r->attempt = atoi(f[2]);
+            r->starts = atoi(f[3]);
+            r->last_error = xstrdup(f[5]);
+            if (g_inbox) {
+                const char *v = strstr(f[0], " v");
+                r->row_ver = v ? atoi(v + 2) : -1;
+            }
+            {
+                char line[1200];
+                snprintf(line, sizeof line, "row: status=%s attempt=%s starts=%s id=%s last_error=%s payload=%s",
+                         f[1], f[2], f[3], f[4], f[5], f[0]);
+                add_line(r, INT64_MAX, "(table)", line);
+            }
+        }
+        if (!nl) break;
+        p = nl + 1;
+    }
+    if (!g_inbox) {
+        g_buf[0] = 0;
+        if (tort_db_query(&db, "SELECT tag FROM soak_biz", g_buf, BUF_CAP, err, sizeof err) != 0) {
+            printf("soak: %s %s FAILED: checker cannot read the business table: %s\n", g_hdr, g_backend, err);
+            return -1;
+        }
+        for (p = g_buf; *p;) {
+            char *nl = strchr(p, '\n');
+            rec *r;
+            if (nl) *nl = 0;
+            r = find(p, 1);
+            r->biz = 1;
+            add_line(r, INT64_MAX, "(table)", "business row exists");
+            if (!nl) break;
+            p = nl + 1;
+        }
+    }
+    tort_db_close(&db);
+    return 0;
+}
+
+/* ---- rules ------------------------------------------------------------------------------------ */
+
+static const char *RULES[] = {"LOST", "ROLLED-BACK", "BIZ", "PHANTOM", "STUCK", "DONE-UNHANDLED", "DEAD-REASON",
+                              "EXPIRED-HANDLED", "CONCURRENT", "KEY-CONCURRENT", "KEY-ORDER", "ATTEMPT",
+                              "INBOX-CONTENT", "INBOX-DONE-AGAIN"};
+#define NRULES ((int)(sizeof RULES / sizeof RULES[0]))
+static long g_viol[NRULES];
+static int g_printed;
+
+static int rule_index(const char *rule) {
+    int i;
+    for (i = 0; i < NRULES; i++)
+        if (strcmp(RULES[i], rule) == 0) return i;
+    return -1;
+}
+static int known(const char *rule) {
+    const char *k = getenv("SOAK_KNOWN");
+    size_t n = strlen(rule);
+    while (k && *k) {
+        size_t m = strcspn(k, ", ");
+        if (m == n && strncmp(k, rule, n) == 0) return 1;
+        k += m;
+        k += strspn(k, ", ");
+    }
+    return 0;
+}
+
+static int cmp_hline(const void *a, const void *b) {
+    const hline *x = (const hline *)a, *y = (const hline *)b;
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+static void history(rec *r) {
+    int i;
+    qsort(r->lines, (size_t)r->nl, sizeof *r->lines, cmp_hline);
+    printf("    history of %s (%d line(s)):\n", r->key, r->nl);
+    for (i = 0; i < r->nl && i < 60; i++) printf("      %s\n", r->lines[i].text);
+    if (r->nl > 60) printf("      ... %d more\n", r->nl - 60);
+}
+
+TORT_PRINTF(3, 4) static void violation(const char *rule, rec *r, const char *fmt, ...) {
+    va_list ap;
+    int i = rule_index(rule);
+    g_viol[i]++;
+    if (g_viol[i] > 3) return; /* the first few of each rule, with their history */
+    printf("  %s %s: %s: ", known(rule) ? "WAIVED (SOAK_KNOWN)" : "VIOLATION", rule, r ? r->key : "-");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    if (r && g_printed++ < 30) history(r);
+}
+
+static int has_outcome(const rec *r, const char *o) {
+    int i;
+    for (i = 0; i < r->nh; i++)
+        if (strcmp(r->h[i].outcome, o) == 0) return 1;
+    return 0;
+}
+static int cmp_handling(const void *a, const void *b) {
+    const handling *x = (const handling *)a, *y = (const handling *)b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int row_done(const rec *r) { return g_inbox ? strcmp(r->status_text, "Done") == 0 : r->status == 2; }
+static int row_dead(const rec *r) { return g_inbox ? strcmp(r->status_text, "Dead") == 0 : r->status == 3; }
+
+static void check_dead_reason(rec *r) {
+    const char *e = r->last_error ? r->last_error : "";
+    char want[128];
+    snprintf(want, sizeof want, "gave up after %d attempts: %s", SOAK_MAX_ATTEMPTS, SOAK_RETRY_REASON);
+    if (strcmp(e, SOAK_DEAD_REASON) == 0) {
+        if (!has_outcome(r, "dead")) violation("DEAD-REASON", r, "dead 'by handler', but no handler said dead");
+    } else if (strcmp(e, want) == 0) {
+        int i, ok = 0;
+        for (i = 0; i < r->nh; i++)
+            if (strcmp(r->h[i].outcome, "retry") == 0 && r->h[i].attempt == SOAK_MAX_ATTEMPTS - 1) ok = 1;
+        if (!ok) violation("DEAD-REASON", r, "'%s', but no handling of the last attempt said retry", e);
+    } else if (strncmp(e, "crash loop", 10) == 0) {
+        if (r->starts < SOAK_MAX_STARTS) violation("DEAD-REASON", r, "crash loop with Starts %d < %d", r->starts, SOAK_MAX_STARTS);
+    } else if (strcmp(e, "expired") == 0) {
+        if (r->exp != 'p') violation("DEAD-REASON", r, "'expired' but it was not enqueued expired");
+    } else {
+        violation("DEAD-REASON", r, "dead for an undocumented reason: '%s'", e);
+    }
+}
+
+/* The handlings of one message: never two at once; attempts move by retries only. */
+static void check_handlings(rec *r) {
+    int i;
+    qsort(r->h, (size_t)r->nh, sizeof *r->h, cmp_handling);
+    for (i = 0; i + 1 < r->nh; i++) {
+        handling *a = &r->h[i], *b = &r->h[i + 1];
+        int redelivered = 0, k;
+        if (b->start < a->end)
+            violation("CONCURRENT", r, "handler in pid %d started at %lld while pid %d's (started %lld) had not ended",
+                      b->pid, (long long)b->start, a->pid, (long long)a->start);
+        /* inbox: a redelivery between the two may redrive a Dead one (attempt 0) */
+        for (k = 0; k < r->nd; k++)
+            if (r->d[k].t_intent < b->start && r->d[k].t_done > a->start) redelivered = 1;
+        if (redelivered) continue;
+        if (strcmp(a->outcome, "retry") == 0) {
+            if (b->attempt != a->attempt && b->attempt != a->attempt + 1)
+                violation("ATTEMPT", r, "attempt %d after a retry at attempt %d", b->attempt, a->attempt);
+        } else if (b->attempt != a->attempt) {
+            violation("ATTEMPT", r, "attempt %d after a handling at attempt %d that ended '%s'", b->attempt,
+                      a->attempt, a->outcome[0] ? a->outcome : "(killed)");
+        }
+    }
+}
+
+static void check_outbox(rec *r) {
+    int committed = r->committed || (r->mode == 't' && r->biz);
+    if (!r->intent) {
+        if (r->has_row || r->nh) violation("PHANTOM", r, "a row or a handling that no producer enqueued");
+        else if (r->biz) violation("BIZ", r, "a business row that no producer wrote");
+        return;
+    }
+    if (r->rolled || r->failed) {
+        if (r->has_row || r->nh || r->biz)
+            violation("ROLLED-BACK", r, "%s, yet %s", r->rolled ? "rolled back" : "refused",
+                      r->has_row ? "its row exists" : r->nh ? "it was handled" : "its business row exists");
+        return;
+    }
+    if (r->mode == 't' && r->has_row && !r->biz) violation("BIZ", r, "a transactional message without its business row");
+    if (committed && !r->has_row && !has_outcome(r, "done")) violation("LOST", r, "committed, no row, never handled to done");
+    if (!r->has_row) return;
+    if (r->status == 0 || r->status == 1) violation("STUCK", r, "status %d after the drain", r->status);
+    if (row_done(r) && !has_outcome(r, "done")) violation("DONE-UNHANDLED", r, "Done, but no handler said done");
+    if (row_dead(r)) check_dead_reason(r);
+    if (r->exp == 'p' && r->nh) violation("EXPIRED-HANDLED", r, "enqueued expired, yet handled");
+}
+
+static int cmp_delivery_done(const void *a, const void *b) {
+    const delivery *x = (const delivery *)a, *y = (const delivery *)b;
+    return x->t_intent < y->t_intent ? -1 : x->t_intent > y->t_intent;
+}
+
+static void check_inbox(rec *r) {
+    int i, last = -1;
+    if (r->nd == 0) {
+        if (r->has_row || r->nh) violation("PHANTOM", r, "a row or a handling that no producer delivered");
+        return;
+    }
+    qsort(r->d, (size_t)r->nd, sizeof *r->d, cmp_delivery_done);
+    /* The last content accepted (versions only grow): a delivery that
+     * returned enqueued, or one of unknown outcome that the row shows. */
+    for (i = 0; i < r->nd; i++) {
+        if (r->d[i].enq == 1 && r->d[i].ver > last) last = r->d[i].ver;
+        if (r->d[i].enq == -1 && r->row_ver == r->d[i].ver && r->d[i].ver > last) last = r->d[i].ver;
+    }
+    /* Found Done: never handled again after that. */
+    for (i = 0; i < r->nd; i++)
+        if (r->d[i].enq == 0) {
+            int k;
+            for (k = 0; k < r->nh; k++)
+                if (r->h[k].start > r->d[i].t_done) {
+                    violation("INBOX-DONE-AGAIN", r, "handled at %lld after the delivery at %lld found it Done",
+                              (long long)r->h[k].start, (long long)r->d[i].t_done);
+                    break;
+                }
+        }
+    if (last < 0) {
+        if (r->has_row && r->row_ver >= 0) {
+            int known_ver = 0;
+            for (i = 0; i < r->nd; i++) known_ver |= r->d[i].ver == r->row_ver && r->d[i].enq != -2;
+            if (!known_ver) violation("PHANTOM", r, "row content v%d was never delivered", r->row_ver);
+        }
+        return;
+    }
+    if (!r->has_row) {
+        violation("LOST", r, "content v%d accepted, no row", last);
+        return;
+    }
+    if (strcmp(r->status_text, "Processing") == 0 || strcmp(r->status_text, "Seen") == 0)
+        violation("STUCK", r, "status %s after the drain", r->status_text);
+    if (row_dead(r)) {
+        check_dead_reason(r);
+        return;
+    }
+    if (row_done(r)) {
+        int seen = 0;
+        for (i = 0; i < r->nh; i++) seen |= r->h[i].ver == last;
+        if (!seen) violation("INBOX-CONTENT", r, "Done, but its last accepted content v%d never reached a handler", last);
+        if (!has_outcome(r, "done")) violation("DONE-UNHANDLED", r, "Done, but no handler said done");
+    }
+}
+
+/* Ordering keys (outbox): never two handlers of one key at once; first
+ * handlings in enqueue order. */
+typedef struct keyed {
+    rec *r;
+    int64_t first;  /* first handling's start, INT64_MAX when none */
+} keyed;
+static int cmp_keyed_commit(const void *a, const void *b) {
+    const keyed *x = (const keyed *)a, *y = (const keyed *)b;
+    return x->r->t_commit < y->r->t_commit ? -1 : x->r->t_commit > y->r->t_commit;
+}
+typedef struct kh {
+    handling *h;
+    rec *r;
+} kh;
+static int cmp_kh(const void *a, const void *b) {
+    const kh *x = (const kh *)a, *y = (const kh *)b;
+    return x->h->start < y->h->start ? -1 : x->h->start > y->h->start;
+}
+
+static void check_keys(void) {
+    int k;
+    for (k = 0; k < SOAK_KEYS; k++) {
+        char key[16];
+        keyed *ms = NULL;
+        kh *hs = NULL;
+        int nm = 0, cm = 0, nhs = 0, chs = 0, i, j;
+        size_t s;
+        snprintf(key, sizeof key, "k%d", k);
+        for (s = 0; s < g_cap; s++) {
+            rec *r = g_tab[s];
+            if (!r || strcmp(r->okey, key) != 0) continue;
+            for (i = 0; i < r->nh; i++) {
+                kh x;
+                x.h = &r->h[i];
+                x.r = r;
+                PUSH(hs, nhs, chs, x);
+            }
+            if (r->committed) {
+                keyed m;
+                m.r = r;
+                m.first = r->nh ? r->h[0].start : INT64_MAX; /* sorted by check_handlings */
+                PUSH(ms, nm, cm, m);
+            }
+        }
+        if (nhs) qsort(hs, (size_t)nhs, sizeof *hs, cmp_kh);
+        for (i = 0; i + 1 < nhs; i++) {
+            int64_t end = hs[i].h->end;
+            for (j = i + 1; j < nhs && hs[j].h->start < end; j++)
+                if (hs[j].r != hs[i].r)
+                    violation("KEY-CONCURRENT", hs[j].r, "key %s: started at %lld while %s (started %lld in pid %d) had not ended",
+                              key, (long long)hs[j].h->start, hs[i].r->key, (long long)hs[i].h->start, hs[i].h->pid);
+        }
+        if (nm) qsort(ms, (size_t)nm, sizeof *ms, cmp_keyed_commit);
+        /* For each message b: every message a whose commit returned before
+         * b's enqueue began and that was handled was first handled before b. */
+        {
+            int64_t best = INT64_MIN;
+            rec *best_r = NULL;
+            int p = 0;
+            keyed *by_intent = (keyed *)xrealloc(NULL, (size_t)(nm ? nm : 1) * sizeof *by_intent);
+            memcpy(by_intent, ms, (size_t)nm * sizeof *ms);
+            /* sort b's by intent */
+            for (i = 1; i < nm; i++) {
+                keyed x = by_intent[i];
+                for (j = i; j > 0 && by_intent[j - 1].r->t_intent > x.r->t_intent; j--) by_intent[j] = by_intent[j - 1];
+                by_intent[j] = x;
+            }
+            for (i = 0; i < nm; i++) {
+                keyed *b = &by_intent[i];
+                while (p < nm && ms[p].r->t_commit < b->r->t_intent) {
+                    if (ms[p].first != INT64_MAX && ms[p].first > best) {
+                        best = ms[p].first;
+                        best_r = ms[p].r;
+                    }
+                    p++;
+                }
+                if (b->first != INT64_MAX && best_r && b->first < best)
+                    violation("KEY-ORDER", b->r, "key %s: first handled at %lld, before %s (committed earlier) was first handled at %lld",
+                              key, (long long)b->first, best_r->key, (long long)best);
+            }
+            free(by_intent);
+        }
+        free(ms);
+        free(hs);
+    }
+}
+
+int main(int argc, char **argv) {
+    size_t i;
+    long messages = 0, handlings = 0, committed = 0, rolled = 0, done = 0, dead = 0, total = 0, waived = 0;
+    int r;
+    if (argc != 6) {
+        fprintf(stderr, "usage: check obx|ibx sqlite|postgresql|mariadb CONN TABLE DIR\n");
+        return 2;
+    }
+    g_hdr = argv[1];
+    g_backend = argv[2];
+    g_conn = argv[3];
+    g_table = argv[4];
+    g_dir = argv[5];
+    g_inbox = strcmp(g_hdr, "ibx") == 0;
+    read_orch();
+    read_logs();
+    close_handlings();
+    if (read_tables() != 0) return 1;
+    for (i = 0; i < g_cap; i++) {
+        rec *x = g_tab[i];
+        if (!x) continue;
+        check_handlings(x);
+    }
+    for (i = 0; i < g_cap; i++) {
+        rec *x = g_tab[i];
+        if (!x) continue;
+        messages++;
+        handlings += x->nh;
+        committed += x->committed || (x->mode == 't' && x->biz) || (g_inbox && x->has_row);
+        rolled += x->rolled;
+        if (x->has_row && row_done(x)) done++;
+        if (x->has_row && row_dead(x)) dead++;
+        if (g_inbox) check_inbox(x);
+        else check_outbox(x);
+    }
+    if (!g_inbox) check_keys();
+    printf("soak: %s %s check: messages=%ld committed=%ld rolled_back=%ld handlings=%ld done=%ld dead=%ld kills=%ld lines=%ld",
+           g_hdr, g_backend, messages, committed, rolled, handlings, done, dead, g_kills, g_nlines);
+    for (r = 0; r < NRULES; r++) {
+        if (!g_viol[r]) continue;
+        printf(" %s=%ld%s", RULES[r], g_viol[r], known(RULES[r]) ? "(waived)" : "");
+        if (known(RULES[r])) waived += g_viol[r];
+        else total += g_viol[r];
+    }
+    printf(" violations=%ld\n", total);
+    if (waived)
+        printf("soak: WARNING: %ld violation(s) of known, still unfixed defects WAIVED by SOAK_KNOWN=%s\n", waived,
+               getenv("SOAK_KNOWN"));
+    if (messages == 0 || handlings == 0) {
+        printf("soak: %s %s FAILED: nothing was enqueued or handled\n", g_hdr, g_backend);
+        return 1;
+    }
+    return total ? 1 : 0;
+}

@@ -1,0 +1,660 @@
+/* The soak's processes (issue 26): an orchestrator and the roles it runs as
+ * separate processes of this same program, all against one database, with
+ * every process killed (SIGKILL) at random and started again:
+ *
+ *   producer    enqueues outbox messages one by one, in batches and in its own
+ *               transaction with a business row (a quarter rolled back), with
+ *               ordering keys shared by every producer (so producers of one key
+ *               overlap), expiries in the past and the future, at the store's
+ *               max_pending bound; or (inbox) deliveries of (source, id) with
+ *               redeliveries of the same and of changed content, some while
+ *               the message is in a handler
+ *   dispatcher  per-message and batch handlers that return done / retry /
+ *               pause / dead at random, some slower than the lease
+ *   operator    what operators do during the run (see role_operator)
+ *
+ * Each process appends what it did and saw to its own log (soak.h); the
+ * checker (check.c) reads the logs and the final tables. The run is seeded:
+ * SOAK_SEED replays the same schedule of operations and kills (the timing,
+ * and so the interleaving, may differ).
+ *
+ * Usage: soak run obx|ibx sqlite|postgresql|mariadb 'CONN' TABLE DIR
+ *        (the roles: soak producer|dispatcher|operator ID INCARNATION, with the
+ *        run's settings in the environment)
+ * Environment: SOAK_SEED (default: from the clock; printed), SOAK_SECONDS (load
+ * phase, default 30), SOAK_DRAIN_SECONDS (bound of the drain, 90),
+ * SOAK_PRODUCERS (3), SOAK_DISPATCHERS (3), SOAK_KILL_MS (mean ms between
+ * kills, 1500), SOAK_VERBOSE. */
+#define OBX_IMPLEMENTATION
+#include "../../obx.h"
+#define IBX_IMPLEMENTATION
+#include "../../ibx.h"
+#include "soak.h"
+
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+static const char *g_hdr, *g_backend, *g_conn, *g_table, *g_dir;
+static int g_inbox;
+static uint64_t g_seed;
+static volatile sig_atomic_t g_stop;
+static int g_log = -1; /* this process's log */
+static soak_rng g_rng;
+
+static void on_term(int sig) {
+    (void)sig;
+    g_stop = 1;
+}
+
+static int is_sqlite(void) { return strcmp(g_backend, "sqlite") == 0; }
+
+static void lib_log(obx_log_level level, const char *id, const char *msg, void *user) {
+    (void)user;
+    if (level >= OBX_LOG_ERROR && g_log >= 0) soak_log(g_log, "L %lld %d [%s] %s", (long long)tort_wall_us(), (int)level, id, msg);
+    if (level >= OBX_LOG_WARN && getenv("SOAK_VERBOSE")) fprintf(stderr, "  [%d %s] %s\n", (int)getpid(), id, msg);
+}
+static void ilib_log(ibx_log_level level, const char *id, const char *msg, void *user) {
+    lib_log((obx_log_level)level, id, msg, user);
+}
+
+static obx_store *open_obx(int deploy, int64_t max_pending) {
+    obx_store_desc d;
+    obx_store *s = NULL;
+    memset(&d, 0, sizeof d);
+    d.connection_string = g_conn;
+    d.table = g_table;
+    d.deploy_schema = deploy;
+    d.max_pending = max_pending;
+    d.max_starts = SOAK_MAX_STARTS;
+    d.hooks.logger.log = lib_log;
+    if (obx_store_open(&d, &s) != OBX_OK) {
+        if (getenv("SOAK_VERBOSE"))
+            fprintf(stderr, "soak: open failed: %s\n", s ? obx_store_last_error(s)->message : "no memory");
+        obx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+static ibx_store *open_ibx(int deploy, int64_t max_pending) {
+    ibx_store_desc d;
+    ibx_store *s = NULL;
+    memset(&d, 0, sizeof d);
+    d.connection_string = g_conn;
+    d.table = g_table;
+    d.deploy_schema = deploy;
+    d.max_pending = max_pending;
+    d.max_starts = SOAK_MAX_STARTS;
+    d.hooks.logger.log = ilib_log;
+    if (ibx_store_open(&d, &s) != IBX_OK) {
+        if (getenv("SOAK_VERBOSE"))
+            fprintf(stderr, "soak: open failed: %s\n", s ? ibx_store_last_error(s)->message : "no memory");
+        ibx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* ---- dispatcher ------------------------------------------------------------------------
+ * Log: S KEY VERSION OKEY ATTEMPT STARTS T PID   a handler starts on a message
+ *      E KEY OUTCOME T PID                       ... and ends with OUTCOME
+ * KEY is the outbox message's tag (from its payload) or the inbox's
+ * "source/id"; VERSION the work item id (outbox) or the content's version
+ * (inbox); ATTEMPT the message's abandons so far. */
+
+static const char *outcome_name(int o) {
+    switch (o) {
+    case OBX_DONE: return "done";
+    case OBX_RETRY: return "retry";
+    case OBX_DEAD: return "dead";
+    case OBX_WAIT: return "wait";
+    case OBX_PAUSE: return "pause";
+    default: return "?";
+    }
+}
+
+/* A handler's fate, drawn from the process's stream: sleeps (3 % of them
+ * longer than the lease), then an outcome. */
+static int fate(char *error, size_t cap) {
+    int r = soak_below(&g_rng, 100);
+    if (soak_pct(&g_rng, 3)) tort_sleep_ms(SOAK_LEASE_S * 1000L + 500 + soak_below(&g_rng, 1000));
+    else tort_sleep_ms(soak_below(&g_rng, 4));
+    if (r < 80) return OBX_DONE;
+    if (r < 90) {
+        snprintf(error, cap, "%s", SOAK_RETRY_REASON);
+        return OBX_RETRY;
+    }
+    if (r < 94) {
+        snprintf(error, cap, "%s", SOAK_PAUSE_REASON);
+        return OBX_PAUSE;
+    }
+    if (r < 97) {
+        snprintf(error, cap, "%s", SOAK_DEAD_REASON);
+        return OBX_DEAD;
+    }
+    return OBX_DONE;
+}
+
+/* The message's key and version as the logs name them. */
+static void okey_of(const obx_message *m, char *key, size_t cap) {
+    size_t n = strcspn(m->payload, " ");
+    snprintf(key, cap, "%.*s", (int)(n < cap ? n : cap - 1), m->payload);
+}
+static void ikey_of(const ibx_message *m, char *key, size_t kcap, char *ver, size_t vcap) {
+    const char *v = strstr(m->payload, " v");
+    snprintf(key, kcap, "%s/%s", m->source, m->message_id);
+    snprintf(ver, vcap, "%ld", v ? atol(v + 2) : -1L);
+}
+
+static void log_start_o(const obx_message *m) {
+    char key[80];
+    okey_of(m, key, sizeof key);
+    soak_log(g_log, "S %s %s %s %d %d %lld %d", key, m->id, m->ordering_key ? m->ordering_key : "-",
+             m->retry_count, m->starts, (long long)tort_wall_us(), (int)getpid());
+}
+static void log_start_i(const ibx_message *m) {
+    char key[600], ver[32];
+    ikey_of(m, key, sizeof key, ver, sizeof ver);
+    soak_log(g_log, "S %s %s - %d %d %lld %d", key, ver, m->attempt, m->starts, (long long)tort_wall_us(),
+             (int)getpid());
+}
+static void log_end(const char *key, int outcome) {
+    soak_log(g_log, "E %s %s %lld %d", key, outcome_name(outcome), (long long)tort_wall_us(), (int)getpid());
+}
+
+static obx_outcome ohandle(const obx_message *m, char *e, size_t cap, void *u) {
+    char key[80];
+    int o;
+    (void)u;
+    log_start_o(m);
+    o = fate(e, cap);
+    okey_of(m, key, sizeof key);
+    log_end(key, o);
+    return (obx_outcome)o;
+}
+static void obatch(const obx_message *const *ms, obx_batch_result *res, int n, void *u) {
+    int i;
+    (void)u;
+    for (i = 0; i < n; i++) log_start_o(ms[i]);
+    for (i = 0; i < n; i++) {
+        char key[80];
+        int o = fate(res[i].error, sizeof res[i].error);
+        res[i].outcome = (obx_outcome)o;
+        okey_of(ms[i], key, sizeof key);
+        log_end(key, (int)res[i].outcome);
+    }
+}
+static ibx_outcome ihandle(const ibx_message *m, char *e, size_t cap, void *u) {
+    char key[600], ver[32];
+    int o;
+    (void)u;
+    log_start_i(m);
+    o = fate(e, cap);
+    ikey_of(m, key, sizeof key, ver, sizeof ver);
+    log_end(key, o);
+    return (ibx_outcome)o;
+}
+static void ibatch(const ibx_message *const *ms, ibx_batch_result *res, int n, void *u) {
+    int i;
+    (void)u;
+    for (i = 0; i < n; i++) log_start_i(ms[i]);
+    for (i = 0; i < n; i++) {
+        char key[600], ver[32];
+        int o = fate(res[i].error, sizeof res[i].error);
+        res[i].outcome = (ibx_outcome)o;
+        ikey_of(ms[i], key, sizeof key, ver, sizeof ver);
+        log_end(key, (int)res[i].outcome);
+    }
+}
+
+static int64_t soak_backoff(int attempts, void *user) {
+    (void)user;
+    return 100 + 100 * (int64_t)attempts;
+}
+
+static int role_dispatcher(void) {
+    while (!g_stop) {
+        if (g_inbox) {
+            ibx_store *s = open_ibx(0, 0);
+            ibx_dispatcher_desc d;
+            ibx_dispatcher *disp = NULL;
+            if (!s) { tort_sleep_ms(200); continue; }
+            memset(&d, 0, sizeof d);
+            d.store = s;
+            d.stop_flag = &g_stop;
+            d.batch_size = 5;
+            d.lease_seconds = SOAK_LEASE_S;
+            d.max_attempts = SOAK_MAX_ATTEMPTS;
+            d.backoff = (ibx_backoff_fn)soak_backoff;
+            d.poll_interval_ms = 20;
+            d.idle_max_ms = 200;
+            d.reap_interval_ms = 500;
+            d.error_delay_ms = 200;
+            d.pause_ms = 100;
+            d.pause_max_ms = 400;
+            if (ibx_dispatcher_create(&d, &disp) == IBX_OK && ibx_dispatcher_on(disp, "s", ihandle, NULL) == IBX_OK &&
+                ibx_dispatcher_on_batch(disp, "b", ibatch, NULL) == IBX_OK)
+                ibx_dispatcher_run(disp);
+            ibx_dispatcher_destroy(disp);
+            ibx_store_close(s);
+        } else {
+            obx_store *s = open_obx(0, 0);
+            obx_dispatcher_desc d;
+            obx_dispatcher *disp = NULL;
+            if (!s) { tort_sleep_ms(200); continue; }
+            memset(&d, 0, sizeof d);
+            d.store = s;
+            d.stop_flag = &g_stop;
+            d.batch_size = 5;
+            d.lease_seconds = SOAK_LEASE_S;
+            d.max_attempts = SOAK_MAX_ATTEMPTS;
+            d.backoff = soak_backoff;
+            d.poll_interval_ms = 20;
+            d.idle_max_ms = 200;
+            d.reap_interval_ms = 500;
+            d.error_delay_ms = 200;
+            d.pause_ms = 100;
+            d.pause_max_ms = 400;
+            if (obx_dispatcher_create(&d, &disp) == OBX_OK && obx_dispatcher_on(disp, "s", ohandle, NULL) == OBX_OK &&
+                obx_dispatcher_on_batch(disp, "b", obatch, NULL) == OBX_OK)
+                obx_dispatcher_run(disp);
+            obx_dispatcher_destroy(disp);
+            obx_store_close(s);
+        }
+    }
+    return 0;
+}
+
+/* ---- producer --------------------------------------------------------------------------
+ * Outbox log: I TAG OKEY MODE EXP T   about to enqueue (MODE s single, b batch,
+ *                                     t in a transaction; EXP p past, f future, -)
+ *             C TAG ID T              committed (enqueue returned OK / COMMIT did)
+ *             R TAG T                 about to roll the transaction back
+ *             F TAG RC T              refused or failed: not committed
+ *             (an I without C, R or F: unknown, e.g. killed in between)
+ * Inbox log:  I KEY VER T             about to deliver content VER of KEY (source/id)
+ *             A KEY VER ENQUEUED T    ibx_enqueue returned OK (*enqueued)
+ *             F KEY VER RC T          it failed */
+
+static int exec_sql(tort_db *db, const char *sql) {
+    char err[600];
+    if (tort_db_query(db, sql, NULL, 0, err, sizeof err) != 0) {
+        if (getenv("SOAK_VERBOSE")) fprintf(stderr, "soak: %s: %s\n", sql, err);
+        return -1;
+    }
+    return 0;
+}
+static int end_tx(tort_db *db, int commit) {
+    if (is_sqlite()) return exec_sql(db, commit ? "COMMIT" : "ROLLBACK");
+    return SQL_SUCCEEDED(SQLEndTran(SQL_HANDLE_DBC, db->dbc, commit ? SQL_COMMIT : SQL_ROLLBACK)) ? 0 : -1;
+}
+static int connect_tx(tort_db *db) {
+    char err[600];
+    if (tort_db_open(db, g_conn, err, sizeof err) != 0) return -1;
+    if (!is_sqlite()) SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, 0);
+    return 0;
+}
+static int conn_dead(tort_db *db) {
+    SQLUINTEGER dead = 0;
+    return SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) && dead == SQL_CD_TRUE;
+}
+
+#define SOAK_MAX_PENDING 400 /* the producers' stores' bound: the load reaches it */
+
+static void fill_new(obx_new_message *m, char *payload, size_t pcap, const char *tag, char *okey, size_t kcap,
+                     char *exp) {
+    int64_t now = tort_wall_us() / 1000;
+    memset(m, 0, sizeof *m);
+    okey[0] = 0;
+    if (soak_pct(&g_rng, 60)) snprintf(okey, kcap, "k%d", soak_below(&g_rng, SOAK_KEYS));
+    snprintf(payload, pcap, "%.40s %08llx", tag, (unsigned long long)(soak_next(&g_rng) & 0xffffffffULL));
+    m->topic = soak_pct(&g_rng, 70) ? "s" : "b";
+    m->payload = payload;
+    m->payload_len = OBX_NTS;
+    m->ordering_key = okey[0] ? okey : NULL;
+    *exp = '-';
+    if (soak_pct(&g_rng, 3)) {
+        m->expires_utc_ms = now - 60000; /* in the past: never handled, Dead "expired" */
+        *exp = 'p';
+    } else if (soak_pct(&g_rng, 5)) {
+        m->expires_utc_ms = now + 3600000; /* in the future */
+        *exp = 'f';
+    }
+    if (soak_pct(&g_rng, 10)) { /* the envelope */
+        m->tenant_id = "t1";
+        m->aggregate_type = "order";
+        m->aggregate_id = tag;
+    }
+}
+
+static int role_producer_obx(int id, int inc) {
+    tort_db db;
+    obx_store *s = open_obx(0, SOAK_MAX_PENDING);
+    long seq = 0;
+    int have_db = connect_tx(&db) == 0;
+    if (!s || !have_db) return 1;
+    while (!g_stop) {
+        int mode = soak_below(&g_rng, 100), n = 1, i;
+        obx_new_message ms[6];
+        char payload[6][64], okey[6][16], tag[6][48], ids[6][37], exp[6];
+        char mc = mode < 35 ? 's' : mode < 55 ? 'b' : 't';
+        obx_result r;
+        if (mc == 'b') n = 2 + soak_below(&g_rng, 4);
+        for (i = 0; i < n; i++) {
+            snprintf(tag[i], sizeof tag[i], "P%d.%d.%ld", id, inc, ++seq);
+            fill_new(&ms[i], payload[i], sizeof payload[i], tag[i], okey[i], sizeof okey[i], &exp[i]);
+            soak_log(g_log, "I %s %s %c %c %lld", tag[i], okey[i][0] ? okey[i] : "-", mc, exp[i], (long long)tort_wall_us());
+        }
+        if (mc == 's' || mc == 'b') {
+            r = mc == 's' ? obx_enqueue(s, &ms[0], ids[0]) : obx_enqueue_batch(s, NULL, ms, n, ids);
+            for (i = 0; i < n; i++) {
+                if (r == OBX_OK) soak_log(g_log, "C %s %s %lld", tag[i], ids[i], (long long)tort_wall_us());
+                else if (r != OBX_ERR_DB_TRANSIENT && r != OBX_ERR_DB) /* a lost commit's outcome is unknown */
+                    soak_log(g_log, "F %s %d %lld", tag[i], (int)r, (long long)tort_wall_us());
+            }
+            if (r == OBX_ERR_FULL) tort_sleep_ms(50);
+        } else {
+            char sql[256];
+            int ok = 1, rollback = soak_pct(&g_rng, 25);
+            if (!have_db) {
+                have_db = connect_tx(&db) == 0;
+                if (!have_db) { tort_sleep_ms(100); continue; }
+            }
+            if (is_sqlite()) ok = exec_sql(&db, "BEGIN IMMEDIATE") == 0;
+            snprintf(sql, sizeof sql, "INSERT INTO soak_biz (tag) VALUES ('%s')", tag[0]);
+            ok = ok && exec_sql(&db, sql) == 0;
+            r = ok ? obx_enqueue_tx(s, db.dbc, &ms[0], ids[0]) : OBX_ERR_DB;
+            if (!ok || r != OBX_OK || rollback) {
+                if (ok && r == OBX_OK) soak_log(g_log, "R %s %lld", tag[0], (long long)tort_wall_us());
+                else soak_log(g_log, "F %s %d %lld", tag[0], (int)r, (long long)tort_wall_us());
+                end_tx(&db, 0);
+            } else if (end_tx(&db, 1) == 0) {
+                soak_log(g_log, "C %s %s %lld", tag[0], ids[0], (long long)tort_wall_us());
+                obx_notify(s);
+            } else {
+                end_tx(&db, 0); /* the commit's outcome is unknown: the business row says */
+            }
+            if (conn_dead(&db)) {
+                tort_db_close(&db);
+                have_db = 0;
+            }
+        }
+        tort_sleep_ms(5 + soak_below(&g_rng, 20));
+    }
+    obx_store_close(s);
+    if (have_db) tort_db_close(&db);
+    return 0;
+}
+
+typedef struct idelivery {
+    char mid[32];
+    int src, ver;
+    long nonce; /* the content of version ver */
+} idelivery;
+
+static int role_producer_ibx(int id, int inc) {
+    ibx_store *s = open_ibx(0, SOAK_MAX_PENDING);
+    idelivery recent[32];
+    int nrecent = 0;
+    long seq = 0;
+    if (!s) return 1;
+    while (!g_stop) {
+        idelivery *d;
+        ibx_new_message m;
+        char src[16], key[64], payload[96];
+        int enq = -1;
+        ibx_result r;
+        /* Half the deliveries repeat a recent one: half of those with the
+         * same content (the sender did not see our 200), half changed. */
+        if (nrecent > 0 && soak_pct(&g_rng, 50)) {
+            d = &recent[soak_below(&g_rng, nrecent)];
+            if (soak_pct(&g_rng, 50)) {
+                d->ver++;
+                d->nonce = (long)(soak_next(&g_rng) & 0xffffff);
+            }
+        } else {
+            d = nrecent < 32 ? &recent[nrecent++] : &recent[soak_below(&g_rng, 32)];
+            snprintf(d->mid, sizeof d->mid, "P%d.%d.%ld", id, inc, ++seq);
+            d->src = soak_below(&g_rng, SOAK_SOURCES);
+            d->ver = 1;
+            d->nonce = (long)(soak_next(&g_rng) & 0xffffff);
+        }
+        snprintf(src, sizeof src, "s%d", d->src);
+        snprintf(key, sizeof key, "%s/%s", src, d->mid);
+        snprintf(payload, sizeof payload, "%s v%d %06lx", key, d->ver, d->nonce);
+        memset(&m, 0, sizeof m);
+        m.topic = (d->nonce & 3) == 0 ? "b" : "s";
+        m.source = src;
+        m.message_id = d->mid;
+        m.payload = payload;
+        m.payload_len = IBX_NTS;
+        soak_log(g_log, "I %s %d %lld", key, d->ver, (long long)tort_wall_us());
+        r = ibx_enqueue(s, &m, &enq);
+        if (r == IBX_OK) soak_log(g_log, "A %s %d %d %lld", key, d->ver, enq, (long long)tort_wall_us());
+        else if (r != IBX_ERR_DB_TRANSIENT && r != IBX_ERR_DB)
+            soak_log(g_log, "F %s %d %d %lld", key, d->ver, (int)r, (long long)tort_wall_us());
+        if (r == IBX_ERR_FULL) tort_sleep_ms(50);
+        tort_sleep_ms(5 + soak_below(&g_rng, 20));
+    }
+    ibx_store_close(s);
+    return 0;
+}
+
+/* ---- orchestrator ------------------------------------------------------------------------
+ * Log (orch.log): SEED N | P NAME PID T (started) | D NAME PID T HOW (died:
+ * kill, term or exit<status>, signal<n>) */
+
+typedef struct child {
+    pid_t pid;
+    char role[16];
+    int id, inc;
+    char name[32];
+} child;
+
+static char g_self[1024];
+static int g_orch = -1;
+
+static void spawn(child *c) {
+    pid_t pid;
+    c->inc++;
+    snprintf(c->name, sizeof c->name, "%c%d.%d", c->role[0], c->id, c->inc);
+    pid = fork();
+    if (pid == 0) {
+        char ids[16], incs[16];
+        snprintf(ids, sizeof ids, "%d", c->id);
+        snprintf(incs, sizeof incs, "%d", c->inc);
+        execl(g_self, g_self, c->role, ids, incs, (char *)NULL);
+        _exit(127);
+    }
+    c->pid = pid;
+    soak_log(g_orch, "P %s %d %lld", c->name, (int)pid, (long long)tort_wall_us());
+}
+static void died(child *c, int status, const char *how) {
+    char h[32];
+    if (!how) {
+        if (WIFEXITED(status)) snprintf(h, sizeof h, "exit%d", WEXITSTATUS(status));
+        else snprintf(h, sizeof h, "signal%d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        how = h;
+    }
+    soak_log(g_orch, "D %s %d %lld %s", c->name, (int)c->pid, (long long)tort_wall_us(), how);
+    c->pid = 0;
+}
+static void kill9(child *c) {
+    int st;
+    if (c->pid <= 0) return;
+    kill(c->pid, SIGKILL);
+    waitpid(c->pid, &st, 0);
+    died(c, st, "kill");
+}
+/* Children that ended by themselves: logged, started again when `again`. */
+static void reap_children(child *cs, int n, int again) {
+    int i, st;
+    for (i = 0; i < n; i++) {
+        if (cs[i].pid > 0 && waitpid(cs[i].pid, &st, WNOHANG) == cs[i].pid) {
+            died(&cs[i], st, NULL);
+            if (again) spawn(&cs[i]);
+        }
+    }
+}
+static void stop_all(child *cs, int n) {
+    int i, st;
+    int64_t until = tort_now_ms() + 20000;
+    for (i = 0; i < n; i++)
+        if (cs[i].pid > 0) kill(cs[i].pid, SIGTERM);
+    for (i = 0; i < n; i++) {
+        while (cs[i].pid > 0) {
+            pid_t p = waitpid(cs[i].pid, &st, WNOHANG);
+            if (p == cs[i].pid) {
+                died(&cs[i], st, "term");
+                break;
+            }
+            if (tort_now_ms() > until) {
+                fprintf(stderr, "soak: %s did not stop within 20 s: killed\n", cs[i].name);
+                kill9(&cs[i]);
+                break;
+            }
+            tort_sleep_ms(20);
+        }
+    }
+}
+
+static long long unfinished(tort_db *db) {
+    char sql[512], t[160], c[64];
+    if (g_inbox)
+        snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s WHERE %s = 'Processing'",
+                 soak_qtable(t, sizeof t, g_backend, 1, g_table), soak_qcol(c, sizeof c, g_backend, "Status"));
+    else
+        snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s WHERE %s IN (0, 1)",
+                 soak_qtable(t, sizeof t, g_backend, 0, g_table), soak_qcol(c, sizeof c, g_backend, "Status"));
+    return tort_db_scalar(db, sql);
+}
+
+static long env_long(const char *name, long def) {
+    const char *v = getenv(name);
+    return v && *v ? atol(v) : def;
+}
+
+static int orchestrate(void) {
+    tort_db db;
+    char err[600];
+    child cs[32];
+    int np = (int)env_long("SOAK_PRODUCERS", 3), nd = (int)env_long("SOAK_DISPATCHERS", 3), n = 0, i;
+    long seconds = env_long("SOAK_SECONDS", 30), drain_s = env_long("SOAK_DRAIN_SECONDS", 90);
+    long kill_ms = env_long("SOAK_KILL_MS", 1500), kills = 0;
+    int64_t end, next_kill;
+    long long left = -1;
+    if (np < 1 || np > 8 || nd < 1 || nd > 8) {
+        fprintf(stderr, "soak: SOAK_PRODUCERS and SOAK_DISPATCHERS: 1..8\n");
+        return 2;
+    }
+    g_orch = soak_open_log(g_dir, "orch");
+    soak_log(g_orch, "SEED %llu", (unsigned long long)g_seed);
+    g_rng = soak_rng_for(g_seed, 'O', 0, 0);
+    if (tort_db_open(&db, g_conn, err, sizeof err) != 0) {
+        printf("soak: %s %s FAILED: cannot connect: %s\n", g_hdr, g_backend, err);
+        return 1;
+    }
+    /* Fresh tables: the library's (deployed by an open) and the business one. */
+    if (g_inbox) {
+        ibx_store *s = open_ibx(1, 0);
+        if (!s) { printf("soak: %s %s FAILED: cannot deploy\n", g_hdr, g_backend); return 1; }
+        ibx_store_close(s);
+    } else {
+        obx_store *s = open_obx(1, 0);
+        if (!s) { printf("soak: %s %s FAILED: cannot deploy\n", g_hdr, g_backend); return 1; }
+        obx_store_close(s);
+        exec_sql(&db, "DROP TABLE IF EXISTS soak_biz");
+        if (exec_sql(&db, "CREATE TABLE soak_biz (tag VARCHAR(64) NOT NULL PRIMARY KEY)") != 0) {
+            printf("soak: %s %s FAILED: cannot create the business table\n", g_hdr, g_backend);
+            return 1;
+        }
+    }
+    {
+        char sql[256], t[160];
+        snprintf(sql, sizeof sql, "DELETE FROM %s", soak_qtable(t, sizeof t, g_backend, g_inbox, g_table));
+        exec_sql(&db, sql);
+    }
+    memset(cs, 0, sizeof cs);
+    for (i = 0; i < np; i++, n++) { snprintf(cs[n].role, sizeof cs[n].role, "producer"); cs[n].id = i; spawn(&cs[n]); }
+    for (i = 0; i < nd; i++, n++) { snprintf(cs[n].role, sizeof cs[n].role, "dispatcher"); cs[n].id = i; spawn(&cs[n]); }
+    end = tort_now_ms() + seconds * 1000;
+    next_kill = tort_now_ms() + kill_ms / 2 + soak_below(&g_rng, (int)kill_ms);
+    while (tort_now_ms() < end && !g_stop) {
+        reap_children(cs, n, 1);
+        if (tort_now_ms() >= next_kill) {
+            child *c = &cs[soak_below(&g_rng, n)];
+            kill9(c);
+            kills++;
+            tort_sleep_ms(soak_below(&g_rng, 300));
+            spawn(c);
+            next_kill = tort_now_ms() + kill_ms / 2 + soak_below(&g_rng, (int)kill_ms);
+        }
+        tort_sleep_ms(20);
+    }
+    /* Producers stop (their last transaction commits or not); the
+     * dispatchers drain what is left, unharmed, within the bound. */
+    stop_all(cs, np);
+    end = tort_now_ms() + drain_s * 1000;
+    while (tort_now_ms() < end && !g_stop) {
+        reap_children(cs + np, nd, 1);
+        left = unfinished(&db);
+        if (left == 0) break;
+        tort_sleep_ms(500);
+    }
+    stop_all(cs + np, nd);
+    soak_log(g_orch, "END kills=%ld unfinished=%lld", kills, left);
+    printf("soak: %s %s run: seed=%llu seconds=%ld kills=%ld unfinished_after_drain=%lld\n", g_hdr, g_backend,
+           (unsigned long long)g_seed, seconds, kills, left);
+    tort_db_close(&db);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    struct sigaction sa;
+    const char *seed;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (argc == 7 && strcmp(argv[1], "run") == 0) {
+        ssize_t k = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
+        if (k <= 0) snprintf(g_self, sizeof g_self, "%s", argv[0]);
+        else g_self[k] = 0;
+        seed = getenv("SOAK_SEED");
+        g_seed = seed && *seed ? strtoull(seed, NULL, 10) : (uint64_t)tort_wall_us();
+        {
+            char s[32];
+            snprintf(s, sizeof s, "%llu", (unsigned long long)g_seed);
+            setenv("SOAK_SEED", s, 1);
+        }
+        setenv("SOAK_HDR", argv[2], 1);
+        setenv("SOAK_BACKEND", argv[3], 1);
+        setenv("SOAK_CONN", argv[4], 1);
+        setenv("SOAK_TABLE", argv[5], 1);
+        setenv("SOAK_DIR", argv[6], 1);
+    } else if (argc != 4) {
+        fprintf(stderr, "usage: soak run obx|ibx sqlite|postgresql|mariadb CONN TABLE DIR\n");
+        return 2;
+    }
+    g_hdr = getenv("SOAK_HDR");
+    g_backend = getenv("SOAK_BACKEND");
+    g_conn = getenv("SOAK_CONN");
+    g_table = getenv("SOAK_TABLE");
+    g_dir = getenv("SOAK_DIR");
+    g_seed = strtoull(getenv("SOAK_SEED") ? getenv("SOAK_SEED") : "1", NULL, 10);
+    if (!g_hdr || !g_backend || !g_conn || !g_table || !g_dir) return 2;
+    g_inbox = strcmp(g_hdr, "ibx") == 0;
+    if (strcmp(argv[1], "run") == 0) return orchestrate();
+    {
+        int id = atoi(argv[2]), inc = atoi(argv[3]);
+        char name[32];
+        snprintf(name, sizeof name, "%c%d.%d", argv[1][0], id, inc);
+        g_log = soak_open_log(g_dir, name);
+        if (g_log < 0) return 3;
+        g_rng = soak_rng_for(g_seed, argv[1][0], id, inc);
+        if (strcmp(argv[1], "producer") == 0) return g_inbox ? role_producer_ibx(id, inc) : role_producer_obx(id, inc);
+        if (strcmp(argv[1], "dispatcher") == 0) return role_dispatcher();
+    }
+    return 2;
+}
