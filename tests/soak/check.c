@@ -80,6 +80,12 @@ typedef struct delivery { /* inbox */
     int64_t t_intent, t_done;
 } delivery;
 
+typedef struct opr { /* an operator's replay or purge of this message */
+    char kind;           /* 'R' replay, 'P' purge */
+    int64_t t0, t1;      /* t1 0: never returned (killed) */
+    long n;
+} opr;
+
 typedef struct hline {
     int64_t t;
     char *text;
@@ -97,6 +103,8 @@ typedef struct rec {
     int nd, capd;
     hline *lines;
     int nl, capl;
+    opr *ops;
+    int nops, capops;
     int has_row, status, attempt, starts, row_ver;
     char status_text[16];
     char *last_error;
@@ -194,6 +202,57 @@ static void read_orch(void) {
 /* ---- the processes' logs ------------------------------------------------------------------ */
 
 static long g_nlines;
+static opr *g_topic_replays; /* RA: every dead message of a topic made ready */
+static int g_ntr, g_captr;
+static long g_ops_done;
+
+static void read_operator(const char *file, const char *line, rec **out) {
+    char key[600], via[16];
+    long long t = 0, n = 0;
+    int rc = 0;
+    rec *r = NULL;
+    if ((sscanf(line, "RP %599s %lld %15s", key, &t, via) == 3 && line[1] == 'P') ||
+        (sscanf(line, "PG %599s %lld %15s", key, &t, via) == 3 && line[1] == 'G')) {
+        opr o;
+        memset(&o, 0, sizeof o);
+        o.kind = line[0] == 'R' ? 'R' : 'P';
+        o.t0 = t;
+        r = find(key, 1);
+        PUSH(r->ops, r->nops, r->capops, o);
+    } else if ((sscanf(line, "RPD %599s %lld %d %lld", key, &n, &rc, &t) == 4) ||
+               (sscanf(line, "PGD %599s %lld %d %lld", key, &n, &rc, &t) == 4)) {
+        int i;
+        char kind = line[0] == 'R' ? 'R' : 'P';
+        r = find(key, 1);
+        for (i = r->nops - 1; i >= 0; i--)
+            if (r->ops[i].kind == kind && !r->ops[i].t1) {
+                r->ops[i].t1 = t;
+                r->ops[i].n = (long)n;
+                break;
+            }
+        g_ops_done++;
+    } else if (sscanf(line, "RA %599s %lld", key, &t) == 2 && line[1] == 'A') {
+        opr o;
+        memset(&o, 0, sizeof o);
+        o.kind = 'R';
+        o.t0 = t;
+        o.t1 = INT64_MAX; /* until it returns */
+        PUSH(g_topic_replays, g_ntr, g_captr, o);
+    } else if (sscanf(line, "RAD %599s %lld %d %lld", key, &n, &rc, &t) == 4) {
+        int i;
+        for (i = g_ntr - 1; i >= 0; i--)
+            if (g_topic_replays[i].t1 == INT64_MAX) {
+                g_topic_replays[i].t1 = t;
+                g_topic_replays[i].n = (long)n;
+                break;
+            }
+        g_ops_done++;
+    } else if (line[0] == 'O') {
+        g_ops_done++;
+    }
+    (void)file;
+    *out = r;
+}
 
 static void read_worker(const char *file) {
     char path[1200], line[1200];
@@ -210,7 +269,17 @@ static void read_worker(const char *file) {
         line[strcspn(line, "\n")] = 0;
         g_nlines++;
         kind = line[0];
-        if (producer && !g_inbox) {
+        if (file[0] == 'o') {
+            long long tt = 0;
+            read_operator(file, line, &r);
+            if (r) {
+                const char *sp = strrchr(line, ' ');
+                /* the time: the last field of RPD/PGD, the third of RP/PG */
+                if (line[2] == 'D' && sp) tt = atoll(sp + 1);
+                else sscanf(line, "%*s %*s %lld", &tt);
+                t = tt;
+            }
+        } else if (producer && !g_inbox) {
             if (kind == 'I' && sscanf(line, "I %599s %63s %63s %63s %lld", key, a, b, c, &t) == 5) {
                 r = find(key, 1);
                 r->intent = 1;
@@ -282,7 +351,7 @@ static void read_logs(void) {
     while ((e = readdir(d)) != NULL) {
         size_t n = strlen(e->d_name);
         if (n < 5 || strcmp(e->d_name + n - 4, ".log") != 0) continue;
-        if (e->d_name[0] == 'p' || e->d_name[0] == 'd') read_worker(e->d_name);
+        if (e->d_name[0] == 'p' || e->d_name[0] == 'd' || e->d_name[0] == 'o') read_worker(e->d_name);
     }
     closedir(d);
 }
@@ -392,10 +461,11 @@ static int read_tables(void) {
 
 static const char *RULES[] = {"LOST", "ROLLED-BACK", "BIZ", "PHANTOM", "STUCK", "DONE-UNHANDLED", "DEAD-REASON",
                               "EXPIRED-HANDLED", "CONCURRENT", "KEY-CONCURRENT", "KEY-ORDER", "ATTEMPT",
-                              "INBOX-CONTENT", "INBOX-DONE-AGAIN"};
+                              "INBOX-CONTENT", "INBOX-DONE-AGAIN", "REPLAY-UNHANDLED", "PURGE-LIVE",
+                              "STATS", "CONNECTIONS"};
 #define NRULES ((int)(sizeof RULES / sizeof RULES[0]))
 static long g_viol[NRULES];
-static int g_printed;
+static int g_printed, g_stats_checked, g_conns_checked;
 
 static int rule_index(const char *rule) {
     int i;
@@ -451,6 +521,42 @@ static int cmp_handling(const void *a, const void *b) {
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
+static int purged(const rec *r) {
+    int i;
+    for (i = 0; i < r->nops; i++)
+        if (r->ops[i].kind == 'P' && (r->ops[i].n > 0 || r->ops[i].t1 == 0)) return 1;
+    return 0;
+}
+
+/* Operators: a replayed message is handled again; a purged one never after. */
+static void check_ops(rec *r) {
+    int i, k;
+    for (i = 0; i < r->nops; i++) {
+        opr *o = &r->ops[i];
+        if (o->kind == 'R' && o->n > 0 && r->exp != 'p') {
+            int again = 0, purged_after = 0;
+            for (k = 0; k < r->nh; k++) again |= r->h[k].start > o->t0;
+            for (k = 0; k < r->nops; k++)
+                purged_after |= r->ops[k].kind == 'P' && r->ops[k].n > 0 && r->ops[k].t0 > o->t0;
+            if (!again)
+                violation("REPLAY-UNHANDLED", r, "replayed at %lld (returned %ld), never handled again%s",
+                          (long long)o->t0, o->n, purged_after ? ": a purge deleted it after the replay" : "");
+        }
+        if (o->kind == 'P' && o->n > 0) {
+            for (k = 0; k < r->nh; k++) {
+                int j, redelivered = 0; /* inbox: a delivery after the purge is a new message */
+                for (j = 0; j < r->nd; j++)
+                    redelivered |= r->d[j].t_intent > o->t0 && r->d[j].t_intent < r->h[k].start && r->d[j].enq != -2;
+                if (!redelivered && (r->h[k].start > o->t0 || r->h[k].end > o->t0)) {
+                    violation("PURGE-LIVE", r, "purged at %lld (returned %ld), yet a handler was inside it at %lld",
+                              (long long)o->t0, o->n, (long long)r->h[k].start);
+                    break;
+                }
+            }
+        }
+    }
+}
+
 static int row_done(const rec *r) { return g_inbox ? strcmp(r->status_text, "Done") == 0 : r->status == 2; }
 static int row_dead(const rec *r) { return g_inbox ? strcmp(r->status_text, "Dead") == 0 : r->status == 3; }
 
@@ -487,7 +593,13 @@ static void check_handlings(rec *r) {
         /* inbox: a redelivery between the two may redrive a Dead one (attempt 0) */
         for (k = 0; k < r->nd; k++)
             if (r->d[k].t_intent < b->start && r->d[k].t_done > a->start) redelivered = 1;
-        if (redelivered) continue;
+        for (k = 0; k < r->nops; k++)
+            if (r->ops[k].kind == 'R' && r->ops[k].n != 0 && r->ops[k].t0 < b->start &&
+                (r->ops[k].t1 == 0 || r->ops[k].t1 > a->start))
+                redelivered = 1;
+        for (k = 0; k < g_ntr; k++)
+            if (g_topic_replays[k].t0 < b->start && g_topic_replays[k].t1 > a->start) redelivered = 1;
+        if (redelivered) continue; /* a replay or redelivery may start the attempts again */
         if (strcmp(a->outcome, "retry") == 0) {
             if (b->attempt != a->attempt && b->attempt != a->attempt + 1)
                 violation("ATTEMPT", r, "attempt %d after a retry at attempt %d", b->attempt, a->attempt);
@@ -512,7 +624,8 @@ static void check_outbox(rec *r) {
         return;
     }
     if (r->mode == 't' && r->has_row && !r->biz) violation("BIZ", r, "a transactional message without its business row");
-    if (committed && !r->has_row && !has_outcome(r, "done")) violation("LOST", r, "committed, no row, never handled to done");
+    check_ops(r);
+    if (committed && !r->has_row && !has_outcome(r, "done") && !purged(r)) violation("LOST", r, "committed, no row, never handled to done");
     if (!r->has_row) return;
     if (r->status == 0 || r->status == 1) violation("STUCK", r, "status %d after the drain", r->status);
     if (row_done(r) && !has_outcome(r, "done")) violation("DONE-UNHANDLED", r, "Done, but no handler said done");
@@ -557,8 +670,17 @@ static void check_inbox(rec *r) {
         }
         return;
     }
-    if (!r->has_row) {
-        violation("LOST", r, "content v%d accepted, no row", last);
+    check_ops(r);
+    if (!r->has_row) { /* cleanup deleted it once Done, or a purge once Dead */
+        int seen = 0, done_any = 0;
+        for (i = 0; i < r->nh; i++) {
+            seen |= r->h[i].ver == last;
+            done_any |= strcmp(r->h[i].outcome, "done") == 0;
+        }
+        if (purged(r)) return;
+        if (!done_any) violation("LOST", r, "content v%d accepted, no row, never handled to done", last);
+        else if (!seen)
+            violation("INBOX-CONTENT", r, "its last accepted content v%d never reached a handler (row gone: Done, cleaned up)", last);
         return;
     }
     if (strcmp(r->status_text, "Processing") == 0 || strcmp(r->status_text, "Seen") == 0)
@@ -662,6 +784,93 @@ static void check_keys(void) {
     }
 }
 
+/* ---- at rest ----------------------------------------------------------------------------------- */
+
+/* "name":N inside `text`, -1 when absent. */
+static long json_num(const char *text, const char *name) {
+    char pat[64];
+    const char *p;
+    snprintf(pat, sizeof pat, "\"%s\":", name);
+    p = strstr(text, pat);
+    return p ? atol(p + strlen(pat)) : -1;
+}
+
+/* Run obxctl with the run's connection and table; its stdout into out. */
+static int run_tool(const char *args, char *out, size_t cap) {
+    const char *ctl = getenv("SOAK_OBXCTL");
+    char cmd[2048];
+    FILE *f;
+    size_t n;
+    if (!ctl || !*ctl) return -1;
+    snprintf(cmd, sizeof cmd, "'%s' -c '%s' --table '%s' %s %s 2>&1", ctl, g_conn, g_table, g_inbox ? "--inbox" : "", args);
+    f = popen(cmd, "r");
+    if (!f) return -1;
+    n = fread(out, 1, cap - 1, f);
+    out[n] = 0;
+    return pclose(f);
+}
+
+/* obxctl stats and metrics at rest equal the counts taken from the table. */
+static void check_stats(long rows, long done, long dead) {
+    static char out[1 << 16];
+    const char *m, *line;
+    long t_done, t_dead, t_total, t_unfinished, g_dead = -1;
+    char pfx[64];
+    if (run_tool("stats --json", out, sizeof out) != 0) {
+        violation("STATS", NULL, "obxctl stats --json failed: %.300s", out);
+        return;
+    }
+    m = strstr(out, "\"messages\":");
+    if (!m) {
+        violation("STATS", NULL, "obxctl stats --json: no messages object: %.300s", out);
+        return;
+    }
+    t_done = json_num(m, "done");
+    t_dead = json_num(m, "dead");
+    t_total = json_num(m, "total");
+    t_unfinished = json_num(m, "ready") + json_num(m, "scheduled") + json_num(m, "in_flight") +
+                   (g_inbox ? json_num(m, "seen") : 0);
+    if (t_done != done || t_dead != dead || t_total != rows || t_unfinished != rows - done - dead)
+        violation("STATS", NULL, "obxctl stats says done=%ld dead=%ld total=%ld unfinished=%ld; the table: done=%ld dead=%ld rows=%ld unfinished=%ld",
+                  t_done, t_dead, t_total, t_unfinished, done, dead, rows, rows - done - dead);
+    if (run_tool("metrics", out, sizeof out) != 0) {
+        violation("STATS", NULL, "obxctl metrics failed: %.300s", out);
+        return;
+    }
+    snprintf(pfx, sizeof pfx, "%s_queue_dead_messages{", g_inbox ? "ibx" : "obx");
+    for (line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (strncmp(line, pfx, strlen(pfx)) == 0) {
+            const char *sp = strchr(line, ' ');
+            g_dead = sp ? atol(sp + 1) : -1;
+        }
+    if (g_dead != dead) violation("STATS", NULL, "obxctl metrics says %ld dead; the table %ld", g_dead, dead);
+    g_stats_checked = 1;
+}
+
+/* No connection left open on the server once every process stopped. */
+static void check_connections(void) {
+    tort_db db;
+    char err[600];
+    const char *sql;
+    long long n = -1;
+    int tries;
+    if (strcmp(g_backend, "postgresql") == 0)
+        sql = "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'";
+    else if (strcmp(g_backend, "mariadb") == 0)
+        sql = "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND DB = DATABASE()";
+    else
+        return;
+    if (tort_db_open(&db, g_conn, err, sizeof err) != 0) return;
+    for (tries = 0; tries < 50; tries++) { /* a killed process's session may take a moment to go */
+        n = tort_db_scalar(&db, sql);
+        if (n == 0) break;
+        tort_sleep_ms(200);
+    }
+    tort_db_close(&db);
+    if (n != 0) violation("CONNECTIONS", NULL, "%lld connection(s) still open on the server after every process stopped", n);
+    g_conns_checked = 1;
+}
+
 int main(int argc, char **argv) {
     size_t i;
     long messages = 0, handlings = 0, committed = 0, rolled = 0, done = 0, dead = 0, total = 0, waived = 0;
@@ -678,6 +887,7 @@ int main(int argc, char **argv) {
     g_inbox = strcmp(g_hdr, "ibx") == 0;
     read_orch();
     read_logs();
+    check_connections();
     close_handlings();
     if (read_tables() != 0) return 1;
     for (i = 0; i < g_cap; i++) {
@@ -698,8 +908,14 @@ int main(int argc, char **argv) {
         else check_outbox(x);
     }
     if (!g_inbox) check_keys();
-    printf("soak: %s %s check: messages=%ld committed=%ld rolled_back=%ld handlings=%ld done=%ld dead=%ld kills=%ld lines=%ld",
-           g_hdr, g_backend, messages, committed, rolled, handlings, done, dead, g_kills, g_nlines);
+    {
+        long rows = 0;
+        for (i = 0; i < g_cap; i++) rows += g_tab[i] && g_tab[i]->has_row;
+        check_stats(rows, done, dead);
+    }
+    printf("soak: %s %s check: messages=%ld committed=%ld rolled_back=%ld handlings=%ld done=%ld dead=%ld kills=%ld operator_actions=%ld lines=%ld%s%s",
+           g_hdr, g_backend, messages, committed, rolled, handlings, done, dead, g_kills, g_ops_done, g_nlines,
+           g_stats_checked ? " stats=checked" : "", g_conns_checked ? " connections=checked" : "");
     for (r = 0; r < NRULES; r++) {
         if (!g_viol[r]) continue;
         printf(" %s=%ld%s", RULES[r], g_viol[r], known(RULES[r]) ? "(waived)" : "");

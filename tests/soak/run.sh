@@ -44,6 +44,7 @@ fi
 p=$((3 * size)); [ "$p" -gt 8 ] && p=8
 export SOAK_PRODUCERS=${SOAK_PRODUCERS:-$p} SOAK_DISPATCHERS=${SOAK_DISPATCHERS:-$p}
 export SOAK_KILL_MS=${SOAK_KILL_MS:-$((1500 / size))}
+export SOAK_OBXCTL=${SOAK_OBXCTL:-$(cd "$bin/.." && pwd)/obxctl}
 export SOAK_SEED=${SOAK_SEED:-$(date +%s%N | cut -c1-15)}
 mkdir -p "$rundir"
 results=$rundir/results

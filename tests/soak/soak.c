@@ -440,6 +440,186 @@ static int role_producer_ibx(int id, int inc) {
     return 0;
 }
 
+/* ---- operator ---------------------------------------------------------------------------
+ * What operators do, during the run, through the API and the obxctl tool:
+ * dead list, replay and purge of one message (by id) or of a topic, reap,
+ * cleanup, deploy, stats and metrics. Log:
+ *   RP KEY T0 VIA  / RPD KEY N RC T1    replay of one message (VIA api|tool):
+ *                                       N replayed (tool: exit 0 = 1, 3 = 0)
+ *   PG KEY T0 VIA  / PGD KEY N RC T1    purge of one message
+ *   RA TOPIC T0    / RAD TOPIC N RC T1  replay of every dead message of a topic
+ *   O WHAT RC T                         reap, cleanup, deploy, stats, metrics */
+
+static const char *g_obxctl;
+static int ri(ibx_result r) { return (int)r; }
+static int ro(obx_result r) { return (int)r; }
+
+/* obxctl with the run's connection and table, then `args`; its exit status
+ * (-1 when it could not run). */
+static int tool(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5) {
+    const char *argv[16];
+    int n = 0, st;
+    pid_t pid;
+    if (!g_obxctl) return -1;
+    argv[n++] = g_obxctl;
+    argv[n++] = "-c";
+    argv[n++] = g_conn;
+    argv[n++] = "--table";
+    argv[n++] = g_table;
+    if (g_inbox) argv[n++] = "--inbox";
+    if (a1) argv[n++] = a1;
+    if (a2) argv[n++] = a2;
+    if (a3) argv[n++] = a3;
+    if (a4) argv[n++] = a4;
+    if (a5) argv[n++] = a5;
+    argv[n] = NULL;
+    pid = fork();
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execv(g_obxctl, (char *const *)(uintptr_t)argv);
+        _exit(127);
+    }
+    if (pid < 0 || waitpid(pid, &st, 0) != pid) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* One dead message, picked at random from the first page: its key, its
+ * id (outbox) or source and id (inbox). Returns 0 when there is one. */
+static int pick_dead(obx_store *os, ibx_store *is, char *key, size_t kcap, char *id, size_t icap, char *src,
+                     size_t scap) {
+    int count = 0, i;
+    if (g_inbox) {
+        const ibx_message *ms = NULL;
+        if (ibx_dead_list(is, NULL, 0, 20, &ms, &count) != IBX_OK || count < 1) return -1;
+        i = soak_below(&g_rng, count);
+        snprintf(key, kcap, "%s/%s", ms[i].source, ms[i].message_id);
+        snprintf(id, icap, "%s", ms[i].message_id);
+        snprintf(src, scap, "%s", ms[i].source);
+    } else {
+        const obx_message *ms = NULL;
+        if (obx_dead_list(os, NULL, 0, 20, &ms, &count) != OBX_OK || count < 1) return -1;
+        i = soak_below(&g_rng, count);
+        okey_of(&ms[i], key, kcap);
+        snprintf(id, icap, "%s", ms[i].id);
+        src[0] = 0;
+    }
+    return 0;
+}
+
+static void op_one(obx_store *os, ibx_store *is, int purge, int via_tool) {
+    char key[600], id[300], src[300];
+    int64_t n = 0;
+    int rc;
+    if (pick_dead(os, is, key, sizeof key, id, sizeof id, src, sizeof src) != 0) return;
+    soak_log(g_log, "%s %s %lld %s", purge ? "PG" : "RP", key, (long long)tort_wall_us(), via_tool ? "tool" : "api");
+    if (via_tool) {
+        rc = g_inbox ? tool("dead", purge ? "purge" : "replay", "--source", src, id)
+                     : tool("dead", purge ? "purge" : "replay", id, NULL, NULL);
+        n = rc == 0 ? 1 : 0;
+    } else if (g_inbox) {
+        ibx_dead_filter f;
+        memset(&f, 0, sizeof f);
+        f.source = src;
+        f.message_id = id;
+        rc = purge ? ri(ibx_dead_purge(is, &f, &n)) : ri(ibx_dead_replay(is, &f, &n));
+    } else {
+        obx_dead_filter f;
+        memset(&f, 0, sizeof f);
+        f.id = id;
+        rc = purge ? ro(obx_dead_purge(os, &f, &n)) : ro(obx_dead_replay(os, &f, &n));
+    }
+    soak_log(g_log, "%s %s %lld %d %lld", purge ? "PGD" : "RPD", key, (long long)n, rc, (long long)tort_wall_us());
+}
+
+static void op_topic(obx_store *os, ibx_store *is) {
+    const char *topic = soak_pct(&g_rng, 50) ? "s" : "b";
+    int64_t n = 0;
+    int rc;
+    soak_log(g_log, "RA %s %lld", topic, (long long)tort_wall_us());
+    if (g_inbox) {
+        ibx_dead_filter f;
+        memset(&f, 0, sizeof f);
+        f.topic = topic;
+        rc = ri(ibx_dead_replay(is, &f, &n));
+    } else {
+        obx_dead_filter f;
+        memset(&f, 0, sizeof f);
+        f.topic = topic;
+        rc = ro(obx_dead_replay(os, &f, &n));
+    }
+    soak_log(g_log, "RAD %s %lld %d %lld", topic, (long long)n, rc, (long long)tort_wall_us());
+}
+
+static int role_operator(void) {
+    obx_store *os = NULL;
+    ibx_store *is = NULL;
+    static char metrics[65536];
+    while (!g_stop) {
+        int a = soak_below(&g_rng, 100), rc = 0;
+        const char *what = NULL;
+        if (!os && !is) {
+            if (g_inbox) is = open_ibx(0, 0);
+            else os = open_obx(0, 0);
+            if (!os && !is) { tort_sleep_ms(200); continue; }
+        }
+        if (a < 22) op_one(os, is, 0, 0);
+        else if (a < 34) op_one(os, is, 1, 0);
+        else if (a < 42) op_one(os, is, 0, 1);
+        else if (a < 46) op_one(os, is, 1, 1);
+        else if (a < 52) op_topic(os, is);
+        else if (a < 60) {
+            what = "reap";
+            rc = g_inbox ? ri(ibx_reap(is, NULL)) : ro(obx_reap(os, NULL));
+        } else if (a < 64) {
+            what = "reap-tool";
+            rc = tool("reap", NULL, NULL, NULL, NULL);
+        } else if (a < 70) {
+            what = "cleanup";
+            rc = g_inbox ? ri(ibx_cleanup(is, 3000, 0, NULL)) : ro(obx_cleanup(os, 3000, 0, NULL));
+        } else if (a < 72) {
+            what = "cleanup-tool";
+            rc = tool("cleanup", "--older-than", "3s", NULL, NULL);
+        } else if (a < 75) {
+            what = "deploy";
+            if (g_inbox) {
+                ibx_store *d = open_ibx(1, 0);
+                rc = d ? 0 : -1;
+                ibx_store_close(d);
+            } else {
+                obx_store *d = open_obx(1, 0);
+                rc = d ? 0 : -1;
+                obx_store_close(d);
+            }
+        } else if (a < 77) {
+            what = "deploy-tool";
+            rc = tool("deploy", NULL, NULL, NULL, NULL);
+        } else if (a < 85) {
+            int64_t ready = 0, oldest = 0;
+            what = "stats";
+            rc = g_inbox ? ri(ibx_queue_stats(is, &ready, &oldest)) : ro(obx_queue_stats(os, &ready, &oldest));
+        } else if (a < 90) {
+            what = "metrics";
+            rc = g_inbox ? ri(ibx_metrics_text(is, metrics, sizeof metrics, NULL))
+                         : ro(obx_metrics_text(os, metrics, sizeof metrics, NULL));
+        } else if (a < 96) {
+            what = "stats-tool";
+            rc = tool("stats", "--json", NULL, NULL, NULL);
+        } else {
+            what = "metrics-tool";
+            rc = tool("metrics", NULL, NULL, NULL, NULL);
+        }
+        if (what) soak_log(g_log, "O %s %d %lld", what, rc, (long long)tort_wall_us());
+        tort_sleep_ms(100 + soak_below(&g_rng, 400));
+    }
+    obx_store_close(os);
+    ibx_store_close(is);
+    return 0;
+}
+
 /* ---- orchestrator ------------------------------------------------------------------------
  * Log (orch.log): SEED N | P NAME PID T (started) | D NAME PID T HOW (died:
  * kill, term or exit<status>, signal<n>) */
@@ -539,12 +719,13 @@ static int orchestrate(void) {
     char err[600];
     child cs[32];
     int np = (int)env_long("SOAK_PRODUCERS", 3), nd = (int)env_long("SOAK_DISPATCHERS", 3), n = 0, i;
+    int no = (int)env_long("SOAK_OPERATORS", 2);
     long seconds = env_long("SOAK_SECONDS", 30), drain_s = env_long("SOAK_DRAIN_SECONDS", 90);
     long kill_ms = env_long("SOAK_KILL_MS", 1500), kills = 0;
     int64_t end, next_kill;
     long long left = -1;
-    if (np < 1 || np > 8 || nd < 1 || nd > 8) {
-        fprintf(stderr, "soak: SOAK_PRODUCERS and SOAK_DISPATCHERS: 1..8\n");
+    if (np < 1 || np > 8 || nd < 1 || nd > 8 || no < 0 || no > 4) {
+        fprintf(stderr, "soak: SOAK_PRODUCERS and SOAK_DISPATCHERS: 1..8, SOAK_OPERATORS: 0..4\n");
         return 2;
     }
     g_orch = soak_open_log(g_dir, "orch");
@@ -577,6 +758,7 @@ static int orchestrate(void) {
     memset(cs, 0, sizeof cs);
     for (i = 0; i < np; i++, n++) { snprintf(cs[n].role, sizeof cs[n].role, "producer"); cs[n].id = i; spawn(&cs[n]); }
     for (i = 0; i < nd; i++, n++) { snprintf(cs[n].role, sizeof cs[n].role, "dispatcher"); cs[n].id = i; spawn(&cs[n]); }
+    for (i = 0; i < no; i++, n++) { snprintf(cs[n].role, sizeof cs[n].role, "operator"); cs[n].id = i; spawn(&cs[n]); }
     end = tort_now_ms() + seconds * 1000;
     next_kill = tort_now_ms() + kill_ms / 2 + soak_below(&g_rng, (int)kill_ms);
     while (tort_now_ms() < end && !g_stop) {
@@ -594,6 +776,7 @@ static int orchestrate(void) {
     /* Producers stop (their last transaction commits or not); the
      * dispatchers drain what is left, unharmed, within the bound. */
     stop_all(cs, np);
+    stop_all(cs + np + nd, no);
     end = tort_now_ms() + drain_s * 1000;
     while (tort_now_ms() < end && !g_stop) {
         reap_children(cs + np, nd, 1);
@@ -655,6 +838,10 @@ int main(int argc, char **argv) {
         g_rng = soak_rng_for(g_seed, argv[1][0], id, inc);
         if (strcmp(argv[1], "producer") == 0) return g_inbox ? role_producer_ibx(id, inc) : role_producer_obx(id, inc);
         if (strcmp(argv[1], "dispatcher") == 0) return role_dispatcher();
+        if (strcmp(argv[1], "operator") == 0) {
+            g_obxctl = getenv("SOAK_OBXCTL");
+            return role_operator();
+        }
     }
     return 2;
 }
