@@ -411,6 +411,7 @@ $(B)/soak/soak_check: tests/soak/check.c tests/soak/soak.h tests/torture/tort.h 
 soak:
 	@tests/deps.sh build pg mariadb
 	@$(MAKE) --no-print-directory $(SOAK_BINS) $(B)/obxctl
+	tests/soak/selftest.sh $(B)/soak
 	tests/soak/run.sh $(B)/soak
 
 # ---- scale: high availability and scale-out on real engines (issue 16): PostgreSQL

@@ -655,12 +655,17 @@ static void check_inbox(rec *r) {
     for (i = 0; i < r->nd; i++)
         if (r->d[i].enq == 0) {
             int k;
-            for (k = 0; k < r->nh; k++)
-                if (r->h[k].start > r->d[i].t_done) {
+            for (k = 0; k < r->nh; k++) {
+                int j, anew = 0; /* accepted anew later: cleanup had deleted the Done row (retention) */
+                for (j = 0; j < r->nd; j++)
+                    anew |= r->d[j].enq != 0 && r->d[j].enq != -2 && r->d[j].t_intent > r->d[i].t_done &&
+                            r->d[j].t_intent < r->h[k].start;
+                if (!anew && r->h[k].start > r->d[i].t_done) {
                     violation("INBOX-DONE-AGAIN", r, "handled at %lld after the delivery at %lld found it Done",
                               (long long)r->h[k].start, (long long)r->d[i].t_done);
                     break;
                 }
+            }
         }
     if (last < 0) {
         if (r->has_row && r->row_ver >= 0) {

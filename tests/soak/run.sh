@@ -9,7 +9,8 @@
 # (soak_check) reads every process's log and the final tables and fails on any
 # broken rule (the list is at the top of check.c), printing the history of the
 # message that broke it. Each pair prints "soak: ..." figures; the run ends with
-# "soak: N passed, N failed".
+# "soak: N passed, N failed". The checker proves itself first: tests/soak/selftest.sh
+# breaks each of its rules in a planted history and expects it to fail.
 #
 # Environment:
 #   SOAK_SEED       the schedule of operations and kills (default: from the
@@ -45,6 +46,7 @@ p=$((3 * size)); [ "$p" -gt 8 ] && p=8
 export SOAK_PRODUCERS=${SOAK_PRODUCERS:-$p} SOAK_DISPATCHERS=${SOAK_DISPATCHERS:-$p}
 export SOAK_KILL_MS=${SOAK_KILL_MS:-$((1500 / size))}
 export SOAK_OBXCTL=${SOAK_OBXCTL:-$(cd "$bin/.." && pwd)/obxctl}
+export SOAK_FAULT_SCRIPT=${SOAK_FAULT_SCRIPT-$here/../torture/dbfault.sh}
 export SOAK_SEED=${SOAK_SEED:-$(date +%s%N | cut -c1-15)}
 mkdir -p "$rundir"
 results=$rundir/results

@@ -709,6 +709,23 @@ static long long unfinished(tort_db *db) {
     return tort_db_scalar(db, sql);
 }
 
+/* A database fault through SOAK_FAULT_SCRIPT (tests/torture/dbfault.sh
+ * BACKEND FAULT), in a child so that the kills go on meanwhile. */
+static pid_t fault_start(const char *fault) {
+    const char *script = getenv("SOAK_FAULT_SCRIPT");
+    pid_t pid;
+    if (!script || !*script) return 0;
+    soak_log(g_orch, "FAULT %s %lld", fault, (long long)tort_wall_us());
+    pid = fork();
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) dup2(fd, 1);
+        execlp("bash", "bash", script, g_backend, fault, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
 static long env_long(const char *name, long def) {
     const char *v = getenv(name);
     return v && *v ? atol(v) : def;
@@ -722,7 +739,11 @@ static int orchestrate(void) {
     int no = (int)env_long("SOAK_OPERATORS", 2);
     long seconds = env_long("SOAK_SECONDS", 30), drain_s = env_long("SOAK_DRAIN_SECONDS", 90);
     long kill_ms = env_long("SOAK_KILL_MS", 1500), kills = 0;
-    int64_t end, next_kill;
+    int64_t end, next_kill, next_fault;
+    long fault_ms = env_long("SOAK_FAULT_MS", 8000), nfaults = 0, fault_failed = 0;
+    const char *faults = getenv("SOAK_FAULTS") ? getenv("SOAK_FAULTS") : "restart terminate";
+    pid_t fault_pid = 0;
+    char fault_name[32] = "";
     long long left = -1;
     if (np < 1 || np > 8 || nd < 1 || nd > 8 || no < 0 || no > 4) {
         fprintf(stderr, "soak: SOAK_PRODUCERS and SOAK_DISPATCHERS: 1..8, SOAK_OPERATORS: 0..4\n");
@@ -761,8 +782,31 @@ static int orchestrate(void) {
     for (i = 0; i < no; i++, n++) { snprintf(cs[n].role, sizeof cs[n].role, "operator"); cs[n].id = i; spawn(&cs[n]); }
     end = tort_now_ms() + seconds * 1000;
     next_kill = tort_now_ms() + kill_ms / 2 + soak_below(&g_rng, (int)kill_ms);
+    if (is_sqlite() || !getenv("SOAK_FAULT_SCRIPT") || fault_ms <= 0) faults = "";
+    next_fault = tort_now_ms() + fault_ms / 2 + soak_below(&g_rng, (int)fault_ms);
     while (tort_now_ms() < end && !g_stop) {
         reap_children(cs, n, 1);
+        if (faults[0] && !fault_pid && tort_now_ms() >= next_fault) {
+            char list[128], *f[8], *save = NULL, *tok;
+            int nf = 0;
+            snprintf(list, sizeof list, "%s", faults);
+            for (tok = strtok_r(list, " ,", &save); tok && nf < 8; tok = strtok_r(NULL, " ,", &save)) f[nf++] = tok;
+            if (nf) {
+                snprintf(fault_name, sizeof fault_name, "%s", f[soak_below(&g_rng, nf)]);
+                fault_pid = fault_start(fault_name);
+                nfaults += fault_pid > 0;
+            }
+        }
+        if (fault_pid > 0) {
+            int st;
+            if (waitpid(fault_pid, &st, WNOHANG) == fault_pid) {
+                soak_log(g_orch, "FAULTED %s %d %lld", fault_name, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+                         (long long)tort_wall_us());
+                if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) fault_failed++;
+                fault_pid = 0;
+                next_fault = tort_now_ms() + fault_ms / 2 + soak_below(&g_rng, (int)fault_ms);
+            }
+        }
         if (tort_now_ms() >= next_kill) {
             child *c = &cs[soak_below(&g_rng, n)];
             kill9(c);
@@ -772,6 +816,14 @@ static int orchestrate(void) {
             next_kill = tort_now_ms() + kill_ms / 2 + soak_below(&g_rng, (int)kill_ms);
         }
         tort_sleep_ms(20);
+    }
+    while (fault_pid > 0) { /* the last fault ends: the server is back */
+        int st;
+        if (waitpid(fault_pid, &st, 0) == fault_pid) {
+            soak_log(g_orch, "FAULTED %s %d %lld", fault_name, WIFEXITED(st) ? WEXITSTATUS(st) : -1, (long long)tort_wall_us());
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) fault_failed++;
+        }
+        fault_pid = 0;
     }
     /* Producers stop (their last transaction commits or not); the
      * dispatchers drain what is left, unharmed, within the bound. */
@@ -785,9 +837,13 @@ static int orchestrate(void) {
         tort_sleep_ms(500);
     }
     stop_all(cs + np, nd);
-    soak_log(g_orch, "END kills=%ld unfinished=%lld", kills, left);
-    printf("soak: %s %s run: seed=%llu seconds=%ld kills=%ld unfinished_after_drain=%lld\n", g_hdr, g_backend,
-           (unsigned long long)g_seed, seconds, kills, left);
+    soak_log(g_orch, "END kills=%ld faults=%ld unfinished=%lld", kills, nfaults, left);
+    printf("soak: %s %s run: seed=%llu seconds=%ld kills=%ld db_faults=%ld (%s) unfinished_after_drain=%lld\n", g_hdr,
+           g_backend, (unsigned long long)g_seed, seconds, kills, nfaults, faults[0] ? faults : "none", left);
+    if (fault_failed) {
+        printf("soak: %s %s FAILED: %ld database fault(s) could not be done (see run.err)\n", g_hdr, g_backend, fault_failed);
+        return 1;
+    }
     tort_db_close(&db);
     return 0;
 }
