@@ -10,7 +10,8 @@
  *               redeliveries of the same and of changed content, some while
  *               the message is in a handler
  *   dispatcher  per-message and batch handlers that return done / retry /
- *               pause / dead at random, some slower than the lease
+ *               pause / dead at random, some slower than the lease; a poison
+ *               topic whose handler calls abort()
  *   operator    what operators do during the run (see role_operator)
  *
  * Each process appends what it did and saw to its own log (soak.h); the
@@ -162,6 +163,19 @@ static void log_end(const char *key, int outcome) {
     soak_log(g_log, "E %s %s %lld %d", key, outcome_name(outcome), (long long)tort_wall_us(), (int)getpid());
 }
 
+/* The poison topic: its handler takes the whole process down (abort), every
+ * time; the message must end Dead as a crash loop after max_starts claims. */
+static obx_outcome opoison(const obx_message *m, char *e, size_t cap, void *u) {
+    (void)e; (void)cap; (void)u;
+    log_start_o(m);
+    abort();
+}
+static ibx_outcome ipoison(const ibx_message *m, char *e, size_t cap, void *u) {
+    (void)e; (void)cap; (void)u;
+    log_start_i(m);
+    abort();
+}
+
 static obx_outcome ohandle(const obx_message *m, char *e, size_t cap, void *u) {
     char key[80];
     int o;
@@ -233,7 +247,8 @@ static int role_dispatcher(void) {
             d.pause_ms = 100;
             d.pause_max_ms = 400;
             if (ibx_dispatcher_create(&d, &disp) == IBX_OK && ibx_dispatcher_on(disp, "s", ihandle, NULL) == IBX_OK &&
-                ibx_dispatcher_on_batch(disp, "b", ibatch, NULL) == IBX_OK)
+                ibx_dispatcher_on_batch(disp, "b", ibatch, NULL) == IBX_OK &&
+                ibx_dispatcher_on(disp, "poison", ipoison, NULL) == IBX_OK)
                 ibx_dispatcher_run(disp);
             ibx_dispatcher_destroy(disp);
             ibx_store_close(s);
@@ -256,7 +271,8 @@ static int role_dispatcher(void) {
             d.pause_ms = 100;
             d.pause_max_ms = 400;
             if (obx_dispatcher_create(&d, &disp) == OBX_OK && obx_dispatcher_on(disp, "s", ohandle, NULL) == OBX_OK &&
-                obx_dispatcher_on_batch(disp, "b", obatch, NULL) == OBX_OK)
+                obx_dispatcher_on_batch(disp, "b", obatch, NULL) == OBX_OK &&
+                obx_dispatcher_on(disp, "poison", opoison, NULL) == OBX_OK)
                 obx_dispatcher_run(disp);
             obx_dispatcher_destroy(disp);
             obx_store_close(s);
@@ -309,6 +325,7 @@ static void fill_new(obx_new_message *m, char *payload, size_t pcap, const char 
     if (soak_pct(&g_rng, 60)) snprintf(okey, kcap, "k%d", soak_below(&g_rng, SOAK_KEYS));
     snprintf(payload, pcap, "%.40s %08llx", tag, (unsigned long long)(soak_next(&g_rng) & 0xffffffffULL));
     m->topic = soak_pct(&g_rng, 70) ? "s" : "b";
+    if (soak_pct(&g_rng, 1)) m->topic = "poison";
     m->payload = payload;
     m->payload_len = OBX_NTS;
     m->ordering_key = okey[0] ? okey : NULL;
@@ -423,7 +440,7 @@ static int role_producer_ibx(int id, int inc) {
         snprintf(key, sizeof key, "%s/%s", src, d->mid);
         snprintf(payload, sizeof payload, "%s v%d %06lx", key, d->ver, d->nonce);
         memset(&m, 0, sizeof m);
-        m.topic = (d->nonce & 3) == 0 ? "b" : "s";
+        m.topic = d->nonce % 100 == 7 ? "poison" : (d->nonce & 3) == 0 ? "b" : "s";
         m.source = src;
         m.message_id = d->mid;
         m.payload = payload;
