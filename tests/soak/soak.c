@@ -325,7 +325,7 @@ static void fill_new(obx_new_message *m, char *payload, size_t pcap, const char 
     if (soak_pct(&g_rng, 60)) snprintf(okey, kcap, "k%d", soak_below(&g_rng, SOAK_KEYS));
     snprintf(payload, pcap, "%.40s %08llx", tag, (unsigned long long)(soak_next(&g_rng) & 0xffffffffULL));
     m->topic = soak_pct(&g_rng, 70) ? "s" : "b";
-    if (soak_pct(&g_rng, 1)) m->topic = "poison";
+    if (soak_below(&g_rng, 1000) < 3) m->topic = "poison";
     m->payload = payload;
     m->payload_len = OBX_NTS;
     m->ordering_key = okey[0] ? okey : NULL;
@@ -440,7 +440,7 @@ static int role_producer_ibx(int id, int inc) {
         snprintf(key, sizeof key, "%s/%s", src, d->mid);
         snprintf(payload, sizeof payload, "%s v%d %06lx", key, d->ver, d->nonce);
         memset(&m, 0, sizeof m);
-        m.topic = d->nonce % 100 == 7 ? "poison" : (d->nonce & 3) == 0 ? "b" : "s";
+        m.topic = d->nonce % 300 == 7 ? "poison" : (d->nonce & 3) == 0 ? "b" : "s";
         m.source = src;
         m.message_id = d->mid;
         m.payload = payload;
