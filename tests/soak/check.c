@@ -31,7 +31,9 @@
  *   INBOX-DONE-AGAIN inbox: handled again after a delivery found it Done
  *
  * Usage: check obx|ibx sqlite|postgresql|mariadb 'CONN' TABLE DIR
- * Environment: SOAK_KNOWN="RULE,RULE": known, still unfixed defects; their
+ * Environment: SOAK_TENANT=n checks tenant n's messages (keys ending "@n")
+ * against CONN, that tenant's database (default 0: the run's database).
+ * SOAK_KNOWN="RULE,RULE": known, still unfixed defects; their
  * violations are printed loudly as WAIVED and do not fail the run.
  * Prints "soak: <hdr> <backend> ..." figures and "violations=N". */
 #include "soak.h"
@@ -39,7 +41,7 @@
 #include <dirent.h>
 
 static const char *g_hdr, *g_backend, *g_conn, *g_table, *g_dir;
-static int g_inbox;
+static int g_inbox, g_tenant;
 
 /* ---- growable arrays, strings -------------------------------------------------------- */
 
@@ -351,7 +353,7 @@ static void read_logs(void) {
     while ((e = readdir(d)) != NULL) {
         size_t n = strlen(e->d_name);
         if (n < 5 || strcmp(e->d_name + n - 4, ".log") != 0) continue;
-        if (e->d_name[0] == 'p' || e->d_name[0] == 'd' || e->d_name[0] == 'o') read_worker(e->d_name);
+        if (strchr("pdov", e->d_name[0])) read_worker(e->d_name);
     }
     closedir(d);
 }
@@ -436,7 +438,7 @@ static int read_tables(void) {
         if (!nl) break;
         p = nl + 1;
     }
-    if (!g_inbox) {
+    if (!g_inbox && g_tenant == 0) { /* the business rows: the run's database only */
         g_buf[0] = 0;
         if (tort_db_query(&db, "SELECT tag FROM soak_biz", g_buf, BUF_CAP, err, sizeof err) != 0) {
             printf("soak: %s %s FAILED: checker cannot read the business table: %s\n", g_hdr, g_backend, err);
@@ -555,6 +557,12 @@ static void check_ops(rec *r) {
             }
         }
     }
+}
+
+/* The tenant a key belongs to: "...@n", else 0 (the run's database). */
+static int mine(const rec *r) {
+    const char *at = strrchr(r->key, '@');
+    return (at ? atoi(at + 1) : 0) == g_tenant;
 }
 
 static int row_done(const rec *r) { return g_inbox ? strcmp(r->status_text, "Done") == 0 : r->status == 2; }
@@ -732,7 +740,7 @@ static void check_keys(void) {
         snprintf(key, sizeof key, "k%d", k);
         for (s = 0; s < g_cap; s++) {
             rec *r = g_tab[s];
-            if (!r || strcmp(r->okey, key) != 0) continue;
+            if (!r || strcmp(r->okey, key) != 0 || !mine(r)) continue;
             for (i = 0; i < r->nh; i++) {
                 kh x;
                 x.h = &r->h[i];
@@ -890,6 +898,7 @@ int main(int argc, char **argv) {
     g_table = argv[4];
     g_dir = argv[5];
     g_inbox = strcmp(g_hdr, "ibx") == 0;
+    g_tenant = getenv("SOAK_TENANT") ? atoi(getenv("SOAK_TENANT")) : 0;
     read_orch();
     read_logs();
     check_connections();
@@ -897,12 +906,12 @@ int main(int argc, char **argv) {
     if (read_tables() != 0) return 1;
     for (i = 0; i < g_cap; i++) {
         rec *x = g_tab[i];
-        if (!x) continue;
+        if (!x || !mine(x)) continue;
         check_handlings(x);
     }
     for (i = 0; i < g_cap; i++) {
         rec *x = g_tab[i];
-        if (!x) continue;
+        if (!x || !mine(x)) continue;
         messages++;
         handlings += x->nh;
         committed += x->committed || (x->mode == 't' && x->biz) || (g_inbox && x->has_row);
@@ -918,8 +927,8 @@ int main(int argc, char **argv) {
         for (i = 0; i < g_cap; i++) rows += g_tab[i] && g_tab[i]->has_row;
         check_stats(rows, done, dead);
     }
-    printf("soak: %s %s check: messages=%ld committed=%ld rolled_back=%ld handlings=%ld done=%ld dead=%ld kills=%ld operator_actions=%ld lines=%ld%s%s",
-           g_hdr, g_backend, messages, committed, rolled, handlings, done, dead, g_kills, g_ops_done, g_nlines,
+    printf("soak: %s %s t%d check: messages=%ld committed=%ld rolled_back=%ld handlings=%ld done=%ld dead=%ld kills=%ld operator_actions=%ld lines=%ld%s%s",
+           g_hdr, g_backend, g_tenant, messages, committed, rolled, handlings, done, dead, g_kills, g_ops_done, g_nlines,
            g_stats_checked ? " stats=checked" : "", g_conns_checked ? " connections=checked" : "");
     for (r = 0; r < NRULES; r++) {
         if (!g_viol[r]) continue;

@@ -20,6 +20,11 @@
 #                   hand: SOAK_MINUTES=30); else SOAK_SECONDS (default 20)
 #   SOAK_SIZE       multiplies the processes (3 producers and 3 dispatchers at 1,
 #                   at most 8 each) and the kill rate (default 1)
+#   SOAK_TENANTS    0: no provider process (default 1: a provider process
+#                   dispatches the run's database and two more, obx2 and obx3 on
+#                   the servers, files beside it on SQLite, while its tenant list
+#                   changes: tenants removed, added back, connection strings
+#                   changed); each tenant's database is checked
 #   SOAK_BACKENDS   subset of "sqlite postgresql mariadb"; SOAK_HEADERS of "obx ibx"
 #   SOAK_KNOWN      rules of known, still unfixed defects whose violations are
 #                   printed as WAIVED instead of failing (named in the output)
@@ -72,11 +77,13 @@ start_server() { # pg|mariadb
     fi
     return 1
 }
-conn_of() { # backend name
+conn_of() { # backend name [tenant 0|1|2]: the tenants are the servers' databases obx, obx2, obx3
+    local t=${3:-0} v
     case $1 in
-    sqlite) echo "Driver={SQLite3};Database=$rundir/$2.sqlite;JournalMode=WAL;SyncPragma=NORMAL;Timeout=10000;" ;;
-    postgresql) eval "$("$db" env pg)"; echo "$OBX_TEST_PG" ;;
-    mariadb) eval "$("$db" env mariadb)"; echo "$OBX_TEST_MY" ;;
+    sqlite) [ "$t" = 0 ] && t="" || t="-t$t"
+            echo "Driver={SQLite3};Database=$rundir/$2$t.sqlite;JournalMode=WAL;SyncPragma=NORMAL;Timeout=10000;" ;;
+    postgresql) eval "$("$db" env pg)"; v=OBX_TEST_PG; [ "$t" = 0 ] || v=OBX_TEST_PG$((t + 1)); echo "${!v}" ;;
+    mariadb) eval "$("$db" env mariadb)"; v=OBX_TEST_MY; [ "$t" = 0 ] || v=OBX_TEST_MY$((t + 1)); echo "${!v}" ;;
     esac
 }
 
@@ -96,6 +103,14 @@ for b in $backends; do
         table=Soak$h
         rm -rf "$dir" "$rundir/$name.sqlite"* && mkdir -p "$dir"
         conn=$(conn_of "$b" "$name")
+        tenants=0
+        if [ "${SOAK_TENANTS:-1}" != 0 ]; then
+            tenants="0 1 2"
+            export SOAK_CONN_1 SOAK_CONN_2
+            SOAK_CONN_1=$(conn_of "$b" "$name" 1)
+            SOAK_CONN_2=$(conn_of "$b" "$name" 2)
+            rm -f "$rundir/$name-t"*.sqlite*
+        fi
         echo "== $name (logs in $dir)" >&2
         if ! "$bin/soak" run "$h" "$b" "$conn" "$table" "$dir" > "$dir/run.out" 2> "$dir/run.err"; then
             cat "$dir/run.out"; tail -n 5 "$dir/run.err" >&2
@@ -103,8 +118,12 @@ for b in $backends; do
             continue
         fi
         cat "$dir/run.out"
-        "$bin/soak_check" "$h" "$b" "$conn" "$table" "$dir" > "$dir/check.out" 2>&1
-        rc=$?
+        rc=0
+        : > "$dir/check.out"
+        for t in $tenants; do
+            SOAK_TENANT=$t "$bin/soak_check" "$h" "$b" "$(conn_of "$b" "$name" "$t")" "$table" "$dir" > "$dir/check-t$t.out" 2>&1 || rc=1
+            cat "$dir/check-t$t.out" >> "$dir/check.out"
+        done
         cat "$dir/check.out"
         if [ "$rc" -ne 0 ]; then
             echo "soak: $name FAILED (seed $SOAK_SEED; logs in $dir)" | tee -a "$results"

@@ -25,7 +25,11 @@
  * Environment: SOAK_SEED (default: from the clock; printed), SOAK_SECONDS (load
  * phase, default 30), SOAK_DRAIN_SECONDS (bound of the drain, 90),
  * SOAK_PRODUCERS (3), SOAK_DISPATCHERS (3), SOAK_KILL_MS (mean ms between
- * kills, 1500), SOAK_VERBOSE. */
+ * kills, 1500), SOAK_FAULT_SCRIPT (tests/torture/dbfault.sh: database faults on
+ * PostgreSQL and MariaDB), SOAK_FAULTS (default "restart terminate"; "freeze" too),
+ * SOAK_FAULT_MS (mean ms between faults, 6000), SOAK_OPERATORS (2),
+ * SOAK_CONN_1 and SOAK_CONN_2 (more tenant databases: a provider process
+ * dispatches all three), SOAK_VERBOSE. */
 #define OBX_IMPLEMENTATION
 #include "../../obx.h"
 #define IBX_IMPLEMENTATION
@@ -41,6 +45,7 @@ static int g_inbox;
 static uint64_t g_seed;
 static volatile sig_atomic_t g_stop;
 static int g_log = -1; /* this process's log */
+static int g_orch = -1; /* the orchestrator's */
 static soak_rng g_rng;
 
 static void on_term(int sig) {
@@ -59,11 +64,22 @@ static void ilib_log(ibx_log_level level, const char *id, const char *msg, void 
     lib_log((obx_log_level)level, id, msg, user);
 }
 
-static obx_store *open_obx(int deploy, int64_t max_pending) {
+/* Tenants: the run's database (0) and, for the provider process, up to two
+ * more (SOAK_CONN_1, SOAK_CONN_2). A message of tenant n > 0 carries "@n" at
+ * the end of its tag (outbox) or message id (inbox). */
+static const char *g_tconn[3];
+static int g_ntenants = 1;
+
+static obx_store *open_obx_on(const char *conn, int deploy, int64_t max_pending);
+static obx_store *open_obx(int deploy, int64_t max_pending) { return open_obx_on(g_conn, deploy, max_pending); }
+static ibx_store *open_ibx_on(const char *conn, int deploy, int64_t max_pending);
+static ibx_store *open_ibx(int deploy, int64_t max_pending) { return open_ibx_on(g_conn, deploy, max_pending); }
+
+static obx_store *open_obx_on(const char *conn, int deploy, int64_t max_pending) {
     obx_store_desc d;
     obx_store *s = NULL;
     memset(&d, 0, sizeof d);
-    d.connection_string = g_conn;
+    d.connection_string = conn;
     d.table = g_table;
     d.deploy_schema = deploy;
     d.max_pending = max_pending;
@@ -77,11 +93,11 @@ static obx_store *open_obx(int deploy, int64_t max_pending) {
     }
     return s;
 }
-static ibx_store *open_ibx(int deploy, int64_t max_pending) {
+static ibx_store *open_ibx_on(const char *conn, int deploy, int64_t max_pending) {
     ibx_store_desc d;
     ibx_store *s = NULL;
     memset(&d, 0, sizeof d);
-    d.connection_string = g_conn;
+    d.connection_string = conn;
     d.table = g_table;
     d.deploy_schema = deploy;
     d.max_pending = max_pending;
@@ -346,7 +362,7 @@ static void fill_new(obx_new_message *m, char *payload, size_t pcap, const char 
 
 static int role_producer_obx(int id, int inc) {
     tort_db db;
-    obx_store *s = open_obx(0, SOAK_MAX_PENDING);
+    obx_store *s = open_obx(0, SOAK_MAX_PENDING), *ts[3] = {NULL, NULL, NULL};
     long seq = 0;
     int have_db = connect_tx(&db) == 0;
     if (!s || !have_db) return 1;
@@ -356,14 +372,22 @@ static int role_producer_obx(int id, int inc) {
         char payload[6][64], okey[6][16], tag[6][48], ids[6][37], exp[6];
         char mc = mode < 35 ? 's' : mode < 55 ? 'b' : 't';
         obx_result r;
+        int tenant = mc != 't' && g_ntenants > 1 && soak_pct(&g_rng, 30) ? 1 + soak_below(&g_rng, g_ntenants - 1) : 0;
+        obx_store *st = s;
+        if (tenant > 0) {
+            if (!ts[tenant]) ts[tenant] = open_obx_on(g_tconn[tenant], 0, SOAK_MAX_PENDING);
+            if (!ts[tenant]) { tort_sleep_ms(100); continue; }
+            st = ts[tenant];
+        }
         if (mc == 'b') n = 2 + soak_below(&g_rng, 4);
         for (i = 0; i < n; i++) {
-            snprintf(tag[i], sizeof tag[i], "P%d.%d.%ld", id, inc, ++seq);
+            if (tenant > 0) snprintf(tag[i], sizeof tag[i], "P%d.%d.%ld@%d", id, inc, ++seq, tenant);
+            else snprintf(tag[i], sizeof tag[i], "P%d.%d.%ld", id, inc, ++seq);
             fill_new(&ms[i], payload[i], sizeof payload[i], tag[i], okey[i], sizeof okey[i], &exp[i]);
             soak_log(g_log, "I %s %s %c %c %lld", tag[i], okey[i][0] ? okey[i] : "-", mc, exp[i], (long long)tort_wall_us());
         }
         if (mc == 's' || mc == 'b') {
-            r = mc == 's' ? obx_enqueue(s, &ms[0], ids[0]) : obx_enqueue_batch(s, NULL, ms, n, ids);
+            r = mc == 's' ? obx_enqueue(st, &ms[0], ids[0]) : obx_enqueue_batch(st, NULL, ms, n, ids);
             for (i = 0; i < n; i++) {
                 if (r == OBX_OK) soak_log(g_log, "C %s %s %lld", tag[i], ids[i], (long long)tort_wall_us());
                 else if (r != OBX_ERR_DB_TRANSIENT && r != OBX_ERR_DB) /* a lost commit's outcome is unknown */
@@ -399,26 +423,29 @@ static int role_producer_obx(int id, int inc) {
         tort_sleep_ms(5 + soak_below(&g_rng, 20));
     }
     obx_store_close(s);
+    obx_store_close(ts[1]);
+    obx_store_close(ts[2]);
     if (have_db) tort_db_close(&db);
     return 0;
 }
 
 typedef struct idelivery {
-    char mid[32];
-    int src, ver;
+    char mid[64];
+    int src, ver, tenant;
     long nonce; /* the content of version ver */
 } idelivery;
 
 static int role_producer_ibx(int id, int inc) {
-    ibx_store *s = open_ibx(0, SOAK_MAX_PENDING);
+    ibx_store *ts[3] = {NULL, NULL, NULL}, *s;
     idelivery recent[32];
     int nrecent = 0;
     long seq = 0;
-    if (!s) return 1;
+    ts[0] = open_ibx(0, SOAK_MAX_PENDING);
+    if (!ts[0]) return 1;
     while (!g_stop) {
         idelivery *d;
         ibx_new_message m;
-        char src[16], key[64], payload[96];
+        char src[16], key[96], payload[160];
         int enq = -1;
         ibx_result r;
         /* Half the deliveries repeat a recent one: half of those with the
@@ -431,11 +458,15 @@ static int role_producer_ibx(int id, int inc) {
             }
         } else {
             d = nrecent < 32 ? &recent[nrecent++] : &recent[soak_below(&g_rng, 32)];
-            snprintf(d->mid, sizeof d->mid, "P%d.%d.%ld", id, inc, ++seq);
+            d->tenant = g_ntenants > 1 && soak_pct(&g_rng, 30) ? 1 + soak_below(&g_rng, g_ntenants - 1) : 0;
+            if (d->tenant) snprintf(d->mid, sizeof d->mid, "P%d.%d.%ld@%d", id, inc, ++seq, d->tenant);
+            else snprintf(d->mid, sizeof d->mid, "P%d.%d.%ld", id, inc, ++seq);
             d->src = soak_below(&g_rng, SOAK_SOURCES);
             d->ver = 1;
             d->nonce = (long)(soak_next(&g_rng) & 0xffffff);
         }
+        if (!ts[d->tenant]) ts[d->tenant] = open_ibx_on(g_tconn[d->tenant], 0, SOAK_MAX_PENDING);
+        if (!(s = ts[d->tenant])) { tort_sleep_ms(100); continue; }
         snprintf(src, sizeof src, "s%d", d->src);
         snprintf(key, sizeof key, "%s/%s", src, d->mid);
         snprintf(payload, sizeof payload, "%s v%d %06lx", key, d->ver, d->nonce);
@@ -453,8 +484,149 @@ static int role_producer_ibx(int id, int inc) {
         if (r == IBX_ERR_FULL) tort_sleep_ms(50);
         tort_sleep_ms(5 + soak_below(&g_rng, 20));
     }
-    ibx_store_close(s);
+    ibx_store_close(ts[0]);
+    ibx_store_close(ts[1]);
+    ibx_store_close(ts[2]);
     return 0;
+}
+
+/* ---- provider ---------------------------------------------------------------------------
+ * One dispatcher over a provider whose discovery reads DIR/tenants ("id|conn"
+ * lines), which the orchestrator rewrites during the run: tenants removed,
+ * added back, their connection string changed, while long handlers run. Its
+ * handlings are logged as a dispatcher's. */
+
+static char g_tfile[64][1024];
+
+static int read_tenants(const char **ids, const char **conns, int cap) {
+    char path[1200];
+    FILE *f;
+    int n = 0;
+    snprintf(path, sizeof path, "%s/tenants", g_dir);
+    f = fopen(path, "r");
+    if (!f) return -1;
+    while (n < cap && n < 64 && fgets(g_tfile[n], sizeof g_tfile[n], f)) {
+        char *bar = strchr(g_tfile[n], '|');
+        g_tfile[n][strcspn(g_tfile[n], "\n")] = 0;
+        if (!bar) continue;
+        *bar = 0;
+        ids[n] = g_tfile[n];
+        conns[n] = bar + 1;
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+static int odiscover(obx_database *out, int cap, void *user) {
+    const char *ids[64], *conns[64];
+    int n = read_tenants(ids, conns, cap < 64 ? cap : 64), i;
+    (void)user;
+    for (i = 0; i < n; i++) {
+        out[i].id = ids[i];
+        out[i].connection_string = conns[i];
+    }
+    return n;
+}
+static int idiscover(ibx_database *out, int cap, void *user) {
+    const char *ids[64], *conns[64];
+    int n = read_tenants(ids, conns, cap < 64 ? cap : 64), i;
+    (void)user;
+    for (i = 0; i < n; i++) {
+        out[i].id = ids[i];
+        out[i].connection_string = conns[i];
+    }
+    return n;
+}
+
+static int role_provider(void) {
+    while (!g_stop) {
+        if (g_inbox) {
+            ibx_provider_desc pd;
+            ibx_provider *p = NULL;
+            ibx_dispatcher_desc d;
+            ibx_dispatcher *disp = NULL;
+            memset(&pd, 0, sizeof pd);
+            pd.store.table = g_table;
+            pd.store.max_starts = SOAK_MAX_STARTS;
+            pd.store.hooks.logger.log = ilib_log;
+            pd.discover = idiscover;
+            pd.refresh_interval_ms = 500;
+            if (ibx_provider_create(&pd, &p) != IBX_OK && !p) { tort_sleep_ms(200); continue; }
+            memset(&d, 0, sizeof d);
+            d.provider = p;
+            d.stop_flag = &g_stop;
+            d.batch_size = 5;
+            d.lease_seconds = SOAK_LEASE_S;
+            d.max_attempts = SOAK_MAX_ATTEMPTS;
+            d.backoff = soak_backoff;
+            d.poll_interval_ms = 20;
+            d.idle_max_ms = 200;
+            d.reap_interval_ms = 500;
+            d.error_delay_ms = 200;
+            d.pause_ms = 100;
+            d.pause_max_ms = 400;
+            if (ibx_dispatcher_create(&d, &disp) == IBX_OK && ibx_dispatcher_on(disp, "s", ihandle, NULL) == IBX_OK &&
+                ibx_dispatcher_on_batch(disp, "b", ibatch, NULL) == IBX_OK &&
+                ibx_dispatcher_on(disp, "poison", ipoison, NULL) == IBX_OK)
+                ibx_dispatcher_run(disp);
+            ibx_dispatcher_destroy(disp);
+            ibx_provider_destroy(p);
+        } else {
+            obx_provider_desc pd;
+            obx_provider *p = NULL;
+            obx_dispatcher_desc d;
+            obx_dispatcher *disp = NULL;
+            memset(&pd, 0, sizeof pd);
+            pd.store.table = g_table;
+            pd.store.max_starts = SOAK_MAX_STARTS;
+            pd.store.hooks.logger.log = lib_log;
+            pd.discover = odiscover;
+            pd.refresh_interval_ms = 500;
+            if (obx_provider_create(&pd, &p) != OBX_OK && !p) { tort_sleep_ms(200); continue; }
+            memset(&d, 0, sizeof d);
+            d.provider = p;
+            d.stop_flag = &g_stop;
+            d.batch_size = 5;
+            d.lease_seconds = SOAK_LEASE_S;
+            d.max_attempts = SOAK_MAX_ATTEMPTS;
+            d.backoff = soak_backoff;
+            d.poll_interval_ms = 20;
+            d.idle_max_ms = 200;
+            d.reap_interval_ms = 500;
+            d.error_delay_ms = 200;
+            d.pause_ms = 100;
+            d.pause_max_ms = 400;
+            if (obx_dispatcher_create(&d, &disp) == OBX_OK && obx_dispatcher_on(disp, "s", ohandle, NULL) == OBX_OK &&
+                obx_dispatcher_on_batch(disp, "b", obatch, NULL) == OBX_OK &&
+                obx_dispatcher_on(disp, "poison", opoison, NULL) == OBX_OK)
+                obx_dispatcher_run(disp);
+            obx_dispatcher_destroy(disp);
+            obx_provider_destroy(p);
+        }
+    }
+    return 0;
+}
+
+/* The orchestrator's side: a new tenant list, written whole and renamed
+ * into place. all: every tenant with its own connection string (the drain). */
+static void write_tenants(int all) {
+    char path[1200], tmp[1200];
+    FILE *f;
+    int i;
+    snprintf(path, sizeof path, "%s/tenants", g_dir);
+    snprintf(tmp, sizeof tmp, "%s/tenants.tmp", g_dir);
+    f = fopen(tmp, "w");
+    if (!f) return;
+    for (i = 0; i < g_ntenants; i++) {
+        int in = all || soak_pct(&g_rng, 70), changed = !all && soak_pct(&g_rng, 30);
+        /* A changed connection string: the same database, a trailing ';'
+         * (the provider sees a new string: it closes the store and opens
+         * another, while the dispatcher's handlers may run on the old). */
+        if (in) fprintf(f, "t%d|%s%s\n", i, g_tconn[i], changed ? ";" : "");
+    }
+    fclose(f);
+    rename(tmp, path);
+    soak_log(g_orch, "TENANTS %s %lld", all ? "all" : "changed", (long long)tort_wall_us());
 }
 
 /* ---- operator ---------------------------------------------------------------------------
@@ -649,12 +821,11 @@ typedef struct child {
 } child;
 
 static char g_self[1024];
-static int g_orch = -1;
 
 static void spawn(child *c) {
     pid_t pid;
     c->inc++;
-    snprintf(c->name, sizeof c->name, "%c%d.%d", c->role[0], c->id, c->inc);
+    snprintf(c->name, sizeof c->name, "%c%d.%d", strcmp(c->role, "provider") == 0 ? 'v' : c->role[0], c->id, c->inc);
     pid = fork();
     if (pid == 0) {
         char ids[16], incs[16];
@@ -715,7 +886,24 @@ static void stop_all(child *cs, int n) {
     }
 }
 
-static long long unfinished(tort_db *db) {
+static long long unfinished1(tort_db *db);
+/* What is not Done or Dead yet, over every tenant database. */
+static long long unfinished(void) {
+    long long n = 0;
+    int i;
+    /* A connection of its own each time: a database fault may have ended the last. */
+    for (i = 0; i < g_ntenants && n >= 0; i++) {
+        tort_db t;
+        char err[600];
+        long long k;
+        if (tort_db_open(&t, g_tconn[i], err, sizeof err) != 0) return -1;
+        k = unfinished1(&t);
+        tort_db_close(&t);
+        n = k < 0 ? -1 : n + k;
+    }
+    return n;
+}
+static long long unfinished1(tort_db *db) {
     char sql[512], t[160], c[64];
     if (g_inbox)
         snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s WHERE %s = 'Processing'",
@@ -756,8 +944,9 @@ static int orchestrate(void) {
     int no = (int)env_long("SOAK_OPERATORS", 2);
     long seconds = env_long("SOAK_SECONDS", 30), drain_s = env_long("SOAK_DRAIN_SECONDS", 90);
     long kill_ms = env_long("SOAK_KILL_MS", 1500), kills = 0;
-    int64_t end, next_kill, next_fault;
-    long fault_ms = env_long("SOAK_FAULT_MS", 8000), nfaults = 0, fault_failed = 0;
+    int64_t end, next_kill, next_fault, next_tenants;
+    long ntenant_changes = 0;
+    long fault_ms = env_long("SOAK_FAULT_MS", 6000), nfaults = 0, fault_failed = 0;
     const char *faults = getenv("SOAK_FAULTS") ? getenv("SOAK_FAULTS") : "restart terminate";
     pid_t fault_pid = 0;
     char fault_name[32] = "";
@@ -792,16 +981,45 @@ static int orchestrate(void) {
         char sql[256], t[160];
         snprintf(sql, sizeof sql, "DELETE FROM %s", soak_qtable(t, sizeof t, g_backend, g_inbox, g_table));
         exec_sql(&db, sql);
+        for (i = 1; i < g_ntenants; i++) {
+            tort_db tdb;
+            if (g_inbox) {
+                ibx_store *ts = open_ibx_on(g_tconn[i], 1, 0);
+                if (!ts) { printf("soak: %s %s FAILED: cannot deploy tenant %d\n", g_hdr, g_backend, i); return 1; }
+                ibx_store_close(ts);
+            } else {
+                obx_store *ts = open_obx_on(g_tconn[i], 1, 0);
+                if (!ts) { printf("soak: %s %s FAILED: cannot deploy tenant %d\n", g_hdr, g_backend, i); return 1; }
+                obx_store_close(ts);
+            }
+            if (tort_db_open(&tdb, g_tconn[i], err, sizeof err) == 0) {
+                exec_sql(&tdb, sql);
+                tort_db_close(&tdb);
+            }
+        }
     }
     memset(cs, 0, sizeof cs);
     for (i = 0; i < np; i++, n++) { snprintf(cs[n].role, sizeof cs[n].role, "producer"); cs[n].id = i; spawn(&cs[n]); }
     for (i = 0; i < nd; i++, n++) { snprintf(cs[n].role, sizeof cs[n].role, "dispatcher"); cs[n].id = i; spawn(&cs[n]); }
     for (i = 0; i < no; i++, n++) { snprintf(cs[n].role, sizeof cs[n].role, "operator"); cs[n].id = i; spawn(&cs[n]); }
+    if (g_ntenants > 1) { /* the provider process: killed, drained and stopped as a dispatcher */
+        write_tenants(1);
+        snprintf(cs[n].role, sizeof cs[n].role, "provider");
+        cs[n].id = 0;
+        spawn(&cs[n]);
+        n++;
+    }
     end = tort_now_ms() + seconds * 1000;
     next_kill = tort_now_ms() + kill_ms / 2 + soak_below(&g_rng, (int)kill_ms);
     if (is_sqlite() || !getenv("SOAK_FAULT_SCRIPT") || fault_ms <= 0) faults = "";
     next_fault = tort_now_ms() + fault_ms / 2 + soak_below(&g_rng, (int)fault_ms);
+    next_tenants = tort_now_ms() + 1000 + soak_below(&g_rng, 2000);
     while (tort_now_ms() < end && !g_stop) {
+        if (g_ntenants > 1 && tort_now_ms() >= next_tenants) {
+            write_tenants(0);
+            ntenant_changes++;
+            next_tenants = tort_now_ms() + 1000 + soak_below(&g_rng, 2000);
+        }
         reap_children(cs, n, 1);
         if (faults[0] && !fault_pid && tort_now_ms() >= next_fault) {
             char list[128], *f[8], *save = NULL, *tok;
@@ -846,17 +1064,21 @@ static int orchestrate(void) {
      * dispatchers drain what is left, unharmed, within the bound. */
     stop_all(cs, np);
     stop_all(cs + np + nd, no);
+    if (g_ntenants > 1) write_tenants(1);
     end = tort_now_ms() + drain_s * 1000;
     while (tort_now_ms() < end && !g_stop) {
         reap_children(cs + np, nd, 1);
-        left = unfinished(&db);
+        reap_children(cs + np + nd + no, n - np - nd - no, 1);
+        left = unfinished();
         if (left == 0) break;
         tort_sleep_ms(500);
     }
     stop_all(cs + np, nd);
+    stop_all(cs + np + nd + no, n - np - nd - no);
     soak_log(g_orch, "END kills=%ld faults=%ld unfinished=%lld", kills, nfaults, left);
-    printf("soak: %s %s run: seed=%llu seconds=%ld kills=%ld db_faults=%ld (%s) unfinished_after_drain=%lld\n", g_hdr,
-           g_backend, (unsigned long long)g_seed, seconds, kills, nfaults, faults[0] ? faults : "none", left);
+    printf("soak: %s %s run: seed=%llu seconds=%ld kills=%ld db_faults=%ld (%s) tenants=%d tenant_list_changes=%ld "
+           "unfinished_after_drain=%lld\n", g_hdr, g_backend, (unsigned long long)g_seed, seconds, kills, nfaults,
+           faults[0] ? faults : "none", g_ntenants, ntenant_changes, left);
     if (fault_failed) {
         printf("soak: %s %s FAILED: %ld database fault(s) could not be done (see run.err)\n", g_hdr, g_backend, fault_failed);
         return 1;
@@ -901,16 +1123,20 @@ int main(int argc, char **argv) {
     g_seed = strtoull(getenv("SOAK_SEED") ? getenv("SOAK_SEED") : "1", NULL, 10);
     if (!g_hdr || !g_backend || !g_conn || !g_table || !g_dir) return 2;
     g_inbox = strcmp(g_hdr, "ibx") == 0;
+    g_tconn[0] = g_conn;
+    if (getenv("SOAK_CONN_1") && *getenv("SOAK_CONN_1")) g_tconn[g_ntenants++] = getenv("SOAK_CONN_1");
+    if (g_ntenants == 2 && getenv("SOAK_CONN_2") && *getenv("SOAK_CONN_2")) g_tconn[g_ntenants++] = getenv("SOAK_CONN_2");
     if (strcmp(argv[1], "run") == 0) return orchestrate();
     {
         int id = atoi(argv[2]), inc = atoi(argv[3]);
         char name[32];
-        snprintf(name, sizeof name, "%c%d.%d", argv[1][0], id, inc);
+        snprintf(name, sizeof name, "%c%d.%d", strcmp(argv[1], "provider") == 0 ? 'v' : argv[1][0], id, inc);
         g_log = soak_open_log(g_dir, name);
         if (g_log < 0) return 3;
         g_rng = soak_rng_for(g_seed, argv[1][0], id, inc);
         if (strcmp(argv[1], "producer") == 0) return g_inbox ? role_producer_ibx(id, inc) : role_producer_obx(id, inc);
         if (strcmp(argv[1], "dispatcher") == 0) return role_dispatcher();
+        if (strcmp(argv[1], "provider") == 0) return role_provider();
         if (strcmp(argv[1], "operator") == 0) {
             g_obxctl = getenv("SOAK_OBXCTL");
             return role_operator();
