@@ -20,8 +20,8 @@
 #                   hand: SOAK_MINUTES=30); else SOAK_SECONDS (default 20)
 #   SOAK_SIZE       multiplies the processes (3 producers and 3 dispatchers at 1,
 #                   at most 8 each) and the kill rate (default 1)
-#   SOAK_TENANTS    0: no provider process (default 1: a provider process
-#                   dispatches the run's database and two more, obx2 and obx3 on
+#   SOAK_TENANTS    0: no provider processes (default 1: two provider processes
+#                   dispatch the run's database and two more, obx2 and obx3 on
 #                   the servers, files beside it on SQLite, while its tenant list
 #                   changes: tenants removed, added back, connection strings
 #                   changed); each tenant's database is checked

@@ -27,7 +27,8 @@
  * SOAK_PRODUCERS (3), SOAK_DISPATCHERS (3), SOAK_KILL_MS (mean ms between
  * kills, 1500), SOAK_FAULT_SCRIPT (tests/torture/dbfault.sh: database faults on
  * PostgreSQL and MariaDB), SOAK_FAULTS (default "restart terminate"; "freeze" too),
- * SOAK_FAULT_MS (mean ms between faults, 6000), SOAK_OPERATORS (2),
+ * SOAK_FAULT_MS (mean ms between faults, 6000), SOAK_OOM_RATE (dispatcher 0's
+ * allocator fails one call in this many, on every thread; default 300, 0 none), SOAK_OPERATORS (2),
  * SOAK_CONN_1 and SOAK_CONN_2 (more tenant databases: a provider process
  * dispatches all three), SOAK_VERBOSE. */
 #define OBX_IMPLEMENTATION
@@ -75,10 +76,20 @@ static obx_store *open_obx(int deploy, int64_t max_pending) { return open_obx_on
 static ibx_store *open_ibx_on(const char *conn, int deploy, int64_t max_pending);
 static ibx_store *open_ibx(int deploy, int64_t max_pending) { return open_ibx_on(g_conn, deploy, max_pending); }
 
+static void *oom_alloc(size_t n, void *u);
+static void *oom_realloc(void *p, size_t n, void *u);
+static void oom_free(void *p, void *u);
+static uint64_t g_oom_rate;
+
 static obx_store *open_obx_on(const char *conn, int deploy, int64_t max_pending) {
     obx_store_desc d;
     obx_store *s = NULL;
     memset(&d, 0, sizeof d);
+    if (g_oom_rate) {
+        d.hooks.allocator.alloc = oom_alloc;
+        d.hooks.allocator.realloc = oom_realloc;
+        d.hooks.allocator.free = oom_free;
+    }
     d.connection_string = conn;
     d.table = g_table;
     d.deploy_schema = deploy;
@@ -97,6 +108,11 @@ static ibx_store *open_ibx_on(const char *conn, int deploy, int64_t max_pending)
     ibx_store_desc d;
     ibx_store *s = NULL;
     memset(&d, 0, sizeof d);
+    if (g_oom_rate) {
+        d.hooks.allocator.alloc = oom_alloc;
+        d.hooks.allocator.realloc = oom_realloc;
+        d.hooks.allocator.free = oom_free;
+    }
     d.connection_string = conn;
     d.table = g_table;
     d.deploy_schema = deploy;
@@ -237,6 +253,35 @@ static void ibatch(const ibx_message *const *ms, ibx_batch_result *res, int n, v
     }
 }
 
+/* Allocation failure in one process (dispatcher 0): one call in
+ * SOAK_OOM_RATE (default 300; 0: none) fails, on every thread, the lease
+ * renewal's included. Thread-safe: a shared counter, hashed. */
+static uint64_t g_oom_calls;
+static long g_oom_failed;
+static int oom_fail(void) {
+    uint64_t n = __atomic_add_fetch(&g_oom_calls, 1, __ATOMIC_RELAXED);
+    soak_rng r;
+    r.s = n ^ g_seed;
+    if (g_oom_rate && soak_next(&r) % g_oom_rate == 0) {
+        long f = __atomic_add_fetch(&g_oom_failed, 1, __ATOMIC_RELAXED);
+        if (f % 50 == 1) soak_log(g_log, "OOM %ld %lld", f, (long long)tort_wall_us());
+        return 1;
+    }
+    return 0;
+}
+static void *oom_alloc(size_t n, void *u) {
+    (void)u;
+    return oom_fail() ? NULL : malloc(n);
+}
+static void *oom_realloc(void *p, size_t n, void *u) {
+    (void)u;
+    return oom_fail() ? NULL : realloc(p, n);
+}
+static void oom_free(void *p, void *u) {
+    (void)u;
+    free(p);
+}
+
 static int64_t soak_backoff(int attempts, void *user) {
     (void)user;
     return 100 + 100 * (int64_t)attempts;
@@ -372,7 +417,7 @@ static int role_producer_obx(int id, int inc) {
         char payload[6][64], okey[6][16], tag[6][48], ids[6][37], exp[6];
         char mc = mode < 35 ? 's' : mode < 55 ? 'b' : 't';
         obx_result r;
-        int tenant = mc != 't' && g_ntenants > 1 && soak_pct(&g_rng, 30) ? 1 + soak_below(&g_rng, g_ntenants - 1) : 0;
+        int tenant = mc != 't' && g_ntenants > 1 && soak_pct(&g_rng, 15) ? 1 + soak_below(&g_rng, g_ntenants - 1) : 0;
         obx_store *st = s;
         if (tenant > 0) {
             if (!ts[tenant]) ts[tenant] = open_obx_on(g_tconn[tenant], 0, SOAK_MAX_PENDING);
@@ -458,7 +503,7 @@ static int role_producer_ibx(int id, int inc) {
             }
         } else {
             d = nrecent < 32 ? &recent[nrecent++] : &recent[soak_below(&g_rng, 32)];
-            d->tenant = g_ntenants > 1 && soak_pct(&g_rng, 30) ? 1 + soak_below(&g_rng, g_ntenants - 1) : 0;
+            d->tenant = g_ntenants > 1 && soak_pct(&g_rng, 15) ? 1 + soak_below(&g_rng, g_ntenants - 1) : 0;
             if (d->tenant) snprintf(d->mid, sizeof d->mid, "P%d.%d.%ld@%d", id, inc, ++seq, d->tenant);
             else snprintf(d->mid, sizeof d->mid, "P%d.%d.%ld", id, inc, ++seq);
             d->src = soak_below(&g_rng, SOAK_SOURCES);
@@ -1002,12 +1047,13 @@ static int orchestrate(void) {
     for (i = 0; i < np; i++, n++) { snprintf(cs[n].role, sizeof cs[n].role, "producer"); cs[n].id = i; spawn(&cs[n]); }
     for (i = 0; i < nd; i++, n++) { snprintf(cs[n].role, sizeof cs[n].role, "dispatcher"); cs[n].id = i; spawn(&cs[n]); }
     for (i = 0; i < no; i++, n++) { snprintf(cs[n].role, sizeof cs[n].role, "operator"); cs[n].id = i; spawn(&cs[n]); }
-    if (g_ntenants > 1) { /* the provider process: killed, drained and stopped as a dispatcher */
+    if (g_ntenants > 1) { /* two provider processes: killed, drained and stopped as dispatchers */
         write_tenants(1);
-        snprintf(cs[n].role, sizeof cs[n].role, "provider");
-        cs[n].id = 0;
-        spawn(&cs[n]);
-        n++;
+        for (i = 0; i < 2; i++, n++) {
+            snprintf(cs[n].role, sizeof cs[n].role, "provider");
+            cs[n].id = i;
+            spawn(&cs[n]);
+        }
     }
     end = tort_now_ms() + seconds * 1000;
     next_kill = tort_now_ms() + kill_ms / 2 + soak_below(&g_rng, (int)kill_ms);
@@ -1135,7 +1181,10 @@ int main(int argc, char **argv) {
         if (g_log < 0) return 3;
         g_rng = soak_rng_for(g_seed, argv[1][0], id, inc);
         if (strcmp(argv[1], "producer") == 0) return g_inbox ? role_producer_ibx(id, inc) : role_producer_obx(id, inc);
-        if (strcmp(argv[1], "dispatcher") == 0) return role_dispatcher();
+        if (strcmp(argv[1], "dispatcher") == 0) {
+            if (id == 0) g_oom_rate = (uint64_t)env_long("SOAK_OOM_RATE", 300);
+            return role_dispatcher();
+        }
         if (strcmp(argv[1], "provider") == 0) return role_provider();
         if (strcmp(argv[1], "operator") == 0) {
             g_obxctl = getenv("SOAK_OBXCTL");
