@@ -29,6 +29,11 @@
  *   INBOX-CONTENT    inbox: the last content accepted for (source, id) while
  *                    it was not Done never reached a handler
  *   INBOX-DONE-AGAIN inbox: handled again after a delivery found it Done
+ *   REPLAY-UNHANDLED a message a replay returned as replayed never handled again
+ *   PURGE-LIVE       a handler inside a message after a purge deleted it
+ *   STATS            at rest, obxctl stats or metrics differ from the table
+ *   CONNECTIONS      at rest, a connection left open on the server
+ *   CRASH            a process died of a signal nobody sent (SIGSEGV, ...)
  *
  * Usage: check obx|ibx sqlite|postgresql|mariadb 'CONN' TABLE DIR
  * Environment: SOAK_TENANT=n checks tenant n's messages (keys ending "@n")
@@ -164,6 +169,13 @@ typedef struct life {
 static life *g_lives;
 static int g_nlives, g_caplives;
 static long g_kills;
+typedef struct crash {
+    char name[64], how[32];
+    int pid;
+    long long t;
+} crash;
+static crash *g_crashes;
+static int g_ncrashes, g_capcrashes;
 
 static int64_t death_of(int pid, int64_t at) {
     int i;
@@ -196,6 +208,15 @@ static void read_orch(void) {
                     break;
                 }
             if (strcmp(how, "kill") == 0) g_kills++;
+            /* Died of a signal nobody sent: 6 is the poison topic's abort(). */
+            if (strncmp(how, "signal", 6) == 0 && strcmp(how, "signal6") != 0) {
+                crash c;
+                snprintf(c.name, sizeof c.name, "%s", name);
+                snprintf(c.how, sizeof c.how, "%s", how);
+                c.pid = pid;
+                c.t = t;
+                PUSH(g_crashes, g_ncrashes, g_capcrashes, c);
+            }
         }
     }
     fclose(f);
@@ -464,7 +485,7 @@ static int read_tables(void) {
 static const char *RULES[] = {"LOST", "ROLLED-BACK", "BIZ", "PHANTOM", "STUCK", "DONE-UNHANDLED", "DEAD-REASON",
                               "EXPIRED-HANDLED", "CONCURRENT", "KEY-CONCURRENT", "KEY-ORDER", "ATTEMPT",
                               "INBOX-CONTENT", "INBOX-DONE-AGAIN", "REPLAY-UNHANDLED", "PURGE-LIVE",
-                              "STATS", "CONNECTIONS"};
+                              "STATS", "CONNECTIONS", "CRASH"};
 #define NRULES ((int)(sizeof RULES / sizeof RULES[0]))
 static long g_viol[NRULES];
 static int g_printed, g_stats_checked, g_conns_checked;
@@ -922,6 +943,23 @@ int main(int argc, char **argv) {
         else check_outbox(x);
     }
     if (!g_inbox) check_keys();
+    if (g_tenant == 0) /* once per run */
+        for (r = 0; r < g_ncrashes; r++) {
+            char path[1200], line[1200];
+            FILE *f;
+            long nl = 0, k = 0;
+            violation("CRASH", NULL, "%s (pid %d) died of %s at %lld (not a kill, not the poison's abort)",
+                      g_crashes[r].name, g_crashes[r].pid, g_crashes[r].how, g_crashes[r].t);
+            snprintf(path, sizeof path, "%s/%s.log", g_dir, g_crashes[r].name);
+            if (r < 3 && (f = fopen(path, "r")) != NULL) { /* its last lines */
+                while (fgets(line, sizeof line, f)) nl++;
+                rewind(f);
+                printf("    last lines of %s:\n", path);
+                while (fgets(line, sizeof line, f))
+                    if (++k > nl - 5) printf("      %s", line);
+                fclose(f);
+            }
+        }
     {
         long rows = 0;
         for (i = 0; i < g_cap; i++) rows += g_tab[i] && g_tab[i]->has_row;

@@ -108,6 +108,13 @@ printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 dead %s 100\nS P0.1.1 id1 - 0 1 %s 1
 printf 'RP P0.1.1 %s api\nRPD P0.1.1 1 0 %s\nPG P0.1.1 %s api\nPGD P0.1.1 1 0 %s\n' "$(t 30)" "$(t 40)" "$(t 45)" "$(t 55)" > "$work/logs/o0.1.log"
 expect obx PURGE-LIVE purge-live
 
+setup obx # a process died of a signal nobody sent (a use after free in a provider process)
+printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
+printf 'D d0.1 100 %s signal11\n' "$(t 30)" >> "$work/logs/orch.log"
+orow P0.1.1 2 0 1 NULL
+expect obx CRASH crash
+
 # A clean inbox history: delivered twice with the same content, handled once.
 setup ibx
 printf 'I s0/P0.1.1 1 %s\nA s0/P0.1.1 1 1 %s\nI s0/P0.1.1 1 %s\nA s0/P0.1.1 1 0 %s\n' "$(t 1)" "$(t 2)" "$(t 30)" "$(t 31)" > "$work/logs/p0.1.log"
