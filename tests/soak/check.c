@@ -33,7 +33,8 @@
  *   PURGE-LIVE       a handler inside a message after a purge deleted it
  *   STATS            at rest, obxctl stats or metrics differ from the table
  *   CONNECTIONS      at rest, a connection left open on the server
- *   CRASH            a process died of a signal nobody sent (SIGSEGV, ...)
+ *   CRASH            a process died of a signal nobody sent (SIGSEGV, ...), or
+ *                    a dispatcher, provider or operator exited with an error
  *
  * Usage: check obx|ibx sqlite|postgresql|mariadb 'CONN' TABLE DIR
  * Environment: SOAK_TENANT=n checks tenant n's messages (keys ending "@n")
@@ -209,7 +210,10 @@ static void read_orch(void) {
                 }
             if (strcmp(how, "kill") == 0) g_kills++;
             /* Died of a signal nobody sent: 6 is the poison topic's abort(). */
-            if (strncmp(how, "signal", 6) == 0 && strcmp(how, "signal6") != 0) {
+            /* Dispatchers, providers and operators never exit with an error
+             * (a sanitizer's report does: exit 1). */
+            if ((strncmp(how, "signal", 6) == 0 && strcmp(how, "signal6") != 0) ||
+                (strncmp(how, "exit", 4) == 0 && strcmp(how, "exit0") != 0 && strchr("dvo", name[0]))) {
                 crash c;
                 snprintf(c.name, sizeof c.name, "%s", name);
                 snprintf(c.how, sizeof c.how, "%s", how);
@@ -948,7 +952,7 @@ int main(int argc, char **argv) {
             char path[1200], line[1200];
             FILE *f;
             long nl = 0, k = 0;
-            violation("CRASH", NULL, "%s (pid %d) died of %s at %lld (not a kill, not the poison's abort)",
+            violation("CRASH", NULL, "%s (pid %d) died of %s at %lld (not a kill, not the poison's abort; a sanitizer's report is in run.err)",
                       g_crashes[r].name, g_crashes[r].pid, g_crashes[r].how, g_crashes[r].t);
             snprintf(path, sizeof path, "%s/%s.log", g_dir, g_crashes[r].name);
             if (r < 3 && (f = fopen(path, "r")) != NULL) { /* its last lines */
