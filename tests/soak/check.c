@@ -30,6 +30,8 @@
  *                    it was not Done never reached a handler
  *   INBOX-DONE-AGAIN inbox: handled again after a delivery found it Done
  *   REPLAY-UNHANDLED a message a replay returned as replayed never handled again
+ *   REPLAY-STARTS    a handling with Starts past max_starts (a replay that did
+ *                    not start the crash-loop count again)
  *   PURGE-LIVE       a handler inside a message after a purge deleted it
  *   STATS            at rest, obxctl stats or metrics differ from the table
  *   CONNECTIONS      at rest, a connection left open on the server
@@ -489,7 +491,7 @@ static int read_tables(void) {
 static const char *RULES[] = {"LOST", "ROLLED-BACK", "BIZ", "PHANTOM", "STUCK", "DONE-UNHANDLED", "DEAD-REASON",
                               "EXPIRED-HANDLED", "CONCURRENT", "KEY-CONCURRENT", "KEY-ORDER", "ATTEMPT",
                               "INBOX-CONTENT", "INBOX-DONE-AGAIN", "REPLAY-UNHANDLED", "PURGE-LIVE",
-                              "STATS", "CONNECTIONS", "CRASH"};
+                              "STATS", "CONNECTIONS", "CRASH", "REPLAY-STARTS"};
 #define NRULES ((int)(sizeof RULES / sizeof RULES[0]))
 static long g_viol[NRULES];
 static int g_printed, g_stats_checked, g_conns_checked;
@@ -613,10 +615,19 @@ static void check_dead_reason(rec *r) {
     }
 }
 
-/* The handlings of one message: never two at once; attempts move by retries only. */
+/* The handlings of one message: never two at once; attempts move by retries
+ * only; never claimed more than max_starts times without an outcome (a
+ * message at the limit ends Dead; only a replay that does not start the
+ * count again lets it past). */
 static void check_handlings(rec *r) {
     int i;
     qsort(r->h, (size_t)r->nh, sizeof *r->h, cmp_handling);
+    for (i = 0; i < r->nh; i++)
+        if (r->h[i].starts > SOAK_MAX_STARTS) {
+            violation("REPLAY-STARTS", r, "handled at %lld with Starts %d > max_starts %d: a replay did not start the count again",
+                      (long long)r->h[i].start, r->h[i].starts, SOAK_MAX_STARTS);
+            break;
+        }
     for (i = 0; i + 1 < r->nh; i++) {
         handling *a = &r->h[i], *b = &r->h[i + 1];
         int redelivered = 0, k;

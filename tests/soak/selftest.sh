@@ -108,6 +108,14 @@ printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 dead %s 100\nS P0.1.1 id1 - 0 1 %s 1
 printf 'RP P0.1.1 %s api\nRPD P0.1.1 1 0 %s\nPG P0.1.1 %s api\nPGD P0.1.1 1 0 %s\n' "$(t 30)" "$(t 40)" "$(t 45)" "$(t 55)" > "$work/logs/o0.1.log"
 expect obx PURGE-LIVE purge-live
 
+setup obx # replayed by the tool from a crash loop, the start count not reset
+printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+printf 'S P0.1.1 id1 - 0 3 %s 100\nS P0.1.1 id1 - 0 4 %s 101\nE P0.1.1 done %s 101\n' "$(t 10)" "$(t 50)" "$(t 60)" > "$work/logs/d0.1.log"
+printf 'D d0.1 100 %s kill\n' "$(t 20)" >> "$work/logs/orch.log"
+printf 'RP P0.1.1 %s tool\nRPD P0.1.1 1 0 %s\n' "$(t 30)" "$(t 40)" > "$work/logs/o0.1.log"
+orow P0.1.1 2 0 4 NULL
+expect obx REPLAY-STARTS replay-starts
+
 setup obx # a process died of a signal nobody sent (a use after free in a provider process)
 printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
 printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"

@@ -726,16 +726,24 @@ static int tool(const char *a1, const char *a2, const char *a3, const char *a4, 
 static int pick_dead(obx_store *os, ibx_store *is, char *key, size_t kcap, char *id, size_t icap, char *src,
                      size_t scap) {
     int count = 0, i;
+    /* Half the time a crash-loop one: its start count must start again. */
+    const char *contains = soak_pct(&g_rng, 50) ? "crash loop" : NULL;
     if (g_inbox) {
         const ibx_message *ms = NULL;
-        if (ibx_dead_list(is, NULL, 0, 20, &ms, &count) != IBX_OK || count < 1) return -1;
+        ibx_dead_filter f;
+        memset(&f, 0, sizeof f);
+        f.error_contains = contains;
+        if (ibx_dead_list(is, &f, 0, 20, &ms, &count) != IBX_OK || count < 1) return -1;
         i = soak_below(&g_rng, count);
         snprintf(key, kcap, "%s/%s", ms[i].source, ms[i].message_id);
         snprintf(id, icap, "%s", ms[i].message_id);
         snprintf(src, scap, "%s", ms[i].source);
     } else {
         const obx_message *ms = NULL;
-        if (obx_dead_list(os, NULL, 0, 20, &ms, &count) != OBX_OK || count < 1) return -1;
+        obx_dead_filter f;
+        memset(&f, 0, sizeof f);
+        f.error_contains = contains;
+        if (obx_dead_list(os, &f, 0, 20, &ms, &count) != OBX_OK || count < 1) return -1;
         i = soak_below(&g_rng, count);
         okey_of(&ms[i], key, kcap);
         snprintf(id, icap, "%s", ms[i].id);
