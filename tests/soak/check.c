@@ -32,6 +32,9 @@
  *   REPLAY-UNHANDLED a message a replay returned as replayed never handled again
  *   REPLAY-STARTS    a handling with Starts past max_starts (a replay that did
  *                    not start the crash-loop count again)
+ *   JOIN             a join's follow-up not exactly when every member is settled
+ *                    and the join was not cancelled (or two, or one after its
+ *                    cancel won)
  *   PURGE-LIVE       a handler inside a message after a purge deleted it
  *   STATS            at rest, obxctl stats or metrics differ from the table
  *   CONNECTIONS      at rest, a connection left open on the server
@@ -115,6 +118,10 @@ typedef struct rec {
     int nl, capl;
     opr *ops;
     int nops, capops;
+    /* a join (key "J..."): its steps, members (tags), join.wait and cancel results */
+    int is_join, steps, jw_rc, jc_rc, has_jw, has_jc;
+    char **members;
+    int nmem, capmem;
     int has_row, status, attempt, starts, row_ver;
     char status_text[16];
     char *last_error;
@@ -326,6 +333,27 @@ static void read_worker(const char *file) {
             } else if (kind == 'F' && sscanf(line, "F %599s %63s %lld", key, a, &t) == 3) {
                 r = find(key, 1);
                 r->failed = 1;
+            } else if (strncmp(line, "J ", 2) == 0 && sscanf(line, "J %599s %63s %d %lld", key, a, &x, &t) == 4) {
+                r = find(key, 1);
+                r->is_join = 1;
+                r->steps = x;
+            } else if (strncmp(line, "JA ", 3) == 0 && sscanf(line, "JA %599s %63s %d %lld", key, a, &x, &t) == 4) {
+                r = find(key, 1);
+                if (x == 0) {
+                    char *m = xstrdup(a);
+                    PUSH(r->members, r->nmem, r->capmem, m);
+                }
+            } else if (strncmp(line, "JW ", 3) == 0 && sscanf(line, "JW %599s %d %lld", key, &x, &t) == 3) {
+                r = find(key, 1);
+                r->has_jw = 1;
+                r->jw_rc = x;
+            } else if (strncmp(line, "JC ", 3) == 0 && sscanf(line, "JC %599s %d %lld", key, &x, &t) == 3) {
+                r = find(key, 1);
+                r->has_jc = 1;
+                r->jc_rc = x;
+            } else if (strncmp(line, "JC- ", 4) == 0 && sscanf(line, "JC- %599s %lld", key, &t) == 2) {
+                r = find(key, 1);
+                r->has_jc = r->has_jc ? r->has_jc : 2; /* a cancel that never returned: unknown */
             }
         } else if (producer) {
             delivery d;
@@ -400,6 +428,7 @@ static void close_handlings(void) {
 /* ---- the tables ------------------------------------------------------------------------------ */
 
 static char *g_buf;
+static long g_other_rows, g_other_done, g_other_dead; /* join.wait rows */
 #define BUF_CAP ((size_t)256 << 20)
 
 static int read_tables(void) {
@@ -441,7 +470,11 @@ static int read_tables(void) {
             else if (bar) *bar = 0;
             f[k] = bar ? bar + 1 : NULL;
         }
-        if (f[5]) {
+        if (f[5] && f[0][0] == '{') { /* a join.wait message (the library's JSON) */
+            g_other_rows++;
+            if (atoi(f[1]) == 2) g_other_done++;
+            if (atoi(f[1]) == 3) g_other_dead++;
+        } else if (f[5]) {
             /* The payload starts with the key: "TAG hex" or "source/id vN hex". */
             snprintf(key, sizeof key, "%.*s", (int)strcspn(f[0], " "), f[0]);
             r = find(key, 1);
@@ -491,7 +524,7 @@ static int read_tables(void) {
 static const char *RULES[] = {"LOST", "ROLLED-BACK", "BIZ", "PHANTOM", "STUCK", "DONE-UNHANDLED", "DEAD-REASON",
                               "EXPIRED-HANDLED", "CONCURRENT", "KEY-CONCURRENT", "KEY-ORDER", "ATTEMPT",
                               "INBOX-CONTENT", "INBOX-DONE-AGAIN", "REPLAY-UNHANDLED", "PURGE-LIVE",
-                              "STATS", "CONNECTIONS", "CRASH", "REPLAY-STARTS"};
+                              "STATS", "CONNECTIONS", "CRASH", "REPLAY-STARTS", "JOIN"};
 #define NRULES ((int)(sizeof RULES / sizeof RULES[0]))
 static long g_viol[NRULES];
 static int g_printed, g_stats_checked, g_conns_checked;
@@ -654,8 +687,19 @@ static void check_handlings(rec *r) {
     }
 }
 
+static void check_join(rec *j);
 static void check_outbox(rec *r) {
     int committed = r->committed || (r->mode == 't' && r->biz);
+    if (r->is_join) {
+        check_join(r);
+        return;
+    }
+    if (r->key[0] == 'J') { /* a join's follow-up: enqueued by the library, checked by check_join */
+        if (r->has_row && (r->status == 0 || r->status == 1)) violation("STUCK", r, "status %d after the drain", r->status);
+        if (r->has_row && row_done(r) && !has_outcome(r, "done")) violation("DONE-UNHANDLED", r, "Done, but no handler said done");
+        if (r->has_row && row_dead(r)) check_dead_reason(r);
+        return;
+    }
     if (!r->intent) {
         if (r->has_row || r->nh) violation("PHANTOM", r, "a row or a handling that no producer enqueued");
         else if (r->biz) violation("BIZ", r, "a business row that no producer wrote");
@@ -675,6 +719,43 @@ static void check_outbox(rec *r) {
     if (row_done(r) && !has_outcome(r, "done")) violation("DONE-UNHANDLED", r, "Done, but no handler said done");
     if (row_dead(r)) check_dead_reason(r);
     if (r->exp == 'p' && r->nh) violation("EXPIRED-HANDLED", r, "enqueued expired, yet handled");
+}
+
+/* A join's follow-up: exactly once when every member is settled and the
+ * join was not cancelled; never when the cancel won; "-ok" only when no
+ * member failed (unless a replay ran, which cannot undo a counted failure). */
+static void check_join(rec *j) {
+    char key[700];
+    rec *ok, *fail;
+    int i, settled = 1, dead_now = 0, replayed = g_ntr > 0;
+    int has_ok, has_fail;
+    if (!j->has_jw || j->jw_rc != 0 || j->nmem < j->steps) return; /* never complete: nothing to expect */
+    snprintf(key, sizeof key, "%s-ok", j->key);
+    ok = find(key, 0);
+    snprintf(key, sizeof key, "%s-fail", j->key);
+    fail = find(key, 0);
+    has_ok = ok && (ok->has_row || ok->nh);
+    has_fail = fail && (fail->has_row || fail->nh);
+    for (i = 0; i < j->nmem; i++) {
+        rec *m = find(j->members[i], 0);
+        int k;
+        if (!m) { settled = 0; continue; }
+        if (m->has_row) {
+            if (row_dead(m)) dead_now = 1;
+            else if (!row_done(m)) settled = 0;
+        } else if (!has_outcome(m, "done") && !purged(m)) {
+            settled = 0;
+        }
+        for (k = 0; k < m->nops; k++) replayed |= m->ops[k].kind == 'R';
+    }
+    if (has_ok && has_fail) violation("JOIN", j, "both follow-ups, -ok and -fail");
+    if (j->has_jc == 1 && j->jc_rc == 0 && (has_ok || has_fail))
+        violation("JOIN", j, "its cancel returned OK, yet a follow-up was enqueued");
+    if (j->has_jc == 1 && j->jc_rc != 0 && !has_ok && !has_fail)
+        violation("JOIN", j, "its cancel said it had finished (%d), yet there is no follow-up", j->jc_rc);
+    if (!j->has_jc && settled && !has_ok && !has_fail)
+        violation("JOIN", j, "every member settled, not cancelled, and no follow-up");
+    if (has_ok && dead_now && !replayed) violation("JOIN", j, "completed (-ok) though a member is Dead");
 }
 
 static int cmp_delivery_done(const void *a, const void *b) {
@@ -978,7 +1059,7 @@ int main(int argc, char **argv) {
     {
         long rows = 0;
         for (i = 0; i < g_cap; i++) rows += g_tab[i] && g_tab[i]->has_row;
-        check_stats(rows, done, dead);
+        check_stats(rows + g_other_rows, done + g_other_done, dead + g_other_dead);
     }
     printf("soak: %s %s t%d check: messages=%ld committed=%ld rolled_back=%ld handlings=%ld done=%ld dead=%ld kills=%ld operator_actions=%ld lines=%ld%s%s",
            g_hdr, g_backend, g_tenant, messages, committed, rolled, handlings, done, dead, g_kills, g_ops_done, g_nlines,

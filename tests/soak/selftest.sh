@@ -116,6 +116,15 @@ printf 'RP P0.1.1 %s tool\nRPD P0.1.1 1 0 %s\n' "$(t 30)" "$(t 40)" > "$work/log
 orow P0.1.1 2 0 4 NULL
 expect obx REPLAY-STARTS replay-starts
 
+setup obx # a join whose members are all Done, not cancelled, and no follow-up
+{ printf 'J J0.1.1 jid1 2 %s\n' "$(t 1)"
+  printf 'I P0.1.2 - s - %s\nC P0.1.2 id2 %s\nJA J0.1.1 P0.1.2 0 %s\n' "$(t 2)" "$(t 3)" "$(t 4)"
+  printf 'I P0.1.3 - s - %s\nC P0.1.3 id3 %s\nJA J0.1.1 P0.1.3 0 %s\n' "$(t 5)" "$(t 6)" "$(t 7)"
+  printf 'JW J0.1.1 0 %s\n' "$(t 8)"; } > "$work/logs/p0.1.log"
+printf 'S P0.1.2 id2 - 0 1 %s 100\nE P0.1.2 done %s 100\nS P0.1.3 id3 - 0 1 %s 100\nE P0.1.3 done %s 100\n' "$(t 10)" "$(t 20)" "$(t 30)" "$(t 40)" > "$work/logs/d0.1.log"
+orow P0.1.2 2 0 1 NULL; orow P0.1.3 2 0 1 NULL
+expect obx JOIN join-never-continued
+
 setup obx # a process died of a signal nobody sent (a use after free in a provider process)
 printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
 printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"

@@ -333,7 +333,9 @@ static int role_dispatcher(void) {
             d.pause_max_ms = 400;
             if (obx_dispatcher_create(&d, &disp) == OBX_OK && obx_dispatcher_on(disp, "s", ohandle, NULL) == OBX_OK &&
                 obx_dispatcher_on_batch(disp, "b", obatch, NULL) == OBX_OK &&
-                obx_dispatcher_on(disp, "poison", opoison, NULL) == OBX_OK)
+                obx_dispatcher_on(disp, "poison", opoison, NULL) == OBX_OK &&
+                obx_dispatcher_on(disp, "cont", ohandle, NULL) == OBX_OK &&
+                obx_dispatcher_on(disp, "join.wait", obx_join_wait_handler, NULL) == OBX_OK)
                 obx_dispatcher_run(disp);
             obx_dispatcher_destroy(disp);
             obx_store_close(s);
@@ -405,6 +407,61 @@ static void fill_new(obx_new_message *m, char *payload, size_t pcap, const char 
     }
 }
 
+/* A join (outbox): 2 or 3 members enqueued and attached (some settled
+ * before their attach), a join.wait whose follow-up ("cont" topic, payload
+ * "<JTAG>-ok" or "<JTAG>-fail") is enqueued when all steps are in; a quarter
+ * cancelled. Log: J JTAG JOINID STEPS T | JA JTAG TAG RC T | JW JTAG RC T |
+ * JC JTAG RC T (cancel: RC 0 cancelled, else it had finished). Members are
+ * logged as any message (I, C). */
+static void join_op(obx_store *s, int id, int inc, long *seq) {
+    char jtag[48], jid[37], okp[64], failp[64];
+    int steps = 2 + soak_below(&g_rng, 2), i, ok = 1;
+    obx_join_wait w;
+    obx_result r;
+    snprintf(jtag, sizeof jtag, "J%d.%d.%ld", id, inc, ++*seq);
+    if (obx_join_start(s, NULL, steps, NULL, jid) != OBX_OK) return;
+    soak_log(g_log, "J %s %s %d %lld", jtag, jid, steps, (long long)tort_wall_us());
+    for (i = 0; i < steps && ok; i++) {
+        obx_new_message m;
+        char payload[64], okey[16], tag[48], mid[37], exp;
+        snprintf(tag, sizeof tag, "P%d.%d.%ld", id, inc, ++*seq);
+        fill_new(&m, payload, sizeof payload, tag, okey, sizeof okey, &exp);
+        m.expires_utc_ms = 0;
+        exp = '-';
+        if (strcmp(m.topic, "poison") == 0) m.topic = "s";
+        soak_log(g_log, "I %s %s s %c %lld", tag, okey[0] ? okey : "-", exp, (long long)tort_wall_us());
+        r = obx_enqueue(s, &m, mid);
+        if (r != OBX_OK) {
+            if (r != OBX_ERR_DB_TRANSIENT && r != OBX_ERR_DB) soak_log(g_log, "F %s %d %lld", tag, (int)r, (long long)tort_wall_us());
+            ok = 0;
+            break;
+        }
+        soak_log(g_log, "C %s %s %lld", tag, mid, (long long)tort_wall_us());
+        if (soak_pct(&g_rng, 30)) tort_sleep_ms(20 + soak_below(&g_rng, 200)); /* settled before its attach, maybe */
+        r = obx_join_attach(s, jid, mid);
+        soak_log(g_log, "JA %s %s %d %lld", jtag, tag, (int)r, (long long)tort_wall_us());
+        ok = r == OBX_OK;
+    }
+    if (!ok) return;
+    memset(&w, 0, sizeof w);
+    snprintf(okp, sizeof okp, "%s-ok 0", jtag);
+    snprintf(failp, sizeof failp, "%s-fail 0", jtag);
+    w.join_id = jid;
+    w.fail_if_any_step_failed = 1;
+    w.on_complete_topic = "cont";
+    w.on_complete_payload = okp;
+    w.on_fail_topic = "cont";
+    w.on_fail_payload = failp;
+    r = obx_join_enqueue_wait(s, NULL, &w, NULL);
+    soak_log(g_log, "JW %s %d %lld", jtag, (int)r, (long long)tort_wall_us());
+    if (r == OBX_OK && soak_pct(&g_rng, 25)) {
+        tort_sleep_ms(soak_below(&g_rng, 300));
+        soak_log(g_log, "JC- %s %lld", jtag, (long long)tort_wall_us());
+        r = obx_join_cancel(s, jid);
+        soak_log(g_log, "JC %s %d %lld", jtag, (int)r, (long long)tort_wall_us());
+    }
+}
+
 static int role_producer_obx(int id, int inc) {
     tort_db db;
     obx_store *s = open_obx(0, SOAK_MAX_PENDING), *ts[3] = {NULL, NULL, NULL};
@@ -417,6 +474,10 @@ static int role_producer_obx(int id, int inc) {
         char payload[6][64], okey[6][16], tag[6][48], ids[6][37], exp[6];
         char mc = mode < 35 ? 's' : mode < 55 ? 'b' : 't';
         obx_result r;
+        if (soak_pct(&g_rng, 4)) {
+            join_op(s, id, inc, &seq);
+            continue;
+        }
         int tenant = mc != 't' && g_ntenants > 1 && soak_pct(&g_rng, 15) ? 1 + soak_below(&g_rng, g_ntenants - 1) : 0;
         obx_store *st = s;
         if (tenant > 0) {
