@@ -5,6 +5,7 @@
 # pass. A checker that never fails proves nothing. Prints
 # "soak-selftest: N passed, N failed".
 set -uo pipefail
+unset SOAK_KNOWN SOAK_TENANT # the planted violations must fail, waived or not
 bin=${1:?usage: selftest.sh BINDIR}
 ctl=$(cd "$bin/.." && pwd)/obxctl
 work=${SOAK_RUNDIR:-${TMPDIR:-/tmp}/obx-soak-$(id -u)}/selftest
