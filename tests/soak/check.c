@@ -30,8 +30,10 @@
  *                    it was not Done never reached a handler
  *   INBOX-DONE-AGAIN inbox: handled again after a delivery found it Done
  *   REPLAY-UNHANDLED a message a replay returned as replayed never handled again
- *   REPLAY-STARTS    a handling with Starts past max_starts (a replay that did
- *                    not start the crash-loop count again)
+ *   REPLAY-STARTS    the first handling after a replay (by id) does not see the
+ *                    start count begun again (allowing for claims of processes
+ *                    that died before their handler began), or any handling
+ *                    with Starts past max_starts
  *   JOIN             a join's follow-up not exactly when every member is settled
  *                    and the join was not cancelled (or two, or one after its
  *                    cancel won)
@@ -52,7 +54,7 @@
 #include <dirent.h>
 
 static const char *g_hdr, *g_backend, *g_conn, *g_table, *g_dir;
-static int g_inbox, g_tenant;
+static int g_inbox, g_tenant, g_oom;
 
 /* ---- growable arrays, strings -------------------------------------------------------- */
 
@@ -173,7 +175,7 @@ static void add_line(rec *r, int64_t t, const char *file, const char *line) {
 /* ---- process deaths (orch.log) ---------------------------------------------------------- */
 
 typedef struct life {
-    int pid;
+    int pid, worker; /* worker: a dispatcher or provider process */
     int64_t born, died;
 } life;
 static life *g_lives;
@@ -186,6 +188,14 @@ typedef struct crash {
 } crash;
 static crash *g_crashes;
 static int g_ncrashes, g_capcrashes;
+
+/* Dispatcher and provider processes that died between a and b: each may
+ * have claimed a message and died before its handler started. */
+static int worker_deaths(int64_t a, int64_t b) {
+    int i, n = 0;
+    for (i = 0; i < g_nlives; i++) n += g_lives[i].worker && g_lives[i].died > a && g_lives[i].died < b;
+    return n;
+}
 
 static int64_t death_of(int pid, int64_t at) {
     int i;
@@ -207,6 +217,7 @@ static void read_orch(void) {
         if (sscanf(line, "P %63s %d %lld", name, &pid, &t) == 3) {
             life l;
             l.pid = pid;
+            l.worker = name[0] == 'd' || name[0] == 'v';
             l.born = t;
             l.died = INT64_MAX;
             PUSH(g_lives, g_nlives, g_caplives, l);
@@ -600,6 +611,17 @@ static void check_ops(rec *r) {
             for (k = 0; k < r->nh; k++) again |= r->h[k].start > o->t0;
             for (k = 0; k < r->nops; k++)
                 purged_after |= r->ops[k].kind == 'P' && r->ops[k].n > 0 && r->ops[k].t0 > o->t0;
+            /* The first handling after the replay is the replayed message's
+             * first start, but for claims whose process died before their
+             * handler began (and one for dispatcher 0's failing allocator). */
+            for (k = 0; k < r->nh; k++)
+                if (r->h[k].start > o->t0) {
+                    int allowed = 1 + worker_deaths(o->t0, r->h[k].start) + (g_oom ? 1 : 0);
+                    if (r->h[k].starts > allowed)
+                        violation("REPLAY-STARTS", r, "first handled after the replay at %lld with Starts %d (at most %d): the replay did not start the count again",
+                                  (long long)o->t0, r->h[k].starts, allowed);
+                    break;
+                }
             if (!again)
                 violation("REPLAY-UNHANDLED", r, "replayed at %lld (returned %ld), never handled again%s",
                           (long long)o->t0, o->n, purged_after ? ": a purge deleted it after the replay" : "");
@@ -1016,6 +1038,7 @@ int main(int argc, char **argv) {
     g_dir = argv[5];
     g_inbox = strcmp(g_hdr, "ibx") == 0;
     g_tenant = getenv("SOAK_TENANT") ? atoi(getenv("SOAK_TENANT")) : 0;
+    g_oom = !getenv("SOAK_OOM_RATE") || atoi(getenv("SOAK_OOM_RATE")) != 0;
     read_orch();
     read_logs();
     check_connections();
