@@ -890,6 +890,12 @@ static void check_keys(void) {
                 keyed m;
                 m.r = r;
                 m.first = r->nh ? r->h[0].start : INT64_MAX; /* sorted by check_handlings */
+                /* First handled only after a replay (dead unhandled, e.g. a crash
+                 * loop): a replayed message may run after later ones. */
+                for (j = 0; j < r->nops; j++)
+                    if (r->ops[j].kind == 'R' && r->ops[j].n != 0 && r->ops[j].t0 < m.first) m.first = INT64_MAX;
+                for (j = 0; j < g_ntr && m.first != INT64_MAX; j++) /* one first handled late may have been dead */
+                    if (g_topic_replays[j].t0 < m.first && m.first - r->t_commit > 5000000) m.first = INT64_MAX;
                 PUSH(ms, nm, cm, m);
             }
         }
