@@ -122,6 +122,7 @@ typedef struct rec {
     int nops, capops;
     /* a join (key "J..."): its steps, members (tags), join.wait and cancel results */
     int is_join, steps, jw_rc, jc_rc, has_jw, has_jc;
+    char jid[40];
     char **members;
     int nmem, capmem;
     int has_row, status, attempt, starts, row_ver;
@@ -249,6 +250,24 @@ static void read_orch(void) {
 /* ---- the processes' logs ------------------------------------------------------------------ */
 
 static long g_nlines;
+/* Joins whose join.wait message is Dead (its attempts used up, a crash loop)
+ * or was purged: no follow-up can come, by design. By join id. */
+static char **g_wait_gone;
+static int g_nwait_gone, g_capwait_gone;
+static void wait_gone(const char *text) {
+    const char *p = strstr(text, "\"joinId\":\"");
+    char *id;
+    if (!p) return;
+    id = xstrdup(p + 10);
+    id[strcspn(id, "\"")] = 0;
+    PUSH(g_wait_gone, g_nwait_gone, g_capwait_gone, id);
+}
+static int is_wait_gone(const char *jid) {
+    int i;
+    for (i = 0; i < g_nwait_gone; i++)
+        if (strcmp(g_wait_gone[i], jid) == 0) return 1;
+    return 0;
+}
 static opr *g_topic_replays; /* RA: every dead message of a topic made ready */
 static int g_ntr, g_captr;
 static long g_ops_done;
@@ -278,6 +297,7 @@ static void read_operator(const char *file, const char *line, rec **out) {
                 break;
             }
         g_ops_done++;
+        if (kind == 'P' && n > 0 && key[0] == '{') wait_gone(key);
     } else if (sscanf(line, "RA %599s %lld", key, &t) == 2 && line[1] == 'A') {
         opr o;
         memset(&o, 0, sizeof o);
@@ -348,6 +368,7 @@ static void read_worker(const char *file) {
                 r = find(key, 1);
                 r->is_join = 1;
                 r->steps = x;
+                snprintf(r->jid, sizeof r->jid, "%.39s", a);
             } else if (strncmp(line, "JA ", 3) == 0 && sscanf(line, "JA %599s %63s %d %lld", key, a, &x, &t) == 4) {
                 r = find(key, 1);
                 if (x == 0) {
@@ -484,7 +505,10 @@ static int read_tables(void) {
         if (f[5] && f[0][0] == '{') { /* a join.wait message (the library's JSON) */
             g_other_rows++;
             if (atoi(f[1]) == 2) g_other_done++;
-            if (atoi(f[1]) == 3) g_other_dead++;
+            if (atoi(f[1]) == 3) {
+                g_other_dead++;
+                wait_gone(f[0]);
+            }
         } else if (f[5]) {
             /* The payload starts with the key: "TAG hex" or "source/id vN hex". */
             snprintf(key, sizeof key, "%.*s", (int)strcspn(f[0], " "), f[0]);
@@ -752,6 +776,7 @@ static void check_join(rec *j) {
     int i, settled = 1, dead_now = 0, replayed = g_ntr > 0;
     int has_ok, has_fail;
     if (!j->has_jw || j->jw_rc != 0 || j->nmem < j->steps) return; /* never complete: nothing to expect */
+    if (is_wait_gone(j->jid)) return; /* its join.wait is Dead or purged: nothing follows, by design */
     snprintf(key, sizeof key, "%s-ok", j->key);
     ok = find(key, 0);
     snprintf(key, sizeof key, "%s-fail", j->key);
