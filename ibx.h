@@ -119,7 +119,8 @@
  *     IBX_NO_METRICS_TEXT no ibx_metrics_text, nor the handler-duration
  *                         histograms only it reports (ibx_store_counters
  *                         and ibx_queue_stats stay)
- *     IBX_NO_DEAD_LETTERS no ibx_dead_list/_replay/_purge (dead messages
+ *     IBX_NO_DEAD_LETTERS no ibx_dead_list/_replay/_purge, ibx_dead_move,
+ *                         ibx_run_now (dead messages
  *                         are still kept; tools built without the option
  *                         handle them)
  *     IBX_NO_ENVELOPE     no envelope on enqueue: a message that sets
@@ -158,7 +159,8 @@
  *   up to pause_max_ms until the topic's first success; other topics go on.
  *   Dead messages are tools' work: ibx_dead_list (paged, filtered),
  *   ibx_dead_replay (ready again, attempts reset, last error kept) and
- *   ibx_dead_purge. Crash loops: a message claimed max_starts times (store
+ *   ibx_dead_purge; ibx_dead_move (an operator's cancel: a message to Dead
+ *   with a reason) and ibx_run_now (a scheduled one due now). Crash loops: a message claimed max_starts times (store
  *   desc, default 3) without an outcome, its handler having killed the
  *   process each time, ends dead at the next reap instead of taking a
  *   worker down again; a dispatcher handles a message claimed before
@@ -1338,6 +1340,29 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
 
 /* >>common-end api-engine */
 
+#ifndef IBX_NO_DEAD_LETTERS
+/* Operator actions on one message (obxctl --inbox cancel, dead move, run). */
+
+/* Move message (`source`, `message_id`) to Dead now, with `reason` as its
+ * last error: one waiting to be handled (due or scheduled), and with
+ * `in_flight` non-zero also one in flight (its lease ends: the holder's
+ * ack, abandon or fail then changes nothing). Done, Dead and seen messages
+ * are left as they are. *moved (if not NULL) gets 1, or 0 when there is no
+ * such message in a state it may leave. Returns IBX_OK;
+ * IBX_ERR_INVALID_ARG (source or message id NULL, empty or too long;
+ * reason NULL, empty, not UTF-8 or over 255 characters);
+ * IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_dead_move(ibx_store *store, const char *message_id, const char *source,
+                                 const char *reason, int in_flight, int64_t *moved);
+
+/* Make message (`source`, `message_id`), waiting for its due time or a
+ * retry's backoff, claimable now (its next attempt: the database's clock).
+ * One in flight, Done, Dead or seen is left as it is (*changed 0).
+ * *changed (if not NULL) gets 1 or 0. Returns as ibx_dead_move. */
+IBX_API ibx_result ibx_run_now(ibx_store *store, const char *message_id, const char *source,
+                               int64_t *changed);
+#endif /* IBX_NO_DEAD_LETTERS */
+
 /* >>common-begin head */
 #ifdef __cplusplus
 }
@@ -1361,7 +1386,15 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
  * needs and the API lacks is added here first. Likewise a callback
  * contract (discovery, handlers) has one protocol, documented where its
  * type is declared and followed by the examples. Checked by
- * tests/ibxctl.sh (IBXCTL-NO-DML: no DML or DDL in tools/ibxctl.c). */
+ * tests/ibxctl.sh (IBXCTL-NO-DML: no DML or DDL in tools/ibxctl.c).
+ *
+ * Statements declare their parameters: count and kinds once, in
+ * ibx__stmt_args_rows beside the statements; every dialect's text must take
+ * exactly those (CORE-STMT-PARAMS; debug builds check at open and bind).
+ *
+ * One place decides how a unit of work runs: ibx__unit_mode (see "odbc:
+ * transactions and units of work"); begin, commit and rollback assert it
+ * (CORE-UNIT-MODE). */
 
 #include <limits.h>
 #include <stdarg.h>
@@ -2444,7 +2477,11 @@ typedef struct ibx__db {
                                     the dialect's begin_sql (ibx__dialect) */
     int autocommit_on;           /* left on by a one-statement unit (not tx_by_sql): off
                                     again before the next unit of several statements */
+    int unit;                    /* IBX__RUN_* of the current (or last) unit of work */
+    int callers_tx;              /* the caller's connection, in its transaction */
     int fault;                   /* IBX__FAULT_* of the last diagnosed failure */
+    char *const *sql;            /* the store's statements by id: checked against their
+                                    declared arguments when run (IBX__CHECK_ARGS) */
     char dbms_name[64];
     char dbms_version[64];
     char driver_name[64];
@@ -2876,6 +2913,53 @@ IBX__PRIVATE void ibx__p_blob(ibx__param *p, const void *data, size_t len) {
     p->i64 = 0;
 }
 
+/* Statements declare their arguments: each header's ibx__stmt_args_rows
+ * (ibx__stmt_args: a dialect's variant) gives one letter per argument, in
+ * binding order: i an integer, t a text, b bytes, l a list (one text of
+ * many values: a key list or a batch column, see ibx__list_add), j rows as
+ * one JSON array; upper case where a dialect's numbered markers may leave
+ * the argument out. Every dialect's text must take exactly those: checked
+ * when a store opens and when a statement is bound (IBX__CHECK_ARGS), and
+ * for every dialect by CORE-STMT-PARAMS. */
+#if !defined(NDEBUG) && !defined(IBX_TERSE_MESSAGES)
+#define IBX__CHECK_ARGS 1 /* debug builds; the terse ones are short of flash */
+#else
+#define IBX__CHECK_ARGS 0
+#endif
+static const char *ibx__stmt_args(const ibx__dialect *d, int id);
+
+/* Does statement text `sql` (expanded) take the arguments `args` declares?
+ * NULL if so, else `why`, saying what is wrong. The markers are counted as
+ * ibx__plain_markers reads them: plain "?"s, one per argument in order, or
+ * numbered "?N"s, each naming an argument, every lower-case one at least
+ * once; never both kinds in one text. */
+IBX__PRIVATE const char *ibx__args_check(const char *sql, const char *args, char *why, size_t cap) {
+    size_t n = args ? strlen(args) : 0, plain = 0, numbered = 0, i;
+    unsigned long used = 0;
+    if (!args) return snprintf(why, cap, "no declared arguments"), why;
+    while (*sql) {
+        unsigned arg;
+        if (*sql++ != '?') continue;
+        if (*sql < '1' || *sql > '9') {
+            plain++;
+            continue;
+        }
+        arg = (unsigned)(*sql++ - '0');
+        if (*sql >= '0' && *sql <= '9') arg = arg * 10 + (unsigned)(*sql++ - '0');
+        if (arg > n) return snprintf(why, cap, "marker ?%u, %u argument(s) declared", arg, (unsigned)n), why;
+        used |= 1ul << (arg - 1);
+        numbered++;
+    }
+    if (plain && numbered) return snprintf(why, cap, "plain and numbered markers mixed"), why;
+    if (numbered > IBX__MAX_MARKERS) return snprintf(why, cap, "%u numbered markers", (unsigned)numbered), why;
+    if (!numbered && plain != n)
+        return snprintf(why, cap, "%u marker(s), %u argument(s) declared", (unsigned)plain, (unsigned)n), why;
+    for (i = 0; numbered && i < n; i++)
+        if (args[i] >= 'a' && !(used & (1ul << i)))
+            return snprintf(why, cap, "argument %u (%c) has no marker", (unsigned)i + 1, args[i]), why;
+    return NULL;
+}
+
 /* The cached statement for `slot`, prepared from `sql` on first use. */
 /* A statement may number its markers, "?2": argument 2 is bound there, so a
  * dialect can take the canonical arguments in its own order (MariaDB's
@@ -3012,11 +3096,37 @@ static ibx_result ibx__affected_rows(ibx__db *db, SQLHSTMT st, int64_t *rows) {
     return r;
 }
 
+#if IBX__CHECK_ARGS
+/* Arguments ps[0..n) for text `sql` in `slot`: as many as its markers take,
+ * and, for a statement of the store's (db->sql), of the declared kinds. */
+static int ibx__args_bound(const ibx__db *db, int slot, const char *sql, const ibx__param *ps, int n) {
+    const char *args = db->d ? ibx__stmt_args(db->d, slot) : NULL;
+    char why[80], any[IBX__MAX_MARKERS + 1];
+    int i;
+    if (!(args && db->sql && db->sql[slot] == sql)) {
+        if (n > IBX__MAX_MARKERS) return 1; /* not the store's: only counted, up to this many */
+        for (i = 0; i < n; i++) any[i] = 'T';
+        any[n] = '\0';
+        return !ibx__args_check(sql, any, why, sizeof why);
+    }
+    if ((int)strlen(args) != n) return 0;
+    for (i = 0; i < n; i++) {
+        int kind = args[i] | 0x20; /* lower case */
+        if (ps[i].c_type != (kind == 'i' ? SQL_C_SBIGINT : kind == 'b' ? SQL_C_BINARY : SQL_C_CHAR)) return 0;
+    }
+    return 1;
+}
+#endif
+
 static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__param *ps, int n,
                                  int64_t *rows, SQLHSTMT *cursor) {
     SQLHSTMT st = NULL;
     SQLRETURN rc;
-    ibx_result r = ibx__stmt(db, slot, sql, &st);
+    ibx_result r;
+#if IBX__CHECK_ARGS
+    IBX_ASSERT(ibx__args_bound(db, slot, sql, ps, n));
+#endif
+    r = ibx__stmt(db, slot, sql, &st);
     if (r != IBX_OK) return r;
     SQLFreeStmt(st, SQL_CLOSE); /* a cursor left open by an earlier failure */
     r = ibx__bind(db, st, ps, n, db->markers[slot]);
@@ -3255,84 +3365,56 @@ IBX__PRIVATE ibx_result ibx__query_text(ibx__db *db, const char *sql, char *out,
 
 /* >> odbc: transactions and units of work ------------------------------------------- */
 
+/* Rule: one place decides how a unit of work runs. A connection rests in
+ * one autocommit mode, chosen when it is set up (ibx__db_setup: tx_by_sql);
+ * each unit then runs in one of the modes below, chosen by ibx__unit_mode
+ * and by nothing else: ibx__begin, ibx__commit and ibx__rollback do what
+ * the unit's mode (db->unit) says and assert it; ibx__unit_or_caller asks
+ * it too. A new way to run a unit is a new mode there, not a test of
+ * tx_by_sql, autocommit_on or own_connection somewhere else. */
+enum {
+    IBX__RUN_NONE = 0,
+    IBX__RUN_AUTOCOMMIT, /* one statement that commits by itself: no BEGIN, no COMMIT */
+    IBX__RUN_SQL,        /* a transaction by SQL: the dialect's begin_sql, COMMIT, ROLLBACK,
+                            on a connection that rests in autocommit (tx_by_sql) */
+    IBX__RUN_SQL_READ,   /* a reader there: no BEGIN, each statement its own snapshot, no
+                            write lock (SQLite); its end only checks the connection */
+    IBX__RUN_ODBC,       /* an ODBC transaction: autocommit off, SQLEndTran */
+    IBX__RUN_CALLER      /* the caller's transaction on its hdbc: nothing is begun,
+                            committed or rolled back here */
+};
+
+enum { IBX__UNIT_READ = 0, IBX__UNIT_WRITE = 1, IBX__UNIT_ONE_STATEMENT = 2 };
+
 IBX__PRIVATE ibx_result ibx__end_tran(ibx__db *db, SQLSMALLINT completion, const char *where) {
     return ibx__check(db, SQLEndTran(SQL_HANDLE_DBC, db->dbc, completion), SQL_HANDLE_DBC, db->dbc,
                       where);
 }
 
-IBX__PRIVATE ibx_result ibx__begin(ibx__db *db) {
-    ibx_result r = IBX_OK;
-    /* SQLite: a deferred transaction that later writes can deadlock and burn
-     * the whole busy timeout, so writers take the lock up front. */
-    if (db->tx_by_sql) r = ibx__exec_direct(db, db->d->begin_sql, "BEGIN");
-    if (r == IBX_OK) db->in_tx = 1;
-    return r;
-}
-
-IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
-    SQLUINTEGER dead = 0;
-    ibx_result r;
-    /* psqlODBC reports a successful COMMIT on a connection it already knows
-     * is dead; believe the dead flag, not the commit. (Where asking costs a
-     * round trip, a dead connection fails the COMMIT itself.) */
-    if (db->d->dead_flag_is_local &&
-        SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
-        dead == SQL_CD_TRUE) {
-        db->lost = 1;
-        db->in_tx = 0;
-        r = ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "commit",
-                      "connection lost before commit" IBX__WHY("; the transaction was not committed"));
-        db->err->connection_lost = 1;
-        return r;
-    }
-    if (db->tx_by_sql && !db->in_tx) return IBX_OK; /* a read unit: nothing to commit */
-    r = db->tx_by_sql ? ibx__exec_direct(db, "COMMIT", "COMMIT")
-                         : ibx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
-    /* A failed SQL COMMIT (SQLite BUSY) leaves the transaction open: keep
-     * in_tx so that the rollback really runs and releases the lock. */
-    if (r == IBX_OK || !db->tx_by_sql) db->in_tx = 0;
-    if (r != IBX_OK && db->err->connection_lost)
-        ibx__copy(db->err->message + strlen(db->err->message),
-                  sizeof db->err->message - strlen(db->err->message),
-                  " (connection lost during commit: outcome unknown)");
-    return r;
-}
-
-/* Roll back, keeping the error that caused it. */
-IBX__PRIVATE void ibx__rollback(ibx__db *db) {
-    ibx_error saved = *db->err;
-    if (db->connected && !db->lost) {
-        if (db->tx_by_sql) {
-            if (db->in_tx) ibx__exec_direct(db, "ROLLBACK", "ROLLBACK");
-        } else {
-            ibx__end_tran(db, SQL_ROLLBACK, "SQLEndTran(ROLLBACK)");
-        }
-    }
-    db->in_tx = 0;
-    *db->err = saved;
-}
-
-typedef ibx_result (*ibx__unit_fn)(ibx__db *db, void *ctx);
-
-enum { IBX__UNIT_READ = 0, IBX__UNIT_WRITE = 1, IBX__UNIT_ONE_STATEMENT = 2 };
-
-/* A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
+/* How a unit with `flags` runs on db: the one place that decides.
+ * A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
  * runs in autocommit, one round trip instead of three (psqlODBC sends
  * BEGIN and COMMIT apart). Only for a statement after which nothing can
  * fail that would need it undone (a count, a read), and only on our own
  * connections, where switching is free: tx_by_sql connections rest in
- * autocommit; psqlODBC switches locally. The switch back waits for the
- * next unit of several statements (ibx__autocommit_off), where a failure
- * is that unit's error. Returns 1 if the unit runs in autocommit. */
-IBX__PRIVATE int ibx__autocommit_for_one(ibx__db *db, int flags) {
-    if (!(flags & IBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
-    if (db->tx_by_sql || db->autocommit_on) return 1;
-    if (!IBX__ONE(db->d)->autocommit_is_local ||
-        !SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
-                                         (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER)))
-        return 0; /* then as a transaction */
-    db->autocommit_on = 1;
-    return 1;
+ * autocommit; psqlODBC switches locally (done here: where it fails, the
+ * unit runs as a transaction). The switch back waits for the next unit of
+ * several statements (ibx__begin), where a failure is that unit's error. */
+IBX__PRIVATE int ibx__unit_mode(ibx__db *db, int flags) {
+    if (db->callers_tx) return IBX__RUN_CALLER;
+    if ((flags & IBX__UNIT_ONE_STATEMENT) && db->own_connection) {
+        if (db->tx_by_sql || db->autocommit_on) return IBX__RUN_AUTOCOMMIT;
+        if (IBX__ONE(db->d)->autocommit_is_local &&
+            SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
+                                            (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER))) {
+            db->autocommit_on = 1;
+            return IBX__RUN_AUTOCOMMIT;
+        }
+    }
+    /* SQLite readers need no write lock: without BEGIN each statement is
+     * its own snapshot, and a writer elsewhere does not block them. */
+    if (db->tx_by_sql) return (flags & IBX__UNIT_WRITE) ? IBX__RUN_SQL : IBX__RUN_SQL_READ;
+    return IBX__RUN_ODBC;
 }
 
 /* Manual commit again before a unit of several statements: they must never
@@ -3346,7 +3428,71 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
     return r;
 }
 
-/* Run `fn` as one transaction on our own connection: begin, fn, commit.
+/* Open a unit in `mode` (ibx__unit_mode). */
+IBX__PRIVATE ibx_result ibx__begin(ibx__db *db, int mode) {
+    ibx_result r = IBX_OK;
+    IBX_ASSERT(mode != IBX__RUN_NONE && mode != IBX__RUN_CALLER);
+    IBX_ASSERT((mode == IBX__RUN_SQL || mode == IBX__RUN_SQL_READ) == (db->tx_by_sql != 0) ||
+               mode == IBX__RUN_AUTOCOMMIT);
+    db->unit = mode;
+    if (mode == IBX__RUN_ODBC && db->autocommit_on) r = ibx__autocommit_off(db);
+    /* SQLite: a deferred transaction that later writes can deadlock and burn
+     * the whole busy timeout, so writers take the lock up front. */
+    if (r == IBX_OK && mode == IBX__RUN_SQL) r = ibx__exec_direct(db, db->d->begin_sql, "BEGIN");
+    if (r == IBX_OK && (mode == IBX__RUN_SQL || mode == IBX__RUN_ODBC)) db->in_tx = 1;
+    return r;
+}
+
+IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
+    SQLUINTEGER dead = 0;
+    ibx_result r;
+    IBX_ASSERT(db->unit == IBX__RUN_SQL || db->unit == IBX__RUN_SQL_READ || db->unit == IBX__RUN_ODBC);
+    /* psqlODBC reports a successful COMMIT on a connection it already knows
+     * is dead; believe the dead flag, not the commit. (Where asking costs a
+     * round trip, a dead connection fails the COMMIT itself.) */
+    if (db->d->dead_flag_is_local &&
+        SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
+        dead == SQL_CD_TRUE) {
+        db->lost = 1;
+        db->in_tx = 0;
+        r = ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "commit",
+                      "connection lost before commit" IBX__WHY("; the transaction was not committed"));
+        db->err->connection_lost = 1;
+        return r;
+    }
+    if (db->unit == IBX__RUN_SQL_READ) return IBX_OK; /* a read unit: nothing to commit */
+    r = db->unit == IBX__RUN_SQL ? ibx__exec_direct(db, "COMMIT", "COMMIT")
+                                 : ibx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
+    /* A failed SQL COMMIT (SQLite BUSY) leaves the transaction open: keep
+     * in_tx so that the rollback really runs and releases the lock. */
+    if (r == IBX_OK || db->unit != IBX__RUN_SQL) db->in_tx = 0;
+    if (r != IBX_OK && db->err->connection_lost)
+        ibx__copy(db->err->message + strlen(db->err->message),
+                  sizeof db->err->message - strlen(db->err->message),
+                  " (connection lost during commit: outcome unknown)");
+    return r;
+}
+
+/* Roll back, keeping the error that caused it. */
+IBX__PRIVATE void ibx__rollback(ibx__db *db) {
+    ibx_error saved = *db->err;
+    IBX_ASSERT(db->unit != IBX__RUN_NONE && db->unit != IBX__RUN_CALLER);
+    if (db->connected && !db->lost) {
+        /* An ODBC unit ends by SQLEndTran; so does one in autocommit on a
+         * connection that rests in manual commit (a no-op there, kept). */
+        if (db->unit == IBX__RUN_ODBC || (db->unit == IBX__RUN_AUTOCOMMIT && db->autocommit_on))
+            ibx__end_tran(db, SQL_ROLLBACK, "SQLEndTran(ROLLBACK)");
+        else if (db->in_tx)
+            ibx__exec_direct(db, "ROLLBACK", "ROLLBACK");
+    }
+    db->in_tx = 0;
+    *db->err = saved;
+}
+
+typedef ibx_result (*ibx__unit_fn)(ibx__db *db, void *ctx);
+
+/* Run `fn` as one unit of work on our own connection (or a store's adopted
+ * one), in the mode ibx__unit_mode chooses: begin, fn, commit.
  * Any error rolls the whole unit back (never commit after a failed
  * statement: psqlODBC would commit the statements before it). A deadlock,
  * serialization failure or busy/lock timeout redoes the unit up to
@@ -3357,20 +3503,18 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
 IBX__PRIVATE ibx_result ibx__unit_run(ibx__db *db, ibx__unit_fn fn, void *ctx, const char *what,
                                       int flags) {
     ibx_result r;
-    int attempt, autocommit;
+    int attempt, mode;
     for (attempt = 0;; attempt++) {
         r = ibx__db_ensure(db);
         if (r != IBX_OK) return r;
         db->fault = IBX__FAULT_PERMANENT;
-        autocommit = ibx__autocommit_for_one(db, flags);
-        r = !autocommit && db->autocommit_on ? ibx__autocommit_off(db) : IBX_OK;
-        /* SQLite readers need no write lock: without BEGIN each statement
-         * is its own snapshot, and a writer elsewhere does not block them. */
-        if (r == IBX_OK && !autocommit && ((flags & IBX__UNIT_WRITE) || !db->tx_by_sql)) r = ibx__begin(db);
+        mode = ibx__unit_mode(db, flags);
+        IBX_ASSERT(mode != IBX__RUN_CALLER); /* ibx__unit_or_caller runs those */
+        r = ibx__begin(db, mode);
         if (r == IBX_OK) r = fn(db, ctx);
 
         if (r >= 0) {
-            ibx_result c = autocommit ? IBX_OK : ibx__commit(db);
+            ibx_result c = mode == IBX__RUN_AUTOCOMMIT ? IBX_OK : ibx__commit(db);
             if (c == IBX_OK) {
                 if (db->err->result != IBX_OK) ibx__error_clear(db->err);
                 return r;
@@ -4106,10 +4250,17 @@ static ibx_status ibx__status_parse(const char *text) {
 /* >> inbox statements ------------------------------------------------------------ */
 
 /* Templates: {T} the quoted, qualified table, {N} its bare name, {W} the
- * dialect's "now". Parameter order is the same everywhere; a key list is
- * two parameters (sources, message ids) of equal length. Where the text
- * runs left to right (MariaDB's SET), parameters come in the order that
- * lets every column be read before it is assigned. */
+ * dialect's "now". Where the text runs left to right (MariaDB's SET),
+ * parameters come in the order that lets every column be read before it
+ * is assigned (numbered markers).
+ *
+ * Rule: statements declare their parameters. What each statement binds is
+ * declared once, in ibx__stmt_args_rows below (count and kinds, the names in
+ * its comment), in the same order in every dialect; a dialect's text takes
+ * exactly those (markers counted after {O} and the other names are
+ * expanded). A new statement or dialect text that disagrees fails at store
+ * open in debug builds, at bind (ibx__exec), and for every dialect, SQL
+ * Server included, in CORE-STMT-PARAMS (make test). */
 /* The plain upsert (no envelope, no expiry: fewer parameters) is a
  * statement of its own, except with IBX_NO_ENVELOPE: then the expiry's
  * upsert, with the expiry NULL, takes every message (one statement less). */
@@ -4119,41 +4270,78 @@ static ibx_status ibx__status_parse(const char *text) {
 #define IBX__PLAIN_UPSERT 1
 #endif
 enum {
-    IBX__Q_SEEN,       /* source, message_id, hash -> status, stored hash */
-    IBX__Q_ENQUEUE,    /* source, id, topic, payload, hash, due, next_attempt -> rowcount; not
-                          with IBX_NO_ENVELOPE (IBX__PLAIN_UPSERT) */
-    IBX__Q_ENQUEUE_ENV, /* ENQUEUE's seven, tenant, aggregate type, aggregate id, headers: a
-                          message with an envelope (a known one keeps what it has) */
-    IBX__Q_MARK,       /* status x4, source, id -> rowcount (see ibx__mark) */
-    IBX__Q_CLAIM,      /* owner, lease_seconds, batch -> message rows (see CLAIM_PICK) */
-    IBX__Q_ACK,        /* owner, sources, ids -> rowcount */
-    IBX__Q_ABANDON,    /* delay_ms (NULL: backoff), attempts (1, or 0 for a wait), last_error,
-                          owner, sources, ids */
-    IBX__Q_FAIL,       /* error, owner, sources, ids */
-    IBX__Q_EXTEND,     /* lease_seconds, owner, sources, ids -> rowcount: leases renewed */
+    IBX__Q_SEEN,       /* -> status, stored hash */
+    IBX__Q_ENQUEUE,    /* -> rowcount; not with IBX_NO_ENVELOPE (IBX__PLAIN_UPSERT) */
+    IBX__Q_ENQUEUE_ENV, /* a message with an envelope (a known one keeps what it has) */
+    IBX__Q_MARK,       /* -> rowcount (see ibx__mark) */
+    IBX__Q_CLAIM,      /* -> message rows (see CLAIM_PICK) */
+    IBX__Q_ACK,        /* -> rowcount */
+    IBX__Q_ABANDON,    /* -> rowcount */
+    IBX__Q_FAIL,       /* -> rowcount */
+    IBX__Q_EXTEND,     /* -> rowcount: leases renewed */
     IBX__Q_REAP,       /* -> rowcount */
-    IBX__Q_GET,        /* source, id -> message row */
-    IBX__Q_HASH,       /* source, id -> the stored hash (enqueue compares a new one), status */
-    IBX__Q_CLEANUP,    /* retention_ms, batch -> rowcount */
+    IBX__Q_GET,        /* -> message row */
+    IBX__Q_HASH,       /* -> the stored hash (enqueue compares a new one), status */
+    IBX__Q_CLEANUP,    /* -> rowcount */
     IBX__Q_STATS,      /* -> ready count, oldest ready age */
     IBX__Q_PENDING,    /* -> messages still to handle (Processing): max_pending's count */
-    IBX__Q_CLAIM_PICK, /* batch, window -> keys, locked (FOR UPDATE SKIP LOCKED); where set,
-                          the claim is pick, then CLAIM (owner, lease, sources, ids), then
-                          CLAIM_READ (see ibx__pick_keys) */
-    IBX__Q_CLAIM_READ, /* owner, lease (unused), sources, ids -> the rows the owner holds */
+    IBX__Q_CLAIM_PICK, /* -> keys, locked (FOR UPDATE SKIP LOCKED); where set, the claim is
+                          pick, then CLAIM, then CLAIM_READ (see ibx__pick_keys) */
+    IBX__Q_CLAIM_READ, /* -> the rows the owner holds */
     IBX__Q_GAUGES,     /* -> ready count, oldest ready age in ms, in flight, dead, scheduled,
                           expired leases */
-    IBX__Q_DEAD_LIST,  /* dead filter (topic, error text, first seen from, before, source,
-                          message id), limit, offset -> message rows (markers numbered) */
-    IBX__Q_DEAD_REPLAY, /* dead filter -> rowcount */
-    IBX__Q_DEAD_PURGE, /* dead filter, batch -> rowcount */
+    IBX__Q_DEAD_LIST,  /* -> message rows */
+    IBX__Q_DEAD_REPLAY, /* -> rowcount */
+    IBX__Q_DEAD_PURGE, /* -> rowcount */
+    IBX__Q_MOVE,       /* -> rowcount: to Dead (ibx_dead_move) */
+    IBX__Q_RUN_NOW,    /* -> rowcount: a waiting message due now (ibx_run_now) */
     IBX__Q_WAKE,       /* none: the inbox has no ordering keys, so nothing is parked (the
                           common reap asks for it) */
-    IBX__Q_ANALYZE,    /* none: statistics refreshed where stale (PostgreSQL; see ibx_reap) */
+    IBX__Q_ANALYZE,    /* statistics refreshed where stale (PostgreSQL; see ibx_reap) */
     IBX__Q_OWNED,      /* not a statement: {O} in the others, the rows of a key list the
                           owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
 };
+
+/* What each statement binds (the letters: ibx__args_check; ibx__stmt_args
+ * gives a dialect's variant). A key list is two lists (sources, message
+ * ids) of equal length. A dead filter is topic, error text, first seen
+ * from, first seen before, source, message id. */
+#ifdef IBX_NO_ENVELOPE
+#define IBX__ENV_ARGS "TTTT" /* NULL, and a text may leave them out (IBX__ENV) */
+#else
+#define IBX__ENV_ARGS "tttt"
+#endif
+static const ibx__stmt_row ibx__stmt_args_rows[] = {
+    {IBX__Q_SEEN, "ttb"},           /* source, message_id, hash */
+    {IBX__Q_ENQUEUE, "ttttbii"},    /* source, id, topic, payload, hash, due, next_attempt */
+    {IBX__Q_ENQUEUE_ENV, "ttttbii" IBX__ENV_ARGS "i"}, /* ENQUEUE's, tenant, aggregate type,
+                                                          aggregate id, headers, expiry */
+    {IBX__Q_MARK, "tttttt"},        /* status x4, source, id */
+    {IBX__Q_CLAIM, "tii"},          /* owner, lease_seconds, batch; after a CLAIM_PICK, CLAIM_READ's */
+    {IBX__Q_CLAIM_PICK, "ii"},      /* batch, window */
+    {IBX__Q_CLAIM_READ, "tIll"},    /* owner, lease (unused), sources, ids */
+    {IBX__Q_ACK, "tll"},            /* owner, sources, ids */
+    {IBX__Q_ABANDON, "iittll"},     /* delay_ms (NULL: backoff), attempts (1, or 0 for a wait),
+                                       last_error, owner, sources, ids */
+    {IBX__Q_FAIL, "ttll"},          /* error, owner, sources, ids */
+    {IBX__Q_EXTEND, "itll"},        /* lease_seconds, owner, sources, ids */
+    {IBX__Q_REAP, ""},
+    {IBX__Q_GET, "tt"},             /* source, id */
+    {IBX__Q_HASH, "tt"},            /* source, id */
+    {IBX__Q_STATS, ""},
+    {IBX__Q_PENDING, ""},
+    {IBX__Q_GAUGES, ""},
+    {IBX__Q_CLEANUP, "ii"},         /* retention_ms, batch */
+    {IBX__Q_DEAD_LIST, "ttiittii"}, /* dead filter, limit, offset */
+    {IBX__Q_DEAD_REPLAY, "ttiittII"}, /* dead filter, two unused */
+    {IBX__Q_DEAD_PURGE, "ttiittiI"}, /* dead filter, batch, unused */
+    {IBX__Q_MOVE, "ttti"},          /* reason, source, id, in flight too (0/1) */
+    {IBX__Q_RUN_NOW, "tt"},         /* source, id */
+    {IBX__Q_WAKE, ""},
+    {IBX__Q_ANALYZE, ""},
+    {IBX__Q_COUNT, NULL}};
+#define IBX__ARGS_JSON_ROWS(id) 0 /* no statement takes JSON rows (obx.h's batch inserts do) */
 
 #define IBX__SQLITE_COLS                                                                     \
     "Source, MessageId, Topic, Payload, Hash, FirstSeenUtc, "          \
@@ -4312,6 +4500,12 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "OwnerToken = NULL, LockedUntil = NULL WHERE " IBX__SQLITE_DEAD},
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE " IBX__SQLITE_DEAD " LIMIT ?7)"},
+    {IBX__Q_MOVE,
+     "UPDATE {T} SET Status = 'Dead', LastError = ?1, OwnerToken = NULL, LockedUntil = NULL "
+     "WHERE Source = ?2 AND MessageId = ?3 AND Status = 'Processing' AND (LockedUntil IS NULL OR ?4 = 1)"},
+    {IBX__Q_RUN_NOW,
+     "UPDATE {T} SET NextAttemptAt = {W} WHERE Source = ?1 AND MessageId = ?2 AND Status = 'Processing' "
+     "AND LockedUntil IS NULL AND NextAttemptAt > {W}"},
 #endif
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE Status = 'Processing'"},
@@ -4491,6 +4685,14 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE (\"Source\", \"MessageId\") IN (SELECT \"Source\", \"MessageId\" FROM {T} "
      "WHERE " IBX__PG_DEAD " LIMIT CAST(?7 AS bigint))"},
+    {IBX__Q_MOVE,
+     "UPDATE {T} SET \"Status\" = 'Dead', \"LastError\" = CAST(?1 AS text), \"OwnerToken\" = NULL, "
+     "\"LockedUntil\" = NULL WHERE \"Source\" = CAST(?2 AS text) AND \"MessageId\" = CAST(?3 AS text) AND "
+     "\"Status\" = 'Processing' AND (\"LockedUntil\" IS NULL OR CAST(?4 AS integer) = 1)"},
+    {IBX__Q_RUN_NOW,
+     "UPDATE {T} SET \"NextAttemptAt\" = now() WHERE \"Source\" = CAST(?1 AS text) AND "
+     "\"MessageId\" = CAST(?2 AS text) AND \"Status\" = 'Processing' AND \"LockedUntil\" IS NULL AND "
+     "\"NextAttemptAt\" > now()"},
 #endif
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
@@ -4720,6 +4922,12 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`LockedUntil` = NULL, `Status` = 'Processing' WHERE " IBX__MY_DEAD},
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc` LIMIT ?7"},
+    {IBX__Q_MOVE,
+     "UPDATE {T} SET `LastError` = ?1, `OwnerToken` = NULL, `Status` = 'Dead', `LockedUntil` = NULL "
+     "WHERE `Source` = ?2 AND `MessageId` = ?3 AND `Status` = 'Processing' AND (`LockedUntil` IS NULL OR ?4 = 1)"},
+    {IBX__Q_RUN_NOW,
+     "UPDATE {T} SET `NextAttemptAt` = UTC_TIMESTAMP(6) WHERE `Source` = ?1 AND `MessageId` = ?2 AND "
+     "`Status` = 'Processing' AND `LockedUntil` IS NULL AND `NextAttemptAt` > UTC_TIMESTAMP(6)"},
 #endif
     {IBX__Q_COUNT, NULL}};
 
@@ -4909,6 +5117,14 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "[OwnerToken] = NULL, [LockedUntil] = NULL FROM {T} AS t WHERE " IBX__MS_DEAD},
     {IBX__Q_DEAD_PURGE,
      "WITH d AS (SELECT TOP (?7) t.[Source] FROM {T} AS t WHERE " IBX__MS_DEAD ") DELETE FROM d"},
+    {IBX__Q_MOVE,
+     "UPDATE t SET [Status] = 'Dead', [LastError] = ?1, [OwnerToken] = NULL, [LockedUntil] = NULL "
+     "FROM {T} AS t WHERE t.[Source] = ?2 AND t.[MessageId] = ?3 AND t.[Status] = 'Processing' AND "
+     "(t.[LockedUntil] IS NULL OR ?4 = 1)"},
+    {IBX__Q_RUN_NOW,
+     "UPDATE t SET [NextAttemptAt] = SYSUTCDATETIME() FROM {T} AS t WHERE t.[Source] = ?1 AND "
+     "t.[MessageId] = ?2 AND t.[Status] = 'Processing' AND t.[LockedUntil] IS NULL AND "
+     "t.[NextAttemptAt] > SYSUTCDATETIME()"},
 #endif
     {IBX__Q_PENDING,
      "SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing'"},
@@ -5047,6 +5263,7 @@ static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__
 }
 
 /* >> the inbox's face: what the engine below needs of this header -------------- */
+
 
 #define IBX__KEY_LISTS 2              /* a message's key: (source, message id), two lists */
 #define IBX__KEYS_ARG "keys"          /* the settle calls' key argument */
@@ -5401,6 +5618,20 @@ static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
     return IBX_OK;
 }
 
+/* Statement `id`'s arguments on dialect d, as the header declares them
+ * (ibx__stmt_args_rows), or NULL. */
+IBX__PRIVATE const char *ibx__stmt_args(const ibx__dialect *d, int id) {
+    const ibx__sqlset *q = ibx__sqlsets[d->id];
+    const ibx__stmt_row *row;
+    if (id == IBX__Q_CLAIM && q) /* a claim that picks first names the picked keys */
+        for (row = q->rows; row->sql; row++)
+            if (row->id == IBX__Q_CLAIM_PICK) id = IBX__Q_CLAIM_READ;
+    if (IBX__ARGS_JSON_ROWS(id) && IBX__ONE(d)->batch_as_json_rows) return "j";
+    for (row = ibx__stmt_args_rows; row->sql; row++)
+        if (row->id == id) return row->sql;
+    return NULL;
+}
+
 static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     const ibx__stmt_row *row;
     const char *names[26];
@@ -5423,6 +5654,17 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
             return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     }
     ibx__store_own_sql(&s->own, s->sql);
+#if IBX__CHECK_ARGS
+    { /* every statement takes what it declares (ibx__args_check) */
+        int i;
+        char why[80];
+        for (i = 0; i < IBX__Q_COUNT; i++)
+            if (s->sql[i] && ibx__args_check(s->sql[i], ibx__stmt_args(s->db.d, i), why, sizeof why))
+                return ibx__fail(&s->err, IBX_ERR_STATE, "ibx_store_open", "statement %d on %s: %s", i,
+                                 ibx__dialect_name(s->db.d->id), why);
+    }
+    s->db.sql = s->sql;
+#endif
     return IBX_OK;
 }
 
@@ -5907,6 +6149,10 @@ IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
     caller.dbc = (SQLHDBC)hdbc;
     caller.connected = 1;
     caller.tx_by_sql = caller.d->tx_by_sql;
+    caller.sql = s->db.sql;
+    caller.callers_tx = 1;
+    caller.unit = ibx__unit_mode(&caller, flags);
+    IBX_ASSERT(caller.unit == IBX__RUN_CALLER);
     /* In autocommit (PostgreSQL, MariaDB) the write would commit at once,
      * apart from the caller's transaction, and survive its rollback. */
     r = ibx__check_autocommit(&caller);
@@ -6923,6 +7169,32 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
                  "purged %lld dead message(s)", (long long)total);
     if (r == IBX_OK && purged) *purged = total;
     return r;
+}
+
+/* ibx_dead_move and ibx_run_now once the face has checked the message's key
+ * into p (after the reason's slot p[0] of a move): one statement, then a
+ * moved head of an ordering key lets the messages parked behind it move on
+ * (triggers do it where the dialect has them; else the reap's wake, now
+ * rather than a reap interval later; if it fails, the reap does). */
+static ibx_result ibx__one_message(ibx_store *s, const char *fn, int slot, const char *reason, ibx__param *p,
+                                   int n, const char *name, int64_t *changed) {
+    int64_t count = 0, woken = 0;
+    ibx_result r;
+    if (slot == IBX__Q_MOVE &&
+        (r = ibx__check_text(&s->err, fn, "reason", reason, IBX__HANDLER_ERROR_MAX - 1)) != IBX_OK)
+        return r;
+    if (!s->sql[slot])
+        return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, fn, "no statement for %s", ibx__dialect_name(s->db.d->id));
+    if (slot == IBX__Q_MOVE) ibx__p_text(&p[0], reason, (size_t)-1);
+    if ((r = ibx__run_count(s, slot, p, n, fn + 4, &count)) != IBX_OK) return r;
+    if (slot == IBX__Q_MOVE && count > 0 && s->sql[IBX__Q_WAKE] &&
+        ibx__run_count(s, IBX__Q_WAKE, NULL, 0, "wake parked", &woken) != IBX_OK)
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "waking the messages parked behind %s failed: %s", name,
+                 s->err.message);
+    ibx__log(&s->hooks, count > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, s->store_id, "%s %s: %lld changed", fn + 4, name,
+             (long long)count);
+    if (changed) *changed = count;
+    return IBX_OK;
 }
 #endif /* IBX_NO_DEAD_LETTERS */
 
@@ -8697,6 +8969,42 @@ static ibx_result ibx__dead_key(ibx_store *s, const char *fn, const ibx_dead_fil
     ibx__p_text(&p[0], f->source, (size_t)-1);
     ibx__p_text(&p[1], f->message_id, (size_t)-1);
     return IBX_OK;
+}
+#endif
+
+#ifndef IBX_NO_DEAD_LETTERS
+/* The inbox's key of ibx_dead_move and ibx_run_now: source and message id,
+ * into p[0] and p[1]; their name for log lines into `name`. */
+static ibx_result ibx__one_key(ibx_store *s, const char *fn, const char *message_id, const char *source,
+                               ibx__param *p, char *name, size_t size) {
+    ibx_result r = ibx__store_ready(s, fn);
+    if (r != IBX_OK) return r;
+    if ((r = ibx__check_key(s, fn, "source", source)) != IBX_OK ||
+        (r = ibx__check_key(s, fn, "message_id", message_id)) != IBX_OK)
+        return r;
+    ibx__p_text(&p[0], source, (size_t)-1);
+    ibx__p_text(&p[1], message_id, (size_t)-1);
+    snprintf(name, size, "%s/%s", source, message_id);
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_dead_move(ibx_store *store, const char *message_id, const char *source,
+                                 const char *reason, int in_flight, int64_t *moved) {
+    ibx__param p[4];
+    char name[2 * IBX__MSG_NAME_MAX];
+    ibx_result r = ibx__one_key(store, "ibx_dead_move", message_id, source, &p[1], name, sizeof name);
+    if (r != IBX_OK) return r;
+    ibx__p_i64(&p[3], in_flight ? 1 : 0);
+    return ibx__one_message(store, "ibx_dead_move", IBX__Q_MOVE, reason, p, 4, name, moved);
+}
+
+IBX_API ibx_result ibx_run_now(ibx_store *store, const char *message_id, const char *source,
+                               int64_t *changed) {
+    ibx__param p[2];
+    char name[2 * IBX__MSG_NAME_MAX];
+    ibx_result r = ibx__one_key(store, "ibx_run_now", message_id, source, p, name, sizeof name);
+    if (r != IBX_OK) return r;
+    return ibx__one_message(store, "ibx_run_now", IBX__Q_RUN_NOW, NULL, p, 2, name, changed);
 }
 #endif
 

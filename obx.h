@@ -103,7 +103,8 @@
  *     OBX_NO_METRICS_TEXT no obx_metrics_text, nor the handler-duration
  *                         histograms only it reports (obx_store_counters
  *                         and obx_queue_stats stay)
- *     OBX_NO_DEAD_LETTERS no obx_dead_list/_replay/_purge (dead messages
+ *     OBX_NO_DEAD_LETTERS no obx_dead_list/_replay/_purge, obx_dead_move,
+ *                         obx_run_now (dead messages
  *                         are still kept; tools built without the option
  *                         handle them)
  *     OBX_NO_ENVELOPE     no envelope on enqueue: a message that sets
@@ -142,7 +143,8 @@
  *   up to pause_max_ms until the topic's first success; other topics go on.
  *   Dead messages are tools' work: obx_dead_list (paged, filtered),
  *   obx_dead_replay (ready again, attempts reset, last error kept) and
- *   obx_dead_purge. Crash loops: a message claimed max_starts times (store
+ *   obx_dead_purge; obx_dead_move (an operator's cancel: a message to Dead
+ *   with a reason) and obx_run_now (a scheduled one due now). Crash loops: a message claimed max_starts times (store
  *   desc, default 3) without an outcome, its handler having killed the
  *   process each time, ends dead at the next reap instead of taking a
  *   worker down again; a dispatcher handles a message claimed before
@@ -1347,6 +1349,30 @@ OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filte
 
 /* >>common-end api-engine */
 
+#ifndef OBX_NO_DEAD_LETTERS
+/* Operator actions on one message (obxctl cancel, dead move, run). */
+
+/* Move message `id` (a work item id) to Dead now, with `reason` as its
+ * last error: a Ready message (due or scheduled, parked ones included),
+ * and with `in_flight` non-zero also one in flight (its lease ends: the
+ * holder's ack, abandon or fail then changes nothing). Done and Dead
+ * messages are left as they are. The messages of its ordering key after
+ * it move on as after a fail. *moved (if not NULL) gets 1, or 0 when
+ * there is no such message in a state it may leave. Returns OBX_OK;
+ * OBX_ERR_INVALID_ARG (id not a UUID; reason NULL, empty, not UTF-8 or
+ * over 255 characters); OBX_ERR_DB(_TRANSIENT). */
+OBX_API obx_result obx_dead_move(obx_store *store, const char *id, const char *reason, int in_flight,
+                                 int64_t *moved);
+
+/* Make Ready message `id`, waiting for its due time or a retry's backoff,
+ * claimable now (its next attempt: the database's clock). One parked
+ * behind an earlier message of its ordering key, in flight, Done or Dead
+ * is left as it is (*changed 0); a parked one runs when the key's earlier
+ * messages are Done or Dead. *changed (if not NULL) gets 1 or 0. Returns
+ * as obx_dead_move. */
+OBX_API obx_result obx_run_now(obx_store *store, const char *id, int64_t *changed);
+#endif /* OBX_NO_DEAD_LETTERS */
+
 #ifndef OBX_NO_JOIN
 /* ---- Joins (fan-in) --------------------------------------------------------------- */
 
@@ -1481,7 +1507,15 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *erro
  * needs and the API lacks is added here first. Likewise a callback
  * contract (discovery, handlers) has one protocol, documented where its
  * type is declared and followed by the examples. Checked by
- * tests/obxctl.sh (OBXCTL-NO-DML: no DML or DDL in tools/obxctl.c). */
+ * tests/obxctl.sh (OBXCTL-NO-DML: no DML or DDL in tools/obxctl.c).
+ *
+ * Statements declare their parameters: count and kinds once, in
+ * obx__stmt_args_rows beside the statements; every dialect's text must take
+ * exactly those (CORE-STMT-PARAMS; debug builds check at open and bind).
+ *
+ * One place decides how a unit of work runs: obx__unit_mode (see "odbc:
+ * transactions and units of work"); begin, commit and rollback assert it
+ * (CORE-UNIT-MODE). */
 
 #include <limits.h>
 #include <stdarg.h>
@@ -2564,7 +2598,11 @@ typedef struct obx__db {
                                     the dialect's begin_sql (obx__dialect) */
     int autocommit_on;           /* left on by a one-statement unit (not tx_by_sql): off
                                     again before the next unit of several statements */
+    int unit;                    /* OBX__RUN_* of the current (or last) unit of work */
+    int callers_tx;              /* the caller's connection, in its transaction */
     int fault;                   /* OBX__FAULT_* of the last diagnosed failure */
+    char *const *sql;            /* the store's statements by id: checked against their
+                                    declared arguments when run (OBX__CHECK_ARGS) */
     char dbms_name[64];
     char dbms_version[64];
     char driver_name[64];
@@ -2996,6 +3034,53 @@ OBX__PRIVATE void obx__p_blob(obx__param *p, const void *data, size_t len) {
     p->i64 = 0;
 }
 
+/* Statements declare their arguments: each header's obx__stmt_args_rows
+ * (obx__stmt_args: a dialect's variant) gives one letter per argument, in
+ * binding order: i an integer, t a text, b bytes, l a list (one text of
+ * many values: a key list or a batch column, see obx__list_add), j rows as
+ * one JSON array; upper case where a dialect's numbered markers may leave
+ * the argument out. Every dialect's text must take exactly those: checked
+ * when a store opens and when a statement is bound (OBX__CHECK_ARGS), and
+ * for every dialect by CORE-STMT-PARAMS. */
+#if !defined(NDEBUG) && !defined(OBX_TERSE_MESSAGES)
+#define OBX__CHECK_ARGS 1 /* debug builds; the terse ones are short of flash */
+#else
+#define OBX__CHECK_ARGS 0
+#endif
+static const char *obx__stmt_args(const obx__dialect *d, int id);
+
+/* Does statement text `sql` (expanded) take the arguments `args` declares?
+ * NULL if so, else `why`, saying what is wrong. The markers are counted as
+ * obx__plain_markers reads them: plain "?"s, one per argument in order, or
+ * numbered "?N"s, each naming an argument, every lower-case one at least
+ * once; never both kinds in one text. */
+OBX__PRIVATE const char *obx__args_check(const char *sql, const char *args, char *why, size_t cap) {
+    size_t n = args ? strlen(args) : 0, plain = 0, numbered = 0, i;
+    unsigned long used = 0;
+    if (!args) return snprintf(why, cap, "no declared arguments"), why;
+    while (*sql) {
+        unsigned arg;
+        if (*sql++ != '?') continue;
+        if (*sql < '1' || *sql > '9') {
+            plain++;
+            continue;
+        }
+        arg = (unsigned)(*sql++ - '0');
+        if (*sql >= '0' && *sql <= '9') arg = arg * 10 + (unsigned)(*sql++ - '0');
+        if (arg > n) return snprintf(why, cap, "marker ?%u, %u argument(s) declared", arg, (unsigned)n), why;
+        used |= 1ul << (arg - 1);
+        numbered++;
+    }
+    if (plain && numbered) return snprintf(why, cap, "plain and numbered markers mixed"), why;
+    if (numbered > OBX__MAX_MARKERS) return snprintf(why, cap, "%u numbered markers", (unsigned)numbered), why;
+    if (!numbered && plain != n)
+        return snprintf(why, cap, "%u marker(s), %u argument(s) declared", (unsigned)plain, (unsigned)n), why;
+    for (i = 0; numbered && i < n; i++)
+        if (args[i] >= 'a' && !(used & (1ul << i)))
+            return snprintf(why, cap, "argument %u (%c) has no marker", (unsigned)i + 1, args[i]), why;
+    return NULL;
+}
+
 /* The cached statement for `slot`, prepared from `sql` on first use. */
 /* A statement may number its markers, "?2": argument 2 is bound there, so a
  * dialect can take the canonical arguments in its own order (MariaDB's
@@ -3132,11 +3217,37 @@ static obx_result obx__affected_rows(obx__db *db, SQLHSTMT st, int64_t *rows) {
     return r;
 }
 
+#if OBX__CHECK_ARGS
+/* Arguments ps[0..n) for text `sql` in `slot`: as many as its markers take,
+ * and, for a statement of the store's (db->sql), of the declared kinds. */
+static int obx__args_bound(const obx__db *db, int slot, const char *sql, const obx__param *ps, int n) {
+    const char *args = db->d ? obx__stmt_args(db->d, slot) : NULL;
+    char why[80], any[OBX__MAX_MARKERS + 1];
+    int i;
+    if (!(args && db->sql && db->sql[slot] == sql)) {
+        if (n > OBX__MAX_MARKERS) return 1; /* not the store's: only counted, up to this many */
+        for (i = 0; i < n; i++) any[i] = 'T';
+        any[n] = '\0';
+        return !obx__args_check(sql, any, why, sizeof why);
+    }
+    if ((int)strlen(args) != n) return 0;
+    for (i = 0; i < n; i++) {
+        int kind = args[i] | 0x20; /* lower case */
+        if (ps[i].c_type != (kind == 'i' ? SQL_C_SBIGINT : kind == 'b' ? SQL_C_BINARY : SQL_C_CHAR)) return 0;
+    }
+    return 1;
+}
+#endif
+
 static obx_result obx__exec_once(obx__db *db, int slot, const char *sql, obx__param *ps, int n,
                                  int64_t *rows, SQLHSTMT *cursor) {
     SQLHSTMT st = NULL;
     SQLRETURN rc;
-    obx_result r = obx__stmt(db, slot, sql, &st);
+    obx_result r;
+#if OBX__CHECK_ARGS
+    OBX_ASSERT(obx__args_bound(db, slot, sql, ps, n));
+#endif
+    r = obx__stmt(db, slot, sql, &st);
     if (r != OBX_OK) return r;
     SQLFreeStmt(st, SQL_CLOSE); /* a cursor left open by an earlier failure */
     r = obx__bind(db, st, ps, n, db->markers[slot]);
@@ -3375,84 +3486,56 @@ OBX__PRIVATE obx_result obx__query_text(obx__db *db, const char *sql, char *out,
 
 /* >> odbc: transactions and units of work ------------------------------------------- */
 
+/* Rule: one place decides how a unit of work runs. A connection rests in
+ * one autocommit mode, chosen when it is set up (obx__db_setup: tx_by_sql);
+ * each unit then runs in one of the modes below, chosen by obx__unit_mode
+ * and by nothing else: obx__begin, obx__commit and obx__rollback do what
+ * the unit's mode (db->unit) says and assert it; obx__unit_or_caller asks
+ * it too. A new way to run a unit is a new mode there, not a test of
+ * tx_by_sql, autocommit_on or own_connection somewhere else. */
+enum {
+    OBX__RUN_NONE = 0,
+    OBX__RUN_AUTOCOMMIT, /* one statement that commits by itself: no BEGIN, no COMMIT */
+    OBX__RUN_SQL,        /* a transaction by SQL: the dialect's begin_sql, COMMIT, ROLLBACK,
+                            on a connection that rests in autocommit (tx_by_sql) */
+    OBX__RUN_SQL_READ,   /* a reader there: no BEGIN, each statement its own snapshot, no
+                            write lock (SQLite); its end only checks the connection */
+    OBX__RUN_ODBC,       /* an ODBC transaction: autocommit off, SQLEndTran */
+    OBX__RUN_CALLER      /* the caller's transaction on its hdbc: nothing is begun,
+                            committed or rolled back here */
+};
+
+enum { OBX__UNIT_READ = 0, OBX__UNIT_WRITE = 1, OBX__UNIT_ONE_STATEMENT = 2 };
+
 OBX__PRIVATE obx_result obx__end_tran(obx__db *db, SQLSMALLINT completion, const char *where) {
     return obx__check(db, SQLEndTran(SQL_HANDLE_DBC, db->dbc, completion), SQL_HANDLE_DBC, db->dbc,
                       where);
 }
 
-OBX__PRIVATE obx_result obx__begin(obx__db *db) {
-    obx_result r = OBX_OK;
-    /* SQLite: a deferred transaction that later writes can deadlock and burn
-     * the whole busy timeout, so writers take the lock up front. */
-    if (db->tx_by_sql) r = obx__exec_direct(db, db->d->begin_sql, "BEGIN");
-    if (r == OBX_OK) db->in_tx = 1;
-    return r;
-}
-
-OBX__PRIVATE obx_result obx__commit(obx__db *db) {
-    SQLUINTEGER dead = 0;
-    obx_result r;
-    /* psqlODBC reports a successful COMMIT on a connection it already knows
-     * is dead; believe the dead flag, not the commit. (Where asking costs a
-     * round trip, a dead connection fails the COMMIT itself.) */
-    if (db->d->dead_flag_is_local &&
-        SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
-        dead == SQL_CD_TRUE) {
-        db->lost = 1;
-        db->in_tx = 0;
-        r = obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "commit",
-                      "connection lost before commit" OBX__WHY("; the transaction was not committed"));
-        db->err->connection_lost = 1;
-        return r;
-    }
-    if (db->tx_by_sql && !db->in_tx) return OBX_OK; /* a read unit: nothing to commit */
-    r = db->tx_by_sql ? obx__exec_direct(db, "COMMIT", "COMMIT")
-                         : obx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
-    /* A failed SQL COMMIT (SQLite BUSY) leaves the transaction open: keep
-     * in_tx so that the rollback really runs and releases the lock. */
-    if (r == OBX_OK || !db->tx_by_sql) db->in_tx = 0;
-    if (r != OBX_OK && db->err->connection_lost)
-        obx__copy(db->err->message + strlen(db->err->message),
-                  sizeof db->err->message - strlen(db->err->message),
-                  " (connection lost during commit: outcome unknown)");
-    return r;
-}
-
-/* Roll back, keeping the error that caused it. */
-OBX__PRIVATE void obx__rollback(obx__db *db) {
-    obx_error saved = *db->err;
-    if (db->connected && !db->lost) {
-        if (db->tx_by_sql) {
-            if (db->in_tx) obx__exec_direct(db, "ROLLBACK", "ROLLBACK");
-        } else {
-            obx__end_tran(db, SQL_ROLLBACK, "SQLEndTran(ROLLBACK)");
-        }
-    }
-    db->in_tx = 0;
-    *db->err = saved;
-}
-
-typedef obx_result (*obx__unit_fn)(obx__db *db, void *ctx);
-
-enum { OBX__UNIT_READ = 0, OBX__UNIT_WRITE = 1, OBX__UNIT_ONE_STATEMENT = 2 };
-
-/* A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
+/* How a unit with `flags` runs on db: the one place that decides.
+ * A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
  * runs in autocommit, one round trip instead of three (psqlODBC sends
  * BEGIN and COMMIT apart). Only for a statement after which nothing can
  * fail that would need it undone (a count, a read), and only on our own
  * connections, where switching is free: tx_by_sql connections rest in
- * autocommit; psqlODBC switches locally. The switch back waits for the
- * next unit of several statements (obx__autocommit_off), where a failure
- * is that unit's error. Returns 1 if the unit runs in autocommit. */
-OBX__PRIVATE int obx__autocommit_for_one(obx__db *db, int flags) {
-    if (!(flags & OBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
-    if (db->tx_by_sql || db->autocommit_on) return 1;
-    if (!OBX__ONE(db->d)->autocommit_is_local ||
-        !SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
-                                         (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER)))
-        return 0; /* then as a transaction */
-    db->autocommit_on = 1;
-    return 1;
+ * autocommit; psqlODBC switches locally (done here: where it fails, the
+ * unit runs as a transaction). The switch back waits for the next unit of
+ * several statements (obx__begin), where a failure is that unit's error. */
+OBX__PRIVATE int obx__unit_mode(obx__db *db, int flags) {
+    if (db->callers_tx) return OBX__RUN_CALLER;
+    if ((flags & OBX__UNIT_ONE_STATEMENT) && db->own_connection) {
+        if (db->tx_by_sql || db->autocommit_on) return OBX__RUN_AUTOCOMMIT;
+        if (OBX__ONE(db->d)->autocommit_is_local &&
+            SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
+                                            (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER))) {
+            db->autocommit_on = 1;
+            return OBX__RUN_AUTOCOMMIT;
+        }
+    }
+    /* SQLite readers need no write lock: without BEGIN each statement is
+     * its own snapshot, and a writer elsewhere does not block them. */
+    if (db->tx_by_sql) return (flags & OBX__UNIT_WRITE) ? OBX__RUN_SQL : OBX__RUN_SQL_READ;
+    return OBX__RUN_ODBC;
 }
 
 /* Manual commit again before a unit of several statements: they must never
@@ -3466,7 +3549,71 @@ OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
     return r;
 }
 
-/* Run `fn` as one transaction on our own connection: begin, fn, commit.
+/* Open a unit in `mode` (obx__unit_mode). */
+OBX__PRIVATE obx_result obx__begin(obx__db *db, int mode) {
+    obx_result r = OBX_OK;
+    OBX_ASSERT(mode != OBX__RUN_NONE && mode != OBX__RUN_CALLER);
+    OBX_ASSERT((mode == OBX__RUN_SQL || mode == OBX__RUN_SQL_READ) == (db->tx_by_sql != 0) ||
+               mode == OBX__RUN_AUTOCOMMIT);
+    db->unit = mode;
+    if (mode == OBX__RUN_ODBC && db->autocommit_on) r = obx__autocommit_off(db);
+    /* SQLite: a deferred transaction that later writes can deadlock and burn
+     * the whole busy timeout, so writers take the lock up front. */
+    if (r == OBX_OK && mode == OBX__RUN_SQL) r = obx__exec_direct(db, db->d->begin_sql, "BEGIN");
+    if (r == OBX_OK && (mode == OBX__RUN_SQL || mode == OBX__RUN_ODBC)) db->in_tx = 1;
+    return r;
+}
+
+OBX__PRIVATE obx_result obx__commit(obx__db *db) {
+    SQLUINTEGER dead = 0;
+    obx_result r;
+    OBX_ASSERT(db->unit == OBX__RUN_SQL || db->unit == OBX__RUN_SQL_READ || db->unit == OBX__RUN_ODBC);
+    /* psqlODBC reports a successful COMMIT on a connection it already knows
+     * is dead; believe the dead flag, not the commit. (Where asking costs a
+     * round trip, a dead connection fails the COMMIT itself.) */
+    if (db->d->dead_flag_is_local &&
+        SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
+        dead == SQL_CD_TRUE) {
+        db->lost = 1;
+        db->in_tx = 0;
+        r = obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "commit",
+                      "connection lost before commit" OBX__WHY("; the transaction was not committed"));
+        db->err->connection_lost = 1;
+        return r;
+    }
+    if (db->unit == OBX__RUN_SQL_READ) return OBX_OK; /* a read unit: nothing to commit */
+    r = db->unit == OBX__RUN_SQL ? obx__exec_direct(db, "COMMIT", "COMMIT")
+                                 : obx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
+    /* A failed SQL COMMIT (SQLite BUSY) leaves the transaction open: keep
+     * in_tx so that the rollback really runs and releases the lock. */
+    if (r == OBX_OK || db->unit != OBX__RUN_SQL) db->in_tx = 0;
+    if (r != OBX_OK && db->err->connection_lost)
+        obx__copy(db->err->message + strlen(db->err->message),
+                  sizeof db->err->message - strlen(db->err->message),
+                  " (connection lost during commit: outcome unknown)");
+    return r;
+}
+
+/* Roll back, keeping the error that caused it. */
+OBX__PRIVATE void obx__rollback(obx__db *db) {
+    obx_error saved = *db->err;
+    OBX_ASSERT(db->unit != OBX__RUN_NONE && db->unit != OBX__RUN_CALLER);
+    if (db->connected && !db->lost) {
+        /* An ODBC unit ends by SQLEndTran; so does one in autocommit on a
+         * connection that rests in manual commit (a no-op there, kept). */
+        if (db->unit == OBX__RUN_ODBC || (db->unit == OBX__RUN_AUTOCOMMIT && db->autocommit_on))
+            obx__end_tran(db, SQL_ROLLBACK, "SQLEndTran(ROLLBACK)");
+        else if (db->in_tx)
+            obx__exec_direct(db, "ROLLBACK", "ROLLBACK");
+    }
+    db->in_tx = 0;
+    *db->err = saved;
+}
+
+typedef obx_result (*obx__unit_fn)(obx__db *db, void *ctx);
+
+/* Run `fn` as one unit of work on our own connection (or a store's adopted
+ * one), in the mode obx__unit_mode chooses: begin, fn, commit.
  * Any error rolls the whole unit back (never commit after a failed
  * statement: psqlODBC would commit the statements before it). A deadlock,
  * serialization failure or busy/lock timeout redoes the unit up to
@@ -3477,20 +3624,18 @@ OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
 OBX__PRIVATE obx_result obx__unit_run(obx__db *db, obx__unit_fn fn, void *ctx, const char *what,
                                       int flags) {
     obx_result r;
-    int attempt, autocommit;
+    int attempt, mode;
     for (attempt = 0;; attempt++) {
         r = obx__db_ensure(db);
         if (r != OBX_OK) return r;
         db->fault = OBX__FAULT_PERMANENT;
-        autocommit = obx__autocommit_for_one(db, flags);
-        r = !autocommit && db->autocommit_on ? obx__autocommit_off(db) : OBX_OK;
-        /* SQLite readers need no write lock: without BEGIN each statement
-         * is its own snapshot, and a writer elsewhere does not block them. */
-        if (r == OBX_OK && !autocommit && ((flags & OBX__UNIT_WRITE) || !db->tx_by_sql)) r = obx__begin(db);
+        mode = obx__unit_mode(db, flags);
+        OBX_ASSERT(mode != OBX__RUN_CALLER); /* obx__unit_or_caller runs those */
+        r = obx__begin(db, mode);
         if (r == OBX_OK) r = fn(db, ctx);
 
         if (r >= 0) {
-            obx_result c = autocommit ? OBX_OK : obx__commit(db);
+            obx_result c = mode == OBX__RUN_AUTOCOMMIT ? OBX_OK : obx__commit(db);
             if (c == OBX_OK) {
                 if (db->err->result != OBX_OK) obx__error_clear(db->err);
                 return r;
@@ -4104,56 +4249,101 @@ OBX_API obx_result obx_identifier_check(const char *name) { return obx__identifi
 /* Statement templates. {T} is the quoted, qualified outbox table, {J} and
  * {M} the join and join-member tables, {S} the quoted schema, {N} the bare
  * table name (for derived names), {W} the dialect's "now" in Unix ms.
- * Parameter order is the same in every dialect. */
+ *
+ * Rule: statements declare their parameters. What each statement binds is
+ * declared once, in obx__stmt_args_rows below (count and kinds, the names in
+ * its comment), in the same order in every dialect; a dialect's text takes
+ * exactly those (markers counted after {O} and the other names are
+ * expanded). A new statement or dialect text that disagrees fails at store
+ * open in debug builds, at bind (obx__exec), and for every dialect, SQL
+ * Server included, in CORE-STMT-PARAMS (make test). */
 enum {
-    OBX__Q_INSERT,   /* id, message_id, topic, payload, correlation, due, next_attempt */
-    OBX__Q_CLAIM,    /* owner, lease_seconds, batch -> message rows */
-    OBX__Q_ACK,      /* processed_by, owner, ids -> count */
-    OBX__Q_ABANDON,  /* delay_ms (NULL: default backoff), retries (1, or 0 for a wait),
-                        last_error, owner, ids -> count */
-    OBX__Q_FAIL,     /* last_error, owner, ids -> count */
-    OBX__Q_EXTEND,   /* lease_seconds, owner, ids -> count: leases renewed */
+    OBX__Q_INSERT,
+    OBX__Q_CLAIM,    /* -> message rows */
+    OBX__Q_ACK,      /* -> count */
+    OBX__Q_ABANDON,  /* -> count */
+    OBX__Q_FAIL,     /* -> count */
+    OBX__Q_EXTEND,   /* -> count: leases renewed */
     OBX__Q_REAP,     /* -> count */
-    OBX__Q_GET,      /* id -> message row */
-    OBX__Q_CLEANUP,  /* retention_ms, batch -> count */
+    OBX__Q_GET,      /* -> message row */
+    OBX__Q_CLEANUP,  /* -> count */
     OBX__Q_STATS,    /* -> ready count, oldest ready age in ms */
     OBX__Q_PENDING,  /* -> unfinished messages (Ready or Leased): max_pending's count */
-    OBX__Q_INSERT_MANY, /* lists of: ids, message_ids, topics, payloads, correlations, dues;
-                           or (batch_as_json_rows) one JSON array of such rows; NULL where
-                           the dialect inserts a batch row by row */
-    OBX__Q_JOIN_START,  /* join_id, grouping_key, expected_steps, metadata */
-    OBX__Q_JOIN_ATTACH, /* message_id, join_id -> rowcount (0: attached before, or no join) */
-    OBX__Q_JOIN_REPORT, /* status (1 done, 2 failed), join_id, message_id -> rowcount */
-    OBX__Q_JOIN_MESSAGE, /* message id -> its Status, the row locked until the unit ends (an
-                            attach and a settle of one message are serialized) */
-    OBX__Q_JOIN_GET,    /* join_id -> id, grouping key, expected, completed, failed, status,
+    OBX__Q_INSERT_MANY, /* NULL where the dialect inserts a batch row by row */
+    OBX__Q_JOIN_START,
+    OBX__Q_JOIN_ATTACH, /* -> rowcount (0: attached before, or no join) */
+    OBX__Q_JOIN_REPORT, /* -> rowcount */
+    OBX__Q_JOIN_MESSAGE, /* -> its Status, the row locked until the unit ends (an attach and
+                            a settle of one message are serialized) */
+    OBX__Q_JOIN_GET,    /* -> id, grouping key, expected, completed, failed, status,
                            metadata, created, updated */
-    OBX__Q_JOIN_FINISH, /* status, join_id -> rowcount (0: finished before) */
-    OBX__Q_CLAIM_PICK,  /* batch, window -> ids, locked (FOR UPDATE SKIP LOCKED); where set,
-                           the claim is pick, then CLAIM (owner, lease, ids), then CLAIM_READ
-                           (ids): for dialects without UPDATE ... RETURNING. See
-                           obx__pick_keys for the window */
-    OBX__Q_CLAIM_READ,  /* owner, lease (unused), ids -> the rows of these ids the owner holds */
+    OBX__Q_JOIN_FINISH, /* -> rowcount (0: finished before) */
+    OBX__Q_CLAIM_PICK,  /* -> ids, locked (FOR UPDATE SKIP LOCKED); where set, the claim is
+                           pick, then CLAIM, then CLAIM_READ: for dialects without UPDATE ...
+                           RETURNING. See obx__pick_keys for the window */
+    OBX__Q_CLAIM_READ,  /* -> the rows of these ids the owner holds */
     OBX__Q_GAUGES,      /* -> ready count, oldest ready age in ms, in flight, dead, scheduled,
                            expired leases */
-    OBX__Q_DEAD_LIST,   /* dead filter (topic, error text, created from, created before, id,
-                           unused), limit, offset -> message rows (markers numbered) */
-    OBX__Q_DEAD_REPLAY, /* dead filter -> count */
-    OBX__Q_DEAD_PURGE,  /* dead filter, unused, batch -> count */
+    OBX__Q_DEAD_LIST,   /* -> message rows */
+    OBX__Q_DEAD_REPLAY, /* -> count */
+    OBX__Q_DEAD_PURGE,  /* -> count */
+    OBX__Q_MOVE,        /* -> count: to Dead (obx_dead_move) */
+    OBX__Q_RUN_NOW,     /* -> count: a waiting Ready message due now (obx_run_now) */
     OBX__Q_CLAIM_HOLD,  /* CLAIM, where a Dead message holds its key (ordering_dead_holds) and
                            the statement cannot say it with {H} (SQL Server's procedure call) */
-    OBX__Q_INSERT_KEYED, /* INSERT with an ordering key or an envelope: its arguments, the key,
-                            tenant, aggregate type, aggregate id, headers (JSON object text) */
-    OBX__Q_INSERT_MANY_KEYED, /* INSERT_MANY where a message has an ordering key or an envelope:
-                                 five more lists (JSON rows: five more elements) */
+    OBX__Q_INSERT_KEYED, /* INSERT with an ordering key or an envelope */
+    OBX__Q_INSERT_MANY_KEYED, /* INSERT_MANY where a message has an ordering key or an envelope */
     OBX__Q_WAKE,        /* -> count: parked messages whose wake was missed (OBX__PARKED_MS) */
-    OBX__Q_WAKE_SETTLED, /* ids -> count: where no trigger can (MariaDB), the wake of the keys
+    OBX__Q_WAKE_SETTLED, /* -> count: where no trigger can (MariaDB), the wake of the keys
                             of messages an ack or fail just finished (OBX__MY_PARKED) */
-    OBX__Q_ANALYZE,     /* none: statistics refreshed where stale (PostgreSQL; see obx_reap) */
+    OBX__Q_ANALYZE,     /* statistics refreshed where stale (PostgreSQL; see obx_reap) */
     OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
                            owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
 };
+
+/* What each statement binds (the letters: obx__args_check; obx__stmt_args
+ * gives a dialect's variant). A dead filter is topic, error text, created
+ * from, created before, id, and one unused (the inbox's second key). */
+static const obx__stmt_row obx__stmt_args_rows[] = {
+    {OBX__Q_INSERT, "tttttii"},     /* id, message_id, topic, payload, correlation, due, next_attempt */
+    {OBX__Q_INSERT_KEYED, "tttttiittttti"}, /* INSERT's, then the ordering key, tenant, aggregate
+                                                type, aggregate id, headers (JSON), expiry */
+    {OBX__Q_INSERT_MANY, "llllll"}, /* lists of: ids, message_ids, topics, payloads, correlations,
+                                       dues; or (batch_as_json_rows) "j", one JSON array of rows */
+    {OBX__Q_INSERT_MANY_KEYED, "llllllllllll"}, /* six more lists (JSON rows: six more elements) */
+    {OBX__Q_CLAIM, "tii"},          /* owner, lease_seconds, batch; after a CLAIM_PICK, CLAIM_READ's */
+    {OBX__Q_CLAIM_HOLD, "tii"},     /* CLAIM's */
+    {OBX__Q_CLAIM_PICK, "ii"},      /* batch, window */
+    {OBX__Q_CLAIM_READ, "tIl"},     /* owner, lease (unused), ids */
+    {OBX__Q_ACK, "ttl"},            /* processed_by, owner, ids */
+    {OBX__Q_ABANDON, "iittl"},      /* delay_ms (NULL: default backoff), retries (1, or 0 for a
+                                       wait), last_error, owner, ids */
+    {OBX__Q_FAIL, "ttl"},           /* last_error, owner, ids */
+    {OBX__Q_EXTEND, "itl"},         /* lease_seconds, owner, ids */
+    {OBX__Q_REAP, ""},
+    {OBX__Q_GET, "t"},              /* id */
+    {OBX__Q_CLEANUP, "ii"},         /* retention_ms, batch */
+    {OBX__Q_STATS, ""},
+    {OBX__Q_PENDING, ""},
+    {OBX__Q_GAUGES, ""},
+    {OBX__Q_JOIN_START, "ttit"},    /* join_id, grouping_key, expected_steps, metadata */
+    {OBX__Q_JOIN_ATTACH, "tt"},     /* message_id, join_id */
+    {OBX__Q_JOIN_REPORT, "itt"},    /* status (1 done, 2 failed), join_id, message_id */
+    {OBX__Q_JOIN_MESSAGE, "t"},     /* message id */
+    {OBX__Q_JOIN_GET, "t"},         /* join_id */
+    {OBX__Q_JOIN_FINISH, "it"},     /* status, join_id */
+    {OBX__Q_DEAD_LIST, "ttiitTii"}, /* dead filter, limit, offset */
+    {OBX__Q_DEAD_REPLAY, "ttiitTII"}, /* dead filter, two unused */
+    {OBX__Q_DEAD_PURGE, "ttiitTiI"}, /* dead filter, batch, unused */
+    {OBX__Q_MOVE, "tti"},           /* reason, id, in flight too (0/1) */
+    {OBX__Q_RUN_NOW, "t"},          /* id */
+    {OBX__Q_WAKE, ""},
+    {OBX__Q_WAKE_SETTLED, "l"},     /* ids */
+    {OBX__Q_ANALYZE, ""},
+    {OBX__Q_COUNT, NULL}};
+/* Batch inserts take one JSON array of rows where the dialect reads a batch so. */
+#define OBX__ARGS_JSON_ROWS(id) ((id) == OBX__Q_INSERT_MANY || (id) == OBX__Q_INSERT_MANY_KEYED)
 
 /* Ordered delivery per key (obx_new_message.ordering_key).
  * The order of a key is ("OrderingSeq", "Id"). An enqueue sets OrderingSeq
@@ -4462,6 +4652,12 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "OwnerToken = NULL, LockedUntil = NULL WHERE " OBX__SQLITE_DEAD},
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE Id IN (SELECT Id FROM {T} WHERE " OBX__SQLITE_DEAD " LIMIT ?7)"},
+    {OBX__Q_MOVE,
+     "UPDATE {T} SET Status = 3, LastError = ?1, OwnerToken = NULL, LockedUntil = NULL "
+     "WHERE Id = ?2 AND (Status = 0 OR (Status = 1 AND ?3 = 1))"},
+    {OBX__Q_RUN_NOW,
+     "UPDATE {T} SET NextAttemptAt = {W} WHERE Id = ?1 AND Status = 0 AND NextAttemptAt > {W} "
+     "AND NextAttemptAt < " OBX__PARKED_MS},
 #endif
     {OBX__Q_COUNT, NULL}};
 
@@ -4698,6 +4894,13 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE " OBX__PG_DEAD
      " LIMIT CAST(?7 AS bigint))"},
+    {OBX__Q_MOVE,
+     "UPDATE {T} SET \"Status\" = 3, \"LastError\" = CAST(?1 AS text), \"OwnerToken\" = NULL, "
+     "\"LockedUntil\" = NULL WHERE \"Id\" = CAST(?2 AS uuid) AND (\"Status\" = 0 OR "
+     "(\"Status\" = 1 AND CAST(?3 AS integer) = 1))"},
+    {OBX__Q_RUN_NOW,
+     "UPDATE {T} SET \"NextAttemptAt\" = now() WHERE \"Id\" = CAST(?1 AS uuid) AND \"Status\" = 0 "
+     "AND \"NextAttemptAt\" > now() AND \"NextAttemptAt\" < " OBX__PG_PARKED},
 #endif
     {OBX__Q_COUNT, NULL}};
 
@@ -5120,6 +5323,12 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`LockedUntil` = NULL, `Status` = 0 WHERE " OBX__MY_DEAD},
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt` LIMIT ?7"},
+    {OBX__Q_MOVE,
+     "UPDATE {T} SET `LastError` = ?1, `OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 3 "
+     "WHERE `Id` = ?2 AND (`Status` = 0 OR (`Status` = 1 AND ?3 = 1))"},
+    {OBX__Q_RUN_NOW,
+     "UPDATE {T} SET `NextAttemptAt` = UTC_TIMESTAMP(6) WHERE `Id` = ?1 AND `Status` = 0 "
+     "AND `NextAttemptAt` > UTC_TIMESTAMP(6) AND `NextAttemptAt` < " OBX__MY_PARKED},
 #endif
     {OBX__Q_COUNT, NULL}};
 
@@ -5385,6 +5594,14 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "[OwnerToken] = NULL, [LockedUntil] = NULL FROM {T} AS t WHERE " OBX__MS_DEAD},
     {OBX__Q_DEAD_PURGE,
      "WITH d AS (SELECT TOP (?7) t.[Id] FROM {T} AS t WHERE " OBX__MS_DEAD ") DELETE FROM d"},
+    /* SQL Server parks no message: every waiting Ready one may run now. */
+    {OBX__Q_MOVE,
+     "UPDATE t SET [Status] = 3, [LastError] = ?1, [OwnerToken] = NULL, [LockedUntil] = NULL "
+     "FROM {T} AS t WHERE t.[Id] = CAST(?2 AS UNIQUEIDENTIFIER) AND (t.[Status] = 0 OR "
+     "(t.[Status] = 1 AND ?3 = 1))"},
+    {OBX__Q_RUN_NOW,
+     "UPDATE t SET [NextAttemptAt] = SYSDATETIMEOFFSET() FROM {T} AS t WHERE "
+     "t.[Id] = CAST(?1 AS UNIQUEIDENTIFIER) AND t.[Status] = 0 AND t.[NextAttemptAt] > SYSDATETIMEOFFSET()"},
 #endif
     {OBX__Q_COUNT, NULL}};
 
@@ -5586,6 +5803,7 @@ static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__
 }
 
 /* >> the outbox's face: what the engine below needs of this header ------------- */
+
 
 #define OBX__KEY_LISTS 1              /* a message's key is its id: one list */
 #define OBX__KEYS_ARG "ids"           /* the settle calls' key argument */
@@ -5952,6 +6170,20 @@ static obx_result obx__store_names(obx_store *s, const obx_store_desc *desc) {
     return OBX_OK;
 }
 
+/* Statement `id`'s arguments on dialect d, as the header declares them
+ * (obx__stmt_args_rows), or NULL. */
+OBX__PRIVATE const char *obx__stmt_args(const obx__dialect *d, int id) {
+    const obx__sqlset *q = obx__sqlsets[d->id];
+    const obx__stmt_row *row;
+    if (id == OBX__Q_CLAIM && q) /* a claim that picks first names the picked keys */
+        for (row = q->rows; row->sql; row++)
+            if (row->id == OBX__Q_CLAIM_PICK) id = OBX__Q_CLAIM_READ;
+    if (OBX__ARGS_JSON_ROWS(id) && OBX__ONE(d)->batch_as_json_rows) return "j";
+    for (row = obx__stmt_args_rows; row->sql; row++)
+        if (row->id == id) return row->sql;
+    return NULL;
+}
+
 static obx_result obx__store_prepare_sql(obx_store *s) {
     const obx__stmt_row *row;
     const char *names[26];
@@ -5974,6 +6206,17 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
             return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     }
     obx__store_own_sql(&s->own, s->sql);
+#if OBX__CHECK_ARGS
+    { /* every statement takes what it declares (obx__args_check) */
+        int i;
+        char why[80];
+        for (i = 0; i < OBX__Q_COUNT; i++)
+            if (s->sql[i] && obx__args_check(s->sql[i], obx__stmt_args(s->db.d, i), why, sizeof why))
+                return obx__fail(&s->err, OBX_ERR_STATE, "obx_store_open", "statement %d on %s: %s", i,
+                                 obx__dialect_name(s->db.d->id), why);
+    }
+    s->db.sql = s->sql;
+#endif
     return OBX_OK;
 }
 
@@ -6458,6 +6701,10 @@ OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
     caller.dbc = (SQLHDBC)hdbc;
     caller.connected = 1;
     caller.tx_by_sql = caller.d->tx_by_sql;
+    caller.sql = s->db.sql;
+    caller.callers_tx = 1;
+    caller.unit = obx__unit_mode(&caller, flags);
+    OBX_ASSERT(caller.unit == OBX__RUN_CALLER);
     /* In autocommit (PostgreSQL, MariaDB) the write would commit at once,
      * apart from the caller's transaction, and survive its rollback. */
     r = obx__check_autocommit(&caller);
@@ -7474,6 +7721,32 @@ OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filte
                  "purged %lld dead message(s)", (long long)total);
     if (r == OBX_OK && purged) *purged = total;
     return r;
+}
+
+/* obx_dead_move and obx_run_now once the face has checked the message's key
+ * into p (after the reason's slot p[0] of a move): one statement, then a
+ * moved head of an ordering key lets the messages parked behind it move on
+ * (triggers do it where the dialect has them; else the reap's wake, now
+ * rather than a reap interval later; if it fails, the reap does). */
+static obx_result obx__one_message(obx_store *s, const char *fn, int slot, const char *reason, obx__param *p,
+                                   int n, const char *name, int64_t *changed) {
+    int64_t count = 0, woken = 0;
+    obx_result r;
+    if (slot == OBX__Q_MOVE &&
+        (r = obx__check_text(&s->err, fn, "reason", reason, OBX__HANDLER_ERROR_MAX - 1)) != OBX_OK)
+        return r;
+    if (!s->sql[slot])
+        return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, fn, "no statement for %s", obx__dialect_name(s->db.d->id));
+    if (slot == OBX__Q_MOVE) obx__p_text(&p[0], reason, (size_t)-1);
+    if ((r = obx__run_count(s, slot, p, n, fn + 4, &count)) != OBX_OK) return r;
+    if (slot == OBX__Q_MOVE && count > 0 && s->sql[OBX__Q_WAKE] &&
+        obx__run_count(s, OBX__Q_WAKE, NULL, 0, "wake parked", &woken) != OBX_OK)
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "waking the messages parked behind %s failed: %s", name,
+                 s->err.message);
+    obx__log(&s->hooks, count > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, s->store_id, "%s %s: %lld changed", fn + 4, name,
+             (long long)count);
+    if (changed) *changed = count;
+    return OBX_OK;
 }
 #endif /* OBX_NO_DEAD_LETTERS */
 
@@ -9307,6 +9580,38 @@ static obx_result obx__dead_key(obx_store *s, const char *fn, const obx_dead_fil
     obx__lower_uuid(f->id, buf);
     obx__p_text(&p[0], buf, 36);
     return OBX_OK;
+}
+#endif
+
+#ifndef OBX_NO_DEAD_LETTERS
+/* The outbox's key of obx_dead_move and obx_run_now: a work item id, into p[k]. */
+static obx_result obx__one_key(obx_store *s, const char *fn, const char *id, obx__param *p, char lower[37]) {
+    char where[96];
+    obx_result r = obx__store_ready(s, fn);
+    if (r != OBX_OK) return r;
+    snprintf(where, sizeof where, "%s: id", fn);
+    if (!obx__uuid_is_valid(id)) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "id must be a UUID");
+    obx__lower_uuid(id, lower);
+    obx__p_text(p, lower, 36);
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_dead_move(obx_store *store, const char *id, const char *reason, int in_flight,
+                                 int64_t *moved) {
+    obx__param p[3];
+    char lower[37];
+    obx_result r = obx__one_key(store, "obx_dead_move", id, &p[1], lower);
+    if (r != OBX_OK) return r;
+    obx__p_i64(&p[2], in_flight ? 1 : 0);
+    return obx__one_message(store, "obx_dead_move", OBX__Q_MOVE, reason, p, 3, lower, moved);
+}
+
+OBX_API obx_result obx_run_now(obx_store *store, const char *id, int64_t *changed) {
+    obx__param p[1];
+    char lower[37];
+    obx_result r = obx__one_key(store, "obx_run_now", id, &p[0], lower);
+    if (r != OBX_OK) return r;
+    return obx__one_message(store, "obx_run_now", OBX__Q_RUN_NOW, NULL, p, 1, lower, changed);
 }
 #endif
 

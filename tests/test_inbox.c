@@ -2062,7 +2062,7 @@ static void test_103_no_dirty_reads(void) {
     TT_ASSERT(s && writer);
     ibx_owner_token(s, owner);
     /* The writer's transaction is held open by hand: its row must not be claimable yet. */
-    TT_EQ_INT(ibx__begin(&writer->db), IBX_OK);
+    TT_EQ_INT(ibx__begin(&writer->db, ibx__unit_mode(&writer->db, IBX__UNIT_WRITE)), IBX_OK);
     {
         ibx__param p[7];
         ibx__p_text(&p[0], "src", (size_t)-1);
@@ -2595,6 +2595,56 @@ static int dead_one(ibx_store *s, const char *source, const char *id, const char
 }
 
 /* The dead-letter tools through the inbox's face: keys are (source, id). */
+/* Operator actions: ibx_dead_move (a cancel; with in_flight also one
+ * leased) and ibx_run_now (a scheduled one due now). */
+static void test_dead_move_run_now(void) {
+    ibx_store *s = fresh();
+    ibx_new_message later = msg("op.a", "ops", "later", "{}");
+    ibx_message m;
+    ibx_key k;
+    const ibx_message *ms;
+    char owner[37];
+    int64_t changed = -1;
+    TT_ASSERT(s != NULL);
+    ibx_owner_token(s, owner);
+    TT_ASSERT(enqueue(s, "op.a", "ops", "ready"));
+    later.due_utc_ms = now_ms() + 3600000;
+    TT_ASSERT(ibx_enqueue(s, &later, NULL) == IBX_OK);
+    TT_EQ_INT(ibx_dead_move(s, "ready", "", "r", 0, &changed), IBX_ERR_INVALID_ARG);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_dead_move: source");
+    TT_EQ_INT(ibx_dead_move(s, "ready", "ops", NULL, 0, &changed), IBX_ERR_INVALID_ARG);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_dead_move: reason");
+    TT_EQ_INT(changed, -1);
+    TT_EQ_INT(ibx_run_now(s, "ready", "ops", &changed), IBX_OK);
+    TT_EQ_INT(changed, 0); /* due already */
+    TT_EQ_INT(ibx_run_now(s, "later", "ops", &changed), IBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(ibx_get(s, "later", "ops", &m), IBX_OK);
+    TT_EXPECT(m.next_attempt_ms <= now_ms() + 2000);
+    TT_EQ_INT(claim(s, owner, 1, &ms), 1);
+    k.source = "ops";
+    k.message_id = strcmp(ms[0].message_id, "ready") == 0 ? "ready" : "later";
+    /* In flight: moved only with in_flight; the holder's ack then changes nothing. */
+    TT_EQ_INT(ibx_dead_move(s, k.message_id, "ops", "stuck", 0, &changed), IBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(ibx_dead_move(s, k.message_id, "ops", "stuck", 1, &changed), IBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(ibx_ack(s, owner, &k, 1, &changed), IBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(ibx_get(s, k.message_id, "ops", &m), IBX_OK);
+    TT_EQ_INT(m.status, IBX_STATUS_DEAD);
+    TT_EQ_STR(m.last_error, "stuck");
+    /* The other one, waiting: a cancel; Dead stays Dead. */
+    k.message_id = strcmp(k.message_id, "ready") == 0 ? "later" : "ready";
+    TT_EQ_INT(ibx_dead_move(s, k.message_id, "ops", "cancelled", 0, &changed), IBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(status_of(s, "ops", k.message_id), IBX_STATUS_DEAD);
+    TT_EQ_INT(ibx_dead_move(s, k.message_id, "ops", "again", 1, &changed), IBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(claim(s, owner, 10, &ms), 0);
+    ibx_store_close(s);
+}
+
 static void test_dead_letters(void) {
     ibx_store *s = fresh();
     ibx_dead_filter f;
@@ -2901,6 +2951,7 @@ int main(int argc, char **argv) {
     RUN("IBX-ENVELOPE-ROUNDTRIP", "tenant, aggregate type and id, headers: own columns, byte-exact through enqueue, get, claim, dead-letter list and handler", test_envelope_roundtrip);
     RUN("IBX-ENVELOPE-LIMITS", "each envelope argument refused before any SQL, naming it; values at the limits fit", test_envelope_limits);
     RUN("IBX-ENVELOPE-REDELIVERY", "a redelivery keeps the envelope stored first; a dedup-check row takes the first enqueue's; Done is untouched", test_envelope_redelivery);
+    RUN("IBX-DEAD-MOVE", "ibx_dead_move cancels a waiting message (in flight only when asked), ibx_run_now makes a scheduled one due", test_dead_move_run_now);
     RUN("IBX-DEAD-LETTERS", "dead letters by (source, id), topic, error: list, revive (attempts reset, error kept), purge", test_dead_letters);
     RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);

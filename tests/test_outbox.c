@@ -5542,6 +5542,69 @@ static void *replay_main(void *varg) {
     return NULL;
 }
 
+/* Operator actions: obx_dead_move (a cancel: Ready or scheduled; with
+ * in_flight also one leased) and obx_run_now (a scheduled one due now; a
+ * parked one left waiting for its key). */
+static void test_dead_move_run_now(void) {
+    obx_store *s = fresh();
+    obx_new_message m1 = msg("op.a", "p"), k1 = keyed("k1", "op-key"), k2 = keyed("k2", "op-key");
+    obx_message m;
+    const obx_message *ms;
+    char ready[37], later[37], leased[37], head[37], parked[37], owner[37];
+    const char *list[1];
+    int n = 0;
+    int64_t changed = -1;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_ASSERT(enqueue(s, "op.a", "p", ready));
+    m1.due_utc_ms = now_ms() + 3600000;
+    TT_ASSERT(obx_enqueue(s, &m1, later) == OBX_OK);
+    /* Bad arguments are named, before any SQL. */
+    TT_EQ_INT(obx_dead_move(s, "nope", "r", 0, &changed), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dead_move: id");
+    TT_EQ_INT(obx_dead_move(s, ready, "", 0, &changed), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dead_move: reason");
+    TT_EQ_INT(obx_run_now(s, NULL, &changed), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(changed, -1);
+    /* Run now: the scheduled one is claimable at once; a ready one is not changed. */
+    TT_EQ_INT(obx_run_now(s, ready, &changed), OBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(obx_run_now(s, later, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(obx_get(s, later, &m), OBX_OK);
+    TT_EXPECT(m.next_attempt_ms <= now_ms() + 2000);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 2);
+    memcpy(leased, ms[0].id, 37);
+    /* Move: an in-flight one only with in_flight; its holder's ack then changes nothing. */
+    TT_EQ_INT(obx_dead_move(s, leased, "stuck on a bad host", 0, &changed), OBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(obx_dead_move(s, leased, "stuck on a bad host", 1, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(obx_get(s, leased, &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_FAILED);
+    TT_EQ_STR(m.last_error, "stuck on a bad host");
+    TT_EQ_STR(m.owner_token, "");
+    list[0] = leased;
+    TT_EQ_INT(obx_ack(s, owner, list, 1, &changed), OBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(obx_get(s, leased, &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_FAILED);
+    /* Done and Dead stay as they are. */
+    TT_EQ_INT(obx_dead_move(s, leased, "again", 1, &changed), OBX_OK);
+    TT_EQ_INT(changed, 0);
+    /* Cancel a key's head: the message parked behind it moves on. */
+    TT_ASSERT(obx_enqueue(s, &k1, head) == OBX_OK && obx_enqueue(s, &k2, parked) == OBX_OK);
+    TT_EQ_INT(obx_run_now(s, parked, &changed), OBX_OK);
+    TT_EQ_INT(changed, 0); /* parked (or due): not changed either way */
+    TT_EQ_INT(obx_dead_move(s, head, "cancelled by the operator", 0, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_STR(ms[0].id, parked);
+    obx_store_close(s);
+}
+
 static void test_dead_letters(void) {
     obx_store *s = fresh(), *other = open_table("Outbox", 0);
     obx_dead_filter f;
@@ -5996,6 +6059,7 @@ int main(int argc, char **argv) {
     RUN("OBX-BATCH-HANDLER", "20,000 messages through a batch handler and a per-message one: every outcome on its own message", test_batch_handler);
     RUN("OBX-PAUSE", "OBX_PAUSE: no attempt used, topic paused 60 s then 120 s (capped), others flow, first success resumes", test_pause_on_outage);
     RUN("OBX-PAUSE-LONG", "a downstream down for 1,000 handler calls: 0 dead, attempts unchanged, all delivered after", test_pause_long_outage);
+    RUN("OBX-DEAD-MOVE", "obx_dead_move cancels a ready or scheduled message (in flight only when asked), obx_run_now makes a scheduled one due; a key moves on", test_dead_move_run_now);
     RUN("OBX-DEAD-LETTERS", "dead letters: paged list with filters, replay (attempts reset, error kept, once under concurrency), purge", test_dead_letters);
     RUN("OBX-JOIN-CANCEL", "a cancelled join's join.wait ends without its follow-up; too late once completed", test_join_cancel);
     RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);

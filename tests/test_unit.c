@@ -372,6 +372,67 @@ static void test_sql_expand(void) {
 }
 
 
+/* Statements declare their parameters: every statement of every dialect
+ * (SQL Server included), expanded as a store expands it ({O} and the other
+ * names), takes exactly the arguments its header declares, and a store
+ * opens with it (in debug builds the open checks it too). Both claim
+ * variants (ordering_dead_holds). A failure names header, dialect, id. */
+#define STMT_PARAMS_CHECK(P, p, head)                                                              \
+    do {                                                                                           \
+        int d_, hold_, i_;                                                                         \
+        for (d_ = 1; d_ <= 4; d_++)                                                                \
+            for (hold_ = 0; hold_ < 2 && p##__sqlsets[d_]; hold_++) {                              \
+                static p##_store st_;                                                              \
+                static char schema_[] = "dbo", table_[] = "Box";                                   \
+                p##_result r_;                                                                     \
+                memset(&st_, 0, sizeof st_);                                                       \
+                p##__hooks_resolve(&st_.hooks, NULL);                                              \
+                st_.db.hooks = &st_.hooks;                                                         \
+                st_.db.err = &st_.err;                                                             \
+                st_.db.d = p##__dialect_get((p##_dialect)d_);                                      \
+                st_.schema = schema_;                                                              \
+                st_.table = table_;                                                                \
+                st_.max_starts = 3;                                                                \
+                STMT_PARAMS_HOLD(st_, hold_);                                                      \
+                r_ = p##__store_prepare_sql(&st_);                                                 \
+                for (i_ = 0; i_ < P##__Q_COUNT; i_++) {                                            \
+                    char why_[80], msg_[200];                                                      \
+                    const char *bad_;                                                              \
+                    if (!st_.sql[i_]) continue;                                                    \
+                    bad_ = p##__args_check(st_.sql[i_], p##__stmt_args(st_.db.d, i_), why_, sizeof why_); \
+                    if (bad_) {                                                                    \
+                        snprintf(msg_, sizeof msg_, head " %s statement %d: %s",                   \
+                                 p##__dialect_name((p##_dialect)d_), i_, bad_);                    \
+                        tt_fail_at(__FILE__, __LINE__, msg_);                                      \
+                    }                                                                              \
+                    p##__free(&st_.hooks, st_.sql[i_]);                                            \
+                }                                                                                  \
+                TT_EQ_INT(r_, 0);                                                                  \
+            }                                                                                      \
+    } while (0)
+
+static void test_stmt_params(void) {
+    char why[80];
+    /* The checker itself: counts, numbering, unused arguments, mixing. */
+    TT_EXPECT(obx__args_check("UPDATE t SET a = ? WHERE b = ?", "it", why, sizeof why) == NULL);
+    TT_EXPECT(obx__args_check("UPDATE t SET a = ? WHERE b = ?", "itt", why, sizeof why) != NULL);
+    TT_EQ_STR(why, "2 marker(s), 3 argument(s) declared");
+    TT_EXPECT(obx__args_check("{CALL p(?, ?)}", "i", why, sizeof why) != NULL);
+    TT_EXPECT(obx__args_check("SELECT ?2, ?1, ?1", "it", why, sizeof why) == NULL);
+    TT_EXPECT(obx__args_check("SELECT ?3", "itt", why, sizeof why) != NULL);
+    TT_EQ_STR(why, "argument 1 (i) has no marker");
+    TT_EXPECT(obx__args_check("SELECT ?3", "ITt", why, sizeof why) == NULL);
+    TT_EXPECT(obx__args_check("SELECT ?4", "itt", why, sizeof why) != NULL);
+    TT_EXPECT(obx__args_check("SELECT ?1, ?", "it", why, sizeof why) != NULL);
+    TT_EXPECT(obx__args_check("SELECT 1", NULL, why, sizeof why) != NULL);
+#define STMT_PARAMS_HOLD(st, hold) ((st).own.dead_holds = (hold))
+    STMT_PARAMS_CHECK(OBX, obx, "obx.h");
+#undef STMT_PARAMS_HOLD
+#define STMT_PARAMS_HOLD(st, hold) ((void)(hold))
+    STMT_PARAMS_CHECK(IBX, ibx, "ibx.h");
+#undef STMT_PARAMS_HOLD
+}
+
 /* A size that would wrap size_t (a 32-bit gateway) is refused before any
  * allocation; before the guard the doubling loop never ended. */
 static int g_allocs;
@@ -808,6 +869,55 @@ static void test_fake_sqlite_transactions(void) {
     TT_EQ_STR(fake_log_sql(1), "BEGIN IMMEDIATE");
     TT_EQ_INT(g_sleeps, 1);
     obx_store_close(s);
+}
+
+/* One place decides how a unit runs (obx__unit_mode): per dialect and
+ * connection, a unit of one statement, one of several that writes, one that
+ * reads; the unit runs in the mode decided (db->unit) and issues only that
+ * mode's transaction calls. CORE-UNIT-MODE. */
+static void test_fake_unit_mode(void) {
+    enum { W1 = OBX__UNIT_WRITE | OBX__UNIT_ONE_STATEMENT, W = OBX__UNIT_WRITE, R1 = OBX__UNIT_ONE_STATEMENT };
+    static const struct {
+        const char *dbms;
+        int timeout; /* a statement timeout: MariaDB's units are ODBC transactions then */
+        int flags, want;
+    } cases[] = {
+        {"SQLite", 0, W1, OBX__RUN_AUTOCOMMIT}, {"SQLite", 0, R1, OBX__RUN_AUTOCOMMIT},
+        {"SQLite", 0, W, OBX__RUN_SQL}, {"SQLite", 0, 0, OBX__RUN_SQL_READ},
+        {"PostgreSQL", 0, W1, OBX__RUN_AUTOCOMMIT}, {"PostgreSQL", 0, R1, OBX__RUN_AUTOCOMMIT},
+        {"PostgreSQL", 0, W, OBX__RUN_ODBC}, {"PostgreSQL", 0, 0, OBX__RUN_ODBC},
+        {"MariaDB", 0, W1, OBX__RUN_AUTOCOMMIT}, {"MariaDB", 0, W, OBX__RUN_SQL},
+        {"MariaDB", 0, 0, OBX__RUN_SQL_READ},
+        {"MariaDB", 1, W1, OBX__RUN_ODBC}, {"MariaDB", 1, W, OBX__RUN_ODBC},
+        {"Microsoft SQL Server", 0, W1, OBX__RUN_ODBC}, {"Microsoft SQL Server", 0, W, OBX__RUN_ODBC}};
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        obx_store *s = fake_store(cases[i].dbms, NULL);
+        int mode, sql_tx, odbc_tx;
+        char what[96];
+        snprintf(what, sizeof what, "case %u: %s flags %d", (unsigned)i, cases[i].dbms, cases[i].flags);
+        TT_ASSERT(s != NULL);
+        if (cases[i].timeout) { /* as a statement timeout leaves it (obx__db_setup) */
+            s->db.statement_timeout_s = 5;
+            s->db.tx_by_sql = 0;
+        }
+        mode = cases[i].want;
+        sql_tx = mode == OBX__RUN_SQL;
+        odbc_tx = mode == OBX__RUN_ODBC;
+        TT_EQ_INT(obx__unit_run(&s->db, one_statement, NULL, what, cases[i].flags), OBX_OK);
+        if (s->db.unit != mode) printf("    %s\n", what);
+        TT_EQ_INT(s->db.unit, mode);
+        TT_EQ_STR(fake_log_sql(0), sql_tx ? s->db.d->begin_sql : "UPDATE t SET v = 1");
+        TT_EQ_INT(fake_calls("SQLEndTran"), odbc_tx);
+        TT_EQ_INT(s->db.in_tx, 0);
+        obx_store_close(s);
+    }
+    { /* the caller's transaction: nothing begun, committed or rolled back */
+        obx__db caller;
+        memset(&caller, 0, sizeof caller);
+        caller.callers_tx = 1;
+        TT_EQ_INT(obx__unit_mode(&caller, W), OBX__RUN_CALLER);
+    }
 }
 
 static void test_fake_open_dialects(void) {
@@ -2080,6 +2190,7 @@ int main(void) {
     TT_RUN("CORE-DIALECT-DETECT", "pure", "dialect from SQL_DBMS_NAME", test_dialect_detection);
     TT_RUN("CORE-CLASSIFY", "pure", "every driver code classified transient, lost or permanent", test_classification);
     TT_RUN("CORE-SQL-EXPAND", "pure", "statement templates and quoted names", test_sql_expand);
+    TT_RUN("CORE-STMT-PARAMS", "pure", "every dialect's statement text takes the arguments its header declares", test_stmt_params);
     TT_RUN("CORE-TRIGGER-ORDER", "pure", "a changed trigger's DROP of the old name follows the CREATE of the new, in every dialect", test_trigger_order);
     TT_RUN("CORE-SIZE-GUARDS", "pure", "buffer sizes that would wrap size_t (32 bits) are refused", test_size_guards);
     TT_RUN("CORE-DIAG", "fake", "every diagnostic record read; the error, not the warning, is the cause", test_fake_diagnostics);
@@ -2093,6 +2204,7 @@ int main(void) {
     TT_RUN("CORE-LOST", "fake", "a lost connection is surfaced, not retried; next call reconnects", test_fake_lost_connection);
     TT_RUN("CORE-DEAD-COMMIT", "fake", "a dead connection's lying COMMIT is not trusted", test_fake_dead_commit);
     TT_RUN("CORE-NO-DATA", "fake", "SQL_NO_DATA from an UPDATE is zero rows", test_fake_no_data);
+    TT_RUN("CORE-UNIT-MODE", "fake", "one function decides how a unit runs; the unit runs so, with only that mode's transaction calls", test_fake_unit_mode);
     TT_RUN("CORE-SQLITE-TX", "fake", "SQLite writers use BEGIN IMMEDIATE/COMMIT/ROLLBACK as SQL", test_fake_sqlite_transactions);
     TT_RUN("CORE-OPEN-DIALECTS", "fake", "unsupported dialects say so; forcing; psqlODBC Protocol", test_fake_open_dialects);
     TT_RUN("CORE-OPEN-ARGS", "fake", "bad open arguments are named and rejected before any SQL", test_fake_open_arguments);
