@@ -2176,6 +2176,302 @@ static void test_envelope_decode(void) {
     }
 }
 
+/* ---- providers: the discovery protocol, its failures, scale (fake ODBC) ------------------ */
+
+/* A discovery of `count` databases "db-0" ... on the fake driver. `total`
+ * says which protocol it follows: 1 returns how many there are (the
+ * documented protocol), 0 returns how many it wrote (stops at cap). */
+typedef struct fake_tenants {
+    int count, total, calls, fail, dup, max_cap;
+    char (*ids)[16];
+} fake_tenants;
+static int fake_discover(obx_database *out, int cap, void *user) {
+    fake_tenants *t = (fake_tenants *)user;
+    int i;
+    t->calls++;
+    if (cap > t->max_cap) t->max_cap = cap;
+    if (t->fail) return -1;
+    for (i = 0; i < t->count && i < cap; i++) {
+        out[i].id = t->ids[t->dup && i == t->count - 1 ? 0 : i];
+        out[i].connection_string = "Driver=fake;";
+    }
+    return t->total ? t->count : i;
+}
+static int ifake_discover(ibx_database *out, int cap, void *user) {
+    fake_tenants *t = (fake_tenants *)user;
+    int i;
+    t->calls++;
+    for (i = 0; i < t->count && i < cap; i++) {
+        out[i].id = t->ids[i];
+        out[i].connection_string = "Driver=fake;";
+    }
+    return t->total ? t->count : i;
+}
+
+static int64_t g_fake_now_ms;
+static int64_t fake_now(void *user) { (void)user; return g_fake_now_ms; }
+
+static int g_warn_lines;
+static char g_warn_last[768];
+static void count_warn_log(obx_log_level level, const char *store_id, const char *msg, void *user) {
+    (void)store_id; (void)user;
+    if (level >= OBX_LOG_WARN) {
+        g_warn_lines++;
+        snprintf(g_warn_last, sizeof g_warn_last, "%s", msg);
+    }
+}
+
+static int fake_tenants_init(fake_tenants *t, int count, int total) {
+    int i;
+    memset(t, 0, sizeof *t);
+    t->ids = (char (*)[16])malloc(sizeof *t->ids * (size_t)count);
+    if (!t->ids) return 0;
+    for (i = 0; i < count; i++) snprintf(t->ids[i], sizeof t->ids[i], "db-%d", i);
+    t->count = count;
+    t->total = total;
+    return 1;
+}
+
+static obx_provider *fake_provider(fake_tenants *t) {
+    obx_provider_desc pd;
+    obx_provider *p = NULL;
+    fake_reset();
+    memset(&pd, 0, sizeof pd);
+    pd.discover = fake_discover;
+    pd.discover_user = t;
+    pd.refresh_interval_ms = 1000;
+    pd.store.hooks.clock.monotonic_ms = fake_now;
+    pd.store.hooks.clock.sleep_ms = fake_sleep;
+    pd.store.hooks.logger.log = count_warn_log;
+    if (obx_provider_create(&pd, &p) != OBX_OK) {
+        obx_provider_destroy(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* Discovery serves every database, past the 256 it is first given room
+ * for, whichever way the callback counts: the documented protocol (return
+ * the total) and a callback that stops at cap and returns what it wrote
+ * (as the example did) both get all 300 served (CORE-DISCOVER-ALL). */
+static void test_discover_all(void) {
+    fake_tenants t;
+    obx_provider *p;
+    obx_store *s = NULL;
+    int total;
+    for (total = 1; total >= 0; total--) {
+        TT_ASSERT(fake_tenants_init(&t, 300, total));
+        g_warn_lines = 0;
+        p = fake_provider(&t);
+        TT_ASSERT(p != NULL);
+        TT_EQ_INT(obx_provider_count(p), 300);
+        TT_EQ_INT(obx_router_get(p, "db-299", &s), OBX_OK);
+        TT_EQ_INT(g_warn_lines, 0);
+        obx_provider_destroy(p);
+        free(t.ids);
+    }
+    { /* the inbox's copy of the same core */
+        ibx_provider_desc pd;
+        ibx_provider *q = NULL;
+        ibx_store *is = NULL;
+        TT_ASSERT(fake_tenants_init(&t, 300, 0));
+        fake_reset();
+        memset(&pd, 0, sizeof pd);
+        pd.discover = ifake_discover;
+        pd.discover_user = &t;
+        pd.store.hooks.logger.min_level = IBX_LOG_OFF;
+        TT_EQ_INT(ibx_provider_create(&pd, &q), IBX_OK);
+        TT_EQ_INT(ibx_provider_count(q), 300);
+        TT_EQ_INT(ibx_router_get(q, "db-299", &is), IBX_OK);
+        ibx_provider_destroy(q);
+        free(t.ids);
+    }
+}
+
+/* A discovery that fails (returns -1) or answers a duplicate id inside a
+ * running dispatcher is logged at WARN once per change of state (not at
+ * every refresh), is the dispatcher's last error, and its recovery is
+ * logged (CORE-DISCOVER-FAIL-LOG). */
+static void test_discover_fail_log(void) {
+    fake_tenants t;
+    obx_provider *p;
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    TT_ASSERT(fake_tenants_init(&t, 3, 1));
+    g_fake_now_ms = 1000000;
+    p = fake_provider(&t);
+    TT_ASSERT(p != NULL);
+    memset(&dd, 0, sizeof dd);
+    dd.provider = p;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    obx_dispatcher_on(d, "*", null_walk_handler, NULL);
+    g_warn_lines = 0;
+    t.fail = 1;
+    g_fake_now_ms += 2000; /* the refresh is due */
+    obx_dispatcher_run_once(d, &st);
+    TT_EQ_INT(t.calls, 2);
+    TT_EQ_INT(g_warn_lines, 1);
+    TT_EXPECT(strstr(g_warn_last, "discovery") != NULL);
+    TT_EQ_INT(obx_dispatcher_last_error(d)->result, OBX_ERR_DB);
+    TT_EXPECT(strstr(obx_dispatcher_last_error(d)->where, "discover") != NULL);
+    g_fake_now_ms += 2000; /* fails again: the same state, not logged again */
+    obx_dispatcher_run_once(d, &st);
+    TT_EQ_INT(t.calls, 3);
+    TT_EQ_INT(g_warn_lines, 1);
+    t.fail = 0; /* now an invalid answer: a new state, logged */
+    t.dup = 1;
+    g_fake_now_ms += 2000;
+    obx_dispatcher_run_once(d, &st);
+    TT_EQ_INT(g_warn_lines, 2);
+    TT_EXPECT(strstr(g_warn_last, "duplicate") != NULL);
+    TT_EQ_INT(obx_dispatcher_last_error(d)->result, OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_provider_count(p), 3); /* the current set is kept */
+    t.dup = 0;
+    g_fake_now_ms += 2000;
+    obx_dispatcher_run_once(d, &st);
+    TT_EQ_INT(g_warn_lines, 2);
+    obx_dispatcher_destroy(d);
+    obx_provider_destroy(p);
+    free(t.ids);
+}
+
+/* A refresh at scale: validation and lookups sort, not compare pairwise
+ * (CORE-REGISTRY-SCALE). Through a provider on the fake ODBC layer (3,000
+ * databases): an unchanged refresh keeps every store, the last id is found,
+ * a duplicate far apart is still refused. Then the registry alone, whose
+ * stores cost nothing, so that its own work is what is measured (the fake
+ * layer finds handles by a list walk, which 100,000 stores would measure
+ * instead): not a timed assertion, a "scale:" figure. The default size is
+ * small; OBX_REGISTRY_SCALE=100000 gives the figure the docs quote. */
+static double mono_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+static char g_dummy_store;
+static void *dummy_open(void *ctx, const char *id, const char *connstr) {
+    (void)ctx; (void)id; (void)connstr;
+    return &g_dummy_store;
+}
+static void dummy_close(void *ctx, void *store) { (void)ctx; (void)store; }
+static void test_registry_scale(void) {
+    const char *env = getenv("OBX_REGISTRY_SCALE");
+    int n = env && atoi(env) > 0 ? atoi(env) : 3000, i, added = 0, removed = 0;
+    fake_tenants t;
+    obx_provider *p;
+    obx_store *s = NULL;
+    obx__hooks hooks;
+    obx__registry reg;
+    obx_database *dbs;
+    double t0, t1, t2;
+    TT_ASSERT(fake_tenants_init(&t, 3000, 1));
+    p = fake_provider(&t);
+    TT_ASSERT(p != NULL);
+    TT_EQ_INT(obx_provider_count(p), 3000);
+    s = obx_provider_store(p, 2999);
+    TT_EQ_INT(obx_provider_refresh(p), OBX_OK); /* nothing changed */
+    TT_EQ_INT(obx_provider_count(p), 3000);
+    TT_ASSERT(obx_provider_store(p, 2999) == s); /* kept, not reopened */
+    TT_EQ_INT(obx_router_get(p, t.ids[2999], &s), OBX_OK);
+    TT_ASSERT(s == obx_provider_store(p, 2999));
+    TT_EQ_INT(obx_router_get(p, "db-x", &s), OBX_ERR_NOT_FOUND);
+    t.dup = 1; /* the last id repeats the first */
+    TT_EQ_INT(obx_provider_refresh(p), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_provider_count(p), 3000);
+    obx_provider_destroy(p);
+    free(t.ids);
+    /* The registry alone, at n databases. */
+    TT_ASSERT(fake_tenants_init(&t, n, 1));
+    dbs = (obx_database *)malloc(sizeof *dbs * (size_t)n);
+    TT_ASSERT(dbs != NULL);
+    for (i = 0; i < n; i++) {
+        dbs[i].id = t.ids[i];
+        dbs[i].connection_string = "Driver=fake;";
+    }
+    memset(&reg, 0, sizeof reg);
+    obx__hooks_resolve(&hooks, NULL);
+    reg.hooks = &hooks;
+    reg.open = dummy_open;
+    reg.close = dummy_close;
+    reg.name = "scale";
+    reg.retry_max_ms = 1000;
+    obx__registry_init(&reg);
+    t0 = mono_seconds();
+    TT_EQ_INT(obx__registry_apply(&reg, dbs, n, &added, &removed), OBX_OK);
+    t1 = mono_seconds();
+    TT_EQ_INT(added, n);
+    TT_EQ_INT(obx__registry_apply(&reg, dbs, n, &added, &removed), OBX_OK);
+    t2 = mono_seconds();
+    TT_EQ_INT(added, 0);
+    TT_EQ_INT(removed, 0);
+    TT_EQ_INT(reg.count, n);
+    TT_EQ_INT(obx__registry_find(&reg, t.ids[n / 2]), n / 2);
+    printf("    scale: a registry of %d databases: first refresh %.1f ms, unchanged refresh %.1f ms\n", n,
+           (t1 - t0) * 1e3, (t2 - t1) * 1e3);
+    obx__registry_free(&reg);
+    free(dbs);
+    free(t.ids);
+}
+
+/* CORE-WAIT-FOREVER: a wait near INT64_MAX ms ("never again": an
+ * idle_max_ms, error_delay_ms or poll_interval_ms of INT64_MAX) waits until
+ * a stop. With a 32-bit time_t (armhf) its deadline once wrapped into the
+ * past: the wait returned at once and the dispatcher polled in a tight loop. */
+#if !defined(OBX_NO_THREADS) && !defined(OBX_NO_POSIX_CLOCK)
+static int g_wait_returned;
+static void *wait_forever(void *arg) {
+    obx__loop_wait((obx__loop *)arg, INT64_MAX);
+    __atomic_store_n(&g_wait_returned, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+static void test_wait_forever(void) {
+    obx__hooks h;
+    obx__loop l;
+    pthread_t t;
+    struct timespec pause = {0, 300000000L};
+    obx__hooks_resolve(&h, NULL);
+    obx__loop_init(&l, &h, NULL);
+    g_wait_returned = 0;
+    TT_ASSERT(pthread_create(&t, NULL, wait_forever, &l) == 0);
+    nanosleep(&pause, NULL);
+    TT_EXPECT(!__atomic_load_n(&g_wait_returned, __ATOMIC_SEQ_CST)); /* still waiting */
+    obx__loop_stop(&l);
+    pthread_join(t, NULL);
+    TT_EXPECT(__atomic_load_n(&g_wait_returned, __ATOMIC_SEQ_CST)); /* a stop ends it */
+    obx__loop_destroy(&l);
+}
+#endif
+
+/* CORE-RANDOM-THREADS: the default random source, drawn from two threads
+ * at once (the renewal thread's retry jitter, a handler's new ids), never
+ * races nor hands out one value twice (make check-tsan runs this too). */
+#if !defined(OBX_NO_THREADS)
+#define RANDOM_DRAWS 20000
+static obx__hooks g_random_hooks;
+static uint64_t g_draws[2 * RANDOM_DRAWS];
+static void *draw_random(void *arg) {
+    uint64_t *out = (uint64_t *)arg;
+    int i;
+    for (i = 0; i < RANDOM_DRAWS; i++) out[i] = obx__random(&g_random_hooks);
+    return NULL;
+}
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+static void test_random_threads(void) {
+    pthread_t t[2];
+    int i, repeats = 0;
+    obx__hooks_resolve(&g_random_hooks, NULL);
+    for (i = 0; i < 2; i++) TT_ASSERT(pthread_create(&t[i], NULL, draw_random, g_draws + i * RANDOM_DRAWS) == 0);
+    for (i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    qsort(g_draws, 2 * RANDOM_DRAWS, sizeof g_draws[0], cmp_u64);
+    for (i = 1; i < 2 * RANDOM_DRAWS; i++) repeats += g_draws[i] == g_draws[i - 1];
+    TT_EQ_INT(repeats, 0);
+}
+#endif
+
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("OBX-ENVELOPE-DECODE", "pure", "the Headers column decoded in place: escapes, surrogates, whitespace; malformed reads as none", test_envelope_decode);
@@ -2239,6 +2535,15 @@ int main(void) {
     TT_RUN("CORE-ROUND-TRIPS", "fake", "MariaDB: one round trip per one-statement step; a claim is one transaction", test_fake_mariadb_round_trips);
     TT_RUN("OBX-120", "fake", "claim is one prepared statement per call, one transaction", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
+    TT_RUN("CORE-DISCOVER-ALL", "fake", "discovery serves past 256 databases, whether the callback returns the total or stops at cap", test_discover_all);
+    TT_RUN("CORE-DISCOVER-FAIL-LOG", "fake", "a failed or invalid discovery in a dispatcher: one WARN per change of state, the dispatcher's last error", test_discover_fail_log);
+    TT_RUN("CORE-REGISTRY-SCALE", "fake", "a refresh sorts, not compares pairwise (prints a scale figure; OBX_REGISTRY_SCALE=100000)", test_registry_scale);
+#if !defined(OBX_NO_THREADS) && !defined(OBX_NO_POSIX_CLOCK)
+    TT_RUN("CORE-WAIT-FOREVER", "pure", "a wait of INT64_MAX ms waits until stopped, also with a 32-bit time_t", test_wait_forever);
+#endif
+#if !defined(OBX_NO_THREADS)
+    TT_RUN("CORE-RANDOM-THREADS", "pure", "the default random source drawn from two threads: no race, no value twice", test_random_threads);
+#endif
     TT_RUN("OBX-097", "fake", "a batch enqueue is one transaction; bad input stops it before SQL", test_fake_enqueue_batch_one_tx);
     TT_RUN("OBX-ENQUEUE-OUT-IDS", "fake", "a failed enqueue or batch leaves the caller's id buffers untouched", test_fake_enqueue_out_ids);
     TT_RUN("CORE-PICK-NULL-KEY", "fake", "a NULL picked key is bound as null, never an earlier row's bytes", test_fake_pick_null_key);
