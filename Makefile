@@ -37,7 +37,7 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 .PHONY: all demo test check bench fuzz deps clean sql check-docs check-common check-warnings check-cxx check-link \
         check-nm check-asan check-tsan check-valgrind
 .PHONY: static cross check-static check-cross check-gateway check-options size check-deps
-.PHONY: torture wear scale install uninstall check-consumers
+.PHONY: torture wear scale soak install uninstall check-consumers
 .DELETE_ON_ERROR:
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
@@ -190,6 +190,7 @@ check-warnings: | $(B)
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/test_sqlserver.c tests/fake_odbc.c tests/fake_selftest.c tests/fuzz_core.c tests/fuzz_replay.c tests/example_protocols.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c examples/quickstart.c examples/webhook_inbox.c examples/multi_tenant.c examples/forwarder.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tools/obxctl.c tests/obxctl_fill.c tests/prom_check.c tests/consumer/main.c -I. || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/soak/soak.c tests/soak/check.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -I. -I$(BENCH_PQ_INC) tests/bench.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11)"
@@ -429,6 +430,22 @@ torture:
 	@tests/deps.sh build pg mariadb
 	@$(MAKE) --no-print-directory $(TORTURE_BINS)
 	tests/torture/run.sh $(B)/torture
+
+# ---- soak: the whole product at once under kills, checked against a reference model
+# (issue 26; tests/soak/run.sh). SOAK_MINUTES=N for a long run by hand, SOAK_SIZE=N more
+# processes, SOAK_SEED=N replays a schedule. Own server ports (SOAK_PG_PORT, SOAK_MY_PORT).
+SOAK_BINS = $(B)/soak/soak $(B)/soak/soak_check
+$(B)/soak:
+	@mkdir -p $@
+$(B)/soak/soak: tests/soak/soak.c tests/soak/soak.h $(TORTURE_DEPS) | $(B)/soak
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/soak/soak.c -o $@ -lodbc
+$(B)/soak/soak_check: tests/soak/check.c tests/soak/soak.h tests/torture/tort.h | $(B)/soak
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/soak/check.c -o $@ -lodbc
+soak:
+	@tests/deps.sh build pg mariadb
+	@$(MAKE) --no-print-directory $(SOAK_BINS) $(B)/obxctl
+	tests/soak/selftest.sh $(B)/soak
+	tests/soak/run.sh $(B)/soak
 
 # ---- scale: high availability and scale-out on real engines (issue 16): PostgreSQL
 # failover, PgBouncer, a 3-node Galera cluster, 50 tenants; prints "scale:" figures.
