@@ -2818,7 +2818,7 @@ IBX__PRIVATE void ibx__connstr_value(const char *connstr, const char *key, char 
 IBX__PRIVATE void ibx__connect_explain(ibx__db *db, const char *connstr) {
     ibx_error *e = db->err;
     const char *m = e->message;
-    char dsn[96], driver[96], file[160], why[320], joined[sizeof e->message];
+    char dsn[96], driver[96], file[160], why[720], joined[sizeof e->message];
     const char *sysini = getenv("ODBCSYSINI"), *ini = getenv("ODBCINI");
     char env[200];
     size_t used;
@@ -2852,7 +2852,7 @@ IBX__PRIVATE void ibx__connect_explain(ibx__db *db, const char *connstr) {
                  IBX__WHY(": does its directory exist, and may this process write there?"), file);
     }
     if (!why[0]) return;
-    ibx__copy(joined, sizeof joined, why); /* why (at most 319) first: the driver's words may be cut */
+    ibx__copy(joined, sizeof joined, why); /* what is wrong first: the driver's words may be cut */
     used = strlen(joined);
     memcpy(joined + used, ": ", 3);
     ibx__copy(joined + used + 2, sizeof joined - used - 2, m);
