@@ -1103,10 +1103,18 @@ static void test_fake_connect_explain(void) {
          OBX_ERR_DB, "cannot open the SQLite file '/no-such-dir/x.db'", "directory"},
     };
     size_t i;
+#ifdef OBX_TERSE_MESSAGES
+    const int terse = 1; /* the sentences that say where to look are left out */
+#else
+    const int terse = 0;
+#endif
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         obx_store_desc desc;
         obx_store *s = NULL;
         const obx_error *e;
+        const char *also = cases[i].also;
+        if (terse && also && (strstr(also, "odbcinst") || strstr(also, "KEY=") || strcmp(also, "directory") == 0))
+            also = NULL;
         fake_reset();
         fake_set_connect_error(cases[i].sqlstate, cases[i].native, cases[i].text);
         memset(&desc, 0, sizeof desc);
@@ -1114,10 +1122,10 @@ static void test_fake_connect_explain(void) {
         desc.hooks.logger.log = capture_log;
         TT_EQ_INT(obx_store_open(&desc, &s), cases[i].want);
         e = obx_store_last_error(s);
-        if (!strstr(e->message, cases[i].says) || (cases[i].also && !strstr(e->message, cases[i].also)))
+        if (!strstr(e->message, cases[i].says) || (also && !strstr(e->message, also)))
             printf("    case %lu: %s\n", (unsigned long)i, e->message);
         TT_EXPECT(strstr(e->message, cases[i].says) != NULL);
-        TT_EXPECT(!cases[i].also || strstr(e->message, cases[i].also) != NULL);
+        TT_EXPECT(!also || strstr(e->message, also) != NULL);
         TT_EXPECT(strstr(e->message, cases[i].text) != NULL || strlen(cases[i].text) > 200); /* the driver's own words */
         TT_EXPECT(strstr(e->message, "secret") == NULL);  /* no password in the text */
         TT_EQ_STR(e->sqlstate, cases[i].sqlstate);
