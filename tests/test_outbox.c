@@ -5790,8 +5790,7 @@ static void test_replay_expired_head(void) {
     g_replayed_calls = 0;
     TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
     TT_EQ_INT(st.dead, 1); /* the head: expired */
-    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
-    TT_EQ_INT(st.claimed, 0); /* the key waits behind it */
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_EMPTY); /* the key waits behind it */
     memset(&f, 0, sizeof f);
     f.id = head;
     TT_EQ_INT(obx_dead_replay(h, &f, &n), OBX_OK);
@@ -5827,7 +5826,7 @@ static void test_join_upper_id(void) {
     obx_message got;
     const obx_message *ms;
     const char *one[1];
-    int n = 0, round;
+    int n = 0, round, i;
     TT_ASSERT(s != NULL);
     for (round = 0; round < 2; round++) {
         TT_EQ_INT(obx_join_start(s, NULL, 1, NULL, join_id), OBX_OK);
@@ -5835,10 +5834,11 @@ static void test_join_upper_id(void) {
         TT_EQ_INT(obx_enqueue(s, &m, step), OBX_OK);
         TT_EQ_INT(obx_join_attach(s, upper, step), OBX_OK);
         obx_owner_token(s, owner);
-        TT_EQ_INT(obx_claim(s, owner, 30, 5, &ms, &n), OBX_OK);
-        TT_EQ_INT(n, 1);
-        one[0] = ms[0].id;
-        TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);
+        TT_EQ_INT(obx_claim(s, owner, 30, 5, &ms, &n), OBX_OK); /* the step (and the last round's) */
+        for (i = 0; i < n; i++) {
+            one[0] = ms[i].id;
+            TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);
+        }
         if (round == 0) {
             memset(&w, 0, sizeof w);
             w.join_id = upper;
