@@ -4552,7 +4552,8 @@ static const char *const obx__postgresql_outbox_ddl[] = {
      * tables, which made an ack of 100 cost 1.35-1.6 times the ideal's
      * server time instead of about 1.25 (make bench, BENCH_STMTS=1). A
      * member attached concurrently holds the message's row lock until it
-     * commits, so it is visible here. */
+     * commits, so it is visible here; one attached before the message was
+     * committed locked nothing: JoinLate counts it at its own commit. */
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_JoinStep\"() RETURNS trigger LANGUAGE plpgsql AS $$\n"
     "BEGIN\n"
     "    IF NOT EXISTS (SELECT 1 FROM {M} WHERE \"Status\" = 0) THEN RETURN NULL; END IF;\n"
@@ -4598,6 +4599,29 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "CREATE OR REPLACE TRIGGER \"{N}_JoinCount\" AFTER UPDATE OF \"Status\" ON {M}\n"
     "FOR EACH ROW WHEN (OLD.\"Status\" = 0 AND NEW.\"Status\" IN (1, 2))\n"
     "EXECUTE FUNCTION {S}.\"{N}_JoinCount\"()",
+    /* An attach whose message it could not see (enqueued in a transaction
+     * not yet committed) locked nothing: that message may be committed,
+     * claimed and settled before the attach commits, and the settle's
+     * JoinStep cannot see the uncommitted member. So at the attach's
+     * commit (a deferred trigger) the message row is locked, waiting for a
+     * settle in progress, and read anew (READ COMMITTED: each statement
+     * its own snapshot): already finished, the member is counted here; not
+     * yet, the settle that comes later sees the committed member. The
+     * guard Status = 0 makes the two paths count once. */
+    "CREATE OR REPLACE FUNCTION {S}.\"{N}_JoinLate\"() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+    "DECLARE st smallint;\n"
+    "BEGIN\n"
+    "    SELECT \"Status\" INTO st FROM {T} WHERE \"Id\" = NEW.\"OutboxMessageId\" FOR UPDATE;\n"
+    "    IF st IN (2, 3) THEN\n"
+    "        UPDATE {M} SET \"Status\" = CASE st WHEN 2 THEN 1 ELSE 2 END\n"
+    "         WHERE \"JoinId\" = NEW.\"JoinId\" AND \"OutboxMessageId\" = NEW.\"OutboxMessageId\" AND \"Status\" = 0;\n"
+    "    END IF;\n"
+    "    RETURN NULL;\n"
+    "END $$",
+    /* No OR REPLACE for a constraint trigger: created where missing. */
+    "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = '{N}_JoinLate' AND "
+    "tgrelid = CAST('{M}' AS regclass)) THEN CREATE CONSTRAINT TRIGGER \"{N}_JoinLate\" AFTER INSERT ON {M} "
+    "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION {S}.\"{N}_JoinLate\"(); END IF; END $$",
 #endif
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Claim\"(p_owner uuid, p_lease_seconds integer, "
     "p_batch integer)\n"
