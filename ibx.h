@@ -1,4 +1,4 @@
-/* ibx.h — an idempotent inbox for C, over ODBC.                   v0.1.0
+/* ibx.h — an idempotent inbox for C, over ODBC.                   v0.2.0
  *
  * Messages from outside (webhooks, brokers, other services) are recorded by
  * (source, message id) and an optional content hash, so a redelivery is
@@ -276,10 +276,15 @@
 
 /* >>common-begin api */
 
+/* Semantic versioning (CHANGELOG.md). While the major version is 0, a minor
+ * version may change the API or the schema, each change marked in the
+ * changelog with how to migrate; a patch version never does. Compare
+ * IBX_VERSION_NUMBER in #if: MAJOR * 1000000 + MINOR * 1000 + PATCH. */
 #define IBX_VERSION_MAJOR 0
-#define IBX_VERSION_MINOR 1
+#define IBX_VERSION_MINOR 2
 #define IBX_VERSION_PATCH 0
-#define IBX_VERSION_STRING "0.1.0"
+#define IBX_VERSION_STRING "0.2.0"
+#define IBX_VERSION_NUMBER (IBX_VERSION_MAJOR * 1000000 + IBX_VERSION_MINOR * 1000 + IBX_VERSION_PATCH)
 
 #include <stddef.h>
 #include <stdint.h>
@@ -445,7 +450,8 @@ typedef struct ibx_uuid_state {
 
 /* ---- Common functions (pure unless said otherwise) ----------------------- */
 
-/* Version of the implementation, e.g. "0.1.0". */
+/* Version of the implementation, IBX_VERSION_STRING of the header it was built
+ * from (e.g. "0.2.0"); never NULL. */
 IBX_API const char *ibx_version(void);
 
 /* Name of a result code, e.g. "IBX_ERR_INVALID_ARG"; "IBX_(unknown)" for a
@@ -558,11 +564,12 @@ typedef enum ibx_metric {
     IBX_METRIC_DEAD = 3,         /* messages failed permanently (Dead) */
     IBX_METRIC_REAPED = 4,       /* expired leases released */
     IBX_METRIC_DUPLICATE = 5,    /* dedup checks that found the message already Done */
-    IBX_METRIC_EXPIRED = 6,      /* done messages deleted by cleanup: their retention expired */
+    IBX_METRIC_CLEANED_UP = 6,   /* done messages deleted by cleanup: their retention ended */
     IBX_METRIC_EXPIRED_UNHANDLED = 7, /* messages past their expiry when claimed: ended Dead
                                     ("expired"), never handled; also counted in DEAD */
     IBX_METRIC_COUNT_ = 8
 } ibx_metric;
+#define IBX_METRIC_EXPIRED IBX_METRIC_CLEANED_UP /* the old name, until 0.3 (CHANGELOG.md) */
 #define IBX_METRIC_FAILED IBX_METRIC_RETRIED /* the old name: it counts retries, not the dead */
 
 /* Called after each counted event with how many it counted. */
@@ -967,8 +974,11 @@ IBX_API ibx_result ibx_pending_count(ibx_store *store, int64_t *pending);
  * node_exporter's textfile collector or a scrape endpoint of your own:
  *   ibx_messages_*_total, ibx_leases_reaped_total  counters since open
  *                                   (ibx_store_counters), one per ibx_metric
+ *                                   (ibx_messages_expired_total: the old name of
+ *                                   _cleaned_up_total, printed too until 0.3)
  *   ibx_queue_ready_messages, _in_flight_messages, _dead_messages,
- *   ibx_queue_oldest_ready_age_seconds   gauges, read now (one query)
+ *   _scheduled_messages (not due yet), _expired_leases (in flight, lease
+ *   run out), ibx_queue_oldest_ready_age_seconds   gauges, read now (one query)
  *   ibx_handler_duration_seconds    histogram per topic of the handlers a
  *                                   dispatcher on this store ran (all of a
  *                                   message's handlers together); after 100
@@ -3920,7 +3930,8 @@ enum {
                           the claim is pick, then CLAIM (owner, lease, sources, ids), then
                           CLAIM_READ (see ibx__pick_keys) */
     IBX__Q_CLAIM_READ, /* owner, lease (unused), sources, ids -> the rows the owner holds */
-    IBX__Q_GAUGES,     /* -> ready count, oldest ready age in ms, in flight, dead */
+    IBX__Q_GAUGES,     /* -> ready count, oldest ready age in ms, in flight, dead, scheduled,
+                          expired leases */
     IBX__Q_DEAD_LIST,  /* dead filter (topic, error text, first seen from, before, source,
                           message id), limit, offset -> message rows (markers numbered) */
     IBX__Q_DEAD_REPLAY, /* dead filter -> rowcount */
@@ -4081,7 +4092,9 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_GAUGES,
      "SELECT COUNT(*), {W} - MIN(NextAttemptAt), "
      "(SELECT COUNT(*) FROM {T} WHERE Status = 'Processing' AND LockedUntil IS NOT NULL), "
-     "(SELECT COUNT(*) FROM {T} WHERE Status = 'Dead') "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 'Dead'), "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 'Processing' AND LockedUntil IS NULL AND NextAttemptAt > {W}), "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 'Processing' AND LockedUntil < {W}) "
      "FROM {T} WHERE Status = 'Processing' AND "
      "NextAttemptAt <= {W} AND (LockedUntil IS NULL OR LockedUntil < {W})"},
 #endif
@@ -4251,7 +4264,10 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL), "
-     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead') "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead'), "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NULL "
+     "AND \"NextAttemptAt\" > now()), "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing' AND \"LockedUntil\" < now()) "
      "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
      "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())"},
 #endif
@@ -4431,7 +4447,10 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED), "
      "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing' AND `LockedUntil` IS NOT NULL), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Dead') "
+     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Dead'), "
+     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing' AND `LockedUntil` IS NULL "
+     "AND `NextAttemptAt` > UTC_TIMESTAMP(6)), "
+     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing' AND `LockedUntil` < UTC_TIMESTAMP(6)) "
      "FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
 #endif
@@ -4646,7 +4665,10 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
     {IBX__Q_GAUGES,
      "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, MIN([NextAttemptAt]), SYSUTCDATETIME()), "
      "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL), "
-     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Dead') "
+     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Dead'), "
+     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing' AND [LockedUntil] IS NULL "
+     "AND [NextAttemptAt] > SYSUTCDATETIME()), "
+     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing' AND [LockedUntil] < SYSUTCDATETIME()) "
      "FROM {T} "
      "WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME() AND "
      "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())"},
@@ -4800,8 +4822,16 @@ static const char *const ibx__metric_text[IBX_METRIC_COUNT_][2] = {
     {"messages_dead_total", "Messages failed permanently (Dead)."},
     {"leases_reaped_total", "Expired leases released, their messages claimable again."},
     {"duplicates_total", "Dedup checks that found the message already done."},
-    {"messages_expired_total", "Done messages deleted by cleanup after their retention."},
+    {"messages_cleaned_up_total", "Done messages deleted by cleanup after their retention."},
     {"messages_expired_unhandled_total", "Messages past their expiry when claimed: dead, never handled."}};
+/* The gauges (IBX__Q_GAUGES's columns, in order): name after "ibx_", help. */
+static const char *const ibx__gauge_text[6][2] = {
+    {"queue_ready_messages", "Messages ready to claim now (due; not leased, or the lease ran out)."},
+    {"queue_oldest_ready_age_seconds", "How long the oldest ready message has waited."},
+    {"queue_in_flight_messages", "Messages claimed by a worker, under a lease."},
+    {"queue_dead_messages", "Messages failed permanently, kept for inspection or replay."},
+    {"queue_scheduled_messages", "Messages not due yet: scheduled or waiting for a retry."},
+    {"queue_expired_leases", "Claimed messages whose lease ran out (also in flight, and ready when due)."}};
 #endif
 
 /* What only an inbox store keeps: room for a stored hash being compared
@@ -5856,7 +5886,7 @@ IBX_API ibx_result ibx_cleanup(ibx_store *store, int64_t retention_ms, int batch
         total += n;
     } while (r == IBX_OK && n >= batch_size);
     if (deleted) *deleted = total;
-    ibx__count(store, IBX_METRIC_EXPIRED, total);
+    ibx__count(store, IBX_METRIC_CLEANED_UP, total);
     if (r == IBX_OK && total > 0)
         ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "cleanup deleted %lld done message(s)",
                  (long long)total);
@@ -6060,7 +6090,8 @@ static void ibx__text_histograms(ibx_store *s, ibx__text_buf *t) {
 
 typedef struct ibx__gauges_ctx {
     ibx_store *s;
-    int64_t v[4];                 /* ready, oldest ready ms, in flight, dead */
+    int64_t v[6];                 /* ready, oldest ready ms, in flight, dead, scheduled,
+                                     expired leases: IBX__Q_GAUGES's columns */
 } ibx__gauges_ctx;
 
 static ibx_result ibx__gauges_unit(ibx__db *db, void *vctx) {
@@ -6069,17 +6100,12 @@ static ibx_result ibx__gauges_unit(ibx__db *db, void *vctx) {
     int i;
     ibx_result r = ibx__exec(db, IBX__Q_GAUGES, c->s->sql[IBX__Q_GAUGES], NULL, 0, NULL, &cur);
     if (r == IBX_OK) r = ibx__fetch(db, cur);
-    for (i = 0; i < 4 && r == IBX_OK; i++) r = ibx__get_i64(db, cur, (SQLUSMALLINT)(i + 1), &c->v[i], NULL);
+    for (i = 0; i < 6 && r == IBX_OK; i++) r = ibx__get_i64(db, cur, (SQLUSMALLINT)(i + 1), &c->v[i], NULL);
     ibx__close(cur);
     return r == IBX_EMPTY ? IBX_OK : r;
 }
 
 static void ibx__text_metrics(ibx_store *s, ibx__text_buf *t, const int64_t *gauges) {
-    static const char *const gauge_text[4][2] = {
-        {"queue_ready_messages", "Messages ready to claim now (due, not leased)."},
-        {"queue_oldest_ready_age_seconds", "How long the oldest ready message has waited."},
-        {"queue_in_flight_messages", "Messages claimed by a worker, under a lease."},
-        {"queue_dead_messages", "Messages failed permanently, kept for inspection or replay."}};
     char v[32];
     int i;
     for (i = 0; i < IBX_METRIC_COUNT_; i++) {
@@ -6087,11 +6113,16 @@ static void ibx__text_metrics(ibx_store *s, ibx__text_buf *t, const int64_t *gau
         snprintf(v, sizeof v, "%lld", (long long)s->counters[i]);
         ibx__text_sample(s, t, ibx__metric_text[i][0], NULL, NULL, v);
     }
-    for (i = 0; i < 4; i++) {
-        ibx__text_family(t, gauge_text[i][0], "gauge", gauge_text[i][1]);
+    /* The counter's name before 0.2, kept until 0.3 (CHANGELOG.md). */
+    ibx__text_family(t, "messages_expired_total", "counter",
+                    "Deprecated, removed in 0.3: the old name of ibx_messages_cleaned_up_total.");
+    snprintf(v, sizeof v, "%lld", (long long)s->counters[IBX_METRIC_CLEANED_UP]);
+    ibx__text_sample(s, t, "messages_expired_total", NULL, NULL, v);
+    for (i = 0; i < 6; i++) {
+        ibx__text_family(t, ibx__gauge_text[i][0], "gauge", ibx__gauge_text[i][1]);
         if (i == 1) snprintf(v, sizeof v, "%.3f", (double)(gauges[i] > 0 ? gauges[i] : 0) / 1000.0);
         else snprintf(v, sizeof v, "%lld", (long long)gauges[i]);
-        ibx__text_sample(s, t, gauge_text[i][0], NULL, NULL, v);
+        ibx__text_sample(s, t, ibx__gauge_text[i][0], NULL, NULL, v);
     }
     ibx__text_histograms(s, t);
 }

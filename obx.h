@@ -1,4 +1,4 @@
-/* obx.h — a transactional outbox for C, over ODBC.               v0.1.0
+/* obx.h — a transactional outbox for C, over ODBC.               v0.2.0
  *
  * A message is written in the same database transaction as the business
  * change that caused it, then handed to a handler by topic, at least once.
@@ -295,10 +295,15 @@
 
 /* >>common-begin api */
 
+/* Semantic versioning (CHANGELOG.md). While the major version is 0, a minor
+ * version may change the API or the schema, each change marked in the
+ * changelog with how to migrate; a patch version never does. Compare
+ * OBX_VERSION_NUMBER in #if: MAJOR * 1000000 + MINOR * 1000 + PATCH. */
 #define OBX_VERSION_MAJOR 0
-#define OBX_VERSION_MINOR 1
+#define OBX_VERSION_MINOR 2
 #define OBX_VERSION_PATCH 0
-#define OBX_VERSION_STRING "0.1.0"
+#define OBX_VERSION_STRING "0.2.0"
+#define OBX_VERSION_NUMBER (OBX_VERSION_MAJOR * 1000000 + OBX_VERSION_MINOR * 1000 + OBX_VERSION_PATCH)
 
 #include <stddef.h>
 #include <stdint.h>
@@ -464,7 +469,8 @@ typedef struct obx_uuid_state {
 
 /* ---- Common functions (pure unless said otherwise) ----------------------- */
 
-/* Version of the implementation, e.g. "0.1.0". */
+/* Version of the implementation, OBX_VERSION_STRING of the header it was built
+ * from (e.g. "0.2.0"); never NULL. */
 OBX_API const char *obx_version(void);
 
 /* Name of a result code, e.g. "OBX_ERR_INVALID_ARG"; "OBX_(unknown)" for a
@@ -577,11 +583,12 @@ typedef enum obx_metric {
     OBX_METRIC_RETRIED = 2,      /* messages abandoned for a later attempt */
     OBX_METRIC_DEAD = 3,         /* messages failed permanently */
     OBX_METRIC_REAPED = 4,       /* expired leases released */
-    OBX_METRIC_EXPIRED = 5,      /* done messages deleted by cleanup: their retention expired */
+    OBX_METRIC_CLEANED_UP = 5,   /* done messages deleted by cleanup: their retention ended */
     OBX_METRIC_EXPIRED_UNHANDLED = 6, /* messages past expires_utc_ms when claimed: ended Dead
                                     ("expired"), never handled; also counted in DEAD */
     OBX_METRIC_COUNT_ = 7
 } obx_metric;
+#define OBX_METRIC_EXPIRED OBX_METRIC_CLEANED_UP /* the old name, until 0.3 (CHANGELOG.md) */
 #define OBX_METRIC_FAILED OBX_METRIC_RETRIED /* the old name: it counts retries, not the dead */
 
 /* Called after each counted event with how many it counted; keep it
@@ -990,8 +997,11 @@ OBX_API obx_result obx_pending_count(obx_store *store, int64_t *pending);
  * node_exporter's textfile collector or a scrape endpoint of your own:
  *   obx_messages_*_total, obx_leases_reaped_total  counters since open
  *                                   (obx_store_counters), one per obx_metric
+ *                                   (obx_messages_expired_total: the old name of
+ *                                   _cleaned_up_total, printed too until 0.3)
  *   obx_queue_ready_messages, _in_flight_messages, _dead_messages,
- *   obx_queue_oldest_ready_age_seconds   gauges, read now (one query)
+ *   _scheduled_messages (not due yet), _expired_leases (in flight, lease
+ *   run out), obx_queue_oldest_ready_age_seconds   gauges, read now (one query)
  *   obx_handler_duration_seconds    histogram per topic of the handlers a
  *                                   dispatcher on this store ran (all of a
  *                                   message's handlers together); after 100
@@ -3927,7 +3937,8 @@ enum {
                            (ids): for dialects without UPDATE ... RETURNING. See
                            obx__pick_keys for the window */
     OBX__Q_CLAIM_READ,  /* owner, lease (unused), ids -> the rows of these ids the owner holds */
-    OBX__Q_GAUGES,      /* -> ready count, oldest ready age in ms, in flight, dead */
+    OBX__Q_GAUGES,      /* -> ready count, oldest ready age in ms, in flight, dead, scheduled,
+                           expired leases */
     OBX__Q_DEAD_LIST,   /* dead filter (topic, error text, created from, created before, id,
                            unused), limit, offset -> message rows (markers numbered) */
     OBX__Q_DEAD_REPLAY, /* dead filter -> count */
@@ -4204,7 +4215,9 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
 #ifndef OBX_NO_METRICS_TEXT
     {OBX__Q_GAUGES,
      "SELECT COUNT(*), {W} - MIN(NextAttemptAt), "
-     "(SELECT COUNT(*) FROM {T} WHERE Status = 1), (SELECT COUNT(*) FROM {T} WHERE Status = 3) "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 1), (SELECT COUNT(*) FROM {T} WHERE Status = 3), "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 0 AND NextAttemptAt > {W}), "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 1 AND LockedUntil < {W}) "
      "FROM {T} WHERE Status = 0 AND NextAttemptAt <= {W}"},
 #endif
     /* A whole batch in one statement: sqliteodbc costs three times the C
@@ -4430,7 +4443,9 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
 #ifndef OBX_NO_METRICS_TEXT
     {OBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint), "
-     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1), (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 3) "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1), (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 3), "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" > now()), "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1 AND \"LockedUntil\" < now()) "
      "FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()"},
 #endif
     /* A whole batch in one statement: array literals unnested by the
@@ -4865,7 +4880,9 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED), (SELECT COUNT(*) FROM {T} WHERE `Status` = 1), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 3) "
+     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 3), "
+     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` > UTC_TIMESTAMP(6)), "
+     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)) "
      "FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
 #endif
     /* A whole batch in one statement, read from one JSON array of rows. */
@@ -5141,7 +5158,9 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
     {OBX__Q_GAUGES,
      "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, CAST(SWITCHOFFSET(MIN([NextAttemptAt]), '+00:00') "
      "AS DATETIME2(7)), SYSUTCDATETIME()), (SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 1), "
-     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 3) "
+     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 3), "
+     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] > SYSDATETIMEOFFSET()), "
+     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 1 AND [LockedUntil] < SYSDATETIMEOFFSET()) "
      "FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()"},
 #endif
     /* A whole batch in one statement: the lists zipped by position. */
@@ -5426,8 +5445,17 @@ static const char *const obx__metric_text[OBX_METRIC_COUNT_][2] = {
     {"messages_retried_total", "Messages released for a later attempt."},
     {"messages_dead_total", "Messages failed permanently."},
     {"leases_reaped_total", "Expired leases released, their messages claimable again."},
-    {"messages_expired_total", "Done messages deleted by cleanup after their retention."},
+    {"messages_cleaned_up_total", "Done messages deleted by cleanup after their retention."},
     {"messages_expired_unhandled_total", "Messages past their expiry when claimed: dead, never handled."}};
+/* The gauges (OBX__Q_GAUGES's columns, in order): name after "obx_", help. */
+static const char *const obx__gauge_text[6][2] = {
+    {"queue_ready_messages", "Messages ready to claim now (due, not leased)."},
+    {"queue_oldest_ready_age_seconds", "How long the oldest ready message has waited."},
+    {"queue_in_flight_messages", "Messages claimed by a worker, under a lease."},
+    {"queue_dead_messages", "Messages failed permanently, kept for inspection or replay."},
+    {"queue_scheduled_messages",
+     "Messages not due yet: scheduled, waiting for a retry, or behind an earlier message of their key."},
+    {"queue_expired_leases", "Claimed messages whose lease ran out, not yet reaped (also in flight)."}};
 #endif
 
 /* What only an outbox store keeps: the columns of a batch insert (one per
@@ -6493,7 +6521,7 @@ OBX_API obx_result obx_cleanup(obx_store *store, int64_t retention_ms, int batch
         total += n;
     } while (r == OBX_OK && n >= batch_size);
     if (deleted) *deleted = total;
-    obx__count(store, OBX_METRIC_EXPIRED, total);
+    obx__count(store, OBX_METRIC_CLEANED_UP, total);
     if (r == OBX_OK && total > 0)
         obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "cleanup deleted %lld done message(s)",
                  (long long)total);
@@ -6697,7 +6725,8 @@ static void obx__text_histograms(obx_store *s, obx__text_buf *t) {
 
 typedef struct obx__gauges_ctx {
     obx_store *s;
-    int64_t v[4];                 /* ready, oldest ready ms, in flight, dead */
+    int64_t v[6];                 /* ready, oldest ready ms, in flight, dead, scheduled,
+                                     expired leases: OBX__Q_GAUGES's columns */
 } obx__gauges_ctx;
 
 static obx_result obx__gauges_unit(obx__db *db, void *vctx) {
@@ -6706,17 +6735,12 @@ static obx_result obx__gauges_unit(obx__db *db, void *vctx) {
     int i;
     obx_result r = obx__exec(db, OBX__Q_GAUGES, c->s->sql[OBX__Q_GAUGES], NULL, 0, NULL, &cur);
     if (r == OBX_OK) r = obx__fetch(db, cur);
-    for (i = 0; i < 4 && r == OBX_OK; i++) r = obx__get_i64(db, cur, (SQLUSMALLINT)(i + 1), &c->v[i], NULL);
+    for (i = 0; i < 6 && r == OBX_OK; i++) r = obx__get_i64(db, cur, (SQLUSMALLINT)(i + 1), &c->v[i], NULL);
     obx__close(cur);
     return r == OBX_EMPTY ? OBX_OK : r;
 }
 
 static void obx__text_metrics(obx_store *s, obx__text_buf *t, const int64_t *gauges) {
-    static const char *const gauge_text[4][2] = {
-        {"queue_ready_messages", "Messages ready to claim now (due, not leased)."},
-        {"queue_oldest_ready_age_seconds", "How long the oldest ready message has waited."},
-        {"queue_in_flight_messages", "Messages claimed by a worker, under a lease."},
-        {"queue_dead_messages", "Messages failed permanently, kept for inspection or replay."}};
     char v[32];
     int i;
     for (i = 0; i < OBX_METRIC_COUNT_; i++) {
@@ -6724,11 +6748,16 @@ static void obx__text_metrics(obx_store *s, obx__text_buf *t, const int64_t *gau
         snprintf(v, sizeof v, "%lld", (long long)s->counters[i]);
         obx__text_sample(s, t, obx__metric_text[i][0], NULL, NULL, v);
     }
-    for (i = 0; i < 4; i++) {
-        obx__text_family(t, gauge_text[i][0], "gauge", gauge_text[i][1]);
+    /* The counter's name before 0.2, kept until 0.3 (CHANGELOG.md). */
+    obx__text_family(t, "messages_expired_total", "counter",
+                    "Deprecated, removed in 0.3: the old name of obx_messages_cleaned_up_total.");
+    snprintf(v, sizeof v, "%lld", (long long)s->counters[OBX_METRIC_CLEANED_UP]);
+    obx__text_sample(s, t, "messages_expired_total", NULL, NULL, v);
+    for (i = 0; i < 6; i++) {
+        obx__text_family(t, obx__gauge_text[i][0], "gauge", obx__gauge_text[i][1]);
         if (i == 1) snprintf(v, sizeof v, "%.3f", (double)(gauges[i] > 0 ? gauges[i] : 0) / 1000.0);
         else snprintf(v, sizeof v, "%lld", (long long)gauges[i]);
-        obx__text_sample(s, t, gauge_text[i][0], NULL, NULL, v);
+        obx__text_sample(s, t, obx__gauge_text[i][0], NULL, NULL, v);
     }
     obx__text_histograms(s, t);
 }

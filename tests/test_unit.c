@@ -222,6 +222,14 @@ static void test_result_strings(void) {
     TT_EQ_STR(obx_result_str((obx_result)42), "OBX_(unknown)");
     TT_EQ_STR(ibx_result_str(IBX_ERR_DB_TRANSIENT), "IBX_ERR_DB_TRANSIENT");
     TT_EQ_STR(obx_version(), OBX_VERSION_STRING);
+    { /* the string, the parts and the number for #if say one version, in both headers */
+        char parts[32];
+        snprintf(parts, sizeof parts, "%d.%d.%d", OBX_VERSION_MAJOR, OBX_VERSION_MINOR, OBX_VERSION_PATCH);
+        TT_EQ_STR(parts, OBX_VERSION_STRING);
+        TT_EQ_STR(ibx_version(), obx_version());
+        TT_EQ_INT(OBX_VERSION_NUMBER, OBX_VERSION_MAJOR * 1000000 + OBX_VERSION_MINOR * 1000 + OBX_VERSION_PATCH);
+        TT_EQ_INT(IBX_VERSION_NUMBER, OBX_VERSION_NUMBER);
+    }
 }
 
 static void test_dialect_detection(void) {
@@ -1872,7 +1880,7 @@ static void test_envelope_decode(void) {
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("OBX-ENVELOPE-DECODE", "pure", "the Headers column decoded in place: escapes, surrogates, whitespace; malformed reads as none", test_envelope_decode);
-    TT_RUN("CORE-BACKOFF-JITTER", "pure", "base/max/jitter policy of seed 002 section 13", test_backoff_jitter);
+    TT_RUN("CORE-BACKOFF-JITTER", "pure", "backoff policy: base, maximum and jitter", test_backoff_jitter);
     TT_RUN("OBX-068", "pure", "round-robin selection cycles through every store", test_selection_round_robin);
     TT_RUN("OBX-069", "pure", "drain-first selection stays until a store is empty", test_selection_drain_first);
     TT_RUN("CORE-SELECT-EDGES", "pure", "selection with no stores, resize, NULL", test_selection_edges);
@@ -1881,7 +1889,7 @@ int main(void) {
     TT_RUN("CORE-IDENTIFIER", "pure", "schema/table names: accept and reject tables", test_identifier_check);
     TT_RUN("CORE-RESULT-STR", "pure", "every result code has a name", test_result_strings);
     TT_RUN("CORE-DIALECT-DETECT", "pure", "dialect from SQL_DBMS_NAME", test_dialect_detection);
-    TT_RUN("CORE-CLASSIFY", "pure", "transient/lost/permanent for every code in odbc-facts 8", test_classification);
+    TT_RUN("CORE-CLASSIFY", "pure", "every driver code classified transient, lost or permanent", test_classification);
     TT_RUN("CORE-SQL-EXPAND", "pure", "statement templates and quoted names", test_sql_expand);
     TT_RUN("CORE-SIZE-GUARDS", "pure", "buffer sizes that would wrap size_t (32 bits) are refused", test_size_guards);
     TT_RUN("CORE-DIAG", "fake", "every diagnostic record read; the error, not the warning, is the cause", test_fake_diagnostics);
