@@ -6518,6 +6518,13 @@ IBX_API ibx_result ibx_dead_replay(ibx_store *store, const ibx_dead_filter *filt
     return IBX_OK;
 }
 
+/* A purge racing a replay deletes a message only if it is still dead when
+ * the delete holds its row: PostgreSQL's DELETE repeats the filter on the
+ * row itself, which READ COMMITTED re-checks on the latest version after a
+ * lock wait (the subquery's rows are its snapshot's); MariaDB's DELETE has
+ * the filter on the row, checked by InnoDB on the latest version it locks;
+ * SQL Server's delete scan reads the committed row under its update lock;
+ * SQLite has one writer. IBX-DEAD-PURGE-REPLAYED, IBX-DEAD-PURGE-RACE. */
 IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filter, int64_t *purged) {
     ibx__param p[8];
     char buf[37];

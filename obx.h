@@ -7153,6 +7153,13 @@ OBX_API obx_result obx_dead_replay(obx_store *store, const obx_dead_filter *filt
     return OBX_OK;
 }
 
+/* A purge racing a replay deletes a message only if it is still dead when
+ * the delete holds its row: PostgreSQL's DELETE repeats the filter on the
+ * row itself, which READ COMMITTED re-checks on the latest version after a
+ * lock wait (the subquery's rows are its snapshot's); MariaDB's DELETE has
+ * the filter on the row, checked by InnoDB on the latest version it locks;
+ * SQL Server's delete scan reads the committed row under its update lock;
+ * SQLite has one writer. OBX-DEAD-PURGE-REPLAYED, OBX-DEAD-PURGE-RACE. */
 OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filter, int64_t *purged) {
     obx__param p[8];
     char buf[37];
@@ -9213,7 +9220,11 @@ static obx_result obx__attach_lock_message(obx__db *db, obx__attach_ctx *c, int6
 /* Attach (and report): the message row is locked first, so that a settle
  * of the same message runs wholly before or after. A member attached after
  * its message was acked or failed counts at once (its trigger ran before
- * the member existed); one attached before is counted by that trigger. */
+ * the member existed); one attached before is counted by that trigger.
+ * A message enqueued in a transaction not yet committed: MariaDB's locking
+ * read and SQL Server's UPDLOCK wait for that commit; SQLite has one
+ * writer; PostgreSQL's finds no row and locks nothing, so its JoinLate
+ * trigger looks again at the attach's commit (OBX-JOIN-ATTACH-RACE). */
 static obx_result obx__attach_unit(obx__db *db, void *vctx) {
     obx__attach_ctx *c = (obx__attach_ctx *)vctx;
     obx_store *s = c->s;
@@ -9530,8 +9541,7 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *m, char *error, siz
         snprintf(error, error_size, "finishing join %s: %s", join_id, s->err.message);
         return OBX_RETRY;
     }
-    if (!ctx.finished && obx_join_get(s, join_id, &j) == OBX_OK && j.status == OBX_JOIN_PENDING) {
-        /* DONE here would leave the join pending for ever */
+    if (!ctx.finished && obx_join_get(s, join_id, &j) == OBX_OK && j.status == OBX_JOIN_PENDING) { /* not DONE */
         snprintf(error, error_size, "join %s: finishing changed nothing", join_id);
         return OBX_RETRY;
     }
