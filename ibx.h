@@ -155,7 +155,7 @@
  *   without using an attempt and pauses its topic for pause_ms, doubling
  *   up to pause_max_ms until the topic's first success; other topics go on.
  *   Dead messages are tools' work: ibx_dead_list (paged, filtered),
- *   ibx_dead_replay (ready again, attempts reset, last error kept) and
+ *   ibx_dead_replay (ready again, attempts reset, last error kept, expiry dropped) and
  *   ibx_dead_purge. Crash loops: a message claimed max_starts times (store
  *   desc, default 3) without an outcome, its handler having killed the
  *   process each time, ends dead at the next reap instead of taking a
@@ -706,7 +706,8 @@ typedef struct ibx_message {
     ibx_store *store;            /* the store it came from */
     IBX__ENVELOPE_FIELDS
     int64_t expires_ms;          /* expires_utc_ms as first stored; 0 = never. ibx_claim returns
-                                    expired messages too; the dispatcher ends them Dead */
+                                    expired messages too; the dispatcher ends them Dead, checked
+                                    before each handler call */
 } ibx_message;
 
 /* Name of a status as stored: "Seen", "Processing", "Done", "Dead"

@@ -139,7 +139,7 @@
  *   without using an attempt and pauses its topic for pause_ms, doubling
  *   up to pause_max_ms until the topic's first success; other topics go on.
  *   Dead messages are tools' work: obx_dead_list (paged, filtered),
- *   obx_dead_replay (ready again, attempts reset, last error kept) and
+ *   obx_dead_replay (ready again, attempts reset, last error kept, expiry dropped) and
  *   obx_dead_purge. Crash loops: a message claimed max_starts times (store
  *   desc, default 3) without an outcome, its handler having killed the
  *   process each time, ends dead at the next reap instead of taking a
@@ -9222,8 +9222,8 @@ static obx_result obx__attach_lock_message(obx__db *db, obx__attach_ctx *c, int6
  * its message was acked or failed counts at once (its trigger ran before
  * the member existed); one attached before is counted by that trigger.
  * A message enqueued in a transaction not yet committed: MariaDB's locking
- * read and SQL Server's UPDLOCK wait for that commit; SQLite has one
- * writer; PostgreSQL's finds no row and locks nothing, so its JoinLate
+ * read waits for that commit (SQL Server's UPDLOCK read should too, on the
+ * insert's key lock: not verified on a server); SQLite has one writer; PostgreSQL's finds no row and locks nothing, so its JoinLate
  * trigger looks again at the attach's commit (OBX-JOIN-ATTACH-RACE). */
 static obx_result obx__attach_unit(obx__db *db, void *vctx) {
     obx__attach_ctx *c = (obx__attach_ctx *)vctx;
