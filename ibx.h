@@ -141,7 +141,9 @@
  *                half-set allocator is refused with IBX_ERR_INVALID_ARG)
  *     clock      CLOCK_REALTIME for UTC wall time, CLOCK_MONOTONIC for
  *                intervals, nanosleep for sleeping
- *     logger     one line per event to stderr, level INFO and up; lines
+ *     logger     one line per event to stderr (UTC time, process id,
+ *                level, store, text), level INFO and up or what
+ *                IBX_LOG_LEVEL says (debug, info, warn, error, off); lines
  *                about single messages are DEBUG unless message_log_level
  *                asks for INFO; control characters in logged text become '?'
  *     random     splitmix64 seeded from /dev/urandom (else time, address:
@@ -344,7 +346,10 @@ typedef struct ibx_error {
 #define IBX_TIME_MAX_MS 253402300799999LL       /* latest due time: 9999-12-31 23:59:59.999 UTC,
                                                    what every supported database can store */
 
-/* Log levels. Zero in ibx_logger.min_level means the default, INFO. */
+/* Log levels. Zero in ibx_logger.min_level means the default: the level the
+ * environment variable IBX_LOG_LEVEL names when the store (or dispatcher,
+ * provider) is opened -- debug, info, warn, error or off, any case -- else
+ * INFO. A level the program sets is kept whatever the environment says. */
 typedef enum ibx_log_level {
     IBX_LOG_DEBUG = 1,
     IBX_LOG_INFO = 2,
@@ -371,7 +376,10 @@ typedef struct ibx_clock {
 } ibx_clock;
 
 /* Logging. `store_id` names the store the line is about (never NULL);
- * `message` is one line without a newline and never contains payloads. */
+ * `message` is one line without a newline and never contains payloads.
+ * The default logger writes one line per event to stderr:
+ *   2026-11-27T10:47:19.123Z ibx[4242] WARN  [outbox] <message>
+ * (UTC time with milliseconds, the process id, the level, the store). */
 typedef struct ibx_logger {
     void (*log)(ibx_log_level level, const char *store_id, const char *message, void *user);
     void *user;
@@ -1317,6 +1325,11 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef _WIN32
+#include <process.h> /* _getpid */
+#else
+#include <unistd.h> /* getpid */
+#endif
 #include <sql.h>
 #include <sqlext.h>
 #ifndef IBX_NO_THREADS
@@ -1391,6 +1404,7 @@ typedef struct ibx__hooks {
     ibx_logger log;
     ibx_random rng;
     uint64_t rng_state; /* state of the default random source */
+    int env_level_bad;  /* IBX_LOG_LEVEL named no level (said once per store or provider) */
 } ibx__hooks;
 
 static void *ibx__default_alloc(size_t size, void *user) { (void)user; return malloc(size); }
@@ -1430,10 +1444,55 @@ static const char *ibx__level_name(ibx_log_level level) {
     return "?";
 }
 
+/* "2026-11-27T10:47:19.123Z" for Unix time `ms` (UTC; years 0..9999): the
+ * civil date from the day count, without gmtime (not in C99, not reentrant). */
+IBX__PRIVATE void ibx__utc_text(int64_t ms, char out[32]) {
+    int64_t days = ms / 86400000, rem = ms % 86400000, era, doe, yoe, doy, mp, y, m, d;
+    if (rem < 0) { rem += 86400000; days--; }
+    days += 719468; /* days from 0000-03-01 to 1970-01-01: years start in March */
+    era = (days >= 0 ? days : days - 146096) / 146097;
+    doe = days - era * 146097;
+    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    mp = (5 * doy + 2) / 153;
+    d = doy - (153 * mp + 2) / 5 + 1;
+    m = mp < 10 ? mp + 3 : mp - 9;
+    y = yoe + era * 400 + (m <= 2);
+    snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", (int)y, (int)m, (int)d, (int)(rem / 3600000),
+             (int)(rem / 60000 % 60), (int)(rem / 1000 % 60), (int)(rem % 1000));
+}
+
+static long ibx__pid(void) {
+#ifdef _WIN32
+    return (long)_getpid();
+#else
+    return (long)getpid();
+#endif
+}
+
 static void ibx__default_log(ibx_log_level level, const char *store_id, const char *message,
                              void *user) {
+    char when[32];
     (void)user;
-    fprintf(stderr, "ibx %-5s [%s] %s\n", ibx__level_name(level), store_id, message);
+    ibx__utc_text(ibx__default_now_utc_ms(NULL), when);
+    fprintf(stderr, "%s ibx[%ld] %-5s [%s] %s\n", when, ibx__pid(), ibx__level_name(level), store_id, message);
+}
+
+/* The level IBX_LOG_LEVEL names (any case), 0 when it is unset, -1 when it
+ * names none. */
+IBX__PRIVATE int ibx__env_level(void) {
+    static const struct { const char *name; ibx_log_level level; } levels[] = {
+        {"debug", IBX_LOG_DEBUG}, {"info", IBX_LOG_INFO}, {"warn", IBX_LOG_WARN},
+        {"warning", IBX_LOG_WARN}, {"error", IBX_LOG_ERROR}, {"off", IBX_LOG_OFF}};
+    const char *v = getenv("IBX_LOG_LEVEL");
+    size_t i, k;
+    if (!v || !*v) return 0;
+    for (i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        const char *n = levels[i].name;
+        for (k = 0; n[k] && v[k] && (v[k] | 0x20) == n[k]; k++) {}
+        if (!n[k] && !v[k]) return (int)levels[i].level;
+    }
+    return -1;
 }
 
 /* splitmix64: tiny, fast, and good enough for jitter and UUID randomness. */
@@ -1483,7 +1542,11 @@ IBX__PRIVATE ibx_result ibx__hooks_resolve(ibx__hooks *h, const ibx_hooks *given
     if (!h->clock.sleep_ms) h->clock.sleep_ms = ibx__default_sleep_ms;
     h->log = given->logger;
     if (!h->log.log) { h->log.log = ibx__default_log; h->log.user = NULL; }
-    if (h->log.min_level == 0) h->log.min_level = IBX_LOG_INFO;
+    if (h->log.min_level == 0) {
+        int env = ibx__env_level();
+        h->log.min_level = env > 0 ? (ibx_log_level)env : IBX_LOG_INFO;
+        h->env_level_bad = env < 0;
+    }
     h->rng = given->random;
     if (!h->rng.next_u64) {
         h->rng_state = ibx__random_seed(h);
@@ -1553,6 +1616,38 @@ IBX__PRIVATE void ibx__copy(char *dst, size_t cap, const char *src) {
     if (n >= cap) n = cap - 1;
     if (n) memcpy(dst, src, n);
     dst[n] = '\0';
+}
+
+/* A value for a key=value field of a log line: as it is when it is plain
+ * (letters, digits, . _ - : / @ +, UTF-8), else in double quotes with " and \
+ * escaped and control bytes as \n, \r, \t or \xHH, so that a parser finds the
+ * field's end whatever a topic or an id holds. Cut at `cap`, ending in "..". */
+#define IBX__KV_CAP 160
+IBX__PRIVATE const char *ibx__kv(char out[IBX__KV_CAP], const char *value) {
+    static const char plain[] = "._-:/@+";
+    const unsigned char *v = (const unsigned char *)(value ? value : "");
+    size_t n = 0, i;
+    int quote = !*v;
+    for (i = 0; v[i] && !quote; i++)
+        quote = !(v[i] >= 0x80 || (v[i] >= '0' && v[i] <= '9') || ((v[i] | 0x20) >= 'a' && (v[i] | 0x20) <= 'z') ||
+                  strchr(plain, v[i]));
+    if (!quote) {
+        ibx__copy(out, IBX__KV_CAP, (const char *)v);
+        return out;
+    }
+    out[n++] = '"';
+    for (i = 0; v[i] && n < IBX__KV_CAP - 8; i++) {
+        if (v[i] == '"' || v[i] == '\\') { out[n++] = '\\'; out[n++] = (char)v[i]; }
+        else if (v[i] == '\n') { out[n++] = '\\'; out[n++] = 'n'; }
+        else if (v[i] == '\r') { out[n++] = '\\'; out[n++] = 'r'; }
+        else if (v[i] == '\t') { out[n++] = '\\'; out[n++] = 't'; }
+        else if (v[i] < 0x20 || v[i] == 0x7F) n += (size_t)snprintf(out + n, 5, "\\x%02X", v[i]);
+        else out[n++] = (char)v[i];
+    }
+    if (v[i]) { out[n++] = '.'; out[n++] = '.'; }
+    out[n++] = '"';
+    out[n] = '\0';
+    return out;
 }
 
 /* >> results and errors ------------------------------------------------------ */
@@ -5375,6 +5470,8 @@ IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out) {
     memset(s, 0, sizeof *s);
     s->wake_fd = -1;
     ibx__hooks_resolve(&s->hooks, &desc->hooks); /* again, in place: it must not move */
+    if (s->hooks.env_level_bad) ibx__log(&s->hooks, IBX_LOG_WARN, desc->store_id ? desc->store_id : IBX__NOUN,
+                                         "IBX_LOG_LEVEL is not one of debug, info, warn, error, off: logging at INFO");
     s->db.hooks = &s->hooks;
     s->db.err = &s->err;
     s->db.store_id = IBX__NOUN;
@@ -6303,6 +6400,8 @@ IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provid
     if (!p) return IBX_ERR_NO_MEMORY;
     memset(p, 0, sizeof *p);
     ibx__hooks_resolve(&p->hooks, &desc->store.hooks);
+    if (p->hooks.env_level_bad) ibx__log(&p->hooks, IBX_LOG_WARN, "provider",
+                                         "IBX_LOG_LEVEL is not one of debug, info, warn, error, off: logging at INFO");
     p->reg.hooks = &p->hooks;
     p->reg.open = ibx__provider_open;
     p->reg.close = ibx__provider_close;
