@@ -164,7 +164,20 @@
  *   worker down again; a dispatcher handles a message claimed before
  *   without an outcome alone, after the rest of its batch is settled.
  *   Schema: deploy_schema and ibx_store_deploy create the tables, or
- *   upgrade in place those an older release deployed (rows kept).
+ *   upgrade in place those an older release deployed (rows kept). A deploy
+ *   looks in the catalog before each statement that would lock the table
+ *   and changes only what is missing or different, so on an up-to-date
+ *   schema (every start with deploy_schema, every ibxctl deploy) it takes
+ *   no lock that blocks writers. A change waits for its lock at most 5 s
+ *   and says so (INFO; WARN and IBX_ERR_DB_TRANSIENT when the lock did not
+ *   come). What an upgrade locks: PostgreSQL runs it as one transaction,
+ *   so from its first added column to its commit the table is under ACCESS
+ *   EXCLUSIVE (no reads, no writes), index builds included. MariaDB
+ *   commits each statement: most added columns are instant, but the
+ *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
+ *   waiting for the copy. A changed trigger gets a new name and is created
+ *   before the old one is dropped, so no settle runs without one. Times
+ *   measured: README, "Upgrading".
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;
@@ -753,7 +766,16 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * starts Processing with attempt 0; a Seen, Processing or Dead one gets the
  * new topic, payload, hash and due time and is Processing again (a Dead one
  * with attempt 0: re-enqueueing redrives it); a Done one is not changed
- * (*enqueued = 0 if given, else 1). A known message enqueued with a
+ * (*enqueued = 0 if given, else 1). A redelivery while the message is in
+ * flight (leased to a handler) with another topic or payload updates the
+ * row as well, and the new content is handled: the holder keeps its lease
+ * (its renewals, abandon and fail still count; nobody else claims it
+ * meanwhile), but its ack or fail makes the message ready again, not Done
+ * or Dead, since its handler saw the old content; the next claim hands
+ * out the new one (IBX-029-IN-FLIGHT). Until then ibx_get shows the lease's
+ * owner_token with its version digit (15th character) 0: the mark. A
+ * redelivery in flight of the same topic and payload changes no lease:
+ * the holder's ack makes it Done, and it is handled once. A known message enqueued with a
  * different hash logs a warning, as the dedup check does. Returns IBX_OK;
  * IBX_ERR_INVALID_ARG (a required field NULL, empty, not UTF-8 or too long,
  * a NUL in the payload, hash NULL with hash_len > 0, an envelope field as
@@ -765,7 +787,9 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * none and is taken); IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *message, int *enqueued);
 
-/* Mark messages Done, clearing owner and lease (IBX-044/049). Keys the
+/* Mark messages Done, clearing owner and lease (IBX-044/049); one
+ * redelivered with new content while held becomes ready again instead
+ * (see ibx_enqueue; counted in *changed). Keys the
  * token does not hold, or that do not exist, are ignored; *changed says how
  * many changed. keys NULL with count > 0 is IBX_ERR_INVALID_ARG; count 0 is
  * a no-op. One statement. Returns IBX_OK, IBX_ERR_INVALID_ARG (token, a key
@@ -797,7 +821,8 @@ IBX_API ibx_result ibx_lease_extend(ibx_store *store, const char *owner_token, c
 
 /* Mark messages Dead with `error` (required: NULL is IBX_ERR_INVALID_ARG,
  * IBX-067; "" is stored as none, NULL in last_error; not valid UTF-8:
- * IBX_ERR_INVALID_ARG), clearing owner and lease.
+ * IBX_ERR_INVALID_ARG), clearing owner and lease; one redelivered with new
+ * content while held becomes ready again instead (see ibx_enqueue).
  * Ownership and results as ibx_ack. */
 IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx_key *keys,
                             int count, const char *error, int64_t *changed);
@@ -900,13 +925,20 @@ IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const
  * table an older release deployed: columns added since are added (with
  * their defaults on existing rows; nothing is dropped or rewritten),
  * missing indexes created, functions, procedures and triggers replaced by
- * today's. Idempotent: a table that has every column is only looked at
- * (one catalog query per added column; no ALTER, so no table lock). What
- * desc.deploy_schema does at open. Needs CREATE and, for an upgrade,
- * ALTER on the table. Touches the database, own transaction (MariaDB
- * commits each DDL statement on its own). Returns IBX_OK, IBX_ERR_DB,
- * IBX_ERR_DB_TRANSIENT, IBX_ERR_INVALID_ARG (store NULL), IBX_ERR_STATE
- * (store not open), IBX_ERR_NO_MEMORY. */
+ * today's. Looks before it changes: each column, index, function and
+ * trigger that a statement would lock the table for, even with nothing to
+ * do, is first looked up in the catalog, so an up-to-date schema is only
+ * read and takes no lock that blocks writers. A change that is needed is
+ * logged (INFO) and waits for its table lock at most 5 s (PostgreSQL
+ * lock_timeout, MariaDB lock_wait_timeout; writers queue behind it no
+ * longer), then fails with IBX_ERR_DB_TRANSIENT and a WARN line: deploy
+ * again when the long transactions end. What an upgrade locks, per
+ * database: section 3 of the manual, "Schema". What desc.deploy_schema
+ * does at open. Needs CREATE and, for an upgrade, ALTER on the table.
+ * Touches the database, own transaction (MariaDB commits each DDL
+ * statement on its own). Returns IBX_OK, IBX_ERR_DB, IBX_ERR_DB_TRANSIENT,
+ * IBX_ERR_INVALID_ARG (store NULL), IBX_ERR_STATE (store not open),
+ * IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_store_deploy(ibx_store *store);
 
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
@@ -928,8 +960,8 @@ IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]);
  * the dispatcher ends those Dead ("expired") unhandled; a caller handling
  * claims itself checks expires_ms. Each message's status and owner_token
  * are what the claim set (filled in, not read back). Returns IBX_OK (count >= 1)
- * or IBX_EMPTY (count 0); IBX_ERR_INVALID_ARG (owner token not a UUID or
- * the empty one, NULL pointers); IBX_ERR_OUT_OF_RANGE (lease_seconds not
+ * or IBX_EMPTY (count 0); IBX_ERR_INVALID_ARG (owner token not a UUID, the
+ * empty one or one of version 0: the inbox's mark, see ibx_enqueue; NULL pointers); IBX_ERR_OUT_OF_RANGE (lease_seconds not
  * 1..IBX_LEASE_MAX_SECONDS, batch_size not 1..IBX_BATCH_MAX);
  * IBX_ERR_DB / IBX_ERR_DB_TRANSIENT. */
 IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
@@ -1139,7 +1171,8 @@ typedef struct ibx_dispatcher_desc {
     int64_t cleanup_interval_ms; /* 0: no automatic cleanup; else every store, this often ... */
     int64_t cleanup_retention_ms;/* ... deleting done messages older than this
                                     (0: IBX_DEFAULT_RETENTION_MS) */
-    const char *owner_token;     /* default: a new UUIDv7 per dispatcher (not the empty UUID) */
+    const char *owner_token;     /* default: a new UUIDv7 per dispatcher (not the empty UUID nor
+                                    one of version 0, see ibx_claim) */
     int batch_size;              /* default 50, at most IBX_BATCH_MAX */
     int lease_seconds;           /* default 30, at most IBX_LEASE_MAX_SECONDS; longer than a
                                     handler may take */
@@ -1179,9 +1212,12 @@ typedef struct ibx_dispatcher_desc {
     const char *wake_path;       /* optional (POSIX): while run() runs, listen on a Unix
                                     datagram socket at this path and claim at once when a
                                     producer's store with the same wake_path commits, in any
-                                    process of this host. One dispatcher listens per path (a
-                                    live one is left alone; a stale socket file replaced);
-                                    the file is removed when run() returns */
+                                    process of this host. One dispatcher listens per path: a
+                                    socket file nobody listens on is replaced; anything else
+                                    there (a live socket, a file that is not a socket) is
+                                    left alone and this dispatcher polls (WARN). When run()
+                                    returns it removes the socket file it bound, if that is
+                                    still the one at the path */
 } ibx_dispatcher_desc;
 /* Intervals are saturating: a huge one (INT64_MAX) means "never again". */
 
@@ -1318,6 +1354,19 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
 /* ========================================================================== */
 #if defined(IBX_IMPLEMENTATION) && !defined(IBX__IMPLEMENTED)
 #define IBX__IMPLEMENTED
+
+/* MAINTAINER NOTES
+ * Tools and callbacks go through the library. A tool (tools/ibxctl.c)
+ * never re-implements a library operation in its own SQL: every change it
+ * makes (dead replay and purge, reap, cleanup, deploy) is a call of this
+ * API, so what a statement here promises (a replay resets the start count;
+ * a purge runs in bounded batches; the table's column types) holds for the
+ * tool too, and a fix here reaches it. A tool's own SQL only reads what the
+ * API does not offer (counts per topic, listings). An operation a tool
+ * needs and the API lacks is added here first. Likewise a callback
+ * contract (discovery, handlers) has one protocol, documented where its
+ * type is declared and followed by the examples. Checked by
+ * tests/ibxctl.sh (IBXCTL-NO-DML: no DML or DDL in tools/ibxctl.c). */
 
 #include <limits.h>
 #include <stdarg.h>
@@ -1922,7 +1971,12 @@ typedef struct ibx__dialect {
                                    autocommit costs a round trip, so ours rest in autocommit
                                    and a unit of several statements opens with begin_sql;
                                    not with a statement timeout, see ibx__db_setup) */
+    const char *deploy_lock_sql;   /* before a deploy's first change: its lock timeout, or NULL */
+    const char *deploy_unlock_sql; /* after that deploy: the connection's own again, or NULL */
 } ibx__dialect;
+
+/* How long a schema change waits for its table lock, in seconds (text). */
+#define IBX__DEPLOY_LOCK_WAIT "5"
 
 static const ibx__native_fault ibx__sqlite_natives[] = {
     {5, IBX__FAULT_TRANSIENT}, /* SQLITE_BUSY: another writer holds the lock */
@@ -1965,7 +2019,7 @@ static const ibx__dialect ibx__sqlite_dialect = {
     IBX_DIALECT_SQLITE, "BEGIN IMMEDIATE", NULL, NULL, NULL, "SELECT sqlite_version()",
     ibx__sqlite_natives, ";\n", NULL,
     "SELECT COUNT(*) FROM pragma_table_info('{N}') WHERE name = '{K}'",
-    "ALTER TABLE {T} ADD COLUMN {C} {D}", 0, 1, 0, '"', '"', 0, 0, 1, 0, 0, 1, 1};
+    "ALTER TABLE {T} ADD COLUMN {C} {D}", 0, 1, 0, '"', '"', 0, 0, 1, 0, 0, 1, 1, NULL, NULL};
 #define IBX__SQLITE_DIALECT &ibx__sqlite_dialect
 #else
 #define IBX__SQLITE_DIALECT NULL
@@ -1982,7 +2036,7 @@ static const ibx__dialect ibx__postgresql_dialect = {
     "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
     "AND NOT attisdropped",
     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 1, '"', '"', 0,
-    0, 1, 0, 1, 0, 0};
+    0, 1, 0, 1, 0, 0, "SET LOCAL lock_timeout = '" IBX__DEPLOY_LOCK_WAIT "s'", NULL};
 #define IBX__POSTGRESQL_DIALECT &ibx__postgresql_dialect
 #else
 #define IBX__POSTGRESQL_DIALECT NULL
@@ -1998,7 +2052,9 @@ static const ibx__dialect ibx__mariadb_dialect = {
     "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
     "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 0, '`', '`', 0,
-    0, 0, 0, 0, 1, 1};
+    0, 0, 0, 0, 1, 1,
+    "SET @ibx_lock_wait = @@SESSION.lock_wait_timeout, SESSION lock_wait_timeout = " IBX__DEPLOY_LOCK_WAIT,
+    "SET SESSION lock_wait_timeout = @ibx_lock_wait"};
 #define IBX__MARIADB_DIALECT &ibx__mariadb_dialect
 #else
 #define IBX__MARIADB_DIALECT NULL
@@ -2012,7 +2068,7 @@ static const ibx__dialect ibx__sqlserver_dialect = {
     IBX_DIALECT_SQLSERVER, NULL, NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
     "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", ibx__sqlserver_natives,
     "\nGO\n", NULL, NULL, "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}",
-    SQL_TXN_READ_COMMITTED, 0, 1, '[', ']', 1, 1, 1, 1, 0, 0, 0};
+    SQL_TXN_READ_COMMITTED, 0, 1, '[', ']', 1, 1, 1, 1, 0, 0, 0, NULL, NULL};
 #define IBX__SQLSERVER_DIALECT &ibx__sqlserver_dialect
 #else
 #define IBX__SQLSERVER_DIALECT NULL
@@ -2199,7 +2255,11 @@ typedef struct ibx__sqlset {
      * the dialect's test); a function whose signature changes needs a DROP
      * ... IF EXISTS of the old signature before it; a changed trigger that
      * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
-     * new name, after a DROP TRIGGER IF EXISTS of the old one. */
+     * new name, and its DROP TRIGGER IF EXISTS of the old name comes after
+     * it (MariaDB commits each DDL statement: a settle between a DROP and
+     * a CREATE would run with neither; test CORE-TRIGGER-ORDER). Where a
+     * statement would lock its table even with nothing to do, deploy asks
+     * the catalog first (ibx__ddl_probe). */
     const ibx__column *columns;
     /* The claim returns whole message rows (ibx__read_message), not the
      * short row of ibx__read_claimed: SQL Server's comes from a deployed
@@ -3040,9 +3100,12 @@ IBX__PRIVATE ibx_result ibx__pick_keys(ibx__db *db, int slot, const char *sql, i
             for (k = 0; k < ncols && r == IBX_OK; k++) {
                 char key[1024]; /* 255 characters of up to 4 bytes */
                 SQLLEN ind = 0;
+                key[0] = '\0';
                 r = ibx__check(db, SQLGetData(cur, (SQLUSMALLINT)(k + 1), SQL_C_CHAR, key, sizeof key, &ind),
                                SQL_HANDLE_STMT, cur, "SQLGetData");
-                if (r == IBX_OK && !ibx__list_add(db->hooks, lists[k], db->d, key, strlen(key)))
+                /* A NULL leaves the buffer as it was: it stays a null, which matches nothing. */
+                if (r == IBX_OK && !(ind == SQL_NULL_DATA ? ibx__list_add_null(db->hooks, lists[k], db->d)
+                                                          : ibx__list_add(db->hooks, lists[k], db->d, key, strlen(key))))
                     r = ibx__fail(db->err, IBX_ERR_NO_MEMORY, "claim", "out of memory");
             }
             (*picked)++;
@@ -3681,7 +3744,9 @@ IBX__PRIVATE void ibx__loop_stop(ibx__loop *l) {
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #define IBX__WAKE_SOCKET 1
@@ -3733,31 +3798,72 @@ IBX__PRIVATE void ibx__wake_send(int *fd, const char *path) {
     (void)sendto(*fd, "w", 1, 0, (const struct sockaddr *)&a, (socklen_t)sizeof a);
 }
 
-/* Bind a socket at `path` to receive wake bytes. A socket file left by a
- * process that died is replaced; one another process still listens on is
- * left to it (-1 then: this dispatcher polls). */
-IBX__PRIVATE int ibx__wake_bind(const ibx__hooks *h, const char *who, const char *path) {
+/* 1 when `a` names a socket file nobody listens on (connect says
+ * ECONNREFUSED), its device and inode in *st; 0 for anything else: a live
+ * socket, a regular file, a socket this process may not write to. */
+IBX__PRIVATE int ibx__wake_stale(const struct sockaddr_un *a, struct stat *st) {
+    int probe, refused;
+    if (lstat(a->sun_path, st) != 0 || !S_ISSOCK(st->st_mode) || (probe = ibx__wake_socket()) < 0) return 0;
+    refused = connect(probe, (const struct sockaddr *)a, (socklen_t)sizeof *a) != 0 && errno == ECONNREFUSED;
+    close(probe);
+    return refused;
+}
+
+/* Replace a stale socket file at `a` and bind `fd` there. Dispatchers take
+ * over only holding an flock on the path's directory and remove only the
+ * inode they saw refuse a connect; a live socket accepts connects until its
+ * owner, after unlinking it, closes it. So two dispatchers racing for one
+ * path never remove each other's socket. */
+IBX__PRIVATE int ibx__wake_take_over(int fd, const struct sockaddr_un *a) {
+    char dir[IBX__WAKE_PATH_MAX + 1], *slash;
+    struct stat seen, now;
+    int dfd, bound = 0;
+    ibx__copy(dir, sizeof dir, a->sun_path);
+    slash = strrchr(dir, '/');
+    if (!slash) ibx__copy(dir, sizeof dir, ".");
+    else slash[slash == dir] = '\0'; /* "/x" -> "/" */
+    if ((dfd = open(dir, O_RDONLY | O_CLOEXEC)) < 0) return 0;
+    if (flock(dfd, LOCK_EX) == 0) {
+        if (ibx__wake_stale(a, &seen) && lstat(a->sun_path, &now) == 0 && now.st_dev == seen.st_dev &&
+            now.st_ino == seen.st_ino && unlink(a->sun_path) == 0)
+            bound = bind(fd, (const struct sockaddr *)a, (socklen_t)sizeof *a) == 0;
+        (void)flock(dfd, LOCK_UN);
+    }
+    close(dfd);
+    return bound;
+}
+
+/* Bind a socket at `path` to receive wake bytes; *at gets the socket file's
+ * device and inode (what ibx__wake_unbind may remove). A socket file left by
+ * a process that died is replaced; anything else there (a live socket, a
+ * file that is not a socket) is left alone (-1 then: this dispatcher polls). */
+IBX__PRIVATE int ibx__wake_bind(const ibx__hooks *h, const char *who, const char *path, struct stat *at) {
     struct sockaddr_un a;
-    int fd = ibx__wake_socket(), probe;
+    int fd = ibx__wake_socket(), e = 0;
     if (fd < 0) return -1;
     ibx__wake_addr(path, &a);
-    if (bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0) return fd;
-    if (errno == EADDRINUSE && (probe = ibx__wake_socket()) >= 0) {
-        int live = connect(probe, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0;
-        close(probe);
-        if (!live && unlink(path) == 0 && bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0)
-            return fd;
-        if (live) {
-            ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: another process listens there"
-                     IBX__WHY("; this dispatcher relies on polling"), path);
-            close(fd);
-            return -1;
-        }
+    if (bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0 ||
+        ((e = errno) == EADDRINUSE && ibx__wake_take_over(fd, &a))) {
+        if (lstat(path, at) != 0) memset(at, 0, sizeof *at); /* then never removed */
+        return fd;
     }
-    ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: cannot listen (%s)" IBX__WHY("; this dispatcher relies on polling"),
-             path, strerror(errno));
+    if (e != EADDRINUSE)
+        ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: cannot listen (%s)" IBX__WHY("; this dispatcher relies on polling"),
+                 path, strerror(e));
+    else
+        ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: taken (another process listens there, or it is not a"
+                 " socket)" IBX__WHY("; this dispatcher relies on polling"), path);
     close(fd);
     return -1;
+}
+
+/* Stop listening: remove the socket file only while it is still the one
+ * bound (same device and inode), and before closing, so that nobody sees it
+ * refuse a connect and takes the path over in between. */
+IBX__PRIVATE void ibx__wake_unbind(int fd, const char *path, const struct stat *at) {
+    struct stat now;
+    if (lstat(path, &now) == 0 && now.st_dev == at->st_dev && now.st_ino == at->st_ino) unlink(path);
+    close(fd);
 }
 #else
 #define ibx__wake_send(fd, path) ((void)(fd), (void)(path))
@@ -4089,7 +4195,20 @@ enum {
  * with 0. */
 #define IBX__CRASH_LOOP "crash loop: claimed {Q} times without an outcome" IBX__WHY(" (the handler crashed or was killed, or its lease expired)")
 
+/* A redelivery in flight (ibx_enqueue of a leased message with another
+ * topic or payload): the upsert marks the lease by setting its token's
+ * version digit (the 15th character) to 0, tokens of version 0 being
+ * refused. The settles take the holder's token and its mark ({O}: the
+ * holder still renews, abandons, and nobody else claims meanwhile); an
+ * ack or fail of a marked lease makes the message ready again instead of
+ * Done or Dead, with its start taken back: no handler has seen the new
+ * content yet. A redelivery of the same content changes no lease. */
 #ifndef IBX_NO_SQLITE
+#define IBX__SQLITE_MARK(t) "substr(" t ", 1, 14) || '0' || substr(" t ", 16)"
+#define IBX__SQLITE_MARKED "substr(OwnerToken, 15, 1) = '0'"
+#define IBX__SQLITE_REDELIVERY \
+    "OwnerToken = iif(OwnerToken IS NOT NULL AND (Topic IS NOT excluded.Topic OR Payload IS NOT " \
+    "excluded.Payload), " IBX__SQLITE_MARK("OwnerToken") ", OwnerToken), "
 /* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
 #define IBX__SQLITE_DEAD                                                                           \
     "Status = 'Dead' AND Topic = coalesce(?1, Topic) AND (?2 IS NULL OR "                 \
@@ -4097,7 +4216,8 @@ enum {
     "AND (?4 IS NULL OR FirstSeenUtc < ?4) AND Source = coalesce(?5, Source) AND "          \
     "MessageId = coalesce(?6, MessageId)"
 static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
-    {IBX__Q_OWNED, "OwnerToken = ? AND Status = 'Processing' AND " IBX__SQLITE_KEYS},
+    {IBX__Q_OWNED, IBX__SQLITE_MARK("OwnerToken") " = (SELECT " IBX__SQLITE_MARK("v") " FROM (SELECT ? AS v)) "
+                   "AND Status = 'Processing' AND " IBX__SQLITE_KEYS},
     /* sqliteodbc shows RETURNING rows only after a leading WITH. */
     {IBX__Q_SEEN,
      "WITH _ AS (SELECT 1) INSERT INTO {T} (Source, MessageId, Hash) VALUES (?, ?, ?) "
@@ -4109,7 +4229,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_ENQUEUE,
      "INSERT INTO {T} (Source, MessageId, Topic, Payload, Hash, Status, "
      "DueTimeUtc, NextAttemptAt) VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W})) "
-     "ON CONFLICT (Source, MessageId) DO UPDATE SET Topic = excluded.Topic, "
+     "ON CONFLICT (Source, MessageId) DO UPDATE SET " IBX__SQLITE_REDELIVERY "Topic = excluded.Topic, "
      "Payload = excluded.Payload, Hash = excluded.Hash, "
      "DueTimeUtc = excluded.DueTimeUtc, NextAttemptAt = excluded.NextAttemptAt, "
      "LastSeenUtc = {W}, Attempt = iif(Status = 'Dead', 0, Attempt), "
@@ -4121,7 +4241,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "INSERT INTO {T} (Source, MessageId, Topic, Payload, Hash, Status, "
      "DueTimeUtc, NextAttemptAt, " IBX__ENV("TenantId, AggregateType, AggregateId, Headers, ")
      "ExpiresAt) VALUES (?1, ?2, ?3, ?4, ?5, 'Processing', ?6, coalesce(?7, {W}), " IBX__ENV("?8, ?9, ?10, ?11, ")
-     "?12) ON CONFLICT (Source, MessageId) DO UPDATE SET Topic = excluded.Topic, "
+     "?12) ON CONFLICT (Source, MessageId) DO UPDATE SET " IBX__SQLITE_REDELIVERY "Topic = excluded.Topic, "
      "Payload = excluded.Payload, Hash = excluded.Hash, "
      "DueTimeUtc = excluded.DueTimeUtc, NextAttemptAt = excluded.NextAttemptAt, "
      "LastSeenUtc = {W}, Attempt = iif(Status = 'Dead', 0, Attempt), "
@@ -4145,7 +4265,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "(LockedUntil IS NULL OR LockedUntil < {W}) AND Starts < {Q} ORDER BY NextAttemptAt LIMIT ?) "
      "RETURNING " IBX__SQLITE_CLAIM_COLS},
     {IBX__Q_ACK,
-     "UPDATE {T} SET Status = 'Done', OwnerToken = NULL, LockedUntil = NULL, "
+     "UPDATE {T} SET Status = iif(" IBX__SQLITE_MARKED ", 'Processing', 'Done'), "
+     "Starts = iif(" IBX__SQLITE_MARKED ", max(Starts - 1, 0), Starts), OwnerToken = NULL, LockedUntil = NULL, "
      "LastSeenUtc = {W} WHERE {O}"},
     {IBX__Q_ABANDON,
      "UPDATE {T} SET NextAttemptAt = {W} + coalesce(?, min(60000, 1000 * (1 << min(Attempt, 6)))), "
@@ -4153,7 +4274,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "OwnerToken = NULL, LockedUntil = NULL, Starts = max(Starts - 1, 0) "
      "WHERE {O}"},
     {IBX__Q_FAIL,
-     "UPDATE {T} SET Status = 'Dead', OwnerToken = NULL, LockedUntil = NULL, "
+     "UPDATE {T} SET Status = iif(" IBX__SQLITE_MARKED ", 'Processing', 'Dead'), "
+     "Starts = iif(" IBX__SQLITE_MARKED ", max(Starts - 1, 0), Starts), OwnerToken = NULL, LockedUntil = NULL, "
      "LastSeenUtc = {W}, LastError = ? WHERE {O}"},
     {IBX__Q_EXTEND,
      "UPDATE {T} SET LockedUntil = {W} + CAST(? AS INTEGER) * 1000 "
@@ -4238,6 +4360,14 @@ static const ibx__sqlset ibx__sqlite_inbox = {
 #endif
 
 #ifndef IBX_NO_POSTGRESQL
+/* A redelivery in flight: see IBX__SQLITE_MARK. */
+#define IBX__PG_MARK(t) "overlay(CAST(" t " AS text) placing '0' from 15)"
+#define IBX__PG_MARKED "substr(CAST(\"OwnerToken\" AS text), 15, 1) = '0'"
+#define IBX__PG_OWNED IBX__PG_MARK("\"OwnerToken\"") " = " IBX__PG_MARK("?") " AND \"Status\" = 'Processing' AND "
+#define IBX__PG_REDELIVERY                                                                                  \
+    "\"OwnerToken\" = CASE WHEN t.\"OwnerToken\" IS NOT NULL AND (t.\"Topic\", t.\"Payload\") IS DISTINCT FROM " \
+    "(excluded.\"Topic\", excluded.\"Payload\") THEN CAST(" IBX__PG_MARK("t.\"OwnerToken\"") " AS uuid) "          \
+    "ELSE t.\"OwnerToken\" END, "
 /* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
 #define IBX__PG_DEAD                                                                               \
     "\"Status\" = 'Dead' AND \"Topic\" = coalesce(CAST(?1 AS text), \"Topic\") AND (CAST(?2 AS text) "    \
@@ -4261,7 +4391,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
      "to_timestamp(CAST(? AS bigint) / 1000.0), coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now())) "
-     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET " IBX__PG_REDELIVERY "\"Topic\" = excluded.\"Topic\", "
      "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
      "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
@@ -4274,7 +4404,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "\"ExpiresAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
      "to_timestamp(CAST(? AS bigint) / 1000.0), coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()), "
      "?, ?, ?, CAST(? AS json), to_timestamp(CAST(? AS bigint) / 1000.0)) "
-     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET " IBX__PG_REDELIVERY "\"Topic\" = excluded.\"Topic\", "
      "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
      "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
@@ -4304,23 +4434,25 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
      "RETURNING " IBX__PG_CLAIM_COLS},
     {IBX__Q_ACK,
-     "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-     "\"LastSeenUtc\" = now() WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND "
-     IBX__PG_KEYS},
+     "UPDATE {T} SET \"Status\" = CASE WHEN " IBX__PG_MARKED " THEN 'Processing' ELSE 'Done' END, "
+     "\"Starts\" = CASE WHEN " IBX__PG_MARKED " THEN greatest(\"Starts\" - 1, 0) ELSE \"Starts\" END, "
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+     "\"LastSeenUtc\" = now() WHERE " IBX__PG_OWNED IBX__PG_KEYS},
     {IBX__Q_ABANDON,
      "UPDATE {T} SET \"NextAttemptAt\" = now() + "
      "make_interval(secs => coalesce(CAST(? AS bigint) / 1000.0, least(60, 1 << least(\"Attempt\", 6)))), "
      "\"Attempt\" = \"Attempt\" + CAST(? AS integer), "
      "\"LastError\" = coalesce(CAST(? AS text), \"LastError\"), \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
      "\"Starts\" = greatest(\"Starts\" - 1, 0) "
-     "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND " IBX__PG_KEYS},
+     "WHERE " IBX__PG_OWNED IBX__PG_KEYS},
     {IBX__Q_FAIL,
-     "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-     "\"LastSeenUtc\" = now(), \"LastError\" = CAST(? AS text) WHERE \"OwnerToken\" = CAST(? AS uuid) AND "
-     "\"Status\" = 'Processing' AND " IBX__PG_KEYS},
+     "UPDATE {T} SET \"Status\" = CASE WHEN " IBX__PG_MARKED " THEN 'Processing' ELSE 'Dead' END, "
+     "\"Starts\" = CASE WHEN " IBX__PG_MARKED " THEN greatest(\"Starts\" - 1, 0) ELSE \"Starts\" END, "
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+     "\"LastSeenUtc\" = now(), \"LastError\" = CAST(? AS text) WHERE " IBX__PG_OWNED IBX__PG_KEYS},
     {IBX__Q_EXTEND,
      "UPDATE {T} SET \"LockedUntil\" = now() + make_interval(secs => CAST(? AS bigint)) "
-     "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND " IBX__PG_KEYS},
+     "WHERE " IBX__PG_OWNED IBX__PG_KEYS},
     {IBX__Q_REAP,
      "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Status\" = CASE WHEN \"Starts\" >= {Q} "
      "THEN 'Dead' ELSE \"Status\" END, \"LastError\" = CASE WHEN \"Starts\" >= {Q} THEN '" IBX__CRASH_LOOP "' "
@@ -4443,6 +4575,14 @@ static const ibx__sqlset ibx__postgresql_inbox = {
  * statement: the driver's row count cannot tell an insert from an
  * untouched Done row. SET runs left to right: Status is assigned last. */
 #ifndef IBX_NO_MARIADB
+/* A redelivery in flight: see IBX__SQLITE_MARK. The upsert marks first
+ * (SET runs left to right: Topic and Payload are still the old ones). */
+#define IBX__MY_MARKED "SUBSTRING(`OwnerToken`, 15, 1) = '0'"
+#define IBX__MY_OWNED(o) "`OwnerToken` IN (" o ", INSERT(" o ", 15, 1, '0')) AND `Status` = 'Processing'"
+#define IBX__MY_REDELIVERY                                                                              \
+    "`OwnerToken` = IF(`OwnerToken` IS NOT NULL AND (CAST(`Topic` AS BINARY) <> CAST(VALUES(`Topic`) AS BINARY) " \
+    "OR CAST(`Payload` AS BINARY) <> CAST(VALUES(`Payload`) AS BINARY)), INSERT(`OwnerToken`, 15, 1, '0'), "   \
+    "`OwnerToken`), "
 /* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
 #define IBX__MY_DEAD                                                                               \
     "`Status` = 'Dead' AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                     \
@@ -4459,7 +4599,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
     {IBX__Q_ENQUEUE,
      "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
      "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, 'Processing', " IBX__MY_FROM_MS("?") ", "
-     "COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE "
+     "COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE " IBX__MY_REDELIVERY
      "`Topic` = IF(" IBX__MY_DONE ", `Topic`, VALUES(`Topic`)), "
      "`Payload` = IF(" IBX__MY_DONE ", `Payload`, VALUES(`Payload`)), "
      "`Hash` = IF(" IBX__MY_DONE ", `Hash`, VALUES(`Hash`)), "
@@ -4474,7 +4614,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
      "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`) VALUES (?, ?, ?, ?, ?, "
      "'Processing', " IBX__MY_FROM_MS("?") ", COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, ?, ?, "
-     IBX__MY_FROM_MS("?") ") ON DUPLICATE KEY UPDATE "
+     IBX__MY_FROM_MS("?") ") ON DUPLICATE KEY UPDATE " IBX__MY_REDELIVERY
      "`Topic` = IF(" IBX__MY_DONE ", `Topic`, VALUES(`Topic`)), "
      "`Payload` = IF(" IBX__MY_DONE ", `Payload`, VALUES(`Payload`)), "
      "`Hash` = IF(" IBX__MY_DONE ", `Hash`, VALUES(`Hash`)), "
@@ -4503,24 +4643,24 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND, `Starts` = `Starts` + 1 WHERE {T}.`Status` = "
      "'Processing' AND ({T}.`LockedUntil` IS NULL OR {T}.`LockedUntil` < UTC_TIMESTAMP(6)) AND {T}.`Starts` < {Q}"},
     {IBX__Q_ACK,
-     "UPDATE " IBX__MY_BY_KEYS("?2", "?3") " SET `Status` = 'Done', `OwnerToken` = NULL, "
-     "`LockedUntil` = NULL, `LastSeenUtc` = UTC_TIMESTAMP(6) "
-     "WHERE `OwnerToken` = ?1 AND `Status` = 'Processing'"},
+     "UPDATE " IBX__MY_BY_KEYS("?2", "?3") " SET `Status` = IF(" IBX__MY_MARKED ", 'Processing', 'Done'), "
+     "`Starts` = IF(" IBX__MY_MARKED ", GREATEST(`Starts` - 1, 0), `Starts`), `OwnerToken` = NULL, "
+     "`LockedUntil` = NULL, `LastSeenUtc` = UTC_TIMESTAMP(6) WHERE " IBX__MY_OWNED("?1")},
     {IBX__Q_ABANDON,
      "UPDATE " IBX__MY_BY_KEYS("?5", "?6") " SET `NextAttemptAt` = UTC_TIMESTAMP(6) + INTERVAL "
      "COALESCE(?1, LEAST(60000, 1000 * (1 << LEAST(`Attempt`, 6)))) * 1000 MICROSECOND, "
      "`Attempt` = `Attempt` + ?2, `LastError` = COALESCE(?3, `LastError`), "
      "`OwnerToken` = NULL, `LockedUntil` = NULL, `Starts` = GREATEST(`Starts` - 1, 0) "
-     "WHERE `OwnerToken` = ?4 AND `Status` = 'Processing'"},
+     "WHERE " IBX__MY_OWNED("?4")},
     {IBX__Q_FAIL,
-     "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `OwnerToken` = NULL, `LockedUntil` = NULL, "
-     "`LastSeenUtc` = UTC_TIMESTAMP(6), `LastError` = ?1, `Status` = 'Dead' "
-     "WHERE `OwnerToken` = ?2 AND `Status` = 'Processing'"},
+     "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `Status` = IF(" IBX__MY_MARKED ", 'Processing', 'Dead'), "
+     "`Starts` = IF(" IBX__MY_MARKED ", GREATEST(`Starts` - 1, 0), `Starts`), `OwnerToken` = NULL, "
+     "`LockedUntil` = NULL, `LastSeenUtc` = UTC_TIMESTAMP(6), `LastError` = ?1 WHERE " IBX__MY_OWNED("?2")},
     /* IS NOT NULL keeps the scan to leased rows: a scanned row is
      * locked for a moment, and a concurrent claim would skip it. */
     {IBX__Q_EXTEND,
      "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?1 SECOND "
-     "WHERE `OwnerToken` = ?2 AND `Status` = 'Processing'"},
+     "WHERE " IBX__MY_OWNED("?2")},
     {IBX__Q_REAP,
      "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `LastError` = IF(`Starts` >= {Q}, '"
      IBX__CRASH_LOOP "', `LastError`), `Status` = IF(`Starts` >= {Q}, 'Dead', `Status`) "
@@ -4631,6 +4771,13 @@ static const ibx__sqlset ibx__mariadb_inbox = {
     t "[TenantId], " t "[AggregateType], " t "[AggregateId], " t "[Headers], " IBX__MS_MS(t "[ExpiresAt]")
 /* Keys compare byte for byte, as on the other databases. */
 #define IBX__MS_BIN "COLLATE Latin1_General_100_BIN2"
+/* A redelivery in flight: see IBX__SQLITE_MARK. */
+#define IBX__MS_MARK(t) "CAST(STUFF(CONVERT(NCHAR(36), " t "), 15, 1, N'0') AS UNIQUEIDENTIFIER)"
+#define IBX__MS_MARKED "SUBSTRING(CONVERT(NCHAR(36), t.[OwnerToken]), 15, 1) = N'0'"
+#define IBX__MS_REDELIVERY                                                                              \
+    "[OwnerToken] = CASE WHEN t.[OwnerToken] IS NOT NULL AND (CAST(t.[Topic] AS VARBINARY(MAX)) <> "        \
+    "CAST(s.[Topic] AS VARBINARY(MAX)) OR CAST(t.[Payload] AS VARBINARY(MAX)) <> CAST(s.[Payload] AS "      \
+    "VARBINARY(MAX))) THEN " IBX__MS_MARK("t.[OwnerToken]") " ELSE t.[OwnerToken] END, "
 /* A settle procedure: one UPDATE of the caller's leased rows named by two
  * JSON arrays (sources, message ids) zipped by position, then the count. */
 #define IBX__MS_SETTLE(name, params, set)                                                         \
@@ -4643,7 +4790,7 @@ static const ibx__sqlset ibx__mariadb_inbox = {
     "                            FROM OPENJSON(@Sources) AS s JOIN OPENJSON(@MessageIds) AS m\n"  \
     "                              ON m.[key] = s.[key]) AS k\n"                                  \
     "        ON t.[Source] = k.[Source] AND t.[MessageId] = k.[MessageId]\n"                      \
-    "     WHERE t.[OwnerToken] = @OwnerToken AND t.[Status] = 'Processing';\n"                    \
+    "     WHERE t.[OwnerToken] IN (@OwnerToken, " IBX__MS_MARK("@OwnerToken") ") AND t.[Status] = 'Processing';\n" \
     "    SELECT @@ROWCOUNT;\n"                                                                    \
     "END"
 #define IBX__MS_LIST_PARAMS "@Sources NVARCHAR(MAX), @MessageIds NVARCHAR(MAX)"
@@ -4683,7 +4830,8 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
      "COALESCE(" IBX__MS_FROM_MS("?7", IBX__MS_EPOCH) ", SYSUTCDATETIME()) AS [NextAt]) AS s "
      "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
-     "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET [Topic] = s.[Topic], [Payload] = s.[Payload], "
+     "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET " IBX__MS_REDELIVERY
+     "[Topic] = s.[Topic], [Payload] = s.[Payload], "
      "[Hash] = s.[Hash], [DueTimeUtc] = s.[Due], [NextAttemptAt] = s.[NextAt], "
      "[LastSeenUtc] = SYSUTCDATETIME(), [Attempt] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Attempt] END, "
      "[Starts] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Starts] END, [Status] = 'Processing' "
@@ -4698,7 +4846,8 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "?9 AS [AggregateType], ?10 AS [AggregateId], ?11 AS [Headers], "
      IBX__MS_FROM_MS("?12", IBX__MS_EPOCH) " AS [ExpiresAt]) AS s "
      "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
-     "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET [Topic] = s.[Topic], [Payload] = s.[Payload], "
+     "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET " IBX__MS_REDELIVERY
+     "[Topic] = s.[Topic], [Payload] = s.[Payload], "
      "[Hash] = s.[Hash], [DueTimeUtc] = s.[Due], [NextAttemptAt] = s.[NextAt], "
      "[LastSeenUtc] = SYSUTCDATETIME(), [Attempt] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Attempt] END, "
      "[Starts] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Starts] END, "
@@ -4731,7 +4880,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "CAST(m.[value] AS NVARCHAR(255)) " IBX__MS_BIN " AS [MessageId] "
      "FROM OPENJSON(?3) AS s JOIN OPENJSON(?4) AS m ON m.[key] = s.[key]) AS k "
      "ON t.[Source] = k.[Source] AND t.[MessageId] = k.[MessageId] "
-     "WHERE t.[OwnerToken] = ?2 AND t.[Status] = 'Processing'"},
+     "WHERE t.[OwnerToken] IN (?2, " IBX__MS_MARK("?2") ") AND t.[Status] = 'Processing'"},
     {IBX__Q_REAP,
      "{CALL {S}.[{N}_ReapExpired]({Q})}"},
     {IBX__Q_HASH,
@@ -4815,7 +4964,9 @@ static const char *const ibx__sqlserver_inbox_ddl[] = {IBX__MS_DEPLOY_LOCK,
       "    OUTPUT " IBX__MS_COLS("inserted.") ";\n"
       "END",
       IBX__MS_SETTLE("Ack", "@OwnerToken UNIQUEIDENTIFIER, " IBX__MS_LIST_PARAMS,
-                     "[Status] = 'Done', [OwnerToken] = NULL, [LockedUntil] = NULL, "
+                     "[Status] = CASE WHEN " IBX__MS_MARKED " THEN 'Processing' ELSE 'Done' END, "
+                     "[Starts] = CASE WHEN " IBX__MS_MARKED " AND t.[Starts] > 0 THEN t.[Starts] - 1 "
+                     "ELSE t.[Starts] END, [OwnerToken] = NULL, [LockedUntil] = NULL, "
                      "[LastSeenUtc] = SYSUTCDATETIME()"),
       /* No delay: the default backoff, min(60 s, 2^Attempt s). */
       IBX__MS_SETTLE("Abandon", "@DelayMs BIGINT, @Attempts INT, @LastError NVARCHAR(MAX), "
@@ -4826,7 +4977,9 @@ static const char *const ibx__sqlserver_inbox_ddl[] = {IBX__MS_DEPLOY_LOCK,
                      "[OwnerToken] = NULL, [LockedUntil] = NULL, "
                      "[Starts] = CASE WHEN t.[Starts] > 0 THEN t.[Starts] - 1 ELSE 0 END"),
       IBX__MS_SETTLE("Fail", "@LastError NVARCHAR(MAX), @OwnerToken UNIQUEIDENTIFIER, " IBX__MS_LIST_PARAMS,
-                     "[Status] = 'Dead', [OwnerToken] = NULL, [LockedUntil] = NULL, "
+                     "[Status] = CASE WHEN " IBX__MS_MARKED " THEN 'Processing' ELSE 'Dead' END, "
+                     "[Starts] = CASE WHEN " IBX__MS_MARKED " AND t.[Starts] > 0 THEN t.[Starts] - 1 "
+                     "ELSE t.[Starts] END, [OwnerToken] = NULL, [LockedUntil] = NULL, "
                      "[LastSeenUtc] = SYSUTCDATETIME(), [LastError] = @LastError"),
       "CREATE OR ALTER PROCEDURE {S}.[{N}_ReapExpired] @MaxStarts INT = 3 AS\n"
       "BEGIN\n"
@@ -5337,10 +5490,118 @@ static char *ibx__schema_text(const ibx__hooks *h, const ibx__dialect *d, const 
     return ok ? text.data : NULL;
 }
 
+/* printf into memory from the allocator; NULL when out of memory. */
+IBX__PRINTF(2, 3)
+static char *ibx__format(const ibx__hooks *h, const char *fmt, ...) {
+    va_list ap;
+    char *out;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !(out = (char *)ibx__alloc(h, (size_t)n + 1))) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(out, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return out;
+}
+
+/* The quoted name at p (quote characters q0, q1) into out; the text after it. */
+static const char *ibx__ddl_name(const char *p, char q0, char q1, char *out, size_t cap) {
+    size_t n = 0;
+    out[0] = '\0';
+    if (!p || *p != q0) return NULL;
+    for (p++; *p && *p != q1 && n + 1 < cap; p++) out[n++] = *p;
+    out[n] = '\0';
+    return *p == q1 ? p + 1 : NULL;
+}
+
+/* Look before changing (ibx__deploy_unit). Some IF NOT EXISTS and OR REPLACE
+ * statements lock their table even when there is nothing to do (PostgreSQL:
+ * CREATE INDEX a SHARE lock, CREATE OR REPLACE TRIGGER SHARE ROW EXCLUSIVE;
+ * MariaDB: CREATE TRIGGER an exclusive metadata lock), queued behind every
+ * open transaction on the table and with every writer after them queued
+ * behind them. Each such statement gets a catalog query, which locks
+ * nothing and returns 1 when the object is there as the statement would
+ * make it; the statement runs only otherwise. A PostgreSQL trigger's
+ * definition is too far from its text to compare: its comment carries a
+ * hash of the text (*after sets it). */
+static char *ibx__ddl_probe(const ibx__hooks *h, const ibx__dialect *d, const char *schema, const char *one,
+                            char **after) {
+    static const char *const pg_index[] = {"CREATE INDEX IF NOT EXISTS ", "CREATE UNIQUE INDEX IF NOT EXISTS ", NULL};
+    char name[160], table[400], *out = NULL;
+    const char *p, *on;
+    size_t n;
+    int i;
+    *after = NULL;
+    if (d->id == IBX_DIALECT_POSTGRESQL) {
+        for (i = 0; pg_index[i]; i++)
+            if (strncmp(one, pg_index[i], strlen(pg_index[i])) == 0 &&
+                ibx__ddl_name(one + strlen(pg_index[i]), '"', '"', name, sizeof name))
+                return ibx__format(h, "SELECT COUNT(*) FROM pg_class c JOIN pg_namespace n ON n.oid = "
+                                   "c.relnamespace WHERE n.nspname = '%s' AND c.relname = '%s'", schema, name);
+        if (strncmp(one, "CREATE OR REPLACE FUNCTION ", 27) == 0 &&
+            (p = ibx__ddl_name(one + 27, '"', '"', table, sizeof table)) && *p == '.' && /* table: its schema */
+            ibx__ddl_name(p + 1, '"', '"', name, sizeof name) && (p = strstr(one, "$$")) &&
+            (on = strstr(p + 2, "$$")) && !strstr(one, "$ibx$")) {
+            while (strstr(on + 2, "$$")) on = strstr(on + 2, "$$");
+            n = (size_t)(on - p - 2);
+            return ibx__format(h, "SELECT COUNT(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = "
+                               "p.pronamespace WHERE n.nspname = '%s' AND p.proname = '%s' AND p.prosrc = "
+                               "$ibx$%.*s$ibx$", table, name, (int)n, p + 2);
+        }
+        if (strncmp(one, "CREATE OR REPLACE TRIGGER ", 26) == 0 &&
+            ibx__ddl_name(one + 26, '"', '"', name, sizeof name) && (on = strstr(one, " ON ")) &&
+            (n = strcspn(on + 4, " \n")) < sizeof table) {
+            uint64_t hash = UINT64_C(14695981039346656037); /* FNV-1a of the text */
+            for (p = one; *p; p++) hash = (hash ^ (unsigned char)*p) * UINT64_C(1099511628211);
+            memcpy(table, on + 4, n);
+            table[n] = '\0';
+            *after = ibx__format(h, "COMMENT ON TRIGGER \"%s\" ON %s IS 'ibx %016llx'", name, table,
+                                 (unsigned long long)hash);
+            out = *after ? ibx__format(h, "SELECT COUNT(*) FROM pg_trigger WHERE tgrelid = to_regclass('%s') "
+                                       "AND tgname = '%s' AND obj_description(oid, 'pg_trigger') = "
+                                       "'ibx %016llx'", table, name, (unsigned long long)hash) : NULL;
+            if (!out) ibx__free(h, *after), *after = NULL;
+            return out;
+        }
+    }
+    if (d->id == IBX_DIALECT_MARIADB) {
+        if (strncmp(one, "CREATE TRIGGER IF NOT EXISTS ", 29) == 0 &&
+            ibx__ddl_name(one + 29, '`', '`', name, sizeof name))
+            return ibx__format(h, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE "
+                               "TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = '%s'", name);
+        if (strncmp(one, "DROP TRIGGER IF EXISTS ", 23) == 0 && ibx__ddl_name(one + 23, '`', '`', name, sizeof name))
+            return ibx__format(h, "SELECT COUNT(*) = 0 FROM information_schema.TRIGGERS WHERE "
+                               "TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = '%s'", name);
+    }
+    return NULL;
+}
+
+typedef struct ibx__deploy_ctx {
+    ibx_store *s;
+    int changing; /* a change ran in this attempt: the lock timeout is set */
+    int timed;    /* it was set in some attempt: ibx_store_deploy restores it */
+} ibx__deploy_ctx;
+
+/* Before each change: say so, and before the first, set the dialect's lock
+ * timeout, so that a change waits for its lock (and writers wait behind it)
+ * at most IBX__DEPLOY_LOCK_WAIT seconds. */
+static ibx_result ibx__deploy_change(ibx__db *db, ibx__deploy_ctx *c, const char *what) {
+    ibx_store *s = c->s;
+    ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "schema change on %s: %.*s%s", s->table,
+             (int)strcspn(what, "\n"), what,
+             db->d->deploy_lock_sql ? " (waits at most " IBX__DEPLOY_LOCK_WAIT " s for its lock)" : "");
+    if (c->changing || !db->d->deploy_lock_sql) return IBX_OK;
+    c->changing = c->timed = 1;
+    return ibx__exec_direct(db, db->d->deploy_lock_sql, "deploy: lock timeout");
+}
+
 /* Upgrade in place: add each column of q->columns the table lacks (one
  * deployed by an older release). The probe first, so that a table that has
  * them all is not locked. */
-static ibx_result ibx__deploy_columns(ibx__db *db, ibx_store *s) {
+static ibx_result ibx__deploy_columns(ibx__db *db, ibx__deploy_ctx *dc) {
+    ibx_store *s = dc->s;
     ibx_result r = IBX_OK;
     int i;
     for (i = 0; r == IBX_OK && i < IBX__COLUMNS_MAX && s->q->columns[i].name; i++) {
@@ -5357,7 +5618,9 @@ static ibx_result ibx__deploy_columns(ibx__db *db, ibx_store *s) {
         if (r != IBX_OK || atoi(found) > 0) continue;
         if (!(add = ibx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_add, c)))
             break;
-        r = ibx__exec_direct(db, add, "deploy: add column");
+        if (db->d->column_probe) r = ibx__deploy_change(db, dc, add);
+        if (r == IBX_OK) r = ibx__exec_direct(db, add, "deploy: add column");
+        if (r == IBX_ERR_DB_TRANSIENT && dc->changing) db->fault = IBX__FAULT_PERMANENT; /* as ibx__deploy_one */
         ibx__free(&s->hooks, add);
         if (r == IBX_OK && db->d->column_probe)
             ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "schema upgraded: column %s added to %s",
@@ -5368,16 +5631,37 @@ static ibx_result ibx__deploy_columns(ibx__db *db, ibx_store *s) {
     return r;
 }
 
+/* One DDL statement: looked up first where it has a probe (ibx__ddl_probe),
+ * run only when its object is missing or different. */
+static ibx_result ibx__deploy_one(ibx__db *db, ibx__deploy_ctx *c, const char *one) {
+    ibx_store *s = c->s;
+    char *after = NULL, *probe = ibx__ddl_probe(&s->hooks, db->d, s->schema, one, &after), found[32] = "0";
+    ibx_result r = probe ? ibx__query_text(db, probe, found, sizeof found) : IBX_OK;
+    if (r == IBX_OK && !(probe && atoi(found) > 0)) {
+        if (probe) r = ibx__deploy_change(db, c, one);
+        if (r == IBX_OK) r = ibx__exec_direct(db, one, "deploy");
+        if (r == IBX_OK && after) r = ibx__exec_direct(db, after, "deploy: mark trigger");
+        /* A lock timeout is not retried here: writers would queue behind
+         * the change again. The caller deploys again later. */
+        if (r == IBX_ERR_DB_TRANSIENT && c->changing) db->fault = IBX__FAULT_PERMANENT;
+    }
+    ibx__free(&s->hooks, probe);
+    ibx__free(&s->hooks, after);
+    return r;
+}
+
 static ibx_result ibx__deploy_unit(ibx__db *db, void *ctx) {
-    ibx_store *s = (ibx_store *)ctx;
+    ibx__deploy_ctx *c = (ibx__deploy_ctx *)ctx;
+    ibx_store *s = c->s;
     ibx_result r = IBX_OK;
     int i;
+    c->changing = 0; /* a retried unit sets its lock timeout again */
     for (i = 0; s->q->ddl[i] && r == IBX_OK; i++) {
         char *one = ibx__ddl_text(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
         if (!one) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_store_deploy", "out of memory");
-        r = ibx__exec_direct(db, one, "deploy");
+        r = ibx__deploy_one(db, c, one);
         ibx__free(&s->hooks, one);
-        if (r == IBX_OK && strstr(s->q->ddl[i], "{A}")) r = ibx__deploy_columns(db, s);
+        if (r == IBX_OK && strstr(s->q->ddl[i], "{A}")) r = ibx__deploy_columns(db, c);
     }
     return r;
 }
@@ -5410,13 +5694,22 @@ IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const
 }
 
 IBX_API ibx_result ibx_store_deploy(ibx_store *store) {
+    ibx__deploy_ctx c;
     ibx_result r;
     if (!store) return IBX_ERR_INVALID_ARG;
     if (!store->q)
         return ibx__fail(&store->err, IBX_ERR_STATE, "ibx_store_deploy", "store is not open");
-    r = ibx__unit(&store->db, ibx__deploy_unit, store, "deploy schema");
+    c.s = store;
+    c.changing = c.timed = 0;
+    r = ibx__unit(&store->db, ibx__deploy_unit, &c, "deploy schema");
+    if (c.timed && store->db.d->deploy_unlock_sql) /* our connection's own setting again */
+        (void)ibx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "deploy: lock timeout");
     if (r == IBX_OK)
         ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "schema deployed (table %s)",
+                 store->table);
+    else if (c.changing && r == IBX_ERR_DB_TRANSIENT)
+        ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id, "schema change on %s did not get its lock within "
+                 IBX__DEPLOY_LOCK_WAIT " s (transactions hold the table): deploy again when they end",
                  store->table);
     return r;
 }
@@ -5574,15 +5867,18 @@ static void ibx__lower_uuid(const char *in, char out[37]) {
     out[36] = '\0';
 }
 
-/* An owner token: a UUID, not the empty one (it would match rows nobody owns). */
+/* An owner token: a UUID, not the empty one (it would match rows nobody
+ * owns), nor one of version 0: the inbox marks a lease whose message was
+ * redelivered with new content by setting the version digit to 0. */
 static ibx_result ibx__check_token(ibx_store *s, const char *fn, const char *token) {
     char where[96];
     snprintf(where, sizeof where, "%s: owner_token", fn);
     if (!ibx__uuid_is_valid(token))
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where,
                          "owner_token must be a UUID" IBX__WHY(" (ibx_owner_token)"));
-    if (strcmp(token, "00000000-0000-0000-0000-000000000000") == 0)
-        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
+    if (token[14] == '0')
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where,
+                         "owner_token must not be the empty UUID nor of version 0 (its 15th character)");
     ibx__lower_uuid(token, s->token);
     return IBX_OK;
 }
@@ -6899,6 +7195,7 @@ struct ibx_dispatcher {
     int wake_fd;                 /* listening while run() runs, else -1 */
 #if IBX__WAKE_SOCKET && !defined(IBX_NO_THREADS)
     pthread_t wake_thread;
+    struct stat wake_at;         /* the socket file it bound: the one it may remove */
 #endif
 };
 
@@ -6938,10 +7235,9 @@ static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ib
     const char *name = NULL;
     int64_t value = 0, max = 0;
     size_t i;
-    if (desc->owner_token && (!ibx__uuid_is_valid(desc->owner_token) ||
-                              strcmp(desc->owner_token, "00000000-0000-0000-0000-000000000000") == 0))
+    if (desc->owner_token && (!ibx__uuid_is_valid(desc->owner_token) || desc->owner_token[14] == '0'))
         return ibx__fail(err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: owner_token",
-                         "owner_token must be a UUID, not the empty one");
+                         "owner_token must be a UUID, not the empty one nor of version 0 (see ibx_claim)");
     for (i = 0; !name && i < sizeof ibx__dispatcher_numbers / sizeof ibx__dispatcher_numbers[0]; i++) {
         const char *at = (const char *)desc + ibx__dispatcher_numbers[i].offset;
         int v;
@@ -7638,10 +7934,9 @@ static void *ibx__wake_main(void *arg) {
 
 static void ibx__wake_listen(ibx_dispatcher *d, const char *name) {
     if (!d->wake_path[0]) return;
-    d->wake_fd = ibx__wake_bind(d->hooks, name, d->wake_path);
+    d->wake_fd = ibx__wake_bind(d->hooks, name, d->wake_path, &d->wake_at);
     if (d->wake_fd >= 0 && pthread_create(&d->wake_thread, NULL, ibx__wake_main, d) != 0) {
-        close(d->wake_fd);
-        unlink(d->wake_path);
+        ibx__wake_unbind(d->wake_fd, d->wake_path, &d->wake_at);
         d->wake_fd = -1;
     }
     if (d->wake_fd >= 0) ibx__log(d->hooks, IBX_LOG_INFO, name, "listening for wake-ups at %s", d->wake_path);
@@ -7653,8 +7948,7 @@ static void ibx__wake_unlisten(ibx_dispatcher *d) {
     ibx__wake_send(&self, d->wake_path);
     if (self >= 0) close(self);
     pthread_join(d->wake_thread, NULL);
-    close(d->wake_fd);
-    unlink(d->wake_path);
+    ibx__wake_unbind(d->wake_fd, d->wake_path, &d->wake_at);
     d->wake_fd = -1;
 }
 #else
