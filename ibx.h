@@ -1507,8 +1507,22 @@ IBX__PRIVATE void ibx__utc_text(int64_t ms, char out[32]) {
     d = doy - (153 * mp + 2) / 5 + 1;
     m = mp < 10 ? mp + 3 : mp - 9;
     y = yoe + era * 400 + (m <= 2);
-    snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", (int)y, (int)m, (int)d, (int)(rem / 3600000),
-             (int)(rem / 60000 % 60), (int)(rem / 1000 % 60), (int)(rem % 1000));
+    {   /* digit by digit: every field has its width, whatever the compiler thinks int may hold */
+        static const struct { char sep; int width; } f[7] = {{0, 4}, {'-', 2}, {'-', 2}, {'T', 2}, {':', 2},
+                                                              {':', 2}, {'.', 3}};
+        int64_t v[7];
+        size_t n = 0;
+        int i, k;
+        v[0] = y < 0 ? 0 : y > 9999 ? 9999 : y;
+        v[1] = m, v[2] = d, v[3] = rem / 3600000, v[4] = rem / 60000 % 60, v[5] = rem / 1000 % 60, v[6] = rem % 1000;
+        for (i = 0; i < 7; i++) {
+            if (f[i].sep) out[n++] = f[i].sep;
+            for (k = f[i].width - 1; k >= 0; k--, v[i] /= 10) out[n + (size_t)k] = (char)('0' + v[i] % 10);
+            n += (size_t)f[i].width;
+        }
+        out[n++] = 'Z';
+        out[n] = '\0';
+    }
 }
 
 static long ibx__pid(void) {
