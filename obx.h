@@ -142,9 +142,10 @@
  *   without using an attempt and pauses its topic for pause_ms, doubling
  *   up to pause_max_ms until the topic's first success; other topics go on.
  *   Dead messages are tools' work: obx_dead_list (paged, filtered),
- *   obx_dead_replay (ready again, attempts reset, last error kept) and
- *   obx_dead_purge; obx_dead_move (an operator's cancel: a message to Dead
- *   with a reason) and obx_run_now (a scheduled one due now). Crash loops: a message claimed max_starts times (store
+ *   obx_dead_replay (ready again, attempts reset, last error kept, expiry
+ *   dropped) and obx_dead_purge; obx_dead_move (an operator's cancel: a
+ *   message to Dead with a reason) and obx_run_now (a scheduled one due
+ *   now). Crash loops: a message claimed max_starts times (store
  *   desc, default 3) without an outcome, its handler having killed the
  *   process each time, ends dead at the next reap instead of taking a
  *   worker down again; a dispatcher handles a message claimed before
@@ -713,10 +714,11 @@ typedef struct obx_store_desc {
                                     take the unfinished messages (Ready or Leased) past this
                                     many is refused with OBX_ERR_FULL and changes nothing,
                                     so a gateway offline for days stops before its flash is
-                                    full. Exact for one producer; each store counts near the
-                                    cap and at most once a second (obx_pending_count), so
-                                    other producers may pass it by what they enqueue within
-                                    that second */
+                                    full. Exact for one producer, also one that enqueues many
+                                    in one transaction (a _tx call counts in the caller's
+                                    transaction); each store counts near the cap and at most
+                                    once a second (obx_pending_count), so other producers may
+                                    pass it by what they enqueue within that second */
     int ordering_dead_holds;     /* default 0: a Dead message lets its ordering key move on
                                     (the key's next message is handled). Nonzero: the key
                                     waits until the dead one is replayed or purged. Applies
@@ -773,9 +775,11 @@ typedef struct obx_new_message {
      * before returning: the caller's strings and array may change after. */
     OBX__ENVELOPE_NEW_FIELDS
     /* Expiry: a message not handled by this UTC time (Unix ms, the database
-     * clock) is never given to a handler: the dispatcher's claim that finds
-     * it expired ends it Dead with last_error "expired" and counts it in
-     * OBX_METRIC_EXPIRED_UNHANDLED. 0 = never; else 1..OBX_TIME_MAX_MS and
+     * clock) is never given to a handler: a dispatcher checks it before
+     * each handler call (not only at the claim: a batch's earlier messages
+     * may run long), ends it Dead with last_error "expired" and counts it in
+     * OBX_METRIC_EXPIRED_UNHANDLED. A handler already running goes on past
+     * it. obx_dead_replay drops it. 0 = never; else 1..OBX_TIME_MAX_MS and
      * not before due_utc_ms. */
     int64_t expires_utc_ms;
 } obx_new_message;
@@ -812,7 +816,8 @@ typedef struct obx_message {
     int64_t expires_ms;          /* expires_utc_ms as enqueued; 0 = never. obx_claim returns
                                     expired messages too (it reports what it claimed): a
                                     caller of its own checks this against locked_until_ms
-                                    less the lease, as the dispatcher does */
+                                    less the lease plus the time since its claim, as the
+                                    dispatcher does before each handler call */
 } obx_message;
 
 /* Enqueue one message in its own transaction, committed before return
@@ -1403,9 +1408,12 @@ OBX_API obx_result obx_dead_list(obx_store *store, const obx_dead_filter *filter
 
 /* Replay dead messages matching `filter` (NULL: all): ready again at once,
  * attempts reset to 0, their last error kept for the record until a new
- * one replaces it. One statement: a message is replayed once, whatever
- * other callers do meanwhile, and dispatchers never touch dead ones. A
- * join step it already counted as failed stays failed. *replayed (if not
+ * one replaces it, their expiry dropped (a replay is the decision to run
+ * it: an expired message would go dead again at once, and under
+ * ordering_dead_holds keep its key waiting). One statement: a message is
+ * replayed once, whatever other callers do meanwhile (a purge running at
+ * the same time deletes it only if it is still dead), and dispatchers never
+ * touch dead ones. A join step it already counted as failed stays failed. *replayed (if not
  * NULL) gets the count. Returns OBX_OK; the errors of obx_dead_list but
  * OBX_EMPTY. */
 OBX_API obx_result obx_dead_replay(obx_store *store, const obx_dead_filter *filter, int64_t *replayed);
@@ -5038,7 +5046,7 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "LIMIT ?7 OFFSET ?8"},
     {OBX__Q_DEAD_REPLAY,
      "UPDATE {T} SET Status = 0, RetryCount = 0, Starts = 0, NextAttemptAt = {W}, "
-     "OwnerToken = NULL, LockedUntil = NULL WHERE " OBX__SQLITE_DEAD},
+     "OwnerToken = NULL, LockedUntil = NULL, ExpiresAt = NULL WHERE " OBX__SQLITE_DEAD},
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE Id IN (SELECT Id FROM {T} WHERE " OBX__SQLITE_DEAD " LIMIT ?7)"},
     {OBX__Q_MOVE,
@@ -5279,10 +5287,14 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "LIMIT CAST(?7 AS bigint) OFFSET CAST(?8 AS bigint)"},
     {OBX__Q_DEAD_REPLAY,
      "UPDATE {T} SET \"Status\" = 0, \"RetryCount\" = 0, \"Starts\" = 0, \"NextAttemptAt\" = now(), "
-     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " OBX__PG_DEAD},
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"ExpiresAt\" = NULL WHERE " OBX__PG_DEAD},
+    /* The filter again on the row itself: a row a replay changed while the
+     * DELETE waited for it is re-checked on its latest version (READ
+     * COMMITTED re-evaluates only the target row's own conditions; the
+     * subquery's "Dead" is its snapshot's). */
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE " OBX__PG_DEAD
-     " LIMIT CAST(?7 AS bigint))"},
+     " LIMIT CAST(?7 AS bigint)) AND " OBX__PG_DEAD},
     {OBX__Q_MOVE,
      "UPDATE {T} SET \"Status\" = 3, \"LastError\" = CAST(?1 AS text), \"OwnerToken\" = NULL, "
      "\"LockedUntil\" = NULL WHERE \"Id\" = CAST(?2 AS uuid) AND (\"Status\" = 0 OR "
@@ -5352,7 +5364,8 @@ static const char *const obx__postgresql_outbox_ddl[] = {
      * tables, which made an ack of 100 cost 1.35-1.6 times the ideal's
      * server time instead of about 1.25 (make bench, BENCH_STMTS=1). A
      * member attached concurrently holds the message's row lock until it
-     * commits, so it is visible here. */
+     * commits, so it is visible here; one attached before the message was
+     * committed locked nothing: JoinLate counts it at its own commit. */
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_JoinStep\"() RETURNS trigger LANGUAGE plpgsql AS $$\n"
     "BEGIN\n"
     "    IF NOT EXISTS (SELECT 1 FROM {M} WHERE \"Status\" = 0) THEN RETURN NULL; END IF;\n"
@@ -5398,6 +5411,29 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "CREATE OR REPLACE TRIGGER \"{N}_JoinCount\" AFTER UPDATE OF \"Status\" ON {M}\n"
     "FOR EACH ROW WHEN (OLD.\"Status\" = 0 AND NEW.\"Status\" IN (1, 2))\n"
     "EXECUTE FUNCTION {S}.\"{N}_JoinCount\"()",
+    /* An attach whose message it could not see (enqueued in a transaction
+     * not yet committed) locked nothing: that message may be committed,
+     * claimed and settled before the attach commits, and the settle's
+     * JoinStep cannot see the uncommitted member. So at the attach's
+     * commit (a deferred trigger) the message row is locked, waiting for a
+     * settle in progress, and read anew (READ COMMITTED: each statement
+     * its own snapshot): already finished, the member is counted here; not
+     * yet, the settle that comes later sees the committed member. The
+     * guard Status = 0 makes the two paths count once. */
+    "CREATE OR REPLACE FUNCTION {S}.\"{N}_JoinLate\"() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+    "DECLARE st smallint;\n"
+    "BEGIN\n"
+    "    SELECT \"Status\" INTO st FROM {T} WHERE \"Id\" = NEW.\"OutboxMessageId\" FOR UPDATE;\n"
+    "    IF st IN (2, 3) THEN\n"
+    "        UPDATE {M} SET \"Status\" = CASE st WHEN 2 THEN 1 ELSE 2 END\n"
+    "         WHERE \"JoinId\" = NEW.\"JoinId\" AND \"OutboxMessageId\" = NEW.\"OutboxMessageId\" AND \"Status\" = 0;\n"
+    "    END IF;\n"
+    "    RETURN NULL;\n"
+    "END $$",
+    /* No OR REPLACE for a constraint trigger: created where missing. */
+    "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = '{N}_JoinLate' AND "
+    "tgrelid = CAST('{M}' AS regclass)) THEN CREATE CONSTRAINT TRIGGER \"{N}_JoinLate\" AFTER INSERT ON {M} "
+    "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION {S}.\"{N}_JoinLate\"(); END IF; END $$",
 #endif
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Claim\"(p_owner uuid, p_lease_seconds integer, "
     "p_batch integer)\n"
@@ -5709,7 +5745,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt`, `Id` LIMIT ?7 OFFSET ?8"},
     {OBX__Q_DEAD_REPLAY,
      "UPDATE {T} SET `RetryCount` = 0, `Starts` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
-     "`LockedUntil` = NULL, `Status` = 0 WHERE " OBX__MY_DEAD},
+     "`LockedUntil` = NULL, `ExpiresAt` = NULL, `Status` = 0 WHERE " OBX__MY_DEAD},
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt` LIMIT ?7"},
     {OBX__Q_MOVE,
@@ -5980,7 +6016,7 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "OFFSET ?8 ROWS FETCH NEXT ?7 ROWS ONLY"},
     {OBX__Q_DEAD_REPLAY,
      "UPDATE t SET [Status] = 0, [RetryCount] = 0, [Starts] = 0, [NextAttemptAt] = SYSDATETIMEOFFSET(), "
-     "[OwnerToken] = NULL, [LockedUntil] = NULL FROM {T} AS t WHERE " OBX__MS_DEAD},
+     "[OwnerToken] = NULL, [LockedUntil] = NULL, [ExpiresAt] = NULL FROM {T} AS t WHERE " OBX__MS_DEAD},
     {OBX__Q_DEAD_PURGE,
      "WITH d AS (SELECT TOP (?7) t.[Id] FROM {T} AS t WHERE " OBX__MS_DEAD ") DELETE FROM d"},
     /* SQL Server parks no message: every waiting Ready one may run now. */
@@ -7540,9 +7576,12 @@ OBX_API obx_result obx_pending_count(obx_store *store, int64_t *pending) {
 /* Backpressure (max_pending): room for n more unfinished messages? The
  * count runs when the estimate says the cap may be reached, and at most a
  * second after the last one (other producers' messages are seen then), so
- * a store with room pays one small read a second at most. OBX_ERR_FULL
- * names the fill level. */
-static obx_result obx__pending_room(obx_store *s, const char *fn, int64_t n) {
+ * a store with room pays one small read a second at most. An enqueue in
+ * the caller's transaction (hdbc) is counted there: the store's own
+ * connection cannot see that transaction's messages, so a producer
+ * enqueuing many in one transaction would pass the cap unseen.
+ * OBX_ERR_FULL names the fill level. */
+static obx_result obx__pending_room(obx_store *s, void *hdbc, const char *fn, int64_t n) {
     int64_t now;
     obx_result r;
     if (s->max_pending <= 0) return OBX_OK;
@@ -7551,7 +7590,17 @@ static obx_result obx__pending_room(obx_store *s, const char *fn, int64_t n) {
         s->pending_estimate += n;
         return OBX_OK;
     }
-    if ((r = obx_pending_count(s, &now)) != OBX_OK) return r;
+    if (hdbc) {
+        obx__stats_ctx ctx;
+        ctx.s = s;
+        ctx.ready = ctx.oldest = 0;
+        if ((r = obx__unit_or_caller(s, hdbc, obx__pending_unit, &ctx, fn, OBX__UNIT_READ)) != OBX_OK) return r;
+        now = ctx.ready;
+    } else if ((r = obx_pending_count(s, &now)) != OBX_OK) {
+        return r;
+    }
+    s->pending_counted_ms = obx__mono_ms(&s->hooks);
+    s->pending_estimate = now;
     if (now > s->max_pending - n)
         return obx__fail(&s->err, OBX_ERR_FULL, fn,
                          "the store holds %lld unfinished message(s) of max_pending %lld: %lld more do not fit"
@@ -8121,6 +8170,13 @@ OBX_API obx_result obx_dead_replay(obx_store *store, const obx_dead_filter *filt
     return OBX_OK;
 }
 
+/* A purge racing a replay deletes a message only if it is still dead when
+ * the delete holds its row: PostgreSQL's DELETE repeats the filter on the
+ * row itself, which READ COMMITTED re-checks on the latest version after a
+ * lock wait (the subquery's rows are its snapshot's); MariaDB's DELETE has
+ * the filter on the row, checked by InnoDB on the latest version it locks;
+ * SQL Server's delete scan reads the committed row under its update lock;
+ * SQLite has one writer. OBX-DEAD-PURGE-REPLAYED, OBX-DEAD-PURGE-RACE. */
 OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filter, int64_t *purged) {
     obx__param p[8];
     char buf[37];
@@ -9020,25 +9076,33 @@ static obx_result obx__housekeep(obx_dispatcher *d, obx_store *s, obx__entry *e,
     return r;
 }
 
+/* Past its expiry, on the database clock: the claim set the lease to its
+ * now plus lease_seconds, and the time since is this host's monotonic
+ * clock's from before the claim was sent (never less than what passed),
+ * so no clock of this host is compared. Asked before each handler call,
+ * not only once per claim: the messages before may have run long. */
+static int obx__expired(const obx_dispatcher *d, const obx_message *m, int64_t claimed, int64_t now) {
+    return m->expires_ms > 0 &&
+           m->expires_ms <= m->locked_until_ms - (int64_t)d->lease_seconds * 1000 + (now - claimed);
+}
+
 /* Hand each claimed message to its handlers, until `deadline` (monotonic;
  * with renewal `w`, the one its renewals have reached): past it the lease
  * may end under the handler, so the rest is skipped. Messages of a paused
- * topic are held; a topic with a batch handler goes to it in one call. */
+ * topic are held; a topic with a batch handler goes to it in one call.
+ * `claimed`: the monotonic time the claim was sent (obx__expired). */
 static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
-                              obx__renewer *w, int64_t deadline, obx_run_stats *st) {
-    int i, skipped = 0;
-    /* Expiry on the database clock: the claim set the lease to its now
-     * plus lease_seconds, so no clock of this host is compared. */
-    for (i = 0; i < n; i++)
-        d->outcomes[i] = ms[i].expires_ms > 0 &&
-                                 ms[i].expires_ms <= ms[i].locked_until_ms - (int64_t)d->lease_seconds * 1000
-                             ? OBX__EXPIRED
-                             : OBX__PENDING;
+                              obx__renewer *w, int64_t claimed, int64_t deadline, obx_run_stats *st) {
+    int i, j, skipped = 0;
+    for (i = 0; i < n; i++) d->outcomes[i] = OBX__PENDING;
     for (i = 0; i < n; i++) {
         const obx__route *batch;
-        int64_t now;
+        int64_t now = obx__mono_ms(&s->hooks);
         if (d->outcomes[i] != OBX__PENDING) continue;
-        now = obx__mono_ms(&s->hooks);
+        if (obx__expired(d, &ms[i], claimed, now)) {
+            d->outcomes[i] = OBX__EXPIRED;
+            continue;
+        }
         if (w) deadline = obx__renew_start_until(w);
         if (now >= deadline) {
             d->outcomes[i] = OBX__SKIPPED;
@@ -9046,6 +9110,10 @@ static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message
         } else if (d->pause_count && obx__pause_left(d, ms[i].topic, now) > 0) {
             d->outcomes[i] = OBX__HELD;
         } else if ((batch = obx__routes_batch(&d->routes, ms[i].topic)) != NULL) {
+            for (j = i + 1; j < n; j++) /* the group's others, checked now too */
+                if (d->outcomes[j] == OBX__PENDING && strcmp(ms[j].topic, ms[i].topic) == 0 &&
+                    obx__expired(d, &ms[j], claimed, now))
+                    d->outcomes[j] = OBX__EXPIRED;
             obx__handle_group(d, s, ms, n, i, batch);
         } else {
             obx__handle_one(d, s, &ms[i], i, st);
@@ -9172,7 +9240,7 @@ static obx_result obx__isolate(obx_dispatcher *d, obx_store *s, int *n, int *fir
 static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
     const obx_message *ms;
     int n = 0, first, from, to, renewed;
-    int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline;
+    int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline, claimed;
     obx_result r;
     obx__watch(d->renewer, s, 1);
     r = obx__housekeep(d, s, e, st);
@@ -9186,6 +9254,7 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
      * extended every message of the batch (OBX-059). */
     deadline = obx__mono_ms(&s->hooks) + lease_ms -
                (lease_ms / 5 < OBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : OBX__LEASE_MARGIN_MAX_MS);
+    claimed = obx__mono_ms(&s->hooks);
     r = obx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
     obx__watch(d->renewer, s, 0);
     if (r != OBX_OK) return r;
@@ -9197,7 +9266,7 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     for (from = 0; from < n && r == OBX_OK; from = to) { /* the others, then a suspect */
         to = from < first ? first : n;
         if (from > 0) obx__renew_range(d->renewer, ms + from, n - from, 1); /* the suspect, alone now */
-        obx__handle_batch(d, s, ms + from, to - from, renewed ? d->renewer : NULL, deadline, st);
+        obx__handle_batch(d, s, ms + from, to - from, renewed ? d->renewer : NULL, claimed, deadline, st);
         obx__renew_range(d->renewer, ms + from, n - from, 0); /* settling: fewer leases is no news */
         obx__watch(d->renewer, s, 1);
         r = obx__settle_batch(d, s, ms + from, to - from, st);
@@ -10092,7 +10161,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     if (!ids) r = obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
     for (i = 0; r == OBX_OK && i < count; i++)
         r = obx__check_message(&s->err, fn, count > 1 ? i : -1, &msgs[i], &lens[i]);
-    if (r == OBX_OK) r = obx__pending_room(s, fn, count);
+    if (r == OBX_OK) r = obx__pending_room(s, hdbc, fn, count);
     if (r == OBX_OK) {
         ctx.s = s;
         ctx.msgs = msgs;
@@ -10390,7 +10459,11 @@ static obx_result obx__attach_lock_message(obx__db *db, obx__attach_ctx *c, int6
 /* Attach (and report): the message row is locked first, so that a settle
  * of the same message runs wholly before or after. A member attached after
  * its message was acked or failed counts at once (its trigger ran before
- * the member existed); one attached before is counted by that trigger. */
+ * the member existed); one attached before is counted by that trigger.
+ * A message enqueued in a transaction not yet committed: MariaDB's locking
+ * read waits for that commit (SQL Server's UPDLOCK read should too, on the
+ * insert's key lock: not verified on a server); SQLite has one writer; PostgreSQL's finds no row and locks nothing, so its JoinLate
+ * trigger looks again at the attach's commit (OBX-JOIN-ATTACH-RACE). */
 static obx_result obx__attach_unit(obx__db *db, void *vctx) {
     obx__attach_ctx *c = (obx__attach_ctx *)vctx;
     obx_store *s = c->s;
@@ -10536,11 +10609,13 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
                                          char out_id[37]) {
     obx__buf b = {NULL, 0, 0};
     obx_new_message m;
+    char join_id[37];
     obx_result r = obx__store_ready(store, "obx_join_enqueue_wait");
     int ok;
     if (r != OBX_OK) return r;
     if (!w) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: wait", "must not be NULL");
     if ((r = obx__check_uuid_arg(store, "obx_join_enqueue_wait", "join_id", w->join_id)) != OBX_OK) return r;
+    obx__lower_uuid(w->join_id, join_id); /* the one form every statement compares */
     if (w->on_complete_topic && !obx__text_fits(w->on_complete_topic, OBX_TOPIC_MAX))
         return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: on_complete_topic",
                          "on_complete_topic must be valid UTF-8 of at most 255 characters");
@@ -10551,7 +10626,7 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
                              w->on_complete_payload)) != OBX_OK ||
         (r = obx__check_utf8(&store->err, "obx_join_enqueue_wait", "on_fail_payload", w->on_fail_payload)) != OBX_OK)
         return r;
-    ok = obx__json_string(&b, &store->hooks, "joinId", w->join_id, 1) &&
+    ok = obx__json_string(&b, &store->hooks, "joinId", join_id, 1) &&
          obx__json_string(&b, &store->hooks, "onCompleteTopic", w->on_complete_topic, 0) &&
          obx__json_string(&b, &store->hooks, "onCompletePayload", w->on_complete_payload, 0) &&
          obx__json_string(&b, &store->hooks, "onFailTopic", w->on_fail_topic, 0) &&
@@ -10567,7 +10642,7 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
     m.topic = "join.wait";
     m.payload = b.data;
     m.payload_len = b.len;
-    m.correlation_id = w->join_id;
+    m.correlation_id = join_id;
     r = hdbc ? obx_enqueue_tx(store, hdbc, &m, out_id) : obx_enqueue(store, &m, out_id);
     obx__buf_free(&store->hooks, &b);
     return r;
@@ -10671,6 +10746,7 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *m, char *error, siz
         snprintf(error, error_size, "join.wait payload's joinId is not a UUID");
         return OBX_DEAD;
     }
+    obx__lower_uuid(join_id, join_id); /* an earlier release wrote it as given */
     r = obx_join_get(s, join_id, &j);
     if (r == OBX_ERR_NOT_FOUND) {
         snprintf(error, error_size, "join %s does not exist", join_id);
@@ -10702,6 +10778,10 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *m, char *error, siz
     obx__free(&s->hooks, payload);
     if (r != OBX_OK) {
         snprintf(error, error_size, "finishing join %s: %s", join_id, s->err.message);
+        return OBX_RETRY;
+    }
+    if (!ctx.finished && obx_join_get(s, join_id, &j) == OBX_OK && j.status == OBX_JOIN_PENDING) { /* not DONE */
+        snprintf(error, error_size, "join %s: finishing changed nothing", join_id);
         return OBX_RETRY;
     }
     if (ctx.finished)

@@ -6059,6 +6059,479 @@ static void test_plans(void) {
     }
 }
 
+/* ---- issue 25: purges, bounds, expiry and joins under overlapping transactions ---------- */
+
+/* Until `want` sessions wait for a lock (PostgreSQL, MariaDB), at most 10 s.
+ * Asked on a connection of its own, a transaction per look (PostgreSQL's
+ * activity view is read once per transaction). */
+static int lock_waits(int want) {
+    caller_conn m;
+    int i, seen = 0;
+    if (!caller_open(&m)) return 0;
+    for (i = 0; i < 500 && !seen; i++) {
+        seen = caller_scalar(&m, g_pg ? "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                      : "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'") >= want;
+        caller_end(&m, 0);
+        if (!seen) sleep_ms(20);
+    }
+    caller_close(&m);
+    return seen;
+}
+
+typedef struct dead_job {
+    obx_store *s;
+    obx_dead_filter f;
+    int purge;
+    obx_result r;
+    int64_t n;
+} dead_job;
+static void *dead_job_main(void *v) {
+    dead_job *j = (dead_job *)v;
+    j->r = j->purge ? obx_dead_purge(j->s, &j->f, &j->n) : obx_dead_replay(j->s, &j->f, &j->n);
+    return NULL;
+}
+
+/* Issue 25 item 6: a purge that waited for a replay's commit must not
+ * delete the row the replay made Ready. The test's transaction holds the
+ * dead row; the replay queues for it, then the purge (its snapshot still
+ * sees the row Dead); the test lets go. Each message is either replayed
+ * (and still there) or purged, never both. PostgreSQL: the purge's
+ * subquery read the row Dead, and its DELETE re-checked only the Id of
+ * the version the replay left. */
+static void test_dead_purge_replayed(void) {
+    obx_store *s = fresh(), *other = open_table("Outbox", 0);
+    caller_conn c;
+    char ids[1][37];
+    dead_job rj, pj;
+    pthread_t rt, pt;
+    int held, w1 = 0, w2 = 0;
+    obx_message m;
+    TT_ASSERT(s && other);
+    TT_ASSERT(settle_new(s, "dpr", 1, "boom", ids));
+    TT_ASSERT(caller_open(&c));
+    held = caller_lock_row(&c, s, ids[0]);
+    memset(&rj, 0, sizeof rj);
+    memset(&pj, 0, sizeof pj);
+    rj.s = s;
+    rj.f.id = ids[0];
+    pj.s = other;
+    pj.purge = 1;
+    rj.r = pj.r = OBX_ERR_STATE;
+    if (held && pthread_create(&rt, NULL, dead_job_main, &rj) == 0) {
+        w1 = lock_waits(1); /* the replay waits for the row */
+        if (w1 && pthread_create(&pt, NULL, dead_job_main, &pj) == 0) {
+            w2 = lock_waits(2); /* and the purge behind it */
+            caller_end(&c, 0);
+            pthread_join(pt, NULL);
+        } else {
+            caller_end(&c, 0);
+        }
+        pthread_join(rt, NULL);
+    } else {
+        caller_end(&c, 0);
+    }
+    caller_close(&c);
+    TT_ASSERT(held && w1);
+    TT_ASSERT(w2);
+    TT_EQ_INT(rj.r, OBX_OK);
+    TT_EQ_INT(pj.r, OBX_OK);
+    TT_EQ_INT(rj.n + pj.n, 1);
+    if (g_pg) TT_EQ_INT(rj.n, 1); /* the first waiter goes first */
+    if (rj.n == 1) {
+        TT_EQ_INT(obx_get(s, ids[0], &m), OBX_OK);
+        TT_EQ_INT(m.status, OBX_STATUS_READY);
+    } else {
+        TT_EQ_INT(obx_get(s, ids[0], &m), OBX_ERR_NOT_FOUND);
+    }
+    obx_store_close(other);
+    obx_store_close(s);
+}
+
+typedef struct replay_each {
+    obx_store *s;
+    char (*ids)[37];
+    int n;
+    int64_t replayed;
+    obx_result r;
+    pthread_mutex_t mu;
+    int done;
+} replay_each;
+static void *replay_each_main(void *v) {
+    replay_each *j = (replay_each *)v;
+    obx_dead_filter f;
+    int i;
+    memset(&f, 0, sizeof f);
+    j->r = OBX_OK;
+    for (i = j->n - 1; i >= 0 && j->r == OBX_OK; i -= 2) { /* every other one, from the end */
+        int64_t k = 0;
+        f.id = j->ids[i];
+        j->r = obx_dead_replay(j->s, &f, &k);
+        j->replayed += k;
+    }
+    pthread_mutex_lock(&j->mu);
+    j->done = 1;
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+/* Issue 25 item 6 under load: replays by id while purges of everything dead
+ * run on another connection. Every message is replayed or purged, once:
+ * replayed + purged = all, and each replayed one is still there, Ready.
+ * OBX_TEST_DEAD_RACE sets the number of dead messages (default 600). */
+static void test_dead_purge_race(void) {
+    obx_store *s = fresh(), *other = open_table("Outbox", 0);
+    const char *env = getenv("OBX_TEST_DEAD_RACE");
+    int total = env && atoi(env) >= 10 ? atoi(env) : 600, i, done = 0, rounds = 0;
+    char (*ids)[37] = (char (*)[37])calloc((size_t)total, 37);
+    obx_new_message ms[100];
+    replay_each job;
+    pthread_t th;
+    int64_t purged = 0, k = 0;
+    obx_result pr = OBX_OK;
+    TT_ASSERT(s && other && ids);
+    for (i = 0; i < 100; i++) ms[i] = msg("race", "p");
+    for (i = 0; i < total; i += 100)
+        TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, total - i < 100 ? total - i : 100, ids + i), OBX_OK);
+    TT_ASSERT(sql(s, "UPDATE {T} SET \"Status\" = 3, \"LastError\" = 'race'"));
+    memset(&job, 0, sizeof job);
+    job.s = s;
+    job.ids = ids;
+    job.n = total;
+    pthread_mutex_init(&job.mu, NULL);
+    TT_ASSERT(pthread_create(&th, NULL, replay_each_main, &job) == 0);
+    while (!done && pr == OBX_OK) {
+        pthread_mutex_lock(&job.mu);
+        done = job.done;
+        pthread_mutex_unlock(&job.mu);
+        pr = obx_dead_purge(other, NULL, &k); /* one more after the replays end */
+        purged += pr == OBX_OK ? k : 0;
+        rounds++;
+    }
+    pthread_join(th, NULL);
+    pthread_mutex_destroy(&job.mu);
+    free(ids);
+    if (getenv("OBX_TEST_VERBOSE"))
+        printf("    %d dead: %lld replayed, %lld purged in %d purge call(s)\n", total, (long long)job.replayed,
+               (long long)purged, rounds);
+    TT_EQ_INT(job.r, OBX_OK);
+    TT_EQ_INT(pr, OBX_OK);
+    TT_EQ_INT(job.replayed + purged, total);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), job.replayed);
+    TT_EQ_INT(count_status(s, 0), job.replayed);
+    obx_store_close(other);
+    obx_store_close(s);
+}
+
+/* Issue 25 item 7: max_pending is exact for one producer that enqueues in
+ * its own transaction: its uncommitted messages count. */
+static void test_max_pending_tx(void) {
+    obx_store *s = fresh(), *capped = NULL;
+    obx_store_desc desc;
+    caller_conn c;
+    obx_new_message m = msg("cap", "p");
+    obx_result r = OBX_OK;
+    int i, ok = 0;
+    TT_ASSERT(s != NULL);
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.hooks.logger.log = keep_log;
+    desc.max_pending = 10;
+    TT_EQ_INT(obx_store_open(&desc, &capped), OBX_OK);
+    TT_ASSERT(enqueue(s, "cap", "p", NULL)); /* one committed before */
+    TT_ASSERT(caller_open(&c));
+    /* Rolled back: the five leave no trace in the count. */
+    TT_ASSERT(caller_begin(&c));
+    for (i = 0; i < 5; i++) TT_EQ_INT(obx_enqueue_tx(capped, c.dbc, &m, NULL), OBX_OK);
+    TT_ASSERT(caller_end(&c, 0));
+    TT_ASSERT(caller_begin(&c));
+    for (i = 0; i < 30 && (r = obx_enqueue_tx(capped, c.dbc, &m, NULL)) == OBX_OK; i++) ok++;
+    TT_ASSERT(caller_end(&c, 1));
+    caller_close(&c);
+    TT_EQ_INT(r, OBX_ERR_FULL);
+    TT_EQ_STR(obx_store_last_error(capped)->where, "obx_enqueue_tx");
+    TT_EQ_INT(ok, 9);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 10);
+    TT_EQ_INT(obx_enqueue(capped, &m, NULL), OBX_ERR_FULL);
+    obx_store_close(capped);
+    obx_store_close(s);
+}
+
+/* A monotonic clock the test moves forward: a handler that "takes" 20 s. */
+static int64_t g_mono_skew;
+static int64_t skew_mono(void *user) {
+    struct timespec ts;
+    (void)user;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + g_mono_skew;
+}
+static int64_t skew_utc(void *user) {
+    (void)user;
+    return now_ms() + g_mono_skew;
+}
+static void skew_sleep(int64_t ms, void *user) {
+    (void)user;
+    sleep_ms((int)ms);
+}
+static int g_slow_calls;
+static obx_outcome slow_first_handler(const obx_message *m, char *error, size_t error_size, void *user) {
+    (void)error;
+    (void)error_size;
+    (void)user;
+    g_slow_calls++;
+    if (strcmp(m->payload, "first") == 0) g_mono_skew += 20000;
+    return OBX_DONE;
+}
+
+/* Issue 25 item 8: a message later in a batch whose expiry passes while
+ * the ones before it run is not handed out: Dead, "expired". The time
+ * that passed is the dispatcher's monotonic clock's (moved 20 s by the
+ * first handler); the expiry is compared on the database clock's scale. */
+static void test_expiry_in_batch(void) {
+    obx_store *s = fresh(), *k = NULL;
+    obx_store_desc desc;
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    obx_new_message m;
+    obx_message got;
+    char first[37], second[37];
+    int64_t counters[OBX_METRIC_COUNT_];
+    TT_ASSERT(s != NULL);
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.hooks.logger.log = keep_log;
+    desc.hooks.clock.now_utc_ms = skew_utc;
+    desc.hooks.clock.monotonic_ms = skew_mono;
+    desc.hooks.clock.sleep_ms = skew_sleep;
+    g_mono_skew = 0;
+    TT_EQ_INT(obx_store_open(&desc, &k), OBX_OK);
+    m = msg("exp.batch", "first");
+    TT_EQ_INT(obx_enqueue(k, &m, first), OBX_OK);
+    m = msg("exp.batch", "second");
+    m.expires_utc_ms = now_ms() + 10000; /* passes during the first's 20 s */
+    TT_EQ_INT(obx_enqueue(k, &m, second), OBX_OK);
+    memset(&dd, 0, sizeof dd);
+    dd.store = k;
+    dd.lease_seconds = 120;
+    dd.batch_size = 10;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "exp.batch", slow_first_handler, NULL), OBX_OK);
+    g_slow_calls = 0;
+    memset(&st, 0, sizeof st);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    obx_dispatcher_destroy(d);
+    g_mono_skew = 0;
+    TT_EQ_INT(st.claimed, 2);
+    TT_EQ_INT(g_slow_calls, 1);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(st.dead, 1);
+    TT_EQ_INT(obx_get(s, second, &got), OBX_OK);
+    TT_EQ_INT(got.status, OBX_STATUS_FAILED);
+    TT_EQ_STR(got.last_error, "expired");
+    TT_EQ_INT(obx_store_counters(k, counters), OBX_OK);
+    TT_EQ_INT(counters[OBX_METRIC_EXPIRED_UNHANDLED], 1);
+    obx_store_close(k);
+    obx_store_close(s);
+}
+
+static int g_replayed_calls;
+static obx_outcome count_handler(const obx_message *m, char *error, size_t error_size, void *user) {
+    (void)m;
+    (void)error;
+    (void)error_size;
+    (void)user;
+    g_replayed_calls++;
+    return OBX_DONE;
+}
+
+/* Issue 25 item 8: under ordering_dead_holds an expired head is Dead and
+ * holds its key; a replay is the operator's decision to run it: its expiry
+ * goes, it is handled, and the key moves on. */
+static void test_replay_expired_head(void) {
+    obx_store *s = fresh(), *h = NULL;
+    obx_store_desc desc;
+    obx_dispatcher *d;
+    obx_run_stats st;
+    obx_new_message m;
+    obx_message got;
+    obx_dead_filter f;
+    char head[37], next[37];
+    int64_t n = 0;
+    TT_ASSERT(s != NULL);
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.ordering_dead_holds = 1;
+    desc.hooks.logger.log = keep_log;
+    TT_EQ_INT(obx_store_open(&desc, &h), OBX_OK);
+    m = msg("exp.key", "head");
+    m.ordering_key = "K";
+    m.expires_utc_ms = now_ms() - 60000;
+    TT_EQ_INT(obx_enqueue(h, &m, head), OBX_OK);
+    m = msg("exp.key", "next");
+    m.ordering_key = "K";
+    TT_EQ_INT(obx_enqueue(h, &m, next), OBX_OK);
+    d = dispatcher(h, 3, NULL);
+    TT_ASSERT(d != NULL);
+    TT_EQ_INT(obx_dispatcher_on(d, "exp.key", count_handler, NULL), OBX_OK);
+    g_replayed_calls = 0;
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.dead, 1); /* the head: expired */
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_EMPTY); /* the key waits behind it */
+    memset(&f, 0, sizeof f);
+    f.id = head;
+    TT_EQ_INT(obx_dead_replay(h, &f, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_INT(obx_get(h, head, &got), OBX_OK);
+    TT_EQ_INT(got.expires_ms, 0);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(g_replayed_calls, 2);
+    TT_EQ_INT(obx_get(h, next, &got), OBX_OK);
+    TT_EQ_INT(got.status, OBX_STATUS_DONE);
+    obx_dispatcher_destroy(d);
+    obx_store_close(h);
+    obx_store_close(s);
+}
+
+static void upper_uuid(const char *in, char out[37]) {
+    int i;
+    for (i = 0; i < 37; i++) out[i] = in[i] >= 'a' && in[i] <= 'f' ? (char)(in[i] - 32) : in[i];
+}
+
+/* Issue 25 item 9: a join named in upper case finishes like any other: the
+ * library writes and compares one form. Also a join.wait whose payload an
+ * earlier release wrote with the id as given. */
+static void test_join_upper_id(void) {
+    obx_store *s = fresh();
+    char join_id[37], upper[37], step[37], wait_id[37], owner[37], err[256];
+    obx_new_message m = msg("extract", "{}");
+    obx_join_wait w;
+    obx_join j;
+    obx_message got;
+    const obx_message *ms;
+    const char *one[1];
+    int n = 0, round, i;
+    TT_ASSERT(s != NULL);
+    for (round = 0; round < 2; round++) {
+        TT_EQ_INT(obx_join_start(s, NULL, 1, NULL, join_id), OBX_OK);
+        upper_uuid(join_id, upper);
+        TT_EQ_INT(obx_enqueue(s, &m, step), OBX_OK);
+        TT_EQ_INT(obx_join_attach(s, upper, step), OBX_OK);
+        obx_owner_token(s, owner);
+        TT_EQ_INT(obx_claim(s, owner, 30, 5, &ms, &n), OBX_OK); /* the step (and the last round's) */
+        for (i = 0; i < n; i++) {
+            one[0] = ms[i].id;
+            TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);
+        }
+        if (round == 0) {
+            memset(&w, 0, sizeof w);
+            w.join_id = upper;
+            w.on_complete_topic = "etl.next";
+            TT_EQ_INT(obx_join_enqueue_wait(s, NULL, &w, wait_id), OBX_OK);
+        } else { /* as an earlier release wrote it */
+            char payload[256];
+            obx_new_message old;
+            snprintf(payload, sizeof payload,
+                     "{\"joinId\":\"%s\",\"onCompleteTopic\":\"etl.next\",\"onCompletePayload\":null,"
+                     "\"onFailTopic\":null,\"onFailPayload\":null,\"failIfAnyStepFailed\":false}", upper);
+            old = msg("join.wait", payload);
+            old.correlation_id = upper;
+            TT_EQ_INT(obx_enqueue(s, &old, wait_id), OBX_OK);
+        }
+        TT_EQ_INT(obx_get(s, wait_id, &got), OBX_OK);
+        got.store = s;
+        TT_EQ_INT(obx_join_wait_handler(&got, err, sizeof err, NULL), OBX_DONE);
+        TT_EQ_INT(obx_join_get(s, upper, &j), OBX_OK);
+        TT_EQ_INT(j.status, OBX_JOIN_COMPLETED);
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'etl.next'"), round + 1);
+        TT_EQ_INT(obx_get(s, wait_id, &got), OBX_OK);
+        if (round == 0) TT_ASSERT(strstr(got.payload, join_id) != NULL); /* stored in the one form */
+    }
+    obx_store_close(s);
+}
+
+typedef struct attach_job {
+    obx_store *s;
+    void *hdbc;
+    const char *join_id, *message_id;
+    obx_result r;
+    int done;
+    pthread_mutex_t mu;
+} attach_job;
+static void *attach_main(void *v) {
+    attach_job *j = (attach_job *)v;
+    obx_result r = obx_join_attach_tx(j->s, j->hdbc, j->join_id, j->message_id);
+    pthread_mutex_lock(&j->mu);
+    j->r = r;
+    j->done = 1;
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+/* Issue 25 item 10: an attach in a transaction that overlaps the enqueue
+ * of its message and then that message's settle counts once settled.
+ * T1 enqueues m (open); T2 attaches m (PostgreSQL: T2 cannot see m, locks
+ * nothing; MariaDB: T2 waits for T1); T1 commits; a claim and an ack of m
+ * run (where T2 holds m, the claim skips it); T2 commits; m is acked
+ * (again, where it was skipped). The join counts one step. */
+static void test_join_attach_race(void) {
+    obx_store *s = fresh();
+    caller_conn a, b;
+    char join_id[37], id[37], owner[37];
+    obx_new_message m = msg("step", "p");
+    const obx_message *ms;
+    const char *one[1];
+    attach_job job;
+    pthread_t th;
+    obx_join j;
+    int n = 0, started = 0, waited = 0, acked = 0, i;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(obx_join_start(s, NULL, 1, NULL, join_id), OBX_OK);
+    TT_ASSERT(caller_open(&a) && caller_open(&b));
+    TT_EQ_INT(obx_enqueue_tx(s, a.dbc, &m, id), OBX_OK);
+    memset(&job, 0, sizeof job);
+    job.s = s;
+    job.hdbc = b.dbc;
+    job.join_id = join_id;
+    job.message_id = id;
+    pthread_mutex_init(&job.mu, NULL);
+    started = pthread_create(&th, NULL, attach_main, &job) == 0;
+    for (i = 0; started && i < 500 && !waited; i++) { /* returned, or waits for T1 */
+        pthread_mutex_lock(&job.mu);
+        waited = job.done;
+        pthread_mutex_unlock(&job.mu);
+        if (!waited) sleep_ms(20);
+        if (!waited && g_my && i == 15) waited = 1; /* waits for T1, or comes after its commit: either way */
+    }
+    caller_end(&a, 1);
+    if (started) pthread_join(th, NULL);
+    pthread_mutex_destroy(&job.mu);
+    obx_owner_token(s, owner);
+    if (obx_claim(s, owner, 30, 5, &ms, &n) == OBX_OK && n == 1) {
+        one[0] = ms[0].id;
+        acked = obx_ack(s, owner, one, 1, NULL) == OBX_OK;
+    }
+    caller_end(&b, 1);
+    caller_close(&a);
+    caller_close(&b);
+    TT_ASSERT(started && waited);
+    if (job.r != OBX_OK) printf("    attach: %s\n", obx_store_last_error(s)->message);
+    TT_EQ_INT(job.r, OBX_OK);
+    if (!acked) { /* T2 held m: claimed now */
+        TT_EQ_INT(obx_claim(s, owner, 30, 5, &ms, &n), OBX_OK);
+        TT_EQ_INT(n, 1);
+        one[0] = ms[0].id;
+        TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);
+    }
+    if (g_pg) TT_EXPECT(acked); /* the shape of the race: the ack ran before T2's commit */
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {M} WHERE \"Status\" = 0"), 0);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -6260,6 +6733,21 @@ int main(int argc, char **argv) {
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);
     RUN("OBX-ORDERED-DEAD-HOLDS", "ordering_dead_holds: a Dead message holds its key until replayed; others flow", test_ordered_dead_holds);
     RUN("OBX-ORDERED-PROCS", "worker processes and a producer, keys x messages, transient failures: per key, starts strictly in order, never overlapping", test_ordered_processes);
+    if (g_pg)
+        RUN("OBX-DEAD-PURGE-REPLAYED", "a purge that waited for a replay's commit leaves the replayed message alone", test_dead_purge_replayed);
+    else
+        printf("N/A OBX-DEAD-PURGE-REPLAYED %s %s\n", g_backend,
+               g_my ? "one DELETE whose filter InnoDB checks on each row's latest version (OBX-DEAD-PURGE-RACE)"
+                    : "one writer: a purge reads what the replay committed (OBX-DEAD-PURGE-RACE)");
+    RUN("OBX-DEAD-PURGE-RACE", "replays by id during purges of all dead: replayed + purged = all, replayed ones kept", test_dead_purge_race);
+    RUN("CORE-MAX-PENDING-TX", "max_pending counts a producer's own uncommitted enqueues in its transaction", test_max_pending_tx);
+    RUN("CORE-EXPIRY-IN-BATCH", "a message whose expiry passes while its batch-mates run is not handled: Dead, expired", test_expiry_in_batch);
+    RUN("OBX-REPLAY-EXPIRED-HEAD", "ordering_dead_holds: a replayed expired head loses its expiry, runs, and frees its key", test_replay_expired_head);
+    RUN("OBX-JOIN-UPPER-ID", "a join named in upper case completes (enqueue_wait and an earlier release's payload)", test_join_upper_id);
+    if (g_srv)
+        RUN("OBX-JOIN-ATTACH-RACE", "an attach racing its message's enqueue and settle counts once settled", test_join_attach_race);
+    else
+        printf("N/A OBX-JOIN-ATTACH-RACE sqlite one writer: the attach runs wholly before or after the enqueue\n");
     if (g_srv)
         RUN("CORE-READ-ONLY-REAL", "a read-only session (25006) is transient, not lost; the next call reconnects", test_read_only_real);
     if (g_srv)

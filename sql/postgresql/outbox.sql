@@ -94,6 +94,17 @@ END $$;
 CREATE OR REPLACE TRIGGER "Outbox_JoinCount" AFTER UPDATE OF "Status" ON "dbo"."OutboxJoinMember"
 FOR EACH ROW WHEN (OLD."Status" = 0 AND NEW."Status" IN (1, 2))
 EXECUTE FUNCTION "dbo"."Outbox_JoinCount"();
+CREATE OR REPLACE FUNCTION "dbo"."Outbox_JoinLate"() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE st smallint;
+BEGIN
+    SELECT "Status" INTO st FROM "dbo"."Outbox" WHERE "Id" = NEW."OutboxMessageId" FOR UPDATE;
+    IF st IN (2, 3) THEN
+        UPDATE "dbo"."OutboxJoinMember" SET "Status" = CASE st WHEN 2 THEN 1 ELSE 2 END
+         WHERE "JoinId" = NEW."JoinId" AND "OutboxMessageId" = NEW."OutboxMessageId" AND "Status" = 0;
+    END IF;
+    RETURN NULL;
+END $$;
+DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'Outbox_JoinLate' AND tgrelid = CAST('"dbo"."OutboxJoinMember"' AS regclass)) THEN CREATE CONSTRAINT TRIGGER "Outbox_JoinLate" AFTER INSERT ON "dbo"."OutboxJoinMember" DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION "dbo"."Outbox_JoinLate"(); END IF; END $$;
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_Claim"(p_owner uuid, p_lease_seconds integer, p_batch integer)
 RETURNS SETOF "dbo"."Outbox" LANGUAGE sql AS $$
     UPDATE "dbo"."Outbox" SET "Status" = 1, "OwnerToken" = p_owner,
