@@ -1449,6 +1449,133 @@ static void test_ordered_dead_holds(void) {
     obx_store_close(h);
 }
 
+/* ---- ordered delivery under overlapping transactions (issue 25, 1-2) ---------------------------- */
+
+/* A claim of the library held open: its statements run, its commit waits
+ * for claim_held_commit. The messages it took are s->msgs[0..n). */
+static int claim_held(obx_store *s, const char *owner, obx__claim_ctx *ctx) {
+    obx__db *db = &s->db;
+    int i;
+    if (obx__check_token(s, "claim_held", owner) != OBX_OK || obx__claim_room(s, 8) != OBX_OK ||
+        obx__db_ensure(db) != OBX_OK)
+        return 0;
+    if (db->autocommit_on && obx__autocommit_off(db) != OBX_OK) return 0;
+    if (obx__begin(db) != OBX_OK) return 0;
+    memset(ctx, 0, sizeof *ctx);
+    ctx->s = s;
+    ctx->lease_seconds = 60;
+    ctx->batch_size = 8;
+    if (obx__claim_unit(db, ctx) != OBX_OK) {
+        printf("    held claim failed: %s\n", s->err.message);
+        obx__rollback(db);
+        return 0;
+    }
+    for (i = 0; i < ctx->count; i++) obx__point_strings(&s->rows, &s->msgs[i], &s->offsets[i]);
+    return 1;
+}
+
+static int claim_held_commit(obx_store *s) { return obx__commit(&s->db) == OBX_OK; }
+
+/* Messages of key `key` in flight now (committed). */
+static int64_t key_in_flight(obx_store *s, const char *key) {
+    char q[256];
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM {T} WHERE \"OrderingKey\" = '%s' AND \"Status\" = 1", key);
+    return scalar(s, q);
+}
+
+/* Issue 25 item 1: two producers of one key overlap; the one that started
+ * first (smaller Id, same OrderingSeq) commits last, after a claim took
+ * the other's message and before that claim commits. A second claim must
+ * not take the first producer's message while the first claim runs. */
+static void test_ordered_overlap_producers(void) {
+    obx_store *s = fresh(), *a = open_table("Outbox", 0), *b = open_table("Outbox", 0);
+    caller_conn p1, p2;
+    obx__claim_ctx held;
+    obx_new_message mb = keyed("m_b", "K1"), ma = keyed("m_a", "K1");
+    char idb[37], ida[37], owner_a[37], owner_b[37], got_list[256];
+    const obx_message *got = NULL;
+    const char *id;
+    int n = 0;
+    TT_ASSERT(s && a && b);
+    TT_ASSERT(caller_open(&p1) && caller_open(&p2));
+    obx_owner_token(a, owner_a);
+    obx_owner_token(b, owner_b);
+    TT_ASSERT(caller_begin(&p2));
+    TT_EQ_INT(obx_enqueue_tx(s, p2.dbc, &mb, idb), OBX_OK);
+    TT_ASSERT(caller_begin(&p1));
+    TT_EQ_INT(obx_enqueue_tx(s, p1.dbc, &ma, ida), OBX_OK);
+    TT_ASSERT(caller_end(&p1, 1));
+    TT_ASSERT(strcmp(idb, ida) < 0); /* m_b sorts first */
+    TT_ASSERT(claim_held(a, owner_a, &held)); /* claim A takes m_a, not committed */
+    TT_EQ_INT(held.count, 1);
+    TT_EQ_STR(a->msgs[0].payload, "m_a");
+    TT_ASSERT(caller_end(&p2, 1)); /* m_b commits before m_a */
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n)); /* claim B */
+    TT_EXPECT(strcmp(got_list, "") == 0); /* m_b waits: m_a is being claimed (the test goes on: A commits) */
+    TT_ASSERT(claim_held_commit(a));
+    TT_EQ_INT(key_in_flight(s, "K1"), 1);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, ""); /* m_a runs */
+    id = ida;
+    TT_EQ_INT(obx_ack(a, owner_a, &id, 1, NULL), OBX_OK);
+    TT_EQ_INT(obx_reap(b, NULL), OBX_OK); /* a wake missed meanwhile (item 4 aside) */
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "m_b");
+    caller_close(&p1);
+    caller_close(&p2);
+    obx_store_close(a);
+    obx_store_close(b);
+    obx_store_close(s);
+}
+
+/* Issue 25 item 2: r1 goes Dead, the key moves on; claim A takes r2 and
+ * before it commits r1 is replayed. A second claim must not take r1 while
+ * r2 is being claimed or running. */
+static void test_ordered_replay_overlap(void) {
+    obx_store *s = fresh(), *a = open_table("Outbox", 0), *b = open_table("Outbox", 0);
+    obx__claim_ctx held;
+    obx_new_message r1 = keyed("r1", "K2"), r2 = keyed("r2", "K2");
+    char id1[37], id2[37], owner_a[37], owner_b[37], got_list[256];
+    const obx_message *got = NULL;
+    const char *id;
+    int64_t replayed = 0;
+    int n = 0;
+    TT_ASSERT(s && a && b);
+    obx_owner_token(a, owner_a);
+    obx_owner_token(b, owner_b);
+    TT_EQ_INT(obx_enqueue(s, &r1, id1), OBX_OK);
+    TT_EQ_INT(obx_enqueue(s, &r2, id2), OBX_OK);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "r1");
+    id = id1;
+    TT_EQ_INT(obx_fail(b, owner_b, &id, 1, "poison", NULL), OBX_OK);
+    TT_EQ_INT(obx_reap(b, NULL), OBX_OK); /* r2 awake whatever the settle's wake did */
+    TT_ASSERT(claim_held(a, owner_a, &held)); /* claim A takes r2, not committed */
+    TT_EQ_INT(held.count, 1);
+    TT_EQ_STR(a->msgs[0].payload, "r2");
+    {
+        obx_dead_filter f;
+        memset(&f, 0, sizeof f);
+        f.id = id1;
+        TT_EQ_INT(obx_dead_replay(s, &f, &replayed), OBX_OK);
+        TT_EQ_INT(replayed, 1);
+    }
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n)); /* claim B */
+    TT_EXPECT(strcmp(got_list, "") == 0); /* r1 waits for r2, which is being claimed (A commits below) */
+    TT_ASSERT(claim_held_commit(a));
+    TT_EQ_INT(key_in_flight(s, "K2"), 1);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, ""); /* and while r2 runs */
+    id = id2;
+    TT_EQ_INT(obx_ack(a, owner_a, &id, 1, NULL), OBX_OK);
+    TT_EQ_INT(obx_reap(b, NULL), OBX_OK);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "r1");
+    obx_store_close(a);
+    obx_store_close(b);
+    obx_store_close(s);
+}
+
 /* One line per handler start: key, index in the key, start and end (ns,
  * CLOCK_MONOTONIC: one clock for all processes), outcome (d done, r retry). */
 typedef struct ord_rec {
@@ -5658,6 +5785,13 @@ int main(int argc, char **argv) {
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);
     RUN("OBX-ORDERED-DEAD-HOLDS", "ordering_dead_holds: a Dead message holds its key until replayed; others flow", test_ordered_dead_holds);
+    if (g_srv) {
+        RUN("OBX-ORDERED-OVERLAP-PRODUCERS", "two producers of a key commit out of Id order around a claim: never two of the key at once", test_ordered_overlap_producers);
+        RUN("OBX-ORDERED-REPLAY-OVERLAP", "a replay committed while a claim takes the successor: never two of the key at once", test_ordered_replay_overlap);
+    } else {
+        printf("N/A OBX-ORDERED-OVERLAP-PRODUCERS sqlite one writer at a time: a producer's open transaction holds every other writer\n");
+        printf("N/A OBX-ORDERED-REPLAY-OVERLAP sqlite one writer at a time: a claim and a replay never overlap\n");
+    }
     RUN("OBX-ORDERED-PROCS", "worker processes and a producer, keys x messages, transient failures: per key, starts strictly in order, never overlapping", test_ordered_processes);
     if (g_srv)
         RUN("CORE-READ-ONLY-REAL", "a read-only session (25006) is transient, not lost; the next call reconnects", test_read_only_real);
