@@ -3935,6 +3935,12 @@ enum {
     OBX__Q_WAKE_SETTLED, /* ids -> count: where no trigger can (MariaDB), the wake of the keys
                             of messages an ack or fail just finished (OBX__MY_PARKED) */
     OBX__Q_ANALYZE,     /* none: statistics refreshed where stale (PostgreSQL; see obx_reap) */
+    OBX__Q_CLAIM_CHECK, /* owner, ids -> ids: in the claim's transaction, after it holds its rows,
+                           the keyed ones just claimed whose key has another message in flight
+                           (PostgreSQL: released by this statement); NULL where claims of a
+                           key cannot overlap (SQLite) or the claim itself serialises them */
+    OBX__Q_CLAIM_RELEASE, /* owner, ids -> count: the claim's rows CLAIM_CHECK named, Ready
+                             again, the start taken back (MariaDB; PostgreSQL's check does it) */
     OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
                            owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
@@ -3955,20 +3961,38 @@ enum {
  * messages of one key:
  *  - only the smallest Ready row of a key passes, so one claim statement
  *    takes at most one row per key;
- *  - a row passes only while its key has nothing in flight and nothing
- *    earlier Ready, and those states end only by Done or Dead: a claim that
- *    read an older state can only see more rows blocked, never fewer. The
- *    row it takes is locked and checked again where its state moved under
- *    it: PostgreSQL's FOR UPDATE SKIP LOCKED re-evaluates the row that was
- *    committed meanwhile (Status is no longer 0) and skips one a claim
- *    holds; MariaDB's update re-checks Status; SQL Server's READPAST skips
- *    a held row while the check, without READPAST, waits for a claim's
- *    uncommitted update of a row of the same key (or reads its committed
- *    version under READ_COMMITTED_SNAPSHOT, still Ready: blocked); SQLite
- *    has one writer at a time.
- *  - "nothing in flight" also covers what the order cannot: the loser of
- *    an enqueue race that commits after a later row started, and a dead
- *    message replayed while its successor runs, wait for the running one.
+ *  - a claim decides from a snapshot, and a row can become the key's head
+ *    after it: a producer that read the same largest OrderingSeq commits
+ *    late (its smaller Id sorts first), or a dead message is replayed,
+ *    while another claim is taking the key's next row. So claims of one
+ *    key serialise, and each looks again, after it holds the key, at what
+ *    committed before it did:
+ *    PostgreSQL: the claim takes a transaction-scoped advisory lock of the
+ *    key (OBX__PG_KEY_LOCK; a key another claim holds is skipped this
+ *    round, like a locked row), then, in a statement of its own (READ
+ *    COMMITTED: a new snapshot, taken after the lock was granted), releases
+ *    a row whose key has another message in flight (OBX__Q_CLAIM_CHECK).
+ *    Another claim of the key held the lock while we tried (we skip), or
+ *    committed before we got it (our check sees it), or locks after we
+ *    commit (its check sees us). The lock alone would not do: the claim
+ *    statement's snapshot is taken before the lock is granted.
+ *    MariaDB: the claim updates its rows (Status 1: the rows and their
+ *    index entries locked until commit), then reads the key's in-flight
+ *    entries with a locking read (OBX__Q_CLAIM_CHECK, FOR UPDATE NOWAIT),
+ *    which reads the latest version and meets another claim's uncommitted
+ *    update as a lock: a row of the key in flight releases ours
+ *    (OBX__Q_CLAIM_RELEASE), a lock held elsewhere rolls the claim back and
+ *    redoes it. Both claims write before they read, so of two overlapping
+ *    claims of a key the one that checks second meets the other's row.
+ *    SQLite has one writer at a time: a claim sees every commit before it.
+ *    SQL Server's READPAST skips a held row while the check, without
+ *    READPAST, waits for a claim's uncommitted update of a row of the
+ *    same key (or reads its committed version under
+ *    READ_COMMITTED_SNAPSHOT, still Ready: blocked).
+ *  - the loser of an enqueue race that commits after a later row started,
+ *    and a dead message replayed while its successor runs, wait for the
+ *    running one: order between overlapping producers is their commit
+ *    race's; a producer that commits before it enqueues again is ordered.
  * Dead (Status 3) rows do not hold their key back: the key moves on; a
  * store with ordering_dead_holds counts them as waiting, so its claims
  * leave the key alone until the dead one is replayed or purged. Rows
@@ -3977,6 +4001,15 @@ enum {
  * claim's check (SQLite, PostgreSQL, SQL Server: a partial index; MariaDB
  * has none: a generated column that is NULL for those rows, so rows
  * without a key never change that index). */
+/* Whether the key of row t has another row in flight (the claim's check). */
+#define OBX__KEY_IN_FLIGHT_OTHER(t)                                                              \
+    "EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = " t ".\"OrderingKey\" AND o.\"Status\" <> 2 AND " \
+    "o.\"Status\" = 1 AND o.\"Id\" <> " t ".\"Id\")"
+/* PostgreSQL: the key's advisory lock, per table (two int4 keys: the
+ * table's name hashed, the key hashed; a hash collision only makes a claim
+ * skip a key for one round). Held to the claim's commit. */
+#define OBX__PG_KEY_LOCK                                                                          \
+    "(\"OrderingKey\" IS NULL OR pg_try_advisory_xact_lock(hashtext('{S}.{N}'), hashtext(\"OrderingKey\")))"
 /* The id of key k's first Ready row, and whether the key has a row in
  * flight: each the first entry of a range of the index of keyed rows. */
 #define OBX__KEY_FIRST_READY(k)                                                                   \
@@ -4385,7 +4418,12 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "WHERE \"Id\" = ANY (ARRAY(SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND "
      "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_CLAIM " "
      "ORDER BY c.\"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
-     "RETURNING " OBX__PG_CLAIM_COLS},
+     "AND " OBX__PG_KEY_LOCK " RETURNING " OBX__PG_CLAIM_COLS},
+    /* See OBX__PG_KEY_LOCK. */
+    {OBX__Q_CLAIM_CHECK,
+     "UPDATE {T} AS t SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+     "\"Starts\" = greatest(t.\"Starts\" - 1, 0) WHERE t.\"OwnerToken\" = CAST(? AS uuid) AND t.\"Status\" = 1 "
+     "AND t.\"Id\" = ANY (CAST(? AS uuid[])) AND " OBX__KEY_IN_FLIGHT_OTHER("t") " RETURNING CAST(t.\"Id\" AS text)"},
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = true, \"ProcessedAt\" = now(), "
      "\"ProcessedBy\" = CAST(? AS varchar), \"LockedUntil\" = NULL WHERE " OBX__PG_BY_IDS},
@@ -4891,6 +4929,16 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
      "SELECT " OBX__MY_CLAIM_COLS " FROM " OBX__MY_BY_IDS("?3") " WHERE {T}.`OwnerToken` = ?1"},
+    /* The key's in-flight entries, read locked: another claim's uncommitted
+     * row is a lock (NOWAIT: error 1205 at once), a committed one a row. */
+    {OBX__Q_CLAIM_CHECK,
+     "SELECT c.`Id` FROM JSON_TABLE(?2, '$[*]' COLUMNS (`obx_id` CHAR(36) PATH '$')) AS j STRAIGHT_JOIN "
+     "{T} AS c FORCE INDEX (PRIMARY) ON c.`Id` = j.`obx_id` STRAIGHT_JOIN {T} AS o FORCE INDEX "
+     "(`IX_{N}_Ordering`) ON o.`OrderingLive` = c.`OrderingKey` AND o.`OrderingState` = 1 "
+     "WHERE c.`OwnerToken` = ?1 AND c.`Status` = 1 AND o.`Id` <> c.`Id` FOR UPDATE NOWAIT"},
+    {OBX__Q_CLAIM_RELEASE,
+     "UPDATE " OBX__MY_BY_IDS("?2") " SET `OwnerToken` = NULL, `LockedUntil` = NULL, "
+     "`Starts` = GREATEST(`Starts` - 1, 0), `Status` = 0 WHERE `OwnerToken` = ?1 AND `Status` = 1"},
 #ifndef OBX_NO_DEAD_LETTERS
     {OBX__Q_DEAD_LIST,
      "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt`, `Id` LIMIT ?7 OFFSET ?8"},
@@ -5415,6 +5463,14 @@ typedef struct obx__store_own {
 #else
 static void obx__own_claimed(struct obx_store *s, const obx_message *m);
 static void obx__own_settled(struct obx_store *s, int kind, int64_t rows);
+#endif
+/* Where claims of one ordering key could overlap (OBX__Q_CLAIM_CHECK): in
+ * the claim's transaction, after its rows are read, release the keyed ones
+ * whose key another claim holds and drop them from the batch. */
+#ifdef OBX_NO_ORDERING_KEYS
+#define obx__claim_recheck(db, s, count) ((void)(db), (void)(s), (void)(count), OBX_OK)
+#else
+static obx_result obx__claim_recheck(obx__db *db, struct obx_store *s, int *count);
 #endif
 
 
@@ -6122,8 +6178,12 @@ static obx_result obx__claim_picked(obx__db *db, obx__claim_ctx *c, SQLHSTMT *cu
     return obx__exec(db, OBX__Q_CLAIM_READ, s->sql[OBX__Q_CLAIM_READ], p, 2 + OBX__KEY_LISTS, NULL, cur);
 }
 
-static obx_result obx__claim_unit(obx__db *db, void *vctx) {
-    obx__claim_ctx *c = (obx__claim_ctx *)vctx;
+/* obx__claim_recheck: the claim was rolled back (another claim holds one
+ * of its keys); run it again. */
+#define OBX__CLAIM_REDO ((obx_result)100)
+#define OBX__CLAIM_REDOS 3
+
+static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
     obx_store *s = c->s;
     SQLHSTMT cur = NULL;
     obx__row_head head;
@@ -6157,7 +6217,21 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
     }
     if (cur && short_rows) SQLFreeStmt(cur, SQL_UNBIND); /* `head` is about to go */
     obx__close(cur);
-    return r == OBX_EMPTY ? OBX_OK : r;
+    if (r == OBX_EMPTY) r = OBX_OK;
+    return r == OBX_OK && c->count > 0 ? obx__claim_recheck(db, s, &c->count) : r;
+}
+
+static obx_result obx__claim_unit(obx__db *db, void *vctx) {
+    obx__claim_ctx *c = (obx__claim_ctx *)vctx;
+    obx_result r;
+    int redo;
+    for (redo = 0;; redo++) {
+        r = obx__claim_once(db, c);
+        if (r != OBX__CLAIM_REDO) return r;
+        c->count = 0;
+        if (redo + 1 >= OBX__CLAIM_REDOS) return OBX_OK; /* nothing claimed this round */
+        if ((r = obx__begin(db)) != OBX_OK) return r;
+    }
 }
 
 /* A lease of 1..OBX_LEASE_MAX_SECONDS. */
@@ -8485,6 +8559,70 @@ static void obx__own_settled(obx_store *s, int kind, int64_t rows) {
         obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
                  "waking the messages parked behind finished ones failed: %s" OBX__WHY("; the reap wakes them"),
                  s->err.message);
+}
+#endif
+
+#ifndef OBX_NO_ORDERING_KEYS
+/* Drop s->msgs[i] (and its offsets) from a claim's batch of *count. */
+static void obx__claim_drop(obx_store *s, int i, int *count) {
+    memmove(&s->msgs[i], &s->msgs[i + 1], sizeof *s->msgs * (size_t)(*count - i - 1));
+    memmove(&s->offsets[i], &s->offsets[i + 1], sizeof *s->offsets * (size_t)(*count - i - 1));
+    (*count)--;
+}
+
+/* See "Ordered delivery per key": the keyed messages just claimed, checked
+ * again now that the claim holds their keys. s->keys[0] (the pick's lists
+ * are spent) carries their ids, then the ids to release. */
+static obx_result obx__claim_recheck(obx__db *db, obx_store *s, int *count) {
+    obx__buf *ids = &s->keys[0];
+    obx__param p[2];
+    SQLHSTMT cur = NULL;
+    int i, keyed = 0, released = 0;
+    obx_result r;
+    if (!s->sql[OBX__Q_CLAIM_CHECK]) return OBX_OK;
+    ids->len = 0;
+    for (i = 0; i < *count; i++)
+        if (s->offsets[i].ordering_key != (size_t)-1) {
+            if (!obx__list_add(&s->hooks, ids, db->d, s->msgs[i].id, 36))
+                return obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
+            keyed++;
+        }
+    if (keyed == 0) return OBX_OK;
+    if (!obx__list_end(&s->hooks, ids, db->d)) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
+    obx__p_text(&p[0], s->token, 36);
+    obx__p_text(&p[1], ids->data, ids->len);
+    r = obx__exec(db, OBX__Q_CLAIM_CHECK, s->sql[OBX__Q_CLAIM_CHECK], p, 2, NULL, &cur);
+    if (r != OBX_OK) {
+        /* MariaDB's NOWAIT met another claim's lock on the key: undo the
+         * whole claim (whatever the server rolled back) and redo it. */
+        if (db->err->native != 1205 || db->lost) return r;
+        obx__rollback(db);
+        obx__error_clear(db->err);
+        return OBX__CLAIM_REDO;
+    }
+    ids->len = 0;
+    while ((r = obx__fetch(db, cur)) == OBX_OK) {
+        char id[40];
+        SQLLEN ind = 0;
+        r = obx__check(db, SQLGetData(cur, 1, SQL_C_CHAR, id, sizeof id, &ind), SQL_HANDLE_STMT, cur, "SQLGetData");
+        if (r != OBX_OK) break;
+        for (i = 0; i < *count; i++)
+            if (strcmp(s->msgs[i].id, id) == 0) {
+                if (!obx__list_add(&s->hooks, ids, db->d, s->msgs[i].id, 36)) {
+                    obx__close(cur);
+                    return obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
+                }
+                obx__claim_drop(s, i, count);
+                released++;
+                break;
+            }
+    }
+    obx__close(cur);
+    if (r != OBX_EMPTY) return r;
+    if (released == 0 || !s->sql[OBX__Q_CLAIM_RELEASE]) return OBX_OK;
+    if (!obx__list_end(&s->hooks, ids, db->d)) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
+    obx__p_text(&p[1], ids->data, ids->len);
+    return obx__exec(db, OBX__Q_CLAIM_RELEASE, s->sql[OBX__Q_CLAIM_RELEASE], p, 2, NULL, NULL);
 }
 #endif
 
