@@ -3933,7 +3933,9 @@ enum {
                                  five more lists (JSON rows: five more elements) */
     OBX__Q_WAKE,        /* -> count: parked messages whose wake was missed (OBX__PARKED_MS) */
     OBX__Q_WAKE_SETTLED, /* ids -> count: where no trigger can (MariaDB), the wake of the keys
-                            of messages an ack or fail just finished (OBX__MY_PARKED) */
+                            of messages an ack or fail just finished (OBX__MY_PARKED); where
+                            WAKE_IDS is set, a read of the ids to wake instead */
+    OBX__Q_WAKE_IDS,    /* ids -> count: the parked rows WAKE_SETTLED read, woken */
     OBX__Q_ANALYZE,     /* none: statistics refreshed where stale (PostgreSQL; see obx_reap) */
     OBX__Q_CLAIM_CHECK, /* owner, ids -> ids: in the claim's transaction, after it holds its rows,
                            the keyed ones just claimed whose key has another message in flight
@@ -3941,6 +3943,10 @@ enum {
                            key cannot overlap (SQLite) or the claim itself serialises them */
     OBX__Q_CLAIM_RELEASE, /* owner, ids -> count: the claim's rows CLAIM_CHECK named, Ready
                              again, the start taken back (MariaDB; PostgreSQL's check does it) */
+    OBX__Q_KEY_READ,    /* key -> the session's isolation level; before INSERT_KEYED where its
+                           own reads of the key would lock (MariaDB): the key's next
+                           OrderingSeq and whether it is busy, read without locks into the
+                           session's variables the insert reads */
     OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
                            owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
@@ -4815,9 +4821,20 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
      "`ExpiresAt`) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MY_FROM_MS("?6") ", "
-     OBX__MY_PARK("?8", "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6))") ", ?8, "
-     OBX__SEQ(OBX__MY_ORDERED_NEXT("?8")) ", ?9, ?10, ?11, ?12, "
+     OBX__MY_PARK_IF("?8", "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6))", "@obx_busy") ", ?8, "
+     OBX__SEQ("IF(?8 IS NULL, NULL, @obx_seq)") ", ?9, ?10, ?11, ?12, "
      OBX__MY_FROM_MS("?13") ")"},
+#ifndef OBX_NO_ORDERING_KEYS
+    /* InnoDB reads the subqueries of an INSERT with shared locks, at READ
+     * COMMITTED too: held to the producer's commit, they stalled the key's
+     * ack and claims and deadlocked producers at REPEATABLE READ. A plain
+     * SELECT reads without locks (at SERIALIZABLE it would lock: refused,
+     * see obx_enqueue_tx). Two producers of a key may now read the same
+     * largest OrderingSeq, as on PostgreSQL: the claim's check covers it. */
+    {OBX__Q_KEY_READ,
+     "SELECT @obx_seq := " OBX__MY_ORDERED_NEXT("?1") ", @obx_busy := (" OBX__MY_ORDERED_MAX("?1", "0")
+     " > 0 OR " OBX__MY_ORDERED_MAX("?1", "1") " > 0), @@session.tx_isolation"},
+#endif
     /* The update checks the row again and the read takes only rows that
      * carry our token: where row locks are per node (Galera), two nodes
      * can pick one row, and the one that updates second must not get it. */
@@ -4852,10 +4869,20 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      OBX__MY_WAKE("SELECT DISTINCT `OrderingKey` AS k FROM {T} FORCE INDEX (`IX_{N}_Ready`) WHERE `Status` = 0 "
                   "AND `NextAttemptAt` = "
                   OBX__MY_PARKED)},
+    /* A plain read, then an update by primary key: an UPDATE joined to its
+     * subqueries read them locked and waited for every producer of the key
+     * with a transaction open (the acking dispatcher stalled until the
+     * lock wait timeout). A parked row not yet committed is missed: the
+     * reap wakes it (obx_reap). */
     {OBX__Q_WAKE_SETTLED,
-     OBX__MY_WAKE("SELECT DISTINCT s.`OrderingKey` AS k FROM JSON_TABLE(?, '$[*]' COLUMNS (`obx_id` CHAR(36) "
-                  "PATH '$')) AS j STRAIGHT_JOIN {T} AS s FORCE INDEX (PRIMARY) ON s.`Id` = j.`obx_id` "
-                  "WHERE s.`OrderingKey` IS NOT NULL")},
+     "SELECT (SELECT o.`Id` FROM {T} AS o WHERE o.`OrderingLive` = pk.k AND o.`OrderingState` = 0 ORDER BY "
+     "o.`OrderingSeq`, o.`Id` LIMIT 1) AS `id` FROM (SELECT DISTINCT s.`OrderingKey` AS k FROM JSON_TABLE(?, "
+     "'$[*]' COLUMNS (`obx_id` CHAR(36) PATH '$')) AS j STRAIGHT_JOIN {T} AS s FORCE INDEX (PRIMARY) ON "
+     "s.`Id` = j.`obx_id` WHERE s.`OrderingKey` IS NOT NULL) AS pk WHERE NOT EXISTS (SELECT 1 FROM {T} AS o "
+     "WHERE o.`OrderingLive` = pk.k AND o.`OrderingState` = 1)"},
+    {OBX__Q_WAKE_IDS,
+     "UPDATE " OBX__MY_BY_IDS("?1") " SET `NextAttemptAt` = COALESCE(`DueTimeUtc`, `CreatedAt`) "
+     "WHERE `Status` = 0 AND `NextAttemptAt` = " OBX__MY_PARKED},
     {OBX__Q_CLEANUP,
      "DELETE FROM {T} WHERE `Status` = 2 AND `ProcessedAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
      "MICROSECOND ORDER BY `ProcessedAt` LIMIT ?"},
@@ -5450,6 +5477,7 @@ static const char *const obx__metric_text[OBX_METRIC_COUNT_][2] = {
 typedef struct obx__store_own {
     obx__buf columns[OBX__INSERT_LISTS];
     obx__buf headers;
+    obx__buf wake;                /* the ids a MariaDB wake updates (OBX__Q_WAKE_IDS) */
     int dead_holds;
     int keyed_claims;             /* a claim returned a message with an ordering key */
 } obx__store_own;
@@ -6481,8 +6509,13 @@ OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped) {
     if (r != OBX_OK) return r;
     if (store->sql[OBX__Q_WAKE]) { /* parked messages a concurrent enqueue hid from their wake */
         int64_t woken = 0;
-        r = obx__run_count(store, OBX__Q_WAKE, NULL, 0, "wake parked", &woken);
-        if (r != OBX_OK) return r;
+        /* The reap committed: its count is returned whatever the wake does
+         * (the next reap wakes again). */
+        if (obx__run_count(store, OBX__Q_WAKE, NULL, 0, "wake parked", &woken) != OBX_OK) {
+            obx__log(&store->hooks, OBX_LOG_WARN, store->store_id, "waking parked messages failed: %s",
+                     store->err.message);
+            obx__error_clear(&store->err);
+        }
         if (woken > 0)
             obx__log(&store->hooks, OBX_LOG_INFO, store->store_id,
                      "woke %lld ordering key(s) left with only parked messages", (long long)woken);
@@ -8534,6 +8567,7 @@ static void obx__store_own_free(const obx__hooks *h, obx__store_own *own) {
     int i;
     for (i = 0; i < OBX__INSERT_LISTS; i++) obx__buf_free(h, &own->columns[i]);
     obx__buf_free(h, &own->headers);
+    obx__buf_free(h, &own->wake);
 }
 
 static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc) {
@@ -8548,17 +8582,56 @@ static void obx__own_claimed(obx_store *s, const obx_message *m) {
 
 /* The ack or fail is committed whatever the wake does: a wake that fails
  * is left to the reap's (OBX__Q_WAKE), one reap interval later. */
+/* The wake of the keys in s->keys[0]: a plain read of the rows to wake,
+ * then their update (see OBX__Q_WAKE_SETTLED). */
+static obx_result obx__wake_unit(obx__db *db, void *vctx) {
+    obx_store *s = (obx_store *)vctx;
+    obx__param p[1];
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    int n = 0;
+    obx__p_text(&p[0], s->keys[0].data, s->keys[0].len);
+    s->own.wake.len = 0;
+    r = obx__exec(db, OBX__Q_WAKE_SETTLED, s->sql[OBX__Q_WAKE_SETTLED], p, 1, NULL, &cur);
+    while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
+        char id[40];
+        SQLLEN ind = 0;
+        r = obx__check(db, SQLGetData(cur, 1, SQL_C_CHAR, id, sizeof id, &ind), SQL_HANDLE_STMT, cur, "SQLGetData");
+        if (r == OBX_OK && ind != SQL_NULL_DATA) {
+            if (!obx__list_add(db->hooks, &s->own.wake, db->d, id, strlen(id)))
+                r = obx__fail(db->err, OBX_ERR_NO_MEMORY, "wake", "out of memory");
+            n++;
+        }
+    }
+    obx__close(cur);
+    if (r != OBX_EMPTY || n == 0) return r == OBX_EMPTY ? OBX_OK : r;
+    if (!obx__list_end(db->hooks, &s->own.wake, db->d)) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "wake", "out of memory");
+    obx__p_text(&p[0], s->own.wake.data, s->own.wake.len);
+    return obx__exec(db, OBX__Q_WAKE_IDS, s->sql[OBX__Q_WAKE_IDS], p, 1, NULL, NULL);
+}
+
+/* A failed wake is logged and forgotten: the ack or fail it follows
+ * committed and returns OK, so the store's last error is cleared again
+ * (the reap wakes what this missed). */
 static void obx__own_settled(obx_store *s, int kind, int64_t rows) {
     obx__param p[1];
     int64_t woken = 0;
+    obx_result r;
     if ((kind != OBX__SETTLE_ACK && kind != OBX__SETTLE_FAIL) || rows <= 0 || !s->own.keyed_claims ||
         !s->sql[OBX__Q_WAKE_SETTLED])
         return;
-    obx__p_text(&p[0], s->keys[0].data, s->keys[0].len);
-    if (obx__run_count(s, OBX__Q_WAKE_SETTLED, p, 1, "wake parked", &woken) != OBX_OK)
+    if (s->sql[OBX__Q_WAKE_IDS]) {
+        r = obx__unit(&s->db, obx__wake_unit, s, "wake parked");
+    } else {
+        obx__p_text(&p[0], s->keys[0].data, s->keys[0].len);
+        r = obx__run_count(s, OBX__Q_WAKE_SETTLED, p, 1, "wake parked", &woken);
+    }
+    if (r != OBX_OK) {
         obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
                  "waking the messages parked behind finished ones failed: %s" OBX__WHY("; the reap wakes them"),
                  s->err.message);
+        obx__error_clear(&s->err);
+    }
 }
 #endif
 
@@ -8925,6 +8998,26 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
     return obx__exec(db, k, s->sql[k], p, lists, NULL, NULL);
 }
 
+
+/* OBX__Q_KEY_READ for key p[0]: refused at SERIALIZABLE, where InnoDB
+ * makes the read a locking one (see obx_enqueue_tx). */
+static obx_result obx__key_read(obx__db *db, const char *sql, obx__param *key) {
+    SQLHSTMT cur = NULL;
+    char level[32] = "";
+    SQLLEN ind = 0;
+    obx_result r = obx__exec(db, OBX__Q_KEY_READ, sql, key, 1, NULL, &cur);
+    if (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK)
+        r = obx__check(db, SQLGetData(cur, 3, SQL_C_CHAR, level, sizeof level, &ind), SQL_HANDLE_STMT, cur,
+                       "SQLGetData");
+    obx__close(cur);
+    if (r == OBX_EMPTY) r = obx__fail(db->err, OBX_ERR_DB, "obx_enqueue", "the key's state read no row");
+    if (r == OBX_OK && ind != SQL_NULL_DATA && strcmp(level, "SERIALIZABLE") == 0)
+        r = obx__fail(db->err, OBX_ERR_STATE, "hdbc: isolation",
+                      "a keyed enqueue needs READ COMMITTED or REPEATABLE READ, not SERIALIZABLE "
+                      "(its read of the key would take shared locks until the caller commits)");
+    return r;
+}
+
 static obx_result obx__insert_messages(obx__db *db, void *vctx) {
     obx__enqueue_ctx *c = (obx__enqueue_ctx *)vctx;
     int i;
@@ -8967,6 +9060,9 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
         if (!obx__envelope_params(db->hooks, &c->s->own.headers, &p[8], m))
             return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue", "out of memory");
         obx__p_text(&p[7], obx__opt_text(m->ordering_key), (size_t)-1);
+        if (p[7].ind != SQL_NULL_DATA && c->s->sql[OBX__Q_KEY_READ] && 
+            (r = obx__key_read(db, c->s->sql[OBX__Q_KEY_READ], &p[7])) != OBX_OK)
+            return r;
         obx__p_i64(&p[12], m->expires_utc_ms);
         if (m->expires_utc_ms <= 0) p[12].ind = SQL_NULL_DATA;
         r = obx__exec(db, OBX__Q_INSERT_KEYED, c->s->sql[OBX__Q_INSERT_KEYED], p, 13, NULL, NULL);

@@ -1591,6 +1591,46 @@ static void test_ordered_replay_overlap(void) {
     obx_store_close(s);
 }
 
+/* Issue 25 item 3: a keyed enqueue held open in a producer's transaction
+ * takes no locks that the key's ack, claims or other producers wait for
+ * (InnoDB read an INSERT's subqueries with shared locks); at SERIALIZABLE,
+ * where a plain read locks too, a keyed enqueue is refused naming it. */
+static void test_my_keyed_enqueue_no_locks(void) {
+    obx_store *s = fresh();
+    caller_conn p1, p2;
+    obx_new_message m1 = keyed("k1", "KL"), m2 = keyed("k2", "KL"), m3 = keyed("k3", "KL");
+    char id1[37], id2[37], id3[37], owner[37], got_list[256];
+    const obx_message *got = NULL;
+    const char *id = id1;
+    int64_t t0, changed = 0;
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(caller_open(&p1) && caller_open(&p2));
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_enqueue(s, &m1, id1), OBX_OK);
+    TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "k1");
+    TT_ASSERT(caller_begin(&p1)); /* REPEATABLE READ: the caller's connection as it comes */
+    TT_EQ_INT(obx_enqueue_tx(s, p1.dbc, &m2, id2), OBX_OK);
+    t0 = now_ms();
+    TT_ASSERT(caller_begin(&p2));
+    TT_EQ_INT(obx_enqueue_tx(s, p2.dbc, &m3, id3), OBX_OK); /* another producer of the key */
+    if (getenv("OBX_TEST_VERBOSE")) printf("    second producer: %lld ms\n", (long long)(now_ms() - t0));
+    TT_EQ_INT(obx_ack(s, owner, &id, 1, &changed), OBX_OK);  /* the key's running message */
+    if (getenv("OBX_TEST_VERBOSE")) printf("    then ack: %lld ms\n", (long long)(now_ms() - t0));
+    TT_EQ_INT(changed, 1);
+    TT_EXPECT(now_ms() - t0 < 2000); /* neither waited for p1 (lock wait timeout: 5 s) */
+    TT_ASSERT(caller_end(&p1, 1) && caller_end(&p2, 1));
+    TT_ASSERT(caller_exec(&p1, "SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE"));
+    TT_ASSERT(caller_end(&p1, 1) && caller_begin(&p1));
+    TT_EQ_INT(obx_enqueue_tx(s, p1.dbc, &m2, id2), OBX_ERR_STATE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "hdbc: isolation");
+    TT_ASSERT(caller_end(&p1, 0));
+    caller_close(&p1);
+    caller_close(&p2);
+    obx_store_close(s);
+}
+
 /* One line per handler start: key, index in the key, start and end (ns,
  * CLOCK_MONOTONIC: one clock for all processes), outcome (d done, r retry). */
 typedef struct ord_rec {
@@ -5821,6 +5861,7 @@ int main(int argc, char **argv) {
         RUN("OBX-MY-PICK-WINDOW", "a claim finds work when others hold the whole first window", test_my_pick_window);
         RUN("OBX-MY-NO-PING", "50 enqueues (one commit each) send no ping to the server", test_my_no_ping);
         RUN("OBX-MY-SETTLE-ROW-LOCKS", "ack, abandon, fail wait only for their own rows", test_my_settle_row_locks);
+        RUN("OBX-MY-KEYED-ENQUEUE-NO-LOCKS", "a keyed enqueue in an open transaction stalls neither the key's ack nor its producers; SERIALIZABLE refused", test_my_keyed_enqueue_no_locks);
         RUN("OBX-MY-CLAIM-RECHECK", "a row claimed elsewhere after the pick is neither updated nor read back", test_my_claim_recheck);
     }
     return tt_done();
