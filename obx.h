@@ -4548,8 +4548,13 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "    \"DueTimeUtc\"    timestamptz NULL{A}\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (\"OrderingKey\", \"Status\", \"OrderingSeq\") "
+    /* Its order whole (OrderingSeq, Id): a key's first Ready row is one
+     * index entry whatever the statistics; IX_{N}_Ordering, which stopped
+     * at OrderingSeq, made a plan without statistics sort every Ready row
+     * of the key per claim candidate (CORE-PLANS). */
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_OrderingId\" ON {T} (\"OrderingKey\", \"Status\", \"OrderingSeq\", \"Id\") "
     "WHERE \"OrderingKey\" IS NOT NULL AND \"Status\" <> 2",
+    "DROP INDEX IF EXISTS {S}.\"IX_{N}_Ordering\"",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") WHERE \"Status\" = 1",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (\"ProcessedAt\") WHERE \"Status\" = 2",
 #ifndef OBX_NO_JOIN

@@ -5551,7 +5551,7 @@ static int plan_of(obx_store *s, int slot, const char *const *args, char *out, s
 static void test_plans(void) {
     static const char *const ids_pg = "'{" PLAN_ID "}'", *const ids_my = "'[\"" PLAN_ID "\"]'";
     const char *ids = g_pg ? ids_pg : ids_my;
-    struct { int slot; const char *args[14]; } stmts[16];
+    struct { int slot; const char *args[14]; } stmts[20];
     obx_store *s = fresh();
     static char plan[16384];
     int state, i, n = 0;
@@ -5571,6 +5571,10 @@ static void test_plans(void) {
          "NULL", "NULL", "NULL", "NULL", "NULL");
     if (s->sql[OBX__Q_WAKE]) PLAN(OBX__Q_WAKE, NULL);
     if (s->sql[OBX__Q_WAKE_SETTLED]) PLAN(OBX__Q_WAKE_SETTLED, ids);
+    if (s->sql[OBX__Q_WAKE_IDS]) PLAN(OBX__Q_WAKE_IDS, ids);
+    if (s->sql[OBX__Q_CLAIM_CHECK]) PLAN(OBX__Q_CLAIM_CHECK, PLAN_OWNER, ids);
+    if (s->sql[OBX__Q_CLAIM_RELEASE]) PLAN(OBX__Q_CLAIM_RELEASE, PLAN_OWNER, ids);
+    if (s->sql[OBX__Q_KEY_READ]) PLAN(OBX__Q_KEY_READ, "'k3'");
     if (g_my) {
         PLAN(OBX__Q_CLAIM_PICK, "100", "200");
         PLAN(OBX__Q_CLAIM_READ, PLAN_OWNER, "30", ids);
@@ -5638,6 +5642,16 @@ static void test_plans(void) {
         /* What a producer runs before any claim: the keyed insert. */
         TT_ASSERT(plan_of(s, OBX__Q_INSERT_KEYED, stmts[9].args, plan, sizeof plan));
         TT_EXPECT(strstr(plan, "FULL SCAN") == NULL);
+        /* One key holding 20,000 Ready rows (parked), statistics stale (none):
+         * the claim's key check reads one index entry per key, it sorts none
+         * (the index covers its order: OrderingSeq, Id). */
+        TT_ASSERT(sql(s, "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"OrderingKey\", "
+                         "\"OrderingSeq\", \"NextAttemptAt\") SELECT gen_random_uuid(), gen_random_uuid(), 't', 'p', "
+                         "'hot', 1000 + g, CASE WHEN g > 1 THEN CAST('10000-01-01 00:00:00+00' AS timestamptz) ELSE now() END "
+                         "FROM generate_series(1, 20000) AS g"));
+        TT_ASSERT(plan_of(s, OBX__Q_CLAIM, stmts[0].args, plan, sizeof plan));
+        if (plans_sorts(plan) || strstr(plan, "FULL SCAN")) printf("    stale statistics, one hot key: the claim\n%s", plan);
+        TT_EXPECT(plans_sorts(plan) == 0 && strstr(plan, "FULL SCAN") == NULL);
         /* The reap analyzes the table: a manual ANALYZE, which
          * autovacuum's never is. */
 #define LAST_ANALYZE "SELECT CAST(last_analyze IS NOT NULL AS integer) FROM pg_stat_user_tables " \

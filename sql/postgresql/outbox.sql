@@ -35,7 +35,8 @@ ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "AggregateId" varchar(128) N
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "Headers" json NULL;
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "ExpiresAt" timestamptz NULL;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "dbo"."Outbox" ("NextAttemptAt") WHERE "Status" = 0;
-CREATE INDEX IF NOT EXISTS "IX_Outbox_Ordering" ON "dbo"."Outbox" ("OrderingKey", "Status", "OrderingSeq") WHERE "OrderingKey" IS NOT NULL AND "Status" <> 2;
+CREATE INDEX IF NOT EXISTS "IX_Outbox_OrderingId" ON "dbo"."Outbox" ("OrderingKey", "Status", "OrderingSeq", "Id") WHERE "OrderingKey" IS NOT NULL AND "Status" <> 2;
+DROP INDEX IF EXISTS "dbo"."IX_Outbox_Ordering";
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "dbo"."Outbox" ("LockedUntil") WHERE "Status" = 1;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Done" ON "dbo"."Outbox" ("ProcessedAt") WHERE "Status" = 2;
 CREATE TABLE IF NOT EXISTS "dbo"."OutboxJoin" (
