@@ -687,8 +687,21 @@ typedef struct obx_new_message {
                                     later). Other keys, and messages without one, are not held
                                     up. A Dead message lets its key move on (unless the store
                                     has ordering_dead_holds); a replayed one is handled before
-                                    the key's later messages that have not started. See README
-                                    "Ordered delivery per key" */
+                                    the key's later messages that have not started, after the
+                                    running one. Two claims of one key serialise (PostgreSQL:
+                                    a transaction-scoped advisory lock of the key, two int4
+                                    keys: the table's and the key's hashes; MariaDB: a locking
+                                    re-check; SQLite: its single writer): see "Ordered delivery
+                                    per key" in the header's outbox statements. The order
+                                    between two producers whose transactions overlap is their
+                                    commit race's; a producer that commits before it enqueues
+                                    again keeps its order. A message waiting behind a busy key
+                                    (PostgreSQL, MariaDB) is woken by the ack or fail that
+                                    ends its predecessor, or else by the next reap (within
+                                    reap_interval_ms): when its producer's transaction was
+                                    still open at that moment, and on MariaDB when the
+                                    predecessor was settled by another store, obxctl or SQL.
+                                    See README "Ordered delivery per key" */
     /* The envelope, all optional ("" and NULL are stored as NULL; none of
      * them costs anything when absent). The library copies what it needs
      * before returning: the caller's strings and array may change after. */
@@ -755,7 +768,14 @@ OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message,
  * caller leaves no message. `hdbc` must be connected to the same database
  * as the store. Results as obx_enqueue, plus OBX_ERR_STATE naming hdbc
  * when its autocommit mode is not the one above (nothing is written: in
- * autocommit the message would commit apart from the caller's work). */
+ * autocommit the message would commit apart from the caller's work).
+ * Isolation: READ COMMITTED or REPEATABLE READ (PostgreSQL, MariaDB). On
+ * MariaDB a message with an ordering key is refused at SERIALIZABLE
+ * (OBX_ERR_STATE, "hdbc: isolation"): InnoDB would read the key's state
+ * with shared locks held to the caller's commit, stalling the key's
+ * claims and acks. At REPEATABLE READ the key's state is read from the
+ * transaction's snapshot: enqueue early in a long transaction and its
+ * message is ordered among overlapping producers as if it committed then. */
 OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_message *message,
                                   char out_id[37]);
 
@@ -4085,7 +4105,7 @@ enum {
 #endif
 
 /* SQLite parks a keyed message enqueued while an earlier one of its key is
- * Ready or in flight: its NextAttemptAt is OBX__PARKED_MS, after any due
+ * Ready (waiting, not in flight): its NextAttemptAt is OBX__PARKED_MS, after any due
  * time, so a claim's walk of the ready index stops before it instead of
  * reading past every message queued behind a busy key (a backlog of a few
  * keys cost each claim the whole backlog). The trigger {N}_OrderingWake
@@ -4097,14 +4117,20 @@ enum {
  * each other. Parking is only a shortcut: the claim's check
  * (OBX__ORDERED_HEAD) decides as before; a message another release left
  * unparked is merely read past. `later`: an earlier message of the same
- * key in the same statement. */
+ * key in the same statement. A message enqueued while its key's only
+ * earlier one is in flight is not parked: it is the key's next, read past
+ * by claims until that one ends (one row per busy key), and no wake has to
+ * find it. Where an enqueue and a settle run at once (PostgreSQL, MariaDB)
+ * the settle's wake cannot see a row not yet committed: parked behind a
+ * message in flight, a producer whose transaction was open when that
+ * message's ack ran (the usual case under load) waited for the reap. */
 #define OBX__PARKED_MS "253402300800000"
 #ifdef OBX_NO_ORDERING_KEYS
 #define OBX__PARK_S(k, due, later, parked, S) due
 #else
 #define OBX__PARK_S(k, due, later, parked, S)                                                     \
-    "CASE WHEN " k " IS NOT NULL AND (" later " OR " OBX__ORDERED_MAX(k, S(0)) " > 0 OR "               \
-    OBX__ORDERED_MAX(k, S(1)) " > 0) THEN " parked " ELSE " due " END"
+    "CASE WHEN " k " IS NOT NULL AND (" later " OR " OBX__ORDERED_MAX(k, S(0)) " > 0) THEN " parked " ELSE " \
+    due " END"
 #endif
 #define OBX__PARK(k, due, later, parked) OBX__PARK_S(k, due, later, parked, OBX__STATE)
 /* The wake: the key's first Ready row back in its place when it is parked
@@ -4778,8 +4804,6 @@ static const obx__sqlset obx__postgresql_outbox = {
     ", " OBX__MY_ORDERED_MAX(k, "0") " AS `m0`, " OBX__MY_ORDERED_MAX(k, "1") " AS `m1`, "             \
     OBX__MY_ORDERED_MAX(k, "3") " AS `m3`, ROW_NUMBER() OVER (PARTITION BY " k " ORDER BY " n ") AS `rn`"
 #endif
-#define OBX__MY_PARK(k, due)                                                                      \
-    OBX__MY_PARK_IF(k, due, OBX__MY_ORDERED_MAX(k, "0") " > 0 OR " OBX__MY_ORDERED_MAX(k, "1") " > 0")
 #define OBX__MY_NEXT_ATTEMPT_MS                                                                   \
     "IF(`NextAttemptAt` = " OBX__MY_PARKED ", " OBX__PARKED_MS ", " OBX__MY_MS("NextAttemptAt") ")"
 /* The wake of keys `keys` (a query of column k): each key's first Ready
@@ -4837,8 +4861,8 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      * see obx_enqueue_tx). Two producers of a key may now read the same
      * largest OrderingSeq, as on PostgreSQL: the claim's check covers it. */
     {OBX__Q_KEY_READ,
-     "SELECT @obx_seq := " OBX__MY_ORDERED_NEXT("?1") ", @obx_busy := (" OBX__MY_ORDERED_MAX("?1", "0")
-     " > 0 OR " OBX__MY_ORDERED_MAX("?1", "1") " > 0), @@session.tx_isolation"},
+     "SELECT @obx_seq := " OBX__MY_ORDERED_NEXT("?1") ", @obx_busy := " OBX__MY_ORDERED_MAX("?1", "0")
+     " > 0, @@session.tx_isolation"},
 #endif
     /* The update checks the row again and the read takes only rows that
      * carry our token: where row locks are per node (Galera), two nodes
@@ -4920,7 +4944,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`ExpiresAt`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
      OBX__MY_FROM_MS("j.`due`") ", "
      OBX__MY_PARK_IF("j.`okey`", "COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6))",
-                     "j.`rn` > 1 OR j.`m0` > 0 OR j.`m1` > 0")
+                     "j.`rn` > 1 OR j.`m0` > 0")
      ", j.`okey`, " OBX__SEQ("IF(j.`okey` IS NULL, NULL, GREATEST(j.`m0`, j.`m1`, j.`m3`) + 1)")
      " + j.`n` - 1, j.`tenant`, j.`atype`, j.`aid`, j.`hdr`, " OBX__MY_FROM_MS("j.`exp`") " "
      "FROM (SELECT jt.*" OBX__MY_KEY_COLUMNS("jt.`okey`", "jt.`n`") " FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$[0]', `mid` CHAR(36) PATH '$[1]', "

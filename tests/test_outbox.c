@@ -1631,6 +1631,203 @@ static void test_my_keyed_enqueue_no_locks(void) {
     obx_store_close(s);
 }
 
+/* Load (issue 25 items 1-4): producers enqueue keyed messages with
+ * obx_enqueue_tx on connections of their own, one transaction each,
+ * overlapping on a few shared keys; workers claim, count per key what is
+ * in flight at once, and ack. Every producer is sequential (it commits
+ * before it enqueues again), so its own messages of a key are handled in
+ * its order. Overlaps and order violations must be 0; every message is
+ * handled. OBX_TEST_ORDERED_LOAD=seconds runs the producers that long
+ * (default: 150 messages each). */
+#define LOAD_PRODUCERS 4
+#define LOAD_WORKERS 3
+#define LOAD_KEYS 5
+typedef struct load_state {
+    pthread_mutex_t mu;
+    int seconds, per_producer, stop;
+    int in_flight[LOAD_KEYS];
+    int last[LOAD_PRODUCERS][LOAD_KEYS];
+    long produced, handled, overlaps, violations, enqueue_errors, claim_errors;
+    int producers_done;
+} load_state;
+static load_state g_load;
+
+static void *load_producer(void *arg) {
+    int p = (int)(intptr_t)arg, i, seq[LOAD_KEYS] = {0};
+    obx_store *s = open_table("Outbox", 0);
+    caller_conn c;
+    int64_t end = now_ms() + (int64_t)g_load.seconds * 1000;
+    unsigned rnd = (unsigned)p * 2654435761u + 1u;
+    if (!s || !caller_open(&c)) {
+        pthread_mutex_lock(&g_load.mu);
+        g_load.enqueue_errors++;
+        g_load.producers_done++;
+        pthread_mutex_unlock(&g_load.mu);
+        obx_store_close(s);
+        return NULL;
+    }
+    for (i = 0; g_load.seconds ? now_ms() < end : i < g_load.per_producer; i++) {
+        char payload[32], key[8];
+        obx_new_message m;
+        int k;
+        rnd = rnd * 1103515245u + 12345u;
+        k = (int)((rnd >> 16) % LOAD_KEYS);
+        snprintf(key, sizeof key, "L%d", k);
+        snprintf(payload, sizeof payload, "%d %d %d", p, k, ++seq[k]);
+        m = keyed(payload, key);
+        if (!caller_begin(&c) || obx_enqueue_tx(s, c.dbc, &m, NULL) != OBX_OK || !caller_end(&c, 1)) {
+            caller_end(&c, 0);
+            seq[k]--;
+            pthread_mutex_lock(&g_load.mu);
+            g_load.enqueue_errors++;
+            pthread_mutex_unlock(&g_load.mu);
+            continue;
+        }
+        pthread_mutex_lock(&g_load.mu);
+        g_load.produced++;
+        pthread_mutex_unlock(&g_load.mu);
+    }
+    caller_close(&c);
+    obx_store_close(s);
+    pthread_mutex_lock(&g_load.mu);
+    g_load.producers_done++;
+    pthread_mutex_unlock(&g_load.mu);
+    return NULL;
+}
+
+static void *load_worker(void *arg) {
+    obx_store *s = open_table("Outbox", 0);
+    char owner[37];
+    int64_t last_reap = now_ms();
+    (void)arg;
+    if (!s) return NULL;
+    obx_owner_token(s, owner);
+    for (;;) {
+        const obx_message *ms = NULL;
+        const char *ids[16];
+        int n = 0, i, done;
+        obx_result r = obx_claim(s, owner, 60, 8, &ms, &n);
+        if (r != OBX_OK && r != OBX_EMPTY) {
+            pthread_mutex_lock(&g_load.mu);
+            g_load.claim_errors++;
+            pthread_mutex_unlock(&g_load.mu);
+            n = 0;
+        }
+        pthread_mutex_lock(&g_load.mu);
+        for (i = 0; i < n; i++) {
+            int p = 0, k = 0, q = 0;
+            if (sscanf(ms[i].payload, "%d %d %d", &p, &k, &q) != 3 || p < 0 || p >= LOAD_PRODUCERS || k < 0 ||
+                k >= LOAD_KEYS) {
+                g_load.violations++;
+                continue;
+            }
+            if (g_load.in_flight[k]++ > 0) g_load.overlaps++;
+            if (q <= g_load.last[p][k]) g_load.violations++;
+            g_load.last[p][k] = q;
+        }
+        pthread_mutex_unlock(&g_load.mu);
+        if (n > 0) {
+            pthread_mutex_lock(&g_load.mu);
+            for (i = 0; i < n; i++) {
+                int p = 0, k = 0, q = 0;
+                ids[i] = ms[i].id;
+                if (sscanf(ms[i].payload, "%d %d %d", &p, &k, &q) == 3 && k >= 0 && k < LOAD_KEYS) g_load.in_flight[k]--;
+            }
+            g_load.handled += n;
+            pthread_mutex_unlock(&g_load.mu);
+            if (obx_ack(s, owner, ids, n, NULL) != OBX_OK) {
+                pthread_mutex_lock(&g_load.mu);
+                g_load.claim_errors++;
+                pthread_mutex_unlock(&g_load.mu);
+            }
+            continue;
+        }
+        pthread_mutex_lock(&g_load.mu);
+        done = g_load.stop || (g_load.producers_done == LOAD_PRODUCERS && g_load.handled >= g_load.produced);
+        pthread_mutex_unlock(&g_load.mu);
+        if (done) break;
+        if (now_ms() - last_reap > 300) { /* wakes a key whose wake was missed (item 4) */
+            obx_reap(s, NULL);
+            last_reap = now_ms();
+        }
+        sleep_ms(5);
+    }
+    obx_store_close(s);
+    return NULL;
+}
+
+static void test_ordered_load(void) {
+    obx_store *s = fresh();
+    pthread_t prod[LOAD_PRODUCERS], work[LOAD_WORKERS];
+    const char *secs = getenv("OBX_TEST_ORDERED_LOAD");
+    int i;
+    int64_t t0, deadline;
+    TT_ASSERT(s != NULL);
+    memset(&g_load, 0, sizeof g_load);
+    pthread_mutex_init(&g_load.mu, NULL);
+    g_load.seconds = secs ? atoi(secs) : 0;
+    g_load.per_producer = 150;
+    t0 = now_ms();
+    for (i = 0; i < LOAD_WORKERS; i++) TT_ASSERT(pthread_create(&work[i], NULL, load_worker, NULL) == 0);
+    for (i = 0; i < LOAD_PRODUCERS; i++)
+        TT_ASSERT(pthread_create(&prod[i], NULL, load_producer, (void *)(intptr_t)i) == 0);
+    for (i = 0; i < LOAD_PRODUCERS; i++) pthread_join(prod[i], NULL);
+    deadline = now_ms() + 120000;
+    for (;;) { /* the workers drain what is left; a stuck key is a failure, not a hang */
+        int done;
+        pthread_mutex_lock(&g_load.mu);
+        done = g_load.handled >= g_load.produced;
+        if (!done && now_ms() > deadline) g_load.stop = 1;
+        done = done || g_load.stop;
+        pthread_mutex_unlock(&g_load.mu);
+        if (done) break;
+        sleep_ms(50);
+    }
+    pthread_mutex_lock(&g_load.mu);
+    g_load.stop = 1;
+    pthread_mutex_unlock(&g_load.mu);
+    for (i = 0; i < LOAD_WORKERS; i++) pthread_join(work[i], NULL);
+    printf("    %d producers (enqueue_tx), %d workers, %d keys, %.1f s: %ld produced, %ld handled, %ld overlaps, "
+           "%ld order violations, %ld enqueue errors, %ld claim/ack errors\n",
+           LOAD_PRODUCERS, LOAD_WORKERS, LOAD_KEYS, (double)(now_ms() - t0) / 1000.0, g_load.produced,
+           g_load.handled, g_load.overlaps, g_load.violations, g_load.enqueue_errors, g_load.claim_errors);
+    TT_EQ_INT(g_load.overlaps, 0);
+    TT_EQ_INT(g_load.violations, 0);
+    TT_EQ_INT(g_load.enqueue_errors, 0);
+    TT_EQ_INT(g_load.handled, g_load.produced);
+    TT_EQ_INT(count_status(s, 2), g_load.produced);
+    pthread_mutex_destroy(&g_load.mu);
+    obx_store_close(s);
+}
+
+/* Issue 25 item 4: a producer's transaction is open while the key's
+ * running message is acked; once it commits, its message is claimable at
+ * once, no reap needed (parked behind the running one, the ack's wake could
+ * not see it). */
+static void test_ordered_wake_open_producer(void) {
+    obx_store *s = fresh();
+    caller_conn p1;
+    obx_new_message m1 = keyed("w1", "KW"), m2 = keyed("w2", "KW");
+    char id1[37], owner[37], got_list[256];
+    const obx_message *got = NULL;
+    const char *id = id1;
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(caller_open(&p1));
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_enqueue(s, &m1, id1), OBX_OK);
+    TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "w1");
+    TT_ASSERT(caller_begin(&p1));
+    TT_EQ_INT(obx_enqueue_tx(s, p1.dbc, &m2, NULL), OBX_OK);
+    TT_EQ_INT(obx_ack(s, owner, &id, 1, NULL), OBX_OK);
+    TT_ASSERT(caller_end(&p1, 1));
+    TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "w2");
+    caller_close(&p1);
+    obx_store_close(s);
+}
+
 /* One line per handler start: key, index in the key, start and end (ns,
  * CLOCK_MONOTONIC: one clock for all processes), outcome (d done, r retry). */
 typedef struct ord_rec {
@@ -5854,12 +6051,15 @@ int main(int argc, char **argv) {
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);
     RUN("OBX-ORDERED-DEAD-HOLDS", "ordering_dead_holds: a Dead message holds its key until replayed; others flow", test_ordered_dead_holds);
+    RUN("OBX-ORDERED-LOAD", "overlapping producers (enqueue_tx) and workers on shared keys: 0 overlaps, each producer's order kept, all handled", test_ordered_load);
     if (g_srv) {
         RUN("OBX-ORDERED-OVERLAP-PRODUCERS", "two producers of a key commit out of Id order around a claim: never two of the key at once", test_ordered_overlap_producers);
+        RUN("OBX-ORDERED-WAKE-OPEN-PRODUCER", "a producer's transaction open across the running message's ack: its message is claimable at commit, no reap", test_ordered_wake_open_producer);
         RUN("OBX-ORDERED-REPLAY-OVERLAP", "a replay committed while a claim takes the successor: never two of the key at once", test_ordered_replay_overlap);
     } else {
         printf("N/A OBX-ORDERED-OVERLAP-PRODUCERS sqlite one writer at a time: a producer's open transaction holds every other writer\n");
         printf("N/A OBX-ORDERED-REPLAY-OVERLAP sqlite one writer at a time: a claim and a replay never overlap\n");
+        printf("N/A OBX-ORDERED-WAKE-OPEN-PRODUCER sqlite one writer at a time: an open producer holds the ack back\n");
     }
     RUN("OBX-ORDERED-PROCS", "worker processes and a producer, keys x messages, transient failures: per key, starts strictly in order, never overlapping", test_ordered_processes);
     if (g_srv)
