@@ -16,7 +16,7 @@
 #   make bench   obx.h against the same SQL issued directly, SQLite, PostgreSQL and MariaDB
 #   make fuzz    libFuzzer on the pure code for FUZZ_SECONDS (default 30), clang
 #   make sql     write sql/<dialect>/*.sql from the headers (after a DDL change)
-#   make install PREFIX=/usr/local   headers, obx.pc/ibx.pc, CMake package, obxctl
+#   make install PREFIX=/usr/local   headers, obx.pc/ibx.pc, CMake packages, obxctl (make uninstall)
 #   make deps    install build and test dependencies
 #   make clean
 
@@ -37,7 +37,7 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 .PHONY: all demo test check bench fuzz deps clean sql check-docs check-common check-warnings check-cxx check-link \
         check-nm check-asan check-valgrind
 .PHONY: static cross check-static check-cross check-gateway check-options size check-deps
-.PHONY: torture wear scale install check-consumers
+.PHONY: torture wear scale install uninstall check-consumers
 .DELETE_ON_ERROR:
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
@@ -302,19 +302,28 @@ check-options: | $(B)
 # DESTDIR is prepended to every path (packaging); the .pc files name PREFIX.
 PREFIX ?= /usr/local
 VERSION = $(shell sed -n 's/^\#define OBX_VERSION_STRING "\(.*\)"/\1/p' obx.h)
-MAJOR = $(firstword $(subst ., ,$(VERSION)))
+MAJOR = $(word 1,$(subst ., ,$(VERSION)))
+MINOR = $(word 2,$(subst ., ,$(VERSION)))
+INSTALLED = include/obx.h include/ibx.h share/pkgconfig/obx.pc share/pkgconfig/ibx.pc \
+            share/cmake/obx/obxConfig.cmake share/cmake/obx/obxConfigVersion.cmake \
+            share/cmake/ibx/ibxConfig.cmake share/cmake/ibx/ibxConfigVersion.cmake bin/obxctl
 install: $(B)/obxctl
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/pkgconfig \
-	  $(DESTDIR)$(PREFIX)/share/cmake/obx $(DESTDIR)$(PREFIX)/bin
+	  $(DESTDIR)$(PREFIX)/share/cmake/obx $(DESTDIR)$(PREFIX)/share/cmake/ibx $(DESTDIR)$(PREFIX)/bin
 	install -m 644 obx.h ibx.h $(DESTDIR)$(PREFIX)/include/
 	for lib in obx ibx; do sed -e 's|@prefix@|$(PREFIX)|' -e 's|@includedir@|$${prefix}/include|' \
 	  -e 's|@version@|$(VERSION)|' $$lib.pc.in \
-	  > $(DESTDIR)$(PREFIX)/share/pkgconfig/$$lib.pc || exit 1; done
-	sed -e 's|@OBX_CONFIG_INCLUDEDIR@|../../../include|' cmake/obxConfig.cmake.in \
-	  > $(DESTDIR)$(PREFIX)/share/cmake/obx/obxConfig.cmake
-	sed -e 's|@version@|$(VERSION)|' -e 's|@major@|$(MAJOR)|' cmake/obxConfigVersion.cmake.in \
-	  > $(DESTDIR)$(PREFIX)/share/cmake/obx/obxConfigVersion.cmake
+	  > $(DESTDIR)$(PREFIX)/share/pkgconfig/$$lib.pc || exit 1; \
+	  sed -e 's|@OBX_CONFIG_INCLUDEDIR@|../../../include|' cmake/obxConfig.cmake.in \
+	  > $(DESTDIR)$(PREFIX)/share/cmake/$$lib/$${lib}Config.cmake || exit 1; \
+	  sed -e 's|@version@|$(VERSION)|' -e 's|@major@|$(MAJOR)|' -e 's|@minor@|$(MINOR)|' \
+	  cmake/obxConfigVersion.cmake.in > $(DESTDIR)$(PREFIX)/share/cmake/$$lib/$${lib}ConfigVersion.cmake || exit 1; done
 	install -m 755 $(B)/obxctl $(DESTDIR)$(PREFIX)/bin/
+
+# Removes exactly what install wrote (and the package directories, when empty).
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALLED))
+	-rmdir $(DESTDIR)$(PREFIX)/share/cmake/obx $(DESTDIR)$(PREFIX)/share/cmake/ibx 2>/dev/null
 
 # A tiny consumer project built and run three ways: add_subdirectory,
 # find_package of an installed copy, pkg-config (tests/consumers.sh).

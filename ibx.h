@@ -1,4 +1,4 @@
-/* ibx.h — an idempotent inbox for C, over ODBC.                   v0.1.0
+/* ibx.h — an idempotent inbox for C, over ODBC.                   v0.2.0
  *
  * Messages from outside (webhooks, brokers, other services) are recorded by
  * (source, message id) and an optional content hash, so a redelivery is
@@ -141,7 +141,9 @@
  *                half-set allocator is refused with IBX_ERR_INVALID_ARG)
  *     clock      CLOCK_REALTIME for UTC wall time, CLOCK_MONOTONIC for
  *                intervals, nanosleep for sleeping
- *     logger     one line per event to stderr, level INFO and up; lines
+ *     logger     one line per event to stderr (UTC time, process id,
+ *                level, store, text), level INFO and up or what
+ *                IBX_LOG_LEVEL says (debug, info, warn, error, off); lines
  *                about single messages are DEBUG unless message_log_level
  *                asks for INFO; control characters in logged text become '?'
  *     random     splitmix64 seeded from /dev/urandom (else time, address:
@@ -276,10 +278,15 @@
 
 /* >>common-begin api */
 
+/* Semantic versioning (CHANGELOG.md). While the major version is 0, a minor
+ * version may change the API or the schema, each change marked in the
+ * changelog with how to migrate; a patch version never does. Compare
+ * IBX_VERSION_NUMBER in #if: MAJOR * 1000000 + MINOR * 1000 + PATCH. */
 #define IBX_VERSION_MAJOR 0
-#define IBX_VERSION_MINOR 1
+#define IBX_VERSION_MINOR 2
 #define IBX_VERSION_PATCH 0
-#define IBX_VERSION_STRING "0.1.0"
+#define IBX_VERSION_STRING "0.2.0"
+#define IBX_VERSION_NUMBER (IBX_VERSION_MAJOR * 1000000 + IBX_VERSION_MINOR * 1000 + IBX_VERSION_PATCH)
 
 #include <stddef.h>
 #include <stdint.h>
@@ -339,7 +346,10 @@ typedef struct ibx_error {
 #define IBX_TIME_MAX_MS 253402300799999LL       /* latest due time: 9999-12-31 23:59:59.999 UTC,
                                                    what every supported database can store */
 
-/* Log levels. Zero in ibx_logger.min_level means the default, INFO. */
+/* Log levels. Zero in ibx_logger.min_level means the default: the level the
+ * environment variable IBX_LOG_LEVEL names when the store (or dispatcher,
+ * provider) is opened -- debug, info, warn, error or off, any case -- else
+ * INFO. A level the program sets is kept whatever the environment says. */
 typedef enum ibx_log_level {
     IBX_LOG_DEBUG = 1,
     IBX_LOG_INFO = 2,
@@ -366,7 +376,10 @@ typedef struct ibx_clock {
 } ibx_clock;
 
 /* Logging. `store_id` names the store the line is about (never NULL);
- * `message` is one line without a newline and never contains payloads. */
+ * `message` is one line without a newline and never contains payloads.
+ * The default logger writes one line per event to stderr:
+ *   2026-11-27T10:47:19.123Z ibx[4242] WARN  [outbox] <message>
+ * (UTC time with milliseconds, the process id, the level, the store). */
 typedef struct ibx_logger {
     void (*log)(ibx_log_level level, const char *store_id, const char *message, void *user);
     void *user;
@@ -445,7 +458,8 @@ typedef struct ibx_uuid_state {
 
 /* ---- Common functions (pure unless said otherwise) ----------------------- */
 
-/* Version of the implementation, e.g. "0.1.0". */
+/* Version of the implementation, IBX_VERSION_STRING of the header it was built
+ * from (e.g. "0.2.0"); never NULL. */
 IBX_API const char *ibx_version(void);
 
 /* Name of a result code, e.g. "IBX_ERR_INVALID_ARG"; "IBX_(unknown)" for a
@@ -558,11 +572,12 @@ typedef enum ibx_metric {
     IBX_METRIC_DEAD = 3,         /* messages failed permanently (Dead) */
     IBX_METRIC_REAPED = 4,       /* expired leases released */
     IBX_METRIC_DUPLICATE = 5,    /* dedup checks that found the message already Done */
-    IBX_METRIC_EXPIRED = 6,      /* done messages deleted by cleanup: their retention expired */
+    IBX_METRIC_CLEANED_UP = 6,   /* done messages deleted by cleanup: their retention ended */
     IBX_METRIC_EXPIRED_UNHANDLED = 7, /* messages past their expiry when claimed: ended Dead
                                     ("expired"), never handled; also counted in DEAD */
     IBX_METRIC_COUNT_ = 8
 } ibx_metric;
+#define IBX_METRIC_EXPIRED IBX_METRIC_CLEANED_UP /* the old name, until 0.3 (CHANGELOG.md) */
 #define IBX_METRIC_FAILED IBX_METRIC_RETRIED /* the old name: it counts retries, not the dead */
 
 /* Called after each counted event with how many it counted. */
@@ -966,8 +981,11 @@ IBX_API ibx_result ibx_pending_count(ibx_store *store, int64_t *pending);
  * node_exporter's textfile collector or a scrape endpoint of your own:
  *   ibx_messages_*_total, ibx_leases_reaped_total  counters since open
  *                                   (ibx_store_counters), one per ibx_metric
+ *                                   (ibx_messages_expired_total: the old name of
+ *                                   _cleaned_up_total, printed too until 0.3)
  *   ibx_queue_ready_messages, _in_flight_messages, _dead_messages,
- *   ibx_queue_oldest_ready_age_seconds   gauges, read now (one query)
+ *   _scheduled_messages (not due yet), _expired_leases (in flight, lease
+ *   run out), ibx_queue_oldest_ready_age_seconds   gauges, read now (one query)
  *   ibx_handler_duration_seconds    histogram per topic of the handlers a
  *                                   dispatcher on this store ran (all of a
  *                                   message's handlers together); after 100
@@ -1302,6 +1320,11 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef _WIN32
+#include <process.h> /* _getpid */
+#else
+#include <unistd.h> /* getpid */
+#endif
 #include <sql.h>
 #include <sqlext.h>
 #ifndef IBX_NO_THREADS
@@ -1376,6 +1399,7 @@ typedef struct ibx__hooks {
     ibx_logger log;
     ibx_random rng;
     uint64_t rng_state; /* state of the default random source */
+    int env_level_bad;  /* IBX_LOG_LEVEL named no level (said once per store or provider) */
 } ibx__hooks;
 
 static void *ibx__default_alloc(size_t size, void *user) { (void)user; return malloc(size); }
@@ -1415,10 +1439,55 @@ static const char *ibx__level_name(ibx_log_level level) {
     return "?";
 }
 
+/* "2026-11-27T10:47:19.123Z" for Unix time `ms` (UTC; years 0..9999): the
+ * civil date from the day count, without gmtime (not in C99, not reentrant). */
+IBX__PRIVATE void ibx__utc_text(int64_t ms, char out[32]) {
+    int64_t days = ms / 86400000, rem = ms % 86400000, era, doe, yoe, doy, mp, y, m, d;
+    if (rem < 0) { rem += 86400000; days--; }
+    days += 719468; /* days from 0000-03-01 to 1970-01-01: years start in March */
+    era = (days >= 0 ? days : days - 146096) / 146097;
+    doe = days - era * 146097;
+    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    mp = (5 * doy + 2) / 153;
+    d = doy - (153 * mp + 2) / 5 + 1;
+    m = mp < 10 ? mp + 3 : mp - 9;
+    y = yoe + era * 400 + (m <= 2);
+    snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", (int)y, (int)m, (int)d, (int)(rem / 3600000),
+             (int)(rem / 60000 % 60), (int)(rem / 1000 % 60), (int)(rem % 1000));
+}
+
+static long ibx__pid(void) {
+#ifdef _WIN32
+    return (long)_getpid();
+#else
+    return (long)getpid();
+#endif
+}
+
 static void ibx__default_log(ibx_log_level level, const char *store_id, const char *message,
                              void *user) {
+    char when[32];
     (void)user;
-    fprintf(stderr, "ibx %-5s [%s] %s\n", ibx__level_name(level), store_id, message);
+    ibx__utc_text(ibx__default_now_utc_ms(NULL), when);
+    fprintf(stderr, "%s ibx[%ld] %-5s [%s] %s\n", when, ibx__pid(), ibx__level_name(level), store_id, message);
+}
+
+/* The level IBX_LOG_LEVEL names (any case), 0 when it is unset, -1 when it
+ * names none. */
+IBX__PRIVATE int ibx__env_level(void) {
+    static const struct { const char *name; ibx_log_level level; } levels[] = {
+        {"debug", IBX_LOG_DEBUG}, {"info", IBX_LOG_INFO}, {"warn", IBX_LOG_WARN},
+        {"warning", IBX_LOG_WARN}, {"error", IBX_LOG_ERROR}, {"off", IBX_LOG_OFF}};
+    const char *v = getenv("IBX_LOG_LEVEL");
+    size_t i, k;
+    if (!v || !*v) return 0;
+    for (i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        const char *n = levels[i].name;
+        for (k = 0; n[k] && v[k] && (v[k] | 0x20) == n[k]; k++) {}
+        if (!n[k] && !v[k]) return (int)levels[i].level;
+    }
+    return -1;
 }
 
 /* splitmix64: tiny, fast, and good enough for jitter and UUID randomness. */
@@ -1468,7 +1537,11 @@ IBX__PRIVATE ibx_result ibx__hooks_resolve(ibx__hooks *h, const ibx_hooks *given
     if (!h->clock.sleep_ms) h->clock.sleep_ms = ibx__default_sleep_ms;
     h->log = given->logger;
     if (!h->log.log) { h->log.log = ibx__default_log; h->log.user = NULL; }
-    if (h->log.min_level == 0) h->log.min_level = IBX_LOG_INFO;
+    if (h->log.min_level == 0) {
+        int env = ibx__env_level();
+        h->log.min_level = env > 0 ? (ibx_log_level)env : IBX_LOG_INFO;
+        h->env_level_bad = env < 0;
+    }
     h->rng = given->random;
     if (!h->rng.next_u64) {
         h->rng_state = ibx__random_seed(h);
@@ -1538,6 +1611,38 @@ IBX__PRIVATE void ibx__copy(char *dst, size_t cap, const char *src) {
     if (n >= cap) n = cap - 1;
     if (n) memcpy(dst, src, n);
     dst[n] = '\0';
+}
+
+/* A value for a key=value field of a log line: as it is when it is plain
+ * (letters, digits, . _ - : / @ +, UTF-8), else in double quotes with " and \
+ * escaped and control bytes as \n, \r, \t or \xHH, so that a parser finds the
+ * field's end whatever a topic or an id holds. Cut at `cap`, ending in "..". */
+#define IBX__KV_CAP 160
+IBX__PRIVATE const char *ibx__kv(char out[IBX__KV_CAP], const char *value) {
+    static const char plain[] = "._-:/@+";
+    const unsigned char *v = (const unsigned char *)(value ? value : "");
+    size_t n = 0, i;
+    int quote = !*v;
+    for (i = 0; v[i] && !quote; i++)
+        quote = !(v[i] >= 0x80 || (v[i] >= '0' && v[i] <= '9') || ((v[i] | 0x20) >= 'a' && (v[i] | 0x20) <= 'z') ||
+                  strchr(plain, v[i]));
+    if (!quote) {
+        ibx__copy(out, IBX__KV_CAP, (const char *)v);
+        return out;
+    }
+    out[n++] = '"';
+    for (i = 0; v[i] && n < IBX__KV_CAP - 8; i++) {
+        if (v[i] == '"' || v[i] == '\\') { out[n++] = '\\'; out[n++] = (char)v[i]; }
+        else if (v[i] == '\n') { out[n++] = '\\'; out[n++] = 'n'; }
+        else if (v[i] == '\r') { out[n++] = '\\'; out[n++] = 'r'; }
+        else if (v[i] == '\t') { out[n++] = '\\'; out[n++] = 't'; }
+        else if (v[i] < 0x20 || v[i] == 0x7F) n += (size_t)snprintf(out + n, 5, "\\x%02X", v[i]);
+        else out[n++] = (char)v[i];
+    }
+    if (v[i]) { out[n++] = '.'; out[n++] = '.'; }
+    out[n++] = '"';
+    out[n] = '\0';
+    return out;
 }
 
 /* >> results and errors ------------------------------------------------------ */
@@ -3916,7 +4021,8 @@ enum {
                           the claim is pick, then CLAIM (owner, lease, sources, ids), then
                           CLAIM_READ (see ibx__pick_keys) */
     IBX__Q_CLAIM_READ, /* owner, lease (unused), sources, ids -> the rows the owner holds */
-    IBX__Q_GAUGES,     /* -> ready count, oldest ready age in ms, in flight, dead */
+    IBX__Q_GAUGES,     /* -> ready count, oldest ready age in ms, in flight, dead, scheduled,
+                          expired leases */
     IBX__Q_DEAD_LIST,  /* dead filter (topic, error text, first seen from, before, source,
                           message id), limit, offset -> message rows (markers numbered) */
     IBX__Q_DEAD_REPLAY, /* dead filter -> rowcount */
@@ -4077,7 +4183,9 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_GAUGES,
      "SELECT COUNT(*), {W} - MIN(NextAttemptAt), "
      "(SELECT COUNT(*) FROM {T} WHERE Status = 'Processing' AND LockedUntil IS NOT NULL), "
-     "(SELECT COUNT(*) FROM {T} WHERE Status = 'Dead') "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 'Dead'), "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 'Processing' AND LockedUntil IS NULL AND NextAttemptAt > {W}), "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 'Processing' AND LockedUntil < {W}) "
      "FROM {T} WHERE Status = 'Processing' AND "
      "NextAttemptAt <= {W} AND (LockedUntil IS NULL OR LockedUntil < {W})"},
 #endif
@@ -4244,7 +4352,10 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL), "
-     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead') "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Dead'), "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NULL "
+     "AND \"NextAttemptAt\" > now()), "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing' AND \"LockedUntil\" < now()) "
      "FROM {T} WHERE \"Status\" = 'Processing' AND \"NextAttemptAt\" <= now() AND "
      "(\"LockedUntil\" IS NULL OR \"LockedUntil\" < now())"},
 #endif
@@ -4424,7 +4535,10 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED), "
      "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing' AND `LockedUntil` IS NOT NULL), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Dead') "
+     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Dead'), "
+     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing' AND `LockedUntil` IS NULL "
+     "AND `NextAttemptAt` > UTC_TIMESTAMP(6)), "
+     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing' AND `LockedUntil` < UTC_TIMESTAMP(6)) "
      "FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
 #endif
@@ -4639,7 +4753,10 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
     {IBX__Q_GAUGES,
      "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, MIN([NextAttemptAt]), SYSUTCDATETIME()), "
      "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing' AND [LockedUntil] IS NOT NULL), "
-     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Dead') "
+     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Dead'), "
+     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing' AND [LockedUntil] IS NULL "
+     "AND [NextAttemptAt] > SYSUTCDATETIME()), "
+     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing' AND [LockedUntil] < SYSUTCDATETIME()) "
      "FROM {T} "
      "WHERE [Status] = 'Processing' AND [NextAttemptAt] <= SYSUTCDATETIME() AND "
      "([LockedUntil] IS NULL OR [LockedUntil] < SYSUTCDATETIME())"},
@@ -4793,8 +4910,16 @@ static const char *const ibx__metric_text[IBX_METRIC_COUNT_][2] = {
     {"messages_dead_total", "Messages failed permanently (Dead)."},
     {"leases_reaped_total", "Expired leases released, their messages claimable again."},
     {"duplicates_total", "Dedup checks that found the message already done."},
-    {"messages_expired_total", "Done messages deleted by cleanup after their retention."},
+    {"messages_cleaned_up_total", "Done messages deleted by cleanup after their retention."},
     {"messages_expired_unhandled_total", "Messages past their expiry when claimed: dead, never handled."}};
+/* The gauges (IBX__Q_GAUGES's columns, in order): name after "ibx_", help. */
+static const char *const ibx__gauge_text[6][2] = {
+    {"queue_ready_messages", "Messages ready to claim now (due; not leased, or the lease ran out)."},
+    {"queue_oldest_ready_age_seconds", "How long the oldest ready message has waited."},
+    {"queue_in_flight_messages", "Messages claimed by a worker, under a lease."},
+    {"queue_dead_messages", "Messages failed permanently, kept for inspection or replay."},
+    {"queue_scheduled_messages", "Messages not due yet: scheduled or waiting for a retry."},
+    {"queue_expired_leases", "Claimed messages whose lease ran out (also in flight, and ready when due)."}};
 #endif
 
 /* What only an inbox store keeps: room for a stored hash being compared
@@ -5339,6 +5464,8 @@ IBX_API ibx_result ibx_store_open(const ibx_store_desc *desc, ibx_store **out) {
     memset(s, 0, sizeof *s);
     s->wake_fd = -1;
     ibx__hooks_resolve(&s->hooks, &desc->hooks); /* again, in place: it must not move */
+    if (s->hooks.env_level_bad) ibx__log(&s->hooks, IBX_LOG_WARN, desc->store_id ? desc->store_id : IBX__NOUN,
+                                         "IBX_LOG_LEVEL is not one of debug, info, warn, error, off: logging at INFO");
     s->db.hooks = &s->hooks;
     s->db.err = &s->err;
     s->db.store_id = IBX__NOUN;
@@ -5874,7 +6001,7 @@ IBX_API ibx_result ibx_cleanup(ibx_store *store, int64_t retention_ms, int batch
         total += n;
     } while (r == IBX_OK && n >= batch_size);
     if (deleted) *deleted = total;
-    ibx__count(store, IBX_METRIC_EXPIRED, total);
+    ibx__count(store, IBX_METRIC_CLEANED_UP, total);
     if (r == IBX_OK && total > 0)
         ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "cleanup deleted %lld done message(s)",
                  (long long)total);
@@ -6065,7 +6192,8 @@ static void ibx__text_histograms(ibx_store *s, ibx__text_buf *t) {
 
 typedef struct ibx__gauges_ctx {
     ibx_store *s;
-    int64_t v[4];                 /* ready, oldest ready ms, in flight, dead */
+    int64_t v[6];                 /* ready, oldest ready ms, in flight, dead, scheduled,
+                                     expired leases: IBX__Q_GAUGES's columns */
 } ibx__gauges_ctx;
 
 static ibx_result ibx__gauges_unit(ibx__db *db, void *vctx) {
@@ -6074,17 +6202,12 @@ static ibx_result ibx__gauges_unit(ibx__db *db, void *vctx) {
     int i;
     ibx_result r = ibx__exec(db, IBX__Q_GAUGES, c->s->sql[IBX__Q_GAUGES], NULL, 0, NULL, &cur);
     if (r == IBX_OK) r = ibx__fetch(db, cur);
-    for (i = 0; i < 4 && r == IBX_OK; i++) r = ibx__get_i64(db, cur, (SQLUSMALLINT)(i + 1), &c->v[i], NULL);
+    for (i = 0; i < 6 && r == IBX_OK; i++) r = ibx__get_i64(db, cur, (SQLUSMALLINT)(i + 1), &c->v[i], NULL);
     ibx__close(cur);
     return r == IBX_EMPTY ? IBX_OK : r;
 }
 
 static void ibx__text_metrics(ibx_store *s, ibx__text_buf *t, const int64_t *gauges) {
-    static const char *const gauge_text[4][2] = {
-        {"queue_ready_messages", "Messages ready to claim now (due, not leased)."},
-        {"queue_oldest_ready_age_seconds", "How long the oldest ready message has waited."},
-        {"queue_in_flight_messages", "Messages claimed by a worker, under a lease."},
-        {"queue_dead_messages", "Messages failed permanently, kept for inspection or replay."}};
     char v[32];
     int i;
     for (i = 0; i < IBX_METRIC_COUNT_; i++) {
@@ -6092,11 +6215,16 @@ static void ibx__text_metrics(ibx_store *s, ibx__text_buf *t, const int64_t *gau
         snprintf(v, sizeof v, "%lld", (long long)s->counters[i]);
         ibx__text_sample(s, t, ibx__metric_text[i][0], NULL, NULL, v);
     }
-    for (i = 0; i < 4; i++) {
-        ibx__text_family(t, gauge_text[i][0], "gauge", gauge_text[i][1]);
+    /* The counter's name before 0.2, kept until 0.3 (CHANGELOG.md). */
+    ibx__text_family(t, "messages_expired_total", "counter",
+                    "Deprecated, removed in 0.3: the old name of ibx_messages_cleaned_up_total.");
+    snprintf(v, sizeof v, "%lld", (long long)s->counters[IBX_METRIC_CLEANED_UP]);
+    ibx__text_sample(s, t, "messages_expired_total", NULL, NULL, v);
+    for (i = 0; i < 6; i++) {
+        ibx__text_family(t, ibx__gauge_text[i][0], "gauge", ibx__gauge_text[i][1]);
         if (i == 1) snprintf(v, sizeof v, "%.3f", (double)(gauges[i] > 0 ? gauges[i] : 0) / 1000.0);
         else snprintf(v, sizeof v, "%lld", (long long)gauges[i]);
-        ibx__text_sample(s, t, gauge_text[i][0], NULL, NULL, v);
+        ibx__text_sample(s, t, ibx__gauge_text[i][0], NULL, NULL, v);
     }
     ibx__text_histograms(s, t);
 }
@@ -6276,6 +6404,8 @@ IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provid
     if (!p) return IBX_ERR_NO_MEMORY;
     memset(p, 0, sizeof *p);
     ibx__hooks_resolve(&p->hooks, &desc->store.hooks);
+    if (p->hooks.env_level_bad) ibx__log(&p->hooks, IBX_LOG_WARN, "provider",
+                                         "IBX_LOG_LEVEL is not one of debug, info, warn, error, off: logging at INFO");
     p->reg.hooks = &p->hooks;
     p->reg.open = ibx__provider_open;
     p->reg.close = ibx__provider_close;

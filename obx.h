@@ -1,4 +1,4 @@
-/* obx.h — a transactional outbox for C, over ODBC.               v0.1.0
+/* obx.h — a transactional outbox for C, over ODBC.               v0.2.0
  *
  * A message is written in the same database transaction as the business
  * change that caused it, then handed to a handler by topic, at least once.
@@ -125,7 +125,9 @@
  *                half-set allocator is refused with OBX_ERR_INVALID_ARG)
  *     clock      CLOCK_REALTIME for UTC wall time, CLOCK_MONOTONIC for
  *                intervals, nanosleep for sleeping
- *     logger     one line per event to stderr, level INFO and up; lines
+ *     logger     one line per event to stderr (UTC time, process id,
+ *                level, store, text), level INFO and up or what
+ *                OBX_LOG_LEVEL says (debug, info, warn, error, off); lines
  *                about single messages are DEBUG unless message_log_level
  *                asks for INFO; control characters in logged text become '?'
  *     random     splitmix64 seeded from /dev/urandom (else time, address:
@@ -295,10 +297,15 @@
 
 /* >>common-begin api */
 
+/* Semantic versioning (CHANGELOG.md). While the major version is 0, a minor
+ * version may change the API or the schema, each change marked in the
+ * changelog with how to migrate; a patch version never does. Compare
+ * OBX_VERSION_NUMBER in #if: MAJOR * 1000000 + MINOR * 1000 + PATCH. */
 #define OBX_VERSION_MAJOR 0
-#define OBX_VERSION_MINOR 1
+#define OBX_VERSION_MINOR 2
 #define OBX_VERSION_PATCH 0
-#define OBX_VERSION_STRING "0.1.0"
+#define OBX_VERSION_STRING "0.2.0"
+#define OBX_VERSION_NUMBER (OBX_VERSION_MAJOR * 1000000 + OBX_VERSION_MINOR * 1000 + OBX_VERSION_PATCH)
 
 #include <stddef.h>
 #include <stdint.h>
@@ -358,7 +365,10 @@ typedef struct obx_error {
 #define OBX_TIME_MAX_MS 253402300799999LL       /* latest due time: 9999-12-31 23:59:59.999 UTC,
                                                    what every supported database can store */
 
-/* Log levels. Zero in obx_logger.min_level means the default, INFO. */
+/* Log levels. Zero in obx_logger.min_level means the default: the level the
+ * environment variable OBX_LOG_LEVEL names when the store (or dispatcher,
+ * provider) is opened -- debug, info, warn, error or off, any case -- else
+ * INFO. A level the program sets is kept whatever the environment says. */
 typedef enum obx_log_level {
     OBX_LOG_DEBUG = 1,
     OBX_LOG_INFO = 2,
@@ -385,7 +395,10 @@ typedef struct obx_clock {
 } obx_clock;
 
 /* Logging. `store_id` names the store the line is about (never NULL);
- * `message` is one line without a newline and never contains payloads. */
+ * `message` is one line without a newline and never contains payloads.
+ * The default logger writes one line per event to stderr:
+ *   2026-11-27T10:47:19.123Z obx[4242] WARN  [outbox] <message>
+ * (UTC time with milliseconds, the process id, the level, the store). */
 typedef struct obx_logger {
     void (*log)(obx_log_level level, const char *store_id, const char *message, void *user);
     void *user;
@@ -464,7 +477,8 @@ typedef struct obx_uuid_state {
 
 /* ---- Common functions (pure unless said otherwise) ----------------------- */
 
-/* Version of the implementation, e.g. "0.1.0". */
+/* Version of the implementation, OBX_VERSION_STRING of the header it was built
+ * from (e.g. "0.2.0"); never NULL. */
 OBX_API const char *obx_version(void);
 
 /* Name of a result code, e.g. "OBX_ERR_INVALID_ARG"; "OBX_(unknown)" for a
@@ -577,11 +591,12 @@ typedef enum obx_metric {
     OBX_METRIC_RETRIED = 2,      /* messages abandoned for a later attempt */
     OBX_METRIC_DEAD = 3,         /* messages failed permanently */
     OBX_METRIC_REAPED = 4,       /* expired leases released */
-    OBX_METRIC_EXPIRED = 5,      /* done messages deleted by cleanup: their retention expired */
+    OBX_METRIC_CLEANED_UP = 5,   /* done messages deleted by cleanup: their retention ended */
     OBX_METRIC_EXPIRED_UNHANDLED = 6, /* messages past expires_utc_ms when claimed: ended Dead
                                     ("expired"), never handled; also counted in DEAD */
     OBX_METRIC_COUNT_ = 7
 } obx_metric;
+#define OBX_METRIC_EXPIRED OBX_METRIC_CLEANED_UP /* the old name, until 0.3 (CHANGELOG.md) */
 #define OBX_METRIC_FAILED OBX_METRIC_RETRIED /* the old name: it counts retries, not the dead */
 
 /* Called after each counted event with how many it counted; keep it
@@ -1006,8 +1021,11 @@ OBX_API obx_result obx_pending_count(obx_store *store, int64_t *pending);
  * node_exporter's textfile collector or a scrape endpoint of your own:
  *   obx_messages_*_total, obx_leases_reaped_total  counters since open
  *                                   (obx_store_counters), one per obx_metric
+ *                                   (obx_messages_expired_total: the old name of
+ *                                   _cleaned_up_total, printed too until 0.3)
  *   obx_queue_ready_messages, _in_flight_messages, _dead_messages,
- *   obx_queue_oldest_ready_age_seconds   gauges, read now (one query)
+ *   _scheduled_messages (not due yet), _expired_leases (in flight, lease
+ *   run out), obx_queue_oldest_ready_age_seconds   gauges, read now (one query)
  *   obx_handler_duration_seconds    histogram per topic of the handlers a
  *                                   dispatcher on this store ran (all of a
  *                                   message's handlers together); after 100
@@ -1453,6 +1471,11 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *erro
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef _WIN32
+#include <process.h> /* _getpid */
+#else
+#include <unistd.h> /* getpid */
+#endif
 #include <sql.h>
 #include <sqlext.h>
 #ifndef OBX_NO_THREADS
@@ -1527,6 +1550,7 @@ typedef struct obx__hooks {
     obx_logger log;
     obx_random rng;
     uint64_t rng_state; /* state of the default random source */
+    int env_level_bad;  /* OBX_LOG_LEVEL named no level (said once per store or provider) */
 } obx__hooks;
 
 static void *obx__default_alloc(size_t size, void *user) { (void)user; return malloc(size); }
@@ -1566,10 +1590,55 @@ static const char *obx__level_name(obx_log_level level) {
     return "?";
 }
 
+/* "2026-11-27T10:47:19.123Z" for Unix time `ms` (UTC; years 0..9999): the
+ * civil date from the day count, without gmtime (not in C99, not reentrant). */
+OBX__PRIVATE void obx__utc_text(int64_t ms, char out[32]) {
+    int64_t days = ms / 86400000, rem = ms % 86400000, era, doe, yoe, doy, mp, y, m, d;
+    if (rem < 0) { rem += 86400000; days--; }
+    days += 719468; /* days from 0000-03-01 to 1970-01-01: years start in March */
+    era = (days >= 0 ? days : days - 146096) / 146097;
+    doe = days - era * 146097;
+    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    mp = (5 * doy + 2) / 153;
+    d = doy - (153 * mp + 2) / 5 + 1;
+    m = mp < 10 ? mp + 3 : mp - 9;
+    y = yoe + era * 400 + (m <= 2);
+    snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", (int)y, (int)m, (int)d, (int)(rem / 3600000),
+             (int)(rem / 60000 % 60), (int)(rem / 1000 % 60), (int)(rem % 1000));
+}
+
+static long obx__pid(void) {
+#ifdef _WIN32
+    return (long)_getpid();
+#else
+    return (long)getpid();
+#endif
+}
+
 static void obx__default_log(obx_log_level level, const char *store_id, const char *message,
                              void *user) {
+    char when[32];
     (void)user;
-    fprintf(stderr, "obx %-5s [%s] %s\n", obx__level_name(level), store_id, message);
+    obx__utc_text(obx__default_now_utc_ms(NULL), when);
+    fprintf(stderr, "%s obx[%ld] %-5s [%s] %s\n", when, obx__pid(), obx__level_name(level), store_id, message);
+}
+
+/* The level OBX_LOG_LEVEL names (any case), 0 when it is unset, -1 when it
+ * names none. */
+OBX__PRIVATE int obx__env_level(void) {
+    static const struct { const char *name; obx_log_level level; } levels[] = {
+        {"debug", OBX_LOG_DEBUG}, {"info", OBX_LOG_INFO}, {"warn", OBX_LOG_WARN},
+        {"warning", OBX_LOG_WARN}, {"error", OBX_LOG_ERROR}, {"off", OBX_LOG_OFF}};
+    const char *v = getenv("OBX_LOG_LEVEL");
+    size_t i, k;
+    if (!v || !*v) return 0;
+    for (i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        const char *n = levels[i].name;
+        for (k = 0; n[k] && v[k] && (v[k] | 0x20) == n[k]; k++) {}
+        if (!n[k] && !v[k]) return (int)levels[i].level;
+    }
+    return -1;
 }
 
 /* splitmix64: tiny, fast, and good enough for jitter and UUID randomness. */
@@ -1619,7 +1688,11 @@ OBX__PRIVATE obx_result obx__hooks_resolve(obx__hooks *h, const obx_hooks *given
     if (!h->clock.sleep_ms) h->clock.sleep_ms = obx__default_sleep_ms;
     h->log = given->logger;
     if (!h->log.log) { h->log.log = obx__default_log; h->log.user = NULL; }
-    if (h->log.min_level == 0) h->log.min_level = OBX_LOG_INFO;
+    if (h->log.min_level == 0) {
+        int env = obx__env_level();
+        h->log.min_level = env > 0 ? (obx_log_level)env : OBX_LOG_INFO;
+        h->env_level_bad = env < 0;
+    }
     h->rng = given->random;
     if (!h->rng.next_u64) {
         h->rng_state = obx__random_seed(h);
@@ -1689,6 +1762,38 @@ OBX__PRIVATE void obx__copy(char *dst, size_t cap, const char *src) {
     if (n >= cap) n = cap - 1;
     if (n) memcpy(dst, src, n);
     dst[n] = '\0';
+}
+
+/* A value for a key=value field of a log line: as it is when it is plain
+ * (letters, digits, . _ - : / @ +, UTF-8), else in double quotes with " and \
+ * escaped and control bytes as \n, \r, \t or \xHH, so that a parser finds the
+ * field's end whatever a topic or an id holds. Cut at `cap`, ending in "..". */
+#define OBX__KV_CAP 160
+OBX__PRIVATE const char *obx__kv(char out[OBX__KV_CAP], const char *value) {
+    static const char plain[] = "._-:/@+";
+    const unsigned char *v = (const unsigned char *)(value ? value : "");
+    size_t n = 0, i;
+    int quote = !*v;
+    for (i = 0; v[i] && !quote; i++)
+        quote = !(v[i] >= 0x80 || (v[i] >= '0' && v[i] <= '9') || ((v[i] | 0x20) >= 'a' && (v[i] | 0x20) <= 'z') ||
+                  strchr(plain, v[i]));
+    if (!quote) {
+        obx__copy(out, OBX__KV_CAP, (const char *)v);
+        return out;
+    }
+    out[n++] = '"';
+    for (i = 0; v[i] && n < OBX__KV_CAP - 8; i++) {
+        if (v[i] == '"' || v[i] == '\\') { out[n++] = '\\'; out[n++] = (char)v[i]; }
+        else if (v[i] == '\n') { out[n++] = '\\'; out[n++] = 'n'; }
+        else if (v[i] == '\r') { out[n++] = '\\'; out[n++] = 'r'; }
+        else if (v[i] == '\t') { out[n++] = '\\'; out[n++] = 't'; }
+        else if (v[i] < 0x20 || v[i] == 0x7F) n += (size_t)snprintf(out + n, 5, "\\x%02X", v[i]);
+        else out[n++] = (char)v[i];
+    }
+    if (v[i]) { out[n++] = '.'; out[n++] = '.'; }
+    out[n++] = '"';
+    out[n] = '\0';
+    return out;
 }
 
 /* >> results and errors ------------------------------------------------------ */
@@ -3940,7 +4045,8 @@ enum {
                            (ids): for dialects without UPDATE ... RETURNING. See
                            obx__pick_keys for the window */
     OBX__Q_CLAIM_READ,  /* owner, lease (unused), ids -> the rows of these ids the owner holds */
-    OBX__Q_GAUGES,      /* -> ready count, oldest ready age in ms, in flight, dead */
+    OBX__Q_GAUGES,      /* -> ready count, oldest ready age in ms, in flight, dead, scheduled,
+                           expired leases */
     OBX__Q_DEAD_LIST,   /* dead filter (topic, error text, created from, created before, id,
                            unused), limit, offset -> message rows (markers numbered) */
     OBX__Q_DEAD_REPLAY, /* dead filter -> count */
@@ -4262,7 +4368,9 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
 #ifndef OBX_NO_METRICS_TEXT
     {OBX__Q_GAUGES,
      "SELECT COUNT(*), {W} - MIN(NextAttemptAt), "
-     "(SELECT COUNT(*) FROM {T} WHERE Status = 1), (SELECT COUNT(*) FROM {T} WHERE Status = 3) "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 1), (SELECT COUNT(*) FROM {T} WHERE Status = 3), "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 0 AND NextAttemptAt > {W}), "
+     "(SELECT COUNT(*) FROM {T} WHERE Status = 1 AND LockedUntil < {W}) "
      "FROM {T} WHERE Status = 0 AND NextAttemptAt <= {W}"},
 #endif
     /* A whole batch in one statement: sqliteodbc costs three times the C
@@ -4493,7 +4601,9 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
 #ifndef OBX_NO_METRICS_TEXT
     {OBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint), "
-     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1), (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 3) "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1), (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 3), "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" > now()), "
+     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1 AND \"LockedUntil\" < now()) "
      "FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()"},
 #endif
     /* A whole batch in one statement: array literals unnested by the
@@ -4924,7 +5034,9 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED), (SELECT COUNT(*) FROM {T} WHERE `Status` = 1), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 3) "
+     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 3), "
+     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` > UTC_TIMESTAMP(6)), "
+     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)) "
      "FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
 #endif
     /* A whole batch in one statement, read from one JSON array of rows. */
@@ -5210,7 +5322,9 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
     {OBX__Q_GAUGES,
      "SELECT COUNT_BIG(*), DATEDIFF_BIG(MILLISECOND, CAST(SWITCHOFFSET(MIN([NextAttemptAt]), '+00:00') "
      "AS DATETIME2(7)), SYSUTCDATETIME()), (SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 1), "
-     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 3) "
+     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 3), "
+     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] > SYSDATETIMEOFFSET()), "
+     "(SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 1 AND [LockedUntil] < SYSDATETIMEOFFSET()) "
      "FROM {T} WHERE [Status] = 0 AND [NextAttemptAt] <= SYSDATETIMEOFFSET()"},
 #endif
     /* A whole batch in one statement: the lists zipped by position. */
@@ -5495,8 +5609,17 @@ static const char *const obx__metric_text[OBX_METRIC_COUNT_][2] = {
     {"messages_retried_total", "Messages released for a later attempt."},
     {"messages_dead_total", "Messages failed permanently."},
     {"leases_reaped_total", "Expired leases released, their messages claimable again."},
-    {"messages_expired_total", "Done messages deleted by cleanup after their retention."},
+    {"messages_cleaned_up_total", "Done messages deleted by cleanup after their retention."},
     {"messages_expired_unhandled_total", "Messages past their expiry when claimed: dead, never handled."}};
+/* The gauges (OBX__Q_GAUGES's columns, in order): name after "obx_", help. */
+static const char *const obx__gauge_text[6][2] = {
+    {"queue_ready_messages", "Messages ready to claim now (due, not leased)."},
+    {"queue_oldest_ready_age_seconds", "How long the oldest ready message has waited."},
+    {"queue_in_flight_messages", "Messages claimed by a worker, under a lease."},
+    {"queue_dead_messages", "Messages failed permanently, kept for inspection or replay."},
+    {"queue_scheduled_messages",
+     "Messages not due yet: scheduled, waiting for a retry, or behind an earlier message of their key."},
+    {"queue_expired_leases", "Claimed messages whose lease ran out, not yet reaped (also in flight)."}};
 #endif
 
 /* What only an outbox store keeps: the columns of a batch insert (one per
@@ -6059,6 +6182,8 @@ OBX_API obx_result obx_store_open(const obx_store_desc *desc, obx_store **out) {
     memset(s, 0, sizeof *s);
     s->wake_fd = -1;
     obx__hooks_resolve(&s->hooks, &desc->hooks); /* again, in place: it must not move */
+    if (s->hooks.env_level_bad) obx__log(&s->hooks, OBX_LOG_WARN, desc->store_id ? desc->store_id : OBX__NOUN,
+                                         "OBX_LOG_LEVEL is not one of debug, info, warn, error, off: logging at INFO");
     s->db.hooks = &s->hooks;
     s->db.err = &s->err;
     s->db.store_id = OBX__NOUN;
@@ -6594,7 +6719,7 @@ OBX_API obx_result obx_cleanup(obx_store *store, int64_t retention_ms, int batch
         total += n;
     } while (r == OBX_OK && n >= batch_size);
     if (deleted) *deleted = total;
-    obx__count(store, OBX_METRIC_EXPIRED, total);
+    obx__count(store, OBX_METRIC_CLEANED_UP, total);
     if (r == OBX_OK && total > 0)
         obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "cleanup deleted %lld done message(s)",
                  (long long)total);
@@ -6785,7 +6910,8 @@ static void obx__text_histograms(obx_store *s, obx__text_buf *t) {
 
 typedef struct obx__gauges_ctx {
     obx_store *s;
-    int64_t v[4];                 /* ready, oldest ready ms, in flight, dead */
+    int64_t v[6];                 /* ready, oldest ready ms, in flight, dead, scheduled,
+                                     expired leases: OBX__Q_GAUGES's columns */
 } obx__gauges_ctx;
 
 static obx_result obx__gauges_unit(obx__db *db, void *vctx) {
@@ -6794,17 +6920,12 @@ static obx_result obx__gauges_unit(obx__db *db, void *vctx) {
     int i;
     obx_result r = obx__exec(db, OBX__Q_GAUGES, c->s->sql[OBX__Q_GAUGES], NULL, 0, NULL, &cur);
     if (r == OBX_OK) r = obx__fetch(db, cur);
-    for (i = 0; i < 4 && r == OBX_OK; i++) r = obx__get_i64(db, cur, (SQLUSMALLINT)(i + 1), &c->v[i], NULL);
+    for (i = 0; i < 6 && r == OBX_OK; i++) r = obx__get_i64(db, cur, (SQLUSMALLINT)(i + 1), &c->v[i], NULL);
     obx__close(cur);
     return r == OBX_EMPTY ? OBX_OK : r;
 }
 
 static void obx__text_metrics(obx_store *s, obx__text_buf *t, const int64_t *gauges) {
-    static const char *const gauge_text[4][2] = {
-        {"queue_ready_messages", "Messages ready to claim now (due, not leased)."},
-        {"queue_oldest_ready_age_seconds", "How long the oldest ready message has waited."},
-        {"queue_in_flight_messages", "Messages claimed by a worker, under a lease."},
-        {"queue_dead_messages", "Messages failed permanently, kept for inspection or replay."}};
     char v[32];
     int i;
     for (i = 0; i < OBX_METRIC_COUNT_; i++) {
@@ -6812,11 +6933,16 @@ static void obx__text_metrics(obx_store *s, obx__text_buf *t, const int64_t *gau
         snprintf(v, sizeof v, "%lld", (long long)s->counters[i]);
         obx__text_sample(s, t, obx__metric_text[i][0], NULL, NULL, v);
     }
-    for (i = 0; i < 4; i++) {
-        obx__text_family(t, gauge_text[i][0], "gauge", gauge_text[i][1]);
+    /* The counter's name before 0.2, kept until 0.3 (CHANGELOG.md). */
+    obx__text_family(t, "messages_expired_total", "counter",
+                    "Deprecated, removed in 0.3: the old name of obx_messages_cleaned_up_total.");
+    snprintf(v, sizeof v, "%lld", (long long)s->counters[OBX_METRIC_CLEANED_UP]);
+    obx__text_sample(s, t, "messages_expired_total", NULL, NULL, v);
+    for (i = 0; i < 6; i++) {
+        obx__text_family(t, obx__gauge_text[i][0], "gauge", obx__gauge_text[i][1]);
         if (i == 1) snprintf(v, sizeof v, "%.3f", (double)(gauges[i] > 0 ? gauges[i] : 0) / 1000.0);
         else snprintf(v, sizeof v, "%lld", (long long)gauges[i]);
-        obx__text_sample(s, t, gauge_text[i][0], NULL, NULL, v);
+        obx__text_sample(s, t, obx__gauge_text[i][0], NULL, NULL, v);
     }
     obx__text_histograms(s, t);
 }
@@ -6996,6 +7122,8 @@ OBX_API obx_result obx_provider_create(const obx_provider_desc *desc, obx_provid
     if (!p) return OBX_ERR_NO_MEMORY;
     memset(p, 0, sizeof *p);
     obx__hooks_resolve(&p->hooks, &desc->store.hooks);
+    if (p->hooks.env_level_bad) obx__log(&p->hooks, OBX_LOG_WARN, "provider",
+                                         "OBX_LOG_LEVEL is not one of debug, info, warn, error, off: logging at INFO");
     p->reg.hooks = &p->hooks;
     p->reg.open = obx__provider_open;
     p->reg.close = obx__provider_close;
@@ -9141,11 +9269,13 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     if (r == OBX_OK) {
         if (!hdbc) obx__wake_send(&s->wake_fd, s->wake_path);
         obx__count(s, OBX_METRIC_ENQUEUED, count);
-        for (i = 0; i < count; i++)
+        for (i = 0; i < count && obx__log_enabled(&s->hooks, s->message_log_level); i++) {
+            char topic[OBX__KV_CAP], correlation[OBX__KV_CAP];
             obx__log(&s->hooks, s->message_log_level, s->store_id,
-                     "enqueued %s topic=%s correlation=%s%s", ids[i], msgs[i].topic,
-                     msgs[i].correlation_id && msgs[i].correlation_id[0] ? msgs[i].correlation_id : "-",
+                     "enqueued %s topic=%s correlation=%s%s", ids[i], obx__kv(topic, msgs[i].topic),
+                     msgs[i].correlation_id && msgs[i].correlation_id[0] ? obx__kv(correlation, msgs[i].correlation_id) : "-",
                      hdbc ? " (in caller's transaction)" : "");
+        }
     }
     if (lens != &one_len) obx__free(&s->hooks, lens);
     if (ids != out_ids && ids != &one_id) obx__free(&s->hooks, ids);
@@ -9289,8 +9419,11 @@ OBX_API obx_result obx_join_start(obx_store *store, const char *grouping_key, in
     obx__p_text(&p[3], metadata, (size_t)-1);
     r = obx__run_count(store, OBX__Q_JOIN_START, p, 4, "join start", NULL);
     if (r != OBX_OK) return r;
-    obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "join %s started: %d step(s), key=%s", id,
-             expected_steps, grouping_key && grouping_key[0] ? grouping_key : "-");
+    {
+        char key[OBX__KV_CAP];
+        obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "join %s started: %d step(s), key=%s", id,
+                 expected_steps, grouping_key && grouping_key[0] ? obx__kv(key, grouping_key) : "-");
+    }
     memcpy(out_join_id, id, 37);
     return OBX_OK;
 }

@@ -56,7 +56,7 @@ pkgconfig() {
 cmake_installed() {
     local flags
     cmake -S "$root" -B "$out/top" && cmake --build "$out/top" && cmake --install "$out/top" --prefix "$out/cprefix" &&
-        "$out/cprefix/bin/obxctl" --version &&
+        "$out/cprefix/bin/obxctl" --version && [ -f "$out/cprefix/share/cmake/ibx/ibxConfigVersion.cmake" ] &&
         cmake -S "$here/consumer" -B "$out/cfound" -DCMAKE_PREFIX_PATH="$out/cprefix" &&
         cmake --build "$out/cfound" && run_consumer "$out/cfound/consumer" &&
         flags=$(PKG_CONFIG_PATH="$out/cprefix/share/pkgconfig" pkg-config --cflags obx) &&
@@ -82,8 +82,34 @@ includedir() {
         echo "pkg-config: $flags" && case "$flags " in *"-I$out/iprefix/include/obx "*) ;; *) return 1 ;; esac
 }
 
+version=$(sed -n 's/^#define OBX_VERSION_STRING "\([0-9]*\.[0-9]*\).*"$/\1/p' "$root/obx.h")
+
+# find_package(ibx) of the make-installed copy; a 0.x package refuses another
+# minor version (0.x minors may break the API) and accepts its own.
+ibx_found() {
+    cmake -S "$here/consumer" -B "$out/ibx-found" -DCONSUMER_PACKAGE=ibx -DCONSUMER_VERSION="$version" \
+        -DCMAKE_PREFIX_PATH="$out/prefix" && cmake --build "$out/ibx-found" && run_consumer "$out/ibx-found/consumer"
+}
+version_pin() {
+    local other=${version%.*}.$((${version#*.} - 1))
+    [ "${version#*.}" -gt 0 ] || other=${version%.*}.$((${version#*.} + 1))
+    if cmake -S "$here/consumer" -B "$out/pin" -DCONSUMER_VERSION="$other" -DCMAKE_PREFIX_PATH="$out/prefix"; then
+        echo "find_package(obx $other) accepted $version"; return 1
+    fi
+    cmake -S "$here/consumer" -B "$out/pin-ok" -DCONSUMER_VERSION="$version" -DCMAKE_PREFIX_PATH="$out/prefix"
+}
+# make uninstall removes every file make install wrote.
+uninstall() {
+    make -C "$root" --no-print-directory install PREFIX="$out/uprefix" &&
+        [ -n "$(find "$out/uprefix" -type f)" ] &&
+        make -C "$root" --no-print-directory uninstall PREFIX="$out/uprefix" &&
+        left=$(find "$out/uprefix" -type f) && { [ -z "$left" ] || { echo "left behind: $left"; return 1; }; }
+}
+
 step CONSUMER-SUBDIRECTORY "cmake add_subdirectory of the checkout: obx::obx and ibx::ibx build and run" subdir
-step CONSUMER-FIND-PACKAGE "make install PREFIX=...; cmake find_package(obx 0.1) finds it, builds and runs" installed
+step CONSUMER-FIND-PACKAGE "make install PREFIX=...; cmake find_package(obx $version) finds it, builds and runs" installed
+step CONSUMER-FIND-IBX "find_package(ibx $version) of the installed copy builds and runs" ibx_found
+step CONSUMER-VERSION-PIN "find_package refuses another 0.x minor version and accepts $version" version_pin
 step CONSUMER-PKG-CONFIG "pkg-config --cflags --libs obx ibx of the installed copy builds and runs" pkgconfig
 step CONSUMER-CXX "a C++ project (LANGUAGES CXX): add_subdirectory and find_package build and run" cxx
 step CONSUMER-INCLUDEDIR "cmake --install with CMAKE_INSTALL_INCLUDEDIR=include/obx: find_package and pkg-config name it" includedir
@@ -91,4 +117,5 @@ step CONSUMER-CMAKE-INSTALL "cmake --install --prefix P: obxctl, find_package(ob
 [ -x "$out/prefix/bin/obxctl" ] && "$out/prefix/bin/obxctl" --version >/dev/null &&
     echo "PASS CONSUMER-OBXCTL make install puts a working obxctl in PREFIX/bin" ||
     { echo "FAIL CONSUMER-OBXCTL make install did not install a working obxctl"; failed=1; }
+step CONSUMER-UNINSTALL "make uninstall PREFIX=... removes every file make install wrote" uninstall
 exit $failed

@@ -65,5 +65,22 @@ while IFS= read -r -d '' block; do
 done < <(awk 'BEGIN{ORS=""} /^```c$/{on=1; next} on && /^```$/{on=0; printf "%c", 0; next} on{print $0 "\n"}' README.md)
 [ $n -gt 0 ] || result 1 DOC-README-C "README.md has no C block to check"
 
+# One version everywhere: each header's first line and CHANGELOG.md's newest
+# release name the version the macros say.
+version=$(sed -n 's/^#define OBX_VERSION_STRING "\(.*\)"$/\1/p' obx.h)
+ok=0
+[ -n "$version" ] && head -n 1 obx.h | grep -q "v$version\$" && head -n 1 ibx.h | grep -q "v$version\$" &&
+    grep -q "^#define IBX_VERSION_STRING \"$version\"$" ibx.h &&
+    [ "$(grep -m 1 -E '^## \[?[0-9]+\.[0-9]+\.[0-9]+' CHANGELOG.md | grep -oE '[0-9]+\.[0-9]+\.[0-9]+')" = "$version" ] || ok=1
+result $ok DOC-VERSION "obx.h and ibx.h (first line and macros) and CHANGELOG.md's newest release say one version ($version)"
+
+# Every requirement ID the README, the docs, the headers and the examples cite
+# is stated in docs/REQUIREMENTS.md.
+missing=$(grep -ohE '\b(OBX|IBX|CORE|OBXCTL|MSSQL)-[A-Z0-9]+(-[A-Z0-9]+)*\b' README.md docs/*.md obx.h ibx.h \
+        examples/*.c tools/*.c | sort -u |
+    while read -r id; do grep -q "^- \`$id\` " docs/REQUIREMENTS.md || printf '%s ' "$id"; done)
+[ -z "$missing" ] || echo "    not stated: $missing"
+result "$([ -z "$missing" ] && echo 0 || echo 1)" DOC-REQUIREMENTS-CITED "every requirement ID the README, docs, headers and examples cite is stated in docs/REQUIREMENTS.md"
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -153,6 +153,15 @@ for backend in $backends; do
     esac
 done
 
+# Every requirement a test names is stated in docs/REQUIREMENTS.md.
+missing=$(awk '/^(PASS|FAIL|N\/A) [A-Z]/ { print $2 }' "$log" | sort -u |
+    while read -r id; do grep -q "^- \`$id\` " "$here/../docs/REQUIREMENTS.md" || printf '%s ' "$id"; done)
+if [ -n "$missing" ]; then
+    echo "FAIL DOC-REQUIREMENTS all tests name IDs docs/REQUIREMENTS.md does not state: $missing" | tee -a "$log"
+else
+    echo "PASS DOC-REQUIREMENTS all every ID the tests name is stated in docs/REQUIREMENTS.md" | tee -a "$log"
+fi
+
 passed=$(grep -c '^PASS ' "$log")
 failed=$(grep -c '^FAIL ' "$log")
 skipped=$(grep -c '^SKIPPED ' "$log")

@@ -978,18 +978,28 @@ static void test_metrics_text(void) {
     ibx_dispatcher_destroy(d);
     TT_ASSERT(enqueue(s, "ok", "src", "4") && enqueue(s, "ok", "src", "5"));
     TT_EQ_INT(ibx_claim(s, "01890a5d-ac96-774b-bcce-b302099a8057", 60, 1, &ms, &n), IBX_OK);
-    sleep_ms(20);
+    TT_EQ_INT(ibx_claim(s, "01890a5d-ac96-774b-bcce-b302099a8058", 1, 1, &ms, &n), IBX_OK);
+    TT_ASSERT(enqueue(s, "ok", "src", "6"));
+    {
+        ibx_new_message later = msg("ok", "src", "7", "{}");
+        later.due_utc_ms = now_ms() + 3600 * 1000;
+        TT_EQ_INT(ibx_enqueue(s, &later, NULL), IBX_OK);
+    }
+    sleep_ms(1100); /* the 1 s lease runs out */
     TT_EQ_INT(ibx_cleanup(s, 1, 0, NULL), IBX_OK); /* the two done ones: expired */
     TT_EQ_INT(ibx_metrics_text(s, NULL, 0, &needed), IBX_ERR_OUT_OF_RANGE);
     text = (char *)malloc(needed);
     TT_ASSERT(text != NULL);
     TT_EQ_INT(ibx_metrics_text(s, text, needed, NULL), IBX_OK);
-    TT_EXPECT(has_line(text, "ibx_messages_enqueued_total{store=\"in\\\"box\\\\\"} 5"));
+    TT_EXPECT(has_line(text, "ibx_messages_enqueued_total{store=\"in\\\"box\\\\\"} 7"));
     TT_EXPECT(has_line(text, "ibx_messages_dispatched_total{store=\"in\\\"box\\\\\"} 2"));
     TT_EXPECT(has_line(text, "ibx_messages_expired_total{store=\"in\\\"box\\\\\"} 2"));
+    TT_EXPECT(has_line(text, "ibx_messages_cleaned_up_total{store=\"in\\\"box\\\\\"} 2"));
     TT_EXPECT(has_line(text, "# TYPE ibx_duplicates_total counter"));
-    TT_EXPECT(has_line(text, "ibx_queue_ready_messages{store=\"in\\\"box\\\\\"} 1"));
-    TT_EXPECT(has_line(text, "ibx_queue_in_flight_messages{store=\"in\\\"box\\\\\"} 1"));
+    TT_EXPECT(has_line(text, "ibx_queue_ready_messages{store=\"in\\\"box\\\\\"} 2")); /* "6" and the run-out lease */
+    TT_EXPECT(has_line(text, "ibx_queue_in_flight_messages{store=\"in\\\"box\\\\\"} 2"));
+    TT_EXPECT(has_line(text, "ibx_queue_scheduled_messages{store=\"in\\\"box\\\\\"} 1"));
+    TT_EXPECT(has_line(text, "ibx_queue_expired_leases{store=\"in\\\"box\\\\\"} 1"));
     TT_EXPECT(has_line(text, "ibx_queue_dead_messages{store=\"in\\\"box\\\\\"} 1"));
     TT_EXPECT(has_line(text, "ibx_handler_duration_seconds_count{store=\"in\\\"box\\\\\",topic=\"ok\\n2\"} 1"));
     TT_EXPECT(has_line(text, "ibx_handler_duration_seconds_bucket{store=\"in\\\"box\\\\\",topic=\"poison\",le=\"+Inf\"} 1"));

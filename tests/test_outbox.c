@@ -2589,7 +2589,7 @@ static void test_expiry(void) {
     TT_EQ_INT(obx_store_counters(s, counters), OBX_OK);
     TT_EQ_INT(counters[OBX_METRIC_EXPIRED_UNHANDLED], 2);
     TT_EQ_INT(counters[OBX_METRIC_DEAD], 2);
-    TT_EQ_INT(counters[OBX_METRIC_EXPIRED], 0);
+    TT_EQ_INT(counters[OBX_METRIC_CLEANED_UP], 0);
     obx_dispatcher_destroy(d);
     /* Validation, before any SQL, naming the field. */
 #define BAD_EXP(due, exp)                                                              \
@@ -3757,9 +3757,16 @@ static void test_metrics_text(void) {
     obx_dispatcher_on(d, "poison", probe_handler, &poison);
     TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
     obx_dispatcher_destroy(d);
-    TT_ASSERT(enqueue(s, "ok", "p", id) && enqueue(s, "ok", "p", id)); /* one ready, one in flight */
+    TT_ASSERT(enqueue(s, "ok", "p", id) && enqueue(s, "ok", "p", id)); /* two in flight, one lease run out */
     TT_EQ_INT(obx_claim(s, "01890a5d-ac96-774b-bcce-b302099a8057", 60, 1, &ms, &n), OBX_OK);
-    sleep_ms(20); /* ProcessedAt strictly before now */
+    TT_EQ_INT(obx_claim(s, "01890a5d-ac96-774b-bcce-b302099a8058", 1, 1, &ms, &n), OBX_OK);
+    TT_ASSERT(enqueue(s, "ok", "p", id)); /* one ready, one scheduled */
+    {
+        obx_new_message later = msg("ok", "later");
+        later.due_utc_ms = now_ms() + 3600 * 1000;
+        TT_EQ_INT(obx_enqueue(s, &later, id), OBX_OK);
+    }
+    sleep_ms(1100); /* the 1 s lease runs out; ProcessedAt strictly before now */
     TT_EQ_INT(obx_cleanup(s, 0, 0, NULL), OBX_OK); /* the two done ones: expired */
     /* Too small: OBX_ERR_OUT_OF_RANGE and the size; then it fits. */
     TT_EQ_INT(obx_metrics_text(s, NULL, 0, &needed), OBX_ERR_OUT_OF_RANGE);
@@ -3772,14 +3779,17 @@ static void test_metrics_text(void) {
     TT_EQ_INT((long long)needed2, (long long)needed);
     TT_EQ_INT((long long)strlen(text) + 1, (long long)needed);
     TT_EXPECT(has_line(text, "# TYPE obx_messages_enqueued_total counter"));
-    TT_EXPECT(has_line(text, "obx_messages_enqueued_total{store=\"q\\\"s\\\\1\"} 5"));
+    TT_EXPECT(has_line(text, "obx_messages_enqueued_total{store=\"q\\\"s\\\\1\"} 7"));
     TT_EXPECT(has_line(text, "obx_messages_dispatched_total{store=\"q\\\"s\\\\1\"} 2"));
     TT_EXPECT(has_line(text, "obx_messages_dead_total{store=\"q\\\"s\\\\1\"} 1"));
     TT_EXPECT(has_line(text, "obx_messages_expired_total{store=\"q\\\"s\\\\1\"} 2"));
+    TT_EXPECT(has_line(text, "obx_messages_cleaned_up_total{store=\"q\\\"s\\\\1\"} 2"));
     TT_EXPECT(has_line(text, "obx_leases_reaped_total{store=\"q\\\"s\\\\1\"} 0"));
     TT_EXPECT(has_line(text, "# TYPE obx_queue_ready_messages gauge"));
     TT_EXPECT(has_line(text, "obx_queue_ready_messages{store=\"q\\\"s\\\\1\"} 1"));
-    TT_EXPECT(has_line(text, "obx_queue_in_flight_messages{store=\"q\\\"s\\\\1\"} 1"));
+    TT_EXPECT(has_line(text, "obx_queue_in_flight_messages{store=\"q\\\"s\\\\1\"} 2"));
+    TT_EXPECT(has_line(text, "obx_queue_scheduled_messages{store=\"q\\\"s\\\\1\"} 1"));
+    TT_EXPECT(has_line(text, "obx_queue_expired_leases{store=\"q\\\"s\\\\1\"} 1"));
     TT_EXPECT(has_line(text, "obx_queue_dead_messages{store=\"q\\\"s\\\\1\"} 1"));
     TT_EXPECT(strstr(text, "\nobx_queue_oldest_ready_age_seconds{store=\"q\\\"s\\\\1\"} ") != NULL);
     TT_EXPECT(has_line(text, "# TYPE obx_handler_duration_seconds histogram"));

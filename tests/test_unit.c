@@ -222,6 +222,14 @@ static void test_result_strings(void) {
     TT_EQ_STR(obx_result_str((obx_result)42), "OBX_(unknown)");
     TT_EQ_STR(ibx_result_str(IBX_ERR_DB_TRANSIENT), "IBX_ERR_DB_TRANSIENT");
     TT_EQ_STR(obx_version(), OBX_VERSION_STRING);
+    { /* the string, the parts and the number for #if say one version, in both headers */
+        char parts[32];
+        snprintf(parts, sizeof parts, "%d.%d.%d", OBX_VERSION_MAJOR, OBX_VERSION_MINOR, OBX_VERSION_PATCH);
+        TT_EQ_STR(parts, OBX_VERSION_STRING);
+        TT_EQ_STR(ibx_version(), obx_version());
+        TT_EQ_INT(OBX_VERSION_NUMBER, OBX_VERSION_MAJOR * 1000000 + OBX_VERSION_MINOR * 1000 + OBX_VERSION_PATCH);
+        TT_EQ_INT(IBX_VERSION_NUMBER, OBX_VERSION_NUMBER);
+    }
 }
 
 static void test_dialect_detection(void) {
@@ -1010,6 +1018,99 @@ static void test_fake_logger(void) {
     TT_EQ_INT(g_log_lines, 1);
     TT_EQ_STR(g_last_log, "kept 1");
     obx_store_close(s);
+}
+
+/* key=value fields: plain values as they are, others quoted and escaped so a
+ * parser finds the end of each field. */
+static void test_log_kv(void) {
+    static const struct { const char *in, *out; } cases[] = {
+        {"orders.created", "orders.created"}, {"a/b:c@d+e-f_g", "a/b:c@d+e-f_g"},
+        {"caf\xc3\xa9", "caf\xc3\xa9"}, {"", "\"\""}, {"bad\"topic\\x", "\"bad\\\"topic\\\\x\""},
+        {"two words", "\"two words\""}, {"k=v", "\"k=v\""}, {"line\nbreak\t\x01", "\"line\\nbreak\\t\\x01\""}};
+    char out[OBX__KV_CAP], big[400];
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) TT_EQ_STR(obx__kv(out, cases[i].in), cases[i].out);
+    TT_EQ_STR(obx__kv(out, NULL), "\"\"");
+    memset(big, '"', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    obx__kv(out, big);
+    TT_EXPECT(strlen(out) < OBX__KV_CAP && out[0] == '"');
+    TT_EXPECT(strcmp(out + strlen(out) - 3, "..\"") == 0);
+}
+
+/* The default logger's line: UTC time with milliseconds, process id, level,
+ * store, text; the level OBX_LOG_LEVEL / IBX_LOG_LEVEL names when the program
+ * sets none. stderr is sent to a file for the test. */
+static void test_default_log_format(void) {
+    static const struct { int64_t ms; const char *text; } dates[] = {
+        {0, "1970-01-01T00:00:00.000Z"}, {951782400000LL, "2000-02-29T00:00:00.000Z"},
+        {1798761599999LL, "2026-12-31T23:59:59.999Z"}, {-1, "1969-12-31T23:59:59.999Z"},
+        {253402300799999LL, "9999-12-31T23:59:59.999Z"}, {1709251199000LL, "2024-02-29T23:59:59.000Z"}};
+    char when[32], line[512], want[64];
+    obx__hooks h;
+    obx_hooks given;
+    FILE *f;
+    int saved, i;
+    for (i = 0; i < (int)(sizeof dates / sizeof dates[0]); i++) {
+        obx__utc_text(dates[i].ms, when);
+        TT_EQ_STR(when, dates[i].text);
+    }
+    fflush(stderr);
+    saved = dup(2);
+    TT_ASSERT(saved >= 0 && (f = tmpfile()) != NULL);
+    dup2(fileno(f), 2);
+    unsetenv("OBX_LOG_LEVEL");
+    memset(&h, 0, sizeof h);
+    TT_EQ_INT(obx__hooks_resolve(&h, NULL), OBX_OK);
+    TT_EQ_INT(h.log.min_level, OBX_LOG_INFO);
+    obx__log(&h, OBX_LOG_WARN, "st\"ore", "lease of %d message(s) lost", 2);
+    obx__log(&h, OBX_LOG_DEBUG, "st", "not shown at INFO");
+    setenv("OBX_LOG_LEVEL", "Debug", 1);
+    TT_EQ_INT(obx__hooks_resolve(&h, NULL), OBX_OK);
+    TT_EQ_INT(h.log.min_level, OBX_LOG_DEBUG);
+    obx__log(&h, OBX_LOG_DEBUG, "st", "shown at DEBUG");
+    memset(&given, 0, sizeof given);
+    given.logger.min_level = OBX_LOG_ERROR; /* the program's own choice stands */
+    TT_EQ_INT(obx__hooks_resolve(&h, &given), OBX_OK);
+    TT_EQ_INT(h.log.min_level, OBX_LOG_ERROR);
+    setenv("OBX_LOG_LEVEL", "loud", 1);
+    TT_EQ_INT(obx__hooks_resolve(&h, NULL), OBX_OK);
+    TT_EQ_INT(h.log.min_level, OBX_LOG_INFO);
+    TT_EQ_INT(h.env_level_bad, 1);
+    {   /* a store open names the bad value once */
+        obx_store_desc desc;
+        obx_store *st = NULL;
+        memset(&desc, 0, sizeof desc);
+        desc.connection_string = "Driver=fake;";
+        desc.store_id = "envtest";
+        fake_reset();
+        fake_set_dbms_name("SQLite");
+        if (obx_store_open(&desc, &st) == OBX_OK) obx_store_close(st);
+    }
+    setenv("IBX_LOG_LEVEL", "off", 1);
+    {
+        ibx__hooks ih;
+        memset(&ih, 0, sizeof ih);
+        TT_EQ_INT(ibx__hooks_resolve(&ih, NULL), IBX_OK);
+        TT_EQ_INT(ih.log.min_level, IBX_LOG_OFF);
+    }
+    unsetenv("OBX_LOG_LEVEL");
+    unsetenv("IBX_LOG_LEVEL");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(f);
+    snprintf(want, sizeof want, " obx[%ld] WARN  [st\"ore] lease of 2 message(s) lost\n", (long)getpid());
+    TT_ASSERT(fgets(line, sizeof line, f) != NULL);
+    /* 2026-11-27T10:47:19.123Z, then the rest */
+    TT_EXPECT(strlen(line) > 24 && line[4] == '-' && line[10] == 'T' && line[19] == '.' && line[23] == 'Z');
+    TT_EQ_STR(line + 24, want);
+    TT_ASSERT(fgets(line, sizeof line, f) != NULL);
+    TT_EXPECT(strstr(line, "] DEBUG [st] shown at DEBUG\n") != NULL);
+    TT_ASSERT(fgets(line, sizeof line, f) != NULL); /* the unknown level is named, once */
+    TT_EXPECT(strstr(line, "WARN  [envtest] OBX_LOG_LEVEL is not one of debug, info, warn, error, off") != NULL);
+    while (fgets(line, sizeof line, f)) TT_EXPECT(strstr(line, "OBX_LOG_LEVEL") == NULL);
+    fclose(f);
 }
 
 /* ---- outbox operations against the fake: error paths ------------------------------------- */
@@ -1872,7 +1973,7 @@ static void test_envelope_decode(void) {
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("OBX-ENVELOPE-DECODE", "pure", "the Headers column decoded in place: escapes, surrogates, whitespace; malformed reads as none", test_envelope_decode);
-    TT_RUN("CORE-BACKOFF-JITTER", "pure", "base/max/jitter policy of seed 002 section 13", test_backoff_jitter);
+    TT_RUN("CORE-BACKOFF-JITTER", "pure", "backoff policy: base, maximum and jitter", test_backoff_jitter);
     TT_RUN("OBX-068", "pure", "round-robin selection cycles through every store", test_selection_round_robin);
     TT_RUN("OBX-069", "pure", "drain-first selection stays until a store is empty", test_selection_drain_first);
     TT_RUN("CORE-SELECT-EDGES", "pure", "selection with no stores, resize, NULL", test_selection_edges);
@@ -1881,7 +1982,7 @@ int main(void) {
     TT_RUN("CORE-IDENTIFIER", "pure", "schema/table names: accept and reject tables", test_identifier_check);
     TT_RUN("CORE-RESULT-STR", "pure", "every result code has a name", test_result_strings);
     TT_RUN("CORE-DIALECT-DETECT", "pure", "dialect from SQL_DBMS_NAME", test_dialect_detection);
-    TT_RUN("CORE-CLASSIFY", "pure", "transient/lost/permanent for every code in odbc-facts 8", test_classification);
+    TT_RUN("CORE-CLASSIFY", "pure", "every driver code classified transient, lost or permanent", test_classification);
     TT_RUN("CORE-SQL-EXPAND", "pure", "statement templates and quoted names", test_sql_expand);
     TT_RUN("CORE-SIZE-GUARDS", "pure", "buffer sizes that would wrap size_t (32 bits) are refused", test_size_guards);
     TT_RUN("CORE-DIAG", "fake", "every diagnostic record read; the error, not the warning, is the cause", test_fake_diagnostics);
@@ -1903,6 +2004,8 @@ int main(void) {
     TT_RUN("CORE-BIND", "fake", "text, int64, blob and NULL parameters; prepared once", test_fake_bind_log);
     TT_RUN("CORE-NO-MEMORY", "fake", "allocation failure at every point of open: clean, no leak", test_fake_out_of_memory);
     TT_RUN("CORE-LOGGER", "fake", "logger hook gets the store id; levels filter", test_fake_logger);
+    TT_RUN("CORE-LOG-KV", "pure", "key=value log fields: plain values as they are, others quoted and escaped", test_log_kv);
+    TT_RUN("CORE-LOG-FORMAT", "pure", "default log line: UTC time with ms, pid, level, store; OBX_LOG_LEVEL when the program sets none", test_default_log_format);
     TT_RUN("OBX-JOIN-PAYLOAD", "pure", "join.wait payloads: every JSON escape, \\u to UTF-8, no read past the end", test_join_payload_reader);
     TT_RUN("IBX-129", "pure", "SHA-256 matches the FIPS 180-2 vectors (content hashes)", test_sha256_vectors);
     TT_RUN("IBX-HMAC", "pure", "HMAC-SHA256 matches RFC 4231 (webhook signatures)", test_hmac_vectors);
