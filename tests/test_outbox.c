@@ -1509,7 +1509,7 @@ static void test_ordered_overlap_producers(void) {
     TT_EQ_INT(obx_enqueue_tx(s, p2.dbc, &mb, idb), OBX_OK);
     TT_ASSERT(caller_begin(&p1));
     if (obx_enqueue_tx(s, p1.dbc, &ma, ida) != OBX_OK) { /* waited for p2 (a locking read) */
-        TT_EXPECT(!"the second producer's enqueue waits for the first's transaction");
+        tt_fail_at(__FILE__, __LINE__, "the second producer's enqueue waited for the first's transaction");
         caller_end(&p1, 0);
         caller_end(&p2, 0);
         caller_close(&p1);
