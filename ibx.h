@@ -751,7 +751,16 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * starts Processing with attempt 0; a Seen, Processing or Dead one gets the
  * new topic, payload, hash and due time and is Processing again (a Dead one
  * with attempt 0: re-enqueueing redrives it); a Done one is not changed
- * (*enqueued = 0 if given, else 1). A known message enqueued with a
+ * (*enqueued = 0 if given, else 1). A redelivery while the message is in
+ * flight (leased to a handler) with another topic or payload updates the
+ * row as well, and the new content is handled: the holder keeps its lease
+ * (its renewals, abandon and fail still count; nobody else claims it
+ * meanwhile), but its ack or fail makes the message ready again, not Done
+ * or Dead, since its handler saw the old content; the next claim hands
+ * out the new one (IBX-029-IN-FLIGHT). Until then ibx_get shows the lease's
+ * owner_token with its version digit (15th character) 0: the mark. A
+ * redelivery in flight of the same topic and payload changes no lease:
+ * the holder's ack makes it Done, and it is handled once. A known message enqueued with a
  * different hash logs a warning, as the dedup check does. Returns IBX_OK;
  * IBX_ERR_INVALID_ARG (a required field NULL, empty, not UTF-8 or too long,
  * a NUL in the payload, hash NULL with hash_len > 0, an envelope field as
@@ -763,7 +772,9 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * none and is taken); IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *message, int *enqueued);
 
-/* Mark messages Done, clearing owner and lease (IBX-044/049). Keys the
+/* Mark messages Done, clearing owner and lease (IBX-044/049); one
+ * redelivered with new content while held becomes ready again instead
+ * (see ibx_enqueue; counted in *changed). Keys the
  * token does not hold, or that do not exist, are ignored; *changed says how
  * many changed. keys NULL with count > 0 is IBX_ERR_INVALID_ARG; count 0 is
  * a no-op. One statement. Returns IBX_OK, IBX_ERR_INVALID_ARG (token, a key
@@ -795,7 +806,8 @@ IBX_API ibx_result ibx_lease_extend(ibx_store *store, const char *owner_token, c
 
 /* Mark messages Dead with `error` (required: NULL is IBX_ERR_INVALID_ARG,
  * IBX-067; "" is stored as none, NULL in last_error; not valid UTF-8:
- * IBX_ERR_INVALID_ARG), clearing owner and lease.
+ * IBX_ERR_INVALID_ARG), clearing owner and lease; one redelivered with new
+ * content while held becomes ready again instead (see ibx_enqueue).
  * Ownership and results as ibx_ack. */
 IBX_API ibx_result ibx_fail(ibx_store *store, const char *owner_token, const ibx_key *keys,
                             int count, const char *error, int64_t *changed);
@@ -926,8 +938,8 @@ IBX_API ibx_result ibx_owner_token(ibx_store *store, char out[37]);
  * the dispatcher ends those Dead ("expired") unhandled; a caller handling
  * claims itself checks expires_ms. Each message's status and owner_token
  * are what the claim set (filled in, not read back). Returns IBX_OK (count >= 1)
- * or IBX_EMPTY (count 0); IBX_ERR_INVALID_ARG (owner token not a UUID or
- * the empty one, NULL pointers); IBX_ERR_OUT_OF_RANGE (lease_seconds not
+ * or IBX_EMPTY (count 0); IBX_ERR_INVALID_ARG (owner token not a UUID, the
+ * empty one or one of version 0: the inbox's mark, see ibx_enqueue; NULL pointers); IBX_ERR_OUT_OF_RANGE (lease_seconds not
  * 1..IBX_LEASE_MAX_SECONDS, batch_size not 1..IBX_BATCH_MAX);
  * IBX_ERR_DB / IBX_ERR_DB_TRANSIENT. */
 IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
@@ -1137,7 +1149,8 @@ typedef struct ibx_dispatcher_desc {
     int64_t cleanup_interval_ms; /* 0: no automatic cleanup; else every store, this often ... */
     int64_t cleanup_retention_ms;/* ... deleting done messages older than this
                                     (0: IBX_DEFAULT_RETENTION_MS) */
-    const char *owner_token;     /* default: a new UUIDv7 per dispatcher (not the empty UUID) */
+    const char *owner_token;     /* default: a new UUIDv7 per dispatcher (not the empty UUID nor
+                                    one of version 0, see ibx_claim) */
     int batch_size;              /* default 50, at most IBX_BATCH_MAX */
     int lease_seconds;           /* default 30, at most IBX_LEASE_MAX_SECONDS; longer than a
                                     handler may take */
@@ -1313,6 +1326,19 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
 /* ========================================================================== */
 #if defined(IBX_IMPLEMENTATION) && !defined(IBX__IMPLEMENTED)
 #define IBX__IMPLEMENTED
+
+/* MAINTAINER NOTES
+ * Tools and callbacks go through the library. A tool (tools/ibxctl.c)
+ * never re-implements a library operation in its own SQL: every change it
+ * makes (dead replay and purge, reap, cleanup, deploy) is a call of this
+ * API, so what a statement here promises (a replay resets the start count;
+ * a purge runs in bounded batches; the table's column types) holds for the
+ * tool too, and a fix here reaches it. A tool's own SQL only reads what the
+ * API does not offer (counts per topic, listings). An operation a tool
+ * needs and the API lacks is added here first. Likewise a callback
+ * contract (discovery, handlers) has one protocol, documented where its
+ * type is declared and followed by the examples. Checked by
+ * tests/ibxctl.sh (IBXCTL-NO-DML: no DML or DDL in tools/ibxctl.c). */
 
 #include <limits.h>
 #include <stdarg.h>
@@ -4084,7 +4110,20 @@ enum {
  * with 0. */
 #define IBX__CRASH_LOOP "crash loop: claimed {Q} times without an outcome" IBX__WHY(" (the handler crashed or was killed, or its lease expired)")
 
+/* A redelivery in flight (ibx_enqueue of a leased message with another
+ * topic or payload): the upsert marks the lease by setting its token's
+ * version digit (the 15th character) to 0, tokens of version 0 being
+ * refused. The settles take the holder's token and its mark ({O}: the
+ * holder still renews, abandons, and nobody else claims meanwhile); an
+ * ack or fail of a marked lease makes the message ready again instead of
+ * Done or Dead, with its start taken back: no handler has seen the new
+ * content yet. A redelivery of the same content changes no lease. */
 #ifndef IBX_NO_SQLITE
+#define IBX__SQLITE_MARK(t) "substr(" t ", 1, 14) || '0' || substr(" t ", 16)"
+#define IBX__SQLITE_MARKED "substr(OwnerToken, 15, 1) = '0'"
+#define IBX__SQLITE_REDELIVERY \
+    "OwnerToken = iif(OwnerToken IS NOT NULL AND (Topic IS NOT excluded.Topic OR Payload IS NOT " \
+    "excluded.Payload), " IBX__SQLITE_MARK("OwnerToken") ", OwnerToken), "
 /* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
 #define IBX__SQLITE_DEAD                                                                           \
     "Status = 'Dead' AND Topic = coalesce(?1, Topic) AND (?2 IS NULL OR "                 \
@@ -4092,7 +4131,8 @@ enum {
     "AND (?4 IS NULL OR FirstSeenUtc < ?4) AND Source = coalesce(?5, Source) AND "          \
     "MessageId = coalesce(?6, MessageId)"
 static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
-    {IBX__Q_OWNED, "OwnerToken = ? AND Status = 'Processing' AND " IBX__SQLITE_KEYS},
+    {IBX__Q_OWNED, IBX__SQLITE_MARK("OwnerToken") " = (SELECT " IBX__SQLITE_MARK("v") " FROM (SELECT ? AS v)) "
+                   "AND Status = 'Processing' AND " IBX__SQLITE_KEYS},
     /* sqliteodbc shows RETURNING rows only after a leading WITH. */
     {IBX__Q_SEEN,
      "WITH _ AS (SELECT 1) INSERT INTO {T} (Source, MessageId, Hash) VALUES (?, ?, ?) "
@@ -4104,7 +4144,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_ENQUEUE,
      "INSERT INTO {T} (Source, MessageId, Topic, Payload, Hash, Status, "
      "DueTimeUtc, NextAttemptAt) VALUES (?, ?, ?, ?, ?, 'Processing', ?, coalesce(?, {W})) "
-     "ON CONFLICT (Source, MessageId) DO UPDATE SET Topic = excluded.Topic, "
+     "ON CONFLICT (Source, MessageId) DO UPDATE SET " IBX__SQLITE_REDELIVERY "Topic = excluded.Topic, "
      "Payload = excluded.Payload, Hash = excluded.Hash, "
      "DueTimeUtc = excluded.DueTimeUtc, NextAttemptAt = excluded.NextAttemptAt, "
      "LastSeenUtc = {W}, Attempt = iif(Status = 'Dead', 0, Attempt), "
@@ -4116,7 +4156,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "INSERT INTO {T} (Source, MessageId, Topic, Payload, Hash, Status, "
      "DueTimeUtc, NextAttemptAt, " IBX__ENV("TenantId, AggregateType, AggregateId, Headers, ")
      "ExpiresAt) VALUES (?1, ?2, ?3, ?4, ?5, 'Processing', ?6, coalesce(?7, {W}), " IBX__ENV("?8, ?9, ?10, ?11, ")
-     "?12) ON CONFLICT (Source, MessageId) DO UPDATE SET Topic = excluded.Topic, "
+     "?12) ON CONFLICT (Source, MessageId) DO UPDATE SET " IBX__SQLITE_REDELIVERY "Topic = excluded.Topic, "
      "Payload = excluded.Payload, Hash = excluded.Hash, "
      "DueTimeUtc = excluded.DueTimeUtc, NextAttemptAt = excluded.NextAttemptAt, "
      "LastSeenUtc = {W}, Attempt = iif(Status = 'Dead', 0, Attempt), "
@@ -4140,7 +4180,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "(LockedUntil IS NULL OR LockedUntil < {W}) AND Starts < {Q} ORDER BY NextAttemptAt LIMIT ?) "
      "RETURNING " IBX__SQLITE_CLAIM_COLS},
     {IBX__Q_ACK,
-     "UPDATE {T} SET Status = 'Done', OwnerToken = NULL, LockedUntil = NULL, "
+     "UPDATE {T} SET Status = iif(" IBX__SQLITE_MARKED ", 'Processing', 'Done'), "
+     "Starts = iif(" IBX__SQLITE_MARKED ", max(Starts - 1, 0), Starts), OwnerToken = NULL, LockedUntil = NULL, "
      "LastSeenUtc = {W} WHERE {O}"},
     {IBX__Q_ABANDON,
      "UPDATE {T} SET NextAttemptAt = {W} + coalesce(?, min(60000, 1000 * (1 << min(Attempt, 6)))), "
@@ -4148,7 +4189,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "OwnerToken = NULL, LockedUntil = NULL, Starts = max(Starts - 1, 0) "
      "WHERE {O}"},
     {IBX__Q_FAIL,
-     "UPDATE {T} SET Status = 'Dead', OwnerToken = NULL, LockedUntil = NULL, "
+     "UPDATE {T} SET Status = iif(" IBX__SQLITE_MARKED ", 'Processing', 'Dead'), "
+     "Starts = iif(" IBX__SQLITE_MARKED ", max(Starts - 1, 0), Starts), OwnerToken = NULL, LockedUntil = NULL, "
      "LastSeenUtc = {W}, LastError = ? WHERE {O}"},
     {IBX__Q_EXTEND,
      "UPDATE {T} SET LockedUntil = {W} + CAST(? AS INTEGER) * 1000 "
@@ -4233,6 +4275,14 @@ static const ibx__sqlset ibx__sqlite_inbox = {
 #endif
 
 #ifndef IBX_NO_POSTGRESQL
+/* A redelivery in flight: see IBX__SQLITE_MARK. */
+#define IBX__PG_MARK(t) "overlay(CAST(" t " AS text) placing '0' from 15)"
+#define IBX__PG_MARKED "substr(CAST(\"OwnerToken\" AS text), 15, 1) = '0'"
+#define IBX__PG_OWNED IBX__PG_MARK("\"OwnerToken\"") " = " IBX__PG_MARK("?") " AND \"Status\" = 'Processing' AND "
+#define IBX__PG_REDELIVERY                                                                                  \
+    "\"OwnerToken\" = CASE WHEN t.\"OwnerToken\" IS NOT NULL AND (t.\"Topic\", t.\"Payload\") IS DISTINCT FROM " \
+    "(excluded.\"Topic\", excluded.\"Payload\") THEN CAST(" IBX__PG_MARK("t.\"OwnerToken\"") " AS uuid) "          \
+    "ELSE t.\"OwnerToken\" END, "
 /* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
 #define IBX__PG_DEAD                                                                               \
     "\"Status\" = 'Dead' AND \"Topic\" = coalesce(CAST(?1 AS text), \"Topic\") AND (CAST(?2 AS text) "    \
@@ -4256,7 +4306,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
      "\"DueTimeUtc\", \"NextAttemptAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
      "to_timestamp(CAST(? AS bigint) / 1000.0), coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now())) "
-     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET " IBX__PG_REDELIVERY "\"Topic\" = excluded.\"Topic\", "
      "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
      "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
@@ -4269,7 +4319,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "\"ExpiresAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
      "to_timestamp(CAST(? AS bigint) / 1000.0), coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()), "
      "?, ?, ?, CAST(? AS json), to_timestamp(CAST(? AS bigint) / 1000.0)) "
-     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET \"Topic\" = excluded.\"Topic\", "
+     "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET " IBX__PG_REDELIVERY "\"Topic\" = excluded.\"Topic\", "
      "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
      "\"LastSeenUtc\" = now(), \"Attempt\" = CASE WHEN t.\"Status\" = 'Dead' THEN 0 ELSE t.\"Attempt\" END, "
@@ -4299,23 +4349,25 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
      "RETURNING " IBX__PG_CLAIM_COLS},
     {IBX__Q_ACK,
-     "UPDATE {T} SET \"Status\" = 'Done', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-     "\"LastSeenUtc\" = now() WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND "
-     IBX__PG_KEYS},
+     "UPDATE {T} SET \"Status\" = CASE WHEN " IBX__PG_MARKED " THEN 'Processing' ELSE 'Done' END, "
+     "\"Starts\" = CASE WHEN " IBX__PG_MARKED " THEN greatest(\"Starts\" - 1, 0) ELSE \"Starts\" END, "
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+     "\"LastSeenUtc\" = now() WHERE " IBX__PG_OWNED IBX__PG_KEYS},
     {IBX__Q_ABANDON,
      "UPDATE {T} SET \"NextAttemptAt\" = now() + "
      "make_interval(secs => coalesce(CAST(? AS bigint) / 1000.0, least(60, 1 << least(\"Attempt\", 6)))), "
      "\"Attempt\" = \"Attempt\" + CAST(? AS integer), "
      "\"LastError\" = coalesce(CAST(? AS text), \"LastError\"), \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
      "\"Starts\" = greatest(\"Starts\" - 1, 0) "
-     "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND " IBX__PG_KEYS},
+     "WHERE " IBX__PG_OWNED IBX__PG_KEYS},
     {IBX__Q_FAIL,
-     "UPDATE {T} SET \"Status\" = 'Dead', \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
-     "\"LastSeenUtc\" = now(), \"LastError\" = CAST(? AS text) WHERE \"OwnerToken\" = CAST(? AS uuid) AND "
-     "\"Status\" = 'Processing' AND " IBX__PG_KEYS},
+     "UPDATE {T} SET \"Status\" = CASE WHEN " IBX__PG_MARKED " THEN 'Processing' ELSE 'Dead' END, "
+     "\"Starts\" = CASE WHEN " IBX__PG_MARKED " THEN greatest(\"Starts\" - 1, 0) ELSE \"Starts\" END, "
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+     "\"LastSeenUtc\" = now(), \"LastError\" = CAST(? AS text) WHERE " IBX__PG_OWNED IBX__PG_KEYS},
     {IBX__Q_EXTEND,
      "UPDATE {T} SET \"LockedUntil\" = now() + make_interval(secs => CAST(? AS bigint)) "
-     "WHERE \"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 'Processing' AND " IBX__PG_KEYS},
+     "WHERE " IBX__PG_OWNED IBX__PG_KEYS},
     {IBX__Q_REAP,
      "UPDATE {T} SET \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"Status\" = CASE WHEN \"Starts\" >= {Q} "
      "THEN 'Dead' ELSE \"Status\" END, \"LastError\" = CASE WHEN \"Starts\" >= {Q} THEN '" IBX__CRASH_LOOP "' "
@@ -4435,6 +4487,14 @@ static const ibx__sqlset ibx__postgresql_inbox = {
  * statement: the driver's row count cannot tell an insert from an
  * untouched Done row. SET runs left to right: Status is assigned last. */
 #ifndef IBX_NO_MARIADB
+/* A redelivery in flight: see IBX__SQLITE_MARK. The upsert marks first
+ * (SET runs left to right: Topic and Payload are still the old ones). */
+#define IBX__MY_MARKED "SUBSTRING(`OwnerToken`, 15, 1) = '0'"
+#define IBX__MY_OWNED(o) "`OwnerToken` IN (" o ", INSERT(" o ", 15, 1, '0')) AND `Status` = 'Processing'"
+#define IBX__MY_REDELIVERY                                                                              \
+    "`OwnerToken` = IF(`OwnerToken` IS NOT NULL AND (CAST(`Topic` AS BINARY) <> CAST(VALUES(`Topic`) AS BINARY) " \
+    "OR CAST(`Payload` AS BINARY) <> CAST(VALUES(`Payload`) AS BINARY)), INSERT(`OwnerToken`, 15, 1, '0'), "   \
+    "`OwnerToken`), "
 /* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
 #define IBX__MY_DEAD                                                                               \
     "`Status` = 'Dead' AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                     \
@@ -4451,7 +4511,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
     {IBX__Q_ENQUEUE,
      "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
      "`NextAttemptAt`) VALUES (?, ?, ?, ?, ?, 'Processing', " IBX__MY_FROM_MS("?") ", "
-     "COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE "
+     "COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6))) ON DUPLICATE KEY UPDATE " IBX__MY_REDELIVERY
      "`Topic` = IF(" IBX__MY_DONE ", `Topic`, VALUES(`Topic`)), "
      "`Payload` = IF(" IBX__MY_DONE ", `Payload`, VALUES(`Payload`)), "
      "`Hash` = IF(" IBX__MY_DONE ", `Hash`, VALUES(`Hash`)), "
@@ -4466,7 +4526,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
      "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`) VALUES (?, ?, ?, ?, ?, "
      "'Processing', " IBX__MY_FROM_MS("?") ", COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, ?, ?, "
-     IBX__MY_FROM_MS("?") ") ON DUPLICATE KEY UPDATE "
+     IBX__MY_FROM_MS("?") ") ON DUPLICATE KEY UPDATE " IBX__MY_REDELIVERY
      "`Topic` = IF(" IBX__MY_DONE ", `Topic`, VALUES(`Topic`)), "
      "`Payload` = IF(" IBX__MY_DONE ", `Payload`, VALUES(`Payload`)), "
      "`Hash` = IF(" IBX__MY_DONE ", `Hash`, VALUES(`Hash`)), "
@@ -4495,24 +4555,24 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?2 SECOND, `Starts` = `Starts` + 1 WHERE {T}.`Status` = "
      "'Processing' AND ({T}.`LockedUntil` IS NULL OR {T}.`LockedUntil` < UTC_TIMESTAMP(6)) AND {T}.`Starts` < {Q}"},
     {IBX__Q_ACK,
-     "UPDATE " IBX__MY_BY_KEYS("?2", "?3") " SET `Status` = 'Done', `OwnerToken` = NULL, "
-     "`LockedUntil` = NULL, `LastSeenUtc` = UTC_TIMESTAMP(6) "
-     "WHERE `OwnerToken` = ?1 AND `Status` = 'Processing'"},
+     "UPDATE " IBX__MY_BY_KEYS("?2", "?3") " SET `Status` = IF(" IBX__MY_MARKED ", 'Processing', 'Done'), "
+     "`Starts` = IF(" IBX__MY_MARKED ", GREATEST(`Starts` - 1, 0), `Starts`), `OwnerToken` = NULL, "
+     "`LockedUntil` = NULL, `LastSeenUtc` = UTC_TIMESTAMP(6) WHERE " IBX__MY_OWNED("?1")},
     {IBX__Q_ABANDON,
      "UPDATE " IBX__MY_BY_KEYS("?5", "?6") " SET `NextAttemptAt` = UTC_TIMESTAMP(6) + INTERVAL "
      "COALESCE(?1, LEAST(60000, 1000 * (1 << LEAST(`Attempt`, 6)))) * 1000 MICROSECOND, "
      "`Attempt` = `Attempt` + ?2, `LastError` = COALESCE(?3, `LastError`), "
      "`OwnerToken` = NULL, `LockedUntil` = NULL, `Starts` = GREATEST(`Starts` - 1, 0) "
-     "WHERE `OwnerToken` = ?4 AND `Status` = 'Processing'"},
+     "WHERE " IBX__MY_OWNED("?4")},
     {IBX__Q_FAIL,
-     "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `OwnerToken` = NULL, `LockedUntil` = NULL, "
-     "`LastSeenUtc` = UTC_TIMESTAMP(6), `LastError` = ?1, `Status` = 'Dead' "
-     "WHERE `OwnerToken` = ?2 AND `Status` = 'Processing'"},
+     "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `Status` = IF(" IBX__MY_MARKED ", 'Processing', 'Dead'), "
+     "`Starts` = IF(" IBX__MY_MARKED ", GREATEST(`Starts` - 1, 0), `Starts`), `OwnerToken` = NULL, "
+     "`LockedUntil` = NULL, `LastSeenUtc` = UTC_TIMESTAMP(6), `LastError` = ?1 WHERE " IBX__MY_OWNED("?2")},
     /* IS NOT NULL keeps the scan to leased rows: a scanned row is
      * locked for a moment, and a concurrent claim would skip it. */
     {IBX__Q_EXTEND,
      "UPDATE " IBX__MY_BY_KEYS("?3", "?4") " SET `LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ?1 SECOND "
-     "WHERE `OwnerToken` = ?2 AND `Status` = 'Processing'"},
+     "WHERE " IBX__MY_OWNED("?2")},
     {IBX__Q_REAP,
      "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `LastError` = IF(`Starts` >= {Q}, '"
      IBX__CRASH_LOOP "', `LastError`), `Status` = IF(`Starts` >= {Q}, 'Dead', `Status`) "
@@ -4623,6 +4683,13 @@ static const ibx__sqlset ibx__mariadb_inbox = {
     t "[TenantId], " t "[AggregateType], " t "[AggregateId], " t "[Headers], " IBX__MS_MS(t "[ExpiresAt]")
 /* Keys compare byte for byte, as on the other databases. */
 #define IBX__MS_BIN "COLLATE Latin1_General_100_BIN2"
+/* A redelivery in flight: see IBX__SQLITE_MARK. */
+#define IBX__MS_MARK(t) "CAST(STUFF(CONVERT(NCHAR(36), " t "), 15, 1, N'0') AS UNIQUEIDENTIFIER)"
+#define IBX__MS_MARKED "SUBSTRING(CONVERT(NCHAR(36), t.[OwnerToken]), 15, 1) = N'0'"
+#define IBX__MS_REDELIVERY                                                                              \
+    "[OwnerToken] = CASE WHEN t.[OwnerToken] IS NOT NULL AND (CAST(t.[Topic] AS VARBINARY(MAX)) <> "        \
+    "CAST(s.[Topic] AS VARBINARY(MAX)) OR CAST(t.[Payload] AS VARBINARY(MAX)) <> CAST(s.[Payload] AS "      \
+    "VARBINARY(MAX))) THEN " IBX__MS_MARK("t.[OwnerToken]") " ELSE t.[OwnerToken] END, "
 /* A settle procedure: one UPDATE of the caller's leased rows named by two
  * JSON arrays (sources, message ids) zipped by position, then the count. */
 #define IBX__MS_SETTLE(name, params, set)                                                         \
@@ -4635,7 +4702,7 @@ static const ibx__sqlset ibx__mariadb_inbox = {
     "                            FROM OPENJSON(@Sources) AS s JOIN OPENJSON(@MessageIds) AS m\n"  \
     "                              ON m.[key] = s.[key]) AS k\n"                                  \
     "        ON t.[Source] = k.[Source] AND t.[MessageId] = k.[MessageId]\n"                      \
-    "     WHERE t.[OwnerToken] = @OwnerToken AND t.[Status] = 'Processing';\n"                    \
+    "     WHERE t.[OwnerToken] IN (@OwnerToken, " IBX__MS_MARK("@OwnerToken") ") AND t.[Status] = 'Processing';\n" \
     "    SELECT @@ROWCOUNT;\n"                                                                    \
     "END"
 #define IBX__MS_LIST_PARAMS "@Sources NVARCHAR(MAX), @MessageIds NVARCHAR(MAX)"
@@ -4675,7 +4742,8 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
      "COALESCE(" IBX__MS_FROM_MS("?7", IBX__MS_EPOCH) ", SYSUTCDATETIME()) AS [NextAt]) AS s "
      "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
-     "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET [Topic] = s.[Topic], [Payload] = s.[Payload], "
+     "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET " IBX__MS_REDELIVERY
+     "[Topic] = s.[Topic], [Payload] = s.[Payload], "
      "[Hash] = s.[Hash], [DueTimeUtc] = s.[Due], [NextAttemptAt] = s.[NextAt], "
      "[LastSeenUtc] = SYSUTCDATETIME(), [Attempt] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Attempt] END, "
      "[Starts] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Starts] END, [Status] = 'Processing' "
@@ -4690,7 +4758,8 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "?9 AS [AggregateType], ?10 AS [AggregateId], ?11 AS [Headers], "
      IBX__MS_FROM_MS("?12", IBX__MS_EPOCH) " AS [ExpiresAt]) AS s "
      "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
-     "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET [Topic] = s.[Topic], [Payload] = s.[Payload], "
+     "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET " IBX__MS_REDELIVERY
+     "[Topic] = s.[Topic], [Payload] = s.[Payload], "
      "[Hash] = s.[Hash], [DueTimeUtc] = s.[Due], [NextAttemptAt] = s.[NextAt], "
      "[LastSeenUtc] = SYSUTCDATETIME(), [Attempt] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Attempt] END, "
      "[Starts] = CASE WHEN t.[Status] = 'Dead' THEN 0 ELSE t.[Starts] END, "
@@ -4723,7 +4792,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "CAST(m.[value] AS NVARCHAR(255)) " IBX__MS_BIN " AS [MessageId] "
      "FROM OPENJSON(?3) AS s JOIN OPENJSON(?4) AS m ON m.[key] = s.[key]) AS k "
      "ON t.[Source] = k.[Source] AND t.[MessageId] = k.[MessageId] "
-     "WHERE t.[OwnerToken] = ?2 AND t.[Status] = 'Processing'"},
+     "WHERE t.[OwnerToken] IN (?2, " IBX__MS_MARK("?2") ") AND t.[Status] = 'Processing'"},
     {IBX__Q_REAP,
      "{CALL {S}.[{N}_ReapExpired]({Q})}"},
     {IBX__Q_HASH,
@@ -4807,7 +4876,9 @@ static const char *const ibx__sqlserver_inbox_ddl[] = {IBX__MS_DEPLOY_LOCK,
       "    OUTPUT " IBX__MS_COLS("inserted.") ";\n"
       "END",
       IBX__MS_SETTLE("Ack", "@OwnerToken UNIQUEIDENTIFIER, " IBX__MS_LIST_PARAMS,
-                     "[Status] = 'Done', [OwnerToken] = NULL, [LockedUntil] = NULL, "
+                     "[Status] = CASE WHEN " IBX__MS_MARKED " THEN 'Processing' ELSE 'Done' END, "
+                     "[Starts] = CASE WHEN " IBX__MS_MARKED " AND t.[Starts] > 0 THEN t.[Starts] - 1 "
+                     "ELSE t.[Starts] END, [OwnerToken] = NULL, [LockedUntil] = NULL, "
                      "[LastSeenUtc] = SYSUTCDATETIME()"),
       /* No delay: the default backoff, min(60 s, 2^Attempt s). */
       IBX__MS_SETTLE("Abandon", "@DelayMs BIGINT, @Attempts INT, @LastError NVARCHAR(MAX), "
@@ -4818,7 +4889,9 @@ static const char *const ibx__sqlserver_inbox_ddl[] = {IBX__MS_DEPLOY_LOCK,
                      "[OwnerToken] = NULL, [LockedUntil] = NULL, "
                      "[Starts] = CASE WHEN t.[Starts] > 0 THEN t.[Starts] - 1 ELSE 0 END"),
       IBX__MS_SETTLE("Fail", "@LastError NVARCHAR(MAX), @OwnerToken UNIQUEIDENTIFIER, " IBX__MS_LIST_PARAMS,
-                     "[Status] = 'Dead', [OwnerToken] = NULL, [LockedUntil] = NULL, "
+                     "[Status] = CASE WHEN " IBX__MS_MARKED " THEN 'Processing' ELSE 'Dead' END, "
+                     "[Starts] = CASE WHEN " IBX__MS_MARKED " AND t.[Starts] > 0 THEN t.[Starts] - 1 "
+                     "ELSE t.[Starts] END, [OwnerToken] = NULL, [LockedUntil] = NULL, "
                      "[LastSeenUtc] = SYSUTCDATETIME(), [LastError] = @LastError"),
       "CREATE OR ALTER PROCEDURE {S}.[{N}_ReapExpired] @MaxStarts INT = 3 AS\n"
       "BEGIN\n"
@@ -5568,15 +5641,18 @@ static void ibx__lower_uuid(const char *in, char out[37]) {
     out[36] = '\0';
 }
 
-/* An owner token: a UUID, not the empty one (it would match rows nobody owns). */
+/* An owner token: a UUID, not the empty one (it would match rows nobody
+ * owns), nor one of version 0: the inbox marks a lease whose message was
+ * redelivered with new content by setting the version digit to 0. */
 static ibx_result ibx__check_token(ibx_store *s, const char *fn, const char *token) {
     char where[96];
     snprintf(where, sizeof where, "%s: owner_token", fn);
     if (!ibx__uuid_is_valid(token))
         return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where,
                          "owner_token must be a UUID" IBX__WHY(" (ibx_owner_token)"));
-    if (strcmp(token, "00000000-0000-0000-0000-000000000000") == 0)
-        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
+    if (token[14] == '0')
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where,
+                         "owner_token must not be the empty UUID nor of version 0 (its 15th character)");
     ibx__lower_uuid(token, s->token);
     return IBX_OK;
 }
@@ -6935,10 +7011,9 @@ static ibx_result ibx__dispatcher_desc_check(const ibx_dispatcher_desc *desc, ib
     const char *name = NULL;
     int64_t value = 0, max = 0;
     size_t i;
-    if (desc->owner_token && (!ibx__uuid_is_valid(desc->owner_token) ||
-                              strcmp(desc->owner_token, "00000000-0000-0000-0000-000000000000") == 0))
+    if (desc->owner_token && (!ibx__uuid_is_valid(desc->owner_token) || desc->owner_token[14] == '0'))
         return ibx__fail(err, IBX_ERR_INVALID_ARG, "ibx_dispatcher_create: owner_token",
-                         "owner_token must be a UUID, not the empty one");
+                         "owner_token must be a UUID, not the empty one nor of version 0 (see ibx_claim)");
     for (i = 0; !name && i < sizeof ibx__dispatcher_numbers / sizeof ibx__dispatcher_numbers[0]; i++) {
         const char *at = (const char *)desc + ibx__dispatcher_numbers[i].offset;
         int v;

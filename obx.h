@@ -966,8 +966,8 @@ OBX_API obx_result obx_owner_token(obx_store *store, char out[37]);
  * the dispatcher ends those Dead ("expired") unhandled; a caller handling
  * claims itself checks expires_ms. Each message's status and owner_token
  * are what the claim set (filled in, not read back). Returns OBX_OK (count >= 1)
- * or OBX_EMPTY (count 0); OBX_ERR_INVALID_ARG (owner token not a UUID or
- * the empty one, NULL pointers); OBX_ERR_OUT_OF_RANGE (lease_seconds not
+ * or OBX_EMPTY (count 0); OBX_ERR_INVALID_ARG (owner token not a UUID, the
+ * empty one or one of version 0: the inbox's mark, see ibx_enqueue; NULL pointers); OBX_ERR_OUT_OF_RANGE (lease_seconds not
  * 1..OBX_LEASE_MAX_SECONDS, batch_size not 1..OBX_BATCH_MAX);
  * OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
 OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int lease_seconds,
@@ -1177,7 +1177,8 @@ typedef struct obx_dispatcher_desc {
     int64_t cleanup_interval_ms; /* 0: no automatic cleanup; else every store, this often ... */
     int64_t cleanup_retention_ms;/* ... deleting done messages older than this
                                     (0: OBX_DEFAULT_RETENTION_MS) */
-    const char *owner_token;     /* default: a new UUIDv7 per dispatcher (not the empty UUID) */
+    const char *owner_token;     /* default: a new UUIDv7 per dispatcher (not the empty UUID nor
+                                    one of version 0, see obx_claim) */
     int batch_size;              /* default 50, at most OBX_BATCH_MAX */
     int lease_seconds;           /* default 30, at most OBX_LEASE_MAX_SECONDS; longer than a
                                     handler may take */
@@ -1464,6 +1465,19 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *erro
 /* ========================================================================== */
 #if defined(OBX_IMPLEMENTATION) && !defined(OBX__IMPLEMENTED)
 #define OBX__IMPLEMENTED
+
+/* MAINTAINER NOTES
+ * Tools and callbacks go through the library. A tool (tools/obxctl.c)
+ * never re-implements a library operation in its own SQL: every change it
+ * makes (dead replay and purge, reap, cleanup, deploy) is a call of this
+ * API, so what a statement here promises (a replay resets the start count;
+ * a purge runs in bounded batches; the table's column types) holds for the
+ * tool too, and a fix here reaches it. A tool's own SQL only reads what the
+ * API does not offer (counts per topic, listings). An operation a tool
+ * needs and the API lacks is added here first. Likewise a callback
+ * contract (discovery, handlers) has one protocol, documented where its
+ * type is declared and followed by the examples. Checked by
+ * tests/obxctl.sh (OBXCTL-NO-DML: no DML or DDL in tools/obxctl.c). */
 
 #include <limits.h>
 #include <stdarg.h>
@@ -6286,15 +6300,18 @@ static void obx__lower_uuid(const char *in, char out[37]) {
     out[36] = '\0';
 }
 
-/* An owner token: a UUID, not the empty one (it would match rows nobody owns). */
+/* An owner token: a UUID, not the empty one (it would match rows nobody
+ * owns), nor one of version 0: the inbox marks a lease whose message was
+ * redelivered with new content by setting the version digit to 0. */
 static obx_result obx__check_token(obx_store *s, const char *fn, const char *token) {
     char where[96];
     snprintf(where, sizeof where, "%s: owner_token", fn);
     if (!obx__uuid_is_valid(token))
         return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where,
                          "owner_token must be a UUID" OBX__WHY(" (obx_owner_token)"));
-    if (strcmp(token, "00000000-0000-0000-0000-000000000000") == 0)
-        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "owner_token must not be the empty UUID");
+    if (token[14] == '0')
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where,
+                         "owner_token must not be the empty UUID nor of version 0 (its 15th character)");
     obx__lower_uuid(token, s->token);
     return OBX_OK;
 }
@@ -7653,10 +7670,9 @@ static obx_result obx__dispatcher_desc_check(const obx_dispatcher_desc *desc, ob
     const char *name = NULL;
     int64_t value = 0, max = 0;
     size_t i;
-    if (desc->owner_token && (!obx__uuid_is_valid(desc->owner_token) ||
-                              strcmp(desc->owner_token, "00000000-0000-0000-0000-000000000000") == 0))
+    if (desc->owner_token && (!obx__uuid_is_valid(desc->owner_token) || desc->owner_token[14] == '0'))
         return obx__fail(err, OBX_ERR_INVALID_ARG, "obx_dispatcher_create: owner_token",
-                         "owner_token must be a UUID, not the empty one");
+                         "owner_token must be a UUID, not the empty one nor of version 0 (see obx_claim)");
     for (i = 0; !name && i < sizeof obx__dispatcher_numbers / sizeof obx__dispatcher_numbers[0]; i++) {
         const char *at = (const char *)desc + obx__dispatcher_numbers[i].offset;
         int v;

@@ -68,13 +68,18 @@ status() {
     fi
 }
 
+loop=CtlLoop$$ iloop=CtlILoop$$ two=CtlTwo$$
 if ! "$bin/obxctl_fill" outbox "$OBXCTL_CONNECTION" "$table" ctl "$work/lib-metrics" ||
-    ! "$bin/obxctl_fill" inbox "$OBXCTL_CONNECTION" "$inbox" ctl "$work/lib-imetrics"; then
+    ! "$bin/obxctl_fill" inbox "$OBXCTL_CONNECTION" "$inbox" ctl "$work/lib-imetrics" ||
+    ! "$bin/obxctl_fill" inbox "$OBXCTL_CONNECTION" "$two" ctl /dev/null ||
+    ! "$bin/obxctl_fill" crash-outbox "$OBXCTL_CONNECTION" "$loop" ctl - ||
+    ! "$bin/obxctl_fill" crash-inbox "$OBXCTL_CONNECTION" "$iloop" ctl -; then
     result 1 OBXCTL-FILL "a queue in a known state through the library"
     echo "$passed passed, $failed failed"
     exit 1
 fi
 sleep 1.5 # the 1 s lease of sms.send has expired: "1 expired" is part of the golden output
+# (and those of the crash-loop messages: claimed once with max_starts 1)
 
 golden OBXCTL-STATS-TABLE "stats: aligned table per status and topic" stats.txt ctl --table "$table" stats
 golden OBXCTL-STATS-JSON "stats --json: one JSON object" stats.json ctl --table "$table" stats --json
@@ -115,6 +120,58 @@ result $? OBXCTL-DEAD-PURGE "dead purge --all --topic deletes the dead ones of t
 out=$(ctl --inbox --table "$inbox" dead replay --source stripe evt_06 evt_07) && [ "$out" = "replayed 2 dead message(s)" ] &&
     ctl --inbox --table "$inbox" stats --json | grep -q '"dead":0,'
 result $? OBXCTL-INBOX-DEAD-REPLAY "--inbox dead replay --source S ID ID"
+
+# One code path for replay, the library's: a crash-loop message (claimed
+# max_starts times, then reaped Dead) replayed by obxctl has its start count
+# reset, so a claim under the same max_starts takes it again.
+ok=0
+"$bin/obxctl_fill" claim-outbox "$OBXCTL_CONNECTION" "$loop" ctl - >"$work/c0" 2>"$work/err" || ok=1 # the reap: Dead
+out=$(ctl --table "$loop" dead replay --all 2>>"$work/err") && [ "$out" = "replayed 1 dead message(s)" ] || ok=1
+out=$("$bin/obxctl_fill" claim-outbox "$OBXCTL_CONNECTION" "$loop" ctl - 2>>"$work/err") && [ "$out" = "claimed 1" ] ||
+    { echo "outbox after replay: ${out:-}" >>"$work/err"; ok=1; }
+"$bin/obxctl_fill" claim-inbox "$OBXCTL_CONNECTION" "$iloop" ctl - >"$work/c0" 2>>"$work/err" || ok=1
+out=$(ctl --inbox --table "$iloop" dead replay --source loop evt_loop 2>>"$work/err") &&
+    [ "$out" = "replayed 1 dead message(s)" ] || ok=1
+out=$("$bin/obxctl_fill" claim-inbox "$OBXCTL_CONNECTION" "$iloop" ctl - 2>>"$work/err") && [ "$out" = "claimed 1" ] ||
+    { echo "inbox after replay: ${out:-}" >>"$work/err"; ok=1; }
+result $ok OBXCTL-DEAD-REPLAY-STARTS "dead replay resets the start count: a replayed crash-loop message is claimed again" "$work/err"
+
+# Each command honours the options it accepts and refuses (exit 1, nothing
+# done) those it does not. Dead letters of two sources: stripe (evt_06,
+# evt_07) and, after a replay and a claim, none of another.
+dead_of() { ctl --inbox --table "$two" stats --json | grep -o '"dead":[0-9]*' | head -n 1; }
+ok=0
+for args in "stats --limit 1" "stats --source s" "stats --all" "stats --topic t" "list --source s" "list --all" \
+    "list --full" "show --limit 1 $dead1" "show --source s $dead1" "dead list --all" "dead list --source s" \
+    "dead list --full" "dead replay --all --limit 1" "dead purge --all --limit 1" "dead purge --all --source s" \
+    "dead replay --all --full" "dead purge --all --status dead" "reap --json" "reap --limit 1" "cleanup --json" \
+    "cleanup --limit 1" "cleanup --all" "deploy --json" "metrics --json" "metrics --limit 1"; do
+    # shellcheck disable=SC2086
+    ctl --table "$table" $args >"$work/out" 2>"$work/e1"
+    rc=$?
+    [ "$rc" = 1 ] && [ "$(wc -l <"$work/e1")" = 1 ] || { echo "outbox $args: exit $rc" >>"$work/err"; ok=1; }
+done
+for args in "list --source stripe" "show --limit 1 --source stripe evt_06" "dead list --all" \
+    "dead purge --all --limit 1" "dead replay --all --limit 1" "dead purge --all --watch 1" "reap --source stripe"; do
+    # shellcheck disable=SC2086
+    ctl --inbox --table "$two" $args >"$work/out" 2>"$work/e1"
+    rc=$?
+    [ "$rc" = 1 ] && [ "$(wc -l <"$work/e1")" = 1 ] || { echo "inbox $args: exit $rc" >>"$work/err"; ok=1; }
+done
+[ "$(dead_of)" = '"dead":2' ] || { echo "dead letters changed by a refused command: $(dead_of)" >>"$work/err"; ok=1; }
+result $ok OBXCTL-OPTIONS-REFUSED "per command: an option it does not honour is exit 1 and changes nothing" "$work/err"
+ok=0
+: >"$work/err"
+out=$(ctl --inbox --table "$two" dead purge --all --source no-such-source 2>>"$work/err") &&
+    [ "$out" = "purged 0 dead message(s)" ] && [ "$(dead_of)" = '"dead":2' ] || { echo "purge --source: $out" >>"$work/err"; ok=1; }
+n=$(ctl --inbox --table "$two" dead list --source no-such-source --json 2>>"$work/err") && [ "$n" = "[]" ] &&
+    n=$(ctl --inbox --table "$two" dead list --source stripe --limit 1 --json 2>>"$work/err") &&
+    [ "$(echo "$n" | grep -o '"source":"stripe"' | wc -l)" = 1 ] || { echo "dead list --source: $n" >>"$work/err"; ok=1; }
+out=$(ctl --inbox --table "$two" dead purge --json --source stripe evt_06 2>>"$work/err") &&
+    [ "$out" = '{"purged":1}' ] && [ "$(dead_of)" = '"dead":1' ] || { echo "purge --json: $out" >>"$work/err"; ok=1; }
+out=$(ctl --inbox --table "$two" dead replay --all --source stripe --topic webhook.deliver --json 2>>"$work/err") &&
+    [ "$out" = '{"replayed":1}' ] && [ "$(dead_of)" = '"dead":0' ] || { echo "replay --json: $out" >>"$work/err"; ok=1; }
+result $ok OBXCTL-OPTIONS-HONOURED "dead purge|replay --all honour --source (inbox) and --json; dead list --source" "$work/err"
 
 # Housekeeping through the library.
 out=$(ctl --table "$table" reap) && [ "$out" = "reaped 1 expired lease(s)" ]
@@ -178,6 +235,37 @@ result $ok OBXCTL-HELP "--help for every command; the exit codes in obxctl --hel
 n=$(ctl --table "$table" stats --watch 1 --count 2 | grep -c '^STATUS ')
 [ "$n" = 2 ]
 result $? OBXCTL-WATCH "stats --watch 1 --count 2 prints two reports"
+
+# The wrong kind of table (an outbox given --inbox, an inbox without it) is
+# refused before anything reads or changes it: exit 1, one line naming the
+# kind it is; the rows are as they were (MariaDB compared the inbox's
+# 'Dead' with the outbox's integer status: 0, Ready, and purged those).
+counts() { ctl "$@" stats --json | grep -o '"messages":{[^}]*}'; }
+ok=0
+: >"$work/err"
+b1=$(counts --table "$table") b2=$(counts --inbox --table "$inbox")
+for args in "stats" "list" "dead list" "dead purge --all" "dead replay --all" "reap" "cleanup" "metrics" "deploy" \
+    "show --source s x"; do
+    # shellcheck disable=SC2086
+    ctl --inbox --table "$table" $args >"$work/out" 2>"$work/e1"
+    rc=$?
+    [ "$rc" = 1 ] && [ "$(wc -l <"$work/e1")" = 1 ] && grep -q 'is an outbox table' "$work/e1" ||
+        { echo "--inbox on the outbox, $args: exit $rc: $(cat "$work/e1")" >>"$work/err"; ok=1; }
+    # shellcheck disable=SC2086
+    ctl --table "$inbox" ${args/show --source s x/show 01890a5d-ac96-774b-bcce-b302099a8000} >"$work/out" 2>"$work/e1"
+    rc=$?
+    [ "$rc" = 1 ] && [ "$(wc -l <"$work/e1")" = 1 ] && grep -q 'is an inbox table' "$work/e1" ||
+        { echo "outbox on the inbox, $args: exit $rc: $(cat "$work/e1")" >>"$work/err"; ok=1; }
+done
+[ "$(counts --table "$table")" = "$b1" ] && [ "$(counts --inbox --table "$inbox")" = "$b2" ] ||
+    { echo "rows changed: $b1 -> $(counts --table "$table"); $b2 -> $(counts --inbox --table "$inbox")" >>"$work/err"; ok=1; }
+result $ok OBXCTL-WRONG-KIND "a table of the other kind: exit 1 naming its kind, nothing read or changed" "$work/err"
+
+# Tools go through the library: obxctl's own SQL only reads (counts per
+# topic, listings, the table's kind); every change is a library call.
+grep -nE '"[^"]*\b(INSERT|UPDATE|DELETE|MERGE|TRUNCATE|DROP|ALTER|CREATE)\b' "$here/../tools/obxctl.c" >"$work/err"
+[ ! -s "$work/err" ]
+result $? OBXCTL-NO-DML "tools/obxctl.c has no DML or DDL of its own (changes are library calls)" "$work/err"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

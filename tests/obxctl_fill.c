@@ -14,7 +14,12 @@
  * output. Dead: source "wide", message id 255 x "e-acute", topic 255 x
  * "a-umlaut", last error 300 x "o-umlaut", a payload whose 1024th byte
  * starts an "a-umlaut". Ready: one of that topic and one of 254 x
- * "a-umlaut" + "b" (source "stripe"). */
+ * "a-umlaut" + "b" (source "stripe").
+ * Modes crash-outbox|crash-inbox (METRICS_FILE unused): a store with
+ * max_starts 1 and one message (inbox: source "loop", id "evt_loop"),
+ * claimed with a 1 s lease and never settled: a reap after 1 s ends it
+ * Dead (crash loop). Modes claim-outbox|claim-inbox: the same store reaps,
+ * then claims with a 60 s lease and prints how many messages it got. */
 #define OBX_IMPLEMENTATION
 #define IBX_IMPLEMENTATION
 #include "../obx.h"
@@ -203,12 +208,64 @@ static int inbox_wide(const char *conn, const char *table, const char *schema) {
     return ok ? 0 : 1;
 }
 
+/* A crash loop with max_starts 1 (crash-*), or a claim under it (claim-*). */
+static int crash(const char *mode, const char *conn, const char *table, const char *schema) {
+    int inbox = strstr(mode, "inbox") != NULL, claim = strncmp(mode, "claim", 5) == 0, n = 0, ok;
+    if (inbox) {
+        ibx_store_desc sd;
+        ibx_store *s = NULL;
+        ibx_new_message m;
+        const ibx_message *ms;
+        memset(&sd, 0, sizeof sd);
+        memset(&m, 0, sizeof m);
+        sd.connection_string = conn;
+        sd.table = table;
+        sd.schema = schema;
+        sd.deploy_schema = 1;
+        sd.max_starts = 1;
+        sd.hooks.logger.min_level = IBX_LOG_OFF;
+        m.topic = "loop";
+        m.source = "loop";
+        m.message_id = "evt_loop";
+        m.payload = "{}";
+        m.payload_len = IBX_NTS;
+        ok = ibx_store_open(&sd, &s) == IBX_OK && (claim || ibx_enqueue(s, &m, NULL) == IBX_OK);
+        ok = ok && (!claim || ibx_reap(s, NULL) == IBX_OK) && ibx_claim(s, TOKEN, claim ? 60 : 1, 10, &ms, &n) >= IBX_OK;
+        if (!ok) fprintf(stderr, "obxctl_fill: %s\n", ibx_store_last_error(s)->message);
+        ibx_store_close(s);
+    } else {
+        obx_store_desc sd;
+        obx_store *s = NULL;
+        obx_new_message m;
+        const obx_message *ms;
+        memset(&sd, 0, sizeof sd);
+        memset(&m, 0, sizeof m);
+        sd.connection_string = conn;
+        sd.table = table;
+        sd.schema = schema;
+        sd.deploy_schema = 1;
+        sd.max_starts = 1;
+        sd.hooks.logger.min_level = OBX_LOG_OFF;
+        m.topic = "loop";
+        m.payload = "{}";
+        m.payload_len = OBX_NTS;
+        ok = obx_store_open(&sd, &s) == OBX_OK && (claim || obx_enqueue(s, &m, NULL) == OBX_OK);
+        ok = ok && (!claim || obx_reap(s, NULL) == OBX_OK) && obx_claim(s, TOKEN, claim ? 60 : 1, 10, &ms, &n) >= OBX_OK;
+        if (!ok) fprintf(stderr, "obxctl_fill: %s\n", obx_store_last_error(s)->message);
+        obx_store_close(s);
+    }
+    if (ok && claim) printf("claimed %d\n", n);
+    return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     memset(big, 'x', sizeof big - 1);
     if (argc != 6) {
-        fprintf(stderr, "usage: obxctl_fill outbox|inbox|inbox-wide CONNECTION TABLE SCHEMA METRICS_FILE\n");
+        fprintf(stderr, "usage: obxctl_fill outbox|inbox|inbox-wide|crash-*|claim-* CONNECTION TABLE SCHEMA METRICS_FILE\n");
         return 1;
     }
+    if (strncmp(argv[1], "crash-", 6) == 0 || strncmp(argv[1], "claim-", 6) == 0)
+        return crash(argv[1], argv[2], argv[3], argv[4]);
     if (strcmp(argv[1], "inbox-wide") == 0) return inbox_wide(argv[2], argv[3], argv[4]);
     if (strcmp(argv[1], "inbox") == 0) return inbox(argv[2], argv[3], argv[4], argv[5]);
     return outbox(argv[2], argv[3], argv[4], argv[5]);

@@ -565,6 +565,72 @@ static void test_029_refresh(void) {
     ibx_store_close(s);
 }
 
+/* A redelivery with new content while the message is in flight (IBX-029
+ * updates the row): the holder's ack does not make it Done, since no
+ * handler saw the new content; the row is ready again, the next claim
+ * gets the new payload. The holder keeps its lease (renewals work; nobody
+ * else claims it meanwhile). A redelivery of the same content in flight
+ * changes nothing: the ack makes it Done. A fail by the holder of the old
+ * content does not end the new one Dead. */
+static void test_redelivery_in_flight(void) {
+    ibx_store *s = fresh();
+    char owner[37], other[37];
+    const ibx_message *ms;
+    ibx_message got;
+    ibx_key k;
+    int64_t changed = -1;
+    int enqueued = -1;
+    ibx_new_message v1 = msg("t", "src", "m1", "{\"v\":1}"), v2 = msg("t", "src", "m1", "{\"v\":2}");
+    TT_ASSERT(s != NULL);
+    ibx_owner_token(s, owner);
+    ibx_owner_token(s, other);
+    k.source = "src";
+    k.message_id = "m1";
+    /* new content in flight: the ack puts it back, the next claim handles v2 */
+    TT_EQ_INT(ibx_enqueue(s, &v1, NULL), IBX_OK);
+    TT_EQ_INT(claim(s, owner, 10, &ms), 1);
+    TT_EQ_STR(ms[0].payload, "{\"v\":1}");
+    TT_EQ_INT(ibx_enqueue(s, &v2, &enqueued), IBX_OK);
+    TT_EQ_INT(enqueued, 1);
+    TT_EQ_INT(ibx_get(s, "m1", "src", &got), IBX_OK);
+    TT_EQ_STR(got.payload, "{\"v\":2}"); /* IBX-029: the row has the new content */
+    TT_EQ_INT(claim(s, other, 10, &ms), 0);  /* still leased to the holder */
+    TT_EQ_INT(ibx_lease_extend(s, owner, &k, 1, 30, &changed), IBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(ibx_ack(s, owner, &k, 1, &changed), IBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(status_of(s, "src", "m1"), IBX_STATUS_PROCESSING);
+    TT_EQ_INT(claim(s, other, 10, &ms), 1);
+    TT_EQ_STR(ms[0].payload, "{\"v\":2}");
+    TT_EQ_INT(ibx_ack(s, other, &k, 1, &changed), IBX_OK);
+    TT_EQ_INT(status_of(s, "src", "m1"), IBX_STATUS_DONE);
+    /* the same content in flight: handled once */
+    k.message_id = "m2";
+    v1.message_id = "m2";
+    TT_EQ_INT(ibx_enqueue(s, &v1, NULL), IBX_OK);
+    TT_EQ_INT(claim(s, owner, 10, &ms), 1);
+    TT_EQ_INT(ibx_enqueue(s, &v1, NULL), IBX_OK);
+    TT_EQ_INT(ibx_ack(s, owner, &k, 1, &changed), IBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(status_of(s, "src", "m2"), IBX_STATUS_DONE);
+    /* the holder fails the old content: the new one is still to handle */
+    k.message_id = "m3";
+    v1.message_id = v2.message_id = "m3";
+    TT_EQ_INT(ibx_enqueue(s, &v1, NULL), IBX_OK);
+    TT_EQ_INT(claim(s, owner, 10, &ms), 1);
+    v2.expires_utc_ms = now_ms() + 3600000; /* the envelope's upsert */
+    TT_EQ_INT(ibx_enqueue(s, &v2, NULL), IBX_OK);
+    TT_EQ_INT(ibx_enqueue(s, &v2, NULL), IBX_OK); /* twice: still one change */
+    TT_EQ_INT(ibx_fail(s, owner, &k, 1, "bad v1", &changed), IBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(status_of(s, "src", "m3"), IBX_STATUS_PROCESSING);
+    TT_EQ_INT(claim(s, other, 10, &ms), 1);
+    TT_EQ_STR(ms[0].payload, "{\"v\":2}");
+    /* a token of version 0 would look marked: refused */
+    TT_EQ_INT(ibx_claim(s, "01890a5d-ac96-074b-bcce-b302099a8057", 30, 1, &ms, &enqueued), IBX_ERR_INVALID_ARG);
+    ibx_store_close(s);
+}
+
 /* ---- claim -------------------------------------------------------------------------------------- */
 
 static void test_030_claim_locks(void) {
@@ -2737,6 +2803,7 @@ int main(int argc, char **argv) {
     RUN("IBX-027", "new messages: Processing, attempt 0", test_027_initial);
     RUN("IBX-028", "a Done message is never changed", test_028_done_unchanged);
     RUN("IBX-029", "Seen, Processing, Dead get the new topic, payload, hash, due time", test_029_refresh);
+    RUN("IBX-029-IN-FLIGHT", "new content redelivered in flight: the holder's ack makes it ready again, not Done", test_redelivery_in_flight);
     RUN("IBX-030", "claim locks atomically", test_030_claim_locks);
     RUN("IBX-031", "only Processing messages are claimed", test_031_038_only_processing);
     RUN("IBX-032", "only due messages are claimed", test_023_024_due);

@@ -2,12 +2,18 @@
  * ODBC connection string or DSN. `obxctl --help` lists the commands,
  * `obxctl COMMAND --help` explains one; the exit codes are in usage_text.
  *
- * What the library offers is used through its public API (get, reap,
- * cleanup, schema, deploy, metrics). What it does not (counts per status
- * and topic, listing, dead-letter replay and purge) is plain SQL over a
- * second connection of obxctl's own, written per dialect below, for the
- * dialects there is a server to test against here: SQLite, PostgreSQL and
- * MariaDB. On SQL Server those commands say so (exit 5). */
+ * Rule for maintainers: tools and callbacks go through the library. A tool
+ * never re-implements a library operation in its own SQL: every change
+ * (dead replay and purge, reap, cleanup, deploy) is a library call, so it
+ * has the library's semantics (replay resets the start count, purge works
+ * in bounded batches, ...) and its tests. obxctl's own SQL, on a second
+ * connection, only reads what the library does not offer: counts per
+ * status and topic, listings, table sizes, and the table's kind (checked
+ * before any command reads or changes it: the other kind's statements
+ * would compare the inbox's text statuses with the outbox's integers).
+ * That SQL is written per dialect below for SQLite, PostgreSQL and MariaDB;
+ * on SQL Server those reads say so (exit 5). tests/obxctl.sh checks that
+ * this file holds no DML or DDL (OBXCTL-NO-DML). */
 #define OBX_IMPLEMENTATION
 #define IBX_IMPLEMENTATION
 #include "../obx.h"
@@ -77,11 +83,14 @@ static const cmd_help helps[] = {
              "Every field of one message. The payload is printed with control characters\n"
              "escaped and cut after 1024 bytes unless --full. Exit 3 when there is none.\n"},
     {"dead", "usage: obxctl dead list [--topic T] [--limit N] [--json]\n"
-             "       obxctl dead replay|purge (ID... | --all [--topic T])\n"
-             "       (inbox: --source SOURCE MESSAGE_ID...)\n"
+             "       obxctl dead replay|purge [--json] (ID... | --all [--topic T])\n"
+             "       (inbox: --source SOURCE MESSAGE_ID..., or --all [--source SOURCE];\n"
+             "        dead list --source SOURCE)\n"
              "list: the dead messages with their last error. replay: make them ready now\n"
-             "with their attempts reset to 0 (the last error is kept). purge: delete them.\n"
-             "Exit 3 when an ID is not a dead message (the others are still done).\n"},
+             "with their attempts and start count reset to 0 (the last error is kept).\n"
+             "purge: delete them. Both are the library's dead replay and purge. --json\n"
+             "prints {\"replayed\":N} or {\"purged\":N}. Exit 3 when an ID is not a dead\n"
+             "message (the others are still done).\n"},
     {"reap", "usage: obxctl reap\n"
              "Release every expired lease (a worker died holding it): the messages become\n"
              "claimable again. A dispatcher does this itself every reap interval.\n"},
@@ -239,34 +248,51 @@ static int parse_args(int argc, char **argv) {
     return CTL_OK;
 }
 
-/* The options each command takes, beside the global ones. */
-static const char *const command_opts[][2] = {
-    {"stats", " json watch count "},
-    {"list", " status topic newer-than older-than limit json "},
-    {"show", " full json source "},
-    {"dead", " topic limit json all source "},
-    {"reap", " "},
-    {"cleanup", " older-than "},
-    {"schema", " dialect "},
-    {"deploy", " "},
-    {"metrics", " "},
-    {NULL, NULL}};
+/* The options each command honours, beside the global ones, and those it
+ * honours on an inbox only. Any other is refused (exit 1): an option given
+ * and silently ignored (a --source or --limit of a purge) does harm. */
+typedef struct command_opt {
+    const char *name, *both, *inbox;
+} command_opt;
+
+static const command_opt command_opts[] = {
+    {"stats", " json watch count ", ""},
+    {"list", " status topic newer-than older-than limit json ", ""},
+    {"show", " full json ", " source "},
+    {"dead list", " topic limit json ", " source "},
+    {"dead replay", " all topic json ", " source "},
+    {"dead purge", " all topic json ", " source "},
+    {"reap", " ", ""},
+    {"cleanup", " older-than ", ""},
+    {"schema", " dialect ", ""},
+    {"deploy", " ", ""},
+    {"metrics", " ", ""},
+    {NULL, NULL, NULL}};
 
 static int check_options(void) {
     static const char global[] = " connect dsn inbox table schema store verbose help version ";
-    const char *allowed = NULL;
-    char name[40];
+    const command_opt *cmd = NULL;
+    char name[40], full[64];
     int i;
-    for (i = 0; command_opts[i][0]; i++)
-        if (strcmp(command_opts[i][0], o.command) == 0) allowed = command_opts[i][1];
-    if (!allowed) return fail(CTL_USAGE, "unknown command '%s' (obxctl --help)", o.command);
+    if (strcmp(o.command, "dead") == 0) {
+        if (!o.sub) return fail(CTL_USAGE, "dead: say list, replay or purge (obxctl dead --help)");
+        if (strcmp(o.sub, "list") != 0 && strcmp(o.sub, "replay") != 0 && strcmp(o.sub, "purge") != 0)
+            return fail(CTL_USAGE, "dead: '%s' is not list, replay or purge", o.sub);
+        snprintf(full, sizeof full, "dead %s", o.sub);
+    } else snprintf(full, sizeof full, "%s", o.command);
+    for (i = 0; command_opts[i].name; i++)
+        if (strcmp(command_opts[i].name, full) == 0) cmd = &command_opts[i];
+    if (!cmd) return fail(CTL_USAGE, "unknown command '%s' (obxctl --help)", o.command);
     for (i = 0; i < o.ngiven; i++) {
         size_t len = strcspn(o.given[i], "=");
         if (len > 30) len = 30;
         snprintf(name, sizeof name, " %.*s ", (int)len, o.given[i]);
-        if (!strstr(global, name) && !strstr(allowed, name))
-            return fail(CTL_USAGE, "%s: option --%.*s does not apply (obxctl %s --help)", o.command, (int)len,
-                        o.given[i], o.command);
+        if (strstr(global, name) || strstr(cmd->both, name) || (o.inbox && strstr(cmd->inbox, name))) continue;
+        if (strstr(cmd->inbox, name))
+            return fail(CTL_USAGE, "%s: option --%.*s applies to an inbox only (--inbox)", full, (int)len,
+                        o.given[i]);
+        return fail(CTL_USAGE, "%s: option --%.*s does not apply (obxctl %s --help)", full, (int)len, o.given[i],
+                    o.command);
     }
     return CTL_OK;
 }
@@ -673,8 +699,55 @@ static const dia *need_sql(ctl *c, int *code) {
                      obx_dialect_name(c->dialect));
         return NULL;
     }
-    if ((*code = sql_connect(c)) != CTL_OK) return NULL;
+    if (!c->dbc && (*code = sql_connect(c)) != CTL_OK) return NULL;
     return d;
+}
+
+/* ---- the table's kind ------------------------------------------------------------------- */
+
+/* Columns of the first release of each kind that the other kind lacks. */
+static const char *const kind_cols[2][3] = {{"Id", "RetryCount", "CreatedAt"}, {"Source", "FirstSeenUtc", "Attempt"}};
+
+/* 1 when the table has the columns of `inbox`'s kind (a read of no rows),
+ * else 0 with db_err saying why. */
+static int has_kind(ctl *c, int inbox) {
+    char qo = '"', qc = '"';
+    SQLHSTMT st;
+    sb b;
+    int i;
+    /* SQLite reads a "name" that is no column as a string: backquotes there. */
+    if (c->dialect == OBX_DIALECT_MARIADB || c->dialect == OBX_DIALECT_SQLITE) qo = qc = '`';
+    else if (c->dialect == OBX_DIALECT_SQLSERVER) qo = '[', qc = ']';
+    memset(&b, 0, sizeof b);
+    sb_add(&b, "SELECT ");
+    for (i = 0; i < 3; i++) sb_add(&b, "%s%c%s%c", i ? ", " : "", qo, kind_cols[inbox][i], qc);
+    sb_add(&b, " FROM ");
+    if (c->dialect == OBX_DIALECT_POSTGRESQL || c->dialect == OBX_DIALECT_SQLSERVER)
+        sb_add(&b, "%c%s%c.", qo, c->schema, qc);
+    sb_add(&b, "%c%s%c WHERE 1 = 0", qo, c->table, qc);
+    if (!(st = sql_run(c, b.text, NULL, 0))) return 0;
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    return 1;
+}
+
+/* Before a command reads or changes the table: it must be of the kind
+ * --inbox says. A table of the other kind is refused (exit 1, naming its
+ * kind); one that cannot be read is a database error (exit 2), except for
+ * deploy, which creates a missing table (and refuses a wrong one itself
+ * only by this check). */
+static int check_kind(ctl *c) {
+    char own_err[sizeof db_err], what[64];
+    int code;
+    snprintf(what, sizeof what, "%s%s%s", o.command, o.sub ? " " : "", o.sub ? o.sub : "");
+    if (!c->dbc && (code = sql_connect(c)) != CTL_OK) return code;
+    if (has_kind(c, c->ib != NULL)) return CTL_OK;
+    snprintf(own_err, sizeof own_err, "%s", db_err);
+    if (has_kind(c, c->ib == NULL))
+        return fail(CTL_USAGE, "%s: %s is an %s table, not an %s (%s)", what, c->table,
+                    c->ib ? "outbox" : "inbox", c->ib ? "inbox" : "outbox", c->ib ? "drop --inbox" : "add --inbox");
+    if (strcmp(o.command, "deploy") == 0) return CTL_OK;
+    return fail(CTL_DB, "%s: %s is not a readable %s table: %s", what, c->table, c->ib ? "inbox" : "outbox",
+                own_err);
 }
 
 /* ---- stats ------------------------------------------------------------------------------ */
@@ -849,7 +922,7 @@ static int cmd_stats(ctl *c) {
 /* ---- list, dead list ----------------------------------------------------------------------- */
 
 static int cmd_list(ctl *c, const char *status, int with_error) {
-    const char *params[2];
+    const char *params[3];
     char created[160], q1[48], q2[48], q3[48], q4[48], q5[48], sz[160];
     char v[4][TEXT_MAX], when[32], err[4096], k1[80], k2[80];
     int n = 0, r, rows = 0, code;
@@ -885,6 +958,10 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
     if (o.topic) {
         sb_add(&b, " AND topic = ?");
         params[n++] = o.topic;
+    }
+    if (o.source && c->ib) { /* dead list --source (check_options) */
+        sb_add(&b, " AND k1 = ?");
+        params[n++] = o.source;
     }
     if (o.newer_ms >= 0) sb_add(&b, " AND cr >= nw - %lld", (long long)o.newer_ms);
     if (o.older_ms >= 0) sb_add(&b, " AND cr < nw - %lld", (long long)o.older_ms);
@@ -1092,78 +1169,53 @@ static int cmd_show(ctl *c) {
 
 /* ---- dead replay | purge ---------------------------------------------------------------------- */
 
-/* One statement for --all or per id; counts what changed. */
+/* The library's dead replay or purge: one call for --all, one per id
+ * (exit 3 for an id that is not a dead message, the others still done). */
 static int dead_change(ctl *c, int purge) {
-    char q[6][48], idp[64];
-    const char *params[3];
-    int i, n, missing = 0, code;
-    int64_t total = 0;
-    sb b;
-    const dia *d = need_sql(c, &code);
-    if (!d) return code;
-    if (o.all == (o.nargs > 0)) return fail(CTL_USAGE, "dead %s: give the ids or --all (not both)", o.sub);
-    if (c->ib && o.nargs > 0 && !o.source) return fail(CTL_USAGE, "dead %s: inbox ids need --source SOURCE", o.sub);
-    if (o.topic && !o.all) return fail(CTL_USAGE, "dead %s: --topic goes with --all", o.sub);
+    const char *what = purge ? "dead purge" : "dead replay";
+    int i, r, missing = 0;
+    int64_t total = 0, n;
+    if (o.all == (o.nargs > 0)) return fail(CTL_USAGE, "%s: give the ids or --all (not both)", what);
+    if (c->ib && o.nargs > 0 && !o.source) return fail(CTL_USAGE, "%s: inbox ids need --source SOURCE", what);
+    if (o.topic && !o.all) return fail(CTL_USAGE, "%s: --topic goes with --all", what);
     for (i = 0; !c->ib && i < o.nargs; i++)
         if (!obx_uuid_is_valid(o.args[i]))
-            return fail(CTL_USAGE, "dead %s: '%s' is not a message id (a UUID)", o.sub, o.args[i]);
-    memset(&b, 0, sizeof b);
-    if (purge) sb_add(&b, "DELETE FROM ");
-    else sb_add(&b, "UPDATE ");
-    add_table(c, d, &b);
-    if (!purge && c->ib)
-        sb_add(&b, " SET %s = 'Processing', %s = 0, %s = %s, %s = NULL, %s = NULL", col(d, "Status", q[0]),
-               col(d, "Attempt", q[1]), col(d, "NextAttemptAt", q[2]), d->now, col(d, "OwnerToken", q[3]),
-               col(d, "LockedUntil", q[4]));
-    else if (!purge)
-        sb_add(&b, " SET %s = 0, %s = 0, %s = %s, %s = NULL, %s = NULL", col(d, "Status", q[0]),
-               col(d, "RetryCount", q[1]), col(d, "NextAttemptAt", q[2]), d->now, col(d, "OwnerToken", q[3]),
-               col(d, "LockedUntil", q[4]));
-    sb_add(&b, " WHERE %s = %s", col(d, "Status", q[0]), c->ib ? "'Dead'" : "3");
-    n = 0;
-    if (o.all && o.topic) {
-        sb_add(&b, " AND %s = ?", col(d, "Topic", q[5]));
-        params[n++] = o.topic;
-    } else if (!o.all && c->ib) {
-        sb_add(&b, " AND %s = ? AND %s = ?", col(d, "Source", q[1]), col(d, "MessageId", q[2]));
-        params[n++] = o.source;
-        n++;
-    } else if (!o.all) {
-        sb_add(&b, " AND %s = %s", col(d, "Id", q[1]), d->id_param);
-        n++;
-    }
+            return fail(CTL_USAGE, "%s: '%s' is not a message id (a UUID)", what, o.args[i]);
     for (i = 0; i < (o.all ? 1 : o.nargs); i++) {
-        SQLHSTMT st;
-        SQLLEN rows = 0;
-        if (!o.all) {
-            size_t k;
-            snprintf(idp, sizeof idp, "%s", o.args[i]);
-            for (k = 0; !c->ib && idp[k]; k++)
-                if (idp[k] >= 'A' && idp[k] <= 'F') idp[k] = (char)(idp[k] - 'A' + 'a');
-            params[n - 1] = c->ib ? o.args[i] : idp;
+        const char *id = o.all ? NULL : o.args[i];
+        n = 0;
+        if (c->ib) {
+            ibx_dead_filter f;
+            memset(&f, 0, sizeof f);
+            f.topic = o.topic;
+            f.source = o.source;
+            f.message_id = id;
+            r = result_int(purge ? ibx_dead_purge(c->ib, &f, &n) : ibx_dead_replay(c->ib, &f, &n));
+        } else {
+            obx_dead_filter f;
+            memset(&f, 0, sizeof f);
+            f.topic = o.topic;
+            f.id = id;
+            r = result_int(purge ? obx_dead_purge(c->ob, &f, &n) : obx_dead_replay(c->ob, &f, &n));
         }
-        if (!(st = sql_run(c, b.text, params, n))) return fail(CTL_DB, "dead %s: %s", o.sub, db_err);
-        if (!SQL_SUCCEEDED(SQLRowCount(st, &rows))) rows = 0;
-        SQLFreeHandle(SQL_HANDLE_STMT, st);
-        if (rows <= 0 && !o.all) {
-            fail(CTL_NOT_FOUND, "dead %s: %s is not a dead message (not there, or not dead)", o.sub, o.args[i]);
+        if (r != OBX_OK) return lib_fail(c, what, r);
+        if (n == 0 && id) {
+            fail(CTL_NOT_FOUND, "%s: %s is not a dead message (not there, or not dead)", what, id);
             missing++;
         }
-        total += rows > 0 ? (int64_t)rows : 0;
+        total += n;
     }
-    printf("%s %lld dead message(s)\n", purge ? "purged" : "replayed", (long long)total);
+    if (o.json) printf("{\"%s\":%lld}\n", purge ? "purged" : "replayed", (long long)total);
+    else printf("%s %lld dead message(s)\n", purge ? "purged" : "replayed", (long long)total);
     return missing ? CTL_NOT_FOUND : CTL_OK;
 }
 
 static int cmd_dead(ctl *c) {
-    if (!o.sub) return fail(CTL_USAGE, "dead: say list, replay or purge (obxctl dead --help)");
     if (strcmp(o.sub, "list") == 0) {
         if (o.nargs) return fail(CTL_USAGE, "dead list: unexpected argument '%s'", o.args[0]);
         return cmd_list(c, "dead", 1);
     }
-    if (strcmp(o.sub, "replay") == 0) return dead_change(c, 0);
-    if (strcmp(o.sub, "purge") == 0) return dead_change(c, 1);
-    return fail(CTL_USAGE, "dead: '%s' is not list, replay or purge", o.sub);
+    return dead_change(c, strcmp(o.sub, "purge") == 0); /* list, replay or purge: check_options */
 }
 
 /* ---- reap, cleanup, deploy, schema, metrics --------------------------------------------------- */
@@ -1321,7 +1373,7 @@ int main(int argc, char **argv) {
     if (strcmp(o.command, "show") != 0 && strcmp(o.command, "dead") != 0 && o.nargs)
         return fail(CTL_USAGE, "%s: unexpected argument '%s'", o.command, o.args[0]);
     if (o.count && !o.watch) return fail(CTL_USAGE, "--count goes with --watch");
-    if ((code = open_store(&c, 0)) != CTL_OK) {
+    if ((code = open_store(&c, 0)) != CTL_OK || (code = check_kind(&c)) != CTL_OK) {
         close_store(&c);
         return code;
     }

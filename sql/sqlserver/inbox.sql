@@ -72,13 +72,13 @@ GO
 CREATE OR ALTER PROCEDURE [infra].[Inbox_Ack] @OwnerToken UNIQUEIDENTIFIER, @Sources NVARCHAR(MAX), @MessageIds NVARCHAR(MAX) AS
 BEGIN
     SET NOCOUNT ON;
-    UPDATE t SET [Status] = 'Done', [OwnerToken] = NULL, [LockedUntil] = NULL, [LastSeenUtc] = SYSUTCDATETIME()
+    UPDATE t SET [Status] = CASE WHEN SUBSTRING(CONVERT(NCHAR(36), t.[OwnerToken]), 15, 1) = N'0' THEN 'Processing' ELSE 'Done' END, [Starts] = CASE WHEN SUBSTRING(CONVERT(NCHAR(36), t.[OwnerToken]), 15, 1) = N'0' AND t.[Starts] > 0 THEN t.[Starts] - 1 ELSE t.[Starts] END, [OwnerToken] = NULL, [LockedUntil] = NULL, [LastSeenUtc] = SYSUTCDATETIME()
       FROM [infra].[Inbox] AS t JOIN (SELECT CAST(s.[value] AS NVARCHAR(255)) COLLATE Latin1_General_100_BIN2 AS [Source],
                                  CAST(m.[value] AS NVARCHAR(255)) COLLATE Latin1_General_100_BIN2 AS [MessageId]
                             FROM OPENJSON(@Sources) AS s JOIN OPENJSON(@MessageIds) AS m
                               ON m.[key] = s.[key]) AS k
         ON t.[Source] = k.[Source] AND t.[MessageId] = k.[MessageId]
-     WHERE t.[OwnerToken] = @OwnerToken AND t.[Status] = 'Processing';
+     WHERE t.[OwnerToken] IN (@OwnerToken, CAST(STUFF(CONVERT(NCHAR(36), @OwnerToken), 15, 1, N'0') AS UNIQUEIDENTIFIER)) AND t.[Status] = 'Processing';
     SELECT @@ROWCOUNT;
 END
 GO
@@ -91,20 +91,20 @@ BEGIN
                             FROM OPENJSON(@Sources) AS s JOIN OPENJSON(@MessageIds) AS m
                               ON m.[key] = s.[key]) AS k
         ON t.[Source] = k.[Source] AND t.[MessageId] = k.[MessageId]
-     WHERE t.[OwnerToken] = @OwnerToken AND t.[Status] = 'Processing';
+     WHERE t.[OwnerToken] IN (@OwnerToken, CAST(STUFF(CONVERT(NCHAR(36), @OwnerToken), 15, 1, N'0') AS UNIQUEIDENTIFIER)) AND t.[Status] = 'Processing';
     SELECT @@ROWCOUNT;
 END
 GO
 CREATE OR ALTER PROCEDURE [infra].[Inbox_Fail] @LastError NVARCHAR(MAX), @OwnerToken UNIQUEIDENTIFIER, @Sources NVARCHAR(MAX), @MessageIds NVARCHAR(MAX) AS
 BEGIN
     SET NOCOUNT ON;
-    UPDATE t SET [Status] = 'Dead', [OwnerToken] = NULL, [LockedUntil] = NULL, [LastSeenUtc] = SYSUTCDATETIME(), [LastError] = @LastError
+    UPDATE t SET [Status] = CASE WHEN SUBSTRING(CONVERT(NCHAR(36), t.[OwnerToken]), 15, 1) = N'0' THEN 'Processing' ELSE 'Dead' END, [Starts] = CASE WHEN SUBSTRING(CONVERT(NCHAR(36), t.[OwnerToken]), 15, 1) = N'0' AND t.[Starts] > 0 THEN t.[Starts] - 1 ELSE t.[Starts] END, [OwnerToken] = NULL, [LockedUntil] = NULL, [LastSeenUtc] = SYSUTCDATETIME(), [LastError] = @LastError
       FROM [infra].[Inbox] AS t JOIN (SELECT CAST(s.[value] AS NVARCHAR(255)) COLLATE Latin1_General_100_BIN2 AS [Source],
                                  CAST(m.[value] AS NVARCHAR(255)) COLLATE Latin1_General_100_BIN2 AS [MessageId]
                             FROM OPENJSON(@Sources) AS s JOIN OPENJSON(@MessageIds) AS m
                               ON m.[key] = s.[key]) AS k
         ON t.[Source] = k.[Source] AND t.[MessageId] = k.[MessageId]
-     WHERE t.[OwnerToken] = @OwnerToken AND t.[Status] = 'Processing';
+     WHERE t.[OwnerToken] IN (@OwnerToken, CAST(STUFF(CONVERT(NCHAR(36), @OwnerToken), 15, 1, N'0') AS UNIQUEIDENTIFIER)) AND t.[Status] = 'Processing';
     SELECT @@ROWCOUNT;
 END
 GO
