@@ -4787,19 +4787,29 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "FOR EACH ROW WHEN (OLD.\"Status\" = 0 AND NEW.\"Status\" IN (1, 2))\n"
     "EXECUTE FUNCTION {S}.\"{N}_JoinCount\"()",
 #endif
+    /* The library's claim as one call: the key lock, then the check in a
+     * statement of its own (plpgsql at READ COMMITTED: a new snapshot per
+     * statement), as OBX__Q_CLAIM and OBX__Q_CLAIM_CHECK. */
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Claim\"(p_owner uuid, p_lease_seconds integer, "
     "p_batch integer)\n"
-    "RETURNS SETOF {T} LANGUAGE sql AS $$\n"
-    "    UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = p_owner,\n"
+    "RETURNS SETOF {T} LANGUAGE plpgsql AS $$\n"
+    "DECLARE v_ids uuid[];\n"
+    "BEGIN\n"
+    "    WITH u AS (UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = p_owner,\n"
     "           \"LockedUntil\" = now() + make_interval(secs => p_lease_seconds), \"Starts\" = \"Starts\" + 1\n"
     "     WHERE \"Id\" = ANY (ARRAY(\n"
     "        SELECT c.\"Id\" FROM {T} AS c\n"
     "         WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\"\n"
     "           AND " OBX__ORDERED_HEAD "\n"
     "         ORDER BY c.\"NextAttemptAt\" LIMIT p_batch\n"
-    "           FOR UPDATE OF c SKIP LOCKED))\n"
-    "    RETURNING *\n"
-    "$$",
+    "           FOR UPDATE OF c SKIP LOCKED)) AND " OBX__PG_KEY_LOCK "\n"
+    "    RETURNING \"Id\") SELECT array_agg(\"Id\") INTO v_ids FROM u;\n"
+    "    UPDATE {T} AS t SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL,\n"
+    "           \"Starts\" = greatest(t.\"Starts\" - 1, 0)\n"
+    "     WHERE t.\"Id\" = ANY (v_ids) AND t.\"OwnerToken\" = p_owner AND t.\"Status\" = 1\n"
+    "       AND " OBX__KEY_IN_FLIGHT_OTHER("t") ";\n"
+    "    RETURN QUERY SELECT * FROM {T} WHERE \"Id\" = ANY (v_ids) AND \"OwnerToken\" = p_owner AND \"Status\" = 1;\n"
+    "END $$",
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Ack\"(p_processed_by varchar, p_owner uuid, "
     "p_ids uuid[])\n"
     "RETURNS integer LANGUAGE sql AS $$\n"

@@ -1828,6 +1828,40 @@ static void test_ordered_wake_open_producer(void) {
     obx_store_close(s);
 }
 
+/* Issue 24 item 8: a wake that fails after a committed reap or settle
+ * leaves the call's outcome alone: obx_reap returns OK with its count,
+ * obx_ack returns OK with no error left on the store (the next reap wakes
+ * what was missed). The wake statements are swapped for a failing one. */
+static void test_wake_error_cleared(void) {
+    obx_store *s = fresh();
+    obx_new_message m = keyed("e1", "KE");
+    char id[37], owner[37], got_list[256];
+    const obx_message *got = NULL;
+    const char *ids[1];
+    char *saved_wake, *saved_settled, bad[] = "SELECT no_such_column FROM no_such_table";
+    int64_t reaped = -1, changed = 0;
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "e1");
+    saved_wake = s->sql[OBX__Q_WAKE];
+    saved_settled = s->sql[OBX__Q_WAKE_SETTLED];
+    s->sql[OBX__Q_WAKE] = bad;
+    if (saved_settled) s->sql[OBX__Q_WAKE_SETTLED] = bad;
+    TT_EXPECT(obx_reap(s, &reaped) == OBX_OK);
+    TT_EXPECT(reaped == 0);
+    TT_EXPECT(obx_store_last_error(s)->result == OBX_OK);
+    ids[0] = id;
+    TT_EXPECT(obx_ack(s, owner, ids, 1, &changed) == OBX_OK);
+    TT_EXPECT(changed == 1);
+    TT_EXPECT(obx_store_last_error(s)->result == OBX_OK);
+    s->sql[OBX__Q_WAKE] = saved_wake;
+    s->sql[OBX__Q_WAKE_SETTLED] = saved_settled;
+    obx_store_close(s);
+}
+
 /* One line per handler start: key, index in the key, start and end (ns,
  * CLOCK_MONOTONIC: one clock for all processes), outcome (d done, r retry). */
 typedef struct ord_rec {
@@ -6064,12 +6098,14 @@ int main(int argc, char **argv) {
     RUN("OBX-ORDERED-LOAD", "overlapping producers (enqueue_tx) and workers on shared keys: 0 overlaps, each producer's order kept, all handled", test_ordered_load);
     if (g_srv) {
         RUN("OBX-ORDERED-OVERLAP-PRODUCERS", "two producers of a key commit out of Id order around a claim: never two of the key at once", test_ordered_overlap_producers);
+        RUN("CORE-WAKE-ERROR-CLEARED", "a wake failing after a committed reap or ack: OK, the count kept, no error left on the store", test_wake_error_cleared);
         RUN("OBX-ORDERED-WAKE-OPEN-PRODUCER", "a producer's transaction open across the running message's ack: its message is claimable at commit, no reap", test_ordered_wake_open_producer);
         RUN("OBX-ORDERED-REPLAY-OVERLAP", "a replay committed while a claim takes the successor: never two of the key at once", test_ordered_replay_overlap);
     } else {
         printf("N/A OBX-ORDERED-OVERLAP-PRODUCERS sqlite one writer at a time: a producer's open transaction holds every other writer\n");
         printf("N/A OBX-ORDERED-REPLAY-OVERLAP sqlite one writer at a time: a claim and a replay never overlap\n");
         printf("N/A OBX-ORDERED-WAKE-OPEN-PRODUCER sqlite one writer at a time: an open producer holds the ack back\n");
+        printf("N/A CORE-WAKE-ERROR-CLEARED sqlite the wake is a trigger in the settle's own statement\n");
     }
     RUN("OBX-ORDERED-PROCS", "worker processes and a producer, keys x messages, transient failures: per key, starts strictly in order, never overlapping", test_ordered_processes);
     if (g_srv)

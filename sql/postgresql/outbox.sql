@@ -96,17 +96,24 @@ CREATE OR REPLACE TRIGGER "Outbox_JoinCount" AFTER UPDATE OF "Status" ON "dbo"."
 FOR EACH ROW WHEN (OLD."Status" = 0 AND NEW."Status" IN (1, 2))
 EXECUTE FUNCTION "dbo"."Outbox_JoinCount"();
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_Claim"(p_owner uuid, p_lease_seconds integer, p_batch integer)
-RETURNS SETOF "dbo"."Outbox" LANGUAGE sql AS $$
-    UPDATE "dbo"."Outbox" SET "Status" = 1, "OwnerToken" = p_owner,
+RETURNS SETOF "dbo"."Outbox" LANGUAGE plpgsql AS $$
+DECLARE v_ids uuid[];
+BEGIN
+    WITH u AS (UPDATE "dbo"."Outbox" SET "Status" = 1, "OwnerToken" = p_owner,
            "LockedUntil" = now() + make_interval(secs => p_lease_seconds), "Starts" = "Starts" + 1
      WHERE "Id" = ANY (ARRAY(
         SELECT c."Id" FROM "dbo"."Outbox" AS c
          WHERE c."Status" = 0 AND c."NextAttemptAt" <= now() AND NOT c."IsProcessed"
            AND (c."OrderingKey" IS NULL OR (c."Id" = (SELECT o."Id" FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = c."OrderingKey" AND o."Status" <> 2 AND o."Status" = 0 ORDER BY o."OrderingSeq", o."Id" LIMIT 1) AND NOT EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = c."OrderingKey" AND o."Status" <> 2 AND o."Status" = 1)))
          ORDER BY c."NextAttemptAt" LIMIT p_batch
-           FOR UPDATE OF c SKIP LOCKED))
-    RETURNING *
-$$;
+           FOR UPDATE OF c SKIP LOCKED)) AND ("OrderingKey" IS NULL OR pg_try_advisory_xact_lock(hashtext('"dbo".Outbox'), hashtext("OrderingKey")))
+    RETURNING "Id") SELECT array_agg("Id") INTO v_ids FROM u;
+    UPDATE "dbo"."Outbox" AS t SET "Status" = 0, "OwnerToken" = NULL, "LockedUntil" = NULL,
+           "Starts" = greatest(t."Starts" - 1, 0)
+     WHERE t."Id" = ANY (v_ids) AND t."OwnerToken" = p_owner AND t."Status" = 1
+       AND EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = t."OrderingKey" AND o."Status" <> 2 AND o."Status" = 1 AND o."Id" <> t."Id");
+    RETURN QUERY SELECT * FROM "dbo"."Outbox" WHERE "Id" = ANY (v_ids) AND "OwnerToken" = p_owner AND "Status" = 1;
+END $$;
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_Ack"(p_processed_by varchar, p_owner uuid, p_ids uuid[])
 RETURNS integer LANGUAGE sql AS $$
     WITH changed AS (
