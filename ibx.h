@@ -164,7 +164,20 @@
  *   worker down again; a dispatcher handles a message claimed before
  *   without an outcome alone, after the rest of its batch is settled.
  *   Schema: deploy_schema and ibx_store_deploy create the tables, or
- *   upgrade in place those an older release deployed (rows kept).
+ *   upgrade in place those an older release deployed (rows kept). A deploy
+ *   looks in the catalog before each statement that would lock the table
+ *   and changes only what is missing or different, so on an up-to-date
+ *   schema (every start with deploy_schema, every ibxctl deploy) it takes
+ *   no lock that blocks writers. A change waits for its lock at most 5 s
+ *   and says so (INFO; WARN and IBX_ERR_DB_TRANSIENT when the lock did not
+ *   come). What an upgrade locks: PostgreSQL runs it as one transaction,
+ *   so from its first added column to its commit the table is under ACCESS
+ *   EXCLUSIVE (no reads, no writes), index builds included. MariaDB
+ *   commits each statement: most added columns are instant, but the
+ *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
+ *   waiting for the copy. A changed trigger gets a new name and is created
+ *   before the old one is dropped, so no settle runs without one. Times
+ *   measured: README, "Upgrading".
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;
@@ -910,13 +923,20 @@ IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const
  * table an older release deployed: columns added since are added (with
  * their defaults on existing rows; nothing is dropped or rewritten),
  * missing indexes created, functions, procedures and triggers replaced by
- * today's. Idempotent: a table that has every column is only looked at
- * (one catalog query per added column; no ALTER, so no table lock). What
- * desc.deploy_schema does at open. Needs CREATE and, for an upgrade,
- * ALTER on the table. Touches the database, own transaction (MariaDB
- * commits each DDL statement on its own). Returns IBX_OK, IBX_ERR_DB,
- * IBX_ERR_DB_TRANSIENT, IBX_ERR_INVALID_ARG (store NULL), IBX_ERR_STATE
- * (store not open), IBX_ERR_NO_MEMORY. */
+ * today's. Looks before it changes: each column, index, function and
+ * trigger that a statement would lock the table for, even with nothing to
+ * do, is first looked up in the catalog, so an up-to-date schema is only
+ * read and takes no lock that blocks writers. A change that is needed is
+ * logged (INFO) and waits for its table lock at most 5 s (PostgreSQL
+ * lock_timeout, MariaDB lock_wait_timeout; writers queue behind it no
+ * longer), then fails with IBX_ERR_DB_TRANSIENT and a WARN line: deploy
+ * again when the long transactions end. What an upgrade locks, per
+ * database: section 3 of the manual, "Schema". What desc.deploy_schema
+ * does at open. Needs CREATE and, for an upgrade, ALTER on the table.
+ * Touches the database, own transaction (MariaDB commits each DDL
+ * statement on its own). Returns IBX_OK, IBX_ERR_DB, IBX_ERR_DB_TRANSIENT,
+ * IBX_ERR_INVALID_ARG (store NULL), IBX_ERR_STATE (store not open),
+ * IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_store_deploy(ibx_store *store);
 
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
@@ -1190,9 +1210,12 @@ typedef struct ibx_dispatcher_desc {
     const char *wake_path;       /* optional (POSIX): while run() runs, listen on a Unix
                                     datagram socket at this path and claim at once when a
                                     producer's store with the same wake_path commits, in any
-                                    process of this host. One dispatcher listens per path (a
-                                    live one is left alone; a stale socket file replaced);
-                                    the file is removed when run() returns */
+                                    process of this host. One dispatcher listens per path: a
+                                    socket file nobody listens on is replaced; anything else
+                                    there (a live socket, a file that is not a socket) is
+                                    left alone and this dispatcher polls (WARN). When run()
+                                    returns it removes the socket file it bound, if that is
+                                    still the one at the path */
 } ibx_dispatcher_desc;
 /* Intervals are saturating: a huge one (INT64_MAX) means "never again". */
 
@@ -1479,8 +1502,22 @@ IBX__PRIVATE void ibx__utc_text(int64_t ms, char out[32]) {
     d = doy - (153 * mp + 2) / 5 + 1;
     m = mp < 10 ? mp + 3 : mp - 9;
     y = yoe + era * 400 + (m <= 2);
-    snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", (int)y, (int)m, (int)d, (int)(rem / 3600000),
-             (int)(rem / 60000 % 60), (int)(rem / 1000 % 60), (int)(rem % 1000));
+    {   /* digit by digit: every field has its width, whatever the compiler thinks int may hold */
+        static const struct { char sep; int width; } f[7] = {{0, 4}, {'-', 2}, {'-', 2}, {'T', 2}, {':', 2},
+                                                              {':', 2}, {'.', 3}};
+        int64_t v[7];
+        size_t n = 0;
+        int i, k;
+        v[0] = y < 0 ? 0 : y > 9999 ? 9999 : y;
+        v[1] = m, v[2] = d, v[3] = rem / 3600000, v[4] = rem / 60000 % 60, v[5] = rem / 1000 % 60, v[6] = rem % 1000;
+        for (i = 0; i < 7; i++) {
+            if (f[i].sep) out[n++] = f[i].sep;
+            for (k = f[i].width - 1; k >= 0; k--, v[i] /= 10) out[n + (size_t)k] = (char)('0' + v[i] % 10);
+            n += (size_t)f[i].width;
+        }
+        out[n++] = 'Z';
+        out[n] = '\0';
+    }
 }
 
 static long ibx__pid(void) {
@@ -1943,7 +1980,12 @@ typedef struct ibx__dialect {
                                    autocommit costs a round trip, so ours rest in autocommit
                                    and a unit of several statements opens with begin_sql;
                                    not with a statement timeout, see ibx__db_setup) */
+    const char *deploy_lock_sql;   /* before a deploy's first change: its lock timeout, or NULL */
+    const char *deploy_unlock_sql; /* after that deploy: the connection's own again, or NULL */
 } ibx__dialect;
+
+/* How long a schema change waits for its table lock, in seconds (text). */
+#define IBX__DEPLOY_LOCK_WAIT "5"
 
 static const ibx__native_fault ibx__sqlite_natives[] = {
     {5, IBX__FAULT_TRANSIENT}, /* SQLITE_BUSY: another writer holds the lock */
@@ -1986,7 +2028,7 @@ static const ibx__dialect ibx__sqlite_dialect = {
     IBX_DIALECT_SQLITE, "BEGIN IMMEDIATE", NULL, NULL, NULL, "SELECT sqlite_version()",
     ibx__sqlite_natives, ";\n", NULL,
     "SELECT COUNT(*) FROM pragma_table_info('{N}') WHERE name = '{K}'",
-    "ALTER TABLE {T} ADD COLUMN {C} {D}", 0, 1, 0, '"', '"', 0, 0, 1, 0, 0, 1, 1};
+    "ALTER TABLE {T} ADD COLUMN {C} {D}", 0, 1, 0, '"', '"', 0, 0, 1, 0, 0, 1, 1, NULL, NULL};
 #define IBX__SQLITE_DIALECT &ibx__sqlite_dialect
 #else
 #define IBX__SQLITE_DIALECT NULL
@@ -2003,7 +2045,7 @@ static const ibx__dialect ibx__postgresql_dialect = {
     "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
     "AND NOT attisdropped",
     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 1, '"', '"', 0,
-    0, 1, 0, 1, 0, 0};
+    0, 1, 0, 1, 0, 0, "SET LOCAL lock_timeout = '" IBX__DEPLOY_LOCK_WAIT "s'", NULL};
 #define IBX__POSTGRESQL_DIALECT &ibx__postgresql_dialect
 #else
 #define IBX__POSTGRESQL_DIALECT NULL
@@ -2019,7 +2061,9 @@ static const ibx__dialect ibx__mariadb_dialect = {
     "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
     "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 0, '`', '`', 0,
-    0, 0, 0, 0, 1, 1};
+    0, 0, 0, 0, 1, 1,
+    "SET @ibx_lock_wait = @@SESSION.lock_wait_timeout, SESSION lock_wait_timeout = " IBX__DEPLOY_LOCK_WAIT,
+    "SET SESSION lock_wait_timeout = @ibx_lock_wait"};
 #define IBX__MARIADB_DIALECT &ibx__mariadb_dialect
 #else
 #define IBX__MARIADB_DIALECT NULL
@@ -2033,7 +2077,7 @@ static const ibx__dialect ibx__sqlserver_dialect = {
     IBX_DIALECT_SQLSERVER, NULL, NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
     "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", ibx__sqlserver_natives,
     "\nGO\n", NULL, NULL, "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}",
-    SQL_TXN_READ_COMMITTED, 0, 1, '[', ']', 1, 1, 1, 1, 0, 0, 0};
+    SQL_TXN_READ_COMMITTED, 0, 1, '[', ']', 1, 1, 1, 1, 0, 0, 0, NULL, NULL};
 #define IBX__SQLSERVER_DIALECT &ibx__sqlserver_dialect
 #else
 #define IBX__SQLSERVER_DIALECT NULL
@@ -2220,7 +2264,11 @@ typedef struct ibx__sqlset {
      * the dialect's test); a function whose signature changes needs a DROP
      * ... IF EXISTS of the old signature before it; a changed trigger that
      * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
-     * new name, after a DROP TRIGGER IF EXISTS of the old one. */
+     * new name, and its DROP TRIGGER IF EXISTS of the old name comes after
+     * it (MariaDB commits each DDL statement: a settle between a DROP and
+     * a CREATE would run with neither; test CORE-TRIGGER-ORDER). Where a
+     * statement would lock its table even with nothing to do, deploy asks
+     * the catalog first (ibx__ddl_probe). */
     const ibx__column *columns;
     /* The claim returns whole message rows (ibx__read_message), not the
      * short row of ibx__read_claimed: SQL Server's comes from a deployed
@@ -3061,9 +3109,12 @@ IBX__PRIVATE ibx_result ibx__pick_keys(ibx__db *db, int slot, const char *sql, i
             for (k = 0; k < ncols && r == IBX_OK; k++) {
                 char key[1024]; /* 255 characters of up to 4 bytes */
                 SQLLEN ind = 0;
+                key[0] = '\0';
                 r = ibx__check(db, SQLGetData(cur, (SQLUSMALLINT)(k + 1), SQL_C_CHAR, key, sizeof key, &ind),
                                SQL_HANDLE_STMT, cur, "SQLGetData");
-                if (r == IBX_OK && !ibx__list_add(db->hooks, lists[k], db->d, key, strlen(key)))
+                /* A NULL leaves the buffer as it was: it stays a null, which matches nothing. */
+                if (r == IBX_OK && !(ind == SQL_NULL_DATA ? ibx__list_add_null(db->hooks, lists[k], db->d)
+                                                          : ibx__list_add(db->hooks, lists[k], db->d, key, strlen(key))))
                     r = ibx__fail(db->err, IBX_ERR_NO_MEMORY, "claim", "out of memory");
             }
             (*picked)++;
@@ -3702,7 +3753,9 @@ IBX__PRIVATE void ibx__loop_stop(ibx__loop *l) {
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #define IBX__WAKE_SOCKET 1
@@ -3754,31 +3807,72 @@ IBX__PRIVATE void ibx__wake_send(int *fd, const char *path) {
     (void)sendto(*fd, "w", 1, 0, (const struct sockaddr *)&a, (socklen_t)sizeof a);
 }
 
-/* Bind a socket at `path` to receive wake bytes. A socket file left by a
- * process that died is replaced; one another process still listens on is
- * left to it (-1 then: this dispatcher polls). */
-IBX__PRIVATE int ibx__wake_bind(const ibx__hooks *h, const char *who, const char *path) {
+/* 1 when `a` names a socket file nobody listens on (connect says
+ * ECONNREFUSED), its device and inode in *st; 0 for anything else: a live
+ * socket, a regular file, a socket this process may not write to. */
+IBX__PRIVATE int ibx__wake_stale(const struct sockaddr_un *a, struct stat *st) {
+    int probe, refused;
+    if (lstat(a->sun_path, st) != 0 || !S_ISSOCK(st->st_mode) || (probe = ibx__wake_socket()) < 0) return 0;
+    refused = connect(probe, (const struct sockaddr *)a, (socklen_t)sizeof *a) != 0 && errno == ECONNREFUSED;
+    close(probe);
+    return refused;
+}
+
+/* Replace a stale socket file at `a` and bind `fd` there. Dispatchers take
+ * over only holding an flock on the path's directory and remove only the
+ * inode they saw refuse a connect; a live socket accepts connects until its
+ * owner, after unlinking it, closes it. So two dispatchers racing for one
+ * path never remove each other's socket. */
+IBX__PRIVATE int ibx__wake_take_over(int fd, const struct sockaddr_un *a) {
+    char dir[IBX__WAKE_PATH_MAX + 1], *slash;
+    struct stat seen, now;
+    int dfd, bound = 0;
+    ibx__copy(dir, sizeof dir, a->sun_path);
+    slash = strrchr(dir, '/');
+    if (!slash) ibx__copy(dir, sizeof dir, ".");
+    else slash[slash == dir] = '\0'; /* "/x" -> "/" */
+    if ((dfd = open(dir, O_RDONLY | O_CLOEXEC)) < 0) return 0;
+    if (flock(dfd, LOCK_EX) == 0) {
+        if (ibx__wake_stale(a, &seen) && lstat(a->sun_path, &now) == 0 && now.st_dev == seen.st_dev &&
+            now.st_ino == seen.st_ino && unlink(a->sun_path) == 0)
+            bound = bind(fd, (const struct sockaddr *)a, (socklen_t)sizeof *a) == 0;
+        (void)flock(dfd, LOCK_UN);
+    }
+    close(dfd);
+    return bound;
+}
+
+/* Bind a socket at `path` to receive wake bytes; *at gets the socket file's
+ * device and inode (what ibx__wake_unbind may remove). A socket file left by
+ * a process that died is replaced; anything else there (a live socket, a
+ * file that is not a socket) is left alone (-1 then: this dispatcher polls). */
+IBX__PRIVATE int ibx__wake_bind(const ibx__hooks *h, const char *who, const char *path, struct stat *at) {
     struct sockaddr_un a;
-    int fd = ibx__wake_socket(), probe;
+    int fd = ibx__wake_socket(), e = 0;
     if (fd < 0) return -1;
     ibx__wake_addr(path, &a);
-    if (bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0) return fd;
-    if (errno == EADDRINUSE && (probe = ibx__wake_socket()) >= 0) {
-        int live = connect(probe, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0;
-        close(probe);
-        if (!live && unlink(path) == 0 && bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0)
-            return fd;
-        if (live) {
-            ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: another process listens there"
-                     IBX__WHY("; this dispatcher relies on polling"), path);
-            close(fd);
-            return -1;
-        }
+    if (bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0 ||
+        ((e = errno) == EADDRINUSE && ibx__wake_take_over(fd, &a))) {
+        if (lstat(path, at) != 0) memset(at, 0, sizeof *at); /* then never removed */
+        return fd;
     }
-    ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: cannot listen (%s)" IBX__WHY("; this dispatcher relies on polling"),
-             path, strerror(errno));
+    if (e != EADDRINUSE)
+        ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: cannot listen (%s)" IBX__WHY("; this dispatcher relies on polling"),
+                 path, strerror(e));
+    else
+        ibx__log(h, IBX_LOG_WARN, who, "wake_path %s: taken (another process listens there, or it is not a"
+                 " socket)" IBX__WHY("; this dispatcher relies on polling"), path);
     close(fd);
     return -1;
+}
+
+/* Stop listening: remove the socket file only while it is still the one
+ * bound (same device and inode), and before closing, so that nobody sees it
+ * refuse a connect and takes the path over in between. */
+IBX__PRIVATE void ibx__wake_unbind(int fd, const char *path, const struct stat *at) {
+    struct stat now;
+    if (lstat(path, &now) == 0 && now.st_dev == at->st_dev && now.st_ino == at->st_ino) unlink(path);
+    close(fd);
 }
 #else
 #define ibx__wake_send(fd, path) ((void)(fd), (void)(path))
@@ -5404,10 +5498,118 @@ static char *ibx__schema_text(const ibx__hooks *h, const ibx__dialect *d, const 
     return ok ? text.data : NULL;
 }
 
+/* printf into memory from the allocator; NULL when out of memory. */
+IBX__PRINTF(2, 3)
+static char *ibx__format(const ibx__hooks *h, const char *fmt, ...) {
+    va_list ap;
+    char *out;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !(out = (char *)ibx__alloc(h, (size_t)n + 1))) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(out, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return out;
+}
+
+/* The quoted name at p (quote characters q0, q1) into out; the text after it. */
+static const char *ibx__ddl_name(const char *p, char q0, char q1, char *out, size_t cap) {
+    size_t n = 0;
+    out[0] = '\0';
+    if (!p || *p != q0) return NULL;
+    for (p++; *p && *p != q1 && n + 1 < cap; p++) out[n++] = *p;
+    out[n] = '\0';
+    return *p == q1 ? p + 1 : NULL;
+}
+
+/* Look before changing (ibx__deploy_unit). Some IF NOT EXISTS and OR REPLACE
+ * statements lock their table even when there is nothing to do (PostgreSQL:
+ * CREATE INDEX a SHARE lock, CREATE OR REPLACE TRIGGER SHARE ROW EXCLUSIVE;
+ * MariaDB: CREATE TRIGGER an exclusive metadata lock), queued behind every
+ * open transaction on the table and with every writer after them queued
+ * behind them. Each such statement gets a catalog query, which locks
+ * nothing and returns 1 when the object is there as the statement would
+ * make it; the statement runs only otherwise. A PostgreSQL trigger's
+ * definition is too far from its text to compare: its comment carries a
+ * hash of the text (*after sets it). */
+static char *ibx__ddl_probe(const ibx__hooks *h, const ibx__dialect *d, const char *schema, const char *one,
+                            char **after) {
+    static const char *const pg_index[] = {"CREATE INDEX IF NOT EXISTS ", "CREATE UNIQUE INDEX IF NOT EXISTS ", NULL};
+    char name[160], table[400], *out = NULL;
+    const char *p, *on;
+    size_t n;
+    int i;
+    *after = NULL;
+    if (d->id == IBX_DIALECT_POSTGRESQL) {
+        for (i = 0; pg_index[i]; i++)
+            if (strncmp(one, pg_index[i], strlen(pg_index[i])) == 0 &&
+                ibx__ddl_name(one + strlen(pg_index[i]), '"', '"', name, sizeof name))
+                return ibx__format(h, "SELECT COUNT(*) FROM pg_class c JOIN pg_namespace n ON n.oid = "
+                                   "c.relnamespace WHERE n.nspname = '%s' AND c.relname = '%s'", schema, name);
+        if (strncmp(one, "CREATE OR REPLACE FUNCTION ", 27) == 0 &&
+            (p = ibx__ddl_name(one + 27, '"', '"', table, sizeof table)) && *p == '.' && /* table: its schema */
+            ibx__ddl_name(p + 1, '"', '"', name, sizeof name) && (p = strstr(one, "$$")) &&
+            (on = strstr(p + 2, "$$")) && !strstr(one, "$ibx$")) {
+            while (strstr(on + 2, "$$")) on = strstr(on + 2, "$$");
+            n = (size_t)(on - p - 2);
+            return ibx__format(h, "SELECT COUNT(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = "
+                               "p.pronamespace WHERE n.nspname = '%s' AND p.proname = '%s' AND p.prosrc = "
+                               "$ibx$%.*s$ibx$", table, name, (int)n, p + 2);
+        }
+        if (strncmp(one, "CREATE OR REPLACE TRIGGER ", 26) == 0 &&
+            ibx__ddl_name(one + 26, '"', '"', name, sizeof name) && (on = strstr(one, " ON ")) &&
+            (n = strcspn(on + 4, " \n")) < sizeof table) {
+            uint64_t hash = UINT64_C(14695981039346656037); /* FNV-1a of the text */
+            for (p = one; *p; p++) hash = (hash ^ (unsigned char)*p) * UINT64_C(1099511628211);
+            memcpy(table, on + 4, n);
+            table[n] = '\0';
+            *after = ibx__format(h, "COMMENT ON TRIGGER \"%s\" ON %s IS 'ibx %016llx'", name, table,
+                                 (unsigned long long)hash);
+            out = *after ? ibx__format(h, "SELECT COUNT(*) FROM pg_trigger WHERE tgrelid = to_regclass('%s') "
+                                       "AND tgname = '%s' AND obj_description(oid, 'pg_trigger') = "
+                                       "'ibx %016llx'", table, name, (unsigned long long)hash) : NULL;
+            if (!out) ibx__free(h, *after), *after = NULL;
+            return out;
+        }
+    }
+    if (d->id == IBX_DIALECT_MARIADB) {
+        if (strncmp(one, "CREATE TRIGGER IF NOT EXISTS ", 29) == 0 &&
+            ibx__ddl_name(one + 29, '`', '`', name, sizeof name))
+            return ibx__format(h, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE "
+                               "TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = '%s'", name);
+        if (strncmp(one, "DROP TRIGGER IF EXISTS ", 23) == 0 && ibx__ddl_name(one + 23, '`', '`', name, sizeof name))
+            return ibx__format(h, "SELECT COUNT(*) = 0 FROM information_schema.TRIGGERS WHERE "
+                               "TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = '%s'", name);
+    }
+    return NULL;
+}
+
+typedef struct ibx__deploy_ctx {
+    ibx_store *s;
+    int changing; /* a change ran in this attempt: the lock timeout is set */
+    int timed;    /* it was set in some attempt: ibx_store_deploy restores it */
+} ibx__deploy_ctx;
+
+/* Before each change: say so, and before the first, set the dialect's lock
+ * timeout, so that a change waits for its lock (and writers wait behind it)
+ * at most IBX__DEPLOY_LOCK_WAIT seconds. */
+static ibx_result ibx__deploy_change(ibx__db *db, ibx__deploy_ctx *c, const char *what) {
+    ibx_store *s = c->s;
+    ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "schema change on %s: %.*s%s", s->table,
+             (int)strcspn(what, "\n"), what,
+             db->d->deploy_lock_sql ? " (waits at most " IBX__DEPLOY_LOCK_WAIT " s for its lock)" : "");
+    if (c->changing || !db->d->deploy_lock_sql) return IBX_OK;
+    c->changing = c->timed = 1;
+    return ibx__exec_direct(db, db->d->deploy_lock_sql, "deploy: lock timeout");
+}
+
 /* Upgrade in place: add each column of q->columns the table lacks (one
  * deployed by an older release). The probe first, so that a table that has
  * them all is not locked. */
-static ibx_result ibx__deploy_columns(ibx__db *db, ibx_store *s) {
+static ibx_result ibx__deploy_columns(ibx__db *db, ibx__deploy_ctx *dc) {
+    ibx_store *s = dc->s;
     ibx_result r = IBX_OK;
     int i;
     for (i = 0; r == IBX_OK && i < IBX__COLUMNS_MAX && s->q->columns[i].name; i++) {
@@ -5424,7 +5626,9 @@ static ibx_result ibx__deploy_columns(ibx__db *db, ibx_store *s) {
         if (r != IBX_OK || atoi(found) > 0) continue;
         if (!(add = ibx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_add, c)))
             break;
-        r = ibx__exec_direct(db, add, "deploy: add column");
+        if (db->d->column_probe) r = ibx__deploy_change(db, dc, add);
+        if (r == IBX_OK) r = ibx__exec_direct(db, add, "deploy: add column");
+        if (r == IBX_ERR_DB_TRANSIENT && dc->changing) db->fault = IBX__FAULT_PERMANENT; /* as ibx__deploy_one */
         ibx__free(&s->hooks, add);
         if (r == IBX_OK && db->d->column_probe)
             ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "schema upgraded: column %s added to %s",
@@ -5435,16 +5639,37 @@ static ibx_result ibx__deploy_columns(ibx__db *db, ibx_store *s) {
     return r;
 }
 
+/* One DDL statement: looked up first where it has a probe (ibx__ddl_probe),
+ * run only when its object is missing or different. */
+static ibx_result ibx__deploy_one(ibx__db *db, ibx__deploy_ctx *c, const char *one) {
+    ibx_store *s = c->s;
+    char *after = NULL, *probe = ibx__ddl_probe(&s->hooks, db->d, s->schema, one, &after), found[32] = "0";
+    ibx_result r = probe ? ibx__query_text(db, probe, found, sizeof found) : IBX_OK;
+    if (r == IBX_OK && !(probe && atoi(found) > 0)) {
+        if (probe) r = ibx__deploy_change(db, c, one);
+        if (r == IBX_OK) r = ibx__exec_direct(db, one, "deploy");
+        if (r == IBX_OK && after) r = ibx__exec_direct(db, after, "deploy: mark trigger");
+        /* A lock timeout is not retried here: writers would queue behind
+         * the change again. The caller deploys again later. */
+        if (r == IBX_ERR_DB_TRANSIENT && c->changing) db->fault = IBX__FAULT_PERMANENT;
+    }
+    ibx__free(&s->hooks, probe);
+    ibx__free(&s->hooks, after);
+    return r;
+}
+
 static ibx_result ibx__deploy_unit(ibx__db *db, void *ctx) {
-    ibx_store *s = (ibx_store *)ctx;
+    ibx__deploy_ctx *c = (ibx__deploy_ctx *)ctx;
+    ibx_store *s = c->s;
     ibx_result r = IBX_OK;
     int i;
+    c->changing = 0; /* a retried unit sets its lock timeout again */
     for (i = 0; s->q->ddl[i] && r == IBX_OK; i++) {
         char *one = ibx__ddl_text(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
         if (!one) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_store_deploy", "out of memory");
-        r = ibx__exec_direct(db, one, "deploy");
+        r = ibx__deploy_one(db, c, one);
         ibx__free(&s->hooks, one);
-        if (r == IBX_OK && strstr(s->q->ddl[i], "{A}")) r = ibx__deploy_columns(db, s);
+        if (r == IBX_OK && strstr(s->q->ddl[i], "{A}")) r = ibx__deploy_columns(db, c);
     }
     return r;
 }
@@ -5477,13 +5702,22 @@ IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const
 }
 
 IBX_API ibx_result ibx_store_deploy(ibx_store *store) {
+    ibx__deploy_ctx c;
     ibx_result r;
     if (!store) return IBX_ERR_INVALID_ARG;
     if (!store->q)
         return ibx__fail(&store->err, IBX_ERR_STATE, "ibx_store_deploy", "store is not open");
-    r = ibx__unit(&store->db, ibx__deploy_unit, store, "deploy schema");
+    c.s = store;
+    c.changing = c.timed = 0;
+    r = ibx__unit(&store->db, ibx__deploy_unit, &c, "deploy schema");
+    if (c.timed && store->db.d->deploy_unlock_sql) /* our connection's own setting again */
+        (void)ibx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "deploy: lock timeout");
     if (r == IBX_OK)
         ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "schema deployed (table %s)",
+                 store->table);
+    else if (c.changing && r == IBX_ERR_DB_TRANSIENT)
+        ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id, "schema change on %s did not get its lock within "
+                 IBX__DEPLOY_LOCK_WAIT " s (transactions hold the table): deploy again when they end",
                  store->table);
     return r;
 }
@@ -6972,6 +7206,7 @@ struct ibx_dispatcher {
     int wake_fd;                 /* listening while run() runs, else -1 */
 #if IBX__WAKE_SOCKET && !defined(IBX_NO_THREADS)
     pthread_t wake_thread;
+    struct stat wake_at;         /* the socket file it bound: the one it may remove */
 #endif
 };
 
@@ -7698,10 +7933,9 @@ static void *ibx__wake_main(void *arg) {
 
 static void ibx__wake_listen(ibx_dispatcher *d, const char *name) {
     if (!d->wake_path[0]) return;
-    d->wake_fd = ibx__wake_bind(d->hooks, name, d->wake_path);
+    d->wake_fd = ibx__wake_bind(d->hooks, name, d->wake_path, &d->wake_at);
     if (d->wake_fd >= 0 && pthread_create(&d->wake_thread, NULL, ibx__wake_main, d) != 0) {
-        close(d->wake_fd);
-        unlink(d->wake_path);
+        ibx__wake_unbind(d->wake_fd, d->wake_path, &d->wake_at);
         d->wake_fd = -1;
     }
     if (d->wake_fd >= 0) ibx__log(d->hooks, IBX_LOG_INFO, name, "listening for wake-ups at %s", d->wake_path);
@@ -7713,8 +7947,7 @@ static void ibx__wake_unlisten(ibx_dispatcher *d) {
     ibx__wake_send(&self, d->wake_path);
     if (self >= 0) close(self);
     pthread_join(d->wake_thread, NULL);
-    close(d->wake_fd);
-    unlink(d->wake_path);
+    ibx__wake_unbind(d->wake_fd, d->wake_path, &d->wake_at);
     d->wake_fd = -1;
 }
 #else

@@ -148,7 +148,20 @@
  *   worker down again; a dispatcher handles a message claimed before
  *   without an outcome alone, after the rest of its batch is settled.
  *   Schema: deploy_schema and obx_store_deploy create the tables, or
- *   upgrade in place those an older release deployed (rows kept).
+ *   upgrade in place those an older release deployed (rows kept). A deploy
+ *   looks in the catalog before each statement that would lock the table
+ *   and changes only what is missing or different, so on an up-to-date
+ *   schema (every start with deploy_schema, every obxctl deploy) it takes
+ *   no lock that blocks writers. A change waits for its lock at most 5 s
+ *   and says so (INFO; WARN and OBX_ERR_DB_TRANSIENT when the lock did not
+ *   come). What an upgrade locks: PostgreSQL runs it as one transaction,
+ *   so from its first added column to its commit the table is under ACCESS
+ *   EXCLUSIVE (no reads, no writes), index builds included. MariaDB
+ *   commits each statement: most added columns are instant, but the
+ *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
+ *   waiting for the copy. A changed trigger gets a new name and is created
+ *   before the old one is dropped, so no settle runs without one. Times
+ *   measured: README, "Upgrading".
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;
@@ -797,8 +810,9 @@ OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_me
 /* Enqueue `count` messages in one transaction: the caller's on `hdbc`, or
  * the store's own (committed) when hdbc is NULL. All or nothing: one bad
  * message rejects the batch before any SQL runs. out_ids (if not NULL)
- * receives count ids. Results as obx_enqueue (and obx_enqueue_tx with
- * hdbc); count < 0 or messages NULL with count > 0 is OBX_ERR_INVALID_ARG. */
+ * receives count ids, written only on success. Results as obx_enqueue
+ * (and obx_enqueue_tx with hdbc); count < 0 or messages NULL with
+ * count > 0 is OBX_ERR_INVALID_ARG. */
 OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
                                      const obx_new_message *messages, int count,
                                      char (*out_ids)[37]);
@@ -938,13 +952,20 @@ OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const
  * table an older release deployed: columns added since are added (with
  * their defaults on existing rows; nothing is dropped or rewritten),
  * missing indexes created, functions, procedures and triggers replaced by
- * today's. Idempotent: a table that has every column is only looked at
- * (one catalog query per added column; no ALTER, so no table lock). What
- * desc.deploy_schema does at open. Needs CREATE and, for an upgrade,
- * ALTER on the table. Touches the database, own transaction (MariaDB
- * commits each DDL statement on its own). Returns OBX_OK, OBX_ERR_DB,
- * OBX_ERR_DB_TRANSIENT, OBX_ERR_INVALID_ARG (store NULL), OBX_ERR_STATE
- * (store not open), OBX_ERR_NO_MEMORY. */
+ * today's. Looks before it changes: each column, index, function and
+ * trigger that a statement would lock the table for, even with nothing to
+ * do, is first looked up in the catalog, so an up-to-date schema is only
+ * read and takes no lock that blocks writers. A change that is needed is
+ * logged (INFO) and waits for its table lock at most 5 s (PostgreSQL
+ * lock_timeout, MariaDB lock_wait_timeout; writers queue behind it no
+ * longer), then fails with OBX_ERR_DB_TRANSIENT and a WARN line: deploy
+ * again when the long transactions end. What an upgrade locks, per
+ * database: section 3 of the manual, "Schema". What desc.deploy_schema
+ * does at open. Needs CREATE and, for an upgrade, ALTER on the table.
+ * Touches the database, own transaction (MariaDB commits each DDL
+ * statement on its own). Returns OBX_OK, OBX_ERR_DB, OBX_ERR_DB_TRANSIENT,
+ * OBX_ERR_INVALID_ARG (store NULL), OBX_ERR_STATE (store not open),
+ * OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_store_deploy(obx_store *store);
 
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
@@ -1218,9 +1239,12 @@ typedef struct obx_dispatcher_desc {
     const char *wake_path;       /* optional (POSIX): while run() runs, listen on a Unix
                                     datagram socket at this path and claim at once when a
                                     producer's store with the same wake_path commits, in any
-                                    process of this host. One dispatcher listens per path (a
-                                    live one is left alone; a stale socket file replaced);
-                                    the file is removed when run() returns */
+                                    process of this host. One dispatcher listens per path: a
+                                    socket file nobody listens on is replaced; anything else
+                                    there (a live socket, a file that is not a socket) is
+                                    left alone and this dispatcher polls (WARN). When run()
+                                    returns it removes the socket file it bound, if that is
+                                    still the one at the path */
 } obx_dispatcher_desc;
 /* Intervals are saturating: a huge one (INT64_MAX) means "never again". */
 
@@ -1618,8 +1642,22 @@ OBX__PRIVATE void obx__utc_text(int64_t ms, char out[32]) {
     d = doy - (153 * mp + 2) / 5 + 1;
     m = mp < 10 ? mp + 3 : mp - 9;
     y = yoe + era * 400 + (m <= 2);
-    snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", (int)y, (int)m, (int)d, (int)(rem / 3600000),
-             (int)(rem / 60000 % 60), (int)(rem / 1000 % 60), (int)(rem % 1000));
+    {   /* digit by digit: every field has its width, whatever the compiler thinks int may hold */
+        static const struct { char sep; int width; } f[7] = {{0, 4}, {'-', 2}, {'-', 2}, {'T', 2}, {':', 2},
+                                                              {':', 2}, {'.', 3}};
+        int64_t v[7];
+        size_t n = 0;
+        int i, k;
+        v[0] = y < 0 ? 0 : y > 9999 ? 9999 : y;
+        v[1] = m, v[2] = d, v[3] = rem / 3600000, v[4] = rem / 60000 % 60, v[5] = rem / 1000 % 60, v[6] = rem % 1000;
+        for (i = 0; i < 7; i++) {
+            if (f[i].sep) out[n++] = f[i].sep;
+            for (k = f[i].width - 1; k >= 0; k--, v[i] /= 10) out[n + (size_t)k] = (char)('0' + v[i] % 10);
+            n += (size_t)f[i].width;
+        }
+        out[n++] = 'Z';
+        out[n] = '\0';
+    }
 }
 
 static long obx__pid(void) {
@@ -2082,7 +2120,12 @@ typedef struct obx__dialect {
                                    autocommit costs a round trip, so ours rest in autocommit
                                    and a unit of several statements opens with begin_sql;
                                    not with a statement timeout, see obx__db_setup) */
+    const char *deploy_lock_sql;   /* before a deploy's first change: its lock timeout, or NULL */
+    const char *deploy_unlock_sql; /* after that deploy: the connection's own again, or NULL */
 } obx__dialect;
+
+/* How long a schema change waits for its table lock, in seconds (text). */
+#define OBX__DEPLOY_LOCK_WAIT "5"
 
 static const obx__native_fault obx__sqlite_natives[] = {
     {5, OBX__FAULT_TRANSIENT}, /* SQLITE_BUSY: another writer holds the lock */
@@ -2125,7 +2168,7 @@ static const obx__dialect obx__sqlite_dialect = {
     OBX_DIALECT_SQLITE, "BEGIN IMMEDIATE", NULL, NULL, NULL, "SELECT sqlite_version()",
     obx__sqlite_natives, ";\n", NULL,
     "SELECT COUNT(*) FROM pragma_table_info('{N}') WHERE name = '{K}'",
-    "ALTER TABLE {T} ADD COLUMN {C} {D}", 0, 1, 0, '"', '"', 0, 0, 1, 0, 0, 1, 1};
+    "ALTER TABLE {T} ADD COLUMN {C} {D}", 0, 1, 0, '"', '"', 0, 0, 1, 0, 0, 1, 1, NULL, NULL};
 #define OBX__SQLITE_DIALECT &obx__sqlite_dialect
 #else
 #define OBX__SQLITE_DIALECT NULL
@@ -2142,7 +2185,7 @@ static const obx__dialect obx__postgresql_dialect = {
     "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
     "AND NOT attisdropped",
     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 1, '"', '"', 0,
-    0, 1, 0, 1, 0, 0};
+    0, 1, 0, 1, 0, 0, "SET LOCAL lock_timeout = '" OBX__DEPLOY_LOCK_WAIT "s'", NULL};
 #define OBX__POSTGRESQL_DIALECT &obx__postgresql_dialect
 #else
 #define OBX__POSTGRESQL_DIALECT NULL
@@ -2158,7 +2201,9 @@ static const obx__dialect obx__mariadb_dialect = {
     "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
     "AND TABLE_NAME = '{N}' AND COLUMN_NAME = '{K}'",
     "ALTER TABLE {T} ADD COLUMN IF NOT EXISTS {C} {D}", SQL_TXN_READ_COMMITTED, 0, 0, '`', '`', 0,
-    0, 0, 0, 0, 1, 1};
+    0, 0, 0, 0, 1, 1,
+    "SET @obx_lock_wait = @@SESSION.lock_wait_timeout, SESSION lock_wait_timeout = " OBX__DEPLOY_LOCK_WAIT,
+    "SET SESSION lock_wait_timeout = @obx_lock_wait"};
 #define OBX__MARIADB_DIALECT &obx__mariadb_dialect
 #else
 #define OBX__MARIADB_DIALECT NULL
@@ -2172,7 +2217,7 @@ static const obx__dialect obx__sqlserver_dialect = {
     OBX_DIALECT_SQLSERVER, NULL, NULL, NULL, "SET XACT_ABORT ON; SET NOCOUNT OFF",
     "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(64))", obx__sqlserver_natives,
     "\nGO\n", NULL, NULL, "IF COL_LENGTH(N'{T}', N'{K}') IS NULL ALTER TABLE {T} ADD {C} {D}",
-    SQL_TXN_READ_COMMITTED, 0, 1, '[', ']', 1, 1, 1, 1, 0, 0, 0};
+    SQL_TXN_READ_COMMITTED, 0, 1, '[', ']', 1, 1, 1, 1, 0, 0, 0, NULL, NULL};
 #define OBX__SQLSERVER_DIALECT &obx__sqlserver_dialect
 #else
 #define OBX__SQLSERVER_DIALECT NULL
@@ -2359,7 +2404,11 @@ typedef struct obx__sqlset {
      * the dialect's test); a function whose signature changes needs a DROP
      * ... IF EXISTS of the old signature before it; a changed trigger that
      * cannot be replaced in place without a lock (MariaDB, SQLite) gets a
-     * new name, after a DROP TRIGGER IF EXISTS of the old one. */
+     * new name, and its DROP TRIGGER IF EXISTS of the old name comes after
+     * it (MariaDB commits each DDL statement: a settle between a DROP and
+     * a CREATE would run with neither; test CORE-TRIGGER-ORDER). Where a
+     * statement would lock its table even with nothing to do, deploy asks
+     * the catalog first (obx__ddl_probe). */
     const obx__column *columns;
     /* The claim returns whole message rows (obx__read_message), not the
      * short row of obx__read_claimed: SQL Server's comes from a deployed
@@ -3200,9 +3249,12 @@ OBX__PRIVATE obx_result obx__pick_keys(obx__db *db, int slot, const char *sql, i
             for (k = 0; k < ncols && r == OBX_OK; k++) {
                 char key[1024]; /* 255 characters of up to 4 bytes */
                 SQLLEN ind = 0;
+                key[0] = '\0';
                 r = obx__check(db, SQLGetData(cur, (SQLUSMALLINT)(k + 1), SQL_C_CHAR, key, sizeof key, &ind),
                                SQL_HANDLE_STMT, cur, "SQLGetData");
-                if (r == OBX_OK && !obx__list_add(db->hooks, lists[k], db->d, key, strlen(key)))
+                /* A NULL leaves the buffer as it was: it stays a null, which matches nothing. */
+                if (r == OBX_OK && !(ind == SQL_NULL_DATA ? obx__list_add_null(db->hooks, lists[k], db->d)
+                                                          : obx__list_add(db->hooks, lists[k], db->d, key, strlen(key))))
                     r = obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
             }
             (*picked)++;
@@ -3841,7 +3893,9 @@ OBX__PRIVATE void obx__loop_stop(obx__loop *l) {
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #define OBX__WAKE_SOCKET 1
@@ -3893,31 +3947,72 @@ OBX__PRIVATE void obx__wake_send(int *fd, const char *path) {
     (void)sendto(*fd, "w", 1, 0, (const struct sockaddr *)&a, (socklen_t)sizeof a);
 }
 
-/* Bind a socket at `path` to receive wake bytes. A socket file left by a
- * process that died is replaced; one another process still listens on is
- * left to it (-1 then: this dispatcher polls). */
-OBX__PRIVATE int obx__wake_bind(const obx__hooks *h, const char *who, const char *path) {
+/* 1 when `a` names a socket file nobody listens on (connect says
+ * ECONNREFUSED), its device and inode in *st; 0 for anything else: a live
+ * socket, a regular file, a socket this process may not write to. */
+OBX__PRIVATE int obx__wake_stale(const struct sockaddr_un *a, struct stat *st) {
+    int probe, refused;
+    if (lstat(a->sun_path, st) != 0 || !S_ISSOCK(st->st_mode) || (probe = obx__wake_socket()) < 0) return 0;
+    refused = connect(probe, (const struct sockaddr *)a, (socklen_t)sizeof *a) != 0 && errno == ECONNREFUSED;
+    close(probe);
+    return refused;
+}
+
+/* Replace a stale socket file at `a` and bind `fd` there. Dispatchers take
+ * over only holding an flock on the path's directory and remove only the
+ * inode they saw refuse a connect; a live socket accepts connects until its
+ * owner, after unlinking it, closes it. So two dispatchers racing for one
+ * path never remove each other's socket. */
+OBX__PRIVATE int obx__wake_take_over(int fd, const struct sockaddr_un *a) {
+    char dir[OBX__WAKE_PATH_MAX + 1], *slash;
+    struct stat seen, now;
+    int dfd, bound = 0;
+    obx__copy(dir, sizeof dir, a->sun_path);
+    slash = strrchr(dir, '/');
+    if (!slash) obx__copy(dir, sizeof dir, ".");
+    else slash[slash == dir] = '\0'; /* "/x" -> "/" */
+    if ((dfd = open(dir, O_RDONLY | O_CLOEXEC)) < 0) return 0;
+    if (flock(dfd, LOCK_EX) == 0) {
+        if (obx__wake_stale(a, &seen) && lstat(a->sun_path, &now) == 0 && now.st_dev == seen.st_dev &&
+            now.st_ino == seen.st_ino && unlink(a->sun_path) == 0)
+            bound = bind(fd, (const struct sockaddr *)a, (socklen_t)sizeof *a) == 0;
+        (void)flock(dfd, LOCK_UN);
+    }
+    close(dfd);
+    return bound;
+}
+
+/* Bind a socket at `path` to receive wake bytes; *at gets the socket file's
+ * device and inode (what obx__wake_unbind may remove). A socket file left by
+ * a process that died is replaced; anything else there (a live socket, a
+ * file that is not a socket) is left alone (-1 then: this dispatcher polls). */
+OBX__PRIVATE int obx__wake_bind(const obx__hooks *h, const char *who, const char *path, struct stat *at) {
     struct sockaddr_un a;
-    int fd = obx__wake_socket(), probe;
+    int fd = obx__wake_socket(), e = 0;
     if (fd < 0) return -1;
     obx__wake_addr(path, &a);
-    if (bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0) return fd;
-    if (errno == EADDRINUSE && (probe = obx__wake_socket()) >= 0) {
-        int live = connect(probe, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0;
-        close(probe);
-        if (!live && unlink(path) == 0 && bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0)
-            return fd;
-        if (live) {
-            obx__log(h, OBX_LOG_WARN, who, "wake_path %s: another process listens there"
-                     OBX__WHY("; this dispatcher relies on polling"), path);
-            close(fd);
-            return -1;
-        }
+    if (bind(fd, (const struct sockaddr *)&a, (socklen_t)sizeof a) == 0 ||
+        ((e = errno) == EADDRINUSE && obx__wake_take_over(fd, &a))) {
+        if (lstat(path, at) != 0) memset(at, 0, sizeof *at); /* then never removed */
+        return fd;
     }
-    obx__log(h, OBX_LOG_WARN, who, "wake_path %s: cannot listen (%s)" OBX__WHY("; this dispatcher relies on polling"),
-             path, strerror(errno));
+    if (e != EADDRINUSE)
+        obx__log(h, OBX_LOG_WARN, who, "wake_path %s: cannot listen (%s)" OBX__WHY("; this dispatcher relies on polling"),
+                 path, strerror(e));
+    else
+        obx__log(h, OBX_LOG_WARN, who, "wake_path %s: taken (another process listens there, or it is not a"
+                 " socket)" OBX__WHY("; this dispatcher relies on polling"), path);
     close(fd);
     return -1;
+}
+
+/* Stop listening: remove the socket file only while it is still the one
+ * bound (same device and inode), and before closing, so that nobody sees it
+ * refuse a connect and takes the path over in between. */
+OBX__PRIVATE void obx__wake_unbind(int fd, const char *path, const struct stat *at) {
+    struct stat now;
+    if (lstat(path, &now) == 0 && now.st_dev == at->st_dev && now.st_ino == at->st_ino) unlink(path);
+    close(fd);
 }
 #else
 #define obx__wake_send(fd, path) ((void)(fd), (void)(path))
@@ -5191,16 +5286,18 @@ static const char *const obx__mariadb_outbox_ddl[] = {
      * settle's own transaction; a member leaving Pending counts once. The
      * IF keeps claims (and every other update) from running the member
      * UPDATE at all: as a WHERE condition it ran 100 times per claim.
-     * A changed trigger gets a new name (2: this IF), and the old name is
-     * dropped: CREATE OR REPLACE would lock the table on every deploy,
-     * IF NOT EXISTS would keep an old table's trigger as it was, and
-     * DROP TRIGGER IF EXISTS of a missing trigger takes no table lock. */
-    "DROP TRIGGER IF EXISTS `{N}_JoinStep`",
+     * A changed trigger gets a new name (2: this IF), created before the
+     * old name is dropped: each DDL statement commits on its own, and a
+     * settle queued behind a DROP first would run with neither trigger
+     * (both at once is harmless: the member update is guarded by its
+     * Status). CREATE OR REPLACE would lock the table on every deploy, and
+     * IF NOT EXISTS alone would keep an old table's trigger as it was. */
     "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep2` AFTER UPDATE ON {T} FOR EACH ROW\n"
     "    IF NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN\n"
     "        UPDATE {M} SET `Status` = IF(NEW.`Status` = 2, 1, 2)\n"
     "         WHERE `OutboxMessageId` = NEW.`Id` AND `Status` = 0;\n"
     "    END IF",
+    "DROP TRIGGER IF EXISTS `{N}_JoinStep`",
     "CREATE TRIGGER IF NOT EXISTS `{N}_JoinCount` AFTER UPDATE ON {M} FOR EACH ROW\n"
     "    UPDATE {J} SET\n"
     "        `LastUpdatedUtc` = UTC_TIMESTAMP(6),\n"
@@ -6073,10 +6170,118 @@ static char *obx__schema_text(const obx__hooks *h, const obx__dialect *d, const 
     return ok ? text.data : NULL;
 }
 
+/* printf into memory from the allocator; NULL when out of memory. */
+OBX__PRINTF(2, 3)
+static char *obx__format(const obx__hooks *h, const char *fmt, ...) {
+    va_list ap;
+    char *out;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !(out = (char *)obx__alloc(h, (size_t)n + 1))) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(out, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return out;
+}
+
+/* The quoted name at p (quote characters q0, q1) into out; the text after it. */
+static const char *obx__ddl_name(const char *p, char q0, char q1, char *out, size_t cap) {
+    size_t n = 0;
+    out[0] = '\0';
+    if (!p || *p != q0) return NULL;
+    for (p++; *p && *p != q1 && n + 1 < cap; p++) out[n++] = *p;
+    out[n] = '\0';
+    return *p == q1 ? p + 1 : NULL;
+}
+
+/* Look before changing (obx__deploy_unit). Some IF NOT EXISTS and OR REPLACE
+ * statements lock their table even when there is nothing to do (PostgreSQL:
+ * CREATE INDEX a SHARE lock, CREATE OR REPLACE TRIGGER SHARE ROW EXCLUSIVE;
+ * MariaDB: CREATE TRIGGER an exclusive metadata lock), queued behind every
+ * open transaction on the table and with every writer after them queued
+ * behind them. Each such statement gets a catalog query, which locks
+ * nothing and returns 1 when the object is there as the statement would
+ * make it; the statement runs only otherwise. A PostgreSQL trigger's
+ * definition is too far from its text to compare: its comment carries a
+ * hash of the text (*after sets it). */
+static char *obx__ddl_probe(const obx__hooks *h, const obx__dialect *d, const char *schema, const char *one,
+                            char **after) {
+    static const char *const pg_index[] = {"CREATE INDEX IF NOT EXISTS ", "CREATE UNIQUE INDEX IF NOT EXISTS ", NULL};
+    char name[160], table[400], *out = NULL;
+    const char *p, *on;
+    size_t n;
+    int i;
+    *after = NULL;
+    if (d->id == OBX_DIALECT_POSTGRESQL) {
+        for (i = 0; pg_index[i]; i++)
+            if (strncmp(one, pg_index[i], strlen(pg_index[i])) == 0 &&
+                obx__ddl_name(one + strlen(pg_index[i]), '"', '"', name, sizeof name))
+                return obx__format(h, "SELECT COUNT(*) FROM pg_class c JOIN pg_namespace n ON n.oid = "
+                                   "c.relnamespace WHERE n.nspname = '%s' AND c.relname = '%s'", schema, name);
+        if (strncmp(one, "CREATE OR REPLACE FUNCTION ", 27) == 0 &&
+            (p = obx__ddl_name(one + 27, '"', '"', table, sizeof table)) && *p == '.' && /* table: its schema */
+            obx__ddl_name(p + 1, '"', '"', name, sizeof name) && (p = strstr(one, "$$")) &&
+            (on = strstr(p + 2, "$$")) && !strstr(one, "$obx$")) {
+            while (strstr(on + 2, "$$")) on = strstr(on + 2, "$$");
+            n = (size_t)(on - p - 2);
+            return obx__format(h, "SELECT COUNT(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = "
+                               "p.pronamespace WHERE n.nspname = '%s' AND p.proname = '%s' AND p.prosrc = "
+                               "$obx$%.*s$obx$", table, name, (int)n, p + 2);
+        }
+        if (strncmp(one, "CREATE OR REPLACE TRIGGER ", 26) == 0 &&
+            obx__ddl_name(one + 26, '"', '"', name, sizeof name) && (on = strstr(one, " ON ")) &&
+            (n = strcspn(on + 4, " \n")) < sizeof table) {
+            uint64_t hash = UINT64_C(14695981039346656037); /* FNV-1a of the text */
+            for (p = one; *p; p++) hash = (hash ^ (unsigned char)*p) * UINT64_C(1099511628211);
+            memcpy(table, on + 4, n);
+            table[n] = '\0';
+            *after = obx__format(h, "COMMENT ON TRIGGER \"%s\" ON %s IS 'obx %016llx'", name, table,
+                                 (unsigned long long)hash);
+            out = *after ? obx__format(h, "SELECT COUNT(*) FROM pg_trigger WHERE tgrelid = to_regclass('%s') "
+                                       "AND tgname = '%s' AND obj_description(oid, 'pg_trigger') = "
+                                       "'obx %016llx'", table, name, (unsigned long long)hash) : NULL;
+            if (!out) obx__free(h, *after), *after = NULL;
+            return out;
+        }
+    }
+    if (d->id == OBX_DIALECT_MARIADB) {
+        if (strncmp(one, "CREATE TRIGGER IF NOT EXISTS ", 29) == 0 &&
+            obx__ddl_name(one + 29, '`', '`', name, sizeof name))
+            return obx__format(h, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE "
+                               "TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = '%s'", name);
+        if (strncmp(one, "DROP TRIGGER IF EXISTS ", 23) == 0 && obx__ddl_name(one + 23, '`', '`', name, sizeof name))
+            return obx__format(h, "SELECT COUNT(*) = 0 FROM information_schema.TRIGGERS WHERE "
+                               "TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = '%s'", name);
+    }
+    return NULL;
+}
+
+typedef struct obx__deploy_ctx {
+    obx_store *s;
+    int changing; /* a change ran in this attempt: the lock timeout is set */
+    int timed;    /* it was set in some attempt: obx_store_deploy restores it */
+} obx__deploy_ctx;
+
+/* Before each change: say so, and before the first, set the dialect's lock
+ * timeout, so that a change waits for its lock (and writers wait behind it)
+ * at most OBX__DEPLOY_LOCK_WAIT seconds. */
+static obx_result obx__deploy_change(obx__db *db, obx__deploy_ctx *c, const char *what) {
+    obx_store *s = c->s;
+    obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "schema change on %s: %.*s%s", s->table,
+             (int)strcspn(what, "\n"), what,
+             db->d->deploy_lock_sql ? " (waits at most " OBX__DEPLOY_LOCK_WAIT " s for its lock)" : "");
+    if (c->changing || !db->d->deploy_lock_sql) return OBX_OK;
+    c->changing = c->timed = 1;
+    return obx__exec_direct(db, db->d->deploy_lock_sql, "deploy: lock timeout");
+}
+
 /* Upgrade in place: add each column of q->columns the table lacks (one
  * deployed by an older release). The probe first, so that a table that has
  * them all is not locked. */
-static obx_result obx__deploy_columns(obx__db *db, obx_store *s) {
+static obx_result obx__deploy_columns(obx__db *db, obx__deploy_ctx *dc) {
+    obx_store *s = dc->s;
     obx_result r = OBX_OK;
     int i;
     for (i = 0; r == OBX_OK && i < OBX__COLUMNS_MAX && s->q->columns[i].name; i++) {
@@ -6093,7 +6298,9 @@ static obx_result obx__deploy_columns(obx__db *db, obx_store *s) {
         if (r != OBX_OK || atoi(found) > 0) continue;
         if (!(add = obx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_add, c)))
             break;
-        r = obx__exec_direct(db, add, "deploy: add column");
+        if (db->d->column_probe) r = obx__deploy_change(db, dc, add);
+        if (r == OBX_OK) r = obx__exec_direct(db, add, "deploy: add column");
+        if (r == OBX_ERR_DB_TRANSIENT && dc->changing) db->fault = OBX__FAULT_PERMANENT; /* as obx__deploy_one */
         obx__free(&s->hooks, add);
         if (r == OBX_OK && db->d->column_probe)
             obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "schema upgraded: column %s added to %s",
@@ -6104,16 +6311,37 @@ static obx_result obx__deploy_columns(obx__db *db, obx_store *s) {
     return r;
 }
 
+/* One DDL statement: looked up first where it has a probe (obx__ddl_probe),
+ * run only when its object is missing or different. */
+static obx_result obx__deploy_one(obx__db *db, obx__deploy_ctx *c, const char *one) {
+    obx_store *s = c->s;
+    char *after = NULL, *probe = obx__ddl_probe(&s->hooks, db->d, s->schema, one, &after), found[32] = "0";
+    obx_result r = probe ? obx__query_text(db, probe, found, sizeof found) : OBX_OK;
+    if (r == OBX_OK && !(probe && atoi(found) > 0)) {
+        if (probe) r = obx__deploy_change(db, c, one);
+        if (r == OBX_OK) r = obx__exec_direct(db, one, "deploy");
+        if (r == OBX_OK && after) r = obx__exec_direct(db, after, "deploy: mark trigger");
+        /* A lock timeout is not retried here: writers would queue behind
+         * the change again. The caller deploys again later. */
+        if (r == OBX_ERR_DB_TRANSIENT && c->changing) db->fault = OBX__FAULT_PERMANENT;
+    }
+    obx__free(&s->hooks, probe);
+    obx__free(&s->hooks, after);
+    return r;
+}
+
 static obx_result obx__deploy_unit(obx__db *db, void *ctx) {
-    obx_store *s = (obx_store *)ctx;
+    obx__deploy_ctx *c = (obx__deploy_ctx *)ctx;
+    obx_store *s = c->s;
     obx_result r = OBX_OK;
     int i;
+    c->changing = 0; /* a retried unit sets its lock timeout again */
     for (i = 0; s->q->ddl[i] && r == OBX_OK; i++) {
         char *one = obx__ddl_text(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
         if (!one) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_store_deploy", "out of memory");
-        r = obx__exec_direct(db, one, "deploy");
+        r = obx__deploy_one(db, c, one);
         obx__free(&s->hooks, one);
-        if (r == OBX_OK && strstr(s->q->ddl[i], "{A}")) r = obx__deploy_columns(db, s);
+        if (r == OBX_OK && strstr(s->q->ddl[i], "{A}")) r = obx__deploy_columns(db, c);
     }
     return r;
 }
@@ -6146,13 +6374,22 @@ OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const
 }
 
 OBX_API obx_result obx_store_deploy(obx_store *store) {
+    obx__deploy_ctx c;
     obx_result r;
     if (!store) return OBX_ERR_INVALID_ARG;
     if (!store->q)
         return obx__fail(&store->err, OBX_ERR_STATE, "obx_store_deploy", "store is not open");
-    r = obx__unit(&store->db, obx__deploy_unit, store, "deploy schema");
+    c.s = store;
+    c.changing = c.timed = 0;
+    r = obx__unit(&store->db, obx__deploy_unit, &c, "deploy schema");
+    if (c.timed && store->db.d->deploy_unlock_sql) /* our connection's own setting again */
+        (void)obx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "deploy: lock timeout");
     if (r == OBX_OK)
         obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "schema deployed (table %s)",
+                 store->table);
+    else if (c.changing && r == OBX_ERR_DB_TRANSIENT)
+        obx__log(&store->hooks, OBX_LOG_WARN, store->store_id, "schema change on %s did not get its lock within "
+                 OBX__DEPLOY_LOCK_WAIT " s (transactions hold the table): deploy again when they end",
                  store->table);
     return r;
 }
@@ -7641,6 +7878,7 @@ struct obx_dispatcher {
     int wake_fd;                 /* listening while run() runs, else -1 */
 #if OBX__WAKE_SOCKET && !defined(OBX_NO_THREADS)
     pthread_t wake_thread;
+    struct stat wake_at;         /* the socket file it bound: the one it may remove */
 #endif
 };
 
@@ -8367,10 +8605,9 @@ static void *obx__wake_main(void *arg) {
 
 static void obx__wake_listen(obx_dispatcher *d, const char *name) {
     if (!d->wake_path[0]) return;
-    d->wake_fd = obx__wake_bind(d->hooks, name, d->wake_path);
+    d->wake_fd = obx__wake_bind(d->hooks, name, d->wake_path, &d->wake_at);
     if (d->wake_fd >= 0 && pthread_create(&d->wake_thread, NULL, obx__wake_main, d) != 0) {
-        close(d->wake_fd);
-        unlink(d->wake_path);
+        obx__wake_unbind(d->wake_fd, d->wake_path, &d->wake_at);
         d->wake_fd = -1;
     }
     if (d->wake_fd >= 0) obx__log(d->hooks, OBX_LOG_INFO, name, "listening for wake-ups at %s", d->wake_path);
@@ -8382,8 +8619,7 @@ static void obx__wake_unlisten(obx_dispatcher *d) {
     obx__wake_send(&self, d->wake_path);
     if (self >= 0) close(self);
     pthread_join(d->wake_thread, NULL);
-    close(d->wake_fd);
-    unlink(d->wake_path);
+    obx__wake_unbind(d->wake_fd, d->wake_path, &d->wake_at);
     d->wake_fd = -1;
 }
 #else
@@ -9259,7 +9495,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     size_t one_len;
     size_t *lens = &one_len;
     char one_id[37];
-    char (*ids)[37] = out_ids;
+    char (*ids)[37] = NULL; /* copied to out_ids only on success */
     obx__enqueue_ctx ctx;
     obx_result r;
     int i;
@@ -9275,10 +9511,8 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
         lens = (size_t *)obx__alloc(&s->hooks, sizeof *lens * (size_t)count);
         if (!lens) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
     }
-    if (!ids) {
-        ids = count > 1 ? (char (*)[37])obx__alloc(&s->hooks, 37 * (size_t)count) : &one_id;
-        if (!ids) r = obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
-    }
+    ids = count > 1 ? (char (*)[37])obx__alloc(&s->hooks, 37 * (size_t)count) : &one_id;
+    if (!ids) r = obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
     for (i = 0; r == OBX_OK && i < count; i++)
         r = obx__check_message(&s->err, fn, count > 1 ? i : -1, &msgs[i], &lens[i]);
     if (r == OBX_OK) r = obx__pending_room(s, fn, count);
@@ -9294,6 +9528,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     }
     if (r == OBX_OK) {
         if (!hdbc) obx__wake_send(&s->wake_fd, s->wake_path);
+        if (out_ids) memcpy(out_ids, ids, 37 * (size_t)count);
         obx__count(s, OBX_METRIC_ENQUEUED, count);
         for (i = 0; i < count && obx__log_enabled(&s->hooks, s->message_log_level); i++) {
             char topic[OBX__KV_CAP], correlation[OBX__KV_CAP];
@@ -9304,7 +9539,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
         }
     }
     if (lens != &one_len) obx__free(&s->hooks, lens);
-    if (ids != out_ids && ids != &one_id) obx__free(&s->hooks, ids);
+    if (ids != &one_id) obx__free(&s->hooks, ids);
     return r;
 }
 

@@ -2396,6 +2396,182 @@ static void test_max_starts_range(void) {
     obx_store_close(s);
 }
 
+/* ---- a deploy beside live writers (CORE-DEPLOY-NO-LOCK) ----------------------------- */
+
+/* What one side of the race did, and whether it finished before the
+ * producer's transaction ended. */
+typedef struct deploy_side {
+    pthread_mutex_t *mu;
+    obx_store *store;            /* the enqueue's store; NULL: open one with deploy_schema */
+    obx_result r;
+    int done;
+} deploy_side;
+
+static void quiet_log(obx_log_level level, const char *id, const char *msg, void *user) {
+    (void)level, (void)id, (void)msg, (void)user;
+}
+
+static void *deploy_side_main(void *arg) {
+    deploy_side *d = (deploy_side *)arg;
+    obx_result r;
+    if (d->store) {
+        obx_new_message m = msg("unrelated", "p");
+        r = obx_enqueue(d->store, &m, NULL);
+    } else {
+        obx_store_desc desc;
+        obx_store *s = NULL;
+        memset(&desc, 0, sizeof desc);
+        desc.connection_string = g_conn;
+        desc.deploy_schema = 1;
+        desc.hooks.logger.log = quiet_log;
+        r = obx_store_open(&desc, &s);
+        obx_store_close(s);
+    }
+    pthread_mutex_lock(d->mu);
+    d->r = r;
+    d->done = 1;
+    pthread_mutex_unlock(d->mu);
+    return NULL;
+}
+
+static int deploy_side_done(deploy_side *d) {
+    int done;
+    pthread_mutex_lock(d->mu);
+    done = d->done;
+    pthread_mutex_unlock(d->mu);
+    return done;
+}
+
+/* deploy_schema on an up-to-date schema takes no lock that blocks writers:
+ * with a producer's transaction open on the table, a store opened with
+ * deploy_schema, and an unrelated enqueue issued meanwhile, both finish
+ * before that transaction ends. The producer commits when both are done or
+ * after 10 s (then the test fails: they waited for it). */
+static void test_deploy_no_lock(void) {
+    obx_store *s = fresh(), *other = open_table("Outbox", 0);
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    deploy_side deploy, unrelated;
+    pthread_t t1, t2;
+    caller_conn w;
+    obx_new_message m = msg("held", "open transaction");
+    int waited, deploy_first, unrelated_first;
+    int64_t t0;
+    TT_ASSERT(s && other);
+    TT_ASSERT(caller_open(&w) && caller_begin(&w));
+    TT_EQ_INT(obx_enqueue_tx(s, w.dbc, &m, NULL), OBX_OK);
+    memset(&deploy, 0, sizeof deploy);
+    memset(&unrelated, 0, sizeof unrelated);
+    deploy.mu = unrelated.mu = &mu;
+    unrelated.store = other;
+    TT_ASSERT(pthread_create(&t1, NULL, deploy_side_main, &deploy) == 0);
+    sleep_ms(300); /* the deploy is under way (or queued on a lock) */
+    TT_ASSERT(pthread_create(&t2, NULL, deploy_side_main, &unrelated) == 0);
+    for (waited = 0; waited < 10000 && !(deploy_side_done(&deploy) && deploy_side_done(&unrelated)); waited += 10)
+        sleep_ms(10);
+    deploy_first = deploy_side_done(&deploy);
+    unrelated_first = deploy_side_done(&unrelated);
+    TT_ASSERT(caller_end(&w, 1));
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    caller_close(&w);
+    TT_EXPECT(deploy_first);
+    TT_EXPECT(unrelated_first);
+    TT_EQ_INT(deploy.r, OBX_OK);
+    TT_EQ_INT(unrelated.r, OBX_OK);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 2);
+    /* A change that is needed waits for its lock at most 5 s, says so, and
+     * fails (transient) rather than hold the writers behind it longer. */
+    TT_ASSERT(sql(s, g_pg ? "DROP INDEX {S}.\"IX_{N}_Done\"" : "DROP TRIGGER `{N}_JoinStep2`"));
+    TT_ASSERT(caller_open(&w) && caller_begin(&w));
+    TT_EQ_INT(obx_enqueue_tx(s, w.dbc, &m, NULL), OBX_OK);
+    log_reset();
+    t0 = now_ms();
+    TT_EQ_INT(obx_store_deploy(other), OBX_ERR_DB_TRANSIENT);
+    TT_EXPECT(now_ms() - t0 < 9000);
+    TT_EXPECT(logged("schema change on Outbox: ", g_pg ? "IX_Outbox_Done" : "Outbox_JoinStep2",
+                     "waits at most 5 s for its lock"));
+    TT_EXPECT(logged("WARN", "did not get its lock within 5 s", NULL));
+    TT_ASSERT(caller_end(&w, 1));
+    caller_close(&w);
+    TT_EQ_INT(obx_store_deploy(other), OBX_OK); /* and once the writer is gone, it is made */
+    TT_EQ_INT(scalar(s, g_pg ? "SELECT COUNT(*) FROM pg_class WHERE relname = 'IX_{N}_Done'"
+                             : "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = "
+                               "DATABASE() AND TRIGGER_NAME = '{N}_JoinStep2'"), 1);
+    obx_store_close(other);
+    obx_store_close(s);
+}
+
+/* A changed trigger is created before the old one is dropped: on MariaDB
+ * each DDL statement commits on its own, and a settle queued behind a DROP
+ * TRIGGER would run with neither trigger. Here a writer's transaction holds
+ * the table, the upgrade waits for it, a worker's ack queues behind the
+ * upgrade, and its join step must still count (CORE-UPGRADE-TRIGGER-ORDER). */
+typedef struct trigger_side {
+    obx_store *store;
+    const char *owner, *id; /* the ack's; NULL: deploy */
+    obx_result r;
+} trigger_side;
+
+static void *trigger_side_main(void *arg) {
+    trigger_side *t = (trigger_side *)arg;
+    t->r = t->owner ? obx_ack(t->store, t->owner, &t->id, 1, NULL) : obx_store_deploy(t->store);
+    return NULL;
+}
+
+static void test_upgrade_trigger_order(void) {
+    obx_store *s = open_table("TgOutbox", 1), *upgrader = open_table("TgOutbox", 0),
+              *worker = open_table("TgOutbox", 0);
+    obx_new_message m = msg("held", "open transaction");
+    trigger_side deploy, ack;
+    pthread_t t1, t2;
+    caller_conn w;
+    const obx_message *ms = NULL;
+    obx_join j;
+    char id[37], join[37], owner[37];
+    int n = 0;
+    TT_ASSERT(s && upgrader && worker);
+    TT_ASSERT(sql(s, "DELETE FROM {M}") && sql(s, "DELETE FROM {J}") && sql(s, "DELETE FROM {T}"));
+    /* The table as the previous release left it: its join trigger under the old name. */
+    TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS `{N}_JoinStep2`"));
+    TT_ASSERT(sql(s, "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep` AFTER UPDATE ON {T} FOR EACH ROW "
+                     "UPDATE {M} SET `Status` = IF(NEW.`Status` = 2, 1, 2) WHERE NEW.`Status` IN (2, 3) "
+                     "AND OLD.`Status` <> NEW.`Status` AND `OutboxMessageId` = NEW.`Id` AND `Status` = 0"));
+    TT_ASSERT(enqueue(s, "step", "p", id));
+    TT_EQ_INT(obx_join_start(s, NULL, 1, NULL, join), OBX_OK);
+    TT_EQ_INT(obx_join_attach(s, join, id), OBX_OK);
+    obx_owner_token(worker, owner);
+    TT_EQ_INT(obx_claim(worker, owner, 60, 1, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_ASSERT(caller_open(&w) && caller_begin(&w));
+    TT_EQ_INT(obx_enqueue_tx(s, w.dbc, &m, NULL), OBX_OK);
+    memset(&deploy, 0, sizeof deploy);
+    memset(&ack, 0, sizeof ack);
+    deploy.store = upgrader;
+    ack.store = worker;
+    ack.owner = owner;
+    ack.id = id;
+    TT_ASSERT(pthread_create(&t1, NULL, trigger_side_main, &deploy) == 0);
+    sleep_ms(300); /* the upgrade waits for the writer's transaction */
+    TT_ASSERT(pthread_create(&t2, NULL, trigger_side_main, &ack) == 0);
+    sleep_ms(300); /* the ack waits behind the upgrade */
+    TT_ASSERT(caller_end(&w, 1));
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    caller_close(&w);
+    TT_EQ_INT(deploy.r, OBX_OK);
+    TT_EQ_INT(ack.r, OBX_OK);
+    TT_EQ_INT(obx_join_get(s, join, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {M} WHERE `Status` = 0"), 0);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() "
+                        "AND TRIGGER_NAME IN ('{N}_JoinStep', '{N}_JoinStep2')"), 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() "
+                        "AND TRIGGER_NAME = '{N}_JoinStep2'"), 1);
+    obx_store_close(worker);
+    obx_store_close(upgrader);
+    obx_store_close(s);
+}
+
 /* ---- schema upgrades (CORE-SCHEMA-UPGRADE) ---------------------------------------- */
 
 /* A store on the upgrade tests' tables: V0Outbox (in schema obxv0 on
@@ -3635,6 +3811,168 @@ static void test_wake_socket(void) {
     TT_EQ_INT(obx_notify(s), OBX_OK); /* no wake_path: nothing to do */
     TT_EQ_INT(obx_notify(NULL), OBX_ERR_INVALID_ARG);
     obx_store_close(s);
+}
+
+/* wake_path is shared with the file system: a dispatcher takes over only a
+ * socket file nobody listens on (ECONNREFUSED), leaves a regular file, a
+ * live stream socket or a path it cannot connect to alone, removes on stop
+ * only the socket it bound, and of two dispatchers racing for one stale
+ * path exactly one listens (CORE-WAKE-PATH-SAFE). */
+typedef struct wake_seen {
+    pthread_mutex_t mu;
+    int listening, started;
+} wake_seen;
+
+static void wake_seen_log(obx_log_level level, const char *id, const char *msg, void *user) {
+    wake_seen *w = (wake_seen *)user;
+    (void)level;
+    (void)id;
+    pthread_mutex_lock(&w->mu);
+    if (strstr(msg, "listening for wake-ups")) w->listening++;
+    if (strstr(msg, "started:")) w->started++;
+    pthread_mutex_unlock(&w->mu);
+}
+
+static int wake_seen_get(wake_seen *w, int started) {
+    int n;
+    pthread_mutex_lock(&w->mu);
+    n = started ? w->started : w->listening;
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
+
+typedef struct wake_runner {
+    loop_arg arg;
+    obx_dispatcher *d;
+    pthread_t thread;
+} wake_runner;
+
+static void wake_start(wake_runner *r, obx_store *s, const char *path) {
+    obx_dispatcher_desc dd;
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.poll_interval_ms = 10000;
+    dd.idle_max_ms = 10000;
+    dd.wake_path = path;
+    r->d = NULL;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &r->d), OBX_OK);
+    r->arg.d = r->d;
+    TT_ASSERT(pthread_create(&r->thread, NULL, loop_main, &r->arg) == 0);
+}
+
+static void wake_stop(wake_runner *r) {
+    obx_dispatcher_stop(r->d);
+    pthread_join(r->thread, NULL);
+    obx_dispatcher_destroy(r->d);
+}
+
+static void wake_wait_started(wake_seen *w, int n) {
+    int waited;
+    for (waited = 0; wake_seen_get(w, 1) < n && waited < 10000; waited += 5) sleep_ms(5);
+    TT_EQ_INT(wake_seen_get(w, 1), n);
+}
+
+static int unix_socket_at(const char *path, int type, int listen_too) {
+    struct sockaddr_un a;
+    int fd = socket(AF_UNIX, type, 0);
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || (listen_too && listen(fd, 4) != 0)) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int unix_connects(const char *path, int type) {
+    struct sockaddr_un a;
+    int fd = socket(AF_UNIX, type, 0), ok;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+static void test_wake_path_safe(void) {
+    obx_store_desc sd;
+    obx_store *s = NULL, *s2 = NULL; /* a store serves one dispatcher at a time */
+    wake_seen w;
+    wake_runner a, b;
+    char path[64], text[16] = "";
+    struct stat before, after;
+    FILE *f;
+    int fd, round;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.mu, NULL);
+    memset(&sd, 0, sizeof sd);
+    sd.connection_string = g_conn;
+    sd.store_id = "wake-safe";
+    sd.hooks.logger.log = wake_seen_log;
+    sd.hooks.logger.user = &w;
+    sd.hooks.logger.min_level = OBX_LOG_DEBUG;
+    TT_EQ_INT(obx_store_open(&sd, &s), OBX_OK);
+    TT_EQ_INT(obx_store_open(&sd, &s2), OBX_OK);
+    snprintf(path, sizeof path, "/tmp/obx-wake-safe-%d.sock", (int)getpid());
+    unlink(path);
+    /* A regular file (a database, say) at the path is left as it is. */
+    f = fopen(path, "w");
+    TT_ASSERT(f != NULL);
+    fputs("precious", f);
+    fclose(f);
+    wake_start(&a, s, path);
+    wake_wait_started(&w, 1);
+    wake_stop(&a);
+    TT_EQ_INT(wake_seen_get(&w, 0), 0);
+    f = fopen(path, "r");
+    TT_ASSERT(f != NULL && fgets(text, sizeof text, f) != NULL);
+    if (f) fclose(f);
+    TT_EQ_STR(text, "precious");
+    unlink(path);
+    /* Another service's live stream socket is left to it. */
+    fd = unix_socket_at(path, SOCK_STREAM, 1);
+    TT_ASSERT(fd >= 0 && lstat(path, &before) == 0);
+    wake_start(&a, s, path);
+    wake_wait_started(&w, 2);
+    wake_stop(&a);
+    TT_EQ_INT(wake_seen_get(&w, 0), 0);
+    TT_ASSERT(lstat(path, &after) == 0 && after.st_ino == before.st_ino);
+    TT_EXPECT(unix_connects(path, SOCK_STREAM));
+    close(fd);
+    unlink(path);
+    /* On stop, a socket someone else put at the path is not removed. */
+    wake_start(&a, s, path);
+    wake_wait_started(&w, 3);
+    TT_EQ_INT(wake_seen_get(&w, 0), 1);
+    TT_ASSERT(unlink(path) == 0);
+    fd = unix_socket_at(path, SOCK_DGRAM, 0);
+    TT_ASSERT(fd >= 0 && lstat(path, &before) == 0);
+    wake_stop(&a);
+    TT_ASSERT(lstat(path, &after) == 0 && after.st_ino == before.st_ino);
+    close(fd);
+    unlink(path);
+    /* Two dispatchers racing for one stale socket file: one listens, the
+     * path stays live while both run, and it is gone after both stop. */
+    for (round = 0; round < 10; round++) {
+        int listening = wake_seen_get(&w, 0), started = wake_seen_get(&w, 1);
+        fd = unix_socket_at(path, SOCK_DGRAM, 0);
+        TT_ASSERT(fd >= 0);
+        close(fd); /* stale: nobody listens */
+        wake_start(&a, s, path);
+        wake_start(&b, s2, path);
+        wake_wait_started(&w, started + 2);
+        TT_EQ_INT(wake_seen_get(&w, 0) - listening, 1);
+        TT_EXPECT(unix_connects(path, SOCK_DGRAM));
+        wake_stop(&a);
+        wake_stop(&b);
+        TT_EXPECT(lstat(path, &after) != 0);
+        unlink(path);
+    }
+    obx_store_close(s2);
+    obx_store_close(s);
+    pthread_mutex_destroy(&w.mu);
 }
 
 /* max_pending caps the unfinished messages: past it, enqueue and batch
@@ -5993,6 +6331,7 @@ int main(int argc, char **argv) {
     RUN("OBX-WAKE", "wake-up dispatches at once; stop interrupts the wait", test_wake_and_stop);
     RUN("CORE-MAX-PENDING", "past max_pending unfinished messages enqueue is OBX_ERR_FULL and changes nothing", test_max_pending);
     RUN("CORE-WAKE-SOCKET", "a producer in another process wakes a waiting dispatcher through wake_path", test_wake_socket);
+    RUN("CORE-WAKE-PATH-SAFE", "wake_path takes over only a socket nobody listens on, removes only its own", test_wake_path_safe);
     RUN("CORE-ERROR-UTF8", "a handler's reason that is not UTF-8 is stored with '?'; the API refuses such stored text, naming it", test_error_utf8);
     RUN("OBX-STOP-FINAL", "a stop is final: before run() it is kept, every later run() returns at once", test_stop_final);
     RUN("OBX-METRICS", "counters, metrics hook, queue depth and oldest age", test_metrics);
@@ -6091,6 +6430,15 @@ int main(int argc, char **argv) {
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
     RUN("CORE-EXPIRY", "a message past expires_utc_ms when claimed is never handled: Dead, \"expired\", counted; single and batch enqueue; validation names the field", test_expiry);
     RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);
+    if (g_srv)
+        RUN("CORE-DEPLOY-NO-LOCK", "deploy_schema on an up-to-date table: a writer's open transaction blocks neither it nor an unrelated enqueue", test_deploy_no_lock);
+    else
+        printf("N/A CORE-DEPLOY-NO-LOCK %s one writer at a time: an open transaction holds back every other writer, deploy or not\n", g_backend);
+    if (g_my)
+        RUN("CORE-UPGRADE-TRIGGER-ORDER", "a changed trigger is created before the old one is dropped: an ack queued behind the upgrade counts its join step", test_upgrade_trigger_order);
+    else
+        printf("N/A CORE-UPGRADE-TRIGGER-ORDER %s %s\n", g_backend, g_pg ? "CREATE OR REPLACE TRIGGER replaces a trigger inside the deploy's one transaction"
+               : "the deploy, DDL included, is one transaction: a settle runs wholly before or after it");
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);

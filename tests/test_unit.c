@@ -309,6 +309,49 @@ static void test_classification(void) {
     }
 }
 
+/* A changed trigger gets a new name that starts with the old one (JoinStep
+ * -> JoinStep2), and the DROP of the old name comes after the CREATE of the
+ * new, in every dialect of both headers: MariaDB commits each DDL statement,
+ * and a settle between a DROP and its CREATE would run with neither
+ * (CORE-TRIGGER-ORDER). */
+static int trigger_name(const char *ddl, const char *prefix, char *out, size_t cap) {
+    const char *p;
+    size_t n = 0;
+    if (strncmp(ddl, prefix, strlen(prefix)) != 0) return 0;
+    p = ddl + strlen(prefix);
+    if (strncmp(p, "IF NOT EXISTS ", 14) == 0) p += 14;
+    if (strncmp(p, "IF EXISTS ", 10) == 0) p += 10;
+    if (*p == '`' || *p == '"' || *p == '[') p++;
+    while (*p && *p != '`' && *p != '"' && *p != ']' && *p != ' ' && n + 1 < cap) out[n++] = *p++;
+    out[n] = '\0';
+    return 1;
+}
+
+static void check_trigger_order(const char *const *ddl, const char *what, int *drops) {
+    int i, k, found;
+    char dropped[128], created[128];
+    for (i = 0; ddl[i]; i++) {
+        if (!trigger_name(ddl[i], "DROP TRIGGER ", dropped, sizeof dropped)) continue;
+        (*drops)++;
+        for (found = 0, k = 0; k < i && !found; k++)
+            found = (trigger_name(ddl[k], "CREATE TRIGGER ", created, sizeof created) ||
+                     trigger_name(ddl[k], "CREATE OR REPLACE TRIGGER ", created, sizeof created) ||
+                     trigger_name(ddl[k], "CREATE OR ALTER TRIGGER ", created, sizeof created)) &&
+                    strncmp(created, dropped, strlen(dropped)) == 0 && strcmp(created, dropped) != 0;
+        if (!found) printf("    %s: DROP TRIGGER %s comes before its successor's CREATE\n", what, dropped);
+        TT_EXPECT(found);
+    }
+}
+
+static void test_trigger_order(void) {
+    int d, drops = 0;
+    for (d = 0; d < (int)(sizeof obx__sqlsets / sizeof obx__sqlsets[0]); d++)
+        if (obx__sqlsets[d]) check_trigger_order(obx__sqlsets[d]->ddl, obx_dialect_name((obx_dialect)d), &drops);
+    for (d = 0; d < (int)(sizeof ibx__sqlsets / sizeof ibx__sqlsets[0]); d++)
+        if (ibx__sqlsets[d]) check_trigger_order(ibx__sqlsets[d]->ddl, ibx_dialect_name((ibx_dialect)d), &drops);
+    TT_EXPECT(drops >= 1); /* MariaDB's JoinStep: the rule has a case to check */
+}
+
 static void test_sql_expand(void) {
     obx__hooks h;
     const char *names[26] = {0};
@@ -1325,6 +1368,59 @@ static void test_fake_enqueue_batch_one_tx(void) {
     obx_store_close(s);
 }
 
+/* Out-parameters are written only on success: a batch (or a single
+ * enqueue) that fails leaves the caller's id buffers as they were
+ * (OBX-ENQUEUE-OUT-IDS). */
+static void test_fake_enqueue_out_ids(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    obx_new_message m[3];
+    char ids[3][37], one[37];
+    int i;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < 3; i++) {
+        memset(&m[i], 0, sizeof m[i]);
+        m[i].topic = "t";
+        m[i].payload = "p";
+        m[i].payload_len = OBX_NTS;
+    }
+    memset(ids, 'x', sizeof ids);
+    ids[0][36] = ids[1][36] = ids[2][36] = '\0';
+    fake_push_error(SQL_ERROR, "23505", 1, "duplicate key");
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, ids), OBX_ERR_DB);
+    for (i = 0; i < 3; i++) TT_EQ_INT(strspn(ids[i], "x"), 36);
+    snprintf(one, sizeof one, "untouched");
+    fake_push_error(SQL_ERROR, "23505", 1, "duplicate key");
+    TT_EQ_INT(obx_enqueue(s, &m[0], one), OBX_ERR_DB);
+    TT_EQ_STR(one, "untouched");
+    /* And on success every id is written. */
+    fake_push_ok(3);
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, ids), OBX_OK);
+    for (i = 0; i < 3; i++) TT_EQ_INT(obx_uuid_is_valid(ids[i]), 1);
+    obx_store_close(s);
+}
+
+/* A picked key that is NULL (the pick of a three-statement claim, MariaDB)
+ * travels as a null element: never the bytes of an earlier row or of an
+ * uninitialised buffer (CORE-PICK-NULL-KEY). */
+static void test_fake_pick_null_key(void) {
+    obx_store *s = fake_store("MariaDB", NULL);
+    const obx_message *ms;
+    static const char *const picked[2] = {"0192abcd-ef01-7000-8000-0000000000aa", NULL};
+    char owner[37];
+    int n = -1, at;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    fake_push_ok(0); /* START TRANSACTION */
+    fake_push_rows(1, 2, picked);
+    fake_push_ok(1);
+    fake_push_rows(1, 0, NULL);
+    (void)obx_claim(s, owner, 30, 10, &ms, &n);
+    at = fake_log_find("`Status` = 1, `OwnerToken` =", 0);
+    TT_ASSERT(at > 0);
+    TT_EQ_STR(fake_log_param_text(at, 0, 1), "[\"0192abcd-ef01-7000-8000-0000000000aa\",null]");
+    obx_store_close(s);
+}
+
 /* psqlODBC takes a VARCHAR(5) parameter for a boolean (BoolsAsChar) and
  * describes the statement in a round trip of its own, which PgBouncer's
  * transaction pooling sends to another server: no text is bound as one. */
@@ -1986,6 +2082,7 @@ int main(void) {
     TT_RUN("CORE-DIALECT-DETECT", "pure", "dialect from SQL_DBMS_NAME", test_dialect_detection);
     TT_RUN("CORE-CLASSIFY", "pure", "every driver code classified transient, lost or permanent", test_classification);
     TT_RUN("CORE-SQL-EXPAND", "pure", "statement templates and quoted names", test_sql_expand);
+    TT_RUN("CORE-TRIGGER-ORDER", "pure", "a changed trigger's DROP of the old name follows the CREATE of the new, in every dialect", test_trigger_order);
     TT_RUN("CORE-SIZE-GUARDS", "pure", "buffer sizes that would wrap size_t (32 bits) are refused", test_size_guards);
     TT_RUN("CORE-DIAG", "fake", "every diagnostic record read; the error, not the warning, is the cause", test_fake_diagnostics);
     TT_RUN("CORE-CLASSIFY-DIAG", "fake", "driver errors become DB or DB_TRANSIENT with lost flag", test_fake_classification);
@@ -2033,5 +2130,7 @@ int main(void) {
     TT_RUN("OBX-120", "fake", "claim is one prepared statement per call, one transaction", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
     TT_RUN("OBX-097", "fake", "a batch enqueue is one transaction; bad input stops it before SQL", test_fake_enqueue_batch_one_tx);
+    TT_RUN("OBX-ENQUEUE-OUT-IDS", "fake", "a failed enqueue or batch leaves the caller's id buffers untouched", test_fake_enqueue_out_ids);
+    TT_RUN("CORE-PICK-NULL-KEY", "fake", "a NULL picked key is bound as null, never an earlier row's bytes", test_fake_pick_null_key);
     return tt_done();
 }

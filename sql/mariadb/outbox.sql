@@ -61,7 +61,6 @@ CREATE TABLE IF NOT EXISTS `OutboxJoinMember` (
     KEY `IX_OutboxJoinMember_Message` (`OutboxMessageId`),
     CONSTRAINT `FK_OutboxJoinMember_Join` FOREIGN KEY (`JoinId`) REFERENCES `OutboxJoin` (`JoinId`) ON DELETE CASCADE
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
-DROP TRIGGER IF EXISTS `Outbox_JoinStep`;
 DELIMITER $$
 CREATE TRIGGER IF NOT EXISTS `Outbox_JoinStep2` AFTER UPDATE ON `Outbox` FOR EACH ROW
     IF NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN
@@ -69,6 +68,7 @@ CREATE TRIGGER IF NOT EXISTS `Outbox_JoinStep2` AFTER UPDATE ON `Outbox` FOR EAC
          WHERE `OutboxMessageId` = NEW.`Id` AND `Status` = 0;
     END IF$$
 DELIMITER ;
+DROP TRIGGER IF EXISTS `Outbox_JoinStep`;
 CREATE TRIGGER IF NOT EXISTS `Outbox_JoinCount` AFTER UPDATE ON `OutboxJoinMember` FOR EACH ROW
     UPDATE `OutboxJoin` SET
         `LastUpdatedUtc` = UTC_TIMESTAMP(6),
