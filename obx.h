@@ -9040,7 +9040,10 @@ static void obx__own_settled(obx_store *s, int kind, int64_t rows) {
         !s->sql[OBX__Q_WAKE_SETTLED])
         return;
     if (s->sql[OBX__Q_WAKE_IDS]) {
-        r = obx__unit(&s->db, obx__wake_unit, s, "wake parked");
+        /* Two statements, each whole on its own (the update checks the row
+         * is still parked): no transaction of their own, two round trips
+         * less per ack (on our own connections, as a one-statement unit). */
+        r = obx__unit_run(&s->db, obx__wake_unit, s, "wake parked", OBX__UNIT_WRITE | OBX__UNIT_ONE_STATEMENT);
     } else {
         obx__p_text(&p[0], s->keys[0].data, s->keys[0].len);
         r = obx__run_count(s, OBX__Q_WAKE_SETTLED, p, 1, "wake parked", &woken);
