@@ -5,7 +5,7 @@
 #   make test    all tests: pure, fake ODBC, real SQLite, PostgreSQL, MariaDB, fuzz corpus replay
 #   make check   test + strict warnings (-Werror, gcc and clang), C++ compile,
 #                one/two translation units, OBX_STATIC, exported symbols,
-#                ASan+UBSan, valgrind,
+#                ASan+UBSan, ThreadSanitizer (the threaded tests), valgrind,
 #                common-core identity (and how little repeats outside it),
 #                OBX_NO_THREADS / OBX_NO_POSIX_CLOCK builds, the CMake and pkg-config
 #                consumer builds (check-consumers), and check-gateway:
@@ -35,13 +35,14 @@ HEADERS = obx.h ibx.h
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
 
 .PHONY: all demo test check bench fuzz deps clean sql check-docs check-common check-warnings check-cxx check-link \
-        check-nm check-asan check-valgrind
+        check-nm check-asan check-tsan check-valgrind
 .PHONY: static cross check-static check-cross check-gateway check-options size check-deps
 .PHONY: torture wear scale install uninstall check-consumers
 .DELETE_ON_ERROR:
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
-          $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay $(B)/obxctl $(B)/obxctl_fill $(B)/prom_check
+          $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay $(B)/obxctl $(B)/obxctl_fill $(B)/prom_check \
+          $(B)/example_protocols
 
 all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder $(B)/obxctl
 
@@ -57,6 +58,11 @@ $(B)/test_unit: tests/test_unit.c tests/fake_odbc.c tests/fake_odbc.h tests/tt.h
 
 $(B)/test_sqlserver: tests/test_sqlserver.c tests/fake_odbc.c tests/fake_odbc.h tests/tt.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_sqlserver.c tests/fake_odbc.c -o $@
+
+# The examples' callbacks against the protocols they follow (fake ODBC).
+$(B)/example_protocols: tests/example_protocols.c examples/multi_tenant.c tests/fake_odbc.c tests/fake_odbc.h \
+                        tests/tt.h obx.h | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/example_protocols.c tests/fake_odbc.c -o $@
 
 $(B)/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/fake_selftest.c tests/fake_odbc.c -o $@
@@ -166,7 +172,7 @@ check:
 	@$(MAKE) --no-print-directory check-common check-docs check-warnings check-cxx check-link check-nm \
 	  check-deps check-options check-consumers
 	@$(MAKE) --no-print-directory test
-	@$(MAKE) --no-print-directory check-asan check-valgrind
+	@$(MAKE) --no-print-directory check-asan check-tsan check-valgrind
 	@$(MAKE) --no-print-directory check-gateway size
 	@echo "check: all passed"
 
@@ -181,7 +187,7 @@ check-docs: | $(B)
 # Strict warnings as errors, with both compilers and C99 and C11.
 check-warnings: | $(B)
 	@for cc in gcc clang; do for std in c99 c11; do \
-	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/test_sqlserver.c tests/fake_odbc.c tests/fake_selftest.c tests/fuzz_core.c tests/fuzz_replay.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/test_sqlserver.c tests/fake_odbc.c tests/fake_selftest.c tests/fuzz_core.c tests/fuzz_replay.c tests/example_protocols.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c examples/quickstart.c examples/webhook_inbox.c examples/multi_tenant.c examples/forwarder.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tools/obxctl.c tests/obxctl_fill.c tests/prom_check.c tests/consumer/main.c -I. || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -I. -I$(BENCH_PQ_INC) tests/bench.c || exit 1; \
@@ -240,6 +246,23 @@ check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_sqlserver
             $(B)/asan/test_inbox $(B)/asan/test_multi $(B)/asan/fuzz_replay $(B)/asan/obxctl $(B)/asan/obxctl_fill \
             $(B)/asan/prom_check
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp tests/run.sh $(B)/asan
+
+# ThreadSanitizer on the threaded real-database tests (tests/tsan.sh): the
+# lease renewer, the wake listener, two dispatchers, a provider's refresh.
+TSAN    = -g -O1 -pthread -fno-omit-frame-pointer -fsanitize=thread
+$(B)/tsan:
+	@mkdir -p $@
+$(B)/tsan/test_unit: tests/test_unit.c tests/fake_odbc.c tests/tt.h $(HEADERS) | $(B)/tsan
+	$(CC) $(CSTD) $(WARN) $(TSAN) tests/test_unit.c tests/fake_odbc.c -o $@
+$(B)/tsan/test_outbox: tests/test_outbox.c tests/tt.h tests/plans.h obx.h | $(B)/tsan
+	$(CC) $(CSTD) $(WARN) $(TSAN) tests/test_outbox.c -o $@ -lodbc
+$(B)/tsan/test_inbox: tests/test_inbox.c tests/tt.h tests/plans.h ibx.h | $(B)/tsan
+	$(CC) $(CSTD) $(WARN) $(TSAN) tests/test_inbox.c -o $@ -lodbc
+$(B)/tsan/test_multi: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)/tsan
+	$(CC) $(CSTD) $(WARN) $(TSAN) tests/test_multi.c -o $@ -lodbc
+
+check-tsan: $(B)/tsan/test_unit $(B)/tsan/test_outbox $(B)/tsan/test_inbox $(B)/tsan/test_multi
+	tests/tsan.sh $(B)/tsan
 
 check-valgrind: $(TESTS)
 	OBX_TEST_WRAP="$(VALGRIND)" OBX_TEST_BACKENDS=sqlite tests/run.sh $(B)

@@ -119,7 +119,8 @@
  *     IBX_NO_METRICS_TEXT no ibx_metrics_text, nor the handler-duration
  *                         histograms only it reports (ibx_store_counters
  *                         and ibx_queue_stats stay)
- *     IBX_NO_DEAD_LETTERS no ibx_dead_list/_replay/_purge (dead messages
+ *     IBX_NO_DEAD_LETTERS no ibx_dead_list/_replay/_purge, ibx_dead_move,
+ *                         ibx_run_now (dead messages
  *                         are still kept; tools built without the option
  *                         handle them)
  *     IBX_NO_ENVELOPE     no envelope on enqueue: a message that sets
@@ -158,7 +159,8 @@
  *   up to pause_max_ms until the topic's first success; other topics go on.
  *   Dead messages are tools' work: ibx_dead_list (paged, filtered),
  *   ibx_dead_replay (ready again, attempts reset, last error kept) and
- *   ibx_dead_purge. Crash loops: a message claimed max_starts times (store
+ *   ibx_dead_purge; ibx_dead_move (an operator's cancel: a message to Dead
+ *   with a reason) and ibx_run_now (a scheduled one due now). Crash loops: a message claimed max_starts times (store
  *   desc, default 3) without an outcome, its handler having killed the
  *   process each time, ends dead at the next reap instead of taking a
  *   worker down again; a dispatcher handles a message claimed before
@@ -167,7 +169,7 @@
  *   upgrade in place those an older release deployed (rows kept). A deploy
  *   looks in the catalog before each statement that would lock the table
  *   and changes only what is missing or different, so on an up-to-date
- *   schema (every start with deploy_schema, every ibxctl deploy) it takes
+ *   schema (every start with deploy_schema, every deploy by the operator's tool) it takes
  *   no lock that blocks writers. A change waits for its lock at most 5 s
  *   and says so (INFO; WARN and IBX_ERR_DB_TRANSIENT when the lock did not
  *   come). What an upgrade locks: PostgreSQL runs it as one transaction,
@@ -193,12 +195,50 @@
  *   Leases: while a batch is handled, one thread of the dispatcher's own
  *   renews its leases every third of the lease, on a connection of its own
  *   (opened when first needed), for up to max_handler_ms; so a handler
- *   slower than its lease is never run twice at once. That thread calls
- *   the store's hooks too: they must then be thread-safe (the defaults
- *   are). Without threads, or on a caller's connection, there is no
- *   renewal: a handler must finish well within the lease or extend it
- *   itself (ibx_lease_extend); a message whose lease is nearly over when
- *   its turn comes is released for redelivery rather than handled.
+ *   slower than its lease is never run twice at once. A handler starts only
+ *   while the last renewal that extended every message of the batch (or
+ *   the claim) still covers it, less a margin: when renewals fail (no
+ *   connection slot, out of memory, another thread connecting) or find a
+ *   lease gone (reaped: someone else's now), the batch's handlers not yet
+ *   started are released, not run. That thread calls the store's hooks
+ *   too: they must then be thread-safe (the defaults are). Without
+ *   threads, or on a caller's connection, there is no renewal: a handler
+ *   must finish well within the lease or extend it itself
+ *   (ibx_lease_extend); a message whose lease is nearly over when its
+ *   turn comes is released for redelivery rather than handled.
+ *
+ *   Threads and ownership (for maintainers: every object a second thread
+ *   touches; no thread keeps a pointer into an object that another
+ *   component may free):
+ *   - Lease renewer: owned by its dispatcher, from ibx_dispatcher_create to
+ *     ibx_dispatcher_destroy (which joins its thread). It holds copies, not
+ *     pointers into a store: the connection string, the extend statement,
+ *     the store id, the dialect, the hooks (the default random state its
+ *     own). Its connection is its own, closed when the batch's database
+ *     differs, when a provider closes a store (counted by the provider,
+ *     seen by the dispatcher between batches) and at destroy. The batch's
+ *     messages (the store's claim buffer) are read only between the
+ *     batch's start and its end, which waits out a renewal in flight; the
+ *     dispatcher stays inside that store's round meanwhile. Guarded by the
+ *     renewer's mutex.
+ *   - Wake listener (wake_path): owned by its dispatcher, alive only inside
+ *     ibx_dispatcher_run (joined before it returns); touches the socket and
+ *     the loop's wait state, which the loop's mutex guards (as for
+ *     ibx_dispatcher_wake and ibx_dispatcher_stop from any thread).
+ *   - Provider registry and its stores: owned by the provider, used only by
+ *     the thread that uses the provider (its dispatcher's). A database that
+ *     is down is opened again on a thread of the provider's own, one attempt
+ *     at a time, so its connect (up to the login timeout) never holds up the
+ *     open stores: that thread owns only its copies of the id and connection
+ *     string and the store it opens; the provider's thread takes the store
+ *     in at a later refresh or round (under a lock of the provider's) and
+ *     owns it from then on; destroy waits for an attempt that is out.
+ *   - The connect lock: process-wide, one for both headers, held only
+ *     around SQLDriverConnect. The renewal thread only tries it: a renewal
+ *     never queues behind another thread's connect (to a frozen server).
+ *   - Hooks: the caller's functions, called from every thread above; the
+ *     defaults are thread-safe (the random source steps atomically).
+ *   make check-tsan runs the threaded tests under ThreadSanitizer.
  *
  * 5. ERRORS -----------------------------------------------------------------
  *   Every function returns an ibx_result: IBX_OK (0), a small positive
@@ -452,9 +492,20 @@ typedef struct ibx_database {
     const char *connection_string;
 } ibx_database;
 
-/* Discovery: write up to `cap` databases into `out` and return how many
- * (strings must stay valid until the next call), or a negative number on
- * failure (the current set is then kept). */
+/* Discovery, the callback's protocol (as snprintf's): return how many
+ * databases there are, N, and write the first min(N, cap) of them into
+ * `out`. When N > cap the provider calls again at once with cap >= N (up to
+ * IBX_DISCOVER_MAX), so a list of any length is served whole; an answer of
+ * exactly cap is asked again with more room too, so a callback that stops
+ * at cap loses nothing either. Return a negative number when the databases
+ * cannot be listed now (a lookup failed): the current set is kept, and the
+ * failure is logged at WARN (once, until discovery works again) and is the
+ * dispatcher's last error. Ids must be unique and non-empty, every database
+ * needs a connection string: a list that breaks this is refused whole, as a
+ * failure. The strings must stay valid until the next call. Called from the
+ * thread that uses the provider (create, refresh, its dispatcher). More
+ * than IBX_DISCOVER_MAX is a failure; exactly that many is served, with a
+ * WARN that the cap is reached. */
 typedef int (*ibx_discover_fn)(ibx_database *out, int cap, void *user);
 
 /* Format 16 bytes as a canonical lower-case GUID text (8-4-4-4-12, bytes in
@@ -1049,11 +1100,18 @@ typedef enum ibx_outcome {
 /* Room for a handler's error text, with its NUL. */
 #define IBX_HANDLER_ERROR_MAX 256
 
-/* A handler. It gets the whole message. `error` (error_size bytes, zeroed
- * before the call) takes a short reason for RETRY or DEAD; it is stored as
- * the last error and logged, so it must not contain the payload (a byte
- * that starts no UTF-8 character, as when snprintf cuts one, is stored as
- * '?'). Handlers must be idempotent: delivery is at least once. */
+/* A handler, the callback's protocol. It gets the whole message: the
+ * message and everything it points to are valid during the call only (copy
+ * what you keep). It is called on the thread that runs the dispatcher, one
+ * message at a time, and returns one of ibx_outcome's values; any other
+ * value makes the message dead, with the value as the reason. `error`
+ * (error_size bytes, zeroed before the call) takes a short reason for
+ * RETRY, DEAD or PAUSE; it is stored as the last error and logged, so it
+ * must not contain the payload (a byte that starts no UTF-8 character, as
+ * when snprintf cuts one, is stored as '?'). It may enqueue follow-ups on
+ * message->store; it must not claim or list on that store (its claim
+ * buffer holds the batch) nor run or destroy its dispatcher. Handlers must
+ * be idempotent: delivery is at least once. */
 typedef ibx_outcome (*ibx_handler)(const ibx_message *message, char *error, size_t error_size,
                                    void *user);
 
@@ -1064,9 +1122,12 @@ typedef struct ibx_batch_result {
                                     stored as the last error and logged (never the payload) */
 } ibx_batch_result;
 
-/* A batch handler: `count` messages (1..batch_size) of one topic, in claim
- * order, and one result per message (results[i] is messages[i]'s). It
- * owns none of them: both arrays are valid during the call only. */
+/* A batch handler, the same protocol for `count` messages (1..batch_size)
+ * of one topic, in claim order, and one result per message (results[i] is
+ * messages[i]'s, preset IBX_RETRY with no reason: a message it leaves alone
+ * is retried). It owns none of them: both arrays are valid during the call
+ * only. A result set to a value that is no ibx_outcome makes its message
+ * dead. */
 typedef void (*ibx_batch_handler)(const ibx_message *const *messages, ibx_batch_result *results,
                                   int count, void *user);
 
@@ -1090,14 +1151,20 @@ typedef struct ibx_provider_desc {
     int database_count;
     ibx_discover_fn discover;    /* ... or discovery (then databases must be NULL) */
     void *discover_user;
-    int64_t refresh_interval_ms; /* default 300000 (5 min); with a fixed list: how often a
-                                    dispatcher retries a database that did not open */
+    int64_t refresh_interval_ms; /* default 300000 (5 min): discovery this often; also the
+                                    longest wait between two attempts to open a database */
 } ibx_provider_desc;
 
 /* Create a provider and open a store per database (discovery is called
  * once now). A database whose store cannot be opened is logged and left
- * out until the next refresh (a fixed list's too: a dispatcher opens it
- * then, every refresh_interval_ms, until it opens). Returns IBX_OK; IBX_ERR_INVALID_ARG (both or
+ * out, and tried again on its own backoff: 1 s, then twice as long after
+ * each failure, up to refresh_interval_ms. Each attempt is made by
+ * ibx_provider_refresh or a dispatcher's round when due, on a thread of
+ * its own (one attempt at a time, its result taken in at a later round),
+ * so a database that is down, however slow to refuse, never holds up the
+ * others; without threads (IBX_NO_THREADS) at most one attempt runs per
+ * round. That thread calls the template's hooks: they must be thread-safe
+ * (the defaults are). Returns IBX_OK; IBX_ERR_INVALID_ARG (both or
  * neither of databases and discover, database_count < 0, a NULL or empty
  * or duplicate id, desc->store.hdbc set, a half-set allocator);
  * IBX_ERR_OUT_OF_RANGE (refresh_interval_ms < 0); IBX_ERR_DB (the first
@@ -1111,8 +1178,11 @@ IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provid
 IBX_API void ibx_provider_destroy(ibx_provider *provider);
 
 /* Ask discovery now: new databases get stores, removed ones are closed,
- * unchanged ones are kept as they are. Dispatchers call this themselves
- * when the refresh interval has passed. Returns IBX_OK, IBX_ERR_STATE (a
+ * unchanged ones are kept as they are; a database that is down is not
+ * tried again here before its backoff is over (see ibx_provider_create).
+ * Dispatchers call this themselves when the refresh interval has passed.
+ * Ids are checked and found by sorting: the registry's own work for a
+ * refresh of 100,000 unchanged databases is about 0.1 s. Returns IBX_OK, IBX_ERR_STATE (a
  * fixed list: nothing to refresh), IBX_ERR_DB (discovery failed, or said
  * more than IBX_DISCOVER_MAX: the current set is kept), IBX_ERR_INVALID_ARG
  * (discovery returned a bad entry: the current set is kept),
@@ -1120,7 +1190,8 @@ IBX_API void ibx_provider_destroy(ibx_provider *provider);
 IBX_API ibx_result ibx_provider_refresh(ibx_provider *provider);
 
 /* Number of open stores, and the store at `index` (NULL when out of range)
- * with its stable identifier. Valid until the next refresh. */
+ * with its stable identifier. Valid until the next refresh or round of its
+ * dispatcher (a database that opens late is appended). */
 IBX_API int ibx_provider_count(const ibx_provider *provider);
 IBX_API ibx_store *ibx_provider_store(const ibx_provider *provider, int index);
 IBX_API const char *ibx_provider_store_id(const ibx_provider *provider, int index);
@@ -1299,8 +1370,10 @@ IBX_API ibx_result ibx_notify(ibx_store *store);
 
 /* The dispatcher's last error: with one store it is that store's error;
  * with a provider, the error of the last round that failed (copied, so it
- * outlives a store that discovery has since closed) or of the last
- * ibx_dispatcher_on. NULL gives a static "store is NULL" error. */
+ * outlives a store that discovery has since closed), of the last discovery
+ * that failed (where "ibx_provider_refresh: discover"; the round itself
+ * goes on with the current set) or of the last ibx_dispatcher_on. NULL
+ * gives a static "store is NULL" error. */
 IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *dispatcher);
 
 #ifndef IBX_NO_DEAD_LETTERS
@@ -1338,6 +1411,29 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
 
 /* >>common-end api-engine */
 
+#ifndef IBX_NO_DEAD_LETTERS
+/* Operator actions on one message (obxctl --inbox cancel, dead move, run). */
+
+/* Move message (`source`, `message_id`) to Dead now, with `reason` as its
+ * last error: one waiting to be handled (due or scheduled), and with
+ * `in_flight` non-zero also one in flight (its lease ends: the holder's
+ * ack, abandon or fail then changes nothing). Done, Dead and seen messages
+ * are left as they are. *moved (if not NULL) gets 1, or 0 when there is no
+ * such message in a state it may leave. Returns IBX_OK;
+ * IBX_ERR_INVALID_ARG (source or message id NULL, empty or too long;
+ * reason NULL, empty, not UTF-8 or over 255 characters);
+ * IBX_ERR_DB(_TRANSIENT). */
+IBX_API ibx_result ibx_dead_move(ibx_store *store, const char *message_id, const char *source,
+                                 const char *reason, int in_flight, int64_t *moved);
+
+/* Make message (`source`, `message_id`), waiting for its due time or a
+ * retry's backoff, claimable now (its next attempt: the database's clock).
+ * One in flight, Done, Dead or seen is left as it is (*changed 0).
+ * *changed (if not NULL) gets 1 or 0. Returns as ibx_dead_move. */
+IBX_API ibx_result ibx_run_now(ibx_store *store, const char *message_id, const char *source,
+                               int64_t *changed);
+#endif /* IBX_NO_DEAD_LETTERS */
+
 /* >>common-begin head */
 #ifdef __cplusplus
 }
@@ -1351,7 +1447,7 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
 #define IBX__IMPLEMENTED
 
 /* MAINTAINER NOTES
- * Tools and callbacks go through the library. A tool (tools/ibxctl.c)
+ * Tools and callbacks go through the library. The operator's tool
  * never re-implements a library operation in its own SQL: every change it
  * makes (dead replay and purge, reap, cleanup, deploy) is a call of this
  * API, so what a statement here promises (a replay resets the start count;
@@ -1361,7 +1457,18 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
  * needs and the API lacks is added here first. Likewise a callback
  * contract (discovery, handlers) has one protocol, documented where its
  * type is declared and followed by the examples. Checked by
- * tests/ibxctl.sh (IBXCTL-NO-DML: no DML or DDL in tools/ibxctl.c). */
+ * the tool's own tests (the one named NO-DML fails on any DML or DDL in
+ * its source) and
+ * tests/example_protocols.c (EXAMPLE-DISCOVERY: the multi-tenant example's
+ * discovery, run through a provider, serves 300 tenants).
+ *
+ * Statements declare their parameters: count and kinds once, in
+ * ibx__stmt_args_rows beside the statements; every dialect's text must take
+ * exactly those (CORE-STMT-PARAMS; debug builds check at open and bind).
+ *
+ * One place decides how a unit of work runs: ibx__unit_mode (see "odbc:
+ * transactions and units of work"); begin, commit and rollback assert it
+ * (CORE-UNIT-MODE). */
 
 #include <limits.h>
 #include <stdarg.h>
@@ -1463,13 +1570,20 @@ static int64_t ibx__clock_ms(clockid_t id) {
 }
 static int64_t ibx__default_now_utc_ms(void *user) { (void)user; return ibx__clock_ms(CLOCK_REALTIME); }
 static int64_t ibx__default_monotonic_ms(void *user) { (void)user; return ibx__clock_ms(CLOCK_MONOTONIC); }
+/* Waits are cut into slices of at most an hour: a 32-bit time_t (armhf)
+ * cannot hold a deadline near INT64_MAX ms ("never again"), and one that
+ * wrapped would be in the past: a wait that never waits. */
+#define IBX__WAIT_SLICE_MAX_MS 3600000
 static void ibx__default_sleep_ms(int64_t ms, void *user) {
-    struct timespec ts;
     (void)user;
-    if (ms <= 0) return;
-    ts.tv_sec = (time_t)(ms / 1000);
-    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-    while (nanosleep(&ts, &ts) != 0) { /* interrupted by a signal: sleep the rest */ }
+    while (ms > 0) {
+        int64_t slice = ms < IBX__WAIT_SLICE_MAX_MS ? ms : IBX__WAIT_SLICE_MAX_MS;
+        struct timespec ts;
+        ts.tv_sec = (time_t)(slice / 1000);
+        ts.tv_nsec = (long)(slice % 1000) * 1000000L;
+        while (nanosleep(&ts, &ts) != 0) { /* interrupted by a signal: sleep the rest */ }
+        ms -= slice;
+    }
 }
 #else
 static int64_t ibx__default_now_utc_ms(void *user) { (void)user; return (int64_t)time(NULL) * 1000; }
@@ -1553,14 +1667,26 @@ IBX__PRIVATE int ibx__env_level(void) {
     return -1;
 }
 
-/* splitmix64: tiny, fast, and good enough for jitter and UUID randomness. */
-static uint64_t ibx__splitmix64(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+/* splitmix64: tiny, fast, and good enough for jitter and UUID randomness.
+ * The default source is shared by every thread that uses one set of hooks
+ * (the renewal thread's retry jitter, a handler's new ids): the state
+ * takes one atomic step per draw, so two draws at once never race. */
+static uint64_t ibx__default_random(void *user) {
+    uint64_t z;
+#if defined(__GNUC__) || defined(__clang__)
+    z = __atomic_add_fetch((uint64_t *)user, 0x9E3779B97F4A7C15ULL, __ATOMIC_RELAXED);
+#elif !defined(IBX_NO_THREADS)
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    z = (*(uint64_t *)user += 0x9E3779B97F4A7C15ULL);
+    pthread_mutex_unlock(&lock);
+#else
+    z = (*(uint64_t *)user += 0x9E3779B97F4A7C15ULL);
+#endif
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     return z ^ (z >> 31);
 }
-static uint64_t ibx__default_random(void *user) { return ibx__splitmix64((uint64_t *)user); }
 
 static uint64_t ibx__random_seed(const void *salt) {
     uint64_t seed = 0;
@@ -2444,7 +2570,13 @@ typedef struct ibx__db {
                                     the dialect's begin_sql (ibx__dialect) */
     int autocommit_on;           /* left on by a one-statement unit (not tx_by_sql): off
                                     again before the next unit of several statements */
+    int unit;                    /* IBX__RUN_* of the current (or last) unit of work */
+    int callers_tx;              /* the caller's connection, in its transaction */
     int fault;                   /* IBX__FAULT_* of the last diagnosed failure */
+    char *const *sql;            /* the store's statements by id: checked against their
+                                    declared arguments when run (IBX__CHECK_ARGS) */
+    int connect_no_wait;         /* a connect fails at once while another thread connects */
+    int connect_busy;            /* ... and the last one did */
     char dbms_name[64];
     char dbms_version[64];
     char driver_name[64];
@@ -2649,8 +2781,15 @@ IBX__PRIVATE ibx_result ibx__driver_connect(ibx__db *db, const char *connstr) {
     SQLRETURN rc;
     if (db->login_timeout_s > 0) /* a driver that cannot is still connected, without it */
         SQLSetConnectAttr(db->dbc, SQL_ATTR_LOGIN_TIMEOUT, (SQLPOINTER)(uintptr_t)db->login_timeout_s, 0);
+    db->connect_busy = 0;
 #ifndef IBX_NO_THREADS
-    pthread_mutex_lock(&IBX__CONNECT_LOCK);
+    if (!db->connect_no_wait) {
+        pthread_mutex_lock(&IBX__CONNECT_LOCK);
+    } else if (pthread_mutex_trylock(&IBX__CONNECT_LOCK) != 0) {
+        db->connect_busy = 1; /* the renewal thread: a connect to a frozen server must not hold it up */
+        return ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "SQLDriverConnect",
+                         "another thread is connecting" IBX__WHY("; tried again shortly"));
+    }
 #endif
     rc = SQLDriverConnect(db->dbc, NULL, IBX__SQLTEXT(connstr), SQL_NTS, out, (SQLSMALLINT)sizeof out,
                           &out_len, SQL_DRIVER_NOPROMPT);
@@ -2876,6 +3015,53 @@ IBX__PRIVATE void ibx__p_blob(ibx__param *p, const void *data, size_t len) {
     p->i64 = 0;
 }
 
+/* Statements declare their arguments: each header's ibx__stmt_args_rows
+ * (ibx__stmt_args: a dialect's variant) gives one letter per argument, in
+ * binding order: i an integer, t a text, b bytes, l a list (one text of
+ * many values: a key list or a batch column, see ibx__list_add), j rows as
+ * one JSON array; upper case where a dialect's numbered markers may leave
+ * the argument out. Every dialect's text must take exactly those: checked
+ * when a store opens and when a statement is bound (IBX__CHECK_ARGS), and
+ * for every dialect by CORE-STMT-PARAMS. */
+#if !defined(NDEBUG) && !defined(IBX_TERSE_MESSAGES)
+#define IBX__CHECK_ARGS 1 /* debug builds; the terse ones are short of flash */
+#else
+#define IBX__CHECK_ARGS 0
+#endif
+static const char *ibx__stmt_args(const ibx__dialect *d, int id);
+
+/* Does statement text `sql` (expanded) take the arguments `args` declares?
+ * NULL if so, else `why`, saying what is wrong. The markers are counted as
+ * ibx__plain_markers reads them: plain "?"s, one per argument in order, or
+ * numbered "?N"s, each naming an argument, every lower-case one at least
+ * once; never both kinds in one text. */
+IBX__PRIVATE const char *ibx__args_check(const char *sql, const char *args, char *why, size_t cap) {
+    size_t n = args ? strlen(args) : 0, plain = 0, numbered = 0, i;
+    unsigned long used = 0;
+    if (!args) return snprintf(why, cap, "no declared arguments"), why;
+    while (*sql) {
+        unsigned arg;
+        if (*sql++ != '?') continue;
+        if (*sql < '1' || *sql > '9') {
+            plain++;
+            continue;
+        }
+        arg = (unsigned)(*sql++ - '0');
+        if (*sql >= '0' && *sql <= '9') arg = arg * 10 + (unsigned)(*sql++ - '0');
+        if (arg > n) return snprintf(why, cap, "marker ?%u, %u argument(s) declared", arg, (unsigned)n), why;
+        used |= 1ul << (arg - 1);
+        numbered++;
+    }
+    if (plain && numbered) return snprintf(why, cap, "plain and numbered markers mixed"), why;
+    if (numbered > IBX__MAX_MARKERS) return snprintf(why, cap, "%u numbered markers", (unsigned)numbered), why;
+    if (!numbered && plain != n)
+        return snprintf(why, cap, "%u marker(s), %u argument(s) declared", (unsigned)plain, (unsigned)n), why;
+    for (i = 0; numbered && i < n; i++)
+        if (args[i] >= 'a' && !(used & (1ul << i)))
+            return snprintf(why, cap, "argument %u (%c) has no marker", (unsigned)i + 1, args[i]), why;
+    return NULL;
+}
+
 /* The cached statement for `slot`, prepared from `sql` on first use. */
 /* A statement may number its markers, "?2": argument 2 is bound there, so a
  * dialect can take the canonical arguments in its own order (MariaDB's
@@ -3012,11 +3198,37 @@ static ibx_result ibx__affected_rows(ibx__db *db, SQLHSTMT st, int64_t *rows) {
     return r;
 }
 
+#if IBX__CHECK_ARGS
+/* Arguments ps[0..n) for text `sql` in `slot`: as many as its markers take,
+ * and, for a statement of the store's (db->sql), of the declared kinds. */
+static int ibx__args_bound(const ibx__db *db, int slot, const char *sql, const ibx__param *ps, int n) {
+    const char *args = db->d ? ibx__stmt_args(db->d, slot) : NULL;
+    char why[80], any[IBX__MAX_MARKERS + 1];
+    int i;
+    if (!(args && db->sql && db->sql[slot] == sql)) {
+        if (n > IBX__MAX_MARKERS) return 1; /* not the store's: only counted, up to this many */
+        for (i = 0; i < n; i++) any[i] = 'T';
+        any[n] = '\0';
+        return !ibx__args_check(sql, any, why, sizeof why);
+    }
+    if ((int)strlen(args) != n) return 0;
+    for (i = 0; i < n; i++) {
+        int kind = args[i] | 0x20; /* lower case */
+        if (ps[i].c_type != (kind == 'i' ? SQL_C_SBIGINT : kind == 'b' ? SQL_C_BINARY : SQL_C_CHAR)) return 0;
+    }
+    return 1;
+}
+#endif
+
 static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__param *ps, int n,
                                  int64_t *rows, SQLHSTMT *cursor) {
     SQLHSTMT st = NULL;
     SQLRETURN rc;
-    ibx_result r = ibx__stmt(db, slot, sql, &st);
+    ibx_result r;
+#if IBX__CHECK_ARGS
+    IBX_ASSERT(ibx__args_bound(db, slot, sql, ps, n));
+#endif
+    r = ibx__stmt(db, slot, sql, &st);
     if (r != IBX_OK) return r;
     SQLFreeStmt(st, SQL_CLOSE); /* a cursor left open by an earlier failure */
     r = ibx__bind(db, st, ps, n, db->markers[slot]);
@@ -3255,84 +3467,56 @@ IBX__PRIVATE ibx_result ibx__query_text(ibx__db *db, const char *sql, char *out,
 
 /* >> odbc: transactions and units of work ------------------------------------------- */
 
+/* Rule: one place decides how a unit of work runs. A connection rests in
+ * one autocommit mode, chosen when it is set up (ibx__db_setup: tx_by_sql);
+ * each unit then runs in one of the modes below, chosen by ibx__unit_mode
+ * and by nothing else: ibx__begin, ibx__commit and ibx__rollback do what
+ * the unit's mode (db->unit) says and assert it; ibx__unit_or_caller asks
+ * it too. A new way to run a unit is a new mode there, not a test of
+ * tx_by_sql, autocommit_on or own_connection somewhere else. */
+enum {
+    IBX__RUN_NONE = 0,
+    IBX__RUN_AUTOCOMMIT, /* one statement that commits by itself: no BEGIN, no COMMIT */
+    IBX__RUN_SQL,        /* a transaction by SQL: the dialect's begin_sql, COMMIT, ROLLBACK,
+                            on a connection that rests in autocommit (tx_by_sql) */
+    IBX__RUN_SQL_READ,   /* a reader there: no BEGIN, each statement its own snapshot, no
+                            write lock (SQLite); its end only checks the connection */
+    IBX__RUN_ODBC,       /* an ODBC transaction: autocommit off, SQLEndTran */
+    IBX__RUN_CALLER      /* the caller's transaction on its hdbc: nothing is begun,
+                            committed or rolled back here */
+};
+
+enum { IBX__UNIT_READ = 0, IBX__UNIT_WRITE = 1, IBX__UNIT_ONE_STATEMENT = 2 };
+
 IBX__PRIVATE ibx_result ibx__end_tran(ibx__db *db, SQLSMALLINT completion, const char *where) {
     return ibx__check(db, SQLEndTran(SQL_HANDLE_DBC, db->dbc, completion), SQL_HANDLE_DBC, db->dbc,
                       where);
 }
 
-IBX__PRIVATE ibx_result ibx__begin(ibx__db *db) {
-    ibx_result r = IBX_OK;
-    /* SQLite: a deferred transaction that later writes can deadlock and burn
-     * the whole busy timeout, so writers take the lock up front. */
-    if (db->tx_by_sql) r = ibx__exec_direct(db, db->d->begin_sql, "BEGIN");
-    if (r == IBX_OK) db->in_tx = 1;
-    return r;
-}
-
-IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
-    SQLUINTEGER dead = 0;
-    ibx_result r;
-    /* psqlODBC reports a successful COMMIT on a connection it already knows
-     * is dead; believe the dead flag, not the commit. (Where asking costs a
-     * round trip, a dead connection fails the COMMIT itself.) */
-    if (db->d->dead_flag_is_local &&
-        SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
-        dead == SQL_CD_TRUE) {
-        db->lost = 1;
-        db->in_tx = 0;
-        r = ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "commit",
-                      "connection lost before commit" IBX__WHY("; the transaction was not committed"));
-        db->err->connection_lost = 1;
-        return r;
-    }
-    if (db->tx_by_sql && !db->in_tx) return IBX_OK; /* a read unit: nothing to commit */
-    r = db->tx_by_sql ? ibx__exec_direct(db, "COMMIT", "COMMIT")
-                         : ibx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
-    /* A failed SQL COMMIT (SQLite BUSY) leaves the transaction open: keep
-     * in_tx so that the rollback really runs and releases the lock. */
-    if (r == IBX_OK || !db->tx_by_sql) db->in_tx = 0;
-    if (r != IBX_OK && db->err->connection_lost)
-        ibx__copy(db->err->message + strlen(db->err->message),
-                  sizeof db->err->message - strlen(db->err->message),
-                  " (connection lost during commit: outcome unknown)");
-    return r;
-}
-
-/* Roll back, keeping the error that caused it. */
-IBX__PRIVATE void ibx__rollback(ibx__db *db) {
-    ibx_error saved = *db->err;
-    if (db->connected && !db->lost) {
-        if (db->tx_by_sql) {
-            if (db->in_tx) ibx__exec_direct(db, "ROLLBACK", "ROLLBACK");
-        } else {
-            ibx__end_tran(db, SQL_ROLLBACK, "SQLEndTran(ROLLBACK)");
-        }
-    }
-    db->in_tx = 0;
-    *db->err = saved;
-}
-
-typedef ibx_result (*ibx__unit_fn)(ibx__db *db, void *ctx);
-
-enum { IBX__UNIT_READ = 0, IBX__UNIT_WRITE = 1, IBX__UNIT_ONE_STATEMENT = 2 };
-
-/* A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
+/* How a unit with `flags` runs on db: the one place that decides.
+ * A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
  * runs in autocommit, one round trip instead of three (psqlODBC sends
  * BEGIN and COMMIT apart). Only for a statement after which nothing can
  * fail that would need it undone (a count, a read), and only on our own
  * connections, where switching is free: tx_by_sql connections rest in
- * autocommit; psqlODBC switches locally. The switch back waits for the
- * next unit of several statements (ibx__autocommit_off), where a failure
- * is that unit's error. Returns 1 if the unit runs in autocommit. */
-IBX__PRIVATE int ibx__autocommit_for_one(ibx__db *db, int flags) {
-    if (!(flags & IBX__UNIT_ONE_STATEMENT) || !db->own_connection) return 0;
-    if (db->tx_by_sql || db->autocommit_on) return 1;
-    if (!IBX__ONE(db->d)->autocommit_is_local ||
-        !SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
-                                         (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER)))
-        return 0; /* then as a transaction */
-    db->autocommit_on = 1;
-    return 1;
+ * autocommit; psqlODBC switches locally (done here: where it fails, the
+ * unit runs as a transaction). The switch back waits for the next unit of
+ * several statements (ibx__begin), where a failure is that unit's error. */
+IBX__PRIVATE int ibx__unit_mode(ibx__db *db, int flags) {
+    if (db->callers_tx) return IBX__RUN_CALLER;
+    if ((flags & IBX__UNIT_ONE_STATEMENT) && db->own_connection) {
+        if (db->tx_by_sql || db->autocommit_on) return IBX__RUN_AUTOCOMMIT;
+        if (IBX__ONE(db->d)->autocommit_is_local &&
+            SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
+                                            (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER))) {
+            db->autocommit_on = 1;
+            return IBX__RUN_AUTOCOMMIT;
+        }
+    }
+    /* SQLite readers need no write lock: without BEGIN each statement is
+     * its own snapshot, and a writer elsewhere does not block them. */
+    if (db->tx_by_sql) return (flags & IBX__UNIT_WRITE) ? IBX__RUN_SQL : IBX__RUN_SQL_READ;
+    return IBX__RUN_ODBC;
 }
 
 /* Manual commit again before a unit of several statements: they must never
@@ -3346,7 +3530,71 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
     return r;
 }
 
-/* Run `fn` as one transaction on our own connection: begin, fn, commit.
+/* Open a unit in `mode` (ibx__unit_mode). */
+IBX__PRIVATE ibx_result ibx__begin(ibx__db *db, int mode) {
+    ibx_result r = IBX_OK;
+    IBX_ASSERT(mode != IBX__RUN_NONE && mode != IBX__RUN_CALLER);
+    IBX_ASSERT((mode == IBX__RUN_SQL || mode == IBX__RUN_SQL_READ) == (db->tx_by_sql != 0) ||
+               mode == IBX__RUN_AUTOCOMMIT);
+    db->unit = mode;
+    if (mode == IBX__RUN_ODBC && db->autocommit_on) r = ibx__autocommit_off(db);
+    /* SQLite: a deferred transaction that later writes can deadlock and burn
+     * the whole busy timeout, so writers take the lock up front. */
+    if (r == IBX_OK && mode == IBX__RUN_SQL) r = ibx__exec_direct(db, db->d->begin_sql, "BEGIN");
+    if (r == IBX_OK && (mode == IBX__RUN_SQL || mode == IBX__RUN_ODBC)) db->in_tx = 1;
+    return r;
+}
+
+IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
+    SQLUINTEGER dead = 0;
+    ibx_result r;
+    IBX_ASSERT(db->unit == IBX__RUN_SQL || db->unit == IBX__RUN_SQL_READ || db->unit == IBX__RUN_ODBC);
+    /* psqlODBC reports a successful COMMIT on a connection it already knows
+     * is dead; believe the dead flag, not the commit. (Where asking costs a
+     * round trip, a dead connection fails the COMMIT itself.) */
+    if (db->d->dead_flag_is_local &&
+        SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
+        dead == SQL_CD_TRUE) {
+        db->lost = 1;
+        db->in_tx = 0;
+        r = ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "commit",
+                      "connection lost before commit" IBX__WHY("; the transaction was not committed"));
+        db->err->connection_lost = 1;
+        return r;
+    }
+    if (db->unit == IBX__RUN_SQL_READ) return IBX_OK; /* a read unit: nothing to commit */
+    r = db->unit == IBX__RUN_SQL ? ibx__exec_direct(db, "COMMIT", "COMMIT")
+                                 : ibx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
+    /* A failed SQL COMMIT (SQLite BUSY) leaves the transaction open: keep
+     * in_tx so that the rollback really runs and releases the lock. */
+    if (r == IBX_OK || db->unit != IBX__RUN_SQL) db->in_tx = 0;
+    if (r != IBX_OK && db->err->connection_lost)
+        ibx__copy(db->err->message + strlen(db->err->message),
+                  sizeof db->err->message - strlen(db->err->message),
+                  " (connection lost during commit: outcome unknown)");
+    return r;
+}
+
+/* Roll back, keeping the error that caused it. */
+IBX__PRIVATE void ibx__rollback(ibx__db *db) {
+    ibx_error saved = *db->err;
+    IBX_ASSERT(db->unit != IBX__RUN_NONE && db->unit != IBX__RUN_CALLER);
+    if (db->connected && !db->lost) {
+        /* An ODBC unit ends by SQLEndTran; so does one in autocommit on a
+         * connection that rests in manual commit (a no-op there, kept). */
+        if (db->unit == IBX__RUN_ODBC || (db->unit == IBX__RUN_AUTOCOMMIT && db->autocommit_on))
+            ibx__end_tran(db, SQL_ROLLBACK, "SQLEndTran(ROLLBACK)");
+        else if (db->in_tx)
+            ibx__exec_direct(db, "ROLLBACK", "ROLLBACK");
+    }
+    db->in_tx = 0;
+    *db->err = saved;
+}
+
+typedef ibx_result (*ibx__unit_fn)(ibx__db *db, void *ctx);
+
+/* Run `fn` as one unit of work on our own connection (or a store's adopted
+ * one), in the mode ibx__unit_mode chooses: begin, fn, commit.
  * Any error rolls the whole unit back (never commit after a failed
  * statement: psqlODBC would commit the statements before it). A deadlock,
  * serialization failure or busy/lock timeout redoes the unit up to
@@ -3357,20 +3605,18 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
 IBX__PRIVATE ibx_result ibx__unit_run(ibx__db *db, ibx__unit_fn fn, void *ctx, const char *what,
                                       int flags) {
     ibx_result r;
-    int attempt, autocommit;
+    int attempt, mode;
     for (attempt = 0;; attempt++) {
         r = ibx__db_ensure(db);
         if (r != IBX_OK) return r;
         db->fault = IBX__FAULT_PERMANENT;
-        autocommit = ibx__autocommit_for_one(db, flags);
-        r = !autocommit && db->autocommit_on ? ibx__autocommit_off(db) : IBX_OK;
-        /* SQLite readers need no write lock: without BEGIN each statement
-         * is its own snapshot, and a writer elsewhere does not block them. */
-        if (r == IBX_OK && !autocommit && ((flags & IBX__UNIT_WRITE) || !db->tx_by_sql)) r = ibx__begin(db);
+        mode = ibx__unit_mode(db, flags);
+        IBX_ASSERT(mode != IBX__RUN_CALLER); /* ibx__unit_or_caller runs those */
+        r = ibx__begin(db, mode);
         if (r == IBX_OK) r = fn(db, ctx);
 
         if (r >= 0) {
-            ibx_result c = autocommit ? IBX_OK : ibx__commit(db);
+            ibx_result c = mode == IBX__RUN_AUTOCOMMIT ? IBX_OK : ibx__commit(db);
             if (c == IBX_OK) {
                 if (db->err->result != IBX_OK) ibx__error_clear(db->err);
                 return r;
@@ -3418,31 +3664,115 @@ IBX__PRIVATE ibx_result ibx__unit_one(ibx__db *db, ibx__unit_fn fn, void *ctx, c
 typedef struct ibx__entry {
     char *id;
     char *connstr;
-    void *store;
+    void *store;                 /* NULL: listed but not open (down) */
     int64_t next_reap_ms;        /* monotonic; 0 = at once */
     int64_t next_cleanup_ms;
+    int64_t retry_ms;            /* down: the next attempt to open it (monotonic) */
     int seen;                    /* in the latest discovery result: 1 kept, 2 new */
     int failures;                /* dispatch rounds failed in a row (for the log) */
+    int open_failures;           /* down: attempts to open it failed in a row */
 } ibx__entry;
 
 #ifndef IBX_NO_MULTI_STORE
+/* An id and its entry: items[at] when at >= 0, down[-1 - at] when below. */
+typedef struct ibx__slot {
+    const char *id;
+    int at;
+} ibx__slot;
+
+/* One attempt to open a down database, run off the dispatching thread: a
+ * connect may last a login timeout (a frozen server), under the
+ * process-wide connect lock, and the open stores are served meanwhile.
+ * The dispatching thread starts it and takes its result; the opening
+ * thread touches only this struct (under `lock`) and the provider's
+ * template, which nobody changes after create. */
+typedef struct ibx__opening {
+    char *id, *connstr;          /* copies: discovery may drop the entry meanwhile */
+    void *store;                 /* the result: NULL when it failed (logged by open) */
+    int busy;                    /* an attempt is out (dispatching thread only) */
+    int done;                    /* its result is ready (under lock) */
+    void *(*open)(void *ctx, const char *id, const char *connstr);
+    void *ctx;
+#ifndef IBX_NO_THREADS
+    int threaded;                /* started on a thread of its own: join it */
+    pthread_t thread;
+    pthread_mutex_t lock;
+#endif
+} ibx__opening;
+
 /* The stores of a provider, opened and closed through callbacks so that
- * both headers share the bookkeeping. */
+ * both headers share the bookkeeping. Used by one thread at a time (the
+ * provider's), but for `opening`. */
 typedef struct ibx__registry {
     const ibx__hooks *hooks;
-    ibx__entry *items;
+    ibx__entry *items;           /* the open stores, in discovery order */
     int count, cap;
+    ibx__entry *down;            /* listed, not open: each tried again on its own backoff */
+    int down_count, down_cap;
+    int64_t retry_due_ms;        /* no down entry is due before this (0: look) */
+    int64_t retry_max_ms;        /* the longest wait between two attempts to open */
+    ibx__slot *index;            /* items by id, sorted: lookups in O(log n) */
+    int indexed, index_cap;      /* slots in it (below count only when out of memory) */
+    ibx__opening opening;
     void *(*open)(void *ctx, const char *id, const char *connstr); /* NULL on failure (logged) */
     void (*close)(void *ctx, void *store);
     void *ctx;
     const char *name;            /* for log lines */
 } ibx__registry;
 
-IBX__PRIVATE int ibx__registry_find(const ibx__registry *r, const char *id) {
-    int i;
-    for (i = 0; i < r->count; i++)
-        if (strcmp(r->items[i].id, id) == 0) return i;
+static int ibx__slot_cmp(const void *a, const void *b) {
+    return strcmp(((const ibx__slot *)a)->id, ((const ibx__slot *)b)->id);
+}
+
+/* The slot of `id` in slots sorted by id, or -1. */
+IBX__PRIVATE int ibx__slot_find(const ibx__slot *s, int n, const char *id) {
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(s[mid].id, id);
+        if (c == 0) return mid;
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return -1;
+}
+
+/* The open store of `id`: its index in items, or -1. */
+IBX__PRIVATE int ibx__registry_find(const ibx__registry *r, const char *id) {
+    int k = ibx__slot_find(r->index, r->indexed, id);
+    return k < 0 ? -1 : r->index[k].at;
+}
+
+/* Room for `n` entries in *items (capacity *cap). 0: out of memory. */
+IBX__PRIVATE int ibx__entries_reserve(const ibx__hooks *h, ibx__entry **items, int *cap, int n) {
+    ibx__entry *grown;
+    int want = *cap ? *cap : 8;
+    if (n <= *cap) return 1;
+    while (want < n) want = want > INT_MAX / 2 ? n : want * 2;
+    grown = (ibx__entry *)ibx__realloc(h, *items, sizeof *grown * (size_t)want);
+    if (!grown) return 0;
+    *items = grown;
+    *cap = want;
+    return 1;
+}
+
+/* Sort the index of the open stores again after items changed. 0: out of
+ * memory (then lookups find nothing until the next rebuild). */
+IBX__PRIVATE int ibx__registry_reindex(ibx__registry *r) {
+    int i;
+    r->indexed = 0;
+    if (r->count > r->index_cap) {
+        ibx__slot *grown = (ibx__slot *)ibx__realloc(r->hooks, r->index, sizeof *grown * (size_t)r->cap);
+        if (!grown) return 0;
+        r->index = grown;
+        r->index_cap = r->cap;
+    }
+    r->indexed = r->count;
+    for (i = 0; i < r->count; i++) {
+        r->index[i].id = r->items[i].id;
+        r->index[i].at = i;
+    }
+    if (r->count > 1) qsort(r->index, (size_t)r->count, sizeof *r->index, ibx__slot_cmp);
+    return 1;
 }
 
 IBX__PRIVATE void ibx__entry_free(ibx__registry *r, ibx__entry *e) {
@@ -3452,97 +3782,299 @@ IBX__PRIVATE void ibx__entry_free(ibx__registry *r, ibx__entry *e) {
     memset(e, 0, sizeof *e);
 }
 
-/* Make the registry hold exactly `dbs`: new ids get a store, ids no longer
- * listed are closed, an id whose connection string changed is reopened, and
- * every other store is kept as it is (not reopened). Order is stable: kept
- * stores keep their place, new ones are appended. *added and *removed (if
- * not NULL) count the changes. Returns IBX_OK, IBX_ERR_INVALID_ARG (a NULL
- * or empty id or connection string, a duplicate id) or IBX_ERR_NO_MEMORY; a
- * store that fails to open is logged and left out until the next refresh. */
-/* A database list is usable: every id and connection string given, ids unique. */
-IBX__PRIVATE int ibx__registry_valid(const ibx_database *dbs, int n) {
-    int i, j;
-    for (i = 0; i < n; i++) {
-        if (!dbs[i].id || !dbs[i].id[0] || !dbs[i].connection_string || !dbs[i].connection_string[0])
-            return 0;
-        for (j = 0; j < i; j++)
-            if (strcmp(dbs[i].id, dbs[j].id) == 0) return 0;
-    }
-    return 1;
+/* A database that could not be opened waits 1 s, then twice as long after
+ * each failure, up to retry_max_ms, before it is tried again. */
+IBX__PRIVATE void ibx__registry_failed(ibx__registry *r, ibx__entry *e) {
+    int64_t wait = e->open_failures < 30 ? (int64_t)1000 << e->open_failures : INT64_MAX;
+    e->open_failures++;
+    if (wait > r->retry_max_ms) wait = r->retry_max_ms;
+    e->retry_ms = ibx__mono_ms(r->hooks);
+    e->retry_ms = e->retry_ms > INT64_MAX - wait ? INT64_MAX : e->retry_ms + wait;
+    if (r->retry_due_ms > e->retry_ms) r->retry_due_ms = e->retry_ms;
+    ibx__log(r->hooks, e->open_failures == 1 ? IBX_LOG_WARN : IBX_LOG_DEBUG, e->id,
+             "%s: could not be opened (%d time(s) in a row); trying again in %lld ms", r->name,
+             e->open_failures, (long long)wait);
 }
 
-/* The entry for one listed database: kept when unchanged, reopened when
- * its connection string changed, else new (seen = 2). NULL: out of memory. */
-IBX__PRIVATE ibx__entry *ibx__registry_entry(ibx__registry *r, const ibx_database *db) {
-    int at = ibx__registry_find(r, db->id);
-    ibx__entry *e;
-    if (at >= 0 && strcmp(r->items[at].connstr, db->connection_string) == 0) {
-        r->items[at].seen = 1; /* unchanged: keep the open store */
-        return &r->items[at];
+/* A database list is usable: every id and connection string given, ids
+ * unique (found by sorting: a list may hold IBX_DISCOVER_MAX). Returns 1,
+ * 0 (not usable) or -1 (out of memory). */
+IBX__PRIVATE int ibx__registry_valid(const ibx__hooks *h, const ibx_database *dbs, int n) {
+    ibx__slot *s;
+    int i, ok = 1;
+    for (i = 0; i < n; i++)
+        if (!dbs[i].id || !dbs[i].id[0] || !dbs[i].connection_string || !dbs[i].connection_string[0])
+            return 0;
+    if (n < 2) return 1;
+    s = (ibx__slot *)ibx__alloc(h, sizeof *s * (size_t)n);
+    if (!s) return -1;
+    for (i = 0; i < n; i++) {
+        s[i].id = dbs[i].id;
+        s[i].at = i;
     }
-    if (at >= 0) { /* moved: reopen */
+    qsort(s, (size_t)n, sizeof *s, ibx__slot_cmp);
+    for (i = 1; i < n && ok; i++) ok = strcmp(s[i - 1].id, s[i].id) != 0;
+    ibx__free(h, s);
+    return ok;
+}
+
+/* The entry for one listed database, found at `at` (a slot's; INT_MIN:
+ * new): kept when unchanged (a down one waits for its next attempt),
+ * opened again when its connection string changed, else appended (seen =
+ * 2) and opened. 0: out of memory. */
+IBX__PRIVATE int ibx__registry_entry(ibx__registry *r, const ibx_database *db, int at) {
+    ibx__entry *e = at == INT_MIN ? NULL : at >= 0 ? &r->items[at] : &r->down[-1 - at];
+    if (e && strcmp(e->connstr, db->connection_string) == 0) {
+        e->seen = 1; /* unchanged: keep the open store, or the down one's schedule */
+        return 1;
+    }
+    if (e) { /* moved: reopen */
         ibx__log(r->hooks, IBX_LOG_INFO, db->id, "%s: connection string changed, reopening", r->name);
-        r->close(r->ctx, r->items[at].store);
-        r->items[at].store = NULL;
-        e = &r->items[at];
+        if (e->store) r->close(r->ctx, e->store);
+        e->store = NULL;
         e->seen = 1;
+        e->open_failures = 0;
     } else {
-        if (r->count == r->cap) {
-            int cap = r->cap ? r->cap * 2 : 8;
-            ibx__entry *grown = (ibx__entry *)ibx__realloc(r->hooks, r->items, sizeof *grown * (size_t)cap);
-            if (!grown) return NULL;
-            r->items = grown;
-            r->cap = cap;
-        }
+        if (!ibx__entries_reserve(r->hooks, &r->items, &r->cap, r->count + 1)) return 0;
         e = &r->items[r->count];
         memset(e, 0, sizeof *e);
         e->id = ibx__strdup(r->hooks, db->id);
-        if (!e->id) return NULL;
+        if (!e->id) return 0;
         r->count++;
         e->seen = 2;
     }
     ibx__free(r->hooks, e->connstr);
     e->connstr = ibx__strdup(r->hooks, db->connection_string);
-    e->store = e->connstr ? r->open(r->ctx, db->id, db->connection_string) : NULL;
+    if (!e->connstr) return 0;
+    e->store = r->open(r->ctx, db->id, db->connection_string);
     e->next_reap_ms = e->next_cleanup_ms = 0;
-    return e;
+    if (!e->store) ibx__registry_failed(r, e);
+    return 1;
 }
 
-/* Make the registry hold exactly `dbs`; *added counts new databases now
- * open, *removed those discovery no longer lists. A listed database that
- * could not be opened is left out (logged by open) and tried again next time. */
-IBX__PRIVATE ibx_result ibx__registry_apply(ibx__registry *r, const ibx_database *dbs, int n,
-                                            int *added, int *removed) {
-    int i, j, add = 0, drop = 0;
-    if (!ibx__registry_valid(dbs, n)) return IBX_ERR_INVALID_ARG;
-    for (i = 0; i < r->count; i++) r->items[i].seen = 0;
-    for (i = 0; i < n; i++)
-        if (!ibx__registry_entry(r, &dbs[i])) return IBX_ERR_NO_MEMORY;
+/* Find each listed database among those known (open or down: `known`
+ * has room for them all, and is freed) and update or add its entry
+ * (ibx__registry_entry); marks every listed one seen. */
+IBX__PRIVATE ibx_result ibx__registry_match(ibx__registry *r, const ibx_database *dbs, int n,
+                                            ibx__slot *known) {
+    ibx_result res = IBX_OK;
+    int i, k, nk = r->count + r->down_count;
+    for (i = 0; i < nk; i++) {
+        ibx__entry *e = i < r->count ? &r->items[i] : &r->down[i - r->count];
+        known[i].id = e->id;
+        known[i].at = i < r->count ? i : -1 - (i - r->count);
+        e->seen = 0;
+    }
+    qsort(known, (size_t)nk, sizeof *known, ibx__slot_cmp);
+    for (i = 0; i < n && res == IBX_OK; i++) {
+        k = ibx__slot_find(known, nk, dbs[i].id);
+        if (!ibx__registry_entry(r, &dbs[i], k < 0 ? INT_MIN : known[k].at)) res = IBX_ERR_NO_MEMORY;
+    }
+    ibx__free(r->hooks, known);
+    if (res != IBX_OK) /* out of memory part way: keep what is listed so far, drop nothing */
+        for (i = 0; i < r->count + r->down_count; i++) {
+            ibx__entry *e = i < r->count ? &r->items[i] : &r->down[i - r->count];
+            if (!e->seen) e->seen = 1;
+        }
+    return res;
+}
+
+/* After matching: close what is no longer listed, move what did not open
+ * to down and what opened to items. Room is reserved first, so that no
+ * entry is lost between the two lists. */
+IBX__PRIVATE ibx_result ibx__registry_sort_out(ibx__registry *r, int *add, int *drop) {
+    ibx_result res = IBX_OK;
+    int i, j;
+    if (!ibx__entries_reserve(r->hooks, &r->down, &r->down_cap, r->down_count + r->count) ||
+        !ibx__entries_reserve(r->hooks, &r->items, &r->cap, r->count + r->down_count))
+        res = IBX_ERR_NO_MEMORY;
     for (i = j = 0; i < r->count; i++) {
-        if (r->items[i].seen && r->items[i].store) {
-            add += r->items[i].seen == 2;
-            if (i != j) r->items[j] = r->items[i];
+        ibx__entry *e = &r->items[i];
+        if (!e->seen) {
+            ibx__log(r->hooks, IBX_LOG_INFO, e->id, "%s: removed by discovery, closing", r->name);
+            (*drop)++;
+        } else if (e->store) {
+            *add += e->seen == 2;
+            if (i != j) r->items[j] = *e;
             j++;
             continue;
+        } else if (e->id && e->connstr && r->down_count < r->down_cap) {
+            r->down[r->down_count++] = *e; /* not open: tried again on its backoff */
+            continue;
         }
-        if (!r->items[i].seen) {
-            ibx__log(r->hooks, IBX_LOG_INFO, r->items[i].id, "%s: removed by discovery, closing", r->name);
-            drop++;
-        }
-        ibx__entry_free(r, &r->items[i]);
+        ibx__entry_free(r, e);
     }
     r->count = j;
-    if (added) *added = add;
-    if (removed) *removed = drop;
-    return IBX_OK;
+    for (i = j = 0; i < r->down_count; i++) {
+        ibx__entry *e = &r->down[i];
+        if (!e->seen) {
+            ibx__log(r->hooks, IBX_LOG_INFO, e->id, "%s: removed by discovery", r->name);
+            (*drop)++;
+            ibx__entry_free(r, e);
+        } else if (e->store && r->count < r->cap) { /* its new connection string worked */
+            (*add)++;
+            e->open_failures = 0;
+            r->items[r->count++] = *e;
+        } else {
+            if (i != j) r->down[j] = *e;
+            j++;
+        }
+    }
+    r->down_count = j;
+    r->retry_due_ms = 0;
+    return res;
 }
 
+/* Make the registry hold exactly `dbs`: new ids get a store, ids no longer
+ * listed are closed, an id whose connection string changed is reopened, and
+ * every other store is kept as it is (not reopened). Order is stable: kept
+ * stores keep their place, new ones are appended. A listed database that
+ * cannot be opened is kept aside (down) and tried again on its own backoff
+ * by ibx__registry_retry, not at each refresh. *added counts new databases
+ * now open, *removed those no longer listed. Returns IBX_OK,
+ * IBX_ERR_INVALID_ARG (a NULL or empty id or connection string, a
+ * duplicate id: nothing changed) or IBX_ERR_NO_MEMORY. */
+IBX__PRIVATE ibx_result ibx__registry_apply(ibx__registry *r, const ibx_database *dbs, int n,
+                                            int *added, int *removed) {
+    int add = 0, drop = 0, valid = ibx__registry_valid(r->hooks, dbs, n);
+    ibx__slot *known;
+    ibx_result res, sorted;
+    if (valid <= 0) return valid < 0 ? IBX_ERR_NO_MEMORY : IBX_ERR_INVALID_ARG;
+    known = (ibx__slot *)ibx__alloc(r->hooks, sizeof *known * (size_t)(r->count + r->down_count + 1));
+    if (!known) return IBX_ERR_NO_MEMORY; /* nothing changed */
+    res = ibx__registry_match(r, dbs, n, known);
+    sorted = ibx__registry_sort_out(r, &add, &drop);
+    if (!ibx__registry_reindex(r)) sorted = IBX_ERR_NO_MEMORY;
+    if (added) *added = add;
+    if (removed) *removed = drop;
+    return res != IBX_OK ? res : sorted;
+}
+
+#ifndef IBX_NO_THREADS
+static void *ibx__opening_main(void *arg) {
+    ibx__opening *o = (ibx__opening *)arg;
+    void *store = o->open(o->ctx, o->id, o->connstr);
+    pthread_mutex_lock(&o->lock);
+    o->store = store;
+    o->done = 1;
+    pthread_mutex_unlock(&o->lock);
+    return NULL;
+}
+#endif
+
+/* The attempt is over: its store goes to the entry it was for, if that is
+ * still down with the same connection string, else it is closed. */
+IBX__PRIVATE void ibx__registry_take(ibx__registry *r) {
+    ibx__opening *o = &r->opening;
+    int i;
+#ifndef IBX_NO_THREADS
+    if (o->threaded) pthread_join(o->thread, NULL);
+    o->threaded = 0;
+#endif
+    for (i = 0; i < r->down_count; i++)
+        if (strcmp(r->down[i].id, o->id) == 0 && strcmp(r->down[i].connstr, o->connstr) == 0) break;
+    if (i < r->down_count && o->store && ibx__entries_reserve(r->hooks, &r->items, &r->cap, r->count + 1)) {
+        ibx__entry *e = &r->items[r->count++];
+        *e = r->down[i];
+        e->store = o->store;
+        e->next_reap_ms = e->next_cleanup_ms = 0;
+        ibx__log(r->hooks, IBX_LOG_INFO, e->id, "%s: opened after %d failed attempt(s)", r->name,
+                 e->open_failures);
+        e->open_failures = e->failures = 0;
+        r->down[i] = r->down[--r->down_count];
+        if (!ibx__registry_reindex(r))
+            ibx__log(r->hooks, IBX_LOG_ERROR, e->id, "%s: out of memory for the routing index", r->name);
+    } else {
+        if (o->store) r->close(r->ctx, o->store);
+        if (i < r->down_count) ibx__registry_failed(r, &r->down[i]);
+    }
+    ibx__free(r->hooks, o->id);
+    ibx__free(r->hooks, o->connstr);
+    o->id = o->connstr = NULL;
+    o->store = NULL;
+    o->busy = o->done = 0;
+}
+
+/* Take the result of the attempt that is out when it is over, then start
+ * one for the down database whose wait is over first. Never waits for a
+ * connect: with threads the attempt runs on a thread of its own (one at a
+ * time: so at most one connect of this provider holds the process-wide
+ * connect lock); without, it runs here. */
+IBX__PRIVATE void ibx__registry_retry(ibx__registry *r) {
+    ibx__opening *o = &r->opening;
+    int64_t now, next = INT64_MAX;
+    int i, due = -1;
+    if (o->busy) {
+        int done = 1;
+#ifndef IBX_NO_THREADS
+        pthread_mutex_lock(&o->lock);
+        done = o->done;
+        pthread_mutex_unlock(&o->lock);
+#endif
+        if (!done) return;
+        ibx__registry_take(r);
+    }
+    if (r->down_count == 0) return;
+    now = ibx__mono_ms(r->hooks);
+    if (now < r->retry_due_ms) return;
+    for (i = 0; i < r->down_count; i++) {
+        if (r->down[i].retry_ms <= now && (due < 0 || r->down[i].retry_ms < r->down[due].retry_ms)) due = i;
+        if (r->down[i].retry_ms < next) next = r->down[i].retry_ms;
+    }
+    if (due < 0) {
+        r->retry_due_ms = next;
+        return;
+    }
+    r->retry_due_ms = 0; /* look again at the next call */
+    o->id = ibx__strdup(r->hooks, r->down[due].id);
+    o->connstr = ibx__strdup(r->hooks, r->down[due].connstr);
+    o->open = r->open;
+    o->ctx = r->ctx;
+    o->store = NULL;
+    o->done = 0;
+    o->busy = 1;
+    if (!o->id || !o->connstr) { /* counted as a failed attempt */
+        ibx__free(r->hooks, o->id);
+        ibx__free(r->hooks, o->connstr);
+        o->id = o->connstr = NULL;
+        o->busy = 0;
+        ibx__registry_failed(r, &r->down[due]);
+        return;
+    }
+    r->down[due].retry_ms = INT64_MAX; /* out: not started twice */
+#ifndef IBX_NO_THREADS
+    o->threaded = pthread_create(&o->thread, NULL, ibx__opening_main, o) == 0;
+    if (o->threaded) return;
+#endif
+    o->store = r->open(r->ctx, o->id, o->connstr);
+    ibx__registry_take(r);
+}
+
+IBX__PRIVATE void ibx__registry_init(ibx__registry *r) {
+#ifndef IBX_NO_THREADS
+    pthread_mutex_init(&r->opening.lock, NULL);
+#else
+    (void)r;
+#endif
+}
+
+/* Close every store; an attempt that is out is waited for (at most a login
+ * timeout) and its store closed. */
 IBX__PRIVATE void ibx__registry_free(ibx__registry *r) {
     int i;
+    for (i = 0; i < r->down_count; i++) ibx__entry_free(r, &r->down[i]);
+    r->down_count = 0; /* so an attempt that is out closes its store */
+    if (r->opening.busy) ibx__registry_take(r);
+#ifndef IBX_NO_THREADS
+    pthread_mutex_destroy(&r->opening.lock);
+#endif
     for (i = 0; i < r->count; i++) ibx__entry_free(r, &r->items[i]);
     ibx__free(r->hooks, r->items);
-    r->items = NULL;
-    r->count = r->cap = 0;
+    ibx__free(r->hooks, r->down);
+    ibx__free(r->hooks, r->index);
+    r->items = r->down = NULL;
+    r->index = NULL;
+    r->count = r->cap = r->down_count = r->down_cap = r->indexed = r->index_cap = 0;
 }
 #endif /* IBX_NO_MULTI_STORE */
 
@@ -3693,6 +4225,7 @@ IBX__PRIVATE int ibx__loop_wait(ibx__loop *l, int64_t ms) {
         while (ms > 0 && !woken) {
             int64_t slice = l->stop_flag && ms > 250 ? 250 : ms;
             struct timespec deadline;
+            if (slice > IBX__WAIT_SLICE_MAX_MS) slice = IBX__WAIT_SLICE_MAX_MS; /* 32-bit time_t */
             clock_gettime(CLOCK_MONOTONIC, &deadline);
             deadline.tv_sec += (time_t)(slice / 1000);
             deadline.tv_nsec += (long)(slice % 1000) * 1000000L;
@@ -4106,10 +4639,17 @@ static ibx_status ibx__status_parse(const char *text) {
 /* >> inbox statements ------------------------------------------------------------ */
 
 /* Templates: {T} the quoted, qualified table, {N} its bare name, {W} the
- * dialect's "now". Parameter order is the same everywhere; a key list is
- * two parameters (sources, message ids) of equal length. Where the text
- * runs left to right (MariaDB's SET), parameters come in the order that
- * lets every column be read before it is assigned. */
+ * dialect's "now". Where the text runs left to right (MariaDB's SET),
+ * parameters come in the order that lets every column be read before it
+ * is assigned (numbered markers).
+ *
+ * Rule: statements declare their parameters. What each statement binds is
+ * declared once, in ibx__stmt_args_rows below (count and kinds, the names in
+ * its comment), in the same order in every dialect; a dialect's text takes
+ * exactly those (markers counted after {O} and the other names are
+ * expanded). A new statement or dialect text that disagrees fails at store
+ * open in debug builds, at bind (ibx__exec), and for every dialect, SQL
+ * Server included, in CORE-STMT-PARAMS (make test). */
 /* The plain upsert (no envelope, no expiry: fewer parameters) is a
  * statement of its own, except with IBX_NO_ENVELOPE: then the expiry's
  * upsert, with the expiry NULL, takes every message (one statement less). */
@@ -4119,41 +4659,78 @@ static ibx_status ibx__status_parse(const char *text) {
 #define IBX__PLAIN_UPSERT 1
 #endif
 enum {
-    IBX__Q_SEEN,       /* source, message_id, hash -> status, stored hash */
-    IBX__Q_ENQUEUE,    /* source, id, topic, payload, hash, due, next_attempt -> rowcount; not
-                          with IBX_NO_ENVELOPE (IBX__PLAIN_UPSERT) */
-    IBX__Q_ENQUEUE_ENV, /* ENQUEUE's seven, tenant, aggregate type, aggregate id, headers: a
-                          message with an envelope (a known one keeps what it has) */
-    IBX__Q_MARK,       /* status x4, source, id -> rowcount (see ibx__mark) */
-    IBX__Q_CLAIM,      /* owner, lease_seconds, batch -> message rows (see CLAIM_PICK) */
-    IBX__Q_ACK,        /* owner, sources, ids -> rowcount */
-    IBX__Q_ABANDON,    /* delay_ms (NULL: backoff), attempts (1, or 0 for a wait), last_error,
-                          owner, sources, ids */
-    IBX__Q_FAIL,       /* error, owner, sources, ids */
-    IBX__Q_EXTEND,     /* lease_seconds, owner, sources, ids -> rowcount: leases renewed */
+    IBX__Q_SEEN,       /* -> status, stored hash */
+    IBX__Q_ENQUEUE,    /* -> rowcount; not with IBX_NO_ENVELOPE (IBX__PLAIN_UPSERT) */
+    IBX__Q_ENQUEUE_ENV, /* a message with an envelope (a known one keeps what it has) */
+    IBX__Q_MARK,       /* -> rowcount (see ibx__mark) */
+    IBX__Q_CLAIM,      /* -> message rows (see CLAIM_PICK) */
+    IBX__Q_ACK,        /* -> rowcount */
+    IBX__Q_ABANDON,    /* -> rowcount */
+    IBX__Q_FAIL,       /* -> rowcount */
+    IBX__Q_EXTEND,     /* -> rowcount: leases renewed */
     IBX__Q_REAP,       /* -> rowcount */
-    IBX__Q_GET,        /* source, id -> message row */
-    IBX__Q_HASH,       /* source, id -> the stored hash (enqueue compares a new one), status */
-    IBX__Q_CLEANUP,    /* retention_ms, batch -> rowcount */
+    IBX__Q_GET,        /* -> message row */
+    IBX__Q_HASH,       /* -> the stored hash (enqueue compares a new one), status */
+    IBX__Q_CLEANUP,    /* -> rowcount */
     IBX__Q_STATS,      /* -> ready count, oldest ready age */
     IBX__Q_PENDING,    /* -> messages still to handle (Processing): max_pending's count */
-    IBX__Q_CLAIM_PICK, /* batch, window -> keys, locked (FOR UPDATE SKIP LOCKED); where set,
-                          the claim is pick, then CLAIM (owner, lease, sources, ids), then
-                          CLAIM_READ (see ibx__pick_keys) */
-    IBX__Q_CLAIM_READ, /* owner, lease (unused), sources, ids -> the rows the owner holds */
+    IBX__Q_CLAIM_PICK, /* -> keys, locked (FOR UPDATE SKIP LOCKED); where set, the claim is
+                          pick, then CLAIM, then CLAIM_READ (see ibx__pick_keys) */
+    IBX__Q_CLAIM_READ, /* -> the rows the owner holds */
     IBX__Q_GAUGES,     /* -> ready count, oldest ready age in ms, in flight, dead, scheduled,
                           expired leases */
-    IBX__Q_DEAD_LIST,  /* dead filter (topic, error text, first seen from, before, source,
-                          message id), limit, offset -> message rows (markers numbered) */
-    IBX__Q_DEAD_REPLAY, /* dead filter -> rowcount */
-    IBX__Q_DEAD_PURGE, /* dead filter, batch -> rowcount */
+    IBX__Q_DEAD_LIST,  /* -> message rows */
+    IBX__Q_DEAD_REPLAY, /* -> rowcount */
+    IBX__Q_DEAD_PURGE, /* -> rowcount */
+    IBX__Q_MOVE,       /* -> rowcount: to Dead (ibx_dead_move) */
+    IBX__Q_RUN_NOW,    /* -> rowcount: a waiting message due now (ibx_run_now) */
     IBX__Q_WAKE,       /* none: the inbox has no ordering keys, so nothing is parked (the
                           common reap asks for it) */
-    IBX__Q_ANALYZE,    /* none: statistics refreshed where stale (PostgreSQL; see ibx_reap) */
+    IBX__Q_ANALYZE,    /* statistics refreshed where stale (PostgreSQL; see ibx_reap) */
     IBX__Q_OWNED,      /* not a statement: {O} in the others, the rows of a key list the
                           owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
 };
+
+/* What each statement binds (the letters: ibx__args_check; ibx__stmt_args
+ * gives a dialect's variant). A key list is two lists (sources, message
+ * ids) of equal length. A dead filter is topic, error text, first seen
+ * from, first seen before, source, message id. */
+#ifdef IBX_NO_ENVELOPE
+#define IBX__ENV_ARGS "TTTT" /* NULL, and a text may leave them out (IBX__ENV) */
+#else
+#define IBX__ENV_ARGS "tttt"
+#endif
+static const ibx__stmt_row ibx__stmt_args_rows[] = {
+    {IBX__Q_SEEN, "ttb"},           /* source, message_id, hash */
+    {IBX__Q_ENQUEUE, "ttttbii"},    /* source, id, topic, payload, hash, due, next_attempt */
+    {IBX__Q_ENQUEUE_ENV, "ttttbii" IBX__ENV_ARGS "i"}, /* ENQUEUE's, tenant, aggregate type,
+                                                          aggregate id, headers, expiry */
+    {IBX__Q_MARK, "tttttt"},        /* status x4, source, id */
+    {IBX__Q_CLAIM, "tii"},          /* owner, lease_seconds, batch; after a CLAIM_PICK, CLAIM_READ's */
+    {IBX__Q_CLAIM_PICK, "ii"},      /* batch, window */
+    {IBX__Q_CLAIM_READ, "tIll"},    /* owner, lease (unused), sources, ids */
+    {IBX__Q_ACK, "tll"},            /* owner, sources, ids */
+    {IBX__Q_ABANDON, "iittll"},     /* delay_ms (NULL: backoff), attempts (1, or 0 for a wait),
+                                       last_error, owner, sources, ids */
+    {IBX__Q_FAIL, "ttll"},          /* error, owner, sources, ids */
+    {IBX__Q_EXTEND, "itll"},        /* lease_seconds, owner, sources, ids */
+    {IBX__Q_REAP, ""},
+    {IBX__Q_GET, "tt"},             /* source, id */
+    {IBX__Q_HASH, "tt"},            /* source, id */
+    {IBX__Q_STATS, ""},
+    {IBX__Q_PENDING, ""},
+    {IBX__Q_GAUGES, ""},
+    {IBX__Q_CLEANUP, "ii"},         /* retention_ms, batch */
+    {IBX__Q_DEAD_LIST, "ttiittii"}, /* dead filter, limit, offset */
+    {IBX__Q_DEAD_REPLAY, "ttiittII"}, /* dead filter, two unused */
+    {IBX__Q_DEAD_PURGE, "ttiittiI"}, /* dead filter, batch, unused */
+    {IBX__Q_MOVE, "ttti"},          /* reason, source, id, in flight too (0/1) */
+    {IBX__Q_RUN_NOW, "tt"},         /* source, id */
+    {IBX__Q_WAKE, ""},
+    {IBX__Q_ANALYZE, ""},
+    {IBX__Q_COUNT, NULL}};
+#define IBX__ARGS_JSON_ROWS(id) 0 /* no statement takes JSON rows (obx.h's batch inserts do) */
 
 #define IBX__SQLITE_COLS                                                                     \
     "Source, MessageId, Topic, Payload, Hash, FirstSeenUtc, "          \
@@ -4312,6 +4889,12 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "OwnerToken = NULL, LockedUntil = NULL WHERE " IBX__SQLITE_DEAD},
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE " IBX__SQLITE_DEAD " LIMIT ?7)"},
+    {IBX__Q_MOVE,
+     "UPDATE {T} SET Status = 'Dead', LastError = ?1, OwnerToken = NULL, LockedUntil = NULL "
+     "WHERE Source = ?2 AND MessageId = ?3 AND Status = 'Processing' AND (LockedUntil IS NULL OR ?4 = 1)"},
+    {IBX__Q_RUN_NOW,
+     "UPDATE {T} SET NextAttemptAt = {W} WHERE Source = ?1 AND MessageId = ?2 AND Status = 'Processing' "
+     "AND LockedUntil IS NULL AND NextAttemptAt > {W}"},
 #endif
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE Status = 'Processing'"},
@@ -4491,6 +5074,14 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE (\"Source\", \"MessageId\") IN (SELECT \"Source\", \"MessageId\" FROM {T} "
      "WHERE " IBX__PG_DEAD " LIMIT CAST(?7 AS bigint))"},
+    {IBX__Q_MOVE,
+     "UPDATE {T} SET \"Status\" = 'Dead', \"LastError\" = CAST(?1 AS text), \"OwnerToken\" = NULL, "
+     "\"LockedUntil\" = NULL WHERE \"Source\" = CAST(?2 AS text) AND \"MessageId\" = CAST(?3 AS text) AND "
+     "\"Status\" = 'Processing' AND (\"LockedUntil\" IS NULL OR CAST(?4 AS integer) = 1)"},
+    {IBX__Q_RUN_NOW,
+     "UPDATE {T} SET \"NextAttemptAt\" = now() WHERE \"Source\" = CAST(?1 AS text) AND "
+     "\"MessageId\" = CAST(?2 AS text) AND \"Status\" = 'Processing' AND \"LockedUntil\" IS NULL AND "
+     "\"NextAttemptAt\" > now()"},
 #endif
     {IBX__Q_PENDING,
      "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"},
@@ -4720,6 +5311,12 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`LockedUntil` = NULL, `Status` = 'Processing' WHERE " IBX__MY_DEAD},
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc` LIMIT ?7"},
+    {IBX__Q_MOVE,
+     "UPDATE {T} SET `LastError` = ?1, `OwnerToken` = NULL, `Status` = 'Dead', `LockedUntil` = NULL "
+     "WHERE `Source` = ?2 AND `MessageId` = ?3 AND `Status` = 'Processing' AND (`LockedUntil` IS NULL OR ?4 = 1)"},
+    {IBX__Q_RUN_NOW,
+     "UPDATE {T} SET `NextAttemptAt` = UTC_TIMESTAMP(6) WHERE `Source` = ?1 AND `MessageId` = ?2 AND "
+     "`Status` = 'Processing' AND `LockedUntil` IS NULL AND `NextAttemptAt` > UTC_TIMESTAMP(6)"},
 #endif
     {IBX__Q_COUNT, NULL}};
 
@@ -4909,6 +5506,14 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "[OwnerToken] = NULL, [LockedUntil] = NULL FROM {T} AS t WHERE " IBX__MS_DEAD},
     {IBX__Q_DEAD_PURGE,
      "WITH d AS (SELECT TOP (?7) t.[Source] FROM {T} AS t WHERE " IBX__MS_DEAD ") DELETE FROM d"},
+    {IBX__Q_MOVE,
+     "UPDATE t SET [Status] = 'Dead', [LastError] = ?1, [OwnerToken] = NULL, [LockedUntil] = NULL "
+     "FROM {T} AS t WHERE t.[Source] = ?2 AND t.[MessageId] = ?3 AND t.[Status] = 'Processing' AND "
+     "(t.[LockedUntil] IS NULL OR ?4 = 1)"},
+    {IBX__Q_RUN_NOW,
+     "UPDATE t SET [NextAttemptAt] = SYSUTCDATETIME() FROM {T} AS t WHERE t.[Source] = ?1 AND "
+     "t.[MessageId] = ?2 AND t.[Status] = 'Processing' AND t.[LockedUntil] IS NULL AND "
+     "t.[NextAttemptAt] > SYSUTCDATETIME()"},
 #endif
     {IBX__Q_PENDING,
      "SELECT COUNT_BIG(*) FROM {T} WHERE [Status] = 'Processing'"},
@@ -5047,6 +5652,7 @@ static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__
 }
 
 /* >> the inbox's face: what the engine below needs of this header -------------- */
+
 
 #define IBX__KEY_LISTS 2              /* a message's key: (source, message id), two lists */
 #define IBX__KEYS_ARG "keys"          /* the settle calls' key argument */
@@ -5403,6 +6009,20 @@ static ibx_result ibx__store_names(ibx_store *s, const ibx_store_desc *desc) {
     return IBX_OK;
 }
 
+/* Statement `id`'s arguments on dialect d, as the header declares them
+ * (ibx__stmt_args_rows), or NULL. */
+IBX__PRIVATE const char *ibx__stmt_args(const ibx__dialect *d, int id) {
+    const ibx__sqlset *q = ibx__sqlsets[d->id];
+    const ibx__stmt_row *row;
+    if (id == IBX__Q_CLAIM && q) /* a claim that picks first names the picked keys */
+        for (row = q->rows; row->sql; row++)
+            if (row->id == IBX__Q_CLAIM_PICK) id = IBX__Q_CLAIM_READ;
+    if (IBX__ARGS_JSON_ROWS(id) && IBX__ONE(d)->batch_as_json_rows) return "j";
+    for (row = ibx__stmt_args_rows; row->sql; row++)
+        if (row->id == id) return row->sql;
+    return NULL;
+}
+
 static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     const ibx__stmt_row *row;
     const char *names[26];
@@ -5425,6 +6045,17 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
             return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     }
     ibx__store_own_sql(&s->own, s->sql);
+#if IBX__CHECK_ARGS
+    { /* every statement takes what it declares (ibx__args_check) */
+        int i;
+        char why[80];
+        for (i = 0; i < IBX__Q_COUNT; i++)
+            if (s->sql[i] && ibx__args_check(s->sql[i], ibx__stmt_args(s->db.d, i), why, sizeof why))
+                return ibx__fail(&s->err, IBX_ERR_STATE, "ibx_store_open", "statement %d on %s: %s", i,
+                                 ibx__dialect_name(s->db.d->id), why);
+    }
+    s->db.sql = s->sql;
+#endif
     return IBX_OK;
 }
 
@@ -5909,6 +6540,10 @@ IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
     caller.dbc = (SQLHDBC)hdbc;
     caller.connected = 1;
     caller.tx_by_sql = caller.d->tx_by_sql;
+    caller.sql = s->db.sql;
+    caller.callers_tx = 1;
+    caller.unit = ibx__unit_mode(&caller, flags);
+    IBX_ASSERT(caller.unit == IBX__RUN_CALLER);
     /* In autocommit (PostgreSQL, MariaDB) the write would commit at once,
      * apart from the caller's transaction, and survive its rollback. */
     r = ibx__check_autocommit(&caller);
@@ -6583,10 +7218,13 @@ struct ibx_provider {
     ibx_database *fixed;         /* a fixed list's copy, answered as discovery would */
     char **fixed_text;           /* its strings, ids then connection strings */
     int fixed_count;
+    ibx_result discovered;       /* how the last discovery went: its failures are logged once */
+    unsigned closes;             /* stores closed so far (by refreshes) */
 };
 
-/* A fixed list is a discovery that always answers the same, so a database
- * that could not be opened is tried again at each refresh, not dropped. */
+/* A fixed list is a discovery that always answers the same: asked once, at
+ * create; a database that could not be opened is tried again on its own
+ * backoff (ibx__registry_retry), as discovery's are. */
 static int ibx__provider_fixed(ibx_database *out, int cap, void *user) {
     const ibx_provider *p = (const ibx_provider *)user;
     int i;
@@ -6627,12 +7265,15 @@ static void *ibx__provider_open(void *ctx, const char *id, const char *connstr) 
 }
 
 static void ibx__provider_close(void *ctx, void *store) {
-    (void)ctx;
+    ((ibx_provider *)ctx)->closes++; /* a dispatcher's renewal connection may serve it: see ibx__renew_forget */
     ibx_store_close((ibx_store *)store);
 }
 
-/* Ask discovery for the databases: with room for IBX__DISCOVER_FIRST, then,
- * when it says there are more, for all of them (never a silent cap). */
+/* Ask discovery for the databases (the protocol is at ibx_discover_fn):
+ * with room for IBX__DISCOVER_FIRST, then, when it says there are more, for
+ * all of them. An answer that fills every place may have stopped there, so
+ * it is asked again with twice the room: never a silent cap below
+ * IBX_DISCOVER_MAX. */
 static int ibx__provider_ask(ibx_provider *p, ibx_database **found) {
     int cap = IBX__DISCOVER_FIRST, n;
     for (;;) {
@@ -6641,12 +7282,15 @@ static int ibx__provider_ask(ibx_provider *p, ibx_database **found) {
         *found = room;
         memset(room, 0, sizeof *room * (size_t)cap);
         n = p->discover(room, cap, p->discover_user);
-        if (n <= cap || cap == IBX_DISCOVER_MAX) return n;
+        if (n < cap || cap == IBX_DISCOVER_MAX) return n;
+        if (n == cap) n = cap < IBX_DISCOVER_MAX / 2 ? cap * 2 : IBX_DISCOVER_MAX;
         cap = n < IBX_DISCOVER_MAX ? n : IBX_DISCOVER_MAX;
     }
 }
 
-/* Run discovery into the registry. */
+/* Run discovery into the registry. A failure keeps the current set; it is
+ * logged at WARN when discovery starts failing or fails otherwise than
+ * before (not at every refresh), and its recovery at INFO. */
 static ibx_result ibx__provider_discover(ibx_provider *p) {
     ibx_database *found = NULL;
     int n, added = 0, removed = 0;
@@ -6658,12 +7302,27 @@ static ibx_result ibx__provider_discover(ibx_provider *p) {
         r = ibx__fail(&p->err, IBX_ERR_DB, "ibx_provider_refresh: discover",
                       "discovery failed (returned %d; at most %d databases); keeping the %d current "
                       "database(s)", n, IBX_DISCOVER_MAX, p->reg.count);
-    else if ((r = ibx__registry_apply(&p->reg, found, n, &added, &removed)) != IBX_OK)
+    else if ((r = ibx__registry_apply(&p->reg, found, n, &added, &removed)) == IBX_ERR_INVALID_ARG)
         ibx__fail(&p->err, r, "ibx_provider_refresh: discover",
-                  "discovery returned a NULL, empty or duplicate id or connection string");
-    else
+                  "discovery returned a NULL, empty or duplicate id or connection string; keeping the "
+                  "%d current database(s)", p->reg.count);
+    else if (r != IBX_OK)
+        ibx__fail(&p->err, r, "ibx_provider_refresh", "out of memory");
+    else {
+        if (n == IBX_DISCOVER_MAX)
+            ibx__log(&p->hooks, IBX_LOG_WARN, "provider",
+                     "discovery returned %d databases, the most one discovery may: any past them "
+                     "are not served (IBX_DISCOVER_MAX)", n);
         ibx__log(&p->hooks, added || removed ? IBX_LOG_INFO : IBX_LOG_DEBUG, "provider",
-                 "discovery: %d database(s), %d added, %d removed", p->reg.count, added, removed);
+                 "discovery: %d database(s) open, %d not open, %d added, %d removed", p->reg.count,
+                 p->reg.down_count, added, removed);
+    }
+    if (r != IBX_OK && r != p->discovered)
+        ibx__log(&p->hooks, IBX_LOG_WARN, "provider", "%s: %s (%s)", p->err.where, p->err.message,
+                 ibx__result_str(r));
+    else if (r == IBX_OK && p->discovered != IBX_OK)
+        ibx__log(&p->hooks, IBX_LOG_INFO, "provider", "discovery works again");
+    p->discovered = r;
     ibx__free(&p->hooks, found);
     return r;
 }
@@ -6721,15 +7380,17 @@ IBX_API ibx_result ibx_provider_create(const ibx_provider_desc *desc, ibx_provid
     p->reg.close = ibx__provider_close;
     p->reg.ctx = p;
     p->reg.name = "provider";
+    ibx__registry_init(&p->reg);
     p->discover = desc->discover;
     p->discover_user = desc->discover_user;
     p->refresh_ms = desc->refresh_interval_ms ? desc->refresh_interval_ms : IBX__REFRESH_DEFAULT_MS;
+    p->reg.retry_max_ms = p->refresh_ms;
     if (!ibx__provider_copy_desc(p, &desc->store)) {
         ibx_provider_destroy(p);
         return IBX_ERR_NO_MEMORY;
     }
     *out = p;
-    if (desc->databases && ibx__registry_valid(desc->databases, desc->database_count) &&
+    if (desc->databases && ibx__registry_valid(&p->hooks, desc->databases, desc->database_count) > 0 &&
         !ibx__provider_copy_list(p, desc->databases, desc->database_count)) {
         ibx_provider_destroy(p);
         *out = NULL;
@@ -6766,6 +7427,7 @@ IBX_API void ibx_provider_destroy(ibx_provider *p) {
 IBX_API ibx_result ibx_provider_refresh(ibx_provider *p) {
     if (!p) return IBX_ERR_INVALID_ARG;
     ibx__error_clear(&p->err);
+    ibx__registry_retry(&p->reg);
     if (p->fixed)
         return ibx__fail(&p->err, IBX_ERR_STATE, "ibx_provider_refresh", "a fixed list has no discovery");
     return ibx__provider_discover(p);
@@ -6949,6 +7611,32 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
     if (r == IBX_OK && purged) *purged = total;
     return r;
 }
+
+/* ibx_dead_move and ibx_run_now once the face has checked the message's key
+ * into p (after the reason's slot p[0] of a move): one statement, then a
+ * moved head of an ordering key lets the messages parked behind it move on
+ * (triggers do it where the dialect has them; else the reap's wake, now
+ * rather than a reap interval later; if it fails, the reap does). */
+static ibx_result ibx__one_message(ibx_store *s, const char *fn, int slot, const char *reason, ibx__param *p,
+                                   int n, const char *name, int64_t *changed) {
+    int64_t count = 0, woken = 0;
+    ibx_result r;
+    if (slot == IBX__Q_MOVE &&
+        (r = ibx__check_text(&s->err, fn, "reason", reason, IBX__HANDLER_ERROR_MAX - 1)) != IBX_OK)
+        return r;
+    if (!s->sql[slot])
+        return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, fn, "no statement for %s", ibx__dialect_name(s->db.d->id));
+    if (slot == IBX__Q_MOVE) ibx__p_text(&p[0], reason, (size_t)-1);
+    if ((r = ibx__run_count(s, slot, p, n, fn + 4, &count)) != IBX_OK) return r;
+    if (slot == IBX__Q_MOVE && count > 0 && s->sql[IBX__Q_WAKE] &&
+        ibx__run_count(s, IBX__Q_WAKE, NULL, 0, "wake parked", &woken) != IBX_OK)
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "waking the messages parked behind %s failed: %s", name,
+                 s->err.message);
+    ibx__log(&s->hooks, count > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, s->store_id, "%s %s: %lld changed", fn + 4, name,
+             (long long)count);
+    if (changed) *changed = count;
+    return IBX_OK;
+}
 #endif /* IBX_NO_DEAD_LETTERS */
 
 /* >> lease renewal ------------------------------------------------------------------ */
@@ -6959,102 +7647,163 @@ IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filte
  * lease is never handed to a second worker while it runs. It stops after
  * max_handler_ms (logged); then the messages may be delivered again.
  * Without threads, or on a caller's connection, there is no renewal: the
- * handler may call ibx_lease_extend itself. */
+ * handler may call ibx_lease_extend itself.
+ *
+ * Ownership: the renewer belongs to its dispatcher and lives as long as
+ * it. It keeps no pointer into a store (a provider may close one at any
+ * refresh): at ibx__renew_begin it copies what it needs (connection string,
+ * statement, store id, dialect, hooks) and opens its own connection from
+ * those copies; it is closed when the batch's database differs, when the
+ * provider closes a store (ibx__renew_forget) and at destroy. The batch
+ * itself (ms: the store's claim buffer) is read only between begin and
+ * end, while the dispatcher stays inside that store's round. `mutex`
+ * guards every field the two threads share (marked "shared"). */
 #ifndef IBX__LOOP_SLICED
 typedef struct ibx__renewer {
     pthread_t thread;
     pthread_mutex_t mutex;
     pthread_cond_t cond;
-    int started, quit, active, busy, warned;
+    ibx__hooks hooks;            /* a copy: outlives any store or provider */
+    int warned;                  /* the dispatcher's thread only */
+    /* shared: */
+    int started, quit, active, busy;
     int64_t call_started_ms;     /* a dispatcher call into the database began (0: none) */
     int stall_logged;
-    const ibx__hooks *hooks;
-    ibx_store *store;            /* the batch's store (read only here) */
-    const ibx_message *ms;       /* the batch: stable while active */
+    char watch_id[64];           /* the store of that call, for the stall line */
+    const ibx_message *ms;       /* the messages renewed: stable while active */
     int n, lease_seconds;
+    int starting;                /* handlers may still start: a renewal must find all n */
+    unsigned epoch;              /* bumped whenever ms/n/starting change */
     int64_t max_ms, started_ms, next_ms;
+    int64_t start_until_ms;      /* no handler starts at or past this (monotonic) */
     char owner[37];
-    ibx__db side;                /* the renewal connection; reopened when the store changes */
+    char *connstr, *sql, *store_id; /* the batch's database: copies (w->hooks) */
+    ibx_dialect dialect;
+    long login_timeout_s, statement_timeout_s;
+    int stale;                   /* the database changed: reconnect before renewing */
+    /* the renewal thread's own (and destroy's, after the join): */
+    ibx__db side;                /* the renewal connection */
     ibx_error side_err;
-    ibx_store *side_for;
+    char side_id[64];
     ibx__buf keys[IBX__KEY_LISTS];
 } ibx__renewer;
 
-/* Open (or keep) the renewal connection for the batch's store. */
-static ibx_result ibx__renew_connect(ibx__renewer *w) {
-    ibx_store *s = w->store;
-    if (w->side_for == s && w->side.connected && !w->side.lost) return IBX_OK;
+/* Open (or keep) the renewal connection (the renewal thread, busy). */
+static ibx_result ibx__renew_connect(ibx__renewer *w, int stale) {
+    if (!stale && w->side.connected && !w->side.lost) return IBX_OK;
     ibx__db_close(&w->side);
     memset(&w->side, 0, sizeof w->side);
-    w->side_for = NULL;
-    if (!s->db.own_connection || !s->db.connstr) {
-        if (!w->warned++)
-            ibx__log(w->hooks, IBX_LOG_WARN, s->store_id,
-                     "leases are not renewed: the store uses the caller's connection"
-                     IBX__WHY(" (a handler slower than the lease may run twice; it can call ibx_lease_extend)"));
-        return IBX_ERR_STATE;
-    }
-    w->side.hooks = &s->hooks;
+    ibx__copy(w->side_id, sizeof w->side_id, w->store_id);
+    w->side.hooks = &w->hooks;
     w->side.err = &w->side_err;
-    w->side.store_id = s->store_id;
-    w->side.forced = s->db.d->id;
-    w->side.login_timeout_s = s->db.login_timeout_s;
-    w->side.statement_timeout_s = s->db.statement_timeout_s;
-    w->side_for = s;
-    return ibx__db_connect(&w->side, s->db.connstr);
+    w->side.store_id = w->side_id;
+    w->side.forced = w->dialect;
+    w->side.login_timeout_s = w->login_timeout_s;
+    w->side.statement_timeout_s = w->statement_timeout_s;
+    w->side.connect_no_wait = 1; /* never queue behind another thread's connect */
+    return ibx__db_connect(&w->side, w->connstr);
 }
+
+typedef struct ibx__renew_ctx {
+    ibx__renewer *w;
+    const char *owner;
+    int lease_seconds;
+    int64_t rows;
+} ibx__renew_ctx;
 
 static ibx_result ibx__renew_unit(ibx__db *db, void *ctx) {
-    ibx__renewer *w = (ibx__renewer *)ctx;
+    ibx__renew_ctx *c = (ibx__renew_ctx *)ctx;
     ibx__param p[5 + IBX__KEY_LISTS];
-    int n = ibx__settle_params(p, IBX__SETTLE_EXTEND, NULL, w->owner, NULL, w->lease_seconds, 0, w->keys);
-    int64_t rows = 0;
-    return ibx__exec(db, IBX__Q_EXTEND, w->store->sql[IBX__Q_EXTEND], p, n, &rows, NULL);
+    int n = ibx__settle_params(p, IBX__SETTLE_EXTEND, NULL, c->owner, NULL, c->lease_seconds, 0, c->w->keys);
+    c->rows = 0;
+    return ibx__exec(db, IBX__Q_EXTEND, c->w->sql, p, n, &c->rows, NULL);
 }
 
-/* Renew the batch's leases once (the renewal thread, mutex not held). */
-static void ibx__renew_once(ibx__renewer *w) {
-    ibx_store *s = w->store;
-    ibx_result r = ibx__renew_connect(w);
+/* Renew the leases of ms[0..n) once (the renewal thread, mutex not held);
+ * the number of leases renewed into *rows. */
+static ibx_result ibx__renew_once(ibx__renewer *w, const ibx_message *ms, int n, int stale, int64_t *rows) {
+    ibx__renew_ctx c;
+    ibx_result r = ibx__renew_connect(w, stale);
     int i, k, ok = 1;
-    if (r == IBX_ERR_STATE) return;
-    for (k = 0; k < IBX__KEY_LISTS; k++) w->keys[k].len = 0;
-    for (i = 0; i < w->n && ok; i++) ok = ibx__msg_key_add(&s->hooks, s->db.d, w->keys, &w->ms[i]);
-    for (k = 0; k < IBX__KEY_LISTS && ok; k++) ok = ibx__list_end(&s->hooks, &w->keys[k], s->db.d);
-    if (r == IBX_OK) r = ok ? ibx__unit(&w->side, ibx__renew_unit, w, "lease renewal") : IBX_ERR_NO_MEMORY;
+    c.w = w;
+    c.owner = w->owner;
+    c.lease_seconds = w->lease_seconds;
+    c.rows = 0;
+    if (r == IBX_OK) {
+        for (k = 0; k < IBX__KEY_LISTS; k++) w->keys[k].len = 0;
+        for (i = 0; i < n && ok; i++) ok = ibx__msg_key_add(&w->hooks, w->side.d, w->keys, &ms[i]);
+        for (k = 0; k < IBX__KEY_LISTS && ok; k++) ok = ibx__list_end(&w->hooks, &w->keys[k], w->side.d);
+        r = ok ? ibx__unit(&w->side, ibx__renew_unit, &c, "lease renewal")
+               : ibx__fail(&w->side_err, IBX_ERR_NO_MEMORY, "lease renewal", "out of memory");
+    }
+    *rows = c.rows;
     if (r != IBX_OK)
-        ibx__log(w->hooks, IBX_LOG_WARN, s->store_id, "lease renewal failed: %s: %s (tried again in %d s)",
-                 ibx__result_str(r), w->side_err.message, w->lease_seconds / 3);
+        ibx__log(&w->hooks, IBX_LOG_WARN, w->side_id, "lease renewal failed: %s: %s"
+                 IBX__WHY(" (handlers not started yet wait for a renewal that succeeds)"),
+                 ibx__result_str(r), w->side_err.message);
     else
-        ibx__log(w->hooks, IBX_LOG_DEBUG, s->store_id, "renewed the leases of %d message(s)", w->n);
+        ibx__log(&w->hooks, IBX_LOG_DEBUG, w->side_id, "renewed the leases of %lld of %d message(s)",
+                 (long long)c.rows, n);
+    return r;
+}
+
+/* One renewal from the thread's loop (mutex held on entry and exit). A
+ * renewal that extended every message moves the start deadline to its own
+ * lease; one that failed leaves it; one that found fewer messages than it
+ * holds (a lease reaped, someone else's now) lets no further handler start. */
+static void ibx__renew_step(ibx__renewer *w, int64_t now) {
+    const ibx_message *ms = w->ms;
+    int n = w->n, stale = w->stale;
+    unsigned epoch = w->epoch;
+    int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin;
+    ibx_result r;
+    w->busy = 1;
+    w->stale = 0;
+    pthread_mutex_unlock(&w->mutex);
+    r = ibx__renew_once(w, ms, n, stale, &rows);
+    pthread_mutex_lock(&w->mutex);
+    w->busy = 0;
+    margin = lease_ms / 5 < IBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : IBX__LEASE_MARGIN_MAX_MS;
+    if (r == IBX_OK && epoch == w->epoch && w->starting) {
+        if (rows >= n) { /* every lease now runs from `now` (taken before the statement) */
+            int64_t until = ibx__sat_add(now, lease_ms - margin);
+            int64_t cap = ibx__sat_add(w->started_ms, w->max_ms);
+            if (until > cap) until = cap;
+            if (until > w->start_until_ms) w->start_until_ms = until;
+        } else {
+            ibx__log(&w->hooks, IBX_LOG_WARN, w->side_id,
+                     "lease renewal found %lld of %d message(s) still leased to this worker"
+                     IBX__WHY(": a lease was lost (reaped?); the batch's handlers not started yet are not started"),
+                     (long long)rows, n);
+            w->start_until_ms = 0;
+        }
+    }
+    /* A connect that found another thread connecting is tried again soon. */
+    w->next_ms = ibx__sat_add(ibx__mono_ms(&w->hooks),
+                              r != IBX_OK && w->side.connect_busy ? 100 : lease_ms / 3);
+    pthread_cond_broadcast(&w->cond);
 }
 
 static void *ibx__renew_main(void *arg) {
     ibx__renewer *w = (ibx__renewer *)arg;
     pthread_mutex_lock(&w->mutex);
     while (!w->quit) {
-        int64_t now = ibx__mono_ms(w->hooks);
+        int64_t now = ibx__mono_ms(&w->hooks);
         if (w->call_started_ms && !w->stall_logged && now - w->call_started_ms >= IBX__STALL_WARN_MS) {
-            ibx__log(w->hooks, IBX_LOG_WARN, w->store ? w->store->store_id : "dispatcher",
+            ibx__log(&w->hooks, IBX_LOG_WARN, w->watch_id,
                      "still waiting for the database after %lld ms"
                      IBX__WHY(" (a frozen or unreachable server? statement_timeout_seconds ends such a wait with an error)"),
                      (long long)(now - w->call_started_ms));
             w->stall_logged = 1;
         }
         if (w->active && now >= w->next_ms && now - w->started_ms >= w->max_ms) {
-            ibx__log(w->hooks, IBX_LOG_WARN, w->store->store_id,
+            ibx__log(&w->hooks, IBX_LOG_WARN, w->store_id,
                      "handlers ran %lld ms, longer than max_handler_ms"
                      IBX__WHY(": leases are no longer renewed and the batch's messages may be delivered again"),
                      (long long)(now - w->started_ms));
             w->next_ms = INT64_MAX;
         } else if (w->active && now >= w->next_ms) {
-            w->busy = 1;
-            pthread_mutex_unlock(&w->mutex);
-            ibx__renew_once(w);
-            pthread_mutex_lock(&w->mutex);
-            w->busy = 0;
-            w->next_ms = ibx__sat_add(ibx__mono_ms(w->hooks), (int64_t)w->lease_seconds * 1000 / 3);
-            pthread_cond_broadcast(&w->cond);
+            ibx__renew_step(w, now);
         } else {
             /* Slices of at most 100 ms: the clock hook is read afresh each time. */
             struct timespec deadline;
@@ -7078,7 +7827,11 @@ static ibx__renewer *ibx__renewer_create(const ibx__hooks *h) {
     pthread_condattr_t attr;
     if (!w) return NULL;
     memset(w, 0, sizeof *w);
-    w->hooks = h;
+    w->hooks = *h;
+    if (h->rng.user == &h->rng_state) { /* the default source: a state of its own */
+        w->hooks.rng_state = ibx__random(h);
+        w->hooks.rng.user = &w->hooks.rng_state;
+    }
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_mutex_init(&w->mutex, NULL);
@@ -7088,6 +7841,7 @@ static ibx__renewer *ibx__renewer_create(const ibx__hooks *h) {
 }
 
 static void ibx__renewer_destroy(ibx__renewer *w) {
+    ibx__hooks h;
     int k;
     if (!w) return;
     if (w->started) {
@@ -7098,29 +7852,96 @@ static void ibx__renewer_destroy(ibx__renewer *w) {
         pthread_join(w->thread, NULL);
     }
     ibx__db_close(&w->side);
-    for (k = 0; k < IBX__KEY_LISTS; k++) ibx__buf_free(w->hooks, &w->keys[k]);
+    for (k = 0; k < IBX__KEY_LISTS; k++) ibx__buf_free(&w->hooks, &w->keys[k]);
+    ibx__free(&w->hooks, w->connstr);
+    ibx__free(&w->hooks, w->sql);
+    ibx__free(&w->hooks, w->store_id);
     pthread_mutex_destroy(&w->mutex);
     pthread_cond_destroy(&w->cond);
-    ibx__free(w->hooks, w);
+    h = w->hooks;
+    ibx__free(&h, w);
 }
 
-/* Renew the leases of batch ms[0..n) from now on (the dispatcher's thread). */
-static void ibx__renew_begin(ibx__renewer *w, ibx_store *s, const char *owner, const ibx_message *ms,
-                             int n, int lease_seconds, int64_t max_ms) {
-    if (!w || n == 0) return;
+/* Whether a copy already holds `text` (NULL-safe); else replace it. 0: out of memory. */
+static int ibx__renew_keep(ibx__renewer *w, char **copy, const char *text, int *changed) {
+    char *fresh;
+    if (*copy && text && strcmp(*copy, text) == 0) return 1;
+    fresh = text ? ibx__strdup(&w->hooks, text) : NULL;
+    if (text && !fresh) return 0;
+    ibx__free(&w->hooks, *copy);
+    *copy = fresh;
+    *changed = 1;
+    return 1;
+}
+
+/* Renew the leases of batch ms[0..n) of store s from now on (the
+ * dispatcher's thread). Handlers may start until `start_until` (the
+ * claim's lease less its margin), later only as renewals extend it.
+ * Returns 0 when there is no renewal (none, or the caller's connection,
+ * or out of memory): then start_until stays the limit. */
+static int ibx__renew_begin(ibx__renewer *w, ibx_store *s, const char *owner, const ibx_message *ms,
+                            int n, int lease_seconds, int64_t max_ms, int64_t start_until) {
+    int changed = 0, ok;
+    if (!w || n == 0) return 0;
+    if (!s->db.own_connection || !s->db.connstr) {
+        if (!w->warned++)
+            ibx__log(&w->hooks, IBX_LOG_WARN, s->store_id,
+                     "leases are not renewed: the store uses the caller's connection"
+                     IBX__WHY(" (a handler slower than the lease may run twice; it can call ibx_lease_extend)"));
+        return 0;
+    }
     pthread_mutex_lock(&w->mutex);
     if (!w->started)
         w->started = pthread_create(&w->thread, NULL, ibx__renew_main, w) == 0;
-    w->store = s;
-    ibx__copy(w->owner, sizeof w->owner, owner);
+    ok = w->started && ibx__renew_keep(w, &w->connstr, s->db.connstr, &changed) &&
+         ibx__renew_keep(w, &w->sql, s->sql[IBX__Q_EXTEND], &changed) &&
+         ibx__renew_keep(w, &w->store_id, s->store_id, &changed);
+    if (ok) {
+        if (w->dialect != s->db.d->id || w->login_timeout_s != s->db.login_timeout_s ||
+            w->statement_timeout_s != s->db.statement_timeout_s)
+            changed = 1;
+        w->dialect = s->db.d->id;
+        w->login_timeout_s = s->db.login_timeout_s;
+        w->statement_timeout_s = s->db.statement_timeout_s;
+        w->stale |= changed;
+        ibx__copy(w->owner, sizeof w->owner, owner);
+        w->ms = ms;
+        w->n = n;
+        w->starting = 1;
+        w->epoch++;
+        w->lease_seconds = lease_seconds;
+        w->max_ms = max_ms;
+        w->started_ms = ibx__mono_ms(&w->hooks);
+        w->start_until_ms = start_until;
+        w->next_ms = ibx__sat_add(w->started_ms, (int64_t)lease_seconds * 1000 / 3);
+        w->active = 1;
+        pthread_cond_broadcast(&w->cond);
+    } else {
+        w->stale = 1; /* a copy may be missing */
+    }
+    pthread_mutex_unlock(&w->mutex);
+    return ok;
+}
+
+/* Until when (monotonic) a handler of the batch may start. */
+static int64_t ibx__renew_start_until(ibx__renewer *w) {
+    int64_t until;
+    pthread_mutex_lock(&w->mutex);
+    until = w->start_until_ms;
+    pthread_mutex_unlock(&w->mutex);
+    return until;
+}
+
+/* The messages renewed from now on are ms[0..n); `starting`: whether
+ * handlers may still start (else the dispatcher settles, and a renewal
+ * that finds fewer leases is no news). */
+static void ibx__renew_range(ibx__renewer *w, const ibx_message *ms, int n, int starting) {
+    if (!w) return;
+    pthread_mutex_lock(&w->mutex);
     w->ms = ms;
     w->n = n;
-    w->lease_seconds = lease_seconds;
-    w->max_ms = max_ms;
-    w->started_ms = ibx__mono_ms(w->hooks);
-    w->next_ms = ibx__sat_add(w->started_ms, (int64_t)lease_seconds * 1000 / 3);
-    w->active = 1;
-    pthread_cond_broadcast(&w->cond);
+    w->starting = starting;
+    w->epoch++;
     pthread_mutex_unlock(&w->mutex);
 }
 
@@ -7131,8 +7952,8 @@ static void ibx__watch(ibx__renewer *w, ibx_store *s, int on) {
     if (!w) return;
     pthread_mutex_lock(&w->mutex);
     if (!w->started) w->started = pthread_create(&w->thread, NULL, ibx__renew_main, w) == 0;
-    if (on) w->store = s;
-    w->call_started_ms = on ? ibx__mono_ms(w->hooks) : 0;
+    if (on) ibx__copy(w->watch_id, sizeof w->watch_id, s->store_id);
+    w->call_started_ms = on ? ibx__mono_ms(&w->hooks) : 0;
     w->stall_logged = 0;
     pthread_mutex_unlock(&w->mutex);
 }
@@ -7143,15 +7964,34 @@ static void ibx__renew_end(ibx__renewer *w) {
     if (!w) return;
     pthread_mutex_lock(&w->mutex);
     w->active = 0;
+    w->ms = NULL;
+    w->n = 0;
     while (w->busy) pthread_cond_wait(&w->cond, &w->mutex);
     pthread_mutex_unlock(&w->mutex);
 }
+
+#ifndef IBX_NO_MULTI_STORE
+/* A store was closed (a provider's refresh): the renewal connection may
+ * serve its database, which may be gone; close it (the dispatcher's
+ * thread, between batches). */
+static void ibx__renew_forget(ibx__renewer *w) {
+    if (!w) return;
+    pthread_mutex_lock(&w->mutex);
+    while (w->busy) pthread_cond_wait(&w->cond, &w->mutex);
+    ibx__db_close(&w->side);
+    memset(&w->side, 0, sizeof w->side);
+    pthread_mutex_unlock(&w->mutex);
+}
+#endif
 #else
 typedef struct ibx__renewer ibx__renewer; /* no threads: no renewal */
 #define ibx__renewer_create(h) ((ibx__renewer *)NULL)
 #define ibx__renewer_destroy(w) ((void)(w))
-#define ibx__renew_begin(w, s, owner, ms, n, lease, max) ((void)0)
+#define ibx__renew_begin(w, s, owner, ms, n, lease, max, until) ((void)(until), 0)
+#define ibx__renew_start_until(w) ((void)(w), (int64_t)0)
+#define ibx__renew_range(w, ms, n, starting) ((void)0)
 #define ibx__renew_end(w) ((void)(w))
+#define ibx__renew_forget(w) ((void)(w))
 #define ibx__watch(w, s, on) ((void)(w))
 #endif
 
@@ -7191,6 +8031,7 @@ struct ibx_dispatcher {
     int empty_streak;
     int fail_streak;             /* rounds failed in a row, over a provider's stores */
     ibx__renewer *renewer;       /* renews a batch's leases while it is handled; NULL: none */
+    unsigned closes_seen;        /* the provider's store closes the renewer has been told of */
     int64_t max_handler_ms;
     int *acked;                  /* indexes of messages handled with success */
     int *failures;               /* indexes of messages that did not succeed */
@@ -7652,12 +8493,12 @@ static ibx_result ibx__housekeep(ibx_dispatcher *d, ibx_store *s, ibx__entry *e,
     return r;
 }
 
-/* Hand each claimed message to its handlers, until `deadline` (monotonic):
- * past it the lease may end under the handler, so the rest is skipped.
- * Messages of a paused topic are held; a topic with a batch handler goes
- * to it in one call. */
+/* Hand each claimed message to its handlers, until `deadline` (monotonic;
+ * with renewal `w`, the one its renewals have reached): past it the lease
+ * may end under the handler, so the rest is skipped. Messages of a paused
+ * topic are held; a topic with a batch handler goes to it in one call. */
 static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
-                              int64_t deadline, ibx_run_stats *st) {
+                              ibx__renewer *w, int64_t deadline, ibx_run_stats *st) {
     int i, skipped = 0;
     /* Expiry on the database clock: the claim set the lease to its now
      * plus lease_seconds, so no clock of this host is compared. */
@@ -7671,6 +8512,7 @@ static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message
         int64_t now;
         if (d->outcomes[i] != IBX__PENDING) continue;
         now = ibx__mono_ms(&s->hooks);
+        if (w) deadline = ibx__renew_start_until(w);
         if (now >= deadline) {
             d->outcomes[i] = IBX__SKIPPED;
             skipped++;
@@ -7802,7 +8644,7 @@ static ibx_result ibx__isolate(ibx_dispatcher *d, ibx_store *s, int *n, int *fir
 /* One batch from one store: housekeeping, claim, handle, settle. */
 static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
     const ibx_message *ms;
-    int n = 0, first, from, to;
+    int n = 0, first, from, to, renewed;
     int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline;
     ibx_result r;
     ibx__watch(d->renewer, s, 1);
@@ -7812,12 +8654,11 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
         return r;
     }
     /* The lease started no earlier than now: past its end less a margin a
-     * message may be reclaimed by another worker, so it is not handled. */
+     * message may be reclaimed by another worker, so it is not handled.
+     * Renewals move this out, each as far as its own lease: only one that
+     * extended every message of the batch (IBX-059). */
     deadline = ibx__mono_ms(&s->hooks) + lease_ms -
                (lease_ms / 5 < IBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : IBX__LEASE_MARGIN_MAX_MS);
-    /* With renewal, handlers may start until max_handler_ms has passed. */
-    if (d->renewer && s->db.own_connection && deadline < ibx__mono_ms(&s->hooks) + d->max_handler_ms)
-        deadline = ibx__sat_add(ibx__mono_ms(&s->hooks), d->max_handler_ms);
     r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
     ibx__watch(d->renewer, s, 0);
     if (r != IBX_OK) return r;
@@ -7825,10 +8666,12 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     first = n;
     for (from = 0; from < n && ms[from].starts <= 1; from++) {}
     if (from < n && (r = ibx__isolate(d, s, &n, &first)) != IBX_OK) return r;
-    ibx__renew_begin(d->renewer, s, d->owner, ms, n, d->lease_seconds, d->max_handler_ms);
+    renewed = ibx__renew_begin(d->renewer, s, d->owner, ms, n, d->lease_seconds, d->max_handler_ms, deadline);
     for (from = 0; from < n && r == IBX_OK; from = to) { /* the others, then a suspect */
         to = from < first ? first : n;
-        ibx__handle_batch(d, s, ms + from, to - from, deadline, st);
+        if (from > 0) ibx__renew_range(d->renewer, ms + from, n - from, 1); /* the suspect, alone now */
+        ibx__handle_batch(d, s, ms + from, to - from, renewed ? d->renewer : NULL, deadline, st);
+        ibx__renew_range(d->renewer, ms + from, n - from, 0); /* settling: fewer leases is no news */
         ibx__watch(d->renewer, s, 1);
         r = ibx__settle_batch(d, s, ms + from, to - from, st);
         ibx__watch(d->renewer, s, 0);
@@ -7858,8 +8701,14 @@ static ibx_result ibx__dispatch_many(ibx_dispatcher *d, ibx_run_stats *st) {
     ibx_result r;
     int count, pick;
     ibx__entry *e;
-    if (p->discover && ibx__mono_ms(d->hooks) >= p->next_refresh_ms)
-        ibx__provider_discover(p); /* a failure keeps the current set; logged */
+    if (!p->fixed && ibx__mono_ms(d->hooks) >= p->next_refresh_ms &&
+        ibx__provider_discover(p) != IBX_OK) /* the current set is kept; logged */
+        d->own_err = p->err;
+    ibx__registry_retry(&p->reg); /* a database not open, when its wait is over; never blocks */
+    if (p->closes != d->closes_seen) { /* here, or by ibx_provider_refresh between rounds */
+        d->closes_seen = p->closes;
+        ibx__renew_forget(d->renewer);
+    }
     count = p->reg.count;
     if (count != d->selector.store_count) {
         ibx__selector_resize(&d->selector, count);
@@ -8722,6 +9571,42 @@ static ibx_result ibx__dead_key(ibx_store *s, const char *fn, const ibx_dead_fil
     ibx__p_text(&p[0], f->source, (size_t)-1);
     ibx__p_text(&p[1], f->message_id, (size_t)-1);
     return IBX_OK;
+}
+#endif
+
+#ifndef IBX_NO_DEAD_LETTERS
+/* The inbox's key of ibx_dead_move and ibx_run_now: source and message id,
+ * into p[0] and p[1]; their name for log lines into `name`. */
+static ibx_result ibx__one_key(ibx_store *s, const char *fn, const char *message_id, const char *source,
+                               ibx__param *p, char *name, size_t size) {
+    ibx_result r = ibx__store_ready(s, fn);
+    if (r != IBX_OK) return r;
+    if ((r = ibx__check_key(s, fn, "source", source)) != IBX_OK ||
+        (r = ibx__check_key(s, fn, "message_id", message_id)) != IBX_OK)
+        return r;
+    ibx__p_text(&p[0], source, (size_t)-1);
+    ibx__p_text(&p[1], message_id, (size_t)-1);
+    snprintf(name, size, "%s/%s", source, message_id);
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_dead_move(ibx_store *store, const char *message_id, const char *source,
+                                 const char *reason, int in_flight, int64_t *moved) {
+    ibx__param p[4];
+    char name[2 * IBX__MSG_NAME_MAX];
+    ibx_result r = ibx__one_key(store, "ibx_dead_move", message_id, source, &p[1], name, sizeof name);
+    if (r != IBX_OK) return r;
+    ibx__p_i64(&p[3], in_flight ? 1 : 0);
+    return ibx__one_message(store, "ibx_dead_move", IBX__Q_MOVE, reason, p, 4, name, moved);
+}
+
+IBX_API ibx_result ibx_run_now(ibx_store *store, const char *message_id, const char *source,
+                               int64_t *changed) {
+    ibx__param p[2];
+    char name[2 * IBX__MSG_NAME_MAX];
+    ibx_result r = ibx__one_key(store, "ibx_run_now", message_id, source, p, name, sizeof name);
+    if (r != IBX_OK) return r;
+    return ibx__one_message(store, "ibx_run_now", IBX__Q_RUN_NOW, NULL, p, 2, name, changed);
 }
 #endif
 

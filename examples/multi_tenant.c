@@ -1,7 +1,9 @@
 /* multi_tenant.c: one outbox per tenant database, found by discovery.
  *
  *   - three tenant databases (SQLite files here) come from a discovery
- *     callback; a dispatcher thread serves all of them, round-robin;
+ *     callback; a dispatcher thread serves all of them, round-robin
+ *     (`multi_tenant 300` serves 300: the callback follows the protocol of
+ *     obx_discover_fn, so past the 256 it is first given room for too);
  *   - like a store, a provider is used by one thread at a time: the
  *     dispatcher thread and the producing thread each have their own;
  *   - messages are routed by tenant key;
@@ -16,6 +18,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -23,23 +26,41 @@
 
 static pthread_mutex_t tenants_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *tenant_names[4] = {"north", "south", "east", NULL};
-static char conn[4][128];
-static volatile int transformed, west_done;
+static int slots = 4;               /* the four above, then tenant-4 ... (argv[1]) */
+static char (*names)[24], (*conn)[128];
+static volatile int transformed, west_done, last_done;
 
+/* The protocol (obx_discover_fn): return how many tenants there are and
+ * write as many as fit in `cap`; when they do not fit, the provider calls
+ * again at once with room for all. */
 static int discover_tenants(obx_database *out, int cap, void *user) {
     int i, n = 0;
     (void)user;
     pthread_mutex_lock(&tenants_lock);
-    for (i = 0; i < 4 && n < cap; i++) {
-        if (!tenant_names[i]) continue;
-        snprintf(conn[i], sizeof conn[i], "Driver={SQLite3};Database=tenant-%s.db;JournalMode=WAL;Timeout=5000;",
-                 tenant_names[i]);
-        out[n].id = tenant_names[i];
-        out[n].connection_string = conn[i];
+    for (i = 0; i < slots; i++) {
+        const char *name = i < 4 ? tenant_names[i] : names[i];
+        if (!name) continue;
+        if (n < cap) {
+            snprintf(conn[i], sizeof conn[i], "Driver={SQLite3};Database=tenant-%s.db;JournalMode=WAL;Timeout=5000;",
+                     name);
+            out[n].id = name;
+            out[n].connection_string = conn[i];
+        }
         n++;
     }
     pthread_mutex_unlock(&tenants_lock);
     return n;
+}
+
+/* Room for `count` tenants: north, south, east, then tenant-4 ...; and a
+ * slot for west, who joins later. 0: out of memory. */
+static int tenants_init(int count) {
+    int i;
+    slots = count + 1;
+    names = calloc((size_t)slots, sizeof *names);
+    conn = calloc((size_t)slots, sizeof *conn);
+    for (i = 4; names && i < slots; i++) snprintf(names[i], sizeof names[i], "tenant-%d", i);
+    return names && conn;
 }
 
 static void set_tenant(int slot, const char *name) {
@@ -54,6 +75,7 @@ static obx_outcome on_order(const obx_message *m, char *error, size_t size, void
     (void)error; (void)size; (void)user;
     printf("  [%s] order.created: %s\n", m->store->store_id, m->payload);
     if (strcmp(m->store->store_id, "west") == 0) west_done = 1;
+    if (slots > 4 && strcmp(m->store->store_id, names[slots - 1]) == 0) last_done = 1;
     return OBX_DONE;
 }
 
@@ -103,7 +125,7 @@ static void sleep_ms(long ms) {
     nanosleep(&t, NULL);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     obx_provider_desc pd = {0};
     obx_dispatcher_desc dd = {0};
     obx_provider *tenants = NULL, *workers = NULL;
@@ -113,8 +135,14 @@ int main(void) {
     pthread_t thread;
     char join_id[37], step[37];
     static const char *const extracts[3] = {"extract.customers", "extract.orders", "extract.products"};
-    int i, waited;
+    int i, waited, count = argc > 1 ? atoi(argv[1]) : 3;
     obx_result created;
+
+    if (count < 3 || count > OBX_DISCOVER_MAX) {
+        fprintf(stderr, "usage: %s [tenants: 3 (default) .. %d]\n", argv[0], OBX_DISCOVER_MAX);
+        return 2;
+    }
+    if (!tenants_init(count)) return 1;
 
     pd.discover = discover_tenants;
     pd.refresh_interval_ms = 200; /* minutes in production (default 5); short for the demo */
@@ -128,6 +156,10 @@ int main(void) {
         return 1;
     }
     printf("%d tenant databases discovered\n", obx_provider_count(tenants));
+    if (obx_provider_count(tenants) != slots - 1 || obx_provider_count(workers) != slots - 1) {
+        fprintf(stderr, "discovery served %d of %d tenants\n", obx_provider_count(workers), slots - 1);
+        return 1;
+    }
 
     dd.provider = workers; /* the dispatcher's own connections, refreshed by it */
     dd.selection = OBX_SELECT_ROUND_ROBIN;
@@ -143,6 +175,7 @@ int main(void) {
     route_order(tenants, "north", "{\"order\":\"N-1\"}");
     route_order(tenants, "south", "{\"order\":\"S-1\"}");
     route_order(tenants, "east", "{\"order\":\"E-1\"}");
+    if (slots > 4) route_order(tenants, names[slots - 1], "{\"order\":\"L-1\"}"); /* the last tenant */
 
     /* The fan-in, in tenant north: three steps, then etl.transform. Steps
      * are enqueued first and attached, then the join.wait message. */
@@ -174,13 +207,18 @@ int main(void) {
     route_order(tenants, "east", "{\"order\":\"E-2\"}"); /* east is gone: not found */
     obx_dispatcher_wake(dispatcher);
 
-    for (waited = 0; waited < 10000 && !(transformed && west_done); waited += 50) sleep_ms(50);
+    for (waited = 0; waited < 10000 && !(transformed && west_done && (slots == 4 || last_done)); waited += 50)
+        sleep_ms(50);
+    if (slots > 4) printf("the last tenant, %s: %s\n", names[slots - 1], last_done ? "served" : "NOT SERVED");
     obx_dispatcher_stop(dispatcher);
     pthread_join(thread, NULL);
-    printf("%s: %d tenants now, fan-in %s\n", transformed && west_done ? "done" : "TIMED OUT",
-           obx_provider_count(tenants), transformed ? "completed" : "incomplete");
+    waited = transformed && west_done && (slots == 4 || last_done);
+    printf("%s: %d tenants now, fan-in %s\n", waited ? "done" : "TIMED OUT", obx_provider_count(tenants),
+           transformed ? "completed" : "incomplete");
     obx_dispatcher_destroy(dispatcher);
     obx_provider_destroy(workers);
     obx_provider_destroy(tenants);
-    return transformed && west_done ? 0 : 1;
+    free(names);
+    free(conn);
+    return waited ? 0 : 1;
 }

@@ -19,7 +19,11 @@
  * max_starts 1 and one message (inbox: source "loop", id "evt_loop"),
  * claimed with a 1 s lease and never settled: a reap after 1 s ends it
  * Dead (crash loop). Modes claim-outbox|claim-inbox: the same store reaps,
- * then claims with a 60 s lease and prints how many messages it got. */
+ * then claims with a 60 s lease and prints how many messages it got.
+ * Mode envelope-outbox (METRICS_FILE unused): one message with ordering key
+ * "acct-7", tenant "t-42", aggregate "order" "1001", headers traceparent
+ * and x-src, expiring in a day, claimed with a 1 s lease (soon expired);
+ * prints its id. A message enqueued after it with key acct-7 is parked. */
 #define OBX_IMPLEMENTATION
 #define IBX_IMPLEMENTATION
 #include "../obx.h"
@@ -208,6 +212,43 @@ static int inbox_wide(const char *conn, const char *table, const char *schema) {
     return ok ? 0 : 1;
 }
 
+static int envelope_outbox(const char *conn, const char *table, const char *schema) {
+    obx_store_desc sd;
+    obx_store *s = NULL;
+    obx_new_message m;
+    obx_header h[2];
+    const obx_message *ms;
+    char id[37];
+    int n = 0, ok;
+    memset(&sd, 0, sizeof sd);
+    memset(&m, 0, sizeof m);
+    sd.connection_string = conn;
+    sd.table = table;
+    sd.schema = schema;
+    sd.deploy_schema = 1;
+    sd.hooks.logger.min_level = OBX_LOG_OFF;
+    h[0].key = "traceparent";
+    h[0].value = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    h[1].key = "x-src";
+    h[1].value = "billing";
+    m.topic = "ledger.post";
+    m.payload = "{\"amount\":12}";
+    m.payload_len = OBX_NTS;
+    m.ordering_key = "acct-7";
+    m.tenant_id = "t-42";
+    m.aggregate_type = "order";
+    m.aggregate_id = "1001";
+    m.headers = h;
+    m.header_count = 2;
+    m.expires_utc_ms = (int64_t)time(NULL) * 1000 + 86400000;
+    ok = obx_store_open(&sd, &s) == OBX_OK && obx_enqueue(s, &m, id) == OBX_OK &&
+         obx_claim(s, TOKEN, 1, 1, &ms, &n) == OBX_OK && n == 1;
+    if (!ok) fprintf(stderr, "obxctl_fill: %s\n", obx_store_last_error(s)->message);
+    else printf("%s\n", id);
+    obx_store_close(s);
+    return ok ? 0 : 1;
+}
+
 /* A crash loop with max_starts 1 (crash-*), or a claim under it (claim-*). */
 static int crash(const char *mode, const char *conn, const char *table, const char *schema) {
     int inbox = strstr(mode, "inbox") != NULL, claim = strncmp(mode, "claim", 5) == 0, n = 0, ok;
@@ -261,12 +302,13 @@ static int crash(const char *mode, const char *conn, const char *table, const ch
 int main(int argc, char **argv) {
     memset(big, 'x', sizeof big - 1);
     if (argc != 6) {
-        fprintf(stderr, "usage: obxctl_fill outbox|inbox|inbox-wide|crash-*|claim-* CONNECTION TABLE SCHEMA METRICS_FILE\n");
+        fprintf(stderr, "usage: obxctl_fill outbox|inbox|inbox-wide|envelope-outbox|crash-*|claim-* CONNECTION TABLE SCHEMA METRICS_FILE\n");
         return 1;
     }
     if (strncmp(argv[1], "crash-", 6) == 0 || strncmp(argv[1], "claim-", 6) == 0)
         return crash(argv[1], argv[2], argv[3], argv[4]);
     if (strcmp(argv[1], "inbox-wide") == 0) return inbox_wide(argv[2], argv[3], argv[4]);
+    if (strcmp(argv[1], "envelope-outbox") == 0) return envelope_outbox(argv[2], argv[3], argv[4]);
     if (strcmp(argv[1], "inbox") == 0) return inbox(argv[2], argv[3], argv[4], argv[5]);
     return outbox(argv[2], argv[3], argv[4], argv[5]);
 }

@@ -78,6 +78,7 @@ run_one() {
 
 run_one FAKE-SELFTEST fake "the fake ODBC layer's own checks" "$bin/fake_selftest"
 run unit pure,fake "$bin/test_unit"
+run examples fake "$bin/example_protocols"
 run test_sqlserver sqlserver-fake "$bin/test_sqlserver"
 # No SQL Server runs here: every SQL Server batch and statement of both
 # headers goes through sqlfluff's T-SQL parser. Two valid constructs its

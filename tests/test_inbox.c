@@ -22,21 +22,34 @@ static int g_my; /* MariaDB / MySQL */
 
 static char g_log[1 << 16];
 static size_t g_log_len;
+static pthread_mutex_t g_log_mu = PTHREAD_MUTEX_INITIALIZER; /* the renewal thread logs too */
 static void keep_log(ibx_log_level level, const char *id, const char *msg, void *user) {
     static const char *const names[] = {"?", "DEBUG", "INFO", "WARN", "ERROR"};
     int n;
     (void)user;
     if (getenv("IBX_TEST_VERBOSE")) fprintf(stderr, "  log %d [%s] %s\n", (int)level, id, msg);
+    pthread_mutex_lock(&g_log_mu);
     n = snprintf(g_log + g_log_len, sizeof g_log - g_log_len, "%s [%s] %s\n",
                  names[level >= IBX_LOG_DEBUG && level <= IBX_LOG_ERROR ? level : 0], id, msg);
     if (n > 0 && g_log_len + (size_t)n < sizeof g_log) g_log_len += (size_t)n;
+    pthread_mutex_unlock(&g_log_mu);
 }
 static void log_reset(void) {
+    pthread_mutex_lock(&g_log_mu);
     g_log_len = 0;
     g_log[0] = '\0';
+    pthread_mutex_unlock(&g_log_mu);
 }
 /* Nonzero when one logged line holds all given fragments. */
+static int logged_locked(const char *a, const char *b, const char *c);
 static int logged(const char *a, const char *b, const char *c) {
+    int found;
+    pthread_mutex_lock(&g_log_mu);
+    found = logged_locked(a, b, c);
+    pthread_mutex_unlock(&g_log_mu);
+    return found;
+}
+static int logged_locked(const char *a, const char *b, const char *c) {
     const char *line = g_log;
     while (*line) {
         const char *end = strchr(line, '\n');
@@ -2062,7 +2075,7 @@ static void test_103_no_dirty_reads(void) {
     TT_ASSERT(s && writer);
     ibx_owner_token(s, owner);
     /* The writer's transaction is held open by hand: its row must not be claimable yet. */
-    TT_EQ_INT(ibx__begin(&writer->db), IBX_OK);
+    TT_EQ_INT(ibx__begin(&writer->db, ibx__unit_mode(&writer->db, IBX__UNIT_WRITE)), IBX_OK);
     {
         ibx__param p[7];
         ibx__p_text(&p[0], "src", (size_t)-1);
@@ -2386,7 +2399,7 @@ static void test_time_zone(void) {
 typedef struct lease_probe {
     pthread_mutex_t mu;
     int inside, overlaps, calls[2];
-    volatile int stop;
+    int stop;                    /* atomic */
 } lease_probe;
 
 typedef struct lease_worker {
@@ -2423,13 +2436,13 @@ static void *thief_main(void *arg) {
     if (s && ibx_dispatcher_create(&dd, &d) == IBX_OK) {
         int started = 0;
         ibx_dispatcher_on(d, "slow", slow_handler, w);
-        while (!started && !w->lp->stop) { /* the first worker claims first */
+        while (!started && !__atomic_load_n(&w->lp->stop, __ATOMIC_SEQ_CST)) { /* the first worker claims first */
             pthread_mutex_lock(&w->lp->mu);
             started = w->lp->calls[0] > 0;
             pthread_mutex_unlock(&w->lp->mu);
             sleep_ms(5);
         }
-        while (!w->lp->stop) {
+        while (!__atomic_load_n(&w->lp->stop, __ATOMIC_SEQ_CST)) {
             ibx_dispatcher_run_once(d, &st);
             sleep_ms(20);
         }
@@ -2438,6 +2451,103 @@ static void *thief_main(void *arg) {
     ibx_store_close(s);
     return NULL;
 }
+
+/* ---- renewal faults (IBX-078): a lease not extended is not started on ---------------------
+ * As OBX-059-RENEW-*: allocations refused on the renewal thread (a fault
+ * hook of the test), or a lease taken away under it; the second message
+ * of the batch must then not be started by this dispatcher. */
+static pthread_t g_main_thread;
+static int g_refuse_others; /* set and cleared while no other thread of ours runs */
+static int refuse_here(void) { return g_refuse_others && !pthread_equal(pthread_self(), g_main_thread); }
+static void *refusing_alloc(size_t n, void *u) { (void)u; return refuse_here() ? NULL : malloc(n); }
+static void *refusing_realloc(void *p, size_t n, void *u) { (void)u; return refuse_here() ? NULL : realloc(p, n); }
+static void refusing_free(void *p, void *u) { (void)u; free(p); }
+
+typedef struct fault_case {
+    int lost;                    /* else: allocations refused */
+    ibx_store *other;
+    char other_owner[37];
+    int started, stolen, waited_ok;
+} fault_case;
+
+static ibx_outcome fault_handler(const ibx_message *m, char *error, size_t size, void *user) {
+    fault_case *fc = (fault_case *)user;
+    int tries;
+    (void)error; (void)size;
+    if (fc->started++ > 0) return IBX_DONE;
+    if (fc->lost) {
+        char q[256];
+        snprintf(q, sizeof q, "UPDATE {T} SET \"OwnerToken\" = '%s' WHERE \"MessageId\" = '%s'", fc->other_owner,
+                 strcmp(m->message_id, "f-0") == 0 ? "f-1" : "f-0");
+        fc->stolen = sql(fc->other, q);
+        for (tries = 0; tries < 100 && !fc->waited_ok; tries++) {
+            fc->waited_ok = logged("lease renewal found 1 of 2", NULL, NULL);
+            if (!fc->waited_ok) sleep_ms(50);
+        }
+        return IBX_DONE;
+    }
+    sleep_ms(2100); /* past the 2 s lease: the second worker reaps and claims both */
+    for (tries = 0; tries < 60 && fc->stolen < 2; tries++) {
+        const ibx_message *ms;
+        int n = 0;
+        int64_t reaped = 0;
+        ibx_reap(fc->other, &reaped);
+        if (ibx_claim(fc->other, fc->other_owner, 60, 10, &ms, &n) == IBX_OK) fc->stolen += n;
+        if (fc->stolen < 2) sleep_ms(100);
+    }
+    return IBX_DONE;
+}
+
+static void renewal_fault(int lost) {
+    ibx_store *s = fresh(), *s1 = NULL;
+    ibx_store_desc desc;
+    ibx_dispatcher_desc dd;
+    ibx_dispatcher *d = NULL;
+    ibx_run_stats st;
+    fault_case fc;
+    TT_ASSERT(s != NULL);
+    memset(&fc, 0, sizeof fc);
+    fc.lost = lost;
+    TT_ASSERT(enqueue(s, "fault", "shop", "f-0") && enqueue(s, "fault", "shop", "f-1"));
+    fc.other = open_table("Inbox", 0);
+    TT_ASSERT(fc.other != NULL);
+    ibx_owner_token(fc.other, fc.other_owner);
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.table = "Inbox";
+    desc.store_id = "ibx-test";
+    desc.hooks.logger.log = keep_log;
+    desc.hooks.logger.min_level = IBX_LOG_DEBUG;
+    desc.hooks.allocator.alloc = refusing_alloc;
+    desc.hooks.allocator.realloc = refusing_realloc;
+    desc.hooks.allocator.free = refusing_free;
+    TT_EQ_INT(ibx_store_open(&desc, &s1), IBX_OK);
+    memset(&dd, 0, sizeof dd);
+    dd.store = s1;
+    dd.lease_seconds = 2;
+    dd.batch_size = 2;
+    TT_EQ_INT(ibx_dispatcher_create(&dd, &d), IBX_OK);
+    TT_EQ_INT(ibx_dispatcher_on(d, "fault", fault_handler, &fc), IBX_OK);
+    log_reset();
+    g_main_thread = pthread_self();
+    g_refuse_others = !lost;
+    ibx_dispatcher_run_once(d, &st);
+    ibx_dispatcher_destroy(d);
+    g_refuse_others = 0;
+    TT_EQ_INT(st.claimed, 2);
+    TT_EQ_INT(fc.started, 1); /* the second is the other worker's now */
+    if (lost) {
+        TT_ASSERT(fc.stolen && fc.waited_ok);
+    } else {
+        TT_EQ_INT(fc.stolen, 2);
+        TT_ASSERT(logged("lease renewal failed", NULL, NULL));
+    }
+    ibx_store_close(s1);
+    ibx_store_close(fc.other);
+    ibx_store_close(s);
+}
+static void test_renewal_fault_alloc(void) { renewal_fault(0); }
+static void test_renewal_lost(void) { renewal_fault(1); }
 
 static void test_lease_renewal(void) {
     ibx_store *s = fresh();
@@ -2463,7 +2573,7 @@ static void test_lease_renewal(void) {
     TT_ASSERT(pthread_create(&thief, NULL, thief_main, &theirs) == 0);
     TT_EQ_INT(ibx_dispatcher_run_once(d, &st), IBX_OK);
     sleep_ms(1500);
-    lp.stop = 1;
+    __atomic_store_n(&lp.stop, 1, __ATOMIC_SEQ_CST);
     pthread_join(thief, NULL);
     TT_EQ_INT(st.done, 1);
     TT_EQ_INT(lp.overlaps, 0);
@@ -2595,6 +2705,56 @@ static int dead_one(ibx_store *s, const char *source, const char *id, const char
 }
 
 /* The dead-letter tools through the inbox's face: keys are (source, id). */
+/* Operator actions: ibx_dead_move (a cancel; with in_flight also one
+ * leased) and ibx_run_now (a scheduled one due now). */
+static void test_dead_move_run_now(void) {
+    ibx_store *s = fresh();
+    ibx_new_message later = msg("op.a", "ops", "later", "{}");
+    ibx_message m;
+    ibx_key k;
+    const ibx_message *ms;
+    char owner[37];
+    int64_t changed = -1;
+    TT_ASSERT(s != NULL);
+    ibx_owner_token(s, owner);
+    TT_ASSERT(enqueue(s, "op.a", "ops", "ready"));
+    later.due_utc_ms = now_ms() + 3600000;
+    TT_ASSERT(ibx_enqueue(s, &later, NULL) == IBX_OK);
+    TT_EQ_INT(ibx_dead_move(s, "ready", "", "r", 0, &changed), IBX_ERR_INVALID_ARG);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_dead_move: source");
+    TT_EQ_INT(ibx_dead_move(s, "ready", "ops", NULL, 0, &changed), IBX_ERR_INVALID_ARG);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_dead_move: reason");
+    TT_EQ_INT(changed, -1);
+    TT_EQ_INT(ibx_run_now(s, "ready", "ops", &changed), IBX_OK);
+    TT_EQ_INT(changed, 0); /* due already */
+    TT_EQ_INT(ibx_run_now(s, "later", "ops", &changed), IBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(ibx_get(s, "later", "ops", &m), IBX_OK);
+    TT_EXPECT(m.next_attempt_ms <= now_ms() + 2000);
+    TT_EQ_INT(claim(s, owner, 1, &ms), 1);
+    k.source = "ops";
+    k.message_id = strcmp(ms[0].message_id, "ready") == 0 ? "ready" : "later";
+    /* In flight: moved only with in_flight; the holder's ack then changes nothing. */
+    TT_EQ_INT(ibx_dead_move(s, k.message_id, "ops", "stuck", 0, &changed), IBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(ibx_dead_move(s, k.message_id, "ops", "stuck", 1, &changed), IBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(ibx_ack(s, owner, &k, 1, &changed), IBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(ibx_get(s, k.message_id, "ops", &m), IBX_OK);
+    TT_EQ_INT(m.status, IBX_STATUS_DEAD);
+    TT_EQ_STR(m.last_error, "stuck");
+    /* The other one, waiting: a cancel; Dead stays Dead. */
+    k.message_id = strcmp(k.message_id, "ready") == 0 ? "later" : "ready";
+    TT_EQ_INT(ibx_dead_move(s, k.message_id, "ops", "cancelled", 0, &changed), IBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(status_of(s, "ops", k.message_id), IBX_STATUS_DEAD);
+    TT_EQ_INT(ibx_dead_move(s, k.message_id, "ops", "again", 1, &changed), IBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(claim(s, owner, 10, &ms), 0);
+    ibx_store_close(s);
+}
+
 static void test_dead_letters(void) {
     ibx_store *s = fresh();
     ibx_dead_filter f;
@@ -2891,6 +3051,8 @@ int main(int argc, char **argv) {
     RUN("IBX-127", "payloads never reach the log", test_107_113_logging);
     RUN("IBX-130", "the empty owner token is rejected everywhere", test_043_130_empty_token);
     RUN("IBX-078", "a handler three times slower than its lease never runs twice at once (leases renewed)", test_lease_renewal);
+    RUN("IBX-078-RENEW-FAULT", "a renewal that fails (allocations refused on its thread) starts no handler past the lease it holds", test_renewal_fault_alloc);
+    RUN("IBX-078-RENEW-LOST", "a renewal that finds a lease taken away starts none of the batch's remaining handlers", test_renewal_lost);
     RUN("IBX-LEASE-EXTEND", "ibx_lease_extend keeps a lease; a thief's extension changes nothing", test_lease_extend);
     if (g_pg || g_my)
         RUN("CORE-TIME-ZONE", "times are right whatever the session's time zone (adopted connection)", test_time_zone);
@@ -2901,6 +3063,7 @@ int main(int argc, char **argv) {
     RUN("IBX-ENVELOPE-ROUNDTRIP", "tenant, aggregate type and id, headers: own columns, byte-exact through enqueue, get, claim, dead-letter list and handler", test_envelope_roundtrip);
     RUN("IBX-ENVELOPE-LIMITS", "each envelope argument refused before any SQL, naming it; values at the limits fit", test_envelope_limits);
     RUN("IBX-ENVELOPE-REDELIVERY", "a redelivery keeps the envelope stored first; a dedup-check row takes the first enqueue's; Done is untouched", test_envelope_redelivery);
+    RUN("IBX-DEAD-MOVE", "ibx_dead_move cancels a waiting message (in flight only when asked), ibx_run_now makes a scheduled one due", test_dead_move_run_now);
     RUN("IBX-DEAD-LETTERS", "dead letters by (source, id), topic, error: list, revive (attempts reset, error kept), purge", test_dead_letters);
     RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);

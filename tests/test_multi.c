@@ -7,7 +7,12 @@
 #include "../ibx.h"
 #include "tt.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *g_backend;
 static const char *g_conn[3];
@@ -15,12 +20,28 @@ static const char *const k_ids[3] = {"tenant-a", "tenant-b", "tenant-c"};
 
 static char g_log[1 << 16];
 static size_t g_log_len;
+static pthread_mutex_t g_log_mu = PTHREAD_MUTEX_INITIALIZER; /* renewal threads log too */
 static void keep_log(obx_log_level level, const char *id, const char *msg, void *user) {
     int n;
     (void)user;
     (void)level;
+    pthread_mutex_lock(&g_log_mu);
     n = snprintf(g_log + g_log_len, sizeof g_log - g_log_len, "[%s] %s\n", id, msg);
     if (n > 0 && g_log_len + (size_t)n < sizeof g_log) g_log_len += (size_t)n;
+    pthread_mutex_unlock(&g_log_mu);
+}
+static void log_reset(void) {
+    pthread_mutex_lock(&g_log_mu);
+    g_log_len = 0;
+    g_log[0] = '\0';
+    pthread_mutex_unlock(&g_log_mu);
+}
+static int log_has(const char *text) {
+    int found;
+    pthread_mutex_lock(&g_log_mu);
+    found = strstr(g_log, text) != NULL;
+    pthread_mutex_unlock(&g_log_mu);
+    return found;
 }
 static void ikeep_log(ibx_log_level level, const char *id, const char *msg, void *user) {
     keep_log((obx_log_level)level, id, msg, user);
@@ -308,7 +329,8 @@ static int64_t skewed_monotonic_ms(void *user) {
     struct timespec ts;
     (void)user;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + g_mono_skew_ms;
+    /* read by renewal threads too: atomic */
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + __atomic_load_n(&g_mono_skew_ms, __ATOMIC_RELAXED);
 }
 
 static obx_provider *provider_dynamic(discovered *found, int64_t refresh_ms) {
@@ -329,9 +351,22 @@ static obx_provider *provider_dynamic(discovered *found, int64_t refresh_ms) {
     return p;
 }
 
+/* Dispatcher rounds until the provider has `want` stores open: a database
+ * that was down is opened off the dispatching thread, its store taken in at
+ * a later round. Bounded (10 s); 0 when it never happened. */
+static int rounds_until_open(obx_dispatcher *d, obx_provider *p, int want) {
+    obx_run_stats st;
+    int i;
+    for (i = 0; i < 2000 && obx_provider_count(p) < want; i++) {
+        obx_dispatcher_run_once(d, &st);
+        sleep_ms(5);
+    }
+    return obx_provider_count(p) == want;
+}
+
 /* A database of a fixed list that cannot be opened when the provider is
  * created (down, or here: its store's memory refused) is not dropped for
- * good: the dispatcher opens it at the next refresh, as discovery's
+ * good: the dispatcher opens it when its wait is over, as discovery's
  * (OBX-066-RETRY). */
 static int g_refuse_stores;
 static void *refusing_alloc(size_t n, void *u) {
@@ -346,7 +381,6 @@ static void test_066_fixed_retry(void) {
     obx_database dbs[2];
     obx_provider *p = NULL;
     obx_dispatcher *d;
-    obx_run_stats st;
     obx_store *s;
     memset(&pd, 0, sizeof pd);
     dbs[0].id = k_ids[0];
@@ -372,11 +406,129 @@ static void test_066_fixed_retry(void) {
     TT_EQ_INT(obx_provider_refresh(p), OBX_ERR_STATE); /* a fixed list: nothing to ask */
     d = dispatcher_over(p, OBX_SELECT_ROUND_ROBIN, 10);
     TT_ASSERT(d != NULL);
-    g_mono_skew_ms += 60000;
-    obx_dispatcher_run_once(d, &st);
-    TT_EQ_INT(obx_provider_count(p), 2);
+    __atomic_add_fetch(&g_mono_skew_ms, 60000, __ATOMIC_RELAXED);
+    TT_ASSERT(rounds_until_open(d, p, 2));
     TT_EQ_INT(obx_router_get(p, "tenant-b", &s), OBX_OK);
     TT_EQ_STR(obx_provider_store_id(p, 0), "tenant-a");
+    obx_dispatcher_destroy(d);
+    obx_provider_destroy(p);
+}
+
+/* Databases that are down do not stall the others: each is tried again on
+ * its own backoff (1 s, 2 s, ...), off the dispatching thread. Tenants b
+ * and c point at a port where a listener accepts nothing (a frozen server:
+ * a connect waits for the login timeout, 30 s here); a round that starts
+ * their attempt must still serve tenant a at once. A watchdog ends the
+ * frozen connects after 5 s, so the unfixed code fails, not hangs. On
+ * SQLite the down tenants are files in a directory that does not exist
+ * (OBX-066-DOWN). */
+static int g_frozen_fd = -1;
+static volatile int g_frozen_release, g_frozen_closed;
+static void *frozen_watchdog(void *arg) {
+    int i;
+    (void)arg;
+    for (i = 0; i < 250 && !g_frozen_release; i++) sleep_ms(20);
+    g_frozen_closed = 1;
+    close(g_frozen_fd); /* the pending connects get a reset */
+    return NULL;
+}
+
+/* `conn` with its Port=... set to `port`. */
+static void with_port(char *out, size_t cap, const char *conn, int port) {
+    const char *at = strstr(conn, "Port=");
+    size_t head = at ? (size_t)(at - conn) : strlen(conn);
+    const char *tail = at ? at + 5 + strspn(at + 5, "0123456789") : "";
+    snprintf(out, cap, "%.*sPort=%d%s%s", (int)head, conn, port, at ? "" : ";", tail);
+}
+
+static int count_in_log(const char *what) {
+    int n = 0;
+    const char *at = g_log;
+    while ((at = strstr(at, what)) != NULL) {
+        n++;
+        at += strlen(what);
+    }
+    return n;
+}
+
+static void test_066_down(void) {
+    int network = strcmp(g_backend, "sqlite") != 0, port = 0, one = 1;
+    char conn[2][512];
+    obx_provider_desc pd;
+    obx_database dbs[3];
+    obx_provider *p = NULL;
+    obx_dispatcher *d;
+    obx_run_stats st;
+    pthread_t watchdog;
+    struct sockaddr_in sa;
+    socklen_t len = sizeof sa;
+    int i, fd;
+    if (network) { /* a port nobody listens on yet: refused at once */
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        memset(&sa, 0, sizeof sa);
+        sa.sin_family = AF_INET;
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        TT_ASSERT(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0);
+        TT_ASSERT(getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
+        port = ntohs(sa.sin_port);
+        close(fd);
+        with_port(conn[0], sizeof conn[0], g_conn[1], port);
+        with_port(conn[1], sizeof conn[1], g_conn[2], port);
+    } else {
+        snprintf(conn[0], sizeof conn[0], "Driver={SQLite3};Database=/no-such-dir-obx/b.db;");
+        snprintf(conn[1], sizeof conn[1], "Driver={SQLite3};Database=/no-such-dir-obx/c.db;");
+    }
+    memset(&pd, 0, sizeof pd);
+    for (i = 0; i < 3; i++) dbs[i].id = k_ids[i];
+    dbs[0].connection_string = g_conn[0];
+    dbs[1].connection_string = conn[0];
+    dbs[2].connection_string = conn[1];
+    pd.databases = dbs;
+    pd.database_count = 3;
+    pd.refresh_interval_ms = 60000;
+    pd.store.table = "OutboxMulti";
+    pd.store.deploy_schema = 1;
+    pd.store.login_timeout_seconds = 30;
+    pd.store.hooks.logger.log = keep_log;
+    pd.store.hooks.logger.min_level = OBX_LOG_DEBUG;
+    pd.store.hooks.clock.monotonic_ms = skewed_monotonic_ms;
+    TT_EQ_INT(obx_provider_create(&pd, &p), OBX_OK);
+    TT_EQ_INT(obx_provider_count(p), 1); /* b and c are down */
+    {
+        obx_store *s = obx_provider_store(p, 0);
+        char *sql = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "DELETE FROM {T}");
+        obx__unit(&s->db, clear_unit, sql, "clear");
+        obx__free(&s->hooks, sql);
+    }
+    TT_ASSERT(enqueue_to(p, "tenant-a", "t", 1));
+    d = dispatcher_over(p, OBX_SELECT_ROUND_ROBIN, 10);
+    TT_ASSERT(d != NULL);
+    g_frozen_release = g_frozen_closed = 0;
+    if (network) { /* now the port accepts, and answers nothing */
+        g_frozen_fd = socket(AF_INET, SOCK_STREAM, 0);
+        setsockopt(g_frozen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        TT_ASSERT(bind(g_frozen_fd, (struct sockaddr *)&sa, sizeof sa) == 0);
+        TT_ASSERT(listen(g_frozen_fd, 16) == 0);
+        TT_ASSERT(pthread_create(&watchdog, NULL, frozen_watchdog, NULL) == 0);
+    }
+    g_order[0] = '\0';
+    g_log_len = 0;
+    g_log[0] = '\0';
+    __atomic_add_fetch(&g_mono_skew_ms, 60000, __ATOMIC_RELAXED); /* every wait is over (and a fixed list's old refresh was due) */
+    obx_dispatcher_run_once(d, &st);
+    TT_EXPECT(!g_frozen_closed); /* the round did not wait for a frozen connect */
+    TT_EQ_STR(g_order, "a");     /* and tenant a was served in it */
+    g_frozen_release = 1;
+    if (network) pthread_join(watchdog, NULL);
+    /* Each down tenant is tried again on its own backoff: after the next
+     * failure, 2 s (then 4 s ...), not at every round or refresh. */
+    for (i = 0; i < 2000 && (count_in_log("(2 time(s) in a row); trying again in 2000 ms") < 2); i++) {
+        obx_dispatcher_run_once(d, &st);
+        sleep_ms(5);
+    }
+    TT_EQ_INT(count_in_log("(2 time(s) in a row); trying again in 2000 ms"), 2);
+    TT_EQ_INT(count_in_log("(3 time(s) in a row)"), 0);
+    TT_EQ_INT(obx_provider_count(p), 1);
     obx_dispatcher_destroy(d);
     obx_provider_destroy(p);
 }
@@ -427,7 +579,7 @@ static void test_075_079_discovery(void) {
     d = dispatcher_over(p, OBX_SELECT_ROUND_ROBIN, 10);
     TT_ASSERT(d != NULL);
     found.calls = 0;
-    g_mono_skew_ms += 60000;
+    __atomic_add_fetch(&g_mono_skew_ms, 60000, __ATOMIC_RELAXED);
     obx_dispatcher_run_once(d, &st);
     TT_EQ_INT(found.calls, 1);
     obx_dispatcher_run_once(d, &st);
@@ -435,6 +587,80 @@ static void test_075_079_discovery(void) {
     obx_dispatcher_destroy(d);
     obx_provider_destroy(p);
 }
+
+/* ---- lease renewal across a provider's refresh (CORE-RENEW-PROVIDER) -----------------------
+ * The renewal thread once kept pointers into the store it renewed for and
+ * knew it by address: a refresh that closed that store (its connection
+ * string changed, or discovery dropped it) left the next renewal, or the
+ * dispatcher's destroy, closing its connection through freed memory; a new
+ * store at the old address had its leases "renewed" in the old database.
+ * Run under ASan by make check-asan. */
+static obx_outcome wait_renewal(const obx_message *m, char *e, size_t n, void *u) {
+    int tries;
+    (void)m; (void)e; (void)n; (void)u;
+    for (tries = 0; tries < 100 && !log_has("renewed the leases of 1"); tries++) sleep_ms(50);
+    return OBX_DONE;
+}
+
+static int clear_store(obx_store *s) {
+    char *sql = s ? obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "DELETE FROM {T}") : NULL;
+    obx_result r = sql ? obx__unit(&s->db, clear_unit, sql, "clear") : OBX_ERR_NO_MEMORY;
+    if (s) obx__free(&s->hooks, sql);
+    return r == OBX_OK;
+}
+
+static void renew_across_refresh(int drop) {
+    discovered found;
+    obx_provider *p = NULL;
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    memset(&found, 0, sizeof found);
+    found.dbs[0].id = k_ids[0];
+    found.dbs[0].connection_string = g_conn[0];
+    found.count = 1;
+    {
+        obx_provider_desc pd;
+        memset(&pd, 0, sizeof pd);
+        pd.discover = discover;
+        pd.discover_user = &found;
+        pd.refresh_interval_ms = 3600000;
+        pd.store.table = "OutboxMulti";
+        pd.store.deploy_schema = 1;
+        pd.store.hooks.logger.log = keep_log;
+        pd.store.hooks.logger.min_level = OBX_LOG_DEBUG; /* "renewed the leases ..." */
+        TT_EQ_INT(obx_provider_create(&pd, &p), OBX_OK);
+    }
+    TT_ASSERT(clear_store(obx_provider_store(p, 0)) && enqueue_to(p, "tenant-a", "t", 1));
+    memset(&dd, 0, sizeof dd);
+    dd.provider = p;
+    dd.lease_seconds = 1;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "*", wait_renewal, NULL), OBX_OK);
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.done, 1);
+    TT_ASSERT(log_has("renewed the leases of 1")); /* the renewal connection is open */
+    if (drop) { /* discovery drops the tenant; its store is closed; then destroy */
+        found.count = 0;
+        TT_EQ_INT(obx_provider_refresh(p), OBX_OK);
+        TT_EQ_INT(obx_provider_count(p), 0);
+        obx_dispatcher_run_once(d, &st);
+        TT_EXPECT(!d->renewer->side.connected); /* closed with the store it served */
+    } else { /* the tenant moves to another database: a second round renews there */
+        found.dbs[0].connection_string = g_conn[1];
+        TT_EQ_INT(obx_provider_refresh(p), OBX_OK);
+        TT_ASSERT(clear_store(obx_provider_store(p, 0)) && enqueue_to(p, "tenant-a", "t", 1));
+        log_reset();
+        TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+        TT_EQ_INT(st.done, 1);
+        TT_ASSERT(log_has("renewed the leases of 1 of 1")); /* in the new database, where the message is */
+    }
+    obx_dispatcher_destroy(d);
+    obx_provider_destroy(p);
+}
+static void test_renew_moved(void) { renew_across_refresh(0); }
+static void test_renew_dropped(void) { renew_across_refresh(1); }
 
 static void test_reap_every_store(void) {
     obx_provider *p = provider_fixed(3);
@@ -584,6 +810,7 @@ static void test_ibx_fixed_retry(void) {
     ibx_dispatcher *d = NULL;
     ibx_run_stats st;
     ibx_store *s;
+    int i;
     memset(&pd, 0, sizeof pd);
     dbs[0].id = k_ids[0];
     dbs[0].connection_string = g_conn[0];
@@ -609,8 +836,11 @@ static void test_ibx_fixed_retry(void) {
     dd.provider = p;
     TT_EQ_INT(ibx_dispatcher_create(&dd, &d), IBX_OK);
     ibx_dispatcher_on(d, "*", irecord, NULL);
-    g_mono_skew_ms += 60000;
-    ibx_dispatcher_run_once(d, &st);
+    __atomic_add_fetch(&g_mono_skew_ms, 60000, __ATOMIC_RELAXED);
+    for (i = 0; i < 2000 && ibx_provider_count(p) < 2; i++) { /* opened off this thread */
+        ibx_dispatcher_run_once(d, &st);
+        sleep_ms(5);
+    }
     TT_EQ_INT(ibx_provider_count(p), 2);
     TT_EQ_INT(ibx_router_get(p, "tenant-b", &s), IBX_OK);
     ibx_dispatcher_destroy(d);
@@ -724,7 +954,8 @@ int main(int argc, char **argv) {
     g_conn[2] = argv[4];
 #define RUN(id, what, fn) TT_RUN(id, g_backend, what, fn)
     RUN("OBX-066", "a store per database, messages kept apart", test_066_separate_stores);
-    RUN("OBX-066-RETRY", "a fixed-list database that could not be opened is opened at the next refresh", test_066_fixed_retry);
+    RUN("OBX-066-RETRY", "a fixed-list database that could not be opened is opened when its wait is over", test_066_fixed_retry);
+    RUN("OBX-066-DOWN", "databases that are down are retried each on its own backoff, never stalling the others", test_066_down);
     RUN("OBX-067", "the dispatcher asks a selection strategy every round", test_067_strategy);
     RUN("OBX-068", "round-robin: one batch from each store in turn", test_068_round_robin);
     RUN("OBX-069", "drain-first: a store until it is empty, then the next", test_069_drain_first);
@@ -739,9 +970,11 @@ int main(int argc, char **argv) {
     RUN("OBX-077", "a new database gets a store", test_075_079_discovery);
     RUN("OBX-078", "a removed database's store is closed", test_075_079_discovery);
     RUN("OBX-079", "unchanged databases keep their stores", test_075_079_discovery);
+    RUN("CORE-RENEW-PROVIDER-MOVED", "a refresh that moves a tenant during renewal: the next round renews in the new database, no freed store used", test_renew_moved);
+    RUN("CORE-RENEW-PROVIDER-DROPPED", "discovery drops the tenant whose leases were renewed: its renewal connection closes, destroy uses no freed store", test_renew_dropped);
     RUN("OBX-REAP-ALL", "expired leases are reaped in every store, not only the first", test_reap_every_store);
     RUN("OBX-121", "router lookups reuse the open stores", test_121_cached);
-    RUN("IBX-PROVIDER-RETRY", "an inbox fixed-list database that could not be opened is opened at the next refresh", test_ibx_fixed_retry);
+    RUN("IBX-PROVIDER-RETRY", "an inbox fixed-list database that could not be opened is opened when its wait is over", test_ibx_fixed_retry);
     RUN("IBX-085", "a store per database", test_ibx_085_086);
     RUN("IBX-086", "the dispatcher selects a store every round", test_ibx_087);
     RUN("IBX-087", "round-robin over inbox stores", test_ibx_087);

@@ -30,23 +30,36 @@ static int g_srv; /* a server database: transactions by ODBC, rows locked per ro
 /* Log lines are kept so that tests can look for what must never be logged. */
 static char g_log[1 << 16];
 static size_t g_log_len;
+static pthread_mutex_t g_log_mu = PTHREAD_MUTEX_INITIALIZER; /* the renewal thread logs too */
 static void keep_log(obx_log_level level, const char *id, const char *msg, void *user) {
     static const char *const names[] = {"?", "DEBUG", "INFO", "WARN", "ERROR"};
     int n;
     (void)user;
     if (getenv("OBX_TEST_VERBOSE")) fprintf(stderr, "  log %d [%s] %s\n", (int)level, id, msg);
+    pthread_mutex_lock(&g_log_mu);
     n = snprintf(g_log + g_log_len, sizeof g_log - g_log_len, "%s [%s] %s\n",
                  names[level >= OBX_LOG_DEBUG && level <= OBX_LOG_ERROR ? level : 0], id, msg);
     if (n > 0 && g_log_len + (size_t)n < sizeof g_log) g_log_len += (size_t)n;
+    pthread_mutex_unlock(&g_log_mu);
 }
 
 static void log_reset(void) {
+    pthread_mutex_lock(&g_log_mu);
     g_log_len = 0;
     g_log[0] = '\0';
+    pthread_mutex_unlock(&g_log_mu);
 }
 
 /* Nonzero when a logged line holds every one of the given fragments. */
+static int logged_locked(const char *a, const char *b, const char *c);
 static int logged(const char *a, const char *b, const char *c) {
+    int found;
+    pthread_mutex_lock(&g_log_mu);
+    found = logged_locked(a, b, c);
+    pthread_mutex_unlock(&g_log_mu);
+    return found;
+}
+static int logged_locked(const char *a, const char *b, const char *c) {
     const char *line = g_log;
     while (*line) {
         const char *end = strchr(line, '\n');
@@ -2872,7 +2885,7 @@ typedef struct probe {
 
 static obx_outcome probe_handler(const obx_message *m, char *error, size_t size, void *user) {
     probe *p = (probe *)user;
-    p->calls++;
+    int calls = p->calls + 1;
     memcpy(p->last_id, m->id, 37);
     memcpy(p->last_message_id, m->message_id, 37);
     snprintf(p->last_topic, sizeof p->last_topic, "%s", m->topic);
@@ -2881,8 +2894,9 @@ static obx_outcome probe_handler(const obx_message *m, char *error, size_t size,
     p->last_retry = m->retry_count;
     p->last_created = m->created_at_ms;
     if (p->order) strcat(p->order, p->name);
-    if (p->calls <= p->fail_until) {
-        snprintf(error, size, "simulated failure %d", p->calls);
+    __atomic_store_n(&p->calls, calls, __ATOMIC_RELEASE); /* last: a test may watch from its own thread */
+    if (calls <= p->fail_until) {
+        snprintf(error, size, "simulated failure %d", calls);
         return p->fail_with;
     }
     return OBX_DONE;
@@ -3610,8 +3624,8 @@ static void test_wake_and_stop(void) {
     t0 = now_ms();
     TT_ASSERT(enqueue(producer, "hot", "now", id));
     obx_dispatcher_wake(d); /* after the commit */
-    for (waited = 0; p.calls == 0 && waited < 3000; waited += 5) sleep_ms(5);
-    TT_EQ_INT(p.calls, 1);
+    for (waited = 0; __atomic_load_n(&p.calls, __ATOMIC_ACQUIRE) == 0 && waited < 3000; waited += 5) sleep_ms(5);
+    TT_EQ_INT(__atomic_load_n(&p.calls, __ATOMIC_ACQUIRE), 1);
     TT_EXPECT(now_ms() - t0 < 3000);
     t0 = now_ms();
     obx_dispatcher_stop(d);
@@ -3786,8 +3800,8 @@ static void test_wake_socket(void) {
     obx_dispatcher_on(d, "hot", probe_handler, &p);
     arg.d = d;
     TT_ASSERT(pthread_create(&thread, NULL, loop_main, &arg) == 0);
-    for (waited = 0; p.calls == 0 && waited < 5000; waited += 5) sleep_ms(5);
-    TT_EQ_INT(p.calls, 1);
+    for (waited = 0; __atomic_load_n(&p.calls, __ATOMIC_ACQUIRE) == 0 && waited < 5000; waited += 5) sleep_ms(5);
+    TT_EQ_INT(__atomic_load_n(&p.calls, __ATOMIC_ACQUIRE), 1);
     TT_EQ_STR(p.last_payload, "from another process");
     obx_dispatcher_stop(d);
     pthread_join(thread, NULL);
@@ -5428,7 +5442,7 @@ static void test_join_wait_bad(void) {
 typedef struct lease_probe {
     pthread_mutex_t mu;
     int inside, overlaps, calls[2];
-    volatile int stop;
+    int stop;                    /* atomic */
 } lease_probe;
 
 typedef struct lease_worker {
@@ -5466,13 +5480,13 @@ static void *thief_main(void *arg) {
     if (s && obx_dispatcher_create(&dd, &d) == OBX_OK) {
         int started = 0;
         obx_dispatcher_on(d, "slow", slow_handler, w);
-        while (!started && !w->probe->stop) { /* the first worker claims first */
+        while (!started && !__atomic_load_n(&w->probe->stop, __ATOMIC_SEQ_CST)) { /* the first worker claims first */
             pthread_mutex_lock(&w->probe->mu);
             started = w->probe->calls[0] > 0;
             pthread_mutex_unlock(&w->probe->mu);
             sleep_ms(5);
         }
-        while (!w->probe->stop) {
+        while (!__atomic_load_n(&w->probe->stop, __ATOMIC_SEQ_CST)) {
             obx_dispatcher_run_once(d, &st);
             sleep_ms(20);
         }
@@ -5507,7 +5521,7 @@ static void test_lease_renewal(void) {
     TT_ASSERT(pthread_create(&thief, NULL, thief_main, &theirs) == 0);
     TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
     sleep_ms(1500); /* the thief keeps reaping after our ack */
-    lp.stop = 1;
+    __atomic_store_n(&lp.stop, 1, __ATOMIC_SEQ_CST);
     pthread_join(thief, NULL);
     TT_EQ_INT(st.done, 1);
     TT_EQ_INT(lp.overlaps, 0);
@@ -5517,6 +5531,167 @@ static void test_lease_renewal(void) {
     TT_EQ_INT(got.status, OBX_STATUS_DONE);
     obx_dispatcher_destroy(d);
     pthread_mutex_destroy(&lp.mu);
+    obx_store_close(s);
+}
+
+/* ---- renewal faults (OBX-059): a lease not extended is not started on ---------------------------
+ * Two messages, a 2 s lease, a first handler that outlasts it. The renewal
+ * thread cannot renew (a fault hook of the test: its allocations are
+ * refused, or another thread holds the process-wide connect lock, or a
+ * lease was taken away under it). A second worker reaps and claims; the
+ * first dispatcher must then not start the second message: the deadline
+ * for starting a handler follows the last renewal that extended every
+ * message of the batch. */
+
+enum { FAULT_ALLOC, FAULT_CONNECT_LOCK, FAULT_LOST };
+static pthread_t g_main_thread;
+static int g_refuse_others; /* set and cleared while no other thread of ours runs */
+
+static int refuse_here(void) { return g_refuse_others && !pthread_equal(pthread_self(), g_main_thread); }
+static void *refusing_alloc(size_t n, void *u) { (void)u; return refuse_here() ? NULL : malloc(n); }
+static void *refusing_realloc(void *p, size_t n, void *u) { (void)u; return refuse_here() ? NULL : realloc(p, n); }
+static void refusing_free(void *p, void *u) { (void)u; free(p); }
+
+typedef struct fault_case {
+    int fault;
+    obx_store *other;            /* the second worker */
+    char ids[2][37], other_owner[37];
+    int started[2], stolen, waited_ok;
+} fault_case;
+
+static obx_outcome fault_handler(const obx_message *m, char *error, size_t size, void *user) {
+    fault_case *fc = (fault_case *)user;
+    int which = strcmp(m->id, fc->ids[0]) == 0 ? 0 : 1, tries;
+    (void)error; (void)size;
+    fc->started[which]++;
+    if (fc->started[0] + fc->started[1] > 1) return OBX_DONE;
+    if (fc->fault == FAULT_LOST) { /* the other message's lease is taken away (an operator, a reaper) */
+        char q[256];
+        snprintf(q, sizeof q, "UPDATE {T} SET \"OwnerToken\" = '%s' WHERE \"Id\" = '%s'", fc->other_owner,
+                 fc->ids[1 - which]);
+        fc->stolen = sql(fc->other, q);
+        for (tries = 0; tries < 100 && !fc->waited_ok; tries++) { /* until the renewal has seen it */
+            fc->waited_ok = logged("lease renewal found 1 of 2", NULL, NULL);
+            if (!fc->waited_ok) sleep_ms(50);
+        }
+        return OBX_DONE;
+    }
+    /* Past the 2 s lease, the second worker reaps and claims both. */
+    sleep_ms(2100);
+    for (tries = 0; tries < 60 && fc->stolen < 2; tries++) {
+        const obx_message *ms;
+        int n = 0;
+        int64_t reaped = 0;
+        obx_reap(fc->other, &reaped);
+        if (obx_claim(fc->other, fc->other_owner, 60, 10, &ms, &n) == OBX_OK) fc->stolen += n;
+        if (fc->stolen < 2) sleep_ms(100);
+    }
+    if (fc->fault == FAULT_CONNECT_LOCK) pthread_mutex_unlock(&obx_ibx_connect_lock);
+    return OBX_DONE;
+}
+
+static void renewal_fault(int fault) {
+    obx_store *s = fresh(), *s1 = NULL;
+    obx_store_desc desc;
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    obx_message got;
+    fault_case fc;
+    int i;
+    TT_ASSERT(s != NULL);
+    memset(&fc, 0, sizeof fc);
+    fc.fault = fault;
+    TT_ASSERT(enqueue(s, "fault", "{}", fc.ids[0]) && enqueue(s, "fault", "{}", fc.ids[1]));
+    fc.other = open_table("Outbox", 0);
+    TT_ASSERT(fc.other != NULL);
+    obx_owner_token(fc.other, fc.other_owner);
+    memset(&desc, 0, sizeof desc); /* the first worker's store, with the test's allocator */
+    desc.connection_string = g_conn;
+    desc.table = "Outbox";
+    desc.store_id = "obx-test";
+    desc.hooks.logger.log = keep_log;
+    desc.hooks.logger.min_level = OBX_LOG_DEBUG;
+    desc.hooks.allocator.alloc = refusing_alloc;
+    desc.hooks.allocator.realloc = refusing_realloc;
+    desc.hooks.allocator.free = refusing_free;
+    TT_EQ_INT(obx_store_open(&desc, &s1), OBX_OK);
+    memset(&dd, 0, sizeof dd);
+    dd.store = s1;
+    dd.lease_seconds = 2;
+    dd.batch_size = 2;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "fault", fault_handler, &fc), OBX_OK);
+    log_reset();
+    g_main_thread = pthread_self();
+    g_refuse_others = fault == FAULT_ALLOC;
+    if (fault == FAULT_CONNECT_LOCK) pthread_mutex_lock(&obx_ibx_connect_lock);
+    obx_dispatcher_run_once(d, &st);
+    obx_dispatcher_destroy(d);
+    g_refuse_others = 0;
+    TT_EQ_INT(st.claimed, 2);
+    TT_EQ_INT(fc.started[0] + fc.started[1], 1); /* the second is the other worker's now */
+    if (fault == FAULT_LOST) {
+        TT_ASSERT(fc.stolen);
+        TT_ASSERT(fc.waited_ok);
+        i = fc.started[0] ? 1 : 0; /* the message taken away is still the other's */
+        TT_EQ_INT(obx_get(s, fc.ids[i], &got), OBX_OK);
+        TT_EQ_INT(got.status, OBX_STATUS_IN_PROGRESS);
+    } else {
+        TT_EQ_INT(fc.stolen, 2);
+        TT_ASSERT(logged("lease renewal failed", NULL, NULL));
+        for (i = 0; i < 2; i++) { /* both still the second worker's */
+            TT_EQ_INT(obx_get(s, fc.ids[i], &got), OBX_OK);
+            TT_EQ_INT(got.status, OBX_STATUS_IN_PROGRESS);
+        }
+    }
+    obx_store_close(s1);
+    obx_store_close(fc.other);
+    obx_store_close(s);
+}
+
+static void test_renewal_fault_alloc(void) { renewal_fault(FAULT_ALLOC); }
+static void test_renewal_fault_connect_lock(void) { renewal_fault(FAULT_CONNECT_LOCK); }
+static void test_renewal_lost(void) { renewal_fault(FAULT_LOST); }
+
+/* A handler that uses the dispatcher's own store, whose connection is lost
+ * and reopened meanwhile (a reconnect sets the connection's dialect again),
+ * while the renewal thread renews: the renewer reads nothing of the store's
+ * connection (its own copies), so ThreadSanitizer (make check-tsan) sees
+ * no race; and new ids drawn from the default random source meanwhile. */
+static obx_outcome reconnecting_handler(const obx_message *m, char *error, size_t size, void *user) {
+    obx_store *s = (obx_store *)user;
+    int64_t ready = 0;
+    int i;
+    char id[37];
+    (void)m; (void)error; (void)size;
+    for (i = 0; i < 3; i++) {
+        sleep_ms(250); /* renewals every 333 ms */
+        s->db.lost = 1;  /* as a failed statement marks it */
+        if (obx_queue_stats(s, &ready, NULL) != OBX_OK || !enqueue(s, "other", "{}", id)) return OBX_RETRY;
+    }
+    return OBX_DONE;
+}
+
+static void test_renew_reconnect(void) {
+    obx_store *s = fresh();
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    char id[37];
+    TT_ASSERT(s != NULL && enqueue(s, "reconnect", "{}", id));
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.lease_seconds = 1;
+    dd.batch_size = 1;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "reconnect", reconnecting_handler, s), OBX_OK);
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.done, 1);
+    TT_ASSERT(logged("reconnected after", NULL, NULL));
+    TT_ASSERT(logged("renewed the leases of 1", NULL, NULL));
+    obx_dispatcher_destroy(d);
     obx_store_close(s);
 }
 
@@ -5953,6 +6128,69 @@ static void *replay_main(void *varg) {
     f.topic = "dl.a";
     a->r = obx_dead_replay(a->s, &f, &a->replayed);
     return NULL;
+}
+
+/* Operator actions: obx_dead_move (a cancel: Ready or scheduled; with
+ * in_flight also one leased) and obx_run_now (a scheduled one due now; a
+ * parked one left waiting for its key). */
+static void test_dead_move_run_now(void) {
+    obx_store *s = fresh();
+    obx_new_message m1 = msg("op.a", "p"), k1 = keyed("k1", "op-key"), k2 = keyed("k2", "op-key");
+    obx_message m;
+    const obx_message *ms;
+    char ready[37], later[37], leased[37], head[37], parked[37], owner[37];
+    const char *list[1];
+    int n = 0;
+    int64_t changed = -1;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_ASSERT(enqueue(s, "op.a", "p", ready));
+    m1.due_utc_ms = now_ms() + 3600000;
+    TT_ASSERT(obx_enqueue(s, &m1, later) == OBX_OK);
+    /* Bad arguments are named, before any SQL. */
+    TT_EQ_INT(obx_dead_move(s, "nope", "r", 0, &changed), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dead_move: id");
+    TT_EQ_INT(obx_dead_move(s, ready, "", 0, &changed), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dead_move: reason");
+    TT_EQ_INT(obx_run_now(s, NULL, &changed), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(changed, -1);
+    /* Run now: the scheduled one is claimable at once; a ready one is not changed. */
+    TT_EQ_INT(obx_run_now(s, ready, &changed), OBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(obx_run_now(s, later, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(obx_get(s, later, &m), OBX_OK);
+    TT_EXPECT(m.next_attempt_ms <= now_ms() + 2000);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 2);
+    memcpy(leased, ms[0].id, 37);
+    /* Move: an in-flight one only with in_flight; its holder's ack then changes nothing. */
+    TT_EQ_INT(obx_dead_move(s, leased, "stuck on a bad host", 0, &changed), OBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(obx_dead_move(s, leased, "stuck on a bad host", 1, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(obx_get(s, leased, &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_FAILED);
+    TT_EQ_STR(m.last_error, "stuck on a bad host");
+    TT_EQ_STR(m.owner_token, "");
+    list[0] = leased;
+    TT_EQ_INT(obx_ack(s, owner, list, 1, &changed), OBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EQ_INT(obx_get(s, leased, &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_FAILED);
+    /* Done and Dead stay as they are. */
+    TT_EQ_INT(obx_dead_move(s, leased, "again", 1, &changed), OBX_OK);
+    TT_EQ_INT(changed, 0);
+    /* Cancel a key's head: the message parked behind it moves on. */
+    TT_ASSERT(obx_enqueue(s, &k1, head) == OBX_OK && obx_enqueue(s, &k2, parked) == OBX_OK);
+    TT_EQ_INT(obx_run_now(s, parked, &changed), OBX_OK);
+    TT_EQ_INT(changed, 0); /* parked (or due): not changed either way */
+    TT_EQ_INT(obx_dead_move(s, head, "cancelled by the operator", 0, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_STR(ms[0].id, parked);
+    obx_store_close(s);
 }
 
 static void test_dead_letters(void) {
@@ -6416,6 +6654,10 @@ int main(int argc, char **argv) {
     RUN("CORE-ADOPT-AUTOCOMMIT", "an adopted connection in the wrong autocommit mode is refused, naming the cause", test_adopt_autocommit);
     RUN("CORE-JOIN-WAIT-BAD", "a join.wait with a bad joinId, or none, is dead at once (no retries)", test_join_wait_bad);
     RUN("OBX-059", "a handler three times slower than its lease never runs twice at once (leases renewed)", test_lease_renewal);
+    RUN("OBX-059-RENEW-FAULT", "a renewal that fails (allocations refused on its thread) starts no handler past the lease it holds", test_renewal_fault_alloc);
+    RUN("OBX-059-RENEW-LOCK", "renewals never queue behind another thread's connect; no handler starts past the lease held", test_renewal_fault_connect_lock);
+    RUN("OBX-059-RENEW-LOST", "a renewal that finds a lease taken away starts none of the batch's remaining handlers", test_renewal_lost);
+    RUN("CORE-RENEW-RECONNECT", "a handler's store reconnects while its leases are renewed: the renewer shares nothing of it", test_renew_reconnect);
     RUN("OBX-LEASE-EXTEND", "obx_lease_extend keeps a lease; a thief's extension changes nothing", test_lease_extend);
     RUN("CORE-CLOCK-STEP", "a clock stepping back or INT64_MAX intervals never break the dispatcher", test_clock_step);
     RUN("OBX-BATCH-EXACT", "batch enqueue keeps quotes, braces, NULL-like text, newlines exact", test_batch_text_exact);
@@ -6423,6 +6665,7 @@ int main(int argc, char **argv) {
     RUN("OBX-BATCH-HANDLER", "20,000 messages through a batch handler and a per-message one: every outcome on its own message", test_batch_handler);
     RUN("OBX-PAUSE", "OBX_PAUSE: no attempt used, topic paused 60 s then 120 s (capped), others flow, first success resumes", test_pause_on_outage);
     RUN("OBX-PAUSE-LONG", "a downstream down for 1,000 handler calls: 0 dead, attempts unchanged, all delivered after", test_pause_long_outage);
+    RUN("OBX-DEAD-MOVE", "obx_dead_move cancels a ready or scheduled message (in flight only when asked), obx_run_now makes a scheduled one due; a key moves on", test_dead_move_run_now);
     RUN("OBX-DEAD-LETTERS", "dead letters: paged list with filters, replay (attempts reset, error kept, once under concurrency), purge", test_dead_letters);
     RUN("OBX-JOIN-CANCEL", "a cancelled join's join.wait ends without its follow-up; too late once completed", test_join_cancel);
     RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);

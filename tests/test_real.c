@@ -107,7 +107,7 @@ static void test_rollback_leaves_nothing(void) {
     obx__param p[2];
     TT_ASSERT(s != NULL);
     TT_ASSERT(make_table(s));
-    TT_EQ_INT(obx__begin(&s->db), OBX_OK);
+    TT_EQ_INT(obx__begin(&s->db, obx__unit_mode(&s->db, OBX__UNIT_WRITE)), OBX_OK);
     obx__p_i64(&p[0], 1);
     obx__p_text(&p[1], "rolled back", (size_t)-1);
     TT_EQ_INT(obx__exec(&s->db, 0, "INSERT INTO obx_core_test (id, v) VALUES (?, ?)", p, 2, NULL, NULL), OBX_OK);

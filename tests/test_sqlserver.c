@@ -1048,6 +1048,24 @@ static void test_dead_letters(void) {
     TT_EXPECT(strncmp(fake_log_sql(e), "WITH d AS (SELECT TOP (?) t.[Id] FROM [dbo].[Outbox] AS t WHERE t.[Status] = 3", sizeof "WITH d AS (SELECT TOP (?) t.[Id] FROM [dbo].[Outbox] AS t WHERE t.[Status] = 3" - 1) == 0);
     TT_EQ_STR(fake_log_param_text(e, 0, 1), "1000");
     TT_EQ_INT(fake_commits(), 1); /* fewer than a batch: done */
+    /* The operator's actions on one message (no parking on SQL Server). */
+    forget();
+    fake_push_ok(1);
+    TT_EQ_INT(obx_dead_move(s, "0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B", "cancelled", 0, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    e = first_exec();
+    TT_EXPECT(strncmp(fake_log_sql(e), "UPDATE t SET [Status] = 3, [LastError] = ?", 42) == 0);
+    TT_EXPECT(strstr(fake_log_sql(e), "(t.[Status] = 0 OR (t.[Status] = 1 AND ? = 1))") != NULL);
+    TT_EQ_STR(fake_log_param_text(e, 0, 1), "cancelled");
+    TT_EQ_STR(fake_log_param_text(e, 0, 2), "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b");
+    TT_EQ_STR(fake_log_param_text(e, 0, 3), "0");
+    forget();
+    fake_push_ok(1);
+    TT_EQ_INT(obx_run_now(s, "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    e = first_exec();
+    TT_EXPECT(strncmp(fake_log_sql(e), "UPDATE t SET [NextAttemptAt] = SYSDATETIMEOFFSET()", 50) == 0);
+    TT_EXPECT(strstr(fake_log_sql(e), "t.[NextAttemptAt] > SYSDATETIMEOFFSET()") != NULL);
     obx_store_close(s);
 
     in = inbox();
@@ -1065,6 +1083,23 @@ static void test_dead_letters(void) {
     TT_EQ_INT(ibx_dead_replay(in, &g, &changed), IBX_OK);
     TT_EQ_INT(changed, 4);
     TT_EXPECT(strncmp(fake_log_sql(first_exec()), "UPDATE t SET [Status] = 'Processing', [Attempt] = 0", 51) == 0);
+    /* The operator's actions on one message: its key, then the reason or flag. */
+    forget();
+    fake_push_ok(1);
+    TT_EQ_INT(ibx_dead_move(in, "evt_1", "stripe", "cancelled", 1, &changed), IBX_OK);
+    TT_EQ_INT(changed, 1);
+    e = first_exec();
+    TT_EXPECT(strncmp(fake_log_sql(e), "UPDATE t SET [Status] = 'Dead', [LastError] = ?", 47) == 0);
+    TT_EXPECT(strstr(fake_log_sql(e), "t.[Status] = 'Processing' AND (t.[LockedUntil] IS NULL OR ? = 1)") != NULL);
+    TT_EQ_STR(fake_log_param_text(e, 0, 1), "cancelled");
+    TT_EQ_STR(fake_log_param_text(e, 0, 2), "stripe");
+    TT_EQ_STR(fake_log_param_text(e, 0, 3), "evt_1");
+    TT_EQ_STR(fake_log_param_text(e, 0, 4), "1");
+    forget();
+    fake_push_ok(0);
+    TT_EQ_INT(ibx_run_now(in, "evt_1", "stripe", &changed), IBX_OK);
+    TT_EQ_INT(changed, 0);
+    TT_EXPECT(strncmp(fake_log_sql(first_exec()), "UPDATE t SET [NextAttemptAt] = SYSUTCDATETIME()", 47) == 0);
     ibx_store_close(in);
 }
 

@@ -372,6 +372,67 @@ static void test_sql_expand(void) {
 }
 
 
+/* Statements declare their parameters: every statement of every dialect
+ * (SQL Server included), expanded as a store expands it ({O} and the other
+ * names), takes exactly the arguments its header declares, and a store
+ * opens with it (in debug builds the open checks it too). Both claim
+ * variants (ordering_dead_holds). A failure names header, dialect, id. */
+#define STMT_PARAMS_CHECK(P, p, head)                                                              \
+    do {                                                                                           \
+        int d_, hold_, i_;                                                                         \
+        for (d_ = 1; d_ <= 4; d_++)                                                                \
+            for (hold_ = 0; hold_ < 2 && p##__sqlsets[d_]; hold_++) {                              \
+                static p##_store st_;                                                              \
+                static char schema_[] = "dbo", table_[] = "Box";                                   \
+                p##_result r_;                                                                     \
+                memset(&st_, 0, sizeof st_);                                                       \
+                p##__hooks_resolve(&st_.hooks, NULL);                                              \
+                st_.db.hooks = &st_.hooks;                                                         \
+                st_.db.err = &st_.err;                                                             \
+                st_.db.d = p##__dialect_get((p##_dialect)d_);                                      \
+                st_.schema = schema_;                                                              \
+                st_.table = table_;                                                                \
+                st_.max_starts = 3;                                                                \
+                STMT_PARAMS_HOLD(st_, hold_);                                                      \
+                r_ = p##__store_prepare_sql(&st_);                                                 \
+                for (i_ = 0; i_ < P##__Q_COUNT; i_++) {                                            \
+                    char why_[80], msg_[200];                                                      \
+                    const char *bad_;                                                              \
+                    if (!st_.sql[i_]) continue;                                                    \
+                    bad_ = p##__args_check(st_.sql[i_], p##__stmt_args(st_.db.d, i_), why_, sizeof why_); \
+                    if (bad_) {                                                                    \
+                        snprintf(msg_, sizeof msg_, head " %s statement %d: %s",                   \
+                                 p##__dialect_name((p##_dialect)d_), i_, bad_);                    \
+                        tt_fail_at(__FILE__, __LINE__, msg_);                                      \
+                    }                                                                              \
+                    p##__free(&st_.hooks, st_.sql[i_]);                                            \
+                }                                                                                  \
+                TT_EQ_INT(r_, 0);                                                                  \
+            }                                                                                      \
+    } while (0)
+
+static void test_stmt_params(void) {
+    char why[80];
+    /* The checker itself: counts, numbering, unused arguments, mixing. */
+    TT_EXPECT(obx__args_check("UPDATE t SET a = ? WHERE b = ?", "it", why, sizeof why) == NULL);
+    TT_EXPECT(obx__args_check("UPDATE t SET a = ? WHERE b = ?", "itt", why, sizeof why) != NULL);
+    TT_EQ_STR(why, "2 marker(s), 3 argument(s) declared");
+    TT_EXPECT(obx__args_check("{CALL p(?, ?)}", "i", why, sizeof why) != NULL);
+    TT_EXPECT(obx__args_check("SELECT ?2, ?1, ?1", "it", why, sizeof why) == NULL);
+    TT_EXPECT(obx__args_check("SELECT ?3", "itt", why, sizeof why) != NULL);
+    TT_EQ_STR(why, "argument 1 (i) has no marker");
+    TT_EXPECT(obx__args_check("SELECT ?3", "ITt", why, sizeof why) == NULL);
+    TT_EXPECT(obx__args_check("SELECT ?4", "itt", why, sizeof why) != NULL);
+    TT_EXPECT(obx__args_check("SELECT ?1, ?", "it", why, sizeof why) != NULL);
+    TT_EXPECT(obx__args_check("SELECT 1", NULL, why, sizeof why) != NULL);
+#define STMT_PARAMS_HOLD(st, hold) ((st).own.dead_holds = (hold))
+    STMT_PARAMS_CHECK(OBX, obx, "obx.h");
+#undef STMT_PARAMS_HOLD
+#define STMT_PARAMS_HOLD(st, hold) ((void)(hold))
+    STMT_PARAMS_CHECK(IBX, ibx, "ibx.h");
+#undef STMT_PARAMS_HOLD
+}
+
 /* A size that would wrap size_t (a 32-bit gateway) is refused before any
  * allocation; before the guard the doubling loop never ended. */
 static int g_allocs;
@@ -808,6 +869,55 @@ static void test_fake_sqlite_transactions(void) {
     TT_EQ_STR(fake_log_sql(1), "BEGIN IMMEDIATE");
     TT_EQ_INT(g_sleeps, 1);
     obx_store_close(s);
+}
+
+/* One place decides how a unit runs (obx__unit_mode): per dialect and
+ * connection, a unit of one statement, one of several that writes, one that
+ * reads; the unit runs in the mode decided (db->unit) and issues only that
+ * mode's transaction calls. CORE-UNIT-MODE. */
+static void test_fake_unit_mode(void) {
+    enum { W1 = OBX__UNIT_WRITE | OBX__UNIT_ONE_STATEMENT, W = OBX__UNIT_WRITE, R1 = OBX__UNIT_ONE_STATEMENT };
+    static const struct {
+        const char *dbms;
+        int timeout; /* a statement timeout: MariaDB's units are ODBC transactions then */
+        int flags, want;
+    } cases[] = {
+        {"SQLite", 0, W1, OBX__RUN_AUTOCOMMIT}, {"SQLite", 0, R1, OBX__RUN_AUTOCOMMIT},
+        {"SQLite", 0, W, OBX__RUN_SQL}, {"SQLite", 0, 0, OBX__RUN_SQL_READ},
+        {"PostgreSQL", 0, W1, OBX__RUN_AUTOCOMMIT}, {"PostgreSQL", 0, R1, OBX__RUN_AUTOCOMMIT},
+        {"PostgreSQL", 0, W, OBX__RUN_ODBC}, {"PostgreSQL", 0, 0, OBX__RUN_ODBC},
+        {"MariaDB", 0, W1, OBX__RUN_AUTOCOMMIT}, {"MariaDB", 0, W, OBX__RUN_SQL},
+        {"MariaDB", 0, 0, OBX__RUN_SQL_READ},
+        {"MariaDB", 1, W1, OBX__RUN_ODBC}, {"MariaDB", 1, W, OBX__RUN_ODBC},
+        {"Microsoft SQL Server", 0, W1, OBX__RUN_ODBC}, {"Microsoft SQL Server", 0, W, OBX__RUN_ODBC}};
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        obx_store *s = fake_store(cases[i].dbms, NULL);
+        int mode, sql_tx, odbc_tx;
+        char what[96];
+        snprintf(what, sizeof what, "case %u: %s flags %d", (unsigned)i, cases[i].dbms, cases[i].flags);
+        TT_ASSERT(s != NULL);
+        if (cases[i].timeout) { /* as a statement timeout leaves it (obx__db_setup) */
+            s->db.statement_timeout_s = 5;
+            s->db.tx_by_sql = 0;
+        }
+        mode = cases[i].want;
+        sql_tx = mode == OBX__RUN_SQL;
+        odbc_tx = mode == OBX__RUN_ODBC;
+        TT_EQ_INT(obx__unit_run(&s->db, one_statement, NULL, what, cases[i].flags), OBX_OK);
+        if (s->db.unit != mode) printf("    %s\n", what);
+        TT_EQ_INT(s->db.unit, mode);
+        TT_EQ_STR(fake_log_sql(0), sql_tx ? s->db.d->begin_sql : "UPDATE t SET v = 1");
+        TT_EQ_INT(fake_calls("SQLEndTran"), odbc_tx);
+        TT_EQ_INT(s->db.in_tx, 0);
+        obx_store_close(s);
+    }
+    { /* the caller's transaction: nothing begun, committed or rolled back */
+        obx__db caller;
+        memset(&caller, 0, sizeof caller);
+        caller.callers_tx = 1;
+        TT_EQ_INT(obx__unit_mode(&caller, W), OBX__RUN_CALLER);
+    }
 }
 
 static void test_fake_open_dialects(void) {
@@ -2068,6 +2178,302 @@ static void test_envelope_decode(void) {
     }
 }
 
+/* ---- providers: the discovery protocol, its failures, scale (fake ODBC) ------------------ */
+
+/* A discovery of `count` databases "db-0" ... on the fake driver. `total`
+ * says which protocol it follows: 1 returns how many there are (the
+ * documented protocol), 0 returns how many it wrote (stops at cap). */
+typedef struct fake_tenants {
+    int count, total, calls, fail, dup, max_cap;
+    char (*ids)[16];
+} fake_tenants;
+static int fake_discover(obx_database *out, int cap, void *user) {
+    fake_tenants *t = (fake_tenants *)user;
+    int i;
+    t->calls++;
+    if (cap > t->max_cap) t->max_cap = cap;
+    if (t->fail) return -1;
+    for (i = 0; i < t->count && i < cap; i++) {
+        out[i].id = t->ids[t->dup && i == t->count - 1 ? 0 : i];
+        out[i].connection_string = "Driver=fake;";
+    }
+    return t->total ? t->count : i;
+}
+static int ifake_discover(ibx_database *out, int cap, void *user) {
+    fake_tenants *t = (fake_tenants *)user;
+    int i;
+    t->calls++;
+    for (i = 0; i < t->count && i < cap; i++) {
+        out[i].id = t->ids[i];
+        out[i].connection_string = "Driver=fake;";
+    }
+    return t->total ? t->count : i;
+}
+
+static int64_t g_fake_now_ms;
+static int64_t fake_now(void *user) { (void)user; return g_fake_now_ms; }
+
+static int g_warn_lines;
+static char g_warn_last[768];
+static void count_warn_log(obx_log_level level, const char *store_id, const char *msg, void *user) {
+    (void)store_id; (void)user;
+    if (level >= OBX_LOG_WARN) {
+        g_warn_lines++;
+        snprintf(g_warn_last, sizeof g_warn_last, "%s", msg);
+    }
+}
+
+static int fake_tenants_init(fake_tenants *t, int count, int total) {
+    int i;
+    memset(t, 0, sizeof *t);
+    t->ids = (char (*)[16])malloc(sizeof *t->ids * (size_t)count);
+    if (!t->ids) return 0;
+    for (i = 0; i < count; i++) snprintf(t->ids[i], sizeof t->ids[i], "db-%d", i);
+    t->count = count;
+    t->total = total;
+    return 1;
+}
+
+static obx_provider *fake_provider(fake_tenants *t) {
+    obx_provider_desc pd;
+    obx_provider *p = NULL;
+    fake_reset();
+    memset(&pd, 0, sizeof pd);
+    pd.discover = fake_discover;
+    pd.discover_user = t;
+    pd.refresh_interval_ms = 1000;
+    pd.store.hooks.clock.monotonic_ms = fake_now;
+    pd.store.hooks.clock.sleep_ms = fake_sleep;
+    pd.store.hooks.logger.log = count_warn_log;
+    if (obx_provider_create(&pd, &p) != OBX_OK) {
+        obx_provider_destroy(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* Discovery serves every database, past the 256 it is first given room
+ * for, whichever way the callback counts: the documented protocol (return
+ * the total) and a callback that stops at cap and returns what it wrote
+ * (as the example did) both get all 300 served (CORE-DISCOVER-ALL). */
+static void test_discover_all(void) {
+    fake_tenants t;
+    obx_provider *p;
+    obx_store *s = NULL;
+    int total;
+    for (total = 1; total >= 0; total--) {
+        TT_ASSERT(fake_tenants_init(&t, 300, total));
+        g_warn_lines = 0;
+        p = fake_provider(&t);
+        TT_ASSERT(p != NULL);
+        TT_EQ_INT(obx_provider_count(p), 300);
+        TT_EQ_INT(obx_router_get(p, "db-299", &s), OBX_OK);
+        TT_EQ_INT(g_warn_lines, 0);
+        obx_provider_destroy(p);
+        free(t.ids);
+    }
+    { /* the inbox's copy of the same core */
+        ibx_provider_desc pd;
+        ibx_provider *q = NULL;
+        ibx_store *is = NULL;
+        TT_ASSERT(fake_tenants_init(&t, 300, 0));
+        fake_reset();
+        memset(&pd, 0, sizeof pd);
+        pd.discover = ifake_discover;
+        pd.discover_user = &t;
+        pd.store.hooks.logger.min_level = IBX_LOG_OFF;
+        TT_EQ_INT(ibx_provider_create(&pd, &q), IBX_OK);
+        TT_EQ_INT(ibx_provider_count(q), 300);
+        TT_EQ_INT(ibx_router_get(q, "db-299", &is), IBX_OK);
+        ibx_provider_destroy(q);
+        free(t.ids);
+    }
+}
+
+/* A discovery that fails (returns -1) or answers a duplicate id inside a
+ * running dispatcher is logged at WARN once per change of state (not at
+ * every refresh), is the dispatcher's last error, and its recovery is
+ * logged (CORE-DISCOVER-FAIL-LOG). */
+static void test_discover_fail_log(void) {
+    fake_tenants t;
+    obx_provider *p;
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    TT_ASSERT(fake_tenants_init(&t, 3, 1));
+    g_fake_now_ms = 1000000;
+    p = fake_provider(&t);
+    TT_ASSERT(p != NULL);
+    memset(&dd, 0, sizeof dd);
+    dd.provider = p;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    obx_dispatcher_on(d, "*", null_walk_handler, NULL);
+    g_warn_lines = 0;
+    t.fail = 1;
+    g_fake_now_ms += 2000; /* the refresh is due */
+    obx_dispatcher_run_once(d, &st);
+    TT_EQ_INT(t.calls, 2);
+    TT_EQ_INT(g_warn_lines, 1);
+    TT_EXPECT(strstr(g_warn_last, "discovery") != NULL);
+    TT_EQ_INT(obx_dispatcher_last_error(d)->result, OBX_ERR_DB);
+    TT_EXPECT(strstr(obx_dispatcher_last_error(d)->where, "discover") != NULL);
+    g_fake_now_ms += 2000; /* fails again: the same state, not logged again */
+    obx_dispatcher_run_once(d, &st);
+    TT_EQ_INT(t.calls, 3);
+    TT_EQ_INT(g_warn_lines, 1);
+    t.fail = 0; /* now an invalid answer: a new state, logged */
+    t.dup = 1;
+    g_fake_now_ms += 2000;
+    obx_dispatcher_run_once(d, &st);
+    TT_EQ_INT(g_warn_lines, 2);
+    TT_EXPECT(strstr(g_warn_last, "duplicate") != NULL);
+    TT_EQ_INT(obx_dispatcher_last_error(d)->result, OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_provider_count(p), 3); /* the current set is kept */
+    t.dup = 0;
+    g_fake_now_ms += 2000;
+    obx_dispatcher_run_once(d, &st);
+    TT_EQ_INT(g_warn_lines, 2);
+    obx_dispatcher_destroy(d);
+    obx_provider_destroy(p);
+    free(t.ids);
+}
+
+/* A refresh at scale: validation and lookups sort, not compare pairwise
+ * (CORE-REGISTRY-SCALE). Through a provider on the fake ODBC layer (3,000
+ * databases): an unchanged refresh keeps every store, the last id is found,
+ * a duplicate far apart is still refused. Then the registry alone, whose
+ * stores cost nothing, so that its own work is what is measured (the fake
+ * layer finds handles by a list walk, which 100,000 stores would measure
+ * instead): not a timed assertion, a "scale:" figure. The default size is
+ * small; OBX_REGISTRY_SCALE=100000 gives the figure the docs quote. */
+static double mono_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+static char g_dummy_store;
+static void *dummy_open(void *ctx, const char *id, const char *connstr) {
+    (void)ctx; (void)id; (void)connstr;
+    return &g_dummy_store;
+}
+static void dummy_close(void *ctx, void *store) { (void)ctx; (void)store; }
+static void test_registry_scale(void) {
+    const char *env = getenv("OBX_REGISTRY_SCALE");
+    int n = env && atoi(env) > 0 ? atoi(env) : 3000, i, added = 0, removed = 0;
+    fake_tenants t;
+    obx_provider *p;
+    obx_store *s = NULL;
+    obx__hooks hooks;
+    obx__registry reg;
+    obx_database *dbs;
+    double t0, t1, t2;
+    TT_ASSERT(fake_tenants_init(&t, 3000, 1));
+    p = fake_provider(&t);
+    TT_ASSERT(p != NULL);
+    TT_EQ_INT(obx_provider_count(p), 3000);
+    s = obx_provider_store(p, 2999);
+    TT_EQ_INT(obx_provider_refresh(p), OBX_OK); /* nothing changed */
+    TT_EQ_INT(obx_provider_count(p), 3000);
+    TT_ASSERT(obx_provider_store(p, 2999) == s); /* kept, not reopened */
+    TT_EQ_INT(obx_router_get(p, t.ids[2999], &s), OBX_OK);
+    TT_ASSERT(s == obx_provider_store(p, 2999));
+    TT_EQ_INT(obx_router_get(p, "db-x", &s), OBX_ERR_NOT_FOUND);
+    t.dup = 1; /* the last id repeats the first */
+    TT_EQ_INT(obx_provider_refresh(p), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_provider_count(p), 3000);
+    obx_provider_destroy(p);
+    free(t.ids);
+    /* The registry alone, at n databases. */
+    TT_ASSERT(fake_tenants_init(&t, n, 1));
+    dbs = (obx_database *)malloc(sizeof *dbs * (size_t)n);
+    TT_ASSERT(dbs != NULL);
+    for (i = 0; i < n; i++) {
+        dbs[i].id = t.ids[i];
+        dbs[i].connection_string = "Driver=fake;";
+    }
+    memset(&reg, 0, sizeof reg);
+    obx__hooks_resolve(&hooks, NULL);
+    reg.hooks = &hooks;
+    reg.open = dummy_open;
+    reg.close = dummy_close;
+    reg.name = "scale";
+    reg.retry_max_ms = 1000;
+    obx__registry_init(&reg);
+    t0 = mono_seconds();
+    TT_EQ_INT(obx__registry_apply(&reg, dbs, n, &added, &removed), OBX_OK);
+    t1 = mono_seconds();
+    TT_EQ_INT(added, n);
+    TT_EQ_INT(obx__registry_apply(&reg, dbs, n, &added, &removed), OBX_OK);
+    t2 = mono_seconds();
+    TT_EQ_INT(added, 0);
+    TT_EQ_INT(removed, 0);
+    TT_EQ_INT(reg.count, n);
+    TT_EQ_INT(obx__registry_find(&reg, t.ids[n / 2]), n / 2);
+    printf("    scale: a registry of %d databases: first refresh %.1f ms, unchanged refresh %.1f ms\n", n,
+           (t1 - t0) * 1e3, (t2 - t1) * 1e3);
+    obx__registry_free(&reg);
+    free(dbs);
+    free(t.ids);
+}
+
+/* CORE-WAIT-FOREVER: a wait near INT64_MAX ms ("never again": an
+ * idle_max_ms, error_delay_ms or poll_interval_ms of INT64_MAX) waits until
+ * a stop. With a 32-bit time_t (armhf) its deadline once wrapped into the
+ * past: the wait returned at once and the dispatcher polled in a tight loop. */
+#if !defined(OBX_NO_THREADS) && !defined(OBX_NO_POSIX_CLOCK)
+static int g_wait_returned;
+static void *wait_forever(void *arg) {
+    obx__loop_wait((obx__loop *)arg, INT64_MAX);
+    __atomic_store_n(&g_wait_returned, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+static void test_wait_forever(void) {
+    obx__hooks h;
+    obx__loop l;
+    pthread_t t;
+    struct timespec pause = {0, 300000000L};
+    obx__hooks_resolve(&h, NULL);
+    obx__loop_init(&l, &h, NULL);
+    g_wait_returned = 0;
+    TT_ASSERT(pthread_create(&t, NULL, wait_forever, &l) == 0);
+    nanosleep(&pause, NULL);
+    TT_EXPECT(!__atomic_load_n(&g_wait_returned, __ATOMIC_SEQ_CST)); /* still waiting */
+    obx__loop_stop(&l);
+    pthread_join(t, NULL);
+    TT_EXPECT(__atomic_load_n(&g_wait_returned, __ATOMIC_SEQ_CST)); /* a stop ends it */
+    obx__loop_destroy(&l);
+}
+#endif
+
+/* CORE-RANDOM-THREADS: the default random source, drawn from two threads
+ * at once (the renewal thread's retry jitter, a handler's new ids), never
+ * races nor hands out one value twice (make check-tsan runs this too). */
+#if !defined(OBX_NO_THREADS)
+#define RANDOM_DRAWS 20000
+static obx__hooks g_random_hooks;
+static uint64_t g_draws[2 * RANDOM_DRAWS];
+static void *draw_random(void *arg) {
+    uint64_t *out = (uint64_t *)arg;
+    int i;
+    for (i = 0; i < RANDOM_DRAWS; i++) out[i] = obx__random(&g_random_hooks);
+    return NULL;
+}
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+static void test_random_threads(void) {
+    pthread_t t[2];
+    int i, repeats = 0;
+    obx__hooks_resolve(&g_random_hooks, NULL);
+    for (i = 0; i < 2; i++) TT_ASSERT(pthread_create(&t[i], NULL, draw_random, g_draws + i * RANDOM_DRAWS) == 0);
+    for (i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    qsort(g_draws, 2 * RANDOM_DRAWS, sizeof g_draws[0], cmp_u64);
+    for (i = 1; i < 2 * RANDOM_DRAWS; i++) repeats += g_draws[i] == g_draws[i - 1];
+    TT_EQ_INT(repeats, 0);
+}
+#endif
+
 int main(void) {
     TT_RUN("CORE-BACKOFF-DEFAULT", "pure", "min(2^attempt s, 60 s), edges and no overflow", test_backoff_default);
     TT_RUN("OBX-ENVELOPE-DECODE", "pure", "the Headers column decoded in place: escapes, surrogates, whitespace; malformed reads as none", test_envelope_decode);
@@ -2082,6 +2488,7 @@ int main(void) {
     TT_RUN("CORE-DIALECT-DETECT", "pure", "dialect from SQL_DBMS_NAME", test_dialect_detection);
     TT_RUN("CORE-CLASSIFY", "pure", "every driver code classified transient, lost or permanent", test_classification);
     TT_RUN("CORE-SQL-EXPAND", "pure", "statement templates and quoted names", test_sql_expand);
+    TT_RUN("CORE-STMT-PARAMS", "pure", "every dialect's statement text takes the arguments its header declares", test_stmt_params);
     TT_RUN("CORE-TRIGGER-ORDER", "pure", "a changed trigger's DROP of the old name follows the CREATE of the new, in every dialect", test_trigger_order);
     TT_RUN("CORE-SIZE-GUARDS", "pure", "buffer sizes that would wrap size_t (32 bits) are refused", test_size_guards);
     TT_RUN("CORE-DIAG", "fake", "every diagnostic record read; the error, not the warning, is the cause", test_fake_diagnostics);
@@ -2095,6 +2502,7 @@ int main(void) {
     TT_RUN("CORE-LOST", "fake", "a lost connection is surfaced, not retried; next call reconnects", test_fake_lost_connection);
     TT_RUN("CORE-DEAD-COMMIT", "fake", "a dead connection's lying COMMIT is not trusted", test_fake_dead_commit);
     TT_RUN("CORE-NO-DATA", "fake", "SQL_NO_DATA from an UPDATE is zero rows", test_fake_no_data);
+    TT_RUN("CORE-UNIT-MODE", "fake", "one function decides how a unit runs; the unit runs so, with only that mode's transaction calls", test_fake_unit_mode);
     TT_RUN("CORE-SQLITE-TX", "fake", "SQLite writers use BEGIN IMMEDIATE/COMMIT/ROLLBACK as SQL", test_fake_sqlite_transactions);
     TT_RUN("CORE-OPEN-DIALECTS", "fake", "unsupported dialects say so; forcing; psqlODBC Protocol", test_fake_open_dialects);
     TT_RUN("CORE-OPEN-ARGS", "fake", "bad open arguments are named and rejected before any SQL", test_fake_open_arguments);
@@ -2129,6 +2537,15 @@ int main(void) {
     TT_RUN("CORE-ROUND-TRIPS", "fake", "MariaDB: one round trip per one-statement step; a claim is one transaction", test_fake_mariadb_round_trips);
     TT_RUN("OBX-120", "fake", "claim is one prepared statement per call, one transaction", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
+    TT_RUN("CORE-DISCOVER-ALL", "fake", "discovery serves past 256 databases, whether the callback returns the total or stops at cap", test_discover_all);
+    TT_RUN("CORE-DISCOVER-FAIL-LOG", "fake", "a failed or invalid discovery in a dispatcher: one WARN per change of state, the dispatcher's last error", test_discover_fail_log);
+    TT_RUN("CORE-REGISTRY-SCALE", "fake", "a refresh sorts, not compares pairwise (prints a scale figure; OBX_REGISTRY_SCALE=100000)", test_registry_scale);
+#if !defined(OBX_NO_THREADS) && !defined(OBX_NO_POSIX_CLOCK)
+    TT_RUN("CORE-WAIT-FOREVER", "pure", "a wait of INT64_MAX ms waits until stopped, also with a 32-bit time_t", test_wait_forever);
+#endif
+#if !defined(OBX_NO_THREADS)
+    TT_RUN("CORE-RANDOM-THREADS", "pure", "the default random source drawn from two threads: no race, no value twice", test_random_threads);
+#endif
     TT_RUN("OBX-097", "fake", "a batch enqueue is one transaction; bad input stops it before SQL", test_fake_enqueue_batch_one_tx);
     TT_RUN("OBX-ENQUEUE-OUT-IDS", "fake", "a failed enqueue or batch leaves the caller's id buffers untouched", test_fake_enqueue_out_ids);
     TT_RUN("CORE-PICK-NULL-KEY", "fake", "a NULL picked key is bound as null, never an earlier row's bytes", test_fake_pick_null_key);

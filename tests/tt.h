@@ -69,9 +69,19 @@ static int tt_done_count;
 TT_UNUSED static void tt_run(const char *name, const char *backend, const char *description,
                    void (*fn)(void)) {
     int i, seen = 0;
-    const char *only = getenv("TT_ONLY"); /* run a subset: TT_ONLY=OBX-09 */
+    const char *only = getenv("TT_ONLY"); /* run a subset: TT_ONLY=OBX-09, or "OBX-059 OBX-WAKE" */
     const char *except = getenv("TT_EXCEPT"); /* leave out: TT_EXCEPT="OBX-123 OBX-124" */
-    if (only && !strstr(name, only)) return;
+    if (only) { /* any of its space-separated words within the name */
+        const char *w = only;
+        int hit = 0;
+        while (*w && !hit) {
+            size_t len = strcspn(w, " ");
+            const char *at;
+            for (at = name; len > 0 && *at && !hit; at++) hit = strncmp(at, w, len) == 0;
+            w += len + (w[len] == ' ');
+        }
+        if (!hit) return;
+    }
     if (except) {
         const char *p = strstr(except, name);
         size_t len = strlen(name);

@@ -4,7 +4,8 @@
  *
  * Rule for maintainers: tools and callbacks go through the library. A tool
  * never re-implements a library operation in its own SQL: every change
- * (dead replay and purge, reap, cleanup, deploy) is a library call, so it
+ * (enqueue, cancel and dead move, run, dead replay and purge, reap,
+ * cleanup, deploy) is a library call, so it
  * has the library's semantics (replay resets the start count, purge works
  * in bounded batches, ...) and its tests. obxctl's own SQL, on a second
  * connection, only reads what the library does not offer: counts per
@@ -35,13 +36,18 @@ static const char usage_text[] =
     "\n"
     "Commands:\n"
     "  stats                     counts per status and topic, ages, leases, size\n"
-    "  list                      messages, newest last (filters: --status --topic ...)\n"
-    "  show ID                   one message in full (inbox: --source SOURCE ID)\n"
+    "  list                      messages, oldest first or --newest (filters: --status --topic\n"
+    "                            --correlation --key --tenant ...; --limit --offset)\n"
+    "  show ID                   one message in full, why it waits (inbox: --source SOURCE ID)\n"
+    "  cancel ID --reason TEXT   a ready or scheduled message to dead, the reason its last error\n"
+    "  run ID                    a scheduled message (due time, backoff) due now\n"
+    "  enqueue --topic T ...     enqueue one message (for testing)\n"
     "  dead list|replay|purge    the dead letters: list them, make them ready again, delete them\n"
+    "  dead move ID --reason T   any message not done (in flight too) to dead\n"
     "  reap                      release expired leases\n"
-    "  cleanup                   delete done messages (--older-than 7d)\n"
-    "  schema --dialect D        print the DDL (sqlite, postgresql, mariadb, sqlserver)\n"
-    "  deploy                    create missing tables, upgrade old ones in place\n"
+    "  cleanup                   delete done messages older than 7 days (--older-than D)\n"
+    "  schema [--dialect D]      print the DDL (default: the connected database's)\n"
+    "  deploy [--dry-run]        create missing tables, upgrade old ones in place\n"
     "  metrics                   gauges in the Prometheus text format\n"
     "\n"
     "Options for every command:\n"
@@ -74,39 +80,77 @@ static const cmd_help helps[] = {
               "table size. --json prints one JSON object; --watch repeats every SECONDS\n"
               "(--count N times, else until interrupted).\n"},
     {"list", "usage: obxctl list [--status S] [--topic T] [--newer-than D] [--older-than D]\n"
-             "                   [--limit N] [--json]\n"
-             "Messages ordered by creation (inbox: first seen), oldest first, at most N\n"
-             "(default 50). S: ready, scheduled, in-flight, done, dead (inbox also seen).\n"
-             "D: a duration such as 90s, 15m, 12h, 7d.\n"},
+             "                   [--correlation C] [--key K] [--tenant T]\n"
+             "                   [--newest] [--limit N] [--offset N] [--json]\n"
+             "Messages ordered by creation (inbox: first seen), oldest first (--newest:\n"
+             "newest first), at most N (default 50) after skipping --offset N.\n"
+             "S: ready, scheduled, in-flight, done, dead (inbox also seen). D: a duration\n"
+             "such as 90s, 15m, 12h, 7d. Find by correlation id (--correlation), ordering\n"
+             "key (--key; both outbox only) or tenant id (--tenant).\n"},
     {"show", "usage: obxctl show [--full] [--json] ID         (outbox: the work item id)\n"
              "       obxctl --inbox show [--full] [--json] --source SOURCE MESSAGE_ID\n"
-             "Every field of one message. The payload is printed with control characters\n"
-             "escaped and cut after 1024 bytes unless --full. Exit 3 when there is none.\n"},
+             "Every field of one message and why it is in its state, by the database's\n"
+             "clock: its ordering key and, when parked, the earlier message of the key it\n"
+             "waits for; its starts (claims without an outcome: 2 and more after a crash\n"
+             "or an expired lease, Dead at the store's max_starts); expiry, tenant,\n"
+             "aggregate, headers. The payload is printed with control characters escaped\n"
+             "and cut after 1024 bytes unless --full. Exit 3 when there is none.\n"},
+    {"cancel", "usage: obxctl cancel --reason TEXT [--json] ID\n"
+               "       obxctl --inbox cancel --reason TEXT [--json] --source SOURCE MESSAGE_ID\n"
+               "Move a ready or scheduled message (parked ones too) to dead, TEXT its last\n"
+               "error: it is never handled unless replayed (dead replay). Later messages of\n"
+               "its ordering key move on. Exit 3 when it is not there or not waiting (in\n"
+               "flight: dead move). The library's obx_dead_move / ibx_dead_move.\n"},
+    {"run", "usage: obxctl run [--json] ID\n"
+            "       obxctl --inbox run [--json] --source SOURCE MESSAGE_ID\n"
+            "Make a message that waits for its due time or a retry's backoff due now (by\n"
+            "the database's clock): the next claim takes it. One parked behind an earlier\n"
+            "message of its ordering key keeps waiting for that one (said, exit 3), as do\n"
+            "messages in flight, done or dead (exit 3); one due already: exit 0, nothing\n"
+            "changed. The library's obx_run_now / ibx_run_now.\n"},
+    {"enqueue", "usage: obxctl enqueue --topic T --payload TEXT [--key K] [--correlation C]\n"
+                "                      [--tenant T] [--due-in D] [--json]\n"
+                "       obxctl --inbox enqueue --topic T --payload TEXT --source S [--tenant T]\n"
+                "                      [--due-in D] [--json] MESSAGE_ID\n"
+                "Enqueue one message through the library (for testing a handler or a route),\n"
+                "due now or in D (by the database's clock). Prints its id (inbox: source and\n"
+                "message id; a message id already there is the library's redelivery).\n"},
     {"dead", "usage: obxctl dead list [--topic T] [--limit N] [--json]\n"
-             "       obxctl dead replay|purge [--json] (ID... | --all [--topic T])\n"
+             "       obxctl dead replay [--json] (ID... | --all [--topic T])\n"
+             "       obxctl dead purge [--json] (ID... | --all [--topic T] [--yes])\n"
+             "       obxctl dead move --reason TEXT [--json] ID\n"
              "       (inbox: --source SOURCE MESSAGE_ID..., or --all [--source SOURCE];\n"
              "        dead list --source SOURCE)\n"
              "list: the dead messages with their last error. replay: make them ready now\n"
              "with their attempts and start count reset to 0 (the last error is kept).\n"
-             "purge: delete them. Both are the library's dead replay and purge. --json\n"
-             "prints {\"replayed\":N} or {\"purged\":N}. Exit 3 when an ID is not a dead\n"
-             "message (the others are still done).\n"},
+             "purge: delete them; purge --all without --yes deletes nothing and says how\n"
+             "many it would delete. Both are the library's dead replay and purge. --json\n"
+             "prints {\"replayed\":N}, {\"purged\":N} or {\"would_purge\":N}. Exit 3 when an\n"
+             "ID is not a dead message (the others are still done).\n"
+             "move: any message not done or dead, in flight too (its holder's outcome then\n"
+             "changes nothing), to dead with TEXT as its last error (obx_dead_move).\n"},
     {"reap", "usage: obxctl reap\n"
              "Release every expired lease (a worker died holding it): the messages become\n"
              "claimable again. A dispatcher does this itself every reap interval.\n"},
     {"cleanup", "usage: obxctl cleanup [--older-than D]\n"
-                "Delete done messages older than D (default: the library's retention, outbox\n"
-                "0: every done message; inbox 30 days), in batches of 1000 rows.\n"},
-    {"schema", "usage: obxctl schema --dialect sqlite|postgresql|mariadb|sqlserver\n"
-               "Print the DDL that deploy runs, for --table and --schema. Needs no database.\n"},
-    {"deploy", "usage: obxctl deploy\n"
+                "Delete done messages older than D (default 7d, outbox and inbox alike), in\n"
+                "batches of 1000 rows. Dead messages are dead purge's.\n"},
+    {"schema", "usage: obxctl schema [--dialect sqlite|postgresql|mariadb|sqlserver]\n"
+               "Print the DDL that deploy runs, for --table and --schema: for the connected\n"
+               "database, or for --dialect D (then no database is needed).\n"},
+    {"deploy", "usage: obxctl deploy [--dry-run]\n"
                "Create the tables, indexes and (where the dialect has them) triggers and\n"
                "procedures that are missing, and upgrade a table an older release deployed\n"
-               "in place (new columns added, rows kept). Idempotent.\n"},
+               "in place (new columns added, rows kept). Idempotent. --dry-run changes\n"
+               "nothing: it prints the DDL for the connected database (each statement\n"
+               "creates only what is missing; an older table's new columns are not shown).\n"},
     {"metrics", "usage: obxctl metrics\n"
                 "The queue gauges in the Prometheus text format (for node_exporter's textfile\n"
                 "collector): the library's obx_queue_* gauges plus obx_queue_topic_messages\n"
-                "per topic and status (not on SQL Server). Counters and handler durations\n"
+                "per topic and status (ready, scheduled, in_flight, done, dead; inbox also\n"
+                "seen), whose sums are the library's gauges (the inbox's ready gauge also\n"
+                "counts expired leases: claimable again) (not on SQL Server). Counters and\n"
+                "handler durations\n"
                 "live in the process that dispatches: serve obx_metrics_text() from there.\n"},
     {NULL, NULL}};
 
@@ -117,9 +161,10 @@ static int result_int(int result) { return result; }
 
 typedef struct opts {
     const char *command, *sub, *conn, *dsn, *table, *schema, *store, *dialect, *status, *topic;
-    const char *source, *newer, *older;
+    const char *source, *newer, *older, *reason, *correlation, *key, *tenant, *payload;
     const char *args[64];
-    int nargs, inbox, json, full, all, verbose, help, version, limit, watch, count;
+    int nargs, inbox, json, full, all, verbose, help, version, limit, watch, count, offset, newest, yes, dry_run;
+    int64_t due_in_ms;
     int64_t newer_ms, older_ms;
     const char *given[32];       /* the options given, to check them against the command */
     int ngiven;
@@ -172,7 +217,8 @@ static int parse_int(const char *text, int lo, int hi, int *out) {
 /* Options with a value: the value is the next argument or after '='. */
 static const char *const value_opts[] = {"connect", "dsn", "table", "schema", "store", "dialect", "status",
                                          "topic", "source", "newer-than", "older-than", "limit",
-                                         "watch", "count", NULL};
+                                         "watch", "count", "offset", "reason", "correlation", "key",
+                                         "tenant", "payload", "due-in", NULL};
 
 static int set_value(const char *name, const char *v) {
     if (strcmp(name, "connect") == 0) o.conn = v;
@@ -184,6 +230,18 @@ static int set_value(const char *name, const char *v) {
     else if (strcmp(name, "status") == 0) o.status = v;
     else if (strcmp(name, "topic") == 0) o.topic = v;
     else if (strcmp(name, "source") == 0) o.source = v;
+    else if (strcmp(name, "reason") == 0) o.reason = v;
+    else if (strcmp(name, "correlation") == 0) o.correlation = v;
+    else if (strcmp(name, "key") == 0) o.key = v;
+    else if (strcmp(name, "tenant") == 0) o.tenant = v;
+    else if (strcmp(name, "payload") == 0) o.payload = v;
+    else if (strcmp(name, "due-in") == 0) {
+        if ((o.due_in_ms = parse_duration(v)) < 0)
+            return fail(CTL_USAGE, "--due-in: '%s' is not a duration such as 90s, 15m, 12h, 7d", v);
+    } else if (strcmp(name, "offset") == 0) {
+        if (!parse_int(v, 0, 100000000, &o.offset))
+            return fail(CTL_USAGE, "--offset: '%s' is not a number 0..100000000", v);
+    }
     else if (strcmp(name, "newer-than") == 0) {
         if ((o.newer_ms = parse_duration(v)) < 0)
             return fail(CTL_USAGE, "--newer-than: '%s' is not a duration such as 90s, 15m, 12h, 7d", v);
@@ -240,6 +298,9 @@ static int parse_args(int argc, char **argv) {
         else if (strcmp(name, "json") == 0) o.json = 1;
         else if (strcmp(name, "full") == 0) o.full = 1;
         else if (strcmp(name, "all") == 0) o.all = 1;
+        else if (strcmp(name, "newest") == 0) o.newest = 1;
+        else if (strcmp(name, "yes") == 0) o.yes = 1;
+        else if (strcmp(name, "dry-run") == 0) o.dry_run = 1;
         else if (strcmp(name, "verbose") == 0) o.verbose = 1;
         else if (strcmp(name, "help") == 0) o.help = 1;
         else if (strcmp(name, "version") == 0) o.version = 1;
@@ -257,15 +318,19 @@ typedef struct command_opt {
 
 static const command_opt command_opts[] = {
     {"stats", " json watch count ", ""},
-    {"list", " status topic newer-than older-than limit json ", ""},
+    {"list", " status topic newer-than older-than limit offset newest tenant correlation key json ", ""},
     {"show", " full json ", " source "},
+    {"cancel", " reason json ", " source "},
+    {"run", " json ", " source "},
+    {"enqueue", " topic payload tenant due-in json correlation key ", " source "},
     {"dead list", " topic limit json ", " source "},
     {"dead replay", " all topic json ", " source "},
-    {"dead purge", " all topic json ", " source "},
+    {"dead purge", " all topic yes json ", " source "},
+    {"dead move", " reason json ", " source "},
     {"reap", " ", ""},
     {"cleanup", " older-than ", ""},
     {"schema", " dialect ", ""},
-    {"deploy", " ", ""},
+    {"deploy", " dry-run ", ""},
     {"metrics", " ", ""},
     {NULL, NULL, NULL}};
 
@@ -275,9 +340,10 @@ static int check_options(void) {
     char name[40], full[64];
     int i;
     if (strcmp(o.command, "dead") == 0) {
-        if (!o.sub) return fail(CTL_USAGE, "dead: say list, replay or purge (obxctl dead --help)");
-        if (strcmp(o.sub, "list") != 0 && strcmp(o.sub, "replay") != 0 && strcmp(o.sub, "purge") != 0)
-            return fail(CTL_USAGE, "dead: '%s' is not list, replay or purge", o.sub);
+        if (!o.sub) return fail(CTL_USAGE, "dead: say list, replay, purge or move (obxctl dead --help)");
+        if (strcmp(o.sub, "list") != 0 && strcmp(o.sub, "replay") != 0 && strcmp(o.sub, "purge") != 0 &&
+            strcmp(o.sub, "move") != 0)
+            return fail(CTL_USAGE, "dead: '%s' is not list, replay, purge or move", o.sub);
         snprintf(full, sizeof full, "dead %s", o.sub);
     } else snprintf(full, sizeof full, "%s", o.command);
     for (i = 0; command_opts[i].name; i++)
@@ -469,7 +535,11 @@ static int open_store(ctl *c, int deploy) {
         r = obx_store_open(&d, &c->ob);
         if (!c->ob) return fail(CTL_INTERNAL, "out of memory");
     }
-    if (r != OBX_OK) return lib_fail(c, "cannot open the store", r);
+    if (r != OBX_OK) { /* named by the command run, as every other error */
+        char what[96];
+        snprintf(what, sizeof what, "%s%s%s: cannot open the store", o.command, o.sub ? " " : "", o.sub ? o.sub : "");
+        return lib_fail(c, what, r);
+    }
     if (c->ib) {
         ibx_store_info info;
         ibx_store_get_info(c->ib, &info);
@@ -746,8 +816,33 @@ static int check_kind(ctl *c) {
         return fail(CTL_USAGE, "%s: %s is an %s table, not an %s (%s)", what, c->table,
                     c->ib ? "outbox" : "inbox", c->ib ? "inbox" : "outbox", c->ib ? "drop --inbox" : "add --inbox");
     if (strcmp(o.command, "deploy") == 0) return CTL_OK;
-    return fail(CTL_DB, "%s: %s is not a readable %s table: %s", what, c->table, c->ib ? "inbox" : "outbox",
-                own_err);
+    return fail(CTL_DB, "%s: no readable %s table %s%s%s (%s); to create it: obxctl%s%s%s%s%s deploy", what,
+                c->ib ? "inbox" : "outbox", c->dialect == OBX_DIALECT_POSTGRESQL ? c->schema : "",
+                c->dialect == OBX_DIALECT_POSTGRESQL ? "." : "", c->table, own_err, c->ib ? " --inbox" : "",
+                o.schema ? " --schema " : "", o.schema ? o.schema : "", o.table ? " --table " : "",
+                o.table ? o.table : "");
+}
+
+/* The database's clock in Unix ms (a message's state is read against it,
+ * as the claim does); the host's where obxctl has no SQL for the dialect. */
+static int64_t db_now(ctl *c) {
+    const dia *d = dialect_sql(c);
+    char q[256];
+    SQLHSTMT st;
+    int64_t now = -1;
+    if (d && (c->dbc || sql_connect(c) == CTL_OK)) {
+        snprintf(q, sizeof q, "SELECT %s", d->now_ms);
+        if ((st = sql_run(c, q, NULL, 0)) != NULL) {
+            if (sql_next(st) == 1) now = sql_i64(st, 1, NULL);
+            SQLFreeHandle(SQL_HANDLE_STMT, st);
+        }
+    }
+    if (now < 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    }
+    return now;
 }
 
 /* ---- stats ------------------------------------------------------------------------------ */
@@ -922,7 +1017,7 @@ static int cmd_stats(ctl *c) {
 /* ---- list, dead list ----------------------------------------------------------------------- */
 
 static int cmd_list(ctl *c, const char *status, int with_error) {
-    const char *params[3];
+    const char *params[6];
     char created[160], q1[48], q2[48], q3[48], q4[48], q5[48], sz[160];
     char v[4][TEXT_MAX], when[32], err[4096], k1[80], k2[80];
     int n = 0, r, rows = 0, code;
@@ -930,10 +1025,14 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
     sb b;
     const dia *d = need_sql(c, &code);
     if (!d) return code;
+    if (status && strcmp(status, "in_flight") == 0) status = "in-flight"; /* the metrics' spelling */
     if (status && state_index(status) < 0)
         return fail(CTL_USAGE, "--status: '%s' is not one of ready, scheduled, in-flight, done, dead, seen", status);
     if (status && !c->ib && strcmp(status, "seen") == 0)
         return fail(CTL_USAGE, "--status: 'seen' is an inbox status (--inbox)");
+    if (c->ib && (o.correlation || o.key))
+        return fail(CTL_USAGE, "list: --%s applies to an outbox only (the inbox has none)",
+                    o.key ? "key" : "correlation");
     memset(&b, 0, sizeof b);
     col_ms(d, c->ib ? "FirstSeenUtc" : "CreatedAt", created);
     subst(sz, sizeof sz, d->bytes, col(d, "Payload", q1));
@@ -947,8 +1046,11 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
     }
     sb_add(&b, "SELECT * FROM (SELECT %s AS k1, %s AS k2, ", k1, k2);
     add_state(c, d, &b);
-    sb_add(&b, " AS st, %s AS topic, %s AS att, %s AS cr, %s AS sz, %s AS err, %s AS nw FROM ", col(d, "Topic", q4),
+    sb_add(&b, " AS st, %s AS topic, %s AS att, %s AS cr, %s AS sz, %s AS err, %s AS nw", col(d, "Topic", q4),
            col(d, c->ib ? "Attempt" : "RetryCount", q5), created, sz, col(d, "LastError", q1), d->now_ms);
+    sb_add(&b, ", %s AS tn", col(d, "TenantId", q1));
+    if (!c->ib) sb_add(&b, ", %s AS cid, %s AS okey", col(d, "CorrelationId", q2), col(d, "OrderingKey", q3));
+    sb_add(&b, " FROM ");
     add_table(c, d, &b);
     sb_add(&b, ") q WHERE 1 = 1");
     if (status) {
@@ -963,9 +1065,22 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
         sb_add(&b, " AND k1 = ?");
         params[n++] = o.source;
     }
+    if (o.tenant) {
+        sb_add(&b, " AND tn = ?");
+        params[n++] = o.tenant;
+    }
+    if (o.correlation) {
+        sb_add(&b, " AND cid = ?");
+        params[n++] = o.correlation;
+    }
+    if (o.key) {
+        sb_add(&b, " AND okey = ?");
+        params[n++] = o.key;
+    }
     if (o.newer_ms >= 0) sb_add(&b, " AND cr >= nw - %lld", (long long)o.newer_ms);
     if (o.older_ms >= 0) sb_add(&b, " AND cr < nw - %lld", (long long)o.older_ms);
-    sb_add(&b, " ORDER BY cr, k1, k2 LIMIT %d", o.limit);
+    if (o.newest) sb_add(&b, " ORDER BY cr DESC, k1 DESC, k2 DESC LIMIT %d OFFSET %d", o.limit, o.offset);
+    else sb_add(&b, " ORDER BY cr, k1, k2 LIMIT %d OFFSET %d", o.limit, o.offset);
     if (!(st = sql_run(c, b.text, params, n))) return fail(CTL_DB, "list: %s", db_err);
     if (o.json) printf("[");
     else if (c->ib) printf("%-20s %-24s %-9s %-20s %8s  %-23s %8s%s\n", "SOURCE", "MESSAGE ID", "STATUS", "TOPIC",
@@ -1052,14 +1167,19 @@ static void show_json_payload(const char *payload, size_t len) {
     free(copy);
 }
 
-static const char *outbox_state(const obx_message *m) {
+/* A message parked behind an earlier one of its ordering key: its next
+ * attempt is past any time (OBX_TIME_MAX_MS + 1), it waits for no time. */
+static int is_parked(const obx_message *m) {
+    return m->status == OBX_STATUS_READY && m->next_attempt_ms > OBX_TIME_MAX_MS;
+}
+
+static const char *outbox_state(const obx_message *m, int64_t now) {
     static const char *const names[4] = {"ready", "in-flight", "done", "dead"};
-    if (m->status == OBX_STATUS_READY && m->next_attempt_ms > (int64_t)time(NULL) * 1000) return "scheduled";
+    if (m->status == OBX_STATUS_READY && m->next_attempt_ms > now) return "scheduled";
     return (int)m->status >= 0 && (int)m->status < 4 ? names[m->status] : "unknown";
 }
 
-static const char *inbox_state(const ibx_message *m) {
-    int64_t now = (int64_t)time(NULL) * 1000;
+static const char *inbox_state(const ibx_message *m, int64_t now) {
     switch (m->status) {
     case IBX_STATUS_PROCESSING:
         if (m->locked_until_ms > 0) return "in-flight";
@@ -1070,19 +1190,150 @@ static const char *inbox_state(const ibx_message *m) {
     }
 }
 
-static void show_outbox(const obx_message *m) {
-    char n[16];
+/* What a message waits for, in words: its due time, a retry's backoff, the
+ * earlier message of its key (`waits`: its id and state, or ""), a lease. */
+static const char *why_state(const char *state, int parked, const char *waits, int64_t due, int retries,
+                             int64_t locked, int64_t now, char out[160]) {
+    char t[32];
+    out[0] = '\0';
+    if (parked && waits[0])
+        snprintf(out, 160, "parked behind %s, an earlier message of its ordering key", waits);
+    else if (parked)
+        snprintf(out, 160, "parked by its ordering key, whose earlier messages are finished: the next reap wakes it");
+    else if (strcmp(state, "scheduled") == 0)
+        snprintf(out, 160, "%s", due > now ? "waits for its due time" : retries ? "waits for a retry's backoff"
+                                                                               : "waits for its next attempt");
+    else if (strcmp(state, "in-flight") == 0 && locked > 0 && locked < now)
+        snprintf(out, 160, "its lease expired %s ago (a worker died?): the next reap frees it",
+                 human_ms(now - locked, t));
+    else if (strcmp(state, "in-flight") == 0) snprintf(out, 160, "a worker holds it");
+    return out[0] ? out : NULL;
+}
+
+/* The earlier message of m's ordering key that m waits for (Ready or in
+ * flight, before it in the key's order): "<id> (<state>)" into out, or "". */
+static void waits_for(ctl *c, const obx_message *m, char out[80]) {
+    const dia *d = dialect_sql(c);
+    char q[6][48], oid[64], idt[96], ip[48];
+    const char *params[1];
+    SQLHSTMT st;
+    sb b;
+    out[0] = '\0';
+    if (!d || !m->ordering_key || (!c->dbc && sql_connect(c) != CTL_OK)) return;
+    memset(&b, 0, sizeof b);
+    snprintf(oid, sizeof oid, "o.%s", col(d, "Id", q[5]));
+    subst(idt, sizeof idt, d->id_text, oid);
+    subst(ip, sizeof ip, d->id_param, "?");
+    col(d, "OrderingKey", q[1]);
+    col(d, "Status", q[2]);
+    col(d, "OrderingSeq", q[3]);
+    col(d, "Id", q[4]);
+    sb_add(&b, "SELECT %s, o.%s FROM ", idt, q[2]);
+    add_table(c, d, &b);
+    sb_add(&b, " o, ");
+    add_table(c, d, &b);
+    sb_add(&b, " m WHERE m.%s = %s AND o.%s = m.%s AND o.%s IN (0, 1) AND (o.%s < m.%s OR (o.%s = m.%s AND "
+               "o.%s < m.%s)) ORDER BY o.%s, o.%s LIMIT 1",
+           q[4], ip, q[1], q[1], q[2], q[3], q[3], q[3], q[3], q[4], q[4], q[3], q[4]);
+    params[0] = m->id;
+    if ((st = sql_run(c, b.text, params, 1)) == NULL) return;
+    if (sql_next(st) == 1) {
+        char id[48];
+        sql_text(st, 1, id, sizeof id);
+        snprintf(out, 80, "%.36s (%s)", id, sql_i64(st, 2, NULL) == 1 ? "in flight" : "ready");
+    }
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+}
+
+static void field_num(const char *name, long long n, const char *note) {
+    char text[160];
+    snprintf(text, sizeof text, "%lld%s%s", n, note ? "  " : "", note ? note : "");
+    field(name, text);
+}
+
+typedef struct envelope {
+    const char *tenant, *agg_type, *agg_id;
+    int header_count;
+    obx_message om;  /* for the headers: the outbox's reader, or the inbox's */
+    ibx_message im;
+    int inbox;
+} envelope;
+
+static int header_at(const envelope *e, int i, const char **k, const char **v) {
+    if (e->inbox) return ibx_message_header_at(&e->im, i, k, v) == IBX_OK;
+    return obx_message_header_at(&e->om, i, k, v) == OBX_OK;
+}
+
+static void show_envelope(const envelope *e) {
+    char agg[1200];
+    const char *k, *v;
+    int i;
+    if (o.json) {
+        printf(",\"tenant_id\":");
+        json_str(stdout, e->tenant);
+        printf(",\"aggregate_type\":");
+        json_str(stdout, e->agg_type);
+        printf(",\"aggregate_id\":");
+        json_str(stdout, e->agg_id);
+        printf(",\"headers\":{");
+        for (i = 0; i < e->header_count && header_at(e, i, &k, &v); i++) {
+            printf("%s", i ? "," : "");
+            json_str(stdout, k);
+            printf(":");
+            json_str(stdout, v ? v : "");
+        }
+        printf("}");
+        return;
+    }
+    field("tenant", e->tenant);
+    snprintf(agg, sizeof agg, "%s %s", e->agg_type ? e->agg_type : "-", e->agg_id ? e->agg_id : "-");
+    field("aggregate", e->agg_type || e->agg_id ? agg : NULL);
+    if (e->header_count == 0) field("headers", NULL);
+    for (i = 0; i < e->header_count && header_at(e, i, &k, &v); i++) {
+        snprintf(agg, sizeof agg, "%s: %s", k, v ? v : "");
+        field(i ? "" : "headers", agg);
+    }
+}
+
+static const char *starts_note(int starts) {
+    return starts > 1 ? "(claims without an outcome: a crash or an expired lease; Dead at max_starts)" : NULL;
+}
+
+static void show_outbox(ctl *c, const obx_message *m) {
+    char n[16], waits[80], why[160], t[32];
+    int64_t now = db_now(c);
+    const char *state = outbox_state(m, now);
+    envelope e;
+    memset(&e, 0, sizeof e);
+    e.tenant = m->tenant_id;
+    e.agg_type = m->aggregate_type;
+    e.agg_id = m->aggregate_id;
+    e.header_count = m->header_count;
+    e.om = *m;
+    waits[0] = '\0';
+    if (is_parked(m)) waits_for(c, m, waits);
+    why_state(state, is_parked(m), waits, m->due_time_ms, m->retry_count, m->locked_until_ms, now, why);
     if (o.json) {
         printf("{\"id\":\"%s\",\"message_id\":\"%s\",\"topic\":", m->id, m->message_id);
         json_str(stdout, m->topic);
-        printf(",\"status\":\"%s\",\"attempts\":%d,\"created_ms\":%lld,\"due_ms\":%lld,\"next_attempt_ms\":%lld,"
-               "\"locked_until_ms\":%lld,\"owner\":", outbox_state(m), m->retry_count, (long long)m->created_at_ms,
-               (long long)m->due_time_ms, (long long)m->next_attempt_ms, (long long)m->locked_until_ms);
+        printf(",\"status\":\"%s\",\"parked\":%s,\"why\":", state, is_parked(m) ? "true" : "false");
+        json_str(stdout, why[0] ? why : NULL);
+        printf(",\"ordering_key\":");
+        json_str(stdout, m->ordering_key);
+        printf(",\"waits_for\":");
+        if (waits[0]) printf("\"%.36s\"", waits);
+        else printf("null");
+        printf(",\"attempts\":%d,\"starts\":%d,\"now_ms\":%lld,\"created_ms\":%lld,\"due_ms\":%lld,"
+               "\"next_attempt_ms\":%lld,\"expires_ms\":%lld,\"locked_until_ms\":%lld,\"owner\":", m->retry_count,
+               m->starts, (long long)now, (long long)m->created_at_ms, (long long)m->due_time_ms,
+               (long long)(is_parked(m) ? 0 : m->next_attempt_ms), (long long)m->expires_ms,
+               (long long)m->locked_until_ms);
         json_str(stdout, m->owner_token[0] ? m->owner_token : NULL);
         printf(",\"processed_ms\":%lld,\"processed_by\":", (long long)m->processed_at_ms);
         json_str(stdout, m->processed_by);
         printf(",\"correlation_id\":");
         json_str(stdout, m->correlation_id);
+        show_envelope(&e);
         printf(",\"last_error\":");
         json_str(stdout, m->last_error);
         show_json_payload(m->payload, m->payload_len);
@@ -1092,23 +1343,40 @@ static void show_outbox(const obx_message *m) {
     field("id", m->id);
     field("message id", m->message_id);
     field("topic", m->topic);
-    field("status", outbox_state(m));
+    field("status", state);
+    if (why[0]) field("why", why);
+    field("ordering key", m->ordering_key);
     snprintf(n, sizeof n, "%d", m->retry_count);
     field("attempts", n);
+    field_num("starts", m->starts, starts_note(m->starts));
     field_time("created", m->created_at_ms);
     field_time("due", m->due_time_ms);
-    field_time("next attempt", m->next_attempt_ms);
+    if (is_parked(m)) field("next attempt", "- (parked: when the earlier messages of its key are done or dead)");
+    else field_time("next attempt", m->next_attempt_ms);
+    field("expires", m->expires_ms ? utc(m->expires_ms, t) : "never");
     field_time("locked until", m->locked_until_ms);
     field("owner", m->owner_token[0] ? m->owner_token : NULL);
     field_time("processed at", m->processed_at_ms);
     field("processed by", m->processed_by);
     field("correlation", m->correlation_id);
+    show_envelope(&e);
     field("last error", m->last_error);
     show_payload(m->payload, m->payload_len);
 }
 
-static void show_inbox(const ibx_message *m) {
-    char n[16];
+static void show_inbox(ctl *c, const ibx_message *m) {
+    char n[16], why[160], t[32];
+    int64_t now = db_now(c);
+    const char *state = inbox_state(m, now);
+    envelope e;
+    memset(&e, 0, sizeof e);
+    e.inbox = 1;
+    e.tenant = m->tenant_id;
+    e.agg_type = m->aggregate_type;
+    e.agg_id = m->aggregate_id;
+    e.header_count = m->header_count;
+    e.im = *m;
+    why_state(state, 0, "", m->due_time_ms, m->attempt, m->locked_until_ms, now, why);
     if (o.json) {
         printf("{\"source\":");
         json_str(stdout, m->source);
@@ -1116,12 +1384,17 @@ static void show_inbox(const ibx_message *m) {
         json_str(stdout, m->message_id);
         printf(",\"topic\":");
         json_str(stdout, m->topic);
-        printf(",\"status\":\"%s\",\"attempts\":%d,\"first_seen_ms\":%lld,\"last_seen_ms\":%lld,\"due_ms\":%lld,"
-               "\"next_attempt_ms\":%lld,\"locked_until_ms\":%lld,\"owner\":", inbox_state(m), m->attempt,
-               (long long)m->first_seen_ms, (long long)m->last_seen_ms, (long long)m->due_time_ms,
-               (long long)m->next_attempt_ms, (long long)m->locked_until_ms);
+        printf(",\"status\":\"%s\",\"why\":", state);
+        json_str(stdout, why[0] ? why : NULL);
+        printf(",\"attempts\":%d,\"starts\":%d,\"now_ms\":%lld,\"first_seen_ms\":%lld,\"last_seen_ms\":%lld,"
+               "\"due_ms\":%lld,\"next_attempt_ms\":%lld,\"expires_ms\":%lld,\"locked_until_ms\":%lld,\"owner\":",
+               m->attempt, m->starts, (long long)now, (long long)m->first_seen_ms, (long long)m->last_seen_ms,
+               (long long)m->due_time_ms, (long long)m->next_attempt_ms, (long long)m->expires_ms,
+               (long long)m->locked_until_ms);
         json_str(stdout, m->owner_token[0] ? m->owner_token : NULL);
-        printf(",\"hash_bytes\":%lu,\"last_error\":", (unsigned long)m->hash_len);
+        printf(",\"hash_bytes\":%lu", (unsigned long)m->hash_len);
+        show_envelope(&e);
+        printf(",\"last_error\":");
         json_str(stdout, m->last_error);
         show_json_payload(m->payload, m->payload_len);
         printf("}\n");
@@ -1130,44 +1403,210 @@ static void show_inbox(const ibx_message *m) {
     field("source", m->source);
     field("message id", m->message_id);
     field("topic", m->topic);
-    field("status", inbox_state(m));
+    field("status", state);
+    if (why[0]) field("why", why);
     snprintf(n, sizeof n, "%d", m->attempt);
     field("attempts", n);
+    field_num("starts", m->starts, starts_note(m->starts));
     field_time("first seen", m->first_seen_ms);
     field_time("last seen", m->last_seen_ms);
     field_time("due", m->due_time_ms);
     field_time("next attempt", m->next_attempt_ms);
+    field("expires", m->expires_ms ? utc(m->expires_ms, t) : "never");
     field_time("locked until", m->locked_until_ms);
     field("owner", m->owner_token[0] ? m->owner_token : NULL);
     snprintf(n, sizeof n, "%lu bytes", (unsigned long)m->hash_len);
     field("hash", m->hash_len ? n : NULL);
+    show_envelope(&e);
     field("last error", m->last_error);
     show_payload(m->payload, m->payload_len);
 }
 
-static int cmd_show(ctl *c) {
+/* The message an id (inbox: --source and a message id) names; exit 3 when
+ * there is none. */
+static int get_one(ctl *c, const char *what, obx_message *om, ibx_message *im) {
     int r;
     if (o.nargs != 1)
-        return fail(CTL_USAGE, "show: give exactly one id%s (obxctl show --help)", c->ib ? " and --source" : "");
+        return fail(CTL_USAGE, "%s: give exactly one id%s (obxctl %s --help)", what, c->ib ? " and --source" : "",
+                    o.command);
     if (c->ib) {
-        ibx_message m;
-        if (!o.source) return fail(CTL_USAGE, "show: an inbox message is --source SOURCE MESSAGE_ID");
-        r = result_int(ibx_get(c->ib, o.args[0], o.source, &m));
-        if (r == IBX_ERR_NOT_FOUND) return fail(CTL_NOT_FOUND, "show: no message %s from %s", o.args[0], o.source);
-        if (r != IBX_OK) return lib_fail(c, "show", r);
-        show_inbox(&m);
+        if (!o.source) return fail(CTL_USAGE, "%s: an inbox message is --source SOURCE MESSAGE_ID", what);
+        r = result_int(ibx_get(c->ib, o.args[0], o.source, im));
+        if (r == IBX_ERR_NOT_FOUND) return fail(CTL_NOT_FOUND, "%s: no message %s from %s", what, o.args[0], o.source);
+        if (r != IBX_OK) return lib_fail(c, what, r);
     } else {
-        obx_message m;
-        if (!obx_uuid_is_valid(o.args[0])) return fail(CTL_USAGE, "show: '%s' is not a message id (a UUID)", o.args[0]);
-        r = result_int(obx_get(c->ob, o.args[0], &m));
-        if (r == OBX_ERR_NOT_FOUND) return fail(CTL_NOT_FOUND, "show: no message %s", o.args[0]);
-        if (r != OBX_OK) return lib_fail(c, "show", r);
-        show_outbox(&m);
+        if (!obx_uuid_is_valid(o.args[0])) return fail(CTL_USAGE, "%s: '%s' is not a message id (a UUID)", what, o.args[0]);
+        r = result_int(obx_get(c->ob, o.args[0], om));
+        if (r == OBX_ERR_NOT_FOUND) return fail(CTL_NOT_FOUND, "%s: no message %s", what, o.args[0]);
+        if (r != OBX_OK) return lib_fail(c, what, r);
+    }
+    return CTL_OK;
+}
+
+static int cmd_show(ctl *c) {
+    obx_message om;
+    ibx_message im;
+    int code = get_one(c, "show", &om, &im);
+    if (code != CTL_OK) return code;
+    if (c->ib) show_inbox(c, &im);
+    else show_outbox(c, &om);
+    return CTL_OK;
+}
+
+/* ---- cancel, run, dead move: the library's obx_dead_move / obx_run_now --------------------- */
+
+/* After an action changed nothing: the message's state, and why (exit 3). */
+static int not_changed(ctl *c, const char *what, const char *wanted) {
+    obx_message om;
+    ibx_message im;
+    char waits[80], why[160];
+    const char *state;
+    int64_t now;
+    int code = get_one(c, what, &om, &im);
+    if (code != CTL_OK) return code;
+    now = db_now(c);
+    waits[0] = '\0';
+    if (c->ib) {
+        state = inbox_state(&im, now);
+        why_state(state, 0, "", im.due_time_ms, im.attempt, im.locked_until_ms, now, why);
+    } else {
+        state = outbox_state(&om, now);
+        if (is_parked(&om)) waits_for(c, &om, waits);
+        why_state(state, is_parked(&om), waits, om.due_time_ms, om.retry_count, om.locked_until_ms, now, why);
+    }
+    if (strcmp(what, "run") == 0 && strcmp(state, "ready") == 0) {
+        if (o.json) printf("{\"run\":0}\n");
+        else printf("%s is due already (ready): nothing changed\n", o.args[0]);
+        return CTL_OK;
+    }
+    if (waits[0] || (!c->ib && is_parked(&om)))
+        return fail(CTL_NOT_FOUND, "%s: %s is %s: nothing changed (it runs when the key's earlier messages are "
+                    "done or dead)", what, o.args[0], why);
+    return fail(CTL_NOT_FOUND, "%s: %s is %s%s%s%s: nothing changed (%s takes %s messages%s)", what, o.args[0],
+                state, why[0] ? " (" : "", why, why[0] ? ")" : "", what, wanted,
+                strcmp(what, "cancel") == 0 && strcmp(state, "in-flight") == 0 ? "; in flight: obxctl dead move" : "");
+}
+
+static int cmd_move(ctl *c, int in_flight) {
+    const char *what = in_flight ? "dead move" : "cancel";
+    int64_t n = 0;
+    int r;
+    if (o.nargs != 1)
+        return fail(CTL_USAGE, "%s: give exactly one id%s (obxctl %s --help)", what, c->ib ? " and --source" : "",
+                    o.command);
+    if (!o.reason || !o.reason[0]) return fail(CTL_USAGE, "%s: --reason TEXT is required (its last error)", what);
+    if (c->ib && !o.source) return fail(CTL_USAGE, "%s: an inbox message is --source SOURCE MESSAGE_ID", what);
+    if (!c->ib && !obx_uuid_is_valid(o.args[0]))
+        return fail(CTL_USAGE, "%s: '%s' is not a message id (a UUID)", what, o.args[0]);
+    r = c->ib ? result_int(ibx_dead_move(c->ib, o.args[0], o.source, o.reason, in_flight, &n))
+              : result_int(obx_dead_move(c->ob, o.args[0], o.reason, in_flight, &n));
+    if (r != OBX_OK) return lib_fail(c, what, r);
+    if (n == 0) return not_changed(c, what, in_flight ? "ready, scheduled or in flight" : "ready or scheduled");
+    if (o.json) printf("{\"%s\":%lld}\n", in_flight ? "moved" : "cancelled", (long long)n);
+    else printf("%s %s: dead (%s)\n", in_flight ? "moved" : "cancelled", o.args[0], o.reason);
+    return CTL_OK;
+}
+
+static int cmd_run(ctl *c) {
+    int64_t n = 0;
+    int r;
+    if (o.nargs != 1)
+        return fail(CTL_USAGE, "run: give exactly one id%s (obxctl run --help)", c->ib ? " and --source" : "");
+    if (c->ib && !o.source) return fail(CTL_USAGE, "run: an inbox message is --source SOURCE MESSAGE_ID");
+    if (!c->ib && !obx_uuid_is_valid(o.args[0]))
+        return fail(CTL_USAGE, "run: '%s' is not a message id (a UUID)", o.args[0]);
+    r = c->ib ? result_int(ibx_run_now(c->ib, o.args[0], o.source, &n)) : result_int(obx_run_now(c->ob, o.args[0], &n));
+    if (r != OBX_OK) return lib_fail(c, "run", r);
+    if (n == 0) return not_changed(c, "run", "scheduled");
+    if (o.json) printf("{\"run\":%lld}\n", (long long)n);
+    else printf("%s is due now\n", o.args[0]);
+    return CTL_OK;
+}
+
+/* ---- enqueue (testing) ----------------------------------------------------------------------- */
+
+static int cmd_enqueue(ctl *c) {
+    int64_t due = o.due_in_ms > 0 ? db_now(c) + o.due_in_ms : 0;
+    int r;
+    if (!o.topic || !o.payload) return fail(CTL_USAGE, "enqueue: --topic and --payload are required");
+    if (c->ib) {
+        ibx_new_message m;
+        if (o.correlation || o.key)
+            return fail(CTL_USAGE, "enqueue: --%s applies to an outbox only", o.key ? "key" : "correlation");
+        if (!o.source || o.nargs != 1)
+            return fail(CTL_USAGE, "enqueue: an inbox message is --source SOURCE MESSAGE_ID");
+        memset(&m, 0, sizeof m);
+        m.topic = o.topic;
+        m.source = o.source;
+        m.message_id = o.args[0];
+        m.payload = o.payload;
+        m.payload_len = IBX_NTS;
+        m.tenant_id = o.tenant;
+        m.due_utc_ms = due;
+        r = result_int(ibx_enqueue(c->ib, &m, NULL));
+        if (r != IBX_OK) return lib_fail(c, "enqueue", r);
+        if (o.json) {
+            printf("{\"source\":");
+            json_str(stdout, o.source);
+            printf(",\"message_id\":");
+            json_str(stdout, o.args[0]);
+            printf("}\n");
+        } else printf("enqueued %s from %s\n", o.args[0], o.source);
+    } else {
+        obx_new_message m;
+        char id[37];
+        if (o.nargs) return fail(CTL_USAGE, "enqueue: unexpected argument '%s'", o.args[0]);
+        memset(&m, 0, sizeof m);
+        m.topic = o.topic;
+        m.payload = o.payload;
+        m.payload_len = OBX_NTS;
+        m.ordering_key = o.key;
+        m.correlation_id = o.correlation;
+        m.tenant_id = o.tenant;
+        m.due_utc_ms = due;
+        r = result_int(obx_enqueue(c->ob, &m, id));
+        if (r != OBX_OK) return lib_fail(c, "enqueue", r);
+        if (o.json) printf("{\"id\":\"%s\"}\n", id);
+        else printf("enqueued %s\n", id);
     }
     return CTL_OK;
 }
 
 /* ---- dead replay | purge ---------------------------------------------------------------------- */
+
+/* dead purge --all without --yes: how many it would delete, nothing deleted. */
+static int purge_preview(ctl *c) {
+    const char *params[2];
+    char q[3][48];
+    int n = 0, code;
+    int64_t count;
+    SQLHSTMT st;
+    sb b;
+    const dia *d = need_sql(c, &code);
+    if (!d) return code;
+    memset(&b, 0, sizeof b);
+    sb_add(&b, "SELECT COUNT(*) FROM ");
+    add_table(c, d, &b);
+    sb_add(&b, " WHERE %s = %s", col(d, "Status", q[0]), c->ib ? "'Dead'" : "3");
+    if (o.topic) {
+        sb_add(&b, " AND %s = ?", col(d, "Topic", q[1]));
+        params[n++] = o.topic;
+    }
+    if (o.source && c->ib) {
+        sb_add(&b, " AND %s = ?", col(d, "Source", q[2]));
+        params[n++] = o.source;
+    }
+    if (!(st = sql_run(c, b.text, params, n))) return fail(CTL_DB, "dead purge: %s", db_err);
+    count = sql_next(st) == 1 ? sql_i64(st, 1, NULL) : -1;
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    if (count < 0) return fail(CTL_DB, "dead purge: %s", db_err);
+    if (o.json) printf("{\"would_purge\":%lld}\n", (long long)count);
+    else
+        printf("would purge %lld dead message(s)%s%s%s%s; nothing deleted: add --yes to delete them\n",
+               (long long)count, o.topic ? " of topic " : "", o.topic ? o.topic : "",
+               o.source && c->ib ? " from " : "", o.source && c->ib ? o.source : "");
+    return CTL_OK;
+}
 
 /* The library's dead replay or purge: one call for --all, one per id
  * (exit 3 for an id that is not a dead message, the others still done). */
@@ -1178,9 +1617,11 @@ static int dead_change(ctl *c, int purge) {
     if (o.all == (o.nargs > 0)) return fail(CTL_USAGE, "%s: give the ids or --all (not both)", what);
     if (c->ib && o.nargs > 0 && !o.source) return fail(CTL_USAGE, "%s: inbox ids need --source SOURCE", what);
     if (o.topic && !o.all) return fail(CTL_USAGE, "%s: --topic goes with --all", what);
+    if (o.yes && !(purge && o.all)) return fail(CTL_USAGE, "%s: --yes goes with dead purge --all", what);
     for (i = 0; !c->ib && i < o.nargs; i++)
         if (!obx_uuid_is_valid(o.args[i]))
             return fail(CTL_USAGE, "%s: '%s' is not a message id (a UUID)", what, o.args[i]);
+    if (purge && o.all && !o.yes) return purge_preview(c);
     for (i = 0; i < (o.all ? 1 : o.nargs); i++) {
         const char *id = o.all ? NULL : o.args[i];
         n = 0;
@@ -1211,6 +1652,7 @@ static int dead_change(ctl *c, int purge) {
 }
 
 static int cmd_dead(ctl *c) {
+    if (strcmp(o.sub, "move") == 0) return cmd_move(c, 1);
     if (strcmp(o.sub, "list") == 0) {
         if (o.nargs) return fail(CTL_USAGE, "dead list: unexpected argument '%s'", o.args[0]);
         return cmd_list(c, "dead", 1);
@@ -1228,42 +1670,58 @@ static int cmd_reap(ctl *c) {
     return CTL_OK;
 }
 
+/* One default for both kinds (the libraries' own differ: the outbox keeps
+ * no done message, the inbox 30 days for its dedup). */
+#define CLEANUP_DEFAULT "7d"
+
 static int cmd_cleanup(ctl *c) {
-    int64_t n = 0, keep = o.older_ms > 0 ? o.older_ms : 0;
+    int64_t n = 0, keep = o.older_ms > 0 ? o.older_ms : parse_duration(CLEANUP_DEFAULT);
     int r;
-    if (o.older_ms == 0) return fail(CTL_USAGE, "cleanup: --older-than must be more than 0 (0 means the default)");
+    if (o.older_ms == 0) return fail(CTL_USAGE, "cleanup: --older-than must be more than 0 (default " CLEANUP_DEFAULT ")");
     r = c->ib ? result_int(ibx_cleanup(c->ib, keep, 0, &n)) : result_int(obx_cleanup(c->ob, keep, 0, &n));
     if (r != OBX_OK) return lib_fail(c, "cleanup", r);
-    printf("deleted %lld done message(s)%s%s\n", (long long)n, o.older ? " older than " : "", o.older ? o.older : "");
+    printf("deleted %lld done message(s) older than %s\n", (long long)n, o.older ? o.older : CLEANUP_DEFAULT);
     return CTL_OK;
 }
 
+static int print_schema(int dialect);
+
 static int cmd_deploy(ctl *c) {
-    int r = c->ib ? result_int(ibx_store_deploy(c->ib)) : result_int(obx_store_deploy(c->ob));
+    int r;
+    if (o.dry_run) return print_schema((int)c->dialect);
+    r = c->ib ? result_int(ibx_store_deploy(c->ib)) : result_int(obx_store_deploy(c->ob));
     if (r != OBX_OK) return lib_fail(c, "deploy", r);
     printf("deployed %s table %s (%s)\n", c->ib ? "inbox" : "outbox", c->table, obx_dialect_name(c->dialect));
     return CTL_OK;
 }
 
-static int cmd_schema(void) {
-    static const char *const names[] = {"sqlite", "postgresql", "mariadb", "sqlserver"};
-    int i, r;
+/* The DDL of dialect `dialect` (obx_dialect's number) for --table and --schema. */
+static int print_schema(int dialect) {
+    int r;
     size_t need = 0;
     char *text;
-    if (!o.dialect) return fail(CTL_USAGE, "schema: --dialect sqlite|postgresql|mariadb|sqlserver is required");
+    const char *what = o.dry_run ? "deploy --dry-run" : "schema";
+    r = o.inbox ? result_int(ibx_schema_sql((ibx_dialect)dialect, o.schema, o.table, NULL, 0, &need))
+                : result_int(obx_schema_sql((obx_dialect)dialect, o.schema, o.table, NULL, 0, &need));
+    if (r != OBX_ERR_OUT_OF_RANGE)
+        return fail(exit_for(r), "%s: bad --schema or --table (%s)", what, obx_result_str((obx_result)r));
+    if (!(text = (char *)malloc(need))) return fail(CTL_INTERNAL, "out of memory");
+    r = o.inbox ? result_int(ibx_schema_sql((ibx_dialect)dialect, o.schema, o.table, text, need, NULL))
+                : result_int(obx_schema_sql((obx_dialect)dialect, o.schema, o.table, text, need, NULL));
+    if (r == OBX_OK) fputs(text, stdout);
+    free(text);
+    return r == OBX_OK ? CTL_OK : fail(exit_for(r), "%s: %s", what, obx_result_str((obx_result)r));
+}
+
+/* schema --dialect D needs no database; without it, the connected one's. */
+static int cmd_schema(ctl *c) {
+    static const char *const names[] = {"sqlite", "postgresql", "mariadb", "sqlserver"};
+    int i;
+    if (c) return print_schema((int)c->dialect);
     for (i = 0; i < 4 && strcmp(o.dialect, names[i]) != 0; i++) {}
     if (i == 4)
         return fail(CTL_USAGE, "schema: --dialect '%s' is not sqlite, postgresql, mariadb or sqlserver", o.dialect);
-    r = o.inbox ? result_int(ibx_schema_sql((ibx_dialect)(i + 1), o.schema, o.table, NULL, 0, &need))
-                : result_int(obx_schema_sql((obx_dialect)(i + 1), o.schema, o.table, NULL, 0, &need));
-    if (r != OBX_ERR_OUT_OF_RANGE)
-        return fail(exit_for(r), "schema: bad --schema or --table (%s)", obx_result_str((obx_result)r));
-    if (!(text = (char *)malloc(need))) return fail(CTL_INTERNAL, "out of memory");
-    r = o.inbox ? result_int(ibx_schema_sql((ibx_dialect)(i + 1), o.schema, o.table, text, need, NULL))
-                : result_int(obx_schema_sql((obx_dialect)(i + 1), o.schema, o.table, text, need, NULL));
-    if (r == OBX_OK) fputs(text, stdout);
-    free(text);
-    return r == OBX_OK ? CTL_OK : fail(exit_for(r), "schema: %s", obx_result_str((obx_result)r));
+    return print_schema(i + 1);
 }
 
 /* The library's text, gauge families only: a one-shot process has no
@@ -1298,6 +1756,9 @@ static int store_metrics(const ctl *c, char *out, size_t cap, size_t *need) {
     return result_int(obx_metrics_text(c->ob, out, cap, need));
 }
 
+/* The status label as the library's gauge names spell it (_in_flight). */
+static const char *const metric_states[N_STATES] = {"ready", "scheduled", "in_flight", "done", "dead", "seen"};
+
 static int cmd_metrics(ctl *c) {
     char *text = NULL, store[128];
     size_t need = 0;
@@ -1328,7 +1789,7 @@ static int cmd_metrics(ctl *c) {
             prom_label(store);
             printf("\",topic=\"");
             prom_label(s.topics[k].topic);
-            printf("\",status=\"%s\"} %lld\n", state_names[i], (long long)s.topics[k].n[i]);
+            printf("\",status=\"%s\"} %lld\n", metric_states[i], (long long)s.topics[k].n[i]);
         }
     free(s.topics);
     return CTL_OK;
@@ -1368,11 +1829,17 @@ int main(int argc, char **argv) {
         return CTL_USAGE;
     }
     if ((code = check_options()) != CTL_OK) return code;
-    if (strcmp(o.command, "schema") == 0)
-        return o.nargs ? fail(CTL_USAGE, "schema: unexpected argument '%s'", o.args[0]) : cmd_schema();
-    if (strcmp(o.command, "show") != 0 && strcmp(o.command, "dead") != 0 && o.nargs)
+    if (strcmp(o.command, "schema") == 0 && o.nargs) return fail(CTL_USAGE, "schema: unexpected argument '%s'", o.args[0]);
+    if (strcmp(o.command, "schema") == 0 && o.dialect) return cmd_schema(NULL);
+    if (strcmp(o.command, "show") != 0 && strcmp(o.command, "dead") != 0 && strcmp(o.command, "cancel") != 0 &&
+        strcmp(o.command, "run") != 0 && strcmp(o.command, "enqueue") != 0 && o.nargs)
         return fail(CTL_USAGE, "%s: unexpected argument '%s'", o.command, o.args[0]);
     if (o.count && !o.watch) return fail(CTL_USAGE, "--count goes with --watch");
+    if (strcmp(o.command, "schema") == 0) { /* the connected database's: no table needed */
+        if ((code = open_store(&c, 0)) == CTL_OK) code = cmd_schema(&c);
+        close_store(&c);
+        return code;
+    }
     if ((code = open_store(&c, 0)) != CTL_OK || (code = check_kind(&c)) != CTL_OK) {
         close_store(&c);
         return code;
@@ -1380,6 +1847,9 @@ int main(int argc, char **argv) {
     if (strcmp(o.command, "stats") == 0) code = cmd_stats(&c);
     else if (strcmp(o.command, "list") == 0) code = cmd_list(&c, o.status, 0);
     else if (strcmp(o.command, "show") == 0) code = cmd_show(&c);
+    else if (strcmp(o.command, "cancel") == 0) code = cmd_move(&c, 0);
+    else if (strcmp(o.command, "run") == 0) code = cmd_run(&c);
+    else if (strcmp(o.command, "enqueue") == 0) code = cmd_enqueue(&c);
     else if (strcmp(o.command, "dead") == 0) code = cmd_dead(&c);
     else if (strcmp(o.command, "reap") == 0) code = cmd_reap(&c);
     else if (strcmp(o.command, "cleanup") == 0) code = cmd_cleanup(&c);

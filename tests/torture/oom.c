@@ -253,12 +253,10 @@ static obx_result ostep(octx *c, int i, const char **name) {
         d.store = odesc();
         d.discover = odiscover;
         r = obx_provider_create(&d, &c->p);
-        if (r == OBX_OK && obx_provider_count(c->p) != 2) {
-            /* A store that could not be opened (no memory) is left out until the
-             * next refresh: that is the documented behaviour, refresh now. */
-            r = obx_provider_refresh(c->p);
-            if (r == OBX_OK && obx_provider_count(c->p) != 2) r = OBX_ERR_NO_MEMORY;
-        }
+        /* A store that could not be opened (no memory) is left out and tried
+         * again on its own backoff (the documented behaviour): the step
+         * failed, and is called again. */
+        if (r == OBX_OK && obx_provider_count(c->p) != 2) r = OBX_ERR_NO_MEMORY;
         if (r != OBX_OK) {
             obx_provider_destroy(c->p);
             c->p = NULL;
@@ -541,10 +539,7 @@ static ibx_result istep(ictx *c, int i, const char **name) {
         d.store = idesc();
         d.discover = idiscover;
         r = ibx_provider_create(&d, &c->p);
-        if (r == IBX_OK && ibx_provider_count(c->p) != 2) {
-            r = ibx_provider_refresh(c->p);
-            if (r == IBX_OK && ibx_provider_count(c->p) != 2) r = IBX_ERR_NO_MEMORY;
-        }
+        if (r == IBX_OK && ibx_provider_count(c->p) != 2) r = IBX_ERR_NO_MEMORY; /* as obx's */
         if (r != IBX_OK) {
             ibx_provider_destroy(c->p);
             c->p = NULL;
