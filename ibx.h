@@ -6632,6 +6632,7 @@ static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
 
 static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
     ibx__claim_ctx *c = (ibx__claim_ctx *)vctx;
+    const int mode = db->unit; /* the unit's, begun by ibx__unit_run */
     ibx_result r;
     int redo;
     for (redo = 0;; redo++) {
@@ -6639,7 +6640,7 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
         if (r != IBX__CLAIM_REDO) return r;
         c->count = 0;
         if (redo + 1 >= IBX__CLAIM_REDOS) return IBX_OK; /* nothing claimed this round */
-        if ((r = ibx__begin(db)) != IBX_OK) return r;
+        if ((r = ibx__begin(db, mode)) != IBX_OK) return r;
     }
 }
 

@@ -7309,6 +7309,7 @@ static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
 
 static obx_result obx__claim_unit(obx__db *db, void *vctx) {
     obx__claim_ctx *c = (obx__claim_ctx *)vctx;
+    const int mode = db->unit; /* the unit's, begun by obx__unit_run */
     obx_result r;
     int redo;
     for (redo = 0;; redo++) {
@@ -7316,7 +7317,7 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
         if (r != OBX__CLAIM_REDO) return r;
         c->count = 0;
         if (redo + 1 >= OBX__CLAIM_REDOS) return OBX_OK; /* nothing claimed this round */
-        if ((r = obx__begin(db)) != OBX_OK) return r;
+        if ((r = obx__begin(db, mode)) != OBX_OK) return r;
     }
 }
 

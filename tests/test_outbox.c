@@ -1472,8 +1472,7 @@ static int claim_held(obx_store *s, const char *owner, obx__claim_ctx *ctx) {
     if (obx__check_token(s, "claim_held", owner) != OBX_OK || obx__claim_room(s, 8) != OBX_OK ||
         obx__db_ensure(db) != OBX_OK)
         return 0;
-    if (db->autocommit_on && obx__autocommit_off(db) != OBX_OK) return 0;
-    if (obx__begin(db) != OBX_OK) return 0;
+    if (obx__begin(db, obx__unit_mode(db, OBX__UNIT_WRITE)) != OBX_OK) return 0;
     memset(ctx, 0, sizeof *ctx);
     ctx->s = s;
     ctx->lease_seconds = 60;
