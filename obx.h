@@ -4903,7 +4903,7 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
 #endif
 
 /* SQLite parks a keyed message enqueued while an earlier one of its key is
- * Ready (waiting, not in flight): its NextAttemptAt is OBX__PARKED_MS, after any due
+ * Ready or in flight: its NextAttemptAt is OBX__PARKED_MS, after any due
  * time, so a claim's walk of the ready index stops before it instead of
  * reading past every message queued behind a busy key (a backlog of a few
  * keys cost each claim the whole backlog). The trigger {N}_OrderingWake
@@ -4915,20 +4915,14 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
  * each other. Parking is only a shortcut: the claim's check
  * (OBX__ORDERED_HEAD) decides as before; a message another release left
  * unparked is merely read past. `later`: an earlier message of the same
- * key in the same statement. A message enqueued while its key's only
- * earlier one is in flight is not parked: it is the key's next, read past
- * by claims until that one ends (one row per busy key), and no wake has to
- * find it. Where an enqueue and a settle run at once (PostgreSQL, MariaDB)
- * the settle's wake cannot see a row not yet committed: parked behind a
- * message in flight, a producer whose transaction was open when that
- * message's ack ran (the usual case under load) waited for the reap. */
+ * key in the same statement. */
 #define OBX__PARKED_MS "253402300800000"
 #ifdef OBX_NO_ORDERING_KEYS
 #define OBX__PARK_S(k, due, later, parked, S) due
 #else
 #define OBX__PARK_S(k, due, later, parked, S)                                                     \
-    "CASE WHEN " k " IS NOT NULL AND (" later " OR " OBX__ORDERED_MAX(k, S(0)) " > 0) THEN " parked " ELSE " \
-    due " END"
+    "CASE WHEN " k " IS NOT NULL AND (" later " OR " OBX__ORDERED_MAX(k, S(0)) " > 0 OR "               \
+    OBX__ORDERED_MAX(k, S(1)) " > 0) THEN " parked " ELSE " due " END"
 #endif
 #define OBX__PARK(k, due, later, parked) OBX__PARK_S(k, due, later, parked, OBX__STATE)
 /* The wake: the key's first Ready row back in its place when it is parked
@@ -5686,8 +5680,8 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      * see obx_enqueue_tx). Two producers of a key may now read the same
      * largest OrderingSeq, as on PostgreSQL: the claim's check covers it. */
     {OBX__Q_KEY_READ,
-     "SELECT @obx_seq := " OBX__MY_ORDERED_NEXT("?1") ", @obx_busy := " OBX__MY_ORDERED_MAX("?1", "0")
-     " > 0, @@session.tx_isolation"},
+     "SELECT @obx_seq := " OBX__MY_ORDERED_NEXT("?1") ", @obx_busy := (" OBX__MY_ORDERED_MAX("?1", "0")
+     " > 0 OR " OBX__MY_ORDERED_MAX("?1", "1") " > 0), @@session.tx_isolation"},
 #endif
     /* The update checks the row again and the read takes only rows that
      * carry our token: where row locks are per node (Galera), two nodes
@@ -5771,7 +5765,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`ExpiresAt`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
      OBX__MY_FROM_MS("j.`due`") ", "
      OBX__MY_PARK_IF("j.`okey`", "COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6))",
-                     "j.`rn` > 1 OR j.`m0` > 0")
+                     "j.`rn` > 1 OR j.`m0` > 0 OR j.`m1` > 0")
      ", j.`okey`, " OBX__SEQ("IF(j.`okey` IS NULL, NULL, GREATEST(j.`m0`, j.`m1`, j.`m3`) + 1)")
      " + j.`n` - 1, j.`tenant`, j.`atype`, j.`aid`, j.`hdr`, " OBX__MY_FROM_MS("j.`exp`") " "
      "FROM (SELECT jt.*" OBX__MY_KEY_COLUMNS("jt.`okey`", "jt.`n`") " FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$[0]', `mid` CHAR(36) PATH '$[1]', "

@@ -1812,34 +1812,6 @@ static void test_ordered_load(void) {
     obx_store_close(s);
 }
 
-/* Issue 25 item 4: a producer's transaction is open while the key's
- * running message is acked; once it commits, its message is claimable at
- * once, no reap needed (parked behind the running one, the ack's wake could
- * not see it). */
-static void test_ordered_wake_open_producer(void) {
-    obx_store *s = fresh();
-    caller_conn p1;
-    obx_new_message m1 = keyed("w1", "KW"), m2 = keyed("w2", "KW");
-    char id1[37], owner[37], got_list[256];
-    const obx_message *got = NULL;
-    const char *id = id1;
-    int n = 0;
-    TT_ASSERT(s != NULL);
-    TT_ASSERT(caller_open(&p1));
-    obx_owner_token(s, owner);
-    TT_EQ_INT(obx_enqueue(s, &m1, id1), OBX_OK);
-    TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
-    TT_EQ_STR(got_list, "w1");
-    TT_ASSERT(caller_begin(&p1));
-    TT_EQ_INT(obx_enqueue_tx(s, p1.dbc, &m2, NULL), OBX_OK);
-    TT_EQ_INT(obx_ack(s, owner, &id, 1, NULL), OBX_OK);
-    TT_ASSERT(caller_end(&p1, 1));
-    TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
-    TT_EQ_STR(got_list, "w2");
-    caller_close(&p1);
-    obx_store_close(s);
-}
-
 /* Issue 24 item 8: a wake that fails after a committed reap or settle
  * leaves the call's outcome alone: obx_reap returns OK with its count,
  * obx_ack returns OK with no error left on the store (the next reap wakes
@@ -6689,12 +6661,10 @@ int main(int argc, char **argv) {
     if (g_srv) {
         RUN("OBX-ORDERED-OVERLAP-PRODUCERS", "two producers of a key commit out of Id order around a claim: never two of the key at once", test_ordered_overlap_producers);
         RUN("CORE-WAKE-ERROR-CLEARED", "a wake failing after a committed reap or ack: OK, the count kept, no error left on the store", test_wake_error_cleared);
-        RUN("OBX-ORDERED-WAKE-OPEN-PRODUCER", "a producer's transaction open across the running message's ack: its message is claimable at commit, no reap", test_ordered_wake_open_producer);
         RUN("OBX-ORDERED-REPLAY-OVERLAP", "a replay committed while a claim takes the successor: never two of the key at once", test_ordered_replay_overlap);
     } else {
         printf("N/A OBX-ORDERED-OVERLAP-PRODUCERS sqlite one writer at a time: a producer's open transaction holds every other writer\n");
         printf("N/A OBX-ORDERED-REPLAY-OVERLAP sqlite one writer at a time: a claim and a replay never overlap\n");
-        printf("N/A OBX-ORDERED-WAKE-OPEN-PRODUCER sqlite one writer at a time: an open producer holds the ack back\n");
         printf("N/A CORE-WAKE-ERROR-CLEARED sqlite the wake is a trigger in the settle's own statement\n");
     }
     RUN("OBX-ORDERED-PROCS", "worker processes and a producer, keys x messages, transient failures: per key, starts strictly in order, never overlapping", test_ordered_processes);
