@@ -5714,6 +5714,8 @@ typedef struct ibx__store_own {
 /* The inbox parks nothing (it has no ordering keys): nothing to wake. */
 #define ibx__own_claimed(s, m) ((void)(s), (void)(m))
 #define ibx__own_settled(s, kind, rows) ((void)(s), (void)(kind), (void)(rows))
+/* Nor can claims of one key overlap: no claim is checked again. */
+#define ibx__claim_recheck(db, s, count) ((void)(db), (void)(s), (void)(count), IBX_OK)
 
 
 /* >>common-begin engine */
@@ -6594,8 +6596,12 @@ static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cu
     return ibx__exec(db, IBX__Q_CLAIM_READ, s->sql[IBX__Q_CLAIM_READ], p, 2 + IBX__KEY_LISTS, NULL, cur);
 }
 
-static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
-    ibx__claim_ctx *c = (ibx__claim_ctx *)vctx;
+/* ibx__claim_recheck: the claim was rolled back (another claim holds one
+ * of its keys); run it again. */
+#define IBX__CLAIM_REDO ((ibx_result)100)
+#define IBX__CLAIM_REDOS 3
+
+static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
     ibx_store *s = c->s;
     SQLHSTMT cur = NULL;
     ibx__row_head head;
@@ -6629,7 +6635,22 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
     }
     if (cur && short_rows) SQLFreeStmt(cur, SQL_UNBIND); /* `head` is about to go */
     ibx__close(cur);
-    return r == IBX_EMPTY ? IBX_OK : r;
+    if (r == IBX_EMPTY) r = IBX_OK;
+    return r == IBX_OK && c->count > 0 ? ibx__claim_recheck(db, s, &c->count) : r;
+}
+
+static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
+    ibx__claim_ctx *c = (ibx__claim_ctx *)vctx;
+    const int mode = db->unit; /* the unit's, begun by ibx__unit_run */
+    ibx_result r;
+    int redo;
+    for (redo = 0;; redo++) {
+        r = ibx__claim_once(db, c);
+        if (r != IBX__CLAIM_REDO) return r;
+        c->count = 0;
+        if (redo + 1 >= IBX__CLAIM_REDOS) return IBX_OK; /* nothing claimed this round */
+        if ((r = ibx__begin(db, mode)) != IBX_OK) return r;
+    }
 }
 
 /* A lease of 1..IBX_LEASE_MAX_SECONDS. */
@@ -6879,8 +6900,13 @@ IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped) {
     if (r != IBX_OK) return r;
     if (store->sql[IBX__Q_WAKE]) { /* parked messages a concurrent enqueue hid from their wake */
         int64_t woken = 0;
-        r = ibx__run_count(store, IBX__Q_WAKE, NULL, 0, "wake parked", &woken);
-        if (r != IBX_OK) return r;
+        /* The reap committed: its count is returned whatever the wake does
+         * (the next reap wakes again). */
+        if (ibx__run_count(store, IBX__Q_WAKE, NULL, 0, "wake parked", &woken) != IBX_OK) {
+            ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id, "waking parked messages failed: %s",
+                     store->err.message);
+            ibx__error_clear(&store->err);
+        }
         if (woken > 0)
             ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id,
                      "woke %lld ordering key(s) left with only parked messages", (long long)woken);

@@ -1462,6 +1462,390 @@ static void test_ordered_dead_holds(void) {
     obx_store_close(h);
 }
 
+/* ---- ordered delivery under overlapping transactions (issue 25, 1-2) ---------------------------- */
+
+/* A claim of the library held open: its statements run, its commit waits
+ * for claim_held_commit. The messages it took are s->msgs[0..n). */
+static int claim_held(obx_store *s, const char *owner, obx__claim_ctx *ctx) {
+    obx__db *db = &s->db;
+    int i;
+    if (obx__check_token(s, "claim_held", owner) != OBX_OK || obx__claim_room(s, 8) != OBX_OK ||
+        obx__db_ensure(db) != OBX_OK)
+        return 0;
+    if (obx__begin(db, obx__unit_mode(db, OBX__UNIT_WRITE)) != OBX_OK) return 0;
+    memset(ctx, 0, sizeof *ctx);
+    ctx->s = s;
+    ctx->lease_seconds = 60;
+    ctx->batch_size = 8;
+    if (obx__claim_unit(db, ctx) != OBX_OK) {
+        printf("    held claim failed: %s\n", s->err.message);
+        obx__rollback(db);
+        return 0;
+    }
+    for (i = 0; i < ctx->count; i++) obx__point_strings(&s->rows, &s->msgs[i], &s->offsets[i]);
+    return 1;
+}
+
+static int claim_held_commit(obx_store *s) { return obx__commit(&s->db) == OBX_OK; }
+
+/* Messages of key `key` in flight now (committed). */
+static int64_t key_in_flight(obx_store *s, const char *key) {
+    char q[256];
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM {T} WHERE \"OrderingKey\" = '%s' AND \"Status\" = 1", key);
+    return scalar(s, q);
+}
+
+/* Issue 25 item 1: two producers of one key overlap; the one that started
+ * first (smaller Id, same OrderingSeq) commits last, after a claim took
+ * the other's message and before that claim commits. A second claim must
+ * not take the first producer's message while the first claim runs. */
+static void test_ordered_overlap_producers(void) {
+    obx_store *s = fresh(), *a = open_table("Outbox", 0), *b = open_table("Outbox", 0);
+    caller_conn p1, p2;
+    obx__claim_ctx held;
+    obx_new_message mb = keyed("m_b", "K1"), ma = keyed("m_a", "K1");
+    char idb[37], ida[37], owner_a[37], owner_b[37], got_list[256];
+    const obx_message *got = NULL;
+    const char *id;
+    int n = 0;
+    TT_ASSERT(s && a && b);
+    TT_ASSERT(caller_open(&p1) && caller_open(&p2));
+    obx_owner_token(a, owner_a);
+    obx_owner_token(b, owner_b);
+    if (getenv("OBX_TEST_RC")) {
+        TT_ASSERT(caller_exec(&p1, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"));
+        TT_ASSERT(caller_exec(&p2, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"));
+        TT_ASSERT(caller_end(&p1, 1) && caller_end(&p2, 1));
+    }
+    TT_ASSERT(caller_begin(&p2));
+    TT_EQ_INT(obx_enqueue_tx(s, p2.dbc, &mb, idb), OBX_OK);
+    TT_ASSERT(caller_begin(&p1));
+    if (obx_enqueue_tx(s, p1.dbc, &ma, ida) != OBX_OK) { /* waited for p2 (a locking read) */
+        tt_fail_at(__FILE__, __LINE__, "the second producer's enqueue waited for the first's transaction");
+        caller_end(&p1, 0);
+        caller_end(&p2, 0);
+        caller_close(&p1);
+        caller_close(&p2);
+        obx_store_close(a);
+        obx_store_close(b);
+        obx_store_close(s);
+        return;
+    }
+    TT_ASSERT(caller_end(&p1, 1));
+    TT_ASSERT(strcmp(idb, ida) < 0); /* m_b sorts first */
+    TT_ASSERT(claim_held(a, owner_a, &held)); /* claim A takes m_a, not committed */
+    TT_EQ_INT(held.count, 1);
+    TT_EQ_STR(a->msgs[0].payload, "m_a");
+    TT_ASSERT(caller_end(&p2, 1)); /* m_b commits before m_a */
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n)); /* claim B */
+    TT_EXPECT(strcmp(got_list, "") == 0); /* m_b waits: m_a is being claimed (the test goes on: A commits) */
+    TT_ASSERT(claim_held_commit(a));
+    TT_EQ_INT(key_in_flight(s, "K1"), 1);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, ""); /* m_a runs */
+    id = ida;
+    TT_EQ_INT(obx_ack(a, owner_a, &id, 1, NULL), OBX_OK);
+    TT_EQ_INT(obx_reap(b, NULL), OBX_OK); /* a wake missed meanwhile (item 4 aside) */
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "m_b");
+    caller_close(&p1);
+    caller_close(&p2);
+    obx_store_close(a);
+    obx_store_close(b);
+    obx_store_close(s);
+}
+
+/* Issue 25 item 2: r1 goes Dead, the key moves on; claim A takes r2 and
+ * before it commits r1 is replayed. A second claim must not take r1 while
+ * r2 is being claimed or running. */
+static void test_ordered_replay_overlap(void) {
+    obx_store *s = fresh(), *a = open_table("Outbox", 0), *b = open_table("Outbox", 0);
+    obx__claim_ctx held;
+    obx_new_message r1 = keyed("r1", "K2"), r2 = keyed("r2", "K2");
+    char id1[37], id2[37], owner_a[37], owner_b[37], got_list[256];
+    const obx_message *got = NULL;
+    const char *id;
+    int64_t replayed = 0;
+    int n = 0;
+    TT_ASSERT(s && a && b);
+    obx_owner_token(a, owner_a);
+    obx_owner_token(b, owner_b);
+    TT_EQ_INT(obx_enqueue(s, &r1, id1), OBX_OK);
+    TT_EQ_INT(obx_enqueue(s, &r2, id2), OBX_OK);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "r1");
+    id = id1;
+    TT_EQ_INT(obx_fail(b, owner_b, &id, 1, "poison", NULL), OBX_OK);
+    TT_EQ_INT(obx_reap(b, NULL), OBX_OK); /* r2 awake whatever the settle's wake did */
+    TT_ASSERT(claim_held(a, owner_a, &held)); /* claim A takes r2, not committed */
+    TT_EQ_INT(held.count, 1);
+    TT_EQ_STR(a->msgs[0].payload, "r2");
+    {
+        obx_dead_filter f;
+        memset(&f, 0, sizeof f);
+        f.id = id1;
+        TT_EQ_INT(obx_dead_replay(s, &f, &replayed), OBX_OK);
+        TT_EQ_INT(replayed, 1);
+    }
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n)); /* claim B */
+    TT_EXPECT(strcmp(got_list, "") == 0); /* r1 waits for r2, which is being claimed (A commits below) */
+    TT_ASSERT(claim_held_commit(a));
+    TT_EQ_INT(key_in_flight(s, "K2"), 1);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, ""); /* and while r2 runs */
+    id = id2;
+    TT_EQ_INT(obx_ack(a, owner_a, &id, 1, NULL), OBX_OK);
+    TT_EQ_INT(obx_reap(b, NULL), OBX_OK);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "r1");
+    obx_store_close(a);
+    obx_store_close(b);
+    obx_store_close(s);
+}
+
+/* Issue 25 item 3: a keyed enqueue held open in a producer's transaction
+ * takes no locks that the key's ack, claims or other producers wait for
+ * (InnoDB read an INSERT's subqueries with shared locks); at SERIALIZABLE,
+ * where a plain read locks too, a keyed enqueue is refused naming it. */
+static void test_my_keyed_enqueue_no_locks(void) {
+    obx_store *s = fresh();
+    caller_conn p1, p2;
+    obx_new_message m1 = keyed("k1", "KL"), m2 = keyed("k2", "KL"), m3 = keyed("k3", "KL");
+    char id1[37], id2[37], id3[37], owner[37], got_list[256];
+    const obx_message *got = NULL;
+    const char *id = id1;
+    int64_t t0, changed = 0;
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(caller_open(&p1) && caller_open(&p2));
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_enqueue(s, &m1, id1), OBX_OK);
+    TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "k1");
+    TT_ASSERT(caller_begin(&p1)); /* REPEATABLE READ: the caller's connection as it comes */
+    TT_EQ_INT(obx_enqueue_tx(s, p1.dbc, &m2, id2), OBX_OK);
+    t0 = now_ms();
+    TT_ASSERT(caller_begin(&p2));
+    TT_EQ_INT(obx_enqueue_tx(s, p2.dbc, &m3, id3), OBX_OK); /* another producer of the key */
+    if (getenv("OBX_TEST_VERBOSE")) printf("    second producer: %lld ms\n", (long long)(now_ms() - t0));
+    TT_EQ_INT(obx_ack(s, owner, &id, 1, &changed), OBX_OK);  /* the key's running message */
+    if (getenv("OBX_TEST_VERBOSE")) printf("    then ack: %lld ms\n", (long long)(now_ms() - t0));
+    TT_EQ_INT(changed, 1);
+    TT_EXPECT(now_ms() - t0 < 2000); /* neither waited for p1 (lock wait timeout: 5 s) */
+    TT_ASSERT(caller_end(&p1, 1) && caller_end(&p2, 1));
+    TT_ASSERT(caller_exec(&p1, "SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE"));
+    TT_ASSERT(caller_end(&p1, 1) && caller_begin(&p1));
+    TT_EQ_INT(obx_enqueue_tx(s, p1.dbc, &m2, id2), OBX_ERR_STATE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "hdbc: isolation");
+    TT_ASSERT(caller_end(&p1, 0));
+    caller_close(&p1);
+    caller_close(&p2);
+    obx_store_close(s);
+}
+
+/* Load (issue 25 items 1-4): producers enqueue keyed messages with
+ * obx_enqueue_tx on connections of their own, one transaction each,
+ * overlapping on a few shared keys; workers claim, count per key what is
+ * in flight at once, and ack. Every producer is sequential (it commits
+ * before it enqueues again), so its own messages of a key are handled in
+ * its order. Overlaps and order violations must be 0; every message is
+ * handled. OBX_TEST_ORDERED_LOAD=seconds runs the producers that long
+ * (default: 150 messages each). */
+#define LOAD_PRODUCERS 4
+#define LOAD_WORKERS 3
+#define LOAD_KEYS 5
+typedef struct load_state {
+    pthread_mutex_t mu;
+    int seconds, per_producer, stop;
+    int in_flight[LOAD_KEYS];
+    int last[LOAD_PRODUCERS][LOAD_KEYS];
+    long produced, handled, overlaps, violations, enqueue_errors, claim_errors;
+    int producers_done;
+} load_state;
+static load_state g_load;
+
+static void *load_producer(void *arg) {
+    int p = (int)(intptr_t)arg, i, seq[LOAD_KEYS] = {0};
+    obx_store *s = open_table("Outbox", 0);
+    caller_conn c;
+    int64_t end = now_ms() + (int64_t)g_load.seconds * 1000;
+    unsigned rnd = (unsigned)p * 2654435761u + 1u;
+    if (!s || !caller_open(&c)) {
+        pthread_mutex_lock(&g_load.mu);
+        g_load.enqueue_errors++;
+        g_load.producers_done++;
+        pthread_mutex_unlock(&g_load.mu);
+        obx_store_close(s);
+        return NULL;
+    }
+    for (i = 0; g_load.seconds ? now_ms() < end : i < g_load.per_producer; i++) {
+        char payload[32], key[8];
+        obx_new_message m;
+        int k;
+        rnd = rnd * 1103515245u + 12345u;
+        k = (int)((rnd >> 16) % LOAD_KEYS);
+        snprintf(key, sizeof key, "L%d", k);
+        snprintf(payload, sizeof payload, "%d %d %d", p, k, ++seq[k]);
+        m = keyed(payload, key);
+        if (!caller_begin(&c) || obx_enqueue_tx(s, c.dbc, &m, NULL) != OBX_OK || !caller_end(&c, 1)) {
+            caller_end(&c, 0);
+            seq[k]--;
+            pthread_mutex_lock(&g_load.mu);
+            g_load.enqueue_errors++;
+            pthread_mutex_unlock(&g_load.mu);
+            continue;
+        }
+        pthread_mutex_lock(&g_load.mu);
+        g_load.produced++;
+        pthread_mutex_unlock(&g_load.mu);
+    }
+    caller_close(&c);
+    obx_store_close(s);
+    pthread_mutex_lock(&g_load.mu);
+    g_load.producers_done++;
+    pthread_mutex_unlock(&g_load.mu);
+    return NULL;
+}
+
+static void *load_worker(void *arg) {
+    obx_store *s = open_table("Outbox", 0);
+    char owner[37];
+    int64_t last_reap = now_ms();
+    (void)arg;
+    if (!s) return NULL;
+    obx_owner_token(s, owner);
+    for (;;) {
+        const obx_message *ms = NULL;
+        const char *ids[16];
+        int n = 0, i, done;
+        obx_result r = obx_claim(s, owner, 60, 8, &ms, &n);
+        if (r != OBX_OK && r != OBX_EMPTY) {
+            pthread_mutex_lock(&g_load.mu);
+            g_load.claim_errors++;
+            pthread_mutex_unlock(&g_load.mu);
+            n = 0;
+        }
+        pthread_mutex_lock(&g_load.mu);
+        for (i = 0; i < n; i++) {
+            int p = 0, k = 0, q = 0;
+            if (sscanf(ms[i].payload, "%d %d %d", &p, &k, &q) != 3 || p < 0 || p >= LOAD_PRODUCERS || k < 0 ||
+                k >= LOAD_KEYS) {
+                g_load.violations++;
+                continue;
+            }
+            if (g_load.in_flight[k]++ > 0) g_load.overlaps++;
+            if (q <= g_load.last[p][k]) g_load.violations++;
+            g_load.last[p][k] = q;
+        }
+        pthread_mutex_unlock(&g_load.mu);
+        if (n > 0) {
+            pthread_mutex_lock(&g_load.mu);
+            for (i = 0; i < n; i++) {
+                int p = 0, k = 0, q = 0;
+                ids[i] = ms[i].id;
+                if (sscanf(ms[i].payload, "%d %d %d", &p, &k, &q) == 3 && k >= 0 && k < LOAD_KEYS) g_load.in_flight[k]--;
+            }
+            g_load.handled += n;
+            pthread_mutex_unlock(&g_load.mu);
+            if (obx_ack(s, owner, ids, n, NULL) != OBX_OK) {
+                pthread_mutex_lock(&g_load.mu);
+                g_load.claim_errors++;
+                pthread_mutex_unlock(&g_load.mu);
+            }
+            continue;
+        }
+        pthread_mutex_lock(&g_load.mu);
+        done = g_load.stop || (g_load.producers_done == LOAD_PRODUCERS && g_load.handled >= g_load.produced);
+        pthread_mutex_unlock(&g_load.mu);
+        if (done) break;
+        if (now_ms() - last_reap > 300) { /* wakes a key whose wake was missed (item 4) */
+            obx_reap(s, NULL);
+            last_reap = now_ms();
+        }
+        sleep_ms(5);
+    }
+    obx_store_close(s);
+    return NULL;
+}
+
+static void test_ordered_load(void) {
+    obx_store *s = fresh();
+    pthread_t prod[LOAD_PRODUCERS], work[LOAD_WORKERS];
+    const char *secs = getenv("OBX_TEST_ORDERED_LOAD");
+    int i;
+    int64_t t0, deadline;
+    TT_ASSERT(s != NULL);
+    memset(&g_load, 0, sizeof g_load);
+    pthread_mutex_init(&g_load.mu, NULL);
+    g_load.seconds = secs ? atoi(secs) : 0;
+    g_load.per_producer = 150;
+    t0 = now_ms();
+    for (i = 0; i < LOAD_WORKERS; i++) TT_ASSERT(pthread_create(&work[i], NULL, load_worker, NULL) == 0);
+    for (i = 0; i < LOAD_PRODUCERS; i++)
+        TT_ASSERT(pthread_create(&prod[i], NULL, load_producer, (void *)(intptr_t)i) == 0);
+    for (i = 0; i < LOAD_PRODUCERS; i++) pthread_join(prod[i], NULL);
+    deadline = now_ms() + 120000;
+    for (;;) { /* the workers drain what is left; a stuck key is a failure, not a hang */
+        int done;
+        pthread_mutex_lock(&g_load.mu);
+        done = g_load.handled >= g_load.produced;
+        if (!done && now_ms() > deadline) g_load.stop = 1;
+        done = done || g_load.stop;
+        pthread_mutex_unlock(&g_load.mu);
+        if (done) break;
+        sleep_ms(50);
+    }
+    pthread_mutex_lock(&g_load.mu);
+    g_load.stop = 1;
+    pthread_mutex_unlock(&g_load.mu);
+    for (i = 0; i < LOAD_WORKERS; i++) pthread_join(work[i], NULL);
+    printf("    %d producers (enqueue_tx), %d workers, %d keys, %.1f s: %ld produced, %ld handled, %ld overlaps, "
+           "%ld order violations, %ld enqueue errors, %ld claim/ack errors\n",
+           LOAD_PRODUCERS, LOAD_WORKERS, LOAD_KEYS, (double)(now_ms() - t0) / 1000.0, g_load.produced,
+           g_load.handled, g_load.overlaps, g_load.violations, g_load.enqueue_errors, g_load.claim_errors);
+    TT_EQ_INT(g_load.overlaps, 0);
+    TT_EQ_INT(g_load.violations, 0);
+    TT_EQ_INT(g_load.enqueue_errors, 0);
+    TT_EQ_INT(g_load.handled, g_load.produced);
+    TT_EQ_INT(count_status(s, 2), g_load.produced);
+    pthread_mutex_destroy(&g_load.mu);
+    obx_store_close(s);
+}
+
+/* Issue 24 item 8: a wake that fails after a committed reap or settle
+ * leaves the call's outcome alone: obx_reap returns OK with its count,
+ * obx_ack returns OK with no error left on the store (the next reap wakes
+ * what was missed). The wake statements are swapped for a failing one. */
+static void test_wake_error_cleared(void) {
+    obx_store *s = fresh();
+    obx_new_message m = keyed("e1", "KE");
+    char id[37], owner[37], got_list[256];
+    const obx_message *got = NULL;
+    const char *ids[1];
+    char *saved_wake, *saved_settled, bad[] = "SELECT no_such_column FROM no_such_table";
+    int64_t reaped = -1, changed = 0;
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "e1");
+    saved_wake = s->sql[OBX__Q_WAKE];
+    saved_settled = s->sql[OBX__Q_WAKE_SETTLED];
+    s->sql[OBX__Q_WAKE] = bad;
+    if (saved_settled) s->sql[OBX__Q_WAKE_SETTLED] = bad;
+    TT_EXPECT(obx_reap(s, &reaped) == OBX_OK);
+    TT_EXPECT(reaped == 0);
+    TT_EXPECT(obx_store_last_error(s)->result == OBX_OK);
+    ids[0] = id;
+    TT_EXPECT(obx_ack(s, owner, ids, 1, &changed) == OBX_OK);
+    TT_EXPECT(changed == 1);
+    TT_EXPECT(obx_store_last_error(s)->result == OBX_OK);
+    s->sql[OBX__Q_WAKE] = saved_wake;
+    s->sql[OBX__Q_WAKE_SETTLED] = saved_settled;
+    obx_store_close(s);
+}
+
 /* One line per handler start: key, index in the key, start and end (ns,
  * CLOCK_MONOTONIC: one clock for all processes), outcome (d done, r retry). */
 typedef struct ord_rec {
@@ -5955,7 +6339,7 @@ static int plan_of(obx_store *s, int slot, const char *const *args, char *out, s
 static void test_plans(void) {
     static const char *const ids_pg = "'{" PLAN_ID "}'", *const ids_my = "'[\"" PLAN_ID "\"]'";
     const char *ids = g_pg ? ids_pg : ids_my;
-    struct { int slot; const char *args[14]; } stmts[16];
+    struct { int slot; const char *args[14]; } stmts[20];
     obx_store *s = fresh();
     static char plan[16384];
     int state, i, n = 0;
@@ -5975,6 +6359,10 @@ static void test_plans(void) {
          "NULL", "NULL", "NULL", "NULL", "NULL");
     if (s->sql[OBX__Q_WAKE]) PLAN(OBX__Q_WAKE, NULL);
     if (s->sql[OBX__Q_WAKE_SETTLED]) PLAN(OBX__Q_WAKE_SETTLED, ids);
+    if (s->sql[OBX__Q_WAKE_IDS]) PLAN(OBX__Q_WAKE_IDS, ids);
+    if (s->sql[OBX__Q_CLAIM_CHECK]) PLAN(OBX__Q_CLAIM_CHECK, PLAN_OWNER, ids);
+    if (s->sql[OBX__Q_CLAIM_RELEASE]) PLAN(OBX__Q_CLAIM_RELEASE, PLAN_OWNER, ids);
+    if (s->sql[OBX__Q_KEY_READ]) PLAN(OBX__Q_KEY_READ, "'k3'");
     if (g_my) {
         PLAN(OBX__Q_CLAIM_PICK, "100", "200");
         PLAN(OBX__Q_CLAIM_READ, PLAN_OWNER, "30", ids);
@@ -6042,6 +6430,16 @@ static void test_plans(void) {
         /* What a producer runs before any claim: the keyed insert. */
         TT_ASSERT(plan_of(s, OBX__Q_INSERT_KEYED, stmts[9].args, plan, sizeof plan));
         TT_EXPECT(strstr(plan, "FULL SCAN") == NULL);
+        /* One key holding 20,000 Ready rows (parked), statistics stale (none):
+         * the claim's key check reads one index entry per key, it sorts none
+         * (the index covers its order: OrderingSeq, Id). */
+        TT_ASSERT(sql(s, "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"OrderingKey\", "
+                         "\"OrderingSeq\", \"NextAttemptAt\") SELECT gen_random_uuid(), gen_random_uuid(), 't', 'p', "
+                         "'hot', 1000 + g, CASE WHEN g > 1 THEN CAST('10000-01-01 00:00:00+00' AS timestamptz) ELSE now() END "
+                         "FROM generate_series(1, 20000) AS g"));
+        TT_ASSERT(plan_of(s, OBX__Q_CLAIM, stmts[0].args, plan, sizeof plan));
+        if (plans_sorts(plan) || strstr(plan, "FULL SCAN")) printf("    stale statistics, one hot key: the claim\n%s", plan);
+        TT_EXPECT(plans_sorts(plan) == 0 && strstr(plan, "FULL SCAN") == NULL);
         /* The reap analyzes the table: a manual ANALYZE, which
          * autovacuum's never is. */
 #define LAST_ANALYZE "SELECT CAST(last_analyze IS NOT NULL AS integer) FROM pg_stat_user_tables " \
@@ -6732,6 +7130,16 @@ int main(int argc, char **argv) {
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);
     RUN("OBX-ORDERED-DEAD-HOLDS", "ordering_dead_holds: a Dead message holds its key until replayed; others flow", test_ordered_dead_holds);
+    RUN("OBX-ORDERED-LOAD", "overlapping producers (enqueue_tx) and workers on shared keys: 0 overlaps, each producer's order kept, all handled", test_ordered_load);
+    if (g_srv) {
+        RUN("OBX-ORDERED-OVERLAP-PRODUCERS", "two producers of a key commit out of Id order around a claim: never two of the key at once", test_ordered_overlap_producers);
+        RUN("CORE-WAKE-ERROR-CLEARED", "a wake failing after a committed reap or ack: OK, the count kept, no error left on the store", test_wake_error_cleared);
+        RUN("OBX-ORDERED-REPLAY-OVERLAP", "a replay committed while a claim takes the successor: never two of the key at once", test_ordered_replay_overlap);
+    } else {
+        printf("N/A OBX-ORDERED-OVERLAP-PRODUCERS sqlite one writer at a time: a producer's open transaction holds every other writer\n");
+        printf("N/A OBX-ORDERED-REPLAY-OVERLAP sqlite one writer at a time: a claim and a replay never overlap\n");
+        printf("N/A CORE-WAKE-ERROR-CLEARED sqlite the wake is a trigger in the settle's own statement\n");
+    }
     RUN("OBX-ORDERED-PROCS", "worker processes and a producer, keys x messages, transient failures: per key, starts strictly in order, never overlapping", test_ordered_processes);
     if (g_pg)
         RUN("OBX-DEAD-PURGE-REPLAYED", "a purge that waited for a replay's commit leaves the replayed message alone", test_dead_purge_replayed);
@@ -6761,6 +7169,7 @@ int main(int argc, char **argv) {
         RUN("OBX-MY-PICK-WINDOW", "a claim finds work when others hold the whole first window", test_my_pick_window);
         RUN("OBX-MY-NO-PING", "50 enqueues (one commit each) send no ping to the server", test_my_no_ping);
         RUN("OBX-MY-SETTLE-ROW-LOCKS", "ack, abandon, fail wait only for their own rows", test_my_settle_row_locks);
+        RUN("OBX-MY-KEYED-ENQUEUE-NO-LOCKS", "a keyed enqueue in an open transaction stalls neither the key's ack nor its producers; SERIALIZABLE refused", test_my_keyed_enqueue_no_locks);
         RUN("OBX-MY-CLAIM-RECHECK", "a row claimed elsewhere after the pick is neither updated nor read back", test_my_claim_recheck);
     }
     return tt_done();
