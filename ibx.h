@@ -1764,6 +1764,16 @@ IBX__PRIVATE char *ibx__strdup(const ibx__hooks *h, const char *s) {
 }
 IBX__PRIVATE int64_t ibx__now_ms(const ibx__hooks *h) { return h->clock.now_utc_ms(h->clock.user); }
 IBX__PRIVATE int64_t ibx__mono_ms(const ibx__hooks *h) { return h->clock.monotonic_ms(h->clock.user); }
+/* Microseconds for handler durations: the default clock's own resolution,
+ * a clock hook's milliseconds otherwise. */
+IBX__PRIVATE int64_t ibx__mono_us(const ibx__hooks *h) {
+#ifndef IBX_NO_POSIX_CLOCK
+    struct timespec ts;
+    if (h->clock.monotonic_ms == ibx__default_monotonic_ms && clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
+        return (int64_t)ts.tv_sec * 1000000 + (int64_t)(ts.tv_nsec / 1000);
+#endif
+    return ibx__mono_ms(h) * 1000;
+}
 IBX__PRIVATE void ibx__sleep_ms(const ibx__hooks *h, int64_t ms) { h->clock.sleep_ms(ms, h->clock.user); }
 IBX__PRIVATE uint64_t ibx__random(const ibx__hooks *h) { return h->rng.next_u64(h->rng.user); }
 
@@ -5811,7 +5821,7 @@ static const int64_t ibx__hist_bounds_ms[IBX__HIST_BUCKETS] = {5, 10, 25, 50, 10
 typedef struct ibx__hist {
     char *topic;
     int64_t buckets[IBX__HIST_BUCKETS];
-    int64_t count, sum_ms;
+    int64_t count, sum_us;       /* microseconds: a fast handler's sum is not 0.000 s */
 } ibx__hist;
 
 struct ibx_store {
@@ -7060,9 +7070,9 @@ static ibx_result ibx__pending_room(ibx_store *s, void *hdbc, const char *fn, in
 /* >> metrics: handler durations, Prometheus text ------------------------------------ */
 
 #ifndef IBX_NO_METRICS_TEXT /* no one would read the histograms */
-/* Count one handler run of `ms` for `topic`. Best effort: out of memory,
- * the run is not counted (metrics never fail a dispatch). */
-static void ibx__hist_record(ibx_store *s, const char *topic, int64_t ms) {
+/* Count one handler run of `us` microseconds for `topic`. Best effort: out
+ * of memory, the run is not counted (metrics never fail a dispatch). */
+static void ibx__hist_record(ibx_store *s, const char *topic, int64_t us) {
     ibx__hist *h = NULL;
     int i;
     if (s->hist_count >= IBX__HIST_TOPICS_MAX) topic = "(other)";
@@ -7081,14 +7091,14 @@ static void ibx__hist_record(ibx_store *s, const char *topic, int64_t ms) {
         if (!(h->topic = ibx__strdup(&s->hooks, topic))) return;
         s->hist_count++;
     }
-    if (ms < 0) ms = 0;
+    if (us < 0) us = 0;
     for (i = 0; i < IBX__HIST_BUCKETS; i++)
-        if (ms <= ibx__hist_bounds_ms[i]) h->buckets[i]++;
+        if (us <= ibx__hist_bounds_ms[i] * 1000) h->buckets[i]++;
     h->count++;
-    h->sum_ms += ms;
+    h->sum_us += us;
 }
 #else
-#define ibx__hist_record(s, topic, ms) ((void)(s), (void)(topic), (void)(ms))
+#define ibx__hist_record(s, topic, us) ((void)(s), (void)(topic), (void)(us))
 #endif
 
 #ifndef IBX_NO_METRICS_TEXT
@@ -7151,7 +7161,7 @@ static void ibx__text_histograms(ibx_store *s, ibx__text_buf *t) {
             snprintf(v, sizeof v, "%lld", (long long)(k < IBX__HIST_BUCKETS ? hg->buckets[k] : hg->count));
             ibx__text_sample(s, t, "handler_duration_seconds_bucket", hg->topic, le, v);
         }
-        snprintf(v, sizeof v, "%.3f", (double)hg->sum_ms / 1000.0);
+        snprintf(v, sizeof v, "%.6f", (double)hg->sum_us / 1e6);
         ibx__text_sample(s, t, "handler_duration_seconds_sum", hg->topic, NULL, v);
         snprintf(v, sizeof v, "%lld", (long long)hg->count);
         ibx__text_sample(s, t, "handler_duration_seconds_count", hg->topic, NULL, v);
@@ -8457,9 +8467,9 @@ static void ibx__handle_one(ibx_dispatcher *d, ibx_store *s, const ibx_message *
     ibx__msg_name(m, name, sizeof name);
     ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
              m->topic, IBX__MSG_ATTEMPTS(m) + 1);
-    started = ibx__mono_ms(&s->hooks);
+    started = ibx__mono_us(&s->hooks);
     outcome = ibx__handle(d, m, error, &matched);
-    if (matched) ibx__hist_record(s, m->topic, ibx__mono_ms(&s->hooks) - started);
+    if (matched) ibx__hist_record(s, m->topic, ibx__mono_us(&s->hooks) - started);
     d->outcomes[i] = (int)outcome;
     if (!matched) {
         ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
@@ -8488,9 +8498,9 @@ static void ibx__handle_group(ibx_dispatcher *d, ibx_store *s, const ibx_message
         k++;
     }
     {
-        int64_t started = ibx__mono_ms(&s->hooks); /* one run of the histogram: the whole call */
+        int64_t started = ibx__mono_us(&s->hooks); /* one run of the histogram: the whole call */
         ((ibx_batch_handler)route->fn)(d->group, d->results, k, route->user);
-        ibx__hist_record(s, ms[first].topic, ibx__mono_ms(&s->hooks) - started);
+        ibx__hist_record(s, ms[first].topic, ibx__mono_us(&s->hooks) - started);
     }
     for (j = 0; j < k; j++) {
         int i = d->group_index[j], outcome = (int)d->results[j].outcome;

@@ -1907,6 +1907,16 @@ OBX__PRIVATE char *obx__strdup(const obx__hooks *h, const char *s) {
 }
 OBX__PRIVATE int64_t obx__now_ms(const obx__hooks *h) { return h->clock.now_utc_ms(h->clock.user); }
 OBX__PRIVATE int64_t obx__mono_ms(const obx__hooks *h) { return h->clock.monotonic_ms(h->clock.user); }
+/* Microseconds for handler durations: the default clock's own resolution,
+ * a clock hook's milliseconds otherwise. */
+OBX__PRIVATE int64_t obx__mono_us(const obx__hooks *h) {
+#ifndef OBX_NO_POSIX_CLOCK
+    struct timespec ts;
+    if (h->clock.monotonic_ms == obx__default_monotonic_ms && clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
+        return (int64_t)ts.tv_sec * 1000000 + (int64_t)(ts.tv_nsec / 1000);
+#endif
+    return obx__mono_ms(h) * 1000;
+}
 OBX__PRIVATE void obx__sleep_ms(const obx__hooks *h, int64_t ms) { h->clock.sleep_ms(ms, h->clock.user); }
 OBX__PRIVATE uint64_t obx__random(const obx__hooks *h) { return h->rng.next_u64(h->rng.user); }
 
@@ -6509,7 +6519,7 @@ static const int64_t obx__hist_bounds_ms[OBX__HIST_BUCKETS] = {5, 10, 25, 50, 10
 typedef struct obx__hist {
     char *topic;
     int64_t buckets[OBX__HIST_BUCKETS];
-    int64_t count, sum_ms;
+    int64_t count, sum_us;       /* microseconds: a fast handler's sum is not 0.000 s */
 } obx__hist;
 
 struct obx_store {
@@ -7758,9 +7768,9 @@ static obx_result obx__pending_room(obx_store *s, void *hdbc, const char *fn, in
 /* >> metrics: handler durations, Prometheus text ------------------------------------ */
 
 #ifndef OBX_NO_METRICS_TEXT /* no one would read the histograms */
-/* Count one handler run of `ms` for `topic`. Best effort: out of memory,
- * the run is not counted (metrics never fail a dispatch). */
-static void obx__hist_record(obx_store *s, const char *topic, int64_t ms) {
+/* Count one handler run of `us` microseconds for `topic`. Best effort: out
+ * of memory, the run is not counted (metrics never fail a dispatch). */
+static void obx__hist_record(obx_store *s, const char *topic, int64_t us) {
     obx__hist *h = NULL;
     int i;
     if (s->hist_count >= OBX__HIST_TOPICS_MAX) topic = "(other)";
@@ -7779,14 +7789,14 @@ static void obx__hist_record(obx_store *s, const char *topic, int64_t ms) {
         if (!(h->topic = obx__strdup(&s->hooks, topic))) return;
         s->hist_count++;
     }
-    if (ms < 0) ms = 0;
+    if (us < 0) us = 0;
     for (i = 0; i < OBX__HIST_BUCKETS; i++)
-        if (ms <= obx__hist_bounds_ms[i]) h->buckets[i]++;
+        if (us <= obx__hist_bounds_ms[i] * 1000) h->buckets[i]++;
     h->count++;
-    h->sum_ms += ms;
+    h->sum_us += us;
 }
 #else
-#define obx__hist_record(s, topic, ms) ((void)(s), (void)(topic), (void)(ms))
+#define obx__hist_record(s, topic, us) ((void)(s), (void)(topic), (void)(us))
 #endif
 
 #ifndef OBX_NO_METRICS_TEXT
@@ -7849,7 +7859,7 @@ static void obx__text_histograms(obx_store *s, obx__text_buf *t) {
             snprintf(v, sizeof v, "%lld", (long long)(k < OBX__HIST_BUCKETS ? hg->buckets[k] : hg->count));
             obx__text_sample(s, t, "handler_duration_seconds_bucket", hg->topic, le, v);
         }
-        snprintf(v, sizeof v, "%.3f", (double)hg->sum_ms / 1000.0);
+        snprintf(v, sizeof v, "%.6f", (double)hg->sum_us / 1e6);
         obx__text_sample(s, t, "handler_duration_seconds_sum", hg->topic, NULL, v);
         snprintf(v, sizeof v, "%lld", (long long)hg->count);
         obx__text_sample(s, t, "handler_duration_seconds_count", hg->topic, NULL, v);
@@ -9155,9 +9165,9 @@ static void obx__handle_one(obx_dispatcher *d, obx_store *s, const obx_message *
     obx__msg_name(m, name, sizeof name);
     obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
              m->topic, OBX__MSG_ATTEMPTS(m) + 1);
-    started = obx__mono_ms(&s->hooks);
+    started = obx__mono_us(&s->hooks);
     outcome = obx__handle(d, m, error, &matched);
-    if (matched) obx__hist_record(s, m->topic, obx__mono_ms(&s->hooks) - started);
+    if (matched) obx__hist_record(s, m->topic, obx__mono_us(&s->hooks) - started);
     d->outcomes[i] = (int)outcome;
     if (!matched) {
         obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
@@ -9186,9 +9196,9 @@ static void obx__handle_group(obx_dispatcher *d, obx_store *s, const obx_message
         k++;
     }
     {
-        int64_t started = obx__mono_ms(&s->hooks); /* one run of the histogram: the whole call */
+        int64_t started = obx__mono_us(&s->hooks); /* one run of the histogram: the whole call */
         ((obx_batch_handler)route->fn)(d->group, d->results, k, route->user);
-        obx__hist_record(s, ms[first].topic, obx__mono_ms(&s->hooks) - started);
+        obx__hist_record(s, ms[first].topic, obx__mono_us(&s->hooks) - started);
     }
     for (j = 0; j < k; j++) {
         int i = d->group_index[j], outcome = (int)d->results[j].outcome;

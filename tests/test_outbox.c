@@ -4153,6 +4153,12 @@ static void test_metrics_text(void) {
     TT_EXPECT(has_line(text, "obx_handler_duration_seconds_bucket{store=\"q\\\"s\\\\1\",topic=\"ok\",le=\"+Inf\"} 1"));
     TT_EXPECT(has_line(text, "obx_handler_duration_seconds_count{store=\"q\\\"s\\\\1\",topic=\"we\\\"ird\\\\topic\"} 1"));
     TT_EXPECT(has_line(text, "obx_handler_duration_seconds_bucket{store=\"q\\\"s\\\\1\",topic=\"poison\",le=\"60\"} 1"));
+    { /* the sum in microseconds: six decimals */
+        const char *sum = strstr(text, "\nobx_handler_duration_seconds_sum{store=\"q\\\"s\\\\1\",topic=\"ok\"} ");
+        const char *dot = sum ? strchr(sum + 1, '.') : NULL;
+        TT_ASSERT(dot != NULL);
+        TT_EXPECT(strspn(dot + 1, "0123456789") == 6 && dot[7] == '\n');
+    }
     free(text);
     obx_store_close(s);
 }
