@@ -236,6 +236,9 @@ $(B)/asan/fuzz_replay: tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c t
 $(B)/asan/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/fake_selftest.c tests/fake_odbc.c -o $@
 
+$(B)/asan/example_protocols: tests/example_protocols.c examples/multi_tenant.c tests/fake_odbc.c tests/fake_odbc.h \
+                             tests/tt.h obx.h | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) tests/example_protocols.c tests/fake_odbc.c -o $@
 $(B)/asan/obxctl: tools/obxctl.c $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tools/obxctl.c -o $@ -lodbc
 $(B)/asan/obxctl_fill: tests/obxctl_fill.c $(HEADERS) | $(B)/asan
@@ -245,7 +248,7 @@ $(B)/asan/prom_check: tests/prom_check.c | $(B)/asan
 
 check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_sqlserver $(B)/asan/test_real $(B)/asan/test_outbox \
             $(B)/asan/test_inbox $(B)/asan/test_multi $(B)/asan/fuzz_replay $(B)/asan/obxctl $(B)/asan/obxctl_fill \
-            $(B)/asan/prom_check
+            $(B)/asan/prom_check $(B)/asan/example_protocols
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp tests/run.sh $(B)/asan
 
 # ThreadSanitizer on the threaded real-database tests (tests/tsan.sh): the
