@@ -6295,6 +6295,8 @@ static ibx_result ibx__deploy_one(ibx__db *db, ibx__deploy_ctx *c, const char *o
     ibx_store *s = c->s;
     char *after = NULL, *probe = ibx__ddl_probe(&s->hooks, db->d, s->schema, one, &after), found[32] = "0";
     ibx_result r = probe ? ibx__query_text(db, probe, found, sizeof found) : IBX_OK;
+    if (r == IBX_ERR_NOT_FOUND) /* a COUNT(*) without its row: the database's fault */
+        r = ibx__fail(db->err, IBX_ERR_DB, "ibx_store_deploy", "the catalog query for %.40s... returned no row", one);
     if (r == IBX_OK && !(probe && atoi(found) > 0)) {
         if (probe) r = ibx__deploy_change(db, c, one);
         if (r == IBX_OK) r = ibx__exec_direct(db, one, "deploy");

@@ -853,13 +853,15 @@ OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message,
  * as the store. Results as obx_enqueue, plus OBX_ERR_STATE naming hdbc
  * when its autocommit mode is not the one above (nothing is written: in
  * autocommit the message would commit apart from the caller's work).
- * Isolation: READ COMMITTED or REPEATABLE READ (PostgreSQL, MariaDB). On
- * MariaDB a message with an ordering key is refused at SERIALIZABLE
- * (OBX_ERR_STATE, "hdbc: isolation"): InnoDB would read the key's state
- * with shared locks held to the caller's commit, stalling the key's
- * claims and acks. At REPEATABLE READ the key's state is read from the
- * transaction's snapshot: enqueue early in a long transaction and its
- * message is ordered among overlapping producers as if it committed then. */
+ * Isolation: a message with an ordering key needs READ COMMITTED
+ * (PostgreSQL, MariaDB). On MariaDB any other level is refused
+ * (OBX_ERR_STATE, "hdbc: isolation", nothing written): at REPEATABLE READ
+ * (MariaDB's default) the key's state would be read from the transaction's
+ * snapshot, which may predate the commit of a message it must follow; at
+ * SERIALIZABLE InnoDB would read it with shared locks held to the caller's
+ * commit, stalling the key's claims and acks. On PostgreSQL, at REPEATABLE
+ * READ a keyed message is ordered as if it were enqueued when its
+ * transaction took its snapshot. Messages without a key: any level. */
 OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_message *message,
                                   char out_id[37]);
 
@@ -6993,6 +6995,8 @@ static obx_result obx__deploy_one(obx__db *db, obx__deploy_ctx *c, const char *o
     obx_store *s = c->s;
     char *after = NULL, *probe = obx__ddl_probe(&s->hooks, db->d, s->schema, one, &after), found[32] = "0";
     obx_result r = probe ? obx__query_text(db, probe, found, sizeof found) : OBX_OK;
+    if (r == OBX_ERR_NOT_FOUND) /* a COUNT(*) without its row: the database's fault */
+        r = obx__fail(db->err, OBX_ERR_DB, "obx_store_deploy", "the catalog query for %.40s... returned no row", one);
     if (r == OBX_OK && !(probe && atoi(found) > 0)) {
         if (probe) r = obx__deploy_change(db, c, one);
         if (r == OBX_OK) r = obx__exec_direct(db, one, "deploy");
@@ -10361,10 +10365,13 @@ static obx_result obx__key_read(obx__db *db, const char *sql, obx__param *key) {
                        "SQLGetData");
     obx__close(cur);
     if (r == OBX_EMPTY) r = obx__fail(db->err, OBX_ERR_DB, "obx_enqueue", "the key's state read no row");
-    if (r == OBX_OK && ind != SQL_NULL_DATA && strcmp(level, "SERIALIZABLE") == 0)
+    if (r == OBX_OK && ind != SQL_NULL_DATA && strcmp(level, "READ-COMMITTED") != 0 &&
+        strcmp(level, "READ-UNCOMMITTED") != 0)
         r = obx__fail(db->err, OBX_ERR_STATE, "hdbc: isolation",
-                      "a keyed enqueue needs READ COMMITTED or REPEATABLE READ, not SERIALIZABLE "
-                      "(its read of the key would take shared locks until the caller commits)");
+                      "a keyed enqueue needs READ COMMITTED, not %s" OBX__WHY(": at REPEATABLE READ the "
+                      "transaction's snapshot may predate a commit of the key it must follow, at SERIALIZABLE "
+                      "the read would lock the key until the caller commits; SET SESSION TRANSACTION "
+                      "ISOLATION LEVEL READ COMMITTED on the connection"), level);
     return r;
 }
 
