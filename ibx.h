@@ -6610,7 +6610,7 @@ static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cu
 
 /* ibx__claim_recheck: the claim was rolled back (another claim holds one
  * of its keys); run it again. */
-#define IBX__CLAIM_REDO ((ibx_result)100)
+#define IBX__CLAIM_REDO ((ibx_result)15) /* no public result: within the enum's range for C++ */
 #define IBX__CLAIM_REDOS 3
 
 static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {

@@ -7310,7 +7310,7 @@ static obx_result obx__claim_picked(obx__db *db, obx__claim_ctx *c, SQLHSTMT *cu
 
 /* obx__claim_recheck: the claim was rolled back (another claim holds one
  * of its keys); run it again. */
-#define OBX__CLAIM_REDO ((obx_result)100)
+#define OBX__CLAIM_REDO ((obx_result)15) /* no public result: within the enum's range for C++ */
 #define OBX__CLAIM_REDOS 3
 
 static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
