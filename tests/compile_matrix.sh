@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# compile_matrix.sh BUILD_DIR: both implementations compiled the way other
+# people's builds compile them: gcc and clang; C99, C11, C17 and C2x, strict
+# and GNU; with and without -pthread; with no feature-test macro and with each
+# common one; -Wall -Wextra -Werror -pedantic. Then as C++11/17/20. Each
+# combination must compile; a failure prints the compiler's first error.
+# Prints "PASS CORE-COMPILE-MATRIX ..." or "FAIL ..." and exits non-zero on a
+# failure. MATRIX_QUICK=1 tries one compiler only.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=$(cd "${1:-build}" && pwd)/matrix
+mkdir -p "$out"
+compilers=(gcc clang)
+[ "${MATRIX_QUICK:-}" = 1 ] && compilers=(gcc)
+tried=0
+failed=0
+
+try() { # compiler flags...
+    local cc=$1; shift
+    tried=$((tried + 1))
+    if ! "$cc" "$@" -Wall -Wextra -Werror -pedantic -fsyntax-only "$here/impl_both.c" 2>"$out/err.log"; then
+        failed=$((failed + 1))
+        echo "    $cc $*: $(grep -m 1 -E 'error' "$out/err.log")"
+    fi
+}
+
+for cc in "${compilers[@]}"; do
+    command -v "$cc" >/dev/null || { echo "FAIL CORE-COMPILE-MATRIX $cc not installed (tests/deps.sh check)"; exit 1; }
+    stds=(c99 c11 c17 gnu99 gnu11)
+    "$cc" -std=c2x -x c -c /dev/null -o /dev/null 2>/dev/null && stds+=(c2x)
+    for std in "${stds[@]}"; do
+        for thread in "" -pthread; do
+            for feature in "" -D_POSIX_C_SOURCE=200809L -D_XOPEN_SOURCE=700 -D_GNU_SOURCE; do
+                # shellcheck disable=SC2086
+                try "$cc" -std=$std $thread $feature
+            done
+        done
+    done
+done
+for cxx in g++ clang++; do
+    [ "${MATRIX_QUICK:-}" = 1 ] && [ "$cxx" = clang++ ] && continue
+    for std in c++11 c++17 c++20; do
+        tried=$((tried + 1))
+        if ! "$cxx" -x c++ -std=$std -Wall -Wextra -Werror -pedantic -pthread -fsyntax-only \
+            "$here/impl_both.c" 2>"$out/err.log"; then
+            failed=$((failed + 1))
+            echo "    $cxx -std=$std: $(grep -m 1 -E 'error' "$out/err.log")"
+        fi
+    done
+done
+if [ "$failed" -eq 0 ]; then
+    echo "PASS CORE-COMPILE-MATRIX build both implementations compile warning-free in all $tried combinations of compiler, standard, -pthread and feature-test macro"
+else
+    echo "FAIL CORE-COMPILE-MATRIX build $failed of $tried combinations do not compile (above)"
+    exit 1
+fi
