@@ -7,7 +7,9 @@
 #                one/two translation units, OBX_STATIC, exported symbols,
 #                ASan+UBSan, ThreadSanitizer (the threaded tests), valgrind,
 #                common-core identity (and how little repeats outside it),
-#                OBX_NO_THREADS / OBX_NO_POSIX_CLOCK builds, the CMake and pkg-config
+#                OBX_NO_THREADS / OBX_NO_POSIX_CLOCK builds, the compile matrix
+#                (check-matrix), the portable fallbacks forced (check-fallback),
+#                the CMake and pkg-config
 #                consumer builds (check-consumers), and check-gateway:
 #                static (glibc, musl) and aarch64/armhf builds tested under qemu
 #   make static  single static executables with the SQLite driver linked in (x86_64 glibc, musl)
@@ -37,7 +39,7 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 .PHONY: all demo test check bench fuzz deps clean sql check-docs check-common check-warnings check-cxx check-link \
         check-nm check-asan check-tsan check-valgrind
 .PHONY: static cross check-static check-cross check-gateway check-options size check-deps
-.PHONY: torture wear scale install uninstall check-consumers
+.PHONY: torture wear scale install uninstall check-consumers check-matrix check-fallback
 .DELETE_ON_ERROR:
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
@@ -170,7 +172,7 @@ fuzz:
 check:
 	@tests/deps.sh build pg mariadb tsql check static cross bench consumers
 	@$(MAKE) --no-print-directory check-common check-docs check-warnings check-cxx check-link check-nm \
-	  check-deps check-options check-consumers
+	  check-deps check-options check-consumers check-matrix
 	@$(MAKE) --no-print-directory test
 	@$(MAKE) --no-print-directory check-asan check-tsan check-valgrind
 	@$(MAKE) --no-print-directory check-gateway size
@@ -193,6 +195,13 @@ check-warnings: | $(B)
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -I. -I$(BENCH_PQ_INC) tests/bench.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11)"
+
+# Other people's builds (tests/compile_matrix.sh): gcc and clang, C99..C2x
+# strict and GNU, with and without -pthread and each feature-test macro,
+# C++11/17/20, -Werror -pedantic; and the #error when a system header comes
+# first in strict mode. About a minute; MATRIX_QUICK=1 tries gcc only.
+check-matrix: | $(B)
+	tests/compile_matrix.sh $(B)
 
 # Both headers, declarations and implementations, compiled as C++.
 check-cxx: | $(B)

@@ -128,9 +128,13 @@
  *                         is refused with IBX_ERR_UNSUPPORTED naming the
  *                         field; messages read back have none (the columns
  *                         are not read); no ibx_message_header(_at)
- *   The implementation needs POSIX (clock_gettime): compile that one file
- *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
- *   an #error that says so.
+ *   The implementation needs POSIX 2008 (clock_gettime, condition-variable
+ *   clocks). It arranges that itself: in strict ISO mode (-std=c99, c11,
+ *   ...) it defines _POSIX_C_SOURCE 200809L when no feature-test macro is
+ *   set (GNU mode needs nothing). Only when a system header came before
+ *   ibx.h in that file in strict mode is it too late; then an #error says to
+ *   include ibx.h first there, or to compile it with
+ *   -D_POSIX_C_SOURCE=200809L. No flag beyond -pthread and -lodbc.
  *
  * 3. RUNTIME OPTIONS --------------------------------------------------------
  *   Descriptions are structs where all-zero means "the default"; each field
@@ -326,6 +330,26 @@
  *   instead of -lodbc to script results and faults. Nothing in this file
  *   exists only for tests.
  */
+/* >>common-begin features */
+/* POSIX 2008 for the implementation (clock_gettime, pthread_condattr_setclock,
+ * nanosleep). In strict ISO mode (-std=c99/c11/..., __STRICT_ANSI__) glibc,
+ * musl and newlib hide POSIX unless a feature-test macro asks for it, so the
+ * file that defines IBX_IMPLEMENTATION asks for it here, before any
+ * #include fixes the feature set (a <features.h> seen means one did: the
+ * check after the implementation's includes then says what to add). Never
+ * in GNU mode (-std=gnu99, the default): _POSIX_C_SOURCE would take
+ * _DEFAULT_SOURCE's features away from the rest of that file. Not on
+ * Windows, Apple or the BSDs: they show POSIX 2008 by default, and the
+ * macro would hide their own extensions. */
+#if defined(IBX_IMPLEMENTATION) && !defined(IBX__IMPLEMENTED) && defined(__STRICT_ANSI__) && \
+    !defined(_POSIX_C_SOURCE) && !defined(_XOPEN_SOURCE) && !defined(_GNU_SOURCE) && \
+    !defined(_DEFAULT_SOURCE) && !defined(_BSD_SOURCE) && !defined(_SVID_SOURCE) && \
+    !defined(_FEATURES_H) && !defined(_SYS_FEATURES_H) && \
+    !defined(_WIN32) && !defined(__APPLE__) && !defined(__FreeBSD__) && !defined(__NetBSD__) && \
+    !defined(__OpenBSD__) && !defined(__DragonFly__)
+#define _POSIX_C_SOURCE 200809L
+#endif
+/* >>common-end features */
 #ifndef IBX_H_INCLUDED
 #define IBX_H_INCLUDED
 
@@ -1487,6 +1511,14 @@ IBX_API ibx_result ibx_run_now(ibx_store *store, const char *message_id, const c
 #include <pthread.h>
 #endif
 
+/* The feature set of this file is fixed by now (see "features" at the top):
+ * POSIX 2008 must be in it. glibc says so itself (__USE_XOPEN2K8); elsewhere
+ * CLOCK_MONOTONIC is the sign. */
+#if !(defined(IBX_NO_POSIX_CLOCK) && defined(IBX_NO_THREADS) && defined(IBX_NO_WAKE_SOCKET)) && \
+    ((defined(__GLIBC__) && !defined(__USE_XOPEN2K8)) || (!defined(IBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)))
+#error "ibx: the implementation needs POSIX 2008, which this file's feature set hides (strict ISO C, and a system header included before ibx.h, or a _POSIX_C_SOURCE below 200809L): include ibx.h first in the file that defines IBX_IMPLEMENTATION, or compile that file with -D_POSIX_C_SOURCE=200809L"
+#endif
+
 /* One definition for the whole program, whichever file comes first: weak
  * where the compiler has it (else one per file). */
 #if defined(__GNUC__) || defined(__clang__)
@@ -1509,9 +1541,6 @@ IBX__SHARED pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
 /* >>common-begin core */
 
 
-#if !defined(IBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)
-#error "ibx: the default clock needs POSIX clock_gettime(): compile the implementation file with -D_POSIX_C_SOURCE=200809L (or -std=gnu99), or define IBX_NO_POSIX_CLOCK and pass a clock hook"
-#endif
 
 /* Core functions are static; some are used by only one of the two headers,
  * so tell the compiler that an unused one is not a mistake. */

@@ -48,9 +48,30 @@ for cxx in g++ clang++; do
         fi
     done
 done
+# Where the implementation cannot arrange POSIX itself (strict mode, and a
+# system header came first), its #error says exactly what to add.
+order_ok=1
+for h in obx ibx; do
+    H=$(echo "$h" | tr a-z A-Z)
+    printf '#include <stdio.h>\n#define %s_IMPLEMENTATION\n#include "%s/%s.h"\n' "$H" "$here/.." "$h" >"$out/order_$h.c"
+    for thread in "" -pthread; do
+        # shellcheck disable=SC2086
+        if gcc -std=c99 $thread -fsyntax-only "$out/order_$h.c" 2>"$out/order.log"; then
+            echo "    $h.h after <stdio.h>, -std=c99 $thread: compiled, expected the #error"; order_ok=0
+        elif ! grep -q "error: #error \"$h: the implementation needs POSIX 2008.*include $h.h first in the file that defines ${H}_IMPLEMENTATION, or compile that file with -D_POSIX_C_SOURCE=200809L\"" "$out/order.log"; then
+            echo "    $h.h after <stdio.h>, -std=c99 $thread: not the #error that says what to add: $(grep -m 1 error "$out/order.log")"; order_ok=0
+        fi
+    done
+done
+if [ "$order_ok" = 1 ]; then
+    echo "PASS CORE-COMPILE-FEATURES-ORDER build strict C99 with a system header before the implementation stops with an #error naming the fix (include it first, or -D_POSIX_C_SOURCE=200809L)"
+else
+    echo "FAIL CORE-COMPILE-FEATURES-ORDER build (above)"
+fi
 if [ "$failed" -eq 0 ]; then
     echo "PASS CORE-COMPILE-MATRIX build both implementations compile warning-free in all $tried combinations of compiler, standard, -pthread and feature-test macro"
 else
     echo "FAIL CORE-COMPILE-MATRIX build $failed of $tried combinations do not compile (above)"
     exit 1
 fi
+[ "$order_ok" = 1 ]
