@@ -173,7 +173,7 @@ check:
 	@tests/deps.sh build pg mariadb tsql check static cross bench consumers
 	@$(MAKE) --no-print-directory check-common check-docs check-warnings check-cxx check-link check-nm \
 	  check-deps check-options check-consumers check-matrix
-	@$(MAKE) --no-print-directory test
+	@$(MAKE) --no-print-directory test check-fallback
 	@$(MAKE) --no-print-directory check-asan check-tsan check-valgrind
 	@$(MAKE) --no-print-directory check-gateway size
 	@echo "check: all passed"
@@ -275,6 +275,34 @@ check-tsan: $(B)/tsan/test_unit $(B)/tsan/test_outbox $(B)/tsan/test_inbox $(B)/
 
 check-valgrind: $(TESTS)
 	OBX_TEST_WRAP="$(VALGRIND)" OBX_TEST_BACKENDS=sqlite tests/run.sh $(B)
+
+# The portable fallbacks (what macOS takes: CLOCK_REALTIME condition-variable
+# deadlines, arc4random_buf seeds), forced on this system: the objects are
+# checked for the calls they swap (CORE-FALLBACK-SELECTED), then the pure,
+# fake-ODBC and real-SQLite suites run. A few minutes.
+FALLBACK = -DOBX_PORTABLE_FALLBACKS -DIBX_PORTABLE_FALLBACKS
+FB_TESTS = fake_selftest test_unit example_protocols test_sqlserver fuzz_replay test_real test_outbox test_inbox test_multi
+$(B)/fallback:
+	@mkdir -p $@
+FB_FAKE = tests/fake_odbc.c
+FB_SRC_fake_selftest = tests/fake_selftest.c $(FB_FAKE)
+FB_SRC_test_unit = tests/test_unit.c $(FB_FAKE)
+FB_SRC_example_protocols = tests/example_protocols.c $(FB_FAKE)
+FB_SRC_test_sqlserver = tests/test_sqlserver.c $(FB_FAKE)
+FB_SRC_fuzz_replay = tests/fuzz_replay.c tests/fuzz_core.c $(FB_FAKE)
+FB_SRC_test_real = tests/test_real.c -lodbc
+FB_SRC_test_outbox = tests/test_outbox.c -lodbc
+FB_SRC_test_inbox = tests/test_inbox.c -lodbc
+FB_SRC_test_multi = tests/test_multi.c -lodbc
+$(B)/fallback/%: $(HEADERS) tests/tt.h tests/plans.h tests/fake_odbc.c tests/fake_odbc.h | $(B)/fallback
+	$(CC) $(CSTD) $(WARN) $(OPT) $(FALLBACK) $(FB_SRC_$*) -o $@
+check-fallback: $(addprefix $(B)/fallback/,$(FB_TESTS))
+	@for t in test_unit test_outbox test_inbox; do \
+	  syms=$$(nm -u $(B)/fallback/$$t); \
+	  if echo "$$syms" | grep -q pthread_condattr_setclock || ! echo "$$syms" | grep -q arc4random_buf; then \
+	    echo "FAIL CORE-FALLBACK-SELECTED build $$t: still calls pthread_condattr_setclock, or not arc4random_buf"; exit 1; fi; \
+	done; echo "PASS CORE-FALLBACK-SELECTED build OBX_PORTABLE_FALLBACKS swaps pthread_condattr_setclock and /dev/urandom for CLOCK_REALTIME deadlines and arc4random_buf"
+	OBX_TEST_BACKENDS=sqlite tests/run.sh $(B)/fallback
 
 # ---- static and cross builds ----------------------------------------------------
 # Gateways: quickstart and webhook_inbox as single static executables with the

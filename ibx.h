@@ -105,6 +105,13 @@
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store
  *                        on a left-out dialect is IBX_ERR_UNSUPPORTED
+ *     IBX_PORTABLE_FALLBACKS  use what macOS has instead of what it lacks
+ *                        (on by itself on Apple; forced, it tests that path
+ *                        on Linux, glibc 2.36+): condition-variable waits on
+ *                        CLOCK_REALTIME deadlines (no
+ *                        pthread_condattr_setclock; a wall-clock step
+ *                        shifts one short wait slice) and the random seed
+ *                        from arc4random_buf (no /dev/urandom)
  *     IBX_TERSE_MESSAGES error and log texts without the sentence that
  *                        explains them (how to fix it, what happens next):
  *                        `where` (call and argument), the result, the
@@ -151,8 +158,9 @@
  *                IBX_LOG_LEVEL says (debug, info, warn, error, off); lines
  *                about single messages are DEBUG unless message_log_level
  *                asks for INFO; control characters in logged text become '?'
- *     random     splitmix64 seeded from /dev/urandom (else time, address:
- *                a device without /dev/urandom should give this hook)
+ *     random     splitmix64 seeded from /dev/urandom (arc4random_buf on
+ *                Apple; else time, address: a device without
+ *                /dev/urandom should give this hook)
  *   The hook types are laid out identically in both headers, so one
  *   allocator, clock or logger implementation plugs into both.
  *   Dispatching (ibx_dispatcher_desc): handlers take one message each
@@ -1519,6 +1527,17 @@ IBX_API ibx_result ibx_run_now(ibx_store *store, const char *message_id, const c
 #error "ibx: the implementation needs POSIX 2008, which this file's feature set hides (strict ISO C, and a system header included before ibx.h, or a _POSIX_C_SOURCE below 200809L): include ibx.h first in the file that defines IBX_IMPLEMENTATION, or compile that file with -D_POSIX_C_SOURCE=200809L"
 #endif
 
+/* Portable fallbacks, for systems without a call used by default: taken on
+ * Apple, forced anywhere by IBX_PORTABLE_FALLBACKS (so Linux tests them).
+ * Condition variables wait on CLOCK_REALTIME deadlines (no
+ * pthread_condattr_setclock); the random seed comes from arc4random_buf, not
+ * /dev/urandom. Each is compiled out where unused. */
+#if defined(IBX_PORTABLE_FALLBACKS) || defined(__APPLE__)
+#define IBX__FALLBACKS 1
+#else
+#define IBX__FALLBACKS 0
+#endif
+
 /* One definition for the whole program, whichever file comes first: weak
  * where the compiler has it (else one per file). */
 #if defined(__GNUC__) || defined(__clang__)
@@ -1537,6 +1556,20 @@ IBX_API ibx_result ibx_run_now(ibx_store *store, const char *message_id, const c
 IBX__SHARED pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
 #endif
 #define IBX__CONNECT_LOCK obx_ibx_connect_lock
+
+/* arc4random_buf (the fallback's random seed): stdlib.h declares it only
+ * with the system's extensions on (glibc 2.36+: _DEFAULT_SOURCE; macOS:
+ * no _POSIX_C_SOURCE or with _DARWIN_C_SOURCE); declared here otherwise,
+ * once for both headers. */
+#if IBX__FALLBACKS && !defined(OBX_IBX_ARC4RANDOM_DECLARED) && \
+    ((defined(__GLIBC__) && !defined(__USE_MISC)) || \
+     (defined(__APPLE__) && defined(_POSIX_C_SOURCE) && !defined(_DARWIN_C_SOURCE)))
+#define OBX_IBX_ARC4RANDOM_DECLARED
+#ifdef __cplusplus
+extern "C"
+#endif
+void arc4random_buf(void *buf, size_t n);
+#endif
 
 /* >>common-begin core */
 
@@ -1618,6 +1651,36 @@ static void ibx__default_sleep_ms(int64_t ms, void *user) {
 static int64_t ibx__default_now_utc_ms(void *user) { (void)user; return (int64_t)time(NULL) * 1000; }
 static int64_t ibx__default_monotonic_ms(void *user) { (void)user; return (int64_t)time(NULL) * 1000; }
 static void ibx__default_sleep_ms(int64_t ms, void *user) { (void)ms; (void)user; }
+#endif
+
+#ifndef IBX_NO_THREADS
+/* Condition variables with deadlines `ms` from now. By default they wait on
+ * CLOCK_MONOTONIC (pthread_condattr_setclock: immune to wall-clock steps).
+ * The fallback (IBX__FALLBACKS: macOS has no such call) waits on
+ * CLOCK_REALTIME: a wall-clock step then lengthens or shortens one wait, and
+ * every wait is a short slice (100 ms renewer, 250 ms with a stop flag, at
+ * most an hour). */
+IBX__PRIVATE void ibx__cond_init(pthread_cond_t *c) {
+#if IBX__FALLBACKS
+    pthread_cond_init(c, NULL);
+#else
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &attr);
+    pthread_condattr_destroy(&attr);
+#endif
+}
+
+IBX__PRIVATE void ibx__cond_deadline(struct timespec *ts, int64_t ms) {
+    clock_gettime(IBX__FALLBACKS ? CLOCK_REALTIME : CLOCK_MONOTONIC, ts);
+    ts->tv_sec += (time_t)(ms / 1000);
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
 #endif
 
 static const char *ibx__level_name(ibx_log_level level) {
@@ -1719,11 +1782,15 @@ static uint64_t ibx__default_random(void *user) {
 
 static uint64_t ibx__random_seed(const void *salt) {
     uint64_t seed = 0;
+#if IBX__FALLBACKS
+    arc4random_buf(&seed, sizeof seed); /* never fails, needs no device file */
+#else
     FILE *f = fopen("/dev/urandom", "rb");
     if (f) {
         if (fread(&seed, sizeof seed, 1, f) != 1) seed = 0;
         fclose(f);
     }
+#endif
     /* No /dev/urandom (chroot, firmware): mix time and an address, so two
      * processes started in the same second still differ. */
     if (seed == 0) seed = (uint64_t)time(NULL) ^ ((uint64_t)(uintptr_t)salt << 16) ^ (uint64_t)clock();
@@ -4211,15 +4278,9 @@ IBX__PRIVATE void ibx__loop_init(ibx__loop *l, const ibx__hooks *h,
     l->stop_flag = stop_flag;
     l->use_hook_sleep = h->clock.sleep_ms != ibx__default_sleep_ms;
 #ifndef IBX__LOOP_SLICED
-    {
-        pthread_condattr_t attr;
-        pthread_condattr_init(&attr);
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* immune to wall-clock jumps */
-        pthread_mutex_init(&l->mutex, NULL);
-        pthread_cond_init(&l->cond, &attr);
-        pthread_condattr_destroy(&attr);
-        l->woken = 0;
-    }
+    pthread_mutex_init(&l->mutex, NULL);
+    ibx__cond_init(&l->cond);
+    l->woken = 0;
 #endif
 }
 
@@ -4255,13 +4316,7 @@ IBX__PRIVATE int ibx__loop_wait(ibx__loop *l, int64_t ms) {
             int64_t slice = l->stop_flag && ms > 250 ? 250 : ms;
             struct timespec deadline;
             if (slice > IBX__WAIT_SLICE_MAX_MS) slice = IBX__WAIT_SLICE_MAX_MS; /* 32-bit time_t */
-            clock_gettime(CLOCK_MONOTONIC, &deadline);
-            deadline.tv_sec += (time_t)(slice / 1000);
-            deadline.tv_nsec += (long)(slice % 1000) * 1000000L;
-            if (deadline.tv_nsec >= 1000000000L) {
-                deadline.tv_sec++;
-                deadline.tv_nsec -= 1000000000L;
-            }
+            ibx__cond_deadline(&deadline, slice);
             pthread_mutex_lock(&l->mutex);
             while (!l->woken && !l->stopping)
                 if (pthread_cond_timedwait(&l->cond, &l->mutex, &deadline) != 0) break;
@@ -7813,12 +7868,7 @@ static void *ibx__renew_main(void *arg) {
             struct timespec deadline;
             int64_t ms = w->active ? w->next_ms - now : 100;
             if (ms > 100) ms = 100;
-            clock_gettime(CLOCK_MONOTONIC, &deadline);
-            deadline.tv_nsec += (long)ms * 1000000L;
-            if (deadline.tv_nsec >= 1000000000L) {
-                deadline.tv_sec++;
-                deadline.tv_nsec -= 1000000000L;
-            }
+            ibx__cond_deadline(&deadline, ms);
             pthread_cond_timedwait(&w->cond, &w->mutex, &deadline);
         }
     }
@@ -7828,7 +7878,6 @@ static void *ibx__renew_main(void *arg) {
 
 static ibx__renewer *ibx__renewer_create(const ibx__hooks *h) {
     ibx__renewer *w = (ibx__renewer *)ibx__alloc(h, sizeof *w);
-    pthread_condattr_t attr;
     if (!w) return NULL;
     memset(w, 0, sizeof *w);
     w->hooks = *h;
@@ -7836,11 +7885,8 @@ static ibx__renewer *ibx__renewer_create(const ibx__hooks *h) {
         w->hooks.rng_state = ibx__random(h);
         w->hooks.rng.user = &w->hooks.rng_state;
     }
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_mutex_init(&w->mutex, NULL);
-    pthread_cond_init(&w->cond, &attr);
-    pthread_condattr_destroy(&attr);
+    ibx__cond_init(&w->cond);
     return w;
 }
 
