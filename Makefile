@@ -295,7 +295,7 @@ FB_SRC_test_outbox = tests/test_outbox.c -lodbc
 FB_SRC_test_inbox = tests/test_inbox.c -lodbc
 FB_SRC_test_multi = tests/test_multi.c -lodbc
 $(B)/fallback/%: $(HEADERS) tests/tt.h tests/plans.h tests/fake_odbc.c tests/fake_odbc.h | $(B)/fallback
-	$(CC) $(CSTD) $(WARN) $(OPT) $(FALLBACK) $(FB_SRC_$*) -o $@
+	$(CC) $(CSTD) $(WARN) -Werror $(OPT) $(FALLBACK) $(FB_SRC_$*) -o $@
 check-fallback: $(addprefix $(B)/fallback/,$(FB_TESTS))
 	@for t in test_unit test_outbox test_inbox; do \
 	  syms=$$(nm -u $(B)/fallback/$$t); \

@@ -1659,6 +1659,25 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *erro
 #define OBX__FALLBACKS 0
 #endif
 
+/* arc4random_buf (the fallback's seed): stdlib.h declares it only with the
+ * system's extensions on (glibc 2.36+: _DEFAULT_SOURCE; macOS: no
+ * _POSIX_C_SOURCE, or _DARWIN_C_SOURCE); else declared here, and maybe by
+ * both headers (harmless: the same prototype). */
+#if OBX__FALLBACKS && ((defined(__GLIBC__) && !defined(__USE_MISC)) || \
+                       (defined(__APPLE__) && defined(_POSIX_C_SOURCE) && !defined(_DARWIN_C_SOURCE)))
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wredundant-decls"
+#endif
+#ifdef __cplusplus
+extern "C"
+#endif
+void arc4random_buf(void *buf, size_t n);
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+
 /* One definition for the whole program, whichever file comes first: weak
  * where the compiler has it (else one per file). */
 #if defined(__GNUC__) || defined(__clang__)
@@ -1677,20 +1696,6 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *erro
 OBX__SHARED pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
 #endif
 #define OBX__CONNECT_LOCK obx_ibx_connect_lock
-
-/* arc4random_buf (the fallback's random seed): stdlib.h declares it only
- * with the system's extensions on (glibc 2.36+: _DEFAULT_SOURCE; macOS:
- * no _POSIX_C_SOURCE or with _DARWIN_C_SOURCE); declared here otherwise,
- * once for both headers. */
-#if OBX__FALLBACKS && !defined(OBX_IBX_ARC4RANDOM_DECLARED) && \
-    ((defined(__GLIBC__) && !defined(__USE_MISC)) || \
-     (defined(__APPLE__) && defined(_POSIX_C_SOURCE) && !defined(_DARWIN_C_SOURCE)))
-#define OBX_IBX_ARC4RANDOM_DECLARED
-#ifdef __cplusplus
-extern "C"
-#endif
-void arc4random_buf(void *buf, size_t n);
-#endif
 
 /* >>common-begin core */
 
