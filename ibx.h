@@ -140,8 +140,9 @@
  *   ...) it defines _POSIX_C_SOURCE 200809L when no feature-test macro is
  *   set (GNU mode needs nothing). Only when a system header came before
  *   ibx.h in that file in strict mode is it too late; then an #error says to
- *   include ibx.h first there, or to compile it with
- *   -D_POSIX_C_SOURCE=200809L. No flag beyond -pthread and -lodbc.
+ *   include ibx.h (with IBX_IMPLEMENTATION) before any other header there,
+ *   or to compile it with -D_POSIX_C_SOURCE=200809L. No flag beyond
+ *   -pthread and -lodbc.
  *
  * 3. RUNTIME OPTIONS --------------------------------------------------------
  *   Descriptions are structs where all-zero means "the default"; each field
@@ -1524,7 +1525,7 @@ IBX_API ibx_result ibx_run_now(ibx_store *store, const char *message_id, const c
  * CLOCK_MONOTONIC is the sign. */
 #if !(defined(IBX_NO_POSIX_CLOCK) && defined(IBX_NO_THREADS) && defined(IBX_NO_WAKE_SOCKET)) && \
     ((defined(__GLIBC__) && !defined(__USE_XOPEN2K8)) || (!defined(IBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)))
-#error "ibx: the implementation needs POSIX 2008, which this file's feature set hides (strict ISO C, and a system header included before ibx.h, or a _POSIX_C_SOURCE below 200809L): include ibx.h first in the file that defines IBX_IMPLEMENTATION, or compile that file with -D_POSIX_C_SOURCE=200809L"
+#error "ibx: the implementation needs POSIX 2008, which this file's feature set hides (strict ISO C, and a system header included before ibx.h, or a _POSIX_C_SOURCE below 200809L): in the file that defines IBX_IMPLEMENTATION, include ibx.h (with that define) before any other header, or compile that file with -D_POSIX_C_SOURCE=200809L"
 #endif
 
 /* Portable fallbacks, for systems without a call used by default: taken on

@@ -124,8 +124,9 @@
  *   ...) it defines _POSIX_C_SOURCE 200809L when no feature-test macro is
  *   set (GNU mode needs nothing). Only when a system header came before
  *   obx.h in that file in strict mode is it too late; then an #error says to
- *   include obx.h first there, or to compile it with
- *   -D_POSIX_C_SOURCE=200809L. No flag beyond -pthread and -lodbc.
+ *   include obx.h (with OBX_IMPLEMENTATION) before any other header there,
+ *   or to compile it with -D_POSIX_C_SOURCE=200809L. No flag beyond
+ *   -pthread and -lodbc.
  *
  * 3. RUNTIME OPTIONS --------------------------------------------------------
  *   Descriptions are structs where all-zero means "the default"; each field
@@ -1645,7 +1646,7 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *erro
  * CLOCK_MONOTONIC is the sign. */
 #if !(defined(OBX_NO_POSIX_CLOCK) && defined(OBX_NO_THREADS) && defined(OBX_NO_WAKE_SOCKET)) && \
     ((defined(__GLIBC__) && !defined(__USE_XOPEN2K8)) || (!defined(OBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)))
-#error "obx: the implementation needs POSIX 2008, which this file's feature set hides (strict ISO C, and a system header included before obx.h, or a _POSIX_C_SOURCE below 200809L): include obx.h first in the file that defines OBX_IMPLEMENTATION, or compile that file with -D_POSIX_C_SOURCE=200809L"
+#error "obx: the implementation needs POSIX 2008, which this file's feature set hides (strict ISO C, and a system header included before obx.h, or a _POSIX_C_SOURCE below 200809L): in the file that defines OBX_IMPLEMENTATION, include obx.h (with that define) before any other header, or compile that file with -D_POSIX_C_SOURCE=200809L"
 #endif
 
 /* Portable fallbacks, for systems without a call used by default: taken on
