@@ -39,7 +39,7 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 .PHONY: all demo test check bench fuzz deps clean sql check-docs check-common check-warnings check-cxx check-link \
         check-nm check-asan check-tsan check-valgrind
 .PHONY: static cross check-static check-cross check-gateway check-options size check-deps
-.PHONY: torture wear scale install uninstall check-consumers check-matrix check-fallback
+.PHONY: torture wear scale soak install uninstall check-consumers check-matrix check-fallback
 .DELETE_ON_ERROR:
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
@@ -192,6 +192,7 @@ check-warnings: | $(B)
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/test_sqlserver.c tests/fake_odbc.c tests/fake_selftest.c tests/fuzz_core.c tests/fuzz_replay.c tests/example_protocols.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c examples/quickstart.c examples/webhook_inbox.c examples/multi_tenant.c examples/forwarder.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tools/obxctl.c tests/obxctl_fill.c tests/prom_check.c tests/consumer/main.c -I. || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/soak/soak.c tests/soak/check.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -I. -I$(BENCH_PQ_INC) tests/bench.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11)"
@@ -244,6 +245,9 @@ $(B)/asan/fuzz_replay: tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c t
 $(B)/asan/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/fake_selftest.c tests/fake_odbc.c -o $@
 
+$(B)/asan/example_protocols: tests/example_protocols.c examples/multi_tenant.c tests/fake_odbc.c tests/fake_odbc.h \
+                             tests/tt.h obx.h | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) tests/example_protocols.c tests/fake_odbc.c -o $@
 $(B)/asan/obxctl: tools/obxctl.c $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tools/obxctl.c -o $@ -lodbc
 $(B)/asan/obxctl_fill: tests/obxctl_fill.c $(HEADERS) | $(B)/asan
@@ -253,7 +257,7 @@ $(B)/asan/prom_check: tests/prom_check.c | $(B)/asan
 
 check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_sqlserver $(B)/asan/test_real $(B)/asan/test_outbox \
             $(B)/asan/test_inbox $(B)/asan/test_multi $(B)/asan/fuzz_replay $(B)/asan/obxctl $(B)/asan/obxctl_fill \
-            $(B)/asan/prom_check
+            $(B)/asan/prom_check $(B)/asan/example_protocols
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp tests/run.sh $(B)/asan
 
 # ThreadSanitizer on the threaded real-database tests (tests/tsan.sh): the
@@ -466,6 +470,22 @@ torture:
 	@tests/deps.sh build pg mariadb
 	@$(MAKE) --no-print-directory $(TORTURE_BINS)
 	tests/torture/run.sh $(B)/torture
+
+# ---- soak: the whole product at once under kills, checked against a reference model
+# (issue 26; tests/soak/run.sh). SOAK_MINUTES=N for a long run by hand, SOAK_SIZE=N more
+# processes, SOAK_SEED=N replays a schedule. Own server ports (SOAK_PG_PORT, SOAK_MY_PORT).
+SOAK_BINS = $(B)/soak/soak $(B)/soak/soak_check
+$(B)/soak:
+	@mkdir -p $@
+$(B)/soak/soak: tests/soak/soak.c tests/soak/soak.h $(TORTURE_DEPS) | $(B)/soak
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/soak/soak.c -o $@ -lodbc
+$(B)/soak/soak_check: tests/soak/check.c tests/soak/soak.h tests/torture/tort.h | $(B)/soak
+	$(CC) $(CSTD) $(WARN) $(OPT) tests/soak/check.c -o $@ -lodbc
+soak:
+	@tests/deps.sh build pg mariadb
+	@$(MAKE) --no-print-directory $(SOAK_BINS) $(B)/obxctl
+	tests/soak/selftest.sh $(B)/soak
+	tests/soak/run.sh $(B)/soak
 
 # ---- scale: high availability and scale-out on real engines (issue 16): PostgreSQL
 # failover, PgBouncer, a 3-node Galera cluster, 50 tenants; prints "scale:" figures.

@@ -171,9 +171,10 @@
  *   without using an attempt and pauses its topic for pause_ms, doubling
  *   up to pause_max_ms until the topic's first success; other topics go on.
  *   Dead messages are tools' work: ibx_dead_list (paged, filtered),
- *   ibx_dead_replay (ready again, attempts reset, last error kept) and
- *   ibx_dead_purge; ibx_dead_move (an operator's cancel: a message to Dead
- *   with a reason) and ibx_run_now (a scheduled one due now). Crash loops: a message claimed max_starts times (store
+ *   ibx_dead_replay (ready again, attempts reset, last error kept, expiry
+ *   dropped) and ibx_dead_purge; ibx_dead_move (an operator's cancel: a
+ *   message to Dead with a reason) and ibx_run_now (a scheduled one due
+ *   now). Crash loops: a message claimed max_starts times (store
  *   desc, default 3) without an outcome, its handler having killed the
  *   process each time, ends dead at the next reap instead of taking a
  *   worker down again; a dispatcher handles a message claimed before
@@ -776,8 +777,9 @@ typedef struct ibx_new_message {
      * library copies what it needs before returning. */
     IBX__ENVELOPE_NEW_FIELDS
     /* Expiry: not handled by this UTC time (Unix ms, the database clock),
-     * the dispatcher ends it Dead with last_error "expired", unhandled, and
-     * counts it in IBX_METRIC_EXPIRED_UNHANDLED. 0 = never; else
+     * checked before each handler call, the dispatcher ends it Dead with
+     * last_error "expired", unhandled, and counts it in
+     * IBX_METRIC_EXPIRED_UNHANDLED; ibx_dead_replay drops it. 0 = never; else
      * 1..IBX_TIME_MAX_MS and not before due_utc_ms. A redelivery keeps the
      * expiry first stored (as the envelope): the sender's first deadline. */
     int64_t expires_utc_ms;
@@ -810,7 +812,8 @@ typedef struct ibx_message {
     ibx_store *store;            /* the store it came from */
     IBX__ENVELOPE_FIELDS
     int64_t expires_ms;          /* expires_utc_ms as first stored; 0 = never. ibx_claim returns
-                                    expired messages too; the dispatcher ends them Dead */
+                                    expired messages too; the dispatcher ends them Dead, checked
+                                    before each handler call */
 } ibx_message;
 
 /* Name of a status as stored: "Seen", "Processing", "Done", "Dead"
@@ -1427,9 +1430,12 @@ IBX_API ibx_result ibx_dead_list(ibx_store *store, const ibx_dead_filter *filter
 
 /* Replay dead messages matching `filter` (NULL: all): ready again at once,
  * attempts reset to 0, their last error kept for the record until a new
- * one replaces it. One statement: a message is replayed once, whatever
- * other callers do meanwhile, and dispatchers never touch dead ones. A
- * join step it already counted as failed stays failed. *replayed (if not
+ * one replaces it, their expiry dropped (a replay is the decision to run
+ * it: an expired message would go dead again at once, and under
+ * ordering_dead_holds keep its key waiting). One statement: a message is
+ * replayed once, whatever other callers do meanwhile (a purge running at
+ * the same time deletes it only if it is still dead), and dispatchers never
+ * touch dead ones. A join step it already counted as failed stays failed. *replayed (if not
  * NULL) gets the count. Returns IBX_OK; the errors of ibx_dead_list but
  * IBX_EMPTY. */
 IBX_API ibx_result ibx_dead_replay(ibx_store *store, const ibx_dead_filter *filter, int64_t *replayed);
@@ -1860,6 +1866,16 @@ IBX__PRIVATE char *ibx__strdup(const ibx__hooks *h, const char *s) {
 }
 IBX__PRIVATE int64_t ibx__now_ms(const ibx__hooks *h) { return h->clock.now_utc_ms(h->clock.user); }
 IBX__PRIVATE int64_t ibx__mono_ms(const ibx__hooks *h) { return h->clock.monotonic_ms(h->clock.user); }
+/* Microseconds for handler durations: the default clock's own resolution,
+ * a clock hook's milliseconds otherwise. */
+IBX__PRIVATE int64_t ibx__mono_us(const ibx__hooks *h) {
+#ifndef IBX_NO_POSIX_CLOCK
+    struct timespec ts;
+    if (h->clock.monotonic_ms == ibx__default_monotonic_ms && clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
+        return (int64_t)ts.tv_sec * 1000000 + (int64_t)(ts.tv_nsec / 1000);
+#endif
+    return ibx__mono_ms(h) * 1000;
+}
 IBX__PRIVATE void ibx__sleep_ms(const ibx__hooks *h, int64_t ms) { h->clock.sleep_ms(ms, h->clock.user); }
 IBX__PRIVATE uint64_t ibx__random(const ibx__hooks *h) { return h->rng.next_u64(h->rng.user); }
 
@@ -4976,7 +4992,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "Source, MessageId LIMIT ?7 OFFSET ?8"},
     {IBX__Q_DEAD_REPLAY,
      "UPDATE {T} SET Status = 'Processing', Attempt = 0, Starts = 0, NextAttemptAt = {W}, "
-     "OwnerToken = NULL, LockedUntil = NULL WHERE " IBX__SQLITE_DEAD},
+     "OwnerToken = NULL, LockedUntil = NULL, ExpiresAt = NULL WHERE " IBX__SQLITE_DEAD},
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE rowid IN (SELECT rowid FROM {T} WHERE " IBX__SQLITE_DEAD " LIMIT ?7)"},
     {IBX__Q_MOVE,
@@ -5160,10 +5176,13 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "\"MessageId\" LIMIT CAST(?7 AS bigint) OFFSET CAST(?8 AS bigint)"},
     {IBX__Q_DEAD_REPLAY,
      "UPDATE {T} SET \"Status\" = 'Processing', \"Attempt\" = 0, \"Starts\" = 0, \"NextAttemptAt\" = now(), "
-     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " IBX__PG_DEAD},
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"ExpiresAt\" = NULL WHERE " IBX__PG_DEAD},
+    /* The filter again on the row itself: a row a replay changed while the
+     * DELETE waited for it is re-checked on its latest version (READ
+     * COMMITTED re-evaluates only the target row's own conditions). */
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE (\"Source\", \"MessageId\") IN (SELECT \"Source\", \"MessageId\" FROM {T} "
-     "WHERE " IBX__PG_DEAD " LIMIT CAST(?7 AS bigint))"},
+     "WHERE " IBX__PG_DEAD " LIMIT CAST(?7 AS bigint)) AND " IBX__PG_DEAD},
     {IBX__Q_MOVE,
      "UPDATE {T} SET \"Status\" = 'Dead', \"LastError\" = CAST(?1 AS text), \"OwnerToken\" = NULL, "
      "\"LockedUntil\" = NULL WHERE \"Source\" = CAST(?2 AS text) AND \"MessageId\" = CAST(?3 AS text) AND "
@@ -5398,7 +5417,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "`MessageId` LIMIT ?7 OFFSET ?8"},
     {IBX__Q_DEAD_REPLAY,
      "UPDATE {T} SET `Attempt` = 0, `Starts` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
-     "`LockedUntil` = NULL, `Status` = 'Processing' WHERE " IBX__MY_DEAD},
+     "`LockedUntil` = NULL, `ExpiresAt` = NULL, `Status` = 'Processing' WHERE " IBX__MY_DEAD},
     {IBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc` LIMIT ?7"},
     {IBX__Q_MOVE,
@@ -5593,7 +5612,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "t.[Source], t.[MessageId] OFFSET ?8 ROWS FETCH NEXT ?7 ROWS ONLY"},
     {IBX__Q_DEAD_REPLAY,
      "UPDATE t SET [Status] = 'Processing', [Attempt] = 0, [Starts] = 0, [NextAttemptAt] = SYSUTCDATETIME(), "
-     "[OwnerToken] = NULL, [LockedUntil] = NULL FROM {T} AS t WHERE " IBX__MS_DEAD},
+     "[OwnerToken] = NULL, [LockedUntil] = NULL, [ExpiresAt] = NULL FROM {T} AS t WHERE " IBX__MS_DEAD},
     {IBX__Q_DEAD_PURGE,
      "WITH d AS (SELECT TOP (?7) t.[Source] FROM {T} AS t WHERE " IBX__MS_DEAD ") DELETE FROM d"},
     {IBX__Q_MOVE,
@@ -5795,6 +5814,8 @@ typedef struct ibx__store_own {
 /* The inbox parks nothing (it has no ordering keys): nothing to wake. */
 #define ibx__own_claimed(s, m) ((void)(s), (void)(m))
 #define ibx__own_settled(s, kind, rows) ((void)(s), (void)(kind), (void)(rows))
+/* Nor can claims of one key overlap: no claim is checked again. */
+#define ibx__claim_recheck(db, s, count) ((void)(db), (void)(s), (void)(count), IBX_OK)
 
 
 /* >>common-begin engine */
@@ -5890,7 +5911,7 @@ static const int64_t ibx__hist_bounds_ms[IBX__HIST_BUCKETS] = {5, 10, 25, 50, 10
 typedef struct ibx__hist {
     char *topic;
     int64_t buckets[IBX__HIST_BUCKETS];
-    int64_t count, sum_ms;
+    int64_t count, sum_us;       /* microseconds: a fast handler's sum is not 0.000 s */
 } ibx__hist;
 
 struct ibx_store {
@@ -6675,8 +6696,12 @@ static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cu
     return ibx__exec(db, IBX__Q_CLAIM_READ, s->sql[IBX__Q_CLAIM_READ], p, 2 + IBX__KEY_LISTS, NULL, cur);
 }
 
-static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
-    ibx__claim_ctx *c = (ibx__claim_ctx *)vctx;
+/* ibx__claim_recheck: the claim was rolled back (another claim holds one
+ * of its keys); run it again. */
+#define IBX__CLAIM_REDO ((ibx_result)100)
+#define IBX__CLAIM_REDOS 3
+
+static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
     ibx_store *s = c->s;
     SQLHSTMT cur = NULL;
     ibx__row_head head;
@@ -6710,7 +6735,22 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
     }
     if (cur && short_rows) SQLFreeStmt(cur, SQL_UNBIND); /* `head` is about to go */
     ibx__close(cur);
-    return r == IBX_EMPTY ? IBX_OK : r;
+    if (r == IBX_EMPTY) r = IBX_OK;
+    return r == IBX_OK && c->count > 0 ? ibx__claim_recheck(db, s, &c->count) : r;
+}
+
+static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
+    ibx__claim_ctx *c = (ibx__claim_ctx *)vctx;
+    const int mode = db->unit; /* the unit's, begun by ibx__unit_run */
+    ibx_result r;
+    int redo;
+    for (redo = 0;; redo++) {
+        r = ibx__claim_once(db, c);
+        if (r != IBX__CLAIM_REDO) return r;
+        c->count = 0;
+        if (redo + 1 >= IBX__CLAIM_REDOS) return IBX_OK; /* nothing claimed this round */
+        if ((r = ibx__begin(db, mode)) != IBX_OK) return r;
+    }
 }
 
 /* A lease of 1..IBX_LEASE_MAX_SECONDS. */
@@ -6960,8 +7000,13 @@ IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped) {
     if (r != IBX_OK) return r;
     if (store->sql[IBX__Q_WAKE]) { /* parked messages a concurrent enqueue hid from their wake */
         int64_t woken = 0;
-        r = ibx__run_count(store, IBX__Q_WAKE, NULL, 0, "wake parked", &woken);
-        if (r != IBX_OK) return r;
+        /* The reap committed: its count is returned whatever the wake does
+         * (the next reap wakes again). */
+        if (ibx__run_count(store, IBX__Q_WAKE, NULL, 0, "wake parked", &woken) != IBX_OK) {
+            ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id, "waking parked messages failed: %s",
+                     store->err.message);
+            ibx__error_clear(&store->err);
+        }
         if (woken > 0)
             ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id,
                      "woke %lld ordering key(s) left with only parked messages", (long long)woken);
@@ -7078,9 +7123,12 @@ IBX_API ibx_result ibx_pending_count(ibx_store *store, int64_t *pending) {
 /* Backpressure (max_pending): room for n more unfinished messages? The
  * count runs when the estimate says the cap may be reached, and at most a
  * second after the last one (other producers' messages are seen then), so
- * a store with room pays one small read a second at most. IBX_ERR_FULL
- * names the fill level. */
-static ibx_result ibx__pending_room(ibx_store *s, const char *fn, int64_t n) {
+ * a store with room pays one small read a second at most. An enqueue in
+ * the caller's transaction (hdbc) is counted there: the store's own
+ * connection cannot see that transaction's messages, so a producer
+ * enqueuing many in one transaction would pass the cap unseen.
+ * IBX_ERR_FULL names the fill level. */
+static ibx_result ibx__pending_room(ibx_store *s, void *hdbc, const char *fn, int64_t n) {
     int64_t now;
     ibx_result r;
     if (s->max_pending <= 0) return IBX_OK;
@@ -7089,7 +7137,17 @@ static ibx_result ibx__pending_room(ibx_store *s, const char *fn, int64_t n) {
         s->pending_estimate += n;
         return IBX_OK;
     }
-    if ((r = ibx_pending_count(s, &now)) != IBX_OK) return r;
+    if (hdbc) {
+        ibx__stats_ctx ctx;
+        ctx.s = s;
+        ctx.ready = ctx.oldest = 0;
+        if ((r = ibx__unit_or_caller(s, hdbc, ibx__pending_unit, &ctx, fn, IBX__UNIT_READ)) != IBX_OK) return r;
+        now = ctx.ready;
+    } else if ((r = ibx_pending_count(s, &now)) != IBX_OK) {
+        return r;
+    }
+    s->pending_counted_ms = ibx__mono_ms(&s->hooks);
+    s->pending_estimate = now;
     if (now > s->max_pending - n)
         return ibx__fail(&s->err, IBX_ERR_FULL, fn,
                          "the store holds %lld unfinished message(s) of max_pending %lld: %lld more do not fit"
@@ -7102,9 +7160,9 @@ static ibx_result ibx__pending_room(ibx_store *s, const char *fn, int64_t n) {
 /* >> metrics: handler durations, Prometheus text ------------------------------------ */
 
 #ifndef IBX_NO_METRICS_TEXT /* no one would read the histograms */
-/* Count one handler run of `ms` for `topic`. Best effort: out of memory,
- * the run is not counted (metrics never fail a dispatch). */
-static void ibx__hist_record(ibx_store *s, const char *topic, int64_t ms) {
+/* Count one handler run of `us` microseconds for `topic`. Best effort: out
+ * of memory, the run is not counted (metrics never fail a dispatch). */
+static void ibx__hist_record(ibx_store *s, const char *topic, int64_t us) {
     ibx__hist *h = NULL;
     int i;
     if (s->hist_count >= IBX__HIST_TOPICS_MAX) topic = "(other)";
@@ -7123,14 +7181,14 @@ static void ibx__hist_record(ibx_store *s, const char *topic, int64_t ms) {
         if (!(h->topic = ibx__strdup(&s->hooks, topic))) return;
         s->hist_count++;
     }
-    if (ms < 0) ms = 0;
+    if (us < 0) us = 0;
     for (i = 0; i < IBX__HIST_BUCKETS; i++)
-        if (ms <= ibx__hist_bounds_ms[i]) h->buckets[i]++;
+        if (us <= ibx__hist_bounds_ms[i] * 1000) h->buckets[i]++;
     h->count++;
-    h->sum_ms += ms;
+    h->sum_us += us;
 }
 #else
-#define ibx__hist_record(s, topic, ms) ((void)(s), (void)(topic), (void)(ms))
+#define ibx__hist_record(s, topic, us) ((void)(s), (void)(topic), (void)(us))
 #endif
 
 #ifndef IBX_NO_METRICS_TEXT
@@ -7193,7 +7251,7 @@ static void ibx__text_histograms(ibx_store *s, ibx__text_buf *t) {
             snprintf(v, sizeof v, "%lld", (long long)(k < IBX__HIST_BUCKETS ? hg->buckets[k] : hg->count));
             ibx__text_sample(s, t, "handler_duration_seconds_bucket", hg->topic, le, v);
         }
-        snprintf(v, sizeof v, "%.3f", (double)hg->sum_ms / 1000.0);
+        snprintf(v, sizeof v, "%.6f", (double)hg->sum_us / 1e6);
         ibx__text_sample(s, t, "handler_duration_seconds_sum", hg->topic, NULL, v);
         snprintf(v, sizeof v, "%lld", (long long)hg->count);
         ibx__text_sample(s, t, "handler_duration_seconds_count", hg->topic, NULL, v);
@@ -7659,6 +7717,13 @@ IBX_API ibx_result ibx_dead_replay(ibx_store *store, const ibx_dead_filter *filt
     return IBX_OK;
 }
 
+/* A purge racing a replay deletes a message only if it is still dead when
+ * the delete holds its row: PostgreSQL's DELETE repeats the filter on the
+ * row itself, which READ COMMITTED re-checks on the latest version after a
+ * lock wait (the subquery's rows are its snapshot's); MariaDB's DELETE has
+ * the filter on the row, checked by InnoDB on the latest version it locks;
+ * SQL Server's delete scan reads the committed row under its update lock;
+ * SQLite has one writer. IBX-DEAD-PURGE-REPLAYED, IBX-DEAD-PURGE-RACE. */
 IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filter, int64_t *purged) {
     ibx__param p[8];
     char buf[37];
@@ -8483,9 +8548,9 @@ static void ibx__handle_one(ibx_dispatcher *d, ibx_store *s, const ibx_message *
     ibx__msg_name(m, name, sizeof name);
     ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
              m->topic, IBX__MSG_ATTEMPTS(m) + 1);
-    started = ibx__mono_ms(&s->hooks);
+    started = ibx__mono_us(&s->hooks);
     outcome = ibx__handle(d, m, error, &matched);
-    if (matched) ibx__hist_record(s, m->topic, ibx__mono_ms(&s->hooks) - started);
+    if (matched) ibx__hist_record(s, m->topic, ibx__mono_us(&s->hooks) - started);
     d->outcomes[i] = (int)outcome;
     if (!matched) {
         ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
@@ -8514,9 +8579,9 @@ static void ibx__handle_group(ibx_dispatcher *d, ibx_store *s, const ibx_message
         k++;
     }
     {
-        int64_t started = ibx__mono_ms(&s->hooks); /* one run of the histogram: the whole call */
+        int64_t started = ibx__mono_us(&s->hooks); /* one run of the histogram: the whole call */
         ((ibx_batch_handler)route->fn)(d->group, d->results, k, route->user);
-        ibx__hist_record(s, ms[first].topic, ibx__mono_ms(&s->hooks) - started);
+        ibx__hist_record(s, ms[first].topic, ibx__mono_us(&s->hooks) - started);
     }
     for (j = 0; j < k; j++) {
         int i = d->group_index[j], outcome = (int)d->results[j].outcome;
@@ -8549,25 +8614,33 @@ static ibx_result ibx__housekeep(ibx_dispatcher *d, ibx_store *s, ibx__entry *e,
     return r;
 }
 
+/* Past its expiry, on the database clock: the claim set the lease to its
+ * now plus lease_seconds, and the time since is this host's monotonic
+ * clock's from before the claim was sent (never less than what passed),
+ * so no clock of this host is compared. Asked before each handler call,
+ * not only once per claim: the messages before may have run long. */
+static int ibx__expired(const ibx_dispatcher *d, const ibx_message *m, int64_t claimed, int64_t now) {
+    return m->expires_ms > 0 &&
+           m->expires_ms <= m->locked_until_ms - (int64_t)d->lease_seconds * 1000 + (now - claimed);
+}
+
 /* Hand each claimed message to its handlers, until `deadline` (monotonic;
  * with renewal `w`, the one its renewals have reached): past it the lease
  * may end under the handler, so the rest is skipped. Messages of a paused
- * topic are held; a topic with a batch handler goes to it in one call. */
+ * topic are held; a topic with a batch handler goes to it in one call.
+ * `claimed`: the monotonic time the claim was sent (ibx__expired). */
 static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
-                              ibx__renewer *w, int64_t deadline, ibx_run_stats *st) {
-    int i, skipped = 0;
-    /* Expiry on the database clock: the claim set the lease to its now
-     * plus lease_seconds, so no clock of this host is compared. */
-    for (i = 0; i < n; i++)
-        d->outcomes[i] = ms[i].expires_ms > 0 &&
-                                 ms[i].expires_ms <= ms[i].locked_until_ms - (int64_t)d->lease_seconds * 1000
-                             ? IBX__EXPIRED
-                             : IBX__PENDING;
+                              ibx__renewer *w, int64_t claimed, int64_t deadline, ibx_run_stats *st) {
+    int i, j, skipped = 0;
+    for (i = 0; i < n; i++) d->outcomes[i] = IBX__PENDING;
     for (i = 0; i < n; i++) {
         const ibx__route *batch;
-        int64_t now;
+        int64_t now = ibx__mono_ms(&s->hooks);
         if (d->outcomes[i] != IBX__PENDING) continue;
-        now = ibx__mono_ms(&s->hooks);
+        if (ibx__expired(d, &ms[i], claimed, now)) {
+            d->outcomes[i] = IBX__EXPIRED;
+            continue;
+        }
         if (w) deadline = ibx__renew_start_until(w);
         if (now >= deadline) {
             d->outcomes[i] = IBX__SKIPPED;
@@ -8575,6 +8648,10 @@ static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message
         } else if (d->pause_count && ibx__pause_left(d, ms[i].topic, now) > 0) {
             d->outcomes[i] = IBX__HELD;
         } else if ((batch = ibx__routes_batch(&d->routes, ms[i].topic)) != NULL) {
+            for (j = i + 1; j < n; j++) /* the group's others, checked now too */
+                if (d->outcomes[j] == IBX__PENDING && strcmp(ms[j].topic, ms[i].topic) == 0 &&
+                    ibx__expired(d, &ms[j], claimed, now))
+                    d->outcomes[j] = IBX__EXPIRED;
             ibx__handle_group(d, s, ms, n, i, batch);
         } else {
             ibx__handle_one(d, s, &ms[i], i, st);
@@ -8701,7 +8778,7 @@ static ibx_result ibx__isolate(ibx_dispatcher *d, ibx_store *s, int *n, int *fir
 static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
     const ibx_message *ms;
     int n = 0, first, from, to, renewed;
-    int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline;
+    int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline, claimed;
     ibx_result r;
     ibx__watch(d->renewer, s, 1);
     r = ibx__housekeep(d, s, e, st);
@@ -8715,6 +8792,7 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
      * extended every message of the batch (IBX-059). */
     deadline = ibx__mono_ms(&s->hooks) + lease_ms -
                (lease_ms / 5 < IBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : IBX__LEASE_MARGIN_MAX_MS);
+    claimed = ibx__mono_ms(&s->hooks);
     r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
     ibx__watch(d->renewer, s, 0);
     if (r != IBX_OK) return r;
@@ -8726,7 +8804,7 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     for (from = 0; from < n && r == IBX_OK; from = to) { /* the others, then a suspect */
         to = from < first ? first : n;
         if (from > 0) ibx__renew_range(d->renewer, ms + from, n - from, 1); /* the suspect, alone now */
-        ibx__handle_batch(d, s, ms + from, to - from, renewed ? d->renewer : NULL, deadline, st);
+        ibx__handle_batch(d, s, ms + from, to - from, renewed ? d->renewer : NULL, claimed, deadline, st);
         ibx__renew_range(d->renewer, ms + from, n - from, 0); /* settling: fewer leases is no news */
         ibx__watch(d->renewer, s, 1);
         r = ibx__settle_batch(d, s, ms + from, to - from, st);
@@ -9586,7 +9664,7 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     if (m->expires_utc_ms <= 0) p[11].ind = SQL_NULL_DATA;
     if (envelope && !ibx__envelope_params(&store->hooks, &store->own.headers, &p[7], m))
         return ibx__fail(&store->err, IBX_ERR_NO_MEMORY, "ibx_enqueue", "out of memory");
-    if ((r = ibx__pending_room(store, "ibx_enqueue", 1)) != IBX_OK && !ibx__full_redelivery(store, r, p))
+    if ((r = ibx__pending_room(store, NULL, "ibx_enqueue", 1)) != IBX_OK && !ibx__full_redelivery(store, r, p))
         return r;
     memset(&ctx, 0, sizeof ctx);
     ctx.envelope = envelope;

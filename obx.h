@@ -155,9 +155,10 @@
  *   without using an attempt and pauses its topic for pause_ms, doubling
  *   up to pause_max_ms until the topic's first success; other topics go on.
  *   Dead messages are tools' work: obx_dead_list (paged, filtered),
- *   obx_dead_replay (ready again, attempts reset, last error kept) and
- *   obx_dead_purge; obx_dead_move (an operator's cancel: a message to Dead
- *   with a reason) and obx_run_now (a scheduled one due now). Crash loops: a message claimed max_starts times (store
+ *   obx_dead_replay (ready again, attempts reset, last error kept, expiry
+ *   dropped) and obx_dead_purge; obx_dead_move (an operator's cancel: a
+ *   message to Dead with a reason) and obx_run_now (a scheduled one due
+ *   now). Crash loops: a message claimed max_starts times (store
  *   desc, default 3) without an outcome, its handler having killed the
  *   process each time, ends dead at the next reap instead of taking a
  *   worker down again; a dispatcher handles a message claimed before
@@ -746,10 +747,11 @@ typedef struct obx_store_desc {
                                     take the unfinished messages (Ready or Leased) past this
                                     many is refused with OBX_ERR_FULL and changes nothing,
                                     so a gateway offline for days stops before its flash is
-                                    full. Exact for one producer; each store counts near the
-                                    cap and at most once a second (obx_pending_count), so
-                                    other producers may pass it by what they enqueue within
-                                    that second */
+                                    full. Exact for one producer, also one that enqueues many
+                                    in one transaction (a _tx call counts in the caller's
+                                    transaction); each store counts near the cap and at most
+                                    once a second (obx_pending_count), so other producers may
+                                    pass it by what they enqueue within that second */
     int ordering_dead_holds;     /* default 0: a Dead message lets its ordering key move on
                                     (the key's next message is handled). Nonzero: the key
                                     waits until the dead one is replayed or purged. Applies
@@ -799,16 +801,31 @@ typedef struct obx_new_message {
                                     later). Other keys, and messages without one, are not held
                                     up. A Dead message lets its key move on (unless the store
                                     has ordering_dead_holds); a replayed one is handled before
-                                    the key's later messages that have not started. See README
-                                    "Ordered delivery per key" */
+                                    the key's later messages that have not started, after the
+                                    running one. Two claims of one key serialise (PostgreSQL:
+                                    a transaction-scoped advisory lock of the key, two int4
+                                    keys: the table's and the key's hashes; MariaDB: a locking
+                                    re-check; SQLite: its single writer): see "Ordered delivery
+                                    per key" in the header's outbox statements. The order
+                                    between two producers whose transactions overlap is their
+                                    commit race's; a producer that commits before it enqueues
+                                    again keeps its order. A message waiting behind a busy key
+                                    (PostgreSQL, MariaDB) is woken by the ack or fail that
+                                    ends its predecessor, or else by the next reap (within
+                                    reap_interval_ms): when its producer's transaction was
+                                    still open at that moment, and on MariaDB when the
+                                    predecessor was settled by another store, obxctl or SQL.
+                                    See README "Ordered delivery per key" */
     /* The envelope, all optional ("" and NULL are stored as NULL; none of
      * them costs anything when absent). The library copies what it needs
      * before returning: the caller's strings and array may change after. */
     OBX__ENVELOPE_NEW_FIELDS
     /* Expiry: a message not handled by this UTC time (Unix ms, the database
-     * clock) is never given to a handler: the dispatcher's claim that finds
-     * it expired ends it Dead with last_error "expired" and counts it in
-     * OBX_METRIC_EXPIRED_UNHANDLED. 0 = never; else 1..OBX_TIME_MAX_MS and
+     * clock) is never given to a handler: a dispatcher checks it before
+     * each handler call (not only at the claim: a batch's earlier messages
+     * may run long), ends it Dead with last_error "expired" and counts it in
+     * OBX_METRIC_EXPIRED_UNHANDLED. A handler already running goes on past
+     * it. obx_dead_replay drops it. 0 = never; else 1..OBX_TIME_MAX_MS and
      * not before due_utc_ms. */
     int64_t expires_utc_ms;
 } obx_new_message;
@@ -845,7 +862,8 @@ typedef struct obx_message {
     int64_t expires_ms;          /* expires_utc_ms as enqueued; 0 = never. obx_claim returns
                                     expired messages too (it reports what it claimed): a
                                     caller of its own checks this against locked_until_ms
-                                    less the lease, as the dispatcher does */
+                                    less the lease plus the time since its claim, as the
+                                    dispatcher does before each handler call */
 } obx_message;
 
 /* Enqueue one message in its own transaction, committed before return
@@ -867,7 +885,14 @@ OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message,
  * caller leaves no message. `hdbc` must be connected to the same database
  * as the store. Results as obx_enqueue, plus OBX_ERR_STATE naming hdbc
  * when its autocommit mode is not the one above (nothing is written: in
- * autocommit the message would commit apart from the caller's work). */
+ * autocommit the message would commit apart from the caller's work).
+ * Isolation: READ COMMITTED or REPEATABLE READ (PostgreSQL, MariaDB). On
+ * MariaDB a message with an ordering key is refused at SERIALIZABLE
+ * (OBX_ERR_STATE, "hdbc: isolation"): InnoDB would read the key's state
+ * with shared locks held to the caller's commit, stalling the key's
+ * claims and acks. At REPEATABLE READ the key's state is read from the
+ * transaction's snapshot: enqueue early in a long transaction and its
+ * message is ordered among overlapping producers as if it committed then. */
 OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_message *message,
                                   char out_id[37]);
 
@@ -1436,9 +1461,12 @@ OBX_API obx_result obx_dead_list(obx_store *store, const obx_dead_filter *filter
 
 /* Replay dead messages matching `filter` (NULL: all): ready again at once,
  * attempts reset to 0, their last error kept for the record until a new
- * one replaces it. One statement: a message is replayed once, whatever
- * other callers do meanwhile, and dispatchers never touch dead ones. A
- * join step it already counted as failed stays failed. *replayed (if not
+ * one replaces it, their expiry dropped (a replay is the decision to run
+ * it: an expired message would go dead again at once, and under
+ * ordering_dead_holds keep its key waiting). One statement: a message is
+ * replayed once, whatever other callers do meanwhile (a purge running at
+ * the same time deletes it only if it is still dead), and dispatchers never
+ * touch dead ones. A join step it already counted as failed stays failed. *replayed (if not
  * NULL) gets the count. Returns OBX_OK; the errors of obx_dead_list but
  * OBX_EMPTY. */
 OBX_API obx_result obx_dead_replay(obx_store *store, const obx_dead_filter *filter, int64_t *replayed);
@@ -1981,6 +2009,16 @@ OBX__PRIVATE char *obx__strdup(const obx__hooks *h, const char *s) {
 }
 OBX__PRIVATE int64_t obx__now_ms(const obx__hooks *h) { return h->clock.now_utc_ms(h->clock.user); }
 OBX__PRIVATE int64_t obx__mono_ms(const obx__hooks *h) { return h->clock.monotonic_ms(h->clock.user); }
+/* Microseconds for handler durations: the default clock's own resolution,
+ * a clock hook's milliseconds otherwise. */
+OBX__PRIVATE int64_t obx__mono_us(const obx__hooks *h) {
+#ifndef OBX_NO_POSIX_CLOCK
+    struct timespec ts;
+    if (h->clock.monotonic_ms == obx__default_monotonic_ms && clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
+        return (int64_t)ts.tv_sec * 1000000 + (int64_t)(ts.tv_nsec / 1000);
+#endif
+    return obx__mono_ms(h) * 1000;
+}
 OBX__PRIVATE void obx__sleep_ms(const obx__hooks *h, int64_t ms) { h->clock.sleep_ms(ms, h->clock.user); }
 OBX__PRIVATE uint64_t obx__random(const obx__hooks *h) { return h->rng.next_u64(h->rng.user); }
 
@@ -4774,8 +4812,20 @@ enum {
     OBX__Q_INSERT_MANY_KEYED, /* INSERT_MANY where a message has an ordering key or an envelope */
     OBX__Q_WAKE,        /* -> count: parked messages whose wake was missed (OBX__PARKED_MS) */
     OBX__Q_WAKE_SETTLED, /* -> count: where no trigger can (MariaDB), the wake of the keys
-                            of messages an ack or fail just finished (OBX__MY_PARKED) */
+                            of messages an ack or fail just finished (OBX__MY_PARKED); where
+                            WAKE_IDS is set, a read of the ids to wake instead */
+    OBX__Q_WAKE_IDS,    /* -> count: the parked rows WAKE_SETTLED read, woken */
     OBX__Q_ANALYZE,     /* statistics refreshed where stale (PostgreSQL; see obx_reap) */
+    OBX__Q_CLAIM_CHECK, /* -> ids: in the claim's transaction, after it holds its rows, the
+                           keyed ones just claimed whose key has another message in flight
+                           (PostgreSQL: released by this statement); NULL where claims of a
+                           key cannot overlap (SQLite) or the claim itself serialises them */
+    OBX__Q_CLAIM_RELEASE, /* -> count: the claim's rows CLAIM_CHECK named, Ready again, the
+                             start taken back (MariaDB; PostgreSQL's check does it) */
+    OBX__Q_KEY_READ,    /* -> the session's isolation level; before INSERT_KEYED where its own
+                           reads of the key would lock (MariaDB): the key's next OrderingSeq
+                           and whether it is busy, read without locks into the session's
+                           variables the insert reads */
     OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
                            owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
@@ -4819,7 +4869,11 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
     {OBX__Q_RUN_NOW, "t"},          /* id */
     {OBX__Q_WAKE, ""},
     {OBX__Q_WAKE_SETTLED, "l"},     /* ids */
+    {OBX__Q_WAKE_IDS, "l"},         /* ids */
     {OBX__Q_ANALYZE, ""},
+    {OBX__Q_CLAIM_CHECK, "tl"},     /* owner, ids */
+    {OBX__Q_CLAIM_RELEASE, "tl"},   /* owner, ids */
+    {OBX__Q_KEY_READ, "t"},         /* the ordering key */
     {OBX__Q_COUNT, NULL}};
 /* Batch inserts take one JSON array of rows where the dialect reads a batch so. */
 #define OBX__ARGS_JSON_ROWS(id) ((id) == OBX__Q_INSERT_MANY || (id) == OBX__Q_INSERT_MANY_KEYED)
@@ -4839,20 +4893,38 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
  * messages of one key:
  *  - only the smallest Ready row of a key passes, so one claim statement
  *    takes at most one row per key;
- *  - a row passes only while its key has nothing in flight and nothing
- *    earlier Ready, and those states end only by Done or Dead: a claim that
- *    read an older state can only see more rows blocked, never fewer. The
- *    row it takes is locked and checked again where its state moved under
- *    it: PostgreSQL's FOR UPDATE SKIP LOCKED re-evaluates the row that was
- *    committed meanwhile (Status is no longer 0) and skips one a claim
- *    holds; MariaDB's update re-checks Status; SQL Server's READPAST skips
- *    a held row while the check, without READPAST, waits for a claim's
- *    uncommitted update of a row of the same key (or reads its committed
- *    version under READ_COMMITTED_SNAPSHOT, still Ready: blocked); SQLite
- *    has one writer at a time.
- *  - "nothing in flight" also covers what the order cannot: the loser of
- *    an enqueue race that commits after a later row started, and a dead
- *    message replayed while its successor runs, wait for the running one.
+ *  - a claim decides from a snapshot, and a row can become the key's head
+ *    after it: a producer that read the same largest OrderingSeq commits
+ *    late (its smaller Id sorts first), or a dead message is replayed,
+ *    while another claim is taking the key's next row. So claims of one
+ *    key serialise, and each looks again, after it holds the key, at what
+ *    committed before it did:
+ *    PostgreSQL: the claim takes a transaction-scoped advisory lock of the
+ *    key (OBX__PG_KEY_LOCK; a key another claim holds is skipped this
+ *    round, like a locked row), then, in a statement of its own (READ
+ *    COMMITTED: a new snapshot, taken after the lock was granted), releases
+ *    a row whose key has another message in flight (OBX__Q_CLAIM_CHECK).
+ *    Another claim of the key held the lock while we tried (we skip), or
+ *    committed before we got it (our check sees it), or locks after we
+ *    commit (its check sees us). The lock alone would not do: the claim
+ *    statement's snapshot is taken before the lock is granted.
+ *    MariaDB: the claim updates its rows (Status 1: the rows and their
+ *    index entries locked until commit), then reads the key's in-flight
+ *    entries with a locking read (OBX__Q_CLAIM_CHECK, FOR UPDATE NOWAIT),
+ *    which reads the latest version and meets another claim's uncommitted
+ *    update as a lock: a row of the key in flight releases ours
+ *    (OBX__Q_CLAIM_RELEASE), a lock held elsewhere rolls the claim back and
+ *    redoes it. Both claims write before they read, so of two overlapping
+ *    claims of a key the one that checks second meets the other's row.
+ *    SQLite has one writer at a time: a claim sees every commit before it.
+ *    SQL Server's READPAST skips a held row while the check, without
+ *    READPAST, waits for a claim's uncommitted update of a row of the
+ *    same key (or reads its committed version under
+ *    READ_COMMITTED_SNAPSHOT, still Ready: blocked).
+ *  - the loser of an enqueue race that commits after a later row started,
+ *    and a dead message replayed while its successor runs, wait for the
+ *    running one: order between overlapping producers is their commit
+ *    race's; a producer that commits before it enqueues again is ordered.
  * Dead (Status 3) rows do not hold their key back: the key moves on; a
  * store with ordering_dead_holds counts them as waiting, so its claims
  * leave the key alone until the dead one is replayed or purged. Rows
@@ -4861,6 +4933,15 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
  * claim's check (SQLite, PostgreSQL, SQL Server: a partial index; MariaDB
  * has none: a generated column that is NULL for those rows, so rows
  * without a key never change that index). */
+/* Whether the key of row t has another row in flight (the claim's check). */
+#define OBX__KEY_IN_FLIGHT_OTHER(t)                                                              \
+    "EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = " t ".\"OrderingKey\" AND o.\"Status\" <> 2 AND " \
+    "o.\"Status\" = 1 AND o.\"Id\" <> " t ".\"Id\")"
+/* PostgreSQL: the key's advisory lock, per table (two int4 keys: the
+ * table's name hashed, the key hashed; a hash collision only makes a claim
+ * skip a key for one round). Held to the claim's commit. */
+#define OBX__PG_KEY_LOCK                                                                          \
+    "(\"OrderingKey\" IS NULL OR pg_try_advisory_xact_lock(hashtext('{S}.{N}'), hashtext(\"OrderingKey\")))"
 /* The id of key k's first Ready row, and whether the key has a row in
  * flight: each the first entry of a range of the index of keyed rows. */
 #define OBX__KEY_FIRST_READY(k)                                                                   \
@@ -5128,7 +5209,7 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "LIMIT ?7 OFFSET ?8"},
     {OBX__Q_DEAD_REPLAY,
      "UPDATE {T} SET Status = 0, RetryCount = 0, Starts = 0, NextAttemptAt = {W}, "
-     "OwnerToken = NULL, LockedUntil = NULL WHERE " OBX__SQLITE_DEAD},
+     "OwnerToken = NULL, LockedUntil = NULL, ExpiresAt = NULL WHERE " OBX__SQLITE_DEAD},
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE Id IN (SELECT Id FROM {T} WHERE " OBX__SQLITE_DEAD " LIMIT ?7)"},
     {OBX__Q_MOVE,
@@ -5277,7 +5358,12 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "WHERE \"Id\" = ANY (ARRAY(SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND "
      "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_CLAIM " "
      "ORDER BY c.\"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
-     "RETURNING " OBX__PG_CLAIM_COLS},
+     "AND " OBX__PG_KEY_LOCK " RETURNING " OBX__PG_CLAIM_COLS},
+    /* See OBX__PG_KEY_LOCK. */
+    {OBX__Q_CLAIM_CHECK,
+     "UPDATE {T} AS t SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
+     "\"Starts\" = greatest(t.\"Starts\" - 1, 0) WHERE t.\"OwnerToken\" = CAST(? AS uuid) AND t.\"Status\" = 1 "
+     "AND t.\"Id\" = ANY (CAST(? AS uuid[])) AND " OBX__KEY_IN_FLIGHT_OTHER("t") " RETURNING CAST(t.\"Id\" AS text)"},
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = true, \"ProcessedAt\" = now(), "
      "\"ProcessedBy\" = CAST(? AS varchar), \"LockedUntil\" = NULL WHERE " OBX__PG_BY_IDS},
@@ -5369,10 +5455,14 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "LIMIT CAST(?7 AS bigint) OFFSET CAST(?8 AS bigint)"},
     {OBX__Q_DEAD_REPLAY,
      "UPDATE {T} SET \"Status\" = 0, \"RetryCount\" = 0, \"Starts\" = 0, \"NextAttemptAt\" = now(), "
-     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE " OBX__PG_DEAD},
+     "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL, \"ExpiresAt\" = NULL WHERE " OBX__PG_DEAD},
+    /* The filter again on the row itself: a row a replay changed while the
+     * DELETE waited for it is re-checked on its latest version (READ
+     * COMMITTED re-evaluates only the target row's own conditions; the
+     * subquery's "Dead" is its snapshot's). */
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE \"Id\" IN (SELECT \"Id\" FROM {T} WHERE " OBX__PG_DEAD
-     " LIMIT CAST(?7 AS bigint))"},
+     " LIMIT CAST(?7 AS bigint)) AND " OBX__PG_DEAD},
     {OBX__Q_MOVE,
      "UPDATE {T} SET \"Status\" = 3, \"LastError\" = CAST(?1 AS text), \"OwnerToken\" = NULL, "
      "\"LockedUntil\" = NULL WHERE \"Id\" = CAST(?2 AS uuid) AND (\"Status\" = 0 OR "
@@ -5405,8 +5495,13 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "    \"DueTimeUtc\"    timestamptz NULL{A}\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (\"OrderingKey\", \"Status\", \"OrderingSeq\") "
+    /* Its order whole (OrderingSeq, Id): a key's first Ready row is one
+     * index entry whatever the statistics; IX_{N}_Ordering, which stopped
+     * at OrderingSeq, made a plan without statistics sort every Ready row
+     * of the key per claim candidate (CORE-PLANS). */
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_OrderingId\" ON {T} (\"OrderingKey\", \"Status\", \"OrderingSeq\", \"Id\") "
     "WHERE \"OrderingKey\" IS NOT NULL AND \"Status\" <> 2",
+    "DROP INDEX IF EXISTS {S}.\"IX_{N}_Ordering\"",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") WHERE \"Status\" = 1",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Done\" ON {T} (\"ProcessedAt\") WHERE \"Status\" = 2",
 #ifndef OBX_NO_JOIN
@@ -5442,7 +5537,8 @@ static const char *const obx__postgresql_outbox_ddl[] = {
      * tables, which made an ack of 100 cost 1.35-1.6 times the ideal's
      * server time instead of about 1.25 (make bench, BENCH_STMTS=1). A
      * member attached concurrently holds the message's row lock until it
-     * commits, so it is visible here. */
+     * commits, so it is visible here; one attached before the message was
+     * committed locked nothing: JoinLate counts it at its own commit. */
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_JoinStep\"() RETURNS trigger LANGUAGE plpgsql AS $$\n"
     "BEGIN\n"
     "    IF NOT EXISTS (SELECT 1 FROM {M} WHERE \"Status\" = 0) THEN RETURN NULL; END IF;\n"
@@ -5488,20 +5584,53 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "CREATE OR REPLACE TRIGGER \"{N}_JoinCount\" AFTER UPDATE OF \"Status\" ON {M}\n"
     "FOR EACH ROW WHEN (OLD.\"Status\" = 0 AND NEW.\"Status\" IN (1, 2))\n"
     "EXECUTE FUNCTION {S}.\"{N}_JoinCount\"()",
+    /* An attach whose message it could not see (enqueued in a transaction
+     * not yet committed) locked nothing: that message may be committed,
+     * claimed and settled before the attach commits, and the settle's
+     * JoinStep cannot see the uncommitted member. So at the attach's
+     * commit (a deferred trigger) the message row is locked, waiting for a
+     * settle in progress, and read anew (READ COMMITTED: each statement
+     * its own snapshot): already finished, the member is counted here; not
+     * yet, the settle that comes later sees the committed member. The
+     * guard Status = 0 makes the two paths count once. */
+    "CREATE OR REPLACE FUNCTION {S}.\"{N}_JoinLate\"() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+    "DECLARE st smallint;\n"
+    "BEGIN\n"
+    "    SELECT \"Status\" INTO st FROM {T} WHERE \"Id\" = NEW.\"OutboxMessageId\" FOR UPDATE;\n"
+    "    IF st IN (2, 3) THEN\n"
+    "        UPDATE {M} SET \"Status\" = CASE st WHEN 2 THEN 1 ELSE 2 END\n"
+    "         WHERE \"JoinId\" = NEW.\"JoinId\" AND \"OutboxMessageId\" = NEW.\"OutboxMessageId\" AND \"Status\" = 0;\n"
+    "    END IF;\n"
+    "    RETURN NULL;\n"
+    "END $$",
+    /* No OR REPLACE for a constraint trigger: created where missing. */
+    "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = '{N}_JoinLate' AND "
+    "tgrelid = CAST('{M}' AS regclass)) THEN CREATE CONSTRAINT TRIGGER \"{N}_JoinLate\" AFTER INSERT ON {M} "
+    "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION {S}.\"{N}_JoinLate\"(); END IF; END $$",
 #endif
+    /* The library's claim as one call: the key lock, then the check in a
+     * statement of its own (plpgsql at READ COMMITTED: a new snapshot per
+     * statement), as OBX__Q_CLAIM and OBX__Q_CLAIM_CHECK. */
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Claim\"(p_owner uuid, p_lease_seconds integer, "
     "p_batch integer)\n"
-    "RETURNS SETOF {T} LANGUAGE sql AS $$\n"
-    "    UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = p_owner,\n"
+    "RETURNS SETOF {T} LANGUAGE plpgsql AS $$\n"
+    "DECLARE v_ids uuid[];\n"
+    "BEGIN\n"
+    "    WITH u AS (UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = p_owner,\n"
     "           \"LockedUntil\" = now() + make_interval(secs => p_lease_seconds), \"Starts\" = \"Starts\" + 1\n"
     "     WHERE \"Id\" = ANY (ARRAY(\n"
     "        SELECT c.\"Id\" FROM {T} AS c\n"
     "         WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\"\n"
     "           AND " OBX__ORDERED_HEAD "\n"
     "         ORDER BY c.\"NextAttemptAt\" LIMIT p_batch\n"
-    "           FOR UPDATE OF c SKIP LOCKED))\n"
-    "    RETURNING *\n"
-    "$$",
+    "           FOR UPDATE OF c SKIP LOCKED)) AND " OBX__PG_KEY_LOCK "\n"
+    "    RETURNING \"Id\") SELECT array_agg(\"Id\") INTO v_ids FROM u;\n"
+    "    UPDATE {T} AS t SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL,\n"
+    "           \"Starts\" = greatest(t.\"Starts\" - 1, 0)\n"
+    "     WHERE t.\"Id\" = ANY (v_ids) AND t.\"OwnerToken\" = p_owner AND t.\"Status\" = 1\n"
+    "       AND " OBX__KEY_IN_FLIGHT_OTHER("t") ";\n"
+    "    RETURN QUERY SELECT * FROM {T} WHERE \"Id\" = ANY (v_ids) AND \"OwnerToken\" = p_owner AND \"Status\" = 1;\n"
+    "END $$",
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Ack\"(p_processed_by varchar, p_owner uuid, "
     "p_ids uuid[])\n"
     "RETURNS integer LANGUAGE sql AS $$\n"
@@ -5630,8 +5759,6 @@ static const obx__sqlset obx__postgresql_outbox = {
     ", " OBX__MY_ORDERED_MAX(k, "0") " AS `m0`, " OBX__MY_ORDERED_MAX(k, "1") " AS `m1`, "             \
     OBX__MY_ORDERED_MAX(k, "3") " AS `m3`, ROW_NUMBER() OVER (PARTITION BY " k " ORDER BY " n ") AS `rn`"
 #endif
-#define OBX__MY_PARK(k, due)                                                                      \
-    OBX__MY_PARK_IF(k, due, OBX__MY_ORDERED_MAX(k, "0") " > 0 OR " OBX__MY_ORDERED_MAX(k, "1") " > 0")
 #define OBX__MY_NEXT_ATTEMPT_MS                                                                   \
     "IF(`NextAttemptAt` = " OBX__MY_PARKED ", " OBX__PARKED_MS ", " OBX__MY_MS("NextAttemptAt") ")"
 /* The wake of keys `keys` (a query of column k): each key's first Ready
@@ -5678,9 +5805,20 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
      "`ExpiresAt`) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MY_FROM_MS("?6") ", "
-     OBX__MY_PARK("?8", "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6))") ", ?8, "
-     OBX__SEQ(OBX__MY_ORDERED_NEXT("?8")) ", ?9, ?10, ?11, ?12, "
+     OBX__MY_PARK_IF("?8", "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6))", "@obx_busy") ", ?8, "
+     OBX__SEQ("IF(?8 IS NULL, NULL, @obx_seq)") ", ?9, ?10, ?11, ?12, "
      OBX__MY_FROM_MS("?13") ")"},
+#ifndef OBX_NO_ORDERING_KEYS
+    /* InnoDB reads the subqueries of an INSERT with shared locks, at READ
+     * COMMITTED too: held to the producer's commit, they stalled the key's
+     * ack and claims and deadlocked producers at REPEATABLE READ. A plain
+     * SELECT reads without locks (at SERIALIZABLE it would lock: refused,
+     * see obx_enqueue_tx). Two producers of a key may now read the same
+     * largest OrderingSeq, as on PostgreSQL: the claim's check covers it. */
+    {OBX__Q_KEY_READ,
+     "SELECT @obx_seq := " OBX__MY_ORDERED_NEXT("?1") ", @obx_busy := (" OBX__MY_ORDERED_MAX("?1", "0")
+     " > 0 OR " OBX__MY_ORDERED_MAX("?1", "1") " > 0), @@session.tx_isolation"},
+#endif
     /* The update checks the row again and the read takes only rows that
      * carry our token: where row locks are per node (Galera), two nodes
      * can pick one row, and the one that updates second must not get it. */
@@ -5715,10 +5853,20 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      OBX__MY_WAKE("SELECT DISTINCT `OrderingKey` AS k FROM {T} FORCE INDEX (`IX_{N}_Ready`) WHERE `Status` = 0 "
                   "AND `NextAttemptAt` = "
                   OBX__MY_PARKED)},
+    /* A plain read, then an update by primary key: an UPDATE joined to its
+     * subqueries read them locked and waited for every producer of the key
+     * with a transaction open (the acking dispatcher stalled until the
+     * lock wait timeout). A parked row not yet committed is missed: the
+     * reap wakes it (obx_reap). */
     {OBX__Q_WAKE_SETTLED,
-     OBX__MY_WAKE("SELECT DISTINCT s.`OrderingKey` AS k FROM JSON_TABLE(?, '$[*]' COLUMNS (`obx_id` CHAR(36) "
-                  "PATH '$')) AS j STRAIGHT_JOIN {T} AS s FORCE INDEX (PRIMARY) ON s.`Id` = j.`obx_id` "
-                  "WHERE s.`OrderingKey` IS NOT NULL")},
+     "SELECT (SELECT o.`Id` FROM {T} AS o WHERE o.`OrderingLive` = pk.k AND o.`OrderingState` = 0 ORDER BY "
+     "o.`OrderingSeq`, o.`Id` LIMIT 1) AS `id` FROM (SELECT DISTINCT s.`OrderingKey` AS k FROM JSON_TABLE(?, "
+     "'$[*]' COLUMNS (`obx_id` CHAR(36) PATH '$')) AS j STRAIGHT_JOIN {T} AS s FORCE INDEX (PRIMARY) ON "
+     "s.`Id` = j.`obx_id` WHERE s.`OrderingKey` IS NOT NULL) AS pk WHERE NOT EXISTS (SELECT 1 FROM {T} AS o "
+     "WHERE o.`OrderingLive` = pk.k AND o.`OrderingState` = 1)"},
+    {OBX__Q_WAKE_IDS,
+     "UPDATE " OBX__MY_BY_IDS("?1") " SET `NextAttemptAt` = COALESCE(`DueTimeUtc`, `CreatedAt`) "
+     "WHERE `Status` = 0 AND `NextAttemptAt` = " OBX__MY_PARKED},
     {OBX__Q_CLEANUP,
      "DELETE FROM {T} WHERE `Status` = 2 AND `ProcessedAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
      "MICROSECOND ORDER BY `ProcessedAt` LIMIT ?"},
@@ -5794,12 +5942,22 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
      "SELECT " OBX__MY_CLAIM_COLS " FROM " OBX__MY_BY_IDS("?3") " WHERE {T}.`OwnerToken` = ?1"},
+    /* The key's in-flight entries, read locked: another claim's uncommitted
+     * row is a lock (NOWAIT: error 1205 at once), a committed one a row. */
+    {OBX__Q_CLAIM_CHECK,
+     "SELECT c.`Id` FROM JSON_TABLE(?2, '$[*]' COLUMNS (`obx_id` CHAR(36) PATH '$')) AS j STRAIGHT_JOIN "
+     "{T} AS c FORCE INDEX (PRIMARY) ON c.`Id` = j.`obx_id` STRAIGHT_JOIN {T} AS o FORCE INDEX "
+     "(`IX_{N}_Ordering`) ON o.`OrderingLive` = c.`OrderingKey` AND o.`OrderingState` = 1 "
+     "WHERE c.`OwnerToken` = ?1 AND c.`Status` = 1 AND o.`Id` <> c.`Id` FOR UPDATE NOWAIT"},
+    {OBX__Q_CLAIM_RELEASE,
+     "UPDATE " OBX__MY_BY_IDS("?2") " SET `OwnerToken` = NULL, `LockedUntil` = NULL, "
+     "`Starts` = GREATEST(`Starts` - 1, 0), `Status` = 0 WHERE `OwnerToken` = ?1 AND `Status` = 1"},
 #ifndef OBX_NO_DEAD_LETTERS
     {OBX__Q_DEAD_LIST,
      "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt`, `Id` LIMIT ?7 OFFSET ?8"},
     {OBX__Q_DEAD_REPLAY,
      "UPDATE {T} SET `RetryCount` = 0, `Starts` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
-     "`LockedUntil` = NULL, `Status` = 0 WHERE " OBX__MY_DEAD},
+     "`LockedUntil` = NULL, `ExpiresAt` = NULL, `Status` = 0 WHERE " OBX__MY_DEAD},
     {OBX__Q_DEAD_PURGE,
      "DELETE FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt` LIMIT ?7"},
     {OBX__Q_MOVE,
@@ -6070,7 +6228,7 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
      "OFFSET ?8 ROWS FETCH NEXT ?7 ROWS ONLY"},
     {OBX__Q_DEAD_REPLAY,
      "UPDATE t SET [Status] = 0, [RetryCount] = 0, [Starts] = 0, [NextAttemptAt] = SYSDATETIMEOFFSET(), "
-     "[OwnerToken] = NULL, [LockedUntil] = NULL FROM {T} AS t WHERE " OBX__MS_DEAD},
+     "[OwnerToken] = NULL, [LockedUntil] = NULL, [ExpiresAt] = NULL FROM {T} AS t WHERE " OBX__MS_DEAD},
     {OBX__Q_DEAD_PURGE,
      "WITH d AS (SELECT TOP (?7) t.[Id] FROM {T} AS t WHERE " OBX__MS_DEAD ") DELETE FROM d"},
     /* SQL Server parks no message: every waiting Ready one may run now. */
@@ -6333,6 +6491,7 @@ static const char *const obx__gauge_text[6][2] = {
 typedef struct obx__store_own {
     obx__buf columns[OBX__INSERT_LISTS];
     obx__buf headers;
+    obx__buf wake;                /* the ids a MariaDB wake updates (OBX__Q_WAKE_IDS) */
     int dead_holds;
     int keyed_claims;             /* a claim returned a message with an ordering key */
 } obx__store_own;
@@ -6346,6 +6505,14 @@ typedef struct obx__store_own {
 #else
 static void obx__own_claimed(struct obx_store *s, const obx_message *m);
 static void obx__own_settled(struct obx_store *s, int kind, int64_t rows);
+#endif
+/* Where claims of one ordering key could overlap (OBX__Q_CLAIM_CHECK): in
+ * the claim's transaction, after its rows are read, release the keyed ones
+ * whose key another claim holds and drop them from the batch. */
+#ifdef OBX_NO_ORDERING_KEYS
+#define obx__claim_recheck(db, s, count) ((void)(db), (void)(s), (void)(count), OBX_OK)
+#else
+static obx_result obx__claim_recheck(obx__db *db, struct obx_store *s, int *count);
 #endif
 
 
@@ -6442,7 +6609,7 @@ static const int64_t obx__hist_bounds_ms[OBX__HIST_BUCKETS] = {5, 10, 25, 50, 10
 typedef struct obx__hist {
     char *topic;
     int64_t buckets[OBX__HIST_BUCKETS];
-    int64_t count, sum_ms;
+    int64_t count, sum_us;       /* microseconds: a fast handler's sum is not 0.000 s */
 } obx__hist;
 
 struct obx_store {
@@ -7227,8 +7394,12 @@ static obx_result obx__claim_picked(obx__db *db, obx__claim_ctx *c, SQLHSTMT *cu
     return obx__exec(db, OBX__Q_CLAIM_READ, s->sql[OBX__Q_CLAIM_READ], p, 2 + OBX__KEY_LISTS, NULL, cur);
 }
 
-static obx_result obx__claim_unit(obx__db *db, void *vctx) {
-    obx__claim_ctx *c = (obx__claim_ctx *)vctx;
+/* obx__claim_recheck: the claim was rolled back (another claim holds one
+ * of its keys); run it again. */
+#define OBX__CLAIM_REDO ((obx_result)100)
+#define OBX__CLAIM_REDOS 3
+
+static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
     obx_store *s = c->s;
     SQLHSTMT cur = NULL;
     obx__row_head head;
@@ -7262,7 +7433,22 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
     }
     if (cur && short_rows) SQLFreeStmt(cur, SQL_UNBIND); /* `head` is about to go */
     obx__close(cur);
-    return r == OBX_EMPTY ? OBX_OK : r;
+    if (r == OBX_EMPTY) r = OBX_OK;
+    return r == OBX_OK && c->count > 0 ? obx__claim_recheck(db, s, &c->count) : r;
+}
+
+static obx_result obx__claim_unit(obx__db *db, void *vctx) {
+    obx__claim_ctx *c = (obx__claim_ctx *)vctx;
+    const int mode = db->unit; /* the unit's, begun by obx__unit_run */
+    obx_result r;
+    int redo;
+    for (redo = 0;; redo++) {
+        r = obx__claim_once(db, c);
+        if (r != OBX__CLAIM_REDO) return r;
+        c->count = 0;
+        if (redo + 1 >= OBX__CLAIM_REDOS) return OBX_OK; /* nothing claimed this round */
+        if ((r = obx__begin(db, mode)) != OBX_OK) return r;
+    }
 }
 
 /* A lease of 1..OBX_LEASE_MAX_SECONDS. */
@@ -7512,8 +7698,13 @@ OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped) {
     if (r != OBX_OK) return r;
     if (store->sql[OBX__Q_WAKE]) { /* parked messages a concurrent enqueue hid from their wake */
         int64_t woken = 0;
-        r = obx__run_count(store, OBX__Q_WAKE, NULL, 0, "wake parked", &woken);
-        if (r != OBX_OK) return r;
+        /* The reap committed: its count is returned whatever the wake does
+         * (the next reap wakes again). */
+        if (obx__run_count(store, OBX__Q_WAKE, NULL, 0, "wake parked", &woken) != OBX_OK) {
+            obx__log(&store->hooks, OBX_LOG_WARN, store->store_id, "waking parked messages failed: %s",
+                     store->err.message);
+            obx__error_clear(&store->err);
+        }
         if (woken > 0)
             obx__log(&store->hooks, OBX_LOG_INFO, store->store_id,
                      "woke %lld ordering key(s) left with only parked messages", (long long)woken);
@@ -7630,9 +7821,12 @@ OBX_API obx_result obx_pending_count(obx_store *store, int64_t *pending) {
 /* Backpressure (max_pending): room for n more unfinished messages? The
  * count runs when the estimate says the cap may be reached, and at most a
  * second after the last one (other producers' messages are seen then), so
- * a store with room pays one small read a second at most. OBX_ERR_FULL
- * names the fill level. */
-static obx_result obx__pending_room(obx_store *s, const char *fn, int64_t n) {
+ * a store with room pays one small read a second at most. An enqueue in
+ * the caller's transaction (hdbc) is counted there: the store's own
+ * connection cannot see that transaction's messages, so a producer
+ * enqueuing many in one transaction would pass the cap unseen.
+ * OBX_ERR_FULL names the fill level. */
+static obx_result obx__pending_room(obx_store *s, void *hdbc, const char *fn, int64_t n) {
     int64_t now;
     obx_result r;
     if (s->max_pending <= 0) return OBX_OK;
@@ -7641,7 +7835,17 @@ static obx_result obx__pending_room(obx_store *s, const char *fn, int64_t n) {
         s->pending_estimate += n;
         return OBX_OK;
     }
-    if ((r = obx_pending_count(s, &now)) != OBX_OK) return r;
+    if (hdbc) {
+        obx__stats_ctx ctx;
+        ctx.s = s;
+        ctx.ready = ctx.oldest = 0;
+        if ((r = obx__unit_or_caller(s, hdbc, obx__pending_unit, &ctx, fn, OBX__UNIT_READ)) != OBX_OK) return r;
+        now = ctx.ready;
+    } else if ((r = obx_pending_count(s, &now)) != OBX_OK) {
+        return r;
+    }
+    s->pending_counted_ms = obx__mono_ms(&s->hooks);
+    s->pending_estimate = now;
     if (now > s->max_pending - n)
         return obx__fail(&s->err, OBX_ERR_FULL, fn,
                          "the store holds %lld unfinished message(s) of max_pending %lld: %lld more do not fit"
@@ -7654,9 +7858,9 @@ static obx_result obx__pending_room(obx_store *s, const char *fn, int64_t n) {
 /* >> metrics: handler durations, Prometheus text ------------------------------------ */
 
 #ifndef OBX_NO_METRICS_TEXT /* no one would read the histograms */
-/* Count one handler run of `ms` for `topic`. Best effort: out of memory,
- * the run is not counted (metrics never fail a dispatch). */
-static void obx__hist_record(obx_store *s, const char *topic, int64_t ms) {
+/* Count one handler run of `us` microseconds for `topic`. Best effort: out
+ * of memory, the run is not counted (metrics never fail a dispatch). */
+static void obx__hist_record(obx_store *s, const char *topic, int64_t us) {
     obx__hist *h = NULL;
     int i;
     if (s->hist_count >= OBX__HIST_TOPICS_MAX) topic = "(other)";
@@ -7675,14 +7879,14 @@ static void obx__hist_record(obx_store *s, const char *topic, int64_t ms) {
         if (!(h->topic = obx__strdup(&s->hooks, topic))) return;
         s->hist_count++;
     }
-    if (ms < 0) ms = 0;
+    if (us < 0) us = 0;
     for (i = 0; i < OBX__HIST_BUCKETS; i++)
-        if (ms <= obx__hist_bounds_ms[i]) h->buckets[i]++;
+        if (us <= obx__hist_bounds_ms[i] * 1000) h->buckets[i]++;
     h->count++;
-    h->sum_ms += ms;
+    h->sum_us += us;
 }
 #else
-#define obx__hist_record(s, topic, ms) ((void)(s), (void)(topic), (void)(ms))
+#define obx__hist_record(s, topic, us) ((void)(s), (void)(topic), (void)(us))
 #endif
 
 #ifndef OBX_NO_METRICS_TEXT
@@ -7745,7 +7949,7 @@ static void obx__text_histograms(obx_store *s, obx__text_buf *t) {
             snprintf(v, sizeof v, "%lld", (long long)(k < OBX__HIST_BUCKETS ? hg->buckets[k] : hg->count));
             obx__text_sample(s, t, "handler_duration_seconds_bucket", hg->topic, le, v);
         }
-        snprintf(v, sizeof v, "%.3f", (double)hg->sum_ms / 1000.0);
+        snprintf(v, sizeof v, "%.6f", (double)hg->sum_us / 1e6);
         obx__text_sample(s, t, "handler_duration_seconds_sum", hg->topic, NULL, v);
         snprintf(v, sizeof v, "%lld", (long long)hg->count);
         obx__text_sample(s, t, "handler_duration_seconds_count", hg->topic, NULL, v);
@@ -8211,6 +8415,13 @@ OBX_API obx_result obx_dead_replay(obx_store *store, const obx_dead_filter *filt
     return OBX_OK;
 }
 
+/* A purge racing a replay deletes a message only if it is still dead when
+ * the delete holds its row: PostgreSQL's DELETE repeats the filter on the
+ * row itself, which READ COMMITTED re-checks on the latest version after a
+ * lock wait (the subquery's rows are its snapshot's); MariaDB's DELETE has
+ * the filter on the row, checked by InnoDB on the latest version it locks;
+ * SQL Server's delete scan reads the committed row under its update lock;
+ * SQLite has one writer. OBX-DEAD-PURGE-REPLAYED, OBX-DEAD-PURGE-RACE. */
 OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filter, int64_t *purged) {
     obx__param p[8];
     char buf[37];
@@ -9035,9 +9246,9 @@ static void obx__handle_one(obx_dispatcher *d, obx_store *s, const obx_message *
     obx__msg_name(m, name, sizeof name);
     obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
              m->topic, OBX__MSG_ATTEMPTS(m) + 1);
-    started = obx__mono_ms(&s->hooks);
+    started = obx__mono_us(&s->hooks);
     outcome = obx__handle(d, m, error, &matched);
-    if (matched) obx__hist_record(s, m->topic, obx__mono_ms(&s->hooks) - started);
+    if (matched) obx__hist_record(s, m->topic, obx__mono_us(&s->hooks) - started);
     d->outcomes[i] = (int)outcome;
     if (!matched) {
         obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
@@ -9066,9 +9277,9 @@ static void obx__handle_group(obx_dispatcher *d, obx_store *s, const obx_message
         k++;
     }
     {
-        int64_t started = obx__mono_ms(&s->hooks); /* one run of the histogram: the whole call */
+        int64_t started = obx__mono_us(&s->hooks); /* one run of the histogram: the whole call */
         ((obx_batch_handler)route->fn)(d->group, d->results, k, route->user);
-        obx__hist_record(s, ms[first].topic, obx__mono_ms(&s->hooks) - started);
+        obx__hist_record(s, ms[first].topic, obx__mono_us(&s->hooks) - started);
     }
     for (j = 0; j < k; j++) {
         int i = d->group_index[j], outcome = (int)d->results[j].outcome;
@@ -9101,25 +9312,33 @@ static obx_result obx__housekeep(obx_dispatcher *d, obx_store *s, obx__entry *e,
     return r;
 }
 
+/* Past its expiry, on the database clock: the claim set the lease to its
+ * now plus lease_seconds, and the time since is this host's monotonic
+ * clock's from before the claim was sent (never less than what passed),
+ * so no clock of this host is compared. Asked before each handler call,
+ * not only once per claim: the messages before may have run long. */
+static int obx__expired(const obx_dispatcher *d, const obx_message *m, int64_t claimed, int64_t now) {
+    return m->expires_ms > 0 &&
+           m->expires_ms <= m->locked_until_ms - (int64_t)d->lease_seconds * 1000 + (now - claimed);
+}
+
 /* Hand each claimed message to its handlers, until `deadline` (monotonic;
  * with renewal `w`, the one its renewals have reached): past it the lease
  * may end under the handler, so the rest is skipped. Messages of a paused
- * topic are held; a topic with a batch handler goes to it in one call. */
+ * topic are held; a topic with a batch handler goes to it in one call.
+ * `claimed`: the monotonic time the claim was sent (obx__expired). */
 static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
-                              obx__renewer *w, int64_t deadline, obx_run_stats *st) {
-    int i, skipped = 0;
-    /* Expiry on the database clock: the claim set the lease to its now
-     * plus lease_seconds, so no clock of this host is compared. */
-    for (i = 0; i < n; i++)
-        d->outcomes[i] = ms[i].expires_ms > 0 &&
-                                 ms[i].expires_ms <= ms[i].locked_until_ms - (int64_t)d->lease_seconds * 1000
-                             ? OBX__EXPIRED
-                             : OBX__PENDING;
+                              obx__renewer *w, int64_t claimed, int64_t deadline, obx_run_stats *st) {
+    int i, j, skipped = 0;
+    for (i = 0; i < n; i++) d->outcomes[i] = OBX__PENDING;
     for (i = 0; i < n; i++) {
         const obx__route *batch;
-        int64_t now;
+        int64_t now = obx__mono_ms(&s->hooks);
         if (d->outcomes[i] != OBX__PENDING) continue;
-        now = obx__mono_ms(&s->hooks);
+        if (obx__expired(d, &ms[i], claimed, now)) {
+            d->outcomes[i] = OBX__EXPIRED;
+            continue;
+        }
         if (w) deadline = obx__renew_start_until(w);
         if (now >= deadline) {
             d->outcomes[i] = OBX__SKIPPED;
@@ -9127,6 +9346,10 @@ static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message
         } else if (d->pause_count && obx__pause_left(d, ms[i].topic, now) > 0) {
             d->outcomes[i] = OBX__HELD;
         } else if ((batch = obx__routes_batch(&d->routes, ms[i].topic)) != NULL) {
+            for (j = i + 1; j < n; j++) /* the group's others, checked now too */
+                if (d->outcomes[j] == OBX__PENDING && strcmp(ms[j].topic, ms[i].topic) == 0 &&
+                    obx__expired(d, &ms[j], claimed, now))
+                    d->outcomes[j] = OBX__EXPIRED;
             obx__handle_group(d, s, ms, n, i, batch);
         } else {
             obx__handle_one(d, s, &ms[i], i, st);
@@ -9253,7 +9476,7 @@ static obx_result obx__isolate(obx_dispatcher *d, obx_store *s, int *n, int *fir
 static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
     const obx_message *ms;
     int n = 0, first, from, to, renewed;
-    int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline;
+    int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline, claimed;
     obx_result r;
     obx__watch(d->renewer, s, 1);
     r = obx__housekeep(d, s, e, st);
@@ -9267,6 +9490,7 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
      * extended every message of the batch (OBX-059). */
     deadline = obx__mono_ms(&s->hooks) + lease_ms -
                (lease_ms / 5 < OBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : OBX__LEASE_MARGIN_MAX_MS);
+    claimed = obx__mono_ms(&s->hooks);
     r = obx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
     obx__watch(d->renewer, s, 0);
     if (r != OBX_OK) return r;
@@ -9278,7 +9502,7 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     for (from = 0; from < n && r == OBX_OK; from = to) { /* the others, then a suspect */
         to = from < first ? first : n;
         if (from > 0) obx__renew_range(d->renewer, ms + from, n - from, 1); /* the suspect, alone now */
-        obx__handle_batch(d, s, ms + from, to - from, renewed ? d->renewer : NULL, deadline, st);
+        obx__handle_batch(d, s, ms + from, to - from, renewed ? d->renewer : NULL, claimed, deadline, st);
         obx__renew_range(d->renewer, ms + from, n - from, 0); /* settling: fewer leases is no news */
         obx__watch(d->renewer, s, 1);
         r = obx__settle_batch(d, s, ms + from, to - from, st);
@@ -9771,6 +9995,7 @@ static void obx__store_own_free(const obx__hooks *h, obx__store_own *own) {
     int i;
     for (i = 0; i < OBX__INSERT_LISTS; i++) obx__buf_free(h, &own->columns[i]);
     obx__buf_free(h, &own->headers);
+    obx__buf_free(h, &own->wake);
 }
 
 static void obx__store_own_open(obx__store_own *own, const obx_store_desc *desc) {
@@ -9785,17 +10010,123 @@ static void obx__own_claimed(obx_store *s, const obx_message *m) {
 
 /* The ack or fail is committed whatever the wake does: a wake that fails
  * is left to the reap's (OBX__Q_WAKE), one reap interval later. */
+/* The wake of the keys in s->keys[0]: a plain read of the rows to wake,
+ * then their update (see OBX__Q_WAKE_SETTLED). */
+static obx_result obx__wake_unit(obx__db *db, void *vctx) {
+    obx_store *s = (obx_store *)vctx;
+    obx__param p[1];
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    int n = 0;
+    obx__p_text(&p[0], s->keys[0].data, s->keys[0].len);
+    s->own.wake.len = 0;
+    r = obx__exec(db, OBX__Q_WAKE_SETTLED, s->sql[OBX__Q_WAKE_SETTLED], p, 1, NULL, &cur);
+    while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
+        char id[40];
+        SQLLEN ind = 0;
+        r = obx__check(db, SQLGetData(cur, 1, SQL_C_CHAR, id, sizeof id, &ind), SQL_HANDLE_STMT, cur, "SQLGetData");
+        if (r == OBX_OK && ind != SQL_NULL_DATA) {
+            if (!obx__list_add(db->hooks, &s->own.wake, db->d, id, strlen(id)))
+                r = obx__fail(db->err, OBX_ERR_NO_MEMORY, "wake", "out of memory");
+            n++;
+        }
+    }
+    obx__close(cur);
+    if (r != OBX_EMPTY || n == 0) return r == OBX_EMPTY ? OBX_OK : r;
+    if (!obx__list_end(db->hooks, &s->own.wake, db->d)) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "wake", "out of memory");
+    obx__p_text(&p[0], s->own.wake.data, s->own.wake.len);
+    return obx__exec(db, OBX__Q_WAKE_IDS, s->sql[OBX__Q_WAKE_IDS], p, 1, NULL, NULL);
+}
+
+/* A failed wake is logged and forgotten: the ack or fail it follows
+ * committed and returns OK, so the store's last error is cleared again
+ * (the reap wakes what this missed). */
 static void obx__own_settled(obx_store *s, int kind, int64_t rows) {
     obx__param p[1];
     int64_t woken = 0;
+    obx_result r;
     if ((kind != OBX__SETTLE_ACK && kind != OBX__SETTLE_FAIL) || rows <= 0 || !s->own.keyed_claims ||
         !s->sql[OBX__Q_WAKE_SETTLED])
         return;
-    obx__p_text(&p[0], s->keys[0].data, s->keys[0].len);
-    if (obx__run_count(s, OBX__Q_WAKE_SETTLED, p, 1, "wake parked", &woken) != OBX_OK)
+    if (s->sql[OBX__Q_WAKE_IDS]) {
+        /* Two statements, each whole on its own (the update checks the row
+         * is still parked): no transaction of their own, two round trips
+         * less per ack (on our own connections, as a one-statement unit). */
+        r = obx__unit_run(&s->db, obx__wake_unit, s, "wake parked", OBX__UNIT_WRITE | OBX__UNIT_ONE_STATEMENT);
+    } else {
+        obx__p_text(&p[0], s->keys[0].data, s->keys[0].len);
+        r = obx__run_count(s, OBX__Q_WAKE_SETTLED, p, 1, "wake parked", &woken);
+    }
+    if (r != OBX_OK) {
         obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
                  "waking the messages parked behind finished ones failed: %s" OBX__WHY("; the reap wakes them"),
                  s->err.message);
+        obx__error_clear(&s->err);
+    }
+}
+#endif
+
+#ifndef OBX_NO_ORDERING_KEYS
+/* Drop s->msgs[i] (and its offsets) from a claim's batch of *count. */
+static void obx__claim_drop(obx_store *s, int i, int *count) {
+    memmove(&s->msgs[i], &s->msgs[i + 1], sizeof *s->msgs * (size_t)(*count - i - 1));
+    memmove(&s->offsets[i], &s->offsets[i + 1], sizeof *s->offsets * (size_t)(*count - i - 1));
+    (*count)--;
+}
+
+/* See "Ordered delivery per key": the keyed messages just claimed, checked
+ * again now that the claim holds their keys. s->keys[0] (the pick's lists
+ * are spent) carries their ids, then the ids to release. */
+static obx_result obx__claim_recheck(obx__db *db, obx_store *s, int *count) {
+    obx__buf *ids = &s->keys[0];
+    obx__param p[2];
+    SQLHSTMT cur = NULL;
+    int i, keyed = 0, released = 0;
+    obx_result r;
+    if (!s->sql[OBX__Q_CLAIM_CHECK]) return OBX_OK;
+    ids->len = 0;
+    for (i = 0; i < *count; i++)
+        if (s->offsets[i].ordering_key != (size_t)-1) {
+            if (!obx__list_add(&s->hooks, ids, db->d, s->msgs[i].id, 36))
+                return obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
+            keyed++;
+        }
+    if (keyed == 0) return OBX_OK;
+    if (!obx__list_end(&s->hooks, ids, db->d)) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
+    obx__p_text(&p[0], s->token, 36);
+    obx__p_text(&p[1], ids->data, ids->len);
+    r = obx__exec(db, OBX__Q_CLAIM_CHECK, s->sql[OBX__Q_CLAIM_CHECK], p, 2, NULL, &cur);
+    if (r != OBX_OK) {
+        /* MariaDB's NOWAIT met another claim's lock on the key: undo the
+         * whole claim (whatever the server rolled back) and redo it. */
+        if (db->err->native != 1205 || db->lost) return r;
+        obx__rollback(db);
+        obx__error_clear(db->err);
+        return OBX__CLAIM_REDO;
+    }
+    ids->len = 0;
+    while ((r = obx__fetch(db, cur)) == OBX_OK) {
+        char id[40];
+        SQLLEN ind = 0;
+        r = obx__check(db, SQLGetData(cur, 1, SQL_C_CHAR, id, sizeof id, &ind), SQL_HANDLE_STMT, cur, "SQLGetData");
+        if (r != OBX_OK) break;
+        for (i = 0; i < *count; i++)
+            if (strcmp(s->msgs[i].id, id) == 0) {
+                if (!obx__list_add(&s->hooks, ids, db->d, s->msgs[i].id, 36)) {
+                    obx__close(cur);
+                    return obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
+                }
+                obx__claim_drop(s, i, count);
+                released++;
+                break;
+            }
+    }
+    obx__close(cur);
+    if (r != OBX_EMPTY) return r;
+    if (released == 0 || !s->sql[OBX__Q_CLAIM_RELEASE]) return OBX_OK;
+    if (!obx__list_end(&s->hooks, ids, db->d)) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
+    obx__p_text(&p[1], ids->data, ids->len);
+    return obx__exec(db, OBX__Q_CLAIM_RELEASE, s->sql[OBX__Q_CLAIM_RELEASE], p, 2, NULL, NULL);
 }
 #endif
 
@@ -10098,6 +10429,26 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
     return obx__exec(db, k, s->sql[k], p, lists, NULL, NULL);
 }
 
+
+/* OBX__Q_KEY_READ for key p[0]: refused at SERIALIZABLE, where InnoDB
+ * makes the read a locking one (see obx_enqueue_tx). */
+static obx_result obx__key_read(obx__db *db, const char *sql, obx__param *key) {
+    SQLHSTMT cur = NULL;
+    char level[32] = "";
+    SQLLEN ind = 0;
+    obx_result r = obx__exec(db, OBX__Q_KEY_READ, sql, key, 1, NULL, &cur);
+    if (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK)
+        r = obx__check(db, SQLGetData(cur, 3, SQL_C_CHAR, level, sizeof level, &ind), SQL_HANDLE_STMT, cur,
+                       "SQLGetData");
+    obx__close(cur);
+    if (r == OBX_EMPTY) r = obx__fail(db->err, OBX_ERR_DB, "obx_enqueue", "the key's state read no row");
+    if (r == OBX_OK && ind != SQL_NULL_DATA && strcmp(level, "SERIALIZABLE") == 0)
+        r = obx__fail(db->err, OBX_ERR_STATE, "hdbc: isolation",
+                      "a keyed enqueue needs READ COMMITTED or REPEATABLE READ, not SERIALIZABLE "
+                      "(its read of the key would take shared locks until the caller commits)");
+    return r;
+}
+
 static obx_result obx__insert_messages(obx__db *db, void *vctx) {
     obx__enqueue_ctx *c = (obx__enqueue_ctx *)vctx;
     int i;
@@ -10140,6 +10491,9 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
         if (!obx__envelope_params(db->hooks, &c->s->own.headers, &p[8], m))
             return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue", "out of memory");
         obx__p_text(&p[7], obx__opt_text(m->ordering_key), (size_t)-1);
+        if (p[7].ind != SQL_NULL_DATA && c->s->sql[OBX__Q_KEY_READ] && 
+            (r = obx__key_read(db, c->s->sql[OBX__Q_KEY_READ], &p[7])) != OBX_OK)
+            return r;
         obx__p_i64(&p[12], m->expires_utc_ms);
         if (m->expires_utc_ms <= 0) p[12].ind = SQL_NULL_DATA;
         r = obx__exec(db, OBX__Q_INSERT_KEYED, c->s->sql[OBX__Q_INSERT_KEYED], p, 13, NULL, NULL);
@@ -10173,7 +10527,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     if (!ids) r = obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
     for (i = 0; r == OBX_OK && i < count; i++)
         r = obx__check_message(&s->err, fn, count > 1 ? i : -1, &msgs[i], &lens[i]);
-    if (r == OBX_OK) r = obx__pending_room(s, fn, count);
+    if (r == OBX_OK) r = obx__pending_room(s, hdbc, fn, count);
     if (r == OBX_OK) {
         ctx.s = s;
         ctx.msgs = msgs;
@@ -10471,7 +10825,11 @@ static obx_result obx__attach_lock_message(obx__db *db, obx__attach_ctx *c, int6
 /* Attach (and report): the message row is locked first, so that a settle
  * of the same message runs wholly before or after. A member attached after
  * its message was acked or failed counts at once (its trigger ran before
- * the member existed); one attached before is counted by that trigger. */
+ * the member existed); one attached before is counted by that trigger.
+ * A message enqueued in a transaction not yet committed: MariaDB's locking
+ * read waits for that commit (SQL Server's UPDLOCK read should too, on the
+ * insert's key lock: not verified on a server); SQLite has one writer; PostgreSQL's finds no row and locks nothing, so its JoinLate
+ * trigger looks again at the attach's commit (OBX-JOIN-ATTACH-RACE). */
 static obx_result obx__attach_unit(obx__db *db, void *vctx) {
     obx__attach_ctx *c = (obx__attach_ctx *)vctx;
     obx_store *s = c->s;
@@ -10617,11 +10975,13 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
                                          char out_id[37]) {
     obx__buf b = {NULL, 0, 0};
     obx_new_message m;
+    char join_id[37];
     obx_result r = obx__store_ready(store, "obx_join_enqueue_wait");
     int ok;
     if (r != OBX_OK) return r;
     if (!w) return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: wait", "must not be NULL");
     if ((r = obx__check_uuid_arg(store, "obx_join_enqueue_wait", "join_id", w->join_id)) != OBX_OK) return r;
+    obx__lower_uuid(w->join_id, join_id); /* the one form every statement compares */
     if (w->on_complete_topic && !obx__text_fits(w->on_complete_topic, OBX_TOPIC_MAX))
         return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_join_enqueue_wait: on_complete_topic",
                          "on_complete_topic must be valid UTF-8 of at most 255 characters");
@@ -10632,7 +10992,7 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
                              w->on_complete_payload)) != OBX_OK ||
         (r = obx__check_utf8(&store->err, "obx_join_enqueue_wait", "on_fail_payload", w->on_fail_payload)) != OBX_OK)
         return r;
-    ok = obx__json_string(&b, &store->hooks, "joinId", w->join_id, 1) &&
+    ok = obx__json_string(&b, &store->hooks, "joinId", join_id, 1) &&
          obx__json_string(&b, &store->hooks, "onCompleteTopic", w->on_complete_topic, 0) &&
          obx__json_string(&b, &store->hooks, "onCompletePayload", w->on_complete_payload, 0) &&
          obx__json_string(&b, &store->hooks, "onFailTopic", w->on_fail_topic, 0) &&
@@ -10648,7 +11008,7 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
     m.topic = "join.wait";
     m.payload = b.data;
     m.payload_len = b.len;
-    m.correlation_id = w->join_id;
+    m.correlation_id = join_id;
     r = hdbc ? obx_enqueue_tx(store, hdbc, &m, out_id) : obx_enqueue(store, &m, out_id);
     obx__buf_free(&store->hooks, &b);
     return r;
@@ -10752,6 +11112,7 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *m, char *error, siz
         snprintf(error, error_size, "join.wait payload's joinId is not a UUID");
         return OBX_DEAD;
     }
+    obx__lower_uuid(join_id, join_id); /* an earlier release wrote it as given */
     r = obx_join_get(s, join_id, &j);
     if (r == OBX_ERR_NOT_FOUND) {
         snprintf(error, error_size, "join %s does not exist", join_id);
@@ -10783,6 +11144,10 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *m, char *error, siz
     obx__free(&s->hooks, payload);
     if (r != OBX_OK) {
         snprintf(error, error_size, "finishing join %s: %s", join_id, s->err.message);
+        return OBX_RETRY;
+    }
+    if (!ctx.finished && obx_join_get(s, join_id, &j) == OBX_OK && j.status == OBX_JOIN_PENDING) { /* not DONE */
+        snprintf(error, error_size, "join %s: finishing changed nothing", join_id);
         return OBX_RETRY;
     }
     if (ctx.finished)

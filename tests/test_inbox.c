@@ -2922,6 +2922,184 @@ static void test_expiry(void) {
     ibx_store_close(s);
 }
 
+/* ---- issue 25: purges and replays under overlapping transactions ------------------- */
+
+/* Until `want` sessions wait for a lock, at most 10 s; asked on a
+ * connection of its own, a transaction per look. */
+static int lock_waits(int want) {
+    raw_conn m;
+    int i, seen = 0;
+    if (!raw_open(&m)) return 0;
+    for (i = 0; i < 500 && !seen; i++) {
+        int64_t n = 0;
+        raw_exec(&m, g_pg ? "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                          : "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'", &n);
+        SQLEndTran(SQL_HANDLE_DBC, m.dbc, SQL_ROLLBACK);
+        seen = n >= want;
+        if (!seen) sleep_ms(20);
+    }
+    raw_close(&m);
+    return seen;
+}
+
+typedef struct idead_job {
+    ibx_store *s;
+    ibx_dead_filter f;
+    int purge;
+    ibx_result r;
+    int64_t n;
+} idead_job;
+static void *idead_main(void *v) {
+    idead_job *j = (idead_job *)v;
+    j->r = j->purge ? ibx_dead_purge(j->s, &j->f, &j->n) : ibx_dead_replay(j->s, &j->f, &j->n);
+    return NULL;
+}
+
+/* Issue 25 item 6, the inbox's purge (as OBX-DEAD-PURGE-REPLAYED): the
+ * test holds the dead row, a replay queues for it, then a purge whose
+ * snapshot sees it Dead; the test lets go. Replayed or purged, not both. */
+static void test_dead_purge_replayed(void) {
+    ibx_store *s = fresh(), *other = open_table("Inbox", 0);
+    raw_conn c;
+    idead_job rj, pj;
+    pthread_t rt, pt;
+    ibx_message m;
+    int held = 0, w1 = 0, w2 = 0;
+    TT_ASSERT(s && other);
+    TT_ASSERT(dead_one(s, "src", "dpr", "boom"));
+    TT_ASSERT(raw_open(&c));
+    held = raw_lock(&c, s, "dpr");
+    memset(&rj, 0, sizeof rj);
+    memset(&pj, 0, sizeof pj);
+    rj.s = s;
+    rj.f.source = "src";
+    rj.f.message_id = "dpr";
+    pj.s = other;
+    pj.purge = 1;
+    if (held && pthread_create(&rt, NULL, idead_main, &rj) == 0) {
+        w1 = lock_waits(1);
+        if (w1 && pthread_create(&pt, NULL, idead_main, &pj) == 0) {
+            w2 = lock_waits(2);
+            SQLEndTran(SQL_HANDLE_DBC, c.dbc, SQL_ROLLBACK);
+            pthread_join(pt, NULL);
+        } else {
+            SQLEndTran(SQL_HANDLE_DBC, c.dbc, SQL_ROLLBACK);
+        }
+        pthread_join(rt, NULL);
+    }
+    raw_close(&c);
+    TT_ASSERT(held && w1);
+    TT_ASSERT(w2);
+    TT_EQ_INT(rj.r, IBX_OK);
+    TT_EQ_INT(pj.r, IBX_OK);
+    TT_EQ_INT(rj.n + pj.n, 1);
+    TT_EQ_INT(rj.n, 1); /* the first waiter goes first */
+    TT_EQ_INT(ibx_get(s, "dpr", "src", &m), IBX_OK);
+    TT_EQ_INT(m.status, IBX_STATUS_PROCESSING);
+    ibx_store_close(other);
+    ibx_store_close(s);
+}
+
+typedef struct ireplay_each {
+    ibx_store *s;
+    int n;
+    int64_t replayed;
+    ibx_result r;
+    pthread_mutex_t mu;
+    int done;
+} ireplay_each;
+static void *ireplay_each_main(void *v) {
+    ireplay_each *j = (ireplay_each *)v;
+    ibx_dead_filter f;
+    char id[16];
+    int i;
+    memset(&f, 0, sizeof f);
+    f.source = "race";
+    f.message_id = id;
+    j->r = IBX_OK;
+    for (i = j->n - 1; i >= 0 && j->r == IBX_OK; i -= 2) { /* every other one, from the end */
+        int64_t k = 0;
+        snprintf(id, sizeof id, "r%d", i);
+        j->r = ibx_dead_replay(j->s, &f, &k);
+        j->replayed += k;
+    }
+    pthread_mutex_lock(&j->mu);
+    j->done = 1;
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+/* Issue 25 item 6 under load, the inbox (as OBX-DEAD-PURGE-RACE): replays
+ * by key while purges of everything dead run on another connection:
+ * replayed + purged = all, each replayed one still there.
+ * OBX_TEST_DEAD_RACE sets the number of dead messages (default 600). */
+static void test_dead_purge_race(void) {
+    ibx_store *s = fresh(), *other = open_table("Inbox", 0);
+    const char *env = getenv("OBX_TEST_DEAD_RACE");
+    int total = env && atoi(env) >= 10 ? atoi(env) : 600, i, done = 0;
+    ireplay_each job;
+    pthread_t th;
+    int64_t purged = 0, k = 0;
+    ibx_result pr = IBX_OK;
+    TT_ASSERT(s && other);
+    for (i = 0; i < total; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "r%d", i);
+        TT_ASSERT(enqueue(s, "t", "race", id));
+    }
+    TT_ASSERT(sql(s, "UPDATE {T} SET \"Status\" = 'Dead', \"LastError\" = 'race'"));
+    memset(&job, 0, sizeof job);
+    job.s = s;
+    job.n = total;
+    pthread_mutex_init(&job.mu, NULL);
+    TT_ASSERT(pthread_create(&th, NULL, ireplay_each_main, &job) == 0);
+    while (!done && pr == IBX_OK) {
+        pthread_mutex_lock(&job.mu);
+        done = job.done;
+        pthread_mutex_unlock(&job.mu);
+        pr = ibx_dead_purge(other, NULL, &k); /* one more after the replays end */
+        purged += pr == IBX_OK ? k : 0;
+    }
+    pthread_join(th, NULL);
+    pthread_mutex_destroy(&job.mu);
+    TT_EQ_INT(job.r, IBX_OK);
+    TT_EQ_INT(pr, IBX_OK);
+    TT_EQ_INT(job.replayed + purged, total);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), job.replayed);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = 'Processing'"), job.replayed);
+    ibx_store_close(other);
+    ibx_store_close(s);
+}
+
+/* Issue 25 item 8, the inbox: a replay is the decision to run the message:
+ * its expiry goes (it would go dead again at once). */
+static void test_replay_drops_expiry(void) {
+    ibx_store *s = fresh();
+    ibx_new_message n = msg("t", "src", "exp1", "{}");
+    ibx_dead_filter f;
+    ibx_message m;
+    const ibx_message *ms;
+    char owner[37];
+    ibx_key k;
+    int64_t changed = 0;
+    TT_ASSERT(s != NULL);
+    n.expires_utc_ms = now_ms() - 60000;
+    TT_EQ_INT(ibx_enqueue(s, &n, NULL), IBX_OK);
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(claim(s, owner, 1, &ms), 1);
+    k.source = ms[0].source;
+    k.message_id = ms[0].message_id;
+    TT_EQ_INT(ibx_fail(s, owner, &k, 1, "expired", NULL), IBX_OK);
+    memset(&f, 0, sizeof f);
+    f.source = "src";
+    TT_EQ_INT(ibx_dead_replay(s, &f, &changed), IBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_EQ_INT(ibx_get(s, "exp1", "src", &m), IBX_OK);
+    TT_EQ_INT(m.status, IBX_STATUS_PROCESSING);
+    TT_EQ_INT(m.expires_ms, 0);
+    ibx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -3065,6 +3243,14 @@ int main(int argc, char **argv) {
     RUN("IBX-ENVELOPE-REDELIVERY", "a redelivery keeps the envelope stored first; a dedup-check row takes the first enqueue's; Done is untouched", test_envelope_redelivery);
     RUN("IBX-DEAD-MOVE", "ibx_dead_move cancels a waiting message (in flight only when asked), ibx_run_now makes a scheduled one due", test_dead_move_run_now);
     RUN("IBX-DEAD-LETTERS", "dead letters by (source, id), topic, error: list, revive (attempts reset, error kept), purge", test_dead_letters);
+    if (g_pg)
+        RUN("IBX-DEAD-PURGE-REPLAYED", "a purge that waited for a replay's commit leaves the replayed message alone", test_dead_purge_replayed);
+    else
+        printf("N/A IBX-DEAD-PURGE-REPLAYED %s %s\n", g_backend,
+               g_my ? "one DELETE whose filter InnoDB checks on each row's latest version"
+                    : "one writer: a purge reads what the replay committed");
+    RUN("IBX-DEAD-PURGE-RACE", "replays by key during purges of all dead: replayed + purged = all, replayed ones kept", test_dead_purge_race);
+    RUN("IBX-REPLAY-EXPIRY", "a replay drops the message's expiry", test_replay_drops_expiry);
     RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
     RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);

@@ -1462,6 +1462,390 @@ static void test_ordered_dead_holds(void) {
     obx_store_close(h);
 }
 
+/* ---- ordered delivery under overlapping transactions (issue 25, 1-2) ---------------------------- */
+
+/* A claim of the library held open: its statements run, its commit waits
+ * for claim_held_commit. The messages it took are s->msgs[0..n). */
+static int claim_held(obx_store *s, const char *owner, obx__claim_ctx *ctx) {
+    obx__db *db = &s->db;
+    int i;
+    if (obx__check_token(s, "claim_held", owner) != OBX_OK || obx__claim_room(s, 8) != OBX_OK ||
+        obx__db_ensure(db) != OBX_OK)
+        return 0;
+    if (obx__begin(db, obx__unit_mode(db, OBX__UNIT_WRITE)) != OBX_OK) return 0;
+    memset(ctx, 0, sizeof *ctx);
+    ctx->s = s;
+    ctx->lease_seconds = 60;
+    ctx->batch_size = 8;
+    if (obx__claim_unit(db, ctx) != OBX_OK) {
+        printf("    held claim failed: %s\n", s->err.message);
+        obx__rollback(db);
+        return 0;
+    }
+    for (i = 0; i < ctx->count; i++) obx__point_strings(&s->rows, &s->msgs[i], &s->offsets[i]);
+    return 1;
+}
+
+static int claim_held_commit(obx_store *s) { return obx__commit(&s->db) == OBX_OK; }
+
+/* Messages of key `key` in flight now (committed). */
+static int64_t key_in_flight(obx_store *s, const char *key) {
+    char q[256];
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM {T} WHERE \"OrderingKey\" = '%s' AND \"Status\" = 1", key);
+    return scalar(s, q);
+}
+
+/* Issue 25 item 1: two producers of one key overlap; the one that started
+ * first (smaller Id, same OrderingSeq) commits last, after a claim took
+ * the other's message and before that claim commits. A second claim must
+ * not take the first producer's message while the first claim runs. */
+static void test_ordered_overlap_producers(void) {
+    obx_store *s = fresh(), *a = open_table("Outbox", 0), *b = open_table("Outbox", 0);
+    caller_conn p1, p2;
+    obx__claim_ctx held;
+    obx_new_message mb = keyed("m_b", "K1"), ma = keyed("m_a", "K1");
+    char idb[37], ida[37], owner_a[37], owner_b[37], got_list[256];
+    const obx_message *got = NULL;
+    const char *id;
+    int n = 0;
+    TT_ASSERT(s && a && b);
+    TT_ASSERT(caller_open(&p1) && caller_open(&p2));
+    obx_owner_token(a, owner_a);
+    obx_owner_token(b, owner_b);
+    if (getenv("OBX_TEST_RC")) {
+        TT_ASSERT(caller_exec(&p1, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"));
+        TT_ASSERT(caller_exec(&p2, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"));
+        TT_ASSERT(caller_end(&p1, 1) && caller_end(&p2, 1));
+    }
+    TT_ASSERT(caller_begin(&p2));
+    TT_EQ_INT(obx_enqueue_tx(s, p2.dbc, &mb, idb), OBX_OK);
+    TT_ASSERT(caller_begin(&p1));
+    if (obx_enqueue_tx(s, p1.dbc, &ma, ida) != OBX_OK) { /* waited for p2 (a locking read) */
+        tt_fail_at(__FILE__, __LINE__, "the second producer's enqueue waited for the first's transaction");
+        caller_end(&p1, 0);
+        caller_end(&p2, 0);
+        caller_close(&p1);
+        caller_close(&p2);
+        obx_store_close(a);
+        obx_store_close(b);
+        obx_store_close(s);
+        return;
+    }
+    TT_ASSERT(caller_end(&p1, 1));
+    TT_ASSERT(strcmp(idb, ida) < 0); /* m_b sorts first */
+    TT_ASSERT(claim_held(a, owner_a, &held)); /* claim A takes m_a, not committed */
+    TT_EQ_INT(held.count, 1);
+    TT_EQ_STR(a->msgs[0].payload, "m_a");
+    TT_ASSERT(caller_end(&p2, 1)); /* m_b commits before m_a */
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n)); /* claim B */
+    TT_EXPECT(strcmp(got_list, "") == 0); /* m_b waits: m_a is being claimed (the test goes on: A commits) */
+    TT_ASSERT(claim_held_commit(a));
+    TT_EQ_INT(key_in_flight(s, "K1"), 1);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, ""); /* m_a runs */
+    id = ida;
+    TT_EQ_INT(obx_ack(a, owner_a, &id, 1, NULL), OBX_OK);
+    TT_EQ_INT(obx_reap(b, NULL), OBX_OK); /* a wake missed meanwhile (item 4 aside) */
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "m_b");
+    caller_close(&p1);
+    caller_close(&p2);
+    obx_store_close(a);
+    obx_store_close(b);
+    obx_store_close(s);
+}
+
+/* Issue 25 item 2: r1 goes Dead, the key moves on; claim A takes r2 and
+ * before it commits r1 is replayed. A second claim must not take r1 while
+ * r2 is being claimed or running. */
+static void test_ordered_replay_overlap(void) {
+    obx_store *s = fresh(), *a = open_table("Outbox", 0), *b = open_table("Outbox", 0);
+    obx__claim_ctx held;
+    obx_new_message r1 = keyed("r1", "K2"), r2 = keyed("r2", "K2");
+    char id1[37], id2[37], owner_a[37], owner_b[37], got_list[256];
+    const obx_message *got = NULL;
+    const char *id;
+    int64_t replayed = 0;
+    int n = 0;
+    TT_ASSERT(s && a && b);
+    obx_owner_token(a, owner_a);
+    obx_owner_token(b, owner_b);
+    TT_EQ_INT(obx_enqueue(s, &r1, id1), OBX_OK);
+    TT_EQ_INT(obx_enqueue(s, &r2, id2), OBX_OK);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "r1");
+    id = id1;
+    TT_EQ_INT(obx_fail(b, owner_b, &id, 1, "poison", NULL), OBX_OK);
+    TT_EQ_INT(obx_reap(b, NULL), OBX_OK); /* r2 awake whatever the settle's wake did */
+    TT_ASSERT(claim_held(a, owner_a, &held)); /* claim A takes r2, not committed */
+    TT_EQ_INT(held.count, 1);
+    TT_EQ_STR(a->msgs[0].payload, "r2");
+    {
+        obx_dead_filter f;
+        memset(&f, 0, sizeof f);
+        f.id = id1;
+        TT_EQ_INT(obx_dead_replay(s, &f, &replayed), OBX_OK);
+        TT_EQ_INT(replayed, 1);
+    }
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n)); /* claim B */
+    TT_EXPECT(strcmp(got_list, "") == 0); /* r1 waits for r2, which is being claimed (A commits below) */
+    TT_ASSERT(claim_held_commit(a));
+    TT_EQ_INT(key_in_flight(s, "K2"), 1);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, ""); /* and while r2 runs */
+    id = id2;
+    TT_EQ_INT(obx_ack(a, owner_a, &id, 1, NULL), OBX_OK);
+    TT_EQ_INT(obx_reap(b, NULL), OBX_OK);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "r1");
+    obx_store_close(a);
+    obx_store_close(b);
+    obx_store_close(s);
+}
+
+/* Issue 25 item 3: a keyed enqueue held open in a producer's transaction
+ * takes no locks that the key's ack, claims or other producers wait for
+ * (InnoDB read an INSERT's subqueries with shared locks); at SERIALIZABLE,
+ * where a plain read locks too, a keyed enqueue is refused naming it. */
+static void test_my_keyed_enqueue_no_locks(void) {
+    obx_store *s = fresh();
+    caller_conn p1, p2;
+    obx_new_message m1 = keyed("k1", "KL"), m2 = keyed("k2", "KL"), m3 = keyed("k3", "KL");
+    char id1[37], id2[37], id3[37], owner[37], got_list[256];
+    const obx_message *got = NULL;
+    const char *id = id1;
+    int64_t t0, changed = 0;
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(caller_open(&p1) && caller_open(&p2));
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_enqueue(s, &m1, id1), OBX_OK);
+    TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "k1");
+    TT_ASSERT(caller_begin(&p1)); /* REPEATABLE READ: the caller's connection as it comes */
+    TT_EQ_INT(obx_enqueue_tx(s, p1.dbc, &m2, id2), OBX_OK);
+    t0 = now_ms();
+    TT_ASSERT(caller_begin(&p2));
+    TT_EQ_INT(obx_enqueue_tx(s, p2.dbc, &m3, id3), OBX_OK); /* another producer of the key */
+    if (getenv("OBX_TEST_VERBOSE")) printf("    second producer: %lld ms\n", (long long)(now_ms() - t0));
+    TT_EQ_INT(obx_ack(s, owner, &id, 1, &changed), OBX_OK);  /* the key's running message */
+    if (getenv("OBX_TEST_VERBOSE")) printf("    then ack: %lld ms\n", (long long)(now_ms() - t0));
+    TT_EQ_INT(changed, 1);
+    TT_EXPECT(now_ms() - t0 < 2000); /* neither waited for p1 (lock wait timeout: 5 s) */
+    TT_ASSERT(caller_end(&p1, 1) && caller_end(&p2, 1));
+    TT_ASSERT(caller_exec(&p1, "SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE"));
+    TT_ASSERT(caller_end(&p1, 1) && caller_begin(&p1));
+    TT_EQ_INT(obx_enqueue_tx(s, p1.dbc, &m2, id2), OBX_ERR_STATE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "hdbc: isolation");
+    TT_ASSERT(caller_end(&p1, 0));
+    caller_close(&p1);
+    caller_close(&p2);
+    obx_store_close(s);
+}
+
+/* Load (issue 25 items 1-4): producers enqueue keyed messages with
+ * obx_enqueue_tx on connections of their own, one transaction each,
+ * overlapping on a few shared keys; workers claim, count per key what is
+ * in flight at once, and ack. Every producer is sequential (it commits
+ * before it enqueues again), so its own messages of a key are handled in
+ * its order. Overlaps and order violations must be 0; every message is
+ * handled. OBX_TEST_ORDERED_LOAD=seconds runs the producers that long
+ * (default: 150 messages each). */
+#define LOAD_PRODUCERS 4
+#define LOAD_WORKERS 3
+#define LOAD_KEYS 5
+typedef struct load_state {
+    pthread_mutex_t mu;
+    int seconds, per_producer, stop;
+    int in_flight[LOAD_KEYS];
+    int last[LOAD_PRODUCERS][LOAD_KEYS];
+    long produced, handled, overlaps, violations, enqueue_errors, claim_errors;
+    int producers_done;
+} load_state;
+static load_state g_load;
+
+static void *load_producer(void *arg) {
+    int p = (int)(intptr_t)arg, i, seq[LOAD_KEYS] = {0};
+    obx_store *s = open_table("Outbox", 0);
+    caller_conn c;
+    int64_t end = now_ms() + (int64_t)g_load.seconds * 1000;
+    unsigned rnd = (unsigned)p * 2654435761u + 1u;
+    if (!s || !caller_open(&c)) {
+        pthread_mutex_lock(&g_load.mu);
+        g_load.enqueue_errors++;
+        g_load.producers_done++;
+        pthread_mutex_unlock(&g_load.mu);
+        obx_store_close(s);
+        return NULL;
+    }
+    for (i = 0; g_load.seconds ? now_ms() < end : i < g_load.per_producer; i++) {
+        char payload[32], key[8];
+        obx_new_message m;
+        int k;
+        rnd = rnd * 1103515245u + 12345u;
+        k = (int)((rnd >> 16) % LOAD_KEYS);
+        snprintf(key, sizeof key, "L%d", k);
+        snprintf(payload, sizeof payload, "%d %d %d", p, k, ++seq[k]);
+        m = keyed(payload, key);
+        if (!caller_begin(&c) || obx_enqueue_tx(s, c.dbc, &m, NULL) != OBX_OK || !caller_end(&c, 1)) {
+            caller_end(&c, 0);
+            seq[k]--;
+            pthread_mutex_lock(&g_load.mu);
+            g_load.enqueue_errors++;
+            pthread_mutex_unlock(&g_load.mu);
+            continue;
+        }
+        pthread_mutex_lock(&g_load.mu);
+        g_load.produced++;
+        pthread_mutex_unlock(&g_load.mu);
+    }
+    caller_close(&c);
+    obx_store_close(s);
+    pthread_mutex_lock(&g_load.mu);
+    g_load.producers_done++;
+    pthread_mutex_unlock(&g_load.mu);
+    return NULL;
+}
+
+static void *load_worker(void *arg) {
+    obx_store *s = open_table("Outbox", 0);
+    char owner[37];
+    int64_t last_reap = now_ms();
+    (void)arg;
+    if (!s) return NULL;
+    obx_owner_token(s, owner);
+    for (;;) {
+        const obx_message *ms = NULL;
+        const char *ids[16];
+        int n = 0, i, done;
+        obx_result r = obx_claim(s, owner, 60, 8, &ms, &n);
+        if (r != OBX_OK && r != OBX_EMPTY) {
+            pthread_mutex_lock(&g_load.mu);
+            g_load.claim_errors++;
+            pthread_mutex_unlock(&g_load.mu);
+            n = 0;
+        }
+        pthread_mutex_lock(&g_load.mu);
+        for (i = 0; i < n; i++) {
+            int p = 0, k = 0, q = 0;
+            if (sscanf(ms[i].payload, "%d %d %d", &p, &k, &q) != 3 || p < 0 || p >= LOAD_PRODUCERS || k < 0 ||
+                k >= LOAD_KEYS) {
+                g_load.violations++;
+                continue;
+            }
+            if (g_load.in_flight[k]++ > 0) g_load.overlaps++;
+            if (q <= g_load.last[p][k]) g_load.violations++;
+            g_load.last[p][k] = q;
+        }
+        pthread_mutex_unlock(&g_load.mu);
+        if (n > 0) {
+            pthread_mutex_lock(&g_load.mu);
+            for (i = 0; i < n; i++) {
+                int p = 0, k = 0, q = 0;
+                ids[i] = ms[i].id;
+                if (sscanf(ms[i].payload, "%d %d %d", &p, &k, &q) == 3 && k >= 0 && k < LOAD_KEYS) g_load.in_flight[k]--;
+            }
+            g_load.handled += n;
+            pthread_mutex_unlock(&g_load.mu);
+            if (obx_ack(s, owner, ids, n, NULL) != OBX_OK) {
+                pthread_mutex_lock(&g_load.mu);
+                g_load.claim_errors++;
+                pthread_mutex_unlock(&g_load.mu);
+            }
+            continue;
+        }
+        pthread_mutex_lock(&g_load.mu);
+        done = g_load.stop || (g_load.producers_done == LOAD_PRODUCERS && g_load.handled >= g_load.produced);
+        pthread_mutex_unlock(&g_load.mu);
+        if (done) break;
+        if (now_ms() - last_reap > 300) { /* wakes a key whose wake was missed (item 4) */
+            obx_reap(s, NULL);
+            last_reap = now_ms();
+        }
+        sleep_ms(5);
+    }
+    obx_store_close(s);
+    return NULL;
+}
+
+static void test_ordered_load(void) {
+    obx_store *s = fresh();
+    pthread_t prod[LOAD_PRODUCERS], work[LOAD_WORKERS];
+    const char *secs = getenv("OBX_TEST_ORDERED_LOAD");
+    int i;
+    int64_t t0, deadline;
+    TT_ASSERT(s != NULL);
+    memset(&g_load, 0, sizeof g_load);
+    pthread_mutex_init(&g_load.mu, NULL);
+    g_load.seconds = secs ? atoi(secs) : 0;
+    g_load.per_producer = 150;
+    t0 = now_ms();
+    for (i = 0; i < LOAD_WORKERS; i++) TT_ASSERT(pthread_create(&work[i], NULL, load_worker, NULL) == 0);
+    for (i = 0; i < LOAD_PRODUCERS; i++)
+        TT_ASSERT(pthread_create(&prod[i], NULL, load_producer, (void *)(intptr_t)i) == 0);
+    for (i = 0; i < LOAD_PRODUCERS; i++) pthread_join(prod[i], NULL);
+    deadline = now_ms() + 120000;
+    for (;;) { /* the workers drain what is left; a stuck key is a failure, not a hang */
+        int done;
+        pthread_mutex_lock(&g_load.mu);
+        done = g_load.handled >= g_load.produced;
+        if (!done && now_ms() > deadline) g_load.stop = 1;
+        done = done || g_load.stop;
+        pthread_mutex_unlock(&g_load.mu);
+        if (done) break;
+        sleep_ms(50);
+    }
+    pthread_mutex_lock(&g_load.mu);
+    g_load.stop = 1;
+    pthread_mutex_unlock(&g_load.mu);
+    for (i = 0; i < LOAD_WORKERS; i++) pthread_join(work[i], NULL);
+    printf("    %d producers (enqueue_tx), %d workers, %d keys, %.1f s: %ld produced, %ld handled, %ld overlaps, "
+           "%ld order violations, %ld enqueue errors, %ld claim/ack errors\n",
+           LOAD_PRODUCERS, LOAD_WORKERS, LOAD_KEYS, (double)(now_ms() - t0) / 1000.0, g_load.produced,
+           g_load.handled, g_load.overlaps, g_load.violations, g_load.enqueue_errors, g_load.claim_errors);
+    TT_EQ_INT(g_load.overlaps, 0);
+    TT_EQ_INT(g_load.violations, 0);
+    TT_EQ_INT(g_load.enqueue_errors, 0);
+    TT_EQ_INT(g_load.handled, g_load.produced);
+    TT_EQ_INT(count_status(s, 2), g_load.produced);
+    pthread_mutex_destroy(&g_load.mu);
+    obx_store_close(s);
+}
+
+/* Issue 24 item 8: a wake that fails after a committed reap or settle
+ * leaves the call's outcome alone: obx_reap returns OK with its count,
+ * obx_ack returns OK with no error left on the store (the next reap wakes
+ * what was missed). The wake statements are swapped for a failing one. */
+static void test_wake_error_cleared(void) {
+    obx_store *s = fresh();
+    obx_new_message m = keyed("e1", "KE");
+    char id[37], owner[37], got_list[256];
+    const obx_message *got = NULL;
+    const char *ids[1];
+    char *saved_wake, *saved_settled, bad[] = "SELECT no_such_column FROM no_such_table";
+    int64_t reaped = -1, changed = 0;
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "e1");
+    saved_wake = s->sql[OBX__Q_WAKE];
+    saved_settled = s->sql[OBX__Q_WAKE_SETTLED];
+    s->sql[OBX__Q_WAKE] = bad;
+    if (saved_settled) s->sql[OBX__Q_WAKE_SETTLED] = bad;
+    TT_EXPECT(obx_reap(s, &reaped) == OBX_OK);
+    TT_EXPECT(reaped == 0);
+    TT_EXPECT(obx_store_last_error(s)->result == OBX_OK);
+    ids[0] = id;
+    TT_EXPECT(obx_ack(s, owner, ids, 1, &changed) == OBX_OK);
+    TT_EXPECT(changed == 1);
+    TT_EXPECT(obx_store_last_error(s)->result == OBX_OK);
+    s->sql[OBX__Q_WAKE] = saved_wake;
+    s->sql[OBX__Q_WAKE_SETTLED] = saved_settled;
+    obx_store_close(s);
+}
+
 /* One line per handler start: key, index in the key, start and end (ns,
  * CLOCK_MONOTONIC: one clock for all processes), outcome (d done, r retry). */
 typedef struct ord_rec {
@@ -3769,6 +4153,12 @@ static void test_metrics_text(void) {
     TT_EXPECT(has_line(text, "obx_handler_duration_seconds_bucket{store=\"q\\\"s\\\\1\",topic=\"ok\",le=\"+Inf\"} 1"));
     TT_EXPECT(has_line(text, "obx_handler_duration_seconds_count{store=\"q\\\"s\\\\1\",topic=\"we\\\"ird\\\\topic\"} 1"));
     TT_EXPECT(has_line(text, "obx_handler_duration_seconds_bucket{store=\"q\\\"s\\\\1\",topic=\"poison\",le=\"60\"} 1"));
+    { /* the sum in microseconds: six decimals */
+        const char *sum = strstr(text, "\nobx_handler_duration_seconds_sum{store=\"q\\\"s\\\\1\",topic=\"ok\"} ");
+        const char *dot = sum ? strchr(sum + 1, '.') : NULL;
+        TT_ASSERT(dot != NULL);
+        TT_EXPECT(strspn(dot + 1, "0123456789") == 6 && dot[7] == '\n');
+    }
     free(text);
     obx_store_close(s);
 }
@@ -5955,7 +6345,7 @@ static int plan_of(obx_store *s, int slot, const char *const *args, char *out, s
 static void test_plans(void) {
     static const char *const ids_pg = "'{" PLAN_ID "}'", *const ids_my = "'[\"" PLAN_ID "\"]'";
     const char *ids = g_pg ? ids_pg : ids_my;
-    struct { int slot; const char *args[14]; } stmts[16];
+    struct { int slot; const char *args[14]; } stmts[20];
     obx_store *s = fresh();
     static char plan[16384];
     int state, i, n = 0;
@@ -5975,6 +6365,10 @@ static void test_plans(void) {
          "NULL", "NULL", "NULL", "NULL", "NULL");
     if (s->sql[OBX__Q_WAKE]) PLAN(OBX__Q_WAKE, NULL);
     if (s->sql[OBX__Q_WAKE_SETTLED]) PLAN(OBX__Q_WAKE_SETTLED, ids);
+    if (s->sql[OBX__Q_WAKE_IDS]) PLAN(OBX__Q_WAKE_IDS, ids);
+    if (s->sql[OBX__Q_CLAIM_CHECK]) PLAN(OBX__Q_CLAIM_CHECK, PLAN_OWNER, ids);
+    if (s->sql[OBX__Q_CLAIM_RELEASE]) PLAN(OBX__Q_CLAIM_RELEASE, PLAN_OWNER, ids);
+    if (s->sql[OBX__Q_KEY_READ]) PLAN(OBX__Q_KEY_READ, "'k3'");
     if (g_my) {
         PLAN(OBX__Q_CLAIM_PICK, "100", "200");
         PLAN(OBX__Q_CLAIM_READ, PLAN_OWNER, "30", ids);
@@ -6042,6 +6436,16 @@ static void test_plans(void) {
         /* What a producer runs before any claim: the keyed insert. */
         TT_ASSERT(plan_of(s, OBX__Q_INSERT_KEYED, stmts[9].args, plan, sizeof plan));
         TT_EXPECT(strstr(plan, "FULL SCAN") == NULL);
+        /* One key holding 20,000 Ready rows (parked), statistics stale (none):
+         * the claim's key check reads one index entry per key, it sorts none
+         * (the index covers its order: OrderingSeq, Id). */
+        TT_ASSERT(sql(s, "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"OrderingKey\", "
+                         "\"OrderingSeq\", \"NextAttemptAt\") SELECT gen_random_uuid(), gen_random_uuid(), 't', 'p', "
+                         "'hot', 1000 + g, CASE WHEN g > 1 THEN CAST('10000-01-01 00:00:00+00' AS timestamptz) ELSE now() END "
+                         "FROM generate_series(1, 20000) AS g"));
+        TT_ASSERT(plan_of(s, OBX__Q_CLAIM, stmts[0].args, plan, sizeof plan));
+        if (plans_sorts(plan) || strstr(plan, "FULL SCAN")) printf("    stale statistics, one hot key: the claim\n%s", plan);
+        TT_EXPECT(plans_sorts(plan) == 0 && strstr(plan, "FULL SCAN") == NULL);
         /* The reap analyzes the table: a manual ANALYZE, which
          * autovacuum's never is. */
 #define LAST_ANALYZE "SELECT CAST(last_analyze IS NOT NULL AS integer) FROM pg_stat_user_tables " \
@@ -6057,6 +6461,479 @@ static void test_plans(void) {
         TT_ASSERT(sql(s, "DROP TABLE {M}, {J}, {T} CASCADE"));
         obx_store_close(s);
     }
+}
+
+/* ---- issue 25: purges, bounds, expiry and joins under overlapping transactions ---------- */
+
+/* Until `want` sessions wait for a lock (PostgreSQL, MariaDB), at most 10 s.
+ * Asked on a connection of its own, a transaction per look (PostgreSQL's
+ * activity view is read once per transaction). */
+static int lock_waits(int want) {
+    caller_conn m;
+    int i, seen = 0;
+    if (!caller_open(&m)) return 0;
+    for (i = 0; i < 500 && !seen; i++) {
+        seen = caller_scalar(&m, g_pg ? "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                      : "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'") >= want;
+        caller_end(&m, 0);
+        if (!seen) sleep_ms(20);
+    }
+    caller_close(&m);
+    return seen;
+}
+
+typedef struct dead_job {
+    obx_store *s;
+    obx_dead_filter f;
+    int purge;
+    obx_result r;
+    int64_t n;
+} dead_job;
+static void *dead_job_main(void *v) {
+    dead_job *j = (dead_job *)v;
+    j->r = j->purge ? obx_dead_purge(j->s, &j->f, &j->n) : obx_dead_replay(j->s, &j->f, &j->n);
+    return NULL;
+}
+
+/* Issue 25 item 6: a purge that waited for a replay's commit must not
+ * delete the row the replay made Ready. The test's transaction holds the
+ * dead row; the replay queues for it, then the purge (its snapshot still
+ * sees the row Dead); the test lets go. Each message is either replayed
+ * (and still there) or purged, never both. PostgreSQL: the purge's
+ * subquery read the row Dead, and its DELETE re-checked only the Id of
+ * the version the replay left. */
+static void test_dead_purge_replayed(void) {
+    obx_store *s = fresh(), *other = open_table("Outbox", 0);
+    caller_conn c;
+    char ids[1][37];
+    dead_job rj, pj;
+    pthread_t rt, pt;
+    int held, w1 = 0, w2 = 0;
+    obx_message m;
+    TT_ASSERT(s && other);
+    TT_ASSERT(settle_new(s, "dpr", 1, "boom", ids));
+    TT_ASSERT(caller_open(&c));
+    held = caller_lock_row(&c, s, ids[0]);
+    memset(&rj, 0, sizeof rj);
+    memset(&pj, 0, sizeof pj);
+    rj.s = s;
+    rj.f.id = ids[0];
+    pj.s = other;
+    pj.purge = 1;
+    rj.r = pj.r = OBX_ERR_STATE;
+    if (held && pthread_create(&rt, NULL, dead_job_main, &rj) == 0) {
+        w1 = lock_waits(1); /* the replay waits for the row */
+        if (w1 && pthread_create(&pt, NULL, dead_job_main, &pj) == 0) {
+            w2 = lock_waits(2); /* and the purge behind it */
+            caller_end(&c, 0);
+            pthread_join(pt, NULL);
+        } else {
+            caller_end(&c, 0);
+        }
+        pthread_join(rt, NULL);
+    } else {
+        caller_end(&c, 0);
+    }
+    caller_close(&c);
+    TT_ASSERT(held && w1);
+    TT_ASSERT(w2);
+    TT_EQ_INT(rj.r, OBX_OK);
+    TT_EQ_INT(pj.r, OBX_OK);
+    TT_EQ_INT(rj.n + pj.n, 1);
+    if (g_pg) TT_EQ_INT(rj.n, 1); /* the first waiter goes first */
+    if (rj.n == 1) {
+        TT_EQ_INT(obx_get(s, ids[0], &m), OBX_OK);
+        TT_EQ_INT(m.status, OBX_STATUS_READY);
+    } else {
+        TT_EQ_INT(obx_get(s, ids[0], &m), OBX_ERR_NOT_FOUND);
+    }
+    obx_store_close(other);
+    obx_store_close(s);
+}
+
+typedef struct replay_each {
+    obx_store *s;
+    char (*ids)[37];
+    int n;
+    int64_t replayed;
+    obx_result r;
+    pthread_mutex_t mu;
+    int done;
+} replay_each;
+static void *replay_each_main(void *v) {
+    replay_each *j = (replay_each *)v;
+    obx_dead_filter f;
+    int i;
+    memset(&f, 0, sizeof f);
+    j->r = OBX_OK;
+    for (i = j->n - 1; i >= 0 && j->r == OBX_OK; i -= 2) { /* every other one, from the end */
+        int64_t k = 0;
+        f.id = j->ids[i];
+        j->r = obx_dead_replay(j->s, &f, &k);
+        j->replayed += k;
+    }
+    pthread_mutex_lock(&j->mu);
+    j->done = 1;
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+/* Issue 25 item 6 under load: replays by id while purges of everything dead
+ * run on another connection. Every message is replayed or purged, once:
+ * replayed + purged = all, and each replayed one is still there, Ready.
+ * OBX_TEST_DEAD_RACE sets the number of dead messages (default 600). */
+static void test_dead_purge_race(void) {
+    obx_store *s = fresh(), *other = open_table("Outbox", 0);
+    const char *env = getenv("OBX_TEST_DEAD_RACE");
+    int total = env && atoi(env) >= 10 ? atoi(env) : 600, i, done = 0, rounds = 0;
+    char (*ids)[37] = (char (*)[37])calloc((size_t)total, 37);
+    obx_new_message ms[100];
+    replay_each job;
+    pthread_t th;
+    int64_t purged = 0, k = 0;
+    obx_result pr = OBX_OK;
+    TT_ASSERT(s && other && ids);
+    for (i = 0; i < 100; i++) ms[i] = msg("race", "p");
+    for (i = 0; i < total; i += 100)
+        TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, total - i < 100 ? total - i : 100, ids + i), OBX_OK);
+    TT_ASSERT(sql(s, "UPDATE {T} SET \"Status\" = 3, \"LastError\" = 'race'"));
+    memset(&job, 0, sizeof job);
+    job.s = s;
+    job.ids = ids;
+    job.n = total;
+    pthread_mutex_init(&job.mu, NULL);
+    TT_ASSERT(pthread_create(&th, NULL, replay_each_main, &job) == 0);
+    while (!done && pr == OBX_OK) {
+        pthread_mutex_lock(&job.mu);
+        done = job.done;
+        pthread_mutex_unlock(&job.mu);
+        pr = obx_dead_purge(other, NULL, &k); /* one more after the replays end */
+        purged += pr == OBX_OK ? k : 0;
+        rounds++;
+    }
+    pthread_join(th, NULL);
+    pthread_mutex_destroy(&job.mu);
+    free(ids);
+    if (getenv("OBX_TEST_VERBOSE"))
+        printf("    %d dead: %lld replayed, %lld purged in %d purge call(s)\n", total, (long long)job.replayed,
+               (long long)purged, rounds);
+    TT_EQ_INT(job.r, OBX_OK);
+    TT_EQ_INT(pr, OBX_OK);
+    TT_EQ_INT(job.replayed + purged, total);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), job.replayed);
+    TT_EQ_INT(count_status(s, 0), job.replayed);
+    obx_store_close(other);
+    obx_store_close(s);
+}
+
+/* Issue 25 item 7: max_pending is exact for one producer that enqueues in
+ * its own transaction: its uncommitted messages count. */
+static void test_max_pending_tx(void) {
+    obx_store *s = fresh(), *capped = NULL;
+    obx_store_desc desc;
+    caller_conn c;
+    obx_new_message m = msg("cap", "p");
+    obx_result r = OBX_OK;
+    int i, ok = 0;
+    TT_ASSERT(s != NULL);
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.hooks.logger.log = keep_log;
+    desc.max_pending = 10;
+    TT_EQ_INT(obx_store_open(&desc, &capped), OBX_OK);
+    TT_ASSERT(enqueue(s, "cap", "p", NULL)); /* one committed before */
+    TT_ASSERT(caller_open(&c));
+    /* Rolled back: the five leave no trace in the count. */
+    TT_ASSERT(caller_begin(&c));
+    for (i = 0; i < 5; i++) TT_EQ_INT(obx_enqueue_tx(capped, c.dbc, &m, NULL), OBX_OK);
+    TT_ASSERT(caller_end(&c, 0));
+    TT_ASSERT(caller_begin(&c));
+    for (i = 0; i < 30 && (r = obx_enqueue_tx(capped, c.dbc, &m, NULL)) == OBX_OK; i++) ok++;
+    TT_ASSERT(caller_end(&c, 1));
+    caller_close(&c);
+    TT_EQ_INT(r, OBX_ERR_FULL);
+    TT_EQ_STR(obx_store_last_error(capped)->where, "obx_enqueue_tx");
+    TT_EQ_INT(ok, 9);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 10);
+    TT_EQ_INT(obx_enqueue(capped, &m, NULL), OBX_ERR_FULL);
+    obx_store_close(capped);
+    obx_store_close(s);
+}
+
+/* A monotonic clock the test moves forward: a handler that "takes" 20 s. */
+static int64_t g_mono_skew;
+static int64_t skew_mono(void *user) {
+    struct timespec ts;
+    (void)user;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + g_mono_skew;
+}
+static int64_t skew_utc(void *user) {
+    (void)user;
+    return now_ms() + g_mono_skew;
+}
+static void skew_sleep(int64_t ms, void *user) {
+    (void)user;
+    sleep_ms((int)ms);
+}
+static int g_slow_calls;
+static obx_outcome slow_first_handler(const obx_message *m, char *error, size_t error_size, void *user) {
+    (void)error;
+    (void)error_size;
+    (void)user;
+    g_slow_calls++;
+    if (strcmp(m->payload, "first") == 0) g_mono_skew += 20000;
+    return OBX_DONE;
+}
+
+/* Issue 25 item 8: a message later in a batch whose expiry passes while
+ * the ones before it run is not handed out: Dead, "expired". The time
+ * that passed is the dispatcher's monotonic clock's (moved 20 s by the
+ * first handler); the expiry is compared on the database clock's scale. */
+static void test_expiry_in_batch(void) {
+    obx_store *s = fresh(), *k = NULL;
+    obx_store_desc desc;
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    obx_new_message m;
+    obx_message got;
+    char first[37], second[37];
+    int64_t counters[OBX_METRIC_COUNT_];
+    TT_ASSERT(s != NULL);
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.hooks.logger.log = keep_log;
+    desc.hooks.clock.now_utc_ms = skew_utc;
+    desc.hooks.clock.monotonic_ms = skew_mono;
+    desc.hooks.clock.sleep_ms = skew_sleep;
+    g_mono_skew = 0;
+    TT_EQ_INT(obx_store_open(&desc, &k), OBX_OK);
+    m = msg("exp.batch", "first");
+    TT_EQ_INT(obx_enqueue(k, &m, first), OBX_OK);
+    m = msg("exp.batch", "second");
+    m.expires_utc_ms = now_ms() + 10000; /* passes during the first's 20 s */
+    TT_EQ_INT(obx_enqueue(k, &m, second), OBX_OK);
+    memset(&dd, 0, sizeof dd);
+    dd.store = k;
+    dd.lease_seconds = 120;
+    dd.batch_size = 10;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "exp.batch", slow_first_handler, NULL), OBX_OK);
+    g_slow_calls = 0;
+    memset(&st, 0, sizeof st);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    obx_dispatcher_destroy(d);
+    g_mono_skew = 0;
+    TT_EQ_INT(st.claimed, 2);
+    TT_EQ_INT(g_slow_calls, 1);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(st.dead, 1);
+    TT_EQ_INT(obx_get(s, second, &got), OBX_OK);
+    TT_EQ_INT(got.status, OBX_STATUS_FAILED);
+    TT_EQ_STR(got.last_error, "expired");
+    TT_EQ_INT(obx_store_counters(k, counters), OBX_OK);
+    TT_EQ_INT(counters[OBX_METRIC_EXPIRED_UNHANDLED], 1);
+    obx_store_close(k);
+    obx_store_close(s);
+}
+
+static int g_replayed_calls;
+static obx_outcome count_handler(const obx_message *m, char *error, size_t error_size, void *user) {
+    (void)m;
+    (void)error;
+    (void)error_size;
+    (void)user;
+    g_replayed_calls++;
+    return OBX_DONE;
+}
+
+/* Issue 25 item 8: under ordering_dead_holds an expired head is Dead and
+ * holds its key; a replay is the operator's decision to run it: its expiry
+ * goes, it is handled, and the key moves on. */
+static void test_replay_expired_head(void) {
+    obx_store *s = fresh(), *h = NULL;
+    obx_store_desc desc;
+    obx_dispatcher *d;
+    obx_run_stats st;
+    obx_new_message m;
+    obx_message got;
+    obx_dead_filter f;
+    char head[37], next[37];
+    int64_t n = 0;
+    TT_ASSERT(s != NULL);
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.ordering_dead_holds = 1;
+    desc.hooks.logger.log = keep_log;
+    TT_EQ_INT(obx_store_open(&desc, &h), OBX_OK);
+    m = msg("exp.key", "head");
+    m.ordering_key = "K";
+    m.expires_utc_ms = now_ms() - 60000;
+    TT_EQ_INT(obx_enqueue(h, &m, head), OBX_OK);
+    m = msg("exp.key", "next");
+    m.ordering_key = "K";
+    TT_EQ_INT(obx_enqueue(h, &m, next), OBX_OK);
+    d = dispatcher(h, 3, NULL);
+    TT_ASSERT(d != NULL);
+    TT_EQ_INT(obx_dispatcher_on(d, "exp.key", count_handler, NULL), OBX_OK);
+    g_replayed_calls = 0;
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.dead, 1); /* the head: expired */
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_EMPTY); /* the key waits behind it */
+    memset(&f, 0, sizeof f);
+    f.id = head;
+    TT_EQ_INT(obx_dead_replay(h, &f, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_EQ_INT(obx_get(h, head, &got), OBX_OK);
+    TT_EQ_INT(got.expires_ms, 0);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(g_replayed_calls, 2);
+    TT_EQ_INT(obx_get(h, next, &got), OBX_OK);
+    TT_EQ_INT(got.status, OBX_STATUS_DONE);
+    obx_dispatcher_destroy(d);
+    obx_store_close(h);
+    obx_store_close(s);
+}
+
+static void upper_uuid(const char *in, char out[37]) {
+    int i;
+    for (i = 0; i < 37; i++) out[i] = in[i] >= 'a' && in[i] <= 'f' ? (char)(in[i] - 32) : in[i];
+}
+
+/* Issue 25 item 9: a join named in upper case finishes like any other: the
+ * library writes and compares one form. Also a join.wait whose payload an
+ * earlier release wrote with the id as given. */
+static void test_join_upper_id(void) {
+    obx_store *s = fresh();
+    char join_id[37], upper[37], step[37], wait_id[37], owner[37], err[256];
+    obx_new_message m = msg("extract", "{}");
+    obx_join_wait w;
+    obx_join j;
+    obx_message got;
+    const obx_message *ms;
+    const char *one[1];
+    int n = 0, round, i;
+    TT_ASSERT(s != NULL);
+    for (round = 0; round < 2; round++) {
+        TT_EQ_INT(obx_join_start(s, NULL, 1, NULL, join_id), OBX_OK);
+        upper_uuid(join_id, upper);
+        TT_EQ_INT(obx_enqueue(s, &m, step), OBX_OK);
+        TT_EQ_INT(obx_join_attach(s, upper, step), OBX_OK);
+        obx_owner_token(s, owner);
+        TT_EQ_INT(obx_claim(s, owner, 30, 5, &ms, &n), OBX_OK); /* the step (and the last round's) */
+        for (i = 0; i < n; i++) {
+            one[0] = ms[i].id;
+            TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);
+        }
+        if (round == 0) {
+            memset(&w, 0, sizeof w);
+            w.join_id = upper;
+            w.on_complete_topic = "etl.next";
+            TT_EQ_INT(obx_join_enqueue_wait(s, NULL, &w, wait_id), OBX_OK);
+        } else { /* as an earlier release wrote it */
+            char payload[256];
+            obx_new_message old;
+            snprintf(payload, sizeof payload,
+                     "{\"joinId\":\"%s\",\"onCompleteTopic\":\"etl.next\",\"onCompletePayload\":null,"
+                     "\"onFailTopic\":null,\"onFailPayload\":null,\"failIfAnyStepFailed\":false}", upper);
+            old = msg("join.wait", payload);
+            old.correlation_id = upper;
+            TT_EQ_INT(obx_enqueue(s, &old, wait_id), OBX_OK);
+        }
+        TT_EQ_INT(obx_get(s, wait_id, &got), OBX_OK);
+        got.store = s;
+        TT_EQ_INT(obx_join_wait_handler(&got, err, sizeof err, NULL), OBX_DONE);
+        TT_EQ_INT(obx_join_get(s, upper, &j), OBX_OK);
+        TT_EQ_INT(j.status, OBX_JOIN_COMPLETED);
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'etl.next'"), round + 1);
+        TT_EQ_INT(obx_get(s, wait_id, &got), OBX_OK);
+        if (round == 0) TT_ASSERT(strstr(got.payload, join_id) != NULL); /* stored in the one form */
+    }
+    obx_store_close(s);
+}
+
+typedef struct attach_job {
+    obx_store *s;
+    void *hdbc;
+    const char *join_id, *message_id;
+    obx_result r;
+    int done;
+    pthread_mutex_t mu;
+} attach_job;
+static void *attach_main(void *v) {
+    attach_job *j = (attach_job *)v;
+    obx_result r = obx_join_attach_tx(j->s, j->hdbc, j->join_id, j->message_id);
+    pthread_mutex_lock(&j->mu);
+    j->r = r;
+    j->done = 1;
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+/* Issue 25 item 10: an attach in a transaction that overlaps the enqueue
+ * of its message and then that message's settle counts once settled.
+ * T1 enqueues m (open); T2 attaches m (PostgreSQL: T2 cannot see m, locks
+ * nothing; MariaDB: T2 waits for T1); T1 commits; a claim and an ack of m
+ * run (where T2 holds m, the claim skips it); T2 commits; m is acked
+ * (again, where it was skipped). The join counts one step. */
+static void test_join_attach_race(void) {
+    obx_store *s = fresh();
+    caller_conn a, b;
+    char join_id[37], id[37], owner[37];
+    obx_new_message m = msg("step", "p");
+    const obx_message *ms;
+    const char *one[1];
+    attach_job job;
+    pthread_t th;
+    obx_join j;
+    int n = 0, started = 0, waited = 0, acked = 0, i;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(obx_join_start(s, NULL, 1, NULL, join_id), OBX_OK);
+    TT_ASSERT(caller_open(&a) && caller_open(&b));
+    TT_EQ_INT(obx_enqueue_tx(s, a.dbc, &m, id), OBX_OK);
+    memset(&job, 0, sizeof job);
+    job.s = s;
+    job.hdbc = b.dbc;
+    job.join_id = join_id;
+    job.message_id = id;
+    pthread_mutex_init(&job.mu, NULL);
+    started = pthread_create(&th, NULL, attach_main, &job) == 0;
+    for (i = 0; started && i < 500 && !waited; i++) { /* returned, or waits for T1 */
+        pthread_mutex_lock(&job.mu);
+        waited = job.done;
+        pthread_mutex_unlock(&job.mu);
+        if (!waited) sleep_ms(20);
+        if (!waited && g_my && i == 15) waited = 1; /* waits for T1, or comes after its commit: either way */
+    }
+    caller_end(&a, 1);
+    if (started) pthread_join(th, NULL);
+    pthread_mutex_destroy(&job.mu);
+    obx_owner_token(s, owner);
+    if (obx_claim(s, owner, 30, 5, &ms, &n) == OBX_OK && n == 1) {
+        one[0] = ms[0].id;
+        acked = obx_ack(s, owner, one, 1, NULL) == OBX_OK;
+    }
+    caller_end(&b, 1);
+    caller_close(&a);
+    caller_close(&b);
+    TT_ASSERT(started && waited);
+    if (job.r != OBX_OK) printf("    attach: %s\n", obx_store_last_error(s)->message);
+    TT_EQ_INT(job.r, OBX_OK);
+    if (!acked) { /* T2 held m: claimed now */
+        TT_EQ_INT(obx_claim(s, owner, 30, 5, &ms, &n), OBX_OK);
+        TT_EQ_INT(n, 1);
+        one[0] = ms[0].id;
+        TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);
+    }
+    if (g_pg) TT_EXPECT(acked); /* the shape of the race: the ack ran before T2's commit */
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {M} WHERE \"Status\" = 0"), 0);
+    obx_store_close(s);
 }
 
 int main(int argc, char **argv) {
@@ -6259,7 +7136,32 @@ int main(int argc, char **argv) {
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);
     RUN("OBX-ORDERED-DEAD-HOLDS", "ordering_dead_holds: a Dead message holds its key until replayed; others flow", test_ordered_dead_holds);
+    RUN("OBX-ORDERED-LOAD", "overlapping producers (enqueue_tx) and workers on shared keys: 0 overlaps, each producer's order kept, all handled", test_ordered_load);
+    if (g_srv) {
+        RUN("OBX-ORDERED-OVERLAP-PRODUCERS", "two producers of a key commit out of Id order around a claim: never two of the key at once", test_ordered_overlap_producers);
+        RUN("CORE-WAKE-ERROR-CLEARED", "a wake failing after a committed reap or ack: OK, the count kept, no error left on the store", test_wake_error_cleared);
+        RUN("OBX-ORDERED-REPLAY-OVERLAP", "a replay committed while a claim takes the successor: never two of the key at once", test_ordered_replay_overlap);
+    } else {
+        printf("N/A OBX-ORDERED-OVERLAP-PRODUCERS sqlite one writer at a time: a producer's open transaction holds every other writer\n");
+        printf("N/A OBX-ORDERED-REPLAY-OVERLAP sqlite one writer at a time: a claim and a replay never overlap\n");
+        printf("N/A CORE-WAKE-ERROR-CLEARED sqlite the wake is a trigger in the settle's own statement\n");
+    }
     RUN("OBX-ORDERED-PROCS", "worker processes and a producer, keys x messages, transient failures: per key, starts strictly in order, never overlapping", test_ordered_processes);
+    if (g_pg)
+        RUN("OBX-DEAD-PURGE-REPLAYED", "a purge that waited for a replay's commit leaves the replayed message alone", test_dead_purge_replayed);
+    else
+        printf("N/A OBX-DEAD-PURGE-REPLAYED %s %s\n", g_backend,
+               g_my ? "one DELETE whose filter InnoDB checks on each row's latest version (OBX-DEAD-PURGE-RACE)"
+                    : "one writer: a purge reads what the replay committed (OBX-DEAD-PURGE-RACE)");
+    RUN("OBX-DEAD-PURGE-RACE", "replays by id during purges of all dead: replayed + purged = all, replayed ones kept", test_dead_purge_race);
+    RUN("CORE-MAX-PENDING-TX", "max_pending counts a producer's own uncommitted enqueues in its transaction", test_max_pending_tx);
+    RUN("CORE-EXPIRY-IN-BATCH", "a message whose expiry passes while its batch-mates run is not handled: Dead, expired", test_expiry_in_batch);
+    RUN("OBX-REPLAY-EXPIRED-HEAD", "ordering_dead_holds: a replayed expired head loses its expiry, runs, and frees its key", test_replay_expired_head);
+    RUN("OBX-JOIN-UPPER-ID", "a join named in upper case completes (enqueue_wait and an earlier release's payload)", test_join_upper_id);
+    if (g_srv)
+        RUN("OBX-JOIN-ATTACH-RACE", "an attach racing its message's enqueue and settle counts once settled", test_join_attach_race);
+    else
+        printf("N/A OBX-JOIN-ATTACH-RACE sqlite one writer: the attach runs wholly before or after the enqueue\n");
     if (g_srv)
         RUN("CORE-READ-ONLY-REAL", "a read-only session (25006) is transient, not lost; the next call reconnects", test_read_only_real);
     if (g_srv)
@@ -6273,6 +7175,7 @@ int main(int argc, char **argv) {
         RUN("OBX-MY-PICK-WINDOW", "a claim finds work when others hold the whole first window", test_my_pick_window);
         RUN("OBX-MY-NO-PING", "50 enqueues (one commit each) send no ping to the server", test_my_no_ping);
         RUN("OBX-MY-SETTLE-ROW-LOCKS", "ack, abandon, fail wait only for their own rows", test_my_settle_row_locks);
+        RUN("OBX-MY-KEYED-ENQUEUE-NO-LOCKS", "a keyed enqueue in an open transaction stalls neither the key's ack nor its producers; SERIALIZABLE refused", test_my_keyed_enqueue_no_locks);
         RUN("OBX-MY-CLAIM-RECHECK", "a row claimed elsewhere after the pick is neither updated nor read back", test_my_claim_recheck);
     }
     return tt_done();

@@ -35,7 +35,8 @@ ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "AggregateId" varchar(128) N
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "Headers" json NULL;
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "ExpiresAt" timestamptz NULL;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "dbo"."Outbox" ("NextAttemptAt") WHERE "Status" = 0;
-CREATE INDEX IF NOT EXISTS "IX_Outbox_Ordering" ON "dbo"."Outbox" ("OrderingKey", "Status", "OrderingSeq") WHERE "OrderingKey" IS NOT NULL AND "Status" <> 2;
+CREATE INDEX IF NOT EXISTS "IX_Outbox_OrderingId" ON "dbo"."Outbox" ("OrderingKey", "Status", "OrderingSeq", "Id") WHERE "OrderingKey" IS NOT NULL AND "Status" <> 2;
+DROP INDEX IF EXISTS "dbo"."IX_Outbox_Ordering";
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "dbo"."Outbox" ("LockedUntil") WHERE "Status" = 1;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Done" ON "dbo"."Outbox" ("ProcessedAt") WHERE "Status" = 2;
 CREATE TABLE IF NOT EXISTS "dbo"."OutboxJoin" (
@@ -94,18 +95,36 @@ END $$;
 CREATE OR REPLACE TRIGGER "Outbox_JoinCount" AFTER UPDATE OF "Status" ON "dbo"."OutboxJoinMember"
 FOR EACH ROW WHEN (OLD."Status" = 0 AND NEW."Status" IN (1, 2))
 EXECUTE FUNCTION "dbo"."Outbox_JoinCount"();
+CREATE OR REPLACE FUNCTION "dbo"."Outbox_JoinLate"() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE st smallint;
+BEGIN
+    SELECT "Status" INTO st FROM "dbo"."Outbox" WHERE "Id" = NEW."OutboxMessageId" FOR UPDATE;
+    IF st IN (2, 3) THEN
+        UPDATE "dbo"."OutboxJoinMember" SET "Status" = CASE st WHEN 2 THEN 1 ELSE 2 END
+         WHERE "JoinId" = NEW."JoinId" AND "OutboxMessageId" = NEW."OutboxMessageId" AND "Status" = 0;
+    END IF;
+    RETURN NULL;
+END $$;
+DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'Outbox_JoinLate' AND tgrelid = CAST('"dbo"."OutboxJoinMember"' AS regclass)) THEN CREATE CONSTRAINT TRIGGER "Outbox_JoinLate" AFTER INSERT ON "dbo"."OutboxJoinMember" DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION "dbo"."Outbox_JoinLate"(); END IF; END $$;
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_Claim"(p_owner uuid, p_lease_seconds integer, p_batch integer)
-RETURNS SETOF "dbo"."Outbox" LANGUAGE sql AS $$
-    UPDATE "dbo"."Outbox" SET "Status" = 1, "OwnerToken" = p_owner,
+RETURNS SETOF "dbo"."Outbox" LANGUAGE plpgsql AS $$
+DECLARE v_ids uuid[];
+BEGIN
+    WITH u AS (UPDATE "dbo"."Outbox" SET "Status" = 1, "OwnerToken" = p_owner,
            "LockedUntil" = now() + make_interval(secs => p_lease_seconds), "Starts" = "Starts" + 1
      WHERE "Id" = ANY (ARRAY(
         SELECT c."Id" FROM "dbo"."Outbox" AS c
          WHERE c."Status" = 0 AND c."NextAttemptAt" <= now() AND NOT c."IsProcessed"
            AND (c."OrderingKey" IS NULL OR (c."Id" = (SELECT o."Id" FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = c."OrderingKey" AND o."Status" <> 2 AND o."Status" = 0 ORDER BY o."OrderingSeq", o."Id" LIMIT 1) AND NOT EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = c."OrderingKey" AND o."Status" <> 2 AND o."Status" = 1)))
          ORDER BY c."NextAttemptAt" LIMIT p_batch
-           FOR UPDATE OF c SKIP LOCKED))
-    RETURNING *
-$$;
+           FOR UPDATE OF c SKIP LOCKED)) AND ("OrderingKey" IS NULL OR pg_try_advisory_xact_lock(hashtext('"dbo".Outbox'), hashtext("OrderingKey")))
+    RETURNING "Id") SELECT array_agg("Id") INTO v_ids FROM u;
+    UPDATE "dbo"."Outbox" AS t SET "Status" = 0, "OwnerToken" = NULL, "LockedUntil" = NULL,
+           "Starts" = greatest(t."Starts" - 1, 0)
+     WHERE t."Id" = ANY (v_ids) AND t."OwnerToken" = p_owner AND t."Status" = 1
+       AND EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = t."OrderingKey" AND o."Status" <> 2 AND o."Status" = 1 AND o."Id" <> t."Id");
+    RETURN QUERY SELECT * FROM "dbo"."Outbox" WHERE "Id" = ANY (v_ids) AND "OwnerToken" = p_owner AND "Status" = 1;
+END $$;
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_Ack"(p_processed_by varchar, p_owner uuid, p_ids uuid[])
 RETURNS integer LANGUAGE sql AS $$
     WITH changed AS (

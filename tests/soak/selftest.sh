@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# tests/soak/selftest.sh BINDIR - the soak's checker must fail: each rule is
+# broken once on purpose in a planted history (a log directory and a SQLite
+# table), and the checker must exit 1 naming that rule; a clean history must
+# pass. A checker that never fails proves nothing. Prints
+# "soak-selftest: N passed, N failed".
+set -uo pipefail
+unset SOAK_KNOWN SOAK_TENANT # the planted violations must fail, waived or not
+bin=${1:?usage: selftest.sh BINDIR}
+ctl=$(cd "$bin/.." && pwd)/obxctl
+work=${SOAK_RUNDIR:-${TMPDIR:-/tmp}/obx-soak-$(id -u)}/selftest
+pass=0 fail=0
+U=1000000000000000 # a time in us; lines below add to it
+
+setup() { # hdr
+    rm -rf "$work" && mkdir -p "$work/logs"
+    db=$work/t.sqlite
+    conn="Driver={SQLite3};Database=$db;"
+    if [ "$1" = ibx ]; then "$ctl" -c "$conn" --inbox --table Soakibx deploy >/dev/null
+    else "$ctl" -c "$conn" --table Soakobx deploy >/dev/null; fi
+    sqlite3 "$db" "CREATE TABLE soak_biz (tag VARCHAR(64) NOT NULL PRIMARY KEY);"
+    printf 'SEED 1\nP d0.1 100 %s\nP d1.1 101 %s\n' $U $U > "$work/logs/orch.log"
+}
+orow() { # tag status retry starts lasterror [key]
+    sqlite3 "$db" "INSERT INTO Soakobx (Id, Topic, Payload, Status, MessageId, RetryCount, Starts, LastError, OrderingKey)
+        VALUES (lower(hex(randomblob(16))), 's', '$1 0000', $2, lower(hex(randomblob(16))), $3, $4, $5, ${6:-NULL});"
+}
+irow() { # key ver status attempt lasterror
+    sqlite3 "$db" "INSERT INTO Soakibx (Source, MessageId, Topic, Payload, Status, Attempt, LastError)
+        VALUES ('${1%%/*}', '${1#*/}', 's', '$1 v$2 0', '$3', $4, $5);"
+}
+t() { echo $((U + $1)); }
+expect() { # hdr rule|ok description
+    local out rc
+    out=$(SOAK_OBXCTL=$ctl "$bin/soak_check" "$1" sqlite "$conn" "Soak$1" "$work/logs" 2>&1)
+    rc=$?
+    if [ "$2" = ok ]; then
+        if [ $rc -eq 0 ]; then pass=$((pass + 1)); echo "PASS SOAK-SELFTEST $3: clean history passes"
+        else fail=$((fail + 1)); echo "FAIL SOAK-SELFTEST $3: a clean history failed:"; echo "$out"; fi
+    elif [ $rc -eq 1 ] && grep -q "VIOLATION $2:" <<<"$out"; then
+        pass=$((pass + 1)); echo "PASS SOAK-SELFTEST $3: the checker fails with $2"
+    else
+        fail=$((fail + 1)); echo "FAIL SOAK-SELFTEST $3: expected a $2 violation (exit $rc):"; echo "$out"
+    fi
+}
+
+# A clean outbox history: committed, handled once, Done.
+setup obx
+printf 'I P0.1.1 k1 s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+printf 'S P0.1.1 id1 k1 0 1 %s 100\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
+orow P0.1.1 2 0 1 NULL "'k1'"
+expect obx ok clean-outbox
+
+setup obx # committed, never there
+printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\nI P0.1.2 - s - %s\nC P0.1.2 id2 %s\n' "$(t 1)" "$(t 2)" "$(t 3)" "$(t 4)" > "$work/logs/p0.1.log"
+printf 'S P0.1.2 id2 - 0 1 %s 100\nE P0.1.2 done %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
+orow P0.1.2 2 0 1 NULL
+expect obx LOST lost
+
+setup obx # rolled back, yet there
+printf 'I P0.1.1 - t - %s\nR P0.1.1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
+orow P0.1.1 2 0 1 NULL
+expect obx ROLLED-BACK rolled-back
+
+setup obx # two handlers in one message (a handler slower than its lease run twice)
+printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 5000)" > "$work/logs/d0.1.log"
+printf 'S P0.1.1 id1 - 0 2 %s 101\nE P0.1.1 done %s 101\n' "$(t 3000)" "$(t 3100)" > "$work/logs/d1.1.log"
+orow P0.1.1 2 0 1 NULL
+expect obx CONCURRENT concurrent
+
+setup obx # two messages of one key at once (overlapping producers of a key)
+printf 'I P0.1.1 k1 t - %s\nI P0.1.2 k1 t - %s\nC P0.1.2 id2 %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" "$(t 3)" "$(t 4)" > "$work/logs/p0.1.log"
+printf 'S P0.1.1 id1 k1 0 1 %s 100\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 500)" > "$work/logs/d0.1.log"
+printf 'S P0.1.2 id2 k1 0 1 %s 101\nE P0.1.2 done %s 101\n' "$(t 100)" "$(t 200)" > "$work/logs/d1.1.log"
+orow P0.1.1 2 0 1 NULL "'k1'"; orow P0.1.2 2 0 1 NULL "'k1'"
+sqlite3 "$db" "INSERT INTO soak_biz VALUES ('P0.1.1'), ('P0.1.2');"
+expect obx KEY-CONCURRENT key-concurrent
+
+setup obx # a later message of a key handled first (a replay running beside its successor)
+printf 'I P0.1.1 k1 s - %s\nC P0.1.1 id1 %s\nI P0.1.2 k1 s - %s\nC P0.1.2 id2 %s\n' "$(t 1)" "$(t 2)" "$(t 3)" "$(t 4)" > "$work/logs/p0.1.log"
+printf 'S P0.1.2 id2 k1 0 1 %s 100\nE P0.1.2 done %s 100\nS P0.1.1 id1 k1 0 1 %s 100\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" "$(t 30)" "$(t 40)" > "$work/logs/d0.1.log"
+orow P0.1.1 2 0 1 NULL "'k1'"; orow P0.1.2 2 0 1 NULL "'k1'"
+expect obx KEY-ORDER key-order
+
+setup obx # a pause that used an attempt
+printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 pause %s 100\nS P0.1.1 id1 - 1 1 %s 100\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" "$(t 30)" "$(t 40)" > "$work/logs/d0.1.log"
+orow P0.1.1 2 1 1 NULL
+expect obx ATTEMPT pause-attempt
+
+setup obx # dead for no documented reason
+printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 retry %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
+orow P0.1.1 3 1 1 "'gave up after 1 attempts: soak: retry'"
+expect obx DEAD-REASON dead-reason
+
+setup obx # replayed (the tool said so), never handled again (its start count kept at the limit)
+printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 dead %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
+printf 'RP P0.1.1 %s tool\nRPD P0.1.1 1 0 %s\n' "$(t 30)" "$(t 40)" > "$work/logs/o0.1.log"
+orow P0.1.1 0 0 3 "'soak: dead by handler'"
+expect obx REPLAY-UNHANDLED replay-unhandled
+
+setup obx # a purge that deleted a message a handler was inside (purge during replay)
+printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 dead %s 100\nS P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" "$(t 50)" "$(t 60)" > "$work/logs/d0.1.log"
+printf 'RP P0.1.1 %s api\nRPD P0.1.1 1 0 %s\nPG P0.1.1 %s api\nPGD P0.1.1 1 0 %s\n' "$(t 30)" "$(t 40)" "$(t 45)" "$(t 55)" > "$work/logs/o0.1.log"
+expect obx PURGE-LIVE purge-live
+
+setup obx # replayed by the tool from a crash loop, the start count not reset
+printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+printf 'S P0.1.1 id1 - 0 3 %s 100\nS P0.1.1 id1 - 0 4 %s 101\nE P0.1.1 done %s 101\n' "$(t 10)" "$(t 50)" "$(t 60)" > "$work/logs/d0.1.log"
+printf 'D d0.1 100 %s kill\n' "$(t 20)" >> "$work/logs/orch.log"
+printf 'RP P0.1.1 %s tool\nRPD P0.1.1 1 0 %s\n' "$(t 30)" "$(t 40)" > "$work/logs/o0.1.log"
+orow P0.1.1 2 0 4 NULL
+expect obx REPLAY-STARTS replay-starts
+
+setup obx # a join whose members are all Done, not cancelled, and no follow-up
+{ printf 'J J0.1.1 jid1 2 %s\n' "$(t 1)"
+  printf 'I P0.1.2 - s - %s\nC P0.1.2 id2 %s\nJA J0.1.1 P0.1.2 0 %s\n' "$(t 2)" "$(t 3)" "$(t 4)"
+  printf 'I P0.1.3 - s - %s\nC P0.1.3 id3 %s\nJA J0.1.1 P0.1.3 0 %s\n' "$(t 5)" "$(t 6)" "$(t 7)"
+  printf 'JW J0.1.1 0 %s\n' "$(t 8)"; } > "$work/logs/p0.1.log"
+printf 'S P0.1.2 id2 - 0 1 %s 100\nE P0.1.2 done %s 100\nS P0.1.3 id3 - 0 1 %s 100\nE P0.1.3 done %s 100\n' "$(t 10)" "$(t 20)" "$(t 30)" "$(t 40)" > "$work/logs/d0.1.log"
+orow P0.1.2 2 0 1 NULL; orow P0.1.3 2 0 1 NULL
+expect obx JOIN join-never-continued
+
+setup obx # a process died of a signal nobody sent (a use after free in a provider process)
+printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
+printf 'D d0.1 100 %s signal11\n' "$(t 30)" >> "$work/logs/orch.log"
+orow P0.1.1 2 0 1 NULL
+expect obx CRASH crash
+
+# A clean inbox history: delivered twice with the same content, handled once.
+setup ibx
+printf 'I s0/P0.1.1 1 %s\nA s0/P0.1.1 1 1 %s\nI s0/P0.1.1 1 %s\nA s0/P0.1.1 1 0 %s\n' "$(t 1)" "$(t 2)" "$(t 30)" "$(t 31)" > "$work/logs/p0.1.log"
+printf 'S s0/P0.1.1 1 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
+irow s0/P0.1.1 1 Done 0 NULL
+expect ibx ok clean-inbox
+
+setup ibx # a redelivery with new content while in flight, then Done with it unseen
+printf 'I s0/P0.1.1 1 %s\nA s0/P0.1.1 1 1 %s\nI s0/P0.1.1 2 %s\nA s0/P0.1.1 2 1 %s\n' "$(t 1)" "$(t 2)" "$(t 15)" "$(t 16)" > "$work/logs/p0.1.log"
+printf 'S s0/P0.1.1 1 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
+irow s0/P0.1.1 2 Done 0 NULL
+expect ibx INBOX-CONTENT inbox-content
+
+setup ibx # handled again after a delivery found it Done
+printf 'I s0/P0.1.1 1 %s\nA s0/P0.1.1 1 1 %s\nI s0/P0.1.1 1 %s\nA s0/P0.1.1 1 0 %s\n' "$(t 1)" "$(t 2)" "$(t 30)" "$(t 31)" > "$work/logs/p0.1.log"
+printf 'S s0/P0.1.1 1 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\nS s0/P0.1.1 1 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" "$(t 40)" "$(t 50)" > "$work/logs/d0.1.log"
+irow s0/P0.1.1 1 Done 0 NULL
+expect ibx INBOX-DONE-AGAIN inbox-done-again
+
+echo "soak-selftest: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
