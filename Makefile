@@ -7,7 +7,9 @@
 #                one/two translation units, OBX_STATIC, exported symbols,
 #                ASan+UBSan, ThreadSanitizer (the threaded tests), valgrind,
 #                common-core identity (and how little repeats outside it),
-#                OBX_NO_THREADS / OBX_NO_POSIX_CLOCK builds, the CMake and pkg-config
+#                OBX_NO_THREADS / OBX_NO_POSIX_CLOCK builds, the compile matrix
+#                (check-matrix), the portable fallbacks forced (check-fallback),
+#                the CMake and pkg-config
 #                consumer builds (check-consumers), and check-gateway:
 #                static (glibc, musl) and aarch64/armhf builds tested under qemu
 #   make static  single static executables with the SQLite driver linked in (x86_64 glibc, musl)
@@ -37,7 +39,7 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 .PHONY: all demo test check bench fuzz deps clean sql check-docs check-common check-warnings check-cxx check-link \
         check-nm check-asan check-tsan check-valgrind
 .PHONY: static cross check-static check-cross check-gateway check-options size check-deps
-.PHONY: torture wear scale soak install uninstall check-consumers
+.PHONY: torture wear scale soak install uninstall check-consumers check-matrix check-fallback
 .DELETE_ON_ERROR:
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
@@ -170,8 +172,8 @@ fuzz:
 check:
 	@tests/deps.sh build pg mariadb tsql check static cross bench consumers
 	@$(MAKE) --no-print-directory check-common check-docs check-warnings check-cxx check-link check-nm \
-	  check-deps check-options check-consumers
-	@$(MAKE) --no-print-directory test
+	  check-deps check-options check-consumers check-matrix
+	@$(MAKE) --no-print-directory test check-fallback
 	@$(MAKE) --no-print-directory check-asan check-tsan check-valgrind
 	@$(MAKE) --no-print-directory check-gateway size
 	@echo "check: all passed"
@@ -194,6 +196,13 @@ check-warnings: | $(B)
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -I. -I$(BENCH_PQ_INC) tests/bench.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11)"
+
+# Other people's builds (tests/compile_matrix.sh): gcc and clang, C99..C2x
+# strict and GNU, with and without -pthread and each feature-test macro,
+# C++11/17/20, -Werror -pedantic; and the #error when a system header comes
+# first in strict mode. About a minute; MATRIX_QUICK=1 tries gcc only.
+check-matrix: | $(B)
+	tests/compile_matrix.sh $(B)
 
 # Both headers, declarations and implementations, compiled as C++.
 check-cxx: | $(B)
@@ -270,6 +279,34 @@ check-tsan: $(B)/tsan/test_unit $(B)/tsan/test_outbox $(B)/tsan/test_inbox $(B)/
 
 check-valgrind: $(TESTS)
 	OBX_TEST_WRAP="$(VALGRIND)" OBX_TEST_BACKENDS=sqlite tests/run.sh $(B)
+
+# The portable fallbacks (what macOS takes: CLOCK_REALTIME condition-variable
+# deadlines, arc4random_buf seeds), forced on this system: the objects are
+# checked for the calls they swap (CORE-FALLBACK-SELECTED), then the pure,
+# fake-ODBC and real-SQLite suites run. A few minutes.
+FALLBACK = -DOBX_PORTABLE_FALLBACKS -DIBX_PORTABLE_FALLBACKS
+FB_TESTS = fake_selftest test_unit example_protocols test_sqlserver fuzz_replay test_real test_outbox test_inbox test_multi
+$(B)/fallback:
+	@mkdir -p $@
+FB_FAKE = tests/fake_odbc.c
+FB_SRC_fake_selftest = tests/fake_selftest.c $(FB_FAKE)
+FB_SRC_test_unit = tests/test_unit.c $(FB_FAKE)
+FB_SRC_example_protocols = tests/example_protocols.c $(FB_FAKE)
+FB_SRC_test_sqlserver = tests/test_sqlserver.c $(FB_FAKE)
+FB_SRC_fuzz_replay = tests/fuzz_replay.c tests/fuzz_core.c $(FB_FAKE)
+FB_SRC_test_real = tests/test_real.c -lodbc
+FB_SRC_test_outbox = tests/test_outbox.c -lodbc
+FB_SRC_test_inbox = tests/test_inbox.c -lodbc
+FB_SRC_test_multi = tests/test_multi.c -lodbc
+$(B)/fallback/%: $(HEADERS) tests/tt.h tests/plans.h tests/fake_odbc.c tests/fake_odbc.h | $(B)/fallback
+	$(CC) $(CSTD) $(WARN) -Werror $(OPT) $(FALLBACK) $(FB_SRC_$*) -o $@
+check-fallback: $(addprefix $(B)/fallback/,$(FB_TESTS))
+	@for t in test_unit test_outbox test_inbox; do \
+	  syms=$$(nm -u $(B)/fallback/$$t); \
+	  if echo "$$syms" | grep -q pthread_condattr_setclock || ! echo "$$syms" | grep -q arc4random_buf; then \
+	    echo "FAIL CORE-FALLBACK-SELECTED build $$t: still calls pthread_condattr_setclock, or not arc4random_buf"; exit 1; fi; \
+	done; echo "PASS CORE-FALLBACK-SELECTED build OBX_PORTABLE_FALLBACKS swaps pthread_condattr_setclock and /dev/urandom for CLOCK_REALTIME deadlines and arc4random_buf"
+	OBX_TEST_BACKENDS=sqlite tests/run.sh $(B)/fallback
 
 # ---- static and cross builds ----------------------------------------------------
 # Gateways: quickstart and webhook_inbox as single static executables with the

@@ -105,6 +105,13 @@
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store
  *                        on a left-out dialect is IBX_ERR_UNSUPPORTED
+ *     IBX_PORTABLE_FALLBACKS  use what macOS has instead of what it lacks
+ *                        (on by itself on Apple; forced, it tests that path
+ *                        on Linux, glibc 2.36+): condition-variable waits on
+ *                        CLOCK_REALTIME deadlines (no
+ *                        pthread_condattr_setclock; a wall-clock step
+ *                        shifts one short wait slice) and the random seed
+ *                        from arc4random_buf (no /dev/urandom)
  *     IBX_TERSE_MESSAGES error and log texts without the sentence that
  *                        explains them (how to fix it, what happens next):
  *                        `where` (call and argument), the result, the
@@ -128,9 +135,14 @@
  *                         is refused with IBX_ERR_UNSUPPORTED naming the
  *                         field; messages read back have none (the columns
  *                         are not read); no ibx_message_header(_at)
- *   The implementation needs POSIX (clock_gettime): compile that one file
- *   with -D_POSIX_C_SOURCE=200809L or -std=gnu99; otherwise it stops with
- *   an #error that says so.
+ *   The implementation needs POSIX 2008 (clock_gettime, condition-variable
+ *   clocks). It arranges that itself: in strict ISO mode (-std=c99, c11,
+ *   ...) it defines _POSIX_C_SOURCE 200809L when no feature-test macro is
+ *   set (GNU mode needs nothing). Only when a system header came before
+ *   ibx.h in that file in strict mode is it too late; then an #error says to
+ *   include ibx.h (with IBX_IMPLEMENTATION) before any other header there,
+ *   or to compile it with -D_POSIX_C_SOURCE=200809L. No flag beyond
+ *   -pthread and -lodbc.
  *
  * 3. RUNTIME OPTIONS --------------------------------------------------------
  *   Descriptions are structs where all-zero means "the default"; each field
@@ -152,8 +164,9 @@
  *                message, a store that fails and will not mend itself);
  *                WARN for what the library retries (a handler's retry, an
  *                outage, a lock it waits for)
- *     random     splitmix64 seeded from /dev/urandom (else time, address:
- *                a device without /dev/urandom should give this hook)
+ *     random     splitmix64 seeded from /dev/urandom (arc4random_buf on
+ *                Apple; else time, address: a device without
+ *                /dev/urandom should give this hook)
  *   The hook types are laid out identically in both headers, so one
  *   allocator, clock or logger implementation plugs into both.
  *   Dispatching (ibx_dispatcher_desc): handlers take one message each
@@ -338,6 +351,26 @@
  *   instead of -lodbc to script results and faults. Nothing in this file
  *   exists only for tests.
  */
+/* >>common-begin features */
+/* POSIX 2008 for the implementation (clock_gettime, pthread_condattr_setclock,
+ * nanosleep). In strict ISO mode (-std=c99/c11/..., __STRICT_ANSI__) glibc,
+ * musl and newlib hide POSIX unless a feature-test macro asks for it, so the
+ * file that defines IBX_IMPLEMENTATION asks for it here, before any
+ * #include fixes the feature set (a <features.h> seen means one did: the
+ * check after the implementation's includes then says what to add). Never
+ * in GNU mode (-std=gnu99, the default): _POSIX_C_SOURCE would take
+ * _DEFAULT_SOURCE's features away from the rest of that file. Not on
+ * Windows, Apple or the BSDs: they show POSIX 2008 by default, and the
+ * macro would hide their own extensions. */
+#if defined(IBX_IMPLEMENTATION) && !defined(IBX__IMPLEMENTED) && defined(__STRICT_ANSI__) && \
+    !defined(_POSIX_C_SOURCE) && !defined(_XOPEN_SOURCE) && !defined(_GNU_SOURCE) && \
+    !defined(_DEFAULT_SOURCE) && !defined(_BSD_SOURCE) && !defined(_SVID_SOURCE) && \
+    !defined(_FEATURES_H) && !defined(_SYS_FEATURES_H) && \
+    !defined(_WIN32) && !defined(__APPLE__) && !defined(__FreeBSD__) && !defined(__NetBSD__) && \
+    !defined(__OpenBSD__) && !defined(__DragonFly__)
+#define _POSIX_C_SOURCE 200809L
+#endif
+/* >>common-end features */
 #ifndef IBX_H_INCLUDED
 #define IBX_H_INCLUDED
 
@@ -1504,6 +1537,44 @@ IBX_API ibx_result ibx_run_now(ibx_store *store, const char *message_id, const c
 #include <pthread.h>
 #endif
 
+/* The feature set of this file is fixed by now (see "features" at the top):
+ * POSIX 2008 must be in it. glibc says so itself (__USE_XOPEN2K8); elsewhere
+ * CLOCK_MONOTONIC is the sign. */
+#if !(defined(IBX_NO_POSIX_CLOCK) && defined(IBX_NO_THREADS) && defined(IBX_NO_WAKE_SOCKET)) && \
+    ((defined(__GLIBC__) && !defined(__USE_XOPEN2K8)) || (!defined(IBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)))
+#error "ibx: the implementation needs POSIX 2008, which this file's feature set hides (strict ISO C, and a system header included before ibx.h, or a _POSIX_C_SOURCE below 200809L): in the file that defines IBX_IMPLEMENTATION, include ibx.h (with that define) before any other header, or compile that file with -D_POSIX_C_SOURCE=200809L"
+#endif
+
+/* Portable fallbacks, for systems without a call used by default: taken on
+ * Apple, forced anywhere by IBX_PORTABLE_FALLBACKS (so Linux tests them).
+ * Condition variables wait on CLOCK_REALTIME deadlines (no
+ * pthread_condattr_setclock); the random seed comes from arc4random_buf, not
+ * /dev/urandom. Each is compiled out where unused. */
+#if defined(IBX_PORTABLE_FALLBACKS) || defined(__APPLE__)
+#define IBX__FALLBACKS 1
+#else
+#define IBX__FALLBACKS 0
+#endif
+
+/* arc4random_buf (the fallback's seed): stdlib.h declares it only with the
+ * system's extensions on (glibc 2.36+: _DEFAULT_SOURCE; macOS: no
+ * _POSIX_C_SOURCE, or _DARWIN_C_SOURCE); else declared here, and maybe by
+ * both headers (harmless: the same prototype). */
+#if IBX__FALLBACKS && ((defined(__GLIBC__) && !defined(__USE_MISC)) || \
+                       (defined(__APPLE__) && defined(_POSIX_C_SOURCE) && !defined(_DARWIN_C_SOURCE)))
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wredundant-decls"
+#endif
+#ifdef __cplusplus
+extern "C"
+#endif
+void arc4random_buf(void *buf, size_t n);
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+
 /* One definition for the whole program, whichever file comes first: weak
  * where the compiler has it (else one per file). */
 #if defined(__GNUC__) || defined(__clang__)
@@ -1526,9 +1597,6 @@ IBX__SHARED pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
 /* >>common-begin core */
 
 
-#if !defined(IBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)
-#error "ibx: the default clock needs POSIX clock_gettime(): compile the implementation file with -D_POSIX_C_SOURCE=200809L (or -std=gnu99), or define IBX_NO_POSIX_CLOCK and pass a clock hook"
-#endif
 
 /* Core functions are static; some are used by only one of the two headers,
  * so tell the compiler that an unused one is not a mistake. */
@@ -1606,6 +1674,36 @@ static void ibx__default_sleep_ms(int64_t ms, void *user) {
 static int64_t ibx__default_now_utc_ms(void *user) { (void)user; return (int64_t)time(NULL) * 1000; }
 static int64_t ibx__default_monotonic_ms(void *user) { (void)user; return (int64_t)time(NULL) * 1000; }
 static void ibx__default_sleep_ms(int64_t ms, void *user) { (void)ms; (void)user; }
+#endif
+
+#ifndef IBX_NO_THREADS
+/* Condition variables with deadlines `ms` from now. By default they wait on
+ * CLOCK_MONOTONIC (pthread_condattr_setclock: immune to wall-clock steps).
+ * The fallback (IBX__FALLBACKS: macOS has no such call) waits on
+ * CLOCK_REALTIME: a wall-clock step then lengthens or shortens one wait, and
+ * every wait is a short slice (100 ms renewer, 250 ms with a stop flag, at
+ * most an hour). */
+IBX__PRIVATE void ibx__cond_init(pthread_cond_t *c) {
+#if IBX__FALLBACKS
+    pthread_cond_init(c, NULL);
+#else
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &attr);
+    pthread_condattr_destroy(&attr);
+#endif
+}
+
+IBX__PRIVATE void ibx__cond_deadline(struct timespec *ts, int64_t ms) {
+    clock_gettime(IBX__FALLBACKS ? CLOCK_REALTIME : CLOCK_MONOTONIC, ts);
+    ts->tv_sec += (time_t)(ms / 1000);
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
 #endif
 
 static const char *ibx__level_name(ibx_log_level level) {
@@ -1707,11 +1805,15 @@ static uint64_t ibx__default_random(void *user) {
 
 static uint64_t ibx__random_seed(const void *salt) {
     uint64_t seed = 0;
+#if IBX__FALLBACKS
+    arc4random_buf(&seed, sizeof seed); /* never fails, needs no device file */
+#else
     FILE *f = fopen("/dev/urandom", "rb");
     if (f) {
         if (fread(&seed, sizeof seed, 1, f) != 1) seed = 0;
         fclose(f);
     }
+#endif
     /* No /dev/urandom (chroot, firmware): mix time and an address, so two
      * processes started in the same second still differ. */
     if (seed == 0) seed = (uint64_t)time(NULL) ^ ((uint64_t)(uintptr_t)salt << 16) ^ (uint64_t)clock();
@@ -4294,15 +4396,9 @@ IBX__PRIVATE void ibx__loop_init(ibx__loop *l, const ibx__hooks *h,
     l->stop_flag = stop_flag;
     l->use_hook_sleep = h->clock.sleep_ms != ibx__default_sleep_ms;
 #ifndef IBX__LOOP_SLICED
-    {
-        pthread_condattr_t attr;
-        pthread_condattr_init(&attr);
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* immune to wall-clock jumps */
-        pthread_mutex_init(&l->mutex, NULL);
-        pthread_cond_init(&l->cond, &attr);
-        pthread_condattr_destroy(&attr);
-        l->woken = 0;
-    }
+    pthread_mutex_init(&l->mutex, NULL);
+    ibx__cond_init(&l->cond);
+    l->woken = 0;
 #endif
 }
 
@@ -4338,13 +4434,7 @@ IBX__PRIVATE int ibx__loop_wait(ibx__loop *l, int64_t ms) {
             int64_t slice = l->stop_flag && ms > 250 ? 250 : ms;
             struct timespec deadline;
             if (slice > IBX__WAIT_SLICE_MAX_MS) slice = IBX__WAIT_SLICE_MAX_MS; /* 32-bit time_t */
-            clock_gettime(CLOCK_MONOTONIC, &deadline);
-            deadline.tv_sec += (time_t)(slice / 1000);
-            deadline.tv_nsec += (long)(slice % 1000) * 1000000L;
-            if (deadline.tv_nsec >= 1000000000L) {
-                deadline.tv_sec++;
-                deadline.tv_nsec -= 1000000000L;
-            }
+            ibx__cond_deadline(&deadline, slice);
             pthread_mutex_lock(&l->mutex);
             while (!l->woken && !l->stopping)
                 if (pthread_cond_timedwait(&l->cond, &l->mutex, &deadline) != 0) break;
@@ -6413,6 +6503,8 @@ static ibx_result ibx__deploy_one(ibx__db *db, ibx__deploy_ctx *c, const char *o
     ibx_store *s = c->s;
     char *after = NULL, *probe = ibx__ddl_probe(&s->hooks, db->d, s->schema, one, &after), found[32] = "0";
     ibx_result r = probe ? ibx__query_text(db, probe, found, sizeof found) : IBX_OK;
+    if (r == IBX_ERR_NOT_FOUND) /* a COUNT(*) without its row: the database's fault */
+        r = ibx__fail(db->err, IBX_ERR_DB, "ibx_store_deploy", "the catalog query for %.40s... returned no row", one);
     if (r == IBX_OK && !(probe && atoi(found) > 0)) {
         if (probe) r = ibx__deploy_change(db, c, one);
         if (r == IBX_OK) r = ibx__exec_direct(db, one, "deploy");
@@ -6735,7 +6827,7 @@ static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cu
 
 /* ibx__claim_recheck: the claim was rolled back (another claim holds one
  * of its keys); run it again. */
-#define IBX__CLAIM_REDO ((ibx_result)100)
+#define IBX__CLAIM_REDO ((ibx_result)15) /* no public result: within the enum's range for C++ */
 #define IBX__CLAIM_REDOS 3
 
 static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
@@ -7984,12 +8076,7 @@ static void *ibx__renew_main(void *arg) {
             struct timespec deadline;
             int64_t ms = w->active ? w->next_ms - now : 100;
             if (ms > 100) ms = 100;
-            clock_gettime(CLOCK_MONOTONIC, &deadline);
-            deadline.tv_nsec += (long)ms * 1000000L;
-            if (deadline.tv_nsec >= 1000000000L) {
-                deadline.tv_sec++;
-                deadline.tv_nsec -= 1000000000L;
-            }
+            ibx__cond_deadline(&deadline, ms);
             pthread_cond_timedwait(&w->cond, &w->mutex, &deadline);
         }
     }
@@ -7999,7 +8086,6 @@ static void *ibx__renew_main(void *arg) {
 
 static ibx__renewer *ibx__renewer_create(const ibx__hooks *h) {
     ibx__renewer *w = (ibx__renewer *)ibx__alloc(h, sizeof *w);
-    pthread_condattr_t attr;
     if (!w) return NULL;
     memset(w, 0, sizeof *w);
     w->hooks = *h;
@@ -8007,11 +8093,8 @@ static ibx__renewer *ibx__renewer_create(const ibx__hooks *h) {
         w->hooks.rng_state = ibx__random(h);
         w->hooks.rng.user = &w->hooks.rng_state;
     }
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_mutex_init(&w->mutex, NULL);
-    pthread_cond_init(&w->cond, &attr);
-    pthread_condattr_destroy(&attr);
+    ibx__cond_init(&w->cond);
     return w;
 }
 

@@ -49,7 +49,7 @@ pkgconfig() {
     flags=$(PKG_CONFIG_PATH="$out/prefix/share/pkgconfig" pkg-config --cflags --libs obx ibx) &&
         echo "pkg-config: $flags" && case $flags in *"-I$out/prefix/include"*) ;; *) return 1 ;; esac &&
         # shellcheck disable=SC2086
-        ${CC:-cc} -std=c99 -D_POSIX_C_SOURCE=200809L "$here/consumer/main.c" -o "$out/pc-consumer" $flags &&
+        ${CC:-cc} -std=c99 -Wall -Wextra -Werror -pedantic "$here/consumer/main.c" -o "$out/pc-consumer" $flags &&
         run_consumer "$out/pc-consumer"
 }
 

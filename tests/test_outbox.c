@@ -220,6 +220,14 @@ static int caller_open(caller_conn *c) {
                                            SQL_IS_UINTEGER));
 }
 
+/* A producer of keyed messages: on MariaDB at READ COMMITTED, as obx_enqueue_tx
+ * asks of a keyed enqueue (REPEATABLE READ, the default, is refused). */
+static int caller_open_keyed(caller_conn *c) {
+    if (!caller_open(c)) return 0;
+    return !g_my || SQL_SUCCEEDED(SQLSetConnectAttr(c->dbc, SQL_ATTR_TXN_ISOLATION,
+                                                    (SQLPOINTER)SQL_TXN_READ_COMMITTED, SQL_IS_UINTEGER));
+}
+
 static int caller_begin(caller_conn *c) { return g_srv ? 1 : caller_exec(c, "BEGIN IMMEDIATE"); }
 static int caller_end(caller_conn *c, int commit) {
     if (!g_srv) return caller_exec(c, commit ? "COMMIT" : "ROLLBACK");
@@ -1509,7 +1517,7 @@ static void test_ordered_overlap_producers(void) {
     const char *id;
     int n = 0;
     TT_ASSERT(s && a && b);
-    TT_ASSERT(caller_open(&p1) && caller_open(&p2));
+    TT_ASSERT(caller_open_keyed(&p1) && caller_open_keyed(&p2));
     obx_owner_token(a, owner_a);
     obx_owner_token(b, owner_b);
     if (getenv("OBX_TEST_RC")) {
@@ -1617,12 +1625,18 @@ static void test_my_keyed_enqueue_no_locks(void) {
     int64_t t0, changed = 0;
     int n = 0;
     TT_ASSERT(s != NULL);
-    TT_ASSERT(caller_open(&p1) && caller_open(&p2));
+    TT_ASSERT(caller_open(&p1) && caller_open_keyed(&p2));
     obx_owner_token(s, owner);
     TT_EQ_INT(obx_enqueue(s, &m1, id1), OBX_OK);
     TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
     TT_EQ_STR(got_list, "k1");
-    TT_ASSERT(caller_begin(&p1)); /* REPEATABLE READ: the caller's connection as it comes */
+    TT_ASSERT(caller_begin(&p1)); /* REPEATABLE READ, the connection as it comes: refused */
+    TT_EQ_INT(obx_enqueue_tx(s, p1.dbc, &m2, id2), OBX_ERR_STATE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "hdbc: isolation");
+    TT_ASSERT(caller_end(&p1, 0));
+    TT_ASSERT(SQL_SUCCEEDED(SQLSetConnectAttr(p1.dbc, SQL_ATTR_TXN_ISOLATION, (SQLPOINTER)SQL_TXN_READ_COMMITTED,
+                                              SQL_IS_UINTEGER)));
+    TT_ASSERT(caller_begin(&p1));
     TT_EQ_INT(obx_enqueue_tx(s, p1.dbc, &m2, id2), OBX_OK);
     t0 = now_ms();
     TT_ASSERT(caller_begin(&p2));
@@ -1670,7 +1684,7 @@ static void *load_producer(void *arg) {
     caller_conn c;
     int64_t end = now_ms() + (int64_t)g_load.seconds * 1000;
     unsigned rnd = (unsigned)p * 2654435761u + 1u;
-    if (!s || !caller_open(&c)) {
+    if (!s || !caller_open_keyed(&c)) {
         pthread_mutex_lock(&g_load.mu);
         g_load.enqueue_errors++;
         g_load.producers_done++;

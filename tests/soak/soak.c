@@ -370,7 +370,10 @@ static int end_tx(tort_db *db, int commit) {
 static int connect_tx(tort_db *db) {
     char err[600];
     if (tort_db_open(db, g_conn, err, sizeof err) != 0) return -1;
-    if (!is_sqlite()) SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, 0);
+    if (is_sqlite()) return 0;
+    SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, 0);
+    /* as obx_enqueue_tx asks of keyed messages (MariaDB refuses its default REPEATABLE READ) */
+    SQLSetConnectAttr(db->dbc, SQL_ATTR_TXN_ISOLATION, (SQLPOINTER)SQL_TXN_READ_COMMITTED, 0);
     return 0;
 }
 static int conn_dead(tort_db *db) {
