@@ -8668,8 +8668,9 @@ static ibx_result ibx__settle_paused(ibx_dispatcher *d, ibx_store *s, const ibx_
 /* >> dispatcher: handling a batch ----------------------------------------------------- */
 
 /* After a message's handler: log a failure, pause or resume its topic. A
- * failure that will be tried again is a WARN; one that makes the message
- * dead is said once, at ERROR, by ibx__settle_failure. */
+ * failure that will be tried again is an ERROR with the message's id and
+ * the handler's error (IBX-105, a MUST of the contract); one that makes the
+ * message dead is said once, at ERROR, by ibx__settle_failure. */
 static void ibx__handled(ibx_dispatcher *d, ibx_store *s, const ibx_message *m, int i) {
     int outcome = d->outcomes[i];
     const char *error = d->errors[i];
@@ -8679,7 +8680,7 @@ static void ibx__handled(ibx_dispatcher *d, ibx_store *s, const ibx_message *m, 
     else if (outcome == IBX_DONE && d->pause_count) ibx__pause_end(d, s, m->topic);
     if (outcome != IBX_RETRY || IBX__MSG_ATTEMPTS(m) + 1 >= d->max_attempts) return;
     ibx__msg_name(m, name, sizeof name);
-    ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "handler failed for %s topic=%s attempt %d: %s", name,
+    ibx__log(&s->hooks, IBX_LOG_ERROR, s->store_id, "handler failed for %s topic=%s attempt %d: %s", name,
              ibx__kv(topic, m->topic), IBX__MSG_ATTEMPTS(m) + 1, error[0] ? error : "IBX_RETRY");
 }
 

@@ -9368,8 +9368,9 @@ static obx_result obx__settle_paused(obx_dispatcher *d, obx_store *s, const obx_
 /* >> dispatcher: handling a batch ----------------------------------------------------- */
 
 /* After a message's handler: log a failure, pause or resume its topic. A
- * failure that will be tried again is a WARN; one that makes the message
- * dead is said once, at ERROR, by obx__settle_failure. */
+ * failure that will be tried again is an ERROR with the message's id and
+ * the handler's error (OBX-105, a MUST of the contract); one that makes the
+ * message dead is said once, at ERROR, by obx__settle_failure. */
 static void obx__handled(obx_dispatcher *d, obx_store *s, const obx_message *m, int i) {
     int outcome = d->outcomes[i];
     const char *error = d->errors[i];
@@ -9379,7 +9380,7 @@ static void obx__handled(obx_dispatcher *d, obx_store *s, const obx_message *m, 
     else if (outcome == OBX_DONE && d->pause_count) obx__pause_end(d, s, m->topic);
     if (outcome != OBX_RETRY || OBX__MSG_ATTEMPTS(m) + 1 >= d->max_attempts) return;
     obx__msg_name(m, name, sizeof name);
-    obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "handler failed for %s topic=%s attempt %d: %s", name,
+    obx__log(&s->hooks, OBX_LOG_ERROR, s->store_id, "handler failed for %s topic=%s attempt %d: %s", name,
              obx__kv(topic, m->topic), OBX__MSG_ATTEMPTS(m) + 1, error[0] ? error : "OBX_RETRY");
 }
 

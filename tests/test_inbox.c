@@ -1169,11 +1169,11 @@ static void test_075_083_failures(void) {
     TT_EQ_INT(ibx_get(s, "f", "src", &m), IBX_OK);
     TT_EQ_INT(m.status, IBX_STATUS_DEAD);
     TT_EQ_STR(m.last_error, "gave up after 3 attempts: simulated failure 3");
-    /* IBX-111: a retry at WARN; the dead message one ERROR line (CORE-LOG-LEVELS) */
-    TT_EXPECT(logged("WARN [ibx-test]", "handler failed for f from src", "simulated failure 1"));
+    /* IBX-111: a failure at ERROR with id and error; a dead message one line (CORE-LOG-LEVELS) */
+    TT_EXPECT(logged("ERROR [ibx-test]", "handler failed for f from src", "simulated failure 1"));
     TT_EXPECT(logged("ERROR [ibx-test]", "message f from src topic=flaky is dead", "gave up after 3 attempts"));
     TT_EXPECT(logged("ERROR [ibx-test]", "message p from src topic=poison is dead", "simulated failure 1"));
-    TT_EXPECT(!logged("ERROR [ibx-test]", "handler failed", NULL));
+    TT_EXPECT(!logged("ERROR [ibx-test]", "handler failed for p from src", NULL)); /* dead: said once */
     ibx_dispatcher_destroy(d);
     ibx_store_close(s);
 }
@@ -1204,7 +1204,7 @@ static void test_log_kv_fields(void) {
     TT_ASSERT(d != NULL);
     ibx_dispatcher_on(d, "t\"y", probe_handler, &flaky);
     TT_EQ_INT(ibx_dispatcher_run_once(d, &st), IBX_OK);
-    TT_EXPECT(logged("WARN [ibx-test]", "handler failed for \"a b\\\"c\" from \"s x\" topic=\"t\\\"y\"", NULL));
+    TT_EXPECT(logged("ERROR [ibx-test]", "handler failed for \"a b\\\"c\" from \"s x\" topic=\"t\\\"y\"", NULL));
     TT_EXPECT(!logged("a b\"c", NULL, NULL) && !logged("topic=t\"y", NULL, NULL));
     ibx_dispatcher_destroy(d);
     ibx_store_close(s);
@@ -3252,7 +3252,7 @@ int main(int argc, char **argv) {
     RUN("IBX-108", "enqueues logged at INFO with topic, source, id", test_107_113_logging);
     RUN("IBX-109", "claims logged at DEBUG with the count", test_107_113_logging);
     RUN("IBX-110", "handler invocations logged at INFO", test_076_whole_message);
-    RUN("IBX-111", "handler failures logged with id and error: a retry at WARN, a dead message at ERROR", test_075_083_failures);
+    RUN("IBX-111", "handler failures logged at ERROR with id and error; a dead message once", test_075_083_failures);
     RUN("IBX-LOG-KV", "a sender's id, source and topic are quoted in log lines when they need it", test_log_kv_fields);
     RUN("IBX-112", "reaps logged at INFO with the count", test_107_113_logging);
     RUN("IBX-113", "every log line names its store", test_107_113_logging);

@@ -3022,10 +3022,9 @@ static void test_056_failure_policy(void) {
     TT_EQ_INT(obx_get(s, id_p, &m), OBX_OK);
     TT_EQ_INT(m.status, OBX_STATUS_FAILED); /* permanent: failed at once */
     TT_EQ_STR(m.last_error, "simulated failure 1");
-    /* OBX-105: failures logged with the message id and the error: a retry
-     * at WARN, a dead message at ERROR (CORE-LOG-LEVELS). */
-    TT_EXPECT(logged("WARN [obx-test]", id_f, "simulated failure 1"));
-    TT_EXPECT(!logged("ERROR [obx-test]", id_f, NULL));
+    /* OBX-105: failures logged at ERROR with the message id and the error;
+     * a dead message once (CORE-LOG-LEVELS). */
+    TT_EXPECT(logged("ERROR [obx-test]", id_f, "simulated failure 1"));
     TT_EXPECT(logged("ERROR [obx-test]", id_p, "simulated failure 1"));
     obx_dispatcher_destroy(d);
     obx_store_close(s);
@@ -5219,7 +5218,7 @@ static void test_log_forging(void) {
     log_reset();
     TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
     TT_EQ_INT(st.retried, 1);
-    TT_EXPECT(logged("WARN [obx-test]", "bad?ERROR [obx-test] forged line", id)); /* a retry */
+    TT_EXPECT(logged("ERROR [obx-test]", "bad?ERROR [obx-test] forged line", id)); /* a retry */
     TT_EXPECT(!logged("ERROR [obx-test] forged line", NULL, NULL) ||
               logged("bad?ERROR [obx-test] forged line", NULL, NULL));
     obx_dispatcher_destroy(d);
@@ -5244,7 +5243,8 @@ static int logged_count(const char *a, const char *b, const char *c) {
 }
 
 /* The dispatcher's lines quote a topic that needs it (CORE-LOG-KV-DISPATCH);
- * a retry is a WARN, a dead message one ERROR line (CORE-LOG-LEVELS). */
+ * a retry is one ERROR line (OBX-105), a dead message one ERROR line, not two
+ * (CORE-LOG-LEVELS). */
 static void test_log_dispatch_fields(void) {
     obx_store *s;
     obx_dispatcher *d;
@@ -5273,13 +5273,12 @@ static void test_log_dispatch_fields(void) {
     TT_EXPECT(logged("INFO [obx-test]", "handling", "topic=\"we\\\"ird topic\" attempt 1"));
     TT_EXPECT(logged("handler failed", id_f, "topic=\"we\\\"ird topic\" attempt 1"));
     TT_EXPECT(!logged("topic=we\"ird", NULL, NULL));
-    /* CORE-LOG-LEVELS: the first failure of two allowed is a retry: WARN */
-    TT_EXPECT(logged("WARN [obx-test]", id_f, "simulated failure 1"));
-    TT_EQ_INT(logged_count("ERROR [obx-test]", id_f, NULL), 0);
+    /* CORE-LOG-LEVELS: the first failure of two allowed is a retry: one ERROR */
+    TT_EQ_INT(logged_count("ERROR [obx-test]", id_f, "simulated failure 1"), 1);
     /* ... the poison message is dead: one ERROR line, with its topic and cause */
     TT_EQ_INT(logged_count("ERROR [obx-test]", id_p, NULL), 1);
     TT_EXPECT(logged("ERROR [obx-test]", id_p, "topic=poison is dead: simulated failure 1"));
-    TT_EQ_INT(logged_count("ERROR [obx-test]", NULL, NULL), 1);
+    TT_EQ_INT(logged_count("ERROR [obx-test]", NULL, NULL), 2);
     /* the second failure of the flaky one uses its last attempt: dead, one ERROR */
     log_reset();
     sleep_ms(20); /* past the shortest retry delay */
@@ -7147,7 +7146,7 @@ int main(int argc, char **argv) {
     RUN("OBX-064", "out of attempts: failed (runs exactly max times; last may succeed)", test_064_max_attempts);
     RUN("OBX-065", "max attempts defaults to 10 (both sides of the boundary)", test_065_default_max_attempts);
     RUN("OBX-104", "handler invocations logged at INFO with topic and id", test_057_whole_message);
-    RUN("OBX-105", "handler failures logged with id and error: a retry at WARN, a dead message at ERROR", test_056_failure_policy);
+    RUN("OBX-105", "handler failures logged at ERROR with id and error; a dead message once", test_056_failure_policy);
     RUN("OBX-122", "the poll interval doubles while idle, up to a cap", test_122_idle_backoff);
     RUN("OBX-WAKE", "wake-up dispatches at once; stop interrupts the wait", test_wake_and_stop);
     RUN("CORE-MAX-PENDING", "past max_pending unfinished messages enqueue is OBX_ERR_FULL and changes nothing", test_max_pending);
@@ -7223,7 +7222,7 @@ int main(int argc, char **argv) {
         RUN("CORE-STALL-LOCK", "a file locked by another writer: the stalled call names the lock; its end is said once", test_stall_lock);
     else
         printf("N/A CORE-STALL-LOCK %s a file's lock; the claim skips locked rows\n", g_backend);
-    RUN("CORE-LOG-LEVELS", "a handler's retry is a WARN; a dead message is one ERROR line", test_log_dispatch_fields);
+    RUN("CORE-LOG-LEVELS", "a handler's retry is one ERROR line; a dead message is one ERROR line, not two", test_log_dispatch_fields);
     RUN("CORE-HOOKS-WHOLE", "a half-set allocator is refused", test_half_allocator);
     if (!g_pg && !g_my)
         RUN("CORE-SQLITE-SYNC", "SyncPragma= in the connection string is the store connection's PRAGMA synchronous", test_sqlite_sync);
