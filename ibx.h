@@ -2841,6 +2841,8 @@ IBX__PRIVATE ibx_result ibx__query_text(ibx__db *db, const char *sql, char *out,
 
 /* After connecting: detect the dialect, then (own connections only) set the
  * session up. Leaves no transaction open. */
+IBX__PRIVATE ibx_result ibx__sqlite_not_temporary(ibx__db *db);
+
 IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
     const ibx__dialect *d;
     ibx_dialect id;
@@ -2889,6 +2891,7 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
                        SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(TXN_ISOLATION)");
     if (r == IBX_OK && IBX__ONE(d)->session_sql) r = ibx__exec_direct(db, IBX__ONE(d)->session_sql, "session setup");
     if (r == IBX_OK && !db->tx_by_sql) r = ibx__end_tran(db, SQL_COMMIT, "session setup commit");
+    if (r == IBX_OK && d->id == IBX_DIALECT_SQLITE) r = ibx__sqlite_not_temporary(db);
     if (r == IBX_OK && d->version_sql) {
         /* Best effort: SQL_DBMS_VER stays when the server will not say. */
         char version[64];
@@ -2923,6 +2926,32 @@ IBX__PRIVATE void ibx__connstr_value(const char *connstr, const char *key, char 
             if (*p == '{' && strchr(p, '}')) p = strchr(p, '}');
         if (*p == ';') p++;
     }
+}
+
+/* SQLite opens a temporary file, deleted at close, when it is given no
+ * file name: a DSN whose odbc.ini entry has no Database=, or any string
+ * without one where the driver is linked in without a driver manager
+ * (sqliteodbc then ignores DSN= and Driver=). Everything enqueued would
+ * vanish with the connection, so it is refused; an in-memory database is
+ * allowed when the connection string says so. A driver that cannot answer
+ * leaves the check undone (best effort, like the version). */
+IBX__PRIVATE ibx_result ibx__sqlite_not_temporary(ibx__db *db) {
+    char file[8];
+    if (ibx__contains_nocase(db->connstr, ":memory:") || ibx__contains_nocase(db->connstr, "mode=memory"))
+        return IBX_OK;
+    if (ibx__query_text(db, "SELECT file FROM pragma_database_list WHERE name = 'main'", file, sizeof file) !=
+        IBX_OK) {
+        ibx__error_clear(db->err);
+        return IBX_OK;
+    }
+    if (file[0]) return IBX_OK;
+    ibx__fail(db->err, IBX_ERR_DB, "connection_string",
+              "the SQLite database would be a temporary file, deleted at close: neither the connection "
+              "string nor its DSN names a Database="
+              IBX__WHY(" (give the file's path, or Database=:memory: for a database in memory; "
+                       "where the driver is linked in without a driver manager, no DSN is read)"));
+    db->fault = IBX__FAULT_PERMANENT;
+    return IBX_ERR_DB;
 }
 
 /* A failed connect, explained: the driver manager says "Data source name
@@ -2964,7 +2993,8 @@ IBX__PRIVATE void ibx__connect_explain(ibx__db *db, const char *connstr) {
               (e->native == 1044 || e->native == 1045 || e->native == 1049 || e->native == 1698)))
         snprintf(why, sizeof why, "the server refused the database or the login"
                  IBX__WHY(" (not tried again: fix the connection string or the server's grants)"));
-    else if (strstr(m, "[SQLite]") && e->native == 14) { /* SQLITE_CANTOPEN */
+    else if ((strstr(m, "[SQLite]") || strstr(m, "connect failed")) && e->native == 14) { /* SQLITE_CANTOPEN;
+                                                 linked in without a driver manager, no "[SQLite]" */
         ibx__connstr_value(connstr, "Database", file, sizeof file);
         snprintf(why, sizeof why, "cannot open the SQLite file '%s'"
                  IBX__WHY(": does its directory exist, and may this process write there?"), file);

@@ -2986,6 +2986,8 @@ OBX__PRIVATE obx_result obx__query_text(obx__db *db, const char *sql, char *out,
 
 /* After connecting: detect the dialect, then (own connections only) set the
  * session up. Leaves no transaction open. */
+OBX__PRIVATE obx_result obx__sqlite_not_temporary(obx__db *db);
+
 OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
     const obx__dialect *d;
     obx_dialect id;
@@ -3034,6 +3036,7 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
                        SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(TXN_ISOLATION)");
     if (r == OBX_OK && OBX__ONE(d)->session_sql) r = obx__exec_direct(db, OBX__ONE(d)->session_sql, "session setup");
     if (r == OBX_OK && !db->tx_by_sql) r = obx__end_tran(db, SQL_COMMIT, "session setup commit");
+    if (r == OBX_OK && d->id == OBX_DIALECT_SQLITE) r = obx__sqlite_not_temporary(db);
     if (r == OBX_OK && d->version_sql) {
         /* Best effort: SQL_DBMS_VER stays when the server will not say. */
         char version[64];
@@ -3068,6 +3071,32 @@ OBX__PRIVATE void obx__connstr_value(const char *connstr, const char *key, char 
             if (*p == '{' && strchr(p, '}')) p = strchr(p, '}');
         if (*p == ';') p++;
     }
+}
+
+/* SQLite opens a temporary file, deleted at close, when it is given no
+ * file name: a DSN whose odbc.ini entry has no Database=, or any string
+ * without one where the driver is linked in without a driver manager
+ * (sqliteodbc then ignores DSN= and Driver=). Everything enqueued would
+ * vanish with the connection, so it is refused; an in-memory database is
+ * allowed when the connection string says so. A driver that cannot answer
+ * leaves the check undone (best effort, like the version). */
+OBX__PRIVATE obx_result obx__sqlite_not_temporary(obx__db *db) {
+    char file[8];
+    if (obx__contains_nocase(db->connstr, ":memory:") || obx__contains_nocase(db->connstr, "mode=memory"))
+        return OBX_OK;
+    if (obx__query_text(db, "SELECT file FROM pragma_database_list WHERE name = 'main'", file, sizeof file) !=
+        OBX_OK) {
+        obx__error_clear(db->err);
+        return OBX_OK;
+    }
+    if (file[0]) return OBX_OK;
+    obx__fail(db->err, OBX_ERR_DB, "connection_string",
+              "the SQLite database would be a temporary file, deleted at close: neither the connection "
+              "string nor its DSN names a Database="
+              OBX__WHY(" (give the file's path, or Database=:memory: for a database in memory; "
+                       "where the driver is linked in without a driver manager, no DSN is read)"));
+    db->fault = OBX__FAULT_PERMANENT;
+    return OBX_ERR_DB;
 }
 
 /* A failed connect, explained: the driver manager says "Data source name
@@ -3109,7 +3138,8 @@ OBX__PRIVATE void obx__connect_explain(obx__db *db, const char *connstr) {
               (e->native == 1044 || e->native == 1045 || e->native == 1049 || e->native == 1698)))
         snprintf(why, sizeof why, "the server refused the database or the login"
                  OBX__WHY(" (not tried again: fix the connection string or the server's grants)"));
-    else if (strstr(m, "[SQLite]") && e->native == 14) { /* SQLITE_CANTOPEN */
+    else if ((strstr(m, "[SQLite]") || strstr(m, "connect failed")) && e->native == 14) { /* SQLITE_CANTOPEN;
+                                                 linked in without a driver manager, no "[SQLite]" */
         obx__connstr_value(connstr, "Database", file, sizeof file);
         snprintf(why, sizeof why, "cannot open the SQLite file '%s'"
                  OBX__WHY(": does its directory exist, and may this process write there?"), file);

@@ -145,6 +145,12 @@ static void test_connect_permanent(void) {
     char conn[1024];
     int sqlite = strcmp(g_backend, "sqlite") == 0, pg = strcmp(g_backend, "postgresql") == 0;
     obx_result r;
+#ifdef TT_NO_DRIVER_MANAGER
+    /* The SQLite driver linked in (the gateway builds): no DSN is read, no
+     * driver loaded; a string that names no file must not open a temporary one. */
+    r = open_fails("DSN=obx_no_such_dsn;", "would be a temporary file", "no DSN is read");
+    TT_EQ_INT(r, OBX_ERR_DB);
+#else
     r = open_fails("DSN=obx_no_such_dsn;", "DSN 'obx_no_such_dsn' is not defined", "odbcinst -q -s");
     TT_EQ_INT(r, OBX_ERR_DB);
     r = open_fails("Server=localhost;Database=x;", "names neither DSN= nor Driver=", NULL);
@@ -152,7 +158,14 @@ static void test_connect_permanent(void) {
     conn_with(conn, sizeof conn, "Driver", "{obx no such driver}");
     r = open_fails(conn, "driver 'obx no such driver' could not be loaded", "odbcinst -q -d");
     TT_EQ_INT(r, OBX_ERR_DB);
+#endif
     if (sqlite) {
+#ifndef TT_NO_DRIVER_MANAGER /* there the driver takes the whole string for a file name */
+        /* No Database=: SQLite would open a temporary file, gone at close. */
+        conn_with(conn, sizeof conn, "Database", "");
+        r = open_fails(conn, "would be a temporary file", "Database=:memory:");
+        TT_EQ_INT(r, OBX_ERR_DB);
+#endif
         conn_with(conn, sizeof conn, "Database", "/nonexistent-obx-dir/x.db");
         r = open_fails(conn, "cannot open the SQLite file '/nonexistent-obx-dir/x.db'", "directory");
         TT_EQ_INT(r, OBX_ERR_DB);
@@ -166,6 +179,15 @@ static void test_connect_permanent(void) {
     else conn_with(conn, sizeof conn, "Pwd", "obx-wrong-password");
     r = open_fails(conn, "the server refused the database or the login", pg ? "obx_no_such_role" : "Access denied");
     TT_EQ_INT(r, OBX_ERR_DB);
+}
+
+static void test_sqlite_memory(void) {
+    char conn[1024];
+    obx_store *s = open_with(conn_with(conn, sizeof conn, "Database", ":memory:"));
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(make_table(s));
+    TT_EQ_INT(count_rows(s, ""), 0);
+    obx_store_close(s);
 }
 
 static void test_rollback_leaves_nothing(void) {
@@ -360,7 +382,9 @@ int main(int argc, char **argv) {
     g_connstr = argv[2];
     TT_RUN("CORE-CONNECT", g_backend, "connect and detect the dialect", test_connect_detect);
     TT_RUN("CORE-CONNECT-FAIL", g_backend, "a bad connection string reports SQLSTATE and call", test_connect_failure);
-    TT_RUN("CORE-CONNECT-PERMANENT", g_backend, "a missing DSN, driver or database, a refused login, a SQLite file's missing directory: named, OBX_ERR_DB", test_connect_permanent);
+    TT_RUN("CORE-CONNECT-PERMANENT", g_backend, "a missing DSN, driver or database, a refused login, a SQLite file's missing directory or none (a temporary file): named, OBX_ERR_DB", test_connect_permanent);
+    if (strcmp(g_backend, "sqlite") == 0)
+        TT_RUN("CORE-SQLITE-MEMORY", g_backend, "Database=:memory: is a database in memory, asked for: opened", test_sqlite_memory);
     TT_RUN("CORE-ADOPT", g_backend, "a caller's connection is used and left as it was", test_adopt_caller_connection);
     TT_RUN("CORE-TX-ROLLBACK", g_backend, "a rolled-back transaction leaves nothing", test_rollback_leaves_nothing);
     TT_RUN("CORE-TX-PARTIAL", g_backend, "a failed statement is never committed as partial work", test_failed_statement_never_partial);
