@@ -44,7 +44,7 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
           $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay $(B)/obxctl $(B)/obxctl_fill $(B)/prom_check \
-          $(B)/example_protocols
+          $(B)/example_protocols $(B)/test_real_sqlite3
 
 all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder $(B)/obxctl
 
@@ -71,6 +71,10 @@ $(B)/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc.h | 
 
 $(B)/test_real: tests/test_real.c tests/tt.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_real.c -o $@ -lodbc
+
+# The same tests on SQLite through its own C API (OBX_SQLITE3_API): backend sqlite3.
+$(B)/test_real_sqlite3: tests/test_real.c tests/tt.h $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) -DOBX_SQLITE3_API tests/test_real.c -o $@ -lsqlite3
 
 $(B)/test_outbox: tests/test_outbox.c tests/tt.h tests/plans.h obx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_outbox.c -o $@ -lodbc

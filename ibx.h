@@ -1531,8 +1531,43 @@ IBX_API ibx_result ibx_run_now(ibx_store *store, const char *message_id, const c
 #else
 #include <unistd.h> /* getpid */
 #endif
+#ifdef IBX_SQLITE3_API
+#include <sqlite3.h>
+#if !defined(SQL_NULL_DATA) /* <sql.h> not included (nor by the other header): the few ODBC
+                               types and constants the engine names, as ODBC defines them */
+typedef unsigned char SQLCHAR;
+typedef short SQLSMALLINT;
+typedef unsigned short SQLUSMALLINT;
+typedef int SQLINTEGER;
+typedef unsigned int SQLUINTEGER;
+typedef long SQLLEN;
+typedef unsigned long SQLULEN;
+typedef long long SQLBIGINT;
+typedef short SQLRETURN;
+typedef void *SQLPOINTER;
+typedef void *SQLHANDLE;
+typedef SQLHANDLE SQLHENV;
+typedef SQLHANDLE SQLHDBC;
+typedef SQLHANDLE SQLHSTMT;
+#define SQL_NULL_DATA (-1)
+#define SQL_C_CHAR 1
+#define SQL_C_BINARY (-2)
+#define SQL_C_SBIGINT (-25)
+#define SQL_VARCHAR 12
+#define SQL_LONGVARCHAR (-1)
+#define SQL_WVARCHAR (-9)
+#define SQL_WLONGVARCHAR (-10)
+#define SQL_BIGINT (-5)
+#define SQL_VARBINARY (-3)
+#define SQL_LONGVARBINARY (-4)
+#define SQL_COMMIT 0
+#define SQL_ROLLBACK 1
+#define SQL_TXN_READ_COMMITTED 2
+#endif
+#else
 #include <sql.h>
 #include <sqlext.h>
+#endif
 #ifndef IBX_NO_THREADS
 #include <pthread.h>
 #endif
@@ -2715,8 +2750,50 @@ typedef struct ibx__db {
     unsigned char markers[IBX__MAX_STMTS][IBX__MAX_MARKERS]; /* see ibx__plain_markers */
 } ibx__db;
 
+/* The database interface. The engine reaches its database only through
+ * ibx__db and the functions below, which have two implementations: ODBC
+ * (the default, every dialect: the "odbc:" sections) and, with
+ * IBX_SQLITE3_API, SQLite's own C API (section "sqlite3 api"; there dbc is
+ * the sqlite3 *, a SQLHSTMT an ibx__sq_cur, and the ODBC types and
+ * constants that ibx__param and the engine name are this file's when
+ * <sql.h> is not included). What is common (ibx__exec's timeouts,
+ * ibx__db_ensure's reconnect, the unit modes, ibx__pick_keys) is written
+ * once, over them.
+ *   connection   ibx__db_connect (a string), ibx__db_adopt (the caller's
+ *                handle: used, never closed), ibx__db_close; under them
+ *                ibx__driver_connect, ibx__db_setup (dialect and session),
+ *                ibx__db_disconnect, ibx__check_autocommit,
+ *                ibx__db_free_statements
+ *   statements   ibx__exec_once: the statement of a slot, prepared once per
+ *                connection and kept in db->stmt, ibx__param bound in order
+ *                (or as "?N" numbers them) and run; *rows the affected count,
+ *                or *cursor left open for ibx__fetch, ibx__get_i64,
+ *                ibx__get_text, ibx__get_append, ibx__bind_head (columns
+ *                filled by each fetch), ibx__unbind, ibx__close;
+ *                ibx__exec_direct and ibx__query_text run text uncached (DDL,
+ *                transaction control, one value)
+ *   transactions ibx__end_tran, ibx__autocommit_off, under the common
+ *                ibx__unit_mode, ibx__begin, ibx__commit, ibx__rollback (the
+ *                SQLite API: always tx_by_sql, BEGIN IMMEDIATE by SQL)
+ *   errors       in db->err: the result (IBX_ERR_DB, or _DB_TRANSIENT as the
+ *                dialect's natives and the SQLSTATE class say), an SQLSTATE
+ *                (the SQLite API: HY000, 23000 for a constraint), the native
+ *                code (SQLite's primary result code), the message and the
+ *                call; db->fault and db->lost for the unit's retry. */
+#ifdef IBX_SQLITE3_API /* bodies in "sqlite3 api" */
+IBX__PRIVATE ibx_result ibx__driver_connect(ibx__db *db, const char *connstr);
+IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db);
+IBX__PRIVATE void ibx__db_disconnect(ibx__db *db);
+IBX__PRIVATE ibx_result ibx__check_autocommit(ibx__db *db);
+IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db);
+IBX__PRIVATE ibx_result ibx__fetch(ibx__db *db, SQLHSTMT st);
+IBX__PRIVATE void ibx__close(SQLHSTMT st);
+IBX__PRIVATE ibx_result ibx__get_text(ibx__db *db, SQLHSTMT st, int col, char *out, size_t cap, SQLLEN *ind);
+#endif
+
 /* >> odbc: diagnostics ------------------------------------------------------------ */
 
+#ifndef IBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* Read every diagnostic record of `handle` into db->err and classify the
  * failure. SQLGetDiagRec returns SQL_SUCCESS_WITH_INFO for a truncated
  * message: that is still a record, not the end. Returns the result code. */
@@ -2810,8 +2887,11 @@ IBX__PRIVATE ibx_result ibx__check(ibx__db *db, SQLRETURN rc, SQLSMALLINT type, 
     return ibx__diag(db, type, h, where);
 }
 
+#endif /* !IBX_SQLITE3_API */
+
 /* >> odbc: connect ---------------------------------------------------------------- */
 
+#ifndef IBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 IBX__PRIVATE void ibx__db_free_statements(ibx__db *db) {
     int i;
     for (i = 0; i < IBX__MAX_STMTS; i++) {
@@ -2835,6 +2915,8 @@ IBX__PRIVATE ibx_result ibx__get_info(ibx__db *db, SQLUSMALLINT what, char *out,
     return r;
 }
 
+#endif /* !IBX_SQLITE3_API */
+
 IBX__PRIVATE ibx_result ibx__exec_direct(ibx__db *db, const char *sql, const char *where);
 IBX__PRIVATE ibx_result ibx__end_tran(ibx__db *db, SQLSMALLINT completion, const char *where);
 IBX__PRIVATE ibx_result ibx__query_text(ibx__db *db, const char *sql, char *out, size_t cap);
@@ -2843,6 +2925,7 @@ IBX__PRIVATE ibx_result ibx__query_text(ibx__db *db, const char *sql, char *out,
  * session up. Leaves no transaction open. */
 IBX__PRIVATE ibx_result ibx__sqlite_not_temporary(ibx__db *db);
 
+#ifndef IBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
     const ibx__dialect *d;
     ibx_dialect id;
@@ -2904,6 +2987,8 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
     return r;
 }
 
+#endif /* !IBX_SQLITE3_API */
+
 /* The value of `key` in a connection string, braces taken off ("" when
  * the string has no such key). */
 IBX__PRIVATE void ibx__connstr_value(const char *connstr, const char *key, char *out, size_t cap) {
@@ -2954,6 +3039,7 @@ IBX__PRIVATE ibx_result ibx__sqlite_not_temporary(ibx__db *db) {
     return IBX_ERR_DB;
 }
 
+#ifndef IBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* A failed connect, explained: the driver manager says "Data source name
  * not found" for a missing DSN and for a string without DSN= or Driver=
  * alike, psqlODBC reports every refusal as 08001 (connection failed), and
@@ -3179,6 +3265,8 @@ IBX__PRIVATE ibx_result ibx__db_adopt(ibx__db *db, void *hdbc) {
     return r == IBX_OK ? ibx__check_autocommit(db) : r;
 }
 
+#endif /* !IBX_SQLITE3_API */
+
 /* Reopen a lost connection of our own before the next unit of work. */
 IBX__PRIVATE ibx_result ibx__db_ensure(ibx__db *db) {
     ibx_result r;
@@ -3202,6 +3290,7 @@ IBX__PRIVATE ibx_result ibx__db_ensure(ibx__db *db) {
     return r;
 }
 
+#ifndef IBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 IBX__PRIVATE void ibx__db_close(ibx__db *db) {
     if (db->own_connection) {
         ibx__db_disconnect(db);
@@ -3217,6 +3306,8 @@ IBX__PRIVATE void ibx__db_close(ibx__db *db) {
     db->connected = 0;
 }
 
+#endif /* !IBX_SQLITE3_API */
+
 /* >> odbc: statements and parameters ------------------------------------------------- */
 
 /* A parameter value; bound by ibx__exec. Text and blobs point at the
@@ -3229,6 +3320,11 @@ typedef struct ibx__param {
     SQLLEN ind;
     SQLBIGINT i64;
 } ibx__param;
+
+#ifdef IBX_SQLITE3_API /* the interface's statement run (see "odbc: connection state") */
+static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__param *ps, int n,
+                                 int64_t *rows, SQLHSTMT *cursor);
+#endif
 
 /* Text of `len` bytes (len (size_t)-1: up to the NUL); NULL text binds SQL NULL. */
 IBX__PRIVATE void ibx__p_text(ibx__param *p, const char *text, size_t len) {
@@ -3306,6 +3402,7 @@ IBX__PRIVATE const char *ibx__args_check(const char *sql, const char *args, char
     return NULL;
 }
 
+#ifndef IBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* The cached statement for `slot`, prepared from `sql` on first use. */
 /* A statement may number its markers, "?2": argument 2 is bound there, so a
  * dialect can take the canonical arguments in its own order (MariaDB's
@@ -3442,6 +3539,8 @@ static ibx_result ibx__affected_rows(ibx__db *db, SQLHSTMT st, int64_t *rows) {
     return r;
 }
 
+#endif /* !IBX_SQLITE3_API */
+
 #if IBX__CHECK_ARGS
 /* Arguments ps[0..n) for text `sql` in `slot`: as many as its markers take,
  * and, for a statement of the store's (db->sql), of the declared kinds. */
@@ -3464,6 +3563,7 @@ static int ibx__args_bound(const ibx__db *db, int slot, const char *sql, const i
 }
 #endif
 
+#ifndef IBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__param *ps, int n,
                                  int64_t *rows, SQLHSTMT *cursor) {
     SQLHSTMT st = NULL;
@@ -3502,6 +3602,8 @@ static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__pa
     return r;
 }
 
+#endif /* !IBX_SQLITE3_API */
+
 /* Run the statement in `slot` (ibx__exec_once). With a statement timeout,
  * a call that fails only after the timeout has passed says so: drivers
  * report it as a lost connection (MariaDB's socket timeout) or a cancel. */
@@ -3521,6 +3623,7 @@ IBX__PRIVATE ibx_result ibx__exec(ibx__db *db, int slot, const char *sql, ibx__p
     return r;
 }
 
+#ifndef IBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* IBX_OK with a row, IBX_EMPTY at the end of the result set, or an error. */
 IBX__PRIVATE ibx_result ibx__fetch(ibx__db *db, SQLHSTMT st) {
     SQLRETURN rc = SQLFetch(st);
@@ -3540,6 +3643,20 @@ IBX__PRIVATE ibx_result ibx__fetch(ibx__db *db, SQLHSTMT st) {
 IBX__PRIVATE void ibx__close(SQLHSTMT st) {
     if (st) SQLFreeStmt(st, SQL_CLOSE);
 }
+
+/* Column `col` (1-based) as text into out (cut to cap), *ind its length or
+ * SQL_NULL_DATA (then out is left as it was). */
+IBX__PRIVATE ibx_result ibx__get_text(ibx__db *db, SQLHSTMT st, int col, char *out, size_t cap, SQLLEN *ind) {
+    return ibx__check(db, SQLGetData(st, (SQLUSMALLINT)col, SQL_C_CHAR, out, (SQLLEN)cap, ind), SQL_HANDLE_STMT,
+                      st, "SQLGetData");
+}
+
+/* Forget the columns ibx__bind_head bound: their memory is about to go. */
+IBX__PRIVATE void ibx__unbind(SQLHSTMT st) {
+    if (st) SQLFreeStmt(st, SQL_UNBIND);
+}
+
+#endif /* !IBX_SQLITE3_API */
 
 /* The first step of a claim in three statements (no UPDATE ... RETURNING):
  * run the pick in `slot` (arguments: the batch size, and the window: how
@@ -3566,8 +3683,7 @@ IBX__PRIVATE ibx_result ibx__pick_keys(ibx__db *db, int slot, const char *sql, i
                 char key[1024]; /* 255 characters of up to 4 bytes */
                 SQLLEN ind = 0;
                 key[0] = '\0';
-                r = ibx__check(db, SQLGetData(cur, (SQLUSMALLINT)(k + 1), SQL_C_CHAR, key, sizeof key, &ind),
-                               SQL_HANDLE_STMT, cur, "SQLGetData");
+                r = ibx__get_text(db, cur, k + 1, key, sizeof key, &ind);
                 /* A NULL leaves the buffer as it was: it stays a null, which matches nothing. */
                 if (r == IBX_OK && !(ind == SQL_NULL_DATA ? ibx__list_add_null(db->hooks, lists[k], db->d)
                                                           : ibx__list_add(db->hooks, lists[k], db->d, key, strlen(key))))
@@ -3584,6 +3700,7 @@ IBX__PRIVATE ibx_result ibx__pick_keys(ibx__db *db, int slot, const char *sql, i
     return IBX_OK;
 }
 
+#ifndef IBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* Column `col` (1-based) as a 64-bit integer; *is_null set when given. */
 IBX__PRIVATE ibx_result ibx__get_i64(ibx__db *db, SQLHSTMT st, int col, int64_t *out,
                                      int *is_null) {
@@ -3644,6 +3761,8 @@ IBX__PRIVATE ibx_result ibx__get_append(ibx__db *db, SQLHSTMT st, int col, SQLSM
     return IBX_OK;
 }
 
+#endif /* !IBX_SQLITE3_API */
+
 /* A claimed row's fixed-size columns, bound so that one SQLFetch fills
  * them all: `texts` short texts (UUIDs) first, then integers. Its variable
  * texts come after them and are read with SQLGetData in column order, which
@@ -3657,6 +3776,7 @@ typedef struct ibx__row_head {
     SQLLEN ind[IBX__HEAD_INTS];
 } ibx__row_head;
 
+#ifndef IBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 IBX__PRIVATE ibx_result ibx__bind_head(ibx__db *db, SQLHSTMT st, ibx__row_head *h, int texts, int ints) {
     int i;
     IBX_ASSERT(texts <= 2 && ints <= IBX__HEAD_INTS);
@@ -3671,11 +3791,14 @@ IBX__PRIVATE ibx_result ibx__bind_head(ibx__db *db, SQLHSTMT st, ibx__row_head *
     return IBX_OK;
 }
 
+#endif /* !IBX_SQLITE3_API */
+
 /* Integer k of the bound head; 0 for NULL. */
 IBX__PRIVATE int64_t ibx__head_int(const ibx__row_head *h, int k) {
     return h->ind[k] == SQL_NULL_DATA ? 0 : (int64_t)h->v[k];
 }
 
+#ifndef IBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* Run one statement that returns nothing, outside the cache (DDL,
  * transaction control, session settings). */
 IBX__PRIVATE ibx_result ibx__exec_direct(ibx__db *db, const char *sql, const char *where) {
@@ -3709,6 +3832,8 @@ IBX__PRIVATE ibx_result ibx__query_text(ibx__db *db, const char *sql, char *out,
     return r;
 }
 
+#endif /* !IBX_SQLITE3_API */
+
 /* >> odbc: transactions and units of work ------------------------------------------- */
 
 /* Rule: one place decides how a unit of work runs. A connection rests in
@@ -3732,10 +3857,13 @@ enum {
 
 enum { IBX__UNIT_READ = 0, IBX__UNIT_WRITE = 1, IBX__UNIT_ONE_STATEMENT = 2 };
 
+#ifndef IBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 IBX__PRIVATE ibx_result ibx__end_tran(ibx__db *db, SQLSMALLINT completion, const char *where) {
     return ibx__check(db, SQLEndTran(SQL_HANDLE_DBC, db->dbc, completion), SQL_HANDLE_DBC, db->dbc,
                       where);
 }
+
+#endif /* !IBX_SQLITE3_API */
 
 /* How a unit with `flags` runs on db: the one place that decides.
  * A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
@@ -3750,12 +3878,14 @@ IBX__PRIVATE int ibx__unit_mode(ibx__db *db, int flags) {
     if (db->callers_tx) return IBX__RUN_CALLER;
     if ((flags & IBX__UNIT_ONE_STATEMENT) && db->own_connection) {
         if (db->tx_by_sql || db->autocommit_on) return IBX__RUN_AUTOCOMMIT;
+#ifndef IBX_SQLITE3_API
         if (IBX__ONE(db->d)->autocommit_is_local &&
             SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
                                             (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER))) {
             db->autocommit_on = 1;
             return IBX__RUN_AUTOCOMMIT;
         }
+#endif
     }
     /* SQLite readers need no write lock: without BEGIN each statement is
      * its own snapshot, and a writer elsewhere does not block them. */
@@ -3763,6 +3893,7 @@ IBX__PRIVATE int ibx__unit_mode(ibx__db *db, int flags) {
     return IBX__RUN_ODBC;
 }
 
+#ifndef IBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* Manual commit again before a unit of several statements: they must never
  * run as several transactions. */
 IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
@@ -3773,6 +3904,8 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
     if (r == IBX_OK) db->autocommit_on = 0;
     return r;
 }
+
+#endif /* !IBX_SQLITE3_API */
 
 /* Open a unit in `mode` (ibx__unit_mode). */
 IBX__PRIVATE ibx_result ibx__begin(ibx__db *db, int mode) {
@@ -3790,12 +3923,15 @@ IBX__PRIVATE ibx_result ibx__begin(ibx__db *db, int mode) {
 }
 
 IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
+#ifndef IBX_SQLITE3_API
     SQLUINTEGER dead = 0;
+#endif
     ibx_result r;
     IBX_ASSERT(db->unit == IBX__RUN_SQL || db->unit == IBX__RUN_SQL_READ || db->unit == IBX__RUN_ODBC);
     /* psqlODBC reports a successful COMMIT on a connection it already knows
      * is dead; believe the dead flag, not the commit. (Where asking costs a
      * round trip, a dead connection fails the COMMIT itself.) */
+#ifndef IBX_SQLITE3_API
     if (db->d->dead_flag_is_local &&
         SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
         dead == SQL_CD_TRUE) {
@@ -3806,6 +3942,7 @@ IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
         db->err->connection_lost = 1;
         return r;
     }
+#endif
     if (db->unit == IBX__RUN_SQL_READ) return IBX_OK; /* a read unit: nothing to commit */
     r = db->unit == IBX__RUN_SQL ? ibx__exec_direct(db, "COMMIT", "COMMIT")
                                  : ibx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
@@ -3901,6 +4038,378 @@ IBX__PRIVATE ibx_result ibx__unit_one(ibx__db *db, ibx__unit_fn fn, void *ctx, c
     return ibx__unit_run(db, fn, ctx, what, IBX__UNIT_WRITE | IBX__UNIT_ONE_STATEMENT);
 }
 
+
+/* >> sqlite3 api: the database interface on SQLite's own C API ----------------------- */
+
+#ifdef IBX_SQLITE3_API
+/* IBX_SQLITE3_API: the functions of the database interface (see "odbc:
+ * connection state") on the sqlite3 C API, no driver manager or ODBC driver.
+ * db->dbc is the sqlite3 *, db->stmt[slot] an ibx__sq_cur: the slot's
+ * statement, prepared once per connection and reset, rebound and stepped for
+ * each use (sqliteodbc compiled it again at each execute). The dialect is
+ * SQLite's, its statement texts the same rows; "?N" markers are SQLite's own.
+ * Connections rest in autocommit; units are BEGIN IMMEDIATE / COMMIT /
+ * ROLLBACK as SQL (tx_by_sql), as through sqliteodbc. */
+
+enum { IBX__SQ_IDLE = 0, IBX__SQ_PENDING, IBX__SQ_ROW, IBX__SQ_DONE };
+
+/* A statement and where its cursor stands: a step that found a row leaves
+ * it PENDING for the first ibx__fetch, which makes it the current ROW. */
+typedef struct ibx__sq_cur {
+    sqlite3_stmt *st;
+    int state;
+    ibx__row_head *head; /* ibx__bind_head: filled at each fetch */
+    int head_texts, head_ints;
+} ibx__sq_cur;
+
+/* A failed sqlite3 call, diagnosed as an ODBC one would be: the primary
+ * result code is the native code (the dialect's natives classify it: BUSY
+ * and LOCKED are transient), SQLSTATE HY000 (23000 for a constraint). */
+IBX__PRIVATE ibx_result ibx__sq_fail(ibx__db *db, int rc, const char *where) {
+    ibx_error *e = db->err;
+    sqlite3 *h = (sqlite3 *)db->dbc;
+    int primary = rc & 0xff, fault;
+    const char *state = primary == SQLITE_CONSTRAINT ? "23000" : "HY000";
+    ibx__error_clear(e);
+    ibx__copy(e->where, sizeof e->where, where);
+    ibx__copy(e->sqlstate, sizeof e->sqlstate, state);
+    e->native = primary;
+    snprintf(e->message, sizeof e->message, "[SQLite][%s/%d] %s", state, rc,
+             h && (sqlite3_extended_errcode(h) & 0xff) == primary ? sqlite3_errmsg(h) : sqlite3_errstr(rc));
+    fault = ibx__classify(db->d, state, primary);
+    e->result = primary == SQLITE_NOMEM ? IBX_ERR_NO_MEMORY
+              : fault == IBX__FAULT_PERMANENT || fault == IBX__FAULT_LOST_PERMANENT ? IBX_ERR_DB
+                                                                                   : IBX_ERR_DB_TRANSIENT;
+    db->fault = fault;
+    ibx__log(db->hooks, IBX_LOG_DEBUG, db->store_id, "%s failed: %s", where, e->message);
+    return e->result;
+}
+
+IBX__PRIVATE void ibx__db_free_statements(ibx__db *db) {
+    int i;
+    for (i = 0; i < IBX__MAX_STMTS; i++) {
+        ibx__sq_cur *c = (ibx__sq_cur *)db->stmt[i];
+        if (c) {
+            sqlite3_finalize(c->st);
+            ibx__free(db->hooks, c);
+        }
+        db->stmt[i] = NULL;
+    }
+}
+
+/* The dialect is SQLite's; a forced other one cannot be spoken here. */
+IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
+    const ibx__dialect *d = ibx__dialect_get(IBX_DIALECT_SQLITE);
+    ibx_result r = IBX_OK;
+    if (!d || (db->forced != IBX_DIALECT_AUTO && db->forced != IBX_DIALECT_SQLITE))
+        return ibx__fail(db->err, IBX_ERR_UNSUPPORTED, "ibx_store_open: dialect",
+                         "this build reaches SQLite through its C API (IBX_SQLITE3_API)%s",
+                         d ? ": it speaks only sqlite" : " and leaves SQLite out (IBX_NO_SQLITE)");
+    db->d = d;
+    ibx__copy(db->dbms_name, sizeof db->dbms_name, "SQLite");
+    ibx__copy(db->dbms_version, sizeof db->dbms_version, sqlite3_libversion());
+    ibx__copy(db->driver_name, sizeof db->driver_name, "sqlite3 C API");
+    db->autocommit_on = 0;
+    db->tx_by_sql = 1;
+    if (!db->own_connection) return IBX_OK; /* the caller's session is the caller's */
+    if (IBX__ONE(d)->session_sql) r = ibx__exec_direct(db, IBX__ONE(d)->session_sql, "session setup");
+    return r == IBX_OK ? ibx__sqlite_not_temporary(db) : r;
+}
+
+/* A connection string is a file name, a "file:" URI, or ODBC's key=value;
+ * pairs as sqliteodbc reads them: Database= (the file), Timeout= (the busy
+ * timeout in ms, default 100000), JournalMode=, SyncPragma=; other keys
+ * (Driver=, DSN=) are ignored. */
+IBX__PRIVATE ibx_result ibx__driver_connect(ibx__db *db, const char *connstr) {
+    char file[1024], value[32], sql[64];
+    const char *path = connstr;
+    long timeout_ms = 100000;
+    sqlite3 *h = NULL;
+    int rc, pairs = strncmp(connstr, "file:", 5) != 0 && strchr(connstr, '=') != NULL;
+    if (pairs) {
+        ibx__connstr_value(connstr, "Database", file, sizeof file);
+        path = file;
+        ibx__connstr_value(connstr, "Timeout", value, sizeof value);
+        if (value[0]) timeout_ms = strtol(value, NULL, 10);
+    }
+    rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, NULL);
+    db->dbc = h;
+    if (rc != SQLITE_OK) {
+        ibx__sq_fail(db, rc, "sqlite3_open_v2");
+        if ((rc & 0xff) == SQLITE_CANTOPEN) {
+            char text[sizeof db->err->message];
+            snprintf(text, sizeof text, "cannot open the SQLite file '%.150s'"
+                     IBX__WHY(": does its directory exist, and may this process write there?") ": %.250s",
+                     path, db->err->message);
+            ibx__copy(db->err->message, sizeof db->err->message, text);
+            db->err->result = IBX_ERR_DB;
+            db->fault = IBX__FAULT_PERMANENT;
+        }
+        sqlite3_close(h);
+        db->dbc = NULL;
+        return db->err->result;
+    }
+    sqlite3_extended_result_codes(h, 1);
+    sqlite3_busy_timeout(h, timeout_ms < 0 ? 0 : timeout_ms > INT_MAX ? INT_MAX : (int)timeout_ms);
+    db->connected = 1;
+    db->lost = 0;
+    if (pairs) { /* sqliteodbc's pragmas: a value is a word, never more SQL */
+        static const char *const keys[2][2] = {{"JournalMode", "journal_mode"}, {"SyncPragma", "synchronous"}};
+        int k;
+        for (k = 0; k < 2; k++) {
+            ibx__connstr_value(connstr, keys[k][0], value, sizeof value);
+            if (!value[0]) continue;
+            if (strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != strlen(value))
+                return ibx__fail(db->err, IBX_ERR_INVALID_ARG, "connection_string",
+                                 "%s=%s is not a word" IBX__WHY(" (e.g. JournalMode=WAL;SyncPragma=NORMAL;)"),
+                                 keys[k][0], value);
+            snprintf(sql, sizeof sql, "PRAGMA %s = %s", keys[k][1], value);
+            if ((rc = sqlite3_exec(h, sql, NULL, NULL, NULL)) != SQLITE_OK) return ibx__sq_fail(db, rc, keys[k][0]);
+        }
+    }
+    return IBX_OK;
+}
+
+IBX__PRIVATE void ibx__db_disconnect(ibx__db *db) {
+    ibx__db_free_statements(db);
+    if (db->connected && db->dbc) {
+        if (!sqlite3_get_autocommit((sqlite3 *)db->dbc))
+            sqlite3_exec((sqlite3 *)db->dbc, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_close_v2((sqlite3 *)db->dbc);
+        db->dbc = NULL;
+    }
+    db->connected = 0;
+    db->in_tx = 0;
+}
+
+IBX__PRIVATE ibx_result ibx__db_connect(ibx__db *db, const char *connstr) {
+    ibx_result r;
+    db->own_connection = 1;
+    if (!db->connstr && !(db->connstr = ibx__strdup(db->hooks, connstr)))
+        return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "connection_string", "out of memory");
+    r = ibx__driver_connect(db, db->connstr);
+    return r == IBX_OK ? ibx__db_setup(db) : r;
+}
+
+/* A sqlite3 handle has no autocommit mode apart from its transaction: an
+ * application's BEGIN is its own, and the store's units begin by SQL. */
+IBX__PRIVATE ibx_result ibx__check_autocommit(ibx__db *db) {
+    (void)db;
+    return IBX_OK;
+}
+
+/* hdbc is the application's sqlite3 *: used, never closed, its settings
+ * (busy timeout, extended codes) left as they are. */
+IBX__PRIVATE ibx_result ibx__db_adopt(ibx__db *db, void *hdbc) {
+    db->own_connection = 0;
+    db->dbc = hdbc;
+    db->connected = 1;
+    return ibx__db_setup(db);
+}
+
+IBX__PRIVATE void ibx__db_close(ibx__db *db) {
+    if (db->own_connection) ibx__db_disconnect(db);
+    else ibx__db_free_statements(db);
+    ibx__free(db->hooks, db->connstr);
+    db->connstr = NULL;
+    db->dbc = NULL;
+    db->env = NULL;
+    db->connected = 0;
+}
+
+IBX__PRIVATE int ibx__sq_bind(sqlite3_stmt *st, int k, const ibx__param *p) {
+    if (p->ind == SQL_NULL_DATA) return sqlite3_bind_null(st, k);
+    if (p->c_type == SQL_C_SBIGINT) return sqlite3_bind_int64(st, k, (sqlite3_int64)p->i64);
+    if (p->c_type == SQL_C_BINARY)
+        return sqlite3_bind_blob64(st, k, p->ptr, (sqlite3_uint64)p->ind, SQLITE_STATIC);
+    return sqlite3_bind_text64(st, k, (const char *)p->ptr, (sqlite3_uint64)p->ind, SQLITE_STATIC, SQLITE_UTF8);
+}
+
+/* Run the statement of `slot`, prepared on first use and kept (the
+ * interface: see ibx__exec). A row where none is read: the first column
+ * is the count (as through ODBC). */
+static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__param *ps, int n,
+                                 int64_t *rows, SQLHSTMT *cursor) {
+    sqlite3 *h = (sqlite3 *)db->dbc;
+    ibx__sq_cur *c = (ibx__sq_cur *)db->stmt[slot];
+    ibx_result r;
+    int rc, i, markers;
+#if IBX__CHECK_ARGS
+    IBX_ASSERT(ibx__args_bound(db, slot, sql, ps, n));
+#endif
+    IBX_ASSERT(slot >= 0 && slot < IBX__MAX_STMTS);
+    if (!c) {
+        sqlite3_stmt *st = NULL;
+        c = (ibx__sq_cur *)ibx__alloc(db->hooks, sizeof *c);
+        if (!c) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "sqlite3_prepare_v3", "out of memory");
+        rc = sqlite3_prepare_v3(h, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+        if (rc != SQLITE_OK) {
+            ibx__free(db->hooks, c);
+            return ibx__sq_fail(db, rc, "sqlite3_prepare_v3");
+        }
+        memset(c, 0, sizeof *c);
+        c->st = st;
+        db->stmt[slot] = c;
+    }
+    sqlite3_reset(c->st); /* a cursor left open by an earlier failure */
+    c->state = IBX__SQ_IDLE;
+    c->head = NULL;
+    markers = sqlite3_bind_parameter_count(c->st);
+    if (markers > n)
+        return ibx__fail(db->err, IBX_ERR_STATE, "sqlite3_bind", "marker ?%d but only %d arguments", markers, n);
+    for (i = 0; i < markers; i++)
+        if ((rc = ibx__sq_bind(c->st, i + 1, &ps[i])) != SQLITE_OK) return ibx__sq_fail(db, rc, "sqlite3_bind");
+    rc = sqlite3_step(c->st);
+    if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+        if (cursor) {
+            c->state = rc == SQLITE_ROW ? IBX__SQ_PENDING : IBX__SQ_DONE;
+            *cursor = c;
+            return IBX_OK;
+        }
+        if (rows && rc == SQLITE_ROW)
+            *rows = sqlite3_column_type(c->st, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(c->st, 0);
+        else if (rows)
+            *rows = sqlite3_column_count(c->st) > 0 ? 0 : (int64_t)sqlite3_changes(h);
+        if (rows && *rows < 0) *rows = 0;
+        sqlite3_reset(c->st);
+        return IBX_OK;
+    }
+    r = ibx__sq_fail(db, rc, "sqlite3_step");
+    sqlite3_reset(c->st);
+    return r;
+}
+
+/* The bound head's columns from the current row (ibx__bind_head). */
+IBX__PRIVATE void ibx__sq_fill_head(ibx__sq_cur *c) {
+    ibx__row_head *h = c->head;
+    int i;
+    for (i = 0; i < c->head_texts; i++) {
+        const unsigned char *t = sqlite3_column_text(c->st, i);
+        h->text_ind[i] = t ? (SQLLEN)sqlite3_column_bytes(c->st, i) : SQL_NULL_DATA;
+        ibx__copy(h->text[i], sizeof h->text[i], t ? (const char *)t : "");
+    }
+    for (i = 0; i < c->head_ints; i++) {
+        int null = sqlite3_column_type(c->st, c->head_texts + i) == SQLITE_NULL;
+        h->ind[i] = null ? SQL_NULL_DATA : 0;
+        h->v[i] = null ? 0 : (SQLBIGINT)sqlite3_column_int64(c->st, c->head_texts + i);
+    }
+}
+
+IBX__PRIVATE ibx_result ibx__fetch(ibx__db *db, SQLHSTMT st) {
+    ibx__sq_cur *c = (ibx__sq_cur *)st;
+    if (c->state == IBX__SQ_PENDING) {
+        c->state = IBX__SQ_ROW;
+    } else if (c->state == IBX__SQ_ROW) {
+        int rc = sqlite3_step(c->st);
+        if (rc != SQLITE_ROW) {
+            c->state = IBX__SQ_DONE;
+            return rc == SQLITE_DONE ? IBX_EMPTY : ibx__sq_fail(db, rc, "sqlite3_step");
+        }
+    } else {
+        return IBX_EMPTY;
+    }
+    if (c->head) ibx__sq_fill_head(c);
+    return IBX_OK;
+}
+
+IBX__PRIVATE void ibx__close(SQLHSTMT st) {
+    ibx__sq_cur *c = (ibx__sq_cur *)st;
+    if (!c) return;
+    sqlite3_reset(c->st); /* ends its read: a finished statement holds no snapshot */
+    c->state = IBX__SQ_IDLE;
+    c->head = NULL;
+}
+
+IBX__PRIVATE void ibx__unbind(SQLHSTMT st) {
+    if (st) ((ibx__sq_cur *)st)->head = NULL;
+}
+
+IBX__PRIVATE ibx_result ibx__get_text(ibx__db *db, SQLHSTMT st, int col, char *out, size_t cap, SQLLEN *ind) {
+    sqlite3_stmt *s = ((ibx__sq_cur *)st)->st;
+    const unsigned char *t = sqlite3_column_text(s, col - 1);
+    if (!t && sqlite3_errcode(sqlite3_db_handle(s)) == SQLITE_NOMEM)
+        return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "sqlite3_column_text", "out of memory");
+    *ind = t ? (SQLLEN)sqlite3_column_bytes(s, col - 1) : SQL_NULL_DATA;
+    if (t) ibx__copy(out, cap, (const char *)t);
+    return IBX_OK;
+}
+
+IBX__PRIVATE ibx_result ibx__get_i64(ibx__db *db, SQLHSTMT st, int col, int64_t *out, int *is_null) {
+    sqlite3_stmt *s = ((ibx__sq_cur *)st)->st;
+    int null = sqlite3_column_type(s, col - 1) == SQLITE_NULL;
+    (void)db;
+    if (is_null) *is_null = null;
+    *out = null ? 0 : (int64_t)sqlite3_column_int64(s, col - 1);
+    return IBX_OK;
+}
+
+IBX__PRIVATE ibx_result ibx__get_append(ibx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type,
+                                        ibx__buf *buf, size_t *offset, size_t *out_len) {
+    sqlite3_stmt *s = ((ibx__sq_cur *)st)->st;
+    const void *v;
+    size_t n;
+    if (sqlite3_column_type(s, col - 1) == SQLITE_NULL) {
+        *offset = (size_t)-1;
+        if (out_len) *out_len = 0;
+        return IBX_OK;
+    }
+    v = c_type == SQL_C_BINARY ? sqlite3_column_blob(s, col - 1) : (const void *)sqlite3_column_text(s, col - 1);
+    n = (size_t)sqlite3_column_bytes(s, col - 1);
+    if ((!v && n) || !ibx__buf_reserve(db->hooks, buf, n + 1))
+        return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "sqlite3_column", "out of memory");
+    if (n) memcpy(buf->data + buf->len, v, n);
+    buf->data[buf->len + n] = '\0';
+    *offset = buf->len;
+    if (out_len) *out_len = n;
+    buf->len += n + 1;
+    return IBX_OK;
+}
+
+IBX__PRIVATE ibx_result ibx__bind_head(ibx__db *db, SQLHSTMT st, ibx__row_head *h, int texts, int ints) {
+    ibx__sq_cur *c = (ibx__sq_cur *)st;
+    (void)db;
+    IBX_ASSERT(texts <= 2 && ints <= IBX__HEAD_INTS);
+    c->head = h;
+    c->head_texts = texts;
+    c->head_ints = ints;
+    if (c->state == IBX__SQ_ROW) ibx__sq_fill_head(c);
+    return IBX_OK;
+}
+
+IBX__PRIVATE ibx_result ibx__exec_direct(ibx__db *db, const char *sql, const char *where) {
+    int rc = sqlite3_exec((sqlite3 *)db->dbc, sql, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? IBX_OK : ibx__sq_fail(db, rc, where);
+}
+
+IBX__PRIVATE ibx_result ibx__query_text(ibx__db *db, const char *sql, char *out, size_t cap) {
+    sqlite3_stmt *st = NULL;
+    ibx_result r = IBX_OK;
+    int rc = sqlite3_prepare_v2((sqlite3 *)db->dbc, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const unsigned char *t = sqlite3_column_text(st, 0);
+        ibx__copy(out, cap, t ? (const char *)t : "");
+    } else if (rc == SQLITE_DONE) {
+        r = ibx__fail(db->err, IBX_ERR_NOT_FOUND, sql, "query returned no row");
+    } else {
+        r = ibx__sq_fail(db, rc, "sqlite3_step");
+    }
+    sqlite3_finalize(st);
+    return r;
+}
+
+/* The ODBC commit and rollback of a connection outside a transaction are
+ * no-ops; so are these. */
+IBX__PRIVATE ibx_result ibx__end_tran(ibx__db *db, SQLSMALLINT completion, const char *where) {
+    if (sqlite3_get_autocommit((sqlite3 *)db->dbc)) return IBX_OK;
+    return ibx__exec_direct(db, completion == SQL_COMMIT ? "COMMIT" : "ROLLBACK", where);
+}
+
+IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
+    db->autocommit_on = 0; /* never on: every unit here is tx_by_sql */
+    return IBX_OK;
+}
+#endif /* IBX_SQLITE3_API */
 
 /* >> registry of many databases ---------------------------------------------------- */
 
@@ -6892,7 +7401,7 @@ static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
                        : ibx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
         if (r == IBX_OK) c->count++;
     }
-    if (cur && short_rows) SQLFreeStmt(cur, SQL_UNBIND); /* `head` is about to go */
+    if (short_rows) ibx__unbind(cur); /* `head` is about to go */
     ibx__close(cur);
     if (r == IBX_EMPTY) r = IBX_OK;
     return r == IBX_OK && c->count > 0 ? ibx__claim_recheck(db, s, &c->count) : r;
@@ -9552,13 +10061,11 @@ static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ib
         (r = ibx__get_i64(db, st, 6, &m->first_seen_ms, NULL)) != IBX_OK ||
         (r = ibx__get_i64(db, st, 7, &m->last_seen_ms, NULL)) != IBX_OK)
         return r;
-    r = ibx__check(db, SQLGetData(st, 8, SQL_C_CHAR, text, sizeof text, &ind), SQL_HANDLE_STMT, st,
-                   "SQLGetData");
+    r = ibx__get_text(db, st, 8, text, sizeof text, &ind);
     if (r != IBX_OK) return r;
     m->status = ibx__status_parse(ind == SQL_NULL_DATA ? "" : text);
     if ((r = ibx__get_i64(db, st, 9, &m->locked_until_ms, NULL)) != IBX_OK) return r;
-    r = ibx__check(db, SQLGetData(st, 10, SQL_C_CHAR, text, sizeof text, &ind), SQL_HANDLE_STMT, st,
-                   "SQLGetData");
+    r = ibx__get_text(db, st, 10, text, sizeof text, &ind);
     if (r != IBX_OK) return r;
     ibx__copy(m->owner_token, sizeof m->owner_token, ind == SQL_NULL_DATA ? "" : text);
     for (i = 0; m->owner_token[i]; i++) /* psqlODBC renders uuid in upper case */
@@ -9636,8 +10143,7 @@ static ibx_result ibx__seen_unit(ibx__db *db, void *vctx) {
     r = ibx__exec(db, IBX__Q_SEEN, c->s->sql[IBX__Q_SEEN], p, 3, NULL, &cur);
     if (r == IBX_OK) r = ibx__fetch(db, cur);
     if (r == IBX_OK)
-        r = ibx__check(db, SQLGetData(cur, 1, SQL_C_CHAR, status, sizeof status, &ind), SQL_HANDLE_STMT,
-                       cur, "SQLGetData");
+        r = ibx__get_text(db, cur, 1, status, sizeof status, &ind);
     if (r == IBX_OK) {
         size_t off = 0, len = 0;
         c->done = ind != SQL_NULL_DATA && strcmp(status, "Done") == 0;
@@ -9807,8 +10313,7 @@ static ibx_result ibx__known_unit(ibx__db *db, void *vctx) {
     ibx_result r = ibx__exec(db, IBX__Q_HASH, c->s->sql[IBX__Q_HASH], c->p, 2, NULL, &cur);
     if (r == IBX_OK) r = ibx__fetch(db, cur);
     if (r == IBX_OK)
-        r = ibx__check(db, SQLGetData(cur, 2, SQL_C_CHAR, status, sizeof status, &ind), SQL_HANDLE_STMT, cur,
-                       "SQLGetData");
+        r = ibx__get_text(db, cur, 2, status, sizeof status, &ind);
     ibx__close(cur);
     c->known = r == IBX_OK && ind != SQL_NULL_DATA && (!strcmp(status, "Processing") || !strcmp(status, "Done"));
     return r == IBX_EMPTY ? IBX_OK : r;

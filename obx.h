@@ -1676,8 +1676,43 @@ OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *erro
 #else
 #include <unistd.h> /* getpid */
 #endif
+#ifdef OBX_SQLITE3_API
+#include <sqlite3.h>
+#if !defined(SQL_NULL_DATA) /* <sql.h> not included (nor by the other header): the few ODBC
+                               types and constants the engine names, as ODBC defines them */
+typedef unsigned char SQLCHAR;
+typedef short SQLSMALLINT;
+typedef unsigned short SQLUSMALLINT;
+typedef int SQLINTEGER;
+typedef unsigned int SQLUINTEGER;
+typedef long SQLLEN;
+typedef unsigned long SQLULEN;
+typedef long long SQLBIGINT;
+typedef short SQLRETURN;
+typedef void *SQLPOINTER;
+typedef void *SQLHANDLE;
+typedef SQLHANDLE SQLHENV;
+typedef SQLHANDLE SQLHDBC;
+typedef SQLHANDLE SQLHSTMT;
+#define SQL_NULL_DATA (-1)
+#define SQL_C_CHAR 1
+#define SQL_C_BINARY (-2)
+#define SQL_C_SBIGINT (-25)
+#define SQL_VARCHAR 12
+#define SQL_LONGVARCHAR (-1)
+#define SQL_WVARCHAR (-9)
+#define SQL_WLONGVARCHAR (-10)
+#define SQL_BIGINT (-5)
+#define SQL_VARBINARY (-3)
+#define SQL_LONGVARBINARY (-4)
+#define SQL_COMMIT 0
+#define SQL_ROLLBACK 1
+#define SQL_TXN_READ_COMMITTED 2
+#endif
+#else
 #include <sql.h>
 #include <sqlext.h>
+#endif
 #ifndef OBX_NO_THREADS
 #include <pthread.h>
 #endif
@@ -2860,8 +2895,50 @@ typedef struct obx__db {
     unsigned char markers[OBX__MAX_STMTS][OBX__MAX_MARKERS]; /* see obx__plain_markers */
 } obx__db;
 
+/* The database interface. The engine reaches its database only through
+ * obx__db and the functions below, which have two implementations: ODBC
+ * (the default, every dialect: the "odbc:" sections) and, with
+ * OBX_SQLITE3_API, SQLite's own C API (section "sqlite3 api"; there dbc is
+ * the sqlite3 *, a SQLHSTMT an obx__sq_cur, and the ODBC types and
+ * constants that obx__param and the engine name are this file's when
+ * <sql.h> is not included). What is common (obx__exec's timeouts,
+ * obx__db_ensure's reconnect, the unit modes, obx__pick_keys) is written
+ * once, over them.
+ *   connection   obx__db_connect (a string), obx__db_adopt (the caller's
+ *                handle: used, never closed), obx__db_close; under them
+ *                obx__driver_connect, obx__db_setup (dialect and session),
+ *                obx__db_disconnect, obx__check_autocommit,
+ *                obx__db_free_statements
+ *   statements   obx__exec_once: the statement of a slot, prepared once per
+ *                connection and kept in db->stmt, obx__param bound in order
+ *                (or as "?N" numbers them) and run; *rows the affected count,
+ *                or *cursor left open for obx__fetch, obx__get_i64,
+ *                obx__get_text, obx__get_append, obx__bind_head (columns
+ *                filled by each fetch), obx__unbind, obx__close;
+ *                obx__exec_direct and obx__query_text run text uncached (DDL,
+ *                transaction control, one value)
+ *   transactions obx__end_tran, obx__autocommit_off, under the common
+ *                obx__unit_mode, obx__begin, obx__commit, obx__rollback (the
+ *                SQLite API: always tx_by_sql, BEGIN IMMEDIATE by SQL)
+ *   errors       in db->err: the result (OBX_ERR_DB, or _DB_TRANSIENT as the
+ *                dialect's natives and the SQLSTATE class say), an SQLSTATE
+ *                (the SQLite API: HY000, 23000 for a constraint), the native
+ *                code (SQLite's primary result code), the message and the
+ *                call; db->fault and db->lost for the unit's retry. */
+#ifdef OBX_SQLITE3_API /* bodies in "sqlite3 api" */
+OBX__PRIVATE obx_result obx__driver_connect(obx__db *db, const char *connstr);
+OBX__PRIVATE obx_result obx__db_setup(obx__db *db);
+OBX__PRIVATE void obx__db_disconnect(obx__db *db);
+OBX__PRIVATE obx_result obx__check_autocommit(obx__db *db);
+OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db);
+OBX__PRIVATE obx_result obx__fetch(obx__db *db, SQLHSTMT st);
+OBX__PRIVATE void obx__close(SQLHSTMT st);
+OBX__PRIVATE obx_result obx__get_text(obx__db *db, SQLHSTMT st, int col, char *out, size_t cap, SQLLEN *ind);
+#endif
+
 /* >> odbc: diagnostics ------------------------------------------------------------ */
 
+#ifndef OBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* Read every diagnostic record of `handle` into db->err and classify the
  * failure. SQLGetDiagRec returns SQL_SUCCESS_WITH_INFO for a truncated
  * message: that is still a record, not the end. Returns the result code. */
@@ -2955,8 +3032,11 @@ OBX__PRIVATE obx_result obx__check(obx__db *db, SQLRETURN rc, SQLSMALLINT type, 
     return obx__diag(db, type, h, where);
 }
 
+#endif /* !OBX_SQLITE3_API */
+
 /* >> odbc: connect ---------------------------------------------------------------- */
 
+#ifndef OBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 OBX__PRIVATE void obx__db_free_statements(obx__db *db) {
     int i;
     for (i = 0; i < OBX__MAX_STMTS; i++) {
@@ -2980,6 +3060,8 @@ OBX__PRIVATE obx_result obx__get_info(obx__db *db, SQLUSMALLINT what, char *out,
     return r;
 }
 
+#endif /* !OBX_SQLITE3_API */
+
 OBX__PRIVATE obx_result obx__exec_direct(obx__db *db, const char *sql, const char *where);
 OBX__PRIVATE obx_result obx__end_tran(obx__db *db, SQLSMALLINT completion, const char *where);
 OBX__PRIVATE obx_result obx__query_text(obx__db *db, const char *sql, char *out, size_t cap);
@@ -2988,6 +3070,7 @@ OBX__PRIVATE obx_result obx__query_text(obx__db *db, const char *sql, char *out,
  * session up. Leaves no transaction open. */
 OBX__PRIVATE obx_result obx__sqlite_not_temporary(obx__db *db);
 
+#ifndef OBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
     const obx__dialect *d;
     obx_dialect id;
@@ -3049,6 +3132,8 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
     return r;
 }
 
+#endif /* !OBX_SQLITE3_API */
+
 /* The value of `key` in a connection string, braces taken off ("" when
  * the string has no such key). */
 OBX__PRIVATE void obx__connstr_value(const char *connstr, const char *key, char *out, size_t cap) {
@@ -3099,6 +3184,7 @@ OBX__PRIVATE obx_result obx__sqlite_not_temporary(obx__db *db) {
     return OBX_ERR_DB;
 }
 
+#ifndef OBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* A failed connect, explained: the driver manager says "Data source name
  * not found" for a missing DSN and for a string without DSN= or Driver=
  * alike, psqlODBC reports every refusal as 08001 (connection failed), and
@@ -3324,6 +3410,8 @@ OBX__PRIVATE obx_result obx__db_adopt(obx__db *db, void *hdbc) {
     return r == OBX_OK ? obx__check_autocommit(db) : r;
 }
 
+#endif /* !OBX_SQLITE3_API */
+
 /* Reopen a lost connection of our own before the next unit of work. */
 OBX__PRIVATE obx_result obx__db_ensure(obx__db *db) {
     obx_result r;
@@ -3347,6 +3435,7 @@ OBX__PRIVATE obx_result obx__db_ensure(obx__db *db) {
     return r;
 }
 
+#ifndef OBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 OBX__PRIVATE void obx__db_close(obx__db *db) {
     if (db->own_connection) {
         obx__db_disconnect(db);
@@ -3362,6 +3451,8 @@ OBX__PRIVATE void obx__db_close(obx__db *db) {
     db->connected = 0;
 }
 
+#endif /* !OBX_SQLITE3_API */
+
 /* >> odbc: statements and parameters ------------------------------------------------- */
 
 /* A parameter value; bound by obx__exec. Text and blobs point at the
@@ -3374,6 +3465,11 @@ typedef struct obx__param {
     SQLLEN ind;
     SQLBIGINT i64;
 } obx__param;
+
+#ifdef OBX_SQLITE3_API /* the interface's statement run (see "odbc: connection state") */
+static obx_result obx__exec_once(obx__db *db, int slot, const char *sql, obx__param *ps, int n,
+                                 int64_t *rows, SQLHSTMT *cursor);
+#endif
 
 /* Text of `len` bytes (len (size_t)-1: up to the NUL); NULL text binds SQL NULL. */
 OBX__PRIVATE void obx__p_text(obx__param *p, const char *text, size_t len) {
@@ -3451,6 +3547,7 @@ OBX__PRIVATE const char *obx__args_check(const char *sql, const char *args, char
     return NULL;
 }
 
+#ifndef OBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* The cached statement for `slot`, prepared from `sql` on first use. */
 /* A statement may number its markers, "?2": argument 2 is bound there, so a
  * dialect can take the canonical arguments in its own order (MariaDB's
@@ -3587,6 +3684,8 @@ static obx_result obx__affected_rows(obx__db *db, SQLHSTMT st, int64_t *rows) {
     return r;
 }
 
+#endif /* !OBX_SQLITE3_API */
+
 #if OBX__CHECK_ARGS
 /* Arguments ps[0..n) for text `sql` in `slot`: as many as its markers take,
  * and, for a statement of the store's (db->sql), of the declared kinds. */
@@ -3609,6 +3708,7 @@ static int obx__args_bound(const obx__db *db, int slot, const char *sql, const o
 }
 #endif
 
+#ifndef OBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 static obx_result obx__exec_once(obx__db *db, int slot, const char *sql, obx__param *ps, int n,
                                  int64_t *rows, SQLHSTMT *cursor) {
     SQLHSTMT st = NULL;
@@ -3647,6 +3747,8 @@ static obx_result obx__exec_once(obx__db *db, int slot, const char *sql, obx__pa
     return r;
 }
 
+#endif /* !OBX_SQLITE3_API */
+
 /* Run the statement in `slot` (obx__exec_once). With a statement timeout,
  * a call that fails only after the timeout has passed says so: drivers
  * report it as a lost connection (MariaDB's socket timeout) or a cancel. */
@@ -3666,6 +3768,7 @@ OBX__PRIVATE obx_result obx__exec(obx__db *db, int slot, const char *sql, obx__p
     return r;
 }
 
+#ifndef OBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* OBX_OK with a row, OBX_EMPTY at the end of the result set, or an error. */
 OBX__PRIVATE obx_result obx__fetch(obx__db *db, SQLHSTMT st) {
     SQLRETURN rc = SQLFetch(st);
@@ -3685,6 +3788,20 @@ OBX__PRIVATE obx_result obx__fetch(obx__db *db, SQLHSTMT st) {
 OBX__PRIVATE void obx__close(SQLHSTMT st) {
     if (st) SQLFreeStmt(st, SQL_CLOSE);
 }
+
+/* Column `col` (1-based) as text into out (cut to cap), *ind its length or
+ * SQL_NULL_DATA (then out is left as it was). */
+OBX__PRIVATE obx_result obx__get_text(obx__db *db, SQLHSTMT st, int col, char *out, size_t cap, SQLLEN *ind) {
+    return obx__check(db, SQLGetData(st, (SQLUSMALLINT)col, SQL_C_CHAR, out, (SQLLEN)cap, ind), SQL_HANDLE_STMT,
+                      st, "SQLGetData");
+}
+
+/* Forget the columns obx__bind_head bound: their memory is about to go. */
+OBX__PRIVATE void obx__unbind(SQLHSTMT st) {
+    if (st) SQLFreeStmt(st, SQL_UNBIND);
+}
+
+#endif /* !OBX_SQLITE3_API */
 
 /* The first step of a claim in three statements (no UPDATE ... RETURNING):
  * run the pick in `slot` (arguments: the batch size, and the window: how
@@ -3711,8 +3828,7 @@ OBX__PRIVATE obx_result obx__pick_keys(obx__db *db, int slot, const char *sql, i
                 char key[1024]; /* 255 characters of up to 4 bytes */
                 SQLLEN ind = 0;
                 key[0] = '\0';
-                r = obx__check(db, SQLGetData(cur, (SQLUSMALLINT)(k + 1), SQL_C_CHAR, key, sizeof key, &ind),
-                               SQL_HANDLE_STMT, cur, "SQLGetData");
+                r = obx__get_text(db, cur, k + 1, key, sizeof key, &ind);
                 /* A NULL leaves the buffer as it was: it stays a null, which matches nothing. */
                 if (r == OBX_OK && !(ind == SQL_NULL_DATA ? obx__list_add_null(db->hooks, lists[k], db->d)
                                                           : obx__list_add(db->hooks, lists[k], db->d, key, strlen(key))))
@@ -3729,6 +3845,7 @@ OBX__PRIVATE obx_result obx__pick_keys(obx__db *db, int slot, const char *sql, i
     return OBX_OK;
 }
 
+#ifndef OBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* Column `col` (1-based) as a 64-bit integer; *is_null set when given. */
 OBX__PRIVATE obx_result obx__get_i64(obx__db *db, SQLHSTMT st, int col, int64_t *out,
                                      int *is_null) {
@@ -3789,6 +3906,8 @@ OBX__PRIVATE obx_result obx__get_append(obx__db *db, SQLHSTMT st, int col, SQLSM
     return OBX_OK;
 }
 
+#endif /* !OBX_SQLITE3_API */
+
 /* A claimed row's fixed-size columns, bound so that one SQLFetch fills
  * them all: `texts` short texts (UUIDs) first, then integers. Its variable
  * texts come after them and are read with SQLGetData in column order, which
@@ -3802,6 +3921,7 @@ typedef struct obx__row_head {
     SQLLEN ind[OBX__HEAD_INTS];
 } obx__row_head;
 
+#ifndef OBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 OBX__PRIVATE obx_result obx__bind_head(obx__db *db, SQLHSTMT st, obx__row_head *h, int texts, int ints) {
     int i;
     OBX_ASSERT(texts <= 2 && ints <= OBX__HEAD_INTS);
@@ -3816,11 +3936,14 @@ OBX__PRIVATE obx_result obx__bind_head(obx__db *db, SQLHSTMT st, obx__row_head *
     return OBX_OK;
 }
 
+#endif /* !OBX_SQLITE3_API */
+
 /* Integer k of the bound head; 0 for NULL. */
 OBX__PRIVATE int64_t obx__head_int(const obx__row_head *h, int k) {
     return h->ind[k] == SQL_NULL_DATA ? 0 : (int64_t)h->v[k];
 }
 
+#ifndef OBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* Run one statement that returns nothing, outside the cache (DDL,
  * transaction control, session settings). */
 OBX__PRIVATE obx_result obx__exec_direct(obx__db *db, const char *sql, const char *where) {
@@ -3854,6 +3977,8 @@ OBX__PRIVATE obx_result obx__query_text(obx__db *db, const char *sql, char *out,
     return r;
 }
 
+#endif /* !OBX_SQLITE3_API */
+
 /* >> odbc: transactions and units of work ------------------------------------------- */
 
 /* Rule: one place decides how a unit of work runs. A connection rests in
@@ -3877,10 +4002,13 @@ enum {
 
 enum { OBX__UNIT_READ = 0, OBX__UNIT_WRITE = 1, OBX__UNIT_ONE_STATEMENT = 2 };
 
+#ifndef OBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 OBX__PRIVATE obx_result obx__end_tran(obx__db *db, SQLSMALLINT completion, const char *where) {
     return obx__check(db, SQLEndTran(SQL_HANDLE_DBC, db->dbc, completion), SQL_HANDLE_DBC, db->dbc,
                       where);
 }
+
+#endif /* !OBX_SQLITE3_API */
 
 /* How a unit with `flags` runs on db: the one place that decides.
  * A unit of exactly one statement needs no BEGIN and COMMIT of its own: it
@@ -3895,12 +4023,14 @@ OBX__PRIVATE int obx__unit_mode(obx__db *db, int flags) {
     if (db->callers_tx) return OBX__RUN_CALLER;
     if ((flags & OBX__UNIT_ONE_STATEMENT) && db->own_connection) {
         if (db->tx_by_sql || db->autocommit_on) return OBX__RUN_AUTOCOMMIT;
+#ifndef OBX_SQLITE3_API
         if (OBX__ONE(db->d)->autocommit_is_local &&
             SQL_SUCCEEDED(SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
                                             (SQLPOINTER)(uintptr_t)SQL_AUTOCOMMIT_ON, SQL_IS_UINTEGER))) {
             db->autocommit_on = 1;
             return OBX__RUN_AUTOCOMMIT;
         }
+#endif
     }
     /* SQLite readers need no write lock: without BEGIN each statement is
      * its own snapshot, and a writer elsewhere does not block them. */
@@ -3908,6 +4038,7 @@ OBX__PRIVATE int obx__unit_mode(obx__db *db, int flags) {
     return OBX__RUN_ODBC;
 }
 
+#ifndef OBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* Manual commit again before a unit of several statements: they must never
  * run as several transactions. */
 OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
@@ -3918,6 +4049,8 @@ OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
     if (r == OBX_OK) db->autocommit_on = 0;
     return r;
 }
+
+#endif /* !OBX_SQLITE3_API */
 
 /* Open a unit in `mode` (obx__unit_mode). */
 OBX__PRIVATE obx_result obx__begin(obx__db *db, int mode) {
@@ -3935,12 +4068,15 @@ OBX__PRIVATE obx_result obx__begin(obx__db *db, int mode) {
 }
 
 OBX__PRIVATE obx_result obx__commit(obx__db *db) {
+#ifndef OBX_SQLITE3_API
     SQLUINTEGER dead = 0;
+#endif
     obx_result r;
     OBX_ASSERT(db->unit == OBX__RUN_SQL || db->unit == OBX__RUN_SQL_READ || db->unit == OBX__RUN_ODBC);
     /* psqlODBC reports a successful COMMIT on a connection it already knows
      * is dead; believe the dead flag, not the commit. (Where asking costs a
      * round trip, a dead connection fails the COMMIT itself.) */
+#ifndef OBX_SQLITE3_API
     if (db->d->dead_flag_is_local &&
         SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
         dead == SQL_CD_TRUE) {
@@ -3951,6 +4087,7 @@ OBX__PRIVATE obx_result obx__commit(obx__db *db) {
         db->err->connection_lost = 1;
         return r;
     }
+#endif
     if (db->unit == OBX__RUN_SQL_READ) return OBX_OK; /* a read unit: nothing to commit */
     r = db->unit == OBX__RUN_SQL ? obx__exec_direct(db, "COMMIT", "COMMIT")
                                  : obx__end_tran(db, SQL_COMMIT, "SQLEndTran(COMMIT)");
@@ -4046,6 +4183,378 @@ OBX__PRIVATE obx_result obx__unit_one(obx__db *db, obx__unit_fn fn, void *ctx, c
     return obx__unit_run(db, fn, ctx, what, OBX__UNIT_WRITE | OBX__UNIT_ONE_STATEMENT);
 }
 
+
+/* >> sqlite3 api: the database interface on SQLite's own C API ----------------------- */
+
+#ifdef OBX_SQLITE3_API
+/* OBX_SQLITE3_API: the functions of the database interface (see "odbc:
+ * connection state") on the sqlite3 C API, no driver manager or ODBC driver.
+ * db->dbc is the sqlite3 *, db->stmt[slot] an obx__sq_cur: the slot's
+ * statement, prepared once per connection and reset, rebound and stepped for
+ * each use (sqliteodbc compiled it again at each execute). The dialect is
+ * SQLite's, its statement texts the same rows; "?N" markers are SQLite's own.
+ * Connections rest in autocommit; units are BEGIN IMMEDIATE / COMMIT /
+ * ROLLBACK as SQL (tx_by_sql), as through sqliteodbc. */
+
+enum { OBX__SQ_IDLE = 0, OBX__SQ_PENDING, OBX__SQ_ROW, OBX__SQ_DONE };
+
+/* A statement and where its cursor stands: a step that found a row leaves
+ * it PENDING for the first obx__fetch, which makes it the current ROW. */
+typedef struct obx__sq_cur {
+    sqlite3_stmt *st;
+    int state;
+    obx__row_head *head; /* obx__bind_head: filled at each fetch */
+    int head_texts, head_ints;
+} obx__sq_cur;
+
+/* A failed sqlite3 call, diagnosed as an ODBC one would be: the primary
+ * result code is the native code (the dialect's natives classify it: BUSY
+ * and LOCKED are transient), SQLSTATE HY000 (23000 for a constraint). */
+OBX__PRIVATE obx_result obx__sq_fail(obx__db *db, int rc, const char *where) {
+    obx_error *e = db->err;
+    sqlite3 *h = (sqlite3 *)db->dbc;
+    int primary = rc & 0xff, fault;
+    const char *state = primary == SQLITE_CONSTRAINT ? "23000" : "HY000";
+    obx__error_clear(e);
+    obx__copy(e->where, sizeof e->where, where);
+    obx__copy(e->sqlstate, sizeof e->sqlstate, state);
+    e->native = primary;
+    snprintf(e->message, sizeof e->message, "[SQLite][%s/%d] %s", state, rc,
+             h && (sqlite3_extended_errcode(h) & 0xff) == primary ? sqlite3_errmsg(h) : sqlite3_errstr(rc));
+    fault = obx__classify(db->d, state, primary);
+    e->result = primary == SQLITE_NOMEM ? OBX_ERR_NO_MEMORY
+              : fault == OBX__FAULT_PERMANENT || fault == OBX__FAULT_LOST_PERMANENT ? OBX_ERR_DB
+                                                                                   : OBX_ERR_DB_TRANSIENT;
+    db->fault = fault;
+    obx__log(db->hooks, OBX_LOG_DEBUG, db->store_id, "%s failed: %s", where, e->message);
+    return e->result;
+}
+
+OBX__PRIVATE void obx__db_free_statements(obx__db *db) {
+    int i;
+    for (i = 0; i < OBX__MAX_STMTS; i++) {
+        obx__sq_cur *c = (obx__sq_cur *)db->stmt[i];
+        if (c) {
+            sqlite3_finalize(c->st);
+            obx__free(db->hooks, c);
+        }
+        db->stmt[i] = NULL;
+    }
+}
+
+/* The dialect is SQLite's; a forced other one cannot be spoken here. */
+OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
+    const obx__dialect *d = obx__dialect_get(OBX_DIALECT_SQLITE);
+    obx_result r = OBX_OK;
+    if (!d || (db->forced != OBX_DIALECT_AUTO && db->forced != OBX_DIALECT_SQLITE))
+        return obx__fail(db->err, OBX_ERR_UNSUPPORTED, "obx_store_open: dialect",
+                         "this build reaches SQLite through its C API (OBX_SQLITE3_API)%s",
+                         d ? ": it speaks only sqlite" : " and leaves SQLite out (OBX_NO_SQLITE)");
+    db->d = d;
+    obx__copy(db->dbms_name, sizeof db->dbms_name, "SQLite");
+    obx__copy(db->dbms_version, sizeof db->dbms_version, sqlite3_libversion());
+    obx__copy(db->driver_name, sizeof db->driver_name, "sqlite3 C API");
+    db->autocommit_on = 0;
+    db->tx_by_sql = 1;
+    if (!db->own_connection) return OBX_OK; /* the caller's session is the caller's */
+    if (OBX__ONE(d)->session_sql) r = obx__exec_direct(db, OBX__ONE(d)->session_sql, "session setup");
+    return r == OBX_OK ? obx__sqlite_not_temporary(db) : r;
+}
+
+/* A connection string is a file name, a "file:" URI, or ODBC's key=value;
+ * pairs as sqliteodbc reads them: Database= (the file), Timeout= (the busy
+ * timeout in ms, default 100000), JournalMode=, SyncPragma=; other keys
+ * (Driver=, DSN=) are ignored. */
+OBX__PRIVATE obx_result obx__driver_connect(obx__db *db, const char *connstr) {
+    char file[1024], value[32], sql[64];
+    const char *path = connstr;
+    long timeout_ms = 100000;
+    sqlite3 *h = NULL;
+    int rc, pairs = strncmp(connstr, "file:", 5) != 0 && strchr(connstr, '=') != NULL;
+    if (pairs) {
+        obx__connstr_value(connstr, "Database", file, sizeof file);
+        path = file;
+        obx__connstr_value(connstr, "Timeout", value, sizeof value);
+        if (value[0]) timeout_ms = strtol(value, NULL, 10);
+    }
+    rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, NULL);
+    db->dbc = h;
+    if (rc != SQLITE_OK) {
+        obx__sq_fail(db, rc, "sqlite3_open_v2");
+        if ((rc & 0xff) == SQLITE_CANTOPEN) {
+            char text[sizeof db->err->message];
+            snprintf(text, sizeof text, "cannot open the SQLite file '%.150s'"
+                     OBX__WHY(": does its directory exist, and may this process write there?") ": %.250s",
+                     path, db->err->message);
+            obx__copy(db->err->message, sizeof db->err->message, text);
+            db->err->result = OBX_ERR_DB;
+            db->fault = OBX__FAULT_PERMANENT;
+        }
+        sqlite3_close(h);
+        db->dbc = NULL;
+        return db->err->result;
+    }
+    sqlite3_extended_result_codes(h, 1);
+    sqlite3_busy_timeout(h, timeout_ms < 0 ? 0 : timeout_ms > INT_MAX ? INT_MAX : (int)timeout_ms);
+    db->connected = 1;
+    db->lost = 0;
+    if (pairs) { /* sqliteodbc's pragmas: a value is a word, never more SQL */
+        static const char *const keys[2][2] = {{"JournalMode", "journal_mode"}, {"SyncPragma", "synchronous"}};
+        int k;
+        for (k = 0; k < 2; k++) {
+            obx__connstr_value(connstr, keys[k][0], value, sizeof value);
+            if (!value[0]) continue;
+            if (strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != strlen(value))
+                return obx__fail(db->err, OBX_ERR_INVALID_ARG, "connection_string",
+                                 "%s=%s is not a word" OBX__WHY(" (e.g. JournalMode=WAL;SyncPragma=NORMAL;)"),
+                                 keys[k][0], value);
+            snprintf(sql, sizeof sql, "PRAGMA %s = %s", keys[k][1], value);
+            if ((rc = sqlite3_exec(h, sql, NULL, NULL, NULL)) != SQLITE_OK) return obx__sq_fail(db, rc, keys[k][0]);
+        }
+    }
+    return OBX_OK;
+}
+
+OBX__PRIVATE void obx__db_disconnect(obx__db *db) {
+    obx__db_free_statements(db);
+    if (db->connected && db->dbc) {
+        if (!sqlite3_get_autocommit((sqlite3 *)db->dbc))
+            sqlite3_exec((sqlite3 *)db->dbc, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_close_v2((sqlite3 *)db->dbc);
+        db->dbc = NULL;
+    }
+    db->connected = 0;
+    db->in_tx = 0;
+}
+
+OBX__PRIVATE obx_result obx__db_connect(obx__db *db, const char *connstr) {
+    obx_result r;
+    db->own_connection = 1;
+    if (!db->connstr && !(db->connstr = obx__strdup(db->hooks, connstr)))
+        return obx__fail(db->err, OBX_ERR_NO_MEMORY, "connection_string", "out of memory");
+    r = obx__driver_connect(db, db->connstr);
+    return r == OBX_OK ? obx__db_setup(db) : r;
+}
+
+/* A sqlite3 handle has no autocommit mode apart from its transaction: an
+ * application's BEGIN is its own, and the store's units begin by SQL. */
+OBX__PRIVATE obx_result obx__check_autocommit(obx__db *db) {
+    (void)db;
+    return OBX_OK;
+}
+
+/* hdbc is the application's sqlite3 *: used, never closed, its settings
+ * (busy timeout, extended codes) left as they are. */
+OBX__PRIVATE obx_result obx__db_adopt(obx__db *db, void *hdbc) {
+    db->own_connection = 0;
+    db->dbc = hdbc;
+    db->connected = 1;
+    return obx__db_setup(db);
+}
+
+OBX__PRIVATE void obx__db_close(obx__db *db) {
+    if (db->own_connection) obx__db_disconnect(db);
+    else obx__db_free_statements(db);
+    obx__free(db->hooks, db->connstr);
+    db->connstr = NULL;
+    db->dbc = NULL;
+    db->env = NULL;
+    db->connected = 0;
+}
+
+OBX__PRIVATE int obx__sq_bind(sqlite3_stmt *st, int k, const obx__param *p) {
+    if (p->ind == SQL_NULL_DATA) return sqlite3_bind_null(st, k);
+    if (p->c_type == SQL_C_SBIGINT) return sqlite3_bind_int64(st, k, (sqlite3_int64)p->i64);
+    if (p->c_type == SQL_C_BINARY)
+        return sqlite3_bind_blob64(st, k, p->ptr, (sqlite3_uint64)p->ind, SQLITE_STATIC);
+    return sqlite3_bind_text64(st, k, (const char *)p->ptr, (sqlite3_uint64)p->ind, SQLITE_STATIC, SQLITE_UTF8);
+}
+
+/* Run the statement of `slot`, prepared on first use and kept (the
+ * interface: see obx__exec). A row where none is read: the first column
+ * is the count (as through ODBC). */
+static obx_result obx__exec_once(obx__db *db, int slot, const char *sql, obx__param *ps, int n,
+                                 int64_t *rows, SQLHSTMT *cursor) {
+    sqlite3 *h = (sqlite3 *)db->dbc;
+    obx__sq_cur *c = (obx__sq_cur *)db->stmt[slot];
+    obx_result r;
+    int rc, i, markers;
+#if OBX__CHECK_ARGS
+    OBX_ASSERT(obx__args_bound(db, slot, sql, ps, n));
+#endif
+    OBX_ASSERT(slot >= 0 && slot < OBX__MAX_STMTS);
+    if (!c) {
+        sqlite3_stmt *st = NULL;
+        c = (obx__sq_cur *)obx__alloc(db->hooks, sizeof *c);
+        if (!c) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "sqlite3_prepare_v3", "out of memory");
+        rc = sqlite3_prepare_v3(h, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+        if (rc != SQLITE_OK) {
+            obx__free(db->hooks, c);
+            return obx__sq_fail(db, rc, "sqlite3_prepare_v3");
+        }
+        memset(c, 0, sizeof *c);
+        c->st = st;
+        db->stmt[slot] = c;
+    }
+    sqlite3_reset(c->st); /* a cursor left open by an earlier failure */
+    c->state = OBX__SQ_IDLE;
+    c->head = NULL;
+    markers = sqlite3_bind_parameter_count(c->st);
+    if (markers > n)
+        return obx__fail(db->err, OBX_ERR_STATE, "sqlite3_bind", "marker ?%d but only %d arguments", markers, n);
+    for (i = 0; i < markers; i++)
+        if ((rc = obx__sq_bind(c->st, i + 1, &ps[i])) != SQLITE_OK) return obx__sq_fail(db, rc, "sqlite3_bind");
+    rc = sqlite3_step(c->st);
+    if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+        if (cursor) {
+            c->state = rc == SQLITE_ROW ? OBX__SQ_PENDING : OBX__SQ_DONE;
+            *cursor = c;
+            return OBX_OK;
+        }
+        if (rows && rc == SQLITE_ROW)
+            *rows = sqlite3_column_type(c->st, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(c->st, 0);
+        else if (rows)
+            *rows = sqlite3_column_count(c->st) > 0 ? 0 : (int64_t)sqlite3_changes(h);
+        if (rows && *rows < 0) *rows = 0;
+        sqlite3_reset(c->st);
+        return OBX_OK;
+    }
+    r = obx__sq_fail(db, rc, "sqlite3_step");
+    sqlite3_reset(c->st);
+    return r;
+}
+
+/* The bound head's columns from the current row (obx__bind_head). */
+OBX__PRIVATE void obx__sq_fill_head(obx__sq_cur *c) {
+    obx__row_head *h = c->head;
+    int i;
+    for (i = 0; i < c->head_texts; i++) {
+        const unsigned char *t = sqlite3_column_text(c->st, i);
+        h->text_ind[i] = t ? (SQLLEN)sqlite3_column_bytes(c->st, i) : SQL_NULL_DATA;
+        obx__copy(h->text[i], sizeof h->text[i], t ? (const char *)t : "");
+    }
+    for (i = 0; i < c->head_ints; i++) {
+        int null = sqlite3_column_type(c->st, c->head_texts + i) == SQLITE_NULL;
+        h->ind[i] = null ? SQL_NULL_DATA : 0;
+        h->v[i] = null ? 0 : (SQLBIGINT)sqlite3_column_int64(c->st, c->head_texts + i);
+    }
+}
+
+OBX__PRIVATE obx_result obx__fetch(obx__db *db, SQLHSTMT st) {
+    obx__sq_cur *c = (obx__sq_cur *)st;
+    if (c->state == OBX__SQ_PENDING) {
+        c->state = OBX__SQ_ROW;
+    } else if (c->state == OBX__SQ_ROW) {
+        int rc = sqlite3_step(c->st);
+        if (rc != SQLITE_ROW) {
+            c->state = OBX__SQ_DONE;
+            return rc == SQLITE_DONE ? OBX_EMPTY : obx__sq_fail(db, rc, "sqlite3_step");
+        }
+    } else {
+        return OBX_EMPTY;
+    }
+    if (c->head) obx__sq_fill_head(c);
+    return OBX_OK;
+}
+
+OBX__PRIVATE void obx__close(SQLHSTMT st) {
+    obx__sq_cur *c = (obx__sq_cur *)st;
+    if (!c) return;
+    sqlite3_reset(c->st); /* ends its read: a finished statement holds no snapshot */
+    c->state = OBX__SQ_IDLE;
+    c->head = NULL;
+}
+
+OBX__PRIVATE void obx__unbind(SQLHSTMT st) {
+    if (st) ((obx__sq_cur *)st)->head = NULL;
+}
+
+OBX__PRIVATE obx_result obx__get_text(obx__db *db, SQLHSTMT st, int col, char *out, size_t cap, SQLLEN *ind) {
+    sqlite3_stmt *s = ((obx__sq_cur *)st)->st;
+    const unsigned char *t = sqlite3_column_text(s, col - 1);
+    if (!t && sqlite3_errcode(sqlite3_db_handle(s)) == SQLITE_NOMEM)
+        return obx__fail(db->err, OBX_ERR_NO_MEMORY, "sqlite3_column_text", "out of memory");
+    *ind = t ? (SQLLEN)sqlite3_column_bytes(s, col - 1) : SQL_NULL_DATA;
+    if (t) obx__copy(out, cap, (const char *)t);
+    return OBX_OK;
+}
+
+OBX__PRIVATE obx_result obx__get_i64(obx__db *db, SQLHSTMT st, int col, int64_t *out, int *is_null) {
+    sqlite3_stmt *s = ((obx__sq_cur *)st)->st;
+    int null = sqlite3_column_type(s, col - 1) == SQLITE_NULL;
+    (void)db;
+    if (is_null) *is_null = null;
+    *out = null ? 0 : (int64_t)sqlite3_column_int64(s, col - 1);
+    return OBX_OK;
+}
+
+OBX__PRIVATE obx_result obx__get_append(obx__db *db, SQLHSTMT st, int col, SQLSMALLINT c_type,
+                                        obx__buf *buf, size_t *offset, size_t *out_len) {
+    sqlite3_stmt *s = ((obx__sq_cur *)st)->st;
+    const void *v;
+    size_t n;
+    if (sqlite3_column_type(s, col - 1) == SQLITE_NULL) {
+        *offset = (size_t)-1;
+        if (out_len) *out_len = 0;
+        return OBX_OK;
+    }
+    v = c_type == SQL_C_BINARY ? sqlite3_column_blob(s, col - 1) : (const void *)sqlite3_column_text(s, col - 1);
+    n = (size_t)sqlite3_column_bytes(s, col - 1);
+    if ((!v && n) || !obx__buf_reserve(db->hooks, buf, n + 1))
+        return obx__fail(db->err, OBX_ERR_NO_MEMORY, "sqlite3_column", "out of memory");
+    if (n) memcpy(buf->data + buf->len, v, n);
+    buf->data[buf->len + n] = '\0';
+    *offset = buf->len;
+    if (out_len) *out_len = n;
+    buf->len += n + 1;
+    return OBX_OK;
+}
+
+OBX__PRIVATE obx_result obx__bind_head(obx__db *db, SQLHSTMT st, obx__row_head *h, int texts, int ints) {
+    obx__sq_cur *c = (obx__sq_cur *)st;
+    (void)db;
+    OBX_ASSERT(texts <= 2 && ints <= OBX__HEAD_INTS);
+    c->head = h;
+    c->head_texts = texts;
+    c->head_ints = ints;
+    if (c->state == OBX__SQ_ROW) obx__sq_fill_head(c);
+    return OBX_OK;
+}
+
+OBX__PRIVATE obx_result obx__exec_direct(obx__db *db, const char *sql, const char *where) {
+    int rc = sqlite3_exec((sqlite3 *)db->dbc, sql, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? OBX_OK : obx__sq_fail(db, rc, where);
+}
+
+OBX__PRIVATE obx_result obx__query_text(obx__db *db, const char *sql, char *out, size_t cap) {
+    sqlite3_stmt *st = NULL;
+    obx_result r = OBX_OK;
+    int rc = sqlite3_prepare_v2((sqlite3 *)db->dbc, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const unsigned char *t = sqlite3_column_text(st, 0);
+        obx__copy(out, cap, t ? (const char *)t : "");
+    } else if (rc == SQLITE_DONE) {
+        r = obx__fail(db->err, OBX_ERR_NOT_FOUND, sql, "query returned no row");
+    } else {
+        r = obx__sq_fail(db, rc, "sqlite3_step");
+    }
+    sqlite3_finalize(st);
+    return r;
+}
+
+/* The ODBC commit and rollback of a connection outside a transaction are
+ * no-ops; so are these. */
+OBX__PRIVATE obx_result obx__end_tran(obx__db *db, SQLSMALLINT completion, const char *where) {
+    if (sqlite3_get_autocommit((sqlite3 *)db->dbc)) return OBX_OK;
+    return obx__exec_direct(db, completion == SQL_COMMIT ? "COMMIT" : "ROLLBACK", where);
+}
+
+OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
+    db->autocommit_on = 0; /* never on: every unit here is tx_by_sql */
+    return OBX_OK;
+}
+#endif /* OBX_SQLITE3_API */
 
 /* >> registry of many databases ---------------------------------------------------- */
 
@@ -7592,7 +8101,7 @@ static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
                        : obx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
         if (r == OBX_OK) c->count++;
     }
-    if (cur && short_rows) SQLFreeStmt(cur, SQL_UNBIND); /* `head` is about to go */
+    if (short_rows) obx__unbind(cur); /* `head` is about to go */
     obx__close(cur);
     if (r == OBX_EMPTY) r = OBX_OK;
     return r == OBX_OK && c->count > 0 ? obx__claim_recheck(db, s, &c->count) : r;
@@ -10204,7 +10713,7 @@ static obx_result obx__wake_unit(obx__db *db, void *vctx) {
     while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
         char id[40];
         SQLLEN ind = 0;
-        r = obx__check(db, SQLGetData(cur, 1, SQL_C_CHAR, id, sizeof id, &ind), SQL_HANDLE_STMT, cur, "SQLGetData");
+        r = obx__get_text(db, cur, 1, id, sizeof id, &ind);
         if (r == OBX_OK && ind != SQL_NULL_DATA) {
             if (!obx__list_add(db->hooks, &s->own.wake, db->d, id, strlen(id)))
                 r = obx__fail(db->err, OBX_ERR_NO_MEMORY, "wake", "out of memory");
@@ -10288,7 +10797,7 @@ static obx_result obx__claim_recheck(obx__db *db, obx_store *s, int *count) {
     while ((r = obx__fetch(db, cur)) == OBX_OK) {
         char id[40];
         SQLLEN ind = 0;
-        r = obx__check(db, SQLGetData(cur, 1, SQL_C_CHAR, id, sizeof id, &ind), SQL_HANDLE_STMT, cur, "SQLGetData");
+        r = obx__get_text(db, cur, 1, id, sizeof id, &ind);
         if (r != OBX_OK) break;
         for (i = 0; i < *count; i++)
             if (strcmp(s->msgs[i].id, id) == 0) {
@@ -10352,8 +10861,7 @@ static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, ob
     int col;
     memset(m, 0, sizeof *m);
     for (col = 1; col <= 2; col++) {
-        r = obx__check(db, SQLGetData(st, (SQLUSMALLINT)col, SQL_C_CHAR, text, sizeof text, &ind),
-                       SQL_HANDLE_STMT, st, "SQLGetData");
+        r = obx__get_text(db, st, col, text, sizeof text, &ind);
         if (r != OBX_OK) return r;
         obx__copy(col == 1 ? m->id : m->message_id, 37, ind == SQL_NULL_DATA ? "" : text);
     }
@@ -10380,8 +10888,7 @@ static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, ob
         (r = obx__get_append(db, st, 12, SQL_C_CHAR, buf, &o->processed_by, NULL)) != OBX_OK ||
         (r = obx__get_i64(db, st, 13, &m->locked_until_ms, NULL)) != OBX_OK)
         return r;
-    r = obx__check(db, SQLGetData(st, 14, SQL_C_CHAR, text, sizeof text, &ind), SQL_HANDLE_STMT,
-                   st, "SQLGetData");
+    r = obx__get_text(db, st, 14, text, sizeof text, &ind);
     if (r != OBX_OK) return r;
     obx__copy(m->owner_token, sizeof m->owner_token, ind == SQL_NULL_DATA ? "" : text);
     for (col = 0; m->owner_token[col]; col++)
@@ -10618,8 +11125,7 @@ static obx_result obx__key_read(obx__db *db, const char *sql, obx__param *key) {
     SQLLEN ind = 0;
     obx_result r = obx__exec(db, OBX__Q_KEY_READ, sql, key, 1, NULL, &cur);
     if (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK)
-        r = obx__check(db, SQLGetData(cur, 3, SQL_C_CHAR, level, sizeof level, &ind), SQL_HANDLE_STMT, cur,
-                       "SQLGetData");
+        r = obx__get_text(db, cur, 3, level, sizeof level, &ind);
     obx__close(cur);
     if (r == OBX_EMPTY) r = obx__fail(db->err, OBX_ERR_DB, "obx_enqueue", "the key's state read no row");
     if (r == OBX_OK && ind != SQL_NULL_DATA && strcmp(level, "READ-COMMITTED") != 0 &&
@@ -10940,8 +11446,7 @@ static obx_result obx__join_read(obx__db *db, void *vctx) {
     r = obx__exec(db, OBX__Q_JOIN_GET, s->sql[OBX__Q_JOIN_GET], p, 1, NULL, &cur);
     if (r == OBX_OK) r = obx__fetch(db, cur);
     if (r == OBX_OK)
-        r = obx__check(db, SQLGetData(cur, 1, SQL_C_CHAR, text, sizeof text, &ind), SQL_HANDLE_STMT, cur,
-                       "SQLGetData");
+        r = obx__get_text(db, cur, 1, text, sizeof text, &ind);
     if (r == OBX_OK) r = obx__get_append(db, cur, 2, SQL_C_CHAR, &s->read_rows, &key_off, NULL);
     for (i = 0; r == OBX_OK && i < 4; i++) r = obx__get_i64(db, cur, 3 + i, &v[i], NULL);
     if (r == OBX_OK) r = obx__get_append(db, cur, 7, SQL_C_CHAR, &s->read_rows, &meta_off, NULL);

@@ -1,6 +1,8 @@
 /* Core tests against a real database through the real driver manager.
  * Usage: test_real <backend> <connection string>, backend = sqlite |
- * postgresql | mariadb. Prints one PASS/FAIL line per test and "N passed, N failed". */
+ * postgresql | mariadb. Prints one PASS/FAIL line per test and "N passed, N failed".
+ * Built with OBX_SQLITE3_API (test_real_sqlite3), the backend is sqlite3:
+ * SQLite through its C API, the same connection strings. */
 #define OBX_IMPLEMENTATION
 #include "../obx.h"
 #include "tt.h"
@@ -24,6 +26,12 @@ static obx_result read_column(obx__db *db, SQLHSTMT st, int col, SQLSMALLINT typ
 
 static const char *g_backend;
 static const char *g_connstr;
+static const char *g_dialect; /* the backend's dialect: sqlite3 speaks sqlite */
+#ifdef OBX_SQLITE3_API
+#define API3 1
+#else
+#define API3 0
+#endif
 
 /* A quiet logger: tests provoke errors on purpose. */
 static void quiet_log(obx_log_level level, const char *id, const char *msg, void *user) {
@@ -76,7 +84,7 @@ static void test_connect_detect(void) {
     obx_store_info info;
     TT_ASSERT(s != NULL);
     TT_EQ_INT(obx_store_get_info(s, &info), OBX_OK);
-    TT_EQ_STR(obx_dialect_name(info.dialect), g_backend);
+    TT_EQ_STR(obx_dialect_name(info.dialect), g_dialect);
     TT_EXPECT(info.dbms_version[0] != '\0');
     TT_EXPECT(info.driver_name[0] != '\0');
     TT_EQ_STR(info.store_id, "core-test");
@@ -97,7 +105,7 @@ static void test_connect_failure(void) {
     TT_ASSERT(obx_store_open(&desc, &s) < 0);
     TT_ASSERT(s != NULL);
     TT_EXPECT(obx_store_last_error(s)->sqlstate[0] != '\0');
-    TT_EXPECT(strstr(obx_store_last_error(s)->where, "SQLDriverConnect") != NULL);
+    TT_EXPECT(strstr(obx_store_last_error(s)->where, API3 ? "sqlite3_open_v2" : "SQLDriverConnect") != NULL);
     TT_EXPECT(obx_store_last_error(s)->message[0] != '\0');
     obx_store_close(s);
 }
@@ -143,9 +151,9 @@ static obx_result open_fails(const char *connstr, const char *says, const char *
 
 static void test_connect_permanent(void) {
     char conn[1024];
-    int sqlite = strcmp(g_backend, "sqlite") == 0, pg = strcmp(g_backend, "postgresql") == 0;
+    int sqlite = strcmp(g_dialect, "sqlite") == 0, pg = strcmp(g_backend, "postgresql") == 0;
     obx_result r;
-#ifdef TT_NO_DRIVER_MANAGER
+#if defined(TT_NO_DRIVER_MANAGER) || defined(OBX_SQLITE3_API)
     /* The SQLite driver linked in (the gateway builds): no DSN is read, no
      * driver loaded; a string that names no file must not open a temporary one. */
     r = open_fails("DSN=obx_no_such_dsn;", "would be a temporary file", "no DSN is read");
@@ -160,7 +168,7 @@ static void test_connect_permanent(void) {
     TT_EQ_INT(r, OBX_ERR_DB);
 #endif
     if (sqlite) {
-#ifndef TT_NO_DRIVER_MANAGER /* there the driver takes the whole string for a file name */
+#ifndef TT_NO_DRIVER_MANAGER /* there the driver takes the whole string for a file name (not the C API's) */
         /* No Database=: SQLite would open a temporary file, gone at close. */
         conn_with(conn, sizeof conn, "Database", "");
         r = open_fails(conn, "would be a temporary file", "Database=:memory:");
@@ -343,6 +351,31 @@ static void test_large_text_roundtrip(void) {
     obx_store_close(s);
 }
 
+#ifdef OBX_SQLITE3_API
+/* The application's sqlite3 *: used, left open, its transaction its own. */
+static void test_adopt_caller_connection(void) {
+    char file[1024];
+    sqlite3 *h = NULL;
+    obx_store_desc desc;
+    obx_store *s = NULL;
+    obx_store_info info;
+    obx__connstr_value(g_connstr, "Database", file, sizeof file);
+    TT_ASSERT(sqlite3_open_v2(file, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) == SQLITE_OK);
+    sqlite3_busy_timeout(h, 5000);
+    memset(&desc, 0, sizeof desc);
+    desc.hdbc = h;
+    desc.hooks.logger.log = quiet_log;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_OK);
+    TT_EQ_INT(obx_store_get_info(s, &info), OBX_OK);
+    TT_EQ_STR(obx_dialect_name(info.dialect), g_dialect);
+    TT_ASSERT(make_table(s));
+    obx_store_close(s);
+    /* Still open, in autocommit, and usable. */
+    TT_EXPECT(sqlite3_get_autocommit(h) != 0);
+    TT_EQ_INT(sqlite3_exec(h, "INSERT INTO obx_core_test (id, v) VALUES (1, 'after')", NULL, NULL, NULL), SQLITE_OK);
+    TT_EQ_INT(sqlite3_close(h), SQLITE_OK);
+}
+#else
 static void test_adopt_caller_connection(void) {
     SQLHENV env = NULL;
     SQLHDBC dbc = NULL;
@@ -363,7 +396,7 @@ static void test_adopt_caller_connection(void) {
     desc.hooks.logger.log = quiet_log;
     TT_EQ_INT(obx_store_open(&desc, &s), OBX_OK);
     TT_EQ_INT(obx_store_get_info(s, &info), OBX_OK);
-    TT_EQ_STR(obx_dialect_name(info.dialect), g_backend);
+    TT_EQ_STR(obx_dialect_name(info.dialect), g_dialect);
     obx_store_close(s);
     /* The caller's connection is still open and untouched. */
     TT_ASSERT(SQL_SUCCEEDED(SQLGetConnectAttr(dbc, SQL_ATTR_AUTOCOMMIT, &autocommit, 0, NULL)));
@@ -372,18 +405,24 @@ static void test_adopt_caller_connection(void) {
     SQLFreeHandle(SQL_HANDLE_DBC, dbc);
     SQLFreeHandle(SQL_HANDLE_ENV, env);
 }
+#endif
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
+        fprintf(stderr, "usage: %s %s '<ODBC connection string>'\n", argv[0], API3 ? "sqlite3" : "sqlite|postgresql|mariadb");
         return 2;
     }
     g_backend = argv[1];
     g_connstr = argv[2];
+    g_dialect = strcmp(g_backend, "sqlite3") == 0 ? "sqlite" : g_backend;
+    if (API3 != (strcmp(g_backend, "sqlite3") == 0)) {
+        fprintf(stderr, "%s: backend sqlite3 is this program built with OBX_SQLITE3_API, and only that\n", argv[0]);
+        return 2;
+    }
     TT_RUN("CORE-CONNECT", g_backend, "connect and detect the dialect", test_connect_detect);
     TT_RUN("CORE-CONNECT-FAIL", g_backend, "a bad connection string reports SQLSTATE and call", test_connect_failure);
     TT_RUN("CORE-CONNECT-PERMANENT", g_backend, "a missing DSN, driver or database, a refused login, a SQLite file's missing directory or none (a temporary file): named, OBX_ERR_DB", test_connect_permanent);
-    if (strcmp(g_backend, "sqlite") == 0)
+    if (strcmp(g_dialect, "sqlite") == 0)
         TT_RUN("CORE-SQLITE-MEMORY", g_backend, "Database=:memory: is a database in memory, asked for: opened", test_sqlite_memory);
     TT_RUN("CORE-ADOPT", g_backend, "a caller's connection is used and left as it was", test_adopt_caller_connection);
     TT_RUN("CORE-TX-ROLLBACK", g_backend, "a rolled-back transaction leaves nothing", test_rollback_leaves_nothing);
