@@ -44,7 +44,8 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
           $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay $(B)/obxctl $(B)/obxctl_fill $(B)/prom_check \
-          $(B)/example_protocols $(B)/test_real_sqlite3
+          $(B)/example_protocols $(B)/test_real_sqlite3 $(B)/test_outbox_sqlite3 \
+          $(B)/test_inbox_sqlite3 $(B)/test_multi_sqlite3
 
 all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder $(B)/obxctl
 
@@ -79,11 +80,20 @@ $(B)/test_real_sqlite3: tests/test_real.c tests/tt.h $(HEADERS) | $(B)
 $(B)/test_outbox: tests/test_outbox.c tests/tt.h tests/plans.h obx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_outbox.c -o $@ -lodbc
 
+$(B)/test_outbox_sqlite3: tests/test_outbox.c tests/tt.h tests/plans.h obx.h | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) -DOBX_SQLITE3_API tests/test_outbox.c -o $@ -lsqlite3 -lodbc
+
 $(B)/test_inbox: tests/test_inbox.c tests/tt.h tests/plans.h ibx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_inbox.c -o $@ -lodbc
 
+$(B)/test_inbox_sqlite3: tests/test_inbox.c tests/tt.h tests/plans.h ibx.h | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) -DIBX_SQLITE3_API tests/test_inbox.c -o $@ -lsqlite3 -lodbc
+
 $(B)/test_multi: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_multi.c -o $@ -lodbc
+
+$(B)/test_multi_sqlite3: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/test_multi.c -o $@ -lsqlite3
 
 $(B)/fuzz_replay: tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c tests/fake_odbc.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c -o $@

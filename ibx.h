@@ -101,6 +101,18 @@
  *                        does not listen at its wake_path
  *     IBX_NO_WAKE_SOCKET build without sockets: a wake_path (store or
  *                        dispatcher desc) is IBX_ERR_UNSUPPORTED
+ *     IBX_SQLITE3_API    reach SQLite through its own C API instead of ODBC
+ *                        (link -lsqlite3 or the amalgamation; no driver
+ *                        manager, no ODBC driver): each statement is
+ *                        prepared once per connection and kept. The
+ *                        connection_string is a file name, a "file:" URI, or
+ *                        sqliteodbc's pairs (Database=, Timeout= busy ms,
+ *                        default 100000, JournalMode=, SyncPragma= default
+ *                        NORMAL; other keys ignored); hdbc is the
+ *                        application's sqlite3 * (_tx calls then run in its
+ *                        transaction on it). The sqlite dialect only; the
+ *                        behaviour, schema and tables are the same. Where
+ *                        the program includes <sql.h> too, include it first.
  *     IBX_NO_SQLITE, IBX_NO_POSTGRESQL, IBX_NO_MARIADB, IBX_NO_SQLSERVER
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store
@@ -142,7 +154,7 @@
  *   ibx.h in that file in strict mode is it too late; then an #error says to
  *   include ibx.h (with IBX_IMPLEMENTATION) before any other header there,
  *   or to compile it with -D_POSIX_C_SOURCE=200809L. No flag beyond
- *   -pthread and -lodbc.
+ *   -pthread and -lodbc (-lsqlite3 with IBX_SQLITE3_API).
  *
  * 3. RUNTIME OPTIONS --------------------------------------------------------
  *   Descriptions are structs where all-zero means "the default"; each field
@@ -698,7 +710,8 @@ typedef struct ibx_metrics_hook {
 /* How to open a store. All-zero fields take the defaults shown. */
 typedef struct ibx_store_desc {
     const char *connection_string; /* ODBC connection string; or: */
-    void *hdbc;                  /* a connected SQLHDBC the caller owns (not closed by us) */
+    void *hdbc;                  /* a connected SQLHDBC the caller owns (not closed by us);
+                                    with IBX_SQLITE3_API, the application's sqlite3 * */
     ibx_dialect dialect;         /* AUTO: detect from the driver */
     const char *schema;          /* default "infra" where the dialect has schemas; ignored by SQLite */
     const char *table;           /* default "Inbox" */
@@ -4116,10 +4129,12 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
     return r == IBX_OK ? ibx__sqlite_not_temporary(db) : r;
 }
 
-/* A connection string is a file name, a "file:" URI, or ODBC's key=value;
- * pairs as sqliteodbc reads them: Database= (the file), Timeout= (the busy
- * timeout in ms, default 100000), JournalMode=, SyncPragma=; other keys
- * (Driver=, DSN=) are ignored. */
+/* A connection string is a file name, a "file:" URI (SQLite's defaults,
+ * busy timeout 100000 ms), or ODBC's key=value; pairs as sqliteodbc reads
+ * them, so that a string means the same database and settings either way:
+ * Database= (the file), Timeout= (the busy timeout in ms, default 100000),
+ * JournalMode=, SyncPragma= (default NORMAL); other keys (Driver=, DSN=)
+ * are ignored. */
 IBX__PRIVATE ibx_result ibx__driver_connect(ibx__db *db, const char *connstr) {
     char file[1024], value[32], sql[64];
     const char *path = connstr;
@@ -4158,6 +4173,7 @@ IBX__PRIVATE ibx_result ibx__driver_connect(ibx__db *db, const char *connstr) {
         int k;
         for (k = 0; k < 2; k++) {
             ibx__connstr_value(connstr, keys[k][0], value, sizeof value);
+            if (!value[0] && k == 1) ibx__copy(value, sizeof value, "NORMAL");
             if (!value[0]) continue;
             if (strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != strlen(value))
                 return ibx__fail(db->err, IBX_ERR_INVALID_ARG, "connection_string",

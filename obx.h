@@ -85,6 +85,18 @@
  *                        does not listen at its wake_path
  *     OBX_NO_WAKE_SOCKET build without sockets: a wake_path (store or
  *                        dispatcher desc) is OBX_ERR_UNSUPPORTED
+ *     OBX_SQLITE3_API    reach SQLite through its own C API instead of ODBC
+ *                        (link -lsqlite3 or the amalgamation; no driver
+ *                        manager, no ODBC driver): each statement is
+ *                        prepared once per connection and kept. The
+ *                        connection_string is a file name, a "file:" URI, or
+ *                        sqliteodbc's pairs (Database=, Timeout= busy ms,
+ *                        default 100000, JournalMode=, SyncPragma= default
+ *                        NORMAL; other keys ignored); hdbc is the
+ *                        application's sqlite3 * (_tx calls then run in its
+ *                        transaction on it). The sqlite dialect only; the
+ *                        behaviour, schema and tables are the same. Where
+ *                        the program includes <sql.h> too, include it first.
  *     OBX_NO_SQLITE, OBX_NO_POSTGRESQL, OBX_NO_MARIADB, OBX_NO_SQLSERVER
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store
@@ -126,7 +138,7 @@
  *   obx.h in that file in strict mode is it too late; then an #error says to
  *   include obx.h (with OBX_IMPLEMENTATION) before any other header there,
  *   or to compile it with -D_POSIX_C_SOURCE=200809L. No flag beyond
- *   -pthread and -lodbc.
+ *   -pthread and -lodbc (-lsqlite3 with OBX_SQLITE3_API).
  *
  * 3. RUNTIME OPTIONS --------------------------------------------------------
  *   Descriptions are structs where all-zero means "the default"; each field
@@ -718,7 +730,8 @@ typedef struct obx_metrics_hook {
 /* How to open a store. All-zero fields take the defaults shown. */
 typedef struct obx_store_desc {
     const char *connection_string; /* ODBC connection string; or: */
-    void *hdbc;                  /* a connected SQLHDBC the caller owns (not closed by us). The
+    void *hdbc;                  /* a connected SQLHDBC (OBX_SQLITE3_API: a sqlite3 *) the caller
+                                    owns (not closed by us). The
                                     store then commits and rolls back on it: have no
                                     transaction of your own open while calling the store
                                     (use obx_enqueue_tx for that), and set autocommit as the
@@ -4261,10 +4274,12 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
     return r == OBX_OK ? obx__sqlite_not_temporary(db) : r;
 }
 
-/* A connection string is a file name, a "file:" URI, or ODBC's key=value;
- * pairs as sqliteodbc reads them: Database= (the file), Timeout= (the busy
- * timeout in ms, default 100000), JournalMode=, SyncPragma=; other keys
- * (Driver=, DSN=) are ignored. */
+/* A connection string is a file name, a "file:" URI (SQLite's defaults,
+ * busy timeout 100000 ms), or ODBC's key=value; pairs as sqliteodbc reads
+ * them, so that a string means the same database and settings either way:
+ * Database= (the file), Timeout= (the busy timeout in ms, default 100000),
+ * JournalMode=, SyncPragma= (default NORMAL); other keys (Driver=, DSN=)
+ * are ignored. */
 OBX__PRIVATE obx_result obx__driver_connect(obx__db *db, const char *connstr) {
     char file[1024], value[32], sql[64];
     const char *path = connstr;
@@ -4303,6 +4318,7 @@ OBX__PRIVATE obx_result obx__driver_connect(obx__db *db, const char *connstr) {
         int k;
         for (k = 0; k < 2; k++) {
             obx__connstr_value(connstr, keys[k][0], value, sizeof value);
+            if (!value[0] && k == 1) obx__copy(value, sizeof value, "NORMAL");
             if (!value[0]) continue;
             if (strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != strlen(value))
                 return obx__fail(db->err, OBX_ERR_INVALID_ARG, "connection_string",

@@ -3,6 +3,7 @@
 #
 # Groups:
 #   build    gcc make libc6-dev unixodbc-dev unixodbc odbcinst libsqliteodbc
+#            libsqlite3-dev (the sqlite3 backend: OBX_SQLITE3_API)
 #   pg       postgresql-15 odbc-postgresql
 #   mariadb  mariadb-server odbc-mariadb
 #   clients  sqlite3 (tests/sqlfiles.sh: the schema files through each database's
@@ -51,7 +52,7 @@ usage() {
 # The packages in one group.
 group_packages() {
     case $1 in
-        build)   echo "gcc make libc6-dev unixodbc-dev unixodbc odbcinst libsqliteodbc" ;;
+        build)   echo "gcc make libc6-dev unixodbc-dev unixodbc odbcinst libsqliteodbc libsqlite3-dev" ;;
         pg)      echo "postgresql-15 odbc-postgresql" ;;
         mariadb) echo "mariadb-server odbc-mariadb" ;;
         # Not gcc-multilib: it conflicts with the cross compilers, and the

@@ -1,6 +1,10 @@
 /* Inbox requirement tests (IBX-nnn) against a real database.
  * Usage: test_inbox <backend> '<ODBC connection string>'. */
 #define IBX_IMPLEMENTATION
+#ifdef IBX_SQLITE3_API /* the library on SQLite's C API; the test's own side connections stay ODBC */
+#include <sql.h>
+#include <sqlext.h>
+#endif
 #include "../ibx.h"
 #include "tt.h"
 #include "plans.h"
@@ -14,6 +18,7 @@
 #include <time.h>
 
 static const char *g_backend;
+static const char *g_label; /* in the test lines: the backend, or sqlite3 (IBX_SQLITE3_API) */
 static const char *g_conn;
 static int g_pg;
 static int g_my; /* MariaDB / MySQL */
@@ -3141,11 +3146,20 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
         return 2;
     }
-    g_backend = argv[1];
+    g_label = argv[1];
+    g_backend = strcmp(g_label, "sqlite3") == 0 ? "sqlite" : g_label;
+#ifdef IBX_SQLITE3_API
+    if (strcmp(g_label, "sqlite3") != 0) {
+#else
+    if (strcmp(g_label, "sqlite3") == 0) {
+#endif
+        fprintf(stderr, "%s: backend sqlite3 is this program built with IBX_SQLITE3_API, and only that\n", argv[0]);
+        return 2;
+    }
     g_conn = argv[2];
     g_pg = strcmp(g_backend, "postgresql") == 0;
     g_my = strcmp(g_backend, "mariadb") == 0;
-#define RUN(id, what, fn) TT_RUN(id, g_backend, what, fn)
+#define RUN(id, what, fn) TT_RUN(id, g_label, what, fn)
     RUN("IBX-001", "(source, message id) is the dedup key", test_001_natural_key);
     RUN("IBX-002", "the dedup check is one atomic upsert", test_002_005_states);
     RUN("IBX-003", "Done: already processed", test_002_005_states);
@@ -3246,7 +3260,7 @@ int main(int argc, char **argv) {
     RUN("IBX-120", "batches 1..100 work", test_119_120_ranges);
     RUN("IBX-124", "the poll interval doubles while idle, up to a cap", test_124_idle_backoff);
     if (g_pg || g_my) RUN("IBX-126", "SELECT, INSERT, UPDATE, DELETE on the table are enough", test_126_permissions);
-    else printf("N/A IBX-126 sqlite SQLite has no users or grants: file permissions apply\n");
+    else printf("N/A IBX-126 %s SQLite has no users or grants: file permissions apply\n", g_label);
     RUN("IBX-106", "a message is never held by two workers at once", test_078_079_106_two_workers);
     RUN("IBX-107", "dedup checks logged at DEBUG", test_107_113_logging);
     RUN("IBX-108", "enqueues logged at INFO with topic, source, id", test_107_113_logging);
@@ -3283,7 +3297,7 @@ int main(int argc, char **argv) {
     if (g_pg)
         RUN("IBX-DEAD-PURGE-REPLAYED", "a purge that waited for a replay's commit leaves the replayed message alone", test_dead_purge_replayed);
     else
-        printf("N/A IBX-DEAD-PURGE-REPLAYED %s %s\n", g_backend,
+        printf("N/A IBX-DEAD-PURGE-REPLAYED %s %s\n", g_label,
                g_my ? "one DELETE whose filter InnoDB checks on each row's latest version"
                     : "one writer: a purge reads what the replay committed");
     RUN("IBX-DEAD-PURGE-RACE", "replays by key during purges of all dead: replayed + purged = all, replayed ones kept", test_dead_purge_race);
@@ -3295,6 +3309,6 @@ int main(int argc, char **argv) {
     if (g_pg || g_my)
         RUN("CORE-PLANS", "claim, settle, reap, cleanup, get use an index on a 100k-row and an empty-analyzed inbox", test_plans);
     else
-        printf("N/A CORE-PLANS %s one writer and no planner statistics to go stale: plans are SQLite's own rules\n", g_backend);
+        printf("N/A CORE-PLANS %s one writer and no planner statistics to go stale: plans are SQLite's own rules\n", g_label);
     return tt_done();
 }

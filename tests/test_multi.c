@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 static const char *g_backend;
+static const char *g_label; /* in the test lines: the backend, or sqlite3 (OBX_/IBX_SQLITE3_API) */
 static const char *g_conn[3];
 static const char *const k_ids[3] = {"tenant-a", "tenant-b", "tenant-c"};
 
@@ -948,11 +949,20 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<conn 1>' '<conn 2>' '<conn 3>'\n", argv[0]);
         return 2;
     }
-    g_backend = argv[1];
+    g_label = argv[1];
+    g_backend = strcmp(g_label, "sqlite3") == 0 ? "sqlite" : g_label;
+#ifdef OBX_SQLITE3_API
+    if (strcmp(g_label, "sqlite3") != 0) {
+#else
+    if (strcmp(g_label, "sqlite3") == 0) {
+#endif
+        fprintf(stderr, "%s: backend sqlite3 is this program built with OBX_SQLITE3_API, and only that\n", argv[0]);
+        return 2;
+    }
     g_conn[0] = argv[2];
     g_conn[1] = argv[3];
     g_conn[2] = argv[4];
-#define RUN(id, what, fn) TT_RUN(id, g_backend, what, fn)
+#define RUN(id, what, fn) TT_RUN(id, g_label, what, fn)
     RUN("OBX-066", "a store per database, messages kept apart", test_066_separate_stores);
     RUN("OBX-066-RETRY", "a fixed-list database that could not be opened is opened when its wait is over", test_066_fixed_retry);
     RUN("OBX-066-DOWN", "databases that are down are retried each on its own backoff, never stalling the others", test_066_down);
