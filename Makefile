@@ -155,9 +155,12 @@ test:
 # measure a change before it goes into the headers).
 BENCH_N ?= 20000
 BENCH_HDR ?= .
+# BENCH_CFLAGS="-DOBX_SQLITE3_API -DIBX_SQLITE3_API" BENCH_BACKENDS=sqlite: the
+# library on SQLite's own C API against the same ideal.
+BENCH_CFLAGS ?=
 BENCH_PQ_INC = $(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 $(B)/bench: tests/bench.c tests/bench_api.c $(BENCH_HDR)/obx.h $(BENCH_HDR)/ibx.h | $(B)
-	$(CC) $(CSTD) $(WARN) -O2 -g -pthread -I$(BENCH_HDR) -I$(BENCH_PQ_INC) tests/bench.c -o $@ \
+	$(CC) $(CSTD) $(WARN) -O2 -g -pthread $(BENCH_CFLAGS) -I$(BENCH_HDR) -I$(BENCH_PQ_INC) tests/bench.c -o $@ \
 	  -lodbc -lpq -lsqlite3
 
 $(B)/malloc_count.so: tests/malloc_count.c | $(B)
@@ -208,8 +211,10 @@ check-warnings: | $(B)
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tools/obxctl.c tests/obxctl_fill.c tests/prom_check.c tests/consumer/main.c -I. || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/soak/soak.c tests/soak/check.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -I. -I$(BENCH_PQ_INC) tests/bench.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -DOBX_SQLITE3_API -DIBX_SQLITE3_API \
+	    tests/impl_both.c tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c || exit 1; \
 	done; done
-	@echo "check-warnings: ok (gcc, clang; c99, c11)"
+	@echo "check-warnings: ok (gcc, clang; c99, c11; and OBX_SQLITE3_API)"
 
 # Other people's builds (tests/compile_matrix.sh): gcc and clang, C99..C2x
 # strict and GNU, with and without -pthread and each feature-test macro,
@@ -222,8 +227,10 @@ check-matrix: | $(B)
 check-cxx: | $(B)
 	@for cxx in g++ clang++; do for std in c++11 c++17; do \
 	  $$cxx -x c++ -std=$$std $(CXXWARN) -Werror -c tests/impl_both.c -o $(B)/impl_both_cxx.o || exit 1; \
+	  $$cxx -x c++ -std=$$std $(CXXWARN) -Werror -DOBX_SQLITE3_API -DIBX_SQLITE3_API -c tests/impl_both.c \
+	    -o $(B)/impl_both_cxx.o || exit 1; \
 	done; done
-	@echo "check-cxx: ok (g++, clang++; c++11, c++17)"
+	@echo "check-cxx: ok (g++, clang++; c++11, c++17; and OBX_SQLITE3_API)"
 
 # Both implementations in one translation unit, in two, and as OBX_STATIC.
 check-link: | $(B)

@@ -34,6 +34,10 @@
  * (PostgreSQL), the first thing to read when a ratio is low. BENCH_ONLY
  * (e.g. enq1,drain1) runs a subset of the workloads. */
 #define OBX_IMPLEMENTATION
+#ifdef OBX_SQLITE3_API /* the library on SQLite's C API (make bench BENCH_CFLAGS=...); the rest stays ODBC */
+#include <sql.h>
+#include <sqlext.h>
+#endif
 #include "obx.h"
 #define IBX_IMPLEMENTATION
 #include "ibx.h"
