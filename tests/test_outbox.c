@@ -1826,6 +1826,73 @@ static void test_ordered_load(void) {
     obx_store_close(s);
 }
 
+/* Issue 25 item 4: a keyed enqueue whose transaction is open while the
+ * key's last busy message is acked parks behind it and commits after that
+ * ack's wake looked (the wake cannot see an uncommitted row): the key is
+ * left with only parked messages, which no claim reaches. Here a producer
+ * of the key is the handler of the key's running message, its transaction
+ * committed after the dispatcher's ack. The dispatcher finds the key the
+ * next time a claim comes back short (at most once per poll interval), not
+ * a reap interval later: its reap is an hour away. */
+typedef struct wake_missed_ctx {
+    obx_store *s;
+    caller_conn *p;
+    char next_id[37];
+    int handled, enqueued;
+} wake_missed_ctx;
+
+static obx_outcome wake_missed_handler(const obx_message *m, char *error, size_t size, void *user) {
+    wake_missed_ctx *c = (wake_missed_ctx *)user;
+    obx_new_message next = keyed("w2", "KW");
+    (void)error;
+    (void)size;
+    c->handled++;
+    if (strcmp(m->payload, "w1") == 0 && caller_begin(c->p) && /* left open: committed after the ack */
+        obx_enqueue_tx(c->s, c->p->dbc, &next, c->next_id) == OBX_OK)
+        c->enqueued = 1;
+    return OBX_DONE;
+}
+
+static void test_ordered_wake_missed(void) {
+    obx_store *s = fresh();
+    caller_conn p;
+    wake_missed_ctx c;
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    obx_new_message m1 = keyed("w1", "KW");
+    obx_message m;
+    int i;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(caller_open_keyed(&p));
+    memset(&c, 0, sizeof c);
+    c.s = s;
+    c.p = &p;
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.poll_interval_ms = 100;
+    dd.reap_interval_ms = 3600000;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "ord", wake_missed_handler, &c), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_EMPTY); /* its first reap spent */
+    TT_EQ_INT(obx_enqueue(s, &m1, NULL), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK); /* w1 handled and acked, w2 not committed */
+    TT_EQ_INT(st.done, 1);
+    TT_ASSERT(c.enqueued);
+    TT_ASSERT(caller_end(&p, 1));
+    TT_EQ_INT(obx_get(s, c.next_id, &m), OBX_OK); /* the miss: parked, nothing of its key busy */
+    TT_EQ_INT(m.next_attempt_ms, OBX_TIME_MAX_MS + 1);
+    for (i = 0; i < 3 && c.handled < 2; i++) { /* within two poll intervals */
+        if (i > 0) sleep_ms(100);
+        TT_ASSERT(obx_dispatcher_run_once(d, &st) >= 0);
+    }
+    TT_EQ_INT(c.handled, 2);
+    TT_EQ_INT(count_status(s, 2), 2);
+    obx_dispatcher_destroy(d);
+    caller_close(&p);
+    obx_store_close(s);
+}
+
 /* Issue 24 item 8: a wake that fails after a committed reap or settle
  * leaves the call's outcome alone: obx_reap returns OK with its count,
  * obx_ack returns OK with no error left on the store (the next reap wakes
@@ -7279,11 +7346,13 @@ int main(int argc, char **argv) {
     if (g_srv) {
         RUN("OBX-ORDERED-OVERLAP-PRODUCERS", "two producers of a key commit out of Id order around a claim: never two of the key at once", test_ordered_overlap_producers);
         RUN("CORE-WAKE-ERROR-CLEARED", "a wake failing after a committed reap or ack: OK, the count kept, no error left on the store", test_wake_error_cleared);
+        RUN("CORE-ORDERED-WAKE-MISSED", "a producer commits after the ack's wake looked: the dispatcher wakes the key within two poll intervals, no reap", test_ordered_wake_missed);
         RUN("OBX-ORDERED-REPLAY-OVERLAP", "a replay committed while a claim takes the successor: never two of the key at once", test_ordered_replay_overlap);
     } else {
         printf("N/A OBX-ORDERED-OVERLAP-PRODUCERS sqlite one writer at a time: a producer's open transaction holds every other writer\n");
         printf("N/A OBX-ORDERED-REPLAY-OVERLAP sqlite one writer at a time: a claim and a replay never overlap\n");
         printf("N/A CORE-WAKE-ERROR-CLEARED sqlite the wake is a trigger in the settle's own statement\n");
+        printf("N/A CORE-ORDERED-WAKE-MISSED sqlite one writer at a time: an enqueue and a wake never miss each other\n");
     }
     RUN("OBX-ORDERED-PROCS", "worker processes and a producer, keys x messages, transient failures: per key, starts strictly in order, never overlapping", test_ordered_processes);
     if (g_pg)
