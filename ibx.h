@@ -1070,7 +1070,12 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
  * Where messages wait parked behind their ordering key (the outbox on
  * PostgreSQL and MariaDB), it also wakes any key left with only parked
  * messages (a wake that a concurrent enqueue or settle missed, or that no
- * ack or fail of this library ran; not counted). On PostgreSQL it also
+ * ack or fail of this library ran; not counted). A dispatcher also does
+ * that when a claim comes back short of its batch, at most once per
+ * poll_interval_ms (and for at most a twentieth of its time: the wake reads
+ * every parked message), after waking the keys of its previous batch
+ * again: a producer that commits just after the ack of its key's last
+ * running message waits an idle poll, not a reap interval. On PostgreSQL it also
  * analyzes a table grown to twice the size its statistics know (a new
  * table above all), which autovacuum may not do for a minute: plans made
  * meanwhile read every Ready row per claim. A dispatcher reaps at its
@@ -1299,7 +1304,8 @@ typedef struct ibx_dispatcher_desc {
     void *backoff_user;
     int64_t poll_interval_ms;    /* default 500: wait after an empty claim ... */
     int64_t idle_max_ms;         /* default 2000: ... doubling while idle up to this */
-    int64_t reap_interval_ms;    /* default 30000: reap expired leases this often */
+    int64_t reap_interval_ms;    /* default 30000: reap expired leases this often (the wake of
+                                    parked keyed messages runs sooner: see ibx_reap) */
     int64_t startup_delay_ms;    /* default 0: wait before the first claim */
     int64_t error_delay_ms;      /* default 30000: wait after a failed round; a transient
                                     failure (lost connection, server restarting) is retried
@@ -8972,16 +8978,19 @@ static ibx_result ibx__isolate(ibx_dispatcher *d, ibx_store *s, int *n, int *fir
  * A missed wake costs an idle poll, not a reap interval. A store without
  * keys runs neither. Returns how many it woke; a failure is logged and
  * forgotten (the next short claim, or the reap, wakes them). */
-static int64_t ibx__wake_missed(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, int claimed) {
-    int64_t woken = 0, more = 0, t0, took;
-    ibx_result r = IBX_OK;
-    if (claimed >= d->batch_size || !s->sql[IBX__Q_WAKE] || !ibx__own_keyed(s)) return 0;
+static int64_t ibx__wake_missed(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, int n) {
+    int64_t woken = 0, more = 0, t0, gap;
+    ibx_result r;
+    if (n >= d->batch_size || !s->sql[IBX__Q_WAKE] || !ibx__own_keyed(s)) return 0;
     r = ibx__own_wake_again(s, &woken);
     t0 = ibx__mono_ms(&s->hooks);
+    /* The gap never exceeds the reap interval (whose reap wakes too), so
+     * a later one is a clock that stepped back. */
     if (r == IBX_OK && (t0 >= e->next_wake_ms || e->next_wake_ms - t0 > d->reap_ms)) {
         r = ibx__own_wake(s, NULL, &more);
-        took = ibx__mono_ms(&s->hooks) - t0;
-        e->next_wake_ms = ibx__sat_add(t0 + took, took * 20 > d->timing.poll_ms ? took * 20 : d->timing.poll_ms);
+        gap = (ibx__mono_ms(&s->hooks) - t0) * 20;
+        if (gap < d->timing.poll_ms) gap = d->timing.poll_ms;
+        e->next_wake_ms = ibx__sat_add(t0, gap < d->reap_ms ? gap : d->reap_ms);
         woken += more;
     }
     if (r != IBX_OK) {

@@ -822,10 +822,14 @@ typedef struct obx_new_message {
                                     commit race's; a producer that commits before it enqueues
                                     again keeps its order. A message waiting behind a busy key
                                     (PostgreSQL, MariaDB) is woken by the ack or fail that
-                                    ends its predecessor, or else by the next reap (within
-                                    reap_interval_ms): when its producer's transaction was
-                                    still open at that moment, and on MariaDB when the
-                                    predecessor was settled by another store, obxctl or SQL.
+                                    ends its predecessor. When its producer's transaction was
+                                    still open at that moment (common under load), or on
+                                    MariaDB when the predecessor was settled by another
+                                    store, obxctl or SQL, a dispatcher wakes it the next time
+                                    a claim of its comes back short of its batch: at once for
+                                    the keys of its previous batch, else within a poll
+                                    interval or so (its idle wait; see obx_dispatcher_desc);
+                                    a program that claims by itself has obx_reap do it.
                                     See README "Ordered delivery per key" */
     /* The envelope, all optional ("" and NULL are stored as NULL; none of
      * them costs anything when absent). The library copies what it needs
@@ -1103,7 +1107,12 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
  * Where messages wait parked behind their ordering key (the outbox on
  * PostgreSQL and MariaDB), it also wakes any key left with only parked
  * messages (a wake that a concurrent enqueue or settle missed, or that no
- * ack or fail of this library ran; not counted). On PostgreSQL it also
+ * ack or fail of this library ran; not counted). A dispatcher also does
+ * that when a claim comes back short of its batch, at most once per
+ * poll_interval_ms (and for at most a twentieth of its time: the wake reads
+ * every parked message), after waking the keys of its previous batch
+ * again: a producer that commits just after the ack of its key's last
+ * running message waits an idle poll, not a reap interval. On PostgreSQL it also
  * analyzes a table grown to twice the size its statistics know (a new
  * table above all), which autovacuum may not do for a minute: plans made
  * meanwhile read every Ready row per claim. A dispatcher reaps at its
@@ -1332,7 +1341,8 @@ typedef struct obx_dispatcher_desc {
     void *backoff_user;
     int64_t poll_interval_ms;    /* default 500: wait after an empty claim ... */
     int64_t idle_max_ms;         /* default 2000: ... doubling while idle up to this */
-    int64_t reap_interval_ms;    /* default 30000: reap expired leases this often */
+    int64_t reap_interval_ms;    /* default 30000: reap expired leases this often (the wake of
+                                    parked keyed messages runs sooner: see obx_reap) */
     int64_t startup_delay_ms;    /* default 0: wait before the first claim */
     int64_t error_delay_ms;      /* default 30000: wait after a failed round; a transient
                                     failure (lost connection, server restarting) is retried
@@ -5177,8 +5187,10 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
  * the same time: an enqueue that read the key busy may commit after the
  * last busy message's wake looked for it, and two messages of a key in
  * flight at once (a replay) may each see the other still running. Either
- * leaves a key with only parked messages; obx_reap, which dispatchers run
- * every reap interval, wakes them (OBX__Q_WAKE). Locking the key in the
+ * leaves a key with only parked messages. Under load it is the common case
+ * (4 producers of 5 keys: every key was left so within a second), so a
+ * dispatcher's short claim wakes them (obx__wake_missed), and obx_reap
+ * (OBX__Q_WAKE) for a program that claims by itself. Locking the key in the
  * enqueue instead would hold a key's running message for as long as any
  * producer's transaction, and a claim skips locked rows. */
 #define OBX__PG_PARKED "CAST('10000-01-01 00:00:00+00' AS timestamptz)"
@@ -5879,9 +5891,9 @@ static const obx__sqlset obx__postgresql_outbox = {
  * milliseconds; read back as OBX_TIME_MAX_MS + 1 like the others. Its
  * triggers cannot update their own table, so the wake is a statement of
  * its own after each ack and fail that finished a keyed message
- * (OBX__Q_WAKE_SETTLED, obx__settle), and the reap wakes what a concurrent
- * enqueue or another program's update hid from it (OBX__Q_WAKE), as on
- * PostgreSQL. */
+ * (OBX__Q_WAKE_SETTLED, obx__settle), and a dispatcher's short claim or
+ * the reap wakes what a concurrent enqueue or another program's update hid
+ * from it (obx__wake_missed, OBX__Q_WAKE), as on PostgreSQL. */
 #define OBX__MY_PARKED "'9999-12-31 23:59:59.999999'"
 #ifdef OBX_NO_ORDERING_KEYS
 #define OBX__MY_PARK_IF(k, due, busy) due
@@ -9684,16 +9696,19 @@ static obx_result obx__isolate(obx_dispatcher *d, obx_store *s, int *n, int *fir
  * A missed wake costs an idle poll, not a reap interval. A store without
  * keys runs neither. Returns how many it woke; a failure is logged and
  * forgotten (the next short claim, or the reap, wakes them). */
-static int64_t obx__wake_missed(obx_dispatcher *d, obx_store *s, obx__entry *e, int claimed) {
-    int64_t woken = 0, more = 0, t0, took;
-    obx_result r = OBX_OK;
-    if (claimed >= d->batch_size || !s->sql[OBX__Q_WAKE] || !obx__own_keyed(s)) return 0;
+static int64_t obx__wake_missed(obx_dispatcher *d, obx_store *s, obx__entry *e, int n) {
+    int64_t woken = 0, more = 0, t0, gap;
+    obx_result r;
+    if (n >= d->batch_size || !s->sql[OBX__Q_WAKE] || !obx__own_keyed(s)) return 0;
     r = obx__own_wake_again(s, &woken);
     t0 = obx__mono_ms(&s->hooks);
+    /* The gap never exceeds the reap interval (whose reap wakes too), so
+     * a later one is a clock that stepped back. */
     if (r == OBX_OK && (t0 >= e->next_wake_ms || e->next_wake_ms - t0 > d->reap_ms)) {
         r = obx__own_wake(s, NULL, &more);
-        took = obx__mono_ms(&s->hooks) - t0;
-        e->next_wake_ms = obx__sat_add(t0 + took, took * 20 > d->timing.poll_ms ? took * 20 : d->timing.poll_ms);
+        gap = (obx__mono_ms(&s->hooks) - t0) * 20;
+        if (gap < d->timing.poll_ms) gap = d->timing.poll_ms;
+        e->next_wake_ms = obx__sat_add(t0, gap < d->reap_ms ? gap : d->reap_ms);
         woken += more;
     }
     if (r != OBX_OK) {
@@ -10300,7 +10315,7 @@ static obx_result obx__wake_read(obx_store *s, int read, const obx__buf *ids, in
 
 /* A failed wake is logged and forgotten: the ack or fail it follows
  * committed and returns OK, so the store's last error is cleared again
- * (the reap wakes what this missed). */
+ * (a dispatcher's short claim or the reap wakes what this missed). */
 static void obx__own_settled(obx_store *s, int kind, int64_t rows) {
     obx__param p[1];
     int64_t woken = 0;

@@ -6670,6 +6670,7 @@ static void test_plans(void) {
     if (s->sql[OBX__Q_WAKE]) PLAN(OBX__Q_WAKE, NULL);
     if (s->sql[OBX__Q_WAKE_SETTLED]) PLAN(OBX__Q_WAKE_SETTLED, ids);
     if (s->sql[OBX__Q_WAKE_IDS]) PLAN(OBX__Q_WAKE_IDS, ids);
+    if (s->sql[OBX__Q_WAKE_AGAIN]) PLAN(OBX__Q_WAKE_AGAIN, ids);
     if (s->sql[OBX__Q_CLAIM_CHECK]) PLAN(OBX__Q_CLAIM_CHECK, PLAN_OWNER, ids);
     if (s->sql[OBX__Q_CLAIM_RELEASE]) PLAN(OBX__Q_CLAIM_RELEASE, PLAN_OWNER, ids);
     if (s->sql[OBX__Q_KEY_READ]) PLAN(OBX__Q_KEY_READ, "'k3'");
