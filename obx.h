@@ -182,7 +182,7 @@
  *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
  *   waiting for the copy. A changed trigger gets a new name and is created
  *   before the old one is dropped, so no settle runs without one. Times
- *   measured: README, "Upgrading".
+ *   measured: docs/UPGRADING.md.
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;
@@ -826,7 +826,7 @@ typedef struct obx_new_message {
                                     reap_interval_ms): when its producer's transaction was
                                     still open at that moment, and on MariaDB when the
                                     predecessor was settled by another store, obxctl or SQL.
-                                    See README "Ordered delivery per key" */
+                                    See docs/FEATURES.md, "Ordered delivery per key" */
     /* The envelope, all optional ("" and NULL are stored as NULL; none of
      * them costs anything when absent). The library copies what it needs
      * before returning: the caller's strings and array may change after. */
@@ -864,7 +864,7 @@ typedef struct obx_message {
     int64_t locked_until_ms;
     char owner_token[37];        /* "" when not leased */
     int64_t next_attempt_ms;     /* OBX_TIME_MAX_MS + 1 while parked behind an earlier message
-                                    of its ordering key (SQL Server excepted; see README) */
+                                    of its ordering key (SQL Server excepted; docs/FEATURES.md) */
     int starts;                  /* claims without an outcome, this one included: 2 and more
                                     after a crash or an expired lease (see max_starts) */
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
