@@ -2917,11 +2917,11 @@ IBX__PRIVATE void ibx__connstr_value(const char *connstr, const char *key, char 
     size_t klen = strlen(key), n;
     out[0] = '\0';
     while (p && *p) {
-        const char *k = p, *v;
+        const char *k = p, *v = p;
         while (*k == ' ') k++;
-        v = k + klen;
-        while (*v == ' ') v++;
-        if (ibx__starts_with_nocase(k, key) && (k[klen] == '=' || k[klen] == ' ') && *v == '=') {
+        if (ibx__starts_with_nocase(k, key)) /* only then is k + klen inside the string */
+            for (v = k + klen; *v == ' '; v++) {}
+        if (v != p && *v == '=') {
             for (v++; *v == ' '; v++) {}
             n = *v == '{' ? strcspn(++v, "}") : strcspn(v, ";");
             while (n > 0 && v[n - 1] == ' ') n--;
