@@ -44,12 +44,12 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
           $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay $(B)/obxctl $(B)/obxctl_fill $(B)/prom_check \
-          $(B)/example_protocols
+          $(B)/example_protocols $(B)/test_native
 
 all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder $(B)/obxctl
 
 deps:
-	@tests/deps.sh build pg mariadb tsql check static cross bench consumers
+	@tests/deps.sh build pg mariadb tsql check static cross bench native consumers
 
 $(B) $(B)/asan:
 	@mkdir -p $@
@@ -83,6 +83,14 @@ $(B)/test_multi: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)
 
 $(B)/fuzz_replay: tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c tests/fake_odbc.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c -o $@
+
+# The outbox in a transaction of the program's own driver: sqlite3, libpq,
+# MariaDB Connector/C (tests/deps.sh native).
+NATIVE_INC = -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql) \
+             $(shell mariadb_config --include 2>/dev/null || echo -I/usr/include/mariadb)
+NATIVE_LIBS = -lsqlite3 -lpq -lmariadb
+$(B)/test_native: tests/test_native.c tests/tt.h obx.h | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(NATIVE_INC) tests/test_native.c -o $@ -lodbc $(NATIVE_LIBS)
 
 $(B)/quickstart: examples/quickstart.c obx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) examples/quickstart.c -o $@ -lodbc
@@ -130,7 +138,7 @@ demo:
 	@cd $(B) && rm -f gateway.db gateway.db-wal gateway.db-shm && ./forwarder
 
 test:
-	@tests/deps.sh build pg mariadb tsql clients
+	@tests/deps.sh build pg mariadb tsql clients native
 	@$(MAKE) --no-print-directory $(TESTS)
 	tests/run.sh $(B)
 
@@ -170,7 +178,7 @@ fuzz:
 
 # ---- check ----------------------------------------------------------------------
 check:
-	@tests/deps.sh build pg mariadb tsql check static cross bench consumers
+	@tests/deps.sh build pg mariadb tsql check static cross bench native consumers
 	@$(MAKE) --no-print-directory check-common check-docs check-warnings check-cxx check-link check-nm \
 	  check-deps check-options check-consumers check-matrix
 	@$(MAKE) --no-print-directory test check-fallback

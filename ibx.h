@@ -1415,6 +1415,78 @@ IBX_API void ibx_dispatcher_wake(ibx_dispatcher *dispatcher);
  * Returns IBX_OK, or IBX_ERR_INVALID_ARG for a NULL store. */
 IBX_API ibx_result ibx_notify(ibx_store *store);
 
+/* ---- Your own driver: the statements, run in your transaction ---------------- */
+
+/* For a program whose business writes go through its own driver (libpq,
+ * the sqlite3 C API, MariaDB Connector/C, ...) and not ODBC: the library
+ * gives the statements an _tx call would run, with their values, and the
+ * program runs them on its own connection inside its own transaction
+ * (ibx_enqueue_sql). They do exactly what the _tx call does on `hdbc`,
+ * rows and ordering keys alike. The program commits or rolls back; after a
+ * commit, ibx_notify(store) wakes a dispatcher as after any _tx call. The
+ * conveniences below (ibx_enqueue_sqlite3, ibx_enqueue_pq,
+ * ibx_enqueue_mysql) do all of it for one driver each. */
+
+/* One value of a statement, in the order of its markers (a value a
+ * statement uses twice is given twice). */
+typedef struct ibx_sql_param {
+    const char *value;  /* the value as text (an integer in decimal), NUL-terminated;
+                           NULL: SQL NULL */
+    size_t length;      /* bytes of value without the NUL; 0 for NULL */
+    int is_int;         /* a 64-bit integer (i64; NULL or not): bind it typed where the
+                           driver types values (libpq: int8, OID 20), else as text */
+    int64_t i64;        /* the integer when is_int and value is not NULL */
+} ibx_sql_param;
+
+/* One statement of the store's dialect, to run in order. */
+typedef struct ibx_sql_stmt {
+    const char *sql;             /* the text, markers as asked (IBX_SQL_MARKERS_*) */
+    int param_count;
+    const ibx_sql_param *params; /* param_count values */
+    int check_column;            /* 0: returns no row (ignore any count). N > 0: returns one
+                                    row; pass its column N (as text, NULL if SQL NULL) to
+                                    ibx_sql_check, and go on only on IBX_OK */
+} ibx_sql_stmt;
+
+/* Statements to run, from ibx_enqueue_sql; free with ibx_sql_free. */
+typedef struct ibx_sql ibx_sql;
+
+#define IBX_SQL_MARKERS_QUESTION 0 /* "?": sqlite3, MariaDB Connector/C, ODBC */
+#define IBX_SQL_MARKERS_DOLLAR 1   /* "$1", "$2", ...: libpq */
+
+/* How many statements `sql` holds (0 for NULL), and statement i of them
+ * (NULL when out of range): valid until ibx_sql_free. */
+IBX_API int ibx_sql_count(const ibx_sql *sql);
+IBX_API const ibx_sql_stmt *ibx_sql_at(const ibx_sql *sql, int i);
+
+/* The row of a statement with check_column: `value` is its column
+ * check_column. Returns IBX_OK to go on; IBX_ERR_STATE, where "hdbc:
+ * isolation", when the transaction may not take the message (MariaDB: a
+ * keyed message needs READ COMMITTED, see ibx_enqueue_tx) -- then roll
+ * back, nothing of the message is meant to commit; IBX_ERR_INVALID_ARG for
+ * a NULL store or stmt, or a stmt without check_column. */
+IBX_API ibx_result ibx_sql_check(ibx_store *store, const ibx_sql_stmt *stmt, const char *value);
+
+/* The id of message i of the statements (the work item id the _tx call
+ * would give), NUL-terminated; NULL when out of range. */
+IBX_API const char *ibx_sql_id(const ibx_sql *sql, int i);
+
+/* Record a failure as the store's last error (ibx_store_last_error), for
+ * a program's driver code (the conveniences use it). With `result`
+ * IBX_ERR_DB the failure is classified as the library classifies its own:
+ * `sqlstate` (5 characters, or NULL/"" if the driver has none) and
+ * `native` (the driver's code: MariaDB's error number, SQLite's result
+ * code, 0 if none) make it IBX_ERR_DB_TRANSIENT (deadlock, serialization
+ * failure, busy, lost connection: roll back and retry) or leave it
+ * IBX_ERR_DB; any other result is recorded as given. `where` and `message`
+ * are copied. Returns the recorded code, or IBX_ERR_INVALID_ARG for a NULL
+ * store. */
+IBX_API ibx_result ibx_sql_error(ibx_store *store, ibx_result result, const char *where, const char *sqlstate,
+                                 long native, const char *message);
+
+/* Free statements from ibx_enqueue_sql (NULL is a no-op). */
+IBX_API void ibx_sql_free(ibx_sql *sql);
+
 /* The dispatcher's last error: with one store it is that store's error;
  * with a provider, the error of the last round that failed (copied, so it
  * outlives a store that discovery has since closed), of the last discovery
@@ -2704,6 +2776,7 @@ typedef struct ibx__db {
     int unit;                    /* IBX__RUN_* of the current (or last) unit of work */
     int callers_tx;              /* the caller's connection, in its transaction */
     int fault;                   /* IBX__FAULT_* of the last diagnosed failure */
+    struct ibx_sql *capture;     /* set: statements are recorded, not run (ibx__capture_add) */
     char *const *sql;            /* the store's statements by id: checked against their
                                     declared arguments when run (IBX__CHECK_ARGS) */
     int connect_no_wait;         /* a connect fails at once while another thread connects */
@@ -3464,6 +3537,127 @@ static int ibx__args_bound(const ibx__db *db, int slot, const char *sql, const i
 }
 #endif
 
+/* Statements for the caller's own driver (ibx_sql, ibx_enqueue_sql): a
+ * unit of work run on a db whose `capture` is set records each statement
+ * with its values instead of running it, so the texts and the values are
+ * the ones the ODBC path binds, never a second copy. While recording, the
+ * texts and values are offsets into `text` (it grows); ibx__capture_end
+ * turns them into the public pointers. */
+typedef struct ibx__cap_stmt {
+    size_t sql;
+    int first, count, check_column;
+} ibx__cap_stmt;
+
+typedef struct ibx__cap_param {
+    size_t off, len;
+    int is_null, is_int;
+    int64_t i64;
+} ibx__cap_param;
+
+struct ibx_sql {
+    ibx__hooks hooks;    /* the store's, copied: the statements may outlive it */
+    int markers;         /* IBX_SQL_MARKERS_* */
+    ibx__buf text;       /* texts and values, each NUL-terminated */
+    ibx__buf stmts_raw;  /* ibx__cap_stmt records while recording */
+    ibx__buf params_raw; /* ibx__cap_param records while recording */
+    int count, param_count;
+    ibx_sql_stmt *stmts; /* filled by ibx__capture_end */
+    ibx_sql_param *params;
+    char (*ids)[37];     /* the messages' ids (ibx_sql_id), id_count of them */
+    int id_count;
+};
+
+static int ibx__cap_text(ibx_sql *c, const char *s, size_t n, size_t *off) {
+    *off = c->text.len;
+    return ibx__buf_add(&c->hooks, &c->text, s, n) && ibx__buf_add(&c->hooks, &c->text, "", 1);
+}
+
+/* Record statement `sql` with ps[0..n): as plain markers, each marker's
+ * value in order (ibx__plain_markers' map), "$k" for libpq. */
+IBX__PRIVATE ibx_result ibx__capture_add(ibx__db *db, const char *sql, const ibx__param *ps, int n,
+                                         int check_column) {
+    ibx_sql *c = db->capture;
+    unsigned char map[IBX__MAX_MARKERS];
+    char *plain;
+    const char *q;
+    ibx__cap_stmt st;
+    int k = 0, ok = 1;
+    memset(map, 0, sizeof map);
+    plain = ibx__plain_markers(db->hooks, sql, map);
+    if (!plain) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_sql", "out of memory");
+    st.sql = c->text.len;
+    st.first = c->param_count;
+    st.check_column = check_column;
+    for (q = plain; *q && ok; q++) {
+        char num[16];
+        if (*q != '?') {
+            ok = ibx__buf_add(&c->hooks, &c->text, q, 1);
+            continue;
+        }
+        k++;
+        if (c->markers == IBX_SQL_MARKERS_DOLLAR) {
+            snprintf(num, sizeof num, "$%d", k);
+            ok = ibx__buf_add(&c->hooks, &c->text, num, strlen(num));
+        } else {
+            ok = ibx__buf_add(&c->hooks, &c->text, "?", 1);
+        }
+    }
+    ibx__free(db->hooks, plain);
+    ok = ok && ibx__buf_add(&c->hooks, &c->text, "", 1);
+    st.count = k;
+    for (k = 0; k < st.count && ok; k++) {
+        int a = map[0] ? map[k] - 1 : k;
+        const ibx__param *p = &ps[a];
+        ibx__cap_param v;
+        char num[24];
+        memset(&v, 0, sizeof v);
+        if (a < 0 || a >= n) return ibx__fail(db->err, IBX_ERR_STATE, "ibx_sql", "marker %d has no argument", k + 1);
+        v.is_int = p->c_type == SQL_C_SBIGINT;
+        v.is_null = p->ind == SQL_NULL_DATA;
+        v.i64 = v.is_int ? (int64_t)p->i64 : 0;
+        if (v.is_null) v.i64 = 0;
+        else if (v.is_int) {
+            snprintf(num, sizeof num, "%lld", (long long)p->i64);
+            ok = ibx__cap_text(c, num, strlen(num), &v.off);
+            v.len = strlen(num);
+        } else {
+            v.len = (size_t)p->ind;
+            ok = ibx__cap_text(c, (const char *)p->ptr, v.len, &v.off);
+        }
+        ok = ok && ibx__buf_add(&c->hooks, &c->params_raw, &v, sizeof v);
+    }
+    ok = ok && ibx__buf_add(&c->hooks, &c->stmts_raw, &st, sizeof st);
+    if (!ok) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_sql", "out of memory");
+    c->param_count += st.count;
+    c->count++;
+    return IBX_OK;
+}
+
+/* The recorded statements as the public arrays; 0 when out of memory. */
+IBX__PRIVATE int ibx__capture_end(ibx_sql *c) {
+    int i;
+    c->stmts = (ibx_sql_stmt *)ibx__alloc(&c->hooks, sizeof *c->stmts * (size_t)(c->count + 1));
+    c->params = (ibx_sql_param *)ibx__alloc(&c->hooks, sizeof *c->params * (size_t)(c->param_count + 1));
+    if (!c->stmts || !c->params) return 0;
+    for (i = 0; i < c->param_count; i++) {
+        ibx__cap_param v;
+        memcpy(&v, c->params_raw.data + sizeof v * (size_t)i, sizeof v);
+        c->params[i].value = v.is_null ? NULL : c->text.data + v.off;
+        c->params[i].length = v.is_null ? 0 : v.len;
+        c->params[i].is_int = v.is_int;
+        c->params[i].i64 = v.i64;
+    }
+    for (i = 0; i < c->count; i++) {
+        ibx__cap_stmt st;
+        memcpy(&st, c->stmts_raw.data + sizeof st * (size_t)i, sizeof st);
+        c->stmts[i].sql = c->text.data + st.sql;
+        c->stmts[i].param_count = st.count;
+        c->stmts[i].params = c->params + st.first;
+        c->stmts[i].check_column = st.check_column;
+    }
+    return 1;
+}
+
 static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__param *ps, int n,
                                  int64_t *rows, SQLHSTMT *cursor) {
     SQLHSTMT st = NULL;
@@ -3472,6 +3666,10 @@ static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__pa
 #if IBX__CHECK_ARGS
     IBX_ASSERT(ibx__args_bound(db, slot, sql, ps, n));
 #endif
+    if (db->capture) { /* recorded for the caller's driver: a statement of rows cannot be */
+        if (cursor || rows) return ibx__fail(db->err, IBX_ERR_STATE, "ibx_sql", "statement %d reads", slot);
+        return ibx__capture_add(db, sql, ps, n, 0);
+    }
     r = ibx__stmt(db, slot, sql, &st);
     if (r != IBX_OK) return r;
     SQLFreeStmt(st, SQL_CLOSE); /* a cursor left open by an earlier failure */
@@ -6822,6 +7020,99 @@ IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
     r = unit(&caller, ctx);
     ibx__db_free_statements(&caller);
     return r;
+}
+
+/* The session's isolation level `level` (MariaDB's tx_isolation: NULL or
+ * "" when unknown) for a keyed enqueue, in the caller's transaction: READ
+ * COMMITTED, as ibx_enqueue_tx says why. */
+IBX__PRIVATE ibx_result ibx__isolation_check(ibx_error *err, const char *level) {
+    if (!level || !level[0] || strcmp(level, "READ-COMMITTED") == 0 || strcmp(level, "READ-UNCOMMITTED") == 0)
+        return IBX_OK;
+    return ibx__fail(err, IBX_ERR_STATE, "hdbc: isolation",
+                     "a keyed enqueue needs READ COMMITTED, not %s" IBX__WHY(": at REPEATABLE READ the "
+                     "transaction's snapshot may predate a commit of the key it must follow, at SERIALIZABLE "
+                     "the read would lock the key until the caller commits; SET SESSION TRANSACTION "
+                     "ISOLATION LEVEL READ COMMITTED on the connection"), level);
+}
+
+/* Run `unit` recording its statements for the caller's driver (ibx_sql):
+ * *out gets them on success. */
+IBX__PRIVATE ibx_result ibx__unit_capture(ibx_store *s, ibx_result (*unit)(ibx__db *db, void *ctx), void *ctx,
+                                          int markers, ibx_sql **out) {
+    ibx__db caller;
+    ibx_sql *c = (ibx_sql *)ibx__alloc(&s->hooks, sizeof *c);
+    ibx_result r;
+    if (!c) return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_sql", "out of memory");
+    memset(c, 0, sizeof *c);
+    c->hooks = s->hooks;
+    c->markers = markers;
+    memset(&caller, 0, sizeof caller);
+    caller.hooks = &s->hooks;
+    caller.store_id = s->store_id;
+    caller.err = &s->err;
+    caller.d = s->db.d;
+    caller.sql = s->db.sql;
+    caller.callers_tx = 1;
+    caller.capture = c;
+    r = unit(&caller, ctx);
+    if (r == IBX_OK && !ibx__capture_end(c)) r = ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_sql", "out of memory");
+    if (r != IBX_OK) {
+        ibx_sql_free(c);
+        return r;
+    }
+    *out = c;
+    return IBX_OK;
+}
+
+IBX_API int ibx_sql_count(const ibx_sql *sql) {
+    return sql ? sql->count : 0;
+}
+
+IBX_API const ibx_sql_stmt *ibx_sql_at(const ibx_sql *sql, int i) {
+    return sql && i >= 0 && i < sql->count ? &sql->stmts[i] : NULL;
+}
+
+IBX_API ibx_result ibx_sql_check(ibx_store *store, const ibx_sql_stmt *stmt, const char *value) {
+    if (!store) return IBX_ERR_INVALID_ARG;
+    if (!stmt || stmt->check_column <= 0)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_sql_check: stmt",
+                         "stmt must be a statement with a check_column");
+    return ibx__isolation_check(&store->err, value);
+}
+
+IBX_API const char *ibx_sql_id(const ibx_sql *sql, int i) {
+    return sql && i >= 0 && i < sql->id_count ? sql->ids[i] : NULL;
+}
+
+IBX_API ibx_result ibx_sql_error(ibx_store *store, ibx_result result, const char *where, const char *sqlstate,
+                                 long native, const char *message) {
+    int fault;
+    if (!store) return IBX_ERR_INVALID_ARG;
+    fault = result != IBX_ERR_DB ? IBX__FAULT_PERMANENT : ibx__classify(store->db.d, sqlstate ? sqlstate : "", native);
+    ibx__error_clear(&store->err);
+    ibx__copy(store->err.where, sizeof store->err.where, where ? where : "");
+    ibx__copy(store->err.sqlstate, sizeof store->err.sqlstate, sqlstate ? sqlstate : "");
+    ibx__copy(store->err.message, sizeof store->err.message, message ? message : "");
+    store->err.native = native;
+    store->err.connection_lost = fault == IBX__FAULT_LOST || fault == IBX__FAULT_LOST_PERMANENT;
+    store->err.result = result != IBX_ERR_DB ? result
+                      : fault == IBX__FAULT_PERMANENT || fault == IBX__FAULT_LOST_PERMANENT ? IBX_ERR_DB
+                                                                                            : IBX_ERR_DB_TRANSIENT;
+    ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "%s failed: %s", store->err.where, store->err.message);
+    return store->err.result;
+}
+
+IBX_API void ibx_sql_free(ibx_sql *sql) {
+    ibx__hooks h;
+    if (!sql) return;
+    h = sql->hooks;
+    ibx__buf_free(&h, &sql->text);
+    ibx__buf_free(&h, &sql->stmts_raw);
+    ibx__buf_free(&h, &sql->params_raw);
+    ibx__free(&h, sql->stmts);
+    ibx__free(&h, sql->params);
+    ibx__free(&h, sql->ids);
+    ibx__free(&h, sql);
 }
 
 /* >> claim ---------------------------------------------------------------------- */
