@@ -1758,7 +1758,10 @@ OBX_API obx_result obx_enqueue_sql(obx_store *store, const obx_new_message *mess
     if (r_ != OBX_OK) return r_;
 #define OBX__SQL_RUN_END(out_ids)                                                                     \
     if (r_ == OBX_OK && out_ids)                                                                      \
-        for (i_ = 0; i_ < count; i_++) memcpy((out_ids)[i_], obx_sql_id(sql_, i_), 37);               \
+        for (i_ = 0; i_ < count; i_++) {                                                              \
+            const char *id_ = obx_sql_id(sql_, i_);                                                   \
+            if (id_) memcpy((out_ids)[i_], id_, 37);                                                  \
+        }                                                                                             \
     obx_sql_free(sql_);                                                                               \
     (void)k_;                                                                                         \
     return r_;
