@@ -3633,6 +3633,17 @@ IBX__PRIVATE ibx_result ibx__capture_add(ibx__db *db, const char *sql, const ibx
     return IBX_OK;
 }
 
+/* The ids of the messages the recorded statements write (ibx_sql_id). */
+IBX__PRIVATE ibx_result ibx__capture_ids(ibx__db *db, char (*ids)[37], int n) {
+    ibx_sql *c = db->capture;
+    if (n <= 0) return IBX_OK;
+    c->ids = (char (*)[37])ibx__alloc(&c->hooks, 37 * (size_t)n);
+    if (!c->ids) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_sql", "out of memory");
+    memcpy(c->ids, ids, 37 * (size_t)n);
+    c->id_count = n;
+    return IBX_OK;
+}
+
 /* The recorded statements as the public arrays; 0 when out of memory. */
 IBX__PRIVATE int ibx__capture_end(ibx_sql *c) {
     int i;

@@ -3976,6 +3976,17 @@ OBX__PRIVATE obx_result obx__capture_add(obx__db *db, const char *sql, const obx
     return OBX_OK;
 }
 
+/* The ids of the messages the recorded statements write (obx_sql_id). */
+OBX__PRIVATE obx_result obx__capture_ids(obx__db *db, char (*ids)[37], int n) {
+    obx_sql *c = db->capture;
+    if (n <= 0) return OBX_OK;
+    c->ids = (char (*)[37])obx__alloc(&c->hooks, 37 * (size_t)n);
+    if (!c->ids) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_sql", "out of memory");
+    memcpy(c->ids, ids, 37 * (size_t)n);
+    c->id_count = n;
+    return OBX_OK;
+}
+
 /* The recorded statements as the public arrays; 0 when out of memory. */
 OBX__PRIVATE int obx__capture_end(obx_sql *c) {
     int i;
@@ -11127,7 +11138,7 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
             to = obx__chunk_end(c, i);
             r = obx__insert_chunk(db, c, i, to);
         }
-        return r;
+        return r == OBX_OK && db->capture ? obx__capture_ids(db, c->ids, c->count) : r;
     }
     for (i = 0; i < c->count; i++) {
         const obx_new_message *m = &c->msgs[i];
@@ -11167,7 +11178,19 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
         r = obx__exec(db, OBX__Q_INSERT_KEYED, c->s->sql[OBX__Q_INSERT_KEYED], p, 13, NULL, NULL);
         if (r != OBX_OK) return r;
     }
-    return OBX_OK;
+    return db->capture ? obx__capture_ids(db, c->ids, c->count) : OBX_OK;
+}
+
+static void obx__enqueued_log(obx_store *s, const obx_new_message *msgs, char (*ids)[37], int count,
+                              const char *how) {
+    int i;
+    for (i = 0; i < count && obx__log_enabled(&s->hooks, s->message_log_level); i++) {
+        char topic[OBX__KV_CAP], correlation[OBX__KV_CAP];
+        obx__log(&s->hooks, s->message_log_level, s->store_id, "enqueued %s topic=%s correlation=%s%s", ids[i],
+                 obx__kv(topic, msgs[i].topic),
+                 msgs[i].correlation_id && msgs[i].correlation_id[0] ? obx__kv(correlation, msgs[i].correlation_id) : "-",
+                 how);
+    }
 }
 
 /* Enqueue msgs[0..count) in the store's transaction (hdbc NULL), the
@@ -11217,28 +11240,13 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
             r = obx__unit_or_caller(s, hdbc, obx__insert_messages, &ctx, fn,
                                     OBX__UNIT_WRITE | (one ? OBX__UNIT_ONE_STATEMENT : 0));
     }
-    if (r == OBX_OK && out_sql) {
-        sql->ids = (char (*)[37])obx__alloc(&s->hooks, 37 * (size_t)count);
-        if (sql->ids) {
-            memcpy(sql->ids, ids, 37 * (size_t)count);
-            sql->id_count = count;
-        } else {
-            obx_sql_free(sql);
-            r = obx__fail(&s->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
-        }
-    }
     if (r == OBX_OK) {
         if (out_sql) *out_sql = sql;
         else if (!hdbc) obx__wake_send(&s->wake_fd, s->wake_path);
         if (out_ids) memcpy(out_ids, ids, 37 * (size_t)count);
         obx__count(s, OBX_METRIC_ENQUEUED, count);
-        for (i = 0; i < count && obx__log_enabled(&s->hooks, s->message_log_level); i++) {
-            char topic[OBX__KV_CAP], correlation[OBX__KV_CAP];
-            obx__log(&s->hooks, s->message_log_level, s->store_id,
-                     "enqueued %s topic=%s correlation=%s%s", ids[i], obx__kv(topic, msgs[i].topic),
-                     msgs[i].correlation_id && msgs[i].correlation_id[0] ? obx__kv(correlation, msgs[i].correlation_id) : "-",
-                     out_sql ? " (statements for the caller's driver)" : hdbc ? " (in caller's transaction)" : "");
-        }
+        obx__enqueued_log(s, msgs, ids, count,
+                          out_sql ? " (statements for the caller's driver)" : hdbc ? " (in caller's transaction)" : "");
     }
     if (lens != &one_len) obx__free(&s->hooks, lens);
     if (ids != &one_id) obx__free(&s->hooks, ids);
