@@ -18,7 +18,8 @@
  *   4. Threads               8. License (end of file)
  *   Then the API: common (results, hooks, limits, backoff, selection,
  *   UUIDs), store and messages (enqueue, ordering keys, the envelope: tenant,
- *   aggregate and headers, expiry, ack, abandon, fail, lease extend, get), the work queue and
+ *   aggregate and headers, expiry, ack, abandon, fail, lease extend, get; in
+ *   a transaction of your own driver: obx_enqueue_sql), the work queue and
  *   dispatcher (claim, reap, cleanup, metrics, providers, routers, batch
  *   handlers, pauses), dead letters (list, replay, purge), joins (fan-in,
  *   cancel).
@@ -364,6 +365,21 @@
  *   a wrong mode is refused with OBX_ERR_STATE naming it. Avoid unixODBC
  *   connection pooling: it hands out connections with the previous user's
  *   open transaction.
+ *   Your own driver: a program that writes its data through libpq, the
+ *   sqlite3 C API or MariaDB Connector/C (not ODBC) enqueues in that
+ *   driver's transaction: include the driver's header before obx.h, then
+ *       BEGIN (sqlite3: BEGIN IMMEDIATE; MariaDB: START TRANSACTION)
+ *       ... your writes ...
+ *       obx_enqueue_pq(store, conn, msgs, n, ids)     (PGconn *)
+ *       obx_enqueue_sqlite3(store, db, msgs, n, ids)  (sqlite3 *)
+ *       obx_enqueue_mysql(store, mysql, msgs, n, ids) (MYSQL *)
+ *       COMMIT, then obx_notify(store)
+ *   These are static inline, compiled only after their driver's header: no
+ *   link dependency for anyone else. Any other driver: obx_enqueue_sql
+ *   gives the statements and values obx_enqueue_tx would run (the same
+ *   text: recorded from it), to run on your connection. The store keeps
+ *   its own ODBC connection to the same database to deliver. Examples:
+ *   examples/native_sqlite.c, examples/native_libpq.c.
  *
  * 7. TESTING WITH THE FAKE ODBC LAYER --------------------------------------
  *   tests/fake_odbc.c defines the SQL* functions this file calls; link it
