@@ -1436,6 +1436,8 @@ typedef struct ibx_sql_param {
     int is_int;         /* a 64-bit integer (i64; NULL or not): bind it typed where the
                            driver types values (libpq: int8, OID 20), else as text */
     int64_t i64;        /* the integer when is_int and value is not NULL */
+    int is_blob;        /* bytes, any of them (a content hash): bind as binary (libpq:
+                           bytea, OID 17, binary format); still NUL-terminated */
 } ibx_sql_param;
 
 /* One statement of the store's dialect, to run in order. */
@@ -1446,6 +1448,9 @@ typedef struct ibx_sql_stmt {
     int check_column;            /* 0: returns no row (ignore any count). N > 0: returns one
                                     row; pass its column N (as text, NULL if SQL NULL) to
                                     ibx_sql_check, and go on only on IBX_OK */
+    int counts;                  /* 1: its count is the call's outcome (the inbox: 1 when the
+                                    message is new): the first column of the row it returns,
+                                    or, returning none, the rows it changed */
 } ibx_sql_stmt;
 
 /* Statements to run, from ibx_enqueue_sql; free with ibx_sql_free. */
@@ -1530,6 +1535,174 @@ IBX_API ibx_result ibx_dead_replay(ibx_store *store, const ibx_dead_filter *filt
  * deleted after an error). */
 IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filter, int64_t *purged);
 #endif /* IBX_NO_DEAD_LETTERS */
+
+
+/* ---- Running statements on three drivers --------------------------------------------
+ * Where the program included a driver's header before this one: the
+ * statements of an ibx_sql run on that driver's connection, inside the
+ * transaction open on it, as static inline functions (no link dependency
+ * for anyone else). The header's own calls (ibx_enqueue_sqlite3 and its
+ * kin) are built on them. `fn` names the caller in errors; *count (if not
+ * NULL) receives the count of the statement with `counts` set. */
+#if defined(SQLITE3_H) || defined(_SQLITE3_H_) || defined(SQLITE_VERSION_NUMBER) || defined(LIBPQ_FE_H) || \
+    defined(_mysql_h)
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* atoll */
+#include <string.h> /* memcpy, strlen */
+#endif
+
+#if (defined(SQLITE3_H) || defined(_SQLITE3_H_) || defined(SQLITE_VERSION_NUMBER)) && !defined(IBX__SQLITE3_RUN)
+#define IBX__SQLITE3_RUN
+static inline ibx_result ibx__sql_sqlite3(ibx_store *store, const char *fn, sqlite3 *db, const ibx_sql *sql,
+                                          int64_t *count) {
+    char where[96];
+    const ibx_sql_stmt *s;
+    ibx_result r = IBX_OK;
+    int i, k;
+    snprintf(where, sizeof where, "%s: db", fn);
+    if (sqlite3_get_autocommit(db))
+        return ibx_sql_error(store, IBX_ERR_STATE, where, NULL, 0,
+                             "db is in autocommit: BEGIN IMMEDIATE first (the message must commit with your work)");
+    snprintf(where, sizeof where, "%s: sqlite3_step", fn);
+    for (i = 0; r == IBX_OK && (s = ibx_sql_at(sql, i)) != NULL; i++) {
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(db, s->sql, -1, &st, NULL);
+        for (k = 0; rc == SQLITE_OK && k < s->param_count; k++) {
+            const ibx_sql_param *p = &s->params[k];
+            rc = !p->value   ? sqlite3_bind_null(st, k + 1)
+               : p->is_int  ? sqlite3_bind_int64(st, k + 1, (sqlite3_int64)p->i64)
+               : p->is_blob ? sqlite3_bind_blob(st, k + 1, p->value, (int)p->length, SQLITE_STATIC)
+                            : sqlite3_bind_text(st, k + 1, p->value, (int)p->length, SQLITE_STATIC);
+        }
+        if (rc == SQLITE_OK) rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW && s->check_column > 0)
+            r = ibx_sql_check(store, s, (const char *)sqlite3_column_text(st, s->check_column - 1));
+        else if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+            r = ibx_sql_error(store, IBX_ERR_DB, where, NULL, sqlite3_errcode(db), sqlite3_errmsg(db));
+        else if (s->counts && count)
+            *count = rc == SQLITE_ROW ? (int64_t)sqlite3_column_int64(st, 0) : (int64_t)sqlite3_changes(db);
+        sqlite3_finalize(st);
+    }
+    return r;
+}
+#endif
+
+#if defined(LIBPQ_FE_H) && !defined(IBX__PQ_RUN)
+#define IBX__PQ_RUN
+static inline ibx_result ibx__sql_pq(ibx_store *store, const char *fn, PGconn *conn, const ibx_sql *sql,
+                                     int64_t *count) {
+    char where[96];
+    const ibx_sql_stmt *s;
+    ibx_result r = IBX_OK;
+    int i, k;
+    snprintf(where, sizeof where, "%s: conn", fn);
+    if (PQtransactionStatus(conn) != PQTRANS_INTRANS)
+        return ibx_sql_error(store, IBX_ERR_STATE, where, NULL, 0,
+                             PQtransactionStatus(conn) == PQTRANS_INERROR
+                                 ? "conn's transaction has failed: roll it back"
+                                 : "conn is not in a transaction: BEGIN first (the message must commit with your work)");
+    snprintf(where, sizeof where, "%s: PQexecParams", fn);
+    for (i = 0; r == IBX_OK && (s = ibx_sql_at(sql, i)) != NULL; i++) {
+        const char *values[64];
+        Oid types[64];
+        int lengths[64], formats[64];
+        PGresult *res = NULL;
+        ExecStatusType st;
+        for (k = 0; k < s->param_count && k < 64; k++) {
+            values[k] = s->params[k].value;
+            lengths[k] = (int)s->params[k].length;
+            formats[k] = s->params[k].is_blob; /* bytes as bytes; the rest as text */
+            types[k] = s->params[k].is_int ? 20 : s->params[k].is_blob ? 17 : 0; /* int8, bytea, inferred */
+        }
+        if (s->param_count <= 64)
+            res = PQexecParams(conn, s->sql, s->param_count, types, values, lengths, formats, 0);
+        st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+        if (st == PGRES_TUPLES_OK && s->check_column > 0)
+            r = ibx_sql_check(store, s, PQntuples(res) < 1 || PQgetisnull(res, 0, s->check_column - 1)
+                                            ? NULL : PQgetvalue(res, 0, s->check_column - 1));
+        else if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+            r = ibx_sql_error(store, IBX_ERR_DB, where, res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL, 0,
+                              res ? PQresultErrorMessage(res) : "more than 64 parameters");
+        else if (s->counts && count)
+            *count = st == PGRES_TUPLES_OK && PQntuples(res) > 0 ? atoll(PQgetvalue(res, 0, 0))
+                                                                 : atoll(PQcmdTuples(res));
+        PQclear(res);
+    }
+    return r;
+}
+#endif
+
+#if defined(_mysql_h) && !defined(IBX__MYSQL_RUN)
+#define IBX__MYSQL_RUN
+/* A statement's one row, columns as text, into col; 0 when it has none. */
+static inline int ibx__sql_mysql_row(MYSQL_STMT *st, char col[8][64], my_bool nulls[8]) {
+    MYSQL_BIND c[8];
+    unsigned long len[8];
+    unsigned n = mysql_stmt_field_count(st), k;
+    int f;
+    memset(c, 0, sizeof c);
+    for (k = 0; k < n && k < 8; k++) {
+        c[k].buffer_type = MYSQL_TYPE_STRING;
+        c[k].buffer = col[k];
+        c[k].buffer_length = 63;
+        c[k].length = &len[k];
+        c[k].is_null = &nulls[k];
+    }
+    if (n == 0 || n > 8 || mysql_stmt_bind_result(st, c) != 0) return 0;
+    f = mysql_stmt_fetch(st);
+    for (k = 0; (f == 0 || f == MYSQL_DATA_TRUNCATED) && k < n; k++) col[k][len[k] < 63 ? len[k] : 63] = '\0';
+    while (f == 0 && mysql_stmt_fetch(st) == 0) {
+    }
+    return f == 0 || f == MYSQL_DATA_TRUNCATED;
+}
+
+static inline ibx_result ibx__sql_mysql(ibx_store *store, const char *fn, MYSQL *mysql, const ibx_sql *sql,
+                                        int64_t *count) {
+    char where[96];
+    const ibx_sql_stmt *s;
+    ibx_result r = IBX_OK;
+    int i, k;
+    snprintf(where, sizeof where, "%s: mysql", fn);
+    if ((mysql->server_status & SERVER_STATUS_AUTOCOMMIT) && !(mysql->server_status & SERVER_STATUS_IN_TRANS))
+        return ibx_sql_error(store, IBX_ERR_STATE, where, NULL, 0,
+                             "mysql is in autocommit: START TRANSACTION first (the message must commit with your work)");
+    snprintf(where, sizeof where, "%s: mysql_stmt_execute", fn);
+    for (i = 0; r == IBX_OK && (s = ibx_sql_at(sql, i)) != NULL; i++) {
+        MYSQL_STMT *st = mysql_stmt_init(mysql);
+        MYSQL_BIND b[64];
+        unsigned long len[64];
+        char col[8][64];
+        my_bool nulls[8] = {0};
+        int ok = st && s->param_count <= 64 && mysql_stmt_prepare(st, s->sql, (unsigned long)strlen(s->sql)) == 0;
+        memset(b, 0, sizeof b);
+        for (k = 0; ok && k < s->param_count; k++) {
+            const ibx_sql_param *p = &s->params[k];
+            len[k] = (unsigned long)p->length;
+            b[k].buffer_type = !p->value   ? MYSQL_TYPE_NULL
+                             : p->is_int  ? MYSQL_TYPE_LONGLONG
+                             : p->is_blob ? MYSQL_TYPE_BLOB : MYSQL_TYPE_STRING;
+            b[k].buffer = p->is_int ? (void *)(uintptr_t)&p->i64 : (void *)(uintptr_t)p->value;
+            b[k].buffer_length = len[k];
+            b[k].length = &len[k];
+        }
+        ok = ok && mysql_stmt_bind_param(st, b) == 0 && mysql_stmt_execute(st) == 0;
+        if (ok && (s->check_column > 0 || mysql_stmt_field_count(st) > 0)) { /* one row */
+            ok = ibx__sql_mysql_row(st, col, nulls) && (unsigned)s->check_column <= mysql_stmt_field_count(st);
+            if (ok && s->check_column > 0)
+                r = ibx_sql_check(store, s, nulls[s->check_column - 1] ? NULL : col[s->check_column - 1]);
+            if (ok && s->counts && count) *count = nulls[0] ? 0 : atoll(col[0]);
+        } else if (ok && s->counts && count) {
+            *count = (int64_t)mysql_stmt_affected_rows(st);
+        }
+        if (!ok && r == IBX_OK)
+            r = ibx_sql_error(store, IBX_ERR_DB, where, st ? mysql_stmt_sqlstate(st) : mysql_sqlstate(mysql),
+                              (long)(st ? mysql_stmt_errno(st) : mysql_errno(mysql)),
+                              st ? mysql_stmt_error(st) : mysql_error(mysql));
+        if (st) mysql_stmt_close(st);
+    }
+    return r;
+}
+#endif
 
 /* >>common-end api-engine */
 
@@ -3560,12 +3733,12 @@ static int ibx__args_bound(const ibx__db *db, int slot, const char *sql, const i
  * turns them into the public pointers. */
 typedef struct ibx__cap_stmt {
     size_t sql;
-    int first, count, check_column;
+    int first, count, check_column, counts;
 } ibx__cap_stmt;
 
 typedef struct ibx__cap_param {
     size_t off, len;
-    int is_null, is_int;
+    int is_null, is_int, is_blob;
     int64_t i64;
 } ibx__cap_param;
 
@@ -3590,7 +3763,7 @@ static int ibx__cap_text(ibx_sql *c, const char *s, size_t n, size_t *off) {
 /* Record statement `sql` with ps[0..n): as plain markers, each marker's
  * value in order (ibx__plain_markers' map), "$k" for libpq. */
 IBX__PRIVATE ibx_result ibx__capture_add(ibx__db *db, const char *sql, const ibx__param *ps, int n,
-                                         int check_column) {
+                                         int check_column, int counts) {
     ibx_sql *c = db->capture;
     unsigned char map[IBX__MAX_MARKERS];
     char *plain;
@@ -3603,6 +3776,7 @@ IBX__PRIVATE ibx_result ibx__capture_add(ibx__db *db, const char *sql, const ibx
     st.sql = c->text.len;
     st.first = c->param_count;
     st.check_column = check_column;
+    st.counts = counts;
     for (q = plain; *q && ok; q++) {
         char num[16];
         if (*q != '?') {
@@ -3628,6 +3802,7 @@ IBX__PRIVATE ibx_result ibx__capture_add(ibx__db *db, const char *sql, const ibx
         memset(&v, 0, sizeof v);
         if (a < 0 || a >= n) return ibx__fail(db->err, IBX_ERR_STATE, "ibx_sql", "marker %d has no argument", k + 1);
         v.is_int = p->c_type == SQL_C_SBIGINT;
+        v.is_blob = p->c_type == SQL_C_BINARY;
         v.is_null = p->ind == SQL_NULL_DATA;
         v.i64 = v.is_int ? (int64_t)p->i64 : 0;
         if (v.is_null) v.i64 = 0;
@@ -3672,6 +3847,7 @@ IBX__PRIVATE int ibx__capture_end(ibx_sql *c) {
         c->params[i].length = v.is_null ? 0 : v.len;
         c->params[i].is_int = v.is_int;
         c->params[i].i64 = v.i64;
+        c->params[i].is_blob = v.is_blob;
     }
     for (i = 0; i < c->count; i++) {
         ibx__cap_stmt st;
@@ -3680,6 +3856,7 @@ IBX__PRIVATE int ibx__capture_end(ibx_sql *c) {
         c->stmts[i].param_count = st.count;
         c->stmts[i].params = c->params + st.first;
         c->stmts[i].check_column = st.check_column;
+        c->stmts[i].counts = st.counts;
     }
     return 1;
 }
@@ -3693,8 +3870,9 @@ static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__pa
     IBX_ASSERT(ibx__args_bound(db, slot, sql, ps, n));
 #endif
     if (db->capture) { /* recorded for the caller's driver: a statement of rows cannot be */
-        if (cursor || rows) return ibx__fail(db->err, IBX_ERR_STATE, "ibx_sql", "statement %d reads", slot);
-        return ibx__capture_add(db, sql, ps, n, 0);
+        if (cursor) return ibx__fail(db->err, IBX_ERR_STATE, "ibx_sql", "statement %d reads", slot);
+        if (rows) *rows = 0; /* the caller's driver counts (ibx_sql_stmt.counts) */
+        return ibx__capture_add(db, sql, ps, n, 0, rows != NULL);
     }
     r = ibx__stmt(db, slot, sql, &st);
     if (r != IBX_OK) return r;

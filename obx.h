@@ -1485,6 +1485,8 @@ typedef struct obx_sql_param {
     int is_int;         /* a 64-bit integer (i64; NULL or not): bind it typed where the
                            driver types values (libpq: int8, OID 20), else as text */
     int64_t i64;        /* the integer when is_int and value is not NULL */
+    int is_blob;        /* bytes, any of them (a content hash): bind as binary (libpq:
+                           bytea, OID 17, binary format); still NUL-terminated */
 } obx_sql_param;
 
 /* One statement of the store's dialect, to run in order. */
@@ -1495,6 +1497,9 @@ typedef struct obx_sql_stmt {
     int check_column;            /* 0: returns no row (ignore any count). N > 0: returns one
                                     row; pass its column N (as text, NULL if SQL NULL) to
                                     obx_sql_check, and go on only on OBX_OK */
+    int counts;                  /* 1: its count is the call's outcome (the inbox: 1 when the
+                                    message is new): the first column of the row it returns,
+                                    or, returning none, the rows it changed */
 } obx_sql_stmt;
 
 /* Statements to run, from obx_enqueue_sql; free with obx_sql_free. */
@@ -1579,6 +1584,174 @@ OBX_API obx_result obx_dead_replay(obx_store *store, const obx_dead_filter *filt
  * deleted after an error). */
 OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filter, int64_t *purged);
 #endif /* OBX_NO_DEAD_LETTERS */
+
+
+/* ---- Running statements on three drivers --------------------------------------------
+ * Where the program included a driver's header before this one: the
+ * statements of an obx_sql run on that driver's connection, inside the
+ * transaction open on it, as static inline functions (no link dependency
+ * for anyone else). The header's own calls (obx_enqueue_sqlite3 and its
+ * kin) are built on them. `fn` names the caller in errors; *count (if not
+ * NULL) receives the count of the statement with `counts` set. */
+#if defined(SQLITE3_H) || defined(_SQLITE3_H_) || defined(SQLITE_VERSION_NUMBER) || defined(LIBPQ_FE_H) || \
+    defined(_mysql_h)
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* atoll */
+#include <string.h> /* memcpy, strlen */
+#endif
+
+#if (defined(SQLITE3_H) || defined(_SQLITE3_H_) || defined(SQLITE_VERSION_NUMBER)) && !defined(OBX__SQLITE3_RUN)
+#define OBX__SQLITE3_RUN
+static inline obx_result obx__sql_sqlite3(obx_store *store, const char *fn, sqlite3 *db, const obx_sql *sql,
+                                          int64_t *count) {
+    char where[96];
+    const obx_sql_stmt *s;
+    obx_result r = OBX_OK;
+    int i, k;
+    snprintf(where, sizeof where, "%s: db", fn);
+    if (sqlite3_get_autocommit(db))
+        return obx_sql_error(store, OBX_ERR_STATE, where, NULL, 0,
+                             "db is in autocommit: BEGIN IMMEDIATE first (the message must commit with your work)");
+    snprintf(where, sizeof where, "%s: sqlite3_step", fn);
+    for (i = 0; r == OBX_OK && (s = obx_sql_at(sql, i)) != NULL; i++) {
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(db, s->sql, -1, &st, NULL);
+        for (k = 0; rc == SQLITE_OK && k < s->param_count; k++) {
+            const obx_sql_param *p = &s->params[k];
+            rc = !p->value   ? sqlite3_bind_null(st, k + 1)
+               : p->is_int  ? sqlite3_bind_int64(st, k + 1, (sqlite3_int64)p->i64)
+               : p->is_blob ? sqlite3_bind_blob(st, k + 1, p->value, (int)p->length, SQLITE_STATIC)
+                            : sqlite3_bind_text(st, k + 1, p->value, (int)p->length, SQLITE_STATIC);
+        }
+        if (rc == SQLITE_OK) rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW && s->check_column > 0)
+            r = obx_sql_check(store, s, (const char *)sqlite3_column_text(st, s->check_column - 1));
+        else if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+            r = obx_sql_error(store, OBX_ERR_DB, where, NULL, sqlite3_errcode(db), sqlite3_errmsg(db));
+        else if (s->counts && count)
+            *count = rc == SQLITE_ROW ? (int64_t)sqlite3_column_int64(st, 0) : (int64_t)sqlite3_changes(db);
+        sqlite3_finalize(st);
+    }
+    return r;
+}
+#endif
+
+#if defined(LIBPQ_FE_H) && !defined(OBX__PQ_RUN)
+#define OBX__PQ_RUN
+static inline obx_result obx__sql_pq(obx_store *store, const char *fn, PGconn *conn, const obx_sql *sql,
+                                     int64_t *count) {
+    char where[96];
+    const obx_sql_stmt *s;
+    obx_result r = OBX_OK;
+    int i, k;
+    snprintf(where, sizeof where, "%s: conn", fn);
+    if (PQtransactionStatus(conn) != PQTRANS_INTRANS)
+        return obx_sql_error(store, OBX_ERR_STATE, where, NULL, 0,
+                             PQtransactionStatus(conn) == PQTRANS_INERROR
+                                 ? "conn's transaction has failed: roll it back"
+                                 : "conn is not in a transaction: BEGIN first (the message must commit with your work)");
+    snprintf(where, sizeof where, "%s: PQexecParams", fn);
+    for (i = 0; r == OBX_OK && (s = obx_sql_at(sql, i)) != NULL; i++) {
+        const char *values[64];
+        Oid types[64];
+        int lengths[64], formats[64];
+        PGresult *res = NULL;
+        ExecStatusType st;
+        for (k = 0; k < s->param_count && k < 64; k++) {
+            values[k] = s->params[k].value;
+            lengths[k] = (int)s->params[k].length;
+            formats[k] = s->params[k].is_blob; /* bytes as bytes; the rest as text */
+            types[k] = s->params[k].is_int ? 20 : s->params[k].is_blob ? 17 : 0; /* int8, bytea, inferred */
+        }
+        if (s->param_count <= 64)
+            res = PQexecParams(conn, s->sql, s->param_count, types, values, lengths, formats, 0);
+        st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+        if (st == PGRES_TUPLES_OK && s->check_column > 0)
+            r = obx_sql_check(store, s, PQntuples(res) < 1 || PQgetisnull(res, 0, s->check_column - 1)
+                                            ? NULL : PQgetvalue(res, 0, s->check_column - 1));
+        else if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+            r = obx_sql_error(store, OBX_ERR_DB, where, res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL, 0,
+                              res ? PQresultErrorMessage(res) : "more than 64 parameters");
+        else if (s->counts && count)
+            *count = st == PGRES_TUPLES_OK && PQntuples(res) > 0 ? atoll(PQgetvalue(res, 0, 0))
+                                                                 : atoll(PQcmdTuples(res));
+        PQclear(res);
+    }
+    return r;
+}
+#endif
+
+#if defined(_mysql_h) && !defined(OBX__MYSQL_RUN)
+#define OBX__MYSQL_RUN
+/* A statement's one row, columns as text, into col; 0 when it has none. */
+static inline int obx__sql_mysql_row(MYSQL_STMT *st, char col[8][64], my_bool nulls[8]) {
+    MYSQL_BIND c[8];
+    unsigned long len[8];
+    unsigned n = mysql_stmt_field_count(st), k;
+    int f;
+    memset(c, 0, sizeof c);
+    for (k = 0; k < n && k < 8; k++) {
+        c[k].buffer_type = MYSQL_TYPE_STRING;
+        c[k].buffer = col[k];
+        c[k].buffer_length = 63;
+        c[k].length = &len[k];
+        c[k].is_null = &nulls[k];
+    }
+    if (n == 0 || n > 8 || mysql_stmt_bind_result(st, c) != 0) return 0;
+    f = mysql_stmt_fetch(st);
+    for (k = 0; (f == 0 || f == MYSQL_DATA_TRUNCATED) && k < n; k++) col[k][len[k] < 63 ? len[k] : 63] = '\0';
+    while (f == 0 && mysql_stmt_fetch(st) == 0) {
+    }
+    return f == 0 || f == MYSQL_DATA_TRUNCATED;
+}
+
+static inline obx_result obx__sql_mysql(obx_store *store, const char *fn, MYSQL *mysql, const obx_sql *sql,
+                                        int64_t *count) {
+    char where[96];
+    const obx_sql_stmt *s;
+    obx_result r = OBX_OK;
+    int i, k;
+    snprintf(where, sizeof where, "%s: mysql", fn);
+    if ((mysql->server_status & SERVER_STATUS_AUTOCOMMIT) && !(mysql->server_status & SERVER_STATUS_IN_TRANS))
+        return obx_sql_error(store, OBX_ERR_STATE, where, NULL, 0,
+                             "mysql is in autocommit: START TRANSACTION first (the message must commit with your work)");
+    snprintf(where, sizeof where, "%s: mysql_stmt_execute", fn);
+    for (i = 0; r == OBX_OK && (s = obx_sql_at(sql, i)) != NULL; i++) {
+        MYSQL_STMT *st = mysql_stmt_init(mysql);
+        MYSQL_BIND b[64];
+        unsigned long len[64];
+        char col[8][64];
+        my_bool nulls[8] = {0};
+        int ok = st && s->param_count <= 64 && mysql_stmt_prepare(st, s->sql, (unsigned long)strlen(s->sql)) == 0;
+        memset(b, 0, sizeof b);
+        for (k = 0; ok && k < s->param_count; k++) {
+            const obx_sql_param *p = &s->params[k];
+            len[k] = (unsigned long)p->length;
+            b[k].buffer_type = !p->value   ? MYSQL_TYPE_NULL
+                             : p->is_int  ? MYSQL_TYPE_LONGLONG
+                             : p->is_blob ? MYSQL_TYPE_BLOB : MYSQL_TYPE_STRING;
+            b[k].buffer = p->is_int ? (void *)(uintptr_t)&p->i64 : (void *)(uintptr_t)p->value;
+            b[k].buffer_length = len[k];
+            b[k].length = &len[k];
+        }
+        ok = ok && mysql_stmt_bind_param(st, b) == 0 && mysql_stmt_execute(st) == 0;
+        if (ok && (s->check_column > 0 || mysql_stmt_field_count(st) > 0)) { /* one row */
+            ok = obx__sql_mysql_row(st, col, nulls) && (unsigned)s->check_column <= mysql_stmt_field_count(st);
+            if (ok && s->check_column > 0)
+                r = obx_sql_check(store, s, nulls[s->check_column - 1] ? NULL : col[s->check_column - 1]);
+            if (ok && s->counts && count) *count = nulls[0] ? 0 : atoll(col[0]);
+        } else if (ok && s->counts && count) {
+            *count = (int64_t)mysql_stmt_affected_rows(st);
+        }
+        if (!ok && r == OBX_OK)
+            r = obx_sql_error(store, OBX_ERR_DB, where, st ? mysql_stmt_sqlstate(st) : mysql_sqlstate(mysql),
+                              (long)(st ? mysql_stmt_errno(st) : mysql_errno(mysql)),
+                              st ? mysql_stmt_error(st) : mysql_error(mysql));
+        if (st) mysql_stmt_close(st);
+    }
+    return r;
+}
+#endif
 
 /* >>common-end api-engine */
 
@@ -1759,100 +1932,42 @@ OBX_API obx_result obx_enqueue_sql(obx_store *store, const obx_new_message *mess
  * anything is sent, and "hdbc: isolation" as obx_enqueue_tx; OBX_ERR_DB /
  * OBX_ERR_DB_TRANSIENT with the driver's message and codes: roll back
  * (after OBX_ERR_DB_TRANSIENT: retry the whole transaction). */
-#if defined(SQLITE3_H) || defined(_SQLITE3_H_) || defined(SQLITE_VERSION_NUMBER) || defined(LIBPQ_FE_H) || \
-    defined(_mysql_h)
-#include <string.h> /* memcpy, strlen */
-#endif
-#define OBX__SQL_RUN_BEGIN(fn, conn, markers)                                                            \
-    obx_sql *sql_ = NULL;                                                                             \
-    const obx_sql_stmt *s_;                                                                           \
-    obx_result r_;                                                                                    \
-    int i_, k_;                                                                                       \
+#define OBX__SQL_ENQUEUE(fn, conn, markers, run)                                                       \
+    obx_sql *sql = NULL;                                                                              \
+    obx_result r;                                                                                     \
+    int i;                                                                                            \
     if (!store) return OBX_ERR_INVALID_ARG;                                                           \
     if (!(conn)) return obx_sql_error(store, OBX_ERR_INVALID_ARG, fn ": " #conn, NULL, 0, #conn " must not be NULL"); \
-    r_ = obx_enqueue_sql(store, messages, count, markers, &sql_, NULL);                               \
-    if (r_ != OBX_OK) return r_;
-#define OBX__SQL_RUN_END(out_ids)                                                                     \
-    if (r_ == OBX_OK && out_ids)                                                                      \
-        for (i_ = 0; i_ < count; i_++) {                                                              \
-            const char *id_ = obx_sql_id(sql_, i_);                                                   \
-            if (id_) memcpy((out_ids)[i_], id_, 37);                                                  \
-        }                                                                                             \
-    obx_sql_free(sql_);                                                                               \
-    (void)k_;                                                                                         \
-    return r_;
+    r = obx_enqueue_sql(store, messages, count, markers, &sql, NULL);                                 \
+    if (r == OBX_OK) r = run(store, fn, conn, sql, NULL);                                             \
+    for (i = 0; r == OBX_OK && out_ids && i < count; i++) {                                           \
+        const char *id = obx_sql_id(sql, i);                                                          \
+        if (id) memcpy(out_ids[i], id, 37);                                                           \
+    }                                                                                                 \
+    obx_sql_free(sql);                                                                                \
+    return r;
 
-#if (defined(SQLITE3_H) || defined(_SQLITE3_H_) || defined(SQLITE_VERSION_NUMBER)) && !defined(OBX_SQLITE3_DEFINED)
-#define OBX_SQLITE3_DEFINED
+#ifdef OBX__SQLITE3_RUN
 /* obx_enqueue_batch for the sqlite3 C API: in the transaction open on `db`
  * (BEGIN IMMEDIATE: a deferred one may meet SQLITE_BUSY at its first
  * write). Results: see above; the native code is SQLite's result code. */
 static inline obx_result obx_enqueue_sqlite3(obx_store *store, sqlite3 *db, const obx_new_message *messages,
                                              int count, char (*out_ids)[37]) {
-    OBX__SQL_RUN_BEGIN("obx_enqueue_sqlite3", db, OBX_SQL_MARKERS_QUESTION)
-    if (sqlite3_get_autocommit(db))
-        r_ = obx_sql_error(store, OBX_ERR_STATE, "obx_enqueue_sqlite3: db", NULL, 0,
-                           "db is in autocommit: BEGIN IMMEDIATE first (the message must commit with your work)");
-    for (i_ = 0; r_ == OBX_OK && (s_ = obx_sql_at(sql_, i_)) != NULL; i_++) {
-        sqlite3_stmt *st_ = NULL;
-        int rc_ = sqlite3_prepare_v2(db, s_->sql, -1, &st_, NULL);
-        for (k_ = 0; rc_ == SQLITE_OK && k_ < s_->param_count; k_++) {
-            const obx_sql_param *p_ = &s_->params[k_];
-            rc_ = !p_->value ? sqlite3_bind_null(st_, k_ + 1)
-                : p_->is_int ? sqlite3_bind_int64(st_, k_ + 1, (sqlite3_int64)p_->i64)
-                             : sqlite3_bind_text(st_, k_ + 1, p_->value, (int)p_->length, SQLITE_STATIC);
-        }
-        if (rc_ == SQLITE_OK) rc_ = sqlite3_step(st_);
-        if (rc_ == SQLITE_ROW && s_->check_column > 0)
-            r_ = obx_sql_check(store, s_, (const char *)sqlite3_column_text(st_, s_->check_column - 1));
-        else if (rc_ != SQLITE_DONE && rc_ != SQLITE_ROW)
-            r_ = obx_sql_error(store, OBX_ERR_DB, "obx_enqueue_sqlite3: sqlite3_step", NULL, sqlite3_errcode(db),
-                               sqlite3_errmsg(db));
-        sqlite3_finalize(st_);
-    }
-    OBX__SQL_RUN_END(out_ids)
+    OBX__SQL_ENQUEUE("obx_enqueue_sqlite3", db, OBX_SQL_MARKERS_QUESTION, obx__sql_sqlite3)
 }
 #endif
 
-#if defined(LIBPQ_FE_H) && !defined(OBX_PQ_DEFINED)
-#define OBX_PQ_DEFINED
+#ifdef OBX__PQ_RUN
 /* obx_enqueue_batch for libpq: in the transaction open on `conn` (after
  * BEGIN; READ COMMITTED for keyed messages, as obx_enqueue_tx). Results:
  * see above; the SQLSTATE is the server's. */
 static inline obx_result obx_enqueue_pq(obx_store *store, PGconn *conn, const obx_new_message *messages, int count,
                                         char (*out_ids)[37]) {
-    OBX__SQL_RUN_BEGIN("obx_enqueue_pq", conn, OBX_SQL_MARKERS_DOLLAR)
-    if (PQtransactionStatus(conn) != PQTRANS_INTRANS)
-        r_ = obx_sql_error(store, OBX_ERR_STATE, "obx_enqueue_pq: conn", NULL, 0,
-                           PQtransactionStatus(conn) == PQTRANS_INERROR
-                               ? "conn's transaction has failed: roll it back"
-                               : "conn is not in a transaction: BEGIN first (the message must commit with your work)");
-    for (i_ = 0; r_ == OBX_OK && (s_ = obx_sql_at(sql_, i_)) != NULL; i_++) {
-        const char *values_[64];
-        Oid types_[64];
-        PGresult *res_;
-        ExecStatusType st_;
-        for (k_ = 0; k_ < s_->param_count && k_ < 64; k_++) {
-            values_[k_] = s_->params[k_].value;
-            types_[k_] = s_->params[k_].is_int ? 20 : 0; /* int8; text: the server's inference */
-        }
-        res_ = s_->param_count > 64 ? NULL : PQexecParams(conn, s_->sql, s_->param_count, types_, values_, NULL, NULL, 0);
-        st_ = res_ ? PQresultStatus(res_) : PGRES_FATAL_ERROR;
-        if (st_ == PGRES_TUPLES_OK && s_->check_column > 0)
-            r_ = obx_sql_check(store, s_, PQgetisnull(res_, 0, s_->check_column - 1) ? NULL
-                                          : PQgetvalue(res_, 0, s_->check_column - 1));
-        else if (st_ != PGRES_COMMAND_OK && st_ != PGRES_TUPLES_OK)
-            r_ = obx_sql_error(store, OBX_ERR_DB, "obx_enqueue_pq: PQexecParams",
-                               res_ ? PQresultErrorField(res_, PG_DIAG_SQLSTATE) : NULL, 0,
-                               res_ ? PQresultErrorMessage(res_) : PQerrorMessage(conn));
-        PQclear(res_);
-    }
-    OBX__SQL_RUN_END(out_ids)
+    OBX__SQL_ENQUEUE("obx_enqueue_pq", conn, OBX_SQL_MARKERS_DOLLAR, obx__sql_pq)
 }
 #endif
 
-#if defined(_mysql_h) && !defined(OBX_MYSQL_DEFINED)
-#define OBX_MYSQL_DEFINED
+#ifdef OBX__MYSQL_RUN
 /* obx_enqueue_batch for MariaDB Connector/C: in the transaction open on
  * `mysql` (START TRANSACTION, or autocommit off; the connection's
  * character set utf8mb4; READ COMMITTED for keyed messages, refused
@@ -1860,58 +1975,7 @@ static inline obx_result obx_enqueue_pq(obx_store *store, PGconn *conn, const ob
  * the server's error number. */
 static inline obx_result obx_enqueue_mysql(obx_store *store, MYSQL *mysql, const obx_new_message *messages,
                                            int count, char (*out_ids)[37]) {
-    OBX__SQL_RUN_BEGIN("obx_enqueue_mysql", mysql, OBX_SQL_MARKERS_QUESTION)
-    if ((mysql->server_status & SERVER_STATUS_AUTOCOMMIT) && !(mysql->server_status & SERVER_STATUS_IN_TRANS))
-        r_ = obx_sql_error(store, OBX_ERR_STATE, "obx_enqueue_mysql: mysql", NULL, 0,
-                           "mysql is in autocommit: START TRANSACTION first (the message must commit with your work)");
-    for (i_ = 0; r_ == OBX_OK && (s_ = obx_sql_at(sql_, i_)) != NULL; i_++) {
-        MYSQL_STMT *st_ = mysql_stmt_init(mysql);
-        MYSQL_BIND b_[64], c_[8];
-        char col_[8][64];
-        unsigned long len_[64], clen_[8];
-        my_bool null_[8];
-        int ok_ = st_ && s_->param_count <= 64 && mysql_stmt_prepare(st_, s_->sql, (unsigned long)strlen(s_->sql)) == 0;
-        memset(b_, 0, sizeof b_);
-        for (k_ = 0; ok_ && k_ < s_->param_count; k_++) {
-            const obx_sql_param *p_ = &s_->params[k_];
-            len_[k_] = (unsigned long)p_->length;
-            b_[k_].buffer_type = !p_->value ? MYSQL_TYPE_NULL : p_->is_int ? MYSQL_TYPE_LONGLONG : MYSQL_TYPE_STRING;
-            b_[k_].buffer = p_->is_int ? (void *)(uintptr_t)&p_->i64 : (void *)(uintptr_t)p_->value;
-            b_[k_].buffer_length = len_[k_];
-            b_[k_].length = &len_[k_];
-        }
-        ok_ = ok_ && mysql_stmt_bind_param(st_, b_) == 0 && mysql_stmt_execute(st_) == 0;
-        if (ok_ && s_->check_column > 0) { /* one row: its columns as text */
-            unsigned n_ = mysql_stmt_field_count(st_);
-            int f_;
-            memset(c_, 0, sizeof c_);
-            for (k_ = 0; k_ < (int)n_ && k_ < 8; k_++) {
-                c_[k_].buffer_type = MYSQL_TYPE_STRING;
-                c_[k_].buffer = col_[k_];
-                c_[k_].buffer_length = sizeof col_[k_] - 1;
-                c_[k_].length = &clen_[k_];
-                c_[k_].is_null = &null_[k_];
-            }
-            ok_ = n_ >= (unsigned)s_->check_column && n_ <= 8 && mysql_stmt_bind_result(st_, c_) == 0;
-            f_ = ok_ ? mysql_stmt_fetch(st_) : 1;
-            if (f_ == 0 || f_ == MYSQL_DATA_TRUNCATED) {
-                k_ = s_->check_column - 1;
-                col_[k_][clen_[k_] < sizeof col_[k_] ? clen_[k_] : sizeof col_[k_] - 1] = '\0';
-                r_ = obx_sql_check(store, s_, null_[k_] ? NULL : col_[k_]);
-                while (mysql_stmt_fetch(st_) == 0) {
-                }
-            } else {
-                ok_ = 0;
-            }
-        }
-        if (!ok_ && r_ == OBX_OK)
-            r_ = obx_sql_error(store, OBX_ERR_DB, "obx_enqueue_mysql: mysql_stmt_execute",
-                               st_ ? mysql_stmt_sqlstate(st_) : mysql_sqlstate(mysql),
-                               (long)(st_ ? mysql_stmt_errno(st_) : mysql_errno(mysql)),
-                               st_ ? mysql_stmt_error(st_) : mysql_error(mysql));
-        if (st_) mysql_stmt_close(st_);
-    }
-    OBX__SQL_RUN_END(out_ids)
+    OBX__SQL_ENQUEUE("obx_enqueue_mysql", mysql, OBX_SQL_MARKERS_QUESTION, obx__sql_mysql)
 }
 #endif
 
@@ -3919,12 +3983,12 @@ static int obx__args_bound(const obx__db *db, int slot, const char *sql, const o
  * turns them into the public pointers. */
 typedef struct obx__cap_stmt {
     size_t sql;
-    int first, count, check_column;
+    int first, count, check_column, counts;
 } obx__cap_stmt;
 
 typedef struct obx__cap_param {
     size_t off, len;
-    int is_null, is_int;
+    int is_null, is_int, is_blob;
     int64_t i64;
 } obx__cap_param;
 
@@ -3949,7 +4013,7 @@ static int obx__cap_text(obx_sql *c, const char *s, size_t n, size_t *off) {
 /* Record statement `sql` with ps[0..n): as plain markers, each marker's
  * value in order (obx__plain_markers' map), "$k" for libpq. */
 OBX__PRIVATE obx_result obx__capture_add(obx__db *db, const char *sql, const obx__param *ps, int n,
-                                         int check_column) {
+                                         int check_column, int counts) {
     obx_sql *c = db->capture;
     unsigned char map[OBX__MAX_MARKERS];
     char *plain;
@@ -3962,6 +4026,7 @@ OBX__PRIVATE obx_result obx__capture_add(obx__db *db, const char *sql, const obx
     st.sql = c->text.len;
     st.first = c->param_count;
     st.check_column = check_column;
+    st.counts = counts;
     for (q = plain; *q && ok; q++) {
         char num[16];
         if (*q != '?') {
@@ -3987,6 +4052,7 @@ OBX__PRIVATE obx_result obx__capture_add(obx__db *db, const char *sql, const obx
         memset(&v, 0, sizeof v);
         if (a < 0 || a >= n) return obx__fail(db->err, OBX_ERR_STATE, "obx_sql", "marker %d has no argument", k + 1);
         v.is_int = p->c_type == SQL_C_SBIGINT;
+        v.is_blob = p->c_type == SQL_C_BINARY;
         v.is_null = p->ind == SQL_NULL_DATA;
         v.i64 = v.is_int ? (int64_t)p->i64 : 0;
         if (v.is_null) v.i64 = 0;
@@ -4031,6 +4097,7 @@ OBX__PRIVATE int obx__capture_end(obx_sql *c) {
         c->params[i].length = v.is_null ? 0 : v.len;
         c->params[i].is_int = v.is_int;
         c->params[i].i64 = v.i64;
+        c->params[i].is_blob = v.is_blob;
     }
     for (i = 0; i < c->count; i++) {
         obx__cap_stmt st;
@@ -4039,6 +4106,7 @@ OBX__PRIVATE int obx__capture_end(obx_sql *c) {
         c->stmts[i].param_count = st.count;
         c->stmts[i].params = c->params + st.first;
         c->stmts[i].check_column = st.check_column;
+        c->stmts[i].counts = st.counts;
     }
     return 1;
 }
@@ -4052,8 +4120,9 @@ static obx_result obx__exec_once(obx__db *db, int slot, const char *sql, obx__pa
     OBX_ASSERT(obx__args_bound(db, slot, sql, ps, n));
 #endif
     if (db->capture) { /* recorded for the caller's driver: a statement of rows cannot be */
-        if (cursor || rows) return obx__fail(db->err, OBX_ERR_STATE, "obx_sql", "statement %d reads", slot);
-        return obx__capture_add(db, sql, ps, n, 0);
+        if (cursor) return obx__fail(db->err, OBX_ERR_STATE, "obx_sql", "statement %d reads", slot);
+        if (rows) *rows = 0; /* the caller's driver counts (obx_sql_stmt.counts) */
+        return obx__capture_add(db, sql, ps, n, 0, rows != NULL);
     }
     r = obx__stmt(db, slot, sql, &st);
     if (r != OBX_OK) return r;
@@ -11148,7 +11217,7 @@ static obx_result obx__key_read(obx__db *db, const char *sql, obx__param *key) {
     char level[32] = "";
     SQLLEN ind = 0;
     obx_result r;
-    if (db->capture) return obx__capture_add(db, sql, key, 1, 3); /* the caller checks column 3 */
+    if (db->capture) return obx__capture_add(db, sql, key, 1, 3, 0); /* the caller checks column 3 */
     r = obx__exec(db, OBX__Q_KEY_READ, sql, key, 1, NULL, &cur);
     if (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK)
         r = obx__check(db, SQLGetData(cur, 3, SQL_C_CHAR, level, sizeof level, &ind), SQL_HANDLE_STMT, cur,
