@@ -90,7 +90,7 @@ $(B)/fuzz_replay: tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c tests/
 NATIVE_INC = -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql) \
              $(shell mariadb_config --include 2>/dev/null || echo -I/usr/include/mariadb)
 NATIVE_LIBS = -lsqlite3 -lpq -lmariadb
-$(B)/test_native: tests/test_native.c tests/tt.h obx.h | $(B)
+$(B)/test_native: tests/test_native.c tests/tt.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(NATIVE_INC) tests/test_native.c -o $@ -lodbc $(NATIVE_LIBS)
 
 $(B)/native_sqlite: examples/native_sqlite.c obx.h | $(B)

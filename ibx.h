@@ -345,6 +345,11 @@
  *   a wrong mode is refused with IBX_ERR_STATE naming it. Avoid unixODBC
  *   connection pooling: it hands out connections with the previous user's
  *   open transaction.
+ *   Your own driver: with <sqlite3.h>, <libpq-fe.h> or MariaDB's <mysql.h>
+ *   included before ibx.h, ibx_enqueue_sqlite3 / ibx_enqueue_pq /
+ *   ibx_enqueue_mysql run the dedup and enqueue in the transaction open on
+ *   that driver's connection (static inline: no link dependency for anyone
+ *   else); ibx_enqueue_sql gives the statements for any other driver.
  *
  * 7. TESTING WITH THE FAKE ODBC LAYER --------------------------------------
  *   tests/fake_odbc.c defines the SQL* functions this file calls; link it
@@ -1706,6 +1711,71 @@ static inline ibx_result ibx__sql_mysql(ibx_store *store, const char *fn, MYSQL 
 
 /* >>common-end api-engine */
 
+/* ---- Your own driver: the inbox's statements --------------------------------------- */
+
+/* The inbox's dedup and enqueue (ibx_enqueue's upsert) in a transaction of
+ * the program's own driver: *out_sql receives the statements, in the
+ * store's dialect with `markers` (IBX_SQL_MARKERS_QUESTION or _DOLLAR),
+ * and their values (the hash as bytes: ibx_sql_param.is_blob). Run them in
+ * order on your connection inside your transaction, then commit or roll
+ * back yourself and ibx_sql_free them; the statement with `counts` tells
+ * whether the message was taken: a count above 0 is ibx_enqueue's
+ * *enqueued = 1 (new, or a redelivery of one still to handle), 0 a
+ * duplicate of one done. After the commit, ibx_notify(store) wakes a
+ * dispatcher. A hash differing from the stored one is not logged (that
+ * needs a read first, which ibx_enqueue does). max_pending is checked on
+ * the store's own connection. Returns IBX_OK; the argument errors of
+ * ibx_enqueue (named, e.g. "ibx_enqueue: message_id", before anything is
+ * made); IBX_ERR_INVALID_ARG naming out_sql (NULL) or markers;
+ * IBX_ERR_STATE (store not open); IBX_ERR_FULL; IBX_ERR_NO_MEMORY;
+ * IBX_ERR_DB(_TRANSIENT) only from max_pending's count. */
+IBX_API ibx_result ibx_enqueue_sql(ibx_store *store, const ibx_new_message *message, int markers,
+                                   ibx_sql **out_sql);
+
+/* ---- The conveniences for three drivers --------------------------------------------
+ * As obx.h's (obx_enqueue_sqlite3 and its kin; the same rules): where the
+ * program included <sqlite3.h>, <libpq-fe.h> or MariaDB Connector/C's
+ * <mysql.h> before ibx.h, ibx_enqueue in the transaction open on that
+ * driver's connection, static inline. *enqueued (if not NULL) is set on
+ * success only: 1 when the message was taken, 0 for a duplicate of one
+ * done. Returns IBX_OK; IBX_ERR_INVALID_ARG for a NULL store or connection
+ * (named) and every error of ibx_enqueue_sql, before anything is sent;
+ * IBX_ERR_STATE naming the connection when it is not in a transaction;
+ * IBX_ERR_DB / IBX_ERR_DB_TRANSIENT with the driver's message and codes:
+ * roll back. Commit, then ibx_notify(store). */
+#define IBX__SQL_ENQUEUE(fn, conn, markers, run)                                                       \
+    ibx_sql *sql = NULL;                                                                              \
+    int64_t rows = 0;                                                                                 \
+    ibx_result r;                                                                                     \
+    if (!store) return IBX_ERR_INVALID_ARG;                                                           \
+    if (!(conn)) return ibx_sql_error(store, IBX_ERR_INVALID_ARG, fn ": " #conn, NULL, 0, #conn " must not be NULL"); \
+    r = ibx_enqueue_sql(store, message, markers, &sql);                                               \
+    if (r == IBX_OK) r = run(store, fn, conn, sql, &rows);                                            \
+    if (r == IBX_OK && enqueued) *enqueued = rows > 0;                                                \
+    ibx_sql_free(sql);                                                                                \
+    return r;
+
+#ifdef IBX__SQLITE3_RUN
+static inline ibx_result ibx_enqueue_sqlite3(ibx_store *store, sqlite3 *db, const ibx_new_message *message,
+                                             int *enqueued) {
+    IBX__SQL_ENQUEUE("ibx_enqueue_sqlite3", db, IBX_SQL_MARKERS_QUESTION, ibx__sql_sqlite3)
+}
+#endif
+
+#ifdef IBX__PQ_RUN
+static inline ibx_result ibx_enqueue_pq(ibx_store *store, PGconn *conn, const ibx_new_message *message,
+                                        int *enqueued) {
+    IBX__SQL_ENQUEUE("ibx_enqueue_pq", conn, IBX_SQL_MARKERS_DOLLAR, ibx__sql_pq)
+}
+#endif
+
+#ifdef IBX__MYSQL_RUN
+static inline ibx_result ibx_enqueue_mysql(ibx_store *store, MYSQL *mysql, const ibx_new_message *message,
+                                           int *enqueued) {
+    IBX__SQL_ENQUEUE("ibx_enqueue_mysql", mysql, IBX_SQL_MARKERS_QUESTION, ibx__sql_mysql)
+}
+#endif
+
 #ifndef IBX_NO_DEAD_LETTERS
 /* Operator actions on one message (obxctl --inbox cancel, dead move, run). */
 
@@ -1728,6 +1798,7 @@ IBX_API ibx_result ibx_dead_move(ibx_store *store, const char *message_id, const
 IBX_API ibx_result ibx_run_now(ibx_store *store, const char *message_id, const char *source,
                                int64_t *changed);
 #endif /* IBX_NO_DEAD_LETTERS */
+
 
 /* >>common-begin head */
 #ifdef __cplusplus
@@ -7268,6 +7339,18 @@ IBX__PRIVATE ibx_result ibx__unit_capture(ibx_store *s, ibx_result (*unit)(ibx__
     return IBX_OK;
 }
 
+/* The arguments every *_enqueue_sql call takes: out_sql and markers. */
+IBX__PRIVATE ibx_result ibx__sql_args(ibx_store *s, const char *fn, int markers, ibx_sql **out_sql) {
+    char where[96];
+    if (!s) return IBX_ERR_INVALID_ARG;
+    snprintf(where, sizeof where, "%s: %s", fn, out_sql ? "markers" : "out_sql");
+    if (!out_sql) return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "out_sql must not be NULL");
+    if (markers != IBX_SQL_MARKERS_QUESTION && markers != IBX_SQL_MARKERS_DOLLAR)
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where,
+                         "markers must be IBX_SQL_MARKERS_QUESTION or IBX_SQL_MARKERS_DOLLAR");
+    return IBX_OK;
+}
+
 IBX_API int ibx_sql_count(const ibx_sql *sql) {
     return sql ? sql->count : 0;
 }
@@ -10325,7 +10408,10 @@ static int ibx__full_redelivery(ibx_store *s, ibx_result r, ibx__param *p) {
     return 0;
 }
 
-IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued) {
+/* ibx_enqueue, or (out_sql set) its statements for the caller's own
+ * driver, with `markers` (ibx_enqueue_sql). */
+static ibx_result ibx__enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued, int markers,
+                               ibx_sql **out_sql) {
     ibx__enqueue_ctx ctx;
     ibx__param p[12];
     int envelope;
@@ -10356,8 +10442,9 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     ctx.envelope = envelope;
     ctx.s = store;
     ctx.p = p;
-    ctx.hash = m->hash_len ? m->hash : NULL;
+    ctx.hash = m->hash_len && !out_sql ? m->hash : NULL; /* no stored hash to compare for a driver */
     ctx.hash_len = m->hash ? m->hash_len : 0;
+    if (out_sql) return ibx__unit_capture(store, ibx__enqueue_unit, &ctx, markers, out_sql);
     /* With a hash to compare, the unit reads the stored one first. */
     r = ibx__unit_run(&store->db, ibx__enqueue_unit, &ctx, "enqueue",
                       IBX__UNIT_WRITE | (ctx.hash ? 0 : IBX__UNIT_ONE_STATEMENT));
@@ -10379,6 +10466,17 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
                  ibx__kv(source, m->source), ibx__kv(id, m->message_id));
     }
     return IBX_OK;
+}
+
+IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued) {
+    return ibx__enqueue(store, m, enqueued, 0, NULL);
+}
+
+IBX_API ibx_result ibx_enqueue_sql(ibx_store *store, const ibx_new_message *message, int markers,
+                                   ibx_sql **out_sql) {
+    ibx_result r = ibx__sql_args(store, "ibx_enqueue_sql", markers, out_sql);
+    if (r != IBX_OK) return r;
+    return ibx__enqueue(store, message, NULL, markers, out_sql);
 }
 
 /* >> get ---------------------------------------------------------------------------- */

@@ -8073,6 +8073,18 @@ OBX__PRIVATE obx_result obx__unit_capture(obx_store *s, obx_result (*unit)(obx__
     return OBX_OK;
 }
 
+/* The arguments every *_enqueue_sql call takes: out_sql and markers. */
+OBX__PRIVATE obx_result obx__sql_args(obx_store *s, const char *fn, int markers, obx_sql **out_sql) {
+    char where[96];
+    if (!s) return OBX_ERR_INVALID_ARG;
+    snprintf(where, sizeof where, "%s: %s", fn, out_sql ? "markers" : "out_sql");
+    if (!out_sql) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "out_sql must not be NULL");
+    if (markers != OBX_SQL_MARKERS_QUESTION && markers != OBX_SQL_MARKERS_DOLLAR)
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where,
+                         "markers must be OBX_SQL_MARKERS_QUESTION or OBX_SQL_MARKERS_DOLLAR");
+    return OBX_OK;
+}
+
 OBX_API int obx_sql_count(const obx_sql *sql) {
     return sql ? sql->count : 0;
 }
@@ -11373,11 +11385,8 @@ OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
 
 OBX_API obx_result obx_enqueue_sql(obx_store *store, const obx_new_message *messages, int count,
                                    int markers, obx_sql **out_sql, char (*out_ids)[37]) {
-    if (store && !out_sql)
-        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_enqueue_sql: out_sql", "out_sql must not be NULL");
-    if (store && markers != OBX_SQL_MARKERS_QUESTION && markers != OBX_SQL_MARKERS_DOLLAR)
-        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_enqueue_sql: markers",
-                         "markers must be OBX_SQL_MARKERS_QUESTION or OBX_SQL_MARKERS_DOLLAR");
+    obx_result r = obx__sql_args(store, "obx_enqueue_sql", markers, out_sql);
+    if (r != OBX_OK) return r;
     return obx__enqueue_many(store, NULL, messages, count, out_ids, "obx_enqueue_sql", markers, out_sql);
 }
 
