@@ -6748,7 +6748,7 @@ IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const
     if (!ddl) return IBX_ERR_NO_MEMORY;
     n = strlen(ddl) + 1;
     if (needed) *needed = n;
-    if (n > cap) {
+    if (n > cap || !out) { /* !out: cap is 0 (checked above); said for the optimizer */
         ibx__free(&h, ddl);
         return IBX_ERR_OUT_OF_RANGE;
     }

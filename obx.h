@@ -7448,7 +7448,7 @@ OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const
     if (!ddl) return OBX_ERR_NO_MEMORY;
     n = strlen(ddl) + 1;
     if (needed) *needed = n;
-    if (n > cap) {
+    if (n > cap || !out) { /* !out: cap is 0 (checked above); said for the optimizer */
         obx__free(&h, ddl);
         return OBX_ERR_OUT_OF_RANGE;
     }
