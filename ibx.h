@@ -95,12 +95,13 @@
  *     IBX_NO_POSIX_CLOCK build without clock_gettime()/nanosleep(); give
  *                        the store a clock hook then (a dispatcher without
  *                        one is refused: it could not sleep between polls)
- *     IBX_NO_THREADS     build without pthreads: ibx_dispatcher_wake() does
+ *     IBX_NO_THREADS     build without threads: ibx_dispatcher_wake() does
  *                        nothing, run() sleeps in 50 ms slices, leases are
  *                        not renewed while handlers run, and a dispatcher
  *                        does not listen at its wake_path
  *     IBX_NO_WAKE_SOCKET build without sockets: a wake_path (store or
- *                        dispatcher desc) is IBX_ERR_UNSUPPORTED
+ *                        dispatcher desc) is IBX_ERR_UNSUPPORTED (always
+ *                        so on Windows)
  *     IBX_NO_SQLITE, IBX_NO_POSTGRESQL, IBX_NO_MARIADB, IBX_NO_SQLSERVER
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store
@@ -143,6 +144,16 @@
  *   include ibx.h (with IBX_IMPLEMENTATION) before any other header there,
  *   or to compile it with -D_POSIX_C_SOURCE=200809L. No flag beyond
  *   -pthread and -lodbc.
+ *   Windows (_WIN32; mingw-w64, and code kept to what MSVC takes) needs no
+ *   POSIX: the implementation uses Win32 itself, a thin layer in "head"
+ *   (SRW locks, condition variables, _beginthreadex, INIT_ONCE; the system
+ *   time, the performance counter and Sleep; rand_s for the seed; never
+ *   winpthreads), and Windows' own ODBC:
+ *   `x86_64-w64-mingw32-gcc -std=c99 app.c -lodbc32` (MSVC: odbc32.lib).
+ *   Left out there: the wake socket (a wake_path is IBX_ERR_UNSUPPORTED
+ *   naming wake_path; a dispatcher polls). make check-windows builds both
+ *   headers with mingw-w64 and -Werror and runs the fake-ODBC tests under
+ *   Wine; no real driver nor MSVC is run by the tests.
  *
  * 3. RUNTIME OPTIONS --------------------------------------------------------
  *   Descriptions are structs where all-zero means "the default"; each field
@@ -153,7 +164,8 @@
  *     allocator  malloc / realloc / free (give all three or none: a
  *                half-set allocator is refused with IBX_ERR_INVALID_ARG)
  *     clock      CLOCK_REALTIME for UTC wall time, CLOCK_MONOTONIC for
- *                intervals, nanosleep for sleeping
+ *                intervals, nanosleep for sleeping (Windows: the system
+ *                time, the performance counter, Sleep)
  *     logger     one line per event to stderr (UTC time, process id,
  *                level, store, text), level INFO and up or what
  *                IBX_LOG_LEVEL says (debug, info, warn, error, off); lines
@@ -165,7 +177,7 @@
  *                WARN for what the library retries (a handler's retry, an
  *                outage, a lock it waits for)
  *     random     splitmix64 seeded from /dev/urandom (arc4random_buf on
- *                Apple; else time, address: a device without
+ *                Apple, rand_s on Windows; else time, address: a device without
  *                /dev/urandom should give this hook)
  *   The hook types are laid out identically in both headers, so one
  *   allocator, clock or logger implementation plugs into both.
