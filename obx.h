@@ -914,7 +914,10 @@ OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_me
  * message rejects the batch before any SQL runs. out_ids (if not NULL)
  * receives count ids, written only on success. Results as obx_enqueue
  * (and obx_enqueue_tx with hdbc); count < 0 or messages NULL with
- * count > 0 is OBX_ERR_INVALID_ARG. */
+ * count > 0 is OBX_ERR_INVALID_ARG. A batch travels as few statements of
+ * up to 1,000 messages and about 1 MiB of values each (MariaDB: a packet
+ * of at most about 1 MiB, 6 MiB where a message has an ordering key, so
+ * max_allowed_packet's default of 16 MiB holds any batch). */
 OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
                                      const obx_new_message *messages, int count,
                                      char (*out_ids)[37]);
