@@ -6647,7 +6647,8 @@ typedef struct obx__store_own {
     obx__buf headers;
     obx__buf values;              /* the parameters of a multi-row VALUES (obx__insert_values) */
     int values_rows[2];           /* the row count of the statement prepared on the store's
-                                     connection for OBX__Q_INSERT_VALUES(_ENV), 0 for none */
+                                     connection for OBX__Q_INSERT_VALUES(_ENV) */
+    int values_last[2];           /* and of the last batch statement there */
     obx__buf wake;                /* the ids a MariaDB wake updates (OBX__Q_WAKE_IDS) */
     int dead_holds;
     int keyed_claims;             /* a claim returned a message with an ordering key */
@@ -10599,13 +10600,32 @@ static int obx__list_opt_add(const obx__hooks *h, obx__buf *b, const obx__dialec
     return s ? obx__list_add(h, b, d, s, strlen(s)) : obx__list_add_null(h, b, d);
 }
 
+/* A statement with parameters run once: SQLExecDirect, which MariaDB's
+ * driver sends as prepare and execute together, one round trip. */
+static obx_result obx__exec_once_direct(obx__db *db, const char *sql, obx__param *ps, int n) {
+    unsigned char in_order[OBX__MAX_MARKERS];
+    SQLHSTMT st = NULL;
+    SQLRETURN rc;
+    obx_result r;
+    memset(in_order, 0, sizeof in_order);
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &st)))
+        return obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLAllocHandle(STMT)");
+    if (db->statement_timeout_s > 0)
+        SQLSetStmtAttr(st, SQL_ATTR_QUERY_TIMEOUT, (SQLPOINTER)(uintptr_t)db->statement_timeout_s, 0);
+    r = obx__bind(db, st, ps, n, in_order);
+    if (r == OBX_OK && (rc = SQLExecDirect(st, OBX__SQLTEXT(sql), SQL_NTS)) != SQL_NO_DATA)
+        r = obx__check(db, rc, SQL_HANDLE_STMT, st, "SQLExecDirect");
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    return r;
+}
+
 /* Messages from..to, none with an ordering key, as one multi-row VALUES:
  * the one-row statement OBX__Q_INSERT_VALUES(_ENV) with its row repeated,
- * 7 (12 with the envelope) parameters a row. The statement is prepared
- * once per row count on the store's connection (values_rows says which is
- * prepared in the slot; a failed one is freed by obx__exec, a caller's
- * connection frees its statements after each call), so a steady stream of
- * equal batches parses once. */
+ * 7 (12 with the envelope) parameters a row. A row count met twice in a
+ * row on the store's connection is prepared there and kept (values_rows
+ * says which count the slot holds; a failed one is freed by obx__exec), so
+ * a steady stream of equal batches is parsed once; any other count runs
+ * once (obx__exec_once_direct), still one round trip. */
 static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from, int to, int ext) {
     obx_store *s = c->s;
     obx__buf *text = &s->own.columns[0], *aux = &s->own.columns[1];
@@ -10660,11 +10680,13 @@ static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from,
         obx__p_i64(&q[11], m->expires_utc_ms);
         if (m->expires_utc_ms <= 0) q[11].ind = SQL_NULL_DATA;
     }
-    if (db == &s->db) {
-        if (s->own.values_rows[ext] != rows && db->stmt[slot]) {
-            SQLFreeHandle(SQL_HANDLE_STMT, db->stmt[slot]);
-            db->stmt[slot] = NULL;
-        }
+    if (db != &s->db) return obx__exec_once_direct(db, text->data, p, rows * per);
+    if (!(db->stmt[slot] && s->own.values_rows[ext] == rows)) {
+        int again = s->own.values_last[ext] == rows;
+        s->own.values_last[ext] = rows;
+        if (!again) return obx__exec_once_direct(db, text->data, p, rows * per);
+        if (db->stmt[slot]) SQLFreeHandle(SQL_HANDLE_STMT, db->stmt[slot]);
+        db->stmt[slot] = NULL;
         s->own.values_rows[ext] = rows;
     }
     return obx__exec(db, slot, text->data, p, rows * per, NULL, NULL);

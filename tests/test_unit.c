@@ -1541,12 +1541,19 @@ static void test_fake_mariadb_batch_values(void) {
     TT_EQ_STR(fake_log_param_text(0, 0, 10), "second"); /* row 2's topic (markers count from 1) */
     TT_EQ_STR(fake_log_param_text(0, 0, 20), "1700000000000"); /* row 3's due */
     TT_EQ_INT(fake_log_autocommit(0), 1); /* one statement: autocommit */
-    /* The same row count again: prepared once; another count: prepared again. */
+    /* Run once (SQLExecDirect: prepare and execute in one round trip);
+     * the same row count again is prepared and kept; another runs once. */
+    TT_EQ_INT(fake_calls("SQLExecDirect"), 1);
+    TT_EQ_INT(fake_calls("SQLPrepare"), 0);
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, NULL), OBX_OK);
     TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, NULL), OBX_OK);
     TT_EQ_INT(fake_calls("SQLPrepare"), 1);
+    TT_EQ_INT(fake_calls("SQLExecute"), 2);
     TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 2, NULL), OBX_OK);
-    TT_EQ_INT(fake_calls("SQLPrepare"), 2);
-    TT_EQ_INT(fake_log_param_count(2), 14);
+    TT_EQ_INT(fake_calls("SQLPrepare"), 1);
+    TT_EQ_INT(fake_log_param_count(3), 14);
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, NULL), OBX_OK); /* the kept one */
+    TT_EQ_INT(fake_calls("SQLExecute"), 3);
     /* The envelope and the expiry: 12 a row. */
     m[1].tenant_id = "acme";
     m[1].headers = &h;
