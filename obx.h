@@ -10634,6 +10634,27 @@ static obx_result obx__exec_once_direct(obx__db *db, const char *sql, obx__param
     return r;
 }
 
+/* Message i's row of a multi-row VALUES: 7 parameters, 12 with `ext`. */
+static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, const char *message_id,
+                            const char *headers, int ext) {
+    const obx_new_message *m = &c->msgs[i];
+    obx__p_text(&q[0], c->ids[i], 36);
+    obx__p_text(&q[1], message_id, 36);
+    obx__p_text(&q[2], m->topic, (size_t)-1);
+    obx__p_text(&q[3], (const char *)m->payload, c->lens[i]);
+    obx__p_text(&q[4], obx__opt_text(m->correlation_id), (size_t)-1);
+    obx__p_i64(&q[5], m->due_utc_ms);
+    if (m->due_utc_ms <= 0) q[5].ind = SQL_NULL_DATA;
+    q[6] = q[5];
+    if (!ext) return;
+    obx__p_text(&q[7], obx__opt_text(m->tenant_id), (size_t)-1);
+    obx__p_text(&q[8], obx__opt_text(m->aggregate_type), (size_t)-1);
+    obx__p_text(&q[9], obx__opt_text(m->aggregate_id), (size_t)-1);
+    obx__p_text(&q[10], headers, (size_t)-1);
+    obx__p_i64(&q[11], m->expires_utc_ms);
+    if (m->expires_utc_ms <= 0) q[11].ind = SQL_NULL_DATA;
+}
+
 /* Messages from..to, none with an ordering key, as one multi-row VALUES:
  * the one-row statement OBX__Q_INSERT_VALUES(_ENV) with its row repeated,
  * 7 (12 with the envelope) parameters a row. A row count met twice in a
@@ -10676,25 +10697,9 @@ static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from,
     }
     if (!ok) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue_batch", "out of memory");
     p = (obx__param *)(void *)s->own.values.data;
-    for (i = 0; i < rows; i++) {
-        const obx_new_message *m = &c->msgs[from + i];
-        obx__param *q = p + (size_t)i * (size_t)per;
-        obx__p_text(&q[0], c->ids[from + i], 36);
-        obx__p_text(&q[1], aux->data + (size_t)i * 36, 36);
-        obx__p_text(&q[2], m->topic, (size_t)-1);
-        obx__p_text(&q[3], (const char *)m->payload, c->lens[from + i]);
-        obx__p_text(&q[4], obx__opt_text(m->correlation_id), (size_t)-1);
-        obx__p_i64(&q[5], m->due_utc_ms);
-        if (m->due_utc_ms <= 0) q[5].ind = SQL_NULL_DATA;
-        q[6] = q[5];
-        if (!ext) continue;
-        obx__p_text(&q[7], obx__opt_text(m->tenant_id), (size_t)-1);
-        obx__p_text(&q[8], obx__opt_text(m->aggregate_type), (size_t)-1);
-        obx__p_text(&q[9], obx__opt_text(m->aggregate_id), (size_t)-1);
-        obx__p_text(&q[10], hdr_at[i] == (size_t)-1 ? NULL : aux->data + hdr_at[i], (size_t)-1);
-        obx__p_i64(&q[11], m->expires_utc_ms);
-        if (m->expires_utc_ms <= 0) q[11].ind = SQL_NULL_DATA;
-    }
+    for (i = 0; i < rows; i++)
+        obx__values_row(p + (size_t)i * (size_t)per, c, from + i, aux->data + (size_t)i * 36,
+                        hdr_at[i] == (size_t)-1 ? NULL : aux->data + hdr_at[i], ext);
     if (db != &s->db) return obx__exec_once_direct(db, text->data, p, rows * per);
     if (!(db->stmt[slot] && s->own.values_rows[ext] == rows)) {
         int again = s->own.values_last[ext] == rows;
