@@ -4987,8 +4987,7 @@ enum {
                            reads of the key would lock (MariaDB): the key's next OrderingSeq
                            and whether it is busy, read without locks into the session's
                            variables the insert reads */
-    OBX__Q_INSERT_VALUES, /* where set (MariaDB), a batch without ordering keys is this row
-                             repeated, one multi-row VALUES (obx__insert_values) */
+    OBX__Q_INSERT_VALUES, /* a batch without keys as this row repeated (obx__insert_values) */
     OBX__Q_INSERT_VALUES_ENV, /* the same with the envelope and the expiry */
     OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
                            owner holds (the settles' shared condition), written once */
