@@ -405,7 +405,7 @@ check-deps:
 # What one header adds to a program, per architecture and -Os/-O2; each
 # SIZE_SETS entry is "label=defines", one row pair per entry (tests/size.sh).
 # The gateway profile: SQLite only, and none of the features a single-store
-# gateway does without (README "Gateways"); tests/options.sh builds it.
+# gateway does without (docs/GATEWAYS.md); tests/options.sh builds it.
 SQLITE_ONLY = -DOBX_NO_POSTGRESQL -DOBX_NO_MARIADB -DOBX_NO_SQLSERVER \
               -DIBX_NO_POSTGRESQL -DIBX_NO_MARIADB -DIBX_NO_SQLSERVER
 GW_PROFILE = $(SQLITE_ONLY) -DOBX_NO_JOIN -DOBX_NO_MULTI_STORE -DOBX_NO_METRICS_TEXT \
@@ -413,9 +413,9 @@ GW_PROFILE = $(SQLITE_ONLY) -DOBX_NO_JOIN -DOBX_NO_MULTI_STORE -DOBX_NO_METRICS_
              -DIBX_NO_MULTI_STORE -DIBX_NO_METRICS_TEXT -DIBX_NO_DEAD_LETTERS -DIBX_NO_WAKE_SOCKET \
              -DIBX_NO_ENVELOPE
 # Shorter error and log texts, measured on top of the profile (a trade, not
-# part of it: README "Size").
+# part of it: docs/GATEWAYS.md, "Size").
 GW_TERSE = -DOBX_TERSE_MESSAGES -DIBX_TERSE_MESSAGES
-# Flags a gateway build uses anyway (README "Size"): no unwind tables (a C
+# Flags a gateway build uses anyway (docs/GATEWAYS.md, "Size"): no unwind tables (a C
 # program does not unwind; aarch64 GCC emits them by default), and no
 # position-independent code (Debian's GCC makes it by default, for PIE; a
 # program linked with -static is not one). The programs' table links with
@@ -450,9 +450,9 @@ $(B)/torture/torture_crash: tests/torture/crash.c $(TORTURE_DEPS) | $(B)/torture
 $(B)/torture/torture_diskfull: tests/torture/diskfull.c $(TORTURE_DEPS) | $(B)/torture
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/torture/diskfull.c -o $@ -lodbc
 
-# Flash wear and table growth on SQLite (README "Gateways"): steady enqueue,
+# Flash wear and table growth on SQLite (docs/GATEWAYS.md): steady enqueue,
 # dispatch and cleanup through one file, its size and bytes written per
-# message at 20 points. Seconds by default; the README's figures are
+# message at 20 points. Seconds by default; the figures of docs/GATEWAYS.md are
 # WEAR_MESSAGES=1000000 (and WEAR_BACKLOG=100000, WEAR_BATCH=1, WEAR_VACUUM=incremental,
 # WEAR_SYNC=FULL).
 WEAR_MESSAGES ?= 30000

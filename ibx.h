@@ -198,7 +198,7 @@
  *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
  *   waiting for the copy. A changed trigger gets a new name and is created
  *   before the old one is dropped, so no settle runs without one. Times
- *   measured: README, "Upgrading".
+ *   measured: docs/UPGRADING.md.
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;
@@ -2917,11 +2917,11 @@ IBX__PRIVATE void ibx__connstr_value(const char *connstr, const char *key, char 
     size_t klen = strlen(key), n;
     out[0] = '\0';
     while (p && *p) {
-        const char *k = p, *v;
+        const char *k = p, *v = p;
         while (*k == ' ') k++;
-        v = k + klen;
-        while (*v == ' ') v++;
-        if (ibx__starts_with_nocase(k, key) && (k[klen] == '=' || k[klen] == ' ') && *v == '=') {
+        if (ibx__starts_with_nocase(k, key)) /* only then is k + klen inside the string */
+            for (v = k + klen; *v == ' '; v++) {}
+        if (v != p && *v == '=') {
             for (v++; *v == ' '; v++) {}
             n = *v == '{' ? strcspn(++v, "}") : strcspn(v, ";");
             while (n > 0 && v[n - 1] == ' ') n--;

@@ -182,7 +182,7 @@
  *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
  *   waiting for the copy. A changed trigger gets a new name and is created
  *   before the old one is dropped, so no settle runs without one. Times
- *   measured: README, "Upgrading".
+ *   measured: docs/UPGRADING.md.
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;
@@ -830,7 +830,7 @@ typedef struct obx_new_message {
                                     the keys of its previous batch, else within a poll
                                     interval or so (its idle wait; see obx_dispatcher_desc);
                                     a program that claims by itself has obx_reap do it.
-                                    See README "Ordered delivery per key" */
+                                    See docs/FEATURES.md, "Ordered delivery per key" */
     /* The envelope, all optional ("" and NULL are stored as NULL; none of
      * them costs anything when absent). The library copies what it needs
      * before returning: the caller's strings and array may change after. */
@@ -868,7 +868,7 @@ typedef struct obx_message {
     int64_t locked_until_ms;
     char owner_token[37];        /* "" when not leased */
     int64_t next_attempt_ms;     /* OBX_TIME_MAX_MS + 1 while parked behind an earlier message
-                                    of its ordering key (SQL Server excepted; see README) */
+                                    of its ordering key (SQL Server excepted; docs/FEATURES.md) */
     int starts;                  /* claims without an outcome, this one included: 2 and more
                                     after a crash or an expired lease (see max_starts) */
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
@@ -3069,11 +3069,11 @@ OBX__PRIVATE void obx__connstr_value(const char *connstr, const char *key, char 
     size_t klen = strlen(key), n;
     out[0] = '\0';
     while (p && *p) {
-        const char *k = p, *v;
+        const char *k = p, *v = p;
         while (*k == ' ') k++;
-        v = k + klen;
-        while (*v == ' ') v++;
-        if (obx__starts_with_nocase(k, key) && (k[klen] == '=' || k[klen] == ' ') && *v == '=') {
+        if (obx__starts_with_nocase(k, key)) /* only then is k + klen inside the string */
+            for (v = k + klen; *v == ' '; v++) {}
+        if (v != p && *v == '=') {
             for (v++; *v == ' '; v++) {}
             n = *v == '{' ? strcspn(++v, "}") : strcspn(v, ";");
             while (n > 0 && v[n - 1] == ' ') n--;
