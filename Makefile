@@ -44,12 +44,13 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
           $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay $(B)/obxctl $(B)/obxctl_fill $(B)/prom_check \
-          $(B)/example_protocols
+          $(B)/example_protocols $(B)/test_native
 
-all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder $(B)/obxctl
+all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder $(B)/obxctl \
+     $(B)/native_sqlite $(B)/native_libpq
 
 deps:
-	@tests/deps.sh build pg mariadb tsql check static cross bench consumers
+	@tests/deps.sh build pg mariadb tsql check static cross bench native consumers
 
 $(B) $(B)/asan:
 	@mkdir -p $@
@@ -83,6 +84,20 @@ $(B)/test_multi: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)
 
 $(B)/fuzz_replay: tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c tests/fake_odbc.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c -o $@
+
+# The outbox in a transaction of the program's own driver: sqlite3, libpq,
+# MariaDB Connector/C (tests/deps.sh native).
+NATIVE_INC = -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql) \
+             $(shell mariadb_config --include 2>/dev/null || echo -I/usr/include/mariadb)
+NATIVE_LIBS = -lsqlite3 -lpq -lmariadb
+$(B)/test_native: tests/test_native.c tests/tt.h $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(NATIVE_INC) tests/test_native.c -o $@ -lodbc $(NATIVE_LIBS)
+
+$(B)/native_sqlite: examples/native_sqlite.c obx.h | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) examples/native_sqlite.c -o $@ -lsqlite3 -lodbc
+
+$(B)/native_libpq: examples/native_libpq.c obx.h | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(NATIVE_INC) examples/native_libpq.c -o $@ -lpq -lodbc
 
 $(B)/quickstart: examples/quickstart.c obx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) examples/quickstart.c -o $@ -lodbc
@@ -118,8 +133,8 @@ sql: $(B)/schema_dump
 
 # ---- quick start ------------------------------------------------------------------
 demo:
-	@tests/deps.sh build
-	@$(MAKE) --no-print-directory $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder
+	@tests/deps.sh build native
+	@$(MAKE) --no-print-directory $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder $(B)/native_sqlite
 	@echo "== outbox: examples/quickstart.c =="
 	@cd $(B) && rm -f quickstart.db quickstart.db-wal quickstart.db-shm && ./quickstart
 	@echo "== inbox: examples/webhook_inbox.c =="
@@ -128,9 +143,11 @@ demo:
 	@cd $(B) && rm -f tenant-*.db* && ./multi_tenant
 	@echo "== a gateway's batched, ordered, paused, replayed forwarding: examples/forwarder.c =="
 	@cd $(B) && rm -f gateway.db gateway.db-wal gateway.db-shm && ./forwarder
+	@echo "== the outbox in a transaction of the sqlite3 C API: examples/native_sqlite.c =="
+	@cd $(B) && rm -f native.db native.db-wal native.db-shm && ./native_sqlite
 
 test:
-	@tests/deps.sh build pg mariadb tsql clients
+	@tests/deps.sh build pg mariadb tsql clients native
 	@$(MAKE) --no-print-directory $(TESTS)
 	tests/run.sh $(B)
 
@@ -170,7 +187,7 @@ fuzz:
 
 # ---- check ----------------------------------------------------------------------
 check:
-	@tests/deps.sh build pg mariadb tsql check static cross bench consumers
+	@tests/deps.sh build pg mariadb tsql check static cross bench native consumers
 	@$(MAKE) --no-print-directory check-common check-docs check-warnings check-cxx check-link check-nm \
 	  check-deps check-options check-consumers check-matrix
 	@$(MAKE) --no-print-directory test check-fallback
@@ -194,6 +211,7 @@ check-warnings: | $(B)
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tools/obxctl.c tests/obxctl_fill.c tests/prom_check.c tests/consumer/main.c -I. || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/soak/soak.c tests/soak/check.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -I. -I$(BENCH_PQ_INC) tests/bench.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only $(NATIVE_INC) tests/test_native.c tests/impl_native.c examples/native_sqlite.c examples/native_libpq.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11)"
 
@@ -208,6 +226,7 @@ check-matrix: | $(B)
 check-cxx: | $(B)
 	@for cxx in g++ clang++; do for std in c++11 c++17; do \
 	  $$cxx -x c++ -std=$$std $(CXXWARN) -Werror -c tests/impl_both.c -o $(B)/impl_both_cxx.o || exit 1; \
+	  $$cxx -x c++ -std=$$std $(CXXWARN) -Werror -fsyntax-only $(NATIVE_INC) tests/impl_native.c || exit 1; \
 	done; done
 	@echo "check-cxx: ok (g++, clang++; c++11, c++17)"
 
