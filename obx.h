@@ -11342,6 +11342,7 @@ static obx_result obx__exec_once_direct(obx__db *db, const char *sql, obx__param
     SQLHSTMT st = NULL;
     SQLRETURN rc;
     obx_result r;
+    if (db->capture) return obx__capture_add(db, sql, ps, n, 0, 0); /* for the caller's driver */
     memset(in_order, 0, sizeof in_order);
     if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &st)))
         return obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLAllocHandle(STMT)");
