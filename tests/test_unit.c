@@ -1542,6 +1542,85 @@ static void test_fake_mariadb_round_trips(void) {
     obx_store_close(s);
 }
 
+/* MariaDB: a batch without ordering keys is one multi-row VALUES, 7
+ * parameters a row (12 with the envelope), prepared once per row count;
+ * a batch with a key keeps the statement that numbers and parks it; a
+ * batch past 1 MiB of values is split, in one transaction
+ * (OBX-MY-BATCH-VALUES). */
+static void test_fake_mariadb_batch_values(void) {
+    obx_store *s = fake_store("MariaDB", NULL);
+    static char big[300 * 1024];
+    obx_new_message m[4];
+    obx_header h = {"trace", "t-1"};
+    int i, at;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < 4; i++) {
+        memset(&m[i], 0, sizeof m[i]);
+        m[i].topic = i == 1 ? "second" : "t";
+        m[i].payload = "p";
+        m[i].payload_len = OBX_NTS;
+    }
+    m[2].due_utc_ms = 1700000000000;
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, NULL), OBX_OK);
+    TT_EQ_INT(fake_log_count(), 1);
+    TT_EXPECT(strstr(fake_log_sql(0), "JSON_TABLE") == NULL);
+    TT_EXPECT(strstr(fake_log_sql(0), ") VALUES (?, ?, ?, ?, ?, ") != NULL);
+    TT_EXPECT(strstr(fake_log_sql(0), ")), (?, ?, ?, ?, ?, ") != NULL);
+    TT_EQ_INT(fake_log_param_count(0), 21);
+    TT_EQ_STR(fake_log_param_text(0, 0, 10), "second"); /* row 2's topic (markers count from 1) */
+    TT_EQ_STR(fake_log_param_text(0, 0, 20), "1700000000000"); /* row 3's due */
+    TT_EQ_INT(fake_log_autocommit(0), 1); /* one statement: autocommit */
+    /* Run once (SQLExecDirect: prepare and execute in one round trip);
+     * the same row count again is prepared and kept; another runs once. */
+    TT_EQ_INT(fake_calls("SQLExecDirect"), 1);
+    TT_EQ_INT(fake_calls("SQLPrepare"), 0);
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, NULL), OBX_OK);
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, NULL), OBX_OK);
+    TT_EQ_INT(fake_calls("SQLPrepare"), 1);
+    TT_EQ_INT(fake_calls("SQLExecute"), 2);
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 2, NULL), OBX_OK);
+    TT_EQ_INT(fake_calls("SQLPrepare"), 1);
+    TT_EQ_INT(fake_log_param_count(3), 14);
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, NULL), OBX_OK); /* the kept one */
+    TT_EQ_INT(fake_calls("SQLExecute"), 3);
+    /* The envelope and the expiry: 12 a row. */
+    m[1].tenant_id = "acme";
+    m[1].headers = &h;
+    m[1].header_count = 1;
+    m[2].expires_utc_ms = 1800000000000;
+    fake_reset();
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, NULL), OBX_OK);
+    TT_EXPECT(strstr(fake_log_sql(0), "JSON_TABLE") == NULL);
+    TT_EXPECT(strstr(fake_log_sql(0), "`TenantId`") != NULL);
+    TT_EQ_INT(fake_log_param_count(0), 36);
+    TT_EQ_STR(fake_log_param_text(0, 0, 20), "acme");
+    TT_EQ_STR(fake_log_param_text(0, 0, 23), "{\"trace\":\"t-1\"}");
+    TT_EQ_STR(fake_log_param_text(0, 0, 36), "1800000000000");
+    TT_EQ_INT(fake_log_param(0, 0, 11).is_null, 1); /* row 1 has no headers */
+    /* An ordering key: the keyed statement (its seq and park). */
+    m[0].ordering_key = "k";
+    fake_reset();
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, NULL), OBX_OK);
+    TT_EXPECT(strstr(fake_log_sql(0), "JSON_TABLE") != NULL);
+    /* Four payloads of 300 KiB: two statements of at most 1 MiB, one transaction. */
+    memset(big, 'x', sizeof big - 1);
+    for (i = 0; i < 4; i++) {
+        memset(&m[i], 0, sizeof m[i]);
+        m[i].topic = "t";
+        m[i].payload = big;
+        m[i].payload_len = OBX_NTS;
+    }
+    fake_reset();
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 4, NULL), OBX_OK);
+    TT_EQ_STR(fake_log_sql(0), "START TRANSACTION");
+    at = fake_log_find("INSERT INTO", 0);
+    TT_EQ_INT(fake_log_param_count(at), 21);
+    at = fake_log_find("INSERT INTO", at + 1);
+    TT_EQ_INT(fake_log_param_count(at), 7);
+    TT_EQ_STR(fake_log_sql(fake_log_count() - 1), "COMMIT");
+    obx_store_close(s);
+}
+
 static void test_fake_connection_string_kept(void) {
     obx_store_desc desc;
     obx_store *t = NULL;
@@ -2727,6 +2806,7 @@ int main(void) {
     TT_RUN("CORE-TERSE-MESSAGES", "fake", "a terse build names the call, argument and cause of an error", test_terse_messages);
     TT_RUN("CORE-STALE-HANDLE", "fake", "a failed second pick pass never reuses the freed statement", test_fake_pick_stale_handle);
     TT_RUN("CORE-BIND-NO-BOOL-SIZE", "fake", "no text parameter is bound as VARCHAR(5), which psqlODBC describes first", test_fake_no_bool_sized_text);
+    TT_RUN("OBX-MY-BATCH-VALUES", "fake", "MariaDB: a batch without keys is one multi-row VALUES, prepared once per size, split past 1 MiB", test_fake_mariadb_batch_values);
     TT_RUN("CORE-ROUND-TRIPS", "fake", "MariaDB: one round trip per one-statement step; a claim is one transaction", test_fake_mariadb_round_trips);
     TT_RUN("OBX-120", "fake", "claim is one prepared statement per call, one transaction", test_fake_one_round_trip);
     TT_RUN("OBX-126", "fake", "encryption settings in the connection string reach the driver", test_fake_connection_string_kept);
