@@ -17,6 +17,9 @@ mkdir -p "$bin"
 flags=(-std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion
        -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wcast-qual -Wcast-align -Wwrite-strings
        -Wformat=2 -Wvla -Wnull-dereference -Werror -pthread -I.)
+# libpq's header for the native-driver examples (tests/deps.sh native installs it).
+read -r -a pq_flags <<< "$(pkg-config --cflags libpq 2>/dev/null)"
+flags+=("${pq_flags[@]}")
 pass=0 fail=0
 result() { # status name what
     if [ "$1" = 0 ]; then echo "PASS $2 docs $3"; pass=$((pass + 1)); else echo "FAIL $2 docs $3"; fail=$((fail + 1)); fi
