@@ -37,6 +37,7 @@
 #include "../../ibx.h"
 #include "soak.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -514,6 +515,13 @@ static int role_producer_obx(int id, int inc) {
             snprintf(sql, sizeof sql, "INSERT INTO soak_biz (tag) VALUES ('%s')", tag[0]);
             ok = ok && exec_sql(&db, sql) == 0;
             r = ok ? obx_enqueue_tx(s, db.dbc, &ms[0], ids[0]) : OBX_ERR_DB;
+            /* Overlapping producers of one key (issue 25 items 1-2): on the
+             * servers, a keyed transaction is held open a while after its
+             * enqueue, so that others of its key commit and are claimed before
+             * it (its smaller Id sorts first once it commits). SQLite has one
+             * writer: a held transaction would only stall the others. */
+            if (ok && r == OBX_OK && okey[0][0] && !is_sqlite() && soak_pct(&g_rng, 40))
+                tort_sleep_ms(20 + soak_below(&g_rng, 300));
             if (!ok || r != OBX_OK || rollback) {
                 if (ok && r == OBX_OK) soak_log(g_log, "R %s %lld", tag[0], (long long)tort_wall_us());
                 else soak_log(g_log, "F %s %d %lld", tag[0], (int)r, (long long)tort_wall_us());
@@ -742,7 +750,7 @@ static void write_tenants(int all) {
  * What operators do, during the run, through the API and the obxctl tool:
  * dead list, replay and purge of one message (by id) or of a topic, reap,
  * cleanup, deploy, stats and metrics. Log:
- *   RP KEY T0 VIA  / RPD KEY N RC T1    replay of one message (VIA api|tool):
+ *   RP KEY T0 VIA  / RPD KEY N RC T1    replay of one message (VIA api, tool, race: op_race):
  *                                       N replayed (tool: exit 0 = 1, 3 = 0)
  *   PG KEY T0 VIA  / PGD KEY N RC T1    purge of one message
  *   RA TOPIC T0    / RAD TOPIC N RC T1  replay of every dead message of a topic
@@ -841,6 +849,90 @@ static void op_one(obx_store *os, ibx_store *is, int purge, int via_tool) {
     soak_log(g_log, "%s %s %lld %d %lld", purge ? "PGD" : "RPD", key, (long long)n, rc, (long long)tort_wall_us());
 }
 
+/* Purges during replays (issue 25 item 6): up to 8 dead messages, each
+ * replayed by one thread and purged by another at the same moment (a
+ * barrier before each pair), on two stores. One of the two wins per
+ * message: a purge that meets the replay's commit must leave the replayed
+ * message alone (else it is lost: REPLAY-UNHANDLED, or PURGE-LIVE when a
+ * handler had it). Logged as the one-message replays and purges (RP/RPD,
+ * PG/PGD, VIA race). */
+typedef struct race_side {
+    obx_store *os;
+    ibx_store *is;
+    int purge, n;
+    char key[8][600], id[8][300], src[8][300];
+    pthread_barrier_t *bar;
+} race_side;
+
+static void *race_run(void *v) {
+    race_side *rs = (race_side *)v;
+    int i;
+    for (i = 0; i < rs->n; i++) {
+        int64_t n = 0;
+        int rc;
+        pthread_barrier_wait(rs->bar);
+        soak_log(g_log, "%s %s %lld race", rs->purge ? "PG" : "RP", rs->key[i], (long long)tort_wall_us());
+        if (g_inbox) {
+            ibx_dead_filter f;
+            memset(&f, 0, sizeof f);
+            f.source = rs->src[i];
+            f.message_id = rs->id[i];
+            rc = rs->purge ? ri(ibx_dead_purge(rs->is, &f, &n)) : ri(ibx_dead_replay(rs->is, &f, &n));
+        } else {
+            obx_dead_filter f;
+            memset(&f, 0, sizeof f);
+            f.id = rs->id[i];
+            rc = rs->purge ? ro(obx_dead_purge(rs->os, &f, &n)) : ro(obx_dead_replay(rs->os, &f, &n));
+        }
+        soak_log(g_log, "%s %s %lld %d %lld", rs->purge ? "PGD" : "RPD", rs->key[i], (long long)n, rc, (long long)tort_wall_us());
+    }
+    return NULL;
+}
+
+static void op_race(obx_store *os, ibx_store *is, obx_store **os2, ibx_store **is2) {
+    static race_side rp, pg;
+    pthread_barrier_t bar;
+    pthread_t th;
+    int count = 0, i;
+    if (g_inbox ? (!*is2 && !(*is2 = open_ibx(0, 0))) : (!*os2 && !(*os2 = open_obx(0, 0)))) return;
+    memset(&rp, 0, sizeof rp);
+    if (g_inbox) {
+        const ibx_message *ms = NULL;
+        ibx_dead_filter f;
+        memset(&f, 0, sizeof f);
+        if (ibx_dead_list(is, &f, soak_below(&g_rng, 10), 8, &ms, &count) != IBX_OK) return;
+        for (i = 0; i < count && i < 8; i++) {
+            snprintf(rp.key[i], sizeof rp.key[i], "%s/%s", ms[i].source, ms[i].message_id);
+            snprintf(rp.id[i], sizeof rp.id[i], "%s", ms[i].message_id);
+            snprintf(rp.src[i], sizeof rp.src[i], "%s", ms[i].source);
+        }
+    } else {
+        const obx_message *ms = NULL;
+        obx_dead_filter f;
+        memset(&f, 0, sizeof f);
+        if (obx_dead_list(os, &f, soak_below(&g_rng, 10), 8, &ms, &count) != OBX_OK) return;
+        for (i = 0; i < count && i < 8; i++) {
+            okey_of(&ms[i], rp.key[i], sizeof rp.key[i]);
+            snprintf(rp.id[i], sizeof rp.id[i], "%s", ms[i].id);
+        }
+    }
+    if (count < 1) return;
+    rp.n = count < 8 ? count : 8;
+    pg = rp;
+    rp.os = os;
+    rp.is = is;
+    pg.os = *os2;
+    pg.is = *is2;
+    pg.purge = 1;
+    rp.bar = pg.bar = &bar;
+    if (pthread_barrier_init(&bar, NULL, 2) != 0) return;
+    if (pthread_create(&th, NULL, race_run, &pg) == 0) {
+        race_run(&rp);
+        pthread_join(th, NULL);
+    }
+    pthread_barrier_destroy(&bar);
+}
+
 static void op_topic(obx_store *os, ibx_store *is) {
     const char *topic = soak_pct(&g_rng, 50) ? "s" : "b";
     int64_t n = 0;
@@ -861,8 +953,8 @@ static void op_topic(obx_store *os, ibx_store *is) {
 }
 
 static int role_operator(void) {
-    obx_store *os = NULL;
-    ibx_store *is = NULL;
+    obx_store *os = NULL, *os2 = NULL;
+    ibx_store *is = NULL, *is2 = NULL;
     static char metrics[65536];
     while (!g_stop) {
         int a = soak_below(&g_rng, 100), rc = 0;
@@ -872,7 +964,8 @@ static int role_operator(void) {
             else os = open_obx(0, 0);
             if (!os && !is) { tort_sleep_ms(200); continue; }
         }
-        if (a < 22) op_one(os, is, 0, 0);
+        if (a < 8) op_race(os, is, &os2, &is2);
+        else if (a < 22) op_one(os, is, 0, 0);
         else if (a < 34) op_one(os, is, 1, 0);
         else if (a < 42) op_one(os, is, 0, 1);
         else if (a < 46) op_one(os, is, 1, 1);
@@ -922,7 +1015,9 @@ static int role_operator(void) {
         tort_sleep_ms(100 + soak_below(&g_rng, 400));
     }
     obx_store_close(os);
+    obx_store_close(os2);
     ibx_store_close(is);
+    ibx_store_close(is2);
     return 0;
 }
 
