@@ -2954,6 +2954,16 @@ IBX__PRIVATE ibx_result ibx__sqlite_not_temporary(ibx__db *db) {
     return IBX_ERR_DB;
 }
 
+/* sqliteodbc, given neither DSN= nor Database=, opens a file named after
+ * the whole connection string: refused before it is created. */
+IBX__PRIVATE int ibx__sqlite_without_file(const char *connstr) {
+    char driver[96], dsn[8], file[8];
+    ibx__connstr_value(connstr, "Driver", driver, sizeof driver);
+    ibx__connstr_value(connstr, "DSN", dsn, sizeof dsn);
+    ibx__connstr_value(connstr, "Database", file, sizeof file);
+    return ibx__contains_nocase(driver, "sqlite") && !dsn[0] && !file[0];
+}
+
 /* A failed connect, explained: the driver manager says "Data source name
  * not found" for a missing DSN and for a string without DSN= or Driver=
  * alike, psqlODBC reports every refusal as 08001 (connection failed), and
@@ -3137,6 +3147,11 @@ IBX__PRIVATE ibx_result ibx__db_connect(ibx__db *db, const char *connstr) {
 #endif
             return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "connection_string", "out of memory");
     }
+    if (ibx__sqlite_without_file(db->connstr))
+        return ibx__fail(db->err, IBX_ERR_DB, "connection_string",
+                         "the connection string names the SQLite driver and no Database= (nor a DSN)"
+                         IBX__WHY(": the driver would take the whole string for a file name; give the file's "
+                                  "path, or Database=:memory: for a database in memory"));
     r = ibx__driver_connect(db, db->connstr);
     if (r == IBX_OK) r = ibx__db_setup(db);
     if (r != IBX_OK) return r;

@@ -3099,6 +3099,16 @@ OBX__PRIVATE obx_result obx__sqlite_not_temporary(obx__db *db) {
     return OBX_ERR_DB;
 }
 
+/* sqliteodbc, given neither DSN= nor Database=, opens a file named after
+ * the whole connection string: refused before it is created. */
+OBX__PRIVATE int obx__sqlite_without_file(const char *connstr) {
+    char driver[96], dsn[8], file[8];
+    obx__connstr_value(connstr, "Driver", driver, sizeof driver);
+    obx__connstr_value(connstr, "DSN", dsn, sizeof dsn);
+    obx__connstr_value(connstr, "Database", file, sizeof file);
+    return obx__contains_nocase(driver, "sqlite") && !dsn[0] && !file[0];
+}
+
 /* A failed connect, explained: the driver manager says "Data source name
  * not found" for a missing DSN and for a string without DSN= or Driver=
  * alike, psqlODBC reports every refusal as 08001 (connection failed), and
@@ -3282,6 +3292,11 @@ OBX__PRIVATE obx_result obx__db_connect(obx__db *db, const char *connstr) {
 #endif
             return obx__fail(db->err, OBX_ERR_NO_MEMORY, "connection_string", "out of memory");
     }
+    if (obx__sqlite_without_file(db->connstr))
+        return obx__fail(db->err, OBX_ERR_DB, "connection_string",
+                         "the connection string names the SQLite driver and no Database= (nor a DSN)"
+                         OBX__WHY(": the driver would take the whole string for a file name; give the file's "
+                                  "path, or Database=:memory: for a database in memory"));
     r = obx__driver_connect(db, db->connstr);
     if (r == OBX_OK) r = obx__db_setup(db);
     if (r != OBX_OK) return r;
