@@ -6,7 +6,7 @@
  *               transaction with a business row (a quarter rolled back), with
  *               ordering keys shared by every producer (so producers of one key
  *               overlap), expiries in the past and the future, at the store's
- *               max_pending bound; or (inbox) deliveries of (source, id) with
+ *               max_pending bound (and a tight one); or (inbox) deliveries of (source, id) with
  *               redeliveries of the same and of changed content, some while
  *               the message is in a handler
  *   dispatcher  per-message and batch handlers that return done / retry /
@@ -351,6 +351,9 @@ static int role_dispatcher(void) {
  *             C TAG ID T              committed (enqueue returned OK / COMMIT did)
  *             R TAG T                 about to roll the transaction back
  *             F TAG RC T              refused or failed: not committed
+ *             DFON T / DFOFF T        disk full (SQLite) begins / ends for this
+ *                                     producer's transactions
+ *             DF TAG T                the F before it failed while the disk was full
  *             (an I without C, R or F: unknown, e.g. killed in between)
  * Inbox log:  I KEY VER T             about to deliver content VER of KEY (source/id)
  *             A KEY VER ENQUEUED T    ibx_enqueue returned OK (*enqueued)
@@ -383,6 +386,10 @@ static int conn_dead(tort_db *db) {
 }
 
 #define SOAK_MAX_PENDING 400 /* the producers' stores' bound: the load reaches it */
+#define SOAK_MAX_PENDING_TIGHT 20 /* a store of each producer with a tight bound, used for 5 %
+                                     of its single enqueues: met on every backend (FULL) */
+/* The checker reads refusals as logged numbers (it includes neither header). */
+typedef char soak_full_is_obx_full[SOAK_ERR_FULL == (int)OBX_ERR_FULL && SOAK_ERR_FULL == (int)IBX_ERR_FULL ? 1 : -1];
 
 static void fill_new(obx_new_message *m, char *payload, size_t pcap, const char *tag, char *okey, size_t kcap,
                      char *exp) {
@@ -468,9 +475,9 @@ static void join_op(obx_store *s, int id, int inc, long *seq) {
 
 static int role_producer_obx(int id, int inc) {
     tort_db db;
-    obx_store *s = open_obx(0, SOAK_MAX_PENDING), *ts[3] = {NULL, NULL, NULL};
+    obx_store *s = open_obx(0, SOAK_MAX_PENDING), *ts[3] = {NULL, NULL, NULL}, *tight = NULL;
     long seq = 0;
-    int have_db = connect_tx(&db) == 0;
+    int have_db = connect_tx(&db) == 0, disk_full = 0;
     if (!s || !have_db) return 1;
     while (!g_stop) {
         int mode = soak_below(&g_rng, 100), n = 1, i;
@@ -490,6 +497,10 @@ static int role_producer_obx(int id, int inc) {
             st = ts[tenant];
         }
         if (mc == 'b') n = 2 + soak_below(&g_rng, 4);
+        if (mc == 's' && tenant == 0 && soak_pct(&g_rng, 5)) {
+            if (!tight) tight = open_obx(0, SOAK_MAX_PENDING_TIGHT);
+            if (tight) st = tight;
+        }
         for (i = 0; i < n; i++) {
             if (tenant > 0) snprintf(tag[i], sizeof tag[i], "P%d.%d.%ld@%d", id, inc, ++seq, tenant);
             else snprintf(tag[i], sizeof tag[i], "P%d.%d.%ld", id, inc, ++seq);
@@ -511,6 +522,20 @@ static int role_producer_obx(int id, int inc) {
                 have_db = connect_tx(&db) == 0;
                 if (!have_db) { tort_sleep_ms(100); continue; }
             }
+            /* Disk full (SQLite): for a while this connection may not grow
+             * the file (max_page_count at its size, as tests/torture/diskfull.c):
+             * its transactions fail, DF TAG T, and must change nothing. */
+            if (is_sqlite() && !disk_full && soak_pct(&g_rng, 3)) {
+                long long pages = tort_db_scalar(&db, "PRAGMA page_count");
+                snprintf(sql, sizeof sql, "PRAGMA max_page_count = %lld", pages > 0 ? pages : 1);
+                if (pages > 0 && exec_sql(&db, sql) == 0) {
+                    disk_full = 5 + soak_below(&g_rng, 20);
+                    soak_log(g_log, "DFON %lld", (long long)tort_wall_us());
+                }
+            } else if (disk_full > 0 && --disk_full == 0) {
+                exec_sql(&db, "PRAGMA max_page_count = 1073741823");
+                soak_log(g_log, "DFOFF %lld", (long long)tort_wall_us());
+            }
             if (is_sqlite()) ok = exec_sql(&db, "BEGIN IMMEDIATE") == 0;
             snprintf(sql, sizeof sql, "INSERT INTO soak_biz (tag) VALUES ('%s')", tag[0]);
             ok = ok && exec_sql(&db, sql) == 0;
@@ -525,6 +550,7 @@ static int role_producer_obx(int id, int inc) {
             if (!ok || r != OBX_OK || rollback) {
                 if (ok && r == OBX_OK) soak_log(g_log, "R %s %lld", tag[0], (long long)tort_wall_us());
                 else soak_log(g_log, "F %s %d %lld", tag[0], (int)r, (long long)tort_wall_us());
+                if (disk_full && (!ok || (r != OBX_OK && r != OBX_ERR_FULL))) soak_log(g_log, "DF %s %lld", tag[0], (long long)tort_wall_us());
                 end_tx(&db, 0);
             } else if (end_tx(&db, 1) == 0) {
                 soak_log(g_log, "C %s %s %lld", tag[0], ids[0], (long long)tort_wall_us());
@@ -540,6 +566,7 @@ static int role_producer_obx(int id, int inc) {
         tort_sleep_ms(5 + soak_below(&g_rng, 20));
     }
     obx_store_close(s);
+    obx_store_close(tight);
     obx_store_close(ts[1]);
     obx_store_close(ts[2]);
     if (have_db) tort_db_close(&db);
@@ -553,7 +580,7 @@ typedef struct idelivery {
 } idelivery;
 
 static int role_producer_ibx(int id, int inc) {
-    ibx_store *ts[3] = {NULL, NULL, NULL}, *s;
+    ibx_store *ts[3] = {NULL, NULL, NULL}, *s, *tight = NULL;
     idelivery recent[32];
     int nrecent = 0;
     long seq = 0;
@@ -584,6 +611,10 @@ static int role_producer_ibx(int id, int inc) {
         }
         if (!ts[d->tenant]) ts[d->tenant] = open_ibx_on(g_tconn[d->tenant], 0, SOAK_MAX_PENDING);
         if (!(s = ts[d->tenant])) { tort_sleep_ms(100); continue; }
+        if (d->tenant == 0 && soak_pct(&g_rng, 5)) { /* the tight bound (FULL) */
+            if (!tight) tight = open_ibx(0, SOAK_MAX_PENDING_TIGHT);
+            if (tight) s = tight;
+        }
         snprintf(src, sizeof src, "s%d", d->src);
         snprintf(key, sizeof key, "%s/%s", src, d->mid);
         snprintf(payload, sizeof payload, "%s v%d %06lx", key, d->ver, d->nonce);
@@ -602,6 +633,7 @@ static int role_producer_ibx(int id, int inc) {
         tort_sleep_ms(5 + soak_below(&g_rng, 20));
     }
     ibx_store_close(ts[0]);
+    ibx_store_close(tight);
     ibx_store_close(ts[1]);
     ibx_store_close(ts[2]);
     return 0;
@@ -1169,6 +1201,7 @@ static int orchestrate(void) {
     }
     g_orch = soak_open_log(g_dir, "orch");
     soak_log(g_orch, "SEED %llu", (unsigned long long)g_seed);
+    soak_log(g_orch, "MAX_PENDING %d %d", SOAK_MAX_PENDING, SOAK_MAX_PENDING_TIGHT);
     g_rng = soak_rng_for(g_seed, 'O', 0, 0);
     if (tort_db_open(&db, g_conn, err, sizeof err) != 0) {
         printf("soak: %s %s FAILED: cannot connect: %s\n", g_hdr, g_backend, err);
