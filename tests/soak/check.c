@@ -23,10 +23,10 @@
  *                    (across processes; a killed handler ends at its death).
  *                    Not counted (but figured as lease_lost_to_fault=N): the
  *                    first handler ran past its lease and a database fault
- *                    (restart, terminate, freeze) began within that lease and
- *                    before the second started, so that no renewal could
- *                    reach the database: a lease cannot outlive an outage of
- *                    about its length
+ *                    (restart, freeze) covered at least a renewal interval of
+ *                    the lease that ran out before the second began, so that
+ *                    no renewal could reach the database: a lease cannot
+ *                    outlive an outage of about its length
  *   KEY-CONCURRENT   two handlers inside one ordering key at the same time
  *                    (but where the first lost its lease to a fault, as above)
  *   KEY-ORDER        per ordering key, first handlings not in enqueue order
@@ -225,7 +225,7 @@ typedef struct fault_window {
 } fault_window;
 static fault_window *g_faults;
 static int g_nfaults, g_capfaults;
-static long g_lease_lost, g_disk_full;
+static long g_lease_lost, g_disk_full, g_renew_refused;
 /* The tenant of a key: "...@n", else 0 (the run's database). */
 static int tenant_of(const char *key) {
     const char *at = strrchr(key, '@');
@@ -451,6 +451,8 @@ static void read_worker(const char *file) {
                         break;
                     }
             }
+        } else if (strncmp(line, "RR ", 3) == 0) {
+            g_renew_refused++; /* a renewal connection refused (soak.c): CONCURRENT judges it */
         } else if (kind == 'S' && sscanf(line, "S %599s %63s %63s %d %d %lld %d", key, a, b, &x, &y, &t, &pid) == 7) {
             handling h;
             memset(&h, 0, sizeof h);
@@ -797,8 +799,15 @@ static int lease_lost_to_fault(const handling *a, const handling *b) {
     const int64_t lease = (int64_t)SOAK_LEASE_S * 1000000;
     int i;
     if (a->end != INT64_MAX && a->end - a->start <= lease) return 0; /* no renewal was needed */
-    for (i = 0; i < g_nfaults; i++)
-        if (g_faults[i].t0 < b->start && g_faults[i].t0 < a->start + lease && g_faults[i].t1 > a->start) return 1;
+    /* The lease that ran out before b's claim began at most a lease before
+     * it; the fault covered at least a renewal interval (a third of the
+     * lease) of that time, after a began. */
+    for (i = 0; i < g_nfaults; i++) {
+        int64_t from = g_faults[i].t0 > b->start - lease ? g_faults[i].t0 : b->start - lease;
+        int64_t to = g_faults[i].t1 < b->start ? g_faults[i].t1 : b->start;
+        if (from < a->start) from = a->start;
+        if (to - from >= lease / 3) return 1;
+    }
     return 0;
 }
 
@@ -1321,8 +1330,8 @@ int main(int argc, char **argv) {
     }
     if (g_max_pending > 0 && g_tenant == 0 && g_full == 0)
         violation("FULL", NULL, "no enqueue met max_pending %ld (OBX_ERR_FULL): the bound went untested", g_max_pending);
-    printf("soak: %s %s t%d check: messages=%ld committed=%ld rolled_back=%ld full_refusals=%ld handlings=%ld done=%ld dead=%ld kills=%ld db_faults=%d disk_full_failures=%ld lease_lost_to_fault=%ld operator_actions=%ld lines=%ld%s%s",
-           g_hdr, g_backend, g_tenant, messages, committed, rolled, g_full, handlings, done, dead, g_kills, g_nfaults, g_disk_full, g_lease_lost, g_ops_done, g_nlines,
+    printf("soak: %s %s t%d check: messages=%ld committed=%ld rolled_back=%ld full_refusals=%ld handlings=%ld done=%ld dead=%ld kills=%ld db_faults=%d disk_full_failures=%ld renewal_connects_refused=%ld lease_lost_to_fault=%ld operator_actions=%ld lines=%ld%s%s",
+           g_hdr, g_backend, g_tenant, messages, committed, rolled, g_full, handlings, done, dead, g_kills, g_nfaults, g_disk_full, g_renew_refused, g_lease_lost, g_ops_done, g_nlines,
            g_stats_checked ? " stats=checked" : "", g_conns_checked ? " connections=checked" : "");
     for (r = 0; r < NRULES; r++) {
         if (!g_viol[r]) continue;

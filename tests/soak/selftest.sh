@@ -104,6 +104,13 @@ sed -i '/^FAULT/d' "$work/logs/orch.log"
 printf 'FAULT restart %s\nFAULTED restart 0 %s\n' "$(t 3050000)" "$(t 3090000)" >> "$work/logs/orch.log"
 expect obx CONCURRENT concurrent-fault-late
 
+setup obx # the renewal connection refused (the soak's hook), the lease lost: no excuse
+printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+printf 'S P0.1.1 id1 - 0 1 %s 100\nRRON %s\nRR %s\nRROFF %s\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 900000)" "$(t 1000000)" "$(t 1700000)" "$(t 4500000)" > "$work/logs/d0.1.log"
+printf 'S P0.1.1 id1 - 0 2 %s 101\nE P0.1.1 done %s 101\n' "$(t 3100000)" "$(t 3100100)" > "$work/logs/d1.1.log"
+orow P0.1.1 2 0 1 NULL
+expect obx CONCURRENT concurrent-renewal-refused
+
 setup obx # two messages of one key at once (overlapping producers of a key)
 printf 'I P0.1.1 k1 t - %s\nI P0.1.2 k1 t - %s\nC P0.1.2 id2 %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" "$(t 3)" "$(t 4)" > "$work/logs/p0.1.log"
 printf 'S P0.1.1 id1 k1 0 1 %s 100\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 500)" > "$work/logs/d0.1.log"

@@ -5,14 +5,18 @@
  *   producer    enqueues outbox messages one by one, in batches and in its own
  *               transaction with a business row (a quarter rolled back), with
  *               ordering keys shared by every producer (so producers of one key
- *               overlap), expiries in the past and the future, at the store's
- *               max_pending bound (and a tight one); or (inbox) deliveries of (source, id) with
- *               redeliveries of the same and of changed content, some while
- *               the message is in a handler
+ *               overlap; on the servers some keyed transactions held open),
+ *               expiries in the past and the future, at the store's
+ *               max_pending bound (and a tight one), some transactions with
+ *               the disk full (SQLite); or (inbox) deliveries of (source, id)
+ *               with redeliveries of the same and of changed content, some
+ *               while the message is in a handler
  *   dispatcher  per-message and batch handlers that return done / retry /
  *               pause / dead at random, some slower than the lease; a poison
- *               topic whose handler calls abort()
- *   operator    what operators do during the run (see role_operator)
+ *               topic whose handler calls abort(); the lease renewal's
+ *               connects refused now and then (soak_driver_connect)
+ *   operator    what operators do during the run (see role_operator), among
+ *               them replays and purges of the same messages at one moment
  *
  * Each process appends what it did and saw to its own log (soak.h); the
  * checker (check.c) reads the logs and the final tables. The run is seeded:
@@ -31,10 +35,18 @@
  * allocator fails one call in this many, on every thread; default 300, 0 none), SOAK_OPERATORS (2),
  * SOAK_CONN_1 and SOAK_CONN_2 (more tenant databases: a provider process
  * dispatches all three), SOAK_VERBOSE. */
+/* The renewal connection refused is a fault of this test, not a hook of the
+ * library: the headers' connects go through soak_driver_connect (below). */
+#include <sql.h>
+#include <sqlext.h>
+static SQLRETURN soak_driver_connect(SQLHDBC dbc, SQLHWND w, SQLCHAR *in, SQLSMALLINT in_len, SQLCHAR *out,
+                                     SQLSMALLINT cap, SQLSMALLINT *out_len, SQLUSMALLINT completion);
+#define SQLDriverConnect soak_driver_connect
 #define OBX_IMPLEMENTATION
 #include "../../obx.h"
 #define IBX_IMPLEMENTATION
 #include "../../ibx.h"
+#undef SQLDriverConnect
 #include "soak.h"
 
 #include <pthread.h>
@@ -56,6 +68,38 @@ static void on_term(int sig) {
 }
 
 static int is_sqlite(void) { return strcmp(g_backend, "sqlite") == 0; }
+
+/* The renewal connection refused (dispatchers). In a dispatcher process the
+ * lease renewal thread is the only one that connects besides the main
+ * thread; while g_refuse is set its connects fail (SQL_ERROR) as a refusing
+ * server's would. Windows of 0.2-0.8 s every 1-4 s, shorter than a renewal
+ * interval (a third of the lease): a renewal fails, no handler may start past
+ * the lease it holds (CONCURRENT), the next renewal keeps the lease.
+ * Log: RRON T / RROFF T (a window), RR T (a connect refused). */
+static pthread_t g_main_thread;
+static volatile int g_refuse;
+
+static SQLRETURN soak_driver_connect(SQLHDBC dbc, SQLHWND w, SQLCHAR *in, SQLSMALLINT in_len, SQLCHAR *out,
+                                     SQLSMALLINT cap, SQLSMALLINT *out_len, SQLUSMALLINT completion) {
+    if (g_refuse && !pthread_equal(pthread_self(), g_main_thread)) {
+        soak_log(g_log, "RR %lld", (long long)tort_wall_us());
+        return SQL_ERROR;
+    }
+    return SQLDriverConnect(dbc, w, in, in_len, out, cap, out_len, completion);
+}
+
+static void *refuser_main(void *v) {
+    soak_rng r = *(soak_rng *)v;
+    while (!g_stop) {
+        tort_sleep_ms(1000 + soak_below(&r, 3000));
+        g_refuse = 1;
+        soak_log(g_log, "RRON %lld", (long long)tort_wall_us());
+        tort_sleep_ms(200 + soak_below(&r, 600));
+        g_refuse = 0;
+        soak_log(g_log, "RROFF %lld", (long long)tort_wall_us());
+    }
+    return NULL;
+}
 
 static void lib_log(obx_log_level level, const char *id, const char *msg, void *user) {
     (void)user;
@@ -289,6 +333,11 @@ static int64_t soak_backoff(int attempts, void *user) {
 }
 
 static int role_dispatcher(void) {
+    static soak_rng rr;
+    pthread_t refuser;
+    g_main_thread = pthread_self();
+    rr.s = soak_next(&g_rng);
+    if (pthread_create(&refuser, NULL, refuser_main, &rr) == 0) pthread_detach(refuser);
     while (!g_stop) {
         if (g_inbox) {
             ibx_store *s = open_ibx(0, 0);
