@@ -1070,7 +1070,12 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
  * Where messages wait parked behind their ordering key (the outbox on
  * PostgreSQL and MariaDB), it also wakes any key left with only parked
  * messages (a wake that a concurrent enqueue or settle missed, or that no
- * ack or fail of this library ran; not counted). On PostgreSQL it also
+ * ack or fail of this library ran; not counted). A dispatcher also does
+ * that when a claim comes back short of its batch, at most once per
+ * poll_interval_ms (and for at most a twentieth of its time: the wake reads
+ * every parked message), after waking the keys of its previous batch
+ * again: a producer that commits just after the ack of its key's last
+ * running message waits an idle poll, not a reap interval. On PostgreSQL it also
  * analyzes a table grown to twice the size its statistics know (a new
  * table above all), which autovacuum may not do for a minute: plans made
  * meanwhile read every Ready row per claim. A dispatcher reaps at its
@@ -1299,7 +1304,8 @@ typedef struct ibx_dispatcher_desc {
     void *backoff_user;
     int64_t poll_interval_ms;    /* default 500: wait after an empty claim ... */
     int64_t idle_max_ms;         /* default 2000: ... doubling while idle up to this */
-    int64_t reap_interval_ms;    /* default 30000: reap expired leases this often */
+    int64_t reap_interval_ms;    /* default 30000: reap expired leases this often (the wake of
+                                    parked keyed messages runs sooner: see ibx_reap) */
     int64_t startup_delay_ms;    /* default 0: wait before the first claim */
     int64_t error_delay_ms;      /* default 30000: wait after a failed round; a transient
                                     failure (lost connection, server restarting) is retried
@@ -3926,6 +3932,7 @@ typedef struct ibx__entry {
     void *store;                 /* NULL: listed but not open (down) */
     int64_t next_reap_ms;        /* monotonic; 0 = at once */
     int64_t next_cleanup_ms;
+    int64_t next_wake_ms;        /* monotonic: a short claim's wake of every key (ibx__wake_missed) */
     int64_t retry_ms;            /* down: the next attempt to open it (monotonic) */
     int seen;                    /* in the latest discovery result: 1 kept, 2 new */
     int failures;                /* dispatch rounds failed in a row (for the log) */
@@ -5955,6 +5962,10 @@ typedef struct ibx__store_own {
 /* The inbox parks nothing (it has no ordering keys): nothing to wake. */
 #define ibx__own_claimed(s, m) ((void)(s), (void)(m))
 #define ibx__own_settled(s, kind, rows) ((void)(s), (void)(kind), (void)(rows))
+#define ibx__own_keyed(s) ((void)(s), 0)
+#define ibx__own_wake(s, ids, woken) ((void)(s), (void)(ids), (void)(woken), IBX_OK)
+#define ibx__own_wake_later(s, ms, n) ((void)(s), (void)(ms), (void)(n))
+#define ibx__own_wake_again(s, woken) ((void)(s), (void)(woken), IBX_OK)
 /* Nor can claims of one key overlap: no claim is checked again. */
 #define ibx__claim_recheck(db, s, count) ((void)(db), (void)(s), (void)(count), IBX_OK)
 
@@ -7176,7 +7187,7 @@ IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped) {
         int64_t woken = 0;
         /* The reap committed: its count is returned whatever the wake does
          * (the next reap wakes again). */
-        if (ibx__run_count(store, IBX__Q_WAKE, NULL, 0, "wake parked", &woken) != IBX_OK) {
+        if (ibx__own_wake(store, NULL, &woken) != IBX_OK) {
             ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id, "waking parked messages failed: %s",
                      store->err.message);
             ibx__error_clear(&store->err);
@@ -7932,8 +7943,7 @@ static ibx_result ibx__one_message(ibx_store *s, const char *fn, int slot, const
         return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, fn, "no statement for %s", ibx__dialect_name(s->db.d->id));
     if (slot == IBX__Q_MOVE) ibx__p_text(&p[0], reason, (size_t)-1);
     if ((r = ibx__run_count(s, slot, p, n, fn + 4, &count)) != IBX_OK) return r;
-    if (slot == IBX__Q_MOVE && count > 0 && s->sql[IBX__Q_WAKE] &&
-        ibx__run_count(s, IBX__Q_WAKE, NULL, 0, "wake parked", &woken) != IBX_OK)
+    if (slot == IBX__Q_MOVE && count > 0 && s->sql[IBX__Q_WAKE] && ibx__own_wake(s, NULL, &woken) != IBX_OK)
         ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "waking the messages parked behind %s failed: %s", name,
                  s->err.message);
     ibx__log(&s->hooks, count > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, s->store_id, "%s %s: %lld changed", fn + 4, name,
@@ -8967,6 +8977,48 @@ static ibx_result ibx__isolate(ibx_dispatcher *d, ibx_store *s, int *n, int *fir
     return r;
 }
 
+/* A keyed enqueue that read its key busy may commit after the wake of the
+ * key's last busy message looked for it (see IBX__PG_PARKED); nothing else
+ * of the key would wake it before the reap. Producers whose transaction
+ * is open while a message of their key is acked are the common case under
+ * load, so a store that has claimed keyed messages, when a claim comes back
+ * short of its batch (the parked ones could have filled it), wakes:
+ * - the keys of the keyed messages of its previous batch, again
+ *   (IBX__Q_WAKE_AGAIN): a probe per key, for the enqueues that committed
+ *   since their settle;
+ * - every key left with only parked messages (IBX__Q_WAKE), for an enqueue
+ *   that committed later, at most once per poll interval and never more
+ *   than a twentieth of the time: the read walks every parked message
+ *   (100,000 of them: 40 ms on PostgreSQL, 0.4 s on MariaDB).
+ * A missed wake costs an idle poll, not a reap interval. A store without
+ * keys runs neither. Returns how many it woke; a failure is logged and
+ * forgotten (the next short claim, or the reap, wakes them). */
+static int64_t ibx__wake_missed(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, int n) {
+    int64_t woken = 0, more = 0, t0, gap;
+    ibx_result r;
+    if (n >= d->batch_size || !s->sql[IBX__Q_WAKE] || !ibx__own_keyed(s)) return 0;
+    r = ibx__own_wake_again(s, &woken);
+    t0 = ibx__mono_ms(&s->hooks);
+    /* The gap never exceeds the reap interval (whose reap wakes too), so
+     * a later one is a clock that stepped back. */
+    if (r == IBX_OK && (t0 >= e->next_wake_ms || e->next_wake_ms - t0 > d->reap_ms)) {
+        r = ibx__own_wake(s, NULL, &more);
+        gap = (ibx__mono_ms(&s->hooks) - t0) * 20;
+        if (gap < d->timing.poll_ms) gap = d->timing.poll_ms;
+        e->next_wake_ms = ibx__sat_add(t0, gap < d->reap_ms ? gap : d->reap_ms);
+        woken += more;
+    }
+    if (r != IBX_OK) {
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "waking parked messages failed: %s" IBX__WHY("; the reap wakes them"),
+                 s->err.message);
+        ibx__error_clear(&s->err);
+    }
+    if (woken > 0)
+        ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "woke %lld ordering key(s) left with only parked messages",
+                 (long long)woken);
+    return woken;
+}
+
 /* One batch from one store: housekeeping, claim, handle, settle. */
 static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
     const ibx_message *ms;
@@ -8987,6 +9039,10 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
                (lease_ms / 5 < IBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : IBX__LEASE_MARGIN_MAX_MS);
     claimed = ibx__mono_ms(&s->hooks);
     r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
+    if ((r == IBX_OK || r == IBX_EMPTY) && ibx__wake_missed(d, s, e, n) > 0 && n == 0) {
+        claimed = ibx__mono_ms(&s->hooks); /* what it woke, claimed now (the deadline stays: earlier) */
+        r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
+    }
     ibx__watch(d->renewer, s, 0);
     if (r != IBX_OK) return r;
     st->claimed = n;
@@ -9004,6 +9060,7 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
         ibx__watch(d->renewer, s, 0);
     }
     ibx__renew_end(d->renewer);
+    ibx__own_wake_later(s, ms, n);
     return r;
 }
 

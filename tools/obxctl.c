@@ -1199,7 +1199,8 @@ static const char *why_state(const char *state, int parked, const char *waits, i
     if (parked && waits[0])
         snprintf(out, 160, "parked behind %s, an earlier message of its ordering key", waits);
     else if (parked)
-        snprintf(out, 160, "parked by its ordering key, whose earlier messages are finished: the next reap wakes it");
+        snprintf(out, 160, "parked by its ordering key, whose earlier messages are finished: a dispatcher's next "
+                           "short claim, or the next reap, wakes it");
     else if (strcmp(state, "scheduled") == 0)
         snprintf(out, 160, "%s", due > now ? "waits for its due time" : retries ? "waits for a retry's backoff"
                                                                                : "waits for its next attempt");
