@@ -1042,8 +1042,12 @@ static void check_keys(void) {
                  * loop): a replayed message may run after later ones. */
                 for (j = 0; j < r->nops; j++)
                     if (r->ops[j].kind == 'R' && r->ops[j].n != 0 && r->ops[j].t0 < m.first) m.first = INT64_MAX;
-                for (j = 0; j < g_ntr && m.first != INT64_MAX; j++) /* one first handled late may have been dead */
-                    if (g_topic_replays[j].t0 < m.first && m.first - r->t_commit > 5000000) m.first = INT64_MAX;
+                /* One first handled late may have been dead; one enqueued already
+                 * expired was (Dead "expired" at its claim) until a replay. */
+                for (j = 0; j < g_ntr && m.first != INT64_MAX; j++)
+                    if (g_topic_replays[j].t0 < m.first &&
+                        (m.first - r->t_commit > 5000000 || (r->exp == 'p' && g_topic_replays[j].t0 > r->t_commit)))
+                        m.first = INT64_MAX;
                 PUSH(ms, nm, cm, m);
             }
         }
