@@ -44,12 +44,13 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
           $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay $(B)/obxctl $(B)/obxctl_fill $(B)/prom_check \
-          $(B)/example_protocols
+          $(B)/example_protocols $(B)/test_native
 
-all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder $(B)/obxctl
+all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder $(B)/obxctl \
+     $(B)/native_sqlite $(B)/native_libpq
 
 deps:
-	@tests/deps.sh build pg mariadb tsql check static cross bench consumers
+	@tests/deps.sh build pg mariadb tsql check static cross bench native consumers
 
 $(B) $(B)/asan:
 	@mkdir -p $@
@@ -83,6 +84,20 @@ $(B)/test_multi: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)
 
 $(B)/fuzz_replay: tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c tests/fake_odbc.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c -o $@
+
+# The outbox in a transaction of the program's own driver: sqlite3, libpq,
+# MariaDB Connector/C (tests/deps.sh native).
+NATIVE_INC = -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql) \
+             $(shell mariadb_config --include 2>/dev/null || echo -I/usr/include/mariadb)
+NATIVE_LIBS = -lsqlite3 -lpq -lmariadb
+$(B)/test_native: tests/test_native.c tests/tt.h $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(NATIVE_INC) tests/test_native.c -o $@ -lodbc $(NATIVE_LIBS)
+
+$(B)/native_sqlite: examples/native_sqlite.c obx.h | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) examples/native_sqlite.c -o $@ -lsqlite3 -lodbc
+
+$(B)/native_libpq: examples/native_libpq.c obx.h | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(NATIVE_INC) examples/native_libpq.c -o $@ -lpq -lodbc
 
 $(B)/quickstart: examples/quickstart.c obx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) examples/quickstart.c -o $@ -lodbc
@@ -118,8 +133,8 @@ sql: $(B)/schema_dump
 
 # ---- quick start ------------------------------------------------------------------
 demo:
-	@tests/deps.sh build
-	@$(MAKE) --no-print-directory $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder
+	@tests/deps.sh build native
+	@$(MAKE) --no-print-directory $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder $(B)/native_sqlite
 	@echo "== outbox: examples/quickstart.c =="
 	@cd $(B) && rm -f quickstart.db quickstart.db-wal quickstart.db-shm && ./quickstart
 	@echo "== inbox: examples/webhook_inbox.c =="
@@ -128,9 +143,11 @@ demo:
 	@cd $(B) && rm -f tenant-*.db* && ./multi_tenant
 	@echo "== a gateway's batched, ordered, paused, replayed forwarding: examples/forwarder.c =="
 	@cd $(B) && rm -f gateway.db gateway.db-wal gateway.db-shm && ./forwarder
+	@echo "== the outbox in a transaction of the sqlite3 C API: examples/native_sqlite.c =="
+	@cd $(B) && rm -f native.db native.db-wal native.db-shm && ./native_sqlite
 
 test:
-	@tests/deps.sh build pg mariadb tsql clients
+	@tests/deps.sh build pg mariadb tsql clients native
 	@$(MAKE) --no-print-directory $(TESTS)
 	tests/run.sh $(B)
 
@@ -170,7 +187,7 @@ fuzz:
 
 # ---- check ----------------------------------------------------------------------
 check:
-	@tests/deps.sh build pg mariadb tsql check static cross bench consumers
+	@tests/deps.sh build pg mariadb tsql check static cross bench native consumers
 	@$(MAKE) --no-print-directory check-common check-docs check-warnings check-cxx check-link check-nm \
 	  check-deps check-options check-consumers check-matrix
 	@$(MAKE) --no-print-directory test check-fallback
@@ -194,6 +211,7 @@ check-warnings: | $(B)
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tools/obxctl.c tests/obxctl_fill.c tests/prom_check.c tests/consumer/main.c -I. || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/soak/soak.c tests/soak/check.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -I. -I$(BENCH_PQ_INC) tests/bench.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only $(NATIVE_INC) tests/test_native.c tests/impl_native.c examples/native_sqlite.c examples/native_libpq.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11)"
 
@@ -208,6 +226,7 @@ check-matrix: | $(B)
 check-cxx: | $(B)
 	@for cxx in g++ clang++; do for std in c++11 c++17; do \
 	  $$cxx -x c++ -std=$$std $(CXXWARN) -Werror -c tests/impl_both.c -o $(B)/impl_both_cxx.o || exit 1; \
+	  $$cxx -x c++ -std=$$std $(CXXWARN) -Werror -fsyntax-only $(NATIVE_INC) tests/impl_native.c || exit 1; \
 	done; done
 	@echo "check-cxx: ok (g++, clang++; c++11, c++17)"
 
@@ -405,7 +424,7 @@ check-deps:
 # What one header adds to a program, per architecture and -Os/-O2; each
 # SIZE_SETS entry is "label=defines", one row pair per entry (tests/size.sh).
 # The gateway profile: SQLite only, and none of the features a single-store
-# gateway does without (README "Gateways"); tests/options.sh builds it.
+# gateway does without (docs/GATEWAYS.md); tests/options.sh builds it.
 SQLITE_ONLY = -DOBX_NO_POSTGRESQL -DOBX_NO_MARIADB -DOBX_NO_SQLSERVER \
               -DIBX_NO_POSTGRESQL -DIBX_NO_MARIADB -DIBX_NO_SQLSERVER
 GW_PROFILE = $(SQLITE_ONLY) -DOBX_NO_JOIN -DOBX_NO_MULTI_STORE -DOBX_NO_METRICS_TEXT \
@@ -413,9 +432,9 @@ GW_PROFILE = $(SQLITE_ONLY) -DOBX_NO_JOIN -DOBX_NO_MULTI_STORE -DOBX_NO_METRICS_
              -DIBX_NO_MULTI_STORE -DIBX_NO_METRICS_TEXT -DIBX_NO_DEAD_LETTERS -DIBX_NO_WAKE_SOCKET \
              -DIBX_NO_ENVELOPE
 # Shorter error and log texts, measured on top of the profile (a trade, not
-# part of it: README "Size").
+# part of it: docs/GATEWAYS.md, "Size").
 GW_TERSE = -DOBX_TERSE_MESSAGES -DIBX_TERSE_MESSAGES
-# Flags a gateway build uses anyway (README "Size"): no unwind tables (a C
+# Flags a gateway build uses anyway (docs/GATEWAYS.md, "Size"): no unwind tables (a C
 # program does not unwind; aarch64 GCC emits them by default), and no
 # position-independent code (Debian's GCC makes it by default, for PIE; a
 # program linked with -static is not one). The programs' table links with
@@ -450,9 +469,9 @@ $(B)/torture/torture_crash: tests/torture/crash.c $(TORTURE_DEPS) | $(B)/torture
 $(B)/torture/torture_diskfull: tests/torture/diskfull.c $(TORTURE_DEPS) | $(B)/torture
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/torture/diskfull.c -o $@ -lodbc
 
-# Flash wear and table growth on SQLite (README "Gateways"): steady enqueue,
+# Flash wear and table growth on SQLite (docs/GATEWAYS.md): steady enqueue,
 # dispatch and cleanup through one file, its size and bytes written per
-# message at 20 points. Seconds by default; the README's figures are
+# message at 20 points. Seconds by default; the figures of docs/GATEWAYS.md are
 # WEAR_MESSAGES=1000000 (and WEAR_BACKLOG=100000, WEAR_BATCH=1, WEAR_VACUUM=incremental,
 # WEAR_SYNC=FULL).
 WEAR_MESSAGES ?= 30000

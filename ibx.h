@@ -198,7 +198,7 @@
  *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
  *   waiting for the copy. A changed trigger gets a new name and is created
  *   before the old one is dropped, so no settle runs without one. Times
- *   measured: README, "Upgrading".
+ *   measured: docs/UPGRADING.md.
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;
@@ -345,6 +345,11 @@
  *   a wrong mode is refused with IBX_ERR_STATE naming it. Avoid unixODBC
  *   connection pooling: it hands out connections with the previous user's
  *   open transaction.
+ *   Your own driver: with <sqlite3.h>, <libpq-fe.h> or MariaDB's <mysql.h>
+ *   included before ibx.h, ibx_enqueue_sqlite3 / ibx_enqueue_pq /
+ *   ibx_enqueue_mysql run the dedup and enqueue in the transaction open on
+ *   that driver's connection (static inline: no link dependency for anyone
+ *   else); ibx_enqueue_sql gives the statements for any other driver.
  *
  * 7. TESTING WITH THE FAKE ODBC LAYER --------------------------------------
  *   tests/fake_odbc.c defines the SQL* functions this file calls; link it
@@ -1421,6 +1426,83 @@ IBX_API void ibx_dispatcher_wake(ibx_dispatcher *dispatcher);
  * Returns IBX_OK, or IBX_ERR_INVALID_ARG for a NULL store. */
 IBX_API ibx_result ibx_notify(ibx_store *store);
 
+/* ---- Your own driver: the statements, run in your transaction ---------------- */
+
+/* For a program whose business writes go through its own driver (libpq,
+ * the sqlite3 C API, MariaDB Connector/C, ...) and not ODBC: the library
+ * gives the statements an _tx call would run, with their values, and the
+ * program runs them on its own connection inside its own transaction
+ * (ibx_enqueue_sql). They do exactly what the _tx call does on `hdbc`,
+ * rows and ordering keys alike. The program commits or rolls back; after a
+ * commit, ibx_notify(store) wakes a dispatcher as after any _tx call. The
+ * conveniences below (ibx_enqueue_sqlite3, ibx_enqueue_pq,
+ * ibx_enqueue_mysql) do all of it for one driver each. */
+
+/* One value of a statement, in the order of its markers (a value a
+ * statement uses twice is given twice). */
+typedef struct ibx_sql_param {
+    const char *value;  /* the value as text (an integer in decimal), NUL-terminated;
+                           NULL: SQL NULL */
+    size_t length;      /* bytes of value without the NUL; 0 for NULL */
+    int is_int;         /* a 64-bit integer (i64; NULL or not): bind it typed where the
+                           driver types values (libpq: int8, OID 20), else as text */
+    int64_t i64;        /* the integer when is_int and value is not NULL */
+    int is_blob;        /* bytes, any of them (a content hash): bind as binary (libpq:
+                           bytea, OID 17, binary format); still NUL-terminated */
+} ibx_sql_param;
+
+/* One statement of the store's dialect, to run in order. */
+typedef struct ibx_sql_stmt {
+    const char *sql;             /* the text, markers as asked (IBX_SQL_MARKERS_*) */
+    int param_count;
+    const ibx_sql_param *params; /* param_count values */
+    int check_column;            /* 0: returns no row (ignore any count). N > 0: returns one
+                                    row; pass its column N (as text, NULL if SQL NULL) to
+                                    ibx_sql_check, and go on only on IBX_OK */
+    int counts;                  /* 1: its count is the call's outcome (the inbox: 1 when the
+                                    message is new): the first column of the row it returns,
+                                    or, returning none, the rows it changed */
+} ibx_sql_stmt;
+
+/* Statements to run, from ibx_enqueue_sql; free with ibx_sql_free. */
+typedef struct ibx_sql ibx_sql;
+
+#define IBX_SQL_MARKERS_QUESTION 0 /* "?": sqlite3, MariaDB Connector/C, ODBC */
+#define IBX_SQL_MARKERS_DOLLAR 1   /* "$1", "$2", ...: libpq */
+
+/* How many statements `sql` holds (0 for NULL), and statement i of them
+ * (NULL when out of range): valid until ibx_sql_free. */
+IBX_API int ibx_sql_count(const ibx_sql *sql);
+IBX_API const ibx_sql_stmt *ibx_sql_at(const ibx_sql *sql, int i);
+
+/* The row of a statement with check_column: `value` is its column
+ * check_column. Returns IBX_OK to go on; IBX_ERR_STATE, where "hdbc:
+ * isolation", when the transaction may not take the message (MariaDB: a
+ * keyed message needs READ COMMITTED, see ibx_enqueue_tx) -- then roll
+ * back, nothing of the message is meant to commit; IBX_ERR_INVALID_ARG for
+ * a NULL store or stmt, or a stmt without check_column. */
+IBX_API ibx_result ibx_sql_check(ibx_store *store, const ibx_sql_stmt *stmt, const char *value);
+
+/* The id of message i of the statements (the work item id the _tx call
+ * would give), NUL-terminated; NULL when out of range. */
+IBX_API const char *ibx_sql_id(const ibx_sql *sql, int i);
+
+/* Record a failure as the store's last error (ibx_store_last_error), for
+ * a program's driver code (the conveniences use it). With `result`
+ * IBX_ERR_DB the failure is classified as the library classifies its own:
+ * `sqlstate` (5 characters, or NULL/"" if the driver has none) and
+ * `native` (the driver's code: MariaDB's error number, SQLite's result
+ * code, 0 if none) make it IBX_ERR_DB_TRANSIENT (deadlock, serialization
+ * failure, busy, lost connection: roll back and retry) or leave it
+ * IBX_ERR_DB; any other result is recorded as given. `where` and `message`
+ * are copied. Returns the recorded code, or IBX_ERR_INVALID_ARG for a NULL
+ * store. */
+IBX_API ibx_result ibx_sql_error(ibx_store *store, ibx_result result, const char *where, const char *sqlstate,
+                                 long native, const char *message);
+
+/* Free statements from ibx_enqueue_sql (NULL is a no-op). */
+IBX_API void ibx_sql_free(ibx_sql *sql);
+
 /* The dispatcher's last error: with one store it is that store's error;
  * with a provider, the error of the last round that failed (copied, so it
  * outlives a store that discovery has since closed), of the last discovery
@@ -1465,7 +1547,240 @@ IBX_API ibx_result ibx_dead_replay(ibx_store *store, const ibx_dead_filter *filt
 IBX_API ibx_result ibx_dead_purge(ibx_store *store, const ibx_dead_filter *filter, int64_t *purged);
 #endif /* IBX_NO_DEAD_LETTERS */
 
+
+/* ---- Running statements on three drivers --------------------------------------------
+ * Where the program included a driver's header before this one: the
+ * statements of an ibx_sql run on that driver's connection, inside the
+ * transaction open on it, as static inline functions (no link dependency
+ * for anyone else). The header's own calls (ibx_enqueue_sqlite3 and its
+ * kin) are built on them. `fn` names the caller in errors; *count (if not
+ * NULL) receives the count of the statement with `counts` set. */
+#if defined(SQLITE3_H) || defined(_SQLITE3_H_) || defined(SQLITE_VERSION_NUMBER) || defined(LIBPQ_FE_H) || \
+    defined(_mysql_h)
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* atoll */
+#include <string.h> /* memcpy, strlen */
+#endif
+
+#if (defined(SQLITE3_H) || defined(_SQLITE3_H_) || defined(SQLITE_VERSION_NUMBER)) && !defined(IBX__SQLITE3_RUN)
+#define IBX__SQLITE3_RUN
+static inline ibx_result ibx__sql_sqlite3(ibx_store *store, const char *fn, sqlite3 *db, const ibx_sql *sql,
+                                          int64_t *count) {
+    char where[96];
+    const ibx_sql_stmt *s;
+    ibx_result r = IBX_OK;
+    int i, k;
+    snprintf(where, sizeof where, "%s: db", fn);
+    if (sqlite3_get_autocommit(db))
+        return ibx_sql_error(store, IBX_ERR_STATE, where, NULL, 0,
+                             "db is in autocommit: BEGIN IMMEDIATE first (the message must commit with your work)");
+    snprintf(where, sizeof where, "%s: sqlite3_step", fn);
+    for (i = 0; r == IBX_OK && (s = ibx_sql_at(sql, i)) != NULL; i++) {
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(db, s->sql, -1, &st, NULL);
+        for (k = 0; rc == SQLITE_OK && k < s->param_count; k++) {
+            const ibx_sql_param *p = &s->params[k];
+            rc = !p->value   ? sqlite3_bind_null(st, k + 1)
+               : p->is_int  ? sqlite3_bind_int64(st, k + 1, (sqlite3_int64)p->i64)
+               : p->is_blob ? sqlite3_bind_blob(st, k + 1, p->value, (int)p->length, SQLITE_STATIC)
+                            : sqlite3_bind_text(st, k + 1, p->value, (int)p->length, SQLITE_STATIC);
+        }
+        if (rc == SQLITE_OK) rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW && s->check_column > 0)
+            r = ibx_sql_check(store, s, (const char *)sqlite3_column_text(st, s->check_column - 1));
+        else if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+            r = ibx_sql_error(store, IBX_ERR_DB, where, NULL, sqlite3_errcode(db), sqlite3_errmsg(db));
+        else if (s->counts && count)
+            *count = rc == SQLITE_ROW ? (int64_t)sqlite3_column_int64(st, 0) : (int64_t)sqlite3_changes(db);
+        sqlite3_finalize(st);
+    }
+    return r;
+}
+#endif
+
+#if defined(LIBPQ_FE_H) && !defined(IBX__PQ_RUN)
+#define IBX__PQ_RUN
+static inline ibx_result ibx__sql_pq(ibx_store *store, const char *fn, PGconn *conn, const ibx_sql *sql,
+                                     int64_t *count) {
+    char where[96];
+    const ibx_sql_stmt *s;
+    ibx_result r = IBX_OK;
+    int i, k;
+    snprintf(where, sizeof where, "%s: conn", fn);
+    if (PQtransactionStatus(conn) != PQTRANS_INTRANS)
+        return ibx_sql_error(store, IBX_ERR_STATE, where, NULL, 0,
+                             PQtransactionStatus(conn) == PQTRANS_INERROR
+                                 ? "conn's transaction has failed: roll it back"
+                                 : "conn is not in a transaction: BEGIN first (the message must commit with your work)");
+    snprintf(where, sizeof where, "%s: PQexecParams", fn);
+    for (i = 0; r == IBX_OK && (s = ibx_sql_at(sql, i)) != NULL; i++) {
+        const char *values[64];
+        Oid types[64];
+        int lengths[64], formats[64];
+        PGresult *res = NULL;
+        ExecStatusType st;
+        for (k = 0; k < s->param_count && k < 64; k++) {
+            values[k] = s->params[k].value;
+            lengths[k] = (int)s->params[k].length;
+            formats[k] = s->params[k].is_blob; /* bytes as bytes; the rest as text */
+            types[k] = s->params[k].is_int ? 20 : s->params[k].is_blob ? 17 : 0; /* int8, bytea, inferred */
+        }
+        if (s->param_count <= 64)
+            res = PQexecParams(conn, s->sql, s->param_count, types, values, lengths, formats, 0);
+        st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+        if (st == PGRES_TUPLES_OK && s->check_column > 0)
+            r = ibx_sql_check(store, s, PQntuples(res) < 1 || PQgetisnull(res, 0, s->check_column - 1)
+                                            ? NULL : PQgetvalue(res, 0, s->check_column - 1));
+        else if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+            r = ibx_sql_error(store, IBX_ERR_DB, where, res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL, 0,
+                              res ? PQresultErrorMessage(res) : "more than 64 parameters");
+        else if (s->counts && count)
+            *count = st == PGRES_TUPLES_OK && PQntuples(res) > 0 ? atoll(PQgetvalue(res, 0, 0))
+                                                                 : atoll(PQcmdTuples(res));
+        PQclear(res);
+    }
+    return r;
+}
+#endif
+
+#if defined(_mysql_h) && !defined(IBX__MYSQL_RUN)
+#define IBX__MYSQL_RUN
+/* A statement's one row, columns as text, into col; 0 when it has none. */
+static inline int ibx__sql_mysql_row(MYSQL_STMT *st, char col[8][64], my_bool nulls[8]) {
+    MYSQL_BIND c[8];
+    unsigned long len[8];
+    unsigned n = mysql_stmt_field_count(st), k;
+    int f;
+    memset(c, 0, sizeof c);
+    for (k = 0; k < n && k < 8; k++) {
+        c[k].buffer_type = MYSQL_TYPE_STRING;
+        c[k].buffer = col[k];
+        c[k].buffer_length = 63;
+        c[k].length = &len[k];
+        c[k].is_null = &nulls[k];
+    }
+    if (n == 0 || n > 8 || mysql_stmt_bind_result(st, c) != 0) return 0;
+    f = mysql_stmt_fetch(st);
+    for (k = 0; (f == 0 || f == MYSQL_DATA_TRUNCATED) && k < n; k++) col[k][len[k] < 63 ? len[k] : 63] = '\0';
+    while (f == 0 && mysql_stmt_fetch(st) == 0) {
+    }
+    return f == 0 || f == MYSQL_DATA_TRUNCATED;
+}
+
+static inline ibx_result ibx__sql_mysql(ibx_store *store, const char *fn, MYSQL *mysql, const ibx_sql *sql,
+                                        int64_t *count) {
+    char where[96];
+    const ibx_sql_stmt *s;
+    ibx_result r = IBX_OK;
+    int i, k;
+    snprintf(where, sizeof where, "%s: mysql", fn);
+    if ((mysql->server_status & SERVER_STATUS_AUTOCOMMIT) && !(mysql->server_status & SERVER_STATUS_IN_TRANS))
+        return ibx_sql_error(store, IBX_ERR_STATE, where, NULL, 0,
+                             "mysql is in autocommit: START TRANSACTION first (the message must commit with your work)");
+    snprintf(where, sizeof where, "%s: mysql_stmt_execute", fn);
+    for (i = 0; r == IBX_OK && (s = ibx_sql_at(sql, i)) != NULL; i++) {
+        MYSQL_STMT *st = mysql_stmt_init(mysql);
+        MYSQL_BIND b[64];
+        unsigned long len[64];
+        char col[8][64];
+        my_bool nulls[8] = {0};
+        int ok = st && s->param_count <= 64 && mysql_stmt_prepare(st, s->sql, (unsigned long)strlen(s->sql)) == 0;
+        memset(b, 0, sizeof b);
+        for (k = 0; ok && k < s->param_count; k++) {
+            const ibx_sql_param *p = &s->params[k];
+            len[k] = (unsigned long)p->length;
+            b[k].buffer_type = !p->value   ? MYSQL_TYPE_NULL
+                             : p->is_int  ? MYSQL_TYPE_LONGLONG
+                             : p->is_blob ? MYSQL_TYPE_BLOB : MYSQL_TYPE_STRING;
+            b[k].buffer = p->is_int ? (void *)(uintptr_t)&p->i64 : (void *)(uintptr_t)p->value;
+            b[k].buffer_length = len[k];
+            b[k].length = &len[k];
+        }
+        ok = ok && mysql_stmt_bind_param(st, b) == 0 && mysql_stmt_execute(st) == 0;
+        if (ok && (s->check_column > 0 || mysql_stmt_field_count(st) > 0)) { /* one row */
+            ok = ibx__sql_mysql_row(st, col, nulls) && (unsigned)s->check_column <= mysql_stmt_field_count(st);
+            if (ok && s->check_column > 0)
+                r = ibx_sql_check(store, s, nulls[s->check_column - 1] ? NULL : col[s->check_column - 1]);
+            if (ok && s->counts && count) *count = nulls[0] ? 0 : atoll(col[0]);
+        } else if (ok && s->counts && count) {
+            *count = (int64_t)mysql_stmt_affected_rows(st);
+        }
+        if (!ok && r == IBX_OK)
+            r = ibx_sql_error(store, IBX_ERR_DB, where, st ? mysql_stmt_sqlstate(st) : mysql_sqlstate(mysql),
+                              (long)(st ? mysql_stmt_errno(st) : mysql_errno(mysql)),
+                              st ? mysql_stmt_error(st) : mysql_error(mysql));
+        if (st) mysql_stmt_close(st);
+    }
+    return r;
+}
+#endif
+
 /* >>common-end api-engine */
+
+/* ---- Your own driver: the inbox's statements --------------------------------------- */
+
+/* The inbox's dedup and enqueue (ibx_enqueue's upsert) in a transaction of
+ * the program's own driver: *out_sql receives the statements, in the
+ * store's dialect with `markers` (IBX_SQL_MARKERS_QUESTION or _DOLLAR),
+ * and their values (the hash as bytes: ibx_sql_param.is_blob). Run them in
+ * order on your connection inside your transaction, then commit or roll
+ * back yourself and ibx_sql_free them; the statement with `counts` tells
+ * whether the message was taken: a count above 0 is ibx_enqueue's
+ * *enqueued = 1 (new, or a redelivery of one still to handle), 0 a
+ * duplicate of one done. After the commit, ibx_notify(store) wakes a
+ * dispatcher. A hash differing from the stored one is not logged (that
+ * needs a read first, which ibx_enqueue does). max_pending is checked on
+ * the store's own connection. Returns IBX_OK; the argument errors of
+ * ibx_enqueue (named, e.g. "ibx_enqueue: message_id", before anything is
+ * made); IBX_ERR_INVALID_ARG naming out_sql (NULL) or markers;
+ * IBX_ERR_STATE (store not open); IBX_ERR_FULL; IBX_ERR_NO_MEMORY;
+ * IBX_ERR_DB(_TRANSIENT) only from max_pending's count. */
+IBX_API ibx_result ibx_enqueue_sql(ibx_store *store, const ibx_new_message *message, int markers,
+                                   ibx_sql **out_sql);
+
+/* ---- The conveniences for three drivers --------------------------------------------
+ * As obx.h's (obx_enqueue_sqlite3 and its kin; the same rules): where the
+ * program included <sqlite3.h>, <libpq-fe.h> or MariaDB Connector/C's
+ * <mysql.h> before ibx.h, ibx_enqueue in the transaction open on that
+ * driver's connection, static inline. *enqueued (if not NULL) is set on
+ * success only: 1 when the message was taken, 0 for a duplicate of one
+ * done. Returns IBX_OK; IBX_ERR_INVALID_ARG for a NULL store or connection
+ * (named) and every error of ibx_enqueue_sql, before anything is sent;
+ * IBX_ERR_STATE naming the connection when it is not in a transaction;
+ * IBX_ERR_DB / IBX_ERR_DB_TRANSIENT with the driver's message and codes:
+ * roll back. Commit, then ibx_notify(store). */
+#define IBX__SQL_ENQUEUE(fn, conn, markers, run)                                                       \
+    ibx_sql *sql = NULL;                                                                              \
+    int64_t rows = 0;                                                                                 \
+    ibx_result r;                                                                                     \
+    if (!store) return IBX_ERR_INVALID_ARG;                                                           \
+    if (!(conn)) return ibx_sql_error(store, IBX_ERR_INVALID_ARG, fn ": " #conn, NULL, 0, #conn " must not be NULL"); \
+    r = ibx_enqueue_sql(store, message, markers, &sql);                                               \
+    if (r == IBX_OK) r = run(store, fn, conn, sql, &rows);                                            \
+    if (r == IBX_OK && enqueued) *enqueued = rows > 0;                                                \
+    ibx_sql_free(sql);                                                                                \
+    return r;
+
+#ifdef IBX__SQLITE3_RUN
+static inline ibx_result ibx_enqueue_sqlite3(ibx_store *store, sqlite3 *db, const ibx_new_message *message,
+                                             int *enqueued) {
+    IBX__SQL_ENQUEUE("ibx_enqueue_sqlite3", db, IBX_SQL_MARKERS_QUESTION, ibx__sql_sqlite3)
+}
+#endif
+
+#ifdef IBX__PQ_RUN
+static inline ibx_result ibx_enqueue_pq(ibx_store *store, PGconn *conn, const ibx_new_message *message,
+                                        int *enqueued) {
+    IBX__SQL_ENQUEUE("ibx_enqueue_pq", conn, IBX_SQL_MARKERS_DOLLAR, ibx__sql_pq)
+}
+#endif
+
+#ifdef IBX__MYSQL_RUN
+static inline ibx_result ibx_enqueue_mysql(ibx_store *store, MYSQL *mysql, const ibx_new_message *message,
+                                           int *enqueued) {
+    IBX__SQL_ENQUEUE("ibx_enqueue_mysql", mysql, IBX_SQL_MARKERS_QUESTION, ibx__sql_mysql)
+}
+#endif
 
 #ifndef IBX_NO_DEAD_LETTERS
 /* Operator actions on one message (obxctl --inbox cancel, dead move, run). */
@@ -1489,6 +1804,7 @@ IBX_API ibx_result ibx_dead_move(ibx_store *store, const char *message_id, const
 IBX_API ibx_result ibx_run_now(ibx_store *store, const char *message_id, const char *source,
                                int64_t *changed);
 #endif /* IBX_NO_DEAD_LETTERS */
+
 
 /* >>common-begin head */
 #ifdef __cplusplus
@@ -2710,6 +3026,7 @@ typedef struct ibx__db {
     int unit;                    /* IBX__RUN_* of the current (or last) unit of work */
     int callers_tx;              /* the caller's connection, in its transaction */
     int fault;                   /* IBX__FAULT_* of the last diagnosed failure */
+    struct ibx_sql *capture;     /* set: statements are recorded, not run (ibx__capture_add) */
     char *const *sql;            /* the store's statements by id: checked against their
                                     declared arguments when run (IBX__CHECK_ARGS) */
     int connect_no_wait;         /* a connect fails at once while another thread connects */
@@ -2917,11 +3234,11 @@ IBX__PRIVATE void ibx__connstr_value(const char *connstr, const char *key, char 
     size_t klen = strlen(key), n;
     out[0] = '\0';
     while (p && *p) {
-        const char *k = p, *v;
+        const char *k = p, *v = p;
         while (*k == ' ') k++;
-        v = k + klen;
-        while (*v == ' ') v++;
-        if (ibx__starts_with_nocase(k, key) && (k[klen] == '=' || k[klen] == ' ') && *v == '=') {
+        if (ibx__starts_with_nocase(k, key)) /* only then is k + klen inside the string */
+            for (v = k + klen; *v == ' '; v++) {}
+        if (v != p && *v == '=') {
             for (v++; *v == ' '; v++) {}
             n = *v == '{' ? strcspn(++v, "}") : strcspn(v, ";");
             while (n > 0 && v[n - 1] == ' ') n--;
@@ -3485,6 +3802,142 @@ static int ibx__args_bound(const ibx__db *db, int slot, const char *sql, const i
 }
 #endif
 
+/* Statements for the caller's own driver (ibx_sql, ibx_enqueue_sql): a
+ * unit of work run on a db whose `capture` is set records each statement
+ * with its values instead of running it, so the texts and the values are
+ * the ones the ODBC path binds, never a second copy. While recording, the
+ * texts and values are offsets into `text` (it grows); ibx__capture_end
+ * turns them into the public pointers. */
+typedef struct ibx__cap_stmt {
+    size_t sql;
+    int first, count, check_column, counts;
+} ibx__cap_stmt;
+
+typedef struct ibx__cap_param {
+    size_t off, len;
+    int is_null, is_int, is_blob;
+    int64_t i64;
+} ibx__cap_param;
+
+struct ibx_sql {
+    ibx__hooks hooks;    /* the store's, copied: the statements may outlive it */
+    int markers;         /* IBX_SQL_MARKERS_* */
+    ibx__buf text;       /* texts and values, each NUL-terminated */
+    ibx__buf stmts_raw;  /* ibx__cap_stmt records while recording */
+    ibx__buf params_raw; /* ibx__cap_param records while recording */
+    int count, param_count;
+    ibx_sql_stmt *stmts; /* filled by ibx__capture_end */
+    ibx_sql_param *params;
+    char (*ids)[37];     /* the messages' ids (ibx_sql_id), id_count of them */
+    int id_count;
+};
+
+static int ibx__cap_text(ibx_sql *c, const char *s, size_t n, size_t *off) {
+    *off = c->text.len;
+    return ibx__buf_add(&c->hooks, &c->text, s, n) && ibx__buf_add(&c->hooks, &c->text, "", 1);
+}
+
+/* Record statement `sql` with ps[0..n): as plain markers, each marker's
+ * value in order (ibx__plain_markers' map), "$k" for libpq. */
+IBX__PRIVATE ibx_result ibx__capture_add(ibx__db *db, const char *sql, const ibx__param *ps, int n,
+                                         int check_column, int counts) {
+    ibx_sql *c = db->capture;
+    unsigned char map[IBX__MAX_MARKERS];
+    char *plain;
+    const char *q;
+    ibx__cap_stmt st;
+    int k = 0, ok = 1;
+    memset(map, 0, sizeof map);
+    plain = ibx__plain_markers(db->hooks, sql, map);
+    if (!plain) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_sql", "out of memory");
+    st.sql = c->text.len;
+    st.first = c->param_count;
+    st.check_column = check_column;
+    st.counts = counts;
+    for (q = plain; *q && ok; q++) {
+        char num[16];
+        if (*q != '?') {
+            ok = ibx__buf_add(&c->hooks, &c->text, q, 1);
+            continue;
+        }
+        k++;
+        if (c->markers == IBX_SQL_MARKERS_DOLLAR) {
+            snprintf(num, sizeof num, "$%d", k);
+            ok = ibx__buf_add(&c->hooks, &c->text, num, strlen(num));
+        } else {
+            ok = ibx__buf_add(&c->hooks, &c->text, "?", 1);
+        }
+    }
+    ibx__free(db->hooks, plain);
+    ok = ok && ibx__buf_add(&c->hooks, &c->text, "", 1);
+    st.count = k;
+    for (k = 0; k < st.count && ok; k++) {
+        int a = map[0] ? map[k] - 1 : k;
+        const ibx__param *p = &ps[a];
+        ibx__cap_param v;
+        char num[24];
+        memset(&v, 0, sizeof v);
+        if (a < 0 || a >= n) return ibx__fail(db->err, IBX_ERR_STATE, "ibx_sql", "marker %d has no argument", k + 1);
+        v.is_int = p->c_type == SQL_C_SBIGINT;
+        v.is_blob = p->c_type == SQL_C_BINARY;
+        v.is_null = p->ind == SQL_NULL_DATA;
+        v.i64 = v.is_int ? (int64_t)p->i64 : 0;
+        if (v.is_null) v.i64 = 0;
+        else if (v.is_int) {
+            snprintf(num, sizeof num, "%lld", (long long)p->i64);
+            ok = ibx__cap_text(c, num, strlen(num), &v.off);
+            v.len = strlen(num);
+        } else {
+            v.len = (size_t)p->ind;
+            ok = ibx__cap_text(c, (const char *)p->ptr, v.len, &v.off);
+        }
+        ok = ok && ibx__buf_add(&c->hooks, &c->params_raw, &v, sizeof v);
+    }
+    ok = ok && ibx__buf_add(&c->hooks, &c->stmts_raw, &st, sizeof st);
+    if (!ok) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_sql", "out of memory");
+    c->param_count += st.count;
+    c->count++;
+    return IBX_OK;
+}
+
+/* The ids of the messages the recorded statements write (ibx_sql_id). */
+IBX__PRIVATE ibx_result ibx__capture_ids(ibx__db *db, char (*ids)[37], int n) {
+    ibx_sql *c = db->capture;
+    if (n <= 0) return IBX_OK;
+    c->ids = (char (*)[37])ibx__alloc(&c->hooks, 37 * (size_t)n);
+    if (!c->ids) return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_sql", "out of memory");
+    memcpy(c->ids, ids, 37 * (size_t)n);
+    c->id_count = n;
+    return IBX_OK;
+}
+
+/* The recorded statements as the public arrays; 0 when out of memory. */
+IBX__PRIVATE int ibx__capture_end(ibx_sql *c) {
+    int i;
+    c->stmts = (ibx_sql_stmt *)ibx__alloc(&c->hooks, sizeof *c->stmts * (size_t)(c->count + 1));
+    c->params = (ibx_sql_param *)ibx__alloc(&c->hooks, sizeof *c->params * (size_t)(c->param_count + 1));
+    if (!c->stmts || !c->params) return 0;
+    for (i = 0; i < c->param_count; i++) {
+        ibx__cap_param v;
+        memcpy(&v, c->params_raw.data + sizeof v * (size_t)i, sizeof v);
+        c->params[i].value = v.is_null ? NULL : c->text.data + v.off;
+        c->params[i].length = v.is_null ? 0 : v.len;
+        c->params[i].is_int = v.is_int;
+        c->params[i].i64 = v.i64;
+        c->params[i].is_blob = v.is_blob;
+    }
+    for (i = 0; i < c->count; i++) {
+        ibx__cap_stmt st;
+        memcpy(&st, c->stmts_raw.data + sizeof st * (size_t)i, sizeof st);
+        c->stmts[i].sql = c->text.data + st.sql;
+        c->stmts[i].param_count = st.count;
+        c->stmts[i].params = c->params + st.first;
+        c->stmts[i].check_column = st.check_column;
+        c->stmts[i].counts = st.counts;
+    }
+    return 1;
+}
+
 static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__param *ps, int n,
                                  int64_t *rows, SQLHSTMT *cursor) {
     SQLHSTMT st = NULL;
@@ -3493,6 +3946,11 @@ static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__pa
 #if IBX__CHECK_ARGS
     IBX_ASSERT(ibx__args_bound(db, slot, sql, ps, n));
 #endif
+    if (db->capture) { /* recorded for the caller's driver: a statement of rows cannot be */
+        if (cursor) return ibx__fail(db->err, IBX_ERR_STATE, "ibx_sql", "statement %d reads", slot);
+        if (rows) *rows = 0; /* the caller's driver counts (ibx_sql_stmt.counts) */
+        return ibx__capture_add(db, sql, ps, n, 0, rows != NULL);
+    }
     r = ibx__stmt(db, slot, sql, &st);
     if (r != IBX_OK) return r;
     SQLFreeStmt(st, SQL_CLOSE); /* a cursor left open by an earlier failure */
@@ -6850,6 +7308,111 @@ IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
     return r;
 }
 
+/* The session's isolation level `level` (MariaDB's tx_isolation: NULL or
+ * "" when unknown) for a keyed enqueue, in the caller's transaction: READ
+ * COMMITTED, as ibx_enqueue_tx says why. */
+IBX__PRIVATE ibx_result ibx__isolation_check(ibx_error *err, const char *level) {
+    if (!level || !level[0] || strcmp(level, "READ-COMMITTED") == 0 || strcmp(level, "READ-UNCOMMITTED") == 0)
+        return IBX_OK;
+    return ibx__fail(err, IBX_ERR_STATE, "hdbc: isolation",
+                     "a keyed enqueue needs READ COMMITTED, not %s" IBX__WHY(": at REPEATABLE READ the "
+                     "transaction's snapshot may predate a commit of the key it must follow, at SERIALIZABLE "
+                     "the read would lock the key until the caller commits; SET SESSION TRANSACTION "
+                     "ISOLATION LEVEL READ COMMITTED on the connection"), level);
+}
+
+/* Run `unit` recording its statements for the caller's driver (ibx_sql):
+ * *out gets them on success. */
+IBX__PRIVATE ibx_result ibx__unit_capture(ibx_store *s, ibx_result (*unit)(ibx__db *db, void *ctx), void *ctx,
+                                          int markers, ibx_sql **out) {
+    ibx__db caller;
+    ibx_sql *c = (ibx_sql *)ibx__alloc(&s->hooks, sizeof *c);
+    ibx_result r;
+    if (!c) return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_sql", "out of memory");
+    memset(c, 0, sizeof *c);
+    c->hooks = s->hooks;
+    c->markers = markers;
+    memset(&caller, 0, sizeof caller);
+    caller.hooks = &s->hooks;
+    caller.store_id = s->store_id;
+    caller.err = &s->err;
+    caller.d = s->db.d;
+    caller.sql = s->db.sql;
+    caller.callers_tx = 1;
+    caller.capture = c;
+    r = unit(&caller, ctx);
+    if (r == IBX_OK && !ibx__capture_end(c)) r = ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_sql", "out of memory");
+    if (r != IBX_OK) {
+        ibx_sql_free(c);
+        return r;
+    }
+    *out = c;
+    return IBX_OK;
+}
+
+/* The arguments every *_enqueue_sql call takes: out_sql and markers. */
+IBX__PRIVATE ibx_result ibx__sql_args(ibx_store *s, const char *fn, int markers, ibx_sql **out_sql) {
+    char where[96];
+    if (!s) return IBX_ERR_INVALID_ARG;
+    snprintf(where, sizeof where, "%s: %s", fn, out_sql ? "markers" : "out_sql");
+    if (!out_sql) return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where, "out_sql must not be NULL");
+    if (markers != IBX_SQL_MARKERS_QUESTION && markers != IBX_SQL_MARKERS_DOLLAR)
+        return ibx__fail(&s->err, IBX_ERR_INVALID_ARG, where,
+                         "markers must be IBX_SQL_MARKERS_QUESTION or IBX_SQL_MARKERS_DOLLAR");
+    return IBX_OK;
+}
+
+IBX_API int ibx_sql_count(const ibx_sql *sql) {
+    return sql ? sql->count : 0;
+}
+
+IBX_API const ibx_sql_stmt *ibx_sql_at(const ibx_sql *sql, int i) {
+    return sql && i >= 0 && i < sql->count ? &sql->stmts[i] : NULL;
+}
+
+IBX_API ibx_result ibx_sql_check(ibx_store *store, const ibx_sql_stmt *stmt, const char *value) {
+    if (!store) return IBX_ERR_INVALID_ARG;
+    if (!stmt || stmt->check_column <= 0)
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_sql_check: stmt",
+                         "stmt must be a statement with a check_column");
+    return ibx__isolation_check(&store->err, value);
+}
+
+IBX_API const char *ibx_sql_id(const ibx_sql *sql, int i) {
+    return sql && i >= 0 && i < sql->id_count ? sql->ids[i] : NULL;
+}
+
+IBX_API ibx_result ibx_sql_error(ibx_store *store, ibx_result result, const char *where, const char *sqlstate,
+                                 long native, const char *message) {
+    int fault;
+    if (!store) return IBX_ERR_INVALID_ARG;
+    fault = result != IBX_ERR_DB ? IBX__FAULT_PERMANENT : ibx__classify(store->db.d, sqlstate ? sqlstate : "", native);
+    ibx__error_clear(&store->err);
+    ibx__copy(store->err.where, sizeof store->err.where, where ? where : "");
+    ibx__copy(store->err.sqlstate, sizeof store->err.sqlstate, sqlstate ? sqlstate : "");
+    ibx__copy(store->err.message, sizeof store->err.message, message ? message : "");
+    store->err.native = native;
+    store->err.connection_lost = fault == IBX__FAULT_LOST || fault == IBX__FAULT_LOST_PERMANENT;
+    store->err.result = result != IBX_ERR_DB ? result
+                      : fault == IBX__FAULT_PERMANENT || fault == IBX__FAULT_LOST_PERMANENT ? IBX_ERR_DB
+                                                                                            : IBX_ERR_DB_TRANSIENT;
+    ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "%s failed: %s", store->err.where, store->err.message);
+    return store->err.result;
+}
+
+IBX_API void ibx_sql_free(ibx_sql *sql) {
+    ibx__hooks h;
+    if (!sql) return;
+    h = sql->hooks;
+    ibx__buf_free(&h, &sql->text);
+    ibx__buf_free(&h, &sql->stmts_raw);
+    ibx__buf_free(&h, &sql->params_raw);
+    ibx__free(&h, sql->stmts);
+    ibx__free(&h, sql->params);
+    ibx__free(&h, sql->ids);
+    ibx__free(&h, sql);
+}
+
 /* >> claim ---------------------------------------------------------------------- */
 
 static const char *ibx__at(const ibx__buf *b, size_t off) {
@@ -9902,7 +10465,10 @@ static int ibx__full_redelivery(ibx_store *s, ibx_result r, ibx__param *p) {
     return 0;
 }
 
-IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued) {
+/* ibx_enqueue, or (out_sql set) its statements for the caller's own
+ * driver, with `markers` (ibx_enqueue_sql). */
+static ibx_result ibx__enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued, int markers,
+                               ibx_sql **out_sql) {
     ibx__enqueue_ctx ctx;
     ibx__param p[12];
     int envelope;
@@ -9933,8 +10499,9 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
     ctx.envelope = envelope;
     ctx.s = store;
     ctx.p = p;
-    ctx.hash = m->hash_len ? m->hash : NULL;
+    ctx.hash = m->hash_len && !out_sql ? m->hash : NULL; /* no stored hash to compare for a driver */
     ctx.hash_len = m->hash ? m->hash_len : 0;
+    if (out_sql) return ibx__unit_capture(store, ibx__enqueue_unit, &ctx, markers, out_sql);
     /* With a hash to compare, the unit reads the stored one first. */
     r = ibx__unit_run(&store->db, ibx__enqueue_unit, &ctx, "enqueue",
                       IBX__UNIT_WRITE | (ctx.hash ? 0 : IBX__UNIT_ONE_STATEMENT));
@@ -9956,6 +10523,17 @@ IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *
                  ibx__kv(source, m->source), ibx__kv(id, m->message_id));
     }
     return IBX_OK;
+}
+
+IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued) {
+    return ibx__enqueue(store, m, enqueued, 0, NULL);
+}
+
+IBX_API ibx_result ibx_enqueue_sql(ibx_store *store, const ibx_new_message *message, int markers,
+                                   ibx_sql **out_sql) {
+    ibx_result r = ibx__sql_args(store, "ibx_enqueue_sql", markers, out_sql);
+    if (r != IBX_OK) return r;
+    return ibx__enqueue(store, message, NULL, markers, out_sql);
 }
 
 /* >> get ---------------------------------------------------------------------------- */

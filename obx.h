@@ -18,7 +18,8 @@
  *   4. Threads               8. License (end of file)
  *   Then the API: common (results, hooks, limits, backoff, selection,
  *   UUIDs), store and messages (enqueue, ordering keys, the envelope: tenant,
- *   aggregate and headers, expiry, ack, abandon, fail, lease extend, get), the work queue and
+ *   aggregate and headers, expiry, ack, abandon, fail, lease extend, get; in
+ *   a transaction of your own driver: obx_enqueue_sql), the work queue and
  *   dispatcher (claim, reap, cleanup, metrics, providers, routers, batch
  *   handlers, pauses), dead letters (list, replay, purge), joins (fan-in,
  *   cancel).
@@ -182,7 +183,7 @@
  *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
  *   waiting for the copy. A changed trigger gets a new name and is created
  *   before the old one is dropped, so no settle runs without one. Times
- *   measured: README, "Upgrading".
+ *   measured: docs/UPGRADING.md.
  *
  * 4. THREADS ----------------------------------------------------------------
  *   A store owns one ODBC connection and is used by one thread at a time;
@@ -364,6 +365,21 @@
  *   a wrong mode is refused with OBX_ERR_STATE naming it. Avoid unixODBC
  *   connection pooling: it hands out connections with the previous user's
  *   open transaction.
+ *   Your own driver: a program that writes its data through libpq, the
+ *   sqlite3 C API or MariaDB Connector/C (not ODBC) enqueues in that
+ *   driver's transaction: include the driver's header before obx.h, then
+ *       BEGIN (sqlite3: BEGIN IMMEDIATE; MariaDB: START TRANSACTION)
+ *       ... your writes ...
+ *       obx_enqueue_pq(store, conn, msgs, n, ids)     (PGconn *)
+ *       obx_enqueue_sqlite3(store, db, msgs, n, ids)  (sqlite3 *)
+ *       obx_enqueue_mysql(store, mysql, msgs, n, ids) (MYSQL *)
+ *       COMMIT, then obx_notify(store)
+ *   These are static inline, compiled only after their driver's header: no
+ *   link dependency for anyone else. Any other driver: obx_enqueue_sql
+ *   gives the statements and values obx_enqueue_tx would run (the same
+ *   text: recorded from it), to run on your connection. The store keeps
+ *   its own ODBC connection to the same database to deliver. Examples:
+ *   examples/native_sqlite.c, examples/native_libpq.c.
  *
  * 7. TESTING WITH THE FAKE ODBC LAYER --------------------------------------
  *   tests/fake_odbc.c defines the SQL* functions this file calls; link it
@@ -830,7 +846,7 @@ typedef struct obx_new_message {
                                     the keys of its previous batch, else within a poll
                                     interval or so (its idle wait; see obx_dispatcher_desc);
                                     a program that claims by itself has obx_reap do it.
-                                    See README "Ordered delivery per key" */
+                                    See docs/FEATURES.md, "Ordered delivery per key" */
     /* The envelope, all optional ("" and NULL are stored as NULL; none of
      * them costs anything when absent). The library copies what it needs
      * before returning: the caller's strings and array may change after. */
@@ -868,7 +884,7 @@ typedef struct obx_message {
     int64_t locked_until_ms;
     char owner_token[37];        /* "" when not leased */
     int64_t next_attempt_ms;     /* OBX_TIME_MAX_MS + 1 while parked behind an earlier message
-                                    of its ordering key (SQL Server excepted; see README) */
+                                    of its ordering key (SQL Server excepted; docs/FEATURES.md) */
     int starts;                  /* claims without an outcome, this one included: 2 and more
                                     after a crash or an expired lease (see max_starts) */
     obx_store *store;            /* the store it came from: enqueue follow-ups there */
@@ -1458,6 +1474,83 @@ OBX_API void obx_dispatcher_wake(obx_dispatcher *dispatcher);
  * Returns OBX_OK, or OBX_ERR_INVALID_ARG for a NULL store. */
 OBX_API obx_result obx_notify(obx_store *store);
 
+/* ---- Your own driver: the statements, run in your transaction ---------------- */
+
+/* For a program whose business writes go through its own driver (libpq,
+ * the sqlite3 C API, MariaDB Connector/C, ...) and not ODBC: the library
+ * gives the statements an _tx call would run, with their values, and the
+ * program runs them on its own connection inside its own transaction
+ * (obx_enqueue_sql). They do exactly what the _tx call does on `hdbc`,
+ * rows and ordering keys alike. The program commits or rolls back; after a
+ * commit, obx_notify(store) wakes a dispatcher as after any _tx call. The
+ * conveniences below (obx_enqueue_sqlite3, obx_enqueue_pq,
+ * obx_enqueue_mysql) do all of it for one driver each. */
+
+/* One value of a statement, in the order of its markers (a value a
+ * statement uses twice is given twice). */
+typedef struct obx_sql_param {
+    const char *value;  /* the value as text (an integer in decimal), NUL-terminated;
+                           NULL: SQL NULL */
+    size_t length;      /* bytes of value without the NUL; 0 for NULL */
+    int is_int;         /* a 64-bit integer (i64; NULL or not): bind it typed where the
+                           driver types values (libpq: int8, OID 20), else as text */
+    int64_t i64;        /* the integer when is_int and value is not NULL */
+    int is_blob;        /* bytes, any of them (a content hash): bind as binary (libpq:
+                           bytea, OID 17, binary format); still NUL-terminated */
+} obx_sql_param;
+
+/* One statement of the store's dialect, to run in order. */
+typedef struct obx_sql_stmt {
+    const char *sql;             /* the text, markers as asked (OBX_SQL_MARKERS_*) */
+    int param_count;
+    const obx_sql_param *params; /* param_count values */
+    int check_column;            /* 0: returns no row (ignore any count). N > 0: returns one
+                                    row; pass its column N (as text, NULL if SQL NULL) to
+                                    obx_sql_check, and go on only on OBX_OK */
+    int counts;                  /* 1: its count is the call's outcome (the inbox: 1 when the
+                                    message is new): the first column of the row it returns,
+                                    or, returning none, the rows it changed */
+} obx_sql_stmt;
+
+/* Statements to run, from obx_enqueue_sql; free with obx_sql_free. */
+typedef struct obx_sql obx_sql;
+
+#define OBX_SQL_MARKERS_QUESTION 0 /* "?": sqlite3, MariaDB Connector/C, ODBC */
+#define OBX_SQL_MARKERS_DOLLAR 1   /* "$1", "$2", ...: libpq */
+
+/* How many statements `sql` holds (0 for NULL), and statement i of them
+ * (NULL when out of range): valid until obx_sql_free. */
+OBX_API int obx_sql_count(const obx_sql *sql);
+OBX_API const obx_sql_stmt *obx_sql_at(const obx_sql *sql, int i);
+
+/* The row of a statement with check_column: `value` is its column
+ * check_column. Returns OBX_OK to go on; OBX_ERR_STATE, where "hdbc:
+ * isolation", when the transaction may not take the message (MariaDB: a
+ * keyed message needs READ COMMITTED, see obx_enqueue_tx) -- then roll
+ * back, nothing of the message is meant to commit; OBX_ERR_INVALID_ARG for
+ * a NULL store or stmt, or a stmt without check_column. */
+OBX_API obx_result obx_sql_check(obx_store *store, const obx_sql_stmt *stmt, const char *value);
+
+/* The id of message i of the statements (the work item id the _tx call
+ * would give), NUL-terminated; NULL when out of range. */
+OBX_API const char *obx_sql_id(const obx_sql *sql, int i);
+
+/* Record a failure as the store's last error (obx_store_last_error), for
+ * a program's driver code (the conveniences use it). With `result`
+ * OBX_ERR_DB the failure is classified as the library classifies its own:
+ * `sqlstate` (5 characters, or NULL/"" if the driver has none) and
+ * `native` (the driver's code: MariaDB's error number, SQLite's result
+ * code, 0 if none) make it OBX_ERR_DB_TRANSIENT (deadlock, serialization
+ * failure, busy, lost connection: roll back and retry) or leave it
+ * OBX_ERR_DB; any other result is recorded as given. `where` and `message`
+ * are copied. Returns the recorded code, or OBX_ERR_INVALID_ARG for a NULL
+ * store. */
+OBX_API obx_result obx_sql_error(obx_store *store, obx_result result, const char *where, const char *sqlstate,
+                                 long native, const char *message);
+
+/* Free statements from obx_enqueue_sql (NULL is a no-op). */
+OBX_API void obx_sql_free(obx_sql *sql);
+
 /* The dispatcher's last error: with one store it is that store's error;
  * with a provider, the error of the last round that failed (copied, so it
  * outlives a store that discovery has since closed), of the last discovery
@@ -1501,6 +1594,174 @@ OBX_API obx_result obx_dead_replay(obx_store *store, const obx_dead_filter *filt
  * deleted after an error). */
 OBX_API obx_result obx_dead_purge(obx_store *store, const obx_dead_filter *filter, int64_t *purged);
 #endif /* OBX_NO_DEAD_LETTERS */
+
+
+/* ---- Running statements on three drivers --------------------------------------------
+ * Where the program included a driver's header before this one: the
+ * statements of an obx_sql run on that driver's connection, inside the
+ * transaction open on it, as static inline functions (no link dependency
+ * for anyone else). The header's own calls (obx_enqueue_sqlite3 and its
+ * kin) are built on them. `fn` names the caller in errors; *count (if not
+ * NULL) receives the count of the statement with `counts` set. */
+#if defined(SQLITE3_H) || defined(_SQLITE3_H_) || defined(SQLITE_VERSION_NUMBER) || defined(LIBPQ_FE_H) || \
+    defined(_mysql_h)
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* atoll */
+#include <string.h> /* memcpy, strlen */
+#endif
+
+#if (defined(SQLITE3_H) || defined(_SQLITE3_H_) || defined(SQLITE_VERSION_NUMBER)) && !defined(OBX__SQLITE3_RUN)
+#define OBX__SQLITE3_RUN
+static inline obx_result obx__sql_sqlite3(obx_store *store, const char *fn, sqlite3 *db, const obx_sql *sql,
+                                          int64_t *count) {
+    char where[96];
+    const obx_sql_stmt *s;
+    obx_result r = OBX_OK;
+    int i, k;
+    snprintf(where, sizeof where, "%s: db", fn);
+    if (sqlite3_get_autocommit(db))
+        return obx_sql_error(store, OBX_ERR_STATE, where, NULL, 0,
+                             "db is in autocommit: BEGIN IMMEDIATE first (the message must commit with your work)");
+    snprintf(where, sizeof where, "%s: sqlite3_step", fn);
+    for (i = 0; r == OBX_OK && (s = obx_sql_at(sql, i)) != NULL; i++) {
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(db, s->sql, -1, &st, NULL);
+        for (k = 0; rc == SQLITE_OK && k < s->param_count; k++) {
+            const obx_sql_param *p = &s->params[k];
+            rc = !p->value   ? sqlite3_bind_null(st, k + 1)
+               : p->is_int  ? sqlite3_bind_int64(st, k + 1, (sqlite3_int64)p->i64)
+               : p->is_blob ? sqlite3_bind_blob(st, k + 1, p->value, (int)p->length, SQLITE_STATIC)
+                            : sqlite3_bind_text(st, k + 1, p->value, (int)p->length, SQLITE_STATIC);
+        }
+        if (rc == SQLITE_OK) rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW && s->check_column > 0)
+            r = obx_sql_check(store, s, (const char *)sqlite3_column_text(st, s->check_column - 1));
+        else if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+            r = obx_sql_error(store, OBX_ERR_DB, where, NULL, sqlite3_errcode(db), sqlite3_errmsg(db));
+        else if (s->counts && count)
+            *count = rc == SQLITE_ROW ? (int64_t)sqlite3_column_int64(st, 0) : (int64_t)sqlite3_changes(db);
+        sqlite3_finalize(st);
+    }
+    return r;
+}
+#endif
+
+#if defined(LIBPQ_FE_H) && !defined(OBX__PQ_RUN)
+#define OBX__PQ_RUN
+static inline obx_result obx__sql_pq(obx_store *store, const char *fn, PGconn *conn, const obx_sql *sql,
+                                     int64_t *count) {
+    char where[96];
+    const obx_sql_stmt *s;
+    obx_result r = OBX_OK;
+    int i, k;
+    snprintf(where, sizeof where, "%s: conn", fn);
+    if (PQtransactionStatus(conn) != PQTRANS_INTRANS)
+        return obx_sql_error(store, OBX_ERR_STATE, where, NULL, 0,
+                             PQtransactionStatus(conn) == PQTRANS_INERROR
+                                 ? "conn's transaction has failed: roll it back"
+                                 : "conn is not in a transaction: BEGIN first (the message must commit with your work)");
+    snprintf(where, sizeof where, "%s: PQexecParams", fn);
+    for (i = 0; r == OBX_OK && (s = obx_sql_at(sql, i)) != NULL; i++) {
+        const char *values[64];
+        Oid types[64];
+        int lengths[64], formats[64];
+        PGresult *res = NULL;
+        ExecStatusType st;
+        for (k = 0; k < s->param_count && k < 64; k++) {
+            values[k] = s->params[k].value;
+            lengths[k] = (int)s->params[k].length;
+            formats[k] = s->params[k].is_blob; /* bytes as bytes; the rest as text */
+            types[k] = s->params[k].is_int ? 20 : s->params[k].is_blob ? 17 : 0; /* int8, bytea, inferred */
+        }
+        if (s->param_count <= 64)
+            res = PQexecParams(conn, s->sql, s->param_count, types, values, lengths, formats, 0);
+        st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+        if (st == PGRES_TUPLES_OK && s->check_column > 0)
+            r = obx_sql_check(store, s, PQntuples(res) < 1 || PQgetisnull(res, 0, s->check_column - 1)
+                                            ? NULL : PQgetvalue(res, 0, s->check_column - 1));
+        else if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+            r = obx_sql_error(store, OBX_ERR_DB, where, res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL, 0,
+                              res ? PQresultErrorMessage(res) : "more than 64 parameters");
+        else if (s->counts && count)
+            *count = st == PGRES_TUPLES_OK && PQntuples(res) > 0 ? atoll(PQgetvalue(res, 0, 0))
+                                                                 : atoll(PQcmdTuples(res));
+        PQclear(res);
+    }
+    return r;
+}
+#endif
+
+#if defined(_mysql_h) && !defined(OBX__MYSQL_RUN)
+#define OBX__MYSQL_RUN
+/* A statement's one row, columns as text, into col; 0 when it has none. */
+static inline int obx__sql_mysql_row(MYSQL_STMT *st, char col[8][64], my_bool nulls[8]) {
+    MYSQL_BIND c[8];
+    unsigned long len[8];
+    unsigned n = mysql_stmt_field_count(st), k;
+    int f;
+    memset(c, 0, sizeof c);
+    for (k = 0; k < n && k < 8; k++) {
+        c[k].buffer_type = MYSQL_TYPE_STRING;
+        c[k].buffer = col[k];
+        c[k].buffer_length = 63;
+        c[k].length = &len[k];
+        c[k].is_null = &nulls[k];
+    }
+    if (n == 0 || n > 8 || mysql_stmt_bind_result(st, c) != 0) return 0;
+    f = mysql_stmt_fetch(st);
+    for (k = 0; (f == 0 || f == MYSQL_DATA_TRUNCATED) && k < n; k++) col[k][len[k] < 63 ? len[k] : 63] = '\0';
+    while (f == 0 && mysql_stmt_fetch(st) == 0) {
+    }
+    return f == 0 || f == MYSQL_DATA_TRUNCATED;
+}
+
+static inline obx_result obx__sql_mysql(obx_store *store, const char *fn, MYSQL *mysql, const obx_sql *sql,
+                                        int64_t *count) {
+    char where[96];
+    const obx_sql_stmt *s;
+    obx_result r = OBX_OK;
+    int i, k;
+    snprintf(where, sizeof where, "%s: mysql", fn);
+    if ((mysql->server_status & SERVER_STATUS_AUTOCOMMIT) && !(mysql->server_status & SERVER_STATUS_IN_TRANS))
+        return obx_sql_error(store, OBX_ERR_STATE, where, NULL, 0,
+                             "mysql is in autocommit: START TRANSACTION first (the message must commit with your work)");
+    snprintf(where, sizeof where, "%s: mysql_stmt_execute", fn);
+    for (i = 0; r == OBX_OK && (s = obx_sql_at(sql, i)) != NULL; i++) {
+        MYSQL_STMT *st = mysql_stmt_init(mysql);
+        MYSQL_BIND b[64];
+        unsigned long len[64];
+        char col[8][64];
+        my_bool nulls[8] = {0};
+        int ok = st && s->param_count <= 64 && mysql_stmt_prepare(st, s->sql, (unsigned long)strlen(s->sql)) == 0;
+        memset(b, 0, sizeof b);
+        for (k = 0; ok && k < s->param_count; k++) {
+            const obx_sql_param *p = &s->params[k];
+            len[k] = (unsigned long)p->length;
+            b[k].buffer_type = !p->value   ? MYSQL_TYPE_NULL
+                             : p->is_int  ? MYSQL_TYPE_LONGLONG
+                             : p->is_blob ? MYSQL_TYPE_BLOB : MYSQL_TYPE_STRING;
+            b[k].buffer = p->is_int ? (void *)(uintptr_t)&p->i64 : (void *)(uintptr_t)p->value;
+            b[k].buffer_length = len[k];
+            b[k].length = &len[k];
+        }
+        ok = ok && mysql_stmt_bind_param(st, b) == 0 && mysql_stmt_execute(st) == 0;
+        if (ok && (s->check_column > 0 || mysql_stmt_field_count(st) > 0)) { /* one row */
+            ok = obx__sql_mysql_row(st, col, nulls) && (unsigned)s->check_column <= mysql_stmt_field_count(st);
+            if (ok && s->check_column > 0)
+                r = obx_sql_check(store, s, nulls[s->check_column - 1] ? NULL : col[s->check_column - 1]);
+            if (ok && s->counts && count) *count = nulls[0] ? 0 : atoll(col[0]);
+        } else if (ok && s->counts && count) {
+            *count = (int64_t)mysql_stmt_affected_rows(st);
+        }
+        if (!ok && r == OBX_OK)
+            r = obx_sql_error(store, OBX_ERR_DB, where, st ? mysql_stmt_sqlstate(st) : mysql_sqlstate(mysql),
+                              (long)(st ? mysql_stmt_errno(st) : mysql_errno(mysql)),
+                              st ? mysql_stmt_error(st) : mysql_error(mysql));
+        if (st) mysql_stmt_close(st);
+    }
+    return r;
+}
+#endif
 
 /* >>common-end api-engine */
 
@@ -1638,6 +1899,95 @@ OBX_API obx_result obx_join_enqueue_wait(obx_store *store, void *hdbc, const obx
 OBX_API obx_outcome obx_join_wait_handler(const obx_message *message, char *error,
                                           size_t error_size, void *user);
 #endif /* OBX_NO_JOIN */
+
+/* ---- Your own driver: the outbox's statements -------------------------------------- */
+
+/* Enqueue `count` messages (0..) in a transaction of the program's own
+ * driver: *out_sql receives the statements that do exactly what
+ * obx_enqueue_batch(store, hdbc, ...) (count 1: obx_enqueue_tx) does on
+ * `hdbc`, ordering keys and the envelope included, with their values, in
+ * the store's dialect and with `markers` (OBX_SQL_MARKERS_QUESTION or
+ * OBX_SQL_MARKERS_DOLLAR). Nothing is sent to the database for them: run
+ * them in order on your connection inside your transaction (not in
+ * autocommit: the messages would commit apart from your work), check the
+ * row of any statement with check_column (obx_sql_check), then commit or
+ * roll back yourself, and obx_sql_free them. After the commit,
+ * obx_notify(store) wakes a dispatcher (in this process or through
+ * wake_path) as after any _tx call. The ids are minted now: out_ids (if
+ * not NULL) receives count ids, and obx_sql_id gives them too. Isolation
+ * and max_pending as obx_enqueue_tx (max_pending counts on the store's
+ * own connection). Run the statements of one call once: their ids are
+ * unique.
+ * Returns OBX_OK; the argument errors of obx_enqueue_batch ("obx_enqueue_sql:
+ * messages[2].topic" and so on, before anything is made);
+ * OBX_ERR_INVALID_ARG naming out_sql (NULL) or markers (not one of the
+ * two); OBX_ERR_STATE (store not open); OBX_ERR_FULL (max_pending);
+ * OBX_ERR_NO_MEMORY; OBX_ERR_DB(_TRANSIENT) only from max_pending's count.
+ * On error *out_sql and out_ids are left as they were. */
+OBX_API obx_result obx_enqueue_sql(obx_store *store, const obx_new_message *messages, int count,
+                                   int markers, obx_sql **out_sql, char (*out_ids)[37]);
+
+/* ---- The conveniences for three drivers --------------------------------------------
+ * Each is compiled only where the program included its driver's header
+ * before obx.h (<sqlite3.h>, <libpq-fe.h>, MariaDB Connector/C's
+ * <mysql.h>), as a static inline function built on obx_enqueue_sql: the
+ * header adds no link dependency to anyone else. Each runs the statements
+ * on the given connection, inside the transaction the program opened on it
+ * (it neither begins, commits nor rolls back), and writes out_ids (if not
+ * NULL, count ids) only on success. Commit, then obx_notify(store).
+ * Returns OBX_OK; OBX_ERR_INVALID_ARG for a NULL store or connection
+ * (named: "obx_enqueue_sqlite3: db") and every error of obx_enqueue_sql,
+ * all before anything is sent; OBX_ERR_STATE naming the connection when it
+ * is not inside a transaction (or, libpq, in a failed one), before
+ * anything is sent, and "hdbc: isolation" as obx_enqueue_tx; OBX_ERR_DB /
+ * OBX_ERR_DB_TRANSIENT with the driver's message and codes: roll back
+ * (after OBX_ERR_DB_TRANSIENT: retry the whole transaction). */
+#define OBX__SQL_ENQUEUE(fn, conn, markers, run)                                                       \
+    obx_sql *sql = NULL;                                                                              \
+    obx_result r;                                                                                     \
+    int i;                                                                                            \
+    if (!store) return OBX_ERR_INVALID_ARG;                                                           \
+    if (!(conn)) return obx_sql_error(store, OBX_ERR_INVALID_ARG, fn ": " #conn, NULL, 0, #conn " must not be NULL"); \
+    r = obx_enqueue_sql(store, messages, count, markers, &sql, NULL);                                 \
+    if (r == OBX_OK) r = run(store, fn, conn, sql, NULL);                                             \
+    for (i = 0; r == OBX_OK && out_ids && i < count; i++) {                                           \
+        const char *id = obx_sql_id(sql, i);                                                          \
+        if (id) memcpy(out_ids[i], id, 37);                                                           \
+    }                                                                                                 \
+    obx_sql_free(sql);                                                                                \
+    return r;
+
+#ifdef OBX__SQLITE3_RUN
+/* obx_enqueue_batch for the sqlite3 C API: in the transaction open on `db`
+ * (BEGIN IMMEDIATE: a deferred one may meet SQLITE_BUSY at its first
+ * write). Results: see above; the native code is SQLite's result code. */
+static inline obx_result obx_enqueue_sqlite3(obx_store *store, sqlite3 *db, const obx_new_message *messages,
+                                             int count, char (*out_ids)[37]) {
+    OBX__SQL_ENQUEUE("obx_enqueue_sqlite3", db, OBX_SQL_MARKERS_QUESTION, obx__sql_sqlite3)
+}
+#endif
+
+#ifdef OBX__PQ_RUN
+/* obx_enqueue_batch for libpq: in the transaction open on `conn` (after
+ * BEGIN; READ COMMITTED for keyed messages, as obx_enqueue_tx). Results:
+ * see above; the SQLSTATE is the server's. */
+static inline obx_result obx_enqueue_pq(obx_store *store, PGconn *conn, const obx_new_message *messages, int count,
+                                        char (*out_ids)[37]) {
+    OBX__SQL_ENQUEUE("obx_enqueue_pq", conn, OBX_SQL_MARKERS_DOLLAR, obx__sql_pq)
+}
+#endif
+
+#ifdef OBX__MYSQL_RUN
+/* obx_enqueue_batch for MariaDB Connector/C: in the transaction open on
+ * `mysql` (START TRANSACTION, or autocommit off; the connection's
+ * character set utf8mb4; READ COMMITTED for keyed messages, refused
+ * otherwise as by obx_enqueue_tx). Results: see above; the native code is
+ * the server's error number. */
+static inline obx_result obx_enqueue_mysql(obx_store *store, MYSQL *mysql, const obx_new_message *messages,
+                                           int count, char (*out_ids)[37]) {
+    OBX__SQL_ENQUEUE("obx_enqueue_mysql", mysql, OBX_SQL_MARKERS_QUESTION, obx__sql_mysql)
+}
+#endif
 
 /* >>common-begin head */
 #ifdef __cplusplus
@@ -2859,6 +3209,7 @@ typedef struct obx__db {
     int unit;                    /* OBX__RUN_* of the current (or last) unit of work */
     int callers_tx;              /* the caller's connection, in its transaction */
     int fault;                   /* OBX__FAULT_* of the last diagnosed failure */
+    struct obx_sql *capture;     /* set: statements are recorded, not run (obx__capture_add) */
     char *const *sql;            /* the store's statements by id: checked against their
                                     declared arguments when run (OBX__CHECK_ARGS) */
     int connect_no_wait;         /* a connect fails at once while another thread connects */
@@ -3066,11 +3417,11 @@ OBX__PRIVATE void obx__connstr_value(const char *connstr, const char *key, char 
     size_t klen = strlen(key), n;
     out[0] = '\0';
     while (p && *p) {
-        const char *k = p, *v;
+        const char *k = p, *v = p;
         while (*k == ' ') k++;
-        v = k + klen;
-        while (*v == ' ') v++;
-        if (obx__starts_with_nocase(k, key) && (k[klen] == '=' || k[klen] == ' ') && *v == '=') {
+        if (obx__starts_with_nocase(k, key)) /* only then is k + klen inside the string */
+            for (v = k + klen; *v == ' '; v++) {}
+        if (v != p && *v == '=') {
             for (v++; *v == ' '; v++) {}
             n = *v == '{' ? strcspn(++v, "}") : strcspn(v, ";");
             while (n > 0 && v[n - 1] == ' ') n--;
@@ -3634,6 +3985,142 @@ static int obx__args_bound(const obx__db *db, int slot, const char *sql, const o
 }
 #endif
 
+/* Statements for the caller's own driver (obx_sql, obx_enqueue_sql): a
+ * unit of work run on a db whose `capture` is set records each statement
+ * with its values instead of running it, so the texts and the values are
+ * the ones the ODBC path binds, never a second copy. While recording, the
+ * texts and values are offsets into `text` (it grows); obx__capture_end
+ * turns them into the public pointers. */
+typedef struct obx__cap_stmt {
+    size_t sql;
+    int first, count, check_column, counts;
+} obx__cap_stmt;
+
+typedef struct obx__cap_param {
+    size_t off, len;
+    int is_null, is_int, is_blob;
+    int64_t i64;
+} obx__cap_param;
+
+struct obx_sql {
+    obx__hooks hooks;    /* the store's, copied: the statements may outlive it */
+    int markers;         /* OBX_SQL_MARKERS_* */
+    obx__buf text;       /* texts and values, each NUL-terminated */
+    obx__buf stmts_raw;  /* obx__cap_stmt records while recording */
+    obx__buf params_raw; /* obx__cap_param records while recording */
+    int count, param_count;
+    obx_sql_stmt *stmts; /* filled by obx__capture_end */
+    obx_sql_param *params;
+    char (*ids)[37];     /* the messages' ids (obx_sql_id), id_count of them */
+    int id_count;
+};
+
+static int obx__cap_text(obx_sql *c, const char *s, size_t n, size_t *off) {
+    *off = c->text.len;
+    return obx__buf_add(&c->hooks, &c->text, s, n) && obx__buf_add(&c->hooks, &c->text, "", 1);
+}
+
+/* Record statement `sql` with ps[0..n): as plain markers, each marker's
+ * value in order (obx__plain_markers' map), "$k" for libpq. */
+OBX__PRIVATE obx_result obx__capture_add(obx__db *db, const char *sql, const obx__param *ps, int n,
+                                         int check_column, int counts) {
+    obx_sql *c = db->capture;
+    unsigned char map[OBX__MAX_MARKERS];
+    char *plain;
+    const char *q;
+    obx__cap_stmt st;
+    int k = 0, ok = 1;
+    memset(map, 0, sizeof map);
+    plain = obx__plain_markers(db->hooks, sql, map);
+    if (!plain) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_sql", "out of memory");
+    st.sql = c->text.len;
+    st.first = c->param_count;
+    st.check_column = check_column;
+    st.counts = counts;
+    for (q = plain; *q && ok; q++) {
+        char num[16];
+        if (*q != '?') {
+            ok = obx__buf_add(&c->hooks, &c->text, q, 1);
+            continue;
+        }
+        k++;
+        if (c->markers == OBX_SQL_MARKERS_DOLLAR) {
+            snprintf(num, sizeof num, "$%d", k);
+            ok = obx__buf_add(&c->hooks, &c->text, num, strlen(num));
+        } else {
+            ok = obx__buf_add(&c->hooks, &c->text, "?", 1);
+        }
+    }
+    obx__free(db->hooks, plain);
+    ok = ok && obx__buf_add(&c->hooks, &c->text, "", 1);
+    st.count = k;
+    for (k = 0; k < st.count && ok; k++) {
+        int a = map[0] ? map[k] - 1 : k;
+        const obx__param *p = &ps[a];
+        obx__cap_param v;
+        char num[24];
+        memset(&v, 0, sizeof v);
+        if (a < 0 || a >= n) return obx__fail(db->err, OBX_ERR_STATE, "obx_sql", "marker %d has no argument", k + 1);
+        v.is_int = p->c_type == SQL_C_SBIGINT;
+        v.is_blob = p->c_type == SQL_C_BINARY;
+        v.is_null = p->ind == SQL_NULL_DATA;
+        v.i64 = v.is_int ? (int64_t)p->i64 : 0;
+        if (v.is_null) v.i64 = 0;
+        else if (v.is_int) {
+            snprintf(num, sizeof num, "%lld", (long long)p->i64);
+            ok = obx__cap_text(c, num, strlen(num), &v.off);
+            v.len = strlen(num);
+        } else {
+            v.len = (size_t)p->ind;
+            ok = obx__cap_text(c, (const char *)p->ptr, v.len, &v.off);
+        }
+        ok = ok && obx__buf_add(&c->hooks, &c->params_raw, &v, sizeof v);
+    }
+    ok = ok && obx__buf_add(&c->hooks, &c->stmts_raw, &st, sizeof st);
+    if (!ok) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_sql", "out of memory");
+    c->param_count += st.count;
+    c->count++;
+    return OBX_OK;
+}
+
+/* The ids of the messages the recorded statements write (obx_sql_id). */
+OBX__PRIVATE obx_result obx__capture_ids(obx__db *db, char (*ids)[37], int n) {
+    obx_sql *c = db->capture;
+    if (n <= 0) return OBX_OK;
+    c->ids = (char (*)[37])obx__alloc(&c->hooks, 37 * (size_t)n);
+    if (!c->ids) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_sql", "out of memory");
+    memcpy(c->ids, ids, 37 * (size_t)n);
+    c->id_count = n;
+    return OBX_OK;
+}
+
+/* The recorded statements as the public arrays; 0 when out of memory. */
+OBX__PRIVATE int obx__capture_end(obx_sql *c) {
+    int i;
+    c->stmts = (obx_sql_stmt *)obx__alloc(&c->hooks, sizeof *c->stmts * (size_t)(c->count + 1));
+    c->params = (obx_sql_param *)obx__alloc(&c->hooks, sizeof *c->params * (size_t)(c->param_count + 1));
+    if (!c->stmts || !c->params) return 0;
+    for (i = 0; i < c->param_count; i++) {
+        obx__cap_param v;
+        memcpy(&v, c->params_raw.data + sizeof v * (size_t)i, sizeof v);
+        c->params[i].value = v.is_null ? NULL : c->text.data + v.off;
+        c->params[i].length = v.is_null ? 0 : v.len;
+        c->params[i].is_int = v.is_int;
+        c->params[i].i64 = v.i64;
+        c->params[i].is_blob = v.is_blob;
+    }
+    for (i = 0; i < c->count; i++) {
+        obx__cap_stmt st;
+        memcpy(&st, c->stmts_raw.data + sizeof st * (size_t)i, sizeof st);
+        c->stmts[i].sql = c->text.data + st.sql;
+        c->stmts[i].param_count = st.count;
+        c->stmts[i].params = c->params + st.first;
+        c->stmts[i].check_column = st.check_column;
+        c->stmts[i].counts = st.counts;
+    }
+    return 1;
+}
+
 static obx_result obx__exec_once(obx__db *db, int slot, const char *sql, obx__param *ps, int n,
                                  int64_t *rows, SQLHSTMT *cursor) {
     SQLHSTMT st = NULL;
@@ -3642,6 +4129,11 @@ static obx_result obx__exec_once(obx__db *db, int slot, const char *sql, obx__pa
 #if OBX__CHECK_ARGS
     OBX_ASSERT(obx__args_bound(db, slot, sql, ps, n));
 #endif
+    if (db->capture) { /* recorded for the caller's driver: a statement of rows cannot be */
+        if (cursor) return obx__fail(db->err, OBX_ERR_STATE, "obx_sql", "statement %d reads", slot);
+        if (rows) *rows = 0; /* the caller's driver counts (obx_sql_stmt.counts) */
+        return obx__capture_add(db, sql, ps, n, 0, rows != NULL);
+    }
     r = obx__stmt(db, slot, sql, &st);
     if (r != OBX_OK) return r;
     SQLFreeStmt(st, SQL_CLOSE); /* a cursor left open by an earlier failure */
@@ -7568,6 +8060,111 @@ OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
     return r;
 }
 
+/* The session's isolation level `level` (MariaDB's tx_isolation: NULL or
+ * "" when unknown) for a keyed enqueue, in the caller's transaction: READ
+ * COMMITTED, as obx_enqueue_tx says why. */
+OBX__PRIVATE obx_result obx__isolation_check(obx_error *err, const char *level) {
+    if (!level || !level[0] || strcmp(level, "READ-COMMITTED") == 0 || strcmp(level, "READ-UNCOMMITTED") == 0)
+        return OBX_OK;
+    return obx__fail(err, OBX_ERR_STATE, "hdbc: isolation",
+                     "a keyed enqueue needs READ COMMITTED, not %s" OBX__WHY(": at REPEATABLE READ the "
+                     "transaction's snapshot may predate a commit of the key it must follow, at SERIALIZABLE "
+                     "the read would lock the key until the caller commits; SET SESSION TRANSACTION "
+                     "ISOLATION LEVEL READ COMMITTED on the connection"), level);
+}
+
+/* Run `unit` recording its statements for the caller's driver (obx_sql):
+ * *out gets them on success. */
+OBX__PRIVATE obx_result obx__unit_capture(obx_store *s, obx_result (*unit)(obx__db *db, void *ctx), void *ctx,
+                                          int markers, obx_sql **out) {
+    obx__db caller;
+    obx_sql *c = (obx_sql *)obx__alloc(&s->hooks, sizeof *c);
+    obx_result r;
+    if (!c) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_sql", "out of memory");
+    memset(c, 0, sizeof *c);
+    c->hooks = s->hooks;
+    c->markers = markers;
+    memset(&caller, 0, sizeof caller);
+    caller.hooks = &s->hooks;
+    caller.store_id = s->store_id;
+    caller.err = &s->err;
+    caller.d = s->db.d;
+    caller.sql = s->db.sql;
+    caller.callers_tx = 1;
+    caller.capture = c;
+    r = unit(&caller, ctx);
+    if (r == OBX_OK && !obx__capture_end(c)) r = obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_sql", "out of memory");
+    if (r != OBX_OK) {
+        obx_sql_free(c);
+        return r;
+    }
+    *out = c;
+    return OBX_OK;
+}
+
+/* The arguments every *_enqueue_sql call takes: out_sql and markers. */
+OBX__PRIVATE obx_result obx__sql_args(obx_store *s, const char *fn, int markers, obx_sql **out_sql) {
+    char where[96];
+    if (!s) return OBX_ERR_INVALID_ARG;
+    snprintf(where, sizeof where, "%s: %s", fn, out_sql ? "markers" : "out_sql");
+    if (!out_sql) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "out_sql must not be NULL");
+    if (markers != OBX_SQL_MARKERS_QUESTION && markers != OBX_SQL_MARKERS_DOLLAR)
+        return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where,
+                         "markers must be OBX_SQL_MARKERS_QUESTION or OBX_SQL_MARKERS_DOLLAR");
+    return OBX_OK;
+}
+
+OBX_API int obx_sql_count(const obx_sql *sql) {
+    return sql ? sql->count : 0;
+}
+
+OBX_API const obx_sql_stmt *obx_sql_at(const obx_sql *sql, int i) {
+    return sql && i >= 0 && i < sql->count ? &sql->stmts[i] : NULL;
+}
+
+OBX_API obx_result obx_sql_check(obx_store *store, const obx_sql_stmt *stmt, const char *value) {
+    if (!store) return OBX_ERR_INVALID_ARG;
+    if (!stmt || stmt->check_column <= 0)
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_sql_check: stmt",
+                         "stmt must be a statement with a check_column");
+    return obx__isolation_check(&store->err, value);
+}
+
+OBX_API const char *obx_sql_id(const obx_sql *sql, int i) {
+    return sql && i >= 0 && i < sql->id_count ? sql->ids[i] : NULL;
+}
+
+OBX_API obx_result obx_sql_error(obx_store *store, obx_result result, const char *where, const char *sqlstate,
+                                 long native, const char *message) {
+    int fault;
+    if (!store) return OBX_ERR_INVALID_ARG;
+    fault = result != OBX_ERR_DB ? OBX__FAULT_PERMANENT : obx__classify(store->db.d, sqlstate ? sqlstate : "", native);
+    obx__error_clear(&store->err);
+    obx__copy(store->err.where, sizeof store->err.where, where ? where : "");
+    obx__copy(store->err.sqlstate, sizeof store->err.sqlstate, sqlstate ? sqlstate : "");
+    obx__copy(store->err.message, sizeof store->err.message, message ? message : "");
+    store->err.native = native;
+    store->err.connection_lost = fault == OBX__FAULT_LOST || fault == OBX__FAULT_LOST_PERMANENT;
+    store->err.result = result != OBX_ERR_DB ? result
+                      : fault == OBX__FAULT_PERMANENT || fault == OBX__FAULT_LOST_PERMANENT ? OBX_ERR_DB
+                                                                                            : OBX_ERR_DB_TRANSIENT;
+    obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "%s failed: %s", store->err.where, store->err.message);
+    return store->err.result;
+}
+
+OBX_API void obx_sql_free(obx_sql *sql) {
+    obx__hooks h;
+    if (!sql) return;
+    h = sql->hooks;
+    obx__buf_free(&h, &sql->text);
+    obx__buf_free(&h, &sql->stmts_raw);
+    obx__buf_free(&h, &sql->params_raw);
+    obx__free(&h, sql->stmts);
+    obx__free(&h, sql->params);
+    obx__free(&h, sql->ids);
+    obx__free(&h, sql);
+}
+
 /* >> claim ---------------------------------------------------------------------- */
 
 static const char *obx__at(const obx__buf *b, size_t off) {
@@ -10755,19 +11352,15 @@ static obx_result obx__key_read(obx__db *db, const char *sql, obx__param *key) {
     SQLHSTMT cur = NULL;
     char level[32] = "";
     SQLLEN ind = 0;
-    obx_result r = obx__exec(db, OBX__Q_KEY_READ, sql, key, 1, NULL, &cur);
+    obx_result r;
+    if (db->capture) return obx__capture_add(db, sql, key, 1, 3, 0); /* the caller checks column 3 */
+    r = obx__exec(db, OBX__Q_KEY_READ, sql, key, 1, NULL, &cur);
     if (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK)
         r = obx__check(db, SQLGetData(cur, 3, SQL_C_CHAR, level, sizeof level, &ind), SQL_HANDLE_STMT, cur,
                        "SQLGetData");
     obx__close(cur);
     if (r == OBX_EMPTY) r = obx__fail(db->err, OBX_ERR_DB, "obx_enqueue", "the key's state read no row");
-    if (r == OBX_OK && ind != SQL_NULL_DATA && strcmp(level, "READ-COMMITTED") != 0 &&
-        strcmp(level, "READ-UNCOMMITTED") != 0)
-        r = obx__fail(db->err, OBX_ERR_STATE, "hdbc: isolation",
-                      "a keyed enqueue needs READ COMMITTED, not %s" OBX__WHY(": at REPEATABLE READ the "
-                      "transaction's snapshot may predate a commit of the key it must follow, at SERIALIZABLE "
-                      "the read would lock the key until the caller commits; SET SESSION TRANSACTION "
-                      "ISOLATION LEVEL READ COMMITTED on the connection"), level);
+    if (r == OBX_OK && ind != SQL_NULL_DATA) r = obx__isolation_check(db->err, level);
     return r;
 }
 
@@ -10781,7 +11374,7 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
             to = obx__chunk_end(c, i);
             r = obx__insert_chunk(db, c, i, to);
         }
-        return r;
+        return r == OBX_OK && db->capture ? obx__capture_ids(db, c->ids, c->count) : r;
     }
     for (i = 0; i < c->count; i++) {
         const obx_new_message *m = &c->msgs[i];
@@ -10821,11 +11414,27 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
         r = obx__exec(db, OBX__Q_INSERT_KEYED, c->s->sql[OBX__Q_INSERT_KEYED], p, 13, NULL, NULL);
         if (r != OBX_OK) return r;
     }
-    return OBX_OK;
+    return db->capture ? obx__capture_ids(db, c->ids, c->count) : OBX_OK;
 }
 
+static void obx__enqueued_log(obx_store *s, const obx_new_message *msgs, char (*ids)[37], int count,
+                              const char *how) {
+    int i;
+    for (i = 0; i < count && obx__log_enabled(&s->hooks, s->message_log_level); i++) {
+        char topic[OBX__KV_CAP], correlation[OBX__KV_CAP];
+        obx__log(&s->hooks, s->message_log_level, s->store_id, "enqueued %s topic=%s correlation=%s%s", ids[i],
+                 obx__kv(topic, msgs[i].topic),
+                 msgs[i].correlation_id && msgs[i].correlation_id[0] ? obx__kv(correlation, msgs[i].correlation_id) : "-",
+                 how);
+    }
+}
+
+/* Enqueue msgs[0..count) in the store's transaction (hdbc NULL), the
+ * caller's on hdbc, or (out_sql set) as statements for the caller's own
+ * driver, with `markers` (obx_enqueue_sql). */
 static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_message *msgs,
-                                    int count, char (*out_ids)[37], const char *fn) {
+                                    int count, char (*out_ids)[37], const char *fn, int markers,
+                                    obx_sql **out_sql) {
     size_t one_len;
     size_t *lens = &one_len;
     char one_id[37];
@@ -10834,12 +11443,19 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     obx_result r;
     int i;
     char where[64];
+    obx_sql *sql = NULL;
     r = obx__store_ready(s, fn);
     if (r != OBX_OK) return r;
     snprintf(where, sizeof where, "%s: %s", fn,
-             strcmp(fn, "obx_enqueue_batch") == 0 ? "messages" : "message");
+             strcmp(fn, "obx_enqueue_batch") == 0 || out_sql ? "messages" : "message");
     if (count < 0) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "count must be >= 0");
-    if (count == 0) return OBX_OK; /* nothing to do, whatever msgs is */
+    if (count == 0 && !out_sql) return OBX_OK; /* nothing to do, whatever msgs is */
+    ctx.s = s;
+    ctx.msgs = msgs;
+    ctx.lens = lens;
+    ctx.count = count;
+    ctx.ids = NULL;
+    if (count == 0) return obx__unit_capture(s, obx__insert_messages, &ctx, markers, out_sql); /* none */
     if (!msgs) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "must not be NULL");
     if (count > 1) {
         lens = (size_t *)obx__alloc(&s->hooks, sizeof *lens * (size_t)count);
@@ -10851,26 +11467,22 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
         r = obx__check_message(&s->err, fn, count > 1 ? i : -1, &msgs[i], &lens[i]);
     if (r == OBX_OK) r = obx__pending_room(s, hdbc, fn, count);
     if (r == OBX_OK) {
-        ctx.s = s;
-        ctx.msgs = msgs;
         ctx.lens = lens;
-        ctx.count = count;
         ctx.ids = ids;
         int one = count == 1 || (s->sql[OBX__Q_INSERT_MANY_KEYED] && obx__chunk_end(&ctx, 0) == count);
-        r = obx__unit_or_caller(s, hdbc, obx__insert_messages, &ctx, fn,
-                                OBX__UNIT_WRITE | (one ? OBX__UNIT_ONE_STATEMENT : 0));
+        if (out_sql)
+            r = obx__unit_capture(s, obx__insert_messages, &ctx, markers, &sql);
+        else
+            r = obx__unit_or_caller(s, hdbc, obx__insert_messages, &ctx, fn,
+                                    OBX__UNIT_WRITE | (one ? OBX__UNIT_ONE_STATEMENT : 0));
     }
     if (r == OBX_OK) {
-        if (!hdbc) obx__wake_send(&s->wake_fd, s->wake_path);
+        if (out_sql) *out_sql = sql;
+        else if (!hdbc) obx__wake_send(&s->wake_fd, s->wake_path);
         if (out_ids) memcpy(out_ids, ids, 37 * (size_t)count);
         obx__count(s, OBX_METRIC_ENQUEUED, count);
-        for (i = 0; i < count && obx__log_enabled(&s->hooks, s->message_log_level); i++) {
-            char topic[OBX__KV_CAP], correlation[OBX__KV_CAP];
-            obx__log(&s->hooks, s->message_log_level, s->store_id,
-                     "enqueued %s topic=%s correlation=%s%s", ids[i], obx__kv(topic, msgs[i].topic),
-                     msgs[i].correlation_id && msgs[i].correlation_id[0] ? obx__kv(correlation, msgs[i].correlation_id) : "-",
-                     hdbc ? " (in caller's transaction)" : "");
-        }
+        obx__enqueued_log(s, msgs, ids, count,
+                          out_sql ? " (statements for the caller's driver)" : hdbc ? " (in caller's transaction)" : "");
     }
     if (lens != &one_len) obx__free(&s->hooks, lens);
     if (ids != &one_id) obx__free(&s->hooks, ids);
@@ -10878,7 +11490,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
 }
 
 OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message, char out_id[37]) {
-    return obx__enqueue_many(store, NULL, message, 1, (char (*)[37])out_id, "obx_enqueue");
+    return obx__enqueue_many(store, NULL, message, 1, (char (*)[37])out_id, "obx_enqueue", 0, NULL);
 }
 
 OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_message *message,
@@ -10886,13 +11498,20 @@ OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_me
     if (store && !hdbc)
         return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_enqueue_tx: hdbc",
                          "hdbc must be the caller's connection");
-    return obx__enqueue_many(store, hdbc, message, 1, (char (*)[37])out_id, "obx_enqueue_tx");
+    return obx__enqueue_many(store, hdbc, message, 1, (char (*)[37])out_id, "obx_enqueue_tx", 0, NULL);
 }
 
 OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
                                      const obx_new_message *messages, int count,
                                      char (*out_ids)[37]) {
-    return obx__enqueue_many(store, hdbc, messages, count, out_ids, "obx_enqueue_batch");
+    return obx__enqueue_many(store, hdbc, messages, count, out_ids, "obx_enqueue_batch", 0, NULL);
+}
+
+OBX_API obx_result obx_enqueue_sql(obx_store *store, const obx_new_message *messages, int count,
+                                   int markers, obx_sql **out_sql, char (*out_ids)[37]) {
+    obx_result r = obx__sql_args(store, "obx_enqueue_sql", markers, out_sql);
+    if (r != OBX_OK) return r;
+    return obx__enqueue_many(store, NULL, messages, count, out_ids, "obx_enqueue_sql", markers, out_sql);
 }
 
 /* >> get ---------------------------------------------------------------------------- */

@@ -16,6 +16,8 @@
 #   bench    libpq-dev libsqlite3-dev (make bench only: the ideal outbox through
 #            libpq and the sqlite3 C API, the physical limit the library is
 #            measured against)
+#   native   libpq-dev libsqlite3-dev libmariadb-dev (the outbox in a transaction
+#            of the program's own driver: tests/test_native.c, the examples)
 #   scale    galera-4 pgbouncer rsync (make scale only)
 #   all      all of the above
 # With no group, "build" is used.
@@ -42,10 +44,10 @@
 #   - postgresql-15 only recommends sysstat.
 set -euo pipefail
 
-readonly GROUPS_ALL="build pg mariadb tsql clients check static cross bench consumers scale"
+readonly GROUPS_ALL="build pg mariadb tsql clients check static cross bench native consumers scale"
 
 usage() {
-    echo "usage: ${0##*/} [build|pg|mariadb|tsql|clients|check|static|cross|bench|consumers|scale|all]...   (default: build)"
+    echo "usage: ${0##*/} [build|pg|mariadb|tsql|clients|check|static|cross|bench|native|consumers|scale|all]...   (default: build)"
 }
 
 # The packages in one group.
@@ -64,6 +66,7 @@ group_packages() {
         static)  echo "musl-tools dpkg-dev tcl xz-utils" ;;
         cross)   echo "gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user-static" ;;
         bench)   echo "libpq-dev libsqlite3-dev" ;;
+        native)  echo "libpq-dev libsqlite3-dev libmariadb-dev" ;;
         consumers) echo "cmake pkgconf" ;;
         scale)   echo "galera-4 pgbouncer rsync" ;; # make scale: a Galera cluster (rsync SST), a pooler
         *)       return 1 ;;

@@ -4,7 +4,11 @@
 #   - each header's quick start (the indented program in section 1 of its
 #     manual), compiled with the strict flags, run against SQLite in a
 #     scratch directory;
-#   - every ```c block of README.md, compiled (and run when it has main).
+#   - every ```c block of README.md and docs/*.md, compiled (and run when it
+#     has main);
+#   - the README's own `cc` line builds its minimal outbox;
+#   - every relative link of README.md and docs/*.md resolves, anchors too
+#     (tests/doc_links.sh, itself checked on planted broken links first).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-build}/docs
@@ -46,24 +50,79 @@ for h in obx ibx; do
     result $? "DOC-QUICKSTART-${h^^}" "$h.h's quick start compiles with the strict flags, runs and ends by itself"
 done
 
-n=0
-while IFS= read -r -d '' block; do
-    n=$((n + 1))
-    src=$bin/readme_$n.c
-    printf '%s\n' "$block" > "$src"
-    mode=compile
-    grep -q 'int main' "$src" && mode=run
-    if [ $mode = compile ]; then
-        "$CC" "${flags[@]}" -c "$src" -o "$bin/readme_$n.o" 2> "$bin/readme_$n.log"
-        rc=$?
-        [ $rc -eq 0 ] || sed 's/^/    /' "$bin/readme_$n.log" | head -n 20
-    else
-        check_program "$src" "$bin/readme_$n" run
-        rc=$?
-    fi
-    result $rc "DOC-README-C-$n" "README.md's C block $n compiles warning-free$([ $mode = run ] && echo ", runs and ends by itself")"
-done < <(awk 'BEGIN{ORS=""} /^```c$/{on=1; next} on && /^```$/{on=0; printf "%c", 0; next} on{print $0 "\n"}' README.md)
-[ $n -gt 0 ] || result 1 DOC-README-C "README.md has no C block to check"
+# Every ```c block of a Markdown file: DOC-<NAME>-C-<n> (README.md: DOC-README-C-n,
+# docs/GATEWAYS.md: DOC-GATEWAYS-C-n).
+check_blocks() {
+    local md=$1 name n=0 block src mode rc
+    name=$(basename "$md" .md)
+    name=${name^^}
+    while IFS= read -r -d '' block; do
+        n=$((n + 1))
+        src=$bin/${name,,}_$n.c
+        printf '%s\n' "$block" > "$src"
+        mode=compile
+        grep -q 'int main' "$src" && mode=run
+        if [ $mode = compile ]; then
+            "$CC" "${flags[@]}" -c "$src" -o "${src%.c}.o" 2> "${src%.c}.log"
+            rc=$?
+            [ $rc -eq 0 ] || sed 's/^/    /' "${src%.c}.log" | head -n 20
+        else
+            check_program "$src" "${src%.c}" run
+            rc=$?
+        fi
+        result $rc "DOC-$name-C-$n" "$md's C block $n compiles warning-free$([ $mode = run ] && echo ", runs and ends by itself")"
+    done < <(awk 'BEGIN{ORS=""} /^```c$/{on=1; next} on && /^```$/{on=0; printf "%c", 0; next} on{print $0 "\n"}' "$md")
+    blocks_seen=$((blocks_seen + n))
+}
+blocks_seen=0
+check_blocks README.md
+[ $blocks_seen -gt 0 ] || result 1 DOC-README-C "README.md has no C block to check"
+for md in docs/*.md; do check_blocks "$md"; done
+
+# The README's compile line, as a user would type it, builds the README's
+# minimal outbox (the first ```c block after "## A minimal outbox").
+ccline=$(grep -m 1 -E '^cc -std=[^ ]+ .* app\.c -o app ' README.md | sed 's/[[:space:]]*#.*$//')
+awk '/^## A minimal outbox/{on=1} on && /^```c$/{c=1; next} c && /^```$/{exit} c{print}' README.md > "$bin/app.c"
+rc=1
+if [ -n "$ccline" ] && [ -s "$bin/app.c" ]; then
+    read -r -a argv <<< "$ccline"
+    argv[0]=$CC
+    cp obx.h "$bin/obx.h"   # "obx.h next to app.c"
+    (cd "$bin" && "${argv[@]}" 2> app.log) && rc=0
+    [ $rc -eq 0 ] || sed 's/^/    /' "$bin/app.log" | head -n 20
+else
+    echo "    no 'cc -std=... app.c -o app ...' line or no minimal outbox in README.md"
+fi
+result $rc DOC-README-CC "README.md's cc line ($ccline) builds its minimal outbox"
+
+# Links. First the checker itself, on planted links: one good file link, one
+# good anchor (a repeated heading's second slug), one missing file, one missing
+# anchor, one anchor into a file that is not Markdown; links in code are not links.
+plant=$bin/links
+rm -rf "$plant" && mkdir -p "$plant/sub"
+printf '# Top: one `two`\n\n## Same\n\n## Same\n\nText.\n' > "$plant/sub/target.md"
+printf 'x\n' > "$plant/sub/file.c"
+cat > "$plant/doc.md" <<'EOF'
+[ok](sub/target.md) [ok](sub/target.md#same-1) [ok](#here) [ok](sub/target.md#top-one-two)
+[ok](https://example.com/missing.md) `[code](missing-in-code.md)`
+[bad](sub/missing.md)
+[bad](sub/target.md#nowhere)
+[bad](sub/file.c#x)
+
+## Here
+
+```
+[code](missing-in-block.md)
+```
+EOF
+got=$(tests/doc_links.sh "$plant/doc.md" | sed 's/^.*doc\.md://' | tr '\n' ' ')
+want="3: sub/missing.md: no such file 4: sub/target.md#nowhere: no heading with that anchor 5: sub/file.c#x: an anchor into a file that is not Markdown "
+[ "$got" = "$want" ] || printf '    want: %s\n    got:  %s\n' "$want" "$got"
+result "$([ "$got" = "$want" ] && echo 0 || echo 1)" DOC-LINKS-SELFTEST "the link checker finds exactly the planted broken links (a missing file, a missing anchor, an anchor into a C file)"
+
+out=$(tests/doc_links.sh README.md docs/*.md); rc=$?
+[ -z "$out" ] || printf '%s\n' "$out" | sed 's/^/    /'
+result $rc DOC-LINKS "every relative link in README.md and docs/*.md names an existing file, and its #anchor an existing heading"
 
 # One version everywhere: each header's first line and CHANGELOG.md's newest
 # release name the version the macros say.

@@ -109,6 +109,7 @@ for backend in $backends; do
         run test_real sqlite "$bin/test_real" sqlite "$conn"
         run test_outbox sqlite "$bin/test_outbox" sqlite "$conn"
         run test_inbox sqlite "$bin/test_inbox" sqlite "$conn"
+        run test_native sqlite "$bin/test_native" sqlite "Driver={SQLite3};Database=$rundir/sqlite/native.db;$opts"
         run test_multi sqlite "$bin/test_multi" sqlite "Driver={SQLite3};Database=$rundir/sqlite/t1.db;$opts" \
             "Driver={SQLite3};Database=$rundir/sqlite/t2.db;$opts" "Driver={SQLite3};Database=$rundir/sqlite/t3.db;$opts"
         run_ctl sqlite "Driver={SQLite3};Database=$rundir/sqlite/ctl.db;$opts"
@@ -124,6 +125,7 @@ for backend in $backends; do
             run test_real postgresql "$bin/test_real" postgresql "$pg_tests"
             run test_outbox postgresql "$bin/test_outbox" postgresql "$pg_tests"
             run test_inbox postgresql "$bin/test_inbox" postgresql "$pg_tests"
+            run test_native postgresql "$bin/test_native" postgresql "$OBX_TEST_PG"
             run test_multi postgresql "$bin/test_multi" postgresql "$OBX_TEST_PG" "$OBX_TEST_PG2" "$OBX_TEST_PG3"
             run_ctl postgresql "$OBX_TEST_PG2"
             run_sqlfiles postgresql "$OBX_TEST_PG"
@@ -143,6 +145,7 @@ for backend in $backends; do
             run test_real mariadb "$bin/test_real" mariadb "$my_tests"
             run test_outbox mariadb "$bin/test_outbox" mariadb "$my_tests"
             run test_inbox mariadb "$bin/test_inbox" mariadb "$my_tests"
+            run test_native mariadb "$bin/test_native" mariadb "$OBX_TEST_MY"
             run test_multi mariadb "$bin/test_multi" mariadb "$OBX_TEST_MY" "$OBX_TEST_MY2" "$OBX_TEST_MY3"
             run_ctl mariadb "$OBX_TEST_MY2"
             run_sqlfiles mariadb "$OBX_TEST_MY"

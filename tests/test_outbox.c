@@ -5515,7 +5515,7 @@ static void *only_alloc(size_t n, void *user) {
 }
 
 /* CORE-SQLITE-SYNC: the durability mode asked for in the connection string
- * (sqliteodbc's SyncPragma=, README "Gateways") is the one the store's own
+ * (sqliteodbc's SyncPragma=, docs/GATEWAYS.md, "Power loss") is the one the store's own
  * connection runs with: PRAGMA synchronous read through that connection.
  * Without SyncPragma the driver sets NORMAL. JournalMode=WAL takes effect
  * too (the journal mode is a property of the file: it stays WAL). */

@@ -1966,6 +1966,24 @@ static void test_null_walk_obx(void) {
     TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue: message");
     TT_EQ_INT(obx_enqueue_tx(s, NULL, &m, id), OBX_ERR_INVALID_ARG);
     TT_EQ_INT(obx_enqueue_batch(NULL, NULL, &m, 1, NULL), OBX_ERR_INVALID_ARG);
+    { /* the statements for the caller's own driver */
+        obx_sql *sql = NULL;
+        TT_EQ_INT(obx_enqueue_sql(NULL, &m, 1, OBX_SQL_MARKERS_QUESTION, &sql, NULL), OBX_ERR_INVALID_ARG);
+        TT_EQ_INT(obx_enqueue_sql(s, &m, 1, OBX_SQL_MARKERS_QUESTION, NULL, NULL), OBX_ERR_INVALID_ARG);
+        TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_sql: out_sql");
+        TT_EQ_INT(obx_enqueue_sql(s, &m, 1, -1, &sql, NULL), OBX_ERR_INVALID_ARG);
+        TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_sql: markers");
+        TT_EQ_INT(obx_enqueue_sql(s, NULL, 1, OBX_SQL_MARKERS_QUESTION, &sql, NULL), OBX_ERR_INVALID_ARG);
+        TT_EQ_INT(obx_enqueue_sql(s, &m, -1, OBX_SQL_MARKERS_QUESTION, &sql, NULL), OBX_ERR_INVALID_ARG);
+        TT_ASSERT(sql == NULL);
+        TT_EQ_INT(obx_sql_count(NULL), 0);
+        TT_ASSERT(obx_sql_at(NULL, 0) == NULL && obx_sql_id(NULL, 0) == NULL);
+        TT_EQ_INT(obx_sql_check(NULL, NULL, NULL), OBX_ERR_INVALID_ARG);
+        TT_EQ_INT(obx_sql_check(s, NULL, "READ-COMMITTED"), OBX_ERR_INVALID_ARG);
+        TT_EQ_INT(obx_sql_error(NULL, OBX_ERR_DB, NULL, NULL, 0, NULL), OBX_ERR_INVALID_ARG);
+        TT_EQ_INT(obx_sql_error(s, OBX_ERR_STATE, NULL, NULL, 0, NULL), OBX_ERR_STATE);
+        obx_sql_free(NULL);
+    }
     TT_EQ_INT(obx_enqueue_batch(s, NULL, NULL, 0, NULL), OBX_OK); /* nothing to do */
     TT_EQ_INT(obx_enqueue_batch(s, NULL, NULL, 1, NULL), OBX_ERR_INVALID_ARG);
     TT_EQ_INT(obx_enqueue_batch(s, NULL, &m, -1, NULL), OBX_ERR_INVALID_ARG);
@@ -2087,6 +2105,16 @@ static void test_null_walk_ibx(void) {
     TT_EQ_INT(ibx_mark_processed(s, NULL, "s"), IBX_ERR_INVALID_ARG);
     TT_EQ_INT(ibx_mark_dead(s, "i", NULL), IBX_ERR_INVALID_ARG);
     TT_EQ_INT(ibx_enqueue(NULL, &m, NULL), IBX_ERR_INVALID_ARG);
+    { /* the statements for the caller's own driver */
+        ibx_sql *sql = NULL;
+        TT_EQ_INT(ibx_enqueue_sql(NULL, &m, IBX_SQL_MARKERS_QUESTION, &sql), IBX_ERR_INVALID_ARG);
+        TT_ASSERT(sql == NULL);
+        TT_EQ_INT(ibx_sql_count(NULL), 0);
+        TT_ASSERT(ibx_sql_at(NULL, 0) == NULL && ibx_sql_id(NULL, 0) == NULL);
+        TT_EQ_INT(ibx_sql_check(NULL, NULL, NULL), IBX_ERR_INVALID_ARG);
+        TT_EQ_INT(ibx_sql_error(NULL, IBX_ERR_DB, NULL, NULL, 0, NULL), IBX_ERR_INVALID_ARG);
+        ibx_sql_free(NULL);
+    }
     TT_EQ_INT(ibx_enqueue(s, NULL, NULL), IBX_ERR_INVALID_ARG);
     TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_ERR_INVALID_ARG);
     m.topic = "t";

@@ -3,7 +3,7 @@
 # first-release outbox (tests/schema/v0/) costs the writers, per database:
 # each upgrade statement of sql/<dialect>/outbox.sql (what obx_store_deploy
 # runs) with its time, while one writer inserts rows one by one and records
-# its longest wait. Not a test: prints a table for the README's "Upgrading".
+# its longest wait. Not a test: prints the table of docs/UPGRADING.md.
 #   UPGRADE_ROWS  rows in the old table (default 100000)
 # Uses the throw-away servers of tests/db.sh (started here, stopped after).
 set -euo pipefail

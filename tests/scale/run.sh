@@ -135,7 +135,7 @@ scenario_pgbouncer() {
     # SET a session of their own (read-only, deadlock_timeout: through the
     # pooler the SET stays on a server connection other clients get) and the
     # statement timeout (psqlODBC's query timeout never fires through
-    # PgBouncer 1.18: the test waits until killed; see README).
+    # PgBouncer 1.18: the test waits until killed; see docs/SCALING.md).
     for t in test_outbox test_inbox; do
         TT_EXCEPT="OBX-123 OBX-124 IBX-126 CORE-STATEMENT-TIMEOUT CORE-READ-ONLY-REAL CORE-DEADLOCK-REAL IBX-DEADLOCK-REAL" timeout 900 "$bin/$t" postgresql "$pooled" \
             >"$rundir/bouncer-$t.out" 2>&1
