@@ -95,12 +95,13 @@
  *     IBX_NO_POSIX_CLOCK build without clock_gettime()/nanosleep(); give
  *                        the store a clock hook then (a dispatcher without
  *                        one is refused: it could not sleep between polls)
- *     IBX_NO_THREADS     build without pthreads: ibx_dispatcher_wake() does
+ *     IBX_NO_THREADS     build without threads: ibx_dispatcher_wake() does
  *                        nothing, run() sleeps in 50 ms slices, leases are
  *                        not renewed while handlers run, and a dispatcher
  *                        does not listen at its wake_path
  *     IBX_NO_WAKE_SOCKET build without sockets: a wake_path (store or
- *                        dispatcher desc) is IBX_ERR_UNSUPPORTED
+ *                        dispatcher desc) is IBX_ERR_UNSUPPORTED (always
+ *                        so on Windows)
  *     IBX_NO_SQLITE, IBX_NO_POSTGRESQL, IBX_NO_MARIADB, IBX_NO_SQLSERVER
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store
@@ -143,6 +144,16 @@
  *   include ibx.h (with IBX_IMPLEMENTATION) before any other header there,
  *   or to compile it with -D_POSIX_C_SOURCE=200809L. No flag beyond
  *   -pthread and -lodbc.
+ *   Windows (_WIN32; mingw-w64, and code kept to what MSVC takes) needs no
+ *   POSIX: the implementation uses Win32 itself, a thin layer in "head"
+ *   (SRW locks, condition variables, _beginthreadex, INIT_ONCE; the system
+ *   time, the performance counter and Sleep; rand_s for the seed; never
+ *   winpthreads), and Windows' own ODBC:
+ *   `x86_64-w64-mingw32-gcc -std=c99 app.c -lodbc32` (MSVC: odbc32.lib).
+ *   Left out there: the wake socket (a wake_path is IBX_ERR_UNSUPPORTED
+ *   naming wake_path; a dispatcher polls). make check-windows builds both
+ *   headers with mingw-w64 and -Werror and runs the fake-ODBC tests under
+ *   Wine; no real driver nor MSVC is run by the tests.
  *
  * 3. RUNTIME OPTIONS --------------------------------------------------------
  *   Descriptions are structs where all-zero means "the default"; each field
@@ -153,7 +164,8 @@
  *     allocator  malloc / realloc / free (give all three or none: a
  *                half-set allocator is refused with IBX_ERR_INVALID_ARG)
  *     clock      CLOCK_REALTIME for UTC wall time, CLOCK_MONOTONIC for
- *                intervals, nanosleep for sleeping
+ *                intervals, nanosleep for sleeping (Windows: the system
+ *                time, the performance counter, Sleep)
  *     logger     one line per event to stderr (UTC time, process id,
  *                level, store, text), level INFO and up or what
  *                IBX_LOG_LEVEL says (debug, info, warn, error, off); lines
@@ -165,7 +177,7 @@
  *                WARN for what the library retries (a handler's retry, an
  *                outage, a lock it waits for)
  *     random     splitmix64 seeded from /dev/urandom (arc4random_buf on
- *                Apple; else time, address: a device without
+ *                Apple, rand_s on Windows; else time, address: a device without
  *                /dev/urandom should give this hook)
  *   The hook types are laid out identically in both headers, so one
  *   allocator, clock or logger implementation plugs into both.
@@ -1849,20 +1861,30 @@ IBX_API ibx_result ibx_run_now(ibx_store *store, const char *message_id, const c
 #include <string.h>
 #include <time.h>
 #ifdef _WIN32
-#include <process.h> /* _getpid */
+/* Windows' ODBC headers need <windows.h> first (lean: no winsock, no GDI). */
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#define IBX__LEAN_HERE
+#endif
+#include <windows.h>
+#ifdef IBX__LEAN_HERE
+#undef WIN32_LEAN_AND_MEAN
+#undef IBX__LEAN_HERE
+#endif
+#include <process.h> /* _getpid, _beginthreadex */
 #else
 #include <unistd.h> /* getpid */
 #endif
 #include <sql.h>
 #include <sqlext.h>
-#ifndef IBX_NO_THREADS
+#if !defined(IBX_NO_THREADS) && !defined(_WIN32)
 #include <pthread.h>
 #endif
 
 /* The feature set of this file is fixed by now (see "features" at the top):
  * POSIX 2008 must be in it. glibc says so itself (__USE_XOPEN2K8); elsewhere
  * CLOCK_MONOTONIC is the sign. */
-#if !(defined(IBX_NO_POSIX_CLOCK) && defined(IBX_NO_THREADS) && defined(IBX_NO_WAKE_SOCKET)) && \
+#if !(defined(IBX_NO_POSIX_CLOCK) && defined(IBX_NO_THREADS) && defined(IBX_NO_WAKE_SOCKET)) && !defined(_WIN32) && \
     ((defined(__GLIBC__) && !defined(__USE_XOPEN2K8)) || (!defined(IBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)))
 #error "ibx: the implementation needs POSIX 2008, which this file's feature set hides (strict ISO C, and a system header included before ibx.h, or a _POSIX_C_SOURCE below 200809L): in the file that defines IBX_IMPLEMENTATION, include ibx.h (with that define) before any other header, or compile that file with -D_POSIX_C_SOURCE=200809L"
 #endif
@@ -1897,6 +1919,120 @@ void arc4random_buf(void *buf, size_t n);
 #endif
 #endif
 
+/* Core functions are static; some are used by only one of the two headers,
+ * so tell the compiler that an unused one is not a mistake. */
+#if defined(__GNUC__) || defined(__clang__)
+#define IBX__PRIVATE static __attribute__((unused))
+#define IBX__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define IBX__PRIVATE static
+#define IBX__PRINTF(f, a)
+#endif
+
+/* Threads: pthreads, or on Windows (MSVC and mingw-w64 alike, no
+ * winpthreads) a thin layer over Win32 in the same shape: SRW locks,
+ * condition variables, _beginthreadex, one-time initialization. Results as
+ * pthreads gives them where the code looks (0 = done). A condition's
+ * deadline (ibx__deadline) is a timespec on POSIX, GetTickCount64()
+ * milliseconds on Windows; ibx__cond_init and ibx__cond_deadline are below,
+ * with the clocks. */
+#ifndef IBX_NO_THREADS
+#ifdef _WIN32
+typedef SRWLOCK ibx__mutex_t;
+typedef CONDITION_VARIABLE ibx__cond_t;
+typedef INIT_ONCE ibx__once_t;
+typedef ULONGLONG ibx__deadline;
+typedef struct ibx__thread_t {
+    HANDLE handle;
+    void *(*fn)(void *);
+    void *arg;
+} ibx__thread_t;
+#define IBX__MUTEX_INIT SRWLOCK_INIT
+#define IBX__ONCE_INIT INIT_ONCE_STATIC_INIT
+#define ibx__mutex_init(m) InitializeSRWLock(m)
+#define ibx__mutex_destroy(m) ((void)(m))
+#define ibx__mutex_lock(m) AcquireSRWLockExclusive(m)
+#define ibx__mutex_unlock(m) ReleaseSRWLockExclusive(m)
+#define ibx__mutex_trylock(m) (TryAcquireSRWLockExclusive(m) ? 0 : 1)
+#define ibx__cond_destroy(c) ((void)(c))
+#define ibx__cond_signal(c) WakeConditionVariable(c)
+#define ibx__cond_broadcast(c) WakeAllConditionVariable(c)
+#define ibx__cond_wait(c, m) ((void)SleepConditionVariableSRW(c, m, INFINITE, 0))
+/* 0 when signalled (or woken spuriously: callers loop), else timed out. */
+IBX__PRIVATE int ibx__cond_timedwait(ibx__cond_t *c, ibx__mutex_t *m, const ibx__deadline *d) {
+    ULONGLONG now = GetTickCount64();
+    return now >= *d || !SleepConditionVariableSRW(c, m, (DWORD)(*d - now), 0);
+}
+IBX__PRIVATE unsigned __stdcall ibx__thread_main(void *arg) {
+    ibx__thread_t *t = (ibx__thread_t *)arg; /* lives in the caller's object until joined */
+    t->fn(t->arg);
+    return 0;
+}
+IBX__PRIVATE int ibx__thread_create(ibx__thread_t *t, void *(*fn)(void *), void *arg) {
+    uintptr_t h;
+    t->fn = fn;
+    t->arg = arg;
+    h = _beginthreadex(NULL, 0, ibx__thread_main, t, 0, NULL);
+    t->handle = (HANDLE)h;
+    return h ? 0 : 1;
+}
+IBX__PRIVATE void ibx__thread_join(ibx__thread_t *t) {
+    WaitForSingleObject(t->handle, INFINITE);
+    CloseHandle(t->handle);
+}
+typedef struct ibx__once_fn { void (*fn)(void); } ibx__once_fn;
+IBX__PRIVATE BOOL CALLBACK ibx__once_main(PINIT_ONCE once, PVOID box, PVOID *ctx) {
+    (void)once;
+    (void)ctx;
+    ((ibx__once_fn *)box)->fn();
+    return TRUE;
+}
+IBX__PRIVATE void ibx__once(ibx__once_t *once, void (*fn)(void)) {
+    ibx__once_fn box;
+    box.fn = fn;
+    InitOnceExecuteOnce(once, ibx__once_main, &box, NULL);
+}
+#else
+typedef pthread_mutex_t ibx__mutex_t;
+typedef pthread_cond_t ibx__cond_t;
+typedef pthread_once_t ibx__once_t;
+typedef pthread_t ibx__thread_t;
+typedef struct timespec ibx__deadline;
+#define IBX__MUTEX_INIT PTHREAD_MUTEX_INITIALIZER
+#define IBX__ONCE_INIT PTHREAD_ONCE_INIT
+#define ibx__mutex_init(m) pthread_mutex_init(m, NULL)
+#define ibx__mutex_destroy(m) pthread_mutex_destroy(m)
+#define ibx__mutex_lock(m) pthread_mutex_lock(m)
+#define ibx__mutex_unlock(m) pthread_mutex_unlock(m)
+#define ibx__mutex_trylock(m) pthread_mutex_trylock(m)
+#define ibx__cond_destroy(c) pthread_cond_destroy(c)
+#define ibx__cond_signal(c) pthread_cond_signal(c)
+#define ibx__cond_broadcast(c) pthread_cond_broadcast(c)
+#define ibx__cond_wait(c, m) pthread_cond_wait(c, m)
+#define ibx__cond_timedwait(c, m, d) pthread_cond_timedwait(c, m, d)
+#define ibx__thread_create(t, fn, arg) pthread_create(t, NULL, fn, arg)
+#define ibx__thread_join(t) pthread_join(*(t), NULL)
+#define ibx__once(o, fn) pthread_once(o, fn)
+#endif
+#endif
+
+/* rand_s (Windows' seed: the system's random source, in the C runtime
+ * since XP) is declared by <stdlib.h> only under _CRT_RAND_S, which had to
+ * come before it; else declared here. */
+#if defined(_WIN32) && !defined(_CRT_RAND_S)
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wredundant-decls"
+#endif
+#ifdef __cplusplus
+extern "C"
+#endif
+int __cdecl rand_s(unsigned int *value);
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+
 /* One definition for the whole program, whichever file comes first: weak
  * where the compiler has it (else one per file). */
 #if defined(__GNUC__) || defined(__clang__)
@@ -1912,23 +2048,13 @@ void arc4random_buf(void *buf, size_t n);
  * weak symbol that the linker makes one (IBX__SHARED, above). */
 #if !defined(IBX_NO_THREADS) && !defined(OBX_IBX_CONNECT_LOCK_DEFINED)
 #define OBX_IBX_CONNECT_LOCK_DEFINED
-IBX__SHARED pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
+IBX__SHARED ibx__mutex_t obx_ibx_connect_lock = IBX__MUTEX_INIT;
 #endif
 #define IBX__CONNECT_LOCK obx_ibx_connect_lock
 
 /* >>common-begin core */
 
 
-
-/* Core functions are static; some are used by only one of the two headers,
- * so tell the compiler that an unused one is not a mistake. */
-#if defined(__GNUC__) || defined(__clang__)
-#define IBX__PRIVATE static __attribute__((unused))
-#define IBX__PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define IBX__PRIVATE static
-#define IBX__PRINTF(f, a)
-#endif
 
 #ifndef IBX_ASSERT
 #if defined(IBX_TERSE_MESSAGES) && !defined(NDEBUG)
@@ -1969,18 +2095,53 @@ static void *ibx__default_alloc(size_t size, void *user) { (void)user; return ma
 static void *ibx__default_realloc(void *ptr, size_t size, void *user) { (void)user; return realloc(ptr, size); }
 static void ibx__default_free(void *ptr, void *user) { (void)user; free(ptr); }
 
-#ifndef IBX_NO_POSIX_CLOCK
+/* Waits are cut into slices of at most an hour: a 32-bit time_t (armhf)
+ * cannot hold a deadline near INT64_MAX ms ("never again"), and one that
+ * wrapped would be in the past: a wait that never waits. */
+#define IBX__WAIT_SLICE_MAX_MS 3600000
+#if defined(IBX_NO_POSIX_CLOCK)
+static int64_t ibx__default_now_utc_ms(void *user) { (void)user; return (int64_t)time(NULL) * 1000; }
+static int64_t ibx__default_monotonic_ms(void *user) { (void)user; return (int64_t)time(NULL) * 1000; }
+static void ibx__default_sleep_ms(int64_t ms, void *user) { (void)ms; (void)user; }
+#elif defined(_WIN32)
+/* Windows: the system time (100 ns since 1601) and the performance counter. */
+static int64_t ibx__default_now_utc_ms(void *user) {
+    FILETIME ft;
+    ULARGE_INTEGER t;
+    (void)user;
+    GetSystemTimeAsFileTime(&ft);
+    t.LowPart = ft.dwLowDateTime;
+    t.HighPart = ft.dwHighDateTime;
+    return (int64_t)(t.QuadPart / 10000) - INT64_C(11644473600000);
+}
+static int64_t ibx__mono_us_now(void) {
+    LARGE_INTEGER f, c;
+    QueryPerformanceFrequency(&f);
+    QueryPerformanceCounter(&c);
+    return (int64_t)(c.QuadPart / f.QuadPart * 1000000 + c.QuadPart % f.QuadPart * 1000000 / f.QuadPart);
+}
+static int64_t ibx__default_monotonic_ms(void *user) { (void)user; return ibx__mono_us_now() / 1000; }
+static void ibx__default_sleep_ms(int64_t ms, void *user) {
+    (void)user;
+    while (ms > 0) {
+        int64_t slice = ms < IBX__WAIT_SLICE_MAX_MS ? ms : IBX__WAIT_SLICE_MAX_MS;
+        Sleep((DWORD)slice);
+        ms -= slice;
+    }
+}
+#else
 static int64_t ibx__clock_ms(clockid_t id) {
     struct timespec ts;
     if (clock_gettime(id, &ts) != 0) return 0;
     return (int64_t)ts.tv_sec * 1000 + (int64_t)(ts.tv_nsec / 1000000);
 }
+static int64_t ibx__mono_us_now(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) return 0;
+    return (int64_t)ts.tv_sec * 1000000 + (int64_t)(ts.tv_nsec / 1000);
+}
 static int64_t ibx__default_now_utc_ms(void *user) { (void)user; return ibx__clock_ms(CLOCK_REALTIME); }
 static int64_t ibx__default_monotonic_ms(void *user) { (void)user; return ibx__clock_ms(CLOCK_MONOTONIC); }
-/* Waits are cut into slices of at most an hour: a 32-bit time_t (armhf)
- * cannot hold a deadline near INT64_MAX ms ("never again"), and one that
- * wrapped would be in the past: a wait that never waits. */
-#define IBX__WAIT_SLICE_MAX_MS 3600000
 static void ibx__default_sleep_ms(int64_t ms, void *user) {
     (void)user;
     while (ms > 0) {
@@ -1992,20 +2153,21 @@ static void ibx__default_sleep_ms(int64_t ms, void *user) {
         ms -= slice;
     }
 }
-#else
-static int64_t ibx__default_now_utc_ms(void *user) { (void)user; return (int64_t)time(NULL) * 1000; }
-static int64_t ibx__default_monotonic_ms(void *user) { (void)user; return (int64_t)time(NULL) * 1000; }
-static void ibx__default_sleep_ms(int64_t ms, void *user) { (void)ms; (void)user; }
 #endif
 
-#ifndef IBX_NO_THREADS
+#if !defined(IBX_NO_THREADS) && defined(_WIN32)
+/* Windows: deadlines on GetTickCount64 (monotonic; ~16 ms steps, fine for
+ * slices of 100 ms and more). */
+IBX__PRIVATE void ibx__cond_init(ibx__cond_t *c) { InitializeConditionVariable(c); }
+IBX__PRIVATE void ibx__cond_deadline(ibx__deadline *d, int64_t ms) { *d = GetTickCount64() + (ULONGLONG)ms; }
+#elif !defined(IBX_NO_THREADS)
 /* Condition variables with deadlines `ms` from now. By default they wait on
  * CLOCK_MONOTONIC (pthread_condattr_setclock: immune to wall-clock steps).
  * The fallback (IBX__FALLBACKS: macOS has no such call) waits on
  * CLOCK_REALTIME: a wall-clock step then lengthens or shortens one wait, and
  * every wait is a short slice (100 ms renewer, 250 ms with a stop flag, at
  * most an hour). */
-IBX__PRIVATE void ibx__cond_init(pthread_cond_t *c) {
+IBX__PRIVATE void ibx__cond_init(ibx__cond_t *c) {
 #if IBX__FALLBACKS
     pthread_cond_init(c, NULL);
 #else
@@ -2017,7 +2179,7 @@ IBX__PRIVATE void ibx__cond_init(pthread_cond_t *c) {
 #endif
 }
 
-IBX__PRIVATE void ibx__cond_deadline(struct timespec *ts, int64_t ms) {
+IBX__PRIVATE void ibx__cond_deadline(ibx__deadline *ts, int64_t ms) {
     clock_gettime(IBX__FALLBACKS ? CLOCK_REALTIME : CLOCK_MONOTONIC, ts);
     ts->tv_sec += (time_t)(ms / 1000);
     ts->tv_nsec += (long)(ms % 1000) * 1000000L;
@@ -2113,10 +2275,10 @@ static uint64_t ibx__default_random(void *user) {
 #if defined(__GNUC__) || defined(__clang__)
     z = __atomic_add_fetch((uint64_t *)user, 0x9E3779B97F4A7C15ULL, __ATOMIC_RELAXED);
 #elif !defined(IBX_NO_THREADS)
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    pthread_mutex_lock(&lock);
+    static ibx__mutex_t lock = IBX__MUTEX_INIT;
+    ibx__mutex_lock(&lock);
     z = (*(uint64_t *)user += 0x9E3779B97F4A7C15ULL);
-    pthread_mutex_unlock(&lock);
+    ibx__mutex_unlock(&lock);
 #else
     z = (*(uint64_t *)user += 0x9E3779B97F4A7C15ULL);
 #endif
@@ -2127,7 +2289,10 @@ static uint64_t ibx__default_random(void *user) {
 
 static uint64_t ibx__random_seed(const void *salt) {
     uint64_t seed = 0;
-#if IBX__FALLBACKS
+#if defined(_WIN32)
+    unsigned int part[2];
+    if (rand_s(&part[0]) == 0 && rand_s(&part[1]) == 0) seed = (uint64_t)part[0] << 32 | part[1];
+#elif IBX__FALLBACKS
     arc4random_buf(&seed, sizeof seed); /* never fails, needs no device file */
 #else
     FILE *f = fopen("/dev/urandom", "rb");
@@ -2203,9 +2368,7 @@ IBX__PRIVATE int64_t ibx__mono_ms(const ibx__hooks *h) { return h->clock.monoton
  * a clock hook's milliseconds otherwise. */
 IBX__PRIVATE int64_t ibx__mono_us(const ibx__hooks *h) {
 #ifndef IBX_NO_POSIX_CLOCK
-    struct timespec ts;
-    if (h->clock.monotonic_ms == ibx__default_monotonic_ms && clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
-        return (int64_t)ts.tv_sec * 1000000 + (int64_t)(ts.tv_nsec / 1000);
+    if (h->clock.monotonic_ms == ibx__default_monotonic_ms) return ibx__mono_us_now();
 #endif
     return ibx__mono_ms(h) * 1000;
 }
@@ -3357,8 +3520,8 @@ IBX__PRIVATE ibx_result ibx__driver_connect(ibx__db *db, const char *connstr) {
     db->connect_busy = 0;
 #ifndef IBX_NO_THREADS
     if (!db->connect_no_wait) {
-        pthread_mutex_lock(&IBX__CONNECT_LOCK);
-    } else if (pthread_mutex_trylock(&IBX__CONNECT_LOCK) != 0) {
+        ibx__mutex_lock(&IBX__CONNECT_LOCK);
+    } else if (ibx__mutex_trylock(&IBX__CONNECT_LOCK) != 0) {
         db->connect_busy = 1; /* the renewal thread: a connect to a frozen server must not hold it up */
         return ibx__fail(db->err, IBX_ERR_DB_TRANSIENT, "SQLDriverConnect",
                          "another thread is connecting" IBX__WHY("; tried again shortly"));
@@ -3367,7 +3530,7 @@ IBX__PRIVATE ibx_result ibx__driver_connect(ibx__db *db, const char *connstr) {
     rc = SQLDriverConnect(db->dbc, NULL, IBX__SQLTEXT(connstr), SQL_NTS, out, (SQLSMALLINT)sizeof out,
                           &out_len, SQL_DRIVER_NOPROMPT);
 #ifndef IBX_NO_THREADS
-    pthread_mutex_unlock(&IBX__CONNECT_LOCK);
+    ibx__mutex_unlock(&IBX__CONNECT_LOCK);
 #endif
     if (!SQL_SUCCEEDED(rc)) {
         ibx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLDriverConnect");
@@ -4419,8 +4582,8 @@ typedef struct ibx__opening {
     void *ctx;
 #ifndef IBX_NO_THREADS
     int threaded;                /* started on a thread of its own: join it */
-    pthread_t thread;
-    pthread_mutex_t lock;
+    ibx__thread_t thread;
+    ibx__mutex_t lock;
 #endif
 } ibx__opening;
 
@@ -4678,10 +4841,10 @@ IBX__PRIVATE ibx_result ibx__registry_apply(ibx__registry *r, const ibx_database
 static void *ibx__opening_main(void *arg) {
     ibx__opening *o = (ibx__opening *)arg;
     void *store = o->open(o->ctx, o->id, o->connstr);
-    pthread_mutex_lock(&o->lock);
+    ibx__mutex_lock(&o->lock);
     o->store = store;
     o->done = 1;
-    pthread_mutex_unlock(&o->lock);
+    ibx__mutex_unlock(&o->lock);
     return NULL;
 }
 #endif
@@ -4692,7 +4855,7 @@ IBX__PRIVATE void ibx__registry_take(ibx__registry *r) {
     ibx__opening *o = &r->opening;
     int i;
 #ifndef IBX_NO_THREADS
-    if (o->threaded) pthread_join(o->thread, NULL);
+    if (o->threaded) ibx__thread_join(&o->thread);
     o->threaded = 0;
 #endif
     for (i = 0; i < r->down_count; i++)
@@ -4731,9 +4894,9 @@ IBX__PRIVATE void ibx__registry_retry(ibx__registry *r) {
     if (o->busy) {
         int done = 1;
 #ifndef IBX_NO_THREADS
-        pthread_mutex_lock(&o->lock);
+        ibx__mutex_lock(&o->lock);
         done = o->done;
-        pthread_mutex_unlock(&o->lock);
+        ibx__mutex_unlock(&o->lock);
 #endif
         if (!done) return;
         ibx__registry_take(r);
@@ -4767,7 +4930,7 @@ IBX__PRIVATE void ibx__registry_retry(ibx__registry *r) {
     }
     r->down[due].retry_ms = INT64_MAX; /* out: not started twice */
 #ifndef IBX_NO_THREADS
-    o->threaded = pthread_create(&o->thread, NULL, ibx__opening_main, o) == 0;
+    o->threaded = ibx__thread_create(&o->thread, ibx__opening_main, o) == 0;
     if (o->threaded) return;
 #endif
     o->store = r->open(r->ctx, o->id, o->connstr);
@@ -4776,7 +4939,7 @@ IBX__PRIVATE void ibx__registry_retry(ibx__registry *r) {
 
 IBX__PRIVATE void ibx__registry_init(ibx__registry *r) {
 #ifndef IBX_NO_THREADS
-    pthread_mutex_init(&r->opening.lock, NULL);
+    ibx__mutex_init(&r->opening.lock);
 #else
     (void)r;
 #endif
@@ -4790,7 +4953,7 @@ IBX__PRIVATE void ibx__registry_free(ibx__registry *r) {
     r->down_count = 0; /* so an attempt that is out closes its store */
     if (r->opening.busy) ibx__registry_take(r);
 #ifndef IBX_NO_THREADS
-    pthread_mutex_destroy(&r->opening.lock);
+    ibx__mutex_destroy(&r->opening.lock);
 #endif
     for (i = 0; i < r->count; i++) ibx__entry_free(r, &r->items[i]);
     ibx__free(r->hooks, r->items);
@@ -4893,8 +5056,8 @@ typedef struct ibx__loop {
     volatile sig_atomic_t *stop_flag; /* the caller's, e.g. set by a signal handler */
     int use_hook_sleep;          /* a custom clock: sleep through it, not a condition variable */
 #ifndef IBX__LOOP_SLICED
-    pthread_mutex_t mutex;
-    pthread_cond_t cond;
+    ibx__mutex_t mutex;
+    ibx__cond_t cond;
     int woken;
 #endif
 } ibx__loop;
@@ -4906,7 +5069,7 @@ IBX__PRIVATE void ibx__loop_init(ibx__loop *l, const ibx__hooks *h,
     l->stop_flag = stop_flag;
     l->use_hook_sleep = h->clock.sleep_ms != ibx__default_sleep_ms;
 #ifndef IBX__LOOP_SLICED
-    pthread_mutex_init(&l->mutex, NULL);
+    ibx__mutex_init(&l->mutex);
     ibx__cond_init(&l->cond);
     l->woken = 0;
 #endif
@@ -4914,8 +5077,8 @@ IBX__PRIVATE void ibx__loop_init(ibx__loop *l, const ibx__hooks *h,
 
 IBX__PRIVATE void ibx__loop_destroy(ibx__loop *l) {
 #ifndef IBX__LOOP_SLICED
-    pthread_mutex_destroy(&l->mutex);
-    pthread_cond_destroy(&l->cond);
+    ibx__mutex_destroy(&l->mutex);
+    ibx__cond_destroy(&l->cond);
 #else
     (void)l;
 #endif
@@ -4924,9 +5087,9 @@ IBX__PRIVATE void ibx__loop_destroy(ibx__loop *l) {
 IBX__PRIVATE int ibx__loop_stopped(ibx__loop *l) {
     int stopping;
 #ifndef IBX__LOOP_SLICED
-    pthread_mutex_lock(&l->mutex);
+    ibx__mutex_lock(&l->mutex);
     stopping = l->stopping;
-    pthread_mutex_unlock(&l->mutex);
+    ibx__mutex_unlock(&l->mutex);
 #else
     stopping = l->stopping;
 #endif
@@ -4942,16 +5105,16 @@ IBX__PRIVATE int ibx__loop_wait(ibx__loop *l, int64_t ms) {
          * not signal the condition, so it is looked at between slices. */
         while (ms > 0 && !woken) {
             int64_t slice = l->stop_flag && ms > 250 ? 250 : ms;
-            struct timespec deadline;
+            ibx__deadline deadline;
             if (slice > IBX__WAIT_SLICE_MAX_MS) slice = IBX__WAIT_SLICE_MAX_MS; /* 32-bit time_t */
             ibx__cond_deadline(&deadline, slice);
-            pthread_mutex_lock(&l->mutex);
+            ibx__mutex_lock(&l->mutex);
             while (!l->woken && !l->stopping)
-                if (pthread_cond_timedwait(&l->cond, &l->mutex, &deadline) != 0) break;
+                if (ibx__cond_timedwait(&l->cond, &l->mutex, &deadline) != 0) break;
             woken = l->woken;
             l->woken = 0;
             if (l->stopping) ms = 0;
-            pthread_mutex_unlock(&l->mutex);
+            ibx__mutex_unlock(&l->mutex);
             if (l->stop_flag && *l->stop_flag) ms = 0;
             ms -= slice;
         }
@@ -4968,10 +5131,10 @@ IBX__PRIVATE int ibx__loop_wait(ibx__loop *l, int64_t ms) {
 
 IBX__PRIVATE void ibx__loop_wake(ibx__loop *l) {
 #ifndef IBX__LOOP_SLICED
-    pthread_mutex_lock(&l->mutex);
+    ibx__mutex_lock(&l->mutex);
     l->woken = 1;
-    pthread_cond_signal(&l->cond);
-    pthread_mutex_unlock(&l->mutex);
+    ibx__cond_signal(&l->cond);
+    ibx__mutex_unlock(&l->mutex);
 #else
     (void)l;
 #endif
@@ -4979,10 +5142,10 @@ IBX__PRIVATE void ibx__loop_wake(ibx__loop *l) {
 
 IBX__PRIVATE void ibx__loop_stop(ibx__loop *l) {
 #ifndef IBX__LOOP_SLICED
-    pthread_mutex_lock(&l->mutex);
+    ibx__mutex_lock(&l->mutex);
     l->stopping = 1;
-    pthread_cond_broadcast(&l->cond);
-    pthread_mutex_unlock(&l->mutex);
+    ibx__cond_broadcast(&l->cond);
+    ibx__mutex_unlock(&l->mutex);
 #else
     l->stopping = 1;
 #endif
@@ -4993,8 +5156,8 @@ IBX__PRIVATE void ibx__loop_stop(ibx__loop *l) {
 /* A producer in another process tells a waiting dispatcher that work was
  * committed by sending one byte to the dispatcher's socket path; the
  * database stays the only source of truth (a lost byte costs one poll).
- * POSIX; IBX_NO_WAKE_SOCKET leaves it out. */
-#ifndef IBX_NO_WAKE_SOCKET
+ * POSIX; IBX_NO_WAKE_SOCKET leaves it out, and so does Windows. */
+#if !defined(IBX_NO_WAKE_SOCKET) && !defined(_WIN32)
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -5014,7 +5177,13 @@ IBX__PRIVATE void ibx__loop_stop(ibx__loop *l) {
 IBX__PRIVATE ibx_result ibx__wake_path_check(ibx_error *err, const char *where, const char *path) {
     if (!path) return IBX_OK;
     if (!IBX__WAKE_SOCKET)
+#ifdef _WIN32
+        return ibx__fail(err, IBX_ERR_UNSUPPORTED, where,
+                         "no wake socket on Windows (Unix datagram sockets); leave wake_path NULL: "
+                         "the dispatcher polls");
+#else
         return ibx__fail(err, IBX_ERR_UNSUPPORTED, where, "built with IBX_NO_WAKE_SOCKET");
+#endif
     if (!path[0] || strlen(path) > (size_t)IBX__WAKE_PATH_MAX)
         return ibx__fail(err, IBX_ERR_INVALID_ARG, where,
                          "a socket path of 1..%d bytes, got %lu", IBX__WAKE_PATH_MAX,
@@ -6563,7 +6732,7 @@ static void ibx__count(ibx_store *s, ibx_metric metric, int64_t n) {
 /* The error of a NULL handle, filled once: an initialized ibx_error is
  * 628 bytes of flash, nearly all zeros. GCC and Clang fill it before main
  * (a constructor: no lock, with or without threads); other compilers at
- * first use, under pthread_once. */
+ * first use, under a once-only call (ibx__once). */
 #if defined(__GNUC__) || defined(__clang__) || !defined(IBX_NO_THREADS)
 static ibx_error ibx__null_error_at;
 
@@ -6579,9 +6748,9 @@ static void ibx__null_error_fill(void) {
 #if defined(__GNUC__) || defined(__clang__)
 #define ibx__null_error() ((const ibx_error *)&ibx__null_error_at)
 #else
-static pthread_once_t ibx__null_error_once = PTHREAD_ONCE_INIT;
+static ibx__once_t ibx__null_error_once = IBX__ONCE_INIT;
 static const ibx_error *ibx__null_error(void) {
-    pthread_once(&ibx__null_error_once, ibx__null_error_fill);
+    ibx__once(&ibx__null_error_once, ibx__null_error_fill);
     return &ibx__null_error_at;
 }
 #endif
@@ -7075,7 +7244,7 @@ IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const
     if (!ddl) return IBX_ERR_NO_MEMORY;
     n = strlen(ddl) + 1;
     if (needed) *needed = n;
-    if (n > cap) {
+    if (n > cap || !out) { /* !out: cap is 0 (checked above); said for the optimizer */
         ibx__free(&h, ddl);
         return IBX_ERR_OUT_OF_RANGE;
     }
@@ -8537,9 +8706,9 @@ static ibx_result ibx__one_message(ibx_store *s, const char *fn, int slot, const
  * guards every field the two threads share (marked "shared"). */
 #ifndef IBX__LOOP_SLICED
 typedef struct ibx__renewer {
-    pthread_t thread;
-    pthread_mutex_t mutex;
-    pthread_cond_t cond;
+    ibx__thread_t thread;
+    ibx__mutex_t mutex;
+    ibx__cond_t cond;
     ibx__hooks hooks;            /* a copy: outlives any store or provider */
     int warned;                  /* the dispatcher's thread only */
     /* shared: */
@@ -8637,9 +8806,9 @@ static void ibx__renew_step(ibx__renewer *w, int64_t now) {
     ibx_result r;
     w->busy = 1;
     w->stale = 0;
-    pthread_mutex_unlock(&w->mutex);
+    ibx__mutex_unlock(&w->mutex);
     r = ibx__renew_once(w, ms, n, stale, &rows);
-    pthread_mutex_lock(&w->mutex);
+    ibx__mutex_lock(&w->mutex);
     w->busy = 0;
     margin = lease_ms / 5 < IBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : IBX__LEASE_MARGIN_MAX_MS;
     if (r == IBX_OK && epoch == w->epoch && w->starting) {
@@ -8659,12 +8828,12 @@ static void ibx__renew_step(ibx__renewer *w, int64_t now) {
     /* A connect that found another thread connecting is tried again soon. */
     w->next_ms = ibx__sat_add(ibx__mono_ms(&w->hooks),
                               r != IBX_OK && w->side.connect_busy ? 100 : lease_ms / 3);
-    pthread_cond_broadcast(&w->cond);
+    ibx__cond_broadcast(&w->cond);
 }
 
 static void *ibx__renew_main(void *arg) {
     ibx__renewer *w = (ibx__renewer *)arg;
-    pthread_mutex_lock(&w->mutex);
+    ibx__mutex_lock(&w->mutex);
     while (!w->quit) {
         int64_t now = ibx__mono_ms(&w->hooks);
         if (w->call_started_ms && !w->stall_logged && now - w->call_started_ms >= IBX__STALL_WARN_MS) {
@@ -8691,14 +8860,14 @@ static void *ibx__renew_main(void *arg) {
             ibx__renew_step(w, now);
         } else {
             /* Slices of at most 100 ms: the clock hook is read afresh each time. */
-            struct timespec deadline;
+            ibx__deadline deadline;
             int64_t ms = w->active ? w->next_ms - now : 100;
             if (ms > 100) ms = 100;
             ibx__cond_deadline(&deadline, ms);
-            pthread_cond_timedwait(&w->cond, &w->mutex, &deadline);
+            ibx__cond_timedwait(&w->cond, &w->mutex, &deadline);
         }
     }
-    pthread_mutex_unlock(&w->mutex);
+    ibx__mutex_unlock(&w->mutex);
     return NULL;
 }
 
@@ -8711,7 +8880,7 @@ static ibx__renewer *ibx__renewer_create(const ibx__hooks *h) {
         w->hooks.rng_state = ibx__random(h);
         w->hooks.rng.user = &w->hooks.rng_state;
     }
-    pthread_mutex_init(&w->mutex, NULL);
+    ibx__mutex_init(&w->mutex);
     ibx__cond_init(&w->cond);
     return w;
 }
@@ -8721,19 +8890,19 @@ static void ibx__renewer_destroy(ibx__renewer *w) {
     int k;
     if (!w) return;
     if (w->started) {
-        pthread_mutex_lock(&w->mutex);
+        ibx__mutex_lock(&w->mutex);
         w->quit = 1;
-        pthread_cond_broadcast(&w->cond);
-        pthread_mutex_unlock(&w->mutex);
-        pthread_join(w->thread, NULL);
+        ibx__cond_broadcast(&w->cond);
+        ibx__mutex_unlock(&w->mutex);
+        ibx__thread_join(&w->thread);
     }
     ibx__db_close(&w->side);
     for (k = 0; k < IBX__KEY_LISTS; k++) ibx__buf_free(&w->hooks, &w->keys[k]);
     ibx__free(&w->hooks, w->connstr);
     ibx__free(&w->hooks, w->sql);
     ibx__free(&w->hooks, w->store_id);
-    pthread_mutex_destroy(&w->mutex);
-    pthread_cond_destroy(&w->cond);
+    ibx__mutex_destroy(&w->mutex);
+    ibx__cond_destroy(&w->cond);
     h = w->hooks;
     ibx__free(&h, w);
 }
@@ -8766,9 +8935,9 @@ static int ibx__renew_begin(ibx__renewer *w, ibx_store *s, const char *owner, co
                      IBX__WHY(" (a handler slower than the lease may run twice; it can call ibx_lease_extend)"));
         return 0;
     }
-    pthread_mutex_lock(&w->mutex);
+    ibx__mutex_lock(&w->mutex);
     if (!w->started)
-        w->started = pthread_create(&w->thread, NULL, ibx__renew_main, w) == 0;
+        w->started = ibx__thread_create(&w->thread, ibx__renew_main, w) == 0;
     ok = w->started && ibx__renew_keep(w, &w->connstr, s->db.connstr, &changed) &&
          ibx__renew_keep(w, &w->sql, s->sql[IBX__Q_EXTEND], &changed) &&
          ibx__renew_keep(w, &w->store_id, s->store_id, &changed);
@@ -8791,20 +8960,20 @@ static int ibx__renew_begin(ibx__renewer *w, ibx_store *s, const char *owner, co
         w->start_until_ms = start_until;
         w->next_ms = ibx__sat_add(w->started_ms, (int64_t)lease_seconds * 1000 / 3);
         w->active = 1;
-        pthread_cond_broadcast(&w->cond);
+        ibx__cond_broadcast(&w->cond);
     } else {
         w->stale = 1; /* a copy may be missing */
     }
-    pthread_mutex_unlock(&w->mutex);
+    ibx__mutex_unlock(&w->mutex);
     return ok;
 }
 
 /* Until when (monotonic) a handler of the batch may start. */
 static int64_t ibx__renew_start_until(ibx__renewer *w) {
     int64_t until;
-    pthread_mutex_lock(&w->mutex);
+    ibx__mutex_lock(&w->mutex);
     until = w->start_until_ms;
-    pthread_mutex_unlock(&w->mutex);
+    ibx__mutex_unlock(&w->mutex);
     return until;
 }
 
@@ -8813,12 +8982,12 @@ static int64_t ibx__renew_start_until(ibx__renewer *w) {
  * that finds fewer leases is no news). */
 static void ibx__renew_range(ibx__renewer *w, const ibx_message *ms, int n, int starting) {
     if (!w) return;
-    pthread_mutex_lock(&w->mutex);
+    ibx__mutex_lock(&w->mutex);
     w->ms = ms;
     w->n = n;
     w->starting = starting;
     w->epoch++;
-    pthread_mutex_unlock(&w->mutex);
+    ibx__mutex_unlock(&w->mutex);
 }
 
 /* The dispatcher enters (on) or leaves a call into the database: a call
@@ -8826,8 +8995,8 @@ static void ibx__renew_range(ibx__renewer *w, const ibx_message *ms, int n, int 
  * never a silent block. Starts the thread when it is not running yet. */
 static void ibx__watch(ibx__renewer *w, ibx_store *s, int on) {
     if (!w) return;
-    pthread_mutex_lock(&w->mutex);
-    if (!w->started) w->started = pthread_create(&w->thread, NULL, ibx__renew_main, w) == 0;
+    ibx__mutex_lock(&w->mutex);
+    if (!w->started) w->started = ibx__thread_create(&w->thread, ibx__renew_main, w) == 0;
     if (w->stall_logged && w->call_started_ms) /* the stall was said: so is its end, once */
         ibx__log(&w->hooks, IBX_LOG_INFO, w->watch_id, "the database answered again after %lld ms",
                  (long long)(ibx__mono_ms(&w->hooks) - w->call_started_ms));
@@ -8837,19 +9006,19 @@ static void ibx__watch(ibx__renewer *w, ibx_store *s, int on) {
     }
     w->call_started_ms = on ? ibx__mono_ms(&w->hooks) : 0;
     w->stall_logged = 0;
-    pthread_mutex_unlock(&w->mutex);
+    ibx__mutex_unlock(&w->mutex);
 }
 
 /* The batch is settled: stop renewing, and wait out a renewal in flight
  * (the next claim reuses the memory the renewal reads). */
 static void ibx__renew_end(ibx__renewer *w) {
     if (!w) return;
-    pthread_mutex_lock(&w->mutex);
+    ibx__mutex_lock(&w->mutex);
     w->active = 0;
     w->ms = NULL;
     w->n = 0;
-    while (w->busy) pthread_cond_wait(&w->cond, &w->mutex);
-    pthread_mutex_unlock(&w->mutex);
+    while (w->busy) ibx__cond_wait(&w->cond, &w->mutex);
+    ibx__mutex_unlock(&w->mutex);
 }
 
 #ifndef IBX_NO_MULTI_STORE
@@ -8858,11 +9027,11 @@ static void ibx__renew_end(ibx__renewer *w) {
  * thread, between batches). */
 static void ibx__renew_forget(ibx__renewer *w) {
     if (!w) return;
-    pthread_mutex_lock(&w->mutex);
-    while (w->busy) pthread_cond_wait(&w->cond, &w->mutex);
+    ibx__mutex_lock(&w->mutex);
+    while (w->busy) ibx__cond_wait(&w->cond, &w->mutex);
     ibx__db_close(&w->side);
     memset(&w->side, 0, sizeof w->side);
-    pthread_mutex_unlock(&w->mutex);
+    ibx__mutex_unlock(&w->mutex);
 }
 #endif
 #else
@@ -8928,7 +9097,7 @@ struct ibx_dispatcher {
     char wake_path[IBX__WAKE_PATH_MAX + 1]; /* empty: none */
     int wake_fd;                 /* listening while run() runs, else -1 */
 #if IBX__WAKE_SOCKET && !defined(IBX_NO_THREADS)
-    pthread_t wake_thread;
+    ibx__thread_t wake_thread;
     struct stat wake_at;         /* the socket file it bound: the one it may remove */
 #endif
 };
@@ -9730,7 +9899,7 @@ static void *ibx__wake_main(void *arg) {
 static void ibx__wake_listen(ibx_dispatcher *d, const char *name) {
     if (!d->wake_path[0]) return;
     d->wake_fd = ibx__wake_bind(d->hooks, name, d->wake_path, &d->wake_at);
-    if (d->wake_fd >= 0 && pthread_create(&d->wake_thread, NULL, ibx__wake_main, d) != 0) {
+    if (d->wake_fd >= 0 && ibx__thread_create(&d->wake_thread, ibx__wake_main, d) != 0) {
         ibx__wake_unbind(d->wake_fd, d->wake_path, &d->wake_at);
         d->wake_fd = -1;
     }
@@ -9742,7 +9911,7 @@ static void ibx__wake_unlisten(ibx_dispatcher *d) {
     if (d->wake_fd < 0) return;
     ibx__wake_send(&self, d->wake_path);
     if (self >= 0) close(self);
-    pthread_join(d->wake_thread, NULL);
+    ibx__thread_join(&d->wake_thread);
     ibx__wake_unbind(d->wake_fd, d->wake_path, &d->wake_at);
     d->wake_fd = -1;
 }

@@ -80,12 +80,13 @@
  *     OBX_NO_POSIX_CLOCK build without clock_gettime()/nanosleep(); give
  *                        the store a clock hook then (a dispatcher without
  *                        one is refused: it could not sleep between polls)
- *     OBX_NO_THREADS     build without pthreads: obx_dispatcher_wake() does
+ *     OBX_NO_THREADS     build without threads: obx_dispatcher_wake() does
  *                        nothing, run() sleeps in 50 ms slices, leases are
  *                        not renewed while handlers run, and a dispatcher
  *                        does not listen at its wake_path
  *     OBX_NO_WAKE_SOCKET build without sockets: a wake_path (store or
- *                        dispatcher desc) is OBX_ERR_UNSUPPORTED
+ *                        dispatcher desc) is OBX_ERR_UNSUPPORTED (always
+ *                        so on Windows)
  *     OBX_NO_SQLITE, OBX_NO_POSTGRESQL, OBX_NO_MARIADB, OBX_NO_SQLSERVER
  *                        leave that dialect's SQL out (a gateway that only
  *                        talks to SQLite needs none of the others); a store
@@ -128,6 +129,16 @@
  *   include obx.h (with OBX_IMPLEMENTATION) before any other header there,
  *   or to compile it with -D_POSIX_C_SOURCE=200809L. No flag beyond
  *   -pthread and -lodbc.
+ *   Windows (_WIN32; mingw-w64, and code kept to what MSVC takes) needs no
+ *   POSIX: the implementation uses Win32 itself, a thin layer in "head"
+ *   (SRW locks, condition variables, _beginthreadex, INIT_ONCE; the system
+ *   time, the performance counter and Sleep; rand_s for the seed; never
+ *   winpthreads), and Windows' own ODBC:
+ *   `x86_64-w64-mingw32-gcc -std=c99 app.c -lodbc32` (MSVC: odbc32.lib).
+ *   Left out there: the wake socket (a wake_path is OBX_ERR_UNSUPPORTED
+ *   naming wake_path; a dispatcher polls). make check-windows builds both
+ *   headers with mingw-w64 and -Werror and runs the fake-ODBC tests under
+ *   Wine; no real driver nor MSVC is run by the tests.
  *
  * 3. RUNTIME OPTIONS --------------------------------------------------------
  *   Descriptions are structs where all-zero means "the default"; each field
@@ -138,7 +149,8 @@
  *     allocator  malloc / realloc / free (give all three or none: a
  *                half-set allocator is refused with OBX_ERR_INVALID_ARG)
  *     clock      CLOCK_REALTIME for UTC wall time, CLOCK_MONOTONIC for
- *                intervals, nanosleep for sleeping
+ *                intervals, nanosleep for sleeping (Windows: the system
+ *                time, the performance counter, Sleep)
  *     logger     one line per event to stderr (UTC time, process id,
  *                level, store, text), level INFO and up or what
  *                OBX_LOG_LEVEL says (debug, info, warn, error, off); lines
@@ -150,7 +162,7 @@
  *                WARN for what the library retries (a handler's retry, an
  *                outage, a lock it waits for)
  *     random     splitmix64 seeded from /dev/urandom (arc4random_buf on
- *                Apple; else time, address: a device without
+ *                Apple, rand_s on Windows; else time, address: a device without
  *                /dev/urandom should give this hook)
  *   The hook types are laid out identically in both headers, so one
  *   allocator, clock or logger implementation plugs into both.
@@ -2032,20 +2044,30 @@ static inline obx_result obx_enqueue_mysql(obx_store *store, MYSQL *mysql, const
 #include <string.h>
 #include <time.h>
 #ifdef _WIN32
-#include <process.h> /* _getpid */
+/* Windows' ODBC headers need <windows.h> first (lean: no winsock, no GDI). */
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#define OBX__LEAN_HERE
+#endif
+#include <windows.h>
+#ifdef OBX__LEAN_HERE
+#undef WIN32_LEAN_AND_MEAN
+#undef OBX__LEAN_HERE
+#endif
+#include <process.h> /* _getpid, _beginthreadex */
 #else
 #include <unistd.h> /* getpid */
 #endif
 #include <sql.h>
 #include <sqlext.h>
-#ifndef OBX_NO_THREADS
+#if !defined(OBX_NO_THREADS) && !defined(_WIN32)
 #include <pthread.h>
 #endif
 
 /* The feature set of this file is fixed by now (see "features" at the top):
  * POSIX 2008 must be in it. glibc says so itself (__USE_XOPEN2K8); elsewhere
  * CLOCK_MONOTONIC is the sign. */
-#if !(defined(OBX_NO_POSIX_CLOCK) && defined(OBX_NO_THREADS) && defined(OBX_NO_WAKE_SOCKET)) && \
+#if !(defined(OBX_NO_POSIX_CLOCK) && defined(OBX_NO_THREADS) && defined(OBX_NO_WAKE_SOCKET)) && !defined(_WIN32) && \
     ((defined(__GLIBC__) && !defined(__USE_XOPEN2K8)) || (!defined(OBX_NO_POSIX_CLOCK) && !defined(CLOCK_MONOTONIC)))
 #error "obx: the implementation needs POSIX 2008, which this file's feature set hides (strict ISO C, and a system header included before obx.h, or a _POSIX_C_SOURCE below 200809L): in the file that defines OBX_IMPLEMENTATION, include obx.h (with that define) before any other header, or compile that file with -D_POSIX_C_SOURCE=200809L"
 #endif
@@ -2080,6 +2102,120 @@ void arc4random_buf(void *buf, size_t n);
 #endif
 #endif
 
+/* Core functions are static; some are used by only one of the two headers,
+ * so tell the compiler that an unused one is not a mistake. */
+#if defined(__GNUC__) || defined(__clang__)
+#define OBX__PRIVATE static __attribute__((unused))
+#define OBX__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define OBX__PRIVATE static
+#define OBX__PRINTF(f, a)
+#endif
+
+/* Threads: pthreads, or on Windows (MSVC and mingw-w64 alike, no
+ * winpthreads) a thin layer over Win32 in the same shape: SRW locks,
+ * condition variables, _beginthreadex, one-time initialization. Results as
+ * pthreads gives them where the code looks (0 = done). A condition's
+ * deadline (obx__deadline) is a timespec on POSIX, GetTickCount64()
+ * milliseconds on Windows; obx__cond_init and obx__cond_deadline are below,
+ * with the clocks. */
+#ifndef OBX_NO_THREADS
+#ifdef _WIN32
+typedef SRWLOCK obx__mutex_t;
+typedef CONDITION_VARIABLE obx__cond_t;
+typedef INIT_ONCE obx__once_t;
+typedef ULONGLONG obx__deadline;
+typedef struct obx__thread_t {
+    HANDLE handle;
+    void *(*fn)(void *);
+    void *arg;
+} obx__thread_t;
+#define OBX__MUTEX_INIT SRWLOCK_INIT
+#define OBX__ONCE_INIT INIT_ONCE_STATIC_INIT
+#define obx__mutex_init(m) InitializeSRWLock(m)
+#define obx__mutex_destroy(m) ((void)(m))
+#define obx__mutex_lock(m) AcquireSRWLockExclusive(m)
+#define obx__mutex_unlock(m) ReleaseSRWLockExclusive(m)
+#define obx__mutex_trylock(m) (TryAcquireSRWLockExclusive(m) ? 0 : 1)
+#define obx__cond_destroy(c) ((void)(c))
+#define obx__cond_signal(c) WakeConditionVariable(c)
+#define obx__cond_broadcast(c) WakeAllConditionVariable(c)
+#define obx__cond_wait(c, m) ((void)SleepConditionVariableSRW(c, m, INFINITE, 0))
+/* 0 when signalled (or woken spuriously: callers loop), else timed out. */
+OBX__PRIVATE int obx__cond_timedwait(obx__cond_t *c, obx__mutex_t *m, const obx__deadline *d) {
+    ULONGLONG now = GetTickCount64();
+    return now >= *d || !SleepConditionVariableSRW(c, m, (DWORD)(*d - now), 0);
+}
+OBX__PRIVATE unsigned __stdcall obx__thread_main(void *arg) {
+    obx__thread_t *t = (obx__thread_t *)arg; /* lives in the caller's object until joined */
+    t->fn(t->arg);
+    return 0;
+}
+OBX__PRIVATE int obx__thread_create(obx__thread_t *t, void *(*fn)(void *), void *arg) {
+    uintptr_t h;
+    t->fn = fn;
+    t->arg = arg;
+    h = _beginthreadex(NULL, 0, obx__thread_main, t, 0, NULL);
+    t->handle = (HANDLE)h;
+    return h ? 0 : 1;
+}
+OBX__PRIVATE void obx__thread_join(obx__thread_t *t) {
+    WaitForSingleObject(t->handle, INFINITE);
+    CloseHandle(t->handle);
+}
+typedef struct obx__once_fn { void (*fn)(void); } obx__once_fn;
+OBX__PRIVATE BOOL CALLBACK obx__once_main(PINIT_ONCE once, PVOID box, PVOID *ctx) {
+    (void)once;
+    (void)ctx;
+    ((obx__once_fn *)box)->fn();
+    return TRUE;
+}
+OBX__PRIVATE void obx__once(obx__once_t *once, void (*fn)(void)) {
+    obx__once_fn box;
+    box.fn = fn;
+    InitOnceExecuteOnce(once, obx__once_main, &box, NULL);
+}
+#else
+typedef pthread_mutex_t obx__mutex_t;
+typedef pthread_cond_t obx__cond_t;
+typedef pthread_once_t obx__once_t;
+typedef pthread_t obx__thread_t;
+typedef struct timespec obx__deadline;
+#define OBX__MUTEX_INIT PTHREAD_MUTEX_INITIALIZER
+#define OBX__ONCE_INIT PTHREAD_ONCE_INIT
+#define obx__mutex_init(m) pthread_mutex_init(m, NULL)
+#define obx__mutex_destroy(m) pthread_mutex_destroy(m)
+#define obx__mutex_lock(m) pthread_mutex_lock(m)
+#define obx__mutex_unlock(m) pthread_mutex_unlock(m)
+#define obx__mutex_trylock(m) pthread_mutex_trylock(m)
+#define obx__cond_destroy(c) pthread_cond_destroy(c)
+#define obx__cond_signal(c) pthread_cond_signal(c)
+#define obx__cond_broadcast(c) pthread_cond_broadcast(c)
+#define obx__cond_wait(c, m) pthread_cond_wait(c, m)
+#define obx__cond_timedwait(c, m, d) pthread_cond_timedwait(c, m, d)
+#define obx__thread_create(t, fn, arg) pthread_create(t, NULL, fn, arg)
+#define obx__thread_join(t) pthread_join(*(t), NULL)
+#define obx__once(o, fn) pthread_once(o, fn)
+#endif
+#endif
+
+/* rand_s (Windows' seed: the system's random source, in the C runtime
+ * since XP) is declared by <stdlib.h> only under _CRT_RAND_S, which had to
+ * come before it; else declared here. */
+#if defined(_WIN32) && !defined(_CRT_RAND_S)
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wredundant-decls"
+#endif
+#ifdef __cplusplus
+extern "C"
+#endif
+int __cdecl rand_s(unsigned int *value);
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+
 /* One definition for the whole program, whichever file comes first: weak
  * where the compiler has it (else one per file). */
 #if defined(__GNUC__) || defined(__clang__)
@@ -2095,23 +2231,13 @@ void arc4random_buf(void *buf, size_t n);
  * weak symbol that the linker makes one (OBX__SHARED, above). */
 #if !defined(OBX_NO_THREADS) && !defined(OBX_IBX_CONNECT_LOCK_DEFINED)
 #define OBX_IBX_CONNECT_LOCK_DEFINED
-OBX__SHARED pthread_mutex_t obx_ibx_connect_lock = PTHREAD_MUTEX_INITIALIZER;
+OBX__SHARED obx__mutex_t obx_ibx_connect_lock = OBX__MUTEX_INIT;
 #endif
 #define OBX__CONNECT_LOCK obx_ibx_connect_lock
 
 /* >>common-begin core */
 
 
-
-/* Core functions are static; some are used by only one of the two headers,
- * so tell the compiler that an unused one is not a mistake. */
-#if defined(__GNUC__) || defined(__clang__)
-#define OBX__PRIVATE static __attribute__((unused))
-#define OBX__PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define OBX__PRIVATE static
-#define OBX__PRINTF(f, a)
-#endif
 
 #ifndef OBX_ASSERT
 #if defined(OBX_TERSE_MESSAGES) && !defined(NDEBUG)
@@ -2152,18 +2278,53 @@ static void *obx__default_alloc(size_t size, void *user) { (void)user; return ma
 static void *obx__default_realloc(void *ptr, size_t size, void *user) { (void)user; return realloc(ptr, size); }
 static void obx__default_free(void *ptr, void *user) { (void)user; free(ptr); }
 
-#ifndef OBX_NO_POSIX_CLOCK
+/* Waits are cut into slices of at most an hour: a 32-bit time_t (armhf)
+ * cannot hold a deadline near INT64_MAX ms ("never again"), and one that
+ * wrapped would be in the past: a wait that never waits. */
+#define OBX__WAIT_SLICE_MAX_MS 3600000
+#if defined(OBX_NO_POSIX_CLOCK)
+static int64_t obx__default_now_utc_ms(void *user) { (void)user; return (int64_t)time(NULL) * 1000; }
+static int64_t obx__default_monotonic_ms(void *user) { (void)user; return (int64_t)time(NULL) * 1000; }
+static void obx__default_sleep_ms(int64_t ms, void *user) { (void)ms; (void)user; }
+#elif defined(_WIN32)
+/* Windows: the system time (100 ns since 1601) and the performance counter. */
+static int64_t obx__default_now_utc_ms(void *user) {
+    FILETIME ft;
+    ULARGE_INTEGER t;
+    (void)user;
+    GetSystemTimeAsFileTime(&ft);
+    t.LowPart = ft.dwLowDateTime;
+    t.HighPart = ft.dwHighDateTime;
+    return (int64_t)(t.QuadPart / 10000) - INT64_C(11644473600000);
+}
+static int64_t obx__mono_us_now(void) {
+    LARGE_INTEGER f, c;
+    QueryPerformanceFrequency(&f);
+    QueryPerformanceCounter(&c);
+    return (int64_t)(c.QuadPart / f.QuadPart * 1000000 + c.QuadPart % f.QuadPart * 1000000 / f.QuadPart);
+}
+static int64_t obx__default_monotonic_ms(void *user) { (void)user; return obx__mono_us_now() / 1000; }
+static void obx__default_sleep_ms(int64_t ms, void *user) {
+    (void)user;
+    while (ms > 0) {
+        int64_t slice = ms < OBX__WAIT_SLICE_MAX_MS ? ms : OBX__WAIT_SLICE_MAX_MS;
+        Sleep((DWORD)slice);
+        ms -= slice;
+    }
+}
+#else
 static int64_t obx__clock_ms(clockid_t id) {
     struct timespec ts;
     if (clock_gettime(id, &ts) != 0) return 0;
     return (int64_t)ts.tv_sec * 1000 + (int64_t)(ts.tv_nsec / 1000000);
 }
+static int64_t obx__mono_us_now(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) return 0;
+    return (int64_t)ts.tv_sec * 1000000 + (int64_t)(ts.tv_nsec / 1000);
+}
 static int64_t obx__default_now_utc_ms(void *user) { (void)user; return obx__clock_ms(CLOCK_REALTIME); }
 static int64_t obx__default_monotonic_ms(void *user) { (void)user; return obx__clock_ms(CLOCK_MONOTONIC); }
-/* Waits are cut into slices of at most an hour: a 32-bit time_t (armhf)
- * cannot hold a deadline near INT64_MAX ms ("never again"), and one that
- * wrapped would be in the past: a wait that never waits. */
-#define OBX__WAIT_SLICE_MAX_MS 3600000
 static void obx__default_sleep_ms(int64_t ms, void *user) {
     (void)user;
     while (ms > 0) {
@@ -2175,20 +2336,21 @@ static void obx__default_sleep_ms(int64_t ms, void *user) {
         ms -= slice;
     }
 }
-#else
-static int64_t obx__default_now_utc_ms(void *user) { (void)user; return (int64_t)time(NULL) * 1000; }
-static int64_t obx__default_monotonic_ms(void *user) { (void)user; return (int64_t)time(NULL) * 1000; }
-static void obx__default_sleep_ms(int64_t ms, void *user) { (void)ms; (void)user; }
 #endif
 
-#ifndef OBX_NO_THREADS
+#if !defined(OBX_NO_THREADS) && defined(_WIN32)
+/* Windows: deadlines on GetTickCount64 (monotonic; ~16 ms steps, fine for
+ * slices of 100 ms and more). */
+OBX__PRIVATE void obx__cond_init(obx__cond_t *c) { InitializeConditionVariable(c); }
+OBX__PRIVATE void obx__cond_deadline(obx__deadline *d, int64_t ms) { *d = GetTickCount64() + (ULONGLONG)ms; }
+#elif !defined(OBX_NO_THREADS)
 /* Condition variables with deadlines `ms` from now. By default they wait on
  * CLOCK_MONOTONIC (pthread_condattr_setclock: immune to wall-clock steps).
  * The fallback (OBX__FALLBACKS: macOS has no such call) waits on
  * CLOCK_REALTIME: a wall-clock step then lengthens or shortens one wait, and
  * every wait is a short slice (100 ms renewer, 250 ms with a stop flag, at
  * most an hour). */
-OBX__PRIVATE void obx__cond_init(pthread_cond_t *c) {
+OBX__PRIVATE void obx__cond_init(obx__cond_t *c) {
 #if OBX__FALLBACKS
     pthread_cond_init(c, NULL);
 #else
@@ -2200,7 +2362,7 @@ OBX__PRIVATE void obx__cond_init(pthread_cond_t *c) {
 #endif
 }
 
-OBX__PRIVATE void obx__cond_deadline(struct timespec *ts, int64_t ms) {
+OBX__PRIVATE void obx__cond_deadline(obx__deadline *ts, int64_t ms) {
     clock_gettime(OBX__FALLBACKS ? CLOCK_REALTIME : CLOCK_MONOTONIC, ts);
     ts->tv_sec += (time_t)(ms / 1000);
     ts->tv_nsec += (long)(ms % 1000) * 1000000L;
@@ -2296,10 +2458,10 @@ static uint64_t obx__default_random(void *user) {
 #if defined(__GNUC__) || defined(__clang__)
     z = __atomic_add_fetch((uint64_t *)user, 0x9E3779B97F4A7C15ULL, __ATOMIC_RELAXED);
 #elif !defined(OBX_NO_THREADS)
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    pthread_mutex_lock(&lock);
+    static obx__mutex_t lock = OBX__MUTEX_INIT;
+    obx__mutex_lock(&lock);
     z = (*(uint64_t *)user += 0x9E3779B97F4A7C15ULL);
-    pthread_mutex_unlock(&lock);
+    obx__mutex_unlock(&lock);
 #else
     z = (*(uint64_t *)user += 0x9E3779B97F4A7C15ULL);
 #endif
@@ -2310,7 +2472,10 @@ static uint64_t obx__default_random(void *user) {
 
 static uint64_t obx__random_seed(const void *salt) {
     uint64_t seed = 0;
-#if OBX__FALLBACKS
+#if defined(_WIN32)
+    unsigned int part[2];
+    if (rand_s(&part[0]) == 0 && rand_s(&part[1]) == 0) seed = (uint64_t)part[0] << 32 | part[1];
+#elif OBX__FALLBACKS
     arc4random_buf(&seed, sizeof seed); /* never fails, needs no device file */
 #else
     FILE *f = fopen("/dev/urandom", "rb");
@@ -2386,9 +2551,7 @@ OBX__PRIVATE int64_t obx__mono_ms(const obx__hooks *h) { return h->clock.monoton
  * a clock hook's milliseconds otherwise. */
 OBX__PRIVATE int64_t obx__mono_us(const obx__hooks *h) {
 #ifndef OBX_NO_POSIX_CLOCK
-    struct timespec ts;
-    if (h->clock.monotonic_ms == obx__default_monotonic_ms && clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
-        return (int64_t)ts.tv_sec * 1000000 + (int64_t)(ts.tv_nsec / 1000);
+    if (h->clock.monotonic_ms == obx__default_monotonic_ms) return obx__mono_us_now();
 #endif
     return obx__mono_ms(h) * 1000;
 }
@@ -3540,8 +3703,8 @@ OBX__PRIVATE obx_result obx__driver_connect(obx__db *db, const char *connstr) {
     db->connect_busy = 0;
 #ifndef OBX_NO_THREADS
     if (!db->connect_no_wait) {
-        pthread_mutex_lock(&OBX__CONNECT_LOCK);
-    } else if (pthread_mutex_trylock(&OBX__CONNECT_LOCK) != 0) {
+        obx__mutex_lock(&OBX__CONNECT_LOCK);
+    } else if (obx__mutex_trylock(&OBX__CONNECT_LOCK) != 0) {
         db->connect_busy = 1; /* the renewal thread: a connect to a frozen server must not hold it up */
         return obx__fail(db->err, OBX_ERR_DB_TRANSIENT, "SQLDriverConnect",
                          "another thread is connecting" OBX__WHY("; tried again shortly"));
@@ -3550,7 +3713,7 @@ OBX__PRIVATE obx_result obx__driver_connect(obx__db *db, const char *connstr) {
     rc = SQLDriverConnect(db->dbc, NULL, OBX__SQLTEXT(connstr), SQL_NTS, out, (SQLSMALLINT)sizeof out,
                           &out_len, SQL_DRIVER_NOPROMPT);
 #ifndef OBX_NO_THREADS
-    pthread_mutex_unlock(&OBX__CONNECT_LOCK);
+    obx__mutex_unlock(&OBX__CONNECT_LOCK);
 #endif
     if (!SQL_SUCCEEDED(rc)) {
         obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLDriverConnect");
@@ -4602,8 +4765,8 @@ typedef struct obx__opening {
     void *ctx;
 #ifndef OBX_NO_THREADS
     int threaded;                /* started on a thread of its own: join it */
-    pthread_t thread;
-    pthread_mutex_t lock;
+    obx__thread_t thread;
+    obx__mutex_t lock;
 #endif
 } obx__opening;
 
@@ -4861,10 +5024,10 @@ OBX__PRIVATE obx_result obx__registry_apply(obx__registry *r, const obx_database
 static void *obx__opening_main(void *arg) {
     obx__opening *o = (obx__opening *)arg;
     void *store = o->open(o->ctx, o->id, o->connstr);
-    pthread_mutex_lock(&o->lock);
+    obx__mutex_lock(&o->lock);
     o->store = store;
     o->done = 1;
-    pthread_mutex_unlock(&o->lock);
+    obx__mutex_unlock(&o->lock);
     return NULL;
 }
 #endif
@@ -4875,7 +5038,7 @@ OBX__PRIVATE void obx__registry_take(obx__registry *r) {
     obx__opening *o = &r->opening;
     int i;
 #ifndef OBX_NO_THREADS
-    if (o->threaded) pthread_join(o->thread, NULL);
+    if (o->threaded) obx__thread_join(&o->thread);
     o->threaded = 0;
 #endif
     for (i = 0; i < r->down_count; i++)
@@ -4914,9 +5077,9 @@ OBX__PRIVATE void obx__registry_retry(obx__registry *r) {
     if (o->busy) {
         int done = 1;
 #ifndef OBX_NO_THREADS
-        pthread_mutex_lock(&o->lock);
+        obx__mutex_lock(&o->lock);
         done = o->done;
-        pthread_mutex_unlock(&o->lock);
+        obx__mutex_unlock(&o->lock);
 #endif
         if (!done) return;
         obx__registry_take(r);
@@ -4950,7 +5113,7 @@ OBX__PRIVATE void obx__registry_retry(obx__registry *r) {
     }
     r->down[due].retry_ms = INT64_MAX; /* out: not started twice */
 #ifndef OBX_NO_THREADS
-    o->threaded = pthread_create(&o->thread, NULL, obx__opening_main, o) == 0;
+    o->threaded = obx__thread_create(&o->thread, obx__opening_main, o) == 0;
     if (o->threaded) return;
 #endif
     o->store = r->open(r->ctx, o->id, o->connstr);
@@ -4959,7 +5122,7 @@ OBX__PRIVATE void obx__registry_retry(obx__registry *r) {
 
 OBX__PRIVATE void obx__registry_init(obx__registry *r) {
 #ifndef OBX_NO_THREADS
-    pthread_mutex_init(&r->opening.lock, NULL);
+    obx__mutex_init(&r->opening.lock);
 #else
     (void)r;
 #endif
@@ -4973,7 +5136,7 @@ OBX__PRIVATE void obx__registry_free(obx__registry *r) {
     r->down_count = 0; /* so an attempt that is out closes its store */
     if (r->opening.busy) obx__registry_take(r);
 #ifndef OBX_NO_THREADS
-    pthread_mutex_destroy(&r->opening.lock);
+    obx__mutex_destroy(&r->opening.lock);
 #endif
     for (i = 0; i < r->count; i++) obx__entry_free(r, &r->items[i]);
     obx__free(r->hooks, r->items);
@@ -5076,8 +5239,8 @@ typedef struct obx__loop {
     volatile sig_atomic_t *stop_flag; /* the caller's, e.g. set by a signal handler */
     int use_hook_sleep;          /* a custom clock: sleep through it, not a condition variable */
 #ifndef OBX__LOOP_SLICED
-    pthread_mutex_t mutex;
-    pthread_cond_t cond;
+    obx__mutex_t mutex;
+    obx__cond_t cond;
     int woken;
 #endif
 } obx__loop;
@@ -5089,7 +5252,7 @@ OBX__PRIVATE void obx__loop_init(obx__loop *l, const obx__hooks *h,
     l->stop_flag = stop_flag;
     l->use_hook_sleep = h->clock.sleep_ms != obx__default_sleep_ms;
 #ifndef OBX__LOOP_SLICED
-    pthread_mutex_init(&l->mutex, NULL);
+    obx__mutex_init(&l->mutex);
     obx__cond_init(&l->cond);
     l->woken = 0;
 #endif
@@ -5097,8 +5260,8 @@ OBX__PRIVATE void obx__loop_init(obx__loop *l, const obx__hooks *h,
 
 OBX__PRIVATE void obx__loop_destroy(obx__loop *l) {
 #ifndef OBX__LOOP_SLICED
-    pthread_mutex_destroy(&l->mutex);
-    pthread_cond_destroy(&l->cond);
+    obx__mutex_destroy(&l->mutex);
+    obx__cond_destroy(&l->cond);
 #else
     (void)l;
 #endif
@@ -5107,9 +5270,9 @@ OBX__PRIVATE void obx__loop_destroy(obx__loop *l) {
 OBX__PRIVATE int obx__loop_stopped(obx__loop *l) {
     int stopping;
 #ifndef OBX__LOOP_SLICED
-    pthread_mutex_lock(&l->mutex);
+    obx__mutex_lock(&l->mutex);
     stopping = l->stopping;
-    pthread_mutex_unlock(&l->mutex);
+    obx__mutex_unlock(&l->mutex);
 #else
     stopping = l->stopping;
 #endif
@@ -5125,16 +5288,16 @@ OBX__PRIVATE int obx__loop_wait(obx__loop *l, int64_t ms) {
          * not signal the condition, so it is looked at between slices. */
         while (ms > 0 && !woken) {
             int64_t slice = l->stop_flag && ms > 250 ? 250 : ms;
-            struct timespec deadline;
+            obx__deadline deadline;
             if (slice > OBX__WAIT_SLICE_MAX_MS) slice = OBX__WAIT_SLICE_MAX_MS; /* 32-bit time_t */
             obx__cond_deadline(&deadline, slice);
-            pthread_mutex_lock(&l->mutex);
+            obx__mutex_lock(&l->mutex);
             while (!l->woken && !l->stopping)
-                if (pthread_cond_timedwait(&l->cond, &l->mutex, &deadline) != 0) break;
+                if (obx__cond_timedwait(&l->cond, &l->mutex, &deadline) != 0) break;
             woken = l->woken;
             l->woken = 0;
             if (l->stopping) ms = 0;
-            pthread_mutex_unlock(&l->mutex);
+            obx__mutex_unlock(&l->mutex);
             if (l->stop_flag && *l->stop_flag) ms = 0;
             ms -= slice;
         }
@@ -5151,10 +5314,10 @@ OBX__PRIVATE int obx__loop_wait(obx__loop *l, int64_t ms) {
 
 OBX__PRIVATE void obx__loop_wake(obx__loop *l) {
 #ifndef OBX__LOOP_SLICED
-    pthread_mutex_lock(&l->mutex);
+    obx__mutex_lock(&l->mutex);
     l->woken = 1;
-    pthread_cond_signal(&l->cond);
-    pthread_mutex_unlock(&l->mutex);
+    obx__cond_signal(&l->cond);
+    obx__mutex_unlock(&l->mutex);
 #else
     (void)l;
 #endif
@@ -5162,10 +5325,10 @@ OBX__PRIVATE void obx__loop_wake(obx__loop *l) {
 
 OBX__PRIVATE void obx__loop_stop(obx__loop *l) {
 #ifndef OBX__LOOP_SLICED
-    pthread_mutex_lock(&l->mutex);
+    obx__mutex_lock(&l->mutex);
     l->stopping = 1;
-    pthread_cond_broadcast(&l->cond);
-    pthread_mutex_unlock(&l->mutex);
+    obx__cond_broadcast(&l->cond);
+    obx__mutex_unlock(&l->mutex);
 #else
     l->stopping = 1;
 #endif
@@ -5176,8 +5339,8 @@ OBX__PRIVATE void obx__loop_stop(obx__loop *l) {
 /* A producer in another process tells a waiting dispatcher that work was
  * committed by sending one byte to the dispatcher's socket path; the
  * database stays the only source of truth (a lost byte costs one poll).
- * POSIX; OBX_NO_WAKE_SOCKET leaves it out. */
-#ifndef OBX_NO_WAKE_SOCKET
+ * POSIX; OBX_NO_WAKE_SOCKET leaves it out, and so does Windows. */
+#if !defined(OBX_NO_WAKE_SOCKET) && !defined(_WIN32)
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -5197,7 +5360,13 @@ OBX__PRIVATE void obx__loop_stop(obx__loop *l) {
 OBX__PRIVATE obx_result obx__wake_path_check(obx_error *err, const char *where, const char *path) {
     if (!path) return OBX_OK;
     if (!OBX__WAKE_SOCKET)
+#ifdef _WIN32
+        return obx__fail(err, OBX_ERR_UNSUPPORTED, where,
+                         "no wake socket on Windows (Unix datagram sockets); leave wake_path NULL: "
+                         "the dispatcher polls");
+#else
         return obx__fail(err, OBX_ERR_UNSUPPORTED, where, "built with OBX_NO_WAKE_SOCKET");
+#endif
     if (!path[0] || strlen(path) > (size_t)OBX__WAKE_PATH_MAX)
         return obx__fail(err, OBX_ERR_INVALID_ARG, where,
                          "a socket path of 1..%d bytes, got %lu", OBX__WAKE_PATH_MAX,
@@ -7315,7 +7484,7 @@ static void obx__count(obx_store *s, obx_metric metric, int64_t n) {
 /* The error of a NULL handle, filled once: an initialized obx_error is
  * 628 bytes of flash, nearly all zeros. GCC and Clang fill it before main
  * (a constructor: no lock, with or without threads); other compilers at
- * first use, under pthread_once. */
+ * first use, under a once-only call (obx__once). */
 #if defined(__GNUC__) || defined(__clang__) || !defined(OBX_NO_THREADS)
 static obx_error obx__null_error_at;
 
@@ -7331,9 +7500,9 @@ static void obx__null_error_fill(void) {
 #if defined(__GNUC__) || defined(__clang__)
 #define obx__null_error() ((const obx_error *)&obx__null_error_at)
 #else
-static pthread_once_t obx__null_error_once = PTHREAD_ONCE_INIT;
+static obx__once_t obx__null_error_once = OBX__ONCE_INIT;
 static const obx_error *obx__null_error(void) {
-    pthread_once(&obx__null_error_once, obx__null_error_fill);
+    obx__once(&obx__null_error_once, obx__null_error_fill);
     return &obx__null_error_at;
 }
 #endif
@@ -7827,7 +7996,7 @@ OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const
     if (!ddl) return OBX_ERR_NO_MEMORY;
     n = strlen(ddl) + 1;
     if (needed) *needed = n;
-    if (n > cap) {
+    if (n > cap || !out) { /* !out: cap is 0 (checked above); said for the optimizer */
         obx__free(&h, ddl);
         return OBX_ERR_OUT_OF_RANGE;
     }
@@ -9289,9 +9458,9 @@ static obx_result obx__one_message(obx_store *s, const char *fn, int slot, const
  * guards every field the two threads share (marked "shared"). */
 #ifndef OBX__LOOP_SLICED
 typedef struct obx__renewer {
-    pthread_t thread;
-    pthread_mutex_t mutex;
-    pthread_cond_t cond;
+    obx__thread_t thread;
+    obx__mutex_t mutex;
+    obx__cond_t cond;
     obx__hooks hooks;            /* a copy: outlives any store or provider */
     int warned;                  /* the dispatcher's thread only */
     /* shared: */
@@ -9389,9 +9558,9 @@ static void obx__renew_step(obx__renewer *w, int64_t now) {
     obx_result r;
     w->busy = 1;
     w->stale = 0;
-    pthread_mutex_unlock(&w->mutex);
+    obx__mutex_unlock(&w->mutex);
     r = obx__renew_once(w, ms, n, stale, &rows);
-    pthread_mutex_lock(&w->mutex);
+    obx__mutex_lock(&w->mutex);
     w->busy = 0;
     margin = lease_ms / 5 < OBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : OBX__LEASE_MARGIN_MAX_MS;
     if (r == OBX_OK && epoch == w->epoch && w->starting) {
@@ -9411,12 +9580,12 @@ static void obx__renew_step(obx__renewer *w, int64_t now) {
     /* A connect that found another thread connecting is tried again soon. */
     w->next_ms = obx__sat_add(obx__mono_ms(&w->hooks),
                               r != OBX_OK && w->side.connect_busy ? 100 : lease_ms / 3);
-    pthread_cond_broadcast(&w->cond);
+    obx__cond_broadcast(&w->cond);
 }
 
 static void *obx__renew_main(void *arg) {
     obx__renewer *w = (obx__renewer *)arg;
-    pthread_mutex_lock(&w->mutex);
+    obx__mutex_lock(&w->mutex);
     while (!w->quit) {
         int64_t now = obx__mono_ms(&w->hooks);
         if (w->call_started_ms && !w->stall_logged && now - w->call_started_ms >= OBX__STALL_WARN_MS) {
@@ -9443,14 +9612,14 @@ static void *obx__renew_main(void *arg) {
             obx__renew_step(w, now);
         } else {
             /* Slices of at most 100 ms: the clock hook is read afresh each time. */
-            struct timespec deadline;
+            obx__deadline deadline;
             int64_t ms = w->active ? w->next_ms - now : 100;
             if (ms > 100) ms = 100;
             obx__cond_deadline(&deadline, ms);
-            pthread_cond_timedwait(&w->cond, &w->mutex, &deadline);
+            obx__cond_timedwait(&w->cond, &w->mutex, &deadline);
         }
     }
-    pthread_mutex_unlock(&w->mutex);
+    obx__mutex_unlock(&w->mutex);
     return NULL;
 }
 
@@ -9463,7 +9632,7 @@ static obx__renewer *obx__renewer_create(const obx__hooks *h) {
         w->hooks.rng_state = obx__random(h);
         w->hooks.rng.user = &w->hooks.rng_state;
     }
-    pthread_mutex_init(&w->mutex, NULL);
+    obx__mutex_init(&w->mutex);
     obx__cond_init(&w->cond);
     return w;
 }
@@ -9473,19 +9642,19 @@ static void obx__renewer_destroy(obx__renewer *w) {
     int k;
     if (!w) return;
     if (w->started) {
-        pthread_mutex_lock(&w->mutex);
+        obx__mutex_lock(&w->mutex);
         w->quit = 1;
-        pthread_cond_broadcast(&w->cond);
-        pthread_mutex_unlock(&w->mutex);
-        pthread_join(w->thread, NULL);
+        obx__cond_broadcast(&w->cond);
+        obx__mutex_unlock(&w->mutex);
+        obx__thread_join(&w->thread);
     }
     obx__db_close(&w->side);
     for (k = 0; k < OBX__KEY_LISTS; k++) obx__buf_free(&w->hooks, &w->keys[k]);
     obx__free(&w->hooks, w->connstr);
     obx__free(&w->hooks, w->sql);
     obx__free(&w->hooks, w->store_id);
-    pthread_mutex_destroy(&w->mutex);
-    pthread_cond_destroy(&w->cond);
+    obx__mutex_destroy(&w->mutex);
+    obx__cond_destroy(&w->cond);
     h = w->hooks;
     obx__free(&h, w);
 }
@@ -9518,9 +9687,9 @@ static int obx__renew_begin(obx__renewer *w, obx_store *s, const char *owner, co
                      OBX__WHY(" (a handler slower than the lease may run twice; it can call obx_lease_extend)"));
         return 0;
     }
-    pthread_mutex_lock(&w->mutex);
+    obx__mutex_lock(&w->mutex);
     if (!w->started)
-        w->started = pthread_create(&w->thread, NULL, obx__renew_main, w) == 0;
+        w->started = obx__thread_create(&w->thread, obx__renew_main, w) == 0;
     ok = w->started && obx__renew_keep(w, &w->connstr, s->db.connstr, &changed) &&
          obx__renew_keep(w, &w->sql, s->sql[OBX__Q_EXTEND], &changed) &&
          obx__renew_keep(w, &w->store_id, s->store_id, &changed);
@@ -9543,20 +9712,20 @@ static int obx__renew_begin(obx__renewer *w, obx_store *s, const char *owner, co
         w->start_until_ms = start_until;
         w->next_ms = obx__sat_add(w->started_ms, (int64_t)lease_seconds * 1000 / 3);
         w->active = 1;
-        pthread_cond_broadcast(&w->cond);
+        obx__cond_broadcast(&w->cond);
     } else {
         w->stale = 1; /* a copy may be missing */
     }
-    pthread_mutex_unlock(&w->mutex);
+    obx__mutex_unlock(&w->mutex);
     return ok;
 }
 
 /* Until when (monotonic) a handler of the batch may start. */
 static int64_t obx__renew_start_until(obx__renewer *w) {
     int64_t until;
-    pthread_mutex_lock(&w->mutex);
+    obx__mutex_lock(&w->mutex);
     until = w->start_until_ms;
-    pthread_mutex_unlock(&w->mutex);
+    obx__mutex_unlock(&w->mutex);
     return until;
 }
 
@@ -9565,12 +9734,12 @@ static int64_t obx__renew_start_until(obx__renewer *w) {
  * that finds fewer leases is no news). */
 static void obx__renew_range(obx__renewer *w, const obx_message *ms, int n, int starting) {
     if (!w) return;
-    pthread_mutex_lock(&w->mutex);
+    obx__mutex_lock(&w->mutex);
     w->ms = ms;
     w->n = n;
     w->starting = starting;
     w->epoch++;
-    pthread_mutex_unlock(&w->mutex);
+    obx__mutex_unlock(&w->mutex);
 }
 
 /* The dispatcher enters (on) or leaves a call into the database: a call
@@ -9578,8 +9747,8 @@ static void obx__renew_range(obx__renewer *w, const obx_message *ms, int n, int 
  * never a silent block. Starts the thread when it is not running yet. */
 static void obx__watch(obx__renewer *w, obx_store *s, int on) {
     if (!w) return;
-    pthread_mutex_lock(&w->mutex);
-    if (!w->started) w->started = pthread_create(&w->thread, NULL, obx__renew_main, w) == 0;
+    obx__mutex_lock(&w->mutex);
+    if (!w->started) w->started = obx__thread_create(&w->thread, obx__renew_main, w) == 0;
     if (w->stall_logged && w->call_started_ms) /* the stall was said: so is its end, once */
         obx__log(&w->hooks, OBX_LOG_INFO, w->watch_id, "the database answered again after %lld ms",
                  (long long)(obx__mono_ms(&w->hooks) - w->call_started_ms));
@@ -9589,19 +9758,19 @@ static void obx__watch(obx__renewer *w, obx_store *s, int on) {
     }
     w->call_started_ms = on ? obx__mono_ms(&w->hooks) : 0;
     w->stall_logged = 0;
-    pthread_mutex_unlock(&w->mutex);
+    obx__mutex_unlock(&w->mutex);
 }
 
 /* The batch is settled: stop renewing, and wait out a renewal in flight
  * (the next claim reuses the memory the renewal reads). */
 static void obx__renew_end(obx__renewer *w) {
     if (!w) return;
-    pthread_mutex_lock(&w->mutex);
+    obx__mutex_lock(&w->mutex);
     w->active = 0;
     w->ms = NULL;
     w->n = 0;
-    while (w->busy) pthread_cond_wait(&w->cond, &w->mutex);
-    pthread_mutex_unlock(&w->mutex);
+    while (w->busy) obx__cond_wait(&w->cond, &w->mutex);
+    obx__mutex_unlock(&w->mutex);
 }
 
 #ifndef OBX_NO_MULTI_STORE
@@ -9610,11 +9779,11 @@ static void obx__renew_end(obx__renewer *w) {
  * thread, between batches). */
 static void obx__renew_forget(obx__renewer *w) {
     if (!w) return;
-    pthread_mutex_lock(&w->mutex);
-    while (w->busy) pthread_cond_wait(&w->cond, &w->mutex);
+    obx__mutex_lock(&w->mutex);
+    while (w->busy) obx__cond_wait(&w->cond, &w->mutex);
     obx__db_close(&w->side);
     memset(&w->side, 0, sizeof w->side);
-    pthread_mutex_unlock(&w->mutex);
+    obx__mutex_unlock(&w->mutex);
 }
 #endif
 #else
@@ -9680,7 +9849,7 @@ struct obx_dispatcher {
     char wake_path[OBX__WAKE_PATH_MAX + 1]; /* empty: none */
     int wake_fd;                 /* listening while run() runs, else -1 */
 #if OBX__WAKE_SOCKET && !defined(OBX_NO_THREADS)
-    pthread_t wake_thread;
+    obx__thread_t wake_thread;
     struct stat wake_at;         /* the socket file it bound: the one it may remove */
 #endif
 };
@@ -10482,7 +10651,7 @@ static void *obx__wake_main(void *arg) {
 static void obx__wake_listen(obx_dispatcher *d, const char *name) {
     if (!d->wake_path[0]) return;
     d->wake_fd = obx__wake_bind(d->hooks, name, d->wake_path, &d->wake_at);
-    if (d->wake_fd >= 0 && pthread_create(&d->wake_thread, NULL, obx__wake_main, d) != 0) {
+    if (d->wake_fd >= 0 && obx__thread_create(&d->wake_thread, obx__wake_main, d) != 0) {
         obx__wake_unbind(d->wake_fd, d->wake_path, &d->wake_at);
         d->wake_fd = -1;
     }
@@ -10494,7 +10663,7 @@ static void obx__wake_unlisten(obx_dispatcher *d) {
     if (d->wake_fd < 0) return;
     obx__wake_send(&self, d->wake_path);
     if (self >= 0) close(self);
-    pthread_join(d->wake_thread, NULL);
+    obx__thread_join(&d->wake_thread);
     obx__wake_unbind(d->wake_fd, d->wake_path, &d->wake_at);
     d->wake_fd = -1;
 }

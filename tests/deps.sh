@@ -19,6 +19,10 @@
 #   native   libpq-dev libsqlite3-dev libmariadb-dev (the outbox in a transaction
 #            of the program's own driver: tests/test_native.c, the examples)
 #   scale    galera-4 pgbouncer rsync (make scale only)
+#   windows  gcc-mingw-w64-x86-64-win32 wine64 (make check-windows: both
+#            headers built for Windows against odbc32 with Win32 threads, the
+#            fake-ODBC tests run under 64-bit Wine; no i386 architecture
+#            needed; about 157 MB to fetch, 1 GB installed, most of it Wine)
 #   all      all of the above
 # With no group, "build" is used.
 #
@@ -44,10 +48,10 @@
 #   - postgresql-15 only recommends sysstat.
 set -euo pipefail
 
-readonly GROUPS_ALL="build pg mariadb tsql clients check static cross bench native consumers scale"
+readonly GROUPS_ALL="build pg mariadb tsql clients check static cross bench native consumers scale windows"
 
 usage() {
-    echo "usage: ${0##*/} [build|pg|mariadb|tsql|clients|check|static|cross|bench|native|consumers|scale|all]...   (default: build)"
+    echo "usage: ${0##*/} [build|pg|mariadb|tsql|clients|check|static|cross|bench|native|consumers|scale|windows|all]...   (default: build)"
 }
 
 # The packages in one group.
@@ -69,6 +73,9 @@ group_packages() {
         native)  echo "libpq-dev libsqlite3-dev libmariadb-dev" ;;
         consumers) echo "cmake pkgconf" ;;
         scale)   echo "galera-4 pgbouncer rsync" ;; # make scale: a Galera cluster (rsync SST), a pooler
+        # The win32 thread model only: the headers use Win32 threads, never
+        # winpthreads. wine64 alone runs 64-bit programs (no i386, no wine32).
+        windows) echo "gcc-mingw-w64-x86-64-win32 wine64" ;;
         *)       return 1 ;;
     esac
 }

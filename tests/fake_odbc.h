@@ -36,6 +36,10 @@
 #define FAKE_ODBC_H
 
 #include <stddef.h>
+#ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h> /* Windows' ODBC headers need it first */
+#endif
 #include <sql.h>
 #include <sqlext.h>
 

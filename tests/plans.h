@@ -5,6 +5,10 @@
 #define OBX_TESTS_PLANS_H
 
 #include <stdint.h>
+#ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h> /* Windows' ODBC headers need it first */
+#endif
 #include <sql.h>
 #include <sqlext.h>
 #include <stdio.h>

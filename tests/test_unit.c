@@ -9,6 +9,35 @@
 #include "fake_odbc.h"
 #include "tt.h"
 
+/* The few system calls the tests make themselves, on POSIX and Windows. */
+#ifdef _WIN32
+#include <io.h>
+static int sys_dup(int fd) { return _dup(fd); }
+static int sys_dup2(int fd, int to) { return _dup2(fd, to); }
+static int sys_close(int fd) { return _close(fd); }
+static long sys_getpid(void) { return (long)_getpid(); }
+static void sys_setenv(const char *name, const char *value) { _putenv_s(name, value); }
+static void sys_unsetenv(const char *name) { _putenv_s(name, ""); } /* "" removes it */
+static double mono_seconds(void) {
+    LARGE_INTEGER f, c;
+    QueryPerformanceFrequency(&f);
+    QueryPerformanceCounter(&c);
+    return (double)c.QuadPart / (double)f.QuadPart;
+}
+#else
+static int sys_dup(int fd) { return dup(fd); }
+static int sys_dup2(int fd, int to) { return dup2(fd, to); }
+static int sys_close(int fd) { return close(fd); }
+static long sys_getpid(void) { return (long)getpid(); }
+static void sys_setenv(const char *name, const char *value) { setenv(name, value, 1); }
+static void sys_unsetenv(const char *name) { unsetenv(name); }
+static double mono_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+#endif
+
 /* ---- backoff ------------------------------------------------------------------ */
 
 
@@ -1288,16 +1317,16 @@ static void test_default_log_format(void) {
         TT_EQ_STR(when, dates[i].text);
     }
     fflush(stderr);
-    saved = dup(2);
+    saved = sys_dup(2);
     TT_ASSERT(saved >= 0 && (f = tmpfile()) != NULL);
-    dup2(fileno(f), 2);
-    unsetenv("OBX_LOG_LEVEL");
+    sys_dup2(fileno(f), 2);
+    sys_unsetenv("OBX_LOG_LEVEL");
     memset(&h, 0, sizeof h);
     TT_EQ_INT(obx__hooks_resolve(&h, NULL), OBX_OK);
     TT_EQ_INT(h.log.min_level, OBX_LOG_INFO);
     obx__log(&h, OBX_LOG_WARN, "st\"ore", "lease of %d message(s) lost", 2);
     obx__log(&h, OBX_LOG_DEBUG, "st", "not shown at INFO");
-    setenv("OBX_LOG_LEVEL", "Debug", 1);
+    sys_setenv("OBX_LOG_LEVEL", "Debug");
     TT_EQ_INT(obx__hooks_resolve(&h, NULL), OBX_OK);
     TT_EQ_INT(h.log.min_level, OBX_LOG_DEBUG);
     obx__log(&h, OBX_LOG_DEBUG, "st", "shown at DEBUG");
@@ -1305,7 +1334,7 @@ static void test_default_log_format(void) {
     given.logger.min_level = OBX_LOG_ERROR; /* the program's own choice stands */
     TT_EQ_INT(obx__hooks_resolve(&h, &given), OBX_OK);
     TT_EQ_INT(h.log.min_level, OBX_LOG_ERROR);
-    setenv("OBX_LOG_LEVEL", "loud", 1);
+    sys_setenv("OBX_LOG_LEVEL", "loud");
     TT_EQ_INT(obx__hooks_resolve(&h, NULL), OBX_OK);
     TT_EQ_INT(h.log.min_level, OBX_LOG_INFO);
     TT_EQ_INT(h.env_level_bad, 1);
@@ -1319,20 +1348,20 @@ static void test_default_log_format(void) {
         fake_set_dbms_name("SQLite");
         if (obx_store_open(&desc, &st) == OBX_OK) obx_store_close(st);
     }
-    setenv("IBX_LOG_LEVEL", "off", 1);
+    sys_setenv("IBX_LOG_LEVEL", "off");
     {
         ibx__hooks ih;
         memset(&ih, 0, sizeof ih);
         TT_EQ_INT(ibx__hooks_resolve(&ih, NULL), IBX_OK);
         TT_EQ_INT(ih.log.min_level, IBX_LOG_OFF);
     }
-    unsetenv("OBX_LOG_LEVEL");
-    unsetenv("IBX_LOG_LEVEL");
+    sys_unsetenv("OBX_LOG_LEVEL");
+    sys_unsetenv("IBX_LOG_LEVEL");
     fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
+    sys_dup2(saved, 2);
+    sys_close(saved);
     rewind(f);
-    snprintf(want, sizeof want, " obx[%ld] WARN  [st\"ore] lease of 2 message(s) lost\n", (long)getpid());
+    snprintf(want, sizeof want, " obx[%ld] WARN  [st\"ore] lease of 2 message(s) lost\n", sys_getpid());
     TT_ASSERT(fgets(line, sizeof line, f) != NULL);
     /* 2026-11-27T10:47:19.123Z, then the rest */
     TT_EXPECT(strlen(line) > 24 && line[4] == '-' && line[10] == 'T' && line[19] == '.' && line[23] == 'Z');
@@ -2453,11 +2482,6 @@ static void test_discover_fail_log(void) {
  * layer finds handles by a list walk, which 100,000 stores would measure
  * instead): not a timed assertion, a "scale:" figure. The default size is
  * small; OBX_REGISTRY_SCALE=100000 gives the figure the docs quote. */
-static double mono_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 static char g_dummy_store;
 static void *dummy_open(void *ctx, const char *id, const char *connstr) {
     (void)ctx; (void)id; (void)connstr;
@@ -2537,16 +2561,15 @@ static void *wait_forever(void *arg) {
 static void test_wait_forever(void) {
     obx__hooks h;
     obx__loop l;
-    pthread_t t;
-    struct timespec pause = {0, 300000000L};
+    obx__thread_t t;
     obx__hooks_resolve(&h, NULL);
     obx__loop_init(&l, &h, NULL);
     g_wait_returned = 0;
-    TT_ASSERT(pthread_create(&t, NULL, wait_forever, &l) == 0);
-    nanosleep(&pause, NULL);
+    TT_ASSERT(obx__thread_create(&t, wait_forever, &l) == 0);
+    obx__sleep_ms(&h, 300);
     TT_EXPECT(!__atomic_load_n(&g_wait_returned, __ATOMIC_SEQ_CST)); /* still waiting */
     obx__loop_stop(&l);
-    pthread_join(t, NULL);
+    obx__thread_join(&t);
     TT_EXPECT(__atomic_load_n(&g_wait_returned, __ATOMIC_SEQ_CST)); /* a stop ends it */
     obx__loop_destroy(&l);
 }
@@ -2570,14 +2593,76 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 static void test_random_threads(void) {
-    pthread_t t[2];
+    obx__thread_t t[2];
     int i, repeats = 0;
     obx__hooks_resolve(&g_random_hooks, NULL);
-    for (i = 0; i < 2; i++) TT_ASSERT(pthread_create(&t[i], NULL, draw_random, g_draws + i * RANDOM_DRAWS) == 0);
-    for (i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    for (i = 0; i < 2; i++) TT_ASSERT(obx__thread_create(&t[i], draw_random, g_draws + i * RANDOM_DRAWS) == 0);
+    for (i = 0; i < 2; i++) obx__thread_join(&t[i]);
     qsort(g_draws, 2 * RANDOM_DRAWS, sizeof g_draws[0], cmp_u64);
     for (i = 1; i < 2 * RANDOM_DRAWS; i++) repeats += g_draws[i] == g_draws[i - 1];
     TT_EQ_INT(repeats, 0);
+}
+#endif
+
+/* CORE-CLOCK-DEFAULT: the default clock (POSIX clocks, or on Windows the
+ * system time and the performance counter): the wall clock is Unix time in
+ * ms, as time() says; the monotonic clock moves forward across a sleep by at
+ * least most of it; microseconds agree with milliseconds. Bounds are wide:
+ * nothing here depends on a quiet machine. */
+#if !defined(OBX_NO_POSIX_CLOCK)
+static void test_clock_default(void) {
+    obx__hooks h;
+    int64_t t0 = (int64_t)time(NULL) * 1000, now, m0, m1, us;
+    obx__hooks_resolve(&h, NULL);
+    now = obx__now_ms(&h);
+    TT_EXPECT(now >= t0 - 2000 && now <= (int64_t)time(NULL) * 1000 + 2000);
+    m0 = obx__mono_ms(&h);
+    obx__sleep_ms(&h, 60);
+    m1 = obx__mono_ms(&h);
+    us = obx__mono_us(&h);
+    TT_EXPECT(m1 - m0 >= 40 && m1 - m0 < 60000);
+    TT_EXPECT(us / 1000 >= m1 && us / 1000 < m1 + 60000);
+}
+#endif
+
+/* CORE-WAKE-UNSUPPORTED: where there is no wake socket (Windows; built with
+ * OBX_NO_WAKE_SOCKET) a wake_path is OBX_ERR_UNSUPPORTED naming wake_path,
+ * at store open and at dispatcher create, in both headers. */
+#if !OBX__WAKE_SOCKET && !IBX__WAKE_SOCKET
+static void test_wake_unsupported(void) {
+    obx_store_desc od;
+    ibx_store_desc id;
+    obx_dispatcher_desc dd;
+    obx_store *o = NULL;
+    ibx_store *i = NULL;
+    obx_dispatcher *d = NULL;
+    fake_reset();
+    fake_set_dbms_name("SQLite");
+    memset(&od, 0, sizeof od);
+    od.connection_string = "Driver=fake;";
+    od.wake_path = "obx.wake";
+    TT_EQ_INT(obx_store_open(&od, &o), OBX_ERR_UNSUPPORTED);
+    TT_EXPECT(strstr(obx_store_last_error(o)->where, "wake_path") != NULL);
+    obx_store_close(o);
+    o = NULL;
+    memset(&id, 0, sizeof id);
+    id.connection_string = "Driver=fake;";
+    id.wake_path = "ibx.wake";
+    TT_EQ_INT(ibx_store_open(&id, &i), IBX_ERR_UNSUPPORTED);
+    TT_EXPECT(strstr(ibx_store_last_error(i)->where, "wake_path") != NULL);
+    ibx_store_close(i);
+    od.wake_path = NULL;
+    TT_ASSERT(obx_store_open(&od, &o) == OBX_OK);
+    memset(&dd, 0, sizeof dd);
+    dd.store = o;
+    dd.wake_path = "obx.wake";
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_ERR_UNSUPPORTED);
+    TT_EXPECT(d == NULL);
+    TT_EXPECT(strstr(obx_store_last_error(o)->where, "obx_dispatcher_create: wake_path") != NULL);
+#ifdef _WIN32
+    TT_EXPECT(strstr(obx_store_last_error(o)->message, "Windows") != NULL);
+#endif
+    obx_store_close(o);
 }
 #endif
 
@@ -2650,6 +2735,12 @@ int main(void) {
     TT_RUN("CORE-REGISTRY-SCALE", "fake", "a refresh sorts, not compares pairwise (prints a scale figure; OBX_REGISTRY_SCALE=100000)", test_registry_scale);
 #if !defined(OBX_NO_THREADS) && !defined(OBX_NO_POSIX_CLOCK)
     TT_RUN("CORE-WAIT-FOREVER", "pure", "a wait of INT64_MAX ms waits until stopped, also with a 32-bit time_t", test_wait_forever);
+#endif
+#if !defined(OBX_NO_POSIX_CLOCK)
+    TT_RUN("CORE-CLOCK-DEFAULT", "pure", "the default clock: Unix ms as time() says, monotonic across a sleep, us agree with ms", test_clock_default);
+#endif
+#if !OBX__WAKE_SOCKET && !IBX__WAKE_SOCKET
+    TT_RUN("CORE-WAKE-UNSUPPORTED", "fake", "no wake socket here (Windows, OBX_NO_WAKE_SOCKET): a wake_path is OBX_ERR_UNSUPPORTED naming wake_path", test_wake_unsupported);
 #endif
 #if !defined(OBX_NO_THREADS)
     TT_RUN("CORE-RANDOM-THREADS", "pure", "the default random source drawn from two threads: no race, no value twice", test_random_threads);
