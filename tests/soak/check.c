@@ -20,8 +20,15 @@
  *   EXPIRED-HANDLED  a message enqueued already expired reached a handler
  *                    with no replay (which drops the expiry) before
  *   CONCURRENT       two handlers inside one message at the same time
- *                    (across processes; a killed handler ends at its death)
+ *                    (across processes; a killed handler ends at its death).
+ *                    Not counted (but figured as lease_lost_to_fault=N): the
+ *                    first handler ran past its lease and a database fault
+ *                    (restart, freeze) covered at least a renewal interval of
+ *                    the lease that ran out before the second began, so that
+ *                    no renewal could reach the database: a lease cannot
+ *                    outlive an outage of about its length
  *   KEY-CONCURRENT   two handlers inside one ordering key at the same time
+ *                    (but where the first lost its lease to a fault, as above)
  *   KEY-ORDER        per ordering key, first handlings not in enqueue order
  *                    (for messages whose commit returned before the other's
  *                    enqueue began)
@@ -39,7 +46,13 @@
  *                    and the join was not cancelled (or two, or one after its
  *                    cancel won)
  *   PURGE-LIVE       a handler inside a message after a purge deleted it
- *   STATS            at rest, obxctl stats or metrics differ from the table
+ *   STATS            at rest, a gauge of obxctl stats --json, of the library's
+ *                    metrics or of obxctl's per-topic metrics differs from the
+ *                    table's counts (per state, and per topic and state)
+ *   FULL             the producers' stores have max_pending (orch.log: MAX_PENDING
+ *                    N) and no enqueue of the run's database met OBX_ERR_FULL:
+ *                    the bound went untested (a refused message that exists is
+ *                    ROLLED-BACK, a committed one missing LOST)
  *   CONNECTIONS      at rest, a connection left open on the server
  *   CRASH            a process died of a signal nobody sent (SIGSEGV, ...), or
  *                    a dispatcher, provider or operator exited with an error
@@ -206,6 +219,19 @@ static int64_t death_of(int pid, int64_t at) {
     return INT64_MAX;
 }
 
+static long g_max_pending, g_full; /* the producers' bound (0: none), refusals at it */
+typedef struct fault_window {
+    int64_t t0, t1; /* t1: FAULTED, else INT64_MAX */
+} fault_window;
+static fault_window *g_faults;
+static int g_nfaults, g_capfaults;
+static long g_lease_lost, g_disk_full, g_renew_refused;
+/* The tenant of a key: "...@n", else 0 (the run's database). */
+static int tenant_of(const char *key) {
+    const char *at = strrchr(key, '@');
+    return at ? atoi(at + 1) : 0;
+}
+
 static void read_orch(void) {
     char path[1200], line[1200];
     FILE *f;
@@ -216,7 +242,21 @@ static void read_orch(void) {
         char name[64], how[32];
         int pid;
         long long t;
-        if (sscanf(line, "P %63s %d %lld", name, &pid, &t) == 3) {
+        if (sscanf(line, "MAX_PENDING %lld", &t) == 1) {
+            g_max_pending = (long)t;
+        } else if (sscanf(line, "FAULT %63s %lld", name, &t) == 2) {
+            fault_window w;
+            w.t0 = t;
+            w.t1 = INT64_MAX;
+            PUSH(g_faults, g_nfaults, g_capfaults, w);
+        } else if (sscanf(line, "FAULTED %63s %d %lld", name, &pid, &t) == 3) {
+            int i;
+            for (i = g_nfaults - 1; i >= 0; i--)
+                if (g_faults[i].t1 == INT64_MAX) {
+                    g_faults[i].t1 = t;
+                    break;
+                }
+        } else if (sscanf(line, "P %63s %d %lld", name, &pid, &t) == 3) {
             life l;
             l.pid = pid;
             l.worker = name[0] == 'd' || name[0] == 'v';
@@ -359,12 +399,15 @@ static void read_worker(const char *file) {
                 r = find(key, 1);
                 r->committed = 1;
                 r->t_commit = t;
+            } else if (strncmp(line, "DF ", 3) == 0) {
+                g_disk_full++; /* its F says it changed nothing: ROLLED-BACK, BIZ */
             } else if (kind == 'R' && sscanf(line, "R %599s %lld", key, &t) == 2) {
                 r = find(key, 1);
                 r->rolled = 1;
             } else if (kind == 'F' && sscanf(line, "F %599s %63s %lld", key, a, &t) == 3) {
                 r = find(key, 1);
                 r->failed = 1;
+                g_full += atoi(a) == SOAK_ERR_FULL && tenant_of(key) == g_tenant;
             } else if (strncmp(line, "J ", 2) == 0 && sscanf(line, "J %599s %63s %d %lld", key, a, &x, &t) == 4) {
                 r = find(key, 1);
                 r->is_join = 1;
@@ -400,6 +443,7 @@ static void read_worker(const char *file) {
             } else if ((kind == 'A' || kind == 'F') && sscanf(line + 2, "%599s %d %d %lld", key, &x, &y, &t) == 4) {
                 int i;
                 r = find(key, 1);
+                g_full += kind == 'F' && y == SOAK_ERR_FULL && tenant_of(key) == g_tenant;
                 for (i = r->nd - 1; i >= 0; i--)
                     if (r->d[i].ver == x && r->d[i].enq == -1) {
                         r->d[i].enq = kind == 'A' ? y : -2;
@@ -407,6 +451,8 @@ static void read_worker(const char *file) {
                         break;
                     }
             }
+        } else if (strncmp(line, "RR ", 3) == 0) {
+            g_renew_refused++; /* a renewal connection refused (soak.c): CONCURRENT judges it */
         } else if (kind == 'S' && sscanf(line, "S %599s %63s %63s %d %d %lld %d", key, a, b, &x, &y, &t, &pid) == 7) {
             handling h;
             memset(&h, 0, sizeof h);
@@ -463,6 +509,57 @@ static void close_handlings(void) {
 static char *g_buf;
 static long g_other_rows, g_other_done, g_other_dead; /* join.wait rows */
 #define BUF_CAP ((size_t)256 << 20)
+
+/* The table's counts per topic and state, as the gauges define the states:
+ * waiting (ready or scheduled: Ready / Processing without a lease), in flight
+ * (Leased / Processing under a lease), done, dead, seen (inbox). */
+enum { ST_WAITING, ST_IN_FLIGHT, ST_DONE, ST_DEAD, ST_SEEN, ST_N };
+typedef struct tcount {
+    char topic[64];
+    long n[ST_N];
+} tcount;
+static tcount g_tc[32];
+static int g_ntc;
+static long g_tn[ST_N];
+
+static int read_counts(tort_db *db) {
+    char sql[1024], t[160], c[3][64], err[600];
+    char *buf = (char *)xrealloc(NULL, 1 << 16), *p;
+    snprintf(sql, sizeof sql, "SELECT %s, %s, CASE WHEN %s IS NULL THEN 0 ELSE 1 END, COUNT(*) FROM %s GROUP BY %s, %s, "
+             "CASE WHEN %s IS NULL THEN 0 ELSE 1 END",
+             soak_qcol(c[0], 64, g_backend, "Topic"), soak_qcol(c[1], 64, g_backend, "Status"),
+             soak_qcol(c[2], 64, g_backend, "LockedUntil"), soak_qtable(t, sizeof t, g_backend, g_inbox, g_table), c[0], c[1],
+             c[2]);
+    buf[0] = 0;
+    if (tort_db_query(db, sql, buf, 1 << 16, err, sizeof err) != 0) {
+        printf("soak: %s %s FAILED: checker cannot count the table: %s\n", g_hdr, g_backend, err);
+        free(buf);
+        return -1;
+    }
+    for (p = buf; *p;) {
+        char *nl = strchr(p, '\n'), topic[64], status[32];
+        int leased = 0, st, k;
+        long n = 0;
+        if (nl) *nl = 0;
+        if (sscanf(p, "%63[^|]|%31[^|]|%d|%ld", topic, status, &leased, &n) == 4) {
+            if (g_inbox)
+                st = strcmp(status, "Processing") == 0 ? (leased ? ST_IN_FLIGHT : ST_WAITING)
+                     : strcmp(status, "Done") == 0     ? ST_DONE
+                     : strcmp(status, "Dead") == 0     ? ST_DEAD
+                                                       : ST_SEEN;
+            else
+                st = atoi(status) == 0 ? ST_WAITING : atoi(status) == 1 ? ST_IN_FLIGHT : atoi(status) == 2 ? ST_DONE : ST_DEAD;
+            for (k = 0; k < g_ntc && strcmp(g_tc[k].topic, topic) != 0; k++) {}
+            if (k == g_ntc && g_ntc < 32) snprintf(g_tc[g_ntc++].topic, sizeof g_tc[k].topic, "%s", topic);
+            if (k < g_ntc) g_tc[k].n[st] += n;
+            g_tn[st] += n;
+        }
+        if (!nl) break;
+        p = nl + 1;
+    }
+    free(buf);
+    return 0;
+}
 
 static int read_tables(void) {
     tort_db db;
@@ -534,6 +631,7 @@ static int read_tables(void) {
         if (!nl) break;
         p = nl + 1;
     }
+    if (read_counts(&db) != 0) return -1;
     if (!g_inbox && g_tenant == 0) { /* the business rows: the run's database only */
         g_buf[0] = 0;
         if (tort_db_query(&db, "SELECT tag FROM soak_biz", g_buf, BUF_CAP, err, sizeof err) != 0) {
@@ -560,7 +658,7 @@ static int read_tables(void) {
 static const char *RULES[] = {"LOST", "ROLLED-BACK", "BIZ", "PHANTOM", "STUCK", "DONE-UNHANDLED", "DEAD-REASON",
                               "EXPIRED-HANDLED", "CONCURRENT", "KEY-CONCURRENT", "KEY-ORDER", "ATTEMPT",
                               "INBOX-CONTENT", "INBOX-DONE-AGAIN", "REPLAY-UNHANDLED", "PURGE-LIVE",
-                              "STATS", "CONNECTIONS", "CRASH", "REPLAY-STARTS", "JOIN"};
+                              "STATS", "CONNECTIONS", "CRASH", "REPLAY-STARTS", "JOIN", "FULL"};
 #define NRULES ((int)(sizeof RULES / sizeof RULES[0]))
 static long g_viol[NRULES];
 static int g_printed, g_stats_checked, g_conns_checked;
@@ -667,10 +765,7 @@ static void check_ops(rec *r) {
 }
 
 /* The tenant a key belongs to: "...@n", else 0 (the run's database). */
-static int mine(const rec *r) {
-    const char *at = strrchr(r->key, '@');
-    return (at ? atoi(at + 1) : 0) == g_tenant;
-}
+static int mine(const rec *r) { return tenant_of(r->key) == g_tenant; }
 
 static int row_done(const rec *r) { return g_inbox ? strcmp(r->status_text, "Done") == 0 : r->status == 2; }
 static int row_dead(const rec *r) { return g_inbox ? strcmp(r->status_text, "Dead") == 0 : r->status == 3; }
@@ -699,6 +794,23 @@ static void check_dead_reason(rec *r) {
  * only; never claimed more than max_starts times without an outcome (a
  * message at the limit ends Dead; only a replay that does not start the
  * count again lets it past). */
+/* See CONCURRENT: a (started first) lost its lease to a database fault. */
+static int lease_lost_to_fault(const handling *a, const handling *b) {
+    const int64_t lease = (int64_t)SOAK_LEASE_S * 1000000;
+    int i;
+    if (a->end != INT64_MAX && a->end - a->start <= lease) return 0; /* no renewal was needed */
+    /* The lease that ran out before b's claim began at most a lease before
+     * it; the fault covered at least a renewal interval (a third of the
+     * lease) of that time, after a began. */
+    for (i = 0; i < g_nfaults; i++) {
+        int64_t from = g_faults[i].t0 > b->start - lease ? g_faults[i].t0 : b->start - lease;
+        int64_t to = g_faults[i].t1 < b->start ? g_faults[i].t1 : b->start;
+        if (from < a->start) from = a->start;
+        if (to - from >= lease / 3) return 1;
+    }
+    return 0;
+}
+
 static void check_handlings(rec *r) {
     int i;
     qsort(r->h, (size_t)r->nh, sizeof *r->h, cmp_handling);
@@ -711,7 +823,9 @@ static void check_handlings(rec *r) {
     for (i = 0; i + 1 < r->nh; i++) {
         handling *a = &r->h[i], *b = &r->h[i + 1];
         int redelivered = 0, k;
-        if (b->start < a->end)
+        if (b->start < a->end && lease_lost_to_fault(a, b))
+            g_lease_lost++;
+        else if (b->start < a->end)
             violation("CONCURRENT", r, "handler in pid %d started at %lld while pid %d's (started %lld) had not ended",
                       b->pid, (long long)b->start, a->pid, (long long)a->start);
         /* inbox: a redelivery between the two may redrive a Dead one (attempt 0) */
@@ -928,8 +1042,12 @@ static void check_keys(void) {
                  * loop): a replayed message may run after later ones. */
                 for (j = 0; j < r->nops; j++)
                     if (r->ops[j].kind == 'R' && r->ops[j].n != 0 && r->ops[j].t0 < m.first) m.first = INT64_MAX;
-                for (j = 0; j < g_ntr && m.first != INT64_MAX; j++) /* one first handled late may have been dead */
-                    if (g_topic_replays[j].t0 < m.first && m.first - r->t_commit > 5000000) m.first = INT64_MAX;
+                /* One first handled late may have been dead; one enqueued already
+                 * expired was (Dead "expired" at its claim) until a replay. */
+                for (j = 0; j < g_ntr && m.first != INT64_MAX; j++)
+                    if (g_topic_replays[j].t0 < m.first &&
+                        (m.first - r->t_commit > 5000000 || (r->exp == 'p' && g_topic_replays[j].t0 > r->t_commit)))
+                        m.first = INT64_MAX;
                 PUSH(ms, nm, cm, m);
             }
         }
@@ -937,7 +1055,9 @@ static void check_keys(void) {
         for (i = 0; i + 1 < nhs; i++) {
             int64_t end = hs[i].h->end;
             for (j = i + 1; j < nhs && hs[j].h->start < end; j++)
-                if (hs[j].r != hs[i].r)
+                if (hs[j].r != hs[i].r && lease_lost_to_fault(hs[i].h, hs[j].h))
+                    g_lease_lost++; /* its message was settled by another meanwhile: the key moved on */
+                else if (hs[j].r != hs[i].r)
                     violation("KEY-CONCURRENT", hs[j].r, "key %s: started at %lld while %s (started %lld in pid %d) had not ended",
                               key, (long long)hs[j].h->start, hs[i].r->key, (long long)hs[i].h->start, hs[i].h->pid);
         }
@@ -1002,12 +1122,41 @@ static int run_tool(const char *args, char *out, size_t cap) {
     return pclose(f);
 }
 
-/* obxctl stats and metrics at rest equal the counts taken from the table. */
+/* A gauge's value in a metrics text: the line that starts with `name{`
+ * and, when given, contains `labels`; -1 when absent. */
+static double metric(const char *text, const char *name, const char *labels) {
+    const char *line;
+    size_t n = strlen(name);
+    for (line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        const char *end = strchr(line, '\n'), *sp;
+        if (strncmp(line, name, n) != 0 || line[n] != '{') continue;
+        sp = strstr(line, "} ");
+        if (!sp || (end && sp > end)) continue;
+        if (labels) {
+            const char *l = strstr(line, labels);
+            if (!l || l > sp) continue;
+        }
+        return atof(sp + 2);
+    }
+    return -1;
+}
+
+/* At rest, every gauge obxctl prints equals the table's counts (read_counts):
+ * stats --json per state and per topic and state; metrics: the library's
+ * gauges and obxctl's per-topic lines. Ready and scheduled are compared as
+ * their sum (the split is a matter of the clock). The model's counts (rows,
+ * done, dead: the messages the logs know) equal them too. */
 static void check_stats(long rows, long done, long dead) {
     static char out[1 << 16];
-    const char *m, *line;
-    long t_done, t_dead, t_total, t_unfinished, g_dead = -1;
-    char pfx[64];
+    static const char *const json_states[ST_N] = {NULL, "in_flight", "done", "dead", "seen"};
+    const char *m, *pfx = g_inbox ? "ibx" : "obx";
+    long total = 0;
+    int k, st, bad = 0;
+    char name[96], labels[160];
+    for (st = 0; st < ST_N; st++) total += g_tn[st];
+    if (total != rows || g_tn[ST_DONE] != done || g_tn[ST_DEAD] != dead)
+        violation("STATS", NULL, "the table's counts (rows=%ld done=%ld dead=%ld) differ from its rows as read (rows=%ld done=%ld dead=%ld)",
+                  total, g_tn[ST_DONE], g_tn[ST_DEAD], rows, done, dead);
     if (run_tool("stats --json", out, sizeof out) != 0) {
         violation("STATS", NULL, "obxctl stats --json failed: %.300s", out);
         return;
@@ -1017,25 +1166,84 @@ static void check_stats(long rows, long done, long dead) {
         violation("STATS", NULL, "obxctl stats --json: no messages object: %.300s", out);
         return;
     }
-    t_done = json_num(m, "done");
-    t_dead = json_num(m, "dead");
-    t_total = json_num(m, "total");
-    t_unfinished = json_num(m, "ready") + json_num(m, "scheduled") + json_num(m, "in_flight") +
-                   (g_inbox ? json_num(m, "seen") : 0);
-    if (t_done != done || t_dead != dead || t_total != rows || t_unfinished != rows - done - dead)
-        violation("STATS", NULL, "obxctl stats says done=%ld dead=%ld total=%ld unfinished=%ld; the table: done=%ld dead=%ld rows=%ld unfinished=%ld",
-                  t_done, t_dead, t_total, t_unfinished, done, dead, rows, rows - done - dead);
+    {
+        long waiting = json_num(m, "ready") + json_num(m, "scheduled");
+        if (waiting != g_tn[ST_WAITING])
+            violation("STATS", NULL, "obxctl stats: ready+scheduled=%ld; the table %ld", waiting, g_tn[ST_WAITING]);
+        for (st = ST_IN_FLIGHT; st < ST_N; st++) {
+            long v = st == ST_SEEN && !g_inbox ? 0 : json_num(m, json_states[st]);
+            if (v != g_tn[st]) violation("STATS", NULL, "obxctl stats: %s=%ld; the table %ld", json_states[st], v, g_tn[st]);
+        }
+        if (json_num(m, "total") != total)
+            violation("STATS", NULL, "obxctl stats: total=%ld; the table %ld", json_num(m, "total"), total);
+        if (g_tn[ST_WAITING] == 0 && json_num(out, "oldest_ready_age_ms") != 0)
+            violation("STATS", NULL, "obxctl stats: oldest_ready_age_ms=%ld with nothing ready", json_num(out, "oldest_ready_age_ms"));
+        if (g_tn[ST_IN_FLIGHT] == 0 && json_num(out, "expired_leases") != 0)
+            violation("STATS", NULL, "obxctl stats: expired_leases=%ld with nothing in flight", json_num(out, "expired_leases"));
+    }
+    for (k = 0; k < g_ntc; k++) { /* per topic: "topics":[{"topic":"s","ready":..},..] */
+        char pat[96];
+        const char *tp;
+        snprintf(pat, sizeof pat, "{\"topic\":\"%.63s\",", g_tc[k].topic);
+        tp = strstr(out, pat);
+        if (!tp) {
+            violation("STATS", NULL, "obxctl stats: no topic %s (the table has it)", g_tc[k].topic);
+            continue;
+        }
+        if (json_num(tp, "ready") + json_num(tp, "scheduled") != g_tc[k].n[ST_WAITING])
+            violation("STATS", NULL, "obxctl stats: topic %s ready+scheduled=%ld; the table %ld", g_tc[k].topic,
+                      json_num(tp, "ready") + json_num(tp, "scheduled"), g_tc[k].n[ST_WAITING]);
+        for (st = ST_IN_FLIGHT; st < ST_N; st++) {
+            long v = st == ST_SEEN && !g_inbox ? 0 : json_num(tp, json_states[st]);
+            if (v != g_tc[k].n[st])
+                violation("STATS", NULL, "obxctl stats: topic %s %s=%ld; the table %ld", g_tc[k].topic, json_states[st], v, g_tc[k].n[st]);
+        }
+    }
     if (run_tool("metrics", out, sizeof out) != 0) {
         violation("STATS", NULL, "obxctl metrics failed: %.300s", out);
         return;
     }
-    snprintf(pfx, sizeof pfx, "%s_queue_dead_messages{", g_inbox ? "ibx" : "obx");
-    for (line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-        if (strncmp(line, pfx, strlen(pfx)) == 0) {
-            const char *sp = strchr(line, ' ');
-            g_dead = sp ? atol(sp + 1) : -1;
+    {
+        double v[6];
+        static const char *const g[6] = {"ready", "scheduled", "in_flight", "dead", "expired_leases", "oldest_ready_age_seconds"};
+        for (k = 0; k < 6; k++) {
+            snprintf(name, sizeof name, "%s_queue_%s%s", pfx, g[k], k < 4 ? "_messages" : "");
+            v[k] = metric(out, name, NULL);
+            if (v[k] < 0) {
+                violation("STATS", NULL, "obxctl metrics: no %s", name);
+                bad = 1;
+            }
         }
-    if (g_dead != dead) violation("STATS", NULL, "obxctl metrics says %ld dead; the table %ld", g_dead, dead);
+        if (!bad) {
+            if ((long)(v[0] + v[1]) != g_tn[ST_WAITING])
+                violation("STATS", NULL, "metrics: %s_queue_ready+scheduled_messages=%.0f; the table %ld", pfx, v[0] + v[1], g_tn[ST_WAITING]);
+            if ((long)v[2] != g_tn[ST_IN_FLIGHT])
+                violation("STATS", NULL, "metrics: %s_queue_in_flight_messages=%.0f; the table %ld", pfx, v[2], g_tn[ST_IN_FLIGHT]);
+            if ((long)v[3] != g_tn[ST_DEAD])
+                violation("STATS", NULL, "metrics: %s_queue_dead_messages=%.0f; the table %ld", pfx, v[3], g_tn[ST_DEAD]);
+            if (g_tn[ST_IN_FLIGHT] == 0 && v[4] != 0)
+                violation("STATS", NULL, "metrics: %s_queue_expired_leases=%.0f with nothing in flight", pfx, v[4]);
+            if (g_tn[ST_WAITING] == 0 && v[5] != 0)
+                violation("STATS", NULL, "metrics: %s_queue_oldest_ready_age_seconds=%g with nothing ready", pfx, v[5]);
+        }
+    }
+    snprintf(name, sizeof name, "%s_queue_topic_messages", pfx);
+    for (k = 0; k < g_ntc; k++) {
+        double w = 0, x;
+        snprintf(labels, sizeof labels, "topic=\"%.63s\",status=\"ready\"", g_tc[k].topic);
+        x = metric(out, name, labels);
+        snprintf(labels, sizeof labels, "topic=\"%.63s\",status=\"scheduled\"", g_tc[k].topic);
+        w = x + metric(out, name, labels);
+        if (x < 0 || (long)w != g_tc[k].n[ST_WAITING])
+            violation("STATS", NULL, "metrics: topic %s ready+scheduled=%.0f; the table %ld", g_tc[k].topic, w, g_tc[k].n[ST_WAITING]);
+        for (st = ST_IN_FLIGHT; st < ST_N; st++) {
+            if (st == ST_SEEN && !g_inbox) continue;
+            snprintf(labels, sizeof labels, "topic=\"%.63s\",status=\"%s\"", g_tc[k].topic, json_states[st]);
+            x = metric(out, name, labels);
+            if ((long)x != g_tc[k].n[st])
+                violation("STATS", NULL, "metrics: topic %s %s=%.0f; the table %ld", g_tc[k].topic, json_states[st], x, g_tc[k].n[st]);
+        }
+    }
     g_stats_checked = 1;
 }
 
@@ -1124,8 +1332,10 @@ int main(int argc, char **argv) {
         for (i = 0; i < g_cap; i++) rows += g_tab[i] && g_tab[i]->has_row;
         check_stats(rows + g_other_rows, done + g_other_done, dead + g_other_dead);
     }
-    printf("soak: %s %s t%d check: messages=%ld committed=%ld rolled_back=%ld handlings=%ld done=%ld dead=%ld kills=%ld operator_actions=%ld lines=%ld%s%s",
-           g_hdr, g_backend, g_tenant, messages, committed, rolled, handlings, done, dead, g_kills, g_ops_done, g_nlines,
+    if (g_max_pending > 0 && g_tenant == 0 && g_full == 0)
+        violation("FULL", NULL, "no enqueue met max_pending %ld (OBX_ERR_FULL): the bound went untested", g_max_pending);
+    printf("soak: %s %s t%d check: messages=%ld committed=%ld rolled_back=%ld full_refusals=%ld handlings=%ld done=%ld dead=%ld kills=%ld db_faults=%d disk_full_failures=%ld renewal_connects_refused=%ld lease_lost_to_fault=%ld operator_actions=%ld lines=%ld%s%s",
+           g_hdr, g_backend, g_tenant, messages, committed, rolled, g_full, handlings, done, dead, g_kills, g_nfaults, g_disk_full, g_renew_refused, g_lease_lost, g_ops_done, g_nlines,
            g_stats_checked ? " stats=checked" : "", g_conns_checked ? " connections=checked" : "");
     for (r = 0; r < NRULES; r++) {
         if (!g_viol[r]) continue;

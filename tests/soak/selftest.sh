@@ -32,7 +32,7 @@ irow() { # key ver status attempt lasterror
 t() { echo $((U + $1)); }
 expect() { # hdr rule|ok description
     local out rc
-    out=$(SOAK_OBXCTL=$ctl "$bin/soak_check" "$1" sqlite "$conn" "Soak$1" "$work/logs" 2>&1)
+    out=$(SOAK_OBXCTL=${check_ctl:-$ctl} "$bin/soak_check" "$1" sqlite "$conn" "Soak$1" "$work/logs" 2>&1)
     rc=$?
     if [ "$2" = ok ]; then
         if [ $rc -eq 0 ]; then pass=$((pass + 1)); echo "PASS SOAK-SELFTEST $3: clean history passes"
@@ -44,12 +44,34 @@ expect() { # hdr rule|ok description
     fi
 }
 
-# A clean outbox history: committed, handled once, Done.
+# A clean outbox history: committed, handled once, Done; the producers met
+# max_pending once (a refusal that changed nothing).
 setup obx
-printf 'I P0.1.1 k1 s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+echo "MAX_PENDING 400" >> "$work/logs/orch.log"
+printf 'I P0.1.1 k1 s - %s\nC P0.1.1 id1 %s\nI P0.1.2 - s - %s\nF P0.1.2 -9 %s\n' "$(t 1)" "$(t 2)" "$(t 3)" "$(t 4)" > "$work/logs/p0.1.log"
 printf 'S P0.1.1 id1 k1 0 1 %s 100\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
 orow P0.1.1 2 0 1 NULL "'k1'"
 expect obx ok clean-outbox
+
+# The same where the load never reached max_pending: the bound went untested.
+sed -i '/^F /d' "$work/logs/p0.1.log"
+expect obx FULL max-pending-unmet
+
+# The same where a gauge is wrong: a tool (planted: obxctl with its output
+# changed) whose stats count one message in flight, or whose per-topic
+# metrics miss a done one.
+sed -i '/^MAX_PENDING/d' "$work/logs/orch.log"
+cat > "$work/ctl-stats" <<EOF
+#!/bin/sh
+"$ctl" "\$@" | sed 's/"in_flight":0/"in_flight":1/'
+EOF
+cat > "$work/ctl-metrics" <<EOF
+#!/bin/sh
+"$ctl" "\$@" | sed 's/topic="s",status="done"} 1/topic="s",status="done"} 0/'
+EOF
+chmod +x "$work/ctl-stats" "$work/ctl-metrics"
+check_ctl=$work/ctl-stats expect obx STATS stats-gauge-in-flight
+check_ctl=$work/ctl-metrics expect obx STATS metrics-topic-done
 
 setup obx # committed, never there
 printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\nI P0.1.2 - s - %s\nC P0.1.2 id2 %s\n' "$(t 1)" "$(t 2)" "$(t 3)" "$(t 4)" > "$work/logs/p0.1.log"
@@ -69,6 +91,25 @@ printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 5000)"
 printf 'S P0.1.1 id1 - 0 2 %s 101\nE P0.1.1 done %s 101\n' "$(t 3000)" "$(t 3100)" > "$work/logs/d1.1.log"
 orow P0.1.1 2 0 1 NULL
 expect obx CONCURRENT concurrent
+
+setup obx # a slow handler's lease lost to a database restart within it: at-least-once, not counted
+printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 4500000)" > "$work/logs/d0.1.log"
+printf 'S P0.1.1 id1 - 0 2 %s 101\nE P0.1.1 done %s 101\n' "$(t 3100000)" "$(t 3100100)" > "$work/logs/d1.1.log"
+printf 'FAULT restart %s\nFAULTED restart 0 %s\n' "$(t 1000000)" "$(t 3000000)" >> "$work/logs/orch.log"
+orow P0.1.1 2 0 1 NULL
+expect obx ok concurrent-fault-lease
+# the same with the restart after the lease had run out: no excuse
+sed -i '/^FAULT/d' "$work/logs/orch.log"
+printf 'FAULT restart %s\nFAULTED restart 0 %s\n' "$(t 3050000)" "$(t 3090000)" >> "$work/logs/orch.log"
+expect obx CONCURRENT concurrent-fault-late
+
+setup obx # the renewal connection refused (the soak's hook), the lease lost: no excuse
+printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+printf 'S P0.1.1 id1 - 0 1 %s 100\nRRON %s\nRR %s\nRROFF %s\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 900000)" "$(t 1000000)" "$(t 1700000)" "$(t 4500000)" > "$work/logs/d0.1.log"
+printf 'S P0.1.1 id1 - 0 2 %s 101\nE P0.1.1 done %s 101\n' "$(t 3100000)" "$(t 3100100)" > "$work/logs/d1.1.log"
+orow P0.1.1 2 0 1 NULL
+expect obx CONCURRENT concurrent-renewal-refused
 
 setup obx # two messages of one key at once (overlapping producers of a key)
 printf 'I P0.1.1 k1 t - %s\nI P0.1.2 k1 t - %s\nC P0.1.2 id2 %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" "$(t 3)" "$(t 4)" > "$work/logs/p0.1.log"

@@ -5,14 +5,18 @@
  *   producer    enqueues outbox messages one by one, in batches and in its own
  *               transaction with a business row (a quarter rolled back), with
  *               ordering keys shared by every producer (so producers of one key
- *               overlap), expiries in the past and the future, at the store's
- *               max_pending bound; or (inbox) deliveries of (source, id) with
- *               redeliveries of the same and of changed content, some while
- *               the message is in a handler
+ *               overlap; on the servers some keyed transactions held open),
+ *               expiries in the past and the future, at the store's
+ *               max_pending bound (and a tight one), some transactions with
+ *               the disk full (SQLite); or (inbox) deliveries of (source, id)
+ *               with redeliveries of the same and of changed content, some
+ *               while the message is in a handler
  *   dispatcher  per-message and batch handlers that return done / retry /
  *               pause / dead at random, some slower than the lease; a poison
- *               topic whose handler calls abort()
- *   operator    what operators do during the run (see role_operator)
+ *               topic whose handler calls abort(); the lease renewal's
+ *               connects refused now and then (soak_driver_connect)
+ *   operator    what operators do during the run (see role_operator), among
+ *               them replays and purges of the same messages at one moment
  *
  * Each process appends what it did and saw to its own log (soak.h); the
  * checker (check.c) reads the logs and the final tables. The run is seeded:
@@ -31,12 +35,21 @@
  * allocator fails one call in this many, on every thread; default 300, 0 none), SOAK_OPERATORS (2),
  * SOAK_CONN_1 and SOAK_CONN_2 (more tenant databases: a provider process
  * dispatches all three), SOAK_VERBOSE. */
+/* The renewal connection refused is a fault of this test, not a hook of the
+ * library: the headers' connects go through soak_driver_connect (below). */
+#include <sql.h>
+#include <sqlext.h>
+static SQLRETURN soak_driver_connect(SQLHDBC dbc, SQLHWND w, SQLCHAR *in, SQLSMALLINT in_len, SQLCHAR *out,
+                                     SQLSMALLINT cap, SQLSMALLINT *out_len, SQLUSMALLINT completion);
+#define SQLDriverConnect soak_driver_connect
 #define OBX_IMPLEMENTATION
 #include "../../obx.h"
 #define IBX_IMPLEMENTATION
 #include "../../ibx.h"
+#undef SQLDriverConnect
 #include "soak.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -55,6 +68,38 @@ static void on_term(int sig) {
 }
 
 static int is_sqlite(void) { return strcmp(g_backend, "sqlite") == 0; }
+
+/* The renewal connection refused (dispatchers). In a dispatcher process the
+ * lease renewal thread is the only one that connects besides the main
+ * thread; while g_refuse is set its connects fail (SQL_ERROR) as a refusing
+ * server's would. Windows of 0.2-0.8 s every 1-4 s, shorter than a renewal
+ * interval (a third of the lease): a renewal fails, no handler may start past
+ * the lease it holds (CONCURRENT), the next renewal keeps the lease.
+ * Log: RRON T / RROFF T (a window), RR T (a connect refused). */
+static pthread_t g_main_thread;
+static volatile int g_refuse;
+
+static SQLRETURN soak_driver_connect(SQLHDBC dbc, SQLHWND w, SQLCHAR *in, SQLSMALLINT in_len, SQLCHAR *out,
+                                     SQLSMALLINT cap, SQLSMALLINT *out_len, SQLUSMALLINT completion) {
+    if (g_refuse && !pthread_equal(pthread_self(), g_main_thread)) {
+        soak_log(g_log, "RR %lld", (long long)tort_wall_us());
+        return SQL_ERROR;
+    }
+    return SQLDriverConnect(dbc, w, in, in_len, out, cap, out_len, completion);
+}
+
+static void *refuser_main(void *v) {
+    soak_rng r = *(soak_rng *)v;
+    while (!g_stop) {
+        tort_sleep_ms(1000 + soak_below(&r, 3000));
+        g_refuse = 1;
+        soak_log(g_log, "RRON %lld", (long long)tort_wall_us());
+        tort_sleep_ms(200 + soak_below(&r, 600));
+        g_refuse = 0;
+        soak_log(g_log, "RROFF %lld", (long long)tort_wall_us());
+    }
+    return NULL;
+}
 
 static void lib_log(obx_log_level level, const char *id, const char *msg, void *user) {
     (void)user;
@@ -288,6 +333,11 @@ static int64_t soak_backoff(int attempts, void *user) {
 }
 
 static int role_dispatcher(void) {
+    static soak_rng rr;
+    pthread_t refuser;
+    g_main_thread = pthread_self();
+    rr.s = soak_next(&g_rng);
+    if (pthread_create(&refuser, NULL, refuser_main, &rr) == 0) pthread_detach(refuser);
     while (!g_stop) {
         if (g_inbox) {
             ibx_store *s = open_ibx(0, 0);
@@ -350,6 +400,9 @@ static int role_dispatcher(void) {
  *             C TAG ID T              committed (enqueue returned OK / COMMIT did)
  *             R TAG T                 about to roll the transaction back
  *             F TAG RC T              refused or failed: not committed
+ *             DFON T / DFOFF T        disk full (SQLite) begins / ends for this
+ *                                     producer's transactions
+ *             DF TAG T                the F before it failed while the disk was full
  *             (an I without C, R or F: unknown, e.g. killed in between)
  * Inbox log:  I KEY VER T             about to deliver content VER of KEY (source/id)
  *             A KEY VER ENQUEUED T    ibx_enqueue returned OK (*enqueued)
@@ -382,6 +435,10 @@ static int conn_dead(tort_db *db) {
 }
 
 #define SOAK_MAX_PENDING 400 /* the producers' stores' bound: the load reaches it */
+#define SOAK_MAX_PENDING_TIGHT 20 /* a store of each producer with a tight bound, used for 5 %
+                                     of its single enqueues: met on every backend (FULL) */
+/* The checker reads refusals as logged numbers (it includes neither header). */
+typedef char soak_full_is_obx_full[SOAK_ERR_FULL == (int)OBX_ERR_FULL && SOAK_ERR_FULL == (int)IBX_ERR_FULL ? 1 : -1];
 
 static void fill_new(obx_new_message *m, char *payload, size_t pcap, const char *tag, char *okey, size_t kcap,
                      char *exp) {
@@ -467,9 +524,9 @@ static void join_op(obx_store *s, int id, int inc, long *seq) {
 
 static int role_producer_obx(int id, int inc) {
     tort_db db;
-    obx_store *s = open_obx(0, SOAK_MAX_PENDING), *ts[3] = {NULL, NULL, NULL};
+    obx_store *s = open_obx(0, SOAK_MAX_PENDING), *ts[3] = {NULL, NULL, NULL}, *tight = NULL;
     long seq = 0;
-    int have_db = connect_tx(&db) == 0;
+    int have_db = connect_tx(&db) == 0, disk_full = 0;
     if (!s || !have_db) return 1;
     while (!g_stop) {
         int mode = soak_below(&g_rng, 100), n = 1, i;
@@ -489,6 +546,10 @@ static int role_producer_obx(int id, int inc) {
             st = ts[tenant];
         }
         if (mc == 'b') n = 2 + soak_below(&g_rng, 4);
+        if (mc == 's' && tenant == 0 && soak_pct(&g_rng, 5)) {
+            if (!tight) tight = open_obx(0, SOAK_MAX_PENDING_TIGHT);
+            if (tight) st = tight;
+        }
         for (i = 0; i < n; i++) {
             if (tenant > 0) snprintf(tag[i], sizeof tag[i], "P%d.%d.%ld@%d", id, inc, ++seq, tenant);
             else snprintf(tag[i], sizeof tag[i], "P%d.%d.%ld", id, inc, ++seq);
@@ -510,13 +571,35 @@ static int role_producer_obx(int id, int inc) {
                 have_db = connect_tx(&db) == 0;
                 if (!have_db) { tort_sleep_ms(100); continue; }
             }
+            /* Disk full (SQLite): for a while this connection may not grow
+             * the file (max_page_count at its size, as tests/torture/diskfull.c):
+             * its transactions fail, DF TAG T, and must change nothing. */
+            if (is_sqlite() && !disk_full && soak_pct(&g_rng, 3)) {
+                long long pages = tort_db_scalar(&db, "PRAGMA page_count");
+                snprintf(sql, sizeof sql, "PRAGMA max_page_count = %lld", pages > 0 ? pages : 1);
+                if (pages > 0 && exec_sql(&db, sql) == 0) {
+                    disk_full = 5 + soak_below(&g_rng, 20);
+                    soak_log(g_log, "DFON %lld", (long long)tort_wall_us());
+                }
+            } else if (disk_full > 0 && --disk_full == 0) {
+                exec_sql(&db, "PRAGMA max_page_count = 1073741823");
+                soak_log(g_log, "DFOFF %lld", (long long)tort_wall_us());
+            }
             if (is_sqlite()) ok = exec_sql(&db, "BEGIN IMMEDIATE") == 0;
             snprintf(sql, sizeof sql, "INSERT INTO soak_biz (tag) VALUES ('%s')", tag[0]);
             ok = ok && exec_sql(&db, sql) == 0;
             r = ok ? obx_enqueue_tx(s, db.dbc, &ms[0], ids[0]) : OBX_ERR_DB;
+            /* Overlapping producers of one key (issue 25 items 1-2): on the
+             * servers, a keyed transaction is held open a while after its
+             * enqueue, so that others of its key commit and are claimed before
+             * it (its smaller Id sorts first once it commits). SQLite has one
+             * writer: a held transaction would only stall the others. */
+            if (ok && r == OBX_OK && okey[0][0] && !is_sqlite() && soak_pct(&g_rng, 40))
+                tort_sleep_ms(20 + soak_below(&g_rng, 300));
             if (!ok || r != OBX_OK || rollback) {
                 if (ok && r == OBX_OK) soak_log(g_log, "R %s %lld", tag[0], (long long)tort_wall_us());
                 else soak_log(g_log, "F %s %d %lld", tag[0], (int)r, (long long)tort_wall_us());
+                if (disk_full && (!ok || (r != OBX_OK && r != OBX_ERR_FULL))) soak_log(g_log, "DF %s %lld", tag[0], (long long)tort_wall_us());
                 end_tx(&db, 0);
             } else if (end_tx(&db, 1) == 0) {
                 soak_log(g_log, "C %s %s %lld", tag[0], ids[0], (long long)tort_wall_us());
@@ -532,6 +615,7 @@ static int role_producer_obx(int id, int inc) {
         tort_sleep_ms(5 + soak_below(&g_rng, 20));
     }
     obx_store_close(s);
+    obx_store_close(tight);
     obx_store_close(ts[1]);
     obx_store_close(ts[2]);
     if (have_db) tort_db_close(&db);
@@ -545,7 +629,7 @@ typedef struct idelivery {
 } idelivery;
 
 static int role_producer_ibx(int id, int inc) {
-    ibx_store *ts[3] = {NULL, NULL, NULL}, *s;
+    ibx_store *ts[3] = {NULL, NULL, NULL}, *s, *tight = NULL;
     idelivery recent[32];
     int nrecent = 0;
     long seq = 0;
@@ -576,6 +660,10 @@ static int role_producer_ibx(int id, int inc) {
         }
         if (!ts[d->tenant]) ts[d->tenant] = open_ibx_on(g_tconn[d->tenant], 0, SOAK_MAX_PENDING);
         if (!(s = ts[d->tenant])) { tort_sleep_ms(100); continue; }
+        if (d->tenant == 0 && soak_pct(&g_rng, 5)) { /* the tight bound (FULL) */
+            if (!tight) tight = open_ibx(0, SOAK_MAX_PENDING_TIGHT);
+            if (tight) s = tight;
+        }
         snprintf(src, sizeof src, "s%d", d->src);
         snprintf(key, sizeof key, "%s/%s", src, d->mid);
         snprintf(payload, sizeof payload, "%s v%d %06lx", key, d->ver, d->nonce);
@@ -594,6 +682,7 @@ static int role_producer_ibx(int id, int inc) {
         tort_sleep_ms(5 + soak_below(&g_rng, 20));
     }
     ibx_store_close(ts[0]);
+    ibx_store_close(tight);
     ibx_store_close(ts[1]);
     ibx_store_close(ts[2]);
     return 0;
@@ -742,7 +831,7 @@ static void write_tenants(int all) {
  * What operators do, during the run, through the API and the obxctl tool:
  * dead list, replay and purge of one message (by id) or of a topic, reap,
  * cleanup, deploy, stats and metrics. Log:
- *   RP KEY T0 VIA  / RPD KEY N RC T1    replay of one message (VIA api|tool):
+ *   RP KEY T0 VIA  / RPD KEY N RC T1    replay of one message (VIA api, tool, race: op_race):
  *                                       N replayed (tool: exit 0 = 1, 3 = 0)
  *   PG KEY T0 VIA  / PGD KEY N RC T1    purge of one message
  *   RA TOPIC T0    / RAD TOPIC N RC T1  replay of every dead message of a topic
@@ -841,6 +930,90 @@ static void op_one(obx_store *os, ibx_store *is, int purge, int via_tool) {
     soak_log(g_log, "%s %s %lld %d %lld", purge ? "PGD" : "RPD", key, (long long)n, rc, (long long)tort_wall_us());
 }
 
+/* Purges during replays (issue 25 item 6): up to 8 dead messages, each
+ * replayed by one thread and purged by another at the same moment (a
+ * barrier before each pair), on two stores. One of the two wins per
+ * message: a purge that meets the replay's commit must leave the replayed
+ * message alone (else it is lost: REPLAY-UNHANDLED, or PURGE-LIVE when a
+ * handler had it). Logged as the one-message replays and purges (RP/RPD,
+ * PG/PGD, VIA race). */
+typedef struct race_side {
+    obx_store *os;
+    ibx_store *is;
+    int purge, n;
+    char key[8][600], id[8][300], src[8][300];
+    pthread_barrier_t *bar;
+} race_side;
+
+static void *race_run(void *v) {
+    race_side *rs = (race_side *)v;
+    int i;
+    for (i = 0; i < rs->n; i++) {
+        int64_t n = 0;
+        int rc;
+        pthread_barrier_wait(rs->bar);
+        soak_log(g_log, "%s %s %lld race", rs->purge ? "PG" : "RP", rs->key[i], (long long)tort_wall_us());
+        if (g_inbox) {
+            ibx_dead_filter f;
+            memset(&f, 0, sizeof f);
+            f.source = rs->src[i];
+            f.message_id = rs->id[i];
+            rc = rs->purge ? ri(ibx_dead_purge(rs->is, &f, &n)) : ri(ibx_dead_replay(rs->is, &f, &n));
+        } else {
+            obx_dead_filter f;
+            memset(&f, 0, sizeof f);
+            f.id = rs->id[i];
+            rc = rs->purge ? ro(obx_dead_purge(rs->os, &f, &n)) : ro(obx_dead_replay(rs->os, &f, &n));
+        }
+        soak_log(g_log, "%s %s %lld %d %lld", rs->purge ? "PGD" : "RPD", rs->key[i], (long long)n, rc, (long long)tort_wall_us());
+    }
+    return NULL;
+}
+
+static void op_race(obx_store *os, ibx_store *is, obx_store **os2, ibx_store **is2) {
+    static race_side rp, pg;
+    pthread_barrier_t bar;
+    pthread_t th;
+    int count = 0, i;
+    if (g_inbox ? (!*is2 && !(*is2 = open_ibx(0, 0))) : (!*os2 && !(*os2 = open_obx(0, 0)))) return;
+    memset(&rp, 0, sizeof rp);
+    if (g_inbox) {
+        const ibx_message *ms = NULL;
+        ibx_dead_filter f;
+        memset(&f, 0, sizeof f);
+        if (ibx_dead_list(is, &f, soak_below(&g_rng, 10), 8, &ms, &count) != IBX_OK) return;
+        for (i = 0; i < count && i < 8; i++) {
+            snprintf(rp.key[i], sizeof rp.key[i], "%s/%s", ms[i].source, ms[i].message_id);
+            snprintf(rp.id[i], sizeof rp.id[i], "%s", ms[i].message_id);
+            snprintf(rp.src[i], sizeof rp.src[i], "%s", ms[i].source);
+        }
+    } else {
+        const obx_message *ms = NULL;
+        obx_dead_filter f;
+        memset(&f, 0, sizeof f);
+        if (obx_dead_list(os, &f, soak_below(&g_rng, 10), 8, &ms, &count) != OBX_OK) return;
+        for (i = 0; i < count && i < 8; i++) {
+            okey_of(&ms[i], rp.key[i], sizeof rp.key[i]);
+            snprintf(rp.id[i], sizeof rp.id[i], "%s", ms[i].id);
+        }
+    }
+    if (count < 1) return;
+    rp.n = count < 8 ? count : 8;
+    pg = rp;
+    rp.os = os;
+    rp.is = is;
+    pg.os = *os2;
+    pg.is = *is2;
+    pg.purge = 1;
+    rp.bar = pg.bar = &bar;
+    if (pthread_barrier_init(&bar, NULL, 2) != 0) return;
+    if (pthread_create(&th, NULL, race_run, &pg) == 0) {
+        race_run(&rp);
+        pthread_join(th, NULL);
+    }
+    pthread_barrier_destroy(&bar);
+}
+
 static void op_topic(obx_store *os, ibx_store *is) {
     const char *topic = soak_pct(&g_rng, 50) ? "s" : "b";
     int64_t n = 0;
@@ -861,8 +1034,8 @@ static void op_topic(obx_store *os, ibx_store *is) {
 }
 
 static int role_operator(void) {
-    obx_store *os = NULL;
-    ibx_store *is = NULL;
+    obx_store *os = NULL, *os2 = NULL;
+    ibx_store *is = NULL, *is2 = NULL;
     static char metrics[65536];
     while (!g_stop) {
         int a = soak_below(&g_rng, 100), rc = 0;
@@ -872,7 +1045,8 @@ static int role_operator(void) {
             else os = open_obx(0, 0);
             if (!os && !is) { tort_sleep_ms(200); continue; }
         }
-        if (a < 22) op_one(os, is, 0, 0);
+        if (a < 8) op_race(os, is, &os2, &is2);
+        else if (a < 22) op_one(os, is, 0, 0);
         else if (a < 34) op_one(os, is, 1, 0);
         else if (a < 42) op_one(os, is, 0, 1);
         else if (a < 46) op_one(os, is, 1, 1);
@@ -922,7 +1096,9 @@ static int role_operator(void) {
         tort_sleep_ms(100 + soak_below(&g_rng, 400));
     }
     obx_store_close(os);
+    obx_store_close(os2);
     ibx_store_close(is);
+    ibx_store_close(is2);
     return 0;
 }
 
@@ -1074,6 +1250,7 @@ static int orchestrate(void) {
     }
     g_orch = soak_open_log(g_dir, "orch");
     soak_log(g_orch, "SEED %llu", (unsigned long long)g_seed);
+    soak_log(g_orch, "MAX_PENDING %d %d", SOAK_MAX_PENDING, SOAK_MAX_PENDING_TIGHT);
     g_rng = soak_rng_for(g_seed, 'O', 0, 0);
     if (tort_db_open(&db, g_conn, err, sizeof err) != 0) {
         printf("soak: %s %s FAILED: cannot connect: %s\n", g_hdr, g_backend, err);

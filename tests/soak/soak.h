@@ -29,6 +29,7 @@
 #define SOAK_DEAD_REASON "soak: dead by handler"
 #define SOAK_RETRY_REASON "soak: retry"
 #define SOAK_PAUSE_REASON "soak: pause"
+#define SOAK_ERR_FULL (-9)      /* OBX_ERR_FULL, IBX_ERR_FULL as producers log it (soak.c checks) */
 
 /* ---- seeded random source (splitmix64): one stream per process ------------- */
 
