@@ -12036,6 +12036,9 @@ static int obx__list_opt_add(const obx__hooks *h, obx__buf *b, const obx__dialec
     return s ? obx__list_add(h, b, d, s, strlen(s)) : obx__list_add_null(h, b, d);
 }
 
+/* MariaDB's multi-row VALUES batch: only ODBC reaches MariaDB. */
+#if !defined(OBX_NO_MARIADB) && !defined(OBX_SQLITE3_API)
+#define OBX__VALUES_BATCH 1
 /* A statement with parameters run once: SQLExecDirect, which MariaDB's
  * driver sends as prepare and execute together, one round trip. */
 static obx_result obx__exec_once_direct(obx__db *db, const char *sql, obx__param *ps, int n) {
@@ -12134,6 +12137,8 @@ static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from,
     return obx__exec(db, slot, text->data, p, rows * per, NULL, NULL);
 }
 
+#endif /* MariaDB's VALUES batch */
+
 /* Messages from..to as one multi-row statement (dialects that have one):
  * one list per column, or one JSON array of rows, or (MariaDB, no ordering
  * key among them) a multi-row VALUES. The extended statement only where a
@@ -12148,7 +12153,9 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
         ext = ext || obx__extended(&c->msgs[i]);
         keyed = keyed || obx__opt_text(c->msgs[i].ordering_key) != NULL;
     }
+#ifdef OBX__VALUES_BATCH
     if (!keyed && s->sql[OBX__Q_INSERT_VALUES_ENV]) return obx__insert_values(db, c, from, to, ext);
+#endif
     lists = rows ? 1 : ext ? OBX__INSERT_LISTS : 6;
     for (k = 0; k < OBX__INSERT_LISTS; k++) col[k].len = 0;
     for (i = from; i < to && ok; i++) {
