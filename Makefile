@@ -206,11 +206,13 @@ fuzz:
 	  -artifact_prefix=$(B)/fuzz- $(B)/fuzz-corpus tests/fuzz/corpus
 
 # ---- check ----------------------------------------------------------------------
+# CHECK_TEST= leaves out the requirement tests (.ci/run has just run them).
+CHECK_TEST ?= test
 check:
 	@tests/deps.sh build pg mariadb tsql check static cross bench native consumers windows
 	@$(MAKE) --no-print-directory check-common check-docs check-warnings check-cxx check-link check-nm \
 	  check-deps check-options check-consumers check-matrix
-	@$(MAKE) --no-print-directory test check-fallback
+	@$(MAKE) --no-print-directory $(CHECK_TEST) check-fallback
 	@$(MAKE) --no-print-directory check-asan check-tsan check-valgrind
 	@$(MAKE) --no-print-directory check-gateway check-windows size
 	@echo "check: all passed"
