@@ -330,7 +330,8 @@ check-valgrind: $(TESTS)
 # checked for the calls they swap (CORE-FALLBACK-SELECTED), then the pure,
 # fake-ODBC and real-SQLite suites run. A few minutes.
 FALLBACK = -DOBX_PORTABLE_FALLBACKS -DIBX_PORTABLE_FALLBACKS
-FB_TESTS = fake_selftest test_unit example_protocols test_sqlserver fuzz_replay test_real test_outbox test_inbox test_multi
+FB_TESTS = fake_selftest test_unit example_protocols test_sqlserver fuzz_replay test_real test_outbox test_inbox test_multi \
+           test_native
 $(B)/fallback:
 	@mkdir -p $@
 FB_FAKE = tests/fake_odbc.c
@@ -343,6 +344,7 @@ FB_SRC_test_real = tests/test_real.c -lodbc
 FB_SRC_test_outbox = tests/test_outbox.c -lodbc
 FB_SRC_test_inbox = tests/test_inbox.c -lodbc
 FB_SRC_test_multi = tests/test_multi.c -lodbc
+FB_SRC_test_native = $(NATIVE_INC) tests/test_native.c -lodbc $(NATIVE_LIBS)
 $(B)/fallback/%: $(HEADERS) tests/tt.h tests/plans.h tests/fake_odbc.c tests/fake_odbc.h | $(B)/fallback
 	$(CC) $(CSTD) $(WARN) -Werror $(OPT) $(FALLBACK) $(FB_SRC_$*) -o $@
 check-fallback: $(addprefix $(B)/fallback/,$(FB_TESTS))
