@@ -7755,6 +7755,8 @@ static ibx_result ibx__deploy_unit(ibx__db *db, void *ctx) {
         if (r == IBX_OK && strstr(s->q->ddl[i], "{A}")) r = ibx__deploy_columns(db, c);
     }
     if (r == IBX_OK && census) r = ibx__query_text(db, census, after, sizeof after);
+    if (r == IBX_ERR_NOT_FOUND) /* a COUNT(*) without its row: the database's fault */
+        r = ibx__fail(db->err, IBX_ERR_DB, "ibx_store_deploy", "the schema census returned no row");
     if (r == IBX_OK && strcmp(before, after) != 0) c->changed = 1;
     ibx__free(&s->hooks, census);
     return r;

@@ -8536,6 +8536,8 @@ static obx_result obx__deploy_unit(obx__db *db, void *ctx) {
         if (r == OBX_OK && strstr(s->q->ddl[i], "{A}")) r = obx__deploy_columns(db, c);
     }
     if (r == OBX_OK && census) r = obx__query_text(db, census, after, sizeof after);
+    if (r == OBX_ERR_NOT_FOUND) /* a COUNT(*) without its row: the database's fault */
+        r = obx__fail(db->err, OBX_ERR_DB, "obx_store_deploy", "the schema census returned no row");
     if (r == OBX_OK && strcmp(before, after) != 0) c->changed = 1;
     obx__free(&s->hooks, census);
     return r;
