@@ -285,6 +285,17 @@ $(B)/asan/test_inbox: tests/test_inbox.c tests/plans.h ibx.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_inbox.c -o $@ -lodbc
 $(B)/asan/test_multi: tests/test_multi.c $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_multi.c -o $@ -lodbc
+# The sqlite3 backend's programs and test_native: tests/run.sh runs them too.
+$(B)/asan/test_real_sqlite3: tests/test_real.c $(HEADERS) | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API tests/test_real.c -o $@ -lsqlite3
+$(B)/asan/test_outbox_sqlite3: tests/test_outbox.c tests/plans.h obx.h | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API tests/test_outbox.c -o $@ -lsqlite3 -lodbc
+$(B)/asan/test_inbox_sqlite3: tests/test_inbox.c tests/plans.h ibx.h | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) -DIBX_SQLITE3_API tests/test_inbox.c -o $@ -lsqlite3 -lodbc
+$(B)/asan/test_multi_sqlite3: tests/test_multi.c $(HEADERS) | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/test_multi.c -o $@ -lsqlite3
+$(B)/asan/test_native: tests/test_native.c tests/tt.h $(HEADERS) | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) $(NATIVE_INC) tests/test_native.c -o $@ -lodbc $(NATIVE_LIBS)
 $(B)/asan/fuzz_replay: tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c tests/fake_odbc.h $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c -o $@
 $(B)/asan/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc.h | $(B)/asan
@@ -302,7 +313,8 @@ $(B)/asan/prom_check: tests/prom_check.c | $(B)/asan
 
 check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_sqlserver $(B)/asan/test_real $(B)/asan/test_outbox \
             $(B)/asan/test_inbox $(B)/asan/test_multi $(B)/asan/fuzz_replay $(B)/asan/obxctl $(B)/asan/obxctl_fill \
-            $(B)/asan/prom_check $(B)/asan/example_protocols
+            $(B)/asan/prom_check $(B)/asan/example_protocols $(B)/asan/test_native $(B)/asan/test_real_sqlite3 \
+            $(B)/asan/test_outbox_sqlite3 $(B)/asan/test_inbox_sqlite3 $(B)/asan/test_multi_sqlite3
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp tests/run.sh $(B)/asan
 
 # ThreadSanitizer on the threaded real-database tests (tests/tsan.sh): the
