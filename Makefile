@@ -48,7 +48,8 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
           $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay $(B)/obxctl $(B)/obxctl_fill $(B)/prom_check \
           $(B)/example_protocols $(B)/test_real_sqlite3 $(B)/test_outbox_sqlite3 \
-          $(B)/test_inbox_sqlite3 $(B)/test_multi_sqlite3 $(B)/test_native
+          $(B)/test_inbox_sqlite3 $(B)/test_multi_sqlite3 $(B)/test_native $(B)/obxctl_sqlite3 \
+          $(B)/obxctl_fill_sqlite3
 
 all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder $(B)/obxctl \
      $(B)/native_sqlite $(B)/native_libpq
@@ -132,10 +133,17 @@ $(B)/webhook_inbox: examples/webhook_inbox.c ibx.h | $(B)
 $(B)/obxctl: tools/obxctl.c $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tools/obxctl.c -o $@ -lodbc
 
+# obxctl on SQLite's C API (OBX_SQLITE3_API): no driver manager, -c FILE only.
+$(B)/obxctl_sqlite3: tools/obxctl.c $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tools/obxctl.c -o $@ -lsqlite3
+
 # obxctl's tests (tests/obxctl.sh): a queue in a known state, and a strict
 # Prometheus text checker (in place of promtool).
 $(B)/obxctl_fill: tests/obxctl_fill.c $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/obxctl_fill.c -o $@ -lodbc
+
+$(B)/obxctl_fill_sqlite3: tests/obxctl_fill.c $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/obxctl_fill.c -o $@ -lsqlite3
 
 $(B)/prom_check: tests/prom_check.c | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/prom_check.c -o $@ -lm
@@ -308,13 +316,18 @@ $(B)/asan/obxctl: tools/obxctl.c $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tools/obxctl.c -o $@ -lodbc
 $(B)/asan/obxctl_fill: tests/obxctl_fill.c $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/obxctl_fill.c -o $@ -lodbc
+$(B)/asan/obxctl_sqlite3: tools/obxctl.c $(HEADERS) | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tools/obxctl.c -o $@ -lsqlite3
+$(B)/asan/obxctl_fill_sqlite3: tests/obxctl_fill.c $(HEADERS) | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/obxctl_fill.c -o $@ -lsqlite3
 $(B)/asan/prom_check: tests/prom_check.c | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/prom_check.c -o $@ -lm
 
 check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_sqlserver $(B)/asan/test_real $(B)/asan/test_outbox \
             $(B)/asan/test_inbox $(B)/asan/test_multi $(B)/asan/fuzz_replay $(B)/asan/obxctl $(B)/asan/obxctl_fill \
             $(B)/asan/prom_check $(B)/asan/example_protocols $(B)/asan/test_native $(B)/asan/test_real_sqlite3 \
-            $(B)/asan/test_outbox_sqlite3 $(B)/asan/test_inbox_sqlite3 $(B)/asan/test_multi_sqlite3
+            $(B)/asan/test_outbox_sqlite3 $(B)/asan/test_inbox_sqlite3 $(B)/asan/test_multi_sqlite3 \
+            $(B)/asan/obxctl_sqlite3 $(B)/asan/obxctl_fill_sqlite3
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp tests/run.sh $(B)/asan
 
 # ThreadSanitizer on the threaded real-database tests (tests/tsan.sh): the
