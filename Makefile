@@ -49,6 +49,7 @@ TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $
           $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay $(B)/obxctl $(B)/obxctl_fill $(B)/prom_check \
           $(B)/example_protocols $(B)/test_real_sqlite3 $(B)/test_outbox_sqlite3 \
           $(B)/test_inbox_sqlite3 $(B)/test_multi_sqlite3 $(B)/test_native $(B)/obxctl_sqlite3 \
+          $(B)/test_native_sqlite3 \
           $(B)/obxctl_fill_sqlite3
 
 all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder $(B)/obxctl \
@@ -110,6 +111,11 @@ NATIVE_INC = -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/p
 NATIVE_LIBS = -lsqlite3 -lpq -lmariadb
 $(B)/test_native: tests/test_native.c tests/tt.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(NATIVE_INC) tests/test_native.c -o $@ -lodbc $(NATIVE_LIBS)
+
+# The same on SQLite's C API (OBX_SQLITE3_API): backend sqlite3, no ODBC.
+$(B)/test_native_sqlite3: tests/test_native.c tests/tt.h $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(NATIVE_INC) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/test_native.c -o $@ \
+	  $(NATIVE_LIBS)
 
 $(B)/native_sqlite: examples/native_sqlite.c obx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) examples/native_sqlite.c -o $@ -lsqlite3 -lodbc
@@ -304,6 +310,9 @@ $(B)/asan/test_multi_sqlite3: tests/test_multi.c $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/test_multi.c -o $@ -lsqlite3
 $(B)/asan/test_native: tests/test_native.c tests/tt.h $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) $(NATIVE_INC) tests/test_native.c -o $@ -lodbc $(NATIVE_LIBS)
+$(B)/asan/test_native_sqlite3: tests/test_native.c tests/tt.h $(HEADERS) | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) $(NATIVE_INC) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/test_native.c -o $@ \
+	  $(NATIVE_LIBS)
 $(B)/asan/fuzz_replay: tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c tests/fake_odbc.h $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c -o $@
 $(B)/asan/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc.h | $(B)/asan
@@ -327,7 +336,7 @@ check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_sqlserver
             $(B)/asan/test_inbox $(B)/asan/test_multi $(B)/asan/fuzz_replay $(B)/asan/obxctl $(B)/asan/obxctl_fill \
             $(B)/asan/prom_check $(B)/asan/example_protocols $(B)/asan/test_native $(B)/asan/test_real_sqlite3 \
             $(B)/asan/test_outbox_sqlite3 $(B)/asan/test_inbox_sqlite3 $(B)/asan/test_multi_sqlite3 \
-            $(B)/asan/obxctl_sqlite3 $(B)/asan/obxctl_fill_sqlite3
+            $(B)/asan/obxctl_sqlite3 $(B)/asan/obxctl_fill_sqlite3 $(B)/asan/test_native_sqlite3
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp tests/run.sh $(B)/asan
 
 # ThreadSanitizer on the threaded real-database tests (tests/tsan.sh): the

@@ -54,7 +54,7 @@ run_ctl() { # backend connection
 # The schema files through each database's own client (tests/sqlfiles.sh);
 # not under OBX_TEST_WRAP, for the same reason.
 run_sqlfiles() { # backend connection
-    [ -z "$wrap" ] && run sqlfiles "$1" "$here/sqlfiles.sh" "$1" "$2"
+    [ -z "$wrap" ] && run sqlfiles "$1" "$here/sqlfiles.sh" "$1" "$2" "$bin"
 }
 
 skip_or_fail() { # backend reason
@@ -131,8 +131,8 @@ for backend in $backends; do
         run test_multi sqlite3 "$bin/test_multi_sqlite3" sqlite3 "Driver={SQLite3};Database=$rundir/sqlite3/t1.db;$opts" \
             "Driver={SQLite3};Database=$rundir/sqlite3/t2.db;$opts" "Driver={SQLite3};Database=$rundir/sqlite3/t3.db;$opts"
         run_ctl sqlite3 "Driver={SQLite3};Database=$rundir/sqlite3/ctl.db;$opts"
-        echo "NOTE sqlite3: test_native not yet enabled (it compares with obx_enqueue_tx on an ODBC hdbc)" | tee -a "$log"
-        echo "NOTE sqlite3: sqlfiles not run: the schema files are the sqlite backend's, through SQLite's own client" | tee -a "$log"
+        run test_native sqlite3 "$bin/test_native_sqlite3" sqlite3 "Driver={SQLite3};Database=$rundir/sqlite3/native.db;$opts"
+        [ -x "$bin/obxctl_sqlite3" ] && run_sqlfiles sqlite3 "$conn"
         ;;
     postgresql)
         if "$here/db.sh" start pg; then
