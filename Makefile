@@ -524,9 +524,13 @@ clean:
 
 # ---- torture: kill -9, database faults, disk full, allocation and ODBC failure at every
 # point (issue 11); prints one "torture:" line of figures per scenario. About 10 minutes
-# on 2 cores; TORTURE_SCALE=N runs the kill phases N times longer. Own server ports.
+# on 2 cores, and 2 more for the sqlite3 build's (OBX_SQLITE3_API) oom, crash and
+# durability runs (short kill phases, every 10th allocation failed: TORTURE_SQLITE3_SECONDS,
+# TORTURE_SQLITE3_OOM_STRIDE in tests/torture/run.sh for bigger runs);
+# TORTURE_SCALE=N runs the kill phases N times longer. Own server ports.
 TORTURE_BINS = $(B)/torture/torture_odbcfault $(B)/torture/torture_oom $(B)/torture/torture_crash \
-               $(B)/torture/torture_diskfull
+               $(B)/torture/torture_diskfull $(B)/torture/torture_oom_sqlite3 $(B)/torture/torture_crash_sqlite3 \
+               $(B)/torture/torture_diskfull_sqlite3
 TORTURE_DEPS = tests/torture/tort.h $(HEADERS)
 $(B)/torture:
 	@mkdir -p $@
@@ -550,6 +554,15 @@ WEAR_BATCH ?= 100
 WEAR_BACKLOG ?= 0
 WEAR_VACUUM ?= none
 WEAR_SYNC ?= NORMAL
+# The same drivers built with OBX_SQLITE3_API / IBX_SQLITE3_API (scenarios
+# oom, crash, durability on backend sqlite3): SQLite through its C API, the
+# drivers' own connections too.
+$(B)/torture/torture_oom_sqlite3: tests/torture/oom.c $(TORTURE_DEPS) | $(B)/torture
+	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/torture/oom.c -o $@ -lsqlite3
+$(B)/torture/torture_crash_sqlite3: tests/torture/crash.c $(TORTURE_DEPS) | $(B)/torture
+	$(CC) $(CSTD) $(WARN) $(OPT) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/torture/crash.c -o $@ -lsqlite3
+$(B)/torture/torture_diskfull_sqlite3: tests/torture/diskfull.c $(TORTURE_DEPS) | $(B)/torture
+	$(CC) $(CSTD) $(WARN) $(OPT) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/torture/diskfull.c -o $@ -lsqlite3
 $(B)/torture/torture_wear: tests/torture/wear.c $(TORTURE_DEPS) | $(B)/torture
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/torture/wear.c -o $@ -lodbc
 wear: $(B)/torture/torture_wear
