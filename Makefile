@@ -249,6 +249,9 @@ check-warnings: | $(B)
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -I. -I$(BENCH_PQ_INC) tests/bench.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -DOBX_SQLITE3_API -DIBX_SQLITE3_API \
 	    tests/impl_both.c tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -DOBX_SQLITE3_API -DIBX_SQLITE3_API -I. \
+	    $(NATIVE_INC) tools/obxctl.c tests/obxctl_fill.c tests/test_native.c tests/torture/crash.c tests/torture/oom.c \
+	    tests/torture/diskfull.c examples/webhook_inbox.c examples/native_sqlite.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only $(NATIVE_INC) tests/test_native.c tests/impl_native.c examples/native_sqlite.c examples/native_libpq.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11; and OBX_SQLITE3_API)"
@@ -514,9 +517,11 @@ GW_CFLAGS = -fno-asynchronous-unwind-tables -fno-unwind-tables -fno-pie
 SIZE_SETS ?= "all dialects=" "sqlite only=$(SQLITE_ONLY)" "gateway profile=$(GW_PROFILE)" \
              "profile, gateway flags=$(GW_PROFILE) $(GW_CFLAGS)" \
              "profile, flags, terse=$(GW_PROFILE) $(GW_CFLAGS) $(GW_TERSE)" \
-             "... and no threads=$(GW_PROFILE) $(GW_CFLAGS) $(GW_TERSE) -DOBX_NO_THREADS -DIBX_NO_THREADS"
+             "... and no threads=$(GW_PROFILE) $(GW_CFLAGS) $(GW_TERSE) -DOBX_NO_THREADS -DIBX_NO_THREADS" \
+             "profile, flags, sqlite3 API=$(GW_PROFILE) $(GW_CFLAGS) -DOBX_SQLITE3_API -DIBX_SQLITE3_API"
 size:
 	@tests/deps.sh build cross
+	@tests/cross.sh sources
 	@tests/size.sh $(SIZE_SETS)
 
 clean:
