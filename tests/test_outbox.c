@@ -2784,6 +2784,61 @@ static void test_upgrade_trigger_order(void) {
     obx_store_close(s);
 }
 
+/* SQLite's join step runs its member UPDATE only for a message that is a
+ * pending join member (the EXISTS of {N}_JoinStep2): the UPDATE opened a
+ * temporary b-tree per acked message, member or not. A table as the
+ * previous release left it (the old {N}_JoinStep) is upgraded by deploy,
+ * the old trigger dropped; while both exist (an older release's deploy
+ * made the old one again), a step still counts once (CORE-JOIN-STEP-GUARD). */
+static void test_join_step_guard(void) {
+    obx_store *s = fresh(), *old = NULL;
+    const obx_message *ms = NULL;
+    obx_join j;
+    char id[37], other[37], join[37], owner[37];
+    const char *ids[2];
+    int n = 0, round;
+    TT_ASSERT(s);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name = '{N}_JoinStep2' "
+                        "AND sql LIKE '%EXISTS%'"), 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name = '{N}_JoinStep'"), 0);
+    for (round = 0; round < 2; round++) {
+        /* The previous release's trigger: round 0 alone (deploy upgrades it),
+         * round 1 beside the new one. */
+        TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS \"{N}_JoinStep2\""));
+        TT_ASSERT(sql(s, "CREATE TRIGGER \"{N}_JoinStep\" AFTER UPDATE OF Status ON {T} "
+                         "WHEN NEW.Status IN (2, 3) AND OLD.Status <> NEW.Status BEGIN "
+                         "UPDATE {M} SET Status = CASE NEW.Status WHEN 2 THEN 1 ELSE 2 END "
+                         "WHERE OutboxMessageId = NEW.Id AND Status = 0; END"));
+        old = open_table("Outbox", 1); /* deploys: the new trigger, the old one dropped */
+        TT_ASSERT(old);
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name = '{N}_JoinStep2'"), 1);
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name = '{N}_JoinStep'"), 0);
+        obx_store_close(old);
+        if (round == 1)
+            TT_ASSERT(sql(s, "CREATE TRIGGER \"{N}_JoinStep\" AFTER UPDATE OF Status ON {T} "
+                             "WHEN NEW.Status IN (2, 3) AND OLD.Status <> NEW.Status BEGIN "
+                             "UPDATE {M} SET Status = CASE NEW.Status WHEN 2 THEN 1 ELSE 2 END "
+                             "WHERE OutboxMessageId = NEW.Id AND Status = 0; END"));
+        TT_ASSERT(sql(s, "DELETE FROM {M}") && sql(s, "DELETE FROM {J}") && sql(s, "DELETE FROM {T}"));
+        TT_ASSERT(enqueue(s, "step", "member", id));
+        TT_ASSERT(enqueue(s, "step", "no member", other));
+        TT_EQ_INT(obx_join_start(s, NULL, 2, NULL, join), OBX_OK);
+        TT_EQ_INT(obx_join_attach(s, join, id), OBX_OK);
+        obx_owner_token(s, owner);
+        TT_EQ_INT(obx_claim(s, owner, 60, 2, &ms, &n), OBX_OK);
+        TT_EQ_INT(n, 2);
+        ids[0] = id;
+        ids[1] = other;
+        TT_EQ_INT(obx_ack(s, owner, ids, 2, NULL), OBX_OK);
+        TT_EQ_INT(obx_join_get(s, join, &j), OBX_OK);
+        TT_EQ_INT(j.completed_steps, 1); /* the member once; the other message is no step */
+        TT_EQ_INT(j.failed_steps, 0);
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {M} WHERE Status = 1"), 1);
+    }
+    TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS \"{N}_JoinStep\""));
+    obx_store_close(s);
+}
+
 /* ---- schema upgrades (CORE-SCHEMA-UPGRADE) ---------------------------------------- */
 
 /* A store on the upgrade tests' tables: V0Outbox (in schema obxv0 on
@@ -7498,6 +7553,11 @@ int main(int argc, char **argv) {
     else
         printf("N/A CORE-UPGRADE-TRIGGER-ORDER %s %s\n", g_label, g_pg ? "CREATE OR REPLACE TRIGGER replaces a trigger inside the deploy's one transaction"
                : "the deploy, DDL included, is one transaction: a settle runs wholly before or after it");
+    if (!g_srv)
+        RUN("CORE-JOIN-STEP-GUARD", "SQLite's join step updates members only for a member; deploy replaces the old trigger; with both, a step counts once", test_join_step_guard);
+    else
+        printf("N/A CORE-JOIN-STEP-GUARD %s %s\n", g_label, g_pg ? "the join step is a statement trigger over the changed rows"
+               : "the join step's IF runs the member update only for a finished message (JoinStep2)");
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);
