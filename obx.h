@@ -6663,7 +6663,7 @@ static const char *const obx__sqlite_outbox_ddl[] = {
      * its join members, and a member that leaves Pending counts once. The
      * EXISTS keeps a message that is no member from running the member
      * UPDATE at all: with JoinCount on that table the UPDATE cannot be done
-     * in one pass, and each run opened a temporary b-tree (about half of
+     * in one pass, and each run opened a temporary b-tree (about 40% of
      * an ack's cost, and 8 of its 9 heap allocations per message). A
      * changed trigger gets a new name (2: the EXISTS), the old one dropped
      * after it in the same deploy transaction (CORE-JOIN-STEP-GUARD). */
