@@ -167,7 +167,9 @@ DRIVER_DEFS=(-DWITHOUT_DRIVERMGR=1 -DWITHOUT_WINTERFACE=1 -DHAVE_UNIXODBC=1
  -DHAVE_SQLITE3OVERLOADFUNCTION=1 -DHAVE_SQLITE3PREPAREV2=1 -DHAVE_SQLITE3CLEARBINDINGS=1
  -DHAVE_SQLITE3CREATEMODULEV2=1 -DHAVE_SQLITE3VFS=1 -DHAVE_SQLITE3PROFILE=1 -DHAVE_SQLITE3STRNICMP=1
  -DHAVE_SQLITE3TABLECOLUMNMETADATA=1 -DHAVE_SQLITE3CLOSEV2=1)
-readonly SQLITE_DEFS="-DSQLITE_OMIT_LOAD_EXTENSION=1 -DSQLITE_ENABLE_COLUMN_METADATA=1 -DSQLITE_THREADSAFE=1"
+# HAVE_USLEEP: without it SQLite's busy handler (sqlite3_busy_timeout, what the
+# sqlite3-API build uses; the ODBC driver has its own) sleeps whole seconds.
+readonly SQLITE_DEFS="-DSQLITE_OMIT_LOAD_EXTENSION=1 -DSQLITE_ENABLE_COLUMN_METADATA=1 -DSQLITE_THREADSAFE=1 -DHAVE_USLEEP=1"
 
 # SQLGetInfo(SQL_DRIVER_VER) reports it: the upstream version of the source.
 driver_version() {
@@ -189,7 +191,7 @@ driver_objects() {
     local t=$1 d=$GW/$1
     mkdir -p "$d"
     [[ -f $SRC/sqlite3.c ]] || die "no sources: run tests/cross.sh sources first"
-    if stale "$d/sqlite3.o" "$SRC/sqlite3.c"; then
+    if stale "$d/sqlite3.o" "$SRC/sqlite3.c" "$0"; then
         echo "cross: $t: compiling SQLite $OPT"
         # shellcheck disable=SC2086
         $CC $OPT -w $SQLITE_DEFS -c "$SRC/sqlite3.c" -o "$d/sqlite3.o" || die "FAILED: $t: compiling sqlite3.c"
