@@ -1174,9 +1174,15 @@ typedef enum ibx_outcome {
     IBX_DEAD = 2,                /* permanent failure: dead at once, never retried */
     IBX_WAIT = 3,                /* not ready yet (e.g. a join): retried later, never counted
                                     as a failed attempt; the delay is the backoff, capped at 5 s */
-    IBX_PAUSE = 4                /* the downstream is unavailable (broker down, uplink off):
+    IBX_PAUSE = 4,               /* the downstream is unavailable (broker down, uplink off):
                                     the message goes back without using an attempt and its
                                     topic is paused (see pause_ms in ibx_dispatcher_desc) */
+    IBX_CONFLICT = 5             /* transactional handlers only (ibx_dispatcher_on_tx): a
+                                    statement of the handler's transaction hit a deadlock,
+                                    serialization failure or lock timeout (ibx_tx_conflict
+                                    says which errors are): rolled back and run again, no
+                                    attempt used; from any other handler it is not an
+                                    outcome (the message ends dead) */
 } ibx_outcome;
 
 /* Room for a handler's error text, with its NUL. */
@@ -1311,6 +1317,11 @@ typedef struct ibx_run_stats {
     int64_t reaped;              /* expired leases released by a periodic reap */
     int paused;                  /* put back, attempts unchanged, because their topic is
                                     paused (IBX_PAUSE); not counted in `retried` */
+    int lease_lost;              /* transactional handlers (ibx_dispatcher_on_tx) whose
+                                    message was no longer leased to this worker at the
+                                    settle: everything rolled back, no attempt used */
+    int conflicts;               /* transactional handlers' transactions rolled back by a
+                                    deadlock or serialization failure and run again */
 } ibx_run_stats;
 
 /* How to dispatch. All-zero fields take the defaults shown. */
@@ -1413,6 +1424,67 @@ IBX_API ibx_result ibx_dispatcher_on(ibx_dispatcher *dispatcher, const char *top
  * a batch handler), IBX_ERR_NO_MEMORY. Does not touch the database. */
 IBX_API ibx_result ibx_dispatcher_on_batch(ibx_dispatcher *dispatcher, const char *topic,
                                            ibx_batch_handler handler, void *user);
+
+/* A transactional handler (ibx_dispatcher_on_tx): a handler (see
+ * ibx_handler) that also gets the store's own connection, `hdbc`, inside a
+ * transaction the dispatcher opened for this message: an SQLHDBC, or with
+ * IBX_SQLITE3_API the sqlite3 *. What it writes there commits together with
+ * the message's settle, or not at all. Never commit, roll back, change the
+ * autocommit mode or close it; never keep it past the call. */
+typedef ibx_outcome (*ibx_tx_handler)(const ibx_message *message, void *hdbc, char *error,
+                                      size_t error_size, void *user);
+
+/* Register a transactional handler for `topic` (exact, case-sensitive), or
+ * for every topic that has no handler of its own with "*". For each
+ * message the dispatcher opens a transaction on the store's connection,
+ * calls the handler, and:
+ *   IBX_DONE      acks the message in that transaction (the ack checks that
+ *                 the message is still leased to this dispatcher: its owner
+ *                 token still on the row, in flight) and commits: the
+ *                 handler's writes and Done commit together, exactly once.
+ *                 A lease lost meanwhile (reaped, claimed by another
+ *                 worker) rolls everything back: no effect, no attempt used,
+ *                 counted in ibx_run_stats.lease_lost and logged (WARN).
+ *   IBX_RETRY, IBX_DEAD, IBX_WAIT, IBX_PAUSE   roll back the handler's
+ *                 writes, then settle as for any handler (a retry uses an
+ *                 attempt; dead is dead with no effect).
+ *   IBX_CONFLICT  (or a deadlock, serialization failure or busy database
+ *                 in the ack or the commit) roll back and run the handler
+ *                 again at once, up to 3 times in all, without using an
+ *                 attempt (ibx_run_stats.conflicts); then the message goes
+ *                 back, due after the backoff, attempts unchanged.
+ * A failure of the database in the dispatcher's part (begin, ack, commit)
+ * rolls back and retries the message with that error (an attempt); a
+ * connection lost at the commit leaves the outcome to the database: Done
+ * with its effects, or leased without them and delivered again. Calls on
+ * message->store inside the handler (ibx_enqueue of follow-ups) run in
+ * the handler's transaction: they commit with it or not at all; not
+ * ibx_lease_extend (it would lock the message's row until the commit, and
+ * the renewal already extends it). Effects outside this database (a mail,
+ * an HTTP call) stay at least once. The transaction is the connection's
+ * default isolation (READ COMMITTED on PostgreSQL and the store's
+ * MariaDB connection). While it is open the message's row is not locked,
+ * so the lease renewal (its own connection) and other workers' claims do
+ * not wait for it; on SQLite it is deferred: it takes the database's write
+ * lock at the handler's first write (or at the ack) and holds it to the
+ * commit, so every other writer (renewal, claims, producers) waits for it
+ * up to their busy timeout: keep such handlers short. A topic has
+ * transactional handlers or handlers of another kind, not both, and one
+ * transactional handler. Needs the store's own connection (a store opened
+ * on a caller's hdbc is refused when the message comes: IBX_RETRY with the
+ * reason). Returns IBX_OK, IBX_ERR_INVALID_ARG (as ibx_dispatcher_on; the
+ * topic already has a handler), IBX_ERR_NO_MEMORY. Does not touch the
+ * database. */
+IBX_API ibx_result ibx_dispatcher_on_tx(ibx_dispatcher *dispatcher, const char *topic,
+                                        ibx_tx_handler handler, void *user);
+
+/* Whether a database error a transactional handler got on its hdbc is one
+ * to answer with IBX_CONFLICT: a deadlock, serialization failure, lock wait
+ * timeout or busy database, as the store's dialect reports them (SQLSTATE
+ * class 40, 55P03; MariaDB 1205, 1213, 1020; SQLite 5 SQLITE_BUSY, 6
+ * SQLITE_LOCKED as native). `sqlstate` may be NULL. 1 or 0; 0 for a NULL
+ * store. */
+IBX_API int ibx_tx_conflict(const ibx_store *store, const char *sqlstate, long native_error);
 
 /* One round: reap if the reap interval has passed, claim one batch, run
  * the handlers, then settle: all successes in one ack, each failure
@@ -4577,6 +4649,20 @@ IBX__PRIVATE ibx_result ibx__begin(ibx__db *db, int mode) {
     return r;
 }
 
+/* Open a transactional handler's transaction (ibx__handle_tx) as a unit
+ * that writes, except on SQLite: there a plain (deferred) BEGIN, so that the
+ * write lock, which holds back every other writer, is taken only at the
+ * handler's first write or at the ack, not while it reads or waits. */
+IBX__PRIVATE ibx_result ibx__begin_handler(ibx__db *db) {
+    int mode = ibx__unit_mode(db, IBX__UNIT_WRITE);
+    ibx_result r;
+    if (mode != IBX__RUN_SQL || db->d->id != IBX_DIALECT_SQLITE) return ibx__begin(db, mode);
+    db->unit = mode;
+    r = ibx__exec_direct(db, "BEGIN", "BEGIN");
+    if (r == IBX_OK) db->in_tx = 1;
+    return r;
+}
+
 IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
 #ifndef IBX_SQLITE3_API
     SQLUINTEGER dead = 0;
@@ -4642,6 +4728,10 @@ IBX__PRIVATE ibx_result ibx__unit_run(ibx__db *db, ibx__unit_fn fn, void *ctx, c
                                       int flags) {
     ibx_result r;
     int attempt, mode;
+    /* A transactional handler's transaction is open on the store's own
+     * connection (ibx__handle_tx): the store's calls made inside it (its
+     * ack, the handler's follow-up enqueues) run in it, and commit with it. */
+    if (db->callers_tx) return fn(db, ctx);
     for (attempt = 0;; attempt++) {
         r = ibx__db_ensure(db);
         if (r != IBX_OK) return r;
@@ -5508,13 +5598,17 @@ typedef struct ibx__route {
     char *topic;                 /* "*" matches every topic */
     ibx__any_fn fn;
     void *user;
-    int batch;                   /* a batch handler (takes all of a claim's messages of a topic) */
+    int batch;                   /* IBX__ROUTE_BATCH: a batch handler (takes all of a claim's
+                                    messages of a topic); IBX__ROUTE_TX: a transactional one */
 } ibx__route;
+
+enum { IBX__ROUTE_ONE = 0, IBX__ROUTE_BATCH = 1, IBX__ROUTE_TX = 2 };
 
 typedef struct ibx__routes {
     ibx__route *items;
     int count, cap;
     int batches;                 /* how many are batch routes (0: the per-message path only) */
+    int txs;                     /* how many are transactional routes */
 } ibx__routes;
 
 IBX__PRIVATE ibx_result ibx__routes_add(const ibx__hooks *h, ibx__routes *r, const char *topic,
@@ -5531,7 +5625,8 @@ IBX__PRIVATE ibx_result ibx__routes_add(const ibx__hooks *h, ibx__routes *r, con
     r->items[r->count].fn = fn;
     r->items[r->count].user = user;
     r->items[r->count].batch = batch;
-    r->batches += batch != 0;
+    r->batches += batch == IBX__ROUTE_BATCH;
+    r->txs += batch == IBX__ROUTE_TX;
     r->count++;
     return IBX_OK;
 }
@@ -5541,7 +5636,7 @@ IBX__PRIVATE void ibx__routes_free(const ibx__hooks *h, ibx__routes *r) {
     for (i = 0; i < r->count; i++) ibx__free(h, r->items[i].topic);
     ibx__free(h, r->items);
     r->items = NULL;
-    r->count = r->cap = r->batches = 0;
+    r->count = r->cap = r->batches = r->txs = 0;
 }
 
 /* The next per-message route for `topic`: exact matches in registration
@@ -5560,7 +5655,7 @@ IBX__PRIVATE const ibx__route *ibx__routes_next(const ibx__routes *r, const char
 }
 
 /* The first route registered for exactly `topic` ("*" only for "*") of the
- * given kind (batch or per-message), or NULL. */
+ * given kind (IBX__ROUTE_*), or NULL. */
 IBX__PRIVATE const ibx__route *ibx__routes_find(const ibx__routes *r, const char *topic, int batch) {
     int i;
     for (i = 0; i < r->count; i++)
@@ -5576,7 +5671,18 @@ IBX__PRIVATE const ibx__route *ibx__routes_batch(const ibx__routes *r, const cha
     if (!r->batches) return NULL;
     b = ibx__routes_find(r, topic, 1);
     if (b) return b;
+    if (r->txs && ibx__routes_find(r, topic, IBX__ROUTE_TX)) return NULL;
     return ibx__routes_next(r, topic, &cursor) ? NULL : ibx__routes_find(r, "*", 1);
+}
+
+/* The transactional route for a message of `topic`: its own, else the "*"
+ * one when the topic has no handler of its own of another kind. */
+IBX__PRIVATE const ibx__route *ibx__routes_tx(const ibx__routes *r, const char *topic) {
+    const ibx__route *t;
+    if (!r->txs) return NULL;
+    if ((t = ibx__routes_find(r, topic, IBX__ROUTE_TX)) != NULL) return t;
+    if (ibx__routes_find(r, topic, IBX__ROUTE_ONE) || ibx__routes_find(r, topic, IBX__ROUTE_BATCH)) return NULL;
+    return ibx__routes_find(r, "*", IBX__ROUTE_TX);
 }
 
 /* Waiting between rounds, interruptible by wake and stop. Without threads
@@ -9589,6 +9695,9 @@ typedef struct ibx__renewer ibx__renewer; /* no threads: no renewal */
 #define IBX__PENDING (-2)  /* not handled yet in this round */
 #define IBX__HELD (-3)     /* not handed out: its topic is paused */
 #define IBX__EXPIRED (-4)  /* not handed out: past its expires_ms when claimed */
+#define IBX__SETTLED (-5)  /* settled in its transactional handler's transaction, or found
+                              no longer ours there: nothing left to settle */
+#define IBX__TX_TRIES 3    /* a transactional handler's runs for one message, conflicts included */
 
 /* A topic paused by IBX_PAUSE: not handed out before until_ms (monotonic). */
 typedef struct ibx__pause {
@@ -9835,16 +9944,21 @@ IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *d) {
  * handler of the other kind (or a second batch handler). */
 static ibx_result ibx__dispatcher_route(ibx_dispatcher *d, const char *fn, const char *topic,
                                        ibx__any_fn handler, void *user, int batch) {
+    static const char *const kinds[3] = {"per-message", "batch", "transactional"};
     char where[64];
+    const ibx__route *had;
     ibx_result r = ibx__check_text(d->err, fn, "topic", topic, IBX_TOPIC_MAX);
     if (r != IBX_OK) return r;
     snprintf(where, sizeof where, "%s: handler", fn);
     if (!handler) return ibx__fail(d->err, IBX_ERR_INVALID_ARG, where, "must not be NULL");
     snprintf(where, sizeof where, "%s: topic", fn);
-    if (ibx__routes_find(&d->routes, topic, 1) || (batch && ibx__routes_find(&d->routes, topic, 0)))
+    had = ibx__routes_find(&d->routes, topic, IBX__ROUTE_BATCH);
+    if (!had && batch != IBX__ROUTE_ONE) had = ibx__routes_find(&d->routes, topic, IBX__ROUTE_ONE);
+    if (!had) had = ibx__routes_find(&d->routes, topic, IBX__ROUTE_TX);
+    if (had)
         return ibx__fail(d->err, IBX_ERR_INVALID_ARG, where, "topic %s already has a %s handler"
-                         IBX__WHY(": a topic has one batch handler or per-message handlers"), topic,
-                         ibx__routes_find(&d->routes, topic, 1) ? "batch" : "per-message");
+                         IBX__WHY(": a topic has one batch handler, one transactional handler or per-message "
+                                  "handlers"), topic, kinds[had->batch]);
     if (ibx__routes_add(d->hooks, &d->routes, topic, handler, user, batch) != IBX_OK)
         return ibx__fail(d->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
     return IBX_OK;
@@ -9876,6 +9990,17 @@ IBX_API ibx_result ibx_dispatcher_on_batch(ibx_dispatcher *d, const char *topic,
         return ibx__fail(d->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_on_batch", "out of memory");
     }
     return ibx__dispatcher_route(d, "ibx_dispatcher_on_batch", topic, (ibx__any_fn)handler, user, 1);
+}
+
+IBX_API ibx_result ibx_dispatcher_on_tx(ibx_dispatcher *d, const char *topic, ibx_tx_handler handler,
+                                        void *user) {
+    if (!d) return IBX_ERR_INVALID_ARG;
+    return ibx__dispatcher_route(d, "ibx_dispatcher_on_tx", topic, (ibx__any_fn)handler, user, IBX__ROUTE_TX);
+}
+
+IBX_API int ibx_tx_conflict(const ibx_store *store, const char *sqlstate, long native_error) {
+    if (!store || !store->db.d) return 0;
+    return ibx__classify(store->db.d, sqlstate ? sqlstate : "", native_error) == IBX__FAULT_TRANSIENT;
 }
 
 static int ibx__outcome_valid(int o) {
@@ -10067,6 +10192,99 @@ static void ibx__handle_group(ibx_dispatcher *d, ibx_store *s, const ibx_message
     }
 }
 
+/* One message through its transactional handler (ibx_dispatcher_on_tx): the
+ * handler's writes and the message's ack in one transaction on the store's
+ * connection. The store's calls made meanwhile join it (db->callers_tx: see
+ * ibx__unit_run), the ack included, which checks the owner token: 0 rows
+ * means the lease is lost, and everything is rolled back. Any other outcome
+ * rolls back first and is settled with the batch as any handler's. A
+ * conflict (the handler's IBX_CONFLICT, or a transient failure of the ack or
+ * the commit on a live connection) runs the handler again, IBX__TX_TRIES
+ * runs in all, while the lease has time left (`w`/`deadline` as in
+ * ibx__handle_batch). The DEBUG lines before and after the commit mark the
+ * points a crash test stops at. */
+static void ibx__handle_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int i, const ibx__route *route,
+                           ibx__renewer *w, int64_t deadline, ibx_run_stats *st) {
+    const ibx_message *m = &ms[i];
+    char name[IBX__MSG_NAME_MAX], topic[IBX__KV_CAP];
+    char *error = d->errors[i];
+    ibx__db *db = &s->db;
+    int tries, outcome = IBX_RETRY;
+    ibx__msg_name(m, name, sizeof name);
+    ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional)", name,
+             ibx__kv(topic, m->topic), IBX__MSG_ATTEMPTS(m) + 1);
+    for (tries = 1;; tries++) {
+        int64_t changed = -1, started;
+        ibx_result r = ibx__db_ensure(db);
+        int conflict, begun = 0;
+        ibx_outcome said;
+        if (r == IBX_OK) begun = (r = ibx__begin_handler(db)) == IBX_OK || db->in_tx;
+        if (r == IBX_OK) {
+            db->callers_tx = 1;
+            memset(error, 0, IBX__HANDLER_ERROR_MAX);
+            started = ibx__mono_us(&s->hooks);
+            said = ((ibx_tx_handler)route->fn)(m, (void *)db->dbc, error, IBX__HANDLER_ERROR_MAX, route->user);
+            outcome = (int)said;
+            ibx__hist_record(s, m->topic, ibx__mono_us(&s->hooks) - started);
+            error[IBX__HANDLER_ERROR_MAX - 1] = '\0';
+            if (!ibx__outcome_valid(outcome) && outcome != IBX_CONFLICT) {
+                snprintf(error, IBX__HANDLER_ERROR_MAX, "handler returned %d, not an ibx_outcome", outcome);
+                outcome = IBX_DEAD;
+            }
+            if (outcome == IBX_DONE) r = ibx__settle_messages(s, IBX__SETTLE_ACK, ms, &i, 1, NULL, 0, 0, &changed);
+            db->callers_tx = 0;
+            if (outcome == IBX_DONE && r == IBX_OK && changed > 0) {
+                ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "message %s: acked in its handler's transaction, "
+                         "committing", name);
+                r = ibx__commit(db);
+                if (r == IBX_OK) {
+                    ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "message %s: handler's transaction committed",
+                             name);
+                    if (s->err.result != IBX_OK) ibx__error_clear(&s->err);
+                    d->outcomes[i] = IBX__SETTLED;
+                    st->done++;
+                    if (d->pause_count) ibx__pause_end(d, s, m->topic);
+                    return;
+                }
+            }
+        }
+        if (begun) ibx__rollback(db);
+        if (outcome == IBX_DONE && r == IBX_OK && changed == 0) {
+            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "message %s: no longer leased to this worker at its ack"
+                     IBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; its handler's transaction was "
+                     "rolled back", name);
+            d->outcomes[i] = IBX__SETTLED;
+            st->lease_lost++;
+            return;
+        }
+        conflict = outcome == IBX_CONFLICT ||
+                   (r == IBX_ERR_DB_TRANSIENT && db->fault == IBX__FAULT_TRANSIENT && !db->lost);
+        if (!conflict && r != IBX_OK) {
+            /* The database failed the dispatcher's part: retried with its reason. */
+            snprintf(error, IBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
+            outcome = IBX_RETRY;
+            break;
+        }
+        if (!conflict) break;
+        st->conflicts++;
+        if (r != IBX_OK) snprintf(error, IBX__HANDLER_ERROR_MAX, "%.200s", s->err.message);
+        ibx__error_clear(&s->err);
+        if (tries >= IBX__TX_TRIES || ibx__mono_ms(&s->hooks) >= (w ? ibx__renew_start_until(w) : deadline)) {
+            if (!error[0]) snprintf(error, IBX__HANDLER_ERROR_MAX, "transaction conflict");
+            outcome = IBX_WAIT; /* back after the backoff, no attempt used */
+            break;
+        }
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "message %s: handler's transaction conflicted (%s), "
+                 "running it again (%d of %d)", name, error[0] ? error : "IBX_CONFLICT", tries + 1, IBX__TX_TRIES);
+        {
+            ibx_backoff_policy pause = {20, 500, 0.5, 1.5};
+            ibx__sleep_ms(&s->hooks, ibx__backoff_jitter_ms(&pause, tries, ibx__random(&s->hooks)));
+        }
+    }
+    d->outcomes[i] = outcome;
+    ibx__handled(d, s, m, i);
+}
+
 /* Whether a periodic task is due; a clock that stepped back never stalls it. */
 static int ibx__due(int64_t now, int64_t *next, int64_t interval) {
     if (now < *next && *next - now <= interval) return 0;
@@ -10117,6 +10335,8 @@ static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message
             skipped++;
         } else if (d->pause_count && ibx__pause_left(d, ms[i].topic, now) > 0) {
             d->outcomes[i] = IBX__HELD;
+        } else if ((batch = ibx__routes_tx(&d->routes, ms[i].topic)) != NULL) {
+            ibx__handle_tx(d, s, ms, i, batch, w, deadline, st);
         } else if ((batch = ibx__routes_batch(&d->routes, ms[i].topic)) != NULL) {
             for (j = i + 1; j < n; j++) /* the group's others, checked now too */
                 if (d->outcomes[j] == IBX__PENDING && strcmp(ms[j].topic, ms[i].topic) == 0 &&
@@ -10195,7 +10415,7 @@ static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_m
         if (d->outcomes[i] == IBX_DONE) d->acked[acks++] = i;
         else if (d->outcomes[i] == IBX_PAUSE || d->outcomes[i] == IBX__HELD) paused++;
         else if (d->outcomes[i] == IBX__SKIPPED) d->failures[n - ++skipped] = i;
-        else if (d->outcomes[i] != IBX__EXPIRED) d->failures[failures++] = i;
+        else if (d->outcomes[i] != IBX__EXPIRED && d->outcomes[i] != IBX__SETTLED) d->failures[failures++] = i;
     }
     if (acks > 0) {
         int64_t changed = 0;

@@ -1225,9 +1225,15 @@ typedef enum obx_outcome {
     OBX_DEAD = 2,                /* permanent failure: dead at once, never retried */
     OBX_WAIT = 3,                /* not ready yet (e.g. a join): retried later, never counted
                                     as a failed attempt; the delay is the backoff, capped at 5 s */
-    OBX_PAUSE = 4                /* the downstream is unavailable (broker down, uplink off):
+    OBX_PAUSE = 4,               /* the downstream is unavailable (broker down, uplink off):
                                     the message goes back without using an attempt and its
                                     topic is paused (see pause_ms in obx_dispatcher_desc) */
+    OBX_CONFLICT = 5             /* transactional handlers only (obx_dispatcher_on_tx): a
+                                    statement of the handler's transaction hit a deadlock,
+                                    serialization failure or lock timeout (obx_tx_conflict
+                                    says which errors are): rolled back and run again, no
+                                    attempt used; from any other handler it is not an
+                                    outcome (the message ends dead) */
 } obx_outcome;
 
 /* Room for a handler's error text, with its NUL. */
@@ -1362,6 +1368,11 @@ typedef struct obx_run_stats {
     int64_t reaped;              /* expired leases released by a periodic reap */
     int paused;                  /* put back, attempts unchanged, because their topic is
                                     paused (OBX_PAUSE); not counted in `retried` */
+    int lease_lost;              /* transactional handlers (obx_dispatcher_on_tx) whose
+                                    message was no longer leased to this worker at the
+                                    settle: everything rolled back, no attempt used */
+    int conflicts;               /* transactional handlers' transactions rolled back by a
+                                    deadlock or serialization failure and run again */
 } obx_run_stats;
 
 /* How to dispatch. All-zero fields take the defaults shown. */
@@ -1464,6 +1475,67 @@ OBX_API obx_result obx_dispatcher_on(obx_dispatcher *dispatcher, const char *top
  * a batch handler), OBX_ERR_NO_MEMORY. Does not touch the database. */
 OBX_API obx_result obx_dispatcher_on_batch(obx_dispatcher *dispatcher, const char *topic,
                                            obx_batch_handler handler, void *user);
+
+/* A transactional handler (obx_dispatcher_on_tx): a handler (see
+ * obx_handler) that also gets the store's own connection, `hdbc`, inside a
+ * transaction the dispatcher opened for this message: an SQLHDBC, or with
+ * OBX_SQLITE3_API the sqlite3 *. What it writes there commits together with
+ * the message's settle, or not at all. Never commit, roll back, change the
+ * autocommit mode or close it; never keep it past the call. */
+typedef obx_outcome (*obx_tx_handler)(const obx_message *message, void *hdbc, char *error,
+                                      size_t error_size, void *user);
+
+/* Register a transactional handler for `topic` (exact, case-sensitive), or
+ * for every topic that has no handler of its own with "*". For each
+ * message the dispatcher opens a transaction on the store's connection,
+ * calls the handler, and:
+ *   OBX_DONE      acks the message in that transaction (the ack checks that
+ *                 the message is still leased to this dispatcher: its owner
+ *                 token still on the row, in flight) and commits: the
+ *                 handler's writes and Done commit together, exactly once.
+ *                 A lease lost meanwhile (reaped, claimed by another
+ *                 worker) rolls everything back: no effect, no attempt used,
+ *                 counted in obx_run_stats.lease_lost and logged (WARN).
+ *   OBX_RETRY, OBX_DEAD, OBX_WAIT, OBX_PAUSE   roll back the handler's
+ *                 writes, then settle as for any handler (a retry uses an
+ *                 attempt; dead is dead with no effect).
+ *   OBX_CONFLICT  (or a deadlock, serialization failure or busy database
+ *                 in the ack or the commit) roll back and run the handler
+ *                 again at once, up to 3 times in all, without using an
+ *                 attempt (obx_run_stats.conflicts); then the message goes
+ *                 back, due after the backoff, attempts unchanged.
+ * A failure of the database in the dispatcher's part (begin, ack, commit)
+ * rolls back and retries the message with that error (an attempt); a
+ * connection lost at the commit leaves the outcome to the database: Done
+ * with its effects, or leased without them and delivered again. Calls on
+ * message->store inside the handler (obx_enqueue of follow-ups) run in
+ * the handler's transaction: they commit with it or not at all; not
+ * obx_lease_extend (it would lock the message's row until the commit, and
+ * the renewal already extends it). Effects outside this database (a mail,
+ * an HTTP call) stay at least once. The transaction is the connection's
+ * default isolation (READ COMMITTED on PostgreSQL and the store's
+ * MariaDB connection). While it is open the message's row is not locked,
+ * so the lease renewal (its own connection) and other workers' claims do
+ * not wait for it; on SQLite it is deferred: it takes the database's write
+ * lock at the handler's first write (or at the ack) and holds it to the
+ * commit, so every other writer (renewal, claims, producers) waits for it
+ * up to their busy timeout: keep such handlers short. A topic has
+ * transactional handlers or handlers of another kind, not both, and one
+ * transactional handler. Needs the store's own connection (a store opened
+ * on a caller's hdbc is refused when the message comes: OBX_RETRY with the
+ * reason). Returns OBX_OK, OBX_ERR_INVALID_ARG (as obx_dispatcher_on; the
+ * topic already has a handler), OBX_ERR_NO_MEMORY. Does not touch the
+ * database. */
+OBX_API obx_result obx_dispatcher_on_tx(obx_dispatcher *dispatcher, const char *topic,
+                                        obx_tx_handler handler, void *user);
+
+/* Whether a database error a transactional handler got on its hdbc is one
+ * to answer with OBX_CONFLICT: a deadlock, serialization failure, lock wait
+ * timeout or busy database, as the store's dialect reports them (SQLSTATE
+ * class 40, 55P03; MariaDB 1205, 1213, 1020; SQLite 5 SQLITE_BUSY, 6
+ * SQLITE_LOCKED as native). `sqlstate` may be NULL. 1 or 0; 0 for a NULL
+ * store. */
+OBX_API int obx_tx_conflict(const obx_store *store, const char *sqlstate, long native_error);
 
 /* One round: reap if the reap interval has passed, claim one batch, run
  * the handlers, then settle: all successes in one ack, each failure
@@ -4763,6 +4835,20 @@ OBX__PRIVATE obx_result obx__begin(obx__db *db, int mode) {
     return r;
 }
 
+/* Open a transactional handler's transaction (obx__handle_tx) as a unit
+ * that writes, except on SQLite: there a plain (deferred) BEGIN, so that the
+ * write lock, which holds back every other writer, is taken only at the
+ * handler's first write or at the ack, not while it reads or waits. */
+OBX__PRIVATE obx_result obx__begin_handler(obx__db *db) {
+    int mode = obx__unit_mode(db, OBX__UNIT_WRITE);
+    obx_result r;
+    if (mode != OBX__RUN_SQL || db->d->id != OBX_DIALECT_SQLITE) return obx__begin(db, mode);
+    db->unit = mode;
+    r = obx__exec_direct(db, "BEGIN", "BEGIN");
+    if (r == OBX_OK) db->in_tx = 1;
+    return r;
+}
+
 OBX__PRIVATE obx_result obx__commit(obx__db *db) {
 #ifndef OBX_SQLITE3_API
     SQLUINTEGER dead = 0;
@@ -4828,6 +4914,10 @@ OBX__PRIVATE obx_result obx__unit_run(obx__db *db, obx__unit_fn fn, void *ctx, c
                                       int flags) {
     obx_result r;
     int attempt, mode;
+    /* A transactional handler's transaction is open on the store's own
+     * connection (obx__handle_tx): the store's calls made inside it (its
+     * ack, the handler's follow-up enqueues) run in it, and commit with it. */
+    if (db->callers_tx) return fn(db, ctx);
     for (attempt = 0;; attempt++) {
         r = obx__db_ensure(db);
         if (r != OBX_OK) return r;
@@ -5694,13 +5784,17 @@ typedef struct obx__route {
     char *topic;                 /* "*" matches every topic */
     obx__any_fn fn;
     void *user;
-    int batch;                   /* a batch handler (takes all of a claim's messages of a topic) */
+    int batch;                   /* OBX__ROUTE_BATCH: a batch handler (takes all of a claim's
+                                    messages of a topic); OBX__ROUTE_TX: a transactional one */
 } obx__route;
+
+enum { OBX__ROUTE_ONE = 0, OBX__ROUTE_BATCH = 1, OBX__ROUTE_TX = 2 };
 
 typedef struct obx__routes {
     obx__route *items;
     int count, cap;
     int batches;                 /* how many are batch routes (0: the per-message path only) */
+    int txs;                     /* how many are transactional routes */
 } obx__routes;
 
 OBX__PRIVATE obx_result obx__routes_add(const obx__hooks *h, obx__routes *r, const char *topic,
@@ -5717,7 +5811,8 @@ OBX__PRIVATE obx_result obx__routes_add(const obx__hooks *h, obx__routes *r, con
     r->items[r->count].fn = fn;
     r->items[r->count].user = user;
     r->items[r->count].batch = batch;
-    r->batches += batch != 0;
+    r->batches += batch == OBX__ROUTE_BATCH;
+    r->txs += batch == OBX__ROUTE_TX;
     r->count++;
     return OBX_OK;
 }
@@ -5727,7 +5822,7 @@ OBX__PRIVATE void obx__routes_free(const obx__hooks *h, obx__routes *r) {
     for (i = 0; i < r->count; i++) obx__free(h, r->items[i].topic);
     obx__free(h, r->items);
     r->items = NULL;
-    r->count = r->cap = r->batches = 0;
+    r->count = r->cap = r->batches = r->txs = 0;
 }
 
 /* The next per-message route for `topic`: exact matches in registration
@@ -5746,7 +5841,7 @@ OBX__PRIVATE const obx__route *obx__routes_next(const obx__routes *r, const char
 }
 
 /* The first route registered for exactly `topic` ("*" only for "*") of the
- * given kind (batch or per-message), or NULL. */
+ * given kind (OBX__ROUTE_*), or NULL. */
 OBX__PRIVATE const obx__route *obx__routes_find(const obx__routes *r, const char *topic, int batch) {
     int i;
     for (i = 0; i < r->count; i++)
@@ -5762,7 +5857,18 @@ OBX__PRIVATE const obx__route *obx__routes_batch(const obx__routes *r, const cha
     if (!r->batches) return NULL;
     b = obx__routes_find(r, topic, 1);
     if (b) return b;
+    if (r->txs && obx__routes_find(r, topic, OBX__ROUTE_TX)) return NULL;
     return obx__routes_next(r, topic, &cursor) ? NULL : obx__routes_find(r, "*", 1);
+}
+
+/* The transactional route for a message of `topic`: its own, else the "*"
+ * one when the topic has no handler of its own of another kind. */
+OBX__PRIVATE const obx__route *obx__routes_tx(const obx__routes *r, const char *topic) {
+    const obx__route *t;
+    if (!r->txs) return NULL;
+    if ((t = obx__routes_find(r, topic, OBX__ROUTE_TX)) != NULL) return t;
+    if (obx__routes_find(r, topic, OBX__ROUTE_ONE) || obx__routes_find(r, topic, OBX__ROUTE_BATCH)) return NULL;
+    return obx__routes_find(r, "*", OBX__ROUTE_TX);
 }
 
 /* Waiting between rounds, interruptible by wake and stop. Without threads
@@ -10370,6 +10476,9 @@ typedef struct obx__renewer obx__renewer; /* no threads: no renewal */
 #define OBX__PENDING (-2)  /* not handled yet in this round */
 #define OBX__HELD (-3)     /* not handed out: its topic is paused */
 #define OBX__EXPIRED (-4)  /* not handed out: past its expires_ms when claimed */
+#define OBX__SETTLED (-5)  /* settled in its transactional handler's transaction, or found
+                              no longer ours there: nothing left to settle */
+#define OBX__TX_TRIES 3    /* a transactional handler's runs for one message, conflicts included */
 
 /* A topic paused by OBX_PAUSE: not handed out before until_ms (monotonic). */
 typedef struct obx__pause {
@@ -10616,16 +10725,21 @@ OBX_API const obx_error *obx_dispatcher_last_error(const obx_dispatcher *d) {
  * handler of the other kind (or a second batch handler). */
 static obx_result obx__dispatcher_route(obx_dispatcher *d, const char *fn, const char *topic,
                                        obx__any_fn handler, void *user, int batch) {
+    static const char *const kinds[3] = {"per-message", "batch", "transactional"};
     char where[64];
+    const obx__route *had;
     obx_result r = obx__check_text(d->err, fn, "topic", topic, OBX_TOPIC_MAX);
     if (r != OBX_OK) return r;
     snprintf(where, sizeof where, "%s: handler", fn);
     if (!handler) return obx__fail(d->err, OBX_ERR_INVALID_ARG, where, "must not be NULL");
     snprintf(where, sizeof where, "%s: topic", fn);
-    if (obx__routes_find(&d->routes, topic, 1) || (batch && obx__routes_find(&d->routes, topic, 0)))
+    had = obx__routes_find(&d->routes, topic, OBX__ROUTE_BATCH);
+    if (!had && batch != OBX__ROUTE_ONE) had = obx__routes_find(&d->routes, topic, OBX__ROUTE_ONE);
+    if (!had) had = obx__routes_find(&d->routes, topic, OBX__ROUTE_TX);
+    if (had)
         return obx__fail(d->err, OBX_ERR_INVALID_ARG, where, "topic %s already has a %s handler"
-                         OBX__WHY(": a topic has one batch handler or per-message handlers"), topic,
-                         obx__routes_find(&d->routes, topic, 1) ? "batch" : "per-message");
+                         OBX__WHY(": a topic has one batch handler, one transactional handler or per-message "
+                                  "handlers"), topic, kinds[had->batch]);
     if (obx__routes_add(d->hooks, &d->routes, topic, handler, user, batch) != OBX_OK)
         return obx__fail(d->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
     return OBX_OK;
@@ -10657,6 +10771,17 @@ OBX_API obx_result obx_dispatcher_on_batch(obx_dispatcher *d, const char *topic,
         return obx__fail(d->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on_batch", "out of memory");
     }
     return obx__dispatcher_route(d, "obx_dispatcher_on_batch", topic, (obx__any_fn)handler, user, 1);
+}
+
+OBX_API obx_result obx_dispatcher_on_tx(obx_dispatcher *d, const char *topic, obx_tx_handler handler,
+                                        void *user) {
+    if (!d) return OBX_ERR_INVALID_ARG;
+    return obx__dispatcher_route(d, "obx_dispatcher_on_tx", topic, (obx__any_fn)handler, user, OBX__ROUTE_TX);
+}
+
+OBX_API int obx_tx_conflict(const obx_store *store, const char *sqlstate, long native_error) {
+    if (!store || !store->db.d) return 0;
+    return obx__classify(store->db.d, sqlstate ? sqlstate : "", native_error) == OBX__FAULT_TRANSIENT;
 }
 
 static int obx__outcome_valid(int o) {
@@ -10848,6 +10973,99 @@ static void obx__handle_group(obx_dispatcher *d, obx_store *s, const obx_message
     }
 }
 
+/* One message through its transactional handler (obx_dispatcher_on_tx): the
+ * handler's writes and the message's ack in one transaction on the store's
+ * connection. The store's calls made meanwhile join it (db->callers_tx: see
+ * obx__unit_run), the ack included, which checks the owner token: 0 rows
+ * means the lease is lost, and everything is rolled back. Any other outcome
+ * rolls back first and is settled with the batch as any handler's. A
+ * conflict (the handler's OBX_CONFLICT, or a transient failure of the ack or
+ * the commit on a live connection) runs the handler again, OBX__TX_TRIES
+ * runs in all, while the lease has time left (`w`/`deadline` as in
+ * obx__handle_batch). The DEBUG lines before and after the commit mark the
+ * points a crash test stops at. */
+static void obx__handle_tx(obx_dispatcher *d, obx_store *s, const obx_message *ms, int i, const obx__route *route,
+                           obx__renewer *w, int64_t deadline, obx_run_stats *st) {
+    const obx_message *m = &ms[i];
+    char name[OBX__MSG_NAME_MAX], topic[OBX__KV_CAP];
+    char *error = d->errors[i];
+    obx__db *db = &s->db;
+    int tries, outcome = OBX_RETRY;
+    obx__msg_name(m, name, sizeof name);
+    obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional)", name,
+             obx__kv(topic, m->topic), OBX__MSG_ATTEMPTS(m) + 1);
+    for (tries = 1;; tries++) {
+        int64_t changed = -1, started;
+        obx_result r = obx__db_ensure(db);
+        int conflict, begun = 0;
+        obx_outcome said;
+        if (r == OBX_OK) begun = (r = obx__begin_handler(db)) == OBX_OK || db->in_tx;
+        if (r == OBX_OK) {
+            db->callers_tx = 1;
+            memset(error, 0, OBX__HANDLER_ERROR_MAX);
+            started = obx__mono_us(&s->hooks);
+            said = ((obx_tx_handler)route->fn)(m, (void *)db->dbc, error, OBX__HANDLER_ERROR_MAX, route->user);
+            outcome = (int)said;
+            obx__hist_record(s, m->topic, obx__mono_us(&s->hooks) - started);
+            error[OBX__HANDLER_ERROR_MAX - 1] = '\0';
+            if (!obx__outcome_valid(outcome) && outcome != OBX_CONFLICT) {
+                snprintf(error, OBX__HANDLER_ERROR_MAX, "handler returned %d, not an obx_outcome", outcome);
+                outcome = OBX_DEAD;
+            }
+            if (outcome == OBX_DONE) r = obx__settle_messages(s, OBX__SETTLE_ACK, ms, &i, 1, NULL, 0, 0, &changed);
+            db->callers_tx = 0;
+            if (outcome == OBX_DONE && r == OBX_OK && changed > 0) {
+                obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "message %s: acked in its handler's transaction, "
+                         "committing", name);
+                r = obx__commit(db);
+                if (r == OBX_OK) {
+                    obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "message %s: handler's transaction committed",
+                             name);
+                    if (s->err.result != OBX_OK) obx__error_clear(&s->err);
+                    d->outcomes[i] = OBX__SETTLED;
+                    st->done++;
+                    if (d->pause_count) obx__pause_end(d, s, m->topic);
+                    return;
+                }
+            }
+        }
+        if (begun) obx__rollback(db);
+        if (outcome == OBX_DONE && r == OBX_OK && changed == 0) {
+            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "message %s: no longer leased to this worker at its ack"
+                     OBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; its handler's transaction was "
+                     "rolled back", name);
+            d->outcomes[i] = OBX__SETTLED;
+            st->lease_lost++;
+            return;
+        }
+        conflict = outcome == OBX_CONFLICT ||
+                   (r == OBX_ERR_DB_TRANSIENT && db->fault == OBX__FAULT_TRANSIENT && !db->lost);
+        if (!conflict && r != OBX_OK) {
+            /* The database failed the dispatcher's part: retried with its reason. */
+            snprintf(error, OBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
+            outcome = OBX_RETRY;
+            break;
+        }
+        if (!conflict) break;
+        st->conflicts++;
+        if (r != OBX_OK) snprintf(error, OBX__HANDLER_ERROR_MAX, "%.200s", s->err.message);
+        obx__error_clear(&s->err);
+        if (tries >= OBX__TX_TRIES || obx__mono_ms(&s->hooks) >= (w ? obx__renew_start_until(w) : deadline)) {
+            if (!error[0]) snprintf(error, OBX__HANDLER_ERROR_MAX, "transaction conflict");
+            outcome = OBX_WAIT; /* back after the backoff, no attempt used */
+            break;
+        }
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "message %s: handler's transaction conflicted (%s), "
+                 "running it again (%d of %d)", name, error[0] ? error : "OBX_CONFLICT", tries + 1, OBX__TX_TRIES);
+        {
+            obx_backoff_policy pause = {20, 500, 0.5, 1.5};
+            obx__sleep_ms(&s->hooks, obx__backoff_jitter_ms(&pause, tries, obx__random(&s->hooks)));
+        }
+    }
+    d->outcomes[i] = outcome;
+    obx__handled(d, s, m, i);
+}
+
 /* Whether a periodic task is due; a clock that stepped back never stalls it. */
 static int obx__due(int64_t now, int64_t *next, int64_t interval) {
     if (now < *next && *next - now <= interval) return 0;
@@ -10898,6 +11116,8 @@ static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message
             skipped++;
         } else if (d->pause_count && obx__pause_left(d, ms[i].topic, now) > 0) {
             d->outcomes[i] = OBX__HELD;
+        } else if ((batch = obx__routes_tx(&d->routes, ms[i].topic)) != NULL) {
+            obx__handle_tx(d, s, ms, i, batch, w, deadline, st);
         } else if ((batch = obx__routes_batch(&d->routes, ms[i].topic)) != NULL) {
             for (j = i + 1; j < n; j++) /* the group's others, checked now too */
                 if (d->outcomes[j] == OBX__PENDING && strcmp(ms[j].topic, ms[i].topic) == 0 &&
@@ -10976,7 +11196,7 @@ static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_m
         if (d->outcomes[i] == OBX_DONE) d->acked[acks++] = i;
         else if (d->outcomes[i] == OBX_PAUSE || d->outcomes[i] == OBX__HELD) paused++;
         else if (d->outcomes[i] == OBX__SKIPPED) d->failures[n - ++skipped] = i;
-        else if (d->outcomes[i] != OBX__EXPIRED) d->failures[failures++] = i;
+        else if (d->outcomes[i] != OBX__EXPIRED && d->outcomes[i] != OBX__SETTLED) d->failures[failures++] = i;
     }
     if (acks > 0) {
         int64_t changed = 0;
