@@ -2572,6 +2572,18 @@ typedef struct txh_ctx {
     int conflict_classified;     /* obx_tx_conflict said yes to the real error */
 } txh_ctx;
 
+/* MariaDB quotes names with backticks: the statements below are written
+ * with double quotes, turned into backticks there. */
+static const char *txh_q(const char *text) {
+    static char out[4][512];
+    static int next;
+    char *o = out[next++ % 4];
+    size_t i;
+    for (i = 0; text[i] && i + 1 < sizeof out[0]; i++) o[i] = g_my && text[i] == '"' ? '`' : text[i];
+    o[i] = '\0';
+    return o;
+}
+
 static int txh_exec(void *hdbc, const char *text) {
     caller_conn c;
     memset(&c, 0, sizeof c);
@@ -2586,27 +2598,27 @@ static int txh_effect(void *hdbc, const char *id) {
 }
 
 static int txh_table(obx_store *s) {
-    return sql(s, "CREATE TABLE IF NOT EXISTS obx_txh_effect (msg VARCHAR(64) NOT NULL)") &&
-           sql(s, "DELETE FROM obx_txh_effect");
+    return sql(s, txh_q("CREATE TABLE IF NOT EXISTS obx_txh_effect (msg VARCHAR(64) NOT NULL)")) &&
+           sql(s, txh_q("DELETE FROM obx_txh_effect"));
 }
 
 static int64_t txh_effects(obx_store *s, const char *id) {
     char q[256];
     snprintf(q, sizeof q, "SELECT COUNT(*) FROM obx_txh_effect WHERE msg = '%s'", id);
-    return scalar(s, q);
+    return scalar(s, txh_q(q));
 }
 
 static int64_t txh_column(obx_store *s, const char *column, const char *id) {
     char q[320];
     snprintf(q, sizeof q, "SELECT \"%s\" FROM {T} WHERE \"Id\" = '%s'", column, id);
-    return scalar(s, q);
+    return scalar(s, txh_q(q));
 }
 
 /* The message's LockedUntil as text ("" when it cannot be read). */
 static void txh_locked_until(obx_store *s, const char *id, char *out, size_t cap) {
     char q[200], *text;
     snprintf(q, sizeof q, "SELECT \"LockedUntil\" FROM {T} WHERE \"Id\" = '%s'", id);
-    text = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, q);
+    text = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, txh_q(q));
     out[0] = '\0';
     if (!text || obx__query_text(&s->db, text, out, cap) != OBX_OK) out[0] = '\0';
     if (!s->db.tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
@@ -2642,11 +2654,11 @@ static obx_outcome txh_handler(const obx_message *m, void *hdbc, char *error, si
     if (t->lose_lease) { /* as a reap after the lease ran out would */
         snprintf(q, sizeof q, "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
                               "WHERE \"Id\" = '%s'", m->id);
-        if (!sql(t->side, q)) return OBX_DEAD;
+        if (!sql(t->side, txh_q(q))) return OBX_DEAD;
     }
     if (t->ack_conflicts > 0 && !g_srv) { /* a read now, a write from outside, then the ack writes */
         if (!txh_exec(hdbc, "SELECT COUNT(*) FROM obx_txh_effect") ||
-            !sql(t->side, "INSERT INTO obx_txh_effect (msg) VALUES ('side')"))
+            !sql(t->side, txh_q("INSERT INTO obx_txh_effect (msg) VALUES ('side')")))
             return OBX_DEAD;
         t->ack_conflicts--;
         return OBX_DONE; /* no effect written: the ack cannot take the write lock */
@@ -2676,7 +2688,7 @@ static obx_outcome txh_handler(const obx_message *m, void *hdbc, char *error, si
     if (t->kill_at == 2) raise(SIGKILL);
     if (t->ack_conflicts > 0 && g_srv) { /* PostgreSQL: the row changed since this snapshot */
         snprintf(q, sizeof q, "UPDATE {T} SET \"LastError\" = 'side' WHERE \"Id\" = '%s'", m->id);
-        if (!sql(t->side, q)) return OBX_DEAD;
+        if (!sql(t->side, txh_q(q))) return OBX_DEAD;
         t->ack_conflicts--;
         return OBX_DONE;
     }
@@ -2746,7 +2758,7 @@ static void test_txh_done(void) {
         TT_EQ_INT(txh_column(s, "Status", ids[i]), 2);
     }
     /* The follow-ups enqueued on message->store committed with them. */
-    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'txh.follow'"), 5);
+    TT_EQ_INT(scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'txh.follow'")), 5);
     /* One kind of handler per topic, named in the refusal. */
     memset(&dd, 0, sizeof dd);
     dd.store = s;
@@ -2777,18 +2789,18 @@ static void test_txh_retry_dead(void) {
     TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
     TT_EQ_INT(st.retried, 1);
     TT_EQ_INT(txh_effects(s, a), 0); /* rolled back, follow-up too */
-    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'txh.follow'"), 0);
+    TT_EQ_INT(scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'txh.follow'")), 0);
     TT_EQ_INT(txh_column(s, "Status", a), 0);
     TT_EQ_INT(txh_column(s, "RetryCount", a), 1); /* an attempt used, as today */
     TT_ASSERT(enqueue(s, "txh", "{}", b));
     t.outcome = OBX_DEAD;
-    TT_ASSERT(sql(s, "UPDATE {T} SET \"NextAttemptAt\" = {W}"));
+    TT_ASSERT(sql(s, txh_q("UPDATE {T} SET \"NextAttemptAt\" = {W}")));
     TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
     TT_EQ_INT(st.dead, 2);
     TT_EQ_INT(txh_effects(s, a), 0);
     TT_EQ_INT(txh_effects(s, b), 0); /* dead: its effect rolled back */
     TT_EQ_INT(txh_column(s, "Status", b), 3);
-    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'txh.follow'"), 0);
+    TT_EQ_INT(scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'txh.follow'")), 0);
     obx_store_close(t.side);
     obx_store_close(s);
 }
@@ -2864,7 +2876,7 @@ static void test_txh_lease_lost(void) {
     TT_EQ_INT(st.done, 0);
     TT_EQ_INT(st.retried, 0);
     TT_EQ_INT(txh_effects(s, a), 0);
-    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'txh.follow'"), 0);
+    TT_EQ_INT(scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'txh.follow'")), 0);
     TT_EQ_INT(txh_column(s, "Status", a), 0); /* as the "reap" left it */
     TT_EQ_INT(txh_column(s, "RetryCount", a), 0);
     TT_ASSERT(logged("no longer leased to this worker at its ack", a, NULL));
@@ -2949,7 +2961,7 @@ static void test_txh_kill(void) {
             sleep_ms(100);
             TT_EQ_INT(obx_reap(s, NULL), OBX_OK);
             txh_drain(s, &t, 30, &st);
-            left = (int)scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" <> 2");
+            left = (int)scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Status\" <> 2"));
         }
         TT_EQ_INT(left, 0);
         for (i = 0; i < 3; i++) {
