@@ -184,6 +184,30 @@
  *   handler's OBX_PAUSE (downstream unavailable) puts the message back
  *   without using an attempt and pauses its topic for pause_ms, doubling
  *   up to pause_max_ms until the topic's first success; other topics go on.
+ *   Transactional handlers (obx_dispatcher_on_tx): exactly once for what
+ *   a handler writes to the store's own database. The handler gets the
+ *   store's connection (an SQLHDBC; with OBX_SQLITE3_API the sqlite3 *) in
+ *   a transaction the dispatcher opened for its message. On OBX_DONE the
+ *   ack runs in that transaction and checks that the lease is still this
+ *   dispatcher's (its owner token on the row, in flight), and one commit
+ *   makes the writes and Done durable together; a crash anywhere before
+ *   the commit leaves neither, after it both (OBX-TXH-KILL). A lease lost
+ *   by then (reaped, claimed elsewhere): everything rolled back, counted in
+ *   obx_run_stats.lease_lost, no attempt used. OBX_RETRY, _DEAD, _WAIT,
+ *   _PAUSE: the writes are rolled back, then the message is settled as
+ *   usual (a retry uses an attempt; dead means dead with no effect). A
+ *   deadlock or serialization failure (the handler says OBX_CONFLICT, or
+ *   the ack or the commit hits one): rolled back and run again, 3 runs at
+ *   most, no attempt used. Locks: the message's row is locked only from
+ *   the ack to the commit, so the lease renewal (on its own connection)
+ *   and other workers' claims never wait for a handler. SQLite has one
+ *   writer at a time: the transaction begins deferred, takes the write
+ *   lock at the handler's first write (or the ack), and every other writer
+ *   (renewal, claims, producers) waits for its commit, up to their busy
+ *   timeout: keep such handlers short there, or write last. A handler that
+ *   reads, then writes after another connection committed (the renewal
+ *   every third of the lease) gets SQLITE_BUSY at once: a conflict, run
+ *   again. Effects outside the database (mail, HTTP) stay at least once.
  *   Dead messages are tools' work: obx_dead_list (paged, filtered),
  *   obx_dead_replay (ready again, attempts reset, last error kept, expiry
  *   dropped) and obx_dead_purge; obx_dead_move (an operator's cancel: a
