@@ -1502,6 +1502,30 @@ typedef ibx_outcome (*ibx_tx_handler)(const ibx_message *message, void *hdbc, ch
 IBX_API ibx_result ibx_dispatcher_on_tx(ibx_dispatcher *dispatcher, const char *topic,
                                         ibx_tx_handler handler, void *user);
 
+/* A transactional batch handler (ibx_dispatcher_on_batch_tx): a batch
+ * handler (see ibx_batch_handler) that also gets the store's connection
+ * inside a transaction, as ibx_tx_handler does. results[i] may also be
+ * IBX_CONFLICT (the whole call is then rolled back and run again). */
+typedef void (*ibx_batch_tx_handler)(const ibx_message *const *messages, ibx_batch_result *results, int count,
+                                     void *hdbc, void *user);
+
+/* Register a transactional batch handler for `topic` ("*": every topic
+ * without a handler of its own): a claim's messages of the topic in one
+ * call, as ibx_dispatcher_on_batch, inside one transaction, as
+ * ibx_dispatcher_on_tx. When every result is IBX_DONE, the messages are
+ * acked in that transaction and it commits: their writes and Done
+ * together. Any other result rolls the whole call back: the messages with
+ * another outcome are settled with it (no effect), and those that were
+ * done are handed to the handler again, alone, in a new transaction (a
+ * handler writes for every message it is given, and for them only). A
+ * result IBX_CONFLICT, or a conflict at the ack or the commit, runs the
+ * same call again (3 runs in all, no attempt used). When the ack finds a
+ * message no longer leased to this dispatcher, all is rolled back: the
+ * lost ones are counted in lease_lost, the others released unhandled
+ * without using an attempt. Returns as ibx_dispatcher_on_batch. */
+IBX_API ibx_result ibx_dispatcher_on_batch_tx(ibx_dispatcher *dispatcher, const char *topic,
+                                              ibx_batch_tx_handler handler, void *user);
+
 /* Whether a database error a transactional handler got on its hdbc is one
  * to answer with IBX_CONFLICT: a deadlock, serialization failure, lock wait
  * timeout or busy database, as the store's dialect reports them (SQLSTATE
@@ -5623,15 +5647,16 @@ typedef struct ibx__route {
     ibx__any_fn fn;
     void *user;
     int batch;                   /* IBX__ROUTE_BATCH: a batch handler (takes all of a claim's
-                                    messages of a topic); IBX__ROUTE_TX: a transactional one */
+                                    messages of a topic); IBX__ROUTE_TX, _BATCH_TX: transactional */
 } ibx__route;
 
-enum { IBX__ROUTE_ONE = 0, IBX__ROUTE_BATCH = 1, IBX__ROUTE_TX = 2 };
+enum { IBX__ROUTE_ONE = 0, IBX__ROUTE_BATCH = 1, IBX__ROUTE_TX = 2, IBX__ROUTE_BATCH_TX = 3 };
 
 typedef struct ibx__routes {
     ibx__route *items;
     int count, cap;
-    int batches;                 /* how many are batch routes (0: the per-message path only) */
+    int batches;                 /* how many are batch routes, transactional or not (0: the
+                                    per-message path only) */
     int txs;                     /* how many are transactional routes */
 } ibx__routes;
 
@@ -5649,7 +5674,7 @@ IBX__PRIVATE ibx_result ibx__routes_add(const ibx__hooks *h, ibx__routes *r, con
     r->items[r->count].fn = fn;
     r->items[r->count].user = user;
     r->items[r->count].batch = batch;
-    r->batches += batch == IBX__ROUTE_BATCH;
+    r->batches += batch == IBX__ROUTE_BATCH || batch == IBX__ROUTE_BATCH_TX;
     r->txs += batch == IBX__ROUTE_TX;
     r->count++;
     return IBX_OK;
@@ -5687,16 +5712,19 @@ IBX__PRIVATE const ibx__route *ibx__routes_find(const ibx__routes *r, const char
     return NULL;
 }
 
-/* The batch route for a message of `topic`: its own, else the "*" one
- * when the topic has no per-message handler at all; NULL: per message. */
+/* The batch route (transactional or not) for a message of `topic`: its
+ * own, else the "*" one when the topic has no per-message handler at all;
+ * NULL: per message. */
 IBX__PRIVATE const ibx__route *ibx__routes_batch(const ibx__routes *r, const char *topic) {
     const ibx__route *b;
     int cursor = 0;
     if (!r->batches) return NULL;
-    b = ibx__routes_find(r, topic, 1);
-    if (b) return b;
+    if ((b = ibx__routes_find(r, topic, IBX__ROUTE_BATCH)) != NULL) return b;
+    if ((b = ibx__routes_find(r, topic, IBX__ROUTE_BATCH_TX)) != NULL) return b;
     if (r->txs && ibx__routes_find(r, topic, IBX__ROUTE_TX)) return NULL;
-    return ibx__routes_next(r, topic, &cursor) ? NULL : ibx__routes_find(r, "*", 1);
+    if (ibx__routes_next(r, topic, &cursor)) return NULL;
+    if ((b = ibx__routes_find(r, "*", IBX__ROUTE_BATCH)) != NULL) return b;
+    return ibx__routes_find(r, "*", IBX__ROUTE_BATCH_TX);
 }
 
 /* The transactional route for a message of `topic`: its own, else the "*"
@@ -5705,7 +5733,9 @@ IBX__PRIVATE const ibx__route *ibx__routes_tx(const ibx__routes *r, const char *
     const ibx__route *t;
     if (!r->txs) return NULL;
     if ((t = ibx__routes_find(r, topic, IBX__ROUTE_TX)) != NULL) return t;
-    if (ibx__routes_find(r, topic, IBX__ROUTE_ONE) || ibx__routes_find(r, topic, IBX__ROUTE_BATCH)) return NULL;
+    if (ibx__routes_find(r, topic, IBX__ROUTE_ONE) || ibx__routes_find(r, topic, IBX__ROUTE_BATCH) ||
+        ibx__routes_find(r, topic, IBX__ROUTE_BATCH_TX))
+        return NULL;
     return ibx__routes_find(r, "*", IBX__ROUTE_TX);
 }
 
@@ -8558,7 +8588,8 @@ static ibx_result ibx__settle(ibx_store *s, int kind, int count, const char *err
                            attempts, s->keys);
     r = ibx__run_count(s, slots[kind], p, n, names[kind], &rows);
     if (r != IBX_OK) return r;
-    if (metrics[kind] >= 0) ibx__count(s, (ibx_metric)metrics[kind], rows);
+    /* In a transactional handler's transaction: counted by its commit. */
+    if (metrics[kind] >= 0 && !s->db.callers_tx) ibx__count(s, (ibx_metric)metrics[kind], rows);
     if (changed) *changed = rows;
     ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
     ibx__own_settled(s, kind, rows);
@@ -9971,7 +10002,7 @@ IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *d) {
  * handler of the other kind (or a second batch handler). */
 static ibx_result ibx__dispatcher_route(ibx_dispatcher *d, const char *fn, const char *topic,
                                        ibx__any_fn handler, void *user, int batch) {
-    static const char *const kinds[3] = {"per-message", "batch", "transactional"};
+    static const char *const kinds[4] = {"per-message", "batch", "transactional", "transactional batch"};
     char where[64];
     const ibx__route *had;
     ibx_result r = ibx__check_text(d->err, fn, "topic", topic, IBX_TOPIC_MAX);
@@ -9980,6 +10011,7 @@ static ibx_result ibx__dispatcher_route(ibx_dispatcher *d, const char *fn, const
     if (!handler) return ibx__fail(d->err, IBX_ERR_INVALID_ARG, where, "must not be NULL");
     snprintf(where, sizeof where, "%s: topic", fn);
     had = ibx__routes_find(&d->routes, topic, IBX__ROUTE_BATCH);
+    if (!had) had = ibx__routes_find(&d->routes, topic, IBX__ROUTE_BATCH_TX);
     if (!had && batch != IBX__ROUTE_ONE) had = ibx__routes_find(&d->routes, topic, IBX__ROUTE_ONE);
     if (!had) had = ibx__routes_find(&d->routes, topic, IBX__ROUTE_TX);
     if (had)
@@ -9997,11 +10029,9 @@ IBX_API ibx_result ibx_dispatcher_on(ibx_dispatcher *d, const char *topic, ibx_h
     return ibx__dispatcher_route(d, "ibx_dispatcher_on", topic, (ibx__any_fn)handler, user, 0);
 }
 
-IBX_API ibx_result ibx_dispatcher_on_batch(ibx_dispatcher *d, const char *topic,
-                                           ibx_batch_handler handler, void *user) {
-    size_t b;
-    if (!d) return IBX_ERR_INVALID_ARG;
-    b = (size_t)d->batch_size;
+/* Room for a batch handler's group, allocated by the first batch route. */
+static ibx_result ibx__group_room(ibx_dispatcher *d, const char *fn) {
+    size_t b = (size_t)d->batch_size;
     if (!d->group) { /* only dispatchers with batch handlers need room for a group */
         d->group = (const ibx_message **)ibx__alloc(d->hooks, sizeof *d->group * b);
         d->group_index = (int *)ibx__alloc(d->hooks, sizeof *d->group_index * b);
@@ -10014,9 +10044,24 @@ IBX_API ibx_result ibx_dispatcher_on_batch(ibx_dispatcher *d, const char *topic,
         d->group = NULL;
         d->group_index = NULL;
         d->results = NULL;
-        return ibx__fail(d->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_on_batch", "out of memory");
+        return ibx__fail(d->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
     }
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_dispatcher_on_batch(ibx_dispatcher *d, const char *topic,
+                                           ibx_batch_handler handler, void *user) {
+    if (!d) return IBX_ERR_INVALID_ARG;
+    if (ibx__group_room(d, "ibx_dispatcher_on_batch") != IBX_OK) return IBX_ERR_NO_MEMORY;
     return ibx__dispatcher_route(d, "ibx_dispatcher_on_batch", topic, (ibx__any_fn)handler, user, 1);
+}
+
+IBX_API ibx_result ibx_dispatcher_on_batch_tx(ibx_dispatcher *d, const char *topic,
+                                              ibx_batch_tx_handler handler, void *user) {
+    if (!d) return IBX_ERR_INVALID_ARG;
+    if (ibx__group_room(d, "ibx_dispatcher_on_batch_tx") != IBX_OK) return IBX_ERR_NO_MEMORY;
+    return ibx__dispatcher_route(d, "ibx_dispatcher_on_batch_tx", topic, (ibx__any_fn)handler, user,
+                                 IBX__ROUTE_BATCH_TX);
 }
 
 IBX_API ibx_result ibx_dispatcher_on_tx(ibx_dispatcher *d, const char *topic, ibx_tx_handler handler,
@@ -10269,6 +10314,7 @@ static void ibx__handle_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *m
                              name);
                     if (s->err.result != IBX_OK) ibx__error_clear(&s->err);
                     d->outcomes[i] = IBX__SETTLED;
+                    ibx__count(s, IBX_METRIC_DISPATCHED, changed);
                     st->done++;
                     if (d->pause_count) ibx__pause_end(d, s, m->topic);
                     return;
@@ -10310,6 +10356,136 @@ static void ibx__handle_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *m
     }
     d->outcomes[i] = outcome;
     ibx__handled(d, s, m, i);
+}
+
+/* Every unhandled message of ms[first]'s topic through one transactional
+ * batch handler call (ibx_dispatcher_on_batch_tx), as ibx__handle_tx does
+ * for one: when every result is IBX_DONE, one ack and one commit. A call
+ * with other results is rolled back: those outcomes stand (settled with
+ * the batch), and the done messages run again alone, in a new transaction
+ * (the group only shrinks, so this ends). A conflict runs the same call
+ * again (IBX__TX_TRIES runs in all); a lease lost at the ack rolls back
+ * and releases the group (IBX__SKIPPED: no attempt used). */
+static void ibx__handle_group_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n, int first,
+                                 const ibx__route *route, ibx__renewer *w, int64_t deadline, ibx_run_stats *st) {
+    char name[IBX__MSG_NAME_MAX], topic[IBX__KV_CAP];
+    ibx__db *db = &s->db;
+    int j, k = 0, tries = 1;
+    for (j = first; j < n; j++) {
+        if (d->outcomes[j] != IBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
+        ibx__msg_name(&ms[j], name, sizeof name);
+        ibx__log(&s->hooks, d->message_log_level, s->store_id,
+                 "handling %s topic=%s attempt %d (transactional batch)", name, ibx__kv(topic, ms[j].topic),
+                 IBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        d->group[k] = &ms[j];
+        d->group_index[k] = j;
+        k++;
+    }
+    ibx__kv(topic, ms[first].topic);
+    for (;;) {
+        int64_t changed = -1, started;
+        ibx_result r = ibx__db_ensure(db);
+        int begun = 0, done = 0, conflict = 0, m;
+        if (r == IBX_OK) begun = (r = ibx__begin_handler(db)) == IBX_OK || db->in_tx;
+        if (r == IBX_OK) {
+            for (j = 0; j < k; j++) {
+                d->results[j].outcome = IBX_RETRY;
+                memset(d->results[j].error, 0, sizeof d->results[j].error);
+            }
+            db->callers_tx = 1;
+            started = ibx__mono_us(&s->hooks);
+            ((ibx_batch_tx_handler)route->fn)(d->group, d->results, k, (void *)db->dbc, route->user);
+            ibx__hist_record(s, ms[first].topic, ibx__mono_us(&s->hooks) - started);
+            for (j = 0; j < k; j++) {
+                int o = (int)d->results[j].outcome;
+                d->results[j].error[IBX__HANDLER_ERROR_MAX - 1] = '\0';
+                if (o == IBX_CONFLICT) {
+                    conflict = 1;
+                } else if (!ibx__outcome_valid(o)) {
+                    snprintf(d->results[j].error, IBX__HANDLER_ERROR_MAX, "batch handler set %d, not an ibx_outcome", o);
+                    d->results[j].outcome = IBX_DEAD;
+                }
+                done += d->results[j].outcome == IBX_DONE;
+            }
+            if (!conflict && done == k)
+                r = ibx__settle_messages(s, IBX__SETTLE_ACK, ms, d->group_index, k, NULL, 0, 0, &changed);
+            db->callers_tx = 0;
+            if (!conflict && done == k && r == IBX_OK && changed == k) {
+                ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%d message(s) topic=%s: acked in their handler's "
+                         "transaction, committing", k, topic);
+                r = ibx__commit(db);
+                if (r == IBX_OK) {
+                    ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%d message(s) topic=%s: handler's transaction "
+                             "committed", k, topic);
+                    if (s->err.result != IBX_OK) ibx__error_clear(&s->err);
+                    for (j = 0; j < k; j++) d->outcomes[d->group_index[j]] = IBX__SETTLED;
+                    ibx__count(s, IBX_METRIC_DISPATCHED, k);
+                    st->done += k;
+                    if (d->pause_count) ibx__pause_end(d, s, ms[first].topic);
+                    return;
+                }
+            }
+        }
+        if (begun) ibx__rollback(db);
+        if (!conflict && done == k && r == IBX_OK && changed >= 0 && changed < k) {
+            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%d of %d message(s) topic=%s: no longer leased to this "
+                     "worker at their ack" IBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; their "
+                     "handler's transaction was rolled back, the others are released", k - (int)changed, k, topic);
+            st->lease_lost += k - (int)changed;
+            for (j = 0; j < k; j++) d->outcomes[d->group_index[j]] = IBX__SKIPPED;
+            return;
+        }
+        if (conflict || (r == IBX_ERR_DB_TRANSIENT && db->fault == IBX__FAULT_TRANSIENT && !db->lost)) {
+            char why[IBX__HANDLER_ERROR_MAX];
+            st->conflicts++;
+            snprintf(why, sizeof why, "%.200s", r != IBX_OK ? s->err.message : "transaction conflict");
+            ibx__error_clear(&s->err);
+            if (tries >= IBX__TX_TRIES || ibx__mono_ms(&s->hooks) >= (w ? ibx__renew_start_until(w) : deadline)) {
+                for (j = 0; j < k; j++) { /* back after the backoff, no attempt used */
+                    int i = d->group_index[j];
+                    snprintf(d->errors[i], IBX__HANDLER_ERROR_MAX, "%s", why);
+                    d->outcomes[i] = IBX_WAIT;
+                    ibx__handled(d, s, &ms[i], i);
+                }
+                return;
+            }
+            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%d message(s) topic=%s: handler's transaction "
+                     "conflicted (%s), running it again (%d of %d)", k, topic, why, tries + 1, IBX__TX_TRIES);
+            {
+                ibx_backoff_policy pause = {20, 500, 0.5, 1.5};
+                ibx__sleep_ms(&s->hooks, ibx__backoff_jitter_ms(&pause, tries, ibx__random(&s->hooks)));
+            }
+            tries++;
+            continue;
+        }
+        if (r != IBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
+            for (j = 0; j < k; j++) {
+                int i = d->group_index[j];
+                snprintf(d->errors[i], IBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
+                d->outcomes[i] = IBX_RETRY;
+                ibx__handled(d, s, &ms[i], i);
+            }
+            return;
+        }
+        /* Mixed results: the other outcomes stand; the done ones run again. */
+        for (j = 0, m = 0; j < k; j++) {
+            int i = d->group_index[j];
+            if (d->results[j].outcome == IBX_DONE) {
+                d->group[m] = d->group[j];
+                d->group_index[m++] = i;
+                continue;
+            }
+            memcpy(d->errors[i], d->results[j].error, IBX__HANDLER_ERROR_MAX);
+            d->outcomes[i] = (int)d->results[j].outcome;
+            ibx__handled(d, s, &ms[i], i);
+        }
+        k = m;
+        if (k == 0) return;
+        if (ibx__mono_ms(&s->hooks) >= (w ? ibx__renew_start_until(w) : deadline)) {
+            for (j = 0; j < k; j++) d->outcomes[d->group_index[j]] = IBX__SKIPPED;
+            return;
+        }
+    }
 }
 
 /* Whether a periodic task is due; a clock that stepped back never stalls it. */
@@ -10369,7 +10545,8 @@ static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message
                 if (d->outcomes[j] == IBX__PENDING && strcmp(ms[j].topic, ms[i].topic) == 0 &&
                     ibx__expired(d, &ms[j], claimed, now))
                     d->outcomes[j] = IBX__EXPIRED;
-            ibx__handle_group(d, s, ms, n, i, batch);
+            if (batch->batch == IBX__ROUTE_BATCH_TX) ibx__handle_group_tx(d, s, ms, n, i, batch, w, deadline, st);
+            else ibx__handle_group(d, s, ms, n, i, batch);
         } else {
             ibx__handle_one(d, s, &ms[i], i, st);
         }

@@ -1553,6 +1553,30 @@ typedef obx_outcome (*obx_tx_handler)(const obx_message *message, void *hdbc, ch
 OBX_API obx_result obx_dispatcher_on_tx(obx_dispatcher *dispatcher, const char *topic,
                                         obx_tx_handler handler, void *user);
 
+/* A transactional batch handler (obx_dispatcher_on_batch_tx): a batch
+ * handler (see obx_batch_handler) that also gets the store's connection
+ * inside a transaction, as obx_tx_handler does. results[i] may also be
+ * OBX_CONFLICT (the whole call is then rolled back and run again). */
+typedef void (*obx_batch_tx_handler)(const obx_message *const *messages, obx_batch_result *results, int count,
+                                     void *hdbc, void *user);
+
+/* Register a transactional batch handler for `topic` ("*": every topic
+ * without a handler of its own): a claim's messages of the topic in one
+ * call, as obx_dispatcher_on_batch, inside one transaction, as
+ * obx_dispatcher_on_tx. When every result is OBX_DONE, the messages are
+ * acked in that transaction and it commits: their writes and Done
+ * together. Any other result rolls the whole call back: the messages with
+ * another outcome are settled with it (no effect), and those that were
+ * done are handed to the handler again, alone, in a new transaction (a
+ * handler writes for every message it is given, and for them only). A
+ * result OBX_CONFLICT, or a conflict at the ack or the commit, runs the
+ * same call again (3 runs in all, no attempt used). When the ack finds a
+ * message no longer leased to this dispatcher, all is rolled back: the
+ * lost ones are counted in lease_lost, the others released unhandled
+ * without using an attempt. Returns as obx_dispatcher_on_batch. */
+OBX_API obx_result obx_dispatcher_on_batch_tx(obx_dispatcher *dispatcher, const char *topic,
+                                              obx_batch_tx_handler handler, void *user);
+
 /* Whether a database error a transactional handler got on its hdbc is one
  * to answer with OBX_CONFLICT: a deadlock, serialization failure, lock wait
  * timeout or busy database, as the store's dialect reports them (SQLSTATE
@@ -5809,15 +5833,16 @@ typedef struct obx__route {
     obx__any_fn fn;
     void *user;
     int batch;                   /* OBX__ROUTE_BATCH: a batch handler (takes all of a claim's
-                                    messages of a topic); OBX__ROUTE_TX: a transactional one */
+                                    messages of a topic); OBX__ROUTE_TX, _BATCH_TX: transactional */
 } obx__route;
 
-enum { OBX__ROUTE_ONE = 0, OBX__ROUTE_BATCH = 1, OBX__ROUTE_TX = 2 };
+enum { OBX__ROUTE_ONE = 0, OBX__ROUTE_BATCH = 1, OBX__ROUTE_TX = 2, OBX__ROUTE_BATCH_TX = 3 };
 
 typedef struct obx__routes {
     obx__route *items;
     int count, cap;
-    int batches;                 /* how many are batch routes (0: the per-message path only) */
+    int batches;                 /* how many are batch routes, transactional or not (0: the
+                                    per-message path only) */
     int txs;                     /* how many are transactional routes */
 } obx__routes;
 
@@ -5835,7 +5860,7 @@ OBX__PRIVATE obx_result obx__routes_add(const obx__hooks *h, obx__routes *r, con
     r->items[r->count].fn = fn;
     r->items[r->count].user = user;
     r->items[r->count].batch = batch;
-    r->batches += batch == OBX__ROUTE_BATCH;
+    r->batches += batch == OBX__ROUTE_BATCH || batch == OBX__ROUTE_BATCH_TX;
     r->txs += batch == OBX__ROUTE_TX;
     r->count++;
     return OBX_OK;
@@ -5873,16 +5898,19 @@ OBX__PRIVATE const obx__route *obx__routes_find(const obx__routes *r, const char
     return NULL;
 }
 
-/* The batch route for a message of `topic`: its own, else the "*" one
- * when the topic has no per-message handler at all; NULL: per message. */
+/* The batch route (transactional or not) for a message of `topic`: its
+ * own, else the "*" one when the topic has no per-message handler at all;
+ * NULL: per message. */
 OBX__PRIVATE const obx__route *obx__routes_batch(const obx__routes *r, const char *topic) {
     const obx__route *b;
     int cursor = 0;
     if (!r->batches) return NULL;
-    b = obx__routes_find(r, topic, 1);
-    if (b) return b;
+    if ((b = obx__routes_find(r, topic, OBX__ROUTE_BATCH)) != NULL) return b;
+    if ((b = obx__routes_find(r, topic, OBX__ROUTE_BATCH_TX)) != NULL) return b;
     if (r->txs && obx__routes_find(r, topic, OBX__ROUTE_TX)) return NULL;
-    return obx__routes_next(r, topic, &cursor) ? NULL : obx__routes_find(r, "*", 1);
+    if (obx__routes_next(r, topic, &cursor)) return NULL;
+    if ((b = obx__routes_find(r, "*", OBX__ROUTE_BATCH)) != NULL) return b;
+    return obx__routes_find(r, "*", OBX__ROUTE_BATCH_TX);
 }
 
 /* The transactional route for a message of `topic`: its own, else the "*"
@@ -5891,7 +5919,9 @@ OBX__PRIVATE const obx__route *obx__routes_tx(const obx__routes *r, const char *
     const obx__route *t;
     if (!r->txs) return NULL;
     if ((t = obx__routes_find(r, topic, OBX__ROUTE_TX)) != NULL) return t;
-    if (obx__routes_find(r, topic, OBX__ROUTE_ONE) || obx__routes_find(r, topic, OBX__ROUTE_BATCH)) return NULL;
+    if (obx__routes_find(r, topic, OBX__ROUTE_ONE) || obx__routes_find(r, topic, OBX__ROUTE_BATCH) ||
+        obx__routes_find(r, topic, OBX__ROUTE_BATCH_TX))
+        return NULL;
     return obx__routes_find(r, "*", OBX__ROUTE_TX);
 }
 
@@ -9339,7 +9369,8 @@ static obx_result obx__settle(obx_store *s, int kind, int count, const char *err
                            attempts, s->keys);
     r = obx__run_count(s, slots[kind], p, n, names[kind], &rows);
     if (r != OBX_OK) return r;
-    if (metrics[kind] >= 0) obx__count(s, (obx_metric)metrics[kind], rows);
+    /* In a transactional handler's transaction: counted by its commit. */
+    if (metrics[kind] >= 0 && !s->db.callers_tx) obx__count(s, (obx_metric)metrics[kind], rows);
     if (changed) *changed = rows;
     obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
     obx__own_settled(s, kind, rows);
@@ -10752,7 +10783,7 @@ OBX_API const obx_error *obx_dispatcher_last_error(const obx_dispatcher *d) {
  * handler of the other kind (or a second batch handler). */
 static obx_result obx__dispatcher_route(obx_dispatcher *d, const char *fn, const char *topic,
                                        obx__any_fn handler, void *user, int batch) {
-    static const char *const kinds[3] = {"per-message", "batch", "transactional"};
+    static const char *const kinds[4] = {"per-message", "batch", "transactional", "transactional batch"};
     char where[64];
     const obx__route *had;
     obx_result r = obx__check_text(d->err, fn, "topic", topic, OBX_TOPIC_MAX);
@@ -10761,6 +10792,7 @@ static obx_result obx__dispatcher_route(obx_dispatcher *d, const char *fn, const
     if (!handler) return obx__fail(d->err, OBX_ERR_INVALID_ARG, where, "must not be NULL");
     snprintf(where, sizeof where, "%s: topic", fn);
     had = obx__routes_find(&d->routes, topic, OBX__ROUTE_BATCH);
+    if (!had) had = obx__routes_find(&d->routes, topic, OBX__ROUTE_BATCH_TX);
     if (!had && batch != OBX__ROUTE_ONE) had = obx__routes_find(&d->routes, topic, OBX__ROUTE_ONE);
     if (!had) had = obx__routes_find(&d->routes, topic, OBX__ROUTE_TX);
     if (had)
@@ -10778,11 +10810,9 @@ OBX_API obx_result obx_dispatcher_on(obx_dispatcher *d, const char *topic, obx_h
     return obx__dispatcher_route(d, "obx_dispatcher_on", topic, (obx__any_fn)handler, user, 0);
 }
 
-OBX_API obx_result obx_dispatcher_on_batch(obx_dispatcher *d, const char *topic,
-                                           obx_batch_handler handler, void *user) {
-    size_t b;
-    if (!d) return OBX_ERR_INVALID_ARG;
-    b = (size_t)d->batch_size;
+/* Room for a batch handler's group, allocated by the first batch route. */
+static obx_result obx__group_room(obx_dispatcher *d, const char *fn) {
+    size_t b = (size_t)d->batch_size;
     if (!d->group) { /* only dispatchers with batch handlers need room for a group */
         d->group = (const obx_message **)obx__alloc(d->hooks, sizeof *d->group * b);
         d->group_index = (int *)obx__alloc(d->hooks, sizeof *d->group_index * b);
@@ -10795,9 +10825,24 @@ OBX_API obx_result obx_dispatcher_on_batch(obx_dispatcher *d, const char *topic,
         d->group = NULL;
         d->group_index = NULL;
         d->results = NULL;
-        return obx__fail(d->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on_batch", "out of memory");
+        return obx__fail(d->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
     }
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_dispatcher_on_batch(obx_dispatcher *d, const char *topic,
+                                           obx_batch_handler handler, void *user) {
+    if (!d) return OBX_ERR_INVALID_ARG;
+    if (obx__group_room(d, "obx_dispatcher_on_batch") != OBX_OK) return OBX_ERR_NO_MEMORY;
     return obx__dispatcher_route(d, "obx_dispatcher_on_batch", topic, (obx__any_fn)handler, user, 1);
+}
+
+OBX_API obx_result obx_dispatcher_on_batch_tx(obx_dispatcher *d, const char *topic,
+                                              obx_batch_tx_handler handler, void *user) {
+    if (!d) return OBX_ERR_INVALID_ARG;
+    if (obx__group_room(d, "obx_dispatcher_on_batch_tx") != OBX_OK) return OBX_ERR_NO_MEMORY;
+    return obx__dispatcher_route(d, "obx_dispatcher_on_batch_tx", topic, (obx__any_fn)handler, user,
+                                 OBX__ROUTE_BATCH_TX);
 }
 
 OBX_API obx_result obx_dispatcher_on_tx(obx_dispatcher *d, const char *topic, obx_tx_handler handler,
@@ -11050,6 +11095,7 @@ static void obx__handle_tx(obx_dispatcher *d, obx_store *s, const obx_message *m
                              name);
                     if (s->err.result != OBX_OK) obx__error_clear(&s->err);
                     d->outcomes[i] = OBX__SETTLED;
+                    obx__count(s, OBX_METRIC_DISPATCHED, changed);
                     st->done++;
                     if (d->pause_count) obx__pause_end(d, s, m->topic);
                     return;
@@ -11091,6 +11137,136 @@ static void obx__handle_tx(obx_dispatcher *d, obx_store *s, const obx_message *m
     }
     d->outcomes[i] = outcome;
     obx__handled(d, s, m, i);
+}
+
+/* Every unhandled message of ms[first]'s topic through one transactional
+ * batch handler call (obx_dispatcher_on_batch_tx), as obx__handle_tx does
+ * for one: when every result is OBX_DONE, one ack and one commit. A call
+ * with other results is rolled back: those outcomes stand (settled with
+ * the batch), and the done messages run again alone, in a new transaction
+ * (the group only shrinks, so this ends). A conflict runs the same call
+ * again (OBX__TX_TRIES runs in all); a lease lost at the ack rolls back
+ * and releases the group (OBX__SKIPPED: no attempt used). */
+static void obx__handle_group_tx(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n, int first,
+                                 const obx__route *route, obx__renewer *w, int64_t deadline, obx_run_stats *st) {
+    char name[OBX__MSG_NAME_MAX], topic[OBX__KV_CAP];
+    obx__db *db = &s->db;
+    int j, k = 0, tries = 1;
+    for (j = first; j < n; j++) {
+        if (d->outcomes[j] != OBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
+        obx__msg_name(&ms[j], name, sizeof name);
+        obx__log(&s->hooks, d->message_log_level, s->store_id,
+                 "handling %s topic=%s attempt %d (transactional batch)", name, obx__kv(topic, ms[j].topic),
+                 OBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        d->group[k] = &ms[j];
+        d->group_index[k] = j;
+        k++;
+    }
+    obx__kv(topic, ms[first].topic);
+    for (;;) {
+        int64_t changed = -1, started;
+        obx_result r = obx__db_ensure(db);
+        int begun = 0, done = 0, conflict = 0, m;
+        if (r == OBX_OK) begun = (r = obx__begin_handler(db)) == OBX_OK || db->in_tx;
+        if (r == OBX_OK) {
+            for (j = 0; j < k; j++) {
+                d->results[j].outcome = OBX_RETRY;
+                memset(d->results[j].error, 0, sizeof d->results[j].error);
+            }
+            db->callers_tx = 1;
+            started = obx__mono_us(&s->hooks);
+            ((obx_batch_tx_handler)route->fn)(d->group, d->results, k, (void *)db->dbc, route->user);
+            obx__hist_record(s, ms[first].topic, obx__mono_us(&s->hooks) - started);
+            for (j = 0; j < k; j++) {
+                int o = (int)d->results[j].outcome;
+                d->results[j].error[OBX__HANDLER_ERROR_MAX - 1] = '\0';
+                if (o == OBX_CONFLICT) {
+                    conflict = 1;
+                } else if (!obx__outcome_valid(o)) {
+                    snprintf(d->results[j].error, OBX__HANDLER_ERROR_MAX, "batch handler set %d, not an obx_outcome", o);
+                    d->results[j].outcome = OBX_DEAD;
+                }
+                done += d->results[j].outcome == OBX_DONE;
+            }
+            if (!conflict && done == k)
+                r = obx__settle_messages(s, OBX__SETTLE_ACK, ms, d->group_index, k, NULL, 0, 0, &changed);
+            db->callers_tx = 0;
+            if (!conflict && done == k && r == OBX_OK && changed == k) {
+                obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%d message(s) topic=%s: acked in their handler's "
+                         "transaction, committing", k, topic);
+                r = obx__commit(db);
+                if (r == OBX_OK) {
+                    obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%d message(s) topic=%s: handler's transaction "
+                             "committed", k, topic);
+                    if (s->err.result != OBX_OK) obx__error_clear(&s->err);
+                    for (j = 0; j < k; j++) d->outcomes[d->group_index[j]] = OBX__SETTLED;
+                    obx__count(s, OBX_METRIC_DISPATCHED, k);
+                    st->done += k;
+                    if (d->pause_count) obx__pause_end(d, s, ms[first].topic);
+                    return;
+                }
+            }
+        }
+        if (begun) obx__rollback(db);
+        if (!conflict && done == k && r == OBX_OK && changed >= 0 && changed < k) {
+            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%d of %d message(s) topic=%s: no longer leased to this "
+                     "worker at their ack" OBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; their "
+                     "handler's transaction was rolled back, the others are released", k - (int)changed, k, topic);
+            st->lease_lost += k - (int)changed;
+            for (j = 0; j < k; j++) d->outcomes[d->group_index[j]] = OBX__SKIPPED;
+            return;
+        }
+        if (conflict || (r == OBX_ERR_DB_TRANSIENT && db->fault == OBX__FAULT_TRANSIENT && !db->lost)) {
+            char why[OBX__HANDLER_ERROR_MAX];
+            st->conflicts++;
+            snprintf(why, sizeof why, "%.200s", r != OBX_OK ? s->err.message : "transaction conflict");
+            obx__error_clear(&s->err);
+            if (tries >= OBX__TX_TRIES || obx__mono_ms(&s->hooks) >= (w ? obx__renew_start_until(w) : deadline)) {
+                for (j = 0; j < k; j++) { /* back after the backoff, no attempt used */
+                    int i = d->group_index[j];
+                    snprintf(d->errors[i], OBX__HANDLER_ERROR_MAX, "%s", why);
+                    d->outcomes[i] = OBX_WAIT;
+                    obx__handled(d, s, &ms[i], i);
+                }
+                return;
+            }
+            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%d message(s) topic=%s: handler's transaction "
+                     "conflicted (%s), running it again (%d of %d)", k, topic, why, tries + 1, OBX__TX_TRIES);
+            {
+                obx_backoff_policy pause = {20, 500, 0.5, 1.5};
+                obx__sleep_ms(&s->hooks, obx__backoff_jitter_ms(&pause, tries, obx__random(&s->hooks)));
+            }
+            tries++;
+            continue;
+        }
+        if (r != OBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
+            for (j = 0; j < k; j++) {
+                int i = d->group_index[j];
+                snprintf(d->errors[i], OBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
+                d->outcomes[i] = OBX_RETRY;
+                obx__handled(d, s, &ms[i], i);
+            }
+            return;
+        }
+        /* Mixed results: the other outcomes stand; the done ones run again. */
+        for (j = 0, m = 0; j < k; j++) {
+            int i = d->group_index[j];
+            if (d->results[j].outcome == OBX_DONE) {
+                d->group[m] = d->group[j];
+                d->group_index[m++] = i;
+                continue;
+            }
+            memcpy(d->errors[i], d->results[j].error, OBX__HANDLER_ERROR_MAX);
+            d->outcomes[i] = (int)d->results[j].outcome;
+            obx__handled(d, s, &ms[i], i);
+        }
+        k = m;
+        if (k == 0) return;
+        if (obx__mono_ms(&s->hooks) >= (w ? obx__renew_start_until(w) : deadline)) {
+            for (j = 0; j < k; j++) d->outcomes[d->group_index[j]] = OBX__SKIPPED;
+            return;
+        }
+    }
 }
 
 /* Whether a periodic task is due; a clock that stepped back never stalls it. */
@@ -11150,7 +11326,8 @@ static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message
                 if (d->outcomes[j] == OBX__PENDING && strcmp(ms[j].topic, ms[i].topic) == 0 &&
                     obx__expired(d, &ms[j], claimed, now))
                     d->outcomes[j] = OBX__EXPIRED;
-            obx__handle_group(d, s, ms, n, i, batch);
+            if (batch->batch == OBX__ROUTE_BATCH_TX) obx__handle_group_tx(d, s, ms, n, i, batch, w, deadline, st);
+            else obx__handle_group(d, s, ms, n, i, batch);
         } else {
             obx__handle_one(d, s, &ms[i], i, st);
         }
