@@ -223,6 +223,9 @@
  *   reads, then writes after another connection committed (the renewal
  *   every third of the lease) gets SQLITE_BUSY at once: a conflict, run
  *   again. Effects outside the database (mail, HTTP) stay at least once.
+ *   The batch form (ibx_dispatcher_on_batch_tx) commits when every result
+ *   is IBX_DONE; otherwise it rolls back, the other outcomes stand, and
+ *   the done messages run again alone.
  *   Dead messages are tools' work: ibx_dead_list (paged, filtered),
  *   ibx_dead_replay (ready again, attempts reset, last error kept, expiry
  *   dropped) and ibx_dead_purge; ibx_dead_move (an operator's cancel: a

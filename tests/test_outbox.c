@@ -2593,7 +2593,7 @@ static int txh_exec(void *hdbc, const char *text) {
 
 static int txh_effect(void *hdbc, const char *id) {
     char q[160];
-    snprintf(q, sizeof q, "INSERT INTO obx_txh_effect (msg) VALUES ('%s')", id);
+    snprintf(q, sizeof q, "INSERT INTO obx_txh_effect (msg) VALUES ('%.64s')", id);
     return txh_exec(hdbc, q);
 }
 
@@ -2604,20 +2604,20 @@ static int txh_table(obx_store *s) {
 
 static int64_t txh_effects(obx_store *s, const char *id) {
     char q[256];
-    snprintf(q, sizeof q, "SELECT COUNT(*) FROM obx_txh_effect WHERE msg = '%s'", id);
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM obx_txh_effect WHERE msg = '%.64s'", id);
     return scalar(s, txh_q(q));
 }
 
 static int64_t txh_column(obx_store *s, const char *column, const char *id) {
     char q[320];
-    snprintf(q, sizeof q, "SELECT \"%s\" FROM {T} WHERE \"Id\" = '%s'", column, id);
+    snprintf(q, sizeof q, "SELECT \"%s\" FROM {T} WHERE \"Id\" = '%.64s'", column, id);
     return scalar(s, txh_q(q));
 }
 
 /* The message's LockedUntil as text ("" when it cannot be read). */
 static void txh_locked_until(obx_store *s, const char *id, char *out, size_t cap) {
     char q[200], *text;
-    snprintf(q, sizeof q, "SELECT \"LockedUntil\" FROM {T} WHERE \"Id\" = '%s'", id);
+    snprintf(q, sizeof q, "SELECT \"LockedUntil\" FROM {T} WHERE \"Id\" = '%.64s'", id);
     text = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, txh_q(q));
     out[0] = '\0';
     if (!text || obx__query_text(&s->db, text, out, cap) != OBX_OK) out[0] = '\0';
@@ -2653,7 +2653,7 @@ static obx_outcome txh_handler(const obx_message *m, void *hdbc, char *error, si
     if (t->kill_at == 1) raise(SIGKILL);
     if (t->lose_lease) { /* as a reap after the lease ran out would */
         snprintf(q, sizeof q, "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
-                              "WHERE \"Id\" = '%s'", m->id);
+                              "WHERE \"Id\" = '%.64s'", m->id);
         if (!sql(t->side, txh_q(q))) return OBX_DEAD;
     }
     if (t->ack_conflicts > 0 && !g_srv) { /* a read now, a write from outside, then the ack writes */
@@ -2687,7 +2687,7 @@ static obx_outcome txh_handler(const obx_message *m, void *hdbc, char *error, si
     }
     if (t->kill_at == 2) raise(SIGKILL);
     if (t->ack_conflicts > 0 && g_srv) { /* PostgreSQL: the row changed since this snapshot */
-        snprintf(q, sizeof q, "UPDATE {T} SET \"LastError\" = 'side' WHERE \"Id\" = '%s'", m->id);
+        snprintf(q, sizeof q, "UPDATE {T} SET \"LastError\" = 'side' WHERE \"Id\" = '%.64s'", m->id);
         if (!sql(t->side, txh_q(q))) return OBX_DEAD;
         t->ack_conflicts--;
         return OBX_DONE;
@@ -2703,7 +2703,29 @@ static obx_outcome txh_handler(const obx_message *m, void *hdbc, char *error, si
     return t->outcome;
 }
 
-/* A dispatcher on s with txh_handler on "txh"; rounds until nothing is left. */
+/* The batch form: each message's effect, then its result; `retry_payload`
+ * set: the messages with that payload say OBX_RETRY (their effect written
+ * all the same: the rollback takes it back). */
+static int g_txh_batch;
+static const char *g_txh_retry_payload;
+static void txh_batch(const obx_message *const *ms, obx_batch_result *res, int n, void *hdbc, void *user) {
+    txh_ctx *t = (txh_ctx *)user;
+    int i;
+    t->calls++;
+    if (t->kill_at == 1) raise(SIGKILL);
+    for (i = 0; i < n; i++) {
+        res[i].outcome = txh_effect(hdbc, ms[i]->id) ? OBX_DONE : OBX_DEAD;
+        if (g_txh_retry_payload && strcmp(ms[i]->payload, g_txh_retry_payload) == 0) res[i].outcome = OBX_RETRY;
+    }
+    if (t->kill_at == 2) raise(SIGKILL);
+    if (t->conflicts > 0) {
+        t->conflicts--;
+        res[n - 1].outcome = OBX_CONFLICT;
+    }
+}
+
+/* A dispatcher on s with txh_handler (g_txh_batch: txh_batch) on "txh";
+ * rounds until nothing is left. */
 static obx_result txh_drain(obx_store *s, txh_ctx *t, int lease_seconds, obx_run_stats *total) {
     obx_dispatcher_desc dd;
     obx_dispatcher *d = NULL;
@@ -2716,7 +2738,7 @@ static obx_result txh_drain(obx_store *s, txh_ctx *t, int lease_seconds, obx_run
     dd.lease_seconds = lease_seconds;
     dd.max_attempts = 5;
     if ((r = obx_dispatcher_create(&dd, &d)) != OBX_OK) return r;
-    r = obx_dispatcher_on_tx(d, "txh", txh_handler, t);
+    r = g_txh_batch ? obx_dispatcher_on_batch_tx(d, "txh", txh_batch, t) : obx_dispatcher_on_tx(d, "txh", txh_handler, t);
     while (r == OBX_OK && rounds++ < 50) {
         memset(&st, 0, sizeof st);
         r = obx_dispatcher_run_once(d, &st);
@@ -2905,19 +2927,54 @@ static void test_txh_renewal(void) {
     obx_store_close(s);
 }
 
+
+static void test_txh_batch(void) {
+    txh_ctx t;
+    obx_store *s = txh_fresh(&t);
+    obx_run_stats st;
+    char ids[6][37];
+    int i;
+    TT_ASSERT(s != NULL && t.side != NULL);
+    for (i = 0; i < 6; i++) {
+        obx_new_message m = msg("txh", i == 2 || i == 4 ? "bad" : "good");
+        TT_EQ_INT(obx_enqueue(s, &m, ids[i]), OBX_OK);
+    }
+    g_txh_batch = 1;
+    g_txh_retry_payload = "bad";
+    t.conflicts = 1;
+    TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
+    /* A conflict (run again), then two retries among four done (their
+     * outcome stands), then the four alone: three calls, one commit. */
+    TT_EQ_INT(t.calls, 3);
+    TT_EQ_INT(st.conflicts, 1);
+    TT_EQ_INT(st.done, 4);
+    TT_EQ_INT(st.retried, 2);
+    for (i = 0; i < 6; i++) {
+        int bad = i == 2 || i == 4;
+        TT_EQ_INT(txh_effects(s, ids[i]), bad ? 0 : 1);
+        TT_EQ_INT(txh_column(s, "Status", ids[i]), bad ? 0 : 2);
+        TT_EQ_INT(txh_column(s, "RetryCount", ids[i]), bad ? 1 : 0);
+    }
+    g_txh_batch = 0;
+    g_txh_retry_payload = NULL;
+    obx_store_close(t.side);
+    obx_store_close(s);
+}
+
 /* kill -9 at each point of a transactional handler (1 before its write, 2
  * after it, 3 before the commit, 4 after it): the handler kills itself at
  * 1 and 2, the logger at the dispatcher's DEBUG lines around the commit. */
 static int g_kill_at;
 static void kill_log(obx_log_level level, const char *id, const char *msg, void *user) {
     (void)level, (void)id, (void)user;
-    if ((g_kill_at == 3 && strstr(msg, "acked in its handler's transaction, committing")) ||
+    if ((g_kill_at == 3 && strstr(msg, "handler's transaction, committing")) ||
         (g_kill_at == 4 && strstr(msg, "handler's transaction committed")))
         raise(SIGKILL);
 }
 
-static void test_txh_kill(void) {
+static void txh_kill(int batch) {
     int point;
+    g_txh_batch = batch;
     for (point = 1; point <= 4; point++) {
         txh_ctx t;
         obx_store *s = txh_fresh(&t);
@@ -2953,7 +3010,7 @@ static void test_txh_kill(void) {
             TT_EQ_INT(e, done_now);
             effects += (int)e;
         }
-        TT_EQ_INT(effects, point == 4 ? 1 : 0);
+        TT_EQ_INT(effects, point == 4 ? (g_txh_batch ? 3 : 1) : 0);
         /* Another worker takes over once the dead one's lease (1 s) is over. */
         memset(&t, 0, sizeof t);
         t.outcome = OBX_DONE;
@@ -2971,6 +3028,12 @@ static void test_txh_kill(void) {
         TT_EQ_INT(done, 3);
         obx_store_close(s);
     }
+}
+
+static void test_txh_kill(void) { txh_kill(0); }
+static void test_txh_batch_kill(void) {
+    txh_kill(1);
+    g_txh_batch = 0;
 }
 
 static obx_outcome nine_tenths_handler(const obx_message *m, char *error, size_t size, void *user) {
@@ -7915,6 +7978,8 @@ int main(int argc, char **argv) {
     RUN("OBX-TXH-LEASE-LOST", "a lease lost before a transactional handler's ack: everything rolled back, counted as a lease loss, no attempt used", test_txh_lease_lost);
     RUN("OBX-TXH-RENEWAL", "a transactional handler's open transaction does not hold back the lease renewal", test_txh_renewal);
     RUN("OBX-TXH-KILL", "kill -9 before a transactional handler's write, after it, before the commit, after it: every message's effect exactly once, Done exactly when it exists", test_txh_kill);
+    RUN("OBX-TXH-BATCH", "a transactional batch handler: a conflict runs the call again, other outcomes stand with no effect, the done ones commit alone", test_txh_batch);
+    RUN("OBX-TXH-BATCH-KILL", "kill -9 at each point of a transactional batch handler: every message's effect exactly once, Done exactly when it exists", test_txh_batch_kill);
     RUN("CORE-SKIPPED-RELEASED", "a message with no time left to start is released at once, its start taken back", test_skipped_released);
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
     RUN("CORE-EXPIRY", "a message past expires_utc_ms when claimed is never handled: Dead, \"expired\", counted; single and batch enqueue; validation names the field", test_expiry);
