@@ -10267,227 +10267,233 @@ static void ibx__handle_group(ibx_dispatcher *d, ibx_store *s, const ibx_message
     }
 }
 
-/* One message through its transactional handler (ibx_dispatcher_on_tx): the
- * handler's writes and the message's ack in one transaction on the store's
- * connection. The store's calls made meanwhile join it (db->callers_tx: see
- * ibx__unit_run), the ack included, which checks the owner token: 0 rows
- * means the lease is lost, and everything is rolled back. Any other outcome
- * rolls back first and is settled with the batch as any handler's. A
- * conflict (the handler's IBX_CONFLICT, or a transient failure of the ack or
- * the commit on a live connection) runs the handler again, IBX__TX_TRIES
- * runs in all, while the lease has time left (`w`/`deadline` as in
- * ibx__handle_batch). The DEBUG lines before and after the commit mark the
- * points a crash test stops at. */
+/* >> dispatcher: transactional handlers -------------------------------------------- */
+
+/* A transactional handler's transaction (ibx_dispatcher_on_tx,
+ * ibx_dispatcher_on_batch_tx) on the store's own connection: the store's
+ * calls made while it is open join it (db->callers_tx: see ibx__unit_run),
+ * its ack included. *begun: whether there is one to roll back. */
+static ibx_result ibx__tx_open(ibx_store *s, int *begun) {
+    ibx_result r = ibx__db_ensure(&s->db);
+    if (r == IBX_OK) *begun = (r = ibx__begin_handler(&s->db)) == IBX_OK || s->db.in_tx;
+    if (r == IBX_OK) s->db.callers_tx = 1;
+    return r;
+}
+
+/* End it. With `ack`, the k messages ms[which[..]] are acked in it (the
+ * ack checks the owner token: *changed says how many were still ours) and
+ * it commits when all were. Otherwise, or when that fails (*r), it is
+ * rolled back. Returns 1 when committed: the messages are settled. The
+ * DEBUG lines before and after the commit mark the points a crash test
+ * stops at. */
+static int ibx__tx_end(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, const int *which, int k, int ack,
+                       int begun, const char *what, ibx_result *r, int64_t *changed, ibx_run_stats *st) {
+    int j;
+    if (ack) *r = ibx__settle_messages(s, IBX__SETTLE_ACK, ms, which, k, NULL, 0, 0, changed);
+    s->db.callers_tx = 0;
+    if (ack && *r == IBX_OK && *changed == k) {
+        ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: acked in the handler's transaction, committing", what);
+        *r = ibx__commit(&s->db);
+        if (*r == IBX_OK) {
+            ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: handler's transaction committed", what);
+            if (s->err.result != IBX_OK) ibx__error_clear(&s->err);
+            for (j = 0; j < k; j++) d->outcomes[which[j]] = IBX__SETTLED;
+            ibx__count(s, IBX_METRIC_DISPATCHED, k);
+            st->done += k;
+            if (d->pause_count) ibx__pause_end(d, s, ms[which[0]].topic);
+            return 1;
+        }
+    }
+    if (begun) ibx__rollback(&s->db);
+    return 0;
+}
+
+/* Whether a rolled-back run was a conflict: the handler said so
+ * (`said`), or the ack or commit met a deadlock, serialization failure
+ * or busy database on a live connection (its text to `why`). */
+static int ibx__tx_conflicted(ibx_store *s, ibx_result r, int said, char *why) {
+    if (!said && !(r == IBX_ERR_DB_TRANSIENT && s->db.fault == IBX__FAULT_TRANSIENT && !s->db.lost)) return 0;
+    if (r != IBX_OK) snprintf(why, IBX__HANDLER_ERROR_MAX, "%.200s", s->err.message);
+    ibx__error_clear(&s->err);
+    return 1;
+}
+
+/* After a conflict: whether to run the handler again (IBX__TX_TRIES runs
+ * in all, while the lease has time: `w`/`deadline` as in
+ * ibx__handle_batch), after a short jittered pause. */
+static int ibx__tx_again(ibx_store *s, ibx__renewer *w, int64_t deadline, int tries, const char *what,
+                         const char *why) {
+    ibx_backoff_policy pause = {20, 500, 0.5, 1.5};
+    if (tries >= IBX__TX_TRIES || ibx__mono_ms(&s->hooks) >= (w ? ibx__renew_start_until(w) : deadline)) return 0;
+    ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%s: handler's transaction conflicted (%s), running it again "
+             "(%d of %d)", what, why[0] ? why : "IBX_CONFLICT", tries + 1, IBX__TX_TRIES);
+    ibx__sleep_ms(&s->hooks, ibx__backoff_jitter_ms(&pause, tries, ibx__random(&s->hooks)));
+    return 1;
+}
+
+/* One message through its transactional handler: its writes and its ack
+ * in one transaction. A lease lost at the ack rolls everything back
+ * (counted, no attempt used); any other outcome rolls back first and is
+ * settled with the batch as any handler's; a conflict runs it again. */
 static void ibx__handle_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int i, const ibx__route *route,
                            ibx__renewer *w, int64_t deadline, ibx_run_stats *st) {
     const ibx_message *m = &ms[i];
-    char name[IBX__MSG_NAME_MAX], topic[IBX__KV_CAP];
+    char name[IBX__MSG_NAME_MAX], what[IBX__MSG_NAME_MAX + 16], topic[IBX__KV_CAP];
     char *error = d->errors[i];
-    ibx__db *db = &s->db;
     int tries, outcome = IBX_RETRY;
     ibx__msg_name(m, name, sizeof name);
+    snprintf(what, sizeof what, "message %s", name);
     ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional)", name,
              ibx__kv(topic, m->topic), IBX__MSG_ATTEMPTS(m) + 1);
     for (tries = 1;; tries++) {
         int64_t changed = -1, started;
-        ibx_result r = ibx__db_ensure(db);
-        int conflict, begun = 0;
+        int begun = 0;
+        ibx_result r = ibx__tx_open(s, &begun);
         ibx_outcome said;
-        if (r == IBX_OK) begun = (r = ibx__begin_handler(db)) == IBX_OK || db->in_tx;
+        outcome = IBX_RETRY;
+        memset(error, 0, IBX__HANDLER_ERROR_MAX);
         if (r == IBX_OK) {
-            db->callers_tx = 1;
-            memset(error, 0, IBX__HANDLER_ERROR_MAX);
             started = ibx__mono_us(&s->hooks);
-            said = ((ibx_tx_handler)route->fn)(m, (void *)db->dbc, error, IBX__HANDLER_ERROR_MAX, route->user);
-            outcome = (int)said;
+            said = ((ibx_tx_handler)route->fn)(m, (void *)s->db.dbc, error, IBX__HANDLER_ERROR_MAX, route->user);
             ibx__hist_record(s, m->topic, ibx__mono_us(&s->hooks) - started);
             error[IBX__HANDLER_ERROR_MAX - 1] = '\0';
+            outcome = (int)said;
             if (!ibx__outcome_valid(outcome) && outcome != IBX_CONFLICT) {
                 snprintf(error, IBX__HANDLER_ERROR_MAX, "handler returned %d, not an ibx_outcome", outcome);
                 outcome = IBX_DEAD;
             }
-            if (outcome == IBX_DONE) r = ibx__settle_messages(s, IBX__SETTLE_ACK, ms, &i, 1, NULL, 0, 0, &changed);
-            db->callers_tx = 0;
-            if (outcome == IBX_DONE && r == IBX_OK && changed > 0) {
-                ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "message %s: acked in its handler's transaction, "
-                         "committing", name);
-                r = ibx__commit(db);
-                if (r == IBX_OK) {
-                    ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "message %s: handler's transaction committed",
-                             name);
-                    if (s->err.result != IBX_OK) ibx__error_clear(&s->err);
-                    d->outcomes[i] = IBX__SETTLED;
-                    ibx__count(s, IBX_METRIC_DISPATCHED, changed);
-                    st->done++;
-                    if (d->pause_count) ibx__pause_end(d, s, m->topic);
-                    return;
-                }
-            }
         }
-        if (begun) ibx__rollback(db);
+        if (ibx__tx_end(d, s, ms, &i, 1, r == IBX_OK && outcome == IBX_DONE, begun, what, &r, &changed, st)) return;
         if (outcome == IBX_DONE && r == IBX_OK && changed == 0) {
-            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "message %s: no longer leased to this worker at its ack"
+            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%s: no longer leased to this worker at its ack"
                      IBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; its handler's transaction was "
-                     "rolled back", name);
+                     "rolled back", what);
             d->outcomes[i] = IBX__SETTLED;
             st->lease_lost++;
             return;
         }
-        conflict = outcome == IBX_CONFLICT ||
-                   (r == IBX_ERR_DB_TRANSIENT && db->fault == IBX__FAULT_TRANSIENT && !db->lost);
-        if (!conflict && r != IBX_OK) {
-            /* The database failed the dispatcher's part: retried with its reason. */
-            snprintf(error, IBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
-            outcome = IBX_RETRY;
+        if (!ibx__tx_conflicted(s, r, outcome == IBX_CONFLICT, error)) {
+            if (r != IBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
+                snprintf(error, IBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
+                outcome = IBX_RETRY;
+            }
             break;
         }
-        if (!conflict) break;
         st->conflicts++;
-        if (r != IBX_OK) snprintf(error, IBX__HANDLER_ERROR_MAX, "%.200s", s->err.message);
-        ibx__error_clear(&s->err);
-        if (tries >= IBX__TX_TRIES || ibx__mono_ms(&s->hooks) >= (w ? ibx__renew_start_until(w) : deadline)) {
-            if (!error[0]) snprintf(error, IBX__HANDLER_ERROR_MAX, "transaction conflict");
-            outcome = IBX_WAIT; /* back after the backoff, no attempt used */
-            break;
-        }
-        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "message %s: handler's transaction conflicted (%s), "
-                 "running it again (%d of %d)", name, error[0] ? error : "IBX_CONFLICT", tries + 1, IBX__TX_TRIES);
-        {
-            ibx_backoff_policy pause = {20, 500, 0.5, 1.5};
-            ibx__sleep_ms(&s->hooks, ibx__backoff_jitter_ms(&pause, tries, ibx__random(&s->hooks)));
-        }
+        if (ibx__tx_again(s, w, deadline, tries, what, error)) continue;
+        if (!error[0]) snprintf(error, IBX__HANDLER_ERROR_MAX, "transaction conflict");
+        outcome = IBX_WAIT; /* back after the backoff, no attempt used */
+        break;
     }
     d->outcomes[i] = outcome;
     ibx__handled(d, s, m, i);
 }
 
-/* Every unhandled message of ms[first]'s topic through one transactional
- * batch handler call (ibx_dispatcher_on_batch_tx), as ibx__handle_tx does
- * for one: when every result is IBX_DONE, one ack and one commit. A call
- * with other results is rolled back: those outcomes stand (settled with
- * the batch), and the done messages run again alone, in a new transaction
- * (the group only shrinks, so this ends). A conflict runs the same call
- * again (IBX__TX_TRIES runs in all); a lease lost at the ack rolls back
- * and releases the group (IBX__SKIPPED: no attempt used). */
-static void ibx__handle_group_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n, int first,
-                                 const ibx__route *route, ibx__renewer *w, int64_t deadline, ibx_run_stats *st) {
+/* The pending messages of ms[first]'s topic into d->group; their count. */
+static int ibx__group_collect(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n, int first) {
     char name[IBX__MSG_NAME_MAX], topic[IBX__KV_CAP];
-    ibx__db *db = &s->db;
-    int j, k = 0, tries = 1;
+    int j, k = 0;
     for (j = first; j < n; j++) {
         if (d->outcomes[j] != IBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
         ibx__msg_name(&ms[j], name, sizeof name);
-        ibx__log(&s->hooks, d->message_log_level, s->store_id,
-                 "handling %s topic=%s attempt %d (transactional batch)", name, ibx__kv(topic, ms[j].topic),
-                 IBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional batch)",
+                 name, ibx__kv(topic, ms[j].topic), IBX__MSG_ATTEMPTS(&ms[j]) + 1);
         d->group[k] = &ms[j];
-        d->group_index[k] = j;
-        k++;
+        d->group_index[k++] = j;
     }
-    ibx__kv(topic, ms[first].topic);
-    for (;;) {
-        int64_t changed = -1, started;
-        ibx_result r = ibx__db_ensure(db);
-        int begun = 0, done = 0, conflict = 0, m;
-        if (r == IBX_OK) begun = (r = ibx__begin_handler(db)) == IBX_OK || db->in_tx;
-        if (r == IBX_OK) {
-            for (j = 0; j < k; j++) {
-                d->results[j].outcome = IBX_RETRY;
-                memset(d->results[j].error, 0, sizeof d->results[j].error);
-            }
-            db->callers_tx = 1;
-            started = ibx__mono_us(&s->hooks);
-            ((ibx_batch_tx_handler)route->fn)(d->group, d->results, k, (void *)db->dbc, route->user);
-            ibx__hist_record(s, ms[first].topic, ibx__mono_us(&s->hooks) - started);
-            for (j = 0; j < k; j++) {
-                int o = (int)d->results[j].outcome;
-                d->results[j].error[IBX__HANDLER_ERROR_MAX - 1] = '\0';
-                if (o == IBX_CONFLICT) {
-                    conflict = 1;
-                } else if (!ibx__outcome_valid(o)) {
-                    snprintf(d->results[j].error, IBX__HANDLER_ERROR_MAX, "batch handler set %d, not an ibx_outcome", o);
-                    d->results[j].outcome = IBX_DEAD;
-                }
-                done += d->results[j].outcome == IBX_DONE;
-            }
-            if (!conflict && done == k)
-                r = ibx__settle_messages(s, IBX__SETTLE_ACK, ms, d->group_index, k, NULL, 0, 0, &changed);
-            db->callers_tx = 0;
-            if (!conflict && done == k && r == IBX_OK && changed == k) {
-                ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%d message(s) topic=%s: acked in their handler's "
-                         "transaction, committing", k, topic);
-                r = ibx__commit(db);
-                if (r == IBX_OK) {
-                    ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%d message(s) topic=%s: handler's transaction "
-                             "committed", k, topic);
-                    if (s->err.result != IBX_OK) ibx__error_clear(&s->err);
-                    for (j = 0; j < k; j++) d->outcomes[d->group_index[j]] = IBX__SETTLED;
-                    ibx__count(s, IBX_METRIC_DISPATCHED, k);
-                    st->done += k;
-                    if (d->pause_count) ibx__pause_end(d, s, ms[first].topic);
-                    return;
-                }
-            }
+    return k;
+}
+
+/* One call of a transactional batch handler on the group's k messages:
+ * *done counts the results that are IBX_DONE, *conflict says whether one
+ * is IBX_CONFLICT; a value that is no outcome makes its message dead. */
+static void ibx__group_tx_call(ibx_dispatcher *d, ibx_store *s, const ibx__route *route, const char *topic, int k,
+                               int *done, int *conflict) {
+    int64_t started;
+    int j;
+    for (j = 0; j < k; j++) {
+        d->results[j].outcome = IBX_RETRY;
+        memset(d->results[j].error, 0, sizeof d->results[j].error);
+    }
+    started = ibx__mono_us(&s->hooks);
+    ((ibx_batch_tx_handler)route->fn)(d->group, d->results, k, (void *)s->db.dbc, route->user);
+    ibx__hist_record(s, topic, ibx__mono_us(&s->hooks) - started);
+    for (j = 0; j < k; j++) {
+        int o = (int)d->results[j].outcome;
+        d->results[j].error[IBX__HANDLER_ERROR_MAX - 1] = '\0';
+        if (o == IBX_CONFLICT) {
+            *conflict = 1;
+        } else if (!ibx__outcome_valid(o)) {
+            snprintf(d->results[j].error, IBX__HANDLER_ERROR_MAX, "batch handler set %d, not an ibx_outcome", o);
+            d->results[j].outcome = IBX_DEAD;
         }
-        if (begun) ibx__rollback(db);
-        if (!conflict && done == k && r == IBX_OK && changed >= 0 && changed < k) {
-            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%d of %d message(s) topic=%s: no longer leased to this "
-                     "worker at their ack" IBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; their "
-                     "handler's transaction was rolled back, the others are released", k - (int)changed, k, topic);
+        *done += d->results[j].outcome == IBX_DONE;
+    }
+}
+
+/* The group's messages whose result is not `keep` take their outcome (or
+ * `outcome` with `why`, when given), settled with the batch; the others
+ * stay in the group. Returns how many stayed. */
+static int ibx__group_settle(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int k, int keep, int outcome,
+                             const char *why) {
+    int j, m = 0;
+    for (j = 0; j < k; j++) {
+        int i = d->group_index[j];
+        if ((int)d->results[j].outcome == keep) {
+            d->group[m] = d->group[j];
+            d->group_index[m++] = i;
+            continue;
+        }
+        if (why) snprintf(d->errors[i], IBX__HANDLER_ERROR_MAX, "%s", why);
+        else memcpy(d->errors[i], d->results[j].error, IBX__HANDLER_ERROR_MAX);
+        d->outcomes[i] = why ? outcome : (int)d->results[j].outcome;
+        if (d->outcomes[i] == IBX__SKIPPED) continue; /* released unhandled */
+        ibx__handled(d, s, &ms[i], i);
+    }
+    return m;
+}
+
+/* Every pending message of ms[first]'s topic through one transactional
+ * batch handler call, as ibx__handle_tx for one: when every result is
+ * IBX_DONE, one ack and one commit. Other results roll the call back:
+ * they stand (settled with the batch), and the done messages run again
+ * alone in a new transaction (the group only shrinks). A conflict runs
+ * the same call again; a lease lost at the ack rolls back and releases the
+ * group (no attempt used). */
+static void ibx__handle_group_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n, int first,
+                                 const ibx__route *route, ibx__renewer *w, int64_t deadline, ibx_run_stats *st) {
+    char what[IBX__KV_CAP + 32], topic[IBX__KV_CAP], why[IBX__HANDLER_ERROR_MAX];
+    int k = ibx__group_collect(d, s, ms, n, first), tries;
+    for (tries = 1; k > 0; tries++) {
+        int64_t changed = -1;
+        int begun = 0, done = 0, conflict = 0;
+        ibx_result r = ibx__tx_open(s, &begun);
+        snprintf(what, sizeof what, "%d message(s) topic=%s", k, ibx__kv(topic, ms[first].topic));
+        if (r == IBX_OK) ibx__group_tx_call(d, s, route, ms[first].topic, k, &done, &conflict);
+        if (ibx__tx_end(d, s, ms, d->group_index, k, r == IBX_OK && !conflict && done == k, begun, what, &r, &changed,
+                        st))
+            return;
+        if (r == IBX_OK && !conflict && done == k) { /* changed < k: a lease lost */
+            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%s: %d no longer leased to this worker at their ack"
+                     IBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; their handler's transaction "
+                     "was rolled back, the others are released", what, k - (int)changed);
             st->lease_lost += k - (int)changed;
-            for (j = 0; j < k; j++) d->outcomes[d->group_index[j]] = IBX__SKIPPED;
+            ibx__group_settle(d, s, ms, k, -1, IBX__SKIPPED, "");
             return;
         }
-        if (conflict || (r == IBX_ERR_DB_TRANSIENT && db->fault == IBX__FAULT_TRANSIENT && !db->lost)) {
-            char why[IBX__HANDLER_ERROR_MAX];
+        snprintf(why, sizeof why, "transaction conflict");
+        if (ibx__tx_conflicted(s, r, conflict, why)) {
             st->conflicts++;
-            snprintf(why, sizeof why, "%.200s", r != IBX_OK ? s->err.message : "transaction conflict");
-            ibx__error_clear(&s->err);
-            if (tries >= IBX__TX_TRIES || ibx__mono_ms(&s->hooks) >= (w ? ibx__renew_start_until(w) : deadline)) {
-                for (j = 0; j < k; j++) { /* back after the backoff, no attempt used */
-                    int i = d->group_index[j];
-                    snprintf(d->errors[i], IBX__HANDLER_ERROR_MAX, "%s", why);
-                    d->outcomes[i] = IBX_WAIT;
-                    ibx__handled(d, s, &ms[i], i);
-                }
-                return;
-            }
-            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%d message(s) topic=%s: handler's transaction "
-                     "conflicted (%s), running it again (%d of %d)", k, topic, why, tries + 1, IBX__TX_TRIES);
-            {
-                ibx_backoff_policy pause = {20, 500, 0.5, 1.5};
-                ibx__sleep_ms(&s->hooks, ibx__backoff_jitter_ms(&pause, tries, ibx__random(&s->hooks)));
-            }
-            tries++;
+            if (!ibx__tx_again(s, w, deadline, tries, what, why)) k = ibx__group_settle(d, s, ms, k, -1, IBX_WAIT, why);
             continue;
         }
         if (r != IBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
-            for (j = 0; j < k; j++) {
-                int i = d->group_index[j];
-                snprintf(d->errors[i], IBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
-                d->outcomes[i] = IBX_RETRY;
-                ibx__handled(d, s, &ms[i], i);
-            }
-            return;
+            snprintf(why, sizeof why, "handler's transaction: %.200s", s->err.message);
+            k = ibx__group_settle(d, s, ms, k, -1, IBX_RETRY, why);
         }
-        /* Mixed results: the other outcomes stand; the done ones run again. */
-        for (j = 0, m = 0; j < k; j++) {
-            int i = d->group_index[j];
-            if (d->results[j].outcome == IBX_DONE) {
-                d->group[m] = d->group[j];
-                d->group_index[m++] = i;
-                continue;
-            }
-            memcpy(d->errors[i], d->results[j].error, IBX__HANDLER_ERROR_MAX);
-            d->outcomes[i] = (int)d->results[j].outcome;
-            ibx__handled(d, s, &ms[i], i);
-        }
-        k = m;
-        if (k == 0) return;
-        if (ibx__mono_ms(&s->hooks) >= (w ? ibx__renew_start_until(w) : deadline)) {
-            for (j = 0; j < k; j++) d->outcomes[d->group_index[j]] = IBX__SKIPPED;
-            return;
-        }
+        k = ibx__group_settle(d, s, ms, k, IBX_DONE, 0, NULL); /* the done ones run again */
+        if (k > 0 && ibx__mono_ms(&s->hooks) >= (w ? ibx__renew_start_until(w) : deadline))
+            k = ibx__group_settle(d, s, ms, k, -1, IBX__SKIPPED, "");
     }
 }
 

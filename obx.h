@@ -11048,227 +11048,233 @@ static void obx__handle_group(obx_dispatcher *d, obx_store *s, const obx_message
     }
 }
 
-/* One message through its transactional handler (obx_dispatcher_on_tx): the
- * handler's writes and the message's ack in one transaction on the store's
- * connection. The store's calls made meanwhile join it (db->callers_tx: see
- * obx__unit_run), the ack included, which checks the owner token: 0 rows
- * means the lease is lost, and everything is rolled back. Any other outcome
- * rolls back first and is settled with the batch as any handler's. A
- * conflict (the handler's OBX_CONFLICT, or a transient failure of the ack or
- * the commit on a live connection) runs the handler again, OBX__TX_TRIES
- * runs in all, while the lease has time left (`w`/`deadline` as in
- * obx__handle_batch). The DEBUG lines before and after the commit mark the
- * points a crash test stops at. */
+/* >> dispatcher: transactional handlers -------------------------------------------- */
+
+/* A transactional handler's transaction (obx_dispatcher_on_tx,
+ * obx_dispatcher_on_batch_tx) on the store's own connection: the store's
+ * calls made while it is open join it (db->callers_tx: see obx__unit_run),
+ * its ack included. *begun: whether there is one to roll back. */
+static obx_result obx__tx_open(obx_store *s, int *begun) {
+    obx_result r = obx__db_ensure(&s->db);
+    if (r == OBX_OK) *begun = (r = obx__begin_handler(&s->db)) == OBX_OK || s->db.in_tx;
+    if (r == OBX_OK) s->db.callers_tx = 1;
+    return r;
+}
+
+/* End it. With `ack`, the k messages ms[which[..]] are acked in it (the
+ * ack checks the owner token: *changed says how many were still ours) and
+ * it commits when all were. Otherwise, or when that fails (*r), it is
+ * rolled back. Returns 1 when committed: the messages are settled. The
+ * DEBUG lines before and after the commit mark the points a crash test
+ * stops at. */
+static int obx__tx_end(obx_dispatcher *d, obx_store *s, const obx_message *ms, const int *which, int k, int ack,
+                       int begun, const char *what, obx_result *r, int64_t *changed, obx_run_stats *st) {
+    int j;
+    if (ack) *r = obx__settle_messages(s, OBX__SETTLE_ACK, ms, which, k, NULL, 0, 0, changed);
+    s->db.callers_tx = 0;
+    if (ack && *r == OBX_OK && *changed == k) {
+        obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: acked in the handler's transaction, committing", what);
+        *r = obx__commit(&s->db);
+        if (*r == OBX_OK) {
+            obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: handler's transaction committed", what);
+            if (s->err.result != OBX_OK) obx__error_clear(&s->err);
+            for (j = 0; j < k; j++) d->outcomes[which[j]] = OBX__SETTLED;
+            obx__count(s, OBX_METRIC_DISPATCHED, k);
+            st->done += k;
+            if (d->pause_count) obx__pause_end(d, s, ms[which[0]].topic);
+            return 1;
+        }
+    }
+    if (begun) obx__rollback(&s->db);
+    return 0;
+}
+
+/* Whether a rolled-back run was a conflict: the handler said so
+ * (`said`), or the ack or commit met a deadlock, serialization failure
+ * or busy database on a live connection (its text to `why`). */
+static int obx__tx_conflicted(obx_store *s, obx_result r, int said, char *why) {
+    if (!said && !(r == OBX_ERR_DB_TRANSIENT && s->db.fault == OBX__FAULT_TRANSIENT && !s->db.lost)) return 0;
+    if (r != OBX_OK) snprintf(why, OBX__HANDLER_ERROR_MAX, "%.200s", s->err.message);
+    obx__error_clear(&s->err);
+    return 1;
+}
+
+/* After a conflict: whether to run the handler again (OBX__TX_TRIES runs
+ * in all, while the lease has time: `w`/`deadline` as in
+ * obx__handle_batch), after a short jittered pause. */
+static int obx__tx_again(obx_store *s, obx__renewer *w, int64_t deadline, int tries, const char *what,
+                         const char *why) {
+    obx_backoff_policy pause = {20, 500, 0.5, 1.5};
+    if (tries >= OBX__TX_TRIES || obx__mono_ms(&s->hooks) >= (w ? obx__renew_start_until(w) : deadline)) return 0;
+    obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%s: handler's transaction conflicted (%s), running it again "
+             "(%d of %d)", what, why[0] ? why : "OBX_CONFLICT", tries + 1, OBX__TX_TRIES);
+    obx__sleep_ms(&s->hooks, obx__backoff_jitter_ms(&pause, tries, obx__random(&s->hooks)));
+    return 1;
+}
+
+/* One message through its transactional handler: its writes and its ack
+ * in one transaction. A lease lost at the ack rolls everything back
+ * (counted, no attempt used); any other outcome rolls back first and is
+ * settled with the batch as any handler's; a conflict runs it again. */
 static void obx__handle_tx(obx_dispatcher *d, obx_store *s, const obx_message *ms, int i, const obx__route *route,
                            obx__renewer *w, int64_t deadline, obx_run_stats *st) {
     const obx_message *m = &ms[i];
-    char name[OBX__MSG_NAME_MAX], topic[OBX__KV_CAP];
+    char name[OBX__MSG_NAME_MAX], what[OBX__MSG_NAME_MAX + 16], topic[OBX__KV_CAP];
     char *error = d->errors[i];
-    obx__db *db = &s->db;
     int tries, outcome = OBX_RETRY;
     obx__msg_name(m, name, sizeof name);
+    snprintf(what, sizeof what, "message %s", name);
     obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional)", name,
              obx__kv(topic, m->topic), OBX__MSG_ATTEMPTS(m) + 1);
     for (tries = 1;; tries++) {
         int64_t changed = -1, started;
-        obx_result r = obx__db_ensure(db);
-        int conflict, begun = 0;
+        int begun = 0;
+        obx_result r = obx__tx_open(s, &begun);
         obx_outcome said;
-        if (r == OBX_OK) begun = (r = obx__begin_handler(db)) == OBX_OK || db->in_tx;
+        outcome = OBX_RETRY;
+        memset(error, 0, OBX__HANDLER_ERROR_MAX);
         if (r == OBX_OK) {
-            db->callers_tx = 1;
-            memset(error, 0, OBX__HANDLER_ERROR_MAX);
             started = obx__mono_us(&s->hooks);
-            said = ((obx_tx_handler)route->fn)(m, (void *)db->dbc, error, OBX__HANDLER_ERROR_MAX, route->user);
-            outcome = (int)said;
+            said = ((obx_tx_handler)route->fn)(m, (void *)s->db.dbc, error, OBX__HANDLER_ERROR_MAX, route->user);
             obx__hist_record(s, m->topic, obx__mono_us(&s->hooks) - started);
             error[OBX__HANDLER_ERROR_MAX - 1] = '\0';
+            outcome = (int)said;
             if (!obx__outcome_valid(outcome) && outcome != OBX_CONFLICT) {
                 snprintf(error, OBX__HANDLER_ERROR_MAX, "handler returned %d, not an obx_outcome", outcome);
                 outcome = OBX_DEAD;
             }
-            if (outcome == OBX_DONE) r = obx__settle_messages(s, OBX__SETTLE_ACK, ms, &i, 1, NULL, 0, 0, &changed);
-            db->callers_tx = 0;
-            if (outcome == OBX_DONE && r == OBX_OK && changed > 0) {
-                obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "message %s: acked in its handler's transaction, "
-                         "committing", name);
-                r = obx__commit(db);
-                if (r == OBX_OK) {
-                    obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "message %s: handler's transaction committed",
-                             name);
-                    if (s->err.result != OBX_OK) obx__error_clear(&s->err);
-                    d->outcomes[i] = OBX__SETTLED;
-                    obx__count(s, OBX_METRIC_DISPATCHED, changed);
-                    st->done++;
-                    if (d->pause_count) obx__pause_end(d, s, m->topic);
-                    return;
-                }
-            }
         }
-        if (begun) obx__rollback(db);
+        if (obx__tx_end(d, s, ms, &i, 1, r == OBX_OK && outcome == OBX_DONE, begun, what, &r, &changed, st)) return;
         if (outcome == OBX_DONE && r == OBX_OK && changed == 0) {
-            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "message %s: no longer leased to this worker at its ack"
+            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%s: no longer leased to this worker at its ack"
                      OBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; its handler's transaction was "
-                     "rolled back", name);
+                     "rolled back", what);
             d->outcomes[i] = OBX__SETTLED;
             st->lease_lost++;
             return;
         }
-        conflict = outcome == OBX_CONFLICT ||
-                   (r == OBX_ERR_DB_TRANSIENT && db->fault == OBX__FAULT_TRANSIENT && !db->lost);
-        if (!conflict && r != OBX_OK) {
-            /* The database failed the dispatcher's part: retried with its reason. */
-            snprintf(error, OBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
-            outcome = OBX_RETRY;
+        if (!obx__tx_conflicted(s, r, outcome == OBX_CONFLICT, error)) {
+            if (r != OBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
+                snprintf(error, OBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
+                outcome = OBX_RETRY;
+            }
             break;
         }
-        if (!conflict) break;
         st->conflicts++;
-        if (r != OBX_OK) snprintf(error, OBX__HANDLER_ERROR_MAX, "%.200s", s->err.message);
-        obx__error_clear(&s->err);
-        if (tries >= OBX__TX_TRIES || obx__mono_ms(&s->hooks) >= (w ? obx__renew_start_until(w) : deadline)) {
-            if (!error[0]) snprintf(error, OBX__HANDLER_ERROR_MAX, "transaction conflict");
-            outcome = OBX_WAIT; /* back after the backoff, no attempt used */
-            break;
-        }
-        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "message %s: handler's transaction conflicted (%s), "
-                 "running it again (%d of %d)", name, error[0] ? error : "OBX_CONFLICT", tries + 1, OBX__TX_TRIES);
-        {
-            obx_backoff_policy pause = {20, 500, 0.5, 1.5};
-            obx__sleep_ms(&s->hooks, obx__backoff_jitter_ms(&pause, tries, obx__random(&s->hooks)));
-        }
+        if (obx__tx_again(s, w, deadline, tries, what, error)) continue;
+        if (!error[0]) snprintf(error, OBX__HANDLER_ERROR_MAX, "transaction conflict");
+        outcome = OBX_WAIT; /* back after the backoff, no attempt used */
+        break;
     }
     d->outcomes[i] = outcome;
     obx__handled(d, s, m, i);
 }
 
-/* Every unhandled message of ms[first]'s topic through one transactional
- * batch handler call (obx_dispatcher_on_batch_tx), as obx__handle_tx does
- * for one: when every result is OBX_DONE, one ack and one commit. A call
- * with other results is rolled back: those outcomes stand (settled with
- * the batch), and the done messages run again alone, in a new transaction
- * (the group only shrinks, so this ends). A conflict runs the same call
- * again (OBX__TX_TRIES runs in all); a lease lost at the ack rolls back
- * and releases the group (OBX__SKIPPED: no attempt used). */
-static void obx__handle_group_tx(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n, int first,
-                                 const obx__route *route, obx__renewer *w, int64_t deadline, obx_run_stats *st) {
+/* The pending messages of ms[first]'s topic into d->group; their count. */
+static int obx__group_collect(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n, int first) {
     char name[OBX__MSG_NAME_MAX], topic[OBX__KV_CAP];
-    obx__db *db = &s->db;
-    int j, k = 0, tries = 1;
+    int j, k = 0;
     for (j = first; j < n; j++) {
         if (d->outcomes[j] != OBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
         obx__msg_name(&ms[j], name, sizeof name);
-        obx__log(&s->hooks, d->message_log_level, s->store_id,
-                 "handling %s topic=%s attempt %d (transactional batch)", name, obx__kv(topic, ms[j].topic),
-                 OBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional batch)",
+                 name, obx__kv(topic, ms[j].topic), OBX__MSG_ATTEMPTS(&ms[j]) + 1);
         d->group[k] = &ms[j];
-        d->group_index[k] = j;
-        k++;
+        d->group_index[k++] = j;
     }
-    obx__kv(topic, ms[first].topic);
-    for (;;) {
-        int64_t changed = -1, started;
-        obx_result r = obx__db_ensure(db);
-        int begun = 0, done = 0, conflict = 0, m;
-        if (r == OBX_OK) begun = (r = obx__begin_handler(db)) == OBX_OK || db->in_tx;
-        if (r == OBX_OK) {
-            for (j = 0; j < k; j++) {
-                d->results[j].outcome = OBX_RETRY;
-                memset(d->results[j].error, 0, sizeof d->results[j].error);
-            }
-            db->callers_tx = 1;
-            started = obx__mono_us(&s->hooks);
-            ((obx_batch_tx_handler)route->fn)(d->group, d->results, k, (void *)db->dbc, route->user);
-            obx__hist_record(s, ms[first].topic, obx__mono_us(&s->hooks) - started);
-            for (j = 0; j < k; j++) {
-                int o = (int)d->results[j].outcome;
-                d->results[j].error[OBX__HANDLER_ERROR_MAX - 1] = '\0';
-                if (o == OBX_CONFLICT) {
-                    conflict = 1;
-                } else if (!obx__outcome_valid(o)) {
-                    snprintf(d->results[j].error, OBX__HANDLER_ERROR_MAX, "batch handler set %d, not an obx_outcome", o);
-                    d->results[j].outcome = OBX_DEAD;
-                }
-                done += d->results[j].outcome == OBX_DONE;
-            }
-            if (!conflict && done == k)
-                r = obx__settle_messages(s, OBX__SETTLE_ACK, ms, d->group_index, k, NULL, 0, 0, &changed);
-            db->callers_tx = 0;
-            if (!conflict && done == k && r == OBX_OK && changed == k) {
-                obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%d message(s) topic=%s: acked in their handler's "
-                         "transaction, committing", k, topic);
-                r = obx__commit(db);
-                if (r == OBX_OK) {
-                    obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%d message(s) topic=%s: handler's transaction "
-                             "committed", k, topic);
-                    if (s->err.result != OBX_OK) obx__error_clear(&s->err);
-                    for (j = 0; j < k; j++) d->outcomes[d->group_index[j]] = OBX__SETTLED;
-                    obx__count(s, OBX_METRIC_DISPATCHED, k);
-                    st->done += k;
-                    if (d->pause_count) obx__pause_end(d, s, ms[first].topic);
-                    return;
-                }
-            }
+    return k;
+}
+
+/* One call of a transactional batch handler on the group's k messages:
+ * *done counts the results that are OBX_DONE, *conflict says whether one
+ * is OBX_CONFLICT; a value that is no outcome makes its message dead. */
+static void obx__group_tx_call(obx_dispatcher *d, obx_store *s, const obx__route *route, const char *topic, int k,
+                               int *done, int *conflict) {
+    int64_t started;
+    int j;
+    for (j = 0; j < k; j++) {
+        d->results[j].outcome = OBX_RETRY;
+        memset(d->results[j].error, 0, sizeof d->results[j].error);
+    }
+    started = obx__mono_us(&s->hooks);
+    ((obx_batch_tx_handler)route->fn)(d->group, d->results, k, (void *)s->db.dbc, route->user);
+    obx__hist_record(s, topic, obx__mono_us(&s->hooks) - started);
+    for (j = 0; j < k; j++) {
+        int o = (int)d->results[j].outcome;
+        d->results[j].error[OBX__HANDLER_ERROR_MAX - 1] = '\0';
+        if (o == OBX_CONFLICT) {
+            *conflict = 1;
+        } else if (!obx__outcome_valid(o)) {
+            snprintf(d->results[j].error, OBX__HANDLER_ERROR_MAX, "batch handler set %d, not an obx_outcome", o);
+            d->results[j].outcome = OBX_DEAD;
         }
-        if (begun) obx__rollback(db);
-        if (!conflict && done == k && r == OBX_OK && changed >= 0 && changed < k) {
-            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%d of %d message(s) topic=%s: no longer leased to this "
-                     "worker at their ack" OBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; their "
-                     "handler's transaction was rolled back, the others are released", k - (int)changed, k, topic);
+        *done += d->results[j].outcome == OBX_DONE;
+    }
+}
+
+/* The group's messages whose result is not `keep` take their outcome (or
+ * `outcome` with `why`, when given), settled with the batch; the others
+ * stay in the group. Returns how many stayed. */
+static int obx__group_settle(obx_dispatcher *d, obx_store *s, const obx_message *ms, int k, int keep, int outcome,
+                             const char *why) {
+    int j, m = 0;
+    for (j = 0; j < k; j++) {
+        int i = d->group_index[j];
+        if ((int)d->results[j].outcome == keep) {
+            d->group[m] = d->group[j];
+            d->group_index[m++] = i;
+            continue;
+        }
+        if (why) snprintf(d->errors[i], OBX__HANDLER_ERROR_MAX, "%s", why);
+        else memcpy(d->errors[i], d->results[j].error, OBX__HANDLER_ERROR_MAX);
+        d->outcomes[i] = why ? outcome : (int)d->results[j].outcome;
+        if (d->outcomes[i] == OBX__SKIPPED) continue; /* released unhandled */
+        obx__handled(d, s, &ms[i], i);
+    }
+    return m;
+}
+
+/* Every pending message of ms[first]'s topic through one transactional
+ * batch handler call, as obx__handle_tx for one: when every result is
+ * OBX_DONE, one ack and one commit. Other results roll the call back:
+ * they stand (settled with the batch), and the done messages run again
+ * alone in a new transaction (the group only shrinks). A conflict runs
+ * the same call again; a lease lost at the ack rolls back and releases the
+ * group (no attempt used). */
+static void obx__handle_group_tx(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n, int first,
+                                 const obx__route *route, obx__renewer *w, int64_t deadline, obx_run_stats *st) {
+    char what[OBX__KV_CAP + 32], topic[OBX__KV_CAP], why[OBX__HANDLER_ERROR_MAX];
+    int k = obx__group_collect(d, s, ms, n, first), tries;
+    for (tries = 1; k > 0; tries++) {
+        int64_t changed = -1;
+        int begun = 0, done = 0, conflict = 0;
+        obx_result r = obx__tx_open(s, &begun);
+        snprintf(what, sizeof what, "%d message(s) topic=%s", k, obx__kv(topic, ms[first].topic));
+        if (r == OBX_OK) obx__group_tx_call(d, s, route, ms[first].topic, k, &done, &conflict);
+        if (obx__tx_end(d, s, ms, d->group_index, k, r == OBX_OK && !conflict && done == k, begun, what, &r, &changed,
+                        st))
+            return;
+        if (r == OBX_OK && !conflict && done == k) { /* changed < k: a lease lost */
+            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%s: %d no longer leased to this worker at their ack"
+                     OBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; their handler's transaction "
+                     "was rolled back, the others are released", what, k - (int)changed);
             st->lease_lost += k - (int)changed;
-            for (j = 0; j < k; j++) d->outcomes[d->group_index[j]] = OBX__SKIPPED;
+            obx__group_settle(d, s, ms, k, -1, OBX__SKIPPED, "");
             return;
         }
-        if (conflict || (r == OBX_ERR_DB_TRANSIENT && db->fault == OBX__FAULT_TRANSIENT && !db->lost)) {
-            char why[OBX__HANDLER_ERROR_MAX];
+        snprintf(why, sizeof why, "transaction conflict");
+        if (obx__tx_conflicted(s, r, conflict, why)) {
             st->conflicts++;
-            snprintf(why, sizeof why, "%.200s", r != OBX_OK ? s->err.message : "transaction conflict");
-            obx__error_clear(&s->err);
-            if (tries >= OBX__TX_TRIES || obx__mono_ms(&s->hooks) >= (w ? obx__renew_start_until(w) : deadline)) {
-                for (j = 0; j < k; j++) { /* back after the backoff, no attempt used */
-                    int i = d->group_index[j];
-                    snprintf(d->errors[i], OBX__HANDLER_ERROR_MAX, "%s", why);
-                    d->outcomes[i] = OBX_WAIT;
-                    obx__handled(d, s, &ms[i], i);
-                }
-                return;
-            }
-            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%d message(s) topic=%s: handler's transaction "
-                     "conflicted (%s), running it again (%d of %d)", k, topic, why, tries + 1, OBX__TX_TRIES);
-            {
-                obx_backoff_policy pause = {20, 500, 0.5, 1.5};
-                obx__sleep_ms(&s->hooks, obx__backoff_jitter_ms(&pause, tries, obx__random(&s->hooks)));
-            }
-            tries++;
+            if (!obx__tx_again(s, w, deadline, tries, what, why)) k = obx__group_settle(d, s, ms, k, -1, OBX_WAIT, why);
             continue;
         }
         if (r != OBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
-            for (j = 0; j < k; j++) {
-                int i = d->group_index[j];
-                snprintf(d->errors[i], OBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
-                d->outcomes[i] = OBX_RETRY;
-                obx__handled(d, s, &ms[i], i);
-            }
-            return;
+            snprintf(why, sizeof why, "handler's transaction: %.200s", s->err.message);
+            k = obx__group_settle(d, s, ms, k, -1, OBX_RETRY, why);
         }
-        /* Mixed results: the other outcomes stand; the done ones run again. */
-        for (j = 0, m = 0; j < k; j++) {
-            int i = d->group_index[j];
-            if (d->results[j].outcome == OBX_DONE) {
-                d->group[m] = d->group[j];
-                d->group_index[m++] = i;
-                continue;
-            }
-            memcpy(d->errors[i], d->results[j].error, OBX__HANDLER_ERROR_MAX);
-            d->outcomes[i] = (int)d->results[j].outcome;
-            obx__handled(d, s, &ms[i], i);
-        }
-        k = m;
-        if (k == 0) return;
-        if (obx__mono_ms(&s->hooks) >= (w ? obx__renew_start_until(w) : deadline)) {
-            for (j = 0; j < k; j++) d->outcomes[d->group_index[j]] = OBX__SKIPPED;
-            return;
-        }
+        k = obx__group_settle(d, s, ms, k, OBX_DONE, 0, NULL); /* the done ones run again */
+        if (k > 0 && obx__mono_ms(&s->hooks) >= (w ? obx__renew_start_until(w) : deadline))
+            k = obx__group_settle(d, s, ms, k, -1, OBX__SKIPPED, "");
     }
 }
 
