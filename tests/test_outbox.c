@@ -2761,6 +2761,11 @@ static obx_store *txh_fresh(txh_ctx *t) {
     return s;
 }
 
+static obx_outcome plain_conflict(const obx_message *m, char *error, size_t size, void *user) {
+    (void)m, (void)error, (void)size, (void)user;
+    return OBX_CONFLICT; /* not an outcome of a plain handler */
+}
+
 static void test_txh_done(void) {
     txh_ctx t;
     obx_store *s = txh_fresh(&t);
@@ -2794,6 +2799,12 @@ static void test_txh_done(void) {
     TT_EXPECT(strstr(obx_store_last_error(s)->message, "already has a per-message handler") != NULL);
     TT_EQ_INT(obx_dispatcher_on_tx(d, "c", NULL, &t), OBX_ERR_INVALID_ARG);
     TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_on_tx: handler");
+    /* OBX_CONFLICT from a handler that is not transactional: dead, said so. */
+    TT_EQ_INT(obx_dispatcher_on(d, "plain", plain_conflict, NULL), OBX_OK);
+    TT_ASSERT(enqueue(s, "plain", "{}", ids[0]));
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(txh_column(s, "Status", ids[0]), 3);
+    TT_EQ_INT(scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'plain' AND \"LastError\" LIKE '%not an obx_outcome%'")), 1);
     obx_dispatcher_destroy(d);
     obx_store_close(t.side);
     obx_store_close(s);
