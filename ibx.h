@@ -199,6 +199,33 @@
  *   handler's IBX_PAUSE (downstream unavailable) puts the message back
  *   without using an attempt and pauses its topic for pause_ms, doubling
  *   up to pause_max_ms until the topic's first success; other topics go on.
+ *   Transactional handlers (ibx_dispatcher_on_tx): exactly once for what
+ *   a handler writes to the store's own database. The handler gets the
+ *   store's connection (an SQLHDBC; with IBX_SQLITE3_API the sqlite3 *) in
+ *   a transaction the dispatcher opened for its message. On IBX_DONE the
+ *   ack runs in that transaction and checks that the lease is still this
+ *   dispatcher's (its owner token on the row, in flight), and one commit
+ *   makes the writes and Done durable together; a crash anywhere before
+ *   the commit leaves neither, after it both (IBX-TXH-KILL). A lease lost
+ *   by then (reaped, claimed elsewhere): everything rolled back, counted in
+ *   ibx_run_stats.lease_lost, no attempt used. IBX_RETRY, _DEAD, _WAIT,
+ *   _PAUSE: the writes are rolled back, then the message is settled as
+ *   usual (a retry uses an attempt; dead means dead with no effect). A
+ *   deadlock or serialization failure (the handler says IBX_CONFLICT, or
+ *   the ack or the commit hits one): rolled back and run again, 3 runs at
+ *   most, no attempt used. Locks: the message's row is locked only from
+ *   the ack to the commit, so the lease renewal (on its own connection)
+ *   and other workers' claims never wait for a handler. SQLite has one
+ *   writer at a time: the transaction begins deferred, takes the write
+ *   lock at the handler's first write (or the ack), and every other writer
+ *   (renewal, claims, producers) waits for its commit, up to their busy
+ *   timeout: keep such handlers short there, or write last. A handler that
+ *   reads, then writes after another connection committed (the renewal
+ *   every third of the lease) gets SQLITE_BUSY at once: a conflict, run
+ *   again. Effects outside the database (mail, HTTP) stay at least once.
+ *   The batch form (ibx_dispatcher_on_batch_tx) commits when every result
+ *   is IBX_DONE; otherwise it rolls back, the other outcomes stand, and
+ *   the done messages run again alone.
  *   Dead messages are tools' work: ibx_dead_list (paged, filtered),
  *   ibx_dead_replay (ready again, attempts reset, last error kept, expiry
  *   dropped) and ibx_dead_purge; ibx_dead_move (an operator's cancel: a
@@ -1174,9 +1201,15 @@ typedef enum ibx_outcome {
     IBX_DEAD = 2,                /* permanent failure: dead at once, never retried */
     IBX_WAIT = 3,                /* not ready yet (e.g. a join): retried later, never counted
                                     as a failed attempt; the delay is the backoff, capped at 5 s */
-    IBX_PAUSE = 4                /* the downstream is unavailable (broker down, uplink off):
+    IBX_PAUSE = 4,               /* the downstream is unavailable (broker down, uplink off):
                                     the message goes back without using an attempt and its
                                     topic is paused (see pause_ms in ibx_dispatcher_desc) */
+    IBX_CONFLICT = 5             /* transactional handlers only (ibx_dispatcher_on_tx): a
+                                    statement of the handler's transaction hit a deadlock,
+                                    serialization failure or lock timeout (ibx_tx_conflict
+                                    says which errors are): rolled back and run again, no
+                                    attempt used; from any other handler it is not an
+                                    outcome (the message ends dead) */
 } ibx_outcome;
 
 /* Room for a handler's error text, with its NUL. */
@@ -1311,6 +1344,11 @@ typedef struct ibx_run_stats {
     int64_t reaped;              /* expired leases released by a periodic reap */
     int paused;                  /* put back, attempts unchanged, because their topic is
                                     paused (IBX_PAUSE); not counted in `retried` */
+    int lease_lost;              /* transactional handlers (ibx_dispatcher_on_tx) whose
+                                    message was no longer leased to this worker at the
+                                    settle: everything rolled back, no attempt used */
+    int conflicts;               /* transactional handlers' transactions rolled back by a
+                                    deadlock or serialization failure and run again */
 } ibx_run_stats;
 
 /* How to dispatch. All-zero fields take the defaults shown. */
@@ -1413,6 +1451,91 @@ IBX_API ibx_result ibx_dispatcher_on(ibx_dispatcher *dispatcher, const char *top
  * a batch handler), IBX_ERR_NO_MEMORY. Does not touch the database. */
 IBX_API ibx_result ibx_dispatcher_on_batch(ibx_dispatcher *dispatcher, const char *topic,
                                            ibx_batch_handler handler, void *user);
+
+/* A transactional handler (ibx_dispatcher_on_tx): a handler (see
+ * ibx_handler) that also gets the store's own connection, `hdbc`, inside a
+ * transaction the dispatcher opened for this message: an SQLHDBC, or with
+ * IBX_SQLITE3_API the sqlite3 *. What it writes there commits together with
+ * the message's settle, or not at all. Never commit, roll back, change the
+ * autocommit mode or close it; never keep it past the call. */
+typedef ibx_outcome (*ibx_tx_handler)(const ibx_message *message, void *hdbc, char *error,
+                                      size_t error_size, void *user);
+
+/* Register a transactional handler for `topic` (exact, case-sensitive), or
+ * for every topic that has no handler of its own with "*". For each
+ * message the dispatcher opens a transaction on the store's connection,
+ * calls the handler, and:
+ *   IBX_DONE      acks the message in that transaction (the ack checks that
+ *                 the message is still leased to this dispatcher: its owner
+ *                 token still on the row, in flight) and commits: the
+ *                 handler's writes and Done commit together, exactly once.
+ *                 A lease lost meanwhile (reaped, claimed by another
+ *                 worker) rolls everything back: no effect, no attempt used,
+ *                 counted in ibx_run_stats.lease_lost and logged (WARN).
+ *   IBX_RETRY, IBX_DEAD, IBX_WAIT, IBX_PAUSE   roll back the handler's
+ *                 writes, then settle as for any handler (a retry uses an
+ *                 attempt; dead is dead with no effect).
+ *   IBX_CONFLICT  (or a deadlock, serialization failure or busy database
+ *                 in the ack or the commit) roll back and run the handler
+ *                 again at once, up to 3 times in all, without using an
+ *                 attempt (ibx_run_stats.conflicts); then the message goes
+ *                 back, due after the backoff, attempts unchanged.
+ * A failure of the database in the dispatcher's part (begin, ack, commit)
+ * rolls back and retries the message with that error (an attempt); a
+ * connection lost at the commit leaves the outcome to the database: Done
+ * with its effects, or leased without them and delivered again. Calls on
+ * message->store inside the handler (ibx_enqueue of follow-ups) run in
+ * the handler's transaction: they commit with it or not at all; not
+ * ibx_lease_extend (it would lock the message's row until the commit, and
+ * the renewal already extends it). Effects outside this database (a mail,
+ * an HTTP call) stay at least once. The transaction is the connection's
+ * default isolation (READ COMMITTED on PostgreSQL and the store's
+ * MariaDB connection). While it is open the message's row is not locked,
+ * so the lease renewal (its own connection) and other workers' claims do
+ * not wait for it; on SQLite it is deferred: it takes the database's write
+ * lock at the handler's first write (or at the ack) and holds it to the
+ * commit, so every other writer (renewal, claims, producers) waits for it
+ * up to their busy timeout: keep such handlers short. A topic has
+ * transactional handlers or handlers of another kind, not both, and one
+ * transactional handler. Needs the store's own connection (a store opened
+ * on a caller's hdbc is refused when the message comes: IBX_RETRY with the
+ * reason). Returns IBX_OK, IBX_ERR_INVALID_ARG (as ibx_dispatcher_on; the
+ * topic already has a handler), IBX_ERR_NO_MEMORY. Does not touch the
+ * database. */
+IBX_API ibx_result ibx_dispatcher_on_tx(ibx_dispatcher *dispatcher, const char *topic,
+                                        ibx_tx_handler handler, void *user);
+
+/* A transactional batch handler (ibx_dispatcher_on_batch_tx): a batch
+ * handler (see ibx_batch_handler) that also gets the store's connection
+ * inside a transaction, as ibx_tx_handler does. results[i] may also be
+ * IBX_CONFLICT (the whole call is then rolled back and run again). */
+typedef void (*ibx_batch_tx_handler)(const ibx_message *const *messages, ibx_batch_result *results, int count,
+                                     void *hdbc, void *user);
+
+/* Register a transactional batch handler for `topic` ("*": every topic
+ * without a handler of its own): a claim's messages of the topic in one
+ * call, as ibx_dispatcher_on_batch, inside one transaction, as
+ * ibx_dispatcher_on_tx. When every result is IBX_DONE, the messages are
+ * acked in that transaction and it commits: their writes and Done
+ * together. Any other result rolls the whole call back: the messages with
+ * another outcome are settled with it (no effect), and those that were
+ * done are handed to the handler again, alone, in a new transaction (a
+ * handler writes for every message it is given, and for them only). A
+ * result IBX_CONFLICT, or a conflict at the ack or the commit, runs the
+ * same call again (3 runs in all, no attempt used). When the ack finds a
+ * message no longer leased to this dispatcher, all is rolled back: the
+ * lost ones are counted in lease_lost, the others released unhandled
+ * without using an attempt. Returns as ibx_dispatcher_on_batch. */
+IBX_API ibx_result ibx_dispatcher_on_batch_tx(ibx_dispatcher *dispatcher, const char *topic,
+                                              ibx_batch_tx_handler handler, void *user);
+
+/* Whether a database error a transactional handler got on its hdbc is one
+ * to answer with IBX_CONFLICT: a deadlock, serialization failure, lock wait
+ * timeout or busy database, as the store's dialect reports them (SQLSTATE
+ * class 40, 55P03; MariaDB 1205, 1213, 1020; SQLite 5 SQLITE_BUSY, 6
+ * SQLITE_LOCKED as native). `sqlstate` may be NULL. 1 or 0; 0 for a NULL
+ * store. */
+IBX_API int ibx_tx_conflict(const ibx_store *store, const char *sqlstate, long native_error);
 
 /* One round: reap if the reap interval has passed, claim one batch, run
  * the handlers, then settle: all successes in one ack, each failure
@@ -4581,6 +4704,20 @@ IBX__PRIVATE ibx_result ibx__begin(ibx__db *db, int mode) {
     return r;
 }
 
+/* Open a transactional handler's transaction (ibx__handle_tx) as a unit
+ * that writes, except on SQLite: there a plain (deferred) BEGIN, so that the
+ * write lock, which holds back every other writer, is taken only at the
+ * handler's first write or at the ack, not while it reads or waits. */
+IBX__PRIVATE ibx_result ibx__begin_handler(ibx__db *db) {
+    int mode = ibx__unit_mode(db, IBX__UNIT_WRITE);
+    ibx_result r;
+    if (mode != IBX__RUN_SQL || db->d->id != IBX_DIALECT_SQLITE) return ibx__begin(db, mode);
+    db->unit = mode;
+    r = ibx__exec_direct(db, "BEGIN", "BEGIN");
+    if (r == IBX_OK) db->in_tx = 1;
+    return r;
+}
+
 IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
 #ifndef IBX_SQLITE3_API
     SQLUINTEGER dead = 0;
@@ -4646,6 +4783,10 @@ IBX__PRIVATE ibx_result ibx__unit_run(ibx__db *db, ibx__unit_fn fn, void *ctx, c
                                       int flags) {
     ibx_result r;
     int attempt, mode;
+    /* A transactional handler's transaction is open on the store's own
+     * connection (ibx__handle_tx): the store's calls made inside it (its
+     * ack, the handler's follow-up enqueues) run in it, and commit with it. */
+    if (db->callers_tx) return fn(db, ctx);
     for (attempt = 0;; attempt++) {
         r = ibx__db_ensure(db);
         if (r != IBX_OK) return r;
@@ -5535,13 +5676,18 @@ typedef struct ibx__route {
     char *topic;                 /* "*" matches every topic */
     ibx__any_fn fn;
     void *user;
-    int batch;                   /* a batch handler (takes all of a claim's messages of a topic) */
+    int batch;                   /* IBX__ROUTE_BATCH: a batch handler (takes all of a claim's
+                                    messages of a topic); IBX__ROUTE_TX, _BATCH_TX: transactional */
 } ibx__route;
+
+enum { IBX__ROUTE_ONE = 0, IBX__ROUTE_BATCH = 1, IBX__ROUTE_TX = 2, IBX__ROUTE_BATCH_TX = 3 };
 
 typedef struct ibx__routes {
     ibx__route *items;
     int count, cap;
-    int batches;                 /* how many are batch routes (0: the per-message path only) */
+    int batches;                 /* how many are batch routes, transactional or not (0: the
+                                    per-message path only) */
+    int txs;                     /* how many are transactional routes */
 } ibx__routes;
 
 IBX__PRIVATE ibx_result ibx__routes_add(const ibx__hooks *h, ibx__routes *r, const char *topic,
@@ -5558,7 +5704,8 @@ IBX__PRIVATE ibx_result ibx__routes_add(const ibx__hooks *h, ibx__routes *r, con
     r->items[r->count].fn = fn;
     r->items[r->count].user = user;
     r->items[r->count].batch = batch;
-    r->batches += batch != 0;
+    r->batches += batch == IBX__ROUTE_BATCH || batch == IBX__ROUTE_BATCH_TX;
+    r->txs += batch == IBX__ROUTE_TX;
     r->count++;
     return IBX_OK;
 }
@@ -5568,7 +5715,7 @@ IBX__PRIVATE void ibx__routes_free(const ibx__hooks *h, ibx__routes *r) {
     for (i = 0; i < r->count; i++) ibx__free(h, r->items[i].topic);
     ibx__free(h, r->items);
     r->items = NULL;
-    r->count = r->cap = r->batches = 0;
+    r->count = r->cap = r->batches = r->txs = 0;
 }
 
 /* The next per-message route for `topic`: exact matches in registration
@@ -5587,7 +5734,7 @@ IBX__PRIVATE const ibx__route *ibx__routes_next(const ibx__routes *r, const char
 }
 
 /* The first route registered for exactly `topic` ("*" only for "*") of the
- * given kind (batch or per-message), or NULL. */
+ * given kind (IBX__ROUTE_*), or NULL. */
 IBX__PRIVATE const ibx__route *ibx__routes_find(const ibx__routes *r, const char *topic, int batch) {
     int i;
     for (i = 0; i < r->count; i++)
@@ -5595,15 +5742,31 @@ IBX__PRIVATE const ibx__route *ibx__routes_find(const ibx__routes *r, const char
     return NULL;
 }
 
-/* The batch route for a message of `topic`: its own, else the "*" one
- * when the topic has no per-message handler at all; NULL: per message. */
+/* The batch route (transactional or not) for a message of `topic`: its
+ * own, else the "*" one when the topic has no per-message handler at all;
+ * NULL: per message. */
 IBX__PRIVATE const ibx__route *ibx__routes_batch(const ibx__routes *r, const char *topic) {
     const ibx__route *b;
     int cursor = 0;
     if (!r->batches) return NULL;
-    b = ibx__routes_find(r, topic, 1);
-    if (b) return b;
-    return ibx__routes_next(r, topic, &cursor) ? NULL : ibx__routes_find(r, "*", 1);
+    if ((b = ibx__routes_find(r, topic, IBX__ROUTE_BATCH)) != NULL) return b;
+    if ((b = ibx__routes_find(r, topic, IBX__ROUTE_BATCH_TX)) != NULL) return b;
+    if (r->txs && ibx__routes_find(r, topic, IBX__ROUTE_TX)) return NULL;
+    if (ibx__routes_next(r, topic, &cursor)) return NULL;
+    if ((b = ibx__routes_find(r, "*", IBX__ROUTE_BATCH)) != NULL) return b;
+    return ibx__routes_find(r, "*", IBX__ROUTE_BATCH_TX);
+}
+
+/* The transactional route for a message of `topic`: its own, else the "*"
+ * one when the topic has no handler of its own of another kind. */
+IBX__PRIVATE const ibx__route *ibx__routes_tx(const ibx__routes *r, const char *topic) {
+    const ibx__route *t;
+    if (!r->txs) return NULL;
+    if ((t = ibx__routes_find(r, topic, IBX__ROUTE_TX)) != NULL) return t;
+    if (ibx__routes_find(r, topic, IBX__ROUTE_ONE) || ibx__routes_find(r, topic, IBX__ROUTE_BATCH) ||
+        ibx__routes_find(r, topic, IBX__ROUTE_BATCH_TX))
+        return NULL;
+    return ibx__routes_find(r, "*", IBX__ROUTE_TX);
 }
 
 /* Waiting between rounds, interruptible by wake and stop. Without threads
@@ -8455,7 +8618,8 @@ static ibx_result ibx__settle(ibx_store *s, int kind, int count, const char *err
                            attempts, s->keys);
     r = ibx__run_count(s, slots[kind], p, n, names[kind], &rows);
     if (r != IBX_OK) return r;
-    if (metrics[kind] >= 0) ibx__count(s, (ibx_metric)metrics[kind], rows);
+    /* In a transactional handler's transaction: counted by its commit. */
+    if (metrics[kind] >= 0 && !s->db.callers_tx) ibx__count(s, (ibx_metric)metrics[kind], rows);
     if (changed) *changed = rows;
     ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
     ibx__own_settled(s, kind, rows);
@@ -9619,6 +9783,9 @@ typedef struct ibx__renewer ibx__renewer; /* no threads: no renewal */
 #define IBX__PENDING (-2)  /* not handled yet in this round */
 #define IBX__HELD (-3)     /* not handed out: its topic is paused */
 #define IBX__EXPIRED (-4)  /* not handed out: past its expires_ms when claimed */
+#define IBX__SETTLED (-5)  /* settled in its transactional handler's transaction, or found
+                              no longer ours there: nothing left to settle */
+#define IBX__TX_TRIES 3    /* a transactional handler's runs for one message, conflicts included */
 
 /* A topic paused by IBX_PAUSE: not handed out before until_ms (monotonic). */
 typedef struct ibx__pause {
@@ -9865,16 +10032,22 @@ IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *d) {
  * handler of the other kind (or a second batch handler). */
 static ibx_result ibx__dispatcher_route(ibx_dispatcher *d, const char *fn, const char *topic,
                                        ibx__any_fn handler, void *user, int batch) {
+    static const char *const kinds[4] = {"per-message", "batch", "transactional", "transactional batch"};
     char where[64];
+    const ibx__route *had;
     ibx_result r = ibx__check_text(d->err, fn, "topic", topic, IBX_TOPIC_MAX);
     if (r != IBX_OK) return r;
     snprintf(where, sizeof where, "%s: handler", fn);
     if (!handler) return ibx__fail(d->err, IBX_ERR_INVALID_ARG, where, "must not be NULL");
     snprintf(where, sizeof where, "%s: topic", fn);
-    if (ibx__routes_find(&d->routes, topic, 1) || (batch && ibx__routes_find(&d->routes, topic, 0)))
+    had = ibx__routes_find(&d->routes, topic, IBX__ROUTE_BATCH);
+    if (!had) had = ibx__routes_find(&d->routes, topic, IBX__ROUTE_BATCH_TX);
+    if (!had && batch != IBX__ROUTE_ONE) had = ibx__routes_find(&d->routes, topic, IBX__ROUTE_ONE);
+    if (!had) had = ibx__routes_find(&d->routes, topic, IBX__ROUTE_TX);
+    if (had)
         return ibx__fail(d->err, IBX_ERR_INVALID_ARG, where, "topic %s already has a %s handler"
-                         IBX__WHY(": a topic has one batch handler or per-message handlers"), topic,
-                         ibx__routes_find(&d->routes, topic, 1) ? "batch" : "per-message");
+                         IBX__WHY(": a topic has one batch handler, one transactional handler or per-message "
+                                  "handlers"), topic, kinds[had->batch]);
     if (ibx__routes_add(d->hooks, &d->routes, topic, handler, user, batch) != IBX_OK)
         return ibx__fail(d->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
     return IBX_OK;
@@ -9886,11 +10059,9 @@ IBX_API ibx_result ibx_dispatcher_on(ibx_dispatcher *d, const char *topic, ibx_h
     return ibx__dispatcher_route(d, "ibx_dispatcher_on", topic, (ibx__any_fn)handler, user, 0);
 }
 
-IBX_API ibx_result ibx_dispatcher_on_batch(ibx_dispatcher *d, const char *topic,
-                                           ibx_batch_handler handler, void *user) {
-    size_t b;
-    if (!d) return IBX_ERR_INVALID_ARG;
-    b = (size_t)d->batch_size;
+/* Room for a batch handler's group, allocated by the first batch route. */
+static ibx_result ibx__group_room(ibx_dispatcher *d, const char *fn) {
+    size_t b = (size_t)d->batch_size;
     if (!d->group) { /* only dispatchers with batch handlers need room for a group */
         d->group = (const ibx_message **)ibx__alloc(d->hooks, sizeof *d->group * b);
         d->group_index = (int *)ibx__alloc(d->hooks, sizeof *d->group_index * b);
@@ -9903,9 +10074,35 @@ IBX_API ibx_result ibx_dispatcher_on_batch(ibx_dispatcher *d, const char *topic,
         d->group = NULL;
         d->group_index = NULL;
         d->results = NULL;
-        return ibx__fail(d->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_on_batch", "out of memory");
+        return ibx__fail(d->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
     }
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_dispatcher_on_batch(ibx_dispatcher *d, const char *topic,
+                                           ibx_batch_handler handler, void *user) {
+    if (!d) return IBX_ERR_INVALID_ARG;
+    if (ibx__group_room(d, "ibx_dispatcher_on_batch") != IBX_OK) return IBX_ERR_NO_MEMORY;
     return ibx__dispatcher_route(d, "ibx_dispatcher_on_batch", topic, (ibx__any_fn)handler, user, 1);
+}
+
+IBX_API ibx_result ibx_dispatcher_on_batch_tx(ibx_dispatcher *d, const char *topic,
+                                              ibx_batch_tx_handler handler, void *user) {
+    if (!d) return IBX_ERR_INVALID_ARG;
+    if (ibx__group_room(d, "ibx_dispatcher_on_batch_tx") != IBX_OK) return IBX_ERR_NO_MEMORY;
+    return ibx__dispatcher_route(d, "ibx_dispatcher_on_batch_tx", topic, (ibx__any_fn)handler, user,
+                                 IBX__ROUTE_BATCH_TX);
+}
+
+IBX_API ibx_result ibx_dispatcher_on_tx(ibx_dispatcher *d, const char *topic, ibx_tx_handler handler,
+                                        void *user) {
+    if (!d) return IBX_ERR_INVALID_ARG;
+    return ibx__dispatcher_route(d, "ibx_dispatcher_on_tx", topic, (ibx__any_fn)handler, user, IBX__ROUTE_TX);
+}
+
+IBX_API int ibx_tx_conflict(const ibx_store *store, const char *sqlstate, long native_error) {
+    if (!store || !store->db.d) return 0;
+    return ibx__classify(store->db.d, sqlstate ? sqlstate : "", native_error) == IBX__FAULT_TRANSIENT;
 }
 
 static int ibx__outcome_valid(int o) {
@@ -10102,6 +10299,236 @@ static void ibx__handle_group(ibx_dispatcher *d, ibx_store *s, const ibx_message
     }
 }
 
+/* >> dispatcher: transactional handlers -------------------------------------------- */
+
+/* A transactional handler's transaction (ibx_dispatcher_on_tx,
+ * ibx_dispatcher_on_batch_tx) on the store's own connection: the store's
+ * calls made while it is open join it (db->callers_tx: see ibx__unit_run),
+ * its ack included. *begun: whether there is one to roll back. */
+static ibx_result ibx__tx_open(ibx_store *s, int *begun) {
+    ibx_result r = ibx__db_ensure(&s->db);
+    if (r == IBX_OK) *begun = (r = ibx__begin_handler(&s->db)) == IBX_OK || s->db.in_tx;
+    if (r == IBX_OK) s->db.callers_tx = 1;
+    return r;
+}
+
+/* End it. With `ack`, the k messages ms[which[..]] are acked in it (the
+ * ack checks the owner token: *changed says how many were still ours) and
+ * it commits when all were. Otherwise, or when that fails (*r), it is
+ * rolled back. Returns 1 when committed: the messages are settled. The
+ * DEBUG lines before and after the commit mark the points a crash test
+ * stops at. */
+static int ibx__tx_end(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, const int *which, int k, int ack,
+                       int begun, const char *what, ibx_result *r, int64_t *changed, ibx_run_stats *st) {
+    int j;
+    if (ack) *r = ibx__settle_messages(s, IBX__SETTLE_ACK, ms, which, k, NULL, 0, 0, changed);
+    s->db.callers_tx = 0;
+    if (ack && *r == IBX_OK && *changed == k) {
+        ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: acked in the handler's transaction, committing", what);
+        *r = ibx__commit(&s->db);
+        if (*r == IBX_OK) {
+            ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: handler's transaction committed", what);
+            if (s->err.result != IBX_OK) ibx__error_clear(&s->err);
+            for (j = 0; j < k; j++) d->outcomes[which[j]] = IBX__SETTLED;
+            ibx__count(s, IBX_METRIC_DISPATCHED, k);
+            st->done += k;
+            if (d->pause_count) ibx__pause_end(d, s, ms[which[0]].topic);
+            return 1;
+        }
+    }
+    if (begun) ibx__rollback(&s->db);
+    return 0;
+}
+
+/* Whether a rolled-back run was a conflict: the handler said so
+ * (`said`), or the ack or commit met a deadlock, serialization failure
+ * or busy database on a live connection (its text to `why`). */
+static int ibx__tx_conflicted(ibx_store *s, ibx_result r, int said, char *why) {
+    if (!said && !(r == IBX_ERR_DB_TRANSIENT && s->db.fault == IBX__FAULT_TRANSIENT && !s->db.lost)) return 0;
+    if (r != IBX_OK) snprintf(why, IBX__HANDLER_ERROR_MAX, "%.200s", s->err.message);
+    ibx__error_clear(&s->err);
+    return 1;
+}
+
+/* After a conflict: whether to run the handler again (IBX__TX_TRIES runs
+ * in all, while the lease has time: `w`/`deadline` as in
+ * ibx__handle_batch), after a short jittered pause. */
+static int ibx__tx_again(ibx_store *s, ibx__renewer *w, int64_t deadline, int tries, const char *what,
+                         const char *why) {
+    ibx_backoff_policy pause = {20, 500, 0.5, 1.5};
+    if (tries >= IBX__TX_TRIES || ibx__mono_ms(&s->hooks) >= (w ? ibx__renew_start_until(w) : deadline)) return 0;
+    ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%s: handler's transaction conflicted (%s), running it again "
+             "(%d of %d)", what, why[0] ? why : "IBX_CONFLICT", tries + 1, IBX__TX_TRIES);
+    ibx__sleep_ms(&s->hooks, ibx__backoff_jitter_ms(&pause, tries, ibx__random(&s->hooks)));
+    return 1;
+}
+
+/* One message through its transactional handler: its writes and its ack
+ * in one transaction. A lease lost at the ack rolls everything back
+ * (counted, no attempt used); any other outcome rolls back first and is
+ * settled with the batch as any handler's; a conflict runs it again. */
+static void ibx__handle_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int i, const ibx__route *route,
+                           ibx__renewer *w, int64_t deadline, ibx_run_stats *st) {
+    const ibx_message *m = &ms[i];
+    char name[IBX__MSG_NAME_MAX], what[IBX__MSG_NAME_MAX + 16], topic[IBX__KV_CAP];
+    char *error = d->errors[i];
+    int tries, outcome = IBX_RETRY;
+    ibx__msg_name(m, name, sizeof name);
+    snprintf(what, sizeof what, "message %s", name);
+    ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional)", name,
+             ibx__kv(topic, m->topic), IBX__MSG_ATTEMPTS(m) + 1);
+    for (tries = 1;; tries++) {
+        int64_t changed = -1, started;
+        int begun = 0;
+        ibx_result r = ibx__tx_open(s, &begun);
+        ibx_outcome said;
+        outcome = IBX_RETRY;
+        memset(error, 0, IBX__HANDLER_ERROR_MAX);
+        if (r == IBX_OK) {
+            started = ibx__mono_us(&s->hooks);
+            said = ((ibx_tx_handler)route->fn)(m, (void *)s->db.dbc, error, IBX__HANDLER_ERROR_MAX, route->user);
+            ibx__hist_record(s, m->topic, ibx__mono_us(&s->hooks) - started);
+            error[IBX__HANDLER_ERROR_MAX - 1] = '\0';
+            outcome = (int)said;
+            if (!ibx__outcome_valid(outcome) && outcome != IBX_CONFLICT) {
+                snprintf(error, IBX__HANDLER_ERROR_MAX, "handler returned %d, not an ibx_outcome", outcome);
+                outcome = IBX_DEAD;
+            }
+        }
+        if (ibx__tx_end(d, s, ms, &i, 1, r == IBX_OK && outcome == IBX_DONE, begun, what, &r, &changed, st)) return;
+        if (outcome == IBX_DONE && r == IBX_OK && changed == 0) {
+            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%s: no longer leased to this worker at its ack"
+                     IBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; its handler's transaction was "
+                     "rolled back", what);
+            d->outcomes[i] = IBX__SETTLED;
+            st->lease_lost++;
+            return;
+        }
+        if (!ibx__tx_conflicted(s, r, outcome == IBX_CONFLICT, error)) {
+            if (r != IBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
+                snprintf(error, IBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
+                outcome = IBX_RETRY;
+            }
+            break;
+        }
+        st->conflicts++;
+        if (ibx__tx_again(s, w, deadline, tries, what, error)) continue;
+        if (!error[0]) snprintf(error, IBX__HANDLER_ERROR_MAX, "transaction conflict");
+        outcome = IBX_WAIT; /* back after the backoff, no attempt used */
+        break;
+    }
+    d->outcomes[i] = outcome;
+    ibx__handled(d, s, m, i);
+}
+
+/* The pending messages of ms[first]'s topic into d->group; their count. */
+static int ibx__group_collect(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n, int first) {
+    char name[IBX__MSG_NAME_MAX], topic[IBX__KV_CAP];
+    int j, k = 0;
+    for (j = first; j < n; j++) {
+        if (d->outcomes[j] != IBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
+        ibx__msg_name(&ms[j], name, sizeof name);
+        ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional batch)",
+                 name, ibx__kv(topic, ms[j].topic), IBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        d->group[k] = &ms[j];
+        d->group_index[k++] = j;
+    }
+    return k;
+}
+
+/* One call of a transactional batch handler on the group's k messages:
+ * *done counts the results that are IBX_DONE, *conflict says whether one
+ * is IBX_CONFLICT; a value that is no outcome makes its message dead. */
+static void ibx__group_tx_call(ibx_dispatcher *d, ibx_store *s, const ibx__route *route, const char *topic, int k,
+                               int *done, int *conflict) {
+    int64_t started;
+    int j;
+    for (j = 0; j < k; j++) {
+        d->results[j].outcome = IBX_RETRY;
+        memset(d->results[j].error, 0, sizeof d->results[j].error);
+    }
+    started = ibx__mono_us(&s->hooks);
+    ((ibx_batch_tx_handler)route->fn)(d->group, d->results, k, (void *)s->db.dbc, route->user);
+    ibx__hist_record(s, topic, ibx__mono_us(&s->hooks) - started);
+    for (j = 0; j < k; j++) {
+        int o = (int)d->results[j].outcome;
+        d->results[j].error[IBX__HANDLER_ERROR_MAX - 1] = '\0';
+        if (o == IBX_CONFLICT) {
+            *conflict = 1;
+        } else if (!ibx__outcome_valid(o)) {
+            snprintf(d->results[j].error, IBX__HANDLER_ERROR_MAX, "batch handler set %d, not an ibx_outcome", o);
+            d->results[j].outcome = IBX_DEAD;
+        }
+        *done += d->results[j].outcome == IBX_DONE;
+    }
+}
+
+/* The group's messages whose result is not `keep` take their outcome (or
+ * `outcome` with `why`, when given), settled with the batch; the others
+ * stay in the group. Returns how many stayed. */
+static int ibx__group_settle(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int k, int keep, int outcome,
+                             const char *why) {
+    int j, m = 0;
+    for (j = 0; j < k; j++) {
+        int i = d->group_index[j];
+        if ((int)d->results[j].outcome == keep) {
+            d->group[m] = d->group[j];
+            d->group_index[m++] = i;
+            continue;
+        }
+        if (why) snprintf(d->errors[i], IBX__HANDLER_ERROR_MAX, "%s", why);
+        else memcpy(d->errors[i], d->results[j].error, IBX__HANDLER_ERROR_MAX);
+        d->outcomes[i] = why ? outcome : (int)d->results[j].outcome;
+        if (d->outcomes[i] == IBX__SKIPPED) continue; /* released unhandled */
+        ibx__handled(d, s, &ms[i], i);
+    }
+    return m;
+}
+
+/* Every pending message of ms[first]'s topic through one transactional
+ * batch handler call, as ibx__handle_tx for one: when every result is
+ * IBX_DONE, one ack and one commit. Other results roll the call back:
+ * they stand (settled with the batch), and the done messages run again
+ * alone in a new transaction (the group only shrinks). A conflict runs
+ * the same call again; a lease lost at the ack rolls back and releases the
+ * group (no attempt used). */
+static void ibx__handle_group_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n, int first,
+                                 const ibx__route *route, ibx__renewer *w, int64_t deadline, ibx_run_stats *st) {
+    char what[IBX__KV_CAP + 32], topic[IBX__KV_CAP], why[IBX__HANDLER_ERROR_MAX];
+    int k = ibx__group_collect(d, s, ms, n, first), tries;
+    for (tries = 1; k > 0; tries++) {
+        int64_t changed = -1;
+        int begun = 0, done = 0, conflict = 0;
+        ibx_result r = ibx__tx_open(s, &begun);
+        snprintf(what, sizeof what, "%d message(s) topic=%s", k, ibx__kv(topic, ms[first].topic));
+        if (r == IBX_OK) ibx__group_tx_call(d, s, route, ms[first].topic, k, &done, &conflict);
+        if (ibx__tx_end(d, s, ms, d->group_index, k, r == IBX_OK && !conflict && done == k, begun, what, &r, &changed,
+                        st))
+            return;
+        if (r == IBX_OK && !conflict && done == k) { /* changed < k: a lease lost */
+            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%s: %d no longer leased to this worker at their ack"
+                     IBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; their handler's transaction "
+                     "was rolled back, the others are released", what, k - (int)changed);
+            st->lease_lost += k - (int)changed;
+            ibx__group_settle(d, s, ms, k, -1, IBX__SKIPPED, "");
+            return;
+        }
+        snprintf(why, sizeof why, "transaction conflict");
+        if (ibx__tx_conflicted(s, r, conflict, why)) {
+            st->conflicts++;
+            if (!ibx__tx_again(s, w, deadline, tries, what, why)) k = ibx__group_settle(d, s, ms, k, -1, IBX_WAIT, why);
+            continue;
+        }
+        if (r != IBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
+            snprintf(why, sizeof why, "handler's transaction: %.200s", s->err.message);
+            k = ibx__group_settle(d, s, ms, k, -1, IBX_RETRY, why);
+        }
+        k = ibx__group_settle(d, s, ms, k, IBX_DONE, 0, NULL); /* the done ones run again */
+        if (k > 0 && ibx__mono_ms(&s->hooks) >= (w ? ibx__renew_start_until(w) : deadline))
+            k = ibx__group_settle(d, s, ms, k, -1, IBX__SKIPPED, "");
+    }
+}
+
 /* Whether a periodic task is due; a clock that stepped back never stalls it. */
 static int ibx__due(int64_t now, int64_t *next, int64_t interval) {
     if (now < *next && *next - now <= interval) return 0;
@@ -10152,12 +10579,15 @@ static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message
             skipped++;
         } else if (d->pause_count && ibx__pause_left(d, ms[i].topic, now) > 0) {
             d->outcomes[i] = IBX__HELD;
+        } else if ((batch = ibx__routes_tx(&d->routes, ms[i].topic)) != NULL) {
+            ibx__handle_tx(d, s, ms, i, batch, w, deadline, st);
         } else if ((batch = ibx__routes_batch(&d->routes, ms[i].topic)) != NULL) {
             for (j = i + 1; j < n; j++) /* the group's others, checked now too */
                 if (d->outcomes[j] == IBX__PENDING && strcmp(ms[j].topic, ms[i].topic) == 0 &&
                     ibx__expired(d, &ms[j], claimed, now))
                     d->outcomes[j] = IBX__EXPIRED;
-            ibx__handle_group(d, s, ms, n, i, batch);
+            if (batch->batch == IBX__ROUTE_BATCH_TX) ibx__handle_group_tx(d, s, ms, n, i, batch, w, deadline, st);
+            else ibx__handle_group(d, s, ms, n, i, batch);
         } else {
             ibx__handle_one(d, s, &ms[i], i, st);
         }
@@ -10230,7 +10660,7 @@ static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_m
         if (d->outcomes[i] == IBX_DONE) d->acked[acks++] = i;
         else if (d->outcomes[i] == IBX_PAUSE || d->outcomes[i] == IBX__HELD) paused++;
         else if (d->outcomes[i] == IBX__SKIPPED) d->failures[n - ++skipped] = i;
-        else if (d->outcomes[i] != IBX__EXPIRED) d->failures[failures++] = i;
+        else if (d->outcomes[i] != IBX__EXPIRED && d->outcomes[i] != IBX__SETTLED) d->failures[failures++] = i;
     }
     if (acks > 0) {
         int64_t changed = 0;

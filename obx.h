@@ -184,6 +184,33 @@
  *   handler's OBX_PAUSE (downstream unavailable) puts the message back
  *   without using an attempt and pauses its topic for pause_ms, doubling
  *   up to pause_max_ms until the topic's first success; other topics go on.
+ *   Transactional handlers (obx_dispatcher_on_tx): exactly once for what
+ *   a handler writes to the store's own database. The handler gets the
+ *   store's connection (an SQLHDBC; with OBX_SQLITE3_API the sqlite3 *) in
+ *   a transaction the dispatcher opened for its message. On OBX_DONE the
+ *   ack runs in that transaction and checks that the lease is still this
+ *   dispatcher's (its owner token on the row, in flight), and one commit
+ *   makes the writes and Done durable together; a crash anywhere before
+ *   the commit leaves neither, after it both (OBX-TXH-KILL). A lease lost
+ *   by then (reaped, claimed elsewhere): everything rolled back, counted in
+ *   obx_run_stats.lease_lost, no attempt used. OBX_RETRY, _DEAD, _WAIT,
+ *   _PAUSE: the writes are rolled back, then the message is settled as
+ *   usual (a retry uses an attempt; dead means dead with no effect). A
+ *   deadlock or serialization failure (the handler says OBX_CONFLICT, or
+ *   the ack or the commit hits one): rolled back and run again, 3 runs at
+ *   most, no attempt used. Locks: the message's row is locked only from
+ *   the ack to the commit, so the lease renewal (on its own connection)
+ *   and other workers' claims never wait for a handler. SQLite has one
+ *   writer at a time: the transaction begins deferred, takes the write
+ *   lock at the handler's first write (or the ack), and every other writer
+ *   (renewal, claims, producers) waits for its commit, up to their busy
+ *   timeout: keep such handlers short there, or write last. A handler that
+ *   reads, then writes after another connection committed (the renewal
+ *   every third of the lease) gets SQLITE_BUSY at once: a conflict, run
+ *   again. Effects outside the database (mail, HTTP) stay at least once.
+ *   The batch form (obx_dispatcher_on_batch_tx) commits when every result
+ *   is OBX_DONE; otherwise it rolls back, the other outcomes stand, and
+ *   the done messages run again alone.
  *   Dead messages are tools' work: obx_dead_list (paged, filtered),
  *   obx_dead_replay (ready again, attempts reset, last error kept, expiry
  *   dropped) and obx_dead_purge; obx_dead_move (an operator's cancel: a
@@ -1225,9 +1252,15 @@ typedef enum obx_outcome {
     OBX_DEAD = 2,                /* permanent failure: dead at once, never retried */
     OBX_WAIT = 3,                /* not ready yet (e.g. a join): retried later, never counted
                                     as a failed attempt; the delay is the backoff, capped at 5 s */
-    OBX_PAUSE = 4                /* the downstream is unavailable (broker down, uplink off):
+    OBX_PAUSE = 4,               /* the downstream is unavailable (broker down, uplink off):
                                     the message goes back without using an attempt and its
                                     topic is paused (see pause_ms in obx_dispatcher_desc) */
+    OBX_CONFLICT = 5             /* transactional handlers only (obx_dispatcher_on_tx): a
+                                    statement of the handler's transaction hit a deadlock,
+                                    serialization failure or lock timeout (obx_tx_conflict
+                                    says which errors are): rolled back and run again, no
+                                    attempt used; from any other handler it is not an
+                                    outcome (the message ends dead) */
 } obx_outcome;
 
 /* Room for a handler's error text, with its NUL. */
@@ -1362,6 +1395,11 @@ typedef struct obx_run_stats {
     int64_t reaped;              /* expired leases released by a periodic reap */
     int paused;                  /* put back, attempts unchanged, because their topic is
                                     paused (OBX_PAUSE); not counted in `retried` */
+    int lease_lost;              /* transactional handlers (obx_dispatcher_on_tx) whose
+                                    message was no longer leased to this worker at the
+                                    settle: everything rolled back, no attempt used */
+    int conflicts;               /* transactional handlers' transactions rolled back by a
+                                    deadlock or serialization failure and run again */
 } obx_run_stats;
 
 /* How to dispatch. All-zero fields take the defaults shown. */
@@ -1464,6 +1502,91 @@ OBX_API obx_result obx_dispatcher_on(obx_dispatcher *dispatcher, const char *top
  * a batch handler), OBX_ERR_NO_MEMORY. Does not touch the database. */
 OBX_API obx_result obx_dispatcher_on_batch(obx_dispatcher *dispatcher, const char *topic,
                                            obx_batch_handler handler, void *user);
+
+/* A transactional handler (obx_dispatcher_on_tx): a handler (see
+ * obx_handler) that also gets the store's own connection, `hdbc`, inside a
+ * transaction the dispatcher opened for this message: an SQLHDBC, or with
+ * OBX_SQLITE3_API the sqlite3 *. What it writes there commits together with
+ * the message's settle, or not at all. Never commit, roll back, change the
+ * autocommit mode or close it; never keep it past the call. */
+typedef obx_outcome (*obx_tx_handler)(const obx_message *message, void *hdbc, char *error,
+                                      size_t error_size, void *user);
+
+/* Register a transactional handler for `topic` (exact, case-sensitive), or
+ * for every topic that has no handler of its own with "*". For each
+ * message the dispatcher opens a transaction on the store's connection,
+ * calls the handler, and:
+ *   OBX_DONE      acks the message in that transaction (the ack checks that
+ *                 the message is still leased to this dispatcher: its owner
+ *                 token still on the row, in flight) and commits: the
+ *                 handler's writes and Done commit together, exactly once.
+ *                 A lease lost meanwhile (reaped, claimed by another
+ *                 worker) rolls everything back: no effect, no attempt used,
+ *                 counted in obx_run_stats.lease_lost and logged (WARN).
+ *   OBX_RETRY, OBX_DEAD, OBX_WAIT, OBX_PAUSE   roll back the handler's
+ *                 writes, then settle as for any handler (a retry uses an
+ *                 attempt; dead is dead with no effect).
+ *   OBX_CONFLICT  (or a deadlock, serialization failure or busy database
+ *                 in the ack or the commit) roll back and run the handler
+ *                 again at once, up to 3 times in all, without using an
+ *                 attempt (obx_run_stats.conflicts); then the message goes
+ *                 back, due after the backoff, attempts unchanged.
+ * A failure of the database in the dispatcher's part (begin, ack, commit)
+ * rolls back and retries the message with that error (an attempt); a
+ * connection lost at the commit leaves the outcome to the database: Done
+ * with its effects, or leased without them and delivered again. Calls on
+ * message->store inside the handler (obx_enqueue of follow-ups) run in
+ * the handler's transaction: they commit with it or not at all; not
+ * obx_lease_extend (it would lock the message's row until the commit, and
+ * the renewal already extends it). Effects outside this database (a mail,
+ * an HTTP call) stay at least once. The transaction is the connection's
+ * default isolation (READ COMMITTED on PostgreSQL and the store's
+ * MariaDB connection). While it is open the message's row is not locked,
+ * so the lease renewal (its own connection) and other workers' claims do
+ * not wait for it; on SQLite it is deferred: it takes the database's write
+ * lock at the handler's first write (or at the ack) and holds it to the
+ * commit, so every other writer (renewal, claims, producers) waits for it
+ * up to their busy timeout: keep such handlers short. A topic has
+ * transactional handlers or handlers of another kind, not both, and one
+ * transactional handler. Needs the store's own connection (a store opened
+ * on a caller's hdbc is refused when the message comes: OBX_RETRY with the
+ * reason). Returns OBX_OK, OBX_ERR_INVALID_ARG (as obx_dispatcher_on; the
+ * topic already has a handler), OBX_ERR_NO_MEMORY. Does not touch the
+ * database. */
+OBX_API obx_result obx_dispatcher_on_tx(obx_dispatcher *dispatcher, const char *topic,
+                                        obx_tx_handler handler, void *user);
+
+/* A transactional batch handler (obx_dispatcher_on_batch_tx): a batch
+ * handler (see obx_batch_handler) that also gets the store's connection
+ * inside a transaction, as obx_tx_handler does. results[i] may also be
+ * OBX_CONFLICT (the whole call is then rolled back and run again). */
+typedef void (*obx_batch_tx_handler)(const obx_message *const *messages, obx_batch_result *results, int count,
+                                     void *hdbc, void *user);
+
+/* Register a transactional batch handler for `topic` ("*": every topic
+ * without a handler of its own): a claim's messages of the topic in one
+ * call, as obx_dispatcher_on_batch, inside one transaction, as
+ * obx_dispatcher_on_tx. When every result is OBX_DONE, the messages are
+ * acked in that transaction and it commits: their writes and Done
+ * together. Any other result rolls the whole call back: the messages with
+ * another outcome are settled with it (no effect), and those that were
+ * done are handed to the handler again, alone, in a new transaction (a
+ * handler writes for every message it is given, and for them only). A
+ * result OBX_CONFLICT, or a conflict at the ack or the commit, runs the
+ * same call again (3 runs in all, no attempt used). When the ack finds a
+ * message no longer leased to this dispatcher, all is rolled back: the
+ * lost ones are counted in lease_lost, the others released unhandled
+ * without using an attempt. Returns as obx_dispatcher_on_batch. */
+OBX_API obx_result obx_dispatcher_on_batch_tx(obx_dispatcher *dispatcher, const char *topic,
+                                              obx_batch_tx_handler handler, void *user);
+
+/* Whether a database error a transactional handler got on its hdbc is one
+ * to answer with OBX_CONFLICT: a deadlock, serialization failure, lock wait
+ * timeout or busy database, as the store's dialect reports them (SQLSTATE
+ * class 40, 55P03; MariaDB 1205, 1213, 1020; SQLite 5 SQLITE_BUSY, 6
+ * SQLITE_LOCKED as native). `sqlstate` may be NULL. 1 or 0; 0 for a NULL
+ * store. */
+OBX_API int obx_tx_conflict(const obx_store *store, const char *sqlstate, long native_error);
 
 /* One round: reap if the reap interval has passed, claim one batch, run
  * the handlers, then settle: all successes in one ack, each failure
@@ -4767,6 +4890,20 @@ OBX__PRIVATE obx_result obx__begin(obx__db *db, int mode) {
     return r;
 }
 
+/* Open a transactional handler's transaction (obx__handle_tx) as a unit
+ * that writes, except on SQLite: there a plain (deferred) BEGIN, so that the
+ * write lock, which holds back every other writer, is taken only at the
+ * handler's first write or at the ack, not while it reads or waits. */
+OBX__PRIVATE obx_result obx__begin_handler(obx__db *db) {
+    int mode = obx__unit_mode(db, OBX__UNIT_WRITE);
+    obx_result r;
+    if (mode != OBX__RUN_SQL || db->d->id != OBX_DIALECT_SQLITE) return obx__begin(db, mode);
+    db->unit = mode;
+    r = obx__exec_direct(db, "BEGIN", "BEGIN");
+    if (r == OBX_OK) db->in_tx = 1;
+    return r;
+}
+
 OBX__PRIVATE obx_result obx__commit(obx__db *db) {
 #ifndef OBX_SQLITE3_API
     SQLUINTEGER dead = 0;
@@ -4832,6 +4969,10 @@ OBX__PRIVATE obx_result obx__unit_run(obx__db *db, obx__unit_fn fn, void *ctx, c
                                       int flags) {
     obx_result r;
     int attempt, mode;
+    /* A transactional handler's transaction is open on the store's own
+     * connection (obx__handle_tx): the store's calls made inside it (its
+     * ack, the handler's follow-up enqueues) run in it, and commit with it. */
+    if (db->callers_tx) return fn(db, ctx);
     for (attempt = 0;; attempt++) {
         r = obx__db_ensure(db);
         if (r != OBX_OK) return r;
@@ -5721,13 +5862,18 @@ typedef struct obx__route {
     char *topic;                 /* "*" matches every topic */
     obx__any_fn fn;
     void *user;
-    int batch;                   /* a batch handler (takes all of a claim's messages of a topic) */
+    int batch;                   /* OBX__ROUTE_BATCH: a batch handler (takes all of a claim's
+                                    messages of a topic); OBX__ROUTE_TX, _BATCH_TX: transactional */
 } obx__route;
+
+enum { OBX__ROUTE_ONE = 0, OBX__ROUTE_BATCH = 1, OBX__ROUTE_TX = 2, OBX__ROUTE_BATCH_TX = 3 };
 
 typedef struct obx__routes {
     obx__route *items;
     int count, cap;
-    int batches;                 /* how many are batch routes (0: the per-message path only) */
+    int batches;                 /* how many are batch routes, transactional or not (0: the
+                                    per-message path only) */
+    int txs;                     /* how many are transactional routes */
 } obx__routes;
 
 OBX__PRIVATE obx_result obx__routes_add(const obx__hooks *h, obx__routes *r, const char *topic,
@@ -5744,7 +5890,8 @@ OBX__PRIVATE obx_result obx__routes_add(const obx__hooks *h, obx__routes *r, con
     r->items[r->count].fn = fn;
     r->items[r->count].user = user;
     r->items[r->count].batch = batch;
-    r->batches += batch != 0;
+    r->batches += batch == OBX__ROUTE_BATCH || batch == OBX__ROUTE_BATCH_TX;
+    r->txs += batch == OBX__ROUTE_TX;
     r->count++;
     return OBX_OK;
 }
@@ -5754,7 +5901,7 @@ OBX__PRIVATE void obx__routes_free(const obx__hooks *h, obx__routes *r) {
     for (i = 0; i < r->count; i++) obx__free(h, r->items[i].topic);
     obx__free(h, r->items);
     r->items = NULL;
-    r->count = r->cap = r->batches = 0;
+    r->count = r->cap = r->batches = r->txs = 0;
 }
 
 /* The next per-message route for `topic`: exact matches in registration
@@ -5773,7 +5920,7 @@ OBX__PRIVATE const obx__route *obx__routes_next(const obx__routes *r, const char
 }
 
 /* The first route registered for exactly `topic` ("*" only for "*") of the
- * given kind (batch or per-message), or NULL. */
+ * given kind (OBX__ROUTE_*), or NULL. */
 OBX__PRIVATE const obx__route *obx__routes_find(const obx__routes *r, const char *topic, int batch) {
     int i;
     for (i = 0; i < r->count; i++)
@@ -5781,15 +5928,31 @@ OBX__PRIVATE const obx__route *obx__routes_find(const obx__routes *r, const char
     return NULL;
 }
 
-/* The batch route for a message of `topic`: its own, else the "*" one
- * when the topic has no per-message handler at all; NULL: per message. */
+/* The batch route (transactional or not) for a message of `topic`: its
+ * own, else the "*" one when the topic has no per-message handler at all;
+ * NULL: per message. */
 OBX__PRIVATE const obx__route *obx__routes_batch(const obx__routes *r, const char *topic) {
     const obx__route *b;
     int cursor = 0;
     if (!r->batches) return NULL;
-    b = obx__routes_find(r, topic, 1);
-    if (b) return b;
-    return obx__routes_next(r, topic, &cursor) ? NULL : obx__routes_find(r, "*", 1);
+    if ((b = obx__routes_find(r, topic, OBX__ROUTE_BATCH)) != NULL) return b;
+    if ((b = obx__routes_find(r, topic, OBX__ROUTE_BATCH_TX)) != NULL) return b;
+    if (r->txs && obx__routes_find(r, topic, OBX__ROUTE_TX)) return NULL;
+    if (obx__routes_next(r, topic, &cursor)) return NULL;
+    if ((b = obx__routes_find(r, "*", OBX__ROUTE_BATCH)) != NULL) return b;
+    return obx__routes_find(r, "*", OBX__ROUTE_BATCH_TX);
+}
+
+/* The transactional route for a message of `topic`: its own, else the "*"
+ * one when the topic has no handler of its own of another kind. */
+OBX__PRIVATE const obx__route *obx__routes_tx(const obx__routes *r, const char *topic) {
+    const obx__route *t;
+    if (!r->txs) return NULL;
+    if ((t = obx__routes_find(r, topic, OBX__ROUTE_TX)) != NULL) return t;
+    if (obx__routes_find(r, topic, OBX__ROUTE_ONE) || obx__routes_find(r, topic, OBX__ROUTE_BATCH) ||
+        obx__routes_find(r, topic, OBX__ROUTE_BATCH_TX))
+        return NULL;
+    return obx__routes_find(r, "*", OBX__ROUTE_TX);
 }
 
 /* Waiting between rounds, interruptible by wake and stop. Without threads
@@ -9244,7 +9407,8 @@ static obx_result obx__settle(obx_store *s, int kind, int count, const char *err
                            attempts, s->keys);
     r = obx__run_count(s, slots[kind], p, n, names[kind], &rows);
     if (r != OBX_OK) return r;
-    if (metrics[kind] >= 0) obx__count(s, (obx_metric)metrics[kind], rows);
+    /* In a transactional handler's transaction: counted by its commit. */
+    if (metrics[kind] >= 0 && !s->db.callers_tx) obx__count(s, (obx_metric)metrics[kind], rows);
     if (changed) *changed = rows;
     obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
     obx__own_settled(s, kind, rows);
@@ -10408,6 +10572,9 @@ typedef struct obx__renewer obx__renewer; /* no threads: no renewal */
 #define OBX__PENDING (-2)  /* not handled yet in this round */
 #define OBX__HELD (-3)     /* not handed out: its topic is paused */
 #define OBX__EXPIRED (-4)  /* not handed out: past its expires_ms when claimed */
+#define OBX__SETTLED (-5)  /* settled in its transactional handler's transaction, or found
+                              no longer ours there: nothing left to settle */
+#define OBX__TX_TRIES 3    /* a transactional handler's runs for one message, conflicts included */
 
 /* A topic paused by OBX_PAUSE: not handed out before until_ms (monotonic). */
 typedef struct obx__pause {
@@ -10654,16 +10821,22 @@ OBX_API const obx_error *obx_dispatcher_last_error(const obx_dispatcher *d) {
  * handler of the other kind (or a second batch handler). */
 static obx_result obx__dispatcher_route(obx_dispatcher *d, const char *fn, const char *topic,
                                        obx__any_fn handler, void *user, int batch) {
+    static const char *const kinds[4] = {"per-message", "batch", "transactional", "transactional batch"};
     char where[64];
+    const obx__route *had;
     obx_result r = obx__check_text(d->err, fn, "topic", topic, OBX_TOPIC_MAX);
     if (r != OBX_OK) return r;
     snprintf(where, sizeof where, "%s: handler", fn);
     if (!handler) return obx__fail(d->err, OBX_ERR_INVALID_ARG, where, "must not be NULL");
     snprintf(where, sizeof where, "%s: topic", fn);
-    if (obx__routes_find(&d->routes, topic, 1) || (batch && obx__routes_find(&d->routes, topic, 0)))
+    had = obx__routes_find(&d->routes, topic, OBX__ROUTE_BATCH);
+    if (!had) had = obx__routes_find(&d->routes, topic, OBX__ROUTE_BATCH_TX);
+    if (!had && batch != OBX__ROUTE_ONE) had = obx__routes_find(&d->routes, topic, OBX__ROUTE_ONE);
+    if (!had) had = obx__routes_find(&d->routes, topic, OBX__ROUTE_TX);
+    if (had)
         return obx__fail(d->err, OBX_ERR_INVALID_ARG, where, "topic %s already has a %s handler"
-                         OBX__WHY(": a topic has one batch handler or per-message handlers"), topic,
-                         obx__routes_find(&d->routes, topic, 1) ? "batch" : "per-message");
+                         OBX__WHY(": a topic has one batch handler, one transactional handler or per-message "
+                                  "handlers"), topic, kinds[had->batch]);
     if (obx__routes_add(d->hooks, &d->routes, topic, handler, user, batch) != OBX_OK)
         return obx__fail(d->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
     return OBX_OK;
@@ -10675,11 +10848,9 @@ OBX_API obx_result obx_dispatcher_on(obx_dispatcher *d, const char *topic, obx_h
     return obx__dispatcher_route(d, "obx_dispatcher_on", topic, (obx__any_fn)handler, user, 0);
 }
 
-OBX_API obx_result obx_dispatcher_on_batch(obx_dispatcher *d, const char *topic,
-                                           obx_batch_handler handler, void *user) {
-    size_t b;
-    if (!d) return OBX_ERR_INVALID_ARG;
-    b = (size_t)d->batch_size;
+/* Room for a batch handler's group, allocated by the first batch route. */
+static obx_result obx__group_room(obx_dispatcher *d, const char *fn) {
+    size_t b = (size_t)d->batch_size;
     if (!d->group) { /* only dispatchers with batch handlers need room for a group */
         d->group = (const obx_message **)obx__alloc(d->hooks, sizeof *d->group * b);
         d->group_index = (int *)obx__alloc(d->hooks, sizeof *d->group_index * b);
@@ -10692,9 +10863,35 @@ OBX_API obx_result obx_dispatcher_on_batch(obx_dispatcher *d, const char *topic,
         d->group = NULL;
         d->group_index = NULL;
         d->results = NULL;
-        return obx__fail(d->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_on_batch", "out of memory");
+        return obx__fail(d->err, OBX_ERR_NO_MEMORY, fn, "out of memory");
     }
+    return OBX_OK;
+}
+
+OBX_API obx_result obx_dispatcher_on_batch(obx_dispatcher *d, const char *topic,
+                                           obx_batch_handler handler, void *user) {
+    if (!d) return OBX_ERR_INVALID_ARG;
+    if (obx__group_room(d, "obx_dispatcher_on_batch") != OBX_OK) return OBX_ERR_NO_MEMORY;
     return obx__dispatcher_route(d, "obx_dispatcher_on_batch", topic, (obx__any_fn)handler, user, 1);
+}
+
+OBX_API obx_result obx_dispatcher_on_batch_tx(obx_dispatcher *d, const char *topic,
+                                              obx_batch_tx_handler handler, void *user) {
+    if (!d) return OBX_ERR_INVALID_ARG;
+    if (obx__group_room(d, "obx_dispatcher_on_batch_tx") != OBX_OK) return OBX_ERR_NO_MEMORY;
+    return obx__dispatcher_route(d, "obx_dispatcher_on_batch_tx", topic, (obx__any_fn)handler, user,
+                                 OBX__ROUTE_BATCH_TX);
+}
+
+OBX_API obx_result obx_dispatcher_on_tx(obx_dispatcher *d, const char *topic, obx_tx_handler handler,
+                                        void *user) {
+    if (!d) return OBX_ERR_INVALID_ARG;
+    return obx__dispatcher_route(d, "obx_dispatcher_on_tx", topic, (obx__any_fn)handler, user, OBX__ROUTE_TX);
+}
+
+OBX_API int obx_tx_conflict(const obx_store *store, const char *sqlstate, long native_error) {
+    if (!store || !store->db.d) return 0;
+    return obx__classify(store->db.d, sqlstate ? sqlstate : "", native_error) == OBX__FAULT_TRANSIENT;
 }
 
 static int obx__outcome_valid(int o) {
@@ -10891,6 +11088,236 @@ static void obx__handle_group(obx_dispatcher *d, obx_store *s, const obx_message
     }
 }
 
+/* >> dispatcher: transactional handlers -------------------------------------------- */
+
+/* A transactional handler's transaction (obx_dispatcher_on_tx,
+ * obx_dispatcher_on_batch_tx) on the store's own connection: the store's
+ * calls made while it is open join it (db->callers_tx: see obx__unit_run),
+ * its ack included. *begun: whether there is one to roll back. */
+static obx_result obx__tx_open(obx_store *s, int *begun) {
+    obx_result r = obx__db_ensure(&s->db);
+    if (r == OBX_OK) *begun = (r = obx__begin_handler(&s->db)) == OBX_OK || s->db.in_tx;
+    if (r == OBX_OK) s->db.callers_tx = 1;
+    return r;
+}
+
+/* End it. With `ack`, the k messages ms[which[..]] are acked in it (the
+ * ack checks the owner token: *changed says how many were still ours) and
+ * it commits when all were. Otherwise, or when that fails (*r), it is
+ * rolled back. Returns 1 when committed: the messages are settled. The
+ * DEBUG lines before and after the commit mark the points a crash test
+ * stops at. */
+static int obx__tx_end(obx_dispatcher *d, obx_store *s, const obx_message *ms, const int *which, int k, int ack,
+                       int begun, const char *what, obx_result *r, int64_t *changed, obx_run_stats *st) {
+    int j;
+    if (ack) *r = obx__settle_messages(s, OBX__SETTLE_ACK, ms, which, k, NULL, 0, 0, changed);
+    s->db.callers_tx = 0;
+    if (ack && *r == OBX_OK && *changed == k) {
+        obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: acked in the handler's transaction, committing", what);
+        *r = obx__commit(&s->db);
+        if (*r == OBX_OK) {
+            obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: handler's transaction committed", what);
+            if (s->err.result != OBX_OK) obx__error_clear(&s->err);
+            for (j = 0; j < k; j++) d->outcomes[which[j]] = OBX__SETTLED;
+            obx__count(s, OBX_METRIC_DISPATCHED, k);
+            st->done += k;
+            if (d->pause_count) obx__pause_end(d, s, ms[which[0]].topic);
+            return 1;
+        }
+    }
+    if (begun) obx__rollback(&s->db);
+    return 0;
+}
+
+/* Whether a rolled-back run was a conflict: the handler said so
+ * (`said`), or the ack or commit met a deadlock, serialization failure
+ * or busy database on a live connection (its text to `why`). */
+static int obx__tx_conflicted(obx_store *s, obx_result r, int said, char *why) {
+    if (!said && !(r == OBX_ERR_DB_TRANSIENT && s->db.fault == OBX__FAULT_TRANSIENT && !s->db.lost)) return 0;
+    if (r != OBX_OK) snprintf(why, OBX__HANDLER_ERROR_MAX, "%.200s", s->err.message);
+    obx__error_clear(&s->err);
+    return 1;
+}
+
+/* After a conflict: whether to run the handler again (OBX__TX_TRIES runs
+ * in all, while the lease has time: `w`/`deadline` as in
+ * obx__handle_batch), after a short jittered pause. */
+static int obx__tx_again(obx_store *s, obx__renewer *w, int64_t deadline, int tries, const char *what,
+                         const char *why) {
+    obx_backoff_policy pause = {20, 500, 0.5, 1.5};
+    if (tries >= OBX__TX_TRIES || obx__mono_ms(&s->hooks) >= (w ? obx__renew_start_until(w) : deadline)) return 0;
+    obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%s: handler's transaction conflicted (%s), running it again "
+             "(%d of %d)", what, why[0] ? why : "OBX_CONFLICT", tries + 1, OBX__TX_TRIES);
+    obx__sleep_ms(&s->hooks, obx__backoff_jitter_ms(&pause, tries, obx__random(&s->hooks)));
+    return 1;
+}
+
+/* One message through its transactional handler: its writes and its ack
+ * in one transaction. A lease lost at the ack rolls everything back
+ * (counted, no attempt used); any other outcome rolls back first and is
+ * settled with the batch as any handler's; a conflict runs it again. */
+static void obx__handle_tx(obx_dispatcher *d, obx_store *s, const obx_message *ms, int i, const obx__route *route,
+                           obx__renewer *w, int64_t deadline, obx_run_stats *st) {
+    const obx_message *m = &ms[i];
+    char name[OBX__MSG_NAME_MAX], what[OBX__MSG_NAME_MAX + 16], topic[OBX__KV_CAP];
+    char *error = d->errors[i];
+    int tries, outcome = OBX_RETRY;
+    obx__msg_name(m, name, sizeof name);
+    snprintf(what, sizeof what, "message %s", name);
+    obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional)", name,
+             obx__kv(topic, m->topic), OBX__MSG_ATTEMPTS(m) + 1);
+    for (tries = 1;; tries++) {
+        int64_t changed = -1, started;
+        int begun = 0;
+        obx_result r = obx__tx_open(s, &begun);
+        obx_outcome said;
+        outcome = OBX_RETRY;
+        memset(error, 0, OBX__HANDLER_ERROR_MAX);
+        if (r == OBX_OK) {
+            started = obx__mono_us(&s->hooks);
+            said = ((obx_tx_handler)route->fn)(m, (void *)s->db.dbc, error, OBX__HANDLER_ERROR_MAX, route->user);
+            obx__hist_record(s, m->topic, obx__mono_us(&s->hooks) - started);
+            error[OBX__HANDLER_ERROR_MAX - 1] = '\0';
+            outcome = (int)said;
+            if (!obx__outcome_valid(outcome) && outcome != OBX_CONFLICT) {
+                snprintf(error, OBX__HANDLER_ERROR_MAX, "handler returned %d, not an obx_outcome", outcome);
+                outcome = OBX_DEAD;
+            }
+        }
+        if (obx__tx_end(d, s, ms, &i, 1, r == OBX_OK && outcome == OBX_DONE, begun, what, &r, &changed, st)) return;
+        if (outcome == OBX_DONE && r == OBX_OK && changed == 0) {
+            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%s: no longer leased to this worker at its ack"
+                     OBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; its handler's transaction was "
+                     "rolled back", what);
+            d->outcomes[i] = OBX__SETTLED;
+            st->lease_lost++;
+            return;
+        }
+        if (!obx__tx_conflicted(s, r, outcome == OBX_CONFLICT, error)) {
+            if (r != OBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
+                snprintf(error, OBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
+                outcome = OBX_RETRY;
+            }
+            break;
+        }
+        st->conflicts++;
+        if (obx__tx_again(s, w, deadline, tries, what, error)) continue;
+        if (!error[0]) snprintf(error, OBX__HANDLER_ERROR_MAX, "transaction conflict");
+        outcome = OBX_WAIT; /* back after the backoff, no attempt used */
+        break;
+    }
+    d->outcomes[i] = outcome;
+    obx__handled(d, s, m, i);
+}
+
+/* The pending messages of ms[first]'s topic into d->group; their count. */
+static int obx__group_collect(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n, int first) {
+    char name[OBX__MSG_NAME_MAX], topic[OBX__KV_CAP];
+    int j, k = 0;
+    for (j = first; j < n; j++) {
+        if (d->outcomes[j] != OBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
+        obx__msg_name(&ms[j], name, sizeof name);
+        obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional batch)",
+                 name, obx__kv(topic, ms[j].topic), OBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        d->group[k] = &ms[j];
+        d->group_index[k++] = j;
+    }
+    return k;
+}
+
+/* One call of a transactional batch handler on the group's k messages:
+ * *done counts the results that are OBX_DONE, *conflict says whether one
+ * is OBX_CONFLICT; a value that is no outcome makes its message dead. */
+static void obx__group_tx_call(obx_dispatcher *d, obx_store *s, const obx__route *route, const char *topic, int k,
+                               int *done, int *conflict) {
+    int64_t started;
+    int j;
+    for (j = 0; j < k; j++) {
+        d->results[j].outcome = OBX_RETRY;
+        memset(d->results[j].error, 0, sizeof d->results[j].error);
+    }
+    started = obx__mono_us(&s->hooks);
+    ((obx_batch_tx_handler)route->fn)(d->group, d->results, k, (void *)s->db.dbc, route->user);
+    obx__hist_record(s, topic, obx__mono_us(&s->hooks) - started);
+    for (j = 0; j < k; j++) {
+        int o = (int)d->results[j].outcome;
+        d->results[j].error[OBX__HANDLER_ERROR_MAX - 1] = '\0';
+        if (o == OBX_CONFLICT) {
+            *conflict = 1;
+        } else if (!obx__outcome_valid(o)) {
+            snprintf(d->results[j].error, OBX__HANDLER_ERROR_MAX, "batch handler set %d, not an obx_outcome", o);
+            d->results[j].outcome = OBX_DEAD;
+        }
+        *done += d->results[j].outcome == OBX_DONE;
+    }
+}
+
+/* The group's messages whose result is not `keep` take their outcome (or
+ * `outcome` with `why`, when given), settled with the batch; the others
+ * stay in the group. Returns how many stayed. */
+static int obx__group_settle(obx_dispatcher *d, obx_store *s, const obx_message *ms, int k, int keep, int outcome,
+                             const char *why) {
+    int j, m = 0;
+    for (j = 0; j < k; j++) {
+        int i = d->group_index[j];
+        if ((int)d->results[j].outcome == keep) {
+            d->group[m] = d->group[j];
+            d->group_index[m++] = i;
+            continue;
+        }
+        if (why) snprintf(d->errors[i], OBX__HANDLER_ERROR_MAX, "%s", why);
+        else memcpy(d->errors[i], d->results[j].error, OBX__HANDLER_ERROR_MAX);
+        d->outcomes[i] = why ? outcome : (int)d->results[j].outcome;
+        if (d->outcomes[i] == OBX__SKIPPED) continue; /* released unhandled */
+        obx__handled(d, s, &ms[i], i);
+    }
+    return m;
+}
+
+/* Every pending message of ms[first]'s topic through one transactional
+ * batch handler call, as obx__handle_tx for one: when every result is
+ * OBX_DONE, one ack and one commit. Other results roll the call back:
+ * they stand (settled with the batch), and the done messages run again
+ * alone in a new transaction (the group only shrinks). A conflict runs
+ * the same call again; a lease lost at the ack rolls back and releases the
+ * group (no attempt used). */
+static void obx__handle_group_tx(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n, int first,
+                                 const obx__route *route, obx__renewer *w, int64_t deadline, obx_run_stats *st) {
+    char what[OBX__KV_CAP + 32], topic[OBX__KV_CAP], why[OBX__HANDLER_ERROR_MAX];
+    int k = obx__group_collect(d, s, ms, n, first), tries;
+    for (tries = 1; k > 0; tries++) {
+        int64_t changed = -1;
+        int begun = 0, done = 0, conflict = 0;
+        obx_result r = obx__tx_open(s, &begun);
+        snprintf(what, sizeof what, "%d message(s) topic=%s", k, obx__kv(topic, ms[first].topic));
+        if (r == OBX_OK) obx__group_tx_call(d, s, route, ms[first].topic, k, &done, &conflict);
+        if (obx__tx_end(d, s, ms, d->group_index, k, r == OBX_OK && !conflict && done == k, begun, what, &r, &changed,
+                        st))
+            return;
+        if (r == OBX_OK && !conflict && done == k) { /* changed < k: a lease lost */
+            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%s: %d no longer leased to this worker at their ack"
+                     OBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; their handler's transaction "
+                     "was rolled back, the others are released", what, k - (int)changed);
+            st->lease_lost += k - (int)changed;
+            obx__group_settle(d, s, ms, k, -1, OBX__SKIPPED, "");
+            return;
+        }
+        snprintf(why, sizeof why, "transaction conflict");
+        if (obx__tx_conflicted(s, r, conflict, why)) {
+            st->conflicts++;
+            if (!obx__tx_again(s, w, deadline, tries, what, why)) k = obx__group_settle(d, s, ms, k, -1, OBX_WAIT, why);
+            continue;
+        }
+        if (r != OBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
+            snprintf(why, sizeof why, "handler's transaction: %.200s", s->err.message);
+            k = obx__group_settle(d, s, ms, k, -1, OBX_RETRY, why);
+        }
+        k = obx__group_settle(d, s, ms, k, OBX_DONE, 0, NULL); /* the done ones run again */
+        if (k > 0 && obx__mono_ms(&s->hooks) >= (w ? obx__renew_start_until(w) : deadline))
+            k = obx__group_settle(d, s, ms, k, -1, OBX__SKIPPED, "");
+    }
+}
+
 /* Whether a periodic task is due; a clock that stepped back never stalls it. */
 static int obx__due(int64_t now, int64_t *next, int64_t interval) {
     if (now < *next && *next - now <= interval) return 0;
@@ -10941,12 +11368,15 @@ static void obx__handle_batch(obx_dispatcher *d, obx_store *s, const obx_message
             skipped++;
         } else if (d->pause_count && obx__pause_left(d, ms[i].topic, now) > 0) {
             d->outcomes[i] = OBX__HELD;
+        } else if ((batch = obx__routes_tx(&d->routes, ms[i].topic)) != NULL) {
+            obx__handle_tx(d, s, ms, i, batch, w, deadline, st);
         } else if ((batch = obx__routes_batch(&d->routes, ms[i].topic)) != NULL) {
             for (j = i + 1; j < n; j++) /* the group's others, checked now too */
                 if (d->outcomes[j] == OBX__PENDING && strcmp(ms[j].topic, ms[i].topic) == 0 &&
                     obx__expired(d, &ms[j], claimed, now))
                     d->outcomes[j] = OBX__EXPIRED;
-            obx__handle_group(d, s, ms, n, i, batch);
+            if (batch->batch == OBX__ROUTE_BATCH_TX) obx__handle_group_tx(d, s, ms, n, i, batch, w, deadline, st);
+            else obx__handle_group(d, s, ms, n, i, batch);
         } else {
             obx__handle_one(d, s, &ms[i], i, st);
         }
@@ -11019,7 +11449,7 @@ static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_m
         if (d->outcomes[i] == OBX_DONE) d->acked[acks++] = i;
         else if (d->outcomes[i] == OBX_PAUSE || d->outcomes[i] == OBX__HELD) paused++;
         else if (d->outcomes[i] == OBX__SKIPPED) d->failures[n - ++skipped] = i;
-        else if (d->outcomes[i] != OBX__EXPIRED) d->failures[failures++] = i;
+        else if (d->outcomes[i] != OBX__EXPIRED && d->outcomes[i] != OBX__SETTLED) d->failures[failures++] = i;
     }
     if (acks > 0) {
         int64_t changed = 0;

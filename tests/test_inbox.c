@@ -1662,6 +1662,180 @@ static int crash_worker(void) {
     return status;
 }
 
+/* ---- transactional handlers (IBX-TXH-*) ------------------------------------------------ */
+
+/* The inbox's use of them: dedup at the door (ibx_enqueue), then the
+ * handler's writes and Done in one transaction: processed exactly once, as
+ * far as the database's effects go. */
+typedef struct ixh_ctx {
+    ibx_outcome outcome;
+    int calls;
+    int kill_at;                 /* in a crash child: 1 before the write, 2 after it (3, 4: ixh_kill_log) */
+} ixh_ctx;
+
+static int ixh_exec(void *hdbc, const char *text) {
+#ifdef IBX_SQLITE3_API
+    return sqlite3_exec((sqlite3 *)hdbc, text, NULL, NULL, NULL) == SQLITE_OK;
+#else
+    SQLHSTMT st;
+    SQLRETURN rc;
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, (SQLHDBC)hdbc, &st))) return 0;
+    rc = SQLExecDirect(st, (SQLCHAR *)(uintptr_t)text, SQL_NTS);
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    return SQL_SUCCEEDED(rc) || rc == SQL_NO_DATA;
+#endif
+}
+
+static int64_t ixh_effects(ibx_store *s, const char *id) {
+    char q[320];
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM ibx_txh_effect WHERE msg = '%s'", id);
+    return scalar(s, q);
+}
+
+static ibx_outcome ixh_handler(const ibx_message *m, void *hdbc, char *error, size_t size, void *user) {
+    ixh_ctx *t = (ixh_ctx *)user;
+    char q[320];
+    t->calls++;
+    if (t->kill_at == 1) raise(SIGKILL);
+    snprintf(q, sizeof q, "INSERT INTO ibx_txh_effect (msg) VALUES ('%s')", m->message_id);
+    if (!ixh_exec(hdbc, q)) {
+        snprintf(error, size, "the effect's insert failed");
+        return IBX_DEAD;
+    }
+    if (t->kill_at == 2) raise(SIGKILL);
+    if (t->outcome != IBX_DONE) snprintf(error, size, "ixh says %d", (int)t->outcome);
+    return t->outcome;
+}
+
+static ibx_result ixh_drain(ibx_store *s, ixh_ctx *t, int lease_seconds, ibx_run_stats *total) {
+    ibx_dispatcher_desc dd;
+    ibx_dispatcher *d = NULL;
+    ibx_run_stats st;
+    ibx_result r;
+    int rounds = 0;
+    memset(&dd, 0, sizeof dd);
+    memset(total, 0, sizeof *total);
+    dd.store = s;
+    dd.lease_seconds = lease_seconds;
+    if ((r = ibx_dispatcher_create(&dd, &d)) != IBX_OK) return r;
+    r = ibx_dispatcher_on_tx(d, "ixh", ixh_handler, t);
+    while (r == IBX_OK && rounds++ < 50) {
+        memset(&st, 0, sizeof st);
+        r = ibx_dispatcher_run_once(d, &st);
+        total->done += st.done, total->retried += st.retried, total->dead += st.dead;
+        total->lease_lost += st.lease_lost, total->conflicts += st.conflicts;
+    }
+    ibx_dispatcher_destroy(d);
+    return r;
+}
+
+static ibx_store *ixh_fresh(ixh_ctx *t) {
+    ibx_store *s = fresh();
+    memset(t, 0, sizeof *t);
+    t->outcome = IBX_DONE;
+    if (s && !(sql(s, "CREATE TABLE IF NOT EXISTS ibx_txh_effect (msg VARCHAR(64) NOT NULL)") &&
+               sql(s, "DELETE FROM ibx_txh_effect"))) {
+        ibx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void test_txh_exactly_once(void) {
+    ixh_ctx t;
+    ibx_store *s = ixh_fresh(&t);
+    ibx_run_stats st;
+    ibx_new_message m = msg("ixh", "src", "m1", "{}");
+    int enqueued = -1;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(ibx_enqueue(s, &m, &enqueued), IBX_OK);
+    TT_EQ_INT(enqueued, 1);
+    TT_EQ_INT(ibx_enqueue(s, &m, &enqueued), IBX_OK); /* the sender's redelivery: the same row */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 1);
+    TT_ASSERT(enqueue(s, "ixh", "src", "m2"));
+    t.outcome = IBX_RETRY; /* a retry leaves no effect */
+    TT_EQ_INT(ixh_drain(s, &t, 30, &st), IBX_EMPTY);
+    TT_EQ_INT(st.retried, 2);
+    TT_EQ_INT(ixh_effects(s, "m1") + ixh_effects(s, "m2"), 0);
+    TT_ASSERT(status_of(s, "src", "m1") == IBX_STATUS_PROCESSING);
+    TT_ASSERT(sql(s, g_pg ? "UPDATE {T} SET \"NextAttemptAt\" = now()" : "UPDATE {T} SET NextAttemptAt = {W}"));
+    t.outcome = IBX_DONE;
+    TT_EQ_INT(ixh_drain(s, &t, 30, &st), IBX_EMPTY);
+    TT_EQ_INT(st.done, 2);
+    TT_EQ_INT(ixh_effects(s, "m1"), 1);
+    TT_EQ_INT(ixh_effects(s, "m2"), 1);
+    TT_ASSERT(status_of(s, "src", "m1") == IBX_STATUS_DONE);
+    TT_EQ_INT(ibx_enqueue(s, &m, &enqueued), IBX_OK); /* after Done: still deduplicated */
+    TT_EQ_INT(enqueued, 0);
+    TT_EQ_INT(ixh_drain(s, &t, 30, &st), IBX_EMPTY);
+    TT_EQ_INT(ixh_effects(s, "m1"), 1);
+    ibx_store_close(s);
+}
+
+static int g_ixh_kill_at;
+static void ixh_kill_log(ibx_log_level level, const char *id, const char *text, void *user) {
+    (void)level, (void)id, (void)user;
+    if ((g_ixh_kill_at == 3 && strstr(text, "handler's transaction, committing")) ||
+        (g_ixh_kill_at == 4 && strstr(text, "handler's transaction committed")))
+        raise(SIGKILL);
+}
+
+static void test_txh_kill(void) {
+    static const char *const ids[3] = {"k1", "k2", "k3"};
+    int point;
+    for (point = 1; point <= 4; point++) {
+        ixh_ctx t;
+        ibx_store *s = ixh_fresh(&t);
+        ibx_run_stats st;
+        int i, status = 0, rounds, left, effects = 0;
+        pid_t pid;
+        TT_ASSERT(s != NULL);
+        for (i = 0; i < 3; i++) TT_ASSERT(enqueue(s, "ixh", "src", ids[i]));
+        ibx_store_close(s); /* no connection crosses fork() */
+        fflush(stdout);
+        pid = fork();
+        if (pid == 0) {
+            ibx_store_desc desc;
+            ibx_store *c = NULL;
+            g_ixh_kill_at = point;
+            memset(&desc, 0, sizeof desc);
+            desc.connection_string = g_conn;
+            desc.table = "Inbox";
+            desc.store_id = "ibx-test";
+            desc.hooks.logger.log = ixh_kill_log;
+            desc.hooks.logger.min_level = IBX_LOG_DEBUG;
+            memset(&t, 0, sizeof t);
+            t.kill_at = point;
+            t.outcome = IBX_DONE;
+            if (ibx_store_open(&desc, &c) != IBX_OK) _exit(3);
+            ixh_drain(c, &t, 1, &st);
+            _exit(0); /* not killed: the parent fails */
+        }
+        TT_ASSERT(pid > 0 && waitpid(pid, &status, 0) == pid);
+        TT_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        s = open_table("Inbox", 0);
+        TT_ASSERT(s != NULL);
+        for (i = 0; i < 3; i++) { /* Done exactly when the effect exists, never twice */
+            int64_t e = ixh_effects(s, ids[i]);
+            TT_ASSERT(e == 0 || e == 1);
+            TT_EQ_INT(e, status_of(s, "src", ids[i]) == IBX_STATUS_DONE);
+            effects += (int)e;
+        }
+        TT_EQ_INT(effects, point == 4 ? 1 : 0);
+        memset(&t, 0, sizeof t); /* another worker, once the dead one's lease (1 s) is over */
+        t.outcome = IBX_DONE;
+        for (rounds = 0, left = 3; rounds < 100 && left > 0; rounds++) {
+            sleep_ms(100);
+            TT_EQ_INT(ibx_reap(s, NULL), IBX_OK);
+            ixh_drain(s, &t, 30, &st);
+            for (i = 0, left = 0; i < 3; i++) left += status_of(s, "src", ids[i]) != IBX_STATUS_DONE;
+        }
+        TT_EQ_INT(left, 0);
+        for (i = 0; i < 3; i++) TT_EQ_INT(ixh_effects(s, ids[i]), 1);
+        ibx_store_close(s);
+    }
+}
+
 static void test_crash_loop(void) {
     ibx_store *s = fresh();
     char id[16];
@@ -3302,6 +3476,8 @@ int main(int argc, char **argv) {
                     : "one writer: a purge reads what the replay committed");
     RUN("IBX-DEAD-PURGE-RACE", "replays by key during purges of all dead: replayed + purged = all, replayed ones kept", test_dead_purge_race);
     RUN("IBX-REPLAY-EXPIRY", "a replay drops the message's expiry", test_replay_drops_expiry);
+    RUN("IBX-TXH-EXACTLY-ONCE", "dedup, then a transactional handler's writes and Done in one transaction: a redelivered message's effect exists once; a retry leaves none", test_txh_exactly_once);
+    RUN("IBX-TXH-KILL", "kill -9 before an inbox transactional handler's write, after it, before the commit, after it: every message's effect exactly once, Done exactly when it exists", test_txh_kill);
     RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
     RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);

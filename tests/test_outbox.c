@@ -84,6 +84,8 @@ static int logged_locked(const char *a, const char *b, const char *c) {
 
 /* The per-message log level of the stores the tests open (0: the default). */
 static obx_log_level g_message_log_level;
+/* The logger of the stores open_table opens (NULL: keep_log). */
+static void (*g_logger)(obx_log_level level, const char *id, const char *msg, void *user);
 
 static obx_store *open_table(const char *table, int deploy) {
     obx_store_desc desc;
@@ -94,7 +96,7 @@ static obx_store *open_table(const char *table, int deploy) {
     desc.deploy_schema = deploy;
     desc.store_id = "obx-test";
     desc.message_log_level = g_message_log_level;
-    desc.hooks.logger.log = keep_log;
+    desc.hooks.logger.log = g_logger ? g_logger : keep_log;
     desc.hooks.logger.min_level = OBX_LOG_DEBUG;
     if (obx_store_open(&desc, &s) != OBX_OK) {
         printf("    open failed: %s (%s)\n", obx_store_last_error(s)->message,
@@ -2551,6 +2553,498 @@ static void test_crash_loop(void) {
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'ok' AND \"Status\" = 2"), oks);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Status\" IN (0, 1)"), 0);
     obx_store_close(s);
+}
+
+/* ---- transactional handlers (OBX-TXH-*) ------------------------------------------------ */
+
+/* What a transactional handler of these tests does, and what it saw. */
+typedef struct txh_ctx {
+    obx_store *side;             /* another connection: the tests' hand from outside */
+    obx_outcome outcome;         /* returned after the effect (OBX_DONE by default) */
+    int calls;
+    int kill_at;                 /* in a crash child: 1 before the write, 2 after it (3, 4: kill_log) */
+    int conflicts;               /* signal this many conflicts first (a real 40001 on a server) */
+    int ack_conflicts;           /* make this many acks conflict (the library sees it) */
+    int lose_lease;              /* reap the message from outside before writing */
+    int follow;                  /* enqueue a follow-up on message->store in the transaction */
+    int renewal_ms;              /* wait up to this long, transaction open, for a renewal */
+    int renewed;                 /* ... and it came */
+    int conflict_classified;     /* obx_tx_conflict said yes to the real error */
+} txh_ctx;
+
+/* MariaDB quotes names with backticks: the statements below are written
+ * with double quotes, turned into backticks there. */
+static const char *txh_q(const char *text) {
+    static char out[4][512];
+    static int next;
+    char *o = out[next++ % 4];
+    size_t i;
+    for (i = 0; text[i] && i + 1 < sizeof out[0]; i++) o[i] = g_my && text[i] == '"' ? '`' : text[i];
+    o[i] = '\0';
+    return o;
+}
+
+static int txh_exec(void *hdbc, const char *text) {
+    caller_conn c;
+    memset(&c, 0, sizeof c);
+    c.dbc = (SQLHDBC)hdbc;
+    return caller_exec(&c, text);
+}
+
+static int txh_effect(void *hdbc, const char *id) {
+    char q[160];
+    snprintf(q, sizeof q, "INSERT INTO obx_txh_effect (msg) VALUES ('%.64s')", id);
+    return txh_exec(hdbc, q);
+}
+
+static int txh_table(obx_store *s) {
+    return sql(s, txh_q("CREATE TABLE IF NOT EXISTS obx_txh_effect (msg VARCHAR(64) NOT NULL)")) &&
+           sql(s, txh_q("DELETE FROM obx_txh_effect"));
+}
+
+static int64_t txh_effects(obx_store *s, const char *id) {
+    char q[256];
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM obx_txh_effect WHERE msg = '%.64s'", id);
+    return scalar(s, txh_q(q));
+}
+
+static int64_t txh_column(obx_store *s, const char *column, const char *id) {
+    char q[320];
+    snprintf(q, sizeof q, "SELECT \"%s\" FROM {T} WHERE \"Id\" = '%.64s'", column, id);
+    return scalar(s, txh_q(q));
+}
+
+/* The message's LockedUntil as text ("" when it cannot be read). */
+static void txh_locked_until(obx_store *s, const char *id, char *out, size_t cap) {
+    char q[200], *text;
+    snprintf(q, sizeof q, "SELECT \"LockedUntil\" FROM {T} WHERE \"Id\" = '%.64s'", id);
+    text = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, txh_q(q));
+    out[0] = '\0';
+    if (!text || obx__query_text(&s->db, text, out, cap) != OBX_OK) out[0] = '\0';
+    if (!s->db.tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    obx__free(&s->hooks, text);
+}
+
+#ifndef OBX_SQLITE3_API
+/* A statement the server fails with a serialization failure (40001), and
+ * whether obx_tx_conflict takes what the driver reported for it. */
+static int txh_real_conflict(obx_store *s, void *hdbc) {
+    SQLHSTMT st;
+    SQLCHAR state[6] = "";
+    SQLINTEGER native = 0;
+    SQLSMALLINT len = 0;
+    SQLCHAR text[256];
+    SQLRETURN rc;
+    const char *q = g_pg ? "DO $$ BEGIN RAISE EXCEPTION 'txh conflict' USING ERRCODE = 'serialization_failure'; END $$"
+                         : "BEGIN NOT ATOMIC SIGNAL SQLSTATE '40001' SET MESSAGE_TEXT = 'txh conflict'; END";
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, (SQLHDBC)hdbc, &st))) return 0;
+    rc = SQLExecDirect(st, (SQLCHAR *)(uintptr_t)q, SQL_NTS);
+    if (!SQL_SUCCEEDED(rc)) SQLGetDiagRec(SQL_HANDLE_STMT, st, 1, state, &native, text, sizeof text, &len);
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    if (getenv("OBX_TEST_VERBOSE")) printf("    conflict: %s %ld %s\n", (const char *)state, (long)native, (const char *)text);
+    return !SQL_SUCCEEDED(rc) && obx_tx_conflict(s, (const char *)state, (long)native);
+}
+#endif
+
+static obx_outcome txh_handler(const obx_message *m, void *hdbc, char *error, size_t size, void *user) {
+    txh_ctx *t = (txh_ctx *)user;
+    char q[200], before[64] = "", now[64] = "";
+    t->calls++;
+    if (t->kill_at == 1) raise(SIGKILL);
+    if (t->lose_lease) { /* as a reap after the lease ran out would */
+        snprintf(q, sizeof q, "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL "
+                              "WHERE \"Id\" = '%.64s'", m->id);
+        if (!sql(t->side, txh_q(q))) return OBX_DEAD;
+    }
+    if (t->ack_conflicts > 0 && !g_srv) { /* a read now, a write from outside, then the ack writes */
+        if (!txh_exec(hdbc, "SELECT COUNT(*) FROM obx_txh_effect") ||
+            !sql(t->side, txh_q("INSERT INTO obx_txh_effect (msg) VALUES ('side')")))
+            return OBX_DEAD;
+        t->ack_conflicts--;
+        return OBX_DONE; /* no effect written: the ack cannot take the write lock */
+    }
+    if (t->ack_conflicts > 0 && g_pg && !txh_exec(hdbc, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"))
+        return OBX_DEAD;
+    if (t->renewal_ms > 0) { /* the renewal's own connection is not held back by this transaction */
+        int waited;
+        if (g_srv && !txh_effect(hdbc, m->id)) return OBX_DEAD; /* SQLite: a write would hold its lock */
+        txh_locked_until(t->side, m->id, before, sizeof before);
+        for (waited = 0; waited < t->renewal_ms && !t->renewed; waited += 50) {
+            sleep_ms(50);
+            txh_locked_until(t->side, m->id, now, sizeof now);
+            t->renewed = before[0] && now[0] && strcmp(before, now) != 0;
+        }
+        if (!g_srv && !txh_effect(hdbc, m->id)) return OBX_DEAD;
+        return OBX_DONE;
+    }
+    if (!txh_effect(hdbc, m->id)) {
+        snprintf(error, size, "the effect's insert failed");
+        return OBX_DEAD;
+    }
+    if (t->follow) {
+        obx_new_message f = msg("txh.follow", m->id);
+        if (obx_enqueue(m->store, &f, NULL) != OBX_OK) return OBX_DEAD;
+    }
+    if (t->kill_at == 2) raise(SIGKILL);
+    if (t->ack_conflicts > 0 && g_srv) { /* PostgreSQL: the row changed since this snapshot */
+        snprintf(q, sizeof q, "UPDATE {T} SET \"LastError\" = 'side' WHERE \"Id\" = '%.64s'", m->id);
+        if (!sql(t->side, txh_q(q))) return OBX_DEAD;
+        t->ack_conflicts--;
+        return OBX_DONE;
+    }
+    if (t->conflicts > 0) {
+        t->conflicts--;
+#ifndef OBX_SQLITE3_API
+        if (g_srv) t->conflict_classified += txh_real_conflict(m->store, hdbc);
+#endif
+        return OBX_CONFLICT;
+    }
+    if (t->outcome != OBX_DONE) snprintf(error, size, "txh says %d", (int)t->outcome);
+    return t->outcome;
+}
+
+/* The batch form: each message's effect, then its result; `retry_payload`
+ * set: the messages with that payload say OBX_RETRY (their effect written
+ * all the same: the rollback takes it back). */
+static int g_txh_batch;
+static const char *g_txh_retry_payload;
+static void txh_batch(const obx_message *const *ms, obx_batch_result *res, int n, void *hdbc, void *user) {
+    txh_ctx *t = (txh_ctx *)user;
+    int i;
+    t->calls++;
+    if (t->kill_at == 1) raise(SIGKILL);
+    for (i = 0; i < n; i++) {
+        res[i].outcome = txh_effect(hdbc, ms[i]->id) ? OBX_DONE : OBX_DEAD;
+        if (g_txh_retry_payload && strcmp(ms[i]->payload, g_txh_retry_payload) == 0) res[i].outcome = OBX_RETRY;
+    }
+    if (t->kill_at == 2) raise(SIGKILL);
+    if (t->conflicts > 0) {
+        t->conflicts--;
+        res[n - 1].outcome = OBX_CONFLICT;
+    }
+}
+
+/* A dispatcher on s with txh_handler (g_txh_batch: txh_batch) on "txh";
+ * rounds until nothing is left. */
+static obx_result txh_drain(obx_store *s, txh_ctx *t, int lease_seconds, obx_run_stats *total) {
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    obx_result r;
+    int rounds = 0;
+    memset(&dd, 0, sizeof dd);
+    memset(total, 0, sizeof *total);
+    dd.store = s;
+    dd.lease_seconds = lease_seconds;
+    dd.max_attempts = 5;
+    if ((r = obx_dispatcher_create(&dd, &d)) != OBX_OK) return r;
+    r = g_txh_batch ? obx_dispatcher_on_batch_tx(d, "txh", txh_batch, t) : obx_dispatcher_on_tx(d, "txh", txh_handler, t);
+    while (r == OBX_OK && rounds++ < 50) {
+        memset(&st, 0, sizeof st);
+        r = obx_dispatcher_run_once(d, &st);
+        total->claimed += st.claimed, total->done += st.done, total->retried += st.retried;
+        total->dead += st.dead, total->lease_lost += st.lease_lost, total->conflicts += st.conflicts;
+    }
+    obx_dispatcher_destroy(d);
+    return r;
+}
+
+static obx_store *txh_fresh(txh_ctx *t) {
+    obx_store *s = fresh();
+    memset(t, 0, sizeof *t);
+    if (s && !txh_table(s)) {
+        obx_store_close(s);
+        return NULL;
+    }
+    if (s) t->side = open_table("Outbox", 0);
+    t->outcome = OBX_DONE;
+    return s;
+}
+
+static obx_outcome plain_conflict(const obx_message *m, char *error, size_t size, void *user) {
+    (void)m, (void)error, (void)size, (void)user;
+    return OBX_CONFLICT; /* not an outcome of a plain handler */
+}
+
+static void test_txh_done(void) {
+    txh_ctx t;
+    obx_store *s = txh_fresh(&t);
+    obx_run_stats st;
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    char ids[5][37];
+    int i;
+    TT_ASSERT(s != NULL && t.side != NULL);
+    for (i = 0; i < 5; i++) TT_ASSERT(enqueue(s, "txh", "{}", ids[i]));
+    t.follow = 1;
+    TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
+    TT_EQ_INT(st.done, 5);
+    TT_EQ_INT(t.calls, 5);
+    for (i = 0; i < 5; i++) {
+        TT_EQ_INT(txh_effects(s, ids[i]), 1);
+        TT_EQ_INT(txh_column(s, "Status", ids[i]), 2);
+    }
+    /* The follow-ups enqueued on message->store committed with them. */
+    TT_EQ_INT(scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'txh.follow'")), 5);
+    /* One kind of handler per topic, named in the refusal. */
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on_tx(d, "a", txh_handler, &t), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on_tx(d, "a", txh_handler, &t), OBX_ERR_INVALID_ARG);
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "already has a transactional handler") != NULL);
+    TT_EQ_INT(obx_dispatcher_on(d, "a", done_handler, NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_dispatcher_on(d, "b", done_handler, NULL), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on_tx(d, "b", txh_handler, &t), OBX_ERR_INVALID_ARG);
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "already has a per-message handler") != NULL);
+    TT_EQ_INT(obx_dispatcher_on_tx(d, "c", NULL, &t), OBX_ERR_INVALID_ARG);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_dispatcher_on_tx: handler");
+    /* OBX_CONFLICT from a handler that is not transactional: dead, said so. */
+    TT_EQ_INT(obx_dispatcher_on(d, "plain", plain_conflict, NULL), OBX_OK);
+    TT_ASSERT(enqueue(s, "plain", "{}", ids[0]));
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(txh_column(s, "Status", ids[0]), 3);
+    TT_EQ_INT(scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'plain' AND \"LastError\" LIKE '%not an obx_outcome%'")), 1);
+    obx_dispatcher_destroy(d);
+    obx_store_close(t.side);
+    obx_store_close(s);
+}
+
+static void test_txh_retry_dead(void) {
+    txh_ctx t;
+    obx_store *s = txh_fresh(&t);
+    obx_run_stats st;
+    char a[37], b[37];
+    TT_ASSERT(s != NULL && t.side != NULL);
+    TT_ASSERT(enqueue(s, "txh", "{}", a));
+    t.follow = 1;
+    t.outcome = OBX_RETRY;
+    TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
+    TT_EQ_INT(st.retried, 1);
+    TT_EQ_INT(txh_effects(s, a), 0); /* rolled back, follow-up too */
+    TT_EQ_INT(scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'txh.follow'")), 0);
+    TT_EQ_INT(txh_column(s, "Status", a), 0);
+    TT_EQ_INT(txh_column(s, "RetryCount", a), 1); /* an attempt used, as today */
+    TT_ASSERT(enqueue(s, "txh", "{}", b));
+    t.outcome = OBX_DEAD;
+    TT_ASSERT(sql(s, txh_q("UPDATE {T} SET \"NextAttemptAt\" = {W}")));
+    TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
+    TT_EQ_INT(st.dead, 2);
+    TT_EQ_INT(txh_effects(s, a), 0);
+    TT_EQ_INT(txh_effects(s, b), 0); /* dead: its effect rolled back */
+    TT_EQ_INT(txh_column(s, "Status", b), 3);
+    TT_EQ_INT(scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'txh.follow'")), 0);
+    obx_store_close(t.side);
+    obx_store_close(s);
+}
+
+static void test_txh_conflict(void) {
+    txh_ctx t;
+    obx_store *s = txh_fresh(&t);
+    obx_run_stats st;
+    char a[37];
+    TT_ASSERT(s != NULL && t.side != NULL);
+    TT_ASSERT(enqueue(s, "txh", "{}", a));
+    t.conflicts = 2; /* twice: within the 3 runs of one round */
+    TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
+    TT_EQ_INT(t.calls, 3);
+    TT_EQ_INT(st.conflicts, 2);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(st.retried, 0);
+    if (g_srv) TT_EQ_INT(t.conflict_classified, 2); /* the server's own 40001, seen as one */
+    TT_EQ_INT(txh_effects(s, a), 1); /* the effects of the conflicted runs rolled back */
+    TT_EQ_INT(txh_column(s, "Status", a), 2);
+    TT_EQ_INT(txh_column(s, "RetryCount", a), 0); /* no attempt used */
+    /* Always conflicting: back after a short wait, still no attempt used. */
+    TT_ASSERT(txh_table(s));
+    TT_ASSERT(enqueue(s, "txh", "{}", a));
+    t.calls = 0;
+    t.conflicts = 3;
+    TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
+    TT_EQ_INT(t.calls, 3);
+    TT_EQ_INT(st.conflicts, 3);
+    TT_EQ_INT(st.retried, 1);
+    TT_EQ_INT(txh_effects(s, a), 0);
+    TT_EQ_INT(txh_column(s, "Status", a), 0);
+    TT_EQ_INT(txh_column(s, "RetryCount", a), 0);
+    obx_store_close(t.side);
+    obx_store_close(s);
+}
+
+/* The conflict is in the ack (the library's statement): SQLite's snapshot
+ * cannot take the write lock after another writer committed; PostgreSQL
+ * at REPEATABLE READ cannot update a row changed since its snapshot. */
+static void test_txh_conflict_ack(void) {
+    txh_ctx t;
+    obx_store *s = txh_fresh(&t);
+    obx_run_stats st;
+    char a[37];
+    TT_ASSERT(s != NULL && t.side != NULL);
+    TT_ASSERT(enqueue(s, "txh", "{}", a));
+    t.ack_conflicts = 1;
+    TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
+    TT_EQ_INT(t.calls, 2);
+    TT_EQ_INT(st.conflicts, 1);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(txh_effects(s, a), 1);
+    TT_EQ_INT(txh_column(s, "Status", a), 2);
+    TT_EQ_INT(txh_column(s, "RetryCount", a), 0);
+    obx_store_close(t.side);
+    obx_store_close(s);
+}
+
+static void test_txh_lease_lost(void) {
+    txh_ctx t;
+    obx_store *s = txh_fresh(&t);
+    obx_run_stats st;
+    char a[37];
+    TT_ASSERT(s != NULL && t.side != NULL);
+    TT_ASSERT(enqueue(s, "txh", "{}", a));
+    t.lose_lease = 1;
+    t.follow = 1;
+    log_reset();
+    TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_OK); /* reaped each time it runs: 50 rounds */
+    TT_EQ_INT(st.lease_lost, 50);
+    TT_EQ_INT(t.calls, 50);
+    TT_EQ_INT(st.done, 0);
+    TT_EQ_INT(st.retried, 0);
+    TT_EQ_INT(txh_effects(s, a), 0);
+    TT_EQ_INT(scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'txh.follow'")), 0);
+    TT_EQ_INT(txh_column(s, "Status", a), 0); /* as the "reap" left it */
+    TT_EQ_INT(txh_column(s, "RetryCount", a), 0);
+    TT_ASSERT(logged("no longer leased to this worker at its ack", a, NULL));
+    t.lose_lease = 0; /* the next run commits */
+    TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
+    TT_EQ_INT(txh_effects(s, a), 1);
+    TT_EQ_INT(txh_column(s, "Status", a), 2);
+    obx_store_close(t.side);
+    obx_store_close(s);
+}
+
+static void test_txh_renewal(void) {
+    txh_ctx t;
+    obx_store *s = txh_fresh(&t);
+    obx_run_stats st;
+    char a[37];
+    TT_ASSERT(s != NULL && t.side != NULL);
+    TT_ASSERT(enqueue(s, "txh", "{}", a));
+    t.renewal_ms = 5000; /* a 3 s lease is renewed every second */
+    TT_EQ_INT(txh_drain(s, &t, 3, &st), OBX_EMPTY);
+    TT_EQ_INT(t.renewed, 1);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(txh_effects(s, a), 1);
+    TT_EQ_INT(txh_column(s, "Status", a), 2);
+    obx_store_close(t.side);
+    obx_store_close(s);
+}
+
+
+static void test_txh_batch(void) {
+    txh_ctx t;
+    obx_store *s = txh_fresh(&t);
+    obx_run_stats st;
+    char ids[6][37];
+    int i;
+    TT_ASSERT(s != NULL && t.side != NULL);
+    for (i = 0; i < 6; i++) {
+        obx_new_message m = msg("txh", i == 2 || i == 4 ? "bad" : "good");
+        TT_EQ_INT(obx_enqueue(s, &m, ids[i]), OBX_OK);
+    }
+    g_txh_batch = 1;
+    g_txh_retry_payload = "bad";
+    t.conflicts = 1;
+    TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
+    /* A conflict (run again), then two retries among four done (their
+     * outcome stands), then the four alone: three calls, one commit. */
+    TT_EQ_INT(t.calls, 3);
+    TT_EQ_INT(st.conflicts, 1);
+    TT_EQ_INT(st.done, 4);
+    TT_EQ_INT(st.retried, 2);
+    for (i = 0; i < 6; i++) {
+        int bad = i == 2 || i == 4;
+        TT_EQ_INT(txh_effects(s, ids[i]), bad ? 0 : 1);
+        TT_EQ_INT(txh_column(s, "Status", ids[i]), bad ? 0 : 2);
+        TT_EQ_INT(txh_column(s, "RetryCount", ids[i]), bad ? 1 : 0);
+    }
+    g_txh_batch = 0;
+    g_txh_retry_payload = NULL;
+    obx_store_close(t.side);
+    obx_store_close(s);
+}
+
+/* kill -9 at each point of a transactional handler (1 before its write, 2
+ * after it, 3 before the commit, 4 after it): the handler kills itself at
+ * 1 and 2, the logger at the dispatcher's DEBUG lines around the commit. */
+static int g_kill_at;
+static void kill_log(obx_log_level level, const char *id, const char *msg, void *user) {
+    (void)level, (void)id, (void)user;
+    if ((g_kill_at == 3 && strstr(msg, "handler's transaction, committing")) ||
+        (g_kill_at == 4 && strstr(msg, "handler's transaction committed")))
+        raise(SIGKILL);
+}
+
+static void txh_kill(int batch) {
+    int point;
+    g_txh_batch = batch;
+    for (point = 1; point <= 4; point++) {
+        txh_ctx t;
+        obx_store *s = txh_fresh(&t);
+        obx_run_stats st;
+        char ids[3][37];
+        int i, status = 0, rounds, left, done = 0, effects = 0;
+        pid_t pid;
+        TT_ASSERT(s != NULL && t.side != NULL);
+        for (i = 0; i < 3; i++) TT_ASSERT(enqueue(s, "txh", "{}", ids[i]));
+        obx_store_close(t.side);
+        obx_store_close(s); /* no connection may cross fork() */
+        fflush(stdout);
+        pid = fork();
+        if (pid == 0) {
+            obx_store *c;
+            g_kill_at = point;
+            g_logger = kill_log;
+            c = open_table("Outbox", 0);
+            memset(&t, 0, sizeof t);
+            t.kill_at = point;
+            t.outcome = OBX_DONE;
+            if (!c) _exit(3);
+            txh_drain(c, &t, 1, &st);
+            _exit(0); /* not killed: the parent fails */
+        }
+        TT_ASSERT(pid > 0 && waitpid(pid, &status, 0) == pid);
+        TT_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        s = open_table("Outbox", 0);
+        TT_ASSERT(s != NULL);
+        for (i = 0; i < 3; i++) { /* Done exactly when the effect exists, never twice */
+            int64_t e = txh_effects(s, ids[i]), done_now = txh_column(s, "Status", ids[i]) == 2;
+            TT_ASSERT(e == 0 || e == 1);
+            TT_EQ_INT(e, done_now);
+            effects += (int)e;
+        }
+        TT_EQ_INT(effects, point == 4 ? (g_txh_batch ? 3 : 1) : 0);
+        /* Another worker takes over once the dead one's lease (1 s) is over. */
+        memset(&t, 0, sizeof t);
+        t.outcome = OBX_DONE;
+        for (rounds = 0, left = 3; rounds < 100 && left > 0; rounds++) {
+            sleep_ms(100);
+            TT_EQ_INT(obx_reap(s, NULL), OBX_OK);
+            txh_drain(s, &t, 30, &st);
+            left = (int)scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Status\" <> 2"));
+        }
+        TT_EQ_INT(left, 0);
+        for (i = 0; i < 3; i++) {
+            done += txh_column(s, "Status", ids[i]) == 2;
+            TT_EQ_INT(txh_effects(s, ids[i]), 1);
+        }
+        TT_EQ_INT(done, 3);
+        obx_store_close(s);
+    }
+}
+
+static void test_txh_kill(void) { txh_kill(0); }
+static void test_txh_batch_kill(void) {
+    txh_kill(1);
+    g_txh_batch = 0;
 }
 
 static obx_outcome nine_tenths_handler(const obx_message *m, char *error, size_t size, void *user) {
@@ -7620,6 +8114,18 @@ int main(int argc, char **argv) {
     RUN("OBX-DEAD-LETTERS", "dead letters: paged list with filters, replay (attempts reset, error kept, once under concurrency), purge", test_dead_letters);
     RUN("OBX-JOIN-CANCEL", "a cancelled join's join.wait ends without its follow-up; too late once completed", test_join_cancel);
     RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);
+    RUN("OBX-TXH-DONE", "a transactional handler's writes and follow-ups commit with the ack, once per message; one kind of handler per topic", test_txh_done);
+    RUN("OBX-TXH-RETRY", "a transactional handler's retry or dead rolls its writes and follow-ups back; retry uses an attempt, dead is dead", test_txh_retry_dead);
+    RUN("OBX-TXH-CONFLICT", "a conflict in a transactional handler (the server's 40001 on PostgreSQL and MariaDB) is rolled back and run again, no attempt used", test_txh_conflict);
+    if (!g_my)
+        RUN("OBX-TXH-CONFLICT-ACK", "a conflict at the ack of a transactional handler (SQLite busy snapshot, PostgreSQL serialization failure) runs the handler again, no attempt used", test_txh_conflict_ack);
+    else
+        printf("N/A OBX-TXH-CONFLICT-ACK %s InnoDB's REPEATABLE READ updates the newest row version: no conflict at the ack to provoke\n", g_label);
+    RUN("OBX-TXH-LEASE-LOST", "a lease lost before a transactional handler's ack: everything rolled back, counted as a lease loss, no attempt used", test_txh_lease_lost);
+    RUN("OBX-TXH-RENEWAL", "a transactional handler's open transaction does not hold back the lease renewal", test_txh_renewal);
+    RUN("OBX-TXH-KILL", "kill -9 before a transactional handler's write, after it, before the commit, after it: every message's effect exactly once, Done exactly when it exists", test_txh_kill);
+    RUN("OBX-TXH-BATCH", "a transactional batch handler: a conflict runs the call again, other outcomes stand with no effect, the done ones commit alone", test_txh_batch);
+    RUN("OBX-TXH-BATCH-KILL", "kill -9 at each point of a transactional batch handler: every message's effect exactly once, Done exactly when it exists", test_txh_batch_kill);
     RUN("CORE-SKIPPED-RELEASED", "a message with no time left to start is released at once, its start taken back", test_skipped_released);
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
     RUN("CORE-EXPIRY", "a message past expires_utc_ms when claimed is never handled: Dead, \"expired\", counted; single and batch enqueue; validation names the field", test_expiry);
