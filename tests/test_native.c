@@ -233,6 +233,7 @@ static void row_text(obx_store *s, const char *id, char *out, size_t cap) {
              a.aggregate_type ? a.aggregate_type : "-", a.aggregate_id ? a.aggregate_id : "-", a.header_count,
              (long long)a.expires_ms, a.next_attempt_ms > OBX_TIME_MAX_MS, a.starts,
              a.last_error ? a.last_error : "-");
+    snprintf(out + strlen(out), cap - strlen(out), "|p%d", a.priority);
     if (a.header_count > 0 && a.headers_packed) { /* the pairs, NULs as '=' and ';' */
         const char *p = a.headers_packed;
         for (k = 0; k < 2 * (size_t)a.header_count; k++) {
@@ -433,6 +434,59 @@ static void test_envelope(void) {
     m.due_utc_ms = 4102444800000LL; /* 2100 */
     m.expires_utc_ms = 4102444900000LL;
     TT_ASSERT(same_rows(s, &a, &m, 1));
+    app_close(&a);
+    obx_store_close(s);
+}
+
+/* Claim one message at a time (a claim's rows come back in no particular
+ * order) and ack it; the payloads joined by "," in claim order. */
+static int claim_each(obx_store *s, const char *owner, char *out, size_t cap) {
+    const obx_message *got = NULL;
+    int n = 0;
+    obx_result r;
+    out[0] = '\0';
+    while ((r = obx_claim(s, owner, 60, 1, &got, &n)) == OBX_OK) {
+        size_t used = strlen(out);
+        snprintf(out + used, cap - used, "%s%.*s", used ? "," : "", (int)got[0].payload_len, got[0].payload);
+        if (obx_ack(s, owner, (const char *const[]){got[0].id}, 1, NULL) != OBX_OK) return 0;
+    }
+    return r == OBX_EMPTY;
+}
+
+/* Priorities through the app's driver: the rows obx_enqueue_tx and
+ * obx_enqueue_batch write (single, and a batch of three), claimed highest
+ * first; one out of range refused naming it (OBX-PRIO-NATIVE). */
+static void test_priority(void) {
+    obx_store *s = fresh();
+    app a;
+    char id[1][37] = {"untouched"}, owner[37], got[256];
+    obx_new_message m = msg("prio", "p5"), three[3];
+    TT_ASSERT(s && app_open(&a));
+    m.priority = OBX_PRIORITY_MAX;
+    TT_ASSERT(same_rows(s, &a, &m, 1));
+    three[0] = msg("prio", "lo");
+    three[0].priority = OBX_PRIORITY_MIN;
+    three[1] = msg("prio", "mid");
+    three[2] = msg("prio", "hi");
+    three[2].priority = 3;
+    TT_ASSERT(same_rows(s, &a, three, 3));
+    /* The rows of the last enqueue (obx_enqueue_batch's) in priority order. */
+    obx_owner_token(s, owner);
+    TT_ASSERT(claim_each(s, owner, got, sizeof got));
+    TT_EQ_STR(got, "hi,mid,lo");
+    TT_ASSERT(drain(s, &a) && app_begin(&a));
+    TT_ASSERT(app_enqueue(&a, s, three, 3, NULL) == OBX_OK && app_end(&a, 1));
+    TT_ASSERT(claim_each(s, owner, got, sizeof got));
+    TT_EQ_STR(got, "hi,mid,lo");
+    m.priority = OBX_PRIORITY_MAX + 1;
+    TT_ASSERT(app_begin(&a));
+    TT_EQ_INT(app_enqueue(&a, s, &m, 1, id), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_sql: priority");
+    three[1].priority = OBX_PRIORITY_MIN - 1;
+    TT_EQ_INT(app_enqueue(&a, s, three, 3, id), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_sql: messages[1].priority");
+    TT_EQ_STR(id[0], "untouched");
+    TT_ASSERT(app_end(&a, 0));
     app_close(&a);
     obx_store_close(s);
 }
@@ -699,6 +753,7 @@ int main(int argc, char **argv) {
     RUN("CORE-NATIVE-TX-KEYED", "a keyed message through the app's driver parks behind a busy key and is woken in order", test_keyed);
     RUN("CORE-NATIVE-TX-BATCH", "a batch through the app's driver: every row as obx_enqueue_batch writes it", test_batch);
     RUN("CORE-NATIVE-TX-ENVELOPE", "the envelope, due time and expiry through the app's driver as obx_enqueue_tx", test_envelope);
+    RUN("OBX-PRIO-NATIVE", "priorities through the app's driver (obx_enqueue_sql): the rows the _tx and batch calls write, claimed highest first, out of range refused naming it", test_priority);
     RUN("CORE-NATIVE-TX-REFUSED", "bad input refused before anything is sent, naming the argument; outside a transaction refused", test_refused);
     RUN("CORE-NATIVE-TX-INBOX", "the inbox's dedup and enqueue in the app's transaction: taken, rolled back, a duplicate, the row ibx_enqueue writes", test_inbox);
     if (g_my)
