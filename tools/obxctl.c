@@ -86,13 +86,14 @@ static const cmd_help helps[] = {
              "newest first), at most N (default 50) after skipping --offset N.\n"
              "S: ready, scheduled, in-flight, done, dead (inbox also seen). D: a duration\n"
              "such as 90s, 15m, 12h, 7d. Find by correlation id (--correlation), ordering\n"
-             "key (--key; both outbox only) or tenant id (--tenant).\n"},
+             "key (--key; both outbox only) or tenant id (--tenant). Outbox rows show\n"
+             "their priority (PRIO, -5..5).\n"},
     {"show", "usage: obxctl show [--full] [--json] ID         (outbox: the work item id)\n"
              "       obxctl --inbox show [--full] [--json] --source SOURCE MESSAGE_ID\n"
              "Every field of one message and why it is in its state, by the database's\n"
              "clock: its ordering key and, when parked, the earlier message of the key it\n"
              "waits for; its starts (claims without an outcome: 2 and more after a crash\n"
-             "or an expired lease, Dead at the store's max_starts); expiry, tenant,\n"
+             "or an expired lease, Dead at the store's max_starts); priority, expiry, tenant,\n"
              "aggregate, headers. The payload is printed with control characters escaped\n"
              "and cut after 1024 bytes unless --full. Exit 3 when there is none.\n"},
     {"cancel", "usage: obxctl cancel --reason TEXT [--json] ID\n"
@@ -1049,7 +1050,9 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
     sb_add(&b, " AS st, %s AS topic, %s AS att, %s AS cr, %s AS sz, %s AS err, %s AS nw", col(d, "Topic", q4),
            col(d, c->ib ? "Attempt" : "RetryCount", q5), created, sz, col(d, "LastError", q1), d->now_ms);
     sb_add(&b, ", %s AS tn", col(d, "TenantId", q1));
-    if (!c->ib) sb_add(&b, ", %s AS cid, %s AS okey", col(d, "CorrelationId", q2), col(d, "OrderingKey", q3));
+    if (!c->ib)
+        sb_add(&b, ", %s AS cid, %s AS okey, %s AS pr", col(d, "CorrelationId", q2), col(d, "OrderingKey", q3),
+               col(d, "Priority", q4));
     sb_add(&b, " FROM ");
     add_table(c, d, &b);
     sb_add(&b, ") q WHERE 1 = 1");
@@ -1085,10 +1088,11 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
     if (o.json) printf("[");
     else if (c->ib) printf("%-20s %-24s %-9s %-20s %8s  %-23s %8s%s\n", "SOURCE", "MESSAGE ID", "STATUS", "TOPIC",
                           "ATTEMPTS", "FIRST SEEN (UTC)", "BYTES", with_error ? "  LAST ERROR" : "");
-    else printf("%-36s %-9s %-20s %8s  %-23s %8s%s\n", "ID", "STATUS", "TOPIC", "ATTEMPTS", "CREATED (UTC)",
-                "BYTES", with_error ? "  LAST ERROR" : "");
+    else printf("%-36s %-9s %-20s %8s  %-23s %8s %4s%s\n", "ID", "STATUS", "TOPIC", "ATTEMPTS", "CREATED (UTC)",
+                "BYTES", "PRIO", with_error ? "  LAST ERROR" : "");
     while ((r = sql_next(st)) == 1) {
         int64_t att = sql_i64(st, 5, NULL), cr = sql_i64(st, 6, NULL), bytes = sql_i64(st, 7, NULL);
+        int64_t prio = c->ib ? 0 : sql_i64(st, 13, NULL); /* outbox: obx_new_message.priority */
         sql_text(st, 1, v[0], sizeof v[0]);
         sql_text(st, 2, v[1], sizeof v[1]);
         sql_text(st, 3, v[2], sizeof v[2]);
@@ -1103,6 +1107,7 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
             json_str(stdout, v[3]);
             printf(",\"attempts\":%lld,\"created_ms\":%lld,\"bytes\":%lld", (long long)att, (long long)cr,
                    (long long)bytes);
+            if (!c->ib) printf(",\"priority\":%lld", (long long)prio);
             if (with_error) {
                 printf(",\"last_error\":");
                 json_str(stdout, err[0] ? err : NULL);
@@ -1119,6 +1124,7 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
             safe_text(stdout, v[3], strlen(v[3]), 20, 1);
             printf("%*s %8lld  %-23s %8lld", 20 - (int)(strlen(v[3]) < 20 ? strlen(v[3]) : 20), "", (long long)att,
                    utc(cr, when), (long long)bytes);
+            if (!c->ib) printf(" %4lld", (long long)prio);
             if (with_error) {
                 printf("  ");
                 safe_text(stdout, err, strlen(err), 60, 1);
@@ -1324,9 +1330,9 @@ static void show_outbox(ctl *c, const obx_message *m) {
         printf(",\"waits_for\":");
         if (waits[0]) printf("\"%.36s\"", waits);
         else printf("null");
-        printf(",\"attempts\":%d,\"starts\":%d,\"now_ms\":%lld,\"created_ms\":%lld,\"due_ms\":%lld,"
-               "\"next_attempt_ms\":%lld,\"expires_ms\":%lld,\"locked_until_ms\":%lld,\"owner\":", m->retry_count,
-               m->starts, (long long)now, (long long)m->created_at_ms, (long long)m->due_time_ms,
+        printf(",\"priority\":%d,\"attempts\":%d,\"starts\":%d,\"now_ms\":%lld,\"created_ms\":%lld,\"due_ms\":%lld,"
+               "\"next_attempt_ms\":%lld,\"expires_ms\":%lld,\"locked_until_ms\":%lld,\"owner\":", m->priority,
+               m->retry_count, m->starts, (long long)now, (long long)m->created_at_ms, (long long)m->due_time_ms,
                (long long)(is_parked(m) ? 0 : m->next_attempt_ms), (long long)m->expires_ms,
                (long long)m->locked_until_ms);
         json_str(stdout, m->owner_token[0] ? m->owner_token : NULL);
@@ -1347,6 +1353,8 @@ static void show_outbox(ctl *c, const obx_message *m) {
     field("status", state);
     if (why[0]) field("why", why);
     field("ordering key", m->ordering_key);
+    field_num("priority", m->priority,
+              m->priority ? "(-5..5; higher first among due messages, 10 s of waiting per level)" : NULL);
     snprintf(n, sizeof n, "%d", m->retry_count);
     field("attempts", n);
     field_num("starts", m->starts, starts_note(m->starts));
