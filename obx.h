@@ -18,7 +18,7 @@
  *   4. Threads               8. License (end of file)
  *   Then the API: common (results, hooks, limits, backoff, selection,
  *   UUIDs), store and messages (enqueue, ordering keys, the envelope: tenant,
- *   aggregate and headers, expiry, ack, abandon, fail, lease extend, get; in
+ *   aggregate and headers, expiry, priority, ack, abandon, fail, lease extend, get; in
  *   a transaction of your own driver: obx_enqueue_sql), the work queue and
  *   dispatcher (claim, reap, cleanup, metrics, providers, routers, batch
  *   handlers, pauses), dead letters (list, replay, purge), joins (fan-in,
@@ -178,6 +178,10 @@
  *                /dev/urandom should give this hook)
  *   The hook types are laid out identically in both headers, so one
  *   allocator, clock or logger implementation plugs into both.
+ *   Priority (obx_new_message.priority, -5..5, 0 the default): a claim
+ *   takes the higher priority first among due messages, one level worth
+ *   10 s of waiting (aging: nothing starves); within an ordering key, key
+ *   order wins. docs/FEATURES.md, "Priority".
  *   Dispatching (obx_dispatcher_desc): handlers take one message each
  *   (obx_dispatcher_on), or all of a claim's messages of their topic in
  *   one call with an outcome per message (obx_dispatcher_on_batch). A
