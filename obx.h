@@ -180,8 +180,8 @@
  *   allocator, clock or logger implementation plugs into both.
  *   Priority (obx_new_message.priority, -5..5, 0 the default): a claim
  *   takes the higher priority first among due messages, one level worth
- *   10 s of waiting (aging: nothing starves); within an ordering key, key
- *   order wins. docs/FEATURES.md, "Priority".
+ *   10 s of waiting (aging: nothing starves); the outbox's ordering keys
+ *   keep their order whatever the priorities. docs/FEATURES.md, "Priority".
  *   Dispatching (obx_dispatcher_desc): handlers take one message each
  *   (obx_dispatcher_on), or all of a claim's messages of their topic in
  *   one call with an outcome per message (obx_dispatcher_on_batch). A

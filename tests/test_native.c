@@ -642,9 +642,9 @@ static void inbox_row(ibx_store *s, const char *id, char *out, size_t cap) {
     size_t k, used;
     out[0] = '\0';
     if (ibx_get(s, id, "src", &m) != IBX_OK) return;
-    snprintf(out, cap, "%s|%.*s|%d|%d|%lld|%lld|%s|%d|", m.topic, (int)m.payload_len, m.payload, (int)m.status,
+    snprintf(out, cap, "%s|%.*s|%d|%d|%lld|%lld|%s|%d|p%d|", m.topic, (int)m.payload_len, m.payload, (int)m.status,
              m.attempt, (long long)m.due_time_ms, (long long)m.expires_ms, m.tenant_id ? m.tenant_id : "-",
-             m.header_count);
+             m.header_count, m.priority);
     for (k = 0; m.hash && k < m.hash_len; k++) {
         used = strlen(out);
         snprintf(out + used, cap - used, "%02x", m.hash[k]);
@@ -737,6 +737,54 @@ static void test_inbox(void) {
     app_close(&a);
 }
 
+/* A priority through the app's driver (ibx_enqueue_sql): the row
+ * ibx_enqueue writes, claimed before an unprioritised one enqueued first;
+ * out of range refused naming it, nothing sent (IBX-PRIO-NATIVE). */
+static void test_inbox_priority(void) {
+    app a;
+    ibx_store *s;
+    ibx_new_message m;
+    const ibx_message *claimed = NULL;
+    char native[512], ref[512], owner[37];
+    int enq = -1, n = 0;
+    TT_ASSERT(app_open(&a));
+    s = inbox_fresh(&a);
+    TT_ASSERT(s != NULL);
+    memset(&m, 0, sizeof m);
+    m.topic = "in";
+    m.source = "src";
+    m.message_id = "plain";
+    m.payload = "{}";
+    m.payload_len = IBX_NTS;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    m.message_id = "p-native";
+    m.priority = 4;
+    TT_ASSERT(app_begin(&a));
+    TT_EQ_INT(app_ibx(&a, s, &m, &enq), IBX_OK);
+    TT_ASSERT(app_end(&a, 1));
+    TT_EQ_INT(enq, 1);
+    m.message_id = "p-ref";
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    inbox_row(s, "p-native", native, sizeof native);
+    inbox_row(s, "p-ref", ref, sizeof ref);
+    TT_ASSERT(strstr(native, "|p4|") != NULL);
+    TT_EQ_STR(native, ref);
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(ibx_claim(s, owner, 60, 1, &claimed, &n), IBX_OK);
+    TT_ASSERT(n == 1 && strcmp(claimed[0].message_id, "plain") != 0);
+    TT_EQ_INT(claimed[0].priority, 4);
+    m.message_id = "p-bad";
+    m.priority = IBX_PRIORITY_MAX + 1;
+    enq = -1;
+    TT_ASSERT(app_begin(&a));
+    TT_EQ_INT(app_ibx(&a, s, &m, &enq), IBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_enqueue: priority");
+    TT_ASSERT(app_end(&a, 0));
+    TT_EQ_INT(enq, -1);
+    ibx_store_close(s);
+    app_close(&a);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -755,6 +803,7 @@ int main(int argc, char **argv) {
     RUN("CORE-NATIVE-TX-ENVELOPE", "the envelope, due time and expiry through the app's driver as obx_enqueue_tx", test_envelope);
     RUN("OBX-PRIO-NATIVE", "priorities through the app's driver (obx_enqueue_sql): the rows the _tx and batch calls write, claimed highest first, out of range refused naming it", test_priority);
     RUN("CORE-NATIVE-TX-REFUSED", "bad input refused before anything is sent, naming the argument; outside a transaction refused", test_refused);
+    RUN("IBX-PRIO-NATIVE", "a priority through the app's driver (ibx_enqueue_sql): the row ibx_enqueue writes, claimed by priority, out of range refused naming it", test_inbox_priority);
     RUN("CORE-NATIVE-TX-INBOX", "the inbox's dedup and enqueue in the app's transaction: taken, rolled back, a duplicate, the row ibx_enqueue writes", test_inbox);
     if (g_my)
         RUN("CORE-NATIVE-TX-ISOLATION", "MariaDB: a keyed message at REPEATABLE READ refused through the app's driver", test_isolation);

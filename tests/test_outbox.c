@@ -6956,7 +6956,7 @@ static void test_plans(void) {
             TT_EXPECT(strstr(plan, "FULL SCAN") == NULL);
             /* The claim walks the index of its order (priority with aging). */
             if (stmts[i].slot == (g_my ? OBX__Q_CLAIM_PICK : OBX__Q_CLAIM)) {
-                if (!strstr(plan, "_Claim")) printf("    the claim does not walk IX_*_Claim:\n%s", plan);
+                if (!strstr(plan, "_Claim") || plans_sorts(plan)) printf("    the claim does not walk IX_*_Claim:\n%s", plan);
                 TT_EXPECT(strstr(plan, "_Claim") != NULL && plans_sorts(plan) == 0);
             }
         }
