@@ -840,7 +840,7 @@ typedef struct ibx_new_message {
      * first, one level worth 10 s of waiting (aging), so none starves. A
      * redelivery keeps the priority first stored. SQL Server stores it but
      * claims by due time alone. See docs/FEATURES.md, "Priority". */
-    int priority;
+    int priority; /* IBX_PRIORITY_MIN..IBX_PRIORITY_MAX; 0 = the default */
 } ibx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
@@ -5096,6 +5096,52 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
 }
 #endif /* IBX_SQLITE3_API */
 
+/* >> priority: the claim's order (both headers) --------------------------------------- */
+
+/* A due message's rank is its NextAttemptAt less Priority x
+ * IBX_PRIORITY_AGING_MS; a claim takes the smallest rank first: the higher
+ * priority first among messages due at the same time, and one that has
+ * waited k x 10 s longer before one k levels higher, so none starves.
+ * Priority 0, the default, ranks by NextAttemptAt alone: unprioritised
+ * messages keep their order. The rank is an index of the table's
+ * claimable rows (IX_{N}_Claim: SQLite and PostgreSQL an expression index,
+ * MariaDB the generated column ClaimRank), walked in order from its start;
+ * the walk's range ends where a lowest-priority message due now would rank
+ * (now + 50 s), so an idle claim reads no further than what comes due in
+ * the next 50 to 100 s, and a claim of a backlog reads its batch. The
+ * ORDER BY texts below, with the range that bounds the walk, are the
+ * claims' whole order: `c` is the table's alias ("c." or ""). */
+#define IBX__PRIORITY_AGING_S "10"   /* IBX_PRIORITY_AGING_MS in seconds */
+#define IBX__PRIORITY_HORIZON_S "50" /* -IBX_PRIORITY_MIN levels of aging */
+#define IBX__SQLITE_RANK(c) c "NextAttemptAt - " c "Priority * " IBX__PRIORITY_AGING_S "000"
+#define IBX__SQLITE_CLAIM_ORDER(c)                                                                \
+    "AND " IBX__SQLITE_RANK(c) " <= {W} + " IBX__PRIORITY_HORIZON_S "000 ORDER BY " IBX__SQLITE_RANK(c)
+/* PostgreSQL: timestamptz less an interval is not immutable (a day's
+ * length depends on the zone): the rank is UTC wall time, which is. */
+#define IBX__PG_RANK(c)                                                                           \
+    "((" c "\"NextAttemptAt\" AT TIME ZONE 'UTC') - " c "\"Priority\" * interval '" IBX__PRIORITY_AGING_S " seconds')"
+#define IBX__PG_CLAIM_ORDER(c)                                                                    \
+    "AND " IBX__PG_RANK(c) " <= (now() AT TIME ZONE 'UTC') + interval '" IBX__PRIORITY_HORIZON_S " seconds' "  \
+    "ORDER BY " IBX__PG_RANK(c)
+/* MariaDB: the generated column ClaimRank (parked rows keep their time:
+ * the last day of 9999 less an interval would overflow). */
+#define IBX__MY_RANK                                                                              \
+    "DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL "      \
+    "(`Priority` * " IBX__PRIORITY_AGING_S ") SECOND)) PERSISTENT"
+#define IBX__MY_CLAIM_ORDER(c)                                                                    \
+    "AND " c "`ClaimRank` <= UTC_TIMESTAMP(6) + INTERVAL " IBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ClaimRank`"
+
+/* A full row's Priority column; SQL Server's rows have none (it stores the
+ * column but claims by due time alone): 0 there. */
+IBX__PRIVATE ibx_result ibx__get_priority(ibx__db *db, SQLHSTMT st, int col, int *out) {
+    int64_t v = 0;
+    ibx_result r;
+    if (db->d->id == IBX_DIALECT_SQLSERVER) return IBX_OK;
+    r = ibx__get_i64(db, st, col, &v, NULL);
+    if (r == IBX_OK) *out = (int)v;
+    return r;
+}
+
 /* >> registry of many databases ---------------------------------------------------- */
 
 /* One database's store and its housekeeping schedule. */
@@ -6165,35 +6211,15 @@ static const ibx__stmt_row ibx__stmt_args_rows[] = {
     {IBX__Q_COUNT, NULL}};
 #define IBX__ARGS_JSON_ROWS(id) 0 /* no statement takes JSON rows (obx.h's batch inserts do) */
 
-/* The claim's order: priority with aging, in this one place per dialect
- * (as the outbox's: a message's rank is its NextAttemptAt less Priority x
- * IBX_PRIORITY_AGING_MS, the smallest first; priority 0 ranks by due time
- * alone). IX_{N}_Claim indexes the rank of the rows to handle; its
- * predicate is the claim's own (IBX__CLAIM_ONLY: Starts >= 0 always holds,
- * and no other statement says it), so no other statement's planner takes it
- * for the work-queue index. The walk's range ends where a lowest-priority
- * message due now would rank (now + 50 s). PostgreSQL's due test is an IS
- * TRUE (no index serves it): a planner with few statistics otherwise took
- * the work-queue index's range and sorted it. */
-#define IBX__PRIORITY_AGING_S "10"  /* IBX_PRIORITY_AGING_MS in seconds */
-#define IBX__PRIORITY_HORIZON_S "50" /* -IBX_PRIORITY_MIN levels of aging */
+/* The claim's order: priority with aging (IBX__SQLITE_CLAIM_ORDER and the
+ * other dialects', in the common core). IX_{N}_Claim's predicate is the
+ * claim's own (IBX__CLAIM_ONLY: Starts >= 0 always holds, and no other
+ * statement says it), so no other statement's planner takes it for the
+ * work-queue index. PostgreSQL's Status and due tests are IS TRUE (no index
+ * serves them): a planner with few statistics otherwise took the
+ * work-queue index and sorted it. */
 #define IBX__CLAIM_ONLY(o, c) o "Status" c " = 'Processing' AND " o "Starts" c " >= 0"
-/* PostgreSQL: the Status test an IS TRUE too, so that the work-queue
- * index (Status = 'Processing') is not one the claim can use at all. */
 #define IBX__PG_CLAIM_ONLY "(\"Status\" = 'Processing') IS TRUE AND \"Starts\" >= 0"
-#define IBX__SQLITE_RANK "NextAttemptAt - Priority * " IBX__PRIORITY_AGING_S "000"
-#define IBX__SQLITE_CLAIM_ORDER                                                                   \
-    "AND " IBX__SQLITE_RANK " <= {W} + " IBX__PRIORITY_HORIZON_S "000 ORDER BY " IBX__SQLITE_RANK
-#define IBX__PG_RANK "((\"NextAttemptAt\" AT TIME ZONE 'UTC') - \"Priority\" * interval '" IBX__PRIORITY_AGING_S " seconds')"
-#define IBX__PG_CLAIM_ORDER                                                                       \
-    "AND " IBX__PG_RANK " <= (now() AT TIME ZONE 'UTC') + interval '" IBX__PRIORITY_HORIZON_S " seconds' "  \
-    "ORDER BY " IBX__PG_RANK
-#define IBX__MY_RANK                                                                              \
-    "DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL "      \
-    "(`Priority` * " IBX__PRIORITY_AGING_S ") SECOND)) PERSISTENT"
-#define IBX__MY_CLAIM_ORDER                                                                       \
-    "AND `ClaimRank` <= UTC_TIMESTAMP(6) + INTERVAL " IBX__PRIORITY_HORIZON_S " SECOND ORDER BY `ClaimRank`"
-
 #define IBX__SQLITE_COLS                                                                     \
     "Source, MessageId, Topic, Payload, Hash, FirstSeenUtc, "          \
     "LastSeenUtc, Status, LockedUntil, OwnerToken, Attempt, LastError, " \
@@ -6311,7 +6337,7 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
      "WITH _ AS (SELECT 1) UPDATE {T} SET OwnerToken = ?, "
      "LockedUntil = {W} + CAST(? AS INTEGER) * 1000, Starts = Starts + 1 WHERE rowid IN "
      "(SELECT rowid FROM {T} INDEXED BY \"IX_{N}_Claim\" WHERE " IBX__CLAIM_ONLY("", "") " AND NextAttemptAt <= {W} AND "
-     "(LockedUntil IS NULL OR LockedUntil < {W}) AND Starts < {Q} " IBX__SQLITE_CLAIM_ORDER " LIMIT ?) "
+     "(LockedUntil IS NULL OR LockedUntil < {W}) AND Starts < {Q} " IBX__SQLITE_CLAIM_ORDER("") " LIMIT ?) "
      "RETURNING " IBX__SQLITE_CLAIM_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET Status = iif(" IBX__SQLITE_MARKED ", 'Processing', 'Done'), "
@@ -6392,7 +6418,7 @@ static const char *const ibx__sqlite_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS 
      ")",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_WorkQueue\" ON {T} (NextAttemptAt) "
      "WHERE Status = 'Processing'",
-     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Claim\" ON {T} (" IBX__SQLITE_RANK ") WHERE " IBX__CLAIM_ONLY("", ""),
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Claim\" ON {T} (" IBX__SQLITE_RANK("") ") WHERE " IBX__CLAIM_ONLY("", ""),
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (LockedUntil) "
      "WHERE Status = 'Processing' AND LockedUntil IS NOT NULL",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (LastSeenUtc) WHERE Status = 'Done'",
@@ -6488,7 +6514,7 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
      "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
      "WHERE ctid = ANY (ARRAY(SELECT ctid FROM {T} WHERE " IBX__PG_CLAIM_ONLY " "
      "AND (\"NextAttemptAt\" <= now()) IS TRUE AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) AND \"Starts\" < {Q} "
-     IBX__PG_CLAIM_ORDER " LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
+     IBX__PG_CLAIM_ORDER("") " LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
      "RETURNING " IBX__PG_CLAIM_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = CASE WHEN " IBX__PG_MARKED " THEN 'Processing' ELSE 'Done' END, "
@@ -6587,7 +6613,7 @@ static const char *const ibx__postgresql_inbox_ddl[] = {"SELECT pg_advisory_xact
      ")",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_WorkQueue\" ON {T} (\"NextAttemptAt\") "
      "WHERE \"Status\" = 'Processing'",
-     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Claim\" ON {T} (" IBX__PG_RANK ") WHERE " IBX__PG_CLAIM_ONLY,
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Claim\" ON {T} (" IBX__PG_RANK("") ") WHERE " IBX__PG_CLAIM_ONLY,
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") "
      "WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (\"LastSeenUtc\") WHERE \"Status\" = 'Done'",
@@ -6764,7 +6790,7 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "SELECT t.`Source`, t.`MessageId` FROM (SELECT `Source`, `MessageId` FROM {T} "
      "FORCE INDEX (`IX_{N}_Claim`) WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6)) AND `Starts` < {Q} "
-     IBX__MY_CLAIM_ORDER " LIMIT ?2) AS c "
+     IBX__MY_CLAIM_ORDER("") " LIMIT ?2) AS c "
      "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Source` = c.`Source` AND t.`MessageId` = c.`MessageId` "
      "WHERE t.`Status` = 'Processing' AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) AND t.`Starts` < {Q} "
@@ -10969,10 +10995,7 @@ static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ib
     m->starts = (int)v;
     if ((r = ibx__read_envelope(db, st, 16, 15, buf, &o->env, &m->header_count)) != IBX_OK) return r;
     if ((r = ibx__get_i64(db, st, 20, &m->expires_ms, NULL)) != IBX_OK) return r; /* after the envelope's 16..19 */
-    if (db->d->id == IBX_DIALECT_SQLSERVER) return IBX_OK; /* no Priority column read there */
-    r = ibx__get_i64(db, st, 21, &v, NULL);
-    m->priority = (int)v;
-    return r;
+    return ibx__get_priority(db, st, 21, &m->priority);
 }
 
 static ibx_result ibx__read_claimed(ibx__db *db, SQLHSTMT st, const ibx__row_head *head, const char *token,

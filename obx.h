@@ -5289,6 +5289,52 @@ OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
 }
 #endif /* OBX_SQLITE3_API */
 
+/* >> priority: the claim's order (both headers) --------------------------------------- */
+
+/* A due message's rank is its NextAttemptAt less Priority x
+ * OBX_PRIORITY_AGING_MS; a claim takes the smallest rank first: the higher
+ * priority first among messages due at the same time, and one that has
+ * waited k x 10 s longer before one k levels higher, so none starves.
+ * Priority 0, the default, ranks by NextAttemptAt alone: unprioritised
+ * messages keep their order. The rank is an index of the table's
+ * claimable rows (IX_{N}_Claim: SQLite and PostgreSQL an expression index,
+ * MariaDB the generated column ClaimRank), walked in order from its start;
+ * the walk's range ends where a lowest-priority message due now would rank
+ * (now + 50 s), so an idle claim reads no further than what comes due in
+ * the next 50 to 100 s, and a claim of a backlog reads its batch. The
+ * ORDER BY texts below, with the range that bounds the walk, are the
+ * claims' whole order: `c` is the table's alias ("c." or ""). */
+#define OBX__PRIORITY_AGING_S "10"   /* OBX_PRIORITY_AGING_MS in seconds */
+#define OBX__PRIORITY_HORIZON_S "50" /* -OBX_PRIORITY_MIN levels of aging */
+#define OBX__SQLITE_RANK(c) c "NextAttemptAt - " c "Priority * " OBX__PRIORITY_AGING_S "000"
+#define OBX__SQLITE_CLAIM_ORDER(c)                                                                \
+    "AND " OBX__SQLITE_RANK(c) " <= {W} + " OBX__PRIORITY_HORIZON_S "000 ORDER BY " OBX__SQLITE_RANK(c)
+/* PostgreSQL: timestamptz less an interval is not immutable (a day's
+ * length depends on the zone): the rank is UTC wall time, which is. */
+#define OBX__PG_RANK(c)                                                                           \
+    "((" c "\"NextAttemptAt\" AT TIME ZONE 'UTC') - " c "\"Priority\" * interval '" OBX__PRIORITY_AGING_S " seconds')"
+#define OBX__PG_CLAIM_ORDER(c)                                                                    \
+    "AND " OBX__PG_RANK(c) " <= (now() AT TIME ZONE 'UTC') + interval '" OBX__PRIORITY_HORIZON_S " seconds' "  \
+    "ORDER BY " OBX__PG_RANK(c)
+/* MariaDB: the generated column ClaimRank (parked rows keep their time:
+ * the last day of 9999 less an interval would overflow). */
+#define OBX__MY_RANK                                                                              \
+    "DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL "      \
+    "(`Priority` * " OBX__PRIORITY_AGING_S ") SECOND)) PERSISTENT"
+#define OBX__MY_CLAIM_ORDER(c)                                                                    \
+    "AND " c "`ClaimRank` <= UTC_TIMESTAMP(6) + INTERVAL " OBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ClaimRank`"
+
+/* A full row's Priority column; SQL Server's rows have none (it stores the
+ * column but claims by due time alone): 0 there. */
+OBX__PRIVATE obx_result obx__get_priority(obx__db *db, SQLHSTMT st, int col, int *out) {
+    int64_t v = 0;
+    obx_result r;
+    if (db->d->id == OBX_DIALECT_SQLSERVER) return OBX_OK;
+    r = obx__get_i64(db, st, col, &v, NULL);
+    if (r == OBX_OK) *out = (int)v;
+    return r;
+}
+
 /* >> registry of many databases ---------------------------------------------------- */
 
 /* One database's store and its housekeeping schedule. */
@@ -6355,44 +6401,15 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
                        "c.\"OrderingSeq\" AND o.\"Id\" < c.\"Id\") FROM {T} AS o WHERE o.\"OrderingKey\" = "        \
                        "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = {E} ORDER BY o.\"OrderingSeq\", "  \
                        "o.\"Id\" LIMIT 1), false) ")
-/* The claim's order: priority with aging, in this one place per dialect.
- * A due message's rank is its NextAttemptAt less Priority x
- * OBX_PRIORITY_AGING_MS, and the claim takes the smallest rank first: the
- * higher priority first among messages due at the same time, and a message
- * that has waited k x 10 s longer before one k levels higher, so none
- * starves (OBX-PRIO-AGING). Priority 0, the default, ranks by NextAttemptAt
- * alone: unprioritised messages keep their order. The rank is an index
- * (IX_{N}_Claim: an expression index, MariaDB a generated column; Ready rows
- * only, its predicate the claim's own, IsProcessed too, so that no other
- * statement's planner takes it for the Ready index), walked in order from its start: the walk's range ends where a
- * message of the lowest priority due now would rank ({W} + 50 s), so an
- * idle claim reads no further than the messages that come due in the next
- * 50 to 100 s, and a claim of a backlog reads its batch. Each text is the
- * claim's ORDER BY and the range that bounds the walk, alias c. */
-#define OBX__PRIORITY_AGING_S "10"  /* OBX_PRIORITY_AGING_MS in seconds */
-#define OBX__PRIORITY_HORIZON_S "50" /* -OBX_PRIORITY_MIN levels of aging */
-#define OBX__SQLITE_RANK(c) c "NextAttemptAt - " c "Priority * " OBX__PRIORITY_AGING_S "000"
-#define OBX__SQLITE_CLAIM_ORDER                                                                   \
-    "AND " OBX__SQLITE_RANK("c.") " <= {W} + " OBX__PRIORITY_HORIZON_S "000 ORDER BY " OBX__SQLITE_RANK("c.")
-/* PostgreSQL: timestamptz less an interval is not immutable (a day's
- * length depends on the zone): the rank is UTC wall time, which is. */
-#define OBX__PG_RANK(c)                                                                           \
-    "((" c "\"NextAttemptAt\" AT TIME ZONE 'UTC') - " c "\"Priority\" * interval '" OBX__PRIORITY_AGING_S " seconds')"
-/* The claim's due test, in a form no index serves (IS TRUE is no operator
- * an index takes; NextAttemptAt is never NULL): as a plain comparison it let
- * a planner with few statistics take the Ready index's range and sort it
+/* The claim's order: priority with aging (OBX__SQLITE_CLAIM_ORDER and the
+ * other dialects', in the common core), alias c. The index IX_{N}_Claim's
+ * predicate is the claim's own, IsProcessed too, so that no other
+ * statement's planner takes it for the Ready index. PostgreSQL: the claim's
+ * due test, in a form no index serves (IS TRUE is no operator an index
+ * takes; NextAttemptAt is never NULL): as a plain comparison it let a
+ * planner with few statistics take the Ready index's range and sort it
  * (CORE-PLANS, a table analyzed empty), where IX_{N}_Claim is the order. */
 #define OBX__PG_DUE "(c.\"NextAttemptAt\" <= now()) IS TRUE"
-#define OBX__PG_CLAIM_ORDER                                                                       \
-    "AND " OBX__PG_RANK("c.") " <= (now() AT TIME ZONE 'UTC') + interval '" OBX__PRIORITY_HORIZON_S " seconds' "  \
-    "ORDER BY " OBX__PG_RANK("c.")
-/* MariaDB: the generated column ClaimRank (parked rows keep their time:
- * the last day of 9999 less an interval would overflow). */
-#define OBX__MY_RANK                                                                              \
-    "DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL "      \
-    "(`Priority` * " OBX__PRIORITY_AGING_S ") SECOND)) PERSISTENT"
-#define OBX__MY_CLAIM_ORDER                                                                       \
-    "AND c.`ClaimRank` <= UTC_TIMESTAMP(6) + INTERVAL " OBX__PRIORITY_HORIZON_S " SECOND ORDER BY c.`ClaimRank`"
 
 /* The next OrderingSeq of key `k` (an expression): NULL without a key. One
  * probe per state that counts, each the top of an index range, the state
@@ -6558,7 +6575,7 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "WITH _ AS (SELECT 1) UPDATE {T} SET Status = 1, OwnerToken = ?, "
      "LockedUntil = {W} + CAST(? AS INTEGER) * 1000, Starts = Starts + 1 "
      "WHERE Id IN (SELECT c.Id FROM {T} AS c INDEXED BY \"IX_{N}_Claim\" WHERE c.Status = 0 AND "
-     "c.NextAttemptAt <= {W} AND c.IsProcessed = 0 AND " OBX__ORDERED_CLAIM " " OBX__SQLITE_CLAIM_ORDER " LIMIT ?) "
+     "c.NextAttemptAt <= {W} AND c.IsProcessed = 0 AND " OBX__ORDERED_CLAIM " " OBX__SQLITE_CLAIM_ORDER("c.") " LIMIT ?) "
      "RETURNING " OBX__SQLITE_CLAIM_COLS},
     {OBX__Q_ACK,
      "UPDATE {T} SET Status = 2, IsProcessed = 1, ProcessedAt = {W}, "
@@ -6791,7 +6808,7 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
      "WHERE \"Id\" = ANY (ARRAY(SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND "
      OBX__PG_DUE " AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_CLAIM " "
-     OBX__PG_CLAIM_ORDER " LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
+     OBX__PG_CLAIM_ORDER("c.") " LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
      "AND " OBX__PG_KEY_LOCK " RETURNING " OBX__PG_CLAIM_COLS},
     /* See OBX__PG_KEY_LOCK. */
     {OBX__Q_CLAIM_CHECK,
@@ -7060,7 +7077,7 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "        SELECT c.\"Id\" FROM {T} AS c\n"
     "         WHERE c.\"Status\" = 0 AND " OBX__PG_DUE " AND NOT c.\"IsProcessed\"\n"
     "           AND " OBX__ORDERED_HEAD "\n"
-    "           " OBX__PG_CLAIM_ORDER " LIMIT p_batch\n"
+    "           " OBX__PG_CLAIM_ORDER("c.") " LIMIT p_batch\n"
     "           FOR UPDATE OF c SKIP LOCKED)) AND " OBX__PG_KEY_LOCK "\n"
     "    RETURNING \"Id\") SELECT array_agg(\"Id\") INTO v_ids FROM u;\n"
     "    UPDATE {T} AS t SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL,\n"
@@ -7393,7 +7410,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_CLAIM_PICK,
      "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_Claim`) WHERE c.`Status` = 0 "
      "AND c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND c.`IsProcessed` = 0 AND " OBX__MY_ORDERED_CHECK("{H}") " "
-     OBX__MY_CLAIM_ORDER " LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
+     OBX__MY_CLAIM_ORDER("c.") " LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
      "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
@@ -11948,10 +11965,7 @@ static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, ob
         return r;
     if ((r = obx__get_i64(db, st, 22, &m->expires_ms, NULL)) != OBX_OK) /* after the envelope's 18..21 */
         return r;
-    if (db->d->id == OBX_DIALECT_SQLSERVER) return OBX_OK; /* no Priority column read there */
-    r = obx__get_i64(db, st, 23, &v, NULL);
-    m->priority = (int)v;
-    return r;
+    return obx__get_priority(db, st, 23, &m->priority);
 }
 
 static obx_result obx__read_claimed(obx__db *db, SQLHSTMT st, const obx__row_head *head, const char *token,
