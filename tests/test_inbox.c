@@ -1529,13 +1529,14 @@ static void test_114_117_deploy(void) {
     TT_EQ_INT(ibx_store_deploy(s), IBX_OK);                        /* IBX-114 */
     TT_EXPECT(table_exists(s, "InboxDeployTest"));                 /* IBX-117 */
     TT_EQ_INT(ibx_store_deploy(s), IBX_OK);                        /* IBX-116 */
-    /* claim, lease and cleanup indexes (+ the primary key on the servers) */
+    /* claim (work queue, and the claim's priority order), lease and cleanup
+     * indexes (+ the primary key on the servers) */
     indexes = g_pg   ? "SELECT COUNT(*) FROM pg_indexes WHERE tablename = 'InboxDeployTest'"
               : g_my ? "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics "
                        "WHERE table_schema = DATABASE() AND table_name = 'InboxDeployTest'"
                      : "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' "
                        "AND tbl_name = 'InboxDeployTest' AND sql IS NOT NULL";
-    TT_EQ_INT(scalar(s, indexes), g_pg || g_my ? 4 : 3);
+    TT_EQ_INT(scalar(s, indexes), g_pg || g_my ? 5 : 4);
     ibx_store_close(s);
     s = open_table("InboxDeployTest", 1);
     TT_ASSERT(s != NULL);
