@@ -193,6 +193,10 @@
  *                /dev/urandom should give this hook)
  *   The hook types are laid out identically in both headers, so one
  *   allocator, clock or logger implementation plugs into both.
+ *   Priority (ibx_new_message.priority, -5..5, 0 the default): a claim
+ *   takes the higher priority first among due messages, one level worth
+ *   10 s of waiting (aging: nothing starves); the outbox's ordering keys
+ *   keep their order whatever the priorities. docs/FEATURES.md, "Priority".
  *   Dispatching (ibx_dispatcher_desc): handlers take one message each
  *   (ibx_dispatcher_on), or all of a claim's messages of their topic in
  *   one call with an outcome per message (ibx_dispatcher_on_batch). A
@@ -807,6 +811,12 @@ typedef struct ibx_store_desc {
 /* Largest source, message id and topic, in characters (UTF-8 code points). */
 #define IBX_KEY_MAX 255
 #define IBX_TOPIC_MAX 255
+/* Message priority (ibx_new_message.priority): IBX_PRIORITY_MIN..MAX, 0 (the
+ * middle) by default; one level is worth IBX_PRIORITY_AGING_MS of waiting
+ * (part of the schema's claim index, not a runtime knob). */
+#define IBX_PRIORITY_MIN (-5)
+#define IBX_PRIORITY_MAX 5
+#define IBX_PRIORITY_AGING_MS 10000
 
 /* Default retention of ibx_cleanup(): 30 days. */
 #define IBX_DEFAULT_RETENTION_MS ((int64_t)30 * 24 * 3600 * 1000)
@@ -851,6 +861,13 @@ typedef struct ibx_new_message {
      * 1..IBX_TIME_MAX_MS and not before due_utc_ms. A redelivery keeps the
      * expiry first stored (as the envelope): the sender's first deadline. */
     int64_t expires_utc_ms;
+    /* Priority, IBX_PRIORITY_MIN (-5) .. IBX_PRIORITY_MAX (5), 0 = the
+     * default: as obx_new_message.priority. Among due messages a claim takes
+     * the smallest "due time - priority x 10 s" first: higher priority
+     * first, one level worth 10 s of waiting (aging), so none starves. A
+     * redelivery keeps the priority first stored. SQL Server stores it but
+     * claims by due time alone. See docs/FEATURES.md, "Priority". */
+    int priority; /* IBX_PRIORITY_MIN..IBX_PRIORITY_MAX; 0 = the default */
 } ibx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
@@ -882,6 +899,7 @@ typedef struct ibx_message {
     int64_t expires_ms;          /* expires_utc_ms as first stored; 0 = never. ibx_claim returns
                                     expired messages too; the dispatcher ends them Dead, checked
                                     before each handler call */
+    int priority;                /* as first stored (ibx_new_message.priority); 0 on SQL Server */
 } ibx_message;
 
 /* Name of a status as stored: "Seen", "Processing", "Done", "Dead"
@@ -935,7 +953,7 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * obx_enqueue refuses it, e.g. "headers[2].key": the error names it;
  * nothing is written); IBX_ERR_NO_MEMORY; IBX_ERR_OUT_OF_RANGE (due_utc_ms or
  * expires_utc_ms not 0..IBX_TIME_MAX_MS, or expires_utc_ms before due_utc_ms,
- * named); IBX_ERR_FULL (the store's max_pending is reached and the message
+ * or priority not IBX_PRIORITY_MIN..MAX, named); IBX_ERR_FULL (the store's max_pending is reached and the message
  * is new, Seen or Dead: a redelivery of one still to handle or done adds
  * none and is taken); IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *message, int *enqueued);
@@ -5246,6 +5264,52 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
 }
 #endif /* IBX_SQLITE3_API */
 
+/* >> priority: the claim's order (both headers) --------------------------------------- */
+
+/* A due message's rank is its NextAttemptAt less Priority x
+ * IBX_PRIORITY_AGING_MS; a claim takes the smallest rank first: the higher
+ * priority first among messages due at the same time, and one that has
+ * waited k x 10 s longer before one k levels higher, so none starves.
+ * Priority 0, the default, ranks by NextAttemptAt alone: unprioritised
+ * messages keep their order. The rank is an index of the table's
+ * claimable rows (IX_{N}_Claim: SQLite and PostgreSQL an expression index,
+ * MariaDB the generated column ClaimRank), walked in order from its start;
+ * the walk's range ends where a lowest-priority message due now would rank
+ * (now + 50 s), so an idle claim reads no further than what comes due in
+ * the next 50 to 100 s, and a claim of a backlog reads its batch. The
+ * ORDER BY texts below, with the range that bounds the walk, are the
+ * claims' whole order: `c` is the table's alias ("c." or ""). */
+#define IBX__PRIORITY_AGING_S "10"   /* IBX_PRIORITY_AGING_MS in seconds */
+#define IBX__PRIORITY_HORIZON_S "50" /* -IBX_PRIORITY_MIN levels of aging */
+#define IBX__SQLITE_RANK(c) c "NextAttemptAt - " c "Priority * " IBX__PRIORITY_AGING_S "000"
+#define IBX__SQLITE_CLAIM_ORDER(c)                                                                \
+    "AND " IBX__SQLITE_RANK(c) " <= {W} + " IBX__PRIORITY_HORIZON_S "000 ORDER BY " IBX__SQLITE_RANK(c)
+/* PostgreSQL: timestamptz less an interval is not immutable (a day's
+ * length depends on the zone): the rank is UTC wall time, which is. */
+#define IBX__PG_RANK(c)                                                                           \
+    "((" c "\"NextAttemptAt\" AT TIME ZONE 'UTC') - " c "\"Priority\" * interval '" IBX__PRIORITY_AGING_S " seconds')"
+#define IBX__PG_CLAIM_ORDER(c)                                                                    \
+    "AND " IBX__PG_RANK(c) " <= (now() AT TIME ZONE 'UTC') + interval '" IBX__PRIORITY_HORIZON_S " seconds' "  \
+    "ORDER BY " IBX__PG_RANK(c)
+/* MariaDB: the generated column ClaimRank (parked rows keep their time:
+ * the last day of 9999 less an interval would overflow). */
+#define IBX__MY_RANK                                                                              \
+    "DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL "      \
+    "(`Priority` * " IBX__PRIORITY_AGING_S ") SECOND)) PERSISTENT"
+#define IBX__MY_CLAIM_ORDER(c)                                                                    \
+    "AND " c "`ClaimRank` <= UTC_TIMESTAMP(6) + INTERVAL " IBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ClaimRank`"
+
+/* A full row's Priority column; SQL Server's rows have none (it stores the
+ * column but claims by due time alone): 0 there. */
+IBX__PRIVATE ibx_result ibx__get_priority(ibx__db *db, SQLHSTMT st, int col, int *out) {
+    int64_t v = 0;
+    ibx_result r;
+    if (db->d->id == IBX_DIALECT_SQLSERVER) return IBX_OK;
+    r = ibx__get_i64(db, st, col, &v, NULL);
+    if (r == IBX_OK) *out = (int)v;
+    return r;
+}
+
 /* >> registry of many databases ---------------------------------------------------- */
 
 /* One database's store and its housekeeping schedule. */
@@ -6309,8 +6373,8 @@ enum {
 static const ibx__stmt_row ibx__stmt_args_rows[] = {
     {IBX__Q_SEEN, "ttb"},           /* source, message_id, hash */
     {IBX__Q_ENQUEUE, "ttttbii"},    /* source, id, topic, payload, hash, due, next_attempt */
-    {IBX__Q_ENQUEUE_ENV, "ttttbii" IBX__ENV_ARGS "i"}, /* ENQUEUE's, tenant, aggregate type,
-                                                          aggregate id, headers, expiry */
+    {IBX__Q_ENQUEUE_ENV, "ttttbii" IBX__ENV_ARGS "ii"}, /* ENQUEUE's, tenant, aggregate type,
+                                                           aggregate id, headers, expiry, priority */
     {IBX__Q_MARK, "tttttt"},        /* status x4, source, id */
     {IBX__Q_CLAIM, "tii"},          /* owner, lease_seconds, batch; after a CLAIM_PICK, CLAIM_READ's */
     {IBX__Q_CLAIM_PICK, "ii"},      /* batch, window */
@@ -6337,21 +6401,31 @@ static const ibx__stmt_row ibx__stmt_args_rows[] = {
     {IBX__Q_COUNT, NULL}};
 #define IBX__ARGS_JSON_ROWS(id) 0 /* no statement takes JSON rows (obx.h's batch inserts do) */
 
+/* The claim's order: priority with aging (IBX__SQLITE_CLAIM_ORDER and the
+ * other dialects', in the common core). IX_{N}_Claim's predicate is the
+ * claim's own (IBX__CLAIM_ONLY: Starts >= 0 always holds, and no other
+ * statement says it), so no other statement's planner takes it for the
+ * work-queue index. PostgreSQL's Status and due tests are IS TRUE (no index
+ * serves them): a planner with few statistics otherwise took the
+ * work-queue index and sorted it. */
+#define IBX__CLAIM_ONLY(o, c) o "Status" c " = 'Processing' AND " o "Starts" c " >= 0"
+#define IBX__PG_CLAIM_ONLY "(\"Status\" = 'Processing') IS TRUE AND \"Starts\" >= 0"
 #define IBX__SQLITE_COLS                                                                     \
     "Source, MessageId, Topic, Payload, Hash, FirstSeenUtc, "          \
     "LastSeenUtc, Status, LockedUntil, OwnerToken, Attempt, LastError, " \
     "NextAttemptAt, DueTimeUtc, Starts, TenantId, AggregateType, AggregateId, Headers, "   \
-    "ExpiresAt"
+    "ExpiresAt, Priority"
 #define IBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define IBX__PG_COLS                                                                         \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", " IBX__PG_MS("FirstSeenUtc") \
     ", " IBX__PG_MS("LastSeenUtc") ", \"Status\", " IBX__PG_MS("LockedUntil") ", "            \
     "CAST(\"OwnerToken\" AS text), \"Attempt\", \"LastError\", " IBX__PG_MS("NextAttemptAt")  \
     ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\", \"TenantId\", \"AggregateType\", \"AggregateId\", " \
-    "CAST(\"Headers\" AS text), " IBX__PG_MS("ExpiresAt")
+    "CAST(\"Headers\" AS text), " IBX__PG_MS("ExpiresAt") ", \"Priority\""
 /* A claim's short row (ibx__read_claimed): what the claim did not set, the
  * integers first (bound), the last a mask of the optional columns that are
- * not NULL (read only those), then the texts. nn writes one bit (IBX__NN, or
+ * not NULL (read only those) with the priority + 8 above its 6 bits, then
+ * the texts. nn writes one bit (IBX__NN, or
  * IBX__NN_INT), o and c quote a name. */
 #define IBX__NN(col, bit) "(CASE WHEN " col " IS NULL THEN 0 ELSE " bit " END)"
 /* SQLite gives a comparison's truth as 1 or 0: a shorter bit there. */
@@ -6359,7 +6433,7 @@ static const ibx__stmt_row ibx__stmt_args_rows[] = {
 #define IBX__CLAIM_MASK(nn, o, c)                                                                     \
     nn(o "Hash" c, "1") " + " nn(o "LastError" c, "2") " + " nn(o "TenantId" c, "4")  \
     " + " nn(o "AggregateType" c, "8") " + " nn(o "AggregateId" c, "16") " + "              \
-    nn(o "Headers" c, "32")
+    nn(o "Headers" c, "32") " + (" o "Priority" c " + 8) * 64"
 #define IBX__SQLITE_CLAIM_COLS                                                                    \
     "FirstSeenUtc, LastSeenUtc, LockedUntil, Attempt, NextAttemptAt, DueTimeUtc, " \
     "Starts, ExpiresAt, " IBX__CLAIM_MASK(IBX__NN_INT, "", "") ", Source, MessageId, Topic, "  \
@@ -6431,8 +6505,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (Source, MessageId, Topic, Payload, Hash, Status, "
      "DueTimeUtc, NextAttemptAt, " IBX__ENV("TenantId, AggregateType, AggregateId, Headers, ")
-     "ExpiresAt) VALUES (?1, ?2, ?3, ?4, ?5, 'Processing', ?6, coalesce(?7, {W}), " IBX__ENV("?8, ?9, ?10, ?11, ")
-     "?12) ON CONFLICT (Source, MessageId) DO UPDATE SET " IBX__SQLITE_REDELIVERY "Topic = excluded.Topic, "
+     "ExpiresAt, Priority) VALUES (?1, ?2, ?3, ?4, ?5, 'Processing', ?6, coalesce(?7, {W}), " IBX__ENV("?8, ?9, ?10, ?11, ")
+     "?12, ?13) ON CONFLICT (Source, MessageId) DO UPDATE SET " IBX__SQLITE_REDELIVERY "Topic = excluded.Topic, "
      "Payload = excluded.Payload, Hash = excluded.Hash, "
      "DueTimeUtc = excluded.DueTimeUtc, NextAttemptAt = excluded.NextAttemptAt, "
      "LastSeenUtc = {W}, Attempt = iif(Status = 'Dead', 0, Attempt), "
@@ -6452,8 +6526,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_CLAIM,
      "WITH _ AS (SELECT 1) UPDATE {T} SET OwnerToken = ?, "
      "LockedUntil = {W} + CAST(? AS INTEGER) * 1000, Starts = Starts + 1 WHERE rowid IN "
-     "(SELECT rowid FROM {T} WHERE Status = 'Processing' AND NextAttemptAt <= {W} AND "
-     "(LockedUntil IS NULL OR LockedUntil < {W}) AND Starts < {Q} ORDER BY NextAttemptAt LIMIT ?) "
+     "(SELECT rowid FROM {T} INDEXED BY \"IX_{N}_Claim\" WHERE " IBX__CLAIM_ONLY("", "") " AND NextAttemptAt <= {W} AND "
+     "(LockedUntil IS NULL OR LockedUntil < {W}) AND Starts < {Q} " IBX__SQLITE_CLAIM_ORDER("") " LIMIT ?) "
      "RETURNING " IBX__SQLITE_CLAIM_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET Status = iif(" IBX__SQLITE_MARKED ", 'Processing', 'Done'), "
@@ -6534,6 +6608,7 @@ static const char *const ibx__sqlite_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS 
      ")",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_WorkQueue\" ON {T} (NextAttemptAt) "
      "WHERE Status = 'Processing'",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Claim\" ON {T} (" IBX__SQLITE_RANK("") ") WHERE " IBX__CLAIM_ONLY("", ""),
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (LockedUntil) "
      "WHERE Status = 'Processing' AND LockedUntil IS NOT NULL",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (LastSeenUtc) WHERE Status = 'Done'",
@@ -6545,6 +6620,7 @@ static const char *const ibx__sqlite_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS 
 static const ibx__column ibx__sqlite_inbox_columns[] = {
     {"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"},
     {"AggregateId", "TEXT NULL"}, {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"},
+    {"Priority", "INTEGER NOT NULL DEFAULT 0"}, /* IBX__SQLITE_CLAIM_ORDER */
     {NULL, NULL}};
 static const ibx__sqlset ibx__sqlite_inbox = {
     "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
@@ -6598,9 +6674,9 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "
-     "\"ExpiresAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
+     "\"ExpiresAt\", \"Priority\") VALUES (?, ?, ?, ?, ?, 'Processing', "
      "to_timestamp(CAST(? AS bigint) / 1000.0), coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()), "
-     "?, ?, ?, CAST(? AS json), to_timestamp(CAST(? AS bigint) / 1000.0)) "
+     "?, ?, ?, CAST(? AS json), to_timestamp(CAST(? AS bigint) / 1000.0), CAST(? AS smallint)) "
      "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET " IBX__PG_REDELIVERY "\"Topic\" = excluded.\"Topic\", "
      "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
@@ -6626,9 +6702,9 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_CLAIM,
      "UPDATE {T} SET \"OwnerToken\" = CAST(? AS uuid), "
      "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
-     "WHERE ctid = ANY (ARRAY(SELECT ctid FROM {T} WHERE \"Status\" = 'Processing' "
-     "AND \"NextAttemptAt\" <= now() AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) AND \"Starts\" < {Q} "
-     "ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
+     "WHERE ctid = ANY (ARRAY(SELECT ctid FROM {T} WHERE " IBX__PG_CLAIM_ONLY " "
+     "AND (\"NextAttemptAt\" <= now()) IS TRUE AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) AND \"Starts\" < {Q} "
+     IBX__PG_CLAIM_ORDER("") " LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
      "RETURNING " IBX__PG_CLAIM_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = CASE WHEN " IBX__PG_MARKED " THEN 'Processing' ELSE 'Done' END, "
@@ -6727,6 +6803,7 @@ static const char *const ibx__postgresql_inbox_ddl[] = {"SELECT pg_advisory_xact
      ")",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_WorkQueue\" ON {T} (\"NextAttemptAt\") "
      "WHERE \"Status\" = 'Processing'",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Claim\" ON {T} (" IBX__PG_RANK("") ") WHERE " IBX__PG_CLAIM_ONLY,
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") "
      "WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (\"LastSeenUtc\") WHERE \"Status\" = 'Done'",
@@ -6738,7 +6815,7 @@ static const char *const ibx__postgresql_inbox_ddl[] = {"SELECT pg_advisory_xact
 static const ibx__column ibx__postgresql_inbox_columns[] = {
     {"Starts", "integer NOT NULL DEFAULT 0"}, {"TenantId", "varchar(64) NULL"},
     {"AggregateType", "varchar(64) NULL"}, {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
-    {"ExpiresAt", "timestamptz NULL"},
+    {"ExpiresAt", "timestamptz NULL"}, {"Priority", "smallint NOT NULL DEFAULT 0"}, /* IBX__PG_CLAIM_ORDER */
     {NULL, NULL}};
 static const ibx__sqlset ibx__postgresql_inbox = {
     "now()",
@@ -6758,7 +6835,7 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     "`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, " IBX__MY_MS("FirstSeenUtc") ", "     \
     IBX__MY_MS("LastSeenUtc") ", `Status`, " IBX__MY_MS("LockedUntil") ", `OwnerToken`, "      \
     "`Attempt`, `LastError`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, " \
-    "`TenantId`, `AggregateType`, `AggregateId`, `Headers`, " IBX__MY_MS("ExpiresAt")
+    "`TenantId`, `AggregateType`, `AggregateId`, `Headers`, " IBX__MY_MS("ExpiresAt") ", `Priority`"
 #define IBX__MY_CLAIM_COLS                                                                        \
     IBX__MY_MS("FirstSeenUtc") ", " IBX__MY_MS("LastSeenUtc") ", " IBX__MY_MS("LockedUntil") ", "  \
     "`Attempt`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, "          \
@@ -6817,9 +6894,9 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
 #endif
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
-     "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`) VALUES (?, ?, ?, ?, ?, "
-     "'Processing', " IBX__MY_FROM_MS("?") ", COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, ?, ?, "
-     IBX__MY_FROM_MS("?") ") ON DUPLICATE KEY UPDATE " IBX__MY_REDELIVERY
+     "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`, `Priority`) VALUES (?, "
+     "?, ?, ?, ?, 'Processing', " IBX__MY_FROM_MS("?") ", COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, "
+     "?, ?, " IBX__MY_FROM_MS("?") ", ?) ON DUPLICATE KEY UPDATE " IBX__MY_REDELIVERY
      "`Topic` = IF(" IBX__MY_DONE ", `Topic`, VALUES(`Topic`)), "
      "`Payload` = IF(" IBX__MY_DONE ", `Payload`, VALUES(`Payload`)), "
      "`Hash` = IF(" IBX__MY_DONE ", `Hash`, VALUES(`Hash`)), "
@@ -6901,9 +6978,9 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      * purge, and every leased row). The index is forced. */
     {IBX__Q_CLAIM_PICK,
      "SELECT t.`Source`, t.`MessageId` FROM (SELECT `Source`, `MessageId` FROM {T} "
-     "FORCE INDEX (`IX_{N}_WorkQueue`) WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
+     "FORCE INDEX (`IX_{N}_Claim`) WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6)) AND `Starts` < {Q} "
-     "ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
+     IBX__MY_CLAIM_ORDER("") " LIMIT ?2) AS c "
      "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Source` = c.`Source` AND t.`MessageId` = c.`MessageId` "
      "WHERE t.`Status` = 'Processing' AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) AND t.`Starts` < {Q} "
@@ -6948,6 +7025,7 @@ static const char *const ibx__mariadb_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS
      "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
      "    KEY `IX_{N}_Cleanup` (`Status`, `LastSeenUtc`)\n"
      ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
+     "CREATE INDEX IF NOT EXISTS `IX_{N}_Claim` ON {T} (`Status`, `ClaimRank`, `NextAttemptAt`)",
      NULL};
 /* Columns added since the first release, oldest first: a new column is
  * one more entry here and in each other dialect's set (ibx__sqlset).
@@ -6956,6 +7034,7 @@ static const char *const ibx__mariadb_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS
 static const ibx__column ibx__mariadb_inbox_columns[] = {
     {"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"},
     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"},
+    {"Priority", "TINYINT NOT NULL DEFAULT 0"}, {"ClaimRank", IBX__MY_RANK}, /* IBX__MY_CLAIM_ORDER */
     {NULL, NULL}};
 static const ibx__sqlset ibx__mariadb_inbox = {
     "UTC_TIMESTAMP(6)",
@@ -7055,7 +7134,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
      "COALESCE(" IBX__MS_FROM_MS("?7", IBX__MS_EPOCH) ", SYSUTCDATETIME()) AS [NextAt], ?8 AS [TenantId], "
      "?9 AS [AggregateType], ?10 AS [AggregateId], ?11 AS [Headers], "
-     IBX__MS_FROM_MS("?12", IBX__MS_EPOCH) " AS [ExpiresAt]) AS s "
+     IBX__MS_FROM_MS("?12", IBX__MS_EPOCH) " AS [ExpiresAt], ?13 AS [Priority]) AS s "
      "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
      "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET " IBX__MS_REDELIVERY
      "[Topic] = s.[Topic], [Payload] = s.[Payload], "
@@ -7068,9 +7147,9 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "[Headers] = COALESCE(t.[Headers], s.[Headers]), [ExpiresAt] = COALESCE(t.[ExpiresAt], s.[ExpiresAt]), "
      "[Status] = 'Processing' "
      "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
-     "[DueTimeUtc], [NextAttemptAt], [TenantId], [AggregateType], [AggregateId], [Headers], [ExpiresAt]) "
-     "VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], 'Processing', s.[Due], s.[NextAt], "
-     "s.[TenantId], s.[AggregateType], s.[AggregateId], s.[Headers], s.[ExpiresAt]);"},
+     "[DueTimeUtc], [NextAttemptAt], [TenantId], [AggregateType], [AggregateId], [Headers], [ExpiresAt], "
+     "[Priority]) VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], 'Processing', s.[Due], "
+     "s.[NextAt], s.[TenantId], s.[AggregateType], s.[AggregateId], s.[Headers], s.[ExpiresAt], s.[Priority]);"},
     {IBX__Q_MARK,
      "UPDATE {T} SET [Status] = CASE WHEN [Status] = 'Done' THEN 'Done' ELSE ? END, "
      "[Attempt] = CASE WHEN [Status] = 'Dead' AND ? = 'Processing' THEN 0 ELSE [Attempt] END, "
@@ -7221,6 +7300,7 @@ static const ibx__column ibx__sqlserver_inbox_columns[] = {
     {"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
     {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
     {"ExpiresAt", "DATETIME2(3) NULL"},
+    {"Priority", "SMALLINT NOT NULL DEFAULT 0"}, /* stored; the claim orders by due time alone */
     {NULL, NULL}};
 static const ibx__sqlset ibx__sqlserver_inbox = {
     "SYSUTCDATETIME()",
@@ -11376,7 +11456,8 @@ static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ib
         return r;
     m->starts = (int)v;
     if ((r = ibx__read_envelope(db, st, 16, 15, buf, &o->env, &m->header_count)) != IBX_OK) return r;
-    return ibx__get_i64(db, st, 20, &m->expires_ms, NULL); /* after the envelope's 16..19 */
+    if ((r = ibx__get_i64(db, st, 20, &m->expires_ms, NULL)) != IBX_OK) return r; /* after the envelope's 16..19 */
+    return ibx__get_priority(db, st, 21, &m->priority);
 }
 
 static ibx_result ibx__read_claimed(ibx__db *db, SQLHSTMT st, const ibx__row_head *head, const char *token,
@@ -11401,7 +11482,8 @@ static ibx_result ibx__read_claimed(ibx__db *db, SQLHSTMT st, const ibx__row_hea
         (r = ibx__get_opt(db, st, 14, SQL_C_BINARY, opt, 1, buf, &o->hash, &o->hash_len)) != IBX_OK ||
         (r = ibx__get_opt(db, st, 15, SQL_C_CHAR, opt, 2, buf, &o->last_error, NULL)) != IBX_OK)
         return r;
-    return ibx__read_envelope(db, st, 16, opt >> 2, buf, &o->env, &m->header_count);
+    m->priority = (int)(opt >> 6) - 8; /* above the mask's 6 bits (IBX__CLAIM_MASK) */
+    return ibx__read_envelope(db, st, 16, (opt >> 2) & 15u, buf, &o->env, &m->header_count);
 }
 
 static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o) {
@@ -11525,7 +11607,7 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
 
 typedef struct ibx__enqueue_ctx {
     ibx_store *s;
-    ibx__param *p;               /* the upsert's seven, the envelope's four, the expiry */
+    ibx__param *p;               /* the upsert's seven, the envelope's four, the expiry, the priority */
     int envelope;                /* the upsert with the envelope and the expiry */
     const void *hash;
     size_t hash_len;
@@ -11555,7 +11637,7 @@ static ibx_result ibx__enqueue_unit(ibx__db *db, void *vctx) {
         if (r == IBX_EMPTY) r = IBX_OK; /* a new message */
     }
     if (r == IBX_OK && (!IBX__PLAIN_UPSERT || c->envelope))
-        r = ibx__exec(db, IBX__Q_ENQUEUE_ENV, s->sql[IBX__Q_ENQUEUE_ENV], c->p, 12, &c->rows, NULL);
+        r = ibx__exec(db, IBX__Q_ENQUEUE_ENV, s->sql[IBX__Q_ENQUEUE_ENV], c->p, 13, &c->rows, NULL);
     else if (r == IBX_OK)
         r = ibx__exec(db, IBX__Q_ENQUEUE, s->sql[IBX__Q_ENQUEUE], c->p, 7, &c->rows, NULL);
     return r;
@@ -11591,6 +11673,10 @@ static ibx_result ibx__check_new(ibx_store *store, const ibx_new_message *m, siz
     if (m->expires_utc_ms > 0 && m->expires_utc_ms < m->due_utc_ms)
         return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: expires_utc_ms",
                          "expires_utc_ms must not be before due_utc_ms");
+    if (m->priority < IBX_PRIORITY_MIN || m->priority > IBX_PRIORITY_MAX)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: priority",
+                         "priority must be %d..%d (0: the default), not %d", IBX_PRIORITY_MIN, IBX_PRIORITY_MAX,
+                         m->priority);
     *payload_len = len;
     return ibx__check_envelope(&store->err, "ibx_enqueue", "", m);
 }
@@ -11636,7 +11722,7 @@ static int ibx__full_redelivery(ibx_store *s, ibx_result r, ibx__param *p) {
 static ibx_result ibx__enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued, int markers,
                                ibx_sql **out_sql) {
     ibx__enqueue_ctx ctx;
-    ibx__param p[12];
+    ibx__param p[13];
     int envelope;
     int64_t rows = 0;
     size_t len = 0;
@@ -11652,11 +11738,13 @@ static ibx_result ibx__enqueue(ibx_store *store, const ibx_new_message *m, int *
     ibx__p_i64(&p[5], m->due_utc_ms);
     if (m->due_utc_ms == 0) p[5].ind = SQL_NULL_DATA;
     p[6] = p[5];
-    /* Without an envelope or an expiry, the plain upsert: nothing more to
-     * bind. With IBX_NO_ENVELOPE, one upsert for all (the expiry's). */
-    envelope = !IBX__PLAIN_UPSERT || ibx__has_envelope(m) || m->expires_utc_ms > 0;
+    /* Without an envelope, an expiry or a priority, the plain upsert:
+     * nothing more to bind. With IBX_NO_ENVELOPE, one upsert for all (the
+     * expiry's). */
+    envelope = !IBX__PLAIN_UPSERT || ibx__has_envelope(m) || m->expires_utc_ms > 0 || m->priority != 0;
     ibx__p_i64(&p[11], m->expires_utc_ms);
     if (m->expires_utc_ms <= 0) p[11].ind = SQL_NULL_DATA;
+    ibx__p_i64(&p[12], m->priority);
     if (envelope && !ibx__envelope_params(&store->hooks, &store->own.headers, &p[7], m))
         return ibx__fail(&store->err, IBX_ERR_NO_MEMORY, "ibx_enqueue", "out of memory");
     if ((r = ibx__pending_room(store, NULL, "ibx_enqueue", 1)) != IBX_OK && !ibx__full_redelivery(store, r, p))

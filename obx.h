@@ -18,7 +18,7 @@
  *   4. Threads               8. License (end of file)
  *   Then the API: common (results, hooks, limits, backoff, selection,
  *   UUIDs), store and messages (enqueue, ordering keys, the envelope: tenant,
- *   aggregate and headers, expiry, ack, abandon, fail, lease extend, get; in
+ *   aggregate and headers, expiry, priority, ack, abandon, fail, lease extend, get; in
  *   a transaction of your own driver: obx_enqueue_sql), the work queue and
  *   dispatcher (claim, reap, cleanup, metrics, providers, routers, batch
  *   handlers, pauses), dead letters (list, replay, purge), joins (fan-in,
@@ -178,6 +178,10 @@
  *                /dev/urandom should give this hook)
  *   The hook types are laid out identically in both headers, so one
  *   allocator, clock or logger implementation plugs into both.
+ *   Priority (obx_new_message.priority, -5..5, 0 the default): a claim
+ *   takes the higher priority first among due messages, one level worth
+ *   10 s of waiting (aging: nothing starves); the outbox's ordering keys
+ *   keep their order whatever the priorities. docs/FEATURES.md, "Priority".
  *   Dispatching (obx_dispatcher_desc): handlers take one message each
  *   (obx_dispatcher_on), or all of a claim's messages of their topic in
  *   one call with an outcome per message (obx_dispatcher_on_batch). A
@@ -853,6 +857,12 @@ typedef struct obx_store_desc {
 #define OBX_TOPIC_MAX 255
 #define OBX_CORRELATION_MAX 255
 #define OBX_ORDERING_KEY_MAX 255
+/* Message priority (obx_new_message.priority): OBX_PRIORITY_MIN..MAX, 0 (the
+ * middle) by default. Aging: one level is worth OBX_PRIORITY_AGING_MS of
+ * waiting (part of the schema's claim index, not a runtime knob). */
+#define OBX_PRIORITY_MIN (-5)
+#define OBX_PRIORITY_MAX 5
+#define OBX_PRIORITY_AGING_MS 10000
 
 /* Retention of obx_cleanup() and the dispatcher's cleanup when given as 0:
  * none, every done message may go. */
@@ -911,6 +921,19 @@ typedef struct obx_new_message {
      * it. obx_dead_replay drops it. 0 = never; else 1..OBX_TIME_MAX_MS and
      * not before due_utc_ms. */
     int64_t expires_utc_ms;
+    /* Priority: OBX_PRIORITY_MIN (-5) .. OBX_PRIORITY_MAX (5), 0 = the
+     * default (the middle). Among due messages a claim takes the one with
+     * the smallest "due time - priority x OBX_PRIORITY_AGING_MS" first: a
+     * higher priority goes first, and one level is worth 10 s of waiting
+     * (aging), so no message starves: one that became due d ms earlier
+     * goes before one k levels higher whenever d > k x 10 s, so a
+     * lowest-priority message waits at most 100 s behind any flood of
+     * later, higher ones. Within an ordering key, key order wins: a key's
+     * messages are still handled one at a time in enqueue order, whatever
+     * their priorities (a message's priority only places its key's head
+     * among other due messages). SQL Server stores it but claims by due
+     * time alone. See docs/FEATURES.md, "Priority". */
+    int priority;
 } obx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
@@ -947,6 +970,7 @@ typedef struct obx_message {
                                     caller of its own checks this against locked_until_ms
                                     less the lease plus the time since its claim, as the
                                     dispatcher does before each handler call */
+    int priority;                /* as enqueued (obx_new_message.priority); 0 on SQL Server */
 } obx_message;
 
 /* Enqueue one message in its own transaction, committed before return
@@ -959,7 +983,8 @@ typedef struct obx_message {
  * headers over OBX_HEADERS_BYTES_MAX: the error names the argument, e.g.
  * "headers[2].key", and no SQL runs);
  * OBX_ERR_OUT_OF_RANGE (due_utc_ms or expires_utc_ms not 0..OBX_TIME_MAX_MS, or expires_utc_ms
- * before due_utc_ms: named as above); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
+ * before due_utc_ms, or priority not OBX_PRIORITY_MIN..MAX: named as above);
+ * OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
 OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message, char out_id[37]);
 
 /* Enqueue inside the caller's transaction on `hdbc` (an SQLHDBC with
@@ -5432,6 +5457,52 @@ OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
 }
 #endif /* OBX_SQLITE3_API */
 
+/* >> priority: the claim's order (both headers) --------------------------------------- */
+
+/* A due message's rank is its NextAttemptAt less Priority x
+ * OBX_PRIORITY_AGING_MS; a claim takes the smallest rank first: the higher
+ * priority first among messages due at the same time, and one that has
+ * waited k x 10 s longer before one k levels higher, so none starves.
+ * Priority 0, the default, ranks by NextAttemptAt alone: unprioritised
+ * messages keep their order. The rank is an index of the table's
+ * claimable rows (IX_{N}_Claim: SQLite and PostgreSQL an expression index,
+ * MariaDB the generated column ClaimRank), walked in order from its start;
+ * the walk's range ends where a lowest-priority message due now would rank
+ * (now + 50 s), so an idle claim reads no further than what comes due in
+ * the next 50 to 100 s, and a claim of a backlog reads its batch. The
+ * ORDER BY texts below, with the range that bounds the walk, are the
+ * claims' whole order: `c` is the table's alias ("c." or ""). */
+#define OBX__PRIORITY_AGING_S "10"   /* OBX_PRIORITY_AGING_MS in seconds */
+#define OBX__PRIORITY_HORIZON_S "50" /* -OBX_PRIORITY_MIN levels of aging */
+#define OBX__SQLITE_RANK(c) c "NextAttemptAt - " c "Priority * " OBX__PRIORITY_AGING_S "000"
+#define OBX__SQLITE_CLAIM_ORDER(c)                                                                \
+    "AND " OBX__SQLITE_RANK(c) " <= {W} + " OBX__PRIORITY_HORIZON_S "000 ORDER BY " OBX__SQLITE_RANK(c)
+/* PostgreSQL: timestamptz less an interval is not immutable (a day's
+ * length depends on the zone): the rank is UTC wall time, which is. */
+#define OBX__PG_RANK(c)                                                                           \
+    "((" c "\"NextAttemptAt\" AT TIME ZONE 'UTC') - " c "\"Priority\" * interval '" OBX__PRIORITY_AGING_S " seconds')"
+#define OBX__PG_CLAIM_ORDER(c)                                                                    \
+    "AND " OBX__PG_RANK(c) " <= (now() AT TIME ZONE 'UTC') + interval '" OBX__PRIORITY_HORIZON_S " seconds' "  \
+    "ORDER BY " OBX__PG_RANK(c)
+/* MariaDB: the generated column ClaimRank (parked rows keep their time:
+ * the last day of 9999 less an interval would overflow). */
+#define OBX__MY_RANK                                                                              \
+    "DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL "      \
+    "(`Priority` * " OBX__PRIORITY_AGING_S ") SECOND)) PERSISTENT"
+#define OBX__MY_CLAIM_ORDER(c)                                                                    \
+    "AND " c "`ClaimRank` <= UTC_TIMESTAMP(6) + INTERVAL " OBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ClaimRank`"
+
+/* A full row's Priority column; SQL Server's rows have none (it stores the
+ * column but claims by due time alone): 0 there. */
+OBX__PRIVATE obx_result obx__get_priority(obx__db *db, SQLHSTMT st, int col, int *out) {
+    int64_t v = 0;
+    obx_result r;
+    if (db->d->id == OBX_DIALECT_SQLSERVER) return OBX_OK;
+    r = obx__get_i64(db, st, col, &v, NULL);
+    if (r == OBX_OK) *out = (int)v;
+    return r;
+}
+
 /* >> registry of many databases ---------------------------------------------------- */
 
 /* One database's store and its housekeeping schedule. */
@@ -6384,11 +6455,12 @@ enum {
  * from, created before, id, and one unused (the inbox's second key). */
 static const obx__stmt_row obx__stmt_args_rows[] = {
     {OBX__Q_INSERT, "tttttii"},     /* id, message_id, topic, payload, correlation, due, next_attempt */
-    {OBX__Q_INSERT_KEYED, "tttttiittttti"}, /* INSERT's, then the ordering key, tenant, aggregate
-                                                type, aggregate id, headers (JSON), expiry */
+    {OBX__Q_INSERT_KEYED, "tttttiittttti" "i"}, /* INSERT's, then the ordering key, tenant, aggregate
+                                                    type, aggregate id, headers (JSON), expiry, priority */
     {OBX__Q_INSERT_MANY, "llllll"}, /* lists of: ids, message_ids, topics, payloads, correlations,
                                        dues; or (batch_as_json_rows) "j", one JSON array of rows */
-    {OBX__Q_INSERT_MANY_KEYED, "llllllllllll"}, /* six more lists (JSON rows: six more elements) */
+    {OBX__Q_INSERT_MANY_KEYED, "llllllllllll" "l"}, /* seven more lists (JSON rows: seven more
+                                                       elements), the last the priorities */
     {OBX__Q_CLAIM, "tii"},          /* owner, lease_seconds, batch; after a CLAIM_PICK, CLAIM_READ's */
     {OBX__Q_CLAIM_HOLD, "tii"},     /* CLAIM's */
     {OBX__Q_CLAIM_PICK, "ii"},      /* batch, window */
@@ -6424,8 +6496,8 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
     {OBX__Q_CLAIM_RELEASE, "tl"},   /* owner, ids */
     {OBX__Q_KEY_READ, "t"},         /* the ordering key */
     {OBX__Q_INSERT_VALUES, "tttttii"}, /* one row: INSERT's */
-    {OBX__Q_INSERT_VALUES_ENV, "tttttiitttti"}, /* INSERT's, then tenant, aggregate type,
-                                                  aggregate id, headers (JSON), expiry */
+    {OBX__Q_INSERT_VALUES_ENV, "tttttiitttti" "i"}, /* INSERT's, then tenant, aggregate type,
+                                                      aggregate id, headers (JSON), expiry, priority */
     {OBX__Q_COUNT, NULL}};
 /* Batch inserts take one JSON array of rows where the dialect reads a batch so. */
 #define OBX__ARGS_JSON_ROWS(id) ((id) == OBX__Q_INSERT_MANY || (id) == OBX__Q_INSERT_MANY_KEYED)
@@ -6519,6 +6591,16 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
                        "c.\"OrderingSeq\" AND o.\"Id\" < c.\"Id\") FROM {T} AS o WHERE o.\"OrderingKey\" = "        \
                        "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = {E} ORDER BY o.\"OrderingSeq\", "  \
                        "o.\"Id\" LIMIT 1), false) ")
+/* The claim's order: priority with aging (OBX__SQLITE_CLAIM_ORDER and the
+ * other dialects', in the common core), alias c. The index IX_{N}_Claim's
+ * predicate is the claim's own, IsProcessed too, so that no other
+ * statement's planner takes it for the Ready index. PostgreSQL: the claim's
+ * due test, in a form no index serves (IS TRUE is no operator an index
+ * takes; NextAttemptAt is never NULL): as a plain comparison it let a
+ * planner with few statistics take the Ready index's range and sort it
+ * (CORE-PLANS, a table analyzed empty), where IX_{N}_Claim is the order. */
+#define OBX__PG_DUE "(c.\"NextAttemptAt\" <= now()) IS TRUE"
+
 /* The next OrderingSeq of key `k` (an expression): NULL without a key. One
  * probe per state that counts, each the top of an index range, the state
  * spelled by S: SQLite's is the literal (OBX__STATE), PostgreSQL's a
@@ -6614,7 +6696,7 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
     "Id, MessageId, Topic, Payload, CorrelationId, CreatedAt, "     \
     "DueTimeUtc, RetryCount, LastError, Status, ProcessedAt, "          \
     "ProcessedBy, LockedUntil, OwnerToken, NextAttemptAt, Starts, OrderingKey, " \
-    "TenantId, AggregateType, AggregateId, Headers, ExpiresAt"
+    "TenantId, AggregateType, AggregateId, Headers, ExpiresAt, Priority"
 #define OBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define OBX__PG_COLS                                                                      \
     "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), \"Topic\", \"Payload\", "           \
@@ -6622,10 +6704,11 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
     "\"RetryCount\", \"LastError\", \"Status\", " OBX__PG_MS("ProcessedAt") ", "            \
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
     OBX__PG_MS("NextAttemptAt") ", \"Starts\", \"OrderingKey\", \"TenantId\", \"AggregateType\", "      \
-    "\"AggregateId\", CAST(\"Headers\" AS text), " OBX__PG_MS("ExpiresAt")
+    "\"AggregateId\", CAST(\"Headers\" AS text), " OBX__PG_MS("ExpiresAt") ", \"Priority\""
 /* A claim's short row (obx__read_claimed): what the claim did not set, the
  * fixed-size columns first (bound), then a mask of the optional texts that
- * are not NULL (read only those), then the texts. nn writes one bit (OBX__NN,
+ * are not NULL (read only those) with the priority + 8 above its 7 bits,
+ * then the texts. nn writes one bit (OBX__NN,
  * or OBX__NN_INT), o and c quote a name. */
 #define OBX__NN(col, bit) "(CASE WHEN " col " IS NULL THEN 0 ELSE " bit " END)"
 /* SQLite gives a comparison's truth as 1 or 0: a shorter bit there. */
@@ -6634,7 +6717,7 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
     nn(o "CorrelationId" c, "1") " + " nn(o "LastError" c, "2") " + "                     \
     nn(o "OrderingKey" c, "4") " + " nn(o "TenantId" c, "8") " + "                        \
     nn(o "AggregateType" c, "16") " + " nn(o "AggregateId" c, "32") " + "                 \
-    nn(o "Headers" c, "64")
+    nn(o "Headers" c, "64") " + (" o "Priority" c " + 8) * 128"
 #define OBX__SQLITE_CLAIM_COLS                                                                    \
     "Id, MessageId, CreatedAt, DueTimeUtc, RetryCount, LockedUntil, "       \
     "NextAttemptAt, Starts, ExpiresAt, " OBX__CLAIM_MASK(OBX__NN_INT, "", "") ", Topic, "      \
@@ -6673,16 +6756,16 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (Id, MessageId, Topic, Payload, CorrelationId, "
      "DueTimeUtc, NextAttemptAt, OrderingKey, OrderingSeq, TenantId, AggregateType, "
-     "AggregateId, Headers, ExpiresAt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+     "AggregateId, Headers, ExpiresAt, Priority) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
      OBX__PARK("?8", "coalesce(?7, {W})", "0", OBX__PARKED_MS) ", ?8, " OBX__SEQ(OBX__ORDERED_NEXT("?8")) ", ?9, ?10, "
-     "?11, ?12, ?13)"},
+     "?11, ?12, ?13, ?14)"},
     /* sqliteodbc shows RETURNING rows only for statements that start
      * with SELECT or WITH: hence the empty CTE. */
     {OBX__Q_CLAIM,
      "WITH _ AS (SELECT 1) UPDATE {T} SET Status = 1, OwnerToken = ?, "
      "LockedUntil = {W} + CAST(? AS INTEGER) * 1000, Starts = Starts + 1 "
-     "WHERE Id IN (SELECT c.Id FROM {T} AS c WHERE c.Status = 0 AND c.NextAttemptAt <= {W} "
-     "AND c.IsProcessed = 0 AND " OBX__ORDERED_CLAIM " ORDER BY c.NextAttemptAt LIMIT ?) "
+     "WHERE Id IN (SELECT c.Id FROM {T} AS c INDEXED BY \"IX_{N}_Claim\" WHERE c.Status = 0 AND "
+     "c.NextAttemptAt <= {W} AND c.IsProcessed = 0 AND " OBX__ORDERED_CLAIM " " OBX__SQLITE_CLAIM_ORDER("c.") " LIMIT ?) "
      "RETURNING " OBX__SQLITE_CLAIM_COLS},
     {OBX__Q_ACK,
      "UPDATE {T} SET Status = 2, IsProcessed = 1, ProcessedAt = {W}, "
@@ -6733,14 +6816,15 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (Id, MessageId, Topic, Payload, CorrelationId, "
      "DueTimeUtc, NextAttemptAt, OrderingKey, OrderingSeq, TenantId, AggregateType, "
-     "AggregateId, Headers, ExpiresAt) SELECT json_extract(j.value, '$[0]'), "
+     "AggregateId, Headers, ExpiresAt, Priority) SELECT json_extract(j.value, '$[0]'), "
      "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
      "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), "
      OBX__PARK("json_extract(j.value, '$[6]')", "coalesce(json_extract(j.value, '$[5]'), {W})",
                "row_number() OVER (PARTITION BY json_extract(j.value, '$[6]') ORDER BY j.key) > 1", OBX__PARKED_MS) ", "
      "json_extract(j.value, '$[6]'), " OBX__SEQ(OBX__ORDERED_NEXT("json_extract(j.value, '$[6]')")) " + j.key, "
      "json_extract(j.value, '$[7]'), json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]'), "
-     "json_extract(j.value, '$[10]'), json_extract(j.value, '$[11]') FROM json_each(?) AS j"},
+     "json_extract(j.value, '$[10]'), json_extract(j.value, '$[11]'), json_extract(j.value, '$[12]') "
+     "FROM json_each(?) AS j"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (JoinId, GroupingKey, ExpectedSteps, Metadata) VALUES (?, ?, ?, ?)"},
@@ -6795,6 +6879,7 @@ static const char *const obx__sqlite_outbox_ddl[] = {
     "    DueTimeUtc    INTEGER NULL{A}\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (NextAttemptAt) WHERE Status = 0",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Claim\" ON {T} (" OBX__SQLITE_RANK("") ") WHERE Status = 0 AND IsProcessed = 0",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (OrderingKey, Status, OrderingSeq) "
     "WHERE OrderingKey IS NOT NULL AND Status <> 2",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (LockedUntil) WHERE Status = 1",
@@ -6861,11 +6946,12 @@ static const char *const obx__sqlite_outbox_ddl[] = {
  * Starts: handler starts since the last outcome (crash-loop quarantine).
  * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD).
  * TenantId .. Headers: the envelope (NULL when a message has none).
- * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
+ * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim.
+ * Priority: obx_new_message.priority (OBX__SQLITE_CLAIM_ORDER). */
 static const obx__column obx__sqlite_outbox_columns[] = {
     {"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"OrderingKey", "TEXT NULL"}, {"OrderingSeq", "INTEGER NULL"},
     {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"}, {"AggregateId", "TEXT NULL"},
-    {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"},
+    {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}, {"Priority", "INTEGER NOT NULL DEFAULT 0"},
     {NULL, NULL}};
 static const obx__sqlset obx__sqlite_outbox = {
     "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
@@ -6908,18 +6994,19 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
-     "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (CAST(?1 AS uuid), "
+     "\"AggregateId\", \"Headers\", \"ExpiresAt\", \"Priority\") VALUES (CAST(?1 AS uuid), "
      "CAST(?2 AS uuid), ?3, ?4, ?5, to_timestamp(CAST(?6 AS bigint) / 1000.0), "
      OBX__PARK_S("CAST(?8 AS varchar)", "coalesce(to_timestamp(CAST(?7 AS bigint) / 1000.0), now())", "false",
                  OBX__PG_PARKED, OBX__PG_STATE)
      ", CAST(?8 AS varchar), " OBX__SEQ(OBX__ORDERED_NEXT_S("CAST(?8 AS varchar)", OBX__PG_STATE)) ", CAST(?9 AS varchar), CAST(?10 AS varchar), "
-     "CAST(?11 AS varchar), CAST(CAST(?12 AS text) AS json), to_timestamp(CAST(?13 AS bigint) / 1000.0))"},
+     "CAST(?11 AS varchar), CAST(CAST(?12 AS text) AS json), to_timestamp(CAST(?13 AS bigint) / 1000.0), "
+     "CAST(?14 AS smallint))"},
     {OBX__Q_CLAIM,
      "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
      "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
      "WHERE \"Id\" = ANY (ARRAY(SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND "
-     "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_CLAIM " "
-     "ORDER BY c.\"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
+     OBX__PG_DUE " AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_CLAIM " "
+     OBX__PG_CLAIM_ORDER("c.") " LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
      "AND " OBX__PG_KEY_LOCK " RETURNING " OBX__PG_CLAIM_COLS},
     /* See OBX__PG_KEY_LOCK. */
     {OBX__Q_CLAIM_CHECK,
@@ -6984,16 +7071,16 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
-     "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT u.id, u.mid, u.topic, "
+     "\"AggregateId\", \"Headers\", \"ExpiresAt\", \"Priority\") SELECT u.id, u.mid, u.topic, "
      "u.payload, u.corr, to_timestamp(u.due / 1000.0), "
      OBX__PARK_S("u.okey", "coalesce(to_timestamp(u.due / 1000.0), now())",
                  "row_number() OVER (PARTITION BY u.okey ORDER BY u.n) > 1", OBX__PG_PARKED, OBX__PG_STATE) ", "
      "u.okey, " OBX__SEQ(OBX__ORDERED_NEXT_S("u.okey", OBX__PG_STATE)) " + u.n - 1, u.tenant, u.atype, u.aid, CAST(u.hdr AS json), "
-     "to_timestamp(u.exp / 1000.0) "
+     "to_timestamp(u.exp / 1000.0), u.prio "
      "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
      "CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), "
-     "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[])) WITH ORDINALITY "
-     "AS u(id, mid, topic, payload, corr, due, okey, tenant, atype, aid, hdr, exp, n)"},
+     "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS smallint[])) WITH ORDINALITY "
+     "AS u(id, mid, topic, payload, corr, due, okey, tenant, atype, aid, hdr, exp, prio, n)"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") "
@@ -7060,6 +7147,7 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "    \"DueTimeUtc\"    timestamptz NULL{A}\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Claim\" ON {T} (" OBX__PG_RANK("") ") WHERE \"Status\" = 0 AND NOT \"IsProcessed\"",
     /* Its order whole (OrderingSeq, Id): a key's first Ready row is one
      * index entry whatever the statistics; IX_{N}_Ordering, which stopped
      * at OrderingSeq, made a plan without statistics sort every Ready row
@@ -7185,9 +7273,9 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "           \"LockedUntil\" = now() + make_interval(secs => p_lease_seconds), \"Starts\" = \"Starts\" + 1\n"
     "     WHERE \"Id\" = ANY (ARRAY(\n"
     "        SELECT c.\"Id\" FROM {T} AS c\n"
-    "         WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\"\n"
+    "         WHERE c.\"Status\" = 0 AND " OBX__PG_DUE " AND NOT c.\"IsProcessed\"\n"
     "           AND " OBX__ORDERED_HEAD "\n"
-    "         ORDER BY c.\"NextAttemptAt\" LIMIT p_batch\n"
+    "           " OBX__PG_CLAIM_ORDER("c.") " LIMIT p_batch\n"
     "           FOR UPDATE OF c SKIP LOCKED)) AND " OBX__PG_KEY_LOCK "\n"
     "    RETURNING \"Id\") SELECT array_agg(\"Id\") INTO v_ids FROM u;\n"
     "    UPDATE {T} AS t SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL,\n"
@@ -7258,12 +7346,13 @@ static const char *const obx__postgresql_outbox_ddl[] = {
  * Starts: handler starts since the last outcome (crash-loop quarantine).
  * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD).
  * TenantId .. Headers: the envelope; json keeps the text as written.
- * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
+ * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim.
+ * Priority: obx_new_message.priority (OBX__PG_CLAIM_ORDER). */
 static const obx__column obx__postgresql_outbox_columns[] = {
     {"Starts", "integer NOT NULL DEFAULT 0"}, {"OrderingKey", "varchar(255) NULL"},
     {"OrderingSeq", "bigint NULL"}, {"TenantId", "varchar(64) NULL"}, {"AggregateType", "varchar(64) NULL"},
     {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
-    {"ExpiresAt", "timestamptz NULL"},
+    {"ExpiresAt", "timestamptz NULL"}, {"Priority", "smallint NOT NULL DEFAULT 0"},
     {NULL, NULL}};
 static const obx__sqlset obx__postgresql_outbox = {
     "now()",
@@ -7283,7 +7372,8 @@ static const obx__sqlset obx__postgresql_outbox = {
     "`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, " OBX__MY_MS("CreatedAt") ", "   \
     OBX__MY_MS("DueTimeUtc") ", `RetryCount`, `LastError`, `Status`, " OBX__MY_MS("ProcessedAt") \
     ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_NEXT_ATTEMPT_MS \
-    ", `Starts`, `OrderingKey`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, " OBX__MY_MS("ExpiresAt")
+    ", `Starts`, `OrderingKey`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, " OBX__MY_MS("ExpiresAt") \
+    ", `Priority`"
 #define OBX__MY_CLAIM_COLS                                                                        \
     "`Id`, `MessageId`, " OBX__MY_MS("CreatedAt") ", " OBX__MY_MS("DueTimeUtc") ", `RetryCount`, "   \
     OBX__MY_MS("LockedUntil") ", " OBX__MY_MS("NextAttemptAt") ", `Starts`, " OBX__MY_MS("ExpiresAt") \
@@ -7375,10 +7465,10 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
-     "`ExpiresAt`) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MY_FROM_MS("?6") ", "
+     "`ExpiresAt`, `Priority`) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MY_FROM_MS("?6") ", "
      OBX__MY_PARK_IF("?8", "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6))", "@obx_busy") ", ?8, "
      OBX__SEQ("IF(?8 IS NULL, NULL, @obx_seq)") ", ?9, ?10, ?11, ?12, "
-     OBX__MY_FROM_MS("?13") ")"},
+     OBX__MY_FROM_MS("?13") ", ?14)"},
 #ifndef OBX_NO_ORDERING_KEYS
     /* InnoDB reads the subqueries of an INSERT with shared locks, at READ
      * COMMITTED too: held to the producer's commit, they stalled the key's
@@ -7459,9 +7549,9 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
 #endif
     {OBX__Q_INSERT_VALUES_ENV,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
-     "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`) VALUES (?, ?, ?, "
-     "?, ?, " OBX__MY_FROM_MS("?") ", COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, ?, ?, "
-     OBX__MY_FROM_MS("?") ")"},
+     "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`, `Priority`) VALUES (?, "
+     "?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, ?, ?, "
+     OBX__MY_FROM_MS("?") ", ?)"},
     /* A batch with ordering keys in one statement, read from one JSON
      * array of rows: each key's maxima and the rows' order within it are
      * a derived table over the rows. */
@@ -7478,12 +7568,12 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
-     "`ExpiresAt`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
+     "`ExpiresAt`, `Priority`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
      OBX__MY_FROM_MS("j.`due`") ", "
      OBX__MY_PARK_IF("j.`okey`", "COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6))",
                      "j.`rn` > 1 OR j.`m0` > 0 OR j.`m1` > 0")
      ", j.`okey`, " OBX__SEQ("IF(j.`okey` IS NULL, NULL, GREATEST(j.`m0`, j.`m1`, j.`m3`) + 1)")
-     " + j.`n` - 1, j.`tenant`, j.`atype`, j.`aid`, j.`hdr`, " OBX__MY_FROM_MS("j.`exp`") " "
+     " + j.`n` - 1, j.`tenant`, j.`atype`, j.`aid`, j.`hdr`, " OBX__MY_FROM_MS("j.`exp`") ", j.`prio` "
      "FROM (SELECT jt.*" OBX__MY_KEY_COLUMNS("jt.`okey`", "jt.`n`") " FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$[0]', `mid` CHAR(36) PATH '$[1]', "
      "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
      "`payload` LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]', "
@@ -7492,7 +7582,8 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`tenant` VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[7]', "
      "`atype` VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[8]', "
      "`aid` VARCHAR(128) CHARACTER SET utf8mb4 PATH '$[9]', "
-     "`hdr` LONGTEXT CHARACTER SET utf8mb4 PATH '$[10]', `exp` BIGINT PATH '$[11]', `n` FOR ORDINALITY)) AS jt) AS j"},
+     "`hdr` LONGTEXT CHARACTER SET utf8mb4 PATH '$[10]', `exp` BIGINT PATH '$[11]', "
+     "`prio` SMALLINT PATH '$[12]', `n` FOR ORDINALITY)) AS jt) AS j"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (`JoinId`, `GroupingKey`, `ExpectedSteps`, `Metadata`) VALUES (?, ?, ?, ?)"},
@@ -7515,9 +7606,9 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      * each, 4-17 ms per pick; the window makes it 0.6 ms, and the drain
      * 1.8x. The index is forced: a scan and sort would read every row. */
     {OBX__Q_CLAIM_PICK,
-     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_Ready`) WHERE c.`Status` = 0 "
+     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_Claim`) WHERE c.`Status` = 0 "
      "AND c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND c.`IsProcessed` = 0 AND " OBX__MY_ORDERED_CHECK("{H}") " "
-     "ORDER BY c.`NextAttemptAt` LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
+     OBX__MY_CLAIM_ORDER("c.") " LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
      "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
@@ -7572,6 +7663,7 @@ static const char *const obx__mariadb_outbox_ddl[] = {
     "    KEY `IX_{N}_Done` (`Status`, `ProcessedAt`)\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
     "CREATE INDEX IF NOT EXISTS `IX_{N}_Ordering` ON {T} (`OrderingLive`, `OrderingState`, `OrderingSeq`)",
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_Claim` ON {T} (`Status`, `ClaimRank`, `NextAttemptAt`)",
 #ifndef OBX_NO_JOIN
     "CREATE TABLE IF NOT EXISTS {J} (\n"
     "    `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,\n"
@@ -7625,13 +7717,16 @@ static const char *const obx__mariadb_outbox_ddl[] = {
  * OrderingLive, OrderingState: their index's columns (MariaDB has no
  * partial index: NULL for rows without a key or Done).
  * TenantId .. Headers: the envelope (NULL when a message has none).
- * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
+ * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim.
+ * Priority: obx_new_message.priority; ClaimRank: the claim's order, its
+ * index's column (OBX__MY_CLAIM_ORDER). */
 static const obx__column obx__mariadb_outbox_columns[] = {
     {"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "VARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
     {"OrderingLive", "VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT"},
     {"OrderingState", "TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT"},
     {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"}, {"AggregateId", "VARCHAR(128) NULL"},
     {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"},
+    {"Priority", "TINYINT NOT NULL DEFAULT 0"}, {"ClaimRank", OBX__MY_RANK},
     {NULL, NULL}};
 static const obx__sqlset obx__mariadb_outbox = {
     "UTC_TIMESTAMP(6)",
@@ -7722,10 +7817,10 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
      "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers], "
-     "[ExpiresAt]) SELECT ?1, ?2, ?3, ?4, ?5, "
+     "[ExpiresAt], [Priority]) SELECT ?1, ?2, ?3, ?4, ?5, "
      OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", "
      "SYSDATETIMEOFFSET()), ?8, " OBX__SEQ(OBX__MS_ORDERED_NEXT("?8")) ", ?9, ?10, ?11, ?12, "
-     OBX__MS_FROM_MS("?13", OBX__MS_EPOCH)},
+     OBX__MS_FROM_MS("?13", OBX__MS_EPOCH) ", ?14"},
     {OBX__Q_CLAIM,
      "{CALL {S}.[{N}_Claim](?, ?, ?)}"},
     {OBX__Q_CLAIM_HOLD,
@@ -7774,16 +7869,17 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
      "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers], "
-     "[ExpiresAt]) SELECT i.[value], m.[value], p.[value], b.[value], "
+     "[ExpiresAt], [Priority]) SELECT i.[value], m.[value], p.[value], b.[value], "
      "c.[value], x.[Due], COALESCE(x.[Due], SYSDATETIMEOFFSET()), k.[value], "
      OBX__SEQ(OBX__MS_ORDERED_NEXT("k.[value]")) " + CAST(i.[key] AS BIGINT), e1.[value], e2.[value], e3.[value], "
-     "e4.[value], " OBX__MS_FROM_MS("CAST(e5.[value] AS BIGINT)", OBX__MS_EPOCH) " FROM OPENJSON(?) AS i "
+     "e4.[value], " OBX__MS_FROM_MS("CAST(e5.[value] AS BIGINT)", OBX__MS_EPOCH) ", CAST(e6.[value] AS SMALLINT) "
+     "FROM OPENJSON(?) AS i "
      "JOIN OPENJSON(?) AS m ON m.[key] = i.[key] JOIN OPENJSON(?) AS p ON p.[key] = i.[key] "
      "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
      "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] JOIN OPENJSON(?) AS k ON k.[key] = i.[key] "
      "JOIN OPENJSON(?) AS e1 ON e1.[key] = i.[key] JOIN OPENJSON(?) AS e2 ON e2.[key] = i.[key] "
      "JOIN OPENJSON(?) AS e3 ON e3.[key] = i.[key] JOIN OPENJSON(?) AS e4 ON e4.[key] = i.[key] "
-     "JOIN OPENJSON(?) AS e5 ON e5.[key] = i.[key] CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
+     "JOIN OPENJSON(?) AS e5 ON e5.[key] = i.[key] JOIN OPENJSON(?) AS e6 ON e6.[key] = i.[key] CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} ([JoinId], [GroupingKey], [ExpectedSteps], [Metadata]) VALUES (?, ?, ?, ?)"},
@@ -7975,6 +8071,7 @@ static const obx__column obx__sqlserver_outbox_columns[] = {
     {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
     {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
     {"ExpiresAt", "DATETIMEOFFSET NULL"},
+    {"Priority", "SMALLINT NOT NULL DEFAULT 0"}, /* stored; the claim orders by due time alone */
     {NULL, NULL}};
 static const obx__sqlset obx__sqlserver_outbox = {
     "SYSDATETIMEOFFSET()",
@@ -8067,7 +8164,7 @@ static const char *const obx__gauge_text[6][2] = {
 /* What only an outbox store keeps: the columns of a batch insert (one per
  * list of OBX__Q_INSERT_MANY_KEYED), a message's headers as JSON text, and
  * whether a Dead message holds its ordering key. */
-#define OBX__INSERT_LISTS 12
+#define OBX__INSERT_LISTS 13
 typedef struct obx__store_own {
     obx__buf columns[OBX__INSERT_LISTS];
     obx__buf headers;
@@ -12336,7 +12433,9 @@ static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, ob
     if ((r = obx__get_append(db, st, 17, SQL_C_CHAR, buf, &o->ordering_key, NULL)) != OBX_OK ||
         (r = obx__read_envelope(db, st, 18, 15, buf, &o->env, &m->header_count)) != OBX_OK)
         return r;
-    return obx__get_i64(db, st, 22, &m->expires_ms, NULL); /* after the envelope's 18..21 */
+    if ((r = obx__get_i64(db, st, 22, &m->expires_ms, NULL)) != OBX_OK) /* after the envelope's 18..21 */
+        return r;
+    return obx__get_priority(db, st, 23, &m->priority);
 }
 
 static obx_result obx__read_claimed(obx__db *db, SQLHSTMT st, const obx__row_head *head, const char *token,
@@ -12367,7 +12466,8 @@ static obx_result obx__read_claimed(obx__db *db, SQLHSTMT st, const obx__row_hea
         (r = obx__get_opt(db, st, 14, SQL_C_CHAR, opt, 2, buf, &o->last_error, NULL)) != OBX_OK ||
         (r = obx__get_opt(db, st, 15, SQL_C_CHAR, opt, 4, buf, &o->ordering_key, NULL)) != OBX_OK)
         return r;
-    return obx__read_envelope(db, st, 16, opt >> 3, buf, &o->env, &m->header_count);
+    m->priority = (int)(opt >> 7) - 8; /* above the mask's 7 bits (OBX__CLAIM_MASK) */
+    return obx__read_envelope(db, st, 16, (opt >> 3) & 15u, buf, &o->env, &m->header_count);
 }
 
 static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o) {
@@ -12430,6 +12530,9 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
                  "expires_utc_ms must be 0 (never) or a Unix time in ms up to OBX_TIME_MAX_MS" OBX__WHY(" (year 9999)"));
     if (m->expires_utc_ms > 0 && m->expires_utc_ms < m->due_utc_ms)
         OBX__BAD("expires_utc_ms", OBX_ERR_OUT_OF_RANGE, "expires_utc_ms must not be before due_utc_ms");
+    if (m->priority < OBX_PRIORITY_MIN || m->priority > OBX_PRIORITY_MAX)
+        OBX__BAD("priority", OBX_ERR_OUT_OF_RANGE, "priority must be %d..%d (0: the default), not %d",
+                 OBX_PRIORITY_MIN, OBX_PRIORITY_MAX, m->priority);
     if (m->tenant_id || m->aggregate_type || m->aggregate_id || m->header_count != 0) OBX__ITEM();
     return obx__check_envelope(err, fn, item, m);
 #undef OBX__BAD
@@ -12480,32 +12583,34 @@ static int obx__chunk_end(const obx__enqueue_ctx *c, int from) {
 /* Whether m needs the statements with the ordering key and the envelope:
  * messages without either take the plain ones, as before both existed. */
 static int obx__extended(const obx_new_message *m) {
-    return !OBX__PLAIN_INSERT || obx__opt_text(m->ordering_key) || obx__has_envelope(m) || m->expires_utc_ms > 0;
+    return !OBX__PLAIN_INSERT || obx__opt_text(m->ordering_key) || obx__has_envelope(m) || m->expires_utc_ms > 0 ||
+           m->priority != 0;
 }
 
 /* One message's columns as a JSON row: ["id","message id","topic",
  * "payload",correlation or null,due ms or null] and, in an extended batch,
  * the ordering key, tenant, aggregate type, aggregate id, headers (the
- * JSON object as a string) and expiry ms, each or null. One loop over the
+ * JSON object as a string) and expiry ms, each or null, and the priority. One loop over the
  * values: a call per element costs more code than the table. */
 static int obx__json_row_add(const obx__hooks *h, obx__buf *b, const char *id, const char *message_id,
                              const obx_new_message *m, size_t payload_len, const char *corr, int ext,
                              const char *headers) {
-    char due[24], exp[24];
-    const char *v[12];
+    char due[24], exp[24], prio[8];
+    const char *v[13];
     int i, ok;
     snprintf(due, sizeof due, "%lld", (long long)m->due_utc_ms);
     snprintf(exp, sizeof exp, "%lld", (long long)m->expires_utc_ms);
+    snprintf(prio, sizeof prio, "%d", m->priority);
     v[0] = id, v[1] = message_id, v[2] = m->topic, v[3] = (const char *)m->payload, v[4] = corr;
     v[5] = m->due_utc_ms > 0 ? due : NULL; /* numbers: 5 and 11, not quoted */
     v[6] = obx__opt_text(m->ordering_key), v[7] = obx__opt_text(m->tenant_id);
     v[8] = obx__opt_text(m->aggregate_type), v[9] = obx__opt_text(m->aggregate_id), v[10] = headers;
-    v[11] = m->expires_utc_ms > 0 ? exp : NULL;
+    v[11] = m->expires_utc_ms > 0 ? exp : NULL, v[12] = prio;
     ok = obx__buf_add(h, b, b->len == 0 ? "[[" : ",[", 2);
-    for (i = 0; ok && i < (ext ? 12 : 6); i++) {
+    for (i = 0; ok && i < (ext ? 13 : 6); i++) {
         if (i > 0 && !obx__buf_add(h, b, ",", 1)) return 0;
         if (!v[i]) ok = obx__buf_add(h, b, "null", 4);
-        else if (i == 5 || i == 11) ok = obx__buf_add(h, b, v[i], strlen(v[i]));
+        else if (i == 5 || i >= 11) ok = obx__buf_add(h, b, v[i], strlen(v[i]));
         else ok = obx__quoted_add(h, b, v[i], i == 3 ? payload_len : strlen(v[i]), 0);
     }
     return ok && obx__buf_add(h, b, "]", 1);
@@ -12539,7 +12644,7 @@ static obx_result obx__exec_once_direct(obx__db *db, const char *sql, obx__param
     return r;
 }
 
-/* Message i's row of a multi-row VALUES: 7 parameters, 12 with `ext`. */
+/* Message i's row of a multi-row VALUES: 7 parameters, 13 with `ext`. */
 static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, const char *message_id,
                             const char *headers, int ext) {
     const obx_new_message *m = &c->msgs[i];
@@ -12558,11 +12663,12 @@ static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, con
     obx__p_text(&q[10], headers, (size_t)-1);
     obx__p_i64(&q[11], m->expires_utc_ms);
     if (m->expires_utc_ms <= 0) q[11].ind = SQL_NULL_DATA;
+    obx__p_i64(&q[12], m->priority);
 }
 
 /* Messages from..to, none with an ordering key, as one multi-row VALUES:
  * the one-row statement OBX__Q_INSERT_VALUES(_ENV) with its row repeated,
- * 7 (12 with the envelope) parameters a row. A row count met twice in a
+ * 7 (13 with the envelope and priority) parameters a row. A row count met twice in a
  * row on the store's connection is prepared there and kept (values_rows
  * says which count the slot holds; a failed one is freed by obx__exec), so
  * a steady stream of equal batches is parsed once; any other count runs
@@ -12570,7 +12676,7 @@ static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, con
 static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from, int to, int ext) {
     obx_store *s = c->s;
     obx__buf *text = &s->own.columns[0], *aux = &s->own.columns[1];
-    const int slot = ext ? OBX__Q_INSERT_VALUES_ENV : OBX__Q_INSERT_VALUES, per = ext ? 12 : 7;
+    const int slot = ext ? OBX__Q_INSERT_VALUES_ENV : OBX__Q_INSERT_VALUES, per = ext ? 13 : 7;
     const int rows = to - from;
     const char *one = s->sql[slot], *row;
     size_t *hdr_at = NULL;
@@ -12640,7 +12746,7 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
     for (k = 0; k < OBX__INSERT_LISTS; k++) col[k].len = 0;
     for (i = from; i < to && ok; i++) {
         const obx_new_message *m = &c->msgs[i];
-        char message_id[37], due[24], exp[24];
+        char message_id[37], due[24], exp[24], prio[8];
         const char *corr = obx__opt_text(m->correlation_id), *headers = NULL;
         obx__new_uuid(s, c->ids[i]);
         obx__new_uuid(s, message_id);
@@ -12654,6 +12760,7 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
         }
         snprintf(due, sizeof due, "%lld", (long long)m->due_utc_ms);
         snprintf(exp, sizeof exp, "%lld", (long long)m->expires_utc_ms);
+        snprintf(prio, sizeof prio, "%d", m->priority);
         ok = obx__list_add(db->hooks, &col[0], db->d, c->ids[i], 36) &&
              obx__list_add(db->hooks, &col[1], db->d, message_id, 36) &&
              obx__list_add(db->hooks, &col[2], db->d, m->topic, strlen(m->topic)) &&
@@ -12665,7 +12772,8 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
                        obx__list_opt_add(db->hooks, &col[8], db->d, obx__opt_text(m->aggregate_type)) &&
                        obx__list_opt_add(db->hooks, &col[9], db->d, obx__opt_text(m->aggregate_id)) &&
                        obx__list_opt_add(db->hooks, &col[10], db->d, headers) &&
-                       obx__list_opt_add(db->hooks, &col[11], db->d, m->expires_utc_ms > 0 ? exp : NULL)));
+                       obx__list_opt_add(db->hooks, &col[11], db->d, m->expires_utc_ms > 0 ? exp : NULL) &&
+                       obx__list_add(db->hooks, &col[12], db->d, prio, strlen(prio))));
     }
     for (k = 0; k < lists && ok; k++) {
         ok = obx__list_end(db->hooks, &col[k], db->d);
@@ -12720,7 +12828,7 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
     for (i = 0; i < c->count; i++) {
         const obx_new_message *m = &c->msgs[i];
         char message_id[37];
-        obx__param p[13];
+        obx__param p[14];
         const char *corr = obx__opt_text(m->correlation_id);
         obx_result r;
         obx__new_uuid(c->s, c->ids[i]);
@@ -12752,7 +12860,8 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
             return r;
         obx__p_i64(&p[12], m->expires_utc_ms);
         if (m->expires_utc_ms <= 0) p[12].ind = SQL_NULL_DATA;
-        r = obx__exec(db, OBX__Q_INSERT_KEYED, c->s->sql[OBX__Q_INSERT_KEYED], p, 13, NULL, NULL);
+        obx__p_i64(&p[13], m->priority);
+        r = obx__exec(db, OBX__Q_INSERT_KEYED, c->s->sql[OBX__Q_INSERT_KEYED], p, 14, NULL, NULL);
         if (r != OBX_OK) return r;
     }
     return db->capture ? obx__capture_ids(db, c->ids, c->count) : OBX_OK;

@@ -29,6 +29,9 @@
  * 10000,100000; add 1000000 for the slow one) drains BENCH_SWEEP_READY
  * ready messages from a table of that many rows, the rest Done, and prints
  * the cost of a claim and per message: it must not grow with the table.
+ * BENCH_PRIORITY=1 gives the library's messages priorities, -5..5 round
+ * robin (obx_new_message.priority; the ideal rows have none): the claim
+ * then walks its priority order, whose cost must not grow either.
  *
  * BENCH_STMTS=1 also prints the library's statements by calls per workload
  * (PostgreSQL), the first thing to read when a ratio is low. BENCH_ONLY
@@ -328,6 +331,7 @@ static void batch_noop(const obx_message *const *m, obx_batch_result *res, int n
 }
 static int g_batch_handler; /* W_DRAINB: the library's workers register batch_noop */
 static int g_ordered; /* W_DRAINO: the library's messages carry one of 100 ordering keys, round robin */
+static int g_priority; /* BENCH_PRIORITY=1: the library's messages carry priorities -5..5, round robin */
 static ibx_outcome inoop(const ibx_message *m, char *e, size_t n, void *u) { (void)m; (void)e; (void)n; (void)u; return IBX_DONE; }
 
 /* A random v4 UUID as text: the ideal's owner token. */
@@ -436,6 +440,9 @@ static void enqb(h *x) {
                 snprintf(keys[i], sizeof keys[i], "k%d", i);
                 ms[i].ordering_key = keys[i];
             }
+#ifdef OBX_PRIORITY_MAX /* BENCH_HDR may be a release without priorities */
+            if (g_priority) ms[i].priority = i % 11 - 5;
+#endif
         }
         if (obx_enqueue_batch(x->s, NULL, ms, 100, NULL) != OBX_OK)
             die("obx_enqueue_batch: %s", obx_store_last_error(x->s)->message);
@@ -1096,8 +1103,9 @@ static void print_table(int n) {
 static void sweep(const char *sizes, int ready) {
     const char *p = sizes;
     int impl;
-    printf("\n== %s: size sweep, %d ready messages drained (1 worker, claim 100 + ack) from a table of S rows, "
-           "the rest Done; statistics of the filled table\n", g_backend, ready);
+    printf("\n== %s: size sweep, %d ready messages%s drained (1 worker, claim 100 + ack) from a table of S rows, "
+           "the rest Done; statistics of the filled table\n", g_backend, ready,
+           g_priority ? " (obx.h: priorities -5..5)" : "");
     printf("%-10s %-12s %12s %14s %14s\n", "S rows", "", "msgs/s", "us per claim", "us per msg");
     while (*p) {
         long long size = atoll(p);
@@ -1362,6 +1370,7 @@ int main(int argc, char **argv) {
     n = (n + 99) / 100 * 100;
     if ((e = getenv("BENCH_REPEATS")) && atoi(e) > 0) g_repeats = atoi(e) > MAXREP ? MAXREP : atoi(e);
     g_show_stmts = (e = getenv("BENCH_STMTS")) && *e == '1';
+    g_priority = (e = getenv("BENCH_PRIORITY")) && *e == '1';
     if ((e = getenv("BENCH_SERVER_PID"))) g_srv_pid = atoi(e);
     for (i = 0; i < 200; i++) g_payload[i] = "{\"k\":\"abcdefghijklmnopqrstuvwxyz0123456789\"}"[i % 42];
     memcpy(g_payload, "{\"event\":\"bench\",\"data\":\"", 25);

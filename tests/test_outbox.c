@@ -3525,6 +3525,7 @@ static void test_schema_upgrade(void) {
     TT_EQ_STR(objs_old, objs_new); /* indexes, triggers, functions: today's */
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 5);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Starts\" = 0"), 5);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Priority\" = 0"), 5); /* the old rows: the default */
     for (i = 0; i < 5; i++) {
         char topic[16], payload[16];
         TT_EQ_INT(obx_get(s, ids[i], &m), OBX_OK);
@@ -3533,6 +3534,7 @@ static void test_schema_upgrade(void) {
         TT_EQ_STR(m.topic, topic);
         TT_EQ_STR(m.payload, payload);
         TT_EQ_INT(m.status, want[i]);
+        TT_EQ_INT(m.priority, 0);
     }
     TT_EQ_INT(obx_get(s, ids[1], &m), OBX_OK);
     TT_EQ_INT(m.retry_count, 2);
@@ -3566,12 +3568,201 @@ static void test_schema_upgrade(void) {
     TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
     TT_EQ_INT(n, 1);
     TT_EQ_STR(ms[0].id, id1);
+    TT_EQ_INT(ms[0].priority, 0);
     TT_EQ_INT(obx_ack(s, owner, &id1, 1, NULL), OBX_OK);
     TT_EQ_INT(obx_get(s, id1, &m), OBX_OK);
     TT_EQ_INT(m.status, OBX_STATUS_DONE);
     TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_EMPTY);
+    /* New messages with priorities in the upgraded table: claimed highest first. */
+    {
+        obx_new_message pm[3];
+        char order[64] = "";
+        pm[0] = msg("v1", "lo");
+        pm[0].priority = -2;
+        pm[1] = msg("v1", "hi");
+        pm[1].priority = 4;
+        pm[2] = msg("v1", "mid");
+        TT_EQ_INT(obx_enqueue_batch(s, NULL, pm, 3, NULL), OBX_OK);
+        for (i = 0; i < 3 && obx_claim(s, owner, 30, 1, &ms, &n) == OBX_OK; i++) {
+            const char *cid = ms[0].id;
+            snprintf(order + strlen(order), sizeof order - strlen(order), "%s%s", i ? "," : "", ms[0].payload);
+            TT_EQ_INT(obx_ack(s, owner, &cid, 1, NULL), OBX_OK);
+        }
+        TT_EQ_STR(order, "hi,mid,lo");
+    }
     obx_store_close(s);
     obx_store_close(fresh_store);
+}
+
+/* ---- message priority (OBX-PRIO-*) ------------------------------------------------- */
+
+/* Claim one message at a time (a claim's rows come back in no particular
+ * order), check the claimed row's priority against obx_get's, and ack it;
+ * the payloads joined by "," in claim order. */
+static int prio_claims(obx_store *s, char *out, size_t cap) {
+    const obx_message *ms = NULL;
+    obx_message m;
+    char owner[37];
+    int n = 0;
+    obx_result r;
+    out[0] = '\0';
+    obx_owner_token(s, owner);
+    while ((r = obx_claim(s, owner, 30, 1, &ms, &n)) == OBX_OK) {
+        const char *id = ms[0].id;
+        size_t used = strlen(out);
+        snprintf(out + used, cap - used, "%s%.*s", used ? "," : "", (int)ms[0].payload_len, ms[0].payload);
+        if (obx_get(s, id, &m) != OBX_OK || m.priority != ms[0].priority) {
+            printf("    %s: claimed priority %d, stored %d\n", id, ms[0].priority, m.priority);
+            return 0;
+        }
+        if (obx_ack(s, owner, &id, 1, NULL) != OBX_OK) return 0;
+    }
+    return r == OBX_EMPTY;
+}
+
+/* Out of range refused before any SQL, naming the argument, by every
+ * enqueue; the bounds themselves taken. */
+static void test_priority_args(void) {
+    obx_store *s = fresh();
+    obx_new_message m = msg("prio.bad", "p"), two[2];
+    char id[37] = "untouched", ids[2][37];
+    obx_sql *q = NULL;
+    caller_conn c;
+    TT_ASSERT(s != NULL);
+    m.priority = OBX_PRIORITY_MAX + 1;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue: priority");
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "-5..5") != NULL);
+    TT_EQ_STR(id, "untouched");
+    m.priority = OBX_PRIORITY_MIN - 1;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue: priority");
+    two[0] = msg("prio.bad", "a");
+    two[1] = msg("prio.bad", "b");
+    two[1].priority = 100;
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, two, 2, ids), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_batch: messages[1].priority");
+    TT_EQ_INT(obx_enqueue_sql(s, two, 2, OBX_SQL_MARKERS_QUESTION, &q, NULL), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_sql: messages[1].priority");
+    TT_ASSERT(q == NULL);
+    TT_ASSERT(caller_open(&c));
+    TT_ASSERT(caller_begin(&c));
+    TT_EQ_INT(obx_enqueue_tx(s, c.dbc, &m, id), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_tx: priority");
+    TT_ASSERT(caller_end(&c, 0));
+    caller_close(&c);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 0);
+    m.priority = OBX_PRIORITY_MIN;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    m.priority = OBX_PRIORITY_MAX;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 2);
+    obx_store_close(s);
+}
+
+/* Higher priority first among due messages, through every enqueue (single,
+ * batch, in the caller's transaction); unset is 0, stored and read back by
+ * get and claim. */
+static void test_priority_order(void) {
+    obx_store *s = fresh();
+    obx_new_message m, b[3];
+    obx_message got;
+    caller_conn c;
+    char id[37], dflt[37], ids[3][37], order[256];
+    TT_ASSERT(s != NULL);
+    m = msg("prio", "zero");
+    TT_EQ_INT(obx_enqueue(s, &m, dflt), OBX_OK);
+    m = msg("prio", "min");
+    m.priority = -5;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    m = msg("prio", "max");
+    m.priority = 5;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+    TT_EQ_INT(got.priority, 5);
+    TT_EQ_INT(obx_get(s, dflt, &got), OBX_OK);
+    TT_EQ_INT(got.priority, 0);
+    b[0] = msg("prio", "three");
+    b[0].priority = 3;
+    b[1] = msg("prio", "minus3");
+    b[1].priority = -3;
+    b[2] = msg("prio", "one");
+    b[2].priority = 1;
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, b, 3, ids), OBX_OK);
+    TT_EQ_INT(obx_get(s, ids[1], &got), OBX_OK);
+    TT_EQ_INT(got.priority, -3);
+    TT_ASSERT(caller_open(&c));
+    TT_ASSERT(caller_begin(&c));
+    m = msg("prio", "two");
+    m.priority = 2;
+    TT_EQ_INT(obx_enqueue_tx(s, c.dbc, &m, id), OBX_OK);
+    m = msg("prio", "minus1");
+    m.priority = -1;
+    TT_EQ_INT(obx_enqueue_tx(s, c.dbc, &m, id), OBX_OK);
+    TT_ASSERT(caller_end(&c, 1));
+    caller_close(&c);
+    TT_ASSERT(prio_claims(s, order, sizeof order));
+    TT_EQ_STR(order, "max,three,two,one,zero,minus1,minus3,min");
+    obx_store_close(s);
+}
+
+/* Aging, the rule that keeps priority from starving anything: a level is
+ * worth OBX_PRIORITY_AGING_MS (10 s) of waiting. Due times in the past
+ * stand for time waited, so no clock has to move: a lowest-priority
+ * message due 101 s before a highest-priority one goes first, one due 99 s
+ * before goes after it, and one of the default due 49.5 s before goes
+ * between. */
+static void test_priority_aging(void) {
+    obx_store *s = fresh();
+    obx_new_message b[4];
+    char order[128];
+    int64_t t = now_ms() - 2000;
+    TT_ASSERT(s != NULL);
+    b[0] = msg("age", "hi-now");
+    b[0].priority = OBX_PRIORITY_MAX;
+    b[0].due_utc_ms = t;
+    b[1] = msg("age", "lo-99s");
+    b[1].priority = OBX_PRIORITY_MIN;
+    b[1].due_utc_ms = t - 99000;
+    b[2] = msg("age", "lo-101s");
+    b[2].priority = OBX_PRIORITY_MIN;
+    b[2].due_utc_ms = t - 101000;
+    b[3] = msg("age", "mid-49.5s");
+    b[3].due_utc_ms = t - 49500;
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, b, 4, NULL), OBX_OK);
+    TT_ASSERT(prio_claims(s, order, sizeof order));
+    TT_EQ_STR(order, "lo-101s,hi-now,mid-49.5s,lo-99s");
+    /* Not yet due: no priority makes a message claimable early. */
+    b[0].due_utc_ms = now_ms() + 3600000;
+    TT_EQ_INT(obx_enqueue(s, &b[0], NULL), OBX_OK);
+    TT_ASSERT(prio_claims(s, order, sizeof order));
+    TT_EQ_STR(order, "");
+    obx_store_close(s);
+}
+
+/* Within an ordering key, key order wins over priority: a key's later,
+ * higher-priority message waits for its earlier one; the key's head ranks
+ * by its own priority among the other due messages. */
+static void test_priority_key(void) {
+    obx_store *s = fresh();
+    obx_new_message b[2], m;
+    char order[128];
+    TT_ASSERT(s != NULL);
+    b[0] = msg("pk", "k-first-lo");
+    b[0].ordering_key = "K";
+    b[0].priority = OBX_PRIORITY_MIN;
+    b[1] = msg("pk", "k-second-hi");
+    b[1].ordering_key = "K";
+    b[1].priority = OBX_PRIORITY_MAX;
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, b, 2, NULL), OBX_OK);
+    m = msg("pk", "plain-0");
+    TT_EQ_INT(obx_enqueue(s, &m, NULL), OBX_OK);
+    m = msg("pk", "plain-4");
+    m.priority = 4;
+    TT_EQ_INT(obx_enqueue(s, &m, NULL), OBX_OK);
+    TT_ASSERT(prio_claims(s, order, sizeof order));
+    TT_EQ_STR(order, "plain-4,plain-0,k-first-lo,k-second-hi");
+    obx_store_close(s);
 }
 
 /* Expiry: a message past expires_utc_ms when claimed is never handed to a
@@ -7304,14 +7495,15 @@ static int plan_of(obx_store *s, int slot, const char *const *args, char *out, s
  * keyed insert, finds its rows through an index whatever the statistics
  * say: on an analyzed table of 100,000 rows, most of them Done, on one
  * analyzed while empty, and on 20,000 rows of ten ordering keys, 6,000 of
- * them Ready (CORE-PLANS; where a claim's key check once chose to scan the
+ * them Ready, the first with priorities (CORE-PLANS; the claim walks the
+ * index of its order; where a claim's key check once chose to scan the
  * table for each candidate); on PostgreSQL also on a new table of 200 rows
  * never analyzed, the keyed insert (whose probes once filtered the Ready
  * index by key: OBX__PG_STATE), and that the reap analyzes such a table. */
 static void test_plans(void) {
     static const char *const ids_pg = "'{" PLAN_ID "}'", *const ids_my = "'[\"" PLAN_ID "\"]'";
     const char *ids = g_pg ? ids_pg : ids_my;
-    struct { int slot; const char *args[14]; } stmts[20];
+    struct { int slot; const char *args[16]; } stmts[20];
     obx_store *s = fresh();
     static char plan[16384];
     int state, i, n = 0;
@@ -7328,7 +7520,7 @@ static void test_plans(void) {
     PLAN(OBX__Q_GET, "'" PLAN_ID "'");
     PLAN(OBX__Q_STATS, NULL);
     PLAN(OBX__Q_INSERT_KEYED, "'" PLAN_ID "'", "'" PLAN_ID "'", "'t'", "'p'", "NULL", "NULL", "NULL", "'k3'",
-         "NULL", "NULL", "NULL", "NULL", "NULL");
+         "NULL", "NULL", "NULL", "NULL", "NULL", "0");
     if (s->sql[OBX__Q_WAKE]) PLAN(OBX__Q_WAKE, NULL);
     if (s->sql[OBX__Q_WAKE_SETTLED]) PLAN(OBX__Q_WAKE_SETTLED, ids);
     if (s->sql[OBX__Q_WAKE_IDS]) PLAN(OBX__Q_WAKE_IDS, ids);
@@ -7344,14 +7536,15 @@ static void test_plans(void) {
     for (state = 0; state < 3; state++) {
         if (state == 0 && g_pg) {
             TT_ASSERT(sql(s, "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"Status\", "
-                             "\"IsProcessed\", \"ProcessedAt\") SELECT gen_random_uuid(), gen_random_uuid(), 't', "
+                             "\"IsProcessed\", \"ProcessedAt\", \"Priority\") SELECT gen_random_uuid(), gen_random_uuid(), 't', "
                              "'p', CASE WHEN g % 20 = 0 THEN 0 ELSE 2 END, g % 20 <> 0, "
-                             "CASE WHEN g % 20 = 0 THEN NULL ELSE now() END FROM generate_series(1, 100000) AS g"));
+                             "CASE WHEN g % 20 = 0 THEN NULL ELSE now() END, g % 11 - 5 FROM generate_series(1, 100000) AS g"));
         } else if (state == 0) {
             TT_ASSERT(sql(s, "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"Status\", "
-                             "\"IsProcessed\", \"ProcessedAt\") SELECT UUID(), UUID(), 't', 'p', "
+                             "\"IsProcessed\", \"ProcessedAt\", \"Priority\") SELECT UUID(), UUID(), 't', 'p', "
                              "CASE WHEN seq % 20 = 0 THEN 0 ELSE 2 END, seq % 20 <> 0, "
-                             "CASE WHEN seq % 20 = 0 THEN NULL ELSE UTC_TIMESTAMP(6) END FROM seq_1_to_100000"));
+                             "CASE WHEN seq % 20 = 0 THEN NULL ELSE UTC_TIMESTAMP(6) END, CAST(seq % 11 AS SIGNED) - 5 "
+                             "FROM seq_1_to_100000"));
         } else if (state == 1) {
             TT_ASSERT(sql(s, "DELETE FROM {T}"));
         } else if (g_pg) { /* a few ordering keys hold the Ready rows; most are parked */
@@ -7387,6 +7580,11 @@ static void test_plans(void) {
                 printf("    %s table, statement %d scans the table:\n%s",
                        state == 0 ? "100k-row" : state == 1 ? "empty" : "keyed 20k-row", stmts[i].slot, plan);
             TT_EXPECT(strstr(plan, "FULL SCAN") == NULL);
+            /* The claim walks the index of its order (priority with aging). */
+            if (stmts[i].slot == (g_my ? OBX__Q_CLAIM_PICK : OBX__Q_CLAIM)) {
+                if (!strstr(plan, "_Claim") || plans_sorts(plan)) printf("    the claim does not walk IX_*_Claim:\n%s", plan);
+                TT_EXPECT(strstr(plan, "_Claim") != NULL && plans_sorts(plan) == 0);
+            }
         }
     }
     obx_store_close(s);
@@ -7986,6 +8184,10 @@ int main(int argc, char **argv) {
     RUN("OBX-056", "a handler failure is abandoned (transient) or failed (permanent)", test_056_failure_policy);
     RUN("OBX-057", "the handler gets the whole message", test_057_whole_message);
     RUN("OBX-ENVELOPE-ROUNDTRIP", "tenant, aggregate type and id, headers: own columns, byte-exact through enqueue, batch, get, claim, dead-letter list and handler", test_envelope_roundtrip);
+    RUN("OBX-PRIO-ARGS", "a priority outside -5..5 refused before any SQL by every enqueue, naming it; the bounds taken", test_priority_args);
+    RUN("OBX-PRIO-ORDER", "higher priority claimed first among due messages, through single, batch and _tx enqueues; unset is 0; get and claim read it back", test_priority_order);
+    RUN("OBX-PRIO-AGING", "aging: a level is worth 10 s of waiting, so a low priority message is not starved; no priority makes a message due early", test_priority_aging);
+    RUN("OBX-PRIO-KEY", "within an ordering key, key order wins over priority; the key's head ranks by its own priority", test_priority_key);
     RUN("OBX-ENVELOPE-LIMITS", "each envelope argument refused before any SQL, naming it (sizes, counts, UTF-8, duplicate keys)", test_envelope_validation);
     RUN("OBX-058", "redelivery after a crash keeps the MessageId for idempotency", test_058_redelivery_same_message_id);
     RUN("OBX-059", "two dispatchers never run one message at once", test_059_060_two_dispatchers);
@@ -8129,7 +8331,7 @@ int main(int argc, char **argv) {
     RUN("CORE-SKIPPED-RELEASED", "a message with no time left to start is released at once, its start taken back", test_skipped_released);
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
     RUN("CORE-EXPIRY", "a message past expires_utc_ms when claimed is never handled: Dead, \"expired\", counted; single and batch enqueue; validation names the field", test_expiry);
-    RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);
+    RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once (old rows priority 0; new ones claimed by priority)", test_schema_upgrade);
     if (g_srv)
         RUN("CORE-DEPLOY-NO-LOCK", "deploy_schema on an up-to-date table: a writer's open transaction blocks neither it nor an unrelated enqueue", test_deploy_no_lock);
     else

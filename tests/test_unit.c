@@ -1583,19 +1583,23 @@ static void test_fake_mariadb_batch_values(void) {
     TT_EQ_INT(fake_log_param_count(3), 14);
     TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, NULL), OBX_OK); /* the kept one */
     TT_EQ_INT(fake_calls("SQLExecute"), 3);
-    /* The envelope and the expiry: 12 a row. */
+    /* The envelope, the expiry and the priority: 13 a row. */
     m[1].tenant_id = "acme";
     m[1].headers = &h;
     m[1].header_count = 1;
     m[2].expires_utc_ms = 1800000000000;
+    m[2].priority = -3;
     fake_reset();
     TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, NULL), OBX_OK);
     TT_EXPECT(strstr(fake_log_sql(0), "JSON_TABLE") == NULL);
     TT_EXPECT(strstr(fake_log_sql(0), "`TenantId`") != NULL);
-    TT_EQ_INT(fake_log_param_count(0), 36);
-    TT_EQ_STR(fake_log_param_text(0, 0, 20), "acme");
-    TT_EQ_STR(fake_log_param_text(0, 0, 23), "{\"trace\":\"t-1\"}");
-    TT_EQ_STR(fake_log_param_text(0, 0, 36), "1800000000000");
+    TT_EQ_INT(fake_log_param_count(0), 39);
+    TT_EQ_STR(fake_log_param_text(0, 0, 21), "acme");
+    TT_EQ_STR(fake_log_param_text(0, 0, 24), "{\"trace\":\"t-1\"}");
+    TT_EQ_STR(fake_log_param_text(0, 0, 38), "1800000000000");
+    TT_EQ_STR(fake_log_param_text(0, 0, 39), "-3");
+    TT_EQ_STR(fake_log_param_text(0, 0, 26), "0");
+    m[2].priority = 0;
     TT_EQ_INT(fake_log_param(0, 0, 11).is_null, 1); /* row 1 has no headers */
     /* An ordering key: the keyed statement (its seq and park). */
     m[0].ordering_key = "k";

@@ -460,6 +460,7 @@ static void fill_new(obx_new_message *m, char *payload, size_t pcap, const char 
         m->expires_utc_ms = now + 3600000; /* in the future */
         *exp = 'f';
     }
+    if (soak_pct(&g_rng, 30)) m->priority = soak_below(&g_rng, 11) - 5; /* priority: -5..5 */
     if (soak_pct(&g_rng, 10)) { /* the envelope */
         m->tenant_id = "t1";
         m->aggregate_type = "order";
@@ -673,6 +674,7 @@ static int role_producer_ibx(int id, int inc) {
         m.message_id = d->mid;
         m.payload = payload;
         m.payload_len = IBX_NTS;
+        if (d->nonce % 3 == 0) m.priority = (int)(d->nonce % 11) - 5; /* priority: -5..5 */
         soak_log(g_log, "I %s %d %lld", key, d->ver, (long long)tort_wall_us());
         r = ibx_enqueue(s, &m, &enq);
         if (r == IBX_OK) soak_log(g_log, "A %s %d %d %lld", key, d->ver, enq, (long long)tort_wall_us());
