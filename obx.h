@@ -942,7 +942,13 @@ OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message,
  * caller leaves no message. `hdbc` must be connected to the same database
  * as the store. Results as obx_enqueue, plus OBX_ERR_STATE naming hdbc
  * when its autocommit mode is not the one above (nothing is written: in
- * autocommit the message would commit apart from the caller's work).
+ * autocommit the message would commit apart from the caller's work), and
+ * OBX_ERR_DB_TRANSIENT with connection_lost set when the driver knows the
+ * connection is lost although the statements reported success (psqlODBC
+ * at its default statement-level rollback; its COMMIT would then report
+ * success and commit nothing): roll back and reconnect. The same check
+ * before your own COMMIT on psqlODBC (SQL_ATTR_CONNECTION_DEAD) covers
+ * statements of yours after this call.
  * Isolation: a message with an ordering key needs READ COMMITTED
  * (PostgreSQL, MariaDB). On MariaDB any other level is refused
  * (OBX_ERR_STATE, "hdbc: isolation", nothing written): at REPEATABLE READ
@@ -8792,6 +8798,22 @@ OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
     }
     r = unit(&caller, ctx);
     obx__db_free_statements(&caller);
+    /* psqlODBC (statement-level rollback: an internal savepoint around each
+     * statement) may lose the connection after a statement ran, report the
+     * statement as successful and the caller's COMMIT too, which then
+     * commits nothing. What the driver knows is dead is not OK. */
+#ifndef OBX_SQLITE3_API
+    {
+        SQLUINTEGER dead = 0;
+        if (r >= 0 && caller.d->dead_flag_is_local &&
+            SQL_SUCCEEDED(SQLGetConnectAttr(caller.dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
+            dead == SQL_CD_TRUE) {
+            r = obx__fail(&s->err, OBX_ERR_DB_TRANSIENT, what,
+                          "the caller's connection was lost" OBX__WHY(": its transaction is gone; roll it back"));
+            s->err.connection_lost = 1;
+        }
+    }
+#endif
     return r;
 }
 
