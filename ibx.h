@@ -3248,6 +3248,10 @@ typedef struct ibx__db {
     char driver_name[64];
     SQLHSTMT stmt[IBX__MAX_STMTS]; /* prepared once, reused; freed on close or loss */
     unsigned char markers[IBX__MAX_STMTS][IBX__MAX_MARKERS]; /* see ibx__plain_markers */
+#ifdef IBX_SQLITE3_API
+    sqlite3_stmt *tx_stmt[3];    /* BEGIN IMMEDIATE, COMMIT, ROLLBACK: prepared once, as
+                                    db->stmt (ibx__exec_direct) */
+#endif
 } ibx__db;
 
 /* The database interface. The engine reaches its database only through
@@ -4751,6 +4755,10 @@ IBX__PRIVATE void ibx__db_free_statements(ibx__db *db) {
         }
         db->stmt[i] = NULL;
     }
+    for (i = 0; i < 3; i++) {
+        sqlite3_finalize(db->tx_stmt[i]); /* NULL: a no-op */
+        db->tx_stmt[i] = NULL;
+    }
 }
 
 /* The dialect is SQLite's; a forced other one cannot be spoken here. */
@@ -5044,9 +5052,28 @@ IBX__PRIVATE ibx_result ibx__bind_head(ibx__db *db, SQLHSTMT st, ibx__row_head *
     return IBX_OK;
 }
 
+/* Text run once (DDL, settings) is compiled and run by sqlite3_exec; the
+ * transaction control of every unit is prepared once per connection
+ * (db->tx_stmt), as the statements are: compiling "COMMIT" cost as much as
+ * running it. */
 IBX__PRIVATE ibx_result ibx__exec_direct(ibx__db *db, const char *sql, const char *where) {
-    int rc = sqlite3_exec((sqlite3 *)db->dbc, sql, NULL, NULL, NULL);
-    return rc == SQLITE_OK ? IBX_OK : ibx__sq_fail(db, rc, where);
+    sqlite3 *h = (sqlite3 *)db->dbc;
+    sqlite3_stmt **st = strcmp(sql, "COMMIT") == 0                     ? &db->tx_stmt[1]
+                      : strcmp(sql, "ROLLBACK") == 0                   ? &db->tx_stmt[2]
+                      : db->d && db->d->begin_sql && strcmp(sql, db->d->begin_sql) == 0 ? &db->tx_stmt[0]
+                                                                       : NULL;
+    ibx_result r = IBX_OK;
+    int rc;
+    if (!st) {
+        rc = sqlite3_exec(h, sql, NULL, NULL, NULL);
+        return rc == SQLITE_OK ? IBX_OK : ibx__sq_fail(db, rc, where);
+    }
+    if (!*st && (rc = sqlite3_prepare_v3(h, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL)) != SQLITE_OK)
+        return ibx__sq_fail(db, rc, where);
+    rc = sqlite3_step(*st);
+    if (rc != SQLITE_DONE) r = ibx__sq_fail(db, rc, where); /* before the reset: its message */
+    sqlite3_reset(*st);
+    return r;
 }
 
 IBX__PRIVATE ibx_result ibx__query_text(ibx__db *db, const char *sql, char *out, size_t cap) {
@@ -7681,6 +7708,16 @@ static ibx_result ibx__deploy_change(ibx__db *db, ibx__deploy_ctx *c, const char
     return ibx__exec_direct(db, db->d->deploy_lock_sql, "deploy: lock timeout");
 }
 
+/* A catalog count on the deploy path. A COUNT(*) always has its row, so a
+ * missing one is the database's fault (IBX_ERR_DB, naming what was asked). */
+static ibx_result ibx__deploy_count(ibx__db *db, const char *sql, char *out, size_t cap, const char *what,
+                                     const char *name) {
+    ibx_result r = ibx__query_text(db, sql, out, cap);
+    if (r == IBX_ERR_NOT_FOUND)
+        r = ibx__fail(db->err, IBX_ERR_DB, "ibx_store_deploy", "the %s%.60s returned no row", what, name);
+    return r;
+}
+
 /* Upgrade in place: add each column of q->columns the table lacks (one
  * deployed by an older release). The probe first, so that a table that has
  * them all is not locked. */
@@ -7694,11 +7731,8 @@ static ibx_result ibx__deploy_columns(ibx__db *db, ibx__deploy_ctx *dc) {
         if (db->d->column_probe &&
             !(probe = ibx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_probe, c)))
             break;
-        r = probe ? ibx__query_text(db, probe, found, sizeof found) : IBX_OK;
+        r = probe ? ibx__deploy_count(db, probe, found, sizeof found, "catalog query for column ", c->name) : IBX_OK;
         ibx__free(&s->hooks, probe);
-        if (r == IBX_ERR_NOT_FOUND) /* a COUNT(*) without its row: the database's fault */
-            r = ibx__fail(db->err, IBX_ERR_DB, "ibx_store_deploy",
-                          "the catalog query for column %s returned no row", c->name);
         if (r != IBX_OK || atoi(found) > 0) continue;
         if (!(add = ibx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_add, c)))
             break;
@@ -7720,9 +7754,7 @@ static ibx_result ibx__deploy_columns(ibx__db *db, ibx__deploy_ctx *dc) {
 static ibx_result ibx__deploy_one(ibx__db *db, ibx__deploy_ctx *c, const char *one) {
     ibx_store *s = c->s;
     char *after = NULL, *probe = ibx__ddl_probe(&s->hooks, db->d, s->schema, one, &after), found[32] = "0";
-    ibx_result r = probe ? ibx__query_text(db, probe, found, sizeof found) : IBX_OK;
-    if (r == IBX_ERR_NOT_FOUND) /* a COUNT(*) without its row: the database's fault */
-        r = ibx__fail(db->err, IBX_ERR_DB, "ibx_store_deploy", "the catalog query for %.40s... returned no row", one);
+    ibx_result r = probe ? ibx__deploy_count(db, probe, found, sizeof found, "catalog query for ", one) : IBX_OK;
     if (r == IBX_OK && !(probe && atoi(found) > 0)) {
         if (probe) r = ibx__deploy_change(db, c, one);
         if (r == IBX_OK) r = ibx__exec_direct(db, one, "deploy");
@@ -7744,7 +7776,7 @@ static ibx_result ibx__deploy_unit(ibx__db *db, void *ctx) {
     int i;
     c->changing = 0; /* a retried unit sets its lock timeout again */
     c->changed = !census;
-    if (census) r = ibx__query_text(db, census, before, sizeof before);
+    if (census) r = ibx__deploy_count(db, census, before, sizeof before, "schema census", "");
     for (i = 0; s->q->ddl[i] && r == IBX_OK; i++) {
         char *one = ibx__ddl_text(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
         if (!one) {
@@ -7755,9 +7787,7 @@ static ibx_result ibx__deploy_unit(ibx__db *db, void *ctx) {
         ibx__free(&s->hooks, one);
         if (r == IBX_OK && strstr(s->q->ddl[i], "{A}")) r = ibx__deploy_columns(db, c);
     }
-    if (r == IBX_OK && census) r = ibx__query_text(db, census, after, sizeof after);
-    if (r == IBX_ERR_NOT_FOUND) /* a COUNT(*) without its row: the database's fault */
-        r = ibx__fail(db->err, IBX_ERR_DB, "ibx_store_deploy", "the schema census returned no row");
+    if (r == IBX_OK && census) r = ibx__deploy_count(db, census, after, sizeof after, "schema census", "");
     if (r == IBX_OK && strcmp(before, after) != 0) c->changed = 1;
     ibx__free(&s->hooks, census);
     return r;
@@ -10040,16 +10070,21 @@ static void ibx__handle_one(ibx_dispatcher *d, ibx_store *s, const ibx_message *
     int matched = 0;
     int64_t started;
     ibx_outcome outcome;
-    ibx__msg_name(m, name, sizeof name);
-    ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
-             ibx__kv(topic, m->topic), IBX__MSG_ATTEMPTS(m) + 1);
+    /* The line's name and topic only when it is logged: formatting them
+     * cost as much as a handler call of the bench. */
+    if (ibx__log_enabled(&s->hooks, d->message_log_level)) {
+        ibx__msg_name(m, name, sizeof name);
+        ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
+                 ibx__kv(topic, m->topic), IBX__MSG_ATTEMPTS(m) + 1);
+    }
     started = ibx__mono_us(&s->hooks);
     outcome = ibx__handle(d, m, error, &matched);
     if (matched) ibx__hist_record(s, m->topic, ibx__mono_us(&s->hooks) - started);
     d->outcomes[i] = (int)outcome;
     if (!matched) {
+        ibx__msg_name(m, name, sizeof name);
         ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
-                 "no handler for topic %s (message %s)" IBX__WHY(": retrying later"), topic, name);
+                 "no handler for topic %s (message %s)" IBX__WHY(": retrying later"), ibx__kv(topic, m->topic), name);
         snprintf(error, IBX__HANDLER_ERROR_MAX, "no handler for topic %s", m->topic);
         d->outcomes[i] = (int)IBX_WAIT;
         st->no_handler++;
