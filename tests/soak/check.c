@@ -941,10 +941,14 @@ static void check_inbox(rec *r) {
     }
     qsort(r->d, (size_t)r->nd, sizeof *r->d, cmp_delivery_done);
     /* The last content accepted (versions only grow): a delivery that
-     * returned enqueued, or one of unknown outcome that the row shows. */
+     * returned enqueued, or one of unknown outcome (killed, or its commit
+     * lost) that the row shows or a handler saw (the row may be gone:
+     * Done, then cleaned up). */
     for (i = 0; i < r->nd; i++) {
+        int k, handled = 0;
+        for (k = 0; k < r->nh && r->d[i].enq == -1; k++) handled |= r->h[k].ver == r->d[i].ver;
         if (r->d[i].enq == 1 && r->d[i].ver > last) last = r->d[i].ver;
-        if (r->d[i].enq == -1 && r->row_ver == r->d[i].ver && r->d[i].ver > last) last = r->d[i].ver;
+        if (r->d[i].enq == -1 && (r->row_ver == r->d[i].ver || handled) && r->d[i].ver > last) last = r->d[i].ver;
     }
     /* Found Done: never handled again after that. */
     for (i = 0; i < r->nd; i++)

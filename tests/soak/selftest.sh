@@ -187,6 +187,16 @@ printf 'S s0/P0.1.1 1 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\n' "$(t 10)" "$(t 20
 irow s0/P0.1.1 2 Done 0 NULL
 expect ibx INBOX-CONTENT inbox-content
 
+setup ibx # the row gone (Done, cleaned up): the last accepted content v2 never handled
+printf 'I s0/P0.1.1 1 %s\nA s0/P0.1.1 1 1 %s\nI s0/P0.1.1 2 %s\nA s0/P0.1.1 2 1 %s\n' "$(t 1)" "$(t 2)" "$(t 15)" "$(t 16)" > "$work/logs/p0.1.log"
+printf 'S s0/P0.1.1 1 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
+expect ibx INBOX-CONTENT inbox-content-row-gone
+
+setup ibx # a redelivery of new content whose outcome is unknown (killed) but which a handler saw, row gone
+printf 'I s0/P0.1.1 1 %s\nA s0/P0.1.1 1 1 %s\nI s0/P0.1.1 2 %s\n' "$(t 1)" "$(t 2)" "$(t 5)" > "$work/logs/p0.1.log"
+printf 'S s0/P0.1.1 2 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
+expect ibx ok inbox-unknown-outcome-handled
+
 setup ibx # handled again after a delivery found it Done
 printf 'I s0/P0.1.1 1 %s\nA s0/P0.1.1 1 1 %s\nI s0/P0.1.1 1 %s\nA s0/P0.1.1 1 0 %s\n' "$(t 1)" "$(t 2)" "$(t 30)" "$(t 31)" > "$work/logs/p0.1.log"
 printf 'S s0/P0.1.1 1 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\nS s0/P0.1.1 1 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" "$(t 40)" "$(t 50)" > "$work/logs/d0.1.log"
