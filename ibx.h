@@ -267,7 +267,8 @@
  *   sleeps through the hook, so ibx_dispatcher_wake() cannot shorten its
  *   waits.
  *   Leases: while a batch is handled, one thread of the dispatcher's own
- *   renews its leases every third of the lease, on a connection of its own
+ *   renews its leases every third of the lease (a failed renewal is tried
+ *   again after a tenth), on a connection of its own
  *   (opened when first needed), for up to max_handler_ms; so a handler
  *   slower than its lease is never run twice at once. A handler starts only
  *   while the last renewal that extended every message of the batch (or
@@ -8283,6 +8284,22 @@ IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
     }
     r = unit(&caller, ctx);
     ibx__db_free_statements(&caller);
+    /* psqlODBC (statement-level rollback: an internal savepoint around each
+     * statement) may lose the connection after a statement ran, report the
+     * statement as successful and the caller's COMMIT too, which then
+     * commits nothing. What the driver knows is dead is not OK. */
+#ifndef IBX_SQLITE3_API
+    {
+        SQLUINTEGER dead = 0;
+        if (r >= 0 && caller.d->dead_flag_is_local &&
+            SQL_SUCCEEDED(SQLGetConnectAttr(caller.dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
+            dead == SQL_CD_TRUE) {
+            r = ibx__fail(&s->err, IBX_ERR_DB_TRANSIENT, what,
+                          "the caller's connection was lost" IBX__WHY(": its transaction is gone; roll it back"));
+            s->err.connection_lost = 1;
+        }
+    }
+#endif
     return r;
 }
 
@@ -9499,8 +9516,9 @@ static ibx_result ibx__one_message(ibx_store *s, const char *fn, int slot, const
 
 /* While a batch's handlers run, a thread of the dispatcher's own renews the
  * leases of the whole batch (claimed and not yet settled) every third of
- * the lease, on a connection of its own, so that a handler slower than its
- * lease is never handed to a second worker while it runs. It stops after
+ * the lease (after a failure, a tenth), on a connection of its own, so
+ * that a handler slower than its lease is never handed to a second worker
+ * while it runs. It stops after
  * max_handler_ms (logged); then the messages may be delivered again.
  * Without threads, or on a caller's connection, there is no renewal: the
  * handler may call ibx_lease_extend itself.
@@ -9612,7 +9630,7 @@ static void ibx__renew_step(ibx__renewer *w, int64_t now) {
     const ibx_message *ms = w->ms;
     int n = w->n, stale = w->stale;
     unsigned epoch = w->epoch;
-    int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin;
+    int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin, retry_ms;
     ibx_result r;
     w->busy = 1;
     w->stale = 0;
@@ -9635,9 +9653,16 @@ static void ibx__renew_step(ibx__renewer *w, int64_t now) {
             w->start_until_ms = 0;
         }
     }
-    /* A connect that found another thread connecting is tried again soon. */
-    w->next_ms = ibx__sat_add(ibx__mono_ms(&w->hooks),
-                              r != IBX_OK && w->side.connect_busy ? 100 : lease_ms / 3);
+    /* A connect that found another thread connecting is tried again soon.
+     * Any other failure is tried again after a tenth of the lease, not a
+     * third: the third try of a third would come as the lease held runs
+     * out, so two brief failures in a row (a connection the server had
+     * dropped, then a refused connect) would hand the message to another
+     * worker while its handler runs. */
+    if (r == IBX_OK) retry_ms = lease_ms / 3;
+    else if (w->side.connect_busy || lease_ms / 10 < 100) retry_ms = 100;
+    else retry_ms = lease_ms / 10;
+    w->next_ms = ibx__sat_add(ibx__mono_ms(&w->hooks), retry_ms);
     ibx__cond_broadcast(&w->cond);
 }
 

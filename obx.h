@@ -252,7 +252,8 @@
  *   sleeps through the hook, so obx_dispatcher_wake() cannot shorten its
  *   waits.
  *   Leases: while a batch is handled, one thread of the dispatcher's own
- *   renews its leases every third of the lease, on a connection of its own
+ *   renews its leases every third of the lease (a failed renewal is tried
+ *   again after a tenth), on a connection of its own
  *   (opened when first needed), for up to max_handler_ms; so a handler
  *   slower than its lease is never run twice at once. A handler starts only
  *   while the last renewal that extended every message of the batch (or
@@ -993,7 +994,13 @@ OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message,
  * caller leaves no message. `hdbc` must be connected to the same database
  * as the store. Results as obx_enqueue, plus OBX_ERR_STATE naming hdbc
  * when its autocommit mode is not the one above (nothing is written: in
- * autocommit the message would commit apart from the caller's work).
+ * autocommit the message would commit apart from the caller's work), and
+ * OBX_ERR_DB_TRANSIENT with connection_lost set when the driver knows the
+ * connection is lost although the statements reported success (psqlODBC
+ * at its default statement-level rollback; its COMMIT would then report
+ * success and commit nothing): roll back and reconnect. The same check
+ * before your own COMMIT on psqlODBC (SQL_ATTR_CONNECTION_DEAD) covers
+ * statements of yours after this call.
  * Isolation: a message with an ordering key needs READ COMMITTED
  * (PostgreSQL, MariaDB). On MariaDB any other level is refused
  * (OBX_ERR_STATE, "hdbc: isolation", nothing written): at REPEATABLE READ
@@ -9089,6 +9096,22 @@ OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
     }
     r = unit(&caller, ctx);
     obx__db_free_statements(&caller);
+    /* psqlODBC (statement-level rollback: an internal savepoint around each
+     * statement) may lose the connection after a statement ran, report the
+     * statement as successful and the caller's COMMIT too, which then
+     * commits nothing. What the driver knows is dead is not OK. */
+#ifndef OBX_SQLITE3_API
+    {
+        SQLUINTEGER dead = 0;
+        if (r >= 0 && caller.d->dead_flag_is_local &&
+            SQL_SUCCEEDED(SQLGetConnectAttr(caller.dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
+            dead == SQL_CD_TRUE) {
+            r = obx__fail(&s->err, OBX_ERR_DB_TRANSIENT, what,
+                          "the caller's connection was lost" OBX__WHY(": its transaction is gone; roll it back"));
+            s->err.connection_lost = 1;
+        }
+    }
+#endif
     return r;
 }
 
@@ -10305,8 +10328,9 @@ static obx_result obx__one_message(obx_store *s, const char *fn, int slot, const
 
 /* While a batch's handlers run, a thread of the dispatcher's own renews the
  * leases of the whole batch (claimed and not yet settled) every third of
- * the lease, on a connection of its own, so that a handler slower than its
- * lease is never handed to a second worker while it runs. It stops after
+ * the lease (after a failure, a tenth), on a connection of its own, so
+ * that a handler slower than its lease is never handed to a second worker
+ * while it runs. It stops after
  * max_handler_ms (logged); then the messages may be delivered again.
  * Without threads, or on a caller's connection, there is no renewal: the
  * handler may call obx_lease_extend itself.
@@ -10418,7 +10442,7 @@ static void obx__renew_step(obx__renewer *w, int64_t now) {
     const obx_message *ms = w->ms;
     int n = w->n, stale = w->stale;
     unsigned epoch = w->epoch;
-    int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin;
+    int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin, retry_ms;
     obx_result r;
     w->busy = 1;
     w->stale = 0;
@@ -10441,9 +10465,16 @@ static void obx__renew_step(obx__renewer *w, int64_t now) {
             w->start_until_ms = 0;
         }
     }
-    /* A connect that found another thread connecting is tried again soon. */
-    w->next_ms = obx__sat_add(obx__mono_ms(&w->hooks),
-                              r != OBX_OK && w->side.connect_busy ? 100 : lease_ms / 3);
+    /* A connect that found another thread connecting is tried again soon.
+     * Any other failure is tried again after a tenth of the lease, not a
+     * third: the third try of a third would come as the lease held runs
+     * out, so two brief failures in a row (a connection the server had
+     * dropped, then a refused connect) would hand the message to another
+     * worker while its handler runs. */
+    if (r == OBX_OK) retry_ms = lease_ms / 3;
+    else if (w->side.connect_busy || lease_ms / 10 < 100) retry_ms = 100;
+    else retry_ms = lease_ms / 10;
+    w->next_ms = obx__sat_add(obx__mono_ms(&w->hooks), retry_ms);
     obx__cond_broadcast(&w->cond);
 }
 

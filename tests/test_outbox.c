@@ -6788,6 +6788,117 @@ static void test_renewal_fault_alloc(void) { renewal_fault(FAULT_ALLOC); }
 static void test_renewal_fault_connect_lock(void) { renewal_fault(FAULT_CONNECT_LOCK); }
 static void test_renewal_lost(void) { renewal_fault(FAULT_LOST); }
 
+/* Two renewals in a row fail (here: allocations refused on the renewal
+ * thread; in the soak, a renewal connection the server had terminated and
+ * then a refused connect): the next try must still come before the lease
+ * held runs out, not a whole renewal interval later, at its very end, when
+ * another worker may claim the message (CORE-RENEW-RETRY). The fake
+ * monotonic clock moves only when the renewal thread is idle, so the
+ * schedule is exact. */
+static pthread_mutex_t g_rclock_mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t g_rclock;
+static int64_t renew_clock(void *user) {
+    int64_t t;
+    (void)user;
+    pthread_mutex_lock(&g_rclock_mu);
+    t = g_rclock;
+    pthread_mutex_unlock(&g_rclock_mu);
+    return t;
+}
+static void renew_clock_set(int64_t t) {
+    pthread_mutex_lock(&g_rclock_mu);
+    g_rclock = t;
+    pthread_mutex_unlock(&g_rclock_mu);
+}
+
+typedef struct retry_case {
+    obx_dispatcher *d;
+    int64_t t0;               /* the fake clock when the handler began */
+    int failed, renewed;      /* renewals seen failing, and the one after them that succeeded */
+    int64_t next_after_two;   /* when the renewer tries next, after two failures */
+} retry_case;
+
+/* Move the fake clock to t, then wait (real time, bounded) until the
+ * renewal thread has logged `what` and is idle with its next try scheduled
+ * past t. 0: it never did. */
+static int renew_step_to(obx__renewer *w, int64_t t, const char *what, int64_t *next) {
+    int tries;
+    renew_clock_set(t);
+    for (tries = 0; tries < 400; tries++) {
+        int idle;
+        obx__mutex_lock(&w->mutex);
+        idle = !w->busy && w->next_ms > t;
+        if (next) *next = w->next_ms;
+        obx__mutex_unlock(&w->mutex);
+        if (idle && logged(what, NULL, NULL)) return 1;
+        sleep_ms(25);
+    }
+    return 0;
+}
+
+static obx_outcome retry_handler(const obx_message *m, char *error, size_t size, void *user) {
+    retry_case *rc = (retry_case *)user;
+    obx__renewer *w = rc->d->renewer;
+    int64_t next = 0;
+    (void)m; (void)error; (void)size;
+    /* lease 3 s: renewals every 1 s; the lease held runs out at t0 + 3000 */
+    rc->failed += renew_step_to(w, rc->t0 + 1000, "lease renewal failed", &next);
+    log_reset();
+    if (rc->failed == 1 && next < rc->t0 + 2000) next = rc->t0 + 2000; /* the interval's second try */
+    rc->failed += rc->failed == 1 && renew_step_to(w, next, "lease renewal failed", &next);
+    rc->next_after_two = next;
+    g_refuse_others = 0;
+    log_reset();
+    if (rc->failed == 2 && next < rc->t0 + 3000)
+        rc->renewed = renew_step_to(w, next, "renewed the leases of 1", NULL);
+    return OBX_DONE;
+}
+
+static void test_renew_retry(void) {
+    obx_store *s = fresh(), *s1 = NULL;
+    obx_store_desc desc;
+    obx_dispatcher_desc dd;
+    obx_run_stats st;
+    retry_case rc;
+    char id[37];
+    TT_ASSERT(s != NULL && enqueue(s, "retry", "{}", id));
+    memset(&rc, 0, sizeof rc);
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.table = "Outbox";
+    desc.store_id = "obx-test";
+    desc.hooks.logger.log = keep_log;
+    desc.hooks.logger.min_level = OBX_LOG_DEBUG;
+    desc.hooks.allocator.alloc = refusing_alloc;
+    desc.hooks.allocator.realloc = refusing_realloc;
+    desc.hooks.allocator.free = refusing_free;
+    desc.hooks.clock.monotonic_ms = renew_clock;
+    rc.t0 = 1000000;
+    renew_clock_set(rc.t0);
+    TT_EQ_INT(obx_store_open(&desc, &s1), OBX_OK);
+    memset(&dd, 0, sizeof dd);
+    dd.store = s1;
+    dd.lease_seconds = 3;
+    dd.batch_size = 1;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &rc.d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(rc.d, "retry", retry_handler, &rc), OBX_OK);
+    log_reset();
+    g_main_thread = pthread_self();
+    g_refuse_others = 1; /* the renewal thread's connects fail until the handler says */
+    TT_EQ_INT(obx_dispatcher_run_once(rc.d, &st), OBX_OK);
+    g_refuse_others = 0;
+    obx_dispatcher_destroy(rc.d);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(rc.failed, 2);
+    if (rc.next_after_two >= rc.t0 + 3000)
+        printf("  the renewal after two failures comes %lld ms after the lease's start: the lease (3000 ms) has run out\n",
+               (long long)(rc.next_after_two - rc.t0));
+    TT_ASSERT(rc.next_after_two < rc.t0 + 3000);
+    TT_ASSERT(rc.renewed);
+    obx_store_close(s1);
+    obx_store_close(s);
+}
+
 /* A handler that uses the dispatcher's own store, whose connection is lost
  * and reopened meanwhile (a reconnect sets the connection's dialect again),
  * while the renewal thread renews: the renewer reads nothing of the store's
@@ -8304,6 +8415,7 @@ int main(int argc, char **argv) {
     else
         printf("N/A OBX-059-RENEW-LOCK %s opening a SQLite file takes no lock: a renewal never waits for another thread's connect\n", g_label);
     RUN("OBX-059-RENEW-LOST", "a renewal that finds a lease taken away starts none of the batch's remaining handlers", test_renewal_lost);
+    RUN("CORE-RENEW-RETRY", "two renewals in a row fail: the next try still comes before the lease held runs out", test_renew_retry);
     RUN("CORE-RENEW-RECONNECT", "a handler's store reconnects while its leases are renewed: the renewer shares nothing of it", test_renew_reconnect);
     RUN("OBX-LEASE-EXTEND", "obx_lease_extend keeps a lease; a thief's extension changes nothing", test_lease_extend);
     RUN("CORE-CLOCK-STEP", "a clock stepping back or INT64_MAX intervals never break the dispatcher", test_clock_step);

@@ -439,6 +439,8 @@ static int conn_dead(tort_db *db) {
                                      of its single enqueues: met on every backend (FULL) */
 /* The checker reads refusals as logged numbers (it includes neither header). */
 typedef char soak_full_is_obx_full[SOAK_ERR_FULL == (int)OBX_ERR_FULL && SOAK_ERR_FULL == (int)IBX_ERR_FULL ? 1 : -1];
+typedef char soak_transient_is_obx_transient[SOAK_RC_TRANSIENT == (int)OBX_ERR_DB_TRANSIENT &&
+                                             SOAK_RC_TRANSIENT == (int)IBX_ERR_DB_TRANSIENT ? 1 : -1];
 
 static void fill_new(obx_new_message *m, char *payload, size_t pcap, const char *tag, char *okey, size_t kcap,
                      char *exp) {
