@@ -27,14 +27,14 @@ candidates of one run are the result, not the absolute figures. One worker:
 the claim's pick is deterministic, so the acks carry literal id lists, as
 the library sends them (text).
 """
-import os, resource, subprocess, sys, time, random, statistics, threading
+import os, resource, subprocess, tempfile, sys, time, random, statistics, threading
 
 ROWS = int(os.environ.get("LAYOUT_ROWS", "20000"))
 MSGS = int(os.environ.get("LAYOUT_MSGS", "2000")) // 100 * 100
 REPEATS = int(os.environ.get("LAYOUT_REPEATS", "1"))
 PGPORT = os.environ.get("PGPORT", "15408")
 MYPORT = os.environ.get("MYPORT", "13408")
-SQDIR = os.environ.get("LAYOUT_SQLITE", "/tmp")
+SQDIR = os.environ.get("LAYOUT_SQLITE") or tempfile.gettempdir()
 rnd = random.Random(30)
 
 
