@@ -7,6 +7,7 @@
 #   LAYOUT_ROWS     finished rows already in the table (default 20000)
 #   LAYOUT_MSGS     messages per workload (default 2000)
 #   LAYOUT_REPEATS  interleaved rounds, medians shown (default 1)
+#   LAYOUT_ONLY     candidate name prefixes, comma-separated (default all)
 # Uses the throw-away servers of tests/db.sh (OBX_PG_PORT, OBX_MY_PORT,
 # OBX_TEST_RUNDIR; started here, stopped after).
 set -euo pipefail
