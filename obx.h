@@ -1477,7 +1477,12 @@ OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *dispatcher, obx_run_s
 /* Loop run_once() until obx_dispatcher_stop() or *stop_flag: after an
  * empty round wait poll_interval_ms (doubling up to idle_max_ms), after a
  * database error wait error_delay_ms, and wake at once on
- * obx_dispatcher_wake(). Returns OBX_OK when stopped. */
+ * obx_dispatcher_wake(). Returns OBX_OK when stopped.
+ * With one store, a batch's successes are acked with the next round's
+ * claim (on PostgreSQL in its statement: one round trip and one commit per
+ * batch), which follows at once; they are acked on their own before
+ * housekeeping, when that claim fails, and before run() returns. Messages
+ * with an ordering key are acked at once, as run_once() acks everything. */
 OBX_API obx_result obx_dispatcher_run(obx_dispatcher *dispatcher);
 
 /* Ask run() to return after the current round. Final: a stop given
@@ -11062,13 +11067,17 @@ static obx_result obx__settle_failure(obx_dispatcher *d, obx_store *s, const obx
  * messages with an ordering key are never carried: in the fused statement's
  * snapshot their keys are busy, so the claim would pass over the keys' next
  * messages. Returns whether ms[which[0..n)] are carried in s->carry. */
-#ifndef OBX__CARRY_IN_TX /* where no one statement can: the ack in the claim's transaction */
-#define OBX__CARRY_IN_TX 0
+/* Where no one statement can (SQLite, MariaDB): the ack first in the
+ * claim's transaction, one commit fewer; measured faster on both (docs/
+ * PERFORMANCE.md); SQL Server, not measured, acks at once, as 0 makes
+ * those two do. */
+#ifndef OBX__CARRY_IN_TX
+#define OBX__CARRY_IN_TX 1
 #endif
 static int obx__carry(obx_dispatcher *d, obx_store *s, const obx_message *ms, const int *which, int n) {
     int i, k;
-    if (!d->carry || d->store != s || s->carry_count > 0 || (!s->sql[OBX__Q_CLAIM_ACK] && !OBX__CARRY_IN_TX))
-        return 0;
+    const int in_tx = OBX__CARRY_IN_TX && (s->db.d->id == OBX_DIALECT_SQLITE || s->db.d->id == OBX_DIALECT_MARIADB);
+    if (!d->carry || d->store != s || s->carry_count > 0 || (!s->sql[OBX__Q_CLAIM_ACK] && !in_tx)) return 0;
     for (i = 0; i < n; i++)
         if (OBX__MSG_KEYED(&ms[which[i]])) return 0;
     for (k = 0; k < OBX__KEY_LISTS; k++) s->carry[k].len = 0;
@@ -11282,6 +11291,13 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     }
     obx__renew_end(d->renewer);
     obx__own_wake_later(s, ms, n);
+    if (r < 0 && s->carry_count > 0) { /* run() waits before the next claim: not the acks */
+        obx_error failed = s->err;
+        if (obx__carry_flush(s, st) != OBX_OK)
+            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "ack after a failed settle failed too: %s"
+                     OBX__WHY("; those messages will be delivered again"), s->err.message);
+        s->err = failed;
+    }
     return r;
 }
 
