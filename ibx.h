@@ -7715,6 +7715,16 @@ static ibx_result ibx__deploy_change(ibx__db *db, ibx__deploy_ctx *c, const char
     return ibx__exec_direct(db, db->d->deploy_lock_sql, "deploy: lock timeout");
 }
 
+/* A catalog count on the deploy path. A COUNT(*) always has its row, so a
+ * missing one is the database's fault (IBX_ERR_DB, naming what was asked). */
+static ibx_result ibx__deploy_count(ibx__db *db, const char *sql, char *out, size_t cap, const char *what,
+                                     const char *name) {
+    ibx_result r = ibx__query_text(db, sql, out, cap);
+    if (r == IBX_ERR_NOT_FOUND)
+        r = ibx__fail(db->err, IBX_ERR_DB, "ibx_store_deploy", "the %s%.60s returned no row", what, name);
+    return r;
+}
+
 /* Upgrade in place: add each column of q->columns the table lacks (one
  * deployed by an older release). The probe first, so that a table that has
  * them all is not locked. */
@@ -7728,11 +7738,8 @@ static ibx_result ibx__deploy_columns(ibx__db *db, ibx__deploy_ctx *dc) {
         if (db->d->column_probe &&
             !(probe = ibx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_probe, c)))
             break;
-        r = probe ? ibx__query_text(db, probe, found, sizeof found) : IBX_OK;
+        r = probe ? ibx__deploy_count(db, probe, found, sizeof found, "catalog query for column ", c->name) : IBX_OK;
         ibx__free(&s->hooks, probe);
-        if (r == IBX_ERR_NOT_FOUND) /* a COUNT(*) without its row: the database's fault */
-            r = ibx__fail(db->err, IBX_ERR_DB, "ibx_store_deploy",
-                          "the catalog query for column %s returned no row", c->name);
         if (r != IBX_OK || atoi(found) > 0) continue;
         if (!(add = ibx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_add, c)))
             break;
@@ -7754,9 +7761,7 @@ static ibx_result ibx__deploy_columns(ibx__db *db, ibx__deploy_ctx *dc) {
 static ibx_result ibx__deploy_one(ibx__db *db, ibx__deploy_ctx *c, const char *one) {
     ibx_store *s = c->s;
     char *after = NULL, *probe = ibx__ddl_probe(&s->hooks, db->d, s->schema, one, &after), found[32] = "0";
-    ibx_result r = probe ? ibx__query_text(db, probe, found, sizeof found) : IBX_OK;
-    if (r == IBX_ERR_NOT_FOUND) /* a COUNT(*) without its row: the database's fault */
-        r = ibx__fail(db->err, IBX_ERR_DB, "ibx_store_deploy", "the catalog query for %.40s... returned no row", one);
+    ibx_result r = probe ? ibx__deploy_count(db, probe, found, sizeof found, "catalog query for ", one) : IBX_OK;
     if (r == IBX_OK && !(probe && atoi(found) > 0)) {
         if (probe) r = ibx__deploy_change(db, c, one);
         if (r == IBX_OK) r = ibx__exec_direct(db, one, "deploy");
@@ -7778,7 +7783,7 @@ static ibx_result ibx__deploy_unit(ibx__db *db, void *ctx) {
     int i;
     c->changing = 0; /* a retried unit sets its lock timeout again */
     c->changed = !census;
-    if (census) r = ibx__query_text(db, census, before, sizeof before);
+    if (census) r = ibx__deploy_count(db, census, before, sizeof before, "schema census", "");
     for (i = 0; s->q->ddl[i] && r == IBX_OK; i++) {
         char *one = ibx__ddl_text(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
         if (!one) {
@@ -7789,9 +7794,7 @@ static ibx_result ibx__deploy_unit(ibx__db *db, void *ctx) {
         ibx__free(&s->hooks, one);
         if (r == IBX_OK && strstr(s->q->ddl[i], "{A}")) r = ibx__deploy_columns(db, c);
     }
-    if (r == IBX_OK && census) r = ibx__query_text(db, census, after, sizeof after);
-    if (r == IBX_ERR_NOT_FOUND) /* a COUNT(*) without its row: the database's fault */
-        r = ibx__fail(db->err, IBX_ERR_DB, "ibx_store_deploy", "the schema census returned no row");
+    if (r == IBX_OK && census) r = ibx__deploy_count(db, census, after, sizeof after, "schema census", "");
     if (r == IBX_OK && strcmp(before, after) != 0) c->changed = 1;
     ibx__free(&s->hooks, census);
     return r;

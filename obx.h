@@ -8498,6 +8498,16 @@ static obx_result obx__deploy_change(obx__db *db, obx__deploy_ctx *c, const char
     return obx__exec_direct(db, db->d->deploy_lock_sql, "deploy: lock timeout");
 }
 
+/* A catalog count on the deploy path. A COUNT(*) always has its row, so a
+ * missing one is the database's fault (OBX_ERR_DB, naming what was asked). */
+static obx_result obx__deploy_count(obx__db *db, const char *sql, char *out, size_t cap, const char *what,
+                                     const char *name) {
+    obx_result r = obx__query_text(db, sql, out, cap);
+    if (r == OBX_ERR_NOT_FOUND)
+        r = obx__fail(db->err, OBX_ERR_DB, "obx_store_deploy", "the %s%.60s returned no row", what, name);
+    return r;
+}
+
 /* Upgrade in place: add each column of q->columns the table lacks (one
  * deployed by an older release). The probe first, so that a table that has
  * them all is not locked. */
@@ -8511,11 +8521,8 @@ static obx_result obx__deploy_columns(obx__db *db, obx__deploy_ctx *dc) {
         if (db->d->column_probe &&
             !(probe = obx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_probe, c)))
             break;
-        r = probe ? obx__query_text(db, probe, found, sizeof found) : OBX_OK;
+        r = probe ? obx__deploy_count(db, probe, found, sizeof found, "catalog query for column ", c->name) : OBX_OK;
         obx__free(&s->hooks, probe);
-        if (r == OBX_ERR_NOT_FOUND) /* a COUNT(*) without its row: the database's fault */
-            r = obx__fail(db->err, OBX_ERR_DB, "obx_store_deploy",
-                          "the catalog query for column %s returned no row", c->name);
         if (r != OBX_OK || atoi(found) > 0) continue;
         if (!(add = obx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_add, c)))
             break;
@@ -8537,9 +8544,7 @@ static obx_result obx__deploy_columns(obx__db *db, obx__deploy_ctx *dc) {
 static obx_result obx__deploy_one(obx__db *db, obx__deploy_ctx *c, const char *one) {
     obx_store *s = c->s;
     char *after = NULL, *probe = obx__ddl_probe(&s->hooks, db->d, s->schema, one, &after), found[32] = "0";
-    obx_result r = probe ? obx__query_text(db, probe, found, sizeof found) : OBX_OK;
-    if (r == OBX_ERR_NOT_FOUND) /* a COUNT(*) without its row: the database's fault */
-        r = obx__fail(db->err, OBX_ERR_DB, "obx_store_deploy", "the catalog query for %.40s... returned no row", one);
+    obx_result r = probe ? obx__deploy_count(db, probe, found, sizeof found, "catalog query for ", one) : OBX_OK;
     if (r == OBX_OK && !(probe && atoi(found) > 0)) {
         if (probe) r = obx__deploy_change(db, c, one);
         if (r == OBX_OK) r = obx__exec_direct(db, one, "deploy");
@@ -8561,7 +8566,7 @@ static obx_result obx__deploy_unit(obx__db *db, void *ctx) {
     int i;
     c->changing = 0; /* a retried unit sets its lock timeout again */
     c->changed = !census;
-    if (census) r = obx__query_text(db, census, before, sizeof before);
+    if (census) r = obx__deploy_count(db, census, before, sizeof before, "schema census", "");
     for (i = 0; s->q->ddl[i] && r == OBX_OK; i++) {
         char *one = obx__ddl_text(&s->hooks, s->db.d, s->q, s->schema, s->table, s->q->ddl[i]);
         if (!one) {
@@ -8572,9 +8577,7 @@ static obx_result obx__deploy_unit(obx__db *db, void *ctx) {
         obx__free(&s->hooks, one);
         if (r == OBX_OK && strstr(s->q->ddl[i], "{A}")) r = obx__deploy_columns(db, c);
     }
-    if (r == OBX_OK && census) r = obx__query_text(db, census, after, sizeof after);
-    if (r == OBX_ERR_NOT_FOUND) /* a COUNT(*) without its row: the database's fault */
-        r = obx__fail(db->err, OBX_ERR_DB, "obx_store_deploy", "the schema census returned no row");
+    if (r == OBX_OK && census) r = obx__deploy_count(db, census, after, sizeof after, "schema census", "");
     if (r == OBX_OK && strcmp(before, after) != 0) c->changed = 1;
     obx__free(&s->hooks, census);
     return r;
