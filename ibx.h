@@ -8200,20 +8200,15 @@ static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cu
 #define IBX__CLAIM_REDO ((ibx_result)15) /* no public result: within the enum's range for C++ */
 #define IBX__CLAIM_REDOS 3
 
-static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
+/* The claim's statements, up to the cursor of its rows (none after the
+ * acks alone). The carried acks: in the claim's statement where one can
+ * hold both (IBX__Q_CLAIM_ACK), else a statement before it in its
+ * transaction. */
+static ibx_result ibx__claim_exec(ibx__db *db, ibx__claim_ctx *c, int fused, SQLHSTMT *cur) {
     ibx_store *s = c->s;
-    SQLHSTMT cur = NULL;
-    ibx__row_head head;
-    const int short_rows = !s->q->claim_full_rows;
-    const int fused = c->ack_count > 0 && !c->ack_only && s->sql[IBX__Q_CLAIM_ACK];
     ibx__param p[8 + IBX__KEY_LISTS];
-    int n = 0, counted = 0;
+    int n = 0;
     ibx_result r;
-    c->count = 0;
-    c->acked = 0;
-    s->rows.len = 0;
-    /* The carried acks: in the claim's statement where one can hold both
-     * (IBX__Q_CLAIM_ACK), else a statement before it in its transaction. */
     if (c->ack_count > 0)
         n = ibx__settle_params(p, IBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token, NULL, 0,
                                0, s->carry);
@@ -8225,15 +8220,31 @@ static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
         ibx__p_text(&p[n], s->token, 36);
         ibx__p_i64(&p[n + 1], c->lease_seconds);
         ibx__p_i64(&p[n + 2], c->batch_size);
-        r = ibx__exec(db, IBX__Q_CLAIM_ACK, s->sql[IBX__Q_CLAIM_ACK], p, n + 3, NULL, &cur);
+        r = ibx__exec(db, IBX__Q_CLAIM_ACK, s->sql[IBX__Q_CLAIM_ACK], p, n + 3, NULL, cur);
     } else if (!IBX__SQLITE_ONLY && s->sql[IBX__Q_CLAIM_PICK]) {
-        r = ibx__claim_picked(db, c, &cur);
+        r = ibx__claim_picked(db, c, cur);
     } else {
         ibx__p_text(&p[0], s->token, 36);
         ibx__p_i64(&p[1], c->lease_seconds);
         ibx__p_i64(&p[2], c->batch_size);
-        r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 3, NULL, &cur);
+        r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 3, NULL, cur);
     }
+    return r;
+}
+
+static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
+    ibx_store *s = c->s;
+    SQLHSTMT cur = NULL;
+    ibx__row_head head;
+    const int short_rows = !s->q->claim_full_rows;
+    const int fused = c->ack_count > 0 && !c->ack_only && s->sql[IBX__Q_CLAIM_ACK];
+    int counted = 0;
+    ibx_result r;
+    c->count = 0;
+    c->acked = 0;
+    s->rows.len = 0;
+    r = ibx__claim_exec(db, c, fused, &cur);
+    if (c->ack_only) return r;
     if (r == IBX_OK && cur && short_rows) r = ibx__bind_head(db, cur, &head, IBX__CLAIM_TEXTS, IBX__CLAIM_INTS);
     while (r == IBX_OK && cur && (r = ibx__fetch(db, cur)) == IBX_OK) {
         if (fused && !counted) { /* the ack's count, in every row: read once (the last column) */
@@ -10446,6 +10457,30 @@ static int64_t ibx__wake_missed(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, 
     return woken;
 }
 
+/* The dispatcher's claim, with the acks carried from its last batch. */
+static ibx_result ibx__claim_carrying(ibx_dispatcher *d, ibx_store *s, ibx_run_stats *st, const ibx_message **ms,
+                                      int *n) {
+    int64_t acked = 0;
+    int acks = s->carry_count;
+    ibx_error failed;
+    ibx_result r;
+    if (acks == 0) return ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, ms, n);
+    s->carry_count = 0;
+    r = ibx__claim_run(s, d->owner, d->lease_seconds, d->batch_size, acks, &acked, ms, n);
+    if (r == IBX_OK || r == IBX_EMPTY) {
+        ibx__carried(s, acked, acks, st);
+        return r;
+    }
+    failed = s->err; /* both rolled back: the acks alone, and the claim's error */
+    s->carry_count = acks;
+    if (ibx__carry_flush(s, st) != IBX_OK)
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "ack after a failed claim failed too: %s"
+                 IBX__WHY("; those messages will be delivered again"), s->err.message);
+    s->carry_count = 0;
+    s->err = failed;
+    return r;
+}
+
 /* One batch from one store: housekeeping, claim, handle, settle. */
 static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
     const ibx_message *ms;
@@ -10470,25 +10505,7 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     deadline = ibx__mono_ms(&s->hooks) + lease_ms -
                (lease_ms / 5 < IBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : IBX__LEASE_MARGIN_MAX_MS);
     claimed = ibx__mono_ms(&s->hooks);
-    if (s->carry_count > 0) {
-        int64_t acked = 0;
-        int acks = s->carry_count;
-        s->carry_count = 0;
-        r = ibx__claim_run(s, d->owner, d->lease_seconds, d->batch_size, acks, &acked, &ms, &n);
-        if (r == IBX_OK || r == IBX_EMPTY) {
-            ibx__carried(s, acked, acks, st);
-        } else { /* both rolled back: the acks alone, and the claim's error */
-            ibx_error failed = s->err;
-            s->carry_count = acks;
-            if (ibx__carry_flush(s, st) != IBX_OK)
-                ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "ack after a failed claim failed too: %s"
-                         IBX__WHY("; those messages will be delivered again"), s->err.message);
-            s->carry_count = 0;
-            s->err = failed;
-        }
-    } else {
-        r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
-    }
+    r = ibx__claim_carrying(d, s, st, &ms, &n);
     if ((r == IBX_OK || r == IBX_EMPTY) && ibx__wake_missed(d, s, e, n) > 0 && n == 0) {
         claimed = ibx__mono_ms(&s->hooks); /* what it woke, claimed now (the deadline stays: earlier) */
         r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);

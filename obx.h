@@ -8983,20 +8983,15 @@ static obx_result obx__claim_picked(obx__db *db, obx__claim_ctx *c, SQLHSTMT *cu
 #define OBX__CLAIM_REDO ((obx_result)15) /* no public result: within the enum's range for C++ */
 #define OBX__CLAIM_REDOS 3
 
-static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
+/* The claim's statements, up to the cursor of its rows (none after the
+ * acks alone). The carried acks: in the claim's statement where one can
+ * hold both (OBX__Q_CLAIM_ACK), else a statement before it in its
+ * transaction. */
+static obx_result obx__claim_exec(obx__db *db, obx__claim_ctx *c, int fused, SQLHSTMT *cur) {
     obx_store *s = c->s;
-    SQLHSTMT cur = NULL;
-    obx__row_head head;
-    const int short_rows = !s->q->claim_full_rows;
-    const int fused = c->ack_count > 0 && !c->ack_only && s->sql[OBX__Q_CLAIM_ACK];
     obx__param p[8 + OBX__KEY_LISTS];
-    int n = 0, counted = 0;
+    int n = 0;
     obx_result r;
-    c->count = 0;
-    c->acked = 0;
-    s->rows.len = 0;
-    /* The carried acks: in the claim's statement where one can hold both
-     * (OBX__Q_CLAIM_ACK), else a statement before it in its transaction. */
     if (c->ack_count > 0)
         n = obx__settle_params(p, OBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token, NULL, 0,
                                0, s->carry);
@@ -9008,15 +9003,31 @@ static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
         obx__p_text(&p[n], s->token, 36);
         obx__p_i64(&p[n + 1], c->lease_seconds);
         obx__p_i64(&p[n + 2], c->batch_size);
-        r = obx__exec(db, OBX__Q_CLAIM_ACK, s->sql[OBX__Q_CLAIM_ACK], p, n + 3, NULL, &cur);
+        r = obx__exec(db, OBX__Q_CLAIM_ACK, s->sql[OBX__Q_CLAIM_ACK], p, n + 3, NULL, cur);
     } else if (!OBX__SQLITE_ONLY && s->sql[OBX__Q_CLAIM_PICK]) {
-        r = obx__claim_picked(db, c, &cur);
+        r = obx__claim_picked(db, c, cur);
     } else {
         obx__p_text(&p[0], s->token, 36);
         obx__p_i64(&p[1], c->lease_seconds);
         obx__p_i64(&p[2], c->batch_size);
-        r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, &cur);
+        r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, cur);
     }
+    return r;
+}
+
+static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
+    obx_store *s = c->s;
+    SQLHSTMT cur = NULL;
+    obx__row_head head;
+    const int short_rows = !s->q->claim_full_rows;
+    const int fused = c->ack_count > 0 && !c->ack_only && s->sql[OBX__Q_CLAIM_ACK];
+    int counted = 0;
+    obx_result r;
+    c->count = 0;
+    c->acked = 0;
+    s->rows.len = 0;
+    r = obx__claim_exec(db, c, fused, &cur);
+    if (c->ack_only) return r;
     if (r == OBX_OK && cur && short_rows) r = obx__bind_head(db, cur, &head, OBX__CLAIM_TEXTS, OBX__CLAIM_INTS);
     while (r == OBX_OK && cur && (r = obx__fetch(db, cur)) == OBX_OK) {
         if (fused && !counted) { /* the ack's count, in every row: read once (the last column) */
@@ -11229,6 +11240,30 @@ static int64_t obx__wake_missed(obx_dispatcher *d, obx_store *s, obx__entry *e, 
     return woken;
 }
 
+/* The dispatcher's claim, with the acks carried from its last batch. */
+static obx_result obx__claim_carrying(obx_dispatcher *d, obx_store *s, obx_run_stats *st, const obx_message **ms,
+                                      int *n) {
+    int64_t acked = 0;
+    int acks = s->carry_count;
+    obx_error failed;
+    obx_result r;
+    if (acks == 0) return obx_claim(s, d->owner, d->lease_seconds, d->batch_size, ms, n);
+    s->carry_count = 0;
+    r = obx__claim_run(s, d->owner, d->lease_seconds, d->batch_size, acks, &acked, ms, n);
+    if (r == OBX_OK || r == OBX_EMPTY) {
+        obx__carried(s, acked, acks, st);
+        return r;
+    }
+    failed = s->err; /* both rolled back: the acks alone, and the claim's error */
+    s->carry_count = acks;
+    if (obx__carry_flush(s, st) != OBX_OK)
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "ack after a failed claim failed too: %s"
+                 OBX__WHY("; those messages will be delivered again"), s->err.message);
+    s->carry_count = 0;
+    s->err = failed;
+    return r;
+}
+
 /* One batch from one store: housekeeping, claim, handle, settle. */
 static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
     const obx_message *ms;
@@ -11253,25 +11288,7 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     deadline = obx__mono_ms(&s->hooks) + lease_ms -
                (lease_ms / 5 < OBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : OBX__LEASE_MARGIN_MAX_MS);
     claimed = obx__mono_ms(&s->hooks);
-    if (s->carry_count > 0) {
-        int64_t acked = 0;
-        int acks = s->carry_count;
-        s->carry_count = 0;
-        r = obx__claim_run(s, d->owner, d->lease_seconds, d->batch_size, acks, &acked, &ms, &n);
-        if (r == OBX_OK || r == OBX_EMPTY) {
-            obx__carried(s, acked, acks, st);
-        } else { /* both rolled back: the acks alone, and the claim's error */
-            obx_error failed = s->err;
-            s->carry_count = acks;
-            if (obx__carry_flush(s, st) != OBX_OK)
-                obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "ack after a failed claim failed too: %s"
-                         OBX__WHY("; those messages will be delivered again"), s->err.message);
-            s->carry_count = 0;
-            s->err = failed;
-        }
-    } else {
-        r = obx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
-    }
+    r = obx__claim_carrying(d, s, st, &ms, &n);
     if ((r == OBX_OK || r == OBX_EMPTY) && obx__wake_missed(d, s, e, n) > 0 && n == 0) {
         claimed = obx__mono_ms(&s->hooks); /* what it woke, claimed now (the deadline stays: earlier) */
         r = obx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);

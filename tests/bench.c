@@ -325,6 +325,10 @@ static ibx_store *lib_open_inbox(int deploy) {
  * service does, so that what run() saves between batches is measured: the
  * workers count what they handle in memory they share, and the last
  * message stops them all (desc.stop_flag). */
+typedef struct drain_shared {
+    long handled;
+    volatile sig_atomic_t stop;
+} drain_shared;
 static volatile sig_atomic_t *g_stop;
 static long *g_handled, g_drain_n;
 static void handled(long k) {
@@ -888,8 +892,8 @@ static double drain_procs(int impl, int inbox, int workers, int n, double *stmts
         void *shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (shared == MAP_FAILED) die("mmap");
         memset(shared, 0, 4096);
-        g_handled = (long *)shared;
-        g_stop = (volatile sig_atomic_t *)((char *)shared + 64);
+        g_handled = &((drain_shared *)shared)->handled;
+        g_stop = &((drain_shared *)shared)->stop;
         g_drain_n = n;
     }
     fflush(stdout);
