@@ -1568,7 +1568,12 @@ IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *dispatcher, ibx_run_s
 /* Loop run_once() until ibx_dispatcher_stop() or *stop_flag: after an
  * empty round wait poll_interval_ms (doubling up to idle_max_ms), after a
  * database error wait error_delay_ms, and wake at once on
- * ibx_dispatcher_wake(). Returns IBX_OK when stopped. */
+ * ibx_dispatcher_wake(). Returns IBX_OK when stopped.
+ * With one store, a batch's successes are acked with the next round's
+ * claim (on PostgreSQL in its statement: one round trip and one commit per
+ * batch), which follows at once; they are acked on their own before
+ * housekeeping, when that claim fails, and before run() returns. Messages
+ * with an ordering key are acked at once, as run_once() acks everything. */
 IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *dispatcher);
 
 /* Ask run() to return after the current round. Final: a stop given
@@ -6357,6 +6362,7 @@ enum {
     IBX__Q_WAKE,       /* none: the inbox has no ordering keys, so nothing is parked (the
                           common reap asks for it) */
     IBX__Q_ANALYZE,    /* statistics refreshed where stale (PostgreSQL; see ibx_reap) */
+    IBX__Q_CLAIM_ACK,  /* -> CLAIM's rows, then the count ACK changed (ibx__claim_ack_sql) */
     IBX__Q_OWNED,      /* not a statement: {O} in the others, the rows of a key list the
                           owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
@@ -6399,6 +6405,7 @@ static const ibx__stmt_row ibx__stmt_args_rows[] = {
     {IBX__Q_RUN_NOW, "tt"},         /* source, id */
     {IBX__Q_WAKE, ""},
     {IBX__Q_ANALYZE, ""},
+    {IBX__Q_CLAIM_ACK, "tlltii"},   /* ACK's, then CLAIM's */
     {IBX__Q_COUNT, NULL}};
 #define IBX__ARGS_JSON_ROWS(id) 0 /* no statement takes JSON rows (obx.h's batch inserts do) */
 
@@ -7353,8 +7360,10 @@ static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__
 #define IBX__DELAY_MIN_MS 1           /* a given delay must be positive (IBX-058) */
 #define IBX__RETENTION_DEFAULT_MS IBX_DEFAULT_RETENTION_MS /* cleanup with retention 0 */
 #define IBX__MSG_ATTEMPTS(m) ((m)->attempt)
+#define IBX__MSG_KEYED(m) ((void)(m), 0)   /* no ordering keys */
 #define IBX__CLAIM_TEXTS 0            /* a claim's short row: 8 times and counts, */
 #define IBX__CLAIM_INTS 9             /* the mask (IBX__CLAIM_MASK), then the texts */
+#define IBX__CLAIM_COLS 19            /* 10 texts (IBX__PG_CLAIM_COLS) */
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct ibx__row_offsets {
@@ -7506,6 +7515,8 @@ struct ibx_store {
     const ibx__sqlset *q;
     char *sql[IBX__Q_COUNT];      /* expanded statements */
     ibx__buf keys[IBX__KEY_LISTS]; /* a batch statement's key lists (ibx__msg_key_add) */
+    ibx__buf carry[IBX__KEY_LISTS]; /* a dispatcher's acks carried into its next claim */
+    int carry_count;              /* how many (0: none; ibx__carry_flush) */
     ibx__buf rows;                /* strings of the last claim's messages */
     ibx__buf read_rows;           /* strings of the last get: apart, so a handler may read
                                      without spoiling the batch it was called from */
@@ -7716,6 +7727,29 @@ IBX__PRIVATE const char *ibx__stmt_args(const ibx__dialect *d, int id) {
     return NULL;
 }
 
+/* IBX__Q_CLAIM_ACK on PostgreSQL: a dispatcher's ack of its last batch and
+ * its next claim as one statement, made of the store's own ACK and CLAIM
+ * (so the claim's ordering and locks are written once): one round trip and
+ * one commit per batch instead of two of each. Both halves see the
+ * statement's one snapshot: the ack's rows are in flight there, the claim
+ * picks Ready ones, so they never meet, and a key whose message is acked
+ * here looks busy to this claim (the dispatcher carries no keyed acks). The
+ * count row: with nothing claimed, one row of NULLs still brings it. */
+static ibx_result ibx__claim_ack_sql(ibx_store *s) {
+    static const char head[] = "WITH a AS (", mid[] = " RETURNING 1), c AS (",
+                      tail[] = ") SELECT c.*, k.n FROM (SELECT count(*) AS n FROM a) AS k LEFT JOIN c ON true";
+    size_t n;
+    char *t;
+    if (s->db.d->id != IBX_DIALECT_POSTGRESQL || !s->sql[IBX__Q_ACK] || !s->sql[IBX__Q_CLAIM] ||
+        s->sql[IBX__Q_CLAIM_PICK] || s->q->claim_full_rows)
+        return IBX_OK;
+    n = sizeof head + strlen(s->sql[IBX__Q_ACK]) + sizeof mid + strlen(s->sql[IBX__Q_CLAIM]) + sizeof tail;
+    if (!(t = (char *)ibx__alloc(&s->hooks, n))) return IBX_ERR_NO_MEMORY;
+    snprintf(t, n, "%s%s%s%s%s", head, s->sql[IBX__Q_ACK], mid, s->sql[IBX__Q_CLAIM], tail);
+    s->sql[IBX__Q_CLAIM_ACK] = t;
+    return IBX_OK;
+}
+
 static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     const ibx__stmt_row *row;
     const char *names[26];
@@ -7738,6 +7772,7 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
             return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     }
     ibx__store_own_sql(&s->own, s->sql);
+    if (ibx__claim_ack_sql(s) != IBX_OK) return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
 #if IBX__CHECK_ARGS
     { /* every statement takes what it declares (ibx__args_check) */
         int i;
@@ -8172,6 +8207,7 @@ IBX_API void ibx_store_close(ibx_store *store) {
     hooks = store->hooks;
     for (i = 0; i < IBX__Q_COUNT; i++) ibx__free(&hooks, store->sql[i]);
     for (i = 0; i < IBX__KEY_LISTS; i++) ibx__buf_free(&hooks, &store->keys[i]);
+    for (i = 0; i < IBX__KEY_LISTS; i++) ibx__buf_free(&hooks, &store->carry[i]);
     ibx__store_own_free(&hooks, &store->own);
     ibx__buf_free(&hooks, &store->rows);
     ibx__buf_free(&hooks, &store->read_rows);
@@ -8414,9 +8450,16 @@ static const char *ibx__at(const ibx__buf *b, size_t off) {
     return off == (size_t)-1 ? NULL : b->data + off;
 }
 
+enum { IBX__SETTLE_ACK, IBX__SETTLE_ABANDON, IBX__SETTLE_FAIL, IBX__SETTLE_EXTEND };
+static int ibx__settle_params(ibx__param *p, int kind, const char *worker, const char *token,
+                              const char *error, int64_t value, int attempts, const ibx__buf *keys);
+
 typedef struct ibx__claim_ctx {
     ibx_store *s;
     int lease_seconds, batch_size, count;
+    int ack_count;               /* s->carry's acks to run first, in the claim's unit (0: none) */
+    int ack_only;                /* run only them (the claim gave up: IBX__CLAIM_REDOS) */
+    int64_t acked;               /* how many of them the ack changed */
 } ibx__claim_ctx;
 
 /* Where the dialect has no UPDATE ... RETURNING: pick and lock the keys,
@@ -8444,25 +8487,59 @@ static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cu
 #define IBX__CLAIM_REDO ((ibx_result)15) /* no public result: within the enum's range for C++ */
 #define IBX__CLAIM_REDOS 3
 
+/* The claim's statements, up to the cursor of its rows (none after the
+ * acks alone). The carried acks: in the claim's statement where one can
+ * hold both (IBX__Q_CLAIM_ACK), else a statement before it in its
+ * transaction. */
+static ibx_result ibx__claim_exec(ibx__db *db, ibx__claim_ctx *c, int fused, SQLHSTMT *cur) {
+    ibx_store *s = c->s;
+    ibx__param p[8 + IBX__KEY_LISTS];
+    int n = 0;
+    ibx_result r;
+    if (c->ack_count > 0)
+        n = ibx__settle_params(p, IBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token, NULL, 0,
+                               0, s->carry);
+    if (c->ack_count > 0 && !fused) {
+        r = ibx__exec(db, IBX__Q_ACK, s->sql[IBX__Q_ACK], p, n, &c->acked, NULL);
+        if (r != IBX_OK || c->ack_only) return r;
+    }
+    if (fused) {
+        ibx__p_text(&p[n], s->token, 36);
+        ibx__p_i64(&p[n + 1], c->lease_seconds);
+        ibx__p_i64(&p[n + 2], c->batch_size);
+        r = ibx__exec(db, IBX__Q_CLAIM_ACK, s->sql[IBX__Q_CLAIM_ACK], p, n + 3, NULL, cur);
+    } else if (!IBX__SQLITE_ONLY && s->sql[IBX__Q_CLAIM_PICK]) {
+        r = ibx__claim_picked(db, c, cur);
+    } else {
+        ibx__p_text(&p[0], s->token, 36);
+        ibx__p_i64(&p[1], c->lease_seconds);
+        ibx__p_i64(&p[2], c->batch_size);
+        r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 3, NULL, cur);
+    }
+    return r;
+}
+
 static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
     ibx_store *s = c->s;
     SQLHSTMT cur = NULL;
     ibx__row_head head;
     const int short_rows = !s->q->claim_full_rows;
+    const int fused = c->ack_count > 0 && !c->ack_only && s->sql[IBX__Q_CLAIM_ACK];
+    int counted = 0;
     ibx_result r;
     c->count = 0;
+    c->acked = 0;
     s->rows.len = 0;
-    if (!IBX__SQLITE_ONLY && s->sql[IBX__Q_CLAIM_PICK]) {
-        r = ibx__claim_picked(db, c, &cur);
-    } else {
-        ibx__param p[3];
-        ibx__p_text(&p[0], s->token, 36);
-        ibx__p_i64(&p[1], c->lease_seconds);
-        ibx__p_i64(&p[2], c->batch_size);
-        r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 3, NULL, &cur);
-    }
+    r = ibx__claim_exec(db, c, fused, &cur);
+    if (c->ack_only) return r;
     if (r == IBX_OK && cur && short_rows) r = ibx__bind_head(db, cur, &head, IBX__CLAIM_TEXTS, IBX__CLAIM_INTS);
     while (r == IBX_OK && cur && (r = ibx__fetch(db, cur)) == IBX_OK) {
+        if (fused && !counted) { /* the ack's count, in every row: read once (the last column) */
+            const int empty = head.ind[IBX__CLAIM_INTS - 1] == SQL_NULL_DATA; /* no mask: nothing claimed */
+            if (empty && (r = ibx__get_i64(db, cur, IBX__CLAIM_COLS + 1, &c->acked, NULL)) != IBX_OK) break;
+            counted = 1 + !empty;
+            if (empty) continue;
+        }
         /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
          * subquery run twice does it): roll the claim back, lose nothing. */
         if (c->count >= c->batch_size) {
@@ -8474,6 +8551,10 @@ static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
         r = short_rows ? ibx__read_claimed(db, cur, &head, s->token, &s->msgs[c->count], &s->rows,
                                            &s->offsets[c->count])
                        : ibx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        if (r == IBX_OK && counted == 2) {
+            r = ibx__get_i64(db, cur, IBX__CLAIM_COLS + 1, &c->acked, NULL);
+            counted = 1;
+        }
         if (r == IBX_OK) c->count++;
     }
     if (short_rows) ibx__unbind(cur); /* `head` is about to go */
@@ -8491,8 +8572,12 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
         r = ibx__claim_once(db, c);
         if (r != IBX__CLAIM_REDO) return r;
         c->count = 0;
-        if (redo + 1 >= IBX__CLAIM_REDOS) return IBX_OK; /* nothing claimed this round */
+        if (redo + 1 >= IBX__CLAIM_REDOS && c->ack_count == 0) return IBX_OK; /* nothing claimed this round */
         if ((r = ibx__begin(db, mode)) != IBX_OK) return r;
+        if (redo + 1 >= IBX__CLAIM_REDOS) { /* the rollback took the carried acks too: those alone */
+            c->ack_only = 1;
+            return ibx__claim_once(db, c);
+        }
     }
 }
 
@@ -8520,8 +8605,10 @@ static ibx_result ibx__claim_room(ibx_store *s, int batch_size) {
     return IBX_OK;
 }
 
-IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
-                             int batch_size, const ibx_message **messages, int *count) {
+/* ibx_claim, after the store's carried acks (store->carry, `acks` of
+ * them; their count changed in *acked) in the same unit: all or nothing. */
+static ibx_result ibx__claim_run(ibx_store *store, const char *owner_token, int lease_seconds, int batch_size,
+                                 int acks, int64_t *acked, const ibx_message **messages, int *count) {
     ibx__claim_ctx ctx;
     ibx_result r;
     int i;
@@ -8540,11 +8627,20 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
     ctx.lease_seconds = lease_seconds;
     ctx.batch_size = batch_size;
     ctx.count = 0;
+    ctx.ack_count = acks;
+    ctx.ack_only = 0;
+    ctx.acked = 0;
     /* A transaction even where the claim is one statement: reading the
      * rows may still fail (memory, the driver), and then the claim must
      * not have happened; in autocommit its rows would stay leased to us. */
-    r = ibx__unit(&store->db, ibx__claim_unit, &ctx, "claim");
+    r = ibx__unit(&store->db, ibx__claim_unit, &ctx, acks > 0 ? "ack and claim" : "claim");
     if (r != IBX_OK) return r;
+    if (acks > 0) {
+        ibx__count(store, IBX_METRIC_DISPATCHED, ctx.acked);
+        ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "ack: %lld of %d (with the claim)",
+                 (long long)ctx.acked, acks);
+        *acked = ctx.acked;
+    }
     for (i = 0; i < ctx.count; i++) {
         ibx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
         store->msgs[i].store = store;
@@ -8555,6 +8651,11 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
     ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "claimed %d message(s) for %s", ctx.count,
              store->token);
     return ctx.count > 0 ? IBX_OK : IBX_EMPTY;
+}
+
+IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
+                             int batch_size, const ibx_message **messages, int *count) {
+    return ibx__claim_run(store, owner_token, lease_seconds, batch_size, 0, NULL, messages, count);
 }
 
 /* >> get ---------------------------------------------------------------------------- */
@@ -8671,8 +8772,6 @@ static ibx_result ibx__check_delay(ibx_store *s, const char *fn, int64_t delay_m
                      IBX__DELAY_MIN_MS, (long long)IBX_DELAY_MAX_MS, (long long)delay_ms);
 }
 
-enum { IBX__SETTLE_ACK, IBX__SETTLE_ABANDON, IBX__SETTLE_FAIL, IBX__SETTLE_EXTEND };
-
 /* The parameters of a settle statement, in the order every dialect's
  * ACK / ABANDON / FAIL / EXTEND takes them; returns how many. `value` is
  * abandon's delay (IBX_DELAY_BACKOFF: the statement's default backoff) or
@@ -8698,8 +8797,8 @@ static int ibx__settle_params(ibx__param *p, int kind, const char *worker, const
  * s->keys, in one statement. Abandon takes a delay (IBX_DELAY_BACKOFF: the
  * default backoff per message) and whether it uses up an attempt (not when
  * a message only waits); extend takes the lease in seconds. */
-static ibx_result ibx__settle(ibx_store *s, int kind, int count, const char *error,
-                              int64_t value, int attempts, int64_t *changed) {
+static ibx_result ibx__settle_lists(ibx_store *s, const ibx__buf *keys, int kind, int count, const char *error,
+                                   int64_t value, int attempts, int64_t *changed) {
     static const int slots[4] = {IBX__Q_ACK, IBX__Q_ABANDON, IBX__Q_FAIL, IBX__Q_EXTEND};
     static const char *const names[4] = {"ack", "abandon", "fail", "lease extend"};
     static const int metrics[4] = {IBX_METRIC_DISPATCHED, IBX_METRIC_RETRIED, IBX_METRIC_DEAD, -1};
@@ -8712,15 +8811,20 @@ static ibx_result ibx__settle(ibx_store *s, int kind, int count, const char *err
         return IBX_OK;
     }
     n = ibx__settle_params(p, kind, s->worker_name ? s->worker_name : s->token, s->token, error, value,
-                           attempts, s->keys);
+                           attempts, keys);
     r = ibx__run_count(s, slots[kind], p, n, names[kind], &rows);
     if (r != IBX_OK) return r;
     /* In a transactional handler's transaction: counted by its commit. */
     if (metrics[kind] >= 0 && !s->db.callers_tx) ibx__count(s, (ibx_metric)metrics[kind], rows);
     if (changed) *changed = rows;
     ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
-    ibx__own_settled(s, kind, rows);
+    if (keys == s->keys) ibx__own_settled(s, kind, rows); /* carried acks have no ordering key */
     return IBX_OK;
+}
+
+static ibx_result ibx__settle(ibx_store *s, int kind, int count, const char *error, int64_t value, int attempts,
+                              int64_t *changed) {
+    return ibx__settle_lists(s, s->keys, kind, count, error, value, attempts, changed);
 }
 
 /* Settle claimed messages ms[which[0..n)] (the dispatcher's path). */
@@ -9919,6 +10023,7 @@ struct ibx_dispatcher {
     ibx_strategy strategy;
     int empty_streak;
     int fail_streak;             /* rounds failed in a row, over a provider's stores */
+    int carry;                   /* run() on one store: acks go with the next claim (ibx__carry) */
     ibx__renewer *renewer;       /* renews a batch's leases while it is handled; NULL: none */
     unsigned closes_seen;        /* the provider's store closes the renewer has been told of */
     int64_t max_handler_ms;
@@ -10641,6 +10746,12 @@ static int ibx__due(int64_t now, int64_t *next, int64_t interval) {
     return 1;
 }
 
+/* Whether ibx__housekeep would run anything now. */
+static int ibx__housekeep_due(const ibx_dispatcher *d, const ibx__entry *e, int64_t now) {
+    return !(now < e->next_reap_ms && e->next_reap_ms - now <= d->reap_ms) ||
+           (d->cleanup_ms > 0 && !(now < e->next_cleanup_ms && e->next_cleanup_ms - now <= d->cleanup_ms));
+}
+
 /* Housekeeping of one store when due: reap (IBX-053), cleanup if asked. */
 static ibx_result ibx__housekeep(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
     int64_t now = ibx__mono_ms(&s->hooks);
@@ -10744,6 +10855,60 @@ static ibx_result ibx__settle_failure(ibx_dispatcher *d, ibx_store *s, const ibx
     return r;
 }
 
+/* A busy drain's round trips (issue 30): in run(), on one store, the acks
+ * of a batch go with the next claim, in its statement (PostgreSQL,
+ * IBX__Q_CLAIM_ACK) or its transaction, so that a batch costs one commit
+ * (and on PostgreSQL one round trip) instead of two. run() loops at once
+ * after a batch, and sends what is carried before housekeeping, when its
+ * claim fails (both rolled back: the acks alone then) and when it stops;
+ * run_once() never carries, so a round it reports is settled. Acks of
+ * messages with an ordering key are never carried: in the fused statement's
+ * snapshot their keys are busy, so the claim would pass over the keys' next
+ * messages. Returns whether ms[which[0..n)] are carried in s->carry. */
+/* Where no one statement can (SQLite, MariaDB): the ack first in the
+ * claim's transaction, one commit fewer; measured faster on both (docs/
+ * PERFORMANCE.md); SQL Server, not measured, acks at once, as 0 makes
+ * those two do. */
+#ifndef IBX__CARRY_IN_TX
+#define IBX__CARRY_IN_TX 1
+#endif
+static int ibx__carry(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, const int *which, int n) {
+    int i, k;
+    const int in_tx = IBX__CARRY_IN_TX && (s->db.d->id == IBX_DIALECT_SQLITE || s->db.d->id == IBX_DIALECT_MARIADB);
+    if (!d->carry || d->store != s || s->carry_count > 0 || (!s->sql[IBX__Q_CLAIM_ACK] && !in_tx)) return 0;
+    for (i = 0; i < n; i++)
+        if (IBX__MSG_KEYED(&ms[which[i]])) return 0;
+    for (k = 0; k < IBX__KEY_LISTS; k++) s->carry[k].len = 0;
+    for (i = 0; i < n; i++)
+        if (!ibx__msg_key_add(&s->hooks, s->db.d, s->carry, &ms[which[i]])) return 0;
+    for (k = 0; k < IBX__KEY_LISTS; k++)
+        if (!ibx__list_end(&s->hooks, &s->carry[k], s->db.d)) return 0;
+    s->carry_count = n;
+    return 1;
+}
+
+/* The carried acks' outcome: counted, and said when some were no longer ours. */
+static void ibx__carried(ibx_store *s, int64_t changed, int acks, ibx_run_stats *st) {
+    st->done += (int)changed;
+    if (changed < acks)
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
+                 "%d of %d handled messages were no longer leased to this worker"
+                 IBX__WHY(" (lease expired during handling?); they will be delivered again"),
+                 acks - (int)changed, acks);
+}
+
+/* Send the carried acks on their own; a failure is the caller's error. */
+static ibx_result ibx__carry_flush(ibx_store *s, ibx_run_stats *st) {
+    int64_t changed = 0;
+    int acks = s->carry_count;
+    ibx_result r;
+    if (acks == 0) return IBX_OK;
+    s->carry_count = 0;
+    r = ibx__settle_lists(s, s->carry, IBX__SETTLE_ACK, acks, NULL, 0, 0, &changed);
+    if (r == IBX_OK) ibx__carried(s, changed, acks, st);
+    return r;
+}
+
 /* Settle a handled batch: every success in one statement, then each failure. */
 static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
                                     ibx_run_stats *st) {
@@ -10767,7 +10932,9 @@ static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_m
         else if (d->outcomes[i] == IBX__SKIPPED) d->failures[n - ++skipped] = i;
         else if (d->outcomes[i] != IBX__EXPIRED && d->outcomes[i] != IBX__SETTLED) d->failures[failures++] = i;
     }
-    if (acks > 0) {
+    if (acks > 0 && ibx__carry(d, s, ms, d->acked, acks)) {
+        acks = 0; /* they go with the next claim */
+    } else if (acks > 0) {
         int64_t changed = 0;
         r = ibx__settle_messages(s, IBX__SETTLE_ACK, ms, d->acked, acks, NULL, 0, 0, &changed);
         if (r == IBX_OK) st->done += (int)changed;
@@ -10857,6 +11024,30 @@ static int64_t ibx__wake_missed(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, 
     return woken;
 }
 
+/* The dispatcher's claim, with the acks carried from its last batch. */
+static ibx_result ibx__claim_carrying(ibx_dispatcher *d, ibx_store *s, ibx_run_stats *st, const ibx_message **ms,
+                                      int *n) {
+    int64_t acked = 0;
+    int acks = s->carry_count;
+    ibx_error failed;
+    ibx_result r;
+    if (acks == 0) return ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, ms, n);
+    s->carry_count = 0;
+    r = ibx__claim_run(s, d->owner, d->lease_seconds, d->batch_size, acks, &acked, ms, n);
+    if (r == IBX_OK || r == IBX_EMPTY) {
+        ibx__carried(s, acked, acks, st);
+        return r;
+    }
+    failed = s->err; /* both rolled back: the acks alone, and the claim's error */
+    s->carry_count = acks;
+    if (ibx__carry_flush(s, st) != IBX_OK)
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "ack after a failed claim failed too: %s"
+                 IBX__WHY("; those messages will be delivered again"), s->err.message);
+    s->carry_count = 0;
+    s->err = failed;
+    return r;
+}
+
 /* One batch from one store: housekeeping, claim, handle, settle. */
 static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
     const ibx_message *ms;
@@ -10864,6 +11055,11 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline, claimed;
     ibx_result r;
     ibx__watch(d->renewer, s, 1);
+    if (s->carry_count > 0 && ibx__housekeep_due(d, e, ibx__mono_ms(&s->hooks)) &&
+        (r = ibx__carry_flush(s, st)) != IBX_OK) {
+        ibx__watch(d->renewer, s, 0);
+        return r;
+    }
     r = ibx__housekeep(d, s, e, st);
     if (r < 0) {
         ibx__watch(d->renewer, s, 0);
@@ -10876,7 +11072,7 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     deadline = ibx__mono_ms(&s->hooks) + lease_ms -
                (lease_ms / 5 < IBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : IBX__LEASE_MARGIN_MAX_MS);
     claimed = ibx__mono_ms(&s->hooks);
-    r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
+    r = ibx__claim_carrying(d, s, st, &ms, &n);
     if ((r == IBX_OK || r == IBX_EMPTY) && ibx__wake_missed(d, s, e, n) > 0 && n == 0) {
         claimed = ibx__mono_ms(&s->hooks); /* what it woke, claimed now (the deadline stays: earlier) */
         r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
@@ -10899,6 +11095,13 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     }
     ibx__renew_end(d->renewer);
     ibx__own_wake_later(s, ms, n);
+    if (r < 0 && s->carry_count > 0) { /* run() waits before the next claim: not the acks */
+        ibx_error failed = s->err;
+        if (ibx__carry_flush(s, st) != IBX_OK)
+            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "ack after a failed settle failed too: %s"
+                     IBX__WHY("; those messages will be delivered again"), s->err.message);
+        s->err = failed;
+    }
     return r;
 }
 
@@ -11035,7 +11238,16 @@ IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *d) {
              "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
              d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
              IBX__STORE_COUNT(d));
+    d->carry = d->store != NULL;
     ibx__loop_run(&d->loop, &d->timing, ibx__dispatch_round, d, name, d->err);
+    d->carry = 0;
+    if (d->store && d->store->carry_count > 0) {
+        ibx_run_stats st;
+        memset(&st, 0, sizeof st);
+        if (ibx__carry_flush(d->store, &st) != IBX_OK)
+            ibx__log(d->hooks, IBX_LOG_WARN, name, "the last acks failed: %s" IBX__WHY("; those messages will be delivered again"),
+                     d->store->err.message);
+    }
     ibx__wake_unlisten(d);
     ibx__log(d->hooks, IBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
     return IBX_OK;

@@ -1632,7 +1632,12 @@ OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *dispatcher, obx_run_s
 /* Loop run_once() until obx_dispatcher_stop() or *stop_flag: after an
  * empty round wait poll_interval_ms (doubling up to idle_max_ms), after a
  * database error wait error_delay_ms, and wake at once on
- * obx_dispatcher_wake(). Returns OBX_OK when stopped. */
+ * obx_dispatcher_wake(). Returns OBX_OK when stopped.
+ * With one store, a batch's successes are acked with the next round's
+ * claim (on PostgreSQL in its statement: one round trip and one commit per
+ * batch), which follows at once; they are acked on their own before
+ * housekeeping, when that claim fails, and before run() returns. Messages
+ * with an ordering key are acked at once, as run_once() acks everything. */
 OBX_API obx_result obx_dispatcher_run(obx_dispatcher *dispatcher);
 
 /* Ask run() to return after the current round. Final: a stop given
@@ -6452,6 +6457,9 @@ enum {
                            variables the insert reads */
     OBX__Q_INSERT_VALUES, /* a batch without keys as this row repeated (obx__insert_values) */
     OBX__Q_INSERT_VALUES_ENV, /* the same with the envelope and the expiry */
+    OBX__Q_CLAIM_ACK,   /* -> CLAIM's rows, then the count ACK changed: a dispatcher's ack of
+                           its last batch and its next claim, one statement (PostgreSQL;
+                           made of ACK and CLAIM at store open, obx__claim_ack_sql) */
     OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
                            owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
@@ -6503,6 +6511,7 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
     {OBX__Q_CLAIM_RELEASE, "tl"},   /* owner, ids */
     {OBX__Q_KEY_READ, "t"},         /* the ordering key */
     {OBX__Q_INSERT_VALUES, "tttttii"}, /* one row: INSERT's */
+    {OBX__Q_CLAIM_ACK, "ttltii"},   /* ACK's, then CLAIM's */
     {OBX__Q_INSERT_VALUES_ENV, "tttttiitttti" "i"}, /* INSERT's, then tenant, aggregate type,
                                                       aggregate id, headers (JSON), expiry, priority */
     {OBX__Q_COUNT, NULL}};
@@ -8138,8 +8147,10 @@ static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__
 #define OBX__DELAY_MIN_MS 0           /* abandon with delay 0: claimable again at once */
 #define OBX__RETENTION_DEFAULT_MS OBX_DEFAULT_RETENTION_MS /* cleanup with retention 0 */
 #define OBX__MSG_ATTEMPTS(m) ((m)->retry_count)
+#define OBX__MSG_KEYED(m) ((m)->ordering_key != NULL)
 #define OBX__CLAIM_TEXTS 2            /* a claim's short row: Id, MessageId, */
 #define OBX__CLAIM_INTS 8             /* then 7 times and counts and the mask (OBX__CLAIM_MASK) */
+#define OBX__CLAIM_COLS 19            /* and 9 texts (OBX__PG_CLAIM_COLS) */
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct obx__row_offsets {
@@ -8318,6 +8329,8 @@ struct obx_store {
     const obx__sqlset *q;
     char *sql[OBX__Q_COUNT];      /* expanded statements */
     obx__buf keys[OBX__KEY_LISTS]; /* a batch statement's key lists (obx__msg_key_add) */
+    obx__buf carry[OBX__KEY_LISTS]; /* a dispatcher's acks carried into its next claim */
+    int carry_count;              /* how many (0: none; obx__carry_flush) */
     obx__buf rows;                /* strings of the last claim's messages */
     obx__buf read_rows;           /* strings of the last get: apart, so a handler may read
                                      without spoiling the batch it was called from */
@@ -8528,6 +8541,29 @@ OBX__PRIVATE const char *obx__stmt_args(const obx__dialect *d, int id) {
     return NULL;
 }
 
+/* OBX__Q_CLAIM_ACK on PostgreSQL: a dispatcher's ack of its last batch and
+ * its next claim as one statement, made of the store's own ACK and CLAIM
+ * (so the claim's ordering and locks are written once): one round trip and
+ * one commit per batch instead of two of each. Both halves see the
+ * statement's one snapshot: the ack's rows are in flight there, the claim
+ * picks Ready ones, so they never meet, and a key whose message is acked
+ * here looks busy to this claim (the dispatcher carries no keyed acks). The
+ * count row: with nothing claimed, one row of NULLs still brings it. */
+static obx_result obx__claim_ack_sql(obx_store *s) {
+    static const char head[] = "WITH a AS (", mid[] = " RETURNING 1), c AS (",
+                      tail[] = ") SELECT c.*, k.n FROM (SELECT count(*) AS n FROM a) AS k LEFT JOIN c ON true";
+    size_t n;
+    char *t;
+    if (s->db.d->id != OBX_DIALECT_POSTGRESQL || !s->sql[OBX__Q_ACK] || !s->sql[OBX__Q_CLAIM] ||
+        s->sql[OBX__Q_CLAIM_PICK] || s->q->claim_full_rows)
+        return OBX_OK;
+    n = sizeof head + strlen(s->sql[OBX__Q_ACK]) + sizeof mid + strlen(s->sql[OBX__Q_CLAIM]) + sizeof tail;
+    if (!(t = (char *)obx__alloc(&s->hooks, n))) return OBX_ERR_NO_MEMORY;
+    snprintf(t, n, "%s%s%s%s%s", head, s->sql[OBX__Q_ACK], mid, s->sql[OBX__Q_CLAIM], tail);
+    s->sql[OBX__Q_CLAIM_ACK] = t;
+    return OBX_OK;
+}
+
 static obx_result obx__store_prepare_sql(obx_store *s) {
     const obx__stmt_row *row;
     const char *names[26];
@@ -8550,6 +8586,7 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
             return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     }
     obx__store_own_sql(&s->own, s->sql);
+    if (obx__claim_ack_sql(s) != OBX_OK) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
 #if OBX__CHECK_ARGS
     { /* every statement takes what it declares (obx__args_check) */
         int i;
@@ -8984,6 +9021,7 @@ OBX_API void obx_store_close(obx_store *store) {
     hooks = store->hooks;
     for (i = 0; i < OBX__Q_COUNT; i++) obx__free(&hooks, store->sql[i]);
     for (i = 0; i < OBX__KEY_LISTS; i++) obx__buf_free(&hooks, &store->keys[i]);
+    for (i = 0; i < OBX__KEY_LISTS; i++) obx__buf_free(&hooks, &store->carry[i]);
     obx__store_own_free(&hooks, &store->own);
     obx__buf_free(&hooks, &store->rows);
     obx__buf_free(&hooks, &store->read_rows);
@@ -9226,9 +9264,16 @@ static const char *obx__at(const obx__buf *b, size_t off) {
     return off == (size_t)-1 ? NULL : b->data + off;
 }
 
+enum { OBX__SETTLE_ACK, OBX__SETTLE_ABANDON, OBX__SETTLE_FAIL, OBX__SETTLE_EXTEND };
+static int obx__settle_params(obx__param *p, int kind, const char *worker, const char *token,
+                              const char *error, int64_t value, int attempts, const obx__buf *keys);
+
 typedef struct obx__claim_ctx {
     obx_store *s;
     int lease_seconds, batch_size, count;
+    int ack_count;               /* s->carry's acks to run first, in the claim's unit (0: none) */
+    int ack_only;                /* run only them (the claim gave up: OBX__CLAIM_REDOS) */
+    int64_t acked;               /* how many of them the ack changed */
 } obx__claim_ctx;
 
 /* Where the dialect has no UPDATE ... RETURNING: pick and lock the keys,
@@ -9256,25 +9301,59 @@ static obx_result obx__claim_picked(obx__db *db, obx__claim_ctx *c, SQLHSTMT *cu
 #define OBX__CLAIM_REDO ((obx_result)15) /* no public result: within the enum's range for C++ */
 #define OBX__CLAIM_REDOS 3
 
+/* The claim's statements, up to the cursor of its rows (none after the
+ * acks alone). The carried acks: in the claim's statement where one can
+ * hold both (OBX__Q_CLAIM_ACK), else a statement before it in its
+ * transaction. */
+static obx_result obx__claim_exec(obx__db *db, obx__claim_ctx *c, int fused, SQLHSTMT *cur) {
+    obx_store *s = c->s;
+    obx__param p[8 + OBX__KEY_LISTS];
+    int n = 0;
+    obx_result r;
+    if (c->ack_count > 0)
+        n = obx__settle_params(p, OBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token, NULL, 0,
+                               0, s->carry);
+    if (c->ack_count > 0 && !fused) {
+        r = obx__exec(db, OBX__Q_ACK, s->sql[OBX__Q_ACK], p, n, &c->acked, NULL);
+        if (r != OBX_OK || c->ack_only) return r;
+    }
+    if (fused) {
+        obx__p_text(&p[n], s->token, 36);
+        obx__p_i64(&p[n + 1], c->lease_seconds);
+        obx__p_i64(&p[n + 2], c->batch_size);
+        r = obx__exec(db, OBX__Q_CLAIM_ACK, s->sql[OBX__Q_CLAIM_ACK], p, n + 3, NULL, cur);
+    } else if (!OBX__SQLITE_ONLY && s->sql[OBX__Q_CLAIM_PICK]) {
+        r = obx__claim_picked(db, c, cur);
+    } else {
+        obx__p_text(&p[0], s->token, 36);
+        obx__p_i64(&p[1], c->lease_seconds);
+        obx__p_i64(&p[2], c->batch_size);
+        r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, cur);
+    }
+    return r;
+}
+
 static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
     obx_store *s = c->s;
     SQLHSTMT cur = NULL;
     obx__row_head head;
     const int short_rows = !s->q->claim_full_rows;
+    const int fused = c->ack_count > 0 && !c->ack_only && s->sql[OBX__Q_CLAIM_ACK];
+    int counted = 0;
     obx_result r;
     c->count = 0;
+    c->acked = 0;
     s->rows.len = 0;
-    if (!OBX__SQLITE_ONLY && s->sql[OBX__Q_CLAIM_PICK]) {
-        r = obx__claim_picked(db, c, &cur);
-    } else {
-        obx__param p[3];
-        obx__p_text(&p[0], s->token, 36);
-        obx__p_i64(&p[1], c->lease_seconds);
-        obx__p_i64(&p[2], c->batch_size);
-        r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, &cur);
-    }
+    r = obx__claim_exec(db, c, fused, &cur);
+    if (c->ack_only) return r;
     if (r == OBX_OK && cur && short_rows) r = obx__bind_head(db, cur, &head, OBX__CLAIM_TEXTS, OBX__CLAIM_INTS);
     while (r == OBX_OK && cur && (r = obx__fetch(db, cur)) == OBX_OK) {
+        if (fused && !counted) { /* the ack's count, in every row: read once (the last column) */
+            const int empty = head.ind[OBX__CLAIM_INTS - 1] == SQL_NULL_DATA; /* no mask: nothing claimed */
+            if (empty && (r = obx__get_i64(db, cur, OBX__CLAIM_COLS + 1, &c->acked, NULL)) != OBX_OK) break;
+            counted = 1 + !empty;
+            if (empty) continue;
+        }
         /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
          * subquery run twice does it): roll the claim back, lose nothing. */
         if (c->count >= c->batch_size) {
@@ -9286,6 +9365,10 @@ static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
         r = short_rows ? obx__read_claimed(db, cur, &head, s->token, &s->msgs[c->count], &s->rows,
                                            &s->offsets[c->count])
                        : obx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        if (r == OBX_OK && counted == 2) {
+            r = obx__get_i64(db, cur, OBX__CLAIM_COLS + 1, &c->acked, NULL);
+            counted = 1;
+        }
         if (r == OBX_OK) c->count++;
     }
     if (short_rows) obx__unbind(cur); /* `head` is about to go */
@@ -9303,8 +9386,12 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
         r = obx__claim_once(db, c);
         if (r != OBX__CLAIM_REDO) return r;
         c->count = 0;
-        if (redo + 1 >= OBX__CLAIM_REDOS) return OBX_OK; /* nothing claimed this round */
+        if (redo + 1 >= OBX__CLAIM_REDOS && c->ack_count == 0) return OBX_OK; /* nothing claimed this round */
         if ((r = obx__begin(db, mode)) != OBX_OK) return r;
+        if (redo + 1 >= OBX__CLAIM_REDOS) { /* the rollback took the carried acks too: those alone */
+            c->ack_only = 1;
+            return obx__claim_once(db, c);
+        }
     }
 }
 
@@ -9332,8 +9419,10 @@ static obx_result obx__claim_room(obx_store *s, int batch_size) {
     return OBX_OK;
 }
 
-OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int lease_seconds,
-                             int batch_size, const obx_message **messages, int *count) {
+/* obx_claim, after the store's carried acks (store->carry, `acks` of
+ * them; their count changed in *acked) in the same unit: all or nothing. */
+static obx_result obx__claim_run(obx_store *store, const char *owner_token, int lease_seconds, int batch_size,
+                                 int acks, int64_t *acked, const obx_message **messages, int *count) {
     obx__claim_ctx ctx;
     obx_result r;
     int i;
@@ -9352,11 +9441,20 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
     ctx.lease_seconds = lease_seconds;
     ctx.batch_size = batch_size;
     ctx.count = 0;
+    ctx.ack_count = acks;
+    ctx.ack_only = 0;
+    ctx.acked = 0;
     /* A transaction even where the claim is one statement: reading the
      * rows may still fail (memory, the driver), and then the claim must
      * not have happened; in autocommit its rows would stay leased to us. */
-    r = obx__unit(&store->db, obx__claim_unit, &ctx, "claim");
+    r = obx__unit(&store->db, obx__claim_unit, &ctx, acks > 0 ? "ack and claim" : "claim");
     if (r != OBX_OK) return r;
+    if (acks > 0) {
+        obx__count(store, OBX_METRIC_DISPATCHED, ctx.acked);
+        obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "ack: %lld of %d (with the claim)",
+                 (long long)ctx.acked, acks);
+        *acked = ctx.acked;
+    }
     for (i = 0; i < ctx.count; i++) {
         obx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
         store->msgs[i].store = store;
@@ -9367,6 +9465,11 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
     obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "claimed %d message(s) for %s", ctx.count,
              store->token);
     return ctx.count > 0 ? OBX_OK : OBX_EMPTY;
+}
+
+OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int lease_seconds,
+                             int batch_size, const obx_message **messages, int *count) {
+    return obx__claim_run(store, owner_token, lease_seconds, batch_size, 0, NULL, messages, count);
 }
 
 /* >> get ---------------------------------------------------------------------------- */
@@ -9483,8 +9586,6 @@ static obx_result obx__check_delay(obx_store *s, const char *fn, int64_t delay_m
                      OBX__DELAY_MIN_MS, (long long)OBX_DELAY_MAX_MS, (long long)delay_ms);
 }
 
-enum { OBX__SETTLE_ACK, OBX__SETTLE_ABANDON, OBX__SETTLE_FAIL, OBX__SETTLE_EXTEND };
-
 /* The parameters of a settle statement, in the order every dialect's
  * ACK / ABANDON / FAIL / EXTEND takes them; returns how many. `value` is
  * abandon's delay (OBX_DELAY_BACKOFF: the statement's default backoff) or
@@ -9510,8 +9611,8 @@ static int obx__settle_params(obx__param *p, int kind, const char *worker, const
  * s->keys, in one statement. Abandon takes a delay (OBX_DELAY_BACKOFF: the
  * default backoff per message) and whether it uses up an attempt (not when
  * a message only waits); extend takes the lease in seconds. */
-static obx_result obx__settle(obx_store *s, int kind, int count, const char *error,
-                              int64_t value, int attempts, int64_t *changed) {
+static obx_result obx__settle_lists(obx_store *s, const obx__buf *keys, int kind, int count, const char *error,
+                                   int64_t value, int attempts, int64_t *changed) {
     static const int slots[4] = {OBX__Q_ACK, OBX__Q_ABANDON, OBX__Q_FAIL, OBX__Q_EXTEND};
     static const char *const names[4] = {"ack", "abandon", "fail", "lease extend"};
     static const int metrics[4] = {OBX_METRIC_DISPATCHED, OBX_METRIC_RETRIED, OBX_METRIC_DEAD, -1};
@@ -9524,15 +9625,20 @@ static obx_result obx__settle(obx_store *s, int kind, int count, const char *err
         return OBX_OK;
     }
     n = obx__settle_params(p, kind, s->worker_name ? s->worker_name : s->token, s->token, error, value,
-                           attempts, s->keys);
+                           attempts, keys);
     r = obx__run_count(s, slots[kind], p, n, names[kind], &rows);
     if (r != OBX_OK) return r;
     /* In a transactional handler's transaction: counted by its commit. */
     if (metrics[kind] >= 0 && !s->db.callers_tx) obx__count(s, (obx_metric)metrics[kind], rows);
     if (changed) *changed = rows;
     obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
-    obx__own_settled(s, kind, rows);
+    if (keys == s->keys) obx__own_settled(s, kind, rows); /* carried acks have no ordering key */
     return OBX_OK;
+}
+
+static obx_result obx__settle(obx_store *s, int kind, int count, const char *error, int64_t value, int attempts,
+                              int64_t *changed) {
+    return obx__settle_lists(s, s->keys, kind, count, error, value, attempts, changed);
 }
 
 /* Settle claimed messages ms[which[0..n)] (the dispatcher's path). */
@@ -10731,6 +10837,7 @@ struct obx_dispatcher {
     obx_strategy strategy;
     int empty_streak;
     int fail_streak;             /* rounds failed in a row, over a provider's stores */
+    int carry;                   /* run() on one store: acks go with the next claim (obx__carry) */
     obx__renewer *renewer;       /* renews a batch's leases while it is handled; NULL: none */
     unsigned closes_seen;        /* the provider's store closes the renewer has been told of */
     int64_t max_handler_ms;
@@ -11453,6 +11560,12 @@ static int obx__due(int64_t now, int64_t *next, int64_t interval) {
     return 1;
 }
 
+/* Whether obx__housekeep would run anything now. */
+static int obx__housekeep_due(const obx_dispatcher *d, const obx__entry *e, int64_t now) {
+    return !(now < e->next_reap_ms && e->next_reap_ms - now <= d->reap_ms) ||
+           (d->cleanup_ms > 0 && !(now < e->next_cleanup_ms && e->next_cleanup_ms - now <= d->cleanup_ms));
+}
+
 /* Housekeeping of one store when due: reap (OBX-053), cleanup if asked. */
 static obx_result obx__housekeep(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
     int64_t now = obx__mono_ms(&s->hooks);
@@ -11556,6 +11669,60 @@ static obx_result obx__settle_failure(obx_dispatcher *d, obx_store *s, const obx
     return r;
 }
 
+/* A busy drain's round trips (issue 30): in run(), on one store, the acks
+ * of a batch go with the next claim, in its statement (PostgreSQL,
+ * OBX__Q_CLAIM_ACK) or its transaction, so that a batch costs one commit
+ * (and on PostgreSQL one round trip) instead of two. run() loops at once
+ * after a batch, and sends what is carried before housekeeping, when its
+ * claim fails (both rolled back: the acks alone then) and when it stops;
+ * run_once() never carries, so a round it reports is settled. Acks of
+ * messages with an ordering key are never carried: in the fused statement's
+ * snapshot their keys are busy, so the claim would pass over the keys' next
+ * messages. Returns whether ms[which[0..n)] are carried in s->carry. */
+/* Where no one statement can (SQLite, MariaDB): the ack first in the
+ * claim's transaction, one commit fewer; measured faster on both (docs/
+ * PERFORMANCE.md); SQL Server, not measured, acks at once, as 0 makes
+ * those two do. */
+#ifndef OBX__CARRY_IN_TX
+#define OBX__CARRY_IN_TX 1
+#endif
+static int obx__carry(obx_dispatcher *d, obx_store *s, const obx_message *ms, const int *which, int n) {
+    int i, k;
+    const int in_tx = OBX__CARRY_IN_TX && (s->db.d->id == OBX_DIALECT_SQLITE || s->db.d->id == OBX_DIALECT_MARIADB);
+    if (!d->carry || d->store != s || s->carry_count > 0 || (!s->sql[OBX__Q_CLAIM_ACK] && !in_tx)) return 0;
+    for (i = 0; i < n; i++)
+        if (OBX__MSG_KEYED(&ms[which[i]])) return 0;
+    for (k = 0; k < OBX__KEY_LISTS; k++) s->carry[k].len = 0;
+    for (i = 0; i < n; i++)
+        if (!obx__msg_key_add(&s->hooks, s->db.d, s->carry, &ms[which[i]])) return 0;
+    for (k = 0; k < OBX__KEY_LISTS; k++)
+        if (!obx__list_end(&s->hooks, &s->carry[k], s->db.d)) return 0;
+    s->carry_count = n;
+    return 1;
+}
+
+/* The carried acks' outcome: counted, and said when some were no longer ours. */
+static void obx__carried(obx_store *s, int64_t changed, int acks, obx_run_stats *st) {
+    st->done += (int)changed;
+    if (changed < acks)
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
+                 "%d of %d handled messages were no longer leased to this worker"
+                 OBX__WHY(" (lease expired during handling?); they will be delivered again"),
+                 acks - (int)changed, acks);
+}
+
+/* Send the carried acks on their own; a failure is the caller's error. */
+static obx_result obx__carry_flush(obx_store *s, obx_run_stats *st) {
+    int64_t changed = 0;
+    int acks = s->carry_count;
+    obx_result r;
+    if (acks == 0) return OBX_OK;
+    s->carry_count = 0;
+    r = obx__settle_lists(s, s->carry, OBX__SETTLE_ACK, acks, NULL, 0, 0, &changed);
+    if (r == OBX_OK) obx__carried(s, changed, acks, st);
+    return r;
+}
+
 /* Settle a handled batch: every success in one statement, then each failure. */
 static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
                                     obx_run_stats *st) {
@@ -11579,7 +11746,9 @@ static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_m
         else if (d->outcomes[i] == OBX__SKIPPED) d->failures[n - ++skipped] = i;
         else if (d->outcomes[i] != OBX__EXPIRED && d->outcomes[i] != OBX__SETTLED) d->failures[failures++] = i;
     }
-    if (acks > 0) {
+    if (acks > 0 && obx__carry(d, s, ms, d->acked, acks)) {
+        acks = 0; /* they go with the next claim */
+    } else if (acks > 0) {
         int64_t changed = 0;
         r = obx__settle_messages(s, OBX__SETTLE_ACK, ms, d->acked, acks, NULL, 0, 0, &changed);
         if (r == OBX_OK) st->done += (int)changed;
@@ -11669,6 +11838,30 @@ static int64_t obx__wake_missed(obx_dispatcher *d, obx_store *s, obx__entry *e, 
     return woken;
 }
 
+/* The dispatcher's claim, with the acks carried from its last batch. */
+static obx_result obx__claim_carrying(obx_dispatcher *d, obx_store *s, obx_run_stats *st, const obx_message **ms,
+                                      int *n) {
+    int64_t acked = 0;
+    int acks = s->carry_count;
+    obx_error failed;
+    obx_result r;
+    if (acks == 0) return obx_claim(s, d->owner, d->lease_seconds, d->batch_size, ms, n);
+    s->carry_count = 0;
+    r = obx__claim_run(s, d->owner, d->lease_seconds, d->batch_size, acks, &acked, ms, n);
+    if (r == OBX_OK || r == OBX_EMPTY) {
+        obx__carried(s, acked, acks, st);
+        return r;
+    }
+    failed = s->err; /* both rolled back: the acks alone, and the claim's error */
+    s->carry_count = acks;
+    if (obx__carry_flush(s, st) != OBX_OK)
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "ack after a failed claim failed too: %s"
+                 OBX__WHY("; those messages will be delivered again"), s->err.message);
+    s->carry_count = 0;
+    s->err = failed;
+    return r;
+}
+
 /* One batch from one store: housekeeping, claim, handle, settle. */
 static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
     const obx_message *ms;
@@ -11676,6 +11869,11 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline, claimed;
     obx_result r;
     obx__watch(d->renewer, s, 1);
+    if (s->carry_count > 0 && obx__housekeep_due(d, e, obx__mono_ms(&s->hooks)) &&
+        (r = obx__carry_flush(s, st)) != OBX_OK) {
+        obx__watch(d->renewer, s, 0);
+        return r;
+    }
     r = obx__housekeep(d, s, e, st);
     if (r < 0) {
         obx__watch(d->renewer, s, 0);
@@ -11688,7 +11886,7 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     deadline = obx__mono_ms(&s->hooks) + lease_ms -
                (lease_ms / 5 < OBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : OBX__LEASE_MARGIN_MAX_MS);
     claimed = obx__mono_ms(&s->hooks);
-    r = obx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
+    r = obx__claim_carrying(d, s, st, &ms, &n);
     if ((r == OBX_OK || r == OBX_EMPTY) && obx__wake_missed(d, s, e, n) > 0 && n == 0) {
         claimed = obx__mono_ms(&s->hooks); /* what it woke, claimed now (the deadline stays: earlier) */
         r = obx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
@@ -11711,6 +11909,13 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     }
     obx__renew_end(d->renewer);
     obx__own_wake_later(s, ms, n);
+    if (r < 0 && s->carry_count > 0) { /* run() waits before the next claim: not the acks */
+        obx_error failed = s->err;
+        if (obx__carry_flush(s, st) != OBX_OK)
+            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "ack after a failed settle failed too: %s"
+                     OBX__WHY("; those messages will be delivered again"), s->err.message);
+        s->err = failed;
+    }
     return r;
 }
 
@@ -11847,7 +12052,16 @@ OBX_API obx_result obx_dispatcher_run(obx_dispatcher *d) {
              "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
              d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
              OBX__STORE_COUNT(d));
+    d->carry = d->store != NULL;
     obx__loop_run(&d->loop, &d->timing, obx__dispatch_round, d, name, d->err);
+    d->carry = 0;
+    if (d->store && d->store->carry_count > 0) {
+        obx_run_stats st;
+        memset(&st, 0, sizeof st);
+        if (obx__carry_flush(d->store, &st) != OBX_OK)
+            obx__log(d->hooks, OBX_LOG_WARN, name, "the last acks failed: %s" OBX__WHY("; those messages will be delivered again"),
+                     d->store->err.message);
+    }
     obx__wake_unlisten(d);
     obx__log(d->hooks, OBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
     return OBX_OK;

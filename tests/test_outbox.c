@@ -1523,6 +1523,7 @@ static int claim_held(obx_store *s, const char *owner, obx__claim_ctx *ctx) {
     ctx->s = s;
     ctx->lease_seconds = 60;
     ctx->batch_size = 8;
+    ctx->ack_count = s->carry_count; /* acks carried in (CORE-FUSED-ORDERED) */
     if (obx__claim_unit(db, ctx) != OBX_OK) {
         printf("    held claim failed: %s\n", s->err.message);
         obx__rollback(db);
@@ -1637,6 +1638,215 @@ static void test_ordered_replay_overlap(void) {
     TT_EXPECT(strcmp(got_list, "") == 0); /* r1 waits for r2, which is being claimed (A commits below) */
     TT_ASSERT(claim_held_commit(a));
     TT_EQ_INT(key_in_flight(s, "K2"), 1);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, ""); /* and while r2 runs */
+    id = id2;
+    TT_EQ_INT(obx_ack(a, owner_a, &id, 1, NULL), OBX_OK);
+    TT_EQ_INT(obx_reap(b, NULL), OBX_OK);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "r1");
+    obx_store_close(a);
+    obx_store_close(b);
+    obx_store_close(s);
+}
+
+/* ---- one round trip per batch (issue 30 ask 2) --------------------------------------------------- */
+
+/* run() carries a batch's acks into its next claim: one statement on
+ * PostgreSQL (OBX__Q_CLAIM_ACK), elsewhere the claim's transaction where
+ * OBX__CARRY_IN_TX says so, else the ack alone as before. */
+typedef struct fused_case {
+    obx_dispatcher *d;
+    obx_store *other;            /* a second worker on the same table */
+    char other_owner[37], first[37], second[37];
+    int handled, fail_next_big;  /* fail_next_big: the store's next large realloc fails */
+    int first_done_when_second;  /* the first was Done when the second was handled */
+    int second_starts;           /* the second's start count as handed out */
+    obx_store *self;
+} fused_case;
+static fused_case g_fc;
+
+static void *fc_alloc(size_t n, void *u) { (void)u; return malloc(n); }
+static void *fc_realloc(void *p, size_t n, void *u) {
+    (void)u;
+    if (g_fc.fail_next_big && n >= 64 * 1024) {
+        g_fc.fail_next_big = 0;
+        return NULL;
+    }
+    return realloc(p, n);
+}
+static void fc_free(void *p, void *u) { (void)u; free(p); }
+
+static obx_store *fused_store(void) {
+    obx_store_desc desc;
+    obx_store *s = NULL;
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.store_id = "obx-test";
+    desc.hooks.logger.log = keep_log;
+    desc.hooks.logger.min_level = OBX_LOG_DEBUG;
+    desc.hooks.allocator.alloc = fc_alloc;
+    desc.hooks.allocator.realloc = fc_realloc;
+    desc.hooks.allocator.free = fc_free;
+    return obx_store_open(&desc, &s) == OBX_OK ? s : NULL;
+}
+
+/* The first message's lease is lost while it is handled (released, and
+ * claimed by another worker); the second stops the dispatcher. */
+static obx_outcome fc_lost_lease(const obx_message *m, char *error, size_t cap, void *user) {
+    const obx_message *got = NULL;
+    const char *id = m->id;
+    int n = 0;
+    (void)error; (void)cap; (void)user;
+    if (g_fc.handled++ == 0) {
+        if (obx_abandon(g_fc.other, m->owner_token, &id, 1, NULL, 0, NULL) != OBX_OK ||
+            obx_claim(g_fc.other, g_fc.other_owner, 60, 10, &got, &n) != OBX_OK || n != 1 ||
+            !enqueue(g_fc.other, "fused", "second", g_fc.second))
+            printf("    lost-lease setup failed: %s\n", obx_store_last_error(g_fc.other)->message);
+        return OBX_DONE;
+    }
+    obx_dispatcher_stop(g_fc.d);
+    return OBX_DONE;
+}
+
+static void fused_begin(obx_store **s, obx_dispatcher **d, obx_handler h) {
+    obx_dispatcher_desc dd;
+    memset(&g_fc, 0, sizeof g_fc);
+    *s = fused_store();
+    g_fc.self = *s;
+    g_fc.other = open_table("Outbox", 0);
+    *d = NULL;
+    if (!*s || !g_fc.other) return;
+    obx_owner_token(g_fc.other, g_fc.other_owner);
+    memset(&dd, 0, sizeof dd);
+    dd.store = *s;
+    dd.batch_size = 1;
+    dd.poll_interval_ms = 10;
+    dd.error_delay_ms = 10;
+    dd.no_lease_renewal = 1;
+    if (obx_dispatcher_create(&dd, d) != OBX_OK || obx_dispatcher_on(*d, "fused", h, NULL) != OBX_OK) {
+        obx_dispatcher_destroy(*d);
+        *d = NULL;
+    }
+    g_fc.d = *d;
+}
+
+static void fused_end(obx_store *s, obx_dispatcher *d) {
+    obx_dispatcher_destroy(d);
+    obx_store_close(g_fc.other);
+    obx_store_close(s);
+}
+
+static void test_fused_lost_lease(void) {
+    obx_store *s = fresh(), *w = NULL;
+    obx_dispatcher *d = NULL;
+    obx_message m;
+    TT_ASSERT(s != NULL);
+    fused_begin(&w, &d, fc_lost_lease);
+    TT_ASSERT(w && d);
+    TT_ASSERT(enqueue(s, "fused", "first", g_fc.first));
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run(d), OBX_OK);
+    TT_EQ_INT(g_fc.handled, 2);
+    TT_EQ_INT(obx_get(s, g_fc.first, &m), OBX_OK); /* still the other worker's: not acked */
+    TT_EQ_INT((int)m.status, OBX_STATUS_IN_PROGRESS);
+    TT_EQ_STR(m.owner_token, g_fc.other_owner);
+    TT_EQ_INT(obx_get(s, g_fc.second, &m), OBX_OK); /* acked when run() stopped */
+    TT_EQ_INT((int)m.status, OBX_STATUS_DONE);
+    if (w->sql[OBX__Q_CLAIM_ACK] || OBX__CARRY_IN_TX) /* (SQLite and MariaDB: in its transaction) the first one's ack went with the claim of the second */
+        TT_ASSERT(logged("ack: 0 of 1 (with the claim)", NULL, NULL));
+    TT_ASSERT(logged("1 of 1 handled messages were no longer leased", NULL, NULL));
+    fused_end(w, d);
+    obx_store_close(s);
+}
+
+/* The first message's handler makes the next claim fail as it reads a
+ * large row (the store's allocator); the second is handled on the round
+ * after. */
+static obx_outcome fc_claim_fails(const obx_message *m, char *error, size_t cap, void *user) {
+    static char big[100 * 1024];
+    obx_message first;
+    (void)error; (void)cap; (void)user;
+    if (g_fc.handled++ == 0) {
+        memset(big, 'x', sizeof big - 1);
+        if (!enqueue(g_fc.other, "fused", big, g_fc.second)) printf("    enqueue failed\n");
+        g_fc.fail_next_big = 1;
+        return OBX_DONE;
+    }
+    g_fc.first_done_when_second = obx_get(g_fc.other, g_fc.first, &first) == OBX_OK && first.status == OBX_STATUS_DONE;
+    g_fc.second_starts = m->starts;
+    obx_dispatcher_stop(g_fc.d);
+    return OBX_DONE;
+}
+
+static void test_fused_claim_fails(void) {
+    obx_store *s = fresh(), *w = NULL;
+    obx_dispatcher *d = NULL;
+    obx_message m;
+    TT_ASSERT(s != NULL);
+    fused_begin(&w, &d, fc_claim_fails);
+    TT_ASSERT(w && d);
+    TT_ASSERT(enqueue(s, "fused", "first", g_fc.first));
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run(d), OBX_OK);
+    TT_EQ_INT(g_fc.handled, 2);
+    TT_EQ_INT(g_fc.fail_next_big, 0);           /* the claim did fail */
+    TT_ASSERT(logged("OBX_ERR_NO_MEMORY", NULL, NULL));
+    TT_EQ_INT(g_fc.first_done_when_second, 1);  /* its ack was not lost with the claim */
+    TT_EQ_INT(g_fc.second_starts, 1);           /* the failed claim's start rolled back with it */
+    TT_EQ_INT(obx_get(s, g_fc.first, &m), OBX_OK);
+    TT_EQ_INT((int)m.status, OBX_STATUS_DONE);
+    TT_EQ_INT(obx_get(s, g_fc.second, &m), OBX_OK);
+    TT_EQ_INT((int)m.status, OBX_STATUS_DONE);
+    fused_end(w, d);
+    obx_store_close(s);
+}
+
+/* test_ordered_replay_overlap with claim A carrying an ack: held open, the
+ * ack-and-claim takes r2 while r1 is replayed; B must not take r1. */
+static void test_fused_ordered(void) {
+    obx_store *s = fresh(), *a = open_table("Outbox", 0), *b = open_table("Outbox", 0);
+    obx__claim_ctx held;
+    obx_new_message r1 = keyed("r1", "KF"), r2 = keyed("r2", "KF");
+    char id1[37], id2[37], idu[37], owner_a[37], owner_b[37], got_list[256];
+    const obx_message *got = NULL;
+    const char *id;
+    int64_t replayed = 0;
+    int n = 0;
+    TT_ASSERT(s && a && b);
+    obx_owner_token(a, owner_a);
+    obx_owner_token(b, owner_b);
+    TT_ASSERT(enqueue(s, "t", "u", idu));
+    TT_ASSERT(claim_payloads(a, owner_a, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "u"); /* A's batch k: its ack goes with the claim below */
+    TT_EQ_INT(obx_enqueue(s, &r1, id1), OBX_OK);
+    TT_EQ_INT(obx_enqueue(s, &r2, id2), OBX_OK);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "r1");
+    id = id1;
+    TT_EQ_INT(obx_fail(b, owner_b, &id, 1, "poison", NULL), OBX_OK);
+    TT_EQ_INT(obx_reap(b, NULL), OBX_OK);
+    a->carry[0].len = 0;
+    TT_ASSERT(obx__list_add(&a->hooks, &a->carry[0], a->db.d, idu, 36) && obx__list_end(&a->hooks, &a->carry[0], a->db.d));
+    a->carry_count = 1;
+    TT_ASSERT(claim_held(a, owner_a, &held)); /* A acks u and takes r2, not committed */
+    a->carry_count = 0;
+    TT_EQ_INT(held.count, 1);
+    TT_EQ_INT(held.acked, 1);
+    TT_EQ_STR(a->msgs[0].payload, "r2");
+    {
+        obx_dead_filter f;
+        memset(&f, 0, sizeof f);
+        f.id = id1;
+        TT_EQ_INT(obx_dead_replay(s, &f, &replayed), OBX_OK);
+        TT_EQ_INT(replayed, 1);
+    }
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n)); /* claim B */
+    TT_EXPECT(strcmp(got_list, "") == 0); /* r1 waits for r2, which is being claimed */
+    TT_EQ_INT(count_status(s, 2), 0);     /* the ack is not committed before the claim */
+    TT_ASSERT(claim_held_commit(a));
+    TT_EQ_INT(key_in_flight(s, "KF"), 1);
+    TT_EQ_INT(count_status(s, 2), 1);     /* u Done with the claim's commit */
     TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
     TT_EQ_STR(got_list, ""); /* and while r2 runs */
     id = id2;
@@ -8464,6 +8674,8 @@ int main(int argc, char **argv) {
         printf("N/A CORE-JOIN-STEP-GUARD %s %s\n", g_label, g_pg ? "the join step is a statement trigger over the changed rows"
                : "the join step's IF runs the member update only for a finished message (JoinStep2)");
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
+    RUN("CORE-FUSED-LOST-LEASE", "run() carries a batch's ack into the next claim: an id whose lease was lost is not acked, the last ack is sent when run() stops", test_fused_lost_lease);
+    RUN("CORE-FUSED-CLAIM-FAILS", "the claim that carries an ack fails reading its rows: both roll back, the ack is sent alone, the message is claimed afresh", test_fused_claim_fails);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);
     RUN("OBX-ORDERED-DEAD-HOLDS", "ordering_dead_holds: a Dead message holds its key until replayed; others flow", test_ordered_dead_holds);
@@ -8474,9 +8686,11 @@ int main(int argc, char **argv) {
         RUN("CORE-ORDERED-WAKE-MISSED", "a producer commits after the ack's wake looked: the dispatcher wakes the key within two poll intervals, no reap", test_ordered_wake_missed);
         RUN("CORE-ORDERED-WAKE-LOAD", "producers of shared keys (enqueue_tx) while dispatchers run, no reap: every message handled", test_ordered_wake_load);
         RUN("OBX-ORDERED-REPLAY-OVERLAP", "a replay committed while a claim takes the successor: never two of the key at once", test_ordered_replay_overlap);
+        RUN("CORE-FUSED-ORDERED", "an ack carried in a claim held open while a replay commits: never two of the key at once; the ack commits with the claim", test_fused_ordered);
     } else {
         printf("N/A OBX-ORDERED-OVERLAP-PRODUCERS %s one writer at a time: a producer's open transaction holds every other writer\n", g_label);
         printf("N/A OBX-ORDERED-REPLAY-OVERLAP %s one writer at a time: a claim and a replay never overlap\n", g_label);
+        printf("N/A CORE-FUSED-ORDERED %s one writer at a time: a claim and a replay never overlap\n", g_label);
         printf("N/A CORE-WAKE-ERROR-CLEARED %s the wake is a trigger in the settle's own statement\n", g_label);
         printf("N/A CORE-ORDERED-WAKE-MISSED %s one writer at a time: an enqueue and a wake never miss each other\n", g_label);
         printf("N/A CORE-ORDERED-WAKE-LOAD %s one writer at a time: an enqueue and a wake never miss each other\n", g_label);
