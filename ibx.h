@@ -9861,8 +9861,9 @@ static int ibx__renew_keep(ibx__renewer *w, char **copy, const char *text, int *
 /* Renew the leases of batch ms[0..n) of store s from now on (the
  * dispatcher's thread). Handlers may start until `start_until` (the
  * claim's lease less its margin), later only as renewals extend it.
- * Returns 0 when there is no renewal (none, or the caller's connection,
- * or out of memory): then start_until stays the limit. */
+ * Returns 1; 0 when there is no renewal (none, or the caller's
+ * connection): then start_until stays the limit; -1 when it could not be
+ * set up (out of memory, no thread): the batch must not run unrenewed. */
 static int ibx__renew_begin(ibx__renewer *w, ibx_store *s, const char *owner, const ibx_message *ms,
                             int n, int lease_seconds, int64_t max_ms, int64_t start_until) {
     int changed = 0, ok;
@@ -9904,7 +9905,7 @@ static int ibx__renew_begin(ibx__renewer *w, ibx_store *s, const char *owner, co
         w->stale = 1; /* a copy may be missing */
     }
     ibx__mutex_unlock(&w->mutex);
-    return ok;
+    return ok ? 1 : -1;
 }
 
 /* Until when (monotonic) a handler of the batch may start. */
@@ -11084,10 +11085,17 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     for (from = 0; from < n && ms[from].starts <= 1; from++) {}
     if (from < n && (r = ibx__isolate(d, s, &n, &first)) != IBX_OK) return r;
     renewed = ibx__renew_begin(d->renewer, s, d->owner, ms, n, d->lease_seconds, d->max_handler_ms, deadline);
-    for (from = 0; from < n && r == IBX_OK; from = to) { /* the others, then a suspect */
+    if (renewed < 0) { /* unrenewed, a slow handler would overlap the next owner's: released */
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
+                 "lease renewal could not be set up (out of memory or no thread): %d message(s) released "
+                 "unhandled" IBX__WHY(", for the next claim; no attempt used"), n);
+        for (from = 0; from < n; from++) d->outcomes[from] = IBX__SKIPPED;
+        r = ibx__settle_batch(d, s, ms, n, st);
+    }
+    for (from = renewed < 0 ? n : 0; from < n && r == IBX_OK; from = to) { /* the others, then a suspect */
         to = from < first ? first : n;
         if (from > 0) ibx__renew_range(d->renewer, ms + from, n - from, 1); /* the suspect, alone now */
-        ibx__handle_batch(d, s, ms + from, to - from, renewed ? d->renewer : NULL, claimed, deadline, st);
+        ibx__handle_batch(d, s, ms + from, to - from, renewed > 0 ? d->renewer : NULL, claimed, deadline, st);
         ibx__renew_range(d->renewer, ms + from, n - from, 0); /* settling: fewer leases is no news */
         ibx__watch(d->renewer, s, 1);
         r = ibx__settle_batch(d, s, ms + from, to - from, st);

@@ -10675,8 +10675,9 @@ static int obx__renew_keep(obx__renewer *w, char **copy, const char *text, int *
 /* Renew the leases of batch ms[0..n) of store s from now on (the
  * dispatcher's thread). Handlers may start until `start_until` (the
  * claim's lease less its margin), later only as renewals extend it.
- * Returns 0 when there is no renewal (none, or the caller's connection,
- * or out of memory): then start_until stays the limit. */
+ * Returns 1; 0 when there is no renewal (none, or the caller's
+ * connection): then start_until stays the limit; -1 when it could not be
+ * set up (out of memory, no thread): the batch must not run unrenewed. */
 static int obx__renew_begin(obx__renewer *w, obx_store *s, const char *owner, const obx_message *ms,
                             int n, int lease_seconds, int64_t max_ms, int64_t start_until) {
     int changed = 0, ok;
@@ -10718,7 +10719,7 @@ static int obx__renew_begin(obx__renewer *w, obx_store *s, const char *owner, co
         w->stale = 1; /* a copy may be missing */
     }
     obx__mutex_unlock(&w->mutex);
-    return ok;
+    return ok ? 1 : -1;
 }
 
 /* Until when (monotonic) a handler of the batch may start. */
@@ -11898,10 +11899,17 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     for (from = 0; from < n && ms[from].starts <= 1; from++) {}
     if (from < n && (r = obx__isolate(d, s, &n, &first)) != OBX_OK) return r;
     renewed = obx__renew_begin(d->renewer, s, d->owner, ms, n, d->lease_seconds, d->max_handler_ms, deadline);
-    for (from = 0; from < n && r == OBX_OK; from = to) { /* the others, then a suspect */
+    if (renewed < 0) { /* unrenewed, a slow handler would overlap the next owner's: released */
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
+                 "lease renewal could not be set up (out of memory or no thread): %d message(s) released "
+                 "unhandled" OBX__WHY(", for the next claim; no attempt used"), n);
+        for (from = 0; from < n; from++) d->outcomes[from] = OBX__SKIPPED;
+        r = obx__settle_batch(d, s, ms, n, st);
+    }
+    for (from = renewed < 0 ? n : 0; from < n && r == OBX_OK; from = to) { /* the others, then a suspect */
         to = from < first ? first : n;
         if (from > 0) obx__renew_range(d->renewer, ms + from, n - from, 1); /* the suspect, alone now */
-        obx__handle_batch(d, s, ms + from, to - from, renewed ? d->renewer : NULL, claimed, deadline, st);
+        obx__handle_batch(d, s, ms + from, to - from, renewed > 0 ? d->renewer : NULL, claimed, deadline, st);
         obx__renew_range(d->renewer, ms + from, n - from, 0); /* settling: fewer leases is no news */
         obx__watch(d->renewer, s, 1);
         r = obx__settle_batch(d, s, ms + from, to - from, st);
