@@ -11091,6 +11091,8 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
                  "unhandled" IBX__WHY(", for the next claim; no attempt used"), n);
         for (from = 0; from < n; from++) d->outcomes[from] = IBX__SKIPPED;
         r = ibx__settle_batch(d, s, ms, n, st);
+        if (r == IBX_OK) /* an error, so that run() backs off rather than claim again at once */
+            r = ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_run", "lease renewal could not be set up");
     }
     for (from = renewed < 0 ? n : 0; from < n && r == IBX_OK; from = to) { /* the others, then a suspect */
         to = from < first ? first : n;

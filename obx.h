@@ -11905,6 +11905,8 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
                  "unhandled" OBX__WHY(", for the next claim; no attempt used"), n);
         for (from = 0; from < n; from++) d->outcomes[from] = OBX__SKIPPED;
         r = obx__settle_batch(d, s, ms, n, st);
+        if (r == OBX_OK) /* an error, so that run() backs off rather than claim again at once */
+            r = obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_run", "lease renewal could not be set up");
     }
     for (from = renewed < 0 ? n : 0; from < n && r == OBX_OK; from = to) { /* the others, then a suspect */
         to = from < first ? first : n;

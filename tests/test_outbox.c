@@ -7044,10 +7044,9 @@ static void test_renew_begin_fails(void) {
     log_reset();
     g_begin_fails_calls = g_refused_size = 0;
     g_refuse_size = strlen(g_conn) + 1; /* the renewer's copy of the connection string */
-    obx_dispatcher_run_once(d, &st);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_ERR_NO_MEMORY); /* run() backs off */
     g_refuse_size = 0;
     TT_ASSERT(g_refused_size > 0);
-    TT_EQ_INT(st.claimed, 1);
     TT_EQ_INT(g_begin_fails_calls, 0); /* not run without its renewal */
     TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
     TT_EQ_INT(got.status, OBX_STATUS_READY);
