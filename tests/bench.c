@@ -32,7 +32,8 @@
  *
  * BENCH_STMTS=1 also prints the library's statements by calls per workload
  * (PostgreSQL), the first thing to read when a ratio is low. BENCH_ONLY
- * (e.g. enq1,drain1) runs a subset of the workloads. */
+ * (e.g. enq1,drain1) runs a subset of the workloads; "latency" in it adds
+ * the two commit-to-handler rows. */
 #define OBX_IMPLEMENTATION
 #ifdef OBX_SQLITE3_API /* the library on SQLite's C API (make bench BENCH_CFLAGS=...); the rest stays ODBC */
 #include <sql.h>
@@ -1335,8 +1336,8 @@ int main(int argc, char **argv) {
     print_table(n);
     print_cpu();
     only = getenv("BENCH_ONLY");
-    if (!only || !*only) {
-        allocations(n < 5000 ? n : 5000);
+    if (!only || !*only) allocations(n < 5000 ? n : 5000);
+    if (!only || !*only || strstr(only, "latency")) { /* BENCH_ONLY=...,latency: tests/peers/bench_peers.sh */
         latency_run(200);
         latency_cross(200);
     }
