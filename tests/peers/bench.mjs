@@ -3,7 +3,8 @@
 // them with the library's rows on one PostgreSQL cluster.
 //
 //   node bench.mjs <graphile|pgboss|outbox> <enq1|enqb|drain1|drain2|latency> N
-//   (PEERS_PG: host:port:database:user of the cluster)
+//   (PEERS_PG: host:port:database:user of the cluster; PEERS_TIMEOUT: seconds
+//   a drain may take, default 900; PEERS_LATENCY_N: latency samples, 200)
 //
 // Prints one line: "RESULT <peer> <workload> <msgs/s>", or for latency
 // "RESULT <peer> latency <p50 ms> <p99 ms>".
@@ -38,7 +39,12 @@
 //   COMMIT; 100 stores per transaction for the batch); messages are
 //   concurrency 'parallel' (the library's drain row has no ordering).
 //   Worker: the polling listener (initializePollingMessageListener), batch
-//   size 100, polling interval 500 ms (its default); max-attempts and
+//   size 100, polling interval 500 ms and lock 5 s (its defaults). With two
+//   listeners, a handler's NOWAIT lock of its message can collide with the
+//   other listener's polling function, which locks every candidate row in
+//   turn: the message is retried when its lock expires, and may end
+//   abandoned after 5 attempts (counted and printed; a 30 s lock made such
+//   a drain wait 30 s per collision instead). Max-attempts and
 //   poisonous-message protection off (its outbox defaults), cleanup timer
 //   off. Its replication listener needs wal_level=logical and a replication
 //   role, which make bench's cluster does not have: not measured.
@@ -63,6 +69,7 @@ const [host, port, database, user] = (process.env.PEERS_PG || '127.0.0.1:5432:po
 const conn = { host, port: Number(port), database, user };
 const url = `postgres://${user}@${host}:${port}/${database}`;
 const QUEUE = 'bench';
+const TIMEOUT_S = Number(process.env.PEERS_TIMEOUT) || 900;
 const DATA = 'abcdefghijklmnopqrstuvwxyz0123456789'.repeat(6).slice(0, 175); // {"event":"bench","data":"..."} = 200 chars
 const payload = () => ({ event: 'bench', data: DATA });
 const now = () => performance.timeOrigin + performance.now();
@@ -152,7 +159,8 @@ const pgboss = {
   },
   analyze: () => sql('VACUUM ANALYZE pgboss.job'),
   remaining: async () =>
-    Number((await sql(`SELECT count(*) AS n FROM pgboss.job WHERE name = $1 AND state <> 'completed'`, [QUEUE])).rows[0].n),
+    Number((await sql(`SELECT count(*) AS n FROM pgboss.job WHERE name = $1 AND state NOT IN ('completed', 'failed')`, [QUEUE])).rows[0].n),
+  lost: async () => Number((await sql(`SELECT count(*) AS n FROM pgboss.job WHERE name = $1 AND state = 'failed'`, [QUEUE])).rows[0].n),
   async worker(onMessage, b) {
     const own = !b;
     if (own) b = await this.boss();
@@ -211,7 +219,9 @@ const outbox = {
     return { one: () => tx(1), batch: (k) => tx(k), send: (p) => tx(1, p), close: () => c.end() };
   },
   analyze: () => sql('VACUUM ANALYZE public.outbox'),
-  remaining: async () => Number((await sql('SELECT count(*) AS n FROM public.outbox WHERE processed_at IS NULL')).rows[0].n),
+  remaining: async () =>
+    Number((await sql('SELECT count(*) AS n FROM public.outbox WHERE processed_at IS NULL AND abandoned_at IS NULL')).rows[0].n),
+  lost: async () => Number((await sql('SELECT count(*) AS n FROM public.outbox WHERE abandoned_at IS NOT NULL')).rows[0].n),
   async worker(onMessage) {
     const { initializePollingMessageListener } = require('pg-transactional-outbox');
     const [shutdown] = initializePollingMessageListener(
@@ -271,10 +281,15 @@ async function drain(workers) {
       if (handled >= N) done();
     });
   const t0 = now();
+  const late = () => now() - t0 > TIMEOUT_S * 1000 && die(`the drain took more than ${TIMEOUT_S} s (PEERS_TIMEOUT)`);
   for (const k of kids) k.send('go');
-  await all;
-  while ((await P.remaining()) > 0) await sleep(5);
+  // Until the handlers have run N times; a check a second in case fewer
+  // ran (a message the peer gave up on), then until the table says done.
+  while (handled < N && (await Promise.race([all.then(() => 0), sleep(1000).then(() => 1)])) && (await P.remaining()) > 0) late();
+  while ((await P.remaining()) > 0) late(), await sleep(5);
   const t = (now() - t0) / 1000;
+  const lost = P.lost ? await P.lost() : 0;
+  if (lost) console.error(`bench-peers ${peer} ${workload}: ${lost} of ${N} messages given up on (failed / abandoned)`);
   await Promise.all(kids.map((k) => new Promise((r) => (k.once('exit', r), k.send('stop')))));
   if (handled !== N) console.error(`bench-peers ${peer}: ${handled} handled for ${N} messages (redeliveries)`);
   return N / t;
@@ -305,7 +320,10 @@ async function latency(count) {
     await sleep(3);
     await p.send({ stamp: now() });
     if (p.boss) p.boss.notifyWorker(w.id);
-    while (seen <= i) await sleep(0.05);
+    for (const t0 = now(); seen <= i; ) {
+      if (now() - t0 > 10000) die(`message ${i} not handled within 10 s`);
+      await sleep(0.05);
+    }
   }
   await w.stop();
   await p.close();

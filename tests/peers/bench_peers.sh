@@ -24,6 +24,7 @@
 #   BENCH_REPEATS     rounds (median printed), default 3
 #   PEERS             which peers, default "graphile pgboss outbox"
 #   PEERS_LATENCY_N   latency samples per peer and round, default 200
+#   PEERS_TIMEOUT     seconds one peer's drain may take, default 900
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tests=$(dirname "$here")
@@ -97,7 +98,9 @@ lib_round() {
 peer_round() {
     local p=$1 w
     for w in enq1 enqb drain1 drain2 latency; do
-        (cd "$dir" && node bench.mjs "$p" "$w" "$n") | awk '$1 == "RESULT" { print $2, $3, $4 }' >>"$raw"
+        # A failed measurement leaves its cell empty ("-") and says why; the rest goes on.
+        (cd "$dir" && node bench.mjs "$p" "$w" "$n") | awk '$1 == "RESULT" { print $2, $3, $4 }' >>"$raw" ||
+            echo "bench-peers: $p $w failed (its row shows -)" >&2
     done
 }
 
