@@ -3247,6 +3247,10 @@ typedef struct ibx__db {
     char driver_name[64];
     SQLHSTMT stmt[IBX__MAX_STMTS]; /* prepared once, reused; freed on close or loss */
     unsigned char markers[IBX__MAX_STMTS][IBX__MAX_MARKERS]; /* see ibx__plain_markers */
+#ifdef IBX_SQLITE3_API
+    sqlite3_stmt *tx_stmt[3];    /* BEGIN IMMEDIATE, COMMIT, ROLLBACK: prepared once, as
+                                    db->stmt (ibx__exec_direct) */
+#endif
 } ibx__db;
 
 /* The database interface. The engine reaches its database only through
@@ -4750,6 +4754,10 @@ IBX__PRIVATE void ibx__db_free_statements(ibx__db *db) {
         }
         db->stmt[i] = NULL;
     }
+    for (i = 0; i < 3; i++) {
+        sqlite3_finalize(db->tx_stmt[i]); /* NULL: a no-op */
+        db->tx_stmt[i] = NULL;
+    }
 }
 
 /* The dialect is SQLite's; a forced other one cannot be spoken here. */
@@ -5043,9 +5051,28 @@ IBX__PRIVATE ibx_result ibx__bind_head(ibx__db *db, SQLHSTMT st, ibx__row_head *
     return IBX_OK;
 }
 
+/* Text run once (DDL, settings) is compiled and run by sqlite3_exec; the
+ * transaction control of every unit is prepared once per connection
+ * (db->tx_stmt), as the statements are: compiling "COMMIT" cost as much as
+ * running it. */
 IBX__PRIVATE ibx_result ibx__exec_direct(ibx__db *db, const char *sql, const char *where) {
-    int rc = sqlite3_exec((sqlite3 *)db->dbc, sql, NULL, NULL, NULL);
-    return rc == SQLITE_OK ? IBX_OK : ibx__sq_fail(db, rc, where);
+    sqlite3 *h = (sqlite3 *)db->dbc;
+    sqlite3_stmt **st = strcmp(sql, "COMMIT") == 0                     ? &db->tx_stmt[1]
+                      : strcmp(sql, "ROLLBACK") == 0                   ? &db->tx_stmt[2]
+                      : db->d && db->d->begin_sql && strcmp(sql, db->d->begin_sql) == 0 ? &db->tx_stmt[0]
+                                                                       : NULL;
+    ibx_result r = IBX_OK;
+    int rc;
+    if (!st) {
+        rc = sqlite3_exec(h, sql, NULL, NULL, NULL);
+        return rc == SQLITE_OK ? IBX_OK : ibx__sq_fail(db, rc, where);
+    }
+    if (!*st && (rc = sqlite3_prepare_v3(h, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL)) != SQLITE_OK)
+        return ibx__sq_fail(db, rc, where);
+    rc = sqlite3_step(*st);
+    if (rc != SQLITE_DONE) r = ibx__sq_fail(db, rc, where); /* before the reset: its message */
+    sqlite3_reset(*st);
+    return r;
 }
 
 IBX__PRIVATE ibx_result ibx__query_text(ibx__db *db, const char *sql, char *out, size_t cap) {
@@ -10018,16 +10045,21 @@ static void ibx__handle_one(ibx_dispatcher *d, ibx_store *s, const ibx_message *
     int matched = 0;
     int64_t started;
     ibx_outcome outcome;
-    ibx__msg_name(m, name, sizeof name);
-    ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
-             ibx__kv(topic, m->topic), IBX__MSG_ATTEMPTS(m) + 1);
+    /* The line's name and topic only when it is logged: formatting them
+     * cost as much as a handler call of the bench. */
+    if (ibx__log_enabled(&s->hooks, d->message_log_level)) {
+        ibx__msg_name(m, name, sizeof name);
+        ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d", name,
+                 ibx__kv(topic, m->topic), IBX__MSG_ATTEMPTS(m) + 1);
+    }
     started = ibx__mono_us(&s->hooks);
     outcome = ibx__handle(d, m, error, &matched);
     if (matched) ibx__hist_record(s, m->topic, ibx__mono_us(&s->hooks) - started);
     d->outcomes[i] = (int)outcome;
     if (!matched) {
+        ibx__msg_name(m, name, sizeof name);
         ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
-                 "no handler for topic %s (message %s)" IBX__WHY(": retrying later"), topic, name);
+                 "no handler for topic %s (message %s)" IBX__WHY(": retrying later"), ibx__kv(topic, m->topic), name);
         snprintf(error, IBX__HANDLER_ERROR_MAX, "no handler for topic %s", m->topic);
         d->outcomes[i] = (int)IBX_WAIT;
         st->no_handler++;

@@ -32,8 +32,10 @@
  *
  * BENCH_STMTS=1 also prints the library's statements by calls per workload
  * (PostgreSQL), the first thing to read when a ratio is low. BENCH_ONLY
- * (e.g. enq1,drain1) runs a subset of the workloads; "latency" in it adds
- * the two commit-to-handler rows. */
+ * (e.g. enq1,drain1) runs a subset of the workloads; "allocs" in it adds
+ * the allocation rows, "latency" the two commit-to-handler rows
+ * (tests/peers/bench_peers.sh). On SQLite the CPU per message of each side
+ * (the database runs in the bench's processes) is printed with its ratio. */
 #define OBX_IMPLEMENTATION
 #ifdef OBX_SQLITE3_API /* the library on SQLite's C API (make bench BENCH_CFLAGS=...); the rest stays ODBC */
 #include <sql.h>
@@ -829,8 +831,9 @@ static double ctr_end(long long messages) {
         struct timespec settle = {0, 100 * 1000000L}; /* exited workers' backends: reaped */
         nanosleep(&settle, NULL);
         g_cpu_srv[g_cur_w][g_cur_impl][g_cur_rep] = (server_cpu() - g_srv0) / (double)messages;
-        g_cpu_cli[g_cur_w][g_cur_impl][g_cur_rep] = (client_cpu() - g_cli0) / (double)messages;
     }
+    if (g_srv_pid > 0 || g_kind == K_SQLITE) /* SQLite runs in the bench and its workers */
+        g_cpu_cli[g_cur_w][g_cur_impl][g_cur_rep] = (client_cpu() - g_cli0) / (double)messages;
     if (!g_counters) return -1;
     if (g_kind == K_PG) n = api_i64(&g_mon, pgss_sum);
     else n = api_i64(&g_mon, "SHOW GLOBAL STATUS LIKE 'Questions'") - g_ctr_base - 1;
@@ -1014,8 +1017,30 @@ static double median_of(double (*a)[I_COUNT][MAXREP], int w, int impl) {
 
 /* CPU microseconds per message, medians: what each side spent, which the
  * load of other programs changes much less than it changes the rates. */
+/* SQLite: the whole database runs in the bench's processes, so its CPU
+ * per message is the cost of each side, and its ratio moves much less with
+ * the load of a shared machine than the rates do. */
+static void print_cpu_lite(void) {
+    int w, k;
+    printf("\n== %s: CPU us per message, medians (the bench and its workers, SQLite included, "
+           "connect included); ratio = ideal / obx.h\n", g_backend);
+    printf("%-46s %10s %10s %10s %8s %8s\n", "workload", "obx.h", "ideal ODBC", "C API", "/ODBC", "/C API");
+    for (w = 0; w < W_COUNT; w++) {
+        double c[3];
+        if (median(w, I_LIB) == 0) continue;
+        for (k = 0; k < 3; k++) c[k] = median_of(g_cpu_cli, w, k) * 1e6;
+        printf("%-46s %10.1f %10.1f %10.1f %8.2f %8.2f\n", w_name[w], c[0], c[1], c[2], c[0] > 0 ? c[1] / c[0] : 0.0,
+               c[0] > 0 ? c[2] / c[0] : 0.0);
+    }
+    fflush(stdout);
+}
+
 static void print_cpu(void) {
     int w, k;
+    if (g_kind == K_SQLITE) {
+        print_cpu_lite();
+        return;
+    }
     if (g_srv_pid <= 0) return;
     printf("\n== %s: CPU us per message, medians (server: pid %d and its children; client: the bench and its "
            "workers, connect included)\n", g_backend, g_srv_pid);
@@ -1251,6 +1276,42 @@ static long process_allocs(void) {
     return &obx_bench_malloc_count ? __atomic_load_n(&obx_bench_malloc_count, __ATOMIC_RELAXED) : -1;
 }
 
+/* Whole-process heap allocations per message of the library and of the
+ * ideal through the native API, each workload from a warm start: the
+ * library's figures for issue 29's targets (sqlite3 C API build: <= 5 per
+ * enqueue, <= 2 per drained message) beside what the database's own
+ * client costs. */
+static void allocations_beside(int n) {
+    static const char *const what[3] = {"enqueue, 1 per transaction", "enqueue, 100 per transaction",
+                                        "drained message (claim 100, ack)"};
+    double per[3][2];
+    int k, impl, i, got;
+    long whole;
+    for (k = 0; k < 3; k++)
+        for (impl = 0; impl < 2; impl++) {
+            h x;
+            int im = impl ? I_NATIVE : I_LIB;
+            reset(im, 0);
+            if (k == 2) fill_ready(im, 0, n + 100);
+            h_open(&x, im, 0);
+            if (k == 0) enq1(&x); /* warm: statements prepared, buffers sized */
+            else if (k == 1) enqb(&x);
+            else drain_round(&x, NULL);
+            whole = process_allocs();
+            got = 0;
+            if (k == 0) for (i = 0; i < n; i++) enq1(&x), got++;
+            else if (k == 1) for (i = 0; i < n; i += 100) enqb(&x), got += 100;
+            else while ((i = drain_round(&x, NULL)) > 0) got += i;
+            per[k][impl] = got ? (double)(process_allocs() - whole) / got : 0.0;
+            h_close(&x);
+        }
+    printf("%-46s %10s %10s %8s\n", "heap allocations per message, whole process", "obx.h",
+           g_kind == K_PG ? "libpq" : "C API", "ratio");
+    for (k = 0; k < 3; k++)
+        printf("  %-44s %10.2f %10.2f %8.2f\n", what[k], per[k][0], per[k][1],
+               per[k][1] > 0 ? per[k][0] / per[k][1] : 0.0);
+}
+
 static void allocations(int n) {
     h x;
     long before, whole;
@@ -1282,6 +1343,7 @@ static void allocations(int n) {
     printf("%-46s %.1f per enqueue (one message per transaction)\n", "heap allocations, whole process",
            (double)(process_allocs() - whole) / n);
     obx_store_close(s);
+    if (has_native()) allocations_beside(n);
 }
 
 /* ---- main ------------------------------------------------------------------------------------------ */
@@ -1336,8 +1398,8 @@ int main(int argc, char **argv) {
     print_table(n);
     print_cpu();
     only = getenv("BENCH_ONLY");
-    if (!only || !*only) allocations(n < 5000 ? n : 5000);
-    if (!only || !*only || strstr(only, "latency")) { /* BENCH_ONLY=...,latency: tests/peers/bench_peers.sh */
+    if (!only || !*only || strstr(only, "allocs")) allocations(n < 5000 ? n : 5000); /* BENCH_ONLY=...,allocs */
+    if (!only || !*only || strstr(only, "latency")) { /* BENCH_ONLY=...,latency */
         latency_run(200);
         latency_cross(200);
     }

@@ -2784,6 +2784,138 @@ static void test_upgrade_trigger_order(void) {
     obx_store_close(s);
 }
 
+/* SQLite's join step runs its member UPDATE only for a message that is a
+ * pending join member (the EXISTS of {N}_JoinStep2): the UPDATE opened a
+ * temporary b-tree per acked message, member or not. A table as the
+ * previous release left it (the old {N}_JoinStep) is upgraded by deploy,
+ * the old trigger dropped; while both exist (an older release's deploy
+ * made the old one again), a step still counts once (CORE-JOIN-STEP-GUARD). */
+static void test_join_step_guard(void) {
+    obx_store *s = fresh(), *old = NULL;
+    const obx_message *ms = NULL;
+    obx_join j;
+    char id[37], other[37], join[37], owner[37];
+    const char *ids[2];
+    int n = 0, round;
+    TT_ASSERT(s);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name = '{N}_JoinStep2' "
+                        "AND sql LIKE '%EXISTS%'"), 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name = '{N}_JoinStep'"), 0);
+    for (round = 0; round < 2; round++) {
+        /* The previous release's trigger: round 0 alone (deploy upgrades it),
+         * round 1 beside the new one. */
+        TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS \"{N}_JoinStep2\""));
+        TT_ASSERT(sql(s, "CREATE TRIGGER \"{N}_JoinStep\" AFTER UPDATE OF Status ON {T} "
+                         "WHEN NEW.Status IN (2, 3) AND OLD.Status <> NEW.Status BEGIN "
+                         "UPDATE {M} SET Status = CASE NEW.Status WHEN 2 THEN 1 ELSE 2 END "
+                         "WHERE OutboxMessageId = NEW.Id AND Status = 0; END"));
+        old = open_table("Outbox", 1); /* deploys: the new trigger, the old one dropped */
+        TT_ASSERT(old);
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name = '{N}_JoinStep2'"), 1);
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name = '{N}_JoinStep'"), 0);
+        obx_store_close(old);
+        if (round == 1)
+            TT_ASSERT(sql(s, "CREATE TRIGGER \"{N}_JoinStep\" AFTER UPDATE OF Status ON {T} "
+                             "WHEN NEW.Status IN (2, 3) AND OLD.Status <> NEW.Status BEGIN "
+                             "UPDATE {M} SET Status = CASE NEW.Status WHEN 2 THEN 1 ELSE 2 END "
+                             "WHERE OutboxMessageId = NEW.Id AND Status = 0; END"));
+        TT_ASSERT(sql(s, "DELETE FROM {M}") && sql(s, "DELETE FROM {J}") && sql(s, "DELETE FROM {T}"));
+        TT_ASSERT(enqueue(s, "step", "member", id));
+        TT_ASSERT(enqueue(s, "step", "no member", other));
+        TT_EQ_INT(obx_join_start(s, NULL, 2, NULL, join), OBX_OK);
+        TT_EQ_INT(obx_join_attach(s, join, id), OBX_OK);
+        obx_owner_token(s, owner);
+        TT_EQ_INT(obx_claim(s, owner, 60, 2, &ms, &n), OBX_OK);
+        TT_EQ_INT(n, 2);
+        ids[0] = id;
+        ids[1] = other;
+        TT_EQ_INT(obx_ack(s, owner, ids, 2, NULL), OBX_OK);
+        TT_EQ_INT(obx_join_get(s, join, &j), OBX_OK);
+        TT_EQ_INT(j.completed_steps, 1); /* the member once; the other message is no step */
+        TT_EQ_INT(j.failed_steps, 0);
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {M} WHERE Status = 1"), 1);
+    }
+    TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS \"{N}_JoinStep\""));
+    obx_store_close(s);
+}
+
+#ifdef OBX_SQLITE3_API
+/* SQLite's own heap allocations, counted through its allocator (wrapped by
+ * main before SQLite starts): what the sqlite3 build's statements cost per
+ * message, whatever SQLite's build (Debian's has no lookaside). */
+static sqlite3_mem_methods g_sq_mem;
+static long g_sq_allocs;
+static void *sq_count_malloc(int n) {
+    __atomic_add_fetch(&g_sq_allocs, 1, __ATOMIC_RELAXED);
+    return g_sq_mem.xMalloc(n);
+}
+static void *sq_count_realloc(void *p, int n) {
+    __atomic_add_fetch(&g_sq_allocs, 1, __ATOMIC_RELAXED);
+    return g_sq_mem.xRealloc(p, n);
+}
+static void sq_count_install(void) {
+    sqlite3_mem_methods m;
+    if (sqlite3_config(SQLITE_CONFIG_GETMALLOC, &g_sq_mem) != SQLITE_OK) return;
+    m = g_sq_mem;
+    m.xMalloc = sq_count_malloc;
+    m.xRealloc = sq_count_realloc;
+    sqlite3_config(SQLITE_CONFIG_MALLOC, &m);
+}
+static double sq_allocs_since(long before, int messages) {
+    return (double)(__atomic_load_n(&g_sq_allocs, __ATOMIC_RELAXED) - before) / messages;
+}
+
+/* The sqlite3 build's hot path (issue 29): a message of a batch costs
+ * SQLite no more than one enqueued alone (one prepared INSERT each, no
+ * JSON built and parsed); a unit of several statements begins and commits
+ * by statements prepared once; an ack costs no more than the claim (the
+ * join step's member UPDATE, with its temporary b-tree, runs only for a
+ * member). Allocation counts stand for the work: each is SQLite's, the
+ * library itself allocates nothing per message (CORE-SQLITE3-COST). */
+static void test_sqlite3_cost(void) {
+    obx_store *s = fresh();
+    obx_new_message ms[100];
+    const obx_message *got = NULL;
+    const char *ids[100];
+    char owner[37];
+    double single, batch, claim, ack;
+    long a;
+    int i, n = 0, r = OBX_OK, prepared = 0, round;
+    sqlite3_stmt *st = NULL;
+    TT_ASSERT(s);
+    for (i = 0; i < 100; i++) ms[i] = msg("cost", "a payload");
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 100, NULL), OBX_OK); /* warm: statements prepared */
+    TT_EQ_INT(obx_enqueue(s, &ms[0], NULL), OBX_OK);
+    a = g_sq_allocs;
+    for (i = 0; i < 100 && r == OBX_OK; i++) r = obx_enqueue(s, &ms[0], NULL);
+    TT_EQ_INT(r, OBX_OK);
+    single = sq_allocs_since(a, 100);
+    a = g_sq_allocs;
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 100, NULL), OBX_OK);
+    batch = sq_allocs_since(a, 100);
+    while ((st = sqlite3_next_stmt((sqlite3 *)s->db.dbc, st)) != NULL)
+        prepared += strcmp(sqlite3_sql(st), "BEGIN IMMEDIATE") == 0 || strcmp(sqlite3_sql(st), "COMMIT") == 0;
+    obx_owner_token(s, owner);
+    claim = ack = 0;
+    for (round = 0; round < 2; round++) { /* round 0 warms the claim and the ack */
+        a = g_sq_allocs;
+        TT_EQ_INT(obx_claim(s, owner, 60, 100, &got, &n), OBX_OK);
+        TT_EQ_INT(n, 100);
+        claim = sq_allocs_since(a, n);
+        for (i = 0; i < n; i++) ids[i] = got[i].id;
+        a = g_sq_allocs;
+        TT_EQ_INT(obx_ack(s, owner, ids, n, NULL), OBX_OK);
+        ack = sq_allocs_since(a, n);
+    }
+    printf("    SQLite allocations per message: enqueue %.2f, in a batch %.2f, claimed %.2f, acked %.2f\n",
+           single, batch, claim, ack);
+    TT_EQ_INT(prepared, 2);
+    TT_EXPECT(batch <= single + 1.0);
+    TT_EXPECT(ack <= claim + 1.0);
+    obx_store_close(s);
+}
+#endif
+
 /* ---- schema upgrades (CORE-SCHEMA-UPGRADE) ---------------------------------------- */
 
 /* A store on the upgrade tests' tables: V0Outbox (in schema obxv0 on
@@ -7293,6 +7425,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: backend sqlite3 is this program built with OBX_SQLITE3_API, and only that\n", argv[0]);
         return 2;
     }
+#ifdef OBX_SQLITE3_API
+    sq_count_install(); /* before SQLite starts (CORE-SQLITE3-COST) */
+#endif
     g_pg = strcmp(g_backend, "postgresql") == 0;
     g_my = strcmp(g_backend, "mariadb") == 0;
     g_srv = g_pg || g_my;
@@ -7498,6 +7633,16 @@ int main(int argc, char **argv) {
     else
         printf("N/A CORE-UPGRADE-TRIGGER-ORDER %s %s\n", g_label, g_pg ? "CREATE OR REPLACE TRIGGER replaces a trigger inside the deploy's one transaction"
                : "the deploy, DDL included, is one transaction: a settle runs wholly before or after it");
+#ifdef OBX_SQLITE3_API
+    RUN("CORE-SQLITE3-COST", "sqlite3 build: a batch message costs SQLite no more than a single enqueue, units begin and commit by prepared statements, an ack no more than a claim", test_sqlite3_cost);
+#else
+    printf("N/A CORE-SQLITE3-COST %s measured in the build on SQLite's own C API (backend sqlite3)\n", g_label);
+#endif
+    if (!g_srv)
+        RUN("CORE-JOIN-STEP-GUARD", "SQLite's join step updates members only for a member; deploy replaces the old trigger; with both, a step counts once", test_join_step_guard);
+    else
+        printf("N/A CORE-JOIN-STEP-GUARD %s %s\n", g_label, g_pg ? "the join step is a statement trigger over the changed rows"
+               : "the join step's IF runs the member update only for a finished message (JoinStep2)");
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);

@@ -48,12 +48,14 @@ CREATE TABLE IF NOT EXISTS "OutboxJoinMember" (
     PRIMARY KEY (JoinId, OutboxMessageId)
 );
 CREATE INDEX IF NOT EXISTS "IX_OutboxJoinMember_Message" ON "OutboxJoinMember" (OutboxMessageId);
-CREATE TRIGGER IF NOT EXISTS "Outbox_JoinStep" AFTER UPDATE OF Status ON "Outbox"
+CREATE TRIGGER IF NOT EXISTS "Outbox_JoinStep2" AFTER UPDATE OF Status ON "Outbox"
 WHEN NEW.Status IN (2, 3) AND OLD.Status <> NEW.Status
+    AND EXISTS (SELECT 1 FROM "OutboxJoinMember" WHERE OutboxMessageId = NEW.Id AND Status = 0)
 BEGIN
     UPDATE "OutboxJoinMember" SET Status = CASE NEW.Status WHEN 2 THEN 1 ELSE 2 END
      WHERE OutboxMessageId = NEW.Id AND Status = 0;
 END;
+DROP TRIGGER IF EXISTS "Outbox_JoinStep";
 CREATE TRIGGER IF NOT EXISTS "Outbox_JoinCount" AFTER UPDATE OF Status ON "OutboxJoinMember"
 WHEN OLD.Status = 0 AND NEW.Status IN (1, 2)
 BEGIN
