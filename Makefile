@@ -49,7 +49,9 @@ VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-k
 TESTS   = $(B)/fake_selftest $(B)/test_unit $(B)/test_sqlserver $(B)/test_real $(B)/test_outbox \
           $(B)/test_inbox $(B)/test_multi $(B)/fuzz_replay $(B)/obxctl $(B)/obxctl_fill $(B)/prom_check \
           $(B)/example_protocols $(B)/test_real_sqlite3 $(B)/test_outbox_sqlite3 \
-          $(B)/test_inbox_sqlite3 $(B)/test_multi_sqlite3 $(B)/test_native
+          $(B)/test_inbox_sqlite3 $(B)/test_multi_sqlite3 $(B)/test_native $(B)/obxctl_sqlite3 \
+          $(B)/test_native_sqlite3 \
+          $(B)/obxctl_fill_sqlite3
 
 all: $(TESTS) $(B)/quickstart $(B)/webhook_inbox $(B)/multi_tenant $(B)/forwarder $(B)/obxctl \
      $(B)/native_sqlite $(B)/native_libpq
@@ -111,6 +113,11 @@ NATIVE_LIBS = -lsqlite3 -lpq -lmariadb
 $(B)/test_native: tests/test_native.c tests/tt.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(NATIVE_INC) tests/test_native.c -o $@ -lodbc $(NATIVE_LIBS)
 
+# The same on SQLite's C API (OBX_SQLITE3_API): backend sqlite3, no ODBC.
+$(B)/test_native_sqlite3: tests/test_native.c tests/tt.h $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(NATIVE_INC) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/test_native.c -o $@ \
+	  $(NATIVE_LIBS)
+
 $(B)/native_sqlite: examples/native_sqlite.c obx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) examples/native_sqlite.c -o $@ -lsqlite3 -lodbc
 
@@ -133,10 +140,17 @@ $(B)/webhook_inbox: examples/webhook_inbox.c ibx.h | $(B)
 $(B)/obxctl: tools/obxctl.c $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tools/obxctl.c -o $@ -lodbc
 
+# obxctl on SQLite's C API (OBX_SQLITE3_API): no driver manager, -c FILE only.
+$(B)/obxctl_sqlite3: tools/obxctl.c $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tools/obxctl.c -o $@ -lsqlite3
+
 # obxctl's tests (tests/obxctl.sh): a queue in a known state, and a strict
 # Prometheus text checker (in place of promtool).
 $(B)/obxctl_fill: tests/obxctl_fill.c $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/obxctl_fill.c -o $@ -lodbc
+
+$(B)/obxctl_fill_sqlite3: tests/obxctl_fill.c $(HEADERS) | $(B)
+	$(CC) $(CSTD) $(WARN) $(OPT) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/obxctl_fill.c -o $@ -lsqlite3
 
 $(B)/prom_check: tests/prom_check.c | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/prom_check.c -o $@ -lm
@@ -245,6 +259,9 @@ check-warnings: | $(B)
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -I. -I$(BENCH_PQ_INC) tests/bench.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -DOBX_SQLITE3_API -DIBX_SQLITE3_API \
 	    tests/impl_both.c tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -DOBX_SQLITE3_API -DIBX_SQLITE3_API -I. \
+	    $(NATIVE_INC) tools/obxctl.c tests/obxctl_fill.c tests/test_native.c tests/torture/crash.c tests/torture/oom.c \
+	    tests/torture/diskfull.c examples/webhook_inbox.c examples/native_sqlite.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only $(NATIVE_INC) tests/test_native.c tests/impl_native.c examples/native_sqlite.c examples/native_libpq.c || exit 1; \
 	done; done
 	@echo "check-warnings: ok (gcc, clang; c99, c11; and OBX_SQLITE3_API)"
@@ -306,6 +323,9 @@ $(B)/asan/test_multi_sqlite3: tests/test_multi.c $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/test_multi.c -o $@ -lsqlite3
 $(B)/asan/test_native: tests/test_native.c tests/tt.h $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) $(NATIVE_INC) tests/test_native.c -o $@ -lodbc $(NATIVE_LIBS)
+$(B)/asan/test_native_sqlite3: tests/test_native.c tests/tt.h $(HEADERS) | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) $(NATIVE_INC) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/test_native.c -o $@ \
+	  $(NATIVE_LIBS)
 $(B)/asan/fuzz_replay: tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c tests/fake_odbc.h $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/fuzz_replay.c tests/fuzz_core.c tests/fake_odbc.c -o $@
 $(B)/asan/fake_selftest: tests/fake_selftest.c tests/fake_odbc.c tests/fake_odbc.h | $(B)/asan
@@ -318,13 +338,18 @@ $(B)/asan/obxctl: tools/obxctl.c $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tools/obxctl.c -o $@ -lodbc
 $(B)/asan/obxctl_fill: tests/obxctl_fill.c $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/obxctl_fill.c -o $@ -lodbc
+$(B)/asan/obxctl_sqlite3: tools/obxctl.c $(HEADERS) | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tools/obxctl.c -o $@ -lsqlite3
+$(B)/asan/obxctl_fill_sqlite3: tests/obxctl_fill.c $(HEADERS) | $(B)/asan
+	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/obxctl_fill.c -o $@ -lsqlite3
 $(B)/asan/prom_check: tests/prom_check.c | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/prom_check.c -o $@ -lm
 
 check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_sqlserver $(B)/asan/test_real $(B)/asan/test_outbox \
             $(B)/asan/test_inbox $(B)/asan/test_multi $(B)/asan/fuzz_replay $(B)/asan/obxctl $(B)/asan/obxctl_fill \
             $(B)/asan/prom_check $(B)/asan/example_protocols $(B)/asan/test_native $(B)/asan/test_real_sqlite3 \
-            $(B)/asan/test_outbox_sqlite3 $(B)/asan/test_inbox_sqlite3 $(B)/asan/test_multi_sqlite3
+            $(B)/asan/test_outbox_sqlite3 $(B)/asan/test_inbox_sqlite3 $(B)/asan/test_multi_sqlite3 \
+            $(B)/asan/obxctl_sqlite3 $(B)/asan/obxctl_fill_sqlite3 $(B)/asan/test_native_sqlite3
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp tests/run.sh $(B)/asan
 
 # ThreadSanitizer on the threaded real-database tests (tests/tsan.sh): the
@@ -502,9 +527,11 @@ GW_CFLAGS = -fno-asynchronous-unwind-tables -fno-unwind-tables -fno-pie
 SIZE_SETS ?= "all dialects=" "sqlite only=$(SQLITE_ONLY)" "gateway profile=$(GW_PROFILE)" \
              "profile, gateway flags=$(GW_PROFILE) $(GW_CFLAGS)" \
              "profile, flags, terse=$(GW_PROFILE) $(GW_CFLAGS) $(GW_TERSE)" \
-             "... and no threads=$(GW_PROFILE) $(GW_CFLAGS) $(GW_TERSE) -DOBX_NO_THREADS -DIBX_NO_THREADS"
+             "... and no threads=$(GW_PROFILE) $(GW_CFLAGS) $(GW_TERSE) -DOBX_NO_THREADS -DIBX_NO_THREADS" \
+             "profile, flags, sqlite3 API=$(GW_PROFILE) $(GW_CFLAGS) -DOBX_SQLITE3_API -DIBX_SQLITE3_API"
 size:
 	@tests/deps.sh build cross
+	@tests/cross.sh sources
 	@tests/size.sh $(SIZE_SETS)
 
 clean:
@@ -512,9 +539,13 @@ clean:
 
 # ---- torture: kill -9, database faults, disk full, allocation and ODBC failure at every
 # point (issue 11); prints one "torture:" line of figures per scenario. About 10 minutes
-# on 2 cores; TORTURE_SCALE=N runs the kill phases N times longer. Own server ports.
+# on 2 cores, and 2 more for the sqlite3 build's (OBX_SQLITE3_API) oom, crash and
+# durability runs (short kill phases, every 10th allocation failed: TORTURE_SQLITE3_SECONDS,
+# TORTURE_SQLITE3_OOM_STRIDE in tests/torture/run.sh for bigger runs);
+# TORTURE_SCALE=N runs the kill phases N times longer. Own server ports.
 TORTURE_BINS = $(B)/torture/torture_odbcfault $(B)/torture/torture_oom $(B)/torture/torture_crash \
-               $(B)/torture/torture_diskfull
+               $(B)/torture/torture_diskfull $(B)/torture/torture_oom_sqlite3 $(B)/torture/torture_crash_sqlite3 \
+               $(B)/torture/torture_diskfull_sqlite3
 TORTURE_DEPS = tests/torture/tort.h $(HEADERS)
 $(B)/torture:
 	@mkdir -p $@
@@ -538,6 +569,15 @@ WEAR_BATCH ?= 100
 WEAR_BACKLOG ?= 0
 WEAR_VACUUM ?= none
 WEAR_SYNC ?= NORMAL
+# The same drivers built with OBX_SQLITE3_API / IBX_SQLITE3_API (scenarios
+# oom, crash, durability on backend sqlite3): SQLite through its C API, the
+# drivers' own connections too.
+$(B)/torture/torture_oom_sqlite3: tests/torture/oom.c $(TORTURE_DEPS) | $(B)/torture
+	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/torture/oom.c -o $@ -lsqlite3
+$(B)/torture/torture_crash_sqlite3: tests/torture/crash.c $(TORTURE_DEPS) | $(B)/torture
+	$(CC) $(CSTD) $(WARN) $(OPT) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/torture/crash.c -o $@ -lsqlite3
+$(B)/torture/torture_diskfull_sqlite3: tests/torture/diskfull.c $(TORTURE_DEPS) | $(B)/torture
+	$(CC) $(CSTD) $(WARN) $(OPT) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/torture/diskfull.c -o $@ -lsqlite3
 $(B)/torture/torture_wear: tests/torture/wear.c $(TORTURE_DEPS) | $(B)/torture
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/torture/wear.c -o $@ -lodbc
 wear: $(B)/torture/torture_wear

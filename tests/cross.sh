@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # tests/cross.sh - static and cross builds for gateways: single executables
 # with the SQLite ODBC driver compiled in (no driver manager, no .so, no
-# odbcinst.ini), run in an empty root directory, under qemu for ARM.
+# odbcinst.ini), run in an empty root directory, under qemu for ARM. Beside
+# them the sqlite3-API variant (OBX_SQLITE3_API / IBX_SQLITE3_API): the same
+# programs linked with SQLite's amalgamation only, no ODBC driver at all
+# (*_sqlite3: webhook_inbox, and native_sqlite for obx.h).
 #
 #   tests/cross.sh shim                 build/gw/odbc-inc: ODBC headers for any target
 #   tests/cross.sh sources              fetch Debian's sqliteodbc and sqlite3
@@ -9,7 +12,14 @@
 #   tests/cross.sh build TARGET...      quickstart + webhook_inbox, static
 #   tests/cross.sh run TARGET...        both examples in an empty root
 #   tests/cross.sh test TARGET...       fake-ODBC tests, then the real-SQLite
-#                                       requirement tests (driver linked in)
+#                                       requirement tests (driver linked in),
+#                                       and the sqlite3-API build's (backend
+#                                       sqlite3): test_real, test_multi (no
+#                                       ODBC at all) on every target; test_outbox,
+#                                       test_inbox (ODBC side connections: the
+#                                       driver linked in for the test's own use)
+#                                       on the host targets, under qemu too with
+#                                       GW_SQLITE3_ALL=1 (minutes more)
 #
 # TARGET: glibc, musl (both x86_64 host), aarch64, armhf (qemu-user-static;
 # binfmt_misc is not assumed, the runner is always named). Our own code is
@@ -157,7 +167,9 @@ DRIVER_DEFS=(-DWITHOUT_DRIVERMGR=1 -DWITHOUT_WINTERFACE=1 -DHAVE_UNIXODBC=1
  -DHAVE_SQLITE3OVERLOADFUNCTION=1 -DHAVE_SQLITE3PREPAREV2=1 -DHAVE_SQLITE3CLEARBINDINGS=1
  -DHAVE_SQLITE3CREATEMODULEV2=1 -DHAVE_SQLITE3VFS=1 -DHAVE_SQLITE3PROFILE=1 -DHAVE_SQLITE3STRNICMP=1
  -DHAVE_SQLITE3TABLECOLUMNMETADATA=1 -DHAVE_SQLITE3CLOSEV2=1)
-readonly SQLITE_DEFS="-DSQLITE_OMIT_LOAD_EXTENSION=1 -DSQLITE_ENABLE_COLUMN_METADATA=1 -DSQLITE_THREADSAFE=1"
+# HAVE_USLEEP: without it SQLite's busy handler (sqlite3_busy_timeout, what the
+# sqlite3-API build uses; the ODBC driver has its own) sleeps whole seconds.
+readonly SQLITE_DEFS="-DSQLITE_OMIT_LOAD_EXTENSION=1 -DSQLITE_ENABLE_COLUMN_METADATA=1 -DSQLITE_THREADSAFE=1 -DHAVE_USLEEP=1"
 
 # SQLGetInfo(SQL_DRIVER_VER) reports it: the upstream version of the source.
 driver_version() {
@@ -179,7 +191,7 @@ driver_objects() {
     local t=$1 d=$GW/$1
     mkdir -p "$d"
     [[ -f $SRC/sqlite3.c ]] || die "no sources: run tests/cross.sh sources first"
-    if stale "$d/sqlite3.o" "$SRC/sqlite3.c"; then
+    if stale "$d/sqlite3.o" "$SRC/sqlite3.c" "$0"; then
         echo "cross: $t: compiling SQLite $OPT"
         # shellcheck disable=SC2086
         $CC $OPT -w $SQLITE_DEFS -c "$SRC/sqlite3.c" -o "$d/sqlite3.o" || die "FAILED: $t: compiling sqlite3.c"
@@ -207,12 +219,22 @@ build() {
         target "$t"
         d=$GW/$t
         driver_objects "$t"
-        for ex in quickstart webhook_inbox; do
+        for ex in quickstart webhook_inbox native_sqlite; do
             if stale "$d/$ex" "examples/$ex.c" obx.h ibx.h "$d/sqlite3.o" "$d/sqlite3odbc.o"; then
-                cc_prog "$t" "$d/$ex" "examples/$ex.c" "$d/sqlite3odbc.o" "$d/sqlite3.o"
+                cc_prog "$t" "$d/$ex" -isystem "$SRC" "examples/$ex.c" "$d/sqlite3odbc.o" "$d/sqlite3.o"
             fi
         done
-        echo "cross: $t: $(for ex in quickstart webhook_inbox; do
+        # The sqlite3-API variant: SQLite's amalgamation and nothing else.
+        for ex in webhook_inbox native_sqlite; do
+            if stale "$d/${ex}_sqlite3" "examples/$ex.c" obx.h ibx.h "$d/sqlite3.o"; then
+                cc_prog "$t" "$d/${ex}_sqlite3" -DOBX_SQLITE3_API -DIBX_SQLITE3_API -isystem "$SRC" \
+                    "examples/$ex.c" "$d/sqlite3.o"
+            fi
+            if nm "$d/${ex}_sqlite3" | grep -q ' T SQLDriverConnect$'; then
+                die "FAILED: $t: $d/${ex}_sqlite3 links an ODBC driver"
+            fi
+        done
+        echo "cross: $t: $(for ex in quickstart webhook_inbox native_sqlite webhook_inbox_sqlite3 native_sqlite_sqlite3; do
             printf '%s %s bytes (stripped %s)  ' "$d/$ex" "$(stat -c %s "$d/$ex")" "$(stripped_size "$t" "$d/$ex")"; done)"
     done
 }
@@ -260,7 +282,7 @@ run_examples() {
         target "$t"
         d=$GW/$t
         root=$d/root
-        for ex in quickstart webhook_inbox; do
+        for ex in quickstart webhook_inbox webhook_inbox_sqlite3 native_sqlite_sqlite3; do
             [[ -x $d/$ex ]] || die "$d/$ex missing: run tests/cross.sh build $t"
             check_static "$d/$ex"
         done
@@ -277,6 +299,22 @@ run_examples() {
             die "FAILED: $t webhook_inbox in an empty root"
         fi
         echo "cross: $t: quickstart and webhook_inbox ran in an empty root${RUN:+ under $RUN}: $(tail -n 1 "$d/quickstart.log" | sed 's/^ *[0-9.]*s *//'); $(tail -n 1 "$out")"
+        # The sqlite3-API variant, no ODBC driver in it, in a root of its own
+        # (a fresh webhook.db: its events are handled here, not duplicates).
+        root=$d/root3
+        fresh_root "$root" "$d/webhook_inbox_sqlite3" "$d/native_sqlite_sqlite3"
+        out=$d/native3.log
+        if ! in_root "$root" native_sqlite_sqlite3 >"$out" 2>&1 || ! grep -q '^done: 1 delivered' "$out"; then
+            cat "$out"
+            die "FAILED: $t native_sqlite_sqlite3 in an empty root"
+        fi
+        out=$d/webhook3.log
+        if ! in_root "$root" webhook_inbox_sqlite3 --sample | in_root "$root" webhook_inbox_sqlite3 >"$out" 2>&1 ||
+            ! grep -q ', 2 handled: each event exactly once' "$out"; then
+            cat "$out"
+            die "FAILED: $t webhook_inbox_sqlite3 in an empty root"
+        fi
+        echo "cross: $t: the sqlite3-API builds ran in an empty root${RUN:+ under $RUN}: native_sqlite_sqlite3 $(tail -n 1 "$d/native3.log"); webhook_inbox_sqlite3 $(tail -n 1 "$out")"
     done
 }
 
@@ -399,6 +437,26 @@ tests() {
                     "${conn/$p.db/t2.db}" "${conn/$p.db/t3.db}" || failed=1
             else
                 run_test "$t" "$p sqlite" "$d/$p.log" "$d/$p" sqlite "$conn" || failed=1
+            fi
+        done
+        # The same on the sqlite3-API build (backend sqlite3): test_real and
+        # test_multi link SQLite only; test_outbox and test_inbox keep ODBC
+        # side connections (the driver linked in, for the test's own use).
+        local s3=(test_real test_multi)
+        [[ -z $RUN || ${GW_SQLITE3_ALL:-0} == 1 ]] && s3+=(test_outbox test_inbox)
+        for p in "${s3[@]}"; do
+            local objs=("$GW/$t/sqlite3.o")
+            [[ $p == test_outbox || $p == test_inbox ]] && objs=("$GW/$t/sqlite3odbc.o" "$GW/$t/sqlite3.o")
+            stale "$d/${p}_sqlite3" "tests/$p.c" tests/tt.h obx.h ibx.h "${objs[@]}" &&
+                cc_prog "$t" "$d/${p}_sqlite3" -DTT_NO_DRIVER_MANAGER -DOBX_SQLITE3_API -DIBX_SQLITE3_API \
+                    -isystem "$SRC" "tests/$p.c" "${objs[@]}"
+            rm -f "$rundir/"*.db*
+            conn="Driver={SQLite3};Database=$rundir/$p.db;JournalMode=WAL;SyncPragma=NORMAL;Timeout=5000;"
+            if [[ $p == test_multi ]]; then
+                run_test "$t" "$p sqlite3" "$d/${p}_sqlite3.log" "$d/${p}_sqlite3" sqlite3 "${conn/$p.db/t1.db}" \
+                    "${conn/$p.db/t2.db}" "${conn/$p.db/t3.db}" || failed=1
+            else
+                run_test "$t" "$p sqlite3" "$d/${p}_sqlite3.log" "$d/${p}_sqlite3" sqlite3 "$conn" || failed=1
             fi
         done
     done

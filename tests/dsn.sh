@@ -28,6 +28,22 @@ key() { # the value of key $1 (any case) in the connection string
     tr ';' '\n' <<<"$conn" | sed -n "s/^$1=//Ip" | head -n 1
 }
 
+# Backend sqlite3 (obxctl_sqlite3, OBX_SQLITE3_API) has no driver manager to
+# read an odbc.ini: --dsn, and a "DSN=" string, are refused, saying so.
+if [ "$backend" = sqlite3 ]; then
+    "$bin/obxctl_sqlite3" --dsn obx_test_dsn stats >/dev/null 2>"$work/err"
+    rc=$?
+    [ "$rc" = 1 ] && [ "$(wc -l <"$work/err")" = 1 ] && grep -q '^obxctl: --dsn: .*OBX_SQLITE3_API.* give -c' "$work/err"
+    result $? DSN-SQLITE3-REFUSED "--dsn without a driver manager: exit 1, one line saying to give -c" "$work/err"
+    "$bin/obxctl_sqlite3" -c "DSN=obx_test_dsn;" stats >/dev/null 2>"$work/err"
+    rc=$?
+    [ "$rc" = 2 ] && grep -q 'cannot open the store: .*Database=' "$work/err" && [ ! -e obx_test_dsn ]
+    result $? DSN-SQLITE3-NO-FILE "a DSN= string without a driver manager: exit 2 naming Database=, no temporary database" "$work/err"
+    echo "$passed passed, $failed failed"
+    [ "$failed" = 0 ]
+    exit
+fi
+
 driver=$(key Driver | tr -d '{}')
 case $backend in
 sqlite)

@@ -7,17 +7,22 @@
 # checked, and every Prometheus text goes through prom_check (a strict
 # parser). Prints "PASS|FAIL <ID> <backend> <what>" and "N passed, N failed".
 # OBXCTL_UPDATE_GOLDEN=1 rewrites the golden files from this run.
+# Backend sqlite3: obxctl_sqlite3 and obxctl_fill_sqlite3 (built with
+# OBX_SQLITE3_API: SQLite through its own C API), the same checks.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${1:?BINDIR}
 backend=${2:?BACKEND}
+dialect=$backend sfx=
+[ "$backend" = sqlite3 ] && dialect=sqlite sfx=_sqlite3
 export OBXCTL_CONNECTION=${3:?CONNECTION}
 golden=$here/golden
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 passed=0 failed=0
 table=CtlBox$$ inbox=CtlIn$$
-ctl() { "$bin/obxctl" --schema ctl "$@"; }
+ctl() { "$bin/obxctl$sfx" --schema ctl "$@"; }
+fill() { "$bin/obxctl_fill$sfx" "$@"; }
 
 result() { # ok ID what [detail file]
     if [ "$1" = 0 ]; then
@@ -69,14 +74,14 @@ status() {
 }
 
 loop=CtlLoop$$ iloop=CtlILoop$$ two=CtlTwo$$ ops=CtlOps$$ iops=CtlIOps$$ env=CtlEnv$$
-if ! "$bin/obxctl_fill" outbox "$OBXCTL_CONNECTION" "$table" ctl "$work/lib-metrics" ||
-    ! "$bin/obxctl_fill" outbox "$OBXCTL_CONNECTION" "$ops" ctl /dev/null ||
-    ! "$bin/obxctl_fill" inbox "$OBXCTL_CONNECTION" "$iops" ctl /dev/null ||
-    ! env_id=$("$bin/obxctl_fill" envelope-outbox "$OBXCTL_CONNECTION" "$env" ctl -) ||
-    ! "$bin/obxctl_fill" inbox "$OBXCTL_CONNECTION" "$inbox" ctl "$work/lib-imetrics" ||
-    ! "$bin/obxctl_fill" inbox "$OBXCTL_CONNECTION" "$two" ctl /dev/null ||
-    ! "$bin/obxctl_fill" crash-outbox "$OBXCTL_CONNECTION" "$loop" ctl - ||
-    ! "$bin/obxctl_fill" crash-inbox "$OBXCTL_CONNECTION" "$iloop" ctl -; then
+if ! fill outbox "$OBXCTL_CONNECTION" "$table" ctl "$work/lib-metrics" ||
+    ! fill outbox "$OBXCTL_CONNECTION" "$ops" ctl /dev/null ||
+    ! fill inbox "$OBXCTL_CONNECTION" "$iops" ctl /dev/null ||
+    ! env_id=$(fill envelope-outbox "$OBXCTL_CONNECTION" "$env" ctl -) ||
+    ! fill inbox "$OBXCTL_CONNECTION" "$inbox" ctl "$work/lib-imetrics" ||
+    ! fill inbox "$OBXCTL_CONNECTION" "$two" ctl /dev/null ||
+    ! fill crash-outbox "$OBXCTL_CONNECTION" "$loop" ctl - ||
+    ! fill crash-inbox "$OBXCTL_CONNECTION" "$iloop" ctl -; then
     result 1 OBXCTL-FILL "a queue in a known state through the library"
     echo "$passed passed, $failed failed"
     exit 1
@@ -128,14 +133,14 @@ result $? OBXCTL-INBOX-DEAD-REPLAY "--inbox dead replay --source S ID ID"
 # max_starts times, then reaped Dead) replayed by obxctl has its start count
 # reset, so a claim under the same max_starts takes it again.
 ok=0
-"$bin/obxctl_fill" claim-outbox "$OBXCTL_CONNECTION" "$loop" ctl - >"$work/c0" 2>"$work/err" || ok=1 # the reap: Dead
+fill claim-outbox "$OBXCTL_CONNECTION" "$loop" ctl - >"$work/c0" 2>"$work/err" || ok=1 # the reap: Dead
 out=$(ctl --table "$loop" dead replay --all 2>>"$work/err") && [ "$out" = "replayed 1 dead message(s)" ] || ok=1
-out=$("$bin/obxctl_fill" claim-outbox "$OBXCTL_CONNECTION" "$loop" ctl - 2>>"$work/err") && [ "$out" = "claimed 1" ] ||
+out=$(fill claim-outbox "$OBXCTL_CONNECTION" "$loop" ctl - 2>>"$work/err") && [ "$out" = "claimed 1" ] ||
     { echo "outbox after replay: ${out:-}" >>"$work/err"; ok=1; }
-"$bin/obxctl_fill" claim-inbox "$OBXCTL_CONNECTION" "$iloop" ctl - >"$work/c0" 2>>"$work/err" || ok=1
+fill claim-inbox "$OBXCTL_CONNECTION" "$iloop" ctl - >"$work/c0" 2>>"$work/err" || ok=1
 out=$(ctl --inbox --table "$iloop" dead replay --source loop evt_loop 2>>"$work/err") &&
     [ "$out" = "replayed 1 dead message(s)" ] || ok=1
-out=$("$bin/obxctl_fill" claim-inbox "$OBXCTL_CONNECTION" "$iloop" ctl - 2>>"$work/err") && [ "$out" = "claimed 1" ] ||
+out=$(fill claim-inbox "$OBXCTL_CONNECTION" "$iloop" ctl - 2>>"$work/err") && [ "$out" = "claimed 1" ] ||
     { echo "inbox after replay: ${out:-}" >>"$work/err"; ok=1; }
 result $ok OBXCTL-DEAD-REPLAY-STARTS "dead replay resets the start count: a replayed crash-loop message is claimed again" "$work/err"
 
@@ -181,15 +186,15 @@ out=$(ctl --table "$table" reap) && [ "$out" = "reaped 1 expired lease(s)" ]
 result $? OBXCTL-REAP "reap releases the expired lease (and only it)"
 out=$(ctl --table "$table" cleanup) && [ "$out" = "deleted 0 done message(s) older than 7d" ] &&
     out=$(ctl --inbox --table "$inbox" cleanup) && [ "$out" = "deleted 0 done message(s) older than 7d" ] &&
-    "$bin/obxctl" cleanup --help | grep -q 'default 7d, outbox and inbox alike' &&
+    "$bin/obxctl$sfx" cleanup --help | grep -q 'default 7d, outbox and inbox alike' &&
     out=$(ctl --table "$table" cleanup --older-than 1ms) && [ "$out" = "deleted 5 done message(s) older than 1ms" ]
 result $? OBXCTL-CLEANUP "cleanup: one default, 7d for outbox and inbox (as its help says); --older-than 1ms deletes the rest"
 
 # Schema and deploy.
 ok=0
 for d in sqlite postgresql mariadb sqlserver; do
-    "$bin/obxctl" schema --dialect $d | cmp -s - "$here/../sql/$d/outbox.sql" || ok=1
-    "$bin/obxctl" --inbox schema --dialect $d | cmp -s - "$here/../sql/$d/inbox.sql" || ok=1
+    "$bin/obxctl$sfx" schema --dialect $d | cmp -s - "$here/../sql/$d/outbox.sql" || ok=1
+    "$bin/obxctl$sfx" --inbox schema --dialect $d | cmp -s - "$here/../sql/$d/inbox.sql" || ok=1
 done
 result $ok OBXCTL-SCHEMA "schema --dialect D prints sql/D/{outbox,inbox}.sql exactly"
 out=$(ctl --table "New$table" deploy) && case $out in "deployed outbox table New$table ("*")") ;; *) false ;; esac &&
@@ -212,7 +217,7 @@ result $? OBXCTL-METRICS "metrics: gauges only, per topic and status; passes the
 wide=CtlWide$$
 a=$(printf '\xc3\xa4%.0s' {1..255}) b=$(printf '\xc3\xa4%.0s' {1..254})b e=$(printf '\xc3\xa9%.0s' {1..255}) o=$(printf '\xc3\xb6%.0s' {1..300})
 ok=0
-"$bin/obxctl_fill" inbox-wide "$OBXCTL_CONNECTION" "$wide" ctl /dev/null >"$work/err" 2>&1 || ok=1
+fill inbox-wide "$OBXCTL_CONNECTION" "$wide" ctl /dev/null >"$work/err" 2>&1 || ok=1
 ctl --inbox --table "$wide" stats --json >"$work/j1" 2>>"$work/err" || ok=1
 ctl --inbox --table "$wide" list --json >"$work/j2" 2>>"$work/err" || ok=1
 ctl --inbox --table "$wide" dead list --json >"$work/j3" 2>>"$work/err" || ok=1
@@ -242,15 +247,15 @@ done
 ctl --inbox --table NoSuchIn dead list >/dev/null 2>"$work/e1"
 grep -q "^obxctl: dead list: no readable inbox table .*NoSuchIn .*; to create it: obxctl --inbox --schema ctl --table NoSuchIn deploy\$" "$work/e1" ||
     { echo "inbox: $(cat "$work/e1")" >>"$work/err"; ok=1; }
-"$bin/obxctl" -c "Driver={No Such Driver};" dead list >/dev/null 2>"$work/e1"
+"$bin/obxctl$sfx" -c "Driver={No Such Driver};" dead list >/dev/null 2>"$work/e1"
 [ $? = 2 ] && grep -q '^obxctl: dead list: cannot open the store: ' "$work/e1" || { echo "no driver: $(cat "$work/e1")" >>"$work/err"; ok=1; }
 result $ok OBXCTL-MISSING-TABLE "a missing table: the command run, the table, and the deploy that creates it (--inbox, --schema, --table)" "$work/err"
-status OBXCTL-EXIT-NOCONN "no connection: exit 1" 1 env -u OBXCTL_CONNECTION "$bin/obxctl" stats
+status OBXCTL-EXIT-NOCONN "no connection: exit 1" 1 env -u OBXCTL_CONNECTION "$bin/obxctl$sfx" stats
 ok=0
 for c in stats list show cancel run enqueue dead reap cleanup schema deploy metrics; do
-    "$bin/obxctl" "$c" --help | grep -q "^usage: obxctl" || ok=1
+    "$bin/obxctl$sfx" "$c" --help | grep -q "^usage: obxctl" || ok=1
 done
-"$bin/obxctl" --help | grep -q '^Exit status: 0 ok; 1 usage error' || ok=1
+"$bin/obxctl$sfx" --help | grep -q '^Exit status: 0 ok; 1 usage error' || ok=1
 result $ok OBXCTL-HELP "--help for every command; the exit codes in obxctl --help"
 n=$(ctl --table "$table" stats --watch 1 --count 2 | grep -c '^STATUS ')
 [ "$n" = 2 ]
@@ -405,9 +410,9 @@ result $ok OBXCTL-PURGE-GUARD "dead purge --all without --yes deletes nothing an
 ok=0
 : >"$work/err"
 ctl --table "Dry$table" deploy --dry-run >"$work/dry" 2>>"$work/err" || ok=1
-ctl --table "Dry$table" schema --dialect "$backend" | cmp -s - "$work/dry" || { echo "deploy --dry-run differs" >>"$work/err"; ok=1; }
+ctl --table "Dry$table" schema --dialect "$dialect" | cmp -s - "$work/dry" || { echo "deploy --dry-run differs" >>"$work/err"; ok=1; }
 ctl --table "Dry$table" schema | cmp -s - "$work/dry" || { echo "schema differs" >>"$work/err"; ok=1; }
-ctl --inbox --table "Dry$inbox" schema | cmp -s - <(ctl --inbox --table "Dry$inbox" schema --dialect "$backend") || ok=1
+ctl --inbox --table "Dry$inbox" schema | cmp -s - <(ctl --inbox --table "Dry$inbox" schema --dialect "$dialect") || ok=1
 ctl --table "Dry$table" stats >/dev/null 2>&1
 [ $? = 2 ] || { echo "deploy --dry-run created the table" >>"$work/err"; ok=1; }
 result $ok OBXCTL-DEPLOY-DRY-RUN "deploy --dry-run (and schema without --dialect) print the connected database's DDL and create nothing" "$work/err"

@@ -43,7 +43,9 @@ run() {
 # obxctl (make check-asan builds it with ASan too); not under OBX_TEST_WRAP
 # (valgrind would run the scripts' shell, not the programs).
 run_ctl() { # backend connection
-    if [ -x "$bin/obxctl" ] && [ -x "$bin/obxctl_fill" ] && [ -x "$bin/prom_check" ] && [ -z "$wrap" ]; then
+    local sfx=
+    [ "$1" = sqlite3 ] && sfx=_sqlite3 # obxctl_sqlite3, obxctl_fill_sqlite3: OBX_SQLITE3_API
+    if [ -x "$bin/obxctl$sfx" ] && [ -x "$bin/obxctl_fill$sfx" ] && [ -x "$bin/prom_check" ] && [ -z "$wrap" ]; then
         run obxctl "$1" "$here/obxctl.sh" "$bin" "$1" "$2"
         run dsn "$1" "$here/dsn.sh" "$bin" "$1" "$2"
     fi
@@ -52,7 +54,7 @@ run_ctl() { # backend connection
 # The schema files through each database's own client (tests/sqlfiles.sh);
 # not under OBX_TEST_WRAP, for the same reason.
 run_sqlfiles() { # backend connection
-    [ -z "$wrap" ] && run sqlfiles "$1" "$here/sqlfiles.sh" "$1" "$2"
+    [ -z "$wrap" ] && run sqlfiles "$1" "$here/sqlfiles.sh" "$1" "$2" "$bin"
 }
 
 skip_or_fail() { # backend reason
@@ -128,9 +130,9 @@ for backend in $backends; do
         run test_inbox sqlite3 "$bin/test_inbox_sqlite3" sqlite3 "$conn"
         run test_multi sqlite3 "$bin/test_multi_sqlite3" sqlite3 "Driver={SQLite3};Database=$rundir/sqlite3/t1.db;$opts" \
             "Driver={SQLite3};Database=$rundir/sqlite3/t2.db;$opts" "Driver={SQLite3};Database=$rundir/sqlite3/t3.db;$opts"
-        echo "NOTE sqlite3: obxctl (tests/obxctl.sh, dsn.sh) not yet enabled: tools/obxctl.c is built on ODBC only" | tee -a "$log"
-        echo "NOTE sqlite3: test_native not yet enabled (it compares with obx_enqueue_tx on an ODBC hdbc)" | tee -a "$log"
-        echo "NOTE sqlite3: sqlfiles not run: the schema files are the sqlite backend's, through SQLite's own client" | tee -a "$log"
+        run_ctl sqlite3 "Driver={SQLite3};Database=$rundir/sqlite3/ctl.db;$opts"
+        run test_native sqlite3 "$bin/test_native_sqlite3" sqlite3 "Driver={SQLite3};Database=$rundir/sqlite3/native.db;$opts"
+        [ -x "$bin/obxctl_sqlite3" ] && run_sqlfiles sqlite3 "$conn"
         ;;
     postgresql)
         if "$here/db.sh" start pg; then

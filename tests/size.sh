@@ -20,6 +20,11 @@
 # tables, unwind tables; strings before the linker merges their tails). It
 # needs the driver objects of `make cross ARCH=...` (build/gw/<arch>);
 # without them the cell is "-". SIZE_PROGRAMS=0 skips it.
+# A row set whose defines name OBX_SQLITE3_API is the sqlite3-API build: its
+# program is examples/native_sqlite.c for obx.h (quickstart writes through
+# ODBC), linked with SQLite's amalgamation only. A third table: the whole
+# static gateway programs of make static / make cross (build/gw/<target>),
+# stripped, the ODBC build (driver + SQLite) beside the sqlite3-API one.
 # SIZE_XFLAGS: more compiler flags for every cell (e.g.
 # "-fno-asynchronous-unwind-tables -fno-unwind-tables": aarch64 objects
 # carry about 6 KB of .eh_frame by default, counted in "text").
@@ -36,6 +41,8 @@ opts=(-Os -O2)
 # ODBC headers whose unixodbc.h is sized by the compiler, for any target.
 odbc=build/gw/odbc-inc
 tests/cross.sh shim
+# sqlite3.h for the cross compilers (the amalgamation's; tests/cross.sh sources)
+lite=build/gw/src
 
 kb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1000 }'; }
 
@@ -49,7 +56,8 @@ cell() {
     fi
     o=$out/$h-$arch$opt.o
     # shellcheck disable=SC2086
-    $cc -std=c99 -D_POSIX_C_SOURCE=200809L $opt -pthread -isystem "$odbc" $defs ${SIZE_XFLAGS:-} -c "tests/impl_$h.c" -o "$o" || return 1
+    $cc -std=c99 -D_POSIX_C_SOURCE=200809L $opt -pthread -isystem "$odbc" -isystem "$lite" $defs ${SIZE_XFLAGS:-} \
+        -c "tests/impl_$h.c" -o "$o" || return 1
     text=$("$sz" -B "$o" | awk 'NR == 2 { print $1 }')
     code=$("$sz" -A "$o" | awk '$1 == ".text" { print $2 }')
     echo "$(kb "$text")/$(kb "$code")"
@@ -79,26 +87,28 @@ kept() {
 
 # prog_cell HEADER DEFINES ARCH-SPEC: KB the header's example keeps, or "-".
 prog_cell() {
-    local h=$1 defs=$2 spec=$3 arch cc sz ex d app
+    local h=$1 defs=$2 spec=$3 arch cc sz ex d app driver
     IFS='|' read -r arch cc sz <<<"$spec"
     d=build/gw/$arch
     if ! command -v "$cc" >/dev/null || [[ ! -f $d/sqlite3odbc.o || ! -f $d/sqlite3.o ]]; then
         echo "-"
         return
     fi
-    ex=quickstart
+    ex=quickstart driver=$d/sqlite3odbc.o
+    [[ $defs == *SQLITE3_API* ]] && ex=native_sqlite driver=
     [[ $h == ibx ]] && ex=webhook_inbox
     app=$out/prog-$h-$arch
     # The example without its implementation define: that comes apart.
     { printf '#include <sql.h>\n#include <sqlext.h>\n'; grep -v "^#define ${h^^}_IMPLEMENTATION" "examples/$ex.c" |
         sed "s|\"\.\./\([oi]bx\.h\)\"|\"../../\1\"|"; } >"$app.c"
     # shellcheck disable=SC2086
-    $cc -std=c99 -D_POSIX_C_SOURCE=200809L -Os -pthread -isystem "$odbc" $defs ${SIZE_XFLAGS:-} \
+    $cc -std=c99 -D_POSIX_C_SOURCE=200809L -Os -pthread -isystem "$odbc" -isystem "$lite" $defs ${SIZE_XFLAGS:-} \
         -ffunction-sections -fdata-sections -c "$app.c" -o "$app.o" || return 1
     # shellcheck disable=SC2086
-    $cc -std=c99 -D_POSIX_C_SOURCE=200809L -Os -pthread -isystem "$odbc" $defs ${SIZE_XFLAGS:-} \
+    $cc -std=c99 -D_POSIX_C_SOURCE=200809L -Os -pthread -isystem "$odbc" -isystem "$lite" $defs ${SIZE_XFLAGS:-} \
         -ffunction-sections -fdata-sections -c "tests/impl_$h.c" -o "$app-impl.o" || return 1
-    $cc -static -pthread -Wl,--gc-sections -Wl,-Map="$app.map" "$app.o" "$app-impl.o" "$d/sqlite3odbc.o" \
+    # shellcheck disable=SC2086
+    $cc -static -pthread -Wl,--gc-sections -Wl,-Map="$app.map" "$app.o" "$app-impl.o" $driver \
         "$d/sqlite3.o" -o "$app" -lm || return 1
     kept "$app.map" "$(basename "$app-impl.o")"
 }
@@ -153,7 +163,7 @@ for n in $(seq 1 $#); do
 done
 [[ ${SIZE_PROGRAMS:-1} != 0 ]] || exit 0
 echo
-echo "Kept of the header in a static program linked with --gc-sections (-Os), KB: quickstart (obx.h), webhook_inbox (ibx.h)"
+echo "Kept of the header in a static program linked with --gc-sections (-Os), KB: quickstart (obx.h; sqlite3 API: native_sqlite), webhook_inbox (ibx.h)"
 echo "| header | defines | aarch64 | armhf |"
 echo "|---|---|---:|---:|"
 for n in $(seq 1 $#); do
@@ -161,5 +171,27 @@ for n in $(seq 1 $#); do
     label=${label%%=*}
     for h in obx ibx; do
         echo "| $h.h | $label | $(cat "$out/prog-$n-$h-aarch64") | $(cat "$out/prog-$n-$h-armhf") |"
+    done
+done
+
+# The whole gateway programs as make static / make cross build them.
+binsize() { # FILE STRIP: stripped bytes in KB, or "-"
+    [[ -f $1 ]] && command -v "$2" >/dev/null || { echo "-"; return; }
+    "$2" -s -o "$out/stripped" "$1" && kb "$(stat -c %s "$out/stripped")" && rm -f "$out/stripped"
+}
+echo
+echo "Static gateway programs (make static, make cross ARCH=...; '-': not built), stripped, KB:"
+echo "the ODBC build links sqliteodbc and SQLite, the sqlite3-API build (OBX_SQLITE3_API) SQLite only"
+echo "| program | build | x86_64 glibc | x86_64 musl | aarch64 | armhf |"
+echo "|---|---|---:|---:|---:|---:|"
+for ex in webhook_inbox native_sqlite; do
+    for v in "ODBC|" "sqlite3 API|_sqlite3"; do
+        row="| $ex | ${v%%|*} |"
+        for t in glibc musl aarch64 armhf; do
+            strip=strip
+            case $t in aarch64) strip=aarch64-linux-gnu-strip ;; armhf) strip=arm-linux-gnueabihf-strip ;; esac
+            row+=" $(binsize "build/gw/$t/$ex${v#*|}" "$strip") |"
+        done
+        echo "$row"
     done
 done

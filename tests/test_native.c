@@ -6,7 +6,11 @@
  * string names, the "application" reaches the same database through the
  * sqlite3 C API, libpq or MariaDB Connector/C. Each message written so is
  * compared with one obx_enqueue_tx wrote; the inbox's (ibx_enqueue_sql and
- * its conveniences) with ibx_enqueue's. */
+ * its conveniences) with ibx_enqueue's.
+ * Built with OBX_SQLITE3_API / IBX_SQLITE3_API (test_native_sqlite3,
+ * backend sqlite3), the store reaches the same file through SQLite's C API,
+ * obx_enqueue_tx takes a sqlite3 * in a transaction, and one more test has
+ * the store adopt the application's own handle. */
 #include <sqlite3.h>
 #include <libpq-fe.h>
 #include <mysql.h>
@@ -168,6 +172,27 @@ static int64_t rows(app *a) {
     return n;
 }
 
+#ifdef OBX_SQLITE3_API
+/* The library on SQLite's C API: obx_enqueue_tx's transaction is a second
+ * sqlite3 handle's, opened on the same file as the application's. */
+typedef struct odbc_conn {
+    sqlite3 *dbc;
+} odbc_conn;
+
+static int odbc_begin(odbc_conn *c) {
+    char db[1024];
+    conn_value("Database", db, sizeof db);
+    memset(c, 0, sizeof *c);
+    if (sqlite3_open_v2(db, &c->dbc, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) return 0;
+    sqlite3_busy_timeout(c->dbc, 5000);
+    return sqlite3_exec(c->dbc, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+}
+
+static void odbc_commit(odbc_conn *c) {
+    sqlite3_exec(c->dbc, "COMMIT", NULL, NULL, NULL);
+    sqlite3_close(c->dbc);
+}
+#else
 typedef struct odbc_conn {
     SQLHENV env;
     SQLHDBC dbc;
@@ -209,6 +234,7 @@ static void odbc_commit(odbc_conn *c) {
     SQLFreeHandle(SQL_HANDLE_DBC, c->dbc);
     SQLFreeHandle(SQL_HANDLE_ENV, c->env);
 }
+#endif /* OBX_SQLITE3_API */
 
 /* The same messages through obx_enqueue_tx (one) or obx_enqueue_batch. */
 static int odbc_enqueue(obx_store *s, const obx_new_message *m, int n, char (*ids)[37]) {
@@ -552,6 +578,63 @@ static void test_primitive(void) {
     obx_store_close(s);
 }
 
+#ifdef OBX_SQLITE3_API
+/* The store adopts the application's sqlite3 * (OBX_SQLITE3_API): an
+ * obx_enqueue_tx on that handle runs in the application's own transaction
+ * with its row (gone with its rollback, kept with its commit), the store's
+ * own units (claim, ack) use the same handle between the application's
+ * transactions, and closing the store leaves the handle open in autocommit. */
+static void test_adopt(void) {
+    app a;
+    obx_store_desc desc;
+    obx_store *s = NULL;
+    obx_message row;
+    char id[37], id2[37], owner[37], got[256];
+    obx_new_message m = msg("order.created", "{\"order\":3}"), m2 = msg("order.created", "{\"order\":4}");
+    sqlite3_stmt *st = NULL;
+    int orders = -1;
+    TT_ASSERT(app_open(&a));
+    memset(&desc, 0, sizeof desc);
+    desc.hdbc = a.lite;
+    desc.table = "NativeOutbox";
+    desc.deploy_schema = 1;
+    desc.store_id = "obx-adopt";
+    desc.hooks.logger.min_level = OBX_LOG_WARN;
+    TT_EQ_INT(obx_store_open(&desc, &s), OBX_OK);
+    TT_ASSERT(drain(s, &a));
+    TT_ASSERT(app_exec(&a, "CREATE TABLE IF NOT EXISTS obx_native_orders (id INTEGER PRIMARY KEY)"));
+    TT_ASSERT(app_exec(&a, "DELETE FROM obx_native_orders"));
+    TT_ASSERT(app_begin(&a));
+    TT_ASSERT(app_exec(&a, "INSERT INTO obx_native_orders (id) VALUES (3)"));
+    TT_EQ_INT(obx_enqueue_tx(s, a.lite, &m, id), OBX_OK);
+    TT_EXPECT(sqlite3_get_autocommit(a.lite) == 0); /* still the application's transaction */
+    TT_EQ_INT(rows(&a), 1);
+    TT_ASSERT(app_end(&a, 0));
+    TT_EQ_INT(rows(&a), 0);
+    TT_EQ_INT(obx_get(s, id, &row), OBX_ERR_NOT_FOUND);
+    TT_ASSERT(app_begin(&a));
+    TT_ASSERT(app_exec(&a, "INSERT INTO obx_native_orders (id) VALUES (4)"));
+    TT_EQ_INT(obx_enqueue_tx(s, a.lite, &m2, id2), OBX_OK);
+    TT_ASSERT(app_end(&a, 1));
+    TT_EQ_INT(obx_notify(s), OBX_OK);
+    TT_EQ_INT(rows(&a), 1);
+    if (sqlite3_prepare_v2(a.lite, "SELECT COUNT(*) FROM obx_native_orders WHERE id = 4", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        orders = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    TT_EQ_INT(orders, 1);
+    obx_owner_token(s, owner);
+    TT_ASSERT(claim_list(s, owner, got, sizeof got, 1));
+    TT_EQ_STR(got, "{\"order\":4}");
+    TT_EQ_INT(obx_get(s, id2, &row), OBX_OK);
+    TT_EQ_INT(row.is_processed, 1);
+    obx_store_close(s);
+    TT_EXPECT(sqlite3_get_autocommit(a.lite) != 0);
+    TT_ASSERT(app_exec(&a, "DELETE FROM obx_native_orders"));
+    app_close(&a);
+}
+#endif
+
 /* ---- the inbox ------------------------------------------------------------------------ */
 
 static ibx_result app_ibx(app *a, ibx_store *s, const ibx_new_message *m, int *enqueued) {
@@ -685,11 +768,17 @@ static void test_inbox(void) {
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
+        fprintf(stderr, "usage: %s sqlite|sqlite3|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
         return 2;
     }
     g_backend = argv[1];
     g_conn = argv[2];
+#ifdef OBX_SQLITE3_API
+    if (strcmp(g_backend, "sqlite3") != 0) {
+        fprintf(stderr, "%s: backend sqlite3 is this program built with OBX_SQLITE3_API, and only that\n", argv[0]);
+        return 2;
+    }
+#endif
     g_pg = strcmp(g_backend, "postgresql") == 0;
     g_my = strcmp(g_backend, "mariadb") == 0;
 #define RUN(id, what, fn) TT_RUN(id, g_backend, what, fn)
@@ -701,6 +790,9 @@ int main(int argc, char **argv) {
     RUN("CORE-NATIVE-TX-ENVELOPE", "the envelope, due time and expiry through the app's driver as obx_enqueue_tx", test_envelope);
     RUN("CORE-NATIVE-TX-REFUSED", "bad input refused before anything is sent, naming the argument; outside a transaction refused", test_refused);
     RUN("CORE-NATIVE-TX-INBOX", "the inbox's dedup and enqueue in the app's transaction: taken, rolled back, a duplicate, the row ibx_enqueue writes", test_inbox);
+#ifdef OBX_SQLITE3_API
+    RUN("CORE-NATIVE-SQLITE3-ADOPT", "the store adopts the app's sqlite3 *: obx_enqueue_tx in the app's transaction, rolled back and committed with its row", test_adopt);
+#endif
     if (g_my)
         RUN("CORE-NATIVE-TX-ISOLATION", "MariaDB: a keyed message at REPEATABLE READ refused through the app's driver", test_isolation);
     return tt_done();

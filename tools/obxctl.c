@@ -19,12 +19,15 @@
 #define IBX_IMPLEMENTATION
 #include "../obx.h"
 #include "../ibx.h"
+#ifndef OBX_SQLITE3_API
 #include <sql.h>
 #include <sqlext.h>
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -472,8 +475,12 @@ typedef struct ctl {
     ibx_store *ib;
     obx_dialect dialect;
     char table[72], schema[72];
+#ifdef OBX_SQLITE3_API
+    sqlite3 *dbc;
+#else
     SQLHENV env;
     SQLHDBC dbc;
+#endif
 } ctl;
 
 static int exit_for(int result) {
@@ -510,6 +517,11 @@ static int open_store(ctl *c, int deploy) {
     int r;
     memset(c, 0, sizeof *c);
     if (o.conn && o.dsn) return fail(CTL_USAGE, "give either --connect or --dsn, not both");
+#ifdef OBX_SQLITE3_API
+    if (o.dsn) /* a DSN is read by a driver manager, and this build has none */
+        return fail(CTL_USAGE, "--dsn: this obxctl reaches SQLite through its C API (OBX_SQLITE3_API) and reads no "
+                               "odbc.ini: give -c with the database file");
+#endif
     if (!conn || !*conn)
         return fail(CTL_USAGE, "no database: give -c CONNECTION_STRING, --dsn NAME or set OBXCTL_CONNECTION");
     if (o.inbox) {
@@ -554,12 +566,10 @@ static int open_store(ctl *c, int deploy) {
     return CTL_OK;
 }
 
+static void sql_disconnect(ctl *c);
+
 static void close_store(ctl *c) {
-    if (c->dbc) {
-        SQLDisconnect(c->dbc);
-        SQLFreeHandle(SQL_HANDLE_DBC, c->dbc);
-    }
-    if (c->env) SQLFreeHandle(SQL_HANDLE_ENV, c->env);
+    sql_disconnect(c);
     ibx_store_close(c->ib);
     obx_store_close(c->ob);
     memset(c, 0, sizeof *c);
@@ -569,6 +579,89 @@ static void close_store(ctl *c) {
 
 static char db_err[1024];
 
+#ifdef OBX_SQLITE3_API
+/* OBX_SQLITE3_API: the same reads through SQLite's C API on a second
+ * sqlite3 handle (no driver manager in this build). The connection string
+ * names the file as the library reads it: a file name, a "file:" URI, or
+ * Database= among ODBC-style pairs. A statement is prepared and bound by
+ * sql_run; sql_next steps it. */
+typedef sqlite3_stmt *ctl_stmt;
+
+static void sql_disconnect(ctl *c) {
+    if (c->dbc) sqlite3_close_v2(c->dbc);
+    c->dbc = NULL;
+}
+
+static int sql_connect(ctl *c) {
+    const char *conn = connection(), *p = conn;
+    char file[1024];
+    int rc;
+    if (strncmp(conn, "file:", 5) != 0 && strchr(conn, '=')) { /* Database= among the pairs */
+        file[0] = '\0';
+        while (p && *p) {
+            if (strncasecmp(p, "Database=", 9) == 0) {
+                snprintf(file, sizeof file, "%.*s", (int)strcspn(p + 9, ";"), p + 9);
+                break;
+            }
+            p = strchr(p, ';');
+            if (p) p++;
+        }
+        conn = file;
+    }
+    rc = sqlite3_open_v2(conn, &c->dbc, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(db_err, sizeof db_err, "connect: %s", c->dbc ? sqlite3_errmsg(c->dbc) : sqlite3_errstr(rc));
+        sql_disconnect(c);
+        return fail(CTL_DB, "%s", db_err);
+    }
+    sqlite3_busy_timeout(c->dbc, 5000);
+    return CTL_OK;
+}
+
+static ctl_stmt sql_run(ctl *c, const char *sql, const char *const *params, int n) {
+    sqlite3_stmt *st = NULL;
+    int i;
+    if (sqlite3_prepare_v2(c->dbc, sql, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(db_err, sizeof db_err, "query: %s", sqlite3_errmsg(c->dbc));
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    for (i = 0; i < n && i < 8; i++)
+        if (sqlite3_bind_text(st, i + 1, params[i], -1, SQLITE_TRANSIENT) != SQLITE_OK) {
+            snprintf(db_err, sizeof db_err, "bind: %s", sqlite3_errmsg(c->dbc));
+            sqlite3_finalize(st);
+            return NULL;
+        }
+    return st;
+}
+
+static int sql_next(ctl_stmt st) {
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) return 1;
+    if (rc == SQLITE_DONE) return 0;
+    snprintf(db_err, sizeof db_err, "fetch: %s", sqlite3_errmsg(sqlite3_db_handle(st)));
+    return -1;
+}
+
+static int64_t sql_i64(ctl_stmt st, int col, int *is_null) {
+    int null = sqlite3_column_type(st, col - 1) == SQLITE_NULL;
+    if (is_null) *is_null = null;
+    return null ? 0 : (int64_t)sqlite3_column_int64(st, col - 1);
+}
+
+static const char *sql_text(ctl_stmt st, int col, char *out, size_t size) {
+    const unsigned char *t = sqlite3_column_text(st, col - 1);
+    size_t n = t ? (size_t)sqlite3_column_bytes(st, col - 1) : 0;
+    if (size == 0) return out;
+    if (n >= size) n = size - 1; /* cut as SQLGetData cuts */
+    if (n) memcpy(out, t, n);
+    out[n] = '\0';
+    return out;
+}
+
+static void sql_done(ctl_stmt st) { sqlite3_finalize(st); }
+
+#else
 static void diag(SQLSMALLINT type, SQLHANDLE h, const char *what) {
     SQLCHAR state[6], msg[512];
     SQLINTEGER native;
@@ -582,6 +675,18 @@ static void diag(SQLSMALLINT type, SQLHANDLE h, const char *what) {
         snprintf(db_err + used, sizeof db_err - used, "%s[%s] %s", i == 1 ? ": " : " | ", (char *)state,
                  (char *)msg);
     }
+}
+
+typedef SQLHSTMT ctl_stmt;
+
+static void sql_done(ctl_stmt st) { SQLFreeHandle(SQL_HANDLE_STMT, st); }
+
+static void sql_disconnect(ctl *c) {
+    if (c->dbc) {
+        SQLDisconnect(c->dbc);
+        SQLFreeHandle(SQL_HANDLE_DBC, c->dbc);
+    }
+    if (c->env) SQLFreeHandle(SQL_HANDLE_ENV, c->env);
 }
 
 static int sql_connect(ctl *c) {
@@ -603,7 +708,7 @@ static int sql_connect(ctl *c) {
 
 /* Run `sql` with text parameters; the statement to fetch from, or NULL
  * (db_err says why). */
-static SQLHSTMT sql_run(ctl *c, const char *sql, const char *const *params, int n) {
+static ctl_stmt sql_run(ctl *c, const char *sql, const char *const *params, int n) {
     SQLHSTMT st = NULL;
     SQLRETURN rc;
     static SQLLEN ind[8];
@@ -618,21 +723,21 @@ static SQLHSTMT sql_run(ctl *c, const char *sql, const char *const *params, int 
                               (SQLPOINTER)(uintptr_t)params[i], 0, &ind[i]);
         if (!SQL_SUCCEEDED(rc)) {
             diag(SQL_HANDLE_STMT, st, "SQLBindParameter");
-            SQLFreeHandle(SQL_HANDLE_STMT, st);
+            sql_done(st);
             return NULL;
         }
     }
     rc = SQLExecDirect(st, (SQLCHAR *)(uintptr_t)sql, SQL_NTS);
     if (!SQL_SUCCEEDED(rc) && rc != SQL_NO_DATA) {
         diag(SQL_HANDLE_STMT, st, "query");
-        SQLFreeHandle(SQL_HANDLE_STMT, st);
+        sql_done(st);
         return NULL;
     }
     return st;
 }
 
 /* 1: a row; 0: no more; -1: error (db_err). */
-static int sql_next(SQLHSTMT st) {
+static int sql_next(ctl_stmt st) {
     SQLRETURN rc = SQLFetch(st);
     if (rc == SQL_NO_DATA) return 0;
     if (SQL_SUCCEEDED(rc)) return 1;
@@ -640,7 +745,7 @@ static int sql_next(SQLHSTMT st) {
     return -1;
 }
 
-static int64_t sql_i64(SQLHSTMT st, int col, int *is_null) {
+static int64_t sql_i64(ctl_stmt st, int col, int *is_null) {
     SQLBIGINT v = 0;
     SQLLEN ind = 0;
     if (!SQL_SUCCEEDED(SQLGetData(st, (SQLUSMALLINT)col, SQL_C_SBIGINT, &v, sizeof v, &ind)) ||
@@ -653,7 +758,7 @@ static int64_t sql_i64(SQLHSTMT st, int col, int *is_null) {
 }
 
 /* A column as text into out (cut to size); "" for NULL. */
-static const char *sql_text(SQLHSTMT st, int col, char *out, size_t size) {
+static const char *sql_text(ctl_stmt st, int col, char *out, size_t size) {
     SQLLEN ind = 0;
     out[0] = '\0';
     if (!SQL_SUCCEEDED(SQLGetData(st, (SQLUSMALLINT)col, SQL_C_CHAR, out, (SQLLEN)size, &ind)) ||
@@ -661,6 +766,8 @@ static const char *sql_text(SQLHSTMT st, int col, char *out, size_t size) {
         out[0] = '\0';
     return out;
 }
+
+#endif /* OBX_SQLITE3_API */
 
 /* ---- SQL per dialect -------------------------------------------------------------------- */
 
@@ -782,7 +889,7 @@ static const char *const kind_cols[2][3] = {{"Id", "RetryCount", "CreatedAt"}, {
  * else 0 with db_err saying why. */
 static int has_kind(ctl *c, int inbox) {
     char qo = '"', qc = '"';
-    SQLHSTMT st;
+    ctl_stmt st;
     sb b;
     int i;
     /* SQLite reads a "name" that is no column as a string: backquotes there. */
@@ -796,7 +903,7 @@ static int has_kind(ctl *c, int inbox) {
         sb_add(&b, "%c%s%c.", qo, c->schema, qc);
     sb_add(&b, "%c%s%c WHERE 1 = 0", qo, c->table, qc);
     if (!(st = sql_run(c, b.text, NULL, 0))) return 0;
-    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    sql_done(st);
     return 1;
 }
 
@@ -828,13 +935,13 @@ static int check_kind(ctl *c) {
 static int64_t db_now(ctl *c) {
     const dia *d = dialect_sql(c);
     char q[256];
-    SQLHSTMT st;
+    ctl_stmt st;
     int64_t now = -1;
     if (d && (c->dbc || sql_connect(c) == CTL_OK)) {
         snprintf(q, sizeof q, "SELECT %s", d->now_ms);
         if ((st = sql_run(c, q, NULL, 0)) != NULL) {
             if (sql_next(st) == 1) now = sql_i64(st, 1, NULL);
-            SQLFreeHandle(SQL_HANDLE_STMT, st);
+            sql_done(st);
         }
     }
     if (now < 0) {
@@ -875,7 +982,7 @@ static int stats_read(ctl *c, const dia *d, stats *s) {
     char na[160], lu[160], tq[48], lk[48], word[32], topic[TEXT_MAX];
     const char *params[1];
     sb b;
-    SQLHSTMT st;
+    ctl_stmt st;
     int r, k, isnull;
     memset(s, 0, sizeof *s);
     s->oldest_ready = s->next_due = s->lease_end = -1;
@@ -912,7 +1019,7 @@ static int stats_read(ctl *c, const dia *d, stats *s) {
         if (k == s->ntopics) {
             topic_row *grown = (topic_row *)realloc(s->topics, (size_t)(k + 1) * sizeof *grown);
             if (!grown) {
-                SQLFreeHandle(SQL_HANDLE_STMT, st);
+                sql_done(st);
                 return fail(CTL_INTERNAL, "out of memory");
             }
             s->topics = grown;
@@ -922,7 +1029,7 @@ static int stats_read(ctl *c, const dia *d, stats *s) {
         }
         s->topics[k].n[i] += n;
     }
-    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    sql_done(st);
     if (r < 0) return fail(CTL_DB, "stats: %s", db_err);
     /* Approximate size: not every database tells (SQLite without dbstat). */
     s->size = -1;
@@ -934,7 +1041,7 @@ static int stats_read(ctl *c, const dia *d, stats *s) {
             s->size = sql_i64(st, 1, &isnull);
             if (isnull) s->size = -1;
         }
-        SQLFreeHandle(SQL_HANDLE_STMT, st);
+        sql_done(st);
     }
     return CTL_OK;
 }
@@ -1021,7 +1128,7 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
     char created[160], q1[48], q2[48], q3[48], q4[48], q5[48], sz[160];
     char v[4][TEXT_MAX], when[32], err[4096], k1[80], k2[80];
     int n = 0, r, rows = 0, code;
-    SQLHSTMT st;
+    ctl_stmt st;
     sb b;
     const dia *d = need_sql(c, &code);
     if (!d) return code;
@@ -1127,7 +1234,7 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
         }
         rows++;
     }
-    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    sql_done(st);
     if (o.json) printf("]\n");
     if (r < 0) return fail(CTL_DB, "list: %s", db_err);
     return CTL_OK;
@@ -1217,7 +1324,7 @@ static void waits_for(ctl *c, const obx_message *m, char out[80]) {
     const dia *d = dialect_sql(c);
     char q[6][48], oid[64], idt[96], ip[48];
     const char *params[1];
-    SQLHSTMT st;
+    ctl_stmt st;
     sb b;
     out[0] = '\0';
     if (!d || !m->ordering_key || (!c->dbc && sql_connect(c) != CTL_OK)) return;
@@ -1243,7 +1350,7 @@ static void waits_for(ctl *c, const obx_message *m, char out[80]) {
         sql_text(st, 1, id, sizeof id);
         snprintf(out, 80, "%.36s (%s)", id, sql_i64(st, 2, NULL) == 1 ? "in flight" : "ready");
     }
-    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    sql_done(st);
 }
 
 static void field_num(const char *name, long long n, const char *note) {
@@ -1581,7 +1688,7 @@ static int purge_preview(ctl *c) {
     char q[3][48];
     int n = 0, code;
     int64_t count;
-    SQLHSTMT st;
+    ctl_stmt st;
     sb b;
     const dia *d = need_sql(c, &code);
     if (!d) return code;
@@ -1599,7 +1706,7 @@ static int purge_preview(ctl *c) {
     }
     if (!(st = sql_run(c, b.text, params, n))) return fail(CTL_DB, "dead purge: %s", db_err);
     count = sql_next(st) == 1 ? sql_i64(st, 1, NULL) : -1;
-    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    sql_done(st);
     if (count < 0) return fail(CTL_DB, "dead purge: %s", db_err);
     if (o.json) printf("{\"would_purge\":%lld}\n", (long long)count);
     else

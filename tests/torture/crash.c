@@ -92,7 +92,8 @@ static const char *col(char *out, size_t cap, const char *name) {
     return out;
 }
 
-static int is_sqlite(void) { return strcmp(g_backend, "sqlite") == 0; }
+/* Backend sqlite3: SQLite, through its C API (built with OBX_SQLITE3_API). */
+static int is_sqlite(void) { return strcmp(g_backend, "sqlite") == 0 || strcmp(g_backend, "sqlite3") == 0; }
 
 /* ---- logs ---------------------------------------------------------------------------- */
 
@@ -235,7 +236,11 @@ static int exec_sql(tort_db *db, const char *sql) {
 }
 static int end_tx(tort_db *db, int commit) {
     if (is_sqlite()) return exec_sql(db, commit ? "COMMIT" : "ROLLBACK");
+#ifdef OBX_SQLITE3_API
+    return -1; /* SQLite only */
+#else
     return SQL_SUCCEEDED(SQLEndTran(SQL_HANDLE_DBC, db->dbc, commit ? SQL_COMMIT : SQL_ROLLBACK)) ? 0 : -1;
+#endif
 }
 
 static int connect_tx(tort_db *db) {
@@ -246,7 +251,9 @@ static int connect_tx(tort_db *db) {
     }
     /* The caller's transaction: autocommit off, except SQLite, where the
      * writer takes the lock up front with BEGIN IMMEDIATE. */
+#ifndef OBX_SQLITE3_API
     if (!is_sqlite()) SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, 0);
+#endif
     return 0;
 }
 
@@ -287,6 +294,7 @@ static int role_producer_obx(int id, long max) {
             continue;
         }
         end_tx(&db, 0);
+#ifndef OBX_SQLITE3_API
         {
             /* Our own connection died (the server went away): connect again. */
             SQLUINTEGER dead = 0;
@@ -297,6 +305,7 @@ static int role_producer_obx(int id, long max) {
                 if (g_stop) break;
             }
         }
+#endif
         /* A commit whose outcome is unknown: the business row says. */
         snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM biz_%s WHERE id = '%s'", g_table, key);
         if (tort_db_scalar(&db, sql) == 1) seq++;

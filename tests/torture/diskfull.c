@@ -13,6 +13,12 @@
 #include "../../ibx.h"
 #include "tort.h"
 
+#ifdef OBX_SQLITE3_API /* the backend in the result lines */
+#define TORT_BACKEND "sqlite3"
+#else
+#define TORT_BACKEND "sqlite"
+#endif
+
 #include <unistd.h>
 
 static char g_conn[1200];
@@ -88,7 +94,7 @@ static int scenario(const char *file, int inbox) {
 
     remove_db(file);
     if (tort_db_open(&db, g_conn, err, sizeof err) != 0) {
-        printf("torture: diskfull %s sqlite FAILED: connect: %s\n", hdr, err);
+        printf("torture: diskfull %s " TORT_BACKEND " FAILED: connect: %s\n", hdr, err);
         return 1;
     }
     if (inbox) {
@@ -113,12 +119,12 @@ static int scenario(const char *file, int inbox) {
         store = os;
     }
     if (r != 0) {
-        printf("torture: diskfull %s sqlite FAILED: open returned %d\n", hdr, r);
+        printf("torture: diskfull %s " TORT_BACKEND " FAILED: open returned %d\n", hdr, r);
         return 1;
     }
     for (i = 0; i < 50; i++, committed++)
         if (enqueue(inbox, store, i, err, sizeof err) != 0) {
-            printf("torture: diskfull %s sqlite FAILED: enqueue before the limit: %s\n", hdr, err);
+            printf("torture: diskfull %s " TORT_BACKEND " FAILED: enqueue before the limit: %s\n", hdr, err);
             return 1;
         }
     /* Full: a few pages more than now. */
@@ -178,7 +184,7 @@ static int scenario(const char *file, int inbox) {
 
     fail = !refused[0] || strstr(refused, "full") == NULL || rows != committed || after != 20 ||
            g_handled != committed + after || strcmp(ic, "ok\n") != 0 || committed <= 50;
-    printf("torture: diskfull %s sqlite committed=%ld refused_at=%ld lost=%lld resumed=%ld/20 handled=%d/%ld "
+    printf("torture: diskfull %s " TORT_BACKEND " committed=%ld refused_at=%ld lost=%lld resumed=%ld/20 handled=%d/%ld "
            "integrity=%s error=\"%.160s\"%s\n",
            hdr, committed, committed, (long long)committed - rows, after, g_handled, committed + after,
            strcmp(ic, "ok\n") == 0 ? "ok" : "BAD", refused[0] ? refused : "(never refused)", fail ? " FAILED" : "");

@@ -3,10 +3,12 @@
 #
 # Scenarios (default: all, in this order):
 #   odbc        5: ODBC failure at every call (fake ODBC layer), both headers
-#   oom         4: allocation failure at every point (real SQLite), both headers
+#   oom         4: allocation failure at every point (real SQLite), both headers;
+#                  again on the sqlite3 build (OBX_SQLITE3_API: SQLite's C API)
 #   crash       1: SIGKILL of producers and dispatchers, both headers, on
-#                  SQLite, PostgreSQL and MariaDB
-#   durability  3: SQLite: kills with synchronous=FULL, integrity_check; disk full
+#                  SQLite, the sqlite3 build, PostgreSQL and MariaDB
+#   durability  3: SQLite: kills with synchronous=FULL, integrity_check; disk full;
+#                  both on the sqlite3 build too
 #   dbfault     2: PostgreSQL and MariaDB: server restart, sessions killed,
 #                  server frozen; recovery time
 #   providers   6: one dispatcher over a SQLite, a PostgreSQL and a MariaDB
@@ -22,14 +24,20 @@
 #   TORTURE_PG_PORT    PostgreSQL port (default 54349), TORTURE_MY_PORT MariaDB (33089):
 #                      not make test's ports, so both can run at once
 #   TORTURE_RUNDIR     scratch dir (default ${TMPDIR:-/tmp}/obx-torture-<uid>)
-#   TORTURE_BACKENDS   subset of "sqlite postgresql mariadb" for crash/dbfault
+#   TORTURE_BACKENDS   subset of "sqlite sqlite3 postgresql mariadb" for crash/dbfault
+#                      (sqlite3: the drivers built with OBX_SQLITE3_API, *_sqlite3)
+#   TORTURE_SQLITE3_SECONDS  the sqlite3 build's kill phases (default 8: CI time;
+#                      each runs until 50 kills, about 13 s)
+#   TORTURE_SQLITE3_OOM_STRIDE  its oom run fails every N-th allocation (default
+#                      10: about a minute; 1: every point, about 10 times longer)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 db="$here/../db.sh"
 bin=${1:?usage: run.sh BINDIR [SCENARIO...]}
 shift
 scenarios=${*:-odbc oom crash durability dbfault providers}
-backends=${TORTURE_BACKENDS:-sqlite postgresql mariadb}
+backends=${TORTURE_BACKENDS:-sqlite sqlite3 postgresql mariadb}
+s3_seconds=${TORTURE_SQLITE3_SECONDS:-8}
 rundir=${TORTURE_RUNDIR:-${TMPDIR:-/tmp}/obx-torture-$(id -u)}
 export OBX_PG_PORT=${TORTURE_PG_PORT:-54349}
 export OBX_MY_PORT=${TORTURE_MY_PORT:-33089}
@@ -89,7 +97,7 @@ start_server() { # pg|mariadb
 
 conn_of() { # backend name -> connection string (sqlite: a fresh file)
     case $1 in
-    sqlite) echo "Driver={SQLite3};Database=$rundir/$2.sqlite;JournalMode=WAL;SyncPragma=${3:-NORMAL};Timeout=10000;" ;;
+    sqlite | sqlite3) echo "Driver={SQLite3};Database=$rundir/$2.sqlite;JournalMode=WAL;SyncPragma=${3:-NORMAL};Timeout=10000;" ;;
     postgresql) eval "$("$db" env pg)"; echo "$OBX_TEST_PG" ;;
     mariadb) eval "$("$db" env mariadb)"; echo "$OBX_TEST_MY" ;;
     esac
@@ -97,18 +105,22 @@ conn_of() { # backend name -> connection string (sqlite: a fresh file)
 
 ready_backend() { # backend -> 0 when usable
     case $1 in
-    sqlite) return 0 ;;
+    sqlite | sqlite3) return 0 ;;
     postgresql) start_server pg ;;
     mariadb) start_server mariadb ;;
     esac
 }
 
+# The sqlite3 build's oom and durability runs: when TORTURE_BACKENDS has it.
+has_sqlite3() { case " $backends " in *" sqlite3 "*) return 0 ;; esac; return 1; }
+
 crash_run() { # name hdr backend table [sync]
-    local name=$1 hdr=$2 backend=$3 table=$4 sync=${5:-NORMAL} dir
+    local name=$1 hdr=$2 backend=$3 table=$4 sync=${5:-NORMAL} dir sfx=
     dir=$rundir/$name
     rm -rf "$dir" && mkdir -p "$dir"
     rm -f "$rundir/$name.sqlite"*
-    run "$name" "$bin/torture_crash" run "$hdr" "$backend" "$(conn_of "$backend" "$name" "$sync")" "$table" "$dir"
+    [ "$backend" = sqlite3 ] && sfx=_sqlite3
+    run "$name" "$bin/torture_crash$sfx" run "$hdr" "$backend" "$(conn_of "$backend" "$name" "$sync")" "$table" "$dir"
 }
 
 for s in $scenarios; do
@@ -117,11 +129,21 @@ for s in $scenarios; do
     oom)
         mkdir -p "$rundir/oom"
         run oom "$bin/torture_oom" "$rundir/oom" both
+        if has_sqlite3; then
+            mkdir -p "$rundir/oom-sqlite3"
+            TORTURE_OOM_STRIDE=${TORTURE_SQLITE3_OOM_STRIDE:-10} \
+                run oom-sqlite3 "$bin/torture_oom_sqlite3" "$rundir/oom-sqlite3" both
+        fi
         ;;
     crash)
         for b in $backends; do
             if ! ready_backend "$b"; then
                 skip "crash $b" "the throwaway $b server did not start (see above)"
+                continue
+            fi
+            if [ "$b" = sqlite3 ]; then # short by default: the same engine as sqlite
+                TORTURE_SECONDS=$s3_seconds crash_run "crash-obx-$b" obx "$b" TortCrashO
+                TORTURE_SECONDS=$s3_seconds crash_run "crash-ibx-$b" ibx "$b" TortCrashI
                 continue
             fi
             crash_run "crash-obx-$b" obx "$b" TortCrashO
@@ -134,10 +156,15 @@ for s in $scenarios; do
         TORTURE_SECONDS=${TORTURE_DURABILITY_SECONDS:-10} TORTURE_MESSAGES=600 \
             crash_run durability-full obx sqlite TortDurable FULL
         run diskfull "$bin/torture_diskfull" "$rundir/diskfull.sqlite"
+        if has_sqlite3; then
+            TORTURE_SECONDS=$s3_seconds TORTURE_MESSAGES=300 \
+                crash_run durability-full-sqlite3 obx sqlite3 TortDurable FULL
+            run diskfull-sqlite3 "$bin/torture_diskfull_sqlite3" "$rundir/diskfull-sqlite3.sqlite"
+        fi
         ;;
     dbfault)
         for b in $backends; do
-            [ "$b" = sqlite ] && continue
+            case $b in sqlite | sqlite3) continue ;; esac
             if ! ready_backend "$b"; then
                 skip "dbfault $b" "the throwaway $b server did not start (see above)"
                 continue

@@ -11,8 +11,10 @@
 #include <string.h>
 #include <time.h>
 
+#ifndef OBX_SQLITE3_API
 #include <sql.h>
 #include <sqlext.h>
+#endif
 
 #if defined(__GNUC__) || defined(__clang__)
 #define TORT_UNUSED __attribute__((unused))
@@ -93,6 +95,86 @@ TORT_UNUSED static int tort_scale(void) {
     return v >= 1 && v <= 1000 ? v : 1;
 }
 
+#ifdef OBX_SQLITE3_API
+/* ---- the same on SQLite's C API (the drivers built with OBX_SQLITE3_API:
+ * the headers and the test share no driver manager). dbc is a sqlite3 *, so
+ * a producer's obx_enqueue_tx(store, db.dbc, ...) runs in its transaction.
+ * The connection string's Database=, Timeout=, JournalMode= and SyncPragma=
+ * are applied as sqliteodbc applies them. ---- */
+
+typedef struct tort_db {
+    sqlite3 *dbc;
+} tort_db;
+
+TORT_UNUSED static void tort_db_key(const char *conn, const char *key, char *out, size_t cap) {
+    size_t n = strlen(key);
+    const char *p = conn;
+    out[0] = 0;
+    while (p && *p) {
+        if (strncmp(p, key, n) == 0 && p[n] == '=') {
+            snprintf(out, cap, "%.*s", (int)strcspn(p + n + 1, ";"), p + n + 1);
+            return;
+        }
+        p = strchr(p, ';');
+        if (p) p++;
+    }
+}
+
+TORT_UNUSED static int tort_db_open(tort_db *db, const char *conn, char *err, size_t cap) {
+    char file[1024], v[32], sql[80];
+    memset(db, 0, sizeof *db);
+    tort_db_key(conn, "Database", file, sizeof file);
+    if (sqlite3_open_v2(file, &db->dbc, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+        if (err) snprintf(err, cap, "%s", db->dbc ? sqlite3_errmsg(db->dbc) : "out of memory");
+        sqlite3_close(db->dbc);
+        memset(db, 0, sizeof *db);
+        return -1;
+    }
+    tort_db_key(conn, "Timeout", v, sizeof v);
+    sqlite3_busy_timeout(db->dbc, v[0] ? atoi(v) : 100000);
+    tort_db_key(conn, "JournalMode", v, sizeof v);
+    if (v[0]) {
+        snprintf(sql, sizeof sql, "PRAGMA journal_mode = %s", v);
+        sqlite3_exec(db->dbc, sql, NULL, NULL, NULL);
+    }
+    tort_db_key(conn, "SyncPragma", v, sizeof v);
+    snprintf(sql, sizeof sql, "PRAGMA synchronous = %s", v[0] ? v : "NORMAL");
+    sqlite3_exec(db->dbc, sql, NULL, NULL, NULL);
+    return 0;
+}
+TORT_UNUSED static void tort_db_close(tort_db *db) {
+    if (db->dbc) sqlite3_close_v2(db->dbc);
+    memset(db, 0, sizeof *db);
+}
+
+TORT_UNUSED static int tort_db_query(tort_db *db, const char *sql, char *out, size_t cap, char *err,
+                                     size_t errcap) {
+    sqlite3_stmt *st = NULL;
+    size_t used = out ? strlen(out) : 0;
+    int rc, c, ncols;
+    if (sqlite3_prepare_v2(db->dbc, sql, -1, &st, NULL) != SQLITE_OK) {
+        if (err) snprintf(err, errcap, "%s", sqlite3_errmsg(db->dbc));
+        return -1;
+    }
+    ncols = sqlite3_column_count(st);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        for (c = 0; c < ncols; c++) {
+            const unsigned char *t = sqlite3_column_text(st, c);
+            char cell[1024];
+            snprintf(cell, sizeof cell, "%s", t ? (const char *)t : "NULL");
+            if (out && used + strlen(cell) + 2 < cap) used += (size_t)sprintf(out + used, "%s%s", c ? "|" : "", cell);
+        }
+        if (out && used + 2 < cap) used += (size_t)sprintf(out + used, "\n");
+    }
+    if (rc != SQLITE_DONE) {
+        if (err) snprintf(err, errcap, "%s", sqlite3_errmsg(db->dbc));
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+#else
 /* ---- raw ODBC: the test's own view of the tables, independent of the headers ---- */
 
 typedef struct tort_db {
@@ -172,6 +254,8 @@ TORT_UNUSED static int tort_db_query(tort_db *db, const char *sql, char *out, si
     SQLFreeHandle(SQL_HANDLE_STMT, st);
     return 0;
 }
+
+#endif /* OBX_SQLITE3_API */
 
 /* One integer from a query; LLONG_MIN on failure. */
 TORT_UNUSED static long long tort_db_scalar(tort_db *db, const char *sql) {
