@@ -18,6 +18,7 @@
 #   make cross ARCH=aarch64|armhf   the same for a gateway's CPU
 #   make size    .text of each header per architecture and -Os/-O2
 #   make bench   obx.h against the same SQL issued directly, SQLite, PostgreSQL and MariaDB
+#   make bench-peers   PostgreSQL rows beside graphile-worker, pg-boss, pg-transactional-outbox (node/npm; not in CI)
 #   make fuzz    libFuzzer on the pure code for FUZZ_SECONDS (default 30), clang
 #   make sql     write sql/<dialect>/*.sql from the headers (after a DDL change)
 #   make install PREFIX=/usr/local   headers, obx.pc/ibx.pc, CMake packages, obxctl (make uninstall)
@@ -38,7 +39,7 @@ B       = build
 HEADERS = obx.h ibx.h
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
 
-.PHONY: all demo test check bench fuzz deps clean sql check-docs check-common check-warnings check-cxx check-link \
+.PHONY: all demo test check bench bench-peers fuzz deps clean sql check-docs check-common check-warnings check-cxx check-link \
         check-nm check-asan check-tsan check-valgrind
 .PHONY: static cross check-static check-cross check-gateway check-options size check-deps
 .PHONY: torture wear scale soak install uninstall check-consumers check-matrix check-fallback
@@ -205,6 +206,15 @@ bench:
 	@$(MAKE) --no-print-directory -B $(B)/bench  # -B: BENCH_HDR may name other headers than last time
 	@$(MAKE) --no-print-directory $(B)/malloc_count.so
 	tests/bench.sh $(B)/bench $(BENCH_N)
+
+# bench-peers: the PostgreSQL rows of make bench beside graphile-worker, pg-boss
+# and pg-transactional-outbox on the same cluster, ratios from one run. Not in
+# CI: it needs node/npm and the npm registry (the versions pinned in
+# tests/peers/package-lock.json, installed under $(B)/peers).
+bench-peers:
+	@tests/deps.sh build pg bench
+	@$(MAKE) --no-print-directory -B $(B)/bench
+	tests/peers/bench_peers.sh $(B)/bench $(BENCH_N)
 
 # ---- fuzz: libFuzzer over the pure code (clang); new inputs go to build/fuzz-corpus ----
 FUZZ_SECONDS ?= 30
