@@ -8349,13 +8349,13 @@ static char *obx__schema_text(const obx__hooks *h, const obx__dialect *d, const 
     obx__buf text = {NULL, 0, 0};
     int i, c, ok = 1;
     for (i = 0; ok && q->ddl[i]; i++) {
-        int adds = strstr(q->ddl[i], "{A}") && d->id != OBX_DIALECT_SQLITE ? OBX__COLUMNS_MAX : 0;
+        int adds = strstr(q->ddl[i], "{A}") && OBX__ONE(d)->id != OBX_DIALECT_SQLITE ? OBX__COLUMNS_MAX : 0;
         for (c = -1; ok && c < adds && (c < 0 || q->columns[c].name); c++) {
             char *one = c < 0 ? obx__ddl_text(h, d, q, schema, table, q->ddl[i])
                               : obx__column_text(h, d, q, schema, table, d->column_add, &q->columns[c]);
             /* A MariaDB trigger with a compound body has ';' inside: the
              * mysql/mariadb client splits at each one unless DELIMITER says. */
-            int compound = one && d->id == OBX_DIALECT_MARIADB && strchr(one, ';');
+            int compound = one && OBX__ONE(d)->id == OBX_DIALECT_MARIADB && strchr(one, ';');
             const char *open = compound ? "DELIMITER $$\n" : "";
             const char *end = compound ? "$$\nDELIMITER ;\n" : d->statement_end;
             ok = one && obx__buf_add(h, &text, open, strlen(open)) &&
@@ -8411,7 +8411,7 @@ static char *obx__ddl_probe(const obx__hooks *h, const obx__dialect *d, const ch
     size_t n;
     int i;
     *after = NULL;
-    if (d->id == OBX_DIALECT_POSTGRESQL) {
+    if (OBX__ONE(d)->id == OBX_DIALECT_POSTGRESQL) { /* SQLite only: folded away with MariaDB's */
         for (i = 0; pg_index[i]; i++)
             if (strncmp(one, pg_index[i], strlen(pg_index[i])) == 0 &&
                 obx__ddl_name(one + strlen(pg_index[i]), '"', '"', name, sizeof name))
@@ -8443,7 +8443,7 @@ static char *obx__ddl_probe(const obx__hooks *h, const obx__dialect *d, const ch
             return out;
         }
     }
-    if (d->id == OBX_DIALECT_MARIADB) {
+    if (OBX__ONE(d)->id == OBX_DIALECT_MARIADB) {
         if (strncmp(one, "CREATE TRIGGER IF NOT EXISTS ", 29) == 0 &&
             obx__ddl_name(one + 29, '`', '`', name, sizeof name))
             return obx__format(h, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE "
@@ -8468,7 +8468,7 @@ typedef struct obx__deploy_ctx {
  * after, does: SQLite's schema version, the objects and columns of the
  * schema elsewhere. NULL: unknown (every deploy counts as a change). */
 static char *obx__deploy_census(const obx__hooks *h, const obx__dialect *d, const char *schema) {
-    switch (d->id) {
+    switch (OBX__ONE(d)->id) { /* SQLite only: the other cases fold away */
     case OBX_DIALECT_SQLITE: return obx__strdup(h, "PRAGMA schema_version");
     case OBX_DIALECT_POSTGRESQL:
         return obx__format(h, "SELECT (SELECT COUNT(*) FROM pg_namespace WHERE nspname = '%s') + "
