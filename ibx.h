@@ -3586,10 +3586,11 @@ IBX__PRIVATE void ibx__connect_explain(ibx__db *db, const char *connstr) {
                  IBX__WHY(": `odbcinst -q -d` lists the drivers the driver manager knows, `odbcinst -j` the file "
                           "it read%s; a driver given by path must exist"),
                  driver[0] ? "driver '" : "the driver of DSN '", driver[0] ? driver : dsn, "'" IBX__WHY_ARG(env));
-    else if ((strstr(m, "FATAL:") && (strstr(m, "does not exist") || strstr(m, "authentication failed") ||
+    else if (!IBX__SQLITE_ONLY && /* a server's refusals: folded away with SQLite only */
+             ((strstr(m, "FATAL:") && (strstr(m, "does not exist") || strstr(m, "authentication failed") ||
                                       strstr(m, "no pg_hba.conf entry"))) ||
              ((strcmp(e->sqlstate, "28000") == 0 || strcmp(e->sqlstate, "42000") == 0) &&
-              (e->native == 1044 || e->native == 1045 || e->native == 1049 || e->native == 1698)))
+              (e->native == 1044 || e->native == 1045 || e->native == 1049 || e->native == 1698))))
         snprintf(why, sizeof why, "the server refused the database or the login"
                  IBX__WHY(" (not tried again: fix the connection string or the server's grants)"));
     else if ((strstr(m, "[SQLite]") || strstr(m, "connect failed")) && e->native == 14) { /* SQLITE_CANTOPEN;
