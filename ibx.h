@@ -193,12 +193,43 @@
  *                /dev/urandom should give this hook)
  *   The hook types are laid out identically in both headers, so one
  *   allocator, clock or logger implementation plugs into both.
+ *   Priority (ibx_new_message.priority, -5..5, 0 the default): a claim
+ *   takes the higher priority first among due messages, one level worth
+ *   10 s of waiting (aging: nothing starves); the outbox's ordering keys
+ *   keep their order whatever the priorities. docs/FEATURES.md, "Priority".
  *   Dispatching (ibx_dispatcher_desc): handlers take one message each
  *   (ibx_dispatcher_on), or all of a claim's messages of their topic in
  *   one call with an outcome per message (ibx_dispatcher_on_batch). A
  *   handler's IBX_PAUSE (downstream unavailable) puts the message back
  *   without using an attempt and pauses its topic for pause_ms, doubling
  *   up to pause_max_ms until the topic's first success; other topics go on.
+ *   Transactional handlers (ibx_dispatcher_on_tx): exactly once for what
+ *   a handler writes to the store's own database. The handler gets the
+ *   store's connection (an SQLHDBC; with IBX_SQLITE3_API the sqlite3 *) in
+ *   a transaction the dispatcher opened for its message. On IBX_DONE the
+ *   ack runs in that transaction and checks that the lease is still this
+ *   dispatcher's (its owner token on the row, in flight), and one commit
+ *   makes the writes and Done durable together; a crash anywhere before
+ *   the commit leaves neither, after it both (IBX-TXH-KILL). A lease lost
+ *   by then (reaped, claimed elsewhere): everything rolled back, counted in
+ *   ibx_run_stats.lease_lost, no attempt used. IBX_RETRY, _DEAD, _WAIT,
+ *   _PAUSE: the writes are rolled back, then the message is settled as
+ *   usual (a retry uses an attempt; dead means dead with no effect). A
+ *   deadlock or serialization failure (the handler says IBX_CONFLICT, or
+ *   the ack or the commit hits one): rolled back and run again, 3 runs at
+ *   most, no attempt used. Locks: the message's row is locked only from
+ *   the ack to the commit, so the lease renewal (on its own connection)
+ *   and other workers' claims never wait for a handler. SQLite has one
+ *   writer at a time: the transaction begins deferred, takes the write
+ *   lock at the handler's first write (or the ack), and every other writer
+ *   (renewal, claims, producers) waits for its commit, up to their busy
+ *   timeout: keep such handlers short there, or write last. A handler that
+ *   reads, then writes after another connection committed (the renewal
+ *   every third of the lease) gets SQLITE_BUSY at once: a conflict, run
+ *   again. Effects outside the database (mail, HTTP) stay at least once.
+ *   The batch form (ibx_dispatcher_on_batch_tx) commits when every result
+ *   is IBX_DONE; otherwise it rolls back, the other outcomes stand, and
+ *   the done messages run again alone.
  *   Dead messages are tools' work: ibx_dead_list (paged, filtered),
  *   ibx_dead_replay (ready again, attempts reset, last error kept, expiry
  *   dropped) and ibx_dead_purge; ibx_dead_move (an operator's cancel: a
@@ -236,7 +267,8 @@
  *   sleeps through the hook, so ibx_dispatcher_wake() cannot shorten its
  *   waits.
  *   Leases: while a batch is handled, one thread of the dispatcher's own
- *   renews its leases every third of the lease, on a connection of its own
+ *   renews its leases every third of the lease (a failed renewal is tried
+ *   again after a tenth), on a connection of its own
  *   (opened when first needed), for up to max_handler_ms; so a handler
  *   slower than its lease is never run twice at once. A handler starts only
  *   while the last renewal that extended every message of the batch (or
@@ -780,6 +812,12 @@ typedef struct ibx_store_desc {
 /* Largest source, message id and topic, in characters (UTF-8 code points). */
 #define IBX_KEY_MAX 255
 #define IBX_TOPIC_MAX 255
+/* Message priority (ibx_new_message.priority): IBX_PRIORITY_MIN..MAX, 0 (the
+ * middle) by default; one level is worth IBX_PRIORITY_AGING_MS of waiting
+ * (part of the schema's claim index, not a runtime knob). */
+#define IBX_PRIORITY_MIN (-5)
+#define IBX_PRIORITY_MAX 5
+#define IBX_PRIORITY_AGING_MS 10000
 
 /* Default retention of ibx_cleanup(): 30 days. */
 #define IBX_DEFAULT_RETENTION_MS ((int64_t)30 * 24 * 3600 * 1000)
@@ -824,6 +862,13 @@ typedef struct ibx_new_message {
      * 1..IBX_TIME_MAX_MS and not before due_utc_ms. A redelivery keeps the
      * expiry first stored (as the envelope): the sender's first deadline. */
     int64_t expires_utc_ms;
+    /* Priority, IBX_PRIORITY_MIN (-5) .. IBX_PRIORITY_MAX (5), 0 = the
+     * default: as obx_new_message.priority. Among due messages a claim takes
+     * the smallest "due time - priority x 10 s" first: higher priority
+     * first, one level worth 10 s of waiting (aging), so none starves. A
+     * redelivery keeps the priority first stored. SQL Server stores it but
+     * claims by due time alone. See docs/FEATURES.md, "Priority". */
+    int priority; /* IBX_PRIORITY_MIN..IBX_PRIORITY_MAX; 0 = the default */
 } ibx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
@@ -855,6 +900,7 @@ typedef struct ibx_message {
     int64_t expires_ms;          /* expires_utc_ms as first stored; 0 = never. ibx_claim returns
                                     expired messages too; the dispatcher ends them Dead, checked
                                     before each handler call */
+    int priority;                /* as first stored (ibx_new_message.priority); 0 on SQL Server */
 } ibx_message;
 
 /* Name of a status as stored: "Seen", "Processing", "Done", "Dead"
@@ -908,7 +954,7 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * obx_enqueue refuses it, e.g. "headers[2].key": the error names it;
  * nothing is written); IBX_ERR_NO_MEMORY; IBX_ERR_OUT_OF_RANGE (due_utc_ms or
  * expires_utc_ms not 0..IBX_TIME_MAX_MS, or expires_utc_ms before due_utc_ms,
- * named); IBX_ERR_FULL (the store's max_pending is reached and the message
+ * or priority not IBX_PRIORITY_MIN..MAX, named); IBX_ERR_FULL (the store's max_pending is reached and the message
  * is new, Seen or Dead: a redelivery of one still to handle or done adds
  * none and is taken); IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *message, int *enqueued);
@@ -1174,9 +1220,15 @@ typedef enum ibx_outcome {
     IBX_DEAD = 2,                /* permanent failure: dead at once, never retried */
     IBX_WAIT = 3,                /* not ready yet (e.g. a join): retried later, never counted
                                     as a failed attempt; the delay is the backoff, capped at 5 s */
-    IBX_PAUSE = 4                /* the downstream is unavailable (broker down, uplink off):
+    IBX_PAUSE = 4,               /* the downstream is unavailable (broker down, uplink off):
                                     the message goes back without using an attempt and its
                                     topic is paused (see pause_ms in ibx_dispatcher_desc) */
+    IBX_CONFLICT = 5             /* transactional handlers only (ibx_dispatcher_on_tx): a
+                                    statement of the handler's transaction hit a deadlock,
+                                    serialization failure or lock timeout (ibx_tx_conflict
+                                    says which errors are): rolled back and run again, no
+                                    attempt used; from any other handler it is not an
+                                    outcome (the message ends dead) */
 } ibx_outcome;
 
 /* Room for a handler's error text, with its NUL. */
@@ -1311,6 +1363,11 @@ typedef struct ibx_run_stats {
     int64_t reaped;              /* expired leases released by a periodic reap */
     int paused;                  /* put back, attempts unchanged, because their topic is
                                     paused (IBX_PAUSE); not counted in `retried` */
+    int lease_lost;              /* transactional handlers (ibx_dispatcher_on_tx) whose
+                                    message was no longer leased to this worker at the
+                                    settle: everything rolled back, no attempt used */
+    int conflicts;               /* transactional handlers' transactions rolled back by a
+                                    deadlock or serialization failure and run again */
 } ibx_run_stats;
 
 /* How to dispatch. All-zero fields take the defaults shown. */
@@ -1414,6 +1471,91 @@ IBX_API ibx_result ibx_dispatcher_on(ibx_dispatcher *dispatcher, const char *top
 IBX_API ibx_result ibx_dispatcher_on_batch(ibx_dispatcher *dispatcher, const char *topic,
                                            ibx_batch_handler handler, void *user);
 
+/* A transactional handler (ibx_dispatcher_on_tx): a handler (see
+ * ibx_handler) that also gets the store's own connection, `hdbc`, inside a
+ * transaction the dispatcher opened for this message: an SQLHDBC, or with
+ * IBX_SQLITE3_API the sqlite3 *. What it writes there commits together with
+ * the message's settle, or not at all. Never commit, roll back, change the
+ * autocommit mode or close it; never keep it past the call. */
+typedef ibx_outcome (*ibx_tx_handler)(const ibx_message *message, void *hdbc, char *error,
+                                      size_t error_size, void *user);
+
+/* Register a transactional handler for `topic` (exact, case-sensitive), or
+ * for every topic that has no handler of its own with "*". For each
+ * message the dispatcher opens a transaction on the store's connection,
+ * calls the handler, and:
+ *   IBX_DONE      acks the message in that transaction (the ack checks that
+ *                 the message is still leased to this dispatcher: its owner
+ *                 token still on the row, in flight) and commits: the
+ *                 handler's writes and Done commit together, exactly once.
+ *                 A lease lost meanwhile (reaped, claimed by another
+ *                 worker) rolls everything back: no effect, no attempt used,
+ *                 counted in ibx_run_stats.lease_lost and logged (WARN).
+ *   IBX_RETRY, IBX_DEAD, IBX_WAIT, IBX_PAUSE   roll back the handler's
+ *                 writes, then settle as for any handler (a retry uses an
+ *                 attempt; dead is dead with no effect).
+ *   IBX_CONFLICT  (or a deadlock, serialization failure or busy database
+ *                 in the ack or the commit) roll back and run the handler
+ *                 again at once, up to 3 times in all, without using an
+ *                 attempt (ibx_run_stats.conflicts); then the message goes
+ *                 back, due after the backoff, attempts unchanged.
+ * A failure of the database in the dispatcher's part (begin, ack, commit)
+ * rolls back and retries the message with that error (an attempt); a
+ * connection lost at the commit leaves the outcome to the database: Done
+ * with its effects, or leased without them and delivered again. Calls on
+ * message->store inside the handler (ibx_enqueue of follow-ups) run in
+ * the handler's transaction: they commit with it or not at all; not
+ * ibx_lease_extend (it would lock the message's row until the commit, and
+ * the renewal already extends it). Effects outside this database (a mail,
+ * an HTTP call) stay at least once. The transaction is the connection's
+ * default isolation (READ COMMITTED on PostgreSQL and the store's
+ * MariaDB connection). While it is open the message's row is not locked,
+ * so the lease renewal (its own connection) and other workers' claims do
+ * not wait for it; on SQLite it is deferred: it takes the database's write
+ * lock at the handler's first write (or at the ack) and holds it to the
+ * commit, so every other writer (renewal, claims, producers) waits for it
+ * up to their busy timeout: keep such handlers short. A topic has
+ * transactional handlers or handlers of another kind, not both, and one
+ * transactional handler. Needs the store's own connection (a store opened
+ * on a caller's hdbc is refused when the message comes: IBX_RETRY with the
+ * reason). Returns IBX_OK, IBX_ERR_INVALID_ARG (as ibx_dispatcher_on; the
+ * topic already has a handler), IBX_ERR_NO_MEMORY. Does not touch the
+ * database. */
+IBX_API ibx_result ibx_dispatcher_on_tx(ibx_dispatcher *dispatcher, const char *topic,
+                                        ibx_tx_handler handler, void *user);
+
+/* A transactional batch handler (ibx_dispatcher_on_batch_tx): a batch
+ * handler (see ibx_batch_handler) that also gets the store's connection
+ * inside a transaction, as ibx_tx_handler does. results[i] may also be
+ * IBX_CONFLICT (the whole call is then rolled back and run again). */
+typedef void (*ibx_batch_tx_handler)(const ibx_message *const *messages, ibx_batch_result *results, int count,
+                                     void *hdbc, void *user);
+
+/* Register a transactional batch handler for `topic` ("*": every topic
+ * without a handler of its own): a claim's messages of the topic in one
+ * call, as ibx_dispatcher_on_batch, inside one transaction, as
+ * ibx_dispatcher_on_tx. When every result is IBX_DONE, the messages are
+ * acked in that transaction and it commits: their writes and Done
+ * together. Any other result rolls the whole call back: the messages with
+ * another outcome are settled with it (no effect), and those that were
+ * done are handed to the handler again, alone, in a new transaction (a
+ * handler writes for every message it is given, and for them only). A
+ * result IBX_CONFLICT, or a conflict at the ack or the commit, runs the
+ * same call again (3 runs in all, no attempt used). When the ack finds a
+ * message no longer leased to this dispatcher, all is rolled back: the
+ * lost ones are counted in lease_lost, the others released unhandled
+ * without using an attempt. Returns as ibx_dispatcher_on_batch. */
+IBX_API ibx_result ibx_dispatcher_on_batch_tx(ibx_dispatcher *dispatcher, const char *topic,
+                                              ibx_batch_tx_handler handler, void *user);
+
+/* Whether a database error a transactional handler got on its hdbc is one
+ * to answer with IBX_CONFLICT: a deadlock, serialization failure, lock wait
+ * timeout or busy database, as the store's dialect reports them (SQLSTATE
+ * class 40, 55P03; MariaDB 1205, 1213, 1020; SQLite 5 SQLITE_BUSY, 6
+ * SQLITE_LOCKED as native). `sqlstate` may be NULL. 1 or 0; 0 for a NULL
+ * store. */
+IBX_API int ibx_tx_conflict(const ibx_store *store, const char *sqlstate, long native_error);
+
 /* One round: reap if the reap interval has passed, claim one batch, run
  * the handlers, then settle: all successes in one ack, each failure
  * abandoned (with backoff) or failed, the messages of a paused topic put
@@ -1426,7 +1568,12 @@ IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *dispatcher, ibx_run_s
 /* Loop run_once() until ibx_dispatcher_stop() or *stop_flag: after an
  * empty round wait poll_interval_ms (doubling up to idle_max_ms), after a
  * database error wait error_delay_ms, and wake at once on
- * ibx_dispatcher_wake(). Returns IBX_OK when stopped. */
+ * ibx_dispatcher_wake(). Returns IBX_OK when stopped.
+ * With one store, a batch's successes are acked with the next round's
+ * claim (on PostgreSQL in its statement: one round trip and one commit per
+ * batch), which follows at once; they are acked on their own before
+ * housekeeping, when that claim fails, and before run() returns. Messages
+ * with an ordering key are acked at once, as run_once() acks everything. */
 IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *dispatcher);
 
 /* Ask run() to return after the current round. Final: a stop given
@@ -4582,6 +4729,20 @@ IBX__PRIVATE ibx_result ibx__begin(ibx__db *db, int mode) {
     return r;
 }
 
+/* Open a transactional handler's transaction (ibx__handle_tx) as a unit
+ * that writes, except on SQLite: there a plain (deferred) BEGIN, so that the
+ * write lock, which holds back every other writer, is taken only at the
+ * handler's first write or at the ack, not while it reads or waits. */
+IBX__PRIVATE ibx_result ibx__begin_handler(ibx__db *db) {
+    int mode = ibx__unit_mode(db, IBX__UNIT_WRITE);
+    ibx_result r;
+    if (mode != IBX__RUN_SQL || db->d->id != IBX_DIALECT_SQLITE) return ibx__begin(db, mode);
+    db->unit = mode;
+    r = ibx__exec_direct(db, "BEGIN", "BEGIN");
+    if (r == IBX_OK) db->in_tx = 1;
+    return r;
+}
+
 IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
 #ifndef IBX_SQLITE3_API
     SQLUINTEGER dead = 0;
@@ -4647,6 +4808,10 @@ IBX__PRIVATE ibx_result ibx__unit_run(ibx__db *db, ibx__unit_fn fn, void *ctx, c
                                       int flags) {
     ibx_result r;
     int attempt, mode;
+    /* A transactional handler's transaction is open on the store's own
+     * connection (ibx__handle_tx): the store's calls made inside it (its
+     * ack, the handler's follow-up enqueues) run in it, and commit with it. */
+    if (db->callers_tx) return fn(db, ctx);
     for (attempt = 0;; attempt++) {
         r = ibx__db_ensure(db);
         if (r != IBX_OK) return r;
@@ -5106,6 +5271,52 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
 }
 #endif /* IBX_SQLITE3_API */
 
+/* >> priority: the claim's order (both headers) --------------------------------------- */
+
+/* A due message's rank is its NextAttemptAt less Priority x
+ * IBX_PRIORITY_AGING_MS; a claim takes the smallest rank first: the higher
+ * priority first among messages due at the same time, and one that has
+ * waited k x 10 s longer before one k levels higher, so none starves.
+ * Priority 0, the default, ranks by NextAttemptAt alone: unprioritised
+ * messages keep their order. The rank is an index of the table's
+ * claimable rows (IX_{N}_Claim: SQLite and PostgreSQL an expression index,
+ * MariaDB the generated column ClaimRank), walked in order from its start;
+ * the walk's range ends where a lowest-priority message due now would rank
+ * (now + 50 s), so an idle claim reads no further than what comes due in
+ * the next 50 to 100 s, and a claim of a backlog reads its batch. The
+ * ORDER BY texts below, with the range that bounds the walk, are the
+ * claims' whole order: `c` is the table's alias ("c." or ""). */
+#define IBX__PRIORITY_AGING_S "10"   /* IBX_PRIORITY_AGING_MS in seconds */
+#define IBX__PRIORITY_HORIZON_S "50" /* -IBX_PRIORITY_MIN levels of aging */
+#define IBX__SQLITE_RANK(c) c "NextAttemptAt - " c "Priority * " IBX__PRIORITY_AGING_S "000"
+#define IBX__SQLITE_CLAIM_ORDER(c)                                                                \
+    "AND " IBX__SQLITE_RANK(c) " <= {W} + " IBX__PRIORITY_HORIZON_S "000 ORDER BY " IBX__SQLITE_RANK(c)
+/* PostgreSQL: timestamptz less an interval is not immutable (a day's
+ * length depends on the zone): the rank is UTC wall time, which is. */
+#define IBX__PG_RANK(c)                                                                           \
+    "((" c "\"NextAttemptAt\" AT TIME ZONE 'UTC') - " c "\"Priority\" * interval '" IBX__PRIORITY_AGING_S " seconds')"
+#define IBX__PG_CLAIM_ORDER(c)                                                                    \
+    "AND " IBX__PG_RANK(c) " <= (now() AT TIME ZONE 'UTC') + interval '" IBX__PRIORITY_HORIZON_S " seconds' "  \
+    "ORDER BY " IBX__PG_RANK(c)
+/* MariaDB: the generated column ClaimRank (parked rows keep their time:
+ * the last day of 9999 less an interval would overflow). */
+#define IBX__MY_RANK                                                                              \
+    "DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL "      \
+    "(`Priority` * " IBX__PRIORITY_AGING_S ") SECOND)) PERSISTENT"
+#define IBX__MY_CLAIM_ORDER(c)                                                                    \
+    "AND " c "`ClaimRank` <= UTC_TIMESTAMP(6) + INTERVAL " IBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ClaimRank`"
+
+/* A full row's Priority column; SQL Server's rows have none (it stores the
+ * column but claims by due time alone): 0 there. */
+IBX__PRIVATE ibx_result ibx__get_priority(ibx__db *db, SQLHSTMT st, int col, int *out) {
+    int64_t v = 0;
+    ibx_result r;
+    if (db->d->id == IBX_DIALECT_SQLSERVER) return IBX_OK;
+    r = ibx__get_i64(db, st, col, &v, NULL);
+    if (r == IBX_OK) *out = (int)v;
+    return r;
+}
+
 /* >> registry of many databases ---------------------------------------------------- */
 
 /* One database's store and its housekeeping schedule. */
@@ -5536,13 +5747,18 @@ typedef struct ibx__route {
     char *topic;                 /* "*" matches every topic */
     ibx__any_fn fn;
     void *user;
-    int batch;                   /* a batch handler (takes all of a claim's messages of a topic) */
+    int batch;                   /* IBX__ROUTE_BATCH: a batch handler (takes all of a claim's
+                                    messages of a topic); IBX__ROUTE_TX, _BATCH_TX: transactional */
 } ibx__route;
+
+enum { IBX__ROUTE_ONE = 0, IBX__ROUTE_BATCH = 1, IBX__ROUTE_TX = 2, IBX__ROUTE_BATCH_TX = 3 };
 
 typedef struct ibx__routes {
     ibx__route *items;
     int count, cap;
-    int batches;                 /* how many are batch routes (0: the per-message path only) */
+    int batches;                 /* how many are batch routes, transactional or not (0: the
+                                    per-message path only) */
+    int txs;                     /* how many are transactional routes */
 } ibx__routes;
 
 IBX__PRIVATE ibx_result ibx__routes_add(const ibx__hooks *h, ibx__routes *r, const char *topic,
@@ -5559,7 +5775,8 @@ IBX__PRIVATE ibx_result ibx__routes_add(const ibx__hooks *h, ibx__routes *r, con
     r->items[r->count].fn = fn;
     r->items[r->count].user = user;
     r->items[r->count].batch = batch;
-    r->batches += batch != 0;
+    r->batches += batch == IBX__ROUTE_BATCH || batch == IBX__ROUTE_BATCH_TX;
+    r->txs += batch == IBX__ROUTE_TX;
     r->count++;
     return IBX_OK;
 }
@@ -5569,7 +5786,7 @@ IBX__PRIVATE void ibx__routes_free(const ibx__hooks *h, ibx__routes *r) {
     for (i = 0; i < r->count; i++) ibx__free(h, r->items[i].topic);
     ibx__free(h, r->items);
     r->items = NULL;
-    r->count = r->cap = r->batches = 0;
+    r->count = r->cap = r->batches = r->txs = 0;
 }
 
 /* The next per-message route for `topic`: exact matches in registration
@@ -5588,7 +5805,7 @@ IBX__PRIVATE const ibx__route *ibx__routes_next(const ibx__routes *r, const char
 }
 
 /* The first route registered for exactly `topic` ("*" only for "*") of the
- * given kind (batch or per-message), or NULL. */
+ * given kind (IBX__ROUTE_*), or NULL. */
 IBX__PRIVATE const ibx__route *ibx__routes_find(const ibx__routes *r, const char *topic, int batch) {
     int i;
     for (i = 0; i < r->count; i++)
@@ -5596,15 +5813,31 @@ IBX__PRIVATE const ibx__route *ibx__routes_find(const ibx__routes *r, const char
     return NULL;
 }
 
-/* The batch route for a message of `topic`: its own, else the "*" one
- * when the topic has no per-message handler at all; NULL: per message. */
+/* The batch route (transactional or not) for a message of `topic`: its
+ * own, else the "*" one when the topic has no per-message handler at all;
+ * NULL: per message. */
 IBX__PRIVATE const ibx__route *ibx__routes_batch(const ibx__routes *r, const char *topic) {
     const ibx__route *b;
     int cursor = 0;
     if (!r->batches) return NULL;
-    b = ibx__routes_find(r, topic, 1);
-    if (b) return b;
-    return ibx__routes_next(r, topic, &cursor) ? NULL : ibx__routes_find(r, "*", 1);
+    if ((b = ibx__routes_find(r, topic, IBX__ROUTE_BATCH)) != NULL) return b;
+    if ((b = ibx__routes_find(r, topic, IBX__ROUTE_BATCH_TX)) != NULL) return b;
+    if (r->txs && ibx__routes_find(r, topic, IBX__ROUTE_TX)) return NULL;
+    if (ibx__routes_next(r, topic, &cursor)) return NULL;
+    if ((b = ibx__routes_find(r, "*", IBX__ROUTE_BATCH)) != NULL) return b;
+    return ibx__routes_find(r, "*", IBX__ROUTE_BATCH_TX);
+}
+
+/* The transactional route for a message of `topic`: its own, else the "*"
+ * one when the topic has no handler of its own of another kind. */
+IBX__PRIVATE const ibx__route *ibx__routes_tx(const ibx__routes *r, const char *topic) {
+    const ibx__route *t;
+    if (!r->txs) return NULL;
+    if ((t = ibx__routes_find(r, topic, IBX__ROUTE_TX)) != NULL) return t;
+    if (ibx__routes_find(r, topic, IBX__ROUTE_ONE) || ibx__routes_find(r, topic, IBX__ROUTE_BATCH) ||
+        ibx__routes_find(r, topic, IBX__ROUTE_BATCH_TX))
+        return NULL;
+    return ibx__routes_find(r, "*", IBX__ROUTE_TX);
 }
 
 /* Waiting between rounds, interruptible by wake and stop. Without threads
@@ -6130,6 +6363,7 @@ enum {
     IBX__Q_WAKE,       /* none: the inbox has no ordering keys, so nothing is parked (the
                           common reap asks for it) */
     IBX__Q_ANALYZE,    /* statistics refreshed where stale (PostgreSQL; see ibx_reap) */
+    IBX__Q_CLAIM_ACK,  /* -> CLAIM's rows, then the count ACK changed (ibx__claim_ack_sql) */
     IBX__Q_OWNED,      /* not a statement: {O} in the others, the rows of a key list the
                           owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
@@ -6147,8 +6381,8 @@ enum {
 static const ibx__stmt_row ibx__stmt_args_rows[] = {
     {IBX__Q_SEEN, "ttb"},           /* source, message_id, hash */
     {IBX__Q_ENQUEUE, "ttttbii"},    /* source, id, topic, payload, hash, due, next_attempt */
-    {IBX__Q_ENQUEUE_ENV, "ttttbii" IBX__ENV_ARGS "i"}, /* ENQUEUE's, tenant, aggregate type,
-                                                          aggregate id, headers, expiry */
+    {IBX__Q_ENQUEUE_ENV, "ttttbii" IBX__ENV_ARGS "ii"}, /* ENQUEUE's, tenant, aggregate type,
+                                                           aggregate id, headers, expiry, priority */
     {IBX__Q_MARK, "tttttt"},        /* status x4, source, id */
     {IBX__Q_CLAIM, "tii"},          /* owner, lease_seconds, batch; after a CLAIM_PICK, CLAIM_READ's */
     {IBX__Q_CLAIM_PICK, "ii"},      /* batch, window */
@@ -6172,24 +6406,35 @@ static const ibx__stmt_row ibx__stmt_args_rows[] = {
     {IBX__Q_RUN_NOW, "tt"},         /* source, id */
     {IBX__Q_WAKE, ""},
     {IBX__Q_ANALYZE, ""},
+    {IBX__Q_CLAIM_ACK, "tlltii"},   /* ACK's, then CLAIM's */
     {IBX__Q_COUNT, NULL}};
 #define IBX__ARGS_JSON_ROWS(id) 0 /* no statement takes JSON rows (obx.h's batch inserts do) */
 
+/* The claim's order: priority with aging (IBX__SQLITE_CLAIM_ORDER and the
+ * other dialects', in the common core). IX_{N}_Claim's predicate is the
+ * claim's own (IBX__CLAIM_ONLY: Starts >= 0 always holds, and no other
+ * statement says it), so no other statement's planner takes it for the
+ * work-queue index. PostgreSQL's Status and due tests are IS TRUE (no index
+ * serves them): a planner with few statistics otherwise took the
+ * work-queue index and sorted it. */
+#define IBX__CLAIM_ONLY(o, c) o "Status" c " = 'Processing' AND " o "Starts" c " >= 0"
+#define IBX__PG_CLAIM_ONLY "(\"Status\" = 'Processing') IS TRUE AND \"Starts\" >= 0"
 #define IBX__SQLITE_COLS                                                                     \
     "Source, MessageId, Topic, Payload, Hash, FirstSeenUtc, "          \
     "LastSeenUtc, Status, LockedUntil, OwnerToken, Attempt, LastError, " \
     "NextAttemptAt, DueTimeUtc, Starts, TenantId, AggregateType, AggregateId, Headers, "   \
-    "ExpiresAt"
+    "ExpiresAt, Priority"
 #define IBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define IBX__PG_COLS                                                                         \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", " IBX__PG_MS("FirstSeenUtc") \
     ", " IBX__PG_MS("LastSeenUtc") ", \"Status\", " IBX__PG_MS("LockedUntil") ", "            \
     "CAST(\"OwnerToken\" AS text), \"Attempt\", \"LastError\", " IBX__PG_MS("NextAttemptAt")  \
     ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\", \"TenantId\", \"AggregateType\", \"AggregateId\", " \
-    "CAST(\"Headers\" AS text), " IBX__PG_MS("ExpiresAt")
+    "CAST(\"Headers\" AS text), " IBX__PG_MS("ExpiresAt") ", \"Priority\""
 /* A claim's short row (ibx__read_claimed): what the claim did not set, the
  * integers first (bound), the last a mask of the optional columns that are
- * not NULL (read only those), then the texts. nn writes one bit (IBX__NN, or
+ * not NULL (read only those) with the priority + 8 above its 6 bits, then
+ * the texts. nn writes one bit (IBX__NN, or
  * IBX__NN_INT), o and c quote a name. */
 #define IBX__NN(col, bit) "(CASE WHEN " col " IS NULL THEN 0 ELSE " bit " END)"
 /* SQLite gives a comparison's truth as 1 or 0: a shorter bit there. */
@@ -6197,7 +6442,7 @@ static const ibx__stmt_row ibx__stmt_args_rows[] = {
 #define IBX__CLAIM_MASK(nn, o, c)                                                                     \
     nn(o "Hash" c, "1") " + " nn(o "LastError" c, "2") " + " nn(o "TenantId" c, "4")  \
     " + " nn(o "AggregateType" c, "8") " + " nn(o "AggregateId" c, "16") " + "              \
-    nn(o "Headers" c, "32")
+    nn(o "Headers" c, "32") " + (" o "Priority" c " + 8) * 64"
 #define IBX__SQLITE_CLAIM_COLS                                                                    \
     "FirstSeenUtc, LastSeenUtc, LockedUntil, Attempt, NextAttemptAt, DueTimeUtc, " \
     "Starts, ExpiresAt, " IBX__CLAIM_MASK(IBX__NN_INT, "", "") ", Source, MessageId, Topic, "  \
@@ -6269,8 +6514,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (Source, MessageId, Topic, Payload, Hash, Status, "
      "DueTimeUtc, NextAttemptAt, " IBX__ENV("TenantId, AggregateType, AggregateId, Headers, ")
-     "ExpiresAt) VALUES (?1, ?2, ?3, ?4, ?5, 'Processing', ?6, coalesce(?7, {W}), " IBX__ENV("?8, ?9, ?10, ?11, ")
-     "?12) ON CONFLICT (Source, MessageId) DO UPDATE SET " IBX__SQLITE_REDELIVERY "Topic = excluded.Topic, "
+     "ExpiresAt, Priority) VALUES (?1, ?2, ?3, ?4, ?5, 'Processing', ?6, coalesce(?7, {W}), " IBX__ENV("?8, ?9, ?10, ?11, ")
+     "?12, ?13) ON CONFLICT (Source, MessageId) DO UPDATE SET " IBX__SQLITE_REDELIVERY "Topic = excluded.Topic, "
      "Payload = excluded.Payload, Hash = excluded.Hash, "
      "DueTimeUtc = excluded.DueTimeUtc, NextAttemptAt = excluded.NextAttemptAt, "
      "LastSeenUtc = {W}, Attempt = iif(Status = 'Dead', 0, Attempt), "
@@ -6290,8 +6535,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_CLAIM,
      "WITH _ AS (SELECT 1) UPDATE {T} SET OwnerToken = ?, "
      "LockedUntil = {W} + CAST(? AS INTEGER) * 1000, Starts = Starts + 1 WHERE rowid IN "
-     "(SELECT rowid FROM {T} WHERE Status = 'Processing' AND NextAttemptAt <= {W} AND "
-     "(LockedUntil IS NULL OR LockedUntil < {W}) AND Starts < {Q} ORDER BY NextAttemptAt LIMIT ?) "
+     "(SELECT rowid FROM {T} INDEXED BY \"IX_{N}_Claim\" WHERE " IBX__CLAIM_ONLY("", "") " AND NextAttemptAt <= {W} AND "
+     "(LockedUntil IS NULL OR LockedUntil < {W}) AND Starts < {Q} " IBX__SQLITE_CLAIM_ORDER("") " LIMIT ?) "
      "RETURNING " IBX__SQLITE_CLAIM_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET Status = iif(" IBX__SQLITE_MARKED ", 'Processing', 'Done'), "
@@ -6372,6 +6617,7 @@ static const char *const ibx__sqlite_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS 
      ")",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_WorkQueue\" ON {T} (NextAttemptAt) "
      "WHERE Status = 'Processing'",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Claim\" ON {T} (" IBX__SQLITE_RANK("") ") WHERE " IBX__CLAIM_ONLY("", ""),
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (LockedUntil) "
      "WHERE Status = 'Processing' AND LockedUntil IS NOT NULL",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (LastSeenUtc) WHERE Status = 'Done'",
@@ -6383,6 +6629,7 @@ static const char *const ibx__sqlite_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS 
 static const ibx__column ibx__sqlite_inbox_columns[] = {
     {"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"},
     {"AggregateId", "TEXT NULL"}, {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"},
+    {"Priority", "INTEGER NOT NULL DEFAULT 0"}, /* IBX__SQLITE_CLAIM_ORDER */
     {NULL, NULL}};
 static const ibx__sqlset ibx__sqlite_inbox = {
     "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
@@ -6436,9 +6683,9 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "
-     "\"ExpiresAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
+     "\"ExpiresAt\", \"Priority\") VALUES (?, ?, ?, ?, ?, 'Processing', "
      "to_timestamp(CAST(? AS bigint) / 1000.0), coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()), "
-     "?, ?, ?, CAST(? AS json), to_timestamp(CAST(? AS bigint) / 1000.0)) "
+     "?, ?, ?, CAST(? AS json), to_timestamp(CAST(? AS bigint) / 1000.0), CAST(? AS smallint)) "
      "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET " IBX__PG_REDELIVERY "\"Topic\" = excluded.\"Topic\", "
      "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
@@ -6464,9 +6711,9 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_CLAIM,
      "UPDATE {T} SET \"OwnerToken\" = CAST(? AS uuid), "
      "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
-     "WHERE ctid = ANY (ARRAY(SELECT ctid FROM {T} WHERE \"Status\" = 'Processing' "
-     "AND \"NextAttemptAt\" <= now() AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) AND \"Starts\" < {Q} "
-     "ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
+     "WHERE ctid = ANY (ARRAY(SELECT ctid FROM {T} WHERE " IBX__PG_CLAIM_ONLY " "
+     "AND (\"NextAttemptAt\" <= now()) IS TRUE AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) AND \"Starts\" < {Q} "
+     IBX__PG_CLAIM_ORDER("") " LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
      "RETURNING " IBX__PG_CLAIM_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = CASE WHEN " IBX__PG_MARKED " THEN 'Processing' ELSE 'Done' END, "
@@ -6565,6 +6812,7 @@ static const char *const ibx__postgresql_inbox_ddl[] = {"SELECT pg_advisory_xact
      ")",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_WorkQueue\" ON {T} (\"NextAttemptAt\") "
      "WHERE \"Status\" = 'Processing'",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Claim\" ON {T} (" IBX__PG_RANK("") ") WHERE " IBX__PG_CLAIM_ONLY,
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") "
      "WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (\"LastSeenUtc\") WHERE \"Status\" = 'Done'",
@@ -6576,7 +6824,7 @@ static const char *const ibx__postgresql_inbox_ddl[] = {"SELECT pg_advisory_xact
 static const ibx__column ibx__postgresql_inbox_columns[] = {
     {"Starts", "integer NOT NULL DEFAULT 0"}, {"TenantId", "varchar(64) NULL"},
     {"AggregateType", "varchar(64) NULL"}, {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
-    {"ExpiresAt", "timestamptz NULL"},
+    {"ExpiresAt", "timestamptz NULL"}, {"Priority", "smallint NOT NULL DEFAULT 0"}, /* IBX__PG_CLAIM_ORDER */
     {NULL, NULL}};
 static const ibx__sqlset ibx__postgresql_inbox = {
     "now()",
@@ -6596,7 +6844,7 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     "`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, " IBX__MY_MS("FirstSeenUtc") ", "     \
     IBX__MY_MS("LastSeenUtc") ", `Status`, " IBX__MY_MS("LockedUntil") ", `OwnerToken`, "      \
     "`Attempt`, `LastError`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, " \
-    "`TenantId`, `AggregateType`, `AggregateId`, `Headers`, " IBX__MY_MS("ExpiresAt")
+    "`TenantId`, `AggregateType`, `AggregateId`, `Headers`, " IBX__MY_MS("ExpiresAt") ", `Priority`"
 #define IBX__MY_CLAIM_COLS                                                                        \
     IBX__MY_MS("FirstSeenUtc") ", " IBX__MY_MS("LastSeenUtc") ", " IBX__MY_MS("LockedUntil") ", "  \
     "`Attempt`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, "          \
@@ -6655,9 +6903,9 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
 #endif
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
-     "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`) VALUES (?, ?, ?, ?, ?, "
-     "'Processing', " IBX__MY_FROM_MS("?") ", COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, ?, ?, "
-     IBX__MY_FROM_MS("?") ") ON DUPLICATE KEY UPDATE " IBX__MY_REDELIVERY
+     "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`, `Priority`) VALUES (?, "
+     "?, ?, ?, ?, 'Processing', " IBX__MY_FROM_MS("?") ", COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, "
+     "?, ?, " IBX__MY_FROM_MS("?") ", ?) ON DUPLICATE KEY UPDATE " IBX__MY_REDELIVERY
      "`Topic` = IF(" IBX__MY_DONE ", `Topic`, VALUES(`Topic`)), "
      "`Payload` = IF(" IBX__MY_DONE ", `Payload`, VALUES(`Payload`)), "
      "`Hash` = IF(" IBX__MY_DONE ", `Hash`, VALUES(`Hash`)), "
@@ -6739,9 +6987,9 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      * purge, and every leased row). The index is forced. */
     {IBX__Q_CLAIM_PICK,
      "SELECT t.`Source`, t.`MessageId` FROM (SELECT `Source`, `MessageId` FROM {T} "
-     "FORCE INDEX (`IX_{N}_WorkQueue`) WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
+     "FORCE INDEX (`IX_{N}_Claim`) WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6)) AND `Starts` < {Q} "
-     "ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
+     IBX__MY_CLAIM_ORDER("") " LIMIT ?2) AS c "
      "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Source` = c.`Source` AND t.`MessageId` = c.`MessageId` "
      "WHERE t.`Status` = 'Processing' AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) AND t.`Starts` < {Q} "
@@ -6786,6 +7034,7 @@ static const char *const ibx__mariadb_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS
      "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
      "    KEY `IX_{N}_Cleanup` (`Status`, `LastSeenUtc`)\n"
      ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
+     "CREATE INDEX IF NOT EXISTS `IX_{N}_Claim` ON {T} (`Status`, `ClaimRank`, `NextAttemptAt`)",
      NULL};
 /* Columns added since the first release, oldest first: a new column is
  * one more entry here and in each other dialect's set (ibx__sqlset).
@@ -6794,6 +7043,7 @@ static const char *const ibx__mariadb_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS
 static const ibx__column ibx__mariadb_inbox_columns[] = {
     {"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"},
     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"},
+    {"Priority", "TINYINT NOT NULL DEFAULT 0"}, {"ClaimRank", IBX__MY_RANK}, /* IBX__MY_CLAIM_ORDER */
     {NULL, NULL}};
 static const ibx__sqlset ibx__mariadb_inbox = {
     "UTC_TIMESTAMP(6)",
@@ -6893,7 +7143,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
      "COALESCE(" IBX__MS_FROM_MS("?7", IBX__MS_EPOCH) ", SYSUTCDATETIME()) AS [NextAt], ?8 AS [TenantId], "
      "?9 AS [AggregateType], ?10 AS [AggregateId], ?11 AS [Headers], "
-     IBX__MS_FROM_MS("?12", IBX__MS_EPOCH) " AS [ExpiresAt]) AS s "
+     IBX__MS_FROM_MS("?12", IBX__MS_EPOCH) " AS [ExpiresAt], ?13 AS [Priority]) AS s "
      "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
      "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET " IBX__MS_REDELIVERY
      "[Topic] = s.[Topic], [Payload] = s.[Payload], "
@@ -6906,9 +7156,9 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "[Headers] = COALESCE(t.[Headers], s.[Headers]), [ExpiresAt] = COALESCE(t.[ExpiresAt], s.[ExpiresAt]), "
      "[Status] = 'Processing' "
      "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
-     "[DueTimeUtc], [NextAttemptAt], [TenantId], [AggregateType], [AggregateId], [Headers], [ExpiresAt]) "
-     "VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], 'Processing', s.[Due], s.[NextAt], "
-     "s.[TenantId], s.[AggregateType], s.[AggregateId], s.[Headers], s.[ExpiresAt]);"},
+     "[DueTimeUtc], [NextAttemptAt], [TenantId], [AggregateType], [AggregateId], [Headers], [ExpiresAt], "
+     "[Priority]) VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], 'Processing', s.[Due], "
+     "s.[NextAt], s.[TenantId], s.[AggregateType], s.[AggregateId], s.[Headers], s.[ExpiresAt], s.[Priority]);"},
     {IBX__Q_MARK,
      "UPDATE {T} SET [Status] = CASE WHEN [Status] = 'Done' THEN 'Done' ELSE ? END, "
      "[Attempt] = CASE WHEN [Status] = 'Dead' AND ? = 'Processing' THEN 0 ELSE [Attempt] END, "
@@ -7059,6 +7309,7 @@ static const ibx__column ibx__sqlserver_inbox_columns[] = {
     {"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
     {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
     {"ExpiresAt", "DATETIME2(3) NULL"},
+    {"Priority", "SMALLINT NOT NULL DEFAULT 0"}, /* stored; the claim orders by due time alone */
     {NULL, NULL}};
 static const ibx__sqlset ibx__sqlserver_inbox = {
     "SYSUTCDATETIME()",
@@ -7110,8 +7361,10 @@ static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__
 #define IBX__DELAY_MIN_MS 1           /* a given delay must be positive (IBX-058) */
 #define IBX__RETENTION_DEFAULT_MS IBX_DEFAULT_RETENTION_MS /* cleanup with retention 0 */
 #define IBX__MSG_ATTEMPTS(m) ((m)->attempt)
+#define IBX__MSG_KEYED(m) ((void)(m), 0)   /* no ordering keys */
 #define IBX__CLAIM_TEXTS 0            /* a claim's short row: 8 times and counts, */
 #define IBX__CLAIM_INTS 9             /* the mask (IBX__CLAIM_MASK), then the texts */
+#define IBX__CLAIM_COLS 19            /* 10 texts (IBX__PG_CLAIM_COLS) */
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct ibx__row_offsets {
@@ -7263,6 +7516,8 @@ struct ibx_store {
     const ibx__sqlset *q;
     char *sql[IBX__Q_COUNT];      /* expanded statements */
     ibx__buf keys[IBX__KEY_LISTS]; /* a batch statement's key lists (ibx__msg_key_add) */
+    ibx__buf carry[IBX__KEY_LISTS]; /* a dispatcher's acks carried into its next claim */
+    int carry_count;              /* how many (0: none; ibx__carry_flush) */
     ibx__buf rows;                /* strings of the last claim's messages */
     ibx__buf read_rows;           /* strings of the last get: apart, so a handler may read
                                      without spoiling the batch it was called from */
@@ -7473,6 +7728,29 @@ IBX__PRIVATE const char *ibx__stmt_args(const ibx__dialect *d, int id) {
     return NULL;
 }
 
+/* IBX__Q_CLAIM_ACK on PostgreSQL: a dispatcher's ack of its last batch and
+ * its next claim as one statement, made of the store's own ACK and CLAIM
+ * (so the claim's ordering and locks are written once): one round trip and
+ * one commit per batch instead of two of each. Both halves see the
+ * statement's one snapshot: the ack's rows are in flight there, the claim
+ * picks Ready ones, so they never meet, and a key whose message is acked
+ * here looks busy to this claim (the dispatcher carries no keyed acks). The
+ * count row: with nothing claimed, one row of NULLs still brings it. */
+static ibx_result ibx__claim_ack_sql(ibx_store *s) {
+    static const char head[] = "WITH a AS (", mid[] = " RETURNING 1), c AS (",
+                      tail[] = ") SELECT c.*, k.n FROM (SELECT count(*) AS n FROM a) AS k LEFT JOIN c ON true";
+    size_t n;
+    char *t;
+    if (s->db.d->id != IBX_DIALECT_POSTGRESQL || !s->sql[IBX__Q_ACK] || !s->sql[IBX__Q_CLAIM] ||
+        s->sql[IBX__Q_CLAIM_PICK] || s->q->claim_full_rows)
+        return IBX_OK;
+    n = sizeof head + strlen(s->sql[IBX__Q_ACK]) + sizeof mid + strlen(s->sql[IBX__Q_CLAIM]) + sizeof tail;
+    if (!(t = (char *)ibx__alloc(&s->hooks, n))) return IBX_ERR_NO_MEMORY;
+    snprintf(t, n, "%s%s%s%s%s", head, s->sql[IBX__Q_ACK], mid, s->sql[IBX__Q_CLAIM], tail);
+    s->sql[IBX__Q_CLAIM_ACK] = t;
+    return IBX_OK;
+}
+
 static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     const ibx__stmt_row *row;
     const char *names[26];
@@ -7495,6 +7773,7 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
             return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     }
     ibx__store_own_sql(&s->own, s->sql);
+    if (ibx__claim_ack_sql(s) != IBX_OK) return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
 #if IBX__CHECK_ARGS
     { /* every statement takes what it declares (ibx__args_check) */
         int i;
@@ -7929,6 +8208,7 @@ IBX_API void ibx_store_close(ibx_store *store) {
     hooks = store->hooks;
     for (i = 0; i < IBX__Q_COUNT; i++) ibx__free(&hooks, store->sql[i]);
     for (i = 0; i < IBX__KEY_LISTS; i++) ibx__buf_free(&hooks, &store->keys[i]);
+    for (i = 0; i < IBX__KEY_LISTS; i++) ibx__buf_free(&hooks, &store->carry[i]);
     ibx__store_own_free(&hooks, &store->own);
     ibx__buf_free(&hooks, &store->rows);
     ibx__buf_free(&hooks, &store->read_rows);
@@ -8041,6 +8321,22 @@ IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
     }
     r = unit(&caller, ctx);
     ibx__db_free_statements(&caller);
+    /* psqlODBC (statement-level rollback: an internal savepoint around each
+     * statement) may lose the connection after a statement ran, report the
+     * statement as successful and the caller's COMMIT too, which then
+     * commits nothing. What the driver knows is dead is not OK. */
+#ifndef IBX_SQLITE3_API
+    {
+        SQLUINTEGER dead = 0;
+        if (r >= 0 && caller.d->dead_flag_is_local &&
+            SQL_SUCCEEDED(SQLGetConnectAttr(caller.dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
+            dead == SQL_CD_TRUE) {
+            r = ibx__fail(&s->err, IBX_ERR_DB_TRANSIENT, what,
+                          "the caller's connection was lost" IBX__WHY(": its transaction is gone; roll it back"));
+            s->err.connection_lost = 1;
+        }
+    }
+#endif
     return r;
 }
 
@@ -8155,9 +8451,16 @@ static const char *ibx__at(const ibx__buf *b, size_t off) {
     return off == (size_t)-1 ? NULL : b->data + off;
 }
 
+enum { IBX__SETTLE_ACK, IBX__SETTLE_ABANDON, IBX__SETTLE_FAIL, IBX__SETTLE_EXTEND };
+static int ibx__settle_params(ibx__param *p, int kind, const char *worker, const char *token,
+                              const char *error, int64_t value, int attempts, const ibx__buf *keys);
+
 typedef struct ibx__claim_ctx {
     ibx_store *s;
     int lease_seconds, batch_size, count;
+    int ack_count;               /* s->carry's acks to run first, in the claim's unit (0: none) */
+    int ack_only;                /* run only them (the claim gave up: IBX__CLAIM_REDOS) */
+    int64_t acked;               /* how many of them the ack changed */
 } ibx__claim_ctx;
 
 /* Where the dialect has no UPDATE ... RETURNING: pick and lock the keys,
@@ -8185,25 +8488,59 @@ static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cu
 #define IBX__CLAIM_REDO ((ibx_result)15) /* no public result: within the enum's range for C++ */
 #define IBX__CLAIM_REDOS 3
 
+/* The claim's statements, up to the cursor of its rows (none after the
+ * acks alone). The carried acks: in the claim's statement where one can
+ * hold both (IBX__Q_CLAIM_ACK), else a statement before it in its
+ * transaction. */
+static ibx_result ibx__claim_exec(ibx__db *db, ibx__claim_ctx *c, int fused, SQLHSTMT *cur) {
+    ibx_store *s = c->s;
+    ibx__param p[8 + IBX__KEY_LISTS];
+    int n = 0;
+    ibx_result r;
+    if (c->ack_count > 0)
+        n = ibx__settle_params(p, IBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token, NULL, 0,
+                               0, s->carry);
+    if (c->ack_count > 0 && !fused) {
+        r = ibx__exec(db, IBX__Q_ACK, s->sql[IBX__Q_ACK], p, n, &c->acked, NULL);
+        if (r != IBX_OK || c->ack_only) return r;
+    }
+    if (fused) {
+        ibx__p_text(&p[n], s->token, 36);
+        ibx__p_i64(&p[n + 1], c->lease_seconds);
+        ibx__p_i64(&p[n + 2], c->batch_size);
+        r = ibx__exec(db, IBX__Q_CLAIM_ACK, s->sql[IBX__Q_CLAIM_ACK], p, n + 3, NULL, cur);
+    } else if (!IBX__SQLITE_ONLY && s->sql[IBX__Q_CLAIM_PICK]) {
+        r = ibx__claim_picked(db, c, cur);
+    } else {
+        ibx__p_text(&p[0], s->token, 36);
+        ibx__p_i64(&p[1], c->lease_seconds);
+        ibx__p_i64(&p[2], c->batch_size);
+        r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 3, NULL, cur);
+    }
+    return r;
+}
+
 static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
     ibx_store *s = c->s;
     SQLHSTMT cur = NULL;
     ibx__row_head head;
     const int short_rows = !s->q->claim_full_rows;
+    const int fused = c->ack_count > 0 && !c->ack_only && s->sql[IBX__Q_CLAIM_ACK];
+    int counted = 0;
     ibx_result r;
     c->count = 0;
+    c->acked = 0;
     s->rows.len = 0;
-    if (!IBX__SQLITE_ONLY && s->sql[IBX__Q_CLAIM_PICK]) {
-        r = ibx__claim_picked(db, c, &cur);
-    } else {
-        ibx__param p[3];
-        ibx__p_text(&p[0], s->token, 36);
-        ibx__p_i64(&p[1], c->lease_seconds);
-        ibx__p_i64(&p[2], c->batch_size);
-        r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 3, NULL, &cur);
-    }
+    r = ibx__claim_exec(db, c, fused, &cur);
+    if (c->ack_only) return r;
     if (r == IBX_OK && cur && short_rows) r = ibx__bind_head(db, cur, &head, IBX__CLAIM_TEXTS, IBX__CLAIM_INTS);
     while (r == IBX_OK && cur && (r = ibx__fetch(db, cur)) == IBX_OK) {
+        if (fused && !counted) { /* the ack's count, in every row: read once (the last column) */
+            const int empty = head.ind[IBX__CLAIM_INTS - 1] == SQL_NULL_DATA; /* no mask: nothing claimed */
+            if (empty && (r = ibx__get_i64(db, cur, IBX__CLAIM_COLS + 1, &c->acked, NULL)) != IBX_OK) break;
+            counted = 1 + !empty;
+            if (empty) continue;
+        }
         /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
          * subquery run twice does it): roll the claim back, lose nothing. */
         if (c->count >= c->batch_size) {
@@ -8215,6 +8552,10 @@ static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
         r = short_rows ? ibx__read_claimed(db, cur, &head, s->token, &s->msgs[c->count], &s->rows,
                                            &s->offsets[c->count])
                        : ibx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        if (r == IBX_OK && counted == 2) {
+            r = ibx__get_i64(db, cur, IBX__CLAIM_COLS + 1, &c->acked, NULL);
+            counted = 1;
+        }
         if (r == IBX_OK) c->count++;
     }
     if (short_rows) ibx__unbind(cur); /* `head` is about to go */
@@ -8232,8 +8573,12 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
         r = ibx__claim_once(db, c);
         if (r != IBX__CLAIM_REDO) return r;
         c->count = 0;
-        if (redo + 1 >= IBX__CLAIM_REDOS) return IBX_OK; /* nothing claimed this round */
+        if (redo + 1 >= IBX__CLAIM_REDOS && c->ack_count == 0) return IBX_OK; /* nothing claimed this round */
         if ((r = ibx__begin(db, mode)) != IBX_OK) return r;
+        if (redo + 1 >= IBX__CLAIM_REDOS) { /* the rollback took the carried acks too: those alone */
+            c->ack_only = 1;
+            return ibx__claim_once(db, c);
+        }
     }
 }
 
@@ -8261,8 +8606,10 @@ static ibx_result ibx__claim_room(ibx_store *s, int batch_size) {
     return IBX_OK;
 }
 
-IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
-                             int batch_size, const ibx_message **messages, int *count) {
+/* ibx_claim, after the store's carried acks (store->carry, `acks` of
+ * them; their count changed in *acked) in the same unit: all or nothing. */
+static ibx_result ibx__claim_run(ibx_store *store, const char *owner_token, int lease_seconds, int batch_size,
+                                 int acks, int64_t *acked, const ibx_message **messages, int *count) {
     ibx__claim_ctx ctx;
     ibx_result r;
     int i;
@@ -8281,11 +8628,20 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
     ctx.lease_seconds = lease_seconds;
     ctx.batch_size = batch_size;
     ctx.count = 0;
+    ctx.ack_count = acks;
+    ctx.ack_only = 0;
+    ctx.acked = 0;
     /* A transaction even where the claim is one statement: reading the
      * rows may still fail (memory, the driver), and then the claim must
      * not have happened; in autocommit its rows would stay leased to us. */
-    r = ibx__unit(&store->db, ibx__claim_unit, &ctx, "claim");
+    r = ibx__unit(&store->db, ibx__claim_unit, &ctx, acks > 0 ? "ack and claim" : "claim");
     if (r != IBX_OK) return r;
+    if (acks > 0) {
+        ibx__count(store, IBX_METRIC_DISPATCHED, ctx.acked);
+        ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "ack: %lld of %d (with the claim)",
+                 (long long)ctx.acked, acks);
+        *acked = ctx.acked;
+    }
     for (i = 0; i < ctx.count; i++) {
         ibx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
         store->msgs[i].store = store;
@@ -8296,6 +8652,11 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
     ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "claimed %d message(s) for %s", ctx.count,
              store->token);
     return ctx.count > 0 ? IBX_OK : IBX_EMPTY;
+}
+
+IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
+                             int batch_size, const ibx_message **messages, int *count) {
+    return ibx__claim_run(store, owner_token, lease_seconds, batch_size, 0, NULL, messages, count);
 }
 
 /* >> get ---------------------------------------------------------------------------- */
@@ -8412,8 +8773,6 @@ static ibx_result ibx__check_delay(ibx_store *s, const char *fn, int64_t delay_m
                      IBX__DELAY_MIN_MS, (long long)IBX_DELAY_MAX_MS, (long long)delay_ms);
 }
 
-enum { IBX__SETTLE_ACK, IBX__SETTLE_ABANDON, IBX__SETTLE_FAIL, IBX__SETTLE_EXTEND };
-
 /* The parameters of a settle statement, in the order every dialect's
  * ACK / ABANDON / FAIL / EXTEND takes them; returns how many. `value` is
  * abandon's delay (IBX_DELAY_BACKOFF: the statement's default backoff) or
@@ -8439,8 +8798,8 @@ static int ibx__settle_params(ibx__param *p, int kind, const char *worker, const
  * s->keys, in one statement. Abandon takes a delay (IBX_DELAY_BACKOFF: the
  * default backoff per message) and whether it uses up an attempt (not when
  * a message only waits); extend takes the lease in seconds. */
-static ibx_result ibx__settle(ibx_store *s, int kind, int count, const char *error,
-                              int64_t value, int attempts, int64_t *changed) {
+static ibx_result ibx__settle_lists(ibx_store *s, const ibx__buf *keys, int kind, int count, const char *error,
+                                   int64_t value, int attempts, int64_t *changed) {
     static const int slots[4] = {IBX__Q_ACK, IBX__Q_ABANDON, IBX__Q_FAIL, IBX__Q_EXTEND};
     static const char *const names[4] = {"ack", "abandon", "fail", "lease extend"};
     static const int metrics[4] = {IBX_METRIC_DISPATCHED, IBX_METRIC_RETRIED, IBX_METRIC_DEAD, -1};
@@ -8453,14 +8812,20 @@ static ibx_result ibx__settle(ibx_store *s, int kind, int count, const char *err
         return IBX_OK;
     }
     n = ibx__settle_params(p, kind, s->worker_name ? s->worker_name : s->token, s->token, error, value,
-                           attempts, s->keys);
+                           attempts, keys);
     r = ibx__run_count(s, slots[kind], p, n, names[kind], &rows);
     if (r != IBX_OK) return r;
-    if (metrics[kind] >= 0) ibx__count(s, (ibx_metric)metrics[kind], rows);
+    /* In a transactional handler's transaction: counted by its commit. */
+    if (metrics[kind] >= 0 && !s->db.callers_tx) ibx__count(s, (ibx_metric)metrics[kind], rows);
     if (changed) *changed = rows;
     ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
-    ibx__own_settled(s, kind, rows);
+    if (keys == s->keys) ibx__own_settled(s, kind, rows); /* carried acks have no ordering key */
     return IBX_OK;
+}
+
+static ibx_result ibx__settle(ibx_store *s, int kind, int count, const char *error, int64_t value, int attempts,
+                              int64_t *changed) {
+    return ibx__settle_lists(s, s->keys, kind, count, error, value, attempts, changed);
 }
 
 /* Settle claimed messages ms[which[0..n)] (the dispatcher's path). */
@@ -9256,8 +9621,9 @@ static ibx_result ibx__one_message(ibx_store *s, const char *fn, int slot, const
 
 /* While a batch's handlers run, a thread of the dispatcher's own renews the
  * leases of the whole batch (claimed and not yet settled) every third of
- * the lease, on a connection of its own, so that a handler slower than its
- * lease is never handed to a second worker while it runs. It stops after
+ * the lease (after a failure, a tenth), on a connection of its own, so
+ * that a handler slower than its lease is never handed to a second worker
+ * while it runs. It stops after
  * max_handler_ms (logged); then the messages may be delivered again.
  * Without threads, or on a caller's connection, there is no renewal: the
  * handler may call ibx_lease_extend itself.
@@ -9369,7 +9735,7 @@ static void ibx__renew_step(ibx__renewer *w, int64_t now) {
     const ibx_message *ms = w->ms;
     int n = w->n, stale = w->stale;
     unsigned epoch = w->epoch;
-    int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin;
+    int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin, retry_ms;
     ibx_result r;
     w->busy = 1;
     w->stale = 0;
@@ -9392,9 +9758,16 @@ static void ibx__renew_step(ibx__renewer *w, int64_t now) {
             w->start_until_ms = 0;
         }
     }
-    /* A connect that found another thread connecting is tried again soon. */
-    w->next_ms = ibx__sat_add(ibx__mono_ms(&w->hooks),
-                              r != IBX_OK && w->side.connect_busy ? 100 : lease_ms / 3);
+    /* A connect that found another thread connecting is tried again soon.
+     * Any other failure is tried again after a tenth of the lease, not a
+     * third: the third try of a third would come as the lease held runs
+     * out, so two brief failures in a row (a connection the server had
+     * dropped, then a refused connect) would hand the message to another
+     * worker while its handler runs. */
+    if (r == IBX_OK) retry_ms = lease_ms / 3;
+    else if (w->side.connect_busy || lease_ms / 10 < 100) retry_ms = 100;
+    else retry_ms = lease_ms / 10;
+    w->next_ms = ibx__sat_add(ibx__mono_ms(&w->hooks), retry_ms);
     ibx__cond_broadcast(&w->cond);
 }
 
@@ -9620,6 +9993,9 @@ typedef struct ibx__renewer ibx__renewer; /* no threads: no renewal */
 #define IBX__PENDING (-2)  /* not handled yet in this round */
 #define IBX__HELD (-3)     /* not handed out: its topic is paused */
 #define IBX__EXPIRED (-4)  /* not handed out: past its expires_ms when claimed */
+#define IBX__SETTLED (-5)  /* settled in its transactional handler's transaction, or found
+                              no longer ours there: nothing left to settle */
+#define IBX__TX_TRIES 3    /* a transactional handler's runs for one message, conflicts included */
 
 /* A topic paused by IBX_PAUSE: not handed out before until_ms (monotonic). */
 typedef struct ibx__pause {
@@ -9648,6 +10024,7 @@ struct ibx_dispatcher {
     ibx_strategy strategy;
     int empty_streak;
     int fail_streak;             /* rounds failed in a row, over a provider's stores */
+    int carry;                   /* run() on one store: acks go with the next claim (ibx__carry) */
     ibx__renewer *renewer;       /* renews a batch's leases while it is handled; NULL: none */
     unsigned closes_seen;        /* the provider's store closes the renewer has been told of */
     int64_t max_handler_ms;
@@ -9866,16 +10243,22 @@ IBX_API const ibx_error *ibx_dispatcher_last_error(const ibx_dispatcher *d) {
  * handler of the other kind (or a second batch handler). */
 static ibx_result ibx__dispatcher_route(ibx_dispatcher *d, const char *fn, const char *topic,
                                        ibx__any_fn handler, void *user, int batch) {
+    static const char *const kinds[4] = {"per-message", "batch", "transactional", "transactional batch"};
     char where[64];
+    const ibx__route *had;
     ibx_result r = ibx__check_text(d->err, fn, "topic", topic, IBX_TOPIC_MAX);
     if (r != IBX_OK) return r;
     snprintf(where, sizeof where, "%s: handler", fn);
     if (!handler) return ibx__fail(d->err, IBX_ERR_INVALID_ARG, where, "must not be NULL");
     snprintf(where, sizeof where, "%s: topic", fn);
-    if (ibx__routes_find(&d->routes, topic, 1) || (batch && ibx__routes_find(&d->routes, topic, 0)))
+    had = ibx__routes_find(&d->routes, topic, IBX__ROUTE_BATCH);
+    if (!had) had = ibx__routes_find(&d->routes, topic, IBX__ROUTE_BATCH_TX);
+    if (!had && batch != IBX__ROUTE_ONE) had = ibx__routes_find(&d->routes, topic, IBX__ROUTE_ONE);
+    if (!had) had = ibx__routes_find(&d->routes, topic, IBX__ROUTE_TX);
+    if (had)
         return ibx__fail(d->err, IBX_ERR_INVALID_ARG, where, "topic %s already has a %s handler"
-                         IBX__WHY(": a topic has one batch handler or per-message handlers"), topic,
-                         ibx__routes_find(&d->routes, topic, 1) ? "batch" : "per-message");
+                         IBX__WHY(": a topic has one batch handler, one transactional handler or per-message "
+                                  "handlers"), topic, kinds[had->batch]);
     if (ibx__routes_add(d->hooks, &d->routes, topic, handler, user, batch) != IBX_OK)
         return ibx__fail(d->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
     return IBX_OK;
@@ -9887,11 +10270,9 @@ IBX_API ibx_result ibx_dispatcher_on(ibx_dispatcher *d, const char *topic, ibx_h
     return ibx__dispatcher_route(d, "ibx_dispatcher_on", topic, (ibx__any_fn)handler, user, 0);
 }
 
-IBX_API ibx_result ibx_dispatcher_on_batch(ibx_dispatcher *d, const char *topic,
-                                           ibx_batch_handler handler, void *user) {
-    size_t b;
-    if (!d) return IBX_ERR_INVALID_ARG;
-    b = (size_t)d->batch_size;
+/* Room for a batch handler's group, allocated by the first batch route. */
+static ibx_result ibx__group_room(ibx_dispatcher *d, const char *fn) {
+    size_t b = (size_t)d->batch_size;
     if (!d->group) { /* only dispatchers with batch handlers need room for a group */
         d->group = (const ibx_message **)ibx__alloc(d->hooks, sizeof *d->group * b);
         d->group_index = (int *)ibx__alloc(d->hooks, sizeof *d->group_index * b);
@@ -9904,9 +10285,35 @@ IBX_API ibx_result ibx_dispatcher_on_batch(ibx_dispatcher *d, const char *topic,
         d->group = NULL;
         d->group_index = NULL;
         d->results = NULL;
-        return ibx__fail(d->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_on_batch", "out of memory");
+        return ibx__fail(d->err, IBX_ERR_NO_MEMORY, fn, "out of memory");
     }
+    return IBX_OK;
+}
+
+IBX_API ibx_result ibx_dispatcher_on_batch(ibx_dispatcher *d, const char *topic,
+                                           ibx_batch_handler handler, void *user) {
+    if (!d) return IBX_ERR_INVALID_ARG;
+    if (ibx__group_room(d, "ibx_dispatcher_on_batch") != IBX_OK) return IBX_ERR_NO_MEMORY;
     return ibx__dispatcher_route(d, "ibx_dispatcher_on_batch", topic, (ibx__any_fn)handler, user, 1);
+}
+
+IBX_API ibx_result ibx_dispatcher_on_batch_tx(ibx_dispatcher *d, const char *topic,
+                                              ibx_batch_tx_handler handler, void *user) {
+    if (!d) return IBX_ERR_INVALID_ARG;
+    if (ibx__group_room(d, "ibx_dispatcher_on_batch_tx") != IBX_OK) return IBX_ERR_NO_MEMORY;
+    return ibx__dispatcher_route(d, "ibx_dispatcher_on_batch_tx", topic, (ibx__any_fn)handler, user,
+                                 IBX__ROUTE_BATCH_TX);
+}
+
+IBX_API ibx_result ibx_dispatcher_on_tx(ibx_dispatcher *d, const char *topic, ibx_tx_handler handler,
+                                        void *user) {
+    if (!d) return IBX_ERR_INVALID_ARG;
+    return ibx__dispatcher_route(d, "ibx_dispatcher_on_tx", topic, (ibx__any_fn)handler, user, IBX__ROUTE_TX);
+}
+
+IBX_API int ibx_tx_conflict(const ibx_store *store, const char *sqlstate, long native_error) {
+    if (!store || !store->db.d) return 0;
+    return ibx__classify(store->db.d, sqlstate ? sqlstate : "", native_error) == IBX__FAULT_TRANSIENT;
 }
 
 static int ibx__outcome_valid(int o) {
@@ -10103,11 +10510,247 @@ static void ibx__handle_group(ibx_dispatcher *d, ibx_store *s, const ibx_message
     }
 }
 
+/* >> dispatcher: transactional handlers -------------------------------------------- */
+
+/* A transactional handler's transaction (ibx_dispatcher_on_tx,
+ * ibx_dispatcher_on_batch_tx) on the store's own connection: the store's
+ * calls made while it is open join it (db->callers_tx: see ibx__unit_run),
+ * its ack included. *begun: whether there is one to roll back. */
+static ibx_result ibx__tx_open(ibx_store *s, int *begun) {
+    ibx_result r = ibx__db_ensure(&s->db);
+    if (r == IBX_OK) *begun = (r = ibx__begin_handler(&s->db)) == IBX_OK || s->db.in_tx;
+    if (r == IBX_OK) s->db.callers_tx = 1;
+    return r;
+}
+
+/* End it. With `ack`, the k messages ms[which[..]] are acked in it (the
+ * ack checks the owner token: *changed says how many were still ours) and
+ * it commits when all were. Otherwise, or when that fails (*r), it is
+ * rolled back. Returns 1 when committed: the messages are settled. The
+ * DEBUG lines before and after the commit mark the points a crash test
+ * stops at. */
+static int ibx__tx_end(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, const int *which, int k, int ack,
+                       int begun, const char *what, ibx_result *r, int64_t *changed, ibx_run_stats *st) {
+    int j;
+    if (ack) *r = ibx__settle_messages(s, IBX__SETTLE_ACK, ms, which, k, NULL, 0, 0, changed);
+    s->db.callers_tx = 0;
+    if (ack && *r == IBX_OK && *changed == k) {
+        ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: acked in the handler's transaction, committing", what);
+        *r = ibx__commit(&s->db);
+        if (*r == IBX_OK) {
+            ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: handler's transaction committed", what);
+            if (s->err.result != IBX_OK) ibx__error_clear(&s->err);
+            for (j = 0; j < k; j++) d->outcomes[which[j]] = IBX__SETTLED;
+            ibx__count(s, IBX_METRIC_DISPATCHED, k);
+            st->done += k;
+            if (d->pause_count) ibx__pause_end(d, s, ms[which[0]].topic);
+            return 1;
+        }
+    }
+    if (begun) ibx__rollback(&s->db);
+    return 0;
+}
+
+/* Whether a rolled-back run was a conflict: the handler said so
+ * (`said`), or the ack or commit met a deadlock, serialization failure
+ * or busy database on a live connection (its text to `why`). */
+static int ibx__tx_conflicted(ibx_store *s, ibx_result r, int said, char *why) {
+    if (!said && !(r == IBX_ERR_DB_TRANSIENT && s->db.fault == IBX__FAULT_TRANSIENT && !s->db.lost)) return 0;
+    if (r != IBX_OK) snprintf(why, IBX__HANDLER_ERROR_MAX, "%.200s", s->err.message);
+    ibx__error_clear(&s->err);
+    return 1;
+}
+
+/* After a conflict: whether to run the handler again (IBX__TX_TRIES runs
+ * in all, while the lease has time: `w`/`deadline` as in
+ * ibx__handle_batch), after a short jittered pause. */
+static int ibx__tx_again(ibx_store *s, ibx__renewer *w, int64_t deadline, int tries, const char *what,
+                         const char *why) {
+    ibx_backoff_policy pause = {20, 500, 0.5, 1.5};
+    if (tries >= IBX__TX_TRIES || ibx__mono_ms(&s->hooks) >= (w ? ibx__renew_start_until(w) : deadline)) return 0;
+    ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%s: handler's transaction conflicted (%s), running it again "
+             "(%d of %d)", what, why[0] ? why : "IBX_CONFLICT", tries + 1, IBX__TX_TRIES);
+    ibx__sleep_ms(&s->hooks, ibx__backoff_jitter_ms(&pause, tries, ibx__random(&s->hooks)));
+    return 1;
+}
+
+/* One message through its transactional handler: its writes and its ack
+ * in one transaction. A lease lost at the ack rolls everything back
+ * (counted, no attempt used); any other outcome rolls back first and is
+ * settled with the batch as any handler's; a conflict runs it again. */
+static void ibx__handle_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int i, const ibx__route *route,
+                           ibx__renewer *w, int64_t deadline, ibx_run_stats *st) {
+    const ibx_message *m = &ms[i];
+    char name[IBX__MSG_NAME_MAX], what[IBX__MSG_NAME_MAX + 16], topic[IBX__KV_CAP];
+    char *error = d->errors[i];
+    int tries, outcome = IBX_RETRY;
+    ibx__msg_name(m, name, sizeof name);
+    snprintf(what, sizeof what, "message %s", name);
+    ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional)", name,
+             ibx__kv(topic, m->topic), IBX__MSG_ATTEMPTS(m) + 1);
+    for (tries = 1;; tries++) {
+        int64_t changed = -1, started;
+        int begun = 0;
+        ibx_result r = ibx__tx_open(s, &begun);
+        ibx_outcome said;
+        outcome = IBX_RETRY;
+        memset(error, 0, IBX__HANDLER_ERROR_MAX);
+        if (r == IBX_OK) {
+            started = ibx__mono_us(&s->hooks);
+            said = ((ibx_tx_handler)route->fn)(m, (void *)s->db.dbc, error, IBX__HANDLER_ERROR_MAX, route->user);
+            ibx__hist_record(s, m->topic, ibx__mono_us(&s->hooks) - started);
+            error[IBX__HANDLER_ERROR_MAX - 1] = '\0';
+            outcome = (int)said;
+            if (!ibx__outcome_valid(outcome) && outcome != IBX_CONFLICT) {
+                snprintf(error, IBX__HANDLER_ERROR_MAX, "handler returned %d, not an ibx_outcome", outcome);
+                outcome = IBX_DEAD;
+            }
+        }
+        if (ibx__tx_end(d, s, ms, &i, 1, r == IBX_OK && outcome == IBX_DONE, begun, what, &r, &changed, st)) return;
+        if (outcome == IBX_DONE && r == IBX_OK && changed == 0) {
+            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%s: no longer leased to this worker at its ack"
+                     IBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; its handler's transaction was "
+                     "rolled back", what);
+            d->outcomes[i] = IBX__SETTLED;
+            st->lease_lost++;
+            return;
+        }
+        if (!ibx__tx_conflicted(s, r, outcome == IBX_CONFLICT, error)) {
+            if (r != IBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
+                snprintf(error, IBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
+                outcome = IBX_RETRY;
+            }
+            break;
+        }
+        st->conflicts++;
+        if (ibx__tx_again(s, w, deadline, tries, what, error)) continue;
+        if (!error[0]) snprintf(error, IBX__HANDLER_ERROR_MAX, "transaction conflict");
+        outcome = IBX_WAIT; /* back after the backoff, no attempt used */
+        break;
+    }
+    d->outcomes[i] = outcome;
+    ibx__handled(d, s, m, i);
+}
+
+/* The pending messages of ms[first]'s topic into d->group; their count. */
+static int ibx__group_collect(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n, int first) {
+    char name[IBX__MSG_NAME_MAX], topic[IBX__KV_CAP];
+    int j, k = 0;
+    for (j = first; j < n; j++) {
+        if (d->outcomes[j] != IBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
+        ibx__msg_name(&ms[j], name, sizeof name);
+        ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional batch)",
+                 name, ibx__kv(topic, ms[j].topic), IBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        d->group[k] = &ms[j];
+        d->group_index[k++] = j;
+    }
+    return k;
+}
+
+/* One call of a transactional batch handler on the group's k messages:
+ * *done counts the results that are IBX_DONE, *conflict says whether one
+ * is IBX_CONFLICT; a value that is no outcome makes its message dead. */
+static void ibx__group_tx_call(ibx_dispatcher *d, ibx_store *s, const ibx__route *route, const char *topic, int k,
+                               int *done, int *conflict) {
+    int64_t started;
+    int j;
+    for (j = 0; j < k; j++) {
+        d->results[j].outcome = IBX_RETRY;
+        memset(d->results[j].error, 0, sizeof d->results[j].error);
+    }
+    started = ibx__mono_us(&s->hooks);
+    ((ibx_batch_tx_handler)route->fn)(d->group, d->results, k, (void *)s->db.dbc, route->user);
+    ibx__hist_record(s, topic, ibx__mono_us(&s->hooks) - started);
+    for (j = 0; j < k; j++) {
+        int o = (int)d->results[j].outcome;
+        d->results[j].error[IBX__HANDLER_ERROR_MAX - 1] = '\0';
+        if (o == IBX_CONFLICT) {
+            *conflict = 1;
+        } else if (!ibx__outcome_valid(o)) {
+            snprintf(d->results[j].error, IBX__HANDLER_ERROR_MAX, "batch handler set %d, not an ibx_outcome", o);
+            d->results[j].outcome = IBX_DEAD;
+        }
+        *done += d->results[j].outcome == IBX_DONE;
+    }
+}
+
+/* The group's messages whose result is not `keep` take their outcome (or
+ * `outcome` with `why`, when given), settled with the batch; the others
+ * stay in the group. Returns how many stayed. */
+static int ibx__group_settle(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int k, int keep, int outcome,
+                             const char *why) {
+    int j, m = 0;
+    for (j = 0; j < k; j++) {
+        int i = d->group_index[j];
+        if ((int)d->results[j].outcome == keep) {
+            d->group[m] = d->group[j];
+            d->group_index[m++] = i;
+            continue;
+        }
+        if (why) snprintf(d->errors[i], IBX__HANDLER_ERROR_MAX, "%s", why);
+        else memcpy(d->errors[i], d->results[j].error, IBX__HANDLER_ERROR_MAX);
+        d->outcomes[i] = why ? outcome : (int)d->results[j].outcome;
+        if (d->outcomes[i] == IBX__SKIPPED) continue; /* released unhandled */
+        ibx__handled(d, s, &ms[i], i);
+    }
+    return m;
+}
+
+/* Every pending message of ms[first]'s topic through one transactional
+ * batch handler call, as ibx__handle_tx for one: when every result is
+ * IBX_DONE, one ack and one commit. Other results roll the call back:
+ * they stand (settled with the batch), and the done messages run again
+ * alone in a new transaction (the group only shrinks). A conflict runs
+ * the same call again; a lease lost at the ack rolls back and releases the
+ * group (no attempt used). */
+static void ibx__handle_group_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n, int first,
+                                 const ibx__route *route, ibx__renewer *w, int64_t deadline, ibx_run_stats *st) {
+    char what[IBX__KV_CAP + 32], topic[IBX__KV_CAP], why[IBX__HANDLER_ERROR_MAX];
+    int k = ibx__group_collect(d, s, ms, n, first), tries;
+    for (tries = 1; k > 0; tries++) {
+        int64_t changed = -1;
+        int begun = 0, done = 0, conflict = 0;
+        ibx_result r = ibx__tx_open(s, &begun);
+        snprintf(what, sizeof what, "%d message(s) topic=%s", k, ibx__kv(topic, ms[first].topic));
+        if (r == IBX_OK) ibx__group_tx_call(d, s, route, ms[first].topic, k, &done, &conflict);
+        if (ibx__tx_end(d, s, ms, d->group_index, k, r == IBX_OK && !conflict && done == k, begun, what, &r, &changed,
+                        st))
+            return;
+        if (r == IBX_OK && !conflict && done == k) { /* changed < k: a lease lost */
+            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%s: %d no longer leased to this worker at their ack"
+                     IBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; their handler's transaction "
+                     "was rolled back, the others are released", what, k - (int)changed);
+            st->lease_lost += k - (int)changed;
+            ibx__group_settle(d, s, ms, k, -1, IBX__SKIPPED, "");
+            return;
+        }
+        snprintf(why, sizeof why, "transaction conflict");
+        if (ibx__tx_conflicted(s, r, conflict, why)) {
+            st->conflicts++;
+            if (!ibx__tx_again(s, w, deadline, tries, what, why)) k = ibx__group_settle(d, s, ms, k, -1, IBX_WAIT, why);
+            continue;
+        }
+        if (r != IBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
+            snprintf(why, sizeof why, "handler's transaction: %.200s", s->err.message);
+            k = ibx__group_settle(d, s, ms, k, -1, IBX_RETRY, why);
+        }
+        k = ibx__group_settle(d, s, ms, k, IBX_DONE, 0, NULL); /* the done ones run again */
+        if (k > 0 && ibx__mono_ms(&s->hooks) >= (w ? ibx__renew_start_until(w) : deadline))
+            k = ibx__group_settle(d, s, ms, k, -1, IBX__SKIPPED, "");
+    }
+}
+
 /* Whether a periodic task is due; a clock that stepped back never stalls it. */
 static int ibx__due(int64_t now, int64_t *next, int64_t interval) {
     if (now < *next && *next - now <= interval) return 0;
     *next = ibx__sat_add(now, interval);
     return 1;
+}
+
+/* Whether ibx__housekeep would run anything now. */
+static int ibx__housekeep_due(const ibx_dispatcher *d, const ibx__entry *e, int64_t now) {
+    return !(now < e->next_reap_ms && e->next_reap_ms - now <= d->reap_ms) ||
+           (d->cleanup_ms > 0 && !(now < e->next_cleanup_ms && e->next_cleanup_ms - now <= d->cleanup_ms));
 }
 
 /* Housekeeping of one store when due: reap (IBX-053), cleanup if asked. */
@@ -10153,12 +10796,15 @@ static void ibx__handle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message
             skipped++;
         } else if (d->pause_count && ibx__pause_left(d, ms[i].topic, now) > 0) {
             d->outcomes[i] = IBX__HELD;
+        } else if ((batch = ibx__routes_tx(&d->routes, ms[i].topic)) != NULL) {
+            ibx__handle_tx(d, s, ms, i, batch, w, deadline, st);
         } else if ((batch = ibx__routes_batch(&d->routes, ms[i].topic)) != NULL) {
             for (j = i + 1; j < n; j++) /* the group's others, checked now too */
                 if (d->outcomes[j] == IBX__PENDING && strcmp(ms[j].topic, ms[i].topic) == 0 &&
                     ibx__expired(d, &ms[j], claimed, now))
                     d->outcomes[j] = IBX__EXPIRED;
-            ibx__handle_group(d, s, ms, n, i, batch);
+            if (batch->batch == IBX__ROUTE_BATCH_TX) ibx__handle_group_tx(d, s, ms, n, i, batch, w, deadline, st);
+            else ibx__handle_group(d, s, ms, n, i, batch);
         } else {
             ibx__handle_one(d, s, &ms[i], i, st);
         }
@@ -10210,6 +10856,60 @@ static ibx_result ibx__settle_failure(ibx_dispatcher *d, ibx_store *s, const ibx
     return r;
 }
 
+/* A busy drain's round trips (issue 30): in run(), on one store, the acks
+ * of a batch go with the next claim, in its statement (PostgreSQL,
+ * IBX__Q_CLAIM_ACK) or its transaction, so that a batch costs one commit
+ * (and on PostgreSQL one round trip) instead of two. run() loops at once
+ * after a batch, and sends what is carried before housekeeping, when its
+ * claim fails (both rolled back: the acks alone then) and when it stops;
+ * run_once() never carries, so a round it reports is settled. Acks of
+ * messages with an ordering key are never carried: in the fused statement's
+ * snapshot their keys are busy, so the claim would pass over the keys' next
+ * messages. Returns whether ms[which[0..n)] are carried in s->carry. */
+/* Where no one statement can (SQLite, MariaDB): the ack first in the
+ * claim's transaction, one commit fewer; measured faster on both (docs/
+ * PERFORMANCE.md); SQL Server, not measured, acks at once, as 0 makes
+ * those two do. */
+#ifndef IBX__CARRY_IN_TX
+#define IBX__CARRY_IN_TX 1
+#endif
+static int ibx__carry(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, const int *which, int n) {
+    int i, k;
+    const int in_tx = IBX__CARRY_IN_TX && (s->db.d->id == IBX_DIALECT_SQLITE || s->db.d->id == IBX_DIALECT_MARIADB);
+    if (!d->carry || d->store != s || s->carry_count > 0 || (!s->sql[IBX__Q_CLAIM_ACK] && !in_tx)) return 0;
+    for (i = 0; i < n; i++)
+        if (IBX__MSG_KEYED(&ms[which[i]])) return 0;
+    for (k = 0; k < IBX__KEY_LISTS; k++) s->carry[k].len = 0;
+    for (i = 0; i < n; i++)
+        if (!ibx__msg_key_add(&s->hooks, s->db.d, s->carry, &ms[which[i]])) return 0;
+    for (k = 0; k < IBX__KEY_LISTS; k++)
+        if (!ibx__list_end(&s->hooks, &s->carry[k], s->db.d)) return 0;
+    s->carry_count = n;
+    return 1;
+}
+
+/* The carried acks' outcome: counted, and said when some were no longer ours. */
+static void ibx__carried(ibx_store *s, int64_t changed, int acks, ibx_run_stats *st) {
+    st->done += (int)changed;
+    if (changed < acks)
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
+                 "%d of %d handled messages were no longer leased to this worker"
+                 IBX__WHY(" (lease expired during handling?); they will be delivered again"),
+                 acks - (int)changed, acks);
+}
+
+/* Send the carried acks on their own; a failure is the caller's error. */
+static ibx_result ibx__carry_flush(ibx_store *s, ibx_run_stats *st) {
+    int64_t changed = 0;
+    int acks = s->carry_count;
+    ibx_result r;
+    if (acks == 0) return IBX_OK;
+    s->carry_count = 0;
+    r = ibx__settle_lists(s, s->carry, IBX__SETTLE_ACK, acks, NULL, 0, 0, &changed);
+    if (r == IBX_OK) ibx__carried(s, changed, acks, st);
+    return r;
+}
+
 /* Settle a handled batch: every success in one statement, then each failure. */
 static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
                                     ibx_run_stats *st) {
@@ -10231,9 +10931,11 @@ static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_m
         if (d->outcomes[i] == IBX_DONE) d->acked[acks++] = i;
         else if (d->outcomes[i] == IBX_PAUSE || d->outcomes[i] == IBX__HELD) paused++;
         else if (d->outcomes[i] == IBX__SKIPPED) d->failures[n - ++skipped] = i;
-        else if (d->outcomes[i] != IBX__EXPIRED) d->failures[failures++] = i;
+        else if (d->outcomes[i] != IBX__EXPIRED && d->outcomes[i] != IBX__SETTLED) d->failures[failures++] = i;
     }
-    if (acks > 0) {
+    if (acks > 0 && ibx__carry(d, s, ms, d->acked, acks)) {
+        acks = 0; /* they go with the next claim */
+    } else if (acks > 0) {
         int64_t changed = 0;
         r = ibx__settle_messages(s, IBX__SETTLE_ACK, ms, d->acked, acks, NULL, 0, 0, &changed);
         if (r == IBX_OK) st->done += (int)changed;
@@ -10323,6 +11025,30 @@ static int64_t ibx__wake_missed(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, 
     return woken;
 }
 
+/* The dispatcher's claim, with the acks carried from its last batch. */
+static ibx_result ibx__claim_carrying(ibx_dispatcher *d, ibx_store *s, ibx_run_stats *st, const ibx_message **ms,
+                                      int *n) {
+    int64_t acked = 0;
+    int acks = s->carry_count;
+    ibx_error failed;
+    ibx_result r;
+    if (acks == 0) return ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, ms, n);
+    s->carry_count = 0;
+    r = ibx__claim_run(s, d->owner, d->lease_seconds, d->batch_size, acks, &acked, ms, n);
+    if (r == IBX_OK || r == IBX_EMPTY) {
+        ibx__carried(s, acked, acks, st);
+        return r;
+    }
+    failed = s->err; /* both rolled back: the acks alone, and the claim's error */
+    s->carry_count = acks;
+    if (ibx__carry_flush(s, st) != IBX_OK)
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "ack after a failed claim failed too: %s"
+                 IBX__WHY("; those messages will be delivered again"), s->err.message);
+    s->carry_count = 0;
+    s->err = failed;
+    return r;
+}
+
 /* One batch from one store: housekeeping, claim, handle, settle. */
 static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
     const ibx_message *ms;
@@ -10330,6 +11056,11 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline, claimed;
     ibx_result r;
     ibx__watch(d->renewer, s, 1);
+    if (s->carry_count > 0 && ibx__housekeep_due(d, e, ibx__mono_ms(&s->hooks)) &&
+        (r = ibx__carry_flush(s, st)) != IBX_OK) {
+        ibx__watch(d->renewer, s, 0);
+        return r;
+    }
     r = ibx__housekeep(d, s, e, st);
     if (r < 0) {
         ibx__watch(d->renewer, s, 0);
@@ -10342,7 +11073,7 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     deadline = ibx__mono_ms(&s->hooks) + lease_ms -
                (lease_ms / 5 < IBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : IBX__LEASE_MARGIN_MAX_MS);
     claimed = ibx__mono_ms(&s->hooks);
-    r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
+    r = ibx__claim_carrying(d, s, st, &ms, &n);
     if ((r == IBX_OK || r == IBX_EMPTY) && ibx__wake_missed(d, s, e, n) > 0 && n == 0) {
         claimed = ibx__mono_ms(&s->hooks); /* what it woke, claimed now (the deadline stays: earlier) */
         r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
@@ -10365,6 +11096,13 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     }
     ibx__renew_end(d->renewer);
     ibx__own_wake_later(s, ms, n);
+    if (r < 0 && s->carry_count > 0) { /* run() waits before the next claim: not the acks */
+        ibx_error failed = s->err;
+        if (ibx__carry_flush(s, st) != IBX_OK)
+            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "ack after a failed settle failed too: %s"
+                     IBX__WHY("; those messages will be delivered again"), s->err.message);
+        s->err = failed;
+    }
     return r;
 }
 
@@ -10501,7 +11239,16 @@ IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *d) {
              "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
              d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
              IBX__STORE_COUNT(d));
+    d->carry = d->store != NULL;
     ibx__loop_run(&d->loop, &d->timing, ibx__dispatch_round, d, name, d->err);
+    d->carry = 0;
+    if (d->store && d->store->carry_count > 0) {
+        ibx_run_stats st;
+        memset(&st, 0, sizeof st);
+        if (ibx__carry_flush(d->store, &st) != IBX_OK)
+            ibx__log(d->hooks, IBX_LOG_WARN, name, "the last acks failed: %s" IBX__WHY("; those messages will be delivered again"),
+                     d->store->err.message);
+    }
     ibx__wake_unlisten(d);
     ibx__log(d->hooks, IBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
     return IBX_OK;
@@ -10947,7 +11694,8 @@ static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ib
         return r;
     m->starts = (int)v;
     if ((r = ibx__read_envelope(db, st, 16, 15, buf, &o->env, &m->header_count)) != IBX_OK) return r;
-    return ibx__get_i64(db, st, 20, &m->expires_ms, NULL); /* after the envelope's 16..19 */
+    if ((r = ibx__get_i64(db, st, 20, &m->expires_ms, NULL)) != IBX_OK) return r; /* after the envelope's 16..19 */
+    return ibx__get_priority(db, st, 21, &m->priority);
 }
 
 static ibx_result ibx__read_claimed(ibx__db *db, SQLHSTMT st, const ibx__row_head *head, const char *token,
@@ -10972,7 +11720,8 @@ static ibx_result ibx__read_claimed(ibx__db *db, SQLHSTMT st, const ibx__row_hea
         (r = ibx__get_opt(db, st, 14, SQL_C_BINARY, opt, 1, buf, &o->hash, &o->hash_len)) != IBX_OK ||
         (r = ibx__get_opt(db, st, 15, SQL_C_CHAR, opt, 2, buf, &o->last_error, NULL)) != IBX_OK)
         return r;
-    return ibx__read_envelope(db, st, 16, opt >> 2, buf, &o->env, &m->header_count);
+    m->priority = (int)(opt >> 6) - 8; /* above the mask's 6 bits (IBX__CLAIM_MASK) */
+    return ibx__read_envelope(db, st, 16, (opt >> 2) & 15u, buf, &o->env, &m->header_count);
 }
 
 static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o) {
@@ -11096,7 +11845,7 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
 
 typedef struct ibx__enqueue_ctx {
     ibx_store *s;
-    ibx__param *p;               /* the upsert's seven, the envelope's four, the expiry */
+    ibx__param *p;               /* the upsert's seven, the envelope's four, the expiry, the priority */
     int envelope;                /* the upsert with the envelope and the expiry */
     const void *hash;
     size_t hash_len;
@@ -11126,7 +11875,7 @@ static ibx_result ibx__enqueue_unit(ibx__db *db, void *vctx) {
         if (r == IBX_EMPTY) r = IBX_OK; /* a new message */
     }
     if (r == IBX_OK && (!IBX__PLAIN_UPSERT || c->envelope))
-        r = ibx__exec(db, IBX__Q_ENQUEUE_ENV, s->sql[IBX__Q_ENQUEUE_ENV], c->p, 12, &c->rows, NULL);
+        r = ibx__exec(db, IBX__Q_ENQUEUE_ENV, s->sql[IBX__Q_ENQUEUE_ENV], c->p, 13, &c->rows, NULL);
     else if (r == IBX_OK)
         r = ibx__exec(db, IBX__Q_ENQUEUE, s->sql[IBX__Q_ENQUEUE], c->p, 7, &c->rows, NULL);
     return r;
@@ -11162,6 +11911,10 @@ static ibx_result ibx__check_new(ibx_store *store, const ibx_new_message *m, siz
     if (m->expires_utc_ms > 0 && m->expires_utc_ms < m->due_utc_ms)
         return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: expires_utc_ms",
                          "expires_utc_ms must not be before due_utc_ms");
+    if (m->priority < IBX_PRIORITY_MIN || m->priority > IBX_PRIORITY_MAX)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: priority",
+                         "priority must be %d..%d (0: the default), not %d", IBX_PRIORITY_MIN, IBX_PRIORITY_MAX,
+                         m->priority);
     *payload_len = len;
     return ibx__check_envelope(&store->err, "ibx_enqueue", "", m);
 }
@@ -11207,7 +11960,7 @@ static int ibx__full_redelivery(ibx_store *s, ibx_result r, ibx__param *p) {
 static ibx_result ibx__enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued, int markers,
                                ibx_sql **out_sql) {
     ibx__enqueue_ctx ctx;
-    ibx__param p[12];
+    ibx__param p[13];
     int envelope;
     int64_t rows = 0;
     size_t len = 0;
@@ -11223,11 +11976,13 @@ static ibx_result ibx__enqueue(ibx_store *store, const ibx_new_message *m, int *
     ibx__p_i64(&p[5], m->due_utc_ms);
     if (m->due_utc_ms == 0) p[5].ind = SQL_NULL_DATA;
     p[6] = p[5];
-    /* Without an envelope or an expiry, the plain upsert: nothing more to
-     * bind. With IBX_NO_ENVELOPE, one upsert for all (the expiry's). */
-    envelope = !IBX__PLAIN_UPSERT || ibx__has_envelope(m) || m->expires_utc_ms > 0;
+    /* Without an envelope, an expiry or a priority, the plain upsert:
+     * nothing more to bind. With IBX_NO_ENVELOPE, one upsert for all (the
+     * expiry's). */
+    envelope = !IBX__PLAIN_UPSERT || ibx__has_envelope(m) || m->expires_utc_ms > 0 || m->priority != 0;
     ibx__p_i64(&p[11], m->expires_utc_ms);
     if (m->expires_utc_ms <= 0) p[11].ind = SQL_NULL_DATA;
+    ibx__p_i64(&p[12], m->priority);
     if (envelope && !ibx__envelope_params(&store->hooks, &store->own.headers, &p[7], m))
         return ibx__fail(&store->err, IBX_ERR_NO_MEMORY, "ibx_enqueue", "out of memory");
     if ((r = ibx__pending_room(store, NULL, "ibx_enqueue", 1)) != IBX_OK && !ibx__full_redelivery(store, r, p))

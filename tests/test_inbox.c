@@ -1529,13 +1529,14 @@ static void test_114_117_deploy(void) {
     TT_EQ_INT(ibx_store_deploy(s), IBX_OK);                        /* IBX-114 */
     TT_EXPECT(table_exists(s, "InboxDeployTest"));                 /* IBX-117 */
     TT_EQ_INT(ibx_store_deploy(s), IBX_OK);                        /* IBX-116 */
-    /* claim, lease and cleanup indexes (+ the primary key on the servers) */
+    /* claim (work queue, and the claim's priority order), lease and cleanup
+     * indexes (+ the primary key on the servers) */
     indexes = g_pg   ? "SELECT COUNT(*) FROM pg_indexes WHERE tablename = 'InboxDeployTest'"
               : g_my ? "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics "
                        "WHERE table_schema = DATABASE() AND table_name = 'InboxDeployTest'"
                      : "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' "
                        "AND tbl_name = 'InboxDeployTest' AND sql IS NOT NULL";
-    TT_EQ_INT(scalar(s, indexes), g_pg || g_my ? 4 : 3);
+    TT_EQ_INT(scalar(s, indexes), g_pg || g_my ? 5 : 4);
     ibx_store_close(s);
     s = open_table("InboxDeployTest", 1);
     TT_ASSERT(s != NULL);
@@ -1660,6 +1661,180 @@ static int crash_worker(void) {
     }
     if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
     return status;
+}
+
+/* ---- transactional handlers (IBX-TXH-*) ------------------------------------------------ */
+
+/* The inbox's use of them: dedup at the door (ibx_enqueue), then the
+ * handler's writes and Done in one transaction: processed exactly once, as
+ * far as the database's effects go. */
+typedef struct ixh_ctx {
+    ibx_outcome outcome;
+    int calls;
+    int kill_at;                 /* in a crash child: 1 before the write, 2 after it (3, 4: ixh_kill_log) */
+} ixh_ctx;
+
+static int ixh_exec(void *hdbc, const char *text) {
+#ifdef IBX_SQLITE3_API
+    return sqlite3_exec((sqlite3 *)hdbc, text, NULL, NULL, NULL) == SQLITE_OK;
+#else
+    SQLHSTMT st;
+    SQLRETURN rc;
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, (SQLHDBC)hdbc, &st))) return 0;
+    rc = SQLExecDirect(st, (SQLCHAR *)(uintptr_t)text, SQL_NTS);
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    return SQL_SUCCEEDED(rc) || rc == SQL_NO_DATA;
+#endif
+}
+
+static int64_t ixh_effects(ibx_store *s, const char *id) {
+    char q[320];
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM ibx_txh_effect WHERE msg = '%s'", id);
+    return scalar(s, q);
+}
+
+static ibx_outcome ixh_handler(const ibx_message *m, void *hdbc, char *error, size_t size, void *user) {
+    ixh_ctx *t = (ixh_ctx *)user;
+    char q[320];
+    t->calls++;
+    if (t->kill_at == 1) raise(SIGKILL);
+    snprintf(q, sizeof q, "INSERT INTO ibx_txh_effect (msg) VALUES ('%s')", m->message_id);
+    if (!ixh_exec(hdbc, q)) {
+        snprintf(error, size, "the effect's insert failed");
+        return IBX_DEAD;
+    }
+    if (t->kill_at == 2) raise(SIGKILL);
+    if (t->outcome != IBX_DONE) snprintf(error, size, "ixh says %d", (int)t->outcome);
+    return t->outcome;
+}
+
+static ibx_result ixh_drain(ibx_store *s, ixh_ctx *t, int lease_seconds, ibx_run_stats *total) {
+    ibx_dispatcher_desc dd;
+    ibx_dispatcher *d = NULL;
+    ibx_run_stats st;
+    ibx_result r;
+    int rounds = 0;
+    memset(&dd, 0, sizeof dd);
+    memset(total, 0, sizeof *total);
+    dd.store = s;
+    dd.lease_seconds = lease_seconds;
+    if ((r = ibx_dispatcher_create(&dd, &d)) != IBX_OK) return r;
+    r = ibx_dispatcher_on_tx(d, "ixh", ixh_handler, t);
+    while (r == IBX_OK && rounds++ < 50) {
+        memset(&st, 0, sizeof st);
+        r = ibx_dispatcher_run_once(d, &st);
+        total->done += st.done, total->retried += st.retried, total->dead += st.dead;
+        total->lease_lost += st.lease_lost, total->conflicts += st.conflicts;
+    }
+    ibx_dispatcher_destroy(d);
+    return r;
+}
+
+static ibx_store *ixh_fresh(ixh_ctx *t) {
+    ibx_store *s = fresh();
+    memset(t, 0, sizeof *t);
+    t->outcome = IBX_DONE;
+    if (s && !(sql(s, "CREATE TABLE IF NOT EXISTS ibx_txh_effect (msg VARCHAR(64) NOT NULL)") &&
+               sql(s, "DELETE FROM ibx_txh_effect"))) {
+        ibx_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void test_txh_exactly_once(void) {
+    ixh_ctx t;
+    ibx_store *s = ixh_fresh(&t);
+    ibx_run_stats st;
+    ibx_new_message m = msg("ixh", "src", "m1", "{}");
+    int enqueued = -1;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(ibx_enqueue(s, &m, &enqueued), IBX_OK);
+    TT_EQ_INT(enqueued, 1);
+    TT_EQ_INT(ibx_enqueue(s, &m, &enqueued), IBX_OK); /* the sender's redelivery: the same row */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 1);
+    TT_ASSERT(enqueue(s, "ixh", "src", "m2"));
+    t.outcome = IBX_RETRY; /* a retry leaves no effect */
+    TT_EQ_INT(ixh_drain(s, &t, 30, &st), IBX_EMPTY);
+    TT_EQ_INT(st.retried, 2);
+    TT_EQ_INT(ixh_effects(s, "m1") + ixh_effects(s, "m2"), 0);
+    TT_ASSERT(status_of(s, "src", "m1") == IBX_STATUS_PROCESSING);
+    TT_ASSERT(sql(s, g_pg ? "UPDATE {T} SET \"NextAttemptAt\" = now()" : "UPDATE {T} SET NextAttemptAt = {W}"));
+    t.outcome = IBX_DONE;
+    TT_EQ_INT(ixh_drain(s, &t, 30, &st), IBX_EMPTY);
+    TT_EQ_INT(st.done, 2);
+    TT_EQ_INT(ixh_effects(s, "m1"), 1);
+    TT_EQ_INT(ixh_effects(s, "m2"), 1);
+    TT_ASSERT(status_of(s, "src", "m1") == IBX_STATUS_DONE);
+    TT_EQ_INT(ibx_enqueue(s, &m, &enqueued), IBX_OK); /* after Done: still deduplicated */
+    TT_EQ_INT(enqueued, 0);
+    TT_EQ_INT(ixh_drain(s, &t, 30, &st), IBX_EMPTY);
+    TT_EQ_INT(ixh_effects(s, "m1"), 1);
+    ibx_store_close(s);
+}
+
+static int g_ixh_kill_at;
+static void ixh_kill_log(ibx_log_level level, const char *id, const char *text, void *user) {
+    (void)level, (void)id, (void)user;
+    if ((g_ixh_kill_at == 3 && strstr(text, "handler's transaction, committing")) ||
+        (g_ixh_kill_at == 4 && strstr(text, "handler's transaction committed")))
+        raise(SIGKILL);
+}
+
+static void test_txh_kill(void) {
+    static const char *const ids[3] = {"k1", "k2", "k3"};
+    int point;
+    for (point = 1; point <= 4; point++) {
+        ixh_ctx t;
+        ibx_store *s = ixh_fresh(&t);
+        ibx_run_stats st;
+        int i, status = 0, rounds, left, effects = 0;
+        pid_t pid;
+        TT_ASSERT(s != NULL);
+        for (i = 0; i < 3; i++) TT_ASSERT(enqueue(s, "ixh", "src", ids[i]));
+        ibx_store_close(s); /* no connection crosses fork() */
+        fflush(stdout);
+        pid = fork();
+        if (pid == 0) {
+            ibx_store_desc desc;
+            ibx_store *c = NULL;
+            g_ixh_kill_at = point;
+            memset(&desc, 0, sizeof desc);
+            desc.connection_string = g_conn;
+            desc.table = "Inbox";
+            desc.store_id = "ibx-test";
+            desc.hooks.logger.log = ixh_kill_log;
+            desc.hooks.logger.min_level = IBX_LOG_DEBUG;
+            memset(&t, 0, sizeof t);
+            t.kill_at = point;
+            t.outcome = IBX_DONE;
+            if (ibx_store_open(&desc, &c) != IBX_OK) _exit(3);
+            ixh_drain(c, &t, 1, &st);
+            _exit(0); /* not killed: the parent fails */
+        }
+        TT_ASSERT(pid > 0 && waitpid(pid, &status, 0) == pid);
+        TT_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        s = open_table("Inbox", 0);
+        TT_ASSERT(s != NULL);
+        for (i = 0; i < 3; i++) { /* Done exactly when the effect exists, never twice */
+            int64_t e = ixh_effects(s, ids[i]);
+            TT_ASSERT(e == 0 || e == 1);
+            TT_EQ_INT(e, status_of(s, "src", ids[i]) == IBX_STATUS_DONE);
+            effects += (int)e;
+        }
+        TT_EQ_INT(effects, point == 4 ? 1 : 0);
+        memset(&t, 0, sizeof t); /* another worker, once the dead one's lease (1 s) is over */
+        t.outcome = IBX_DONE;
+        for (rounds = 0, left = 3; rounds < 100 && left > 0; rounds++) {
+            sleep_ms(100);
+            TT_EQ_INT(ibx_reap(s, NULL), IBX_OK);
+            ixh_drain(s, &t, 30, &st);
+            for (i = 0, left = 0; i < 3; i++) left += status_of(s, "src", ids[i]) != IBX_STATUS_DONE;
+        }
+        TT_EQ_INT(left, 0);
+        for (i = 0; i < 3; i++) TT_EQ_INT(ixh_effects(s, ids[i]), 1);
+        ibx_store_close(s);
+    }
 }
 
 static void test_crash_loop(void) {
@@ -2048,6 +2223,7 @@ static void test_schema_upgrade(void) {
     TT_ASSERT(v0_columns(s, cols_old, sizeof cols_old));
     TT_EQ_STR(cols_old, cols_new);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Starts\" = 0"), 6);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Priority\" = 0"), 6); /* the old rows: the default */
     for (i = 0; i < 6; i++) {
         char id[8], topic[16], payload[16];
         snprintf(id, sizeof id, "m%d", i + 1);
@@ -2057,6 +2233,7 @@ static void test_schema_upgrade(void) {
         TT_EQ_STR(m.topic, topic);
         TT_EQ_STR(m.payload, payload);
         TT_EQ_INT(m.status, want[i]);
+        TT_EQ_INT(m.priority, 0);
     }
     TT_EQ_INT(ibx_get(s, "m3", "v0", &m), IBX_OK);
     TT_EQ_INT(m.attempt, 2);
@@ -2081,12 +2258,31 @@ static void test_schema_upgrade(void) {
     TT_EQ_INT(ibx_claim(s, owner, 30, 10, &ms, &n), IBX_OK);
     TT_EQ_INT(n, 1);
     TT_EQ_STR(ms[0].message_id, "m2");
+    TT_EQ_INT(ms[0].priority, 0);
     key.source = "v0";
     key.message_id = "m2";
     TT_EQ_INT(ibx_ack(s, owner, &key, 1, NULL), IBX_OK);
     TT_EQ_INT(ibx_get(s, "m2", "v0", &m), IBX_OK);
     TT_EQ_INT(m.status, IBX_STATUS_DONE);
     TT_EQ_INT(ibx_claim(s, owner, 30, 10, &ms, &n), IBX_EMPTY);
+    /* New messages with priorities in the upgraded table: claimed highest first. */
+    {
+        static const char *const pid[] = {"p-lo", "p-hi", "p-mid"};
+        static const int pv[] = {-2, 4, 0};
+        char order[64] = "";
+        for (i = 0; i < 3; i++) {
+            ibx_new_message pm = msg("v1", "v1", pid[i], "p");
+            pm.priority = pv[i];
+            TT_EQ_INT(ibx_enqueue(s, &pm, NULL), IBX_OK);
+        }
+        for (i = 0; i < 3 && ibx_claim(s, owner, 30, 1, &ms, &n) == IBX_OK; i++) {
+            snprintf(order + strlen(order), sizeof order - strlen(order), "%s%s", i ? "," : "", ms[0].message_id);
+            key.source = ms[0].source;
+            key.message_id = ms[0].message_id;
+            TT_EQ_INT(ibx_ack(s, owner, &key, 1, NULL), IBX_OK);
+        }
+        TT_EQ_STR(order, "p-hi,p-mid,p-lo");
+    }
     ibx_store_close(s);
     ibx_store_close(fresh_store);
 }
@@ -2875,13 +3071,13 @@ static void test_plans(void) {
 #undef PLAN
     for (state = 0; state < 2; state++) {
         if (state == 0 && g_pg) {
-            TT_ASSERT(sql(s, "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Status\") "
-                             "SELECT 'src', 'm' || g, 't', CASE WHEN g % 20 = 0 THEN 'Processing' ELSE 'Done' END "
-                             "FROM generate_series(1, 100000) AS g"));
+            TT_ASSERT(sql(s, "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Status\", \"Priority\") "
+                             "SELECT 'src', 'm' || g, 't', CASE WHEN g % 20 = 0 THEN 'Processing' ELSE 'Done' END, "
+                             "g % 11 - 5 FROM generate_series(1, 100000) AS g"));
         } else if (state == 0) {
-            TT_ASSERT(sql(s, "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Status\") "
+            TT_ASSERT(sql(s, "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Status\", \"Priority\") "
                              "SELECT 'src', CONCAT('m', seq), 't', CASE WHEN seq % 20 = 0 THEN 'Processing' "
-                             "ELSE 'Done' END FROM seq_1_to_100000"));
+                             "ELSE 'Done' END, CAST(seq % 11 AS SIGNED) - 5 FROM seq_1_to_100000"));
         } else {
             TT_ASSERT(sql(s, "DELETE FROM {T}"));
         }
@@ -2891,8 +3087,118 @@ static void test_plans(void) {
             if (strstr(plan, "FULL SCAN") != NULL)
                 printf("    %s table, statement %d scans the table:\n%s", state ? "empty" : "100k-row", stmts[i].slot, plan);
             TT_EXPECT(strstr(plan, "FULL SCAN") == NULL);
+            /* The claim reads the index of its order (priority with aging), and
+             * walks it on the filled table. Analyzed empty, PostgreSQL may read
+             * its range and sort it: one row is all it expects (the reap's
+             * ANALYZE, ibx_reap, renews the statistics as the table fills). */
+            if (stmts[i].slot == (g_my ? IBX__Q_CLAIM_PICK : IBX__Q_CLAIM)) {
+                int sorts = state == 0 && plans_sorts(plan);
+                if (!strstr(plan, "_Claim") || sorts) printf("    the claim does not walk IX_*_Claim:\n%s", plan);
+                TT_EXPECT(strstr(plan, "_Claim") != NULL && !sorts);
+            }
         }
     }
+    ibx_store_close(s);
+}
+
+/* ---- message priority (IBX-PRIO-*) ------------------------------------------------- */
+
+/* Claim one message at a time (a claim's rows come back in no particular
+ * order), check the claimed row's priority against ibx_get's, ack it; the
+ * message ids joined by "," in claim order. */
+static int prio_claims(ibx_store *s, char *out, size_t cap) {
+    const ibx_message *ms = NULL;
+    ibx_message m;
+    ibx_key k[1];
+    char owner[37];
+    int n = 0;
+    ibx_result r;
+    out[0] = '\0';
+    ibx_owner_token(s, owner);
+    while ((r = ibx_claim(s, owner, 30, 1, &ms, &n)) == IBX_OK) {
+        size_t used = strlen(out);
+        snprintf(out + used, cap - used, "%s%s", used ? "," : "", ms[0].message_id);
+        if (ibx_get(s, ms[0].message_id, ms[0].source, &m) != IBX_OK || m.priority != ms[0].priority) {
+            printf("    %s: claimed priority %d, stored %d\n", ms[0].message_id, ms[0].priority, m.priority);
+            return 0;
+        }
+        k[0].source = ms[0].source;
+        k[0].message_id = ms[0].message_id;
+        if (ibx_ack(s, owner, k, 1, NULL) != IBX_OK) return 0;
+    }
+    return r == IBX_EMPTY;
+}
+
+/* Out of range refused before any SQL, naming it (ibx_enqueue and the
+ * statements of ibx_enqueue_sql); the bounds taken. */
+static void test_priority_args(void) {
+    ibx_store *s = fresh();
+    ibx_new_message m = msg("prio", "src", "bad", "p");
+    ibx_sql *q = NULL;
+    int enqueued = -1;
+    TT_ASSERT(s != NULL);
+    m.priority = IBX_PRIORITY_MAX + 1;
+    TT_EQ_INT(ibx_enqueue(s, &m, &enqueued), IBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_enqueue: priority");
+    TT_EXPECT(strstr(ibx_store_last_error(s)->message, "-5..5") != NULL);
+    TT_EQ_INT(enqueued, -1);
+    m.priority = IBX_PRIORITY_MIN - 1;
+    TT_EQ_INT(ibx_enqueue_sql(s, &m, IBX_SQL_MARKERS_QUESTION, &q), IBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_enqueue: priority");
+    TT_ASSERT(q == NULL);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 0);
+    m.priority = IBX_PRIORITY_MIN;
+    TT_EQ_INT(ibx_enqueue(s, &m, &enqueued), IBX_OK);
+    m = msg("prio", "src", "good", "p");
+    m.priority = IBX_PRIORITY_MAX;
+    TT_EQ_INT(ibx_enqueue(s, &m, &enqueued), IBX_OK);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 2);
+    ibx_store_close(s);
+}
+
+/* Higher priority first among due messages, unset 0; aging: a level is
+ * worth 10 s of waiting (due times in the past stand for time waited), and
+ * no priority makes a message due early; a redelivery keeps the priority
+ * first stored. */
+static void test_priority_order(void) {
+    ibx_store *s = fresh();
+    ibx_new_message m;
+    ibx_message got;
+    char order[256];
+    int64_t t;
+    struct timespec ts;
+    static const struct { const char *id; int prio; int64_t ago; } rows[] = {
+        {"zero", 0, 0}, {"min", -5, 0}, {"max", 5, 0}, {"three", 3, 0}, {"minus1", -1, 0},
+        {"lo-101s", -5, 101000}, {"lo-99s", -5, 99000}, {"mid-49.5s", 0, 49500}};
+    size_t i;
+    TT_ASSERT(s != NULL);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    t = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - 2000;
+    for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        m = msg("prio", "src", rows[i].id, "p");
+        m.priority = rows[i].prio;
+        m.due_utc_ms = rows[i].ago ? t - rows[i].ago : 0;
+        TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    }
+    TT_EQ_INT(ibx_get(s, "zero", "src", &got), IBX_OK);
+    TT_EQ_INT(got.priority, 0);
+    TT_EQ_INT(ibx_get(s, "three", "src", &got), IBX_OK);
+    TT_EQ_INT(got.priority, 3);
+    /* A redelivery with another priority, or none: the first one stays. */
+    m = msg("prio", "src", "three", "p");
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    m.priority = -4;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "three", "src", &got), IBX_OK);
+    TT_EQ_INT(got.priority, 3);
+    TT_ASSERT(prio_claims(s, order, sizeof order));
+    TT_EQ_STR(order, "lo-101s,mid-49.5s,lo-99s,max,three,zero,minus1,min");
+    m = msg("prio", "src", "later", "p");
+    m.priority = IBX_PRIORITY_MAX;
+    m.due_utc_ms = t + 3600000;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    TT_ASSERT(prio_claims(s, order, sizeof order));
+    TT_EQ_STR(order, "");
     ibx_store_close(s);
 }
 
@@ -3289,6 +3595,8 @@ int main(int argc, char **argv) {
     RUN("IBX-KEY-EXACT", "keys differing only in a trailing space are different messages", test_key_exact);
     RUN("IBX-BATCH-PAUSE", "a batch handler (mixed outcomes, each on its message) and OBX_PAUSE through the inbox", test_batch_and_pause);
     RUN("CORE-EXPIRY", "a message past expires_utc_ms when claimed is never handled: Dead, \"expired\", counted; a redelivery keeps the first expiry; validation names the field", test_expiry);
+    RUN("IBX-PRIO-ARGS", "a priority outside -5..5 refused before any SQL by ibx_enqueue and ibx_enqueue_sql, naming it; the bounds taken", test_priority_args);
+    RUN("IBX-PRIO-ORDER", "higher priority claimed first among due messages; aging: a level is worth 10 s of waiting; none due early; a redelivery keeps the first priority", test_priority_order);
     RUN("IBX-ENVELOPE-ROUNDTRIP", "tenant, aggregate type and id, headers: own columns, byte-exact through enqueue, get, claim, dead-letter list and handler", test_envelope_roundtrip);
     RUN("IBX-ENVELOPE-LIMITS", "each envelope argument refused before any SQL, naming it; values at the limits fit", test_envelope_limits);
     RUN("IBX-ENVELOPE-REDELIVERY", "a redelivery keeps the envelope stored first; a dedup-check row takes the first enqueue's; Done is untouched", test_envelope_redelivery);
@@ -3302,9 +3610,11 @@ int main(int argc, char **argv) {
                     : "one writer: a purge reads what the replay committed");
     RUN("IBX-DEAD-PURGE-RACE", "replays by key during purges of all dead: replayed + purged = all, replayed ones kept", test_dead_purge_race);
     RUN("IBX-REPLAY-EXPIRY", "a replay drops the message's expiry", test_replay_drops_expiry);
+    RUN("IBX-TXH-EXACTLY-ONCE", "dedup, then a transactional handler's writes and Done in one transaction: a redelivered message's effect exists once; a retry leaves none", test_txh_exactly_once);
+    RUN("IBX-TXH-KILL", "kill -9 before an inbox transactional handler's write, after it, before the commit, after it: every message's effect exactly once, Done exactly when it exists", test_txh_kill);
     RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
-    RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);
+    RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once (old rows priority 0; new ones claimed by priority)", test_schema_upgrade);
     RUN("IBX-SCHEMA-FILE", "sql/<dialect>/inbox.sql is what the header deploys", test_schema_file);
     if (g_pg || g_my)
         RUN("CORE-PLANS", "claim, settle, reap, cleanup, get use an index on a 100k-row and an empty-analyzed inbox", test_plans);

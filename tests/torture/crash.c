@@ -57,6 +57,7 @@
 
 static const char *g_self, *g_hdr, *g_backend, *g_conn, *g_table, *g_dir;
 static int g_inbox;
+static int g_txh; /* TORTURE_TXH: transactional handlers, each writing its effect in the ack's transaction */
 static volatile sig_atomic_t g_stop;
 static long g_pace_ms; /* producers: pause after each message */
 
@@ -136,6 +137,65 @@ static ibx_outcome ihandle(const ibx_message *m, char *e, size_t cap, void *u) {
     return IBX_DONE;
 }
 
+/* TORTURE_TXH: the handler's effect, a row of fx_<table> keyed by the
+ * message, written on the store's connection in the transaction that acks
+ * it (obx_dispatcher_on_tx): the books then find each message's effect
+ * exactly once, and only on Done messages. */
+static int fx_write(void *hdbc, const char *key, char *state, long *native) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "INSERT INTO fx_%s (k) VALUES ('%s')", g_table, key);
+#ifdef OBX_SQLITE3_API /* hdbc is the sqlite3 *; the native code is SQLite's */
+    *native = sqlite3_exec((sqlite3 *)hdbc, sql, NULL, NULL, NULL);
+    (void)state;
+    return *native == SQLITE_OK;
+#else
+    {
+        SQLHSTMT st;
+        SQLRETURN rc;
+        SQLSMALLINT len = 0;
+        SQLINTEGER n = 0;
+        if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, (SQLHDBC)hdbc, &st))) return 0;
+        rc = SQLExecDirect(st, (SQLCHAR *)sql, SQL_NTS);
+        if (!SQL_SUCCEEDED(rc)) SQLGetDiagRec(SQL_HANDLE_STMT, st, 1, (SQLCHAR *)state, &n, NULL, 0, &len);
+        SQLFreeHandle(SQL_HANDLE_STMT, st);
+        *native = (long)n;
+        return SQL_SUCCEEDED(rc);
+    }
+#endif
+}
+static obx_outcome otx_handle(const obx_message *m, void *hdbc, char *e, size_t cap, void *u) {
+    int64_t t = tort_wall_us();
+    char state[6] = "";
+    long native = 0;
+    (void)u;
+    tort_sleep_ms(1); /* some work: a kill can land inside a handler */
+    if (!fx_write(hdbc, m->payload, state, &native)) {
+        snprintf(e, cap, "effect: %s %ld", state, native);
+        return obx_tx_conflict(m->store, state, native) ? OBX_CONFLICT : OBX_RETRY;
+    }
+    handled(m->payload, t);
+    return OBX_DONE;
+}
+static ibx_outcome itx_handle(const ibx_message *m, void *hdbc, char *e, size_t cap, void *u) {
+    int64_t t = tort_wall_us();
+    char state[6] = "";
+    long native = 0;
+    (void)u;
+    tort_sleep_ms(1);
+    if (!fx_write(hdbc, m->payload, state, &native)) {
+        snprintf(e, cap, "effect: %s %ld", state, native);
+        return ibx_tx_conflict(m->store, state, native) ? IBX_CONFLICT : IBX_RETRY;
+    }
+    handled(m->payload, t);
+    return IBX_DONE;
+}
+static int ion(ibx_dispatcher *d) {
+    return (g_txh ? ibx_dispatcher_on_tx(d, "t", itx_handle, NULL) : ibx_dispatcher_on(d, "t", ihandle, NULL)) == IBX_OK;
+}
+static int oon(obx_dispatcher *d) {
+    return (g_txh ? obx_dispatcher_on_tx(d, "t", otx_handle, NULL) : obx_dispatcher_on(d, "t", ohandle, NULL)) == OBX_OK;
+}
+
 static obx_store *open_obx(int deploy) {
     obx_store_desc d;
     obx_store *s = NULL;
@@ -193,8 +253,7 @@ static int role_dispatcher(int id) {
                 d.reap_interval_ms = 500;
                 d.error_delay_ms = 200;
             }
-            if (ibx_dispatcher_create(&d, &disp) == IBX_OK && ibx_dispatcher_on(disp, "t", ihandle, NULL) == IBX_OK)
-                ibx_dispatcher_run(disp);
+            if (ibx_dispatcher_create(&d, &disp) == IBX_OK && ion(disp)) ibx_dispatcher_run(disp);
             ibx_dispatcher_destroy(disp);
             ibx_store_close(s);
         } else {
@@ -215,8 +274,7 @@ static int role_dispatcher(int id) {
                 d.reap_interval_ms = 500;
                 d.error_delay_ms = 200;
             }
-            if (obx_dispatcher_create(&d, &disp) == OBX_OK && obx_dispatcher_on(disp, "t", ohandle, NULL) == OBX_OK)
-                obx_dispatcher_run(disp);
+            if (obx_dispatcher_create(&d, &disp) == OBX_OK && oon(disp)) obx_dispatcher_run(disp);
             obx_dispatcher_destroy(disp);
             obx_store_close(s);
         }
@@ -498,8 +556,7 @@ static void drain(tort_db *db, int64_t bound_ms) {
         d.store = is;
         d.lease_seconds = LEASE_S;
         d.reap_interval_ms = 200;
-        if (!is || ibx_dispatcher_create(&d, &id) != IBX_OK || ibx_dispatcher_on(id, "t", ihandle, NULL) != IBX_OK)
-            goto out;
+        if (!is || ibx_dispatcher_create(&d, &id) != IBX_OK || !ion(id)) goto out;
     } else {
         obx_dispatcher_desc d;
         os = open_obx(0);
@@ -507,8 +564,7 @@ static void drain(tort_db *db, int64_t bound_ms) {
         d.store = os;
         d.lease_seconds = LEASE_S;
         d.reap_interval_ms = 200;
-        if (!os || obx_dispatcher_create(&d, &od) != OBX_OK || obx_dispatcher_on(od, "t", ohandle, NULL) != OBX_OK)
-            goto out;
+        if (!os || obx_dispatcher_create(&d, &od) != OBX_OK || !oon(od)) goto out;
     }
     while (tort_now_ms() < until) {
         int r;
@@ -562,6 +618,15 @@ static int setup(tort_db *db) {
     }
     snprintf(sql, sizeof sql, "DELETE FROM %s", qname(t, sizeof t, g_table));
     exec_sql(db, sql);
+    if (g_txh) {
+        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS fx_%s", g_table);
+        exec_sql(db, sql);
+        snprintf(sql, sizeof sql, "CREATE TABLE fx_%s (k VARCHAR(64) NOT NULL)", g_table);
+        if (exec_sql(db, sql) != 0) {
+            printf("torture: txh %s FAILED: cannot create the effects table\n", g_backend);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -599,6 +664,7 @@ typedef struct books {
     long long committed, stuck, orphans, integrity_bad;
     long lost, dupl, conc, rehandled, done_unhandled, distinct;
     long acked_lost; /* outbox: commits a producer saw succeed that the database no longer has */
+    long long fx_dup, fx_missing, fx_undone; /* TORTURE_TXH: effects twice, Done without, without Done */
 } books;
 
 /* Drain, then compare what was committed with what was handled. */
@@ -679,6 +745,18 @@ static int keep_books(tort_db *db, books *b) {
             if (!handled_key(h, nh, p)) b->done_unhandled++;
         }
     }
+    if (g_txh) {
+        const char *done = g_inbox ? "'Done'" : "2";
+        snprintf(sql, sizeof sql, "SELECT COUNT(*) - COUNT(DISTINCT k) FROM fx_%s", g_table);
+        b->fx_dup = tort_db_scalar(db, sql);
+        snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s o WHERE o.%s = %s AND NOT EXISTS (SELECT 1 FROM fx_%s f "
+                 "WHERE f.k = o.%s)", qname(t, sizeof t, g_table), col(c2, sizeof c2, "Status"), done, g_table,
+                 col(c1, sizeof c1, "Payload"));
+        b->fx_missing = tort_db_scalar(db, sql);
+        snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM fx_%s f WHERE NOT EXISTS (SELECT 1 FROM %s o WHERE o.%s = f.k "
+                 "AND o.%s = %s)", g_table, t, c1, c2, done);
+        b->fx_undone = tort_db_scalar(db, sql);
+    }
     if (is_sqlite()) {
         char ic[256] = "";
         tort_db_query(db, "PRAGMA integrity_check", ic, sizeof ic, err, sizeof err);
@@ -692,15 +770,20 @@ static int keep_books(tort_db *db, books *b) {
 }
 
 static int books_fail(const books *b, long long min_committed) {
-    return b->lost || b->stuck || b->orphans || b->done_unhandled || b->rehandled || b->conc ||
+    return b->lost || b->stuck || b->orphans || b->done_unhandled || b->rehandled || b->conc || b->fx_dup ||
+           b->fx_missing || b->fx_undone ||
            b->integrity_bad || b->committed < min_committed || (b->acked_lost && !getenv("TORTURE_ASYNC"));
 }
 static void books_text(const books *b, char *out, size_t cap) {
+    char fx[128] = "";
+    if (g_txh)
+        snprintf(fx, sizeof fx, " effects_twice=%lld done_without_effect=%lld effect_without_done=%lld", b->fx_dup,
+                 b->fx_missing, b->fx_undone);
     snprintf(out, cap,
              "messages=%lld lost=%ld stuck=%lld orphans=%lld done_unhandled=%ld rehandled=%ld concurrent=%ld "
-             "acked_lost=%ld duplicates=%.2f%%%s",
+             "acked_lost=%ld duplicates=%.2f%%%s%s",
              b->committed, b->lost, b->stuck, b->orphans, b->done_unhandled, b->rehandled, b->conc, b->acked_lost,
-             b->distinct ? 100.0 * (double)b->dupl / (double)b->distinct : 0.0,
+             b->distinct ? 100.0 * (double)b->dupl / (double)b->distinct : 0.0, fx,
              is_sqlite() ? (b->integrity_bad ? " integrity=BAD" : " integrity=ok") : "");
 }
 
@@ -765,8 +848,8 @@ static int role_run(void) {
     books_text(&b, figures, sizeof figures);
     if (slow_stops) printf("  %d processes did not stop within 10 s of SIGTERM\n", slow_stops);
     fail = books_fail(&b, 100) || slow_stops || kills < min_kills || kills_p == 0 || kills_d == 0;
-    printf("torture: crash %s %s%s kills=%d (producers=%d dispatchers=%d) %s time=%.0fs%s\n",
-           g_inbox ? "inbox" : "outbox", g_backend,
+    printf("torture: %s %s %s%s kills=%d (producers=%d dispatchers=%d) %s time=%.0fs%s\n",
+           g_txh ? "txh" : "crash", g_inbox ? "inbox" : "outbox", g_backend,
            !is_sqlite() ? "" : strstr(g_conn, "SyncPragma=FULL") ? " synchronous=FULL" : " synchronous=NORMAL", kills, kills_p, kills_d, figures,
            (double)(tort_now_ms() - t0) / 1000.0, fail ? " FAILED" : "");
     if (b.committed < 100) printf("  too few messages were committed for the run to mean anything\n");
@@ -1262,6 +1345,7 @@ int main(int argc, char **argv) {
     g_self = argv[0];
     g_hdr = argv[2];
     g_inbox = strcmp(g_hdr, "ibx") == 0;
+    g_txh = getenv("TORTURE_TXH") != NULL;
     g_backend = argv[3];
     g_conn = argv[4];
     g_table = argv[5];

@@ -5,6 +5,10 @@
 #   odbc        5: ODBC failure at every call (fake ODBC layer), both headers
 #   oom         4: allocation failure at every point (real SQLite), both headers;
 #                  again on the sqlite3 build (OBX_SQLITE3_API: SQLite's C API)
+#   txh         1 with transactional handlers (obx_dispatcher_on_tx): each
+#                  handler's effect row commits with its ack; the books find
+#                  every effect exactly once and only on Done messages. Small
+#                  by default (TORTURE_TXH_SECONDS, 10; TORTURE_TXH_KILLS, 20)
 #   crash       1: SIGKILL of producers and dispatchers, both headers, on
 #                  SQLite, the sqlite3 build, PostgreSQL and MariaDB
 #   durability  3: SQLite: kills with synchronous=FULL, integrity_check; disk full;
@@ -35,7 +39,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 db="$here/../db.sh"
 bin=${1:?usage: run.sh BINDIR [SCENARIO...]}
 shift
-scenarios=${*:-odbc oom crash durability dbfault providers}
+scenarios=${*:-odbc oom crash txh durability dbfault providers}
 backends=${TORTURE_BACKENDS:-sqlite sqlite3 postgresql mariadb}
 s3_seconds=${TORTURE_SQLITE3_SECONDS:-8}
 rundir=${TORTURE_RUNDIR:-${TMPDIR:-/tmp}/obx-torture-$(id -u)}
@@ -148,6 +152,18 @@ for s in $scenarios; do
             fi
             crash_run "crash-obx-$b" obx "$b" TortCrashO
             crash_run "crash-ibx-$b" ibx "$b" TortCrashI
+        done
+        ;;
+    txh)
+        for b in $backends; do
+            if ! ready_backend "$b"; then
+                skip "txh $b" "the throwaway $b server did not start (see above)"
+                continue
+            fi
+            TORTURE_TXH=1 TORTURE_SECONDS=${TORTURE_TXH_SECONDS:-10} TORTURE_KILLS=${TORTURE_TXH_KILLS:-20} \
+                TORTURE_MESSAGES=${TORTURE_TXH_MESSAGES:-500} crash_run "txh-obx-$b" obx "$b" TortTxhO
+            TORTURE_TXH=1 TORTURE_SECONDS=${TORTURE_TXH_SECONDS:-10} TORTURE_KILLS=${TORTURE_TXH_KILLS:-20} \
+                TORTURE_MESSAGES=${TORTURE_TXH_MESSAGES:-500} crash_run "txh-ibx-$b" ibx "$b" TortTxhI
         done
         ;;
     durability)
