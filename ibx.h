@@ -3733,10 +3733,11 @@ IBX__PRIVATE void ibx__connect_explain(ibx__db *db, const char *connstr) {
                  IBX__WHY(": `odbcinst -q -d` lists the drivers the driver manager knows, `odbcinst -j` the file "
                           "it read%s; a driver given by path must exist"),
                  driver[0] ? "driver '" : "the driver of DSN '", driver[0] ? driver : dsn, "'" IBX__WHY_ARG(env));
-    else if ((strstr(m, "FATAL:") && (strstr(m, "does not exist") || strstr(m, "authentication failed") ||
+    else if (!IBX__SQLITE_ONLY && /* a server's refusals: folded away with SQLite only */
+             ((strstr(m, "FATAL:") && (strstr(m, "does not exist") || strstr(m, "authentication failed") ||
                                       strstr(m, "no pg_hba.conf entry"))) ||
              ((strcmp(e->sqlstate, "28000") == 0 || strcmp(e->sqlstate, "42000") == 0) &&
-              (e->native == 1044 || e->native == 1045 || e->native == 1049 || e->native == 1698)))
+              (e->native == 1044 || e->native == 1045 || e->native == 1049 || e->native == 1698))))
         snprintf(why, sizeof why, "the server refused the database or the login"
                  IBX__WHY(" (not tried again: fix the connection string or the server's grants)"));
     else if ((strstr(m, "[SQLite]") || strstr(m, "connect failed")) && e->native == 14) { /* SQLITE_CANTOPEN;
@@ -7839,13 +7840,13 @@ static char *ibx__schema_text(const ibx__hooks *h, const ibx__dialect *d, const 
     ibx__buf text = {NULL, 0, 0};
     int i, c, ok = 1;
     for (i = 0; ok && q->ddl[i]; i++) {
-        int adds = strstr(q->ddl[i], "{A}") && d->id != IBX_DIALECT_SQLITE ? IBX__COLUMNS_MAX : 0;
+        int adds = strstr(q->ddl[i], "{A}") && IBX__ONE(d)->id != IBX_DIALECT_SQLITE ? IBX__COLUMNS_MAX : 0;
         for (c = -1; ok && c < adds && (c < 0 || q->columns[c].name); c++) {
             char *one = c < 0 ? ibx__ddl_text(h, d, q, schema, table, q->ddl[i])
                               : ibx__column_text(h, d, q, schema, table, d->column_add, &q->columns[c]);
             /* A MariaDB trigger with a compound body has ';' inside: the
              * mysql/mariadb client splits at each one unless DELIMITER says. */
-            int compound = one && d->id == IBX_DIALECT_MARIADB && strchr(one, ';');
+            int compound = one && IBX__ONE(d)->id == IBX_DIALECT_MARIADB && strchr(one, ';');
             const char *open = compound ? "DELIMITER $$\n" : "";
             const char *end = compound ? "$$\nDELIMITER ;\n" : d->statement_end;
             ok = one && ibx__buf_add(h, &text, open, strlen(open)) &&
@@ -7901,7 +7902,7 @@ static char *ibx__ddl_probe(const ibx__hooks *h, const ibx__dialect *d, const ch
     size_t n;
     int i;
     *after = NULL;
-    if (d->id == IBX_DIALECT_POSTGRESQL) {
+    if (IBX__ONE(d)->id == IBX_DIALECT_POSTGRESQL) { /* SQLite only: folded away with MariaDB's */
         for (i = 0; pg_index[i]; i++)
             if (strncmp(one, pg_index[i], strlen(pg_index[i])) == 0 &&
                 ibx__ddl_name(one + strlen(pg_index[i]), '"', '"', name, sizeof name))
@@ -7933,7 +7934,7 @@ static char *ibx__ddl_probe(const ibx__hooks *h, const ibx__dialect *d, const ch
             return out;
         }
     }
-    if (d->id == IBX_DIALECT_MARIADB) {
+    if (IBX__ONE(d)->id == IBX_DIALECT_MARIADB) {
         if (strncmp(one, "CREATE TRIGGER IF NOT EXISTS ", 29) == 0 &&
             ibx__ddl_name(one + 29, '`', '`', name, sizeof name))
             return ibx__format(h, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE "
@@ -7958,7 +7959,7 @@ typedef struct ibx__deploy_ctx {
  * after, does: SQLite's schema version, the objects and columns of the
  * schema elsewhere. NULL: unknown (every deploy counts as a change). */
 static char *ibx__deploy_census(const ibx__hooks *h, const ibx__dialect *d, const char *schema) {
-    switch (d->id) {
+    switch (IBX__ONE(d)->id) { /* SQLite only: the other cases fold away */
     case IBX_DIALECT_SQLITE: return ibx__strdup(h, "PRAGMA schema_version");
     case IBX_DIALECT_POSTGRESQL:
         return ibx__format(h, "SELECT (SELECT COUNT(*) FROM pg_namespace WHERE nspname = '%s') + "

@@ -3932,10 +3932,11 @@ OBX__PRIVATE void obx__connect_explain(obx__db *db, const char *connstr) {
                  OBX__WHY(": `odbcinst -q -d` lists the drivers the driver manager knows, `odbcinst -j` the file "
                           "it read%s; a driver given by path must exist"),
                  driver[0] ? "driver '" : "the driver of DSN '", driver[0] ? driver : dsn, "'" OBX__WHY_ARG(env));
-    else if ((strstr(m, "FATAL:") && (strstr(m, "does not exist") || strstr(m, "authentication failed") ||
+    else if (!OBX__SQLITE_ONLY && /* a server's refusals: folded away with SQLite only */
+             ((strstr(m, "FATAL:") && (strstr(m, "does not exist") || strstr(m, "authentication failed") ||
                                       strstr(m, "no pg_hba.conf entry"))) ||
              ((strcmp(e->sqlstate, "28000") == 0 || strcmp(e->sqlstate, "42000") == 0) &&
-              (e->native == 1044 || e->native == 1045 || e->native == 1049 || e->native == 1698)))
+              (e->native == 1044 || e->native == 1045 || e->native == 1049 || e->native == 1698))))
         snprintf(why, sizeof why, "the server refused the database or the login"
                  OBX__WHY(" (not tried again: fix the connection string or the server's grants)"));
     else if ((strstr(m, "[SQLite]") || strstr(m, "connect failed")) && e->native == 14) { /* SQLITE_CANTOPEN;
@@ -8653,13 +8654,13 @@ static char *obx__schema_text(const obx__hooks *h, const obx__dialect *d, const 
     obx__buf text = {NULL, 0, 0};
     int i, c, ok = 1;
     for (i = 0; ok && q->ddl[i]; i++) {
-        int adds = strstr(q->ddl[i], "{A}") && d->id != OBX_DIALECT_SQLITE ? OBX__COLUMNS_MAX : 0;
+        int adds = strstr(q->ddl[i], "{A}") && OBX__ONE(d)->id != OBX_DIALECT_SQLITE ? OBX__COLUMNS_MAX : 0;
         for (c = -1; ok && c < adds && (c < 0 || q->columns[c].name); c++) {
             char *one = c < 0 ? obx__ddl_text(h, d, q, schema, table, q->ddl[i])
                               : obx__column_text(h, d, q, schema, table, d->column_add, &q->columns[c]);
             /* A MariaDB trigger with a compound body has ';' inside: the
              * mysql/mariadb client splits at each one unless DELIMITER says. */
-            int compound = one && d->id == OBX_DIALECT_MARIADB && strchr(one, ';');
+            int compound = one && OBX__ONE(d)->id == OBX_DIALECT_MARIADB && strchr(one, ';');
             const char *open = compound ? "DELIMITER $$\n" : "";
             const char *end = compound ? "$$\nDELIMITER ;\n" : d->statement_end;
             ok = one && obx__buf_add(h, &text, open, strlen(open)) &&
@@ -8715,7 +8716,7 @@ static char *obx__ddl_probe(const obx__hooks *h, const obx__dialect *d, const ch
     size_t n;
     int i;
     *after = NULL;
-    if (d->id == OBX_DIALECT_POSTGRESQL) {
+    if (OBX__ONE(d)->id == OBX_DIALECT_POSTGRESQL) { /* SQLite only: folded away with MariaDB's */
         for (i = 0; pg_index[i]; i++)
             if (strncmp(one, pg_index[i], strlen(pg_index[i])) == 0 &&
                 obx__ddl_name(one + strlen(pg_index[i]), '"', '"', name, sizeof name))
@@ -8747,7 +8748,7 @@ static char *obx__ddl_probe(const obx__hooks *h, const obx__dialect *d, const ch
             return out;
         }
     }
-    if (d->id == OBX_DIALECT_MARIADB) {
+    if (OBX__ONE(d)->id == OBX_DIALECT_MARIADB) {
         if (strncmp(one, "CREATE TRIGGER IF NOT EXISTS ", 29) == 0 &&
             obx__ddl_name(one + 29, '`', '`', name, sizeof name))
             return obx__format(h, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE "
@@ -8772,7 +8773,7 @@ typedef struct obx__deploy_ctx {
  * after, does: SQLite's schema version, the objects and columns of the
  * schema elsewhere. NULL: unknown (every deploy counts as a change). */
 static char *obx__deploy_census(const obx__hooks *h, const obx__dialect *d, const char *schema) {
-    switch (d->id) {
+    switch (OBX__ONE(d)->id) { /* SQLite only: the other cases fold away */
     case OBX_DIALECT_SQLITE: return obx__strdup(h, "PRAGMA schema_version");
     case OBX_DIALECT_POSTGRESQL:
         return obx__format(h, "SELECT (SELECT COUNT(*) FROM pg_namespace WHERE nspname = '%s') + "
