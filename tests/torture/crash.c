@@ -341,6 +341,7 @@ static int role_producer_obx(int id, long max) {
         m.topic = "t";
         m.payload = key;
         m.payload_len = OBX_NTS;
+        m.priority = (int)(seq % 11) - 5; /* every priority: the books hold whatever the claim order */
         ok = ok && obx_enqueue_tx(s, db.dbc, &m, NULL) == OBX_OK;
         ok = ok && end_tx(&db, 1) == 0;
         if (ok) {
@@ -418,6 +419,7 @@ static int role_producer_ibx(int id, long max) {
         m.topic = "t";
         m.source = src;
         m.message_id = mid;
+        m.priority = (int)(which % 11) - 5; /* a redelivery gives the same priority */
         m.payload = key;
         m.payload_len = IBX_NTS;
         r = ibx_enqueue(s, &m, &enq);

@@ -9,7 +9,7 @@
 #                  handler's effect row commits with its ack; the books find
 #                  every effect exactly once and only on Done messages. Small
 #                  by default (TORTURE_TXH_SECONDS, 10; TORTURE_TXH_KILLS, 20)
-#   crash       1: SIGKILL of producers and dispatchers, both headers, on
+#   crash       1: SIGKILL of producers and dispatchers (messages of every priority), both headers, on
 #                  SQLite, the sqlite3 build, PostgreSQL and MariaDB
 #   durability  3: SQLite: kills with synchronous=FULL, integrity_check; disk full;
 #                  both on the sqlite3 build too
