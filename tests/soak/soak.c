@@ -305,8 +305,7 @@ static void ibatch(const ibx_message *const *ms, ibx_batch_result *res, int n, v
  * transaction that settles the message, then takes its fate as the other
  * handlers do (3 % OBX_CONFLICT besides): the checker finds the effect
  * exactly once on Done messages and never on others (a retry, pause, dead,
- * conflict or lost lease rolls it back). A write that fails answers
- * OBX_CONFLICT when obx_tx_conflict says so, else OBX_RETRY. */
+ * conflict or lost lease rolls it back). */
 static int fx_write(void *hdbc, const char *key, int ver, char *state, long *native) {
     char sql[700];
     SQLHSTMT st;
@@ -321,9 +320,12 @@ static int fx_write(void *hdbc, const char *key, int ver, char *state, long *nat
     *native = (long)n;
     return SQL_SUCCEEDED(rc);
 }
-/* The effect, then the fate: OBX_CONFLICT (the write's or 3 % drawn) or the
- * handlers' usual one. */
-static int tx_fate(void *hdbc, const char *key, int ver, int inbox, const void *store, char *e, size_t cap) {
+/* The fate drawn (and slept) first, then the effect: on SQLite the write
+ * takes the database's write lock until the commit, and a handler slower
+ * than the lease holding it would starve every renewal. A write that fails
+ * answers OBX_CONFLICT (obx_tx_conflict) or OBX_RETRY; 3 % of the others
+ * OBX_CONFLICT. */
+static int tx_effect(int o, void *hdbc, const char *key, int ver, int inbox, const void *store, char *e, size_t cap) {
     char state[6] = "";
     long native = 0;
     if (!fx_write(hdbc, key, ver, state, &native)) {
@@ -332,8 +334,7 @@ static int tx_fate(void *hdbc, const char *key, int ver, int inbox, const void *
         snprintf(e, cap, "effect: %s %ld", state, native);
         return c ? OBX_CONFLICT : OBX_RETRY;
     }
-    if (soak_pct(&g_rng, 3)) return OBX_CONFLICT;
-    return fate(e, cap);
+    return soak_pct(&g_rng, 3) ? OBX_CONFLICT : o;
 }
 static obx_outcome otx_handle(const obx_message *m, void *hdbc, char *e, size_t cap, void *u) {
     char key[80];
@@ -341,7 +342,7 @@ static obx_outcome otx_handle(const obx_message *m, void *hdbc, char *e, size_t 
     (void)u;
     log_start_o(m);
     okey_of(m, key, sizeof key);
-    o = tx_fate(hdbc, key, 0, 0, m->store, e, cap);
+    o = tx_effect(fate(e, cap), hdbc, key, 0, 0, m->store, e, cap);
     log_end(key, o);
     return (obx_outcome)o;
 }
@@ -350,10 +351,14 @@ static void obatch_tx(const obx_message *const *ms, obx_batch_result *res, int n
     (void)u;
     for (i = 0; i < n; i++) log_start_o(ms[i]);
     for (i = 0; i < n; i++) {
+        int o = fate(res[i].error, sizeof res[i].error);
+        res[i].outcome = (obx_outcome)o;
+    }
+    for (i = 0; i < n; i++) {
         char key[80];
         okey_of(ms[i], key, sizeof key);
         {
-            int o = tx_fate(hdbc, key, 0, 0, ms[i]->store, res[i].error, sizeof res[i].error);
+            int o = tx_effect((int)res[i].outcome, hdbc, key, 0, 0, ms[i]->store, res[i].error, sizeof res[i].error);
             res[i].outcome = (obx_outcome)o;
         }
         log_end(key, (int)res[i].outcome);
@@ -365,7 +370,7 @@ static ibx_outcome itx_handle(const ibx_message *m, void *hdbc, char *e, size_t 
     (void)u;
     log_start_i(m);
     ikey_of(m, key, sizeof key, ver, sizeof ver);
-    o = tx_fate(hdbc, key, atoi(ver), 1, m->store, e, cap);
+    o = tx_effect(fate(e, cap), hdbc, key, atoi(ver), 1, m->store, e, cap);
     log_end(key, o);
     return (ibx_outcome)o;
 }
@@ -374,10 +379,14 @@ static void ibatch_tx(const ibx_message *const *ms, ibx_batch_result *res, int n
     (void)u;
     for (i = 0; i < n; i++) log_start_i(ms[i]);
     for (i = 0; i < n; i++) {
+        int o = fate(res[i].error, sizeof res[i].error);
+        res[i].outcome = (ibx_outcome)o;
+    }
+    for (i = 0; i < n; i++) {
         char key[600], ver[32];
         ikey_of(ms[i], key, sizeof key, ver, sizeof ver);
         {
-            int o = tx_fate(hdbc, key, atoi(ver), 1, ms[i]->store, res[i].error, sizeof res[i].error);
+            int o = tx_effect((int)res[i].outcome, hdbc, key, atoi(ver), 1, ms[i]->store, res[i].error, sizeof res[i].error);
             res[i].outcome = (ibx_outcome)o;
         }
         log_end(key, (int)res[i].outcome);
