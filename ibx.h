@@ -193,6 +193,10 @@
  *                /dev/urandom should give this hook)
  *   The hook types are laid out identically in both headers, so one
  *   allocator, clock or logger implementation plugs into both.
+ *   Priority (ibx_new_message.priority, -5..5, 0 the default): a claim
+ *   takes the higher priority first among due messages, one level worth
+ *   10 s of waiting (aging: nothing starves); the outbox's ordering keys
+ *   keep their order whatever the priorities. docs/FEATURES.md, "Priority".
  *   Dispatching (ibx_dispatcher_desc): handlers take one message each
  *   (ibx_dispatcher_on), or all of a claim's messages of their topic in
  *   one call with an outcome per message (ibx_dispatcher_on_batch). A
@@ -263,7 +267,8 @@
  *   sleeps through the hook, so ibx_dispatcher_wake() cannot shorten its
  *   waits.
  *   Leases: while a batch is handled, one thread of the dispatcher's own
- *   renews its leases every third of the lease, on a connection of its own
+ *   renews its leases every third of the lease (a failed renewal is tried
+ *   again after a tenth), on a connection of its own
  *   (opened when first needed), for up to max_handler_ms; so a handler
  *   slower than its lease is never run twice at once. A handler starts only
  *   while the last renewal that extended every message of the batch (or
@@ -807,6 +812,12 @@ typedef struct ibx_store_desc {
 /* Largest source, message id and topic, in characters (UTF-8 code points). */
 #define IBX_KEY_MAX 255
 #define IBX_TOPIC_MAX 255
+/* Message priority (ibx_new_message.priority): IBX_PRIORITY_MIN..MAX, 0 (the
+ * middle) by default; one level is worth IBX_PRIORITY_AGING_MS of waiting
+ * (part of the schema's claim index, not a runtime knob). */
+#define IBX_PRIORITY_MIN (-5)
+#define IBX_PRIORITY_MAX 5
+#define IBX_PRIORITY_AGING_MS 10000
 
 /* Default retention of ibx_cleanup(): 30 days. */
 #define IBX_DEFAULT_RETENTION_MS ((int64_t)30 * 24 * 3600 * 1000)
@@ -851,6 +862,13 @@ typedef struct ibx_new_message {
      * 1..IBX_TIME_MAX_MS and not before due_utc_ms. A redelivery keeps the
      * expiry first stored (as the envelope): the sender's first deadline. */
     int64_t expires_utc_ms;
+    /* Priority, IBX_PRIORITY_MIN (-5) .. IBX_PRIORITY_MAX (5), 0 = the
+     * default: as obx_new_message.priority. Among due messages a claim takes
+     * the smallest "due time - priority x 10 s" first: higher priority
+     * first, one level worth 10 s of waiting (aging), so none starves. A
+     * redelivery keeps the priority first stored. SQL Server stores it but
+     * claims by due time alone. See docs/FEATURES.md, "Priority". */
+    int priority; /* IBX_PRIORITY_MIN..IBX_PRIORITY_MAX; 0 = the default */
 } ibx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
@@ -882,6 +900,7 @@ typedef struct ibx_message {
     int64_t expires_ms;          /* expires_utc_ms as first stored; 0 = never. ibx_claim returns
                                     expired messages too; the dispatcher ends them Dead, checked
                                     before each handler call */
+    int priority;                /* as first stored (ibx_new_message.priority); 0 on SQL Server */
 } ibx_message;
 
 /* Name of a status as stored: "Seen", "Processing", "Done", "Dead"
@@ -935,7 +954,7 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
  * obx_enqueue refuses it, e.g. "headers[2].key": the error names it;
  * nothing is written); IBX_ERR_NO_MEMORY; IBX_ERR_OUT_OF_RANGE (due_utc_ms or
  * expires_utc_ms not 0..IBX_TIME_MAX_MS, or expires_utc_ms before due_utc_ms,
- * named); IBX_ERR_FULL (the store's max_pending is reached and the message
+ * or priority not IBX_PRIORITY_MIN..MAX, named); IBX_ERR_FULL (the store's max_pending is reached and the message
  * is new, Seen or Dead: a redelivery of one still to handle or done adds
  * none and is taken); IBX_ERR_DB(_TRANSIENT). */
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *message, int *enqueued);
@@ -1549,7 +1568,12 @@ IBX_API ibx_result ibx_dispatcher_run_once(ibx_dispatcher *dispatcher, ibx_run_s
 /* Loop run_once() until ibx_dispatcher_stop() or *stop_flag: after an
  * empty round wait poll_interval_ms (doubling up to idle_max_ms), after a
  * database error wait error_delay_ms, and wake at once on
- * ibx_dispatcher_wake(). Returns IBX_OK when stopped. */
+ * ibx_dispatcher_wake(). Returns IBX_OK when stopped.
+ * With one store, a batch's successes are acked with the next round's
+ * claim (on PostgreSQL in its statement: one round trip and one commit per
+ * batch), which follows at once; they are acked on their own before
+ * housekeeping, when that claim fails, and before run() returns. Messages
+ * with an ordering key are acked at once, as run_once() acks everything. */
 IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *dispatcher);
 
 /* Ask run() to return after the current round. Final: a stop given
@@ -5246,6 +5270,52 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
 }
 #endif /* IBX_SQLITE3_API */
 
+/* >> priority: the claim's order (both headers) --------------------------------------- */
+
+/* A due message's rank is its NextAttemptAt less Priority x
+ * IBX_PRIORITY_AGING_MS; a claim takes the smallest rank first: the higher
+ * priority first among messages due at the same time, and one that has
+ * waited k x 10 s longer before one k levels higher, so none starves.
+ * Priority 0, the default, ranks by NextAttemptAt alone: unprioritised
+ * messages keep their order. The rank is an index of the table's
+ * claimable rows (IX_{N}_Claim: SQLite and PostgreSQL an expression index,
+ * MariaDB the generated column ClaimRank), walked in order from its start;
+ * the walk's range ends where a lowest-priority message due now would rank
+ * (now + 50 s), so an idle claim reads no further than what comes due in
+ * the next 50 to 100 s, and a claim of a backlog reads its batch. The
+ * ORDER BY texts below, with the range that bounds the walk, are the
+ * claims' whole order: `c` is the table's alias ("c." or ""). */
+#define IBX__PRIORITY_AGING_S "10"   /* IBX_PRIORITY_AGING_MS in seconds */
+#define IBX__PRIORITY_HORIZON_S "50" /* -IBX_PRIORITY_MIN levels of aging */
+#define IBX__SQLITE_RANK(c) c "NextAttemptAt - " c "Priority * " IBX__PRIORITY_AGING_S "000"
+#define IBX__SQLITE_CLAIM_ORDER(c)                                                                \
+    "AND " IBX__SQLITE_RANK(c) " <= {W} + " IBX__PRIORITY_HORIZON_S "000 ORDER BY " IBX__SQLITE_RANK(c)
+/* PostgreSQL: timestamptz less an interval is not immutable (a day's
+ * length depends on the zone): the rank is UTC wall time, which is. */
+#define IBX__PG_RANK(c)                                                                           \
+    "((" c "\"NextAttemptAt\" AT TIME ZONE 'UTC') - " c "\"Priority\" * interval '" IBX__PRIORITY_AGING_S " seconds')"
+#define IBX__PG_CLAIM_ORDER(c)                                                                    \
+    "AND " IBX__PG_RANK(c) " <= (now() AT TIME ZONE 'UTC') + interval '" IBX__PRIORITY_HORIZON_S " seconds' "  \
+    "ORDER BY " IBX__PG_RANK(c)
+/* MariaDB: the generated column ClaimRank (parked rows keep their time:
+ * the last day of 9999 less an interval would overflow). */
+#define IBX__MY_RANK                                                                              \
+    "DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL "      \
+    "(`Priority` * " IBX__PRIORITY_AGING_S ") SECOND)) PERSISTENT"
+#define IBX__MY_CLAIM_ORDER(c)                                                                    \
+    "AND " c "`ClaimRank` <= UTC_TIMESTAMP(6) + INTERVAL " IBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ClaimRank`"
+
+/* A full row's Priority column; SQL Server's rows have none (it stores the
+ * column but claims by due time alone): 0 there. */
+IBX__PRIVATE ibx_result ibx__get_priority(ibx__db *db, SQLHSTMT st, int col, int *out) {
+    int64_t v = 0;
+    ibx_result r;
+    if (db->d->id == IBX_DIALECT_SQLSERVER) return IBX_OK;
+    r = ibx__get_i64(db, st, col, &v, NULL);
+    if (r == IBX_OK) *out = (int)v;
+    return r;
+}
+
 /* >> registry of many databases ---------------------------------------------------- */
 
 /* One database's store and its housekeeping schedule. */
@@ -6292,6 +6362,7 @@ enum {
     IBX__Q_WAKE,       /* none: the inbox has no ordering keys, so nothing is parked (the
                           common reap asks for it) */
     IBX__Q_ANALYZE,    /* statistics refreshed where stale (PostgreSQL; see ibx_reap) */
+    IBX__Q_CLAIM_ACK,  /* -> CLAIM's rows, then the count ACK changed (ibx__claim_ack_sql) */
     IBX__Q_OWNED,      /* not a statement: {O} in the others, the rows of a key list the
                           owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
@@ -6309,8 +6380,8 @@ enum {
 static const ibx__stmt_row ibx__stmt_args_rows[] = {
     {IBX__Q_SEEN, "ttb"},           /* source, message_id, hash */
     {IBX__Q_ENQUEUE, "ttttbii"},    /* source, id, topic, payload, hash, due, next_attempt */
-    {IBX__Q_ENQUEUE_ENV, "ttttbii" IBX__ENV_ARGS "i"}, /* ENQUEUE's, tenant, aggregate type,
-                                                          aggregate id, headers, expiry */
+    {IBX__Q_ENQUEUE_ENV, "ttttbii" IBX__ENV_ARGS "ii"}, /* ENQUEUE's, tenant, aggregate type,
+                                                           aggregate id, headers, expiry, priority */
     {IBX__Q_MARK, "tttttt"},        /* status x4, source, id */
     {IBX__Q_CLAIM, "tii"},          /* owner, lease_seconds, batch; after a CLAIM_PICK, CLAIM_READ's */
     {IBX__Q_CLAIM_PICK, "ii"},      /* batch, window */
@@ -6334,24 +6405,35 @@ static const ibx__stmt_row ibx__stmt_args_rows[] = {
     {IBX__Q_RUN_NOW, "tt"},         /* source, id */
     {IBX__Q_WAKE, ""},
     {IBX__Q_ANALYZE, ""},
+    {IBX__Q_CLAIM_ACK, "tlltii"},   /* ACK's, then CLAIM's */
     {IBX__Q_COUNT, NULL}};
 #define IBX__ARGS_JSON_ROWS(id) 0 /* no statement takes JSON rows (obx.h's batch inserts do) */
 
+/* The claim's order: priority with aging (IBX__SQLITE_CLAIM_ORDER and the
+ * other dialects', in the common core). IX_{N}_Claim's predicate is the
+ * claim's own (IBX__CLAIM_ONLY: Starts >= 0 always holds, and no other
+ * statement says it), so no other statement's planner takes it for the
+ * work-queue index. PostgreSQL's Status and due tests are IS TRUE (no index
+ * serves them): a planner with few statistics otherwise took the
+ * work-queue index and sorted it. */
+#define IBX__CLAIM_ONLY(o, c) o "Status" c " = 'Processing' AND " o "Starts" c " >= 0"
+#define IBX__PG_CLAIM_ONLY "(\"Status\" = 'Processing') IS TRUE AND \"Starts\" >= 0"
 #define IBX__SQLITE_COLS                                                                     \
     "Source, MessageId, Topic, Payload, Hash, FirstSeenUtc, "          \
     "LastSeenUtc, Status, LockedUntil, OwnerToken, Attempt, LastError, " \
     "NextAttemptAt, DueTimeUtc, Starts, TenantId, AggregateType, AggregateId, Headers, "   \
-    "ExpiresAt"
+    "ExpiresAt, Priority"
 #define IBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define IBX__PG_COLS                                                                         \
     "\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", " IBX__PG_MS("FirstSeenUtc") \
     ", " IBX__PG_MS("LastSeenUtc") ", \"Status\", " IBX__PG_MS("LockedUntil") ", "            \
     "CAST(\"OwnerToken\" AS text), \"Attempt\", \"LastError\", " IBX__PG_MS("NextAttemptAt")  \
     ", " IBX__PG_MS("DueTimeUtc") ", \"Starts\", \"TenantId\", \"AggregateType\", \"AggregateId\", " \
-    "CAST(\"Headers\" AS text), " IBX__PG_MS("ExpiresAt")
+    "CAST(\"Headers\" AS text), " IBX__PG_MS("ExpiresAt") ", \"Priority\""
 /* A claim's short row (ibx__read_claimed): what the claim did not set, the
  * integers first (bound), the last a mask of the optional columns that are
- * not NULL (read only those), then the texts. nn writes one bit (IBX__NN, or
+ * not NULL (read only those) with the priority + 8 above its 6 bits, then
+ * the texts. nn writes one bit (IBX__NN, or
  * IBX__NN_INT), o and c quote a name. */
 #define IBX__NN(col, bit) "(CASE WHEN " col " IS NULL THEN 0 ELSE " bit " END)"
 /* SQLite gives a comparison's truth as 1 or 0: a shorter bit there. */
@@ -6359,7 +6441,7 @@ static const ibx__stmt_row ibx__stmt_args_rows[] = {
 #define IBX__CLAIM_MASK(nn, o, c)                                                                     \
     nn(o "Hash" c, "1") " + " nn(o "LastError" c, "2") " + " nn(o "TenantId" c, "4")  \
     " + " nn(o "AggregateType" c, "8") " + " nn(o "AggregateId" c, "16") " + "              \
-    nn(o "Headers" c, "32")
+    nn(o "Headers" c, "32") " + (" o "Priority" c " + 8) * 64"
 #define IBX__SQLITE_CLAIM_COLS                                                                    \
     "FirstSeenUtc, LastSeenUtc, LockedUntil, Attempt, NextAttemptAt, DueTimeUtc, " \
     "Starts, ExpiresAt, " IBX__CLAIM_MASK(IBX__NN_INT, "", "") ", Source, MessageId, Topic, "  \
@@ -6431,8 +6513,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (Source, MessageId, Topic, Payload, Hash, Status, "
      "DueTimeUtc, NextAttemptAt, " IBX__ENV("TenantId, AggregateType, AggregateId, Headers, ")
-     "ExpiresAt) VALUES (?1, ?2, ?3, ?4, ?5, 'Processing', ?6, coalesce(?7, {W}), " IBX__ENV("?8, ?9, ?10, ?11, ")
-     "?12) ON CONFLICT (Source, MessageId) DO UPDATE SET " IBX__SQLITE_REDELIVERY "Topic = excluded.Topic, "
+     "ExpiresAt, Priority) VALUES (?1, ?2, ?3, ?4, ?5, 'Processing', ?6, coalesce(?7, {W}), " IBX__ENV("?8, ?9, ?10, ?11, ")
+     "?12, ?13) ON CONFLICT (Source, MessageId) DO UPDATE SET " IBX__SQLITE_REDELIVERY "Topic = excluded.Topic, "
      "Payload = excluded.Payload, Hash = excluded.Hash, "
      "DueTimeUtc = excluded.DueTimeUtc, NextAttemptAt = excluded.NextAttemptAt, "
      "LastSeenUtc = {W}, Attempt = iif(Status = 'Dead', 0, Attempt), "
@@ -6452,8 +6534,8 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
     {IBX__Q_CLAIM,
      "WITH _ AS (SELECT 1) UPDATE {T} SET OwnerToken = ?, "
      "LockedUntil = {W} + CAST(? AS INTEGER) * 1000, Starts = Starts + 1 WHERE rowid IN "
-     "(SELECT rowid FROM {T} WHERE Status = 'Processing' AND NextAttemptAt <= {W} AND "
-     "(LockedUntil IS NULL OR LockedUntil < {W}) AND Starts < {Q} ORDER BY NextAttemptAt LIMIT ?) "
+     "(SELECT rowid FROM {T} INDEXED BY \"IX_{N}_Claim\" WHERE " IBX__CLAIM_ONLY("", "") " AND NextAttemptAt <= {W} AND "
+     "(LockedUntil IS NULL OR LockedUntil < {W}) AND Starts < {Q} " IBX__SQLITE_CLAIM_ORDER("") " LIMIT ?) "
      "RETURNING " IBX__SQLITE_CLAIM_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET Status = iif(" IBX__SQLITE_MARKED ", 'Processing', 'Done'), "
@@ -6534,6 +6616,7 @@ static const char *const ibx__sqlite_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS 
      ")",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_WorkQueue\" ON {T} (NextAttemptAt) "
      "WHERE Status = 'Processing'",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Claim\" ON {T} (" IBX__SQLITE_RANK("") ") WHERE " IBX__CLAIM_ONLY("", ""),
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (LockedUntil) "
      "WHERE Status = 'Processing' AND LockedUntil IS NOT NULL",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (LastSeenUtc) WHERE Status = 'Done'",
@@ -6545,6 +6628,7 @@ static const char *const ibx__sqlite_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS 
 static const ibx__column ibx__sqlite_inbox_columns[] = {
     {"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"},
     {"AggregateId", "TEXT NULL"}, {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"},
+    {"Priority", "INTEGER NOT NULL DEFAULT 0"}, /* IBX__SQLITE_CLAIM_ORDER */
     {NULL, NULL}};
 static const ibx__sqlset ibx__sqlite_inbox = {
     "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
@@ -6598,9 +6682,9 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} AS t (\"Source\", \"MessageId\", \"Topic\", \"Payload\", \"Hash\", \"Status\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"TenantId\", \"AggregateType\", \"AggregateId\", \"Headers\", "
-     "\"ExpiresAt\") VALUES (?, ?, ?, ?, ?, 'Processing', "
+     "\"ExpiresAt\", \"Priority\") VALUES (?, ?, ?, ?, ?, 'Processing', "
      "to_timestamp(CAST(? AS bigint) / 1000.0), coalesce(to_timestamp(CAST(? AS bigint) / 1000.0), now()), "
-     "?, ?, ?, CAST(? AS json), to_timestamp(CAST(? AS bigint) / 1000.0)) "
+     "?, ?, ?, CAST(? AS json), to_timestamp(CAST(? AS bigint) / 1000.0), CAST(? AS smallint)) "
      "ON CONFLICT (\"Source\", \"MessageId\") DO UPDATE SET " IBX__PG_REDELIVERY "\"Topic\" = excluded.\"Topic\", "
      "\"Payload\" = excluded.\"Payload\", \"Hash\" = excluded.\"Hash\", "
      "\"DueTimeUtc\" = excluded.\"DueTimeUtc\", \"NextAttemptAt\" = excluded.\"NextAttemptAt\", "
@@ -6626,9 +6710,9 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
     {IBX__Q_CLAIM,
      "UPDATE {T} SET \"OwnerToken\" = CAST(? AS uuid), "
      "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
-     "WHERE ctid = ANY (ARRAY(SELECT ctid FROM {T} WHERE \"Status\" = 'Processing' "
-     "AND \"NextAttemptAt\" <= now() AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) AND \"Starts\" < {Q} "
-     "ORDER BY \"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
+     "WHERE ctid = ANY (ARRAY(SELECT ctid FROM {T} WHERE " IBX__PG_CLAIM_ONLY " "
+     "AND (\"NextAttemptAt\" <= now()) IS TRUE AND (\"LockedUntil\" IS NULL OR \"LockedUntil\" < now()) AND \"Starts\" < {Q} "
+     IBX__PG_CLAIM_ORDER("") " LIMIT CAST(? AS integer) FOR UPDATE SKIP LOCKED)) "
      "RETURNING " IBX__PG_CLAIM_COLS},
     {IBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = CASE WHEN " IBX__PG_MARKED " THEN 'Processing' ELSE 'Done' END, "
@@ -6727,6 +6811,7 @@ static const char *const ibx__postgresql_inbox_ddl[] = {"SELECT pg_advisory_xact
      ")",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_WorkQueue\" ON {T} (\"NextAttemptAt\") "
      "WHERE \"Status\" = 'Processing'",
+     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Claim\" ON {T} (" IBX__PG_RANK("") ") WHERE " IBX__PG_CLAIM_ONLY,
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (\"LockedUntil\") "
      "WHERE \"Status\" = 'Processing' AND \"LockedUntil\" IS NOT NULL",
      "CREATE INDEX IF NOT EXISTS \"IX_{N}_Cleanup\" ON {T} (\"LastSeenUtc\") WHERE \"Status\" = 'Done'",
@@ -6738,7 +6823,7 @@ static const char *const ibx__postgresql_inbox_ddl[] = {"SELECT pg_advisory_xact
 static const ibx__column ibx__postgresql_inbox_columns[] = {
     {"Starts", "integer NOT NULL DEFAULT 0"}, {"TenantId", "varchar(64) NULL"},
     {"AggregateType", "varchar(64) NULL"}, {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
-    {"ExpiresAt", "timestamptz NULL"},
+    {"ExpiresAt", "timestamptz NULL"}, {"Priority", "smallint NOT NULL DEFAULT 0"}, /* IBX__PG_CLAIM_ORDER */
     {NULL, NULL}};
 static const ibx__sqlset ibx__postgresql_inbox = {
     "now()",
@@ -6758,7 +6843,7 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     "`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, " IBX__MY_MS("FirstSeenUtc") ", "     \
     IBX__MY_MS("LastSeenUtc") ", `Status`, " IBX__MY_MS("LockedUntil") ", `OwnerToken`, "      \
     "`Attempt`, `LastError`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, " \
-    "`TenantId`, `AggregateType`, `AggregateId`, `Headers`, " IBX__MY_MS("ExpiresAt")
+    "`TenantId`, `AggregateType`, `AggregateId`, `Headers`, " IBX__MY_MS("ExpiresAt") ", `Priority`"
 #define IBX__MY_CLAIM_COLS                                                                        \
     IBX__MY_MS("FirstSeenUtc") ", " IBX__MY_MS("LastSeenUtc") ", " IBX__MY_MS("LockedUntil") ", "  \
     "`Attempt`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, "          \
@@ -6817,9 +6902,9 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
 #endif
     {IBX__Q_ENQUEUE_ENV,
      "INSERT INTO {T} (`Source`, `MessageId`, `Topic`, `Payload`, `Hash`, `Status`, `DueTimeUtc`, "
-     "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`) VALUES (?, ?, ?, ?, ?, "
-     "'Processing', " IBX__MY_FROM_MS("?") ", COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, ?, ?, "
-     IBX__MY_FROM_MS("?") ") ON DUPLICATE KEY UPDATE " IBX__MY_REDELIVERY
+     "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`, `Priority`) VALUES (?, "
+     "?, ?, ?, ?, 'Processing', " IBX__MY_FROM_MS("?") ", COALESCE(" IBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, "
+     "?, ?, " IBX__MY_FROM_MS("?") ", ?) ON DUPLICATE KEY UPDATE " IBX__MY_REDELIVERY
      "`Topic` = IF(" IBX__MY_DONE ", `Topic`, VALUES(`Topic`)), "
      "`Payload` = IF(" IBX__MY_DONE ", `Payload`, VALUES(`Payload`)), "
      "`Hash` = IF(" IBX__MY_DONE ", `Hash`, VALUES(`Hash`)), "
@@ -6901,9 +6986,9 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      * purge, and every leased row). The index is forced. */
     {IBX__Q_CLAIM_PICK,
      "SELECT t.`Source`, t.`MessageId` FROM (SELECT `Source`, `MessageId` FROM {T} "
-     "FORCE INDEX (`IX_{N}_WorkQueue`) WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
+     "FORCE INDEX (`IX_{N}_Claim`) WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6)) AND `Starts` < {Q} "
-     "ORDER BY `NextAttemptAt` LIMIT ?2) AS c "
+     IBX__MY_CLAIM_ORDER("") " LIMIT ?2) AS c "
      "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Source` = c.`Source` AND t.`MessageId` = c.`MessageId` "
      "WHERE t.`Status` = 'Processing' AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) AND t.`Starts` < {Q} "
@@ -6948,6 +7033,7 @@ static const char *const ibx__mariadb_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS
      "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
      "    KEY `IX_{N}_Cleanup` (`Status`, `LastSeenUtc`)\n"
      ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
+     "CREATE INDEX IF NOT EXISTS `IX_{N}_Claim` ON {T} (`Status`, `ClaimRank`, `NextAttemptAt`)",
      NULL};
 /* Columns added since the first release, oldest first: a new column is
  * one more entry here and in each other dialect's set (ibx__sqlset).
@@ -6956,6 +7042,7 @@ static const char *const ibx__mariadb_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS
 static const ibx__column ibx__mariadb_inbox_columns[] = {
     {"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"},
     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"},
+    {"Priority", "TINYINT NOT NULL DEFAULT 0"}, {"ClaimRank", IBX__MY_RANK}, /* IBX__MY_CLAIM_ORDER */
     {NULL, NULL}};
 static const ibx__sqlset ibx__mariadb_inbox = {
     "UTC_TIMESTAMP(6)",
@@ -7055,7 +7142,7 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "?4 AS [Payload], ?5 AS [Hash], " IBX__MS_FROM_MS("?6", IBX__MS_EPOCH) " AS [Due], "
      "COALESCE(" IBX__MS_FROM_MS("?7", IBX__MS_EPOCH) ", SYSUTCDATETIME()) AS [NextAt], ?8 AS [TenantId], "
      "?9 AS [AggregateType], ?10 AS [AggregateId], ?11 AS [Headers], "
-     IBX__MS_FROM_MS("?12", IBX__MS_EPOCH) " AS [ExpiresAt]) AS s "
+     IBX__MS_FROM_MS("?12", IBX__MS_EPOCH) " AS [ExpiresAt], ?13 AS [Priority]) AS s "
      "ON t.[Source] = s.[Source] AND t.[MessageId] = s.[MessageId] "
      "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE SET " IBX__MS_REDELIVERY
      "[Topic] = s.[Topic], [Payload] = s.[Payload], "
@@ -7068,9 +7155,9 @@ static const ibx__stmt_row ibx__sqlserver_inbox_rows[] = {
      "[Headers] = COALESCE(t.[Headers], s.[Headers]), [ExpiresAt] = COALESCE(t.[ExpiresAt], s.[ExpiresAt]), "
      "[Status] = 'Processing' "
      "WHEN NOT MATCHED THEN INSERT ([Source], [MessageId], [Topic], [Payload], [Hash], [Status], "
-     "[DueTimeUtc], [NextAttemptAt], [TenantId], [AggregateType], [AggregateId], [Headers], [ExpiresAt]) "
-     "VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], 'Processing', s.[Due], s.[NextAt], "
-     "s.[TenantId], s.[AggregateType], s.[AggregateId], s.[Headers], s.[ExpiresAt]);"},
+     "[DueTimeUtc], [NextAttemptAt], [TenantId], [AggregateType], [AggregateId], [Headers], [ExpiresAt], "
+     "[Priority]) VALUES (s.[Source], s.[MessageId], s.[Topic], s.[Payload], s.[Hash], 'Processing', s.[Due], "
+     "s.[NextAt], s.[TenantId], s.[AggregateType], s.[AggregateId], s.[Headers], s.[ExpiresAt], s.[Priority]);"},
     {IBX__Q_MARK,
      "UPDATE {T} SET [Status] = CASE WHEN [Status] = 'Done' THEN 'Done' ELSE ? END, "
      "[Attempt] = CASE WHEN [Status] = 'Dead' AND ? = 'Processing' THEN 0 ELSE [Attempt] END, "
@@ -7221,6 +7308,7 @@ static const ibx__column ibx__sqlserver_inbox_columns[] = {
     {"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
     {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
     {"ExpiresAt", "DATETIME2(3) NULL"},
+    {"Priority", "SMALLINT NOT NULL DEFAULT 0"}, /* stored; the claim orders by due time alone */
     {NULL, NULL}};
 static const ibx__sqlset ibx__sqlserver_inbox = {
     "SYSUTCDATETIME()",
@@ -7272,8 +7360,10 @@ static char *ibx__expand(const ibx__hooks *h, const ibx__dialect *d, const ibx__
 #define IBX__DELAY_MIN_MS 1           /* a given delay must be positive (IBX-058) */
 #define IBX__RETENTION_DEFAULT_MS IBX_DEFAULT_RETENTION_MS /* cleanup with retention 0 */
 #define IBX__MSG_ATTEMPTS(m) ((m)->attempt)
+#define IBX__MSG_KEYED(m) ((void)(m), 0)   /* no ordering keys */
 #define IBX__CLAIM_TEXTS 0            /* a claim's short row: 8 times and counts, */
 #define IBX__CLAIM_INTS 9             /* the mask (IBX__CLAIM_MASK), then the texts */
+#define IBX__CLAIM_COLS 19            /* 10 texts (IBX__PG_CLAIM_COLS) */
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct ibx__row_offsets {
@@ -7425,6 +7515,8 @@ struct ibx_store {
     const ibx__sqlset *q;
     char *sql[IBX__Q_COUNT];      /* expanded statements */
     ibx__buf keys[IBX__KEY_LISTS]; /* a batch statement's key lists (ibx__msg_key_add) */
+    ibx__buf carry[IBX__KEY_LISTS]; /* a dispatcher's acks carried into its next claim */
+    int carry_count;              /* how many (0: none; ibx__carry_flush) */
     ibx__buf rows;                /* strings of the last claim's messages */
     ibx__buf read_rows;           /* strings of the last get: apart, so a handler may read
                                      without spoiling the batch it was called from */
@@ -7635,6 +7727,29 @@ IBX__PRIVATE const char *ibx__stmt_args(const ibx__dialect *d, int id) {
     return NULL;
 }
 
+/* IBX__Q_CLAIM_ACK on PostgreSQL: a dispatcher's ack of its last batch and
+ * its next claim as one statement, made of the store's own ACK and CLAIM
+ * (so the claim's ordering and locks are written once): one round trip and
+ * one commit per batch instead of two of each. Both halves see the
+ * statement's one snapshot: the ack's rows are in flight there, the claim
+ * picks Ready ones, so they never meet, and a key whose message is acked
+ * here looks busy to this claim (the dispatcher carries no keyed acks). The
+ * count row: with nothing claimed, one row of NULLs still brings it. */
+static ibx_result ibx__claim_ack_sql(ibx_store *s) {
+    static const char head[] = "WITH a AS (", mid[] = " RETURNING 1), c AS (",
+                      tail[] = ") SELECT c.*, k.n FROM (SELECT count(*) AS n FROM a) AS k LEFT JOIN c ON true";
+    size_t n;
+    char *t;
+    if (s->db.d->id != IBX_DIALECT_POSTGRESQL || !s->sql[IBX__Q_ACK] || !s->sql[IBX__Q_CLAIM] ||
+        s->sql[IBX__Q_CLAIM_PICK] || s->q->claim_full_rows)
+        return IBX_OK;
+    n = sizeof head + strlen(s->sql[IBX__Q_ACK]) + sizeof mid + strlen(s->sql[IBX__Q_CLAIM]) + sizeof tail;
+    if (!(t = (char *)ibx__alloc(&s->hooks, n))) return IBX_ERR_NO_MEMORY;
+    snprintf(t, n, "%s%s%s%s%s", head, s->sql[IBX__Q_ACK], mid, s->sql[IBX__Q_CLAIM], tail);
+    s->sql[IBX__Q_CLAIM_ACK] = t;
+    return IBX_OK;
+}
+
 static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     const ibx__stmt_row *row;
     const char *names[26];
@@ -7657,6 +7772,7 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
             return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
     }
     ibx__store_own_sql(&s->own, s->sql);
+    if (ibx__claim_ack_sql(s) != IBX_OK) return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_store_open", "out of memory");
 #if IBX__CHECK_ARGS
     { /* every statement takes what it declares (ibx__args_check) */
         int i;
@@ -8091,6 +8207,7 @@ IBX_API void ibx_store_close(ibx_store *store) {
     hooks = store->hooks;
     for (i = 0; i < IBX__Q_COUNT; i++) ibx__free(&hooks, store->sql[i]);
     for (i = 0; i < IBX__KEY_LISTS; i++) ibx__buf_free(&hooks, &store->keys[i]);
+    for (i = 0; i < IBX__KEY_LISTS; i++) ibx__buf_free(&hooks, &store->carry[i]);
     ibx__store_own_free(&hooks, &store->own);
     ibx__buf_free(&hooks, &store->rows);
     ibx__buf_free(&hooks, &store->read_rows);
@@ -8203,6 +8320,22 @@ IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
     }
     r = unit(&caller, ctx);
     ibx__db_free_statements(&caller);
+    /* psqlODBC (statement-level rollback: an internal savepoint around each
+     * statement) may lose the connection after a statement ran, report the
+     * statement as successful and the caller's COMMIT too, which then
+     * commits nothing. What the driver knows is dead is not OK. */
+#ifndef IBX_SQLITE3_API
+    {
+        SQLUINTEGER dead = 0;
+        if (r >= 0 && caller.d->dead_flag_is_local &&
+            SQL_SUCCEEDED(SQLGetConnectAttr(caller.dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
+            dead == SQL_CD_TRUE) {
+            r = ibx__fail(&s->err, IBX_ERR_DB_TRANSIENT, what,
+                          "the caller's connection was lost" IBX__WHY(": its transaction is gone; roll it back"));
+            s->err.connection_lost = 1;
+        }
+    }
+#endif
     return r;
 }
 
@@ -8317,9 +8450,16 @@ static const char *ibx__at(const ibx__buf *b, size_t off) {
     return off == (size_t)-1 ? NULL : b->data + off;
 }
 
+enum { IBX__SETTLE_ACK, IBX__SETTLE_ABANDON, IBX__SETTLE_FAIL, IBX__SETTLE_EXTEND };
+static int ibx__settle_params(ibx__param *p, int kind, const char *worker, const char *token,
+                              const char *error, int64_t value, int attempts, const ibx__buf *keys);
+
 typedef struct ibx__claim_ctx {
     ibx_store *s;
     int lease_seconds, batch_size, count;
+    int ack_count;               /* s->carry's acks to run first, in the claim's unit (0: none) */
+    int ack_only;                /* run only them (the claim gave up: IBX__CLAIM_REDOS) */
+    int64_t acked;               /* how many of them the ack changed */
 } ibx__claim_ctx;
 
 /* Where the dialect has no UPDATE ... RETURNING: pick and lock the keys,
@@ -8347,25 +8487,59 @@ static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cu
 #define IBX__CLAIM_REDO ((ibx_result)15) /* no public result: within the enum's range for C++ */
 #define IBX__CLAIM_REDOS 3
 
+/* The claim's statements, up to the cursor of its rows (none after the
+ * acks alone). The carried acks: in the claim's statement where one can
+ * hold both (IBX__Q_CLAIM_ACK), else a statement before it in its
+ * transaction. */
+static ibx_result ibx__claim_exec(ibx__db *db, ibx__claim_ctx *c, int fused, SQLHSTMT *cur) {
+    ibx_store *s = c->s;
+    ibx__param p[8 + IBX__KEY_LISTS];
+    int n = 0;
+    ibx_result r;
+    if (c->ack_count > 0)
+        n = ibx__settle_params(p, IBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token, NULL, 0,
+                               0, s->carry);
+    if (c->ack_count > 0 && !fused) {
+        r = ibx__exec(db, IBX__Q_ACK, s->sql[IBX__Q_ACK], p, n, &c->acked, NULL);
+        if (r != IBX_OK || c->ack_only) return r;
+    }
+    if (fused) {
+        ibx__p_text(&p[n], s->token, 36);
+        ibx__p_i64(&p[n + 1], c->lease_seconds);
+        ibx__p_i64(&p[n + 2], c->batch_size);
+        r = ibx__exec(db, IBX__Q_CLAIM_ACK, s->sql[IBX__Q_CLAIM_ACK], p, n + 3, NULL, cur);
+    } else if (!IBX__SQLITE_ONLY && s->sql[IBX__Q_CLAIM_PICK]) {
+        r = ibx__claim_picked(db, c, cur);
+    } else {
+        ibx__p_text(&p[0], s->token, 36);
+        ibx__p_i64(&p[1], c->lease_seconds);
+        ibx__p_i64(&p[2], c->batch_size);
+        r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 3, NULL, cur);
+    }
+    return r;
+}
+
 static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
     ibx_store *s = c->s;
     SQLHSTMT cur = NULL;
     ibx__row_head head;
     const int short_rows = !s->q->claim_full_rows;
+    const int fused = c->ack_count > 0 && !c->ack_only && s->sql[IBX__Q_CLAIM_ACK];
+    int counted = 0;
     ibx_result r;
     c->count = 0;
+    c->acked = 0;
     s->rows.len = 0;
-    if (!IBX__SQLITE_ONLY && s->sql[IBX__Q_CLAIM_PICK]) {
-        r = ibx__claim_picked(db, c, &cur);
-    } else {
-        ibx__param p[3];
-        ibx__p_text(&p[0], s->token, 36);
-        ibx__p_i64(&p[1], c->lease_seconds);
-        ibx__p_i64(&p[2], c->batch_size);
-        r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 3, NULL, &cur);
-    }
+    r = ibx__claim_exec(db, c, fused, &cur);
+    if (c->ack_only) return r;
     if (r == IBX_OK && cur && short_rows) r = ibx__bind_head(db, cur, &head, IBX__CLAIM_TEXTS, IBX__CLAIM_INTS);
     while (r == IBX_OK && cur && (r = ibx__fetch(db, cur)) == IBX_OK) {
+        if (fused && !counted) { /* the ack's count, in every row: read once (the last column) */
+            const int empty = head.ind[IBX__CLAIM_INTS - 1] == SQL_NULL_DATA; /* no mask: nothing claimed */
+            if (empty && (r = ibx__get_i64(db, cur, IBX__CLAIM_COLS + 1, &c->acked, NULL)) != IBX_OK) break;
+            counted = 1 + !empty;
+            if (empty) continue;
+        }
         /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
          * subquery run twice does it): roll the claim back, lose nothing. */
         if (c->count >= c->batch_size) {
@@ -8377,6 +8551,10 @@ static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
         r = short_rows ? ibx__read_claimed(db, cur, &head, s->token, &s->msgs[c->count], &s->rows,
                                            &s->offsets[c->count])
                        : ibx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        if (r == IBX_OK && counted == 2) {
+            r = ibx__get_i64(db, cur, IBX__CLAIM_COLS + 1, &c->acked, NULL);
+            counted = 1;
+        }
         if (r == IBX_OK) c->count++;
     }
     if (short_rows) ibx__unbind(cur); /* `head` is about to go */
@@ -8394,8 +8572,12 @@ static ibx_result ibx__claim_unit(ibx__db *db, void *vctx) {
         r = ibx__claim_once(db, c);
         if (r != IBX__CLAIM_REDO) return r;
         c->count = 0;
-        if (redo + 1 >= IBX__CLAIM_REDOS) return IBX_OK; /* nothing claimed this round */
+        if (redo + 1 >= IBX__CLAIM_REDOS && c->ack_count == 0) return IBX_OK; /* nothing claimed this round */
         if ((r = ibx__begin(db, mode)) != IBX_OK) return r;
+        if (redo + 1 >= IBX__CLAIM_REDOS) { /* the rollback took the carried acks too: those alone */
+            c->ack_only = 1;
+            return ibx__claim_once(db, c);
+        }
     }
 }
 
@@ -8423,8 +8605,10 @@ static ibx_result ibx__claim_room(ibx_store *s, int batch_size) {
     return IBX_OK;
 }
 
-IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
-                             int batch_size, const ibx_message **messages, int *count) {
+/* ibx_claim, after the store's carried acks (store->carry, `acks` of
+ * them; their count changed in *acked) in the same unit: all or nothing. */
+static ibx_result ibx__claim_run(ibx_store *store, const char *owner_token, int lease_seconds, int batch_size,
+                                 int acks, int64_t *acked, const ibx_message **messages, int *count) {
     ibx__claim_ctx ctx;
     ibx_result r;
     int i;
@@ -8443,11 +8627,20 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
     ctx.lease_seconds = lease_seconds;
     ctx.batch_size = batch_size;
     ctx.count = 0;
+    ctx.ack_count = acks;
+    ctx.ack_only = 0;
+    ctx.acked = 0;
     /* A transaction even where the claim is one statement: reading the
      * rows may still fail (memory, the driver), and then the claim must
      * not have happened; in autocommit its rows would stay leased to us. */
-    r = ibx__unit(&store->db, ibx__claim_unit, &ctx, "claim");
+    r = ibx__unit(&store->db, ibx__claim_unit, &ctx, acks > 0 ? "ack and claim" : "claim");
     if (r != IBX_OK) return r;
+    if (acks > 0) {
+        ibx__count(store, IBX_METRIC_DISPATCHED, ctx.acked);
+        ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "ack: %lld of %d (with the claim)",
+                 (long long)ctx.acked, acks);
+        *acked = ctx.acked;
+    }
     for (i = 0; i < ctx.count; i++) {
         ibx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
         store->msgs[i].store = store;
@@ -8458,6 +8651,11 @@ IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int leas
     ibx__log(&store->hooks, IBX_LOG_DEBUG, store->store_id, "claimed %d message(s) for %s", ctx.count,
              store->token);
     return ctx.count > 0 ? IBX_OK : IBX_EMPTY;
+}
+
+IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
+                             int batch_size, const ibx_message **messages, int *count) {
+    return ibx__claim_run(store, owner_token, lease_seconds, batch_size, 0, NULL, messages, count);
 }
 
 /* >> get ---------------------------------------------------------------------------- */
@@ -8574,8 +8772,6 @@ static ibx_result ibx__check_delay(ibx_store *s, const char *fn, int64_t delay_m
                      IBX__DELAY_MIN_MS, (long long)IBX_DELAY_MAX_MS, (long long)delay_ms);
 }
 
-enum { IBX__SETTLE_ACK, IBX__SETTLE_ABANDON, IBX__SETTLE_FAIL, IBX__SETTLE_EXTEND };
-
 /* The parameters of a settle statement, in the order every dialect's
  * ACK / ABANDON / FAIL / EXTEND takes them; returns how many. `value` is
  * abandon's delay (IBX_DELAY_BACKOFF: the statement's default backoff) or
@@ -8601,8 +8797,8 @@ static int ibx__settle_params(ibx__param *p, int kind, const char *worker, const
  * s->keys, in one statement. Abandon takes a delay (IBX_DELAY_BACKOFF: the
  * default backoff per message) and whether it uses up an attempt (not when
  * a message only waits); extend takes the lease in seconds. */
-static ibx_result ibx__settle(ibx_store *s, int kind, int count, const char *error,
-                              int64_t value, int attempts, int64_t *changed) {
+static ibx_result ibx__settle_lists(ibx_store *s, const ibx__buf *keys, int kind, int count, const char *error,
+                                   int64_t value, int attempts, int64_t *changed) {
     static const int slots[4] = {IBX__Q_ACK, IBX__Q_ABANDON, IBX__Q_FAIL, IBX__Q_EXTEND};
     static const char *const names[4] = {"ack", "abandon", "fail", "lease extend"};
     static const int metrics[4] = {IBX_METRIC_DISPATCHED, IBX_METRIC_RETRIED, IBX_METRIC_DEAD, -1};
@@ -8615,15 +8811,20 @@ static ibx_result ibx__settle(ibx_store *s, int kind, int count, const char *err
         return IBX_OK;
     }
     n = ibx__settle_params(p, kind, s->worker_name ? s->worker_name : s->token, s->token, error, value,
-                           attempts, s->keys);
+                           attempts, keys);
     r = ibx__run_count(s, slots[kind], p, n, names[kind], &rows);
     if (r != IBX_OK) return r;
     /* In a transactional handler's transaction: counted by its commit. */
     if (metrics[kind] >= 0 && !s->db.callers_tx) ibx__count(s, (ibx_metric)metrics[kind], rows);
     if (changed) *changed = rows;
     ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
-    ibx__own_settled(s, kind, rows);
+    if (keys == s->keys) ibx__own_settled(s, kind, rows); /* carried acks have no ordering key */
     return IBX_OK;
+}
+
+static ibx_result ibx__settle(ibx_store *s, int kind, int count, const char *error, int64_t value, int attempts,
+                              int64_t *changed) {
+    return ibx__settle_lists(s, s->keys, kind, count, error, value, attempts, changed);
 }
 
 /* Settle claimed messages ms[which[0..n)] (the dispatcher's path). */
@@ -9419,8 +9620,9 @@ static ibx_result ibx__one_message(ibx_store *s, const char *fn, int slot, const
 
 /* While a batch's handlers run, a thread of the dispatcher's own renews the
  * leases of the whole batch (claimed and not yet settled) every third of
- * the lease, on a connection of its own, so that a handler slower than its
- * lease is never handed to a second worker while it runs. It stops after
+ * the lease (after a failure, a tenth), on a connection of its own, so
+ * that a handler slower than its lease is never handed to a second worker
+ * while it runs. It stops after
  * max_handler_ms (logged); then the messages may be delivered again.
  * Without threads, or on a caller's connection, there is no renewal: the
  * handler may call ibx_lease_extend itself.
@@ -9532,7 +9734,7 @@ static void ibx__renew_step(ibx__renewer *w, int64_t now) {
     const ibx_message *ms = w->ms;
     int n = w->n, stale = w->stale;
     unsigned epoch = w->epoch;
-    int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin;
+    int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin, retry_ms;
     ibx_result r;
     w->busy = 1;
     w->stale = 0;
@@ -9555,9 +9757,16 @@ static void ibx__renew_step(ibx__renewer *w, int64_t now) {
             w->start_until_ms = 0;
         }
     }
-    /* A connect that found another thread connecting is tried again soon. */
-    w->next_ms = ibx__sat_add(ibx__mono_ms(&w->hooks),
-                              r != IBX_OK && w->side.connect_busy ? 100 : lease_ms / 3);
+    /* A connect that found another thread connecting is tried again soon.
+     * Any other failure is tried again after a tenth of the lease, not a
+     * third: the third try of a third would come as the lease held runs
+     * out, so two brief failures in a row (a connection the server had
+     * dropped, then a refused connect) would hand the message to another
+     * worker while its handler runs. */
+    if (r == IBX_OK) retry_ms = lease_ms / 3;
+    else if (w->side.connect_busy || lease_ms / 10 < 100) retry_ms = 100;
+    else retry_ms = lease_ms / 10;
+    w->next_ms = ibx__sat_add(ibx__mono_ms(&w->hooks), retry_ms);
     ibx__cond_broadcast(&w->cond);
 }
 
@@ -9814,6 +10023,7 @@ struct ibx_dispatcher {
     ibx_strategy strategy;
     int empty_streak;
     int fail_streak;             /* rounds failed in a row, over a provider's stores */
+    int carry;                   /* run() on one store: acks go with the next claim (ibx__carry) */
     ibx__renewer *renewer;       /* renews a batch's leases while it is handled; NULL: none */
     unsigned closes_seen;        /* the provider's store closes the renewer has been told of */
     int64_t max_handler_ms;
@@ -10536,6 +10746,12 @@ static int ibx__due(int64_t now, int64_t *next, int64_t interval) {
     return 1;
 }
 
+/* Whether ibx__housekeep would run anything now. */
+static int ibx__housekeep_due(const ibx_dispatcher *d, const ibx__entry *e, int64_t now) {
+    return !(now < e->next_reap_ms && e->next_reap_ms - now <= d->reap_ms) ||
+           (d->cleanup_ms > 0 && !(now < e->next_cleanup_ms && e->next_cleanup_ms - now <= d->cleanup_ms));
+}
+
 /* Housekeeping of one store when due: reap (IBX-053), cleanup if asked. */
 static ibx_result ibx__housekeep(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
     int64_t now = ibx__mono_ms(&s->hooks);
@@ -10639,6 +10855,60 @@ static ibx_result ibx__settle_failure(ibx_dispatcher *d, ibx_store *s, const ibx
     return r;
 }
 
+/* A busy drain's round trips (issue 30): in run(), on one store, the acks
+ * of a batch go with the next claim, in its statement (PostgreSQL,
+ * IBX__Q_CLAIM_ACK) or its transaction, so that a batch costs one commit
+ * (and on PostgreSQL one round trip) instead of two. run() loops at once
+ * after a batch, and sends what is carried before housekeeping, when its
+ * claim fails (both rolled back: the acks alone then) and when it stops;
+ * run_once() never carries, so a round it reports is settled. Acks of
+ * messages with an ordering key are never carried: in the fused statement's
+ * snapshot their keys are busy, so the claim would pass over the keys' next
+ * messages. Returns whether ms[which[0..n)] are carried in s->carry. */
+/* Where no one statement can (SQLite, MariaDB): the ack first in the
+ * claim's transaction, one commit fewer; measured faster on both (docs/
+ * PERFORMANCE.md); SQL Server, not measured, acks at once, as 0 makes
+ * those two do. */
+#ifndef IBX__CARRY_IN_TX
+#define IBX__CARRY_IN_TX 1
+#endif
+static int ibx__carry(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, const int *which, int n) {
+    int i, k;
+    const int in_tx = IBX__CARRY_IN_TX && (s->db.d->id == IBX_DIALECT_SQLITE || s->db.d->id == IBX_DIALECT_MARIADB);
+    if (!d->carry || d->store != s || s->carry_count > 0 || (!s->sql[IBX__Q_CLAIM_ACK] && !in_tx)) return 0;
+    for (i = 0; i < n; i++)
+        if (IBX__MSG_KEYED(&ms[which[i]])) return 0;
+    for (k = 0; k < IBX__KEY_LISTS; k++) s->carry[k].len = 0;
+    for (i = 0; i < n; i++)
+        if (!ibx__msg_key_add(&s->hooks, s->db.d, s->carry, &ms[which[i]])) return 0;
+    for (k = 0; k < IBX__KEY_LISTS; k++)
+        if (!ibx__list_end(&s->hooks, &s->carry[k], s->db.d)) return 0;
+    s->carry_count = n;
+    return 1;
+}
+
+/* The carried acks' outcome: counted, and said when some were no longer ours. */
+static void ibx__carried(ibx_store *s, int64_t changed, int acks, ibx_run_stats *st) {
+    st->done += (int)changed;
+    if (changed < acks)
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
+                 "%d of %d handled messages were no longer leased to this worker"
+                 IBX__WHY(" (lease expired during handling?); they will be delivered again"),
+                 acks - (int)changed, acks);
+}
+
+/* Send the carried acks on their own; a failure is the caller's error. */
+static ibx_result ibx__carry_flush(ibx_store *s, ibx_run_stats *st) {
+    int64_t changed = 0;
+    int acks = s->carry_count;
+    ibx_result r;
+    if (acks == 0) return IBX_OK;
+    s->carry_count = 0;
+    r = ibx__settle_lists(s, s->carry, IBX__SETTLE_ACK, acks, NULL, 0, 0, &changed);
+    if (r == IBX_OK) ibx__carried(s, changed, acks, st);
+    return r;
+}
+
 /* Settle a handled batch: every success in one statement, then each failure. */
 static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
                                     ibx_run_stats *st) {
@@ -10662,7 +10932,9 @@ static ibx_result ibx__settle_batch(ibx_dispatcher *d, ibx_store *s, const ibx_m
         else if (d->outcomes[i] == IBX__SKIPPED) d->failures[n - ++skipped] = i;
         else if (d->outcomes[i] != IBX__EXPIRED && d->outcomes[i] != IBX__SETTLED) d->failures[failures++] = i;
     }
-    if (acks > 0) {
+    if (acks > 0 && ibx__carry(d, s, ms, d->acked, acks)) {
+        acks = 0; /* they go with the next claim */
+    } else if (acks > 0) {
         int64_t changed = 0;
         r = ibx__settle_messages(s, IBX__SETTLE_ACK, ms, d->acked, acks, NULL, 0, 0, &changed);
         if (r == IBX_OK) st->done += (int)changed;
@@ -10752,6 +11024,30 @@ static int64_t ibx__wake_missed(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, 
     return woken;
 }
 
+/* The dispatcher's claim, with the acks carried from its last batch. */
+static ibx_result ibx__claim_carrying(ibx_dispatcher *d, ibx_store *s, ibx_run_stats *st, const ibx_message **ms,
+                                      int *n) {
+    int64_t acked = 0;
+    int acks = s->carry_count;
+    ibx_error failed;
+    ibx_result r;
+    if (acks == 0) return ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, ms, n);
+    s->carry_count = 0;
+    r = ibx__claim_run(s, d->owner, d->lease_seconds, d->batch_size, acks, &acked, ms, n);
+    if (r == IBX_OK || r == IBX_EMPTY) {
+        ibx__carried(s, acked, acks, st);
+        return r;
+    }
+    failed = s->err; /* both rolled back: the acks alone, and the claim's error */
+    s->carry_count = acks;
+    if (ibx__carry_flush(s, st) != IBX_OK)
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "ack after a failed claim failed too: %s"
+                 IBX__WHY("; those messages will be delivered again"), s->err.message);
+    s->carry_count = 0;
+    s->err = failed;
+    return r;
+}
+
 /* One batch from one store: housekeeping, claim, handle, settle. */
 static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
     const ibx_message *ms;
@@ -10759,6 +11055,11 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline, claimed;
     ibx_result r;
     ibx__watch(d->renewer, s, 1);
+    if (s->carry_count > 0 && ibx__housekeep_due(d, e, ibx__mono_ms(&s->hooks)) &&
+        (r = ibx__carry_flush(s, st)) != IBX_OK) {
+        ibx__watch(d->renewer, s, 0);
+        return r;
+    }
     r = ibx__housekeep(d, s, e, st);
     if (r < 0) {
         ibx__watch(d->renewer, s, 0);
@@ -10771,7 +11072,7 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     deadline = ibx__mono_ms(&s->hooks) + lease_ms -
                (lease_ms / 5 < IBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : IBX__LEASE_MARGIN_MAX_MS);
     claimed = ibx__mono_ms(&s->hooks);
-    r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
+    r = ibx__claim_carrying(d, s, st, &ms, &n);
     if ((r == IBX_OK || r == IBX_EMPTY) && ibx__wake_missed(d, s, e, n) > 0 && n == 0) {
         claimed = ibx__mono_ms(&s->hooks); /* what it woke, claimed now (the deadline stays: earlier) */
         r = ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
@@ -10794,6 +11095,13 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     }
     ibx__renew_end(d->renewer);
     ibx__own_wake_later(s, ms, n);
+    if (r < 0 && s->carry_count > 0) { /* run() waits before the next claim: not the acks */
+        ibx_error failed = s->err;
+        if (ibx__carry_flush(s, st) != IBX_OK)
+            ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "ack after a failed settle failed too: %s"
+                     IBX__WHY("; those messages will be delivered again"), s->err.message);
+        s->err = failed;
+    }
     return r;
 }
 
@@ -10930,7 +11238,16 @@ IBX_API ibx_result ibx_dispatcher_run(ibx_dispatcher *d) {
              "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
              d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
              IBX__STORE_COUNT(d));
+    d->carry = d->store != NULL;
     ibx__loop_run(&d->loop, &d->timing, ibx__dispatch_round, d, name, d->err);
+    d->carry = 0;
+    if (d->store && d->store->carry_count > 0) {
+        ibx_run_stats st;
+        memset(&st, 0, sizeof st);
+        if (ibx__carry_flush(d->store, &st) != IBX_OK)
+            ibx__log(d->hooks, IBX_LOG_WARN, name, "the last acks failed: %s" IBX__WHY("; those messages will be delivered again"),
+                     d->store->err.message);
+    }
     ibx__wake_unlisten(d);
     ibx__log(d->hooks, IBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
     return IBX_OK;
@@ -11376,7 +11693,8 @@ static ibx_result ibx__read_message(ibx__db *db, SQLHSTMT st, ibx_message *m, ib
         return r;
     m->starts = (int)v;
     if ((r = ibx__read_envelope(db, st, 16, 15, buf, &o->env, &m->header_count)) != IBX_OK) return r;
-    return ibx__get_i64(db, st, 20, &m->expires_ms, NULL); /* after the envelope's 16..19 */
+    if ((r = ibx__get_i64(db, st, 20, &m->expires_ms, NULL)) != IBX_OK) return r; /* after the envelope's 16..19 */
+    return ibx__get_priority(db, st, 21, &m->priority);
 }
 
 static ibx_result ibx__read_claimed(ibx__db *db, SQLHSTMT st, const ibx__row_head *head, const char *token,
@@ -11401,7 +11719,8 @@ static ibx_result ibx__read_claimed(ibx__db *db, SQLHSTMT st, const ibx__row_hea
         (r = ibx__get_opt(db, st, 14, SQL_C_BINARY, opt, 1, buf, &o->hash, &o->hash_len)) != IBX_OK ||
         (r = ibx__get_opt(db, st, 15, SQL_C_CHAR, opt, 2, buf, &o->last_error, NULL)) != IBX_OK)
         return r;
-    return ibx__read_envelope(db, st, 16, opt >> 2, buf, &o->env, &m->header_count);
+    m->priority = (int)(opt >> 6) - 8; /* above the mask's 6 bits (IBX__CLAIM_MASK) */
+    return ibx__read_envelope(db, st, 16, (opt >> 2) & 15u, buf, &o->env, &m->header_count);
 }
 
 static void ibx__point_strings(const ibx__buf *buf, ibx_message *m, const ibx__row_offsets *o) {
@@ -11525,7 +11844,7 @@ IBX_API ibx_result ibx_mark_dead(ibx_store *store, const char *message_id, const
 
 typedef struct ibx__enqueue_ctx {
     ibx_store *s;
-    ibx__param *p;               /* the upsert's seven, the envelope's four, the expiry */
+    ibx__param *p;               /* the upsert's seven, the envelope's four, the expiry, the priority */
     int envelope;                /* the upsert with the envelope and the expiry */
     const void *hash;
     size_t hash_len;
@@ -11555,7 +11874,7 @@ static ibx_result ibx__enqueue_unit(ibx__db *db, void *vctx) {
         if (r == IBX_EMPTY) r = IBX_OK; /* a new message */
     }
     if (r == IBX_OK && (!IBX__PLAIN_UPSERT || c->envelope))
-        r = ibx__exec(db, IBX__Q_ENQUEUE_ENV, s->sql[IBX__Q_ENQUEUE_ENV], c->p, 12, &c->rows, NULL);
+        r = ibx__exec(db, IBX__Q_ENQUEUE_ENV, s->sql[IBX__Q_ENQUEUE_ENV], c->p, 13, &c->rows, NULL);
     else if (r == IBX_OK)
         r = ibx__exec(db, IBX__Q_ENQUEUE, s->sql[IBX__Q_ENQUEUE], c->p, 7, &c->rows, NULL);
     return r;
@@ -11591,6 +11910,10 @@ static ibx_result ibx__check_new(ibx_store *store, const ibx_new_message *m, siz
     if (m->expires_utc_ms > 0 && m->expires_utc_ms < m->due_utc_ms)
         return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: expires_utc_ms",
                          "expires_utc_ms must not be before due_utc_ms");
+    if (m->priority < IBX_PRIORITY_MIN || m->priority > IBX_PRIORITY_MAX)
+        return ibx__fail(&store->err, IBX_ERR_OUT_OF_RANGE, "ibx_enqueue: priority",
+                         "priority must be %d..%d (0: the default), not %d", IBX_PRIORITY_MIN, IBX_PRIORITY_MAX,
+                         m->priority);
     *payload_len = len;
     return ibx__check_envelope(&store->err, "ibx_enqueue", "", m);
 }
@@ -11636,7 +11959,7 @@ static int ibx__full_redelivery(ibx_store *s, ibx_result r, ibx__param *p) {
 static ibx_result ibx__enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued, int markers,
                                ibx_sql **out_sql) {
     ibx__enqueue_ctx ctx;
-    ibx__param p[12];
+    ibx__param p[13];
     int envelope;
     int64_t rows = 0;
     size_t len = 0;
@@ -11652,11 +11975,13 @@ static ibx_result ibx__enqueue(ibx_store *store, const ibx_new_message *m, int *
     ibx__p_i64(&p[5], m->due_utc_ms);
     if (m->due_utc_ms == 0) p[5].ind = SQL_NULL_DATA;
     p[6] = p[5];
-    /* Without an envelope or an expiry, the plain upsert: nothing more to
-     * bind. With IBX_NO_ENVELOPE, one upsert for all (the expiry's). */
-    envelope = !IBX__PLAIN_UPSERT || ibx__has_envelope(m) || m->expires_utc_ms > 0;
+    /* Without an envelope, an expiry or a priority, the plain upsert:
+     * nothing more to bind. With IBX_NO_ENVELOPE, one upsert for all (the
+     * expiry's). */
+    envelope = !IBX__PLAIN_UPSERT || ibx__has_envelope(m) || m->expires_utc_ms > 0 || m->priority != 0;
     ibx__p_i64(&p[11], m->expires_utc_ms);
     if (m->expires_utc_ms <= 0) p[11].ind = SQL_NULL_DATA;
+    ibx__p_i64(&p[12], m->priority);
     if (envelope && !ibx__envelope_params(&store->hooks, &store->own.headers, &p[7], m))
         return ibx__fail(&store->err, IBX_ERR_NO_MEMORY, "ibx_enqueue", "out of memory");
     if ((r = ibx__pending_room(store, NULL, "ibx_enqueue", 1)) != IBX_OK && !ibx__full_redelivery(store, r, p))

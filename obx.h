@@ -18,7 +18,7 @@
  *   4. Threads               8. License (end of file)
  *   Then the API: common (results, hooks, limits, backoff, selection,
  *   UUIDs), store and messages (enqueue, ordering keys, the envelope: tenant,
- *   aggregate and headers, expiry, ack, abandon, fail, lease extend, get; in
+ *   aggregate and headers, expiry, priority, ack, abandon, fail, lease extend, get; in
  *   a transaction of your own driver: obx_enqueue_sql), the work queue and
  *   dispatcher (claim, reap, cleanup, metrics, providers, routers, batch
  *   handlers, pauses), dead letters (list, replay, purge), joins (fan-in,
@@ -178,6 +178,10 @@
  *                /dev/urandom should give this hook)
  *   The hook types are laid out identically in both headers, so one
  *   allocator, clock or logger implementation plugs into both.
+ *   Priority (obx_new_message.priority, -5..5, 0 the default): a claim
+ *   takes the higher priority first among due messages, one level worth
+ *   10 s of waiting (aging: nothing starves); the outbox's ordering keys
+ *   keep their order whatever the priorities. docs/FEATURES.md, "Priority".
  *   Dispatching (obx_dispatcher_desc): handlers take one message each
  *   (obx_dispatcher_on), or all of a claim's messages of their topic in
  *   one call with an outcome per message (obx_dispatcher_on_batch). A
@@ -248,7 +252,8 @@
  *   sleeps through the hook, so obx_dispatcher_wake() cannot shorten its
  *   waits.
  *   Leases: while a batch is handled, one thread of the dispatcher's own
- *   renews its leases every third of the lease, on a connection of its own
+ *   renews its leases every third of the lease (a failed renewal is tried
+ *   again after a tenth), on a connection of its own
  *   (opened when first needed), for up to max_handler_ms; so a handler
  *   slower than its lease is never run twice at once. A handler starts only
  *   while the last renewal that extended every message of the batch (or
@@ -853,6 +858,12 @@ typedef struct obx_store_desc {
 #define OBX_TOPIC_MAX 255
 #define OBX_CORRELATION_MAX 255
 #define OBX_ORDERING_KEY_MAX 255
+/* Message priority (obx_new_message.priority): OBX_PRIORITY_MIN..MAX, 0 (the
+ * middle) by default. Aging: one level is worth OBX_PRIORITY_AGING_MS of
+ * waiting (part of the schema's claim index, not a runtime knob). */
+#define OBX_PRIORITY_MIN (-5)
+#define OBX_PRIORITY_MAX 5
+#define OBX_PRIORITY_AGING_MS 10000
 
 /* Retention of obx_cleanup() and the dispatcher's cleanup when given as 0:
  * none, every done message may go. */
@@ -911,6 +922,19 @@ typedef struct obx_new_message {
      * it. obx_dead_replay drops it. 0 = never; else 1..OBX_TIME_MAX_MS and
      * not before due_utc_ms. */
     int64_t expires_utc_ms;
+    /* Priority: OBX_PRIORITY_MIN (-5) .. OBX_PRIORITY_MAX (5), 0 = the
+     * default (the middle). Among due messages a claim takes the one with
+     * the smallest "due time - priority x OBX_PRIORITY_AGING_MS" first: a
+     * higher priority goes first, and one level is worth 10 s of waiting
+     * (aging), so no message starves: one that became due d ms earlier
+     * goes before one k levels higher whenever d > k x 10 s, so a
+     * lowest-priority message waits at most 100 s behind any flood of
+     * later, higher ones. Within an ordering key, key order wins: a key's
+     * messages are still handled one at a time in enqueue order, whatever
+     * their priorities (a message's priority only places its key's head
+     * among other due messages). SQL Server stores it but claims by due
+     * time alone. See docs/FEATURES.md, "Priority". */
+    int priority;
 } obx_new_message;
 
 /* A stored message, as claim and get return it. Strings are NUL-terminated
@@ -947,6 +971,7 @@ typedef struct obx_message {
                                     caller of its own checks this against locked_until_ms
                                     less the lease plus the time since its claim, as the
                                     dispatcher does before each handler call */
+    int priority;                /* as enqueued (obx_new_message.priority); 0 on SQL Server */
 } obx_message;
 
 /* Enqueue one message in its own transaction, committed before return
@@ -959,7 +984,8 @@ typedef struct obx_message {
  * headers over OBX_HEADERS_BYTES_MAX: the error names the argument, e.g.
  * "headers[2].key", and no SQL runs);
  * OBX_ERR_OUT_OF_RANGE (due_utc_ms or expires_utc_ms not 0..OBX_TIME_MAX_MS, or expires_utc_ms
- * before due_utc_ms: named as above); OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
+ * before due_utc_ms, or priority not OBX_PRIORITY_MIN..MAX: named as above);
+ * OBX_ERR_DB / OBX_ERR_DB_TRANSIENT. */
 OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message, char out_id[37]);
 
 /* Enqueue inside the caller's transaction on `hdbc` (an SQLHDBC with
@@ -968,7 +994,13 @@ OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message,
  * caller leaves no message. `hdbc` must be connected to the same database
  * as the store. Results as obx_enqueue, plus OBX_ERR_STATE naming hdbc
  * when its autocommit mode is not the one above (nothing is written: in
- * autocommit the message would commit apart from the caller's work).
+ * autocommit the message would commit apart from the caller's work), and
+ * OBX_ERR_DB_TRANSIENT with connection_lost set when the driver knows the
+ * connection is lost although the statements reported success (psqlODBC
+ * at its default statement-level rollback; its COMMIT would then report
+ * success and commit nothing): roll back and reconnect. The same check
+ * before your own COMMIT on psqlODBC (SQL_ATTR_CONNECTION_DEAD) covers
+ * statements of yours after this call.
  * Isolation: a message with an ordering key needs READ COMMITTED
  * (PostgreSQL, MariaDB). On MariaDB any other level is refused
  * (OBX_ERR_STATE, "hdbc: isolation", nothing written): at REPEATABLE READ
@@ -1600,7 +1632,12 @@ OBX_API obx_result obx_dispatcher_run_once(obx_dispatcher *dispatcher, obx_run_s
 /* Loop run_once() until obx_dispatcher_stop() or *stop_flag: after an
  * empty round wait poll_interval_ms (doubling up to idle_max_ms), after a
  * database error wait error_delay_ms, and wake at once on
- * obx_dispatcher_wake(). Returns OBX_OK when stopped. */
+ * obx_dispatcher_wake(). Returns OBX_OK when stopped.
+ * With one store, a batch's successes are acked with the next round's
+ * claim (on PostgreSQL in its statement: one round trip and one commit per
+ * batch), which follows at once; they are acked on their own before
+ * housekeeping, when that claim fails, and before run() returns. Messages
+ * with an ordering key are acked at once, as run_once() acks everything. */
 OBX_API obx_result obx_dispatcher_run(obx_dispatcher *dispatcher);
 
 /* Ask run() to return after the current round. Final: a stop given
@@ -5432,6 +5469,52 @@ OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
 }
 #endif /* OBX_SQLITE3_API */
 
+/* >> priority: the claim's order (both headers) --------------------------------------- */
+
+/* A due message's rank is its NextAttemptAt less Priority x
+ * OBX_PRIORITY_AGING_MS; a claim takes the smallest rank first: the higher
+ * priority first among messages due at the same time, and one that has
+ * waited k x 10 s longer before one k levels higher, so none starves.
+ * Priority 0, the default, ranks by NextAttemptAt alone: unprioritised
+ * messages keep their order. The rank is an index of the table's
+ * claimable rows (IX_{N}_Claim: SQLite and PostgreSQL an expression index,
+ * MariaDB the generated column ClaimRank), walked in order from its start;
+ * the walk's range ends where a lowest-priority message due now would rank
+ * (now + 50 s), so an idle claim reads no further than what comes due in
+ * the next 50 to 100 s, and a claim of a backlog reads its batch. The
+ * ORDER BY texts below, with the range that bounds the walk, are the
+ * claims' whole order: `c` is the table's alias ("c." or ""). */
+#define OBX__PRIORITY_AGING_S "10"   /* OBX_PRIORITY_AGING_MS in seconds */
+#define OBX__PRIORITY_HORIZON_S "50" /* -OBX_PRIORITY_MIN levels of aging */
+#define OBX__SQLITE_RANK(c) c "NextAttemptAt - " c "Priority * " OBX__PRIORITY_AGING_S "000"
+#define OBX__SQLITE_CLAIM_ORDER(c)                                                                \
+    "AND " OBX__SQLITE_RANK(c) " <= {W} + " OBX__PRIORITY_HORIZON_S "000 ORDER BY " OBX__SQLITE_RANK(c)
+/* PostgreSQL: timestamptz less an interval is not immutable (a day's
+ * length depends on the zone): the rank is UTC wall time, which is. */
+#define OBX__PG_RANK(c)                                                                           \
+    "((" c "\"NextAttemptAt\" AT TIME ZONE 'UTC') - " c "\"Priority\" * interval '" OBX__PRIORITY_AGING_S " seconds')"
+#define OBX__PG_CLAIM_ORDER(c)                                                                    \
+    "AND " OBX__PG_RANK(c) " <= (now() AT TIME ZONE 'UTC') + interval '" OBX__PRIORITY_HORIZON_S " seconds' "  \
+    "ORDER BY " OBX__PG_RANK(c)
+/* MariaDB: the generated column ClaimRank (parked rows keep their time:
+ * the last day of 9999 less an interval would overflow). */
+#define OBX__MY_RANK                                                                              \
+    "DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL "      \
+    "(`Priority` * " OBX__PRIORITY_AGING_S ") SECOND)) PERSISTENT"
+#define OBX__MY_CLAIM_ORDER(c)                                                                    \
+    "AND " c "`ClaimRank` <= UTC_TIMESTAMP(6) + INTERVAL " OBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ClaimRank`"
+
+/* A full row's Priority column; SQL Server's rows have none (it stores the
+ * column but claims by due time alone): 0 there. */
+OBX__PRIVATE obx_result obx__get_priority(obx__db *db, SQLHSTMT st, int col, int *out) {
+    int64_t v = 0;
+    obx_result r;
+    if (db->d->id == OBX_DIALECT_SQLSERVER) return OBX_OK;
+    r = obx__get_i64(db, st, col, &v, NULL);
+    if (r == OBX_OK) *out = (int)v;
+    return r;
+}
+
 /* >> registry of many databases ---------------------------------------------------- */
 
 /* One database's store and its housekeeping schedule. */
@@ -6374,6 +6457,9 @@ enum {
                            variables the insert reads */
     OBX__Q_INSERT_VALUES, /* a batch without keys as this row repeated (obx__insert_values) */
     OBX__Q_INSERT_VALUES_ENV, /* the same with the envelope and the expiry */
+    OBX__Q_CLAIM_ACK,   /* -> CLAIM's rows, then the count ACK changed: a dispatcher's ack of
+                           its last batch and its next claim, one statement (PostgreSQL;
+                           made of ACK and CLAIM at store open, obx__claim_ack_sql) */
     OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
                            owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
@@ -6384,11 +6470,12 @@ enum {
  * from, created before, id, and one unused (the inbox's second key). */
 static const obx__stmt_row obx__stmt_args_rows[] = {
     {OBX__Q_INSERT, "tttttii"},     /* id, message_id, topic, payload, correlation, due, next_attempt */
-    {OBX__Q_INSERT_KEYED, "tttttiittttti"}, /* INSERT's, then the ordering key, tenant, aggregate
-                                                type, aggregate id, headers (JSON), expiry */
+    {OBX__Q_INSERT_KEYED, "tttttiittttti" "i"}, /* INSERT's, then the ordering key, tenant, aggregate
+                                                    type, aggregate id, headers (JSON), expiry, priority */
     {OBX__Q_INSERT_MANY, "llllll"}, /* lists of: ids, message_ids, topics, payloads, correlations,
                                        dues; or (batch_as_json_rows) "j", one JSON array of rows */
-    {OBX__Q_INSERT_MANY_KEYED, "llllllllllll"}, /* six more lists (JSON rows: six more elements) */
+    {OBX__Q_INSERT_MANY_KEYED, "llllllllllll" "l"}, /* seven more lists (JSON rows: seven more
+                                                       elements), the last the priorities */
     {OBX__Q_CLAIM, "tii"},          /* owner, lease_seconds, batch; after a CLAIM_PICK, CLAIM_READ's */
     {OBX__Q_CLAIM_HOLD, "tii"},     /* CLAIM's */
     {OBX__Q_CLAIM_PICK, "ii"},      /* batch, window */
@@ -6424,8 +6511,9 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
     {OBX__Q_CLAIM_RELEASE, "tl"},   /* owner, ids */
     {OBX__Q_KEY_READ, "t"},         /* the ordering key */
     {OBX__Q_INSERT_VALUES, "tttttii"}, /* one row: INSERT's */
-    {OBX__Q_INSERT_VALUES_ENV, "tttttiitttti"}, /* INSERT's, then tenant, aggregate type,
-                                                  aggregate id, headers (JSON), expiry */
+    {OBX__Q_CLAIM_ACK, "ttltii"},   /* ACK's, then CLAIM's */
+    {OBX__Q_INSERT_VALUES_ENV, "tttttiitttti" "i"}, /* INSERT's, then tenant, aggregate type,
+                                                      aggregate id, headers (JSON), expiry, priority */
     {OBX__Q_COUNT, NULL}};
 /* Batch inserts take one JSON array of rows where the dialect reads a batch so. */
 #define OBX__ARGS_JSON_ROWS(id) ((id) == OBX__Q_INSERT_MANY || (id) == OBX__Q_INSERT_MANY_KEYED)
@@ -6519,6 +6607,16 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
                        "c.\"OrderingSeq\" AND o.\"Id\" < c.\"Id\") FROM {T} AS o WHERE o.\"OrderingKey\" = "        \
                        "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = {E} ORDER BY o.\"OrderingSeq\", "  \
                        "o.\"Id\" LIMIT 1), false) ")
+/* The claim's order: priority with aging (OBX__SQLITE_CLAIM_ORDER and the
+ * other dialects', in the common core), alias c. The index IX_{N}_Claim's
+ * predicate is the claim's own, IsProcessed too, so that no other
+ * statement's planner takes it for the Ready index. PostgreSQL: the claim's
+ * due test, in a form no index serves (IS TRUE is no operator an index
+ * takes; NextAttemptAt is never NULL): as a plain comparison it let a
+ * planner with few statistics take the Ready index's range and sort it
+ * (CORE-PLANS, a table analyzed empty), where IX_{N}_Claim is the order. */
+#define OBX__PG_DUE "(c.\"NextAttemptAt\" <= now()) IS TRUE"
+
 /* The next OrderingSeq of key `k` (an expression): NULL without a key. One
  * probe per state that counts, each the top of an index range, the state
  * spelled by S: SQLite's is the literal (OBX__STATE), PostgreSQL's a
@@ -6614,7 +6712,7 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
     "Id, MessageId, Topic, Payload, CorrelationId, CreatedAt, "     \
     "DueTimeUtc, RetryCount, LastError, Status, ProcessedAt, "          \
     "ProcessedBy, LockedUntil, OwnerToken, NextAttemptAt, Starts, OrderingKey, " \
-    "TenantId, AggregateType, AggregateId, Headers, ExpiresAt"
+    "TenantId, AggregateType, AggregateId, Headers, ExpiresAt, Priority"
 #define OBX__PG_MS(c) "CAST(floor(EXTRACT(EPOCH FROM \"" c "\") * 1000) AS bigint)"
 #define OBX__PG_COLS                                                                      \
     "CAST(\"Id\" AS text), CAST(\"MessageId\" AS text), \"Topic\", \"Payload\", "           \
@@ -6622,10 +6720,11 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
     "\"RetryCount\", \"LastError\", \"Status\", " OBX__PG_MS("ProcessedAt") ", "            \
     "\"ProcessedBy\", " OBX__PG_MS("LockedUntil") ", CAST(\"OwnerToken\" AS text), "        \
     OBX__PG_MS("NextAttemptAt") ", \"Starts\", \"OrderingKey\", \"TenantId\", \"AggregateType\", "      \
-    "\"AggregateId\", CAST(\"Headers\" AS text), " OBX__PG_MS("ExpiresAt")
+    "\"AggregateId\", CAST(\"Headers\" AS text), " OBX__PG_MS("ExpiresAt") ", \"Priority\""
 /* A claim's short row (obx__read_claimed): what the claim did not set, the
  * fixed-size columns first (bound), then a mask of the optional texts that
- * are not NULL (read only those), then the texts. nn writes one bit (OBX__NN,
+ * are not NULL (read only those) with the priority + 8 above its 7 bits,
+ * then the texts. nn writes one bit (OBX__NN,
  * or OBX__NN_INT), o and c quote a name. */
 #define OBX__NN(col, bit) "(CASE WHEN " col " IS NULL THEN 0 ELSE " bit " END)"
 /* SQLite gives a comparison's truth as 1 or 0: a shorter bit there. */
@@ -6634,7 +6733,7 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
     nn(o "CorrelationId" c, "1") " + " nn(o "LastError" c, "2") " + "                     \
     nn(o "OrderingKey" c, "4") " + " nn(o "TenantId" c, "8") " + "                        \
     nn(o "AggregateType" c, "16") " + " nn(o "AggregateId" c, "32") " + "                 \
-    nn(o "Headers" c, "64")
+    nn(o "Headers" c, "64") " + (" o "Priority" c " + 8) * 128"
 #define OBX__SQLITE_CLAIM_COLS                                                                    \
     "Id, MessageId, CreatedAt, DueTimeUtc, RetryCount, LockedUntil, "       \
     "NextAttemptAt, Starts, ExpiresAt, " OBX__CLAIM_MASK(OBX__NN_INT, "", "") ", Topic, "      \
@@ -6673,16 +6772,16 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (Id, MessageId, Topic, Payload, CorrelationId, "
      "DueTimeUtc, NextAttemptAt, OrderingKey, OrderingSeq, TenantId, AggregateType, "
-     "AggregateId, Headers, ExpiresAt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+     "AggregateId, Headers, ExpiresAt, Priority) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
      OBX__PARK("?8", "coalesce(?7, {W})", "0", OBX__PARKED_MS) ", ?8, " OBX__SEQ(OBX__ORDERED_NEXT("?8")) ", ?9, ?10, "
-     "?11, ?12, ?13)"},
+     "?11, ?12, ?13, ?14)"},
     /* sqliteodbc shows RETURNING rows only for statements that start
      * with SELECT or WITH: hence the empty CTE. */
     {OBX__Q_CLAIM,
      "WITH _ AS (SELECT 1) UPDATE {T} SET Status = 1, OwnerToken = ?, "
      "LockedUntil = {W} + CAST(? AS INTEGER) * 1000, Starts = Starts + 1 "
-     "WHERE Id IN (SELECT c.Id FROM {T} AS c WHERE c.Status = 0 AND c.NextAttemptAt <= {W} "
-     "AND c.IsProcessed = 0 AND " OBX__ORDERED_CLAIM " ORDER BY c.NextAttemptAt LIMIT ?) "
+     "WHERE Id IN (SELECT c.Id FROM {T} AS c INDEXED BY \"IX_{N}_Claim\" WHERE c.Status = 0 AND "
+     "c.NextAttemptAt <= {W} AND c.IsProcessed = 0 AND " OBX__ORDERED_CLAIM " " OBX__SQLITE_CLAIM_ORDER("c.") " LIMIT ?) "
      "RETURNING " OBX__SQLITE_CLAIM_COLS},
     {OBX__Q_ACK,
      "UPDATE {T} SET Status = 2, IsProcessed = 1, ProcessedAt = {W}, "
@@ -6733,14 +6832,15 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (Id, MessageId, Topic, Payload, CorrelationId, "
      "DueTimeUtc, NextAttemptAt, OrderingKey, OrderingSeq, TenantId, AggregateType, "
-     "AggregateId, Headers, ExpiresAt) SELECT json_extract(j.value, '$[0]'), "
+     "AggregateId, Headers, ExpiresAt, Priority) SELECT json_extract(j.value, '$[0]'), "
      "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
      "json_extract(j.value, '$[4]'), json_extract(j.value, '$[5]'), "
      OBX__PARK("json_extract(j.value, '$[6]')", "coalesce(json_extract(j.value, '$[5]'), {W})",
                "row_number() OVER (PARTITION BY json_extract(j.value, '$[6]') ORDER BY j.key) > 1", OBX__PARKED_MS) ", "
      "json_extract(j.value, '$[6]'), " OBX__SEQ(OBX__ORDERED_NEXT("json_extract(j.value, '$[6]')")) " + j.key, "
      "json_extract(j.value, '$[7]'), json_extract(j.value, '$[8]'), json_extract(j.value, '$[9]'), "
-     "json_extract(j.value, '$[10]'), json_extract(j.value, '$[11]') FROM json_each(?) AS j"},
+     "json_extract(j.value, '$[10]'), json_extract(j.value, '$[11]'), json_extract(j.value, '$[12]') "
+     "FROM json_each(?) AS j"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (JoinId, GroupingKey, ExpectedSteps, Metadata) VALUES (?, ?, ?, ?)"},
@@ -6795,6 +6895,7 @@ static const char *const obx__sqlite_outbox_ddl[] = {
     "    DueTimeUtc    INTEGER NULL{A}\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (NextAttemptAt) WHERE Status = 0",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Claim\" ON {T} (" OBX__SQLITE_RANK("") ") WHERE Status = 0 AND IsProcessed = 0",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ordering\" ON {T} (OrderingKey, Status, OrderingSeq) "
     "WHERE OrderingKey IS NOT NULL AND Status <> 2",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Leased\" ON {T} (LockedUntil) WHERE Status = 1",
@@ -6861,11 +6962,12 @@ static const char *const obx__sqlite_outbox_ddl[] = {
  * Starts: handler starts since the last outcome (crash-loop quarantine).
  * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD).
  * TenantId .. Headers: the envelope (NULL when a message has none).
- * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
+ * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim.
+ * Priority: obx_new_message.priority (OBX__SQLITE_CLAIM_ORDER). */
 static const obx__column obx__sqlite_outbox_columns[] = {
     {"Starts", "INTEGER NOT NULL DEFAULT 0"}, {"OrderingKey", "TEXT NULL"}, {"OrderingSeq", "INTEGER NULL"},
     {"TenantId", "TEXT NULL"}, {"AggregateType", "TEXT NULL"}, {"AggregateId", "TEXT NULL"},
-    {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"},
+    {"Headers", "TEXT NULL"}, {"ExpiresAt", "INTEGER NULL"}, {"Priority", "INTEGER NOT NULL DEFAULT 0"},
     {NULL, NULL}};
 static const obx__sqlset obx__sqlite_outbox = {
     "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
@@ -6908,18 +7010,19 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
-     "\"AggregateId\", \"Headers\", \"ExpiresAt\") VALUES (CAST(?1 AS uuid), "
+     "\"AggregateId\", \"Headers\", \"ExpiresAt\", \"Priority\") VALUES (CAST(?1 AS uuid), "
      "CAST(?2 AS uuid), ?3, ?4, ?5, to_timestamp(CAST(?6 AS bigint) / 1000.0), "
      OBX__PARK_S("CAST(?8 AS varchar)", "coalesce(to_timestamp(CAST(?7 AS bigint) / 1000.0), now())", "false",
                  OBX__PG_PARKED, OBX__PG_STATE)
      ", CAST(?8 AS varchar), " OBX__SEQ(OBX__ORDERED_NEXT_S("CAST(?8 AS varchar)", OBX__PG_STATE)) ", CAST(?9 AS varchar), CAST(?10 AS varchar), "
-     "CAST(?11 AS varchar), CAST(CAST(?12 AS text) AS json), to_timestamp(CAST(?13 AS bigint) / 1000.0))"},
+     "CAST(?11 AS varchar), CAST(CAST(?12 AS text) AS json), to_timestamp(CAST(?13 AS bigint) / 1000.0), "
+     "CAST(?14 AS smallint))"},
     {OBX__Q_CLAIM,
      "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(? AS uuid), "
      "\"LockedUntil\" = now() + make_interval(secs => CAST(? AS integer)), \"Starts\" = \"Starts\" + 1 "
      "WHERE \"Id\" = ANY (ARRAY(SELECT c.\"Id\" FROM {T} AS c WHERE c.\"Status\" = 0 AND "
-     "c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_CLAIM " "
-     "ORDER BY c.\"NextAttemptAt\" LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
+     OBX__PG_DUE " AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_CLAIM " "
+     OBX__PG_CLAIM_ORDER("c.") " LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
      "AND " OBX__PG_KEY_LOCK " RETURNING " OBX__PG_CLAIM_COLS},
     /* See OBX__PG_KEY_LOCK. */
     {OBX__Q_CLAIM_CHECK,
@@ -6984,16 +7087,16 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"CorrelationId\", "
      "\"DueTimeUtc\", \"NextAttemptAt\", \"OrderingKey\", \"OrderingSeq\", \"TenantId\", \"AggregateType\", "
-     "\"AggregateId\", \"Headers\", \"ExpiresAt\") SELECT u.id, u.mid, u.topic, "
+     "\"AggregateId\", \"Headers\", \"ExpiresAt\", \"Priority\") SELECT u.id, u.mid, u.topic, "
      "u.payload, u.corr, to_timestamp(u.due / 1000.0), "
      OBX__PARK_S("u.okey", "coalesce(to_timestamp(u.due / 1000.0), now())",
                  "row_number() OVER (PARTITION BY u.okey ORDER BY u.n) > 1", OBX__PG_PARKED, OBX__PG_STATE) ", "
      "u.okey, " OBX__SEQ(OBX__ORDERED_NEXT_S("u.okey", OBX__PG_STATE)) " + u.n - 1, u.tenant, u.atype, u.aid, CAST(u.hdr AS json), "
-     "to_timestamp(u.exp / 1000.0) "
+     "to_timestamp(u.exp / 1000.0), u.prio "
      "FROM unnest(CAST(? AS uuid[]), CAST(? AS uuid[]), CAST(? AS text[]), CAST(? AS text[]), "
      "CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[]), "
-     "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[])) WITH ORDINALITY "
-     "AS u(id, mid, topic, payload, corr, due, okey, tenant, atype, aid, hdr, exp, n)"},
+     "CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS smallint[])) WITH ORDINALITY "
+     "AS u(id, mid, topic, payload, corr, due, okey, tenant, atype, aid, hdr, exp, prio, n)"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (\"JoinId\", \"GroupingKey\", \"ExpectedSteps\", \"Metadata\") "
@@ -7060,6 +7163,7 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "    \"DueTimeUtc\"    timestamptz NULL{A}\n"
     ")",
     "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Claim\" ON {T} (" OBX__PG_RANK("") ") WHERE \"Status\" = 0 AND NOT \"IsProcessed\"",
     /* Its order whole (OrderingSeq, Id): a key's first Ready row is one
      * index entry whatever the statistics; IX_{N}_Ordering, which stopped
      * at OrderingSeq, made a plan without statistics sort every Ready row
@@ -7185,9 +7289,9 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "           \"LockedUntil\" = now() + make_interval(secs => p_lease_seconds), \"Starts\" = \"Starts\" + 1\n"
     "     WHERE \"Id\" = ANY (ARRAY(\n"
     "        SELECT c.\"Id\" FROM {T} AS c\n"
-    "         WHERE c.\"Status\" = 0 AND c.\"NextAttemptAt\" <= now() AND NOT c.\"IsProcessed\"\n"
+    "         WHERE c.\"Status\" = 0 AND " OBX__PG_DUE " AND NOT c.\"IsProcessed\"\n"
     "           AND " OBX__ORDERED_HEAD "\n"
-    "         ORDER BY c.\"NextAttemptAt\" LIMIT p_batch\n"
+    "           " OBX__PG_CLAIM_ORDER("c.") " LIMIT p_batch\n"
     "           FOR UPDATE OF c SKIP LOCKED)) AND " OBX__PG_KEY_LOCK "\n"
     "    RETURNING \"Id\") SELECT array_agg(\"Id\") INTO v_ids FROM u;\n"
     "    UPDATE {T} AS t SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL,\n"
@@ -7258,12 +7362,13 @@ static const char *const obx__postgresql_outbox_ddl[] = {
  * Starts: handler starts since the last outcome (crash-loop quarantine).
  * OrderingKey, OrderingSeq: ordered delivery per key (OBX__ORDERED_HEAD).
  * TenantId .. Headers: the envelope; json keeps the text as written.
- * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
+ * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim.
+ * Priority: obx_new_message.priority (OBX__PG_CLAIM_ORDER). */
 static const obx__column obx__postgresql_outbox_columns[] = {
     {"Starts", "integer NOT NULL DEFAULT 0"}, {"OrderingKey", "varchar(255) NULL"},
     {"OrderingSeq", "bigint NULL"}, {"TenantId", "varchar(64) NULL"}, {"AggregateType", "varchar(64) NULL"},
     {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
-    {"ExpiresAt", "timestamptz NULL"},
+    {"ExpiresAt", "timestamptz NULL"}, {"Priority", "smallint NOT NULL DEFAULT 0"},
     {NULL, NULL}};
 static const obx__sqlset obx__postgresql_outbox = {
     "now()",
@@ -7283,7 +7388,8 @@ static const obx__sqlset obx__postgresql_outbox = {
     "`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, " OBX__MY_MS("CreatedAt") ", "   \
     OBX__MY_MS("DueTimeUtc") ", `RetryCount`, `LastError`, `Status`, " OBX__MY_MS("ProcessedAt") \
     ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_NEXT_ATTEMPT_MS \
-    ", `Starts`, `OrderingKey`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, " OBX__MY_MS("ExpiresAt")
+    ", `Starts`, `OrderingKey`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, " OBX__MY_MS("ExpiresAt") \
+    ", `Priority`"
 #define OBX__MY_CLAIM_COLS                                                                        \
     "`Id`, `MessageId`, " OBX__MY_MS("CreatedAt") ", " OBX__MY_MS("DueTimeUtc") ", `RetryCount`, "   \
     OBX__MY_MS("LockedUntil") ", " OBX__MY_MS("NextAttemptAt") ", `Starts`, " OBX__MY_MS("ExpiresAt") \
@@ -7375,10 +7481,10 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
-     "`ExpiresAt`) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MY_FROM_MS("?6") ", "
+     "`ExpiresAt`, `Priority`) VALUES (?1, ?2, ?3, ?4, ?5, " OBX__MY_FROM_MS("?6") ", "
      OBX__MY_PARK_IF("?8", "COALESCE(" OBX__MY_FROM_MS("?7") ", UTC_TIMESTAMP(6))", "@obx_busy") ", ?8, "
      OBX__SEQ("IF(?8 IS NULL, NULL, @obx_seq)") ", ?9, ?10, ?11, ?12, "
-     OBX__MY_FROM_MS("?13") ")"},
+     OBX__MY_FROM_MS("?13") ", ?14)"},
 #ifndef OBX_NO_ORDERING_KEYS
     /* InnoDB reads the subqueries of an INSERT with shared locks, at READ
      * COMMITTED too: held to the producer's commit, they stalled the key's
@@ -7459,9 +7565,9 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
 #endif
     {OBX__Q_INSERT_VALUES_ENV,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
-     "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`) VALUES (?, ?, ?, "
-     "?, ?, " OBX__MY_FROM_MS("?") ", COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, ?, ?, "
-     OBX__MY_FROM_MS("?") ")"},
+     "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`, `Priority`) VALUES (?, "
+     "?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, ?, ?, "
+     OBX__MY_FROM_MS("?") ", ?)"},
     /* A batch with ordering keys in one statement, read from one JSON
      * array of rows: each key's maxima and the rows' order within it are
      * a derived table over the rows. */
@@ -7478,12 +7584,12 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
-     "`ExpiresAt`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
+     "`ExpiresAt`, `Priority`) SELECT j.`id`, j.`mid`, j.`topic`, j.`payload`, j.`corr`, "
      OBX__MY_FROM_MS("j.`due`") ", "
      OBX__MY_PARK_IF("j.`okey`", "COALESCE(" OBX__MY_FROM_MS("j.`due`") ", UTC_TIMESTAMP(6))",
                      "j.`rn` > 1 OR j.`m0` > 0 OR j.`m1` > 0")
      ", j.`okey`, " OBX__SEQ("IF(j.`okey` IS NULL, NULL, GREATEST(j.`m0`, j.`m1`, j.`m3`) + 1)")
-     " + j.`n` - 1, j.`tenant`, j.`atype`, j.`aid`, j.`hdr`, " OBX__MY_FROM_MS("j.`exp`") " "
+     " + j.`n` - 1, j.`tenant`, j.`atype`, j.`aid`, j.`hdr`, " OBX__MY_FROM_MS("j.`exp`") ", j.`prio` "
      "FROM (SELECT jt.*" OBX__MY_KEY_COLUMNS("jt.`okey`", "jt.`n`") " FROM JSON_TABLE(?, '$[*]' COLUMNS (`id` CHAR(36) PATH '$[0]', `mid` CHAR(36) PATH '$[1]', "
      "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
      "`payload` LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]', "
@@ -7492,7 +7598,8 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`tenant` VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[7]', "
      "`atype` VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[8]', "
      "`aid` VARCHAR(128) CHARACTER SET utf8mb4 PATH '$[9]', "
-     "`hdr` LONGTEXT CHARACTER SET utf8mb4 PATH '$[10]', `exp` BIGINT PATH '$[11]', `n` FOR ORDINALITY)) AS jt) AS j"},
+     "`hdr` LONGTEXT CHARACTER SET utf8mb4 PATH '$[10]', `exp` BIGINT PATH '$[11]', "
+     "`prio` SMALLINT PATH '$[12]', `n` FOR ORDINALITY)) AS jt) AS j"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} (`JoinId`, `GroupingKey`, `ExpectedSteps`, `Metadata`) VALUES (?, ?, ?, ?)"},
@@ -7515,9 +7622,9 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      * each, 4-17 ms per pick; the window makes it 0.6 ms, and the drain
      * 1.8x. The index is forced: a scan and sort would read every row. */
     {OBX__Q_CLAIM_PICK,
-     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_Ready`) WHERE c.`Status` = 0 "
+     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_Claim`) WHERE c.`Status` = 0 "
      "AND c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND c.`IsProcessed` = 0 AND " OBX__MY_ORDERED_CHECK("{H}") " "
-     "ORDER BY c.`NextAttemptAt` LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
+     OBX__MY_CLAIM_ORDER("c.") " LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
      "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
@@ -7572,6 +7679,7 @@ static const char *const obx__mariadb_outbox_ddl[] = {
     "    KEY `IX_{N}_Done` (`Status`, `ProcessedAt`)\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
     "CREATE INDEX IF NOT EXISTS `IX_{N}_Ordering` ON {T} (`OrderingLive`, `OrderingState`, `OrderingSeq`)",
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_Claim` ON {T} (`Status`, `ClaimRank`, `NextAttemptAt`)",
 #ifndef OBX_NO_JOIN
     "CREATE TABLE IF NOT EXISTS {J} (\n"
     "    `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,\n"
@@ -7625,13 +7733,16 @@ static const char *const obx__mariadb_outbox_ddl[] = {
  * OrderingLive, OrderingState: their index's columns (MariaDB has no
  * partial index: NULL for rows without a key or Done).
  * TenantId .. Headers: the envelope (NULL when a message has none).
- * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim. */
+ * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim.
+ * Priority: obx_new_message.priority; ClaimRank: the claim's order, its
+ * index's column (OBX__MY_CLAIM_ORDER). */
 static const obx__column obx__mariadb_outbox_columns[] = {
     {"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "VARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
     {"OrderingLive", "VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT"},
     {"OrderingState", "TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT"},
     {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"}, {"AggregateId", "VARCHAR(128) NULL"},
     {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"},
+    {"Priority", "TINYINT NOT NULL DEFAULT 0"}, {"ClaimRank", OBX__MY_RANK},
     {NULL, NULL}};
 static const obx__sqlset obx__mariadb_outbox = {
     "UTC_TIMESTAMP(6)",
@@ -7722,10 +7833,10 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
     {OBX__Q_INSERT_KEYED,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
      "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers], "
-     "[ExpiresAt]) SELECT ?1, ?2, ?3, ?4, ?5, "
+     "[ExpiresAt], [Priority]) SELECT ?1, ?2, ?3, ?4, ?5, "
      OBX__MS_FROM_MS("?6", OBX__MS_EPOCH) ", COALESCE(" OBX__MS_FROM_MS("?7", OBX__MS_EPOCH) ", "
      "SYSDATETIMEOFFSET()), ?8, " OBX__SEQ(OBX__MS_ORDERED_NEXT("?8")) ", ?9, ?10, ?11, ?12, "
-     OBX__MS_FROM_MS("?13", OBX__MS_EPOCH)},
+     OBX__MS_FROM_MS("?13", OBX__MS_EPOCH) ", ?14"},
     {OBX__Q_CLAIM,
      "{CALL {S}.[{N}_Claim](?, ?, ?)}"},
     {OBX__Q_CLAIM_HOLD,
@@ -7774,16 +7885,17 @@ static const obx__stmt_row obx__sqlserver_outbox_rows[] = {
     {OBX__Q_INSERT_MANY_KEYED,
      "INSERT INTO {T} ([Id], [MessageId], [Topic], [Payload], [CorrelationId], [DueTimeUtc], "
      "[NextAttemptAt], [OrderingKey], [OrderingSeq], [TenantId], [AggregateType], [AggregateId], [Headers], "
-     "[ExpiresAt]) SELECT i.[value], m.[value], p.[value], b.[value], "
+     "[ExpiresAt], [Priority]) SELECT i.[value], m.[value], p.[value], b.[value], "
      "c.[value], x.[Due], COALESCE(x.[Due], SYSDATETIMEOFFSET()), k.[value], "
      OBX__SEQ(OBX__MS_ORDERED_NEXT("k.[value]")) " + CAST(i.[key] AS BIGINT), e1.[value], e2.[value], e3.[value], "
-     "e4.[value], " OBX__MS_FROM_MS("CAST(e5.[value] AS BIGINT)", OBX__MS_EPOCH) " FROM OPENJSON(?) AS i "
+     "e4.[value], " OBX__MS_FROM_MS("CAST(e5.[value] AS BIGINT)", OBX__MS_EPOCH) ", CAST(e6.[value] AS SMALLINT) "
+     "FROM OPENJSON(?) AS i "
      "JOIN OPENJSON(?) AS m ON m.[key] = i.[key] JOIN OPENJSON(?) AS p ON p.[key] = i.[key] "
      "JOIN OPENJSON(?) AS b ON b.[key] = i.[key] JOIN OPENJSON(?) AS c ON c.[key] = i.[key] "
      "JOIN OPENJSON(?) AS d ON d.[key] = i.[key] JOIN OPENJSON(?) AS k ON k.[key] = i.[key] "
      "JOIN OPENJSON(?) AS e1 ON e1.[key] = i.[key] JOIN OPENJSON(?) AS e2 ON e2.[key] = i.[key] "
      "JOIN OPENJSON(?) AS e3 ON e3.[key] = i.[key] JOIN OPENJSON(?) AS e4 ON e4.[key] = i.[key] "
-     "JOIN OPENJSON(?) AS e5 ON e5.[key] = i.[key] CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
+     "JOIN OPENJSON(?) AS e5 ON e5.[key] = i.[key] JOIN OPENJSON(?) AS e6 ON e6.[key] = i.[key] CROSS APPLY (SELECT " OBX__MS_FROM_MS("CAST(d.[value] AS BIGINT)", OBX__MS_EPOCH) " AS [Due]) AS x"},
 #ifndef OBX_NO_JOIN
     {OBX__Q_JOIN_START,
      "INSERT INTO {J} ([JoinId], [GroupingKey], [ExpectedSteps], [Metadata]) VALUES (?, ?, ?, ?)"},
@@ -7975,6 +8087,7 @@ static const obx__column obx__sqlserver_outbox_columns[] = {
     {"TenantId", "NVARCHAR(64) NULL"}, {"AggregateType", "NVARCHAR(64) NULL"},
     {"AggregateId", "NVARCHAR(128) NULL"}, {"Headers", "NVARCHAR(MAX) NULL"},
     {"ExpiresAt", "DATETIMEOFFSET NULL"},
+    {"Priority", "SMALLINT NOT NULL DEFAULT 0"}, /* stored; the claim orders by due time alone */
     {NULL, NULL}};
 static const obx__sqlset obx__sqlserver_outbox = {
     "SYSDATETIMEOFFSET()",
@@ -8034,8 +8147,10 @@ static char *obx__expand(const obx__hooks *h, const obx__dialect *d, const obx__
 #define OBX__DELAY_MIN_MS 0           /* abandon with delay 0: claimable again at once */
 #define OBX__RETENTION_DEFAULT_MS OBX_DEFAULT_RETENTION_MS /* cleanup with retention 0 */
 #define OBX__MSG_ATTEMPTS(m) ((m)->retry_count)
+#define OBX__MSG_KEYED(m) ((m)->ordering_key != NULL)
 #define OBX__CLAIM_TEXTS 2            /* a claim's short row: Id, MessageId, */
 #define OBX__CLAIM_INTS 8             /* then 7 times and counts and the mask (OBX__CLAIM_MASK) */
+#define OBX__CLAIM_COLS 19            /* and 9 texts (OBX__PG_CLAIM_COLS) */
 
 /* Where each string of a message row sits in store->rows while reading. */
 typedef struct obx__row_offsets {
@@ -8067,7 +8182,7 @@ static const char *const obx__gauge_text[6][2] = {
 /* What only an outbox store keeps: the columns of a batch insert (one per
  * list of OBX__Q_INSERT_MANY_KEYED), a message's headers as JSON text, and
  * whether a Dead message holds its ordering key. */
-#define OBX__INSERT_LISTS 12
+#define OBX__INSERT_LISTS 13
 typedef struct obx__store_own {
     obx__buf columns[OBX__INSERT_LISTS];
     obx__buf headers;
@@ -8214,6 +8329,8 @@ struct obx_store {
     const obx__sqlset *q;
     char *sql[OBX__Q_COUNT];      /* expanded statements */
     obx__buf keys[OBX__KEY_LISTS]; /* a batch statement's key lists (obx__msg_key_add) */
+    obx__buf carry[OBX__KEY_LISTS]; /* a dispatcher's acks carried into its next claim */
+    int carry_count;              /* how many (0: none; obx__carry_flush) */
     obx__buf rows;                /* strings of the last claim's messages */
     obx__buf read_rows;           /* strings of the last get: apart, so a handler may read
                                      without spoiling the batch it was called from */
@@ -8424,6 +8541,29 @@ OBX__PRIVATE const char *obx__stmt_args(const obx__dialect *d, int id) {
     return NULL;
 }
 
+/* OBX__Q_CLAIM_ACK on PostgreSQL: a dispatcher's ack of its last batch and
+ * its next claim as one statement, made of the store's own ACK and CLAIM
+ * (so the claim's ordering and locks are written once): one round trip and
+ * one commit per batch instead of two of each. Both halves see the
+ * statement's one snapshot: the ack's rows are in flight there, the claim
+ * picks Ready ones, so they never meet, and a key whose message is acked
+ * here looks busy to this claim (the dispatcher carries no keyed acks). The
+ * count row: with nothing claimed, one row of NULLs still brings it. */
+static obx_result obx__claim_ack_sql(obx_store *s) {
+    static const char head[] = "WITH a AS (", mid[] = " RETURNING 1), c AS (",
+                      tail[] = ") SELECT c.*, k.n FROM (SELECT count(*) AS n FROM a) AS k LEFT JOIN c ON true";
+    size_t n;
+    char *t;
+    if (s->db.d->id != OBX_DIALECT_POSTGRESQL || !s->sql[OBX__Q_ACK] || !s->sql[OBX__Q_CLAIM] ||
+        s->sql[OBX__Q_CLAIM_PICK] || s->q->claim_full_rows)
+        return OBX_OK;
+    n = sizeof head + strlen(s->sql[OBX__Q_ACK]) + sizeof mid + strlen(s->sql[OBX__Q_CLAIM]) + sizeof tail;
+    if (!(t = (char *)obx__alloc(&s->hooks, n))) return OBX_ERR_NO_MEMORY;
+    snprintf(t, n, "%s%s%s%s%s", head, s->sql[OBX__Q_ACK], mid, s->sql[OBX__Q_CLAIM], tail);
+    s->sql[OBX__Q_CLAIM_ACK] = t;
+    return OBX_OK;
+}
+
 static obx_result obx__store_prepare_sql(obx_store *s) {
     const obx__stmt_row *row;
     const char *names[26];
@@ -8446,6 +8586,7 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
             return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
     }
     obx__store_own_sql(&s->own, s->sql);
+    if (obx__claim_ack_sql(s) != OBX_OK) return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_store_open", "out of memory");
 #if OBX__CHECK_ARGS
     { /* every statement takes what it declares (obx__args_check) */
         int i;
@@ -8880,6 +9021,7 @@ OBX_API void obx_store_close(obx_store *store) {
     hooks = store->hooks;
     for (i = 0; i < OBX__Q_COUNT; i++) obx__free(&hooks, store->sql[i]);
     for (i = 0; i < OBX__KEY_LISTS; i++) obx__buf_free(&hooks, &store->keys[i]);
+    for (i = 0; i < OBX__KEY_LISTS; i++) obx__buf_free(&hooks, &store->carry[i]);
     obx__store_own_free(&hooks, &store->own);
     obx__buf_free(&hooks, &store->rows);
     obx__buf_free(&hooks, &store->read_rows);
@@ -8992,6 +9134,22 @@ OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
     }
     r = unit(&caller, ctx);
     obx__db_free_statements(&caller);
+    /* psqlODBC (statement-level rollback: an internal savepoint around each
+     * statement) may lose the connection after a statement ran, report the
+     * statement as successful and the caller's COMMIT too, which then
+     * commits nothing. What the driver knows is dead is not OK. */
+#ifndef OBX_SQLITE3_API
+    {
+        SQLUINTEGER dead = 0;
+        if (r >= 0 && caller.d->dead_flag_is_local &&
+            SQL_SUCCEEDED(SQLGetConnectAttr(caller.dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
+            dead == SQL_CD_TRUE) {
+            r = obx__fail(&s->err, OBX_ERR_DB_TRANSIENT, what,
+                          "the caller's connection was lost" OBX__WHY(": its transaction is gone; roll it back"));
+            s->err.connection_lost = 1;
+        }
+    }
+#endif
     return r;
 }
 
@@ -9106,9 +9264,16 @@ static const char *obx__at(const obx__buf *b, size_t off) {
     return off == (size_t)-1 ? NULL : b->data + off;
 }
 
+enum { OBX__SETTLE_ACK, OBX__SETTLE_ABANDON, OBX__SETTLE_FAIL, OBX__SETTLE_EXTEND };
+static int obx__settle_params(obx__param *p, int kind, const char *worker, const char *token,
+                              const char *error, int64_t value, int attempts, const obx__buf *keys);
+
 typedef struct obx__claim_ctx {
     obx_store *s;
     int lease_seconds, batch_size, count;
+    int ack_count;               /* s->carry's acks to run first, in the claim's unit (0: none) */
+    int ack_only;                /* run only them (the claim gave up: OBX__CLAIM_REDOS) */
+    int64_t acked;               /* how many of them the ack changed */
 } obx__claim_ctx;
 
 /* Where the dialect has no UPDATE ... RETURNING: pick and lock the keys,
@@ -9136,25 +9301,59 @@ static obx_result obx__claim_picked(obx__db *db, obx__claim_ctx *c, SQLHSTMT *cu
 #define OBX__CLAIM_REDO ((obx_result)15) /* no public result: within the enum's range for C++ */
 #define OBX__CLAIM_REDOS 3
 
+/* The claim's statements, up to the cursor of its rows (none after the
+ * acks alone). The carried acks: in the claim's statement where one can
+ * hold both (OBX__Q_CLAIM_ACK), else a statement before it in its
+ * transaction. */
+static obx_result obx__claim_exec(obx__db *db, obx__claim_ctx *c, int fused, SQLHSTMT *cur) {
+    obx_store *s = c->s;
+    obx__param p[8 + OBX__KEY_LISTS];
+    int n = 0;
+    obx_result r;
+    if (c->ack_count > 0)
+        n = obx__settle_params(p, OBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token, NULL, 0,
+                               0, s->carry);
+    if (c->ack_count > 0 && !fused) {
+        r = obx__exec(db, OBX__Q_ACK, s->sql[OBX__Q_ACK], p, n, &c->acked, NULL);
+        if (r != OBX_OK || c->ack_only) return r;
+    }
+    if (fused) {
+        obx__p_text(&p[n], s->token, 36);
+        obx__p_i64(&p[n + 1], c->lease_seconds);
+        obx__p_i64(&p[n + 2], c->batch_size);
+        r = obx__exec(db, OBX__Q_CLAIM_ACK, s->sql[OBX__Q_CLAIM_ACK], p, n + 3, NULL, cur);
+    } else if (!OBX__SQLITE_ONLY && s->sql[OBX__Q_CLAIM_PICK]) {
+        r = obx__claim_picked(db, c, cur);
+    } else {
+        obx__p_text(&p[0], s->token, 36);
+        obx__p_i64(&p[1], c->lease_seconds);
+        obx__p_i64(&p[2], c->batch_size);
+        r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, cur);
+    }
+    return r;
+}
+
 static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
     obx_store *s = c->s;
     SQLHSTMT cur = NULL;
     obx__row_head head;
     const int short_rows = !s->q->claim_full_rows;
+    const int fused = c->ack_count > 0 && !c->ack_only && s->sql[OBX__Q_CLAIM_ACK];
+    int counted = 0;
     obx_result r;
     c->count = 0;
+    c->acked = 0;
     s->rows.len = 0;
-    if (!OBX__SQLITE_ONLY && s->sql[OBX__Q_CLAIM_PICK]) {
-        r = obx__claim_picked(db, c, &cur);
-    } else {
-        obx__param p[3];
-        obx__p_text(&p[0], s->token, 36);
-        obx__p_i64(&p[1], c->lease_seconds);
-        obx__p_i64(&p[2], c->batch_size);
-        r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 3, NULL, &cur);
-    }
+    r = obx__claim_exec(db, c, fused, &cur);
+    if (c->ack_only) return r;
     if (r == OBX_OK && cur && short_rows) r = obx__bind_head(db, cur, &head, OBX__CLAIM_TEXTS, OBX__CLAIM_INTS);
     while (r == OBX_OK && cur && (r = obx__fetch(db, cur)) == OBX_OK) {
+        if (fused && !counted) { /* the ack's count, in every row: read once (the last column) */
+            const int empty = head.ind[OBX__CLAIM_INTS - 1] == SQL_NULL_DATA; /* no mask: nothing claimed */
+            if (empty && (r = obx__get_i64(db, cur, OBX__CLAIM_COLS + 1, &c->acked, NULL)) != OBX_OK) break;
+            counted = 1 + !empty;
+            if (empty) continue;
+        }
         /* More rows than asked is a statement bug (a LIMIT ... SKIP LOCKED
          * subquery run twice does it): roll the claim back, lose nothing. */
         if (c->count >= c->batch_size) {
@@ -9166,6 +9365,10 @@ static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
         r = short_rows ? obx__read_claimed(db, cur, &head, s->token, &s->msgs[c->count], &s->rows,
                                            &s->offsets[c->count])
                        : obx__read_message(db, cur, &s->msgs[c->count], &s->rows, &s->offsets[c->count]);
+        if (r == OBX_OK && counted == 2) {
+            r = obx__get_i64(db, cur, OBX__CLAIM_COLS + 1, &c->acked, NULL);
+            counted = 1;
+        }
         if (r == OBX_OK) c->count++;
     }
     if (short_rows) obx__unbind(cur); /* `head` is about to go */
@@ -9183,8 +9386,12 @@ static obx_result obx__claim_unit(obx__db *db, void *vctx) {
         r = obx__claim_once(db, c);
         if (r != OBX__CLAIM_REDO) return r;
         c->count = 0;
-        if (redo + 1 >= OBX__CLAIM_REDOS) return OBX_OK; /* nothing claimed this round */
+        if (redo + 1 >= OBX__CLAIM_REDOS && c->ack_count == 0) return OBX_OK; /* nothing claimed this round */
         if ((r = obx__begin(db, mode)) != OBX_OK) return r;
+        if (redo + 1 >= OBX__CLAIM_REDOS) { /* the rollback took the carried acks too: those alone */
+            c->ack_only = 1;
+            return obx__claim_once(db, c);
+        }
     }
 }
 
@@ -9212,8 +9419,10 @@ static obx_result obx__claim_room(obx_store *s, int batch_size) {
     return OBX_OK;
 }
 
-OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int lease_seconds,
-                             int batch_size, const obx_message **messages, int *count) {
+/* obx_claim, after the store's carried acks (store->carry, `acks` of
+ * them; their count changed in *acked) in the same unit: all or nothing. */
+static obx_result obx__claim_run(obx_store *store, const char *owner_token, int lease_seconds, int batch_size,
+                                 int acks, int64_t *acked, const obx_message **messages, int *count) {
     obx__claim_ctx ctx;
     obx_result r;
     int i;
@@ -9232,11 +9441,20 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
     ctx.lease_seconds = lease_seconds;
     ctx.batch_size = batch_size;
     ctx.count = 0;
+    ctx.ack_count = acks;
+    ctx.ack_only = 0;
+    ctx.acked = 0;
     /* A transaction even where the claim is one statement: reading the
      * rows may still fail (memory, the driver), and then the claim must
      * not have happened; in autocommit its rows would stay leased to us. */
-    r = obx__unit(&store->db, obx__claim_unit, &ctx, "claim");
+    r = obx__unit(&store->db, obx__claim_unit, &ctx, acks > 0 ? "ack and claim" : "claim");
     if (r != OBX_OK) return r;
+    if (acks > 0) {
+        obx__count(store, OBX_METRIC_DISPATCHED, ctx.acked);
+        obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "ack: %lld of %d (with the claim)",
+                 (long long)ctx.acked, acks);
+        *acked = ctx.acked;
+    }
     for (i = 0; i < ctx.count; i++) {
         obx__point_strings(&store->rows, &store->msgs[i], &store->offsets[i]);
         store->msgs[i].store = store;
@@ -9247,6 +9465,11 @@ OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int leas
     obx__log(&store->hooks, OBX_LOG_DEBUG, store->store_id, "claimed %d message(s) for %s", ctx.count,
              store->token);
     return ctx.count > 0 ? OBX_OK : OBX_EMPTY;
+}
+
+OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int lease_seconds,
+                             int batch_size, const obx_message **messages, int *count) {
+    return obx__claim_run(store, owner_token, lease_seconds, batch_size, 0, NULL, messages, count);
 }
 
 /* >> get ---------------------------------------------------------------------------- */
@@ -9363,8 +9586,6 @@ static obx_result obx__check_delay(obx_store *s, const char *fn, int64_t delay_m
                      OBX__DELAY_MIN_MS, (long long)OBX_DELAY_MAX_MS, (long long)delay_ms);
 }
 
-enum { OBX__SETTLE_ACK, OBX__SETTLE_ABANDON, OBX__SETTLE_FAIL, OBX__SETTLE_EXTEND };
-
 /* The parameters of a settle statement, in the order every dialect's
  * ACK / ABANDON / FAIL / EXTEND takes them; returns how many. `value` is
  * abandon's delay (OBX_DELAY_BACKOFF: the statement's default backoff) or
@@ -9390,8 +9611,8 @@ static int obx__settle_params(obx__param *p, int kind, const char *worker, const
  * s->keys, in one statement. Abandon takes a delay (OBX_DELAY_BACKOFF: the
  * default backoff per message) and whether it uses up an attempt (not when
  * a message only waits); extend takes the lease in seconds. */
-static obx_result obx__settle(obx_store *s, int kind, int count, const char *error,
-                              int64_t value, int attempts, int64_t *changed) {
+static obx_result obx__settle_lists(obx_store *s, const obx__buf *keys, int kind, int count, const char *error,
+                                   int64_t value, int attempts, int64_t *changed) {
     static const int slots[4] = {OBX__Q_ACK, OBX__Q_ABANDON, OBX__Q_FAIL, OBX__Q_EXTEND};
     static const char *const names[4] = {"ack", "abandon", "fail", "lease extend"};
     static const int metrics[4] = {OBX_METRIC_DISPATCHED, OBX_METRIC_RETRIED, OBX_METRIC_DEAD, -1};
@@ -9404,15 +9625,20 @@ static obx_result obx__settle(obx_store *s, int kind, int count, const char *err
         return OBX_OK;
     }
     n = obx__settle_params(p, kind, s->worker_name ? s->worker_name : s->token, s->token, error, value,
-                           attempts, s->keys);
+                           attempts, keys);
     r = obx__run_count(s, slots[kind], p, n, names[kind], &rows);
     if (r != OBX_OK) return r;
     /* In a transactional handler's transaction: counted by its commit. */
     if (metrics[kind] >= 0 && !s->db.callers_tx) obx__count(s, (obx_metric)metrics[kind], rows);
     if (changed) *changed = rows;
     obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
-    obx__own_settled(s, kind, rows);
+    if (keys == s->keys) obx__own_settled(s, kind, rows); /* carried acks have no ordering key */
     return OBX_OK;
+}
+
+static obx_result obx__settle(obx_store *s, int kind, int count, const char *error, int64_t value, int attempts,
+                              int64_t *changed) {
+    return obx__settle_lists(s, s->keys, kind, count, error, value, attempts, changed);
 }
 
 /* Settle claimed messages ms[which[0..n)] (the dispatcher's path). */
@@ -10208,8 +10434,9 @@ static obx_result obx__one_message(obx_store *s, const char *fn, int slot, const
 
 /* While a batch's handlers run, a thread of the dispatcher's own renews the
  * leases of the whole batch (claimed and not yet settled) every third of
- * the lease, on a connection of its own, so that a handler slower than its
- * lease is never handed to a second worker while it runs. It stops after
+ * the lease (after a failure, a tenth), on a connection of its own, so
+ * that a handler slower than its lease is never handed to a second worker
+ * while it runs. It stops after
  * max_handler_ms (logged); then the messages may be delivered again.
  * Without threads, or on a caller's connection, there is no renewal: the
  * handler may call obx_lease_extend itself.
@@ -10321,7 +10548,7 @@ static void obx__renew_step(obx__renewer *w, int64_t now) {
     const obx_message *ms = w->ms;
     int n = w->n, stale = w->stale;
     unsigned epoch = w->epoch;
-    int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin;
+    int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin, retry_ms;
     obx_result r;
     w->busy = 1;
     w->stale = 0;
@@ -10344,9 +10571,16 @@ static void obx__renew_step(obx__renewer *w, int64_t now) {
             w->start_until_ms = 0;
         }
     }
-    /* A connect that found another thread connecting is tried again soon. */
-    w->next_ms = obx__sat_add(obx__mono_ms(&w->hooks),
-                              r != OBX_OK && w->side.connect_busy ? 100 : lease_ms / 3);
+    /* A connect that found another thread connecting is tried again soon.
+     * Any other failure is tried again after a tenth of the lease, not a
+     * third: the third try of a third would come as the lease held runs
+     * out, so two brief failures in a row (a connection the server had
+     * dropped, then a refused connect) would hand the message to another
+     * worker while its handler runs. */
+    if (r == OBX_OK) retry_ms = lease_ms / 3;
+    else if (w->side.connect_busy || lease_ms / 10 < 100) retry_ms = 100;
+    else retry_ms = lease_ms / 10;
+    w->next_ms = obx__sat_add(obx__mono_ms(&w->hooks), retry_ms);
     obx__cond_broadcast(&w->cond);
 }
 
@@ -10603,6 +10837,7 @@ struct obx_dispatcher {
     obx_strategy strategy;
     int empty_streak;
     int fail_streak;             /* rounds failed in a row, over a provider's stores */
+    int carry;                   /* run() on one store: acks go with the next claim (obx__carry) */
     obx__renewer *renewer;       /* renews a batch's leases while it is handled; NULL: none */
     unsigned closes_seen;        /* the provider's store closes the renewer has been told of */
     int64_t max_handler_ms;
@@ -11325,6 +11560,12 @@ static int obx__due(int64_t now, int64_t *next, int64_t interval) {
     return 1;
 }
 
+/* Whether obx__housekeep would run anything now. */
+static int obx__housekeep_due(const obx_dispatcher *d, const obx__entry *e, int64_t now) {
+    return !(now < e->next_reap_ms && e->next_reap_ms - now <= d->reap_ms) ||
+           (d->cleanup_ms > 0 && !(now < e->next_cleanup_ms && e->next_cleanup_ms - now <= d->cleanup_ms));
+}
+
 /* Housekeeping of one store when due: reap (OBX-053), cleanup if asked. */
 static obx_result obx__housekeep(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
     int64_t now = obx__mono_ms(&s->hooks);
@@ -11428,6 +11669,60 @@ static obx_result obx__settle_failure(obx_dispatcher *d, obx_store *s, const obx
     return r;
 }
 
+/* A busy drain's round trips (issue 30): in run(), on one store, the acks
+ * of a batch go with the next claim, in its statement (PostgreSQL,
+ * OBX__Q_CLAIM_ACK) or its transaction, so that a batch costs one commit
+ * (and on PostgreSQL one round trip) instead of two. run() loops at once
+ * after a batch, and sends what is carried before housekeeping, when its
+ * claim fails (both rolled back: the acks alone then) and when it stops;
+ * run_once() never carries, so a round it reports is settled. Acks of
+ * messages with an ordering key are never carried: in the fused statement's
+ * snapshot their keys are busy, so the claim would pass over the keys' next
+ * messages. Returns whether ms[which[0..n)] are carried in s->carry. */
+/* Where no one statement can (SQLite, MariaDB): the ack first in the
+ * claim's transaction, one commit fewer; measured faster on both (docs/
+ * PERFORMANCE.md); SQL Server, not measured, acks at once, as 0 makes
+ * those two do. */
+#ifndef OBX__CARRY_IN_TX
+#define OBX__CARRY_IN_TX 1
+#endif
+static int obx__carry(obx_dispatcher *d, obx_store *s, const obx_message *ms, const int *which, int n) {
+    int i, k;
+    const int in_tx = OBX__CARRY_IN_TX && (s->db.d->id == OBX_DIALECT_SQLITE || s->db.d->id == OBX_DIALECT_MARIADB);
+    if (!d->carry || d->store != s || s->carry_count > 0 || (!s->sql[OBX__Q_CLAIM_ACK] && !in_tx)) return 0;
+    for (i = 0; i < n; i++)
+        if (OBX__MSG_KEYED(&ms[which[i]])) return 0;
+    for (k = 0; k < OBX__KEY_LISTS; k++) s->carry[k].len = 0;
+    for (i = 0; i < n; i++)
+        if (!obx__msg_key_add(&s->hooks, s->db.d, s->carry, &ms[which[i]])) return 0;
+    for (k = 0; k < OBX__KEY_LISTS; k++)
+        if (!obx__list_end(&s->hooks, &s->carry[k], s->db.d)) return 0;
+    s->carry_count = n;
+    return 1;
+}
+
+/* The carried acks' outcome: counted, and said when some were no longer ours. */
+static void obx__carried(obx_store *s, int64_t changed, int acks, obx_run_stats *st) {
+    st->done += (int)changed;
+    if (changed < acks)
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
+                 "%d of %d handled messages were no longer leased to this worker"
+                 OBX__WHY(" (lease expired during handling?); they will be delivered again"),
+                 acks - (int)changed, acks);
+}
+
+/* Send the carried acks on their own; a failure is the caller's error. */
+static obx_result obx__carry_flush(obx_store *s, obx_run_stats *st) {
+    int64_t changed = 0;
+    int acks = s->carry_count;
+    obx_result r;
+    if (acks == 0) return OBX_OK;
+    s->carry_count = 0;
+    r = obx__settle_lists(s, s->carry, OBX__SETTLE_ACK, acks, NULL, 0, 0, &changed);
+    if (r == OBX_OK) obx__carried(s, changed, acks, st);
+    return r;
+}
+
 /* Settle a handled batch: every success in one statement, then each failure. */
 static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
                                     obx_run_stats *st) {
@@ -11451,7 +11746,9 @@ static obx_result obx__settle_batch(obx_dispatcher *d, obx_store *s, const obx_m
         else if (d->outcomes[i] == OBX__SKIPPED) d->failures[n - ++skipped] = i;
         else if (d->outcomes[i] != OBX__EXPIRED && d->outcomes[i] != OBX__SETTLED) d->failures[failures++] = i;
     }
-    if (acks > 0) {
+    if (acks > 0 && obx__carry(d, s, ms, d->acked, acks)) {
+        acks = 0; /* they go with the next claim */
+    } else if (acks > 0) {
         int64_t changed = 0;
         r = obx__settle_messages(s, OBX__SETTLE_ACK, ms, d->acked, acks, NULL, 0, 0, &changed);
         if (r == OBX_OK) st->done += (int)changed;
@@ -11541,6 +11838,30 @@ static int64_t obx__wake_missed(obx_dispatcher *d, obx_store *s, obx__entry *e, 
     return woken;
 }
 
+/* The dispatcher's claim, with the acks carried from its last batch. */
+static obx_result obx__claim_carrying(obx_dispatcher *d, obx_store *s, obx_run_stats *st, const obx_message **ms,
+                                      int *n) {
+    int64_t acked = 0;
+    int acks = s->carry_count;
+    obx_error failed;
+    obx_result r;
+    if (acks == 0) return obx_claim(s, d->owner, d->lease_seconds, d->batch_size, ms, n);
+    s->carry_count = 0;
+    r = obx__claim_run(s, d->owner, d->lease_seconds, d->batch_size, acks, &acked, ms, n);
+    if (r == OBX_OK || r == OBX_EMPTY) {
+        obx__carried(s, acked, acks, st);
+        return r;
+    }
+    failed = s->err; /* both rolled back: the acks alone, and the claim's error */
+    s->carry_count = acks;
+    if (obx__carry_flush(s, st) != OBX_OK)
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "ack after a failed claim failed too: %s"
+                 OBX__WHY("; those messages will be delivered again"), s->err.message);
+    s->carry_count = 0;
+    s->err = failed;
+    return r;
+}
+
 /* One batch from one store: housekeeping, claim, handle, settle. */
 static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
     const obx_message *ms;
@@ -11548,6 +11869,11 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     int64_t lease_ms = (int64_t)d->lease_seconds * 1000, deadline, claimed;
     obx_result r;
     obx__watch(d->renewer, s, 1);
+    if (s->carry_count > 0 && obx__housekeep_due(d, e, obx__mono_ms(&s->hooks)) &&
+        (r = obx__carry_flush(s, st)) != OBX_OK) {
+        obx__watch(d->renewer, s, 0);
+        return r;
+    }
     r = obx__housekeep(d, s, e, st);
     if (r < 0) {
         obx__watch(d->renewer, s, 0);
@@ -11560,7 +11886,7 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     deadline = obx__mono_ms(&s->hooks) + lease_ms -
                (lease_ms / 5 < OBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : OBX__LEASE_MARGIN_MAX_MS);
     claimed = obx__mono_ms(&s->hooks);
-    r = obx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
+    r = obx__claim_carrying(d, s, st, &ms, &n);
     if ((r == OBX_OK || r == OBX_EMPTY) && obx__wake_missed(d, s, e, n) > 0 && n == 0) {
         claimed = obx__mono_ms(&s->hooks); /* what it woke, claimed now (the deadline stays: earlier) */
         r = obx_claim(s, d->owner, d->lease_seconds, d->batch_size, &ms, &n);
@@ -11583,6 +11909,13 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     }
     obx__renew_end(d->renewer);
     obx__own_wake_later(s, ms, n);
+    if (r < 0 && s->carry_count > 0) { /* run() waits before the next claim: not the acks */
+        obx_error failed = s->err;
+        if (obx__carry_flush(s, st) != OBX_OK)
+            obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "ack after a failed settle failed too: %s"
+                     OBX__WHY("; those messages will be delivered again"), s->err.message);
+        s->err = failed;
+    }
     return r;
 }
 
@@ -11719,7 +12052,16 @@ OBX_API obx_result obx_dispatcher_run(obx_dispatcher *d) {
              "dispatcher %s started: batch %d, lease %d s, poll %lld ms, %d handler(s), %d store(s)",
              d->owner, d->batch_size, d->lease_seconds, (long long)d->timing.poll_ms, d->routes.count,
              OBX__STORE_COUNT(d));
+    d->carry = d->store != NULL;
     obx__loop_run(&d->loop, &d->timing, obx__dispatch_round, d, name, d->err);
+    d->carry = 0;
+    if (d->store && d->store->carry_count > 0) {
+        obx_run_stats st;
+        memset(&st, 0, sizeof st);
+        if (obx__carry_flush(d->store, &st) != OBX_OK)
+            obx__log(d->hooks, OBX_LOG_WARN, name, "the last acks failed: %s" OBX__WHY("; those messages will be delivered again"),
+                     d->store->err.message);
+    }
     obx__wake_unlisten(d);
     obx__log(d->hooks, OBX_LOG_INFO, name, "dispatcher %s stopped", d->owner);
     return OBX_OK;
@@ -12336,7 +12678,9 @@ static obx_result obx__read_message(obx__db *db, SQLHSTMT st, obx_message *m, ob
     if ((r = obx__get_append(db, st, 17, SQL_C_CHAR, buf, &o->ordering_key, NULL)) != OBX_OK ||
         (r = obx__read_envelope(db, st, 18, 15, buf, &o->env, &m->header_count)) != OBX_OK)
         return r;
-    return obx__get_i64(db, st, 22, &m->expires_ms, NULL); /* after the envelope's 18..21 */
+    if ((r = obx__get_i64(db, st, 22, &m->expires_ms, NULL)) != OBX_OK) /* after the envelope's 18..21 */
+        return r;
+    return obx__get_priority(db, st, 23, &m->priority);
 }
 
 static obx_result obx__read_claimed(obx__db *db, SQLHSTMT st, const obx__row_head *head, const char *token,
@@ -12367,7 +12711,8 @@ static obx_result obx__read_claimed(obx__db *db, SQLHSTMT st, const obx__row_hea
         (r = obx__get_opt(db, st, 14, SQL_C_CHAR, opt, 2, buf, &o->last_error, NULL)) != OBX_OK ||
         (r = obx__get_opt(db, st, 15, SQL_C_CHAR, opt, 4, buf, &o->ordering_key, NULL)) != OBX_OK)
         return r;
-    return obx__read_envelope(db, st, 16, opt >> 3, buf, &o->env, &m->header_count);
+    m->priority = (int)(opt >> 7) - 8; /* above the mask's 7 bits (OBX__CLAIM_MASK) */
+    return obx__read_envelope(db, st, 16, (opt >> 3) & 15u, buf, &o->env, &m->header_count);
 }
 
 static void obx__point_strings(const obx__buf *buf, obx_message *m, const obx__row_offsets *o) {
@@ -12430,6 +12775,9 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
                  "expires_utc_ms must be 0 (never) or a Unix time in ms up to OBX_TIME_MAX_MS" OBX__WHY(" (year 9999)"));
     if (m->expires_utc_ms > 0 && m->expires_utc_ms < m->due_utc_ms)
         OBX__BAD("expires_utc_ms", OBX_ERR_OUT_OF_RANGE, "expires_utc_ms must not be before due_utc_ms");
+    if (m->priority < OBX_PRIORITY_MIN || m->priority > OBX_PRIORITY_MAX)
+        OBX__BAD("priority", OBX_ERR_OUT_OF_RANGE, "priority must be %d..%d (0: the default), not %d",
+                 OBX_PRIORITY_MIN, OBX_PRIORITY_MAX, m->priority);
     if (m->tenant_id || m->aggregate_type || m->aggregate_id || m->header_count != 0) OBX__ITEM();
     return obx__check_envelope(err, fn, item, m);
 #undef OBX__BAD
@@ -12480,32 +12828,34 @@ static int obx__chunk_end(const obx__enqueue_ctx *c, int from) {
 /* Whether m needs the statements with the ordering key and the envelope:
  * messages without either take the plain ones, as before both existed. */
 static int obx__extended(const obx_new_message *m) {
-    return !OBX__PLAIN_INSERT || obx__opt_text(m->ordering_key) || obx__has_envelope(m) || m->expires_utc_ms > 0;
+    return !OBX__PLAIN_INSERT || obx__opt_text(m->ordering_key) || obx__has_envelope(m) || m->expires_utc_ms > 0 ||
+           m->priority != 0;
 }
 
 /* One message's columns as a JSON row: ["id","message id","topic",
  * "payload",correlation or null,due ms or null] and, in an extended batch,
  * the ordering key, tenant, aggregate type, aggregate id, headers (the
- * JSON object as a string) and expiry ms, each or null. One loop over the
+ * JSON object as a string) and expiry ms, each or null, and the priority. One loop over the
  * values: a call per element costs more code than the table. */
 static int obx__json_row_add(const obx__hooks *h, obx__buf *b, const char *id, const char *message_id,
                              const obx_new_message *m, size_t payload_len, const char *corr, int ext,
                              const char *headers) {
-    char due[24], exp[24];
-    const char *v[12];
+    char due[24], exp[24], prio[8];
+    const char *v[13];
     int i, ok;
     snprintf(due, sizeof due, "%lld", (long long)m->due_utc_ms);
     snprintf(exp, sizeof exp, "%lld", (long long)m->expires_utc_ms);
+    snprintf(prio, sizeof prio, "%d", m->priority);
     v[0] = id, v[1] = message_id, v[2] = m->topic, v[3] = (const char *)m->payload, v[4] = corr;
     v[5] = m->due_utc_ms > 0 ? due : NULL; /* numbers: 5 and 11, not quoted */
     v[6] = obx__opt_text(m->ordering_key), v[7] = obx__opt_text(m->tenant_id);
     v[8] = obx__opt_text(m->aggregate_type), v[9] = obx__opt_text(m->aggregate_id), v[10] = headers;
-    v[11] = m->expires_utc_ms > 0 ? exp : NULL;
+    v[11] = m->expires_utc_ms > 0 ? exp : NULL, v[12] = prio;
     ok = obx__buf_add(h, b, b->len == 0 ? "[[" : ",[", 2);
-    for (i = 0; ok && i < (ext ? 12 : 6); i++) {
+    for (i = 0; ok && i < (ext ? 13 : 6); i++) {
         if (i > 0 && !obx__buf_add(h, b, ",", 1)) return 0;
         if (!v[i]) ok = obx__buf_add(h, b, "null", 4);
-        else if (i == 5 || i == 11) ok = obx__buf_add(h, b, v[i], strlen(v[i]));
+        else if (i == 5 || i >= 11) ok = obx__buf_add(h, b, v[i], strlen(v[i]));
         else ok = obx__quoted_add(h, b, v[i], i == 3 ? payload_len : strlen(v[i]), 0);
     }
     return ok && obx__buf_add(h, b, "]", 1);
@@ -12539,7 +12889,7 @@ static obx_result obx__exec_once_direct(obx__db *db, const char *sql, obx__param
     return r;
 }
 
-/* Message i's row of a multi-row VALUES: 7 parameters, 12 with `ext`. */
+/* Message i's row of a multi-row VALUES: 7 parameters, 13 with `ext`. */
 static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, const char *message_id,
                             const char *headers, int ext) {
     const obx_new_message *m = &c->msgs[i];
@@ -12558,11 +12908,12 @@ static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, con
     obx__p_text(&q[10], headers, (size_t)-1);
     obx__p_i64(&q[11], m->expires_utc_ms);
     if (m->expires_utc_ms <= 0) q[11].ind = SQL_NULL_DATA;
+    obx__p_i64(&q[12], m->priority);
 }
 
 /* Messages from..to, none with an ordering key, as one multi-row VALUES:
  * the one-row statement OBX__Q_INSERT_VALUES(_ENV) with its row repeated,
- * 7 (12 with the envelope) parameters a row. A row count met twice in a
+ * 7 (13 with the envelope and priority) parameters a row. A row count met twice in a
  * row on the store's connection is prepared there and kept (values_rows
  * says which count the slot holds; a failed one is freed by obx__exec), so
  * a steady stream of equal batches is parsed once; any other count runs
@@ -12570,7 +12921,7 @@ static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, con
 static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from, int to, int ext) {
     obx_store *s = c->s;
     obx__buf *text = &s->own.columns[0], *aux = &s->own.columns[1];
-    const int slot = ext ? OBX__Q_INSERT_VALUES_ENV : OBX__Q_INSERT_VALUES, per = ext ? 12 : 7;
+    const int slot = ext ? OBX__Q_INSERT_VALUES_ENV : OBX__Q_INSERT_VALUES, per = ext ? 13 : 7;
     const int rows = to - from;
     const char *one = s->sql[slot], *row;
     size_t *hdr_at = NULL;
@@ -12640,7 +12991,7 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
     for (k = 0; k < OBX__INSERT_LISTS; k++) col[k].len = 0;
     for (i = from; i < to && ok; i++) {
         const obx_new_message *m = &c->msgs[i];
-        char message_id[37], due[24], exp[24];
+        char message_id[37], due[24], exp[24], prio[8];
         const char *corr = obx__opt_text(m->correlation_id), *headers = NULL;
         obx__new_uuid(s, c->ids[i]);
         obx__new_uuid(s, message_id);
@@ -12654,6 +13005,7 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
         }
         snprintf(due, sizeof due, "%lld", (long long)m->due_utc_ms);
         snprintf(exp, sizeof exp, "%lld", (long long)m->expires_utc_ms);
+        snprintf(prio, sizeof prio, "%d", m->priority);
         ok = obx__list_add(db->hooks, &col[0], db->d, c->ids[i], 36) &&
              obx__list_add(db->hooks, &col[1], db->d, message_id, 36) &&
              obx__list_add(db->hooks, &col[2], db->d, m->topic, strlen(m->topic)) &&
@@ -12665,7 +13017,8 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
                        obx__list_opt_add(db->hooks, &col[8], db->d, obx__opt_text(m->aggregate_type)) &&
                        obx__list_opt_add(db->hooks, &col[9], db->d, obx__opt_text(m->aggregate_id)) &&
                        obx__list_opt_add(db->hooks, &col[10], db->d, headers) &&
-                       obx__list_opt_add(db->hooks, &col[11], db->d, m->expires_utc_ms > 0 ? exp : NULL)));
+                       obx__list_opt_add(db->hooks, &col[11], db->d, m->expires_utc_ms > 0 ? exp : NULL) &&
+                       obx__list_add(db->hooks, &col[12], db->d, prio, strlen(prio))));
     }
     for (k = 0; k < lists && ok; k++) {
         ok = obx__list_end(db->hooks, &col[k], db->d);
@@ -12720,7 +13073,7 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
     for (i = 0; i < c->count; i++) {
         const obx_new_message *m = &c->msgs[i];
         char message_id[37];
-        obx__param p[13];
+        obx__param p[14];
         const char *corr = obx__opt_text(m->correlation_id);
         obx_result r;
         obx__new_uuid(c->s, c->ids[i]);
@@ -12752,7 +13105,8 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
             return r;
         obx__p_i64(&p[12], m->expires_utc_ms);
         if (m->expires_utc_ms <= 0) p[12].ind = SQL_NULL_DATA;
-        r = obx__exec(db, OBX__Q_INSERT_KEYED, c->s->sql[OBX__Q_INSERT_KEYED], p, 13, NULL, NULL);
+        obx__p_i64(&p[13], m->priority);
+        r = obx__exec(db, OBX__Q_INSERT_KEYED, c->s->sql[OBX__Q_INSERT_KEYED], p, 14, NULL, NULL);
         if (r != OBX_OK) return r;
     }
     return db->capture ? obx__capture_ids(db, c->ids, c->count) : OBX_OK;

@@ -9,7 +9,10 @@
  * database allows (claim UPDATE ... WHERE id = ANY (ARRAY(SELECT ... LIMIT
  * 100 FOR UPDATE SKIP LOCKED)) RETURNING, ack UPDATE ... WHERE id = ANY
  * (...); MariaDB has no UPDATE ... RETURNING: its claim is a locking pick,
- * an UPDATE and COMMIT), in autocommit. It runs
+ * an UPDATE and COMMIT), in autocommit: a drained batch costs the ideal two
+ * round trips and two commits (claim, ack), which it does not fuse. The
+ * library drains through its dispatcher's loop (obx_dispatcher_run), which
+ * sends a batch's acks with the next claim. It runs
  * through plain ODBC and, where the database has one, through the native
  * client API (libpq, the sqlite3 C API), so a row can show how much is the
  * library's statement design, how much the ODBC driver. The ratios
@@ -29,12 +32,16 @@
  * 10000,100000; add 1000000 for the slow one) drains BENCH_SWEEP_READY
  * ready messages from a table of that many rows, the rest Done, and prints
  * the cost of a claim and per message: it must not grow with the table.
+ * BENCH_PRIORITY=1 gives the library's messages priorities, -5..5 round
+ * robin (obx_new_message.priority; the ideal rows have none): the claim
+ * then walks its priority order, whose cost must not grow either.
  *
  * BENCH_STMTS=1 also prints the library's statements by calls per workload
  * (PostgreSQL), the first thing to read when a ratio is low. BENCH_ONLY
  * (e.g. enq1,drain1) runs a subset of the workloads; "allocs" in it adds
  * the allocation rows. On SQLite the CPU per message of each side (the
  * database runs in the bench's processes) is printed with its ratio. */
+#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS: the drain workers' shared counter */
 #define OBX_IMPLEMENTATION
 #ifdef OBX_SQLITE3_API /* the library on SQLite's C API (make bench BENCH_CFLAGS=...); the rest stays ODBC */
 #include <sql.h>
@@ -47,6 +54,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -318,17 +326,32 @@ static ibx_store *lib_open_inbox(int deploy) {
     return s;
 }
 
-static obx_outcome noop(const obx_message *m, char *e, size_t n, void *u) { (void)m; (void)e; (void)n; (void)u; return OBX_DONE; }
+/* A library drain runs the dispatcher's own loop (obx_dispatcher_run), as a
+ * service does, so that what run() saves between batches is measured: the
+ * workers count what they handle in memory they share, and the last
+ * message stops them all (desc.stop_flag). */
+typedef struct drain_shared {
+    long handled;
+    volatile sig_atomic_t stop;
+} drain_shared;
+static volatile sig_atomic_t *g_stop;
+static long *g_handled, g_drain_n;
+static void handled(long k) {
+    if (g_handled && __atomic_add_fetch(g_handled, k, __ATOMIC_SEQ_CST) >= g_drain_n) *g_stop = 1;
+}
+static obx_outcome noop(const obx_message *m, char *e, size_t n, void *u) { (void)m; (void)e; (void)n; (void)u; handled(1); return OBX_DONE; }
 /* The library's batch handler (W_DRAINB; the ideal drains as in W_DRAIN1): all done. */
 static void batch_noop(const obx_message *const *m, obx_batch_result *res, int n, void *u) {
     int i;
     (void)m;
     (void)u;
     for (i = 0; i < n; i++) res[i].outcome = OBX_DONE;
+    handled(n);
 }
 static int g_batch_handler; /* W_DRAINB: the library's workers register batch_noop */
 static int g_ordered; /* W_DRAINO: the library's messages carry one of 100 ordering keys, round robin */
-static ibx_outcome inoop(const ibx_message *m, char *e, size_t n, void *u) { (void)m; (void)e; (void)n; (void)u; return IBX_DONE; }
+static int g_priority; /* BENCH_PRIORITY=1: the library's messages carry priorities -5..5, round robin */
+static ibx_outcome inoop(const ibx_message *m, char *e, size_t n, void *u) { (void)m; (void)e; (void)n; (void)u; handled(1); return IBX_DONE; }
 
 /* A random v4 UUID as text: the ideal's owner token. */
 static void new_owner(char out[37]) {
@@ -351,6 +374,9 @@ static void h_open(h *x, int impl, int inbox) {
             x->is = lib_open_inbox(0);
             dd.store = x->is;
             dd.batch_size = 100;
+            dd.stop_flag = g_stop;
+            dd.poll_interval_ms = 1; /* the drain's last empty rounds look at the flag */
+            dd.idle_max_ms = 1;
             ibx_dispatcher_create(&dd, &x->id);
             ibx_dispatcher_on(x->id, "bench.event", inoop, NULL);
         } else {
@@ -359,6 +385,9 @@ static void h_open(h *x, int impl, int inbox) {
             x->s = lib_open(0);
             dd.store = x->s;
             dd.batch_size = 100;
+            dd.stop_flag = g_stop;
+            dd.poll_interval_ms = 1;
+            dd.idle_max_ms = 1;
             obx_dispatcher_create(&dd, &x->d);
             if (g_batch_handler) obx_dispatcher_on_batch(x->d, "bench.event", batch_noop, NULL);
             else obx_dispatcher_on(x->d, "bench.event", noop, NULL);
@@ -436,6 +465,9 @@ static void enqb(h *x) {
                 snprintf(keys[i], sizeof keys[i], "k%d", i);
                 ms[i].ordering_key = keys[i];
             }
+#ifdef OBX_PRIORITY_MAX /* BENCH_HDR may be a release without priorities */
+            if (g_priority) ms[i].priority = i % 11 - 5;
+#endif
         }
         if (obx_enqueue_batch(x->s, NULL, ms, 100, NULL) != OBX_OK)
             die("obx_enqueue_batch: %s", obx_store_last_error(x->s)->message);
@@ -866,6 +898,14 @@ static double drain_procs(int impl, int inbox, int workers, int n, double *stmts
     char c = 0;
     double t;
     if (pipe(ready) || pipe(go)) die("pipe");
+    if (impl == I_LIB) { /* shared by the workers: handled so far, and the stop */
+        void *shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (shared == MAP_FAILED) die("mmap");
+        memset(shared, 0, 4096);
+        g_handled = &((drain_shared *)shared)->handled;
+        g_stop = &((drain_shared *)shared)->stop;
+        g_drain_n = n;
+    }
     fflush(stdout);
     for (w = 0; w < workers; w++) {
         pids[w] = fork();
@@ -873,8 +913,11 @@ static double drain_procs(int impl, int inbox, int workers, int n, double *stmts
             h x;
             h_open(&x, impl, inbox);
             if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(1);
-            while (drain_round(&x, NULL) > 0) {
-            }
+            if (impl == I_LIB && inbox) ibx_dispatcher_run(x.id);
+            else if (impl == I_LIB) obx_dispatcher_run(x.d);
+            else
+                while (drain_round(&x, NULL) > 0) {
+                }
             h_close(&x);
             _exit(0);
         }
@@ -887,6 +930,11 @@ static double drain_procs(int impl, int inbox, int workers, int n, double *stmts
         if (write(go[1], &c, 1) != 1) die("worker go");
     for (w = 0; w < workers; w++) waitpid(pids[w], &status, 0);
     t = now_s() - t;
+    if (g_handled) {
+        munmap(g_handled, 4096);
+        g_handled = NULL;
+        g_stop = NULL;
+    }
     *stmts = ctr_end(n);
     show_stmts(inbox ? W_IDRAIN : workers == 1 ? W_DRAIN1 : W_DRAIN2, impl);
     close(ready[0]);
@@ -1096,8 +1144,9 @@ static void print_table(int n) {
 static void sweep(const char *sizes, int ready) {
     const char *p = sizes;
     int impl;
-    printf("\n== %s: size sweep, %d ready messages drained (1 worker, claim 100 + ack) from a table of S rows, "
-           "the rest Done; statistics of the filled table\n", g_backend, ready);
+    printf("\n== %s: size sweep, %d ready messages%s drained (1 worker, claim 100 + ack) from a table of S rows, "
+           "the rest Done; statistics of the filled table\n", g_backend, ready,
+           g_priority ? " (obx.h: priorities -5..5)" : "");
     printf("%-10s %-12s %12s %14s %14s\n", "S rows", "", "msgs/s", "us per claim", "us per msg");
     while (*p) {
         long long size = atoll(p);
@@ -1362,6 +1411,7 @@ int main(int argc, char **argv) {
     n = (n + 99) / 100 * 100;
     if ((e = getenv("BENCH_REPEATS")) && atoi(e) > 0) g_repeats = atoi(e) > MAXREP ? MAXREP : atoi(e);
     g_show_stmts = (e = getenv("BENCH_STMTS")) && *e == '1';
+    g_priority = (e = getenv("BENCH_PRIORITY")) && *e == '1';
     if ((e = getenv("BENCH_SERVER_PID"))) g_srv_pid = atoi(e);
     for (i = 0; i < 200; i++) g_payload[i] = "{\"k\":\"abcdefghijklmnopqrstuvwxyz0123456789\"}"[i % 42];
     memcpy(g_payload, "{\"event\":\"bench\",\"data\":\"", 25);

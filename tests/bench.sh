@@ -12,6 +12,7 @@
 #                    (add 1000000 for the slow one; empty: no sweep)
 #   BENCH_STMTS=1    print the library's statements per workload (PostgreSQL)
 #   BENCH_ONLY       a subset of the workloads, e.g. drain1,drain2 (bench.c)
+#   BENCH_PRIORITY=1 the library's messages carry priorities -5..5 (the drains and the sweep)
 #
 # The server's pid goes to the bench as BENCH_SERVER_PID: it prints the CPU
 # time per message of the server and of the client beside the rates.

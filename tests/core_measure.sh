@@ -51,7 +51,7 @@ longest=$(for h in obx.h ibx.h; do
     awk -v h="$h" '
         # a definition: a column-0 line with "(" whose header ends in "{", not ";"
         !start && /^[A-Za-z_][A-Za-z0-9_ *]*\(/ && !/^(typedef|struct|enum|union)/ { cand = NR; name = $0 }
-        cand && !start && /;[ ]*$/ { cand = 0 }
+        cand && !start && /(;|\})[ ]*$/ { cand = 0 }  # a declaration, or a definition on one line
         cand && !start && /\{[ ]*$/ { start = NR }
         start && /^\}/ { print NR - start - 1 "\t" h ":" cand "\t" name; start = 0; cand = 0 }' "$h"
 done | sort -rn | awk 'NR == 1')  # not head: under pipefail sort could die of SIGPIPE (141)

@@ -111,6 +111,13 @@ ctl --table "$table" show --json "$dead1" >"$work/json"
 grep -q '"payload":"{\\"url\\":\\"https://hooks.example.com/x\\",\\n\\"body\\":\\"\\u001b\[31mred\\u001b\[0m\\"}"' "$work/json" &&
     ! grep -q $'\x1b' "$work/json"
 result $? OBXCTL-SHOW-JSON "show --json escapes the payload as JSON" "$work/json"
+# Priority (obx_new_message.priority): the scheduled message was enqueued with 3.
+sched=$(ctl --table "$table" list --status scheduled --json | grep -o '"id":"[^"]*"' | cut -d'"' -f4)
+ctl --table "$table" show "$sched" >"$work/prio" && ctl --table "$table" show --json "$sched" >>"$work/prio" &&
+    ctl --table "$table" list --status scheduled --json >>"$work/prio"
+grep -q '^priority       3  (-5\.\.5; higher first' "$work/prio" && grep -q '"priority":3,"attempts"' "$work/prio" &&
+    grep -q '"bytes":2,"priority":3}' "$work/prio"
+result $? OBXCTL-PRIORITY "list and show print a message's priority (text and --json)" "$work/prio"
 golden OBXCTL-INBOX-SHOW "--inbox show --source" inbox-show.txt ctl --inbox --table "$inbox" show --source stripe evt_06
 
 # Dead letters: replay one (ready again, attempts 0), a wrong id is exit 3, purge by topic.

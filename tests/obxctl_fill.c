@@ -106,6 +106,7 @@ static int outbox(const char *conn, const char *table, const char *schema, const
     ok = ok && obx_enqueue(s, &m, NULL) == OBX_OK && obx_enqueue(s, &m, NULL) == OBX_OK;
     m.topic = "report.monthly";
     m.due_utc_ms = (int64_t)time(NULL) * 1000 + 3600000; /* in an hour */
+    m.priority = 3;                                       /* list and show print it */
     ok = ok && obx_enqueue(s, &m, NULL) == OBX_OK;
     if (!ok) goto failed;
     obx_store_close(s);

@@ -1529,13 +1529,14 @@ static void test_114_117_deploy(void) {
     TT_EQ_INT(ibx_store_deploy(s), IBX_OK);                        /* IBX-114 */
     TT_EXPECT(table_exists(s, "InboxDeployTest"));                 /* IBX-117 */
     TT_EQ_INT(ibx_store_deploy(s), IBX_OK);                        /* IBX-116 */
-    /* claim, lease and cleanup indexes (+ the primary key on the servers) */
+    /* claim (work queue, and the claim's priority order), lease and cleanup
+     * indexes (+ the primary key on the servers) */
     indexes = g_pg   ? "SELECT COUNT(*) FROM pg_indexes WHERE tablename = 'InboxDeployTest'"
               : g_my ? "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics "
                        "WHERE table_schema = DATABASE() AND table_name = 'InboxDeployTest'"
                      : "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' "
                        "AND tbl_name = 'InboxDeployTest' AND sql IS NOT NULL";
-    TT_EQ_INT(scalar(s, indexes), g_pg || g_my ? 4 : 3);
+    TT_EQ_INT(scalar(s, indexes), g_pg || g_my ? 5 : 4);
     ibx_store_close(s);
     s = open_table("InboxDeployTest", 1);
     TT_ASSERT(s != NULL);
@@ -2222,6 +2223,7 @@ static void test_schema_upgrade(void) {
     TT_ASSERT(v0_columns(s, cols_old, sizeof cols_old));
     TT_EQ_STR(cols_old, cols_new);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Starts\" = 0"), 6);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Priority\" = 0"), 6); /* the old rows: the default */
     for (i = 0; i < 6; i++) {
         char id[8], topic[16], payload[16];
         snprintf(id, sizeof id, "m%d", i + 1);
@@ -2231,6 +2233,7 @@ static void test_schema_upgrade(void) {
         TT_EQ_STR(m.topic, topic);
         TT_EQ_STR(m.payload, payload);
         TT_EQ_INT(m.status, want[i]);
+        TT_EQ_INT(m.priority, 0);
     }
     TT_EQ_INT(ibx_get(s, "m3", "v0", &m), IBX_OK);
     TT_EQ_INT(m.attempt, 2);
@@ -2255,12 +2258,31 @@ static void test_schema_upgrade(void) {
     TT_EQ_INT(ibx_claim(s, owner, 30, 10, &ms, &n), IBX_OK);
     TT_EQ_INT(n, 1);
     TT_EQ_STR(ms[0].message_id, "m2");
+    TT_EQ_INT(ms[0].priority, 0);
     key.source = "v0";
     key.message_id = "m2";
     TT_EQ_INT(ibx_ack(s, owner, &key, 1, NULL), IBX_OK);
     TT_EQ_INT(ibx_get(s, "m2", "v0", &m), IBX_OK);
     TT_EQ_INT(m.status, IBX_STATUS_DONE);
     TT_EQ_INT(ibx_claim(s, owner, 30, 10, &ms, &n), IBX_EMPTY);
+    /* New messages with priorities in the upgraded table: claimed highest first. */
+    {
+        static const char *const pid[] = {"p-lo", "p-hi", "p-mid"};
+        static const int pv[] = {-2, 4, 0};
+        char order[64] = "";
+        for (i = 0; i < 3; i++) {
+            ibx_new_message pm = msg("v1", "v1", pid[i], "p");
+            pm.priority = pv[i];
+            TT_EQ_INT(ibx_enqueue(s, &pm, NULL), IBX_OK);
+        }
+        for (i = 0; i < 3 && ibx_claim(s, owner, 30, 1, &ms, &n) == IBX_OK; i++) {
+            snprintf(order + strlen(order), sizeof order - strlen(order), "%s%s", i ? "," : "", ms[0].message_id);
+            key.source = ms[0].source;
+            key.message_id = ms[0].message_id;
+            TT_EQ_INT(ibx_ack(s, owner, &key, 1, NULL), IBX_OK);
+        }
+        TT_EQ_STR(order, "p-hi,p-mid,p-lo");
+    }
     ibx_store_close(s);
     ibx_store_close(fresh_store);
 }
@@ -3049,13 +3071,13 @@ static void test_plans(void) {
 #undef PLAN
     for (state = 0; state < 2; state++) {
         if (state == 0 && g_pg) {
-            TT_ASSERT(sql(s, "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Status\") "
-                             "SELECT 'src', 'm' || g, 't', CASE WHEN g % 20 = 0 THEN 'Processing' ELSE 'Done' END "
-                             "FROM generate_series(1, 100000) AS g"));
+            TT_ASSERT(sql(s, "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Status\", \"Priority\") "
+                             "SELECT 'src', 'm' || g, 't', CASE WHEN g % 20 = 0 THEN 'Processing' ELSE 'Done' END, "
+                             "g % 11 - 5 FROM generate_series(1, 100000) AS g"));
         } else if (state == 0) {
-            TT_ASSERT(sql(s, "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Status\") "
+            TT_ASSERT(sql(s, "INSERT INTO {T} (\"Source\", \"MessageId\", \"Topic\", \"Status\", \"Priority\") "
                              "SELECT 'src', CONCAT('m', seq), 't', CASE WHEN seq % 20 = 0 THEN 'Processing' "
-                             "ELSE 'Done' END FROM seq_1_to_100000"));
+                             "ELSE 'Done' END, CAST(seq % 11 AS SIGNED) - 5 FROM seq_1_to_100000"));
         } else {
             TT_ASSERT(sql(s, "DELETE FROM {T}"));
         }
@@ -3065,8 +3087,118 @@ static void test_plans(void) {
             if (strstr(plan, "FULL SCAN") != NULL)
                 printf("    %s table, statement %d scans the table:\n%s", state ? "empty" : "100k-row", stmts[i].slot, plan);
             TT_EXPECT(strstr(plan, "FULL SCAN") == NULL);
+            /* The claim reads the index of its order (priority with aging), and
+             * walks it on the filled table. Analyzed empty, PostgreSQL may read
+             * its range and sort it: one row is all it expects (the reap's
+             * ANALYZE, ibx_reap, renews the statistics as the table fills). */
+            if (stmts[i].slot == (g_my ? IBX__Q_CLAIM_PICK : IBX__Q_CLAIM)) {
+                int sorts = state == 0 && plans_sorts(plan);
+                if (!strstr(plan, "_Claim") || sorts) printf("    the claim does not walk IX_*_Claim:\n%s", plan);
+                TT_EXPECT(strstr(plan, "_Claim") != NULL && !sorts);
+            }
         }
     }
+    ibx_store_close(s);
+}
+
+/* ---- message priority (IBX-PRIO-*) ------------------------------------------------- */
+
+/* Claim one message at a time (a claim's rows come back in no particular
+ * order), check the claimed row's priority against ibx_get's, ack it; the
+ * message ids joined by "," in claim order. */
+static int prio_claims(ibx_store *s, char *out, size_t cap) {
+    const ibx_message *ms = NULL;
+    ibx_message m;
+    ibx_key k[1];
+    char owner[37];
+    int n = 0;
+    ibx_result r;
+    out[0] = '\0';
+    ibx_owner_token(s, owner);
+    while ((r = ibx_claim(s, owner, 30, 1, &ms, &n)) == IBX_OK) {
+        size_t used = strlen(out);
+        snprintf(out + used, cap - used, "%s%s", used ? "," : "", ms[0].message_id);
+        if (ibx_get(s, ms[0].message_id, ms[0].source, &m) != IBX_OK || m.priority != ms[0].priority) {
+            printf("    %s: claimed priority %d, stored %d\n", ms[0].message_id, ms[0].priority, m.priority);
+            return 0;
+        }
+        k[0].source = ms[0].source;
+        k[0].message_id = ms[0].message_id;
+        if (ibx_ack(s, owner, k, 1, NULL) != IBX_OK) return 0;
+    }
+    return r == IBX_EMPTY;
+}
+
+/* Out of range refused before any SQL, naming it (ibx_enqueue and the
+ * statements of ibx_enqueue_sql); the bounds taken. */
+static void test_priority_args(void) {
+    ibx_store *s = fresh();
+    ibx_new_message m = msg("prio", "src", "bad", "p");
+    ibx_sql *q = NULL;
+    int enqueued = -1;
+    TT_ASSERT(s != NULL);
+    m.priority = IBX_PRIORITY_MAX + 1;
+    TT_EQ_INT(ibx_enqueue(s, &m, &enqueued), IBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_enqueue: priority");
+    TT_EXPECT(strstr(ibx_store_last_error(s)->message, "-5..5") != NULL);
+    TT_EQ_INT(enqueued, -1);
+    m.priority = IBX_PRIORITY_MIN - 1;
+    TT_EQ_INT(ibx_enqueue_sql(s, &m, IBX_SQL_MARKERS_QUESTION, &q), IBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_enqueue: priority");
+    TT_ASSERT(q == NULL);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 0);
+    m.priority = IBX_PRIORITY_MIN;
+    TT_EQ_INT(ibx_enqueue(s, &m, &enqueued), IBX_OK);
+    m = msg("prio", "src", "good", "p");
+    m.priority = IBX_PRIORITY_MAX;
+    TT_EQ_INT(ibx_enqueue(s, &m, &enqueued), IBX_OK);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 2);
+    ibx_store_close(s);
+}
+
+/* Higher priority first among due messages, unset 0; aging: a level is
+ * worth 10 s of waiting (due times in the past stand for time waited), and
+ * no priority makes a message due early; a redelivery keeps the priority
+ * first stored. */
+static void test_priority_order(void) {
+    ibx_store *s = fresh();
+    ibx_new_message m;
+    ibx_message got;
+    char order[256];
+    int64_t t;
+    struct timespec ts;
+    static const struct { const char *id; int prio; int64_t ago; } rows[] = {
+        {"zero", 0, 0}, {"min", -5, 0}, {"max", 5, 0}, {"three", 3, 0}, {"minus1", -1, 0},
+        {"lo-101s", -5, 101000}, {"lo-99s", -5, 99000}, {"mid-49.5s", 0, 49500}};
+    size_t i;
+    TT_ASSERT(s != NULL);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    t = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - 2000;
+    for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        m = msg("prio", "src", rows[i].id, "p");
+        m.priority = rows[i].prio;
+        m.due_utc_ms = rows[i].ago ? t - rows[i].ago : 0;
+        TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    }
+    TT_EQ_INT(ibx_get(s, "zero", "src", &got), IBX_OK);
+    TT_EQ_INT(got.priority, 0);
+    TT_EQ_INT(ibx_get(s, "three", "src", &got), IBX_OK);
+    TT_EQ_INT(got.priority, 3);
+    /* A redelivery with another priority, or none: the first one stays. */
+    m = msg("prio", "src", "three", "p");
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    m.priority = -4;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    TT_EQ_INT(ibx_get(s, "three", "src", &got), IBX_OK);
+    TT_EQ_INT(got.priority, 3);
+    TT_ASSERT(prio_claims(s, order, sizeof order));
+    TT_EQ_STR(order, "lo-101s,mid-49.5s,lo-99s,max,three,zero,minus1,min");
+    m = msg("prio", "src", "later", "p");
+    m.priority = IBX_PRIORITY_MAX;
+    m.due_utc_ms = t + 3600000;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    TT_ASSERT(prio_claims(s, order, sizeof order));
+    TT_EQ_STR(order, "");
     ibx_store_close(s);
 }
 
@@ -3463,6 +3595,8 @@ int main(int argc, char **argv) {
     RUN("IBX-KEY-EXACT", "keys differing only in a trailing space are different messages", test_key_exact);
     RUN("IBX-BATCH-PAUSE", "a batch handler (mixed outcomes, each on its message) and OBX_PAUSE through the inbox", test_batch_and_pause);
     RUN("CORE-EXPIRY", "a message past expires_utc_ms when claimed is never handled: Dead, \"expired\", counted; a redelivery keeps the first expiry; validation names the field", test_expiry);
+    RUN("IBX-PRIO-ARGS", "a priority outside -5..5 refused before any SQL by ibx_enqueue and ibx_enqueue_sql, naming it; the bounds taken", test_priority_args);
+    RUN("IBX-PRIO-ORDER", "higher priority claimed first among due messages; aging: a level is worth 10 s of waiting; none due early; a redelivery keeps the first priority", test_priority_order);
     RUN("IBX-ENVELOPE-ROUNDTRIP", "tenant, aggregate type and id, headers: own columns, byte-exact through enqueue, get, claim, dead-letter list and handler", test_envelope_roundtrip);
     RUN("IBX-ENVELOPE-LIMITS", "each envelope argument refused before any SQL, naming it; values at the limits fit", test_envelope_limits);
     RUN("IBX-ENVELOPE-REDELIVERY", "a redelivery keeps the envelope stored first; a dedup-check row takes the first enqueue's; Done is untouched", test_envelope_redelivery);
@@ -3480,7 +3614,7 @@ int main(int argc, char **argv) {
     RUN("IBX-TXH-KILL", "kill -9 before an inbox transactional handler's write, after it, before the commit, after it: every message's effect exactly once, Done exactly when it exists", test_txh_kill);
     RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
-    RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);
+    RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once (old rows priority 0; new ones claimed by priority)", test_schema_upgrade);
     RUN("IBX-SCHEMA-FILE", "sql/<dialect>/inbox.sql is what the header deploys", test_schema_file);
     if (g_pg || g_my)
         RUN("CORE-PLANS", "claim, settle, reap, cleanup, get use an index on a 100k-row and an empty-analyzed inbox", test_plans);

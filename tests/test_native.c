@@ -259,6 +259,7 @@ static void row_text(obx_store *s, const char *id, char *out, size_t cap) {
              a.aggregate_type ? a.aggregate_type : "-", a.aggregate_id ? a.aggregate_id : "-", a.header_count,
              (long long)a.expires_ms, a.next_attempt_ms > OBX_TIME_MAX_MS, a.starts,
              a.last_error ? a.last_error : "-");
+    snprintf(out + strlen(out), cap - strlen(out), "|p%d", a.priority);
     if (a.header_count > 0 && a.headers_packed) { /* the pairs, NULs as '=' and ';' */
         const char *p = a.headers_packed;
         for (k = 0; k < 2 * (size_t)a.header_count; k++) {
@@ -459,6 +460,59 @@ static void test_envelope(void) {
     m.due_utc_ms = 4102444800000LL; /* 2100 */
     m.expires_utc_ms = 4102444900000LL;
     TT_ASSERT(same_rows(s, &a, &m, 1));
+    app_close(&a);
+    obx_store_close(s);
+}
+
+/* Claim one message at a time (a claim's rows come back in no particular
+ * order) and ack it; the payloads joined by "," in claim order. */
+static int claim_each(obx_store *s, const char *owner, char *out, size_t cap) {
+    const obx_message *got = NULL;
+    int n = 0;
+    obx_result r;
+    out[0] = '\0';
+    while ((r = obx_claim(s, owner, 60, 1, &got, &n)) == OBX_OK) {
+        size_t used = strlen(out);
+        snprintf(out + used, cap - used, "%s%.*s", used ? "," : "", (int)got[0].payload_len, got[0].payload);
+        if (obx_ack(s, owner, (const char *const[]){got[0].id}, 1, NULL) != OBX_OK) return 0;
+    }
+    return r == OBX_EMPTY;
+}
+
+/* Priorities through the app's driver: the rows obx_enqueue_tx and
+ * obx_enqueue_batch write (single, and a batch of three), claimed highest
+ * first; one out of range refused naming it (OBX-PRIO-NATIVE). */
+static void test_priority(void) {
+    obx_store *s = fresh();
+    app a;
+    char id[1][37] = {"untouched"}, owner[37], got[256];
+    obx_new_message m = msg("prio", "p5"), three[3];
+    TT_ASSERT(s && app_open(&a));
+    m.priority = OBX_PRIORITY_MAX;
+    TT_ASSERT(same_rows(s, &a, &m, 1));
+    three[0] = msg("prio", "lo");
+    three[0].priority = OBX_PRIORITY_MIN;
+    three[1] = msg("prio", "mid");
+    three[2] = msg("prio", "hi");
+    three[2].priority = 3;
+    TT_ASSERT(same_rows(s, &a, three, 3));
+    /* The rows of the last enqueue (obx_enqueue_batch's) in priority order. */
+    obx_owner_token(s, owner);
+    TT_ASSERT(claim_each(s, owner, got, sizeof got));
+    TT_EQ_STR(got, "hi,mid,lo");
+    TT_ASSERT(drain(s, &a) && app_begin(&a));
+    TT_ASSERT(app_enqueue(&a, s, three, 3, NULL) == OBX_OK && app_end(&a, 1));
+    TT_ASSERT(claim_each(s, owner, got, sizeof got));
+    TT_EQ_STR(got, "hi,mid,lo");
+    m.priority = OBX_PRIORITY_MAX + 1;
+    TT_ASSERT(app_begin(&a));
+    TT_EQ_INT(app_enqueue(&a, s, &m, 1, id), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_sql: priority");
+    three[1].priority = OBX_PRIORITY_MIN - 1;
+    TT_EQ_INT(app_enqueue(&a, s, three, 3, id), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_sql: messages[1].priority");
+    TT_EQ_STR(id[0], "untouched");
+    TT_ASSERT(app_end(&a, 0));
     app_close(&a);
     obx_store_close(s);
 }
@@ -671,9 +725,9 @@ static void inbox_row(ibx_store *s, const char *id, char *out, size_t cap) {
     size_t k, used;
     out[0] = '\0';
     if (ibx_get(s, id, "src", &m) != IBX_OK) return;
-    snprintf(out, cap, "%s|%.*s|%d|%d|%lld|%lld|%s|%d|", m.topic, (int)m.payload_len, m.payload, (int)m.status,
+    snprintf(out, cap, "%s|%.*s|%d|%d|%lld|%lld|%s|%d|p%d|", m.topic, (int)m.payload_len, m.payload, (int)m.status,
              m.attempt, (long long)m.due_time_ms, (long long)m.expires_ms, m.tenant_id ? m.tenant_id : "-",
-             m.header_count);
+             m.header_count, m.priority);
     for (k = 0; m.hash && k < m.hash_len; k++) {
         used = strlen(out);
         snprintf(out + used, cap - used, "%02x", m.hash[k]);
@@ -766,6 +820,54 @@ static void test_inbox(void) {
     app_close(&a);
 }
 
+/* A priority through the app's driver (ibx_enqueue_sql): the row
+ * ibx_enqueue writes, claimed before an unprioritised one enqueued first;
+ * out of range refused naming it, nothing sent (IBX-PRIO-NATIVE). */
+static void test_inbox_priority(void) {
+    app a;
+    ibx_store *s;
+    ibx_new_message m;
+    const ibx_message *claimed = NULL;
+    char native[512], ref[512], owner[37];
+    int enq = -1, n = 0;
+    TT_ASSERT(app_open(&a));
+    s = inbox_fresh(&a);
+    TT_ASSERT(s != NULL);
+    memset(&m, 0, sizeof m);
+    m.topic = "in";
+    m.source = "src";
+    m.message_id = "plain";
+    m.payload = "{}";
+    m.payload_len = IBX_NTS;
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    m.message_id = "p-native";
+    m.priority = 4;
+    TT_ASSERT(app_begin(&a));
+    TT_EQ_INT(app_ibx(&a, s, &m, &enq), IBX_OK);
+    TT_ASSERT(app_end(&a, 1));
+    TT_EQ_INT(enq, 1);
+    m.message_id = "p-ref";
+    TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
+    inbox_row(s, "p-native", native, sizeof native);
+    inbox_row(s, "p-ref", ref, sizeof ref);
+    TT_ASSERT(strstr(native, "|p4|") != NULL);
+    TT_EQ_STR(native, ref);
+    ibx_owner_token(s, owner);
+    TT_EQ_INT(ibx_claim(s, owner, 60, 1, &claimed, &n), IBX_OK);
+    TT_ASSERT(n == 1 && strcmp(claimed[0].message_id, "plain") != 0);
+    TT_EQ_INT(claimed[0].priority, 4);
+    m.message_id = "p-bad";
+    m.priority = IBX_PRIORITY_MAX + 1;
+    enq = -1;
+    TT_ASSERT(app_begin(&a));
+    TT_EQ_INT(app_ibx(&a, s, &m, &enq), IBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(ibx_store_last_error(s)->where, "ibx_enqueue: priority");
+    TT_ASSERT(app_end(&a, 0));
+    TT_EQ_INT(enq, -1);
+    ibx_store_close(s);
+    app_close(&a);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|sqlite3|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -788,7 +890,9 @@ int main(int argc, char **argv) {
     RUN("CORE-NATIVE-TX-KEYED", "a keyed message through the app's driver parks behind a busy key and is woken in order", test_keyed);
     RUN("CORE-NATIVE-TX-BATCH", "a batch through the app's driver: every row as obx_enqueue_batch writes it", test_batch);
     RUN("CORE-NATIVE-TX-ENVELOPE", "the envelope, due time and expiry through the app's driver as obx_enqueue_tx", test_envelope);
+    RUN("OBX-PRIO-NATIVE", "priorities through the app's driver (obx_enqueue_sql): the rows the _tx and batch calls write, claimed highest first, out of range refused naming it", test_priority);
     RUN("CORE-NATIVE-TX-REFUSED", "bad input refused before anything is sent, naming the argument; outside a transaction refused", test_refused);
+    RUN("IBX-PRIO-NATIVE", "a priority through the app's driver (ibx_enqueue_sql): the row ibx_enqueue writes, claimed by priority, out of range refused naming it", test_inbox_priority);
     RUN("CORE-NATIVE-TX-INBOX", "the inbox's dedup and enqueue in the app's transaction: taken, rolled back, a duplicate, the row ibx_enqueue writes", test_inbox);
 #ifdef OBX_SQLITE3_API
     RUN("CORE-NATIVE-SQLITE3-ADOPT", "the store adopts the app's sqlite3 *: obx_enqueue_tx in the app's transaction, rolled back and committed with its row", test_adopt);

@@ -1523,6 +1523,7 @@ static int claim_held(obx_store *s, const char *owner, obx__claim_ctx *ctx) {
     ctx->s = s;
     ctx->lease_seconds = 60;
     ctx->batch_size = 8;
+    ctx->ack_count = s->carry_count; /* acks carried in (CORE-FUSED-ORDERED) */
     if (obx__claim_unit(db, ctx) != OBX_OK) {
         printf("    held claim failed: %s\n", s->err.message);
         obx__rollback(db);
@@ -1637,6 +1638,215 @@ static void test_ordered_replay_overlap(void) {
     TT_EXPECT(strcmp(got_list, "") == 0); /* r1 waits for r2, which is being claimed (A commits below) */
     TT_ASSERT(claim_held_commit(a));
     TT_EQ_INT(key_in_flight(s, "K2"), 1);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, ""); /* and while r2 runs */
+    id = id2;
+    TT_EQ_INT(obx_ack(a, owner_a, &id, 1, NULL), OBX_OK);
+    TT_EQ_INT(obx_reap(b, NULL), OBX_OK);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "r1");
+    obx_store_close(a);
+    obx_store_close(b);
+    obx_store_close(s);
+}
+
+/* ---- one round trip per batch (issue 30 ask 2) --------------------------------------------------- */
+
+/* run() carries a batch's acks into its next claim: one statement on
+ * PostgreSQL (OBX__Q_CLAIM_ACK), elsewhere the claim's transaction where
+ * OBX__CARRY_IN_TX says so, else the ack alone as before. */
+typedef struct fused_case {
+    obx_dispatcher *d;
+    obx_store *other;            /* a second worker on the same table */
+    char other_owner[37], first[37], second[37];
+    int handled, fail_next_big;  /* fail_next_big: the store's next large realloc fails */
+    int first_done_when_second;  /* the first was Done when the second was handled */
+    int second_starts;           /* the second's start count as handed out */
+    obx_store *self;
+} fused_case;
+static fused_case g_fc;
+
+static void *fc_alloc(size_t n, void *u) { (void)u; return malloc(n); }
+static void *fc_realloc(void *p, size_t n, void *u) {
+    (void)u;
+    if (g_fc.fail_next_big && n >= 64 * 1024) {
+        g_fc.fail_next_big = 0;
+        return NULL;
+    }
+    return realloc(p, n);
+}
+static void fc_free(void *p, void *u) { (void)u; free(p); }
+
+static obx_store *fused_store(void) {
+    obx_store_desc desc;
+    obx_store *s = NULL;
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.store_id = "obx-test";
+    desc.hooks.logger.log = keep_log;
+    desc.hooks.logger.min_level = OBX_LOG_DEBUG;
+    desc.hooks.allocator.alloc = fc_alloc;
+    desc.hooks.allocator.realloc = fc_realloc;
+    desc.hooks.allocator.free = fc_free;
+    return obx_store_open(&desc, &s) == OBX_OK ? s : NULL;
+}
+
+/* The first message's lease is lost while it is handled (released, and
+ * claimed by another worker); the second stops the dispatcher. */
+static obx_outcome fc_lost_lease(const obx_message *m, char *error, size_t cap, void *user) {
+    const obx_message *got = NULL;
+    const char *id = m->id;
+    int n = 0;
+    (void)error; (void)cap; (void)user;
+    if (g_fc.handled++ == 0) {
+        if (obx_abandon(g_fc.other, m->owner_token, &id, 1, NULL, 0, NULL) != OBX_OK ||
+            obx_claim(g_fc.other, g_fc.other_owner, 60, 10, &got, &n) != OBX_OK || n != 1 ||
+            !enqueue(g_fc.other, "fused", "second", g_fc.second))
+            printf("    lost-lease setup failed: %s\n", obx_store_last_error(g_fc.other)->message);
+        return OBX_DONE;
+    }
+    obx_dispatcher_stop(g_fc.d);
+    return OBX_DONE;
+}
+
+static void fused_begin(obx_store **s, obx_dispatcher **d, obx_handler h) {
+    obx_dispatcher_desc dd;
+    memset(&g_fc, 0, sizeof g_fc);
+    *s = fused_store();
+    g_fc.self = *s;
+    g_fc.other = open_table("Outbox", 0);
+    *d = NULL;
+    if (!*s || !g_fc.other) return;
+    obx_owner_token(g_fc.other, g_fc.other_owner);
+    memset(&dd, 0, sizeof dd);
+    dd.store = *s;
+    dd.batch_size = 1;
+    dd.poll_interval_ms = 10;
+    dd.error_delay_ms = 10;
+    dd.no_lease_renewal = 1;
+    if (obx_dispatcher_create(&dd, d) != OBX_OK || obx_dispatcher_on(*d, "fused", h, NULL) != OBX_OK) {
+        obx_dispatcher_destroy(*d);
+        *d = NULL;
+    }
+    g_fc.d = *d;
+}
+
+static void fused_end(obx_store *s, obx_dispatcher *d) {
+    obx_dispatcher_destroy(d);
+    obx_store_close(g_fc.other);
+    obx_store_close(s);
+}
+
+static void test_fused_lost_lease(void) {
+    obx_store *s = fresh(), *w = NULL;
+    obx_dispatcher *d = NULL;
+    obx_message m;
+    TT_ASSERT(s != NULL);
+    fused_begin(&w, &d, fc_lost_lease);
+    TT_ASSERT(w && d);
+    TT_ASSERT(enqueue(s, "fused", "first", g_fc.first));
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run(d), OBX_OK);
+    TT_EQ_INT(g_fc.handled, 2);
+    TT_EQ_INT(obx_get(s, g_fc.first, &m), OBX_OK); /* still the other worker's: not acked */
+    TT_EQ_INT((int)m.status, OBX_STATUS_IN_PROGRESS);
+    TT_EQ_STR(m.owner_token, g_fc.other_owner);
+    TT_EQ_INT(obx_get(s, g_fc.second, &m), OBX_OK); /* acked when run() stopped */
+    TT_EQ_INT((int)m.status, OBX_STATUS_DONE);
+    if (w->sql[OBX__Q_CLAIM_ACK] || OBX__CARRY_IN_TX) /* (SQLite and MariaDB: in its transaction) the first one's ack went with the claim of the second */
+        TT_ASSERT(logged("ack: 0 of 1 (with the claim)", NULL, NULL));
+    TT_ASSERT(logged("1 of 1 handled messages were no longer leased", NULL, NULL));
+    fused_end(w, d);
+    obx_store_close(s);
+}
+
+/* The first message's handler makes the next claim fail as it reads a
+ * large row (the store's allocator); the second is handled on the round
+ * after. */
+static obx_outcome fc_claim_fails(const obx_message *m, char *error, size_t cap, void *user) {
+    static char big[100 * 1024];
+    obx_message first;
+    (void)error; (void)cap; (void)user;
+    if (g_fc.handled++ == 0) {
+        memset(big, 'x', sizeof big - 1);
+        if (!enqueue(g_fc.other, "fused", big, g_fc.second)) printf("    enqueue failed\n");
+        g_fc.fail_next_big = 1;
+        return OBX_DONE;
+    }
+    g_fc.first_done_when_second = obx_get(g_fc.other, g_fc.first, &first) == OBX_OK && first.status == OBX_STATUS_DONE;
+    g_fc.second_starts = m->starts;
+    obx_dispatcher_stop(g_fc.d);
+    return OBX_DONE;
+}
+
+static void test_fused_claim_fails(void) {
+    obx_store *s = fresh(), *w = NULL;
+    obx_dispatcher *d = NULL;
+    obx_message m;
+    TT_ASSERT(s != NULL);
+    fused_begin(&w, &d, fc_claim_fails);
+    TT_ASSERT(w && d);
+    TT_ASSERT(enqueue(s, "fused", "first", g_fc.first));
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run(d), OBX_OK);
+    TT_EQ_INT(g_fc.handled, 2);
+    TT_EQ_INT(g_fc.fail_next_big, 0);           /* the claim did fail */
+    TT_ASSERT(logged("OBX_ERR_NO_MEMORY", NULL, NULL));
+    TT_EQ_INT(g_fc.first_done_when_second, 1);  /* its ack was not lost with the claim */
+    TT_EQ_INT(g_fc.second_starts, 1);           /* the failed claim's start rolled back with it */
+    TT_EQ_INT(obx_get(s, g_fc.first, &m), OBX_OK);
+    TT_EQ_INT((int)m.status, OBX_STATUS_DONE);
+    TT_EQ_INT(obx_get(s, g_fc.second, &m), OBX_OK);
+    TT_EQ_INT((int)m.status, OBX_STATUS_DONE);
+    fused_end(w, d);
+    obx_store_close(s);
+}
+
+/* test_ordered_replay_overlap with claim A carrying an ack: held open, the
+ * ack-and-claim takes r2 while r1 is replayed; B must not take r1. */
+static void test_fused_ordered(void) {
+    obx_store *s = fresh(), *a = open_table("Outbox", 0), *b = open_table("Outbox", 0);
+    obx__claim_ctx held;
+    obx_new_message r1 = keyed("r1", "KF"), r2 = keyed("r2", "KF");
+    char id1[37], id2[37], idu[37], owner_a[37], owner_b[37], got_list[256];
+    const obx_message *got = NULL;
+    const char *id;
+    int64_t replayed = 0;
+    int n = 0;
+    TT_ASSERT(s && a && b);
+    obx_owner_token(a, owner_a);
+    obx_owner_token(b, owner_b);
+    TT_ASSERT(enqueue(s, "t", "u", idu));
+    TT_ASSERT(claim_payloads(a, owner_a, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "u"); /* A's batch k: its ack goes with the claim below */
+    TT_EQ_INT(obx_enqueue(s, &r1, id1), OBX_OK);
+    TT_EQ_INT(obx_enqueue(s, &r2, id2), OBX_OK);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "r1");
+    id = id1;
+    TT_EQ_INT(obx_fail(b, owner_b, &id, 1, "poison", NULL), OBX_OK);
+    TT_EQ_INT(obx_reap(b, NULL), OBX_OK);
+    a->carry[0].len = 0;
+    TT_ASSERT(obx__list_add(&a->hooks, &a->carry[0], a->db.d, idu, 36) && obx__list_end(&a->hooks, &a->carry[0], a->db.d));
+    a->carry_count = 1;
+    TT_ASSERT(claim_held(a, owner_a, &held)); /* A acks u and takes r2, not committed */
+    a->carry_count = 0;
+    TT_EQ_INT(held.count, 1);
+    TT_EQ_INT(held.acked, 1);
+    TT_EQ_STR(a->msgs[0].payload, "r2");
+    {
+        obx_dead_filter f;
+        memset(&f, 0, sizeof f);
+        f.id = id1;
+        TT_EQ_INT(obx_dead_replay(s, &f, &replayed), OBX_OK);
+        TT_EQ_INT(replayed, 1);
+    }
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n)); /* claim B */
+    TT_EXPECT(strcmp(got_list, "") == 0); /* r1 waits for r2, which is being claimed */
+    TT_EQ_INT(count_status(s, 2), 0);     /* the ack is not committed before the claim */
+    TT_ASSERT(claim_held_commit(a));
+    TT_EQ_INT(key_in_flight(s, "KF"), 1);
+    TT_EQ_INT(count_status(s, 2), 1);     /* u Done with the claim's commit */
     TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
     TT_EQ_STR(got_list, ""); /* and while r2 runs */
     id = id2;
@@ -3525,6 +3735,7 @@ static void test_schema_upgrade(void) {
     TT_EQ_STR(objs_old, objs_new); /* indexes, triggers, functions: today's */
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 5);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Starts\" = 0"), 5);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE \"Priority\" = 0"), 5); /* the old rows: the default */
     for (i = 0; i < 5; i++) {
         char topic[16], payload[16];
         TT_EQ_INT(obx_get(s, ids[i], &m), OBX_OK);
@@ -3533,6 +3744,7 @@ static void test_schema_upgrade(void) {
         TT_EQ_STR(m.topic, topic);
         TT_EQ_STR(m.payload, payload);
         TT_EQ_INT(m.status, want[i]);
+        TT_EQ_INT(m.priority, 0);
     }
     TT_EQ_INT(obx_get(s, ids[1], &m), OBX_OK);
     TT_EQ_INT(m.retry_count, 2);
@@ -3566,12 +3778,201 @@ static void test_schema_upgrade(void) {
     TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_OK);
     TT_EQ_INT(n, 1);
     TT_EQ_STR(ms[0].id, id1);
+    TT_EQ_INT(ms[0].priority, 0);
     TT_EQ_INT(obx_ack(s, owner, &id1, 1, NULL), OBX_OK);
     TT_EQ_INT(obx_get(s, id1, &m), OBX_OK);
     TT_EQ_INT(m.status, OBX_STATUS_DONE);
     TT_EQ_INT(obx_claim(s, owner, 30, 10, &ms, &n), OBX_EMPTY);
+    /* New messages with priorities in the upgraded table: claimed highest first. */
+    {
+        obx_new_message pm[3];
+        char order[64] = "";
+        pm[0] = msg("v1", "lo");
+        pm[0].priority = -2;
+        pm[1] = msg("v1", "hi");
+        pm[1].priority = 4;
+        pm[2] = msg("v1", "mid");
+        TT_EQ_INT(obx_enqueue_batch(s, NULL, pm, 3, NULL), OBX_OK);
+        for (i = 0; i < 3 && obx_claim(s, owner, 30, 1, &ms, &n) == OBX_OK; i++) {
+            const char *cid = ms[0].id;
+            snprintf(order + strlen(order), sizeof order - strlen(order), "%s%s", i ? "," : "", ms[0].payload);
+            TT_EQ_INT(obx_ack(s, owner, &cid, 1, NULL), OBX_OK);
+        }
+        TT_EQ_STR(order, "hi,mid,lo");
+    }
     obx_store_close(s);
     obx_store_close(fresh_store);
+}
+
+/* ---- message priority (OBX-PRIO-*) ------------------------------------------------- */
+
+/* Claim one message at a time (a claim's rows come back in no particular
+ * order), check the claimed row's priority against obx_get's, and ack it;
+ * the payloads joined by "," in claim order. */
+static int prio_claims(obx_store *s, char *out, size_t cap) {
+    const obx_message *ms = NULL;
+    obx_message m;
+    char owner[37];
+    int n = 0;
+    obx_result r;
+    out[0] = '\0';
+    obx_owner_token(s, owner);
+    while ((r = obx_claim(s, owner, 30, 1, &ms, &n)) == OBX_OK) {
+        const char *id = ms[0].id;
+        size_t used = strlen(out);
+        snprintf(out + used, cap - used, "%s%.*s", used ? "," : "", (int)ms[0].payload_len, ms[0].payload);
+        if (obx_get(s, id, &m) != OBX_OK || m.priority != ms[0].priority) {
+            printf("    %s: claimed priority %d, stored %d\n", id, ms[0].priority, m.priority);
+            return 0;
+        }
+        if (obx_ack(s, owner, &id, 1, NULL) != OBX_OK) return 0;
+    }
+    return r == OBX_EMPTY;
+}
+
+/* Out of range refused before any SQL, naming the argument, by every
+ * enqueue; the bounds themselves taken. */
+static void test_priority_args(void) {
+    obx_store *s = fresh();
+    obx_new_message m = msg("prio.bad", "p"), two[2];
+    char id[37] = "untouched", ids[2][37];
+    obx_sql *q = NULL;
+    caller_conn c;
+    TT_ASSERT(s != NULL);
+    m.priority = OBX_PRIORITY_MAX + 1;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue: priority");
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "-5..5") != NULL);
+    TT_EQ_STR(id, "untouched");
+    m.priority = OBX_PRIORITY_MIN - 1;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue: priority");
+    two[0] = msg("prio.bad", "a");
+    two[1] = msg("prio.bad", "b");
+    two[1].priority = 100;
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, two, 2, ids), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_batch: messages[1].priority");
+    TT_EQ_INT(obx_enqueue_sql(s, two, 2, OBX_SQL_MARKERS_QUESTION, &q, NULL), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_sql: messages[1].priority");
+    TT_ASSERT(q == NULL);
+    TT_ASSERT(caller_open(&c));
+    TT_ASSERT(caller_begin(&c));
+    TT_EQ_INT(obx_enqueue_tx(s, c.dbc, &m, id), OBX_ERR_OUT_OF_RANGE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "obx_enqueue_tx: priority");
+    TT_ASSERT(caller_end(&c, 0));
+    caller_close(&c);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 0);
+    m.priority = OBX_PRIORITY_MIN;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    m.priority = OBX_PRIORITY_MAX;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 2);
+    obx_store_close(s);
+}
+
+/* Higher priority first among due messages, through every enqueue (single,
+ * batch, in the caller's transaction); unset is 0, stored and read back by
+ * get and claim. */
+static void test_priority_order(void) {
+    obx_store *s = fresh();
+    obx_new_message m, b[3];
+    obx_message got;
+    caller_conn c;
+    char id[37], dflt[37], ids[3][37], order[256];
+    TT_ASSERT(s != NULL);
+    m = msg("prio", "zero");
+    TT_EQ_INT(obx_enqueue(s, &m, dflt), OBX_OK);
+    m = msg("prio", "min");
+    m.priority = -5;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    m = msg("prio", "max");
+    m.priority = 5;
+    TT_EQ_INT(obx_enqueue(s, &m, id), OBX_OK);
+    TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+    TT_EQ_INT(got.priority, 5);
+    TT_EQ_INT(obx_get(s, dflt, &got), OBX_OK);
+    TT_EQ_INT(got.priority, 0);
+    b[0] = msg("prio", "three");
+    b[0].priority = 3;
+    b[1] = msg("prio", "minus3");
+    b[1].priority = -3;
+    b[2] = msg("prio", "one");
+    b[2].priority = 1;
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, b, 3, ids), OBX_OK);
+    TT_EQ_INT(obx_get(s, ids[1], &got), OBX_OK);
+    TT_EQ_INT(got.priority, -3);
+    TT_ASSERT(caller_open(&c));
+    TT_ASSERT(caller_begin(&c));
+    m = msg("prio", "two");
+    m.priority = 2;
+    TT_EQ_INT(obx_enqueue_tx(s, c.dbc, &m, id), OBX_OK);
+    m = msg("prio", "minus1");
+    m.priority = -1;
+    TT_EQ_INT(obx_enqueue_tx(s, c.dbc, &m, id), OBX_OK);
+    TT_ASSERT(caller_end(&c, 1));
+    caller_close(&c);
+    TT_ASSERT(prio_claims(s, order, sizeof order));
+    TT_EQ_STR(order, "max,three,two,one,zero,minus1,minus3,min");
+    obx_store_close(s);
+}
+
+/* Aging, the rule that keeps priority from starving anything: a level is
+ * worth OBX_PRIORITY_AGING_MS (10 s) of waiting. Due times in the past
+ * stand for time waited, so no clock has to move: a lowest-priority
+ * message due 101 s before a highest-priority one goes first, one due 99 s
+ * before goes after it, and one of the default due 49.5 s before goes
+ * between. */
+static void test_priority_aging(void) {
+    obx_store *s = fresh();
+    obx_new_message b[4];
+    char order[128];
+    int64_t t = now_ms() - 2000;
+    TT_ASSERT(s != NULL);
+    b[0] = msg("age", "hi-now");
+    b[0].priority = OBX_PRIORITY_MAX;
+    b[0].due_utc_ms = t;
+    b[1] = msg("age", "lo-99s");
+    b[1].priority = OBX_PRIORITY_MIN;
+    b[1].due_utc_ms = t - 99000;
+    b[2] = msg("age", "lo-101s");
+    b[2].priority = OBX_PRIORITY_MIN;
+    b[2].due_utc_ms = t - 101000;
+    b[3] = msg("age", "mid-49.5s");
+    b[3].due_utc_ms = t - 49500;
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, b, 4, NULL), OBX_OK);
+    TT_ASSERT(prio_claims(s, order, sizeof order));
+    TT_EQ_STR(order, "lo-101s,hi-now,mid-49.5s,lo-99s");
+    /* Not yet due: no priority makes a message claimable early. */
+    b[0].due_utc_ms = now_ms() + 3600000;
+    TT_EQ_INT(obx_enqueue(s, &b[0], NULL), OBX_OK);
+    TT_ASSERT(prio_claims(s, order, sizeof order));
+    TT_EQ_STR(order, "");
+    obx_store_close(s);
+}
+
+/* Within an ordering key, key order wins over priority: a key's later,
+ * higher-priority message waits for its earlier one; the key's head ranks
+ * by its own priority among the other due messages. */
+static void test_priority_key(void) {
+    obx_store *s = fresh();
+    obx_new_message b[2], m;
+    char order[128];
+    TT_ASSERT(s != NULL);
+    b[0] = msg("pk", "k-first-lo");
+    b[0].ordering_key = "K";
+    b[0].priority = OBX_PRIORITY_MIN;
+    b[1] = msg("pk", "k-second-hi");
+    b[1].ordering_key = "K";
+    b[1].priority = OBX_PRIORITY_MAX;
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, b, 2, NULL), OBX_OK);
+    m = msg("pk", "plain-0");
+    TT_EQ_INT(obx_enqueue(s, &m, NULL), OBX_OK);
+    m = msg("pk", "plain-4");
+    m.priority = 4;
+    TT_EQ_INT(obx_enqueue(s, &m, NULL), OBX_OK);
+    TT_ASSERT(prio_claims(s, order, sizeof order));
+    TT_EQ_STR(order, "plain-4,plain-0,k-first-lo,k-second-hi");
+    obx_store_close(s);
 }
 
 /* Expiry: a message past expires_utc_ms when claimed is never handed to a
@@ -6597,6 +6998,117 @@ static void test_renewal_fault_alloc(void) { renewal_fault(FAULT_ALLOC); }
 static void test_renewal_fault_connect_lock(void) { renewal_fault(FAULT_CONNECT_LOCK); }
 static void test_renewal_lost(void) { renewal_fault(FAULT_LOST); }
 
+/* Two renewals in a row fail (here: allocations refused on the renewal
+ * thread; in the soak, a renewal connection the server had terminated and
+ * then a refused connect): the next try must still come before the lease
+ * held runs out, not a whole renewal interval later, at its very end, when
+ * another worker may claim the message (CORE-RENEW-RETRY). The fake
+ * monotonic clock moves only when the renewal thread is idle, so the
+ * schedule is exact. */
+static pthread_mutex_t g_rclock_mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t g_rclock;
+static int64_t renew_clock(void *user) {
+    int64_t t;
+    (void)user;
+    pthread_mutex_lock(&g_rclock_mu);
+    t = g_rclock;
+    pthread_mutex_unlock(&g_rclock_mu);
+    return t;
+}
+static void renew_clock_set(int64_t t) {
+    pthread_mutex_lock(&g_rclock_mu);
+    g_rclock = t;
+    pthread_mutex_unlock(&g_rclock_mu);
+}
+
+typedef struct retry_case {
+    obx_dispatcher *d;
+    int64_t t0;               /* the fake clock when the handler began */
+    int failed, renewed;      /* renewals seen failing, and the one after them that succeeded */
+    int64_t next_after_two;   /* when the renewer tries next, after two failures */
+} retry_case;
+
+/* Move the fake clock to t, then wait (real time, bounded) until the
+ * renewal thread has logged `what` and is idle with its next try scheduled
+ * past t. 0: it never did. */
+static int renew_step_to(obx__renewer *w, int64_t t, const char *what, int64_t *next) {
+    int tries;
+    renew_clock_set(t);
+    for (tries = 0; tries < 400; tries++) {
+        int idle;
+        obx__mutex_lock(&w->mutex);
+        idle = !w->busy && w->next_ms > t;
+        if (next) *next = w->next_ms;
+        obx__mutex_unlock(&w->mutex);
+        if (idle && logged(what, NULL, NULL)) return 1;
+        sleep_ms(25);
+    }
+    return 0;
+}
+
+static obx_outcome retry_handler(const obx_message *m, char *error, size_t size, void *user) {
+    retry_case *rc = (retry_case *)user;
+    obx__renewer *w = rc->d->renewer;
+    int64_t next = 0;
+    (void)m; (void)error; (void)size;
+    /* lease 3 s: renewals every 1 s; the lease held runs out at t0 + 3000 */
+    rc->failed += renew_step_to(w, rc->t0 + 1000, "lease renewal failed", &next);
+    log_reset();
+    if (rc->failed == 1 && next < rc->t0 + 2000) next = rc->t0 + 2000; /* the interval's second try */
+    rc->failed += rc->failed == 1 && renew_step_to(w, next, "lease renewal failed", &next);
+    rc->next_after_two = next;
+    g_refuse_others = 0;
+    log_reset();
+    if (rc->failed == 2 && next < rc->t0 + 3000)
+        rc->renewed = renew_step_to(w, next, "renewed the leases of 1", NULL);
+    return OBX_DONE;
+}
+
+static void test_renew_retry(void) {
+    obx_store *s = fresh(), *s1 = NULL;
+    obx_store_desc desc;
+    obx_dispatcher_desc dd;
+    obx_run_stats st;
+    retry_case rc;
+    char id[37];
+    TT_ASSERT(s != NULL && enqueue(s, "retry", "{}", id));
+    memset(&rc, 0, sizeof rc);
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.table = "Outbox";
+    desc.store_id = "obx-test";
+    desc.hooks.logger.log = keep_log;
+    desc.hooks.logger.min_level = OBX_LOG_DEBUG;
+    desc.hooks.allocator.alloc = refusing_alloc;
+    desc.hooks.allocator.realloc = refusing_realloc;
+    desc.hooks.allocator.free = refusing_free;
+    desc.hooks.clock.monotonic_ms = renew_clock;
+    rc.t0 = 1000000;
+    renew_clock_set(rc.t0);
+    TT_EQ_INT(obx_store_open(&desc, &s1), OBX_OK);
+    memset(&dd, 0, sizeof dd);
+    dd.store = s1;
+    dd.lease_seconds = 3;
+    dd.batch_size = 1;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &rc.d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(rc.d, "retry", retry_handler, &rc), OBX_OK);
+    log_reset();
+    g_main_thread = pthread_self();
+    g_refuse_others = 1; /* the renewal thread's connects fail until the handler says */
+    TT_EQ_INT(obx_dispatcher_run_once(rc.d, &st), OBX_OK);
+    g_refuse_others = 0;
+    obx_dispatcher_destroy(rc.d);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(rc.failed, 2);
+    if (rc.next_after_two >= rc.t0 + 3000)
+        printf("  the renewal after two failures comes %lld ms after the lease's start: the lease (3000 ms) has run out\n",
+               (long long)(rc.next_after_two - rc.t0));
+    TT_ASSERT(rc.next_after_two < rc.t0 + 3000);
+    TT_ASSERT(rc.renewed);
+    obx_store_close(s1);
+    obx_store_close(s);
+}
+
 /* A handler that uses the dispatcher's own store, whose connection is lost
  * and reopened meanwhile (a reconnect sets the connection's dialect again),
  * while the renewal thread renews: the renewer reads nothing of the store's
@@ -7304,14 +7816,15 @@ static int plan_of(obx_store *s, int slot, const char *const *args, char *out, s
  * keyed insert, finds its rows through an index whatever the statistics
  * say: on an analyzed table of 100,000 rows, most of them Done, on one
  * analyzed while empty, and on 20,000 rows of ten ordering keys, 6,000 of
- * them Ready (CORE-PLANS; where a claim's key check once chose to scan the
+ * them Ready, the first with priorities (CORE-PLANS; the claim walks the
+ * index of its order; where a claim's key check once chose to scan the
  * table for each candidate); on PostgreSQL also on a new table of 200 rows
  * never analyzed, the keyed insert (whose probes once filtered the Ready
  * index by key: OBX__PG_STATE), and that the reap analyzes such a table. */
 static void test_plans(void) {
     static const char *const ids_pg = "'{" PLAN_ID "}'", *const ids_my = "'[\"" PLAN_ID "\"]'";
     const char *ids = g_pg ? ids_pg : ids_my;
-    struct { int slot; const char *args[14]; } stmts[20];
+    struct { int slot; const char *args[16]; } stmts[20];
     obx_store *s = fresh();
     static char plan[16384];
     int state, i, n = 0;
@@ -7328,7 +7841,7 @@ static void test_plans(void) {
     PLAN(OBX__Q_GET, "'" PLAN_ID "'");
     PLAN(OBX__Q_STATS, NULL);
     PLAN(OBX__Q_INSERT_KEYED, "'" PLAN_ID "'", "'" PLAN_ID "'", "'t'", "'p'", "NULL", "NULL", "NULL", "'k3'",
-         "NULL", "NULL", "NULL", "NULL", "NULL");
+         "NULL", "NULL", "NULL", "NULL", "NULL", "0");
     if (s->sql[OBX__Q_WAKE]) PLAN(OBX__Q_WAKE, NULL);
     if (s->sql[OBX__Q_WAKE_SETTLED]) PLAN(OBX__Q_WAKE_SETTLED, ids);
     if (s->sql[OBX__Q_WAKE_IDS]) PLAN(OBX__Q_WAKE_IDS, ids);
@@ -7344,14 +7857,15 @@ static void test_plans(void) {
     for (state = 0; state < 3; state++) {
         if (state == 0 && g_pg) {
             TT_ASSERT(sql(s, "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"Status\", "
-                             "\"IsProcessed\", \"ProcessedAt\") SELECT gen_random_uuid(), gen_random_uuid(), 't', "
+                             "\"IsProcessed\", \"ProcessedAt\", \"Priority\") SELECT gen_random_uuid(), gen_random_uuid(), 't', "
                              "'p', CASE WHEN g % 20 = 0 THEN 0 ELSE 2 END, g % 20 <> 0, "
-                             "CASE WHEN g % 20 = 0 THEN NULL ELSE now() END FROM generate_series(1, 100000) AS g"));
+                             "CASE WHEN g % 20 = 0 THEN NULL ELSE now() END, g % 11 - 5 FROM generate_series(1, 100000) AS g"));
         } else if (state == 0) {
             TT_ASSERT(sql(s, "INSERT INTO {T} (\"Id\", \"MessageId\", \"Topic\", \"Payload\", \"Status\", "
-                             "\"IsProcessed\", \"ProcessedAt\") SELECT UUID(), UUID(), 't', 'p', "
+                             "\"IsProcessed\", \"ProcessedAt\", \"Priority\") SELECT UUID(), UUID(), 't', 'p', "
                              "CASE WHEN seq % 20 = 0 THEN 0 ELSE 2 END, seq % 20 <> 0, "
-                             "CASE WHEN seq % 20 = 0 THEN NULL ELSE UTC_TIMESTAMP(6) END FROM seq_1_to_100000"));
+                             "CASE WHEN seq % 20 = 0 THEN NULL ELSE UTC_TIMESTAMP(6) END, CAST(seq % 11 AS SIGNED) - 5 "
+                             "FROM seq_1_to_100000"));
         } else if (state == 1) {
             TT_ASSERT(sql(s, "DELETE FROM {T}"));
         } else if (g_pg) { /* a few ordering keys hold the Ready rows; most are parked */
@@ -7387,6 +7901,11 @@ static void test_plans(void) {
                 printf("    %s table, statement %d scans the table:\n%s",
                        state == 0 ? "100k-row" : state == 1 ? "empty" : "keyed 20k-row", stmts[i].slot, plan);
             TT_EXPECT(strstr(plan, "FULL SCAN") == NULL);
+            /* The claim walks the index of its order (priority with aging). */
+            if (stmts[i].slot == (g_my ? OBX__Q_CLAIM_PICK : OBX__Q_CLAIM)) {
+                if (!strstr(plan, "_Claim") || plans_sorts(plan)) printf("    the claim does not walk IX_*_Claim:\n%s", plan);
+                TT_EXPECT(strstr(plan, "_Claim") != NULL && plans_sorts(plan) == 0);
+            }
         }
     }
     obx_store_close(s);
@@ -7986,6 +8505,10 @@ int main(int argc, char **argv) {
     RUN("OBX-056", "a handler failure is abandoned (transient) or failed (permanent)", test_056_failure_policy);
     RUN("OBX-057", "the handler gets the whole message", test_057_whole_message);
     RUN("OBX-ENVELOPE-ROUNDTRIP", "tenant, aggregate type and id, headers: own columns, byte-exact through enqueue, batch, get, claim, dead-letter list and handler", test_envelope_roundtrip);
+    RUN("OBX-PRIO-ARGS", "a priority outside -5..5 refused before any SQL by every enqueue, naming it; the bounds taken", test_priority_args);
+    RUN("OBX-PRIO-ORDER", "higher priority claimed first among due messages, through single, batch and _tx enqueues; unset is 0; get and claim read it back", test_priority_order);
+    RUN("OBX-PRIO-AGING", "aging: a level is worth 10 s of waiting, so a low priority message is not starved; no priority makes a message due early", test_priority_aging);
+    RUN("OBX-PRIO-KEY", "within an ordering key, key order wins over priority; the key's head ranks by its own priority", test_priority_key);
     RUN("OBX-ENVELOPE-LIMITS", "each envelope argument refused before any SQL, naming it (sizes, counts, UTF-8, duplicate keys)", test_envelope_validation);
     RUN("OBX-058", "redelivery after a crash keeps the MessageId for idempotency", test_058_redelivery_same_message_id);
     RUN("OBX-059", "two dispatchers never run one message at once", test_059_060_two_dispatchers);
@@ -8102,6 +8625,7 @@ int main(int argc, char **argv) {
     else
         printf("N/A OBX-059-RENEW-LOCK %s opening a SQLite file takes no lock: a renewal never waits for another thread's connect\n", g_label);
     RUN("OBX-059-RENEW-LOST", "a renewal that finds a lease taken away starts none of the batch's remaining handlers", test_renewal_lost);
+    RUN("CORE-RENEW-RETRY", "two renewals in a row fail: the next try still comes before the lease held runs out", test_renew_retry);
     RUN("CORE-RENEW-RECONNECT", "a handler's store reconnects while its leases are renewed: the renewer shares nothing of it", test_renew_reconnect);
     RUN("OBX-LEASE-EXTEND", "obx_lease_extend keeps a lease; a thief's extension changes nothing", test_lease_extend);
     RUN("CORE-CLOCK-STEP", "a clock stepping back or INT64_MAX intervals never break the dispatcher", test_clock_step);
@@ -8129,7 +8653,7 @@ int main(int argc, char **argv) {
     RUN("CORE-SKIPPED-RELEASED", "a message with no time left to start is released at once, its start taken back", test_skipped_released);
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
     RUN("CORE-EXPIRY", "a message past expires_utc_ms when claimed is never handled: Dead, \"expired\", counted; single and batch enqueue; validation names the field", test_expiry);
-    RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once", test_schema_upgrade);
+    RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once (old rows priority 0; new ones claimed by priority)", test_schema_upgrade);
     if (g_srv)
         RUN("CORE-DEPLOY-NO-LOCK", "deploy_schema on an up-to-date table: a writer's open transaction blocks neither it nor an unrelated enqueue", test_deploy_no_lock);
     else
@@ -8150,6 +8674,8 @@ int main(int argc, char **argv) {
         printf("N/A CORE-JOIN-STEP-GUARD %s %s\n", g_label, g_pg ? "the join step is a statement trigger over the changed rows"
                : "the join step's IF runs the member update only for a finished message (JoinStep2)");
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
+    RUN("CORE-FUSED-LOST-LEASE", "run() carries a batch's ack into the next claim: an id whose lease was lost is not acked, the last ack is sent when run() stops", test_fused_lost_lease);
+    RUN("CORE-FUSED-CLAIM-FAILS", "the claim that carries an ack fails reading its rows: both roll back, the ack is sent alone, the message is claimed afresh", test_fused_claim_fails);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);
     RUN("OBX-ORDERED-DEAD-HOLDS", "ordering_dead_holds: a Dead message holds its key until replayed; others flow", test_ordered_dead_holds);
@@ -8160,9 +8686,11 @@ int main(int argc, char **argv) {
         RUN("CORE-ORDERED-WAKE-MISSED", "a producer commits after the ack's wake looked: the dispatcher wakes the key within two poll intervals, no reap", test_ordered_wake_missed);
         RUN("CORE-ORDERED-WAKE-LOAD", "producers of shared keys (enqueue_tx) while dispatchers run, no reap: every message handled", test_ordered_wake_load);
         RUN("OBX-ORDERED-REPLAY-OVERLAP", "a replay committed while a claim takes the successor: never two of the key at once", test_ordered_replay_overlap);
+        RUN("CORE-FUSED-ORDERED", "an ack carried in a claim held open while a replay commits: never two of the key at once; the ack commits with the claim", test_fused_ordered);
     } else {
         printf("N/A OBX-ORDERED-OVERLAP-PRODUCERS %s one writer at a time: a producer's open transaction holds every other writer\n", g_label);
         printf("N/A OBX-ORDERED-REPLAY-OVERLAP %s one writer at a time: a claim and a replay never overlap\n", g_label);
+        printf("N/A CORE-FUSED-ORDERED %s one writer at a time: a claim and a replay never overlap\n", g_label);
         printf("N/A CORE-WAKE-ERROR-CLEARED %s the wake is a trigger in the settle's own statement\n", g_label);
         printf("N/A CORE-ORDERED-WAKE-MISSED %s one writer at a time: an enqueue and a wake never miss each other\n", g_label);
         printf("N/A CORE-ORDERED-WAKE-LOAD %s one writer at a time: an enqueue and a wake never miss each other\n", g_label);

@@ -168,7 +168,7 @@ static void test_deploy(void) {
         TT_EXPECT(strstr(q, "\nGO") == NULL);
         if (q[0] != '<') batches++;
     }
-    TT_EQ_INT(batches, 27);
+    TT_EQ_INT(batches, 28);
     TT_EXPECT(strstr(fake_log_sql(0), "SET QUOTED_IDENTIFIER ON;") != NULL); /* filtered indexes need it */
     TT_EQ_STR(fake_log_sql(fake_log_count() - 2), "IF @@TRANCOUNT > 0 AND (@@OPTIONS & 2) = 0 COMMIT;");
     TT_EQ_INT(fake_commits(), 1);
@@ -203,7 +203,8 @@ static void test_schema_upgrade(void) {
     TT_EXPECT(strstr(fake_log_sql(create), "    [Starts]        INT NOT NULL DEFAULT 0,\n    [OrderingKey]   "
                                            "NVARCHAR(255) NULL,\n    [OrderingSeq]   BIGINT NULL,\n    [TenantId]") != NULL);
     TT_EXPECT(strstr(fake_log_sql(create), "    [Headers]       NVARCHAR(MAX) NULL,\n    [ExpiresAt]     "
-                                           "DATETIMEOFFSET NULL,\n    [Seq]") != NULL);
+                                           "DATETIMEOFFSET NULL,\n    [Priority]      SMALLINT NOT NULL DEFAULT 0,\n"
+                                           "    [Seq]") != NULL);
     TT_EQ_STR(fake_log_sql(add + 1), "IF COL_LENGTH(N'[dbo].[Outbox]', N'OrderingKey') IS NULL "
                                      "ALTER TABLE [dbo].[Outbox] ADD [OrderingKey] NVARCHAR(255) NULL");
     TT_EQ_STR(fake_log_sql(add + 2), "IF COL_LENGTH(N'[dbo].[Outbox]', N'OrderingSeq') IS NULL "
@@ -216,10 +217,12 @@ static void test_schema_upgrade(void) {
     TT_EQ_STR(fake_log_sql(add + 6), "IF COL_LENGTH(N'[dbo].[Outbox]', N'Headers') IS NULL "
                                      "ALTER TABLE [dbo].[Outbox] ADD [Headers] NVARCHAR(MAX) NULL");
     TT_EXPECT(fake_log_find("CREATE INDEX [IX_Outbox_Ready]", 0) > add + 6);
-    /* Expiry's (CORE-EXPIRY) last. */
+    /* Expiry's (CORE-EXPIRY), then the priority's (OBX-PRIO-ORDER) last. */
     TT_EQ_STR(fake_log_sql(add + 7), "IF COL_LENGTH(N'[dbo].[Outbox]', N'ExpiresAt') IS NULL "
                                      "ALTER TABLE [dbo].[Outbox] ADD [ExpiresAt] DATETIMEOFFSET NULL");
-    TT_EXPECT(fake_log_find("COL_LENGTH", add + 8) < 0); /* once each; no probe query before it */
+    TT_EQ_STR(fake_log_sql(add + 8), "IF COL_LENGTH(N'[dbo].[Outbox]', N'Priority') IS NULL "
+                                     "ALTER TABLE [dbo].[Outbox] ADD [Priority] SMALLINT NOT NULL DEFAULT 0");
+    TT_EXPECT(fake_log_find("COL_LENGTH", add + 9) < 0); /* once each; no probe query before it */
     TT_EQ_INT(fake_commits(), 1);
     obx_store_close(s);
     in = inbox();
@@ -306,9 +309,10 @@ static void test_enqueue(void) {
                   200) == 0);
     /* The due time is used twice, the next attempt twice, the ordering key
      * three times: numbered markers bind it at each place; then the
-     * envelope's four (NULL here), the expiry twice (NULL: never). */
-    TT_EQ_INT(count_char(q, '?'), 20);
-    TT_EQ_INT(fake_log_param_count(e), 20);
+     * envelope's four (NULL here), the expiry twice (NULL: never), the
+     * priority. */
+    TT_EQ_INT(count_char(q, '?'), 21);
+    TT_EQ_INT(fake_log_param_count(e), 21);
     TT_EXPECT(fake_log_param(e, 0, 15).is_null && fake_log_param(e, 0, 18).is_null);
     TT_EXPECT(fake_log_param(e, 0, 19).is_null && fake_log_param(e, 0, 20).is_null);
     TT_EQ_STR(fake_log_param_text(e, 0, 10), "customer-7");
@@ -379,8 +383,9 @@ static void test_enqueue_batch(void) {
     TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 3, ids), OBX_OK);
     e = first_exec();
     TT_EXPECT(strstr(fake_log_sql(e), "JOIN OPENJSON(?) AS k ON k.[key] = i.[key]") != NULL);
-    TT_EQ_INT(fake_log_param_count(e), 12);
+    TT_EQ_INT(fake_log_param_count(e), 13);
     TT_EQ_STR(fake_log_param_text(e, 0, 12), "[null,null,null]"); /* expiries */
+    TT_EQ_STR(fake_log_param_text(e, 0, 13), "[\"0\",\"0\",\"0\"]"); /* priorities */
     TT_EQ_STR(fake_log_param_text(e, 0, 7), "[null,\"k\\\"1\",null]");
     TT_EQ_STR(fake_log_param_text(e, 0, 11), "[null,null,null]");
     obx_store_close(s);
@@ -403,8 +408,8 @@ static void test_expiry(void) {
     TT_EQ_INT(obx_enqueue(s, &m[0], ids[0]), OBX_OK);
     e = first_exec();
     n = fake_log_param_count(e);
-    TT_EQ_INT(n, 20);
-    TT_EXPECT(strstr(fake_log_sql(e), "[Headers], [ExpiresAt]) SELECT") != NULL);
+    TT_EQ_INT(n, 21);
+    TT_EXPECT(strstr(fake_log_sql(e), "[Headers], [ExpiresAt], [Priority]) SELECT") != NULL);
     TT_EQ_STR(fake_log_param_text(e, 0, 19), "1767225700000");
     TT_EQ_STR(fake_log_param_text(e, 0, 20), "1767225700000");
     TT_EQ_INT(param_type(e, 19), SQL_BIGINT);
@@ -415,7 +420,7 @@ static void test_expiry(void) {
     forget();
     TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 2, ids), OBX_OK);
     e = first_exec();
-    TT_EQ_INT(fake_log_param_count(e), 12);
+    TT_EQ_INT(fake_log_param_count(e), 13);
     TT_EQ_STR(fake_log_param_text(e, 0, 12), "[\"1767225700000\",null]");
     TT_EXPECT(strstr(fake_log_sql(e), "JOIN OPENJSON(?) AS e5 ON e5.[key] = i.[key]") != NULL);
     /* Refused before any SQL, naming the field. */
@@ -510,8 +515,8 @@ static void test_envelope(void) {
     TT_EQ_INT(obx_enqueue(s, &m[0], ids[0]), OBX_OK);
     e = first_exec();
     /* No ordering key: the extended statement, with a NULL key. */
-    TT_EXPECT(strstr(fake_log_sql(e), "[TenantId], [AggregateType], [AggregateId], [Headers], [ExpiresAt]) SELECT") != NULL);
-    last = fake_log_param_count(e) - 2; /* the expiry's two last */
+    TT_EXPECT(strstr(fake_log_sql(e), "[TenantId], [AggregateType], [AggregateId], [Headers], [ExpiresAt], [Priority]) SELECT") != NULL);
+    last = fake_log_param_count(e) - 3; /* the expiry's two, then the priority, last */
     TT_EQ_INT(last, 18);
     TT_EXPECT(fake_log_param(e, 0, 10).is_null);
     TT_EQ_STR(fake_log_param_text(e, 0, last - 3), "tenant-1");
@@ -524,7 +529,7 @@ static void test_envelope(void) {
     forget();
     TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 2, ids), OBX_OK);
     e = first_exec();
-    TT_EQ_INT(fake_log_param_count(e), 12);
+    TT_EQ_INT(fake_log_param_count(e), 13);
     TT_EQ_STR(fake_log_param_text(e, 0, 7), "[null,null]"); /* ordering keys */
     TT_EQ_STR(fake_log_param_text(e, 0, 8), "[\"tenant-1\",null]");
     TT_EQ_STR(fake_log_param_text(e, 0, 10), "[\"o-42\",null]");
@@ -728,7 +733,7 @@ static void test_inbox_envelope(void) {
     TT_EXPECT(strstr(q, "[TenantId] = COALESCE(t.[TenantId], s.[TenantId])") != NULL);
     TT_EXPECT(strstr(q, "[Headers] = COALESCE(t.[Headers], s.[Headers])") != NULL);
     TT_EXPECT(strstr(q, "WHEN MATCHED AND t.[Status] <> 'Done' THEN UPDATE") != NULL);
-    TT_EQ_INT(count_char(q, '?'), 15); /* and the expiry, twice (NULL: never) */
+    TT_EQ_INT(count_char(q, '?'), 16); /* and the expiry, twice (NULL: never), and the priority */
     TT_EXPECT(fake_log_param(e, 0, 14).is_null && fake_log_param(e, 0, 15).is_null);
     TT_EXPECT(strstr(q, "[ExpiresAt] = COALESCE(t.[ExpiresAt], s.[ExpiresAt])") != NULL);
     TT_EQ_STR(fake_log_param_text(e, 0, 10), "acme");

@@ -862,6 +862,48 @@ static void test_fake_dead_commit(void) {
     obx_store_close(s);
 }
 
+/* The same lie in the caller's transaction: psqlODBC (at its default
+ * statement-level rollback, an internal savepoint around each statement)
+ * may lose the connection after the enqueue's INSERT ran, report that
+ * statement as successful, and then report the caller's COMMIT as
+ * successful too, committing nothing. Seen in the 30-minute soak as a LOST
+ * message (and its business row gone): obx_enqueue_tx must not say OK on
+ * a connection the driver knows is dead (CORE-DEAD-COMMIT-CALLER). */
+static void test_fake_dead_caller(void) {
+    obx_store *s = fake_store("PostgreSQL", NULL);
+    SQLHENV env = NULL;
+    SQLHDBC dbc = NULL;
+    obx_new_message m;
+    char id[37] = "untouched";
+    SQLCHAR cs[] = "Driver=fake;";
+    int calls;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_ENV, SQL_NULL_HANDLE, &env)));
+    SQLSetEnvAttr(env, SQL_ATTR_ODBC_VERSION, (SQLPOINTER)SQL_OV_ODBC3, 0);
+    TT_ASSERT(SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_DBC, env, &dbc)));
+    TT_ASSERT(SQL_SUCCEEDED(SQLDriverConnect(dbc, NULL, cs, SQL_NTS, NULL, 0, NULL,
+                                             SQL_DRIVER_NOPROMPT)));
+    SQLSetConnectAttr(dbc, SQL_ATTR_AUTOCOMMIT, (SQLPOINTER)SQL_AUTOCOMMIT_OFF, 0);
+    memset(&m, 0, sizeof m);
+    m.topic = "t";
+    m.payload = "{}";
+    /* Once as it should go, to count its calls; then the connection dies
+     * as the last of them begins: after the INSERT. */
+    calls = fake_call_count();
+    TT_EQ_INT(obx_enqueue_tx(s, dbc, &m, id), OBX_OK);
+    calls = fake_call_count() - calls;
+    TT_ASSERT(calls > 2);
+    strcpy(id, "untouched");
+    fake_kill_connection_after(calls - 1);
+    TT_EQ_INT(obx_enqueue_tx(s, dbc, &m, id), OBX_ERR_DB_TRANSIENT);
+    TT_EQ_INT(obx_store_last_error(s)->connection_lost, 1);
+    TT_EQ_STR(id, "untouched");
+    SQLDisconnect(dbc);
+    SQLFreeHandle(SQL_HANDLE_DBC, dbc);
+    SQLFreeHandle(SQL_HANDLE_ENV, env);
+    obx_store_close(s);
+}
+
 static void test_fake_no_data(void) {
     obx_store *s = fake_store("SQLite", NULL);
     int64_t rows = -1;
@@ -1583,19 +1625,23 @@ static void test_fake_mariadb_batch_values(void) {
     TT_EQ_INT(fake_log_param_count(3), 14);
     TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, NULL), OBX_OK); /* the kept one */
     TT_EQ_INT(fake_calls("SQLExecute"), 3);
-    /* The envelope and the expiry: 12 a row. */
+    /* The envelope, the expiry and the priority: 13 a row. */
     m[1].tenant_id = "acme";
     m[1].headers = &h;
     m[1].header_count = 1;
     m[2].expires_utc_ms = 1800000000000;
+    m[2].priority = -3;
     fake_reset();
     TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, NULL), OBX_OK);
     TT_EXPECT(strstr(fake_log_sql(0), "JSON_TABLE") == NULL);
     TT_EXPECT(strstr(fake_log_sql(0), "`TenantId`") != NULL);
-    TT_EQ_INT(fake_log_param_count(0), 36);
-    TT_EQ_STR(fake_log_param_text(0, 0, 20), "acme");
-    TT_EQ_STR(fake_log_param_text(0, 0, 23), "{\"trace\":\"t-1\"}");
-    TT_EQ_STR(fake_log_param_text(0, 0, 36), "1800000000000");
+    TT_EQ_INT(fake_log_param_count(0), 39);
+    TT_EQ_STR(fake_log_param_text(0, 0, 21), "acme");
+    TT_EQ_STR(fake_log_param_text(0, 0, 24), "{\"trace\":\"t-1\"}");
+    TT_EQ_STR(fake_log_param_text(0, 0, 38), "1800000000000");
+    TT_EQ_STR(fake_log_param_text(0, 0, 39), "-3");
+    TT_EQ_STR(fake_log_param_text(0, 0, 26), "0");
+    m[2].priority = 0;
     TT_EQ_INT(fake_log_param(0, 0, 11).is_null, 1); /* row 1 has no headers */
     /* An ordering key: the keyed statement (its seq and park). */
     m[0].ordering_key = "k";
@@ -2772,6 +2818,7 @@ int main(void) {
     TT_RUN("CORE-RECONNECT-LOG", "fake", "an outage logs one WARN reconnecting, then DEBUG per failed attempt; the reconnect counts them", test_fake_reconnect_log);
     TT_RUN("CORE-LOST", "fake", "a lost connection is surfaced, not retried; next call reconnects", test_fake_lost_connection);
     TT_RUN("CORE-DEAD-COMMIT", "fake", "a dead connection's lying COMMIT is not trusted", test_fake_dead_commit);
+    TT_RUN("CORE-DEAD-COMMIT-CALLER", "fake", "an enqueue in the caller's transaction on a connection lost after its INSERT is not OK", test_fake_dead_caller);
     TT_RUN("CORE-NO-DATA", "fake", "SQL_NO_DATA from an UPDATE is zero rows", test_fake_no_data);
     TT_RUN("CORE-UNIT-MODE", "fake", "one function decides how a unit runs; the unit runs so, with only that mode's transaction calls", test_fake_unit_mode);
     TT_RUN("CORE-SQLITE-TX", "fake", "SQLite writers use BEGIN IMMEDIATE/COMMIT/ROLLBACK as SQL", test_fake_sqlite_transactions);

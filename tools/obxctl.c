@@ -89,13 +89,14 @@ static const cmd_help helps[] = {
              "newest first), at most N (default 50) after skipping --offset N.\n"
              "S: ready, scheduled, in-flight, done, dead (inbox also seen). D: a duration\n"
              "such as 90s, 15m, 12h, 7d. Find by correlation id (--correlation), ordering\n"
-             "key (--key; both outbox only) or tenant id (--tenant).\n"},
+             "key (--key; both outbox only) or tenant id (--tenant). Rows show their\n"
+             "priority (PRIO, -5..5).\n"},
     {"show", "usage: obxctl show [--full] [--json] ID         (outbox: the work item id)\n"
              "       obxctl --inbox show [--full] [--json] --source SOURCE MESSAGE_ID\n"
              "Every field of one message and why it is in its state, by the database's\n"
              "clock: its ordering key and, when parked, the earlier message of the key it\n"
              "waits for; its starts (claims without an outcome: 2 and more after a crash\n"
-             "or an expired lease, Dead at the store's max_starts); expiry, tenant,\n"
+             "or an expired lease, Dead at the store's max_starts); priority, expiry, tenant,\n"
              "aggregate, headers. The payload is printed with control characters escaped\n"
              "and cut after 1024 bytes unless --full. Exit 3 when there is none.\n"},
     {"cancel", "usage: obxctl cancel --reason TEXT [--json] ID\n"
@@ -1155,7 +1156,7 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
     add_state(c, d, &b);
     sb_add(&b, " AS st, %s AS topic, %s AS att, %s AS cr, %s AS sz, %s AS err, %s AS nw", col(d, "Topic", q4),
            col(d, c->ib ? "Attempt" : "RetryCount", q5), created, sz, col(d, "LastError", q1), d->now_ms);
-    sb_add(&b, ", %s AS tn", col(d, "TenantId", q1));
+    sb_add(&b, ", %s AS tn, %s AS pr", col(d, "TenantId", q1), col(d, "Priority", q2));
     if (!c->ib) sb_add(&b, ", %s AS cid, %s AS okey", col(d, "CorrelationId", q2), col(d, "OrderingKey", q3));
     sb_add(&b, " FROM ");
     add_table(c, d, &b);
@@ -1190,12 +1191,13 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
     else sb_add(&b, " ORDER BY cr, k1, k2 LIMIT %d OFFSET %d", o.limit, o.offset);
     if (!(st = sql_run(c, b.text, params, n))) return fail(CTL_DB, "list: %s", db_err);
     if (o.json) printf("[");
-    else if (c->ib) printf("%-20s %-24s %-9s %-20s %8s  %-23s %8s%s\n", "SOURCE", "MESSAGE ID", "STATUS", "TOPIC",
-                          "ATTEMPTS", "FIRST SEEN (UTC)", "BYTES", with_error ? "  LAST ERROR" : "");
-    else printf("%-36s %-9s %-20s %8s  %-23s %8s%s\n", "ID", "STATUS", "TOPIC", "ATTEMPTS", "CREATED (UTC)",
-                "BYTES", with_error ? "  LAST ERROR" : "");
+    else if (c->ib) printf("%-20s %-24s %-9s %-20s %8s  %-23s %8s %4s%s\n", "SOURCE", "MESSAGE ID", "STATUS", "TOPIC",
+                          "ATTEMPTS", "FIRST SEEN (UTC)", "BYTES", "PRIO", with_error ? "  LAST ERROR" : "");
+    else printf("%-36s %-9s %-20s %8s  %-23s %8s %4s%s\n", "ID", "STATUS", "TOPIC", "ATTEMPTS", "CREATED (UTC)",
+                "BYTES", "PRIO", with_error ? "  LAST ERROR" : "");
     while ((r = sql_next(st)) == 1) {
         int64_t att = sql_i64(st, 5, NULL), cr = sql_i64(st, 6, NULL), bytes = sql_i64(st, 7, NULL);
+        int64_t prio = sql_i64(st, 11, NULL); /* obx_new_message.priority (ibx_) */
         sql_text(st, 1, v[0], sizeof v[0]);
         sql_text(st, 2, v[1], sizeof v[1]);
         sql_text(st, 3, v[2], sizeof v[2]);
@@ -1210,6 +1212,7 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
             json_str(stdout, v[3]);
             printf(",\"attempts\":%lld,\"created_ms\":%lld,\"bytes\":%lld", (long long)att, (long long)cr,
                    (long long)bytes);
+            printf(",\"priority\":%lld", (long long)prio);
             if (with_error) {
                 printf(",\"last_error\":");
                 json_str(stdout, err[0] ? err : NULL);
@@ -1226,6 +1229,7 @@ static int cmd_list(ctl *c, const char *status, int with_error) {
             safe_text(stdout, v[3], strlen(v[3]), 20, 1);
             printf("%*s %8lld  %-23s %8lld", 20 - (int)(strlen(v[3]) < 20 ? strlen(v[3]) : 20), "", (long long)att,
                    utc(cr, when), (long long)bytes);
+            printf(" %4lld", (long long)prio);
             if (with_error) {
                 printf("  ");
                 safe_text(stdout, err, strlen(err), 60, 1);
@@ -1431,9 +1435,9 @@ static void show_outbox(ctl *c, const obx_message *m) {
         printf(",\"waits_for\":");
         if (waits[0]) printf("\"%.36s\"", waits);
         else printf("null");
-        printf(",\"attempts\":%d,\"starts\":%d,\"now_ms\":%lld,\"created_ms\":%lld,\"due_ms\":%lld,"
-               "\"next_attempt_ms\":%lld,\"expires_ms\":%lld,\"locked_until_ms\":%lld,\"owner\":", m->retry_count,
-               m->starts, (long long)now, (long long)m->created_at_ms, (long long)m->due_time_ms,
+        printf(",\"priority\":%d,\"attempts\":%d,\"starts\":%d,\"now_ms\":%lld,\"created_ms\":%lld,\"due_ms\":%lld,"
+               "\"next_attempt_ms\":%lld,\"expires_ms\":%lld,\"locked_until_ms\":%lld,\"owner\":", m->priority,
+               m->retry_count, m->starts, (long long)now, (long long)m->created_at_ms, (long long)m->due_time_ms,
                (long long)(is_parked(m) ? 0 : m->next_attempt_ms), (long long)m->expires_ms,
                (long long)m->locked_until_ms);
         json_str(stdout, m->owner_token[0] ? m->owner_token : NULL);
@@ -1454,6 +1458,8 @@ static void show_outbox(ctl *c, const obx_message *m) {
     field("status", state);
     if (why[0]) field("why", why);
     field("ordering key", m->ordering_key);
+    field_num("priority", m->priority,
+              m->priority ? "(-5..5; higher first among due messages, 10 s of waiting per level)" : NULL);
     snprintf(n, sizeof n, "%d", m->retry_count);
     field("attempts", n);
     field_num("starts", m->starts, starts_note(m->starts));
@@ -1494,6 +1500,7 @@ static void show_inbox(ctl *c, const ibx_message *m) {
         json_str(stdout, m->topic);
         printf(",\"status\":\"%s\",\"why\":", state);
         json_str(stdout, why[0] ? why : NULL);
+        printf(",\"priority\":%d", m->priority);
         printf(",\"attempts\":%d,\"starts\":%d,\"now_ms\":%lld,\"first_seen_ms\":%lld,\"last_seen_ms\":%lld,"
                "\"due_ms\":%lld,\"next_attempt_ms\":%lld,\"expires_ms\":%lld,\"locked_until_ms\":%lld,\"owner\":",
                m->attempt, m->starts, (long long)now, (long long)m->first_seen_ms, (long long)m->last_seen_ms,
@@ -1513,6 +1520,8 @@ static void show_inbox(ctl *c, const ibx_message *m) {
     field("topic", m->topic);
     field("status", state);
     if (why[0]) field("why", why);
+    field_num("priority", m->priority,
+              m->priority ? "(-5..5; higher first among due messages, 10 s of waiting per level)" : NULL);
     snprintf(n, sizeof n, "%d", m->attempt);
     field("attempts", n);
     field_num("starts", m->starts, starts_note(m->starts));

@@ -19,6 +19,8 @@ CREATE TABLE IF NOT EXISTS `Inbox` (
     `AggregateId`   VARCHAR(128) NULL,
     `Headers`       JSON NULL,
     `ExpiresAt`     DATETIME(6) NULL,
+    `Priority`      TINYINT NOT NULL DEFAULT 0,
+    `ClaimRank`     DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL (`Priority` * 10) SECOND)) PERSISTENT,
     PRIMARY KEY (`Source`, `MessageId`),
     KEY `IX_Inbox_WorkQueue` (`Status`, `NextAttemptAt`),
     KEY `IX_Inbox_Leased` (`Status`, `LockedUntil`),
@@ -30,3 +32,6 @@ ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `AggregateType` VARCHAR(64) NULL;
 ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `AggregateId` VARCHAR(128) NULL;
 ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `Headers` JSON NULL;
 ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `ExpiresAt` DATETIME(6) NULL;
+ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `Priority` TINYINT NOT NULL DEFAULT 0;
+ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `ClaimRank` DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL (`Priority` * 10) SECOND)) PERSISTENT;
+CREATE INDEX IF NOT EXISTS `IX_Inbox_Claim` ON `Inbox` (`Status`, `ClaimRank`, `NextAttemptAt`);

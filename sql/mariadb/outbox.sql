@@ -25,6 +25,8 @@ CREATE TABLE IF NOT EXISTS `Outbox` (
     `AggregateId`   VARCHAR(128) NULL,
     `Headers`       JSON NULL,
     `ExpiresAt`     DATETIME(6) NULL,
+    `Priority`      TINYINT NOT NULL DEFAULT 0,
+    `ClaimRank`     DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL (`Priority` * 10) SECOND)) PERSISTENT,
     KEY `IX_Outbox_Ready` (`Status`, `NextAttemptAt`),
     KEY `IX_Outbox_Leased` (`Status`, `LockedUntil`),
     KEY `IX_Outbox_Done` (`Status`, `ProcessedAt`)
@@ -39,7 +41,10 @@ ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `AggregateType` VARCHAR(64) NULL;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `AggregateId` VARCHAR(128) NULL;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `Headers` JSON NULL;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `ExpiresAt` DATETIME(6) NULL;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `Priority` TINYINT NOT NULL DEFAULT 0;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `ClaimRank` DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL (`Priority` * 10) SECOND)) PERSISTENT;
 CREATE INDEX IF NOT EXISTS `IX_Outbox_Ordering` ON `Outbox` (`OrderingLive`, `OrderingState`, `OrderingSeq`);
+CREATE INDEX IF NOT EXISTS `IX_Outbox_Claim` ON `Outbox` (`Status`, `ClaimRank`, `NextAttemptAt`);
 CREATE TABLE IF NOT EXISTS `OutboxJoin` (
     `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,
     `GroupingKey`    VARCHAR(255) NULL,

@@ -21,6 +21,7 @@ CREATE TABLE IF NOT EXISTS "infra"."Inbox" (
     "AggregateId"   varchar(128) NULL,
     "Headers"       json NULL,
     "ExpiresAt"     timestamptz NULL,
+    "Priority"      smallint NOT NULL DEFAULT 0,
     PRIMARY KEY ("Source", "MessageId")
 );
 ALTER TABLE "infra"."Inbox" ADD COLUMN IF NOT EXISTS "Starts" integer NOT NULL DEFAULT 0;
@@ -29,6 +30,8 @@ ALTER TABLE "infra"."Inbox" ADD COLUMN IF NOT EXISTS "AggregateType" varchar(64)
 ALTER TABLE "infra"."Inbox" ADD COLUMN IF NOT EXISTS "AggregateId" varchar(128) NULL;
 ALTER TABLE "infra"."Inbox" ADD COLUMN IF NOT EXISTS "Headers" json NULL;
 ALTER TABLE "infra"."Inbox" ADD COLUMN IF NOT EXISTS "ExpiresAt" timestamptz NULL;
+ALTER TABLE "infra"."Inbox" ADD COLUMN IF NOT EXISTS "Priority" smallint NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS "IX_Inbox_WorkQueue" ON "infra"."Inbox" ("NextAttemptAt") WHERE "Status" = 'Processing';
+CREATE INDEX IF NOT EXISTS "IX_Inbox_Claim" ON "infra"."Inbox" ((("NextAttemptAt" AT TIME ZONE 'UTC') - "Priority" * interval '10 seconds')) WHERE ("Status" = 'Processing') IS TRUE AND "Starts" >= 0;
 CREATE INDEX IF NOT EXISTS "IX_Inbox_Leased" ON "infra"."Inbox" ("LockedUntil") WHERE "Status" = 'Processing' AND "LockedUntil" IS NOT NULL;
 CREATE INDEX IF NOT EXISTS "IX_Inbox_Cleanup" ON "infra"."Inbox" ("LastSeenUtc") WHERE "Status" = 'Done';

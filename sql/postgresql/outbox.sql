@@ -24,7 +24,8 @@ CREATE TABLE IF NOT EXISTS "dbo"."Outbox" (
     "AggregateType" varchar(64) NULL,
     "AggregateId"   varchar(128) NULL,
     "Headers"       json NULL,
-    "ExpiresAt"     timestamptz NULL
+    "ExpiresAt"     timestamptz NULL,
+    "Priority"      smallint NOT NULL DEFAULT 0
 );
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "Starts" integer NOT NULL DEFAULT 0;
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "OrderingKey" varchar(255) NULL;
@@ -34,7 +35,9 @@ ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "AggregateType" varchar(64) 
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "AggregateId" varchar(128) NULL;
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "Headers" json NULL;
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "ExpiresAt" timestamptz NULL;
+ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "Priority" smallint NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "dbo"."Outbox" ("NextAttemptAt") WHERE "Status" = 0;
+CREATE INDEX IF NOT EXISTS "IX_Outbox_Claim" ON "dbo"."Outbox" ((("NextAttemptAt" AT TIME ZONE 'UTC') - "Priority" * interval '10 seconds')) WHERE "Status" = 0 AND NOT "IsProcessed";
 CREATE INDEX IF NOT EXISTS "IX_Outbox_OrderingId" ON "dbo"."Outbox" ("OrderingKey", "Status", "OrderingSeq", "Id") WHERE "OrderingKey" IS NOT NULL AND "Status" <> 2;
 DROP INDEX IF EXISTS "dbo"."IX_Outbox_Ordering";
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "dbo"."Outbox" ("LockedUntil") WHERE "Status" = 1;
@@ -114,9 +117,9 @@ BEGIN
            "LockedUntil" = now() + make_interval(secs => p_lease_seconds), "Starts" = "Starts" + 1
      WHERE "Id" = ANY (ARRAY(
         SELECT c."Id" FROM "dbo"."Outbox" AS c
-         WHERE c."Status" = 0 AND c."NextAttemptAt" <= now() AND NOT c."IsProcessed"
+         WHERE c."Status" = 0 AND (c."NextAttemptAt" <= now()) IS TRUE AND NOT c."IsProcessed"
            AND (c."OrderingKey" IS NULL OR (c."Id" = (SELECT o."Id" FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = c."OrderingKey" AND o."Status" <> 2 AND o."Status" = 0 ORDER BY o."OrderingSeq", o."Id" LIMIT 1) AND NOT EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = c."OrderingKey" AND o."Status" <> 2 AND o."Status" = 1)))
-         ORDER BY c."NextAttemptAt" LIMIT p_batch
+           AND ((c."NextAttemptAt" AT TIME ZONE 'UTC') - c."Priority" * interval '10 seconds') <= (now() AT TIME ZONE 'UTC') + interval '50 seconds' ORDER BY ((c."NextAttemptAt" AT TIME ZONE 'UTC') - c."Priority" * interval '10 seconds') LIMIT p_batch
            FOR UPDATE OF c SKIP LOCKED)) AND ("OrderingKey" IS NULL OR pg_try_advisory_xact_lock(hashtext('"dbo".Outbox'), hashtext("OrderingKey")))
     RETURNING "Id") SELECT array_agg("Id") INTO v_ids FROM u;
     UPDATE "dbo"."Outbox" AS t SET "Status" = 0, "OwnerToken" = NULL, "LockedUntil" = NULL,

@@ -19,8 +19,10 @@ CREATE TABLE IF NOT EXISTS "Inbox" (
     "AggregateId"   TEXT NULL,
     "Headers"       TEXT NULL,
     "ExpiresAt"     INTEGER NULL,
+    "Priority"      INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (Source, MessageId)
 );
 CREATE INDEX IF NOT EXISTS "IX_Inbox_WorkQueue" ON "Inbox" (NextAttemptAt) WHERE Status = 'Processing';
+CREATE INDEX IF NOT EXISTS "IX_Inbox_Claim" ON "Inbox" (NextAttemptAt - Priority * 10000) WHERE Status = 'Processing' AND Starts >= 0;
 CREATE INDEX IF NOT EXISTS "IX_Inbox_Leased" ON "Inbox" (LockedUntil) WHERE Status = 'Processing' AND LockedUntil IS NOT NULL;
 CREATE INDEX IF NOT EXISTS "IX_Inbox_Cleanup" ON "Inbox" (LastSeenUtc) WHERE Status = 'Done';

@@ -22,9 +22,11 @@ CREATE TABLE IF NOT EXISTS "Outbox" (
     "AggregateType" TEXT NULL,
     "AggregateId"   TEXT NULL,
     "Headers"       TEXT NULL,
-    "ExpiresAt"     INTEGER NULL
+    "ExpiresAt"     INTEGER NULL,
+    "Priority"      INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "Outbox" (NextAttemptAt) WHERE Status = 0;
+CREATE INDEX IF NOT EXISTS "IX_Outbox_Claim" ON "Outbox" (NextAttemptAt - Priority * 10000) WHERE Status = 0 AND IsProcessed = 0;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Ordering" ON "Outbox" (OrderingKey, Status, OrderingSeq) WHERE OrderingKey IS NOT NULL AND Status <> 2;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Leased" ON "Outbox" (LockedUntil) WHERE Status = 1;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Done" ON "Outbox" (ProcessedAt) WHERE Status = 2;

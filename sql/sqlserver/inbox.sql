@@ -30,6 +30,7 @@ CREATE TABLE [infra].[Inbox] (
     [AggregateId]   NVARCHAR(128) NULL,
     [Headers]       NVARCHAR(MAX) NULL,
     [ExpiresAt]     DATETIME2(3) NULL,
+    [Priority]      SMALLINT NOT NULL DEFAULT 0,
     [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,
     CONSTRAINT [PK_Inbox] PRIMARY KEY NONCLUSTERED ([Source], [MessageId]),
     CONSTRAINT [CX_Inbox] UNIQUE CLUSTERED ([Seq])
@@ -46,6 +47,8 @@ GO
 IF COL_LENGTH(N'[infra].[Inbox]', N'Headers') IS NULL ALTER TABLE [infra].[Inbox] ADD [Headers] NVARCHAR(MAX) NULL
 GO
 IF COL_LENGTH(N'[infra].[Inbox]', N'ExpiresAt') IS NULL ALTER TABLE [infra].[Inbox] ADD [ExpiresAt] DATETIME2(3) NULL
+GO
+IF COL_LENGTH(N'[infra].[Inbox]', N'Priority') IS NULL ALTER TABLE [infra].[Inbox] ADD [Priority] SMALLINT NOT NULL DEFAULT 0
 GO
 IF INDEXPROPERTY(OBJECT_ID(N'[infra].[Inbox]'), N'IX_Inbox_WorkQueue', 'IndexID') IS NULL
 CREATE INDEX [IX_Inbox_WorkQueue] ON [infra].[Inbox] ([NextAttemptAt]) INCLUDE ([LockedUntil], [OwnerToken]) WHERE [Status] = 'Processing'

@@ -34,6 +34,7 @@ CREATE TABLE [dbo].[Outbox] (
     [AggregateId]   NVARCHAR(128) NULL,
     [Headers]       NVARCHAR(MAX) NULL,
     [ExpiresAt]     DATETIMEOFFSET NULL,
+    [Priority]      SMALLINT NOT NULL DEFAULT 0,
     [Seq]           BIGINT IDENTITY(1, 1) NOT NULL,
     CONSTRAINT [PK_Outbox] PRIMARY KEY NONCLUSTERED ([Id]),
     CONSTRAINT [CX_Outbox] UNIQUE CLUSTERED ([Seq])
@@ -54,6 +55,8 @@ GO
 IF COL_LENGTH(N'[dbo].[Outbox]', N'Headers') IS NULL ALTER TABLE [dbo].[Outbox] ADD [Headers] NVARCHAR(MAX) NULL
 GO
 IF COL_LENGTH(N'[dbo].[Outbox]', N'ExpiresAt') IS NULL ALTER TABLE [dbo].[Outbox] ADD [ExpiresAt] DATETIMEOFFSET NULL
+GO
+IF COL_LENGTH(N'[dbo].[Outbox]', N'Priority') IS NULL ALTER TABLE [dbo].[Outbox] ADD [Priority] SMALLINT NOT NULL DEFAULT 0
 GO
 IF INDEXPROPERTY(OBJECT_ID(N'[dbo].[Outbox]'), N'IX_Outbox_Ready', 'IndexID') IS NULL
 CREATE INDEX [IX_Outbox_Ready] ON [dbo].[Outbox] ([NextAttemptAt]) WHERE [Status] = 0

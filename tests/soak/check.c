@@ -120,6 +120,7 @@ typedef struct opr { /* an operator's replay or purge of this message */
     char kind;           /* 'R' replay, 'P' purge */
     int64_t t0, t1;      /* t1 0: never returned (killed) */
     long n;
+    int rc;              /* its result: -6 (DB_TRANSIENT) may be a commit whose answer was lost */
 } opr;
 
 typedef struct hline {
@@ -343,6 +344,7 @@ static void read_operator(const char *file, const char *line, rec **out) {
             if (r->ops[i].kind == kind && !r->ops[i].t1) {
                 r->ops[i].t1 = t;
                 r->ops[i].n = (long)n;
+                r->ops[i].rc = rc;
                 break;
             }
         g_ops_done++;
@@ -726,10 +728,14 @@ static int cmp_handling(const void *a, const void *b) {
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* A purge deleted it, or may have: killed before it returned, or failed
+ * with a transient error (the connection lost during its commit: the
+ * delete may have committed). */
 static int purged(const rec *r) {
     int i;
     for (i = 0; i < r->nops; i++)
-        if (r->ops[i].kind == 'P' && (r->ops[i].n > 0 || r->ops[i].t1 == 0)) return 1;
+        if (r->ops[i].kind == 'P' && (r->ops[i].n > 0 || r->ops[i].t1 == 0 || r->ops[i].rc == SOAK_RC_TRANSIENT))
+            return 1;
     return 0;
 }
 
@@ -950,10 +956,14 @@ static void check_inbox(rec *r) {
     }
     qsort(r->d, (size_t)r->nd, sizeof *r->d, cmp_delivery_done);
     /* The last content accepted (versions only grow): a delivery that
-     * returned enqueued, or one of unknown outcome that the row shows. */
+     * returned enqueued, or one of unknown outcome (killed, or its commit
+     * lost) that the row shows or a handler saw (the row may be gone:
+     * Done, then cleaned up). */
     for (i = 0; i < r->nd; i++) {
+        int k, handled = 0;
+        for (k = 0; k < r->nh && r->d[i].enq == -1; k++) handled |= r->h[k].ver == r->d[i].ver;
         if (r->d[i].enq == 1 && r->d[i].ver > last) last = r->d[i].ver;
-        if (r->d[i].enq == -1 && r->row_ver == r->d[i].ver && r->d[i].ver > last) last = r->d[i].ver;
+        if (r->d[i].enq == -1 && (r->row_ver == r->d[i].ver || handled) && r->d[i].ver > last) last = r->d[i].ver;
     }
     /* Found Done: never handled again after that. */
     for (i = 0; i < r->nd; i++)

@@ -148,6 +148,15 @@ printf 'RP P0.1.1 %s tool\nRPD P0.1.1 1 0 %s\n' "$(t 30)" "$(t 40)" > "$work/log
 orow P0.1.1 0 0 3 "'soak: dead by handler'"
 expect obx REPLAY-UNHANDLED replay-unhandled
 
+setup obx # a dead message purged, the purge's answer lost (a transient error: it may have committed), the row gone
+printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 dead %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
+printf 'PG P0.1.1 %s api\nPGD P0.1.1 0 -6 %s\n' "$(t 30)" "$(t 40)" > "$work/logs/o0.1.log"
+expect obx ok purge-outcome-unknown
+# the same purge failing for good (a permanent error): the row gone is lost
+sed -i 's/ 0 -6 / 0 -5 /' "$work/logs/o0.1.log"
+expect obx LOST purge-failed-row-gone
+
 setup obx # a purge that deleted a message a handler was inside (purge during replay)
 printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
 printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 dead %s 100\nS P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" "$(t 50)" "$(t 60)" > "$work/logs/d0.1.log"
@@ -190,6 +199,16 @@ printf 'I s0/P0.1.1 1 %s\nA s0/P0.1.1 1 1 %s\nI s0/P0.1.1 2 %s\nA s0/P0.1.1 2 1 
 printf 'S s0/P0.1.1 1 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
 irow s0/P0.1.1 2 Done 0 NULL
 expect ibx INBOX-CONTENT inbox-content
+
+setup ibx # the row gone (Done, cleaned up): the last accepted content v2 never handled
+printf 'I s0/P0.1.1 1 %s\nA s0/P0.1.1 1 1 %s\nI s0/P0.1.1 2 %s\nA s0/P0.1.1 2 1 %s\n' "$(t 1)" "$(t 2)" "$(t 15)" "$(t 16)" > "$work/logs/p0.1.log"
+printf 'S s0/P0.1.1 1 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
+expect ibx INBOX-CONTENT inbox-content-row-gone
+
+setup ibx # a redelivery of new content whose outcome is unknown (killed) but which a handler saw, row gone
+printf 'I s0/P0.1.1 1 %s\nA s0/P0.1.1 1 1 %s\nI s0/P0.1.1 2 %s\n' "$(t 1)" "$(t 2)" "$(t 5)" > "$work/logs/p0.1.log"
+printf 'S s0/P0.1.1 2 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
+expect ibx ok inbox-unknown-outcome-handled
 
 setup ibx # handled again after a delivery found it Done
 printf 'I s0/P0.1.1 1 %s\nA s0/P0.1.1 1 1 %s\nI s0/P0.1.1 1 %s\nA s0/P0.1.1 1 0 %s\n' "$(t 1)" "$(t 2)" "$(t 30)" "$(t 31)" > "$work/logs/p0.1.log"

@@ -539,6 +539,8 @@ static int conn_dead(tort_db *db) {
                                      of its single enqueues: met on every backend (FULL) */
 /* The checker reads refusals as logged numbers (it includes neither header). */
 typedef char soak_full_is_obx_full[SOAK_ERR_FULL == (int)OBX_ERR_FULL && SOAK_ERR_FULL == (int)IBX_ERR_FULL ? 1 : -1];
+typedef char soak_transient_is_obx_transient[SOAK_RC_TRANSIENT == (int)OBX_ERR_DB_TRANSIENT &&
+                                             SOAK_RC_TRANSIENT == (int)IBX_ERR_DB_TRANSIENT ? 1 : -1];
 
 static void fill_new(obx_new_message *m, char *payload, size_t pcap, const char *tag, char *okey, size_t kcap,
                      char *exp) {
@@ -561,6 +563,7 @@ static void fill_new(obx_new_message *m, char *payload, size_t pcap, const char 
         m->expires_utc_ms = now + 3600000; /* in the future */
         *exp = 'f';
     }
+    if (soak_pct(&g_rng, 30)) m->priority = soak_below(&g_rng, 11) - 5; /* priority: -5..5 */
     if (soak_pct(&g_rng, 10)) { /* the envelope */
         m->tenant_id = "t1";
         m->aggregate_type = "order";
@@ -774,6 +777,7 @@ static int role_producer_ibx(int id, int inc) {
         m.message_id = d->mid;
         m.payload = payload;
         m.payload_len = IBX_NTS;
+        if (d->nonce % 3 == 0) m.priority = (int)(d->nonce % 11) - 5; /* priority: -5..5 */
         soak_log(g_log, "I %s %d %lld", key, d->ver, (long long)tort_wall_us());
         r = ibx_enqueue(s, &m, &enq);
         if (r == IBX_OK) soak_log(g_log, "A %s %d %d %lld", key, d->ver, enq, (long long)tort_wall_us());

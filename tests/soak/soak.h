@@ -30,6 +30,7 @@
 #define SOAK_RETRY_REASON "soak: retry"
 #define SOAK_PAUSE_REASON "soak: pause"
 #define SOAK_ERR_FULL (-9)      /* OBX_ERR_FULL, IBX_ERR_FULL as producers log it (soak.c checks) */
+#define SOAK_RC_TRANSIENT (-6)  /* OBX_ERR_DB_TRANSIENT, IBX_ERR_DB_TRANSIENT as operators log it (soak.c checks) */
 
 /* ---- seeded random source (splitmix64): one stream per process ------------- */
 

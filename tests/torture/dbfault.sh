@@ -68,9 +68,13 @@ postgresql/freeze)
     now_us
     ;;
 mariadb/restart)
-    pid=$(head -n 1 "$RUNDIR/my.pid")
-    kill -KILL "$pid"
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.02; done
+    # A server that is already down (it crashed, or was shut down: no pid
+    # file) is started again all the same; the fault is then only the start.
+    pid=$(head -n 1 "$RUNDIR/my.pid" 2>/dev/null || true)
+    if [ -n "$pid" ]; then
+        kill -KILL "$pid" 2>/dev/null || true
+        while kill -0 "$pid" 2>/dev/null; do sleep 0.02; done
+    fi
     user_opt=""
     [ "$(id -u)" -eq 0 ] && user_opt=--user=mysql
     # The command line of tests/db.sh's start, on the same data dir.
