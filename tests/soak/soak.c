@@ -12,7 +12,9 @@
  *               with redeliveries of the same and of changed content, some
  *               while the message is in a handler
  *   dispatcher  per-message and batch handlers that return done / retry /
- *               pause / dead at random, some slower than the lease; a poison
+ *               pause / dead at random, some slower than the lease; the same
+ *               as transactional handlers (topics x, y) writing an effect in
+ *               the settle's transaction, and OBX_CONFLICT now and then; a poison
  *               topic whose handler calls abort(); the lease renewal's
  *               connects refused now and then (soak_driver_connect)
  *   operator    what operators do during the run (see role_operator), among
