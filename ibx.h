@@ -3733,10 +3733,11 @@ IBX__PRIVATE void ibx__connect_explain(ibx__db *db, const char *connstr) {
                  IBX__WHY(": `odbcinst -q -d` lists the drivers the driver manager knows, `odbcinst -j` the file "
                           "it read%s; a driver given by path must exist"),
                  driver[0] ? "driver '" : "the driver of DSN '", driver[0] ? driver : dsn, "'" IBX__WHY_ARG(env));
-    else if ((strstr(m, "FATAL:") && (strstr(m, "does not exist") || strstr(m, "authentication failed") ||
+    else if (!IBX__SQLITE_ONLY && /* a server's refusals: folded away with SQLite only */
+             ((strstr(m, "FATAL:") && (strstr(m, "does not exist") || strstr(m, "authentication failed") ||
                                       strstr(m, "no pg_hba.conf entry"))) ||
              ((strcmp(e->sqlstate, "28000") == 0 || strcmp(e->sqlstate, "42000") == 0) &&
-              (e->native == 1044 || e->native == 1045 || e->native == 1049 || e->native == 1698)))
+              (e->native == 1044 || e->native == 1045 || e->native == 1049 || e->native == 1698))))
         snprintf(why, sizeof why, "the server refused the database or the login"
                  IBX__WHY(" (not tried again: fix the connection string or the server's grants)"));
     else if ((strstr(m, "[SQLite]") || strstr(m, "connect failed")) && e->native == 14) { /* SQLITE_CANTOPEN;
@@ -7839,13 +7840,13 @@ static char *ibx__schema_text(const ibx__hooks *h, const ibx__dialect *d, const 
     ibx__buf text = {NULL, 0, 0};
     int i, c, ok = 1;
     for (i = 0; ok && q->ddl[i]; i++) {
-        int adds = strstr(q->ddl[i], "{A}") && d->id != IBX_DIALECT_SQLITE ? IBX__COLUMNS_MAX : 0;
+        int adds = strstr(q->ddl[i], "{A}") && IBX__ONE(d)->id != IBX_DIALECT_SQLITE ? IBX__COLUMNS_MAX : 0;
         for (c = -1; ok && c < adds && (c < 0 || q->columns[c].name); c++) {
             char *one = c < 0 ? ibx__ddl_text(h, d, q, schema, table, q->ddl[i])
                               : ibx__column_text(h, d, q, schema, table, d->column_add, &q->columns[c]);
             /* A MariaDB trigger with a compound body has ';' inside: the
              * mysql/mariadb client splits at each one unless DELIMITER says. */
-            int compound = one && d->id == IBX_DIALECT_MARIADB && strchr(one, ';');
+            int compound = one && IBX__ONE(d)->id == IBX_DIALECT_MARIADB && strchr(one, ';');
             const char *open = compound ? "DELIMITER $$\n" : "";
             const char *end = compound ? "$$\nDELIMITER ;\n" : d->statement_end;
             ok = one && ibx__buf_add(h, &text, open, strlen(open)) &&
@@ -7901,7 +7902,7 @@ static char *ibx__ddl_probe(const ibx__hooks *h, const ibx__dialect *d, const ch
     size_t n;
     int i;
     *after = NULL;
-    if (d->id == IBX_DIALECT_POSTGRESQL) {
+    if (IBX__ONE(d)->id == IBX_DIALECT_POSTGRESQL) { /* SQLite only: folded away with MariaDB's */
         for (i = 0; pg_index[i]; i++)
             if (strncmp(one, pg_index[i], strlen(pg_index[i])) == 0 &&
                 ibx__ddl_name(one + strlen(pg_index[i]), '"', '"', name, sizeof name))
@@ -7933,7 +7934,7 @@ static char *ibx__ddl_probe(const ibx__hooks *h, const ibx__dialect *d, const ch
             return out;
         }
     }
-    if (d->id == IBX_DIALECT_MARIADB) {
+    if (IBX__ONE(d)->id == IBX_DIALECT_MARIADB) {
         if (strncmp(one, "CREATE TRIGGER IF NOT EXISTS ", 29) == 0 &&
             ibx__ddl_name(one + 29, '`', '`', name, sizeof name))
             return ibx__format(h, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE "
@@ -7958,7 +7959,7 @@ typedef struct ibx__deploy_ctx {
  * after, does: SQLite's schema version, the objects and columns of the
  * schema elsewhere. NULL: unknown (every deploy counts as a change). */
 static char *ibx__deploy_census(const ibx__hooks *h, const ibx__dialect *d, const char *schema) {
-    switch (d->id) {
+    switch (IBX__ONE(d)->id) { /* SQLite only: the other cases fold away */
     case IBX_DIALECT_SQLITE: return ibx__strdup(h, "PRAGMA schema_version");
     case IBX_DIALECT_POSTGRESQL:
         return ibx__format(h, "SELECT (SELECT COUNT(*) FROM pg_namespace WHERE nspname = '%s') + "
@@ -9861,8 +9862,9 @@ static int ibx__renew_keep(ibx__renewer *w, char **copy, const char *text, int *
 /* Renew the leases of batch ms[0..n) of store s from now on (the
  * dispatcher's thread). Handlers may start until `start_until` (the
  * claim's lease less its margin), later only as renewals extend it.
- * Returns 0 when there is no renewal (none, or the caller's connection,
- * or out of memory): then start_until stays the limit. */
+ * Returns 1; 0 when there is no renewal (none, or the caller's
+ * connection): then start_until stays the limit; -1 when it could not be
+ * set up (out of memory, no thread): the batch must not run unrenewed. */
 static int ibx__renew_begin(ibx__renewer *w, ibx_store *s, const char *owner, const ibx_message *ms,
                             int n, int lease_seconds, int64_t max_ms, int64_t start_until) {
     int changed = 0, ok;
@@ -9904,7 +9906,7 @@ static int ibx__renew_begin(ibx__renewer *w, ibx_store *s, const char *owner, co
         w->stale = 1; /* a copy may be missing */
     }
     ibx__mutex_unlock(&w->mutex);
-    return ok;
+    return ok ? 1 : -1;
 }
 
 /* Until when (monotonic) a handler of the batch may start. */
@@ -11084,10 +11086,19 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     for (from = 0; from < n && ms[from].starts <= 1; from++) {}
     if (from < n && (r = ibx__isolate(d, s, &n, &first)) != IBX_OK) return r;
     renewed = ibx__renew_begin(d->renewer, s, d->owner, ms, n, d->lease_seconds, d->max_handler_ms, deadline);
-    for (from = 0; from < n && r == IBX_OK; from = to) { /* the others, then a suspect */
+    if (renewed < 0) { /* unrenewed, a slow handler would overlap the next owner's: released */
+        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
+                 "lease renewal could not be set up (out of memory or no thread): %d message(s) released "
+                 "unhandled" IBX__WHY(", for the next claim; no attempt used"), n);
+        for (from = 0; from < n; from++) d->outcomes[from] = IBX__SKIPPED;
+        r = ibx__settle_batch(d, s, ms, n, st);
+        if (r == IBX_OK) /* an error, so that run() backs off rather than claim again at once */
+            r = ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_run", "lease renewal could not be set up");
+    }
+    for (from = renewed < 0 ? n : 0; from < n && r == IBX_OK; from = to) { /* the others, then a suspect */
         to = from < first ? first : n;
         if (from > 0) ibx__renew_range(d->renewer, ms + from, n - from, 1); /* the suspect, alone now */
-        ibx__handle_batch(d, s, ms + from, to - from, renewed ? d->renewer : NULL, claimed, deadline, st);
+        ibx__handle_batch(d, s, ms + from, to - from, renewed > 0 ? d->renewer : NULL, claimed, deadline, st);
         ibx__renew_range(d->renewer, ms + from, n - from, 0); /* settling: fewer leases is no news */
         ibx__watch(d->renewer, s, 1);
         r = ibx__settle_batch(d, s, ms + from, to - from, st);

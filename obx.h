@@ -3932,10 +3932,11 @@ OBX__PRIVATE void obx__connect_explain(obx__db *db, const char *connstr) {
                  OBX__WHY(": `odbcinst -q -d` lists the drivers the driver manager knows, `odbcinst -j` the file "
                           "it read%s; a driver given by path must exist"),
                  driver[0] ? "driver '" : "the driver of DSN '", driver[0] ? driver : dsn, "'" OBX__WHY_ARG(env));
-    else if ((strstr(m, "FATAL:") && (strstr(m, "does not exist") || strstr(m, "authentication failed") ||
+    else if (!OBX__SQLITE_ONLY && /* a server's refusals: folded away with SQLite only */
+             ((strstr(m, "FATAL:") && (strstr(m, "does not exist") || strstr(m, "authentication failed") ||
                                       strstr(m, "no pg_hba.conf entry"))) ||
              ((strcmp(e->sqlstate, "28000") == 0 || strcmp(e->sqlstate, "42000") == 0) &&
-              (e->native == 1044 || e->native == 1045 || e->native == 1049 || e->native == 1698)))
+              (e->native == 1044 || e->native == 1045 || e->native == 1049 || e->native == 1698))))
         snprintf(why, sizeof why, "the server refused the database or the login"
                  OBX__WHY(" (not tried again: fix the connection string or the server's grants)"));
     else if ((strstr(m, "[SQLite]") || strstr(m, "connect failed")) && e->native == 14) { /* SQLITE_CANTOPEN;
@@ -8653,13 +8654,13 @@ static char *obx__schema_text(const obx__hooks *h, const obx__dialect *d, const 
     obx__buf text = {NULL, 0, 0};
     int i, c, ok = 1;
     for (i = 0; ok && q->ddl[i]; i++) {
-        int adds = strstr(q->ddl[i], "{A}") && d->id != OBX_DIALECT_SQLITE ? OBX__COLUMNS_MAX : 0;
+        int adds = strstr(q->ddl[i], "{A}") && OBX__ONE(d)->id != OBX_DIALECT_SQLITE ? OBX__COLUMNS_MAX : 0;
         for (c = -1; ok && c < adds && (c < 0 || q->columns[c].name); c++) {
             char *one = c < 0 ? obx__ddl_text(h, d, q, schema, table, q->ddl[i])
                               : obx__column_text(h, d, q, schema, table, d->column_add, &q->columns[c]);
             /* A MariaDB trigger with a compound body has ';' inside: the
              * mysql/mariadb client splits at each one unless DELIMITER says. */
-            int compound = one && d->id == OBX_DIALECT_MARIADB && strchr(one, ';');
+            int compound = one && OBX__ONE(d)->id == OBX_DIALECT_MARIADB && strchr(one, ';');
             const char *open = compound ? "DELIMITER $$\n" : "";
             const char *end = compound ? "$$\nDELIMITER ;\n" : d->statement_end;
             ok = one && obx__buf_add(h, &text, open, strlen(open)) &&
@@ -8715,7 +8716,7 @@ static char *obx__ddl_probe(const obx__hooks *h, const obx__dialect *d, const ch
     size_t n;
     int i;
     *after = NULL;
-    if (d->id == OBX_DIALECT_POSTGRESQL) {
+    if (OBX__ONE(d)->id == OBX_DIALECT_POSTGRESQL) { /* SQLite only: folded away with MariaDB's */
         for (i = 0; pg_index[i]; i++)
             if (strncmp(one, pg_index[i], strlen(pg_index[i])) == 0 &&
                 obx__ddl_name(one + strlen(pg_index[i]), '"', '"', name, sizeof name))
@@ -8747,7 +8748,7 @@ static char *obx__ddl_probe(const obx__hooks *h, const obx__dialect *d, const ch
             return out;
         }
     }
-    if (d->id == OBX_DIALECT_MARIADB) {
+    if (OBX__ONE(d)->id == OBX_DIALECT_MARIADB) {
         if (strncmp(one, "CREATE TRIGGER IF NOT EXISTS ", 29) == 0 &&
             obx__ddl_name(one + 29, '`', '`', name, sizeof name))
             return obx__format(h, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE "
@@ -8772,7 +8773,7 @@ typedef struct obx__deploy_ctx {
  * after, does: SQLite's schema version, the objects and columns of the
  * schema elsewhere. NULL: unknown (every deploy counts as a change). */
 static char *obx__deploy_census(const obx__hooks *h, const obx__dialect *d, const char *schema) {
-    switch (d->id) {
+    switch (OBX__ONE(d)->id) { /* SQLite only: the other cases fold away */
     case OBX_DIALECT_SQLITE: return obx__strdup(h, "PRAGMA schema_version");
     case OBX_DIALECT_POSTGRESQL:
         return obx__format(h, "SELECT (SELECT COUNT(*) FROM pg_namespace WHERE nspname = '%s') + "
@@ -10675,8 +10676,9 @@ static int obx__renew_keep(obx__renewer *w, char **copy, const char *text, int *
 /* Renew the leases of batch ms[0..n) of store s from now on (the
  * dispatcher's thread). Handlers may start until `start_until` (the
  * claim's lease less its margin), later only as renewals extend it.
- * Returns 0 when there is no renewal (none, or the caller's connection,
- * or out of memory): then start_until stays the limit. */
+ * Returns 1; 0 when there is no renewal (none, or the caller's
+ * connection): then start_until stays the limit; -1 when it could not be
+ * set up (out of memory, no thread): the batch must not run unrenewed. */
 static int obx__renew_begin(obx__renewer *w, obx_store *s, const char *owner, const obx_message *ms,
                             int n, int lease_seconds, int64_t max_ms, int64_t start_until) {
     int changed = 0, ok;
@@ -10718,7 +10720,7 @@ static int obx__renew_begin(obx__renewer *w, obx_store *s, const char *owner, co
         w->stale = 1; /* a copy may be missing */
     }
     obx__mutex_unlock(&w->mutex);
-    return ok;
+    return ok ? 1 : -1;
 }
 
 /* Until when (monotonic) a handler of the batch may start. */
@@ -11898,10 +11900,19 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     for (from = 0; from < n && ms[from].starts <= 1; from++) {}
     if (from < n && (r = obx__isolate(d, s, &n, &first)) != OBX_OK) return r;
     renewed = obx__renew_begin(d->renewer, s, d->owner, ms, n, d->lease_seconds, d->max_handler_ms, deadline);
-    for (from = 0; from < n && r == OBX_OK; from = to) { /* the others, then a suspect */
+    if (renewed < 0) { /* unrenewed, a slow handler would overlap the next owner's: released */
+        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
+                 "lease renewal could not be set up (out of memory or no thread): %d message(s) released "
+                 "unhandled" OBX__WHY(", for the next claim; no attempt used"), n);
+        for (from = 0; from < n; from++) d->outcomes[from] = OBX__SKIPPED;
+        r = obx__settle_batch(d, s, ms, n, st);
+        if (r == OBX_OK) /* an error, so that run() backs off rather than claim again at once */
+            r = obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_run", "lease renewal could not be set up");
+    }
+    for (from = renewed < 0 ? n : 0; from < n && r == OBX_OK; from = to) { /* the others, then a suspect */
         to = from < first ? first : n;
         if (from > 0) obx__renew_range(d->renewer, ms + from, n - from, 1); /* the suspect, alone now */
-        obx__handle_batch(d, s, ms + from, to - from, renewed ? d->renewer : NULL, claimed, deadline, st);
+        obx__handle_batch(d, s, ms + from, to - from, renewed > 0 ? d->renewer : NULL, claimed, deadline, st);
         obx__renew_range(d->renewer, ms + from, n - from, 0); /* settling: fewer leases is no news */
         obx__watch(d->renewer, s, 1);
         r = obx__settle_batch(d, s, ms + from, to - from, st);

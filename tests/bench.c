@@ -39,8 +39,9 @@
  * BENCH_STMTS=1 also prints the library's statements by calls per workload
  * (PostgreSQL), the first thing to read when a ratio is low. BENCH_ONLY
  * (e.g. enq1,drain1) runs a subset of the workloads; "allocs" in it adds
- * the allocation rows. On SQLite the CPU per message of each side (the
- * database runs in the bench's processes) is printed with its ratio. */
+ * the allocation rows, "latency" the two commit-to-handler rows
+ * (tests/peers/bench_peers.sh). On SQLite the CPU per message of each side
+ * (the database runs in the bench's processes) is printed with its ratio. */
 #define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS: the drain workers' shared counter */
 #define OBX_IMPLEMENTATION
 #ifdef OBX_SQLITE3_API /* the library on SQLite's C API (make bench BENCH_CFLAGS=...); the rest stays ODBC */
@@ -1448,7 +1449,7 @@ int main(int argc, char **argv) {
     print_cpu();
     only = getenv("BENCH_ONLY");
     if (!only || !*only || strstr(only, "allocs")) allocations(n < 5000 ? n : 5000); /* BENCH_ONLY=...,allocs */
-    if (!only || !*only) {
+    if (!only || !*only || strstr(only, "latency")) { /* BENCH_ONLY=...,latency */
         latency_run(200);
         latency_cross(200);
     }

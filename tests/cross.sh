@@ -9,6 +9,8 @@
 #   tests/cross.sh shim                 build/gw/odbc-inc: ODBC headers for any target
 #   tests/cross.sh sources              fetch Debian's sqliteodbc and sqlite3
 #                                       sources, build SQLite's amalgamation
+#   tests/cross.sh objects TARGET...    the driver and SQLite objects only
+#                                       (what make size links with)
 #   tests/cross.sh build TARGET...      quickstart + webhook_inbox, static
 #   tests/cross.sh run TARGET...        both examples in an empty root
 #   tests/cross.sh test TARGET...       fake-ODBC tests, then the real-SQLite
@@ -494,8 +496,10 @@ each() {
 case ${1:-} in
     shim) odbc_shim ;;
     sources) sources ;;
+    objects) shift; odbc_shim
+             for t in "$@"; do target "$t"; driver_objects "$t"; done ;;
     build) shift; each build "$@" ;;
     run) shift; each run_examples "$@" ;;
     test) shift; each tests "$@" ;;
-    *) die "usage: $0 sources|build|run|test TARGET..." ;;
+    *) die "usage: $0 shim|sources|objects|build|run|test TARGET..." ;;
 esac

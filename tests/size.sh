@@ -25,6 +25,12 @@
 # ODBC), linked with SQLite's amalgamation only. A third table: the whole
 # static gateway programs of make static / make cross (build/gw/<target>),
 # stripped, the ODBC build (driver + SQLite) beside the sqlite3-API one.
+# SIZE_BUDGET: "LABEL:HEADER:ARCH=KB ..." (the Makefile's, docs/GATEWAYS.md
+# "The size budget"): each HEADER:ARCH cell of the kept table in the row set
+# LABEL is checked against its KB; a line per cell says the margin, or that it
+# is exceeded, and then size.sh fails. A cell not measured ("-": a cross
+# compiler or the driver objects missing) fails it too; a LABEL no argument
+# names is skipped with a note.
 # SIZE_XFLAGS: more compiler flags for every cell (e.g.
 # "-fno-asynchronous-unwind-tables -fno-unwind-tables": aarch64 objects
 # carry about 6 KB of .eh_frame by default, counted in "text").
@@ -195,3 +201,30 @@ for ex in webhook_inbox native_sqlite; do
         echo "$row"
     done
 done
+
+# The budget: checked after every table is out, so a failure still shows them.
+budget_failed=0
+budget() {
+    local label=${SIZE_BUDGET%%:*} n m=0 e h arch max got
+    for n in $(seq 1 $#); do [[ ${!n%%=*} == "$label" ]] && m=$n; done
+    echo
+    if [[ $m -eq 0 || ${SIZE_PROGRAMS:-1} == 0 ]]; then
+        echo "size budget: not checked (no row set \"$label\" with the programs' table)"
+        return
+    fi
+    for e in ${SIZE_BUDGET#*:}; do
+        IFS=':=' read -r h arch max <<<"$e"
+        got=$(cat "$out/prog-$m-$h-$arch")
+        if [[ $got == - ]]; then
+            echo "size budget: $h.h $arch NOT MEASURED (no $arch compiler or driver objects: tests/cross.sh objects $arch)"
+            budget_failed=1
+        elif awk -v g="$got" -v b="$max" 'BEGIN { exit !(g + 0 > b + 0) }'; then
+            echo "size budget: $h.h $arch $got KB, budget $max KB: EXCEEDED by $(awk -v g="$got" -v b="$max" 'BEGIN { printf "%.1f", g - b }') KB (\"$label\", docs/GATEWAYS.md: The size budget)"
+            budget_failed=1
+        else
+            echo "size budget: $h.h $arch $got KB, budget $max KB: met, $(awk -v g="$got" -v b="$max" 'BEGIN { printf "%.1f", b - g }') KB under"
+        fi
+    done
+}
+[[ -z ${SIZE_BUDGET:-} ]] || budget "$@"
+[[ $budget_failed -eq 0 ]] || { echo "size: over budget (above)" >&2; exit 1; }

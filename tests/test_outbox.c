@@ -6994,6 +6994,73 @@ static void renewal_fault(int fault) {
     obx_store_close(s);
 }
 
+/* The renewal cannot be set up for a batch (its copy of the connection
+ * string refused by the allocator, as in the soak's out-of-memory
+ * dispatcher on its first claim): the batch must not run unrenewed, where a
+ * handler slower than the lease would overlap another worker's. It goes
+ * back unhandled, no attempt used, and the next round handles it
+ * (CORE-RENEW-BEGIN-FAILS). */
+static size_t g_refuse_size;
+static int g_refused_size;
+static void *size_refusing_alloc(size_t n, void *u) {
+    (void)u;
+    if (g_refuse_size && n == g_refuse_size) {
+        g_refused_size++;
+        return NULL;
+    }
+    return malloc(n);
+}
+static int g_begin_fails_calls;
+static obx_outcome begin_fails_handler(const obx_message *m, char *e, size_t cap, void *u) {
+    (void)m; (void)e; (void)cap; (void)u;
+    g_begin_fails_calls++;
+    return OBX_DONE;
+}
+static void test_renew_begin_fails(void) {
+    obx_store *s = fresh(), *s1 = NULL;
+    obx_store_desc desc;
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    obx_message got;
+    char id[37];
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(enqueue(s, "begin.fails", "{}", id));
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.table = "Outbox";
+    desc.store_id = "obx-test";
+    desc.hooks.logger.log = keep_log;
+    desc.hooks.logger.min_level = OBX_LOG_DEBUG;
+    desc.hooks.allocator.alloc = size_refusing_alloc;
+    desc.hooks.allocator.realloc = refusing_realloc;
+    desc.hooks.allocator.free = refusing_free;
+    TT_EQ_INT(obx_store_open(&desc, &s1), OBX_OK);
+    memset(&dd, 0, sizeof dd);
+    dd.store = s1;
+    dd.lease_seconds = 30;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "begin.fails", begin_fails_handler, NULL), OBX_OK);
+    log_reset();
+    g_begin_fails_calls = g_refused_size = 0;
+    g_refuse_size = strlen(g_conn) + 1; /* the renewer's copy of the connection string */
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_ERR_NO_MEMORY); /* run() backs off */
+    g_refuse_size = 0;
+    TT_ASSERT(g_refused_size > 0);
+    TT_EQ_INT(g_begin_fails_calls, 0); /* not run without its renewal */
+    TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+    TT_EQ_INT(got.status, OBX_STATUS_READY);
+    TT_EQ_INT(got.retry_count, 0);
+    TT_ASSERT(logged("renewal could not be set up", NULL, NULL));
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK); /* memory again: handled */
+    TT_EQ_INT(g_begin_fails_calls, 1);
+    TT_EQ_INT(obx_get(s, id, &got), OBX_OK);
+    TT_EQ_INT(got.status, OBX_STATUS_DONE);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s1);
+    obx_store_close(s);
+}
+
 static void test_renewal_fault_alloc(void) { renewal_fault(FAULT_ALLOC); }
 static void test_renewal_fault_connect_lock(void) { renewal_fault(FAULT_CONNECT_LOCK); }
 static void test_renewal_lost(void) { renewal_fault(FAULT_LOST); }
@@ -8625,6 +8692,7 @@ int main(int argc, char **argv) {
     else
         printf("N/A OBX-059-RENEW-LOCK %s opening a SQLite file takes no lock: a renewal never waits for another thread's connect\n", g_label);
     RUN("OBX-059-RENEW-LOST", "a renewal that finds a lease taken away starts none of the batch's remaining handlers", test_renewal_lost);
+    RUN("CORE-RENEW-BEGIN-FAILS", "a batch whose lease renewal cannot be set up goes back unhandled, no attempt used", test_renew_begin_fails);
     RUN("CORE-RENEW-RETRY", "two renewals in a row fail: the next try still comes before the lease held runs out", test_renew_retry);
     RUN("CORE-RENEW-RECONNECT", "a handler's store reconnects while its leases are renewed: the renewer shares nothing of it", test_renew_reconnect);
     RUN("OBX-LEASE-EXTEND", "obx_lease_extend keeps a lease; a thief's extension changes nothing", test_lease_extend);

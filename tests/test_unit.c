@@ -1179,11 +1179,17 @@ static void test_fake_connect_explain(void) {
 #else
     const int terse = 0;
 #endif
+#if defined(OBX_NO_POSTGRESQL) && defined(OBX_NO_MARIADB) && defined(OBX_NO_SQLSERVER)
+    const int servers = 0; /* SQLite only: a server's refusals are not explained (obx.h, the size budget) */
+#else
+    const int servers = 1;
+#endif
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         obx_store_desc desc;
         obx_store *s = NULL;
         const obx_error *e;
         const char *also = cases[i].also;
+        if (!servers && strstr(cases[i].says, "the server refused")) continue;
         if (terse && also && (strstr(also, "odbcinst") || strstr(also, "KEY=") || strcmp(also, "directory") == 0))
             also = NULL;
         fake_reset();

@@ -107,10 +107,10 @@ static void push_count(const char *n) {
 }
 /* Two outbox rows in OBX__PG_COLS order. */
 static void push_obx_rows(int n, const char *topic) {
-    const char *rows[2 * 22];
+    const char *rows[2 * 23];
     int i;
     for (i = 0; i < n; i++) {
-        const char *row[22]; /* Starts, then the ordering key, envelope and expiry: none */
+        const char *row[23]; /* Starts, then the ordering key, envelope and expiry: none; priority 0 */
         row[0] = i ? k_uuid2 : k_uuid1;
         row[1] = i ? k_uuid2 : k_uuid1;
         row[2] = topic;
@@ -128,9 +128,10 @@ static void push_obx_rows(int n, const char *topic) {
         row[14] = "1700000000000";
         row[15] = "1";
         row[16] = row[17] = row[18] = row[19] = row[20] = row[21] = NULL;
-        memcpy(rows + 22 * i, row, sizeof row);
+        row[22] = "0";
+        memcpy(rows + 23 * i, row, sizeof row);
     }
-    p_rows(22, n, rows);
+    p_rows(23, n, rows);
 }
 /* Two rows of an outbox claim in OBX__PG_CLAIM_COLS order: the head (ids,
  * times, counts, no optional text in the mask), topic, payload, the rest NULL. */
@@ -175,10 +176,10 @@ static void push_ibx_claim(int n) {
 }
 /* Inbox rows in IBX__PG_COLS order. */
 static void push_ibx_rows(int n) {
-    const char *rows[2 * 20];
+    const char *rows[2 * 21];
     int i;
     for (i = 0; i < n; i++) {
-        const char *row[20]; /* Starts, then the envelope and expiry: none */
+        const char *row[21]; /* Starts, then the envelope and expiry: none; priority 0 */
         row[0] = "src";
         row[1] = i ? "m2" : "m1";
         row[2] = "t";
@@ -195,9 +196,10 @@ static void push_ibx_rows(int n) {
         row[13] = NULL;
         row[14] = "1";
         row[15] = row[16] = row[17] = row[18] = row[19] = NULL;
-        memcpy(rows + 20 * i, row, sizeof row);
+        row[20] = "0";
+        memcpy(rows + 21 * i, row, sizeof row);
     }
-    p_rows(20, n, rows);
+    p_rows(21, n, rows);
 }
 
 /* ---- the steps ------------------------------------------------------------------------ */
