@@ -56,6 +56,13 @@
  *   CONNECTIONS      at rest, a connection left open on the server
  *   CRASH            a process died of a signal nobody sent (SIGSEGV, ...), or
  *                    a dispatcher, provider or operator exited with an error
+ *   EFFECT-TWICE     transactional handlers (topics x, y; soak_fx): a
+ *                    message's effect written twice (inbox: but where the
+ *                    Done row was cleaned up and the message accepted anew)
+ *   EFFECT-MISSING   a transactional topic's message Done without its effect
+ *                    (inbox: or with the effect of other content)
+ *   EFFECT-UNDONE    an effect of a message not Done (its run retried, dead,
+ *                    paused or rolled back; a row gone: no handler said done)
  *
  * Usage: check obx|ibx sqlite|postgresql|mariadb 'CONN' TABLE DIR
  * Environment: SOAK_TENANT=n checks tenant n's messages (keys ending "@n")
@@ -144,6 +151,7 @@ typedef struct rec {
     char status_text[16];
     char *last_error;
     int violated;
+    int txh, fx, fx_ver; /* a transactional handler's topic; its effects (soak_fx), the last one's version */
 } rec;
 
 static rec **g_tab;
@@ -660,7 +668,8 @@ static int read_tables(void) {
 static const char *RULES[] = {"LOST", "ROLLED-BACK", "BIZ", "PHANTOM", "STUCK", "DONE-UNHANDLED", "DEAD-REASON",
                               "EXPIRED-HANDLED", "CONCURRENT", "KEY-CONCURRENT", "KEY-ORDER", "ATTEMPT",
                               "INBOX-CONTENT", "INBOX-DONE-AGAIN", "REPLAY-UNHANDLED", "PURGE-LIVE",
-                              "STATS", "CONNECTIONS", "CRASH", "REPLAY-STARTS", "JOIN", "FULL"};
+                              "STATS", "CONNECTIONS", "CRASH", "REPLAY-STARTS", "JOIN", "FULL",
+                              "EFFECT-TWICE", "EFFECT-MISSING", "EFFECT-UNDONE"};
 #define NRULES ((int)(sizeof RULES / sizeof RULES[0]))
 static long g_viol[NRULES];
 static int g_printed, g_stats_checked, g_conns_checked;
@@ -1281,6 +1290,81 @@ static void check_connections(void) {
     g_conns_checked = 1;
 }
 
+/* ---- transactional handlers' effects (soak_fx) ------------------------------------------ */
+
+static long g_fx_rows, g_txh_msgs;
+
+/* Reads soak_fx (K|V) and which rows are of the transactional topics. */
+static int read_effects(void) {
+    tort_db db;
+    char err[600], sql[512], t[160], c[2][64];
+    char *p;
+    if (tort_db_open(&db, g_conn, err, sizeof err) != 0) {
+        printf("soak: %s %s FAILED: checker cannot connect: %s\n", g_hdr, g_backend, err);
+        return -1;
+    }
+    g_buf[0] = 0;
+    if (tort_db_query(&db, "SELECT k, v FROM soak_fx", g_buf, BUF_CAP, err, sizeof err) != 0) {
+        printf("soak: %s %s FAILED: checker cannot read the effects table: %s\n", g_hdr, g_backend, err);
+        return -1;
+    }
+    for (p = g_buf; *p;) {
+        char *nl = strchr(p, '\n'), *bar = strchr(p, '|'), line[700];
+        rec *r;
+        if (nl) *nl = 0;
+        if (bar) *bar = 0;
+        r = find(p, 1);
+        r->fx++;
+        r->fx_ver = bar ? atoi(bar + 1) : -1;
+        g_fx_rows++;
+        snprintf(line, sizeof line, "effect: v%d", r->fx_ver);
+        add_line(r, INT64_MAX, "(soak_fx)", line);
+        if (!nl) break;
+        p = nl + 1;
+    }
+    g_buf[0] = 0;
+    snprintf(sql, sizeof sql, "SELECT %s FROM %s WHERE %s IN ('x', 'y')", soak_qcol(c[0], 64, g_backend, "Payload"),
+             soak_qtable(t, sizeof t, g_backend, g_inbox, g_table), soak_qcol(c[1], 64, g_backend, "Topic"));
+    if (tort_db_query(&db, sql, g_buf, BUF_CAP, err, sizeof err) != 0) {
+        printf("soak: %s %s FAILED: checker cannot read the topics: %s\n", g_hdr, g_backend, err);
+        return -1;
+    }
+    for (p = g_buf; *p;) {
+        char *nl = strchr(p, '\n'), key[600];
+        if (nl) *nl = 0;
+        snprintf(key, sizeof key, "%.*s", (int)strcspn(p, " "), p);
+        find(key, 1)->txh = 1;
+        g_txh_msgs++;
+        if (!nl) break;
+        p = nl + 1;
+    }
+    tort_db_close(&db);
+    return 0;
+}
+
+/* Exactly once on Done, never otherwise. */
+static void check_effects(rec *r) {
+    int allowed = 1, i, k;
+    if (g_inbox) /* a Done row cleaned up, the message accepted anew: handled (and done) again */
+        for (i = 0; i < r->nh; i++)
+            if (strcmp(r->h[i].outcome, "done") == 0)
+                for (k = 0; k < r->nd; k++)
+                    if (r->d[k].enq == 1 && r->d[k].t_intent > r->h[i].end) {
+                        allowed++;
+                        break;
+                    }
+    if (r->fx > allowed) violation("EFFECT-TWICE", r, "its effect written %d times", r->fx);
+    if (r->has_row && row_done(r) && r->txh) {
+        if (r->fx == 0) violation("EFFECT-MISSING", r, "Done, but its handler's effect is not there");
+        else if (g_inbox && r->fx_ver != r->row_ver)
+            violation("EFFECT-MISSING", r, "Done with content v%d, but the effect is of v%d", r->row_ver, r->fx_ver);
+    }
+    if (r->fx > 0 && r->has_row && !row_done(r))
+        violation("EFFECT-UNDONE", r, "an effect, but the message is %s", g_inbox ? r->status_text : row_dead(r) ? "Dead" : "not Done");
+    else if (r->fx > 0 && !r->has_row && !has_outcome(r, "done"))
+        violation("EFFECT-UNDONE", r, "an effect, no row, and no handler said done");
+}
+
 int main(int argc, char **argv) {
     size_t i;
     long messages = 0, handlings = 0, committed = 0, rolled = 0, done = 0, dead = 0, total = 0, waived = 0;
@@ -1302,6 +1386,7 @@ int main(int argc, char **argv) {
     check_connections();
     close_handlings();
     if (read_tables() != 0) return 1;
+    if (read_effects() != 0) return 1;
     for (i = 0; i < g_cap; i++) {
         rec *x = g_tab[i];
         if (!x || !mine(x)) continue;
@@ -1319,6 +1404,8 @@ int main(int argc, char **argv) {
         if (g_inbox) check_inbox(x);
         else check_outbox(x);
     }
+    for (i = 0; i < g_cap; i++)
+        if (g_tab[i] && mine(g_tab[i])) check_effects(g_tab[i]);
     if (!g_inbox) check_keys();
     if (g_tenant == 0) /* once per run */
         for (r = 0; r < g_ncrashes; r++) {
@@ -1354,6 +1441,7 @@ int main(int argc, char **argv) {
         else total += g_viol[r];
     }
     printf(" violations=%ld\n", total);
+    printf("soak: %s %s t%d effects: transactional_messages=%ld effects=%ld\n", g_hdr, g_backend, g_tenant, g_txh_msgs, g_fx_rows);
     if (waived)
         printf("soak: WARNING: %ld violation(s) of known, still unfixed defects WAIVED by SOAK_KNOWN=%s\n", waived,
                getenv("SOAK_KNOWN"));

@@ -19,15 +19,19 @@ setup() { # hdr
     if [ "$1" = ibx ]; then "$ctl" -c "$conn" --inbox --table Soakibx deploy >/dev/null
     else "$ctl" -c "$conn" --table Soakobx deploy >/dev/null; fi
     sqlite3 "$db" "CREATE TABLE soak_biz (tag VARCHAR(64) NOT NULL PRIMARY KEY);"
+    sqlite3 "$db" "CREATE TABLE soak_fx (k VARCHAR(200) NOT NULL, v INT NOT NULL);"
     printf 'SEED 1\nP d0.1 100 %s\nP d1.1 101 %s\n' $U $U > "$work/logs/orch.log"
 }
-orow() { # tag status retry starts lasterror [key]
+orow() { # tag status retry starts lasterror [key [topic]]
     sqlite3 "$db" "INSERT INTO Soakobx (Id, Topic, Payload, Status, MessageId, RetryCount, Starts, LastError, OrderingKey)
-        VALUES (lower(hex(randomblob(16))), 's', '$1 0000', $2, lower(hex(randomblob(16))), $3, $4, $5, ${6:-NULL});"
+        VALUES (lower(hex(randomblob(16))), '${7:-s}', '$1 0000', $2, lower(hex(randomblob(16))), $3, $4, $5, ${6:-NULL});"
 }
-irow() { # key ver status attempt lasterror
+irow() { # key ver status attempt lasterror [topic]
     sqlite3 "$db" "INSERT INTO Soakibx (Source, MessageId, Topic, Payload, Status, Attempt, LastError)
-        VALUES ('${1%%/*}', '${1#*/}', 's', '$1 v$2 0', '$3', $4, $5);"
+        VALUES ('${1%%/*}', '${1#*/}', '${6:-s}', '$1 v$2 0', '$3', $4, $5);"
+}
+fx() { # key ver: a transactional handler's effect
+    sqlite3 "$db" "INSERT INTO soak_fx (k, v) VALUES ('$1', $2);"
 }
 t() { echo $((U + $1)); }
 expect() { # hdr rule|ok description
@@ -211,6 +215,31 @@ printf 'I s0/P0.1.1 1 %s\nA s0/P0.1.1 1 1 %s\nI s0/P0.1.1 1 %s\nA s0/P0.1.1 1 0 
 printf 'S s0/P0.1.1 1 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\nS s0/P0.1.1 1 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" "$(t 40)" "$(t 50)" > "$work/logs/d0.1.log"
 irow s0/P0.1.1 1 Done 0 NULL
 expect ibx INBOX-DONE-AGAIN inbox-done-again
+
+# Transactional handlers (topics x, y): the effect exactly once on Done, never otherwise.
+fxo() { # the outbox history of one message of topic x, handled with OUTCOME
+    setup obx
+    printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+    printf 'S P0.1.1 id1 - 0 1 %s 100\nE P0.1.1 %s %s 100\n' "$(t 10)" "$1" "$(t 20)" > "$work/logs/d0.1.log"
+}
+fxo done; orow P0.1.1 2 0 1 NULL NULL x; fx P0.1.1 0
+expect obx ok clean-effect
+fxo done; orow P0.1.1 2 0 1 NULL NULL x; fx P0.1.1 0; fx P0.1.1 0
+expect obx EFFECT-TWICE effect-twice
+fxo done; orow P0.1.1 2 0 1 NULL NULL x
+expect obx EFFECT-MISSING done-without-effect
+fxo dead; orow P0.1.1 3 0 1 "'soak: dead by handler'" NULL x; fx P0.1.1 0
+expect obx EFFECT-UNDONE effect-of-dead
+setup ibx
+printf 'I s0/P0.1.1 1 %s\nA s0/P0.1.1 1 1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
+printf 'S s0/P0.1.1 1 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" > "$work/logs/d0.1.log"
+irow s0/P0.1.1 1 Done 0 NULL y; fx s0/P0.1.1 1
+expect ibx ok clean-inbox-effect
+sqlite3 "$db" "UPDATE soak_fx SET v = 2"
+expect ibx EFFECT-MISSING inbox-effect-of-other-content
+sed -i 's/ done / dead /' "$work/logs/d0.1.log"
+sqlite3 "$db" "UPDATE Soakibx SET Status = 'Dead', LastError = 'soak: dead by handler'; UPDATE soak_fx SET v = 1"
+expect ibx EFFECT-UNDONE inbox-effect-of-dead
 
 echo "soak-selftest: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

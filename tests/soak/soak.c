@@ -12,7 +12,9 @@
  *               with redeliveries of the same and of changed content, some
  *               while the message is in a handler
  *   dispatcher  per-message and batch handlers that return done / retry /
- *               pause / dead at random, some slower than the lease; a poison
+ *               pause / dead at random, some slower than the lease; the same
+ *               as transactional handlers (topics x, y) writing an effect in
+ *               the settle's transaction, and OBX_CONFLICT now and then; a poison
  *               topic whose handler calls abort(); the lease renewal's
  *               connects refused now and then (soak_driver_connect)
  *   operator    what operators do during the run (see role_operator), among
@@ -187,6 +189,7 @@ static const char *outcome_name(int o) {
     case OBX_DEAD: return "dead";
     case OBX_WAIT: return "wait";
     case OBX_PAUSE: return "pause";
+    case OBX_CONFLICT: return "confl";
     default: return "?";
     }
 }
@@ -298,6 +301,101 @@ static void ibatch(const ibx_message *const *ms, ibx_batch_result *res, int n, v
     }
 }
 
+/* Transactional handlers (topics "x" per message, "y" batch; issue 31):
+ * each writes its effect, a row of soak_fx (K the message's key, V its
+ * content version, the inbox's hash of it), on the handler's hdbc in the
+ * transaction that settles the message, then takes its fate as the other
+ * handlers do (3 % OBX_CONFLICT besides): the checker finds the effect
+ * exactly once on Done messages and never on others (a retry, pause, dead,
+ * conflict or lost lease rolls it back). */
+static int fx_write(void *hdbc, const char *key, int ver, char *state, long *native) {
+    char sql[700];
+    SQLHSTMT st;
+    SQLRETURN rc;
+    SQLSMALLINT len = 0;
+    SQLINTEGER n = 0;
+    snprintf(sql, sizeof sql, "INSERT INTO soak_fx (k, v) VALUES ('%.600s', %d)", key, ver);
+    if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, (SQLHDBC)hdbc, &st))) return 0;
+    rc = SQLExecDirect(st, (SQLCHAR *)sql, SQL_NTS);
+    if (!SQL_SUCCEEDED(rc)) SQLGetDiagRec(SQL_HANDLE_STMT, st, 1, (SQLCHAR *)state, &n, NULL, 0, &len);
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    *native = (long)n;
+    return SQL_SUCCEEDED(rc);
+}
+/* The fate drawn (and slept) first, then the effect: on SQLite the write
+ * takes the database's write lock until the commit, and a handler slower
+ * than the lease holding it would starve every renewal. A write that fails
+ * answers OBX_CONFLICT (obx_tx_conflict) or OBX_RETRY; 3 % of the others
+ * OBX_CONFLICT. */
+static int tx_effect(int o, void *hdbc, const char *key, int ver, int inbox, const void *store, char *e, size_t cap) {
+    char state[6] = "";
+    long native = 0;
+    if (!fx_write(hdbc, key, ver, state, &native)) {
+        int c = inbox ? ibx_tx_conflict((const ibx_store *)store, state, native)
+                      : obx_tx_conflict((const obx_store *)store, state, native);
+        snprintf(e, cap, "effect: %s %ld", state, native);
+        return c ? OBX_CONFLICT : OBX_RETRY;
+    }
+    return soak_pct(&g_rng, 3) ? OBX_CONFLICT : o;
+}
+static obx_outcome otx_handle(const obx_message *m, void *hdbc, char *e, size_t cap, void *u) {
+    char key[80];
+    int o;
+    (void)u;
+    log_start_o(m);
+    okey_of(m, key, sizeof key);
+    o = tx_effect(fate(e, cap), hdbc, key, 0, 0, m->store, e, cap);
+    log_end(key, o);
+    return (obx_outcome)o;
+}
+static void obatch_tx(const obx_message *const *ms, obx_batch_result *res, int n, void *hdbc, void *u) {
+    int i;
+    (void)u;
+    for (i = 0; i < n; i++) log_start_o(ms[i]);
+    for (i = 0; i < n; i++) {
+        int o = fate(res[i].error, sizeof res[i].error);
+        res[i].outcome = (obx_outcome)o;
+    }
+    for (i = 0; i < n; i++) {
+        char key[80];
+        okey_of(ms[i], key, sizeof key);
+        {
+            int o = tx_effect((int)res[i].outcome, hdbc, key, 0, 0, ms[i]->store, res[i].error, sizeof res[i].error);
+            res[i].outcome = (obx_outcome)o;
+        }
+        log_end(key, (int)res[i].outcome);
+    }
+}
+static ibx_outcome itx_handle(const ibx_message *m, void *hdbc, char *e, size_t cap, void *u) {
+    char key[600], ver[32];
+    int o;
+    (void)u;
+    log_start_i(m);
+    ikey_of(m, key, sizeof key, ver, sizeof ver);
+    o = tx_effect(fate(e, cap), hdbc, key, atoi(ver), 1, m->store, e, cap);
+    log_end(key, o);
+    return (ibx_outcome)o;
+}
+static void ibatch_tx(const ibx_message *const *ms, ibx_batch_result *res, int n, void *hdbc, void *u) {
+    int i;
+    (void)u;
+    for (i = 0; i < n; i++) log_start_i(ms[i]);
+    for (i = 0; i < n; i++) {
+        int o = fate(res[i].error, sizeof res[i].error);
+        res[i].outcome = (ibx_outcome)o;
+    }
+    for (i = 0; i < n; i++) {
+        char key[600], ver[32];
+        ikey_of(ms[i], key, sizeof key, ver, sizeof ver);
+        {
+            int o = tx_effect((int)res[i].outcome, hdbc, key, atoi(ver), 1, ms[i]->store, res[i].error, sizeof res[i].error);
+            res[i].outcome = (ibx_outcome)o;
+        }
+        log_end(key, (int)res[i].outcome);
+    }
+}
+typedef char soak_conflict_same[(int)OBX_CONFLICT == (int)IBX_CONFLICT && (int)OBX_DONE == (int)IBX_DONE ? 1 : -1];
+
 /* Allocation failure in one process (dispatcher 0): one call in
  * SOAK_OOM_RATE (default 300; 0: none) fails, on every thread, the lease
  * renewal's included. Thread-safe: a shared counter, hashed. */
@@ -359,7 +457,9 @@ static int role_dispatcher(void) {
             d.pause_max_ms = 400;
             if (ibx_dispatcher_create(&d, &disp) == IBX_OK && ibx_dispatcher_on(disp, "s", ihandle, NULL) == IBX_OK &&
                 ibx_dispatcher_on_batch(disp, "b", ibatch, NULL) == IBX_OK &&
-                ibx_dispatcher_on(disp, "poison", ipoison, NULL) == IBX_OK)
+                ibx_dispatcher_on(disp, "poison", ipoison, NULL) == IBX_OK &&
+                ibx_dispatcher_on_tx(disp, "x", itx_handle, NULL) == IBX_OK &&
+                ibx_dispatcher_on_batch_tx(disp, "y", ibatch_tx, NULL) == IBX_OK)
                 ibx_dispatcher_run(disp);
             ibx_dispatcher_destroy(disp);
             ibx_store_close(s);
@@ -384,6 +484,8 @@ static int role_dispatcher(void) {
             if (obx_dispatcher_create(&d, &disp) == OBX_OK && obx_dispatcher_on(disp, "s", ohandle, NULL) == OBX_OK &&
                 obx_dispatcher_on_batch(disp, "b", obatch, NULL) == OBX_OK &&
                 obx_dispatcher_on(disp, "poison", opoison, NULL) == OBX_OK &&
+                obx_dispatcher_on_tx(disp, "x", otx_handle, NULL) == OBX_OK &&
+                obx_dispatcher_on_batch_tx(disp, "y", obatch_tx, NULL) == OBX_OK &&
                 obx_dispatcher_on(disp, "cont", ohandle, NULL) == OBX_OK &&
                 obx_dispatcher_on(disp, "join.wait", obx_join_wait_handler, NULL) == OBX_OK)
                 obx_dispatcher_run(disp);
@@ -450,6 +552,7 @@ static void fill_new(obx_new_message *m, char *payload, size_t pcap, const char 
     if (soak_pct(&g_rng, 60)) snprintf(okey, kcap, "k%d", soak_below(&g_rng, SOAK_KEYS));
     snprintf(payload, pcap, "%.40s %08llx", tag, (unsigned long long)(soak_next(&g_rng) & 0xffffffffULL));
     m->topic = soak_pct(&g_rng, 70) ? "s" : "b";
+    if (soak_pct(&g_rng, 20)) m->topic = soak_pct(&g_rng, 50) ? "x" : "y"; /* transactional handlers */
     if (soak_below(&g_rng, 1000) < 3) m->topic = "poison";
     m->payload = payload;
     m->payload_len = OBX_NTS;
@@ -671,7 +774,7 @@ static int role_producer_ibx(int id, int inc) {
         snprintf(key, sizeof key, "%s/%s", src, d->mid);
         snprintf(payload, sizeof payload, "%s v%d %06lx", key, d->ver, d->nonce);
         memset(&m, 0, sizeof m);
-        m.topic = d->nonce % 300 == 7 ? "poison" : (d->nonce & 3) == 0 ? "b" : "s";
+        m.topic = d->nonce % 300 == 7 ? "poison" : (d->nonce & 3) == 0 ? "b" : (d->nonce >> 2) % 5 == 0 ? ((d->nonce >> 5) & 1 ? "x" : "y") : "s";
         m.source = src;
         m.message_id = d->mid;
         m.payload = payload;
@@ -769,7 +872,9 @@ static int role_provider(void) {
             d.pause_max_ms = 400;
             if (ibx_dispatcher_create(&d, &disp) == IBX_OK && ibx_dispatcher_on(disp, "s", ihandle, NULL) == IBX_OK &&
                 ibx_dispatcher_on_batch(disp, "b", ibatch, NULL) == IBX_OK &&
-                ibx_dispatcher_on(disp, "poison", ipoison, NULL) == IBX_OK)
+                ibx_dispatcher_on(disp, "poison", ipoison, NULL) == IBX_OK &&
+                ibx_dispatcher_on_tx(disp, "x", itx_handle, NULL) == IBX_OK &&
+                ibx_dispatcher_on_batch_tx(disp, "y", ibatch_tx, NULL) == IBX_OK)
                 ibx_dispatcher_run(disp);
             ibx_dispatcher_destroy(disp);
             ibx_provider_destroy(p);
@@ -800,7 +905,9 @@ static int role_provider(void) {
             d.pause_max_ms = 400;
             if (obx_dispatcher_create(&d, &disp) == OBX_OK && obx_dispatcher_on(disp, "s", ohandle, NULL) == OBX_OK &&
                 obx_dispatcher_on_batch(disp, "b", obatch, NULL) == OBX_OK &&
-                obx_dispatcher_on(disp, "poison", opoison, NULL) == OBX_OK)
+                obx_dispatcher_on(disp, "poison", opoison, NULL) == OBX_OK &&
+                obx_dispatcher_on_tx(disp, "x", otx_handle, NULL) == OBX_OK &&
+                obx_dispatcher_on_batch_tx(disp, "y", obatch_tx, NULL) == OBX_OK)
                 obx_dispatcher_run(disp);
             obx_dispatcher_destroy(disp);
             obx_provider_destroy(p);
@@ -1273,6 +1380,20 @@ static int orchestrate(void) {
         if (exec_sql(&db, "CREATE TABLE soak_biz (tag VARCHAR(64) NOT NULL PRIMARY KEY)") != 0) {
             printf("soak: %s %s FAILED: cannot create the business table\n", g_hdr, g_backend);
             return 1;
+        }
+    }
+    /* The transactional handlers' effects (soak_fx), in every tenant's database. */
+    exec_sql(&db, "DROP TABLE IF EXISTS soak_fx");
+    if (exec_sql(&db, "CREATE TABLE soak_fx (k VARCHAR(200) NOT NULL, v INT NOT NULL)") != 0) {
+        printf("soak: %s %s FAILED: cannot create the effects table\n", g_hdr, g_backend);
+        return 1;
+    }
+    for (i = 1; i < g_ntenants; i++) {
+        tort_db tdb;
+        if (tort_db_open(&tdb, g_tconn[i], err, sizeof err) == 0) {
+            exec_sql(&tdb, "DROP TABLE IF EXISTS soak_fx");
+            exec_sql(&tdb, "CREATE TABLE soak_fx (k VARCHAR(200) NOT NULL, v INT NOT NULL)");
+            tort_db_close(&tdb);
         }
     }
     {
