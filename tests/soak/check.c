@@ -121,6 +121,7 @@ typedef struct opr { /* an operator's replay or purge of this message */
     int64_t t0, t1;      /* t1 0: never returned (killed) */
     long n;
     int rc;              /* its result: -6 (DB_TRANSIENT) may be a commit whose answer was lost */
+    int tool;            /* by obxctl: rc is its exit status, -1 when it did not exit (killed) */
 } opr;
 
 typedef struct hline {
@@ -333,6 +334,7 @@ static void read_operator(const char *file, const char *line, rec **out) {
         memset(&o, 0, sizeof o);
         o.kind = line[0] == 'R' ? 'R' : 'P';
         o.t0 = t;
+        o.tool = strcmp(via, "tool") == 0;
         r = find(key, 1);
         PUSH(r->ops, r->nops, r->capops, o);
     } else if ((sscanf(line, "RPD %599s %lld %d %lld", key, &n, &rc, &t) == 4) ||
@@ -733,9 +735,13 @@ static int cmp_handling(const void *a, const void *b) {
  * delete may have committed). */
 static int purged(const rec *r) {
     int i;
-    for (i = 0; i < r->nops; i++)
-        if (r->ops[i].kind == 'P' && (r->ops[i].n > 0 || r->ops[i].t1 == 0 || r->ops[i].rc == SOAK_RC_TRANSIENT))
-            return 1;
+    for (i = 0; i < r->nops; i++) {
+        const opr *o = &r->ops[i];
+        /* An unknown outcome may have committed: killed, a transient error,
+         * the tool killed (-1) or failing on the database (exit 2). */
+        int unknown = o->t1 == 0 || o->rc == SOAK_RC_TRANSIENT || (o->tool && (o->rc == -1 || o->rc == 2));
+        if (o->kind == 'P' && (o->n > 0 || unknown)) return 1;
+    }
     return 0;
 }
 

@@ -156,6 +156,12 @@ expect obx ok purge-outcome-unknown
 # the same purge failing for good (a permanent error): the row gone is lost
 sed -i 's/ 0 -6 / 0 -5 /' "$work/logs/o0.1.log"
 expect obx LOST purge-failed-row-gone
+# by the tool: killed (-1) or a database error (exit 2) is an unknown outcome too
+printf 'PG P0.1.1 %s tool\nPGD P0.1.1 0 -1 %s\n' "$(t 30)" "$(t 40)" > "$work/logs/o0.1.log"
+expect obx ok purge-tool-outcome-unknown
+# the tool found nothing to purge (exit 3): the row gone is lost
+sed -i 's/ 0 -1 / 0 3 /' "$work/logs/o0.1.log"
+expect obx LOST purge-tool-none-row-gone
 
 setup obx # a purge that deleted a message a handler was inside (purge during replay)
 printf 'I P0.1.1 - s - %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" > "$work/logs/p0.1.log"
