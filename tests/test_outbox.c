@@ -6994,8 +6994,8 @@ static void renewal_fault(int fault) {
     obx_store_close(s);
 }
 
-/* The renewal cannot be set up for a batch (its copy of the connection
- * string refused by the allocator, as in the soak's out-of-memory
+/* The renewal cannot be set up for a batch (its copy of the store id
+ * refused by the allocator, as in the soak's out-of-memory
  * dispatcher on its first claim): the batch must not run unrenewed, where a
  * handler slower than the lease would overlap another worker's. It goes
  * back unhandled, no attempt used, and the next round handles it
@@ -7029,7 +7029,7 @@ static void test_renew_begin_fails(void) {
     memset(&desc, 0, sizeof desc);
     desc.connection_string = g_conn;
     desc.table = "Outbox";
-    desc.store_id = "obx-test";
+    desc.store_id = "obx-test-renewal-begin-fails"; /* its copy's size is the one refused */
     desc.hooks.logger.log = keep_log;
     desc.hooks.logger.min_level = OBX_LOG_DEBUG;
     desc.hooks.allocator.alloc = size_refusing_alloc;
@@ -7043,7 +7043,7 @@ static void test_renew_begin_fails(void) {
     TT_EQ_INT(obx_dispatcher_on(d, "begin.fails", begin_fails_handler, NULL), OBX_OK);
     log_reset();
     g_begin_fails_calls = g_refused_size = 0;
-    g_refuse_size = strlen(g_conn) + 1; /* the renewer's copy of the connection string */
+    g_refuse_size = strlen(desc.store_id) + 1; /* the renewer's copy of the store id */
     TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_ERR_NO_MEMORY); /* run() backs off */
     g_refuse_size = 0;
     TT_ASSERT(g_refused_size > 0);
