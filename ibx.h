@@ -11050,6 +11050,23 @@ static ibx_result ibx__claim_carrying(ibx_dispatcher *d, ibx_store *s, ibx_run_s
     return r;
 }
 
+/* A batch whose lease renewal could not be set up (out of memory, no
+ * thread): unrenewed, a slow handler would overlap the next owner's, so it
+ * goes back unhandled, no attempt used; an error, so that run() backs off
+ * rather than claim again at once. */
+static ibx_result ibx__release_unrenewed(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int n,
+                                         ibx_run_stats *st) {
+    ibx_result r;
+    int i;
+    ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
+             "lease renewal could not be set up (out of memory or no thread): %d message(s) released "
+             "unhandled" IBX__WHY(", for the next claim; no attempt used"), n);
+    for (i = 0; i < n; i++) d->outcomes[i] = IBX__SKIPPED;
+    r = ibx__settle_batch(d, s, ms, n, st);
+    if (r != IBX_OK) return r;
+    return ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_run", "lease renewal could not be set up");
+}
+
 /* One batch from one store: housekeeping, claim, handle, settle. */
 static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, ibx_run_stats *st) {
     const ibx_message *ms;
@@ -11086,15 +11103,7 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
     for (from = 0; from < n && ms[from].starts <= 1; from++) {}
     if (from < n && (r = ibx__isolate(d, s, &n, &first)) != IBX_OK) return r;
     renewed = ibx__renew_begin(d->renewer, s, d->owner, ms, n, d->lease_seconds, d->max_handler_ms, deadline);
-    if (renewed < 0) { /* unrenewed, a slow handler would overlap the next owner's: released */
-        ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id,
-                 "lease renewal could not be set up (out of memory or no thread): %d message(s) released "
-                 "unhandled" IBX__WHY(", for the next claim; no attempt used"), n);
-        for (from = 0; from < n; from++) d->outcomes[from] = IBX__SKIPPED;
-        r = ibx__settle_batch(d, s, ms, n, st);
-        if (r == IBX_OK) /* an error, so that run() backs off rather than claim again at once */
-            r = ibx__fail(&s->err, IBX_ERR_NO_MEMORY, "ibx_dispatcher_run", "lease renewal could not be set up");
-    }
+    if (renewed < 0) r = ibx__release_unrenewed(d, s, ms, n, st);
     for (from = renewed < 0 ? n : 0; from < n && r == IBX_OK; from = to) { /* the others, then a suspect */
         to = from < first ? first : n;
         if (from > 0) ibx__renew_range(d->renewer, ms + from, n - from, 1); /* the suspect, alone now */

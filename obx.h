@@ -11864,6 +11864,23 @@ static obx_result obx__claim_carrying(obx_dispatcher *d, obx_store *s, obx_run_s
     return r;
 }
 
+/* A batch whose lease renewal could not be set up (out of memory, no
+ * thread): unrenewed, a slow handler would overlap the next owner's, so it
+ * goes back unhandled, no attempt used; an error, so that run() backs off
+ * rather than claim again at once. */
+static obx_result obx__release_unrenewed(obx_dispatcher *d, obx_store *s, const obx_message *ms, int n,
+                                         obx_run_stats *st) {
+    obx_result r;
+    int i;
+    obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
+             "lease renewal could not be set up (out of memory or no thread): %d message(s) released "
+             "unhandled" OBX__WHY(", for the next claim; no attempt used"), n);
+    for (i = 0; i < n; i++) d->outcomes[i] = OBX__SKIPPED;
+    r = obx__settle_batch(d, s, ms, n, st);
+    if (r != OBX_OK) return r;
+    return obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_run", "lease renewal could not be set up");
+}
+
 /* One batch from one store: housekeeping, claim, handle, settle. */
 static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entry *e, obx_run_stats *st) {
     const obx_message *ms;
@@ -11900,15 +11917,7 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
     for (from = 0; from < n && ms[from].starts <= 1; from++) {}
     if (from < n && (r = obx__isolate(d, s, &n, &first)) != OBX_OK) return r;
     renewed = obx__renew_begin(d->renewer, s, d->owner, ms, n, d->lease_seconds, d->max_handler_ms, deadline);
-    if (renewed < 0) { /* unrenewed, a slow handler would overlap the next owner's: released */
-        obx__log(&s->hooks, OBX_LOG_WARN, s->store_id,
-                 "lease renewal could not be set up (out of memory or no thread): %d message(s) released "
-                 "unhandled" OBX__WHY(", for the next claim; no attempt used"), n);
-        for (from = 0; from < n; from++) d->outcomes[from] = OBX__SKIPPED;
-        r = obx__settle_batch(d, s, ms, n, st);
-        if (r == OBX_OK) /* an error, so that run() backs off rather than claim again at once */
-            r = obx__fail(&s->err, OBX_ERR_NO_MEMORY, "obx_dispatcher_run", "lease renewal could not be set up");
-    }
+    if (renewed < 0) r = obx__release_unrenewed(d, s, ms, n, st);
     for (from = renewed < 0 ? n : 0; from < n && r == OBX_OK; from = to) { /* the others, then a suspect */
         to = from < first ? first : n;
         if (from > 0) obx__renew_range(d->renewer, ms + from, n - from, 1); /* the suspect, alone now */
