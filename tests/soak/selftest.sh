@@ -243,6 +243,13 @@ irow s0/P0.1.1 1 Done 0 NULL y; fx s0/P0.1.1 1
 expect ibx ok clean-inbox-effect
 sqlite3 "$db" "UPDATE soak_fx SET v = 2"
 expect ibx EFFECT-MISSING inbox-effect-of-other-content
+setup ibx # content v2 accepted while v1 was being handled: handled again, an effect for each content
+printf 'I s0/P0.1.1 1 %s\nA s0/P0.1.1 1 1 %s\nI s0/P0.1.1 2 %s\nA s0/P0.1.1 2 1 %s\n' "$(t 1)" "$(t 2)" "$(t 12)" "$(t 13)" > "$work/logs/p0.1.log"
+printf 'S s0/P0.1.1 1 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\nS s0/P0.1.1 2 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\n' "$(t 10)" "$(t 20)" "$(t 30)" "$(t 40)" > "$work/logs/d0.1.log"
+irow s0/P0.1.1 2 Done 0 NULL y; fx s0/P0.1.1 1; fx s0/P0.1.1 2
+expect ibx ok clean-inbox-effect-per-content
+fx s0/P0.1.1 2
+expect ibx EFFECT-TWICE inbox-effect-of-one-content-twice
 sed -i 's/ done / dead /' "$work/logs/d0.1.log"
 sqlite3 "$db" "UPDATE Soakibx SET Status = 'Dead', LastError = 'soak: dead by handler'; UPDATE soak_fx SET v = 1"
 expect ibx EFFECT-UNDONE inbox-effect-of-dead
