@@ -3618,6 +3618,38 @@ static void test_sqlite3_cost(void) {
     TT_EXPECT(ack <= claim + 1.0);
     obx_store_close(s);
 }
+
+/* A transactional handler's transaction begins deferred (obx__begin_handler)
+ * by a statement prepared once per connection, as the units' BEGIN
+ * IMMEDIATE is: three messages, three transactions, one "BEGIN" kept on
+ * the connection (CORE-SQLITE3-TX-BEGIN). */
+static obx_outcome begin_tx_handler(const obx_message *m, void *hdbc, char *error, size_t size, void *user) {
+    (void)m, (void)hdbc, (void)error, (void)size;
+    ++*(int *)user;
+    return OBX_DONE;
+}
+
+static void test_sqlite3_tx_begin(void) {
+    obx_store *s = fresh();
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    sqlite3_stmt *stmt = NULL;
+    int i, calls = 0, begins = 0;
+    TT_ASSERT(s);
+    for (i = 0; i < 3; i++) TT_ASSERT(enqueue(s, "txb", "p", NULL));
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on_tx(d, "txb", begin_tx_handler, &calls), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(calls, 3);
+    TT_EQ_INT(st.done, 3);
+    while ((stmt = sqlite3_next_stmt((sqlite3 *)s->db.dbc, stmt)) != NULL) begins += strcmp(sqlite3_sql(stmt), "BEGIN") == 0;
+    TT_EQ_INT(begins, 1);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
 #endif
 
 /* ---- schema upgrades (CORE-SCHEMA-UPGRADE) ---------------------------------------- */
@@ -6571,6 +6603,53 @@ static void test_stall_lock(void) {
     obx_store_close(s);
 }
 
+/* A transactional handler's ack waits for a lock that another connection
+ * took inside the handler (SQLite: the file's write lock; a server: every
+ * row of the table) and lets go after 3.5 s: that stalled call is logged,
+ * and its end said once, as the plain path's settle (CORE-STALL-TX). */
+static pthread_t g_stall_thread;
+static int g_stall_started;
+
+static obx_outcome stall_tx_handler(const obx_message *m, void *hdbc, char *error, size_t size, void *user) {
+    stall_writer *w = (stall_writer *)user;
+    obx_store *s = m->store;
+    char *text;
+    (void)hdbc, (void)error, (void)size;
+    if (!caller_open(&w->c) || !caller_begin(&w->c)) return OBX_DEAD;
+    text = g_srv ? obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "SELECT 1 FROM {T} FOR UPDATE") : NULL;
+    if (g_srv && (!text || !caller_exec(&w->c, text))) w->ok = -1;
+    obx__free(&s->hooks, text);
+    if (w->ok < 0 || pthread_create(&g_stall_thread, NULL, stall_writer_main, w) != 0) return OBX_DEAD;
+    g_stall_started = 1;
+    return OBX_DONE;
+}
+
+static void test_stall_tx(void) {
+    obx_store *s = fresh();
+    obx_dispatcher *d;
+    obx_run_stats st;
+    stall_writer w;
+    char id[37];
+    TT_ASSERT(s && enqueue(s, "stall", "p", id));
+    g_stall_started = 0;
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    memset(&w, 0, sizeof w);
+    w.ms = 3500;
+    TT_EQ_INT(obx_dispatcher_on_tx(d, "stall", stall_tx_handler, &w), OBX_OK);
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_ASSERT(g_stall_started);
+    pthread_join(g_stall_thread, NULL);
+    caller_close(&w.c);
+    TT_EQ_INT(w.ok, 1);
+    TT_EQ_INT(st.done, 1);
+    TT_EXPECT(logged("WARN [obx-test]", "still waiting for the database after", NULL));
+    TT_EQ_INT(logged_count("INFO [obx-test]", "the database answered again after", NULL), 1);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
 /* A half-set allocator is refused, not mixed with malloc (CORE-HOOKS-WHOLE). */
 static void *only_alloc(size_t n, void *user) {
     (void)user;
@@ -8662,6 +8741,7 @@ int main(int argc, char **argv) {
         RUN("CORE-STALL-LOCK", "a file locked by another writer: the stalled call names the lock; its end is said once", test_stall_lock);
     else
         printf("N/A CORE-STALL-LOCK %s a file's lock; the claim skips locked rows\n", g_label);
+    RUN("CORE-STALL-TX", "a transactional handler's ack held by another connection's lock: the stall is logged, its end said once", test_stall_tx);
     RUN("CORE-LOG-LEVELS", "a handler's retry is one ERROR line; a dead message is one ERROR line, not two", test_log_dispatch_fields);
     RUN("CORE-HOOKS-WHOLE", "a half-set allocator is refused", test_half_allocator);
     if (!g_pg && !g_my)
@@ -8733,8 +8813,10 @@ int main(int argc, char **argv) {
                : "the deploy, DDL included, is one transaction: a settle runs wholly before or after it");
 #ifdef OBX_SQLITE3_API
     RUN("CORE-SQLITE3-COST", "sqlite3 build: a batch message costs SQLite no more than a single enqueue, units begin and commit by prepared statements, an ack no more than a claim", test_sqlite3_cost);
+    RUN("CORE-SQLITE3-TX-BEGIN", "sqlite3 build: a transactional handler's deferred BEGIN is a statement prepared once per connection", test_sqlite3_tx_begin);
 #else
     printf("N/A CORE-SQLITE3-COST %s measured in the build on SQLite's own C API (backend sqlite3)\n", g_label);
+    printf("N/A CORE-SQLITE3-TX-BEGIN %s a statement of the build on SQLite's own C API (backend sqlite3)\n", g_label);
 #endif
     if (!g_srv)
         RUN("CORE-JOIN-STEP-GUARD", "SQLite's join step updates members only for a member; deploy replaces the old trigger; with both, a step counts once", test_join_step_guard);
