@@ -11078,6 +11078,17 @@ static ibx_result ibx__claim_carrying(ibx_dispatcher *d, ibx_store *s, ibx_run_s
     return r;
 }
 
+/* The others of a batch are settled and a crash suspect runs next, alone
+ * (ibx__isolate): their carried acks go now, not with the next claim, which
+ * waits for the suspect's handler (it may be slow, or crash) while their
+ * leases are no longer renewed. A failure only costs a redelivery. */
+static void ibx__carry_before_suspect(ibx_store *s, ibx_run_stats *st) {
+    if (s->carry_count == 0 || ibx__carry_flush(s, st) == IBX_OK) return;
+    ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "ack before a suspect's handler failed: %s"
+             IBX__WHY("; those messages will be delivered again"), s->err.message);
+    ibx__error_clear(&s->err);
+}
+
 /* A batch whose lease renewal could not be set up (out of memory, no
  * thread): unrenewed, a slow handler would overlap the next owner's, so it
  * goes back unhandled, no attempt used; an error, so that run() backs off
@@ -11139,6 +11150,7 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
         ibx__renew_range(d->renewer, ms + from, n - from, 0); /* settling: fewer leases is no news */
         ibx__watch(d->renewer, s, 1);
         r = ibx__settle_batch(d, s, ms + from, to - from, st);
+        if (r == IBX_OK && to < n) ibx__carry_before_suspect(s, st);
         ibx__watch(d->renewer, s, 0);
     }
     ibx__renew_end(d->renewer);

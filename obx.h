@@ -11892,6 +11892,17 @@ static obx_result obx__claim_carrying(obx_dispatcher *d, obx_store *s, obx_run_s
     return r;
 }
 
+/* The others of a batch are settled and a crash suspect runs next, alone
+ * (obx__isolate): their carried acks go now, not with the next claim, which
+ * waits for the suspect's handler (it may be slow, or crash) while their
+ * leases are no longer renewed. A failure only costs a redelivery. */
+static void obx__carry_before_suspect(obx_store *s, obx_run_stats *st) {
+    if (s->carry_count == 0 || obx__carry_flush(s, st) == OBX_OK) return;
+    obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "ack before a suspect's handler failed: %s"
+             OBX__WHY("; those messages will be delivered again"), s->err.message);
+    obx__error_clear(&s->err);
+}
+
 /* A batch whose lease renewal could not be set up (out of memory, no
  * thread): unrenewed, a slow handler would overlap the next owner's, so it
  * goes back unhandled, no attempt used; an error, so that run() backs off
@@ -11953,6 +11964,7 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
         obx__renew_range(d->renewer, ms + from, n - from, 0); /* settling: fewer leases is no news */
         obx__watch(d->renewer, s, 1);
         r = obx__settle_batch(d, s, ms + from, to - from, st);
+        if (r == OBX_OK && to < n) obx__carry_before_suspect(s, st);
         obx__watch(d->renewer, s, 0);
     }
     obx__renew_end(d->renewer);

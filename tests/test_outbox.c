@@ -1802,6 +1802,66 @@ static void test_fused_claim_fails(void) {
     obx_store_close(s);
 }
 
+/* A batch of run() holds a suspect (claimed before without an outcome:
+ * Starts 2), handled last and alone after the others are settled. The
+ * others' acks must not wait for the claim after the suspect, carried
+ * while its handler runs (it may be slow, and their leases are no longer
+ * renewed): they are sent before it starts (CORE-FUSED-SUSPECT). */
+static struct {
+    char plain[37], suspect[37];
+    int calls, plain_done_at_suspect;
+} g_fs;
+
+static obx_outcome fs_handler(const obx_message *m, char *error, size_t cap, void *user) {
+    obx_message other;
+    (void)error; (void)cap; (void)user;
+    g_fs.calls++;
+    if (strcmp(m->id, g_fs.suspect) == 0) {
+        g_fs.plain_done_at_suspect = obx_get(g_fc.other, g_fs.plain, &other) == OBX_OK ? (int)other.status : -1;
+        obx_dispatcher_stop(g_fc.d);
+    }
+    return OBX_DONE;
+}
+
+static void test_fused_suspect(void) {
+    obx_store *s = fresh(), *w = NULL;
+    obx_dispatcher *d = NULL;
+    obx_dispatcher_desc dd;
+    const obx_message *got = NULL;
+    char owner[37];
+    int64_t reaped = 0;
+    int n = 0;
+    obx_message m;
+    TT_ASSERT(s != NULL);
+    memset(&g_fs, 0, sizeof g_fs);
+    fused_begin(&w, &d, fs_handler);
+    TT_ASSERT(w && d);
+    obx_dispatcher_destroy(d); /* a batch of two: the plain one and the suspect */
+    memset(&dd, 0, sizeof dd);
+    dd.store = w;
+    dd.batch_size = 10;
+    dd.poll_interval_ms = 10;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "fused", fs_handler, NULL), OBX_OK);
+    g_fc.d = d;
+    /* The suspect: claimed by a worker that died (its lease runs out, reaped). */
+    TT_ASSERT(enqueue(s, "fused", "suspect", g_fs.suspect));
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 1, 10, &got, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    sleep_ms(1100);
+    TT_EQ_INT(obx_reap(s, &reaped), OBX_OK);
+    TT_EQ_INT(reaped, 1);
+    TT_ASSERT(enqueue(s, "fused", "plain", g_fs.plain));
+    TT_EQ_INT(obx_dispatcher_run(d), OBX_OK);
+    TT_EQ_INT(g_fs.calls, 2);
+    TT_EQ_INT(g_fs.plain_done_at_suspect, (int)OBX_STATUS_DONE); /* acked before the suspect ran */
+    TT_EQ_INT(obx_get(s, g_fs.suspect, &m), OBX_OK);
+    TT_EQ_INT((int)m.status, OBX_STATUS_DONE);
+    fused_end(w, d);
+    obx_store_close(s);
+}
+
 /* test_ordered_replay_overlap with claim A carrying an ack: held open, the
  * ack-and-claim takes r2 while r1 is replayed; B must not take r1. */
 static void test_fused_ordered(void) {
@@ -8825,6 +8885,7 @@ int main(int argc, char **argv) {
                : "the join step's IF runs the member update only for a finished message (JoinStep2)");
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     RUN("CORE-FUSED-LOST-LEASE", "run() carries a batch's ack into the next claim: an id whose lease was lost is not acked, the last ack is sent when run() stops", test_fused_lost_lease);
+    RUN("CORE-FUSED-SUSPECT", "run() with a crash suspect in the batch: the others' acks are sent before the suspect's handler runs, not carried past it", test_fused_suspect);
     RUN("CORE-FUSED-CLAIM-FAILS", "the claim that carries an ack fails reading its rows: both roll back, the ack is sent alone, the message is claimed afresh", test_fused_claim_fails);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);
