@@ -9655,6 +9655,8 @@ typedef struct ibx__renewer {
     const ibx_message *ms;       /* the messages renewed: stable while active */
     int n, lease_seconds;
     int starting;                /* handlers may still start: a renewal must find all n */
+    int settled;                 /* of those n, settled by a transactional handler's commit:
+                                    gone from the table's leases, not lost */
     unsigned epoch;              /* bumped whenever ms/n/starting change */
     int64_t max_ms, started_ms, next_ms;
     int64_t start_until_ms;      /* no handler starts at or past this (monotonic) */
@@ -9735,7 +9737,7 @@ static ibx_result ibx__renew_once(ibx__renewer *w, const ibx_message *ms, int n,
  * holds (a lease reaped, someone else's now) lets no further handler start. */
 static void ibx__renew_step(ibx__renewer *w, int64_t now) {
     const ibx_message *ms = w->ms;
-    int n = w->n, stale = w->stale;
+    int n = w->n, stale = w->stale, held = w->n - w->settled;
     unsigned epoch = w->epoch;
     int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin, retry_ms;
     ibx_result r;
@@ -9747,7 +9749,7 @@ static void ibx__renew_step(ibx__renewer *w, int64_t now) {
     w->busy = 0;
     margin = lease_ms / 5 < IBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : IBX__LEASE_MARGIN_MAX_MS;
     if (r == IBX_OK && epoch == w->epoch && w->starting) {
-        if (rows >= n) { /* every lease now runs from `now` (taken before the statement) */
+        if (rows >= held) { /* every lease now runs from `now` (taken before the statement) */
             int64_t until = ibx__sat_add(now, lease_ms - margin);
             int64_t cap = ibx__sat_add(w->started_ms, w->max_ms);
             if (until > cap) until = cap;
@@ -9756,7 +9758,7 @@ static void ibx__renew_step(ibx__renewer *w, int64_t now) {
             ibx__log(&w->hooks, IBX_LOG_WARN, w->side_id,
                      "lease renewal found %lld of %d message(s) still leased to this worker"
                      IBX__WHY(": a lease was lost (reaped?); the batch's handlers not started yet are not started"),
-                     (long long)rows, n);
+                     (long long)rows, held);
             w->start_until_ms = 0;
         }
     }
@@ -9895,6 +9897,7 @@ static int ibx__renew_begin(ibx__renewer *w, ibx_store *s, const char *owner, co
         ibx__copy(w->owner, sizeof w->owner, owner);
         w->ms = ms;
         w->n = n;
+        w->settled = 0;
         w->starting = 1;
         w->epoch++;
         w->lease_seconds = lease_seconds;
@@ -9928,7 +9931,20 @@ static void ibx__renew_range(ibx__renewer *w, const ibx_message *ms, int n, int 
     ibx__mutex_lock(&w->mutex);
     w->ms = ms;
     w->n = n;
+    w->settled = 0;
     w->starting = starting;
+    w->epoch++;
+    ibx__mutex_unlock(&w->mutex);
+}
+
+/* k messages of the batch are being settled in the middle of it (a
+ * transactional handler's commit; -k: that commit failed, they are still
+ * held). Said before the commit, so that a renewal on either side of it
+ * finds at least the leases it expects; one in flight is not counted. */
+static void ibx__renew_settled(ibx__renewer *w, int k) {
+    if (!w) return;
+    ibx__mutex_lock(&w->mutex);
+    w->settled += k;
     w->epoch++;
     ibx__mutex_unlock(&w->mutex);
 }
@@ -9984,6 +10000,7 @@ typedef struct ibx__renewer ibx__renewer; /* no threads: no renewal */
 #define ibx__renew_begin(w, s, owner, ms, n, lease, max, until) ((void)(until), 0)
 #define ibx__renew_start_until(w) ((void)(w), (int64_t)0)
 #define ibx__renew_range(w, ms, n, starting) ((void)0)
+#define ibx__renew_settled(w, k) ((void)(w))
 #define ibx__renew_end(w) ((void)(w))
 #define ibx__renew_forget(w) ((void)(w))
 #define ibx__watch(w, s, on) ((void)(w))
@@ -10547,7 +10564,9 @@ static int ibx__tx_end(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, c
     s->db.callers_tx = 0;
     if (ack && *r == IBX_OK && *changed == k) {
         ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: acked in the handler's transaction, committing", what);
+        ibx__renew_settled(d->renewer, k);
         *r = ibx__commit(&s->db);
+        if (*r != IBX_OK) ibx__renew_settled(d->renewer, -k);
         if (*r == IBX_OK) {
             ibx__watch(d->renewer, s, 0);
             ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: handler's transaction committed", what);

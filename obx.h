@@ -10469,6 +10469,8 @@ typedef struct obx__renewer {
     const obx_message *ms;       /* the messages renewed: stable while active */
     int n, lease_seconds;
     int starting;                /* handlers may still start: a renewal must find all n */
+    int settled;                 /* of those n, settled by a transactional handler's commit:
+                                    gone from the table's leases, not lost */
     unsigned epoch;              /* bumped whenever ms/n/starting change */
     int64_t max_ms, started_ms, next_ms;
     int64_t start_until_ms;      /* no handler starts at or past this (monotonic) */
@@ -10549,7 +10551,7 @@ static obx_result obx__renew_once(obx__renewer *w, const obx_message *ms, int n,
  * holds (a lease reaped, someone else's now) lets no further handler start. */
 static void obx__renew_step(obx__renewer *w, int64_t now) {
     const obx_message *ms = w->ms;
-    int n = w->n, stale = w->stale;
+    int n = w->n, stale = w->stale, held = w->n - w->settled;
     unsigned epoch = w->epoch;
     int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin, retry_ms;
     obx_result r;
@@ -10561,7 +10563,7 @@ static void obx__renew_step(obx__renewer *w, int64_t now) {
     w->busy = 0;
     margin = lease_ms / 5 < OBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : OBX__LEASE_MARGIN_MAX_MS;
     if (r == OBX_OK && epoch == w->epoch && w->starting) {
-        if (rows >= n) { /* every lease now runs from `now` (taken before the statement) */
+        if (rows >= held) { /* every lease now runs from `now` (taken before the statement) */
             int64_t until = obx__sat_add(now, lease_ms - margin);
             int64_t cap = obx__sat_add(w->started_ms, w->max_ms);
             if (until > cap) until = cap;
@@ -10570,7 +10572,7 @@ static void obx__renew_step(obx__renewer *w, int64_t now) {
             obx__log(&w->hooks, OBX_LOG_WARN, w->side_id,
                      "lease renewal found %lld of %d message(s) still leased to this worker"
                      OBX__WHY(": a lease was lost (reaped?); the batch's handlers not started yet are not started"),
-                     (long long)rows, n);
+                     (long long)rows, held);
             w->start_until_ms = 0;
         }
     }
@@ -10709,6 +10711,7 @@ static int obx__renew_begin(obx__renewer *w, obx_store *s, const char *owner, co
         obx__copy(w->owner, sizeof w->owner, owner);
         w->ms = ms;
         w->n = n;
+        w->settled = 0;
         w->starting = 1;
         w->epoch++;
         w->lease_seconds = lease_seconds;
@@ -10742,7 +10745,20 @@ static void obx__renew_range(obx__renewer *w, const obx_message *ms, int n, int 
     obx__mutex_lock(&w->mutex);
     w->ms = ms;
     w->n = n;
+    w->settled = 0;
     w->starting = starting;
+    w->epoch++;
+    obx__mutex_unlock(&w->mutex);
+}
+
+/* k messages of the batch are being settled in the middle of it (a
+ * transactional handler's commit; -k: that commit failed, they are still
+ * held). Said before the commit, so that a renewal on either side of it
+ * finds at least the leases it expects; one in flight is not counted. */
+static void obx__renew_settled(obx__renewer *w, int k) {
+    if (!w) return;
+    obx__mutex_lock(&w->mutex);
+    w->settled += k;
     w->epoch++;
     obx__mutex_unlock(&w->mutex);
 }
@@ -10798,6 +10814,7 @@ typedef struct obx__renewer obx__renewer; /* no threads: no renewal */
 #define obx__renew_begin(w, s, owner, ms, n, lease, max, until) ((void)(until), 0)
 #define obx__renew_start_until(w) ((void)(w), (int64_t)0)
 #define obx__renew_range(w, ms, n, starting) ((void)0)
+#define obx__renew_settled(w, k) ((void)(w))
 #define obx__renew_end(w) ((void)(w))
 #define obx__renew_forget(w) ((void)(w))
 #define obx__watch(w, s, on) ((void)(w))
@@ -11361,7 +11378,9 @@ static int obx__tx_end(obx_dispatcher *d, obx_store *s, const obx_message *ms, c
     s->db.callers_tx = 0;
     if (ack && *r == OBX_OK && *changed == k) {
         obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: acked in the handler's transaction, committing", what);
+        obx__renew_settled(d->renewer, k);
         *r = obx__commit(&s->db);
+        if (*r != OBX_OK) obx__renew_settled(d->renewer, -k);
         if (*r == OBX_OK) {
             obx__watch(d->renewer, s, 0);
             obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: handler's transaction committed", what);

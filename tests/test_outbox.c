@@ -3209,6 +3209,49 @@ static void test_txh_renewal(void) {
 }
 
 
+/* A transactional handler settles its message in the middle of a batch;
+ * a slow handler after it outlasts a third of the lease, so the renewal
+ * runs: it must count the settled one as gone, not as a lease lost, and
+ * the batch's last message still starts (OBX-TXH-RENEW-SETTLED). */
+static obx_outcome trs_tx(const obx_message *m, void *hdbc, char *error, size_t size, void *user) {
+    (void)m, (void)hdbc, (void)error, (void)size;
+    ++*(int *)user;
+    return OBX_DONE;
+}
+static obx_outcome trs_plain(const obx_message *m, char *error, size_t size, void *user) {
+    (void)error, (void)size;
+    ++*(int *)user;
+    if (strcmp(m->payload, "slow") == 0) sleep_ms(900); /* past two renewals of a 1 s lease */
+    return OBX_DONE;
+}
+
+static void test_txh_renew_settled(void) {
+    obx_store *s = fresh();
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    int tx_calls = 0, plain_calls = 0;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(enqueue(s, "trs.tx", "tx", NULL));
+    TT_ASSERT(enqueue(s, "trs.plain", "slow", NULL));
+    TT_ASSERT(enqueue(s, "trs.plain", "last", NULL));
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.lease_seconds = 1;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on_tx(d, "trs.tx", trs_tx, &tx_calls), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "trs.plain", trs_plain, &plain_calls), OBX_OK);
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.claimed, 3);
+    TT_EQ_INT(tx_calls, 1);
+    TT_EQ_INT(plain_calls, 2); /* the last one started too */
+    TT_EQ_INT(st.done, 3);
+    TT_ASSERT(!logged("a lease was lost", NULL, NULL));
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
 static void test_txh_batch(void) {
     txh_ctx t;
     obx_store *s = txh_fresh(&t);
@@ -8855,6 +8898,7 @@ int main(int argc, char **argv) {
         printf("N/A OBX-TXH-CONFLICT-ACK %s InnoDB's REPEATABLE READ updates the newest row version: no conflict at the ack to provoke\n", g_label);
     RUN("OBX-TXH-LEASE-LOST", "a lease lost before a transactional handler's ack: everything rolled back, counted as a lease loss, no attempt used", test_txh_lease_lost);
     RUN("OBX-TXH-RENEWAL", "a transactional handler's open transaction does not hold back the lease renewal", test_txh_renewal);
+    RUN("OBX-TXH-RENEW-SETTLED", "a transactional handler's message settled mid-batch is not taken by the lease renewal for a lease lost: the batch's later handlers still start", test_txh_renew_settled);
     RUN("OBX-TXH-KILL", "kill -9 before a transactional handler's write, after it, before the commit, after it: every message's effect exactly once, Done exactly when it exists", test_txh_kill);
     RUN("OBX-TXH-BATCH", "a transactional batch handler: a conflict runs the call again, other outcomes stand with no effect, the done ones commit alone", test_txh_batch);
     RUN("OBX-TXH-BATCH-KILL", "kill -9 at each point of a transactional batch handler: every message's effect exactly once, Done exactly when it exists", test_txh_batch_kill);
