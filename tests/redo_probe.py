@@ -341,6 +341,7 @@ def ideal():
 
 
 def main():
+    my("SET GLOBAL innodb_monitor_enable = 'all'")  # the page split and reorganization counters
     for name in VARIANTS:
         if name == "ideal":
             ideal()
