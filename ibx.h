@@ -5298,13 +5298,19 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
 #define IBX__PG_CLAIM_ORDER(c)                                                                    \
     "AND " IBX__PG_RANK(c) " <= (now() AT TIME ZONE 'UTC') + interval '" IBX__PRIORITY_HORIZON_S " seconds' "  \
     "ORDER BY " IBX__PG_RANK(c)
-/* MariaDB: the generated column ClaimRank (parked rows keep their time:
- * the last day of 9999 less an interval would overflow). */
-#define IBX__MY_RANK                                                                              \
-    "DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL "      \
-    "(`Priority` * " IBX__PRIORITY_AGING_S ") SECOND)) PERSISTENT"
+/* MariaDB (storage layout 2): the VIRTUAL column ReadyRank, the rank of a
+ * claimable row and NULL for every other, so that one index of it alone is
+ * both the ready index and the claim's order, and a claim moves its entry
+ * and the leased index's only (layout 1's indexes all led with Status:
+ * each claim and ack moved four). Parked rows keep their time: the last
+ * day of 9999 less an interval would overflow. `ready` is the dialect's
+ * claimable-row test. VIRTUAL: added to an existing table instantly, its
+ * index built online (PERSISTENT would copy the table). */
+#define IBX__MY_READY_RANK(ready)                                                                 \
+    "DATETIME(6) AS (IF(" ready ", IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - "   \
+    "INTERVAL (`Priority` * " IBX__PRIORITY_AGING_S ") SECOND), NULL)) VIRTUAL"
 #define IBX__MY_CLAIM_ORDER(c)                                                                    \
-    "AND " c "`ClaimRank` <= UTC_TIMESTAMP(6) + INTERVAL " IBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ClaimRank`"
+    "AND " c "`ReadyRank` <= UTC_TIMESTAMP(6) + INTERVAL " IBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ReadyRank`"
 
 /* A full row's Priority column; SQL Server's rows have none (it stores the
  * column but claims by due time alone): 0 there. */
@@ -7790,7 +7796,8 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
 
 /* One DDL statement with a store's names. "{A}", in the message table's
  * CREATE TABLE, becomes the columns added since the first release, so a
- * new table has them all. */
+ * new table has them all; those the template defines itself (a line of its
+ * own, where a layout puts them among the hot columns) are left out. */
 static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
                            const char *schema, const char *table, const char *tmpl) {
     const char *names[26];
@@ -7801,6 +7808,8 @@ static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx
     for (i = 0; ok && i < IBX__COLUMNS_MAX && q->columns[i].name; i++) {
         char quoted[80], line[320];
         snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
+        snprintf(line, sizeof line, "\n    %s ", quoted);
+        if (strstr(tmpl, line)) continue;
         snprintf(line, sizeof line, ",\n    %-15s %s", quoted, q->columns[i].type);
         ok = ibx__buf_add(h, &cols, line, strlen(line));
     }

@@ -5497,13 +5497,19 @@ OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
 #define OBX__PG_CLAIM_ORDER(c)                                                                    \
     "AND " OBX__PG_RANK(c) " <= (now() AT TIME ZONE 'UTC') + interval '" OBX__PRIORITY_HORIZON_S " seconds' "  \
     "ORDER BY " OBX__PG_RANK(c)
-/* MariaDB: the generated column ClaimRank (parked rows keep their time:
- * the last day of 9999 less an interval would overflow). */
-#define OBX__MY_RANK                                                                              \
-    "DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL "      \
-    "(`Priority` * " OBX__PRIORITY_AGING_S ") SECOND)) PERSISTENT"
+/* MariaDB (storage layout 2): the VIRTUAL column ReadyRank, the rank of a
+ * claimable row and NULL for every other, so that one index of it alone is
+ * both the ready index and the claim's order, and a claim moves its entry
+ * and the leased index's only (layout 1's indexes all led with Status:
+ * each claim and ack moved four). Parked rows keep their time: the last
+ * day of 9999 less an interval would overflow. `ready` is the dialect's
+ * claimable-row test. VIRTUAL: added to an existing table instantly, its
+ * index built online (PERSISTENT would copy the table). */
+#define OBX__MY_READY_RANK(ready)                                                                 \
+    "DATETIME(6) AS (IF(" ready ", IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - "   \
+    "INTERVAL (`Priority` * " OBX__PRIORITY_AGING_S ") SECOND), NULL)) VIRTUAL"
 #define OBX__MY_CLAIM_ORDER(c)                                                                    \
-    "AND " c "`ClaimRank` <= UTC_TIMESTAMP(6) + INTERVAL " OBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ClaimRank`"
+    "AND " c "`ReadyRank` <= UTC_TIMESTAMP(6) + INTERVAL " OBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ReadyRank`"
 
 /* A full row's Priority column; SQL Server's rows have none (it stores the
  * column but claims by due time alone): 0 there. */
@@ -7464,11 +7470,15 @@ static const obx__sqlset obx__postgresql_outbox = {
  * column is assigned after every expression that reads its old value,
  * which is right either way. Tables are utf8mb4_nopad_bin: keys and
  * topics compare byte for byte, trailing spaces included (utf8mb4_bin pads:
- * "m1" = "m1 "). No partial indexes: Status leads. */
+ * "m1" = "m1 "). No partial indexes: a state column is NULL outside its
+ * state (see the DDL). */
 #ifndef OBX_NO_MARIADB
 /* The dead-letter filter (obx__dead_params): NULL arguments match all. */
+#define OBX__MY_DUE                                                                               \
+    "`ReadyRank` <= UTC_TIMESTAMP(6) + INTERVAL " OBX__PRIORITY_HORIZON_S " SECOND AND `NextAttemptAt` <= " \
+    "UTC_TIMESTAMP(6)"
 #define OBX__MY_DEAD                                                                              \
-    "`Status` = 3 AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                        \
+    "`DeadAt` IS NOT NULL AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                        \
     "LOCATE(?2, COALESCE(`LastError`, '')) > 0) AND `CreatedAt` >= COALESCE(" OBX__MY_FROM_MS("?3") \
     ", `CreatedAt`) AND (?4 IS NULL OR `CreatedAt` < " OBX__MY_FROM_MS("?4") ") AND "                \
     "`Id` = COALESCE(?5, `Id`)"
@@ -7521,15 +7531,16 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_REAP,
      "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `LastError` = IF(`Starts` >= {Q}, '"
      OBX__CRASH_LOOP "', `LastError`), `Status` = IF(`Starts` >= {Q}, 3, 0) "
-     "WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)"},
+     "WHERE `LeasedUntil` < UTC_TIMESTAMP(6)"},
     {OBX__Q_GET,
      "SELECT " OBX__MY_COLS " FROM {T} WHERE `Id` = ?"},
     /* The keys with parked messages: a range of the ready index (forced:
-     * with most Ready rows parked the optimizer would scan the table).
-     * Kept without ordering keys too: other builds may enqueue keyed ones. */
+     * with most Ready rows parked the optimizer would scan the table; a
+     * parked row's rank is its NextAttemptAt). Kept without ordering keys
+     * too: other builds may enqueue keyed ones. */
     {OBX__Q_WAKE,
-     OBX__MY_WAKE_READ("SELECT DISTINCT `OrderingKey` AS k FROM {T} FORCE INDEX (`IX_{N}_Ready`) WHERE "
-                       "`Status` = 0 AND `NextAttemptAt` = " OBX__MY_PARKED)},
+     OBX__MY_WAKE_READ("SELECT DISTINCT `OrderingKey` AS k FROM {T} FORCE INDEX (`IX_{N}_ReadyRank`) WHERE "
+                       "`ReadyRank` = " OBX__MY_PARKED)},
     /* The keys of the messages an ack or fail finished (and again, a
      * round later: obx__wake_missed). */
     {OBX__Q_WAKE_SETTLED, OBX__MY_WAKE_SETTLED},
@@ -7538,21 +7549,24 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "UPDATE " OBX__MY_BY_IDS("?1") " SET `NextAttemptAt` = COALESCE(`DueTimeUtc`, `CreatedAt`) "
      "WHERE `Status` = 0 AND `NextAttemptAt` = " OBX__MY_PARKED},
     {OBX__Q_CLEANUP,
-     "DELETE FROM {T} WHERE `Status` = 2 AND `ProcessedAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
-     "MICROSECOND ORDER BY `ProcessedAt` LIMIT ?"},
+     "DELETE FROM {T} WHERE `DoneAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
+     "MICROSECOND ORDER BY `DoneAt` LIMIT ?"},
+    /* Through the state columns' indexes: a due row ranks at most 50 s
+     * after now (priority >= OBX_PRIORITY_MIN). */
     {OBX__Q_STATS,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
-     "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
+     "/ 1000) AS SIGNED) FROM {T} WHERE " OBX__MY_DUE},
     {OBX__Q_PENDING,
-     "SELECT COUNT(*) FROM {T} WHERE `Status` IN (0, 1)"},
+     "SELECT (SELECT COUNT(*) FROM {T} WHERE `ReadyRank` IS NOT NULL) + "
+     "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL)"},
 #ifndef OBX_NO_METRICS_TEXT
     {OBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
-     "/ 1000) AS SIGNED), (SELECT COUNT(*) FROM {T} WHERE `Status` = 1), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 3), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` > UTC_TIMESTAMP(6)), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)) "
-     "FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
+     "/ 1000) AS SIGNED), (SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE `DeadAt` IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE `ReadyRank` IS NOT NULL AND `NextAttemptAt` > UTC_TIMESTAMP(6)), "
+     "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` < UTC_TIMESTAMP(6)) "
+     "FROM {T} WHERE " OBX__MY_DUE},
 #endif
     /* A batch without ordering keys: one row of these per message, one
      * multi-row VALUES, prepared once per row count (obx__insert_values):
@@ -7623,8 +7637,8 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      * each, 4-17 ms per pick; the window makes it 0.6 ms, and the drain
      * 1.8x. The index is forced: a scan and sort would read every row. */
     {OBX__Q_CLAIM_PICK,
-     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_Claim`) WHERE c.`Status` = 0 "
-     "AND c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND c.`IsProcessed` = 0 AND " OBX__MY_ORDERED_CHECK("{H}") " "
+     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_ReadyRank`) WHERE "
+     "c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND " OBX__MY_ORDERED_CHECK("{H}") " "
      OBX__MY_CLAIM_ORDER("c.") " LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
      "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
@@ -7642,12 +7656,12 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`Starts` = GREATEST(`Starts` - 1, 0), `Status` = 0 WHERE `OwnerToken` = ?1 AND `Status` = 1"},
 #ifndef OBX_NO_DEAD_LETTERS
     {OBX__Q_DEAD_LIST,
-     "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt`, `Id` LIMIT ?7 OFFSET ?8"},
+     "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `DeadAt`, `Id` LIMIT ?7 OFFSET ?8"},
     {OBX__Q_DEAD_REPLAY,
      "UPDATE {T} SET `RetryCount` = 0, `Starts` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
      "`LockedUntil` = NULL, `ExpiresAt` = NULL, `Status` = 0 WHERE " OBX__MY_DEAD},
     {OBX__Q_DEAD_PURGE,
-     "DELETE FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt` LIMIT ?7"},
+     "DELETE FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `DeadAt` LIMIT ?7"},
     {OBX__Q_MOVE,
      "UPDATE {T} SET `LastError` = ?1, `OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 3 "
      "WHERE `Id` = ?2 AND (`Status` = 0 OR (`Status` = 1 AND ?3 = 1))"},
@@ -7657,30 +7671,45 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
 #endif
     {OBX__Q_COUNT, NULL}};
 
+/* Storage layout 2 (docs/UPGRADING.md): keys of MariaDB's UUID type (16
+ * bytes, read and written as text, so that the statements serve a table of
+ * layout 1's CHAR(36) keys as well), the fixed-width hot columns first, and
+ * no index that leads with Status: the state columns ReadyRank,
+ * LeasedUntil, DoneAt and DeadAt are NULL except in their state, each
+ * indexed alone, so a claim moves two secondary entries (ready out, leased
+ * in) and an ack two (leased out, done in). An existing table gets them by
+ * online steps only: the VIRTUAL columns are instant, their indexes built
+ * with ALGORITHM=INPLACE, LOCK=NONE (writers go on). It keeps its CHAR(36)
+ * keys and layout 1's Status-led indexes, which the previous release's
+ * statements force; `obxctl upgrade-keys` converts the keys and drops those
+ * indexes when no such program runs (a table copy: writers wait). */
 static const char *const obx__mariadb_outbox_ddl[] = {
     "CREATE TABLE IF NOT EXISTS {T} (\n"
-    "    `Id`            CHAR(36) NOT NULL PRIMARY KEY,\n"
+    "    `Id`            UUID NOT NULL PRIMARY KEY,\n"
+    "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+    "    `LockedUntil`   DATETIME(6) NULL,\n"
+    "    `ProcessedAt`   DATETIME(6) NULL,\n"
+    "    `CreatedAt`     DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+    "    `OwnerToken`    UUID NULL,\n"
+    "    `MessageId`     UUID NOT NULL,\n"
+    "    `RetryCount`    INT NOT NULL DEFAULT 0,\n"
+    "    `Starts`        INT NOT NULL DEFAULT 0,\n"
+    "    `Status`        TINYINT NOT NULL DEFAULT 0,\n"
+    "    `IsProcessed`   TINYINT NOT NULL DEFAULT 0,\n"
+    "    `Priority`      TINYINT NOT NULL DEFAULT 0,\n"
     "    `Topic`         VARCHAR(255) NOT NULL,\n"
     "    `Payload`       LONGTEXT NOT NULL,\n"
-    "    `CreatedAt`     DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
-    "    `Status`        TINYINT NOT NULL DEFAULT 0,\n"
-    "    `LockedUntil`   DATETIME(6) NULL,\n"
-    "    `OwnerToken`    CHAR(36) NULL,\n"
-    "    `IsProcessed`   TINYINT NOT NULL DEFAULT 0,\n"
-    "    `ProcessedAt`   DATETIME(6) NULL,\n"
     "    `ProcessedBy`   VARCHAR(100) NULL,\n"
-    "    `RetryCount`    INT NOT NULL DEFAULT 0,\n"
     "    `LastError`     LONGTEXT NULL,\n"
-    "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
-    "    `MessageId`     CHAR(36) NOT NULL,\n"
     "    `CorrelationId` VARCHAR(255) NULL,\n"
-    "    `DueTimeUtc`    DATETIME(6) NULL{A},\n"
-    "    KEY `IX_{N}_Ready` (`Status`, `NextAttemptAt`),\n"
-    "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
-    "    KEY `IX_{N}_Done` (`Status`, `ProcessedAt`)\n"
+    "    `DueTimeUtc`    DATETIME(6) NULL{A}\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
     "CREATE INDEX IF NOT EXISTS `IX_{N}_Ordering` ON {T} (`OrderingLive`, `OrderingState`, `OrderingSeq`)",
-    "CREATE INDEX IF NOT EXISTS `IX_{N}_Claim` ON {T} (`Status`, `ClaimRank`, `NextAttemptAt`)",
+    /* NextAttemptAt beside the rank: the claim tests it without the row. */
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_ReadyRank` ON {T} (`ReadyRank`, `NextAttemptAt`) ALGORITHM=INPLACE LOCK=NONE",
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_LeasedUntil` ON {T} (`LeasedUntil`) ALGORITHM=INPLACE LOCK=NONE",
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_DoneAt` ON {T} (`DoneAt`) ALGORITHM=INPLACE LOCK=NONE",
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_DeadAt` ON {T} (`DeadAt`) ALGORITHM=INPLACE LOCK=NONE",
 #ifndef OBX_NO_JOIN
     "CREATE TABLE IF NOT EXISTS {J} (\n"
     "    `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,\n"
@@ -7735,15 +7764,20 @@ static const char *const obx__mariadb_outbox_ddl[] = {
  * partial index: NULL for rows without a key or Done).
  * TenantId .. Headers: the envelope (NULL when a message has none).
  * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim.
- * Priority: obx_new_message.priority; ClaimRank: the claim's order, its
- * index's column (OBX__MY_CLAIM_ORDER). */
+ * Priority: obx_new_message.priority.
+ * ReadyRank, LeasedUntil, DoneAt, DeadAt: layout 2's state columns (see
+ * the DDL above), ReadyRank the claim's order (OBX__MY_CLAIM_ORDER).
+ * Layout 1's ClaimRank (PERSISTENT) is not added: nothing reads it. */
 static const obx__column obx__mariadb_outbox_columns[] = {
     {"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "VARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
     {"OrderingLive", "VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT"},
     {"OrderingState", "TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT"},
     {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"}, {"AggregateId", "VARCHAR(128) NULL"},
     {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"},
-    {"Priority", "TINYINT NOT NULL DEFAULT 0"}, {"ClaimRank", OBX__MY_RANK},
+    {"Priority", "TINYINT NOT NULL DEFAULT 0"}, {"ReadyRank", OBX__MY_READY_RANK("`Status` = 0 AND `IsProcessed` = 0")},
+    {"LeasedUntil", "DATETIME(6) AS (IF(`Status` = 1, `LockedUntil`, NULL)) VIRTUAL"},
+    {"DoneAt", "DATETIME(6) AS (IF(`Status` = 2, `ProcessedAt`, NULL)) VIRTUAL"},
+    {"DeadAt", "DATETIME(6) AS (IF(`Status` = 3, `CreatedAt`, NULL)) VIRTUAL"},
     {NULL, NULL}};
 static const obx__sqlset obx__mariadb_outbox = {
     "UTC_TIMESTAMP(6)",
@@ -8604,7 +8638,8 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
 
 /* One DDL statement with a store's names. "{A}", in the message table's
  * CREATE TABLE, becomes the columns added since the first release, so a
- * new table has them all. */
+ * new table has them all; those the template defines itself (a line of its
+ * own, where a layout puts them among the hot columns) are left out. */
 static char *obx__ddl_text(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
                            const char *schema, const char *table, const char *tmpl) {
     const char *names[26];
@@ -8615,6 +8650,8 @@ static char *obx__ddl_text(const obx__hooks *h, const obx__dialect *d, const obx
     for (i = 0; ok && i < OBX__COLUMNS_MAX && q->columns[i].name; i++) {
         char quoted[80], line[320];
         snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
+        snprintf(line, sizeof line, "\n    %s ", quoted);
+        if (strstr(tmpl, line)) continue;
         snprintf(line, sizeof line, ",\n    %-15s %s", quoted, q->columns[i].type);
         ok = obx__buf_add(h, &cols, line, strlen(line));
     }
