@@ -6881,8 +6881,14 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     "OR CAST(`Payload` AS BINARY) <> CAST(VALUES(`Payload`) AS BINARY)), INSERT(`OwnerToken`, 15, 1, '0'), "   \
     "`OwnerToken`), "
 /* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
+/* The due rows (stats, gauges): not leased, and leased until a past time. */
+#define IBX__MY_DUE                                                                                \
+    "(SELECT `NextAttemptAt` FROM {T} WHERE `ReadyRank` <= UTC_TIMESTAMP(6) + INTERVAL "            \
+    IBX__PRIORITY_HORIZON_S " SECOND AND `NextAttemptAt` <= UTC_TIMESTAMP(6) UNION ALL SELECT "     \
+    "`NextAttemptAt` FROM {T} WHERE `LeasedUntil` < UTC_TIMESTAMP(6) AND `NextAttemptAt` <= "       \
+    "UTC_TIMESTAMP(6))"
 #define IBX__MY_DEAD                                                                               \
-    "`Status` = 'Dead' AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                     \
+    "`DeadAt` IS NOT NULL AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                     \
     "LOCATE(?2, COALESCE(`LastError`, '')) > 0) AND `FirstSeenUtc` >= COALESCE(" IBX__MY_FROM_MS("?3") \
     ", `FirstSeenUtc`) AND (?4 IS NULL OR `FirstSeenUtc` < " IBX__MY_FROM_MS("?4") ") AND "          \
     "`Source` = COALESCE(?5, `Source`) AND `MessageId` = COALESCE(?6, `MessageId`)"
@@ -6961,41 +6967,44 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
     {IBX__Q_REAP,
      "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `LastError` = IF(`Starts` >= {Q}, '"
      IBX__CRASH_LOOP "', `LastError`), `Status` = IF(`Starts` >= {Q}, 'Dead', `Status`) "
-     "WHERE `Status` = 'Processing' AND `LockedUntil` IS NOT NULL AND `LockedUntil` < UTC_TIMESTAMP(6)"},
+     "WHERE `LeasedUntil` < UTC_TIMESTAMP(6)"},
     {IBX__Q_HASH,
      "SELECT `Hash`, `Status` FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__MY_COLS " FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
     {IBX__Q_CLEANUP,
-     "DELETE FROM {T} WHERE " IBX__MY_DONE " AND `LastSeenUtc` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
-     "MICROSECOND ORDER BY `LastSeenUtc` LIMIT ?"},
+     "DELETE FROM {T} WHERE `DoneAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
+     "MICROSECOND ORDER BY `DoneAt` LIMIT ?"},
+    /* Through the state columns' indexes: the due rows not leased (a due
+     * row ranks at most 50 s after now) and those whose lease ran out. */
     {IBX__Q_STATS,
-     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
-     "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
-     "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
+     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(d.`NextAttemptAt`), UTC_TIMESTAMP(6)) "
+     "/ 1000) AS SIGNED) FROM " IBX__MY_DUE " AS d"},
     {IBX__Q_PENDING,
-     "SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing'"},
+     "SELECT (SELECT COUNT(*) FROM {T} WHERE `ReadyRank` IS NOT NULL) + "
+     "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL)"},
 #ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing' AND `LockedUntil` IS NOT NULL), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Dead'), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing' AND `LockedUntil` IS NULL "
-     "AND `NextAttemptAt` > UTC_TIMESTAMP(6)), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing' AND `LockedUntil` < UTC_TIMESTAMP(6)) "
-     "FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
-     "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
+     "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE `DeadAt` IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE `ReadyRank` IS NOT NULL AND `NextAttemptAt` > UTC_TIMESTAMP(6)), "
+     "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` < UTC_TIMESTAMP(6)) "
+     "FROM " IBX__MY_DUE " AS d"},
 #endif
     /* A window of the work queue read without locks, then those rows
      * locked by key and checked again (as the outbox's pick does: a
      * locking read of the index walks every entry moved since the last
      * purge, and every leased row). The index is forced. */
+    /* Ready rows in the claim's order, then leases that ran out (not
+     * reaped yet: claimable as before layout 2). */
     {IBX__Q_CLAIM_PICK,
-     "SELECT t.`Source`, t.`MessageId` FROM (SELECT `Source`, `MessageId` FROM {T} "
-     "FORCE INDEX (`IX_{N}_Claim`) WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
-     "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6)) AND `Starts` < {Q} "
-     IBX__MY_CLAIM_ORDER("") " LIMIT ?2) AS c "
+     "SELECT t.`Source`, t.`MessageId` FROM ((SELECT `Source`, `MessageId` FROM {T} "
+     "FORCE INDEX (`IX_{N}_ReadyRank`) WHERE `NextAttemptAt` <= UTC_TIMESTAMP(6) AND `Starts` < {Q} "
+     IBX__MY_CLAIM_ORDER("") " LIMIT ?2) UNION ALL (SELECT `Source`, `MessageId` FROM {T} FORCE INDEX "
+     "(`IX_{N}_LeasedUntil`) WHERE `LeasedUntil` < UTC_TIMESTAMP(6) AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
+     "AND `Starts` < {Q} LIMIT ?2)) AS c "
      "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Source` = c.`Source` AND t.`MessageId` = c.`MessageId` "
      "WHERE t.`Status` = 'Processing' AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) AND t.`Starts` < {Q} "
@@ -7004,13 +7013,13 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "SELECT " IBX__MY_CLAIM_COLS " FROM " IBX__MY_BY_KEYS("?3", "?4") " WHERE {T}.`OwnerToken` = ?1"},
 #ifndef IBX_NO_DEAD_LETTERS
     {IBX__Q_DEAD_LIST,
-     "SELECT " IBX__MY_COLS " FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc`, `Source`, "
+     "SELECT " IBX__MY_COLS " FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `DeadAt`, `Source`, "
      "`MessageId` LIMIT ?7 OFFSET ?8"},
     {IBX__Q_DEAD_REPLAY,
      "UPDATE {T} SET `Attempt` = 0, `Starts` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
      "`LockedUntil` = NULL, `ExpiresAt` = NULL, `Status` = 'Processing' WHERE " IBX__MY_DEAD},
     {IBX__Q_DEAD_PURGE,
-     "DELETE FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc` LIMIT ?7"},
+     "DELETE FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `DeadAt` LIMIT ?7"},
     {IBX__Q_MOVE,
      "UPDATE {T} SET `LastError` = ?1, `OwnerToken` = NULL, `Status` = 'Dead', `LockedUntil` = NULL "
      "WHERE `Source` = ?2 AND `MessageId` = ?3 AND `Status` = 'Processing' AND (`LockedUntil` IS NULL OR ?4 = 1)"},
@@ -7020,27 +7029,37 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
 #endif
     {IBX__Q_COUNT, NULL}};
 
+/* Storage layout 2 (see the outbox's; docs/UPGRADING.md): the hot
+ * fixed-width columns first, OwnerToken of the UUID type, and no index that
+ * leads with Status: the state columns ReadyRank (Processing, not leased),
+ * LeasedUntil (Processing, leased), DoneAt and DeadAt are NULL outside
+ * their state, each indexed alone, so a claim moves two secondary entries
+ * (ready out, leased in) and an ack two (leased out, done in). An existing
+ * table gets them by online steps and keeps layout 1's Status-led indexes,
+ * which the previous release forces (obxctl upgrade-keys drops them). */
 static const char *const ibx__mariadb_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS {T} (\n"
      "    `Source`        VARCHAR(255) NOT NULL,\n"
      "    `MessageId`     VARCHAR(255) NOT NULL,\n"
+     "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+     "    `LockedUntil`   DATETIME(6) NULL,\n"
+     "    `LastSeenUtc`   DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+     "    `FirstSeenUtc`  DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+     "    `OwnerToken`    UUID NULL,\n"
+     "    `Attempt`       INT NOT NULL DEFAULT 0,\n"
+     "    `Starts`        INT NOT NULL DEFAULT 0,\n"
+     "    `Priority`      TINYINT NOT NULL DEFAULT 0,\n"
+     "    `Status`        VARCHAR(20) NOT NULL DEFAULT 'Seen',\n"
      "    `Topic`         VARCHAR(255) NOT NULL DEFAULT '',\n"
      "    `Payload`       LONGTEXT NOT NULL DEFAULT '',\n"
      "    `Hash`          BLOB NULL,\n"
-     "    `FirstSeenUtc`  DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
-     "    `LastSeenUtc`   DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
-     "    `Status`        VARCHAR(20) NOT NULL DEFAULT 'Seen',\n"
-     "    `LockedUntil`   DATETIME(6) NULL,\n"
-     "    `OwnerToken`    CHAR(36) NULL,\n"
-     "    `Attempt`       INT NOT NULL DEFAULT 0,\n"
      "    `LastError`     LONGTEXT NULL,\n"
-     "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
      "    `DueTimeUtc`    DATETIME(6) NULL{A},\n"
-     "    PRIMARY KEY (`Source`, `MessageId`),\n"
-     "    KEY `IX_{N}_WorkQueue` (`Status`, `NextAttemptAt`),\n"
-     "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
-     "    KEY `IX_{N}_Cleanup` (`Status`, `LastSeenUtc`)\n"
+     "    PRIMARY KEY (`Source`, `MessageId`)\n"
      ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
-     "CREATE INDEX IF NOT EXISTS `IX_{N}_Claim` ON {T} (`Status`, `ClaimRank`, `NextAttemptAt`)",
+     "CREATE INDEX IF NOT EXISTS `IX_{N}_ReadyRank` ON {T} (`ReadyRank`, `NextAttemptAt`) ALGORITHM=INPLACE LOCK=NONE",
+     "CREATE INDEX IF NOT EXISTS `IX_{N}_LeasedUntil` ON {T} (`LeasedUntil`) ALGORITHM=INPLACE LOCK=NONE",
+     "CREATE INDEX IF NOT EXISTS `IX_{N}_DoneAt` ON {T} (`DoneAt`) ALGORITHM=INPLACE LOCK=NONE",
+     "CREATE INDEX IF NOT EXISTS `IX_{N}_DeadAt` ON {T} (`DeadAt`) ALGORITHM=INPLACE LOCK=NONE",
      NULL};
 /* Columns added since the first release, oldest first: a new column is
  * one more entry here and in each other dialect's set (ibx__sqlset).
@@ -7049,7 +7068,11 @@ static const char *const ibx__mariadb_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS
 static const ibx__column ibx__mariadb_inbox_columns[] = {
     {"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"},
     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"},
-    {"Priority", "TINYINT NOT NULL DEFAULT 0"}, {"ClaimRank", IBX__MY_RANK}, /* IBX__MY_CLAIM_ORDER */
+    {"Priority", "TINYINT NOT NULL DEFAULT 0"},
+    {"ReadyRank", IBX__MY_READY_RANK("`Status` = 'Processing' AND `LockedUntil` IS NULL")}, /* IBX__MY_CLAIM_ORDER */
+    {"LeasedUntil", "DATETIME(6) AS (IF(`Status` = 'Processing', `LockedUntil`, NULL)) VIRTUAL"},
+    {"DoneAt", "DATETIME(6) AS (IF(`Status` = 'Done', `LastSeenUtc`, NULL)) VIRTUAL"},
+    {"DeadAt", "DATETIME(6) AS (IF(`Status` = 'Dead', `FirstSeenUtc`, NULL)) VIRTUAL"},
     {NULL, NULL}};
 static const ibx__sqlset ibx__mariadb_inbox = {
     "UTC_TIMESTAMP(6)",

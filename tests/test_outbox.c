@@ -639,7 +639,10 @@ static void test_017_claim_locks(void) {
          * not waited for. */
         caller_conn c;
         char other[37];
-        TT_ASSERT(caller_open(&c));
+        /* MariaDB at READ COMMITTED, as the library's claims run: at
+         * REPEATABLE READ the caller's read would also lock the gap before
+         * its entry, where the claim puts the rows it takes (ReadyRank NULL). */
+        TT_ASSERT(caller_open_keyed(&c));
         TT_ASSERT(caller_exec(&c, g_pg ? "SELECT \"Id\" FROM \"dbo\".\"Outbox\" WHERE \"Status\" = 0 "
                                          "ORDER BY \"NextAttemptAt\" LIMIT 1 FOR UPDATE"
                                        : "SELECT \"Id\" FROM \"Outbox\" FORCE INDEX (\"IX_Outbox_ReadyRank\") "
@@ -2597,8 +2600,8 @@ static void test_119_indexes(void) {
                             "AND indexname IN ('IX_Outbox_Ready', 'IX_Outbox_Leased', 'IX_Outbox_Done')"), 3);
     else if (g_my)
         TT_EQ_INT(scalar(s, "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics "
-                            "WHERE table_schema = DATABASE() AND table_name = 'Outbox' "
-                            "AND index_name IN ('IX_Outbox_Ready', 'IX_Outbox_Leased', 'IX_Outbox_Done')"), 3);
+                            "WHERE table_schema = DATABASE() AND table_name = 'Outbox' " /* layout 2 */
+                            "AND index_name IN ('IX_Outbox_ReadyRank', 'IX_Outbox_LeasedUntil', 'IX_Outbox_DoneAt')"), 3);
     else
         TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Outbox' "
                             "AND name IN ('IX_Outbox_Ready', 'IX_Outbox_Leased', 'IX_Outbox_Done')"), 3);
@@ -3946,6 +3949,66 @@ static void test_schema_upgrade_v1(void) {
     TT_EXPECT(!logged("schema upgraded", NULL, NULL));
     obx_store_close(s);
     obx_store_close(fresh_store);
+}
+
+/* MariaDB: each secondary index's key of the rows `where` selects, one
+ * text, indexes apart by '#', in index-name order (InnoDB rewrites a
+ * secondary entry exactly when its key columns change). */
+static int my_index_keys(obx_store *s, const char *where, char *out, size_t cap) {
+    static char expr[4096], text[8192];
+    char *q = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
+                          "SELECT GROUP_CONCAT(e ORDER BY n SEPARATOR ', ''#'', ') FROM (SELECT INDEX_NAME AS n, "
+                          "GROUP_CONCAT(CONCAT('IFNULL(CAST(`', COLUMN_NAME, '` AS CHAR), ''~'')') ORDER BY "
+                          "SEQ_IN_INDEX SEPARATOR ', ''|'', ') AS e FROM information_schema.STATISTICS WHERE "
+                          "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{N}' AND INDEX_NAME <> 'PRIMARY' "
+                          "GROUP BY INDEX_NAME) AS x");
+    obx_result r = q ? obx__query_text(&s->db, q, expr, sizeof expr) : OBX_ERR_NO_MEMORY;
+    obx__free(&s->hooks, q);
+    if (r == OBX_OK) {
+        snprintf(text, sizeof text, "SELECT GROUP_CONCAT(CONCAT(%s) SEPARATOR '/') FROM {T} WHERE %s", expr, where);
+        q = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, text);
+        r = q ? obx__query_text(&s->db, q, out, cap) : OBX_ERR_NO_MEMORY;
+        obx__free(&s->hooks, q);
+    }
+    if (!s->db.tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    return r == OBX_OK;
+}
+
+/* How many of the '#'-separated parts differ between two my_index_keys texts. */
+static int my_moved(const char *a, const char *b) {
+    int n = 0;
+    while (*a || *b) {
+        size_t la = strcspn(a, "#"), lb = strcspn(b, "#");
+        if (la != lb || strncmp(a, b, la) != 0) n++;
+        a += la + (a[la] == '#');
+        b += lb + (b[lb] == '#');
+    }
+    return n;
+}
+
+/* CORE-MY-INDEX-MOVES: on MariaDB (storage layout 2) a claim rewrites two
+ * secondary index entries of the row (ready out, leased in), an ack two
+ * (leased out, done in); layout 1's Status-led indexes moved four each. */
+static void test_my_index_moves(void) {
+    obx_store *s = fresh();
+    static char before[8192], after[8192], claimed[8192];
+    char owner[37], id[37], where[96];
+    const obx_message *ms;
+    const char *one[1];
+    int n = 0;
+    TT_ASSERT(s && enqueue(s, "t", "p", id));
+    snprintf(where, sizeof where, "\"Id\" = '%s'", id);
+    TT_ASSERT(my_index_keys(s, where, before, sizeof before));
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 1, &ms, &n), OBX_OK);
+    TT_ASSERT(my_index_keys(s, where, claimed, sizeof claimed));
+    one[0] = id;
+    TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);
+    TT_ASSERT(my_index_keys(s, where, after, sizeof after));
+    if (getenv("OBX_TEST_VERBOSE")) printf("    %s\n    %s\n    %s\n", before, claimed, after);
+    TT_EQ_INT(my_moved(before, claimed), 2);
+    TT_EQ_INT(my_moved(claimed, after), 2);
+    obx_store_close(s);
 }
 
 /* ---- message priority (OBX-PRIO-*) ------------------------------------------------- */
@@ -6474,7 +6537,7 @@ static void test_my_claim_recheck(void) {
 static void test_my_settle_row_locks(void) {
     obx_store *s = fresh();
     caller_conn c;
-    char ids[5][37], owner[37], q[160];
+    char ids[5][37], owner[37], q[256];
     const char *one[1];
     const obx_message *ms;
     int n = 0, i, busy;
@@ -6494,7 +6557,8 @@ static void test_my_settle_row_locks(void) {
     busy = SQL_SUCCEEDED(SQLSetConnectAttr(c.dbc, SQL_ATTR_TXN_ISOLATION,
                                            (SQLPOINTER)(uintptr_t)s->db.d->isolation, SQL_IS_UINTEGER));
     /* The other worker's claim of ids[4] (the library's claim update) ... */
-    snprintf(q, sizeof q, "UPDATE \"Outbox\" SET \"Status\" = 1, \"OwnerToken\" = 'other', "
+    snprintf(q, sizeof q, "UPDATE \"Outbox\" SET \"Status\" = 1, \"OwnerToken\" = "
+                          "'00000000-0000-4000-8000-0000000000cc', "
                           "\"LockedUntil\" = UTC_TIMESTAMP(6) WHERE \"Id\" = '%s'", ids[4]);
     busy = busy && caller_exec(&c, q);
     /* ... and its ack of ids[0], both not committed yet. */
@@ -8793,6 +8857,10 @@ int main(int argc, char **argv) {
         printf("N/A OBX-124 %s SQLite has no stored procedures\n", g_label);
     }
     RUN("OBX-119", "indexes serve claim, reap and cleanup", test_119_indexes);
+    if (g_my)
+        RUN("CORE-MY-INDEX-MOVES", "a claim rewrites two secondary index entries, an ack two (layout 2; layout 1: four each)", test_my_index_moves);
+    else
+        printf("N/A CORE-MY-INDEX-MOVES %s MariaDB's layout (partial indexes here: two each already)\n", g_label);
     RUN("OBX-102", "enqueues logged at INFO with topic and correlation id", test_102_107_logging);
     RUN("OBX-103", "claims logged at DEBUG with the count", test_102_107_logging);
     RUN("OBX-106", "reaps logged at INFO with the count", test_102_107_logging);
