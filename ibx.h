@@ -1113,6 +1113,28 @@ IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const
  * IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_store_deploy(ibx_store *store);
 
+/* The explicit steps of an upgrade to storage layout 2 (docs/UPGRADING.md),
+ * on a table that a release before it deployed and ibx_store_deploy has
+ * upgraded in place. Only MariaDB has any; elsewhere, and on a table that
+ * has them done, nothing happens (IBX_OK, *steps 0). Flags:
+ * IBX_UPGRADE_KEYS converts the keys (CHAR(36)) to the UUID type: a copy
+ * of the table, reads go on but writers wait for all of it (about 30 s per
+ * million rows, measured); the previous release keeps working after it.
+ * IBX_UPGRADE_DROP_OLD drops layout 1's indexes that lead with Status (and
+ * its ClaimRank column): writes get cheaper, and the previous release's
+ * claims fail ("Key ... doesn't exist": they force those indexes), so run
+ * it once no program of that release is left. Each step is logged (INFO),
+ * looked up in the catalog first (a step done is skipped, so an
+ * interrupted run is resumed by running it again), and waits for its
+ * table lock at most 5 s, as ibx_store_deploy. *steps (if not NULL) gets
+ * the number of steps run. Touches the database; each step commits on its
+ * own. Returns IBX_OK, IBX_ERR_INVALID_ARG (store NULL, flags 0 or
+ * unknown), IBX_ERR_STATE (store not open), IBX_ERR_DB(_TRANSIENT) (the
+ * steps before stay done), IBX_ERR_NO_MEMORY. */
+#define IBX_UPGRADE_KEYS 1u
+#define IBX_UPGRADE_DROP_OLD 2u
+IBX_API ibx_result ibx_store_upgrade(ibx_store *store, unsigned flags, int *steps);
+
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
  * from the store's clock and random hooks. Returns IBX_OK or
  * IBX_ERR_INVALID_ARG (NULL argument). */
@@ -3212,7 +3234,18 @@ typedef struct ibx__sqlset {
      * procedure, which workers of the previous release still call while
      * an upgrade replaces it. */
     int claim_full_rows;
+    /* The explicit steps of a storage-layout upgrade (ibx_store_upgrade),
+     * in order; {NULL, NULL, 0} ends; NULL: none for this dialect. */
+    const struct ibx__contract *contract;
 } ibx__sqlset;
+
+/* One step of ibx_store_upgrade: `probe` a count, above 0 when the step is
+ * done (NULL: the step is idempotent and cheap); `flag` the
+ * IBX_UPGRADE_* flag that asks for it. */
+typedef struct ibx__contract {
+    const char *probe, *change;
+    unsigned flag;
+} ibx__contract;
 
 /* Expand a statement template with a store's names: {T} the quoted table,
  * {S} the quoted schema, {N} the bare table name, {W} the dialect's "now"
@@ -6642,7 +6675,8 @@ static const ibx__sqlset ibx__sqlite_inbox = {
     ibx__sqlite_inbox_ddl,
     ibx__sqlite_inbox_rows,
     ibx__sqlite_inbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    NULL /* contract: none */
 };
 #define IBX__SQLITE_SET &ibx__sqlite_inbox
 #endif
@@ -6837,7 +6871,8 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     ibx__postgresql_inbox_ddl,
     ibx__postgresql_inbox_rows,
     ibx__postgresql_inbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    NULL /* contract: none */
 };
 #define IBX__POSTGRESQL_SET &ibx__postgresql_inbox
 #endif
@@ -7074,12 +7109,28 @@ static const ibx__column ibx__mariadb_inbox_columns[] = {
     {"DoneAt", "DATETIME(6) AS (IF(`Status` = 'Done', `LastSeenUtc`, NULL)) VIRTUAL"},
     {"DeadAt", "DATETIME(6) AS (IF(`Status` = 'Dead', `FirstSeenUtc`, NULL)) VIRTUAL"},
     {NULL, NULL}};
+/* ibx_store_upgrade on a table deployed before layout 2 (see the outbox's):
+ * the owner token to the UUID type (a table copy), then layout 1's
+ * Status-led indexes and ClaimRank dropped. */
+#define IBX__MY_NO_INDEX(ix) \
+    "SELECT COUNT(*) = 0 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND " \
+    "TABLE_NAME = '{N}' AND INDEX_NAME = 'IX_{N}_" ix "'", "DROP INDEX IF EXISTS `IX_{N}_" ix "` ON {T}", IBX_UPGRADE_DROP_OLD
+static const ibx__contract ibx__mariadb_inbox_contract[] = {
+    {"SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{N}' "
+     "AND COLUMN_NAME = 'OwnerToken' AND DATA_TYPE = 'uuid'",
+     "ALTER TABLE {T} MODIFY `OwnerToken` UUID NULL, ALGORITHM=COPY, LOCK=SHARED", IBX_UPGRADE_KEYS},
+    {IBX__MY_NO_INDEX("Claim")}, {IBX__MY_NO_INDEX("WorkQueue")}, {IBX__MY_NO_INDEX("Leased")},
+    {IBX__MY_NO_INDEX("Cleanup")},
+    {"SELECT COUNT(*) = 0 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = "
+     "'{N}' AND COLUMN_NAME = 'ClaimRank'", "ALTER TABLE {T} DROP COLUMN IF EXISTS `ClaimRank`", IBX_UPGRADE_DROP_OLD},
+    {NULL, NULL, 0}};
 static const ibx__sqlset ibx__mariadb_inbox = {
     "UTC_TIMESTAMP(6)",
     ibx__mariadb_inbox_ddl,
     ibx__mariadb_inbox_rows,
     ibx__mariadb_inbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    ibx__mariadb_inbox_contract
 };
 #define IBX__MARIADB_SET &ibx__mariadb_inbox
 #endif
@@ -7345,7 +7396,8 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
     ibx__sqlserver_inbox_ddl,
     ibx__sqlserver_inbox_rows,
     ibx__sqlserver_inbox_columns,
-    1 /* claim_full_rows: the rows of the deployed <table>_Claim */
+    1, /* claim_full_rows: the rows of the deployed <table>_Claim */
+    NULL /* contract: none */
 };
 #define IBX__SQLSERVER_SET &ibx__sqlserver_inbox
 #endif
@@ -8149,6 +8201,59 @@ IBX_API ibx_result ibx_store_deploy(ibx_store *store) {
         ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id, "schema change on %s did not get its lock within "
                  IBX__DEPLOY_LOCK_WAIT " s (transactions hold the table): deploy again when they end",
                  store->table);
+    return r;
+}
+
+typedef struct ibx__upgrade_ctx {
+    ibx__deploy_ctx dc;
+    unsigned flags;
+    int steps;
+} ibx__upgrade_ctx;
+
+static ibx_result ibx__upgrade_unit(ibx__db *db, void *ctx) {
+    ibx__upgrade_ctx *u = (ibx__upgrade_ctx *)ctx;
+    ibx_store *s = u->dc.s;
+    const ibx__contract *k;
+    ibx_result r = IBX_OK;
+    u->dc.changing = 0; /* a retried unit sets its lock timeout again */
+    for (k = s->q->contract; k && k->change && r == IBX_OK; k++) {
+        char found[32] = "0", *probe, *one;
+        if (!(k->flag & u->flags)) continue;
+        probe = k->probe ? ibx__expand(&s->hooks, db->d, s->q, s->schema, s->table, k->probe) : NULL;
+        one = ibx__expand(&s->hooks, db->d, s->q, s->schema, s->table, k->change);
+        if (!one || (k->probe && !probe)) r = ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_store_upgrade", "out of memory");
+        if (r == IBX_OK && probe) r = ibx__deploy_count(db, probe, found, sizeof found, "catalog query for ", one);
+        if (r == IBX_OK && atoi(found) == 0) {
+            r = ibx__deploy_change(db, &u->dc, one);
+            if (r == IBX_OK) r = ibx__exec_direct(db, one, "upgrade");
+            if (r == IBX_ERR_DB_TRANSIENT && u->dc.changing) db->fault = IBX__FAULT_PERMANENT; /* as deploy */
+            if (r == IBX_OK) u->steps++;
+        }
+        ibx__free(&s->hooks, probe);
+        ibx__free(&s->hooks, one);
+    }
+    return r;
+}
+
+IBX_API ibx_result ibx_store_upgrade(ibx_store *store, unsigned flags, int *steps) {
+    ibx__upgrade_ctx u;
+    ibx_result r;
+    if (!store) return IBX_ERR_INVALID_ARG;
+    if (!store->q)
+        return ibx__fail(&store->err, IBX_ERR_STATE, "ibx_store_upgrade", "store is not open");
+    if (flags == 0 || (flags & ~(IBX_UPGRADE_KEYS | IBX_UPGRADE_DROP_OLD)))
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_store_upgrade: flags",
+                         "not IBX_UPGRADE_KEYS and/or IBX_UPGRADE_DROP_OLD");
+    memset(&u, 0, sizeof u);
+    u.dc.s = store;
+    u.flags = flags;
+    r = ibx__unit(&store->db, ibx__upgrade_unit, &u, "upgrade schema");
+    if (u.dc.timed && store->db.d->deploy_unlock_sql)
+        (void)ibx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "upgrade: lock timeout");
+    if (r == IBX_OK && steps) *steps = u.steps;
+    if (r == IBX_OK)
+        ibx__log(&store->hooks, u.steps ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
+                 "schema upgrade of %s: %d step(s) run", store->table, u.steps);
     return r;
 }
 

@@ -1177,6 +1177,28 @@ OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const
  * OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_store_deploy(obx_store *store);
 
+/* The explicit steps of an upgrade to storage layout 2 (docs/UPGRADING.md),
+ * on a table that a release before it deployed and obx_store_deploy has
+ * upgraded in place. Only MariaDB has any; elsewhere, and on a table that
+ * has them done, nothing happens (OBX_OK, *steps 0). Flags:
+ * OBX_UPGRADE_KEYS converts the keys (CHAR(36)) to the UUID type: a copy
+ * of the table, reads go on but writers wait for all of it (about 30 s per
+ * million rows, measured); the previous release keeps working after it.
+ * OBX_UPGRADE_DROP_OLD drops layout 1's indexes that lead with Status (and
+ * its ClaimRank column): writes get cheaper, and the previous release's
+ * claims fail ("Key ... doesn't exist": they force those indexes), so run
+ * it once no program of that release is left. Each step is logged (INFO),
+ * looked up in the catalog first (a step done is skipped, so an
+ * interrupted run is resumed by running it again), and waits for its
+ * table lock at most 5 s, as obx_store_deploy. *steps (if not NULL) gets
+ * the number of steps run. Touches the database; each step commits on its
+ * own. Returns OBX_OK, OBX_ERR_INVALID_ARG (store NULL, flags 0 or
+ * unknown), OBX_ERR_STATE (store not open), OBX_ERR_DB(_TRANSIENT) (the
+ * steps before stay done), OBX_ERR_NO_MEMORY. */
+#define OBX_UPGRADE_KEYS 1u
+#define OBX_UPGRADE_DROP_OLD 2u
+OBX_API obx_result obx_store_upgrade(obx_store *store, unsigned flags, int *steps);
+
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
  * from the store's clock and random hooks. Returns OBX_OK or
  * OBX_ERR_INVALID_ARG (NULL argument). */
@@ -3411,7 +3433,18 @@ typedef struct obx__sqlset {
      * procedure, which workers of the previous release still call while
      * an upgrade replaces it. */
     int claim_full_rows;
+    /* The explicit steps of a storage-layout upgrade (obx_store_upgrade),
+     * in order; {NULL, NULL, 0} ends; NULL: none for this dialect. */
+    const struct obx__contract *contract;
 } obx__sqlset;
+
+/* One step of obx_store_upgrade: `probe` a count, above 0 when the step is
+ * done (NULL: the step is idempotent and cheap); `flag` the
+ * OBX_UPGRADE_* flag that asks for it. */
+typedef struct obx__contract {
+    const char *probe, *change;
+    unsigned flag;
+} obx__contract;
 
 /* Expand a statement template with a store's names: {T} the quoted table,
  * {S} the quoted schema, {N} the bare table name, {W} the dialect's "now"
@@ -6981,7 +7014,8 @@ static const obx__sqlset obx__sqlite_outbox = {
     obx__sqlite_outbox_ddl,
     obx__sqlite_outbox_rows,
     obx__sqlite_outbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    NULL /* contract: none */
 };
 #define OBX__SQLITE_SET &obx__sqlite_outbox
 #endif
@@ -7382,7 +7416,8 @@ static const obx__sqlset obx__postgresql_outbox = {
     obx__postgresql_outbox_ddl,
     obx__postgresql_outbox_rows,
     obx__postgresql_outbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    NULL /* contract: none */
 };
 #define OBX__POSTGRESQL_SET &obx__postgresql_outbox
 #endif
@@ -7779,12 +7814,43 @@ static const obx__column obx__mariadb_outbox_columns[] = {
     {"DoneAt", "DATETIME(6) AS (IF(`Status` = 2, `ProcessedAt`, NULL)) VIRTUAL"},
     {"DeadAt", "DATETIME(6) AS (IF(`Status` = 3, `CreatedAt`, NULL)) VIRTUAL"},
     {NULL, NULL}};
+/* obx_store_upgrade on a table deployed before layout 2: its keys to the
+ * UUID type (table copies: writers wait, docs/UPGRADING.md; the join
+ * tables' foreign key cannot span a type change, so it is dropped and put
+ * back), then layout 1's Status-led indexes and ClaimRank dropped. */
+#define OBX__MY_UUID(t, c)                                                                        \
+    "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '" t \
+    "' AND COLUMN_NAME = '" c "' AND DATA_TYPE = 'uuid'"
+#define OBX__MY_NO_INDEX(ix) \
+    "SELECT COUNT(*) = 0 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND " \
+    "TABLE_NAME = '{N}' AND INDEX_NAME = 'IX_{N}_" ix "'", "DROP INDEX IF EXISTS `IX_{N}_" ix "` ON {T}", OBX_UPGRADE_DROP_OLD
+#define OBX__MY_COPY ", ALGORITHM=COPY, LOCK=SHARED"
+static const obx__contract obx__mariadb_outbox_contract[] = {
+    {OBX__MY_UUID("{N}", "Id"), "ALTER TABLE {T} MODIFY `Id` UUID NOT NULL, MODIFY `OwnerToken` UUID NULL, "
+     "MODIFY `MessageId` UUID NOT NULL" OBX__MY_COPY, OBX_UPGRADE_KEYS},
+#ifndef OBX_NO_JOIN
+    {OBX__MY_UUID("{N}JoinMember", "JoinId"), "ALTER TABLE {M} DROP FOREIGN KEY IF EXISTS `FK_{N}JoinMember_Join`",
+     OBX_UPGRADE_KEYS},
+    {OBX__MY_UUID("{N}Join", "JoinId"), "ALTER TABLE {J} MODIFY `JoinId` UUID NOT NULL" OBX__MY_COPY, OBX_UPGRADE_KEYS},
+    {OBX__MY_UUID("{N}JoinMember", "JoinId"), "ALTER TABLE {M} MODIFY `JoinId` UUID NOT NULL, "
+     "MODIFY `OutboxMessageId` UUID NOT NULL" OBX__MY_COPY, OBX_UPGRADE_KEYS},
+    {"SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() "
+     "AND CONSTRAINT_NAME = 'FK_{N}JoinMember_Join'",
+     "ALTER TABLE {M} ADD CONSTRAINT `FK_{N}JoinMember_Join` FOREIGN KEY (`JoinId`) REFERENCES {J} (`JoinId`) "
+     "ON DELETE CASCADE", OBX_UPGRADE_KEYS},
+#endif
+    {OBX__MY_NO_INDEX("Claim")}, {OBX__MY_NO_INDEX("Ready")}, {OBX__MY_NO_INDEX("Leased")},
+    {OBX__MY_NO_INDEX("Done")},
+    {"SELECT COUNT(*) = 0 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = "
+     "'{N}' AND COLUMN_NAME = 'ClaimRank'", "ALTER TABLE {T} DROP COLUMN IF EXISTS `ClaimRank`", OBX_UPGRADE_DROP_OLD},
+    {NULL, NULL, 0}};
 static const obx__sqlset obx__mariadb_outbox = {
     "UTC_TIMESTAMP(6)",
     obx__mariadb_outbox_ddl,
     obx__mariadb_outbox_rows,
     obx__mariadb_outbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    obx__mariadb_outbox_contract
 };
 #define OBX__MARIADB_SET &obx__mariadb_outbox
 #endif
@@ -8129,7 +8195,8 @@ static const obx__sqlset obx__sqlserver_outbox = {
     obx__sqlserver_outbox_ddl,
     obx__sqlserver_outbox_rows,
     obx__sqlserver_outbox_columns,
-    1 /* claim_full_rows: the rows of the deployed <table>_Claim */
+    1, /* claim_full_rows: the rows of the deployed <table>_Claim */
+    NULL /* contract: none */
 };
 #define OBX__SQLSERVER_SET &obx__sqlserver_outbox
 #endif
@@ -8968,6 +9035,59 @@ OBX_API obx_result obx_store_deploy(obx_store *store) {
         obx__log(&store->hooks, OBX_LOG_WARN, store->store_id, "schema change on %s did not get its lock within "
                  OBX__DEPLOY_LOCK_WAIT " s (transactions hold the table): deploy again when they end",
                  store->table);
+    return r;
+}
+
+typedef struct obx__upgrade_ctx {
+    obx__deploy_ctx dc;
+    unsigned flags;
+    int steps;
+} obx__upgrade_ctx;
+
+static obx_result obx__upgrade_unit(obx__db *db, void *ctx) {
+    obx__upgrade_ctx *u = (obx__upgrade_ctx *)ctx;
+    obx_store *s = u->dc.s;
+    const obx__contract *k;
+    obx_result r = OBX_OK;
+    u->dc.changing = 0; /* a retried unit sets its lock timeout again */
+    for (k = s->q->contract; k && k->change && r == OBX_OK; k++) {
+        char found[32] = "0", *probe, *one;
+        if (!(k->flag & u->flags)) continue;
+        probe = k->probe ? obx__expand(&s->hooks, db->d, s->q, s->schema, s->table, k->probe) : NULL;
+        one = obx__expand(&s->hooks, db->d, s->q, s->schema, s->table, k->change);
+        if (!one || (k->probe && !probe)) r = obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_store_upgrade", "out of memory");
+        if (r == OBX_OK && probe) r = obx__deploy_count(db, probe, found, sizeof found, "catalog query for ", one);
+        if (r == OBX_OK && atoi(found) == 0) {
+            r = obx__deploy_change(db, &u->dc, one);
+            if (r == OBX_OK) r = obx__exec_direct(db, one, "upgrade");
+            if (r == OBX_ERR_DB_TRANSIENT && u->dc.changing) db->fault = OBX__FAULT_PERMANENT; /* as deploy */
+            if (r == OBX_OK) u->steps++;
+        }
+        obx__free(&s->hooks, probe);
+        obx__free(&s->hooks, one);
+    }
+    return r;
+}
+
+OBX_API obx_result obx_store_upgrade(obx_store *store, unsigned flags, int *steps) {
+    obx__upgrade_ctx u;
+    obx_result r;
+    if (!store) return OBX_ERR_INVALID_ARG;
+    if (!store->q)
+        return obx__fail(&store->err, OBX_ERR_STATE, "obx_store_upgrade", "store is not open");
+    if (flags == 0 || (flags & ~(OBX_UPGRADE_KEYS | OBX_UPGRADE_DROP_OLD)))
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_store_upgrade: flags",
+                         "not OBX_UPGRADE_KEYS and/or OBX_UPGRADE_DROP_OLD");
+    memset(&u, 0, sizeof u);
+    u.dc.s = store;
+    u.flags = flags;
+    r = obx__unit(&store->db, obx__upgrade_unit, &u, "upgrade schema");
+    if (u.dc.timed && store->db.d->deploy_unlock_sql)
+        (void)obx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "upgrade: lock timeout");
+    if (r == OBX_OK && steps) *steps = u.steps;
+    if (r == OBX_OK)
+        obx__log(&store->hooks, u.steps ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
+                 "schema upgrade of %s: %d step(s) run", store->table, u.steps);
     return r;
 }
 

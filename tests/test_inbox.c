@@ -2404,6 +2404,28 @@ static void test_schema_upgrade_v1(void) {
     log_reset();
     TT_EQ_INT(ibx_store_deploy(s), IBX_OK);
     TT_EXPECT(!logged("schema upgraded", NULL, NULL));
+    /* The explicit steps (obxctl upgrade): the owner token to UUID, then
+     * layout 1's indexes gone; rows kept and served. */
+    {
+        int steps = -1;
+        TT_EQ_INT(ibx_store_upgrade(s, 4, &steps), IBX_ERR_INVALID_ARG);
+        TT_EQ_INT(ibx_store_upgrade(s, IBX_UPGRADE_KEYS, &steps), IBX_OK);
+        TT_EQ_INT(steps, g_my ? 1 : 0);
+        TT_EQ_INT(ibx_store_upgrade(s, IBX_UPGRADE_DROP_OLD, &steps), IBX_OK);
+        TT_EQ_INT(steps, g_my ? 5 : 0);
+        TT_ASSERT(v0_objects(s, objs_old, sizeof objs_old));
+        TT_EQ_STR(objs_old, objs_new);
+        TT_EQ_INT(ibx_store_upgrade(s, IBX_UPGRADE_KEYS | IBX_UPGRADE_DROP_OLD, &steps), IBX_OK);
+        TT_EQ_INT(steps, 0);
+        TT_EQ_INT(ibx_get(s, "m9", "v0", &m), IBX_OK);
+        TT_EQ_INT(m.status, IBX_STATUS_DEAD);
+        {
+            ibx_new_message pm = msg("v2", "v2", "after", "p");
+            TT_EQ_INT(ibx_enqueue(s, &pm, NULL), IBX_OK);
+            TT_ASSERT(prio_claims(s, order, sizeof order));
+            TT_EQ_STR(order, "after");
+        }
+    }
     ibx_store_close(s);
     ibx_store_close(fresh_store);
 }

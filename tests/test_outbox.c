@@ -3947,6 +3947,40 @@ static void test_schema_upgrade_v1(void) {
     log_reset();
     TT_EQ_INT(obx_store_deploy(s), OBX_OK);
     TT_EXPECT(!logged("schema upgraded", NULL, NULL));
+    /* The explicit steps (obxctl upgrade): keys to UUID, rows kept and
+     * served; then layout 1's indexes gone; each a no-op the second time
+     * and everywhere but MariaDB. */
+    {
+        int steps = -1;
+        TT_EQ_INT(obx_store_upgrade(s, 0, &steps), OBX_ERR_INVALID_ARG);
+        TT_EQ_INT(steps, -1);
+        if (obx_store_upgrade(s, OBX_UPGRADE_KEYS, &steps) != OBX_OK)
+            printf("    upgrade: %s (%s)\n", obx_store_last_error(s)->message, obx_store_last_error(s)->where);
+        TT_EQ_INT(steps, g_my ? 5 : 0);
+        TT_EQ_INT(obx_store_upgrade(s, OBX_UPGRADE_KEYS, &steps), OBX_OK);
+        TT_EQ_INT(steps, 0);
+        TT_ASSERT(v0_columns(s, cols_old, sizeof cols_old));
+        if (g_my) TT_EXPECT(strstr(cols_old, "Id uuid") != NULL && strstr(cols_old, "OwnerToken uuid") != NULL);
+        TT_EQ_INT(obx_get(s, V1_ID(08), &m), OBX_OK);
+        TT_EQ_INT(m.status, OBX_STATUS_FAILED);
+        TT_EQ_INT(obx_join_get(s, V1_JOIN, &j), OBX_OK);
+        TT_EQ_INT(j.completed_steps, 1);
+        TT_EQ_INT(obx_store_upgrade(s, OBX_UPGRADE_DROP_OLD, &steps), OBX_OK);
+        TT_EQ_INT(steps, g_my ? 5 : 0);
+        TT_ASSERT(v0_objects(s, objs_old, sizeof objs_old));
+        TT_EQ_STR(objs_old, objs_new); /* now only layout 2's */
+        TT_EQ_INT(obx_store_upgrade(s, OBX_UPGRADE_KEYS | OBX_UPGRADE_DROP_OLD, &steps), OBX_OK);
+        TT_EQ_INT(steps, 0);
+        TT_ASSERT(prio_claims(s, order, sizeof order)); /* nothing ready: the claim runs, finds none */
+        TT_EQ_STR(order, "");
+        {
+            obx_new_message pm = msg("v2", "after");
+            char nid[37];
+            TT_EQ_INT(obx_enqueue(s, &pm, nid), OBX_OK);
+            TT_ASSERT(prio_claims(s, order, sizeof order));
+            TT_EQ_STR(order, "after");
+        }
+    }
     obx_store_close(s);
     obx_store_close(fresh_store);
 }
@@ -4008,6 +4042,56 @@ static void test_my_index_moves(void) {
     if (getenv("OBX_TEST_VERBOSE")) printf("    %s\n    %s\n    %s\n", before, claimed, after);
     TT_EQ_INT(my_moved(before, claimed), 2);
     TT_EQ_INT(my_moved(claimed, after), 2);
+    obx_store_close(s);
+}
+
+/* CORE-MY-UUID-TEXT: MariaDB Connector/ODBC describes a UUID column as
+ * character data and returns its text: ids, message ids and owner tokens
+ * round-trip as the lowercase text the API gives and takes. */
+static void test_my_uuid_text(void) {
+    obx_store *s = fresh();
+    caller_conn c;
+    SQLHSTMT st = NULL;
+    SQLCHAR name[64], text[64] = "";
+    SQLSMALLINT name_len = 0, type = 0, digits = 0, nullable = 0;
+    SQLULEN size = 0;
+    SQLLEN ind = 0;
+    char id[37], owner[37], q[160];
+    const obx_message *ms;
+    obx_message m;
+    const char *one[1];
+    int n = 0;
+    TT_ASSERT(s && enqueue(s, "t", "p", id));
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+                        "TABLE_NAME = 'Outbox' AND COLUMN_NAME IN ('Id', 'MessageId', 'OwnerToken') AND "
+                        "DATA_TYPE = 'uuid'"), 3);
+    TT_ASSERT(caller_open(&c));
+    snprintf(q, sizeof q, "SELECT \"Id\" FROM \"Outbox\" WHERE \"Id\" = '%s'", id);
+    TT_ASSERT(SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, c.dbc, &st)));
+    TT_ASSERT(SQL_SUCCEEDED(SQLExecDirect(st, (SQLCHAR *)q, SQL_NTS)));
+    TT_ASSERT(SQL_SUCCEEDED(SQLDescribeCol(st, 1, name, sizeof name, &name_len, &type, &size, &digits, &nullable)));
+    TT_ASSERT(SQL_SUCCEEDED(SQLFetch(st)));
+    TT_ASSERT(SQL_SUCCEEDED(SQLGetData(st, 1, SQL_C_CHAR, text, sizeof text, &ind)));
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    caller_end(&c, 0);
+    caller_close(&c);
+    if (getenv("OBX_TEST_VERBOSE")) printf("    Id: SQL type %d, size %lu: %s\n", (int)type, (unsigned long)size, text);
+    TT_EXPECT(type == SQL_CHAR || type == SQL_VARCHAR || type == SQL_WCHAR || type == SQL_WVARCHAR);
+    TT_EQ_STR((const char *)text, id);
+    TT_EQ_INT(obx_get(s, id, &m), OBX_OK);
+    TT_EQ_STR(m.id, id);
+    TT_ASSERT(obx_uuid_is_valid(m.message_id));
+    TT_EXPECT(strspn(m.message_id, "0123456789abcdef-") == 36); /* lowercase */
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 1, &ms, &n), OBX_OK);
+    TT_EQ_STR(ms[0].id, id);
+    TT_EQ_STR(ms[0].message_id, m.message_id);
+    TT_EQ_INT(obx_get(s, id, &m), OBX_OK);
+    TT_EQ_STR(m.owner_token, owner);
+    one[0] = id;
+    TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);
+    TT_EQ_INT(obx_get(s, id, &m), OBX_OK);
+    TT_EQ_INT(m.status, OBX_STATUS_DONE);
     obx_store_close(s);
 }
 
@@ -8857,10 +8941,13 @@ int main(int argc, char **argv) {
         printf("N/A OBX-124 %s SQLite has no stored procedures\n", g_label);
     }
     RUN("OBX-119", "indexes serve claim, reap and cleanup", test_119_indexes);
-    if (g_my)
+    if (g_my) {
         RUN("CORE-MY-INDEX-MOVES", "a claim rewrites two secondary index entries, an ack two (layout 2; layout 1: four each)", test_my_index_moves);
-    else
+        RUN("CORE-MY-UUID-TEXT", "MariaDB Connector/ODBC returns a UUID column as text: ids, message ids, owner tokens round-trip lowercase", test_my_uuid_text);
+    } else {
         printf("N/A CORE-MY-INDEX-MOVES %s MariaDB's layout (partial indexes here: two each already)\n", g_label);
+        printf("N/A CORE-MY-UUID-TEXT %s MariaDB's UUID type (PostgreSQL's uuid is covered by every test)\n", g_label);
+    }
     RUN("OBX-102", "enqueues logged at INFO with topic and correlation id", test_102_107_logging);
     RUN("OBX-103", "claims logged at DEBUG with the count", test_102_107_logging);
     RUN("OBX-106", "reaps logged at INFO with the count", test_102_107_logging);
@@ -8935,7 +9022,7 @@ int main(int argc, char **argv) {
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
     RUN("CORE-EXPIRY", "a message past expires_utc_ms when claimed is never handled: Dead, \"expired\", counted; single and batch enqueue; validation names the field", test_expiry);
     RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once (old rows priority 0; new ones claimed by priority)", test_schema_upgrade);
-    RUN("CORE-SCHEMA-UPGRADE-V1", "deploy upgrades a storage-layout-1 table (with priority) in place: rows kept in every state (ready by priority, leased live and expired, done, dead, a parked key, a join member); then claim, ack, reap, cleanup work", test_schema_upgrade_v1);
+    RUN("CORE-SCHEMA-UPGRADE-V1", "deploy upgrades a storage-layout-1 table (with priority) in place: rows kept in every state (ready by priority, leased live and expired, done, dead, a parked key, a join member); then claim, ack, reap, cleanup work; obx_store_upgrade's keys and drop steps (MariaDB) keep them", test_schema_upgrade_v1);
     if (g_srv)
         RUN("CORE-DEPLOY-NO-LOCK", "deploy_schema on an up-to-date table: a writer's open transaction blocks neither it nor an unrelated enqueue", test_deploy_no_lock);
     else
