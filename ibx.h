@@ -251,7 +251,11 @@
  *   EXCLUSIVE (no reads, no writes), index builds included. MariaDB
  *   commits each statement: most added columns are instant, but the
  *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
- *   waiting for the copy. A changed trigger gets a new name and is created
+ *   waiting for the copy; storage layout 2's state columns are VIRTUAL
+ *   (instant) and their indexes are built online, beside layout 1's
+ *   indexes, which the previous release forces; ibx_store_upgrade (ibxctl
+ *   upgrade) converts old keys to UUID and drops those indexes when asked.
+ *   A changed trigger gets a new name and is created
  *   before the old one is dropped, so no settle runs without one. Times
  *   measured: docs/UPGRADING.md.
  *
@@ -382,8 +386,9 @@
  *                 error says so when it is missing).
  *     MariaDB     driver odbc-mariadb: "Driver={MariaDB Unicode};
  *                 Server=h;Port=3306;Database=d;Uid=u;Pwd=p;CHARSET=utf8mb4;"
- *                 MariaDB 10.6+ (SKIP LOCKED, JSON_TABLE, INSERT ...
- *                 RETURNING); the library appends "OPTION=2;" and works in
+ *                 MariaDB 10.7+ (SKIP LOCKED, JSON_TABLE, INSERT ...
+ *                 RETURNING, the UUID type of storage layout 2's owner
+ *                 token); the library appends "OPTION=2;" and works in
  *                 UTC whatever the session's time zone. MySQL is detected as
  *                 the same dialect but lacks INSERT ... RETURNING. Keys are
  *                 byte-exact (utf8mb4_nopad_bin: trailing spaces count).
@@ -6900,7 +6905,7 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     "STRAIGHT_JOIN {T} FORCE INDEX (PRIMARY) ON {T}.`Source` = s.`ibx_v` AND {T}.`MessageId` = m.`ibx_v`"
 #define IBX__MY_DONE "`Status` = 'Done'"
 
-/* MariaDB 10.6+: no UPDATE ... RETURNING, so a claim picks keys with FOR
+/* MariaDB 10.7+: no UPDATE ... RETURNING, so a claim picks keys with FOR
  * UPDATE SKIP LOCKED, updates, and reads back in one transaction (READ
  * COMMITTED). INSERT ... ON DUPLICATE KEY UPDATE ... RETURNING (MariaDB
  * 10.5+, not MySQL) gives the dedup answer and the enqueue count in one

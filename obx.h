@@ -236,7 +236,11 @@
  *   EXCLUSIVE (no reads, no writes), index builds included. MariaDB
  *   commits each statement: most added columns are instant, but the
  *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
- *   waiting for the copy. A changed trigger gets a new name and is created
+ *   waiting for the copy; storage layout 2's state columns are VIRTUAL
+ *   (instant) and their indexes are built online, beside layout 1's
+ *   indexes, which the previous release forces; obx_store_upgrade (obxctl
+ *   upgrade) converts old keys to UUID and drops those indexes when asked.
+ *   A changed trigger gets a new name and is created
  *   before the old one is dropped, so no settle runs without one. Times
  *   measured: docs/UPGRADING.md.
  *
@@ -379,7 +383,8 @@
  *                 error says so when it is missing).
  *     MariaDB     driver odbc-mariadb: "Driver={MariaDB Unicode};
  *                 Server=h;Port=3306;Database=d;Uid=u;Pwd=p;CHARSET=utf8mb4;"
- *                 MariaDB 10.6+ (SKIP LOCKED, JSON_TABLE). The library
+ *                 MariaDB 10.7+ (SKIP LOCKED, JSON_TABLE, the UUID type
+ *                 of storage layout 2's keys). The library
  *                 appends "OPTION=2;" (row counts are rows matched, as on
  *                 the other databases); its times are UTC whatever the
  *                 session's time zone. Needs no sql_mode of its own. A claim
