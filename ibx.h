@@ -1125,8 +1125,8 @@ IBX_API ibx_result ibx_store_deploy(ibx_store *store);
  * IBX_UPGRADE_KEYS converts the keys (CHAR(36)) to the UUID type: a copy
  * of the table, reads go on but writers wait for all of it (about 30 s per
  * million rows, measured); the previous release keeps working after it.
- * IBX_UPGRADE_DROP_OLD drops layout 1's indexes that lead with Status (and
- * its ClaimRank column): writes get cheaper, and the previous release's
+ * IBX_UPGRADE_DROP_OLD drops layout 1's indexes that lead with Status
+ * (instant): writes get cheaper, and the previous release's
  * claims fail ("Key ... doesn't exist": they force those indexes), so run
  * it once no program of that release is left. Each step is logged (INFO),
  * looked up in the catalog first (a step done is skipped, so an
@@ -7116,7 +7116,7 @@ static const ibx__column ibx__mariadb_inbox_columns[] = {
     {NULL, NULL}};
 /* ibx_store_upgrade on a table deployed before layout 2 (see the outbox's):
  * the owner token to the UUID type (a table copy), then layout 1's
- * Status-led indexes and ClaimRank dropped. */
+ * Status-led indexes dropped (ClaimRank stays: see the outbox's). */
 #define IBX__MY_NO_INDEX(ix) \
     "SELECT COUNT(*) = 0 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND " \
     "TABLE_NAME = '{N}' AND INDEX_NAME = 'IX_{N}_" ix "'", "DROP INDEX IF EXISTS `IX_{N}_" ix "` ON {T}", IBX_UPGRADE_DROP_OLD
@@ -7126,8 +7126,6 @@ static const ibx__contract ibx__mariadb_inbox_contract[] = {
      "ALTER TABLE {T} MODIFY `OwnerToken` UUID NULL, ALGORITHM=COPY, LOCK=SHARED", IBX_UPGRADE_KEYS},
     {IBX__MY_NO_INDEX("Claim")}, {IBX__MY_NO_INDEX("WorkQueue")}, {IBX__MY_NO_INDEX("Leased")},
     {IBX__MY_NO_INDEX("Cleanup")},
-    {"SELECT COUNT(*) = 0 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = "
-     "'{N}' AND COLUMN_NAME = 'ClaimRank'", "ALTER TABLE {T} DROP COLUMN IF EXISTS `ClaimRank`", IBX_UPGRADE_DROP_OLD},
     {NULL, NULL, 0}};
 static const ibx__sqlset ibx__mariadb_inbox = {
     "UTC_TIMESTAMP(6)",

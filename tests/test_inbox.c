@@ -2412,7 +2412,7 @@ static void test_schema_upgrade_v1(void) {
         TT_EQ_INT(ibx_store_upgrade(s, IBX_UPGRADE_KEYS, &steps), IBX_OK);
         TT_EQ_INT(steps, g_my ? 1 : 0);
         TT_EQ_INT(ibx_store_upgrade(s, IBX_UPGRADE_DROP_OLD, &steps), IBX_OK);
-        TT_EQ_INT(steps, g_my ? 5 : 0);
+        TT_EQ_INT(steps, g_my ? 4 : 0);
         TT_ASSERT(v0_objects(s, objs_old, sizeof objs_old));
         TT_EQ_STR(objs_old, objs_new);
         TT_EQ_INT(ibx_store_upgrade(s, IBX_UPGRADE_KEYS | IBX_UPGRADE_DROP_OLD, &steps), IBX_OK);

@@ -3966,7 +3966,7 @@ static void test_schema_upgrade_v1(void) {
         TT_EQ_INT(obx_join_get(s, V1_JOIN, &j), OBX_OK);
         TT_EQ_INT(j.completed_steps, 1);
         TT_EQ_INT(obx_store_upgrade(s, OBX_UPGRADE_DROP_OLD, &steps), OBX_OK);
-        TT_EQ_INT(steps, g_my ? 5 : 0);
+        TT_EQ_INT(steps, g_my ? 4 : 0);
         TT_ASSERT(v0_objects(s, objs_old, sizeof objs_old));
         TT_EQ_STR(objs_old, objs_new); /* now only layout 2's */
         TT_EQ_INT(obx_store_upgrade(s, OBX_UPGRADE_KEYS | OBX_UPGRADE_DROP_OLD, &steps), OBX_OK);

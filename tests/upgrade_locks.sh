@@ -79,7 +79,7 @@ mariadb_v1() {
     "${M[@]}" -e "DROP TABLE IF EXISTS UpOutboxJoinMember, UpOutboxJoin, UpOutbox"
     sed "$ren" "$here/schema/v1/mariadb/outbox.sql" | "${M[@]}"
     "${M[@]}" -e "INSERT INTO UpOutbox (Id, Topic, Payload, MessageId, Status, Priority)
-        SELECT UUID(), 't', CONCAT('payload ', seq), UUID(), seq % 4, seq % 11 - 5 FROM seq_1_to_$rows"
+        SELECT UUID(), 't', CONCAT('payload ', seq), UUID(), seq % 4, CAST(seq % 11 AS SIGNED) - 5 FROM seq_1_to_$rows"
     printf 'DELIMITER //\n%s//\n' "CREATE OR REPLACE PROCEDURE up_writer(n INT) BEGIN
         DECLARE i INT DEFAULT 0; DECLARE worst BIGINT DEFAULT 0; DECLARE t0 DATETIME(6);
         WHILE i < n DO SET t0 = SYSDATE(6);

@@ -155,7 +155,8 @@ static const cmd_help helps[] = {
                 "--keys converts its keys to the UUID type: a copy of the table during\n"
                 "which reads go on and writers wait (about 30 s per million rows; run it\n"
                 "in a quiet window or after cleanup). --drop-old drops layout 1's indexes\n"
-                "that lead with Status: the previous release's claims fail after it, so\n"
+                "that lead with Status (instant): the previous release's claims fail\n"
+                "after it unless its own deploy puts them back (a table copy), so\n"
                 "run it once every program runs this release. Each step done is skipped:\n"
                 "an interrupted run resumes. The library's obx_store_upgrade /\n"
                 "ibx_store_upgrade; docs/UPGRADING.md says what each step locks.\n"},
