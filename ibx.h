@@ -5349,6 +5349,24 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
     "INTERVAL (`Priority` * " IBX__PRIORITY_AGING_S ") SECOND), NULL)) VIRTUAL"
 #define IBX__MY_CLAIM_ORDER(c)                                                                    \
     "AND " c "`ReadyRank` <= UTC_TIMESTAMP(6) + INTERVAL " IBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ReadyRank`"
+/* Layout 2's state indexes (both headers' MariaDB DDL; NextAttemptAt
+ * beside the rank: the claim tests it without the row), built online on an
+ * existing table; and ibx_store_upgrade's step dropping one of layout 1's. */
+#define IBX__MY_STATE_INDEXES                                                                     \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_ReadyRank` ON {T} (`ReadyRank`, `NextAttemptAt`) ALGORITHM=INPLACE LOCK=NONE", \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_LeasedUntil` ON {T} (`LeasedUntil`) ALGORITHM=INPLACE LOCK=NONE",           \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_DoneAt` ON {T} (`DoneAt`) ALGORITHM=INPLACE LOCK=NONE",                     \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_DeadAt` ON {T} (`DeadAt`) ALGORITHM=INPLACE LOCK=NONE"
+/* The cleanup of Done rows and the count of pending ones (Ready or leased),
+ * through the state columns' indexes. */
+#define IBX__MY_CLEANUP                                                                           \
+    "DELETE FROM {T} WHERE `DoneAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 MICROSECOND ORDER BY `DoneAt` LIMIT ?"
+#define IBX__MY_PENDING                                                                           \
+    "SELECT (SELECT COUNT(*) FROM {T} WHERE `ReadyRank` IS NOT NULL) + "                          \
+    "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL)"
+#define IBX__MY_NO_INDEX(ix)                                                                      \
+    "SELECT COUNT(*) = 0 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND " \
+    "TABLE_NAME = '{N}' AND INDEX_NAME = 'IX_{N}_" ix "'", "DROP INDEX IF EXISTS `IX_{N}_" ix "` ON {T}", IBX_UPGRADE_DROP_OLD
 
 /* A full row's Priority column; SQL Server's rows have none (it stores the
  * column but claims by due time alone): 0 there. */
@@ -7012,20 +7030,16 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "SELECT `Hash`, `Status` FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__MY_COLS " FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
-    {IBX__Q_CLEANUP,
-     "DELETE FROM {T} WHERE `DoneAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
-     "MICROSECOND ORDER BY `DoneAt` LIMIT ?"},
+    {IBX__Q_CLEANUP, IBX__MY_CLEANUP},
     /* Through the state columns' indexes: the due rows not leased (a due
      * row ranks at most 50 s after now) and those whose lease ran out. */
     {IBX__Q_STATS,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(d.`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED) FROM " IBX__MY_DUE " AS d"},
-    {IBX__Q_PENDING,
-     "SELECT (SELECT COUNT(*) FROM {T} WHERE `ReadyRank` IS NOT NULL) + "
-     "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL)"},
+    {IBX__Q_PENDING, IBX__MY_PENDING},
 #ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
-     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
+     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(d.`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED), "
      "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL), "
      "(SELECT COUNT(*) FROM {T} WHERE `DeadAt` IS NOT NULL), "
@@ -7096,10 +7110,7 @@ static const char *const ibx__mariadb_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS
      "    `DueTimeUtc`    DATETIME(6) NULL{A},\n"
      "    PRIMARY KEY (`Source`, `MessageId`)\n"
      ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
-     "CREATE INDEX IF NOT EXISTS `IX_{N}_ReadyRank` ON {T} (`ReadyRank`, `NextAttemptAt`) ALGORITHM=INPLACE LOCK=NONE",
-     "CREATE INDEX IF NOT EXISTS `IX_{N}_LeasedUntil` ON {T} (`LeasedUntil`) ALGORITHM=INPLACE LOCK=NONE",
-     "CREATE INDEX IF NOT EXISTS `IX_{N}_DoneAt` ON {T} (`DoneAt`) ALGORITHM=INPLACE LOCK=NONE",
-     "CREATE INDEX IF NOT EXISTS `IX_{N}_DeadAt` ON {T} (`DeadAt`) ALGORITHM=INPLACE LOCK=NONE",
+     IBX__MY_STATE_INDEXES,
      NULL};
 /* Columns added since the first release, oldest first: a new column is
  * one more entry here and in each other dialect's set (ibx__sqlset).
@@ -7117,9 +7128,6 @@ static const ibx__column ibx__mariadb_inbox_columns[] = {
 /* ibx_store_upgrade on a table deployed before layout 2 (see the outbox's):
  * the owner token to the UUID type (a table copy), then layout 1's
  * Status-led indexes dropped (ClaimRank stays: see the outbox's). */
-#define IBX__MY_NO_INDEX(ix) \
-    "SELECT COUNT(*) = 0 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND " \
-    "TABLE_NAME = '{N}' AND INDEX_NAME = 'IX_{N}_" ix "'", "DROP INDEX IF EXISTS `IX_{N}_" ix "` ON {T}", IBX_UPGRADE_DROP_OLD
 static const ibx__contract ibx__mariadb_inbox_contract[] = {
     {"SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{N}' "
      "AND COLUMN_NAME = 'OwnerToken' AND DATA_TYPE = 'uuid'",

@@ -5548,6 +5548,24 @@ OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
     "INTERVAL (`Priority` * " OBX__PRIORITY_AGING_S ") SECOND), NULL)) VIRTUAL"
 #define OBX__MY_CLAIM_ORDER(c)                                                                    \
     "AND " c "`ReadyRank` <= UTC_TIMESTAMP(6) + INTERVAL " OBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ReadyRank`"
+/* Layout 2's state indexes (both headers' MariaDB DDL; NextAttemptAt
+ * beside the rank: the claim tests it without the row), built online on an
+ * existing table; and obx_store_upgrade's step dropping one of layout 1's. */
+#define OBX__MY_STATE_INDEXES                                                                     \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_ReadyRank` ON {T} (`ReadyRank`, `NextAttemptAt`) ALGORITHM=INPLACE LOCK=NONE", \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_LeasedUntil` ON {T} (`LeasedUntil`) ALGORITHM=INPLACE LOCK=NONE",           \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_DoneAt` ON {T} (`DoneAt`) ALGORITHM=INPLACE LOCK=NONE",                     \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_DeadAt` ON {T} (`DeadAt`) ALGORITHM=INPLACE LOCK=NONE"
+/* The cleanup of Done rows and the count of pending ones (Ready or leased),
+ * through the state columns' indexes. */
+#define OBX__MY_CLEANUP                                                                           \
+    "DELETE FROM {T} WHERE `DoneAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 MICROSECOND ORDER BY `DoneAt` LIMIT ?"
+#define OBX__MY_PENDING                                                                           \
+    "SELECT (SELECT COUNT(*) FROM {T} WHERE `ReadyRank` IS NOT NULL) + "                          \
+    "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL)"
+#define OBX__MY_NO_INDEX(ix)                                                                      \
+    "SELECT COUNT(*) = 0 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND " \
+    "TABLE_NAME = '{N}' AND INDEX_NAME = 'IX_{N}_" ix "'", "DROP INDEX IF EXISTS `IX_{N}_" ix "` ON {T}", OBX_UPGRADE_DROP_OLD
 
 /* A full row's Priority column; SQL Server's rows have none (it stores the
  * column but claims by due time alone): 0 there. */
@@ -7588,17 +7606,13 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_WAKE_IDS,
      "UPDATE " OBX__MY_BY_IDS("?1") " SET `NextAttemptAt` = COALESCE(`DueTimeUtc`, `CreatedAt`) "
      "WHERE `Status` = 0 AND `NextAttemptAt` = " OBX__MY_PARKED},
-    {OBX__Q_CLEANUP,
-     "DELETE FROM {T} WHERE `DoneAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
-     "MICROSECOND ORDER BY `DoneAt` LIMIT ?"},
+    {OBX__Q_CLEANUP, OBX__MY_CLEANUP},
     /* Through the state columns' indexes: a due row ranks at most 50 s
      * after now (priority >= OBX_PRIORITY_MIN). */
     {OBX__Q_STATS,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED) FROM {T} WHERE " OBX__MY_DUE},
-    {OBX__Q_PENDING,
-     "SELECT (SELECT COUNT(*) FROM {T} WHERE `ReadyRank` IS NOT NULL) + "
-     "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL)"},
+    {OBX__Q_PENDING, OBX__MY_PENDING},
 #ifndef OBX_NO_METRICS_TEXT
     {OBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
@@ -7745,11 +7759,7 @@ static const char *const obx__mariadb_outbox_ddl[] = {
     "    `DueTimeUtc`    DATETIME(6) NULL{A}\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
     "CREATE INDEX IF NOT EXISTS `IX_{N}_Ordering` ON {T} (`OrderingLive`, `OrderingState`, `OrderingSeq`)",
-    /* NextAttemptAt beside the rank: the claim tests it without the row. */
-    "CREATE INDEX IF NOT EXISTS `IX_{N}_ReadyRank` ON {T} (`ReadyRank`, `NextAttemptAt`) ALGORITHM=INPLACE LOCK=NONE",
-    "CREATE INDEX IF NOT EXISTS `IX_{N}_LeasedUntil` ON {T} (`LeasedUntil`) ALGORITHM=INPLACE LOCK=NONE",
-    "CREATE INDEX IF NOT EXISTS `IX_{N}_DoneAt` ON {T} (`DoneAt`) ALGORITHM=INPLACE LOCK=NONE",
-    "CREATE INDEX IF NOT EXISTS `IX_{N}_DeadAt` ON {T} (`DeadAt`) ALGORITHM=INPLACE LOCK=NONE",
+    OBX__MY_STATE_INDEXES,
 #ifndef OBX_NO_JOIN
     "CREATE TABLE IF NOT EXISTS {J} (\n"
     "    `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,\n"
@@ -7829,9 +7839,6 @@ static const obx__column obx__mariadb_outbox_columns[] = {
 #define OBX__MY_UUID(t, c)                                                                        \
     "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '" t \
     "' AND COLUMN_NAME = '" c "' AND DATA_TYPE = 'uuid'"
-#define OBX__MY_NO_INDEX(ix) \
-    "SELECT COUNT(*) = 0 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND " \
-    "TABLE_NAME = '{N}' AND INDEX_NAME = 'IX_{N}_" ix "'", "DROP INDEX IF EXISTS `IX_{N}_" ix "` ON {T}", OBX_UPGRADE_DROP_OLD
 #define OBX__MY_COPY ", ALGORITHM=COPY, LOCK=SHARED"
 static const obx__contract obx__mariadb_outbox_contract[] = {
     {OBX__MY_UUID("{N}", "Id"), "ALTER TABLE {T} MODIFY `Id` UUID NOT NULL, MODIFY `OwnerToken` UUID NULL, "
