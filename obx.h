@@ -7762,7 +7762,7 @@ static const char *const obx__mariadb_outbox_ddl[] = {
     OBX__MY_STATE_INDEXES,
 #ifndef OBX_NO_JOIN
     "CREATE TABLE IF NOT EXISTS {J} (\n"
-    "    `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,\n"
+    "    `JoinId`         UUID NOT NULL PRIMARY KEY,\n"
     "    `GroupingKey`    VARCHAR(255) NULL,\n"
     "    `ExpectedSteps`  INT NOT NULL,\n"
     "    `CompletedSteps` INT NOT NULL DEFAULT 0,\n"
@@ -7774,8 +7774,8 @@ static const char *const obx__mariadb_outbox_ddl[] = {
     "    KEY `IX_{N}Join_GroupingKey` (`GroupingKey`)\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
     "CREATE TABLE IF NOT EXISTS {M} (\n"
-    "    `JoinId`          CHAR(36) NOT NULL,\n"
-    "    `OutboxMessageId` CHAR(36) NOT NULL,\n"
+    "    `JoinId`          UUID NOT NULL,\n"
+    "    `OutboxMessageId` UUID NOT NULL,\n"
     "    `Status`          TINYINT NOT NULL DEFAULT 0,\n"
     "    `CreatedUtc`      DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
     "    PRIMARY KEY (`JoinId`, `OutboxMessageId`),\n"

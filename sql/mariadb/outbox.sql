@@ -52,7 +52,7 @@ CREATE INDEX IF NOT EXISTS `IX_Outbox_LeasedUntil` ON `Outbox` (`LeasedUntil`) A
 CREATE INDEX IF NOT EXISTS `IX_Outbox_DoneAt` ON `Outbox` (`DoneAt`) ALGORITHM=INPLACE LOCK=NONE;
 CREATE INDEX IF NOT EXISTS `IX_Outbox_DeadAt` ON `Outbox` (`DeadAt`) ALGORITHM=INPLACE LOCK=NONE;
 CREATE TABLE IF NOT EXISTS `OutboxJoin` (
-    `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,
+    `JoinId`         UUID NOT NULL PRIMARY KEY,
     `GroupingKey`    VARCHAR(255) NULL,
     `ExpectedSteps`  INT NOT NULL,
     `CompletedSteps` INT NOT NULL DEFAULT 0,
@@ -64,8 +64,8 @@ CREATE TABLE IF NOT EXISTS `OutboxJoin` (
     KEY `IX_OutboxJoin_GroupingKey` (`GroupingKey`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
 CREATE TABLE IF NOT EXISTS `OutboxJoinMember` (
-    `JoinId`          CHAR(36) NOT NULL,
-    `OutboxMessageId` CHAR(36) NOT NULL,
+    `JoinId`          UUID NOT NULL,
+    `OutboxMessageId` UUID NOT NULL,
     `Status`          TINYINT NOT NULL DEFAULT 0,
     `CreatedUtc`      DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
     PRIMARY KEY (`JoinId`, `OutboxMessageId`),
