@@ -251,7 +251,11 @@
  *   EXCLUSIVE (no reads, no writes), index builds included. MariaDB
  *   commits each statement: most added columns are instant, but the
  *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
- *   waiting for the copy. A changed trigger gets a new name and is created
+ *   waiting for the copy; storage layout 2's state columns are VIRTUAL
+ *   (instant) and their indexes are built online, beside layout 1's
+ *   indexes, which the previous release forces; ibx_store_upgrade (ibxctl
+ *   upgrade) converts old keys to UUID and drops those indexes when asked.
+ *   A changed trigger gets a new name and is created
  *   before the old one is dropped, so no settle runs without one. Times
  *   measured: docs/UPGRADING.md.
  *
@@ -382,8 +386,9 @@
  *                 error says so when it is missing).
  *     MariaDB     driver odbc-mariadb: "Driver={MariaDB Unicode};
  *                 Server=h;Port=3306;Database=d;Uid=u;Pwd=p;CHARSET=utf8mb4;"
- *                 MariaDB 10.6+ (SKIP LOCKED, JSON_TABLE, INSERT ...
- *                 RETURNING); the library appends "OPTION=2;" and works in
+ *                 MariaDB 10.7+ (SKIP LOCKED, JSON_TABLE, INSERT ...
+ *                 RETURNING, the UUID type of storage layout 2's owner
+ *                 token); the library appends "OPTION=2;" and works in
  *                 UTC whatever the session's time zone. MySQL is detected as
  *                 the same dialect but lacks INSERT ... RETURNING. Keys are
  *                 byte-exact (utf8mb4_nopad_bin: trailing spaces count).
@@ -1112,6 +1117,28 @@ IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const
  * IBX_ERR_INVALID_ARG (store NULL), IBX_ERR_STATE (store not open),
  * IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_store_deploy(ibx_store *store);
+
+/* The explicit steps of an upgrade to storage layout 2 (docs/UPGRADING.md),
+ * on a table that a release before it deployed and ibx_store_deploy has
+ * upgraded in place. Only MariaDB has any; elsewhere, and on a table that
+ * has them done, nothing happens (IBX_OK, *steps 0). Flags:
+ * IBX_UPGRADE_KEYS converts the keys (CHAR(36)) to the UUID type: a copy
+ * of the table, reads go on but writers wait for all of it (about 30 s per
+ * million rows, measured); the previous release keeps working after it.
+ * IBX_UPGRADE_DROP_OLD drops layout 1's indexes that lead with Status
+ * (instant): writes get cheaper, and the previous release's
+ * claims fail ("Key ... doesn't exist": they force those indexes), so run
+ * it once no program of that release is left. Each step is logged (INFO),
+ * looked up in the catalog first (a step done is skipped, so an
+ * interrupted run is resumed by running it again), and waits for its
+ * table lock at most 5 s, as ibx_store_deploy. *steps (if not NULL) gets
+ * the number of steps run. Touches the database; each step commits on its
+ * own. Returns IBX_OK, IBX_ERR_INVALID_ARG (store NULL, flags 0 or
+ * unknown), IBX_ERR_STATE (store not open), IBX_ERR_DB(_TRANSIENT) (the
+ * steps before stay done), IBX_ERR_NO_MEMORY. */
+#define IBX_UPGRADE_KEYS 1u
+#define IBX_UPGRADE_DROP_OLD 2u
+IBX_API ibx_result ibx_store_upgrade(ibx_store *store, unsigned flags, int *steps);
 
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
  * from the store's clock and random hooks. Returns IBX_OK or
@@ -3212,7 +3239,18 @@ typedef struct ibx__sqlset {
      * procedure, which workers of the previous release still call while
      * an upgrade replaces it. */
     int claim_full_rows;
+    /* The explicit steps of a storage-layout upgrade (ibx_store_upgrade),
+     * in order; {NULL, NULL, 0} ends; NULL: none for this dialect. */
+    const struct ibx__contract *contract;
 } ibx__sqlset;
+
+/* One step of ibx_store_upgrade: `probe` a count, above 0 when the step is
+ * done (NULL: the step is idempotent and cheap); `flag` the
+ * IBX_UPGRADE_* flag that asks for it. */
+typedef struct ibx__contract {
+    const char *probe, *change;
+    unsigned flag;
+} ibx__contract;
 
 /* Expand a statement template with a store's names: {T} the quoted table,
  * {S} the quoted schema, {N} the bare table name, {W} the dialect's "now"
@@ -5300,13 +5338,37 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
 #define IBX__PG_CLAIM_ORDER(c)                                                                    \
     "AND " IBX__PG_RANK(c) " <= (now() AT TIME ZONE 'UTC') + interval '" IBX__PRIORITY_HORIZON_S " seconds' "  \
     "ORDER BY " IBX__PG_RANK(c)
-/* MariaDB: the generated column ClaimRank (parked rows keep their time:
- * the last day of 9999 less an interval would overflow). */
-#define IBX__MY_RANK                                                                              \
-    "DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL "      \
-    "(`Priority` * " IBX__PRIORITY_AGING_S ") SECOND)) PERSISTENT"
+/* MariaDB (storage layout 2): the VIRTUAL column ReadyRank, the rank of a
+ * claimable row and NULL for every other, so that one index of it alone is
+ * both the ready index and the claim's order, and a claim moves its entry
+ * and the leased index's only (layout 1's indexes all led with Status:
+ * each claim and ack moved four). Parked rows keep their time: the last
+ * day of 9999 less an interval would overflow. `ready` is the dialect's
+ * claimable-row test. VIRTUAL: added to an existing table instantly, its
+ * index built online (PERSISTENT would copy the table). */
+#define IBX__MY_READY_RANK(ready)                                                                 \
+    "DATETIME(6) AS (IF(" ready ", IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - "   \
+    "INTERVAL (`Priority` * " IBX__PRIORITY_AGING_S ") SECOND), NULL)) VIRTUAL"
 #define IBX__MY_CLAIM_ORDER(c)                                                                    \
-    "AND " c "`ClaimRank` <= UTC_TIMESTAMP(6) + INTERVAL " IBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ClaimRank`"
+    "AND " c "`ReadyRank` <= UTC_TIMESTAMP(6) + INTERVAL " IBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ReadyRank`"
+/* Layout 2's state indexes (both headers' MariaDB DDL; NextAttemptAt
+ * beside the rank: the claim tests it without the row), built online on an
+ * existing table; and ibx_store_upgrade's step dropping one of layout 1's. */
+#define IBX__MY_STATE_INDEXES                                                                     \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_ReadyRank` ON {T} (`ReadyRank`, `NextAttemptAt`) ALGORITHM=INPLACE LOCK=NONE", \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_LeasedUntil` ON {T} (`LeasedUntil`) ALGORITHM=INPLACE LOCK=NONE",           \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_DoneAt` ON {T} (`DoneAt`) ALGORITHM=INPLACE LOCK=NONE",                     \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_DeadAt` ON {T} (`DeadAt`) ALGORITHM=INPLACE LOCK=NONE"
+/* The cleanup of Done rows and the count of pending ones (Ready or leased),
+ * through the state columns' indexes. */
+#define IBX__MY_CLEANUP                                                                           \
+    "DELETE FROM {T} WHERE `DoneAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 MICROSECOND ORDER BY `DoneAt` LIMIT ?"
+#define IBX__MY_PENDING                                                                           \
+    "SELECT (SELECT COUNT(*) FROM {T} WHERE `ReadyRank` IS NOT NULL) + "                          \
+    "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL)"
+#define IBX__MY_NO_INDEX(ix)                                                                      \
+    "SELECT COUNT(*) = 0 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND " \
+    "TABLE_NAME = '{N}' AND INDEX_NAME = 'IX_{N}_" ix "'", "DROP INDEX IF EXISTS `IX_{N}_" ix "` ON {T}", IBX_UPGRADE_DROP_OLD
 
 /* A full row's Priority column; SQL Server's rows have none (it stores the
  * column but claims by due time alone): 0 there. */
@@ -6638,7 +6700,8 @@ static const ibx__sqlset ibx__sqlite_inbox = {
     ibx__sqlite_inbox_ddl,
     ibx__sqlite_inbox_rows,
     ibx__sqlite_inbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    NULL /* contract: none */
 };
 #define IBX__SQLITE_SET &ibx__sqlite_inbox
 #endif
@@ -6833,7 +6896,8 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     ibx__postgresql_inbox_ddl,
     ibx__postgresql_inbox_rows,
     ibx__postgresql_inbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    NULL /* contract: none */
 };
 #define IBX__POSTGRESQL_SET &ibx__postgresql_inbox
 #endif
@@ -6861,7 +6925,7 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     "STRAIGHT_JOIN {T} FORCE INDEX (PRIMARY) ON {T}.`Source` = s.`ibx_v` AND {T}.`MessageId` = m.`ibx_v`"
 #define IBX__MY_DONE "`Status` = 'Done'"
 
-/* MariaDB 10.6+: no UPDATE ... RETURNING, so a claim picks keys with FOR
+/* MariaDB 10.7+: no UPDATE ... RETURNING, so a claim picks keys with FOR
  * UPDATE SKIP LOCKED, updates, and reads back in one transaction (READ
  * COMMITTED). INSERT ... ON DUPLICATE KEY UPDATE ... RETURNING (MariaDB
  * 10.5+, not MySQL) gives the dedup answer and the enqueue count in one
@@ -6877,8 +6941,14 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     "OR CAST(`Payload` AS BINARY) <> CAST(VALUES(`Payload`) AS BINARY)), INSERT(`OwnerToken`, 15, 1, '0'), "   \
     "`OwnerToken`), "
 /* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
+/* The due rows (stats, gauges): not leased, and leased until a past time. */
+#define IBX__MY_DUE                                                                                \
+    "(SELECT `NextAttemptAt` FROM {T} WHERE `ReadyRank` <= UTC_TIMESTAMP(6) + INTERVAL "            \
+    IBX__PRIORITY_HORIZON_S " SECOND AND `NextAttemptAt` <= UTC_TIMESTAMP(6) UNION ALL SELECT "     \
+    "`NextAttemptAt` FROM {T} WHERE `LeasedUntil` < UTC_TIMESTAMP(6) AND `NextAttemptAt` <= "       \
+    "UTC_TIMESTAMP(6))"
 #define IBX__MY_DEAD                                                                               \
-    "`Status` = 'Dead' AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                     \
+    "`DeadAt` IS NOT NULL AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                     \
     "LOCATE(?2, COALESCE(`LastError`, '')) > 0) AND `FirstSeenUtc` >= COALESCE(" IBX__MY_FROM_MS("?3") \
     ", `FirstSeenUtc`) AND (?4 IS NULL OR `FirstSeenUtc` < " IBX__MY_FROM_MS("?4") ") AND "          \
     "`Source` = COALESCE(?5, `Source`) AND `MessageId` = COALESCE(?6, `MessageId`)"
@@ -6957,41 +7027,40 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
     {IBX__Q_REAP,
      "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `LastError` = IF(`Starts` >= {Q}, '"
      IBX__CRASH_LOOP "', `LastError`), `Status` = IF(`Starts` >= {Q}, 'Dead', `Status`) "
-     "WHERE `Status` = 'Processing' AND `LockedUntil` IS NOT NULL AND `LockedUntil` < UTC_TIMESTAMP(6)"},
+     "WHERE `LeasedUntil` < UTC_TIMESTAMP(6)"},
     {IBX__Q_HASH,
      "SELECT `Hash`, `Status` FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__MY_COLS " FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
-    {IBX__Q_CLEANUP,
-     "DELETE FROM {T} WHERE " IBX__MY_DONE " AND `LastSeenUtc` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
-     "MICROSECOND ORDER BY `LastSeenUtc` LIMIT ?"},
+    {IBX__Q_CLEANUP, IBX__MY_CLEANUP},
+    /* Through the state columns' indexes: the due rows not leased (a due
+     * row ranks at most 50 s after now) and those whose lease ran out. */
     {IBX__Q_STATS,
-     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
-     "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
-     "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
-    {IBX__Q_PENDING,
-     "SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing'"},
+     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(d.`NextAttemptAt`), UTC_TIMESTAMP(6)) "
+     "/ 1000) AS SIGNED) FROM " IBX__MY_DUE " AS d"},
+    {IBX__Q_PENDING, IBX__MY_PENDING},
 #ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
-     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
+     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(d.`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing' AND `LockedUntil` IS NOT NULL), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Dead'), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing' AND `LockedUntil` IS NULL "
-     "AND `NextAttemptAt` > UTC_TIMESTAMP(6)), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing' AND `LockedUntil` < UTC_TIMESTAMP(6)) "
-     "FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
-     "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
+     "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE `DeadAt` IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE `ReadyRank` IS NOT NULL AND `NextAttemptAt` > UTC_TIMESTAMP(6)), "
+     "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` < UTC_TIMESTAMP(6)) "
+     "FROM " IBX__MY_DUE " AS d"},
 #endif
     /* A window of the work queue read without locks, then those rows
      * locked by key and checked again (as the outbox's pick does: a
      * locking read of the index walks every entry moved since the last
      * purge, and every leased row). The index is forced. */
+    /* Ready rows in the claim's order, then leases that ran out (not
+     * reaped yet: claimable as before layout 2). */
     {IBX__Q_CLAIM_PICK,
-     "SELECT t.`Source`, t.`MessageId` FROM (SELECT `Source`, `MessageId` FROM {T} "
-     "FORCE INDEX (`IX_{N}_Claim`) WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
-     "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6)) AND `Starts` < {Q} "
-     IBX__MY_CLAIM_ORDER("") " LIMIT ?2) AS c "
+     "SELECT t.`Source`, t.`MessageId` FROM ((SELECT `Source`, `MessageId` FROM {T} "
+     "FORCE INDEX (`IX_{N}_ReadyRank`) WHERE `NextAttemptAt` <= UTC_TIMESTAMP(6) AND `Starts` < {Q} "
+     IBX__MY_CLAIM_ORDER("") " LIMIT ?2) UNION ALL (SELECT `Source`, `MessageId` FROM {T} FORCE INDEX "
+     "(`IX_{N}_LeasedUntil`) WHERE `LeasedUntil` < UTC_TIMESTAMP(6) AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
+     "AND `Starts` < {Q} LIMIT ?2)) AS c "
      "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Source` = c.`Source` AND t.`MessageId` = c.`MessageId` "
      "WHERE t.`Status` = 'Processing' AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) AND t.`Starts` < {Q} "
@@ -7000,13 +7069,13 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "SELECT " IBX__MY_CLAIM_COLS " FROM " IBX__MY_BY_KEYS("?3", "?4") " WHERE {T}.`OwnerToken` = ?1"},
 #ifndef IBX_NO_DEAD_LETTERS
     {IBX__Q_DEAD_LIST,
-     "SELECT " IBX__MY_COLS " FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc`, `Source`, "
+     "SELECT " IBX__MY_COLS " FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `DeadAt`, `Source`, "
      "`MessageId` LIMIT ?7 OFFSET ?8"},
     {IBX__Q_DEAD_REPLAY,
      "UPDATE {T} SET `Attempt` = 0, `Starts` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
      "`LockedUntil` = NULL, `ExpiresAt` = NULL, `Status` = 'Processing' WHERE " IBX__MY_DEAD},
     {IBX__Q_DEAD_PURGE,
-     "DELETE FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc` LIMIT ?7"},
+     "DELETE FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `DeadAt` LIMIT ?7"},
     {IBX__Q_MOVE,
      "UPDATE {T} SET `LastError` = ?1, `OwnerToken` = NULL, `Status` = 'Dead', `LockedUntil` = NULL "
      "WHERE `Source` = ?2 AND `MessageId` = ?3 AND `Status` = 'Processing' AND (`LockedUntil` IS NULL OR ?4 = 1)"},
@@ -7016,27 +7085,34 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
 #endif
     {IBX__Q_COUNT, NULL}};
 
+/* Storage layout 2 (see the outbox's; docs/UPGRADING.md): the hot
+ * fixed-width columns first, OwnerToken of the UUID type, and no index that
+ * leads with Status: the state columns ReadyRank (Processing, not leased),
+ * LeasedUntil (Processing, leased), DoneAt and DeadAt are NULL outside
+ * their state, each indexed alone, so a claim moves two secondary entries
+ * (ready out, leased in) and an ack two (leased out, done in). An existing
+ * table gets them by online steps and keeps layout 1's Status-led indexes,
+ * which the previous release forces (obxctl upgrade-keys drops them). */
 static const char *const ibx__mariadb_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS {T} (\n"
      "    `Source`        VARCHAR(255) NOT NULL,\n"
      "    `MessageId`     VARCHAR(255) NOT NULL,\n"
+     "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+     "    `LockedUntil`   DATETIME(6) NULL,\n"
+     "    `LastSeenUtc`   DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+     "    `FirstSeenUtc`  DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+     "    `OwnerToken`    UUID NULL,\n"
+     "    `Attempt`       INT NOT NULL DEFAULT 0,\n"
+     "    `Starts`        INT NOT NULL DEFAULT 0,\n"
+     "    `Priority`      TINYINT NOT NULL DEFAULT 0,\n"
+     "    `Status`        VARCHAR(20) NOT NULL DEFAULT 'Seen',\n"
      "    `Topic`         VARCHAR(255) NOT NULL DEFAULT '',\n"
      "    `Payload`       LONGTEXT NOT NULL DEFAULT '',\n"
      "    `Hash`          BLOB NULL,\n"
-     "    `FirstSeenUtc`  DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
-     "    `LastSeenUtc`   DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
-     "    `Status`        VARCHAR(20) NOT NULL DEFAULT 'Seen',\n"
-     "    `LockedUntil`   DATETIME(6) NULL,\n"
-     "    `OwnerToken`    CHAR(36) NULL,\n"
-     "    `Attempt`       INT NOT NULL DEFAULT 0,\n"
      "    `LastError`     LONGTEXT NULL,\n"
-     "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
      "    `DueTimeUtc`    DATETIME(6) NULL{A},\n"
-     "    PRIMARY KEY (`Source`, `MessageId`),\n"
-     "    KEY `IX_{N}_WorkQueue` (`Status`, `NextAttemptAt`),\n"
-     "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
-     "    KEY `IX_{N}_Cleanup` (`Status`, `LastSeenUtc`)\n"
+     "    PRIMARY KEY (`Source`, `MessageId`)\n"
      ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
-     "CREATE INDEX IF NOT EXISTS `IX_{N}_Claim` ON {T} (`Status`, `ClaimRank`, `NextAttemptAt`)",
+     IBX__MY_STATE_INDEXES,
      NULL};
 /* Columns added since the first release, oldest first: a new column is
  * one more entry here and in each other dialect's set (ibx__sqlset).
@@ -7045,14 +7121,29 @@ static const char *const ibx__mariadb_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS
 static const ibx__column ibx__mariadb_inbox_columns[] = {
     {"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"},
     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"},
-    {"Priority", "TINYINT NOT NULL DEFAULT 0"}, {"ClaimRank", IBX__MY_RANK}, /* IBX__MY_CLAIM_ORDER */
+    {"Priority", "TINYINT NOT NULL DEFAULT 0"},
+    {"ReadyRank", IBX__MY_READY_RANK("`Status` = 'Processing' AND `LockedUntil` IS NULL")}, /* IBX__MY_CLAIM_ORDER */
+    {"LeasedUntil", "DATETIME(6) AS (IF(`Status` = 'Processing', `LockedUntil`, NULL)) VIRTUAL"},
+    {"DoneAt", "DATETIME(6) AS (IF(`Status` = 'Done', `LastSeenUtc`, NULL)) VIRTUAL"},
+    {"DeadAt", "DATETIME(6) AS (IF(`Status` = 'Dead', `FirstSeenUtc`, NULL)) VIRTUAL"},
     {NULL, NULL}};
+/* ibx_store_upgrade on a table deployed before layout 2 (see the outbox's):
+ * the owner token to the UUID type (a table copy), then layout 1's
+ * Status-led indexes dropped (ClaimRank stays: see the outbox's). */
+static const ibx__contract ibx__mariadb_inbox_contract[] = {
+    {"SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{N}' "
+     "AND COLUMN_NAME = 'OwnerToken' AND DATA_TYPE = 'uuid'",
+     "ALTER TABLE {T} MODIFY `OwnerToken` UUID NULL, ALGORITHM=COPY, LOCK=SHARED", IBX_UPGRADE_KEYS},
+    {IBX__MY_NO_INDEX("Claim")}, {IBX__MY_NO_INDEX("WorkQueue")}, {IBX__MY_NO_INDEX("Leased")},
+    {IBX__MY_NO_INDEX("Cleanup")},
+    {NULL, NULL, 0}};
 static const ibx__sqlset ibx__mariadb_inbox = {
     "UTC_TIMESTAMP(6)",
     ibx__mariadb_inbox_ddl,
     ibx__mariadb_inbox_rows,
     ibx__mariadb_inbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    ibx__mariadb_inbox_contract
 };
 #define IBX__MARIADB_SET &ibx__mariadb_inbox
 #endif
@@ -7318,7 +7409,8 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
     ibx__sqlserver_inbox_ddl,
     ibx__sqlserver_inbox_rows,
     ibx__sqlserver_inbox_columns,
-    1 /* claim_full_rows: the rows of the deployed <table>_Claim */
+    1, /* claim_full_rows: the rows of the deployed <table>_Claim */
+    NULL /* contract: none */
 };
 #define IBX__SQLSERVER_SET &ibx__sqlserver_inbox
 #endif
@@ -7792,7 +7884,8 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
 
 /* One DDL statement with a store's names. "{A}", in the message table's
  * CREATE TABLE, becomes the columns added since the first release, so a
- * new table has them all. */
+ * new table has them all; those the template defines itself (a line of its
+ * own, where a layout puts them among the hot columns) are left out. */
 static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
                            const char *schema, const char *table, const char *tmpl) {
     const char *names[26];
@@ -7803,6 +7896,8 @@ static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx
     for (i = 0; ok && i < IBX__COLUMNS_MAX && q->columns[i].name; i++) {
         char quoted[80], line[320];
         snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
+        snprintf(line, sizeof line, "\n    %s ", quoted);
+        if (strstr(tmpl, line)) continue;
         snprintf(line, sizeof line, ",\n    %-15s %s", quoted, q->columns[i].type);
         ok = ibx__buf_add(h, &cols, line, strlen(line));
     }
@@ -8119,6 +8214,59 @@ IBX_API ibx_result ibx_store_deploy(ibx_store *store) {
         ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id, "schema change on %s did not get its lock within "
                  IBX__DEPLOY_LOCK_WAIT " s (transactions hold the table): deploy again when they end",
                  store->table);
+    return r;
+}
+
+typedef struct ibx__upgrade_ctx {
+    ibx__deploy_ctx dc;
+    unsigned flags;
+    int steps;
+} ibx__upgrade_ctx;
+
+static ibx_result ibx__upgrade_unit(ibx__db *db, void *ctx) {
+    ibx__upgrade_ctx *u = (ibx__upgrade_ctx *)ctx;
+    ibx_store *s = u->dc.s;
+    const ibx__contract *k;
+    ibx_result r = IBX_OK;
+    u->dc.changing = 0; /* a retried unit sets its lock timeout again */
+    for (k = s->q->contract; k && k->change && r == IBX_OK; k++) {
+        char found[32] = "0", *probe, *one;
+        if (!(k->flag & u->flags)) continue;
+        probe = k->probe ? ibx__expand(&s->hooks, db->d, s->q, s->schema, s->table, k->probe) : NULL;
+        one = ibx__expand(&s->hooks, db->d, s->q, s->schema, s->table, k->change);
+        if (!one || (k->probe && !probe)) r = ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_store_upgrade", "out of memory");
+        if (r == IBX_OK && probe) r = ibx__deploy_count(db, probe, found, sizeof found, "catalog query for ", one);
+        if (r == IBX_OK && atoi(found) == 0) {
+            r = ibx__deploy_change(db, &u->dc, one);
+            if (r == IBX_OK) r = ibx__exec_direct(db, one, "upgrade");
+            if (r == IBX_ERR_DB_TRANSIENT && u->dc.changing) db->fault = IBX__FAULT_PERMANENT; /* as deploy */
+            if (r == IBX_OK) u->steps++;
+        }
+        ibx__free(&s->hooks, probe);
+        ibx__free(&s->hooks, one);
+    }
+    return r;
+}
+
+IBX_API ibx_result ibx_store_upgrade(ibx_store *store, unsigned flags, int *steps) {
+    ibx__upgrade_ctx u;
+    ibx_result r;
+    if (!store) return IBX_ERR_INVALID_ARG;
+    if (!store->q)
+        return ibx__fail(&store->err, IBX_ERR_STATE, "ibx_store_upgrade", "store is not open");
+    if (flags == 0 || (flags & ~(IBX_UPGRADE_KEYS | IBX_UPGRADE_DROP_OLD)))
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_store_upgrade: flags",
+                         "not IBX_UPGRADE_KEYS and/or IBX_UPGRADE_DROP_OLD");
+    memset(&u, 0, sizeof u);
+    u.dc.s = store;
+    u.flags = flags;
+    r = ibx__unit(&store->db, ibx__upgrade_unit, &u, "upgrade schema");
+    if (u.dc.timed && store->db.d->deploy_unlock_sql)
+        (void)ibx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "upgrade: lock timeout");
+    if (r == IBX_OK && steps) *steps = u.steps;
+    if (r == IBX_OK)
+        ibx__log(&store->hooks, u.steps ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
+                 "schema upgrade of %s: %d step(s) run", store->table, u.steps);
     return r;
 }
 

@@ -236,7 +236,11 @@
  *   EXCLUSIVE (no reads, no writes), index builds included. MariaDB
  *   commits each statement: most added columns are instant, but the
  *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
- *   waiting for the copy. A changed trigger gets a new name and is created
+ *   waiting for the copy; storage layout 2's state columns are VIRTUAL
+ *   (instant) and their indexes are built online, beside layout 1's
+ *   indexes, which the previous release forces; obx_store_upgrade (obxctl
+ *   upgrade) converts old keys to UUID and drops those indexes when asked.
+ *   A changed trigger gets a new name and is created
  *   before the old one is dropped, so no settle runs without one. Times
  *   measured: docs/UPGRADING.md.
  *
@@ -379,7 +383,8 @@
  *                 error says so when it is missing).
  *     MariaDB     driver odbc-mariadb: "Driver={MariaDB Unicode};
  *                 Server=h;Port=3306;Database=d;Uid=u;Pwd=p;CHARSET=utf8mb4;"
- *                 MariaDB 10.6+ (SKIP LOCKED, JSON_TABLE). The library
+ *                 MariaDB 10.7+ (SKIP LOCKED, JSON_TABLE, the UUID type
+ *                 of storage layout 2's keys). The library
  *                 appends "OPTION=2;" (row counts are rows matched, as on
  *                 the other databases); its times are UTC whatever the
  *                 session's time zone. Needs no sql_mode of its own. A claim
@@ -1176,6 +1181,28 @@ OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const
  * OBX_ERR_INVALID_ARG (store NULL), OBX_ERR_STATE (store not open),
  * OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_store_deploy(obx_store *store);
+
+/* The explicit steps of an upgrade to storage layout 2 (docs/UPGRADING.md),
+ * on a table that a release before it deployed and obx_store_deploy has
+ * upgraded in place. Only MariaDB has any; elsewhere, and on a table that
+ * has them done, nothing happens (OBX_OK, *steps 0). Flags:
+ * OBX_UPGRADE_KEYS converts the keys (CHAR(36)) to the UUID type: a copy
+ * of the table, reads go on but writers wait for all of it (about 30 s per
+ * million rows, measured); the previous release keeps working after it.
+ * OBX_UPGRADE_DROP_OLD drops layout 1's indexes that lead with Status
+ * (instant): writes get cheaper, and the previous release's
+ * claims fail ("Key ... doesn't exist": they force those indexes), so run
+ * it once no program of that release is left. Each step is logged (INFO),
+ * looked up in the catalog first (a step done is skipped, so an
+ * interrupted run is resumed by running it again), and waits for its
+ * table lock at most 5 s, as obx_store_deploy. *steps (if not NULL) gets
+ * the number of steps run. Touches the database; each step commits on its
+ * own. Returns OBX_OK, OBX_ERR_INVALID_ARG (store NULL, flags 0 or
+ * unknown), OBX_ERR_STATE (store not open), OBX_ERR_DB(_TRANSIENT) (the
+ * steps before stay done), OBX_ERR_NO_MEMORY. */
+#define OBX_UPGRADE_KEYS 1u
+#define OBX_UPGRADE_DROP_OLD 2u
+OBX_API obx_result obx_store_upgrade(obx_store *store, unsigned flags, int *steps);
 
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
  * from the store's clock and random hooks. Returns OBX_OK or
@@ -3411,7 +3438,18 @@ typedef struct obx__sqlset {
      * procedure, which workers of the previous release still call while
      * an upgrade replaces it. */
     int claim_full_rows;
+    /* The explicit steps of a storage-layout upgrade (obx_store_upgrade),
+     * in order; {NULL, NULL, 0} ends; NULL: none for this dialect. */
+    const struct obx__contract *contract;
 } obx__sqlset;
+
+/* One step of obx_store_upgrade: `probe` a count, above 0 when the step is
+ * done (NULL: the step is idempotent and cheap); `flag` the
+ * OBX_UPGRADE_* flag that asks for it. */
+typedef struct obx__contract {
+    const char *probe, *change;
+    unsigned flag;
+} obx__contract;
 
 /* Expand a statement template with a store's names: {T} the quoted table,
  * {S} the quoted schema, {N} the bare table name, {W} the dialect's "now"
@@ -5499,13 +5537,37 @@ OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
 #define OBX__PG_CLAIM_ORDER(c)                                                                    \
     "AND " OBX__PG_RANK(c) " <= (now() AT TIME ZONE 'UTC') + interval '" OBX__PRIORITY_HORIZON_S " seconds' "  \
     "ORDER BY " OBX__PG_RANK(c)
-/* MariaDB: the generated column ClaimRank (parked rows keep their time:
- * the last day of 9999 less an interval would overflow). */
-#define OBX__MY_RANK                                                                              \
-    "DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL "      \
-    "(`Priority` * " OBX__PRIORITY_AGING_S ") SECOND)) PERSISTENT"
+/* MariaDB (storage layout 2): the VIRTUAL column ReadyRank, the rank of a
+ * claimable row and NULL for every other, so that one index of it alone is
+ * both the ready index and the claim's order, and a claim moves its entry
+ * and the leased index's only (layout 1's indexes all led with Status:
+ * each claim and ack moved four). Parked rows keep their time: the last
+ * day of 9999 less an interval would overflow. `ready` is the dialect's
+ * claimable-row test. VIRTUAL: added to an existing table instantly, its
+ * index built online (PERSISTENT would copy the table). */
+#define OBX__MY_READY_RANK(ready)                                                                 \
+    "DATETIME(6) AS (IF(" ready ", IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - "   \
+    "INTERVAL (`Priority` * " OBX__PRIORITY_AGING_S ") SECOND), NULL)) VIRTUAL"
 #define OBX__MY_CLAIM_ORDER(c)                                                                    \
-    "AND " c "`ClaimRank` <= UTC_TIMESTAMP(6) + INTERVAL " OBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ClaimRank`"
+    "AND " c "`ReadyRank` <= UTC_TIMESTAMP(6) + INTERVAL " OBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ReadyRank`"
+/* Layout 2's state indexes (both headers' MariaDB DDL; NextAttemptAt
+ * beside the rank: the claim tests it without the row), built online on an
+ * existing table; and obx_store_upgrade's step dropping one of layout 1's. */
+#define OBX__MY_STATE_INDEXES                                                                     \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_ReadyRank` ON {T} (`ReadyRank`, `NextAttemptAt`) ALGORITHM=INPLACE LOCK=NONE", \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_LeasedUntil` ON {T} (`LeasedUntil`) ALGORITHM=INPLACE LOCK=NONE",           \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_DoneAt` ON {T} (`DoneAt`) ALGORITHM=INPLACE LOCK=NONE",                     \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_DeadAt` ON {T} (`DeadAt`) ALGORITHM=INPLACE LOCK=NONE"
+/* The cleanup of Done rows and the count of pending ones (Ready or leased),
+ * through the state columns' indexes. */
+#define OBX__MY_CLEANUP                                                                           \
+    "DELETE FROM {T} WHERE `DoneAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 MICROSECOND ORDER BY `DoneAt` LIMIT ?"
+#define OBX__MY_PENDING                                                                           \
+    "SELECT (SELECT COUNT(*) FROM {T} WHERE `ReadyRank` IS NOT NULL) + "                          \
+    "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL)"
+#define OBX__MY_NO_INDEX(ix)                                                                      \
+    "SELECT COUNT(*) = 0 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND " \
+    "TABLE_NAME = '{N}' AND INDEX_NAME = 'IX_{N}_" ix "'", "DROP INDEX IF EXISTS `IX_{N}_" ix "` ON {T}", OBX_UPGRADE_DROP_OLD
 
 /* A full row's Priority column; SQL Server's rows have none (it stores the
  * column but claims by due time alone): 0 there. */
@@ -6977,7 +7039,8 @@ static const obx__sqlset obx__sqlite_outbox = {
     obx__sqlite_outbox_ddl,
     obx__sqlite_outbox_rows,
     obx__sqlite_outbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    NULL /* contract: none */
 };
 #define OBX__SQLITE_SET &obx__sqlite_outbox
 #endif
@@ -7378,7 +7441,8 @@ static const obx__sqlset obx__postgresql_outbox = {
     obx__postgresql_outbox_ddl,
     obx__postgresql_outbox_rows,
     obx__postgresql_outbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    NULL /* contract: none */
 };
 #define OBX__POSTGRESQL_SET &obx__postgresql_outbox
 #endif
@@ -7466,11 +7530,15 @@ static const obx__sqlset obx__postgresql_outbox = {
  * column is assigned after every expression that reads its old value,
  * which is right either way. Tables are utf8mb4_nopad_bin: keys and
  * topics compare byte for byte, trailing spaces included (utf8mb4_bin pads:
- * "m1" = "m1 "). No partial indexes: Status leads. */
+ * "m1" = "m1 "). No partial indexes: a state column is NULL outside its
+ * state (see the DDL). */
 #ifndef OBX_NO_MARIADB
 /* The dead-letter filter (obx__dead_params): NULL arguments match all. */
+#define OBX__MY_DUE                                                                               \
+    "`ReadyRank` <= UTC_TIMESTAMP(6) + INTERVAL " OBX__PRIORITY_HORIZON_S " SECOND AND `NextAttemptAt` <= " \
+    "UTC_TIMESTAMP(6)"
 #define OBX__MY_DEAD                                                                              \
-    "`Status` = 3 AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                        \
+    "`DeadAt` IS NOT NULL AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                        \
     "LOCATE(?2, COALESCE(`LastError`, '')) > 0) AND `CreatedAt` >= COALESCE(" OBX__MY_FROM_MS("?3") \
     ", `CreatedAt`) AND (?4 IS NULL OR `CreatedAt` < " OBX__MY_FROM_MS("?4") ") AND "                \
     "`Id` = COALESCE(?5, `Id`)"
@@ -7523,15 +7591,16 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_REAP,
      "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `LastError` = IF(`Starts` >= {Q}, '"
      OBX__CRASH_LOOP "', `LastError`), `Status` = IF(`Starts` >= {Q}, 3, 0) "
-     "WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)"},
+     "WHERE `LeasedUntil` < UTC_TIMESTAMP(6)"},
     {OBX__Q_GET,
      "SELECT " OBX__MY_COLS " FROM {T} WHERE `Id` = ?"},
     /* The keys with parked messages: a range of the ready index (forced:
-     * with most Ready rows parked the optimizer would scan the table).
-     * Kept without ordering keys too: other builds may enqueue keyed ones. */
+     * with most Ready rows parked the optimizer would scan the table; a
+     * parked row's rank is its NextAttemptAt). Kept without ordering keys
+     * too: other builds may enqueue keyed ones. */
     {OBX__Q_WAKE,
-     OBX__MY_WAKE_READ("SELECT DISTINCT `OrderingKey` AS k FROM {T} FORCE INDEX (`IX_{N}_Ready`) WHERE "
-                       "`Status` = 0 AND `NextAttemptAt` = " OBX__MY_PARKED)},
+     OBX__MY_WAKE_READ("SELECT DISTINCT `OrderingKey` AS k FROM {T} FORCE INDEX (`IX_{N}_ReadyRank`) WHERE "
+                       "`ReadyRank` = " OBX__MY_PARKED)},
     /* The keys of the messages an ack or fail finished (and again, a
      * round later: obx__wake_missed). */
     {OBX__Q_WAKE_SETTLED, OBX__MY_WAKE_SETTLED},
@@ -7539,22 +7608,21 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_WAKE_IDS,
      "UPDATE " OBX__MY_BY_IDS("?1") " SET `NextAttemptAt` = COALESCE(`DueTimeUtc`, `CreatedAt`) "
      "WHERE `Status` = 0 AND `NextAttemptAt` = " OBX__MY_PARKED},
-    {OBX__Q_CLEANUP,
-     "DELETE FROM {T} WHERE `Status` = 2 AND `ProcessedAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
-     "MICROSECOND ORDER BY `ProcessedAt` LIMIT ?"},
+    {OBX__Q_CLEANUP, OBX__MY_CLEANUP},
+    /* Through the state columns' indexes: a due row ranks at most 50 s
+     * after now (priority >= OBX_PRIORITY_MIN). */
     {OBX__Q_STATS,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
-     "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
-    {OBX__Q_PENDING,
-     "SELECT COUNT(*) FROM {T} WHERE `Status` IN (0, 1)"},
+     "/ 1000) AS SIGNED) FROM {T} WHERE " OBX__MY_DUE},
+    {OBX__Q_PENDING, OBX__MY_PENDING},
 #ifndef OBX_NO_METRICS_TEXT
     {OBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
-     "/ 1000) AS SIGNED), (SELECT COUNT(*) FROM {T} WHERE `Status` = 1), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 3), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` > UTC_TIMESTAMP(6)), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)) "
-     "FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
+     "/ 1000) AS SIGNED), (SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE `DeadAt` IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE `ReadyRank` IS NOT NULL AND `NextAttemptAt` > UTC_TIMESTAMP(6)), "
+     "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` < UTC_TIMESTAMP(6)) "
+     "FROM {T} WHERE " OBX__MY_DUE},
 #endif
     /* A batch without ordering keys: one row of these per message, one
      * multi-row VALUES, prepared once per row count (obx__insert_values):
@@ -7625,8 +7693,8 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      * each, 4-17 ms per pick; the window makes it 0.6 ms, and the drain
      * 1.8x. The index is forced: a scan and sort would read every row. */
     {OBX__Q_CLAIM_PICK,
-     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_Claim`) WHERE c.`Status` = 0 "
-     "AND c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND c.`IsProcessed` = 0 AND " OBX__MY_ORDERED_CHECK("{H}") " "
+     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_ReadyRank`) WHERE "
+     "c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND " OBX__MY_ORDERED_CHECK("{H}") " "
      OBX__MY_CLAIM_ORDER("c.") " LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
      "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
@@ -7644,12 +7712,12 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`Starts` = GREATEST(`Starts` - 1, 0), `Status` = 0 WHERE `OwnerToken` = ?1 AND `Status` = 1"},
 #ifndef OBX_NO_DEAD_LETTERS
     {OBX__Q_DEAD_LIST,
-     "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt`, `Id` LIMIT ?7 OFFSET ?8"},
+     "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `DeadAt`, `Id` LIMIT ?7 OFFSET ?8"},
     {OBX__Q_DEAD_REPLAY,
      "UPDATE {T} SET `RetryCount` = 0, `Starts` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
      "`LockedUntil` = NULL, `ExpiresAt` = NULL, `Status` = 0 WHERE " OBX__MY_DEAD},
     {OBX__Q_DEAD_PURGE,
-     "DELETE FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt` LIMIT ?7"},
+     "DELETE FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `DeadAt` LIMIT ?7"},
     {OBX__Q_MOVE,
      "UPDATE {T} SET `LastError` = ?1, `OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 3 "
      "WHERE `Id` = ?2 AND (`Status` = 0 OR (`Status` = 1 AND ?3 = 1))"},
@@ -7659,33 +7727,44 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
 #endif
     {OBX__Q_COUNT, NULL}};
 
+/* Storage layout 2 (docs/UPGRADING.md): keys of MariaDB's UUID type (16
+ * bytes, read and written as text, so that the statements serve a table of
+ * layout 1's CHAR(36) keys as well), the fixed-width hot columns first, and
+ * no index that leads with Status: the state columns ReadyRank,
+ * LeasedUntil, DoneAt and DeadAt are NULL except in their state, each
+ * indexed alone, so a claim moves two secondary entries (ready out, leased
+ * in) and an ack two (leased out, done in). An existing table gets them by
+ * online steps only: the VIRTUAL columns are instant, their indexes built
+ * with ALGORITHM=INPLACE, LOCK=NONE (writers go on). It keeps its CHAR(36)
+ * keys and layout 1's Status-led indexes, which the previous release's
+ * statements force; `obxctl upgrade-keys` converts the keys and drops those
+ * indexes when no such program runs (a table copy: writers wait). */
 static const char *const obx__mariadb_outbox_ddl[] = {
     "CREATE TABLE IF NOT EXISTS {T} (\n"
-    "    `Id`            CHAR(36) NOT NULL PRIMARY KEY,\n"
+    "    `Id`            UUID NOT NULL PRIMARY KEY,\n"
+    "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+    "    `LockedUntil`   DATETIME(6) NULL,\n"
+    "    `ProcessedAt`   DATETIME(6) NULL,\n"
+    "    `CreatedAt`     DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+    "    `OwnerToken`    UUID NULL,\n"
+    "    `MessageId`     UUID NOT NULL,\n"
+    "    `RetryCount`    INT NOT NULL DEFAULT 0,\n"
+    "    `Starts`        INT NOT NULL DEFAULT 0,\n"
+    "    `Status`        TINYINT NOT NULL DEFAULT 0,\n"
+    "    `IsProcessed`   TINYINT NOT NULL DEFAULT 0,\n"
+    "    `Priority`      TINYINT NOT NULL DEFAULT 0,\n"
     "    `Topic`         VARCHAR(255) NOT NULL,\n"
     "    `Payload`       LONGTEXT NOT NULL,\n"
-    "    `CreatedAt`     DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
-    "    `Status`        TINYINT NOT NULL DEFAULT 0,\n"
-    "    `LockedUntil`   DATETIME(6) NULL,\n"
-    "    `OwnerToken`    CHAR(36) NULL,\n"
-    "    `IsProcessed`   TINYINT NOT NULL DEFAULT 0,\n"
-    "    `ProcessedAt`   DATETIME(6) NULL,\n"
     "    `ProcessedBy`   VARCHAR(100) NULL,\n"
-    "    `RetryCount`    INT NOT NULL DEFAULT 0,\n"
     "    `LastError`     LONGTEXT NULL,\n"
-    "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
-    "    `MessageId`     CHAR(36) NOT NULL,\n"
     "    `CorrelationId` VARCHAR(255) NULL,\n"
-    "    `DueTimeUtc`    DATETIME(6) NULL{A},\n"
-    "    KEY `IX_{N}_Ready` (`Status`, `NextAttemptAt`),\n"
-    "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
-    "    KEY `IX_{N}_Done` (`Status`, `ProcessedAt`)\n"
+    "    `DueTimeUtc`    DATETIME(6) NULL{A}\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
     "CREATE INDEX IF NOT EXISTS `IX_{N}_Ordering` ON {T} (`OrderingLive`, `OrderingState`, `OrderingSeq`)",
-    "CREATE INDEX IF NOT EXISTS `IX_{N}_Claim` ON {T} (`Status`, `ClaimRank`, `NextAttemptAt`)",
+    OBX__MY_STATE_INDEXES,
 #ifndef OBX_NO_JOIN
     "CREATE TABLE IF NOT EXISTS {J} (\n"
-    "    `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,\n"
+    "    `JoinId`         UUID NOT NULL PRIMARY KEY,\n"
     "    `GroupingKey`    VARCHAR(255) NULL,\n"
     "    `ExpectedSteps`  INT NOT NULL,\n"
     "    `CompletedSteps` INT NOT NULL DEFAULT 0,\n"
@@ -7697,8 +7776,8 @@ static const char *const obx__mariadb_outbox_ddl[] = {
     "    KEY `IX_{N}Join_GroupingKey` (`GroupingKey`)\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
     "CREATE TABLE IF NOT EXISTS {M} (\n"
-    "    `JoinId`          CHAR(36) NOT NULL,\n"
-    "    `OutboxMessageId` CHAR(36) NOT NULL,\n"
+    "    `JoinId`          UUID NOT NULL,\n"
+    "    `OutboxMessageId` UUID NOT NULL,\n"
     "    `Status`          TINYINT NOT NULL DEFAULT 0,\n"
     "    `CreatedUtc`      DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
     "    PRIMARY KEY (`JoinId`, `OutboxMessageId`),\n"
@@ -7737,22 +7816,56 @@ static const char *const obx__mariadb_outbox_ddl[] = {
  * partial index: NULL for rows without a key or Done).
  * TenantId .. Headers: the envelope (NULL when a message has none).
  * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim.
- * Priority: obx_new_message.priority; ClaimRank: the claim's order, its
- * index's column (OBX__MY_CLAIM_ORDER). */
+ * Priority: obx_new_message.priority.
+ * ReadyRank, LeasedUntil, DoneAt, DeadAt: layout 2's state columns (see
+ * the DDL above), ReadyRank the claim's order (OBX__MY_CLAIM_ORDER).
+ * Layout 1's ClaimRank (PERSISTENT) is not added: nothing reads it. */
 static const obx__column obx__mariadb_outbox_columns[] = {
     {"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "VARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
     {"OrderingLive", "VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT"},
     {"OrderingState", "TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT"},
     {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"}, {"AggregateId", "VARCHAR(128) NULL"},
     {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"},
-    {"Priority", "TINYINT NOT NULL DEFAULT 0"}, {"ClaimRank", OBX__MY_RANK},
+    {"Priority", "TINYINT NOT NULL DEFAULT 0"}, {"ReadyRank", OBX__MY_READY_RANK("`Status` = 0 AND `IsProcessed` = 0")},
+    {"LeasedUntil", "DATETIME(6) AS (IF(`Status` = 1, `LockedUntil`, NULL)) VIRTUAL"},
+    {"DoneAt", "DATETIME(6) AS (IF(`Status` = 2, `ProcessedAt`, NULL)) VIRTUAL"},
+    {"DeadAt", "DATETIME(6) AS (IF(`Status` = 3, `CreatedAt`, NULL)) VIRTUAL"},
     {NULL, NULL}};
+/* obx_store_upgrade on a table deployed before layout 2: its keys to the
+ * UUID type (table copies: writers wait, docs/UPGRADING.md; the join
+ * tables' foreign key cannot span a type change, so it is dropped and put
+ * back), then layout 1's Status-led indexes dropped (instant). Layout 1's
+ * ClaimRank column stays: dropping it copies the table (26 s per million
+ * rows, writers waiting), and unindexed it costs a computed value per
+ * write of NextAttemptAt or Priority. */
+#define OBX__MY_UUID(t, c)                                                                        \
+    "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '" t \
+    "' AND COLUMN_NAME = '" c "' AND DATA_TYPE = 'uuid'"
+#define OBX__MY_COPY ", ALGORITHM=COPY, LOCK=SHARED"
+static const obx__contract obx__mariadb_outbox_contract[] = {
+    {OBX__MY_UUID("{N}", "Id"), "ALTER TABLE {T} MODIFY `Id` UUID NOT NULL, MODIFY `OwnerToken` UUID NULL, "
+     "MODIFY `MessageId` UUID NOT NULL" OBX__MY_COPY, OBX_UPGRADE_KEYS},
+#ifndef OBX_NO_JOIN
+    {OBX__MY_UUID("{N}JoinMember", "JoinId"), "ALTER TABLE {M} DROP FOREIGN KEY IF EXISTS `FK_{N}JoinMember_Join`",
+     OBX_UPGRADE_KEYS},
+    {OBX__MY_UUID("{N}Join", "JoinId"), "ALTER TABLE {J} MODIFY `JoinId` UUID NOT NULL" OBX__MY_COPY, OBX_UPGRADE_KEYS},
+    {OBX__MY_UUID("{N}JoinMember", "JoinId"), "ALTER TABLE {M} MODIFY `JoinId` UUID NOT NULL, "
+     "MODIFY `OutboxMessageId` UUID NOT NULL" OBX__MY_COPY, OBX_UPGRADE_KEYS},
+    {"SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() "
+     "AND CONSTRAINT_NAME = 'FK_{N}JoinMember_Join'",
+     "ALTER TABLE {M} ADD CONSTRAINT `FK_{N}JoinMember_Join` FOREIGN KEY (`JoinId`) REFERENCES {J} (`JoinId`) "
+     "ON DELETE CASCADE", OBX_UPGRADE_KEYS},
+#endif
+    {OBX__MY_NO_INDEX("Claim")}, {OBX__MY_NO_INDEX("Ready")}, {OBX__MY_NO_INDEX("Leased")},
+    {OBX__MY_NO_INDEX("Done")},
+    {NULL, NULL, 0}};
 static const obx__sqlset obx__mariadb_outbox = {
     "UTC_TIMESTAMP(6)",
     obx__mariadb_outbox_ddl,
     obx__mariadb_outbox_rows,
     obx__mariadb_outbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    obx__mariadb_outbox_contract
 };
 #define OBX__MARIADB_SET &obx__mariadb_outbox
 #endif
@@ -8097,7 +8210,8 @@ static const obx__sqlset obx__sqlserver_outbox = {
     obx__sqlserver_outbox_ddl,
     obx__sqlserver_outbox_rows,
     obx__sqlserver_outbox_columns,
-    1 /* claim_full_rows: the rows of the deployed <table>_Claim */
+    1, /* claim_full_rows: the rows of the deployed <table>_Claim */
+    NULL /* contract: none */
 };
 #define OBX__SQLSERVER_SET &obx__sqlserver_outbox
 #endif
@@ -8606,7 +8720,8 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
 
 /* One DDL statement with a store's names. "{A}", in the message table's
  * CREATE TABLE, becomes the columns added since the first release, so a
- * new table has them all. */
+ * new table has them all; those the template defines itself (a line of its
+ * own, where a layout puts them among the hot columns) are left out. */
 static char *obx__ddl_text(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
                            const char *schema, const char *table, const char *tmpl) {
     const char *names[26];
@@ -8617,6 +8732,8 @@ static char *obx__ddl_text(const obx__hooks *h, const obx__dialect *d, const obx
     for (i = 0; ok && i < OBX__COLUMNS_MAX && q->columns[i].name; i++) {
         char quoted[80], line[320];
         snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
+        snprintf(line, sizeof line, "\n    %s ", quoted);
+        if (strstr(tmpl, line)) continue;
         snprintf(line, sizeof line, ",\n    %-15s %s", quoted, q->columns[i].type);
         ok = obx__buf_add(h, &cols, line, strlen(line));
     }
@@ -8933,6 +9050,59 @@ OBX_API obx_result obx_store_deploy(obx_store *store) {
         obx__log(&store->hooks, OBX_LOG_WARN, store->store_id, "schema change on %s did not get its lock within "
                  OBX__DEPLOY_LOCK_WAIT " s (transactions hold the table): deploy again when they end",
                  store->table);
+    return r;
+}
+
+typedef struct obx__upgrade_ctx {
+    obx__deploy_ctx dc;
+    unsigned flags;
+    int steps;
+} obx__upgrade_ctx;
+
+static obx_result obx__upgrade_unit(obx__db *db, void *ctx) {
+    obx__upgrade_ctx *u = (obx__upgrade_ctx *)ctx;
+    obx_store *s = u->dc.s;
+    const obx__contract *k;
+    obx_result r = OBX_OK;
+    u->dc.changing = 0; /* a retried unit sets its lock timeout again */
+    for (k = s->q->contract; k && k->change && r == OBX_OK; k++) {
+        char found[32] = "0", *probe, *one;
+        if (!(k->flag & u->flags)) continue;
+        probe = k->probe ? obx__expand(&s->hooks, db->d, s->q, s->schema, s->table, k->probe) : NULL;
+        one = obx__expand(&s->hooks, db->d, s->q, s->schema, s->table, k->change);
+        if (!one || (k->probe && !probe)) r = obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_store_upgrade", "out of memory");
+        if (r == OBX_OK && probe) r = obx__deploy_count(db, probe, found, sizeof found, "catalog query for ", one);
+        if (r == OBX_OK && atoi(found) == 0) {
+            r = obx__deploy_change(db, &u->dc, one);
+            if (r == OBX_OK) r = obx__exec_direct(db, one, "upgrade");
+            if (r == OBX_ERR_DB_TRANSIENT && u->dc.changing) db->fault = OBX__FAULT_PERMANENT; /* as deploy */
+            if (r == OBX_OK) u->steps++;
+        }
+        obx__free(&s->hooks, probe);
+        obx__free(&s->hooks, one);
+    }
+    return r;
+}
+
+OBX_API obx_result obx_store_upgrade(obx_store *store, unsigned flags, int *steps) {
+    obx__upgrade_ctx u;
+    obx_result r;
+    if (!store) return OBX_ERR_INVALID_ARG;
+    if (!store->q)
+        return obx__fail(&store->err, OBX_ERR_STATE, "obx_store_upgrade", "store is not open");
+    if (flags == 0 || (flags & ~(OBX_UPGRADE_KEYS | OBX_UPGRADE_DROP_OLD)))
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_store_upgrade: flags",
+                         "not OBX_UPGRADE_KEYS and/or OBX_UPGRADE_DROP_OLD");
+    memset(&u, 0, sizeof u);
+    u.dc.s = store;
+    u.flags = flags;
+    r = obx__unit(&store->db, obx__upgrade_unit, &u, "upgrade schema");
+    if (u.dc.timed && store->db.d->deploy_unlock_sql)
+        (void)obx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "upgrade: lock timeout");
+    if (r == OBX_OK && steps) *steps = u.steps;
+    if (r == OBX_OK)
+        obx__log(&store->hooks, u.steps ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
+                 "schema upgrade of %s: %d step(s) run", store->table, u.steps);
     return r;
 }
 
