@@ -6598,20 +6598,24 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
 #endif
     {IBX__Q_COUNT, NULL}};
 
+/* The integers a claim or a settle reads or writes first, the texts after
+ * (docs/design/LAYOUT2.md); older tables keep their order. */
 static const char *const ibx__sqlite_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS {T} (\n"
      "    Source        TEXT NOT NULL,\n"
      "    MessageId     TEXT NOT NULL,\n"
-     "    Topic         TEXT NOT NULL DEFAULT '',\n"
-     "    Payload       TEXT NOT NULL DEFAULT '',\n"
-     "    Hash          BLOB NULL,\n"
+     "    NextAttemptAt INTEGER NOT NULL DEFAULT ({W}),\n"
+     "    LockedUntil   INTEGER NULL,\n"
+     "    Attempt       INTEGER NOT NULL DEFAULT 0,\n"
+     "    Starts        INTEGER NOT NULL DEFAULT 0,\n"
+     "    Priority      INTEGER NOT NULL DEFAULT 0,\n"
      "    FirstSeenUtc  INTEGER NOT NULL DEFAULT ({W}),\n"
      "    LastSeenUtc   INTEGER NOT NULL DEFAULT ({W}),\n"
      "    Status        TEXT NOT NULL DEFAULT 'Seen',\n"
-     "    LockedUntil   INTEGER NULL,\n"
      "    OwnerToken    TEXT NULL,\n"
-     "    Attempt       INTEGER NOT NULL DEFAULT 0,\n"
+     "    Topic         TEXT NOT NULL DEFAULT '',\n"
+     "    Payload       TEXT NOT NULL DEFAULT '',\n"
+     "    Hash          BLOB NULL,\n"
      "    LastError     TEXT NULL,\n"
-     "    NextAttemptAt INTEGER NOT NULL DEFAULT ({W}),\n"
      "    DueTimeUtc    INTEGER NULL{A},\n"
      "    PRIMARY KEY (Source, MessageId)\n"
      ")",
@@ -6793,20 +6797,25 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
 
 static const char *const ibx__postgresql_inbox_ddl[] = {"SELECT pg_advisory_xact_lock(hashtext('ibx deploy {T}'))",
      "CREATE SCHEMA IF NOT EXISTS {S}",
+     /* Fixed-width hot columns first, the texts after (docs/design/LAYOUT2.md:
+      * a column after a variable-width one is found by walking the tuple).
+      * Tables of older releases keep their order: obxctl rewrite. */
      "CREATE TABLE IF NOT EXISTS {T} (\n"
+     "    \"NextAttemptAt\" timestamptz NOT NULL DEFAULT now(),\n"
+     "    \"LockedUntil\"   timestamptz NULL,\n"
+     "    \"FirstSeenUtc\"  timestamptz NOT NULL DEFAULT now(),\n"
+     "    \"LastSeenUtc\"   timestamptz NOT NULL DEFAULT now(),\n"
+     "    \"OwnerToken\"    uuid NULL,\n"
+     "    \"Attempt\"       integer NOT NULL DEFAULT 0,\n"
+     "    \"Starts\"        integer NOT NULL DEFAULT 0,\n"
+     "    \"Priority\"      smallint NOT NULL DEFAULT 0,\n"
+     "    \"Status\"        varchar(20) NOT NULL DEFAULT 'Seen',\n"
      "    \"Source\"        varchar(255) NOT NULL,\n"
      "    \"MessageId\"     varchar(255) NOT NULL,\n"
      "    \"Topic\"         varchar(255) NOT NULL DEFAULT '',\n"
      "    \"Payload\"       text NOT NULL DEFAULT '',\n"
      "    \"Hash\"          bytea NULL,\n"
-     "    \"FirstSeenUtc\"  timestamptz NOT NULL DEFAULT now(),\n"
-     "    \"LastSeenUtc\"   timestamptz NOT NULL DEFAULT now(),\n"
-     "    \"Status\"        varchar(20) NOT NULL DEFAULT 'Seen',\n"
-     "    \"LockedUntil\"   timestamptz NULL,\n"
-     "    \"OwnerToken\"    uuid NULL,\n"
-     "    \"Attempt\"       integer NOT NULL DEFAULT 0,\n"
      "    \"LastError\"     text NULL,\n"
-     "    \"NextAttemptAt\" timestamptz NOT NULL DEFAULT now(),\n"
      "    \"DueTimeUtc\"    timestamptz NULL{A},\n"
      "    PRIMARY KEY (\"Source\", \"MessageId\")\n"
      ")",
@@ -7788,9 +7797,19 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     return IBX_OK;
 }
 
+/* Whether a CREATE TABLE template declares column `name` itself: a line
+ * "    name ..." or "    <quoted name> ...". */
+static int ibx__ddl_declares(const ibx__dialect *d, const char *tmpl, const char *name) {
+    char bare[80], quoted[80];
+    snprintf(bare, sizeof bare, "\n    %s ", name);
+    snprintf(quoted, sizeof quoted, "\n    %c%s%c ", d->quote_open, name, d->quote_close);
+    return strstr(tmpl, bare) || strstr(tmpl, quoted);
+}
+
 /* One DDL statement with a store's names. "{A}", in the message table's
  * CREATE TABLE, becomes the columns added since the first release, so a
- * new table has them all. */
+ * new table has them all; one the template declares itself (to place a hot
+ * column before the texts) is left out there. */
 static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
                            const char *schema, const char *table, const char *tmpl) {
     const char *names[26];
@@ -7800,6 +7819,7 @@ static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx
     if (!strstr(tmpl, "{A}")) return ibx__expand(h, d, q, schema, table, tmpl);
     for (i = 0; ok && i < IBX__COLUMNS_MAX && q->columns[i].name; i++) {
         char quoted[80], line[320];
+        if (ibx__ddl_declares(d, tmpl, q->columns[i].name)) continue;
         snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
         snprintf(line, sizeof line, ",\n    %-15s %s", quoted, q->columns[i].type);
         ok = ibx__buf_add(h, &cols, line, strlen(line));

@@ -6877,21 +6877,25 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_COUNT, NULL}};
 
 static const char *const obx__sqlite_outbox_ddl[] = {
+    /* The integers a claim or a settle reads or writes first, the texts
+     * after (docs/design/LAYOUT2.md); older tables keep their order. */
     "CREATE TABLE IF NOT EXISTS {T} (\n"
     "    Id            TEXT NOT NULL PRIMARY KEY,\n"
-    "    Topic         TEXT NOT NULL,\n"
-    "    Payload       TEXT NOT NULL,\n"
-    "    CreatedAt     INTEGER NOT NULL DEFAULT ({W}),\n"
     "    Status        INTEGER NOT NULL DEFAULT 0,\n"
+    "    NextAttemptAt INTEGER NOT NULL DEFAULT ({W}),\n"
     "    LockedUntil   INTEGER NULL,\n"
-    "    OwnerToken    TEXT NULL,\n"
     "    IsProcessed   INTEGER NOT NULL DEFAULT 0,\n"
     "    ProcessedAt   INTEGER NULL,\n"
-    "    ProcessedBy   TEXT NULL,\n"
     "    RetryCount    INTEGER NOT NULL DEFAULT 0,\n"
-    "    LastError     TEXT NULL,\n"
-    "    NextAttemptAt INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    Starts        INTEGER NOT NULL DEFAULT 0,\n"
+    "    Priority      INTEGER NOT NULL DEFAULT 0,\n"
+    "    CreatedAt     INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    OwnerToken    TEXT NULL,\n"
     "    MessageId     TEXT NOT NULL,\n"
+    "    Topic         TEXT NOT NULL,\n"
+    "    Payload       TEXT NOT NULL,\n"
+    "    ProcessedBy   TEXT NULL,\n"
+    "    LastError     TEXT NULL,\n"
     "    CorrelationId TEXT NULL,\n"
     "    DueTimeUtc    INTEGER NULL{A}\n"
     ")",
@@ -7145,21 +7149,26 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
 static const char *const obx__postgresql_outbox_ddl[] = {
     "SELECT pg_advisory_xact_lock(hashtext('obx deploy {T}'))",
     "CREATE SCHEMA IF NOT EXISTS {S}",
+    /* Fixed-width hot columns first, the texts after (docs/design/LAYOUT2.md:
+     * a column after a variable-width one is found by walking the tuple).
+     * Tables of older releases keep their order: obxctl rewrite. */
     "CREATE TABLE IF NOT EXISTS {T} (\n"
     "    \"Id\"            uuid NOT NULL PRIMARY KEY,\n"
+    "    \"NextAttemptAt\" timestamptz NOT NULL DEFAULT now(),\n"
+    "    \"LockedUntil\"   timestamptz NULL,\n"
+    "    \"ProcessedAt\"   timestamptz NULL,\n"
+    "    \"CreatedAt\"     timestamptz NOT NULL DEFAULT now(),\n"
+    "    \"OwnerToken\"    uuid NULL,\n"
+    "    \"MessageId\"     uuid NOT NULL,\n"
+    "    \"RetryCount\"    integer NOT NULL DEFAULT 0,\n"
+    "    \"Starts\"        integer NOT NULL DEFAULT 0,\n"
+    "    \"Status\"        smallint NOT NULL DEFAULT 0,\n"
+    "    \"Priority\"      smallint NOT NULL DEFAULT 0,\n"
+    "    \"IsProcessed\"   boolean NOT NULL DEFAULT false,\n"
     "    \"Topic\"         varchar(255) NOT NULL,\n"
     "    \"Payload\"       text NOT NULL,\n"
-    "    \"CreatedAt\"     timestamptz NOT NULL DEFAULT now(),\n"
-    "    \"Status\"        smallint NOT NULL DEFAULT 0,\n"
-    "    \"LockedUntil\"   timestamptz NULL,\n"
-    "    \"OwnerToken\"    uuid NULL,\n"
-    "    \"IsProcessed\"   boolean NOT NULL DEFAULT false,\n"
-    "    \"ProcessedAt\"   timestamptz NULL,\n"
     "    \"ProcessedBy\"   varchar(100) NULL,\n"
-    "    \"RetryCount\"    integer NOT NULL DEFAULT 0,\n"
     "    \"LastError\"     text NULL,\n"
-    "    \"NextAttemptAt\" timestamptz NOT NULL DEFAULT now(),\n"
-    "    \"MessageId\"     uuid NOT NULL,\n"
     "    \"CorrelationId\" varchar(255) NULL,\n"
     "    \"DueTimeUtc\"    timestamptz NULL{A}\n"
     ")",
@@ -8602,9 +8611,19 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
     return OBX_OK;
 }
 
+/* Whether a CREATE TABLE template declares column `name` itself: a line
+ * "    name ..." or "    <quoted name> ...". */
+static int obx__ddl_declares(const obx__dialect *d, const char *tmpl, const char *name) {
+    char bare[80], quoted[80];
+    snprintf(bare, sizeof bare, "\n    %s ", name);
+    snprintf(quoted, sizeof quoted, "\n    %c%s%c ", d->quote_open, name, d->quote_close);
+    return strstr(tmpl, bare) || strstr(tmpl, quoted);
+}
+
 /* One DDL statement with a store's names. "{A}", in the message table's
  * CREATE TABLE, becomes the columns added since the first release, so a
- * new table has them all. */
+ * new table has them all; one the template declares itself (to place a hot
+ * column before the texts) is left out there. */
 static char *obx__ddl_text(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
                            const char *schema, const char *table, const char *tmpl) {
     const char *names[26];
@@ -8614,6 +8633,7 @@ static char *obx__ddl_text(const obx__hooks *h, const obx__dialect *d, const obx
     if (!strstr(tmpl, "{A}")) return obx__expand(h, d, q, schema, table, tmpl);
     for (i = 0; ok && i < OBX__COLUMNS_MAX && q->columns[i].name; i++) {
         char quoted[80], line[320];
+        if (obx__ddl_declares(d, tmpl, q->columns[i].name)) continue;
         snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
         snprintf(line, sizeof line, ",\n    %-15s %s", quoted, q->columns[i].type);
         ok = obx__buf_add(h, &cols, line, strlen(line));
