@@ -1113,6 +1113,28 @@ IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const
  * IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_store_deploy(ibx_store *store);
 
+/* PostgreSQL: rewrite a message table an older release created into this
+ * release's column order (fixed-width hot columns first, as new tables
+ * are: a little less server CPU per message; docs/design/LAYOUT2.md).
+ * Deploy never does this. One transaction: a new table, the rows copied,
+ * the old table dropped and the new one renamed, then its indexes, other
+ * constraints, triggers, grants, owner, storage options and comment, and
+ * the functions that return or take its rows (<table>_Claim), made again
+ * as they were; then ANALYZE. Writers wait for all of it, readers for the
+ * swap (docs/UPGRADING.md: about 20 s per million rows): a quiet window
+ * or after a cleanup. The table lock is awaited 10 s at most, then
+ * IBX_ERR_DB_TRANSIENT (nothing changed). Refused, nothing changed
+ * (IBX_ERR_DB, the server's message): a view or another table's foreign
+ * key depends on the table; it is partitioned, inherited, published or
+ * under row security; its columns are not this release's (deploy first).
+ * *rows (if not NULL) gets the rows copied. Returns IBX_OK, IBX_EMPTY (the
+ * order is this release's already: nothing done), IBX_ERR_UNSUPPORTED (not
+ * PostgreSQL: statements name their columns, so other databases keep the
+ * order a table was created with), IBX_ERR_DB, IBX_ERR_DB_TRANSIENT,
+ * IBX_ERR_INVALID_ARG (store NULL), IBX_ERR_STATE (store not open),
+ * IBX_ERR_NO_MEMORY. Needs ownership of the table. */
+IBX_API ibx_result ibx_store_rewrite(ibx_store *store, int64_t *rows);
+
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
  * from the store's clock and random hooks. Returns IBX_OK or
  * IBX_ERR_INVALID_ARG (NULL argument). */
@@ -8138,6 +8160,128 @@ IBX_API ibx_result ibx_store_deploy(ibx_store *store) {
                  IBX__DEPLOY_LOCK_WAIT " s (transactions hold the table): deploy again when they end",
                  store->table);
     return r;
+}
+
+/* >> rewrite: an older table into this release's column order (PostgreSQL) */
+
+/* The swap, after the new table {N}_rewrite is made and the old one locked.
+ * What the drop takes with the old table is listed first (the primary
+ * key's index comes with the new table) and made again after the rename.
+ * The outcome goes back as a transaction-local setting: "current" or the
+ * rows copied. */
+static const char ibx__pg_rewrite[] =
+    "DO $rw$ DECLARE o oid := CAST('{T}' AS regclass); n oid := CAST('{S}.\"{N}_rewrite\"' AS regclass);\n"
+    "oc name[] := ARRAY(SELECT attname FROM pg_attribute WHERE attrelid = o AND attnum > 0 AND NOT attisdropped ORDER BY attnum);\n"
+    "nc name[] := ARRAY(SELECT attname FROM pg_attribute WHERE attrelid = n AND attnum > 0 AND NOT attisdropped ORDER BY attnum);\n"
+    "again text[]; fns text[]; pk text; cols text; r bigint; i int;\n"
+    "BEGIN\n"
+    "IF EXISTS (SELECT 1 FROM pg_class WHERE oid = o AND (relkind <> 'r' OR relrowsecurity))\n"
+    "   OR EXISTS (SELECT 1 FROM pg_inherits WHERE inhrelid = o OR inhparent = o)\n"
+    "   OR EXISTS (SELECT 1 FROM pg_publication_rel WHERE prrelid = o) OR EXISTS (SELECT 1 FROM pg_publication WHERE puballtables) THEN\n"
+    "  RAISE EXCEPTION 'rewrite: {T} is partitioned, inherited, published or under row security: not rewritten';\n"
+    "END IF;\n"
+    "SELECT string_agg(x, ' ') INTO cols FROM (SELECT '+' || c AS x FROM unnest(nc) c WHERE c <> ALL (oc)\n"
+    "  UNION ALL SELECT '-' || c FROM unnest(oc) c WHERE c <> ALL (nc)) AS d;\n"
+    "IF cols IS NOT NULL THEN\n"
+    "  RAISE EXCEPTION 'rewrite: {T} has other columns than this release (%: + missing, deploy first; - not the library''s)', cols;\n"
+    "END IF;\n"
+    "IF oc = nc THEN\n"
+    "  EXECUTE 'DROP TABLE {S}.\"{N}_rewrite\"';\n"
+    "  PERFORM set_config('ibx.rewrite', 'current', true);\n"
+    "  RETURN;\n"
+    "END IF;\n"
+    "SELECT array_agg(x.s ORDER BY x.k, x.s) INTO again FROM (\n"
+    "  SELECT 1 AS k, pg_get_indexdef(i.indexrelid) AS s FROM pg_index i WHERE i.indrelid = o\n"
+    "     AND NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conindid = i.indexrelid)\n"
+    "  UNION ALL SELECT 2, format('ALTER TABLE {T} ADD CONSTRAINT %I %s', conname, pg_get_constraintdef(oid))\n"
+    "    FROM pg_constraint WHERE conrelid = o AND contype IN ('c', 'f', 'u', 'x')\n"
+    "  UNION ALL SELECT 3, pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = o AND NOT tgisinternal\n"
+    "  UNION ALL SELECT 4, pg_get_functiondef(p.oid) FROM pg_proc p, pg_class c WHERE c.oid = o\n"
+    "     AND (p.prorettype = c.reltype OR c.reltype = ANY (CAST(p.proargtypes AS oid[])))\n"
+    "  UNION ALL SELECT 5, format('GRANT %s ON TABLE {T} TO %s', a.privilege_type, CASE WHEN a.grantee = 0\n"
+    "     THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(a.grantee)) END)\n"
+    "    FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = o AND a.grantee <> c.relowner\n"
+    "  UNION ALL SELECT 6, format('ALTER TABLE {T} OWNER TO %I', pg_get_userbyid(relowner)) FROM pg_class\n"
+    "   WHERE oid = o AND relowner <> (SELECT oid FROM pg_roles WHERE rolname = current_user)\n"
+    "  UNION ALL SELECT 7, format('ALTER TABLE {T} SET (%s)', array_to_string(reloptions, ', ')) FROM pg_class\n"
+    "   WHERE oid = o AND reloptions IS NOT NULL\n"
+    "  UNION ALL SELECT 8, format('COMMENT ON TABLE {T} IS %L', obj_description(o, 'pg_class'))\n"
+    "   WHERE obj_description(o, 'pg_class') IS NOT NULL) AS x;\n"
+    "SELECT array_agg('DROP FUNCTION ' || CAST(CAST(p.oid AS regprocedure) AS text)) INTO fns FROM pg_proc p, pg_class c\n"
+    " WHERE c.oid = o AND (p.prorettype = c.reltype OR c.reltype = ANY (CAST(p.proargtypes AS oid[])));\n"
+    "SELECT quote_ident(conname) INTO pk FROM pg_constraint WHERE conrelid = o AND contype = 'p';\n"
+    "SELECT string_agg(quote_ident(c), ', ') INTO cols FROM unnest(nc) c;\n"
+    "EXECUTE format('INSERT INTO {S}.\"{N}_rewrite\" (%s) SELECT %s FROM {T}', cols, cols);\n"
+    "GET DIAGNOSTICS r = ROW_COUNT;\n"
+    "FOR i IN 1 .. coalesce(array_length(fns, 1), 0) LOOP EXECUTE fns[i]; END LOOP;\n"
+    "EXECUTE 'DROP TABLE {T}';\n" /* no CASCADE: a view or a foreign key on it refuses */
+    "EXECUTE 'ALTER TABLE {S}.\"{N}_rewrite\" RENAME TO \"{N}\"';\n"
+    "SELECT quote_ident(conname) INTO cols FROM pg_constraint WHERE conrelid = n AND contype = 'p';\n"
+    "IF pk <> cols THEN EXECUTE format('ALTER TABLE {T} RENAME CONSTRAINT %s TO %s', cols, pk); END IF;\n"
+    "FOR i IN 1 .. coalesce(array_length(again, 1), 0) LOOP EXECUTE again[i]; END LOOP;\n"
+    "PERFORM set_config('ibx.rewrite', CAST(r AS text), true);\n"
+    "END $rw$";
+
+typedef struct ibx__rewrite_ctx {
+    ibx_store *s;
+    char outcome[32];
+} ibx__rewrite_ctx;
+
+/* One statement of the rewrite: its table's names, {N}_rewrite's in `table`. */
+static ibx_result ibx__rewrite_step(ibx__db *db, ibx_store *s, const char *table, const char *tmpl,
+                                    const char *where) {
+    char *one = ibx__ddl_text(&s->hooks, db->d, s->q, s->schema, table, tmpl);
+    ibx_result r = one ? ibx__exec_direct(db, one, where)
+                       : ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_store_rewrite", "out of memory");
+    ibx__free(&s->hooks, one);
+    /* Not retried: the writers would queue behind the lock again. */
+    if (r == IBX_ERR_DB_TRANSIENT) db->fault = IBX__FAULT_PERMANENT;
+    return r;
+}
+
+static ibx_result ibx__rewrite_unit(ibx__db *db, void *ctx) {
+    ibx__rewrite_ctx *c = (ibx__rewrite_ctx *)ctx;
+    ibx_store *s = c->s;
+    char rw[IBX__TABLE_MAX + 16];
+    ibx_result r;
+    int i;
+    snprintf(rw, sizeof rw, "%s_rewrite", s->table);
+    /* Deploys of the table wait (their advisory lock, the first DDL), then
+     * its writers; SHARE lets readers on until the swap. 10 s: a long
+     * transaction on the table would make every writer queue behind us. */
+    r = ibx__rewrite_step(db, s, s->table, "SET LOCAL lock_timeout = '10s'", "rewrite: lock timeout");
+    if (r == IBX_OK) r = ibx__rewrite_step(db, s, s->table, s->q->ddl[0], "rewrite: deploy lock");
+    if (r == IBX_OK) r = ibx__rewrite_step(db, s, s->table, "LOCK TABLE {T} IN SHARE MODE", "rewrite: table lock");
+    for (i = 0; r == IBX_OK && s->q->ddl[i] && !strstr(s->q->ddl[i], "{A}"); i++) {}
+    if (r == IBX_OK && s->q->ddl[i]) r = ibx__rewrite_step(db, s, rw, s->q->ddl[i], "rewrite: new table");
+    if (r == IBX_OK) r = ibx__rewrite_step(db, s, s->table, ibx__pg_rewrite, "rewrite");
+    if (r == IBX_OK)
+        r = ibx__query_text(db, "SELECT current_setting('ibx.rewrite', true)", c->outcome, sizeof c->outcome);
+    return r;
+}
+
+IBX_API ibx_result ibx_store_rewrite(ibx_store *store, int64_t *rows) {
+    ibx__rewrite_ctx c;
+    ibx_result r;
+    if (!store) return IBX_ERR_INVALID_ARG;
+    if (!store->q) return ibx__fail(&store->err, IBX_ERR_STATE, "ibx_store_rewrite", "store is not open");
+    if (IBX__ONE(store->db.d)->id != IBX_DIALECT_POSTGRESQL)
+        return ibx__fail(&store->err, IBX_ERR_UNSUPPORTED, "ibx_store_rewrite",
+                         "only PostgreSQL tables are rewritten: statements name their columns, so a table "
+                         "on this database keeps the column order it was created with");
+    c.s = store;
+    c.outcome[0] = '\0';
+    r = ibx__unit(&store->db, ibx__rewrite_unit, &c, "rewrite table");
+    if (r != IBX_OK) return r;
+    if (strcmp(c.outcome, "current") == 0) return IBX_EMPTY;
+    if (rows) *rows = (int64_t)strtoll(c.outcome, NULL, 10);
+    ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "table %s rewritten into this release's column order "
+             "(%s rows)", store->table, c.outcome);
+    /* Statistics for the planner (the new table has none), outside the lock. */
+    if (ibx__rewrite_step(&store->db, store, store->table, "ANALYZE {T}", "rewrite: analyze") != IBX_OK)
+        ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id, "rewrite: ANALYZE %s failed (%s): the "
+                 "reap analyzes it later", store->table, store->err.message);
+    return IBX_OK;
 }
 
 /* The checks of ibx_store_open that need no allocation beyond the store. */
