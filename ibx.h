@@ -240,7 +240,9 @@
  *   worker down again; a dispatcher handles a message claimed before
  *   without an outcome alone, after the rest of its batch is settled.
  *   Schema: deploy_schema and ibx_store_deploy create the tables, or
- *   upgrade in place those an older release deployed (rows kept). A deploy
+ *   upgrade in place those an older release deployed (rows kept; new
+ *   PostgreSQL and SQLite tables put the fixed-width hot columns first, an
+ *   old table keeps its order: ibx_store_rewrite, by hand, PostgreSQL). A deploy
  *   looks in the catalog before each statement that would lock the table
  *   and changes only what is missing or different, so on an up-to-date
  *   schema (every start with deploy_schema, every deploy by the operator's tool) it takes
