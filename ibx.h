@@ -1122,9 +1122,9 @@ IBX_API ibx_result ibx_store_deploy(ibx_store *store);
  * the old table dropped and the new one renamed, then its indexes, other
  * constraints, triggers, grants, owner, storage options and comment, and
  * the functions that return or take its rows (<table>_Claim), made again
- * as they were; then ANALYZE. Writers wait for all of it, readers for the
- * swap (docs/UPGRADING.md: about 20 s per million rows): a quiet window
- * or after a cleanup. The table lock is awaited 10 s at most, then
+ * as they were; then ANALYZE. Writers wait for all of it, readers from the
+ * swap to the commit, the index builds (docs/UPGRADING.md: writers about
+ * 15 s per million rows): a quiet window or after a cleanup. The table lock is awaited 10 s at most, then
  * IBX_ERR_DB_TRANSIENT (nothing changed). Refused, nothing changed
  * (IBX_ERR_DB, the server's message): a view or another table's foreign
  * key depends on the table; it is partitioned, inherited, published or
