@@ -240,7 +240,9 @@
  *   worker down again; a dispatcher handles a message claimed before
  *   without an outcome alone, after the rest of its batch is settled.
  *   Schema: deploy_schema and ibx_store_deploy create the tables, or
- *   upgrade in place those an older release deployed (rows kept). A deploy
+ *   upgrade in place those an older release deployed (rows kept; new
+ *   PostgreSQL and SQLite tables put the fixed-width hot columns first, an
+ *   old table keeps its order: ibx_store_rewrite, by hand, PostgreSQL). A deploy
  *   looks in the catalog before each statement that would lock the table
  *   and changes only what is missing or different, so on an up-to-date
  *   schema (every start with deploy_schema, every deploy by the operator's tool) it takes
@@ -1139,6 +1141,28 @@ IBX_API ibx_result ibx_store_deploy(ibx_store *store);
 #define IBX_UPGRADE_KEYS 1u
 #define IBX_UPGRADE_DROP_OLD 2u
 IBX_API ibx_result ibx_store_upgrade(ibx_store *store, unsigned flags, int *steps);
+
+/* PostgreSQL: rewrite a message table an older release created into this
+ * release's column order (fixed-width hot columns first, as new tables
+ * are: a little less server CPU per message; docs/design/LAYOUT2.md).
+ * Deploy never does this. One transaction: a new table, the rows copied,
+ * the old table dropped and the new one renamed, then its indexes, other
+ * constraints, triggers, grants, owner, storage options and comment, and
+ * the functions that return or take its rows (<table>_Claim), made again
+ * as they were; then ANALYZE. Writers wait for all of it, readers from the
+ * swap to the commit, the index builds (docs/UPGRADING.md: writers about
+ * 15 s per million rows): a quiet window or after a cleanup. The table lock is awaited 10 s at most, then
+ * IBX_ERR_DB_TRANSIENT (nothing changed). Refused, nothing changed
+ * (IBX_ERR_DB, the server's message): a view or another table's foreign
+ * key depends on the table; it is partitioned, inherited, published or
+ * under row security; its columns are not this release's (deploy first).
+ * *rows (if not NULL) gets the rows copied. Returns IBX_OK, IBX_EMPTY (the
+ * order is this release's already: nothing done), IBX_ERR_UNSUPPORTED (not
+ * PostgreSQL: statements name their columns, so other databases keep the
+ * order a table was created with), IBX_ERR_DB, IBX_ERR_DB_TRANSIENT,
+ * IBX_ERR_INVALID_ARG (store NULL), IBX_ERR_STATE (store not open),
+ * IBX_ERR_NO_MEMORY. Needs ownership of the table. */
+IBX_API ibx_result ibx_store_rewrite(ibx_store *store, int64_t *rows);
 
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
  * from the store's clock and random hooks. Returns IBX_OK or
@@ -6662,20 +6686,24 @@ static const ibx__stmt_row ibx__sqlite_inbox_rows[] = {
 #endif
     {IBX__Q_COUNT, NULL}};
 
+/* The integers a claim or a settle reads or writes first, the texts after
+ * (docs/design/LAYOUT2.md); older tables keep their order. */
 static const char *const ibx__sqlite_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS {T} (\n"
      "    Source        TEXT NOT NULL,\n"
      "    MessageId     TEXT NOT NULL,\n"
-     "    Topic         TEXT NOT NULL DEFAULT '',\n"
-     "    Payload       TEXT NOT NULL DEFAULT '',\n"
-     "    Hash          BLOB NULL,\n"
+     "    NextAttemptAt INTEGER NOT NULL DEFAULT ({W}),\n"
+     "    LockedUntil   INTEGER NULL,\n"
+     "    Attempt       INTEGER NOT NULL DEFAULT 0,\n"
+     "    Starts        INTEGER NOT NULL DEFAULT 0,\n"
+     "    Priority      INTEGER NOT NULL DEFAULT 0,\n"
      "    FirstSeenUtc  INTEGER NOT NULL DEFAULT ({W}),\n"
      "    LastSeenUtc   INTEGER NOT NULL DEFAULT ({W}),\n"
      "    Status        TEXT NOT NULL DEFAULT 'Seen',\n"
-     "    LockedUntil   INTEGER NULL,\n"
      "    OwnerToken    TEXT NULL,\n"
-     "    Attempt       INTEGER NOT NULL DEFAULT 0,\n"
+     "    Topic         TEXT NOT NULL DEFAULT '',\n"
+     "    Payload       TEXT NOT NULL DEFAULT '',\n"
+     "    Hash          BLOB NULL,\n"
      "    LastError     TEXT NULL,\n"
-     "    NextAttemptAt INTEGER NOT NULL DEFAULT ({W}),\n"
      "    DueTimeUtc    INTEGER NULL{A},\n"
      "    PRIMARY KEY (Source, MessageId)\n"
      ")",
@@ -6858,20 +6886,25 @@ static const ibx__stmt_row ibx__postgresql_inbox_rows[] = {
 
 static const char *const ibx__postgresql_inbox_ddl[] = {"SELECT pg_advisory_xact_lock(hashtext('ibx deploy {T}'))",
      "CREATE SCHEMA IF NOT EXISTS {S}",
+     /* Fixed-width hot columns first, the texts after (docs/design/LAYOUT2.md:
+      * a column after a variable-width one is found by walking the tuple).
+      * Tables of older releases keep their order: obxctl rewrite. */
      "CREATE TABLE IF NOT EXISTS {T} (\n"
+     "    \"NextAttemptAt\" timestamptz NOT NULL DEFAULT now(),\n"
+     "    \"LockedUntil\"   timestamptz NULL,\n"
+     "    \"FirstSeenUtc\"  timestamptz NOT NULL DEFAULT now(),\n"
+     "    \"LastSeenUtc\"   timestamptz NOT NULL DEFAULT now(),\n"
+     "    \"OwnerToken\"    uuid NULL,\n"
+     "    \"Attempt\"       integer NOT NULL DEFAULT 0,\n"
+     "    \"Starts\"        integer NOT NULL DEFAULT 0,\n"
+     "    \"Priority\"      smallint NOT NULL DEFAULT 0,\n"
+     "    \"Status\"        varchar(20) NOT NULL DEFAULT 'Seen',\n"
      "    \"Source\"        varchar(255) NOT NULL,\n"
      "    \"MessageId\"     varchar(255) NOT NULL,\n"
      "    \"Topic\"         varchar(255) NOT NULL DEFAULT '',\n"
      "    \"Payload\"       text NOT NULL DEFAULT '',\n"
      "    \"Hash\"          bytea NULL,\n"
-     "    \"FirstSeenUtc\"  timestamptz NOT NULL DEFAULT now(),\n"
-     "    \"LastSeenUtc\"   timestamptz NOT NULL DEFAULT now(),\n"
-     "    \"Status\"        varchar(20) NOT NULL DEFAULT 'Seen',\n"
-     "    \"LockedUntil\"   timestamptz NULL,\n"
-     "    \"OwnerToken\"    uuid NULL,\n"
-     "    \"Attempt\"       integer NOT NULL DEFAULT 0,\n"
      "    \"LastError\"     text NULL,\n"
-     "    \"NextAttemptAt\" timestamptz NOT NULL DEFAULT now(),\n"
      "    \"DueTimeUtc\"    timestamptz NULL{A},\n"
      "    PRIMARY KEY (\"Source\", \"MessageId\")\n"
      ")",
@@ -7882,10 +7915,19 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
     return IBX_OK;
 }
 
+/* Whether a CREATE TABLE template declares column `name` itself: a line
+ * "    name ..." or "    <quoted name> ...". */
+static int ibx__ddl_declares(const ibx__dialect *d, const char *tmpl, const char *name) {
+    char bare[80], quoted[80];
+    snprintf(bare, sizeof bare, "\n    %s ", name);
+    snprintf(quoted, sizeof quoted, "\n    %c%s%c ", d->quote_open, name, d->quote_close);
+    return strstr(tmpl, bare) || strstr(tmpl, quoted);
+}
+
 /* One DDL statement with a store's names. "{A}", in the message table's
  * CREATE TABLE, becomes the columns added since the first release, so a
- * new table has them all; those the template defines itself (a line of its
- * own, where a layout puts them among the hot columns) are left out. */
+ * new table has them all; one the template declares itself (to place a hot
+ * column before the texts) is left out there. */
 static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
                            const char *schema, const char *table, const char *tmpl) {
     const char *names[26];
@@ -7895,9 +7937,8 @@ static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx
     if (!strstr(tmpl, "{A}")) return ibx__expand(h, d, q, schema, table, tmpl);
     for (i = 0; ok && i < IBX__COLUMNS_MAX && q->columns[i].name; i++) {
         char quoted[80], line[320];
+        if (ibx__ddl_declares(d, tmpl, q->columns[i].name)) continue;
         snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
-        snprintf(line, sizeof line, "\n    %s ", quoted);
-        if (strstr(tmpl, line)) continue;
         snprintf(line, sizeof line, ",\n    %-15s %s", quoted, q->columns[i].type);
         ok = ibx__buf_add(h, &cols, line, strlen(line));
     }
@@ -8268,6 +8309,128 @@ IBX_API ibx_result ibx_store_upgrade(ibx_store *store, unsigned flags, int *step
         ibx__log(&store->hooks, u.steps ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
                  "schema upgrade of %s: %d step(s) run", store->table, u.steps);
     return r;
+}
+
+/* >> rewrite: an older table into this release's column order (PostgreSQL) */
+
+/* The swap, after the new table {N}_rewrite is made and the old one locked.
+ * What the drop takes with the old table is listed first (the primary
+ * key's index comes with the new table) and made again after the rename.
+ * The outcome goes back as a transaction-local setting: "current" or the
+ * rows copied. */
+static const char ibx__pg_rewrite[] =
+    "DO $rw$ DECLARE o oid := CAST('{T}' AS regclass); n oid := CAST('{S}.\"{N}_rewrite\"' AS regclass);\n"
+    "oc name[] := ARRAY(SELECT attname FROM pg_attribute WHERE attrelid = o AND attnum > 0 AND NOT attisdropped ORDER BY attnum);\n"
+    "nc name[] := ARRAY(SELECT attname FROM pg_attribute WHERE attrelid = n AND attnum > 0 AND NOT attisdropped ORDER BY attnum);\n"
+    "again text[]; fns text[]; pk text; cols text; r bigint; i int;\n"
+    "BEGIN\n"
+    "IF EXISTS (SELECT 1 FROM pg_class WHERE oid = o AND (relkind <> 'r' OR relrowsecurity))\n"
+    "   OR EXISTS (SELECT 1 FROM pg_inherits WHERE inhrelid = o OR inhparent = o)\n"
+    "   OR EXISTS (SELECT 1 FROM pg_publication_rel WHERE prrelid = o) OR EXISTS (SELECT 1 FROM pg_publication WHERE puballtables) THEN\n"
+    "  RAISE EXCEPTION 'rewrite: {T} is partitioned, inherited, published or under row security: not rewritten';\n"
+    "END IF;\n"
+    "SELECT string_agg(x, ' ') INTO cols FROM (SELECT '+' || c AS x FROM unnest(nc) c WHERE c <> ALL (oc)\n"
+    "  UNION ALL SELECT '-' || c FROM unnest(oc) c WHERE c <> ALL (nc)) AS d;\n"
+    "IF cols IS NOT NULL THEN\n"
+    "  RAISE EXCEPTION 'rewrite: {T} has other columns than this release (%: + missing, deploy first; - not the library''s)', cols;\n"
+    "END IF;\n"
+    "IF oc = nc THEN\n"
+    "  EXECUTE 'DROP TABLE {S}.\"{N}_rewrite\"';\n"
+    "  PERFORM set_config('ibx.rewrite', 'current', true);\n"
+    "  RETURN;\n"
+    "END IF;\n"
+    "SELECT array_agg(x.s ORDER BY x.k, x.s) INTO again FROM (\n"
+    "  SELECT 1 AS k, pg_get_indexdef(i.indexrelid) AS s FROM pg_index i WHERE i.indrelid = o\n"
+    "     AND NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conindid = i.indexrelid)\n"
+    "  UNION ALL SELECT 2, format('ALTER TABLE {T} ADD CONSTRAINT %I %s', conname, pg_get_constraintdef(oid))\n"
+    "    FROM pg_constraint WHERE conrelid = o AND contype IN ('c', 'f', 'u', 'x')\n"
+    "  UNION ALL SELECT 3, pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = o AND NOT tgisinternal\n"
+    "  UNION ALL SELECT 4, pg_get_functiondef(p.oid) FROM pg_proc p, pg_class c WHERE c.oid = o\n"
+    "     AND (p.prorettype = c.reltype OR c.reltype = ANY (CAST(p.proargtypes AS oid[])))\n"
+    "  UNION ALL SELECT 5, format('GRANT %s ON TABLE {T} TO %s', a.privilege_type, CASE WHEN a.grantee = 0\n"
+    "     THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(a.grantee)) END)\n"
+    "    FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = o AND a.grantee <> c.relowner\n"
+    "  UNION ALL SELECT 6, format('ALTER TABLE {T} OWNER TO %I', pg_get_userbyid(relowner)) FROM pg_class\n"
+    "   WHERE oid = o AND relowner <> (SELECT oid FROM pg_roles WHERE rolname = current_user)\n"
+    "  UNION ALL SELECT 7, format('ALTER TABLE {T} SET (%s)', array_to_string(reloptions, ', ')) FROM pg_class\n"
+    "   WHERE oid = o AND reloptions IS NOT NULL\n"
+    "  UNION ALL SELECT 8, format('COMMENT ON TABLE {T} IS %L', obj_description(o, 'pg_class'))\n"
+    "   WHERE obj_description(o, 'pg_class') IS NOT NULL) AS x;\n"
+    "SELECT array_agg('DROP FUNCTION ' || CAST(CAST(p.oid AS regprocedure) AS text)) INTO fns FROM pg_proc p, pg_class c\n"
+    " WHERE c.oid = o AND (p.prorettype = c.reltype OR c.reltype = ANY (CAST(p.proargtypes AS oid[])));\n"
+    "SELECT quote_ident(conname) INTO pk FROM pg_constraint WHERE conrelid = o AND contype = 'p';\n"
+    "SELECT string_agg(quote_ident(c), ', ') INTO cols FROM unnest(nc) c;\n"
+    "EXECUTE format('INSERT INTO {S}.\"{N}_rewrite\" (%s) SELECT %s FROM {T}', cols, cols);\n"
+    "GET DIAGNOSTICS r = ROW_COUNT;\n"
+    "FOR i IN 1 .. coalesce(array_length(fns, 1), 0) LOOP EXECUTE fns[i]; END LOOP;\n"
+    "EXECUTE 'DROP TABLE {T}';\n" /* no CASCADE: a view or a foreign key on it refuses */
+    "EXECUTE 'ALTER TABLE {S}.\"{N}_rewrite\" RENAME TO \"{N}\"';\n"
+    "SELECT quote_ident(conname) INTO cols FROM pg_constraint WHERE conrelid = n AND contype = 'p';\n"
+    "IF pk <> cols THEN EXECUTE format('ALTER TABLE {T} RENAME CONSTRAINT %s TO %s', cols, pk); END IF;\n"
+    "FOR i IN 1 .. coalesce(array_length(again, 1), 0) LOOP EXECUTE again[i]; END LOOP;\n"
+    "PERFORM set_config('ibx.rewrite', CAST(r AS text), true);\n"
+    "END $rw$";
+
+typedef struct ibx__rewrite_ctx {
+    ibx_store *s;
+    char outcome[32];
+} ibx__rewrite_ctx;
+
+/* One statement of the rewrite: its table's names, {N}_rewrite's in `table`. */
+static ibx_result ibx__rewrite_step(ibx__db *db, ibx_store *s, const char *table, const char *tmpl,
+                                    const char *where) {
+    char *one = ibx__ddl_text(&s->hooks, db->d, s->q, s->schema, table, tmpl);
+    ibx_result r = one ? ibx__exec_direct(db, one, where)
+                       : ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_store_rewrite", "out of memory");
+    ibx__free(&s->hooks, one);
+    /* Not retried: the writers would queue behind the lock again. */
+    if (r == IBX_ERR_DB_TRANSIENT) db->fault = IBX__FAULT_PERMANENT;
+    return r;
+}
+
+static ibx_result ibx__rewrite_unit(ibx__db *db, void *ctx) {
+    ibx__rewrite_ctx *c = (ibx__rewrite_ctx *)ctx;
+    ibx_store *s = c->s;
+    char rw[IBX__TABLE_MAX + 16];
+    ibx_result r;
+    int i;
+    snprintf(rw, sizeof rw, "%s_rewrite", s->table);
+    /* Deploys of the table wait (their advisory lock, the first DDL), then
+     * its writers; SHARE lets readers on until the swap. 10 s: a long
+     * transaction on the table would make every writer queue behind us. */
+    r = ibx__rewrite_step(db, s, s->table, "SET LOCAL lock_timeout = '10s'", "rewrite: lock timeout");
+    if (r == IBX_OK) r = ibx__rewrite_step(db, s, s->table, s->q->ddl[0], "rewrite: deploy lock");
+    if (r == IBX_OK) r = ibx__rewrite_step(db, s, s->table, "LOCK TABLE {T} IN SHARE MODE", "rewrite: table lock");
+    for (i = 0; r == IBX_OK && s->q->ddl[i] && !strstr(s->q->ddl[i], "{A}"); i++) {}
+    if (r == IBX_OK && s->q->ddl[i]) r = ibx__rewrite_step(db, s, rw, s->q->ddl[i], "rewrite: new table");
+    if (r == IBX_OK) r = ibx__rewrite_step(db, s, s->table, ibx__pg_rewrite, "rewrite");
+    if (r == IBX_OK)
+        r = ibx__query_text(db, "SELECT current_setting('ibx.rewrite', true)", c->outcome, sizeof c->outcome);
+    return r;
+}
+
+IBX_API ibx_result ibx_store_rewrite(ibx_store *store, int64_t *rows) {
+    ibx__rewrite_ctx c;
+    ibx_result r;
+    if (!store) return IBX_ERR_INVALID_ARG;
+    if (!store->q) return ibx__fail(&store->err, IBX_ERR_STATE, "ibx_store_rewrite", "store is not open");
+    if (IBX__ONE(store->db.d)->id != IBX_DIALECT_POSTGRESQL)
+        return ibx__fail(&store->err, IBX_ERR_UNSUPPORTED, "ibx_store_rewrite",
+                         "only PostgreSQL tables are rewritten: statements name their columns, so a table "
+                         "on this database keeps the column order it was created with");
+    c.s = store;
+    c.outcome[0] = '\0';
+    r = ibx__unit(&store->db, ibx__rewrite_unit, &c, "rewrite table");
+    if (r != IBX_OK) return r;
+    if (strcmp(c.outcome, "current") == 0) return IBX_EMPTY;
+    if (rows) *rows = (int64_t)strtoll(c.outcome, NULL, 10);
+    ibx__log(&store->hooks, IBX_LOG_INFO, store->store_id, "table %s rewritten into this release's column order "
+             "(%s rows)", store->table, c.outcome);
+    /* Statistics for the planner (the new table has none), outside the lock. */
+    if (ibx__rewrite_step(&store->db, store, store->table, "ANALYZE {T}", "rewrite: analyze") != IBX_OK)
+        ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id, "rewrite: ANALYZE %s failed (%s): the "
+                 "reap analyzes it later", store->table, store->err.message);
+    return IBX_OK;
 }
 
 /* The checks of ibx_store_open that need no allocation beyond the store. */

@@ -225,7 +225,9 @@
  *   worker down again; a dispatcher handles a message claimed before
  *   without an outcome alone, after the rest of its batch is settled.
  *   Schema: deploy_schema and obx_store_deploy create the tables, or
- *   upgrade in place those an older release deployed (rows kept). A deploy
+ *   upgrade in place those an older release deployed (rows kept; new
+ *   PostgreSQL and SQLite tables put the fixed-width hot columns first, an
+ *   old table keeps its order: obx_store_rewrite, by hand, PostgreSQL). A deploy
  *   looks in the catalog before each statement that would lock the table
  *   and changes only what is missing or different, so on an up-to-date
  *   schema (every start with deploy_schema, every deploy by the operator's tool) it takes
@@ -1203,6 +1205,28 @@ OBX_API obx_result obx_store_deploy(obx_store *store);
 #define OBX_UPGRADE_KEYS 1u
 #define OBX_UPGRADE_DROP_OLD 2u
 OBX_API obx_result obx_store_upgrade(obx_store *store, unsigned flags, int *steps);
+
+/* PostgreSQL: rewrite a message table an older release created into this
+ * release's column order (fixed-width hot columns first, as new tables
+ * are: a little less server CPU per message; docs/design/LAYOUT2.md).
+ * Deploy never does this. One transaction: a new table, the rows copied,
+ * the old table dropped and the new one renamed, then its indexes, other
+ * constraints, triggers, grants, owner, storage options and comment, and
+ * the functions that return or take its rows (<table>_Claim), made again
+ * as they were; then ANALYZE. Writers wait for all of it, readers from the
+ * swap to the commit, the index builds (docs/UPGRADING.md: writers about
+ * 15 s per million rows): a quiet window or after a cleanup. The table lock is awaited 10 s at most, then
+ * OBX_ERR_DB_TRANSIENT (nothing changed). Refused, nothing changed
+ * (OBX_ERR_DB, the server's message): a view or another table's foreign
+ * key depends on the table; it is partitioned, inherited, published or
+ * under row security; its columns are not this release's (deploy first).
+ * *rows (if not NULL) gets the rows copied. Returns OBX_OK, OBX_EMPTY (the
+ * order is this release's already: nothing done), OBX_ERR_UNSUPPORTED (not
+ * PostgreSQL: statements name their columns, so other databases keep the
+ * order a table was created with), OBX_ERR_DB, OBX_ERR_DB_TRANSIENT,
+ * OBX_ERR_INVALID_ARG (store NULL), OBX_ERR_STATE (store not open),
+ * OBX_ERR_NO_MEMORY. Needs ownership of the table. */
+OBX_API obx_result obx_store_rewrite(obx_store *store, int64_t *rows);
 
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
  * from the store's clock and random hooks. Returns OBX_OK or
@@ -6941,21 +6965,25 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
     {OBX__Q_COUNT, NULL}};
 
 static const char *const obx__sqlite_outbox_ddl[] = {
+    /* The integers a claim or a settle reads or writes first, the texts
+     * after (docs/design/LAYOUT2.md); older tables keep their order. */
     "CREATE TABLE IF NOT EXISTS {T} (\n"
     "    Id            TEXT NOT NULL PRIMARY KEY,\n"
-    "    Topic         TEXT NOT NULL,\n"
-    "    Payload       TEXT NOT NULL,\n"
-    "    CreatedAt     INTEGER NOT NULL DEFAULT ({W}),\n"
     "    Status        INTEGER NOT NULL DEFAULT 0,\n"
+    "    NextAttemptAt INTEGER NOT NULL DEFAULT ({W}),\n"
     "    LockedUntil   INTEGER NULL,\n"
-    "    OwnerToken    TEXT NULL,\n"
     "    IsProcessed   INTEGER NOT NULL DEFAULT 0,\n"
     "    ProcessedAt   INTEGER NULL,\n"
-    "    ProcessedBy   TEXT NULL,\n"
     "    RetryCount    INTEGER NOT NULL DEFAULT 0,\n"
-    "    LastError     TEXT NULL,\n"
-    "    NextAttemptAt INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    Starts        INTEGER NOT NULL DEFAULT 0,\n"
+    "    Priority      INTEGER NOT NULL DEFAULT 0,\n"
+    "    CreatedAt     INTEGER NOT NULL DEFAULT ({W}),\n"
+    "    OwnerToken    TEXT NULL,\n"
     "    MessageId     TEXT NOT NULL,\n"
+    "    Topic         TEXT NOT NULL,\n"
+    "    Payload       TEXT NOT NULL,\n"
+    "    ProcessedBy   TEXT NULL,\n"
+    "    LastError     TEXT NULL,\n"
     "    CorrelationId TEXT NULL,\n"
     "    DueTimeUtc    INTEGER NULL{A}\n"
     ")",
@@ -7210,21 +7238,26 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
 static const char *const obx__postgresql_outbox_ddl[] = {
     "SELECT pg_advisory_xact_lock(hashtext('obx deploy {T}'))",
     "CREATE SCHEMA IF NOT EXISTS {S}",
+    /* Fixed-width hot columns first, the texts after (docs/design/LAYOUT2.md:
+     * a column after a variable-width one is found by walking the tuple).
+     * Tables of older releases keep their order: obxctl rewrite. */
     "CREATE TABLE IF NOT EXISTS {T} (\n"
     "    \"Id\"            uuid NOT NULL PRIMARY KEY,\n"
+    "    \"NextAttemptAt\" timestamptz NOT NULL DEFAULT now(),\n"
+    "    \"LockedUntil\"   timestamptz NULL,\n"
+    "    \"ProcessedAt\"   timestamptz NULL,\n"
+    "    \"CreatedAt\"     timestamptz NOT NULL DEFAULT now(),\n"
+    "    \"OwnerToken\"    uuid NULL,\n"
+    "    \"MessageId\"     uuid NOT NULL,\n"
+    "    \"RetryCount\"    integer NOT NULL DEFAULT 0,\n"
+    "    \"Starts\"        integer NOT NULL DEFAULT 0,\n"
+    "    \"Status\"        smallint NOT NULL DEFAULT 0,\n"
+    "    \"Priority\"      smallint NOT NULL DEFAULT 0,\n"
+    "    \"IsProcessed\"   boolean NOT NULL DEFAULT false,\n"
     "    \"Topic\"         varchar(255) NOT NULL,\n"
     "    \"Payload\"       text NOT NULL,\n"
-    "    \"CreatedAt\"     timestamptz NOT NULL DEFAULT now(),\n"
-    "    \"Status\"        smallint NOT NULL DEFAULT 0,\n"
-    "    \"LockedUntil\"   timestamptz NULL,\n"
-    "    \"OwnerToken\"    uuid NULL,\n"
-    "    \"IsProcessed\"   boolean NOT NULL DEFAULT false,\n"
-    "    \"ProcessedAt\"   timestamptz NULL,\n"
     "    \"ProcessedBy\"   varchar(100) NULL,\n"
-    "    \"RetryCount\"    integer NOT NULL DEFAULT 0,\n"
     "    \"LastError\"     text NULL,\n"
-    "    \"NextAttemptAt\" timestamptz NOT NULL DEFAULT now(),\n"
-    "    \"MessageId\"     uuid NOT NULL,\n"
     "    \"CorrelationId\" varchar(255) NULL,\n"
     "    \"DueTimeUtc\"    timestamptz NULL{A}\n"
     ")",
@@ -8718,10 +8751,19 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
     return OBX_OK;
 }
 
+/* Whether a CREATE TABLE template declares column `name` itself: a line
+ * "    name ..." or "    <quoted name> ...". */
+static int obx__ddl_declares(const obx__dialect *d, const char *tmpl, const char *name) {
+    char bare[80], quoted[80];
+    snprintf(bare, sizeof bare, "\n    %s ", name);
+    snprintf(quoted, sizeof quoted, "\n    %c%s%c ", d->quote_open, name, d->quote_close);
+    return strstr(tmpl, bare) || strstr(tmpl, quoted);
+}
+
 /* One DDL statement with a store's names. "{A}", in the message table's
  * CREATE TABLE, becomes the columns added since the first release, so a
- * new table has them all; those the template defines itself (a line of its
- * own, where a layout puts them among the hot columns) are left out. */
+ * new table has them all; one the template declares itself (to place a hot
+ * column before the texts) is left out there. */
 static char *obx__ddl_text(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
                            const char *schema, const char *table, const char *tmpl) {
     const char *names[26];
@@ -8731,9 +8773,8 @@ static char *obx__ddl_text(const obx__hooks *h, const obx__dialect *d, const obx
     if (!strstr(tmpl, "{A}")) return obx__expand(h, d, q, schema, table, tmpl);
     for (i = 0; ok && i < OBX__COLUMNS_MAX && q->columns[i].name; i++) {
         char quoted[80], line[320];
+        if (obx__ddl_declares(d, tmpl, q->columns[i].name)) continue;
         snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
-        snprintf(line, sizeof line, "\n    %s ", quoted);
-        if (strstr(tmpl, line)) continue;
         snprintf(line, sizeof line, ",\n    %-15s %s", quoted, q->columns[i].type);
         ok = obx__buf_add(h, &cols, line, strlen(line));
     }
@@ -9104,6 +9145,128 @@ OBX_API obx_result obx_store_upgrade(obx_store *store, unsigned flags, int *step
         obx__log(&store->hooks, u.steps ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
                  "schema upgrade of %s: %d step(s) run", store->table, u.steps);
     return r;
+}
+
+/* >> rewrite: an older table into this release's column order (PostgreSQL) */
+
+/* The swap, after the new table {N}_rewrite is made and the old one locked.
+ * What the drop takes with the old table is listed first (the primary
+ * key's index comes with the new table) and made again after the rename.
+ * The outcome goes back as a transaction-local setting: "current" or the
+ * rows copied. */
+static const char obx__pg_rewrite[] =
+    "DO $rw$ DECLARE o oid := CAST('{T}' AS regclass); n oid := CAST('{S}.\"{N}_rewrite\"' AS regclass);\n"
+    "oc name[] := ARRAY(SELECT attname FROM pg_attribute WHERE attrelid = o AND attnum > 0 AND NOT attisdropped ORDER BY attnum);\n"
+    "nc name[] := ARRAY(SELECT attname FROM pg_attribute WHERE attrelid = n AND attnum > 0 AND NOT attisdropped ORDER BY attnum);\n"
+    "again text[]; fns text[]; pk text; cols text; r bigint; i int;\n"
+    "BEGIN\n"
+    "IF EXISTS (SELECT 1 FROM pg_class WHERE oid = o AND (relkind <> 'r' OR relrowsecurity))\n"
+    "   OR EXISTS (SELECT 1 FROM pg_inherits WHERE inhrelid = o OR inhparent = o)\n"
+    "   OR EXISTS (SELECT 1 FROM pg_publication_rel WHERE prrelid = o) OR EXISTS (SELECT 1 FROM pg_publication WHERE puballtables) THEN\n"
+    "  RAISE EXCEPTION 'rewrite: {T} is partitioned, inherited, published or under row security: not rewritten';\n"
+    "END IF;\n"
+    "SELECT string_agg(x, ' ') INTO cols FROM (SELECT '+' || c AS x FROM unnest(nc) c WHERE c <> ALL (oc)\n"
+    "  UNION ALL SELECT '-' || c FROM unnest(oc) c WHERE c <> ALL (nc)) AS d;\n"
+    "IF cols IS NOT NULL THEN\n"
+    "  RAISE EXCEPTION 'rewrite: {T} has other columns than this release (%: + missing, deploy first; - not the library''s)', cols;\n"
+    "END IF;\n"
+    "IF oc = nc THEN\n"
+    "  EXECUTE 'DROP TABLE {S}.\"{N}_rewrite\"';\n"
+    "  PERFORM set_config('obx.rewrite', 'current', true);\n"
+    "  RETURN;\n"
+    "END IF;\n"
+    "SELECT array_agg(x.s ORDER BY x.k, x.s) INTO again FROM (\n"
+    "  SELECT 1 AS k, pg_get_indexdef(i.indexrelid) AS s FROM pg_index i WHERE i.indrelid = o\n"
+    "     AND NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conindid = i.indexrelid)\n"
+    "  UNION ALL SELECT 2, format('ALTER TABLE {T} ADD CONSTRAINT %I %s', conname, pg_get_constraintdef(oid))\n"
+    "    FROM pg_constraint WHERE conrelid = o AND contype IN ('c', 'f', 'u', 'x')\n"
+    "  UNION ALL SELECT 3, pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = o AND NOT tgisinternal\n"
+    "  UNION ALL SELECT 4, pg_get_functiondef(p.oid) FROM pg_proc p, pg_class c WHERE c.oid = o\n"
+    "     AND (p.prorettype = c.reltype OR c.reltype = ANY (CAST(p.proargtypes AS oid[])))\n"
+    "  UNION ALL SELECT 5, format('GRANT %s ON TABLE {T} TO %s', a.privilege_type, CASE WHEN a.grantee = 0\n"
+    "     THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(a.grantee)) END)\n"
+    "    FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = o AND a.grantee <> c.relowner\n"
+    "  UNION ALL SELECT 6, format('ALTER TABLE {T} OWNER TO %I', pg_get_userbyid(relowner)) FROM pg_class\n"
+    "   WHERE oid = o AND relowner <> (SELECT oid FROM pg_roles WHERE rolname = current_user)\n"
+    "  UNION ALL SELECT 7, format('ALTER TABLE {T} SET (%s)', array_to_string(reloptions, ', ')) FROM pg_class\n"
+    "   WHERE oid = o AND reloptions IS NOT NULL\n"
+    "  UNION ALL SELECT 8, format('COMMENT ON TABLE {T} IS %L', obj_description(o, 'pg_class'))\n"
+    "   WHERE obj_description(o, 'pg_class') IS NOT NULL) AS x;\n"
+    "SELECT array_agg('DROP FUNCTION ' || CAST(CAST(p.oid AS regprocedure) AS text)) INTO fns FROM pg_proc p, pg_class c\n"
+    " WHERE c.oid = o AND (p.prorettype = c.reltype OR c.reltype = ANY (CAST(p.proargtypes AS oid[])));\n"
+    "SELECT quote_ident(conname) INTO pk FROM pg_constraint WHERE conrelid = o AND contype = 'p';\n"
+    "SELECT string_agg(quote_ident(c), ', ') INTO cols FROM unnest(nc) c;\n"
+    "EXECUTE format('INSERT INTO {S}.\"{N}_rewrite\" (%s) SELECT %s FROM {T}', cols, cols);\n"
+    "GET DIAGNOSTICS r = ROW_COUNT;\n"
+    "FOR i IN 1 .. coalesce(array_length(fns, 1), 0) LOOP EXECUTE fns[i]; END LOOP;\n"
+    "EXECUTE 'DROP TABLE {T}';\n" /* no CASCADE: a view or a foreign key on it refuses */
+    "EXECUTE 'ALTER TABLE {S}.\"{N}_rewrite\" RENAME TO \"{N}\"';\n"
+    "SELECT quote_ident(conname) INTO cols FROM pg_constraint WHERE conrelid = n AND contype = 'p';\n"
+    "IF pk <> cols THEN EXECUTE format('ALTER TABLE {T} RENAME CONSTRAINT %s TO %s', cols, pk); END IF;\n"
+    "FOR i IN 1 .. coalesce(array_length(again, 1), 0) LOOP EXECUTE again[i]; END LOOP;\n"
+    "PERFORM set_config('obx.rewrite', CAST(r AS text), true);\n"
+    "END $rw$";
+
+typedef struct obx__rewrite_ctx {
+    obx_store *s;
+    char outcome[32];
+} obx__rewrite_ctx;
+
+/* One statement of the rewrite: its table's names, {N}_rewrite's in `table`. */
+static obx_result obx__rewrite_step(obx__db *db, obx_store *s, const char *table, const char *tmpl,
+                                    const char *where) {
+    char *one = obx__ddl_text(&s->hooks, db->d, s->q, s->schema, table, tmpl);
+    obx_result r = one ? obx__exec_direct(db, one, where)
+                       : obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_store_rewrite", "out of memory");
+    obx__free(&s->hooks, one);
+    /* Not retried: the writers would queue behind the lock again. */
+    if (r == OBX_ERR_DB_TRANSIENT) db->fault = OBX__FAULT_PERMANENT;
+    return r;
+}
+
+static obx_result obx__rewrite_unit(obx__db *db, void *ctx) {
+    obx__rewrite_ctx *c = (obx__rewrite_ctx *)ctx;
+    obx_store *s = c->s;
+    char rw[OBX__TABLE_MAX + 16];
+    obx_result r;
+    int i;
+    snprintf(rw, sizeof rw, "%s_rewrite", s->table);
+    /* Deploys of the table wait (their advisory lock, the first DDL), then
+     * its writers; SHARE lets readers on until the swap. 10 s: a long
+     * transaction on the table would make every writer queue behind us. */
+    r = obx__rewrite_step(db, s, s->table, "SET LOCAL lock_timeout = '10s'", "rewrite: lock timeout");
+    if (r == OBX_OK) r = obx__rewrite_step(db, s, s->table, s->q->ddl[0], "rewrite: deploy lock");
+    if (r == OBX_OK) r = obx__rewrite_step(db, s, s->table, "LOCK TABLE {T} IN SHARE MODE", "rewrite: table lock");
+    for (i = 0; r == OBX_OK && s->q->ddl[i] && !strstr(s->q->ddl[i], "{A}"); i++) {}
+    if (r == OBX_OK && s->q->ddl[i]) r = obx__rewrite_step(db, s, rw, s->q->ddl[i], "rewrite: new table");
+    if (r == OBX_OK) r = obx__rewrite_step(db, s, s->table, obx__pg_rewrite, "rewrite");
+    if (r == OBX_OK)
+        r = obx__query_text(db, "SELECT current_setting('obx.rewrite', true)", c->outcome, sizeof c->outcome);
+    return r;
+}
+
+OBX_API obx_result obx_store_rewrite(obx_store *store, int64_t *rows) {
+    obx__rewrite_ctx c;
+    obx_result r;
+    if (!store) return OBX_ERR_INVALID_ARG;
+    if (!store->q) return obx__fail(&store->err, OBX_ERR_STATE, "obx_store_rewrite", "store is not open");
+    if (OBX__ONE(store->db.d)->id != OBX_DIALECT_POSTGRESQL)
+        return obx__fail(&store->err, OBX_ERR_UNSUPPORTED, "obx_store_rewrite",
+                         "only PostgreSQL tables are rewritten: statements name their columns, so a table "
+                         "on this database keeps the column order it was created with");
+    c.s = store;
+    c.outcome[0] = '\0';
+    r = obx__unit(&store->db, obx__rewrite_unit, &c, "rewrite table");
+    if (r != OBX_OK) return r;
+    if (strcmp(c.outcome, "current") == 0) return OBX_EMPTY;
+    if (rows) *rows = (int64_t)strtoll(c.outcome, NULL, 10);
+    obx__log(&store->hooks, OBX_LOG_INFO, store->store_id, "table %s rewritten into this release's column order "
+             "(%s rows)", store->table, c.outcome);
+    /* Statistics for the planner (the new table has none), outside the lock. */
+    if (obx__rewrite_step(&store->db, store, store->table, "ANALYZE {T}", "rewrite: analyze") != OBX_OK)
+        obx__log(&store->hooks, OBX_LOG_WARN, store->store_id, "rewrite: ANALYZE %s failed (%s): the "
+                 "reap analyzes it later", store->table, store->err.message);
+    return OBX_OK;
 }
 
 /* The checks of obx_store_open that need no allocation beyond the store. */

@@ -48,6 +48,7 @@
 #include <sql.h>
 #include <sqlext.h>
 #endif
+#include <libpq-fe.h> /* before obx.h: obx_enqueue_pq, the native rows (native_enqueue) */
 #include "obx.h"
 #define IBX_IMPLEMENTATION
 #include "ibx.h"
@@ -1395,6 +1396,96 @@ static void allocations(int n) {
     if (has_native()) allocations_beside(n);
 }
 
+#ifdef OBX__PQ_RUN
+/* A libpq program's enqueue: the library's obx_enqueue_pq in the program's
+ * transaction (BEGIN, the messages, COMMIT: three round trips) beside the
+ * libpq ideal in the same transaction shape (its prepared INSERT, one
+ * message or 100 through unnest); the main table's libpq column runs the
+ * ideal in autocommit (one round trip). Rates and server CPU per message,
+ * medians of BENCH_REPEATS interleaved. */
+static void native_enqueue(int n) {
+    static const char *const what[2] = {"enqueue, 1 per transaction", "enqueue, 100 per transaction"};
+    double rate[2][2][MAXREP], cpu[2][2][MAXREP];
+    int k, impl, rep, i, j, e, count;
+    api a;
+    stm st[2];
+    obx_store *s = lib_open(0);
+    api_open_pq(&a, g_conn);
+    api_prepare(&a, &st[0], "INSERT INTO ideal_outbox (topic, payload) VALUES ($1, $2)");
+    api_prepare(&a, &st[1], "INSERT INTO ideal_outbox (topic, payload) SELECT t, p FROM "
+                            "unnest(CAST($1 AS text[]), CAST($2 AS text[])) AS u(t, p)");
+    for (rep = 0; rep < g_repeats; rep++)
+        for (k = 0; k < 2; k++)
+            for (j = 0; j < 2; j++) {
+                double t0, c0;
+                obx_new_message ms[100];
+                h x;
+                impl = (j + rep) % 2; /* 0: obx_enqueue_pq, 1: the ideal */
+                count = k == 0 ? n / 4 : n;
+                reset(impl ? I_NATIVE : I_LIB, 0);
+                memset(ms, 0, sizeof ms);
+                for (i = 0; i < 100; i++) {
+                    ms[i].topic = "bench.event";
+                    ms[i].payload = g_payload;
+                    ms[i].payload_len = OBX_NTS;
+                }
+                memset(&x, 0, sizeof x);
+                x.list.len = x.list2.len = 0;
+                t0 = now_s();
+                c0 = server_cpu();
+                for (i = 0; i < count; i += k == 0 ? 1 : 100) {
+                    api_direct(&a, "BEGIN", NULL, NULL);
+                    if (impl == 0) {
+                        if (obx_enqueue_pq(s, a.pg, ms, k == 0 ? 1 : 100, NULL) != OBX_OK)
+                            die("obx_enqueue_pq: %s", obx_store_last_error(s)->message);
+                    } else if (k == 0) {
+                        const char *p[2] = {"bench.event", g_payload};
+                        api_run(&a, &st[0], p, 2, NULL, NULL);
+                    } else {
+                        const char *p[2];
+                        x.list.len = x.list2.len = 0;
+                        tx_s(&x.list, "{");
+                        tx_s(&x.list2, "{");
+                        for (e = 0; e < 100; e++) {
+                            if (e) tx_s(&x.list, ","), tx_s(&x.list2, ",");
+                            tx_pg_elem(&x.list, "bench.event");
+                            tx_pg_elem(&x.list2, g_payload);
+                        }
+                        tx_s(&x.list, "}");
+                        tx_s(&x.list2, "}");
+                        p[0] = x.list.p;
+                        p[1] = x.list2.p;
+                        api_run(&a, &st[1], p, 2, NULL, NULL);
+                    }
+                    api_direct(&a, "COMMIT", NULL, NULL);
+                }
+                rate[k][impl][rep] = count / (now_s() - t0);
+                cpu[k][impl][rep] = (server_cpu() - c0) * 1e6 / count;
+                free(x.list.p);
+                free(x.list2.p);
+            }
+    printf("\n== %s: a libpq program's enqueue, BEGIN ... COMMIT around each (medians of %d)\n", g_backend, g_repeats);
+    printf("%-46s %14s %14s %8s | %s\n", "workload", "obx_enqueue_pq", "libpq ideal", "ratio",
+           "server CPU us per message (library / ideal)");
+    for (k = 0; k < 2; k++) {
+        double v[2], c[2], tmp[MAXREP];
+        for (impl = 0; impl < 2; impl++) {
+            memcpy(tmp, rate[k][impl], sizeof tmp);
+            qsort(tmp, (size_t)g_repeats, sizeof tmp[0], cmp_double);
+            v[impl] = tmp[g_repeats / 2];
+            memcpy(tmp, cpu[k][impl], sizeof tmp);
+            qsort(tmp, (size_t)g_repeats, sizeof tmp[0], cmp_double);
+            c[impl] = tmp[g_repeats / 2];
+        }
+        printf("%-46s %12.0f/s %12.0f/s %8.2f | %.1f / %.1f\n", what[k], v[0], v[1], v[0] / v[1], c[0], c[1]);
+    }
+    api_unprepare(&a, &st[0]);
+    api_unprepare(&a, &st[1]);
+    api_close(&a);
+    obx_store_close(s);
+}
+#endif
+
 /* ---- main ------------------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
@@ -1447,6 +1538,10 @@ int main(int argc, char **argv) {
     }
     print_table(n);
     print_cpu();
+#ifdef OBX__PQ_RUN
+    only = getenv("BENCH_ONLY");
+    if (g_kind == K_PG && (!only || !*only || strstr(only, "enq1") || strstr(only, "enqb"))) native_enqueue(n);
+#endif
     only = getenv("BENCH_ONLY");
     if (!only || !*only || strstr(only, "allocs")) allocations(n < 5000 ? n : 5000); /* BENCH_ONLY=...,allocs */
     if (!only || !*only || strstr(only, "latency")) { /* BENCH_ONLY=...,latency */

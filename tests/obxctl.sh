@@ -453,6 +453,70 @@ exp=$(gauge ibx_queue_expired_leases "$work/m2")
     { echo "expired leases differ from stats" >>"$work/err"; ok=1; }
 result $ok OBXCTL-METRICS-EQUAL "metrics: per-topic figures add up to the library's gauges (status=\"in_flight\"); expired leases as stats" "$work/err"
 
+# rewrite (PostgreSQL): a table of the first release (tests/schema/v0),
+# upgraded by deploy and filled in every state (done, dead, in flight,
+# ready, scheduled; inbox: seen too), with a grant and an index of its own,
+# into this release's column order: every row as it was, the objects again,
+# <table>_Claim returning the new row type, the library working on it; a
+# second run has nothing to do; a view on the table refuses it, nothing
+# changed. Other databases: exit 5.
+ok=0
+: >"$work/err"
+if [ "$dialect" = postgresql ]; then
+    ckey() { sed -n "s/.*[;{]$1=\([^;]*\);.*/\1/p; s/^$1=\([^;]*\);.*/\1/p" <<<"$OBXCTL_CONNECTION" | head -n 1; }
+    P=(env PGPASSWORD="$(ckey Pwd)" psql -h "$(ckey Server)" -p "$(ckey Port)" -U "$(ckey Uid)" -d "$(ckey Database)"
+        -qAtX -v ON_ERROR_STOP=1)
+    cols() { "${P[@]}" -c "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute WHERE attrelid =
+        to_regclass('ctl.\"$1\"') AND attnum > 0 AND NOT attisdropped"; }
+    # Rows (as jsonb: the same text whatever the column order), objects, grants.
+    snap() { "${P[@]}" -c "SELECT md5(string_agg(CAST(to_jsonb(t) AS text), '' ORDER BY CAST(to_jsonb(t) AS text)))
+        || ' ' || count(*) FROM ctl.\"$1\" t" -c "SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes
+        WHERE schemaname = 'ctl' AND tablename = '$1'" -c "SELECT string_agg(tgname, ',' ORDER BY tgname) FROM pg_trigger
+        WHERE tgrelid = to_regclass('ctl.\"$1\"') AND NOT tgisinternal" -c "SELECT relacl FROM pg_class WHERE oid =
+        to_regclass('ctl.\"$1\"')" -c "SELECT string_agg(status, ',' ORDER BY status) FROM (SELECT CAST(\"$2\" AS text)
+        || ':' || count(*) AS status FROM ctl.\"$1\" GROUP BY \"$2\") s"; }
+    for kind in outbox inbox; do
+        old=CtlRw$$ v0=Outbox obox=CtlRw$$ fresh=CtlRwNew$$ state=Status inb= schema=dbo
+        [ $kind = inbox ] && old=CtlIRw$$ v0=Inbox fresh=CtlIRwNew$$ inb=--inbox schema=infra
+        sed -e "s/\"$schema\"/\"ctl\"/g" -e "s/$v0/$old/g" -e "s/${old}MessageId/OutboxMessageId/g" "$here/schema/v0/postgresql/$kind.sql" | "${P[@]}" >/dev/null 2>>"$work/err" || ok=1
+        fill $kind "$OBXCTL_CONNECTION" "$old" ctl /dev/null >/dev/null 2>>"$work/err" || ok=1
+        ctl $inb --table "$fresh" deploy >/dev/null 2>>"$work/err" || ok=1
+        "${P[@]}" -c "GRANT SELECT ON ctl.\"$old\" TO PUBLIC" -c "CREATE INDEX \"IX_${old}_Mine\" ON ctl.\"$old\" (\"Topic\")" 2>>"$work/err" || ok=1
+        [ "$(cols "$old")" != "$(cols "$fresh")" ] || { echo "$kind: the v0 table has the new order already" >>"$work/err"; ok=1; }
+        snap "$old" "$state" >"$work/before"
+        out=$(ctl $inb --table "$old" rewrite 2>>"$work/err") && [[ $out == "rewrote $kind table $old into this release's column order ("*" rows)" ]] ||
+            { echo "$kind: $out" >>"$work/err"; ok=1; }
+        [ "$(cols "$old")" = "$(cols "$fresh")" ] || { echo "$kind order: $(cols "$old")" >>"$work/err"; ok=1; }
+        snap "$old" "$state" >"$work/after"
+        diff "$work/before" "$work/after" >>"$work/err" || ok=1
+        grep -q "IX_${old}_Mine" "$work/after" && grep -q '=r/' "$work/after" || { echo "$kind: own index or grant lost" >>"$work/err"; ok=1; }
+        out=$(ctl $inb --table "$old" rewrite 2>>"$work/err") && [ "$out" = "$old is in this release's column order already: nothing to do" ] ||
+            { echo "$kind again: $out" >>"$work/err"; ok=1; }
+        # The library on the rewritten table: claims what was ready.
+        out=$(fill claim-$kind "$OBXCTL_CONNECTION" "$old" ctl - 2>>"$work/err") && [[ $out == "claimed "[1-9]* ]] ||
+            { echo "$kind claim: $out" >>"$work/err"; ok=1; }
+    done
+    # <table>_Claim (SETOF the row type) made again, on the new row type.
+    ctl --table "$obox" enqueue --topic rw.claim --payload p >/dev/null 2>>"$work/err" || ok=1
+    out=$("${P[@]}" -c "BEGIN" -c "SELECT \"Topic\", \"Status\" FROM ctl.\"${obox}_Claim\"(gen_random_uuid(), 30, 100)
+        WHERE \"Topic\" = 'rw.claim'" -c "ROLLBACK" 2>>"$work/err") && [ "$out" = "rw.claim|1" ] || { echo "Claim(): $out" >>"$work/err"; ok=1; }
+    # Refused, nothing changed: a view depends on the table.
+    view=CtlRwView$$
+    sed -e 's/"dbo"/"ctl"/g' -e "s/Outbox/$view/g" -e "s/${view}MessageId/OutboxMessageId/g" "$here/schema/v0/postgresql/outbox.sql" | "${P[@]}" >/dev/null 2>>"$work/err" || ok=1
+    ctl --table "$view" deploy >/dev/null 2>>"$work/err" && "${P[@]}" -c "CREATE VIEW ctl.\"${view}V\" AS SELECT \"Id\" FROM ctl.\"$view\"" || ok=1
+    before=$(cols "$view")
+    ctl --table "$view" rewrite >/dev/null 2>"$work/refused"
+    rc=$?
+    [ "$rc" = 2 ] && grep -q 'depend' "$work/refused" && [ "$(cols "$view")" = "$before" ] &&
+        [ -z "$(cols "${view}_rewrite")" ] || { echo "view: exit $rc, $(cat "$work/refused")" >>"$work/err"; ok=1; }
+    result $ok OBXCTL-REWRITE "rewrite: a first-release table (outbox, inbox) with rows in every state into this release's column order, rows, indexes, triggers, grants kept, <table>_Claim on the new rows, the library claims; again: nothing to do; a view refuses it" "$work/err"
+else
+    ctl --table "$table" rewrite >/dev/null 2>"$work/err"
+    rc=$?
+    [ "$rc" = 5 ] && grep -q 'only PostgreSQL' "$work/err" || { echo "exit $rc" >>"$work/err"; ok=1; }
+    result $ok OBXCTL-REWRITE "rewrite: refused on $dialect with exit 5, naming PostgreSQL" "$work/err"
+fi
+
 # Tools go through the library: obxctl's own SQL only reads (counts per
 # topic, listings, the table's kind); every change is a library call.
 grep -nE '"[^"]*\b(INSERT|UPDATE|DELETE|MERGE|TRUNCATE|DROP|ALTER|CREATE)\b' "$here/../tools/obxctl.c" >"$work/err"

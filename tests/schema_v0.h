@@ -83,17 +83,19 @@ TT_UNUSED static char *v0_next(char **pos) {
 }
 
 /* A query that gives a table's columns as one text, "name type, ..." in
- * column order: {T} the quoted table, {N} its bare name. */
+ * column order (PostgreSQL and SQLite: by name, as an upgraded table keeps
+ * its old order and a new one puts hot columns first): {T} the quoted
+ * table, {N} its bare name. */
 TT_UNUSED static const char *v0_columns_sql(const char *backend) {
     if (strcmp(backend, "postgresql") == 0)
-        return "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum) "
+        return "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attname) "
                "FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attnum > 0 AND NOT attisdropped";
     if (strcmp(backend, "mariadb") == 0)
         return "SELECT GROUP_CONCAT(CONCAT(COLUMN_NAME, ' ', COLUMN_TYPE) ORDER BY ORDINAL_POSITION "
                "SEPARATOR ', ') FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
                "AND TABLE_NAME = '{N}'";
     return "SELECT group_concat(c, ', ') FROM (SELECT name || ' ' || type AS c FROM "
-           "pragma_table_info('{N}') ORDER BY cid)";
+           "pragma_table_info('{N}') ORDER BY name)";
 }
 
 /* A query that lists the indexes, triggers and functions of a table and

@@ -2119,6 +2119,7 @@ static void test_null_walk_obx(void) {
     TT_EXPECT(needed > 100);
     TT_EQ_INT(obx_schema_sql((obx_dialect)99, NULL, NULL, NULL, 0, NULL), OBX_ERR_UNSUPPORTED);
     TT_EQ_INT(obx_store_deploy(NULL), OBX_ERR_INVALID_ARG);
+    TT_EQ_INT(obx_store_rewrite(NULL, NULL), OBX_ERR_INVALID_ARG);
     TT_EQ_INT(obx_owner_token(NULL, id), OBX_ERR_INVALID_ARG);
     TT_EQ_INT(obx_owner_token(s, NULL), OBX_ERR_INVALID_ARG);
     TT_EQ_INT(obx_enqueue(NULL, &m, id), OBX_ERR_INVALID_ARG);

@@ -6,6 +6,9 @@
 # runs) with its time, while one writer inserts rows one by one and records
 # its longest wait. Not a test: prints the table of docs/UPGRADING.md.
 #   UPGRADE_ROWS  rows in the old table (default 100000)
+# Backend pg-rewrite: the same old table, upgraded by deploy, then rewritten
+# into this release's column order by obxctl rewrite ($OBXCTL, default
+# build/obxctl: make build/obxctl first), the writer's longest wait beside.
 # Uses the throw-away servers of tests/db.sh (started here, stopped after).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,6 +39,36 @@ pg() {
     echo "  the whole upgrade: $((($(date +%s%N) - t0) / 1000000)) ms"
     wait "$bench" || true
     echo "  longest single-row insert meanwhile: $(cat "$work"/lat* | awk '$3 > m {m = $3} END {printf "%d ms", m / 1000}')"
+    "${P[@]}" -c 'DROP SCHEMA obxup CASCADE'
+    "$here/db.sh" stop pg >/dev/null
+}
+
+pg_rewrite() {
+    "$here/db.sh" start pg >/dev/null
+    eval "$("$here/db.sh" env pg)"
+    local port; port=$(sed -n 's/.*Port=\([0-9]*\).*/\1/p' <<<"$OBX_TEST_PG")
+    local P=(psql -h 127.0.0.1 -p "$port" -U postgres -d obx -qAtX -v ON_ERROR_STOP=1)
+    "${P[@]}" -c 'DROP SCHEMA IF EXISTS obxup CASCADE'
+    sed 's/"dbo"/"obxup"/g' "$here/schema/v0/postgresql/outbox.sql" | "${P[@]}" >/dev/null
+    sed 's/"dbo"/"obxup"/g' "$here/../sql/postgresql/outbox.sql" | "${P[@]}" >/dev/null 2>&1
+    "${P[@]}" -c "INSERT INTO obxup.\"Outbox\" (\"Id\", \"Topic\", \"Payload\", \"MessageId\", \"Status\")
+        SELECT gen_random_uuid(), 't', 'payload ' || g, gen_random_uuid(), g % 4 FROM generate_series(1, $rows) g;
+        ANALYZE obxup.\"Outbox\""
+    echo "INSERT INTO obxup.\"Outbox\" (\"Id\", \"Topic\", \"Payload\", \"MessageId\") VALUES (gen_random_uuid(), 'w', 'w', gen_random_uuid());" >"$work/w.sql"
+    echo "SELECT count(*) FROM obxup.\"Outbox\" WHERE \"Id\" = gen_random_uuid();" >"$work/r.sql"
+    local secs=$((rows / 20000 + 8))
+    (cd "$work" && pgbench -h 127.0.0.1 -p "$port" -U postgres -n -c 1 -T "$secs" -f w.sql -l --log-prefix=lat obx >/dev/null 2>&1) &
+    local bench=$!
+    (cd "$work" && pgbench -h 127.0.0.1 -p "$port" -U postgres -n -c 1 -T "$secs" -f r.sql -l --log-prefix=rd obx >/dev/null 2>&1) &
+    local reader=$!
+    sleep 1
+    echo "PostgreSQL, $rows rows: obxctl rewrite (one transaction) while one writer inserts and one reader reads by key"
+    local t0; t0=$(date +%s%N)
+    OBXCTL_CONNECTION=$OBX_TEST_PG "${OBXCTL:-$here/../build/obxctl}" --schema obxup rewrite | sed 's/^/  /'
+    echo "  the whole rewrite: $((($(date +%s%N) - t0) / 1000000)) ms"
+    wait "$bench" "$reader" || true
+    echo "  longest single-row insert meanwhile: $(cat "$work"/lat* | awk '$3 > m {m = $3} END {printf "%d ms", m / 1000}')"
+    echo "  longest read by key meanwhile: $(cat "$work"/rd* | awk '$3 > m {m = $3} END {printf "%d ms", m / 1000}')"
     "${P[@]}" -c 'DROP SCHEMA obxup CASCADE'
     "$here/db.sh" stop pg >/dev/null
 }
@@ -111,6 +144,7 @@ mariadb_v1() {
 for b in $backends; do
     case $b in
     pg) pg ;;
+    pg-rewrite) pg_rewrite ;;
     mariadb) mariadb_ ;;
     mariadb-v1) mariadb_v1 ;;
     *) echo "unknown backend $b" >&2; exit 2 ;;

@@ -1,27 +1,27 @@
 SELECT pg_advisory_xact_lock(hashtext('ibx deploy "infra"."Inbox"'));
 CREATE SCHEMA IF NOT EXISTS "infra";
 CREATE TABLE IF NOT EXISTS "infra"."Inbox" (
+    "NextAttemptAt" timestamptz NOT NULL DEFAULT now(),
+    "LockedUntil"   timestamptz NULL,
+    "FirstSeenUtc"  timestamptz NOT NULL DEFAULT now(),
+    "LastSeenUtc"   timestamptz NOT NULL DEFAULT now(),
+    "OwnerToken"    uuid NULL,
+    "Attempt"       integer NOT NULL DEFAULT 0,
+    "Starts"        integer NOT NULL DEFAULT 0,
+    "Priority"      smallint NOT NULL DEFAULT 0,
+    "Status"        varchar(20) NOT NULL DEFAULT 'Seen',
     "Source"        varchar(255) NOT NULL,
     "MessageId"     varchar(255) NOT NULL,
     "Topic"         varchar(255) NOT NULL DEFAULT '',
     "Payload"       text NOT NULL DEFAULT '',
     "Hash"          bytea NULL,
-    "FirstSeenUtc"  timestamptz NOT NULL DEFAULT now(),
-    "LastSeenUtc"   timestamptz NOT NULL DEFAULT now(),
-    "Status"        varchar(20) NOT NULL DEFAULT 'Seen',
-    "LockedUntil"   timestamptz NULL,
-    "OwnerToken"    uuid NULL,
-    "Attempt"       integer NOT NULL DEFAULT 0,
     "LastError"     text NULL,
-    "NextAttemptAt" timestamptz NOT NULL DEFAULT now(),
     "DueTimeUtc"    timestamptz NULL,
-    "Starts"        integer NOT NULL DEFAULT 0,
     "TenantId"      varchar(64) NULL,
     "AggregateType" varchar(64) NULL,
     "AggregateId"   varchar(128) NULL,
     "Headers"       json NULL,
     "ExpiresAt"     timestamptz NULL,
-    "Priority"      smallint NOT NULL DEFAULT 0,
     PRIMARY KEY ("Source", "MessageId")
 );
 ALTER TABLE "infra"."Inbox" ADD COLUMN IF NOT EXISTS "Starts" integer NOT NULL DEFAULT 0;

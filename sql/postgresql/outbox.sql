@@ -2,30 +2,30 @@ SELECT pg_advisory_xact_lock(hashtext('obx deploy "dbo"."Outbox"'));
 CREATE SCHEMA IF NOT EXISTS "dbo";
 CREATE TABLE IF NOT EXISTS "dbo"."Outbox" (
     "Id"            uuid NOT NULL PRIMARY KEY,
+    "NextAttemptAt" timestamptz NOT NULL DEFAULT now(),
+    "LockedUntil"   timestamptz NULL,
+    "ProcessedAt"   timestamptz NULL,
+    "CreatedAt"     timestamptz NOT NULL DEFAULT now(),
+    "OwnerToken"    uuid NULL,
+    "MessageId"     uuid NOT NULL,
+    "RetryCount"    integer NOT NULL DEFAULT 0,
+    "Starts"        integer NOT NULL DEFAULT 0,
+    "Status"        smallint NOT NULL DEFAULT 0,
+    "Priority"      smallint NOT NULL DEFAULT 0,
+    "IsProcessed"   boolean NOT NULL DEFAULT false,
     "Topic"         varchar(255) NOT NULL,
     "Payload"       text NOT NULL,
-    "CreatedAt"     timestamptz NOT NULL DEFAULT now(),
-    "Status"        smallint NOT NULL DEFAULT 0,
-    "LockedUntil"   timestamptz NULL,
-    "OwnerToken"    uuid NULL,
-    "IsProcessed"   boolean NOT NULL DEFAULT false,
-    "ProcessedAt"   timestamptz NULL,
     "ProcessedBy"   varchar(100) NULL,
-    "RetryCount"    integer NOT NULL DEFAULT 0,
     "LastError"     text NULL,
-    "NextAttemptAt" timestamptz NOT NULL DEFAULT now(),
-    "MessageId"     uuid NOT NULL,
     "CorrelationId" varchar(255) NULL,
     "DueTimeUtc"    timestamptz NULL,
-    "Starts"        integer NOT NULL DEFAULT 0,
     "OrderingKey"   varchar(255) NULL,
     "OrderingSeq"   bigint NULL,
     "TenantId"      varchar(64) NULL,
     "AggregateType" varchar(64) NULL,
     "AggregateId"   varchar(128) NULL,
     "Headers"       json NULL,
-    "ExpiresAt"     timestamptz NULL,
-    "Priority"      smallint NOT NULL DEFAULT 0
+    "ExpiresAt"     timestamptz NULL
 );
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "Starts" integer NOT NULL DEFAULT 0;
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "OrderingKey" varchar(255) NULL;
