@@ -564,7 +564,7 @@ clean:
 TORTURE_BINS = $(B)/torture/torture_odbcfault $(B)/torture/torture_oom $(B)/torture/torture_crash \
                $(B)/torture/torture_diskfull $(B)/torture/torture_oom_sqlite3 $(B)/torture/torture_crash_sqlite3 \
                $(B)/torture/torture_diskfull_sqlite3
-TORTURE_DEPS = tests/torture/tort.h $(HEADERS)
+TORTURE_DEPS = tests/torture/tort.h tests/tt.h $(HEADERS)
 $(B)/torture:
 	@mkdir -p $@
 # Failure at every point runs under ASan+UBSan: LeakSanitizer checks what the hooks cannot see.
