@@ -278,8 +278,24 @@ check_static() {
     fi
 }
 
+# in_root_ok T ROOT LOG PATTERN PROGRAM [--sample]: PROGRAM in the empty
+# ROOT (with --sample: its own sample piped into it), its output in LOG; dies
+# printing LOG when it fails or LOG does not match PATTERN.
+in_root_ok() {
+    local t=$1 root=$2 out=$3 pattern=$4 prog=$5 rc=0
+    if [[ ${6:-} == --sample ]]; then
+        in_root "$root" "$prog" --sample | in_root "$root" "$prog" >"$out" 2>&1 || rc=$?
+    else
+        in_root "$root" "$prog" >"$out" 2>&1 || rc=$?
+    fi
+    if [[ $rc -ne 0 ]] || ! grep -q -- "$pattern" "$out"; then
+        cat "$out"
+        die "FAILED: $t $prog in an empty root"
+    fi
+}
+
 run_examples() {
-    local t d root out
+    local t d root
     for t in "$@"; do
         target "$t"
         d=$GW/$t
@@ -289,34 +305,16 @@ run_examples() {
             check_static "$d/$ex"
         done
         fresh_root "$root" "$d/quickstart" "$d/webhook_inbox"
-        out=$d/quickstart.log
-        if ! in_root "$root" quickstart >"$out" 2>&1 || ! grep -q 'done: 2 delivered, 2 retries, 1 dead' "$out"; then
-            cat "$out"
-            die "FAILED: $t quickstart in an empty root"
-        fi
-        out=$d/webhook.log
-        if ! in_root "$root" webhook_inbox --sample | in_root "$root" webhook_inbox >"$out" 2>&1 ||
-            ! grep -q 'each event exactly once' "$out"; then
-            cat "$out"
-            die "FAILED: $t webhook_inbox in an empty root"
-        fi
-        echo "cross: $t: quickstart and webhook_inbox ran in an empty root${RUN:+ under $RUN}: $(tail -n 1 "$d/quickstart.log" | sed 's/^ *[0-9.]*s *//'); $(tail -n 1 "$out")"
+        in_root_ok "$t" "$root" "$d/quickstart.log" 'done: 2 delivered, 2 retries, 1 dead' quickstart
+        in_root_ok "$t" "$root" "$d/webhook.log" 'each event exactly once' webhook_inbox --sample
+        echo "cross: $t: quickstart and webhook_inbox ran in an empty root${RUN:+ under $RUN}: $(tail -n 1 "$d/quickstart.log" | sed 's/^ *[0-9.]*s *//'); $(tail -n 1 "$d/webhook.log")"
         # The sqlite3-API variant, no ODBC driver in it, in a root of its own
         # (a fresh webhook.db: its events are handled here, not duplicates).
         root=$d/root3
         fresh_root "$root" "$d/webhook_inbox_sqlite3" "$d/native_sqlite_sqlite3"
-        out=$d/native3.log
-        if ! in_root "$root" native_sqlite_sqlite3 >"$out" 2>&1 || ! grep -q '^done: 1 delivered' "$out"; then
-            cat "$out"
-            die "FAILED: $t native_sqlite_sqlite3 in an empty root"
-        fi
-        out=$d/webhook3.log
-        if ! in_root "$root" webhook_inbox_sqlite3 --sample | in_root "$root" webhook_inbox_sqlite3 >"$out" 2>&1 ||
-            ! grep -q ', 2 handled: each event exactly once' "$out"; then
-            cat "$out"
-            die "FAILED: $t webhook_inbox_sqlite3 in an empty root"
-        fi
-        echo "cross: $t: the sqlite3-API builds ran in an empty root${RUN:+ under $RUN}: native_sqlite_sqlite3 $(tail -n 1 "$d/native3.log"); webhook_inbox_sqlite3 $(tail -n 1 "$out")"
+        in_root_ok "$t" "$root" "$d/native3.log" '^done: 1 delivered' native_sqlite_sqlite3
+        in_root_ok "$t" "$root" "$d/webhook3.log" ', 2 handled: each event exactly once' webhook_inbox_sqlite3 --sample
+        echo "cross: $t: the sqlite3-API builds ran in an empty root${RUN:+ under $RUN}: native_sqlite_sqlite3 $(tail -n 1 "$d/native3.log"); webhook_inbox_sqlite3 $(tail -n 1 "$d/webhook3.log")"
     done
 }
 
