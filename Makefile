@@ -254,9 +254,14 @@ check-common:
 check-docs: | $(B)
 	tests/doc_blocks.sh $(B)
 
-# Strict warnings as errors, with both compilers and C99 and C11.
+# Strict warnings as errors, with both compilers and C99 and C11: one compiler and
+# standard per sub-target (check-warnings-gcc-c99 ...), JOBS at a time.
+WARN_SETS = gcc-c99 gcc-c11 clang-c99 clang-c11
 check-warnings: | $(B)
-	@for cc in gcc clang; do for std in c99 c11; do \
+	@$(MAKE) --no-print-directory -j$(JOBS) $(addprefix check-warnings-,$(WARN_SETS))
+	@echo "check-warnings: ok (gcc, clang; c99, c11; and OBX_SQLITE3_API)"
+check-warnings-%:
+	@cc=$(word 1,$(subst -, ,$*)); std=$(word 2,$(subst -, ,$*)); \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/test_sqlserver.c tests/fake_odbc.c tests/fake_selftest.c tests/fuzz_core.c tests/fuzz_replay.c tests/example_protocols.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c examples/quickstart.c examples/webhook_inbox.c examples/multi_tenant.c examples/forwarder.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tools/obxctl.c tests/obxctl_fill.c tests/prom_check.c tests/consumer/main.c -I. || exit 1; \
@@ -267,9 +272,7 @@ check-warnings: | $(B)
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -DOBX_SQLITE3_API -DIBX_SQLITE3_API -I. \
 	    $(NATIVE_INC) tools/obxctl.c tests/obxctl_fill.c tests/test_native.c tests/torture/crash.c tests/torture/oom.c \
 	    tests/torture/diskfull.c examples/webhook_inbox.c examples/native_sqlite.c || exit 1; \
-	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only $(NATIVE_INC) tests/test_native.c tests/impl_native.c examples/native_sqlite.c examples/native_libpq.c || exit 1; \
-	done; done
-	@echo "check-warnings: ok (gcc, clang; c99, c11; and OBX_SQLITE3_API)"
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only $(NATIVE_INC) tests/test_native.c tests/impl_native.c examples/native_sqlite.c examples/native_libpq.c
 
 # Other people's builds (tests/compile_matrix.sh): gcc and clang, C99..C2x
 # strict and GNU, with and without -pthread and each feature-test macro,
