@@ -426,9 +426,10 @@ check-fallback:
 #   make check-static           the host ones in an empty root, plus the fake-ODBC
 #                               and real-SQLite tests built the same way
 #   make check-cross ARCH=...   the same under qemu-user
-#   make check-gateway          all four targets (test_outbox and test_inbox in one
-#                               build per target, tests/cross.sh; GW_ALL=1: both
-#                               builds on every target, minutes more)
+#   make check-gateway          all four targets (test_outbox and test_inbox each in
+#                               both builds on a host target and under qemu on one
+#                               architecture, tests/cross.sh; GW_ALL=1: both, in both
+#                               builds, on every target; minutes more)
 # Not ?=: an ARCH in the environment (some CI images set one) must not pick it.
 ARCH = aarch64
 GW_ENV = WARN="$(WARN)"
