@@ -251,7 +251,11 @@
  *   EXCLUSIVE (no reads, no writes), index builds included. MariaDB
  *   commits each statement: most added columns are instant, but the
  *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
- *   waiting for the copy. A changed trigger gets a new name and is created
+ *   waiting for the copy; storage layout 2's state columns are VIRTUAL
+ *   (instant) and their indexes are built online, beside layout 1's
+ *   indexes, which the previous release forces; ibx_store_upgrade (ibxctl
+ *   upgrade) converts old keys to UUID and drops those indexes when asked.
+ *   A changed trigger gets a new name and is created
  *   before the old one is dropped, so no settle runs without one. Times
  *   measured: docs/UPGRADING.md.
  *
@@ -382,8 +386,9 @@
  *                 error says so when it is missing).
  *     MariaDB     driver odbc-mariadb: "Driver={MariaDB Unicode};
  *                 Server=h;Port=3306;Database=d;Uid=u;Pwd=p;CHARSET=utf8mb4;"
- *                 MariaDB 10.6+ (SKIP LOCKED, JSON_TABLE, INSERT ...
- *                 RETURNING); the library appends "OPTION=2;" and works in
+ *                 MariaDB 10.7+ (SKIP LOCKED, JSON_TABLE, INSERT ...
+ *                 RETURNING, the UUID type of storage layout 2's owner
+ *                 token); the library appends "OPTION=2;" and works in
  *                 UTC whatever the session's time zone. MySQL is detected as
  *                 the same dialect but lacks INSERT ... RETURNING. Keys are
  *                 byte-exact (utf8mb4_nopad_bin: trailing spaces count).
@@ -1112,6 +1117,28 @@ IBX_API ibx_result ibx_schema_sql(ibx_dialect dialect, const char *schema, const
  * IBX_ERR_INVALID_ARG (store NULL), IBX_ERR_STATE (store not open),
  * IBX_ERR_NO_MEMORY. */
 IBX_API ibx_result ibx_store_deploy(ibx_store *store);
+
+/* The explicit steps of an upgrade to storage layout 2 (docs/UPGRADING.md),
+ * on a table that a release before it deployed and ibx_store_deploy has
+ * upgraded in place. Only MariaDB has any; elsewhere, and on a table that
+ * has them done, nothing happens (IBX_OK, *steps 0). Flags:
+ * IBX_UPGRADE_KEYS converts the keys (CHAR(36)) to the UUID type: a copy
+ * of the table, reads go on but writers wait for all of it (about 30 s per
+ * million rows, measured); the previous release keeps working after it.
+ * IBX_UPGRADE_DROP_OLD drops layout 1's indexes that lead with Status
+ * (instant): writes get cheaper, and the previous release's
+ * claims fail ("Key ... doesn't exist": they force those indexes), so run
+ * it once no program of that release is left. Each step is logged (INFO),
+ * looked up in the catalog first (a step done is skipped, so an
+ * interrupted run is resumed by running it again), and waits for its
+ * table lock at most 5 s, as ibx_store_deploy. *steps (if not NULL) gets
+ * the number of steps run. Touches the database; each step commits on its
+ * own. Returns IBX_OK, IBX_ERR_INVALID_ARG (store NULL, flags 0 or
+ * unknown), IBX_ERR_STATE (store not open), IBX_ERR_DB(_TRANSIENT) (the
+ * steps before stay done), IBX_ERR_NO_MEMORY. */
+#define IBX_UPGRADE_KEYS 1u
+#define IBX_UPGRADE_DROP_OLD 2u
+IBX_API ibx_result ibx_store_upgrade(ibx_store *store, unsigned flags, int *steps);
 
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
  * from the store's clock and random hooks. Returns IBX_OK or
@@ -3212,7 +3239,18 @@ typedef struct ibx__sqlset {
      * procedure, which workers of the previous release still call while
      * an upgrade replaces it. */
     int claim_full_rows;
+    /* The explicit steps of a storage-layout upgrade (ibx_store_upgrade),
+     * in order; {NULL, NULL, 0} ends; NULL: none for this dialect. */
+    const struct ibx__contract *contract;
 } ibx__sqlset;
+
+/* One step of ibx_store_upgrade: `probe` a count, above 0 when the step is
+ * done (NULL: the step is idempotent and cheap); `flag` the
+ * IBX_UPGRADE_* flag that asks for it. */
+typedef struct ibx__contract {
+    const char *probe, *change;
+    unsigned flag;
+} ibx__contract;
 
 /* Expand a statement template with a store's names: {T} the quoted table,
  * {S} the quoted schema, {N} the bare table name, {W} the dialect's "now"
@@ -3395,8 +3433,9 @@ typedef struct ibx__db {
     SQLHSTMT stmt[IBX__MAX_STMTS]; /* prepared once, reused; freed on close or loss */
     unsigned char markers[IBX__MAX_STMTS][IBX__MAX_MARKERS]; /* see ibx__plain_markers */
 #ifdef IBX_SQLITE3_API
-    sqlite3_stmt *tx_stmt[3];    /* BEGIN IMMEDIATE, COMMIT, ROLLBACK: prepared once, as
-                                    db->stmt (ibx__exec_direct) */
+    sqlite3_stmt *tx_stmt[4];    /* BEGIN IMMEDIATE, COMMIT, ROLLBACK and a transactional
+                                    handler's BEGIN: prepared once, as db->stmt
+                                    (ibx__exec_direct) */
 #endif
 } ibx__db;
 
@@ -4920,7 +4959,7 @@ IBX__PRIVATE void ibx__db_free_statements(ibx__db *db) {
         }
         db->stmt[i] = NULL;
     }
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < (int)(sizeof db->tx_stmt / sizeof db->tx_stmt[0]); i++) {
         sqlite3_finalize(db->tx_stmt[i]); /* NULL: a no-op */
         db->tx_stmt[i] = NULL;
     }
@@ -5225,6 +5264,7 @@ IBX__PRIVATE ibx_result ibx__exec_direct(ibx__db *db, const char *sql, const cha
     sqlite3 *h = (sqlite3 *)db->dbc;
     sqlite3_stmt **st = strcmp(sql, "COMMIT") == 0                     ? &db->tx_stmt[1]
                       : strcmp(sql, "ROLLBACK") == 0                   ? &db->tx_stmt[2]
+                      : strcmp(sql, "BEGIN") == 0                      ? &db->tx_stmt[3] /* ibx__begin_handler */
                       : db->d && db->d->begin_sql && strcmp(sql, db->d->begin_sql) == 0 ? &db->tx_stmt[0]
                                                                        : NULL;
     ibx_result r = IBX_OK;
@@ -5298,13 +5338,37 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
 #define IBX__PG_CLAIM_ORDER(c)                                                                    \
     "AND " IBX__PG_RANK(c) " <= (now() AT TIME ZONE 'UTC') + interval '" IBX__PRIORITY_HORIZON_S " seconds' "  \
     "ORDER BY " IBX__PG_RANK(c)
-/* MariaDB: the generated column ClaimRank (parked rows keep their time:
- * the last day of 9999 less an interval would overflow). */
-#define IBX__MY_RANK                                                                              \
-    "DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL "      \
-    "(`Priority` * " IBX__PRIORITY_AGING_S ") SECOND)) PERSISTENT"
+/* MariaDB (storage layout 2): the VIRTUAL column ReadyRank, the rank of a
+ * claimable row and NULL for every other, so that one index of it alone is
+ * both the ready index and the claim's order, and a claim moves its entry
+ * and the leased index's only (layout 1's indexes all led with Status:
+ * each claim and ack moved four). Parked rows keep their time: the last
+ * day of 9999 less an interval would overflow. `ready` is the dialect's
+ * claimable-row test. VIRTUAL: added to an existing table instantly, its
+ * index built online (PERSISTENT would copy the table). */
+#define IBX__MY_READY_RANK(ready)                                                                 \
+    "DATETIME(6) AS (IF(" ready ", IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - "   \
+    "INTERVAL (`Priority` * " IBX__PRIORITY_AGING_S ") SECOND), NULL)) VIRTUAL"
 #define IBX__MY_CLAIM_ORDER(c)                                                                    \
-    "AND " c "`ClaimRank` <= UTC_TIMESTAMP(6) + INTERVAL " IBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ClaimRank`"
+    "AND " c "`ReadyRank` <= UTC_TIMESTAMP(6) + INTERVAL " IBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ReadyRank`"
+/* Layout 2's state indexes (both headers' MariaDB DDL; NextAttemptAt
+ * beside the rank: the claim tests it without the row), built online on an
+ * existing table; and ibx_store_upgrade's step dropping one of layout 1's. */
+#define IBX__MY_STATE_INDEXES                                                                     \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_ReadyRank` ON {T} (`ReadyRank`, `NextAttemptAt`) ALGORITHM=INPLACE LOCK=NONE", \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_LeasedUntil` ON {T} (`LeasedUntil`) ALGORITHM=INPLACE LOCK=NONE",           \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_DoneAt` ON {T} (`DoneAt`) ALGORITHM=INPLACE LOCK=NONE",                     \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_DeadAt` ON {T} (`DeadAt`) ALGORITHM=INPLACE LOCK=NONE"
+/* The cleanup of Done rows and the count of pending ones (Ready or leased),
+ * through the state columns' indexes. */
+#define IBX__MY_CLEANUP                                                                           \
+    "DELETE FROM {T} WHERE `DoneAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 MICROSECOND ORDER BY `DoneAt` LIMIT ?"
+#define IBX__MY_PENDING                                                                           \
+    "SELECT (SELECT COUNT(*) FROM {T} WHERE `ReadyRank` IS NOT NULL) + "                          \
+    "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL)"
+#define IBX__MY_NO_INDEX(ix)                                                                      \
+    "SELECT COUNT(*) = 0 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND " \
+    "TABLE_NAME = '{N}' AND INDEX_NAME = 'IX_{N}_" ix "'", "DROP INDEX IF EXISTS `IX_{N}_" ix "` ON {T}", IBX_UPGRADE_DROP_OLD
 
 /* A full row's Priority column; SQL Server's rows have none (it stores the
  * column but claims by due time alone): 0 there. */
@@ -6636,7 +6700,8 @@ static const ibx__sqlset ibx__sqlite_inbox = {
     ibx__sqlite_inbox_ddl,
     ibx__sqlite_inbox_rows,
     ibx__sqlite_inbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    NULL /* contract: none */
 };
 #define IBX__SQLITE_SET &ibx__sqlite_inbox
 #endif
@@ -6831,7 +6896,8 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     ibx__postgresql_inbox_ddl,
     ibx__postgresql_inbox_rows,
     ibx__postgresql_inbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    NULL /* contract: none */
 };
 #define IBX__POSTGRESQL_SET &ibx__postgresql_inbox
 #endif
@@ -6859,7 +6925,7 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     "STRAIGHT_JOIN {T} FORCE INDEX (PRIMARY) ON {T}.`Source` = s.`ibx_v` AND {T}.`MessageId` = m.`ibx_v`"
 #define IBX__MY_DONE "`Status` = 'Done'"
 
-/* MariaDB 10.6+: no UPDATE ... RETURNING, so a claim picks keys with FOR
+/* MariaDB 10.7+: no UPDATE ... RETURNING, so a claim picks keys with FOR
  * UPDATE SKIP LOCKED, updates, and reads back in one transaction (READ
  * COMMITTED). INSERT ... ON DUPLICATE KEY UPDATE ... RETURNING (MariaDB
  * 10.5+, not MySQL) gives the dedup answer and the enqueue count in one
@@ -6875,8 +6941,14 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     "OR CAST(`Payload` AS BINARY) <> CAST(VALUES(`Payload`) AS BINARY)), INSERT(`OwnerToken`, 15, 1, '0'), "   \
     "`OwnerToken`), "
 /* The dead-letter filter (ibx__dead_params): NULL arguments match all. */
+/* The due rows (stats, gauges): not leased, and leased until a past time. */
+#define IBX__MY_DUE                                                                                \
+    "(SELECT `NextAttemptAt` FROM {T} WHERE `ReadyRank` <= UTC_TIMESTAMP(6) + INTERVAL "            \
+    IBX__PRIORITY_HORIZON_S " SECOND AND `NextAttemptAt` <= UTC_TIMESTAMP(6) UNION ALL SELECT "     \
+    "`NextAttemptAt` FROM {T} WHERE `LeasedUntil` < UTC_TIMESTAMP(6) AND `NextAttemptAt` <= "       \
+    "UTC_TIMESTAMP(6))"
 #define IBX__MY_DEAD                                                                               \
-    "`Status` = 'Dead' AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                     \
+    "`DeadAt` IS NOT NULL AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                     \
     "LOCATE(?2, COALESCE(`LastError`, '')) > 0) AND `FirstSeenUtc` >= COALESCE(" IBX__MY_FROM_MS("?3") \
     ", `FirstSeenUtc`) AND (?4 IS NULL OR `FirstSeenUtc` < " IBX__MY_FROM_MS("?4") ") AND "          \
     "`Source` = COALESCE(?5, `Source`) AND `MessageId` = COALESCE(?6, `MessageId`)"
@@ -6955,41 +7027,40 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
     {IBX__Q_REAP,
      "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `LastError` = IF(`Starts` >= {Q}, '"
      IBX__CRASH_LOOP "', `LastError`), `Status` = IF(`Starts` >= {Q}, 'Dead', `Status`) "
-     "WHERE `Status` = 'Processing' AND `LockedUntil` IS NOT NULL AND `LockedUntil` < UTC_TIMESTAMP(6)"},
+     "WHERE `LeasedUntil` < UTC_TIMESTAMP(6)"},
     {IBX__Q_HASH,
      "SELECT `Hash`, `Status` FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
     {IBX__Q_GET,
      "SELECT " IBX__MY_COLS " FROM {T} WHERE `Source` = ? AND `MessageId` = ?"},
-    {IBX__Q_CLEANUP,
-     "DELETE FROM {T} WHERE " IBX__MY_DONE " AND `LastSeenUtc` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
-     "MICROSECOND ORDER BY `LastSeenUtc` LIMIT ?"},
+    {IBX__Q_CLEANUP, IBX__MY_CLEANUP},
+    /* Through the state columns' indexes: the due rows not leased (a due
+     * row ranks at most 50 s after now) and those whose lease ran out. */
     {IBX__Q_STATS,
-     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
-     "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
-     "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
-    {IBX__Q_PENDING,
-     "SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing'"},
+     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(d.`NextAttemptAt`), UTC_TIMESTAMP(6)) "
+     "/ 1000) AS SIGNED) FROM " IBX__MY_DUE " AS d"},
+    {IBX__Q_PENDING, IBX__MY_PENDING},
 #ifndef IBX_NO_METRICS_TEXT
     {IBX__Q_GAUGES,
-     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
+     "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(d.`NextAttemptAt`), UTC_TIMESTAMP(6)) "
      "/ 1000) AS SIGNED), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing' AND `LockedUntil` IS NOT NULL), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Dead'), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing' AND `LockedUntil` IS NULL "
-     "AND `NextAttemptAt` > UTC_TIMESTAMP(6)), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 'Processing' AND `LockedUntil` < UTC_TIMESTAMP(6)) "
-     "FROM {T} WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
-     "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6))"},
+     "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE `DeadAt` IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE `ReadyRank` IS NOT NULL AND `NextAttemptAt` > UTC_TIMESTAMP(6)), "
+     "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` < UTC_TIMESTAMP(6)) "
+     "FROM " IBX__MY_DUE " AS d"},
 #endif
     /* A window of the work queue read without locks, then those rows
      * locked by key and checked again (as the outbox's pick does: a
      * locking read of the index walks every entry moved since the last
      * purge, and every leased row). The index is forced. */
+    /* Ready rows in the claim's order, then leases that ran out (not
+     * reaped yet: claimable as before layout 2). */
     {IBX__Q_CLAIM_PICK,
-     "SELECT t.`Source`, t.`MessageId` FROM (SELECT `Source`, `MessageId` FROM {T} "
-     "FORCE INDEX (`IX_{N}_Claim`) WHERE `Status` = 'Processing' AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
-     "AND (`LockedUntil` IS NULL OR `LockedUntil` < UTC_TIMESTAMP(6)) AND `Starts` < {Q} "
-     IBX__MY_CLAIM_ORDER("") " LIMIT ?2) AS c "
+     "SELECT t.`Source`, t.`MessageId` FROM ((SELECT `Source`, `MessageId` FROM {T} "
+     "FORCE INDEX (`IX_{N}_ReadyRank`) WHERE `NextAttemptAt` <= UTC_TIMESTAMP(6) AND `Starts` < {Q} "
+     IBX__MY_CLAIM_ORDER("") " LIMIT ?2) UNION ALL (SELECT `Source`, `MessageId` FROM {T} FORCE INDEX "
+     "(`IX_{N}_LeasedUntil`) WHERE `LeasedUntil` < UTC_TIMESTAMP(6) AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
+     "AND `Starts` < {Q} LIMIT ?2)) AS c "
      "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Source` = c.`Source` AND t.`MessageId` = c.`MessageId` "
      "WHERE t.`Status` = 'Processing' AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) AND t.`Starts` < {Q} "
@@ -6998,13 +7069,13 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      "SELECT " IBX__MY_CLAIM_COLS " FROM " IBX__MY_BY_KEYS("?3", "?4") " WHERE {T}.`OwnerToken` = ?1"},
 #ifndef IBX_NO_DEAD_LETTERS
     {IBX__Q_DEAD_LIST,
-     "SELECT " IBX__MY_COLS " FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc`, `Source`, "
+     "SELECT " IBX__MY_COLS " FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `DeadAt`, `Source`, "
      "`MessageId` LIMIT ?7 OFFSET ?8"},
     {IBX__Q_DEAD_REPLAY,
      "UPDATE {T} SET `Attempt` = 0, `Starts` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
      "`LockedUntil` = NULL, `ExpiresAt` = NULL, `Status` = 'Processing' WHERE " IBX__MY_DEAD},
     {IBX__Q_DEAD_PURGE,
-     "DELETE FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `FirstSeenUtc` LIMIT ?7"},
+     "DELETE FROM {T} WHERE " IBX__MY_DEAD " ORDER BY `DeadAt` LIMIT ?7"},
     {IBX__Q_MOVE,
      "UPDATE {T} SET `LastError` = ?1, `OwnerToken` = NULL, `Status` = 'Dead', `LockedUntil` = NULL "
      "WHERE `Source` = ?2 AND `MessageId` = ?3 AND `Status` = 'Processing' AND (`LockedUntil` IS NULL OR ?4 = 1)"},
@@ -7014,27 +7085,34 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
 #endif
     {IBX__Q_COUNT, NULL}};
 
+/* Storage layout 2 (see the outbox's; docs/UPGRADING.md): the hot
+ * fixed-width columns first, OwnerToken of the UUID type, and no index that
+ * leads with Status: the state columns ReadyRank (Processing, not leased),
+ * LeasedUntil (Processing, leased), DoneAt and DeadAt are NULL outside
+ * their state, each indexed alone, so a claim moves two secondary entries
+ * (ready out, leased in) and an ack two (leased out, done in). An existing
+ * table gets them by online steps and keeps layout 1's Status-led indexes,
+ * which the previous release forces (obxctl upgrade-keys drops them). */
 static const char *const ibx__mariadb_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS {T} (\n"
      "    `Source`        VARCHAR(255) NOT NULL,\n"
      "    `MessageId`     VARCHAR(255) NOT NULL,\n"
+     "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+     "    `LockedUntil`   DATETIME(6) NULL,\n"
+     "    `LastSeenUtc`   DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+     "    `FirstSeenUtc`  DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+     "    `OwnerToken`    UUID NULL,\n"
+     "    `Attempt`       INT NOT NULL DEFAULT 0,\n"
+     "    `Starts`        INT NOT NULL DEFAULT 0,\n"
+     "    `Priority`      TINYINT NOT NULL DEFAULT 0,\n"
+     "    `Status`        VARCHAR(20) NOT NULL DEFAULT 'Seen',\n"
      "    `Topic`         VARCHAR(255) NOT NULL DEFAULT '',\n"
      "    `Payload`       LONGTEXT NOT NULL DEFAULT '',\n"
      "    `Hash`          BLOB NULL,\n"
-     "    `FirstSeenUtc`  DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
-     "    `LastSeenUtc`   DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
-     "    `Status`        VARCHAR(20) NOT NULL DEFAULT 'Seen',\n"
-     "    `LockedUntil`   DATETIME(6) NULL,\n"
-     "    `OwnerToken`    CHAR(36) NULL,\n"
-     "    `Attempt`       INT NOT NULL DEFAULT 0,\n"
      "    `LastError`     LONGTEXT NULL,\n"
-     "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
      "    `DueTimeUtc`    DATETIME(6) NULL{A},\n"
-     "    PRIMARY KEY (`Source`, `MessageId`),\n"
-     "    KEY `IX_{N}_WorkQueue` (`Status`, `NextAttemptAt`),\n"
-     "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
-     "    KEY `IX_{N}_Cleanup` (`Status`, `LastSeenUtc`)\n"
+     "    PRIMARY KEY (`Source`, `MessageId`)\n"
      ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
-     "CREATE INDEX IF NOT EXISTS `IX_{N}_Claim` ON {T} (`Status`, `ClaimRank`, `NextAttemptAt`)",
+     IBX__MY_STATE_INDEXES,
      NULL};
 /* Columns added since the first release, oldest first: a new column is
  * one more entry here and in each other dialect's set (ibx__sqlset).
@@ -7043,14 +7121,29 @@ static const char *const ibx__mariadb_inbox_ddl[] = {"CREATE TABLE IF NOT EXISTS
 static const ibx__column ibx__mariadb_inbox_columns[] = {
     {"Starts", "INT NOT NULL DEFAULT 0"}, {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"},
     {"AggregateId", "VARCHAR(128) NULL"}, {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"},
-    {"Priority", "TINYINT NOT NULL DEFAULT 0"}, {"ClaimRank", IBX__MY_RANK}, /* IBX__MY_CLAIM_ORDER */
+    {"Priority", "TINYINT NOT NULL DEFAULT 0"},
+    {"ReadyRank", IBX__MY_READY_RANK("`Status` = 'Processing' AND `LockedUntil` IS NULL")}, /* IBX__MY_CLAIM_ORDER */
+    {"LeasedUntil", "DATETIME(6) AS (IF(`Status` = 'Processing', `LockedUntil`, NULL)) VIRTUAL"},
+    {"DoneAt", "DATETIME(6) AS (IF(`Status` = 'Done', `LastSeenUtc`, NULL)) VIRTUAL"},
+    {"DeadAt", "DATETIME(6) AS (IF(`Status` = 'Dead', `FirstSeenUtc`, NULL)) VIRTUAL"},
     {NULL, NULL}};
+/* ibx_store_upgrade on a table deployed before layout 2 (see the outbox's):
+ * the owner token to the UUID type (a table copy), then layout 1's
+ * Status-led indexes dropped (ClaimRank stays: see the outbox's). */
+static const ibx__contract ibx__mariadb_inbox_contract[] = {
+    {"SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{N}' "
+     "AND COLUMN_NAME = 'OwnerToken' AND DATA_TYPE = 'uuid'",
+     "ALTER TABLE {T} MODIFY `OwnerToken` UUID NULL, ALGORITHM=COPY, LOCK=SHARED", IBX_UPGRADE_KEYS},
+    {IBX__MY_NO_INDEX("Claim")}, {IBX__MY_NO_INDEX("WorkQueue")}, {IBX__MY_NO_INDEX("Leased")},
+    {IBX__MY_NO_INDEX("Cleanup")},
+    {NULL, NULL, 0}};
 static const ibx__sqlset ibx__mariadb_inbox = {
     "UTC_TIMESTAMP(6)",
     ibx__mariadb_inbox_ddl,
     ibx__mariadb_inbox_rows,
     ibx__mariadb_inbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    ibx__mariadb_inbox_contract
 };
 #define IBX__MARIADB_SET &ibx__mariadb_inbox
 #endif
@@ -7316,7 +7409,8 @@ static const ibx__sqlset ibx__sqlserver_inbox = {
     ibx__sqlserver_inbox_ddl,
     ibx__sqlserver_inbox_rows,
     ibx__sqlserver_inbox_columns,
-    1 /* claim_full_rows: the rows of the deployed <table>_Claim */
+    1, /* claim_full_rows: the rows of the deployed <table>_Claim */
+    NULL /* contract: none */
 };
 #define IBX__SQLSERVER_SET &ibx__sqlserver_inbox
 #endif
@@ -7790,7 +7884,8 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
 
 /* One DDL statement with a store's names. "{A}", in the message table's
  * CREATE TABLE, becomes the columns added since the first release, so a
- * new table has them all. */
+ * new table has them all; those the template defines itself (a line of its
+ * own, where a layout puts them among the hot columns) are left out. */
 static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
                            const char *schema, const char *table, const char *tmpl) {
     const char *names[26];
@@ -7801,6 +7896,8 @@ static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx
     for (i = 0; ok && i < IBX__COLUMNS_MAX && q->columns[i].name; i++) {
         char quoted[80], line[320];
         snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
+        snprintf(line, sizeof line, "\n    %s ", quoted);
+        if (strstr(tmpl, line)) continue;
         snprintf(line, sizeof line, ",\n    %-15s %s", quoted, q->columns[i].type);
         ok = ibx__buf_add(h, &cols, line, strlen(line));
     }
@@ -8117,6 +8214,59 @@ IBX_API ibx_result ibx_store_deploy(ibx_store *store) {
         ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id, "schema change on %s did not get its lock within "
                  IBX__DEPLOY_LOCK_WAIT " s (transactions hold the table): deploy again when they end",
                  store->table);
+    return r;
+}
+
+typedef struct ibx__upgrade_ctx {
+    ibx__deploy_ctx dc;
+    unsigned flags;
+    int steps;
+} ibx__upgrade_ctx;
+
+static ibx_result ibx__upgrade_unit(ibx__db *db, void *ctx) {
+    ibx__upgrade_ctx *u = (ibx__upgrade_ctx *)ctx;
+    ibx_store *s = u->dc.s;
+    const ibx__contract *k;
+    ibx_result r = IBX_OK;
+    u->dc.changing = 0; /* a retried unit sets its lock timeout again */
+    for (k = s->q->contract; k && k->change && r == IBX_OK; k++) {
+        char found[32] = "0", *probe, *one;
+        if (!(k->flag & u->flags)) continue;
+        probe = k->probe ? ibx__expand(&s->hooks, db->d, s->q, s->schema, s->table, k->probe) : NULL;
+        one = ibx__expand(&s->hooks, db->d, s->q, s->schema, s->table, k->change);
+        if (!one || (k->probe && !probe)) r = ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_store_upgrade", "out of memory");
+        if (r == IBX_OK && probe) r = ibx__deploy_count(db, probe, found, sizeof found, "catalog query for ", one);
+        if (r == IBX_OK && atoi(found) == 0) {
+            r = ibx__deploy_change(db, &u->dc, one);
+            if (r == IBX_OK) r = ibx__exec_direct(db, one, "upgrade");
+            if (r == IBX_ERR_DB_TRANSIENT && u->dc.changing) db->fault = IBX__FAULT_PERMANENT; /* as deploy */
+            if (r == IBX_OK) u->steps++;
+        }
+        ibx__free(&s->hooks, probe);
+        ibx__free(&s->hooks, one);
+    }
+    return r;
+}
+
+IBX_API ibx_result ibx_store_upgrade(ibx_store *store, unsigned flags, int *steps) {
+    ibx__upgrade_ctx u;
+    ibx_result r;
+    if (!store) return IBX_ERR_INVALID_ARG;
+    if (!store->q)
+        return ibx__fail(&store->err, IBX_ERR_STATE, "ibx_store_upgrade", "store is not open");
+    if (flags == 0 || (flags & ~(IBX_UPGRADE_KEYS | IBX_UPGRADE_DROP_OLD)))
+        return ibx__fail(&store->err, IBX_ERR_INVALID_ARG, "ibx_store_upgrade: flags",
+                         "not IBX_UPGRADE_KEYS and/or IBX_UPGRADE_DROP_OLD");
+    memset(&u, 0, sizeof u);
+    u.dc.s = store;
+    u.flags = flags;
+    r = ibx__unit(&store->db, ibx__upgrade_unit, &u, "upgrade schema");
+    if (u.dc.timed && store->db.d->deploy_unlock_sql)
+        (void)ibx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "upgrade: lock timeout");
+    if (r == IBX_OK && steps) *steps = u.steps;
+    if (r == IBX_OK)
+        ibx__log(&store->hooks, u.steps ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
+                 "schema upgrade of %s: %d step(s) run", store->table, u.steps);
     return r;
 }
 
@@ -9653,6 +9803,8 @@ typedef struct ibx__renewer {
     const ibx_message *ms;       /* the messages renewed: stable while active */
     int n, lease_seconds;
     int starting;                /* handlers may still start: a renewal must find all n */
+    int settled;                 /* of those n, settled by a transactional handler's commit:
+                                    gone from the table's leases, not lost */
     unsigned epoch;              /* bumped whenever ms/n/starting change */
     int64_t max_ms, started_ms, next_ms;
     int64_t start_until_ms;      /* no handler starts at or past this (monotonic) */
@@ -9733,7 +9885,7 @@ static ibx_result ibx__renew_once(ibx__renewer *w, const ibx_message *ms, int n,
  * holds (a lease reaped, someone else's now) lets no further handler start. */
 static void ibx__renew_step(ibx__renewer *w, int64_t now) {
     const ibx_message *ms = w->ms;
-    int n = w->n, stale = w->stale;
+    int n = w->n, stale = w->stale, held = w->n - w->settled;
     unsigned epoch = w->epoch;
     int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin, retry_ms;
     ibx_result r;
@@ -9745,7 +9897,7 @@ static void ibx__renew_step(ibx__renewer *w, int64_t now) {
     w->busy = 0;
     margin = lease_ms / 5 < IBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : IBX__LEASE_MARGIN_MAX_MS;
     if (r == IBX_OK && epoch == w->epoch && w->starting) {
-        if (rows >= n) { /* every lease now runs from `now` (taken before the statement) */
+        if (rows >= held) { /* every lease now runs from `now` (taken before the statement) */
             int64_t until = ibx__sat_add(now, lease_ms - margin);
             int64_t cap = ibx__sat_add(w->started_ms, w->max_ms);
             if (until > cap) until = cap;
@@ -9754,7 +9906,7 @@ static void ibx__renew_step(ibx__renewer *w, int64_t now) {
             ibx__log(&w->hooks, IBX_LOG_WARN, w->side_id,
                      "lease renewal found %lld of %d message(s) still leased to this worker"
                      IBX__WHY(": a lease was lost (reaped?); the batch's handlers not started yet are not started"),
-                     (long long)rows, n);
+                     (long long)rows, held);
             w->start_until_ms = 0;
         }
     }
@@ -9893,6 +10045,7 @@ static int ibx__renew_begin(ibx__renewer *w, ibx_store *s, const char *owner, co
         ibx__copy(w->owner, sizeof w->owner, owner);
         w->ms = ms;
         w->n = n;
+        w->settled = 0;
         w->starting = 1;
         w->epoch++;
         w->lease_seconds = lease_seconds;
@@ -9926,7 +10079,20 @@ static void ibx__renew_range(ibx__renewer *w, const ibx_message *ms, int n, int 
     ibx__mutex_lock(&w->mutex);
     w->ms = ms;
     w->n = n;
+    w->settled = 0;
     w->starting = starting;
+    w->epoch++;
+    ibx__mutex_unlock(&w->mutex);
+}
+
+/* k messages of the batch are being settled in the middle of it (a
+ * transactional handler's commit; -k: that commit failed, they are still
+ * held). Said before the commit, so that a renewal on either side of it
+ * finds at least the leases it expects; one in flight is not counted. */
+static void ibx__renew_settled(ibx__renewer *w, int k) {
+    if (!w) return;
+    ibx__mutex_lock(&w->mutex);
+    w->settled += k;
     w->epoch++;
     ibx__mutex_unlock(&w->mutex);
 }
@@ -9982,6 +10148,7 @@ typedef struct ibx__renewer ibx__renewer; /* no threads: no renewal */
 #define ibx__renew_begin(w, s, owner, ms, n, lease, max, until) ((void)(until), 0)
 #define ibx__renew_start_until(w) ((void)(w), (int64_t)0)
 #define ibx__renew_range(w, ms, n, starting) ((void)0)
+#define ibx__renew_settled(w, k) ((void)(w))
 #define ibx__renew_end(w) ((void)(w))
 #define ibx__renew_forget(w) ((void)(w))
 #define ibx__watch(w, s, on) ((void)(w))
@@ -10483,9 +10650,11 @@ static void ibx__handle_group(ibx_dispatcher *d, ibx_store *s, const ibx_message
     int j, k = 0;
     for (j = first; j < n; j++) {
         if (d->outcomes[j] != IBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
-        ibx__msg_name(&ms[j], name, sizeof name);
-        ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (batch)",
-                 name, ibx__kv(topic, ms[j].topic), IBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        if (ibx__log_enabled(&s->hooks, d->message_log_level)) { /* as ibx__handle_one */
+            ibx__msg_name(&ms[j], name, sizeof name);
+            ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (batch)",
+                     name, ibx__kv(topic, ms[j].topic), IBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        }
         d->group[k] = &ms[j];
         d->group_index[k] = j;
         d->results[k].outcome = IBX_RETRY;
@@ -10516,11 +10685,16 @@ static void ibx__handle_group(ibx_dispatcher *d, ibx_store *s, const ibx_message
 /* A transactional handler's transaction (ibx_dispatcher_on_tx,
  * ibx_dispatcher_on_batch_tx) on the store's own connection: the store's
  * calls made while it is open join it (db->callers_tx: see ibx__unit_run),
- * its ack included. *begun: whether there is one to roll back. */
-static ibx_result ibx__tx_open(ibx_store *s, int *begun) {
-    ibx_result r = ibx__db_ensure(&s->db);
+ * its ack included. *begun: whether there is one to roll back. The
+ * dispatcher's own calls here and in ibx__tx_end are watched for a stall
+ * (ibx__watch) as its settles are; the handler's run between is not. */
+static ibx_result ibx__tx_open(ibx_dispatcher *d, ibx_store *s, int *begun) {
+    ibx_result r;
+    ibx__watch(d->renewer, s, 1);
+    r = ibx__db_ensure(&s->db);
     if (r == IBX_OK) *begun = (r = ibx__begin_handler(&s->db)) == IBX_OK || s->db.in_tx;
     if (r == IBX_OK) s->db.callers_tx = 1;
+    ibx__watch(d->renewer, s, 0);
     return r;
 }
 
@@ -10533,12 +10707,16 @@ static ibx_result ibx__tx_open(ibx_store *s, int *begun) {
 static int ibx__tx_end(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, const int *which, int k, int ack,
                        int begun, const char *what, ibx_result *r, int64_t *changed, ibx_run_stats *st) {
     int j;
+    ibx__watch(d->renewer, s, 1);
     if (ack) *r = ibx__settle_messages(s, IBX__SETTLE_ACK, ms, which, k, NULL, 0, 0, changed);
     s->db.callers_tx = 0;
     if (ack && *r == IBX_OK && *changed == k) {
         ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: acked in the handler's transaction, committing", what);
+        ibx__renew_settled(d->renewer, k);
         *r = ibx__commit(&s->db);
+        if (*r != IBX_OK) ibx__renew_settled(d->renewer, -k);
         if (*r == IBX_OK) {
+            ibx__watch(d->renewer, s, 0);
             ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: handler's transaction committed", what);
             if (s->err.result != IBX_OK) ibx__error_clear(&s->err);
             for (j = 0; j < k; j++) d->outcomes[which[j]] = IBX__SETTLED;
@@ -10549,6 +10727,7 @@ static int ibx__tx_end(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, c
         }
     }
     if (begun) ibx__rollback(&s->db);
+    ibx__watch(d->renewer, s, 0);
     return 0;
 }
 
@@ -10575,6 +10754,18 @@ static int ibx__tx_again(ibx_store *s, ibx__renewer *w, int64_t deadline, int tr
     return 1;
 }
 
+/* "message <name>" of m for a log line, formed on first use only (what[0]
+ * is '\0' until then), as ibx__handle_one forms its name: formatting it
+ * costs as much as a fast handler's call. */
+static const char *ibx__tx_what(const ibx_message *m, char *what, size_t cap) {
+    char name[IBX__MSG_NAME_MAX];
+    if (!what[0]) {
+        ibx__msg_name(m, name, sizeof name);
+        snprintf(what, cap, "message %s", name);
+    }
+    return what;
+}
+
 /* One message through its transactional handler: its writes and its ack
  * in one transaction. A lease lost at the ack rolls everything back
  * (counted, no attempt used); any other outcome rolls back first and is
@@ -10582,17 +10773,18 @@ static int ibx__tx_again(ibx_store *s, ibx__renewer *w, int64_t deadline, int tr
 static void ibx__handle_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int i, const ibx__route *route,
                            ibx__renewer *w, int64_t deadline, ibx_run_stats *st) {
     const ibx_message *m = &ms[i];
-    char name[IBX__MSG_NAME_MAX], what[IBX__MSG_NAME_MAX + 16], topic[IBX__KV_CAP];
+    char what[IBX__MSG_NAME_MAX + 16] = "", topic[IBX__KV_CAP];
     char *error = d->errors[i];
     int tries, outcome = IBX_RETRY;
-    ibx__msg_name(m, name, sizeof name);
-    snprintf(what, sizeof what, "message %s", name);
-    ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional)", name,
-             ibx__kv(topic, m->topic), IBX__MSG_ATTEMPTS(m) + 1);
+    /* The name only when a line will say it (DEBUG: ibx__tx_end's lines too). */
+    if (ibx__log_enabled(&s->hooks, d->message_log_level) || ibx__log_enabled(&s->hooks, IBX_LOG_DEBUG))
+        ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional)",
+                 ibx__tx_what(m, what, sizeof what) + strlen("message "), ibx__kv(topic, m->topic),
+                 IBX__MSG_ATTEMPTS(m) + 1);
     for (tries = 1;; tries++) {
         int64_t changed = -1, started;
         int begun = 0;
-        ibx_result r = ibx__tx_open(s, &begun);
+        ibx_result r = ibx__tx_open(d, s, &begun);
         ibx_outcome said;
         outcome = IBX_RETRY;
         memset(error, 0, IBX__HANDLER_ERROR_MAX);
@@ -10611,7 +10803,7 @@ static void ibx__handle_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *m
         if (outcome == IBX_DONE && r == IBX_OK && changed == 0) {
             ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%s: no longer leased to this worker at its ack"
                      IBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; its handler's transaction was "
-                     "rolled back", what);
+                     "rolled back", ibx__tx_what(m, what, sizeof what));
             d->outcomes[i] = IBX__SETTLED;
             st->lease_lost++;
             return;
@@ -10624,7 +10816,7 @@ static void ibx__handle_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *m
             break;
         }
         st->conflicts++;
-        if (ibx__tx_again(s, w, deadline, tries, what, error)) continue;
+        if (ibx__tx_again(s, w, deadline, tries, ibx__tx_what(m, what, sizeof what), error)) continue;
         if (!error[0]) snprintf(error, IBX__HANDLER_ERROR_MAX, "transaction conflict");
         outcome = IBX_WAIT; /* back after the backoff, no attempt used */
         break;
@@ -10639,9 +10831,12 @@ static int ibx__group_collect(ibx_dispatcher *d, ibx_store *s, const ibx_message
     int j, k = 0;
     for (j = first; j < n; j++) {
         if (d->outcomes[j] != IBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
-        ibx__msg_name(&ms[j], name, sizeof name);
-        ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional batch)",
-                 name, ibx__kv(topic, ms[j].topic), IBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        if (ibx__log_enabled(&s->hooks, d->message_log_level)) { /* as ibx__handle_one */
+            ibx__msg_name(&ms[j], name, sizeof name);
+            ibx__log(&s->hooks, d->message_log_level, s->store_id,
+                     "handling %s topic=%s attempt %d (transactional batch)", name, ibx__kv(topic, ms[j].topic),
+                     IBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        }
         d->group[k] = &ms[j];
         d->group_index[k++] = j;
     }
@@ -10711,7 +10906,7 @@ static void ibx__handle_group_tx(ibx_dispatcher *d, ibx_store *s, const ibx_mess
     for (tries = 1; k > 0; tries++) {
         int64_t changed = -1;
         int begun = 0, done = 0, conflict = 0;
-        ibx_result r = ibx__tx_open(s, &begun);
+        ibx_result r = ibx__tx_open(d, s, &begun);
         snprintf(what, sizeof what, "%d message(s) topic=%s", k, ibx__kv(topic, ms[first].topic));
         if (r == IBX_OK) ibx__group_tx_call(d, s, route, ms[first].topic, k, &done, &conflict);
         if (ibx__tx_end(d, s, ms, d->group_index, k, r == IBX_OK && !conflict && done == k, begun, what, &r, &changed,
@@ -11050,6 +11245,17 @@ static ibx_result ibx__claim_carrying(ibx_dispatcher *d, ibx_store *s, ibx_run_s
     return r;
 }
 
+/* The others of a batch are settled and a crash suspect runs next, alone
+ * (ibx__isolate): their carried acks go now, not with the next claim, which
+ * waits for the suspect's handler (it may be slow, or crash) while their
+ * leases are no longer renewed. A failure only costs a redelivery. */
+static void ibx__carry_before_suspect(ibx_store *s, ibx_run_stats *st) {
+    if (s->carry_count == 0 || ibx__carry_flush(s, st) == IBX_OK) return;
+    ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "ack before a suspect's handler failed: %s"
+             IBX__WHY("; those messages will be delivered again"), s->err.message);
+    ibx__error_clear(&s->err);
+}
+
 /* A batch whose lease renewal could not be set up (out of memory, no
  * thread): unrenewed, a slow handler would overlap the next owner's, so it
  * goes back unhandled, no attempt used; an error, so that run() backs off
@@ -11111,6 +11317,7 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
         ibx__renew_range(d->renewer, ms + from, n - from, 0); /* settling: fewer leases is no news */
         ibx__watch(d->renewer, s, 1);
         r = ibx__settle_batch(d, s, ms + from, to - from, st);
+        if (r == IBX_OK && to < n) ibx__carry_before_suspect(s, st);
         ibx__watch(d->renewer, s, 0);
     }
     ibx__renew_end(d->renewer);

@@ -236,7 +236,11 @@
  *   EXCLUSIVE (no reads, no writes), index builds included. MariaDB
  *   commits each statement: most added columns are instant, but the
  *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
- *   waiting for the copy. A changed trigger gets a new name and is created
+ *   waiting for the copy; storage layout 2's state columns are VIRTUAL
+ *   (instant) and their indexes are built online, beside layout 1's
+ *   indexes, which the previous release forces; obx_store_upgrade (obxctl
+ *   upgrade) converts old keys to UUID and drops those indexes when asked.
+ *   A changed trigger gets a new name and is created
  *   before the old one is dropped, so no settle runs without one. Times
  *   measured: docs/UPGRADING.md.
  *
@@ -379,7 +383,8 @@
  *                 error says so when it is missing).
  *     MariaDB     driver odbc-mariadb: "Driver={MariaDB Unicode};
  *                 Server=h;Port=3306;Database=d;Uid=u;Pwd=p;CHARSET=utf8mb4;"
- *                 MariaDB 10.6+ (SKIP LOCKED, JSON_TABLE). The library
+ *                 MariaDB 10.7+ (SKIP LOCKED, JSON_TABLE, the UUID type
+ *                 of storage layout 2's keys). The library
  *                 appends "OPTION=2;" (row counts are rows matched, as on
  *                 the other databases); its times are UTC whatever the
  *                 session's time zone. Needs no sql_mode of its own. A claim
@@ -1176,6 +1181,28 @@ OBX_API obx_result obx_schema_sql(obx_dialect dialect, const char *schema, const
  * OBX_ERR_INVALID_ARG (store NULL), OBX_ERR_STATE (store not open),
  * OBX_ERR_NO_MEMORY. */
 OBX_API obx_result obx_store_deploy(obx_store *store);
+
+/* The explicit steps of an upgrade to storage layout 2 (docs/UPGRADING.md),
+ * on a table that a release before it deployed and obx_store_deploy has
+ * upgraded in place. Only MariaDB has any; elsewhere, and on a table that
+ * has them done, nothing happens (OBX_OK, *steps 0). Flags:
+ * OBX_UPGRADE_KEYS converts the keys (CHAR(36)) to the UUID type: a copy
+ * of the table, reads go on but writers wait for all of it (about 30 s per
+ * million rows, measured); the previous release keeps working after it.
+ * OBX_UPGRADE_DROP_OLD drops layout 1's indexes that lead with Status
+ * (instant): writes get cheaper, and the previous release's
+ * claims fail ("Key ... doesn't exist": they force those indexes), so run
+ * it once no program of that release is left. Each step is logged (INFO),
+ * looked up in the catalog first (a step done is skipped, so an
+ * interrupted run is resumed by running it again), and waits for its
+ * table lock at most 5 s, as obx_store_deploy. *steps (if not NULL) gets
+ * the number of steps run. Touches the database; each step commits on its
+ * own. Returns OBX_OK, OBX_ERR_INVALID_ARG (store NULL, flags 0 or
+ * unknown), OBX_ERR_STATE (store not open), OBX_ERR_DB(_TRANSIENT) (the
+ * steps before stay done), OBX_ERR_NO_MEMORY. */
+#define OBX_UPGRADE_KEYS 1u
+#define OBX_UPGRADE_DROP_OLD 2u
+OBX_API obx_result obx_store_upgrade(obx_store *store, unsigned flags, int *steps);
 
 /* A new owner token (time-ordered UUIDv7 text) for a worker. Pure apart
  * from the store's clock and random hooks. Returns OBX_OK or
@@ -3411,7 +3438,18 @@ typedef struct obx__sqlset {
      * procedure, which workers of the previous release still call while
      * an upgrade replaces it. */
     int claim_full_rows;
+    /* The explicit steps of a storage-layout upgrade (obx_store_upgrade),
+     * in order; {NULL, NULL, 0} ends; NULL: none for this dialect. */
+    const struct obx__contract *contract;
 } obx__sqlset;
+
+/* One step of obx_store_upgrade: `probe` a count, above 0 when the step is
+ * done (NULL: the step is idempotent and cheap); `flag` the
+ * OBX_UPGRADE_* flag that asks for it. */
+typedef struct obx__contract {
+    const char *probe, *change;
+    unsigned flag;
+} obx__contract;
 
 /* Expand a statement template with a store's names: {T} the quoted table,
  * {S} the quoted schema, {N} the bare table name, {W} the dialect's "now"
@@ -3594,8 +3632,9 @@ typedef struct obx__db {
     SQLHSTMT stmt[OBX__MAX_STMTS]; /* prepared once, reused; freed on close or loss */
     unsigned char markers[OBX__MAX_STMTS][OBX__MAX_MARKERS]; /* see obx__plain_markers */
 #ifdef OBX_SQLITE3_API
-    sqlite3_stmt *tx_stmt[3];    /* BEGIN IMMEDIATE, COMMIT, ROLLBACK: prepared once, as
-                                    db->stmt (obx__exec_direct) */
+    sqlite3_stmt *tx_stmt[4];    /* BEGIN IMMEDIATE, COMMIT, ROLLBACK and a transactional
+                                    handler's BEGIN: prepared once, as db->stmt
+                                    (obx__exec_direct) */
 #endif
 } obx__db;
 
@@ -5119,7 +5158,7 @@ OBX__PRIVATE void obx__db_free_statements(obx__db *db) {
         }
         db->stmt[i] = NULL;
     }
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < (int)(sizeof db->tx_stmt / sizeof db->tx_stmt[0]); i++) {
         sqlite3_finalize(db->tx_stmt[i]); /* NULL: a no-op */
         db->tx_stmt[i] = NULL;
     }
@@ -5424,6 +5463,7 @@ OBX__PRIVATE obx_result obx__exec_direct(obx__db *db, const char *sql, const cha
     sqlite3 *h = (sqlite3 *)db->dbc;
     sqlite3_stmt **st = strcmp(sql, "COMMIT") == 0                     ? &db->tx_stmt[1]
                       : strcmp(sql, "ROLLBACK") == 0                   ? &db->tx_stmt[2]
+                      : strcmp(sql, "BEGIN") == 0                      ? &db->tx_stmt[3] /* obx__begin_handler */
                       : db->d && db->d->begin_sql && strcmp(sql, db->d->begin_sql) == 0 ? &db->tx_stmt[0]
                                                                        : NULL;
     obx_result r = OBX_OK;
@@ -5497,13 +5537,37 @@ OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
 #define OBX__PG_CLAIM_ORDER(c)                                                                    \
     "AND " OBX__PG_RANK(c) " <= (now() AT TIME ZONE 'UTC') + interval '" OBX__PRIORITY_HORIZON_S " seconds' "  \
     "ORDER BY " OBX__PG_RANK(c)
-/* MariaDB: the generated column ClaimRank (parked rows keep their time:
- * the last day of 9999 less an interval would overflow). */
-#define OBX__MY_RANK                                                                              \
-    "DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL "      \
-    "(`Priority` * " OBX__PRIORITY_AGING_S ") SECOND)) PERSISTENT"
+/* MariaDB (storage layout 2): the VIRTUAL column ReadyRank, the rank of a
+ * claimable row and NULL for every other, so that one index of it alone is
+ * both the ready index and the claim's order, and a claim moves its entry
+ * and the leased index's only (layout 1's indexes all led with Status:
+ * each claim and ack moved four). Parked rows keep their time: the last
+ * day of 9999 less an interval would overflow. `ready` is the dialect's
+ * claimable-row test. VIRTUAL: added to an existing table instantly, its
+ * index built online (PERSISTENT would copy the table). */
+#define OBX__MY_READY_RANK(ready)                                                                 \
+    "DATETIME(6) AS (IF(" ready ", IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - "   \
+    "INTERVAL (`Priority` * " OBX__PRIORITY_AGING_S ") SECOND), NULL)) VIRTUAL"
 #define OBX__MY_CLAIM_ORDER(c)                                                                    \
-    "AND " c "`ClaimRank` <= UTC_TIMESTAMP(6) + INTERVAL " OBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ClaimRank`"
+    "AND " c "`ReadyRank` <= UTC_TIMESTAMP(6) + INTERVAL " OBX__PRIORITY_HORIZON_S " SECOND ORDER BY " c "`ReadyRank`"
+/* Layout 2's state indexes (both headers' MariaDB DDL; NextAttemptAt
+ * beside the rank: the claim tests it without the row), built online on an
+ * existing table; and obx_store_upgrade's step dropping one of layout 1's. */
+#define OBX__MY_STATE_INDEXES                                                                     \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_ReadyRank` ON {T} (`ReadyRank`, `NextAttemptAt`) ALGORITHM=INPLACE LOCK=NONE", \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_LeasedUntil` ON {T} (`LeasedUntil`) ALGORITHM=INPLACE LOCK=NONE",           \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_DoneAt` ON {T} (`DoneAt`) ALGORITHM=INPLACE LOCK=NONE",                     \
+    "CREATE INDEX IF NOT EXISTS `IX_{N}_DeadAt` ON {T} (`DeadAt`) ALGORITHM=INPLACE LOCK=NONE"
+/* The cleanup of Done rows and the count of pending ones (Ready or leased),
+ * through the state columns' indexes. */
+#define OBX__MY_CLEANUP                                                                           \
+    "DELETE FROM {T} WHERE `DoneAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 MICROSECOND ORDER BY `DoneAt` LIMIT ?"
+#define OBX__MY_PENDING                                                                           \
+    "SELECT (SELECT COUNT(*) FROM {T} WHERE `ReadyRank` IS NOT NULL) + "                          \
+    "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL)"
+#define OBX__MY_NO_INDEX(ix)                                                                      \
+    "SELECT COUNT(*) = 0 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND " \
+    "TABLE_NAME = '{N}' AND INDEX_NAME = 'IX_{N}_" ix "'", "DROP INDEX IF EXISTS `IX_{N}_" ix "` ON {T}", OBX_UPGRADE_DROP_OLD
 
 /* A full row's Priority column; SQL Server's rows have none (it stores the
  * column but claims by due time alone): 0 there. */
@@ -6975,7 +7039,8 @@ static const obx__sqlset obx__sqlite_outbox = {
     obx__sqlite_outbox_ddl,
     obx__sqlite_outbox_rows,
     obx__sqlite_outbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    NULL /* contract: none */
 };
 #define OBX__SQLITE_SET &obx__sqlite_outbox
 #endif
@@ -7376,7 +7441,8 @@ static const obx__sqlset obx__postgresql_outbox = {
     obx__postgresql_outbox_ddl,
     obx__postgresql_outbox_rows,
     obx__postgresql_outbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    NULL /* contract: none */
 };
 #define OBX__POSTGRESQL_SET &obx__postgresql_outbox
 #endif
@@ -7464,11 +7530,15 @@ static const obx__sqlset obx__postgresql_outbox = {
  * column is assigned after every expression that reads its old value,
  * which is right either way. Tables are utf8mb4_nopad_bin: keys and
  * topics compare byte for byte, trailing spaces included (utf8mb4_bin pads:
- * "m1" = "m1 "). No partial indexes: Status leads. */
+ * "m1" = "m1 "). No partial indexes: a state column is NULL outside its
+ * state (see the DDL). */
 #ifndef OBX_NO_MARIADB
 /* The dead-letter filter (obx__dead_params): NULL arguments match all. */
+#define OBX__MY_DUE                                                                               \
+    "`ReadyRank` <= UTC_TIMESTAMP(6) + INTERVAL " OBX__PRIORITY_HORIZON_S " SECOND AND `NextAttemptAt` <= " \
+    "UTC_TIMESTAMP(6)"
 #define OBX__MY_DEAD                                                                              \
-    "`Status` = 3 AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                        \
+    "`DeadAt` IS NOT NULL AND `Topic` = COALESCE(?1, `Topic`) AND (?2 IS NULL OR "                        \
     "LOCATE(?2, COALESCE(`LastError`, '')) > 0) AND `CreatedAt` >= COALESCE(" OBX__MY_FROM_MS("?3") \
     ", `CreatedAt`) AND (?4 IS NULL OR `CreatedAt` < " OBX__MY_FROM_MS("?4") ") AND "                \
     "`Id` = COALESCE(?5, `Id`)"
@@ -7521,15 +7591,16 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_REAP,
      "UPDATE {T} SET `OwnerToken` = NULL, `LockedUntil` = NULL, `LastError` = IF(`Starts` >= {Q}, '"
      OBX__CRASH_LOOP "', `LastError`), `Status` = IF(`Starts` >= {Q}, 3, 0) "
-     "WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)"},
+     "WHERE `LeasedUntil` < UTC_TIMESTAMP(6)"},
     {OBX__Q_GET,
      "SELECT " OBX__MY_COLS " FROM {T} WHERE `Id` = ?"},
     /* The keys with parked messages: a range of the ready index (forced:
-     * with most Ready rows parked the optimizer would scan the table).
-     * Kept without ordering keys too: other builds may enqueue keyed ones. */
+     * with most Ready rows parked the optimizer would scan the table; a
+     * parked row's rank is its NextAttemptAt). Kept without ordering keys
+     * too: other builds may enqueue keyed ones. */
     {OBX__Q_WAKE,
-     OBX__MY_WAKE_READ("SELECT DISTINCT `OrderingKey` AS k FROM {T} FORCE INDEX (`IX_{N}_Ready`) WHERE "
-                       "`Status` = 0 AND `NextAttemptAt` = " OBX__MY_PARKED)},
+     OBX__MY_WAKE_READ("SELECT DISTINCT `OrderingKey` AS k FROM {T} FORCE INDEX (`IX_{N}_ReadyRank`) WHERE "
+                       "`ReadyRank` = " OBX__MY_PARKED)},
     /* The keys of the messages an ack or fail finished (and again, a
      * round later: obx__wake_missed). */
     {OBX__Q_WAKE_SETTLED, OBX__MY_WAKE_SETTLED},
@@ -7537,22 +7608,21 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     {OBX__Q_WAKE_IDS,
      "UPDATE " OBX__MY_BY_IDS("?1") " SET `NextAttemptAt` = COALESCE(`DueTimeUtc`, `CreatedAt`) "
      "WHERE `Status` = 0 AND `NextAttemptAt` = " OBX__MY_PARKED},
-    {OBX__Q_CLEANUP,
-     "DELETE FROM {T} WHERE `Status` = 2 AND `ProcessedAt` < UTC_TIMESTAMP(6) - INTERVAL ? * 1000 "
-     "MICROSECOND ORDER BY `ProcessedAt` LIMIT ?"},
+    {OBX__Q_CLEANUP, OBX__MY_CLEANUP},
+    /* Through the state columns' indexes: a due row ranks at most 50 s
+     * after now (priority >= OBX_PRIORITY_MIN). */
     {OBX__Q_STATS,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
-     "/ 1000) AS SIGNED) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
-    {OBX__Q_PENDING,
-     "SELECT COUNT(*) FROM {T} WHERE `Status` IN (0, 1)"},
+     "/ 1000) AS SIGNED) FROM {T} WHERE " OBX__MY_DUE},
+    {OBX__Q_PENDING, OBX__MY_PENDING},
 #ifndef OBX_NO_METRICS_TEXT
     {OBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(FLOOR(TIMESTAMPDIFF(MICROSECOND, MIN(`NextAttemptAt`), UTC_TIMESTAMP(6)) "
-     "/ 1000) AS SIGNED), (SELECT COUNT(*) FROM {T} WHERE `Status` = 1), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 3), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` > UTC_TIMESTAMP(6)), "
-     "(SELECT COUNT(*) FROM {T} WHERE `Status` = 1 AND `LockedUntil` < UTC_TIMESTAMP(6)) "
-     "FROM {T} WHERE `Status` = 0 AND `NextAttemptAt` <= UTC_TIMESTAMP(6)"},
+     "/ 1000) AS SIGNED), (SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE `DeadAt` IS NOT NULL), "
+     "(SELECT COUNT(*) FROM {T} WHERE `ReadyRank` IS NOT NULL AND `NextAttemptAt` > UTC_TIMESTAMP(6)), "
+     "(SELECT COUNT(*) FROM {T} WHERE `LeasedUntil` < UTC_TIMESTAMP(6)) "
+     "FROM {T} WHERE " OBX__MY_DUE},
 #endif
     /* A batch without ordering keys: one row of these per message, one
      * multi-row VALUES, prepared once per row count (obx__insert_values):
@@ -7623,8 +7693,8 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      * each, 4-17 ms per pick; the window makes it 0.6 ms, and the drain
      * 1.8x. The index is forced: a scan and sort would read every row. */
     {OBX__Q_CLAIM_PICK,
-     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_Claim`) WHERE c.`Status` = 0 "
-     "AND c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND c.`IsProcessed` = 0 AND " OBX__MY_ORDERED_CHECK("{H}") " "
+     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_ReadyRank`) WHERE "
+     "c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND " OBX__MY_ORDERED_CHECK("{H}") " "
      OBX__MY_CLAIM_ORDER("c.") " LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
      "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
@@ -7642,12 +7712,12 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`Starts` = GREATEST(`Starts` - 1, 0), `Status` = 0 WHERE `OwnerToken` = ?1 AND `Status` = 1"},
 #ifndef OBX_NO_DEAD_LETTERS
     {OBX__Q_DEAD_LIST,
-     "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt`, `Id` LIMIT ?7 OFFSET ?8"},
+     "SELECT " OBX__MY_COLS " FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `DeadAt`, `Id` LIMIT ?7 OFFSET ?8"},
     {OBX__Q_DEAD_REPLAY,
      "UPDATE {T} SET `RetryCount` = 0, `Starts` = 0, `NextAttemptAt` = UTC_TIMESTAMP(6), `OwnerToken` = NULL, "
      "`LockedUntil` = NULL, `ExpiresAt` = NULL, `Status` = 0 WHERE " OBX__MY_DEAD},
     {OBX__Q_DEAD_PURGE,
-     "DELETE FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `CreatedAt` LIMIT ?7"},
+     "DELETE FROM {T} WHERE " OBX__MY_DEAD " ORDER BY `DeadAt` LIMIT ?7"},
     {OBX__Q_MOVE,
      "UPDATE {T} SET `LastError` = ?1, `OwnerToken` = NULL, `LockedUntil` = NULL, `Status` = 3 "
      "WHERE `Id` = ?2 AND (`Status` = 0 OR (`Status` = 1 AND ?3 = 1))"},
@@ -7657,33 +7727,44 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
 #endif
     {OBX__Q_COUNT, NULL}};
 
+/* Storage layout 2 (docs/UPGRADING.md): keys of MariaDB's UUID type (16
+ * bytes, read and written as text, so that the statements serve a table of
+ * layout 1's CHAR(36) keys as well), the fixed-width hot columns first, and
+ * no index that leads with Status: the state columns ReadyRank,
+ * LeasedUntil, DoneAt and DeadAt are NULL except in their state, each
+ * indexed alone, so a claim moves two secondary entries (ready out, leased
+ * in) and an ack two (leased out, done in). An existing table gets them by
+ * online steps only: the VIRTUAL columns are instant, their indexes built
+ * with ALGORITHM=INPLACE, LOCK=NONE (writers go on). It keeps its CHAR(36)
+ * keys and layout 1's Status-led indexes, which the previous release's
+ * statements force; `obxctl upgrade-keys` converts the keys and drops those
+ * indexes when no such program runs (a table copy: writers wait). */
 static const char *const obx__mariadb_outbox_ddl[] = {
     "CREATE TABLE IF NOT EXISTS {T} (\n"
-    "    `Id`            CHAR(36) NOT NULL PRIMARY KEY,\n"
+    "    `Id`            UUID NOT NULL PRIMARY KEY,\n"
+    "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+    "    `LockedUntil`   DATETIME(6) NULL,\n"
+    "    `ProcessedAt`   DATETIME(6) NULL,\n"
+    "    `CreatedAt`     DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
+    "    `OwnerToken`    UUID NULL,\n"
+    "    `MessageId`     UUID NOT NULL,\n"
+    "    `RetryCount`    INT NOT NULL DEFAULT 0,\n"
+    "    `Starts`        INT NOT NULL DEFAULT 0,\n"
+    "    `Status`        TINYINT NOT NULL DEFAULT 0,\n"
+    "    `IsProcessed`   TINYINT NOT NULL DEFAULT 0,\n"
+    "    `Priority`      TINYINT NOT NULL DEFAULT 0,\n"
     "    `Topic`         VARCHAR(255) NOT NULL,\n"
     "    `Payload`       LONGTEXT NOT NULL,\n"
-    "    `CreatedAt`     DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
-    "    `Status`        TINYINT NOT NULL DEFAULT 0,\n"
-    "    `LockedUntil`   DATETIME(6) NULL,\n"
-    "    `OwnerToken`    CHAR(36) NULL,\n"
-    "    `IsProcessed`   TINYINT NOT NULL DEFAULT 0,\n"
-    "    `ProcessedAt`   DATETIME(6) NULL,\n"
     "    `ProcessedBy`   VARCHAR(100) NULL,\n"
-    "    `RetryCount`    INT NOT NULL DEFAULT 0,\n"
     "    `LastError`     LONGTEXT NULL,\n"
-    "    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
-    "    `MessageId`     CHAR(36) NOT NULL,\n"
     "    `CorrelationId` VARCHAR(255) NULL,\n"
-    "    `DueTimeUtc`    DATETIME(6) NULL{A},\n"
-    "    KEY `IX_{N}_Ready` (`Status`, `NextAttemptAt`),\n"
-    "    KEY `IX_{N}_Leased` (`Status`, `LockedUntil`),\n"
-    "    KEY `IX_{N}_Done` (`Status`, `ProcessedAt`)\n"
+    "    `DueTimeUtc`    DATETIME(6) NULL{A}\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
     "CREATE INDEX IF NOT EXISTS `IX_{N}_Ordering` ON {T} (`OrderingLive`, `OrderingState`, `OrderingSeq`)",
-    "CREATE INDEX IF NOT EXISTS `IX_{N}_Claim` ON {T} (`Status`, `ClaimRank`, `NextAttemptAt`)",
+    OBX__MY_STATE_INDEXES,
 #ifndef OBX_NO_JOIN
     "CREATE TABLE IF NOT EXISTS {J} (\n"
-    "    `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,\n"
+    "    `JoinId`         UUID NOT NULL PRIMARY KEY,\n"
     "    `GroupingKey`    VARCHAR(255) NULL,\n"
     "    `ExpectedSteps`  INT NOT NULL,\n"
     "    `CompletedSteps` INT NOT NULL DEFAULT 0,\n"
@@ -7695,8 +7776,8 @@ static const char *const obx__mariadb_outbox_ddl[] = {
     "    KEY `IX_{N}Join_GroupingKey` (`GroupingKey`)\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
     "CREATE TABLE IF NOT EXISTS {M} (\n"
-    "    `JoinId`          CHAR(36) NOT NULL,\n"
-    "    `OutboxMessageId` CHAR(36) NOT NULL,\n"
+    "    `JoinId`          UUID NOT NULL,\n"
+    "    `OutboxMessageId` UUID NOT NULL,\n"
     "    `Status`          TINYINT NOT NULL DEFAULT 0,\n"
     "    `CreatedUtc`      DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),\n"
     "    PRIMARY KEY (`JoinId`, `OutboxMessageId`),\n"
@@ -7735,22 +7816,56 @@ static const char *const obx__mariadb_outbox_ddl[] = {
  * partial index: NULL for rows without a key or Done).
  * TenantId .. Headers: the envelope (NULL when a message has none).
  * ExpiresAt: expires_utc_ms (NULL: never), checked after a claim.
- * Priority: obx_new_message.priority; ClaimRank: the claim's order, its
- * index's column (OBX__MY_CLAIM_ORDER). */
+ * Priority: obx_new_message.priority.
+ * ReadyRank, LeasedUntil, DoneAt, DeadAt: layout 2's state columns (see
+ * the DDL above), ReadyRank the claim's order (OBX__MY_CLAIM_ORDER).
+ * Layout 1's ClaimRank (PERSISTENT) is not added: nothing reads it. */
 static const obx__column obx__mariadb_outbox_columns[] = {
     {"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "VARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
     {"OrderingLive", "VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT"},
     {"OrderingState", "TINYINT AS (IF(`Status` <> 2 AND `OrderingKey` IS NOT NULL, `Status`, NULL)) PERSISTENT"},
     {"TenantId", "VARCHAR(64) NULL"}, {"AggregateType", "VARCHAR(64) NULL"}, {"AggregateId", "VARCHAR(128) NULL"},
     {"Headers", "JSON NULL"}, {"ExpiresAt", "DATETIME(6) NULL"},
-    {"Priority", "TINYINT NOT NULL DEFAULT 0"}, {"ClaimRank", OBX__MY_RANK},
+    {"Priority", "TINYINT NOT NULL DEFAULT 0"}, {"ReadyRank", OBX__MY_READY_RANK("`Status` = 0 AND `IsProcessed` = 0")},
+    {"LeasedUntil", "DATETIME(6) AS (IF(`Status` = 1, `LockedUntil`, NULL)) VIRTUAL"},
+    {"DoneAt", "DATETIME(6) AS (IF(`Status` = 2, `ProcessedAt`, NULL)) VIRTUAL"},
+    {"DeadAt", "DATETIME(6) AS (IF(`Status` = 3, `CreatedAt`, NULL)) VIRTUAL"},
     {NULL, NULL}};
+/* obx_store_upgrade on a table deployed before layout 2: its keys to the
+ * UUID type (table copies: writers wait, docs/UPGRADING.md; the join
+ * tables' foreign key cannot span a type change, so it is dropped and put
+ * back), then layout 1's Status-led indexes dropped (instant). Layout 1's
+ * ClaimRank column stays: dropping it copies the table (26 s per million
+ * rows, writers waiting), and unindexed it costs a computed value per
+ * write of NextAttemptAt or Priority. */
+#define OBX__MY_UUID(t, c)                                                                        \
+    "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '" t \
+    "' AND COLUMN_NAME = '" c "' AND DATA_TYPE = 'uuid'"
+#define OBX__MY_COPY ", ALGORITHM=COPY, LOCK=SHARED"
+static const obx__contract obx__mariadb_outbox_contract[] = {
+    {OBX__MY_UUID("{N}", "Id"), "ALTER TABLE {T} MODIFY `Id` UUID NOT NULL, MODIFY `OwnerToken` UUID NULL, "
+     "MODIFY `MessageId` UUID NOT NULL" OBX__MY_COPY, OBX_UPGRADE_KEYS},
+#ifndef OBX_NO_JOIN
+    {OBX__MY_UUID("{N}JoinMember", "JoinId"), "ALTER TABLE {M} DROP FOREIGN KEY IF EXISTS `FK_{N}JoinMember_Join`",
+     OBX_UPGRADE_KEYS},
+    {OBX__MY_UUID("{N}Join", "JoinId"), "ALTER TABLE {J} MODIFY `JoinId` UUID NOT NULL" OBX__MY_COPY, OBX_UPGRADE_KEYS},
+    {OBX__MY_UUID("{N}JoinMember", "JoinId"), "ALTER TABLE {M} MODIFY `JoinId` UUID NOT NULL, "
+     "MODIFY `OutboxMessageId` UUID NOT NULL" OBX__MY_COPY, OBX_UPGRADE_KEYS},
+    {"SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() "
+     "AND CONSTRAINT_NAME = 'FK_{N}JoinMember_Join'",
+     "ALTER TABLE {M} ADD CONSTRAINT `FK_{N}JoinMember_Join` FOREIGN KEY (`JoinId`) REFERENCES {J} (`JoinId`) "
+     "ON DELETE CASCADE", OBX_UPGRADE_KEYS},
+#endif
+    {OBX__MY_NO_INDEX("Claim")}, {OBX__MY_NO_INDEX("Ready")}, {OBX__MY_NO_INDEX("Leased")},
+    {OBX__MY_NO_INDEX("Done")},
+    {NULL, NULL, 0}};
 static const obx__sqlset obx__mariadb_outbox = {
     "UTC_TIMESTAMP(6)",
     obx__mariadb_outbox_ddl,
     obx__mariadb_outbox_rows,
     obx__mariadb_outbox_columns,
-    0 /* claim_full_rows: the short row */
+    0, /* claim_full_rows: the short row */
+    obx__mariadb_outbox_contract
 };
 #define OBX__MARIADB_SET &obx__mariadb_outbox
 #endif
@@ -8095,7 +8210,8 @@ static const obx__sqlset obx__sqlserver_outbox = {
     obx__sqlserver_outbox_ddl,
     obx__sqlserver_outbox_rows,
     obx__sqlserver_outbox_columns,
-    1 /* claim_full_rows: the rows of the deployed <table>_Claim */
+    1, /* claim_full_rows: the rows of the deployed <table>_Claim */
+    NULL /* contract: none */
 };
 #define OBX__SQLSERVER_SET &obx__sqlserver_outbox
 #endif
@@ -8604,7 +8720,8 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
 
 /* One DDL statement with a store's names. "{A}", in the message table's
  * CREATE TABLE, becomes the columns added since the first release, so a
- * new table has them all. */
+ * new table has them all; those the template defines itself (a line of its
+ * own, where a layout puts them among the hot columns) are left out. */
 static char *obx__ddl_text(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
                            const char *schema, const char *table, const char *tmpl) {
     const char *names[26];
@@ -8615,6 +8732,8 @@ static char *obx__ddl_text(const obx__hooks *h, const obx__dialect *d, const obx
     for (i = 0; ok && i < OBX__COLUMNS_MAX && q->columns[i].name; i++) {
         char quoted[80], line[320];
         snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
+        snprintf(line, sizeof line, "\n    %s ", quoted);
+        if (strstr(tmpl, line)) continue;
         snprintf(line, sizeof line, ",\n    %-15s %s", quoted, q->columns[i].type);
         ok = obx__buf_add(h, &cols, line, strlen(line));
     }
@@ -8931,6 +9050,59 @@ OBX_API obx_result obx_store_deploy(obx_store *store) {
         obx__log(&store->hooks, OBX_LOG_WARN, store->store_id, "schema change on %s did not get its lock within "
                  OBX__DEPLOY_LOCK_WAIT " s (transactions hold the table): deploy again when they end",
                  store->table);
+    return r;
+}
+
+typedef struct obx__upgrade_ctx {
+    obx__deploy_ctx dc;
+    unsigned flags;
+    int steps;
+} obx__upgrade_ctx;
+
+static obx_result obx__upgrade_unit(obx__db *db, void *ctx) {
+    obx__upgrade_ctx *u = (obx__upgrade_ctx *)ctx;
+    obx_store *s = u->dc.s;
+    const obx__contract *k;
+    obx_result r = OBX_OK;
+    u->dc.changing = 0; /* a retried unit sets its lock timeout again */
+    for (k = s->q->contract; k && k->change && r == OBX_OK; k++) {
+        char found[32] = "0", *probe, *one;
+        if (!(k->flag & u->flags)) continue;
+        probe = k->probe ? obx__expand(&s->hooks, db->d, s->q, s->schema, s->table, k->probe) : NULL;
+        one = obx__expand(&s->hooks, db->d, s->q, s->schema, s->table, k->change);
+        if (!one || (k->probe && !probe)) r = obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_store_upgrade", "out of memory");
+        if (r == OBX_OK && probe) r = obx__deploy_count(db, probe, found, sizeof found, "catalog query for ", one);
+        if (r == OBX_OK && atoi(found) == 0) {
+            r = obx__deploy_change(db, &u->dc, one);
+            if (r == OBX_OK) r = obx__exec_direct(db, one, "upgrade");
+            if (r == OBX_ERR_DB_TRANSIENT && u->dc.changing) db->fault = OBX__FAULT_PERMANENT; /* as deploy */
+            if (r == OBX_OK) u->steps++;
+        }
+        obx__free(&s->hooks, probe);
+        obx__free(&s->hooks, one);
+    }
+    return r;
+}
+
+OBX_API obx_result obx_store_upgrade(obx_store *store, unsigned flags, int *steps) {
+    obx__upgrade_ctx u;
+    obx_result r;
+    if (!store) return OBX_ERR_INVALID_ARG;
+    if (!store->q)
+        return obx__fail(&store->err, OBX_ERR_STATE, "obx_store_upgrade", "store is not open");
+    if (flags == 0 || (flags & ~(OBX_UPGRADE_KEYS | OBX_UPGRADE_DROP_OLD)))
+        return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_store_upgrade: flags",
+                         "not OBX_UPGRADE_KEYS and/or OBX_UPGRADE_DROP_OLD");
+    memset(&u, 0, sizeof u);
+    u.dc.s = store;
+    u.flags = flags;
+    r = obx__unit(&store->db, obx__upgrade_unit, &u, "upgrade schema");
+    if (u.dc.timed && store->db.d->deploy_unlock_sql)
+        (void)obx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "upgrade: lock timeout");
+    if (r == OBX_OK && steps) *steps = u.steps;
+    if (r == OBX_OK)
+        obx__log(&store->hooks, u.steps ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
+                 "schema upgrade of %s: %d step(s) run", store->table, u.steps);
     return r;
 }
 
@@ -10467,6 +10639,8 @@ typedef struct obx__renewer {
     const obx_message *ms;       /* the messages renewed: stable while active */
     int n, lease_seconds;
     int starting;                /* handlers may still start: a renewal must find all n */
+    int settled;                 /* of those n, settled by a transactional handler's commit:
+                                    gone from the table's leases, not lost */
     unsigned epoch;              /* bumped whenever ms/n/starting change */
     int64_t max_ms, started_ms, next_ms;
     int64_t start_until_ms;      /* no handler starts at or past this (monotonic) */
@@ -10547,7 +10721,7 @@ static obx_result obx__renew_once(obx__renewer *w, const obx_message *ms, int n,
  * holds (a lease reaped, someone else's now) lets no further handler start. */
 static void obx__renew_step(obx__renewer *w, int64_t now) {
     const obx_message *ms = w->ms;
-    int n = w->n, stale = w->stale;
+    int n = w->n, stale = w->stale, held = w->n - w->settled;
     unsigned epoch = w->epoch;
     int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin, retry_ms;
     obx_result r;
@@ -10559,7 +10733,7 @@ static void obx__renew_step(obx__renewer *w, int64_t now) {
     w->busy = 0;
     margin = lease_ms / 5 < OBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : OBX__LEASE_MARGIN_MAX_MS;
     if (r == OBX_OK && epoch == w->epoch && w->starting) {
-        if (rows >= n) { /* every lease now runs from `now` (taken before the statement) */
+        if (rows >= held) { /* every lease now runs from `now` (taken before the statement) */
             int64_t until = obx__sat_add(now, lease_ms - margin);
             int64_t cap = obx__sat_add(w->started_ms, w->max_ms);
             if (until > cap) until = cap;
@@ -10568,7 +10742,7 @@ static void obx__renew_step(obx__renewer *w, int64_t now) {
             obx__log(&w->hooks, OBX_LOG_WARN, w->side_id,
                      "lease renewal found %lld of %d message(s) still leased to this worker"
                      OBX__WHY(": a lease was lost (reaped?); the batch's handlers not started yet are not started"),
-                     (long long)rows, n);
+                     (long long)rows, held);
             w->start_until_ms = 0;
         }
     }
@@ -10707,6 +10881,7 @@ static int obx__renew_begin(obx__renewer *w, obx_store *s, const char *owner, co
         obx__copy(w->owner, sizeof w->owner, owner);
         w->ms = ms;
         w->n = n;
+        w->settled = 0;
         w->starting = 1;
         w->epoch++;
         w->lease_seconds = lease_seconds;
@@ -10740,7 +10915,20 @@ static void obx__renew_range(obx__renewer *w, const obx_message *ms, int n, int 
     obx__mutex_lock(&w->mutex);
     w->ms = ms;
     w->n = n;
+    w->settled = 0;
     w->starting = starting;
+    w->epoch++;
+    obx__mutex_unlock(&w->mutex);
+}
+
+/* k messages of the batch are being settled in the middle of it (a
+ * transactional handler's commit; -k: that commit failed, they are still
+ * held). Said before the commit, so that a renewal on either side of it
+ * finds at least the leases it expects; one in flight is not counted. */
+static void obx__renew_settled(obx__renewer *w, int k) {
+    if (!w) return;
+    obx__mutex_lock(&w->mutex);
+    w->settled += k;
     w->epoch++;
     obx__mutex_unlock(&w->mutex);
 }
@@ -10796,6 +10984,7 @@ typedef struct obx__renewer obx__renewer; /* no threads: no renewal */
 #define obx__renew_begin(w, s, owner, ms, n, lease, max, until) ((void)(until), 0)
 #define obx__renew_start_until(w) ((void)(w), (int64_t)0)
 #define obx__renew_range(w, ms, n, starting) ((void)0)
+#define obx__renew_settled(w, k) ((void)(w))
 #define obx__renew_end(w) ((void)(w))
 #define obx__renew_forget(w) ((void)(w))
 #define obx__watch(w, s, on) ((void)(w))
@@ -11297,9 +11486,11 @@ static void obx__handle_group(obx_dispatcher *d, obx_store *s, const obx_message
     int j, k = 0;
     for (j = first; j < n; j++) {
         if (d->outcomes[j] != OBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
-        obx__msg_name(&ms[j], name, sizeof name);
-        obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (batch)",
-                 name, obx__kv(topic, ms[j].topic), OBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        if (obx__log_enabled(&s->hooks, d->message_log_level)) { /* as obx__handle_one */
+            obx__msg_name(&ms[j], name, sizeof name);
+            obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (batch)",
+                     name, obx__kv(topic, ms[j].topic), OBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        }
         d->group[k] = &ms[j];
         d->group_index[k] = j;
         d->results[k].outcome = OBX_RETRY;
@@ -11330,11 +11521,16 @@ static void obx__handle_group(obx_dispatcher *d, obx_store *s, const obx_message
 /* A transactional handler's transaction (obx_dispatcher_on_tx,
  * obx_dispatcher_on_batch_tx) on the store's own connection: the store's
  * calls made while it is open join it (db->callers_tx: see obx__unit_run),
- * its ack included. *begun: whether there is one to roll back. */
-static obx_result obx__tx_open(obx_store *s, int *begun) {
-    obx_result r = obx__db_ensure(&s->db);
+ * its ack included. *begun: whether there is one to roll back. The
+ * dispatcher's own calls here and in obx__tx_end are watched for a stall
+ * (obx__watch) as its settles are; the handler's run between is not. */
+static obx_result obx__tx_open(obx_dispatcher *d, obx_store *s, int *begun) {
+    obx_result r;
+    obx__watch(d->renewer, s, 1);
+    r = obx__db_ensure(&s->db);
     if (r == OBX_OK) *begun = (r = obx__begin_handler(&s->db)) == OBX_OK || s->db.in_tx;
     if (r == OBX_OK) s->db.callers_tx = 1;
+    obx__watch(d->renewer, s, 0);
     return r;
 }
 
@@ -11347,12 +11543,16 @@ static obx_result obx__tx_open(obx_store *s, int *begun) {
 static int obx__tx_end(obx_dispatcher *d, obx_store *s, const obx_message *ms, const int *which, int k, int ack,
                        int begun, const char *what, obx_result *r, int64_t *changed, obx_run_stats *st) {
     int j;
+    obx__watch(d->renewer, s, 1);
     if (ack) *r = obx__settle_messages(s, OBX__SETTLE_ACK, ms, which, k, NULL, 0, 0, changed);
     s->db.callers_tx = 0;
     if (ack && *r == OBX_OK && *changed == k) {
         obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: acked in the handler's transaction, committing", what);
+        obx__renew_settled(d->renewer, k);
         *r = obx__commit(&s->db);
+        if (*r != OBX_OK) obx__renew_settled(d->renewer, -k);
         if (*r == OBX_OK) {
+            obx__watch(d->renewer, s, 0);
             obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: handler's transaction committed", what);
             if (s->err.result != OBX_OK) obx__error_clear(&s->err);
             for (j = 0; j < k; j++) d->outcomes[which[j]] = OBX__SETTLED;
@@ -11363,6 +11563,7 @@ static int obx__tx_end(obx_dispatcher *d, obx_store *s, const obx_message *ms, c
         }
     }
     if (begun) obx__rollback(&s->db);
+    obx__watch(d->renewer, s, 0);
     return 0;
 }
 
@@ -11389,6 +11590,18 @@ static int obx__tx_again(obx_store *s, obx__renewer *w, int64_t deadline, int tr
     return 1;
 }
 
+/* "message <name>" of m for a log line, formed on first use only (what[0]
+ * is '\0' until then), as obx__handle_one forms its name: formatting it
+ * costs as much as a fast handler's call. */
+static const char *obx__tx_what(const obx_message *m, char *what, size_t cap) {
+    char name[OBX__MSG_NAME_MAX];
+    if (!what[0]) {
+        obx__msg_name(m, name, sizeof name);
+        snprintf(what, cap, "message %s", name);
+    }
+    return what;
+}
+
 /* One message through its transactional handler: its writes and its ack
  * in one transaction. A lease lost at the ack rolls everything back
  * (counted, no attempt used); any other outcome rolls back first and is
@@ -11396,17 +11609,18 @@ static int obx__tx_again(obx_store *s, obx__renewer *w, int64_t deadline, int tr
 static void obx__handle_tx(obx_dispatcher *d, obx_store *s, const obx_message *ms, int i, const obx__route *route,
                            obx__renewer *w, int64_t deadline, obx_run_stats *st) {
     const obx_message *m = &ms[i];
-    char name[OBX__MSG_NAME_MAX], what[OBX__MSG_NAME_MAX + 16], topic[OBX__KV_CAP];
+    char what[OBX__MSG_NAME_MAX + 16] = "", topic[OBX__KV_CAP];
     char *error = d->errors[i];
     int tries, outcome = OBX_RETRY;
-    obx__msg_name(m, name, sizeof name);
-    snprintf(what, sizeof what, "message %s", name);
-    obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional)", name,
-             obx__kv(topic, m->topic), OBX__MSG_ATTEMPTS(m) + 1);
+    /* The name only when a line will say it (DEBUG: obx__tx_end's lines too). */
+    if (obx__log_enabled(&s->hooks, d->message_log_level) || obx__log_enabled(&s->hooks, OBX_LOG_DEBUG))
+        obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional)",
+                 obx__tx_what(m, what, sizeof what) + strlen("message "), obx__kv(topic, m->topic),
+                 OBX__MSG_ATTEMPTS(m) + 1);
     for (tries = 1;; tries++) {
         int64_t changed = -1, started;
         int begun = 0;
-        obx_result r = obx__tx_open(s, &begun);
+        obx_result r = obx__tx_open(d, s, &begun);
         obx_outcome said;
         outcome = OBX_RETRY;
         memset(error, 0, OBX__HANDLER_ERROR_MAX);
@@ -11425,7 +11639,7 @@ static void obx__handle_tx(obx_dispatcher *d, obx_store *s, const obx_message *m
         if (outcome == OBX_DONE && r == OBX_OK && changed == 0) {
             obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%s: no longer leased to this worker at its ack"
                      OBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; its handler's transaction was "
-                     "rolled back", what);
+                     "rolled back", obx__tx_what(m, what, sizeof what));
             d->outcomes[i] = OBX__SETTLED;
             st->lease_lost++;
             return;
@@ -11438,7 +11652,7 @@ static void obx__handle_tx(obx_dispatcher *d, obx_store *s, const obx_message *m
             break;
         }
         st->conflicts++;
-        if (obx__tx_again(s, w, deadline, tries, what, error)) continue;
+        if (obx__tx_again(s, w, deadline, tries, obx__tx_what(m, what, sizeof what), error)) continue;
         if (!error[0]) snprintf(error, OBX__HANDLER_ERROR_MAX, "transaction conflict");
         outcome = OBX_WAIT; /* back after the backoff, no attempt used */
         break;
@@ -11453,9 +11667,12 @@ static int obx__group_collect(obx_dispatcher *d, obx_store *s, const obx_message
     int j, k = 0;
     for (j = first; j < n; j++) {
         if (d->outcomes[j] != OBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
-        obx__msg_name(&ms[j], name, sizeof name);
-        obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional batch)",
-                 name, obx__kv(topic, ms[j].topic), OBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        if (obx__log_enabled(&s->hooks, d->message_log_level)) { /* as obx__handle_one */
+            obx__msg_name(&ms[j], name, sizeof name);
+            obx__log(&s->hooks, d->message_log_level, s->store_id,
+                     "handling %s topic=%s attempt %d (transactional batch)", name, obx__kv(topic, ms[j].topic),
+                     OBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        }
         d->group[k] = &ms[j];
         d->group_index[k++] = j;
     }
@@ -11525,7 +11742,7 @@ static void obx__handle_group_tx(obx_dispatcher *d, obx_store *s, const obx_mess
     for (tries = 1; k > 0; tries++) {
         int64_t changed = -1;
         int begun = 0, done = 0, conflict = 0;
-        obx_result r = obx__tx_open(s, &begun);
+        obx_result r = obx__tx_open(d, s, &begun);
         snprintf(what, sizeof what, "%d message(s) topic=%s", k, obx__kv(topic, ms[first].topic));
         if (r == OBX_OK) obx__group_tx_call(d, s, route, ms[first].topic, k, &done, &conflict);
         if (obx__tx_end(d, s, ms, d->group_index, k, r == OBX_OK && !conflict && done == k, begun, what, &r, &changed,
@@ -11864,6 +12081,17 @@ static obx_result obx__claim_carrying(obx_dispatcher *d, obx_store *s, obx_run_s
     return r;
 }
 
+/* The others of a batch are settled and a crash suspect runs next, alone
+ * (obx__isolate): their carried acks go now, not with the next claim, which
+ * waits for the suspect's handler (it may be slow, or crash) while their
+ * leases are no longer renewed. A failure only costs a redelivery. */
+static void obx__carry_before_suspect(obx_store *s, obx_run_stats *st) {
+    if (s->carry_count == 0 || obx__carry_flush(s, st) == OBX_OK) return;
+    obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "ack before a suspect's handler failed: %s"
+             OBX__WHY("; those messages will be delivered again"), s->err.message);
+    obx__error_clear(&s->err);
+}
+
 /* A batch whose lease renewal could not be set up (out of memory, no
  * thread): unrenewed, a slow handler would overlap the next owner's, so it
  * goes back unhandled, no attempt used; an error, so that run() backs off
@@ -11925,6 +12153,7 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
         obx__renew_range(d->renewer, ms + from, n - from, 0); /* settling: fewer leases is no news */
         obx__watch(d->renewer, s, 1);
         r = obx__settle_batch(d, s, ms + from, to - from, st);
+        if (r == OBX_OK && to < n) obx__carry_before_suspect(s, st);
         obx__watch(d->renewer, s, 0);
     }
     obx__renew_end(d->renewer);

@@ -207,6 +207,12 @@ result $ok OBXCTL-SCHEMA "schema --dialect D prints sql/D/{outbox,inbox}.sql exa
 out=$(ctl --table "New$table" deploy) && case $out in "deployed outbox table New$table ("*")") ;; *) false ;; esac &&
     ctl --table "New$table" stats --json | grep -q '"total":0}'
 result $? OBXCTL-DEPLOY "deploy creates a table that stats can read"
+status OBXCTL-UPGRADE-ARGS "upgrade without --keys or --drop-old: exit 1" 1 ctl --table "New$table" upgrade
+out=$(ctl --table "New$table" upgrade --keys --drop-old) &&
+    case $out in "upgraded outbox table New$table ("*"): 0 step(s) run") ;; *) false ;; esac &&
+    out=$(ctl --inbox --table "$inbox" upgrade --keys --drop-old) &&
+    case $out in "upgraded inbox table $inbox ("*"): 0 step(s) run") ;; *) false ;; esac
+result $? OBXCTL-UPGRADE "upgrade --keys --drop-old on a table this release created: nothing to do (CORE-SCHEMA-UPGRADE-V1 runs the steps on an old one)"
 
 # Metrics: the library's full text (counters, histograms) and obxctl's gauges.
 "$bin/prom_check" <"$work/lib-metrics" >"$work/pc" 2>&1 && "$bin/prom_check" <"$work/lib-imetrics" >>"$work/pc" 2>&1 &&

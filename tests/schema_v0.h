@@ -1,7 +1,9 @@
-/* schema_v0.h: tables as the first release deployed them, for the upgrade
- * tests (CORE-SCHEMA-UPGRADE in test_outbox.c and test_inbox.c). The DDL is
- * frozen in tests/schema/v0/<dialect>/{outbox,inbox}.sql; these helpers read
- * it under other names and split it into statements. Test code only. */
+/* schema_v0.h: tables as older releases deployed them, for the upgrade
+ * tests (CORE-SCHEMA-UPGRADE and CORE-SCHEMA-UPGRADE-V1 in test_outbox.c
+ * and test_inbox.c). The DDL is frozen in tests/schema/v0/<dialect>/ (the
+ * first release) and tests/schema/v1/<dialect>/ (storage layout 1 with
+ * Priority, before layout 2); these helpers read it under other names and
+ * split it into statements. Test code only. */
 #ifndef SCHEMA_V0_H
 #define SCHEMA_V0_H
 #include <stdio.h>
@@ -49,7 +51,8 @@ TT_UNUSED static char *v0_text(const char *path, const char *base, const char *p
 /* The next statement of a schema text, cut out in place (its end
  * overwritten with NUL), or NULL at the end. Statements end with ";\n",
  * except inside a $$ body (PostgreSQL) and a trigger's BEGIN ... END
- * (SQLite); lines starting with "--" are skipped. */
+ * (SQLite) and between "DELIMITER $$" lines (MariaDB); lines starting
+ * with "--" are skipped. */
 TT_UNUSED static char *v0_next(char **pos) {
     char *start = *pos, *p;
     while (strncmp(start, "--", 2) == 0) {
@@ -57,6 +60,11 @@ TT_UNUSED static char *v0_next(char **pos) {
         start = nl ? nl + 1 : start + strlen(start);
     }
     if (!*start) return NULL;
+    if (strncmp(start, "DELIMITER $$\n", 13) == 0 && (p = strstr(start, "$$\nDELIMITER ;\n")) != NULL) {
+        *p = '\0'; /* a MariaDB trigger with a compound body (v1 on) */
+        *pos = p + 15;
+        return start + 13;
+    }
     for (p = start; (p = strstr(p, ";\n")) != NULL; p++) {
         int dollars = 0;
         const char *q;
@@ -116,14 +124,47 @@ TT_UNUSED static const char *v0_objects_sql(const char *backend) {
            "AND type IN ('index', 'trigger') AND name NOT LIKE 'sqlite_autoindex%' ORDER BY 1)";
 }
 
+/* Whether every item of `want` (", "-separated) is in `have`; names_only:
+ * items are "name type" and only the names count (a MariaDB table upgraded
+ * in place keeps its layout-1 key types and column order, and its layout-1
+ * indexes beside layout 2's). The first missing item is printed. */
+TT_UNUSED static int v0_has_all(const char *have, const char *want, int names_only) {
+    const char *p = want;
+    while (*p) {
+        size_t n = strcspn(p, ","), k = names_only ? strcspn(p, " ,") : n, at;
+        const char *h = have;
+        int found = 0;
+        while (!found && *h) {
+            size_t hn = strcspn(h, ","), hk = names_only ? strcspn(h, " ,") : hn;
+            found = hk == k && strncmp(h, p, k) == 0;
+            h += hn;
+            while (*h == ',' || *h == ' ') h++;
+        }
+        if (!found) {
+            printf("    missing: %.*s\n", (int)k, p);
+            return 0;
+        }
+        at = n;
+        p += at;
+        while (*p == ',' || *p == ' ') p++;
+    }
+    return 1;
+}
+
 /* The dialect's "now plus `later`" for fixture rows: 'l' an hour ahead,
- * 'p' a minute ago, anything else now. SQLite keeps Unix ms. */
+ * 'p' a minute ago, 'd' two days ago, 'k' the parked time, anything else
+ * now. SQLite keeps Unix ms. */
 TT_UNUSED static const char *v0_time(const char *backend, char when) {
     int pg = strcmp(backend, "postgresql") == 0, my = strcmp(backend, "mariadb") == 0;
     if (when == 'l')
         return pg ? "now() + interval '1 hour'" : my ? "UTC_TIMESTAMP(6) + INTERVAL 1 HOUR" : "({W} + 3600000)";
     if (when == 'p')
         return pg ? "now() - interval '1 minute'" : my ? "UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE" : "({W} - 60000)";
+    if (when == 'd') /* two days ago */
+        return pg ? "now() - interval '2 days'" : my ? "UTC_TIMESTAMP(6) - INTERVAL 2 DAY" : "({W} - 172800000)";
+    if (when == 'k') /* parked behind its ordering key's message in flight */
+        return pg ? "CAST('10000-01-01 00:00:00+00' AS timestamptz)" : my ? "'9999-12-31 23:59:59.999999'"
+                  : "253402300800000";
     return "{W}";
 }
 #endif

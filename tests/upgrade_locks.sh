@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# tests/upgrade_locks.sh [pg|mariadb ...] - what an in-place upgrade of a
-# first-release outbox (tests/schema/v0/) costs the writers, per database:
+# tests/upgrade_locks.sh [pg|mariadb|mariadb-v1 ...] - what an in-place upgrade of a
+# first-release outbox (tests/schema/v0/; mariadb-v1: a layout-1 outbox,
+# tests/schema/v1/, to layout 2) costs the writers, per database:
 # each upgrade statement of sql/<dialect>/outbox.sql (what obx_store_deploy
 # runs) with its time, while one writer inserts rows one by one and records
 # its longest wait. Not a test: prints the table of docs/UPGRADING.md.
@@ -64,10 +65,54 @@ mariadb_() {
     "$here/db.sh" stop mariadb >/dev/null
 }
 
+# Storage layout 1 (tests/schema/v1) to layout 2 on MariaDB: the automatic
+# deploy (online steps only), then obxctl upgrade --keys (the key
+# conversion: a table copy) and --drop-old, each while the writer inserts.
+# Needs build/obxctl (make build/obxctl). UPGRADE_WRITES: the writer's rows
+# per phase (default 3000, 2 ms apart; raise it with UPGRADE_ROWS so that it
+# outlasts the copy).
+mariadb_v1() {
+    "$here/db.sh" start mariadb >/dev/null
+    eval "$("$here/db.sh" env mariadb)"
+    local M=(mariadb -h 127.0.0.1 -P "${OBX_MY_PORT:-33069}" -u obx -pobxpw obx) writes=${UPGRADE_WRITES:-3000}
+    local ren='s/`Outbox/`UpOutbox/g; s/`UpOutboxMessageId/`OutboxMessageId/g; s/IX_Outbox/IX_UpOutbox/g; s/FK_Outbox/FK_UpOutbox/g'
+    "${M[@]}" -e "DROP TABLE IF EXISTS UpOutboxJoinMember, UpOutboxJoin, UpOutbox"
+    sed "$ren" "$here/schema/v1/mariadb/outbox.sql" | "${M[@]}"
+    "${M[@]}" -e "INSERT INTO UpOutbox (Id, Topic, Payload, MessageId, Status, Priority)
+        SELECT UUID(), 't', CONCAT('payload ', seq), UUID(), seq % 4, CAST(seq % 11 AS SIGNED) - 5 FROM seq_1_to_$rows"
+    printf 'DELIMITER //\n%s//\n' "CREATE OR REPLACE PROCEDURE up_writer(n INT) BEGIN
+        DECLARE i INT DEFAULT 0; DECLARE worst BIGINT DEFAULT 0; DECLARE t0 DATETIME(6);
+        WHILE i < n DO SET t0 = SYSDATE(6);
+          INSERT INTO UpOutbox (Id, Topic, Payload, MessageId) VALUES (UUID(), 'w', 'w', UUID());
+          SET worst = GREATEST(worst, TIMESTAMPDIFF(MICROSECOND, t0, SYSDATE(6))), i = i + 1;
+          DO SLEEP(0.002); END WHILE;
+        SELECT worst DIV 1000; END" | "${M[@]}"
+    echo "MariaDB, layout 1 -> 2, $rows rows: ms, statement (the slow ones)"
+    local phase t0 writer
+    for phase in deploy keys drop-old; do
+        "${M[@]}" -N -e "CALL up_writer($writes)" >"$work/worst" &
+        writer=$!
+        sleep 1
+        t0=$(date +%s%N)
+        case $phase in
+        deploy)
+            sed "$ren" "$here/../sql/mariadb/outbox.sql" | "${M[@]}" -vvv 2>/dev/null |
+                awk '/^(ALTER|CREATE|DROP)/ {st = $0} /sec\)$/ {t = $0; sub(/.*\(/, "", t); sub(/ sec\)/, "", t); if (t * 1000 >= 20) printf "  %8.0f  %.90s\n", t * 1000, st}' ;;
+        *) "$here/../build/obxctl" -c "$OBX_TEST_MY" --table UpOutbox -v upgrade --"$phase" 2>&1 |
+               sed -n 's/.*schema change on UpOutbox: \(.\{0,90\}\).*/           \1/p; s/^upgraded/  &/p' ;;
+        esac
+        echo "  $phase: $((($(date +%s%N) - t0) / 1000000)) ms in all"
+        wait "$writer" || true
+        echo "  longest single-row insert meanwhile: $(cat "$work/worst") ms"
+    done
+    "${M[@]}" -e "SELECT COUNT(*) AS rows_kept FROM UpOutbox; DROP TABLE UpOutboxJoinMember, UpOutboxJoin, UpOutbox; DROP PROCEDURE up_writer"
+}
+
 for b in $backends; do
     case $b in
     pg) pg ;;
     mariadb) mariadb_ ;;
+    mariadb-v1) mariadb_v1 ;;
     *) echo "unknown backend $b" >&2; exit 2 ;;
     esac
 done

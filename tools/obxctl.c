@@ -51,6 +51,7 @@ static const char usage_text[] =
     "  cleanup                   delete done messages older than 7 days (--older-than D)\n"
     "  schema [--dialect D]      print the DDL (default: the connected database's)\n"
     "  deploy [--dry-run]        create missing tables, upgrade old ones in place\n"
+    "  upgrade --keys|--drop-old a table's explicit layout-2 steps (MariaDB; see --help)\n"
     "  metrics                   gauges in the Prometheus text format\n"
     "\n"
     "Options for every command:\n"
@@ -148,6 +149,17 @@ static const cmd_help helps[] = {
                "in place (new columns added, rows kept). Idempotent. --dry-run changes\n"
                "nothing: it prints the DDL for the connected database (each statement\n"
                "creates only what is missing; an older table's new columns are not shown).\n"},
+    {"upgrade", "usage: obxctl upgrade [--keys] [--drop-old]\n"
+                "The explicit steps of the upgrade to storage layout 2 on a table an older\n"
+                "release created (after deploy; MariaDB only, elsewhere nothing to do).\n"
+                "--keys converts its keys to the UUID type: a copy of the table during\n"
+                "which reads go on and writers wait (about 30 s per million rows; run it\n"
+                "in a quiet window or after cleanup). --drop-old drops layout 1's indexes\n"
+                "that lead with Status (instant): the previous release's claims fail\n"
+                "after it unless its own deploy puts them back (a table copy), so\n"
+                "run it once every program runs this release. Each step done is skipped:\n"
+                "an interrupted run resumes. The library's obx_store_upgrade /\n"
+                "ibx_store_upgrade; docs/UPGRADING.md says what each step locks.\n"},
     {"metrics", "usage: obxctl metrics\n"
                 "The queue gauges in the Prometheus text format (for node_exporter's textfile\n"
                 "collector): the library's obx_queue_* gauges plus obx_queue_topic_messages\n"
@@ -167,7 +179,7 @@ typedef struct opts {
     const char *command, *sub, *conn, *dsn, *table, *schema, *store, *dialect, *status, *topic;
     const char *source, *newer, *older, *reason, *correlation, *key, *tenant, *payload;
     const char *args[64];
-    int nargs, inbox, json, full, all, verbose, help, version, limit, watch, count, offset, newest, yes, dry_run;
+    int nargs, inbox, json, full, all, verbose, help, version, limit, watch, count, offset, newest, yes, dry_run, keys, drop_old;
     int64_t due_in_ms;
     int64_t newer_ms, older_ms;
     const char *given[32];       /* the options given, to check them against the command */
@@ -305,6 +317,8 @@ static int parse_args(int argc, char **argv) {
         else if (strcmp(name, "newest") == 0) o.newest = 1;
         else if (strcmp(name, "yes") == 0) o.yes = 1;
         else if (strcmp(name, "dry-run") == 0) o.dry_run = 1;
+        else if (strcmp(name, "keys") == 0) o.keys = 1;
+        else if (strcmp(name, "drop-old") == 0) o.drop_old = 1;
         else if (strcmp(name, "verbose") == 0) o.verbose = 1;
         else if (strcmp(name, "help") == 0) o.help = 1;
         else if (strcmp(name, "version") == 0) o.version = 1;
@@ -335,6 +349,7 @@ static const command_opt command_opts[] = {
     {"cleanup", " older-than ", ""},
     {"schema", " dialect ", ""},
     {"deploy", " dry-run ", ""},
+    {"upgrade", " keys drop-old ", ""},
     {"metrics", " ", ""},
     {NULL, NULL, NULL}};
 
@@ -1812,6 +1827,17 @@ static int cmd_deploy(ctl *c) {
     return CTL_OK;
 }
 
+static int cmd_upgrade(ctl *c) {
+    unsigned flags = (o.keys ? OBX_UPGRADE_KEYS : 0u) | (o.drop_old ? OBX_UPGRADE_DROP_OLD : 0u);
+    int r, steps = 0;
+    if (!flags) return fail(CTL_USAGE, "upgrade: say --keys, --drop-old or both (obxctl upgrade --help)");
+    r = c->ib ? result_int(ibx_store_upgrade(c->ib, flags, &steps)) : result_int(obx_store_upgrade(c->ob, flags, &steps));
+    if (r != OBX_OK) return lib_fail(c, "upgrade", r);
+    printf("upgraded %s table %s (%s): %d step(s) run\n", c->ib ? "inbox" : "outbox", c->table,
+           obx_dialect_name(c->dialect), steps);
+    return CTL_OK;
+}
+
 /* The DDL of dialect `dialect` (obx_dialect's number) for --table and --schema. */
 static int print_schema(int dialect) {
     int r;
@@ -1971,6 +1997,7 @@ int main(int argc, char **argv) {
     else if (strcmp(o.command, "reap") == 0) code = cmd_reap(&c);
     else if (strcmp(o.command, "cleanup") == 0) code = cmd_cleanup(&c);
     else if (strcmp(o.command, "deploy") == 0) code = cmd_deploy(&c);
+    else if (strcmp(o.command, "upgrade") == 0) code = cmd_upgrade(&c);
     else code = cmd_metrics(&c);
     close_store(&c);
     return code;

@@ -1,21 +1,22 @@
 CREATE TABLE IF NOT EXISTS `Outbox` (
-    `Id`            CHAR(36) NOT NULL PRIMARY KEY,
+    `Id`            UUID NOT NULL PRIMARY KEY,
+    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
+    `LockedUntil`   DATETIME(6) NULL,
+    `ProcessedAt`   DATETIME(6) NULL,
+    `CreatedAt`     DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
+    `OwnerToken`    UUID NULL,
+    `MessageId`     UUID NOT NULL,
+    `RetryCount`    INT NOT NULL DEFAULT 0,
+    `Starts`        INT NOT NULL DEFAULT 0,
+    `Status`        TINYINT NOT NULL DEFAULT 0,
+    `IsProcessed`   TINYINT NOT NULL DEFAULT 0,
+    `Priority`      TINYINT NOT NULL DEFAULT 0,
     `Topic`         VARCHAR(255) NOT NULL,
     `Payload`       LONGTEXT NOT NULL,
-    `CreatedAt`     DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
-    `Status`        TINYINT NOT NULL DEFAULT 0,
-    `LockedUntil`   DATETIME(6) NULL,
-    `OwnerToken`    CHAR(36) NULL,
-    `IsProcessed`   TINYINT NOT NULL DEFAULT 0,
-    `ProcessedAt`   DATETIME(6) NULL,
     `ProcessedBy`   VARCHAR(100) NULL,
-    `RetryCount`    INT NOT NULL DEFAULT 0,
     `LastError`     LONGTEXT NULL,
-    `NextAttemptAt` DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
-    `MessageId`     CHAR(36) NOT NULL,
     `CorrelationId` VARCHAR(255) NULL,
     `DueTimeUtc`    DATETIME(6) NULL,
-    `Starts`        INT NOT NULL DEFAULT 0,
     `OrderingKey`   VARCHAR(255) NULL,
     `OrderingSeq`   BIGINT NULL,
     `OrderingLive`  VARCHAR(255) AS (IF(`Status` <> 2, `OrderingKey`, NULL)) PERSISTENT,
@@ -25,11 +26,10 @@ CREATE TABLE IF NOT EXISTS `Outbox` (
     `AggregateId`   VARCHAR(128) NULL,
     `Headers`       JSON NULL,
     `ExpiresAt`     DATETIME(6) NULL,
-    `Priority`      TINYINT NOT NULL DEFAULT 0,
-    `ClaimRank`     DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL (`Priority` * 10) SECOND)) PERSISTENT,
-    KEY `IX_Outbox_Ready` (`Status`, `NextAttemptAt`),
-    KEY `IX_Outbox_Leased` (`Status`, `LockedUntil`),
-    KEY `IX_Outbox_Done` (`Status`, `ProcessedAt`)
+    `ReadyRank`     DATETIME(6) AS (IF(`Status` = 0 AND `IsProcessed` = 0, IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL (`Priority` * 10) SECOND), NULL)) VIRTUAL,
+    `LeasedUntil`   DATETIME(6) AS (IF(`Status` = 1, `LockedUntil`, NULL)) VIRTUAL,
+    `DoneAt`        DATETIME(6) AS (IF(`Status` = 2, `ProcessedAt`, NULL)) VIRTUAL,
+    `DeadAt`        DATETIME(6) AS (IF(`Status` = 3, `CreatedAt`, NULL)) VIRTUAL
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `Starts` INT NOT NULL DEFAULT 0;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `OrderingKey` VARCHAR(255) NULL;
@@ -42,11 +42,17 @@ ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `AggregateId` VARCHAR(128) NULL;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `Headers` JSON NULL;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `ExpiresAt` DATETIME(6) NULL;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `Priority` TINYINT NOT NULL DEFAULT 0;
-ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `ClaimRank` DATETIME(6) AS (IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL (`Priority` * 10) SECOND)) PERSISTENT;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `ReadyRank` DATETIME(6) AS (IF(`Status` = 0 AND `IsProcessed` = 0, IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL (`Priority` * 10) SECOND), NULL)) VIRTUAL;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `LeasedUntil` DATETIME(6) AS (IF(`Status` = 1, `LockedUntil`, NULL)) VIRTUAL;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `DoneAt` DATETIME(6) AS (IF(`Status` = 2, `ProcessedAt`, NULL)) VIRTUAL;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `DeadAt` DATETIME(6) AS (IF(`Status` = 3, `CreatedAt`, NULL)) VIRTUAL;
 CREATE INDEX IF NOT EXISTS `IX_Outbox_Ordering` ON `Outbox` (`OrderingLive`, `OrderingState`, `OrderingSeq`);
-CREATE INDEX IF NOT EXISTS `IX_Outbox_Claim` ON `Outbox` (`Status`, `ClaimRank`, `NextAttemptAt`);
+CREATE INDEX IF NOT EXISTS `IX_Outbox_ReadyRank` ON `Outbox` (`ReadyRank`, `NextAttemptAt`) ALGORITHM=INPLACE LOCK=NONE;
+CREATE INDEX IF NOT EXISTS `IX_Outbox_LeasedUntil` ON `Outbox` (`LeasedUntil`) ALGORITHM=INPLACE LOCK=NONE;
+CREATE INDEX IF NOT EXISTS `IX_Outbox_DoneAt` ON `Outbox` (`DoneAt`) ALGORITHM=INPLACE LOCK=NONE;
+CREATE INDEX IF NOT EXISTS `IX_Outbox_DeadAt` ON `Outbox` (`DeadAt`) ALGORITHM=INPLACE LOCK=NONE;
 CREATE TABLE IF NOT EXISTS `OutboxJoin` (
-    `JoinId`         CHAR(36) NOT NULL PRIMARY KEY,
+    `JoinId`         UUID NOT NULL PRIMARY KEY,
     `GroupingKey`    VARCHAR(255) NULL,
     `ExpectedSteps`  INT NOT NULL,
     `CompletedSteps` INT NOT NULL DEFAULT 0,
@@ -58,8 +64,8 @@ CREATE TABLE IF NOT EXISTS `OutboxJoin` (
     KEY `IX_OutboxJoin_GroupingKey` (`GroupingKey`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
 CREATE TABLE IF NOT EXISTS `OutboxJoinMember` (
-    `JoinId`          CHAR(36) NOT NULL,
-    `OutboxMessageId` CHAR(36) NOT NULL,
+    `JoinId`          UUID NOT NULL,
+    `OutboxMessageId` UUID NOT NULL,
     `Status`          TINYINT NOT NULL DEFAULT 0,
     `CreatedUtc`      DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
     PRIMARY KEY (`JoinId`, `OutboxMessageId`),
