@@ -39,6 +39,10 @@ SAN     = -g -O1 -pthread -fno-omit-frame-pointer -fsanitize=address,undefined -
 B       = build
 HEADERS = obx.h ibx.h
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
+# The programs a target needs are compiled JOBS at a time (the compiles are
+# the CPU-bound part of make test, check, torture; the tests themselves run
+# one at a time, as their timings assume). JOBS=1: one at a time.
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: all demo test check bench bench-peers fuzz deps clean sql check-docs check-common check-warnings check-cxx check-link \
         check-nm check-asan check-tsan check-valgrind
@@ -181,7 +185,7 @@ demo:
 
 test:
 	@tests/deps.sh build pg mariadb tsql clients native
-	@$(MAKE) --no-print-directory $(TESTS)
+	@$(MAKE) --no-print-directory -j$(JOBS) $(TESTS)
 	tests/run.sh $(B)
 
 # ---- bench: not a test; prints a table of rates and ratios ----------------------
@@ -250,9 +254,14 @@ check-common:
 check-docs: | $(B)
 	tests/doc_blocks.sh $(B)
 
-# Strict warnings as errors, with both compilers and C99 and C11.
+# Strict warnings as errors, with both compilers and C99 and C11: one compiler and
+# standard per sub-target (check-warnings-gcc-c99 ...), JOBS at a time.
+WARN_SETS = gcc-c99 gcc-c11 clang-c99 clang-c11
 check-warnings: | $(B)
-	@for cc in gcc clang; do for std in c99 c11; do \
+	@$(MAKE) --no-print-directory -j$(JOBS) $(addprefix check-warnings-,$(WARN_SETS))
+	@echo "check-warnings: ok (gcc, clang; c99, c11; and OBX_SQLITE3_API)"
+check-warnings-%:
+	@cc=$(word 1,$(subst -, ,$*)); std=$(word 2,$(subst -, ,$*)); \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/test_sqlserver.c tests/fake_odbc.c tests/fake_selftest.c tests/fuzz_core.c tests/fuzz_replay.c tests/example_protocols.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c examples/quickstart.c examples/webhook_inbox.c examples/multi_tenant.c examples/forwarder.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tools/obxctl.c tests/obxctl_fill.c tests/prom_check.c tests/consumer/main.c -I. || exit 1; \
@@ -263,9 +272,7 @@ check-warnings: | $(B)
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only -DOBX_SQLITE3_API -DIBX_SQLITE3_API -I. \
 	    $(NATIVE_INC) tools/obxctl.c tests/obxctl_fill.c tests/test_native.c tests/torture/crash.c tests/torture/oom.c \
 	    tests/torture/diskfull.c examples/webhook_inbox.c examples/native_sqlite.c || exit 1; \
-	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only $(NATIVE_INC) tests/test_native.c tests/impl_native.c examples/native_sqlite.c examples/native_libpq.c || exit 1; \
-	done; done
-	@echo "check-warnings: ok (gcc, clang; c99, c11; and OBX_SQLITE3_API)"
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only $(NATIVE_INC) tests/test_native.c tests/impl_native.c examples/native_sqlite.c examples/native_libpq.c
 
 # Other people's builds (tests/compile_matrix.sh): gcc and clang, C99..C2x
 # strict and GNU, with and without -pthread and each feature-test macro,
@@ -346,11 +353,13 @@ $(B)/asan/obxctl_fill_sqlite3: tests/obxctl_fill.c $(HEADERS) | $(B)/asan
 $(B)/asan/prom_check: tests/prom_check.c | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/prom_check.c -o $@ -lm
 
-check-asan: $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_sqlserver $(B)/asan/test_real $(B)/asan/test_outbox \
+ASAN_BINS = $(B)/asan/fake_selftest $(B)/asan/test_unit $(B)/asan/test_sqlserver $(B)/asan/test_real $(B)/asan/test_outbox \
             $(B)/asan/test_inbox $(B)/asan/test_multi $(B)/asan/fuzz_replay $(B)/asan/obxctl $(B)/asan/obxctl_fill \
             $(B)/asan/prom_check $(B)/asan/example_protocols $(B)/asan/test_native $(B)/asan/test_real_sqlite3 \
             $(B)/asan/test_outbox_sqlite3 $(B)/asan/test_inbox_sqlite3 $(B)/asan/test_multi_sqlite3 \
             $(B)/asan/obxctl_sqlite3 $(B)/asan/obxctl_fill_sqlite3 $(B)/asan/test_native_sqlite3
+check-asan:
+	@$(MAKE) --no-print-directory -j$(JOBS) $(ASAN_BINS)
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp tests/run.sh $(B)/asan
 
 # ThreadSanitizer on the threaded real-database tests (tests/tsan.sh): the
@@ -367,10 +376,13 @@ $(B)/tsan/test_inbox: tests/test_inbox.c tests/tt.h tests/plans.h ibx.h | $(B)/t
 $(B)/tsan/test_multi: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)/tsan
 	$(CC) $(CSTD) $(WARN) $(TSAN) tests/test_multi.c -o $@ -lodbc
 
-check-tsan: $(B)/tsan/test_unit $(B)/tsan/test_outbox $(B)/tsan/test_inbox $(B)/tsan/test_multi
+check-tsan:
+	@$(MAKE) --no-print-directory -j$(JOBS) $(B)/tsan/test_unit $(B)/tsan/test_outbox $(B)/tsan/test_inbox \
+	  $(B)/tsan/test_multi
 	tests/tsan.sh $(B)/tsan
 
-check-valgrind: $(TESTS)
+check-valgrind:
+	@$(MAKE) --no-print-directory -j$(JOBS) $(TESTS)
 	OBX_TEST_WRAP="$(VALGRIND)" OBX_TEST_BACKENDS=sqlite tests/run.sh $(B)
 
 # The portable fallbacks (what macOS takes: CLOCK_REALTIME condition-variable
@@ -395,7 +407,8 @@ FB_SRC_test_multi = tests/test_multi.c -lodbc
 FB_SRC_test_native = $(NATIVE_INC) tests/test_native.c -lodbc $(NATIVE_LIBS)
 $(B)/fallback/%: $(HEADERS) tests/tt.h tests/plans.h tests/fake_odbc.c tests/fake_odbc.h | $(B)/fallback
 	$(CC) $(CSTD) $(WARN) -Werror $(OPT) $(FALLBACK) $(FB_SRC_$*) -o $@
-check-fallback: $(addprefix $(B)/fallback/,$(FB_TESTS))
+check-fallback:
+	@$(MAKE) --no-print-directory -j$(JOBS) $(addprefix $(B)/fallback/,$(FB_TESTS))
 	@for t in test_unit test_outbox test_inbox; do \
 	  syms=$$(nm -u $(B)/fallback/$$t); \
 	  if echo "$$syms" | grep -q pthread_condattr_setclock || ! echo "$$syms" | grep -q arc4random_buf; then \
@@ -413,7 +426,10 @@ check-fallback: $(addprefix $(B)/fallback/,$(FB_TESTS))
 #   make check-static           the host ones in an empty root, plus the fake-ODBC
 #                               and real-SQLite tests built the same way
 #   make check-cross ARCH=...   the same under qemu-user
-#   make check-gateway          all four targets
+#   make check-gateway          all four targets (test_outbox and test_inbox each in
+#                               both builds on a host target and under qemu on one
+#                               architecture, tests/cross.sh; GW_ALL=1: both, in both
+#                               builds, on every target; minutes more)
 # Not ?=: an ARCH in the environment (some CI images set one) must not pick it.
 ARCH = aarch64
 GW_ENV = WARN="$(WARN)"
@@ -560,11 +576,13 @@ clean:
 # on 2 cores, and 2 more for the sqlite3 build's (OBX_SQLITE3_API) oom, crash and
 # durability runs (short kill phases, every 10th allocation failed: TORTURE_SQLITE3_SECONDS,
 # TORTURE_SQLITE3_OOM_STRIDE in tests/torture/run.sh for bigger runs);
-# TORTURE_SCALE=N runs the kill phases N times longer. Own server ports.
+# TORTURE_SCALE=N runs the kill phases N times longer. Own server ports. CI (.ci/run)
+# runs every scenario at smaller sizes (its kill phases about half; the knobs are in
+# tests/torture/run.sh).
 TORTURE_BINS = $(B)/torture/torture_odbcfault $(B)/torture/torture_oom $(B)/torture/torture_crash \
                $(B)/torture/torture_diskfull $(B)/torture/torture_oom_sqlite3 $(B)/torture/torture_crash_sqlite3 \
                $(B)/torture/torture_diskfull_sqlite3
-TORTURE_DEPS = tests/torture/tort.h $(HEADERS)
+TORTURE_DEPS = tests/torture/tort.h tests/tt.h $(HEADERS)
 $(B)/torture:
 	@mkdir -p $@
 # Failure at every point runs under ASan+UBSan: LeakSanitizer checks what the hooks cannot see.
@@ -604,11 +622,11 @@ wear: $(B)/torture/torture_wear
 
 torture:
 	@tests/deps.sh build pg mariadb
-	@$(MAKE) --no-print-directory $(TORTURE_BINS)
+	@$(MAKE) --no-print-directory -j$(JOBS) $(TORTURE_BINS)
 	tests/torture/run.sh $(B)/torture
 
 # ---- soak: the whole product at once under kills, checked against a reference model
-# (issue 26; tests/soak/run.sh). SOAK_MINUTES=N for a long run by hand, SOAK_SIZE=N more
+# (issue 26; tests/soak/run.sh; CI: SOAK_SECONDS=12). SOAK_MINUTES=N for a long run by hand, SOAK_SIZE=N more
 # processes, SOAK_SEED=N replays a schedule. Own server ports (SOAK_PG_PORT, SOAK_MY_PORT).
 SOAK_BINS = $(B)/soak/soak $(B)/soak/soak_check
 $(B)/soak:
@@ -619,7 +637,7 @@ $(B)/soak/soak_check: tests/soak/check.c tests/soak/soak.h tests/torture/tort.h 
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/soak/check.c -o $@ -lodbc
 soak:
 	@tests/deps.sh build pg mariadb
-	@$(MAKE) --no-print-directory $(SOAK_BINS) $(B)/obxctl
+	@$(MAKE) --no-print-directory -j$(JOBS) $(SOAK_BINS) $(B)/obxctl
 	tests/soak/selftest.sh $(B)/soak
 	tests/soak/run.sh $(B)/soak
 
@@ -629,7 +647,7 @@ soak:
 # Own ports (SCALE_PG_PORT, SCALE_MY_PORT, SCALE_GALERA_PORT); see tests/scale/run.sh.
 scale:
 	@tests/deps.sh build pg mariadb scale
-	@$(MAKE) --no-print-directory $(B)/torture/torture_crash $(B)/torture/scale_load $(TESTS)
+	@$(MAKE) --no-print-directory -j$(JOBS) $(B)/torture/torture_crash $(B)/torture/scale_load $(TESTS)
 	tests/scale/run.sh $(B)
 $(B)/torture/scale_load: tests/scale/scale.c $(TORTURE_DEPS) | $(B)/torture
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/scale/scale.c -o $@ -lodbc

@@ -5,7 +5,8 @@
 # common one; -Wall -Wextra -Werror -pedantic. Then as C++11/17/20. Each
 # combination must compile; a failure prints the compiler's first error.
 # Prints "PASS CORE-COMPILE-MATRIX ..." or "FAIL ..." and exits non-zero on a
-# failure. MATRIX_QUICK=1 tries one compiler only.
+# failure. MATRIX_QUICK=1 tries one compiler only. The C combinations compile
+# JOBS at a time (default: the number of cores).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(cd "${1:-build}" && pwd)/matrix
@@ -15,13 +16,17 @@ compilers=(gcc clang)
 tried=0
 failed=0
 
-try() { # compiler flags...
-    local cc=$1; shift
+jobs_max=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+rm -f "$out"/try-*.fail "$out"/try-*.log
+# try compiler flags...: a background job (JOBS at once); a failure leaves
+# its line in $out/try-N.fail, counted once all have ended.
+try() {
+    local cc=$1 n; shift
     tried=$((tried + 1))
-    if ! "$cc" "$@" -Wall -Wextra -Werror -pedantic -fsyntax-only "$here/impl_both.c" 2>"$out/err.log"; then
-        failed=$((failed + 1))
-        echo "    $cc $*: $(grep -m 1 -E 'error' "$out/err.log")"
-    fi
+    n=$tried
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+    { "$cc" "$@" -Wall -Wextra -Werror -pedantic -fsyntax-only "$here/impl_both.c" 2>"$out/try-$n.log" ||
+        echo "    $cc $*: $(grep -m 1 -E 'error' "$out/try-$n.log")" >"$out/try-$n.fail"; } &
 }
 
 for cc in "${compilers[@]}"; do
@@ -36,6 +41,12 @@ for cc in "${compilers[@]}"; do
             done
         done
     done
+done
+wait
+for f in "$out"/try-*.fail; do
+    [ -e "$f" ] || continue
+    failed=$((failed + 1))
+    cat "$f"
 done
 # Two translation units, each implementation in its own, strict C99 with no
 # feature-test macro, linked with a program that uses both.

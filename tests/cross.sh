@@ -14,14 +14,19 @@
 #   tests/cross.sh build TARGET...      quickstart + webhook_inbox, static
 #   tests/cross.sh run TARGET...        both examples in an empty root
 #   tests/cross.sh test TARGET...       fake-ODBC tests, then the real-SQLite
-#                                       requirement tests (driver linked in),
-#                                       and the sqlite3-API build's (backend
-#                                       sqlite3): test_real, test_multi (no
-#                                       ODBC at all) on every target; test_outbox,
-#                                       test_inbox (ODBC side connections: the
-#                                       driver linked in for the test's own use)
-#                                       on the host targets, under qemu too with
-#                                       GW_SQLITE3_ALL=1 (minutes more)
+#                                       requirement tests, in the ODBC build
+#                                       (driver linked in) and the sqlite3-API
+#                                       build (backend sqlite3): test_real and
+#                                       test_multi (no ODBC at all in the
+#                                       sqlite3 build) in both on every target;
+#                                       the long ones, test_outbox and test_inbox,
+#                                       in the ODBC build on glibc, the sqlite3
+#                                       build on musl (ODBC side connections: the
+#                                       driver linked in for the test's own use),
+#                                       under qemu test_outbox on armhf and
+#                                       test_inbox on aarch64 (ODBC build).
+#                                       GW_ALL=1: both in both builds on every
+#                                       target (minutes more)
 #
 # TARGET: glibc, musl (both x86_64 host), aarch64, armhf (qemu-user-static;
 # binfmt_misc is not assumed, the runner is always named). Our own code is
@@ -278,8 +283,24 @@ check_static() {
     fi
 }
 
+# in_root_ok T ROOT LOG PATTERN PROGRAM [--sample]: PROGRAM in the empty
+# ROOT (with --sample: its own sample piped into it), its output in LOG; dies
+# printing LOG when it fails or LOG does not match PATTERN.
+in_root_ok() {
+    local t=$1 root=$2 out=$3 pattern=$4 prog=$5 rc=0
+    if [[ ${6:-} == --sample ]]; then
+        in_root "$root" "$prog" --sample | in_root "$root" "$prog" >"$out" 2>&1 || rc=$?
+    else
+        in_root "$root" "$prog" >"$out" 2>&1 || rc=$?
+    fi
+    if [[ $rc -ne 0 ]] || ! grep -q -- "$pattern" "$out"; then
+        cat "$out"
+        die "FAILED: $t $prog in an empty root"
+    fi
+}
+
 run_examples() {
-    local t d root out
+    local t d root
     for t in "$@"; do
         target "$t"
         d=$GW/$t
@@ -289,47 +310,42 @@ run_examples() {
             check_static "$d/$ex"
         done
         fresh_root "$root" "$d/quickstart" "$d/webhook_inbox"
-        out=$d/quickstart.log
-        if ! in_root "$root" quickstart >"$out" 2>&1 || ! grep -q 'done: 2 delivered, 2 retries, 1 dead' "$out"; then
-            cat "$out"
-            die "FAILED: $t quickstart in an empty root"
-        fi
-        out=$d/webhook.log
-        if ! in_root "$root" webhook_inbox --sample | in_root "$root" webhook_inbox >"$out" 2>&1 ||
-            ! grep -q 'each event exactly once' "$out"; then
-            cat "$out"
-            die "FAILED: $t webhook_inbox in an empty root"
-        fi
-        echo "cross: $t: quickstart and webhook_inbox ran in an empty root${RUN:+ under $RUN}: $(tail -n 1 "$d/quickstart.log" | sed 's/^ *[0-9.]*s *//'); $(tail -n 1 "$out")"
+        in_root_ok "$t" "$root" "$d/quickstart.log" 'done: 2 delivered, 2 retries, 1 dead' quickstart
+        in_root_ok "$t" "$root" "$d/webhook.log" 'each event exactly once' webhook_inbox --sample
+        echo "cross: $t: quickstart and webhook_inbox ran in an empty root${RUN:+ under $RUN}: $(tail -n 1 "$d/quickstart.log" | sed 's/^ *[0-9.]*s *//'); $(tail -n 1 "$d/webhook.log")"
         # The sqlite3-API variant, no ODBC driver in it, in a root of its own
         # (a fresh webhook.db: its events are handled here, not duplicates).
         root=$d/root3
         fresh_root "$root" "$d/webhook_inbox_sqlite3" "$d/native_sqlite_sqlite3"
-        out=$d/native3.log
-        if ! in_root "$root" native_sqlite_sqlite3 >"$out" 2>&1 || ! grep -q '^done: 1 delivered' "$out"; then
-            cat "$out"
-            die "FAILED: $t native_sqlite_sqlite3 in an empty root"
-        fi
-        out=$d/webhook3.log
-        if ! in_root "$root" webhook_inbox_sqlite3 --sample | in_root "$root" webhook_inbox_sqlite3 >"$out" 2>&1 ||
-            ! grep -q ', 2 handled: each event exactly once' "$out"; then
-            cat "$out"
-            die "FAILED: $t webhook_inbox_sqlite3 in an empty root"
-        fi
-        echo "cross: $t: the sqlite3-API builds ran in an empty root${RUN:+ under $RUN}: native_sqlite_sqlite3 $(tail -n 1 "$d/native3.log"); webhook_inbox_sqlite3 $(tail -n 1 "$out")"
+        in_root_ok "$t" "$root" "$d/native3.log" '^done: 1 delivered' native_sqlite_sqlite3
+        in_root_ok "$t" "$root" "$d/webhook3.log" ', 2 handled: each event exactly once' webhook_inbox_sqlite3 --sample
+        echo "cross: $t: the sqlite3-API builds ran in an empty root${RUN:+ under $RUN}: native_sqlite_sqlite3 $(tail -n 1 "$d/native3.log"); webhook_inbox_sqlite3 $(tail -n 1 "$d/webhook3.log")"
     done
 }
 
 # ---- tests ------------------------------------------------------------------
 
+# long_tests TARGET BUILD: which of test_outbox and test_inbox run on TARGET
+# in BUILD (odbc, sqlite3): each in each build on a host target, and each
+# under qemu on one architecture (test_outbox on 32-bit armhf, test_inbox on
+# aarch64). GW_ALL=1: both in both builds on every target.
+long_tests() {
+    if [[ ${GW_ALL:-0} == 1 ]]; then echo test_outbox test_inbox; return; fi
+    case $1/$2 in
+        glibc/odbc | musl/sqlite3) echo test_outbox test_inbox ;;
+        armhf/odbc) echo test_outbox ;;
+        aarch64/odbc) echo test_inbox ;;
+    esac
+}
+
 # run_test TARGET NAME LOG PROGRAM ARG...: a tt.h program, judged by its exit
 # status and its closing line; prints one PASS/FAIL line, returns 1 on FAIL.
 run_test() {
     local t=$1 name=$2 log=$3; shift 3
-    local rc=0
+    local rc=0 start=$SECONDS
     $RUN "$@" >"$log" 2>&1 || rc=$?
     if [[ $rc -eq 0 ]] && tail -n 1 "$log" | grep -qE '^[1-9][0-9]* passed, 0 failed$'; then
-        echo "PASS $t $name ($(tail -n 1 "$log"))"
+        echo "PASS $t $name ($(tail -n 1 "$log"); $((SECONDS - start)) s)"
         return 0
     fi
     grep -E '^(FAIL|    )' "$log" | head -n 30
@@ -429,7 +445,9 @@ tests() {
         replay_checks "$t" "$d" "$rundir" || failed=1
         [[ $t != armhf ]] || ifunc_guard "$t" "$d" || failed=1
         # The requirement tests on real SQLite, the driver linked in.
-        for p in test_real test_outbox test_inbox test_multi; do
+        local odbc
+        read -r -a odbc <<<"test_real $(long_tests "$t" odbc) test_multi"
+        for p in "${odbc[@]}"; do
             stale "$d/$p" "tests/$p.c" tests/tt.h obx.h ibx.h "$GW/$t/sqlite3odbc.o" &&
                 cc_prog "$t" "$d/$p" -DTT_NO_DRIVER_MANAGER "tests/$p.c" "$GW/$t/sqlite3odbc.o" "$GW/$t/sqlite3.o"
             rm -f "$rundir/"*.db*
@@ -444,8 +462,8 @@ tests() {
         # The same on the sqlite3-API build (backend sqlite3): test_real and
         # test_multi link SQLite only; test_outbox and test_inbox keep ODBC
         # side connections (the driver linked in, for the test's own use).
-        local s3=(test_real test_multi)
-        [[ -z $RUN || ${GW_SQLITE3_ALL:-0} == 1 ]] && s3+=(test_outbox test_inbox)
+        local s3
+        read -r -a s3 <<<"test_real test_multi $(long_tests "$t" sqlite3)"
         for p in "${s3[@]}"; do
             local objs=("$GW/$t/sqlite3.o")
             [[ $p == test_outbox || $p == test_inbox ]] && objs=("$GW/$t/sqlite3odbc.o" "$GW/$t/sqlite3.o")

@@ -12,7 +12,8 @@
 # compiles with -Werror and calls none of what the option leaves out, and the
 # fake-ODBC tests build with -Werror and pass, on the host and, when its
 # cross compiler and qemu are there (tests/deps.sh cross), static for armhf
-# under qemu. WARN: the warning flags.
+# under qemu. WARN: the warning flags. The sets build and run JOBS at a time
+# (default: the number of cores; the compiles are what takes the time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CC=${CC:-cc}
@@ -67,12 +68,22 @@ check_set() {
     done
 }
 
+# Each set is a background job (JOBS at once) writing $out/NAME.out and
+# NAME.failed; their lines come out whole, in order, once all have ended.
+jobs_max=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+set_names=()
+spawn_set() { # NAME DEFINES FORBIDDEN
+    while [[ $(jobs -rp | wc -l) -ge $jobs_max ]]; do wait -n || true; done
+    rm -f "$out/$1.failed"
+    ( failed=0; check_set "$@"; echo "$failed" >"$out/$1.failed" ) >"$out/$1.out" 2>&1 &
+    set_names+=("$1")
+}
 sets() {
-    check_set "$1no-threads" "$threads" '^pthread_'
-    check_set "$1no-posix-clock" "$clock" '^(clock_gettime|nanosleep)$'
-    check_set "$1neither" "$threads $clock" '^(pthread_|clock_gettime$|nanosleep$)'
-    check_set "$1no-wake-socket" "$nowake" '^(socket|bind|sendto|recv|poll|connect|unlink)$'
-    check_set "$1terse" "$terse" '^$'
+    spawn_set "$1no-threads" "$threads" '^pthread_'
+    spawn_set "$1no-posix-clock" "$clock" '^(clock_gettime|nanosleep)$'
+    spawn_set "$1neither" "$threads $clock" '^(pthread_|clock_gettime$|nanosleep$)'
+    spawn_set "$1no-wake-socket" "$nowake" '^(socket|bind|sendto|recv|poll|connect|unlink)$'
+    spawn_set "$1terse" "$terse" '^$'
 }
 XFLAGS="" NM=nm RUN="" LINK=""
 sets ""
@@ -82,6 +93,11 @@ if command -v arm-linux-gnueabihf-gcc >/dev/null && command -v qemu-arm-static >
     LINK="tests/gwlink.sh link armhf"
     sets "armhf-"
 fi
+wait
+for name in "${set_names[@]}"; do
+    cat "$out/$name.out"
+    [[ $(cat "$out/$name.failed" 2>/dev/null) == 0 ]] || failed=1
+done
 # The gateway profile (GW_PROFILE, from the Makefile: SQLite only, no
 # joins, providers, metrics text, dead-letter tools or wake socket):
 # - each header's implementation compiles with -Werror and defines none of

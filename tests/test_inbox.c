@@ -2896,11 +2896,7 @@ static void renewal_fault(int lost) {
     desc.connection_string = g_conn;
     desc.table = "Inbox";
     desc.store_id = "ibx-test";
-    desc.hooks.logger.log = keep_log;
-    desc.hooks.logger.min_level = IBX_LOG_DEBUG;
-    desc.hooks.allocator.alloc = refusing_alloc;
-    desc.hooks.allocator.realloc = refusing_realloc;
-    desc.hooks.allocator.free = refusing_free;
+    TT_STORE_HOOKS(desc, refusing_alloc, refusing_realloc, refusing_free, keep_log, IBX_LOG_DEBUG);
     TT_EQ_INT(ibx_store_open(&desc, &s1), IBX_OK);
     memset(&dd, 0, sizeof dd);
     dd.store = s1;

@@ -719,6 +719,23 @@ static ibx_store *inbox_fresh(app *a) {
     return s;
 }
 
+/* The app open, a fresh inbox on it, and m a message of topic "in" from
+ * "src" with this id and payload; NULL, said so, when either fails. */
+static ibx_store *inbox_begin(app *a, ibx_new_message *m, const char *message_id, const char *payload) {
+    ibx_store *s;
+    if (!app_open(a) || (s = inbox_fresh(a)) == NULL) {
+        tt_fail_at(__FILE__, __LINE__, "expected the app open and a fresh inbox");
+        return NULL;
+    }
+    memset(m, 0, sizeof *m);
+    m->topic = "in";
+    m->source = "src";
+    m->message_id = message_id;
+    m->payload = payload;
+    m->payload_len = IBX_NTS;
+    return s;
+}
+
 /* Message id's row but for its id and times, as text; "" if none. */
 static void inbox_row(ibx_store *s, const char *id, char *out, size_t cap) {
     ibx_message m;
@@ -748,15 +765,8 @@ static void test_inbox(void) {
     char native[512], ref[512], owner[37];
     static const unsigned char hash[4] = {0x00, 0x01, 0xff, 0x7f}; /* bytes, a NUL among them */
     int enq = -1, ref_enq = -1, n = 0, i;
-    TT_ASSERT(app_open(&a));
-    s = inbox_fresh(&a);
+    s = inbox_begin(&a, &m, "m-1", "{\"n\":1}");
     TT_ASSERT(s != NULL);
-    memset(&m, 0, sizeof m);
-    m.topic = "in";
-    m.source = "src";
-    m.message_id = "m-1";
-    m.payload = "{\"n\":1}";
-    m.payload_len = IBX_NTS;
     m.hash = hash;
     m.hash_len = sizeof hash;
     m.tenant_id = "t-1";
@@ -830,15 +840,8 @@ static void test_inbox_priority(void) {
     const ibx_message *claimed = NULL;
     char native[512], ref[512], owner[37];
     int enq = -1, n = 0;
-    TT_ASSERT(app_open(&a));
-    s = inbox_fresh(&a);
+    s = inbox_begin(&a, &m, "plain", "{}");
     TT_ASSERT(s != NULL);
-    memset(&m, 0, sizeof m);
-    m.topic = "in";
-    m.source = "src";
-    m.message_id = "plain";
-    m.payload = "{}";
-    m.payload_len = IBX_NTS;
     TT_EQ_INT(ibx_enqueue(s, &m, NULL), IBX_OK);
     m.message_id = "p-native";
     m.priority = 4;

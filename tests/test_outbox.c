@@ -3034,6 +3034,31 @@ static obx_store *txh_fresh(txh_ctx *t) {
     return s;
 }
 
+static void txh_close(txh_ctx *t, obx_store *s) {
+    obx_store_close(t->side);
+    obx_store_close(s);
+}
+
+/* txh_fresh and one message on topic "txh", its id in id; NULL, said so,
+ * when either fails. */
+static obx_store *txh_fresh_one(txh_ctx *t, char *id) {
+    obx_store *s = txh_fresh(t);
+    if (s != NULL && t->side != NULL && enqueue(s, "txh", "{}", id)) return s;
+    tt_fail_at(__FILE__, __LINE__, "expected txh_fresh's stores and a message enqueued on them");
+    txh_close(t, s);
+    return NULL;
+}
+
+/* The message's effect rows, Status and RetryCount (TXH_ANY: not
+ * checked), as a check of a test: TT_ASSERT(txh_row_is(...)). */
+#define TXH_ANY (-1)
+static int txh_row_is(obx_store *s, const char *id, int64_t effects, int64_t status, int64_t retry_count) {
+    TT_CHECK_INT(txh_effects(s, id), effects);
+    TT_CHECK_INT(txh_column(s, "Status", id), status);
+    if (retry_count != TXH_ANY) TT_CHECK_INT(txh_column(s, "RetryCount", id), retry_count);
+    return 1;
+}
+
 static obx_outcome plain_conflict(const obx_message *m, char *error, size_t size, void *user) {
     (void)m, (void)error, (void)size, (void)user;
     return OBX_CONFLICT; /* not an outcome of a plain handler */
@@ -3053,10 +3078,7 @@ static void test_txh_done(void) {
     TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
     TT_EQ_INT(st.done, 5);
     TT_EQ_INT(t.calls, 5);
-    for (i = 0; i < 5; i++) {
-        TT_EQ_INT(txh_effects(s, ids[i]), 1);
-        TT_EQ_INT(txh_column(s, "Status", ids[i]), 2);
-    }
+    for (i = 0; i < 5; i++) TT_ASSERT(txh_row_is(s, ids[i], 1, 2, TXH_ANY));
     /* The follow-ups enqueued on message->store committed with them. */
     TT_EQ_INT(scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'txh.follow'")), 5);
     /* One kind of handler per topic, named in the refusal. */
@@ -3079,45 +3101,38 @@ static void test_txh_done(void) {
     TT_EQ_INT(txh_column(s, "Status", ids[0]), 3);
     TT_EQ_INT(scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'plain' AND \"LastError\" LIKE '%not an obx_outcome%'")), 1);
     obx_dispatcher_destroy(d);
-    obx_store_close(t.side);
-    obx_store_close(s);
+    txh_close(&t, s);
 }
 
 static void test_txh_retry_dead(void) {
     txh_ctx t;
-    obx_store *s = txh_fresh(&t);
     obx_run_stats st;
     char a[37], b[37];
-    TT_ASSERT(s != NULL && t.side != NULL);
-    TT_ASSERT(enqueue(s, "txh", "{}", a));
+    obx_store *s = txh_fresh_one(&t, a);
+    TT_ASSERT(s != NULL);
     t.follow = 1;
     t.outcome = OBX_RETRY;
     TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
     TT_EQ_INT(st.retried, 1);
-    TT_EQ_INT(txh_effects(s, a), 0); /* rolled back, follow-up too */
     TT_EQ_INT(scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'txh.follow'")), 0);
-    TT_EQ_INT(txh_column(s, "Status", a), 0);
-    TT_EQ_INT(txh_column(s, "RetryCount", a), 1); /* an attempt used, as today */
+    TT_ASSERT(txh_row_is(s, a, 0, 0, 1)); /* rolled back, follow-up too; an attempt used, as today */
     TT_ASSERT(enqueue(s, "txh", "{}", b));
     t.outcome = OBX_DEAD;
     TT_ASSERT(sql(s, txh_q("UPDATE {T} SET \"NextAttemptAt\" = {W}")));
     TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
     TT_EQ_INT(st.dead, 2);
     TT_EQ_INT(txh_effects(s, a), 0);
-    TT_EQ_INT(txh_effects(s, b), 0); /* dead: its effect rolled back */
-    TT_EQ_INT(txh_column(s, "Status", b), 3);
+    TT_ASSERT(txh_row_is(s, b, 0, 3, TXH_ANY)); /* dead: its effect rolled back */
     TT_EQ_INT(scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'txh.follow'")), 0);
-    obx_store_close(t.side);
-    obx_store_close(s);
+    txh_close(&t, s);
 }
 
 static void test_txh_conflict(void) {
     txh_ctx t;
-    obx_store *s = txh_fresh(&t);
     obx_run_stats st;
     char a[37];
-    TT_ASSERT(s != NULL && t.side != NULL);
-    TT_ASSERT(enqueue(s, "txh", "{}", a));
+    obx_store *s = txh_fresh_one(&t, a);
+    TT_ASSERT(s != NULL);
     t.conflicts = 2; /* twice: within the 3 runs of one round */
     TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
     TT_EQ_INT(t.calls, 3);
@@ -3125,9 +3140,8 @@ static void test_txh_conflict(void) {
     TT_EQ_INT(st.done, 1);
     TT_EQ_INT(st.retried, 0);
     if (g_srv) TT_EQ_INT(t.conflict_classified, 2); /* the server's own 40001, seen as one */
-    TT_EQ_INT(txh_effects(s, a), 1); /* the effects of the conflicted runs rolled back */
-    TT_EQ_INT(txh_column(s, "Status", a), 2);
-    TT_EQ_INT(txh_column(s, "RetryCount", a), 0); /* no attempt used */
+    /* Done, the effects of the conflicted runs rolled back, no attempt used. */
+    TT_ASSERT(txh_row_is(s, a, 1, 2, 0));
     /* Always conflicting: back after a short wait, still no attempt used. */
     TT_ASSERT(txh_table(s));
     TT_ASSERT(enqueue(s, "txh", "{}", a));
@@ -3137,11 +3151,8 @@ static void test_txh_conflict(void) {
     TT_EQ_INT(t.calls, 3);
     TT_EQ_INT(st.conflicts, 3);
     TT_EQ_INT(st.retried, 1);
-    TT_EQ_INT(txh_effects(s, a), 0);
-    TT_EQ_INT(txh_column(s, "Status", a), 0);
-    TT_EQ_INT(txh_column(s, "RetryCount", a), 0);
-    obx_store_close(t.side);
-    obx_store_close(s);
+    TT_ASSERT(txh_row_is(s, a, 0, 0, 0));
+    txh_close(&t, s);
 }
 
 /* The conflict is in the ack (the library's statement): SQLite's snapshot
@@ -3149,30 +3160,25 @@ static void test_txh_conflict(void) {
  * at REPEATABLE READ cannot update a row changed since its snapshot. */
 static void test_txh_conflict_ack(void) {
     txh_ctx t;
-    obx_store *s = txh_fresh(&t);
     obx_run_stats st;
     char a[37];
-    TT_ASSERT(s != NULL && t.side != NULL);
-    TT_ASSERT(enqueue(s, "txh", "{}", a));
+    obx_store *s = txh_fresh_one(&t, a);
+    TT_ASSERT(s != NULL);
     t.ack_conflicts = 1;
     TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
     TT_EQ_INT(t.calls, 2);
     TT_EQ_INT(st.conflicts, 1);
     TT_EQ_INT(st.done, 1);
-    TT_EQ_INT(txh_effects(s, a), 1);
-    TT_EQ_INT(txh_column(s, "Status", a), 2);
-    TT_EQ_INT(txh_column(s, "RetryCount", a), 0);
-    obx_store_close(t.side);
-    obx_store_close(s);
+    TT_ASSERT(txh_row_is(s, a, 1, 2, 0));
+    txh_close(&t, s);
 }
 
 static void test_txh_lease_lost(void) {
     txh_ctx t;
-    obx_store *s = txh_fresh(&t);
     obx_run_stats st;
     char a[37];
-    TT_ASSERT(s != NULL && t.side != NULL);
-    TT_ASSERT(enqueue(s, "txh", "{}", a));
+    obx_store *s = txh_fresh_one(&t, a);
+    TT_ASSERT(s != NULL);
     t.lose_lease = 1;
     t.follow = 1;
     log_reset();
@@ -3181,34 +3187,27 @@ static void test_txh_lease_lost(void) {
     TT_EQ_INT(t.calls, 50);
     TT_EQ_INT(st.done, 0);
     TT_EQ_INT(st.retried, 0);
-    TT_EQ_INT(txh_effects(s, a), 0);
     TT_EQ_INT(scalar(s, txh_q("SELECT COUNT(*) FROM {T} WHERE \"Topic\" = 'txh.follow'")), 0);
-    TT_EQ_INT(txh_column(s, "Status", a), 0); /* as the "reap" left it */
-    TT_EQ_INT(txh_column(s, "RetryCount", a), 0);
+    TT_ASSERT(txh_row_is(s, a, 0, 0, 0)); /* no effect; Status as the "reap" left it */
     TT_ASSERT(logged("no longer leased to this worker at its ack", a, NULL));
     t.lose_lease = 0; /* the next run commits */
     TT_EQ_INT(txh_drain(s, &t, 30, &st), OBX_EMPTY);
-    TT_EQ_INT(txh_effects(s, a), 1);
-    TT_EQ_INT(txh_column(s, "Status", a), 2);
-    obx_store_close(t.side);
-    obx_store_close(s);
+    TT_ASSERT(txh_row_is(s, a, 1, 2, TXH_ANY));
+    txh_close(&t, s);
 }
 
 static void test_txh_renewal(void) {
     txh_ctx t;
-    obx_store *s = txh_fresh(&t);
     obx_run_stats st;
     char a[37];
-    TT_ASSERT(s != NULL && t.side != NULL);
-    TT_ASSERT(enqueue(s, "txh", "{}", a));
+    obx_store *s = txh_fresh_one(&t, a);
+    TT_ASSERT(s != NULL);
     t.renewal_ms = 5000; /* a 3 s lease is renewed every second */
     TT_EQ_INT(txh_drain(s, &t, 3, &st), OBX_EMPTY);
     TT_EQ_INT(t.renewed, 1);
     TT_EQ_INT(st.done, 1);
-    TT_EQ_INT(txh_effects(s, a), 1);
-    TT_EQ_INT(txh_column(s, "Status", a), 2);
-    obx_store_close(t.side);
-    obx_store_close(s);
+    TT_ASSERT(txh_row_is(s, a, 1, 2, TXH_ANY));
+    txh_close(&t, s);
 }
 
 
@@ -3278,14 +3277,11 @@ static void test_txh_batch(void) {
     TT_EQ_INT(st.retried, 2);
     for (i = 0; i < 6; i++) {
         int bad = i == 2 || i == 4;
-        TT_EQ_INT(txh_effects(s, ids[i]), bad ? 0 : 1);
-        TT_EQ_INT(txh_column(s, "Status", ids[i]), bad ? 0 : 2);
-        TT_EQ_INT(txh_column(s, "RetryCount", ids[i]), bad ? 1 : 0);
+        TT_ASSERT(txh_row_is(s, ids[i], bad ? 0 : 1, bad ? 0 : 2, bad ? 1 : 0));
     }
     g_txh_batch = 0;
     g_txh_retry_payload = NULL;
-    obx_store_close(t.side);
-    obx_store_close(s);
+    txh_close(&t, s);
 }
 
 /* kill -9 at each point of a transactional handler (1 before its write, 2
@@ -3311,8 +3307,7 @@ static void txh_kill(int batch) {
         pid_t pid;
         TT_ASSERT(s != NULL && t.side != NULL);
         for (i = 0; i < 3; i++) TT_ASSERT(enqueue(s, "txh", "{}", ids[i]));
-        obx_store_close(t.side);
-        obx_store_close(s); /* no connection may cross fork() */
+        txh_close(&t, s); /* no connection may cross fork() */
         fflush(stdout);
         pid = fork();
         if (pid == 0) {
@@ -7428,11 +7423,7 @@ static void renewal_fault(int fault) {
     desc.connection_string = g_conn;
     desc.table = "Outbox";
     desc.store_id = "obx-test";
-    desc.hooks.logger.log = keep_log;
-    desc.hooks.logger.min_level = OBX_LOG_DEBUG;
-    desc.hooks.allocator.alloc = refusing_alloc;
-    desc.hooks.allocator.realloc = refusing_realloc;
-    desc.hooks.allocator.free = refusing_free;
+    TT_STORE_HOOKS(desc, refusing_alloc, refusing_realloc, refusing_free, keep_log, OBX_LOG_DEBUG);
     TT_EQ_INT(obx_store_open(&desc, &s1), OBX_OK);
     memset(&dd, 0, sizeof dd);
     dd.store = s1;
@@ -7504,11 +7495,7 @@ static void test_renew_begin_fails(void) {
     desc.connection_string = g_conn;
     desc.table = "Outbox";
     desc.store_id = "obx-test-renewal-begin-fails"; /* its copy's size is the one refused */
-    desc.hooks.logger.log = keep_log;
-    desc.hooks.logger.min_level = OBX_LOG_DEBUG;
-    desc.hooks.allocator.alloc = size_refusing_alloc;
-    desc.hooks.allocator.realloc = refusing_realloc;
-    desc.hooks.allocator.free = refusing_free;
+    TT_STORE_HOOKS(desc, size_refusing_alloc, refusing_realloc, refusing_free, keep_log, OBX_LOG_DEBUG);
     TT_EQ_INT(obx_store_open(&desc, &s1), OBX_OK);
     memset(&dd, 0, sizeof dd);
     dd.store = s1;
@@ -7618,11 +7605,7 @@ static void test_renew_retry(void) {
     desc.connection_string = g_conn;
     desc.table = "Outbox";
     desc.store_id = "obx-test";
-    desc.hooks.logger.log = keep_log;
-    desc.hooks.logger.min_level = OBX_LOG_DEBUG;
-    desc.hooks.allocator.alloc = refusing_alloc;
-    desc.hooks.allocator.realloc = refusing_realloc;
-    desc.hooks.allocator.free = refusing_free;
+    TT_STORE_HOOKS(desc, refusing_alloc, refusing_realloc, refusing_free, keep_log, OBX_LOG_DEBUG);
     desc.hooks.clock.monotonic_ms = renew_clock;
     rc.t0 = 1000000;
     renew_clock_set(rc.t0);

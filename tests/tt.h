@@ -37,16 +37,29 @@ TT_UNUSED static void tt_fail_at(const char *file, int line, const char *what) {
         if (!(c)) tt_fail_at(__FILE__, __LINE__, "expected " #c);           \
     } while (0)
 
-#define TT_EQ_INT(a, b)                                                                    \
+/* TT_EQ_INT's check (the texts of a and b in sa, sb); on a mismatch it
+ * returns `fail` from the function it is in. */
+#define TT_EQ_INT_RETURN_(a, b, sa, sb, fail)                                              \
     do {                                                                                   \
-        long long tt_a_ = (long long)((a) + 0), tt_b_ = (long long)((b) + 0);                          \
+        long long tt_a_ = (long long)((a) + 0), tt_b_ = (long long)((b) + 0);              \
         if (tt_a_ != tt_b_) {                                                              \
             char tt_m_[256];                                                               \
-            snprintf(tt_m_, sizeof tt_m_, "%s == %s: got %lld, want %lld", #a, #b, tt_a_,  \
+            snprintf(tt_m_, sizeof tt_m_, "%s == %s: got %lld, want %lld", sa, sb, tt_a_,  \
                      tt_b_);                                                               \
             tt_fail_at(__FILE__, __LINE__, tt_m_);                                         \
-            return;                                                                        \
+            return fail;                                                                   \
         }                                                                                  \
+    } while (0)
+
+#define TT_EQ_INT(a, b) TT_EQ_INT_RETURN_(a, b, #a, #b, )
+
+/* In a helper of a test that returns 1 when all its checks hold: a failed
+ * check says where and returns 0, and the test asserts the helper
+ * (TT_ASSERT(helper(...))), so it stops as at a check of its own. */
+#define TT_CHECK_INT(a, b) TT_EQ_INT_RETURN_(a, b, #a, #b, 0)
+#define TT_CHECK(c)                                                           \
+    do {                                                                      \
+        if (!(c)) { tt_fail_at(__FILE__, __LINE__, "expected " #c); return 0; } \
     } while (0)
 
 #define TT_EQ_STR(a, b)                                                                    \
@@ -59,6 +72,17 @@ TT_UNUSED static void tt_fail_at(const char *file, int line, const char *what) {
             tt_fail_at(__FILE__, __LINE__, tt_m_);                                         \
             return;                                                                        \
         }                                                                                  \
+    } while (0)
+
+/* A store description's allocator and logger hooks, for obx_store_desc and
+ * ibx_store_desc alike (the hook types have one layout in both headers). */
+#define TT_STORE_HOOKS(desc, alloc_, realloc_, free_, log_, min_level_) \
+    do {                                                               \
+        (desc).hooks.allocator.alloc = (alloc_);                       \
+        (desc).hooks.allocator.realloc = (realloc_);                   \
+        (desc).hooks.allocator.free = (free_);                         \
+        (desc).hooks.logger.log = (log_);                              \
+        (desc).hooks.logger.min_level = (min_level_);                  \
     } while (0)
 
 /* A test that proves several requirements runs once; its other lines

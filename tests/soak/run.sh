@@ -17,7 +17,8 @@
 #                   clock, printed); the same seed replays the same schedule
 #                   (timing, and so the interleavings, may differ)
 #   SOAK_MINUTES    load phase per backend and header, in minutes (a long run by
-#                   hand: SOAK_MINUTES=30); else SOAK_SECONDS (default 20)
+#                   hand: SOAK_MINUTES=30); else SOAK_SECONDS (default 20; CI,
+#                   .ci/run, sets 12)
 #   SOAK_SIZE       multiplies the processes (3 producers and 3 dispatchers at 1,
 #                   at most 8 each) and the kill rate (default 1)
 #   SOAK_TENANTS    0: no provider processes (default 1: two provider processes

@@ -28,6 +28,7 @@
 #include "../../ibx.h"
 #include "../fake_odbc.h"
 #include "tort.h"
+#include "../tt.h"
 
 static int g_verbose;
 static int g_faultfree; /* the fault-free pass: check what the script returns exactly */
@@ -1133,20 +1134,12 @@ int main(int argc, char **argv) {
     if (g_verbose <= 0 && getenv("TORTURE_VERBOSE")) g_verbose = 1;
     memset(&g_odesc, 0, sizeof g_odesc);
     g_odesc.store_id = "odbcfault";
-    g_odesc.hooks.allocator.alloc = tort_malloc;
-    g_odesc.hooks.allocator.realloc = tort_realloc;
-    g_odesc.hooks.allocator.free = tort_free;
+    TT_STORE_HOOKS(g_odesc, tort_malloc, tort_realloc, tort_free, quiet_log, OBX_LOG_DEBUG);
     g_odesc.hooks.clock.sleep_ms = no_sleep; /* retries back off without waiting */
-    g_odesc.hooks.logger.log = quiet_log;
-    g_odesc.hooks.logger.min_level = OBX_LOG_DEBUG;
     memset(&g_idesc, 0, sizeof g_idesc);
     g_idesc.store_id = "odbcfault";
-    g_idesc.hooks.allocator.alloc = tort_malloc;
-    g_idesc.hooks.allocator.realloc = tort_realloc;
-    g_idesc.hooks.allocator.free = tort_free;
+    TT_STORE_HOOKS(g_idesc, tort_malloc, tort_realloc, tort_free, iquiet_log, IBX_LOG_DEBUG);
     g_idesc.hooks.clock.sleep_ms = no_sleep;
-    g_idesc.hooks.logger.log = iquiet_log;
-    g_idesc.hooks.logger.min_level = IBX_LOG_DEBUG;
     if (strcmp(which, "carry") == 0) return carry_scenario();
     if (strcmp(which, "ibx") != 0) fails += scenario(0);
     if (strcmp(which, "obx") != 0) fails += scenario(1);

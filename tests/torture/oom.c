@@ -22,6 +22,7 @@
 #define IBX_IMPLEMENTATION
 #include "../../ibx.h"
 #include "tort.h"
+#include "../tt.h"
 
 #ifdef OBX_SQLITE3_API /* the backend in the result lines */
 #define TORT_BACKEND "sqlite3"
@@ -131,11 +132,8 @@ static obx_store_desc odesc(void) {
     memset(&d, 0, sizeof d);
     d.deploy_schema = 1;
     d.store_id = "oom";
-    d.hooks.allocator.alloc = tort_malloc;
-    d.hooks.allocator.realloc = tort_realloc;
-    d.hooks.allocator.free = tort_free;
-    d.hooks.logger.log = quiet_log;
-    d.hooks.logger.min_level = OBX_LOG_DEBUG; /* format every line: more allocation points */
+    /* DEBUG: every line formatted, more allocation points */
+    TT_STORE_HOOKS(d, tort_malloc, tort_realloc, tort_free, quiet_log, OBX_LOG_DEBUG);
     return d;
 }
 
@@ -404,11 +402,7 @@ static ibx_store_desc idesc(void) {
     memset(&d, 0, sizeof d);
     d.deploy_schema = 1;
     d.store_id = "oom";
-    d.hooks.allocator.alloc = tort_malloc;
-    d.hooks.allocator.realloc = tort_realloc;
-    d.hooks.allocator.free = tort_free;
-    d.hooks.logger.log = iquiet_log;
-    d.hooks.logger.min_level = IBX_LOG_DEBUG;
+    TT_STORE_HOOKS(d, tort_malloc, tort_realloc, tort_free, iquiet_log, IBX_LOG_DEBUG);
     return d;
 }
 

@@ -33,10 +33,21 @@
 #   TORTURE_RUNDIR     scratch dir (default ${TMPDIR:-/tmp}/obx-torture-<uid>)
 #   TORTURE_BACKENDS   subset of "sqlite sqlite3 postgresql mariadb" for crash/dbfault
 #                      (sqlite3: the drivers built with OBX_SQLITE3_API, *_sqlite3)
-#   TORTURE_SQLITE3_SECONDS  the sqlite3 build's kill phases (default 8: CI time;
-#                      each runs until 50 kills, about 13 s)
+#   TORTURE_CRASH_SECONDS  the crash runs' kill phase on sqlite, postgresql,
+#                      mariadb (default 20)
+#   TORTURE_KILLS      the crash and durability runs go on until this many kills
+#                      at least (default 50)
+#   TORTURE_SQLITE3_SECONDS  the sqlite3 build's kill phases (default 8;
+#                      each runs until TORTURE_KILLS kills: about 13 s)
 #   TORTURE_SQLITE3_OOM_STRIDE  its oom run fails every N-th allocation (default
 #                      10: about a minute; 1: every point, about 10 times longer)
+#   TORTURE_OOM_STRIDE the ODBC build's oom run (default 1: every point, once and
+#                      sticky; 2: every point once or sticky, half the runs)
+#   TORTURE_TXH_SECONDS, TORTURE_TXH_KILLS  the txh runs (default 10 s, 20 kills)
+#   TORTURE_DURABILITY_SECONDS  the synchronous=FULL kill phase (default 10)
+#
+# CI (.ci/run) runs the smaller sizes it sets there (the kill phases about
+# half, oom at stride 2); `make torture` by hand runs the defaults above.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 db="$here/../db.sh"
@@ -45,6 +56,7 @@ shift
 scenarios=${*:-odbc oom crash txh durability dbfault providers}
 backends=${TORTURE_BACKENDS:-sqlite sqlite3 postgresql mariadb}
 s3_seconds=${TORTURE_SQLITE3_SECONDS:-8}
+crash_seconds=${TORTURE_CRASH_SECONDS:-${TORTURE_SECONDS:-20}}
 rundir=${TORTURE_RUNDIR:-${TMPDIR:-/tmp}/obx-torture-$(id -u)}
 export OBX_PG_PORT=${TORTURE_PG_PORT:-54349}
 export OBX_MY_PORT=${TORTURE_MY_PORT:-33089}
@@ -153,8 +165,8 @@ for s in $scenarios; do
                 TORTURE_SECONDS=$s3_seconds crash_run "crash-ibx-$b" ibx "$b" TortCrashI
                 continue
             fi
-            crash_run "crash-obx-$b" obx "$b" TortCrashO
-            crash_run "crash-ibx-$b" ibx "$b" TortCrashI
+            TORTURE_SECONDS=$crash_seconds crash_run "crash-obx-$b" obx "$b" TortCrashO
+            TORTURE_SECONDS=$crash_seconds crash_run "crash-ibx-$b" ibx "$b" TortCrashI
         done
         ;;
     txh)
