@@ -3395,8 +3395,9 @@ typedef struct ibx__db {
     SQLHSTMT stmt[IBX__MAX_STMTS]; /* prepared once, reused; freed on close or loss */
     unsigned char markers[IBX__MAX_STMTS][IBX__MAX_MARKERS]; /* see ibx__plain_markers */
 #ifdef IBX_SQLITE3_API
-    sqlite3_stmt *tx_stmt[3];    /* BEGIN IMMEDIATE, COMMIT, ROLLBACK: prepared once, as
-                                    db->stmt (ibx__exec_direct) */
+    sqlite3_stmt *tx_stmt[4];    /* BEGIN IMMEDIATE, COMMIT, ROLLBACK and a transactional
+                                    handler's BEGIN: prepared once, as db->stmt
+                                    (ibx__exec_direct) */
 #endif
 } ibx__db;
 
@@ -4920,7 +4921,7 @@ IBX__PRIVATE void ibx__db_free_statements(ibx__db *db) {
         }
         db->stmt[i] = NULL;
     }
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < (int)(sizeof db->tx_stmt / sizeof db->tx_stmt[0]); i++) {
         sqlite3_finalize(db->tx_stmt[i]); /* NULL: a no-op */
         db->tx_stmt[i] = NULL;
     }
@@ -5225,6 +5226,7 @@ IBX__PRIVATE ibx_result ibx__exec_direct(ibx__db *db, const char *sql, const cha
     sqlite3 *h = (sqlite3 *)db->dbc;
     sqlite3_stmt **st = strcmp(sql, "COMMIT") == 0                     ? &db->tx_stmt[1]
                       : strcmp(sql, "ROLLBACK") == 0                   ? &db->tx_stmt[2]
+                      : strcmp(sql, "BEGIN") == 0                      ? &db->tx_stmt[3] /* ibx__begin_handler */
                       : db->d && db->d->begin_sql && strcmp(sql, db->d->begin_sql) == 0 ? &db->tx_stmt[0]
                                                                        : NULL;
     ibx_result r = IBX_OK;
@@ -9659,6 +9661,8 @@ typedef struct ibx__renewer {
     const ibx_message *ms;       /* the messages renewed: stable while active */
     int n, lease_seconds;
     int starting;                /* handlers may still start: a renewal must find all n */
+    int settled;                 /* of those n, settled by a transactional handler's commit:
+                                    gone from the table's leases, not lost */
     unsigned epoch;              /* bumped whenever ms/n/starting change */
     int64_t max_ms, started_ms, next_ms;
     int64_t start_until_ms;      /* no handler starts at or past this (monotonic) */
@@ -9739,7 +9743,7 @@ static ibx_result ibx__renew_once(ibx__renewer *w, const ibx_message *ms, int n,
  * holds (a lease reaped, someone else's now) lets no further handler start. */
 static void ibx__renew_step(ibx__renewer *w, int64_t now) {
     const ibx_message *ms = w->ms;
-    int n = w->n, stale = w->stale;
+    int n = w->n, stale = w->stale, held = w->n - w->settled;
     unsigned epoch = w->epoch;
     int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin, retry_ms;
     ibx_result r;
@@ -9751,7 +9755,7 @@ static void ibx__renew_step(ibx__renewer *w, int64_t now) {
     w->busy = 0;
     margin = lease_ms / 5 < IBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : IBX__LEASE_MARGIN_MAX_MS;
     if (r == IBX_OK && epoch == w->epoch && w->starting) {
-        if (rows >= n) { /* every lease now runs from `now` (taken before the statement) */
+        if (rows >= held) { /* every lease now runs from `now` (taken before the statement) */
             int64_t until = ibx__sat_add(now, lease_ms - margin);
             int64_t cap = ibx__sat_add(w->started_ms, w->max_ms);
             if (until > cap) until = cap;
@@ -9760,7 +9764,7 @@ static void ibx__renew_step(ibx__renewer *w, int64_t now) {
             ibx__log(&w->hooks, IBX_LOG_WARN, w->side_id,
                      "lease renewal found %lld of %d message(s) still leased to this worker"
                      IBX__WHY(": a lease was lost (reaped?); the batch's handlers not started yet are not started"),
-                     (long long)rows, n);
+                     (long long)rows, held);
             w->start_until_ms = 0;
         }
     }
@@ -9899,6 +9903,7 @@ static int ibx__renew_begin(ibx__renewer *w, ibx_store *s, const char *owner, co
         ibx__copy(w->owner, sizeof w->owner, owner);
         w->ms = ms;
         w->n = n;
+        w->settled = 0;
         w->starting = 1;
         w->epoch++;
         w->lease_seconds = lease_seconds;
@@ -9932,7 +9937,20 @@ static void ibx__renew_range(ibx__renewer *w, const ibx_message *ms, int n, int 
     ibx__mutex_lock(&w->mutex);
     w->ms = ms;
     w->n = n;
+    w->settled = 0;
     w->starting = starting;
+    w->epoch++;
+    ibx__mutex_unlock(&w->mutex);
+}
+
+/* k messages of the batch are being settled in the middle of it (a
+ * transactional handler's commit; -k: that commit failed, they are still
+ * held). Said before the commit, so that a renewal on either side of it
+ * finds at least the leases it expects; one in flight is not counted. */
+static void ibx__renew_settled(ibx__renewer *w, int k) {
+    if (!w) return;
+    ibx__mutex_lock(&w->mutex);
+    w->settled += k;
     w->epoch++;
     ibx__mutex_unlock(&w->mutex);
 }
@@ -9988,6 +10006,7 @@ typedef struct ibx__renewer ibx__renewer; /* no threads: no renewal */
 #define ibx__renew_begin(w, s, owner, ms, n, lease, max, until) ((void)(until), 0)
 #define ibx__renew_start_until(w) ((void)(w), (int64_t)0)
 #define ibx__renew_range(w, ms, n, starting) ((void)0)
+#define ibx__renew_settled(w, k) ((void)(w))
 #define ibx__renew_end(w) ((void)(w))
 #define ibx__renew_forget(w) ((void)(w))
 #define ibx__watch(w, s, on) ((void)(w))
@@ -10489,9 +10508,11 @@ static void ibx__handle_group(ibx_dispatcher *d, ibx_store *s, const ibx_message
     int j, k = 0;
     for (j = first; j < n; j++) {
         if (d->outcomes[j] != IBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
-        ibx__msg_name(&ms[j], name, sizeof name);
-        ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (batch)",
-                 name, ibx__kv(topic, ms[j].topic), IBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        if (ibx__log_enabled(&s->hooks, d->message_log_level)) { /* as ibx__handle_one */
+            ibx__msg_name(&ms[j], name, sizeof name);
+            ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (batch)",
+                     name, ibx__kv(topic, ms[j].topic), IBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        }
         d->group[k] = &ms[j];
         d->group_index[k] = j;
         d->results[k].outcome = IBX_RETRY;
@@ -10522,11 +10543,16 @@ static void ibx__handle_group(ibx_dispatcher *d, ibx_store *s, const ibx_message
 /* A transactional handler's transaction (ibx_dispatcher_on_tx,
  * ibx_dispatcher_on_batch_tx) on the store's own connection: the store's
  * calls made while it is open join it (db->callers_tx: see ibx__unit_run),
- * its ack included. *begun: whether there is one to roll back. */
-static ibx_result ibx__tx_open(ibx_store *s, int *begun) {
-    ibx_result r = ibx__db_ensure(&s->db);
+ * its ack included. *begun: whether there is one to roll back. The
+ * dispatcher's own calls here and in ibx__tx_end are watched for a stall
+ * (ibx__watch) as its settles are; the handler's run between is not. */
+static ibx_result ibx__tx_open(ibx_dispatcher *d, ibx_store *s, int *begun) {
+    ibx_result r;
+    ibx__watch(d->renewer, s, 1);
+    r = ibx__db_ensure(&s->db);
     if (r == IBX_OK) *begun = (r = ibx__begin_handler(&s->db)) == IBX_OK || s->db.in_tx;
     if (r == IBX_OK) s->db.callers_tx = 1;
+    ibx__watch(d->renewer, s, 0);
     return r;
 }
 
@@ -10539,12 +10565,16 @@ static ibx_result ibx__tx_open(ibx_store *s, int *begun) {
 static int ibx__tx_end(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, const int *which, int k, int ack,
                        int begun, const char *what, ibx_result *r, int64_t *changed, ibx_run_stats *st) {
     int j;
+    ibx__watch(d->renewer, s, 1);
     if (ack) *r = ibx__settle_messages(s, IBX__SETTLE_ACK, ms, which, k, NULL, 0, 0, changed);
     s->db.callers_tx = 0;
     if (ack && *r == IBX_OK && *changed == k) {
         ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: acked in the handler's transaction, committing", what);
+        ibx__renew_settled(d->renewer, k);
         *r = ibx__commit(&s->db);
+        if (*r != IBX_OK) ibx__renew_settled(d->renewer, -k);
         if (*r == IBX_OK) {
+            ibx__watch(d->renewer, s, 0);
             ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: handler's transaction committed", what);
             if (s->err.result != IBX_OK) ibx__error_clear(&s->err);
             for (j = 0; j < k; j++) d->outcomes[which[j]] = IBX__SETTLED;
@@ -10555,6 +10585,7 @@ static int ibx__tx_end(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, c
         }
     }
     if (begun) ibx__rollback(&s->db);
+    ibx__watch(d->renewer, s, 0);
     return 0;
 }
 
@@ -10581,6 +10612,18 @@ static int ibx__tx_again(ibx_store *s, ibx__renewer *w, int64_t deadline, int tr
     return 1;
 }
 
+/* "message <name>" of m for a log line, formed on first use only (what[0]
+ * is '\0' until then), as ibx__handle_one forms its name: formatting it
+ * costs as much as a fast handler's call. */
+static const char *ibx__tx_what(const ibx_message *m, char *what, size_t cap) {
+    char name[IBX__MSG_NAME_MAX];
+    if (!what[0]) {
+        ibx__msg_name(m, name, sizeof name);
+        snprintf(what, cap, "message %s", name);
+    }
+    return what;
+}
+
 /* One message through its transactional handler: its writes and its ack
  * in one transaction. A lease lost at the ack rolls everything back
  * (counted, no attempt used); any other outcome rolls back first and is
@@ -10588,17 +10631,18 @@ static int ibx__tx_again(ibx_store *s, ibx__renewer *w, int64_t deadline, int tr
 static void ibx__handle_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, int i, const ibx__route *route,
                            ibx__renewer *w, int64_t deadline, ibx_run_stats *st) {
     const ibx_message *m = &ms[i];
-    char name[IBX__MSG_NAME_MAX], what[IBX__MSG_NAME_MAX + 16], topic[IBX__KV_CAP];
+    char what[IBX__MSG_NAME_MAX + 16] = "", topic[IBX__KV_CAP];
     char *error = d->errors[i];
     int tries, outcome = IBX_RETRY;
-    ibx__msg_name(m, name, sizeof name);
-    snprintf(what, sizeof what, "message %s", name);
-    ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional)", name,
-             ibx__kv(topic, m->topic), IBX__MSG_ATTEMPTS(m) + 1);
+    /* The name only when a line will say it (DEBUG: ibx__tx_end's lines too). */
+    if (ibx__log_enabled(&s->hooks, d->message_log_level) || ibx__log_enabled(&s->hooks, IBX_LOG_DEBUG))
+        ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional)",
+                 ibx__tx_what(m, what, sizeof what) + strlen("message "), ibx__kv(topic, m->topic),
+                 IBX__MSG_ATTEMPTS(m) + 1);
     for (tries = 1;; tries++) {
         int64_t changed = -1, started;
         int begun = 0;
-        ibx_result r = ibx__tx_open(s, &begun);
+        ibx_result r = ibx__tx_open(d, s, &begun);
         ibx_outcome said;
         outcome = IBX_RETRY;
         memset(error, 0, IBX__HANDLER_ERROR_MAX);
@@ -10617,7 +10661,7 @@ static void ibx__handle_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *m
         if (outcome == IBX_DONE && r == IBX_OK && changed == 0) {
             ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "%s: no longer leased to this worker at its ack"
                      IBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; its handler's transaction was "
-                     "rolled back", what);
+                     "rolled back", ibx__tx_what(m, what, sizeof what));
             d->outcomes[i] = IBX__SETTLED;
             st->lease_lost++;
             return;
@@ -10630,7 +10674,7 @@ static void ibx__handle_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *m
             break;
         }
         st->conflicts++;
-        if (ibx__tx_again(s, w, deadline, tries, what, error)) continue;
+        if (ibx__tx_again(s, w, deadline, tries, ibx__tx_what(m, what, sizeof what), error)) continue;
         if (!error[0]) snprintf(error, IBX__HANDLER_ERROR_MAX, "transaction conflict");
         outcome = IBX_WAIT; /* back after the backoff, no attempt used */
         break;
@@ -10645,9 +10689,12 @@ static int ibx__group_collect(ibx_dispatcher *d, ibx_store *s, const ibx_message
     int j, k = 0;
     for (j = first; j < n; j++) {
         if (d->outcomes[j] != IBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
-        ibx__msg_name(&ms[j], name, sizeof name);
-        ibx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional batch)",
-                 name, ibx__kv(topic, ms[j].topic), IBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        if (ibx__log_enabled(&s->hooks, d->message_log_level)) { /* as ibx__handle_one */
+            ibx__msg_name(&ms[j], name, sizeof name);
+            ibx__log(&s->hooks, d->message_log_level, s->store_id,
+                     "handling %s topic=%s attempt %d (transactional batch)", name, ibx__kv(topic, ms[j].topic),
+                     IBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        }
         d->group[k] = &ms[j];
         d->group_index[k++] = j;
     }
@@ -10717,7 +10764,7 @@ static void ibx__handle_group_tx(ibx_dispatcher *d, ibx_store *s, const ibx_mess
     for (tries = 1; k > 0; tries++) {
         int64_t changed = -1;
         int begun = 0, done = 0, conflict = 0;
-        ibx_result r = ibx__tx_open(s, &begun);
+        ibx_result r = ibx__tx_open(d, s, &begun);
         snprintf(what, sizeof what, "%d message(s) topic=%s", k, ibx__kv(topic, ms[first].topic));
         if (r == IBX_OK) ibx__group_tx_call(d, s, route, ms[first].topic, k, &done, &conflict);
         if (ibx__tx_end(d, s, ms, d->group_index, k, r == IBX_OK && !conflict && done == k, begun, what, &r, &changed,
@@ -11062,6 +11109,17 @@ static ibx_result ibx__claim_carrying(ibx_dispatcher *d, ibx_store *s, ibx_run_s
     return r;
 }
 
+/* The others of a batch are settled and a crash suspect runs next, alone
+ * (ibx__isolate): their carried acks go now, not with the next claim, which
+ * waits for the suspect's handler (it may be slow, or crash) while their
+ * leases are no longer renewed. A failure only costs a redelivery. */
+static void ibx__carry_before_suspect(ibx_store *s, ibx_run_stats *st) {
+    if (s->carry_count == 0 || ibx__carry_flush(s, st) == IBX_OK) return;
+    ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "ack before a suspect's handler failed: %s"
+             IBX__WHY("; those messages will be delivered again"), s->err.message);
+    ibx__error_clear(&s->err);
+}
+
 /* A batch whose lease renewal could not be set up (out of memory, no
  * thread): unrenewed, a slow handler would overlap the next owner's, so it
  * goes back unhandled, no attempt used; an error, so that run() backs off
@@ -11123,6 +11181,7 @@ static ibx_result ibx__dispatch_store(ibx_dispatcher *d, ibx_store *s, ibx__entr
         ibx__renew_range(d->renewer, ms + from, n - from, 0); /* settling: fewer leases is no news */
         ibx__watch(d->renewer, s, 1);
         r = ibx__settle_batch(d, s, ms + from, to - from, st);
+        if (r == IBX_OK && to < n) ibx__carry_before_suspect(s, st);
         ibx__watch(d->renewer, s, 0);
     }
     ibx__renew_end(d->renewer);

@@ -3594,8 +3594,9 @@ typedef struct obx__db {
     SQLHSTMT stmt[OBX__MAX_STMTS]; /* prepared once, reused; freed on close or loss */
     unsigned char markers[OBX__MAX_STMTS][OBX__MAX_MARKERS]; /* see obx__plain_markers */
 #ifdef OBX_SQLITE3_API
-    sqlite3_stmt *tx_stmt[3];    /* BEGIN IMMEDIATE, COMMIT, ROLLBACK: prepared once, as
-                                    db->stmt (obx__exec_direct) */
+    sqlite3_stmt *tx_stmt[4];    /* BEGIN IMMEDIATE, COMMIT, ROLLBACK and a transactional
+                                    handler's BEGIN: prepared once, as db->stmt
+                                    (obx__exec_direct) */
 #endif
 } obx__db;
 
@@ -5119,7 +5120,7 @@ OBX__PRIVATE void obx__db_free_statements(obx__db *db) {
         }
         db->stmt[i] = NULL;
     }
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < (int)(sizeof db->tx_stmt / sizeof db->tx_stmt[0]); i++) {
         sqlite3_finalize(db->tx_stmt[i]); /* NULL: a no-op */
         db->tx_stmt[i] = NULL;
     }
@@ -5424,6 +5425,7 @@ OBX__PRIVATE obx_result obx__exec_direct(obx__db *db, const char *sql, const cha
     sqlite3 *h = (sqlite3 *)db->dbc;
     sqlite3_stmt **st = strcmp(sql, "COMMIT") == 0                     ? &db->tx_stmt[1]
                       : strcmp(sql, "ROLLBACK") == 0                   ? &db->tx_stmt[2]
+                      : strcmp(sql, "BEGIN") == 0                      ? &db->tx_stmt[3] /* obx__begin_handler */
                       : db->d && db->d->begin_sql && strcmp(sql, db->d->begin_sql) == 0 ? &db->tx_stmt[0]
                                                                        : NULL;
     obx_result r = OBX_OK;
@@ -10489,6 +10491,8 @@ typedef struct obx__renewer {
     const obx_message *ms;       /* the messages renewed: stable while active */
     int n, lease_seconds;
     int starting;                /* handlers may still start: a renewal must find all n */
+    int settled;                 /* of those n, settled by a transactional handler's commit:
+                                    gone from the table's leases, not lost */
     unsigned epoch;              /* bumped whenever ms/n/starting change */
     int64_t max_ms, started_ms, next_ms;
     int64_t start_until_ms;      /* no handler starts at or past this (monotonic) */
@@ -10569,7 +10573,7 @@ static obx_result obx__renew_once(obx__renewer *w, const obx_message *ms, int n,
  * holds (a lease reaped, someone else's now) lets no further handler start. */
 static void obx__renew_step(obx__renewer *w, int64_t now) {
     const obx_message *ms = w->ms;
-    int n = w->n, stale = w->stale;
+    int n = w->n, stale = w->stale, held = w->n - w->settled;
     unsigned epoch = w->epoch;
     int64_t lease_ms = (int64_t)w->lease_seconds * 1000, rows = 0, margin, retry_ms;
     obx_result r;
@@ -10581,7 +10585,7 @@ static void obx__renew_step(obx__renewer *w, int64_t now) {
     w->busy = 0;
     margin = lease_ms / 5 < OBX__LEASE_MARGIN_MAX_MS ? lease_ms / 5 : OBX__LEASE_MARGIN_MAX_MS;
     if (r == OBX_OK && epoch == w->epoch && w->starting) {
-        if (rows >= n) { /* every lease now runs from `now` (taken before the statement) */
+        if (rows >= held) { /* every lease now runs from `now` (taken before the statement) */
             int64_t until = obx__sat_add(now, lease_ms - margin);
             int64_t cap = obx__sat_add(w->started_ms, w->max_ms);
             if (until > cap) until = cap;
@@ -10590,7 +10594,7 @@ static void obx__renew_step(obx__renewer *w, int64_t now) {
             obx__log(&w->hooks, OBX_LOG_WARN, w->side_id,
                      "lease renewal found %lld of %d message(s) still leased to this worker"
                      OBX__WHY(": a lease was lost (reaped?); the batch's handlers not started yet are not started"),
-                     (long long)rows, n);
+                     (long long)rows, held);
             w->start_until_ms = 0;
         }
     }
@@ -10729,6 +10733,7 @@ static int obx__renew_begin(obx__renewer *w, obx_store *s, const char *owner, co
         obx__copy(w->owner, sizeof w->owner, owner);
         w->ms = ms;
         w->n = n;
+        w->settled = 0;
         w->starting = 1;
         w->epoch++;
         w->lease_seconds = lease_seconds;
@@ -10762,7 +10767,20 @@ static void obx__renew_range(obx__renewer *w, const obx_message *ms, int n, int 
     obx__mutex_lock(&w->mutex);
     w->ms = ms;
     w->n = n;
+    w->settled = 0;
     w->starting = starting;
+    w->epoch++;
+    obx__mutex_unlock(&w->mutex);
+}
+
+/* k messages of the batch are being settled in the middle of it (a
+ * transactional handler's commit; -k: that commit failed, they are still
+ * held). Said before the commit, so that a renewal on either side of it
+ * finds at least the leases it expects; one in flight is not counted. */
+static void obx__renew_settled(obx__renewer *w, int k) {
+    if (!w) return;
+    obx__mutex_lock(&w->mutex);
+    w->settled += k;
     w->epoch++;
     obx__mutex_unlock(&w->mutex);
 }
@@ -10818,6 +10836,7 @@ typedef struct obx__renewer obx__renewer; /* no threads: no renewal */
 #define obx__renew_begin(w, s, owner, ms, n, lease, max, until) ((void)(until), 0)
 #define obx__renew_start_until(w) ((void)(w), (int64_t)0)
 #define obx__renew_range(w, ms, n, starting) ((void)0)
+#define obx__renew_settled(w, k) ((void)(w))
 #define obx__renew_end(w) ((void)(w))
 #define obx__renew_forget(w) ((void)(w))
 #define obx__watch(w, s, on) ((void)(w))
@@ -11319,9 +11338,11 @@ static void obx__handle_group(obx_dispatcher *d, obx_store *s, const obx_message
     int j, k = 0;
     for (j = first; j < n; j++) {
         if (d->outcomes[j] != OBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
-        obx__msg_name(&ms[j], name, sizeof name);
-        obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (batch)",
-                 name, obx__kv(topic, ms[j].topic), OBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        if (obx__log_enabled(&s->hooks, d->message_log_level)) { /* as obx__handle_one */
+            obx__msg_name(&ms[j], name, sizeof name);
+            obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (batch)",
+                     name, obx__kv(topic, ms[j].topic), OBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        }
         d->group[k] = &ms[j];
         d->group_index[k] = j;
         d->results[k].outcome = OBX_RETRY;
@@ -11352,11 +11373,16 @@ static void obx__handle_group(obx_dispatcher *d, obx_store *s, const obx_message
 /* A transactional handler's transaction (obx_dispatcher_on_tx,
  * obx_dispatcher_on_batch_tx) on the store's own connection: the store's
  * calls made while it is open join it (db->callers_tx: see obx__unit_run),
- * its ack included. *begun: whether there is one to roll back. */
-static obx_result obx__tx_open(obx_store *s, int *begun) {
-    obx_result r = obx__db_ensure(&s->db);
+ * its ack included. *begun: whether there is one to roll back. The
+ * dispatcher's own calls here and in obx__tx_end are watched for a stall
+ * (obx__watch) as its settles are; the handler's run between is not. */
+static obx_result obx__tx_open(obx_dispatcher *d, obx_store *s, int *begun) {
+    obx_result r;
+    obx__watch(d->renewer, s, 1);
+    r = obx__db_ensure(&s->db);
     if (r == OBX_OK) *begun = (r = obx__begin_handler(&s->db)) == OBX_OK || s->db.in_tx;
     if (r == OBX_OK) s->db.callers_tx = 1;
+    obx__watch(d->renewer, s, 0);
     return r;
 }
 
@@ -11369,12 +11395,16 @@ static obx_result obx__tx_open(obx_store *s, int *begun) {
 static int obx__tx_end(obx_dispatcher *d, obx_store *s, const obx_message *ms, const int *which, int k, int ack,
                        int begun, const char *what, obx_result *r, int64_t *changed, obx_run_stats *st) {
     int j;
+    obx__watch(d->renewer, s, 1);
     if (ack) *r = obx__settle_messages(s, OBX__SETTLE_ACK, ms, which, k, NULL, 0, 0, changed);
     s->db.callers_tx = 0;
     if (ack && *r == OBX_OK && *changed == k) {
         obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: acked in the handler's transaction, committing", what);
+        obx__renew_settled(d->renewer, k);
         *r = obx__commit(&s->db);
+        if (*r != OBX_OK) obx__renew_settled(d->renewer, -k);
         if (*r == OBX_OK) {
+            obx__watch(d->renewer, s, 0);
             obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: handler's transaction committed", what);
             if (s->err.result != OBX_OK) obx__error_clear(&s->err);
             for (j = 0; j < k; j++) d->outcomes[which[j]] = OBX__SETTLED;
@@ -11385,6 +11415,7 @@ static int obx__tx_end(obx_dispatcher *d, obx_store *s, const obx_message *ms, c
         }
     }
     if (begun) obx__rollback(&s->db);
+    obx__watch(d->renewer, s, 0);
     return 0;
 }
 
@@ -11411,6 +11442,18 @@ static int obx__tx_again(obx_store *s, obx__renewer *w, int64_t deadline, int tr
     return 1;
 }
 
+/* "message <name>" of m for a log line, formed on first use only (what[0]
+ * is '\0' until then), as obx__handle_one forms its name: formatting it
+ * costs as much as a fast handler's call. */
+static const char *obx__tx_what(const obx_message *m, char *what, size_t cap) {
+    char name[OBX__MSG_NAME_MAX];
+    if (!what[0]) {
+        obx__msg_name(m, name, sizeof name);
+        snprintf(what, cap, "message %s", name);
+    }
+    return what;
+}
+
 /* One message through its transactional handler: its writes and its ack
  * in one transaction. A lease lost at the ack rolls everything back
  * (counted, no attempt used); any other outcome rolls back first and is
@@ -11418,17 +11461,18 @@ static int obx__tx_again(obx_store *s, obx__renewer *w, int64_t deadline, int tr
 static void obx__handle_tx(obx_dispatcher *d, obx_store *s, const obx_message *ms, int i, const obx__route *route,
                            obx__renewer *w, int64_t deadline, obx_run_stats *st) {
     const obx_message *m = &ms[i];
-    char name[OBX__MSG_NAME_MAX], what[OBX__MSG_NAME_MAX + 16], topic[OBX__KV_CAP];
+    char what[OBX__MSG_NAME_MAX + 16] = "", topic[OBX__KV_CAP];
     char *error = d->errors[i];
     int tries, outcome = OBX_RETRY;
-    obx__msg_name(m, name, sizeof name);
-    snprintf(what, sizeof what, "message %s", name);
-    obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional)", name,
-             obx__kv(topic, m->topic), OBX__MSG_ATTEMPTS(m) + 1);
+    /* The name only when a line will say it (DEBUG: obx__tx_end's lines too). */
+    if (obx__log_enabled(&s->hooks, d->message_log_level) || obx__log_enabled(&s->hooks, OBX_LOG_DEBUG))
+        obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional)",
+                 obx__tx_what(m, what, sizeof what) + strlen("message "), obx__kv(topic, m->topic),
+                 OBX__MSG_ATTEMPTS(m) + 1);
     for (tries = 1;; tries++) {
         int64_t changed = -1, started;
         int begun = 0;
-        obx_result r = obx__tx_open(s, &begun);
+        obx_result r = obx__tx_open(d, s, &begun);
         obx_outcome said;
         outcome = OBX_RETRY;
         memset(error, 0, OBX__HANDLER_ERROR_MAX);
@@ -11447,7 +11491,7 @@ static void obx__handle_tx(obx_dispatcher *d, obx_store *s, const obx_message *m
         if (outcome == OBX_DONE && r == OBX_OK && changed == 0) {
             obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "%s: no longer leased to this worker at its ack"
                      OBX__WHY(" (lease expired and reaped or claimed elsewhere)") "; its handler's transaction was "
-                     "rolled back", what);
+                     "rolled back", obx__tx_what(m, what, sizeof what));
             d->outcomes[i] = OBX__SETTLED;
             st->lease_lost++;
             return;
@@ -11460,7 +11504,7 @@ static void obx__handle_tx(obx_dispatcher *d, obx_store *s, const obx_message *m
             break;
         }
         st->conflicts++;
-        if (obx__tx_again(s, w, deadline, tries, what, error)) continue;
+        if (obx__tx_again(s, w, deadline, tries, obx__tx_what(m, what, sizeof what), error)) continue;
         if (!error[0]) snprintf(error, OBX__HANDLER_ERROR_MAX, "transaction conflict");
         outcome = OBX_WAIT; /* back after the backoff, no attempt used */
         break;
@@ -11475,9 +11519,12 @@ static int obx__group_collect(obx_dispatcher *d, obx_store *s, const obx_message
     int j, k = 0;
     for (j = first; j < n; j++) {
         if (d->outcomes[j] != OBX__PENDING || strcmp(ms[j].topic, ms[first].topic) != 0) continue;
-        obx__msg_name(&ms[j], name, sizeof name);
-        obx__log(&s->hooks, d->message_log_level, s->store_id, "handling %s topic=%s attempt %d (transactional batch)",
-                 name, obx__kv(topic, ms[j].topic), OBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        if (obx__log_enabled(&s->hooks, d->message_log_level)) { /* as obx__handle_one */
+            obx__msg_name(&ms[j], name, sizeof name);
+            obx__log(&s->hooks, d->message_log_level, s->store_id,
+                     "handling %s topic=%s attempt %d (transactional batch)", name, obx__kv(topic, ms[j].topic),
+                     OBX__MSG_ATTEMPTS(&ms[j]) + 1);
+        }
         d->group[k] = &ms[j];
         d->group_index[k++] = j;
     }
@@ -11547,7 +11594,7 @@ static void obx__handle_group_tx(obx_dispatcher *d, obx_store *s, const obx_mess
     for (tries = 1; k > 0; tries++) {
         int64_t changed = -1;
         int begun = 0, done = 0, conflict = 0;
-        obx_result r = obx__tx_open(s, &begun);
+        obx_result r = obx__tx_open(d, s, &begun);
         snprintf(what, sizeof what, "%d message(s) topic=%s", k, obx__kv(topic, ms[first].topic));
         if (r == OBX_OK) obx__group_tx_call(d, s, route, ms[first].topic, k, &done, &conflict);
         if (obx__tx_end(d, s, ms, d->group_index, k, r == OBX_OK && !conflict && done == k, begun, what, &r, &changed,
@@ -11892,6 +11939,17 @@ static obx_result obx__claim_carrying(obx_dispatcher *d, obx_store *s, obx_run_s
     return r;
 }
 
+/* The others of a batch are settled and a crash suspect runs next, alone
+ * (obx__isolate): their carried acks go now, not with the next claim, which
+ * waits for the suspect's handler (it may be slow, or crash) while their
+ * leases are no longer renewed. A failure only costs a redelivery. */
+static void obx__carry_before_suspect(obx_store *s, obx_run_stats *st) {
+    if (s->carry_count == 0 || obx__carry_flush(s, st) == OBX_OK) return;
+    obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "ack before a suspect's handler failed: %s"
+             OBX__WHY("; those messages will be delivered again"), s->err.message);
+    obx__error_clear(&s->err);
+}
+
 /* A batch whose lease renewal could not be set up (out of memory, no
  * thread): unrenewed, a slow handler would overlap the next owner's, so it
  * goes back unhandled, no attempt used; an error, so that run() backs off
@@ -11953,6 +12011,7 @@ static obx_result obx__dispatch_store(obx_dispatcher *d, obx_store *s, obx__entr
         obx__renew_range(d->renewer, ms + from, n - from, 0); /* settling: fewer leases is no news */
         obx__watch(d->renewer, s, 1);
         r = obx__settle_batch(d, s, ms + from, to - from, st);
+        if (r == OBX_OK && to < n) obx__carry_before_suspect(s, st);
         obx__watch(d->renewer, s, 0);
     }
     obx__renew_end(d->renewer);

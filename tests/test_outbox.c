@@ -1803,6 +1803,66 @@ static void test_fused_claim_fails(void) {
     obx_store_close(s);
 }
 
+/* A batch of run() holds a suspect (claimed before without an outcome:
+ * Starts 2), handled last and alone after the others are settled. The
+ * others' acks must not wait for the claim after the suspect, carried
+ * while its handler runs (it may be slow, and their leases are no longer
+ * renewed): they are sent before it starts (CORE-FUSED-SUSPECT). */
+static struct {
+    char plain[37], suspect[37];
+    int calls, plain_done_at_suspect;
+} g_fs;
+
+static obx_outcome fs_handler(const obx_message *m, char *error, size_t cap, void *user) {
+    obx_message other;
+    (void)error; (void)cap; (void)user;
+    g_fs.calls++;
+    if (strcmp(m->id, g_fs.suspect) == 0) {
+        g_fs.plain_done_at_suspect = obx_get(g_fc.other, g_fs.plain, &other) == OBX_OK ? (int)other.status : -1;
+        obx_dispatcher_stop(g_fc.d);
+    }
+    return OBX_DONE;
+}
+
+static void test_fused_suspect(void) {
+    obx_store *s = fresh(), *w = NULL;
+    obx_dispatcher *d = NULL;
+    obx_dispatcher_desc dd;
+    const obx_message *got = NULL;
+    char owner[37];
+    int64_t reaped = 0;
+    int n = 0;
+    obx_message m;
+    TT_ASSERT(s != NULL);
+    memset(&g_fs, 0, sizeof g_fs);
+    fused_begin(&w, &d, fs_handler);
+    TT_ASSERT(w && d);
+    obx_dispatcher_destroy(d); /* a batch of two: the plain one and the suspect */
+    memset(&dd, 0, sizeof dd);
+    dd.store = w;
+    dd.batch_size = 10;
+    dd.poll_interval_ms = 10;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "fused", fs_handler, NULL), OBX_OK);
+    g_fc.d = d;
+    /* The suspect: claimed by a worker that died (its lease runs out, reaped). */
+    TT_ASSERT(enqueue(s, "fused", "suspect", g_fs.suspect));
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 1, 10, &got, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    sleep_ms(1100);
+    TT_EQ_INT(obx_reap(s, &reaped), OBX_OK);
+    TT_EQ_INT(reaped, 1);
+    TT_ASSERT(enqueue(s, "fused", "plain", g_fs.plain));
+    TT_EQ_INT(obx_dispatcher_run(d), OBX_OK);
+    TT_EQ_INT(g_fs.calls, 2);
+    TT_EQ_INT(g_fs.plain_done_at_suspect, (int)OBX_STATUS_DONE); /* acked before the suspect ran */
+    TT_EQ_INT(obx_get(s, g_fs.suspect, &m), OBX_OK);
+    TT_EQ_INT((int)m.status, OBX_STATUS_DONE);
+    fused_end(w, d);
+    obx_store_close(s);
+}
+
 /* test_ordered_replay_overlap with claim A carrying an ack: held open, the
  * ack-and-claim takes r2 while r1 is replayed; B must not take r1. */
 static void test_fused_ordered(void) {
@@ -3252,6 +3312,49 @@ static void test_txh_renewal(void) {
 }
 
 
+/* A transactional handler settles its message in the middle of a batch;
+ * a slow handler after it outlasts a third of the lease, so the renewal
+ * runs: it must count the settled one as gone, not as a lease lost, and
+ * the batch's last message still starts (OBX-TXH-RENEW-SETTLED). */
+static obx_outcome trs_tx(const obx_message *m, void *hdbc, char *error, size_t size, void *user) {
+    (void)m, (void)hdbc, (void)error, (void)size;
+    ++*(int *)user;
+    return OBX_DONE;
+}
+static obx_outcome trs_plain(const obx_message *m, char *error, size_t size, void *user) {
+    (void)error, (void)size;
+    ++*(int *)user;
+    if (strcmp(m->payload, "slow") == 0) sleep_ms(900); /* past two renewals of a 1 s lease */
+    return OBX_DONE;
+}
+
+static void test_txh_renew_settled(void) {
+    obx_store *s = fresh();
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    int tx_calls = 0, plain_calls = 0;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(enqueue(s, "trs.tx", "tx", NULL));
+    TT_ASSERT(enqueue(s, "trs.plain", "slow", NULL));
+    TT_ASSERT(enqueue(s, "trs.plain", "last", NULL));
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    dd.lease_seconds = 1;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on_tx(d, "trs.tx", trs_tx, &tx_calls), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "trs.plain", trs_plain, &plain_calls), OBX_OK);
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(st.claimed, 3);
+    TT_EQ_INT(tx_calls, 1);
+    TT_EQ_INT(plain_calls, 2); /* the last one started too */
+    TT_EQ_INT(st.done, 3);
+    TT_ASSERT(!logged("a lease was lost", NULL, NULL));
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
 static void test_txh_batch(void) {
     txh_ctx t;
     obx_store *s = txh_fresh(&t);
@@ -3719,6 +3822,38 @@ static void test_sqlite3_cost(void) {
     TT_EQ_INT(prepared, 2);
     TT_EXPECT(batch <= single + 1.0);
     TT_EXPECT(ack <= claim + 1.0);
+    obx_store_close(s);
+}
+
+/* A transactional handler's transaction begins deferred (obx__begin_handler)
+ * by a statement prepared once per connection, as the units' BEGIN
+ * IMMEDIATE is: three messages, three transactions, one "BEGIN" kept on
+ * the connection (CORE-SQLITE3-TX-BEGIN). */
+static obx_outcome begin_tx_handler(const obx_message *m, void *hdbc, char *error, size_t size, void *user) {
+    (void)m, (void)hdbc, (void)error, (void)size;
+    ++*(int *)user;
+    return OBX_DONE;
+}
+
+static void test_sqlite3_tx_begin(void) {
+    obx_store *s = fresh();
+    obx_dispatcher_desc dd;
+    obx_dispatcher *d = NULL;
+    obx_run_stats st;
+    sqlite3_stmt *stmt = NULL;
+    int i, calls = 0, begins = 0;
+    TT_ASSERT(s);
+    for (i = 0; i < 3; i++) TT_ASSERT(enqueue(s, "txb", "p", NULL));
+    memset(&dd, 0, sizeof dd);
+    dd.store = s;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on_tx(d, "txb", begin_tx_handler, &calls), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_EQ_INT(calls, 3);
+    TT_EQ_INT(st.done, 3);
+    while ((stmt = sqlite3_next_stmt((sqlite3 *)s->db.dbc, stmt)) != NULL) begins += strcmp(sqlite3_sql(stmt), "BEGIN") == 0;
+    TT_EQ_INT(begins, 1);
+    obx_dispatcher_destroy(d);
     obx_store_close(s);
 }
 #endif
@@ -6674,6 +6809,53 @@ static void test_stall_lock(void) {
     obx_store_close(s);
 }
 
+/* A transactional handler's ack waits for a lock that another connection
+ * took inside the handler (SQLite: the file's write lock; a server: every
+ * row of the table) and lets go after 3.5 s: that stalled call is logged,
+ * and its end said once, as the plain path's settle (CORE-STALL-TX). */
+static pthread_t g_stall_thread;
+static int g_stall_started;
+
+static obx_outcome stall_tx_handler(const obx_message *m, void *hdbc, char *error, size_t size, void *user) {
+    stall_writer *w = (stall_writer *)user;
+    obx_store *s = m->store;
+    char *text;
+    (void)hdbc, (void)error, (void)size;
+    if (!caller_open(&w->c) || !caller_begin(&w->c)) return OBX_DEAD;
+    text = g_srv ? obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, "SELECT 1 FROM {T} FOR UPDATE") : NULL;
+    if (g_srv && (!text || !caller_exec(&w->c, text))) w->ok = -1;
+    obx__free(&s->hooks, text);
+    if (w->ok < 0 || pthread_create(&g_stall_thread, NULL, stall_writer_main, w) != 0) return OBX_DEAD;
+    g_stall_started = 1;
+    return OBX_DONE;
+}
+
+static void test_stall_tx(void) {
+    obx_store *s = fresh();
+    obx_dispatcher *d;
+    obx_run_stats st;
+    stall_writer w;
+    char id[37];
+    TT_ASSERT(s && enqueue(s, "stall", "p", id));
+    g_stall_started = 0;
+    d = dispatcher(s, 0, NULL);
+    TT_ASSERT(d != NULL);
+    memset(&w, 0, sizeof w);
+    w.ms = 3500;
+    TT_EQ_INT(obx_dispatcher_on_tx(d, "stall", stall_tx_handler, &w), OBX_OK);
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run_once(d, &st), OBX_OK);
+    TT_ASSERT(g_stall_started);
+    pthread_join(g_stall_thread, NULL);
+    caller_close(&w.c);
+    TT_EQ_INT(w.ok, 1);
+    TT_EQ_INT(st.done, 1);
+    TT_EXPECT(logged("WARN [obx-test]", "still waiting for the database after", NULL));
+    TT_EQ_INT(logged_count("INFO [obx-test]", "the database answered again after", NULL), 1);
+    obx_dispatcher_destroy(d);
+    obx_store_close(s);
+}
+
 /* A half-set allocator is refused, not mixed with malloc (CORE-HOOKS-WHOLE). */
 static void *only_alloc(size_t n, void *user) {
     (void)user;
@@ -8765,6 +8947,7 @@ int main(int argc, char **argv) {
         RUN("CORE-STALL-LOCK", "a file locked by another writer: the stalled call names the lock; its end is said once", test_stall_lock);
     else
         printf("N/A CORE-STALL-LOCK %s a file's lock; the claim skips locked rows\n", g_label);
+    RUN("CORE-STALL-TX", "a transactional handler's ack held by another connection's lock: the stall is logged, its end said once", test_stall_tx);
     RUN("CORE-LOG-LEVELS", "a handler's retry is one ERROR line; a dead message is one ERROR line, not two", test_log_dispatch_fields);
     RUN("CORE-HOOKS-WHOLE", "a half-set allocator is refused", test_half_allocator);
     if (!g_pg && !g_my)
@@ -8818,6 +9001,7 @@ int main(int argc, char **argv) {
         printf("N/A OBX-TXH-CONFLICT-ACK %s InnoDB's REPEATABLE READ updates the newest row version: no conflict at the ack to provoke\n", g_label);
     RUN("OBX-TXH-LEASE-LOST", "a lease lost before a transactional handler's ack: everything rolled back, counted as a lease loss, no attempt used", test_txh_lease_lost);
     RUN("OBX-TXH-RENEWAL", "a transactional handler's open transaction does not hold back the lease renewal", test_txh_renewal);
+    RUN("OBX-TXH-RENEW-SETTLED", "a transactional handler's message settled mid-batch is not taken by the lease renewal for a lease lost: the batch's later handlers still start", test_txh_renew_settled);
     RUN("OBX-TXH-KILL", "kill -9 before a transactional handler's write, after it, before the commit, after it: every message's effect exactly once, Done exactly when it exists", test_txh_kill);
     RUN("OBX-TXH-BATCH", "a transactional batch handler: a conflict runs the call again, other outcomes stand with no effect, the done ones commit alone", test_txh_batch);
     RUN("OBX-TXH-BATCH-KILL", "kill -9 at each point of a transactional batch handler: every message's effect exactly once, Done exactly when it exists", test_txh_batch_kill);
@@ -8836,8 +9020,10 @@ int main(int argc, char **argv) {
                : "the deploy, DDL included, is one transaction: a settle runs wholly before or after it");
 #ifdef OBX_SQLITE3_API
     RUN("CORE-SQLITE3-COST", "sqlite3 build: a batch message costs SQLite no more than a single enqueue, units begin and commit by prepared statements, an ack no more than a claim", test_sqlite3_cost);
+    RUN("CORE-SQLITE3-TX-BEGIN", "sqlite3 build: a transactional handler's deferred BEGIN is a statement prepared once per connection", test_sqlite3_tx_begin);
 #else
     printf("N/A CORE-SQLITE3-COST %s measured in the build on SQLite's own C API (backend sqlite3)\n", g_label);
+    printf("N/A CORE-SQLITE3-TX-BEGIN %s a statement of the build on SQLite's own C API (backend sqlite3)\n", g_label);
 #endif
     if (!g_srv)
         RUN("CORE-JOIN-STEP-GUARD", "SQLite's join step updates members only for a member; deploy replaces the old trigger; with both, a step counts once", test_join_step_guard);
@@ -8846,6 +9032,7 @@ int main(int argc, char **argv) {
                : "the join step's IF runs the member update only for a finished message (JoinStep2)");
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     RUN("CORE-FUSED-LOST-LEASE", "run() carries a batch's ack into the next claim: an id whose lease was lost is not acked, the last ack is sent when run() stops", test_fused_lost_lease);
+    RUN("CORE-FUSED-SUSPECT", "run() with a crash suspect in the batch: the others' acks are sent before the suspect's handler runs, not carried past it", test_fused_suspect);
     RUN("CORE-FUSED-CLAIM-FAILS", "the claim that carries an ack fails reading its rows: both roll back, the ack is sent alone, the message is claimed afresh", test_fused_claim_fails);
     RUN("CORE-FUSED-KEYED", "run() carries keyed acks into the next claim's transaction: that claim takes the keys' next messages, in order, one of a key at a time", test_fused_keyed);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);

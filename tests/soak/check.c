@@ -238,6 +238,15 @@ typedef struct fault_window {
 static fault_window *g_faults;
 static int g_nfaults, g_capfaults;
 static long g_lease_lost, g_disk_full, g_renew_refused;
+/* What dispatchers' lease renewals said (LR lines): printed with a
+ * CONCURRENT, for the first handler's process while it ran. */
+typedef struct renew_note {
+    int pid;
+    int64_t t;
+    char *text;
+} renew_note;
+static renew_note *g_notes;
+static long g_nnotes, g_capnotes;
 /* The tenant of a key: "...@n", else 0 (the run's database). */
 static int tenant_of(const char *key) {
     const char *at = strrchr(key, '@');
@@ -467,6 +476,12 @@ static void read_worker(const char *file) {
             }
         } else if (strncmp(line, "RR ", 3) == 0) {
             g_renew_refused++; /* a renewal connection refused (soak.c): CONCURRENT judges it */
+        } else if (strncmp(line, "LR ", 3) == 0 && sscanf(line, "LR %d %lld %n", &pid, &t, &x) == 2 && x > 0) {
+            renew_note n;
+            n.pid = pid;
+            n.t = t;
+            n.text = xstrdup(line + x);
+            PUSH(g_notes, g_nnotes, g_capnotes, n);
         } else if (kind == 'S' && sscanf(line, "S %599s %63s %63s %d %d %lld %d", key, a, b, &x, &y, &t, &pid) == 7) {
             handling h;
             memset(&h, 0, sizeof h);
@@ -834,6 +849,17 @@ static int lease_lost_to_fault(const handling *a, const handling *b) {
     return 0;
 }
 
+/* What pid a's lease renewal said from a's start to b's (soak.c: LR). */
+static void renew_notes(const handling *a, const handling *b) {
+    long i, n = 0;
+    for (i = 0; i < g_nnotes; i++)
+        if (g_notes[i].pid == a->pid && g_notes[i].t >= a->start && g_notes[i].t <= b->start) {
+            if (n++ == 0) printf("    lease renewal in pid %d meanwhile:\n", a->pid);
+            if (n <= 12) printf("      %lld %s\n", (long long)g_notes[i].t, g_notes[i].text);
+        }
+    if (n == 0) printf("    lease renewal in pid %d meanwhile: no failure logged\n", a->pid);
+}
+
 static void check_handlings(rec *r) {
     int i;
     qsort(r->h, (size_t)r->nh, sizeof *r->h, cmp_handling);
@@ -848,9 +874,11 @@ static void check_handlings(rec *r) {
         int redelivered = 0, k;
         if (b->start < a->end && lease_lost_to_fault(a, b))
             g_lease_lost++;
-        else if (b->start < a->end)
+        else if (b->start < a->end) {
             violation("CONCURRENT", r, "handler in pid %d started at %lld while pid %d's (started %lld) had not ended",
                       b->pid, (long long)b->start, a->pid, (long long)a->start);
+            renew_notes(a, b);
+        }
         /* inbox: a redelivery between the two may redrive a Dead one (attempt 0) */
         for (k = 0; k < r->nd; k++)
             if (r->d[k].t_intent < b->start && r->d[k].t_done > a->start) redelivered = 1;
@@ -1443,8 +1471,8 @@ int main(int argc, char **argv) {
     }
     if (g_max_pending > 0 && g_tenant == 0 && g_full == 0)
         violation("FULL", NULL, "no enqueue met max_pending %ld (OBX_ERR_FULL): the bound went untested", g_max_pending);
-    printf("soak: %s %s t%d check: messages=%ld committed=%ld rolled_back=%ld full_refusals=%ld handlings=%ld done=%ld dead=%ld kills=%ld db_faults=%d disk_full_failures=%ld renewal_connects_refused=%ld lease_lost_to_fault=%ld operator_actions=%ld lines=%ld%s%s",
-           g_hdr, g_backend, g_tenant, messages, committed, rolled, g_full, handlings, done, dead, g_kills, g_nfaults, g_disk_full, g_renew_refused, g_lease_lost, g_ops_done, g_nlines,
+    printf("soak: %s %s t%d check: messages=%ld committed=%ld rolled_back=%ld full_refusals=%ld handlings=%ld done=%ld dead=%ld kills=%ld db_faults=%d disk_full_failures=%ld renewal_connects_refused=%ld renewal_warnings=%ld lease_lost_to_fault=%ld operator_actions=%ld lines=%ld%s%s",
+           g_hdr, g_backend, g_tenant, messages, committed, rolled, g_full, handlings, done, dead, g_kills, g_nfaults, g_disk_full, g_renew_refused, g_nnotes, g_lease_lost, g_ops_done, g_nlines,
            g_stats_checked ? " stats=checked" : "", g_conns_checked ? " connections=checked" : "");
     for (r = 0; r < NRULES; r++) {
         if (!g_viol[r]) continue;

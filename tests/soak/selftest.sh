@@ -48,6 +48,17 @@ expect() { # hdr rule|ok description
     fi
 }
 
+expect_says() { # hdr rule description regex: the violation, and its output says regex
+    local out rc
+    out=$(SOAK_OBXCTL=${check_ctl:-$ctl} "$bin/soak_check" "$1" sqlite "$conn" "Soak$1" "$work/logs" 2>&1)
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q "VIOLATION $2:" <<<"$out" && grep -q "$4" <<<"$out"; then
+        pass=$((pass + 1)); echo "PASS SOAK-SELFTEST $3: the checker fails with $2 and says why"
+    else
+        fail=$((fail + 1)); echo "FAIL SOAK-SELFTEST $3: expected a $2 violation saying '$4' (exit $rc):"; echo "$out"
+    fi
+}
+
 # A clean outbox history: committed, handled once, Done; the producers met
 # max_pending once (a refusal that changed nothing).
 setup obx
@@ -114,6 +125,9 @@ printf 'S P0.1.1 id1 - 0 1 %s 100\nRRON %s\nRR %s\nRROFF %s\nE P0.1.1 done %s 10
 printf 'S P0.1.1 id1 - 0 2 %s 101\nE P0.1.1 done %s 101\n' "$(t 3100000)" "$(t 3100100)" > "$work/logs/d1.1.log"
 orow P0.1.1 2 0 1 NULL
 expect obx CONCURRENT concurrent-renewal-refused
+# ... and what that process's renewal said meanwhile is printed with it
+printf 'LR 100 %s lease renewal failed: OBX_ERR_DB: refused\nLR 100 %s lease renewal failed: OBX_ERR_DB: refused\n' "$(t 1000000)" "$(t 1300000)" >> "$work/logs/d0.1.log"
+expect_says obx CONCURRENT concurrent-renewal-notes "      [0-9]* lease renewal failed: OBX_ERR_DB: refused"
 
 setup obx # two messages of one key at once (overlapping producers of a key)
 printf 'I P0.1.1 k1 t - %s\nI P0.1.2 k1 t - %s\nC P0.1.2 id2 %s\nC P0.1.1 id1 %s\n' "$(t 1)" "$(t 2)" "$(t 3)" "$(t 4)" > "$work/logs/p0.1.log"

@@ -103,9 +103,14 @@ static void *refuser_main(void *v) {
     return NULL;
 }
 
+/* The library's errors (L); and its warnings about lease renewal (LR, with
+ * the pid: a CONCURRENT names the first handler's pid, and the checker
+ * prints what its renewal said meanwhile). */
 static void lib_log(obx_log_level level, const char *id, const char *msg, void *user) {
     (void)user;
     if (level >= OBX_LOG_ERROR && g_log >= 0) soak_log(g_log, "L %lld %d [%s] %s", (long long)tort_wall_us(), (int)level, id, msg);
+    else if (level >= OBX_LOG_WARN && g_log >= 0 && (strstr(msg, "lease renewal") || strstr(msg, "max_handler_ms")))
+        soak_log(g_log, "LR %d %lld %s", (int)getpid(), (long long)tort_wall_us(), msg);
     if (level >= OBX_LOG_WARN && getenv("SOAK_VERBOSE")) fprintf(stderr, "  [%d %s] %s\n", (int)getpid(), id, msg);
 }
 static void ilib_log(ibx_log_level level, const char *id, const char *msg, void *user) {

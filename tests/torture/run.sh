@@ -2,7 +2,10 @@
 # tests/torture/run.sh BINDIR [SCENARIO...] - the torture suite (issue 11).
 #
 # Scenarios (default: all, in this order):
-#   odbc        5: ODBC failure at every call (fake ODBC layer), both headers
+#   odbc        5: ODBC failure at every call (fake ODBC layer), both headers;
+#                  and at every call of run()'s carried ack (the fused
+#                  ack-and-claim, its commit, run()'s last acks):
+#                  TORTURE_ODBC_CARRY_STRIDE=N faults every N-th call only
 #   oom         4: allocation failure at every point (real SQLite), both headers;
 #                  again on the sqlite3 build (OBX_SQLITE3_API: SQLite's C API)
 #   txh         1 with transactional handlers (obx_dispatcher_on_tx): each
