@@ -7530,7 +7530,8 @@ typedef struct ibx__store_own {
 
 /* The inbox parks nothing (it has no ordering keys): nothing to wake. */
 #define ibx__own_claimed(s, m) ((void)(s), (void)(m))
-#define ibx__own_settled(s, kind, rows) ((void)(s), (void)(kind), (void)(rows))
+#define ibx__own_settled(s, keys, kind, rows) ((void)(s), (void)(keys), (void)(kind), (void)(rows))
+#define ibx__own_acked(db, s, keys, rows) ((void)(db), (void)(s), (void)(keys), (void)(rows), IBX_OK)
 #define ibx__own_keyed(s) ((void)(s), 0)
 #define ibx__own_wake(s, ids, woken) ((void)(s), (void)(ids), (void)(woken), IBX_OK)
 #define ibx__own_wake_later(s, ms, n) ((void)(s), (void)(ms), (void)(n))
@@ -7645,6 +7646,7 @@ struct ibx_store {
     ibx__buf keys[IBX__KEY_LISTS]; /* a batch statement's key lists (ibx__msg_key_add) */
     ibx__buf carry[IBX__KEY_LISTS]; /* a dispatcher's acks carried into its next claim */
     int carry_count;              /* how many (0: none; ibx__carry_flush) */
+    int carry_keyed;              /* some of them have an ordering key (ibx__carry) */
     ibx__buf rows;                /* strings of the last claim's messages */
     ibx__buf read_rows;           /* strings of the last get: apart, so a handler may read
                                      without spoiling the batch it was called from */
@@ -8773,6 +8775,7 @@ typedef struct ibx__claim_ctx {
     int lease_seconds, batch_size, count;
     int ack_count;               /* s->carry's acks to run first, in the claim's unit (0: none) */
     int ack_only;                /* run only them (the claim gave up: IBX__CLAIM_REDOS) */
+    int ack_keyed;               /* some of them have an ordering key: acked before the claim */
     int64_t acked;               /* how many of them the ack changed */
 } ibx__claim_ctx;
 
@@ -8815,6 +8818,7 @@ static ibx_result ibx__claim_exec(ibx__db *db, ibx__claim_ctx *c, int fused, SQL
                                0, s->carry);
     if (c->ack_count > 0 && !fused) {
         r = ibx__exec(db, IBX__Q_ACK, s->sql[IBX__Q_ACK], p, n, &c->acked, NULL);
+        if (r == IBX_OK && c->ack_keyed) r = ibx__own_acked(db, s, s->carry, c->acked);
         if (r != IBX_OK || c->ack_only) return r;
     }
     if (fused) {
@@ -8838,7 +8842,7 @@ static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
     SQLHSTMT cur = NULL;
     ibx__row_head head;
     const int short_rows = !s->q->claim_full_rows;
-    const int fused = c->ack_count > 0 && !c->ack_only && s->sql[IBX__Q_CLAIM_ACK];
+    const int fused = c->ack_count > 0 && !c->ack_only && !c->ack_keyed && s->sql[IBX__Q_CLAIM_ACK];
     int counted = 0;
     ibx_result r;
     c->count = 0;
@@ -8920,9 +8924,10 @@ static ibx_result ibx__claim_room(ibx_store *s, int batch_size) {
 }
 
 /* ibx_claim, after the store's carried acks (store->carry, `acks` of
- * them; their count changed in *acked) in the same unit: all or nothing. */
+ * them, `keyed` where some have an ordering key; their count changed in
+ * *acked) in the same unit: all or nothing. */
 static ibx_result ibx__claim_run(ibx_store *store, const char *owner_token, int lease_seconds, int batch_size,
-                                 int acks, int64_t *acked, const ibx_message **messages, int *count) {
+                                 int acks, int keyed, int64_t *acked, const ibx_message **messages, int *count) {
     ibx__claim_ctx ctx;
     ibx_result r;
     int i;
@@ -8943,6 +8948,7 @@ static ibx_result ibx__claim_run(ibx_store *store, const char *owner_token, int 
     ctx.count = 0;
     ctx.ack_count = acks;
     ctx.ack_only = 0;
+    ctx.ack_keyed = acks > 0 && keyed;
     ctx.acked = 0;
     /* A transaction even where the claim is one statement: reading the
      * rows may still fail (memory, the driver), and then the claim must
@@ -8969,7 +8975,7 @@ static ibx_result ibx__claim_run(ibx_store *store, const char *owner_token, int 
 
 IBX_API ibx_result ibx_claim(ibx_store *store, const char *owner_token, int lease_seconds,
                              int batch_size, const ibx_message **messages, int *count) {
-    return ibx__claim_run(store, owner_token, lease_seconds, batch_size, 0, NULL, messages, count);
+    return ibx__claim_run(store, owner_token, lease_seconds, batch_size, 0, 0, NULL, messages, count);
 }
 
 /* >> get ---------------------------------------------------------------------------- */
@@ -9132,7 +9138,7 @@ static ibx_result ibx__settle_lists(ibx_store *s, const ibx__buf *keys, int kind
     if (metrics[kind] >= 0 && !s->db.callers_tx) ibx__count(s, (ibx_metric)metrics[kind], rows);
     if (changed) *changed = rows;
     ibx__log(&s->hooks, IBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
-    if (keys == s->keys) ibx__own_settled(s, kind, rows); /* carried acks have no ordering key */
+    if (keys == s->keys || (keys == s->carry && s->carry_keyed)) ibx__own_settled(s, keys, kind, rows);
     return IBX_OK;
 }
 
@@ -11222,9 +11228,13 @@ static ibx_result ibx__settle_failure(ibx_dispatcher *d, ibx_store *s, const ibx
  * after a batch, and sends what is carried before housekeeping, when its
  * claim fails (both rolled back: the acks alone then) and when it stops;
  * run_once() never carries, so a round it reports is settled. Acks of
- * messages with an ordering key are never carried: in the fused statement's
- * snapshot their keys are busy, so the claim would pass over the keys' next
- * messages. Returns whether ms[which[0..n)] are carried in s->carry. */
+ * messages with an ordering key go before the claim in its transaction,
+ * never in its statement: in the fused statement's snapshot their keys
+ * are busy and their next messages parked, so the claim would pass over
+ * them; after the ack (and its wake: a trigger, or on MariaDB
+ * ibx__own_acked) the claim takes the keys' next messages at once, where
+ * acked alone each key cost a commit more. Returns whether
+ * ms[which[0..n)] are carried in s->carry. */
 /* Where no one statement can (SQLite, MariaDB): the ack first in the
  * claim's transaction, one commit fewer; measured faster on both (docs/
  * PERFORMANCE.md); SQL Server, not measured, acks at once, as 0 makes
@@ -11233,17 +11243,17 @@ static ibx_result ibx__settle_failure(ibx_dispatcher *d, ibx_store *s, const ibx
 #define IBX__CARRY_IN_TX 1
 #endif
 static int ibx__carry(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, const int *which, int n) {
-    int i, k;
+    int i, k, keyed = 0;
     const int in_tx = IBX__CARRY_IN_TX && (s->db.d->id == IBX_DIALECT_SQLITE || s->db.d->id == IBX_DIALECT_MARIADB);
     if (!d->carry || d->store != s || s->carry_count > 0 || (!s->sql[IBX__Q_CLAIM_ACK] && !in_tx)) return 0;
-    for (i = 0; i < n; i++)
-        if (IBX__MSG_KEYED(&ms[which[i]])) return 0;
+    for (i = 0; i < n && !keyed; i++) keyed = IBX__MSG_KEYED(&ms[which[i]]);
     for (k = 0; k < IBX__KEY_LISTS; k++) s->carry[k].len = 0;
     for (i = 0; i < n; i++)
         if (!ibx__msg_key_add(&s->hooks, s->db.d, s->carry, &ms[which[i]])) return 0;
     for (k = 0; k < IBX__KEY_LISTS; k++)
         if (!ibx__list_end(&s->hooks, &s->carry[k], s->db.d)) return 0;
     s->carry_count = n;
+    s->carry_keyed = keyed;
     return 1;
 }
 
@@ -11265,6 +11275,7 @@ static ibx_result ibx__carry_flush(ibx_store *s, ibx_run_stats *st) {
     if (acks == 0) return IBX_OK;
     s->carry_count = 0;
     r = ibx__settle_lists(s, s->carry, IBX__SETTLE_ACK, acks, NULL, 0, 0, &changed);
+    s->carry_keyed = 0;
     if (r == IBX_OK) ibx__carried(s, changed, acks, st);
     return r;
 }
@@ -11393,8 +11404,9 @@ static ibx_result ibx__claim_carrying(ibx_dispatcher *d, ibx_store *s, ibx_run_s
     ibx_result r;
     if (acks == 0) return ibx_claim(s, d->owner, d->lease_seconds, d->batch_size, ms, n);
     s->carry_count = 0;
-    r = ibx__claim_run(s, d->owner, d->lease_seconds, d->batch_size, acks, &acked, ms, n);
+    r = ibx__claim_run(s, d->owner, d->lease_seconds, d->batch_size, acks, s->carry_keyed, &acked, ms, n);
     if (r == IBX_OK || r == IBX_EMPTY) {
+        s->carry_keyed = 0;
         ibx__carried(s, acked, acks, st);
         return r;
     }

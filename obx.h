@@ -6679,6 +6679,19 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
 #define OBX__KEY_IN_FLIGHT(k)                                                                     \
     "EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = " k " AND o.\"Status\" <> 2 AND "             \
     "o.\"Status\" = 1)"
+/* PostgreSQL: whether key k has a row in flight, as a range of the index of
+ * keyed rows. "Status" = 1 would prove the predicate of IX_{N}_Leased,
+ * which the planner, from statistics of a table with few rows in flight,
+ * took instead and walked whole for each key: an ack of 100 keyed messages
+ * (its wake) and the claim's check each cost 1.5-2 ms of server time, ten
+ * thousand rows compared. The same state as a range proves no partial
+ * index but the keyed rows'. `other`: a condition on o ("" for none). */
+#define OBX__PG_KEY_IN_FLIGHT_IF(k, other)                                                        \
+    "EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = " k " AND o.\"Status\" <> 2 AND "           \
+    "o.\"Status\" >= 1 AND o.\"Status\" <= 1" other ")"
+#define OBX__PG_KEY_IN_FLIGHT(k) OBX__PG_KEY_IN_FLIGHT_IF(k, "")
+#define OBX__PG_KEY_IN_FLIGHT_OTHER(t)                                                           \
+    OBX__PG_KEY_IN_FLIGHT_IF(t ".\"OrderingKey\"", " AND o.\"Id\" <> " t ".\"Id\"")
 #define OBX__ORDERED_CHECK(dead_waits)                                                            \
     "(c.\"OrderingKey\" IS NULL OR (c.\"Id\" = " OBX__KEY_FIRST_READY("c.\"OrderingKey\"") " " dead_waits      \
     "AND NOT " OBX__KEY_IN_FLIGHT("c.\"OrderingKey\"") "))"
@@ -6794,7 +6807,7 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
  * walk the table to match them. */
 #define OBX__PG_WAKE(keys)                                                                        \
     OBX__UNPARK(OBX__PG_PARKED, "= ANY (ARRAY(SELECT " OBX__KEY_FIRST_READY("pk.k") " FROM (" keys ") AS pk " \
-                "WHERE NOT " OBX__KEY_IN_FLIGHT("pk.k") "))")
+                "WHERE NOT " OBX__PG_KEY_IN_FLIGHT("pk.k") "))")
 
 /* Columns of a message row, in the order obx__read_message expects. */
 #define OBX__SQLITE_COLS                                                                  \
@@ -7122,7 +7135,7 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     {OBX__Q_CLAIM_CHECK,
      "UPDATE {T} AS t SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
      "\"Starts\" = greatest(t.\"Starts\" - 1, 0) WHERE t.\"OwnerToken\" = CAST(? AS uuid) AND t.\"Status\" = 1 "
-     "AND t.\"Id\" = ANY (CAST(? AS uuid[])) AND " OBX__KEY_IN_FLIGHT_OTHER("t") " RETURNING CAST(t.\"Id\" AS text)"},
+     "AND t.\"Id\" = ANY (CAST(? AS uuid[])) AND " OBX__PG_KEY_IN_FLIGHT_OTHER("t") " RETURNING CAST(t.\"Id\" AS text)"},
     {OBX__Q_ACK,
      "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = true, \"ProcessedAt\" = now(), "
      "\"ProcessedBy\" = CAST(? AS varchar), \"LockedUntil\" = NULL WHERE " OBX__PG_BY_IDS},
@@ -8348,12 +8361,16 @@ typedef struct obx__store_own {
 
 /* Where no trigger wakes the messages parked behind a key (MariaDB: see
  * OBX__MY_PARKED), a store that has claimed a keyed message runs the wake
- * after each ack and fail that finished messages. */
+ * after each ack and fail that finished messages (the ids in keys[0]);
+ * obx__own_acked: in the unit of a claim that carried keyed acks, after
+ * the ack, so that the claim takes the keys' next messages. */
 #define obx__own_claimed(s, m) ((m)->ordering_key ? (void)((s)->own.keyed_claims = 1) : (void)0)
 #ifdef OBX_NO_MARIADB
-#define obx__own_settled(s, kind, rows) ((void)(s), (void)(kind), (void)(rows))
+#define obx__own_settled(s, keys, kind, rows) ((void)(s), (void)(keys), (void)(kind), (void)(rows))
+#define obx__own_acked(db, s, keys, rows) ((void)(db), (void)(s), (void)(keys), (void)(rows), OBX_OK)
 #else
-static void obx__own_settled(struct obx_store *s, int kind, int64_t rows);
+static void obx__own_settled(struct obx_store *s, const obx__buf *keys, int kind, int64_t rows);
+static obx_result obx__own_acked(obx__db *db, struct obx_store *s, const obx__buf *keys, int64_t rows);
 #endif
 /* The wake of every key left with only parked messages (OBX__Q_WAKE, where
  * the dialect has it; `ids` NULL), or of the keys of the messages `ids`
@@ -8481,6 +8498,7 @@ struct obx_store {
     obx__buf keys[OBX__KEY_LISTS]; /* a batch statement's key lists (obx__msg_key_add) */
     obx__buf carry[OBX__KEY_LISTS]; /* a dispatcher's acks carried into its next claim */
     int carry_count;              /* how many (0: none; obx__carry_flush) */
+    int carry_keyed;              /* some of them have an ordering key (obx__carry) */
     obx__buf rows;                /* strings of the last claim's messages */
     obx__buf read_rows;           /* strings of the last get: apart, so a handler may read
                                      without spoiling the batch it was called from */
@@ -9609,6 +9627,7 @@ typedef struct obx__claim_ctx {
     int lease_seconds, batch_size, count;
     int ack_count;               /* s->carry's acks to run first, in the claim's unit (0: none) */
     int ack_only;                /* run only them (the claim gave up: OBX__CLAIM_REDOS) */
+    int ack_keyed;               /* some of them have an ordering key: acked before the claim */
     int64_t acked;               /* how many of them the ack changed */
 } obx__claim_ctx;
 
@@ -9651,6 +9670,7 @@ static obx_result obx__claim_exec(obx__db *db, obx__claim_ctx *c, int fused, SQL
                                0, s->carry);
     if (c->ack_count > 0 && !fused) {
         r = obx__exec(db, OBX__Q_ACK, s->sql[OBX__Q_ACK], p, n, &c->acked, NULL);
+        if (r == OBX_OK && c->ack_keyed) r = obx__own_acked(db, s, s->carry, c->acked);
         if (r != OBX_OK || c->ack_only) return r;
     }
     if (fused) {
@@ -9674,7 +9694,7 @@ static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
     SQLHSTMT cur = NULL;
     obx__row_head head;
     const int short_rows = !s->q->claim_full_rows;
-    const int fused = c->ack_count > 0 && !c->ack_only && s->sql[OBX__Q_CLAIM_ACK];
+    const int fused = c->ack_count > 0 && !c->ack_only && !c->ack_keyed && s->sql[OBX__Q_CLAIM_ACK];
     int counted = 0;
     obx_result r;
     c->count = 0;
@@ -9756,9 +9776,10 @@ static obx_result obx__claim_room(obx_store *s, int batch_size) {
 }
 
 /* obx_claim, after the store's carried acks (store->carry, `acks` of
- * them; their count changed in *acked) in the same unit: all or nothing. */
+ * them, `keyed` where some have an ordering key; their count changed in
+ * *acked) in the same unit: all or nothing. */
 static obx_result obx__claim_run(obx_store *store, const char *owner_token, int lease_seconds, int batch_size,
-                                 int acks, int64_t *acked, const obx_message **messages, int *count) {
+                                 int acks, int keyed, int64_t *acked, const obx_message **messages, int *count) {
     obx__claim_ctx ctx;
     obx_result r;
     int i;
@@ -9779,6 +9800,7 @@ static obx_result obx__claim_run(obx_store *store, const char *owner_token, int 
     ctx.count = 0;
     ctx.ack_count = acks;
     ctx.ack_only = 0;
+    ctx.ack_keyed = acks > 0 && keyed;
     ctx.acked = 0;
     /* A transaction even where the claim is one statement: reading the
      * rows may still fail (memory, the driver), and then the claim must
@@ -9805,7 +9827,7 @@ static obx_result obx__claim_run(obx_store *store, const char *owner_token, int 
 
 OBX_API obx_result obx_claim(obx_store *store, const char *owner_token, int lease_seconds,
                              int batch_size, const obx_message **messages, int *count) {
-    return obx__claim_run(store, owner_token, lease_seconds, batch_size, 0, NULL, messages, count);
+    return obx__claim_run(store, owner_token, lease_seconds, batch_size, 0, 0, NULL, messages, count);
 }
 
 /* >> get ---------------------------------------------------------------------------- */
@@ -9968,7 +9990,7 @@ static obx_result obx__settle_lists(obx_store *s, const obx__buf *keys, int kind
     if (metrics[kind] >= 0 && !s->db.callers_tx) obx__count(s, (obx_metric)metrics[kind], rows);
     if (changed) *changed = rows;
     obx__log(&s->hooks, OBX_LOG_DEBUG, s->store_id, "%s: %lld of %d", names[kind], (long long)rows, count);
-    if (keys == s->keys) obx__own_settled(s, kind, rows); /* carried acks have no ordering key */
+    if (keys == s->keys || (keys == s->carry && s->carry_keyed)) obx__own_settled(s, keys, kind, rows);
     return OBX_OK;
 }
 
@@ -12058,9 +12080,13 @@ static obx_result obx__settle_failure(obx_dispatcher *d, obx_store *s, const obx
  * after a batch, and sends what is carried before housekeeping, when its
  * claim fails (both rolled back: the acks alone then) and when it stops;
  * run_once() never carries, so a round it reports is settled. Acks of
- * messages with an ordering key are never carried: in the fused statement's
- * snapshot their keys are busy, so the claim would pass over the keys' next
- * messages. Returns whether ms[which[0..n)] are carried in s->carry. */
+ * messages with an ordering key go before the claim in its transaction,
+ * never in its statement: in the fused statement's snapshot their keys
+ * are busy and their next messages parked, so the claim would pass over
+ * them; after the ack (and its wake: a trigger, or on MariaDB
+ * obx__own_acked) the claim takes the keys' next messages at once, where
+ * acked alone each key cost a commit more. Returns whether
+ * ms[which[0..n)] are carried in s->carry. */
 /* Where no one statement can (SQLite, MariaDB): the ack first in the
  * claim's transaction, one commit fewer; measured faster on both (docs/
  * PERFORMANCE.md); SQL Server, not measured, acks at once, as 0 makes
@@ -12069,17 +12095,17 @@ static obx_result obx__settle_failure(obx_dispatcher *d, obx_store *s, const obx
 #define OBX__CARRY_IN_TX 1
 #endif
 static int obx__carry(obx_dispatcher *d, obx_store *s, const obx_message *ms, const int *which, int n) {
-    int i, k;
+    int i, k, keyed = 0;
     const int in_tx = OBX__CARRY_IN_TX && (s->db.d->id == OBX_DIALECT_SQLITE || s->db.d->id == OBX_DIALECT_MARIADB);
     if (!d->carry || d->store != s || s->carry_count > 0 || (!s->sql[OBX__Q_CLAIM_ACK] && !in_tx)) return 0;
-    for (i = 0; i < n; i++)
-        if (OBX__MSG_KEYED(&ms[which[i]])) return 0;
+    for (i = 0; i < n && !keyed; i++) keyed = OBX__MSG_KEYED(&ms[which[i]]);
     for (k = 0; k < OBX__KEY_LISTS; k++) s->carry[k].len = 0;
     for (i = 0; i < n; i++)
         if (!obx__msg_key_add(&s->hooks, s->db.d, s->carry, &ms[which[i]])) return 0;
     for (k = 0; k < OBX__KEY_LISTS; k++)
         if (!obx__list_end(&s->hooks, &s->carry[k], s->db.d)) return 0;
     s->carry_count = n;
+    s->carry_keyed = keyed;
     return 1;
 }
 
@@ -12101,6 +12127,7 @@ static obx_result obx__carry_flush(obx_store *s, obx_run_stats *st) {
     if (acks == 0) return OBX_OK;
     s->carry_count = 0;
     r = obx__settle_lists(s, s->carry, OBX__SETTLE_ACK, acks, NULL, 0, 0, &changed);
+    s->carry_keyed = 0;
     if (r == OBX_OK) obx__carried(s, changed, acks, st);
     return r;
 }
@@ -12229,8 +12256,9 @@ static obx_result obx__claim_carrying(obx_dispatcher *d, obx_store *s, obx_run_s
     obx_result r;
     if (acks == 0) return obx_claim(s, d->owner, d->lease_seconds, d->batch_size, ms, n);
     s->carry_count = 0;
-    r = obx__claim_run(s, d->owner, d->lease_seconds, d->batch_size, acks, &acked, ms, n);
+    r = obx__claim_run(s, d->owner, d->lease_seconds, d->batch_size, acks, s->carry_keyed, &acked, ms, n);
     if (r == OBX_OK || r == OBX_EMPTY) {
+        s->carry_keyed = 0;
         obx__carried(s, acked, acks, st);
         return r;
     }
@@ -12887,10 +12915,22 @@ static obx_result obx__wake_read(obx_store *s, int read, const obx__buf *ids, in
     return r;
 }
 
+/* The wake after a carried keyed ack, in the claim's unit: a failure
+ * fails the claim (the ack is rolled back with it and sent alone). */
+static obx_result obx__own_acked(obx__db *db, obx_store *s, const obx__buf *keys, int64_t rows) {
+    obx__wake_ctx w;
+    if (rows <= 0 || !s->sql[OBX__Q_WAKE_SETTLED] || !s->sql[OBX__Q_WAKE_IDS]) return OBX_OK;
+    w.s = s;
+    w.read = OBX__Q_WAKE_SETTLED;
+    w.ids = &keys[0];
+    w.woken = 0;
+    return obx__wake_unit(db, &w);
+}
+
 /* A failed wake is logged and forgotten: the ack or fail it follows
  * committed and returns OK, so the store's last error is cleared again
  * (a dispatcher's short claim or the reap wakes what this missed). */
-static void obx__own_settled(obx_store *s, int kind, int64_t rows) {
+static void obx__own_settled(obx_store *s, const obx__buf *keys, int kind, int64_t rows) {
     obx__param p[1];
     int64_t woken = 0;
     obx_result r;
@@ -12898,9 +12938,9 @@ static void obx__own_settled(obx_store *s, int kind, int64_t rows) {
         !s->sql[OBX__Q_WAKE_SETTLED])
         return;
     if (s->sql[OBX__Q_WAKE_IDS]) {
-        r = obx__wake_read(s, OBX__Q_WAKE_SETTLED, &s->keys[0], &woken);
+        r = obx__wake_read(s, OBX__Q_WAKE_SETTLED, &keys[0], &woken);
     } else {
-        obx__p_text(&p[0], s->keys[0].data, s->keys[0].len);
+        obx__p_text(&p[0], keys[0].data, keys[0].len);
         r = obx__run_count(s, OBX__Q_WAKE_SETTLED, p, 1, "wake parked", &woken);
     }
     if (r != OBX_OK) {

@@ -1527,6 +1527,7 @@ static int claim_held(obx_store *s, const char *owner, obx__claim_ctx *ctx) {
     ctx->lease_seconds = 60;
     ctx->batch_size = 8;
     ctx->ack_count = s->carry_count; /* acks carried in (CORE-FUSED-ORDERED) */
+    ctx->ack_keyed = s->carry_keyed; /* keyed ones (CORE-FUSED-KEYED-HELD) */
     if (obx__claim_unit(db, ctx) != OBX_OK) {
         printf("    held claim failed: %s\n", s->err.message);
         obx__rollback(db);
@@ -1917,6 +1918,108 @@ static void test_fused_ordered(void) {
     TT_EQ_INT(obx_reap(b, NULL), OBX_OK);
     TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
     TT_EQ_STR(got_list, "r1");
+    obx_store_close(a);
+    obx_store_close(b);
+    obx_store_close(s);
+}
+
+/* Keyed acks go with the next claim too, before it in its transaction:
+ * the claim sees them and takes the keys' next messages (woken by the
+ * ack: a trigger, or on MariaDB obx__own_acked in the claim's unit). Two
+ * keys of three messages, batches of 10: the ack of each batch of two
+ * goes with the claim of the next two, and no claim comes back short. */
+static char g_fk_seen[128];
+static int g_fk_handled, g_fk_busy[2], g_fk_overlap;
+static obx_outcome fk_handler(const obx_message *m, char *error, size_t cap, void *user) {
+    const int k = m->ordering_key && m->ordering_key[1] == '2';
+    (void)error; (void)cap; (void)user;
+    if (g_fk_busy[k]++) g_fk_overlap = 1;
+    if (strlen(g_fk_seen) + strlen(m->payload) + 2 < sizeof g_fk_seen) {
+        strcat(g_fk_seen, m->payload);
+        strcat(g_fk_seen, " ");
+    }
+    g_fk_busy[k]--;
+    if (++g_fk_handled == 6) obx_dispatcher_stop(g_fc.d);
+    return OBX_DONE;
+}
+
+static void test_fused_keyed(void) {
+    obx_store *s = fresh(), *w = NULL;
+    obx_dispatcher *d = NULL;
+    obx_dispatcher_desc dd;
+    static const char *const pay[6] = {"a1", "b1", "a2", "b2", "a3", "b3"};
+    int i;
+    TT_ASSERT(s != NULL);
+    g_fk_seen[0] = 0;
+    g_fk_handled = g_fk_overlap = 0;
+    memset(g_fk_busy, 0, sizeof g_fk_busy);
+    for (i = 0; i < 6; i++) {
+        obx_new_message m = keyed(pay[i], i % 2 ? "K2" : "K1");
+        m.topic = "fused";
+        TT_EQ_INT(obx_enqueue(s, &m, NULL), OBX_OK);
+    }
+    memset(&g_fc, 0, sizeof g_fc);
+    w = fused_store();
+    TT_ASSERT(w != NULL);
+    memset(&dd, 0, sizeof dd);
+    dd.store = w;
+    dd.batch_size = 10;
+    dd.poll_interval_ms = 10;
+    dd.error_delay_ms = 10;
+    dd.no_lease_renewal = 1;
+    TT_EQ_INT(obx_dispatcher_create(&dd, &d), OBX_OK);
+    TT_EQ_INT(obx_dispatcher_on(d, "fused", fk_handler, NULL), OBX_OK);
+    g_fc.d = d;
+    log_reset();
+    TT_EQ_INT(obx_dispatcher_run(d), OBX_OK);
+    TT_EQ_INT(g_fk_handled, 6);
+    TT_EQ_INT(g_fk_overlap, 0);
+    TT_EQ_STR(g_fk_seen, "a1 b1 a2 b2 a3 b3 ");
+    TT_ASSERT(logged("ack: 2 of 2 (with the claim)", NULL, NULL)); /* the keyed acks went with the claim */
+    TT_ASSERT(!logged("claimed 0 message(s)", NULL, NULL));          /* ... which took the keys' next ones */
+    TT_ASSERT(!logged("claimed 1 message(s)", NULL, NULL));
+    TT_EQ_INT(count_status(s, 2), 6); /* the last batch's ack sent when run() stopped */
+    obx_dispatcher_destroy(d);
+    obx_store_close(w);
+    obx_store_close(s);
+}
+
+/* test_fused_ordered with the carried ack a keyed one: claim A, held
+ * open, acks k1 and takes k2 (its successor, woken in the same
+ * transaction); meanwhile claim B takes nothing of the key, and after A
+ * commits exactly one message of the key is in flight. */
+static void test_fused_keyed_held(void) {
+    obx_store *s = fresh(), *a = open_table("Outbox", 0), *b = open_table("Outbox", 0);
+    obx__claim_ctx held;
+    obx_new_message k1 = keyed("k1", "KH"), k2 = keyed("k2", "KH"), k3 = keyed("k3", "KH");
+    char id1[37], id2[37], id3[37], owner_a[37], owner_b[37], got_list[256];
+    const obx_message *got = NULL;
+    int n = 0;
+    TT_ASSERT(s && a && b);
+    obx_owner_token(a, owner_a);
+    obx_owner_token(b, owner_b);
+    TT_EQ_INT(obx_enqueue(s, &k1, id1), OBX_OK);
+    TT_EQ_INT(obx_enqueue(s, &k2, id2), OBX_OK);
+    TT_EQ_INT(obx_enqueue(s, &k3, id3), OBX_OK);
+    TT_ASSERT(claim_payloads(a, owner_a, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "k1");
+    a->carry[0].len = 0;
+    TT_ASSERT(obx__list_add(&a->hooks, &a->carry[0], a->db.d, id1, 36) && obx__list_end(&a->hooks, &a->carry[0], a->db.d));
+    a->carry_count = 1;
+    a->carry_keyed = 1;
+    TT_ASSERT(claim_held(a, owner_a, &held)); /* A acks k1 and takes k2, not committed */
+    a->carry_count = a->carry_keyed = 0;
+    TT_EQ_INT(held.acked, 1);
+    TT_EQ_INT(held.count, 1);
+    if (held.count == 1) TT_EQ_STR(a->msgs[0].payload, "k2");
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n)); /* claim B */
+    TT_EXPECT(strcmp(got_list, "") == 0); /* k1 still in flight to B, k2 being claimed */
+    TT_EQ_INT(count_status(s, 2), 0);     /* the ack commits with the claim */
+    TT_ASSERT(claim_held_commit(a));
+    TT_EQ_INT(key_in_flight(s, "KH"), 1);
+    TT_EQ_INT(count_status(s, 2), 1);
+    TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, ""); /* k3 waits while k2 runs */
     obx_store_close(a);
     obx_store_close(b);
     obx_store_close(s);
@@ -9215,6 +9318,7 @@ int main(int argc, char **argv) {
     RUN("CORE-FUSED-LOST-LEASE", "run() carries a batch's ack into the next claim: an id whose lease was lost is not acked, the last ack is sent when run() stops", test_fused_lost_lease);
     RUN("CORE-FUSED-SUSPECT", "run() with a crash suspect in the batch: the others' acks are sent before the suspect's handler runs, not carried past it", test_fused_suspect);
     RUN("CORE-FUSED-CLAIM-FAILS", "the claim that carries an ack fails reading its rows: both roll back, the ack is sent alone, the message is claimed afresh", test_fused_claim_fails);
+    RUN("CORE-FUSED-KEYED", "run() carries keyed acks into the next claim's transaction: that claim takes the keys' next messages, in order, one of a key at a time", test_fused_keyed);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);
     RUN("OBX-ORDERED-DEAD-HOLDS", "ordering_dead_holds: a Dead message holds its key until replayed; others flow", test_ordered_dead_holds);
@@ -9226,10 +9330,12 @@ int main(int argc, char **argv) {
         RUN("CORE-ORDERED-WAKE-LOAD", "producers of shared keys (enqueue_tx) while dispatchers run, no reap: every message handled", test_ordered_wake_load);
         RUN("OBX-ORDERED-REPLAY-OVERLAP", "a replay committed while a claim takes the successor: never two of the key at once", test_ordered_replay_overlap);
         RUN("CORE-FUSED-ORDERED", "an ack carried in a claim held open while a replay commits: never two of the key at once; the ack commits with the claim", test_fused_ordered);
+        RUN("CORE-FUSED-KEYED-HELD", "a claim carrying a keyed ack, held open, takes the key's next message; another claim meanwhile takes nothing of the key", test_fused_keyed_held);
     } else {
         printf("N/A OBX-ORDERED-OVERLAP-PRODUCERS %s one writer at a time: a producer's open transaction holds every other writer\n", g_label);
         printf("N/A OBX-ORDERED-REPLAY-OVERLAP %s one writer at a time: a claim and a replay never overlap\n", g_label);
         printf("N/A CORE-FUSED-ORDERED %s one writer at a time: a claim and a replay never overlap\n", g_label);
+        printf("N/A CORE-FUSED-KEYED-HELD %s one writer at a time: a claim held open holds every other claim\n", g_label);
         printf("N/A CORE-WAKE-ERROR-CLEARED %s the wake is a trigger in the settle's own statement\n", g_label);
         printf("N/A CORE-ORDERED-WAKE-MISSED %s one writer at a time: an enqueue and a wake never miss each other\n", g_label);
         printf("N/A CORE-ORDERED-WAKE-LOAD %s one writer at a time: an enqueue and a wake never miss each other\n", g_label);

@@ -80,7 +80,7 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM new_rows WHERE "OrderingKey" IS NOT NULL AND "Status" IN (2, 3)) THEN
         RETURN NULL;
     END IF;
-    UPDATE "dbo"."Outbox" SET "NextAttemptAt" = coalesce("DueTimeUtc", "CreatedAt") WHERE "NextAttemptAt" = CAST('10000-01-01 00:00:00+00' AS timestamptz) AND "Id" = ANY (ARRAY(SELECT (SELECT o."Id" FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = pk.k AND o."Status" <> 2 AND o."Status" = 0 ORDER BY o."OrderingSeq", o."Id" LIMIT 1) FROM (SELECT DISTINCT n."OrderingKey" AS k FROM new_rows AS n JOIN old_rows AS p ON p."Id" = n."Id" WHERE n."OrderingKey" IS NOT NULL AND n."Status" IN (2, 3) AND p."Status" IN (0, 1)) AS pk WHERE NOT EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = pk.k AND o."Status" <> 2 AND o."Status" = 1)));
+    UPDATE "dbo"."Outbox" SET "NextAttemptAt" = coalesce("DueTimeUtc", "CreatedAt") WHERE "NextAttemptAt" = CAST('10000-01-01 00:00:00+00' AS timestamptz) AND "Id" = ANY (ARRAY(SELECT (SELECT o."Id" FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = pk.k AND o."Status" <> 2 AND o."Status" = 0 ORDER BY o."OrderingSeq", o."Id" LIMIT 1) FROM (SELECT DISTINCT n."OrderingKey" AS k FROM new_rows AS n JOIN old_rows AS p ON p."Id" = n."Id" WHERE n."OrderingKey" IS NOT NULL AND n."Status" IN (2, 3) AND p."Status" IN (0, 1)) AS pk WHERE NOT EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = pk.k AND o."Status" <> 2 AND o."Status" >= 1 AND o."Status" <= 1)));
     RETURN NULL;
 END $$;
 CREATE OR REPLACE TRIGGER "Outbox_OrderingWake" AFTER UPDATE ON "dbo"."Outbox"
