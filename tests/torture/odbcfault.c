@@ -135,25 +135,28 @@ static void push_obx_rows(int n, const char *topic) {
     }
     p_rows(23, n, rows);
 }
-/* Two rows of an outbox claim in OBX__PG_CLAIM_COLS order: the head (ids,
- * times, counts, no optional text in the mask), topic, payload, the rest NULL. */
+/* One row of an outbox claim of message `id`, in OBX__PG_CLAIM_COLS order:
+ * the head (ids, times, counts, no optional text in the mask), topic,
+ * payload, the rest of its 19 columns NULL. */
+static void obx_claim_row(const char **row, const char *id) {
+    int k;
+    for (k = 0; k < 19; k++) row[k] = NULL;
+    row[0] = row[1] = id;
+    row[2] = "1700000000000";
+    row[4] = "0";
+    row[5] = "1700000060000";
+    row[6] = "1700000000000";
+    row[7] = "1";
+    row[9] = "0";
+    row[10] = "t";
+    row[11] = "payload";
+}
+
+/* `n` (at most 2) rows of an outbox claim. */
 static void push_obx_claim(int n) {
     const char *rows[2 * 19];
-    int i, k;
-    for (i = 0; i < n; i++) {
-        const char *row[19];
-        for (k = 0; k < 19; k++) row[k] = NULL;
-        row[0] = row[1] = i ? k_uuid2 : k_uuid1;
-        row[2] = "1700000000000";
-        row[4] = "0";
-        row[5] = "1700000060000";
-        row[6] = "1700000000000";
-        row[7] = "1";
-        row[9] = "0";
-        row[10] = "t";
-        row[11] = "payload";
-        memcpy(rows + 19 * i, row, sizeof row);
-    }
+    int i;
+    for (i = 0; i < n; i++) obx_claim_row(rows + 19 * i, i ? k_uuid2 : k_uuid1);
     p_rows(19, n, rows);
 }
 /* Rows of an inbox claim in IBX__PG_CLAIM_COLS order, likewise. */
@@ -907,19 +910,10 @@ static void carry_log(obx_log_level level, const char *id, const char *msg, void
  * `count`, the fused statement's: the ack's count as a last column. */
 static void push_claim_of(int first, const char *count) {
     const char *rows[2 * 20];
-    int i, k, ncols = count ? 20 : 19;
+    int i, ncols = count ? 20 : 19;
     for (i = 0; i < 2; i++) {
         const char *row[20];
-        for (k = 0; k < 20; k++) row[k] = NULL;
-        row[0] = row[1] = first == 3 ? (i ? k_uuid4 : k_uuid3) : (i ? k_uuid2 : k_uuid1);
-        row[2] = "1700000000000";
-        row[4] = "0";
-        row[5] = "1700000060000";
-        row[6] = "1700000000000";
-        row[7] = "1";
-        row[9] = "0";
-        row[10] = "t";
-        row[11] = "payload";
+        obx_claim_row(row, first == 3 ? (i ? k_uuid4 : k_uuid3) : (i ? k_uuid2 : k_uuid1));
         row[19] = count;
         memcpy(rows + ncols * i, row, sizeof(const char *) * (size_t)ncols);
     }
