@@ -2197,6 +2197,21 @@ static int v0_row(ibx_store *s, int n, const char *status, const char *next, con
     return v0_row_more(s, n, status, next, locked, owner, attempt, error, NULL, NULL);
 }
 
+/* Runs the frozen DDL tests/schema/<version>/<backend>/inbox.sql on s, its
+ * names prefixed with `prefix` (schema_v0.h). Returns the statements run,
+ * or -1 when the file cannot be read or a statement fails. */
+static int frozen_ddl(ibx_store *s, const char *version, const char *prefix) {
+    char path[128], *ddl, *pos, *one;
+    int statements = 0;
+    snprintf(path, sizeof path, "tests/schema/%s/%s/inbox.sql", version, g_backend);
+    ddl = v0_text(path, "Inbox", prefix, g_pg ? "\"infra\"" : NULL, "\"ibxv0\"");
+    if (!ddl) return -1;
+    for (pos = ddl; (one = v0_next(&pos)) != NULL; statements++)
+        if (!sql(s, one)) break;
+    free(ddl);
+    return one == NULL ? statements : -1;
+}
+
 /* The upgraded table's columns against a new one's: the same; on MariaDB
  * the same names (layout 1's types and order stay: docs/UPGRADING.md). */
 static int v0_like_new(const char *cols_old, const char *cols_new) {
@@ -2206,8 +2221,7 @@ static int v0_like_new(const char *cols_old, const char *cols_new) {
 static void test_schema_upgrade(void) {
     static const ibx_status want[] = {IBX_STATUS_SEEN, IBX_STATUS_PROCESSING, IBX_STATUS_PROCESSING,
                                       IBX_STATUS_PROCESSING, IBX_STATUS_DONE, IBX_STATUS_DEAD};
-    char path[128], cols_new[2048] = "", cols_old[2048] = "", cols_again[2048] = "", owner[37];
-    char *ddl, *pos, *one;
+    char cols_new[2048] = "", cols_old[2048] = "", cols_again[2048] = "", owner[37];
     const char *p = v0_time(g_backend, 'p'), *l = v0_time(g_backend, 'l');
     ibx_store *s, *fresh_store;
     const ibx_message *ms;
@@ -2223,13 +2237,8 @@ static void test_schema_upgrade(void) {
     s = open_v0("V0Inbox");
     TT_ASSERT(s != NULL);
     if (!g_pg) TT_ASSERT(sql(s, "DROP TABLE IF EXISTS {T}"));
-    snprintf(path, sizeof path, "tests/schema/v0/%s/inbox.sql", g_backend);
-    ddl = v0_text(path, "Inbox", "V0", g_pg ? "\"infra\"" : NULL, "\"ibxv0\"");
-    TT_ASSERT(ddl != NULL);
-    for (pos = ddl; (one = v0_next(&pos)) != NULL; statements++)
-        if (!sql(s, one)) break;
-    free(ddl);
-    TT_ASSERT(one == NULL);
+    statements = frozen_ddl(s, "v0", "V0");
+    TT_ASSERT(statements >= 0);
     TT_EXPECT(statements >= 1);
     TT_ASSERT(v0_columns(s, cols_old, sizeof cols_old));
     TT_EXPECT(strstr(cols_old, "Starts") == NULL);
@@ -2326,7 +2335,7 @@ static void test_schema_upgrade_v1(void) {
     static const int prio[] = {0, 0, 4, -2, 0, 0, 0, 0, 0, 0};
     static char cols_new[4096], cols_old[4096], objs_new[4096], objs_old[4096];
     const char *p = v0_time(g_backend, 'p'), *l = v0_time(g_backend, 'l'), *d = v0_time(g_backend, 'd');
-    char path[128], order[128], *ddl, *pos, *one;
+    char order[128];
     ibx_store *s, *fresh_store;
     ibx_message m;
     ibx_key key;
@@ -2341,13 +2350,8 @@ static void test_schema_upgrade_v1(void) {
     s = open_v0("L1Inbox");
     TT_ASSERT(s != NULL);
     TT_ASSERT(sql(s, g_pg ? "DROP TABLE IF EXISTS {T} CASCADE" : "DROP TABLE IF EXISTS {T}"));
-    snprintf(path, sizeof path, "tests/schema/v1/%s/inbox.sql", g_backend);
-    ddl = v0_text(path, "Inbox", "L1", g_pg ? "\"infra\"" : NULL, "\"ibxv0\"");
-    TT_ASSERT(ddl != NULL);
-    for (pos = ddl; (one = v0_next(&pos)) != NULL; statements++)
-        if (!sql(s, one)) break;
-    free(ddl);
-    TT_ASSERT(one == NULL);
+    statements = frozen_ddl(s, "v1", "L1");
+    TT_ASSERT(statements >= 0);
     TT_EXPECT(statements >= 1);
     TT_ASSERT(v0_row_more(s, 1, "Seen", p, "NULL", "NULL", 0, "NULL", NULL, NULL));
     TT_ASSERT(v0_row_more(s, 2, "Processing", p, "NULL", "NULL", 0, "NULL", NULL, NULL));

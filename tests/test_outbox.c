@@ -3920,6 +3920,21 @@ static int v0_row(obx_store *s, int n, int status, const char *next, const char 
     return v0_row_more(s, n, status, next, locked, owner, processed, retries, error, NULL, NULL);
 }
 
+/* Runs the frozen DDL tests/schema/<version>/<backend>/outbox.sql on s, its
+ * names prefixed with `prefix` (schema_v0.h). Returns the statements run,
+ * or -1 when the file cannot be read or a statement fails. */
+static int frozen_ddl(obx_store *s, const char *version, const char *prefix) {
+    char path[128], *ddl, *pos, *one;
+    int statements = 0;
+    snprintf(path, sizeof path, "tests/schema/%s/%s/outbox.sql", version, g_backend);
+    ddl = v0_text(path, "Outbox", prefix, g_pg ? "\"dbo\"" : NULL, "\"obxv0\"");
+    if (!ddl) return -1;
+    for (pos = ddl; (one = v0_next(&pos)) != NULL; statements++)
+        if (!sql(s, one)) break;
+    free(ddl);
+    return one == NULL ? statements : -1;
+}
+
 /* The upgraded table against a new one: the same columns and objects; on
  * MariaDB every column (by name) and object of the new one (it keeps its
  * layout-1 key types and indexes: docs/UPGRADING.md). */
@@ -3934,9 +3949,8 @@ static void test_schema_upgrade(void) {
                                       "00000000-0000-7000-8000-000000000005"};
     static const obx_status want[] = {OBX_STATUS_READY, OBX_STATUS_READY, OBX_STATUS_IN_PROGRESS,
                                       OBX_STATUS_DONE, OBX_STATUS_FAILED};
-    char path[128], cols_new[2048] = "", cols_old[2048] = "", cols_again[2048] = "", owner[37];
+    char cols_new[2048] = "", cols_old[2048] = "", cols_again[2048] = "", owner[37];
     static char objs_new[4096], objs_old[4096], objs_again[4096];
-    char *ddl, *pos, *one;
     const char *id1 = ids[0];
     obx_store *s, *fresh_store;
     const obx_message *ms;
@@ -3958,13 +3972,8 @@ static void test_schema_upgrade(void) {
     TT_ASSERT(s != NULL);
     if (!g_pg)
         TT_ASSERT(sql(s, "DROP TABLE IF EXISTS {M}") && sql(s, "DROP TABLE IF EXISTS {J}") && sql(s, "DROP TABLE IF EXISTS {T}"));
-    snprintf(path, sizeof path, "tests/schema/v0/%s/outbox.sql", g_backend);
-    ddl = v0_text(path, "Outbox", "V0", g_pg ? "\"dbo\"" : NULL, "\"obxv0\"");
-    TT_ASSERT(ddl != NULL);
-    for (pos = ddl; (one = v0_next(&pos)) != NULL; statements++)
-        if (!sql(s, one)) break;
-    free(ddl);
-    TT_ASSERT(one == NULL);
+    statements = frozen_ddl(s, "v0", "V0");
+    TT_ASSERT(statements >= 0);
     TT_EXPECT(statements >= 5); /* MariaDB: three tables, two triggers */
     TT_ASSERT(v0_columns(s, cols_old, sizeof cols_old));
     TT_EXPECT(strstr(cols_old, "Starts") == NULL);
@@ -4081,7 +4090,7 @@ static void test_schema_upgrade_v1(void) {
     static const int prio[] = {0, 4, -2, 0, 0, 0, 0, 0, 0, 0};
     static char cols_new[4096], cols_old[4096], objs_new[4096], objs_old[4096];
     const char *id5 = V1_ID(05), *id9 = V1_ID(09), *id7 = V1_ID(07);
-    char path[128], order[128], *ddl, *pos, *one;
+    char order[128];
     obx_store *s, *fresh_store;
     obx_message m;
     obx_join j;
@@ -4096,13 +4105,8 @@ static void test_schema_upgrade_v1(void) {
     s = open_v0("L1Outbox", 0);
     TT_ASSERT(s != NULL);
     TT_ASSERT(v0_drop(s));
-    snprintf(path, sizeof path, "tests/schema/v1/%s/outbox.sql", g_backend);
-    ddl = v0_text(path, "Outbox", "L1", g_pg ? "\"dbo\"" : NULL, "\"obxv0\"");
-    TT_ASSERT(ddl != NULL);
-    for (pos = ddl; (one = v0_next(&pos)) != NULL; statements++)
-        if (!sql(s, one)) break;
-    free(ddl);
-    TT_ASSERT(one == NULL);
+    statements = frozen_ddl(s, "v1", "L1");
+    TT_ASSERT(statements >= 0);
     TT_EXPECT(statements >= 5);
     TT_ASSERT(v0_columns(s, cols_old, sizeof cols_old));
     TT_EXPECT(strstr(cols_old, "Priority") != NULL);
