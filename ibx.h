@@ -214,7 +214,8 @@
  *   by then (reaped, claimed elsewhere): everything rolled back, counted in
  *   ibx_run_stats.lease_lost, no attempt used. IBX_RETRY, _DEAD, _WAIT,
  *   _PAUSE: the writes are rolled back, then the message is settled as
- *   usual (a retry uses an attempt; dead means dead with no effect). A
+ *   usual (a retry uses an attempt; dead means dead with no effect; a
+ *   connection lost at the ack or the commit uses none). A
  *   deadlock or serialization failure (the handler says IBX_CONFLICT, or
  *   the ack or the commit hits one): rolled back and run again, 3 runs at
  *   most, no attempt used. Locks: the message's row is locked only from
@@ -1551,9 +1552,11 @@ typedef ibx_outcome (*ibx_tx_handler)(const ibx_message *message, void *hdbc, ch
  *                 attempt (ibx_run_stats.conflicts); then the message goes
  *                 back, due after the backoff, attempts unchanged.
  * A failure of the database in the dispatcher's part (begin, ack, commit)
- * rolls back and retries the message with that error (an attempt); a
- * connection lost at the commit leaves the outcome to the database: Done
- * with its effects, or leased without them and delivered again. Calls on
+ * rolls back and retries the message with that error (an attempt). A
+ * connection lost there uses no attempt (the handler did its part): the
+ * message goes back due after the backoff (as IBX_WAIT), or, lost at the
+ * commit, the database has the outcome: Done with its effects, or back
+ * without them and delivered again (IBX-TXH-LOST-CONNECTION). Calls on
  * message->store inside the handler (ibx_enqueue of follow-ups) run in
  * the handler's transaction: they commit with it or not at all; not
  * ibx_lease_extend (it would lock the message's row until the commit, and
@@ -10980,7 +10983,7 @@ static void ibx__handle_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *m
         if (!ibx__tx_conflicted(s, r, outcome == IBX_CONFLICT, error)) {
             if (r != IBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
                 snprintf(error, IBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
-                outcome = IBX_RETRY;
+                outcome = s->err.connection_lost ? IBX_WAIT : IBX_RETRY; /* a lost connection is no try */
             }
             break;
         }
@@ -11097,7 +11100,7 @@ static void ibx__handle_group_tx(ibx_dispatcher *d, ibx_store *s, const ibx_mess
         }
         if (r != IBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
             snprintf(why, sizeof why, "handler's transaction: %.200s", s->err.message);
-            k = ibx__group_settle(d, s, ms, k, -1, IBX_RETRY, why);
+            k = ibx__group_settle(d, s, ms, k, -1, s->err.connection_lost ? IBX_WAIT : IBX_RETRY, why);
         }
         k = ibx__group_settle(d, s, ms, k, IBX_DONE, 0, NULL); /* the done ones run again */
         if (k > 0 && ibx__mono_ms(&s->hooks) >= (w ? ibx__renew_start_until(w) : deadline))

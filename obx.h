@@ -199,7 +199,8 @@
  *   by then (reaped, claimed elsewhere): everything rolled back, counted in
  *   obx_run_stats.lease_lost, no attempt used. OBX_RETRY, _DEAD, _WAIT,
  *   _PAUSE: the writes are rolled back, then the message is settled as
- *   usual (a retry uses an attempt; dead means dead with no effect). A
+ *   usual (a retry uses an attempt; dead means dead with no effect; a
+ *   connection lost at the ack or the commit uses none). A
  *   deadlock or serialization failure (the handler says OBX_CONFLICT, or
  *   the ack or the commit hits one): rolled back and run again, 3 runs at
  *   most, no attempt used. Locks: the message's row is locked only from
@@ -1615,9 +1616,11 @@ typedef obx_outcome (*obx_tx_handler)(const obx_message *message, void *hdbc, ch
  *                 attempt (obx_run_stats.conflicts); then the message goes
  *                 back, due after the backoff, attempts unchanged.
  * A failure of the database in the dispatcher's part (begin, ack, commit)
- * rolls back and retries the message with that error (an attempt); a
- * connection lost at the commit leaves the outcome to the database: Done
- * with its effects, or leased without them and delivered again. Calls on
+ * rolls back and retries the message with that error (an attempt). A
+ * connection lost there uses no attempt (the handler did its part): the
+ * message goes back due after the backoff (as OBX_WAIT), or, lost at the
+ * commit, the database has the outcome: Done with its effects, or back
+ * without them and delivered again (OBX-TXH-LOST-CONNECTION). Calls on
  * message->store inside the handler (obx_enqueue of follow-ups) run in
  * the handler's transaction: they commit with it or not at all; not
  * obx_lease_extend (it would lock the message's row until the commit, and
@@ -11832,7 +11835,7 @@ static void obx__handle_tx(obx_dispatcher *d, obx_store *s, const obx_message *m
         if (!obx__tx_conflicted(s, r, outcome == OBX_CONFLICT, error)) {
             if (r != OBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
                 snprintf(error, OBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
-                outcome = OBX_RETRY;
+                outcome = s->err.connection_lost ? OBX_WAIT : OBX_RETRY; /* a lost connection is no try */
             }
             break;
         }
@@ -11949,7 +11952,7 @@ static void obx__handle_group_tx(obx_dispatcher *d, obx_store *s, const obx_mess
         }
         if (r != OBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
             snprintf(why, sizeof why, "handler's transaction: %.200s", s->err.message);
-            k = obx__group_settle(d, s, ms, k, -1, OBX_RETRY, why);
+            k = obx__group_settle(d, s, ms, k, -1, s->err.connection_lost ? OBX_WAIT : OBX_RETRY, why);
         }
         k = obx__group_settle(d, s, ms, k, OBX_DONE, 0, NULL); /* the done ones run again */
         if (k > 0 && obx__mono_ms(&s->hooks) >= (w ? obx__renew_start_until(w) : deadline))

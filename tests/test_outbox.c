@@ -2946,6 +2946,7 @@ typedef struct txh_ctx {
     int renewal_ms;              /* wait up to this long, transaction open, for a renewal */
     int renewed;                 /* ... and it came */
     int conflict_classified;     /* obx_tx_conflict said yes to the real error */
+    int lose_connection;         /* this many times: the server ends the handler's connection after its write */
 } txh_ctx;
 
 /* MariaDB quotes names with backticks: the statements below are written
@@ -3022,6 +3023,12 @@ static int txh_real_conflict(obx_store *s, void *hdbc) {
 }
 #endif
 
+/* The server ends the connection hdbc (an operator's kill, a failover),
+ * asked on it: the statement fails, and so does the next one. */
+static void txh_end_connection(void *hdbc) {
+    txh_exec(hdbc, g_pg ? "SELECT pg_terminate_backend(pg_backend_pid())" : "KILL CONNECTION_ID()");
+}
+
 static obx_outcome txh_handler(const obx_message *m, void *hdbc, char *error, size_t size, void *user) {
     txh_ctx *t = (txh_ctx *)user;
     char q[200], before[64] = "", now[64] = "";
@@ -3062,6 +3069,10 @@ static obx_outcome txh_handler(const obx_message *m, void *hdbc, char *error, si
         if (obx_enqueue(m->store, &f, NULL) != OBX_OK) return OBX_DEAD;
     }
     if (t->kill_at == 2) raise(SIGKILL);
+    if (t->lose_connection > 0) {
+        t->lose_connection--;
+        txh_end_connection(hdbc);
+    }
     if (t->ack_conflicts > 0 && g_srv) { /* PostgreSQL: the row changed since this snapshot */
         snprintf(q, sizeof q, "UPDATE {T} SET \"LastError\" = 'side' WHERE \"Id\" = '%.64s'", m->id);
         if (!sql(t->side, txh_q(q))) return OBX_DEAD;
@@ -3094,6 +3105,10 @@ static void txh_batch(const obx_message *const *ms, obx_batch_result *res, int n
         if (g_txh_retry_payload && strcmp(ms[i]->payload, g_txh_retry_payload) == 0) res[i].outcome = OBX_RETRY;
     }
     if (t->kill_at == 2) raise(SIGKILL);
+    if (t->lose_connection > 0) {
+        t->lose_connection--;
+        txh_end_connection(hdbc);
+    }
     if (t->conflicts > 0) {
         t->conflicts--;
         res[n - 1].outcome = OBX_CONFLICT;
@@ -3274,6 +3289,33 @@ static void test_txh_conflict_ack(void) {
     TT_EQ_INT(st.done, 1);
     TT_ASSERT(txh_row_is(s, a, 1, 2, 0));
     txh_close(&t, s);
+}
+
+/* The server ends the handler's connection after its write (an operator's
+ * kill, a failover): the ack fails on a lost connection, the transaction is
+ * gone, and the message goes back without using an attempt, delivered
+ * again and done once; single and batch form (OBX-TXH-LOST-CONNECTION). */
+static void test_txh_lost_connection(void) {
+    int batch;
+    for (batch = 0; batch <= 1; batch++) {
+        txh_ctx t;
+        obx_run_stats st;
+        char ids[2][37];
+        obx_store *s = txh_fresh(&t);
+        TT_ASSERT(s != NULL && t.side != NULL);
+        TT_ASSERT(enqueue(s, "txh", "{}", ids[0]) && enqueue(s, "txh", "{}", ids[1]));
+        g_txh_batch = batch;
+        t.lose_connection = 1;
+        txh_drain(s, &t, 30, &st);
+        TT_EQ_INT(t.lose_connection, 0);
+        TT_EQ_INT(scalar(s, "SELECT SUM(\"RetryCount\") FROM {T}"), 0); /* no attempt used */
+        TT_ASSERT(sql(s, "UPDATE {T} SET \"NextAttemptAt\" = {W} WHERE \"Status\" = 0"));
+        txh_drain(s, &t, 30, &st);
+        TT_ASSERT(txh_row_is(s, ids[0], 1, 2, 0));
+        TT_ASSERT(txh_row_is(s, ids[1], 1, 2, 0));
+        g_txh_batch = 0;
+        txh_close(&t, s);
+    }
 }
 
 static void test_txh_lease_lost(void) {
@@ -9287,6 +9329,10 @@ int main(int argc, char **argv) {
     else
         printf("N/A OBX-TXH-CONFLICT-ACK %s InnoDB's REPEATABLE READ updates the newest row version: no conflict at the ack to provoke\n", g_label);
     RUN("OBX-TXH-LEASE-LOST", "a lease lost before a transactional handler's ack: everything rolled back, counted as a lease loss, no attempt used", test_txh_lease_lost);
+    if (g_srv)
+        RUN("OBX-TXH-LOST-CONNECTION", "the server ends a transactional handler's connection before its ack: rolled back, no attempt used, delivered again and done once (single and batch form)", test_txh_lost_connection);
+    else
+        printf("N/A OBX-TXH-LOST-CONNECTION %s an embedded database has no connection to lose\n", g_label);
     RUN("OBX-TXH-RENEWAL", "a transactional handler's open transaction does not hold back the lease renewal", test_txh_renewal);
     RUN("OBX-TXH-RENEW-SETTLED", "a transactional handler's message settled mid-batch is not taken by the lease renewal for a lease lost: the batch's later handlers still start", test_txh_renew_settled);
     RUN("OBX-TXH-KILL", "kill -9 before a transactional handler's write, after it, before the commit, after it: every message's effect exactly once, Done exactly when it exists", test_txh_kill);
