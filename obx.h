@@ -3669,7 +3669,7 @@ typedef struct obx__db {
  * the sqlite3 *, a SQLHSTMT an obx__sq_cur, and the ODBC types and
  * constants that obx__param and the engine name are this file's when
  * <sql.h> is not included). What is common (obx__exec's timeouts,
- * obx__db_ensure's reconnect, the unit modes, obx__pick_keys) is written
+ * obx__db_ensure's reconnect, the unit modes) is written
  * once, over them.
  *   connection   obx__db_connect (a string), obx__db_adopt (the caller's
  *                handle: used, never closed), obx__db_close; under them
@@ -4726,48 +4726,6 @@ OBX__PRIVATE void obx__unbind(SQLHSTMT st) {
 }
 
 #endif /* !OBX_SQLITE3_API */
-
-/* The first step of a claim in three statements (no UPDATE ... RETURNING):
- * run the pick in `slot` (arguments: the batch size, and the window: how
- * many ready rows it looks at, unlocked, before locking up to a batch of
- * them) and collect column k of every row into lists[k], ended, ready to
- * bind. The window is twice the batch; when other claimers hold all of it,
- * once more with twenty times. *picked: the rows. Returns OBX_OK or the
- * error. */
-OBX__PRIVATE obx_result obx__pick_keys(obx__db *db, int slot, const char *sql, int batch, int ncols,
-                                       obx__buf *const *lists, int *picked) {
-    obx__param p[2];
-    SQLHSTMT cur = NULL;
-    obx_result r = OBX_EMPTY;
-    int k, pass;
-    *picked = 0;
-    for (pass = 0; pass < 2 && *picked == 0 && r == OBX_EMPTY; pass++) {
-        for (k = 0; k < ncols; k++) lists[k]->len = 0;
-        obx__p_i64(&p[0], batch);
-        obx__p_i64(&p[1], (int64_t)batch * (pass == 0 ? 2 : 20));
-        cur = NULL; /* a failed execute frees the statement: never close the last pass's */
-        r = obx__exec(db, slot, sql, p, 2, NULL, &cur);
-        while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
-            for (k = 0; k < ncols && r == OBX_OK; k++) {
-                char key[1024]; /* 255 characters of up to 4 bytes */
-                SQLLEN ind = 0;
-                key[0] = '\0';
-                r = obx__get_text(db, cur, k + 1, key, sizeof key, &ind);
-                /* A NULL leaves the buffer as it was: it stays a null, which matches nothing. */
-                if (r == OBX_OK && !(ind == SQL_NULL_DATA ? obx__list_add_null(db->hooks, lists[k], db->d)
-                                                          : obx__list_add(db->hooks, lists[k], db->d, key, strlen(key))))
-                    r = obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
-            }
-            (*picked)++;
-        }
-        obx__close(cur);
-    }
-    if (r != OBX_EMPTY) return r;
-    for (k = 0; k < ncols && *picked > 0; k++)
-        if (!obx__list_end(db->hooks, lists[k], db->d))
-            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
-    return OBX_OK;
-}
 
 #ifndef OBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* Column `col` (1-based) as a 64-bit integer; *is_null set when given. */
@@ -6511,7 +6469,7 @@ enum {
     OBX__Q_JOIN_FINISH, /* -> rowcount (0: finished before) */
     OBX__Q_CLAIM_PICK,  /* -> ids, locked (FOR UPDATE SKIP LOCKED); where set, the claim is
                            pick, then CLAIM, then CLAIM_READ: for dialects without UPDATE ...
-                           RETURNING. See obx__pick_keys for the window */
+                           RETURNING. See obx__claim_pick */
     OBX__Q_CLAIM_READ,  /* -> the rows of these ids the owner holds */
     OBX__Q_GAUGES,      /* -> ready count, oldest ready age in ms, in flight, dead, scheduled,
                            expired leases */
@@ -7503,11 +7461,16 @@ static const obx__sqlset obx__postgresql_outbox = {
     ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_NEXT_ATTEMPT_MS \
     ", `Starts`, `OrderingKey`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, " OBX__MY_MS("ExpiresAt") \
     ", `Priority`"
-#define OBX__MY_CLAIM_COLS                                                                        \
+/* A claim's short row with `locked` as its lease: the read-back's stored
+ * one, or the pick's time (OBX__MY_NOW_MS; obx__claim_picked adds the
+ * lease, and Starts + 1, to the row the pick read before its UPDATE). */
+#define OBX__MY_CLAIM_COLS_AT(locked)                                                             \
     "`Id`, `MessageId`, " OBX__MY_MS("CreatedAt") ", " OBX__MY_MS("DueTimeUtc") ", `RetryCount`, "   \
-    OBX__MY_MS("LockedUntil") ", " OBX__MY_MS("NextAttemptAt") ", `Starts`, " OBX__MY_MS("ExpiresAt") \
+    locked ", " OBX__MY_MS("NextAttemptAt") ", `Starts`, " OBX__MY_MS("ExpiresAt") \
     ", " OBX__CLAIM_MASK(OBX__NN, "`", "`") ", `Topic`, `Payload`, `CorrelationId`, `LastError`, `OrderingKey`, " \
     "`TenantId`, `AggregateType`, `AggregateId`, `Headers`"
+#define OBX__MY_CLAIM_COLS OBX__MY_CLAIM_COLS_AT(OBX__MY_MS("LockedUntil"))
+#define OBX__MY_NOW_MS "CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000 AS SIGNED)"
 /* Ordered delivery (see OBX__ORDERED_HEAD): `OrderingLive` is the key of a
  * row that is not Done, `OrderingState` its Status, both else NULL. */
 #define OBX__MY_ORDERED_CHECK(waits)                                                              \
@@ -7737,11 +7700,14 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      * A locking read of the index walks every entry a claim or ack has
      * moved since InnoDB's last purge (about once a second): 3 page reads
      * each, 4-17 ms per pick; the window makes it 0.6 ms, and the drain
-     * 1.8x. The index is forced: a scan and sort would read every row. */
+     * 1.8x. The index is forced: a scan and sort would read every row.
+     * The locked rows come back as the claim's short row (`Id` is t's: the
+     * window's column is named apart), so that the claim needs no read. */
     {OBX__Q_CLAIM_PICK,
-     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_ReadyRank`) WHERE "
+     "SELECT " OBX__MY_CLAIM_COLS_AT(OBX__MY_NOW_MS) " FROM (SELECT c.`Id` AS `obx_pick` FROM {T} AS c "
+     "FORCE INDEX (`IX_{N}_ReadyRank`) WHERE "
      "c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND " OBX__MY_ORDERED_CHECK("{H}") " "
-     OBX__MY_CLAIM_ORDER("c.") " LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
+     OBX__MY_CLAIM_ORDER("c.") " LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`obx_pick` "
      "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
@@ -9631,23 +9597,87 @@ typedef struct obx__claim_ctx {
     int64_t acked;               /* how many of them the ack changed */
 } obx__claim_ctx;
 
-/* Where the dialect has no UPDATE ... RETURNING: pick and lock the keys,
- * mark them ours, then read them back; *cur is the read's cursor. */
+/* The first step of a claim in three statements (no UPDATE ... RETURNING):
+ * the pick (arguments: the batch size, and the window: how many ready rows
+ * it looks at, unlocked, before locking up to a batch of them) returns the
+ * rows it locked as the claim's short row, as they are before the claim
+ * (the lease column: the pick's time), read into the batch (c->count), and
+ * their keys into s->keys, ended, ready to bind. The window is twice the
+ * batch; when other claimers hold all of it, once more with twenty times. */
+static obx_result obx__claim_pick(obx__db *db, obx__claim_ctx *c) {
+    obx_store *s = c->s;
+    obx__param p[2];
+    obx__row_head head;
+    SQLHSTMT cur;
+    obx_result r = OBX_EMPTY;
+    int k, pass;
+    for (pass = 0; pass < 2 && c->count == 0 && r == OBX_EMPTY; pass++) {
+        for (k = 0; k < OBX__KEY_LISTS; k++) s->keys[k].len = 0;
+        s->rows.len = 0;
+        obx__p_i64(&p[0], c->batch_size);
+        obx__p_i64(&p[1], (int64_t)c->batch_size * (pass == 0 ? 2 : 20));
+        cur = NULL; /* a failed execute frees the statement: never close the last pass's */
+        r = obx__exec(db, OBX__Q_CLAIM_PICK, s->sql[OBX__Q_CLAIM_PICK], p, 2, NULL, &cur);
+        if (r == OBX_OK) r = obx__bind_head(db, cur, &head, OBX__CLAIM_TEXTS, OBX__CLAIM_INTS);
+        while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
+            obx_message *m = &s->msgs[c->count];
+            if (c->count >= c->batch_size) { /* see obx__claim_once */
+                r = obx__fail(db->err, OBX_ERR_STATE, "obx_claim",
+                              "the claim's pick returned more than %d rows" OBX__WHY("; rolled back"),
+                              c->batch_size);
+                break;
+            }
+            r = obx__read_claimed(db, cur, &head, s->token, m, &s->rows, &s->offsets[c->count]);
+            if (r != OBX_OK) break;
+            /* Pointed for its key now, again once the buffer stops moving. */
+            obx__point_strings(&s->rows, m, &s->offsets[c->count]);
+            if (!obx__msg_key_add(db->hooks, db->d, s->keys, m))
+                r = obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
+            else
+                c->count++;
+        }
+        obx__unbind(cur); /* `head` is about to go */
+        obx__close(cur);
+    }
+    if (r != OBX_EMPTY) return r;
+    for (k = 0; k < OBX__KEY_LISTS && c->count > 0; k++)
+        if (!obx__list_end(db->hooks, &s->keys[k], db->d))
+            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
+    return OBX_OK;
+}
+
+/* Where the dialect has no UPDATE ... RETURNING: pick and lock the rows
+ * (obx__claim_pick), then mark them ours. When the UPDATE matched every
+ * picked row (its count is rows matched, see OPTION=2), the picked rows
+ * are the claim's, with Starts + 1 and the lease filled in here: the
+ * pick's time + the lease, at most the two statements' distance before the
+ * stored one, so a handler never counts on more than it holds. Where row
+ * locks are per node (Galera), two nodes can pick one row, and the UPDATE
+ * checks the row again: when it matched fewer, the rows that carry our
+ * token are read back instead; *cur is that read's cursor. */
 static obx_result obx__claim_picked(obx__db *db, obx__claim_ctx *c, SQLHSTMT *cur) {
     obx_store *s = c->s;
-    obx__buf *lists[OBX__KEY_LISTS];
     obx__param p[2 + OBX__KEY_LISTS];
-    int picked = 0, k;
-    obx_result r;
-    for (k = 0; k < OBX__KEY_LISTS; k++) lists[k] = &s->keys[k];
-    r = obx__pick_keys(db, OBX__Q_CLAIM_PICK, s->sql[OBX__Q_CLAIM_PICK], c->batch_size,
-                       OBX__KEY_LISTS, lists, &picked);
-    if (r != OBX_OK || picked == 0) return r;
+    int64_t marked = -1;
+    int k, i;
+    obx_result r = obx__claim_pick(db, c);
+    if (r != OBX_OK || c->count == 0) return r;
     obx__p_text(&p[0], s->token, 36);
     obx__p_i64(&p[1], c->lease_seconds);
     for (k = 0; k < OBX__KEY_LISTS; k++) obx__p_text(&p[2 + k], s->keys[k].data, s->keys[k].len);
-    r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 2 + OBX__KEY_LISTS, NULL, NULL);
+    r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 2 + OBX__KEY_LISTS, &marked, NULL);
     if (r != OBX_OK) return r;
+    if (marked == c->count) {
+        for (i = 0; i < c->count; i++) {
+            s->msgs[i].starts++;
+            s->msgs[i].locked_until_ms += (int64_t)c->lease_seconds * 1000;
+        }
+        return OBX_OK;
+    }
+    obx__log(db->hooks, OBX_LOG_DEBUG, s->store_id, "claim: %lld of %d picked rows marked; reading them back",
+             (long long)marked, c->count);
+    c->count = 0;
+    s->rows.len = 0;
     return obx__exec(db, OBX__Q_CLAIM_READ, s->sql[OBX__Q_CLAIM_READ], p, 2 + OBX__KEY_LISTS, NULL, cur);
 }
 
@@ -13065,7 +13095,8 @@ static void obx__store_own_sql(const obx__store_own *own, char **sql) {
 
 static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
                             const obx_message *m) {
-    return obx__list_add(h, &keys[0], d, m->id, 36);
+    /* A row read without its id (none: a primary key) names nothing. */
+    return m->id[0] ? obx__list_add(h, &keys[0], d, m->id, 36) : obx__list_add_null(h, &keys[0], d);
 }
 
 static void obx__msg_name(const obx_message *m, char *out, size_t size) {
