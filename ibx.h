@@ -3235,7 +3235,7 @@ typedef struct ibx__column {
     const char *name;            /* bare name */
     const char *type;            /* the dialect's type; NOT NULL needs a DEFAULT */
 } ibx__column;
-#define IBX__COLUMNS_MAX 15
+#define IBX__COLUMNS_MAX 16
 
 /* A dialect's schema and statements, as each header writes them. */
 typedef struct ibx__sqlset {
@@ -8047,6 +8047,13 @@ static char *ibx__ddl_probe(const ibx__hooks *h, const ibx__dialect *d, const ch
         if (strncmp(one, "DROP TRIGGER IF EXISTS ", 23) == 0 && ibx__ddl_name(one + 23, '`', '`', name, sizeof name))
             return ibx__format(h, "SELECT COUNT(*) = 0 FROM information_schema.TRIGGERS WHERE "
                                "TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = '%s'", name);
+        /* ALTER TABLE `t` ALTER COLUMN `c` SET DEFAULT v: a metadata lock. */
+        if (strncmp(one, "ALTER TABLE ", 12) == 0 && (p = ibx__ddl_name(one + 12, '`', '`', table, sizeof table)) &&
+            strncmp(p, " ALTER COLUMN ", 14) == 0 && (p = ibx__ddl_name(p + 14, '`', '`', name, sizeof name)) &&
+            strncmp(p, " SET DEFAULT ", 13) == 0 && strspn(p + 13, "0123456789") == strlen(p + 13))
+            return ibx__format(h, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+                               "DATABASE() AND TABLE_NAME = '%s' AND COLUMN_NAME = '%s' AND COLUMN_DEFAULT = '%s'",
+                               table, name, p + 13);
     }
     return NULL;
 }

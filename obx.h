@@ -3434,7 +3434,7 @@ typedef struct obx__column {
     const char *name;            /* bare name */
     const char *type;            /* the dialect's type; NOT NULL needs a DEFAULT */
 } obx__column;
-#define OBX__COLUMNS_MAX 15
+#define OBX__COLUMNS_MAX 16
 
 /* A dialect's schema and statements, as each header writes them. */
 typedef struct obx__sqlset {
@@ -7796,21 +7796,37 @@ static const char *const obx__mariadb_outbox_ddl[] = {
     "    KEY `IX_{N}JoinMember_Message` (`OutboxMessageId`),\n"
     "    CONSTRAINT `FK_{N}JoinMember_Join` FOREIGN KEY (`JoinId`) REFERENCES {J} (`JoinId`) ON DELETE CASCADE\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
+    /* A message row's HasJoin is 1 once a join member names it: set by
+     * the member's insert, under the message row's lock, from any release
+     * (a trigger). Rows from before the column hold 1 (its first default);
+     * the default becomes 0 only after this trigger exists, and creating
+     * it waited for every transaction that had inserted a member without
+     * it (metadata lock): a row with 0 has no member from before. */
+    "CREATE TRIGGER IF NOT EXISTS `{N}_JoinFlag` AFTER INSERT ON {M} FOR EACH ROW\n"
+    "    UPDATE {T} SET `HasJoin` = 1 WHERE `Id` = NEW.`OutboxMessageId`",
+    "ALTER TABLE {T} ALTER COLUMN `HasJoin` SET DEFAULT 0",
     /* Join counters follow acks and fails in the database (OBX-089), in the
      * settle's own transaction; a member leaving Pending counts once. The
      * IF keeps claims (and every other update) from running the member
-     * UPDATE at all: as a WHERE condition it ran 100 times per claim.
-     * A changed trigger gets a new name (2: this IF), created before the
-     * old name is dropped: each DDL statement commits on its own, and a
-     * settle queued behind a DROP first would run with neither trigger
-     * (both at once is harmless: the member update is guarded by its
-     * Status). CREATE OR REPLACE would lock the table on every deploy, and
-     * IF NOT EXISTS alone would keep an old table's trigger as it was. */
-    "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep2` AFTER UPDATE ON {T} FOR EACH ROW\n"
-    "    IF NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN\n"
+     * UPDATE at all: as a WHERE condition it ran 100 times per claim; and
+     * acks of messages no member names (12-14 us each, docs/PERFORMANCE.md).
+     * The flag is the row's own, read under the ack's row lock: an attach
+     * (which locks the row first, OBX__Q_JOIN_MESSAGE) either committed it
+     * before, or waits and finds the message settled. A read of the member
+     * table here could miss a member committed while the ack waited.
+     * A changed trigger gets a new name (JoinStep2: the IF; JoinStep2Flag:
+     * the flag), created before the old name is dropped: each DDL
+     * statement commits on its own, and a settle queued behind a DROP first
+     * would run with neither trigger (both at once is harmless: the member
+     * update is guarded by its Status; a previous release's deploy makes its
+     * own again). CREATE OR REPLACE would lock the table on every deploy,
+     * and IF NOT EXISTS alone would keep an old table's trigger as it was. */
+    "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep2Flag` AFTER UPDATE ON {T} FOR EACH ROW\n"
+    "    IF NEW.`HasJoin` <> 0 AND NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN\n"
     "        UPDATE {M} SET `Status` = IF(NEW.`Status` = 2, 1, 2)\n"
     "         WHERE `OutboxMessageId` = NEW.`Id` AND `Status` = 0;\n"
     "    END IF",
+    "DROP TRIGGER IF EXISTS `{N}_JoinStep2`",
     "DROP TRIGGER IF EXISTS `{N}_JoinStep`",
     "CREATE TRIGGER IF NOT EXISTS `{N}_JoinCount` AFTER UPDATE ON {M} FOR EACH ROW\n"
     "    UPDATE {J} SET\n"
@@ -7831,6 +7847,7 @@ static const char *const obx__mariadb_outbox_ddl[] = {
  * Priority: obx_new_message.priority.
  * ReadyRank, LeasedUntil, DoneAt, DeadAt: layout 2's state columns (see
  * the DDL above), ReadyRank the claim's order (OBX__MY_CLAIM_ORDER).
+ * HasJoin: a join member may name the row (the join step's guard).
  * Layout 1's ClaimRank (PERSISTENT) is not added: nothing reads it. */
 static const obx__column obx__mariadb_outbox_columns[] = {
     {"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "VARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
@@ -7842,6 +7859,7 @@ static const obx__column obx__mariadb_outbox_columns[] = {
     {"LeasedUntil", "DATETIME(6) AS (IF(`Status` = 1, `LockedUntil`, NULL)) VIRTUAL"},
     {"DoneAt", "DATETIME(6) AS (IF(`Status` = 2, `ProcessedAt`, NULL)) VIRTUAL"},
     {"DeadAt", "DATETIME(6) AS (IF(`Status` = 3, `CreatedAt`, NULL)) VIRTUAL"},
+    {"HasJoin", "TINYINT NOT NULL DEFAULT 1"}, /* 1 for the rows it finds; see {N}_JoinFlag */
     {NULL, NULL}};
 /* obx_store_upgrade on a table deployed before layout 2: its keys to the
  * UUID type (table copies: writers wait, docs/UPGRADING.md; the join
@@ -8900,6 +8918,13 @@ static char *obx__ddl_probe(const obx__hooks *h, const obx__dialect *d, const ch
         if (strncmp(one, "DROP TRIGGER IF EXISTS ", 23) == 0 && obx__ddl_name(one + 23, '`', '`', name, sizeof name))
             return obx__format(h, "SELECT COUNT(*) = 0 FROM information_schema.TRIGGERS WHERE "
                                "TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = '%s'", name);
+        /* ALTER TABLE `t` ALTER COLUMN `c` SET DEFAULT v: a metadata lock. */
+        if (strncmp(one, "ALTER TABLE ", 12) == 0 && (p = obx__ddl_name(one + 12, '`', '`', table, sizeof table)) &&
+            strncmp(p, " ALTER COLUMN ", 14) == 0 && (p = obx__ddl_name(p + 14, '`', '`', name, sizeof name)) &&
+            strncmp(p, " SET DEFAULT ", 13) == 0 && strspn(p + 13, "0123456789") == strlen(p + 13))
+            return obx__format(h, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+                               "DATABASE() AND TABLE_NAME = '%s' AND COLUMN_NAME = '%s' AND COLUMN_DEFAULT = '%s'",
+                               table, name, p + 13);
     }
     return NULL;
 }
