@@ -13120,8 +13120,7 @@ static void obx__store_own_sql(const obx__store_own *own, char **sql) {
 
 static int obx__msg_key_add(const obx__hooks *h, const obx__dialect *d, obx__buf *keys,
                             const obx_message *m) {
-    /* A row read without its id (none: a primary key) names nothing. */
-    return m->id[0] ? obx__list_add(h, &keys[0], d, m->id, 36) : obx__list_add_null(h, &keys[0], d);
+    return obx__list_add(h, &keys[0], d, m->id, 36);
 }
 
 static void obx__msg_name(const obx_message *m, char *out, size_t size) {
