@@ -7796,15 +7796,6 @@ static const char *const obx__mariadb_outbox_ddl[] = {
     "    KEY `IX_{N}JoinMember_Message` (`OutboxMessageId`),\n"
     "    CONSTRAINT `FK_{N}JoinMember_Join` FOREIGN KEY (`JoinId`) REFERENCES {J} (`JoinId`) ON DELETE CASCADE\n"
     ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin",
-    /* A message row's HasJoin is 1 once a join member names it: set by
-     * the member's insert, under the message row's lock, from any release
-     * (a trigger). Rows from before the column hold 1 (its first default);
-     * the default becomes 0 only after this trigger exists, and creating
-     * it waited for every transaction that had inserted a member without
-     * it (metadata lock): a row with 0 has no member from before. */
-    "CREATE TRIGGER IF NOT EXISTS `{N}_JoinFlag` AFTER INSERT ON {M} FOR EACH ROW\n"
-    "    UPDATE {T} SET `HasJoin` = 1 WHERE `Id` = NEW.`OutboxMessageId`",
-    "ALTER TABLE {T} ALTER COLUMN `HasJoin` SET DEFAULT 0",
     /* Join counters follow acks and fails in the database (OBX-089), in the
      * settle's own transaction; a member leaving Pending counts once. The
      * IF keeps claims (and every other update) from running the member
@@ -7828,6 +7819,18 @@ static const char *const obx__mariadb_outbox_ddl[] = {
     "    END IF",
     "DROP TRIGGER IF EXISTS `{N}_JoinStep2`",
     "DROP TRIGGER IF EXISTS `{N}_JoinStep`",
+    /* A message row's HasJoin is 1 once a join member names it: set by
+     * the member's insert, under the message row's lock, from any release
+     * (a trigger). Rows from before the column hold 1 (its first default),
+     * so the step above runs for all of them as JoinStep2 did; the default
+     * becomes 0 only after this trigger exists, and creating it waited for
+     * every transaction that had inserted a member without it (metadata
+     * lock): a row with 0 has no member from before. Created after the old
+     * JoinStep is gone: its member UPDATE ran unguarded, and a member
+     * insert whose flag UPDATE fired it would fail (error 1442). */
+    "CREATE TRIGGER IF NOT EXISTS `{N}_JoinFlag` AFTER INSERT ON {M} FOR EACH ROW\n"
+    "    UPDATE {T} SET `HasJoin` = 1 WHERE `Id` = NEW.`OutboxMessageId`",
+    "ALTER TABLE {T} ALTER COLUMN `HasJoin` SET DEFAULT 0",
     "CREATE TRIGGER IF NOT EXISTS `{N}_JoinCount` AFTER UPDATE ON {M} FOR EACH ROW\n"
     "    UPDATE {J} SET\n"
     "        `LastUpdatedUtc` = UTC_TIMESTAMP(6),\n"

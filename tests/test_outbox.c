@@ -3651,8 +3651,10 @@ static void test_upgrade_trigger_order(void) {
     int n = 0;
     TT_ASSERT(s && upgrader && worker);
     TT_ASSERT(sql(s, "DELETE FROM {M}") && sql(s, "DELETE FROM {J}") && sql(s, "DELETE FROM {T}"));
-    /* The table as the previous release left it: its join trigger under the old name. */
-    TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS `{N}_JoinStep2`"));
+    /* The table as an older release left it: its join trigger under the old
+     * name, no join flag (HasJoin, its triggers). */
+    TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS `{N}_JoinStep2`") && sql(s, "DROP TRIGGER IF EXISTS `{N}_JoinStep2Flag`") &&
+              sql(s, "DROP TRIGGER IF EXISTS `{N}_JoinFlag`") && sql(s, "ALTER TABLE {T} DROP COLUMN IF EXISTS `HasJoin`"));
     TT_ASSERT(sql(s, "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep` AFTER UPDATE ON {T} FOR EACH ROW "
                      "UPDATE {M} SET `Status` = IF(NEW.`Status` = 2, 1, 2) WHERE NEW.`Status` IN (2, 3) "
                      "AND OLD.`Status` <> NEW.`Status` AND `OutboxMessageId` = NEW.`Id` AND `Status` = 0"));

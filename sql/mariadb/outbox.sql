@@ -74,9 +74,6 @@ CREATE TABLE IF NOT EXISTS `OutboxJoinMember` (
     KEY `IX_OutboxJoinMember_Message` (`OutboxMessageId`),
     CONSTRAINT `FK_OutboxJoinMember_Join` FOREIGN KEY (`JoinId`) REFERENCES `OutboxJoin` (`JoinId`) ON DELETE CASCADE
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
-CREATE TRIGGER IF NOT EXISTS `Outbox_JoinFlag` AFTER INSERT ON `OutboxJoinMember` FOR EACH ROW
-    UPDATE `Outbox` SET `HasJoin` = 1 WHERE `Id` = NEW.`OutboxMessageId`;
-ALTER TABLE `Outbox` ALTER COLUMN `HasJoin` SET DEFAULT 0;
 DELIMITER $$
 CREATE TRIGGER IF NOT EXISTS `Outbox_JoinStep2Flag` AFTER UPDATE ON `Outbox` FOR EACH ROW
     IF NEW.`HasJoin` <> 0 AND NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN
@@ -86,6 +83,9 @@ CREATE TRIGGER IF NOT EXISTS `Outbox_JoinStep2Flag` AFTER UPDATE ON `Outbox` FOR
 DELIMITER ;
 DROP TRIGGER IF EXISTS `Outbox_JoinStep2`;
 DROP TRIGGER IF EXISTS `Outbox_JoinStep`;
+CREATE TRIGGER IF NOT EXISTS `Outbox_JoinFlag` AFTER INSERT ON `OutboxJoinMember` FOR EACH ROW
+    UPDATE `Outbox` SET `HasJoin` = 1 WHERE `Id` = NEW.`OutboxMessageId`;
+ALTER TABLE `Outbox` ALTER COLUMN `HasJoin` SET DEFAULT 0;
 CREATE TRIGGER IF NOT EXISTS `Outbox_JoinCount` AFTER UPDATE ON `OutboxJoinMember` FOR EACH ROW
     UPDATE `OutboxJoin` SET
         `LastUpdatedUtc` = UTC_TIMESTAMP(6),
