@@ -9111,10 +9111,10 @@ static void test_join_flag(void) {
     caller_close(&b);
     TT_ASSERT(started);
     TT_EQ_INT(ack.r, OBX_OK);
-    TT_EQ_INT(has_join(s, id), 1);
     TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
     TT_EQ_INT(j.completed_steps, 1);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {M} WHERE `Status` = 0"), 0);
+    TT_EQ_INT(has_join(s, id), 1);
     /* A table from before the flag, a member attached there, then deploy. */
     TT_ASSERT(sql(s, "DROP TRIGGER `{N}_JoinStep2Flag`") && sql(s, "DROP TRIGGER `{N}_JoinFlag`"));
     TT_ASSERT(sql(s, "CREATE TRIGGER `{N}_JoinStep2` AFTER UPDATE ON {T} FOR EACH ROW "
