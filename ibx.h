@@ -6396,9 +6396,9 @@ enum {
     IBX__Q_CLEANUP,    /* -> rowcount */
     IBX__Q_STATS,      /* -> ready count, oldest ready age */
     IBX__Q_PENDING,    /* -> messages still to handle (Processing): max_pending's count */
-    IBX__Q_CLAIM_PICK, /* -> keys, locked (FOR UPDATE SKIP LOCKED); where set, the claim is
-                          pick, then CLAIM, then CLAIM_READ (see ibx__claim_pick) */
-    IBX__Q_CLAIM_READ, /* -> the rows the owner holds */
+    IBX__Q_CLAIM_PICK, /* -> the claim's short rows, locked (FOR UPDATE SKIP LOCKED); where
+                          set, the claim is pick, then CLAIM (see ibx__claim_pick) */
+    IBX__Q_CLAIM_READ, /* -> the rows the owner holds (where CLAIM marked fewer than picked) */
     IBX__Q_GAUGES,     /* -> ready count, oldest ready age in ms, in flight, dead, scheduled,
                           expired leases */
     IBX__Q_DEAD_LIST,  /* -> message rows */
@@ -8774,13 +8774,14 @@ static ibx_result ibx__claim_pick(ibx__db *db, ibx__claim_ctx *c) {
         r = ibx__exec(db, IBX__Q_CLAIM_PICK, s->sql[IBX__Q_CLAIM_PICK], p, 2, NULL, &cur);
         if (r == IBX_OK) r = ibx__bind_head(db, cur, &head, IBX__CLAIM_TEXTS, IBX__CLAIM_INTS);
         while (r == IBX_OK && (r = ibx__fetch(db, cur)) == IBX_OK) {
-            ibx_message *m = &s->msgs[c->count];
+            ibx_message *m;
             if (c->count >= c->batch_size) { /* see ibx__claim_once */
                 r = ibx__fail(db->err, IBX_ERR_STATE, "ibx_claim",
                               "the claim's pick returned more than %d rows" IBX__WHY("; rolled back"),
                               c->batch_size);
                 break;
             }
+            m = &s->msgs[c->count];
             r = ibx__read_claimed(db, cur, &head, s->token, m, &s->rows, &s->offsets[c->count]);
             if (r != IBX_OK) break;
             /* Pointed for its key now, again once the buffer stops moving. */

@@ -6467,10 +6467,11 @@ enum {
     OBX__Q_JOIN_GET,    /* -> id, grouping key, expected, completed, failed, status,
                            metadata, created, updated */
     OBX__Q_JOIN_FINISH, /* -> rowcount (0: finished before) */
-    OBX__Q_CLAIM_PICK,  /* -> ids, locked (FOR UPDATE SKIP LOCKED); where set, the claim is
-                           pick, then CLAIM, then CLAIM_READ: for dialects without UPDATE ...
-                           RETURNING. See obx__claim_pick */
-    OBX__Q_CLAIM_READ,  /* -> the rows of these ids the owner holds */
+    OBX__Q_CLAIM_PICK,  /* -> the claim's short rows, locked (FOR UPDATE SKIP LOCKED); where
+                           set, the claim is pick, then CLAIM: for dialects without UPDATE ...
+                           RETURNING. See obx__claim_pick, obx__claim_picked */
+    OBX__Q_CLAIM_READ,  /* -> the rows of these ids the owner holds (where CLAIM marked fewer
+                           than were picked) */
     OBX__Q_GAUGES,      /* -> ready count, oldest ready age in ms, in flight, dead, scheduled,
                            expired leases */
     OBX__Q_DEAD_LIST,   /* -> message rows */
@@ -9648,13 +9649,14 @@ static obx_result obx__claim_pick(obx__db *db, obx__claim_ctx *c) {
         r = obx__exec(db, OBX__Q_CLAIM_PICK, s->sql[OBX__Q_CLAIM_PICK], p, 2, NULL, &cur);
         if (r == OBX_OK) r = obx__bind_head(db, cur, &head, OBX__CLAIM_TEXTS, OBX__CLAIM_INTS);
         while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
-            obx_message *m = &s->msgs[c->count];
+            obx_message *m;
             if (c->count >= c->batch_size) { /* see obx__claim_once */
                 r = obx__fail(db->err, OBX_ERR_STATE, "obx_claim",
                               "the claim's pick returned more than %d rows" OBX__WHY("; rolled back"),
                               c->batch_size);
                 break;
             }
+            m = &s->msgs[c->count];
             r = obx__read_claimed(db, cur, &head, s->token, m, &s->rows, &s->offsets[c->count]);
             if (r != OBX_OK) break;
             /* Pointed for its key now, again once the buffer stops moving. */
