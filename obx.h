@@ -390,8 +390,10 @@
  *                 appends "OPTION=2;" (row counts are rows matched, as on
  *                 the other databases); its times are UTC whatever the
  *                 session's time zone. Needs no sql_mode of its own. A claim
- *                 is three statements in one transaction (pick with FOR
- *                 UPDATE SKIP LOCKED, update, read back): no RETURNING.
+ *                 is two statements in one transaction (a pick with FOR
+ *                 UPDATE SKIP LOCKED that returns the rows, the update; a
+ *                 read-back only where the update marked fewer: Galera):
+ *                 no RETURNING.
  *                 The store's own connection rests in autocommit, so a
  *                 one-statement step is one round trip (a caller's
  *                 connection given as hdbc stays in manual commit).
