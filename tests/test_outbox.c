@@ -3643,14 +3643,14 @@ static void test_deploy_no_lock(void) {
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 2);
     /* A change that is needed waits for its lock at most 5 s, says so, and
      * fails (transient) rather than hold the writers behind it longer. */
-    TT_ASSERT(sql(s, g_pg ? "DROP INDEX {S}.\"IX_{N}_Done\"" : "DROP TRIGGER `{N}_JoinStep2`"));
+    TT_ASSERT(sql(s, g_pg ? "DROP INDEX {S}.\"IX_{N}_Done\"" : "DROP TRIGGER `{N}_JoinStep2Flag`"));
     TT_ASSERT(caller_open(&w) && caller_begin(&w));
     TT_EQ_INT(obx_enqueue_tx(s, w.dbc, &m, NULL), OBX_OK);
     log_reset();
     t0 = now_ms();
     TT_EQ_INT(obx_store_deploy(other), OBX_ERR_DB_TRANSIENT);
     TT_EXPECT(now_ms() - t0 < 9000);
-    TT_EXPECT(logged("schema change on Outbox: ", g_pg ? "IX_Outbox_Done" : "Outbox_JoinStep2",
+    TT_EXPECT(logged("schema change on Outbox: ", g_pg ? "IX_Outbox_Done" : "Outbox_JoinStep2Flag",
                      "waits at most 5 s for its lock"));
     TT_EXPECT(logged("WARN", "did not get its lock within 5 s", NULL));
     TT_ASSERT(caller_end(&w, 1));
@@ -3658,7 +3658,7 @@ static void test_deploy_no_lock(void) {
     TT_EQ_INT(obx_store_deploy(other), OBX_OK); /* and once the writer is gone, it is made */
     TT_EQ_INT(scalar(s, g_pg ? "SELECT COUNT(*) FROM pg_class WHERE relname = 'IX_{N}_Done'"
                              : "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = "
-                               "DATABASE() AND TRIGGER_NAME = '{N}_JoinStep2'"), 1);
+                               "DATABASE() AND TRIGGER_NAME = '{N}_JoinStep2Flag'"), 1);
     obx_store_close(other);
     obx_store_close(s);
 }
@@ -3693,8 +3693,10 @@ static void test_upgrade_trigger_order(void) {
     int n = 0;
     TT_ASSERT(s && upgrader && worker);
     TT_ASSERT(sql(s, "DELETE FROM {M}") && sql(s, "DELETE FROM {J}") && sql(s, "DELETE FROM {T}"));
-    /* The table as the previous release left it: its join trigger under the old name. */
-    TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS `{N}_JoinStep2`"));
+    /* The table as an older release left it: its join trigger under the old
+     * name, no join flag (HasJoin, its triggers). */
+    TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS `{N}_JoinStep2`") && sql(s, "DROP TRIGGER IF EXISTS `{N}_JoinStep2Flag`") &&
+              sql(s, "DROP TRIGGER IF EXISTS `{N}_JoinFlag`") && sql(s, "ALTER TABLE {T} DROP COLUMN IF EXISTS `HasJoin`"));
     TT_ASSERT(sql(s, "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep` AFTER UPDATE ON {T} FOR EACH ROW "
                      "UPDATE {M} SET `Status` = IF(NEW.`Status` = 2, 1, 2) WHERE NEW.`Status` IN (2, 3) "
                      "AND OLD.`Status` <> NEW.`Status` AND `OutboxMessageId` = NEW.`Id` AND `Status` = 0"));
@@ -3726,9 +3728,9 @@ static void test_upgrade_trigger_order(void) {
     TT_EQ_INT(j.completed_steps, 1);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {M} WHERE `Status` = 0"), 0);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() "
-                        "AND TRIGGER_NAME IN ('{N}_JoinStep', '{N}_JoinStep2')"), 1);
+                        "AND TRIGGER_NAME IN ('{N}_JoinStep', '{N}_JoinStep2', '{N}_JoinStep2Flag')"), 1);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() "
-                        "AND TRIGGER_NAME = '{N}_JoinStep2'"), 1);
+                        "AND TRIGGER_NAME = '{N}_JoinStep2Flag'"), 1);
     obx_store_close(worker);
     obx_store_close(upgrader);
     obx_store_close(s);
@@ -9096,6 +9098,93 @@ static void test_join_attach_race(void) {
     obx_store_close(s);
 }
 
+/* MariaDB's join step runs its member UPDATE only for a message a member
+ * names: the row's HasJoin, set by the member's insert (trigger
+ * {N}_JoinFlag) under the message row's lock. An ack that waits for an
+ * attach holding the row (two connections, the attach's transaction held
+ * open) reads the flag as committed and counts the step; a message no
+ * member names keeps 0; deploy on a table from before the column gives
+ * its rows 1 (a member attached then still counts) and new rows 0, and
+ * replaces the previous trigger (CORE-JOIN-FLAG). */
+static int64_t has_join(obx_store *s, const char *id) {
+    char q[160];
+    snprintf(q, sizeof q, "SELECT `HasJoin` FROM {T} WHERE `Id` = '%s'", id);
+    return scalar(s, q);
+}
+
+static void test_join_flag(void) {
+    obx_store *s = open_table("JfOutbox", 1), *worker = open_table("JfOutbox", 0);
+    caller_conn b;
+    trigger_side ack;
+    pthread_t th;
+    obx_join j;
+    const obx_message *ms = NULL;
+    const char *one[1];
+    char join_id[37], join2[37], id[37], plain[37], old[37], later[37], owner[37];
+    int n = 0, i, started = 0;
+    int64_t waiting = 0;
+    TT_ASSERT(s && worker);
+    TT_ASSERT(sql(s, "DELETE FROM {M}") && sql(s, "DELETE FROM {J}") && sql(s, "DELETE FROM {T}"));
+    obx_owner_token(worker, owner);
+    TT_EQ_INT(obx_join_start(s, NULL, 1, NULL, join_id), OBX_OK);
+    TT_ASSERT(enqueue(s, "plain", "p", plain) && enqueue(s, "step", "p", id));
+    TT_EQ_INT(has_join(s, plain), 0);
+    TT_EQ_INT(obx_claim(worker, owner, 60, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 2);
+    one[0] = plain;
+    TT_EQ_INT(obx_ack(worker, owner, one, 1, NULL), OBX_OK);
+    TT_EQ_INT(has_join(s, plain), 0);
+    /* The attach holds the message's row; the ack queues behind it. */
+    TT_ASSERT(caller_open(&b) && caller_begin(&b));
+    TT_EQ_INT(obx_join_attach_tx(s, b.dbc, join_id, id), OBX_OK);
+    memset(&ack, 0, sizeof ack);
+    ack.store = worker;
+    ack.owner = owner;
+    ack.id = id;
+    started = pthread_create(&th, NULL, trigger_side_main, &ack) == 0;
+    for (i = 0; started && i < 500 && waiting < 1; i++) { /* up to 10 s: the ack's UPDATE runs, held */
+        waiting = scalar(s, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND = 'Execute' "
+                            "AND INFO LIKE 'UPDATE JSON_TABLE%' AND INFO LIKE '%`Status` = 2%'");
+        if (waiting < 1) sleep_ms(20);
+    }
+    TT_EXPECT(waiting >= 1);
+    TT_ASSERT(caller_end(&b, 1));
+    if (started) pthread_join(th, NULL);
+    caller_close(&b);
+    TT_ASSERT(started);
+    TT_EQ_INT(ack.r, OBX_OK);
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {M} WHERE `Status` = 0"), 0);
+    TT_EQ_INT(has_join(s, id), 1);
+    /* A table from before the flag, a member attached there, then deploy. */
+    TT_ASSERT(sql(s, "DROP TRIGGER `{N}_JoinStep2Flag`") && sql(s, "DROP TRIGGER `{N}_JoinFlag`"));
+    TT_ASSERT(sql(s, "CREATE TRIGGER `{N}_JoinStep2` AFTER UPDATE ON {T} FOR EACH ROW "
+                     "IF NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN "
+                     "UPDATE {M} SET `Status` = IF(NEW.`Status` = 2, 1, 2) "
+                     "WHERE `OutboxMessageId` = NEW.`Id` AND `Status` = 0; END IF"));
+    TT_ASSERT(sql(s, "ALTER TABLE {T} DROP COLUMN `HasJoin`"));
+    TT_EQ_INT(obx_join_start(s, NULL, 1, NULL, join2), OBX_OK);
+    TT_ASSERT(enqueue(s, "step", "p", old));
+    TT_EQ_INT(obx_join_attach(s, join2, old), OBX_OK);
+    TT_EQ_INT(obx_store_deploy(s), OBX_OK);
+    TT_EQ_INT(has_join(s, old), 1);
+    TT_ASSERT(enqueue(s, "plain", "p", later));
+    TT_EQ_INT(has_join(s, later), 0);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() "
+                        "AND TRIGGER_NAME IN ('{N}_JoinStep2Flag', '{N}_JoinFlag')"), 2);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() "
+                        "AND TRIGGER_NAME = '{N}_JoinStep2'"), 0);
+    TT_EQ_INT(obx_claim(worker, owner, 60, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 2);
+    one[0] = old;
+    TT_EQ_INT(obx_ack(worker, owner, one, 1, NULL), OBX_OK);
+    TT_EQ_INT(obx_join_get(s, join2, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 1);
+    obx_store_close(worker);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -9363,7 +9452,7 @@ int main(int argc, char **argv) {
         RUN("CORE-JOIN-STEP-GUARD", "SQLite's join step updates members only for a member; deploy replaces the old trigger; with both, a step counts once", test_join_step_guard);
     else
         printf("N/A CORE-JOIN-STEP-GUARD %s %s\n", g_label, g_pg ? "the join step is a statement trigger over the changed rows"
-               : "the join step's IF runs the member update only for a finished message (JoinStep2)");
+               : "the join step's IF runs the member update only for a finished message with a member (JoinStep2Flag, CORE-JOIN-FLAG)");
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     RUN("CORE-FUSED-LOST-LEASE", "run() carries a batch's ack into the next claim: an id whose lease was lost is not acked, the last ack is sent when run() stops", test_fused_lost_lease);
     RUN("CORE-FUSED-SUSPECT", "run() with a crash suspect in the batch: the others' acks are sent before the suspect's handler runs, not carried past it", test_fused_suspect);
@@ -9406,6 +9495,11 @@ int main(int argc, char **argv) {
         RUN("OBX-JOIN-ATTACH-RACE", "an attach racing its message's enqueue and settle counts once settled", test_join_attach_race);
     else
         printf("N/A OBX-JOIN-ATTACH-RACE %s one writer: the attach runs wholly before or after the enqueue\n", g_label);
+    if (g_my)
+        RUN("CORE-JOIN-FLAG", "MariaDB's join step runs only for a message a member names: an ack queued behind an attach counts, deploy flags older rows", test_join_flag);
+    else
+        printf("N/A CORE-JOIN-FLAG %s %s\n", g_label, g_pg ? "the join step is a statement trigger that returns at once when no join is pending"
+               : "the join step tests for a member itself (one writer: no attach runs beside an ack)");
     if (g_srv)
         RUN("CORE-READ-ONLY-REAL", "a read-only session (25006) is transient, not lost; the next call reconnects", test_read_only_real);
     if (g_srv)
