@@ -256,7 +256,7 @@
  *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
  *   waiting for the copy; storage layout 2's state columns are VIRTUAL
  *   (instant) and their indexes are built online, beside layout 1's
- *   indexes, which the previous release forces; ibx_store_upgrade (ibxctl
+ *   indexes, which the previous release forces; ibx_store_upgrade (obxctl
  *   upgrade) converts old keys to UUID and drops those indexes when asked.
  *   A changed trigger gets a new name and is created
  *   before the old one is dropped, so no settle runs without one. Times
@@ -3570,6 +3570,17 @@ IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handl
         snprintf(e->message + used, sizeof e->message - used, "%s",
                  " -- behind a pooler in transaction mode (PgBouncer)? add UseServerSidePrepare=0; to the "
                  "connection string");
+    }
+#endif
+#ifndef IBX_NO_MARIADB
+    /* InnoDB refuses a table for good once it marks one of its indexes
+     * corrupted (seen once in a soak, after crash recovery, on an indexed
+     * VIRTUAL column: a server defect); deploy builds a dropped one again. */
+    if (db->d && db->d->id == IBX_DIALECT_MARIADB && e->native == 1712) {
+        size_t used = strlen(e->message);
+        snprintf(e->message + used, sizeof e->message - used, "%s",
+                 " -- InnoDB marked an index corrupted (the server's error log names it): drop it (DROP INDEX "
+                 "name ON table) and deploy again (obxctl deploy), which builds it again online");
     }
 #endif
     /* A driver may report a dead connection with an ordinary code; ask. */

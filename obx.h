@@ -3773,6 +3773,17 @@ OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handl
                  "connection string");
     }
 #endif
+#ifndef OBX_NO_MARIADB
+    /* InnoDB refuses a table for good once it marks one of its indexes
+     * corrupted (seen once in a soak, after crash recovery, on an indexed
+     * VIRTUAL column: a server defect); deploy builds a dropped one again. */
+    if (db->d && db->d->id == OBX_DIALECT_MARIADB && e->native == 1712) {
+        size_t used = strlen(e->message);
+        snprintf(e->message + used, sizeof e->message - used, "%s",
+                 " -- InnoDB marked an index corrupted (the server's error log names it): drop it (DROP INDEX "
+                 "name ON table) and deploy again (obxctl deploy), which builds it again online");
+    }
+#endif
     /* A driver may report a dead connection with an ordinary code; ask. */
     if (db->dbc && db->connected) {
         SQLUINTEGER dead = 0;

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # check_common.sh: obx.h and ibx.h carry the same common core. Every region
 # between ">>common-begin NAME" and ">>common-end NAME" must be identical in
-# both headers once the prefix is normalised (obx->ibx, OBX->IBX).
+# both headers once the prefix is normalised (obx->ibx, OBX->IBX; the tool
+# obxctl serves both headers and keeps its name).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 regions() { awk '/>>common-begin/{on=1} on{print} />>common-end/{on=0}' "$1"; }
 a=$(mktemp); b=$(mktemp); trap 'rm -f "$a" "$b"' EXIT
-regions obx.h | sed -e 's/obx/ibx/g; s/OBX/IBX/g' > "$a"
+regions obx.h | sed -e 's/obx/ibx/g; s/OBX/IBX/g; s/ibxctl/obxctl/g' > "$a"
 regions ibx.h > "$b"
 names_a=$(grep -c '>>common-begin' obx.h); names_b=$(grep -c '>>common-begin' ibx.h)
 if [ "$names_a" -ne "$names_b" ] || [ "$names_a" -eq 0 ]; then

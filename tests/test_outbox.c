@@ -4326,6 +4326,39 @@ static void test_my_index_moves(void) {
     obx_store_close(s);
 }
 
+/* CORE-MY-INDEX-REPAIR: the repair the 1712 error names (an index InnoDB
+ * marked corrupted): each state index dropped comes back at deploy, and
+ * the table works again. */
+static int64_t my_state_indexes(obx_store *s) {
+    return scalar(s, "SELECT COUNT(DISTINCT INDEX_NAME) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = "
+                     "DATABASE() AND TABLE_NAME = 'Outbox' AND INDEX_NAME IN ('IX_Outbox_ReadyRank', "
+                     "'IX_Outbox_LeasedUntil', 'IX_Outbox_DoneAt', 'IX_Outbox_DeadAt')");
+}
+static void test_my_index_repair(void) {
+    static const char *const names[] = {"ReadyRank", "LeasedUntil", "DoneAt", "DeadAt"};
+    obx_store *s = fresh();
+    char q[200], id[37], owner[37];
+    const obx_message *ms;
+    const char *one[1];
+    int i, n = 0;
+    TT_ASSERT(s != NULL);
+    for (i = 0; i < 4; i++) {
+        snprintf(q, sizeof q, "DROP INDEX `IX_Outbox_%s` ON {T}", names[i]);
+        TT_ASSERT(sql(s, q));
+    }
+    TT_EQ_INT(my_state_indexes(s), 0);
+    TT_EQ_INT(obx_store_deploy(s), OBX_OK);
+    TT_EQ_INT(my_state_indexes(s), 4);
+    TT_ASSERT(enqueue(s, "t", "p", id));
+    obx_owner_token(s, owner);
+    TT_EQ_INT(obx_claim(s, owner, 30, 1, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    one[0] = id;
+    TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);
+    TT_EQ_INT(count_status(s, 2), 1);
+    obx_store_close(s);
+}
+
 /* CORE-MY-UUID-TEXT: MariaDB Connector/ODBC describes a UUID column as
  * character data and returns its text: ids, message ids and owner tokens
  * round-trip as the lowercase text the API gives and takes. */
@@ -9346,9 +9379,11 @@ int main(int argc, char **argv) {
     RUN("OBX-119", "indexes serve claim, reap and cleanup", test_119_indexes);
     if (g_my) {
         RUN("CORE-MY-INDEX-MOVES", "a claim rewrites two secondary index entries, an ack two (layout 2; layout 1: four each)", test_my_index_moves);
+        RUN("CORE-MY-INDEX-REPAIR", "the repair a corrupted-index error names: the state indexes dropped come back at deploy, online, and the table works", test_my_index_repair);
         RUN("CORE-MY-UUID-TEXT", "MariaDB Connector/ODBC returns a UUID column as text: ids, message ids, owner tokens round-trip lowercase", test_my_uuid_text);
     } else {
         printf("N/A CORE-MY-INDEX-MOVES %s MariaDB's layout (partial indexes here: two each already)\n", g_label);
+        printf("N/A CORE-MY-INDEX-REPAIR %s MariaDB's state indexes\n", g_label);
         printf("N/A CORE-MY-UUID-TEXT %s MariaDB's UUID type (PostgreSQL's uuid is covered by every test)\n", g_label);
     }
     RUN("OBX-102", "enqueues logged at INFO with topic and correlation id", test_102_107_logging);

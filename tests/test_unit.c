@@ -834,6 +834,22 @@ static void test_fake_read_only(void) {
     TT_EQ_INT(fake_open_handles(), 0);
 }
 
+/* An index InnoDB marked corrupted (1712) refuses every statement on the
+ * table until it is rebuilt: the error says how (CORE-MY-INDEX-REPAIR has
+ * deploy build a dropped one again on a real server). */
+static void test_fake_corrupt_index_hint(void) {
+    obx_store *s = fake_store("MariaDB", NULL);
+    TT_ASSERT(s != NULL);
+    fake_push_error(SQL_ERROR, "HY000", 1712, "Index Outbox is corrupted");
+    TT_EQ_INT(obx__exec(&s->db, 0, "UPDATE t SET v = 1", NULL, 0, NULL, NULL), OBX_ERR_DB);
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "Outbox is corrupted -- InnoDB marked an index corrupted") != NULL);
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "obxctl deploy") != NULL);
+    fake_push_error(SQL_ERROR, "HY000", 1205, "Lock wait timeout exceeded");
+    TT_ASSERT(obx__exec(&s->db, 0, "UPDATE t SET v = 1", NULL, 0, NULL, NULL) != OBX_OK);
+    TT_EXPECT(strstr(obx_store_last_error(s)->message, "InnoDB marked") == NULL);
+    obx_store_close(s);
+}
+
 /* Behind PgBouncer in transaction mode psqlODBC's named statements vanish
  * (or collide): the error says what to change. */
 static void test_fake_pooler_hint(void) {
@@ -2942,6 +2958,7 @@ int main(void) {
     TT_RUN("CORE-RETRY", "fake", "a deadlocked unit is rolled back and redone", test_fake_retry_transient);
     TT_RUN("CORE-RETRY-BOUNDED", "fake", "transient retries are bounded; permanent ones not retried", test_fake_retry_bounded);
     TT_RUN("CORE-RETRY-COMMIT", "fake", "a serialization failure at COMMIT redoes the unit", test_fake_retry_on_commit);
+    TT_RUN("CORE-CORRUPT-INDEX-HINT", "fake", "MariaDB's 1712 (an index InnoDB marked corrupted) says to drop the index and deploy again", test_fake_corrupt_index_hint);
     TT_RUN("CORE-POOLER-HINT", "fake", "psqlODBC's lost named statements (26000/42P05) name UseServerSidePrepare=0", test_fake_pooler_hint);
     TT_RUN("CORE-READ-ONLY", "fake", "a read-only server (25006) reconnects, not permanent, not lost", test_fake_read_only);
     TT_RUN("CORE-RECONNECT-LOG", "fake", "an outage logs one WARN reconnecting, then DEBUG per failed attempt; the reconnect counts them", test_fake_reconnect_log);
