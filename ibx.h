@@ -3156,13 +3156,13 @@ IBX__PRIVATE ibx_dialect ibx__dialect_detect(const char *dbms_name) {
 IBX__PRIVATE int ibx__classify(const ibx__dialect *d, const char *sqlstate, long native) {
     const ibx__native_fault *n;
     if (d && native != 0)
-        for (n = d->natives; n->native != 0; n++)
+        for (n = IBX__ONE(d)->natives; n->native != 0; n++)
             if (n->native == native && n->fault == IBX__FAULT_LOST_PERMANENT) return n->fault;
     if (strncmp(sqlstate, "08", 2) == 0) return IBX__FAULT_LOST;         /* connection exception */
     if (strcmp(sqlstate, "57P01") == 0 || strcmp(sqlstate, "57P02") == 0) /* admin shutdown, crash */
         return IBX__FAULT_LOST;
     if (d && native != 0)
-        for (n = d->natives; n->native != 0; n++)
+        for (n = IBX__ONE(d)->natives; n->native != 0; n++)
             if (n->native == native) return n->fault;
     if (strncmp(sqlstate, "40", 2) == 0) return IBX__FAULT_TRANSIENT;    /* 40001, 40P01, 40003 */
     if (strcmp(sqlstate, "25006") == 0) return IBX__FAULT_READ_ONLY;     /* a standby answered */
@@ -3267,6 +3267,14 @@ typedef struct ibx__sqlset {
      * in order; {NULL, NULL, 0} ends; NULL: none for this dialect. */
     const struct ibx__contract *contract;
 } ibx__sqlset;
+
+/* Only SQL Server's claim returns whole rows: built without it, every
+ * claim reads the short row, and ibx__read_message serves the reads alone. */
+#ifdef IBX_NO_SQLSERVER
+#define IBX__FULL_ROWS(q) ((void)(q), 0)
+#else
+#define IBX__FULL_ROWS(q) ((q)->claim_full_rows)
+#endif
 
 /* One step of ibx_store_upgrade: `probe` a count, above 0 when the step is
  * done (NULL: the step is idempotent and cheap); `flag` the
@@ -3561,7 +3569,7 @@ IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handl
 #ifndef IBX_NO_POSTGRESQL
     /* psqlODBC's named server-side statements live in a server session; a
      * pooler in transaction mode hands each transaction another one. */
-    if (db->d && db->d->id == IBX_DIALECT_POSTGRESQL && strstr(e->message, "_PLAN") &&
+    if (db->d && IBX__ONE(db->d)->id == IBX_DIALECT_POSTGRESQL && strstr(e->message, "_PLAN") &&
         (strcmp(e->sqlstate, "26000") == 0 || strcmp(e->sqlstate, "42P05") == 0)) {
         size_t used = strlen(e->message);
         snprintf(e->message + used, sizeof e->message - used, "%s",
@@ -3671,8 +3679,8 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
      * up on runs on at the server, and in autocommit it would commit; in a
      * transaction, the server rolls it back when it sees the socket closed. */
     db->autocommit_on = 0;
-    db->tx_by_sql = d->tx_by_sql || (db->own_connection && d->own_tx_by_sql &&
-                                     !(db->statement_timeout_s > 0 && d->timeout_keys));
+    db->tx_by_sql = IBX__ONE(d)->tx_by_sql || (db->own_connection && IBX__ONE(d)->own_tx_by_sql &&
+                                               !(db->statement_timeout_s > 0 && IBX__ONE(d)->timeout_keys));
     if (!db->own_connection) return IBX_OK; /* the caller's session is the caller's */
     r = ibx__check(db,
                    SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
@@ -3687,11 +3695,11 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
                        SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(TXN_ISOLATION)");
     if (r == IBX_OK && IBX__ONE(d)->session_sql) r = ibx__exec_direct(db, IBX__ONE(d)->session_sql, "session setup");
     if (r == IBX_OK && !db->tx_by_sql) r = ibx__end_tran(db, SQL_COMMIT, "session setup commit");
-    if (r == IBX_OK && d->id == IBX_DIALECT_SQLITE) r = ibx__sqlite_not_temporary(db);
-    if (r == IBX_OK && d->version_sql) {
+    if (r == IBX_OK && IBX__ONE(d)->id == IBX_DIALECT_SQLITE) r = ibx__sqlite_not_temporary(db);
+    if (r == IBX_OK && IBX__ONE(d)->version_sql) {
         /* Best effort: SQL_DBMS_VER stays when the server will not say. */
         char version[64];
-        if (ibx__query_text(db, d->version_sql, version, sizeof version) == IBX_OK)
+        if (ibx__query_text(db, IBX__ONE(d)->version_sql, version, sizeof version) == IBX_OK)
             ibx__copy(db->dbms_version, sizeof db->dbms_version, version);
         else
             ibx__error_clear(db->err);
@@ -4787,7 +4795,7 @@ IBX__PRIVATE ibx_result ibx__begin(ibx__db *db, int mode) {
     if (mode == IBX__RUN_ODBC && db->autocommit_on) r = ibx__autocommit_off(db);
     /* SQLite: a deferred transaction that later writes can deadlock and burn
      * the whole busy timeout, so writers take the lock up front. */
-    if (r == IBX_OK && mode == IBX__RUN_SQL) r = ibx__exec_direct(db, db->d->begin_sql, "BEGIN");
+    if (r == IBX_OK && mode == IBX__RUN_SQL) r = ibx__exec_direct(db, IBX__ONE(db->d)->begin_sql, "BEGIN");
     if (r == IBX_OK && (mode == IBX__RUN_SQL || mode == IBX__RUN_ODBC)) db->in_tx = 1;
     return r;
 }
@@ -4799,7 +4807,7 @@ IBX__PRIVATE ibx_result ibx__begin(ibx__db *db, int mode) {
 IBX__PRIVATE ibx_result ibx__begin_handler(ibx__db *db) {
     int mode = ibx__unit_mode(db, IBX__UNIT_WRITE);
     ibx_result r;
-    if (mode != IBX__RUN_SQL || db->d->id != IBX_DIALECT_SQLITE) return ibx__begin(db, mode);
+    if (mode != IBX__RUN_SQL || IBX__ONE(db->d)->id != IBX_DIALECT_SQLITE) return ibx__begin(db, mode);
     db->unit = mode;
     r = ibx__exec_direct(db, "BEGIN", "BEGIN");
     if (r == IBX_OK) db->in_tx = 1;
@@ -4816,7 +4824,7 @@ IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
      * is dead; believe the dead flag, not the commit. (Where asking costs a
      * round trip, a dead connection fails the COMMIT itself.) */
 #ifndef IBX_SQLITE3_API
-    if (db->d->dead_flag_is_local &&
+    if (IBX__ONE(db->d)->dead_flag_is_local &&
         SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
         dead == SQL_CD_TRUE) {
         db->lost = 1;
@@ -5399,7 +5407,7 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
 IBX__PRIVATE ibx_result ibx__get_priority(ibx__db *db, SQLHSTMT st, int col, int *out) {
     int64_t v = 0;
     ibx_result r;
-    if (db->d->id == IBX_DIALECT_SQLSERVER) return IBX_OK;
+    if (IBX__ONE(db->d)->id == IBX_DIALECT_SQLSERVER) return IBX_OK;
     r = ibx__get_i64(db, st, col, &v, NULL);
     if (r == IBX_OK) *out = (int)v;
     return r;
@@ -7870,8 +7878,8 @@ static ibx_result ibx__claim_ack_sql(ibx_store *s) {
                       tail[] = ") SELECT c.*, k.n FROM (SELECT count(*) AS n FROM a) AS k LEFT JOIN c ON true";
     size_t n;
     char *t;
-    if (s->db.d->id != IBX_DIALECT_POSTGRESQL || !s->sql[IBX__Q_ACK] || !s->sql[IBX__Q_CLAIM] ||
-        s->sql[IBX__Q_CLAIM_PICK] || s->q->claim_full_rows)
+    if (IBX__ONE(s->db.d)->id != IBX_DIALECT_POSTGRESQL || !s->sql[IBX__Q_ACK] || !s->sql[IBX__Q_CLAIM] ||
+        s->sql[IBX__Q_CLAIM_PICK] || IBX__FULL_ROWS(s->q))
         return IBX_OK;
     n = sizeof head + strlen(s->sql[IBX__Q_ACK]) + sizeof mid + strlen(s->sql[IBX__Q_CLAIM]) + sizeof tail;
     if (!(t = (char *)ibx__alloc(&s->hooks, n))) return IBX_ERR_NO_MEMORY;
@@ -7983,12 +7991,12 @@ static char *ibx__schema_text(const ibx__hooks *h, const ibx__dialect *d, const 
         int adds = strstr(q->ddl[i], "{A}") && IBX__ONE(d)->id != IBX_DIALECT_SQLITE ? IBX__COLUMNS_MAX : 0;
         for (c = -1; ok && c < adds && (c < 0 || q->columns[c].name); c++) {
             char *one = c < 0 ? ibx__ddl_text(h, d, q, schema, table, q->ddl[i])
-                              : ibx__column_text(h, d, q, schema, table, d->column_add, &q->columns[c]);
+                              : ibx__column_text(h, d, q, schema, table, IBX__ONE(d)->column_add, &q->columns[c]);
             /* A MariaDB trigger with a compound body has ';' inside: the
              * mysql/mariadb client splits at each one unless DELIMITER says. */
             int compound = one && IBX__ONE(d)->id == IBX_DIALECT_MARIADB && strchr(one, ';');
             const char *open = compound ? "DELIMITER $$\n" : "";
-            const char *end = compound ? "$$\nDELIMITER ;\n" : d->statement_end;
+            const char *end = compound ? "$$\nDELIMITER ;\n" : IBX__ONE(d)->statement_end;
             ok = one && ibx__buf_add(h, &text, open, strlen(open)) &&
                  ibx__buf_add(h, &text, one, strlen(one)) && ibx__buf_add(h, &text, end, strlen(end));
             ibx__free(h, one);
@@ -8121,10 +8129,10 @@ static ibx_result ibx__deploy_change(ibx__db *db, ibx__deploy_ctx *c, const char
     c->changed = 1;
     ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "schema change on %s: %.*s%s", s->table,
              (int)strcspn(what, "\n"), what,
-             db->d->deploy_lock_sql ? " (waits at most " IBX__DEPLOY_LOCK_WAIT " s for its lock)" : "");
-    if (c->changing || !db->d->deploy_lock_sql) return IBX_OK;
+             IBX__ONE(db->d)->deploy_lock_sql ? " (waits at most " IBX__DEPLOY_LOCK_WAIT " s for its lock)" : "");
+    if (c->changing || !IBX__ONE(db->d)->deploy_lock_sql) return IBX_OK;
     c->changing = c->timed = 1;
-    return ibx__exec_direct(db, db->d->deploy_lock_sql, "deploy: lock timeout");
+    return ibx__exec_direct(db, IBX__ONE(db->d)->deploy_lock_sql, "deploy: lock timeout");
 }
 
 /* A catalog count on the deploy path. A COUNT(*) always has its row, so a
@@ -8147,19 +8155,19 @@ static ibx_result ibx__deploy_columns(ibx__db *db, ibx__deploy_ctx *dc) {
     for (i = 0; r == IBX_OK && i < IBX__COLUMNS_MAX && s->q->columns[i].name; i++) {
         const ibx__column *c = &s->q->columns[i];
         char *probe = NULL, *add, found[32] = "0";
-        if (db->d->column_probe &&
+        if (IBX__ONE(db->d)->column_probe &&
             !(probe = ibx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_probe, c)))
             break;
         r = probe ? ibx__deploy_count(db, probe, found, sizeof found, "catalog query for column ", c->name) : IBX_OK;
         ibx__free(&s->hooks, probe);
         if (r != IBX_OK || atoi(found) > 0) continue;
-        if (!(add = ibx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_add, c)))
+        if (!(add = ibx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, IBX__ONE(db->d)->column_add, c)))
             break;
-        if (db->d->column_probe) r = ibx__deploy_change(db, dc, add);
+        if (IBX__ONE(db->d)->column_probe) r = ibx__deploy_change(db, dc, add);
         if (r == IBX_OK) r = ibx__exec_direct(db, add, "deploy: add column");
         if (r == IBX_ERR_DB_TRANSIENT && dc->changing) db->fault = IBX__FAULT_PERMANENT; /* as ibx__deploy_one */
         ibx__free(&s->hooks, add);
-        if (r == IBX_OK && db->d->column_probe)
+        if (r == IBX_OK && IBX__ONE(db->d)->column_probe)
             ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "schema upgraded: column %s added to %s",
                      c->name, s->table);
     }
@@ -8248,8 +8256,8 @@ IBX_API ibx_result ibx_store_deploy(ibx_store *store) {
     c.s = store;
     c.changing = c.timed = c.changed = 0;
     r = ibx__unit(&store->db, ibx__deploy_unit, &c, "deploy schema");
-    if (c.timed && store->db.d->deploy_unlock_sql) /* our connection's own setting again */
-        (void)ibx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "deploy: lock timeout");
+    if (c.timed && IBX__ONE(store->db.d)->deploy_unlock_sql) /* our connection's own setting again */
+        (void)ibx__exec_direct(&store->db, IBX__ONE(store->db.d)->deploy_unlock_sql, "deploy: lock timeout");
     if (r == IBX_OK) /* at every start with deploy_schema: said at INFO only when it did something */
         ibx__log(&store->hooks, c.changed ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
                  c.changed ? "schema deployed (table %s)" : "schema up to date (table %s)", store->table);
@@ -8304,8 +8312,8 @@ IBX_API ibx_result ibx_store_upgrade(ibx_store *store, unsigned flags, int *step
     u.dc.s = store;
     u.flags = flags;
     r = ibx__unit(&store->db, ibx__upgrade_unit, &u, "upgrade schema");
-    if (u.dc.timed && store->db.d->deploy_unlock_sql)
-        (void)ibx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "upgrade: lock timeout");
+    if (u.dc.timed && IBX__ONE(store->db.d)->deploy_unlock_sql)
+        (void)ibx__exec_direct(&store->db, IBX__ONE(store->db.d)->deploy_unlock_sql, "upgrade: lock timeout");
     if (r == IBX_OK && steps) *steps = u.steps;
     if (r == IBX_OK)
         ibx__log(&store->hooks, u.steps ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
@@ -8643,7 +8651,7 @@ IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
 #ifndef IBX_SQLITE3_API
     {
         SQLUINTEGER dead = 0;
-        if (r >= 0 && caller.d->dead_flag_is_local &&
+        if (r >= 0 && IBX__ONE(caller.d)->dead_flag_is_local &&
             SQL_SUCCEEDED(SQLGetConnectAttr(caller.dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
             dead == SQL_CD_TRUE) {
             r = ibx__fail(&s->err, IBX_ERR_DB_TRANSIENT, what,
@@ -8841,7 +8849,7 @@ static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
     ibx_store *s = c->s;
     SQLHSTMT cur = NULL;
     ibx__row_head head;
-    const int short_rows = !s->q->claim_full_rows;
+    const int short_rows = !IBX__FULL_ROWS(s->q);
     const int fused = c->ack_count > 0 && !c->ack_only && !c->ack_keyed && s->sql[IBX__Q_CLAIM_ACK];
     int counted = 0;
     ibx_result r;
@@ -11244,7 +11252,8 @@ static ibx_result ibx__settle_failure(ibx_dispatcher *d, ibx_store *s, const ibx
 #endif
 static int ibx__carry(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, const int *which, int n) {
     int i, k, keyed = 0;
-    const int in_tx = IBX__CARRY_IN_TX && (s->db.d->id == IBX_DIALECT_SQLITE || s->db.d->id == IBX_DIALECT_MARIADB);
+    const int in_tx = IBX__CARRY_IN_TX && (IBX__ONE(s->db.d)->id == IBX_DIALECT_SQLITE ||
+                                           IBX__ONE(s->db.d)->id == IBX_DIALECT_MARIADB);
     if (!d->carry || d->store != s || s->carry_count > 0 || (!s->sql[IBX__Q_CLAIM_ACK] && !in_tx)) return 0;
     for (i = 0; i < n && !keyed; i++) keyed = IBX__MSG_KEYED(&ms[which[i]]);
     for (k = 0; k < IBX__KEY_LISTS; k++) s->carry[k].len = 0;

@@ -3355,13 +3355,13 @@ OBX__PRIVATE obx_dialect obx__dialect_detect(const char *dbms_name) {
 OBX__PRIVATE int obx__classify(const obx__dialect *d, const char *sqlstate, long native) {
     const obx__native_fault *n;
     if (d && native != 0)
-        for (n = d->natives; n->native != 0; n++)
+        for (n = OBX__ONE(d)->natives; n->native != 0; n++)
             if (n->native == native && n->fault == OBX__FAULT_LOST_PERMANENT) return n->fault;
     if (strncmp(sqlstate, "08", 2) == 0) return OBX__FAULT_LOST;         /* connection exception */
     if (strcmp(sqlstate, "57P01") == 0 || strcmp(sqlstate, "57P02") == 0) /* admin shutdown, crash */
         return OBX__FAULT_LOST;
     if (d && native != 0)
-        for (n = d->natives; n->native != 0; n++)
+        for (n = OBX__ONE(d)->natives; n->native != 0; n++)
             if (n->native == native) return n->fault;
     if (strncmp(sqlstate, "40", 2) == 0) return OBX__FAULT_TRANSIENT;    /* 40001, 40P01, 40003 */
     if (strcmp(sqlstate, "25006") == 0) return OBX__FAULT_READ_ONLY;     /* a standby answered */
@@ -3466,6 +3466,14 @@ typedef struct obx__sqlset {
      * in order; {NULL, NULL, 0} ends; NULL: none for this dialect. */
     const struct obx__contract *contract;
 } obx__sqlset;
+
+/* Only SQL Server's claim returns whole rows: built without it, every
+ * claim reads the short row, and obx__read_message serves the reads alone. */
+#ifdef OBX_NO_SQLSERVER
+#define OBX__FULL_ROWS(q) ((void)(q), 0)
+#else
+#define OBX__FULL_ROWS(q) ((q)->claim_full_rows)
+#endif
 
 /* One step of obx_store_upgrade: `probe` a count, above 0 when the step is
  * done (NULL: the step is idempotent and cheap); `flag` the
@@ -3760,7 +3768,7 @@ OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handl
 #ifndef OBX_NO_POSTGRESQL
     /* psqlODBC's named server-side statements live in a server session; a
      * pooler in transaction mode hands each transaction another one. */
-    if (db->d && db->d->id == OBX_DIALECT_POSTGRESQL && strstr(e->message, "_PLAN") &&
+    if (db->d && OBX__ONE(db->d)->id == OBX_DIALECT_POSTGRESQL && strstr(e->message, "_PLAN") &&
         (strcmp(e->sqlstate, "26000") == 0 || strcmp(e->sqlstate, "42P05") == 0)) {
         size_t used = strlen(e->message);
         snprintf(e->message + used, sizeof e->message - used, "%s",
@@ -3870,8 +3878,8 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
      * up on runs on at the server, and in autocommit it would commit; in a
      * transaction, the server rolls it back when it sees the socket closed. */
     db->autocommit_on = 0;
-    db->tx_by_sql = d->tx_by_sql || (db->own_connection && d->own_tx_by_sql &&
-                                     !(db->statement_timeout_s > 0 && d->timeout_keys));
+    db->tx_by_sql = OBX__ONE(d)->tx_by_sql || (db->own_connection && OBX__ONE(d)->own_tx_by_sql &&
+                                               !(db->statement_timeout_s > 0 && OBX__ONE(d)->timeout_keys));
     if (!db->own_connection) return OBX_OK; /* the caller's session is the caller's */
     r = obx__check(db,
                    SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
@@ -3886,11 +3894,11 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
                        SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(TXN_ISOLATION)");
     if (r == OBX_OK && OBX__ONE(d)->session_sql) r = obx__exec_direct(db, OBX__ONE(d)->session_sql, "session setup");
     if (r == OBX_OK && !db->tx_by_sql) r = obx__end_tran(db, SQL_COMMIT, "session setup commit");
-    if (r == OBX_OK && d->id == OBX_DIALECT_SQLITE) r = obx__sqlite_not_temporary(db);
-    if (r == OBX_OK && d->version_sql) {
+    if (r == OBX_OK && OBX__ONE(d)->id == OBX_DIALECT_SQLITE) r = obx__sqlite_not_temporary(db);
+    if (r == OBX_OK && OBX__ONE(d)->version_sql) {
         /* Best effort: SQL_DBMS_VER stays when the server will not say. */
         char version[64];
-        if (obx__query_text(db, d->version_sql, version, sizeof version) == OBX_OK)
+        if (obx__query_text(db, OBX__ONE(d)->version_sql, version, sizeof version) == OBX_OK)
             obx__copy(db->dbms_version, sizeof db->dbms_version, version);
         else
             obx__error_clear(db->err);
@@ -4986,7 +4994,7 @@ OBX__PRIVATE obx_result obx__begin(obx__db *db, int mode) {
     if (mode == OBX__RUN_ODBC && db->autocommit_on) r = obx__autocommit_off(db);
     /* SQLite: a deferred transaction that later writes can deadlock and burn
      * the whole busy timeout, so writers take the lock up front. */
-    if (r == OBX_OK && mode == OBX__RUN_SQL) r = obx__exec_direct(db, db->d->begin_sql, "BEGIN");
+    if (r == OBX_OK && mode == OBX__RUN_SQL) r = obx__exec_direct(db, OBX__ONE(db->d)->begin_sql, "BEGIN");
     if (r == OBX_OK && (mode == OBX__RUN_SQL || mode == OBX__RUN_ODBC)) db->in_tx = 1;
     return r;
 }
@@ -4998,7 +5006,7 @@ OBX__PRIVATE obx_result obx__begin(obx__db *db, int mode) {
 OBX__PRIVATE obx_result obx__begin_handler(obx__db *db) {
     int mode = obx__unit_mode(db, OBX__UNIT_WRITE);
     obx_result r;
-    if (mode != OBX__RUN_SQL || db->d->id != OBX_DIALECT_SQLITE) return obx__begin(db, mode);
+    if (mode != OBX__RUN_SQL || OBX__ONE(db->d)->id != OBX_DIALECT_SQLITE) return obx__begin(db, mode);
     db->unit = mode;
     r = obx__exec_direct(db, "BEGIN", "BEGIN");
     if (r == OBX_OK) db->in_tx = 1;
@@ -5015,7 +5023,7 @@ OBX__PRIVATE obx_result obx__commit(obx__db *db) {
      * is dead; believe the dead flag, not the commit. (Where asking costs a
      * round trip, a dead connection fails the COMMIT itself.) */
 #ifndef OBX_SQLITE3_API
-    if (db->d->dead_flag_is_local &&
+    if (OBX__ONE(db->d)->dead_flag_is_local &&
         SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
         dead == SQL_CD_TRUE) {
         db->lost = 1;
@@ -5598,7 +5606,7 @@ OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
 OBX__PRIVATE obx_result obx__get_priority(obx__db *db, SQLHSTMT st, int col, int *out) {
     int64_t v = 0;
     obx_result r;
-    if (db->d->id == OBX_DIALECT_SQLSERVER) return OBX_OK;
+    if (OBX__ONE(db->d)->id == OBX_DIALECT_SQLSERVER) return OBX_OK;
     r = obx__get_i64(db, st, col, &v, NULL);
     if (r == OBX_OK) *out = (int)v;
     return r;
@@ -8722,8 +8730,8 @@ static obx_result obx__claim_ack_sql(obx_store *s) {
                       tail[] = ") SELECT c.*, k.n FROM (SELECT count(*) AS n FROM a) AS k LEFT JOIN c ON true";
     size_t n;
     char *t;
-    if (s->db.d->id != OBX_DIALECT_POSTGRESQL || !s->sql[OBX__Q_ACK] || !s->sql[OBX__Q_CLAIM] ||
-        s->sql[OBX__Q_CLAIM_PICK] || s->q->claim_full_rows)
+    if (OBX__ONE(s->db.d)->id != OBX_DIALECT_POSTGRESQL || !s->sql[OBX__Q_ACK] || !s->sql[OBX__Q_CLAIM] ||
+        s->sql[OBX__Q_CLAIM_PICK] || OBX__FULL_ROWS(s->q))
         return OBX_OK;
     n = sizeof head + strlen(s->sql[OBX__Q_ACK]) + sizeof mid + strlen(s->sql[OBX__Q_CLAIM]) + sizeof tail;
     if (!(t = (char *)obx__alloc(&s->hooks, n))) return OBX_ERR_NO_MEMORY;
@@ -8835,12 +8843,12 @@ static char *obx__schema_text(const obx__hooks *h, const obx__dialect *d, const 
         int adds = strstr(q->ddl[i], "{A}") && OBX__ONE(d)->id != OBX_DIALECT_SQLITE ? OBX__COLUMNS_MAX : 0;
         for (c = -1; ok && c < adds && (c < 0 || q->columns[c].name); c++) {
             char *one = c < 0 ? obx__ddl_text(h, d, q, schema, table, q->ddl[i])
-                              : obx__column_text(h, d, q, schema, table, d->column_add, &q->columns[c]);
+                              : obx__column_text(h, d, q, schema, table, OBX__ONE(d)->column_add, &q->columns[c]);
             /* A MariaDB trigger with a compound body has ';' inside: the
              * mysql/mariadb client splits at each one unless DELIMITER says. */
             int compound = one && OBX__ONE(d)->id == OBX_DIALECT_MARIADB && strchr(one, ';');
             const char *open = compound ? "DELIMITER $$\n" : "";
-            const char *end = compound ? "$$\nDELIMITER ;\n" : d->statement_end;
+            const char *end = compound ? "$$\nDELIMITER ;\n" : OBX__ONE(d)->statement_end;
             ok = one && obx__buf_add(h, &text, open, strlen(open)) &&
                  obx__buf_add(h, &text, one, strlen(one)) && obx__buf_add(h, &text, end, strlen(end));
             obx__free(h, one);
@@ -8973,10 +8981,10 @@ static obx_result obx__deploy_change(obx__db *db, obx__deploy_ctx *c, const char
     c->changed = 1;
     obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "schema change on %s: %.*s%s", s->table,
              (int)strcspn(what, "\n"), what,
-             db->d->deploy_lock_sql ? " (waits at most " OBX__DEPLOY_LOCK_WAIT " s for its lock)" : "");
-    if (c->changing || !db->d->deploy_lock_sql) return OBX_OK;
+             OBX__ONE(db->d)->deploy_lock_sql ? " (waits at most " OBX__DEPLOY_LOCK_WAIT " s for its lock)" : "");
+    if (c->changing || !OBX__ONE(db->d)->deploy_lock_sql) return OBX_OK;
     c->changing = c->timed = 1;
-    return obx__exec_direct(db, db->d->deploy_lock_sql, "deploy: lock timeout");
+    return obx__exec_direct(db, OBX__ONE(db->d)->deploy_lock_sql, "deploy: lock timeout");
 }
 
 /* A catalog count on the deploy path. A COUNT(*) always has its row, so a
@@ -8999,19 +9007,19 @@ static obx_result obx__deploy_columns(obx__db *db, obx__deploy_ctx *dc) {
     for (i = 0; r == OBX_OK && i < OBX__COLUMNS_MAX && s->q->columns[i].name; i++) {
         const obx__column *c = &s->q->columns[i];
         char *probe = NULL, *add, found[32] = "0";
-        if (db->d->column_probe &&
+        if (OBX__ONE(db->d)->column_probe &&
             !(probe = obx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_probe, c)))
             break;
         r = probe ? obx__deploy_count(db, probe, found, sizeof found, "catalog query for column ", c->name) : OBX_OK;
         obx__free(&s->hooks, probe);
         if (r != OBX_OK || atoi(found) > 0) continue;
-        if (!(add = obx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_add, c)))
+        if (!(add = obx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, OBX__ONE(db->d)->column_add, c)))
             break;
-        if (db->d->column_probe) r = obx__deploy_change(db, dc, add);
+        if (OBX__ONE(db->d)->column_probe) r = obx__deploy_change(db, dc, add);
         if (r == OBX_OK) r = obx__exec_direct(db, add, "deploy: add column");
         if (r == OBX_ERR_DB_TRANSIENT && dc->changing) db->fault = OBX__FAULT_PERMANENT; /* as obx__deploy_one */
         obx__free(&s->hooks, add);
-        if (r == OBX_OK && db->d->column_probe)
+        if (r == OBX_OK && OBX__ONE(db->d)->column_probe)
             obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "schema upgraded: column %s added to %s",
                      c->name, s->table);
     }
@@ -9100,8 +9108,8 @@ OBX_API obx_result obx_store_deploy(obx_store *store) {
     c.s = store;
     c.changing = c.timed = c.changed = 0;
     r = obx__unit(&store->db, obx__deploy_unit, &c, "deploy schema");
-    if (c.timed && store->db.d->deploy_unlock_sql) /* our connection's own setting again */
-        (void)obx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "deploy: lock timeout");
+    if (c.timed && OBX__ONE(store->db.d)->deploy_unlock_sql) /* our connection's own setting again */
+        (void)obx__exec_direct(&store->db, OBX__ONE(store->db.d)->deploy_unlock_sql, "deploy: lock timeout");
     if (r == OBX_OK) /* at every start with deploy_schema: said at INFO only when it did something */
         obx__log(&store->hooks, c.changed ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
                  c.changed ? "schema deployed (table %s)" : "schema up to date (table %s)", store->table);
@@ -9156,8 +9164,8 @@ OBX_API obx_result obx_store_upgrade(obx_store *store, unsigned flags, int *step
     u.dc.s = store;
     u.flags = flags;
     r = obx__unit(&store->db, obx__upgrade_unit, &u, "upgrade schema");
-    if (u.dc.timed && store->db.d->deploy_unlock_sql)
-        (void)obx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "upgrade: lock timeout");
+    if (u.dc.timed && OBX__ONE(store->db.d)->deploy_unlock_sql)
+        (void)obx__exec_direct(&store->db, OBX__ONE(store->db.d)->deploy_unlock_sql, "upgrade: lock timeout");
     if (r == OBX_OK && steps) *steps = u.steps;
     if (r == OBX_OK)
         obx__log(&store->hooks, u.steps ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
@@ -9495,7 +9503,7 @@ OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
 #ifndef OBX_SQLITE3_API
     {
         SQLUINTEGER dead = 0;
-        if (r >= 0 && caller.d->dead_flag_is_local &&
+        if (r >= 0 && OBX__ONE(caller.d)->dead_flag_is_local &&
             SQL_SUCCEEDED(SQLGetConnectAttr(caller.dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
             dead == SQL_CD_TRUE) {
             r = obx__fail(&s->err, OBX_ERR_DB_TRANSIENT, what,
@@ -9693,7 +9701,7 @@ static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
     obx_store *s = c->s;
     SQLHSTMT cur = NULL;
     obx__row_head head;
-    const int short_rows = !s->q->claim_full_rows;
+    const int short_rows = !OBX__FULL_ROWS(s->q);
     const int fused = c->ack_count > 0 && !c->ack_only && !c->ack_keyed && s->sql[OBX__Q_CLAIM_ACK];
     int counted = 0;
     obx_result r;
@@ -12096,7 +12104,8 @@ static obx_result obx__settle_failure(obx_dispatcher *d, obx_store *s, const obx
 #endif
 static int obx__carry(obx_dispatcher *d, obx_store *s, const obx_message *ms, const int *which, int n) {
     int i, k, keyed = 0;
-    const int in_tx = OBX__CARRY_IN_TX && (s->db.d->id == OBX_DIALECT_SQLITE || s->db.d->id == OBX_DIALECT_MARIADB);
+    const int in_tx = OBX__CARRY_IN_TX && (OBX__ONE(s->db.d)->id == OBX_DIALECT_SQLITE ||
+                                           OBX__ONE(s->db.d)->id == OBX_DIALECT_MARIADB);
     if (!d->carry || d->store != s || s->carry_count > 0 || (!s->sql[OBX__Q_CLAIM_ACK] && !in_tx)) return 0;
     for (i = 0; i < n && !keyed; i++) keyed = OBX__MSG_KEYED(&ms[which[i]]);
     for (k = 0; k < OBX__KEY_LISTS; k++) s->carry[k].len = 0;
