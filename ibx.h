@@ -3101,6 +3101,16 @@ static const ibx__dialect *const ibx__dialects[] = {NULL, IBX__SQLITE_DIALECT, I
 #define IBX__ONE(d) (d)
 #endif
 
+/* Statement q of store s, or NULL where its dialect has none. With SQLite
+ * the only dialect, a statement SQLite lacks (IBX__SQLITE_LACKS, beside
+ * each header's statements) is NULL at compile time, so the code that runs
+ * it folds away like the dialect's flags. */
+#if IBX__SQLITE_ONLY
+#define IBX__SQL(s, q) (IBX__SQLITE_LACKS(q) ? (char *)0 : (s)->sql[q])
+#else
+#define IBX__SQL(s, q) ((s)->sql[q])
+#endif
+
 /* Text of a statement that only the envelope needs: with IBX_NO_ENVELOPE
  * its columns stay NULL, and a statement may leave them out. */
 #ifdef IBX_NO_ENVELOPE
@@ -4328,6 +4338,10 @@ struct ibx_sql {
     ibx_sql_param *params;
     char (*ids)[37];     /* the messages' ids (ibx_sql_id), id_count of them */
     int id_count;
+    /* ibx__capture_add, set by ibx__unit_capture: the statement runners
+     * call it through here, so that a program without an *_enqueue_sql
+     * call links none of the recording (--gc-sections). */
+    ibx_result (*add)(ibx__db *db, const char *sql, const ibx__param *ps, int n, int check_column, int counts);
 };
 
 static int ibx__cap_text(ibx_sql *c, const char *s, size_t n, size_t *off) {
@@ -4448,7 +4462,7 @@ static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__pa
     if (db->capture) { /* recorded for the caller's driver: a statement of rows cannot be */
         if (cursor) return ibx__fail(db->err, IBX_ERR_STATE, "ibx_sql", "statement %d reads", slot);
         if (rows) *rows = 0; /* the caller's driver counts (ibx_sql_stmt.counts) */
-        return ibx__capture_add(db, sql, ps, n, 0, rows != NULL);
+        return db->capture->add(db, sql, ps, n, 0, rows != NULL);
     }
     r = ibx__stmt(db, slot, sql, &st);
     if (r != IBX_OK) return r;
@@ -5148,7 +5162,7 @@ static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__pa
     if (db->capture) { /* recorded for the caller's driver, as through ODBC */
         if (cursor) return ibx__fail(db->err, IBX_ERR_STATE, "ibx_sql", "statement %d reads", slot);
         if (rows) *rows = 0;
-        return ibx__capture_add(db, sql, ps, n, 0, rows != NULL);
+        return db->capture->add(db, sql, ps, n, 0, rows != NULL);
     }
     if (!c) {
         sqlite3_stmt *st = NULL;
@@ -6464,6 +6478,13 @@ enum {
                           owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
 };
+
+/* The statements SQLite has none of (IBX__SQL: with SQLite the only
+ * dialect, the code that runs them folds away); ibx__store_prepare_sql
+ * asserts that SQLite's rows name none of them. */
+#define IBX__SQLITE_LACKS(q)                                                                          \
+    ((q) == IBX__Q_CLAIM_PICK || (q) == IBX__Q_CLAIM_READ || (q) == IBX__Q_WAKE ||                   \
+     (q) == IBX__Q_ANALYZE || (q) == IBX__Q_CLAIM_ACK)
 
 /* What each statement binds (the letters: ibx__args_check; ibx__stmt_args
  * gives a dialect's variant). A key list is two lists (sources, message
@@ -7879,7 +7900,7 @@ static ibx_result ibx__claim_ack_sql(ibx_store *s) {
     size_t n;
     char *t;
     if (IBX__ONE(s->db.d)->id != IBX_DIALECT_POSTGRESQL || !s->sql[IBX__Q_ACK] || !s->sql[IBX__Q_CLAIM] ||
-        s->sql[IBX__Q_CLAIM_PICK] || IBX__FULL_ROWS(s->q))
+        IBX__SQL(s, IBX__Q_CLAIM_PICK) || IBX__FULL_ROWS(s->q))
         return IBX_OK;
     n = sizeof head + strlen(s->sql[IBX__Q_ACK]) + sizeof mid + strlen(s->sql[IBX__Q_CLAIM]) + sizeof tail;
     if (!(t = (char *)ibx__alloc(&s->hooks, n))) return IBX_ERR_NO_MEMORY;
@@ -7904,6 +7925,7 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
         if (row->id == IBX__Q_OWNED) continue;
         own = ibx__sql_expand(&s->hooks, row->sql, names);
         IBX_ASSERT(row->id >= 0 && row->id < IBX__Q_COUNT && !s->sql[row->id]);
+        IBX_ASSERT(s->db.d->id != IBX_DIALECT_SQLITE || !IBX__SQLITE_LACKS(row->id));
         s->sql[row->id] = own ? ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, own) : NULL;
         ibx__free(&s->hooks, own);
         if (!s->sql[row->id])
@@ -8687,6 +8709,7 @@ IBX__PRIVATE ibx_result ibx__unit_capture(ibx_store *s, ibx_result (*unit)(ibx__
     memset(c, 0, sizeof *c);
     c->hooks = s->hooks;
     c->markers = markers;
+    c->add = ibx__capture_add;
     memset(&caller, 0, sizeof caller);
     caller.hooks = &s->hooks;
     caller.store_id = s->store_id;
@@ -8704,6 +8727,11 @@ IBX__PRIVATE ibx_result ibx__unit_capture(ibx_store *s, ibx_result (*unit)(ibx__
     *out = c;
     return IBX_OK;
 }
+
+/* ibx__unit_capture, as the *_enqueue_sql calls pass it to the code they
+ * share with the other enqueues: only they name it. */
+typedef ibx_result (*ibx__capture_fn)(ibx_store *s, ibx_result (*unit)(ibx__db *db, void *ctx), void *ctx,
+                                      int markers, ibx_sql **out);
 
 /* The arguments every *_enqueue_sql call takes: out_sql and markers. */
 IBX__PRIVATE ibx_result ibx__sql_args(ibx_store *s, const char *fn, int markers, ibx_sql **out_sql) {
@@ -8796,7 +8824,7 @@ static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cu
     int picked = 0, k;
     ibx_result r;
     for (k = 0; k < IBX__KEY_LISTS; k++) lists[k] = &s->keys[k];
-    r = ibx__pick_keys(db, IBX__Q_CLAIM_PICK, s->sql[IBX__Q_CLAIM_PICK], c->batch_size,
+    r = ibx__pick_keys(db, IBX__Q_CLAIM_PICK, IBX__SQL(s, IBX__Q_CLAIM_PICK), c->batch_size,
                        IBX__KEY_LISTS, lists, &picked);
     if (r != IBX_OK || picked == 0) return r;
     ibx__p_text(&p[0], s->token, 36);
@@ -8804,7 +8832,7 @@ static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cu
     for (k = 0; k < IBX__KEY_LISTS; k++) ibx__p_text(&p[2 + k], s->keys[k].data, s->keys[k].len);
     r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 2 + IBX__KEY_LISTS, NULL, NULL);
     if (r != IBX_OK) return r;
-    return ibx__exec(db, IBX__Q_CLAIM_READ, s->sql[IBX__Q_CLAIM_READ], p, 2 + IBX__KEY_LISTS, NULL, cur);
+    return ibx__exec(db, IBX__Q_CLAIM_READ, IBX__SQL(s, IBX__Q_CLAIM_READ), p, 2 + IBX__KEY_LISTS, NULL, cur);
 }
 
 /* ibx__claim_recheck: the claim was rolled back (another claim holds one
@@ -8833,8 +8861,8 @@ static ibx_result ibx__claim_exec(ibx__db *db, ibx__claim_ctx *c, int fused, SQL
         ibx__p_text(&p[n], s->token, 36);
         ibx__p_i64(&p[n + 1], c->lease_seconds);
         ibx__p_i64(&p[n + 2], c->batch_size);
-        r = ibx__exec(db, IBX__Q_CLAIM_ACK, s->sql[IBX__Q_CLAIM_ACK], p, n + 3, NULL, cur);
-    } else if (!IBX__SQLITE_ONLY && s->sql[IBX__Q_CLAIM_PICK]) {
+        r = ibx__exec(db, IBX__Q_CLAIM_ACK, IBX__SQL(s, IBX__Q_CLAIM_ACK), p, n + 3, NULL, cur);
+    } else if (IBX__SQL(s, IBX__Q_CLAIM_PICK)) {
         r = ibx__claim_picked(db, c, cur);
     } else {
         ibx__p_text(&p[0], s->token, 36);
@@ -8850,7 +8878,7 @@ static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
     SQLHSTMT cur = NULL;
     ibx__row_head head;
     const int short_rows = !IBX__FULL_ROWS(s->q);
-    const int fused = c->ack_count > 0 && !c->ack_only && !c->ack_keyed && s->sql[IBX__Q_CLAIM_ACK];
+    const int fused = c->ack_count > 0 && !c->ack_only && !c->ack_keyed && IBX__SQL(s, IBX__Q_CLAIM_ACK);
     int counted = 0;
     ibx_result r;
     c->count = 0;
@@ -9174,7 +9202,7 @@ IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped) {
     if (r != IBX_OK) return r;
     r = ibx__run_count(store, IBX__Q_REAP, NULL, 0, "reap", &n);
     if (r != IBX_OK) return r;
-    if (store->sql[IBX__Q_WAKE]) { /* parked messages a concurrent enqueue hid from their wake */
+    if (IBX__SQL(store, IBX__Q_WAKE)) { /* parked messages a concurrent enqueue hid from their wake */
         int64_t woken = 0;
         /* The reap committed: its count is returned whatever the wake does
          * (the next reap wakes again). */
@@ -9198,7 +9226,7 @@ IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped) {
      * a caller's connection (its transaction is the caller's); where the
      * user may not analyze, PostgreSQL skips with a warning. */
 #ifndef IBX_NO_POSTGRESQL
-    if (store->sql[IBX__Q_ANALYZE] && store->db.own_connection &&
+    if (IBX__SQL(store, IBX__Q_ANALYZE) && store->db.own_connection &&
         ibx__run_count(store, IBX__Q_ANALYZE, NULL, 0, "analyze", NULL) != IBX_OK)
         ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id, "refreshing the table's statistics failed: %s",
                  store->err.message);
@@ -9934,7 +9962,7 @@ static ibx_result ibx__one_message(ibx_store *s, const char *fn, int slot, const
         return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, fn, "no statement for %s", ibx__dialect_name(s->db.d->id));
     if (slot == IBX__Q_MOVE) ibx__p_text(&p[0], reason, (size_t)-1);
     if ((r = ibx__run_count(s, slot, p, n, fn + 4, &count)) != IBX_OK) return r;
-    if (slot == IBX__Q_MOVE && count > 0 && s->sql[IBX__Q_WAKE] && ibx__own_wake(s, NULL, &woken) != IBX_OK)
+    if (slot == IBX__Q_MOVE && count > 0 && IBX__SQL(s, IBX__Q_WAKE) && ibx__own_wake(s, NULL, &woken) != IBX_OK)
         ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "waking the messages parked behind %s failed: %s", name,
                  s->err.message);
     ibx__log(&s->hooks, count > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, s->store_id, "%s %s: %lld changed", fn + 4, name,
@@ -11254,7 +11282,7 @@ static int ibx__carry(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, co
     int i, k, keyed = 0;
     const int in_tx = IBX__CARRY_IN_TX && (IBX__ONE(s->db.d)->id == IBX_DIALECT_SQLITE ||
                                            IBX__ONE(s->db.d)->id == IBX_DIALECT_MARIADB);
-    if (!d->carry || d->store != s || s->carry_count > 0 || (!s->sql[IBX__Q_CLAIM_ACK] && !in_tx)) return 0;
+    if (!d->carry || d->store != s || s->carry_count > 0 || (!IBX__SQL(s, IBX__Q_CLAIM_ACK) && !in_tx)) return 0;
     for (i = 0; i < n && !keyed; i++) keyed = IBX__MSG_KEYED(&ms[which[i]]);
     for (k = 0; k < IBX__KEY_LISTS; k++) s->carry[k].len = 0;
     for (i = 0; i < n; i++)
@@ -11381,7 +11409,7 @@ static ibx_result ibx__isolate(ibx_dispatcher *d, ibx_store *s, int *n, int *fir
 static int64_t ibx__wake_missed(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, int n) {
     int64_t woken = 0, more = 0, t0, gap;
     ibx_result r;
-    if (n >= d->batch_size || !s->sql[IBX__Q_WAKE] || !ibx__own_keyed(s)) return 0;
+    if (n >= d->batch_size || !IBX__SQL(s, IBX__Q_WAKE) || !ibx__own_keyed(s)) return 0;
     r = ibx__own_wake_again(s, &woken);
     t0 = ibx__mono_ms(&s->hooks);
     /* The gap never exceeds the reap interval (whose reap wakes too), so
@@ -12368,7 +12396,7 @@ static int ibx__full_redelivery(ibx_store *s, ibx_result r, ibx__param *p) {
 /* ibx_enqueue, or (out_sql set) its statements for the caller's own
  * driver, with `markers` (ibx_enqueue_sql). */
 static ibx_result ibx__enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued, int markers,
-                               ibx_sql **out_sql) {
+                               ibx_sql **out_sql, ibx__capture_fn capture) {
     ibx__enqueue_ctx ctx;
     ibx__param p[13];
     int envelope;
@@ -12403,7 +12431,7 @@ static ibx_result ibx__enqueue(ibx_store *store, const ibx_new_message *m, int *
     ctx.p = p;
     ctx.hash = m->hash_len && !out_sql ? m->hash : NULL; /* no stored hash to compare for a driver */
     ctx.hash_len = m->hash ? m->hash_len : 0;
-    if (out_sql) return ibx__unit_capture(store, ibx__enqueue_unit, &ctx, markers, out_sql);
+    if (out_sql) return capture(store, ibx__enqueue_unit, &ctx, markers, out_sql);
     /* With a hash to compare, the unit reads the stored one first. */
     r = ibx__unit_run(&store->db, ibx__enqueue_unit, &ctx, "enqueue",
                       IBX__UNIT_WRITE | (ctx.hash ? 0 : IBX__UNIT_ONE_STATEMENT));
@@ -12428,14 +12456,14 @@ static ibx_result ibx__enqueue(ibx_store *store, const ibx_new_message *m, int *
 }
 
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued) {
-    return ibx__enqueue(store, m, enqueued, 0, NULL);
+    return ibx__enqueue(store, m, enqueued, 0, NULL, NULL);
 }
 
 IBX_API ibx_result ibx_enqueue_sql(ibx_store *store, const ibx_new_message *message, int markers,
                                    ibx_sql **out_sql) {
     ibx_result r = ibx__sql_args(store, "ibx_enqueue_sql", markers, out_sql);
     if (r != IBX_OK) return r;
-    return ibx__enqueue(store, message, NULL, markers, out_sql);
+    return ibx__enqueue(store, message, NULL, markers, out_sql, ibx__unit_capture);
 }
 
 /* >> get ---------------------------------------------------------------------------- */

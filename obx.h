@@ -3300,6 +3300,16 @@ static const obx__dialect *const obx__dialects[] = {NULL, OBX__SQLITE_DIALECT, O
 #define OBX__ONE(d) (d)
 #endif
 
+/* Statement q of store s, or NULL where its dialect has none. With SQLite
+ * the only dialect, a statement SQLite lacks (OBX__SQLITE_LACKS, beside
+ * each header's statements) is NULL at compile time, so the code that runs
+ * it folds away like the dialect's flags. */
+#if OBX__SQLITE_ONLY
+#define OBX__SQL(s, q) (OBX__SQLITE_LACKS(q) ? (char *)0 : (s)->sql[q])
+#else
+#define OBX__SQL(s, q) ((s)->sql[q])
+#endif
+
 /* Text of a statement that only the envelope needs: with OBX_NO_ENVELOPE
  * its columns stay NULL, and a statement may leave them out. */
 #ifdef OBX_NO_ENVELOPE
@@ -4527,6 +4537,10 @@ struct obx_sql {
     obx_sql_param *params;
     char (*ids)[37];     /* the messages' ids (obx_sql_id), id_count of them */
     int id_count;
+    /* obx__capture_add, set by obx__unit_capture: the statement runners
+     * call it through here, so that a program without an *_enqueue_sql
+     * call links none of the recording (--gc-sections). */
+    obx_result (*add)(obx__db *db, const char *sql, const obx__param *ps, int n, int check_column, int counts);
 };
 
 static int obx__cap_text(obx_sql *c, const char *s, size_t n, size_t *off) {
@@ -4647,7 +4661,7 @@ static obx_result obx__exec_once(obx__db *db, int slot, const char *sql, obx__pa
     if (db->capture) { /* recorded for the caller's driver: a statement of rows cannot be */
         if (cursor) return obx__fail(db->err, OBX_ERR_STATE, "obx_sql", "statement %d reads", slot);
         if (rows) *rows = 0; /* the caller's driver counts (obx_sql_stmt.counts) */
-        return obx__capture_add(db, sql, ps, n, 0, rows != NULL);
+        return db->capture->add(db, sql, ps, n, 0, rows != NULL);
     }
     r = obx__stmt(db, slot, sql, &st);
     if (r != OBX_OK) return r;
@@ -5347,7 +5361,7 @@ static obx_result obx__exec_once(obx__db *db, int slot, const char *sql, obx__pa
     if (db->capture) { /* recorded for the caller's driver, as through ODBC */
         if (cursor) return obx__fail(db->err, OBX_ERR_STATE, "obx_sql", "statement %d reads", slot);
         if (rows) *rows = 0;
-        return obx__capture_add(db, sql, ps, n, 0, rows != NULL);
+        return db->capture->add(db, sql, ps, n, 0, rows != NULL);
     }
     if (!c) {
         sqlite3_stmt *st = NULL;
@@ -6561,6 +6575,16 @@ enum {
                            owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
 };
+
+/* The statements SQLite has none of (OBX__SQL: with SQLite the only
+ * dialect, the code that runs them folds away); obx__store_prepare_sql
+ * asserts that SQLite's rows name none of them. */
+#define OBX__SQLITE_LACKS(q)                                                                          \
+    ((q) == OBX__Q_CLAIM_PICK || (q) == OBX__Q_CLAIM_READ || (q) == OBX__Q_CLAIM_HOLD ||             \
+     (q) == OBX__Q_WAKE || (q) == OBX__Q_WAKE_SETTLED || (q) == OBX__Q_WAKE_IDS ||                    \
+     (q) == OBX__Q_WAKE_AGAIN || (q) == OBX__Q_ANALYZE || (q) == OBX__Q_CLAIM_CHECK ||               \
+     (q) == OBX__Q_CLAIM_RELEASE || (q) == OBX__Q_KEY_READ || (q) == OBX__Q_INSERT_VALUES ||         \
+     (q) == OBX__Q_INSERT_VALUES_ENV || (q) == OBX__Q_CLAIM_ACK)
 
 /* What each statement binds (the letters: obx__args_check; obx__stmt_args
  * gives a dialect's variant). A dead filter is topic, error text, created
@@ -8731,7 +8755,7 @@ static obx_result obx__claim_ack_sql(obx_store *s) {
     size_t n;
     char *t;
     if (OBX__ONE(s->db.d)->id != OBX_DIALECT_POSTGRESQL || !s->sql[OBX__Q_ACK] || !s->sql[OBX__Q_CLAIM] ||
-        s->sql[OBX__Q_CLAIM_PICK] || OBX__FULL_ROWS(s->q))
+        OBX__SQL(s, OBX__Q_CLAIM_PICK) || OBX__FULL_ROWS(s->q))
         return OBX_OK;
     n = sizeof head + strlen(s->sql[OBX__Q_ACK]) + sizeof mid + strlen(s->sql[OBX__Q_CLAIM]) + sizeof tail;
     if (!(t = (char *)obx__alloc(&s->hooks, n))) return OBX_ERR_NO_MEMORY;
@@ -8756,6 +8780,7 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
         if (row->id == OBX__Q_OWNED) continue;
         own = obx__sql_expand(&s->hooks, row->sql, names);
         OBX_ASSERT(row->id >= 0 && row->id < OBX__Q_COUNT && !s->sql[row->id]);
+        OBX_ASSERT(s->db.d->id != OBX_DIALECT_SQLITE || !OBX__SQLITE_LACKS(row->id));
         s->sql[row->id] = own ? obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, own) : NULL;
         obx__free(&s->hooks, own);
         if (!s->sql[row->id])
@@ -9539,6 +9564,7 @@ OBX__PRIVATE obx_result obx__unit_capture(obx_store *s, obx_result (*unit)(obx__
     memset(c, 0, sizeof *c);
     c->hooks = s->hooks;
     c->markers = markers;
+    c->add = obx__capture_add;
     memset(&caller, 0, sizeof caller);
     caller.hooks = &s->hooks;
     caller.store_id = s->store_id;
@@ -9556,6 +9582,11 @@ OBX__PRIVATE obx_result obx__unit_capture(obx_store *s, obx_result (*unit)(obx__
     *out = c;
     return OBX_OK;
 }
+
+/* obx__unit_capture, as the *_enqueue_sql calls pass it to the code they
+ * share with the other enqueues: only they name it. */
+typedef obx_result (*obx__capture_fn)(obx_store *s, obx_result (*unit)(obx__db *db, void *ctx), void *ctx,
+                                      int markers, obx_sql **out);
 
 /* The arguments every *_enqueue_sql call takes: out_sql and markers. */
 OBX__PRIVATE obx_result obx__sql_args(obx_store *s, const char *fn, int markers, obx_sql **out_sql) {
@@ -9648,7 +9679,7 @@ static obx_result obx__claim_picked(obx__db *db, obx__claim_ctx *c, SQLHSTMT *cu
     int picked = 0, k;
     obx_result r;
     for (k = 0; k < OBX__KEY_LISTS; k++) lists[k] = &s->keys[k];
-    r = obx__pick_keys(db, OBX__Q_CLAIM_PICK, s->sql[OBX__Q_CLAIM_PICK], c->batch_size,
+    r = obx__pick_keys(db, OBX__Q_CLAIM_PICK, OBX__SQL(s, OBX__Q_CLAIM_PICK), c->batch_size,
                        OBX__KEY_LISTS, lists, &picked);
     if (r != OBX_OK || picked == 0) return r;
     obx__p_text(&p[0], s->token, 36);
@@ -9656,7 +9687,7 @@ static obx_result obx__claim_picked(obx__db *db, obx__claim_ctx *c, SQLHSTMT *cu
     for (k = 0; k < OBX__KEY_LISTS; k++) obx__p_text(&p[2 + k], s->keys[k].data, s->keys[k].len);
     r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 2 + OBX__KEY_LISTS, NULL, NULL);
     if (r != OBX_OK) return r;
-    return obx__exec(db, OBX__Q_CLAIM_READ, s->sql[OBX__Q_CLAIM_READ], p, 2 + OBX__KEY_LISTS, NULL, cur);
+    return obx__exec(db, OBX__Q_CLAIM_READ, OBX__SQL(s, OBX__Q_CLAIM_READ), p, 2 + OBX__KEY_LISTS, NULL, cur);
 }
 
 /* obx__claim_recheck: the claim was rolled back (another claim holds one
@@ -9685,8 +9716,8 @@ static obx_result obx__claim_exec(obx__db *db, obx__claim_ctx *c, int fused, SQL
         obx__p_text(&p[n], s->token, 36);
         obx__p_i64(&p[n + 1], c->lease_seconds);
         obx__p_i64(&p[n + 2], c->batch_size);
-        r = obx__exec(db, OBX__Q_CLAIM_ACK, s->sql[OBX__Q_CLAIM_ACK], p, n + 3, NULL, cur);
-    } else if (!OBX__SQLITE_ONLY && s->sql[OBX__Q_CLAIM_PICK]) {
+        r = obx__exec(db, OBX__Q_CLAIM_ACK, OBX__SQL(s, OBX__Q_CLAIM_ACK), p, n + 3, NULL, cur);
+    } else if (OBX__SQL(s, OBX__Q_CLAIM_PICK)) {
         r = obx__claim_picked(db, c, cur);
     } else {
         obx__p_text(&p[0], s->token, 36);
@@ -9702,7 +9733,7 @@ static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
     SQLHSTMT cur = NULL;
     obx__row_head head;
     const int short_rows = !OBX__FULL_ROWS(s->q);
-    const int fused = c->ack_count > 0 && !c->ack_only && !c->ack_keyed && s->sql[OBX__Q_CLAIM_ACK];
+    const int fused = c->ack_count > 0 && !c->ack_only && !c->ack_keyed && OBX__SQL(s, OBX__Q_CLAIM_ACK);
     int counted = 0;
     obx_result r;
     c->count = 0;
@@ -10026,7 +10057,7 @@ OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped) {
     if (r != OBX_OK) return r;
     r = obx__run_count(store, OBX__Q_REAP, NULL, 0, "reap", &n);
     if (r != OBX_OK) return r;
-    if (store->sql[OBX__Q_WAKE]) { /* parked messages a concurrent enqueue hid from their wake */
+    if (OBX__SQL(store, OBX__Q_WAKE)) { /* parked messages a concurrent enqueue hid from their wake */
         int64_t woken = 0;
         /* The reap committed: its count is returned whatever the wake does
          * (the next reap wakes again). */
@@ -10050,7 +10081,7 @@ OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped) {
      * a caller's connection (its transaction is the caller's); where the
      * user may not analyze, PostgreSQL skips with a warning. */
 #ifndef OBX_NO_POSTGRESQL
-    if (store->sql[OBX__Q_ANALYZE] && store->db.own_connection &&
+    if (OBX__SQL(store, OBX__Q_ANALYZE) && store->db.own_connection &&
         obx__run_count(store, OBX__Q_ANALYZE, NULL, 0, "analyze", NULL) != OBX_OK)
         obx__log(&store->hooks, OBX_LOG_WARN, store->store_id, "refreshing the table's statistics failed: %s",
                  store->err.message);
@@ -10786,7 +10817,7 @@ static obx_result obx__one_message(obx_store *s, const char *fn, int slot, const
         return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, fn, "no statement for %s", obx__dialect_name(s->db.d->id));
     if (slot == OBX__Q_MOVE) obx__p_text(&p[0], reason, (size_t)-1);
     if ((r = obx__run_count(s, slot, p, n, fn + 4, &count)) != OBX_OK) return r;
-    if (slot == OBX__Q_MOVE && count > 0 && s->sql[OBX__Q_WAKE] && obx__own_wake(s, NULL, &woken) != OBX_OK)
+    if (slot == OBX__Q_MOVE && count > 0 && OBX__SQL(s, OBX__Q_WAKE) && obx__own_wake(s, NULL, &woken) != OBX_OK)
         obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "waking the messages parked behind %s failed: %s", name,
                  s->err.message);
     obx__log(&s->hooks, count > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, s->store_id, "%s %s: %lld changed", fn + 4, name,
@@ -12106,7 +12137,7 @@ static int obx__carry(obx_dispatcher *d, obx_store *s, const obx_message *ms, co
     int i, k, keyed = 0;
     const int in_tx = OBX__CARRY_IN_TX && (OBX__ONE(s->db.d)->id == OBX_DIALECT_SQLITE ||
                                            OBX__ONE(s->db.d)->id == OBX_DIALECT_MARIADB);
-    if (!d->carry || d->store != s || s->carry_count > 0 || (!s->sql[OBX__Q_CLAIM_ACK] && !in_tx)) return 0;
+    if (!d->carry || d->store != s || s->carry_count > 0 || (!OBX__SQL(s, OBX__Q_CLAIM_ACK) && !in_tx)) return 0;
     for (i = 0; i < n && !keyed; i++) keyed = OBX__MSG_KEYED(&ms[which[i]]);
     for (k = 0; k < OBX__KEY_LISTS; k++) s->carry[k].len = 0;
     for (i = 0; i < n; i++)
@@ -12233,7 +12264,7 @@ static obx_result obx__isolate(obx_dispatcher *d, obx_store *s, int *n, int *fir
 static int64_t obx__wake_missed(obx_dispatcher *d, obx_store *s, obx__entry *e, int n) {
     int64_t woken = 0, more = 0, t0, gap;
     obx_result r;
-    if (n >= d->batch_size || !s->sql[OBX__Q_WAKE] || !obx__own_keyed(s)) return 0;
+    if (n >= d->batch_size || !OBX__SQL(s, OBX__Q_WAKE) || !obx__own_keyed(s)) return 0;
     r = obx__own_wake_again(s, &woken);
     t0 = obx__mono_ms(&s->hooks);
     /* The gap never exceeds the reap interval (whose reap wakes too), so
@@ -12906,7 +12937,7 @@ static obx_result obx__wake_unit(obx__db *db, void *vctx) {
     if (r != OBX_EMPTY || n == 0) return r == OBX_EMPTY ? OBX_OK : r;
     if (!obx__list_end(db->hooks, &s->own.wake, db->d)) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "wake", "out of memory");
     obx__p_text(&p[0], s->own.wake.data, s->own.wake.len);
-    return obx__exec(db, OBX__Q_WAKE_IDS, s->sql[OBX__Q_WAKE_IDS], p, 1, &w->woken, NULL);
+    return obx__exec(db, OBX__Q_WAKE_IDS, OBX__SQL(s, OBX__Q_WAKE_IDS), p, 1, &w->woken, NULL);
 }
 
 /* Two statements, each whole on its own (the update checks the row is
@@ -12928,7 +12959,7 @@ static obx_result obx__wake_read(obx_store *s, int read, const obx__buf *ids, in
  * fails the claim (the ack is rolled back with it and sent alone). */
 static obx_result obx__own_acked(obx__db *db, obx_store *s, const obx__buf *keys, int64_t rows) {
     obx__wake_ctx w;
-    if (rows <= 0 || !s->sql[OBX__Q_WAKE_SETTLED] || !s->sql[OBX__Q_WAKE_IDS]) return OBX_OK;
+    if (rows <= 0 || !OBX__SQL(s, OBX__Q_WAKE_SETTLED) || !OBX__SQL(s, OBX__Q_WAKE_IDS)) return OBX_OK;
     w.s = s;
     w.read = OBX__Q_WAKE_SETTLED;
     w.ids = &keys[0];
@@ -12944,9 +12975,9 @@ static void obx__own_settled(obx_store *s, const obx__buf *keys, int kind, int64
     int64_t woken = 0;
     obx_result r;
     if ((kind != OBX__SETTLE_ACK && kind != OBX__SETTLE_FAIL) || rows <= 0 || !s->own.keyed_claims ||
-        !s->sql[OBX__Q_WAKE_SETTLED])
+        !OBX__SQL(s, OBX__Q_WAKE_SETTLED))
         return;
-    if (s->sql[OBX__Q_WAKE_IDS]) {
+    if (OBX__SQL(s, OBX__Q_WAKE_IDS)) {
         r = obx__wake_read(s, OBX__Q_WAKE_SETTLED, &keys[0], &woken);
     } else {
         obx__p_text(&p[0], keys[0].data, keys[0].len);
@@ -12965,7 +12996,7 @@ static obx_result obx__own_wake(obx_store *s, const obx__buf *ids, int64_t *woke
     obx__param p[1];
     int slot = ids ? OBX__Q_WAKE_AGAIN : OBX__Q_WAKE;
 #ifndef OBX_NO_MARIADB
-    if (s->sql[OBX__Q_WAKE_IDS]) return obx__wake_read(s, slot, ids, woken);
+    if (OBX__SQL(s, OBX__Q_WAKE_IDS)) return obx__wake_read(s, slot, ids, woken);
 #endif
     if (ids) obx__p_text(&p[0], ids->data, ids->len);
     return obx__run_count(s, slot, p, ids ? 1 : 0, "wake parked", woken);
@@ -12976,7 +13007,7 @@ static void obx__own_wake_later(obx_store *s, const obx_message *ms, int n) {
     int i;
     obx__buf *b = &s->own.wake_again;
     b->len = 0;
-    if (!s->sql[OBX__Q_WAKE_AGAIN]) return;
+    if (!OBX__SQL(s, OBX__Q_WAKE_AGAIN)) return;
     for (i = 0; i < n; i++)
         if (ms[i].ordering_key && !obx__list_add(&s->hooks, b, s->db.d, ms[i].id, strlen(ms[i].id))) {
             b->len = 0;
@@ -13010,7 +13041,7 @@ static obx_result obx__claim_recheck(obx__db *db, obx_store *s, int *count) {
     SQLHSTMT cur = NULL;
     int i, keyed = 0, released = 0;
     obx_result r;
-    if (!s->sql[OBX__Q_CLAIM_CHECK]) return OBX_OK;
+    if (!OBX__SQL(s, OBX__Q_CLAIM_CHECK)) return OBX_OK;
     ids->len = 0;
     for (i = 0; i < *count; i++)
         if (s->offsets[i].ordering_key != (size_t)-1) {
@@ -13022,7 +13053,7 @@ static obx_result obx__claim_recheck(obx__db *db, obx_store *s, int *count) {
     if (!obx__list_end(&s->hooks, ids, db->d)) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
     obx__p_text(&p[0], s->token, 36);
     obx__p_text(&p[1], ids->data, ids->len);
-    r = obx__exec(db, OBX__Q_CLAIM_CHECK, s->sql[OBX__Q_CLAIM_CHECK], p, 2, NULL, &cur);
+    r = obx__exec(db, OBX__Q_CLAIM_CHECK, OBX__SQL(s, OBX__Q_CLAIM_CHECK), p, 2, NULL, &cur);
     if (r != OBX_OK) {
         /* MariaDB's NOWAIT met another claim's lock on the key: undo the
          * whole claim (whatever the server rolled back) and redo it. */
@@ -13050,10 +13081,10 @@ static obx_result obx__claim_recheck(obx__db *db, obx_store *s, int *count) {
     }
     obx__close(cur);
     if (r != OBX_EMPTY) return r;
-    if (released == 0 || !s->sql[OBX__Q_CLAIM_RELEASE]) return OBX_OK;
+    if (released == 0 || !OBX__SQL(s, OBX__Q_CLAIM_RELEASE)) return OBX_OK;
     if (!obx__list_end(&s->hooks, ids, db->d)) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
     obx__p_text(&p[1], ids->data, ids->len);
-    return obx__exec(db, OBX__Q_CLAIM_RELEASE, s->sql[OBX__Q_CLAIM_RELEASE], p, 2, NULL, NULL);
+    return obx__exec(db, OBX__Q_CLAIM_RELEASE, OBX__SQL(s, OBX__Q_CLAIM_RELEASE), p, 2, NULL, NULL);
 }
 #endif
 
@@ -13337,7 +13368,7 @@ static obx_result obx__exec_once_direct(obx__db *db, const char *sql, obx__param
     SQLHSTMT st = NULL;
     SQLRETURN rc;
     obx_result r;
-    if (db->capture) return obx__capture_add(db, sql, ps, n, 0, 0); /* for the caller's driver */
+    if (db->capture) return db->capture->add(db, sql, ps, n, 0, 0); /* for the caller's driver */
     memset(in_order, 0, sizeof in_order);
     if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &st)))
         return obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLAllocHandle(STMT)");
@@ -13446,7 +13477,7 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
         keyed = keyed || obx__opt_text(c->msgs[i].ordering_key) != NULL;
     }
 #ifdef OBX__VALUES_BATCH
-    if (!keyed && s->sql[OBX__Q_INSERT_VALUES_ENV]) return obx__insert_values(db, c, from, to, ext);
+    if (!keyed && OBX__SQL(s, OBX__Q_INSERT_VALUES_ENV)) return obx__insert_values(db, c, from, to, ext);
 #endif
     lists = rows ? 1 : ext ? OBX__INSERT_LISTS : 6;
     for (k = 0; k < OBX__INSERT_LISTS; k++) col[k].len = 0;
@@ -13498,7 +13529,7 @@ static obx_result obx__key_read(obx__db *db, const char *sql, obx__param *key) {
     char level[32] = "";
     SQLLEN ind = 0;
     obx_result r;
-    if (db->capture) return obx__capture_add(db, sql, key, 1, 3, 0); /* the caller checks column 3 */
+    if (db->capture) return db->capture->add(db, sql, key, 1, 3, 0); /* the caller checks column 3 */
     r = obx__exec(db, OBX__Q_KEY_READ, sql, key, 1, NULL, &cur);
     if (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK)
         r = obx__get_text(db, cur, 3, level, sizeof level, &ind);
@@ -13561,8 +13592,8 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
         if (!obx__envelope_params(db->hooks, &c->s->own.headers, &p[8], m))
             return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue", "out of memory");
         obx__p_text(&p[7], obx__opt_text(m->ordering_key), (size_t)-1);
-        if (p[7].ind != SQL_NULL_DATA && c->s->sql[OBX__Q_KEY_READ] && 
-            (r = obx__key_read(db, c->s->sql[OBX__Q_KEY_READ], &p[7])) != OBX_OK)
+        if (p[7].ind != SQL_NULL_DATA && OBX__SQL(c->s, OBX__Q_KEY_READ) &&
+            (r = obx__key_read(db, OBX__SQL(c->s, OBX__Q_KEY_READ), &p[7])) != OBX_OK)
             return r;
         obx__p_i64(&p[12], m->expires_utc_ms);
         if (m->expires_utc_ms <= 0) p[12].ind = SQL_NULL_DATA;
@@ -13587,10 +13618,10 @@ static void obx__enqueued_log(obx_store *s, const obx_new_message *msgs, char (*
 
 /* Enqueue msgs[0..count) in the store's transaction (hdbc NULL), the
  * caller's on hdbc, or (out_sql set) as statements for the caller's own
- * driver, with `markers` (obx_enqueue_sql). */
+ * driver, with `markers` and `capture` (obx_enqueue_sql). */
 static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_message *msgs,
                                     int count, char (*out_ids)[37], const char *fn, int markers,
-                                    obx_sql **out_sql) {
+                                    obx_sql **out_sql, obx__capture_fn capture) {
     size_t one_len;
     size_t *lens = &one_len;
     char one_id[37];
@@ -13612,7 +13643,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     ctx.lens = lens;
     ctx.count = count;
     ctx.ids = NULL;
-    if (count == 0) return obx__unit_capture(s, obx__insert_messages, &ctx, markers, out_sql); /* none */
+    if (count == 0) return capture(s, obx__insert_messages, &ctx, markers, out_sql); /* none */
     if (!msgs) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "must not be NULL");
     if (count > 1) {
         lens = (size_t *)obx__alloc(&s->hooks, sizeof *lens * (size_t)count);
@@ -13628,7 +13659,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
         ctx.ids = ids;
         int one = count == 1 || (!OBX__ROW_INSERTS && s->sql[OBX__Q_INSERT_MANY_KEYED] && obx__chunk_end(&ctx, 0) == count);
         if (out_sql)
-            r = obx__unit_capture(s, obx__insert_messages, &ctx, markers, &sql);
+            r = capture(s, obx__insert_messages, &ctx, markers, &sql);
         else
             r = obx__unit_or_caller(s, hdbc, obx__insert_messages, &ctx, fn,
                                     OBX__UNIT_WRITE | (one ? OBX__UNIT_ONE_STATEMENT : 0));
@@ -13647,7 +13678,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
 }
 
 OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message, char out_id[37]) {
-    return obx__enqueue_many(store, NULL, message, 1, (char (*)[37])out_id, "obx_enqueue", 0, NULL);
+    return obx__enqueue_many(store, NULL, message, 1, (char (*)[37])out_id, "obx_enqueue", 0, NULL, NULL);
 }
 
 OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_message *message,
@@ -13655,20 +13686,21 @@ OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_me
     if (store && !hdbc)
         return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_enqueue_tx: hdbc",
                          "hdbc must be the caller's connection");
-    return obx__enqueue_many(store, hdbc, message, 1, (char (*)[37])out_id, "obx_enqueue_tx", 0, NULL);
+    return obx__enqueue_many(store, hdbc, message, 1, (char (*)[37])out_id, "obx_enqueue_tx", 0, NULL, NULL);
 }
 
 OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
                                      const obx_new_message *messages, int count,
                                      char (*out_ids)[37]) {
-    return obx__enqueue_many(store, hdbc, messages, count, out_ids, "obx_enqueue_batch", 0, NULL);
+    return obx__enqueue_many(store, hdbc, messages, count, out_ids, "obx_enqueue_batch", 0, NULL, NULL);
 }
 
 OBX_API obx_result obx_enqueue_sql(obx_store *store, const obx_new_message *messages, int count,
                                    int markers, obx_sql **out_sql, char (*out_ids)[37]) {
     obx_result r = obx__sql_args(store, "obx_enqueue_sql", markers, out_sql);
     if (r != OBX_OK) return r;
-    return obx__enqueue_many(store, NULL, messages, count, out_ids, "obx_enqueue_sql", markers, out_sql);
+    return obx__enqueue_many(store, NULL, messages, count, out_ids, "obx_enqueue_sql", markers, out_sql,
+                             obx__unit_capture);
 }
 
 /* >> get ---------------------------------------------------------------------------- */
