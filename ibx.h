@@ -2450,11 +2450,14 @@ static const char *ibx__level_name(ibx_log_level level) {
 /* "2026-11-27T10:47:19.123Z" for Unix time `ms` (UTC; years 0..9999): the
  * civil date from the day count, without gmtime (not in C99, not reentrant). */
 IBX__PRIVATE void ibx__utc_text(int64_t ms, char out[32]) {
-    int64_t days = ms / 86400000, rem = ms % 86400000, era, doe, yoe, doy, mp, y, m, d;
+    /* 64-bit only where a value needs it: a 32-bit target divides those by
+     * a library call. doe and rem (and all that comes of them) fit in 32. */
+    int64_t days = ms / 86400000, era, y;
+    int32_t rem = (int32_t)(ms % 86400000), doe, yoe, doy, mp, m, d;
     if (rem < 0) { rem += 86400000; days--; }
     days += 719468; /* days from 0000-03-01 to 1970-01-01: years start in March */
     era = (days >= 0 ? days : days - 146096) / 146097;
-    doe = days - era * 146097;
+    doe = (int32_t)(days - era * 146097);
     yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
     doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     mp = (5 * doy + 2) / 153;
@@ -2464,10 +2467,10 @@ IBX__PRIVATE void ibx__utc_text(int64_t ms, char out[32]) {
     {   /* digit by digit: every field has its width, whatever the compiler thinks int may hold */
         static const struct { char sep; int width; } f[7] = {{0, 4}, {'-', 2}, {'-', 2}, {'T', 2}, {':', 2},
                                                               {':', 2}, {'.', 3}};
-        int64_t v[7];
+        int32_t v[7];
         size_t n = 0;
         int i, k;
-        v[0] = y < 0 ? 0 : y > 9999 ? 9999 : y;
+        v[0] = y < 0 ? 0 : y > 9999 ? 9999 : (int32_t)y;
         v[1] = m, v[2] = d, v[3] = rem / 3600000, v[4] = rem / 60000 % 60, v[5] = rem / 1000 % 60, v[6] = rem % 1000;
         for (i = 0; i < 7; i++) {
             if (f[i].sep) out[n++] = f[i].sep;
