@@ -13279,12 +13279,14 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
 #undef OBX__ITEM
 }
 
+typedef struct obx__enqueue_ops obx__enqueue_ops;
 typedef struct obx__enqueue_ctx {
     obx_store *s;
     const obx_new_message *msgs;
     const size_t *lens;
     int count;
     char (*ids)[37];
+    const obx__enqueue_ops *ops; /* NULL: one message at a time */
 } obx__enqueue_ctx;
 
 /* A batch statement takes up to 1,000 rows and about 1 MiB of values,
@@ -13553,15 +13555,25 @@ static obx_result obx__key_read(obx__db *db, const char *sql, obx__param *key) {
 #define OBX__ROW_INSERTS 0
 #endif
 
+/* What only a batch (obx_enqueue_batch, obx_enqueue_sql) and the
+ * recording (obx_enqueue_sql) need, reached through the table those calls
+ * pass: a program that enqueues one message at a time links neither
+ * (--gc-sections). */
+struct obx__enqueue_ops {
+    int (*chunk_end)(const obx__enqueue_ctx *c, int from);
+    obx_result (*insert_chunk)(obx__db *db, obx__enqueue_ctx *c, int from, int to);
+    obx__capture_fn capture;
+};
+
 static obx_result obx__insert_messages(obx__db *db, void *vctx) {
     obx__enqueue_ctx *c = (obx__enqueue_ctx *)vctx;
     int i;
-    if (c->count > 1 && c->s->sql[OBX__Q_INSERT_MANY_KEYED] && (!OBX__ROW_INSERTS || db->capture)) {
+    if (c->count > 1 && c->ops && c->s->sql[OBX__Q_INSERT_MANY_KEYED] && (!OBX__ROW_INSERTS || db->capture)) {
         obx_result r = OBX_OK;
         int to;
         for (i = 0; i < c->count && r == OBX_OK; i = to) {
-            to = obx__chunk_end(c, i);
-            r = obx__insert_chunk(db, c, i, to);
+            to = c->ops->chunk_end(c, i);
+            r = c->ops->insert_chunk(db, c, i, to);
         }
         return r == OBX_OK && db->capture ? obx__capture_ids(db, c->ids, c->count) : r;
     }
@@ -13621,10 +13633,11 @@ static void obx__enqueued_log(obx_store *s, const obx_new_message *msgs, char (*
 
 /* Enqueue msgs[0..count) in the store's transaction (hdbc NULL), the
  * caller's on hdbc, or (out_sql set) as statements for the caller's own
- * driver, with `markers` and `capture` (obx_enqueue_sql). */
+ * driver, with `markers` (obx_enqueue_sql). `ops`: what a batch needs, and
+ * the recording for out_sql; NULL for one message. */
 static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_message *msgs,
                                     int count, char (*out_ids)[37], const char *fn, int markers,
-                                    obx_sql **out_sql, obx__capture_fn capture) {
+                                    obx_sql **out_sql, const obx__enqueue_ops *ops) {
     size_t one_len;
     size_t *lens = &one_len;
     char one_id[37];
@@ -13646,7 +13659,8 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     ctx.lens = lens;
     ctx.count = count;
     ctx.ids = NULL;
-    if (count == 0) return capture(s, obx__insert_messages, &ctx, markers, out_sql); /* none */
+    ctx.ops = ops;
+    if (count == 0) return ops->capture(s, obx__insert_messages, &ctx, markers, out_sql); /* none */
     if (!msgs) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "must not be NULL");
     if (count > 1) {
         lens = (size_t *)obx__alloc(&s->hooks, sizeof *lens * (size_t)count);
@@ -13660,9 +13674,10 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     if (r == OBX_OK) {
         ctx.lens = lens;
         ctx.ids = ids;
-        int one = count == 1 || (!OBX__ROW_INSERTS && s->sql[OBX__Q_INSERT_MANY_KEYED] && obx__chunk_end(&ctx, 0) == count);
+        int one = count == 1 || (!OBX__ROW_INSERTS && ops && s->sql[OBX__Q_INSERT_MANY_KEYED] &&
+                             ops->chunk_end(&ctx, 0) == count);
         if (out_sql)
-            r = capture(s, obx__insert_messages, &ctx, markers, &sql);
+            r = ops->capture(s, obx__insert_messages, &ctx, markers, &sql);
         else
             r = obx__unit_or_caller(s, hdbc, obx__insert_messages, &ctx, fn,
                                     OBX__UNIT_WRITE | (one ? OBX__UNIT_ONE_STATEMENT : 0));
@@ -13692,10 +13707,13 @@ OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_me
     return obx__enqueue_many(store, hdbc, message, 1, (char (*)[37])out_id, "obx_enqueue_tx", 0, NULL, NULL);
 }
 
+static const obx__enqueue_ops obx__batch_ops = {obx__chunk_end, obx__insert_chunk, NULL};
+static const obx__enqueue_ops obx__sql_ops = {obx__chunk_end, obx__insert_chunk, obx__unit_capture};
+
 OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
                                      const obx_new_message *messages, int count,
                                      char (*out_ids)[37]) {
-    return obx__enqueue_many(store, hdbc, messages, count, out_ids, "obx_enqueue_batch", 0, NULL, NULL);
+    return obx__enqueue_many(store, hdbc, messages, count, out_ids, "obx_enqueue_batch", 0, NULL, &obx__batch_ops);
 }
 
 OBX_API obx_result obx_enqueue_sql(obx_store *store, const obx_new_message *messages, int count,
@@ -13703,7 +13721,7 @@ OBX_API obx_result obx_enqueue_sql(obx_store *store, const obx_new_message *mess
     obx_result r = obx__sql_args(store, "obx_enqueue_sql", markers, out_sql);
     if (r != OBX_OK) return r;
     return obx__enqueue_many(store, NULL, messages, count, out_ids, "obx_enqueue_sql", markers, out_sql,
-                             obx__unit_capture);
+                             &obx__sql_ops);
 }
 
 /* >> get ---------------------------------------------------------------------------- */
