@@ -554,10 +554,10 @@ SIZE_SETS ?= "all dialects=" "sqlite only=$(SQLITE_ONLY)" "gateway profile=$(GW_
 # make size-budget checks it alone (that row set only). The target is
 # obx:armhf=40 obx:aarch64=48 ibx:armhf=36 (met at 025f9b6, exceeded since by
 # the features merged after it); until it is met again, the ceiling checked
-# is the size measured on 2026-11-27 plus 1.5 KB, so that nothing more grows
+# is the size measured on 2026-11-28 plus 1.5 KB, so that nothing more grows
 # unnoticed. Lower it as the gap closes.
 SIZE_BUDGET_SET = "profile, flags, terse=$(GW_PROFILE) $(GW_CFLAGS) $(GW_TERSE)"
-SIZE_BUDGET ?= profile, flags, terse:obx:armhf=51 obx:aarch64=66 ibx:armhf=49.5
+SIZE_BUDGET ?= profile, flags, terse:obx:armhf=47.3 obx:aarch64=61.3 ibx:armhf=47.8
 size:
 	@tests/deps.sh build cross
 	@tests/cross.sh sources

@@ -2453,11 +2453,14 @@ static const char *ibx__level_name(ibx_log_level level) {
 /* "2026-11-27T10:47:19.123Z" for Unix time `ms` (UTC; years 0..9999): the
  * civil date from the day count, without gmtime (not in C99, not reentrant). */
 IBX__PRIVATE void ibx__utc_text(int64_t ms, char out[32]) {
-    int64_t days = ms / 86400000, rem = ms % 86400000, era, doe, yoe, doy, mp, y, m, d;
+    /* 64-bit only where a value needs it: a 32-bit target divides those by
+     * a library call. doe and rem (and all that comes of them) fit in 32. */
+    int64_t days = ms / 86400000, era, y;
+    int32_t rem = (int32_t)(ms % 86400000), doe, yoe, doy, mp, m, d;
     if (rem < 0) { rem += 86400000; days--; }
     days += 719468; /* days from 0000-03-01 to 1970-01-01: years start in March */
     era = (days >= 0 ? days : days - 146096) / 146097;
-    doe = days - era * 146097;
+    doe = (int32_t)(days - era * 146097);
     yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
     doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     mp = (5 * doy + 2) / 153;
@@ -2467,10 +2470,10 @@ IBX__PRIVATE void ibx__utc_text(int64_t ms, char out[32]) {
     {   /* digit by digit: every field has its width, whatever the compiler thinks int may hold */
         static const struct { char sep; int width; } f[7] = {{0, 4}, {'-', 2}, {'-', 2}, {'T', 2}, {':', 2},
                                                               {':', 2}, {'.', 3}};
-        int64_t v[7];
+        int32_t v[7];
         size_t n = 0;
         int i, k;
-        v[0] = y < 0 ? 0 : y > 9999 ? 9999 : y;
+        v[0] = y < 0 ? 0 : y > 9999 ? 9999 : (int32_t)y;
         v[1] = m, v[2] = d, v[3] = rem / 3600000, v[4] = rem / 60000 % 60, v[5] = rem / 1000 % 60, v[6] = rem % 1000;
         for (i = 0; i < 7; i++) {
             if (f[i].sep) out[n++] = f[i].sep;
@@ -3104,6 +3107,16 @@ static const ibx__dialect *const ibx__dialects[] = {NULL, IBX__SQLITE_DIALECT, I
 #define IBX__ONE(d) (d)
 #endif
 
+/* Statement q of store s, or NULL where its dialect has none. With SQLite
+ * the only dialect, a statement SQLite lacks (IBX__SQLITE_LACKS, beside
+ * each header's statements) is NULL at compile time, so the code that runs
+ * it folds away like the dialect's flags. */
+#if IBX__SQLITE_ONLY
+#define IBX__SQL(s, q) (IBX__SQLITE_LACKS(q) ? (char *)0 : (s)->sql[q])
+#else
+#define IBX__SQL(s, q) ((s)->sql[q])
+#endif
+
 /* Text of a statement that only the envelope needs: with IBX_NO_ENVELOPE
  * its columns stay NULL, and a statement may leave them out. */
 #ifdef IBX_NO_ENVELOPE
@@ -3159,13 +3172,13 @@ IBX__PRIVATE ibx_dialect ibx__dialect_detect(const char *dbms_name) {
 IBX__PRIVATE int ibx__classify(const ibx__dialect *d, const char *sqlstate, long native) {
     const ibx__native_fault *n;
     if (d && native != 0)
-        for (n = d->natives; n->native != 0; n++)
+        for (n = IBX__ONE(d)->natives; n->native != 0; n++)
             if (n->native == native && n->fault == IBX__FAULT_LOST_PERMANENT) return n->fault;
     if (strncmp(sqlstate, "08", 2) == 0) return IBX__FAULT_LOST;         /* connection exception */
     if (strcmp(sqlstate, "57P01") == 0 || strcmp(sqlstate, "57P02") == 0) /* admin shutdown, crash */
         return IBX__FAULT_LOST;
     if (d && native != 0)
-        for (n = d->natives; n->native != 0; n++)
+        for (n = IBX__ONE(d)->natives; n->native != 0; n++)
             if (n->native == native) return n->fault;
     if (strncmp(sqlstate, "40", 2) == 0) return IBX__FAULT_TRANSIENT;    /* 40001, 40P01, 40003 */
     if (strcmp(sqlstate, "25006") == 0) return IBX__FAULT_READ_ONLY;     /* a standby answered */
@@ -3270,6 +3283,14 @@ typedef struct ibx__sqlset {
      * in order; {NULL, NULL, 0} ends; NULL: none for this dialect. */
     const struct ibx__contract *contract;
 } ibx__sqlset;
+
+/* Only SQL Server's claim returns whole rows: built without it, every
+ * claim reads the short row, and ibx__read_message serves the reads alone. */
+#ifdef IBX_NO_SQLSERVER
+#define IBX__FULL_ROWS(q) ((void)(q), 0)
+#else
+#define IBX__FULL_ROWS(q) ((q)->claim_full_rows)
+#endif
 
 /* One step of ibx_store_upgrade: `probe` a count, above 0 when the step is
  * done (NULL: the step is idempotent and cheap); `flag` the
@@ -3564,7 +3585,7 @@ IBX__PRIVATE ibx_result ibx__diag(ibx__db *db, SQLSMALLINT type, SQLHANDLE handl
 #ifndef IBX_NO_POSTGRESQL
     /* psqlODBC's named server-side statements live in a server session; a
      * pooler in transaction mode hands each transaction another one. */
-    if (db->d && db->d->id == IBX_DIALECT_POSTGRESQL && strstr(e->message, "_PLAN") &&
+    if (db->d && IBX__ONE(db->d)->id == IBX_DIALECT_POSTGRESQL && strstr(e->message, "_PLAN") &&
         (strcmp(e->sqlstate, "26000") == 0 || strcmp(e->sqlstate, "42P05") == 0)) {
         size_t used = strlen(e->message);
         snprintf(e->message + used, sizeof e->message - used, "%s",
@@ -3685,8 +3706,8 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
      * up on runs on at the server, and in autocommit it would commit; in a
      * transaction, the server rolls it back when it sees the socket closed. */
     db->autocommit_on = 0;
-    db->tx_by_sql = d->tx_by_sql || (db->own_connection && d->own_tx_by_sql &&
-                                     !(db->statement_timeout_s > 0 && d->timeout_keys));
+    db->tx_by_sql = IBX__ONE(d)->tx_by_sql || (db->own_connection && IBX__ONE(d)->own_tx_by_sql &&
+                                               !(db->statement_timeout_s > 0 && IBX__ONE(d)->timeout_keys));
     if (!db->own_connection) return IBX_OK; /* the caller's session is the caller's */
     r = ibx__check(db,
                    SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
@@ -3701,11 +3722,11 @@ IBX__PRIVATE ibx_result ibx__db_setup(ibx__db *db) {
                        SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(TXN_ISOLATION)");
     if (r == IBX_OK && IBX__ONE(d)->session_sql) r = ibx__exec_direct(db, IBX__ONE(d)->session_sql, "session setup");
     if (r == IBX_OK && !db->tx_by_sql) r = ibx__end_tran(db, SQL_COMMIT, "session setup commit");
-    if (r == IBX_OK && d->id == IBX_DIALECT_SQLITE) r = ibx__sqlite_not_temporary(db);
-    if (r == IBX_OK && d->version_sql) {
+    if (r == IBX_OK && IBX__ONE(d)->id == IBX_DIALECT_SQLITE) r = ibx__sqlite_not_temporary(db);
+    if (r == IBX_OK && IBX__ONE(d)->version_sql) {
         /* Best effort: SQL_DBMS_VER stays when the server will not say. */
         char version[64];
-        if (ibx__query_text(db, d->version_sql, version, sizeof version) == IBX_OK)
+        if (ibx__query_text(db, IBX__ONE(d)->version_sql, version, sizeof version) == IBX_OK)
             ibx__copy(db->dbms_version, sizeof db->dbms_version, version);
         else
             ibx__error_clear(db->err);
@@ -4334,6 +4355,10 @@ struct ibx_sql {
     ibx_sql_param *params;
     char (*ids)[37];     /* the messages' ids (ibx_sql_id), id_count of them */
     int id_count;
+    /* ibx__capture_add, set by ibx__unit_capture: the statement runners
+     * call it through here, so that a program without an *_enqueue_sql
+     * call links none of the recording (--gc-sections). */
+    ibx_result (*add)(ibx__db *db, const char *sql, const ibx__param *ps, int n, int check_column, int counts);
 };
 
 static int ibx__cap_text(ibx_sql *c, const char *s, size_t n, size_t *off) {
@@ -4454,7 +4479,7 @@ static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__pa
     if (db->capture) { /* recorded for the caller's driver: a statement of rows cannot be */
         if (cursor) return ibx__fail(db->err, IBX_ERR_STATE, "ibx_sql", "statement %d reads", slot);
         if (rows) *rows = 0; /* the caller's driver counts (ibx_sql_stmt.counts) */
-        return ibx__capture_add(db, sql, ps, n, 0, rows != NULL);
+        return db->capture->add(db, sql, ps, n, 0, rows != NULL);
     }
     r = ibx__stmt(db, slot, sql, &st);
     if (r != IBX_OK) return r;
@@ -4759,7 +4784,7 @@ IBX__PRIVATE ibx_result ibx__begin(ibx__db *db, int mode) {
     if (mode == IBX__RUN_ODBC && db->autocommit_on) r = ibx__autocommit_off(db);
     /* SQLite: a deferred transaction that later writes can deadlock and burn
      * the whole busy timeout, so writers take the lock up front. */
-    if (r == IBX_OK && mode == IBX__RUN_SQL) r = ibx__exec_direct(db, db->d->begin_sql, "BEGIN");
+    if (r == IBX_OK && mode == IBX__RUN_SQL) r = ibx__exec_direct(db, IBX__ONE(db->d)->begin_sql, "BEGIN");
     if (r == IBX_OK && (mode == IBX__RUN_SQL || mode == IBX__RUN_ODBC)) db->in_tx = 1;
     return r;
 }
@@ -4771,7 +4796,7 @@ IBX__PRIVATE ibx_result ibx__begin(ibx__db *db, int mode) {
 IBX__PRIVATE ibx_result ibx__begin_handler(ibx__db *db) {
     int mode = ibx__unit_mode(db, IBX__UNIT_WRITE);
     ibx_result r;
-    if (mode != IBX__RUN_SQL || db->d->id != IBX_DIALECT_SQLITE) return ibx__begin(db, mode);
+    if (mode != IBX__RUN_SQL || IBX__ONE(db->d)->id != IBX_DIALECT_SQLITE) return ibx__begin(db, mode);
     db->unit = mode;
     r = ibx__exec_direct(db, "BEGIN", "BEGIN");
     if (r == IBX_OK) db->in_tx = 1;
@@ -4788,7 +4813,7 @@ IBX__PRIVATE ibx_result ibx__commit(ibx__db *db) {
      * is dead; believe the dead flag, not the commit. (Where asking costs a
      * round trip, a dead connection fails the COMMIT itself.) */
 #ifndef IBX_SQLITE3_API
-    if (db->d->dead_flag_is_local &&
+    if (IBX__ONE(db->d)->dead_flag_is_local &&
         SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
         dead == SQL_CD_TRUE) {
         db->lost = 1;
@@ -5112,7 +5137,7 @@ static ibx_result ibx__exec_once(ibx__db *db, int slot, const char *sql, ibx__pa
     if (db->capture) { /* recorded for the caller's driver, as through ODBC */
         if (cursor) return ibx__fail(db->err, IBX_ERR_STATE, "ibx_sql", "statement %d reads", slot);
         if (rows) *rows = 0;
-        return ibx__capture_add(db, sql, ps, n, 0, rows != NULL);
+        return db->capture->add(db, sql, ps, n, 0, rows != NULL);
     }
     if (!c) {
         sqlite3_stmt *st = NULL;
@@ -5371,7 +5396,7 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
 IBX__PRIVATE ibx_result ibx__get_priority(ibx__db *db, SQLHSTMT st, int col, int *out) {
     int64_t v = 0;
     ibx_result r;
-    if (db->d->id == IBX_DIALECT_SQLSERVER) return IBX_OK;
+    if (IBX__ONE(db->d)->id == IBX_DIALECT_SQLSERVER) return IBX_OK;
     r = ibx__get_i64(db, st, col, &v, NULL);
     if (r == IBX_OK) *out = (int)v;
     return r;
@@ -6428,6 +6453,13 @@ enum {
                           owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
 };
+
+/* The statements SQLite has none of (IBX__SQL: with SQLite the only
+ * dialect, the code that runs them folds away); ibx__store_prepare_sql
+ * asserts that SQLite's rows name none of them. */
+#define IBX__SQLITE_LACKS(q)                                                                          \
+    ((q) == IBX__Q_CLAIM_PICK || (q) == IBX__Q_CLAIM_READ || (q) == IBX__Q_WAKE ||                   \
+     (q) == IBX__Q_ANALYZE || (q) == IBX__Q_CLAIM_ACK)
 
 /* What each statement binds (the letters: ibx__args_check; ibx__stmt_args
  * gives a dialect's variant). A key list is two lists (sources, message
@@ -7849,8 +7881,8 @@ static ibx_result ibx__claim_ack_sql(ibx_store *s) {
                       tail[] = ") SELECT c.*, k.n FROM (SELECT count(*) AS n FROM a) AS k LEFT JOIN c ON true";
     size_t n;
     char *t;
-    if (s->db.d->id != IBX_DIALECT_POSTGRESQL || !s->sql[IBX__Q_ACK] || !s->sql[IBX__Q_CLAIM] ||
-        s->sql[IBX__Q_CLAIM_PICK] || s->q->claim_full_rows)
+    if (IBX__ONE(s->db.d)->id != IBX_DIALECT_POSTGRESQL || !s->sql[IBX__Q_ACK] || !s->sql[IBX__Q_CLAIM] ||
+        IBX__SQL(s, IBX__Q_CLAIM_PICK) || IBX__FULL_ROWS(s->q))
         return IBX_OK;
     n = sizeof head + strlen(s->sql[IBX__Q_ACK]) + sizeof mid + strlen(s->sql[IBX__Q_CLAIM]) + sizeof tail;
     if (!(t = (char *)ibx__alloc(&s->hooks, n))) return IBX_ERR_NO_MEMORY;
@@ -7875,6 +7907,7 @@ static ibx_result ibx__store_prepare_sql(ibx_store *s) {
         if (row->id == IBX__Q_OWNED) continue;
         own = ibx__sql_expand(&s->hooks, row->sql, names);
         IBX_ASSERT(row->id >= 0 && row->id < IBX__Q_COUNT && !s->sql[row->id]);
+        IBX_ASSERT(s->db.d->id != IBX_DIALECT_SQLITE || !IBX__SQLITE_LACKS(row->id));
         s->sql[row->id] = own ? ibx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, own) : NULL;
         ibx__free(&s->hooks, own);
         if (!s->sql[row->id])
@@ -7962,12 +7995,12 @@ static char *ibx__schema_text(const ibx__hooks *h, const ibx__dialect *d, const 
         int adds = strstr(q->ddl[i], "{A}") && IBX__ONE(d)->id != IBX_DIALECT_SQLITE ? IBX__COLUMNS_MAX : 0;
         for (c = -1; ok && c < adds && (c < 0 || q->columns[c].name); c++) {
             char *one = c < 0 ? ibx__ddl_text(h, d, q, schema, table, q->ddl[i])
-                              : ibx__column_text(h, d, q, schema, table, d->column_add, &q->columns[c]);
+                              : ibx__column_text(h, d, q, schema, table, IBX__ONE(d)->column_add, &q->columns[c]);
             /* A MariaDB trigger with a compound body has ';' inside: the
              * mysql/mariadb client splits at each one unless DELIMITER says. */
             int compound = one && IBX__ONE(d)->id == IBX_DIALECT_MARIADB && strchr(one, ';');
             const char *open = compound ? "DELIMITER $$\n" : "";
-            const char *end = compound ? "$$\nDELIMITER ;\n" : d->statement_end;
+            const char *end = compound ? "$$\nDELIMITER ;\n" : IBX__ONE(d)->statement_end;
             ok = one && ibx__buf_add(h, &text, open, strlen(open)) &&
                  ibx__buf_add(h, &text, one, strlen(one)) && ibx__buf_add(h, &text, end, strlen(end));
             ibx__free(h, one);
@@ -8107,10 +8140,10 @@ static ibx_result ibx__deploy_change(ibx__db *db, ibx__deploy_ctx *c, const char
     c->changed = 1;
     ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "schema change on %s: %.*s%s", s->table,
              (int)strcspn(what, "\n"), what,
-             db->d->deploy_lock_sql ? " (waits at most " IBX__DEPLOY_LOCK_WAIT " s for its lock)" : "");
-    if (c->changing || !db->d->deploy_lock_sql) return IBX_OK;
+             IBX__ONE(db->d)->deploy_lock_sql ? " (waits at most " IBX__DEPLOY_LOCK_WAIT " s for its lock)" : "");
+    if (c->changing || !IBX__ONE(db->d)->deploy_lock_sql) return IBX_OK;
     c->changing = c->timed = 1;
-    return ibx__exec_direct(db, db->d->deploy_lock_sql, "deploy: lock timeout");
+    return ibx__exec_direct(db, IBX__ONE(db->d)->deploy_lock_sql, "deploy: lock timeout");
 }
 
 /* A catalog count on the deploy path. A COUNT(*) always has its row, so a
@@ -8133,19 +8166,19 @@ static ibx_result ibx__deploy_columns(ibx__db *db, ibx__deploy_ctx *dc) {
     for (i = 0; r == IBX_OK && i < IBX__COLUMNS_MAX && s->q->columns[i].name; i++) {
         const ibx__column *c = &s->q->columns[i];
         char *probe = NULL, *add, found[32] = "0";
-        if (db->d->column_probe &&
+        if (IBX__ONE(db->d)->column_probe &&
             !(probe = ibx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_probe, c)))
             break;
         r = probe ? ibx__deploy_count(db, probe, found, sizeof found, "catalog query for column ", c->name) : IBX_OK;
         ibx__free(&s->hooks, probe);
         if (r != IBX_OK || atoi(found) > 0) continue;
-        if (!(add = ibx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_add, c)))
+        if (!(add = ibx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, IBX__ONE(db->d)->column_add, c)))
             break;
-        if (db->d->column_probe) r = ibx__deploy_change(db, dc, add);
+        if (IBX__ONE(db->d)->column_probe) r = ibx__deploy_change(db, dc, add);
         if (r == IBX_OK) r = ibx__exec_direct(db, add, "deploy: add column");
         if (r == IBX_ERR_DB_TRANSIENT && dc->changing) db->fault = IBX__FAULT_PERMANENT; /* as ibx__deploy_one */
         ibx__free(&s->hooks, add);
-        if (r == IBX_OK && db->d->column_probe)
+        if (r == IBX_OK && IBX__ONE(db->d)->column_probe)
             ibx__log(&s->hooks, IBX_LOG_INFO, s->store_id, "schema upgraded: column %s added to %s",
                      c->name, s->table);
     }
@@ -8234,8 +8267,8 @@ IBX_API ibx_result ibx_store_deploy(ibx_store *store) {
     c.s = store;
     c.changing = c.timed = c.changed = 0;
     r = ibx__unit(&store->db, ibx__deploy_unit, &c, "deploy schema");
-    if (c.timed && store->db.d->deploy_unlock_sql) /* our connection's own setting again */
-        (void)ibx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "deploy: lock timeout");
+    if (c.timed && IBX__ONE(store->db.d)->deploy_unlock_sql) /* our connection's own setting again */
+        (void)ibx__exec_direct(&store->db, IBX__ONE(store->db.d)->deploy_unlock_sql, "deploy: lock timeout");
     if (r == IBX_OK) /* at every start with deploy_schema: said at INFO only when it did something */
         ibx__log(&store->hooks, c.changed ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
                  c.changed ? "schema deployed (table %s)" : "schema up to date (table %s)", store->table);
@@ -8290,8 +8323,8 @@ IBX_API ibx_result ibx_store_upgrade(ibx_store *store, unsigned flags, int *step
     u.dc.s = store;
     u.flags = flags;
     r = ibx__unit(&store->db, ibx__upgrade_unit, &u, "upgrade schema");
-    if (u.dc.timed && store->db.d->deploy_unlock_sql)
-        (void)ibx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "upgrade: lock timeout");
+    if (u.dc.timed && IBX__ONE(store->db.d)->deploy_unlock_sql)
+        (void)ibx__exec_direct(&store->db, IBX__ONE(store->db.d)->deploy_unlock_sql, "upgrade: lock timeout");
     if (r == IBX_OK && steps) *steps = u.steps;
     if (r == IBX_OK)
         ibx__log(&store->hooks, u.steps ? IBX_LOG_INFO : IBX_LOG_DEBUG, store->store_id,
@@ -8629,7 +8662,7 @@ IBX__PRIVATE ibx_result ibx__unit_or_caller(ibx_store *s, void *hdbc,
 #ifndef IBX_SQLITE3_API
     {
         SQLUINTEGER dead = 0;
-        if (r >= 0 && caller.d->dead_flag_is_local &&
+        if (r >= 0 && IBX__ONE(caller.d)->dead_flag_is_local &&
             SQL_SUCCEEDED(SQLGetConnectAttr(caller.dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
             dead == SQL_CD_TRUE) {
             r = ibx__fail(&s->err, IBX_ERR_DB_TRANSIENT, what,
@@ -8665,6 +8698,7 @@ IBX__PRIVATE ibx_result ibx__unit_capture(ibx_store *s, ibx_result (*unit)(ibx__
     memset(c, 0, sizeof *c);
     c->hooks = s->hooks;
     c->markers = markers;
+    c->add = ibx__capture_add;
     memset(&caller, 0, sizeof caller);
     caller.hooks = &s->hooks;
     caller.store_id = s->store_id;
@@ -8682,6 +8716,11 @@ IBX__PRIVATE ibx_result ibx__unit_capture(ibx_store *s, ibx_result (*unit)(ibx__
     *out = c;
     return IBX_OK;
 }
+
+/* ibx__unit_capture, as the *_enqueue_sql calls pass it to the code they
+ * share with the other enqueues: only they name it. */
+typedef ibx_result (*ibx__capture_fn)(ibx_store *s, ibx_result (*unit)(ibx__db *db, void *ctx), void *ctx,
+                                      int markers, ibx_sql **out);
 
 /* The arguments every *_enqueue_sql call takes: out_sql and markers. */
 IBX__PRIVATE ibx_result ibx__sql_args(ibx_store *s, const char *fn, int markers, ibx_sql **out_sql) {
@@ -8785,7 +8824,7 @@ static ibx_result ibx__claim_pick(ibx__db *db, ibx__claim_ctx *c) {
         ibx__p_i64(&p[0], c->batch_size);
         ibx__p_i64(&p[1], (int64_t)c->batch_size * (pass == 0 ? 2 : 20));
         cur = NULL; /* a failed execute frees the statement: never close the last pass's */
-        r = ibx__exec(db, IBX__Q_CLAIM_PICK, s->sql[IBX__Q_CLAIM_PICK], p, 2, NULL, &cur);
+        r = ibx__exec(db, IBX__Q_CLAIM_PICK, IBX__SQL(s, IBX__Q_CLAIM_PICK), p, 2, NULL, &cur);
         if (r == IBX_OK) r = ibx__bind_head(db, cur, &head, IBX__CLAIM_TEXTS, IBX__CLAIM_INTS);
         while (r == IBX_OK && (r = ibx__fetch(db, cur)) == IBX_OK) {
             ibx_message *m;
@@ -8847,7 +8886,7 @@ static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cu
              (long long)marked, c->count);
     c->count = 0;
     s->rows.len = 0;
-    return ibx__exec(db, IBX__Q_CLAIM_READ, s->sql[IBX__Q_CLAIM_READ], p, 2 + IBX__KEY_LISTS, NULL, cur);
+    return ibx__exec(db, IBX__Q_CLAIM_READ, IBX__SQL(s, IBX__Q_CLAIM_READ), p, 2 + IBX__KEY_LISTS, NULL, cur);
 }
 
 /* ibx__claim_recheck: the claim was rolled back (another claim holds one
@@ -8876,8 +8915,8 @@ static ibx_result ibx__claim_exec(ibx__db *db, ibx__claim_ctx *c, int fused, SQL
         ibx__p_text(&p[n], s->token, 36);
         ibx__p_i64(&p[n + 1], c->lease_seconds);
         ibx__p_i64(&p[n + 2], c->batch_size);
-        r = ibx__exec(db, IBX__Q_CLAIM_ACK, s->sql[IBX__Q_CLAIM_ACK], p, n + 3, NULL, cur);
-    } else if (!IBX__SQLITE_ONLY && s->sql[IBX__Q_CLAIM_PICK]) {
+        r = ibx__exec(db, IBX__Q_CLAIM_ACK, IBX__SQL(s, IBX__Q_CLAIM_ACK), p, n + 3, NULL, cur);
+    } else if (IBX__SQL(s, IBX__Q_CLAIM_PICK)) {
         r = ibx__claim_picked(db, c, cur);
     } else {
         ibx__p_text(&p[0], s->token, 36);
@@ -8892,8 +8931,8 @@ static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
     ibx_store *s = c->s;
     SQLHSTMT cur = NULL;
     ibx__row_head head;
-    const int short_rows = !s->q->claim_full_rows;
-    const int fused = c->ack_count > 0 && !c->ack_only && !c->ack_keyed && s->sql[IBX__Q_CLAIM_ACK];
+    const int short_rows = !IBX__FULL_ROWS(s->q);
+    const int fused = c->ack_count > 0 && !c->ack_only && !c->ack_keyed && IBX__SQL(s, IBX__Q_CLAIM_ACK);
     int counted = 0;
     ibx_result r;
     c->count = 0;
@@ -9217,7 +9256,7 @@ IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped) {
     if (r != IBX_OK) return r;
     r = ibx__run_count(store, IBX__Q_REAP, NULL, 0, "reap", &n);
     if (r != IBX_OK) return r;
-    if (store->sql[IBX__Q_WAKE]) { /* parked messages a concurrent enqueue hid from their wake */
+    if (IBX__SQL(store, IBX__Q_WAKE)) { /* parked messages a concurrent enqueue hid from their wake */
         int64_t woken = 0;
         /* The reap committed: its count is returned whatever the wake does
          * (the next reap wakes again). */
@@ -9241,7 +9280,7 @@ IBX_API ibx_result ibx_reap(ibx_store *store, int64_t *reaped) {
      * a caller's connection (its transaction is the caller's); where the
      * user may not analyze, PostgreSQL skips with a warning. */
 #ifndef IBX_NO_POSTGRESQL
-    if (store->sql[IBX__Q_ANALYZE] && store->db.own_connection &&
+    if (IBX__SQL(store, IBX__Q_ANALYZE) && store->db.own_connection &&
         ibx__run_count(store, IBX__Q_ANALYZE, NULL, 0, "analyze", NULL) != IBX_OK)
         ibx__log(&store->hooks, IBX_LOG_WARN, store->store_id, "refreshing the table's statistics failed: %s",
                  store->err.message);
@@ -9977,7 +10016,7 @@ static ibx_result ibx__one_message(ibx_store *s, const char *fn, int slot, const
         return ibx__fail(&s->err, IBX_ERR_UNSUPPORTED, fn, "no statement for %s", ibx__dialect_name(s->db.d->id));
     if (slot == IBX__Q_MOVE) ibx__p_text(&p[0], reason, (size_t)-1);
     if ((r = ibx__run_count(s, slot, p, n, fn + 4, &count)) != IBX_OK) return r;
-    if (slot == IBX__Q_MOVE && count > 0 && s->sql[IBX__Q_WAKE] && ibx__own_wake(s, NULL, &woken) != IBX_OK)
+    if (slot == IBX__Q_MOVE && count > 0 && IBX__SQL(s, IBX__Q_WAKE) && ibx__own_wake(s, NULL, &woken) != IBX_OK)
         ibx__log(&s->hooks, IBX_LOG_WARN, s->store_id, "waking the messages parked behind %s failed: %s", name,
                  s->err.message);
     ibx__log(&s->hooks, count > 0 ? IBX_LOG_INFO : IBX_LOG_DEBUG, s->store_id, "%s %s: %lld changed", fn + 4, name,
@@ -11295,8 +11334,9 @@ static ibx_result ibx__settle_failure(ibx_dispatcher *d, ibx_store *s, const ibx
 #endif
 static int ibx__carry(ibx_dispatcher *d, ibx_store *s, const ibx_message *ms, const int *which, int n) {
     int i, k, keyed = 0;
-    const int in_tx = IBX__CARRY_IN_TX && (s->db.d->id == IBX_DIALECT_SQLITE || s->db.d->id == IBX_DIALECT_MARIADB);
-    if (!d->carry || d->store != s || s->carry_count > 0 || (!s->sql[IBX__Q_CLAIM_ACK] && !in_tx)) return 0;
+    const int in_tx = IBX__CARRY_IN_TX && (IBX__ONE(s->db.d)->id == IBX_DIALECT_SQLITE ||
+                                           IBX__ONE(s->db.d)->id == IBX_DIALECT_MARIADB);
+    if (!d->carry || d->store != s || s->carry_count > 0 || (!IBX__SQL(s, IBX__Q_CLAIM_ACK) && !in_tx)) return 0;
     for (i = 0; i < n && !keyed; i++) keyed = IBX__MSG_KEYED(&ms[which[i]]);
     for (k = 0; k < IBX__KEY_LISTS; k++) s->carry[k].len = 0;
     for (i = 0; i < n; i++)
@@ -11423,7 +11463,7 @@ static ibx_result ibx__isolate(ibx_dispatcher *d, ibx_store *s, int *n, int *fir
 static int64_t ibx__wake_missed(ibx_dispatcher *d, ibx_store *s, ibx__entry *e, int n) {
     int64_t woken = 0, more = 0, t0, gap;
     ibx_result r;
-    if (n >= d->batch_size || !s->sql[IBX__Q_WAKE] || !ibx__own_keyed(s)) return 0;
+    if (n >= d->batch_size || !IBX__SQL(s, IBX__Q_WAKE) || !ibx__own_keyed(s)) return 0;
     r = ibx__own_wake_again(s, &woken);
     t0 = ibx__mono_ms(&s->hooks);
     /* The gap never exceeds the reap interval (whose reap wakes too), so
@@ -12410,7 +12450,7 @@ static int ibx__full_redelivery(ibx_store *s, ibx_result r, ibx__param *p) {
 /* ibx_enqueue, or (out_sql set) its statements for the caller's own
  * driver, with `markers` (ibx_enqueue_sql). */
 static ibx_result ibx__enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued, int markers,
-                               ibx_sql **out_sql) {
+                               ibx_sql **out_sql, ibx__capture_fn capture) {
     ibx__enqueue_ctx ctx;
     ibx__param p[13];
     int envelope;
@@ -12445,7 +12485,7 @@ static ibx_result ibx__enqueue(ibx_store *store, const ibx_new_message *m, int *
     ctx.p = p;
     ctx.hash = m->hash_len && !out_sql ? m->hash : NULL; /* no stored hash to compare for a driver */
     ctx.hash_len = m->hash ? m->hash_len : 0;
-    if (out_sql) return ibx__unit_capture(store, ibx__enqueue_unit, &ctx, markers, out_sql);
+    if (out_sql) return capture(store, ibx__enqueue_unit, &ctx, markers, out_sql);
     /* With a hash to compare, the unit reads the stored one first. */
     r = ibx__unit_run(&store->db, ibx__enqueue_unit, &ctx, "enqueue",
                       IBX__UNIT_WRITE | (ctx.hash ? 0 : IBX__UNIT_ONE_STATEMENT));
@@ -12470,14 +12510,14 @@ static ibx_result ibx__enqueue(ibx_store *store, const ibx_new_message *m, int *
 }
 
 IBX_API ibx_result ibx_enqueue(ibx_store *store, const ibx_new_message *m, int *enqueued) {
-    return ibx__enqueue(store, m, enqueued, 0, NULL);
+    return ibx__enqueue(store, m, enqueued, 0, NULL, NULL);
 }
 
 IBX_API ibx_result ibx_enqueue_sql(ibx_store *store, const ibx_new_message *message, int markers,
                                    ibx_sql **out_sql) {
     ibx_result r = ibx__sql_args(store, "ibx_enqueue_sql", markers, out_sql);
     if (r != IBX_OK) return r;
-    return ibx__enqueue(store, message, NULL, markers, out_sql);
+    return ibx__enqueue(store, message, NULL, markers, out_sql, ibx__unit_capture);
 }
 
 /* >> get ---------------------------------------------------------------------------- */

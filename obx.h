@@ -2654,11 +2654,14 @@ static const char *obx__level_name(obx_log_level level) {
 /* "2026-11-27T10:47:19.123Z" for Unix time `ms` (UTC; years 0..9999): the
  * civil date from the day count, without gmtime (not in C99, not reentrant). */
 OBX__PRIVATE void obx__utc_text(int64_t ms, char out[32]) {
-    int64_t days = ms / 86400000, rem = ms % 86400000, era, doe, yoe, doy, mp, y, m, d;
+    /* 64-bit only where a value needs it: a 32-bit target divides those by
+     * a library call. doe and rem (and all that comes of them) fit in 32. */
+    int64_t days = ms / 86400000, era, y;
+    int32_t rem = (int32_t)(ms % 86400000), doe, yoe, doy, mp, m, d;
     if (rem < 0) { rem += 86400000; days--; }
     days += 719468; /* days from 0000-03-01 to 1970-01-01: years start in March */
     era = (days >= 0 ? days : days - 146096) / 146097;
-    doe = days - era * 146097;
+    doe = (int32_t)(days - era * 146097);
     yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
     doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     mp = (5 * doy + 2) / 153;
@@ -2668,10 +2671,10 @@ OBX__PRIVATE void obx__utc_text(int64_t ms, char out[32]) {
     {   /* digit by digit: every field has its width, whatever the compiler thinks int may hold */
         static const struct { char sep; int width; } f[7] = {{0, 4}, {'-', 2}, {'-', 2}, {'T', 2}, {':', 2},
                                                               {':', 2}, {'.', 3}};
-        int64_t v[7];
+        int32_t v[7];
         size_t n = 0;
         int i, k;
-        v[0] = y < 0 ? 0 : y > 9999 ? 9999 : y;
+        v[0] = y < 0 ? 0 : y > 9999 ? 9999 : (int32_t)y;
         v[1] = m, v[2] = d, v[3] = rem / 3600000, v[4] = rem / 60000 % 60, v[5] = rem / 1000 % 60, v[6] = rem % 1000;
         for (i = 0; i < 7; i++) {
             if (f[i].sep) out[n++] = f[i].sep;
@@ -3305,6 +3308,16 @@ static const obx__dialect *const obx__dialects[] = {NULL, OBX__SQLITE_DIALECT, O
 #define OBX__ONE(d) (d)
 #endif
 
+/* Statement q of store s, or NULL where its dialect has none. With SQLite
+ * the only dialect, a statement SQLite lacks (OBX__SQLITE_LACKS, beside
+ * each header's statements) is NULL at compile time, so the code that runs
+ * it folds away like the dialect's flags. */
+#if OBX__SQLITE_ONLY
+#define OBX__SQL(s, q) (OBX__SQLITE_LACKS(q) ? (char *)0 : (s)->sql[q])
+#else
+#define OBX__SQL(s, q) ((s)->sql[q])
+#endif
+
 /* Text of a statement that only the envelope needs: with OBX_NO_ENVELOPE
  * its columns stay NULL, and a statement may leave them out. */
 #ifdef OBX_NO_ENVELOPE
@@ -3360,13 +3373,13 @@ OBX__PRIVATE obx_dialect obx__dialect_detect(const char *dbms_name) {
 OBX__PRIVATE int obx__classify(const obx__dialect *d, const char *sqlstate, long native) {
     const obx__native_fault *n;
     if (d && native != 0)
-        for (n = d->natives; n->native != 0; n++)
+        for (n = OBX__ONE(d)->natives; n->native != 0; n++)
             if (n->native == native && n->fault == OBX__FAULT_LOST_PERMANENT) return n->fault;
     if (strncmp(sqlstate, "08", 2) == 0) return OBX__FAULT_LOST;         /* connection exception */
     if (strcmp(sqlstate, "57P01") == 0 || strcmp(sqlstate, "57P02") == 0) /* admin shutdown, crash */
         return OBX__FAULT_LOST;
     if (d && native != 0)
-        for (n = d->natives; n->native != 0; n++)
+        for (n = OBX__ONE(d)->natives; n->native != 0; n++)
             if (n->native == native) return n->fault;
     if (strncmp(sqlstate, "40", 2) == 0) return OBX__FAULT_TRANSIENT;    /* 40001, 40P01, 40003 */
     if (strcmp(sqlstate, "25006") == 0) return OBX__FAULT_READ_ONLY;     /* a standby answered */
@@ -3471,6 +3484,14 @@ typedef struct obx__sqlset {
      * in order; {NULL, NULL, 0} ends; NULL: none for this dialect. */
     const struct obx__contract *contract;
 } obx__sqlset;
+
+/* Only SQL Server's claim returns whole rows: built without it, every
+ * claim reads the short row, and obx__read_message serves the reads alone. */
+#ifdef OBX_NO_SQLSERVER
+#define OBX__FULL_ROWS(q) ((void)(q), 0)
+#else
+#define OBX__FULL_ROWS(q) ((q)->claim_full_rows)
+#endif
 
 /* One step of obx_store_upgrade: `probe` a count, above 0 when the step is
  * done (NULL: the step is idempotent and cheap); `flag` the
@@ -3765,7 +3786,7 @@ OBX__PRIVATE obx_result obx__diag(obx__db *db, SQLSMALLINT type, SQLHANDLE handl
 #ifndef OBX_NO_POSTGRESQL
     /* psqlODBC's named server-side statements live in a server session; a
      * pooler in transaction mode hands each transaction another one. */
-    if (db->d && db->d->id == OBX_DIALECT_POSTGRESQL && strstr(e->message, "_PLAN") &&
+    if (db->d && OBX__ONE(db->d)->id == OBX_DIALECT_POSTGRESQL && strstr(e->message, "_PLAN") &&
         (strcmp(e->sqlstate, "26000") == 0 || strcmp(e->sqlstate, "42P05") == 0)) {
         size_t used = strlen(e->message);
         snprintf(e->message + used, sizeof e->message - used, "%s",
@@ -3886,8 +3907,8 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
      * up on runs on at the server, and in autocommit it would commit; in a
      * transaction, the server rolls it back when it sees the socket closed. */
     db->autocommit_on = 0;
-    db->tx_by_sql = d->tx_by_sql || (db->own_connection && d->own_tx_by_sql &&
-                                     !(db->statement_timeout_s > 0 && d->timeout_keys));
+    db->tx_by_sql = OBX__ONE(d)->tx_by_sql || (db->own_connection && OBX__ONE(d)->own_tx_by_sql &&
+                                               !(db->statement_timeout_s > 0 && OBX__ONE(d)->timeout_keys));
     if (!db->own_connection) return OBX_OK; /* the caller's session is the caller's */
     r = obx__check(db,
                    SQLSetConnectAttr(db->dbc, SQL_ATTR_AUTOCOMMIT,
@@ -3902,11 +3923,11 @@ OBX__PRIVATE obx_result obx__db_setup(obx__db *db) {
                        SQL_HANDLE_DBC, db->dbc, "SQLSetConnectAttr(TXN_ISOLATION)");
     if (r == OBX_OK && OBX__ONE(d)->session_sql) r = obx__exec_direct(db, OBX__ONE(d)->session_sql, "session setup");
     if (r == OBX_OK && !db->tx_by_sql) r = obx__end_tran(db, SQL_COMMIT, "session setup commit");
-    if (r == OBX_OK && d->id == OBX_DIALECT_SQLITE) r = obx__sqlite_not_temporary(db);
-    if (r == OBX_OK && d->version_sql) {
+    if (r == OBX_OK && OBX__ONE(d)->id == OBX_DIALECT_SQLITE) r = obx__sqlite_not_temporary(db);
+    if (r == OBX_OK && OBX__ONE(d)->version_sql) {
         /* Best effort: SQL_DBMS_VER stays when the server will not say. */
         char version[64];
-        if (obx__query_text(db, d->version_sql, version, sizeof version) == OBX_OK)
+        if (obx__query_text(db, OBX__ONE(d)->version_sql, version, sizeof version) == OBX_OK)
             obx__copy(db->dbms_version, sizeof db->dbms_version, version);
         else
             obx__error_clear(db->err);
@@ -4535,6 +4556,10 @@ struct obx_sql {
     obx_sql_param *params;
     char (*ids)[37];     /* the messages' ids (obx_sql_id), id_count of them */
     int id_count;
+    /* obx__capture_add, set by obx__unit_capture: the statement runners
+     * call it through here, so that a program without an *_enqueue_sql
+     * call links none of the recording (--gc-sections). */
+    obx_result (*add)(obx__db *db, const char *sql, const obx__param *ps, int n, int check_column, int counts);
 };
 
 static int obx__cap_text(obx_sql *c, const char *s, size_t n, size_t *off) {
@@ -4655,7 +4680,7 @@ static obx_result obx__exec_once(obx__db *db, int slot, const char *sql, obx__pa
     if (db->capture) { /* recorded for the caller's driver: a statement of rows cannot be */
         if (cursor) return obx__fail(db->err, OBX_ERR_STATE, "obx_sql", "statement %d reads", slot);
         if (rows) *rows = 0; /* the caller's driver counts (obx_sql_stmt.counts) */
-        return obx__capture_add(db, sql, ps, n, 0, rows != NULL);
+        return db->capture->add(db, sql, ps, n, 0, rows != NULL);
     }
     r = obx__stmt(db, slot, sql, &st);
     if (r != OBX_OK) return r;
@@ -4960,7 +4985,7 @@ OBX__PRIVATE obx_result obx__begin(obx__db *db, int mode) {
     if (mode == OBX__RUN_ODBC && db->autocommit_on) r = obx__autocommit_off(db);
     /* SQLite: a deferred transaction that later writes can deadlock and burn
      * the whole busy timeout, so writers take the lock up front. */
-    if (r == OBX_OK && mode == OBX__RUN_SQL) r = obx__exec_direct(db, db->d->begin_sql, "BEGIN");
+    if (r == OBX_OK && mode == OBX__RUN_SQL) r = obx__exec_direct(db, OBX__ONE(db->d)->begin_sql, "BEGIN");
     if (r == OBX_OK && (mode == OBX__RUN_SQL || mode == OBX__RUN_ODBC)) db->in_tx = 1;
     return r;
 }
@@ -4972,7 +4997,7 @@ OBX__PRIVATE obx_result obx__begin(obx__db *db, int mode) {
 OBX__PRIVATE obx_result obx__begin_handler(obx__db *db) {
     int mode = obx__unit_mode(db, OBX__UNIT_WRITE);
     obx_result r;
-    if (mode != OBX__RUN_SQL || db->d->id != OBX_DIALECT_SQLITE) return obx__begin(db, mode);
+    if (mode != OBX__RUN_SQL || OBX__ONE(db->d)->id != OBX_DIALECT_SQLITE) return obx__begin(db, mode);
     db->unit = mode;
     r = obx__exec_direct(db, "BEGIN", "BEGIN");
     if (r == OBX_OK) db->in_tx = 1;
@@ -4989,7 +5014,7 @@ OBX__PRIVATE obx_result obx__commit(obx__db *db) {
      * is dead; believe the dead flag, not the commit. (Where asking costs a
      * round trip, a dead connection fails the COMMIT itself.) */
 #ifndef OBX_SQLITE3_API
-    if (db->d->dead_flag_is_local &&
+    if (OBX__ONE(db->d)->dead_flag_is_local &&
         SQL_SUCCEEDED(SQLGetConnectAttr(db->dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
         dead == SQL_CD_TRUE) {
         db->lost = 1;
@@ -5313,7 +5338,7 @@ static obx_result obx__exec_once(obx__db *db, int slot, const char *sql, obx__pa
     if (db->capture) { /* recorded for the caller's driver, as through ODBC */
         if (cursor) return obx__fail(db->err, OBX_ERR_STATE, "obx_sql", "statement %d reads", slot);
         if (rows) *rows = 0;
-        return obx__capture_add(db, sql, ps, n, 0, rows != NULL);
+        return db->capture->add(db, sql, ps, n, 0, rows != NULL);
     }
     if (!c) {
         sqlite3_stmt *st = NULL;
@@ -5572,7 +5597,7 @@ OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
 OBX__PRIVATE obx_result obx__get_priority(obx__db *db, SQLHSTMT st, int col, int *out) {
     int64_t v = 0;
     obx_result r;
-    if (db->d->id == OBX_DIALECT_SQLSERVER) return OBX_OK;
+    if (OBX__ONE(db->d)->id == OBX_DIALECT_SQLSERVER) return OBX_OK;
     r = obx__get_i64(db, st, col, &v, NULL);
     if (r == OBX_OK) *out = (int)v;
     return r;
@@ -6528,6 +6553,16 @@ enum {
                            owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
 };
+
+/* The statements SQLite has none of (OBX__SQL: with SQLite the only
+ * dialect, the code that runs them folds away); obx__store_prepare_sql
+ * asserts that SQLite's rows name none of them. */
+#define OBX__SQLITE_LACKS(q)                                                                          \
+    ((q) == OBX__Q_CLAIM_PICK || (q) == OBX__Q_CLAIM_READ || (q) == OBX__Q_CLAIM_HOLD ||             \
+     (q) == OBX__Q_WAKE || (q) == OBX__Q_WAKE_SETTLED || (q) == OBX__Q_WAKE_IDS ||                    \
+     (q) == OBX__Q_WAKE_AGAIN || (q) == OBX__Q_ANALYZE || (q) == OBX__Q_CLAIM_CHECK ||               \
+     (q) == OBX__Q_CLAIM_RELEASE || (q) == OBX__Q_KEY_READ || (q) == OBX__Q_INSERT_VALUES ||         \
+     (q) == OBX__Q_INSERT_VALUES_ENV || (q) == OBX__Q_CLAIM_ACK)
 
 /* What each statement binds (the letters: obx__args_check; obx__stmt_args
  * gives a dialect's variant). A dead filter is topic, error text, created
@@ -8726,8 +8761,8 @@ static obx_result obx__claim_ack_sql(obx_store *s) {
                       tail[] = ") SELECT c.*, k.n FROM (SELECT count(*) AS n FROM a) AS k LEFT JOIN c ON true";
     size_t n;
     char *t;
-    if (s->db.d->id != OBX_DIALECT_POSTGRESQL || !s->sql[OBX__Q_ACK] || !s->sql[OBX__Q_CLAIM] ||
-        s->sql[OBX__Q_CLAIM_PICK] || s->q->claim_full_rows)
+    if (OBX__ONE(s->db.d)->id != OBX_DIALECT_POSTGRESQL || !s->sql[OBX__Q_ACK] || !s->sql[OBX__Q_CLAIM] ||
+        OBX__SQL(s, OBX__Q_CLAIM_PICK) || OBX__FULL_ROWS(s->q))
         return OBX_OK;
     n = sizeof head + strlen(s->sql[OBX__Q_ACK]) + sizeof mid + strlen(s->sql[OBX__Q_CLAIM]) + sizeof tail;
     if (!(t = (char *)obx__alloc(&s->hooks, n))) return OBX_ERR_NO_MEMORY;
@@ -8752,6 +8787,7 @@ static obx_result obx__store_prepare_sql(obx_store *s) {
         if (row->id == OBX__Q_OWNED) continue;
         own = obx__sql_expand(&s->hooks, row->sql, names);
         OBX_ASSERT(row->id >= 0 && row->id < OBX__Q_COUNT && !s->sql[row->id]);
+        OBX_ASSERT(s->db.d->id != OBX_DIALECT_SQLITE || !OBX__SQLITE_LACKS(row->id));
         s->sql[row->id] = own ? obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table, own) : NULL;
         obx__free(&s->hooks, own);
         if (!s->sql[row->id])
@@ -8839,12 +8875,12 @@ static char *obx__schema_text(const obx__hooks *h, const obx__dialect *d, const 
         int adds = strstr(q->ddl[i], "{A}") && OBX__ONE(d)->id != OBX_DIALECT_SQLITE ? OBX__COLUMNS_MAX : 0;
         for (c = -1; ok && c < adds && (c < 0 || q->columns[c].name); c++) {
             char *one = c < 0 ? obx__ddl_text(h, d, q, schema, table, q->ddl[i])
-                              : obx__column_text(h, d, q, schema, table, d->column_add, &q->columns[c]);
+                              : obx__column_text(h, d, q, schema, table, OBX__ONE(d)->column_add, &q->columns[c]);
             /* A MariaDB trigger with a compound body has ';' inside: the
              * mysql/mariadb client splits at each one unless DELIMITER says. */
             int compound = one && OBX__ONE(d)->id == OBX_DIALECT_MARIADB && strchr(one, ';');
             const char *open = compound ? "DELIMITER $$\n" : "";
-            const char *end = compound ? "$$\nDELIMITER ;\n" : d->statement_end;
+            const char *end = compound ? "$$\nDELIMITER ;\n" : OBX__ONE(d)->statement_end;
             ok = one && obx__buf_add(h, &text, open, strlen(open)) &&
                  obx__buf_add(h, &text, one, strlen(one)) && obx__buf_add(h, &text, end, strlen(end));
             obx__free(h, one);
@@ -8984,10 +9020,10 @@ static obx_result obx__deploy_change(obx__db *db, obx__deploy_ctx *c, const char
     c->changed = 1;
     obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "schema change on %s: %.*s%s", s->table,
              (int)strcspn(what, "\n"), what,
-             db->d->deploy_lock_sql ? " (waits at most " OBX__DEPLOY_LOCK_WAIT " s for its lock)" : "");
-    if (c->changing || !db->d->deploy_lock_sql) return OBX_OK;
+             OBX__ONE(db->d)->deploy_lock_sql ? " (waits at most " OBX__DEPLOY_LOCK_WAIT " s for its lock)" : "");
+    if (c->changing || !OBX__ONE(db->d)->deploy_lock_sql) return OBX_OK;
     c->changing = c->timed = 1;
-    return obx__exec_direct(db, db->d->deploy_lock_sql, "deploy: lock timeout");
+    return obx__exec_direct(db, OBX__ONE(db->d)->deploy_lock_sql, "deploy: lock timeout");
 }
 
 /* A catalog count on the deploy path. A COUNT(*) always has its row, so a
@@ -9010,19 +9046,19 @@ static obx_result obx__deploy_columns(obx__db *db, obx__deploy_ctx *dc) {
     for (i = 0; r == OBX_OK && i < OBX__COLUMNS_MAX && s->q->columns[i].name; i++) {
         const obx__column *c = &s->q->columns[i];
         char *probe = NULL, *add, found[32] = "0";
-        if (db->d->column_probe &&
+        if (OBX__ONE(db->d)->column_probe &&
             !(probe = obx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_probe, c)))
             break;
         r = probe ? obx__deploy_count(db, probe, found, sizeof found, "catalog query for column ", c->name) : OBX_OK;
         obx__free(&s->hooks, probe);
         if (r != OBX_OK || atoi(found) > 0) continue;
-        if (!(add = obx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, db->d->column_add, c)))
+        if (!(add = obx__column_text(&s->hooks, db->d, s->q, s->schema, s->table, OBX__ONE(db->d)->column_add, c)))
             break;
-        if (db->d->column_probe) r = obx__deploy_change(db, dc, add);
+        if (OBX__ONE(db->d)->column_probe) r = obx__deploy_change(db, dc, add);
         if (r == OBX_OK) r = obx__exec_direct(db, add, "deploy: add column");
         if (r == OBX_ERR_DB_TRANSIENT && dc->changing) db->fault = OBX__FAULT_PERMANENT; /* as obx__deploy_one */
         obx__free(&s->hooks, add);
-        if (r == OBX_OK && db->d->column_probe)
+        if (r == OBX_OK && OBX__ONE(db->d)->column_probe)
             obx__log(&s->hooks, OBX_LOG_INFO, s->store_id, "schema upgraded: column %s added to %s",
                      c->name, s->table);
     }
@@ -9111,8 +9147,8 @@ OBX_API obx_result obx_store_deploy(obx_store *store) {
     c.s = store;
     c.changing = c.timed = c.changed = 0;
     r = obx__unit(&store->db, obx__deploy_unit, &c, "deploy schema");
-    if (c.timed && store->db.d->deploy_unlock_sql) /* our connection's own setting again */
-        (void)obx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "deploy: lock timeout");
+    if (c.timed && OBX__ONE(store->db.d)->deploy_unlock_sql) /* our connection's own setting again */
+        (void)obx__exec_direct(&store->db, OBX__ONE(store->db.d)->deploy_unlock_sql, "deploy: lock timeout");
     if (r == OBX_OK) /* at every start with deploy_schema: said at INFO only when it did something */
         obx__log(&store->hooks, c.changed ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
                  c.changed ? "schema deployed (table %s)" : "schema up to date (table %s)", store->table);
@@ -9167,8 +9203,8 @@ OBX_API obx_result obx_store_upgrade(obx_store *store, unsigned flags, int *step
     u.dc.s = store;
     u.flags = flags;
     r = obx__unit(&store->db, obx__upgrade_unit, &u, "upgrade schema");
-    if (u.dc.timed && store->db.d->deploy_unlock_sql)
-        (void)obx__exec_direct(&store->db, store->db.d->deploy_unlock_sql, "upgrade: lock timeout");
+    if (u.dc.timed && OBX__ONE(store->db.d)->deploy_unlock_sql)
+        (void)obx__exec_direct(&store->db, OBX__ONE(store->db.d)->deploy_unlock_sql, "upgrade: lock timeout");
     if (r == OBX_OK && steps) *steps = u.steps;
     if (r == OBX_OK)
         obx__log(&store->hooks, u.steps ? OBX_LOG_INFO : OBX_LOG_DEBUG, store->store_id,
@@ -9506,7 +9542,7 @@ OBX__PRIVATE obx_result obx__unit_or_caller(obx_store *s, void *hdbc,
 #ifndef OBX_SQLITE3_API
     {
         SQLUINTEGER dead = 0;
-        if (r >= 0 && caller.d->dead_flag_is_local &&
+        if (r >= 0 && OBX__ONE(caller.d)->dead_flag_is_local &&
             SQL_SUCCEEDED(SQLGetConnectAttr(caller.dbc, SQL_ATTR_CONNECTION_DEAD, &dead, 0, NULL)) &&
             dead == SQL_CD_TRUE) {
             r = obx__fail(&s->err, OBX_ERR_DB_TRANSIENT, what,
@@ -9542,6 +9578,7 @@ OBX__PRIVATE obx_result obx__unit_capture(obx_store *s, obx_result (*unit)(obx__
     memset(c, 0, sizeof *c);
     c->hooks = s->hooks;
     c->markers = markers;
+    c->add = obx__capture_add;
     memset(&caller, 0, sizeof caller);
     caller.hooks = &s->hooks;
     caller.store_id = s->store_id;
@@ -9559,6 +9596,11 @@ OBX__PRIVATE obx_result obx__unit_capture(obx_store *s, obx_result (*unit)(obx__
     *out = c;
     return OBX_OK;
 }
+
+/* obx__unit_capture, as the *_enqueue_sql calls pass it to the code they
+ * share with the other enqueues: only they name it. */
+typedef obx_result (*obx__capture_fn)(obx_store *s, obx_result (*unit)(obx__db *db, void *ctx), void *ctx,
+                                      int markers, obx_sql **out);
 
 /* The arguments every *_enqueue_sql call takes: out_sql and markers. */
 OBX__PRIVATE obx_result obx__sql_args(obx_store *s, const char *fn, int markers, obx_sql **out_sql) {
@@ -9662,7 +9704,7 @@ static obx_result obx__claim_pick(obx__db *db, obx__claim_ctx *c) {
         obx__p_i64(&p[0], c->batch_size);
         obx__p_i64(&p[1], (int64_t)c->batch_size * (pass == 0 ? 2 : 20));
         cur = NULL; /* a failed execute frees the statement: never close the last pass's */
-        r = obx__exec(db, OBX__Q_CLAIM_PICK, s->sql[OBX__Q_CLAIM_PICK], p, 2, NULL, &cur);
+        r = obx__exec(db, OBX__Q_CLAIM_PICK, OBX__SQL(s, OBX__Q_CLAIM_PICK), p, 2, NULL, &cur);
         if (r == OBX_OK) r = obx__bind_head(db, cur, &head, OBX__CLAIM_TEXTS, OBX__CLAIM_INTS);
         while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
             obx_message *m;
@@ -9724,7 +9766,7 @@ static obx_result obx__claim_picked(obx__db *db, obx__claim_ctx *c, SQLHSTMT *cu
              (long long)marked, c->count);
     c->count = 0;
     s->rows.len = 0;
-    return obx__exec(db, OBX__Q_CLAIM_READ, s->sql[OBX__Q_CLAIM_READ], p, 2 + OBX__KEY_LISTS, NULL, cur);
+    return obx__exec(db, OBX__Q_CLAIM_READ, OBX__SQL(s, OBX__Q_CLAIM_READ), p, 2 + OBX__KEY_LISTS, NULL, cur);
 }
 
 /* obx__claim_recheck: the claim was rolled back (another claim holds one
@@ -9753,8 +9795,8 @@ static obx_result obx__claim_exec(obx__db *db, obx__claim_ctx *c, int fused, SQL
         obx__p_text(&p[n], s->token, 36);
         obx__p_i64(&p[n + 1], c->lease_seconds);
         obx__p_i64(&p[n + 2], c->batch_size);
-        r = obx__exec(db, OBX__Q_CLAIM_ACK, s->sql[OBX__Q_CLAIM_ACK], p, n + 3, NULL, cur);
-    } else if (!OBX__SQLITE_ONLY && s->sql[OBX__Q_CLAIM_PICK]) {
+        r = obx__exec(db, OBX__Q_CLAIM_ACK, OBX__SQL(s, OBX__Q_CLAIM_ACK), p, n + 3, NULL, cur);
+    } else if (OBX__SQL(s, OBX__Q_CLAIM_PICK)) {
         r = obx__claim_picked(db, c, cur);
     } else {
         obx__p_text(&p[0], s->token, 36);
@@ -9769,8 +9811,8 @@ static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
     obx_store *s = c->s;
     SQLHSTMT cur = NULL;
     obx__row_head head;
-    const int short_rows = !s->q->claim_full_rows;
-    const int fused = c->ack_count > 0 && !c->ack_only && !c->ack_keyed && s->sql[OBX__Q_CLAIM_ACK];
+    const int short_rows = !OBX__FULL_ROWS(s->q);
+    const int fused = c->ack_count > 0 && !c->ack_only && !c->ack_keyed && OBX__SQL(s, OBX__Q_CLAIM_ACK);
     int counted = 0;
     obx_result r;
     c->count = 0;
@@ -10094,7 +10136,7 @@ OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped) {
     if (r != OBX_OK) return r;
     r = obx__run_count(store, OBX__Q_REAP, NULL, 0, "reap", &n);
     if (r != OBX_OK) return r;
-    if (store->sql[OBX__Q_WAKE]) { /* parked messages a concurrent enqueue hid from their wake */
+    if (OBX__SQL(store, OBX__Q_WAKE)) { /* parked messages a concurrent enqueue hid from their wake */
         int64_t woken = 0;
         /* The reap committed: its count is returned whatever the wake does
          * (the next reap wakes again). */
@@ -10118,7 +10160,7 @@ OBX_API obx_result obx_reap(obx_store *store, int64_t *reaped) {
      * a caller's connection (its transaction is the caller's); where the
      * user may not analyze, PostgreSQL skips with a warning. */
 #ifndef OBX_NO_POSTGRESQL
-    if (store->sql[OBX__Q_ANALYZE] && store->db.own_connection &&
+    if (OBX__SQL(store, OBX__Q_ANALYZE) && store->db.own_connection &&
         obx__run_count(store, OBX__Q_ANALYZE, NULL, 0, "analyze", NULL) != OBX_OK)
         obx__log(&store->hooks, OBX_LOG_WARN, store->store_id, "refreshing the table's statistics failed: %s",
                  store->err.message);
@@ -10854,7 +10896,7 @@ static obx_result obx__one_message(obx_store *s, const char *fn, int slot, const
         return obx__fail(&s->err, OBX_ERR_UNSUPPORTED, fn, "no statement for %s", obx__dialect_name(s->db.d->id));
     if (slot == OBX__Q_MOVE) obx__p_text(&p[0], reason, (size_t)-1);
     if ((r = obx__run_count(s, slot, p, n, fn + 4, &count)) != OBX_OK) return r;
-    if (slot == OBX__Q_MOVE && count > 0 && s->sql[OBX__Q_WAKE] && obx__own_wake(s, NULL, &woken) != OBX_OK)
+    if (slot == OBX__Q_MOVE && count > 0 && OBX__SQL(s, OBX__Q_WAKE) && obx__own_wake(s, NULL, &woken) != OBX_OK)
         obx__log(&s->hooks, OBX_LOG_WARN, s->store_id, "waking the messages parked behind %s failed: %s", name,
                  s->err.message);
     obx__log(&s->hooks, count > 0 ? OBX_LOG_INFO : OBX_LOG_DEBUG, s->store_id, "%s %s: %lld changed", fn + 4, name,
@@ -12172,8 +12214,9 @@ static obx_result obx__settle_failure(obx_dispatcher *d, obx_store *s, const obx
 #endif
 static int obx__carry(obx_dispatcher *d, obx_store *s, const obx_message *ms, const int *which, int n) {
     int i, k, keyed = 0;
-    const int in_tx = OBX__CARRY_IN_TX && (s->db.d->id == OBX_DIALECT_SQLITE || s->db.d->id == OBX_DIALECT_MARIADB);
-    if (!d->carry || d->store != s || s->carry_count > 0 || (!s->sql[OBX__Q_CLAIM_ACK] && !in_tx)) return 0;
+    const int in_tx = OBX__CARRY_IN_TX && (OBX__ONE(s->db.d)->id == OBX_DIALECT_SQLITE ||
+                                           OBX__ONE(s->db.d)->id == OBX_DIALECT_MARIADB);
+    if (!d->carry || d->store != s || s->carry_count > 0 || (!OBX__SQL(s, OBX__Q_CLAIM_ACK) && !in_tx)) return 0;
     for (i = 0; i < n && !keyed; i++) keyed = OBX__MSG_KEYED(&ms[which[i]]);
     for (k = 0; k < OBX__KEY_LISTS; k++) s->carry[k].len = 0;
     for (i = 0; i < n; i++)
@@ -12300,7 +12343,7 @@ static obx_result obx__isolate(obx_dispatcher *d, obx_store *s, int *n, int *fir
 static int64_t obx__wake_missed(obx_dispatcher *d, obx_store *s, obx__entry *e, int n) {
     int64_t woken = 0, more = 0, t0, gap;
     obx_result r;
-    if (n >= d->batch_size || !s->sql[OBX__Q_WAKE] || !obx__own_keyed(s)) return 0;
+    if (n >= d->batch_size || !OBX__SQL(s, OBX__Q_WAKE) || !obx__own_keyed(s)) return 0;
     r = obx__own_wake_again(s, &woken);
     t0 = obx__mono_ms(&s->hooks);
     /* The gap never exceeds the reap interval (whose reap wakes too), so
@@ -12973,7 +13016,7 @@ static obx_result obx__wake_unit(obx__db *db, void *vctx) {
     if (r != OBX_EMPTY || n == 0) return r == OBX_EMPTY ? OBX_OK : r;
     if (!obx__list_end(db->hooks, &s->own.wake, db->d)) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "wake", "out of memory");
     obx__p_text(&p[0], s->own.wake.data, s->own.wake.len);
-    return obx__exec(db, OBX__Q_WAKE_IDS, s->sql[OBX__Q_WAKE_IDS], p, 1, &w->woken, NULL);
+    return obx__exec(db, OBX__Q_WAKE_IDS, OBX__SQL(s, OBX__Q_WAKE_IDS), p, 1, &w->woken, NULL);
 }
 
 /* Two statements, each whole on its own (the update checks the row is
@@ -12995,7 +13038,7 @@ static obx_result obx__wake_read(obx_store *s, int read, const obx__buf *ids, in
  * fails the claim (the ack is rolled back with it and sent alone). */
 static obx_result obx__own_acked(obx__db *db, obx_store *s, const obx__buf *keys, int64_t rows) {
     obx__wake_ctx w;
-    if (rows <= 0 || !s->sql[OBX__Q_WAKE_SETTLED] || !s->sql[OBX__Q_WAKE_IDS]) return OBX_OK;
+    if (rows <= 0 || !OBX__SQL(s, OBX__Q_WAKE_SETTLED) || !OBX__SQL(s, OBX__Q_WAKE_IDS)) return OBX_OK;
     w.s = s;
     w.read = OBX__Q_WAKE_SETTLED;
     w.ids = &keys[0];
@@ -13011,9 +13054,9 @@ static void obx__own_settled(obx_store *s, const obx__buf *keys, int kind, int64
     int64_t woken = 0;
     obx_result r;
     if ((kind != OBX__SETTLE_ACK && kind != OBX__SETTLE_FAIL) || rows <= 0 || !s->own.keyed_claims ||
-        !s->sql[OBX__Q_WAKE_SETTLED])
+        !OBX__SQL(s, OBX__Q_WAKE_SETTLED))
         return;
-    if (s->sql[OBX__Q_WAKE_IDS]) {
+    if (OBX__SQL(s, OBX__Q_WAKE_IDS)) {
         r = obx__wake_read(s, OBX__Q_WAKE_SETTLED, &keys[0], &woken);
     } else {
         obx__p_text(&p[0], keys[0].data, keys[0].len);
@@ -13032,7 +13075,7 @@ static obx_result obx__own_wake(obx_store *s, const obx__buf *ids, int64_t *woke
     obx__param p[1];
     int slot = ids ? OBX__Q_WAKE_AGAIN : OBX__Q_WAKE;
 #ifndef OBX_NO_MARIADB
-    if (s->sql[OBX__Q_WAKE_IDS]) return obx__wake_read(s, slot, ids, woken);
+    if (OBX__SQL(s, OBX__Q_WAKE_IDS)) return obx__wake_read(s, slot, ids, woken);
 #endif
     if (ids) obx__p_text(&p[0], ids->data, ids->len);
     return obx__run_count(s, slot, p, ids ? 1 : 0, "wake parked", woken);
@@ -13043,7 +13086,7 @@ static void obx__own_wake_later(obx_store *s, const obx_message *ms, int n) {
     int i;
     obx__buf *b = &s->own.wake_again;
     b->len = 0;
-    if (!s->sql[OBX__Q_WAKE_AGAIN]) return;
+    if (!OBX__SQL(s, OBX__Q_WAKE_AGAIN)) return;
     for (i = 0; i < n; i++)
         if (ms[i].ordering_key && !obx__list_add(&s->hooks, b, s->db.d, ms[i].id, strlen(ms[i].id))) {
             b->len = 0;
@@ -13077,7 +13120,7 @@ static obx_result obx__claim_recheck(obx__db *db, obx_store *s, int *count) {
     SQLHSTMT cur = NULL;
     int i, keyed = 0, released = 0;
     obx_result r;
-    if (!s->sql[OBX__Q_CLAIM_CHECK]) return OBX_OK;
+    if (!OBX__SQL(s, OBX__Q_CLAIM_CHECK)) return OBX_OK;
     ids->len = 0;
     for (i = 0; i < *count; i++)
         if (s->offsets[i].ordering_key != (size_t)-1) {
@@ -13089,7 +13132,7 @@ static obx_result obx__claim_recheck(obx__db *db, obx_store *s, int *count) {
     if (!obx__list_end(&s->hooks, ids, db->d)) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
     obx__p_text(&p[0], s->token, 36);
     obx__p_text(&p[1], ids->data, ids->len);
-    r = obx__exec(db, OBX__Q_CLAIM_CHECK, s->sql[OBX__Q_CLAIM_CHECK], p, 2, NULL, &cur);
+    r = obx__exec(db, OBX__Q_CLAIM_CHECK, OBX__SQL(s, OBX__Q_CLAIM_CHECK), p, 2, NULL, &cur);
     if (r != OBX_OK) {
         /* MariaDB's NOWAIT met another claim's lock on the key: undo the
          * whole claim (whatever the server rolled back) and redo it. */
@@ -13117,10 +13160,10 @@ static obx_result obx__claim_recheck(obx__db *db, obx_store *s, int *count) {
     }
     obx__close(cur);
     if (r != OBX_EMPTY) return r;
-    if (released == 0 || !s->sql[OBX__Q_CLAIM_RELEASE]) return OBX_OK;
+    if (released == 0 || !OBX__SQL(s, OBX__Q_CLAIM_RELEASE)) return OBX_OK;
     if (!obx__list_end(&s->hooks, ids, db->d)) return obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
     obx__p_text(&p[1], ids->data, ids->len);
-    return obx__exec(db, OBX__Q_CLAIM_RELEASE, s->sql[OBX__Q_CLAIM_RELEASE], p, 2, NULL, NULL);
+    return obx__exec(db, OBX__Q_CLAIM_RELEASE, OBX__SQL(s, OBX__Q_CLAIM_RELEASE), p, 2, NULL, NULL);
 }
 #endif
 
@@ -13312,12 +13355,14 @@ static obx_result obx__check_message(obx_error *err, const char *fn, int index,
 #undef OBX__ITEM
 }
 
+typedef struct obx__enqueue_ops obx__enqueue_ops;
 typedef struct obx__enqueue_ctx {
     obx_store *s;
     const obx_new_message *msgs;
     const size_t *lens;
     int count;
     char (*ids)[37];
+    const obx__enqueue_ops *ops; /* NULL: one message at a time */
 } obx__enqueue_ctx;
 
 /* A batch statement takes up to 1,000 rows and about 1 MiB of values,
@@ -13404,7 +13449,7 @@ static obx_result obx__exec_once_direct(obx__db *db, const char *sql, obx__param
     SQLHSTMT st = NULL;
     SQLRETURN rc;
     obx_result r;
-    if (db->capture) return obx__capture_add(db, sql, ps, n, 0, 0); /* for the caller's driver */
+    if (db->capture) return db->capture->add(db, sql, ps, n, 0, 0); /* for the caller's driver */
     memset(in_order, 0, sizeof in_order);
     if (!SQL_SUCCEEDED(SQLAllocHandle(SQL_HANDLE_STMT, db->dbc, &st)))
         return obx__diag(db, SQL_HANDLE_DBC, db->dbc, "SQLAllocHandle(STMT)");
@@ -13513,7 +13558,7 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
         keyed = keyed || obx__opt_text(c->msgs[i].ordering_key) != NULL;
     }
 #ifdef OBX__VALUES_BATCH
-    if (!keyed && s->sql[OBX__Q_INSERT_VALUES_ENV]) return obx__insert_values(db, c, from, to, ext);
+    if (!keyed && OBX__SQL(s, OBX__Q_INSERT_VALUES_ENV)) return obx__insert_values(db, c, from, to, ext);
 #endif
     lists = rows ? 1 : ext ? OBX__INSERT_LISTS : 6;
     for (k = 0; k < OBX__INSERT_LISTS; k++) col[k].len = 0;
@@ -13565,7 +13610,7 @@ static obx_result obx__key_read(obx__db *db, const char *sql, obx__param *key) {
     char level[32] = "";
     SQLLEN ind = 0;
     obx_result r;
-    if (db->capture) return obx__capture_add(db, sql, key, 1, 3, 0); /* the caller checks column 3 */
+    if (db->capture) return db->capture->add(db, sql, key, 1, 3, 0); /* the caller checks column 3 */
     r = obx__exec(db, OBX__Q_KEY_READ, sql, key, 1, NULL, &cur);
     if (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK)
         r = obx__get_text(db, cur, 3, level, sizeof level, &ind);
@@ -13586,15 +13631,25 @@ static obx_result obx__key_read(obx__db *db, const char *sql, obx__param *key) {
 #define OBX__ROW_INSERTS 0
 #endif
 
+/* What only a batch (obx_enqueue_batch, obx_enqueue_sql) and the
+ * recording (obx_enqueue_sql) need, reached through the table those calls
+ * pass: a program that enqueues one message at a time links neither
+ * (--gc-sections). */
+struct obx__enqueue_ops {
+    int (*chunk_end)(const obx__enqueue_ctx *c, int from);
+    obx_result (*insert_chunk)(obx__db *db, obx__enqueue_ctx *c, int from, int to);
+    obx__capture_fn capture;
+};
+
 static obx_result obx__insert_messages(obx__db *db, void *vctx) {
     obx__enqueue_ctx *c = (obx__enqueue_ctx *)vctx;
     int i;
-    if (c->count > 1 && c->s->sql[OBX__Q_INSERT_MANY_KEYED] && (!OBX__ROW_INSERTS || db->capture)) {
+    if (c->count > 1 && c->ops && c->s->sql[OBX__Q_INSERT_MANY_KEYED] && (!OBX__ROW_INSERTS || db->capture)) {
         obx_result r = OBX_OK;
         int to;
         for (i = 0; i < c->count && r == OBX_OK; i = to) {
-            to = obx__chunk_end(c, i);
-            r = obx__insert_chunk(db, c, i, to);
+            to = c->ops->chunk_end(c, i);
+            r = c->ops->insert_chunk(db, c, i, to);
         }
         return r == OBX_OK && db->capture ? obx__capture_ids(db, c->ids, c->count) : r;
     }
@@ -13628,8 +13683,8 @@ static obx_result obx__insert_messages(obx__db *db, void *vctx) {
         if (!obx__envelope_params(db->hooks, &c->s->own.headers, &p[8], m))
             return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue", "out of memory");
         obx__p_text(&p[7], obx__opt_text(m->ordering_key), (size_t)-1);
-        if (p[7].ind != SQL_NULL_DATA && c->s->sql[OBX__Q_KEY_READ] && 
-            (r = obx__key_read(db, c->s->sql[OBX__Q_KEY_READ], &p[7])) != OBX_OK)
+        if (p[7].ind != SQL_NULL_DATA && OBX__SQL(c->s, OBX__Q_KEY_READ) &&
+            (r = obx__key_read(db, OBX__SQL(c->s, OBX__Q_KEY_READ), &p[7])) != OBX_OK)
             return r;
         obx__p_i64(&p[12], m->expires_utc_ms);
         if (m->expires_utc_ms <= 0) p[12].ind = SQL_NULL_DATA;
@@ -13654,10 +13709,11 @@ static void obx__enqueued_log(obx_store *s, const obx_new_message *msgs, char (*
 
 /* Enqueue msgs[0..count) in the store's transaction (hdbc NULL), the
  * caller's on hdbc, or (out_sql set) as statements for the caller's own
- * driver, with `markers` (obx_enqueue_sql). */
+ * driver, with `markers` (obx_enqueue_sql). `ops`: what a batch needs, and
+ * the recording for out_sql; NULL for one message. */
 static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_message *msgs,
                                     int count, char (*out_ids)[37], const char *fn, int markers,
-                                    obx_sql **out_sql) {
+                                    obx_sql **out_sql, const obx__enqueue_ops *ops) {
     size_t one_len;
     size_t *lens = &one_len;
     char one_id[37];
@@ -13679,7 +13735,8 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     ctx.lens = lens;
     ctx.count = count;
     ctx.ids = NULL;
-    if (count == 0) return obx__unit_capture(s, obx__insert_messages, &ctx, markers, out_sql); /* none */
+    ctx.ops = ops;
+    if (count == 0) return ops->capture(s, obx__insert_messages, &ctx, markers, out_sql); /* none */
     if (!msgs) return obx__fail(&s->err, OBX_ERR_INVALID_ARG, where, "must not be NULL");
     if (count > 1) {
         lens = (size_t *)obx__alloc(&s->hooks, sizeof *lens * (size_t)count);
@@ -13693,9 +13750,10 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
     if (r == OBX_OK) {
         ctx.lens = lens;
         ctx.ids = ids;
-        int one = count == 1 || (!OBX__ROW_INSERTS && s->sql[OBX__Q_INSERT_MANY_KEYED] && obx__chunk_end(&ctx, 0) == count);
+        int one = count == 1 || (!OBX__ROW_INSERTS && ops && s->sql[OBX__Q_INSERT_MANY_KEYED] &&
+                             ops->chunk_end(&ctx, 0) == count);
         if (out_sql)
-            r = obx__unit_capture(s, obx__insert_messages, &ctx, markers, &sql);
+            r = ops->capture(s, obx__insert_messages, &ctx, markers, &sql);
         else
             r = obx__unit_or_caller(s, hdbc, obx__insert_messages, &ctx, fn,
                                     OBX__UNIT_WRITE | (one ? OBX__UNIT_ONE_STATEMENT : 0));
@@ -13714,7 +13772,7 @@ static obx_result obx__enqueue_many(obx_store *s, void *hdbc, const obx_new_mess
 }
 
 OBX_API obx_result obx_enqueue(obx_store *store, const obx_new_message *message, char out_id[37]) {
-    return obx__enqueue_many(store, NULL, message, 1, (char (*)[37])out_id, "obx_enqueue", 0, NULL);
+    return obx__enqueue_many(store, NULL, message, 1, (char (*)[37])out_id, "obx_enqueue", 0, NULL, NULL);
 }
 
 OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_message *message,
@@ -13722,20 +13780,24 @@ OBX_API obx_result obx_enqueue_tx(obx_store *store, void *hdbc, const obx_new_me
     if (store && !hdbc)
         return obx__fail(&store->err, OBX_ERR_INVALID_ARG, "obx_enqueue_tx: hdbc",
                          "hdbc must be the caller's connection");
-    return obx__enqueue_many(store, hdbc, message, 1, (char (*)[37])out_id, "obx_enqueue_tx", 0, NULL);
+    return obx__enqueue_many(store, hdbc, message, 1, (char (*)[37])out_id, "obx_enqueue_tx", 0, NULL, NULL);
 }
+
+static const obx__enqueue_ops obx__batch_ops = {obx__chunk_end, obx__insert_chunk, NULL};
+static const obx__enqueue_ops obx__sql_ops = {obx__chunk_end, obx__insert_chunk, obx__unit_capture};
 
 OBX_API obx_result obx_enqueue_batch(obx_store *store, void *hdbc,
                                      const obx_new_message *messages, int count,
                                      char (*out_ids)[37]) {
-    return obx__enqueue_many(store, hdbc, messages, count, out_ids, "obx_enqueue_batch", 0, NULL);
+    return obx__enqueue_many(store, hdbc, messages, count, out_ids, "obx_enqueue_batch", 0, NULL, &obx__batch_ops);
 }
 
 OBX_API obx_result obx_enqueue_sql(obx_store *store, const obx_new_message *messages, int count,
                                    int markers, obx_sql **out_sql, char (*out_ids)[37]) {
     obx_result r = obx__sql_args(store, "obx_enqueue_sql", markers, out_sql);
     if (r != OBX_OK) return r;
-    return obx__enqueue_many(store, NULL, messages, count, out_ids, "obx_enqueue_sql", markers, out_sql);
+    return obx__enqueue_many(store, NULL, messages, count, out_ids, "obx_enqueue_sql", markers, out_sql,
+                             &obx__sql_ops);
 }
 
 /* >> get ---------------------------------------------------------------------------- */
