@@ -6666,10 +6666,6 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
  * claim's check (SQLite, PostgreSQL, SQL Server: a partial index; MariaDB
  * has none: a generated column that is NULL for those rows, so rows
  * without a key never change that index). */
-/* Whether the key of row t has another row in flight (the claim's check). */
-#define OBX__KEY_IN_FLIGHT_OTHER(t)                                                              \
-    "EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = " t ".\"OrderingKey\" AND o.\"Status\" <> 2 AND " \
-    "o.\"Status\" = 1 AND o.\"Id\" <> " t ".\"Id\")"
 /* PostgreSQL: the key's advisory lock, per table (two int4 keys: the
  * table's name hashed, the key hashed; a hash collision only makes a claim
  * skip a key for one round). Held to the claim's commit. */
@@ -7414,7 +7410,8 @@ static const char *const obx__postgresql_outbox_ddl[] = {
 #endif
     /* The library's claim as one call: the key lock, then the check in a
      * statement of its own (plpgsql at READ COMMITTED: a new snapshot per
-     * statement), as OBX__Q_CLAIM and OBX__Q_CLAIM_CHECK. */
+     * statement), as OBX__Q_CLAIM and OBX__Q_CLAIM_CHECK, the check's key
+     * probe the same range (OBX-112-KEY-PROBE). */
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Claim\"(p_owner uuid, p_lease_seconds integer, "
     "p_batch integer)\n"
     "RETURNS SETOF {T} LANGUAGE plpgsql AS $$\n"
@@ -7432,7 +7429,7 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "    UPDATE {T} AS t SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL,\n"
     "           \"Starts\" = greatest(t.\"Starts\" - 1, 0)\n"
     "     WHERE t.\"Id\" = ANY (v_ids) AND t.\"OwnerToken\" = p_owner AND t.\"Status\" = 1\n"
-    "       AND " OBX__KEY_IN_FLIGHT_OTHER("t") ";\n"
+    "       AND " OBX__PG_KEY_IN_FLIGHT_OTHER("t") ";\n"
     "    RETURN QUERY SELECT * FROM {T} WHERE \"Id\" = ANY (v_ids) AND \"OwnerToken\" = p_owner AND \"Status\" = 1;\n"
     "END $$",
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Ack\"(p_processed_by varchar, p_owner uuid, "

@@ -2732,6 +2732,40 @@ static void test_112_procedures(void) {
     obx_store_close(s);
 }
 
+/* OBX-112-KEY-PROBE: <table>_Claim releases a row whose key has another
+ * in flight with the library's own check (OBX__Q_CLAIM_CHECK): the range
+ * form, which only the keyed rows' index can serve ("Status" = 1 proves
+ * IX_*_Leased's predicate, and a planner with few rows in flight walked
+ * that index whole per key). The function's text holds the statement's
+ * probe verbatim. */
+static void test_112_key_probe(void) {
+    static char src[16384];
+    obx_store *s = fresh();
+    const char *check, *from, *to;
+    char probe[1024], *q;
+    obx_result r;
+    TT_ASSERT(s != NULL);
+    check = s->sql[OBX__Q_CLAIM_CHECK];
+    TT_ASSERT(check != NULL);
+    from = strstr(check, "EXISTS (");
+    to = from ? strstr(from, " RETURNING") : NULL;
+    TT_ASSERT(from && to && (size_t)(to - from) < sizeof probe);
+    memcpy(probe, from, (size_t)(to - from));
+    probe[to - from] = '\0';
+    TT_EXPECT(strstr(probe, "\"Status\" >= 1 AND o.\"Status\" <= 1") != NULL);
+    q = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
+                    "SELECT prosrc FROM pg_proc WHERE proname = '{N}_Claim' AND "
+                    "pronamespace = CAST('{S}' AS regnamespace)");
+    TT_ASSERT(q != NULL);
+    r = obx__query_text(&s->db, q, src, sizeof src);
+    obx__free(&s->hooks, q);
+    if (!s->db.tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    TT_EQ_INT(r, OBX_OK);
+    if (!strstr(src, probe)) printf("    the function's check is not the statement's:\n    %s\n", probe);
+    TT_EXPECT(strstr(src, probe) != NULL);
+    obx_store_close(s);
+}
+
 static void test_114_large_payload(void) {
     obx_store *s = fresh();
     const size_t size = (size_t)16 << 20;
@@ -9209,12 +9243,14 @@ int main(int argc, char **argv) {
     RUN("OBX-109", "without deployment nothing is created", test_108_109_110_111_deploy);
     RUN("OBX-110", "deployment is idempotent", test_108_109_110_111_deploy);
     RUN("OBX-111", "tables Outbox, OutboxJoin, OutboxJoinMember", test_111_default_tables);
-    if (g_pg)
+    if (g_pg) {
         RUN("OBX-112", "functions for claim, ack, abandon, fail, reap", test_112_procedures);
-    else
+        RUN("OBX-112-KEY-PROBE", "the claim function releases a row whose key is in flight with the library's own key probe (a range of the keyed rows' index)", test_112_key_probe);
+    } else
         printf("N/A OBX-112 %s %s\n", g_label,
                g_my ? "claim, ack, abandon, fail and reap are prepared statements (one round trip each but claim)"
                     : "SQLite has no stored procedures; the statements are prepared once per connection");
+    if (!g_pg) printf("N/A OBX-112-KEY-PROBE %s PostgreSQL's claim function\n", g_label);
     RUN("OBX-114", "a 16 MiB payload round-trips byte-exact", test_114_large_payload);
     RUN("OBX-116", "leases 10..300 s work (and up to a day is accepted)", test_116_117_ranges);
     RUN("OBX-117", "batches 1..100 work (and up to 10000 is accepted)", test_116_117_ranges);

@@ -124,7 +124,7 @@ BEGIN
     UPDATE "dbo"."Outbox" AS t SET "Status" = 0, "OwnerToken" = NULL, "LockedUntil" = NULL,
            "Starts" = greatest(t."Starts" - 1, 0)
      WHERE t."Id" = ANY (v_ids) AND t."OwnerToken" = p_owner AND t."Status" = 1
-       AND EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = t."OrderingKey" AND o."Status" <> 2 AND o."Status" = 1 AND o."Id" <> t."Id");
+       AND EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = t."OrderingKey" AND o."Status" <> 2 AND o."Status" >= 1 AND o."Status" <= 1 AND o."Id" <> t."Id");
     RETURN QUERY SELECT * FROM "dbo"."Outbox" WHERE "Id" = ANY (v_ids) AND "OwnerToken" = p_owner AND "Status" = 1;
 END $$;
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_Ack"(p_processed_by varchar, p_owner uuid, p_ids uuid[])
