@@ -1186,8 +1186,9 @@ OBX_API obx_result obx_store_deploy(obx_store *store);
 
 /* The explicit steps of an upgrade to storage layout 2 (docs/UPGRADING.md),
  * on a table that a release before it deployed and obx_store_deploy has
- * upgraded in place. MariaDB has both, PostgreSQL the drop; elsewhere, and
- * on a table that has them done, nothing happens (OBX_OK, *steps 0). Flags:
+ * upgraded in place. MariaDB has both, an outbox on PostgreSQL the drop;
+ * elsewhere, and on a table that has them done, nothing happens (OBX_OK,
+ * *steps 0). Flags:
  * OBX_UPGRADE_KEYS converts the keys (CHAR(36)) to the UUID type: a copy
  * of the table, reads go on but writers wait for all of it (about 30 s per
  * million rows, measured); the previous release keeps working after it.
@@ -1195,10 +1196,10 @@ OBX_API obx_result obx_store_deploy(obx_store *store);
  * (instant; writes get cheaper), so run it once no program of the previous
  * release is left: on MariaDB layout 1's indexes that lead with Status (the
  * previous release's claims fail, "Key ... doesn't exist": they force
- * them); on PostgreSQL IX_<table>_Ready (the previous release's stats and
- * wake scan the table without it; a plain DROP INDEX, in the step's
- * transaction, whose exclusive lock of the table lasts the catalog change
- * only). Each step is logged (INFO),
+ * them); on a PostgreSQL outbox IX_<table>_Ready (the previous release's
+ * stats and wake scan the table without it; a plain DROP INDEX, in the
+ * step's transaction, whose exclusive lock of the table lasts the catalog
+ * change only). Each step is logged (INFO),
  * looked up in the catalog first (a step done is skipped, so an
  * interrupted run is resumed by running it again), and waits for its
  * table lock at most 5 s, as obx_store_deploy. *steps (if not NULL) gets
