@@ -7104,8 +7104,8 @@ static const obx__sqlset obx__sqlite_outbox = {
 #define OBX__PG_BY_IDS "\"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 1 AND \"Id\" = ANY (CAST(? AS uuid[]))"
 /* PostgreSQL: the Ready rows through the claim's index, IX_{N}_Claim, the
  * one ready index of a table this release creates (IX_{N}_Ready, by due
- * time, was a second entry per enqueue and state change, the whole server
- * gap to the ideal's insert of one message: docs/PERFORMANCE.md). Its
+ * time, was a second entry per enqueue and state change: a quarter of a
+ * batch insert's server time, docs/PERFORMANCE.md). Its
  * predicate, NOT IsProcessed too, is spelled out; rows Ready and processed
  * are none this library writes. The rank is the due time less at most 50 s
  * (OBX_PRIORITY_MAX levels of aging) and more at most 50 s, so each filter
@@ -7174,8 +7174,8 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 1 AND \"LockedUntil\" < now()"},
     {OBX__Q_GET,
      "SELECT " OBX__PG_COLS " FROM {T} WHERE \"Id\" = CAST(? AS uuid)"},
-    /* The keys with parked messages: a walk of the ready index past the due
-     * ones. */
+    /* The keys with parked messages: the range of the claim's index where
+     * parked rows rank. */
     {OBX__Q_WAKE,
      OBX__PG_WAKE("SELECT DISTINCT \"OrderingKey\" AS k FROM {T} WHERE " OBX__PG_READY " AND "
                   OBX__PG_RANK_UTC(">=", OBX__PG_PARKED, "-") " AND \"NextAttemptAt\" = " OBX__PG_PARKED)},
