@@ -1123,15 +1123,20 @@ IBX_API ibx_result ibx_store_deploy(ibx_store *store);
 
 /* The explicit steps of an upgrade to storage layout 2 (docs/UPGRADING.md),
  * on a table that a release before it deployed and ibx_store_deploy has
- * upgraded in place. Only MariaDB has any; elsewhere, and on a table that
- * has them done, nothing happens (IBX_OK, *steps 0). Flags:
+ * upgraded in place. MariaDB has both, an outbox on PostgreSQL the drop;
+ * elsewhere, and on a table that has them done, nothing happens (IBX_OK,
+ * *steps 0). Flags:
  * IBX_UPGRADE_KEYS converts the keys (CHAR(36)) to the UUID type: a copy
  * of the table, reads go on but writers wait for all of it (about 30 s per
  * million rows, measured); the previous release keeps working after it.
- * IBX_UPGRADE_DROP_OLD drops layout 1's indexes that lead with Status
- * (instant): writes get cheaper, and the previous release's
- * claims fail ("Key ... doesn't exist": they force those indexes), so run
- * it once no program of that release is left. Each step is logged (INFO),
+ * IBX_UPGRADE_DROP_OLD drops the indexes this release no longer reads
+ * (instant; writes get cheaper), so run it once no program of the previous
+ * release is left: on MariaDB layout 1's indexes that lead with Status (the
+ * previous release's claims fail, "Key ... doesn't exist": they force
+ * them); on a PostgreSQL outbox IX_<table>_Ready (the previous release's
+ * stats and wake scan the table without it; a plain DROP INDEX, in the
+ * step's transaction, whose exclusive lock of the table lasts the catalog
+ * change only). Each step is logged (INFO),
  * looked up in the catalog first (a step done is skipped, so an
  * interrupted run is resumed by running it again), and waits for its
  * table lock at most 5 s, as ibx_store_deploy. *steps (if not NULL) gets

@@ -1189,15 +1189,20 @@ OBX_API obx_result obx_store_deploy(obx_store *store);
 
 /* The explicit steps of an upgrade to storage layout 2 (docs/UPGRADING.md),
  * on a table that a release before it deployed and obx_store_deploy has
- * upgraded in place. Only MariaDB has any; elsewhere, and on a table that
- * has them done, nothing happens (OBX_OK, *steps 0). Flags:
+ * upgraded in place. MariaDB has both, an outbox on PostgreSQL the drop;
+ * elsewhere, and on a table that has them done, nothing happens (OBX_OK,
+ * *steps 0). Flags:
  * OBX_UPGRADE_KEYS converts the keys (CHAR(36)) to the UUID type: a copy
  * of the table, reads go on but writers wait for all of it (about 30 s per
  * million rows, measured); the previous release keeps working after it.
- * OBX_UPGRADE_DROP_OLD drops layout 1's indexes that lead with Status
- * (instant): writes get cheaper, and the previous release's
- * claims fail ("Key ... doesn't exist": they force those indexes), so run
- * it once no program of that release is left. Each step is logged (INFO),
+ * OBX_UPGRADE_DROP_OLD drops the indexes this release no longer reads
+ * (instant; writes get cheaper), so run it once no program of the previous
+ * release is left: on MariaDB layout 1's indexes that lead with Status (the
+ * previous release's claims fail, "Key ... doesn't exist": they force
+ * them); on a PostgreSQL outbox IX_<table>_Ready (the previous release's
+ * stats and wake scan the table without it; a plain DROP INDEX, in the
+ * step's transaction, whose exclusive lock of the table lasts the catalog
+ * change only). Each step is logged (INFO),
  * looked up in the catalog first (a step done is skipped, so an
  * interrupted run is resumed by running it again), and waits for its
  * table lock at most 5 s, as obx_store_deploy. *steps (if not NULL) gets
@@ -6672,10 +6677,6 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
  * claim's check (SQLite, PostgreSQL, SQL Server: a partial index; MariaDB
  * has none: a generated column that is NULL for those rows, so rows
  * without a key never change that index). */
-/* Whether the key of row t has another row in flight (the claim's check). */
-#define OBX__KEY_IN_FLIGHT_OTHER(t)                                                              \
-    "EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = " t ".\"OrderingKey\" AND o.\"Status\" <> 2 AND " \
-    "o.\"Status\" = 1 AND o.\"Id\" <> " t ".\"Id\")"
 /* PostgreSQL: the key's advisory lock, per table (two int4 keys: the
  * table's name hashed, the key hashed; a hash collision only makes a claim
  * skip a key for one round). Held to the claim's commit. */
@@ -7111,6 +7112,23 @@ static const obx__sqlset obx__sqlite_outbox = {
  * ...)" or a join is planned from them, and on a large table may become a
  * sequential scan). */
 #define OBX__PG_BY_IDS "\"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 1 AND \"Id\" = ANY (CAST(? AS uuid[]))"
+/* PostgreSQL: the Ready rows through the claim's index, IX_{N}_Claim, the
+ * one ready index of a table this release creates (IX_{N}_Ready, by due
+ * time, was a second entry per enqueue and state change: a quarter of a
+ * batch insert's server time, docs/PERFORMANCE.md). Its
+ * predicate, NOT IsProcessed too, is spelled out; rows Ready and processed
+ * are none this library writes. The rank is the due time less at most 50 s
+ * (OBX_PRIORITY_MAX levels of aging) and more at most 50 s, so each filter
+ * on the due time below is also a range of the index: a walk of what it
+ * asks for and of what comes due within 100 s of its edge. On a table of
+ * an older release IX_{N}_Claim serves them too, and IX_{N}_Ready stays
+ * for the previous release's programs until obx_store_upgrade
+ * (OBX_UPGRADE_DROP_OLD) drops it. */
+#define OBX__PG_READY "\"Status\" = 0 AND NOT \"IsProcessed\""
+#define OBX__PG_RANK_UTC(op, t, sign)                                                             \
+    OBX__PG_RANK("") " " op " (" t " AT TIME ZONE 'UTC') " sign " interval '" OBX__PRIORITY_HORIZON_S " seconds'"
+#define OBX__PG_READY_DUE                                                                         \
+    OBX__PG_READY " AND " OBX__PG_RANK_UTC("<=", "now()", "+") " AND \"NextAttemptAt\" <= now()"
 #ifndef OBX_NO_POSTGRESQL
 static const obx__stmt_row obx__postgresql_outbox_rows[] = {
     /* Statistics older than half the table (see obx_reap). */
@@ -7166,11 +7184,11 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "\"OwnerToken\" = NULL, \"LockedUntil\" = NULL WHERE \"Status\" = 1 AND \"LockedUntil\" < now()"},
     {OBX__Q_GET,
      "SELECT " OBX__PG_COLS " FROM {T} WHERE \"Id\" = CAST(? AS uuid)"},
-    /* The keys with parked messages: a walk of the ready index past the due
-     * ones. */
+    /* The keys with parked messages: the range of the claim's index where
+     * parked rows rank. */
     {OBX__Q_WAKE,
-     OBX__PG_WAKE("SELECT DISTINCT \"OrderingKey\" AS k FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" = "
-                  OBX__PG_PARKED)},
+     OBX__PG_WAKE("SELECT DISTINCT \"OrderingKey\" AS k FROM {T} WHERE " OBX__PG_READY " AND "
+                  OBX__PG_RANK_UTC(">=", OBX__PG_PARKED, "-") " AND \"NextAttemptAt\" = " OBX__PG_PARKED)},
     {OBX__Q_WAKE_AGAIN,
      OBX__PG_WAKE("SELECT DISTINCT w.\"OrderingKey\" AS k FROM {T} AS w WHERE w.\"Id\" = ANY (CAST(? AS uuid[])) "
                   "AND w.\"OrderingKey\" IS NOT NULL")},
@@ -7180,16 +7198,17 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      "ORDER BY \"ProcessedAt\" LIMIT CAST(? AS integer)))"},
     {OBX__Q_STATS,
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) "
-     "AS bigint) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()"},
+     "AS bigint) FROM {T} WHERE " OBX__PG_READY_DUE},
     {OBX__Q_PENDING,
-     "SELECT (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0) + (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1)"},
+     "SELECT (SELECT COUNT(*) FROM {T} WHERE " OBX__PG_READY ") + (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1)"},
 #ifndef OBX_NO_METRICS_TEXT
     {OBX__Q_GAUGES,
      "SELECT COUNT(*), CAST(floor(EXTRACT(EPOCH FROM now() - MIN(\"NextAttemptAt\")) * 1000) AS bigint), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1), (SELECT COUNT(*) FROM {T} WHERE \"Status\" = 3), "
-     "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" > now()), "
+     "(SELECT COUNT(*) FROM {T} WHERE " OBX__PG_READY " AND " OBX__PG_RANK_UTC(">", "now()", "-")
+     " AND \"NextAttemptAt\" > now()), "
      "(SELECT COUNT(*) FROM {T} WHERE \"Status\" = 1 AND \"LockedUntil\" < now()) "
-     "FROM {T} WHERE \"Status\" = 0 AND \"NextAttemptAt\" <= now()"},
+     "FROM {T} WHERE " OBX__PG_READY_DUE},
 #endif
     /* A whole batch in one statement: array literals unnested by the
      * server (psqlODBC's own array binding sends one INSERT per row). */
@@ -7284,8 +7303,9 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "    \"CorrelationId\" varchar(255) NULL,\n"
     "    \"DueTimeUtc\"    timestamptz NULL{A}\n"
     ")",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Ready\" ON {T} (\"NextAttemptAt\") WHERE \"Status\" = 0",
-    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Claim\" ON {T} (" OBX__PG_RANK("") ") WHERE \"Status\" = 0 AND NOT \"IsProcessed\"",
+    /* The one ready index (OBX__PG_READY); older tables keep IX_{N}_Ready
+     * beside it until obx_store_upgrade drops it. */
+    "CREATE INDEX IF NOT EXISTS \"IX_{N}_Claim\" ON {T} (" OBX__PG_RANK("") ") WHERE " OBX__PG_READY,
     /* Its order whole (OrderingSeq, Id): a key's first Ready row is one
      * index entry whatever the statistics; IX_{N}_Ordering, which stopped
      * at OrderingSeq, made a plan without statistics sort every Ready row
@@ -7401,7 +7421,8 @@ static const char *const obx__postgresql_outbox_ddl[] = {
 #endif
     /* The library's claim as one call: the key lock, then the check in a
      * statement of its own (plpgsql at READ COMMITTED: a new snapshot per
-     * statement), as OBX__Q_CLAIM and OBX__Q_CLAIM_CHECK. */
+     * statement), as OBX__Q_CLAIM and OBX__Q_CLAIM_CHECK, the check's key
+     * probe the same range (OBX-112-KEY-PROBE). */
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Claim\"(p_owner uuid, p_lease_seconds integer, "
     "p_batch integer)\n"
     "RETURNS SETOF {T} LANGUAGE plpgsql AS $$\n"
@@ -7419,7 +7440,7 @@ static const char *const obx__postgresql_outbox_ddl[] = {
     "    UPDATE {T} AS t SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL,\n"
     "           \"Starts\" = greatest(t.\"Starts\" - 1, 0)\n"
     "     WHERE t.\"Id\" = ANY (v_ids) AND t.\"OwnerToken\" = p_owner AND t.\"Status\" = 1\n"
-    "       AND " OBX__KEY_IN_FLIGHT_OTHER("t") ";\n"
+    "       AND " OBX__PG_KEY_IN_FLIGHT_OTHER("t") ";\n"
     "    RETURN QUERY SELECT * FROM {T} WHERE \"Id\" = ANY (v_ids) AND \"OwnerToken\" = p_owner AND \"Status\" = 1;\n"
     "END $$",
     "CREATE OR REPLACE FUNCTION {S}.\"{N}_Ack\"(p_processed_by varchar, p_owner uuid, "
@@ -7492,13 +7513,23 @@ static const obx__column obx__postgresql_outbox_columns[] = {
     {"AggregateId", "varchar(128) NULL"}, {"Headers", "json NULL"},
     {"ExpiresAt", "timestamptz NULL"}, {"Priority", "smallint NOT NULL DEFAULT 0"},
     {NULL, NULL}};
+/* obx_store_upgrade (OBX_UPGRADE_DROP_OLD) on a table of an older release:
+ * IX_{N}_Ready, which the previous release's stats and wake read (without
+ * it they scan the table), dropped. A plain DROP INDEX: the step runs in
+ * the upgrade's transaction, where DROP INDEX CONCURRENTLY cannot; its
+ * ACCESS EXCLUSIVE lock on the table is for the catalog change alone (no
+ * data is read), taken within the 5 s lock wait as deploy's. */
+static const obx__contract obx__postgresql_outbox_contract[] = {
+    {"SELECT CAST(to_regclass('{S}.\"IX_{N}_Ready\"') IS NULL AS integer)",
+     "DROP INDEX IF EXISTS {S}.\"IX_{N}_Ready\"", OBX_UPGRADE_DROP_OLD},
+    {NULL, NULL, 0}};
 static const obx__sqlset obx__postgresql_outbox = {
     "now()",
     obx__postgresql_outbox_ddl,
     obx__postgresql_outbox_rows,
     obx__postgresql_outbox_columns,
     0, /* claim_full_rows: the short row */
-    NULL /* contract: none */
+    obx__postgresql_outbox_contract
 };
 #define OBX__POSTGRESQL_SET &obx__postgresql_outbox
 #endif

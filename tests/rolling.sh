@@ -11,7 +11,9 @@
 # with this release's obxctl enqueueing and reading the same table between
 # the steps. Prints one line per step; the summary is in docs/UPGRADING.md.
 # Needs build/obxctl (make build/obxctl) and git; uses the throwaway MariaDB
-# of tests/db.sh (OBX_MY_PORT, OBX_TEST_RUNDIR).
+# of tests/db.sh (OBX_MY_PORT, OBX_TEST_RUNDIR). ROLLING_DB=pg: the same on
+# PostgreSQL (OBX_PG_PORT), where --keys has nothing to do and --drop-old
+# drops the outbox's IX_<table>_Ready.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rev=${1:-36c7606}
@@ -111,12 +113,24 @@ int main(int argc, char **argv) {
 }
 EOF
 cc -std=c99 -D_POSIX_C_SOURCE=200809L -O1 -pthread -I"$work" "$work/prev.c" -o "$work/prev" -lodbc || exit 2
-"$here/db.sh" start mariadb >/dev/null || exit 2
-eval "$("$here/db.sh" env mariadb)"
 ctl="$here/../build/obxctl"
-key() { sed -n "s/.*;$1=\([^;]*\);.*/\1/p" <<<";$OBX_TEST_MY"; }
-M=(mariadb -h "$(key Server)" -P "$(key Port)" -u "$(key Uid)" -p"$(key Pwd)" "$(key Database)")
-"${M[@]}" -e "DROP TABLE IF EXISTS RollOutboxJoinMember, RollOutboxJoin, RollOutbox, RollInbox"
+if [ "${ROLLING_DB:-mariadb}" = pg ]; then
+    "$here/db.sh" start pg >/dev/null || exit 2
+    eval "$("$here/db.sh" env pg)"
+    OBX_TEST_MY=$OBX_TEST_PG # the connection below, whichever database
+    key() { sed -n "s/.*;$1=\([^;]*\);.*/\1/p" <<<";$OBX_TEST_MY"; }
+    drop() {
+        psql -q -h "$(key Server)" -p "$(key Port)" -U "$(key Uid)" "$(key Database)" -c "DROP TABLE IF EXISTS \
+            dbo.\"RollOutboxJoinMember\", dbo.\"RollOutboxJoin\", dbo.\"RollOutbox\", infra.\"RollInbox\" CASCADE" 2>/dev/null
+    }
+else
+    "$here/db.sh" start mariadb >/dev/null || exit 2
+    eval "$("$here/db.sh" env mariadb)"
+    key() { sed -n "s/.*;$1=\([^;]*\);.*/\1/p" <<<";$OBX_TEST_MY"; }
+    M=(mariadb -h "$(key Server)" -P "$(key Port)" -u "$(key Uid)" -p"$(key Pwd)" "$(key Database)")
+    drop() { "${M[@]}" -e "DROP TABLE IF EXISTS RollOutboxJoinMember, RollOutboxJoin, RollOutbox, RollInbox"; }
+fi
+drop
 fails=0
 for kind in outbox inbox; do
     table=RollOutbox ib=
@@ -142,6 +156,6 @@ for kind in outbox inbox; do
     step "4. after upgrade --drop-old, no deploy" 4 0
     step "5. the same, its own deploy at start" 5
 done
-"${M[@]}" -e "DROP TABLE IF EXISTS RollOutboxJoinMember, RollOutboxJoin, RollOutbox, RollInbox"
+drop
 echo "rolling: $fails failure(s) of this release's steps (the previous release after --drop-old: see docs/UPGRADING.md)"
 exit $((fails > 0))

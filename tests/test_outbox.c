@@ -2732,6 +2732,40 @@ static void test_112_procedures(void) {
     obx_store_close(s);
 }
 
+/* OBX-112-KEY-PROBE: <table>_Claim releases a row whose key has another
+ * in flight with the library's own check (OBX__Q_CLAIM_CHECK): the range
+ * form, which only the keyed rows' index can serve ("Status" = 1 proves
+ * IX_*_Leased's predicate, and a planner with few rows in flight walked
+ * that index whole per key). The function's text holds the statement's
+ * probe verbatim. */
+static void test_112_key_probe(void) {
+    static char src[16384];
+    obx_store *s = fresh();
+    const char *check, *from, *to;
+    char probe[1024], *q;
+    obx_result r;
+    TT_ASSERT(s != NULL);
+    check = s->sql[OBX__Q_CLAIM_CHECK];
+    TT_ASSERT(check != NULL);
+    from = strstr(check, "EXISTS (");
+    to = from ? strstr(from, " RETURNING") : NULL;
+    TT_ASSERT(from && to && (size_t)(to - from) < sizeof probe);
+    memcpy(probe, from, (size_t)(to - from));
+    probe[to - from] = '\0';
+    TT_EXPECT(strstr(probe, "\"Status\" >= 1 AND o.\"Status\" <= 1") != NULL);
+    q = obx__expand(&s->hooks, s->db.d, s->q, s->schema, s->table,
+                    "SELECT prosrc FROM pg_proc WHERE proname = '{N}_Claim' AND "
+                    "pronamespace = CAST('{S}' AS regnamespace)");
+    TT_ASSERT(q != NULL);
+    r = obx__query_text(&s->db, q, src, sizeof src);
+    obx__free(&s->hooks, q);
+    if (!s->db.tx_by_sql) obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    TT_EQ_INT(r, OBX_OK);
+    if (!strstr(src, probe)) printf("    the function's check is not the statement's:\n    %s\n", probe);
+    TT_EXPECT(strstr(src, probe) != NULL);
+    obx_store_close(s);
+}
+
 static void test_114_large_payload(void) {
     obx_store *s = fresh();
     const size_t size = (size_t)16 << 20;
@@ -2758,9 +2792,10 @@ static void test_114_large_payload(void) {
 static void test_119_indexes(void) {
     obx_store *s = fresh();
     TT_ASSERT(s != NULL);
-    if (g_pg)
+    if (g_pg) /* the claim's index is the one ready index (docs/PERFORMANCE.md) */
         TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM pg_indexes WHERE schemaname = 'dbo' AND tablename = 'Outbox' "
-                            "AND indexname IN ('IX_Outbox_Ready', 'IX_Outbox_Leased', 'IX_Outbox_Done')"), 3);
+                            "AND (indexname IN ('IX_Outbox_Claim', 'IX_Outbox_Leased', 'IX_Outbox_Done') "
+                            "OR indexname = 'IX_Outbox_Ready')"), 3);
     else if (g_my)
         TT_EQ_INT(scalar(s, "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics "
                             "WHERE table_schema = DATABASE() AND table_name = 'Outbox' " /* layout 2 */
@@ -3981,8 +4016,11 @@ static int frozen_ddl(obx_store *s, const char *version, const char *prefix) {
 
 /* The upgraded table against a new one: the same columns and objects; on
  * MariaDB every column (by name) and object of the new one (it keeps its
- * layout-1 key types and indexes: docs/UPGRADING.md). */
+ * layout-1 key types and indexes: docs/UPGRADING.md); on PostgreSQL the
+ * same columns and every object of the new one (it keeps IX_*_Ready until
+ * obx_store_upgrade drops it). */
 static int v0_like_new(const char *cols_old, const char *cols_new, const char *objs_old, const char *objs_new) {
+    if (g_pg) return strcmp(cols_old, cols_new) == 0 && v0_has_all(objs_old, objs_new, 0);
     if (!g_my) return strcmp(cols_old, cols_new) == 0 && strcmp(objs_old, objs_new) == 0;
     return v0_has_all(cols_old, cols_new, 1) && v0_has_all(objs_old, objs_new, 0);
 }
@@ -4010,7 +4048,10 @@ static void test_schema_upgrade(void) {
     TT_ASSERT(v0_columns(fresh_store, cols_new, sizeof cols_new));
     TT_EXPECT(strstr(cols_new, "Starts") != NULL);
     TT_ASSERT(v0_objects(fresh_store, objs_new, sizeof objs_new));
-    TT_EXPECT(strstr(objs_new, "index IX_*_Ready") != NULL && strstr(objs_new, "trigger *_JoinCount") != NULL);
+    /* PostgreSQL: the claim's index is the one ready index. */
+    TT_EXPECT(strstr(objs_new, g_pg ? "index IX_*_Claim" : "index IX_*_Ready") != NULL &&
+              strstr(objs_new, "trigger *_JoinCount") != NULL);
+    if (g_pg) TT_EXPECT(strstr(objs_new, "index IX_*_Ready") == NULL);
     /* The old table, from the frozen DDL. */
     s = open_v0("V0Outbox", 0);
     TT_ASSERT(s != NULL);
@@ -4181,6 +4222,8 @@ static void test_schema_upgrade_v1(void) {
     TT_ASSERT(v0_objects(s, objs_old, sizeof objs_old));
     if (getenv("OBX_TEST_VERBOSE")) printf("    old: %s\n    %s\n    new: %s\n    %s\n", cols_old, objs_old, cols_new, objs_new);
     TT_EXPECT(v0_like_new(cols_old, cols_new, objs_old, objs_new));
+    if (g_pg) /* the previous release's stats and wake read IX_*_Ready: it stays to --drop-old */
+        TT_EXPECT(strstr(objs_old, "index IX_*_Ready,") != NULL && strstr(objs_new, "index IX_*_Ready") == NULL);
     if (g_my) { /* the previous release's indexes and keys stay (obxctl upgrade-keys converts) */
         TT_EXPECT(strstr(objs_old, "index IX_*_Claim") != NULL && strstr(objs_old, "index IX_*_Ready,") != NULL);
         TT_EXPECT(strstr(cols_old, "Id char(36)") != NULL);
@@ -4247,7 +4290,7 @@ static void test_schema_upgrade_v1(void) {
         TT_EQ_INT(obx_join_get(s, V1_JOIN, &j), OBX_OK);
         TT_EQ_INT(j.completed_steps, 1);
         TT_EQ_INT(obx_store_upgrade(s, OBX_UPGRADE_DROP_OLD, &steps), OBX_OK);
-        TT_EQ_INT(steps, g_my ? 4 : 0);
+        TT_EQ_INT(steps, g_my ? 4 : g_pg ? 1 : 0); /* PostgreSQL: IX_*_Ready */
         TT_ASSERT(v0_objects(s, objs_old, sizeof objs_old));
         TT_EQ_STR(objs_old, objs_new); /* now only layout 2's */
         TT_EQ_INT(obx_store_upgrade(s, OBX_UPGRADE_KEYS | OBX_UPGRADE_DROP_OLD, &steps), OBX_OK);
@@ -8615,6 +8658,13 @@ static void test_plans(void) {
                 if (!strstr(plan, claim_ix) || plans_sorts(plan)) printf("    the claim does not walk IX_*%s:\n%s", claim_ix, plan);
                 TT_EXPECT(strstr(plan, claim_ix) != NULL && plans_sorts(plan) == 0);
             }
+            /* PostgreSQL: the claim's index is the one ready index; the stats
+             * and the wake walk a range of it (a table this release creates
+             * has no IX_*_Ready). */
+            if (g_pg && (stmts[i].slot == OBX__Q_STATS || stmts[i].slot == OBX__Q_WAKE)) {
+                if (!strstr(plan, "_Claim\"")) printf("    statement %d does not walk IX_*_Claim:\n%s", stmts[i].slot, plan);
+                TT_EXPECT(strstr(plan, "_Claim\"") != NULL);
+            }
         }
     }
     obx_store_close(s);
@@ -9357,12 +9407,14 @@ int main(int argc, char **argv) {
     RUN("OBX-109", "without deployment nothing is created", test_108_109_110_111_deploy);
     RUN("OBX-110", "deployment is idempotent", test_108_109_110_111_deploy);
     RUN("OBX-111", "tables Outbox, OutboxJoin, OutboxJoinMember", test_111_default_tables);
-    if (g_pg)
+    if (g_pg) {
         RUN("OBX-112", "functions for claim, ack, abandon, fail, reap", test_112_procedures);
-    else
+        RUN("OBX-112-KEY-PROBE", "the claim function releases a row whose key is in flight with the library's own key probe (a range of the keyed rows' index)", test_112_key_probe);
+    } else
         printf("N/A OBX-112 %s %s\n", g_label,
                g_my ? "claim, ack, abandon, fail and reap are prepared statements (one round trip each but claim)"
                     : "SQLite has no stored procedures; the statements are prepared once per connection");
+    if (!g_pg) printf("N/A OBX-112-KEY-PROBE %s PostgreSQL's claim function\n", g_label);
     RUN("OBX-114", "a 16 MiB payload round-trips byte-exact", test_114_large_payload);
     RUN("OBX-116", "leases 10..300 s work (and up to a day is accepted)", test_116_117_ranges);
     RUN("OBX-117", "batches 1..100 work (and up to 10000 is accepted)", test_116_117_ranges);
@@ -9466,7 +9518,7 @@ int main(int argc, char **argv) {
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);
     RUN("CORE-EXPIRY", "a message past expires_utc_ms when claimed is never handled: Dead, \"expired\", counted; single and batch enqueue; validation names the field", test_expiry);
     RUN("CORE-SCHEMA-UPGRADE", "deploy upgrades a table made by the first release's DDL in place: rows kept in every state, columns added once (old rows priority 0; new ones claimed by priority)", test_schema_upgrade);
-    RUN("CORE-SCHEMA-UPGRADE-V1", "deploy upgrades a storage-layout-1 table (with priority) in place: rows kept in every state (ready by priority, leased live and expired, done, dead, a parked key, a join member); then claim, ack, reap, cleanup work; obx_store_upgrade's keys and drop steps (MariaDB) keep them", test_schema_upgrade_v1);
+    RUN("CORE-SCHEMA-UPGRADE-V1", "deploy upgrades a storage-layout-1 table (with priority) in place: rows kept in every state (ready by priority, leased live and expired, done, dead, a parked key, a join member); then claim, ack, reap, cleanup work; obx_store_upgrade's keys and drop steps (MariaDB; PostgreSQL's drop of IX_*_Ready) keep them", test_schema_upgrade_v1);
     if (g_srv)
         RUN("CORE-DEPLOY-NO-LOCK", "deploy_schema on an up-to-date table: a writer's open transaction blocks neither it nor an unrelated enqueue", test_deploy_no_lock);
     else

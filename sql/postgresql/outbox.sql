@@ -36,7 +36,6 @@ ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "AggregateId" varchar(128) N
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "Headers" json NULL;
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "ExpiresAt" timestamptz NULL;
 ALTER TABLE "dbo"."Outbox" ADD COLUMN IF NOT EXISTS "Priority" smallint NOT NULL DEFAULT 0;
-CREATE INDEX IF NOT EXISTS "IX_Outbox_Ready" ON "dbo"."Outbox" ("NextAttemptAt") WHERE "Status" = 0;
 CREATE INDEX IF NOT EXISTS "IX_Outbox_Claim" ON "dbo"."Outbox" ((("NextAttemptAt" AT TIME ZONE 'UTC') - "Priority" * interval '10 seconds')) WHERE "Status" = 0 AND NOT "IsProcessed";
 CREATE INDEX IF NOT EXISTS "IX_Outbox_OrderingId" ON "dbo"."Outbox" ("OrderingKey", "Status", "OrderingSeq", "Id") WHERE "OrderingKey" IS NOT NULL AND "Status" <> 2;
 DROP INDEX IF EXISTS "dbo"."IX_Outbox_Ordering";
@@ -125,7 +124,7 @@ BEGIN
     UPDATE "dbo"."Outbox" AS t SET "Status" = 0, "OwnerToken" = NULL, "LockedUntil" = NULL,
            "Starts" = greatest(t."Starts" - 1, 0)
      WHERE t."Id" = ANY (v_ids) AND t."OwnerToken" = p_owner AND t."Status" = 1
-       AND EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = t."OrderingKey" AND o."Status" <> 2 AND o."Status" = 1 AND o."Id" <> t."Id");
+       AND EXISTS (SELECT 1 FROM "dbo"."Outbox" AS o WHERE o."OrderingKey" = t."OrderingKey" AND o."Status" <> 2 AND o."Status" >= 1 AND o."Status" <= 1 AND o."Id" <> t."Id");
     RETURN QUERY SELECT * FROM "dbo"."Outbox" WHERE "Id" = ANY (v_ids) AND "OwnerToken" = p_owner AND "Status" = 1;
 END $$;
 CREATE OR REPLACE FUNCTION "dbo"."Outbox_Ack"(p_processed_by varchar, p_owner uuid, p_ids uuid[])
