@@ -8816,29 +8816,21 @@ static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cu
  * hold both (IBX__Q_CLAIM_ACK), else a statement before it in its
  * transaction; keyed ones where IBX__Q_CLAIM_CARRY is set, a statement
  * after it (c->ack_after: ibx__claim_once, once the rows are read). */
-static ibx_result ibx__claim_acks(ibx__db *db, ibx__claim_ctx *c) {
-    ibx_store *s = c->s;
-    ibx__param p[8 + IBX__KEY_LISTS];
-    const int n = ibx__settle_params(p, IBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token,
-                                     NULL, 0, 0, s->carry);
-    ibx_result r = ibx__exec(db, IBX__Q_ACK, s->sql[IBX__Q_ACK], p, n, &c->acked, NULL);
-    if (r == IBX_OK && c->ack_keyed) r = ibx__own_acked(db, s, s->carry, c->acked);
-    return r;
-}
-
 static ibx_result ibx__claim_exec(ibx__db *db, ibx__claim_ctx *c, int fused, SQLHSTMT *cur) {
     ibx_store *s = c->s;
     ibx__param p[8 + IBX__KEY_LISTS];
     int n = 0;
     ibx_result r;
-    if (c->ack_count > 0 && fused)
+    const int after = IBX__CARRY_FIRST(s) && c->ack_after;
+    if (c->ack_count > 0)
         n = ibx__settle_params(p, IBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token, NULL, 0,
                                0, s->carry);
-    if (c->ack_count > 0 && !fused && !c->ack_after) {
-        r = ibx__claim_acks(db, c);
+    if (c->ack_count > 0 && !fused && !after) {
+        r = ibx__exec(db, IBX__Q_ACK, s->sql[IBX__Q_ACK], p, n, &c->acked, NULL);
+        if (r == IBX_OK && c->ack_keyed) r = ibx__own_acked(db, s, s->carry, c->acked);
         if (r != IBX_OK || c->ack_only) return r;
     }
-    if (c->ack_after) { /* the acked ids: s->carry[0] (no keyed acks in a claim that picks) */
+    if (after) { /* the acked ids: s->carry[0] (no keyed acks in a claim that picks) */
         ibx__p_text(&p[0], s->token, 36);
         ibx__p_i64(&p[1], c->lease_seconds);
         ibx__p_i64(&p[2], c->batch_size);
@@ -8870,7 +8862,7 @@ static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
     ibx_result r;
     c->count = 0;
     c->acked = 0;
-    c->ack_after = c->ack_count > 0 && !c->ack_only && c->ack_keyed && IBX__CARRY_FIRST(s);
+    c->ack_after = IBX__CARRY_FIRST(s) && c->ack_count > 0 && !c->ack_only && c->ack_keyed;
     s->rows.len = 0;
     r = ibx__claim_exec(db, c, fused, &cur);
     if (c->ack_only) return r;
@@ -8902,7 +8894,12 @@ static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
     if (short_rows) ibx__unbind(cur); /* `head` is about to go */
     ibx__close(cur);
     if (r == IBX_EMPTY) r = IBX_OK;
-    if (r == IBX_OK && c->ack_after) r = ibx__claim_acks(db, c); /* before the check: they are Done there */
+    if (r == IBX_OK && IBX__CARRY_FIRST(s) && c->ack_after) { /* before the check: they are Done there */
+        ibx__param p[8 + IBX__KEY_LISTS];
+        const int n = ibx__settle_params(p, IBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token,
+                                         NULL, 0, 0, s->carry);
+        r = ibx__exec(db, IBX__Q_ACK, s->sql[IBX__Q_ACK], p, n, &c->acked, NULL);
+    }
     return r == IBX_OK && c->count > 0 ? ibx__claim_recheck(db, s, &c->count) : r;
 }
 

@@ -9736,29 +9736,21 @@ static obx_result obx__claim_picked(obx__db *db, obx__claim_ctx *c, SQLHSTMT *cu
  * hold both (OBX__Q_CLAIM_ACK), else a statement before it in its
  * transaction; keyed ones where OBX__Q_CLAIM_CARRY is set, a statement
  * after it (c->ack_after: obx__claim_once, once the rows are read). */
-static obx_result obx__claim_acks(obx__db *db, obx__claim_ctx *c) {
-    obx_store *s = c->s;
-    obx__param p[8 + OBX__KEY_LISTS];
-    const int n = obx__settle_params(p, OBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token,
-                                     NULL, 0, 0, s->carry);
-    obx_result r = obx__exec(db, OBX__Q_ACK, s->sql[OBX__Q_ACK], p, n, &c->acked, NULL);
-    if (r == OBX_OK && c->ack_keyed) r = obx__own_acked(db, s, s->carry, c->acked);
-    return r;
-}
-
 static obx_result obx__claim_exec(obx__db *db, obx__claim_ctx *c, int fused, SQLHSTMT *cur) {
     obx_store *s = c->s;
     obx__param p[8 + OBX__KEY_LISTS];
     int n = 0;
     obx_result r;
-    if (c->ack_count > 0 && fused)
+    const int after = OBX__CARRY_FIRST(s) && c->ack_after;
+    if (c->ack_count > 0)
         n = obx__settle_params(p, OBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token, NULL, 0,
                                0, s->carry);
-    if (c->ack_count > 0 && !fused && !c->ack_after) {
-        r = obx__claim_acks(db, c);
+    if (c->ack_count > 0 && !fused && !after) {
+        r = obx__exec(db, OBX__Q_ACK, s->sql[OBX__Q_ACK], p, n, &c->acked, NULL);
+        if (r == OBX_OK && c->ack_keyed) r = obx__own_acked(db, s, s->carry, c->acked);
         if (r != OBX_OK || c->ack_only) return r;
     }
-    if (c->ack_after) { /* the acked ids: s->carry[0] (no keyed acks in a claim that picks) */
+    if (after) { /* the acked ids: s->carry[0] (no keyed acks in a claim that picks) */
         obx__p_text(&p[0], s->token, 36);
         obx__p_i64(&p[1], c->lease_seconds);
         obx__p_i64(&p[2], c->batch_size);
@@ -9790,7 +9782,7 @@ static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
     obx_result r;
     c->count = 0;
     c->acked = 0;
-    c->ack_after = c->ack_count > 0 && !c->ack_only && c->ack_keyed && OBX__CARRY_FIRST(s);
+    c->ack_after = OBX__CARRY_FIRST(s) && c->ack_count > 0 && !c->ack_only && c->ack_keyed;
     s->rows.len = 0;
     r = obx__claim_exec(db, c, fused, &cur);
     if (c->ack_only) return r;
@@ -9822,7 +9814,12 @@ static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
     if (short_rows) obx__unbind(cur); /* `head` is about to go */
     obx__close(cur);
     if (r == OBX_EMPTY) r = OBX_OK;
-    if (r == OBX_OK && c->ack_after) r = obx__claim_acks(db, c); /* before the check: they are Done there */
+    if (r == OBX_OK && OBX__CARRY_FIRST(s) && c->ack_after) { /* before the check: they are Done there */
+        obx__param p[8 + OBX__KEY_LISTS];
+        const int n = obx__settle_params(p, OBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token,
+                                         NULL, 0, 0, s->carry);
+        r = obx__exec(db, OBX__Q_ACK, s->sql[OBX__Q_ACK], p, n, &c->acked, NULL);
+    }
     return r == OBX_OK && c->count > 0 ? obx__claim_recheck(db, s, &c->count) : r;
 }
 
