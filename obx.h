@@ -6721,7 +6721,7 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
  * condition on o) do not make their keys busy to it, so it takes each
  * acked key's next message itself, parked or not, with the checks above;
  * the ack after it then finds those keys busy again and wakes nothing (the
- * trigger, or MariaDB's read, probes and writes no row). A key whose next
+ * trigger probes and writes no row). A key whose next
  * message the claim leaves (the batch full, not due yet) is woken by the
  * ack as before. Without it, every keyed message was written three times
  * on its way out: parked, woken, claimed (docs/PERFORMANCE.md). */
