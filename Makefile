@@ -262,7 +262,8 @@ check-warnings: | $(B)
 	@echo "check-warnings: ok (gcc, clang; c99, c11; and OBX_SQLITE3_API)"
 check-warnings-%:
 	@cc=$(word 1,$(subst -, ,$*)); std=$(word 2,$(subst -, ,$*)); \
-	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/test_sqlserver.c tests/fake_odbc.c tests/fake_selftest.c tests/fuzz_core.c tests/fuzz_replay.c tests/example_protocols.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/test_sqlserver.c tests/fake_odbc.c tests/fake_selftest.c tests/fuzz_core.c tests/fuzz_replay.c tests/example_protocols.c \
+	    tests/torture/odbcfault.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c examples/quickstart.c examples/webhook_inbox.c examples/multi_tenant.c examples/forwarder.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tools/obxctl.c tests/obxctl_fill.c tests/prom_check.c tests/consumer/main.c -I. || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/soak/soak.c tests/soak/check.c || exit 1; \
@@ -308,26 +309,26 @@ check-nm: check-link
 	if [ -n "$$bad" ]; then echo "check-nm: FAIL exported symbols without the obx_/ibx_ prefix:"; echo "$$bad"; exit 1; fi
 	@echo "check-nm: ok (only obx_/ibx_ symbols exported)"
 
-$(B)/asan/test_unit: tests/test_unit.c tests/fake_odbc.c $(HEADERS) | $(B)/asan
+$(B)/asan/test_unit: tests/test_unit.c tests/fake_odbc.c tests/fake_odbc.h tests/tt.h $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_unit.c tests/fake_odbc.c -o $@
-$(B)/asan/test_sqlserver: tests/test_sqlserver.c tests/fake_odbc.c $(HEADERS) | $(B)/asan
+$(B)/asan/test_sqlserver: tests/test_sqlserver.c tests/fake_odbc.c tests/fake_odbc.h tests/tt.h $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_sqlserver.c tests/fake_odbc.c -o $@
-$(B)/asan/test_real: tests/test_real.c $(HEADERS) | $(B)/asan
+$(B)/asan/test_real: tests/test_real.c tests/tt.h $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_real.c -o $@ -lodbc
-$(B)/asan/test_outbox: tests/test_outbox.c tests/plans.h obx.h | $(B)/asan
+$(B)/asan/test_outbox: tests/test_outbox.c tests/tt.h tests/plans.h obx.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_outbox.c -o $@ -lodbc
-$(B)/asan/test_inbox: tests/test_inbox.c tests/plans.h ibx.h | $(B)/asan
+$(B)/asan/test_inbox: tests/test_inbox.c tests/tt.h tests/plans.h ibx.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_inbox.c -o $@ -lodbc
-$(B)/asan/test_multi: tests/test_multi.c $(HEADERS) | $(B)/asan
+$(B)/asan/test_multi: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_multi.c -o $@ -lodbc
 # The sqlite3 backend's programs and test_native: tests/run.sh runs them too.
-$(B)/asan/test_real_sqlite3: tests/test_real.c $(HEADERS) | $(B)/asan
+$(B)/asan/test_real_sqlite3: tests/test_real.c tests/tt.h $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API tests/test_real.c -o $@ -lsqlite3
-$(B)/asan/test_outbox_sqlite3: tests/test_outbox.c tests/plans.h obx.h | $(B)/asan
+$(B)/asan/test_outbox_sqlite3: tests/test_outbox.c tests/tt.h tests/plans.h obx.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API tests/test_outbox.c -o $@ -lsqlite3 -lodbc
-$(B)/asan/test_inbox_sqlite3: tests/test_inbox.c tests/plans.h ibx.h | $(B)/asan
+$(B)/asan/test_inbox_sqlite3: tests/test_inbox.c tests/tt.h tests/plans.h ibx.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) -DIBX_SQLITE3_API tests/test_inbox.c -o $@ -lsqlite3 -lodbc
-$(B)/asan/test_multi_sqlite3: tests/test_multi.c $(HEADERS) | $(B)/asan
+$(B)/asan/test_multi_sqlite3: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/test_multi.c -o $@ -lsqlite3
 $(B)/asan/test_native: tests/test_native.c tests/tt.h $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) $(NATIVE_INC) tests/test_native.c -o $@ -lodbc $(NATIVE_LIBS)
@@ -367,7 +368,7 @@ check-asan:
 TSAN    = -g -O1 -pthread -fno-omit-frame-pointer -fsanitize=thread
 $(B)/tsan:
 	@mkdir -p $@
-$(B)/tsan/test_unit: tests/test_unit.c tests/fake_odbc.c tests/tt.h $(HEADERS) | $(B)/tsan
+$(B)/tsan/test_unit: tests/test_unit.c tests/fake_odbc.c tests/fake_odbc.h tests/tt.h $(HEADERS) | $(B)/tsan
 	$(CC) $(CSTD) $(WARN) $(TSAN) tests/test_unit.c tests/fake_odbc.c -o $@
 $(B)/tsan/test_outbox: tests/test_outbox.c tests/tt.h tests/plans.h obx.h | $(B)/tsan
 	$(CC) $(CSTD) $(WARN) $(TSAN) tests/test_outbox.c -o $@ -lodbc

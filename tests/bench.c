@@ -32,6 +32,8 @@
  * 10000,100000; add 1000000 for the slow one) drains BENCH_SWEEP_READY
  * ready messages from a table of that many rows, the rest Done, and prints
  * the cost of a claim and per message: it must not grow with the table.
+ * BENCH_SWEEP_SETTLE=S waits S seconds between the fill and the drain (the
+ * server's own writes of a big fill then done).
  * BENCH_PRIORITY=1 gives the library's messages priorities, -5..5 round
  * robin (obx_new_message.priority; the ideal rows have none): the claim
  * then walks its priority order, whose cost must not grow either.
@@ -1144,8 +1146,8 @@ static void print_table(int n) {
 /* ---- size sweep: claim and drain cost against rows in the table ------------------------------- */
 
 static void sweep(const char *sizes, int ready) {
-    const char *p = sizes;
-    int impl;
+    const char *p = sizes, *e = getenv("BENCH_SWEEP_SETTLE");
+    int impl, settle = e ? atoi(e) : 0;
     printf("\n== %s: size sweep, %d ready messages%s drained (1 worker, claim 100 + ack) from a table of S rows, "
            "the rest Done; statistics of the filled table\n", g_backend, ready,
            g_priority ? " (obx.h: priorities -5..5)" : "");
@@ -1161,6 +1163,7 @@ static void sweep(const char *sizes, int ready) {
             fill_rows(impl, 0, size - ready, 2);
             fill_ready(impl, 0, ready);
             analyze(impl, 0);
+            if (settle > 0) sleep((unsigned)settle); /* the server's writes after the fill done first */
             h_open(&x, impl, 0);
             t = now_s();
             while ((k = drain_round(&x, &claim)) > 0) got += k;

@@ -359,6 +359,12 @@ my_start() {
     fi
     rm -f "$RUNDIR/my.err" "$RUNDIR/my-init.log"
     is_root && user_opt=(--user=mysql)
+    # A temporary directory of its own: at start mariadbd deletes every #sql*
+    # file in its tmpdir, so in a shared /tmp it would delete the temporary
+    # tables of other servers running their statements (tests/torture/dbfault.sh
+    # restarts on the same one).
+    mkdir -p "$RUNDIR/my.tmp"
+    is_root && chown mysql: "$RUNDIR/my.tmp"
 
     # --skip-name-resolve: no hostname lookup (fails on odd container hostnames);
     # root@localhost and root@127.0.0.1 are created either way.
@@ -371,7 +377,7 @@ my_start() {
     # error log (reopened by mariadbd after it switched to the mysql user).
     exec 8>>"$RUNDIR/my.err"
     is_root && chown mysql: "$RUNDIR/my.err"
-    (cd "$RUNDIR" && exec nohup "$BIN_MARIADBD" --no-defaults "${user_opt[@]}" --datadir="$MY_DATA" \
+    (cd "$RUNDIR" && exec nohup "$BIN_MARIADBD" --no-defaults "${user_opt[@]}" --datadir="$MY_DATA" --tmpdir="$RUNDIR/my.tmp" \
         --bind-address=127.0.0.1 --port="$MY_PORT" --socket="$MY_SOCK" --pid-file="$MY_PID" \
         --log-error="$RUNDIR/my.err" --skip-name-resolve --max-allowed-packet=64M \
         --innodb-lock-wait-timeout=5 --character-set-server=utf8mb4 \

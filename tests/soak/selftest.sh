@@ -268,5 +268,14 @@ sed -i 's/ done / dead /' "$work/logs/d0.1.log"
 sqlite3 "$db" "UPDATE Soakibx SET Status = 'Dead', LastError = 'soak: dead by handler'; UPDATE soak_fx SET v = 1"
 expect ibx EFFECT-UNDONE inbox-effect-of-dead
 
+setup ibx # v2 accepted while v1 was in its handler, which said done (its effect committed with the ack that
+# made the message ready again); v2 then dead: v1's effect stays, no violation
+printf 'I s0/P0.1.1 1 %s\nA s0/P0.1.1 1 1 %s\nI s0/P0.1.1 2 %s\nA s0/P0.1.1 2 1 %s\n' "$(t 1)" "$(t 2)" "$(t 12)" "$(t 13)" > "$work/logs/p0.1.log"
+printf 'S s0/P0.1.1 1 - 0 1 %s 100\nE s0/P0.1.1 done %s 100\nS s0/P0.1.1 2 - 0 1 %s 100\nE s0/P0.1.1 dead %s 100\n' "$(t 10)" "$(t 20)" "$(t 30)" "$(t 40)" > "$work/logs/d0.1.log"
+irow s0/P0.1.1 2 Dead 0 "'soak: dead by handler'" y; fx s0/P0.1.1 1
+expect ibx ok clean-inbox-effect-of-earlier-content
+fx s0/P0.1.1 2
+expect ibx EFFECT-UNDONE inbox-effect-of-dead-content
+
 echo "soak-selftest: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

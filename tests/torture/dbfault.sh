@@ -76,9 +76,10 @@ mariadb/restart)
         while kill -0 "$pid" 2>/dev/null; do sleep 0.02; done
     fi
     user_opt=""
-    [ "$(id -u)" -eq 0 ] && user_opt=--user=mysql
-    # The command line of tests/db.sh's start, on the same data dir.
-    (cd "$RUNDIR" && exec nohup "$(my_bin mariadbd)" --no-defaults $user_opt --datadir="$RUNDIR/my" \
+    mkdir -p "$RUNDIR/my.tmp"
+    [ "$(id -u)" -eq 0 ] && user_opt=--user=mysql && chown mysql: "$RUNDIR/my.tmp"
+    # The command line of tests/db.sh's start, on the same data dir and tmpdir.
+    (cd "$RUNDIR" && exec nohup "$(my_bin mariadbd)" --no-defaults $user_opt --datadir="$RUNDIR/my" --tmpdir="$RUNDIR/my.tmp" \
         --bind-address=127.0.0.1 --port="$MY_PORT" --socket="$RUNDIR/my.sock" --pid-file="$RUNDIR/my.pid" \
         --log-error="$RUNDIR/my.err" --skip-name-resolve --max-allowed-packet=64M \
         --innodb-lock-wait-timeout=5 --character-set-server=utf8mb4 \
