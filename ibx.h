@@ -214,7 +214,8 @@
  *   by then (reaped, claimed elsewhere): everything rolled back, counted in
  *   ibx_run_stats.lease_lost, no attempt used. IBX_RETRY, _DEAD, _WAIT,
  *   _PAUSE: the writes are rolled back, then the message is settled as
- *   usual (a retry uses an attempt; dead means dead with no effect). A
+ *   usual (a retry uses an attempt; dead means dead with no effect; a
+ *   connection lost at the ack or the commit uses none). A
  *   deadlock or serialization failure (the handler says IBX_CONFLICT, or
  *   the ack or the commit hits one): rolled back and run again, 3 runs at
  *   most, no attempt used. Locks: the message's row is locked only from
@@ -1551,9 +1552,11 @@ typedef ibx_outcome (*ibx_tx_handler)(const ibx_message *message, void *hdbc, ch
  *                 attempt (ibx_run_stats.conflicts); then the message goes
  *                 back, due after the backoff, attempts unchanged.
  * A failure of the database in the dispatcher's part (begin, ack, commit)
- * rolls back and retries the message with that error (an attempt); a
- * connection lost at the commit leaves the outcome to the database: Done
- * with its effects, or leased without them and delivered again. Calls on
+ * rolls back and retries the message with that error (an attempt). A
+ * connection lost there uses no attempt (the handler did its part): the
+ * message goes back due after the backoff (as IBX_WAIT), or, lost at the
+ * commit, the database has the outcome: Done with its effects, or back
+ * without them and delivered again (IBX-TXH-LOST-CONNECTION). Calls on
  * message->store inside the handler (ibx_enqueue of follow-ups) run in
  * the handler's transaction: they commit with it or not at all; not
  * ibx_lease_extend (it would lock the message's row until the commit, and
@@ -3235,7 +3238,7 @@ typedef struct ibx__column {
     const char *name;            /* bare name */
     const char *type;            /* the dialect's type; NOT NULL needs a DEFAULT */
 } ibx__column;
-#define IBX__COLUMNS_MAX 15
+#define IBX__COLUMNS_MAX 16
 
 /* A dialect's schema and statements, as each header writes them. */
 typedef struct ibx__sqlset {
@@ -3470,7 +3473,7 @@ typedef struct ibx__db {
  * the sqlite3 *, a SQLHSTMT an ibx__sq_cur, and the ODBC types and
  * constants that ibx__param and the engine name are this file's when
  * <sql.h> is not included). What is common (ibx__exec's timeouts,
- * ibx__db_ensure's reconnect, the unit modes, ibx__pick_keys) is written
+ * ibx__db_ensure's reconnect, the unit modes) is written
  * once, over them.
  *   connection   ibx__db_connect (a string), ibx__db_adopt (the caller's
  *                handle: used, never closed), ibx__db_close; under them
@@ -4527,48 +4530,6 @@ IBX__PRIVATE void ibx__unbind(SQLHSTMT st) {
 }
 
 #endif /* !IBX_SQLITE3_API */
-
-/* The first step of a claim in three statements (no UPDATE ... RETURNING):
- * run the pick in `slot` (arguments: the batch size, and the window: how
- * many ready rows it looks at, unlocked, before locking up to a batch of
- * them) and collect column k of every row into lists[k], ended, ready to
- * bind. The window is twice the batch; when other claimers hold all of it,
- * once more with twenty times. *picked: the rows. Returns IBX_OK or the
- * error. */
-IBX__PRIVATE ibx_result ibx__pick_keys(ibx__db *db, int slot, const char *sql, int batch, int ncols,
-                                       ibx__buf *const *lists, int *picked) {
-    ibx__param p[2];
-    SQLHSTMT cur = NULL;
-    ibx_result r = IBX_EMPTY;
-    int k, pass;
-    *picked = 0;
-    for (pass = 0; pass < 2 && *picked == 0 && r == IBX_EMPTY; pass++) {
-        for (k = 0; k < ncols; k++) lists[k]->len = 0;
-        ibx__p_i64(&p[0], batch);
-        ibx__p_i64(&p[1], (int64_t)batch * (pass == 0 ? 2 : 20));
-        cur = NULL; /* a failed execute frees the statement: never close the last pass's */
-        r = ibx__exec(db, slot, sql, p, 2, NULL, &cur);
-        while (r == IBX_OK && (r = ibx__fetch(db, cur)) == IBX_OK) {
-            for (k = 0; k < ncols && r == IBX_OK; k++) {
-                char key[1024]; /* 255 characters of up to 4 bytes */
-                SQLLEN ind = 0;
-                key[0] = '\0';
-                r = ibx__get_text(db, cur, k + 1, key, sizeof key, &ind);
-                /* A NULL leaves the buffer as it was: it stays a null, which matches nothing. */
-                if (r == IBX_OK && !(ind == SQL_NULL_DATA ? ibx__list_add_null(db->hooks, lists[k], db->d)
-                                                          : ibx__list_add(db->hooks, lists[k], db->d, key, strlen(key))))
-                    r = ibx__fail(db->err, IBX_ERR_NO_MEMORY, "claim", "out of memory");
-            }
-            (*picked)++;
-        }
-        ibx__close(cur);
-    }
-    if (r != IBX_EMPTY) return r;
-    for (k = 0; k < ncols && *picked > 0; k++)
-        if (!ibx__list_end(db->hooks, lists[k], db->d))
-            return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "claim", "out of memory");
-    return IBX_OK;
-}
 
 #ifndef IBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* Column `col` (1-based) as a 64-bit integer; *is_null set when given. */
@@ -6440,9 +6401,9 @@ enum {
     IBX__Q_CLEANUP,    /* -> rowcount */
     IBX__Q_STATS,      /* -> ready count, oldest ready age */
     IBX__Q_PENDING,    /* -> messages still to handle (Processing): max_pending's count */
-    IBX__Q_CLAIM_PICK, /* -> keys, locked (FOR UPDATE SKIP LOCKED); where set, the claim is
-                          pick, then CLAIM, then CLAIM_READ (see ibx__pick_keys) */
-    IBX__Q_CLAIM_READ, /* -> the rows the owner holds */
+    IBX__Q_CLAIM_PICK, /* -> the claim's short rows, locked (FOR UPDATE SKIP LOCKED); where
+                          set, the claim is pick, then CLAIM (see ibx__claim_pick) */
+    IBX__Q_CLAIM_READ, /* -> the rows the owner holds (where CLAIM marked fewer than picked) */
     IBX__Q_GAUGES,     /* -> ready count, oldest ready age in ms, in flight, dead, scheduled,
                           expired leases */
     IBX__Q_DEAD_LIST,  /* -> message rows */
@@ -6948,11 +6909,16 @@ static const ibx__sqlset ibx__postgresql_inbox = {
     IBX__MY_MS("LastSeenUtc") ", `Status`, " IBX__MY_MS("LockedUntil") ", `OwnerToken`, "      \
     "`Attempt`, `LastError`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, " \
     "`TenantId`, `AggregateType`, `AggregateId`, `Headers`, " IBX__MY_MS("ExpiresAt") ", `Priority`"
-#define IBX__MY_CLAIM_COLS                                                                        \
-    IBX__MY_MS("FirstSeenUtc") ", " IBX__MY_MS("LastSeenUtc") ", " IBX__MY_MS("LockedUntil") ", "  \
+/* A claim's short row with `locked` as its lease: the read-back's stored
+ * one, or the pick's time (IBX__MY_NOW_MS; ibx__claim_picked adds the
+ * lease, and Starts + 1, to the row the pick read before its UPDATE). */
+#define IBX__MY_CLAIM_COLS_AT(locked)                                                             \
+    IBX__MY_MS("FirstSeenUtc") ", " IBX__MY_MS("LastSeenUtc") ", " locked ", "  \
     "`Attempt`, " IBX__MY_MS("NextAttemptAt") ", " IBX__MY_MS("DueTimeUtc") ", `Starts`, "          \
     IBX__MY_MS("ExpiresAt") ", " IBX__CLAIM_MASK(IBX__NN, "`", "`") ", `Source`, `MessageId`, `Topic`, "     \
     "`Payload`, `Hash`, `LastError`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`"
+#define IBX__MY_CLAIM_COLS IBX__MY_CLAIM_COLS_AT(IBX__MY_MS("LockedUntil"))
+#define IBX__MY_NOW_MS "CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000 AS SIGNED)"
 /* The rows a key list names, by primary key (an IN subquery would scan and
  * wait on other workers' row locks); the lists' markers are numbered. */
 #define IBX__MY_LIST(marker, alias) \
@@ -7092,13 +7058,15 @@ static const ibx__stmt_row ibx__mariadb_inbox_rows[] = {
      * purge, and every leased row). The index is forced. */
     /* Ready rows in the claim's order, then leases that ran out (not
      * reaped yet: claimable as before layout 2). */
+    /* The locked rows come back as the claim's short row (the window's
+     * columns are named apart), so that the claim needs no read. */
     {IBX__Q_CLAIM_PICK,
-     "SELECT t.`Source`, t.`MessageId` FROM ((SELECT `Source`, `MessageId` FROM {T} "
+     "SELECT " IBX__MY_CLAIM_COLS_AT(IBX__MY_NOW_MS) " FROM ((SELECT `Source` AS `ibx_s`, `MessageId` AS `ibx_m` FROM {T} "
      "FORCE INDEX (`IX_{N}_ReadyRank`) WHERE `NextAttemptAt` <= UTC_TIMESTAMP(6) AND `Starts` < {Q} "
      IBX__MY_CLAIM_ORDER("") " LIMIT ?2) UNION ALL (SELECT `Source`, `MessageId` FROM {T} FORCE INDEX "
      "(`IX_{N}_LeasedUntil`) WHERE `LeasedUntil` < UTC_TIMESTAMP(6) AND `NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND `Starts` < {Q} LIMIT ?2)) AS c "
-     "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Source` = c.`Source` AND t.`MessageId` = c.`MessageId` "
+     "STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Source` = c.`ibx_s` AND t.`MessageId` = c.`ibx_m` "
      "WHERE t.`Status` = 'Processing' AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) "
      "AND (t.`LockedUntil` IS NULL OR t.`LockedUntil` < UTC_TIMESTAMP(6)) AND t.`Starts` < {Q} "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
@@ -8087,6 +8055,13 @@ static char *ibx__ddl_probe(const ibx__hooks *h, const ibx__dialect *d, const ch
         if (strncmp(one, "DROP TRIGGER IF EXISTS ", 23) == 0 && ibx__ddl_name(one + 23, '`', '`', name, sizeof name))
             return ibx__format(h, "SELECT COUNT(*) = 0 FROM information_schema.TRIGGERS WHERE "
                                "TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = '%s'", name);
+        /* ALTER TABLE `t` ALTER COLUMN `c` SET DEFAULT v: a metadata lock. */
+        if (strncmp(one, "ALTER TABLE ", 12) == 0 && (p = ibx__ddl_name(one + 12, '`', '`', table, sizeof table)) &&
+            strncmp(p, " ALTER COLUMN ", 14) == 0 && (p = ibx__ddl_name(p + 14, '`', '`', name, sizeof name)) &&
+            strncmp(p, " SET DEFAULT ", 13) == 0 && strspn(p + 13, "0123456789") == strlen(p + 13))
+            return ibx__format(h, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+                               "DATABASE() AND TABLE_NAME = '%s' AND COLUMN_NAME = '%s' AND COLUMN_DEFAULT = '%s'",
+                               table, name, p + 13);
     }
     return NULL;
 }
@@ -8786,23 +8761,88 @@ typedef struct ibx__claim_ctx {
                                     after it has read its rows */
 } ibx__claim_ctx;
 
-/* Where the dialect has no UPDATE ... RETURNING: pick and lock the keys,
- * mark them ours, then read them back; *cur is the read's cursor. */
+/* The first step of a claim in three statements (no UPDATE ... RETURNING):
+ * the pick (arguments: the batch size, and the window: how many ready rows
+ * it looks at, unlocked, before locking up to a batch of them) returns the
+ * rows it locked as the claim's short row, as they are before the claim
+ * (the lease column: the pick's time), read into the batch (c->count), and
+ * their keys into s->keys, ended, ready to bind. The window is twice the
+ * batch; when other claimers hold all of it, once more with twenty times. */
+static ibx_result ibx__claim_pick(ibx__db *db, ibx__claim_ctx *c) {
+    ibx_store *s = c->s;
+    ibx__param p[2];
+    ibx__row_head head;
+    SQLHSTMT cur;
+    ibx_result r = IBX_EMPTY;
+    int k, pass;
+    for (pass = 0; pass < 2 && c->count == 0 && r == IBX_EMPTY; pass++) {
+        for (k = 0; k < IBX__KEY_LISTS; k++) s->keys[k].len = 0;
+        s->rows.len = 0;
+        ibx__p_i64(&p[0], c->batch_size);
+        ibx__p_i64(&p[1], (int64_t)c->batch_size * (pass == 0 ? 2 : 20));
+        cur = NULL; /* a failed execute frees the statement: never close the last pass's */
+        r = ibx__exec(db, IBX__Q_CLAIM_PICK, s->sql[IBX__Q_CLAIM_PICK], p, 2, NULL, &cur);
+        if (r == IBX_OK) r = ibx__bind_head(db, cur, &head, IBX__CLAIM_TEXTS, IBX__CLAIM_INTS);
+        while (r == IBX_OK && (r = ibx__fetch(db, cur)) == IBX_OK) {
+            ibx_message *m;
+            if (c->count >= c->batch_size) { /* see ibx__claim_once */
+                r = ibx__fail(db->err, IBX_ERR_STATE, "ibx_claim",
+                              "the claim's pick returned more than %d rows" IBX__WHY("; rolled back"),
+                              c->batch_size);
+                break;
+            }
+            m = &s->msgs[c->count];
+            r = ibx__read_claimed(db, cur, &head, s->token, m, &s->rows, &s->offsets[c->count]);
+            if (r != IBX_OK) break;
+            /* Pointed for its key now, again once the buffer stops moving. */
+            ibx__point_strings(&s->rows, m, &s->offsets[c->count]);
+            if (!ibx__msg_key_add(db->hooks, db->d, s->keys, m))
+                r = ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_claim", "out of memory");
+            else
+                c->count++;
+        }
+        ibx__unbind(cur); /* `head` is about to go */
+        ibx__close(cur);
+    }
+    if (r != IBX_EMPTY) return r;
+    for (k = 0; k < IBX__KEY_LISTS && c->count > 0; k++)
+        if (!ibx__list_end(db->hooks, &s->keys[k], db->d))
+            return ibx__fail(db->err, IBX_ERR_NO_MEMORY, "ibx_claim", "out of memory");
+    return IBX_OK;
+}
+
+/* Where the dialect has no UPDATE ... RETURNING: pick and lock the rows
+ * (ibx__claim_pick), then mark them ours. When the UPDATE matched every
+ * picked row (its count is rows matched, see OPTION=2), the picked rows
+ * are the claim's, with Starts + 1 and the lease filled in here: the
+ * pick's time + the lease, at most the two statements' distance before the
+ * stored one, so a handler never counts on more than it holds. Where row
+ * locks are per node (Galera), two nodes can pick one row, and the UPDATE
+ * checks the row again: when it matched fewer, the rows that carry our
+ * token are read back instead; *cur is that read's cursor. */
 static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cur) {
     ibx_store *s = c->s;
-    ibx__buf *lists[IBX__KEY_LISTS];
     ibx__param p[2 + IBX__KEY_LISTS];
-    int picked = 0, k;
-    ibx_result r;
-    for (k = 0; k < IBX__KEY_LISTS; k++) lists[k] = &s->keys[k];
-    r = ibx__pick_keys(db, IBX__Q_CLAIM_PICK, s->sql[IBX__Q_CLAIM_PICK], c->batch_size,
-                       IBX__KEY_LISTS, lists, &picked);
-    if (r != IBX_OK || picked == 0) return r;
+    int64_t marked = -1;
+    int k, i;
+    ibx_result r = ibx__claim_pick(db, c);
+    if (r != IBX_OK || c->count == 0) return r;
     ibx__p_text(&p[0], s->token, 36);
     ibx__p_i64(&p[1], c->lease_seconds);
     for (k = 0; k < IBX__KEY_LISTS; k++) ibx__p_text(&p[2 + k], s->keys[k].data, s->keys[k].len);
-    r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 2 + IBX__KEY_LISTS, NULL, NULL);
+    r = ibx__exec(db, IBX__Q_CLAIM, s->sql[IBX__Q_CLAIM], p, 2 + IBX__KEY_LISTS, &marked, NULL);
     if (r != IBX_OK) return r;
+    if (marked == c->count) {
+        for (i = 0; i < c->count; i++) {
+            s->msgs[i].starts++;
+            s->msgs[i].locked_until_ms += (int64_t)c->lease_seconds * 1000;
+        }
+        return IBX_OK;
+    }
+    ibx__log(db->hooks, IBX_LOG_DEBUG, s->store_id, "claim: %lld of %d picked rows marked; reading them back",
+             (long long)marked, c->count);
+    c->count = 0;
+    s->rows.len = 0;
     return ibx__exec(db, IBX__Q_CLAIM_READ, s->sql[IBX__Q_CLAIM_READ], p, 2 + IBX__KEY_LISTS, NULL, cur);
 }
 
@@ -11002,7 +11042,7 @@ static void ibx__handle_tx(ibx_dispatcher *d, ibx_store *s, const ibx_message *m
         if (!ibx__tx_conflicted(s, r, outcome == IBX_CONFLICT, error)) {
             if (r != IBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
                 snprintf(error, IBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
-                outcome = IBX_RETRY;
+                outcome = s->err.connection_lost ? IBX_WAIT : IBX_RETRY; /* a lost connection is no try */
             }
             break;
         }
@@ -11119,7 +11159,7 @@ static void ibx__handle_group_tx(ibx_dispatcher *d, ibx_store *s, const ibx_mess
         }
         if (r != IBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
             snprintf(why, sizeof why, "handler's transaction: %.200s", s->err.message);
-            k = ibx__group_settle(d, s, ms, k, -1, IBX_RETRY, why);
+            k = ibx__group_settle(d, s, ms, k, -1, s->err.connection_lost ? IBX_WAIT : IBX_RETRY, why);
         }
         k = ibx__group_settle(d, s, ms, k, IBX_DONE, 0, NULL); /* the done ones run again */
         if (k > 0 && ibx__mono_ms(&s->hooks) >= (w ? ibx__renew_start_until(w) : deadline))

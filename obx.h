@@ -199,7 +199,8 @@
  *   by then (reaped, claimed elsewhere): everything rolled back, counted in
  *   obx_run_stats.lease_lost, no attempt used. OBX_RETRY, _DEAD, _WAIT,
  *   _PAUSE: the writes are rolled back, then the message is settled as
- *   usual (a retry uses an attempt; dead means dead with no effect). A
+ *   usual (a retry uses an attempt; dead means dead with no effect; a
+ *   connection lost at the ack or the commit uses none). A
  *   deadlock or serialization failure (the handler says OBX_CONFLICT, or
  *   the ack or the commit hits one): rolled back and run again, 3 runs at
  *   most, no attempt used. Locks: the message's row is locked only from
@@ -390,8 +391,10 @@
  *                 appends "OPTION=2;" (row counts are rows matched, as on
  *                 the other databases); its times are UTC whatever the
  *                 session's time zone. Needs no sql_mode of its own. A claim
- *                 is three statements in one transaction (pick with FOR
- *                 UPDATE SKIP LOCKED, update, read back): no RETURNING.
+ *                 is two statements in one transaction (a pick with FOR
+ *                 UPDATE SKIP LOCKED that returns the rows, the update; a
+ *                 read-back only where the update marked fewer: Galera):
+ *                 no RETURNING.
  *                 The store's own connection rests in autocommit, so a
  *                 one-statement step is one round trip (a caller's
  *                 connection given as hdbc stays in manual commit).
@@ -1615,9 +1618,11 @@ typedef obx_outcome (*obx_tx_handler)(const obx_message *message, void *hdbc, ch
  *                 attempt (obx_run_stats.conflicts); then the message goes
  *                 back, due after the backoff, attempts unchanged.
  * A failure of the database in the dispatcher's part (begin, ack, commit)
- * rolls back and retries the message with that error (an attempt); a
- * connection lost at the commit leaves the outcome to the database: Done
- * with its effects, or leased without them and delivered again. Calls on
+ * rolls back and retries the message with that error (an attempt). A
+ * connection lost there uses no attempt (the handler did its part): the
+ * message goes back due after the backoff (as OBX_WAIT), or, lost at the
+ * commit, the database has the outcome: Done with its effects, or back
+ * without them and delivered again (OBX-TXH-LOST-CONNECTION). Calls on
  * message->store inside the handler (obx_enqueue of follow-ups) run in
  * the handler's transaction: they commit with it or not at all; not
  * obx_lease_extend (it would lock the message's row until the commit, and
@@ -3434,7 +3439,7 @@ typedef struct obx__column {
     const char *name;            /* bare name */
     const char *type;            /* the dialect's type; NOT NULL needs a DEFAULT */
 } obx__column;
-#define OBX__COLUMNS_MAX 15
+#define OBX__COLUMNS_MAX 16
 
 /* A dialect's schema and statements, as each header writes them. */
 typedef struct obx__sqlset {
@@ -3669,7 +3674,7 @@ typedef struct obx__db {
  * the sqlite3 *, a SQLHSTMT an obx__sq_cur, and the ODBC types and
  * constants that obx__param and the engine name are this file's when
  * <sql.h> is not included). What is common (obx__exec's timeouts,
- * obx__db_ensure's reconnect, the unit modes, obx__pick_keys) is written
+ * obx__db_ensure's reconnect, the unit modes) is written
  * once, over them.
  *   connection   obx__db_connect (a string), obx__db_adopt (the caller's
  *                handle: used, never closed), obx__db_close; under them
@@ -4726,48 +4731,6 @@ OBX__PRIVATE void obx__unbind(SQLHSTMT st) {
 }
 
 #endif /* !OBX_SQLITE3_API */
-
-/* The first step of a claim in three statements (no UPDATE ... RETURNING):
- * run the pick in `slot` (arguments: the batch size, and the window: how
- * many ready rows it looks at, unlocked, before locking up to a batch of
- * them) and collect column k of every row into lists[k], ended, ready to
- * bind. The window is twice the batch; when other claimers hold all of it,
- * once more with twenty times. *picked: the rows. Returns OBX_OK or the
- * error. */
-OBX__PRIVATE obx_result obx__pick_keys(obx__db *db, int slot, const char *sql, int batch, int ncols,
-                                       obx__buf *const *lists, int *picked) {
-    obx__param p[2];
-    SQLHSTMT cur = NULL;
-    obx_result r = OBX_EMPTY;
-    int k, pass;
-    *picked = 0;
-    for (pass = 0; pass < 2 && *picked == 0 && r == OBX_EMPTY; pass++) {
-        for (k = 0; k < ncols; k++) lists[k]->len = 0;
-        obx__p_i64(&p[0], batch);
-        obx__p_i64(&p[1], (int64_t)batch * (pass == 0 ? 2 : 20));
-        cur = NULL; /* a failed execute frees the statement: never close the last pass's */
-        r = obx__exec(db, slot, sql, p, 2, NULL, &cur);
-        while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
-            for (k = 0; k < ncols && r == OBX_OK; k++) {
-                char key[1024]; /* 255 characters of up to 4 bytes */
-                SQLLEN ind = 0;
-                key[0] = '\0';
-                r = obx__get_text(db, cur, k + 1, key, sizeof key, &ind);
-                /* A NULL leaves the buffer as it was: it stays a null, which matches nothing. */
-                if (r == OBX_OK && !(ind == SQL_NULL_DATA ? obx__list_add_null(db->hooks, lists[k], db->d)
-                                                          : obx__list_add(db->hooks, lists[k], db->d, key, strlen(key))))
-                    r = obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
-            }
-            (*picked)++;
-        }
-        obx__close(cur);
-    }
-    if (r != OBX_EMPTY) return r;
-    for (k = 0; k < ncols && *picked > 0; k++)
-        if (!obx__list_end(db->hooks, lists[k], db->d))
-            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "claim", "out of memory");
-    return OBX_OK;
-}
 
 #ifndef OBX_SQLITE3_API /* ODBC; SQLite API: section "sqlite3 api" */
 /* Column `col` (1-based) as a 64-bit integer; *is_null set when given. */
@@ -6511,10 +6474,11 @@ enum {
     OBX__Q_JOIN_GET,    /* -> id, grouping key, expected, completed, failed, status,
                            metadata, created, updated */
     OBX__Q_JOIN_FINISH, /* -> rowcount (0: finished before) */
-    OBX__Q_CLAIM_PICK,  /* -> ids, locked (FOR UPDATE SKIP LOCKED); where set, the claim is
-                           pick, then CLAIM, then CLAIM_READ: for dialects without UPDATE ...
-                           RETURNING. See obx__pick_keys for the window */
-    OBX__Q_CLAIM_READ,  /* -> the rows of these ids the owner holds */
+    OBX__Q_CLAIM_PICK,  /* -> the claim's short rows, locked (FOR UPDATE SKIP LOCKED); where
+                           set, the claim is pick, then CLAIM: for dialects without UPDATE ...
+                           RETURNING. See obx__claim_pick, obx__claim_picked */
+    OBX__Q_CLAIM_READ,  /* -> the rows of these ids the owner holds (where CLAIM marked fewer
+                           than were picked) */
     OBX__Q_GAUGES,      /* -> ready count, oldest ready age in ms, in flight, dead, scheduled,
                            expired leases */
     OBX__Q_DEAD_LIST,   /* -> message rows */
@@ -7570,11 +7534,16 @@ static const obx__sqlset obx__postgresql_outbox = {
     ", `ProcessedBy`, " OBX__MY_MS("LockedUntil") ", `OwnerToken`, " OBX__MY_NEXT_ATTEMPT_MS \
     ", `Starts`, `OrderingKey`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, " OBX__MY_MS("ExpiresAt") \
     ", `Priority`"
-#define OBX__MY_CLAIM_COLS                                                                        \
+/* A claim's short row with `locked` as its lease: the read-back's stored
+ * one, or the pick's time (OBX__MY_NOW_MS; obx__claim_picked adds the
+ * lease, and Starts + 1, to the row the pick read before its UPDATE). */
+#define OBX__MY_CLAIM_COLS_AT(locked)                                                             \
     "`Id`, `MessageId`, " OBX__MY_MS("CreatedAt") ", " OBX__MY_MS("DueTimeUtc") ", `RetryCount`, "   \
-    OBX__MY_MS("LockedUntil") ", " OBX__MY_MS("NextAttemptAt") ", `Starts`, " OBX__MY_MS("ExpiresAt") \
+    locked ", " OBX__MY_MS("NextAttemptAt") ", `Starts`, " OBX__MY_MS("ExpiresAt") \
     ", " OBX__CLAIM_MASK(OBX__NN, "`", "`") ", `Topic`, `Payload`, `CorrelationId`, `LastError`, `OrderingKey`, " \
     "`TenantId`, `AggregateType`, `AggregateId`, `Headers`"
+#define OBX__MY_CLAIM_COLS OBX__MY_CLAIM_COLS_AT(OBX__MY_MS("LockedUntil"))
+#define OBX__MY_NOW_MS "CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000 AS SIGNED)"
 /* Ordered delivery (see OBX__ORDERED_HEAD): `OrderingLive` is the key of a
  * row that is not Done, `OrderingState` its Status, both else NULL. */
 #define OBX__MY_ORDERED_CHECK(waits)                                                              \
@@ -7804,11 +7773,14 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      * A locking read of the index walks every entry a claim or ack has
      * moved since InnoDB's last purge (about once a second): 3 page reads
      * each, 4-17 ms per pick; the window makes it 0.6 ms, and the drain
-     * 1.8x. The index is forced: a scan and sort would read every row. */
+     * 1.8x. The index is forced: a scan and sort would read every row.
+     * The locked rows come back as the claim's short row (`Id` is t's: the
+     * window's column is named apart), so that the claim needs no read. */
     {OBX__Q_CLAIM_PICK,
-     "SELECT t.`Id` FROM (SELECT c.`Id` FROM {T} AS c FORCE INDEX (`IX_{N}_ReadyRank`) WHERE "
+     "SELECT " OBX__MY_CLAIM_COLS_AT(OBX__MY_NOW_MS) " FROM (SELECT c.`Id` AS `obx_pick` FROM {T} AS c "
+     "FORCE INDEX (`IX_{N}_ReadyRank`) WHERE "
      "c.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND " OBX__MY_ORDERED_CHECK("{H}") " "
-     OBX__MY_CLAIM_ORDER("c.") " LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`Id` "
+     OBX__MY_CLAIM_ORDER("c.") " LIMIT ?2) AS c STRAIGHT_JOIN {T} AS t FORCE INDEX (PRIMARY) ON t.`Id` = c.`obx_pick` "
      "WHERE t.`Status` = 0 AND t.`NextAttemptAt` <= UTC_TIMESTAMP(6) AND t.`IsProcessed` = 0 "
      "LIMIT ?1 FOR UPDATE SKIP LOCKED"},
     {OBX__Q_CLAIM_READ,
@@ -7900,19 +7872,38 @@ static const char *const obx__mariadb_outbox_ddl[] = {
     /* Join counters follow acks and fails in the database (OBX-089), in the
      * settle's own transaction; a member leaving Pending counts once. The
      * IF keeps claims (and every other update) from running the member
-     * UPDATE at all: as a WHERE condition it ran 100 times per claim.
-     * A changed trigger gets a new name (2: this IF), created before the
-     * old name is dropped: each DDL statement commits on its own, and a
-     * settle queued behind a DROP first would run with neither trigger
-     * (both at once is harmless: the member update is guarded by its
-     * Status). CREATE OR REPLACE would lock the table on every deploy, and
-     * IF NOT EXISTS alone would keep an old table's trigger as it was. */
-    "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep2` AFTER UPDATE ON {T} FOR EACH ROW\n"
-    "    IF NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN\n"
+     * UPDATE at all: as a WHERE condition it ran 100 times per claim; and
+     * acks of messages no member names (12-14 us each, docs/PERFORMANCE.md).
+     * The flag is the row's own, read under the ack's row lock: an attach
+     * (which locks the row first, OBX__Q_JOIN_MESSAGE) either committed it
+     * before, or waits and finds the message settled. A read of the member
+     * table here could miss a member committed while the ack waited.
+     * A changed trigger gets a new name (JoinStep2: the IF; JoinStep2Flag:
+     * the flag), created before the old name is dropped: each DDL
+     * statement commits on its own, and a settle queued behind a DROP first
+     * would run with neither trigger (both at once is harmless: the member
+     * update is guarded by its Status; a previous release's deploy makes its
+     * own again). CREATE OR REPLACE would lock the table on every deploy,
+     * and IF NOT EXISTS alone would keep an old table's trigger as it was. */
+    "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep2Flag` AFTER UPDATE ON {T} FOR EACH ROW\n"
+    "    IF NEW.`HasJoin` <> 0 AND NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN\n"
     "        UPDATE {M} SET `Status` = IF(NEW.`Status` = 2, 1, 2)\n"
     "         WHERE `OutboxMessageId` = NEW.`Id` AND `Status` = 0;\n"
     "    END IF",
+    "DROP TRIGGER IF EXISTS `{N}_JoinStep2`",
     "DROP TRIGGER IF EXISTS `{N}_JoinStep`",
+    /* A message row's HasJoin is 1 once a join member names it: set by
+     * the member's insert, under the message row's lock, from any release
+     * (a trigger). Rows from before the column hold 1 (its first default),
+     * so the step above runs for all of them as JoinStep2 did; the default
+     * becomes 0 only after this trigger exists, and creating it waited for
+     * every transaction that had inserted a member without it (metadata
+     * lock): a row with 0 has no member from before. Created after the old
+     * JoinStep is gone: its member UPDATE ran unguarded, and a member
+     * insert whose flag UPDATE fired it would fail (error 1442). */
+    "CREATE TRIGGER IF NOT EXISTS `{N}_JoinFlag` AFTER INSERT ON {M} FOR EACH ROW\n"
+    "    UPDATE {T} SET `HasJoin` = 1 WHERE `Id` = NEW.`OutboxMessageId`",
+    "ALTER TABLE {T} ALTER COLUMN `HasJoin` SET DEFAULT 0",
     "CREATE TRIGGER IF NOT EXISTS `{N}_JoinCount` AFTER UPDATE ON {M} FOR EACH ROW\n"
     "    UPDATE {J} SET\n"
     "        `LastUpdatedUtc` = UTC_TIMESTAMP(6),\n"
@@ -7932,6 +7923,7 @@ static const char *const obx__mariadb_outbox_ddl[] = {
  * Priority: obx_new_message.priority.
  * ReadyRank, LeasedUntil, DoneAt, DeadAt: layout 2's state columns (see
  * the DDL above), ReadyRank the claim's order (OBX__MY_CLAIM_ORDER).
+ * HasJoin: a join member may name the row (the join step's guard).
  * Layout 1's ClaimRank (PERSISTENT) is not added: nothing reads it. */
 static const obx__column obx__mariadb_outbox_columns[] = {
     {"Starts", "INT NOT NULL DEFAULT 0"}, {"OrderingKey", "VARCHAR(255) NULL"}, {"OrderingSeq", "BIGINT NULL"},
@@ -7943,6 +7935,7 @@ static const obx__column obx__mariadb_outbox_columns[] = {
     {"LeasedUntil", "DATETIME(6) AS (IF(`Status` = 1, `LockedUntil`, NULL)) VIRTUAL"},
     {"DoneAt", "DATETIME(6) AS (IF(`Status` = 2, `ProcessedAt`, NULL)) VIRTUAL"},
     {"DeadAt", "DATETIME(6) AS (IF(`Status` = 3, `CreatedAt`, NULL)) VIRTUAL"},
+    {"HasJoin", "TINYINT NOT NULL DEFAULT 1"}, /* 1 for the rows it finds; see {N}_JoinFlag */
     {NULL, NULL}};
 /* obx_store_upgrade on a table deployed before layout 2: its keys to the
  * UUID type (table copies: writers wait, docs/UPGRADING.md; the join
@@ -9007,6 +9000,13 @@ static char *obx__ddl_probe(const obx__hooks *h, const obx__dialect *d, const ch
         if (strncmp(one, "DROP TRIGGER IF EXISTS ", 23) == 0 && obx__ddl_name(one + 23, '`', '`', name, sizeof name))
             return obx__format(h, "SELECT COUNT(*) = 0 FROM information_schema.TRIGGERS WHERE "
                                "TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = '%s'", name);
+        /* ALTER TABLE `t` ALTER COLUMN `c` SET DEFAULT v: a metadata lock. */
+        if (strncmp(one, "ALTER TABLE ", 12) == 0 && (p = obx__ddl_name(one + 12, '`', '`', table, sizeof table)) &&
+            strncmp(p, " ALTER COLUMN ", 14) == 0 && (p = obx__ddl_name(p + 14, '`', '`', name, sizeof name)) &&
+            strncmp(p, " SET DEFAULT ", 13) == 0 && strspn(p + 13, "0123456789") == strlen(p + 13))
+            return obx__format(h, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+                               "DATABASE() AND TABLE_NAME = '%s' AND COLUMN_NAME = '%s' AND COLUMN_DEFAULT = '%s'",
+                               table, name, p + 13);
     }
     return NULL;
 }
@@ -9706,23 +9706,88 @@ typedef struct obx__claim_ctx {
                                     after it has read its rows */
 } obx__claim_ctx;
 
-/* Where the dialect has no UPDATE ... RETURNING: pick and lock the keys,
- * mark them ours, then read them back; *cur is the read's cursor. */
+/* The first step of a claim in three statements (no UPDATE ... RETURNING):
+ * the pick (arguments: the batch size, and the window: how many ready rows
+ * it looks at, unlocked, before locking up to a batch of them) returns the
+ * rows it locked as the claim's short row, as they are before the claim
+ * (the lease column: the pick's time), read into the batch (c->count), and
+ * their keys into s->keys, ended, ready to bind. The window is twice the
+ * batch; when other claimers hold all of it, once more with twenty times. */
+static obx_result obx__claim_pick(obx__db *db, obx__claim_ctx *c) {
+    obx_store *s = c->s;
+    obx__param p[2];
+    obx__row_head head;
+    SQLHSTMT cur;
+    obx_result r = OBX_EMPTY;
+    int k, pass;
+    for (pass = 0; pass < 2 && c->count == 0 && r == OBX_EMPTY; pass++) {
+        for (k = 0; k < OBX__KEY_LISTS; k++) s->keys[k].len = 0;
+        s->rows.len = 0;
+        obx__p_i64(&p[0], c->batch_size);
+        obx__p_i64(&p[1], (int64_t)c->batch_size * (pass == 0 ? 2 : 20));
+        cur = NULL; /* a failed execute frees the statement: never close the last pass's */
+        r = obx__exec(db, OBX__Q_CLAIM_PICK, s->sql[OBX__Q_CLAIM_PICK], p, 2, NULL, &cur);
+        if (r == OBX_OK) r = obx__bind_head(db, cur, &head, OBX__CLAIM_TEXTS, OBX__CLAIM_INTS);
+        while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
+            obx_message *m;
+            if (c->count >= c->batch_size) { /* see obx__claim_once */
+                r = obx__fail(db->err, OBX_ERR_STATE, "obx_claim",
+                              "the claim's pick returned more than %d rows" OBX__WHY("; rolled back"),
+                              c->batch_size);
+                break;
+            }
+            m = &s->msgs[c->count];
+            r = obx__read_claimed(db, cur, &head, s->token, m, &s->rows, &s->offsets[c->count]);
+            if (r != OBX_OK) break;
+            /* Pointed for its key now, again once the buffer stops moving. */
+            obx__point_strings(&s->rows, m, &s->offsets[c->count]);
+            if (!obx__msg_key_add(db->hooks, db->d, s->keys, m))
+                r = obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
+            else
+                c->count++;
+        }
+        obx__unbind(cur); /* `head` is about to go */
+        obx__close(cur);
+    }
+    if (r != OBX_EMPTY) return r;
+    for (k = 0; k < OBX__KEY_LISTS && c->count > 0; k++)
+        if (!obx__list_end(db->hooks, &s->keys[k], db->d))
+            return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_claim", "out of memory");
+    return OBX_OK;
+}
+
+/* Where the dialect has no UPDATE ... RETURNING: pick and lock the rows
+ * (obx__claim_pick), then mark them ours. When the UPDATE matched every
+ * picked row (its count is rows matched, see OPTION=2), the picked rows
+ * are the claim's, with Starts + 1 and the lease filled in here: the
+ * pick's time + the lease, at most the two statements' distance before the
+ * stored one, so a handler never counts on more than it holds. Where row
+ * locks are per node (Galera), two nodes can pick one row, and the UPDATE
+ * checks the row again: when it matched fewer, the rows that carry our
+ * token are read back instead; *cur is that read's cursor. */
 static obx_result obx__claim_picked(obx__db *db, obx__claim_ctx *c, SQLHSTMT *cur) {
     obx_store *s = c->s;
-    obx__buf *lists[OBX__KEY_LISTS];
     obx__param p[2 + OBX__KEY_LISTS];
-    int picked = 0, k;
-    obx_result r;
-    for (k = 0; k < OBX__KEY_LISTS; k++) lists[k] = &s->keys[k];
-    r = obx__pick_keys(db, OBX__Q_CLAIM_PICK, s->sql[OBX__Q_CLAIM_PICK], c->batch_size,
-                       OBX__KEY_LISTS, lists, &picked);
-    if (r != OBX_OK || picked == 0) return r;
+    int64_t marked = -1;
+    int k, i;
+    obx_result r = obx__claim_pick(db, c);
+    if (r != OBX_OK || c->count == 0) return r;
     obx__p_text(&p[0], s->token, 36);
     obx__p_i64(&p[1], c->lease_seconds);
     for (k = 0; k < OBX__KEY_LISTS; k++) obx__p_text(&p[2 + k], s->keys[k].data, s->keys[k].len);
-    r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 2 + OBX__KEY_LISTS, NULL, NULL);
+    r = obx__exec(db, OBX__Q_CLAIM, s->sql[OBX__Q_CLAIM], p, 2 + OBX__KEY_LISTS, &marked, NULL);
     if (r != OBX_OK) return r;
+    if (marked == c->count) {
+        for (i = 0; i < c->count; i++) {
+            s->msgs[i].starts++;
+            s->msgs[i].locked_until_ms += (int64_t)c->lease_seconds * 1000;
+        }
+        return OBX_OK;
+    }
+    obx__log(db->hooks, OBX_LOG_DEBUG, s->store_id, "claim: %lld of %d picked rows marked; reading them back",
+             (long long)marked, c->count);
+    c->count = 0;
+    s->rows.len = 0;
     return obx__exec(db, OBX__Q_CLAIM_READ, s->sql[OBX__Q_CLAIM_READ], p, 2 + OBX__KEY_LISTS, NULL, cur);
 }
 
@@ -11922,7 +11987,7 @@ static void obx__handle_tx(obx_dispatcher *d, obx_store *s, const obx_message *m
         if (!obx__tx_conflicted(s, r, outcome == OBX_CONFLICT, error)) {
             if (r != OBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
                 snprintf(error, OBX__HANDLER_ERROR_MAX, "handler's transaction: %.200s", s->err.message);
-                outcome = OBX_RETRY;
+                outcome = s->err.connection_lost ? OBX_WAIT : OBX_RETRY; /* a lost connection is no try */
             }
             break;
         }
@@ -12039,7 +12104,7 @@ static void obx__handle_group_tx(obx_dispatcher *d, obx_store *s, const obx_mess
         }
         if (r != OBX_OK) { /* the database failed the dispatcher's part: retried with its reason */
             snprintf(why, sizeof why, "handler's transaction: %.200s", s->err.message);
-            k = obx__group_settle(d, s, ms, k, -1, OBX_RETRY, why);
+            k = obx__group_settle(d, s, ms, k, -1, s->err.connection_lost ? OBX_WAIT : OBX_RETRY, why);
         }
         k = obx__group_settle(d, s, ms, k, OBX_DONE, 0, NULL); /* the done ones run again */
         if (k > 0 && obx__mono_ms(&s->hooks) >= (w ? obx__renew_start_until(w) : deadline))

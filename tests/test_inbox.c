@@ -1672,6 +1672,7 @@ typedef struct ixh_ctx {
     ibx_outcome outcome;
     int calls;
     int kill_at;                 /* in a crash child: 1 before the write, 2 after it (3, 4: ixh_kill_log) */
+    int lose_connection;         /* this many times: the server ends the handler's connection after its write */
 } ixh_ctx;
 
 static int ixh_exec(void *hdbc, const char *text) {
@@ -1704,6 +1705,10 @@ static ibx_outcome ixh_handler(const ibx_message *m, void *hdbc, char *error, si
         return IBX_DEAD;
     }
     if (t->kill_at == 2) raise(SIGKILL);
+    if (t->lose_connection > 0) { /* an operator's kill, a failover: this statement fails, and the ack */
+        t->lose_connection--;
+        ixh_exec(hdbc, g_pg ? "SELECT pg_terminate_backend(pg_backend_pid())" : "KILL CONNECTION_ID()");
+    }
     if (t->outcome != IBX_DONE) snprintf(error, size, "ixh says %d", (int)t->outcome);
     return t->outcome;
 }
@@ -1740,6 +1745,29 @@ static ibx_store *ixh_fresh(ixh_ctx *t) {
         return NULL;
     }
     return s;
+}
+
+/* The server ends the handler's connection after its write: the ack fails
+ * on a lost connection, and the message goes back without using an attempt,
+ * delivered again and done once (IBX-TXH-LOST-CONNECTION). */
+static void test_txh_lost_connection(void) {
+    ixh_ctx t;
+    ibx_store *s = ixh_fresh(&t);
+    ibx_run_stats st;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(enqueue(s, "ixh", "src", "m1"));
+    t.lose_connection = 1;
+    ixh_drain(s, &t, 30, &st);
+    TT_EQ_INT(t.lose_connection, 0);
+    TT_EQ_INT(ixh_effects(s, "m1"), 0);
+    TT_EQ_INT(scalar(s, "SELECT \"Attempt\" FROM {T}"), 0); /* no attempt used */
+    TT_ASSERT(sql(s, g_pg ? "UPDATE {T} SET \"NextAttemptAt\" = now()" : "UPDATE {T} SET \"NextAttemptAt\" = {W}"));
+    ixh_drain(s, &t, 30, &st);
+    TT_EQ_INT(st.done, 1);
+    TT_EQ_INT(ixh_effects(s, "m1"), 1);
+    TT_ASSERT(status_of(s, "src", "m1") == IBX_STATUS_DONE);
+    TT_EQ_INT(scalar(s, "SELECT \"Attempt\" FROM {T}"), 0);
+    ibx_store_close(s);
 }
 
 static void test_txh_exactly_once(void) {
@@ -3755,6 +3783,10 @@ int main(int argc, char **argv) {
     RUN("IBX-DEAD-PURGE-RACE", "replays by key during purges of all dead: replayed + purged = all, replayed ones kept", test_dead_purge_race);
     RUN("IBX-REPLAY-EXPIRY", "a replay drops the message's expiry", test_replay_drops_expiry);
     RUN("IBX-TXH-EXACTLY-ONCE", "dedup, then a transactional handler's writes and Done in one transaction: a redelivered message's effect exists once; a retry leaves none", test_txh_exactly_once);
+    if (g_pg || g_my)
+        RUN("IBX-TXH-LOST-CONNECTION", "the server ends a transactional handler's connection before its ack: rolled back, no attempt used, delivered again and done once", test_txh_lost_connection);
+    else
+        printf("N/A IBX-TXH-LOST-CONNECTION %s an embedded database has no connection to lose\n", g_label);
     RUN("IBX-TXH-KILL", "kill -9 before an inbox transactional handler's write, after it, before the commit, after it: every message's effect exactly once, Done exactly when it exists", test_txh_kill);
     RUN("CORE-CRASH-LOOP", "a handler that kills its worker: the message ends dead after max_starts starts, others keep flowing", test_crash_loop);
     RUN("CORE-MAX-STARTS-RANGE", "max_starts: 0 is the default (3), 1..1000, else refused naming the field", test_max_starts_range);

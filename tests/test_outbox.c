@@ -3228,6 +3228,7 @@ typedef struct txh_ctx {
     int renewal_ms;              /* wait up to this long, transaction open, for a renewal */
     int renewed;                 /* ... and it came */
     int conflict_classified;     /* obx_tx_conflict said yes to the real error */
+    int lose_connection;         /* this many times: the server ends the handler's connection after its write */
 } txh_ctx;
 
 /* MariaDB quotes names with backticks: the statements below are written
@@ -3304,6 +3305,12 @@ static int txh_real_conflict(obx_store *s, void *hdbc) {
 }
 #endif
 
+/* The server ends the connection hdbc (an operator's kill, a failover),
+ * asked on it: the statement fails, and so does the next one. */
+static void txh_end_connection(void *hdbc) {
+    txh_exec(hdbc, g_pg ? "SELECT pg_terminate_backend(pg_backend_pid())" : "KILL CONNECTION_ID()");
+}
+
 static obx_outcome txh_handler(const obx_message *m, void *hdbc, char *error, size_t size, void *user) {
     txh_ctx *t = (txh_ctx *)user;
     char q[200], before[64] = "", now[64] = "";
@@ -3344,6 +3351,10 @@ static obx_outcome txh_handler(const obx_message *m, void *hdbc, char *error, si
         if (obx_enqueue(m->store, &f, NULL) != OBX_OK) return OBX_DEAD;
     }
     if (t->kill_at == 2) raise(SIGKILL);
+    if (t->lose_connection > 0) {
+        t->lose_connection--;
+        txh_end_connection(hdbc);
+    }
     if (t->ack_conflicts > 0 && g_srv) { /* PostgreSQL: the row changed since this snapshot */
         snprintf(q, sizeof q, "UPDATE {T} SET \"LastError\" = 'side' WHERE \"Id\" = '%.64s'", m->id);
         if (!sql(t->side, txh_q(q))) return OBX_DEAD;
@@ -3376,6 +3387,10 @@ static void txh_batch(const obx_message *const *ms, obx_batch_result *res, int n
         if (g_txh_retry_payload && strcmp(ms[i]->payload, g_txh_retry_payload) == 0) res[i].outcome = OBX_RETRY;
     }
     if (t->kill_at == 2) raise(SIGKILL);
+    if (t->lose_connection > 0) {
+        t->lose_connection--;
+        txh_end_connection(hdbc);
+    }
     if (t->conflicts > 0) {
         t->conflicts--;
         res[n - 1].outcome = OBX_CONFLICT;
@@ -3556,6 +3571,33 @@ static void test_txh_conflict_ack(void) {
     TT_EQ_INT(st.done, 1);
     TT_ASSERT(txh_row_is(s, a, 1, 2, 0));
     txh_close(&t, s);
+}
+
+/* The server ends the handler's connection after its write (an operator's
+ * kill, a failover): the ack fails on a lost connection, the transaction is
+ * gone, and the message goes back without using an attempt, delivered
+ * again and done once; single and batch form (OBX-TXH-LOST-CONNECTION). */
+static void test_txh_lost_connection(void) {
+    int batch;
+    for (batch = 0; batch <= 1; batch++) {
+        txh_ctx t;
+        obx_run_stats st;
+        char ids[2][37];
+        obx_store *s = txh_fresh(&t);
+        TT_ASSERT(s != NULL && t.side != NULL);
+        TT_ASSERT(enqueue(s, "txh", "{}", ids[0]) && enqueue(s, "txh", "{}", ids[1]));
+        g_txh_batch = batch;
+        t.lose_connection = 1;
+        txh_drain(s, &t, 30, &st);
+        TT_EQ_INT(t.lose_connection, 0);
+        TT_EQ_INT(scalar(s, "SELECT SUM(\"RetryCount\") FROM {T}"), 0); /* no attempt used */
+        TT_ASSERT(sql(s, "UPDATE {T} SET \"NextAttemptAt\" = {W} WHERE \"Status\" = 0"));
+        txh_drain(s, &t, 30, &st);
+        TT_ASSERT(txh_row_is(s, ids[0], 1, 2, 0));
+        TT_ASSERT(txh_row_is(s, ids[1], 1, 2, 0));
+        g_txh_batch = 0;
+        txh_close(&t, s);
+    }
 }
 
 static void test_txh_lease_lost(void) {
@@ -3883,14 +3925,14 @@ static void test_deploy_no_lock(void) {
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 2);
     /* A change that is needed waits for its lock at most 5 s, says so, and
      * fails (transient) rather than hold the writers behind it longer. */
-    TT_ASSERT(sql(s, g_pg ? "DROP INDEX {S}.\"IX_{N}_Done\"" : "DROP TRIGGER `{N}_JoinStep2`"));
+    TT_ASSERT(sql(s, g_pg ? "DROP INDEX {S}.\"IX_{N}_Done\"" : "DROP TRIGGER `{N}_JoinStep2Flag`"));
     TT_ASSERT(caller_open(&w) && caller_begin(&w));
     TT_EQ_INT(obx_enqueue_tx(s, w.dbc, &m, NULL), OBX_OK);
     log_reset();
     t0 = now_ms();
     TT_EQ_INT(obx_store_deploy(other), OBX_ERR_DB_TRANSIENT);
     TT_EXPECT(now_ms() - t0 < 9000);
-    TT_EXPECT(logged("schema change on Outbox: ", g_pg ? "IX_Outbox_Done" : "Outbox_JoinStep2",
+    TT_EXPECT(logged("schema change on Outbox: ", g_pg ? "IX_Outbox_Done" : "Outbox_JoinStep2Flag",
                      "waits at most 5 s for its lock"));
     TT_EXPECT(logged("WARN", "did not get its lock within 5 s", NULL));
     TT_ASSERT(caller_end(&w, 1));
@@ -3898,7 +3940,7 @@ static void test_deploy_no_lock(void) {
     TT_EQ_INT(obx_store_deploy(other), OBX_OK); /* and once the writer is gone, it is made */
     TT_EQ_INT(scalar(s, g_pg ? "SELECT COUNT(*) FROM pg_class WHERE relname = 'IX_{N}_Done'"
                              : "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = "
-                               "DATABASE() AND TRIGGER_NAME = '{N}_JoinStep2'"), 1);
+                               "DATABASE() AND TRIGGER_NAME = '{N}_JoinStep2Flag'"), 1);
     obx_store_close(other);
     obx_store_close(s);
 }
@@ -3933,8 +3975,10 @@ static void test_upgrade_trigger_order(void) {
     int n = 0;
     TT_ASSERT(s && upgrader && worker);
     TT_ASSERT(sql(s, "DELETE FROM {M}") && sql(s, "DELETE FROM {J}") && sql(s, "DELETE FROM {T}"));
-    /* The table as the previous release left it: its join trigger under the old name. */
-    TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS `{N}_JoinStep2`"));
+    /* The table as an older release left it: its join trigger under the old
+     * name, no join flag (HasJoin, its triggers). */
+    TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS `{N}_JoinStep2`") && sql(s, "DROP TRIGGER IF EXISTS `{N}_JoinStep2Flag`") &&
+              sql(s, "DROP TRIGGER IF EXISTS `{N}_JoinFlag`") && sql(s, "ALTER TABLE {T} DROP COLUMN IF EXISTS `HasJoin`"));
     TT_ASSERT(sql(s, "CREATE TRIGGER IF NOT EXISTS `{N}_JoinStep` AFTER UPDATE ON {T} FOR EACH ROW "
                      "UPDATE {M} SET `Status` = IF(NEW.`Status` = 2, 1, 2) WHERE NEW.`Status` IN (2, 3) "
                      "AND OLD.`Status` <> NEW.`Status` AND `OutboxMessageId` = NEW.`Id` AND `Status` = 0"));
@@ -3966,9 +4010,9 @@ static void test_upgrade_trigger_order(void) {
     TT_EQ_INT(j.completed_steps, 1);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {M} WHERE `Status` = 0"), 0);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() "
-                        "AND TRIGGER_NAME IN ('{N}_JoinStep', '{N}_JoinStep2')"), 1);
+                        "AND TRIGGER_NAME IN ('{N}_JoinStep', '{N}_JoinStep2', '{N}_JoinStep2Flag')"), 1);
     TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() "
-                        "AND TRIGGER_NAME = '{N}_JoinStep2'"), 1);
+                        "AND TRIGGER_NAME = '{N}_JoinStep2Flag'"), 1);
     obx_store_close(worker);
     obx_store_close(upgrader);
     obx_store_close(s);
@@ -9336,6 +9380,93 @@ static void test_join_attach_race(void) {
     obx_store_close(s);
 }
 
+/* MariaDB's join step runs its member UPDATE only for a message a member
+ * names: the row's HasJoin, set by the member's insert (trigger
+ * {N}_JoinFlag) under the message row's lock. An ack that waits for an
+ * attach holding the row (two connections, the attach's transaction held
+ * open) reads the flag as committed and counts the step; a message no
+ * member names keeps 0; deploy on a table from before the column gives
+ * its rows 1 (a member attached then still counts) and new rows 0, and
+ * replaces the previous trigger (CORE-JOIN-FLAG). */
+static int64_t has_join(obx_store *s, const char *id) {
+    char q[160];
+    snprintf(q, sizeof q, "SELECT `HasJoin` FROM {T} WHERE `Id` = '%s'", id);
+    return scalar(s, q);
+}
+
+static void test_join_flag(void) {
+    obx_store *s = open_table("JfOutbox", 1), *worker = open_table("JfOutbox", 0);
+    caller_conn b;
+    trigger_side ack;
+    pthread_t th;
+    obx_join j;
+    const obx_message *ms = NULL;
+    const char *one[1];
+    char join_id[37], join2[37], id[37], plain[37], old[37], later[37], owner[37];
+    int n = 0, i, started = 0;
+    int64_t waiting = 0;
+    TT_ASSERT(s && worker);
+    TT_ASSERT(sql(s, "DELETE FROM {M}") && sql(s, "DELETE FROM {J}") && sql(s, "DELETE FROM {T}"));
+    obx_owner_token(worker, owner);
+    TT_EQ_INT(obx_join_start(s, NULL, 1, NULL, join_id), OBX_OK);
+    TT_ASSERT(enqueue(s, "plain", "p", plain) && enqueue(s, "step", "p", id));
+    TT_EQ_INT(has_join(s, plain), 0);
+    TT_EQ_INT(obx_claim(worker, owner, 60, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 2);
+    one[0] = plain;
+    TT_EQ_INT(obx_ack(worker, owner, one, 1, NULL), OBX_OK);
+    TT_EQ_INT(has_join(s, plain), 0);
+    /* The attach holds the message's row; the ack queues behind it. */
+    TT_ASSERT(caller_open(&b) && caller_begin(&b));
+    TT_EQ_INT(obx_join_attach_tx(s, b.dbc, join_id, id), OBX_OK);
+    memset(&ack, 0, sizeof ack);
+    ack.store = worker;
+    ack.owner = owner;
+    ack.id = id;
+    started = pthread_create(&th, NULL, trigger_side_main, &ack) == 0;
+    for (i = 0; started && i < 500 && waiting < 1; i++) { /* up to 10 s: the ack's UPDATE runs, held */
+        waiting = scalar(s, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND = 'Execute' "
+                            "AND INFO LIKE 'UPDATE JSON_TABLE%' AND INFO LIKE '%`Status` = 2%'");
+        if (waiting < 1) sleep_ms(20);
+    }
+    TT_EXPECT(waiting >= 1);
+    TT_ASSERT(caller_end(&b, 1));
+    if (started) pthread_join(th, NULL);
+    caller_close(&b);
+    TT_ASSERT(started);
+    TT_EQ_INT(ack.r, OBX_OK);
+    TT_EQ_INT(obx_join_get(s, join_id, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {M} WHERE `Status` = 0"), 0);
+    TT_EQ_INT(has_join(s, id), 1);
+    /* A table from before the flag, a member attached there, then deploy. */
+    TT_ASSERT(sql(s, "DROP TRIGGER `{N}_JoinStep2Flag`") && sql(s, "DROP TRIGGER `{N}_JoinFlag`"));
+    TT_ASSERT(sql(s, "CREATE TRIGGER `{N}_JoinStep2` AFTER UPDATE ON {T} FOR EACH ROW "
+                     "IF NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN "
+                     "UPDATE {M} SET `Status` = IF(NEW.`Status` = 2, 1, 2) "
+                     "WHERE `OutboxMessageId` = NEW.`Id` AND `Status` = 0; END IF"));
+    TT_ASSERT(sql(s, "ALTER TABLE {T} DROP COLUMN `HasJoin`"));
+    TT_EQ_INT(obx_join_start(s, NULL, 1, NULL, join2), OBX_OK);
+    TT_ASSERT(enqueue(s, "step", "p", old));
+    TT_EQ_INT(obx_join_attach(s, join2, old), OBX_OK);
+    TT_EQ_INT(obx_store_deploy(s), OBX_OK);
+    TT_EQ_INT(has_join(s, old), 1);
+    TT_ASSERT(enqueue(s, "plain", "p", later));
+    TT_EQ_INT(has_join(s, later), 0);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() "
+                        "AND TRIGGER_NAME IN ('{N}_JoinStep2Flag', '{N}_JoinFlag')"), 2);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() "
+                        "AND TRIGGER_NAME = '{N}_JoinStep2'"), 0);
+    TT_EQ_INT(obx_claim(worker, owner, 60, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 2);
+    one[0] = old;
+    TT_EQ_INT(obx_ack(worker, owner, one, 1, NULL), OBX_OK);
+    TT_EQ_INT(obx_join_get(s, join2, &j), OBX_OK);
+    TT_EQ_INT(j.completed_steps, 1);
+    obx_store_close(worker);
+    obx_store_close(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|postgresql|mariadb '<ODBC connection string>'\n", argv[0]);
@@ -9569,6 +9700,10 @@ int main(int argc, char **argv) {
     else
         printf("N/A OBX-TXH-CONFLICT-ACK %s InnoDB's REPEATABLE READ updates the newest row version: no conflict at the ack to provoke\n", g_label);
     RUN("OBX-TXH-LEASE-LOST", "a lease lost before a transactional handler's ack: everything rolled back, counted as a lease loss, no attempt used", test_txh_lease_lost);
+    if (g_srv)
+        RUN("OBX-TXH-LOST-CONNECTION", "the server ends a transactional handler's connection before its ack: rolled back, no attempt used, delivered again and done once (single and batch form)", test_txh_lost_connection);
+    else
+        printf("N/A OBX-TXH-LOST-CONNECTION %s an embedded database has no connection to lose\n", g_label);
     RUN("OBX-TXH-RENEWAL", "a transactional handler's open transaction does not hold back the lease renewal", test_txh_renewal);
     RUN("OBX-TXH-RENEW-SETTLED", "a transactional handler's message settled mid-batch is not taken by the lease renewal for a lease lost: the batch's later handlers still start", test_txh_renew_settled);
     RUN("OBX-TXH-KILL", "kill -9 before a transactional handler's write, after it, before the commit, after it: every message's effect exactly once, Done exactly when it exists", test_txh_kill);
@@ -9599,7 +9734,7 @@ int main(int argc, char **argv) {
         RUN("CORE-JOIN-STEP-GUARD", "SQLite's join step updates members only for a member; deploy replaces the old trigger; with both, a step counts once", test_join_step_guard);
     else
         printf("N/A CORE-JOIN-STEP-GUARD %s %s\n", g_label, g_pg ? "the join step is a statement trigger over the changed rows"
-               : "the join step's IF runs the member update only for a finished message (JoinStep2)");
+               : "the join step's IF runs the member update only for a finished message with a member (JoinStep2Flag, CORE-JOIN-FLAG)");
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     RUN("CORE-FUSED-LOST-LEASE", "run() carries a batch's ack into the next claim: an id whose lease was lost is not acked, the last ack is sent when run() stops", test_fused_lost_lease);
     RUN("CORE-FUSED-SUSPECT", "run() with a crash suspect in the batch: the others' acks are sent before the suspect's handler runs, not carried past it", test_fused_suspect);
@@ -9647,6 +9782,11 @@ int main(int argc, char **argv) {
         RUN("OBX-JOIN-ATTACH-RACE", "an attach racing its message's enqueue and settle counts once settled", test_join_attach_race);
     else
         printf("N/A OBX-JOIN-ATTACH-RACE %s one writer: the attach runs wholly before or after the enqueue\n", g_label);
+    if (g_my)
+        RUN("CORE-JOIN-FLAG", "MariaDB's join step runs only for a message a member names: an ack queued behind an attach counts, deploy flags older rows", test_join_flag);
+    else
+        printf("N/A CORE-JOIN-FLAG %s %s\n", g_label, g_pg ? "the join step is a statement trigger that returns at once when no join is pending"
+               : "the join step tests for a member itself (one writer: no attach runs beside an ack)");
     if (g_srv)
         RUN("CORE-READ-ONLY-REAL", "a read-only session (25006) is transient, not lost; the next call reconnects", test_read_only_real);
     if (g_srv)

@@ -1749,24 +1749,30 @@ static void test_fake_enqueue_out_ids(void) {
 }
 
 /* A picked key that is NULL (the pick of a three-statement claim, MariaDB)
- * travels as a null element: never the bytes of an earlier row or of an
- * uninitialised buffer (CORE-PICK-NULL-KEY). */
+ * travels as an element that matches no row: never the bytes of an earlier
+ * row or of an uninitialised buffer (CORE-PICK-NULL-KEY). */
 static void test_fake_pick_null_key(void) {
     obx_store *s = fake_store("MariaDB", NULL);
     const obx_message *ms;
-    static const char *const picked[2] = {"0192abcd-ef01-7000-8000-0000000000aa", NULL};
+    static const char *const picked[2 * 19] = {
+        "0192abcd-ef01-7000-8000-0000000000aa", "0192abcd-ef01-7000-8000-0000000000bb", "1000", NULL, "0", "5000",
+        "900", "0", NULL, "1024", "t", "p", NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+        NULL, "0192abcd-ef01-7000-8000-0000000000cc", "1000", NULL, "0", "5000",
+        "900", "0", NULL, "1024", "t", "p", NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     char owner[37];
     int n = -1, at;
     TT_ASSERT(s != NULL);
     obx_owner_token(s, owner);
     fake_push_ok(0); /* START TRANSACTION */
-    fake_push_rows(1, 2, picked);
+    fake_push_rows(19, 2, picked);
     fake_push_ok(1);
-    fake_push_rows(1, 0, NULL);
+    fake_push_rows(19, 0, NULL);
     (void)obx_claim(s, owner, 30, 10, &ms, &n);
     at = fake_log_find("`Status` = 1, `OwnerToken` =", 0);
     TT_ASSERT(at > 0);
-    TT_EQ_STR(fake_log_param_text(at, 0, 1), "[\"0192abcd-ef01-7000-8000-0000000000aa\",null]");
+    /* The short row's id is cleared before it is read: a NULL leaves NULs, which match no row. */
+    TT_EXPECT(strncmp(fake_log_param_text(at, 0, 1), "[\"0192abcd-ef01-7000-8000-0000000000aa\",\"\\u0000", 47) == 0);
+    TT_EXPECT(strstr(fake_log_param_text(at, 0, 1) + 40, "0192") == NULL); /* past the first */
     obx_store_close(s);
 }
 
@@ -1931,6 +1937,122 @@ static void test_ibx_fake_deadlock(void) {
     TT_EQ_INT(fake_open_handles(), 0);
 }
 
+
+/* CORE-CLAIM-PICKED: a claim in three statements (MariaDB) is two when the
+ * UPDATE marks every row the pick locked: the pick's short rows are the
+ * claim's, Starts + 1 and the lease (the pick's time + lease_seconds)
+ * filled in, no read-back. When it marks fewer (row locks per node:
+ * Galera), the rows that carry the owner's token are read back and only
+ * they are claimed (CORE-CLAIM-PICKED-READBACK). Both headers. */
+static const char *const k_picked[2 * 19] = {
+    "0192abcd-ef01-7000-8000-0000000000aa", "0192abcd-ef01-7000-8000-0000000000bb", "1000", NULL, "0", "5000",
+    "900", "0", NULL, "1024", "t.one", "p1", NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    "0192abcd-ef01-7000-8000-0000000000cc", "0192abcd-ef01-7000-8000-0000000000dd", "2000", NULL, "1", "5000",
+    "1900", "2", NULL, "1025", "t.two", "p2", "corr", NULL, NULL, NULL, NULL, NULL, NULL};
+
+static void test_fake_claim_picked(void) {
+    obx_store *s = fake_store("MariaDB", NULL);
+    const obx_message *ms = NULL;
+    int n = -1, at;
+    TT_ASSERT(s != NULL);
+    fake_push_ok(0); /* START TRANSACTION */
+    fake_push_rows(19, 2, k_picked);
+    fake_push_ok(2); /* the UPDATE matched both */
+    TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 2);
+    at = fake_log_find("`Status` = 1, `OwnerToken` =", 0);
+    TT_ASSERT(at > 0);
+    TT_EXPECT(strstr(fake_log_sql(at - 1), "AS `obx_pick`") != NULL); /* the pick, just before */
+    TT_EQ_STR(fake_log_param_text(at, 0, 1), /* numbered markers: the list binds first */
+              "[\"0192abcd-ef01-7000-8000-0000000000aa\",\"0192abcd-ef01-7000-8000-0000000000cc\"]");
+    TT_EQ_INT(fake_log_find("FROM JSON_TABLE(", 0), -1); /* no read-back */
+    TT_EQ_STR(ms[0].id, "0192abcd-ef01-7000-8000-0000000000aa");
+    TT_EQ_STR(ms[0].owner_token, k_owner);
+    TT_EQ_INT(ms[0].status, OBX_STATUS_IN_PROGRESS);
+    TT_EQ_INT(ms[0].starts, 1);
+    TT_EQ_INT(ms[0].locked_until_ms, 5000 + 30000);
+    TT_EQ_STR(ms[0].topic, "t.one");
+    TT_EQ_INT(ms[1].starts, 3);
+    TT_EQ_INT(ms[1].retry_count, 1);
+    TT_EQ_INT(ms[1].priority, 0);
+    TT_EQ_INT(ms[1].locked_until_ms, 35000);
+    TT_EQ_STR(ms[1].correlation_id, "corr");
+    TT_EQ_STR(ms[1].payload, "p2");
+    obx_store_close(s);
+}
+
+static void test_fake_claim_picked_readback(void) {
+    obx_store *s = fake_store("MariaDB", NULL);
+    ibx_store_desc d;
+    ibx_store *is = NULL;
+    const obx_message *ms = NULL;
+    const ibx_message *ims = NULL;
+    static const char *const back[19] = {
+        "0192abcd-ef01-7000-8000-0000000000cc", "0192abcd-ef01-7000-8000-0000000000dd", "2000", NULL, "1", "35007",
+        "1900", "3", NULL, "1024", "t.two", "p2", NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    /* The inbox's short row: eight times and counts, the mask, then the texts. */
+    static const char *const ipicked[2 * 19] = {
+        "1000", "1100", "5000", "1", "1200", NULL, "0", NULL, "512", "stripe", "m-1", "t", "{}",
+        NULL, NULL, NULL, NULL, NULL, NULL,
+        "1000", "1100", "5000", "1", "1200", NULL, "1", NULL, "512", "stripe", "m-2", "t", "{}",
+        NULL, NULL, NULL, NULL, NULL, NULL};
+    static const char *const iback[19] = {
+        "1000", "1100", "35009", "1", "1200", NULL, "2", NULL, "512", "stripe", "m-2", "t", "{}",
+        NULL, NULL, NULL, NULL, NULL, NULL};
+    int n = -1, at;
+    TT_ASSERT(s != NULL);
+    fake_push_ok(0); /* START TRANSACTION */
+    fake_push_rows(19, 2, k_picked);
+    fake_push_ok(1); /* another node marked the first row in between */
+    fake_push_rows(19, 1, back);
+    TT_EQ_INT(obx_claim(s, k_owner, 30, 10, &ms, &n), OBX_OK);
+    TT_EQ_INT(n, 1);
+    at = fake_log_find("FROM JSON_TABLE(", 0);
+    TT_ASSERT(at > 0);
+    TT_EQ_STR(fake_log_param_text(at, 0, 2), k_owner);
+    TT_EQ_STR(ms[0].id, "0192abcd-ef01-7000-8000-0000000000cc");
+    TT_EQ_INT(ms[0].locked_until_ms, 35007); /* the stored lease, read */
+    TT_EQ_INT(ms[0].starts, 3);
+    TT_EQ_STR(ms[0].topic, "t.two");
+    TT_EXPECT(ms[0].correlation_id == NULL);
+    obx_store_close(s);
+    /* The inbox: the same two paths, its two-column key in two lists. */
+    fake_reset();
+    fake_set_dbms_name("MariaDB");
+    memset(&d, 0, sizeof d);
+    d.connection_string = "Driver=fake;";
+    d.hooks.clock.sleep_ms = fake_sleep;
+    d.hooks.logger.log = ibx_quiet;
+    TT_EQ_INT(ibx_store_open(&d, &is), IBX_OK);
+    fake_reset();
+    fake_set_dbms_name("MariaDB");
+    fake_push_ok(0);
+    fake_push_rows(19, 2, ipicked);
+    fake_push_ok(2);
+    TT_EQ_INT(ibx_claim(is, k_owner, 30, 10, &ims, &n), IBX_OK);
+    TT_EQ_INT(n, 2);
+    at = fake_log_find("`LockedUntil` = UTC_TIMESTAMP(6) + INTERVAL ? SECOND", 0);
+    TT_ASSERT(at > 0);
+    TT_EQ_STR(fake_log_param_text(at, 0, 1), "[\"stripe\",\"stripe\"]");
+    TT_EQ_STR(fake_log_param_text(at, 0, 2), "[\"m-1\",\"m-2\"]");
+    TT_EQ_INT(fake_log_find("FROM JSON_TABLE(", 0), -1);
+    TT_EQ_STR(ims[1].message_id, "m-2");
+    TT_EQ_INT(ims[1].starts, 2);
+    TT_EQ_INT(ims[1].locked_until_ms, 35000);
+    fake_reset();
+    fake_set_dbms_name("MariaDB");
+    fake_push_ok(0);
+    fake_push_rows(19, 2, ipicked);
+    fake_push_ok(1);
+    fake_push_rows(19, 1, iback);
+    TT_EQ_INT(ibx_claim(is, k_owner, 30, 10, &ims, &n), IBX_OK);
+    TT_EQ_INT(n, 1);
+    TT_ASSERT(fake_log_find("FROM JSON_TABLE(", 0) > 0);
+    TT_EQ_STR(ims[0].message_id, "m-2");
+    TT_EQ_INT(ims[0].locked_until_ms, 35009);
+    TT_EQ_INT(ims[0].starts, 2);
+    ibx_store_close(is);
+}
 
 /* The two-pass pick of a three-statement claim (MariaDB): when the second
  * pass fails, the statement the first pass used is not touched again after
@@ -2881,6 +3003,8 @@ int main(void) {
 #endif
     TT_RUN("OBX-097", "fake", "a batch enqueue is one transaction; bad input stops it before SQL", test_fake_enqueue_batch_one_tx);
     TT_RUN("OBX-ENQUEUE-OUT-IDS", "fake", "a failed enqueue or batch leaves the caller's id buffers untouched", test_fake_enqueue_out_ids);
-    TT_RUN("CORE-PICK-NULL-KEY", "fake", "a NULL picked key is bound as null, never an earlier row's bytes", test_fake_pick_null_key);
+    TT_RUN("CORE-CLAIM-PICKED", "fake", "a MariaDB claim whose UPDATE marks every picked row is the pick's rows, no read-back", test_fake_claim_picked);
+    TT_RUN("CORE-CLAIM-PICKED-READBACK", "fake", "a MariaDB claim whose UPDATE marks fewer rows reads back what it holds (both headers)", test_fake_claim_picked_readback);
+    TT_RUN("CORE-PICK-NULL-KEY", "fake", "a NULL picked key is bound as an element that matches no row, never an earlier row's bytes", test_fake_pick_null_key);
     return tt_done();
 }

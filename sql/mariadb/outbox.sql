@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS `Outbox` (
     `ReadyRank`     DATETIME(6) AS (IF(`Status` = 0 AND `IsProcessed` = 0, IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL (`Priority` * 10) SECOND), NULL)) VIRTUAL,
     `LeasedUntil`   DATETIME(6) AS (IF(`Status` = 1, `LockedUntil`, NULL)) VIRTUAL,
     `DoneAt`        DATETIME(6) AS (IF(`Status` = 2, `ProcessedAt`, NULL)) VIRTUAL,
-    `DeadAt`        DATETIME(6) AS (IF(`Status` = 3, `CreatedAt`, NULL)) VIRTUAL
+    `DeadAt`        DATETIME(6) AS (IF(`Status` = 3, `CreatedAt`, NULL)) VIRTUAL,
+    `HasJoin`       TINYINT NOT NULL DEFAULT 1
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `Starts` INT NOT NULL DEFAULT 0;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `OrderingKey` VARCHAR(255) NULL;
@@ -46,6 +47,7 @@ ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `ReadyRank` DATETIME(6) AS (IF(`St
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `LeasedUntil` DATETIME(6) AS (IF(`Status` = 1, `LockedUntil`, NULL)) VIRTUAL;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `DoneAt` DATETIME(6) AS (IF(`Status` = 2, `ProcessedAt`, NULL)) VIRTUAL;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `DeadAt` DATETIME(6) AS (IF(`Status` = 3, `CreatedAt`, NULL)) VIRTUAL;
+ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `HasJoin` TINYINT NOT NULL DEFAULT 1;
 CREATE INDEX IF NOT EXISTS `IX_Outbox_Ordering` ON `Outbox` (`OrderingLive`, `OrderingState`, `OrderingSeq`);
 CREATE INDEX IF NOT EXISTS `IX_Outbox_ReadyRank` ON `Outbox` (`ReadyRank`, `NextAttemptAt`) ALGORITHM=INPLACE LOCK=NONE;
 CREATE INDEX IF NOT EXISTS `IX_Outbox_LeasedUntil` ON `Outbox` (`LeasedUntil`) ALGORITHM=INPLACE LOCK=NONE;
@@ -73,13 +75,17 @@ CREATE TABLE IF NOT EXISTS `OutboxJoinMember` (
     CONSTRAINT `FK_OutboxJoinMember_Join` FOREIGN KEY (`JoinId`) REFERENCES `OutboxJoin` (`JoinId`) ON DELETE CASCADE
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
 DELIMITER $$
-CREATE TRIGGER IF NOT EXISTS `Outbox_JoinStep2` AFTER UPDATE ON `Outbox` FOR EACH ROW
-    IF NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN
+CREATE TRIGGER IF NOT EXISTS `Outbox_JoinStep2Flag` AFTER UPDATE ON `Outbox` FOR EACH ROW
+    IF NEW.`HasJoin` <> 0 AND NEW.`Status` IN (2, 3) AND OLD.`Status` <> NEW.`Status` THEN
         UPDATE `OutboxJoinMember` SET `Status` = IF(NEW.`Status` = 2, 1, 2)
          WHERE `OutboxMessageId` = NEW.`Id` AND `Status` = 0;
     END IF$$
 DELIMITER ;
+DROP TRIGGER IF EXISTS `Outbox_JoinStep2`;
 DROP TRIGGER IF EXISTS `Outbox_JoinStep`;
+CREATE TRIGGER IF NOT EXISTS `Outbox_JoinFlag` AFTER INSERT ON `OutboxJoinMember` FOR EACH ROW
+    UPDATE `Outbox` SET `HasJoin` = 1 WHERE `Id` = NEW.`OutboxMessageId`;
+ALTER TABLE `Outbox` ALTER COLUMN `HasJoin` SET DEFAULT 0;
 CREATE TRIGGER IF NOT EXISTS `Outbox_JoinCount` AFTER UPDATE ON `OutboxJoinMember` FOR EACH ROW
     UPDATE `OutboxJoin` SET
         `LastUpdatedUtc` = UTC_TIMESTAMP(6),
