@@ -5354,13 +5354,15 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
  * claims' whole order: `c` is the table's alias ("c." or ""). */
 #define IBX__PRIORITY_AGING_S "10"   /* IBX_PRIORITY_AGING_MS in seconds */
 #define IBX__PRIORITY_HORIZON_S "50" /* -IBX_PRIORITY_MIN levels of aging */
-#define IBX__SQLITE_RANK(c) c "NextAttemptAt - " c "Priority * " IBX__PRIORITY_AGING_S "000"
+#define IBX__SQLITE_RANK_OF(next, c) next " - " c "Priority * " IBX__PRIORITY_AGING_S "000"
+#define IBX__SQLITE_RANK(c) IBX__SQLITE_RANK_OF(c "NextAttemptAt", c)
 #define IBX__SQLITE_CLAIM_ORDER(c)                                                                \
     "AND " IBX__SQLITE_RANK(c) " <= {W} + " IBX__PRIORITY_HORIZON_S "000 ORDER BY " IBX__SQLITE_RANK(c)
 /* PostgreSQL: timestamptz less an interval is not immutable (a day's
  * length depends on the zone): the rank is UTC wall time, which is. */
-#define IBX__PG_RANK(c)                                                                           \
-    "((" c "\"NextAttemptAt\" AT TIME ZONE 'UTC') - " c "\"Priority\" * interval '" IBX__PRIORITY_AGING_S " seconds')"
+#define IBX__PG_RANK_OF(next, c)                                                                  \
+    "((" next " AT TIME ZONE 'UTC') - " c "\"Priority\" * interval '" IBX__PRIORITY_AGING_S " seconds')"
+#define IBX__PG_RANK(c) IBX__PG_RANK_OF(c "\"NextAttemptAt\"", c)
 #define IBX__PG_CLAIM_ORDER(c)                                                                    \
     "AND " IBX__PG_RANK(c) " <= (now() AT TIME ZONE 'UTC') + interval '" IBX__PRIORITY_HORIZON_S " seconds' "  \
     "ORDER BY " IBX__PG_RANK(c)
@@ -6454,6 +6456,7 @@ enum {
                           common reap asks for it) */
     IBX__Q_ANALYZE,    /* statistics refreshed where stale (PostgreSQL; see ibx_reap) */
     IBX__Q_CLAIM_ACK,  /* -> CLAIM's rows, then the count ACK changed (ibx__claim_ack_sql) */
+    IBX__Q_CLAIM_CARRY, /* none: the inbox has no ordering keys (the common claim asks) */
     IBX__Q_OWNED,      /* not a statement: {O} in the others, the rows of a key list the
                           owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
@@ -6504,6 +6507,7 @@ static const ibx__stmt_row ibx__stmt_args_rows[] = {
     {IBX__Q_WAKE, ""},
     {IBX__Q_ANALYZE, ""},
     {IBX__Q_CLAIM_ACK, "tlltii"},   /* ACK's, then CLAIM's */
+    {IBX__Q_CLAIM_CARRY, "tiil"},   /* unused */
     {IBX__Q_COUNT, NULL}};
 #define IBX__ARGS_JSON_ROWS(id) 0 /* no statement takes JSON rows (obx.h's batch inserts do) */
 
@@ -7551,6 +7555,7 @@ typedef struct ibx__store_own {
 #define ibx__own_claimed(s, m) ((void)(s), (void)(m))
 #define ibx__own_settled(s, keys, kind, rows) ((void)(s), (void)(keys), (void)(kind), (void)(rows))
 #define ibx__own_acked(db, s, keys, rows) ((void)(db), (void)(s), (void)(keys), (void)(rows), IBX_OK)
+#define IBX__CARRY_FIRST(s) ((void)(s), 0) /* no keyed acks to carry (obx.h's OBX__Q_CLAIM_CARRY) */
 #define ibx__own_keyed(s) ((void)(s), 0)
 #define ibx__own_wake(s, ids, woken) ((void)(s), (void)(ids), (void)(woken), IBX_OK)
 #define ibx__own_wake_later(s, ms, n) ((void)(s), (void)(ms), (void)(n))
@@ -8810,6 +8815,8 @@ typedef struct ibx__claim_ctx {
     int ack_only;                /* run only them (the claim gave up: IBX__CLAIM_REDOS) */
     int ack_keyed;               /* some of them have an ordering key: acked before the claim */
     int64_t acked;               /* how many of them the ack changed */
+    int ack_after;               /* keyed: the claim runs first (IBX__Q_CLAIM_CARRY), the acks
+                                    after it has read its rows */
 } ibx__claim_ctx;
 
 /* The first step of a claim in three statements (no UPDATE ... RETURNING):
@@ -8905,21 +8912,29 @@ static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cu
 /* The claim's statements, up to the cursor of its rows (none after the
  * acks alone). The carried acks: in the claim's statement where one can
  * hold both (IBX__Q_CLAIM_ACK), else a statement before it in its
- * transaction. */
+ * transaction; keyed ones where IBX__Q_CLAIM_CARRY is set, a statement
+ * after it (c->ack_after: ibx__claim_once, once the rows are read). */
 static ibx_result ibx__claim_exec(ibx__db *db, ibx__claim_ctx *c, int fused, SQLHSTMT *cur) {
     ibx_store *s = c->s;
     ibx__param p[8 + IBX__KEY_LISTS];
     int n = 0;
     ibx_result r;
+    const int after = IBX__CARRY_FIRST(s) && c->ack_after;
     if (c->ack_count > 0)
         n = ibx__settle_params(p, IBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token, NULL, 0,
                                0, s->carry);
-    if (c->ack_count > 0 && !fused) {
+    if (c->ack_count > 0 && !fused && !after) {
         r = ibx__exec(db, IBX__Q_ACK, s->sql[IBX__Q_ACK], p, n, &c->acked, NULL);
         if (r == IBX_OK && c->ack_keyed) r = ibx__own_acked(db, s, s->carry, c->acked);
         if (r != IBX_OK || c->ack_only) return r;
     }
-    if (fused) {
+    if (after) { /* the acked ids: s->carry[0] (no keyed acks in a claim that picks) */
+        ibx__p_text(&p[0], s->token, 36);
+        ibx__p_i64(&p[1], c->lease_seconds);
+        ibx__p_i64(&p[2], c->batch_size);
+        ibx__p_text(&p[3], s->carry[0].data, s->carry[0].len);
+        r = ibx__exec(db, IBX__Q_CLAIM_CARRY, s->sql[IBX__Q_CLAIM_CARRY], p, 4, NULL, cur);
+    } else if (fused) {
         ibx__p_text(&p[n], s->token, 36);
         ibx__p_i64(&p[n + 1], c->lease_seconds);
         ibx__p_i64(&p[n + 2], c->batch_size);
@@ -8945,6 +8960,7 @@ static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
     ibx_result r;
     c->count = 0;
     c->acked = 0;
+    c->ack_after = IBX__CARRY_FIRST(s) && c->ack_count > 0 && !c->ack_only && c->ack_keyed;
     s->rows.len = 0;
     r = ibx__claim_exec(db, c, fused, &cur);
     if (c->ack_only) return r;
@@ -8976,6 +8992,12 @@ static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
     if (short_rows) ibx__unbind(cur); /* `head` is about to go */
     ibx__close(cur);
     if (r == IBX_EMPTY) r = IBX_OK;
+    if (r == IBX_OK && IBX__CARRY_FIRST(s) && c->ack_after) { /* before the check: they are Done there */
+        ibx__param p[8 + IBX__KEY_LISTS];
+        const int n = ibx__settle_params(p, IBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token,
+                                         NULL, 0, 0, s->carry);
+        r = ibx__exec(db, IBX__Q_ACK, s->sql[IBX__Q_ACK], p, n, &c->acked, NULL);
+    }
     return r == IBX_OK && c->count > 0 ? ibx__claim_recheck(db, s, &c->count) : r;
 }
 
@@ -11326,12 +11348,14 @@ static ibx_result ibx__settle_failure(ibx_dispatcher *d, ibx_store *s, const ibx
  * after a batch, and sends what is carried before housekeeping, when its
  * claim fails (both rolled back: the acks alone then) and when it stops;
  * run_once() never carries, so a round it reports is settled. Acks of
- * messages with an ordering key go before the claim in its transaction,
- * never in its statement: in the fused statement's snapshot their keys
- * are busy and their next messages parked, so the claim would pass over
- * them; after the ack (and its wake: a trigger, or on MariaDB
- * ibx__own_acked) the claim takes the keys' next messages at once, where
- * acked alone each key cost a commit more. Returns whether
+ * messages with an ordering key go in the claim's transaction, never in
+ * its statement: in the fused statement's snapshot their keys are busy
+ * and their next messages parked, so the claim would pass over them. Where
+ * the dialect has IBX__Q_CLAIM_CARRY (SQLite, PostgreSQL) the claim runs
+ * first and takes the acked keys' next messages itself, then the acks;
+ * elsewhere the acks (and their wake, on MariaDB ibx__own_acked) go first
+ * and the claim takes the woken messages: either way at once, where acked
+ * alone each key cost a commit more. Returns whether
  * ms[which[0..n)] are carried in s->carry. */
 /* Where no one statement can (SQLite, MariaDB): the ack first in the
  * claim's transaction, one commit fewer; measured faster on both (docs/

@@ -5555,13 +5555,15 @@ OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
  * claims' whole order: `c` is the table's alias ("c." or ""). */
 #define OBX__PRIORITY_AGING_S "10"   /* OBX_PRIORITY_AGING_MS in seconds */
 #define OBX__PRIORITY_HORIZON_S "50" /* -OBX_PRIORITY_MIN levels of aging */
-#define OBX__SQLITE_RANK(c) c "NextAttemptAt - " c "Priority * " OBX__PRIORITY_AGING_S "000"
+#define OBX__SQLITE_RANK_OF(next, c) next " - " c "Priority * " OBX__PRIORITY_AGING_S "000"
+#define OBX__SQLITE_RANK(c) OBX__SQLITE_RANK_OF(c "NextAttemptAt", c)
 #define OBX__SQLITE_CLAIM_ORDER(c)                                                                \
     "AND " OBX__SQLITE_RANK(c) " <= {W} + " OBX__PRIORITY_HORIZON_S "000 ORDER BY " OBX__SQLITE_RANK(c)
 /* PostgreSQL: timestamptz less an interval is not immutable (a day's
  * length depends on the zone): the rank is UTC wall time, which is. */
-#define OBX__PG_RANK(c)                                                                           \
-    "((" c "\"NextAttemptAt\" AT TIME ZONE 'UTC') - " c "\"Priority\" * interval '" OBX__PRIORITY_AGING_S " seconds')"
+#define OBX__PG_RANK_OF(next, c)                                                                  \
+    "((" next " AT TIME ZONE 'UTC') - " c "\"Priority\" * interval '" OBX__PRIORITY_AGING_S " seconds')"
+#define OBX__PG_RANK(c) OBX__PG_RANK_OF(c "\"NextAttemptAt\"", c)
 #define OBX__PG_CLAIM_ORDER(c)                                                                    \
     "AND " OBX__PG_RANK(c) " <= (now() AT TIME ZONE 'UTC') + interval '" OBX__PRIORITY_HORIZON_S " seconds' "  \
     "ORDER BY " OBX__PG_RANK(c)
@@ -6554,6 +6556,8 @@ enum {
     OBX__Q_CLAIM_ACK,   /* -> CLAIM's rows, then the count ACK changed: a dispatcher's ack of
                            its last batch and its next claim, one statement (PostgreSQL;
                            made of ACK and CLAIM at store open, obx__claim_ack_sql) */
+    OBX__Q_CLAIM_CARRY, /* -> message rows: CLAIM where it carries keyed acks, run before
+                           them in their unit (OBX__ORDERED_CARRY); NULL: after them */
     OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
                            owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
@@ -6616,6 +6620,7 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
     {OBX__Q_KEY_READ, "t"},         /* the ordering key */
     {OBX__Q_INSERT_VALUES, "tttttii"}, /* one row: INSERT's */
     {OBX__Q_CLAIM_ACK, "ttltii"},   /* ACK's, then CLAIM's */
+    {OBX__Q_CLAIM_CARRY, "tiil"},   /* CLAIM's, then the acked ids */
     {OBX__Q_INSERT_VALUES_ENV, "tttttiitttti" "i"}, /* INSERT's, then tenant, aggregate type,
                                                       aggregate id, headers (JSON), expiry, priority */
     {OBX__Q_COUNT, NULL}};
@@ -6703,9 +6708,10 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
 #define OBX__PG_KEY_IN_FLIGHT(k) OBX__PG_KEY_IN_FLIGHT_IF(k, "")
 #define OBX__PG_KEY_IN_FLIGHT_OTHER(t)                                                           \
     OBX__PG_KEY_IN_FLIGHT_IF(t ".\"OrderingKey\"", " AND o.\"Id\" <> " t ".\"Id\"")
-#define OBX__ORDERED_CHECK(dead_waits)                                                            \
+#define OBX__ORDERED_CHECK_IF(dead_waits, busy)                                                   \
     "(c.\"OrderingKey\" IS NULL OR (c.\"Id\" = " OBX__KEY_FIRST_READY("c.\"OrderingKey\"") " " dead_waits      \
-    "AND NOT " OBX__KEY_IN_FLIGHT("c.\"OrderingKey\"") "))"
+    "AND NOT " busy "))"
+#define OBX__ORDERED_CHECK(dead_waits) OBX__ORDERED_CHECK_IF(dead_waits, OBX__KEY_IN_FLIGHT("c.\"OrderingKey\""))
 /* Ready rows wait: c must be the first Ready row of its key, asked as the
  * first entry of an index range (ORDER BY ... LIMIT 1), which PostgreSQL
  * plans as an index probe whatever the statistics; as "no earlier Ready
@@ -6715,11 +6721,32 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
  * store's choice (obx__store_own_names): 3, or NULL, which matches no
  * row and which the planners fold away. */
 #define OBX__ORDERED_HEAD OBX__ORDERED_CHECK("")
-#define OBX__ORDERED_CLAIM                                                                        \
-    OBX__ORDERED_CHECK("AND NOT coalesce((SELECT o.\"OrderingSeq\" < c.\"OrderingSeq\" OR (o.\"OrderingSeq\" = "   \
-                       "c.\"OrderingSeq\" AND o.\"Id\" < c.\"Id\") FROM {T} AS o WHERE o.\"OrderingKey\" = "        \
-                       "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = {E} ORDER BY o.\"OrderingSeq\", "  \
-                       "o.\"Id\" LIMIT 1), false) ")
+#define OBX__DEAD_WAITS                                                                           \
+    "AND NOT coalesce((SELECT o.\"OrderingSeq\" < c.\"OrderingSeq\" OR (o.\"OrderingSeq\" = "                  \
+    "c.\"OrderingSeq\" AND o.\"Id\" < c.\"Id\") FROM {T} AS o WHERE o.\"OrderingKey\" = "                       \
+    "c.\"OrderingKey\" AND o.\"Status\" <> 2 AND o.\"Status\" = {E} ORDER BY o.\"OrderingSeq\", "                \
+    "o.\"Id\" LIMIT 1), false) "
+#define OBX__ORDERED_CLAIM OBX__ORDERED_CHECK(OBX__DEAD_WAITS)
+/* A claim that carries keyed acks (OBX__Q_CLAIM_CARRY) runs before them in
+ * their transaction: the acked rows (ours, in flight, listed in `acked`, a
+ * condition on o) do not make their keys busy to it, so it takes each
+ * acked key's next message itself, parked or not, with the checks above;
+ * the ack after it then finds those keys busy again and wakes nothing (the
+ * trigger probes and writes no row). A key whose next
+ * message the claim leaves (the batch full, not due yet) is woken by the
+ * ack as before. Without it, every keyed message was written three times
+ * on its way out: parked, woken, claimed (docs/PERFORMANCE.md). */
+#define OBX__CARRY_BUSY(acked)                                                                    \
+    "EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = c.\"OrderingKey\" AND o.\"Status\" <> 2 AND "     \
+    "o.\"Status\" = 1 AND NOT (" acked "))"
+#define OBX__ORDERED_CARRY(acked) OBX__ORDERED_CHECK_IF(OBX__DEAD_WAITS, OBX__CARRY_BUSY(acked))
+/* The same for a key's first Ready row (OBX__CARRIED_HEADS). */
+#define OBX__CARRY_HEAD(acked) "(1 = 1 " OBX__DEAD_WAITS "AND NOT " OBX__CARRY_BUSY(acked) ")"
+/* The acked keys' first Ready rows (the acked rows' ids in `ids`, ours and
+ * in flight: the claim is in the acks' transaction, before them). */
+#define OBX__CARRIED_HEADS(ids, owner)                                                            \
+    "SELECT " OBX__KEY_FIRST_READY("a.\"OrderingKey\"") " FROM {T} AS a WHERE a.\"Id\" " ids " AND "           \
+    "a.\"OwnerToken\" = " owner " AND a.\"Status\" = 1 AND a.\"OrderingKey\" IS NOT NULL"
 /* The claim's order: priority with aging (OBX__SQLITE_CLAIM_ORDER and the
  * other dialects', in the common core), alias c. The index IX_{N}_Claim's
  * predicate is the claim's own, IsProcessed too, so that no other
@@ -6813,6 +6840,11 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
  * enqueue instead would hold a key's running message for as long as any
  * producer's transaction, and a claim skips locked rows. */
 #define OBX__PG_PARKED "CAST('10000-01-01 00:00:00+00' AS timestamptz)"
+/* As OBX__SQLITE_UNPARKED and OBX__SQLITE_ACKED. */
+#define OBX__PG_UNPARKED(c)                                                                       \
+    "CASE WHEN " c "\"NextAttemptAt\" = " OBX__PG_PARKED " THEN coalesce(" c "\"DueTimeUtc\", " c "\"CreatedAt\") " \
+    "ELSE " c "\"NextAttemptAt\" END"
+#define OBX__PG_ACKED "o.\"OwnerToken\" = CAST(?1 AS uuid) AND o.\"Id\" = ANY (CAST(?4 AS uuid[]))"
 /* The PostgreSQL wake of the keys `keys` (a query of column k) names the
  * rows by an array, an init plan, so that no statistics make the update
  * walk the table to match them. */
@@ -6870,6 +6902,11 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
 #define OBX__CRASH_LOOP "crash loop: claimed {Q} times without an outcome" OBX__WHY(" (the handler crashed or was killed, or its lease expired)")
 
 #ifndef OBX_NO_SQLITE
+/* A row's NextAttemptAt as the wake would set it (OBX__UNPARK), and the
+ * claim's check of a claim carrying keyed acks (?1 the owner, ?4 their ids). */
+#define OBX__SQLITE_UNPARKED(c)                                                                   \
+    "iif(" c "NextAttemptAt = " OBX__PARKED_MS ", coalesce(" c "DueTimeUtc, " c "CreatedAt), " c "NextAttemptAt)"
+#define OBX__SQLITE_ACKED "o.OwnerToken = ?1 AND o.Id IN (SELECT value FROM json_each(?4))"
 /* The dead-letter filter (obx__dead_params): NULL arguments match all. */
 #define OBX__SQLITE_DEAD                                                                          \
     "Status = 3 AND Topic = coalesce(?1, Topic) AND (?2 IS NULL OR "                    \
@@ -6896,6 +6933,20 @@ static const obx__stmt_row obx__sqlite_outbox_rows[] = {
      "WHERE Id IN (SELECT c.Id FROM {T} AS c INDEXED BY \"IX_{N}_Claim\" WHERE c.Status = 0 AND "
      "c.NextAttemptAt <= {W} AND c.IsProcessed = 0 AND " OBX__ORDERED_CLAIM " " OBX__SQLITE_CLAIM_ORDER("c.") " LIMIT ?) "
      "RETURNING " OBX__SQLITE_CLAIM_COLS},
+#ifndef OBX_NO_ORDERING_KEYS
+    /* CLAIM, carrying keyed acks (OBX__ORDERED_CARRY): the acked keys' next
+     * messages (woken in the same update when parked) and the walk of the
+     * claim index, in rank order. */
+    {OBX__Q_CLAIM_CARRY,
+     "WITH _ AS (SELECT 1) UPDATE {T} SET Status = 1, OwnerToken = ?1, "
+     "LockedUntil = {W} + CAST(?2 AS INTEGER) * 1000, Starts = Starts + 1, NextAttemptAt = "
+     OBX__SQLITE_UNPARKED("") " WHERE Id IN (SELECT Id FROM (SELECT c.Id, " OBX__SQLITE_RANK_OF(OBX__SQLITE_UNPARKED("c."), "c.")
+     " AS r FROM {T} AS c WHERE c.Id IN (" OBX__CARRIED_HEADS("IN (SELECT value FROM json_each(?4))", "?1") ") "
+     "AND c.Status = 0 AND c.IsProcessed = 0 AND " OBX__SQLITE_UNPARKED("c.") " <= {W} AND " OBX__CARRY_HEAD(OBX__SQLITE_ACKED)
+     " UNION SELECT Id, r FROM (SELECT c.Id, " OBX__SQLITE_RANK("c.") " AS r FROM {T} AS c INDEXED BY \"IX_{N}_Claim\" "
+     "WHERE c.Status = 0 AND c.NextAttemptAt <= {W} AND c.IsProcessed = 0 AND " OBX__ORDERED_CARRY(OBX__SQLITE_ACKED) " "
+     OBX__SQLITE_CLAIM_ORDER("c.") " LIMIT ?3)) ORDER BY r LIMIT ?3) RETURNING " OBX__SQLITE_CLAIM_COLS},
+#endif
     {OBX__Q_ACK,
      "UPDATE {T} SET Status = 2, IsProcessed = 1, ProcessedAt = {W}, "
      "ProcessedBy = ?, LockedUntil = NULL "
@@ -7159,6 +7210,22 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      OBX__PG_DUE " AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_CLAIM " "
      OBX__PG_CLAIM_ORDER("c.") " LIMIT CAST(? AS integer) FOR UPDATE OF c SKIP LOCKED)) "
      "AND " OBX__PG_KEY_LOCK " RETURNING " OBX__PG_CLAIM_COLS},
+#ifndef OBX_NO_ORDERING_KEYS
+    /* CLAIM, carrying keyed acks (OBX__ORDERED_CARRY), as SQLite's; each
+     * part locks its rows (a locking clause is not allowed in a UNION's
+     * member, it is in a WITH query's). */
+    {OBX__Q_CLAIM_CARRY,
+     "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(?1 AS uuid), "
+     "\"LockedUntil\" = now() + make_interval(secs => CAST(?2 AS integer)), \"Starts\" = \"Starts\" + 1, "
+     "\"NextAttemptAt\" = " OBX__PG_UNPARKED("") " WHERE \"Id\" = ANY (ARRAY(WITH h AS (SELECT c.\"Id\", "
+     OBX__PG_RANK_OF(OBX__PG_UNPARKED("c."), "c.") " AS r FROM {T} AS c WHERE c.\"Id\" = ANY (ARRAY("
+     OBX__CARRIED_HEADS("= ANY (CAST(?4 AS uuid[]))", "CAST(?1 AS uuid)") ")) AND c.\"Status\" = 0 AND NOT "
+     "c.\"IsProcessed\" AND (" OBX__PG_UNPARKED("c.") " <= now()) IS TRUE AND " OBX__CARRY_HEAD(OBX__PG_ACKED) " FOR UPDATE OF c SKIP LOCKED), "
+     "w AS (SELECT c.\"Id\", " OBX__PG_RANK("c.") " AS r FROM {T} AS c WHERE c.\"Status\" = 0 AND " OBX__PG_DUE
+     " AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_CARRY(OBX__PG_ACKED) " " OBX__PG_CLAIM_ORDER("c.")
+     " LIMIT CAST(?3 AS integer) FOR UPDATE OF c SKIP LOCKED) SELECT u.\"Id\" FROM (SELECT * FROM h UNION "
+     "SELECT * FROM w) AS u ORDER BY u.r LIMIT CAST(?3 AS integer))) AND " OBX__PG_KEY_LOCK " RETURNING " OBX__PG_CLAIM_COLS},
+#endif
     /* See OBX__PG_KEY_LOCK. */
     {OBX__Q_CLAIM_CHECK,
      "UPDATE {T} AS t SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
@@ -8435,6 +8502,12 @@ typedef struct obx__store_own {
  * obx__own_acked: in the unit of a claim that carried keyed acks, after
  * the ack, so that the claim takes the keys' next messages. */
 #define obx__own_claimed(s, m) ((m)->ordering_key ? (void)((s)->own.keyed_claims = 1) : (void)0)
+/* Whether a claim that carries keyed acks runs before them (OBX__Q_CLAIM_CARRY). */
+#ifdef OBX_NO_ORDERING_KEYS
+#define OBX__CARRY_FIRST(s) ((void)(s), 0)
+#else
+#define OBX__CARRY_FIRST(s) ((s)->sql[OBX__Q_CLAIM_CARRY] != NULL)
+#endif
 #ifdef OBX_NO_MARIADB
 #define obx__own_settled(s, keys, kind, rows) ((void)(s), (void)(keys), (void)(kind), (void)(rows))
 #define obx__own_acked(db, s, keys, rows) ((void)(db), (void)(s), (void)(keys), (void)(rows), OBX_OK)
@@ -9713,6 +9786,8 @@ typedef struct obx__claim_ctx {
     int ack_only;                /* run only them (the claim gave up: OBX__CLAIM_REDOS) */
     int ack_keyed;               /* some of them have an ordering key: acked before the claim */
     int64_t acked;               /* how many of them the ack changed */
+    int ack_after;               /* keyed: the claim runs first (OBX__Q_CLAIM_CARRY), the acks
+                                    after it has read its rows */
 } obx__claim_ctx;
 
 /* The first step of a claim in three statements (no UPDATE ... RETURNING):
@@ -9808,21 +9883,29 @@ static obx_result obx__claim_picked(obx__db *db, obx__claim_ctx *c, SQLHSTMT *cu
 /* The claim's statements, up to the cursor of its rows (none after the
  * acks alone). The carried acks: in the claim's statement where one can
  * hold both (OBX__Q_CLAIM_ACK), else a statement before it in its
- * transaction. */
+ * transaction; keyed ones where OBX__Q_CLAIM_CARRY is set, a statement
+ * after it (c->ack_after: obx__claim_once, once the rows are read). */
 static obx_result obx__claim_exec(obx__db *db, obx__claim_ctx *c, int fused, SQLHSTMT *cur) {
     obx_store *s = c->s;
     obx__param p[8 + OBX__KEY_LISTS];
     int n = 0;
     obx_result r;
+    const int after = OBX__CARRY_FIRST(s) && c->ack_after;
     if (c->ack_count > 0)
         n = obx__settle_params(p, OBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token, NULL, 0,
                                0, s->carry);
-    if (c->ack_count > 0 && !fused) {
+    if (c->ack_count > 0 && !fused && !after) {
         r = obx__exec(db, OBX__Q_ACK, s->sql[OBX__Q_ACK], p, n, &c->acked, NULL);
         if (r == OBX_OK && c->ack_keyed) r = obx__own_acked(db, s, s->carry, c->acked);
         if (r != OBX_OK || c->ack_only) return r;
     }
-    if (fused) {
+    if (after) { /* the acked ids: s->carry[0] (no keyed acks in a claim that picks) */
+        obx__p_text(&p[0], s->token, 36);
+        obx__p_i64(&p[1], c->lease_seconds);
+        obx__p_i64(&p[2], c->batch_size);
+        obx__p_text(&p[3], s->carry[0].data, s->carry[0].len);
+        r = obx__exec(db, OBX__Q_CLAIM_CARRY, s->sql[OBX__Q_CLAIM_CARRY], p, 4, NULL, cur);
+    } else if (fused) {
         obx__p_text(&p[n], s->token, 36);
         obx__p_i64(&p[n + 1], c->lease_seconds);
         obx__p_i64(&p[n + 2], c->batch_size);
@@ -9848,6 +9931,7 @@ static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
     obx_result r;
     c->count = 0;
     c->acked = 0;
+    c->ack_after = OBX__CARRY_FIRST(s) && c->ack_count > 0 && !c->ack_only && c->ack_keyed;
     s->rows.len = 0;
     r = obx__claim_exec(db, c, fused, &cur);
     if (c->ack_only) return r;
@@ -9879,6 +9963,12 @@ static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
     if (short_rows) obx__unbind(cur); /* `head` is about to go */
     obx__close(cur);
     if (r == OBX_EMPTY) r = OBX_OK;
+    if (r == OBX_OK && OBX__CARRY_FIRST(s) && c->ack_after) { /* before the check: they are Done there */
+        obx__param p[8 + OBX__KEY_LISTS];
+        const int n = obx__settle_params(p, OBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token,
+                                         NULL, 0, 0, s->carry);
+        r = obx__exec(db, OBX__Q_ACK, s->sql[OBX__Q_ACK], p, n, &c->acked, NULL);
+    }
     return r == OBX_OK && c->count > 0 ? obx__claim_recheck(db, s, &c->count) : r;
 }
 
@@ -12229,12 +12319,14 @@ static obx_result obx__settle_failure(obx_dispatcher *d, obx_store *s, const obx
  * after a batch, and sends what is carried before housekeeping, when its
  * claim fails (both rolled back: the acks alone then) and when it stops;
  * run_once() never carries, so a round it reports is settled. Acks of
- * messages with an ordering key go before the claim in its transaction,
- * never in its statement: in the fused statement's snapshot their keys
- * are busy and their next messages parked, so the claim would pass over
- * them; after the ack (and its wake: a trigger, or on MariaDB
- * obx__own_acked) the claim takes the keys' next messages at once, where
- * acked alone each key cost a commit more. Returns whether
+ * messages with an ordering key go in the claim's transaction, never in
+ * its statement: in the fused statement's snapshot their keys are busy
+ * and their next messages parked, so the claim would pass over them. Where
+ * the dialect has OBX__Q_CLAIM_CARRY (SQLite, PostgreSQL) the claim runs
+ * first and takes the acked keys' next messages itself, then the acks;
+ * elsewhere the acks (and their wake, on MariaDB obx__own_acked) go first
+ * and the claim takes the woken messages: either way at once, where acked
+ * alone each key cost a commit more. Returns whether
  * ms[which[0..n)] are carried in s->carry. */
 /* Where no one statement can (SQLite, MariaDB): the ack first in the
  * claim's transaction, one commit fewer; measured faster on both (docs/

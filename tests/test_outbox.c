@@ -1513,6 +1513,8 @@ static void test_ordered_dead_holds(void) {
 
 /* ---- ordered delivery under overlapping transactions (issue 25, 1-2) ---------------------------- */
 
+static int g_held_batch = 8; /* the batch of claim_held (CORE-CARRY-BATCH-FULL: 1) */
+
 /* A claim of the library held open: its statements run, its commit waits
  * for claim_held_commit. The messages it took are s->msgs[0..n). */
 static int claim_held(obx_store *s, const char *owner, obx__claim_ctx *ctx) {
@@ -1525,7 +1527,7 @@ static int claim_held(obx_store *s, const char *owner, obx__claim_ctx *ctx) {
     memset(ctx, 0, sizeof *ctx);
     ctx->s = s;
     ctx->lease_seconds = 60;
-    ctx->batch_size = 8;
+    ctx->batch_size = g_held_batch;
     ctx->ack_count = s->carry_count; /* acks carried in (CORE-FUSED-ORDERED) */
     ctx->ack_keyed = s->carry_keyed; /* keyed ones (CORE-FUSED-KEYED-HELD) */
     if (obx__claim_unit(db, ctx) != OBX_OK) {
@@ -1923,9 +1925,10 @@ static void test_fused_ordered(void) {
     obx_store_close(s);
 }
 
-/* Keyed acks go with the next claim too, before it in its transaction:
- * the claim sees them and takes the keys' next messages (woken by the
- * ack: a trigger, or on MariaDB obx__own_acked in the claim's unit). Two
+/* Keyed acks go with the next claim too, in its transaction: the claim
+ * takes the keys' next messages (SQLite, PostgreSQL: itself, the acks
+ * after it, OBX__Q_CLAIM_CARRY; MariaDB: woken by the acks before it,
+ * obx__own_acked in the claim's unit). Two
  * keys of three messages, batches of 10: the ack of each batch of two
  * goes with the claim of the next two, and no claim comes back short. */
 static char g_fk_seen[128];
@@ -2020,6 +2023,285 @@ static void test_fused_keyed_held(void) {
     TT_EQ_INT(count_status(s, 2), 1);
     TT_ASSERT(claim_payloads(b, owner_b, got_list, sizeof got_list, &got, &n));
     TT_EQ_STR(got_list, ""); /* k3 waits while k2 runs */
+    obx_store_close(a);
+    obx_store_close(b);
+    obx_store_close(s);
+}
+
+/* ---- a claim carrying keyed acks takes the keys' next messages (OBX__Q_CLAIM_CARRY) ---------- */
+
+/* Rows the connection's open transaction wrote, triggers' included, from
+ * `base` (SQLite: the connection's total since it opened; PostgreSQL: what
+ * the backend has not flushed to the shared statistics yet, its open
+ * transaction's after pg_stat_force_next_flush); -1 where not measured
+ * (MariaDB). */
+static int64_t tx_rows_written(obx_store *s, int64_t base) {
+    char out[64] = "";
+    const char *q = g_pg ? "SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) FROM pg_stat_xact_user_tables"
+                    : !g_srv ? "SELECT total_changes()" : NULL;
+    if (!q || obx__query_text(&s->db, q, out, sizeof out) != OBX_OK) return -1;
+    return atoll(out) - base;
+}
+
+/* Messages in state `status` still parked (behind their key). */
+static int64_t count_parked(obx_store *s, int status) {
+    char q[192];
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM {T} WHERE \"Status\" = %d AND \"NextAttemptAt\" >= %s", status,
+             g_pg ? "CAST('9999-01-01' AS timestamptz)" : g_my ? "'9999-01-01'" : "253402300000000");
+    return scalar(s, q);
+}
+
+/* Carry the acks of `n` messages of `got` (by payload) into s's next claim. */
+static int carry_acks(obx_store *s, const obx_message *got, int ngot, const char *const *pay, int n) {
+    int i;
+    s->carry[0].len = 0;
+    for (i = 0; i < n; i++) {
+        const char *id = id_of(got, ngot, pay[i]);
+        if (!id || !obx__list_add(&s->hooks, &s->carry[0], s->db.d, id, 36)) return 0;
+    }
+    if (!obx__list_end(&s->hooks, &s->carry[0], s->db.d)) return 0;
+    s->carry_count = n;
+    s->carry_keyed = 1;
+    return 1;
+}
+
+/* The held claim's payloads, sorted, joined by ",". */
+static void held_payloads(obx_store *s, const obx__claim_ctx *c, char *out, size_t size) {
+    char list[8][16], t[16];
+    int i, j;
+    out[0] = '\0';
+    for (i = 0; i < c->count && i < 8; i++) snprintf(list[i], sizeof list[i], "%s", s->msgs[i].payload);
+    for (i = 1; i < c->count && i < 8; i++)
+        for (j = i; j > 0 && strcmp(list[j - 1], list[j]) > 0; j--) {
+            memcpy(t, list[j], sizeof t);
+            memcpy(list[j], list[j - 1], sizeof t);
+            memcpy(list[j - 1], t, sizeof t);
+        }
+    for (i = 0; i < c->count && i < 8; i++) {
+        if (i) strncat(out, ",", size - strlen(out) - 1);
+        strncat(out, list[i], size - strlen(out) - 1);
+    }
+}
+
+/* Three keys, two messages each, the first of each claimed by `a`. */
+static int carry_setup(obx_store *s, obx_store *a, const char *owner, const obx_message **got, int *n) {
+    static const char *const pay[6] = {"x1", "y1", "z1", "x2", "y2", "z2"};
+    char got_list[256];
+    int i;
+    for (i = 0; i < 6; i++) {
+        char key[2] = {(char)('X' + i % 3), 0};
+        obx_new_message m = keyed(pay[i], key);
+        if (obx_enqueue(s, &m, NULL) != OBX_OK) return 0;
+    }
+    return claim_payloads(a, owner, got_list, sizeof got_list, got, n) && strcmp(got_list, "x1,y1,z1") == 0 &&
+           count_parked(s, 0) == 3;
+}
+
+/* The carrying claim takes each acked key's next message itself: two rows
+ * written per message (its claim and its predecessor's ack), none woken by
+ * the ack (before: three, the wake's update too); and those messages are
+ * unparked in the claim's update, so a lease that runs out leaves them
+ * claimable. */
+static void test_carry_next(void) {
+    obx_store *s = fresh(), *a = open_table("Outbox", 0);
+    static const char *const acked[3] = {"x1", "y1", "z1"};
+    obx__claim_ctx held;
+    const obx_message *got = NULL;
+    char owner[37], list[64];
+    int64_t base = 0, written;
+    int n = 0;
+    TT_ASSERT(s && a);
+    obx_owner_token(a, owner);
+    TT_ASSERT(carry_setup(s, a, owner, &got, &n));
+    TT_ASSERT(carry_acks(a, got, n, acked, 3));
+    if (!g_srv) base = tx_rows_written(a, 0);
+    if (g_pg) /* the counts of earlier transactions flushed (at most once a second otherwise) */
+        TT_EQ_INT(scalar(a, "SELECT COUNT(*) FROM (SELECT pg_stat_force_next_flush()) AS f"), 1);
+    TT_ASSERT(claim_held(a, owner, &held));
+    a->carry_count = a->carry_keyed = 0;
+    written = tx_rows_written(a, base);
+    TT_ASSERT(claim_held_commit(a));
+    TT_EQ_INT(held.acked, 3);
+    held_payloads(a, &held, list, sizeof list);
+    TT_EQ_STR(list, "x2,y2,z2");
+    if (!g_my) TT_EQ_INT(written, 6); /* 3 acks + 3 claims; 9 when the ack woke them */
+    TT_EQ_INT(count_status(s, 2), 3);
+    TT_EQ_INT(count_status(s, 1), 3);
+    TT_EQ_INT(count_parked(s, 1), 0); /* claimed and unparked in one update */
+    TT_EQ_INT(sql(s, "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL WHERE \"Status\" = 1"), 1); /* as a reap */
+    TT_ASSERT(claim_payloads(a, owner, list, sizeof list, &got, &n));
+    TT_EQ_STR(list, "x2,y2,z2");
+    obx_store_close(a);
+    obx_store_close(s);
+}
+
+/* The acked key's next message is not due: the carrying claim leaves it,
+ * and the ack wakes it to its due time (run_now moves only a waiting
+ * message that is not parked). */
+static void test_carry_not_due(void) {
+    obx_store *s = fresh(), *a = open_table("Outbox", 0);
+    static const char *const acked[1] = {"q1"};
+    obx_new_message q1 = keyed("q1", "Q"), q2 = keyed("q2", "Q");
+    obx__claim_ctx held;
+    const obx_message *got = NULL;
+    char owner[37], list[64], id2[37];
+    int64_t changed = 0;
+    int n = 0;
+    TT_ASSERT(s && a);
+    obx_owner_token(a, owner);
+    q2.due_utc_ms = now_ms() + 3600000;
+    TT_EQ_INT(obx_enqueue(s, &q1, NULL), OBX_OK);
+    TT_EQ_INT(obx_enqueue(s, &q2, id2), OBX_OK);
+    TT_ASSERT(claim_payloads(a, owner, list, sizeof list, &got, &n));
+    TT_EQ_STR(list, "q1");
+    TT_EQ_INT(count_parked(s, 0), 1);
+    TT_ASSERT(carry_acks(a, got, n, acked, 1));
+    TT_ASSERT(claim_held(a, owner, &held));
+    a->carry_count = a->carry_keyed = 0;
+    TT_ASSERT(claim_held_commit(a));
+    TT_EQ_INT(held.acked, 1);
+    TT_EQ_INT(held.count, 0);
+    TT_EQ_INT(count_parked(s, 0), 0); /* woken, to wait for its due time */
+    TT_EQ_INT(obx_run_now(s, id2, &changed), OBX_OK);
+    TT_EQ_INT(changed, 1);
+    TT_ASSERT(claim_payloads(a, owner, list, sizeof list, &got, &n));
+    TT_EQ_STR(list, "q2");
+    obx_store_close(a);
+    obx_store_close(s);
+}
+
+/* A batch of one carrying three keyed acks: it takes one key's next
+ * message, the ack wakes the other two keys', another claim takes them. */
+static void test_carry_batch_full(void) {
+    obx_store *s = fresh(), *a = open_table("Outbox", 0), *b = open_table("Outbox", 0);
+    static const char *const acked[3] = {"x1", "y1", "z1"};
+    obx__claim_ctx held;
+    const obx_message *got = NULL;
+    char owner[37], owner_b[37], list[64];
+    int n = 0, ok;
+    TT_ASSERT(s && a && b);
+    obx_owner_token(a, owner);
+    obx_owner_token(b, owner_b);
+    TT_ASSERT(carry_setup(s, a, owner, &got, &n));
+    TT_ASSERT(carry_acks(a, got, n, acked, 3));
+    g_held_batch = 1;
+    ok = claim_held(a, owner, &held);
+    g_held_batch = 8;
+    a->carry_count = a->carry_keyed = 0;
+    TT_ASSERT(ok);
+    TT_ASSERT(claim_held_commit(a));
+    TT_EQ_INT(held.acked, 3);
+    TT_EQ_INT(held.count, 1);
+    TT_EQ_INT(count_parked(s, 0), 0);
+    TT_ASSERT(claim_payloads(b, owner_b, list, sizeof list, &got, &n));
+    TT_EQ_INT(n, 2);
+    TT_EQ_INT(count_status(s, 1), 3); /* one of each key in flight */
+    TT_EQ_INT(scalar(s, "SELECT COUNT(DISTINCT \"OrderingKey\") FROM {T} WHERE \"Status\" = 1"), 3);
+    obx_store_close(a);
+    obx_store_close(b);
+    obx_store_close(s);
+}
+
+/* ordering_dead_holds: the acked key's next Ready message comes after a
+ * Dead one of the key: the carrying claim leaves the key alone (the Dead
+ * one holds it) until the Dead one is replayed. */
+static void test_carry_dead_holds(void) {
+    obx_store_desc desc;
+    obx_store *s = fresh(), *h = NULL;
+    static const char *const acked[1] = {"d1"};
+    obx_new_message d1 = keyed("d1", "D"), d2 = keyed("d2", "D"), d3 = keyed("d3", "D");
+    obx__claim_ctx held;
+    const obx_message *got = NULL;
+    char owner[37], list[64], id2[37];
+    int64_t moved = 0;
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    memset(&desc, 0, sizeof desc);
+    desc.connection_string = g_conn;
+    desc.ordering_dead_holds = 1;
+    desc.hooks.logger.min_level = OBX_LOG_WARN;
+    TT_ASSERT(obx_store_open(&desc, &h) == OBX_OK);
+    obx_owner_token(h, owner);
+    TT_EQ_INT(obx_enqueue(s, &d1, NULL), OBX_OK);
+    TT_EQ_INT(obx_enqueue(s, &d2, id2), OBX_OK);
+    TT_EQ_INT(obx_enqueue(s, &d3, NULL), OBX_OK);
+    TT_ASSERT(claim_payloads(h, owner, list, sizeof list, &got, &n));
+    TT_EQ_STR(list, "d1");
+    TT_EQ_INT(obx_dead_move(s, id2, "held", 0, &moved), OBX_OK);
+    TT_EQ_INT(moved, 1);
+    TT_ASSERT(carry_acks(h, got, n, acked, 1));
+    TT_ASSERT(claim_held(h, owner, &held));
+    h->carry_count = h->carry_keyed = 0;
+    TT_ASSERT(claim_held_commit(h));
+    TT_EQ_INT(held.acked, 1);
+    TT_EQ_INT(held.count, 0); /* d3 waits behind the dead d2 */
+    TT_ASSERT(claim_payloads(h, owner, list, sizeof list, &got, &n));
+    TT_EQ_STR(list, "");
+    {
+        obx_dead_filter f;
+        int64_t replayed = 0;
+        memset(&f, 0, sizeof f);
+        f.id = id2;
+        TT_EQ_INT(obx_dead_replay(s, &f, &replayed), OBX_OK);
+        TT_EQ_INT(replayed, 1);
+    }
+    TT_ASSERT(claim_payloads(h, owner, list, sizeof list, &got, &n));
+    TT_EQ_STR(list, "d2");
+    obx_store_close(h);
+    obx_store_close(s);
+}
+
+/* Two workers: B carries an ack of a message of key X that A holds now
+ * (B's lease on it was lost): B's claim does not count A's message as its
+ * own, and takes nothing of X; where claims overlap (servers), A's held
+ * carrying claim takes X's next while B's, carrying Y's ack, takes Y's
+ * only; one message of each key in flight after both. */
+static void test_carry_two_workers(void) {
+    obx_store *s = fresh(), *a = open_table("Outbox", 0), *b = open_table("Outbox", 0);
+    static const char *const ax[1] = {"x1"}, *const by[1] = {"y1"};
+    obx_new_message x1 = keyed("x1", "X"), x2 = keyed("x2", "X"), y1 = keyed("y1", "Y"), y2 = keyed("y2", "Y");
+    obx__claim_ctx held, held_b;
+    const obx_message *got = NULL, *got_b = NULL;
+    char owner[37], owner_b[37], list[64];
+    int n = 0, nb = 0;
+    TT_ASSERT(s && a && b);
+    obx_owner_token(a, owner);
+    obx_owner_token(b, owner_b);
+    TT_EQ_INT(obx_enqueue(s, &x1, NULL), OBX_OK);
+    TT_EQ_INT(obx_enqueue(s, &x2, NULL), OBX_OK);
+    TT_ASSERT(claim_payloads(a, owner, list, sizeof list, &got, &n));
+    TT_EQ_STR(list, "x1");
+    TT_ASSERT(carry_acks(b, got, n, ax, 1)); /* x1's id, B's token */
+    TT_ASSERT(claim_held(b, owner_b, &held_b));
+    b->carry_count = b->carry_keyed = 0;
+    TT_ASSERT(claim_held_commit(b));
+    TT_EQ_INT(held_b.acked, 0);
+    TT_EQ_INT(held_b.count, 0); /* x2 waits for A's x1 */
+    TT_EQ_INT(key_in_flight(s, "X"), 1);
+    if (g_srv) {
+        TT_EQ_INT(obx_enqueue(s, &y1, NULL), OBX_OK);
+        TT_EQ_INT(obx_enqueue(s, &y2, NULL), OBX_OK);
+        TT_ASSERT(claim_payloads(b, owner_b, list, sizeof list, &got_b, &nb));
+        TT_EQ_STR(list, "y1");
+        TT_ASSERT(carry_acks(a, got, n, ax, 1));
+        TT_ASSERT(carry_acks(b, got_b, nb, by, 1));
+        TT_ASSERT(claim_held(a, owner, &held)); /* A: acks x1, takes x2; not committed */
+        a->carry_count = a->carry_keyed = 0;
+        TT_ASSERT(claim_held(b, owner_b, &held_b)); /* B meanwhile: acks y1, takes y2 */
+        b->carry_count = b->carry_keyed = 0;
+        TT_ASSERT(claim_held_commit(b));
+        TT_ASSERT(claim_held_commit(a));
+        held_payloads(a, &held, list, sizeof list);
+        TT_EQ_STR(list, "x2");
+        held_payloads(b, &held_b, list, sizeof list);
+        /* y2, or nothing this round: the advisory lock of a key A's update
+         * tried (a plan may try it on rows it then filters out) */
+        TT_ASSERT(strcmp(list, "y2") == 0 || strcmp(list, "") == 0);
+        if (!list[0]) TT_ASSERT(claim_payloads(b, owner_b, list, sizeof list, &got_b, &nb) && strcmp(list, "y2") == 0);
+        TT_EQ_INT(key_in_flight(s, "X"), 1);
+        TT_EQ_INT(key_in_flight(s, "Y"), 1);
+        TT_EQ_INT(count_status(s, 2), 2);
+    }
     obx_store_close(a);
     obx_store_close(b);
     obx_store_close(s);
@@ -9545,6 +9827,11 @@ int main(int argc, char **argv) {
     RUN("CORE-FUSED-SUSPECT", "run() with a crash suspect in the batch: the others' acks are sent before the suspect's handler runs, not carried past it", test_fused_suspect);
     RUN("CORE-FUSED-CLAIM-FAILS", "the claim that carries an ack fails reading its rows: both roll back, the ack is sent alone, the message is claimed afresh", test_fused_claim_fails);
     RUN("CORE-FUSED-KEYED", "run() carries keyed acks into the next claim's transaction: that claim takes the keys' next messages, in order, one of a key at a time", test_fused_keyed);
+    RUN("CORE-CARRY-NEXT", "a claim carrying keyed acks takes each key's next message itself, unparked in its update: no wake writes it", test_carry_next);
+    RUN("CORE-CARRY-NOT-DUE", "a claim carrying a keyed ack leaves the key's next message that is not due; the ack wakes it to its due time", test_carry_not_due);
+    RUN("CORE-CARRY-BATCH-FULL", "a claim of one carrying three keyed acks takes one key's next message; the others are woken and claimable", test_carry_batch_full);
+    RUN("CORE-CARRY-DEAD-HOLDS", "ordering_dead_holds: a claim carrying a keyed ack leaves the key whose next message is behind a Dead one", test_carry_dead_holds);
+    RUN("CORE-CARRY-TWO-WORKERS", "a carried ack of a message another worker holds frees nothing of its key; overlapping carrying claims take one message per key", test_carry_two_workers);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);
     RUN("OBX-ORDERED-DEAD-HOLDS", "ordering_dead_holds: a Dead message holds its key until replayed; others flow", test_ordered_dead_holds);
