@@ -11,8 +11,9 @@ first form turns the slow log on (long_query_time=0, engine verbosity), then
 runs, on a table shaped like the outbox's ordering and ready indexes (100 keys
 of 200 rows, generated columns as in the DDL), BATCHES batches of 100 in two
 orders, alternated, 2 rounds: S acks and wakes in transactions of their own,
-then claims (the order of 859cbba); T acks, wakes and claims in one
-transaction (the carry). Prints per statement the server time, the rows
+then picks (the ready index alone, locking; with the ordered check's two NOT
+EXISTS, locking; a plain read) and claims (the order of 859cbba); T does all
+of it in one transaction (the carry). Prints per statement the server time, the rows
 examined and the pages accessed (median). The second form sums any slow log
 (e.g. of one `BENCH_ONLY=draino` run of build/bench) by statement shape:
 count, server time per message, rows examined and pages accessed per
@@ -41,6 +42,9 @@ def batches(mode, t, n):
                  "WHERE NOT EXISTS (SELECT 1 FROM %s AS o WHERE o.live = pk.k AND o.st = 1)) AS x;" % (t, t, t))
     wake = "UPDATE %s SET nxt = due WHERE status = 0 AND nxt = %s;" % (ids % ("COALESCE(@w, '[]')", t, t), PARKED)
     pick_locked = "SELECT id FROM %s FORCE INDEX (ix_r) WHERE rr <= UTC_TIMESTAMP(6) ORDER BY rr LIMIT 100 FOR UPDATE SKIP LOCKED;" % t
+    pick_ordered = ("SELECT c.id FROM %s AS c FORCE INDEX (ix_r) WHERE c.rr <= UTC_TIMESTAMP(6) AND NOT EXISTS (SELECT 1 "
+                    "FROM %s AS o WHERE o.live = c.k AND o.st = 0 AND o.seq < c.seq) AND NOT EXISTS (SELECT 1 FROM %s AS o "
+                    "WHERE o.live = c.k AND o.st = 1) ORDER BY c.rr LIMIT 100 FOR UPDATE SKIP LOCKED;" % (t, t, t))
     pick = ("SELECT JSON_ARRAYAGG(c.id) INTO @a FROM (SELECT id FROM %s FORCE INDEX (ix_r) WHERE rr <= UTC_TIMESTAMP(6) "
             "ORDER BY rr LIMIT 100) AS c;" % t)
     claim = "UPDATE %s SET status = 1 WHERE status = 0;" % (ids % ("@a", t, t))
@@ -53,12 +57,12 @@ def batches(mode, t, n):
            "(s.seq - 1) DIV 100 + 1, '2000-01-01' + INTERVAL s.seq SECOND, IF(s.seq <= 100, '2000-01-01' + "
            "INTERVAL s.seq SECOND, %s), REPEAT('x', 200) FROM seq_1_to_20000 AS s;" % (t, PARKED),
            "ANALYZE TABLE %s;" % t, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;",
-           "START TRANSACTION;", pick_locked, pick, claim, "COMMIT;"]
+           "START TRANSACTION;", pick_locked, pick_ordered, pick, claim, "COMMIT;"]
     for _ in range(n):
         if mode == "S":
-            out += ["START TRANSACTION;", ack, "COMMIT;", wake_read, wake, "START TRANSACTION;", pick_locked, pick, claim, "COMMIT;"]
+            out += ["START TRANSACTION;", ack, "COMMIT;", wake_read, wake, "START TRANSACTION;", pick_locked, pick_ordered, pick, claim, "COMMIT;"]
         else:
-            out += ["START TRANSACTION;", ack, wake_read, wake, pick_locked, pick, claim, "COMMIT;"]
+            out += ["START TRANSACTION;", ack, wake_read, wake, pick_locked, pick_ordered, pick, claim, "COMMIT;"]
     return "\n".join(out) + "\n"
 
 
@@ -112,7 +116,7 @@ def main():
     finally:
         my("SET GLOBAL slow_query_log = 0; SET GLOBAL long_query_time = 10;")
     names = [("SET status = 2", "ack UPDATE"), ("INTO @w", "wake read"), ("SET nxt = due", "wake UPDATE"),
-             ("SKIP LOCKED", "pick, FOR UPDATE SKIP LOCKED"), ("INTO @a", "pick, plain read"),
+             ("NOT EXISTS (SELECT 1 FROM t_", "pick with the ordered check, locking"), ("SKIP LOCKED", "pick, locking"), ("INTO @a", "pick, plain read"),
              ("SET status = 1", "claim UPDATE")]
     groups = collections.OrderedDict()
     for e in entries(log):
