@@ -1978,7 +1978,10 @@ static void test_fused_keyed(void) {
     TT_EQ_INT(g_fk_handled, 6);
     TT_EQ_INT(g_fk_overlap, 0);
     TT_EQ_STR(g_fk_seen, "a1 b1 a2 b2 a3 b3 ");
-    TT_ASSERT(logged("ack: 2 of 2 (with the claim)", NULL, NULL)); /* the keyed acks went with the claim */
+    if (g_my) /* acked alone: keyed acks before the claim slow its key reads (obx__carry) */
+        TT_ASSERT(logged("ack: 2 of 2", NULL, NULL) && !logged("(with the claim)", NULL, NULL));
+    else /* the keyed acks went with the claim */
+        TT_ASSERT(logged("ack: 2 of 2 (with the claim)", NULL, NULL));
     TT_ASSERT(!logged("claimed 0 message(s)", NULL, NULL));          /* ... which took the keys' next ones */
     TT_ASSERT(!logged("claimed 1 message(s)", NULL, NULL));
     TT_EQ_INT(count_status(s, 2), 6); /* the last batch's ack sent when run() stopped */
@@ -9826,7 +9829,7 @@ int main(int argc, char **argv) {
     RUN("CORE-FUSED-LOST-LEASE", "run() carries a batch's ack into the next claim: an id whose lease was lost is not acked, the last ack is sent when run() stops", test_fused_lost_lease);
     RUN("CORE-FUSED-SUSPECT", "run() with a crash suspect in the batch: the others' acks are sent before the suspect's handler runs, not carried past it", test_fused_suspect);
     RUN("CORE-FUSED-CLAIM-FAILS", "the claim that carries an ack fails reading its rows: both roll back, the ack is sent alone, the message is claimed afresh", test_fused_claim_fails);
-    RUN("CORE-FUSED-KEYED", "run() carries keyed acks into the next claim's transaction: that claim takes the keys' next messages, in order, one of a key at a time", test_fused_keyed);
+    RUN("CORE-FUSED-KEYED", "run() carries keyed acks into the next claim's transaction (MariaDB: acks them alone first): that claim takes the keys' next messages, in order, one of a key at a time", test_fused_keyed);
     RUN("CORE-CARRY-NEXT", "a claim carrying keyed acks takes each key's next message itself, unparked in its update: no wake writes it", test_carry_next);
     RUN("CORE-CARRY-NOT-DUE", "a claim carrying a keyed ack leaves the key's next message that is not due; the ack wakes it to its due time", test_carry_not_due);
     RUN("CORE-CARRY-BATCH-FULL", "a claim of one carrying three keyed acks takes one key's next message; the others are woken and claimable", test_carry_batch_full);
