@@ -1918,6 +1918,26 @@ static void ibx_quiet(ibx_log_level level, const char *store_id, const char *msg
     (void)level; (void)store_id; (void)msg; (void)user;
 }
 
+/* An inbox on the fake ODBC layer that says it is `dbms`, set-up traffic
+ * forgotten, as fake_store opens an outbox; NULL when it cannot open. */
+static ibx_store *fake_ibx_store(const char *dbms) {
+    ibx_store_desc d;
+    ibx_store *s = NULL;
+    fake_reset();
+    fake_set_dbms_name(dbms);
+    memset(&d, 0, sizeof d);
+    d.connection_string = "Driver=fake;";
+    d.hooks.clock.sleep_ms = fake_sleep;
+    d.hooks.logger.log = ibx_quiet;
+    if (ibx_store_open(&d, &s) != IBX_OK) {
+        ibx_store_close(s);
+        return NULL;
+    }
+    fake_reset();
+    fake_set_dbms_name(dbms);
+    return s;
+}
+
 static void test_ibx_fake_deadlock(void) {
     ibx_store_desc d;
     ibx_store *s = NULL;
@@ -1999,7 +2019,6 @@ static void test_fake_claim_picked(void) {
 
 static void test_fake_claim_picked_readback(void) {
     obx_store *s = fake_store("MariaDB", NULL);
-    ibx_store_desc d;
     ibx_store *is = NULL;
     const obx_message *ms = NULL;
     const ibx_message *ims = NULL;
@@ -2033,15 +2052,8 @@ static void test_fake_claim_picked_readback(void) {
     TT_EXPECT(ms[0].correlation_id == NULL);
     obx_store_close(s);
     /* The inbox: the same two paths, its two-column key in two lists. */
-    fake_reset();
-    fake_set_dbms_name("MariaDB");
-    memset(&d, 0, sizeof d);
-    d.connection_string = "Driver=fake;";
-    d.hooks.clock.sleep_ms = fake_sleep;
-    d.hooks.logger.log = ibx_quiet;
-    TT_EQ_INT(ibx_store_open(&d, &is), IBX_OK);
-    fake_reset();
-    fake_set_dbms_name("MariaDB");
+    is = fake_ibx_store("MariaDB");
+    TT_ASSERT(is != NULL);
     fake_push_ok(0);
     fake_push_rows(19, 2, ipicked);
     fake_push_ok(2);
@@ -2100,7 +2112,6 @@ static void test_fake_pick_stale_handle(void) {
  * bit is off is never asked for, so the mask alone decides. */
 static void test_fake_claim_short_row(void) {
     obx_store *s = fake_store("PostgreSQL", NULL);
-    ibx_store_desc d;
     ibx_store *is = NULL;
     const obx_message *ms = NULL;
     const ibx_message *ims = NULL;
@@ -2155,15 +2166,8 @@ static void test_fake_claim_short_row(void) {
     TT_EQ_STR(ms[1].owner_token, k_owner);
     obx_store_close(s);
     /* The inbox's: no texts in the head; hash and the envelope by the mask. */
-    fake_reset();
-    fake_set_dbms_name("SQLite");
-    memset(&d, 0, sizeof d);
-    d.connection_string = "Driver=fake;";
-    d.hooks.clock.sleep_ms = fake_sleep;
-    d.hooks.logger.log = ibx_quiet;
-    TT_EQ_INT(ibx_store_open(&d, &is), IBX_OK);
-    fake_reset();
-    fake_set_dbms_name("SQLite");
+    is = fake_ibx_store("SQLite");
+    TT_ASSERT(is != NULL);
     fake_push_ok(0); /* BEGIN IMMEDIATE */
     fake_push_rows(19, 1, irows);
     TT_EQ_INT(ibx_claim(is, k_owner, 30, 10, &ims, &n), IBX_OK);
