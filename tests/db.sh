@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/db.sh start|stop|env pg|mariadb - throw-away database servers for the tests.
 #
-#   tests/db.sh start pg        fresh PostgreSQL on 127.0.0.1:${OBX_PG_PORT:-54329}
-#   tests/db.sh start mariadb   fresh MariaDB    on 127.0.0.1:${OBX_MY_PORT:-33069}
+#   tests/db.sh start pg        fresh PostgreSQL on 127.0.0.1:${OBX_PG_PORT:-25329}
+#   tests/db.sh start mariadb   fresh MariaDB    on 127.0.0.1:${OBX_MY_PORT:-23069}
 #   tests/db.sh stop  pg|mariadb
 #   eval "$(tests/db.sh env pg)"    exports OBX_TEST_PG, OBX_TEST_PG2, OBX_TEST_PG3
 #   eval "$(tests/db.sh env mariadb)"  exports OBX_TEST_MY, OBX_TEST_MY2, OBX_TEST_MY3
@@ -20,7 +20,9 @@
 #
 # As root the servers run as the users postgres and mysql (the Debian packages
 # create them; see tests/deps.sh pg mariadb). Otherwise they run as the
-# current user. They never use the distro services or ports 5432/3306.
+# current user. They never use the distro services or ports 5432/3306. Every
+# default port of the test scripts lies below 32768, outside Linux's ephemeral
+# range: a client socket of this machine once held 54424 and a server failed to bind.
 set -euo pipefail
 
 usage() {
@@ -40,8 +42,8 @@ case $action in start|stop|env) ;; *) usage ;; esac
 # Client settings from the caller's environment must not redirect our clients.
 for v in "${!PG@}" "${!MYSQL@}" "${!MARIADB@}"; do unset "$v"; done
 
-PG_PORT=${OBX_PG_PORT:-54329}
-MY_PORT=${OBX_MY_PORT:-33069}
+PG_PORT=${OBX_PG_PORT:-25329}
+MY_PORT=${OBX_MY_PORT:-23069}
 for p in "$PG_PORT" "$MY_PORT"; do
     if ! [[ $p =~ ^[0-9]{1,5}$ ]] || ((10#$p < 1 || 10#$p > 65535)); then
         echo "db: bad port '$p' (OBX_PG_PORT / OBX_MY_PORT)" >&2

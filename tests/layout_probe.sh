@@ -28,5 +28,5 @@ for b in $backends; do
 done
 stop() { for s in "${started[@]}"; do "$here/db.sh" stop "$s" >/dev/null || true; done; rm -rf "$work"; }
 trap stop EXIT
-PGPORT=${OBX_PG_PORT:-54329} MYPORT=${OBX_MY_PORT:-33069} LAYOUT_SQLITE=$work LAYOUT_RUNDIR=${OBX_TEST_RUNDIR:-${TMPDIR:-/tmp}/obx-test-$(id -u)} \
+PGPORT=${OBX_PG_PORT:-25329} MYPORT=${OBX_MY_PORT:-23069} LAYOUT_SQLITE=$work LAYOUT_RUNDIR=${OBX_TEST_RUNDIR:-${TMPDIR:-/tmp}/obx-test-$(id -u)} \
     python3 "$here/layout_probe.py" "$mode" $backends

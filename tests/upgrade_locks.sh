@@ -75,7 +75,7 @@ pg_rewrite() {
 
 mariadb_() {
     "$here/db.sh" start mariadb >/dev/null
-    local M=(mariadb -h 127.0.0.1 -P "${OBX_MY_PORT:-33069}" -u obx -pobxpw obx)
+    local M=(mariadb -h 127.0.0.1 -P "${OBX_MY_PORT:-23069}" -u obx -pobxpw obx)
     sed 's/`Outbox/`UpOutbox/g' "$here/schema/v0/mariadb/outbox.sql" | "${M[@]}"
     "${M[@]}" -e "INSERT INTO UpOutbox (Id, Topic, Payload, MessageId, Status)
         SELECT UUID(), 't', CONCAT('payload ', seq), UUID(), seq % 4 FROM seq_1_to_$rows"
@@ -107,7 +107,7 @@ mariadb_() {
 mariadb_v1() {
     "$here/db.sh" start mariadb >/dev/null
     eval "$("$here/db.sh" env mariadb)"
-    local M=(mariadb -h 127.0.0.1 -P "${OBX_MY_PORT:-33069}" -u obx -pobxpw obx) writes=${UPGRADE_WRITES:-3000}
+    local M=(mariadb -h 127.0.0.1 -P "${OBX_MY_PORT:-23069}" -u obx -pobxpw obx) writes=${UPGRADE_WRITES:-3000}
     local ren='s/`Outbox/`UpOutbox/g; s/`UpOutboxMessageId/`OutboxMessageId/g; s/IX_Outbox/IX_UpOutbox/g; s/FK_Outbox/FK_UpOutbox/g'
     "${M[@]}" -e "DROP TABLE IF EXISTS UpOutboxJoinMember, UpOutboxJoin, UpOutbox"
     sed "$ren" "$here/schema/v1/mariadb/outbox.sql" | "${M[@]}"

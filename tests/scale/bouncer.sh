@@ -5,7 +5,7 @@
 # As root it runs as the user postgres (PgBouncer refuses to run as root).
 set -euo pipefail
 RUNDIR=${SCALE_RUNDIR:-${TMPDIR:-/tmp}/obx-scale-$(id -u)}/bouncer
-PORT=$((${SCALE_PG_PORT:-54420} + 3))
+PORT=$((${SCALE_PG_PORT:-25420} + 3))
 PG_PORT=${OBX_PG_PORT:-}
 POOL=${SCALE_BOUNCER_POOL:-10}
 shq() { local a out=""; for a in "$@"; do out+="'${a//\'/\'\\\'\'}' "; done; printf '%s' "$out"; }

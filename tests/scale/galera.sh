@@ -7,13 +7,13 @@
 #   galera.sh conn K     the ODBC connection string of node K
 #   galera.sh stop       stop every node and remove the data
 #
-# Node K: SQL port SCALE_MY_PORT+K (33421..), group port SCALE_GALERA_PORT+K-1
-# (45670..), SST SCALE_GALERA_PORT+4+K (45675..), IST SCALE_GALERA_PORT+9+K
+# Node K: SQL port SCALE_MY_PORT+K (23421..), group port SCALE_GALERA_PORT+K-1
+# (24670..), SST SCALE_GALERA_PORT+4+K (24675..), IST SCALE_GALERA_PORT+9+K
 # (45680..). Files in $SCALE_RUNDIR/galera (logs nK.err are kept).
 set -euo pipefail
 RUNDIR=${SCALE_RUNDIR:-${TMPDIR:-/tmp}/obx-scale-$(id -u)}/galera
-MY=${SCALE_MY_PORT:-33420}
-GP=${SCALE_GALERA_PORT:-45670}
+MY=${SCALE_MY_PORT:-23420}
+GP=${SCALE_GALERA_PORT:-24670}
 PATH=$PATH:/usr/sbin:/usr/libexec
 die() { echo "galera: $*" >&2; exit 1; }
 provider=$(ls /usr/lib/galera/libgalera_smm.so /usr/lib/libgalera_smm.so 2>/dev/null | head -n 1 || true)
@@ -56,8 +56,8 @@ wait_synced() { # K seconds: 0 when Synced, 1 when the node died or the time is 
     done
 }
 
-# Start node K until it is Synced: its ports are in the ephemeral range, so
-# a client socket of this machine may hold one for a moment (bind fails).
+# Start node K until it is Synced, retrying: a node that loses its group's
+# first handshake, or a port still held for a moment, fails to come up.
 up() { # K [extra args]
     local k=$1 try
     for try in 1 2 3; do

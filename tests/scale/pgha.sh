@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/scale/pgha.sh - a throwaway PostgreSQL primary with a streaming standby.
 #
-#   pgha.sh start sync|async   primary on SCALE_PG_PORT (54420), standby on
+#   pgha.sh start sync|async   primary on SCALE_PG_PORT (25420), standby on
 #                              SCALE_PG_PORT+1; sync: the primary's commits wait
 #                              for the standby (synchronous_standby_names)
 #   pgha.sh failover           kill -9 the primary, promote the standby; prints
@@ -16,7 +16,7 @@
 set -euo pipefail
 for v in "${!PG@}"; do unset "$v"; done
 RUNDIR=${SCALE_RUNDIR:-${TMPDIR:-/tmp}/obx-scale-$(id -u)}/pgha
-P1=${SCALE_PG_PORT:-54420}
+P1=${SCALE_PG_PORT:-25420}
 P2=$((P1 + 1))
 
 die() { echo "pgha: $*" >&2; exit 1; }

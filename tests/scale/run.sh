@@ -25,10 +25,10 @@
 #   SCALE_SIZE     1 (default, about 8 minutes on 2 cores: what CI runs) or
 #                  more: longer runs and more messages (the full size is 5)
 #   SCALE_RUNDIR   scratch dir (default ${TMPDIR:-/tmp}/obx-scale-<uid>)
-#   SCALE_PG_PORT  54420: +0 primary, +1 standby, +2 server of the pgbouncer and
+#   SCALE_PG_PORT  25420: +0 primary, +1 standby, +2 server of the pgbouncer and
 #                  tenants runs, +3 PgBouncer, +4 the tenants' second server
-#   SCALE_MY_PORT  33420: Galera node K listens on +K; the cluster also uses
-#                  SCALE_GALERA_PORT (45670) +0..+2 (group), +5..+7 (SST), +10..+12 (IST)
+#   SCALE_MY_PORT  23420: Galera node K listens on +K; the cluster also uses
+#                  SCALE_GALERA_PORT (24670) +0..+2 (group), +5..+7 (SST), +10..+12 (IST)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${1:?usage: run.sh BINDIR [SCENARIO...]}
@@ -36,9 +36,9 @@ bin=$(cd "$bin" && pwd)
 shift
 scenarios=${*:-failover pgbouncer galera tenants}
 export SCALE_RUNDIR=${SCALE_RUNDIR:-${TMPDIR:-/tmp}/obx-scale-$(id -u)}
-export SCALE_PG_PORT=${SCALE_PG_PORT:-54420}
-export SCALE_MY_PORT=${SCALE_MY_PORT:-33420}
-export SCALE_GALERA_PORT=${SCALE_GALERA_PORT:-45670}
+export SCALE_PG_PORT=${SCALE_PG_PORT:-25420}
+export SCALE_MY_PORT=${SCALE_MY_PORT:-23420}
+export SCALE_GALERA_PORT=${SCALE_GALERA_PORT:-24670}
 export SCALE_SIZE=${SCALE_SIZE:-1}
 # The throwaway single servers (tests/db.sh) of the pgbouncer and tenants runs.
 export OBX_PG_PORT=$((SCALE_PG_PORT + 2)) OBX_MY_PORT=$SCALE_MY_PORT

@@ -29,7 +29,7 @@
 #   SOAK_BACKENDS   subset of "sqlite postgresql mariadb"; SOAK_HEADERS of "obx ibx"
 #   SOAK_KNOWN      rules of known, still unfixed defects whose violations are
 #                   printed as WAIVED instead of failing (named in the output)
-#   SOAK_PG_PORT, SOAK_MY_PORT   the servers' ports (default 54361, 33101: not
+#   SOAK_PG_PORT, SOAK_MY_PORT   the servers' ports (default 25361, 23101: not
 #                   make test's nor torture's, so they can run at once)
 #   SOAK_RUNDIR     scratch dir (default ${TMPDIR:-/tmp}/obx-soak-<uid>); logs kept
 set -uo pipefail
@@ -39,8 +39,8 @@ bin=${1:?usage: run.sh BINDIR}
 backends=${SOAK_BACKENDS:-sqlite postgresql mariadb}
 headers=${SOAK_HEADERS:-obx ibx}
 rundir=${SOAK_RUNDIR:-${TMPDIR:-/tmp}/obx-soak-$(id -u)}
-export OBX_PG_PORT=${SOAK_PG_PORT:-54361}
-export OBX_MY_PORT=${SOAK_MY_PORT:-33101}
+export OBX_PG_PORT=${SOAK_PG_PORT:-25361}
+export OBX_MY_PORT=${SOAK_MY_PORT:-23101}
 export OBX_TEST_RUNDIR=$rundir/servers
 size=${SOAK_SIZE:-1}
 if [ -n "${SOAK_MINUTES:-}" ]; then

@@ -16,8 +16,8 @@ backend=$1 fault=$2
 # Client settings from the caller's environment must not redirect our clients.
 for v in "${!PG@}" "${!MYSQL@}" "${!MARIADB@}"; do unset "$v"; done
 RUNDIR=${OBX_TEST_RUNDIR:?OBX_TEST_RUNDIR must be set (tests/db.sh run dir)}
-PG_PORT=${OBX_PG_PORT:-54329}
-MY_PORT=${OBX_MY_PORT:-33069}
+PG_PORT=${OBX_PG_PORT:-25329}
+MY_PORT=${OBX_MY_PORT:-23069}
 freeze_s=${TORTURE_FREEZE_S:-6}
 
 now_us() { date +%s%6N; }

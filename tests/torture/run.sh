@@ -28,7 +28,7 @@
 #
 # Environment:
 #   TORTURE_SCALE      multiplies the kill-phase time and message counts (default 1)
-#   TORTURE_PG_PORT    PostgreSQL port (default 54349), TORTURE_MY_PORT MariaDB (33089):
+#   TORTURE_PG_PORT    PostgreSQL port (default 25349), TORTURE_MY_PORT MariaDB (23089):
 #                      not make test's ports, so both can run at once
 #   TORTURE_RUNDIR     scratch dir (default ${TMPDIR:-/tmp}/obx-torture-<uid>)
 #   TORTURE_BACKENDS   subset of "sqlite sqlite3 postgresql mariadb" for crash/dbfault
@@ -58,8 +58,8 @@ backends=${TORTURE_BACKENDS:-sqlite sqlite3 postgresql mariadb}
 s3_seconds=${TORTURE_SQLITE3_SECONDS:-8}
 crash_seconds=${TORTURE_CRASH_SECONDS:-${TORTURE_SECONDS:-20}}
 rundir=${TORTURE_RUNDIR:-${TMPDIR:-/tmp}/obx-torture-$(id -u)}
-export OBX_PG_PORT=${TORTURE_PG_PORT:-54349}
-export OBX_MY_PORT=${TORTURE_MY_PORT:-33089}
+export OBX_PG_PORT=${TORTURE_PG_PORT:-25349}
+export OBX_MY_PORT=${TORTURE_MY_PORT:-23089}
 export OBX_TEST_RUNDIR=$rundir/servers
 # LeakSanitizer: psqlODBC's own known leak (tests/lsan.supp).
 export LSAN_OPTIONS=suppressions=$here/../lsan.supp
