@@ -7117,13 +7117,20 @@ static const char *const obx__sqlite_outbox_ddl[] = {
     "     WHERE JoinId = NEW.JoinId;\n"
     "END",
 #endif
-    /* Parked messages (OBX__PARKED_MS): the next of the key gets its place. */
-    "CREATE TRIGGER IF NOT EXISTS \"{N}_OrderingWake\" AFTER UPDATE OF Status ON {T}\n"
+    /* Parked messages (OBX__PARKED_MS): the next of the key gets its place.
+     * The WHEN tests the key busy: a row trigger's body is a subprogram
+     * call per acked row, and in a busy drain the carried claim has taken
+     * most acked keys' next message already (OBX__Q_CLAIM_CARRY). 2: the
+     * busy test moved into the WHEN; the old trigger is dropped after it,
+     * and where both run (an older release's deploy made the old one
+     * again) the second wake finds the row unparked and writes nothing. */
+    "CREATE TRIGGER IF NOT EXISTS \"{N}_OrderingWake2\" AFTER UPDATE OF Status ON {T}\n"
     "WHEN NEW.OrderingKey IS NOT NULL AND OLD.Status IN (0, 1) AND NEW.Status IN (2, 3)\n"
+    "    AND NOT " OBX__KEY_IN_FLIGHT("NEW.OrderingKey") "\n"
     "BEGIN\n"
-    "    " OBX__UNPARK(OBX__PARKED_MS, "= " OBX__KEY_FIRST_READY("NEW.OrderingKey") "\n"
-    "       AND NOT " OBX__KEY_IN_FLIGHT("NEW.OrderingKey")) ";\n"
+    "    " OBX__UNPARK(OBX__PARKED_MS, "= " OBX__KEY_FIRST_READY("NEW.OrderingKey")) ";\n"
     "END",
+    "DROP TRIGGER IF EXISTS \"{N}_OrderingWake\"",
         NULL};
 /* Columns added since the first release, oldest first: a new column is
  * one more entry here and in each other dialect's set (obx__sqlset).

@@ -93,7 +93,7 @@ static void outbox(SQLHDBC app) {
     check(app_count(app, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%Join%'") == 0,
           "OBX-NO-JOIN-SCHEMA", "no join table, index or trigger deployed");
     check(app_count(app, "SELECT count(*) FROM sqlite_master WHERE name IN ('Outbox', 'IX_Outbox_Ready', "
-                         "'IX_Outbox_Ordering', 'IX_Outbox_Leased', 'IX_Outbox_Done', 'Outbox_OrderingWake')") == 6,
+                         "'IX_Outbox_Ordering', 'IX_Outbox_Leased', 'IX_Outbox_Done', 'Outbox_OrderingWake2')") == 6,
           "OBX-NO-JOIN-SCHEMA", "the message table, its indexes and the ordering wake trigger deployed");
     memset(&m, 0, sizeof m);
     m.topic = "t";

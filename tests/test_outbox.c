@@ -4107,6 +4107,78 @@ static void test_join_step_guard(void) {
     obx_store_close(s);
 }
 
+/* SQLite's ordering wake tests the key busy in its WHEN ({N}_OrderingWake2):
+ * the old trigger ran its body, a subprogram call, for every acked keyed
+ * row, and in a busy drain the carried claim has made most acked keys busy
+ * again. A table as the previous release left it (the old
+ * {N}_OrderingWake) is upgraded by deploy, the old trigger dropped; while
+ * both exist (an older release's deploy made the old one again), a key's
+ * next message is woken once, and never while the key is in flight
+ * (CORE-ORDERING-WAKE-GUARD). */
+#define OLD_ORDERING_WAKE                                                                          \
+    "CREATE TRIGGER \"{N}_OrderingWake\" AFTER UPDATE OF Status ON {T} "                            \
+    "WHEN NEW.OrderingKey IS NOT NULL AND OLD.Status IN (0, 1) AND NEW.Status IN (2, 3) BEGIN "     \
+    "UPDATE {T} SET \"NextAttemptAt\" = coalesce(\"DueTimeUtc\", \"CreatedAt\") WHERE "              \
+    "\"NextAttemptAt\" = 253402300800000 AND \"Id\" = (SELECT o.\"Id\" FROM {T} AS o WHERE "          \
+    "o.\"OrderingKey\" = NEW.OrderingKey AND o.\"Status\" <> 2 AND o.\"Status\" = 0 ORDER BY "        \
+    "o.\"OrderingSeq\", o.\"Id\" LIMIT 1) AND NOT EXISTS (SELECT 1 FROM {T} AS o WHERE "              \
+    "o.\"OrderingKey\" = NEW.OrderingKey AND o.\"Status\" <> 2 AND o.\"Status\" = 1); END"
+static void test_ordering_wake_guard(void) {
+    obx_store *s = fresh(), *old = NULL;
+    const obx_message *got = NULL;
+    obx_new_message ms[1];
+    obx_message m;
+    char owner[37], got_list[256], q[512], a1[37], a2[37], a3[37], b1[37], b2[37];
+    int n = 0, round;
+    TT_ASSERT(s);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name = '{N}_OrderingWake2' "
+                        "AND sql LIKE '%WHEN%NOT EXISTS%BEGIN%'"), 1);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name = '{N}_OrderingWake'"), 0);
+    obx_owner_token(s, owner);
+    for (round = 0; round < 2; round++) {
+        /* The previous release's trigger: round 0 alone (deploy upgrades it),
+         * round 1 beside the new one. */
+        TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS \"{N}_OrderingWake2\""));
+        TT_ASSERT(sql(s, OLD_ORDERING_WAKE));
+        old = open_table("Outbox", 1); /* deploys: the new trigger, the old one dropped */
+        TT_ASSERT(old);
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name = '{N}_OrderingWake2'"), 1);
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name = '{N}_OrderingWake'"), 0);
+        obx_store_close(old);
+        if (round == 1) TT_ASSERT(sql(s, OLD_ORDERING_WAKE));
+        TT_ASSERT(sql(s, "DELETE FROM {T}"));
+        ms[0] = keyed("a1", "A");
+        TT_EQ_INT(obx_enqueue(s, &ms[0], a1), OBX_OK);
+        ms[0] = keyed("a2", "A");
+        TT_EQ_INT(obx_enqueue(s, &ms[0], a2), OBX_OK);
+        ms[0] = keyed("a3", "A");
+        TT_EQ_INT(obx_enqueue(s, &ms[0], a3), OBX_OK);
+        ms[0] = keyed("b1", "B");
+        TT_EQ_INT(obx_enqueue(s, &ms[0], b1), OBX_OK);
+        ms[0] = keyed("b2", "B");
+        TT_EQ_INT(obx_enqueue(s, &ms[0], b2), OBX_OK);
+        TT_EQ_INT(parked_count(s, q, sizeof q, "253402300800000", ""), 3);
+        TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
+        TT_EQ_STR(got_list, "a1,b1");
+        /* Key A busy at its ack (a2 in flight as a carried claim leaves it):
+         * nothing of A is woken; B's next one is, once, to its enqueue time. */
+        TT_ASSERT(sql(s, "UPDATE {T} SET Status = 1, LockedUntil = 9999999999999 WHERE Payload = 'a2'"));
+        TT_EQ_INT(obx_ack(s, owner, (const char *const[]){a1, b1}, 2, NULL), OBX_OK);
+        TT_EQ_INT(obx_get(s, a3, &m), OBX_OK);
+        TT_EQ_INT(m.next_attempt_ms, OBX_TIME_MAX_MS + 1);
+        TT_EQ_INT(obx_get(s, b2, &m), OBX_OK);
+        TT_EQ_INT(m.next_attempt_ms, m.created_at_ms);
+        /* a2 Done: a3, the key's next, is woken. */
+        TT_ASSERT(sql(s, "UPDATE {T} SET Status = 2 WHERE Payload = 'a2'"));
+        TT_EQ_INT(obx_get(s, a3, &m), OBX_OK);
+        TT_EQ_INT(m.next_attempt_ms, m.created_at_ms);
+        TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
+        TT_EQ_STR(got_list, "a3,b2");
+    }
+    TT_ASSERT(sql(s, "DROP TRIGGER IF EXISTS \"{N}_OrderingWake\""));
+    obx_store_close(s);
+}
+
 #ifdef OBX_SQLITE3_API
 /* SQLite's own heap allocations, counted through its allocator (wrapped by
  * main before SQLite starts): what the sqlite3 build's statements cost per
@@ -9821,6 +9893,11 @@ int main(int argc, char **argv) {
     else
         printf("N/A CORE-JOIN-STEP-GUARD %s %s\n", g_label, g_pg ? "the join step is a statement trigger over the changed rows"
                : "the join step's IF runs the member update only for a finished message with a member (JoinStep2Flag, CORE-JOIN-FLAG)");
+    if (!g_srv)
+        RUN("CORE-ORDERING-WAKE-GUARD", "SQLite's ordering wake tests the key busy in its WHEN; deploy replaces the old trigger; with both, the next message is woken once and never while its key is in flight", test_ordering_wake_guard);
+    else
+        printf("N/A CORE-ORDERING-WAKE-GUARD %s %s\n", g_label, g_pg ? "the wake is a statement trigger that tests each key busy first"
+               : "the wake is the settle's own statement, not a trigger");
     RUN("OBX-SCHEMA-FILE", "sql/<dialect>/outbox.sql is what the header deploys", test_schema_files);
     RUN("CORE-FUSED-LOST-LEASE", "run() carries a batch's ack into the next claim: an id whose lease was lost is not acked, the last ack is sent when run() stops", test_fused_lost_lease);
     RUN("CORE-FUSED-SUSPECT", "run() with a crash suspect in the batch: the others' acks are sent before the suspect's handler runs, not carried past it", test_fused_suspect);

@@ -67,9 +67,10 @@ BEGIN
         LastUpdatedUtc = CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
      WHERE JoinId = NEW.JoinId;
 END;
-CREATE TRIGGER IF NOT EXISTS "Outbox_OrderingWake" AFTER UPDATE OF Status ON "Outbox"
+CREATE TRIGGER IF NOT EXISTS "Outbox_OrderingWake2" AFTER UPDATE OF Status ON "Outbox"
 WHEN NEW.OrderingKey IS NOT NULL AND OLD.Status IN (0, 1) AND NEW.Status IN (2, 3)
+    AND NOT EXISTS (SELECT 1 FROM "Outbox" AS o WHERE o."OrderingKey" = NEW.OrderingKey AND o."Status" <> 2 AND o."Status" = 1)
 BEGIN
-    UPDATE "Outbox" SET "NextAttemptAt" = coalesce("DueTimeUtc", "CreatedAt") WHERE "NextAttemptAt" = 253402300800000 AND "Id" = (SELECT o."Id" FROM "Outbox" AS o WHERE o."OrderingKey" = NEW.OrderingKey AND o."Status" <> 2 AND o."Status" = 0 ORDER BY o."OrderingSeq", o."Id" LIMIT 1)
-       AND NOT EXISTS (SELECT 1 FROM "Outbox" AS o WHERE o."OrderingKey" = NEW.OrderingKey AND o."Status" <> 2 AND o."Status" = 1);
+    UPDATE "Outbox" SET "NextAttemptAt" = coalesce("DueTimeUtc", "CreatedAt") WHERE "NextAttemptAt" = 253402300800000 AND "Id" = (SELECT o."Id" FROM "Outbox" AS o WHERE o."OrderingKey" = NEW.OrderingKey AND o."Status" <> 2 AND o."Status" = 0 ORDER BY o."OrderingSeq", o."Id" LIMIT 1);
 END;
+DROP TRIGGER IF EXISTS "Outbox_OrderingWake";
