@@ -13,7 +13,8 @@
 # Needs build/obxctl (make build/obxctl) and git; uses the throwaway MariaDB
 # of tests/db.sh (OBX_MY_PORT, OBX_TEST_RUNDIR). ROLLING_DB=pg: the same on
 # PostgreSQL (OBX_PG_PORT), where --keys has nothing to do and --drop-old
-# drops the outbox's IX_<table>_Ready.
+# drops the outbox's IX_<table>_Ready. ROLLING_DB=sqlite: the same on a
+# SQLite file (no server), where neither step has anything to do.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rev=${1:-36c7606}
@@ -114,7 +115,10 @@ int main(int argc, char **argv) {
 EOF
 cc -std=c99 -D_POSIX_C_SOURCE=200809L -O1 -pthread -I"$work" "$work/prev.c" -o "$work/prev" -lodbc || exit 2
 ctl="$here/../build/obxctl"
-if [ "${ROLLING_DB:-mariadb}" = pg ]; then
+if [ "${ROLLING_DB:-mariadb}" = sqlite ]; then
+    OBX_TEST_MY="Driver={SQLite3};Database=$work/roll.db;JournalMode=WAL;SyncPragma=NORMAL;Timeout=5000;"
+    drop() { rm -f "$work"/roll.db*; }
+elif [ "${ROLLING_DB:-mariadb}" = pg ]; then
     "$here/db.sh" start pg >/dev/null || exit 2
     eval "$("$here/db.sh" env pg)"
     OBX_TEST_MY=$OBX_TEST_PG # the connection below, whichever database
