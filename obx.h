@@ -6731,9 +6731,9 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
  * their transaction: the acked rows (ours, in flight, listed in `acked`, a
  * condition on o) do not make their keys busy to it, so it takes each
  * acked key's next message itself, parked or not, with the checks above;
- * the ack after it then finds those keys busy again and wakes nothing (the
- * trigger probes and writes no row). A key whose next
- * message the claim leaves (the batch full, not due yet) is woken by the
+ * the ack after it then finds those keys busy again and wakes nothing (a
+ * probe of the key: SQLite's trigger in its WHEN, its body not run). A key
+ * whose next message the claim leaves (the batch full, not due yet) is woken by the
  * ack as before. Without it, every keyed message was written three times
  * on its way out: parked, woken, claimed (docs/PERFORMANCE.md). */
 #define OBX__CARRY_BUSY(acked)                                                                    \
@@ -6804,7 +6804,7 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
  * Ready or in flight: its NextAttemptAt is OBX__PARKED_MS, after any due
  * time, so a claim's walk of the ready index stops before it instead of
  * reading past every message queued behind a busy key (a backlog of a few
- * keys cost each claim the whole backlog). The trigger {N}_OrderingWake
+ * keys cost each claim the whole backlog). The trigger {N}_OrderingWake2
  * gives the key's first Ready message its place back (its due time, else
  * its enqueue time) when it is parked and nothing of the key is in flight
  * any more: unparked messages of a key always come before its parked ones
