@@ -6733,9 +6733,9 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
  * acked key's next message itself, parked or not, with the checks above;
  * the ack after it then finds those keys busy again and wakes nothing (a
  * probe of the key: SQLite's trigger in its WHEN, its body not run). A key
- * whose next message the claim leaves (the batch full, not due yet) is woken by the
- * ack as before. Without it, every keyed message was written three times
- * on its way out: parked, woken, claimed (docs/PERFORMANCE.md). */
+ * whose next message the claim leaves (the batch full, not due yet) is
+ * woken by the ack as before. Without it, every keyed message was written
+ * three times on its way out: parked, woken, claimed (docs/PERFORMANCE.md). */
 #define OBX__CARRY_BUSY(acked)                                                                    \
     "EXISTS (SELECT 1 FROM {T} AS o WHERE o.\"OrderingKey\" = c.\"OrderingKey\" AND o.\"Status\" <> 2 AND "     \
     "o.\"Status\" = 1 AND NOT (" acked "))"
