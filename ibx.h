@@ -378,6 +378,7 @@
  *                 Server=h;Port=5432;Database=d;Uid=u;Pwd=p;"
  *                 The library appends "Protocol=7.4-1;" when the string
  *                 does not set Protocol (no savepoint around each statement).
+ *                 Its own sessions set jit = off (obx.h says why).
  *                 Failover: psqlODBC hands pqopt to libpq, so
  *                 "Driver={PostgreSQL Unicode};Database=d;Uid=u;Pwd=p;
  *                 pqopt={host=h1,h2 port=5432,5432
@@ -3040,8 +3041,8 @@ static const ibx__dialect ibx__sqlite_dialect = {
  * anyway. The session: times in UTC, and no JIT. The planner compiles a
  * statement whose estimated cost passes jit_above_cost, and a prepared
  * statement's generic plan does it at every run: the keyed claim's walk of
- * the claim index is estimated at the whole index's cost (its LIMIT is
- * a fraction of an estimate of one row), which passed 100,000 on a table of
+ * the claim index is estimated at the whole index's cost (its LIMIT is a
+ * fraction of an estimate of one row), which passed 100,000 on a table of
  * 50,000 rows, and each claim then spent 100 ms compiling itself for a
  * batch that takes 3 (docs/PERFORMANCE.md). */
 static const ibx__dialect ibx__postgresql_dialect = {
@@ -6463,7 +6464,6 @@ enum {
     IBX__Q_ANALYZE,    /* statistics refreshed where stale (PostgreSQL; see ibx_reap) */
     IBX__Q_CLAIM_ACK,  /* -> CLAIM's rows, then the count ACK changed (ibx__claim_ack_sql) */
     IBX__Q_CLAIM_CARRY, /* none: the inbox has no ordering keys (the common claim asks) */
-    IBX__Q_CLAIM_CARRY_ACK, /* none: as IBX__Q_CLAIM_CARRY */
     IBX__Q_OWNED,      /* not a statement: {O} in the others, the rows of a key list the
                           owner holds (the settles' shared condition), written once */
     IBX__Q_COUNT
@@ -6474,7 +6474,7 @@ enum {
  * asserts that SQLite's rows name none of them. */
 #define IBX__SQLITE_LACKS(q)                                                                          \
     ((q) == IBX__Q_CLAIM_PICK || (q) == IBX__Q_CLAIM_READ || (q) == IBX__Q_WAKE ||                   \
-     (q) == IBX__Q_ANALYZE || (q) == IBX__Q_CLAIM_ACK || (q) == IBX__Q_CLAIM_CARRY_ACK)
+     (q) == IBX__Q_ANALYZE || (q) == IBX__Q_CLAIM_ACK)
 
 /* What each statement binds (the letters: ibx__args_check; ibx__stmt_args
  * gives a dialect's variant). A key list is two lists (sources, message
@@ -6515,7 +6515,6 @@ static const ibx__stmt_row ibx__stmt_args_rows[] = {
     {IBX__Q_ANALYZE, ""},
     {IBX__Q_CLAIM_ACK, "tlltii"},   /* ACK's, then CLAIM's */
     {IBX__Q_CLAIM_CARRY, "tiil"},   /* unused */
-    {IBX__Q_CLAIM_CARRY_ACK, "tiilt"}, /* unused */
     {IBX__Q_COUNT, NULL}};
 #define IBX__ARGS_JSON_ROWS(id) 0 /* no statement takes JSON rows (obx.h's batch inserts do) */
 
@@ -7895,31 +7894,20 @@ IBX__PRIVATE const char *ibx__stmt_args(const ibx__dialect *d, int id) {
  * one commit per batch instead of two of each. Both halves see the
  * statement's one snapshot: the ack's rows are in flight there, the claim
  * picks Ready ones, so they never meet, and a key whose message is acked
- * here looks busy to this claim (keyed acks go with IBX__Q_CLAIM_CARRY_ACK,
- * made here of its acks' half and IBX__Q_CLAIM_CARRY, where the claim
- * knows them acked). The count row: with nothing claimed, one row of NULLs
- * still brings it. */
-static char *ibx__claim_ack_join(ibx_store *s, const char *ack, const char *claim) {
+ * here looks busy to this claim (the dispatcher carries no keyed acks). The
+ * count row: with nothing claimed, one row of NULLs still brings it. */
+static ibx_result ibx__claim_ack_sql(ibx_store *s) {
     static const char head[] = "WITH a AS (", mid[] = " RETURNING 1), c AS (",
                       tail[] = ") SELECT c.*, k.n FROM (SELECT count(*) AS n FROM a) AS k LEFT JOIN c ON true";
-    const size_t n = sizeof head + strlen(ack) + sizeof mid + strlen(claim) + sizeof tail;
-    char *t = (char *)ibx__alloc(&s->hooks, n);
-    if (t) snprintf(t, n, "%s%s%s%s%s", head, ack, mid, claim, tail);
-    return t;
-}
-
-static ibx_result ibx__claim_ack_sql(ibx_store *s) {
-    char *half = IBX__SQL(s, IBX__Q_CLAIM_CARRY_ACK);
-    const int fuse = IBX__ONE(s->db.d)->id == IBX_DIALECT_POSTGRESQL && s->sql[IBX__Q_ACK] && s->sql[IBX__Q_CLAIM] &&
-                     !IBX__SQL(s, IBX__Q_CLAIM_PICK) && !IBX__FULL_ROWS(s->q);
-    if (half) { /* never run as it is: whole, or none */
-        s->sql[IBX__Q_CLAIM_CARRY_ACK] =
-            fuse && s->sql[IBX__Q_CLAIM_CARRY] ? ibx__claim_ack_join(s, half, s->sql[IBX__Q_CLAIM_CARRY]) : NULL;
-        ibx__free(&s->hooks, half);
-        if (fuse && s->sql[IBX__Q_CLAIM_CARRY] && !s->sql[IBX__Q_CLAIM_CARRY_ACK]) return IBX_ERR_NO_MEMORY;
-    }
-    if (fuse && !(s->sql[IBX__Q_CLAIM_ACK] = ibx__claim_ack_join(s, s->sql[IBX__Q_ACK], s->sql[IBX__Q_CLAIM])))
-        return IBX_ERR_NO_MEMORY;
+    size_t n;
+    char *t;
+    if (IBX__ONE(s->db.d)->id != IBX_DIALECT_POSTGRESQL || !s->sql[IBX__Q_ACK] || !s->sql[IBX__Q_CLAIM] ||
+        IBX__SQL(s, IBX__Q_CLAIM_PICK) || IBX__FULL_ROWS(s->q))
+        return IBX_OK;
+    n = sizeof head + strlen(s->sql[IBX__Q_ACK]) + sizeof mid + strlen(s->sql[IBX__Q_CLAIM]) + sizeof tail;
+    if (!(t = (char *)ibx__alloc(&s->hooks, n))) return IBX_ERR_NO_MEMORY;
+    snprintf(t, n, "%s%s%s%s%s", head, s->sql[IBX__Q_ACK], mid, s->sql[IBX__Q_CLAIM], tail);
+    s->sql[IBX__Q_CLAIM_ACK] = t;
     return IBX_OK;
 }
 
@@ -8932,8 +8920,7 @@ static ibx_result ibx__claim_picked(ibx__db *db, ibx__claim_ctx *c, SQLHSTMT *cu
  * acks alone). The carried acks: in the claim's statement where one can
  * hold both (IBX__Q_CLAIM_ACK), else a statement before it in its
  * transaction; keyed ones where IBX__Q_CLAIM_CARRY is set, a statement
- * after it (c->ack_after: ibx__claim_once, once the rows are read), and
- * where IBX__Q_CLAIM_CARRY_ACK is, in the claim's statement again. */
+ * after it (c->ack_after: ibx__claim_once, once the rows are read). */
 static ibx_result ibx__claim_exec(ibx__db *db, ibx__claim_ctx *c, int fused, SQLHSTMT *cur) {
     ibx_store *s = c->s;
     ibx__param p[8 + IBX__KEY_LISTS];
@@ -8953,12 +8940,7 @@ static ibx_result ibx__claim_exec(ibx__db *db, ibx__claim_ctx *c, int fused, SQL
         ibx__p_i64(&p[1], c->lease_seconds);
         ibx__p_i64(&p[2], c->batch_size);
         ibx__p_text(&p[3], s->carry[0].data, s->carry[0].len);
-        if (IBX__SQL(s, IBX__Q_CLAIM_CARRY_ACK)) {
-            ibx__p_text(&p[4], s->worker_name ? s->worker_name : s->token, (size_t)-1);
-            r = ibx__exec(db, IBX__Q_CLAIM_CARRY_ACK, IBX__SQL(s, IBX__Q_CLAIM_CARRY_ACK), p, 5, NULL, cur);
-        } else {
-            r = ibx__exec(db, IBX__Q_CLAIM_CARRY, s->sql[IBX__Q_CLAIM_CARRY], p, 4, NULL, cur);
-        }
+        r = ibx__exec(db, IBX__Q_CLAIM_CARRY, s->sql[IBX__Q_CLAIM_CARRY], p, 4, NULL, cur);
     } else if (fused) {
         ibx__p_text(&p[n], s->token, 36);
         ibx__p_i64(&p[n + 1], c->lease_seconds);
@@ -8981,19 +8963,17 @@ static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
     ibx__row_head head;
     const int short_rows = !IBX__FULL_ROWS(s->q);
     const int fused = c->ack_count > 0 && !c->ack_only && !c->ack_keyed && IBX__SQL(s, IBX__Q_CLAIM_ACK);
-    int counted = 0, with_count;
+    int counted = 0;
     ibx_result r;
     c->count = 0;
     c->acked = 0;
     c->ack_after = IBX__CARRY_FIRST(s) && c->ack_count > 0 && !c->ack_only && c->ack_keyed;
-    /* The rows bring the ack's count (IBX__Q_CLAIM_ACK, IBX__Q_CLAIM_CARRY_ACK). */
-    with_count = fused || (c->ack_after && IBX__SQL(s, IBX__Q_CLAIM_CARRY_ACK) != NULL);
     s->rows.len = 0;
     r = ibx__claim_exec(db, c, fused, &cur);
     if (c->ack_only) return r;
     if (r == IBX_OK && cur && short_rows) r = ibx__bind_head(db, cur, &head, IBX__CLAIM_TEXTS, IBX__CLAIM_INTS);
     while (r == IBX_OK && cur && (r = ibx__fetch(db, cur)) == IBX_OK) {
-        if (with_count && !counted) { /* the ack's count, in every row: read once (the last column) */
+        if (fused && !counted) { /* the ack's count, in every row: read once (the last column) */
             const int empty = head.ind[IBX__CLAIM_INTS - 1] == SQL_NULL_DATA; /* no mask: nothing claimed */
             if (empty && (r = ibx__get_i64(db, cur, IBX__CLAIM_COLS + 1, &c->acked, NULL)) != IBX_OK) break;
             counted = 1 + !empty;
@@ -9019,7 +8999,7 @@ static ibx_result ibx__claim_once(ibx__db *db, ibx__claim_ctx *c) {
     if (short_rows) ibx__unbind(cur); /* `head` is about to go */
     ibx__close(cur);
     if (r == IBX_EMPTY) r = IBX_OK;
-    if (r == IBX_OK && IBX__CARRY_FIRST(s) && c->ack_after && !with_count) { /* before the check: Done there */
+    if (r == IBX_OK && IBX__CARRY_FIRST(s) && c->ack_after) { /* before the check: they are Done there */
         ibx__param p[8 + IBX__KEY_LISTS];
         const int n = ibx__settle_params(p, IBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token,
                                          NULL, 0, 0, s->carry);
@@ -11375,12 +11355,12 @@ static ibx_result ibx__settle_failure(ibx_dispatcher *d, ibx_store *s, const ibx
  * after a batch, and sends what is carried before housekeeping, when its
  * claim fails (both rolled back: the acks alone then) and when it stops;
  * run_once() never carries, so a round it reports is settled. Acks of
- * messages with an ordering key never go in IBX__Q_CLAIM_ACK: in its
- * snapshot their keys are busy and their next messages parked, so the
- * claim would pass over them. Where the dialect has IBX__Q_CLAIM_CARRY
- * (SQLite, PostgreSQL) the claim runs first and takes the acked keys' next
- * messages itself, then the acks (PostgreSQL: in the claim's statement,
- * IBX__Q_CLAIM_CARRY_ACK); elsewhere the acks (and their wake, on MariaDB ibx__own_acked) go first
+ * messages with an ordering key go in the claim's transaction, never in
+ * its statement: in the fused statement's snapshot their keys are busy
+ * and their next messages parked, so the claim would pass over them. Where
+ * the dialect has IBX__Q_CLAIM_CARRY (SQLite, PostgreSQL) the claim runs
+ * first and takes the acked keys' next messages itself, then the acks;
+ * elsewhere the acks (and their wake, on MariaDB ibx__own_acked) go first
  * and the claim takes the woken messages: either way at once, where acked
  * alone each key cost a commit more. Returns whether
  * ms[which[0..n)] are carried in s->carry. */

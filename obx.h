@@ -374,7 +374,10 @@
  *                 Server=h;Port=5432;Database=d;Uid=u;Pwd=p;"
  *                 The library appends "Protocol=7.4-1;" when the string
  *                 does not set Protocol: without it psqlODBC wraps every
- *                 statement in a savepoint (half the speed).
+ *                 statement in a savepoint (half the speed). Its own
+ *                 sessions set jit = off: JIT compiled the keyed claim's
+ *                 prepared plan at every run on a large table (30 times
+ *                 its cost).
  *                 Failover: psqlODBC hands pqopt to libpq, so
  *                 "Driver={PostgreSQL Unicode};Database=d;Uid=u;Pwd=p;
  *                 pqopt={host=h1,h2 port=5432,5432
@@ -3241,8 +3244,8 @@ static const obx__dialect obx__sqlite_dialect = {
  * anyway. The session: times in UTC, and no JIT. The planner compiles a
  * statement whose estimated cost passes jit_above_cost, and a prepared
  * statement's generic plan does it at every run: the keyed claim's walk of
- * the claim index is estimated at the whole index's cost (its LIMIT is
- * a fraction of an estimate of one row), which passed 100,000 on a table of
+ * the claim index is estimated at the whole index's cost (its LIMIT is a
+ * fraction of an estimate of one row), which passed 100,000 on a table of
  * 50,000 rows, and each claim then spent 100 ms compiling itself for a
  * batch that takes 3 (docs/PERFORMANCE.md). */
 static const obx__dialect obx__postgresql_dialect = {
@@ -6564,10 +6567,6 @@ enum {
                            made of ACK and CLAIM at store open, obx__claim_ack_sql) */
     OBX__Q_CLAIM_CARRY, /* -> message rows: CLAIM where it carries keyed acks, run before
                            them in their unit (OBX__ORDERED_CARRY); NULL: after them */
-    OBX__Q_CLAIM_CARRY_ACK, /* -> CLAIM_CARRY's rows, then the count ACK changed: the carried
-                               keyed acks in the claim's own statement (PostgreSQL; its row
-                               the acks' UPDATE, made whole with CLAIM_CARRY at store open,
-                               obx__claim_ack_sql) */
     OBX__Q_OWNED,       /* not a statement: {O} in the others, the rows of an id list the
                            owner holds (the settles' shared condition), written once */
     OBX__Q_COUNT
@@ -6581,7 +6580,7 @@ enum {
      (q) == OBX__Q_WAKE || (q) == OBX__Q_WAKE_SETTLED || (q) == OBX__Q_WAKE_IDS ||                    \
      (q) == OBX__Q_WAKE_AGAIN || (q) == OBX__Q_ANALYZE || (q) == OBX__Q_CLAIM_CHECK ||               \
      (q) == OBX__Q_CLAIM_RELEASE || (q) == OBX__Q_KEY_READ || (q) == OBX__Q_INSERT_VALUES ||         \
-     (q) == OBX__Q_INSERT_VALUES_ENV || (q) == OBX__Q_CLAIM_ACK || (q) == OBX__Q_CLAIM_CARRY_ACK)
+     (q) == OBX__Q_INSERT_VALUES_ENV || (q) == OBX__Q_CLAIM_ACK)
 
 /* What each statement binds (the letters: obx__args_check; obx__stmt_args
  * gives a dialect's variant). A dead filter is topic, error text, created
@@ -6631,7 +6630,6 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
     {OBX__Q_INSERT_VALUES, "tttttii"}, /* one row: INSERT's */
     {OBX__Q_CLAIM_ACK, "ttltii"},   /* ACK's, then CLAIM's */
     {OBX__Q_CLAIM_CARRY, "tiil"},   /* CLAIM's, then the acked ids */
-    {OBX__Q_CLAIM_CARRY_ACK, "tiilt"}, /* CLAIM_CARRY's, then processed_by */
     {OBX__Q_INSERT_VALUES_ENV, "tttttiitttti" "i"}, /* INSERT's, then tenant, aggregate type,
                                                       aggregate id, headers (JSON), expiry, priority */
     {OBX__Q_COUNT, NULL}};
@@ -7173,10 +7171,6 @@ static const obx__sqlset obx__sqlite_outbox = {
  * its rows by primary key whatever the statistics say (an "IN (SELECT
  * ...)" or a join is planned from them, and on a large table may become a
  * sequential scan). */
-/* An ack's changes, `by` the processed_by marker. */
-#define OBX__PG_ACK_SET(by)                                                                       \
-    "\"Status\" = 2, \"IsProcessed\" = true, \"ProcessedAt\" = now(), \"ProcessedBy\" = " by ", "             \
-    "\"LockedUntil\" = NULL"
 #define OBX__PG_BY_IDS "\"OwnerToken\" = CAST(? AS uuid) AND \"Status\" = 1 AND \"Id\" = ANY (CAST(? AS uuid[]))"
 /* PostgreSQL: the Ready rows through the claim's index, IX_{N}_Claim, the
  * one ready index of a table this release creates (IX_{N}_Ready, by due
@@ -7228,16 +7222,7 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
 #ifndef OBX_NO_ORDERING_KEYS
     /* CLAIM, carrying keyed acks (OBX__ORDERED_CARRY), as SQLite's; each
      * part locks its rows (a locking clause is not allowed in a UNION's
-     * member, it is in a WITH query's). The acks themselves are a WITH
-     * query of the same statement, as in OBX__Q_CLAIM_ACK: one statement
-     * and one run of the triggers per batch fewer. Both parts read one
-     * snapshot, where the acked rows are ours and in flight (which is what
-     * the claim's carry expects of them), and write disjoint rows (the
-     * claim's Ready, the acks' in flight); the triggers run after both, so
-     * the wake finds the keys whose next message was taken busy, as when
-     * the acks followed the claim. The check (OBX__Q_CLAIM_CHECK) is a
-     * statement after this one, with the snapshot it needs, and sees the
-     * acks Done. */
+     * member, it is in a WITH query's). */
     {OBX__Q_CLAIM_CARRY,
      "UPDATE {T} SET \"Status\" = 1, \"OwnerToken\" = CAST(?1 AS uuid), "
      "\"LockedUntil\" = now() + make_interval(secs => CAST(?2 AS integer)), \"Starts\" = \"Starts\" + 1, "
@@ -7249,17 +7234,15 @@ static const obx__stmt_row obx__postgresql_outbox_rows[] = {
      " AND NOT c.\"IsProcessed\" AND " OBX__ORDERED_CARRY(OBX__PG_ACKED) " " OBX__PG_CLAIM_ORDER("c.")
      " LIMIT CAST(?3 AS integer) FOR UPDATE OF c SKIP LOCKED) SELECT u.\"Id\" FROM (SELECT * FROM h UNION "
      "SELECT * FROM w) AS u ORDER BY u.r LIMIT CAST(?3 AS integer))) AND " OBX__PG_KEY_LOCK " RETURNING " OBX__PG_CLAIM_COLS},
-    /* Its acks' half, made whole with CLAIM_CARRY at store open. */
-    {OBX__Q_CLAIM_CARRY_ACK,
-     "UPDATE {T} SET " OBX__PG_ACK_SET("CAST(?5 AS varchar)") " WHERE \"OwnerToken\" = CAST(?1 AS uuid) "
-     "AND \"Status\" = 1 AND \"Id\" = ANY (CAST(?4 AS uuid[]))"},
 #endif
     /* See OBX__PG_KEY_LOCK. */
     {OBX__Q_CLAIM_CHECK,
      "UPDATE {T} AS t SET \"Status\" = 0, \"OwnerToken\" = NULL, \"LockedUntil\" = NULL, "
      "\"Starts\" = greatest(t.\"Starts\" - 1, 0) WHERE t.\"OwnerToken\" = CAST(? AS uuid) AND t.\"Status\" = 1 "
      "AND t.\"Id\" = ANY (CAST(? AS uuid[])) AND " OBX__PG_KEY_IN_FLIGHT_OTHER("t") " RETURNING CAST(t.\"Id\" AS text)"},
-    {OBX__Q_ACK, "UPDATE {T} SET " OBX__PG_ACK_SET("CAST(? AS varchar)") " WHERE " OBX__PG_BY_IDS},
+    {OBX__Q_ACK,
+     "UPDATE {T} SET \"Status\" = 2, \"IsProcessed\" = true, \"ProcessedAt\" = now(), "
+     "\"ProcessedBy\" = CAST(? AS varchar), \"LockedUntil\" = NULL WHERE " OBX__PG_BY_IDS},
     {OBX__Q_ABANDON,
      "UPDATE {T} SET \"NextAttemptAt\" = now() + make_interval(secs => coalesce(CAST(? AS bigint) / 1000.0, "
      "least(60, 1 << least(\"RetryCount\", 6)))), \"RetryCount\" = \"RetryCount\" + CAST(? AS integer), "
@@ -8528,8 +8511,7 @@ typedef struct obx__store_own {
  * obx__own_acked: in the unit of a claim that carried keyed acks, after
  * the ack, so that the claim takes the keys' next messages. */
 #define obx__own_claimed(s, m) ((m)->ordering_key ? (void)((s)->own.keyed_claims = 1) : (void)0)
-/* Whether a claim that carries keyed acks runs before them (OBX__Q_CLAIM_CARRY;
- * where OBX__Q_CLAIM_CARRY_ACK is set, with them in its statement). */
+/* Whether a claim that carries keyed acks runs before them (OBX__Q_CLAIM_CARRY). */
 #ifdef OBX_NO_ORDERING_KEYS
 #define OBX__CARRY_FIRST(s) ((void)(s), 0)
 #else
@@ -8885,31 +8867,20 @@ OBX__PRIVATE const char *obx__stmt_args(const obx__dialect *d, int id) {
  * one commit per batch instead of two of each. Both halves see the
  * statement's one snapshot: the ack's rows are in flight there, the claim
  * picks Ready ones, so they never meet, and a key whose message is acked
- * here looks busy to this claim (keyed acks go with OBX__Q_CLAIM_CARRY_ACK,
- * made here of its acks' half and OBX__Q_CLAIM_CARRY, where the claim
- * knows them acked). The count row: with nothing claimed, one row of NULLs
- * still brings it. */
-static char *obx__claim_ack_join(obx_store *s, const char *ack, const char *claim) {
+ * here looks busy to this claim (the dispatcher carries no keyed acks). The
+ * count row: with nothing claimed, one row of NULLs still brings it. */
+static obx_result obx__claim_ack_sql(obx_store *s) {
     static const char head[] = "WITH a AS (", mid[] = " RETURNING 1), c AS (",
                       tail[] = ") SELECT c.*, k.n FROM (SELECT count(*) AS n FROM a) AS k LEFT JOIN c ON true";
-    const size_t n = sizeof head + strlen(ack) + sizeof mid + strlen(claim) + sizeof tail;
-    char *t = (char *)obx__alloc(&s->hooks, n);
-    if (t) snprintf(t, n, "%s%s%s%s%s", head, ack, mid, claim, tail);
-    return t;
-}
-
-static obx_result obx__claim_ack_sql(obx_store *s) {
-    char *half = OBX__SQL(s, OBX__Q_CLAIM_CARRY_ACK);
-    const int fuse = OBX__ONE(s->db.d)->id == OBX_DIALECT_POSTGRESQL && s->sql[OBX__Q_ACK] && s->sql[OBX__Q_CLAIM] &&
-                     !OBX__SQL(s, OBX__Q_CLAIM_PICK) && !OBX__FULL_ROWS(s->q);
-    if (half) { /* never run as it is: whole, or none */
-        s->sql[OBX__Q_CLAIM_CARRY_ACK] =
-            fuse && s->sql[OBX__Q_CLAIM_CARRY] ? obx__claim_ack_join(s, half, s->sql[OBX__Q_CLAIM_CARRY]) : NULL;
-        obx__free(&s->hooks, half);
-        if (fuse && s->sql[OBX__Q_CLAIM_CARRY] && !s->sql[OBX__Q_CLAIM_CARRY_ACK]) return OBX_ERR_NO_MEMORY;
-    }
-    if (fuse && !(s->sql[OBX__Q_CLAIM_ACK] = obx__claim_ack_join(s, s->sql[OBX__Q_ACK], s->sql[OBX__Q_CLAIM])))
-        return OBX_ERR_NO_MEMORY;
+    size_t n;
+    char *t;
+    if (OBX__ONE(s->db.d)->id != OBX_DIALECT_POSTGRESQL || !s->sql[OBX__Q_ACK] || !s->sql[OBX__Q_CLAIM] ||
+        OBX__SQL(s, OBX__Q_CLAIM_PICK) || OBX__FULL_ROWS(s->q))
+        return OBX_OK;
+    n = sizeof head + strlen(s->sql[OBX__Q_ACK]) + sizeof mid + strlen(s->sql[OBX__Q_CLAIM]) + sizeof tail;
+    if (!(t = (char *)obx__alloc(&s->hooks, n))) return OBX_ERR_NO_MEMORY;
+    snprintf(t, n, "%s%s%s%s%s", head, s->sql[OBX__Q_ACK], mid, s->sql[OBX__Q_CLAIM], tail);
+    s->sql[OBX__Q_CLAIM_ACK] = t;
     return OBX_OK;
 }
 
@@ -9922,8 +9893,7 @@ static obx_result obx__claim_picked(obx__db *db, obx__claim_ctx *c, SQLHSTMT *cu
  * acks alone). The carried acks: in the claim's statement where one can
  * hold both (OBX__Q_CLAIM_ACK), else a statement before it in its
  * transaction; keyed ones where OBX__Q_CLAIM_CARRY is set, a statement
- * after it (c->ack_after: obx__claim_once, once the rows are read), and
- * where OBX__Q_CLAIM_CARRY_ACK is, in the claim's statement again. */
+ * after it (c->ack_after: obx__claim_once, once the rows are read). */
 static obx_result obx__claim_exec(obx__db *db, obx__claim_ctx *c, int fused, SQLHSTMT *cur) {
     obx_store *s = c->s;
     obx__param p[8 + OBX__KEY_LISTS];
@@ -9943,12 +9913,7 @@ static obx_result obx__claim_exec(obx__db *db, obx__claim_ctx *c, int fused, SQL
         obx__p_i64(&p[1], c->lease_seconds);
         obx__p_i64(&p[2], c->batch_size);
         obx__p_text(&p[3], s->carry[0].data, s->carry[0].len);
-        if (OBX__SQL(s, OBX__Q_CLAIM_CARRY_ACK)) {
-            obx__p_text(&p[4], s->worker_name ? s->worker_name : s->token, (size_t)-1);
-            r = obx__exec(db, OBX__Q_CLAIM_CARRY_ACK, OBX__SQL(s, OBX__Q_CLAIM_CARRY_ACK), p, 5, NULL, cur);
-        } else {
-            r = obx__exec(db, OBX__Q_CLAIM_CARRY, s->sql[OBX__Q_CLAIM_CARRY], p, 4, NULL, cur);
-        }
+        r = obx__exec(db, OBX__Q_CLAIM_CARRY, s->sql[OBX__Q_CLAIM_CARRY], p, 4, NULL, cur);
     } else if (fused) {
         obx__p_text(&p[n], s->token, 36);
         obx__p_i64(&p[n + 1], c->lease_seconds);
@@ -9971,19 +9936,17 @@ static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
     obx__row_head head;
     const int short_rows = !OBX__FULL_ROWS(s->q);
     const int fused = c->ack_count > 0 && !c->ack_only && !c->ack_keyed && OBX__SQL(s, OBX__Q_CLAIM_ACK);
-    int counted = 0, with_count;
+    int counted = 0;
     obx_result r;
     c->count = 0;
     c->acked = 0;
     c->ack_after = OBX__CARRY_FIRST(s) && c->ack_count > 0 && !c->ack_only && c->ack_keyed;
-    /* The rows bring the ack's count (OBX__Q_CLAIM_ACK, OBX__Q_CLAIM_CARRY_ACK). */
-    with_count = fused || (c->ack_after && OBX__SQL(s, OBX__Q_CLAIM_CARRY_ACK) != NULL);
     s->rows.len = 0;
     r = obx__claim_exec(db, c, fused, &cur);
     if (c->ack_only) return r;
     if (r == OBX_OK && cur && short_rows) r = obx__bind_head(db, cur, &head, OBX__CLAIM_TEXTS, OBX__CLAIM_INTS);
     while (r == OBX_OK && cur && (r = obx__fetch(db, cur)) == OBX_OK) {
-        if (with_count && !counted) { /* the ack's count, in every row: read once (the last column) */
+        if (fused && !counted) { /* the ack's count, in every row: read once (the last column) */
             const int empty = head.ind[OBX__CLAIM_INTS - 1] == SQL_NULL_DATA; /* no mask: nothing claimed */
             if (empty && (r = obx__get_i64(db, cur, OBX__CLAIM_COLS + 1, &c->acked, NULL)) != OBX_OK) break;
             counted = 1 + !empty;
@@ -10009,7 +9972,7 @@ static obx_result obx__claim_once(obx__db *db, obx__claim_ctx *c) {
     if (short_rows) obx__unbind(cur); /* `head` is about to go */
     obx__close(cur);
     if (r == OBX_EMPTY) r = OBX_OK;
-    if (r == OBX_OK && OBX__CARRY_FIRST(s) && c->ack_after && !with_count) { /* before the check: Done there */
+    if (r == OBX_OK && OBX__CARRY_FIRST(s) && c->ack_after) { /* before the check: they are Done there */
         obx__param p[8 + OBX__KEY_LISTS];
         const int n = obx__settle_params(p, OBX__SETTLE_ACK, s->worker_name ? s->worker_name : s->token, s->token,
                                          NULL, 0, 0, s->carry);
@@ -12365,12 +12328,12 @@ static obx_result obx__settle_failure(obx_dispatcher *d, obx_store *s, const obx
  * after a batch, and sends what is carried before housekeeping, when its
  * claim fails (both rolled back: the acks alone then) and when it stops;
  * run_once() never carries, so a round it reports is settled. Acks of
- * messages with an ordering key never go in OBX__Q_CLAIM_ACK: in its
- * snapshot their keys are busy and their next messages parked, so the
- * claim would pass over them. Where the dialect has OBX__Q_CLAIM_CARRY
- * (SQLite, PostgreSQL) the claim runs first and takes the acked keys' next
- * messages itself, then the acks (PostgreSQL: in the claim's statement,
- * OBX__Q_CLAIM_CARRY_ACK); elsewhere the acks (and their wake, on MariaDB obx__own_acked) go first
+ * messages with an ordering key go in the claim's transaction, never in
+ * its statement: in the fused statement's snapshot their keys are busy
+ * and their next messages parked, so the claim would pass over them. Where
+ * the dialect has OBX__Q_CLAIM_CARRY (SQLite, PostgreSQL) the claim runs
+ * first and takes the acked keys' next messages itself, then the acks;
+ * elsewhere the acks (and their wake, on MariaDB obx__own_acked) go first
  * and the claim takes the woken messages: either way at once, where acked
  * alone each key cost a commit more. Returns whether
  * ms[which[0..n)] are carried in s->carry. */

@@ -2034,6 +2034,26 @@ static void test_fused_keyed_held(void) {
     obx_store_close(s);
 }
 
+/* PostgreSQL: the library's own sessions run without JIT, which compiled
+ * the keyed claim's generic plan at every run once its estimated cost
+ * passed jit_above_cost (a table of 50,000 rows: 100 ms per claim of 3);
+ * the setting goes with the session's time zone, and a claim still works. */
+static void test_pg_no_jit(void) {
+    obx_store *s = fresh();
+    const obx_message *got = NULL;
+    char out[16] = "", owner[37], list[64];
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(obx__query_text(&s->db, "SHOW jit", out, sizeof out), OBX_OK);
+    obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    TT_EQ_STR(out, "off");
+    obx_owner_token(s, owner);
+    TT_ASSERT(enqueue(s, "jit", "j1", NULL));
+    TT_ASSERT(claim_payloads(s, owner, list, sizeof list, &got, &n));
+    TT_EQ_STR(list, "j1");
+    obx_store_close(s);
+}
+
 /* ---- a claim carrying keyed acks takes the keys' next messages (OBX__Q_CLAIM_CARRY) ---------- */
 
 /* Rows the connection's open transaction wrote, triggers' included, from
@@ -2136,62 +2156,6 @@ static void test_carry_next(void) {
     TT_EQ_INT(sql(s, "UPDATE {T} SET \"Status\" = 0, \"OwnerToken\" = NULL WHERE \"Status\" = 1"), 1); /* as a reap */
     TT_ASSERT(claim_payloads(a, owner, list, sizeof list, &got, &n));
     TT_EQ_STR(list, "x2,y2,z2");
-    obx_store_close(a);
-    obx_store_close(s);
-}
-
-/* PostgreSQL: the library's own sessions run without JIT, which compiled
- * the keyed claim's generic plan at every run once its estimated cost
- * passed jit_above_cost (a table of 50,000 rows: 100 ms per claim of 3);
- * the setting goes with the session's time zone, and a claim still works. */
-static void test_pg_no_jit(void) {
-    obx_store *s = fresh();
-    const obx_message *got = NULL;
-    char out[16] = "", owner[37], list[64];
-    int n = 0;
-    TT_ASSERT(s != NULL);
-    TT_EQ_INT(obx__query_text(&s->db, "SHOW jit", out, sizeof out), OBX_OK);
-    obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
-    TT_EQ_STR(out, "off");
-    obx_owner_token(s, owner);
-    TT_ASSERT(enqueue(s, "jit", "j1", NULL));
-    TT_ASSERT(claim_payloads(s, owner, list, sizeof list, &got, &n));
-    TT_EQ_STR(list, "j1");
-    obx_store_close(s);
-}
-
-/* PostgreSQL: the carried keyed acks go in the claim's own statement
- * (OBX__Q_CLAIM_CARRY_ACK). Counted by the wake trigger's calls in the
- * open transaction (track_functions), one per statement that updates the
- * table: the claim with its acks, the wake's own update in the trigger
- * (which finds nothing to wake) and the check, 3; 4 when the acks were a
- * statement of their own. */
-static void test_carry_one_statement(void) {
-    obx_store *s = fresh(), *a = open_table("Outbox", 0);
-    static const char *const acked[3] = {"x1", "y1", "z1"};
-    obx__claim_ctx held;
-    const obx_message *got = NULL;
-    char owner[37], list[64], out[32] = "";
-    char *q = NULL;
-    int n = 0;
-    TT_ASSERT(s && a);
-    obx_owner_token(a, owner);
-    TT_ASSERT(carry_setup(s, a, owner, &got, &n));
-    TT_ASSERT(carry_acks(a, got, n, acked, 3));
-    TT_ASSERT(sql(a, "SET track_functions = 'pl'"));
-    q = obx__expand(&a->hooks, a->db.d, a->q, a->schema, a->table,
-                    "SELECT coalesce(sum(calls), 0) FROM pg_stat_xact_user_functions WHERE funcname = '{N}_OrderingWake'");
-    TT_ASSERT(q != NULL);
-    TT_ASSERT(claim_held(a, owner, &held));
-    TT_EQ_INT(obx__query_text(&a->db, q, out, sizeof out), OBX_OK);
-    TT_ASSERT(claim_held_commit(a));
-    TT_EQ_INT(held.acked, 3);
-    held_payloads(a, &held, list, sizeof list);
-    TT_EQ_STR(list, "x2,y2,z2");
-    TT_EQ_STR(out, "3");
-    TT_EQ_INT(count_status(s, 2), 3);
-    TT_EQ_INT(count_status(s, 1), 3);
-    obx__free(&a->hooks, q);
     obx_store_close(a);
     obx_store_close(s);
 }
@@ -9890,10 +9854,6 @@ int main(int argc, char **argv) {
         RUN("CORE-PG-NO-JIT", "PostgreSQL: the library's own sessions run with jit off (a keyed claim's generic plan was compiled at every run on a table of 50,000 rows)", test_pg_no_jit);
     else
         printf("N/A CORE-PG-NO-JIT %s PostgreSQL's JIT compiler\n", g_label);
-    if (g_pg)
-        RUN("CORE-CARRY-ONE-STATEMENT", "PostgreSQL: a claim carrying keyed acks acks them in its own statement (the table's triggers run 3 times in its transaction, not 4), and takes the keys' next messages", test_carry_one_statement);
-    else
-        printf("N/A CORE-CARRY-ONE-STATEMENT %s the acks are a statement of their own after the claim in its transaction (SQLite) or before it (MariaDB)\n", g_label);
     RUN("CORE-CARRY-TWO-WORKERS", "a carried ack of a message another worker holds frees nothing of its key; overlapping carrying claims take one message per key", test_carry_two_workers);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);
