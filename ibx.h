@@ -7970,11 +7970,14 @@ static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx
     int i, ok = 1;
     if (!strstr(tmpl, "{A}")) return ibx__expand(h, d, q, schema, table, tmpl);
     for (i = 0; ok && i < IBX__COLUMNS_MAX && q->columns[i].name; i++) {
-        char quoted[80], line[320];
-        if (ibx__ddl_declares(d, tmpl, q->columns[i].name)) continue;
         const char *type = q->columns[i].type;
         size_t tl = strlen(type);
-        int stored = IBX__ONE(d)->id == IBX_DIALECT_MARIADB && tl > 8 && strcmp(type + tl - 8, " VIRTUAL") == 0;
+        int stored = 0;
+        char quoted[80], line[320];
+        if (ibx__ddl_declares(d, tmpl, q->columns[i].name)) continue;
+#ifndef IBX_NO_MARIADB
+        stored = IBX__ONE(d)->id == IBX_DIALECT_MARIADB && tl > 8 && strcmp(type + tl - 8, " VIRTUAL") == 0;
+#endif
         snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
         snprintf(line, sizeof line, ",\n    %-15s %.*s%s", quoted, (int)(stored ? tl - 8 : tl), type,
                  stored ? " PERSISTENT" : "");

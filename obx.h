@@ -401,7 +401,13 @@
  *                 one-statement step is one round trip (a caller's
  *                 connection given as hdbc stays in manual commit).
  *                 Tables are utf8mb4_nopad_bin (byte-exact keys, trailing
- *                 spaces count). A statement stopped by max_statement_time
+ *                 spaces count). New tables store the state columns
+ *                 (ReadyRank, LeasedUntil, DoneAt, DeadAt) PERSISTENT, so
+ *                 InnoDB's purge never computes an indexed virtual column
+ *                 (the step behind MDEV-38140's index corruption); a table
+ *                 of an earlier release keeps them VIRTUAL until converted
+ *                 by one ALTER (a table copy, writers wait: 15 to 21 s per
+ *                 million rows; docs/RELIABILITY.md). A statement stopped by max_statement_time
  *                 is OBX_ERR_DB_TRANSIENT, and the store reconnects before
  *                 its next call (the driver's session is out of step). MySQL 8 is detected as the same dialect,
  *                 untested (it has neither that collation nor RETURNING).
@@ -8943,11 +8949,14 @@ static char *obx__ddl_text(const obx__hooks *h, const obx__dialect *d, const obx
     int i, ok = 1;
     if (!strstr(tmpl, "{A}")) return obx__expand(h, d, q, schema, table, tmpl);
     for (i = 0; ok && i < OBX__COLUMNS_MAX && q->columns[i].name; i++) {
-        char quoted[80], line[320];
-        if (obx__ddl_declares(d, tmpl, q->columns[i].name)) continue;
         const char *type = q->columns[i].type;
         size_t tl = strlen(type);
-        int stored = OBX__ONE(d)->id == OBX_DIALECT_MARIADB && tl > 8 && strcmp(type + tl - 8, " VIRTUAL") == 0;
+        int stored = 0;
+        char quoted[80], line[320];
+        if (obx__ddl_declares(d, tmpl, q->columns[i].name)) continue;
+#ifndef OBX_NO_MARIADB
+        stored = OBX__ONE(d)->id == OBX_DIALECT_MARIADB && tl > 8 && strcmp(type + tl - 8, " VIRTUAL") == 0;
+#endif
         snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
         snprintf(line, sizeof line, ",\n    %-15s %.*s%s", quoted, (int)(stored ? tl - 8 : tl), type,
                  stored ? " PERSISTENT" : "");
