@@ -7971,16 +7971,16 @@ static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx
     if (!strstr(tmpl, "{A}")) return ibx__expand(h, d, q, schema, table, tmpl);
     for (i = 0; ok && i < IBX__COLUMNS_MAX && q->columns[i].name; i++) {
         const char *type = q->columns[i].type;
-        size_t tl = strlen(type);
-        int stored = 0;
         char quoted[80], line[320];
         if (ibx__ddl_declares(d, tmpl, q->columns[i].name)) continue;
-#ifndef IBX_NO_MARIADB
-        stored = IBX__ONE(d)->id == IBX_DIALECT_MARIADB && tl > 8 && strcmp(type + tl - 8, " VIRTUAL") == 0;
-#endif
         snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
-        snprintf(line, sizeof line, ",\n    %-15s %.*s%s", quoted, (int)(stored ? tl - 8 : tl), type,
-                 stored ? " PERSISTENT" : "");
+#ifndef IBX_NO_MARIADB
+        if (IBX__ONE(d)->id == IBX_DIALECT_MARIADB && strlen(type) > 8 &&
+            strcmp(type + strlen(type) - 8, " VIRTUAL") == 0)
+            snprintf(line, sizeof line, ",\n    %-15s %.*s PERSISTENT", quoted, (int)(strlen(type) - 8), type);
+        else
+#endif
+            snprintf(line, sizeof line, ",\n    %-15s %s", quoted, type);
         ok = ibx__buf_add(h, &cols, line, strlen(line));
     }
     memset((void *)names, 0, sizeof names);
