@@ -11,7 +11,7 @@
 # (24670..), SST SCALE_GALERA_PORT+4+K (24675..), IST SCALE_GALERA_PORT+9+K
 # (24680..). Files in $SCALE_RUNDIR/galera (logs nK.err are kept), temporary
 # files too (tmp/: the servers' --tmpdir and TMPDIR of all this starts, the
-# SST scripts included), none directly under /tmp.
+# SST scripts included), none directly in the system temp dir.
 set -euo pipefail
 RUNDIR=${SCALE_RUNDIR:-${TMPDIR:-/tmp}/obx-scale-$(id -u)}/galera
 export TMPDIR=$RUNDIR/tmp
