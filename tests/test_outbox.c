@@ -5770,7 +5770,6 @@ static void test_wake_and_stop(void) {
     pthread_t thread;
     char id[37];
     int64_t t0;
-    int waited;
     TT_ASSERT(s && producer);
     memset(&dd, 0, sizeof dd);
     dd.store = s;
@@ -5788,7 +5787,7 @@ static void test_wake_and_stop(void) {
     t0 = now_ms();
     TT_ASSERT(enqueue(producer, "hot", "now", id));
     obx_dispatcher_wake(d); /* after the commit */
-    for (waited = 0; __atomic_load_n(&p.calls, __ATOMIC_ACQUIRE) == 0 && now_ms() - t0 < 60000; waited += 5) sleep_ms(5);
+    while (__atomic_load_n(&p.calls, __ATOMIC_ACQUIRE) == 0 && now_ms() - t0 < 60000) sleep_ms(5);
     TT_EQ_INT(__atomic_load_n(&p.calls, __ATOMIC_ACQUIRE), 1);
     TT_EXPECT(now_ms() - t0 < 60000);
     t0 = now_ms();
