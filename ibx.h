@@ -254,8 +254,10 @@
  *   EXCLUSIVE (no reads, no writes), index builds included. MariaDB
  *   commits each statement: most added columns are instant, but the
  *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
- *   waiting for the copy; storage layout 2's state columns are VIRTUAL
- *   (instant) and their indexes are built online, beside layout 1's
+ *   waiting for the copy; storage layout 2's state columns are added
+ *   VIRTUAL (instant; a new table has them PERSISTENT, which InnoDB's purge
+ *   never computes; converting an old table is a copy, docs/RELIABILITY.md)
+ *   and their indexes are built online, beside layout 1's
  *   indexes, which the previous release forces; ibx_store_upgrade (obxctl
  *   upgrade) converts old keys to UUID and drops those indexes when asked.
  *   A changed trigger gets a new name and is created
@@ -378,6 +380,7 @@
  *                 Server=h;Port=5432;Database=d;Uid=u;Pwd=p;"
  *                 The library appends "Protocol=7.4-1;" when the string
  *                 does not set Protocol (no savepoint around each statement).
+ *                 Its own sessions set jit = off (obx.h says why).
  *                 Failover: psqlODBC hands pqopt to libpq, so
  *                 "Driver={PostgreSQL Unicode};Database=d;Uid=u;Pwd=p;
  *                 pqopt={host=h1,h2 port=5432,5432
@@ -3037,9 +3040,15 @@ static const ibx__dialect ibx__sqlite_dialect = {
 /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
  * the round trips, and a failed statement would not abort the unit.
  * 7.4-1 rolls the whole transaction back on error, which is what we do
- * anyway. */
+ * anyway. The session: times in UTC, and no JIT. The planner compiles a
+ * statement whose estimated cost passes jit_above_cost, and a prepared
+ * statement's generic plan does it at every run: the keyed claim's walk of
+ * the claim index is estimated at the whole index's cost (its LIMIT is a
+ * fraction of an estimate of one row), which passed 100,000 on a table of
+ * 50,000 rows, and each claim then spent 100 ms compiling itself for a
+ * batch that takes 3 (docs/PERFORMANCE.md). */
 static const ibx__dialect ibx__postgresql_dialect = {
-    IBX_DIALECT_POSTGRESQL, NULL, "Protocol=", "Protocol=7.4-1;", "SET TIME ZONE 'UTC'",
+    IBX_DIALECT_POSTGRESQL, NULL, "Protocol=", "Protocol=7.4-1;", "SET TIME ZONE 'UTC'; SET jit = off",
     "SHOW server_version", ibx__no_natives, ";\n", NULL,
     "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
     "AND NOT attisdropped",
@@ -5373,7 +5382,8 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
  * each claim and ack moved four). Parked rows keep their time: the last
  * day of 9999 less an interval would overflow. `ready` is the dialect's
  * claimable-row test. VIRTUAL: added to an existing table instantly, its
- * index built online (PERSISTENT would copy the table). */
+ * index built online (PERSISTENT would copy the table); a new table makes
+ * it PERSISTENT (ibx__ddl_text). */
 #define IBX__MY_READY_RANK(ready)                                                                 \
     "DATETIME(6) AS (IF(" ready ", IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - "   \
     "INTERVAL (`Priority` * " IBX__PRIORITY_AGING_S ") SECOND), NULL)) VIRTUAL"
@@ -7954,7 +7964,11 @@ static int ibx__ddl_declares(const ibx__dialect *d, const char *tmpl, const char
 /* One DDL statement with a store's names. "{A}", in the message table's
  * CREATE TABLE, becomes the columns added since the first release, so a
  * new table has them all; one the template declares itself (to place a hot
- * column before the texts) is left out there. */
+ * column before the texts) is left out there. On MariaDB a generated
+ * column added VIRTUAL (instant on an existing table) is PERSISTENT in a
+ * new one: InnoDB's purge then never computes a value to find an index
+ * entry, the step behind known index corruptions (MDEV-38140, MDEV-29666;
+ * docs/RELIABILITY.md); it costs 8 bytes a row in its state. */
 static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
                            const char *schema, const char *table, const char *tmpl) {
     const char *names[26];
@@ -7963,10 +7977,17 @@ static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx
     int i, ok = 1;
     if (!strstr(tmpl, "{A}")) return ibx__expand(h, d, q, schema, table, tmpl);
     for (i = 0; ok && i < IBX__COLUMNS_MAX && q->columns[i].name; i++) {
+        const char *type = q->columns[i].type;
         char quoted[80], line[320];
         if (ibx__ddl_declares(d, tmpl, q->columns[i].name)) continue;
         snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
-        snprintf(line, sizeof line, ",\n    %-15s %s", quoted, q->columns[i].type);
+#ifndef IBX_NO_MARIADB
+        if (IBX__ONE(d)->id == IBX_DIALECT_MARIADB && strlen(type) > 8 &&
+            strcmp(type + strlen(type) - 8, " VIRTUAL") == 0)
+            snprintf(line, sizeof line, ",\n    %-15s %.*s PERSISTENT", quoted, (int)(strlen(type) - 8), type);
+        else
+#endif
+            snprintf(line, sizeof line, ",\n    %-15s %s", quoted, type);
         ok = ibx__buf_add(h, &cols, line, strlen(line));
     }
     memset((void *)names, 0, sizeof names);
