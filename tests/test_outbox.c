@@ -1363,6 +1363,137 @@ static void test_ordered_parking(void) {
     obx_store_close(s);
 }
 
+/* A message's OrderingSeq (-1: none) and whether it is parked, as one
+ * number: seq * 10 + parked. */
+static int64_t seq_parked(obx_store *s, const char *parked, const char *payload) {
+    char q[512];
+    snprintf(q, sizeof q, "SELECT COALESCE(\"OrderingSeq\", -1) * 10 + CASE WHEN \"NextAttemptAt\" = %s THEN 1 ELSE 0 "
+             "END FROM {T} WHERE \"Payload\" = '%s'", parked, payload);
+    return scalar(s, q);
+}
+
+/* A batch of interleaved keys and unkeyed messages, with keys that already
+ * have a Ready, an in-flight, a Dead and a Done message: each key's
+ * OrderingSeq continues from its rows that are not Done, in the batch's
+ * order; all but a free key's first message are parked; the envelope, the
+ * due time and the expiry are kept. Then a batch longer than one statement
+ * (OBX_TEST_BATCH_SEQ=N messages, default 2,500): every key numbered 1..n
+ * in the batch's order across the statements, all but its head parked. */
+static void test_ordered_batch_seq(void) {
+    const char *parked = g_pg   ? "CAST('10000-01-01 00:00:00+00' AS timestamptz)"
+                         : g_my ? "'9999-12-31 23:59:59.999999'"
+                                : "253402300800000";
+    const char *e = getenv("OBX_TEST_BATCH_SEQ");
+    int big = e && atoi(e) > 0 ? atoi(e) : 2500, i, n = 0;
+    obx_store *s = fresh();
+    obx_new_message ms[12], *mb = (obx_new_message *)calloc((size_t)big, sizeof *mb);
+    char owner[37], ids[12][37], got_list[256], q[1024], (*pay)[16] = (char (*)[16])calloc((size_t)big, 16);
+    const obx_message *got = NULL;
+    obx_message m;
+    int64_t due = now_ms() + 3600 * 1000;
+    TT_ASSERT(s != NULL && mb != NULL && pay != NULL);
+    obx_owner_token(s, owner);
+    /* B in flight, D Dead, E Done, then A Ready. */
+    ms[0] = keyed("b1", "B");
+    ms[1] = keyed("d1", "D");
+    ms[2] = keyed("e1", "E");
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 3, ids), OBX_OK);
+    TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "b1,d1,e1");
+    TT_EQ_INT(obx_fail(s, owner, (const char *const[]){ids[1]}, 1, "bad", NULL), OBX_OK);
+    TT_EQ_INT(obx_ack(s, owner, (const char *const[]){ids[2]}, 1, NULL), OBX_OK);
+    ms[0] = keyed("a1", "A");
+    TT_EQ_INT(obx_enqueue(s, &ms[0], NULL), OBX_OK);
+    ms[0] = keyed("a2", "A");
+    ms[1] = keyed("u1", NULL);
+    ms[2] = keyed("b2", "B");
+    ms[3] = keyed("c1", "C");
+    ms[3].tenant_id = "t1";
+    ms[3].expires_utc_ms = due + 60000;
+    ms[4] = keyed("a3", "A");
+    ms[5] = keyed("d2", "D");
+    ms[6] = keyed("c2", "C");
+    ms[6].due_utc_ms = due;
+    ms[7] = keyed("e2", "E");
+    ms[8] = keyed("u2", NULL);
+    ms[8].aggregate_id = "agg";
+    ms[8].priority = 3;
+    ms[9] = keyed("c3", "C");
+    ms[10] = keyed("f1", "F");
+    ms[10].due_utc_ms = due;
+    ms[11] = keyed("u3", "");
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 12, ids), OBX_OK);
+    /* A key's OrderingSeq: 1 + its largest not Done + the message's place
+     * in the statement (from 1) less 1; on SQLite's C API a statement a
+     * message (OBX__ROW_INSERTS). Seq * 10 + parked, in the batch's order: */
+    {
+        static const char *const names[12] = {"a2", "u1", "b2", "c1", "a3", "d2", "c2", "e2", "u2", "c3", "f1", "u3"};
+#ifdef OBX_SQLITE3_API
+        static const int want[12] = {21, -10, 21, 10, 31, 20, 21, 10, -10, 31, 10, -10};
+#else
+        static const int want[12] = {21, -10, 41, 40, 61, 80, 71, 80, -10, 101, 110, -10};
+#endif
+        /* Dead d1 counts for d2's seq and holds it only with dead_holds;
+         * Done e1 never counts; f1, not due yet, is its key's head. */
+        for (i = 0; i < 12; i++) {
+            TT_EQ_STR(names[i], ms[i].payload);
+            TT_EQ_INT(seq_parked(s, parked, names[i]), want[i]);
+        }
+    }
+    TT_EQ_INT(obx_get(s, ids[3], &m), OBX_OK);
+    TT_EQ_STR(m.tenant_id, "t1");
+    TT_EQ_INT(m.expires_ms, due + 60000);
+    TT_EQ_STR(m.ordering_key, "C");
+    TT_EQ_INT(obx_get(s, ids[6], &m), OBX_OK);
+    TT_EQ_INT(m.due_time_ms, due);
+    TT_EQ_INT(m.next_attempt_ms, OBX_TIME_MAX_MS + 1);
+    TT_EQ_INT(obx_get(s, ids[8], &m), OBX_OK);
+    TT_EQ_STR(m.aggregate_id, "agg");
+    TT_EQ_INT(m.priority, 3);
+    TT_ASSERT(m.ordering_key == NULL);
+    TT_EQ_INT(obx_get(s, ids[10], &m), OBX_OK);
+    TT_EQ_INT(m.next_attempt_ms, due);
+    TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "a1,c1,d2,e2,u1,u2,u3");
+    /* Across statements: keys X, Y, Z (X with a row already) and unkeyed ones. */
+    TT_ASSERT(sql(s, "DELETE FROM {T}"));
+    ms[0] = keyed("x0", "X");
+    TT_EQ_INT(obx_enqueue(s, &ms[0], NULL), OBX_OK);
+    for (i = 0; i < big; i++) {
+        snprintf(pay[i], 16, "%08d", i);
+        mb[i] = keyed(pay[i], i % 5 == 4 ? NULL : i % 5 == 1 ? "Y" : i % 5 == 3 ? "Z" : "X");
+    }
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, mb, big, NULL), OBX_OK);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), big + 1);
+    /* Per key: seqs distinct and in the batch's order (x0 first). */
+    strcpy(q, "SELECT COUNT(*) FROM {T} WHERE (\"OrderingKey\" IS NULL) <> (\"OrderingSeq\" IS NULL)");
+    TT_EQ_INT(scalar(s, q), 0);
+    strcpy(q, "SELECT COUNT(*) FROM (SELECT \"OrderingKey\" FROM {T} WHERE \"OrderingKey\" IS NOT NULL GROUP BY "
+              "\"OrderingKey\" HAVING COUNT(DISTINCT \"OrderingSeq\") = COUNT(*)) AS k");
+    TT_EQ_INT(scalar(s, q), 3);
+    strcpy(q, "SELECT COUNT(*) FROM (SELECT ROW_NUMBER() OVER (PARTITION BY \"OrderingKey\" ORDER BY \"OrderingSeq\") "
+              "AS a, ROW_NUMBER() OVER (PARTITION BY \"OrderingKey\" ORDER BY CASE WHEN \"Payload\" = 'x0' THEN '' "
+              "ELSE \"Payload\" END) AS b FROM {T} WHERE \"OrderingKey\" IS NOT NULL) AS r WHERE a <> b");
+    TT_EQ_INT(scalar(s, q), 0);
+    TT_EQ_INT(seq_parked(s, parked, "x0"), 10);
+    TT_EQ_INT(seq_parked(s, parked, "00000000"), 21);
+#ifdef OBX_SQLITE3_API
+    TT_EQ_INT(seq_parked(s, parked, "00000001"), 10);
+    TT_EQ_INT(seq_parked(s, parked, "00000003"), 10);
+#else
+    TT_EQ_INT(seq_parked(s, parked, "00000001"), 20);
+    TT_EQ_INT(seq_parked(s, parked, "00000003"), 40);
+#endif
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM {T} WHERE \"OrderingKey\" IS NOT NULL AND \"NextAttemptAt\" <> %s",
+             parked);
+    TT_EQ_INT(scalar(s, q), 3);
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM {T} WHERE \"OrderingKey\" IS NULL AND \"NextAttemptAt\" = %s", parked);
+    TT_EQ_INT(scalar(s, q), 0);
+    free(mb);
+    free(pay);
+    obx_store_close(s);
+}
+
 /* Messages of one key one at a time, in enqueue order; a retry wait, a
  * later due time and a message in flight hold the key; Done and Dead let
  * it move on; other keys and unkeyed messages flow. */
@@ -9832,6 +9963,7 @@ int main(int argc, char **argv) {
     RUN("CORE-CARRY-DEAD-HOLDS", "ordering_dead_holds: a claim carrying a keyed ack leaves the key whose next message is behind a Dead one", test_carry_dead_holds);
     RUN("CORE-CARRY-TWO-WORKERS", "a carried ack of a message another worker holds frees nothing of its key; overlapping carrying claims take one message per key", test_carry_two_workers);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
+    RUN("OBX-ORDERED-BATCH-SEQ", "a batch of interleaved keys, unkeyed messages and keys with rows in every state: OrderingSeq and parking row by row, envelope kept; across statements too", test_ordered_batch_seq);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);
     RUN("OBX-ORDERED-DEAD-HOLDS", "ordering_dead_holds: a Dead message holds its key until replayed; others flow", test_ordered_dead_holds);
     RUN("OBX-ORDERED-LOAD", "overlapping producers (enqueue_tx) and workers on shared keys: 0 overlaps, each producer's order kept, all handled", test_ordered_load);
