@@ -6553,6 +6553,11 @@ enum {
                            variables the insert reads */
     OBX__Q_INSERT_VALUES, /* a batch without keys as this row repeated (obx__insert_values) */
     OBX__Q_INSERT_VALUES_ENV, /* the same with the envelope and the expiry */
+    OBX__Q_INSERT_VALUES_KEYED, /* -> the same with ordering keys, their OrderingSeq and parking
+                                   computed by the client from KEY_MAXIMA (obx__insert_keyed) */
+    OBX__Q_KEY_MAXIMA,  /* -> rows (key, state, largest OrderingSeq) of this key list (its one
+                           marker repeated), read without locks, and a row (isolation level,
+                           NULL, NULL): a keyed batch's KEY_READ */
     OBX__Q_CLAIM_ACK,   /* -> CLAIM's rows, then the count ACK changed: a dispatcher's ack of
                            its last batch and its next claim, one statement (PostgreSQL;
                            made of ACK and CLAIM at store open, obx__claim_ack_sql) */
@@ -6571,7 +6576,8 @@ enum {
      (q) == OBX__Q_WAKE || (q) == OBX__Q_WAKE_SETTLED || (q) == OBX__Q_WAKE_IDS ||                    \
      (q) == OBX__Q_WAKE_AGAIN || (q) == OBX__Q_ANALYZE || (q) == OBX__Q_CLAIM_CHECK ||               \
      (q) == OBX__Q_CLAIM_RELEASE || (q) == OBX__Q_KEY_READ || (q) == OBX__Q_INSERT_VALUES ||         \
-     (q) == OBX__Q_INSERT_VALUES_ENV || (q) == OBX__Q_CLAIM_ACK)
+     (q) == OBX__Q_INSERT_VALUES_ENV || (q) == OBX__Q_CLAIM_ACK || (q) == OBX__Q_INSERT_VALUES_KEYED || \
+     (q) == OBX__Q_KEY_MAXIMA)
 
 /* What each statement binds (the letters: obx__args_check; obx__stmt_args
  * gives a dialect's variant). A dead filter is topic, error text, created
@@ -6623,6 +6629,10 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
     {OBX__Q_CLAIM_CARRY, "tiil"},   /* CLAIM's, then the acked ids */
     {OBX__Q_INSERT_VALUES_ENV, "tttttiitttti" "i"}, /* INSERT's, then tenant, aggregate type,
                                                       aggregate id, headers (JSON), expiry, priority */
+    {OBX__Q_INSERT_VALUES_KEYED, "tttttii" "ti" "tttti" "i"}, /* INSERT's (next_attempt in us: the
+                                        parked time where parked), the key, its OrderingSeq, then
+                                        VALUES_ENV's */
+    {OBX__Q_KEY_MAXIMA, "t"},       /* an ordering key */
     {OBX__Q_COUNT, NULL}};
 /* Batch inserts take one JSON array of rows where the dialect reads a batch so. */
 #define OBX__ARGS_JSON_ROWS(id) ((id) == OBX__Q_INSERT_MANY || (id) == OBX__Q_INSERT_MANY_KEYED)
@@ -7798,9 +7808,28 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`, `Priority`) VALUES (?, "
      "?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, ?, ?, "
      OBX__MY_FROM_MS("?") ", ?)"},
+#ifndef OBX_NO_ORDERING_KEYS
+    /* A batch with ordering keys: the keys' maxima read first, without
+     * locks as OBX__Q_KEY_READ does, and a multi-row VALUES whose
+     * OrderingSeq and parking the client computes from them as
+     * OBX__Q_INSERT_MANY_KEYED does (obx__insert_keyed). The server
+     * reads the values as sent and does no key work per row: about a
+     * third less CPU per message than the JSON rows (docs/PERFORMANCE.md).
+     * The maxima: a range of the ordering index per key and state. */
+    {OBX__Q_KEY_MAXIMA,
+     "SELECT @@session.tx_isolation, NULL, NULL UNION ALL SELECT `OrderingLive`, `OrderingState`, "
+     "MAX(`OrderingSeq`) FROM {T} FORCE INDEX (`IX_{N}_Ordering`) WHERE `OrderingLive` IN (?) AND "
+     "`OrderingState` IN (0, 1, 3) GROUP BY `OrderingLive`, `OrderingState`"},
+    {OBX__Q_INSERT_VALUES_KEYED,
+     "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
+     "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
+     "`ExpiresAt`, `Priority`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", COALESCE(TIMESTAMPADD("
+     "MICROSECOND, ?, '1970-01-01 00:00:00'), UTC_TIMESTAMP(6)), ?, ?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", ?)"},
+#endif
     /* A batch with ordering keys in one statement, read from one JSON
      * array of rows: each key's maxima and the rows' order within it are
-     * a derived table over the rows. */
+     * a derived table over the rows. Kept for the caller's driver
+     * (obx_enqueue_sql), where no statement can read another's result. */
 #if OBX__PLAIN_INSERT
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
@@ -8487,9 +8516,9 @@ typedef struct obx__store_own {
     obx__buf columns[OBX__INSERT_LISTS];
     obx__buf headers;
     obx__buf values;              /* the parameters of a multi-row VALUES (obx__insert_values) */
-    int values_rows[2];           /* the row count of the statement prepared on the store's
-                                     connection for OBX__Q_INSERT_VALUES(_ENV) */
-    int values_last[2];           /* and of the last batch statement there */
+    int values_rows[3];           /* the row count of the statement prepared on the store's
+                                     connection for OBX__Q_INSERT_VALUES(_ENV, _KEYED) */
+    int values_last[3];           /* and of the last batch statement there */
     obx__buf wake;                /* the ids a MariaDB wake updates (OBX__Q_WAKE_IDS) */
     obx__buf wake_again;          /* ids of keyed messages a dispatcher settled (obx__wake_missed) */
     int dead_holds;
@@ -13572,8 +13601,10 @@ static int obx__list_opt_add(const obx__hooks *h, obx__buf *b, const obx__dialec
 #if !defined(OBX_NO_MARIADB) && !defined(OBX_SQLITE3_API)
 #define OBX__VALUES_BATCH 1
 /* A statement with parameters run once: SQLExecDirect, which MariaDB's
- * driver sends as prepare and execute together, one round trip. */
-static obx_result obx__exec_once_direct(obx__db *db, const char *sql, obx__param *ps, int n) {
+ * driver sends as prepare and execute together, one round trip. With
+ * `cursor`, its result is left there for obx__fetch; the caller frees it
+ * (SQLFreeHandle), also on error. */
+static obx_result obx__query_once_direct(obx__db *db, const char *sql, obx__param *ps, int n, SQLHSTMT *cursor) {
     unsigned char in_order[OBX__MAX_MARKERS];
     SQLHSTMT st = NULL;
     SQLRETURN rc;
@@ -13587,13 +13618,17 @@ static obx_result obx__exec_once_direct(obx__db *db, const char *sql, obx__param
     r = obx__bind(db, st, ps, n, in_order);
     if (r == OBX_OK && (rc = SQLExecDirect(st, OBX__SQLTEXT(sql), SQL_NTS)) != SQL_NO_DATA)
         r = obx__check(db, rc, SQL_HANDLE_STMT, st, "SQLExecDirect");
-    SQLFreeHandle(SQL_HANDLE_STMT, st);
+    if (cursor) *cursor = st;
+    else SQLFreeHandle(SQL_HANDLE_STMT, st);
     return r;
 }
+#define obx__exec_once_direct(db, sql, ps, n) obx__query_once_direct(db, sql, ps, n, NULL)
 
-/* Message i's row of a multi-row VALUES: 7 parameters, 13 with `ext`. */
+/* Message i's row of a multi-row VALUES: 7 parameters, 13 with `ext` 1,
+ * 15 with `ext` 2 (OBX__Q_INSERT_VALUES_KEYED: `seq` and `parked` are the
+ * row's, of obx__insert_keyed). */
 static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, const char *message_id,
-                            const char *headers, int ext) {
+                            const char *headers, int ext, const int64_t *seq, const unsigned char *parked) {
     const obx_new_message *m = &c->msgs[i];
     obx__p_text(&q[0], c->ids[i], 36);
     obx__p_text(&q[1], message_id, 36);
@@ -13604,6 +13639,14 @@ static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, con
     if (m->due_utc_ms <= 0) q[5].ind = SQL_NULL_DATA;
     q[6] = q[5];
     if (!ext) return;
+    if (ext == 2) { /* next attempt in us (OBX__MY_PARKED where parked), the key, its seq; then VALUES_ENV's */
+        obx__p_i64(&q[6], *parked ? (OBX_TIME_MAX_MS + 1) * 1000 - 1 : m->due_utc_ms * 1000);
+        if (!*parked && m->due_utc_ms <= 0) q[6].ind = SQL_NULL_DATA;
+        obx__p_text(&q[7], obx__opt_text(m->ordering_key), (size_t)-1);
+        obx__p_i64(&q[8], *seq);
+        if (q[7].ind == SQL_NULL_DATA) q[8].ind = SQL_NULL_DATA;
+        q += 2;
+    }
     obx__p_text(&q[7], obx__opt_text(m->tenant_id), (size_t)-1);
     obx__p_text(&q[8], obx__opt_text(m->aggregate_type), (size_t)-1);
     obx__p_text(&q[9], obx__opt_text(m->aggregate_id), (size_t)-1);
@@ -13615,15 +13658,19 @@ static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, con
 
 /* Messages from..to, none with an ordering key, as one multi-row VALUES:
  * the one-row statement OBX__Q_INSERT_VALUES(_ENV) with its row repeated,
- * 7 (13 with the envelope and priority) parameters a row. A row count met twice in a
+ * 7 (13 with the envelope and priority) parameters a row; with ext 2, any
+ * message with an ordering key, OBX__Q_INSERT_VALUES_KEYED's, with the
+ * rows' `seq` and `parked` (obx__insert_keyed), 15 a row. A row count met twice in a
  * row on the store's connection is prepared there and kept (values_rows
  * says which count the slot holds; a failed one is freed by obx__exec), so
  * a steady stream of equal batches is parsed once; any other count runs
  * once (obx__exec_once_direct), still one round trip. */
-static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from, int to, int ext) {
+static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from, int to, int ext,
+                                     const int64_t *seq, const unsigned char *parked) {
     obx_store *s = c->s;
     obx__buf *text = &s->own.columns[0], *aux = &s->own.columns[1];
-    const int slot = ext ? OBX__Q_INSERT_VALUES_ENV : OBX__Q_INSERT_VALUES, per = ext ? 13 : 7;
+    const int slot = ext == 2 ? OBX__Q_INSERT_VALUES_KEYED : ext ? OBX__Q_INSERT_VALUES_ENV : OBX__Q_INSERT_VALUES;
+    const int per = ext == 2 ? 15 : ext ? 13 : 7;
     const int rows = to - from;
     const char *one = s->sql[slot], *row;
     size_t *hdr_at = NULL;
@@ -13657,7 +13704,8 @@ static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from,
     p = (obx__param *)(void *)s->own.values.data;
     for (i = 0; i < rows; i++)
         obx__values_row(p + (size_t)i * (size_t)per, c, from + i, aux->data + (size_t)i * 36,
-                        hdr_at[i] == (size_t)-1 ? NULL : aux->data + hdr_at[i], ext);
+                        hdr_at[i] == (size_t)-1 ? NULL : aux->data + hdr_at[i], ext, seq ? seq + i : NULL,
+                        parked ? parked + i : NULL);
     if (db != &s->db) return obx__exec_once_direct(db, text->data, p, rows * per);
     if (!(db->stmt[slot] && s->own.values_rows[ext] == rows)) {
         int again = s->own.values_last[ext] == rows;
@@ -13669,6 +13717,107 @@ static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from,
     }
     return obx__exec(db, slot, text->data, p, rows * per, NULL, NULL);
 }
+
+#ifndef OBX_NO_ORDERING_KEYS
+/* FNV-1a of a key: its slot in obx__insert_keyed's table. */
+static size_t obx__key_hash(const char *k, size_t mask) {
+    uint32_t h = 2166136261u;
+    while (*k) h = (h ^ (unsigned char)*k++) * 16777619u;
+    return (size_t)h & mask;
+}
+
+/* The distinct key `k` of a batch in `tab` (mask + 1 slots of indexes into
+ * keys, -1 empty): its index, added as *n when new (*added set). */
+static int obx__key_slot(int *tab, size_t mask, const char **keys, int *n, const char *k, int *added) {
+    size_t h = obx__key_hash(k, mask);
+    while (tab[h] >= 0 && strcmp(keys[tab[h]], k) != 0) h = (h + 1) & mask;
+    *added = tab[h] < 0;
+    if (*added) keys[tab[h] = (*n)++] = k;
+    return tab[h];
+}
+
+/* Messages from..to, some with an ordering key, as OBX__Q_INSERT_MANY_KEYED
+ * numbers and parks them: a key's OrderingSeq is 1 + its largest not Done
+ * + the message's place in the statement less 1; parked when the key has a
+ * Ready or in-flight row, or an earlier one in the statement. The keys'
+ * maxima come from OBX__Q_KEY_MAXIMA, a plain read (no locks, as
+ * OBX__Q_KEY_READ; at SERIALIZABLE it would lock: refused), then the rows
+ * go as one multi-row VALUES (obx__insert_values). */
+static obx_result obx__insert_keyed(obx__db *db, obx__enqueue_ctx *c, int from, int to) {
+    obx_store *s = c->s;
+    obx__buf *b = &s->own.columns[2], *text = &s->own.columns[3];
+    const int rows = to - from;
+    const char *one = s->sql[OBX__Q_KEY_MAXIMA], *in = strstr(one, "IN (?)");
+    size_t mask = 1, i;
+    int n = 0, *tab, *key_of, added, k;
+    const char **keys;
+    int64_t (*max)[3], *seq;
+    unsigned char *parked;
+    obx__param *p;
+    SQLHSTMT cur = NULL;
+    obx_result r = OBX_OK;
+    OBX_ASSERT(in != NULL);
+    while (mask < 2 * (size_t)rows) mask <<= 1;
+    /* One allocation: the table, then per row its key, seq and park, per key its text, maxima and parameter. */
+    b->len = 0;
+    if (!obx__buf_reserve(db->hooks, b, (mask + (size_t)rows) * sizeof(int) + (size_t)rows * (sizeof *seq + 1 + sizeof *keys +
+                                       sizeof *max + sizeof *p) + 16 * sizeof(int64_t)))
+        return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue_batch", "out of memory");
+    max = (int64_t (*)[3])(void *)b->data;
+    seq = (int64_t *)(max + rows);
+    p = (obx__param *)(void *)(seq + rows);
+    keys = (const char **)(void *)(p + rows);
+    tab = (int *)(void *)(keys + rows);
+    key_of = tab + mask;
+    parked = (unsigned char *)(key_of + rows);
+    mask--;
+    for (i = 0; i <= mask; i++) tab[i] = -1;
+    for (i = 0; i < (size_t)rows; i++) {
+        const char *key = obx__opt_text(c->msgs[from + (int)i].ordering_key);
+        key_of[i] = key ? obx__key_slot(tab, mask, keys, &n, key, &added) : -1;
+        parked[i] = key && !added; /* behind an earlier one of the statement */
+        if (key && added) {
+            max[key_of[i]][0] = max[key_of[i]][1] = max[key_of[i]][2] = 0;
+            obx__p_text(&p[key_of[i]], key, (size_t)-1);
+        }
+    }
+    /* The key read: its list's one marker as many as there are keys. */
+    text->len = 0;
+    k = obx__buf_add(db->hooks, text, one, (size_t)(in - one) + 5);
+    for (i = 1; k && i < (size_t)n; i++) k = obx__buf_add(db->hooks, text, ", ?", 3);
+    if (!k || !obx__buf_add(db->hooks, text, in + 5, strlen(in + 5) + 1))
+        return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue_batch", "out of memory");
+    r = obx__query_once_direct(db, text->data, p, n, &cur);
+    while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
+        char got[1024]; /* a key: up to 255 characters of up to 4 bytes */
+        SQLLEN ind = 0;
+        int64_t st = 0, m = 0;
+        int null_max = 0;
+        if ((r = obx__get_text(db, cur, 1, got, sizeof got, &ind)) != OBX_OK ||
+            (r = obx__get_i64(db, cur, 2, &st, NULL)) != OBX_OK || (r = obx__get_i64(db, cur, 3, &m, &null_max)) != OBX_OK)
+            break;
+        if (null_max) {
+            r = obx__isolation_check(db->err, ind == SQL_NULL_DATA ? NULL : got);
+            continue;
+        }
+        if (ind == SQL_NULL_DATA) continue;
+        k = obx__key_slot(tab, mask, keys, &n, got, &added);
+        if (added) { /* not one of ours: cannot be */
+            r = obx__fail(db->err, OBX_ERR_DB, "obx_enqueue_batch", "the keys' maxima named a key not asked for");
+            break;
+        }
+        max[k][st == 0 ? 0 : st == 1 ? 1 : 2] = m;
+    }
+    if (cur) SQLFreeHandle(SQL_HANDLE_STMT, cur);
+    if (r != OBX_EMPTY) return r == OBX_OK ? obx__fail(db->err, OBX_ERR_DB, "obx_enqueue_batch", "no rows") : r;
+    for (i = 0; i < (size_t)rows; i++) {
+        const int64_t *mk = key_of[i] >= 0 ? max[key_of[i]] : NULL;
+        seq[i] = mk ? (mk[0] > mk[1] ? (mk[0] > mk[2] ? mk[0] : mk[2]) : (mk[1] > mk[2] ? mk[1] : mk[2])) + (int64_t)i + 1 : 0;
+        parked[i] = mk && (parked[i] || mk[0] > 0 || mk[1] > 0);
+    }
+    return obx__insert_values(db, c, from, to, 2, seq, parked);
+}
+#endif
 
 #endif /* MariaDB's VALUES batch */
 
@@ -13687,7 +13836,11 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
         keyed = keyed || obx__opt_text(c->msgs[i].ordering_key) != NULL;
     }
 #ifdef OBX__VALUES_BATCH
-    if (!keyed && OBX__SQL(s, OBX__Q_INSERT_VALUES_ENV)) return obx__insert_values(db, c, from, to, ext);
+    if (!keyed && OBX__SQL(s, OBX__Q_INSERT_VALUES_ENV)) return obx__insert_values(db, c, from, to, ext, NULL, NULL);
+#ifndef OBX_NO_ORDERING_KEYS
+    /* The JSON rows for the caller's driver: no statement there reads another's result. */
+    if (keyed && !db->capture && OBX__SQL(s, OBX__Q_INSERT_VALUES_KEYED)) return obx__insert_keyed(db, c, from, to);
+#endif
 #endif
     lists = rows ? 1 : ext ? OBX__INSERT_LISTS : 6;
     for (k = 0; k < OBX__INSERT_LISTS; k++) col[k].len = 0;

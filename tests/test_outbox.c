@@ -2483,6 +2483,58 @@ static void test_my_keyed_enqueue_no_locks(void) {
     obx_store_close(s);
 }
 
+/* The same for a keyed batch (obx_enqueue_batch on the caller's
+ * connection): refused at REPEATABLE READ and SERIALIZABLE, as
+ * obx_enqueue_tx documents for every keyed message, nothing written; at
+ * READ COMMITTED held open it stalls neither the key's ack nor another
+ * producer's batch, and both are numbered after the key's running one. */
+static void test_my_keyed_batch_no_locks(void) {
+    obx_store *s = fresh();
+    caller_conn p1, p2;
+    obx_new_message b1[2], b2[2], m1 = keyed("k1", "KL");
+    char id1[37], ids[2][37], owner[37], got_list[256], q[256];
+    const obx_message *got = NULL;
+    const char *id = id1;
+    int64_t t0, changed = 0;
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(caller_open(&p1) && caller_open_keyed(&p2));
+    obx_owner_token(s, owner);
+    b1[0] = keyed("k2", "KL");
+    b1[1] = keyed("u1", NULL);
+    b2[0] = keyed("k3", "KL");
+    b2[1] = keyed("m1", "KM");
+    TT_EQ_INT(obx_enqueue(s, &m1, id1), OBX_OK);
+    TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "k1");
+    TT_ASSERT(caller_begin(&p1)); /* REPEATABLE READ, the connection as it comes: refused */
+    TT_EQ_INT(obx_enqueue_batch(s, p1.dbc, b1, 2, ids), OBX_ERR_STATE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "hdbc: isolation");
+    TT_ASSERT(caller_end(&p1, 0));
+    TT_ASSERT(caller_exec(&p1, "SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE"));
+    TT_ASSERT(caller_end(&p1, 1) && caller_begin(&p1));
+    TT_EQ_INT(obx_enqueue_batch(s, p1.dbc, b1, 2, ids), OBX_ERR_STATE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "hdbc: isolation");
+    TT_ASSERT(caller_end(&p1, 0));
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 1);
+    TT_ASSERT(caller_exec(&p1, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"));
+    TT_ASSERT(caller_end(&p1, 1) && caller_begin(&p1));
+    TT_EQ_INT(obx_enqueue_batch(s, p1.dbc, b1, 2, ids), OBX_OK);
+    t0 = now_ms();
+    TT_ASSERT(caller_begin(&p2));
+    TT_EQ_INT(obx_enqueue_batch(s, p2.dbc, b2, 2, NULL), OBX_OK); /* another producer of the key */
+    TT_EQ_INT(obx_ack(s, owner, &id, 1, &changed), OBX_OK);        /* the key's running message */
+    TT_EQ_INT(changed, 1);
+    TT_EXPECT(now_ms() - t0 < 2000); /* neither waited for p1 (lock wait timeout: 5 s) */
+    TT_ASSERT(caller_end(&p1, 1) && caller_end(&p2, 1));
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM {T} WHERE \"OrderingKey\" = 'KL' AND \"OrderingSeq\" > 1 AND "
+             "\"Payload\" IN ('k2', 'k3')");
+    TT_EQ_INT(scalar(s, q), 2);
+    caller_close(&p1);
+    caller_close(&p2);
+    obx_store_close(s);
+}
+
 /* Load (issue 25 items 1-4): producers enqueue keyed messages with
  * obx_enqueue_tx on connections of their own, one transaction each,
  * overlapping on a few shared keys; workers claim, count per key what is
@@ -10018,6 +10070,7 @@ int main(int argc, char **argv) {
         RUN("OBX-MY-PICK-WINDOW", "a claim finds work when others hold the whole first window", test_my_pick_window);
         RUN("OBX-MY-NO-PING", "50 enqueues (one commit each) send no ping to the server", test_my_no_ping);
         RUN("OBX-MY-SETTLE-ROW-LOCKS", "ack, abandon, fail wait only for their own rows", test_my_settle_row_locks);
+        RUN("OBX-MY-KEYED-BATCH-NO-LOCKS", "a keyed batch in the caller's transaction: refused at REPEATABLE READ and SERIALIZABLE; at READ COMMITTED, held open, it stalls neither the key's ack nor another producer", test_my_keyed_batch_no_locks);
         RUN("OBX-MY-KEYED-ENQUEUE-NO-LOCKS", "a keyed enqueue in an open transaction stalls neither the key's ack nor its producers; SERIALIZABLE refused", test_my_keyed_enqueue_no_locks);
         RUN("OBX-MY-CLAIM-RECHECK", "a row claimed elsewhere after the pick is neither updated nor read back", test_my_claim_recheck);
     }
