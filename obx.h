@@ -6553,8 +6553,9 @@ enum {
                            variables the insert reads */
     OBX__Q_INSERT_VALUES, /* a batch without keys as this row repeated (obx__insert_values) */
     OBX__Q_INSERT_VALUES_ENV, /* the same with the envelope and the expiry */
-    OBX__Q_INSERT_VALUES_KEYED, /* -> the same with ordering keys, their OrderingSeq and parking
+    OBX__Q_INSERT_VALUES_KEYED, /* INSERT_VALUES with ordering keys, their OrderingSeq and parking
                                    computed by the client from KEY_MAXIMA (obx__insert_keyed) */
+    OBX__Q_INSERT_VALUES_KEYED_ENV, /* the same with the envelope and the expiry */
     OBX__Q_KEY_MAXIMA,  /* -> rows (key, state, largest OrderingSeq) of this key list (its one
                            marker repeated), read without locks, and a row (isolation level,
                            NULL, NULL): a keyed batch's KEY_READ */
@@ -6577,7 +6578,7 @@ enum {
      (q) == OBX__Q_WAKE_AGAIN || (q) == OBX__Q_ANALYZE || (q) == OBX__Q_CLAIM_CHECK ||               \
      (q) == OBX__Q_CLAIM_RELEASE || (q) == OBX__Q_KEY_READ || (q) == OBX__Q_INSERT_VALUES ||         \
      (q) == OBX__Q_INSERT_VALUES_ENV || (q) == OBX__Q_CLAIM_ACK || (q) == OBX__Q_INSERT_VALUES_KEYED || \
-     (q) == OBX__Q_KEY_MAXIMA)
+     (q) == OBX__Q_INSERT_VALUES_KEYED_ENV || (q) == OBX__Q_KEY_MAXIMA)
 
 /* What each statement binds (the letters: obx__args_check; obx__stmt_args
  * gives a dialect's variant). A dead filter is topic, error text, created
@@ -6629,9 +6630,10 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
     {OBX__Q_CLAIM_CARRY, "tiil"},   /* CLAIM's, then the acked ids */
     {OBX__Q_INSERT_VALUES_ENV, "tttttiitttti" "i"}, /* INSERT's, then tenant, aggregate type,
                                                       aggregate id, headers (JSON), expiry, priority */
-    {OBX__Q_INSERT_VALUES_KEYED, "tttttii" "ti" "tttti" "i"}, /* INSERT's (next_attempt in us: the
-                                        parked time where parked), the key, its OrderingSeq, then
-                                        VALUES_ENV's */
+    {OBX__Q_INSERT_VALUES_KEYED, "tttttii" "ti"}, /* INSERT's (next_attempt in us: the parked
+                                                     time where parked), the key, its OrderingSeq */
+    {OBX__Q_INSERT_VALUES_KEYED_ENV, "tttttii" "ti" "tttti" "i"}, /* INSERT_VALUES_KEYED's, then
+                                                                    VALUES_ENV's */
     {OBX__Q_KEY_MAXIMA, "t"},       /* an ordering key */
     {OBX__Q_COUNT, NULL}};
 /* Batch inserts take one JSON array of rows where the dialect reads a batch so. */
@@ -7822,6 +7824,10 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`OrderingState` IN (0, 1, 3) GROUP BY `OrderingLive`, `OrderingState`"},
     {OBX__Q_INSERT_VALUES_KEYED,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
+     "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", "
+     "COALESCE(TIMESTAMPADD(MICROSECOND, ?, '1970-01-01 00:00:00'), UTC_TIMESTAMP(6)), ?, ?)"},
+    {OBX__Q_INSERT_VALUES_KEYED_ENV,
+     "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
      "`ExpiresAt`, `Priority`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", COALESCE(TIMESTAMPADD("
      "MICROSECOND, ?, '1970-01-01 00:00:00'), UTC_TIMESTAMP(6)), ?, ?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", ?)"},
@@ -8516,9 +8522,9 @@ typedef struct obx__store_own {
     obx__buf columns[OBX__INSERT_LISTS];
     obx__buf headers;
     obx__buf values;              /* the parameters of a multi-row VALUES (obx__insert_values) */
-    int values_rows[3];           /* the row count of the statement prepared on the store's
-                                     connection for OBX__Q_INSERT_VALUES(_ENV, _KEYED) */
-    int values_last[3];           /* and of the last batch statement there */
+    int values_rows[4];           /* the row count of the statement prepared on the store's
+                                     connection for OBX__Q_INSERT_VALUES(_ENV, _KEYED, _KEYED_ENV) */
+    int values_last[4];           /* and of the last batch statement there */
     obx__buf wake;                /* the ids a MariaDB wake updates (OBX__Q_WAKE_IDS) */
     obx__buf wake_again;          /* ids of keyed messages a dispatcher settled (obx__wake_missed) */
     int dead_holds;
@@ -13624,9 +13630,9 @@ static obx_result obx__query_once_direct(obx__db *db, const char *sql, obx__para
 }
 #define obx__exec_once_direct(db, sql, ps, n) obx__query_once_direct(db, sql, ps, n, NULL)
 
-/* Message i's row of a multi-row VALUES: 7 parameters, 13 with `ext` 1,
- * 15 with `ext` 2 (OBX__Q_INSERT_VALUES_KEYED: `seq` and `parked` are the
- * row's, of obx__insert_keyed). */
+/* Message i's row of a multi-row VALUES: 7 parameters; `ext` 1: 13, with
+ * the envelope; `ext` 2: 9, with the ordering key (OBX__Q_INSERT_VALUES_KEYED:
+ * `seq` and `parked` are the row's, of obx__insert_keyed); 3: both, 15. */
 static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, const char *message_id,
                             const char *headers, int ext, const int64_t *seq, const unsigned char *parked) {
     const obx_new_message *m = &c->msgs[i];
@@ -13638,8 +13644,7 @@ static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, con
     obx__p_i64(&q[5], m->due_utc_ms);
     if (m->due_utc_ms <= 0) q[5].ind = SQL_NULL_DATA;
     q[6] = q[5];
-    if (!ext) return;
-    if (ext == 2) { /* next attempt in us (OBX__MY_PARKED where parked), the key, its seq; then VALUES_ENV's */
+    if (ext & 2) { /* next attempt in us (OBX__MY_PARKED where parked), the key, its seq; then VALUES_ENV's */
         obx__p_i64(&q[6], *parked ? (OBX_TIME_MAX_MS + 1) * 1000 - 1 : m->due_utc_ms * 1000);
         if (!*parked && m->due_utc_ms <= 0) q[6].ind = SQL_NULL_DATA;
         obx__p_text(&q[7], obx__opt_text(m->ordering_key), (size_t)-1);
@@ -13647,6 +13652,7 @@ static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, con
         if (q[7].ind == SQL_NULL_DATA) q[8].ind = SQL_NULL_DATA;
         q += 2;
     }
+    if (!(ext & 1)) return;
     obx__p_text(&q[7], obx__opt_text(m->tenant_id), (size_t)-1);
     obx__p_text(&q[8], obx__opt_text(m->aggregate_type), (size_t)-1);
     obx__p_text(&q[9], obx__opt_text(m->aggregate_id), (size_t)-1);
@@ -13658,9 +13664,9 @@ static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, con
 
 /* Messages from..to, none with an ordering key, as one multi-row VALUES:
  * the one-row statement OBX__Q_INSERT_VALUES(_ENV) with its row repeated,
- * 7 (13 with the envelope and priority) parameters a row; with ext 2, any
- * message with an ordering key, OBX__Q_INSERT_VALUES_KEYED's, with the
- * rows' `seq` and `parked` (obx__insert_keyed), 15 a row. A row count met twice in a
+ * 7 (13 with the envelope and priority) parameters a row; with ext & 2,
+ * any message with an ordering key, OBX__Q_INSERT_VALUES_KEYED(_ENV)'s, with
+ * the rows' `seq` and `parked` (obx__insert_keyed). A row count met twice in a
  * row on the store's connection is prepared there and kept (values_rows
  * says which count the slot holds; a failed one is freed by obx__exec), so
  * a steady stream of equal batches is parsed once; any other count runs
@@ -13669,8 +13675,10 @@ static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from,
                                      const int64_t *seq, const unsigned char *parked) {
     obx_store *s = c->s;
     obx__buf *text = &s->own.columns[0], *aux = &s->own.columns[1];
-    const int slot = ext == 2 ? OBX__Q_INSERT_VALUES_KEYED : ext ? OBX__Q_INSERT_VALUES_ENV : OBX__Q_INSERT_VALUES;
-    const int per = ext == 2 ? 15 : ext ? 13 : 7;
+    static const unsigned char slots[4] = {OBX__Q_INSERT_VALUES, OBX__Q_INSERT_VALUES_ENV, OBX__Q_INSERT_VALUES_KEYED,
+                                           OBX__Q_INSERT_VALUES_KEYED_ENV};
+    static const unsigned char pers[4] = {7, 13, 9, 15};
+    const int slot = slots[ext], per = pers[ext];
     const int rows = to - from;
     const char *one = s->sql[slot], *row;
     size_t *hdr_at = NULL;
@@ -13749,7 +13757,7 @@ static obx_result obx__insert_keyed(obx__db *db, obx__enqueue_ctx *c, int from, 
     const int rows = to - from;
     const char *one = s->sql[OBX__Q_KEY_MAXIMA], *in = strstr(one, "IN (?)");
     size_t mask = 1, i;
-    int n = 0, *tab, *key_of, added, k;
+    int n = 0, *tab, *key_of, added, k, env = 0;
     const char **keys;
     int64_t (*max)[3], *seq;
     unsigned char *parked;
@@ -13773,7 +13781,9 @@ static obx_result obx__insert_keyed(obx__db *db, obx__enqueue_ctx *c, int from, 
     mask--;
     for (i = 0; i <= mask; i++) tab[i] = -1;
     for (i = 0; i < (size_t)rows; i++) {
-        const char *key = obx__opt_text(c->msgs[from + (int)i].ordering_key);
+        const obx_new_message *m = &c->msgs[from + (int)i];
+        const char *key = obx__opt_text(m->ordering_key);
+        env = env || obx__has_envelope(m) || m->expires_utc_ms > 0 || m->priority != 0;
         key_of[i] = key ? obx__key_slot(tab, mask, keys, &n, key, &added) : -1;
         parked[i] = key && !added; /* behind an earlier one of the statement */
         if (key && added) {
@@ -13815,7 +13825,7 @@ static obx_result obx__insert_keyed(obx__db *db, obx__enqueue_ctx *c, int from, 
         seq[i] = mk ? (mk[0] > mk[1] ? (mk[0] > mk[2] ? mk[0] : mk[2]) : (mk[1] > mk[2] ? mk[1] : mk[2])) + (int64_t)i + 1 : 0;
         parked[i] = mk && (parked[i] || mk[0] > 0 || mk[1] > 0);
     }
-    return obx__insert_values(db, c, from, to, 2, seq, parked);
+    return obx__insert_values(db, c, from, to, env ? 3 : 2, seq, parked);
 }
 #endif
 
