@@ -6556,9 +6556,9 @@ enum {
     OBX__Q_INSERT_VALUES_KEYED, /* INSERT_VALUES with ordering keys, their OrderingSeq and parking
                                    computed by the client from KEY_MAXIMA (obx__insert_keyed) */
     OBX__Q_INSERT_VALUES_KEYED_ENV, /* the same with the envelope and the expiry */
-    OBX__Q_KEY_MAXIMA,  /* -> rows (key, state, largest OrderingSeq) of this key list (its one
-                           marker repeated), read without locks, and a row (isolation level,
-                           NULL, NULL): a keyed batch's KEY_READ */
+    OBX__Q_KEY_MAXIMA,  /* -> per key of a list, in its order, the largest OrderingSeq Ready,
+                           in flight and Dead (0: none), read without locks, and the
+                           isolation level: a keyed batch's KEY_READ */
     OBX__Q_CLAIM_ACK,   /* -> CLAIM's rows, then the count ACK changed: a dispatcher's ack of
                            its last batch and its next claim, one statement (PostgreSQL;
                            made of ACK and CLAIM at store open, obx__claim_ack_sql) */
@@ -6634,7 +6634,7 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
                                                      time where parked), the key, its OrderingSeq */
     {OBX__Q_INSERT_VALUES_KEYED_ENV, "tttttii" "ti" "tttti" "i"}, /* INSERT_VALUES_KEYED's, then
                                                                     VALUES_ENV's */
-    {OBX__Q_KEY_MAXIMA, "t"},       /* an ordering key */
+    {OBX__Q_KEY_MAXIMA, "l"},       /* ordering keys */
     {OBX__Q_COUNT, NULL}};
 /* Batch inserts take one JSON array of rows where the dialect reads a batch so. */
 #define OBX__ARGS_JSON_ROWS(id) ((id) == OBX__Q_INSERT_MANY || (id) == OBX__Q_INSERT_MANY_KEYED)
@@ -7713,6 +7713,9 @@ static const obx__sqlset obx__postgresql_outbox = {
     "LOCATE(?2, COALESCE(`LastError`, '')) > 0) AND `CreatedAt` >= COALESCE(" OBX__MY_FROM_MS("?3") \
     ", `CreatedAt`) AND (?4 IS NULL OR `CreatedAt` < " OBX__MY_FROM_MS("?4") ") AND "                \
     "`Id` = COALESCE(?5, `Id`)"
+#define OBX__MY_KEY_LAST(st)                                                                      \
+    "COALESCE((SELECT o.`OrderingSeq` FROM {T} AS o WHERE o.`OrderingLive` = k.`v` AND o.`OrderingState` = " \
+    st " ORDER BY o.`OrderingSeq` DESC LIMIT 1), 0)"
 static const obx__stmt_row obx__mariadb_outbox_rows[] = {
 #if OBX__PLAIN_INSERT
     {OBX__Q_INSERT,
@@ -7817,11 +7820,14 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      * OBX__Q_INSERT_MANY_KEYED does (obx__insert_keyed). The server
      * reads the values as sent and does no key work per row: about a
      * third less CPU per message than the JSON rows (docs/PERFORMANCE.md).
-     * The maxima: a range of the ordering index per key and state. */
+     * The maxima: the last entry of the ordering index per key and state
+     * (a MAX there read the key's every entry, a GROUP BY too unless the
+     * statistics chose its loose scan). The keys compare as the column
+     * does, byte for byte ("k" is neither "K" nor "k "). */
     {OBX__Q_KEY_MAXIMA,
-     "SELECT @@session.tx_isolation, NULL, NULL UNION ALL SELECT `OrderingLive`, `OrderingState`, "
-     "MAX(`OrderingSeq`) FROM {T} FORCE INDEX (`IX_{N}_Ordering`) WHERE `OrderingLive` IN (?) AND "
-     "`OrderingState` IN (0, 1, 3) GROUP BY `OrderingLive`, `OrderingState`"},
+     "SELECT " OBX__MY_KEY_LAST("0") ", " OBX__MY_KEY_LAST("1") ", " OBX__MY_KEY_LAST("3") ", "
+     "@@session.tx_isolation FROM JSON_TABLE(?, '$[*]' COLUMNS (`n` FOR ORDINALITY, `v` VARCHAR(255) "
+     "CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin PATH '$')) AS k ORDER BY k.`n`"},
     {OBX__Q_INSERT_VALUES_KEYED,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
      "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", "
@@ -7835,7 +7841,9 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
     /* A batch with ordering keys in one statement, read from one JSON
      * array of rows: each key's maxima and the rows' order within it are
      * a derived table over the rows. Kept for the caller's driver
-     * (obx_enqueue_sql), where no statement can read another's result. */
+     * (obx_enqueue_sql), where no statement can read another's result.
+     * The key compares as the column does (its window too: "k" and "K"
+     * are two keys). */
 #if OBX__PLAIN_INSERT
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
@@ -7859,7 +7867,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
      "`payload` LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]', "
      "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]', "
-     "`okey` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[6]', "
+     "`okey` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin PATH '$[6]', "
      "`tenant` VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[7]', "
      "`atype` VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[8]', "
      "`aid` VARCHAR(128) CHARACTER SET utf8mb4 PATH '$[9]', "
@@ -13535,8 +13543,9 @@ typedef struct obx__enqueue_ctx {
  * bound rather than the server's value read per connection, so the split is
  * known before the unit begins (it decides whether the unit needs a
  * transaction) and costs no round trip. The packet is then at most about
- * 1 MiB (the values of a multi-row VALUES travel as they are) or 6 MiB
- * (a keyed batch's JSON may escape a byte as six), within MariaDB's
+ * 1 MiB (the values of a multi-row VALUES travel as they are, a keyed
+ * batch's key read as much less) or 6 MiB (the JSON of a keyed batch for
+ * the caller's driver may escape a byte as six), within MariaDB's
  * default of 16 MiB; a server set below that may refuse a large batch
  * with error 1153, as it refuses a large single message. */
 #define OBX__INSERT_CHUNK 1000
@@ -13607,10 +13616,8 @@ static int obx__list_opt_add(const obx__hooks *h, obx__buf *b, const obx__dialec
 #if !defined(OBX_NO_MARIADB) && !defined(OBX_SQLITE3_API)
 #define OBX__VALUES_BATCH 1
 /* A statement with parameters run once: SQLExecDirect, which MariaDB's
- * driver sends as prepare and execute together, one round trip. With
- * `cursor`, its result is left there for obx__fetch; the caller frees it
- * (SQLFreeHandle), also on error. */
-static obx_result obx__query_once_direct(obx__db *db, const char *sql, obx__param *ps, int n, SQLHSTMT *cursor) {
+ * driver sends as prepare and execute together, one round trip. */
+static obx_result obx__exec_once_direct(obx__db *db, const char *sql, obx__param *ps, int n) {
     unsigned char in_order[OBX__MAX_MARKERS];
     SQLHSTMT st = NULL;
     SQLRETURN rc;
@@ -13624,11 +13631,9 @@ static obx_result obx__query_once_direct(obx__db *db, const char *sql, obx__para
     r = obx__bind(db, st, ps, n, in_order);
     if (r == OBX_OK && (rc = SQLExecDirect(st, OBX__SQLTEXT(sql), SQL_NTS)) != SQL_NO_DATA)
         r = obx__check(db, rc, SQL_HANDLE_STMT, st, "SQLExecDirect");
-    if (cursor) *cursor = st;
-    else SQLFreeHandle(SQL_HANDLE_STMT, st);
+    SQLFreeHandle(SQL_HANDLE_STMT, st);
     return r;
 }
-#define obx__exec_once_direct(db, sql, ps, n) obx__query_once_direct(db, sql, ps, n, NULL)
 
 /* Message i's row of a multi-row VALUES: 7 parameters; `ext` 1: 13, with
  * the envelope; `ext` 2: 9, with the ordering key (OBX__Q_INSERT_VALUES_KEYED:
@@ -13696,14 +13701,16 @@ static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from,
     s->own.values.len = 0;
     ok = ok && obx__buf_reserve(db->hooks, &s->own.values, sizeof *p * (size_t)rows * (size_t)per + sizeof(size_t) * (size_t)rows);
     if (ok) hdr_at = (size_t *)(void *)(s->own.values.data + sizeof *p * (size_t)rows * (size_t)per);
-    for (i = 0; ok && i < rows; i++) {
-        const obx_new_message *m = &c->msgs[from + i];
+    for (i = 0; ok && i < rows; i++) { /* the message ids first: row i's at i * 36 */
         char message_id[37];
         obx__new_uuid(s, c->ids[from + i]);
         obx__new_uuid(s, message_id);
         ok = obx__buf_add(db->hooks, aux, message_id, 36);
+    }
+    for (i = 0; ok && i < rows; i++) {
+        const obx_new_message *m = &c->msgs[from + i];
         hdr_at[i] = (size_t)-1;
-        if (ok && ext && m->header_count > 0 && (ok = obx__headers_json(db->hooks, &s->own.headers, m)) != 0) {
+        if ((ext & 1) && m->header_count > 0 && (ok = obx__headers_json(db->hooks, &s->own.headers, m)) != 0) {
             hdr_at[i] = aux->len;
             ok = obx__buf_add(db->hooks, aux, s->own.headers.data, s->own.headers.len + 1); /* with its NUL */
         }
@@ -13755,26 +13762,24 @@ static obx_result obx__insert_keyed(obx__db *db, obx__enqueue_ctx *c, int from, 
     obx_store *s = c->s;
     obx__buf *b = &s->own.columns[2], *text = &s->own.columns[3];
     const int rows = to - from;
-    const char *one = s->sql[OBX__Q_KEY_MAXIMA], *in = strstr(one, "IN (?)");
     size_t mask = 1, i;
     int n = 0, *tab, *key_of, added, k, env = 0;
     const char **keys;
     int64_t (*max)[3], *seq;
     unsigned char *parked;
-    obx__param *p;
+    obx__param p;
     SQLHSTMT cur = NULL;
-    obx_result r = OBX_OK;
-    OBX_ASSERT(in != NULL);
+    obx_result r;
     while (mask < 2 * (size_t)rows) mask <<= 1;
-    /* One allocation: the table, then per row its key, seq and park, per key its text, maxima and parameter. */
+    /* One allocation: per key its maxima; per row its seq; per key its text;
+     * the table; per row its key and park. */
     b->len = 0;
-    if (!obx__buf_reserve(db->hooks, b, (mask + (size_t)rows) * sizeof(int) + (size_t)rows * (sizeof *seq + 1 + sizeof *keys +
-                                       sizeof *max + sizeof *p) + 16 * sizeof(int64_t)))
+    if (!obx__buf_reserve(db->hooks, b, (size_t)rows * (sizeof *max + sizeof *seq + sizeof *keys + sizeof(int) + 1) +
+                                           mask * sizeof(int)))
         return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue_batch", "out of memory");
     max = (int64_t (*)[3])(void *)b->data;
     seq = (int64_t *)(max + rows);
-    p = (obx__param *)(void *)(seq + rows);
-    keys = (const char **)(void *)(p + rows);
+    keys = (const char **)(void *)(seq + rows);
     tab = (int *)(void *)(keys + rows);
     key_of = tab + mask;
     parked = (unsigned char *)(key_of + rows);
@@ -13786,40 +13791,32 @@ static obx_result obx__insert_keyed(obx__db *db, obx__enqueue_ctx *c, int from, 
         env = env || obx__has_envelope(m) || m->expires_utc_ms > 0 || m->priority != 0;
         key_of[i] = key ? obx__key_slot(tab, mask, keys, &n, key, &added) : -1;
         parked[i] = key && !added; /* behind an earlier one of the statement */
-        if (key && added) {
-            max[key_of[i]][0] = max[key_of[i]][1] = max[key_of[i]][2] = 0;
-            obx__p_text(&p[key_of[i]], key, (size_t)-1);
-        }
     }
-    /* The key read: its list's one marker as many as there are keys. */
+    /* The key read: a row per key, in the list's order. */
     text->len = 0;
-    k = obx__buf_add(db->hooks, text, one, (size_t)(in - one) + 5);
-    for (i = 1; k && i < (size_t)n; i++) k = obx__buf_add(db->hooks, text, ", ?", 3);
-    if (!k || !obx__buf_add(db->hooks, text, in + 5, strlen(in + 5) + 1))
+    for (k = 0, i = 0; i < (size_t)n; i++)
+        if (!obx__list_add(db->hooks, text, db->d, keys[i], strlen(keys[i]))) k = 1;
+    if (k || !obx__list_end(db->hooks, text, db->d))
         return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue_batch", "out of memory");
-    r = obx__query_once_direct(db, text->data, p, n, &cur);
-    while (r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK) {
-        char got[1024]; /* a key: up to 255 characters of up to 4 bytes */
+    obx__p_text(&p, text->data, text->len);
+    r = obx__exec(db, OBX__Q_KEY_MAXIMA, s->sql[OBX__Q_KEY_MAXIMA], &p, 1, NULL, &cur);
+    for (k = 0; r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK; k++) {
+        char level[32] = "";
         SQLLEN ind = 0;
-        int64_t st = 0, m = 0;
-        int null_max = 0;
-        if ((r = obx__get_text(db, cur, 1, got, sizeof got, &ind)) != OBX_OK ||
-            (r = obx__get_i64(db, cur, 2, &st, NULL)) != OBX_OK || (r = obx__get_i64(db, cur, 3, &m, &null_max)) != OBX_OK)
-            break;
-        if (null_max) {
-            r = obx__isolation_check(db->err, ind == SQL_NULL_DATA ? NULL : got);
-            continue;
-        }
-        if (ind == SQL_NULL_DATA) continue;
-        k = obx__key_slot(tab, mask, keys, &n, got, &added);
-        if (added) { /* not one of ours: cannot be */
-            r = obx__fail(db->err, OBX_ERR_DB, "obx_enqueue_batch", "the keys' maxima named a key not asked for");
+        if (k >= n) {
+            r = obx__fail(db->err, OBX_ERR_DB, "obx_enqueue_batch", "the keys' maxima: more rows than keys");
             break;
         }
-        max[k][st == 0 ? 0 : st == 1 ? 1 : 2] = m;
+        if ((r = obx__get_i64(db, cur, 1, &max[k][0], NULL)) != OBX_OK ||
+            (r = obx__get_i64(db, cur, 2, &max[k][1], NULL)) != OBX_OK ||
+            (r = obx__get_i64(db, cur, 3, &max[k][2], NULL)) != OBX_OK ||
+            (k == 0 && (r = obx__get_text(db, cur, 4, level, sizeof level, &ind)) != OBX_OK))
+            break;
+        if (k == 0 && ind != SQL_NULL_DATA) r = obx__isolation_check(db->err, level);
     }
-    if (cur) SQLFreeHandle(SQL_HANDLE_STMT, cur);
-    if (r != OBX_EMPTY) return r == OBX_OK ? obx__fail(db->err, OBX_ERR_DB, "obx_enqueue_batch", "no rows") : r;
+    obx__close(cur);
+    if (r == OBX_EMPTY && k < n) r = obx__fail(db->err, OBX_ERR_DB, "obx_enqueue_batch", "the keys' maxima: a row missing");
+    if (r != OBX_EMPTY) return r;
     for (i = 0; i < (size_t)rows; i++) {
         const int64_t *mk = key_of[i] >= 0 ? max[key_of[i]] : NULL;
         seq[i] = mk ? (mk[0] > mk[1] ? (mk[0] > mk[2] ? mk[0] : mk[2]) : (mk[1] > mk[2] ? mk[1] : mk[2])) + (int64_t)i + 1 : 0;

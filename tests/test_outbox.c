@@ -1375,10 +1375,11 @@ static int64_t seq_parked(obx_store *s, const char *parked, const char *payload)
 /* A batch of interleaved keys and unkeyed messages, with keys that already
  * have a Ready, an in-flight, a Dead and a Done message: each key's
  * OrderingSeq continues from its rows that are not Done, in the batch's
- * order; all but a free key's first message are parked; the envelope, the
- * due time and the expiry are kept. Then a batch longer than one statement
- * (OBX_TEST_BATCH_SEQ=N messages, default 2,500): every key numbered 1..n
- * in the batch's order across the statements, all but its head parked. */
+ * order; all but a free key's first message are parked; keys differing in
+ * case or a trailing space are distinct; the envelope, the due time and the
+ * expiry are kept. Then a batch longer than one statement
+ * (OBX_TEST_BATCH_SEQ=N messages, default 2,500): every key numbered in the
+ * batch's order across the statements, all but its head parked. */
 static void test_ordered_batch_seq(void) {
     const char *parked = g_pg   ? "CAST('10000-01-01 00:00:00+00' AS timestamptz)"
                          : g_my ? "'9999-12-31 23:59:59.999999'"
@@ -1386,8 +1387,8 @@ static void test_ordered_batch_seq(void) {
     const char *e = getenv("OBX_TEST_BATCH_SEQ");
     int big = e && atoi(e) > 0 ? atoi(e) : 2500, i, n = 0;
     obx_store *s = fresh();
-    obx_new_message ms[12], *mb = (obx_new_message *)calloc((size_t)big, sizeof *mb);
-    char owner[37], ids[12][37], got_list[256], q[1024], (*pay)[16] = (char (*)[16])calloc((size_t)big, 16);
+    obx_new_message ms[17], *mb = (obx_new_message *)calloc((size_t)big, sizeof *mb);
+    char owner[37], ids[17][37], got_list[256], q[1024], (*pay)[16] = (char (*)[16])calloc((size_t)big, 16);
     const obx_message *got = NULL;
     obx_message m;
     int64_t due = now_ms() + 3600 * 1000;
@@ -1422,20 +1423,26 @@ static void test_ordered_batch_seq(void) {
     ms[10] = keyed("f1", "F");
     ms[10].due_utc_ms = due;
     ms[11] = keyed("u3", "");
-    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 12, ids), OBX_OK);
+    ms[12] = keyed("g1", "G"); /* keys compare byte for byte: four more, each its own */
+    ms[13] = keyed("g2", "g");
+    ms[14] = keyed("h1", "h");
+    ms[15] = keyed("h2", "h ");
+    ms[16] = keyed("a5", "a"); /* not A, which has rows */
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 17, ids), OBX_OK);
     /* A key's OrderingSeq: 1 + its largest not Done + the message's place
      * in the statement (from 1) less 1; on SQLite's C API a statement a
      * message (OBX__ROW_INSERTS). Seq * 10 + parked, in the batch's order: */
     {
-        static const char *const names[12] = {"a2", "u1", "b2", "c1", "a3", "d2", "c2", "e2", "u2", "c3", "f1", "u3"};
+        static const char *const names[17] = {"a2", "u1", "b2", "c1", "a3", "d2", "c2", "e2", "u2",
+                                              "c3", "f1", "u3", "g1", "g2", "h1", "h2", "a5"};
 #ifdef OBX_SQLITE3_API
-        static const int want[12] = {21, -10, 21, 10, 31, 20, 21, 10, -10, 31, 10, -10};
+        static const int want[17] = {21, -10, 21, 10, 31, 20, 21, 10, -10, 31, 10, -10, 10, 10, 10, 10, 10};
 #else
-        static const int want[12] = {21, -10, 41, 40, 61, 80, 71, 80, -10, 101, 110, -10};
+        static const int want[17] = {21, -10, 41, 40, 61, 80, 71, 80, -10, 101, 110, -10, 130, 140, 150, 160, 170};
 #endif
         /* Dead d1 counts for d2's seq and holds it only with dead_holds;
          * Done e1 never counts; f1, not due yet, is its key's head. */
-        for (i = 0; i < 12; i++) {
+        for (i = 0; i < 17; i++) {
             TT_EQ_STR(names[i], ms[i].payload);
             TT_EQ_INT(seq_parked(s, parked, names[i]), want[i]);
         }
@@ -1454,7 +1461,7 @@ static void test_ordered_batch_seq(void) {
     TT_EQ_INT(obx_get(s, ids[10], &m), OBX_OK);
     TT_EQ_INT(m.next_attempt_ms, due);
     TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
-    TT_EQ_STR(got_list, "a1,c1,d2,e2,u1,u2,u3");
+    TT_EQ_STR(got_list, "a1,a5,c1,d2,e2,g1,g2,h1,h2,u1,u2,u3");
     /* Across statements: keys X, Y, Z (X with a row already) and unkeyed ones. */
     TT_ASSERT(sql(s, "DELETE FROM {T}"));
     ms[0] = keyed("x0", "X");
@@ -5474,6 +5481,34 @@ static obx_outcome env_handler(const obx_message *m, char *error, size_t size, v
     /* The payload says which: the handler gets the envelope it was enqueued with. */
     if (env_matches(m, strcmp(m->payload, "{\"a\":1}") == 0 ? 1 : obx_message_header(m, "empty") ? 2 : 0)) p->ok++;
     return OBX_DONE;
+}
+
+/* A batch whose messages with headers come before others, without
+ * ordering keys and with: every row its own message id and envelope
+ * (MariaDB's multi-row VALUES read a later row's message id from where an
+ * earlier row's headers were). */
+static void test_batch_headers_rows(void) {
+    obx_store *s = fresh();
+    obx_new_message batch[5];
+    char ids[5][37];
+    obx_message m;
+    const int which[5] = {1, 0, 2, 0, 1};
+    int i, round;
+    TT_ASSERT(s != NULL);
+    for (round = 0; round < 2; round++) {
+        for (i = 0; i < 5; i++) {
+            batch[i] = env_msg(which[i]);
+            if (round) batch[i].ordering_key = i % 2 ? "hk1" : "hk2";
+        }
+        TT_EQ_INT(obx_enqueue_batch(s, NULL, batch, 5, ids), OBX_OK);
+        for (i = 0; i < 5; i++) {
+            TT_EQ_INT(obx_get(s, ids[i], &m), OBX_OK);
+            TT_EXPECT(env_matches(&m, which[i]));
+            TT_EQ_INT((int)strlen(m.message_id), 36);
+        }
+    }
+    TT_EQ_INT(scalar(s, "SELECT COUNT(DISTINCT \"MessageId\") FROM {T}"), 10);
+    obx_store_close(s);
 }
 
 /* Every field of the envelope through enqueue (single, and a batch in one
@@ -9814,6 +9849,7 @@ int main(int argc, char **argv) {
     RUN("OBX-055", "no handler: warning, and the message is retried later", test_055_no_handler);
     RUN("OBX-056", "a handler failure is abandoned (transient) or failed (permanent)", test_056_failure_policy);
     RUN("OBX-057", "the handler gets the whole message", test_057_whole_message);
+    RUN("CORE-BATCH-HEADERS-ROWS", "a batch whose messages with headers come before others, with and without ordering keys: every row its own message id and envelope", test_batch_headers_rows);
     RUN("OBX-ENVELOPE-ROUNDTRIP", "tenant, aggregate type and id, headers: own columns, byte-exact through enqueue, batch, get, claim, dead-letter list and handler", test_envelope_roundtrip);
     RUN("OBX-PRIO-ARGS", "a priority outside -5..5 refused before any SQL by every enqueue, naming it; the bounds taken", test_priority_args);
     RUN("OBX-PRIO-ORDER", "higher priority claimed first among due messages, through single, batch and _tx enqueues; unset is 0; get and claim read it back", test_priority_order);
