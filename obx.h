@@ -7818,8 +7818,9 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      * locks as OBX__Q_KEY_READ does, and a multi-row VALUES whose
      * OrderingSeq and parking the client computes from them as
      * OBX__Q_INSERT_MANY_KEYED does (obx__insert_keyed). The server
-     * reads the values as sent and does no key work per row: about a
-     * third less CPU per message than the JSON rows (docs/PERFORMANCE.md).
+     * reads the values as sent and does no key work per row: about half
+     * the CPU per message of the JSON rows, flat in a key's backlog
+     * (docs/PERFORMANCE.md).
      * The maxima: the last entry of the ordering index per key and state
      * (a MAX there read the key's every entry, a GROUP BY too unless the
      * statistics chose its loose scan). The keys compare as the column
