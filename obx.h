@@ -13752,6 +13752,40 @@ static int obx__key_slot(int *tab, size_t mask, const char **keys, int *n, const
     return tab[h];
 }
 
+/* OBX__Q_KEY_MAXIMA for keys[0..n): max[i] their largest OrderingSeq
+ * Ready, in flight and Dead; refused outside READ COMMITTED. */
+static obx_result obx__key_maxima(obx__db *db, obx_store *s, const char **keys, int n, int64_t (*max)[3]) {
+    obx__buf *text = &s->own.columns[3];
+    obx__param p;
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    int k = 0, i;
+    text->len = 0;
+    for (i = 0; i < n; i++)
+        if (!obx__list_add(db->hooks, text, db->d, keys[i], strlen(keys[i]))) k = 1;
+    if (k || !obx__list_end(db->hooks, text, db->d))
+        return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue_batch", "out of memory");
+    obx__p_text(&p, text->data, text->len);
+    r = obx__exec(db, OBX__Q_KEY_MAXIMA, s->sql[OBX__Q_KEY_MAXIMA], &p, 1, NULL, &cur);
+    for (k = 0; r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK; k++) { /* a row per key, in order */
+        char level[32] = "";
+        SQLLEN ind = 0;
+        if (k >= n) {
+            r = obx__fail(db->err, OBX_ERR_DB, "obx_enqueue_batch", "the keys' maxima: more rows than keys");
+            break;
+        }
+        if ((r = obx__get_i64(db, cur, 1, &max[k][0], NULL)) != OBX_OK ||
+            (r = obx__get_i64(db, cur, 2, &max[k][1], NULL)) != OBX_OK ||
+            (r = obx__get_i64(db, cur, 3, &max[k][2], NULL)) != OBX_OK ||
+            (k == 0 && (r = obx__get_text(db, cur, 4, level, sizeof level, &ind)) != OBX_OK))
+            break;
+        if (k == 0 && ind != SQL_NULL_DATA) r = obx__isolation_check(db->err, level);
+    }
+    obx__close(cur);
+    if (r == OBX_EMPTY && k < n) r = obx__fail(db->err, OBX_ERR_DB, "obx_enqueue_batch", "the keys' maxima: a row missing");
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
 /* Messages from..to, some with an ordering key, as OBX__Q_INSERT_MANY_KEYED
  * numbers and parks them: a key's OrderingSeq is 1 + its largest not Done
  * + the message's place in the statement less 1; parked when the key has a
@@ -13761,19 +13795,17 @@ static int obx__key_slot(int *tab, size_t mask, const char **keys, int *n, const
  * go as one multi-row VALUES (obx__insert_values). */
 static obx_result obx__insert_keyed(obx__db *db, obx__enqueue_ctx *c, int from, int to) {
     obx_store *s = c->s;
-    obx__buf *b = &s->own.columns[2], *text = &s->own.columns[3];
+    obx__buf *b = &s->own.columns[2];
     const int rows = to - from;
     size_t mask = 1, i;
-    int n = 0, *tab, *key_of, added, k, env = 0;
+    int n = 0, *tab, *key_of, added, env = 0;
     const char **keys;
     int64_t (*max)[3], *seq;
     unsigned char *parked;
-    obx__param p;
-    SQLHSTMT cur = NULL;
     obx_result r;
     while (mask < 2 * (size_t)rows) mask <<= 1;
-    /* One allocation: per key its maxima; per row its seq; per key its text;
-     * the table; per row its key and park. */
+    /* One allocation: per key its maxima; per row its seq; the distinct
+     * keys; their hash table; per row its key's index and its park. */
     b->len = 0;
     if (!obx__buf_reserve(db->hooks, b, (size_t)rows * (sizeof *max + sizeof *seq + sizeof *keys + sizeof(int) + 1) +
                                            mask * sizeof(int)))
@@ -13793,31 +13825,7 @@ static obx_result obx__insert_keyed(obx__db *db, obx__enqueue_ctx *c, int from, 
         key_of[i] = key ? obx__key_slot(tab, mask, keys, &n, key, &added) : -1;
         parked[i] = key && !added; /* behind an earlier one of the statement */
     }
-    /* The key read: a row per key, in the list's order. */
-    text->len = 0;
-    for (k = 0, i = 0; i < (size_t)n; i++)
-        if (!obx__list_add(db->hooks, text, db->d, keys[i], strlen(keys[i]))) k = 1;
-    if (k || !obx__list_end(db->hooks, text, db->d))
-        return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue_batch", "out of memory");
-    obx__p_text(&p, text->data, text->len);
-    r = obx__exec(db, OBX__Q_KEY_MAXIMA, s->sql[OBX__Q_KEY_MAXIMA], &p, 1, NULL, &cur);
-    for (k = 0; r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK; k++) {
-        char level[32] = "";
-        SQLLEN ind = 0;
-        if (k >= n) {
-            r = obx__fail(db->err, OBX_ERR_DB, "obx_enqueue_batch", "the keys' maxima: more rows than keys");
-            break;
-        }
-        if ((r = obx__get_i64(db, cur, 1, &max[k][0], NULL)) != OBX_OK ||
-            (r = obx__get_i64(db, cur, 2, &max[k][1], NULL)) != OBX_OK ||
-            (r = obx__get_i64(db, cur, 3, &max[k][2], NULL)) != OBX_OK ||
-            (k == 0 && (r = obx__get_text(db, cur, 4, level, sizeof level, &ind)) != OBX_OK))
-            break;
-        if (k == 0 && ind != SQL_NULL_DATA) r = obx__isolation_check(db->err, level);
-    }
-    obx__close(cur);
-    if (r == OBX_EMPTY && k < n) r = obx__fail(db->err, OBX_ERR_DB, "obx_enqueue_batch", "the keys' maxima: a row missing");
-    if (r != OBX_EMPTY) return r;
+    if ((r = obx__key_maxima(db, c->s, keys, n, max)) != OBX_OK) return r;
     for (i = 0; i < (size_t)rows; i++) {
         const int64_t *mk = key_of[i] >= 0 ? max[key_of[i]] : NULL;
         seq[i] = mk ? (mk[0] > mk[1] ? (mk[0] > mk[2] ? mk[0] : mk[2]) : (mk[1] > mk[2] ? mk[1] : mk[2])) + (int64_t)i + 1 : 0;
