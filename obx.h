@@ -374,7 +374,10 @@
  *                 Server=h;Port=5432;Database=d;Uid=u;Pwd=p;"
  *                 The library appends "Protocol=7.4-1;" when the string
  *                 does not set Protocol: without it psqlODBC wraps every
- *                 statement in a savepoint (half the speed).
+ *                 statement in a savepoint (half the speed). Its own
+ *                 sessions set jit = off: JIT compiled the keyed claim's
+ *                 prepared plan at every run on a large table (30 times
+ *                 its cost).
  *                 Failover: psqlODBC hands pqopt to libpq, so
  *                 "Driver={PostgreSQL Unicode};Database=d;Uid=u;Pwd=p;
  *                 pqopt={host=h1,h2 port=5432,5432
@@ -3238,9 +3241,15 @@ static const obx__dialect obx__sqlite_dialect = {
 /* psqlODBC's default Protocol wraps each statement in a savepoint: twice
  * the round trips, and a failed statement would not abort the unit.
  * 7.4-1 rolls the whole transaction back on error, which is what we do
- * anyway. */
+ * anyway. The session: times in UTC, and no JIT. The planner compiles a
+ * statement whose estimated cost passes jit_above_cost, and a prepared
+ * statement's generic plan does it at every run: the keyed claim's walk of
+ * the claim index is estimated at the whole index's cost (its LIMIT is a
+ * fraction of an estimate of one row), which passed 100,000 on a table of
+ * 50,000 rows, and each claim then spent 100 ms compiling itself for a
+ * batch that takes 3 (docs/PERFORMANCE.md). */
 static const obx__dialect obx__postgresql_dialect = {
-    OBX_DIALECT_POSTGRESQL, NULL, "Protocol=", "Protocol=7.4-1;", "SET TIME ZONE 'UTC'",
+    OBX_DIALECT_POSTGRESQL, NULL, "Protocol=", "Protocol=7.4-1;", "SET TIME ZONE 'UTC'; SET jit = off",
     "SHOW server_version", obx__no_natives, ";\n", NULL,
     "SELECT COUNT(*) FROM pg_attribute WHERE attrelid = to_regclass('{T}') AND attname = '{K}' "
     "AND NOT attisdropped",

@@ -2172,6 +2172,26 @@ static void test_fused_keyed_held(void) {
     obx_store_close(s);
 }
 
+/* PostgreSQL: the library's own sessions run without JIT, which compiled
+ * the keyed claim's generic plan at every run once its estimated cost
+ * passed jit_above_cost (a table of 50,000 rows: 100 ms per claim of 3);
+ * the setting goes with the session's time zone, and a claim still works. */
+static void test_pg_no_jit(void) {
+    obx_store *s = fresh();
+    const obx_message *got = NULL;
+    char out[16] = "", owner[37], list[64];
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    TT_EQ_INT(obx__query_text(&s->db, "SHOW jit", out, sizeof out), OBX_OK);
+    obx__end_tran(&s->db, SQL_ROLLBACK, "end read");
+    TT_EQ_STR(out, "off");
+    obx_owner_token(s, owner);
+    TT_ASSERT(enqueue(s, "jit", "j1", NULL));
+    TT_ASSERT(claim_payloads(s, owner, list, sizeof list, &got, &n));
+    TT_EQ_STR(list, "j1");
+    obx_store_close(s);
+}
+
 /* ---- a claim carrying keyed acks takes the keys' next messages (OBX__Q_CLAIM_CARRY) ---------- */
 
 /* Rows the connection's open transaction wrote, triggers' included, from
@@ -10049,6 +10069,10 @@ int main(int argc, char **argv) {
     RUN("CORE-CARRY-NOT-DUE", "a claim carrying a keyed ack leaves the key's next message that is not due; the ack wakes it to its due time", test_carry_not_due);
     RUN("CORE-CARRY-BATCH-FULL", "a claim of one carrying three keyed acks takes one key's next message; the others are woken and claimable", test_carry_batch_full);
     RUN("CORE-CARRY-DEAD-HOLDS", "ordering_dead_holds: a claim carrying a keyed ack leaves the key whose next message is behind a Dead one", test_carry_dead_holds);
+    if (g_pg)
+        RUN("CORE-PG-NO-JIT", "PostgreSQL: the library's own sessions run with jit off (a keyed claim's generic plan was compiled at every run on a table of 50,000 rows)", test_pg_no_jit);
+    else
+        printf("N/A CORE-PG-NO-JIT %s PostgreSQL's JIT compiler\n", g_label);
     RUN("CORE-CARRY-TWO-WORKERS", "a carried ack of a message another worker holds frees nothing of its key; overlapping carrying claims take one message per key", test_carry_two_workers);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
     RUN("OBX-ORDERED-BATCH-SEQ", "a batch of interleaved keys, unkeyed messages and keys with rows in every state: OrderingSeq and parking row by row, envelope kept; across statements too", test_ordered_batch_seq);
