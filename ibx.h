@@ -254,8 +254,10 @@
  *   EXCLUSIVE (no reads, no writes), index builds included. MariaDB
  *   commits each statement: most added columns are instant, but the
  *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
- *   waiting for the copy; storage layout 2's state columns are VIRTUAL
- *   (instant) and their indexes are built online, beside layout 1's
+ *   waiting for the copy; storage layout 2's state columns are added
+ *   VIRTUAL (instant; a new table has them PERSISTENT, which InnoDB's purge
+ *   never computes; converting an old table is a copy, docs/RELIABILITY.md)
+ *   and their indexes are built online, beside layout 1's
  *   indexes, which the previous release forces; ibx_store_upgrade (obxctl
  *   upgrade) converts old keys to UUID and drops those indexes when asked.
  *   A changed trigger gets a new name and is created
@@ -5380,7 +5382,8 @@ IBX__PRIVATE ibx_result ibx__autocommit_off(ibx__db *db) {
  * each claim and ack moved four). Parked rows keep their time: the last
  * day of 9999 less an interval would overflow. `ready` is the dialect's
  * claimable-row test. VIRTUAL: added to an existing table instantly, its
- * index built online (PERSISTENT would copy the table). */
+ * index built online (PERSISTENT would copy the table); a new table makes
+ * it PERSISTENT (ibx__ddl_text). */
 #define IBX__MY_READY_RANK(ready)                                                                 \
     "DATETIME(6) AS (IF(" ready ", IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - "   \
     "INTERVAL (`Priority` * " IBX__PRIORITY_AGING_S ") SECOND), NULL)) VIRTUAL"
@@ -7961,7 +7964,11 @@ static int ibx__ddl_declares(const ibx__dialect *d, const char *tmpl, const char
 /* One DDL statement with a store's names. "{A}", in the message table's
  * CREATE TABLE, becomes the columns added since the first release, so a
  * new table has them all; one the template declares itself (to place a hot
- * column before the texts) is left out there. */
+ * column before the texts) is left out there. On MariaDB a generated
+ * column added VIRTUAL (instant on an existing table) is PERSISTENT in a
+ * new one: InnoDB's purge then never computes a value to find an index
+ * entry, the step behind known index corruptions (MDEV-38140, MDEV-29666;
+ * docs/RELIABILITY.md); it costs 8 bytes a row in its state. */
 static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx__sqlset *q,
                            const char *schema, const char *table, const char *tmpl) {
     const char *names[26];
@@ -7970,10 +7977,17 @@ static char *ibx__ddl_text(const ibx__hooks *h, const ibx__dialect *d, const ibx
     int i, ok = 1;
     if (!strstr(tmpl, "{A}")) return ibx__expand(h, d, q, schema, table, tmpl);
     for (i = 0; ok && i < IBX__COLUMNS_MAX && q->columns[i].name; i++) {
+        const char *type = q->columns[i].type;
         char quoted[80], line[320];
         if (ibx__ddl_declares(d, tmpl, q->columns[i].name)) continue;
         snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
-        snprintf(line, sizeof line, ",\n    %-15s %s", quoted, q->columns[i].type);
+#ifndef IBX_NO_MARIADB
+        if (IBX__ONE(d)->id == IBX_DIALECT_MARIADB && strlen(type) > 8 &&
+            strcmp(type + strlen(type) - 8, " VIRTUAL") == 0)
+            snprintf(line, sizeof line, ",\n    %-15s %.*s PERSISTENT", quoted, (int)(strlen(type) - 8), type);
+        else
+#endif
+            snprintf(line, sizeof line, ",\n    %-15s %s", quoted, type);
         ok = ibx__buf_add(h, &cols, line, strlen(line));
     }
     memset((void *)names, 0, sizeof names);

@@ -239,8 +239,10 @@
  *   EXCLUSIVE (no reads, no writes), index builds included. MariaDB
  *   commits each statement: most added columns are instant, but the
  *   outbox's PERSISTENT generated columns (ordering) copy the table, writers
- *   waiting for the copy; storage layout 2's state columns are VIRTUAL
- *   (instant) and their indexes are built online, beside layout 1's
+ *   waiting for the copy; storage layout 2's state columns are added
+ *   VIRTUAL (instant; a new table has them PERSISTENT, which InnoDB's purge
+ *   never computes; converting an old table is a copy, docs/RELIABILITY.md)
+ *   and their indexes are built online, beside layout 1's
  *   indexes, which the previous release forces; obx_store_upgrade (obxctl
  *   upgrade) converts old keys to UUID and drops those indexes when asked.
  *   A changed trigger gets a new name and is created
@@ -402,7 +404,13 @@
  *                 one-statement step is one round trip (a caller's
  *                 connection given as hdbc stays in manual commit).
  *                 Tables are utf8mb4_nopad_bin (byte-exact keys, trailing
- *                 spaces count). A statement stopped by max_statement_time
+ *                 spaces count). New tables store the state columns
+ *                 (ReadyRank, LeasedUntil, DoneAt, DeadAt) PERSISTENT, so
+ *                 InnoDB's purge never computes an indexed virtual column
+ *                 (the step behind MDEV-38140's index corruption); a table
+ *                 of an earlier release keeps them VIRTUAL until converted
+ *                 by one ALTER (a table copy, writers wait: 15 to 21 s per
+ *                 million rows; docs/RELIABILITY.md). A statement stopped by max_statement_time
  *                 is OBX_ERR_DB_TRANSIENT, and the store reconnects before
  *                 its next call (the driver's session is out of step). MySQL 8 is detected as the same dialect,
  *                 untested (it has neither that collation nor RETURNING).
@@ -5583,7 +5591,8 @@ OBX__PRIVATE obx_result obx__autocommit_off(obx__db *db) {
  * each claim and ack moved four). Parked rows keep their time: the last
  * day of 9999 less an interval would overflow. `ready` is the dialect's
  * claimable-row test. VIRTUAL: added to an existing table instantly, its
- * index built online (PERSISTENT would copy the table). */
+ * index built online (PERSISTENT would copy the table); a new table makes
+ * it PERSISTENT (obx__ddl_text). */
 #define OBX__MY_READY_RANK(ready)                                                                 \
     "DATETIME(6) AS (IF(" ready ", IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - "   \
     "INTERVAL (`Priority` * " OBX__PRIORITY_AGING_S ") SECOND), NULL)) VIRTUAL"
@@ -7948,9 +7957,11 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
  * no index that leads with Status: the state columns ReadyRank,
  * LeasedUntil, DoneAt and DeadAt are NULL except in their state, each
  * indexed alone, so a claim moves two secondary entries (ready out, leased
- * in) and an ack two (leased out, done in). An existing table gets them by
- * online steps only: the VIRTUAL columns are instant, their indexes built
- * with ALGORITHM=INPLACE, LOCK=NONE (writers go on). It keeps its CHAR(36)
+ * in) and an ack two (leased out, done in). A new table has them
+ * PERSISTENT (obx__ddl_text). An existing table gets them by online steps
+ * only: VIRTUAL columns are instant, their indexes built with
+ * ALGORITHM=INPLACE, LOCK=NONE (writers go on), and it keeps them VIRTUAL
+ * (docs/RELIABILITY.md: converting is a table copy). It keeps its CHAR(36)
  * keys and layout 1's Status-led indexes, which the previous release's
  * statements force; `obxctl upgrade-keys` converts the keys and drops those
  * indexes when no such program runs (a table copy: writers wait). */
@@ -8978,7 +8989,11 @@ static int obx__ddl_declares(const obx__dialect *d, const char *tmpl, const char
 /* One DDL statement with a store's names. "{A}", in the message table's
  * CREATE TABLE, becomes the columns added since the first release, so a
  * new table has them all; one the template declares itself (to place a hot
- * column before the texts) is left out there. */
+ * column before the texts) is left out there. On MariaDB a generated
+ * column added VIRTUAL (instant on an existing table) is PERSISTENT in a
+ * new one: InnoDB's purge then never computes a value to find an index
+ * entry, the step behind known index corruptions (MDEV-38140, MDEV-29666;
+ * docs/RELIABILITY.md); it costs 8 bytes a row in its state. */
 static char *obx__ddl_text(const obx__hooks *h, const obx__dialect *d, const obx__sqlset *q,
                            const char *schema, const char *table, const char *tmpl) {
     const char *names[26];
@@ -8987,10 +9002,17 @@ static char *obx__ddl_text(const obx__hooks *h, const obx__dialect *d, const obx
     int i, ok = 1;
     if (!strstr(tmpl, "{A}")) return obx__expand(h, d, q, schema, table, tmpl);
     for (i = 0; ok && i < OBX__COLUMNS_MAX && q->columns[i].name; i++) {
+        const char *type = q->columns[i].type;
         char quoted[80], line[320];
         if (obx__ddl_declares(d, tmpl, q->columns[i].name)) continue;
         snprintf(quoted, sizeof quoted, "%c%s%c", d->quote_open, q->columns[i].name, d->quote_close);
-        snprintf(line, sizeof line, ",\n    %-15s %s", quoted, q->columns[i].type);
+#ifndef OBX_NO_MARIADB
+        if (OBX__ONE(d)->id == OBX_DIALECT_MARIADB && strlen(type) > 8 &&
+            strcmp(type + strlen(type) - 8, " VIRTUAL") == 0)
+            snprintf(line, sizeof line, ",\n    %-15s %.*s PERSISTENT", quoted, (int)(strlen(type) - 8), type);
+        else
+#endif
+            snprintf(line, sizeof line, ",\n    %-15s %s", quoted, type);
         ok = obx__buf_add(h, &cols, line, strlen(line));
     }
     memset((void *)names, 0, sizeof names);

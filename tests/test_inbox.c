@@ -193,6 +193,84 @@ static int claim(ibx_store *s, const char *owner, int batch, const ibx_message *
     return r == IBX_OK || r == IBX_EMPTY ? n : -1;
 }
 
+/* CORE-MY-STATE-STORED (see the outbox's): a new MariaDB table's state
+ * columns are PERSISTENT; deploy adds them to an older table VIRTUAL
+ * (instant) and it keeps them until converted by hand; claim and ack work
+ * on each. */
+static int64_t my_state_kind(ibx_store *s, const char *kind) {
+    char q[400];
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+             "TABLE_NAME = '{N}' AND COLUMN_NAME IN ('ReadyRank', 'LeasedUntil', 'DoneAt', 'DeadAt') AND "
+             "EXTRA = '%s GENERATED'", kind);
+    return scalar(s, q);
+}
+/* The conversion docs/RELIABILITY.md gives an operator for an older table:
+ * each VIRTUAL state column dropped with its index and added PERSISTENT,
+ * the indexes built again, in one table copy (MariaDB cannot MODIFY a
+ * column from VIRTUAL to PERSISTENT: error 1907). Built from the header's
+ * column list, so that it follows the expressions. */
+static int my_convert_stored(ibx_store *s) {
+    static const char *const ix[] = {"ReadyRank` (`ReadyRank`, `NextAttemptAt`)", "LeasedUntil` (`LeasedUntil`)",
+                                     "DoneAt` (`DoneAt`)", "DeadAt` (`DeadAt`)"};
+    static char q[4096];
+    size_t o = 0;
+    int i;
+    o += (size_t)snprintf(q + o, sizeof q - o, "ALTER TABLE {T} ");
+    for (i = 0; i < 4; i++)
+        o += (size_t)snprintf(q + o, sizeof q - o, "DROP INDEX `IX_{N}_%.*s`, ", (int)strcspn(ix[i], "`"), ix[i]);
+    for (i = 0; s->q->columns[i].name; i++) {
+        const char *type = s->q->columns[i].type;
+        size_t tl = strlen(type);
+        if (tl > 8 && strcmp(type + tl - 8, " VIRTUAL") == 0)
+            o += (size_t)snprintf(q + o, sizeof q - o, "DROP COLUMN `%s`, ADD COLUMN `%s` %.*s PERSISTENT, ",
+                                  s->q->columns[i].name, s->q->columns[i].name, (int)(tl - 8), type);
+    }
+    for (i = 0; i < 4; i++) o += (size_t)snprintf(q + o, sizeof q - o, "ADD INDEX `IX_{N}_%s, ", ix[i]);
+    snprintf(q + o, sizeof q - o, "ALGORITHM=COPY, LOCK=SHARED");
+    return o < sizeof q - 40 && sql(s, q);
+}
+static void test_my_state_stored(void) {
+    ibx_store *s = open_table("StoredInbox", 0);
+    const ibx_message *ms;
+    ibx_key keys[1];
+    char owner[37], id[8];
+    int round;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(sql(s, "DROP TABLE IF EXISTS {T}"));
+    TT_EQ_INT(ibx_store_deploy(s), IBX_OK);
+    TT_EQ_INT(my_state_kind(s, "STORED"), 4);
+    TT_EQ_INT(my_state_kind(s, "VIRTUAL"), 0);
+    for (round = 0; round < 3; round++) {
+        if (round == 1) { /* as a release before layout 2 left it */
+            TT_ASSERT(sql(s, "ALTER TABLE {T} DROP INDEX `IX_{N}_ReadyRank`, DROP COLUMN `ReadyRank`, "
+                             "DROP COLUMN `LeasedUntil`, DROP COLUMN `DoneAt`, DROP COLUMN `DeadAt`"));
+            TT_EQ_INT(ibx_store_deploy(s), IBX_OK);
+            TT_EQ_INT(my_state_kind(s, "VIRTUAL"), 4);
+            TT_EQ_INT(my_state_kind(s, "STORED"), 0);
+            TT_EQ_INT(ibx_store_deploy(s), IBX_OK);
+            TT_EQ_INT(my_state_kind(s, "VIRTUAL"), 4);
+        } else if (round == 2) { /* converted by hand (docs/RELIABILITY.md) */
+            TT_ASSERT(my_convert_stored(s));
+            TT_EQ_INT(ibx_store_deploy(s), IBX_OK); /* changes nothing */
+            TT_EQ_INT(my_state_kind(s, "STORED"), 4);
+            TT_EQ_INT(my_state_kind(s, "VIRTUAL"), 0);
+        }
+        TT_EQ_INT(scalar(s, "SELECT COUNT(DISTINCT INDEX_NAME) FROM information_schema.STATISTICS WHERE "
+                            "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{N}' AND COLUMN_NAME IN ('ReadyRank', "
+                            "'LeasedUntil', 'DoneAt', 'DeadAt')"), 4);
+        snprintf(id, sizeof id, "m%d", round);
+        TT_ASSERT(enqueue(s, "t", "src", id));
+        ibx_owner_token(s, owner);
+        TT_EQ_INT(claim(s, owner, 1, &ms), 1);
+        TT_EQ_STR(ms[0].message_id, id);
+        keys[0].source = ms[0].source;
+        keys[0].message_id = ms[0].message_id;
+        TT_EQ_INT(ibx_ack(s, owner, keys, 1, NULL), IBX_OK);
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE `DoneAt` IS NOT NULL"), round + 1);
+    }
+    ibx_store_close(s);
+}
+
 /* max_pending caps the messages still to handle: past it ibx_enqueue is
  * IBX_ERR_FULL and changes nothing; handled ones make room
  * (CORE-MAX-PENDING). */
@@ -3737,6 +3815,10 @@ int main(int argc, char **argv) {
     RUN("IBX-119", "leases 10..300 s work", test_119_120_ranges);
     RUN("IBX-120", "batches 1..100 work", test_119_120_ranges);
     RUN("IBX-124", "the poll interval doubles while idle, up to a cap", test_124_idle_backoff);
+    if (g_my)
+        RUN("CORE-MY-STATE-STORED", "a new table's state columns are PERSISTENT; an older table gets them VIRTUAL (instant) and keeps them until converted by hand (one table copy); claim and ack work on all three", test_my_state_stored);
+    else
+        printf("N/A CORE-MY-STATE-STORED %s MariaDB's generated state columns\n", g_label);
     if (g_pg || g_my) RUN("IBX-126", "SELECT, INSERT, UPDATE, DELETE on the table are enough", test_126_permissions);
     else printf("N/A IBX-126 %s SQLite has no users or grants: file permissions apply\n", g_label);
     RUN("IBX-106", "a message is never held by two workers at once", test_078_079_106_two_workers);

@@ -4893,6 +4893,86 @@ static void test_my_index_repair(void) {
     obx_store_close(s);
 }
 
+/* CORE-MY-STATE-STORED: a table deploy creates on MariaDB has its state
+ * columns PERSISTENT (purge never computes them: MDEV-38140), while deploy
+ * adds them to an older table VIRTUAL (instant, no table copy) and that
+ * table keeps them, until the operator's conversion (my_convert_stored)
+ * makes them PERSISTENT; each serves claim and ack. */
+static int64_t my_state_kind(obx_store *s, const char *kind) {
+    char q[400];
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+             "TABLE_NAME = '{N}' AND COLUMN_NAME IN ('ReadyRank', 'LeasedUntil', 'DoneAt', 'DeadAt') AND "
+             "EXTRA = '%s GENERATED'", kind);
+    return scalar(s, q);
+}
+/* The conversion docs/RELIABILITY.md gives an operator for an older table:
+ * each VIRTUAL state column dropped with its index and added PERSISTENT,
+ * the indexes built again, in one table copy (MariaDB cannot MODIFY a
+ * column from VIRTUAL to PERSISTENT: error 1907). Built from the header's
+ * column list, so that it follows the expressions. */
+static int my_convert_stored(obx_store *s) {
+    static const char *const ix[] = {"ReadyRank` (`ReadyRank`, `NextAttemptAt`)", "LeasedUntil` (`LeasedUntil`)",
+                                     "DoneAt` (`DoneAt`)", "DeadAt` (`DeadAt`)"};
+    static char q[4096];
+    size_t o = 0;
+    int i;
+    o += (size_t)snprintf(q + o, sizeof q - o, "ALTER TABLE {T} ");
+    for (i = 0; i < 4; i++)
+        o += (size_t)snprintf(q + o, sizeof q - o, "DROP INDEX `IX_{N}_%.*s`, ", (int)strcspn(ix[i], "`"), ix[i]);
+    for (i = 0; s->q->columns[i].name; i++) {
+        const char *type = s->q->columns[i].type;
+        size_t tl = strlen(type);
+        if (tl > 8 && strcmp(type + tl - 8, " VIRTUAL") == 0)
+            o += (size_t)snprintf(q + o, sizeof q - o, "DROP COLUMN `%s`, ADD COLUMN `%s` %.*s PERSISTENT, ",
+                                  s->q->columns[i].name, s->q->columns[i].name, (int)(tl - 8), type);
+    }
+    for (i = 0; i < 4; i++) o += (size_t)snprintf(q + o, sizeof q - o, "ADD INDEX `IX_{N}_%s, ", ix[i]);
+    snprintf(q + o, sizeof q - o, "ALGORITHM=COPY, LOCK=SHARED");
+    return o < sizeof q - 40 && sql(s, q);
+}
+static void test_my_state_stored(void) {
+    obx_store *s = open_table("StoredOutbox", 0);
+    char id[37], owner[37];
+    const obx_message *ms;
+    const char *one[1];
+    int round, n = 0;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(sql(s, "DROP TABLE IF EXISTS {M}") && sql(s, "DROP TABLE IF EXISTS {J}") &&
+              sql(s, "DROP TABLE IF EXISTS {T}"));
+    TT_EQ_INT(obx_store_deploy(s), OBX_OK);
+    TT_EQ_INT(my_state_kind(s, "STORED"), 4);
+    TT_EQ_INT(my_state_kind(s, "VIRTUAL"), 0);
+    for (round = 0; round < 3; round++) {
+        if (round == 1) { /* as a release before layout 2 left it: no state columns
+                          * nor indexes (the rank's would keep NextAttemptAt) */
+            TT_ASSERT(sql(s, "ALTER TABLE {T} DROP INDEX `IX_{N}_ReadyRank`, DROP COLUMN `ReadyRank`, "
+                             "DROP COLUMN `LeasedUntil`, DROP COLUMN `DoneAt`, DROP COLUMN `DeadAt`"));
+            TT_EQ_INT(obx_store_deploy(s), OBX_OK);
+            TT_EQ_INT(my_state_kind(s, "VIRTUAL"), 4);
+            TT_EQ_INT(my_state_kind(s, "STORED"), 0);
+            TT_EQ_INT(obx_store_deploy(s), OBX_OK); /* and keeps them */
+            TT_EQ_INT(my_state_kind(s, "VIRTUAL"), 4);
+        } else if (round == 2) { /* converted by hand (docs/RELIABILITY.md) */
+            TT_ASSERT(my_convert_stored(s));
+            TT_EQ_INT(obx_store_deploy(s), OBX_OK); /* changes nothing */
+            TT_EQ_INT(my_state_kind(s, "STORED"), 4);
+            TT_EQ_INT(my_state_kind(s, "VIRTUAL"), 0);
+        }
+        TT_EQ_INT(scalar(s, "SELECT COUNT(DISTINCT INDEX_NAME) FROM information_schema.STATISTICS WHERE "
+                            "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{N}' AND COLUMN_NAME IN ('ReadyRank', "
+                            "'LeasedUntil', 'DoneAt', 'DeadAt')"), 4);
+        TT_ASSERT(enqueue(s, "t", "p", id));
+        obx_owner_token(s, owner);
+        TT_EQ_INT(obx_claim(s, owner, 30, 1, &ms, &n), OBX_OK);
+        TT_EQ_INT(n, 1);
+        TT_EQ_STR(ms[0].id, id);
+        one[0] = id;
+        TT_EQ_INT(obx_ack(s, owner, one, 1, NULL), OBX_OK);
+        TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T} WHERE `DoneAt` IS NOT NULL"), round + 1);
+    }
+    obx_store_close(s);
+}
+
 /* CORE-MY-UUID-TEXT: MariaDB Connector/ODBC describes a UUID column as
  * character data and returns its text: ids, message ids and owner tokens
  * round-trip as the lowercase text the API gives and takes. */
@@ -9952,10 +10032,12 @@ int main(int argc, char **argv) {
     if (g_my) {
         RUN("CORE-MY-INDEX-MOVES", "a claim rewrites two secondary index entries, an ack two (layout 2; layout 1: four each)", test_my_index_moves);
         RUN("CORE-MY-INDEX-REPAIR", "the repair a corrupted-index error names: the state indexes dropped come back at deploy, online, and the table works", test_my_index_repair);
+        RUN("CORE-MY-STATE-STORED", "a new table's state columns are PERSISTENT; an older table gets them VIRTUAL (instant) and keeps them until converted by hand (one table copy); claim and ack work on all three", test_my_state_stored);
         RUN("CORE-MY-UUID-TEXT", "MariaDB Connector/ODBC returns a UUID column as text: ids, message ids, owner tokens round-trip lowercase", test_my_uuid_text);
     } else {
         printf("N/A CORE-MY-INDEX-MOVES %s MariaDB's layout (partial indexes here: two each already)\n", g_label);
         printf("N/A CORE-MY-INDEX-REPAIR %s MariaDB's state indexes\n", g_label);
+        printf("N/A CORE-MY-STATE-STORED %s MariaDB's generated state columns\n", g_label);
         printf("N/A CORE-MY-UUID-TEXT %s MariaDB's UUID type (PostgreSQL's uuid is covered by every test)\n", g_label);
     }
     RUN("OBX-102", "enqueues logged at INFO with topic and correlation id", test_102_107_logging);

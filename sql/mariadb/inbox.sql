@@ -20,10 +20,10 @@ CREATE TABLE IF NOT EXISTS `Inbox` (
     `AggregateId`   VARCHAR(128) NULL,
     `Headers`       JSON NULL,
     `ExpiresAt`     DATETIME(6) NULL,
-    `ReadyRank`     DATETIME(6) AS (IF(`Status` = 'Processing' AND `LockedUntil` IS NULL, IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL (`Priority` * 10) SECOND), NULL)) VIRTUAL,
-    `LeasedUntil`   DATETIME(6) AS (IF(`Status` = 'Processing', `LockedUntil`, NULL)) VIRTUAL,
-    `DoneAt`        DATETIME(6) AS (IF(`Status` = 'Done', `LastSeenUtc`, NULL)) VIRTUAL,
-    `DeadAt`        DATETIME(6) AS (IF(`Status` = 'Dead', `FirstSeenUtc`, NULL)) VIRTUAL,
+    `ReadyRank`     DATETIME(6) AS (IF(`Status` = 'Processing' AND `LockedUntil` IS NULL, IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL (`Priority` * 10) SECOND), NULL)) PERSISTENT,
+    `LeasedUntil`   DATETIME(6) AS (IF(`Status` = 'Processing', `LockedUntil`, NULL)) PERSISTENT,
+    `DoneAt`        DATETIME(6) AS (IF(`Status` = 'Done', `LastSeenUtc`, NULL)) PERSISTENT,
+    `DeadAt`        DATETIME(6) AS (IF(`Status` = 'Dead', `FirstSeenUtc`, NULL)) PERSISTENT,
     PRIMARY KEY (`Source`, `MessageId`)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
 ALTER TABLE `Inbox` ADD COLUMN IF NOT EXISTS `Starts` INT NOT NULL DEFAULT 0;

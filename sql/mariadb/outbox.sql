@@ -26,10 +26,10 @@ CREATE TABLE IF NOT EXISTS `Outbox` (
     `AggregateId`   VARCHAR(128) NULL,
     `Headers`       JSON NULL,
     `ExpiresAt`     DATETIME(6) NULL,
-    `ReadyRank`     DATETIME(6) AS (IF(`Status` = 0 AND `IsProcessed` = 0, IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL (`Priority` * 10) SECOND), NULL)) VIRTUAL,
-    `LeasedUntil`   DATETIME(6) AS (IF(`Status` = 1, `LockedUntil`, NULL)) VIRTUAL,
-    `DoneAt`        DATETIME(6) AS (IF(`Status` = 2, `ProcessedAt`, NULL)) VIRTUAL,
-    `DeadAt`        DATETIME(6) AS (IF(`Status` = 3, `CreatedAt`, NULL)) VIRTUAL,
+    `ReadyRank`     DATETIME(6) AS (IF(`Status` = 0 AND `IsProcessed` = 0, IF(`NextAttemptAt` >= '9999-01-01', `NextAttemptAt`, `NextAttemptAt` - INTERVAL (`Priority` * 10) SECOND), NULL)) PERSISTENT,
+    `LeasedUntil`   DATETIME(6) AS (IF(`Status` = 1, `LockedUntil`, NULL)) PERSISTENT,
+    `DoneAt`        DATETIME(6) AS (IF(`Status` = 2, `ProcessedAt`, NULL)) PERSISTENT,
+    `DeadAt`        DATETIME(6) AS (IF(`Status` = 3, `CreatedAt`, NULL)) PERSISTENT,
     `HasJoin`       TINYINT NOT NULL DEFAULT 1
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
 ALTER TABLE `Outbox` ADD COLUMN IF NOT EXISTS `Starts` INT NOT NULL DEFAULT 0;
