@@ -89,16 +89,16 @@ $(B)/test_real: tests/test_real.c tests/tt.h $(HEADERS) | $(B)
 $(B)/test_real_sqlite3: tests/test_real.c tests/tt.h $(HEADERS) | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) -DOBX_SQLITE3_API tests/test_real.c -o $@ -lsqlite3
 
-$(B)/test_outbox: tests/test_outbox.c tests/tt.h tests/plans.h obx.h | $(B)
+$(B)/test_outbox: tests/test_outbox.c tests/tt.h tests/plans.h tests/schema_v0.h obx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_outbox.c -o $@ -lodbc
 
-$(B)/test_outbox_sqlite3: tests/test_outbox.c tests/tt.h tests/plans.h obx.h | $(B)
+$(B)/test_outbox_sqlite3: tests/test_outbox.c tests/tt.h tests/plans.h tests/schema_v0.h obx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) -DOBX_SQLITE3_API tests/test_outbox.c -o $@ -lsqlite3 -lodbc
 
-$(B)/test_inbox: tests/test_inbox.c tests/tt.h tests/plans.h ibx.h | $(B)
+$(B)/test_inbox: tests/test_inbox.c tests/tt.h tests/plans.h tests/schema_v0.h ibx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) tests/test_inbox.c -o $@ -lodbc
 
-$(B)/test_inbox_sqlite3: tests/test_inbox.c tests/tt.h tests/plans.h ibx.h | $(B)
+$(B)/test_inbox_sqlite3: tests/test_inbox.c tests/tt.h tests/plans.h tests/schema_v0.h ibx.h | $(B)
 	$(CC) $(CSTD) $(WARN) $(OPT) -DIBX_SQLITE3_API tests/test_inbox.c -o $@ -lsqlite3 -lodbc
 
 $(B)/test_multi: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)
@@ -259,11 +259,13 @@ check-docs: | $(B)
 WARN_SETS = gcc-c99 gcc-c11 clang-c99 clang-c11
 check-warnings: | $(B)
 	@$(MAKE) --no-print-directory -j$(JOBS) $(addprefix check-warnings-,$(WARN_SETS))
-	@echo "check-warnings: ok (gcc, clang; c99, c11; and OBX_SQLITE3_API)"
+	@echo "check-warnings: ok (gcc, clang; c99, c11; and OBX_SQLITE3_API; torture on ODBC and on sqlite3)"
 check-warnings-%:
 	@cc=$(word 1,$(subst -, ,$*)); std=$(word 2,$(subst -, ,$*)); \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_unit.c tests/test_sqlserver.c tests/fake_odbc.c tests/fake_selftest.c tests/fuzz_core.c tests/fuzz_replay.c tests/example_protocols.c \
 	    tests/torture/odbcfault.c || exit 1; \
+	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/torture/oom.c tests/torture/crash.c \
+	    tests/torture/diskfull.c tests/torture/wear.c tests/scale/scale.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/test_real.c tests/test_outbox.c tests/test_inbox.c tests/test_multi.c examples/quickstart.c examples/webhook_inbox.c examples/multi_tenant.c examples/forwarder.c || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tools/obxctl.c tests/obxctl_fill.c tests/prom_check.c tests/consumer/main.c -I. || exit 1; \
 	  $$cc -std=$$std -D_POSIX_C_SOURCE=200809L $(WARN) -Werror -fsyntax-only tests/soak/soak.c tests/soak/check.c || exit 1; \
@@ -315,18 +317,18 @@ $(B)/asan/test_sqlserver: tests/test_sqlserver.c tests/fake_odbc.c tests/fake_od
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_sqlserver.c tests/fake_odbc.c -o $@
 $(B)/asan/test_real: tests/test_real.c tests/tt.h $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_real.c -o $@ -lodbc
-$(B)/asan/test_outbox: tests/test_outbox.c tests/tt.h tests/plans.h obx.h | $(B)/asan
+$(B)/asan/test_outbox: tests/test_outbox.c tests/tt.h tests/plans.h tests/schema_v0.h obx.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_outbox.c -o $@ -lodbc
-$(B)/asan/test_inbox: tests/test_inbox.c tests/tt.h tests/plans.h ibx.h | $(B)/asan
+$(B)/asan/test_inbox: tests/test_inbox.c tests/tt.h tests/plans.h tests/schema_v0.h ibx.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_inbox.c -o $@ -lodbc
 $(B)/asan/test_multi: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) tests/test_multi.c -o $@ -lodbc
 # The sqlite3 backend's programs and test_native: tests/run.sh runs them too.
 $(B)/asan/test_real_sqlite3: tests/test_real.c tests/tt.h $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API tests/test_real.c -o $@ -lsqlite3
-$(B)/asan/test_outbox_sqlite3: tests/test_outbox.c tests/tt.h tests/plans.h obx.h | $(B)/asan
+$(B)/asan/test_outbox_sqlite3: tests/test_outbox.c tests/tt.h tests/plans.h tests/schema_v0.h obx.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API tests/test_outbox.c -o $@ -lsqlite3 -lodbc
-$(B)/asan/test_inbox_sqlite3: tests/test_inbox.c tests/tt.h tests/plans.h ibx.h | $(B)/asan
+$(B)/asan/test_inbox_sqlite3: tests/test_inbox.c tests/tt.h tests/plans.h tests/schema_v0.h ibx.h | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) -DIBX_SQLITE3_API tests/test_inbox.c -o $@ -lsqlite3 -lodbc
 $(B)/asan/test_multi_sqlite3: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)/asan
 	$(CC) $(CSTD) $(WARN) $(SAN) -DOBX_SQLITE3_API -DIBX_SQLITE3_API tests/test_multi.c -o $@ -lsqlite3
@@ -370,9 +372,9 @@ $(B)/tsan:
 	@mkdir -p $@
 $(B)/tsan/test_unit: tests/test_unit.c tests/fake_odbc.c tests/fake_odbc.h tests/tt.h $(HEADERS) | $(B)/tsan
 	$(CC) $(CSTD) $(WARN) $(TSAN) tests/test_unit.c tests/fake_odbc.c -o $@
-$(B)/tsan/test_outbox: tests/test_outbox.c tests/tt.h tests/plans.h obx.h | $(B)/tsan
+$(B)/tsan/test_outbox: tests/test_outbox.c tests/tt.h tests/plans.h tests/schema_v0.h obx.h | $(B)/tsan
 	$(CC) $(CSTD) $(WARN) $(TSAN) tests/test_outbox.c -o $@ -lodbc
-$(B)/tsan/test_inbox: tests/test_inbox.c tests/tt.h tests/plans.h ibx.h | $(B)/tsan
+$(B)/tsan/test_inbox: tests/test_inbox.c tests/tt.h tests/plans.h tests/schema_v0.h ibx.h | $(B)/tsan
 	$(CC) $(CSTD) $(WARN) $(TSAN) tests/test_inbox.c -o $@ -lodbc
 $(B)/tsan/test_multi: tests/test_multi.c tests/tt.h $(HEADERS) | $(B)/tsan
 	$(CC) $(CSTD) $(WARN) $(TSAN) tests/test_multi.c -o $@ -lodbc
@@ -406,7 +408,7 @@ FB_SRC_test_outbox = tests/test_outbox.c -lodbc
 FB_SRC_test_inbox = tests/test_inbox.c -lodbc
 FB_SRC_test_multi = tests/test_multi.c -lodbc
 FB_SRC_test_native = $(NATIVE_INC) tests/test_native.c -lodbc $(NATIVE_LIBS)
-$(B)/fallback/%: $(HEADERS) tests/tt.h tests/plans.h tests/fake_odbc.c tests/fake_odbc.h | $(B)/fallback
+$(B)/fallback/%: $(HEADERS) tests/tt.h tests/plans.h tests/schema_v0.h tests/fake_odbc.c tests/fake_odbc.h | $(B)/fallback
 	$(CC) $(CSTD) $(WARN) -Werror $(OPT) $(FALLBACK) $(FB_SRC_$*) -o $@
 check-fallback:
 	@$(MAKE) --no-print-directory -j$(JOBS) $(addprefix $(B)/fallback/,$(FB_TESTS))

@@ -13,28 +13,13 @@ rows Processing, then 100 batches of 100 keys, each the library's claim
 `UPDATE` then its ack `UPDATE` (autocommit, parameters inlined, one client
 session); prints mariadbd's CPU and the wall time per message.
 """
-import json, os, subprocess, sys, time
+import json, sys, time
 
-PORT = os.environ["OBX_MY_PORT"]
-RUNDIR = os.environ["OBX_TEST_RUNDIR"]
+sys.dont_write_bytecode = True  # no __pycache__ in tests/
+from probe_common import my, srv_cpu  # noqa: E402
+
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 2
 OWNER = "01a21fc7-497d-746f-9029-f534948db444"
-
-
-def my(sql):
-    r = subprocess.run(["mariadb", "--no-defaults", "--protocol=tcp", "-h", "127.0.0.1", "-P", PORT, "-u", "root",
-                        "-N", "-B", "obx"], input=sql, capture_output=True, text=True)
-    if r.returncode:
-        raise SystemExit("mariadb: " + r.stderr[:2000])
-    return r.stdout
-
-
-def srv_cpu():
-    with open(os.path.join(RUNDIR, "my.pid")) as f:
-        pid = int(f.read())
-    with open("/proc/%d/stat" % pid) as f:
-        v = f.read().rsplit(")", 1)[1].split()
-    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def lit(v):

@@ -24,31 +24,16 @@ statement from Innodb_lsn_current read between statements, then the purge's
 redo once the snapshot closes. Pass 2, purge free, fresh rows: the server's
 time per statement from performance_schema (digest sums) and mariadbd's CPU.
 """
-import os, subprocess, sys, time, threading
+import subprocess, sys, time, threading
 
-PORT = os.environ["OBX_MY_PORT"]
-RUNDIR = os.environ["OBX_TEST_RUNDIR"]
+sys.dont_write_bytecode = True  # no __pycache__ in tests/
+from probe_common import client, my, srv_cpu  # noqa: E402
+
 VARIANTS = sys.argv[1].split(",")
 DONE = int(sys.argv[2]) if len(sys.argv) > 2 else 20000
 K = int(sys.argv[3]) if len(sys.argv) > 3 else 50
 PAY = ('{"k":"abcdefghijklmnopqrstuvwxyz0123456789"}' * 5)[:200]
 OWNER = "01a21ed0-5b34-7686-bc9b-85da06f4fb00"
-
-
-def my(sql, check=True, db="obx"):
-    r = subprocess.run(["mariadb", "--no-defaults", "--protocol=tcp", "-h", "127.0.0.1", "-P", PORT, "-u", "root",
-                        "-N", "-B", db], input=sql, capture_output=True, text=True)
-    if r.returncode and check:
-        raise SystemExit("mariadb: " + r.stderr[:3000])
-    return r.stdout
-
-
-def srv_cpu():
-    with open(os.path.join(RUNDIR, "my.pid")) as f:
-        pid = int(f.read())
-    with open("/proc/%d/stat" % pid) as f:
-        v = f.read().rsplit(")", 1)[1].split()
-    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def lsn():
@@ -202,8 +187,7 @@ LSNQ = "SHOW GLOBAL STATUS LIKE 'Innodb_lsn_current'"
 
 def holder(stop):
     """An open snapshot: purge keeps every undo record meanwhile."""
-    p = subprocess.Popen(["mariadb", "--no-defaults", "--protocol=tcp", "-h", "127.0.0.1", "-P", PORT, "-u", "root",
-                          "-N", "-B", "obx"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    p = subprocess.Popen(client(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     p.stdin.write("START TRANSACTION WITH CONSISTENT SNAPSHOT; SELECT COUNT(*) FROM `P`;\n")
     p.stdin.flush()
     stop.wait()

@@ -9,9 +9,12 @@
 #
 # Node K: SQL port SCALE_MY_PORT+K (23421..), group port SCALE_GALERA_PORT+K-1
 # (24670..), SST SCALE_GALERA_PORT+4+K (24675..), IST SCALE_GALERA_PORT+9+K
-# (45680..). Files in $SCALE_RUNDIR/galera (logs nK.err are kept).
+# (24680..). Files in $SCALE_RUNDIR/galera (logs nK.err are kept), temporary
+# files too (tmp/: the servers' --tmpdir and TMPDIR of all this starts, the
+# SST scripts included), none directly in the system temp dir.
 set -euo pipefail
 RUNDIR=${SCALE_RUNDIR:-${TMPDIR:-/tmp}/obx-scale-$(id -u)}/galera
+export TMPDIR=$RUNDIR/tmp
 MY=${SCALE_MY_PORT:-23420}
 GP=${SCALE_GALERA_PORT:-24670}
 PATH=$PATH:/usr/sbin:/usr/libexec
@@ -30,7 +33,7 @@ state() { sql "$1" "SHOW STATUS LIKE 'wsrep_local_state_comment'" 2>/dev/null | 
 run_node() { # K [extra args]
     local k=$1 d=$RUNDIR/n$1
     shift
-    (cd "$RUNDIR" && exec nohup mariadbd --no-defaults "${user_opt[@]}" --datadir="$d" \
+    (cd "$RUNDIR" && exec nohup mariadbd --no-defaults "${user_opt[@]}" --datadir="$d" --tmpdir="$TMPDIR" \
         --bind-address=127.0.0.1 --port="$(port "$k")" --socket="$RUNDIR/n$k.sock" --pid-file="$RUNDIR/n$k.pid" \
         --log-error="$RUNDIR/n$k.err" --skip-name-resolve --character-set-server=utf8mb4 \
         --collation-server=utf8mb4_unicode_ci --innodb-lock-wait-timeout=5 --innodb-buffer-pool-size=64M \
@@ -84,7 +87,7 @@ start)
     [ -n "$provider" ] || die "the Galera provider is not installed (tests/deps.sh scale)"
     command -v rsync >/dev/null || die "rsync is not installed (tests/deps.sh scale)"
     "$0" stop >/dev/null 2>&1 || true
-    mkdir -p "$RUNDIR" && chmod 1777 "$RUNDIR" "$(dirname "$RUNDIR")"
+    mkdir -p "$TMPDIR" && chmod 1777 "$TMPDIR" "$RUNDIR" "$(dirname "$RUNDIR")"
     for k in 1 2 3; do
         mariadb-install-db --no-defaults "${user_opt[@]}" --datadir="$RUNDIR/n$k" \
             --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve >"$RUNDIR/install-n$k.log" 2>&1 ||
@@ -104,7 +107,7 @@ rejoin) up "$2" ;;
 conn) echo "Driver={MariaDB Unicode};Server=127.0.0.1;Port=$(port "$2");Database=obx;Uid=obx;Pwd=obxpw;CHARSET=utf8mb4;" ;;
 stop)
     for k in 1 2 3; do stop_node "$k"; done
-    rm -rf "$RUNDIR"/n[123]
+    rm -rf "$RUNDIR"/n[123] "$TMPDIR"
     ;;
 *) echo "usage: ${0##*/} start | kill K | rejoin K | conn K | stop" >&2; exit 2 ;;
 esac
