@@ -6571,6 +6571,12 @@ enum {
                            variables the insert reads */
     OBX__Q_INSERT_VALUES, /* a batch without keys as this row repeated (obx__insert_values) */
     OBX__Q_INSERT_VALUES_ENV, /* the same with the envelope and the expiry */
+    OBX__Q_INSERT_VALUES_KEYED, /* INSERT_VALUES with ordering keys, their OrderingSeq and parking
+                                   computed by the client from KEY_MAXIMA (obx__insert_keyed) */
+    OBX__Q_INSERT_VALUES_KEYED_ENV, /* the same with the envelope and the expiry */
+    OBX__Q_KEY_MAXIMA,  /* -> per key of a list, in its order, the largest OrderingSeq Ready,
+                           in flight and Dead (0: none), read without locks, and the
+                           isolation level: a keyed batch's KEY_READ */
     OBX__Q_CLAIM_ACK,   /* -> CLAIM's rows, then the count ACK changed: a dispatcher's ack of
                            its last batch and its next claim, one statement (PostgreSQL;
                            made of ACK and CLAIM at store open, obx__claim_ack_sql) */
@@ -6589,7 +6595,8 @@ enum {
      (q) == OBX__Q_WAKE || (q) == OBX__Q_WAKE_SETTLED || (q) == OBX__Q_WAKE_IDS ||                    \
      (q) == OBX__Q_WAKE_AGAIN || (q) == OBX__Q_ANALYZE || (q) == OBX__Q_CLAIM_CHECK ||               \
      (q) == OBX__Q_CLAIM_RELEASE || (q) == OBX__Q_KEY_READ || (q) == OBX__Q_INSERT_VALUES ||         \
-     (q) == OBX__Q_INSERT_VALUES_ENV || (q) == OBX__Q_CLAIM_ACK)
+     (q) == OBX__Q_INSERT_VALUES_ENV || (q) == OBX__Q_CLAIM_ACK || (q) == OBX__Q_INSERT_VALUES_KEYED || \
+     (q) == OBX__Q_INSERT_VALUES_KEYED_ENV || (q) == OBX__Q_KEY_MAXIMA)
 
 /* What each statement binds (the letters: obx__args_check; obx__stmt_args
  * gives a dialect's variant). A dead filter is topic, error text, created
@@ -6641,6 +6648,11 @@ static const obx__stmt_row obx__stmt_args_rows[] = {
     {OBX__Q_CLAIM_CARRY, "tiil"},   /* CLAIM's, then the acked ids */
     {OBX__Q_INSERT_VALUES_ENV, "tttttiitttti" "i"}, /* INSERT's, then tenant, aggregate type,
                                                       aggregate id, headers (JSON), expiry, priority */
+    {OBX__Q_INSERT_VALUES_KEYED, "tttttii" "ti"}, /* INSERT's (next_attempt in us: the parked
+                                                     time where parked), the key, its OrderingSeq */
+    {OBX__Q_INSERT_VALUES_KEYED_ENV, "tttttii" "ti" "tttti" "i"}, /* INSERT_VALUES_KEYED's, then
+                                                                    VALUES_ENV's */
+    {OBX__Q_KEY_MAXIMA, "l"},       /* ordering keys */
     {OBX__Q_COUNT, NULL}};
 /* Batch inserts take one JSON array of rows where the dialect reads a batch so. */
 #define OBX__ARGS_JSON_ROWS(id) ((id) == OBX__Q_INSERT_MANY || (id) == OBX__Q_INSERT_MANY_KEYED)
@@ -7726,6 +7738,9 @@ static const obx__sqlset obx__postgresql_outbox = {
     "LOCATE(?2, COALESCE(`LastError`, '')) > 0) AND `CreatedAt` >= COALESCE(" OBX__MY_FROM_MS("?3") \
     ", `CreatedAt`) AND (?4 IS NULL OR `CreatedAt` < " OBX__MY_FROM_MS("?4") ") AND "                \
     "`Id` = COALESCE(?5, `Id`)"
+#define OBX__MY_KEY_LAST(st)                                                                      \
+    "COALESCE((SELECT o.`OrderingSeq` FROM {T} AS o WHERE o.`OrderingLive` = k.`v` AND o.`OrderingState` = " \
+    st " ORDER BY o.`OrderingSeq` DESC LIMIT 1), 0)"
 static const obx__stmt_row obx__mariadb_outbox_rows[] = {
 #if OBX__PLAIN_INSERT
     {OBX__Q_INSERT,
@@ -7823,9 +7838,38 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`NextAttemptAt`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, `ExpiresAt`, `Priority`) VALUES (?, "
      "?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", COALESCE(" OBX__MY_FROM_MS("?") ", UTC_TIMESTAMP(6)), ?, ?, ?, ?, "
      OBX__MY_FROM_MS("?") ", ?)"},
+#ifndef OBX_NO_ORDERING_KEYS
+    /* A batch with ordering keys: the keys' maxima read first, without
+     * locks as OBX__Q_KEY_READ does, and a multi-row VALUES whose
+     * OrderingSeq and parking the client computes from them as
+     * OBX__Q_INSERT_MANY_KEYED does (obx__insert_keyed). The server
+     * reads the values as sent and does no key work per row: about half
+     * the CPU per message of the JSON rows, flat in a key's backlog
+     * (docs/PERFORMANCE.md).
+     * The maxima: the last entry of the ordering index per key and state
+     * (a MAX there read the key's every entry, a GROUP BY too unless the
+     * statistics chose its loose scan). The keys compare as the column
+     * does, byte for byte ("k" is neither "K" nor "k "). */
+    {OBX__Q_KEY_MAXIMA,
+     "SELECT " OBX__MY_KEY_LAST("0") ", " OBX__MY_KEY_LAST("1") ", " OBX__MY_KEY_LAST("3") ", "
+     "@@session.tx_isolation FROM JSON_TABLE(?, '$[*]' COLUMNS (`n` FOR ORDINALITY, `v` VARCHAR(255) "
+     "CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin PATH '$')) AS k ORDER BY k.`n`"},
+    {OBX__Q_INSERT_VALUES_KEYED,
+     "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
+     "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", "
+     "COALESCE(TIMESTAMPADD(MICROSECOND, ?, '1970-01-01 00:00:00'), UTC_TIMESTAMP(6)), ?, ?)"},
+    {OBX__Q_INSERT_VALUES_KEYED_ENV,
+     "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
+     "`NextAttemptAt`, `OrderingKey`, `OrderingSeq`, `TenantId`, `AggregateType`, `AggregateId`, `Headers`, "
+     "`ExpiresAt`, `Priority`) VALUES (?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", COALESCE(TIMESTAMPADD("
+     "MICROSECOND, ?, '1970-01-01 00:00:00'), UTC_TIMESTAMP(6)), ?, ?, ?, ?, ?, ?, " OBX__MY_FROM_MS("?") ", ?)"},
+#endif
     /* A batch with ordering keys in one statement, read from one JSON
      * array of rows: each key's maxima and the rows' order within it are
-     * a derived table over the rows. */
+     * a derived table over the rows. Kept for the caller's driver
+     * (obx_enqueue_sql), where no statement can read another's result.
+     * The key compares as the column does (its window too: "k" and "K"
+     * are two keys). */
 #if OBX__PLAIN_INSERT
     {OBX__Q_INSERT_MANY,
      "INSERT INTO {T} (`Id`, `MessageId`, `Topic`, `Payload`, `CorrelationId`, `DueTimeUtc`, "
@@ -7849,7 +7893,7 @@ static const obx__stmt_row obx__mariadb_outbox_rows[] = {
      "`topic` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[2]', "
      "`payload` LONGTEXT CHARACTER SET utf8mb4 PATH '$[3]', "
      "`corr` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[4]', `due` BIGINT PATH '$[5]', "
-     "`okey` VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[6]', "
+     "`okey` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin PATH '$[6]', "
      "`tenant` VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[7]', "
      "`atype` VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[8]', "
      "`aid` VARCHAR(128) CHARACTER SET utf8mb4 PATH '$[9]', "
@@ -8514,9 +8558,9 @@ typedef struct obx__store_own {
     obx__buf columns[OBX__INSERT_LISTS];
     obx__buf headers;
     obx__buf values;              /* the parameters of a multi-row VALUES (obx__insert_values) */
-    int values_rows[2];           /* the row count of the statement prepared on the store's
-                                     connection for OBX__Q_INSERT_VALUES(_ENV) */
-    int values_last[2];           /* and of the last batch statement there */
+    int values_rows[4];           /* the row count of the statement prepared on the store's
+                                     connection for OBX__Q_INSERT_VALUES(_ENV, _KEYED, _KEYED_ENV) */
+    int values_last[4];           /* and of the last batch statement there */
     obx__buf wake;                /* the ids a MariaDB wake updates (OBX__Q_WAKE_IDS) */
     obx__buf wake_again;          /* ids of keyed messages a dispatcher settled (obx__wake_missed) */
     int dead_holds;
@@ -13538,8 +13582,9 @@ typedef struct obx__enqueue_ctx {
  * bound rather than the server's value read per connection, so the split is
  * known before the unit begins (it decides whether the unit needs a
  * transaction) and costs no round trip. The packet is then at most about
- * 1 MiB (the values of a multi-row VALUES travel as they are) or 6 MiB
- * (a keyed batch's JSON may escape a byte as six), within MariaDB's
+ * 1 MiB (the values of a multi-row VALUES travel as they are, a keyed
+ * batch's key read as much less) or 6 MiB (the JSON of a keyed batch for
+ * the caller's driver may escape a byte as six), within MariaDB's
  * default of 16 MiB; a server set below that may refuse a large batch
  * with error 1153, as it refuses a large single message. */
 #define OBX__INSERT_CHUNK 1000
@@ -13629,9 +13674,11 @@ static obx_result obx__exec_once_direct(obx__db *db, const char *sql, obx__param
     return r;
 }
 
-/* Message i's row of a multi-row VALUES: 7 parameters, 13 with `ext`. */
+/* Message i's row of a multi-row VALUES: 7 parameters; `ext` 1: 13, with
+ * the envelope; `ext` 2: 9, with the ordering key (OBX__Q_INSERT_VALUES_KEYED:
+ * `seq` and `parked` are the row's, of obx__insert_keyed); 3: both, 15. */
 static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, const char *message_id,
-                            const char *headers, int ext) {
+                            const char *headers, int ext, const int64_t *seq, const unsigned char *parked) {
     const obx_new_message *m = &c->msgs[i];
     obx__p_text(&q[0], c->ids[i], 36);
     obx__p_text(&q[1], message_id, 36);
@@ -13641,7 +13688,15 @@ static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, con
     obx__p_i64(&q[5], m->due_utc_ms);
     if (m->due_utc_ms <= 0) q[5].ind = SQL_NULL_DATA;
     q[6] = q[5];
-    if (!ext) return;
+    if (ext & 2) { /* next attempt in us (OBX__MY_PARKED where parked), the key, its seq; then VALUES_ENV's */
+        obx__p_i64(&q[6], *parked ? (OBX_TIME_MAX_MS + 1) * 1000 - 1 : m->due_utc_ms * 1000);
+        if (!*parked && m->due_utc_ms <= 0) q[6].ind = SQL_NULL_DATA;
+        obx__p_text(&q[7], obx__opt_text(m->ordering_key), (size_t)-1);
+        obx__p_i64(&q[8], *seq);
+        if (q[7].ind == SQL_NULL_DATA) q[8].ind = SQL_NULL_DATA;
+        q += 2;
+    }
+    if (!(ext & 1)) return;
     obx__p_text(&q[7], obx__opt_text(m->tenant_id), (size_t)-1);
     obx__p_text(&q[8], obx__opt_text(m->aggregate_type), (size_t)-1);
     obx__p_text(&q[9], obx__opt_text(m->aggregate_id), (size_t)-1);
@@ -13653,15 +13708,21 @@ static void obx__values_row(obx__param *q, const obx__enqueue_ctx *c, int i, con
 
 /* Messages from..to, none with an ordering key, as one multi-row VALUES:
  * the one-row statement OBX__Q_INSERT_VALUES(_ENV) with its row repeated,
- * 7 (13 with the envelope and priority) parameters a row. A row count met twice in a
+ * 7 (13 with the envelope and priority) parameters a row; with ext & 2,
+ * any message with an ordering key, OBX__Q_INSERT_VALUES_KEYED(_ENV)'s, with
+ * the rows' `seq` and `parked` (obx__insert_keyed). A row count met twice in a
  * row on the store's connection is prepared there and kept (values_rows
  * says which count the slot holds; a failed one is freed by obx__exec), so
  * a steady stream of equal batches is parsed once; any other count runs
  * once (obx__exec_once_direct), still one round trip. */
-static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from, int to, int ext) {
+static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from, int to, int ext,
+                                     const int64_t *seq, const unsigned char *parked) {
     obx_store *s = c->s;
     obx__buf *text = &s->own.columns[0], *aux = &s->own.columns[1];
-    const int slot = ext ? OBX__Q_INSERT_VALUES_ENV : OBX__Q_INSERT_VALUES, per = ext ? 13 : 7;
+    static const unsigned char slots[4] = {OBX__Q_INSERT_VALUES, OBX__Q_INSERT_VALUES_ENV, OBX__Q_INSERT_VALUES_KEYED,
+                                           OBX__Q_INSERT_VALUES_KEYED_ENV};
+    static const unsigned char pers[4] = {7, 13, 9, 15};
+    const int slot = slots[ext], per = pers[ext];
     const int rows = to - from;
     const char *one = s->sql[slot], *row;
     size_t *hdr_at = NULL;
@@ -13679,14 +13740,16 @@ static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from,
     s->own.values.len = 0;
     ok = ok && obx__buf_reserve(db->hooks, &s->own.values, sizeof *p * (size_t)rows * (size_t)per + sizeof(size_t) * (size_t)rows);
     if (ok) hdr_at = (size_t *)(void *)(s->own.values.data + sizeof *p * (size_t)rows * (size_t)per);
-    for (i = 0; ok && i < rows; i++) {
-        const obx_new_message *m = &c->msgs[from + i];
+    for (i = 0; ok && i < rows; i++) { /* the message ids first: row i's at i * 36 */
         char message_id[37];
         obx__new_uuid(s, c->ids[from + i]);
         obx__new_uuid(s, message_id);
         ok = obx__buf_add(db->hooks, aux, message_id, 36);
+    }
+    for (i = 0; ok && i < rows; i++) {
+        const obx_new_message *m = &c->msgs[from + i];
         hdr_at[i] = (size_t)-1;
-        if (ok && ext && m->header_count > 0 && (ok = obx__headers_json(db->hooks, &s->own.headers, m)) != 0) {
+        if ((ext & 1) && m->header_count > 0 && (ok = obx__headers_json(db->hooks, &s->own.headers, m)) != 0) {
             hdr_at[i] = aux->len;
             ok = obx__buf_add(db->hooks, aux, s->own.headers.data, s->own.headers.len + 1); /* with its NUL */
         }
@@ -13695,7 +13758,8 @@ static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from,
     p = (obx__param *)(void *)s->own.values.data;
     for (i = 0; i < rows; i++)
         obx__values_row(p + (size_t)i * (size_t)per, c, from + i, aux->data + (size_t)i * 36,
-                        hdr_at[i] == (size_t)-1 ? NULL : aux->data + hdr_at[i], ext);
+                        hdr_at[i] == (size_t)-1 ? NULL : aux->data + hdr_at[i], ext, seq ? seq + i : NULL,
+                        parked ? parked + i : NULL);
     if (db != &s->db) return obx__exec_once_direct(db, text->data, p, rows * per);
     if (!(db->stmt[slot] && s->own.values_rows[ext] == rows)) {
         int again = s->own.values_last[ext] == rows;
@@ -13707,6 +13771,107 @@ static obx_result obx__insert_values(obx__db *db, obx__enqueue_ctx *c, int from,
     }
     return obx__exec(db, slot, text->data, p, rows * per, NULL, NULL);
 }
+
+#ifndef OBX_NO_ORDERING_KEYS
+/* FNV-1a of a key: its slot in obx__insert_keyed's table. */
+static size_t obx__key_hash(const char *k, size_t mask) {
+    uint32_t h = 2166136261u;
+    while (*k) h = (h ^ (unsigned char)*k++) * 16777619u;
+    return (size_t)h & mask;
+}
+
+/* The distinct key `k` of a batch in `tab` (mask + 1 slots of indexes into
+ * keys, -1 empty): its index, added as *n when new (*added set). */
+static int obx__key_slot(int *tab, size_t mask, const char **keys, int *n, const char *k, int *added) {
+    size_t h = obx__key_hash(k, mask);
+    while (tab[h] >= 0 && strcmp(keys[tab[h]], k) != 0) h = (h + 1) & mask;
+    *added = tab[h] < 0;
+    if (*added) keys[tab[h] = (*n)++] = k;
+    return tab[h];
+}
+
+/* OBX__Q_KEY_MAXIMA for keys[0..n): max[i] their largest OrderingSeq
+ * Ready, in flight and Dead; refused outside READ COMMITTED. */
+static obx_result obx__key_maxima(obx__db *db, obx_store *s, const char **keys, int n, int64_t (*max)[3]) {
+    obx__buf *text = &s->own.columns[3];
+    obx__param p;
+    SQLHSTMT cur = NULL;
+    obx_result r;
+    int k = 0, i;
+    text->len = 0;
+    for (i = 0; i < n; i++)
+        if (!obx__list_add(db->hooks, text, db->d, keys[i], strlen(keys[i]))) k = 1;
+    if (k || !obx__list_end(db->hooks, text, db->d))
+        return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue_batch", "out of memory");
+    obx__p_text(&p, text->data, text->len);
+    r = obx__exec(db, OBX__Q_KEY_MAXIMA, s->sql[OBX__Q_KEY_MAXIMA], &p, 1, NULL, &cur);
+    for (k = 0; r == OBX_OK && (r = obx__fetch(db, cur)) == OBX_OK; k++) { /* a row per key, in order */
+        char level[32] = "";
+        SQLLEN ind = 0;
+        if (k >= n) {
+            r = obx__fail(db->err, OBX_ERR_DB, "obx_enqueue_batch", "the keys' maxima: more rows than keys");
+            break;
+        }
+        if ((r = obx__get_i64(db, cur, 1, &max[k][0], NULL)) != OBX_OK ||
+            (r = obx__get_i64(db, cur, 2, &max[k][1], NULL)) != OBX_OK ||
+            (r = obx__get_i64(db, cur, 3, &max[k][2], NULL)) != OBX_OK ||
+            (k == 0 && (r = obx__get_text(db, cur, 4, level, sizeof level, &ind)) != OBX_OK))
+            break;
+        if (k == 0 && ind != SQL_NULL_DATA) r = obx__isolation_check(db->err, level);
+    }
+    obx__close(cur);
+    if (r == OBX_EMPTY && k < n) r = obx__fail(db->err, OBX_ERR_DB, "obx_enqueue_batch", "the keys' maxima: a row missing");
+    return r == OBX_EMPTY ? OBX_OK : r;
+}
+
+/* Messages from..to, some with an ordering key, as OBX__Q_INSERT_MANY_KEYED
+ * numbers and parks them: a key's OrderingSeq is 1 + its largest not Done
+ * + the message's place in the statement less 1; parked when the key has a
+ * Ready or in-flight row, or an earlier one in the statement. The keys'
+ * maxima come from OBX__Q_KEY_MAXIMA, a plain read (no locks, as
+ * OBX__Q_KEY_READ; at SERIALIZABLE it would lock: refused), then the rows
+ * go as one multi-row VALUES (obx__insert_values). */
+static obx_result obx__insert_keyed(obx__db *db, obx__enqueue_ctx *c, int from, int to) {
+    obx_store *s = c->s;
+    obx__buf *b = &s->own.columns[2];
+    const int rows = to - from;
+    size_t mask = 1, i;
+    int n = 0, *tab, *key_of, added, env = 0;
+    const char **keys;
+    int64_t (*max)[3], *seq;
+    unsigned char *parked;
+    obx_result r;
+    while (mask < 2 * (size_t)rows) mask <<= 1;
+    /* One allocation: per key its maxima; per row its seq; the distinct
+     * keys; their hash table; per row its key's index and its park. */
+    b->len = 0;
+    if (!obx__buf_reserve(db->hooks, b, (size_t)rows * (sizeof *max + sizeof *seq + sizeof *keys + sizeof(int) + 1) +
+                                           mask * sizeof(int)))
+        return obx__fail(db->err, OBX_ERR_NO_MEMORY, "obx_enqueue_batch", "out of memory");
+    max = (int64_t (*)[3])(void *)b->data;
+    seq = (int64_t *)(max + rows);
+    keys = (const char **)(void *)(seq + rows);
+    tab = (int *)(void *)(keys + rows);
+    key_of = tab + mask;
+    parked = (unsigned char *)(key_of + rows);
+    mask--;
+    for (i = 0; i <= mask; i++) tab[i] = -1;
+    for (i = 0; i < (size_t)rows; i++) {
+        const obx_new_message *m = &c->msgs[from + (int)i];
+        const char *key = obx__opt_text(m->ordering_key);
+        env = env || obx__has_envelope(m) || m->expires_utc_ms > 0 || m->priority != 0;
+        key_of[i] = key ? obx__key_slot(tab, mask, keys, &n, key, &added) : -1;
+        parked[i] = key && !added; /* behind an earlier one of the statement */
+    }
+    if ((r = obx__key_maxima(db, c->s, keys, n, max)) != OBX_OK) return r;
+    for (i = 0; i < (size_t)rows; i++) {
+        const int64_t *mk = key_of[i] >= 0 ? max[key_of[i]] : NULL;
+        seq[i] = mk ? (mk[0] > mk[1] ? (mk[0] > mk[2] ? mk[0] : mk[2]) : (mk[1] > mk[2] ? mk[1] : mk[2])) + (int64_t)i + 1 : 0;
+        parked[i] = mk && (parked[i] || mk[0] > 0 || mk[1] > 0);
+    }
+    return obx__insert_values(db, c, from, to, env ? 3 : 2, seq, parked);
+}
+#endif
 
 #endif /* MariaDB's VALUES batch */
 
@@ -13725,7 +13890,11 @@ static obx_result obx__insert_chunk(obx__db *db, obx__enqueue_ctx *c, int from, 
         keyed = keyed || obx__opt_text(c->msgs[i].ordering_key) != NULL;
     }
 #ifdef OBX__VALUES_BATCH
-    if (!keyed && OBX__SQL(s, OBX__Q_INSERT_VALUES_ENV)) return obx__insert_values(db, c, from, to, ext);
+    if (!keyed && OBX__SQL(s, OBX__Q_INSERT_VALUES_ENV)) return obx__insert_values(db, c, from, to, ext, NULL, NULL);
+#ifndef OBX_NO_ORDERING_KEYS
+    /* The JSON rows for the caller's driver: no statement there reads another's result. */
+    if (keyed && !db->capture && OBX__SQL(s, OBX__Q_INSERT_VALUES_KEYED)) return obx__insert_keyed(db, c, from, to);
+#endif
 #endif
     lists = rows ? 1 : ext ? OBX__INSERT_LISTS : 6;
     for (k = 0; k < OBX__INSERT_LISTS; k++) col[k].len = 0;

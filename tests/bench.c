@@ -68,13 +68,13 @@
 
 enum { K_SQLITE, K_PG, K_MY };
 enum { I_LIB, I_ODBC, I_NATIVE, I_COUNT };
-enum { W_ENQ1, W_ENQB, W_DRAIN1, W_DRAIN2, W_DRAIN1E, W_IDEDUPN, W_IDEDUPS, W_IENQ, W_IDRAIN, W_DRAINB, W_DRAINO, W_COUNT };
+enum { W_ENQ1, W_ENQB, W_DRAIN1, W_DRAIN2, W_DRAIN1E, W_IDEDUPN, W_IDEDUPS, W_IENQ, W_IDRAIN, W_DRAINB, W_DRAINO, W_ENQBO, W_COUNT };
 enum { Q_ENQ1, Q_ENQB, Q_CLAIM, Q_CLAIM2, Q_ACK, Q_COUNT };
 
 #define MAXREP 9
 
 /* Short names for BENCH_ONLY (W_IDEDUPS runs with "dedup"). */
-static const char *w_key[W_COUNT] = {"enq1", "enqb", "drain1", "drain2", "drain1e", "dedup", "dedup", "ienq", "idrain", "drainb", "draino"};
+static const char *w_key[W_COUNT] = {"enq1", "enqb", "drain1", "drain2", "drain1e", "dedup", "dedup", "ienq", "idrain", "drainb", "draino", "enqbo"};
 
 static const char *w_name[W_COUNT] = {
     "outbox enqueue, 1 per transaction",
@@ -88,6 +88,7 @@ static const char *w_name[W_COUNT] = {
     "inbox drain (claim 100, ack), 1 worker",
     "outbox drain, 1 worker, batch handler",
     "outbox drain, 1 worker, 100 ordering keys",
+    "outbox enqueue, batch of 100, 100 ordering keys",
 };
 
 static int g_kind, g_repeats = 3, g_counters, g_show_stmts;
@@ -353,7 +354,7 @@ static void batch_noop(const obx_message *const *m, obx_batch_result *res, int n
     handled(n);
 }
 static int g_batch_handler; /* W_DRAINB: the library's workers register batch_noop */
-static int g_ordered; /* W_DRAINO: the library's messages carry one of 100 ordering keys, round robin */
+static int g_ordered; /* W_DRAINO, W_ENQBO: the library's messages carry one of 100 ordering keys, round robin */
 static int g_priority; /* BENCH_PRIORITY=1: the library's messages carry priorities -5..5, round robin */
 static ibx_outcome inoop(const ibx_message *m, char *e, size_t n, void *u) { (void)m; (void)e; (void)n; (void)u; handled(1); return IBX_DONE; }
 
@@ -961,14 +962,17 @@ static void run(int w, int impl, int n, int rep) {
     switch (w) {
     case W_ENQ1:
     case W_ENQB:
+    case W_ENQBO: /* the ideal enqueues as in W_ENQB */
         reset(impl, 0);
         h_open(&x, impl, 0);
         count = w == W_ENQ1 ? n / 4 : n;
+        g_ordered = w == W_ENQBO;
         ctr_begin();
         t = now_s();
         for (i = 0; i < count; i += w == W_ENQ1 ? 1 : 100) (w == W_ENQ1 ? enq1 : enqb)(&x);
         t = now_s() - t;
         st = ctr_end(count);
+        g_ordered = 0;
         if (rep == 0) show_stmts(w, impl);
         h_close(&x);
         break;

@@ -410,8 +410,8 @@ static void test_keyed(void) {
 static void test_batch(void) {
     obx_store *s = fresh();
     app a;
-    char ids[4][37], owner[37], got[256];
-    obx_new_message m[4];
+    char ids[6][37], owner[37], got[256];
+    obx_new_message m[6];
     obx_header h[2] = {{"trace", "t-1"}, {"kind", "x\"y"}};
     TT_ASSERT(s && app_open(&a));
     TT_ASSERT(drain(s, &a));
@@ -427,14 +427,18 @@ static void test_batch(void) {
     m[3].headers = h;
     m[3].header_count = 2;
     m[3].expires_utc_ms = OBX_TIME_MAX_MS - 1000;
-    TT_ASSERT(same_rows(s, &a, m, 4));
+    m[4] = msg("b", "b5");
+    m[4].ordering_key = "C";
+    m[5] = msg("b", "b6");
+    m[5].ordering_key = "c"; /* not C: keys compare byte for byte */
+    TT_ASSERT(same_rows(s, &a, m, 6));
     TT_ASSERT(drain(s, &a));
     TT_ASSERT(app_begin(&a));
-    TT_EQ_INT(app_enqueue(&a, s, m, 4, ids), OBX_OK);
+    TT_EQ_INT(app_enqueue(&a, s, m, 6, ids), OBX_OK);
     TT_ASSERT(app_end(&a, 1));
     obx_owner_token(s, owner);
     TT_ASSERT(claim_list(s, owner, got, sizeof got, 1));
-    TT_EQ_INT((int)strlen(got), (int)strlen("b1,b2,b4")); /* b3 waits behind b2 */
+    TT_EQ_INT((int)strlen(got), (int)strlen("b1,b2,b4,b5,b6")); /* b3 waits behind b2 */
     TT_ASSERT(strstr(got, "b3") == NULL);
     TT_ASSERT(claim_list(s, owner, got, sizeof got, 1));
     TT_EQ_STR(got, "b3");

@@ -1363,6 +1363,144 @@ static void test_ordered_parking(void) {
     obx_store_close(s);
 }
 
+/* A message's OrderingSeq (-1: none) and whether it is parked, as one
+ * number: seq * 10 + parked. */
+static int64_t seq_parked(obx_store *s, const char *parked, const char *payload) {
+    char q[512];
+    snprintf(q, sizeof q, "SELECT COALESCE(\"OrderingSeq\", -1) * 10 + CASE WHEN \"NextAttemptAt\" = %s THEN 1 ELSE 0 "
+             "END FROM {T} WHERE \"Payload\" = '%s'", parked, payload);
+    return scalar(s, q);
+}
+
+/* A batch of interleaved keys and unkeyed messages, with keys that already
+ * have a Ready, an in-flight, a Dead and a Done message: each key's
+ * OrderingSeq continues from its rows that are not Done, in the batch's
+ * order; all but a free key's first message are parked; keys differing in
+ * case or a trailing space are distinct; the envelope, the due time and the
+ * expiry are kept. Then a batch longer than one statement
+ * (OBX_TEST_BATCH_SEQ=N messages, default 2,500): every key numbered in the
+ * batch's order across the statements, all but its head parked. */
+static void test_ordered_batch_seq(void) {
+    const char *parked = g_pg   ? "CAST('10000-01-01 00:00:00+00' AS timestamptz)"
+                         : g_my ? "'9999-12-31 23:59:59.999999'"
+                                : "253402300800000";
+    const char *e = getenv("OBX_TEST_BATCH_SEQ");
+    int big = e && atoi(e) > 0 ? atoi(e) : 2500, i, n = 0;
+    obx_store *s = fresh();
+    obx_new_message ms[17], *mb = (obx_new_message *)calloc((size_t)big, sizeof *mb);
+    char owner[37], ids[17][37], got_list[256], q[1024], (*pay)[16] = (char (*)[16])calloc((size_t)big, 16);
+    const obx_message *got = NULL;
+    obx_message m;
+    int64_t due = now_ms() + 3600 * 1000;
+    TT_ASSERT(s != NULL && mb != NULL && pay != NULL);
+    obx_owner_token(s, owner);
+    /* B in flight, D Dead, E Done, then A Ready. */
+    ms[0] = keyed("b1", "B");
+    ms[1] = keyed("d1", "D");
+    ms[2] = keyed("e1", "E");
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 3, ids), OBX_OK);
+    TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "b1,d1,e1");
+    TT_EQ_INT(obx_fail(s, owner, (const char *const[]){ids[1]}, 1, "bad", NULL), OBX_OK);
+    TT_EQ_INT(obx_ack(s, owner, (const char *const[]){ids[2]}, 1, NULL), OBX_OK);
+    ms[0] = keyed("a1", "A");
+    TT_EQ_INT(obx_enqueue(s, &ms[0], NULL), OBX_OK);
+    ms[0] = keyed("a2", "A");
+    ms[1] = keyed("u1", NULL);
+    ms[2] = keyed("b2", "B");
+    ms[3] = keyed("c1", "C");
+    ms[3].tenant_id = "t1";
+    ms[3].expires_utc_ms = due + 60000;
+    ms[4] = keyed("a3", "A");
+    ms[5] = keyed("d2", "D");
+    ms[6] = keyed("c2", "C");
+    ms[6].due_utc_ms = due;
+    ms[7] = keyed("e2", "E");
+    ms[8] = keyed("u2", NULL);
+    ms[8].aggregate_id = "agg";
+    ms[8].priority = 3;
+    ms[9] = keyed("c3", "C");
+    ms[10] = keyed("f1", "F");
+    ms[10].due_utc_ms = due;
+    ms[11] = keyed("u3", "");
+    ms[12] = keyed("g1", "G"); /* keys compare byte for byte: four more, each its own */
+    ms[13] = keyed("g2", "g");
+    ms[14] = keyed("h1", "h");
+    ms[15] = keyed("h2", "h ");
+    ms[16] = keyed("a5", "a"); /* not A, which has rows */
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, ms, 17, ids), OBX_OK);
+    /* A key's OrderingSeq: 1 + its largest not Done + the message's place
+     * in the statement (from 1) less 1; on SQLite's C API a statement a
+     * message (OBX__ROW_INSERTS). Seq * 10 + parked, in the batch's order: */
+    {
+        static const char *const names[17] = {"a2", "u1", "b2", "c1", "a3", "d2", "c2", "e2", "u2",
+                                              "c3", "f1", "u3", "g1", "g2", "h1", "h2", "a5"};
+#ifdef OBX_SQLITE3_API
+        static const int want[17] = {21, -10, 21, 10, 31, 20, 21, 10, -10, 31, 10, -10, 10, 10, 10, 10, 10};
+#else
+        static const int want[17] = {21, -10, 41, 40, 61, 80, 71, 80, -10, 101, 110, -10, 130, 140, 150, 160, 170};
+#endif
+        /* Dead d1 counts for d2's seq and holds it only with dead_holds;
+         * Done e1 never counts; f1, not due yet, is its key's head. */
+        for (i = 0; i < 17; i++) {
+            TT_EQ_STR(names[i], ms[i].payload);
+            TT_EQ_INT(seq_parked(s, parked, names[i]), want[i]);
+        }
+    }
+    TT_EQ_INT(obx_get(s, ids[3], &m), OBX_OK);
+    TT_EQ_STR(m.tenant_id, "t1");
+    TT_EQ_INT(m.expires_ms, due + 60000);
+    TT_EQ_STR(m.ordering_key, "C");
+    TT_EQ_INT(obx_get(s, ids[6], &m), OBX_OK);
+    TT_EQ_INT(m.due_time_ms, due);
+    TT_EQ_INT(m.next_attempt_ms, OBX_TIME_MAX_MS + 1);
+    TT_EQ_INT(obx_get(s, ids[8], &m), OBX_OK);
+    TT_EQ_STR(m.aggregate_id, "agg");
+    TT_EQ_INT(m.priority, 3);
+    TT_ASSERT(m.ordering_key == NULL);
+    TT_EQ_INT(obx_get(s, ids[10], &m), OBX_OK);
+    TT_EQ_INT(m.next_attempt_ms, due);
+    TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "a1,a5,c1,d2,e2,g1,g2,h1,h2,u1,u2,u3");
+    /* Across statements: keys X, Y, Z (X with a row already) and unkeyed ones. */
+    TT_ASSERT(sql(s, "DELETE FROM {T}"));
+    ms[0] = keyed("x0", "X");
+    TT_EQ_INT(obx_enqueue(s, &ms[0], NULL), OBX_OK);
+    for (i = 0; i < big; i++) {
+        snprintf(pay[i], 16, "%08d", i);
+        mb[i] = keyed(pay[i], i % 5 == 4 ? NULL : i % 5 == 1 ? "Y" : i % 5 == 3 ? "Z" : "X");
+    }
+    TT_EQ_INT(obx_enqueue_batch(s, NULL, mb, big, NULL), OBX_OK);
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), big + 1);
+    /* Per key: seqs distinct and in the batch's order (x0 first). */
+    strcpy(q, "SELECT COUNT(*) FROM {T} WHERE (\"OrderingKey\" IS NULL) <> (\"OrderingSeq\" IS NULL)");
+    TT_EQ_INT(scalar(s, q), 0);
+    strcpy(q, "SELECT COUNT(*) FROM (SELECT \"OrderingKey\" FROM {T} WHERE \"OrderingKey\" IS NOT NULL GROUP BY "
+              "\"OrderingKey\" HAVING COUNT(DISTINCT \"OrderingSeq\") = COUNT(*)) AS k");
+    TT_EQ_INT(scalar(s, q), 3);
+    strcpy(q, "SELECT COUNT(*) FROM (SELECT ROW_NUMBER() OVER (PARTITION BY \"OrderingKey\" ORDER BY \"OrderingSeq\") "
+              "AS a, ROW_NUMBER() OVER (PARTITION BY \"OrderingKey\" ORDER BY CASE WHEN \"Payload\" = 'x0' THEN '' "
+              "ELSE \"Payload\" END) AS b FROM {T} WHERE \"OrderingKey\" IS NOT NULL) AS r WHERE a <> b");
+    TT_EQ_INT(scalar(s, q), 0);
+    TT_EQ_INT(seq_parked(s, parked, "x0"), 10);
+    TT_EQ_INT(seq_parked(s, parked, "00000000"), 21);
+#ifdef OBX_SQLITE3_API
+    TT_EQ_INT(seq_parked(s, parked, "00000001"), 10);
+    TT_EQ_INT(seq_parked(s, parked, "00000003"), 10);
+#else
+    TT_EQ_INT(seq_parked(s, parked, "00000001"), 20);
+    TT_EQ_INT(seq_parked(s, parked, "00000003"), 40);
+#endif
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM {T} WHERE \"OrderingKey\" IS NOT NULL AND \"NextAttemptAt\" <> %s",
+             parked);
+    TT_EQ_INT(scalar(s, q), 3);
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM {T} WHERE \"OrderingKey\" IS NULL AND \"NextAttemptAt\" = %s", parked);
+    TT_EQ_INT(scalar(s, q), 0);
+    free(mb);
+    free(pay);
+    obx_store_close(s);
+}
+
 /* Messages of one key one at a time, in enqueue order; a retry wait, a
  * later due time and a message in flight hold the key; Done and Dead let
  * it move on; other keys and unkeyed messages flow. */
@@ -2371,6 +2509,58 @@ static void test_my_keyed_enqueue_no_locks(void) {
     TT_EQ_INT(obx_enqueue_tx(s, p1.dbc, &m2, id2), OBX_ERR_STATE);
     TT_EQ_STR(obx_store_last_error(s)->where, "hdbc: isolation");
     TT_ASSERT(caller_end(&p1, 0));
+    caller_close(&p1);
+    caller_close(&p2);
+    obx_store_close(s);
+}
+
+/* The same for a keyed batch (obx_enqueue_batch on the caller's
+ * connection): refused at REPEATABLE READ and SERIALIZABLE, as
+ * obx_enqueue_tx documents for every keyed message, nothing written; at
+ * READ COMMITTED held open it stalls neither the key's ack nor another
+ * producer's batch, and both are numbered after the key's running one. */
+static void test_my_keyed_batch_no_locks(void) {
+    obx_store *s = fresh();
+    caller_conn p1, p2;
+    obx_new_message b1[2], b2[2], m1 = keyed("k1", "KL");
+    char id1[37], ids[2][37], owner[37], got_list[256], q[256];
+    const obx_message *got = NULL;
+    const char *id = id1;
+    int64_t t0, changed = 0;
+    int n = 0;
+    TT_ASSERT(s != NULL);
+    TT_ASSERT(caller_open(&p1) && caller_open_keyed(&p2));
+    obx_owner_token(s, owner);
+    b1[0] = keyed("k2", "KL");
+    b1[1] = keyed("u1", NULL);
+    b2[0] = keyed("k3", "KL");
+    b2[1] = keyed("m1", "KM");
+    TT_EQ_INT(obx_enqueue(s, &m1, id1), OBX_OK);
+    TT_ASSERT(claim_payloads(s, owner, got_list, sizeof got_list, &got, &n));
+    TT_EQ_STR(got_list, "k1");
+    TT_ASSERT(caller_begin(&p1)); /* REPEATABLE READ, the connection as it comes: refused */
+    TT_EQ_INT(obx_enqueue_batch(s, p1.dbc, b1, 2, ids), OBX_ERR_STATE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "hdbc: isolation");
+    TT_ASSERT(caller_end(&p1, 0));
+    TT_ASSERT(caller_exec(&p1, "SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE"));
+    TT_ASSERT(caller_end(&p1, 1) && caller_begin(&p1));
+    TT_EQ_INT(obx_enqueue_batch(s, p1.dbc, b1, 2, ids), OBX_ERR_STATE);
+    TT_EQ_STR(obx_store_last_error(s)->where, "hdbc: isolation");
+    TT_ASSERT(caller_end(&p1, 0));
+    TT_EQ_INT(scalar(s, "SELECT COUNT(*) FROM {T}"), 1);
+    TT_ASSERT(caller_exec(&p1, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"));
+    TT_ASSERT(caller_end(&p1, 1) && caller_begin(&p1));
+    TT_EQ_INT(obx_enqueue_batch(s, p1.dbc, b1, 2, ids), OBX_OK);
+    t0 = now_ms();
+    TT_ASSERT(caller_begin(&p2));
+    TT_EQ_INT(obx_enqueue_batch(s, p2.dbc, b2, 2, NULL), OBX_OK); /* another producer of the key */
+    TT_EQ_INT(obx_ack(s, owner, &id, 1, &changed), OBX_OK);        /* the key's running message */
+    TT_EQ_INT(changed, 1);
+    TT_EXPECT(now_ms() - t0 < 2000); /* neither waited for p1 (lock wait timeout: 5 s) */
+    TT_ASSERT(caller_end(&p1, 1) && caller_end(&p2, 1));
+    snprintf(q, sizeof q, "SELECT COUNT(*) FROM {T} WHERE \"OrderingKey\" = 'KL' AND \"OrderingSeq\" > 1 AND "
+             "\"Payload\" IN ('k2', 'k3')");
+    TT_EQ_INT(scalar(s, q), 2);
     caller_close(&p1);
     caller_close(&p2);
     obx_store_close(s);
@@ -5468,6 +5658,34 @@ static obx_outcome env_handler(const obx_message *m, char *error, size_t size, v
     /* The payload says which: the handler gets the envelope it was enqueued with. */
     if (env_matches(m, strcmp(m->payload, "{\"a\":1}") == 0 ? 1 : obx_message_header(m, "empty") ? 2 : 0)) p->ok++;
     return OBX_DONE;
+}
+
+/* A batch whose messages with headers come before others, without
+ * ordering keys and with: every row its own message id and envelope
+ * (MariaDB's multi-row VALUES read a later row's message id from where an
+ * earlier row's headers were). */
+static void test_batch_headers_rows(void) {
+    obx_store *s = fresh();
+    obx_new_message batch[5];
+    char ids[5][37];
+    obx_message m;
+    const int which[5] = {1, 0, 2, 0, 1};
+    int i, round;
+    TT_ASSERT(s != NULL);
+    for (round = 0; round < 2; round++) {
+        for (i = 0; i < 5; i++) {
+            batch[i] = env_msg(which[i]);
+            if (round) batch[i].ordering_key = i % 2 ? "hk1" : "hk2";
+        }
+        TT_EQ_INT(obx_enqueue_batch(s, NULL, batch, 5, ids), OBX_OK);
+        for (i = 0; i < 5; i++) {
+            TT_EQ_INT(obx_get(s, ids[i], &m), OBX_OK);
+            TT_EXPECT(env_matches(&m, which[i]));
+            TT_EQ_INT((int)strlen(m.message_id), 36);
+        }
+    }
+    TT_EQ_INT(scalar(s, "SELECT COUNT(DISTINCT \"MessageId\") FROM {T}"), 10);
+    obx_store_close(s);
 }
 
 /* Every field of the envelope through enqueue (single, and a batch in one
@@ -9845,6 +10063,7 @@ int main(int argc, char **argv) {
     RUN("OBX-055", "no handler: warning, and the message is retried later", test_055_no_handler);
     RUN("OBX-056", "a handler failure is abandoned (transient) or failed (permanent)", test_056_failure_policy);
     RUN("OBX-057", "the handler gets the whole message", test_057_whole_message);
+    RUN("CORE-BATCH-HEADERS-ROWS", "a batch whose messages with headers come before others, with and without ordering keys: every row its own message id and envelope", test_batch_headers_rows);
     RUN("OBX-ENVELOPE-ROUNDTRIP", "tenant, aggregate type and id, headers: own columns, byte-exact through enqueue, batch, get, claim, dead-letter list and handler", test_envelope_roundtrip);
     RUN("OBX-PRIO-ARGS", "a priority outside -5..5 refused before any SQL by every enqueue, naming it; the bounds taken", test_priority_args);
     RUN("OBX-PRIO-ORDER", "higher priority claimed first among due messages, through single, batch and _tx enqueues; unset is 0; get and claim read it back", test_priority_order);
@@ -10057,6 +10276,7 @@ int main(int argc, char **argv) {
         printf("N/A CORE-PG-NO-JIT %s PostgreSQL's JIT compiler\n", g_label);
     RUN("CORE-CARRY-TWO-WORKERS", "a carried ack of a message another worker holds frees nothing of its key; overlapping carrying claims take one message per key", test_carry_two_workers);
     RUN("OBX-ORDERED-KEY", "one message of a key at a time, in enqueue order; retry waits, due times and flights hold the key, Done and Dead move it on", test_ordered_key);
+    RUN("OBX-ORDERED-BATCH-SEQ", "a batch of interleaved keys, unkeyed messages and keys with rows in every state: OrderingSeq and parking row by row, envelope kept; across statements too", test_ordered_batch_seq);
     RUN("CORE-ORDERED-PARKING", "messages behind a busy key are parked out of the claim's way and woken in order", test_ordered_parking);
     RUN("OBX-ORDERED-DEAD-HOLDS", "ordering_dead_holds: a Dead message holds its key until replayed; others flow", test_ordered_dead_holds);
     RUN("OBX-ORDERED-LOAD", "overlapping producers (enqueue_tx) and workers on shared keys: 0 overlaps, each producer's order kept, all handled", test_ordered_load);
@@ -10111,6 +10331,7 @@ int main(int argc, char **argv) {
         RUN("OBX-MY-PICK-WINDOW", "a claim finds work when others hold the whole first window", test_my_pick_window);
         RUN("OBX-MY-NO-PING", "50 enqueues (one commit each) send no ping to the server", test_my_no_ping);
         RUN("OBX-MY-SETTLE-ROW-LOCKS", "ack, abandon, fail wait only for their own rows", test_my_settle_row_locks);
+        RUN("OBX-MY-KEYED-BATCH-NO-LOCKS", "a keyed batch in the caller's transaction: refused at REPEATABLE READ and SERIALIZABLE; at READ COMMITTED, held open, it stalls neither the key's ack nor another producer", test_my_keyed_batch_no_locks);
         RUN("OBX-MY-KEYED-ENQUEUE-NO-LOCKS", "a keyed enqueue in an open transaction stalls neither the key's ack nor its producers; SERIALIZABLE refused", test_my_keyed_enqueue_no_locks);
         RUN("OBX-MY-CLAIM-RECHECK", "a row claimed elsewhere after the pick is neither updated nor read back", test_my_claim_recheck);
     }

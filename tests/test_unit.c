@@ -1608,9 +1608,9 @@ static void test_fake_mariadb_round_trips(void) {
 
 /* MariaDB: a batch without ordering keys is one multi-row VALUES, 7
  * parameters a row (12 with the envelope), prepared once per row count;
- * a batch with a key keeps the statement that numbers and parks it; a
- * batch past 1 MiB of values is split, in one transaction
- * (OBX-MY-BATCH-VALUES). */
+ * a batch with a key reads its keys' maxima, then is a multi-row VALUES
+ * with each row's OrderingSeq and park; a batch past 1 MiB of values is
+ * split, in one transaction (OBX-MY-BATCH-VALUES). */
 static void test_fake_mariadb_batch_values(void) {
     obx_store *s = fake_store("MariaDB", NULL);
     static char big[300 * 1024];
@@ -1665,11 +1665,30 @@ static void test_fake_mariadb_batch_values(void) {
     TT_EQ_STR(fake_log_param_text(0, 0, 26), "0");
     m[2].priority = 0;
     TT_EQ_INT(fake_log_param(0, 0, 11).is_null, 1); /* row 1 has no headers */
-    /* An ordering key: the keyed statement (its seq and park). */
+    /* Ordering keys: the keys' maxima (Ready 4, in flight none, Dead 7),
+     * then the rows with their seq (7 + place) and park (parked: Ready). */
     m[0].ordering_key = "k";
+    m[2].ordering_key = "k";
     fake_reset();
+    {
+        static const char *const maxima[4] = {"4", "0", "7", "READ-COMMITTED"};
+        fake_push_rows(4, 1, maxima);
+    }
     TT_EQ_INT(obx_enqueue_batch(s, NULL, m, 3, NULL), OBX_OK);
-    TT_EXPECT(strstr(fake_log_sql(0), "JSON_TABLE") != NULL);
+    TT_EQ_INT(fake_log_count(), 2);
+    TT_EXPECT(strstr(fake_log_sql(0), "DESC LIMIT 1") != NULL);
+    TT_EQ_STR(fake_log_param_text(0, 0, 1), "[\"k\"]"); /* each key once */
+    TT_EXPECT(strstr(fake_log_sql(1), "JSON_TABLE") == NULL);
+    TT_EQ_INT(fake_log_param_count(1), 45); /* 15 a row: the envelope */
+    TT_EQ_STR(fake_log_param_text(1, 0, 7), "253402300799999999"); /* parked, in us */
+    TT_EQ_STR(fake_log_param_text(1, 0, 8), "k");
+    TT_EQ_STR(fake_log_param_text(1, 0, 9), "8");
+    TT_EQ_INT(fake_log_param(1, 0, 22).is_null, 1); /* row 2: now, no key, no seq */
+    TT_EQ_INT(fake_log_param(1, 0, 23).is_null, 1);
+    TT_EQ_INT(fake_log_param(1, 0, 24).is_null, 1);
+    TT_EQ_STR(fake_log_param_text(1, 0, 37), "253402300799999999");
+    TT_EQ_STR(fake_log_param_text(1, 0, 39), "10");
+    m[2].ordering_key = NULL;
     /* Four payloads of 300 KiB: two statements of at most 1 MiB, one transaction. */
     memset(big, 'x', sizeof big - 1);
     for (i = 0; i < 4; i++) {
