@@ -13836,7 +13836,7 @@ static obx_result obx__insert_keyed(obx__db *db, obx__enqueue_ctx *c, int from, 
     obx__buf *b = &s->own.columns[2];
     const int rows = to - from;
     size_t mask = 1, i;
-    int n = 0, *tab, *key_of, added, env = 0;
+    int n = 0, *tab, *key_of, added = 0, env = 0;
     const char **keys;
     int64_t (*max)[3], *seq;
     unsigned char *parked;
