@@ -13610,11 +13610,16 @@ static int obx__chunk_end(const obx__enqueue_ctx *c, int from) {
     return i;
 }
 
+/* Whether m sets a column beyond the key and the first release's: the
+ * envelope, an expiry, a priority. */
+static int obx__has_extras(const obx_new_message *m) {
+    return obx__has_envelope(m) || m->expires_utc_ms > 0 || m->priority != 0;
+}
+
 /* Whether m needs the statements with the ordering key and the envelope:
  * messages without either take the plain ones, as before both existed. */
 static int obx__extended(const obx_new_message *m) {
-    return !OBX__PLAIN_INSERT || obx__opt_text(m->ordering_key) || obx__has_envelope(m) || m->expires_utc_ms > 0 ||
-           m->priority != 0;
+    return !OBX__PLAIN_INSERT || obx__opt_text(m->ordering_key) || obx__has_extras(m);
 }
 
 /* One message's columns as a JSON row: ["id","message id","topic",
@@ -13859,7 +13864,7 @@ static obx_result obx__insert_keyed(obx__db *db, obx__enqueue_ctx *c, int from, 
     for (i = 0; i < (size_t)rows; i++) {
         const obx_new_message *m = &c->msgs[from + (int)i];
         const char *key = obx__opt_text(m->ordering_key);
-        env = env || obx__has_envelope(m) || m->expires_utc_ms > 0 || m->priority != 0;
+        env = env || obx__has_extras(m);
         key_of[i] = key ? obx__key_slot(tab, mask, keys, &n, key, &added) : -1;
         parked[i] = key && !added; /* behind an earlier one of the statement */
     }
